@@ -1,0 +1,79 @@
+"""Per-length summaries: RULER's average and effective length, HELMET's Recall category.
+
+Aggregation is over the tasks that ran. A summary built from fewer than all of its member tasks is marked
+``partial`` and names what is missing: a subset average is never presented as the full benchmark score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+RULER_TASKS = (
+    "niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2", "niah_multikey_3",
+    "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2",
+)
+HELMET_RECALL_TASKS = ("json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue")
+RULER_THRESHOLD = 85.6  # Llama-2-7B at 4K, the RULER paper's bar
+
+
+@dataclass(frozen=True)
+class GroupScore:
+    score: float | None
+    members: tuple[str, ...]
+    missing: tuple[str, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.missing)
+
+
+@dataclass(frozen=True)
+class EffectiveLength:
+    """``value``: the largest tested length such that it and every shorter tested length score > threshold
+    (0 if the shortest fails). ``max_passing``: the largest passing length, gaps allowed (the looser reading)."""
+
+    value: int
+    max_passing: int
+    threshold: float
+    per_length: Mapping[int, bool] = field(default_factory=dict)
+    partial: bool = False
+
+
+def group(scores: Mapping[str, float], members: Sequence[str]) -> GroupScore:
+    present = tuple(m for m in members if m in scores)
+    missing = tuple(m for m in members if m not in scores)
+    value = round(sum(scores[m] for m in present) / len(present), 2) if present else None
+    return GroupScore(value, present, missing)
+
+
+def ruler_average(scores: Mapping[str, float]) -> GroupScore:
+    return group(scores, RULER_TASKS)
+
+
+def helmet_recall(scores: Mapping[str, float]) -> GroupScore:
+    return group(scores, HELMET_RECALL_TASKS)
+
+
+def effective_length(ruler_by_length: Mapping[int, GroupScore], threshold: float = RULER_THRESHOLD
+                     ) -> EffectiveLength | None:
+    scored = {L: g for L, g in sorted(ruler_by_length.items()) if g.score is not None}
+    if not scored:
+        return None
+    passing = {L: g.score > threshold for L, g in scored.items()}  # strictly above, as the paper
+    value = 0
+    for L, ok in passing.items():
+        if not ok:
+            break
+        value = L
+    max_passing = max((L for L, ok in passing.items() if ok), default=0)
+    return EffectiveLength(value, max_passing, threshold, passing, any(g.partial for g in scored.values()))
+
+
+def weighted_average(by_length: Mapping[int, float], increasing: bool = True) -> float | None:
+    """RULER's wAvg: weights 1..n over the lengths in increasing order (inc) or n..1 (dec)."""
+    if not by_length:
+        return None
+    lengths = sorted(by_length)
+    weights = range(1, len(lengths) + 1) if increasing else range(len(lengths), 0, -1)
+    return round(sum(w * by_length[L] for w, L in zip(weights, lengths)) / sum(weights), 2)

@@ -1,0 +1,107 @@
+"""``ctxgate`` command line: rescore stored predictions, score one prediction, list tasks, print the schema.
+
+None of these load a model or torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ctxgate.metrics import get_metric, metric_names, score_prediction
+from ctxgate.metrics.registry import UnknownMetric
+from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    path = Path(args.predictions)
+    if not path.is_file():
+        print(f"ctxgate rescore: {path} does not exist; pass the .predictions.jsonl written beside a --report",
+              file=sys.stderr)
+        return 2
+    cases: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                spec = get_task(row["task"])
+                metric = args.metric or row["metric"]
+                prefix = spec.parse_prefix if spec.answer_prefix_in_output else None
+                new, _ = score_prediction(metric, row["prediction"], row["answers"], prefix)
+            except (json.JSONDecodeError, KeyError, UnknownTask, UnknownMetric) as exc:
+                print(f"ctxgate rescore: {path}:{line_no}: {exc}; each line must be a prediction record written "
+                      "by ctxgate (task, length, metric, prediction, answers, score)", file=sys.stderr)
+                return 2
+            cases.setdefault((row["task"], int(row["length"])), []).append((float(row["score"]), new))
+    out = []
+    for (task, length), pairs in sorted(cases.items()):
+        old = 100 * sum(p[0] for p in pairs) / len(pairs)
+        new = 100 * sum(p[1] for p in pairs) / len(pairs)
+        changed = sum(1 for a, b in pairs if a != b)
+        out.append({"task": task, "length": length, "n": len(pairs), "stored": round(old, 2),
+                    "rescored": round(new, 2), "delta": round(new - old, 2), "changed_samples": changed})
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        print(f"{'task':<18}{'length':>8}{'n':>6}{'stored':>9}{'rescored':>10}{'delta':>8}{'changed':>9}")
+        for r in out:
+            print(f"{r['task']:<18}{r['length']:>8}{r['n']:>6}{r['stored']:>9.2f}{r['rescored']:>10.2f}"
+                  f"{r['delta']:>+8.2f}{r['changed_samples']:>9}")
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    try:
+        get_metric(args.metric)
+        value, looked_at = score_prediction(args.metric, args.prediction, args.answer, args.prefix)
+    except (UnknownMetric, ValueError) as exc:
+        print(f"ctxgate score: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"metric": args.metric, "score": value, "scored_text": looked_at, "answers": args.answer}))
+    return 0
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    for t in all_tasks():
+        print(f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric:<19}gen={t.tokens_to_generate:<5}{t.description}")
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from ctxgate.report.schema import REPORT_SCHEMA
+
+    print(json.dumps(REPORT_SCHEMA, indent=1))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ctxgate", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("rescore", help="recompute scores from stored per-sample predictions")
+    r.add_argument("predictions", help="the .predictions.jsonl file beside a report")
+    r.add_argument("--metric", choices=metric_names(), help="score every sample with this metric instead")
+    r.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    r.set_defaults(fn=_rescore)
+    s = sub.add_parser("score", help="score one prediction (to debug a disagreement)")
+    s.add_argument("--metric", required=True, help=f"one of {', '.join(metric_names())}")
+    s.add_argument("--prediction", required=True)
+    s.add_argument("--answer", action="append", required=True, help="a reference answer; repeat for several")
+    s.add_argument("--prefix", default=None, help="answer prefix to parse after (HELMET metrics)")
+    s.set_defaults(fn=_score)
+    sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
+    sub.add_parser("schema", help="print the report's JSON schema").set_defaults(fn=_schema)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return int(args.fn(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Haystack text: RULER's noise line, the shipped essay text, or text the user supplies (``--haystack``).
+
+RULER uses Paul Graham essays fetched from the web at generation time, so its data drift with the web. ctxgate
+ships an essay text written for this project (``data/haystack_essays.txt``) and accepts any text or dataset the
+user points at; the haystack's hash goes into the report so runs on different haystacks never compare silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+NOISE_LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_TEXT_SUFFIXES = {".txt", ".md"}
+
+
+class HaystackError(ValueError):
+    """The user's haystack cannot be read or is unusable."""
+
+
+@dataclass(frozen=True)
+class Essay:
+    """Whitespace-collapsed essay text split into sentences, with a content hash."""
+
+    sentences: tuple[str, ...]
+    sha256: str
+    source: str
+
+
+def _split(text: str, source: str) -> Essay:
+    collapsed = re.sub(r"\s+", " ", text).strip()
+    sentences = tuple(s for s in _SENTENCE_END.split(collapsed) if s)
+    if len(sentences) < 8:
+        raise HaystackError(
+            f"the haystack {source} has {len(sentences)} sentences; essays need at least 8: "
+            "point --haystack at a longer text"
+        )
+    return Essay(sentences, hashlib.sha256(collapsed.encode("utf-8")).hexdigest(), source)
+
+
+@lru_cache(maxsize=4)
+def load_essay(path: str | None = None) -> Essay:
+    """The default essay text, or ``path``: a text file, or a data file/dataset folder with a ``text`` column."""
+    if path is None:
+        text = resources.files("ctxgate.data").joinpath("haystack_essays.txt").read_text("utf-8")
+        return _split(text, "ctxgate:haystack_essays.txt")
+    p = Path(path)
+    if not p.exists():
+        raise HaystackError(f"--haystack {path!r} does not exist: give a .txt file or a dataset with a 'text' column")
+    if p.is_file() and p.suffix.lower() in _TEXT_SUFFIXES:
+        return _split(p.read_text("utf-8"), str(p))
+    return _split(_dataset_text(p), str(p))
+
+
+def _dataset_text(p: Path) -> str:
+    import datasets  # heavy: only when a dataset haystack is asked for
+
+    if p.is_dir():
+        try:
+            ds = datasets.load_from_disk(str(p))
+        except FileNotFoundError:
+            ds = datasets.load_dataset(str(p), split="train")
+    else:
+        kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(p.suffix.lower())
+        if kind is None:
+            raise HaystackError(
+                f"--haystack {str(p)!r}: unknown file type {p.suffix!r}; use .txt, .jsonl, .json, .parquet or .csv"
+            )
+        ds = datasets.load_dataset(kind, data_files=str(p), split="train")
+    if isinstance(ds, datasets.DatasetDict):
+        ds = ds[next(iter(ds))]
+    if "text" not in ds.column_names:
+        raise HaystackError(
+            f"--haystack {str(p)!r} has columns {ds.column_names} but no 'text' column: rename the column to 'text'"
+        )
+    return "\n\n".join(str(t) for t in ds["text"])

@@ -1,0 +1,110 @@
+"""SQuAD v2 and HotpotQA (distractor) for RULER's qa_1 and qa_2, read through ``datasets``.
+
+A source is a hub id (``rajpurkar/squad_v2``, ``hotpotqa/hotpot_qa``), a local data file in the hub's layout
+(.jsonl, .json, .parquet), or a folder saved with ``save_to_disk``. Either way it becomes a deduplicated,
+sorted document pool plus questions pointing into it, the structure RULER's QA generator works on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+DEFAULT_SQUAD = "rajpurkar/squad_v2"
+DEFAULT_HOTPOTQA = "hotpotqa/hotpot_qa"
+
+
+class QADataError(RuntimeError):
+    """The QA source cannot be loaded; the message names the flag that supplies it."""
+
+
+@dataclass(frozen=True)
+class Question:
+    query: str
+    answers: tuple[str, ...]
+    gold: tuple[int, ...]  # indices of the documents that answer it
+    related: tuple[int, ...]  # same-article documents, preferred as distractors (SQuAD)
+
+
+@dataclass(frozen=True)
+class QAPool:
+    docs: tuple[str, ...]
+    questions: tuple[Question, ...]
+    sha256: str
+    source: str
+
+
+_FAILED: dict[str, QADataError] = {}  # a source that failed once is not retried (hub retries take ~25 s)
+
+
+def _load_rows(source: str, flag: str, split: str, config: str | None) -> list[dict]:
+    if source in _FAILED:
+        raise _FAILED[source]
+    try:
+        return _read(source, flag, split, config)
+    except QADataError as exc:
+        _FAILED[source] = exc
+        raise
+
+
+def _read(source: str, flag: str, split: str, config: str | None) -> list[dict]:
+    import datasets  # heavy: only when a QA task is built
+
+    p = Path(source)
+    try:
+        if p.is_dir():
+            ds = datasets.load_from_disk(str(p))
+            if isinstance(ds, datasets.DatasetDict):
+                ds = ds[split] if split in ds else ds[next(iter(ds))]
+        elif p.is_file():
+            kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}.get(p.suffix.lower(), "json")
+            ds = datasets.load_dataset(kind, data_files=str(p), split="train")
+        else:
+            ds = datasets.load_dataset(source, config, split=split)
+    except Exception as exc:  # the datasets library raises many types for "not reachable"
+        raise QADataError(
+            f"cannot load {source!r} ({type(exc).__name__}: {str(exc)[:200]}); pass {flag} PATH with a local "
+            f"copy in the hub's layout (a .jsonl/.parquet file or a save_to_disk folder)"
+        ) from exc
+    return list(ds)
+
+
+def _pool(docs: list[str], raw_questions: list[tuple[str, tuple[str, ...], list[str], list[str]]],
+          source: str) -> QAPool:
+    pool = sorted(set(docs))
+    where = {d: i for i, d in enumerate(pool)}
+    questions = tuple(
+        Question(q, a, tuple(where[d] for d in gold), tuple(where[d] for d in related if d not in gold))
+        for q, a, gold, related in raw_questions
+    )
+    digest = hashlib.sha256(json.dumps([pool, [(q.query, q.answers, q.gold) for q in questions]]).encode()).hexdigest()
+    return QAPool(tuple(pool), questions, digest, source)
+
+
+@lru_cache(maxsize=4)
+def load_squad(source: str = DEFAULT_SQUAD) -> QAPool:
+    rows = _load_rows(source, "--squad", "validation", None)
+    by_title: dict[str, dict[str, None]] = {}  # ordered, de-duplicated paragraphs per article
+    for r in rows:
+        by_title.setdefault(r["title"], {})[r["context"]] = None
+    questions = []
+    for r in rows:
+        answers = tuple(dict.fromkeys(r["answers"]["text"]))
+        if answers:  # SQuAD v2's unanswerable questions are left out, as RULER does
+            questions.append((r["question"], answers, [r["context"]], list(by_title[r["title"]])))
+    return _pool([r["context"] for r in rows], questions, source)
+
+
+@lru_cache(maxsize=4)
+def load_hotpotqa(source: str = DEFAULT_HOTPOTQA) -> QAPool:
+    rows = _load_rows(source, "--hotpotqa", "validation", "distractor")
+    docs, questions = [], []
+    for r in rows:
+        ctx = r["context"]
+        paragraphs = [f"{t}\n{''.join(s)}" for t, s in zip(ctx["title"], ctx["sentences"])]
+        docs.extend(paragraphs)
+        questions.append((r["question"], (r["answer"],), paragraphs, []))
+    return _pool(docs, questions, source)

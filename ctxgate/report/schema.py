@@ -1,0 +1,64 @@
+"""JSON Schema (draft 2020-12) of the report written by ``--report``. Bump SCHEMA_VERSION on breaking changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_NUM_OR_NULL = {"type": ["number", "null"]}
+_GROUP = {
+    "type": "object",
+    "required": ["score", "partial", "members", "missing"],
+    "properties": {"score": _NUM_OR_NULL, "partial": {"type": "boolean"},
+                   "members": {"type": "array", "items": {"type": "string"}},
+                   "missing": {"type": "array", "items": {"type": "string"}}},
+}
+_CASE = {
+    "type": "object",
+    "required": ["task", "suite", "length", "verdict", "score", "n", "floor"],
+    "properties": {
+        "task": {"type": "string"}, "suite": {"enum": ["ruler", "helmet"]}, "category": {"type": "string"},
+        "length": {"type": "integer", "minimum": 1}, "metric": {"type": "string"},
+        "verdict": {"enum": ["pass", "fail", "skip", "error"]}, "message": {"type": "string"},
+        "score": _NUM_OR_NULL, "n": {"type": "integer", "minimum": 0}, "floor": _NUM_OR_NULL,
+        "ci": {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+        "seconds": _NUM_OR_NULL, "build_seconds": _NUM_OR_NULL, "input_tokens_mean": _NUM_OR_NULL,
+        "input_tokens_max": {"type": ["integer", "null"]}, "fill_min": _NUM_OR_NULL,
+        "output_tokens": {"type": ["integer", "null"]}, "data_sha256": {"type": ["string", "null"]},
+        "samples_from_cache": {"type": "integer"},
+    },
+}
+REPORT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "ctxgate run report",
+    "type": "object",
+    "required": ["schema_version", "ctxgate_version", "created", "complete", "run", "cases", "by_length",
+                 "overall", "effective_length", "gates"],
+    "properties": {
+        "schema_version": {"const": 1},
+        "ctxgate_version": {"type": "string"},
+        "created": {"type": "string"},
+        "complete": {"type": "boolean"},
+        "run": {
+            "type": "object",
+            "required": ["model", "backend", "seed", "samples", "lengths", "chat_template"],
+            "properties": {
+                "model": {"type": "string"}, "model_fingerprint": {"type": ["object", "null"]},
+                "backend": {"type": ["object", "null"]}, "seed": {"type": "integer"},
+                "samples": {"type": "integer"}, "lengths": {"type": "array", "items": {"type": "integer"}},
+                "chat_template": {"enum": ["on", "off"]}, "chat_template_sha256": {"type": ["string", "null"]},
+                "tokenizer_sha256": {"type": ["string", "null"]}, "haystack_sha256": {"type": ["string", "null"]},
+                "data_sha256": {"type": ["string", "null"]}, "packages": {"type": "object"},
+                "thresholds": {"type": ["string", "null"]},
+            },
+        },
+        "cases": {"type": "array", "items": _CASE},
+        "by_length": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["ruler", "helmet_recall"],
+            "properties": {"ruler": _GROUP, "helmet_recall": _GROUP}}},
+        "overall": {"type": "object"},
+        "effective_length": {"type": ["object", "null"], "required": ["value", "max_passing", "threshold"],
+                             "properties": {"value": {"type": "integer"}, "max_passing": {"type": "integer"},
+                                            "threshold": {"type": "number"}, "partial": {"type": "boolean"}}},
+        "gates": {"type": "array", "items": {"type": "object", "required": ["name", "verdict", "message"]}},
+    },
+}

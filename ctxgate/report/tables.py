@@ -1,0 +1,68 @@
+"""Tasks x lengths tables for the terminal and for Markdown (GitHub step summaries)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxgate.aggregate import RULER_TASKS
+from ctxgate.lengths import format_length
+
+
+def _cell(case: Mapping[str, Any] | None) -> str:
+    if case is None:
+        return ""
+    if case["verdict"] == "skip":
+        return "skip"
+    if case["verdict"] == "error":
+        return "error"
+    mark = " ✗" if case["verdict"] == "fail" else ""
+    return f"{case['score']:.1f}{mark}"
+
+
+def _group_cell(group: Mapping[str, Any] | None) -> str:
+    if not group or group["score"] is None:
+        return ""
+    return f"{group['score']:.1f}" + ("*" if group["partial"] else "")
+
+
+def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
+    lengths = sorted({c["length"] for c in report["cases"]})
+    tasks = sorted({c["task"] for c in report["cases"]},
+                   key=lambda t: (RULER_TASKS.index(t) if t in RULER_TASKS else len(RULER_TASKS), t))
+    by_key = {(c["task"], c["length"]): c for c in report["cases"]}
+    header = ["task"] + [format_length(L) for L in lengths]
+    body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] for t in tasks]
+    for label, key in (("RULER avg", "ruler"), ("HELMET Recall", "helmet_recall")):
+        cells = [_group_cell(report["by_length"].get(str(L), {}).get(key)) for L in lengths]
+        if any(cells):
+            body.append([label] + cells)
+    notes = []
+    eff = report.get("effective_length")
+    if eff:
+        value = format_length(eff["value"]) if eff["value"] else f"< {format_length(lengths[0])}"
+        notes.append(f"Effective length (RULER avg > {eff['threshold']}, every shorter length too): {value}"
+                     + (" (partial: not all 13 RULER tasks ran)" if eff.get("partial") else ""))
+    if any(g["partial"] for v in report["by_length"].values() for g in v.values() if g["score"] is not None):
+        notes.append("* partial: some member tasks did not run; see 'missing' in the JSON report")
+    for gate in report.get("gates", []):
+        notes.append(f"Gate {gate['name']}: {gate['verdict'].upper()} - {gate['message']}")
+    return header, body, notes
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    header, body, notes = rows(report)
+    lines = [f"### ctxgate: {report['run'].get('model', '')}", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    return "\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n"
+
+
+def terminal(report: Mapping[str, Any]) -> str:
+    header, body, notes = rows(report)
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+
+    def fmt(r: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+
+    return "\n".join([fmt(header), "-" * (sum(widths) + 2 * (len(widths) - 1)), *map(fmt, body), *notes])

@@ -1,0 +1,91 @@
+"""Run one case (task x length): build its samples, generate, score. Pure orchestration, no pytest here."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from ctxgate.backends.base import Backend, GenerationParams, Request
+from ctxgate.metrics import score_prediction
+from ctxgate.seeding import sample_rng
+from ctxgate.stats import interval
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+
+
+@dataclass(frozen=True)
+class SampleOutcome:
+    index: int
+    score: float
+    prediction: str
+    scored_text: str
+    answers: tuple[str, ...]
+    input_tokens: int
+    output_tokens: int
+    finish_reason: str
+    sample_sha256: str
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    task: str
+    suite: str
+    category: str
+    length: int
+    metric: str
+    score: float  # percent
+    n: int
+    ci: tuple[float, float]
+    seconds: float
+    build_seconds: float
+    input_tokens_mean: float
+    input_tokens_max: int
+    fill_min: float  # smallest (input + generation budget) / length over the samples
+    output_tokens: int
+    data_sha256: str
+    samples: tuple[SampleOutcome, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def build_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> list[Sample]:
+    return [spec.build(ctx, length, i, sample_rng(spec.name, length, i, seed)) for i in range(n)]
+
+
+def data_hash(samples: Sequence[Sample]) -> str:
+    h = hashlib.sha256()
+    for s in samples:
+        h.update(s.digest().encode("ascii"))
+    return h.hexdigest()
+
+
+def score_sample(spec: TaskSpec, sample: Sample, prediction: str) -> tuple[float, str]:
+    prefix = spec.parse_prefix if spec.answer_prefix_in_output else None
+    return score_prediction(spec.metric, prediction, sample.answers, prefix)
+
+
+def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n: int, seed: int,
+             confidence: float = 0.95) -> CaseResult:
+    t0 = time.perf_counter()
+    samples = build_samples(spec, ctx, length, n, seed)
+    built = time.perf_counter()
+    params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
+    outcomes = []
+    for s in samples:
+        (gen,) = backend.generate([Request(s.input_ids, spec.name, length, s.index, s.answers)], params)
+        score, scored = score_sample(spec, s, gen.text)
+        outcomes.append(SampleOutcome(s.index, score, gen.text, scored, s.answers, len(s.input_ids),
+                                      gen.output_tokens, gen.finish_reason, s.digest()))
+    scores = [o.score for o in outcomes]
+    sizes = [o.input_tokens for o in outcomes]
+    return CaseResult(
+        task=spec.name, suite=spec.suite, category=spec.category, length=length, metric=spec.metric,
+        score=round(100 * sum(scores) / len(scores), 2), n=len(scores), ci=interval(scores, confidence),
+        seconds=round(time.perf_counter() - t0, 3), build_seconds=round(built - t0, 3),
+        input_tokens_mean=round(sum(sizes) / len(sizes), 1), input_tokens_max=max(sizes),
+        fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4),
+        output_tokens=sum(o.output_tokens for o in outcomes), data_sha256=data_hash(samples),
+        samples=tuple(outcomes),
+    )

@@ -1,0 +1,122 @@
+"""What every task shares: the sample type, the build context, the prompt frame and the length budget.
+
+The length rule (RULER's, applied to every task): the model's input ids - BOS, chat template, instruction, context,
+question and answer prefix - plus the task's generation budget fit in L tokens. Generators fill the remaining room
+with haystack units, so a prompt lands within one unit (a line, sentence, document or word) of the limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxgate.textcodec import PieceEncoder
+
+
+class TaskTooShort(ValueError):
+    """The length cannot hold the task's fixed parts; the case is skipped with this message."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    task: str
+    length: int
+    index: int
+    input_ids: tuple[int, ...]
+    answers: tuple[str, ...]
+    answer_prefix: str
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        h.update(repr((self.task, self.length, self.index, self.answers, self.answer_prefix)).encode("utf-8"))
+        h.update(",".join(map(str, self.input_ids)).encode("ascii"))
+        return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Everything a generator needs besides (length, index, rng): the tokenizer, the prompt format, data sources."""
+
+    encoder: PieceEncoder
+    chat: bool
+    seed: int = 42
+    essay_path: str | None = None
+    squad_source: str | None = None
+    hotpotqa_source: str | None = None
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Token ids around a task's variable part: BOS/chat head + instruction, then question + answer prefix."""
+
+    pre: tuple[int, ...]
+    post: tuple[int, ...]
+
+    def budget(self, length: int, tokens_to_generate: int) -> int:
+        return length - tokens_to_generate - len(self.pre) - len(self.post)
+
+
+def make_frame(
+    ctx: BuildContext, head: Sequence[str], tail: Sequence[str], answer_prefix: str, separator: str = ""
+) -> Frame:
+    """Build the fixed ids. ``separator`` joins the user text and the answer prefix when no chat template is used
+    (RULER: nothing, the prefix starts with a space; HELMET: a newline)."""
+    enc = ctx.encoder
+    if ctx.chat:
+        chat_head, chat_tail = enc.chat_parts()
+        pre_pieces = [chat_head, *head]
+        post_pieces = [*tail, chat_tail, answer_prefix]
+    else:
+        pre_pieces = list(head)
+        post_pieces = [*tail, separator + answer_prefix]
+    pre = tuple(i for ids in enc.encode_many([p for p in pre_pieces if p]) for i in ids)
+    post = tuple(i for ids in enc.encode_many([p for p in post_pieces if p]) for i in ids)
+    # Never a double BOS: a chat template that spells out BOS already supplies it.
+    if enc.prefix and pre[: len(enc.prefix)] != enc.prefix:
+        pre = enc.prefix + pre
+    return Frame(pre, post)
+
+
+def fill_count(unit_sizes: Sequence[int], budget: int) -> int:
+    """How many leading units fit in ``budget`` tokens."""
+    total = 0
+    for n, size in enumerate(unit_sizes):
+        total += size
+        if total > budget:
+            return n
+    return len(unit_sizes)
+
+
+def flatten(parts: Sequence[Sequence[int]]) -> list[int]:
+    return [i for p in parts for i in p]
+
+
+def need_room(task: str, length: int, have: int, needed: int, what: str = "haystack units") -> None:
+    if have < needed:
+        raise TaskTooShort(
+            f"{task} cannot be built at length {length}: its fixed parts leave room for {max(have, 0)} {what} "
+            f"where it needs at least {needed}; choose a longer --lengths value"
+        )
+
+
+Builder = Callable[[BuildContext, int, int, random.Random], Sample]
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One benchmark task: how to build a sample and how to score it."""
+
+    name: str
+    suite: str  # "ruler" or "helmet"
+    category: str  # RULER category (niah, vt, aggregation, qa) or HELMET category (recall, ...)
+    metric: str
+    tokens_to_generate: int
+    build: Builder
+    markers: tuple[str, ...] = ()
+    answer_prefix_in_output: bool = False  # HELMET: prepend the answer prefix to the output before parsing
+    parse_prefix: str | None = None
+    description: str = ""

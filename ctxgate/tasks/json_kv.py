@@ -1,0 +1,74 @@
+"""HELMET's JSON KV retrieval: a JSON object of UUID pairs, the queried key at one of six evenly spaced depths.
+
+Prompt (HELMET, after Liu et al.'s lost-in-the-middle):
+``{context}\\n\\nExtract the value corresponding to the specified key in the JSON object below.\\n\\n{demos}Key:
+{question}\\nCorresponding value:`` with the context ``JSON data:\\n{...}`` and two demos
+``Key: "k"\\nCorresponding value: v``. HELMET runs it without the chat template. HELMET pre-builds one dictionary
+per six questions; ctxgate builds a fresh dictionary per sample and cycles the depth with the sample index.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_count, make_frame, need_room
+from ctxgate.tasks.registry import register
+
+INSTRUCTION = "\n\nExtract the value corresponding to the specified key in the JSON object below.\n\n"
+ANSWER_PREFIX = "Corresponding value:"
+DEPTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+SHOTS = 2
+GEN = 100
+
+
+def _uuid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def _pair(key: str, value: str) -> str:
+    return f"{json.dumps(key)}: {json.dumps(value)}"
+
+
+def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
+    enc = ctx.encoder
+    target_key, target_value = _uuid(rng), _uuid(rng)
+    demos = [(_uuid(rng), _uuid(rng)) for _ in range(SHOTS)]
+    demo_text = "".join(f"Key: {json.dumps(k)}\nCorresponding value: {v}\n\n" for k, v in demos)
+    tail = INSTRUCTION + demo_text + f"Key: {json.dumps(target_key)}"
+    frame = make_frame(ctx, ["JSON data:\n{"], ["}", tail], ANSWER_PREFIX, separator="\n")
+    budget = frame.budget(length, GEN)
+    # Demo pairs sit in the object too (their answers are in the context), the target pair once, the rest filler.
+    pairs = [_pair(k, v) for k, v in demos] + [_pair(target_key, target_value)]
+    room = budget - sum(len(ids) for ids in enc.encode_fresh([", " + p for p in pairs]))
+    filler: list[str] = []
+    while room > 0:
+        batch = [_pair(_uuid(rng), _uuid(rng)) for _ in range(max(8, room // 40))]
+        sizes = [len(ids) for ids in enc.encode_fresh([", " + b for b in batch])]
+        n = fill_count(sizes, room)
+        filler.extend(batch[:n])
+        room -= sum(sizes[:n])
+        if n < len(batch):
+            break
+    others = filler + pairs[:SHOTS]
+    rng.shuffle(others)
+    depth = DEPTHS[index % len(DEPTHS)]
+    position = round(depth * len(others))
+    entries = others[:position] + [pairs[SHOTS]] + others[position:]
+    need_room("json_kv", length, len(entries), SHOTS + 1, "key-value pairs")
+    pieces = [entries[0]] + [", " + e for e in entries[1:]]
+    piece_ids = enc.encode_fresh(pieces)
+    offset = len(frame.pre) + sum(len(p) for p in piece_ids[:position])
+    ids = frame.pre + tuple(i for p in piece_ids for i in p) + frame.post
+    return Sample("json_kv", length, index, ids, (target_value,), ANSWER_PREFIX,
+                  {"depth": depth, "position": position, "num_kvs": len(entries), "target_offset": offset,
+                   "key": target_key})
+
+
+@register
+def json_kv() -> TaskSpec:
+    return TaskSpec(name="json_kv", suite="helmet", category="recall", metric="helmet_subem",
+                    tokens_to_generate=GEN, build=build_json_kv, markers=("helmet", "recall"),
+                    answer_prefix_in_output=True, parse_prefix=ANSWER_PREFIX,
+                    description="value of a UUID key in a JSON object")

@@ -1,0 +1,74 @@
+"""RULER qa_1 (SQuAD) and qa_2 (HotpotQA): the gold documents among distractors, filled to the length."""
+
+from __future__ import annotations
+
+import random
+
+from ctxgate import qa_data
+from ctxgate.seeding import derive_seed
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
+from ctxgate.tasks.registry import register
+
+INSTRUCTION = "Answer the question based on the given documents. Only give me the answer and do not output any " \
+              "other words."
+HEAD = INSTRUCTION + "\n\nThe following are given documents.\n\n"
+TAIL = "\n\n" + INSTRUCTION + "\n\nQuestion: {query}"
+ANSWER_PREFIX = " Answer:"
+GEN = 32
+
+
+def _header(i: int) -> str:
+    return f"Document {i}:\n" if i == 1 else f"\n\nDocument {i}:\n"
+
+
+def build_qa(name: str, pool: qa_data.QAPool, ctx: BuildContext, length: int, index: int, seed: int,
+             rng: random.Random) -> Sample:
+    enc = ctx.encoder
+    # Questions are taken in a seeded order without replacement, so samples of a case ask different questions.
+    order = list(range(len(pool.questions)))
+    random.Random(derive_seed("qa-order", name, seed)).shuffle(order)
+    q = pool.questions[order[index % len(order)]]
+    frame = make_frame(ctx, [HEAD], [TAIL.format(query=q.query)], ANSWER_PREFIX)
+    budget = frame.budget(length, GEN)
+    related = [d for d in q.related if d not in q.gold]
+    rng.shuffle(related)
+    taken = set(q.gold) | set(related)
+    others = [d for d in range(len(pool.docs)) if d not in taken]
+    rng.shuffle(others)
+    candidates = list(q.gold) + related + others
+    k, used = 0, 0
+    for n, doc_ids in enumerate(enc.encode_many([pool.docs[d] for d in candidates]), start=1):
+        used += len(doc_ids) + enc.count(_header(n))
+        if used > budget:
+            break
+        k = n
+    need_room(name, length, k, len(q.gold), "documents (the gold ones included)")
+    chosen = candidates[:k]
+    rng.shuffle(chosen)  # per sample, so the gold document is not at the same place in every sample
+    pieces = [p for i, d in enumerate(chosen, start=1) for p in (_header(i), pool.docs[d])]
+    ids = frame.pre + tuple(i for p in enc.encode_many(pieces) for i in p) + frame.post
+    gold_positions = [chosen.index(g) + 1 for g in q.gold]
+    return Sample(name, length, index, ids, q.answers, ANSWER_PREFIX,
+                  {"num_docs": k, "gold_documents": gold_positions, "data_sha256": pool.sha256})
+
+
+def _spec(name: str, description: str) -> TaskSpec:
+    def build(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
+        if name == "qa_1":
+            pool = qa_data.load_squad(ctx.squad_source or qa_data.DEFAULT_SQUAD)
+        else:
+            pool = qa_data.load_hotpotqa(ctx.hotpotqa_source or qa_data.DEFAULT_HOTPOTQA)
+        return build_qa(name, pool, ctx, length, index, ctx.seed, rng)
+
+    return TaskSpec(name=name, suite="ruler", category="qa", metric="string_match_part", tokens_to_generate=GEN,
+                    build=build, markers=("ruler",), description=description)
+
+
+@register
+def qa_1() -> TaskSpec:
+    return _spec("qa_1", "single-hop QA over SQuAD v2 documents")
+
+
+@register
+def qa_2() -> TaskSpec:
+    return _spec("qa_2", "multi-hop QA over HotpotQA distractor documents")

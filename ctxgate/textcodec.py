@@ -1,0 +1,158 @@
+"""Token-level text assembly with the model's own tokenizer.
+
+Generators build prompts from *pieces* (instruction, haystack lines, needles, answer prefix). Each distinct piece
+is tokenized once and cached; a prompt's token ids are the concatenation of its pieces' ids. That is what makes
+128K-token generation cheap: a haystack is tokenized once per tokenizer, never per sample.
+
+Pieces are encoded behind a fixed anchor (``ANCHOR + piece``, anchor ids stripped) so that a SentencePiece
+tokenizer does not add its word-start marker to every piece, and pieces are designed to start at whitespace, where
+byte-level BPE never merges across. The decoded text of the ids re-tokenizes to the same count, or within a few
+tokens of it; tests state and check that margin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+ANCHOR = "\u00a7"
+_SENTINEL = "\u27e6CTXGATE-USER-TURN\u27e7"
+
+
+class RawTokenizer(Protocol):
+    """What ctxgate needs from a tokenizer; adapters below provide it."""
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def prefix_ids(self) -> list[int]: ...
+
+    def chat_parts(self) -> tuple[str, str] | None: ...
+
+    def eos_ids(self) -> list[int]: ...
+
+    def identity(self) -> str: ...
+
+
+class HFTokenizer:
+    """Adapter over a ``transformers`` tokenizer (imported by the caller, never here)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tok = tokenizer
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        if not texts:
+            return []
+        return [list(ids) for ids in self.tok(list(texts), add_special_tokens=False)["input_ids"]]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self.tok.decode(list(ids), skip_special_tokens=False))
+
+    def prefix_ids(self) -> list[int]:
+        with_special = list(self.tok("a", add_special_tokens=True)["input_ids"])
+        bare = list(self.tok("a", add_special_tokens=False)["input_ids"])
+        if with_special[-len(bare):] == bare:
+            return with_special[: len(with_special) - len(bare)]
+        return []
+
+    def chat_parts(self) -> tuple[str, str] | None:
+        if not getattr(self.tok, "chat_template", None):
+            return None
+        text = self.tok.apply_chat_template(
+            [{"role": "user", "content": _SENTINEL}], add_generation_prompt=True, tokenize=False
+        )
+        head, _, tail = str(text).partition(_SENTINEL)
+        return head, tail
+
+    def eos_ids(self) -> list[int]:
+        eos = self.tok.eos_token_id
+        if eos is None:
+            return []
+        return list(eos) if isinstance(eos, (list, tuple)) else [int(eos)]
+
+    def identity(self) -> str:
+        parts = [
+            type(self.tok).__name__,
+            str(len(self.tok)),
+            str(getattr(self.tok, "chat_template", "") or ""),
+            self.tok.backend_tokenizer.to_str() if hasattr(self.tok, "backend_tokenizer") else "",
+        ]
+        return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
+
+
+class ByteTokenizer:
+    """One token per UTF-8 byte (ids 0-255, EOS 256): a dependency-free tokenizer for plumbing tests."""
+
+    EOS = 256
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [list(t.encode("utf-8")) for t in texts]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return bytes(i for i in ids if i < 256).decode("utf-8", errors="replace")
+
+    def prefix_ids(self) -> list[int]:
+        return []
+
+    def chat_parts(self) -> tuple[str, str] | None:
+        return ("<user>\n", "\n</user>\n<assistant>\n")
+
+    def eos_ids(self) -> list[int]:
+        return [self.EOS]
+
+    def identity(self) -> str:
+        return "byte-tokenizer-v1"
+
+
+class PieceEncoder:
+    """Caches piece -> ids for one tokenizer. Cheap to share across all tasks of a worker."""
+
+    def __init__(self, raw: RawTokenizer) -> None:
+        self.raw = raw
+        self._cache: dict[str, tuple[int, ...]] = {}
+        self._anchor = tuple(raw.encode_batch([ANCHOR])[0])
+        self.prefix: tuple[int, ...] = tuple(raw.prefix_ids())
+        self._chat = raw.chat_parts()
+        self.identity = raw.identity()
+
+    @property
+    def has_chat_template(self) -> bool:
+        return self._chat is not None
+
+    def chat_parts(self) -> tuple[str, str]:
+        if self._chat is None:
+            raise ValueError(
+                "the tokenizer has no chat template, so --chat-template on cannot be honoured: "
+                "use --chat-template off (or auto)"
+            )
+        return self._chat
+
+    def encode_many(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
+        missing = list(dict.fromkeys(p for p in pieces if p not in self._cache))
+        if missing:
+            n = len(self._anchor)
+            for piece, ids in zip(missing, self.raw.encode_batch([ANCHOR + p for p in missing])):
+                if tuple(ids[:n]) == self._anchor:
+                    self._cache[piece] = tuple(ids[n:])
+                else:  # the anchor merged with the piece: fall back to plain encoding
+                    self._cache[piece] = tuple(self.raw.encode_batch([piece])[0])
+        return [self._cache[p] for p in pieces]
+
+    def encode(self, piece: str) -> tuple[int, ...]:
+        return self.encode_many([piece])[0]
+
+    def count(self, piece: str) -> int:
+        return len(self.encode(piece))
+
+    def encode_fresh(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
+        """Encode one-off pieces (random needles) without growing the cache."""
+        n = len(self._anchor)
+        out = []
+        for piece, ids in zip(pieces, self.raw.encode_batch([ANCHOR + p for p in pieces])):
+            out.append(tuple(ids[n:]) if tuple(ids[:n]) == self._anchor else tuple(self.raw.encode_batch([piece])[0]))
+        return out
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.raw.decode(ids)

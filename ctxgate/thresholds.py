@@ -1,0 +1,166 @@
+"""``thresholds.toml``: score floors per task and length, and session gates such as the minimum effective length.
+
+    [defaults]
+    floor = 0.0            # percent; 0 reports without gating
+    confidence = 0.95      # for the interval shown in messages
+    rule = "score"         # "score": fail when score < floor; "upper": fail when the interval's top < floor
+
+    [effective_length]
+    threshold = 85.6       # RULER's bar for a length to count as effective
+
+    [session]
+    min_effective_length = "4k"   # the session fails below this
+
+    [[floor]]              # later entries win over earlier ones
+    task = "niah_*"        # a task name or a glob over task names
+    length = "<=32k"       # "*", a length ("8k"), or a comparison ("<=32k", ">4096")
+    floor = 90
+
+Errors name the file, the key and the fix, and are raised before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ctxgate.aggregate import RULER_THRESHOLD
+from ctxgate.lengths import LengthError, parse_length
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+_RULES = ("score", "upper")
+_COMPARE = re.compile(r"^\s*(<=|>=|<|>|==)?\s*(\S+)\s*$")
+
+
+class ThresholdsError(ValueError):
+    """Malformed thresholds; the message names the file, the key and the fix."""
+
+
+@dataclass(frozen=True)
+class FloorRule:
+    task: str
+    length: str
+    floor: float
+
+    def matches(self, task: str, length: int) -> bool:
+        return fnmatch.fnmatchcase(task, self.task) and _length_matches(self.length, length)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    path: str
+    default_floor: float = 0.0
+    confidence: float = 0.95
+    rule: str = "score"
+    effective_threshold: float = RULER_THRESHOLD
+    min_effective_length: int = 0
+    floors: tuple[FloorRule, ...] = field(default_factory=tuple)
+
+    def floor_for(self, task: str, length: int) -> float:
+        floor = self.default_floor
+        for rule in self.floors:
+            if rule.matches(task, length):
+                floor = rule.floor
+        return floor
+
+
+def _length_matches(spec: str, length: int) -> bool:
+    if spec.strip() == "*":
+        return True
+    m = _COMPARE.match(spec)
+    assert m  # validated at load
+    op, value = m.group(1) or "==", parse_length(m.group(2))
+    return {"<=": length <= value, ">=": length >= value, "<": length < value, ">": length > value,
+            "==": length == value}[op]
+
+
+def _fail(path: str, key: str, problem: str, fix: str) -> ThresholdsError:
+    return ThresholdsError(f"{path}: {key}: {problem}. Fix: {fix}")
+
+
+def _number(path: str, key: str, value: Any, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+        raise _fail(path, key, f"{value!r} is not a number in [{lo}, {hi}]", f"write e.g. {key.split('.')[-1]} = {hi / 2:g}")
+    return float(value)
+
+
+def _check_keys(path: str, section: str, table: dict[str, Any], allowed: Sequence[str]) -> None:
+    for key in table:
+        if key not in allowed:
+            raise _fail(path, f"{section}.{key}" if section else key, "unknown key",
+                        f"use one of {', '.join(allowed)} (or delete the line)")
+
+
+def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresholds:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ThresholdsError(f"{path}: not valid TOML ({exc}). Fix the syntax at the position shown") from None
+    _check_keys(path, "", data, ("defaults", "effective_length", "session", "floor"))
+    defaults = data.get("defaults", {})
+    _check_keys(path, "defaults", defaults, ("floor", "confidence", "rule"))
+    eff = data.get("effective_length", {})
+    _check_keys(path, "effective_length", eff, ("threshold",))
+    session = data.get("session", {})
+    _check_keys(path, "session", session, ("min_effective_length",))
+    rule = defaults.get("rule", "score")
+    if rule not in _RULES:
+        raise _fail(path, "defaults.rule", f"{rule!r} is not a rule", 'write rule = "score" or rule = "upper"')
+    min_eff = session.get("min_effective_length", 0)
+    try:
+        min_eff_tokens = 0 if min_eff in (0, "0") else parse_length(min_eff)
+    except LengthError:
+        raise _fail(path, "session.min_effective_length", f"{min_eff!r} is not a length",
+                    'write e.g. min_effective_length = "32k"') from None
+    floors = []
+    for i, entry in enumerate(data.get("floor", [])):
+        where = f"floor[{i}]"
+        if not isinstance(entry, dict):
+            raise _fail(path, where, "is not a table", "write [[floor]] entries with task, length and floor keys")
+        _check_keys(path, where, entry, ("task", "length", "floor"))
+        task = entry.get("task", "*")
+        if not isinstance(task, str) or not any(fnmatch.fnmatchcase(t, task) for t in known_tasks):
+            import difflib
+
+            close = difflib.get_close_matches(str(task), known_tasks, n=3)
+            raise _fail(path, f"{where}.task", f"{task!r} matches no task",
+                        f"use a task name such as {', '.join(close or known_tasks[:3])} or a glob like 'niah_*'")
+        length = str(entry.get("length", "*"))
+        m = _COMPARE.match(length)
+        try:
+            if length.strip() != "*":
+                if not m:
+                    raise LengthError(length)
+                parse_length(m.group(2))
+        except LengthError:
+            raise _fail(path, f"{where}.length", f"{length!r} is not a length pattern",
+                        'write "*", "8k", "<=32k" or ">4096"') from None
+        if "floor" not in entry:
+            raise _fail(path, f"{where}.floor", "is missing", "add floor = <percent>, e.g. floor = 80")
+        floors.append(FloorRule(task, length, _number(path, f"{where}.floor", entry["floor"], 0, 100)))
+    return Thresholds(
+        path=path,
+        default_floor=_number(path, "defaults.floor", defaults.get("floor", 0.0), 0, 100),
+        confidence=_number(path, "defaults.confidence", defaults.get("confidence", 0.95), 0.5, 0.999),
+        rule=rule,
+        effective_threshold=_number(path, "effective_length.threshold", eff.get("threshold", RULER_THRESHOLD), 0, 100),
+        min_effective_length=min_eff_tokens,
+        floors=tuple(floors),
+    )
+
+
+def load_thresholds(path: str | Path, known_tasks: Sequence[str]) -> Thresholds:
+    p = Path(path)
+    if not p.is_file():
+        raise ThresholdsError(f"{p}: no such thresholds file. Fix: pass --thresholds PATH to an existing file, "
+                              "or copy thresholds.toml from the ctxgate repository")
+    return parse_thresholds(p.read_text("utf-8"), str(p), known_tasks)

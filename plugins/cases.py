@@ -1,0 +1,103 @@
+"""Task x length cases: parametrization, running a case, and its floor gate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from ctxgate.lengths import format_length
+from ctxgate.qa_data import QADataError
+from ctxgate.runner import run_case
+from ctxgate.tasks.base import TaskSpec, TaskTooShort
+from ctxgate.tasks.registry import all_tasks, get_task
+from ctxgate.thresholds import Thresholds
+from .model import LoadedModel
+from .options import SETTINGS_KEY, THRESHOLDS_KEY
+
+CASE_RECORD_KEY = pytest.StashKey[dict[str, Any]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "ctxgate_suite(name): parametrize ctxgate_case over a suite's tasks x lengths")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "ctxgate_case" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("ctxgate_suite")
+    if marker is None:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid} uses ctxgate_case without @pytest.mark.ctxgate_suite")
+    lengths = metafunc.config.stash[SETTINGS_KEY].lengths
+    params = [pytest.param((t.name, L), id=f"{t.name}-{L}", marks=[getattr(pytest.mark, m) for m in t.markers])
+              for t in all_tasks(marker.args[0]) for L in lengths]
+    metafunc.parametrize("ctxgate_case", params, indirect=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.stash[SETTINGS_KEY].model is None and any("ctxgate_case" in getattr(i, "fixturenames", ())
+                                                          for i in items):
+        raise pytest.UsageError("the long-context suite needs a checkpoint: add --model PATH_OR_ID "
+                                "(the shipped demo: --model fixtures/tiny-llama-niah --lengths 512,1k,2k)")
+
+
+@dataclass
+class Case:
+    spec: TaskSpec
+    length: int
+    thresholds: Thresholds
+    record: dict[str, Any] = field(default_factory=dict)
+
+    def assert_gate(self) -> None:
+        """Fail when the score is below the floor (or, with rule "upper", when the whole interval is)."""
+        r = self.record
+        floor = r["floor"]
+        low, high = r["ci"]
+        judged = high if self.thresholds.rule == "upper" else r["score"]
+        if judged < floor:
+            r["verdict"] = "fail"
+            r["message"] = (f"{self.spec.name} at {self.length} ({format_length(self.length)}): score "
+                            f"{r['score']:.1f} < floor {floor:.1f} (n={r['n']}, "
+                            f"{int(self.thresholds.confidence * 100)}% CI {low:.1f}-{high:.1f}, rule "
+                            f"{self.thresholds.rule!r}, floors from {self.thresholds.path})")
+            pytest.fail(r["message"], pytrace=False)
+        r["verdict"] = "pass"
+        r["message"] = f"score {r['score']:.1f} >= floor {floor:.1f}"
+
+
+def _base_record(spec: TaskSpec, length: int, floor: float) -> dict[str, Any]:
+    return {"task": spec.name, "suite": spec.suite, "category": spec.category, "length": length,
+            "metric": spec.metric, "verdict": "error", "message": "", "score": None, "n": 0, "floor": floor,
+            "ci": None, "samples_from_cache": 0}
+
+
+@pytest.fixture
+def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> Case:
+    name, length = request.param
+    config = request.config
+    settings = config.stash[SETTINGS_KEY]
+    thresholds = config.stash[THRESHOLDS_KEY]
+    spec = get_task(name)
+    record = _base_record(spec, length, thresholds.floor_for(name, length))
+    record["run_meta"] = ctxgate_model.run_meta
+    request.node.stash[CASE_RECORD_KEY] = record
+    limit = ctxgate_model.backend.max_positions
+    if limit is not None and length > limit and not settings.force_lengths:
+        record["verdict"] = "skip"
+        record["message"] = (f"length {length} exceeds the model's max_position_embeddings ({limit}); "
+                             "pass --force-lengths to run it anyway")
+        pytest.skip(record["message"])
+    try:
+        result = run_case(spec, ctxgate_model.context, ctxgate_model.backend, length, settings.samples,
+                          settings.seed, thresholds.confidence)
+    except (TaskTooShort, QADataError) as exc:
+        record["verdict"] = "skip"
+        record["message"] = str(exc)
+        pytest.skip(str(exc))
+    record.update(result.to_dict())
+    record["ci"] = list(result.ci)
+    for key in ("score", "floor", "n"):
+        request.node.user_properties.append((key, record[key]))
+    request.node.user_properties.append(("ci", f"{result.ci[0]}-{result.ci[1]}"))
+    return Case(spec, length, thresholds, record)

@@ -1,0 +1,84 @@
+"""The session-scoped model: loaded once per xdist worker, behind the backend interface."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from ctxgate.backends.base import Backend
+from ctxgate.tasks.base import BuildContext
+from ctxgate.textcodec import PieceEncoder
+from .options import SETTINGS_KEY, Settings
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    backend: Backend
+    context: BuildContext
+    chat_template: str  # resolved: on | off
+    run_meta: dict[str, Any]
+
+
+def load_backend(settings: Settings) -> Backend:
+    assert settings.model is not None
+    if settings.backend == "scripted":
+        from ctxgate.backends.scripted import ScriptedBackend
+
+        return ScriptedBackend(settings.model)
+    from ctxgate.backends.hf import HFBackend
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    return HFBackend(settings.model, dtype=settings.dtype, trust_remote_code=settings.trust_remote_code,
+                     allow_pickle=settings.allow_pickle, threads=threads)
+
+
+def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat: str) -> dict[str, Any]:
+    import hashlib
+    from importlib import metadata
+
+    from ctxgate.fingerprint import checkpoint_fingerprint
+    from ctxgate.haystacks import load_essay
+
+    packages = {}
+    for name in ("ctxgate", "torch", "transformers", "tokenizers", "datasets", "numpy", "pytest", "pytest-xdist"):
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    template = "".join(encoder.chat_parts()) if chat == "on" else None
+    return {
+        "model": settings.model,
+        "model_fingerprint": checkpoint_fingerprint(settings.model) if settings.backend == "hf" else None,
+        "backend": backend.describe(),
+        "seed": settings.seed, "samples": settings.samples, "lengths": list(settings.lengths),
+        "chat_template": chat,
+        "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
+        "tokenizer_sha256": encoder.identity,
+        "haystack_sha256": load_essay(settings.haystack).sha256,
+        "packages": packages, "python": sys.version.split()[0],
+    }
+
+
+@pytest.fixture(scope="session")
+def ctxgate_model(pytestconfig: pytest.Config) -> LoadedModel:
+    settings = pytestconfig.stash[SETTINGS_KEY]
+    try:
+        backend = load_backend(settings)
+    except (ValueError, RuntimeError) as exc:
+        pytest.exit(f"ctxgate: {exc}", returncode=4)
+    encoder = PieceEncoder(backend.tokenizer)
+    if settings.chat_template == "auto":
+        chat = "on" if encoder.has_chat_template else "off"
+    else:
+        chat = settings.chat_template
+    if chat == "on" and not encoder.has_chat_template:
+        pytest.exit(f"ctxgate: --chat-template on, but {settings.model} has no chat template; use "
+                    "--chat-template off or auto", returncode=4)
+    context = BuildContext(encoder=encoder, chat=chat == "on", seed=settings.seed, essay_path=settings.haystack,
+                           squad_source=settings.squad, hotpotqa_source=settings.hotpotqa)
+    return LoadedModel(backend, context, chat, _run_meta(settings, backend, encoder, chat))

@@ -1,0 +1,144 @@
+"""Command-line options, read once in ``pytest_configure`` into a frozen ``Settings`` kept in ``config.stash``.
+
+Thresholds are parsed here too, so a malformed file stops the run before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ctxgate.lengths import LengthError, parse_lengths
+from ctxgate.tasks.registry import task_names
+from ctxgate.thresholds import Thresholds, ThresholdsError, load_thresholds
+
+DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str | None
+    backend: str
+    lengths: tuple[int, ...]
+    samples: int
+    seed: int
+    chat_template: str  # auto | on | off
+    dtype: str
+    report: str | None
+    thresholds_path: str
+    haystack: str | None
+    squad: str | None
+    hotpotqa: str | None
+    trust_remote_code: bool
+    allow_pickle: bool
+    force_lengths: bool
+
+
+SETTINGS_KEY = pytest.StashKey[Settings]()
+THRESHOLDS_KEY = pytest.StashKey[Thresholds]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("ctxgate", "ctxgate long-context suite")
+    g.addoption("--model", default=None, help="checkpoint folder or hub id to evaluate (e.g. fixtures/tiny-llama-niah)")
+    g.addoption("--backend", default="hf", choices=("hf", "scripted"),
+                help="hf: transformers; scripted: a JSON script, for plumbing tests only")
+    g.addoption("--lengths", default=DEFAULT_LENGTHS, help="comma-separated input lengths: 8192 or 8k (default %(default)s)")
+    g.addoption("--samples", type=int, default=100, help="samples per task x length (default 100, as HELMET)")
+    g.addoption("--seed", type=int, default=42, help="data seed (default 42)")
+    g.addoption("--chat-template", default="off", choices=("auto", "on", "off"),
+                help="wrap prompts in the model's chat template (default off, as HELMET for these tasks)")
+    g.addoption("--dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32")
+    g.addoption("--report", default=None, help="write the JSON report here (plus .predictions.jsonl and .md)")
+    g.addoption("--thresholds", default=None, help="thresholds file (default: thresholds.toml in the rootdir)")
+    g.addoption("--haystack", default=None, help="essay haystack: a .txt file or a dataset with a 'text' column")
+    g.addoption("--squad", default=None, help="SQuAD v2 for qa_1: hub id or local file/folder (hub layout)")
+    g.addoption("--hotpotqa", default=None, help="HotpotQA distractor for qa_2: hub id or local file/folder")
+    g.addoption("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code to run")
+    g.addoption("--allow-pickle", action="store_true", help="allow loading pickle (.bin) weights")
+    g.addoption("--force-lengths", action="store_true", help="run lengths beyond the model's max positions")
+
+
+def _thresholds_path(config: pytest.Config) -> str:
+    given = config.getoption("--thresholds")
+    return str(given) if given else str(Path(config.rootpath) / "thresholds.toml")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    for name, doc in (("ruler", "RULER tasks"), ("helmet", "HELMET tasks"), ("recall", "HELMET Recall category"),
+                      ("niah", "RULER needle-in-a-haystack tasks")):
+        config.addinivalue_line("markers", f"{name}: {doc}")
+    try:
+        lengths = parse_lengths(config.getoption("--lengths"))
+    except LengthError as exc:
+        raise pytest.UsageError(f"--lengths: {exc}") from None
+    samples = config.getoption("--samples")
+    if samples < 1:
+        raise pytest.UsageError(f"--samples {samples} must be at least 1, e.g. --samples 100")
+    settings = Settings(
+        model=config.getoption("--model"), backend=config.getoption("--backend"), lengths=lengths,
+        samples=samples, seed=config.getoption("--seed"), chat_template=config.getoption("--chat-template"),
+        dtype=config.getoption("--dtype"), report=config.getoption("--report"),
+        thresholds_path=_thresholds_path(config), haystack=config.getoption("--haystack"),
+        squad=config.getoption("--squad"), hotpotqa=config.getoption("--hotpotqa"),
+        trust_remote_code=config.getoption("--trust-remote-code"), allow_pickle=config.getoption("--allow-pickle"),
+        force_lengths=config.getoption("--force-lengths"),
+    )
+    config.stash[SETTINGS_KEY] = settings
+    if settings.model is None:
+        return  # the project's own tests: nothing to gate
+    path = Path(settings.thresholds_path)
+    try:
+        if path.is_file() or config.getoption("--thresholds"):
+            config.stash[THRESHOLDS_KEY] = load_thresholds(path, task_names())
+        else:
+            config.stash[THRESHOLDS_KEY] = Thresholds(path="(none)")
+    except ThresholdsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    _pin_gpu(config)
+
+
+def _pin_gpu(config: pytest.Config) -> None:
+    """Under xdist, worker gwN sees only GPU N (set before anything initializes CUDA)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker or not hasattr(config, "workerinput"):
+        return
+    n = int(worker.removeprefix("gw"))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = [d for d in visible.split(",") if d.strip()] if visible else None
+    if devices is None:
+        count = _gpu_count()
+        if count == 0:
+            return
+        devices = [str(i) for i in range(count)]
+    if n >= len(devices):
+        raise pytest.UsageError(f"xdist worker {worker} has no GPU: {len(devices)} visible; run with -n {len(devices)}"
+                                " or -n auto")
+    os.environ["CUDA_VISIBLE_DEVICES"] = devices[n]
+
+
+def _gpu_count() -> int:
+    """GPUs on this node, counted without initializing CUDA in this process (nvidia-smi)."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: one worker per GPU; on a machine without GPUs, xdist's own default."""
+    if config.getoption("--model", None) is None:
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    count = len([d for d in visible.split(",") if d.strip()]) if visible else _gpu_count()
+    return count or None
