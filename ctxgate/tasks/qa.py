@@ -49,7 +49,8 @@ def build_qa(name: str, pool: qa_data.QAPool, ctx: BuildContext, length: int, in
     ids = frame.pre + tuple(i for p in enc.encode_many(pieces) for i in p) + frame.post
     gold_positions = [chosen.index(g) + 1 for g in q.gold]
     return Sample(name, length, index, ids, q.answers, ANSWER_PREFIX,
-                  {"num_docs": k, "gold_documents": gold_positions, "data_sha256": pool.sha256})
+                  {"num_docs": k, "gold_documents": gold_positions, "data_sha256": pool.sha256,
+                   "pool_exhausted": k == len(candidates)})
 
 
 def _spec(name: str, description: str) -> TaskSpec:

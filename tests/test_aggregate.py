@@ -1,0 +1,49 @@
+import pytest
+
+from ctxgate.aggregate import (RULER_TASKS, GroupScore, effective_length, helmet_recall, ruler_average,
+                               weighted_average)
+from ctxgate.stats import interval
+
+
+def full(score: float) -> dict[str, float]:
+    return {t: score for t in RULER_TASKS}
+
+
+def test_ruler_average_is_plain_mean_and_partial_is_marked():
+    scores = full(90.0) | {"vt": 77.0}
+    g = ruler_average(scores)
+    assert g.score == pytest.approx((12 * 90 + 77) / 13, abs=0.01) and not g.partial
+    part = ruler_average({"vt": 50.0})
+    assert part.partial and "niah_single_1" in part.missing and part.score == 50.0
+
+
+def test_helmet_recall_members():
+    g = helmet_recall({"json_kv": 40.0, "niah_multikey_2": 60.0, "niah_multikey_3": 80.0, "niah_multivalue": 100.0})
+    assert g.score == 70.0 and not g.partial
+
+
+def test_effective_length_needs_every_shorter_length():
+    by_length = {4096: GroupScore(90.0, ()), 8192: GroupScore(85.6, ()), 16384: GroupScore(95.0, ())}
+    eff = effective_length(by_length)
+    assert eff.value == 4096  # 85.6 is not strictly above 85.6, so 8K fails and 16K does not count
+    assert eff.max_passing == 16384
+
+
+def test_effective_length_zero_when_shortest_fails():
+    eff = effective_length({512: GroupScore(10.0, ()), 1024: GroupScore(99.0, ())})
+    assert eff.value == 0 and eff.max_passing == 1024
+
+
+def test_weighted_averages_match_ruler_definition():
+    scores = {4096: 96.6, 8192: 96.3, 16384: 95.2, 32768: 93.2, 65536: 87.0, 131072: 81.2}  # GPT-4, Table 3
+    assert weighted_average(scores, True) == pytest.approx(89.0, abs=0.05)
+    assert weighted_average(scores, False) == pytest.approx(94.1, abs=0.05)
+
+
+def test_wilson_interval_brackets_the_mean():
+    low, high = interval([1.0] * 100)
+    assert high == 100.0 and 95 < low < 97
+    low, high = interval([0.0] * 50 + [1.0] * 50)
+    assert 39 < low < 41 and 59 < high < 61
+    low, high = interval([0.5, 0.25, 1.0, 0.75])
+    assert low < 62.5 < high

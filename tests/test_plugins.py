@@ -1,0 +1,120 @@
+"""The pytest plugins, run through pytester with the scripted backend (plumbing only: no model here)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+
+import jsonschema
+import pytest
+
+from ctxgate.report.schema import REPORT_SCHEMA
+from tests.conftest import HOTPOT, ROOT, SQUAD
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester):
+    """A copy of the user-facing suite, plus a helper that runs it against a script."""
+    shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
+    pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
+
+    def run(script: dict, *args: str, thresholds: str | None = None, lengths: str = "4k,8k",
+            subprocess: bool = False) -> pytest.RunResult:
+        (pytester.path / "script.json").write_text(json.dumps(script))
+        if thresholds is not None:
+            (pytester.path / "thresholds.toml").write_text(thresholds)
+        argv = ["--backend", "scripted", "--model", "script.json", "--lengths", lengths, "--samples", "4",
+                "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *args]
+        return pytester.runpytest_subprocess(*argv) if subprocess else pytester.runpytest(*argv)
+
+    return run
+
+
+ALL_RIGHT = {"max_positions": 100000, "default": 1.0}
+
+
+def test_report_json_junit_markdown_under_xdist(suite, pytester):
+    result = suite(ALL_RIGHT, "-n", "2", "--report", "out/run.json", "--junitxml", "out/junit.xml",
+                   subprocess=True)
+    assert result.ret == 0, result.stdout.str()
+    report = json.loads((pytester.path / "out" / "run.json").read_text())
+    jsonschema.validate(report, REPORT_SCHEMA)
+    ids = {(c["task"], c["length"]) for c in report["cases"]}
+    assert ("niah_multikey_2", 8192) in ids and ("json_kv", 4096) in ids and len(ids) == 28
+    ran = [c for c in report["cases"] if c["verdict"] == "pass"]
+    assert ran and all(c["score"] == 100.0 and c["n"] == 4 for c in ran)
+    assert report["run"]["model"] == "script.json" and report["run"]["chat_template"] == "off"
+    assert report["by_length"]["8192"]["helmet_recall"]["score"] == 100.0
+    predictions = (pytester.path / "out" / "run.predictions.jsonl").read_text().splitlines()
+    assert len(predictions) == 4 * len(ran)
+    assert "| niah_single_1 |" in (pytester.path / "out" / "run.md").read_text()
+    cases = ET.parse(pytester.path / "out" / "junit.xml").getroot().iter("testcase")
+    names = {c.get("name") for c in cases}
+    assert "test_ruler[niah_multikey_2-8192]" in names
+    props = [p.get("name") for p in ET.parse(pytester.path / "out" / "junit.xml").getroot().iter("property")]
+    assert {"score", "floor", "n", "ci"} <= set(props)
+    assert "ctxgate" in result.stdout.str() and "RULER avg" in result.stdout.str()
+
+
+def test_failing_case_names_task_length_score_floor_n_and_interval(suite):
+    script = {**ALL_RIGHT, "accuracy": {"niah_single_1": {"8192": 0.5}}}
+    thresholds = '[[floor]]\ntask = "niah_single_1"\nfloor = 90\n'
+    result = suite(script, "-k", "niah_single_1", thresholds=thresholds)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.re_match_lines([r".*niah_single_1 at 8192 \(8K\): score 50\.0 < floor 90\.0 \(n=4, 95% CI "
+                                  r"\d+\.\d-\d+\.\d.*"])
+
+
+def test_upper_rule_tolerates_noise(suite):
+    script = {**ALL_RIGHT, "accuracy": {"niah_single_1": {"*": 0.75}}}
+    thresholds = '[defaults]\nrule = "upper"\n[[floor]]\ntask = "niah_single_1"\nfloor = 90\n'
+    suite(script, "-k", "niah_single_1", thresholds=thresholds).assert_outcomes(passed=2)
+
+
+def test_length_beyond_max_positions_is_skipped_unless_forced(suite):
+    script = {**ALL_RIGHT, "max_positions": 5000}
+    result = suite(script, "-k", "niah_single_1", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*length 8192 exceeds the model's max_position_embeddings (5000)*--force-lengths*"])
+    suite(script, "-k", "niah_single_1", "--force-lengths").assert_outcomes(passed=2)
+
+
+def test_effective_length_gate_fails_the_session(suite):
+    script = {**ALL_RIGHT, "accuracy": {t: {"8192": 0.0} for t in ("niah_single_1", "niah_single_2", "vt")}}
+    thresholds = '[session]\nmin_effective_length = "8k"\n'
+    result = suite(script, "-m", "ruler", thresholds=thresholds)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*Gate min_effective_length: FAIL - effective length 4K < required 8K*"])
+    ok = suite(ALL_RIGHT, "-m", "ruler", thresholds=thresholds)
+    assert ok.ret == 0
+    ok.stdout.fnmatch_lines(["*Gate min_effective_length: PASS*"])
+
+
+def test_markers_select_helmet_recall(suite):
+    result = suite(ALL_RIGHT, "-m", "recall", "--co", "-q")
+    out = result.stdout.str()
+    assert "test_helmet[json_kv-4096]" in out and "test_ruler[niah_multivalue-8192]" in out
+    assert "niah_single_1" not in out
+
+
+def test_bad_thresholds_stop_before_the_model_loads(suite, pytester):
+    (pytester.path / "script.json").unlink(missing_ok=True)
+    result = pytester.runpytest("--backend", "scripted", "--model", "missing.json",
+                                "--thresholds", "bad.toml")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*bad.toml: no such thresholds file*"])
+    (pytester.path / "bad.toml").write_text('[[floor]]\ntask = "niah_singel_1"\nfloor = 3\n')
+    result = pytester.runpytest("--backend", "scripted", "--model", "missing.json", "--thresholds", "bad.toml")
+    result.stderr.fnmatch_lines(["*floor[[]0[]].task: 'niah_singel_1' matches no task*niah_single_1*"])
+
+
+def test_suite_without_model_says_how_to_give_one(suite, pytester):
+    result = pytester.runpytest()
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*needs a checkpoint: add --model*fixtures/tiny-llama-niah*"])
+
+
+def test_bad_lengths_and_samples_are_usage_errors(suite, pytester):
+    pytester.runpytest("--lengths", "8kb").stderr.fnmatch_lines(["*--lengths*'8kb'*8k*"])
+    pytester.runpytest("--samples", "0").stderr.fnmatch_lines(["*--samples 0 must be at least 1*"])

@@ -1,0 +1,164 @@
+"""Every task: the length rule, the fill margin, where the answer sits, determinism.
+
+The length rule: input ids (BOS, chat template, instruction, context, question, answer prefix) plus the task's
+generation budget <= L. The fill: the prompt comes within one haystack unit of that limit; UNIT states the
+largest unit of each task with the shipped tiny tokenizer (a noise line is 25 tokens, an essay sentence up to 75).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxgate.runner import build_samples
+from ctxgate.seeding import sample_rng
+from ctxgate.tasks import BuildContext, all_tasks, get_task
+from tests.conftest import HOTPOT, SQUAD
+
+UNIT = {"niah_single_1": 26, "niah_single_2": 80, "niah_single_3": 80, "niah_multikey_1": 80,
+        "niah_multikey_2": 30, "niah_multikey_3": 75, "niah_multivalue": 80, "niah_multiquery": 80, "vt": 26,
+        "cwe": 16, "fwe": 32, "qa_1": 60, "qa_2": 45, "json_kv": 80}
+TASKS = [t.name for t in all_tasks()]
+
+
+def ctx_for(encoder, chat: bool = False, seed: int = 42) -> BuildContext:
+    return BuildContext(encoder=encoder, chat=chat, seed=seed, squad_source=str(SQUAD), hotpotqa_source=str(HOTPOT))
+
+
+def test_unit_table_covers_every_task():
+    assert set(UNIT) == set(TASKS)
+
+
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("length", [1024, 2048, 4096])
+@pytest.mark.parametrize("chat", [False, True])
+def test_length_rule_and_fill(hf_encoder, task, length, chat):
+    spec = get_task(task)
+    for s in build_samples(spec, ctx_for(hf_encoder, chat), length, 3, 42):
+        used = len(s.input_ids) + spec.tokens_to_generate
+        assert used <= length, f"{task}@{length}: {used} tokens"
+        if s.meta.get("pool_exhausted"):  # the tiny fixture QA pools run out of documents at longer lengths
+            continue
+        assert length - used < UNIT[task], f"{task}@{length}: {length - used} tokens left unfilled"
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_decoded_prompt_retokenizes_to_the_same_count(hf_encoder, hf_tokenizer, task):
+    s = get_task(task).build(ctx_for(hf_encoder), 2048, 0, sample_rng(task, 2048, 0, 42))
+    again = hf_tokenizer(hf_encoder.decode(s.input_ids), add_special_tokens=False)["input_ids"]
+    assert abs(len(again) - len(s.input_ids)) <= 2
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(task=st.sampled_from(TASKS), length=st.integers(1500, 6000), index=st.integers(0, 10_000),
+       seed=st.integers(0, 2**31))
+def test_length_rule_holds_for_any_length_index_and_seed(hf_encoder, task, length, index, seed):
+    spec = get_task(task)
+    s = spec.build(ctx_for(hf_encoder, seed=seed), length, index, sample_rng(task, length, index, seed))
+    assert len(s.input_ids) + spec.tokens_to_generate <= length
+    assert s.answers and all(s.answers)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_same_inputs_same_bytes_other_seed_other_data(hf_encoder, task):
+    spec = get_task(task)
+    a = spec.build(ctx_for(hf_encoder), 2048, 3, sample_rng(task, 2048, 3, 42))
+    b = spec.build(ctx_for(hf_encoder), 2048, 3, sample_rng(task, 2048, 3, 42))
+    c = spec.build(ctx_for(hf_encoder, seed=7), 2048, 3, sample_rng(task, 2048, 3, 7))
+    assert a.digest() == b.digest()
+    assert a.digest() != c.digest()
+
+
+def test_a_sample_does_not_depend_on_which_others_were_built(hf_encoder):
+    spec = get_task("niah_multikey_2")
+    alone = spec.build(ctx_for(hf_encoder), 2048, 5, sample_rng(spec.name, 2048, 5, 42))
+    batch = build_samples(spec, ctx_for(hf_encoder), 2048, 6, 42)
+    assert batch[5].digest() == alone.digest()
+
+
+NIAH = [t for t in TASKS if t.startswith("niah")]
+
+
+@pytest.mark.parametrize("task", NIAH)
+def test_needles_sit_at_their_recorded_offsets(hf_encoder, task):
+    s = get_task(task).build(ctx_for(hf_encoder), 4096, 1, sample_rng(task, 4096, 1, 42))
+    for offset, needle in zip(s.meta["needle_offsets"], s.meta["needles"]):
+        window = hf_encoder.decode(s.input_ids[offset: offset + 150])
+        assert window.lstrip().startswith(needle)
+    text = hf_encoder.decode(s.input_ids)
+    for answer in s.answers:  # every expected value is in the context, exactly once
+        assert text.count(answer) == 1
+
+
+@pytest.mark.parametrize("task", ["niah_single_2", "niah_multikey_1", "niah_multivalue"])
+def test_essay_needles_at_ruler_depths(hf_encoder, task):
+    s = get_task(task).build(ctx_for(hf_encoder), 4096, 2, sample_rng(task, 4096, 2, 42))
+    offsets = s.meta["needle_offsets"]
+    start, end = offsets[0], len(s.input_ids)
+    for depth, offset in zip(s.meta["depths"], offsets):
+        assert depth in range(0, 101)
+    # the needles are ordered by depth and spread over the context as the depths say (within a few sentences)
+    assert offsets == sorted(offsets) and start < end
+
+
+def test_json_kv_target_at_the_depth_its_index_names(hf_encoder):
+    for index, depth in enumerate((0.0, 0.2, 0.4, 0.6, 0.8, 1.0)):
+        s = get_task("json_kv").build(ctx_for(hf_encoder), 4096, index, sample_rng("json_kv", 4096, index, 42))
+        assert s.meta["depth"] == depth
+        n = s.meta["num_kvs"]
+        assert abs(s.meta["position"] - round(depth * (n - 1))) <= 1
+        window = hf_encoder.decode(s.input_ids[s.meta["target_offset"]: s.meta["target_offset"] + 150])
+        assert f'"{s.meta["key"]}": "{s.answers[0]}"' in window
+        assert hf_encoder.decode(s.input_ids).rstrip().endswith("Corresponding value:")
+
+
+def test_vt_chain_in_order_and_answer_names(hf_encoder):
+    s = get_task("vt").build(ctx_for(hf_encoder), 4096, 0, sample_rng("vt", 4096, 0, 42))
+    text = hf_encoder.decode(s.input_ids)
+    positions = [text.rindex(line) for line in s.meta["chain"]]
+    assert positions == sorted(positions)
+    assert [line.split()[1] for line in s.meta["chain"]] == list(s.answers)
+    assert text.count("Memorize and track") == 2  # the one-shot example, then the task
+
+
+def test_cwe_common_words_are_most_frequent(hf_encoder):
+    s = get_task("cwe").build(ctx_for(hf_encoder), 4096, 0, sample_rng("cwe", 4096, 0, 42))
+    body = hf_encoder.decode(s.input_ids).rsplit("Below is a numbered list", 1)[1]
+    counts = {}
+    for token in body.split():
+        if token.isalpha():
+            counts[token] = counts.get(token, 0) + 1
+    for word in s.answers:
+        assert counts[word] >= s.meta["freq_cw"]
+
+
+def test_fwe_answers_are_ranks_two_to_four(hf_encoder):
+    s = get_task("fwe").build(ctx_for(hf_encoder), 4096, 0, sample_rng("fwe", 4096, 0, 42))
+    words = hf_encoder.decode(s.input_ids).split("coded words. ", 1)[1].split("\nQuestion")[0].split()
+    ranked = sorted(set(words), key=words.count, reverse=True)
+    assert ranked[0] == "..." and tuple(ranked[1:4]) == s.answers
+
+
+@pytest.mark.parametrize("task", ["qa_1", "qa_2"])
+def test_qa_gold_documents_present(hf_encoder, task):
+    s = get_task(task).build(ctx_for(hf_encoder), 2048, 0, sample_rng(task, 2048, 0, 42))
+    text = hf_encoder.decode(s.input_ids)
+    for position in s.meta["gold_documents"]:
+        assert f"Document {position}:" in text
+    assert any(a in text for a in s.answers)
+
+
+def test_singular_rewrite_for_one_value(hf_encoder):
+    s = get_task("niah_single_1").build(ctx_for(hf_encoder), 1024, 0, sample_rng("x", 1024, 0, 42))
+    text = hf_encoder.decode(s.input_ids)
+    assert text.startswith("A special magic number is hidden")
+    assert "What is the special magic number for" in text and text.endswith("mentioned in the provided text is")
+    assert "One of the special magic numbers for" in text  # the needle keeps the plural, as in RULER
+
+
+def test_too_short_length_is_a_clear_skip(hf_encoder):
+    from ctxgate.tasks import TaskTooShort
+
+    with pytest.raises(TaskTooShort, match="choose a longer --lengths"):
+        get_task("vt").build(ctx_for(hf_encoder), 150, 0, sample_rng("vt", 150, 0, 42))

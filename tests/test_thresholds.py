@@ -1,0 +1,67 @@
+import pytest
+
+from ctxgate.tasks import task_names
+from ctxgate.thresholds import ThresholdsError, load_thresholds, parse_thresholds
+
+GOOD = """
+[defaults]
+floor = 10
+confidence = 0.9
+
+[effective_length]
+threshold = 80.0
+
+[session]
+min_effective_length = "1k"
+
+[[floor]]
+task = "niah_*"
+floor = 50
+
+[[floor]]
+task = "niah_single_1"
+length = "<=1k"
+floor = 90
+"""
+
+
+def parse(text: str):
+    return parse_thresholds(text, "t.toml", task_names())
+
+
+def test_later_rules_win_and_lengths_compare():
+    t = parse(GOOD)
+    assert t.floor_for("vt", 512) == 10
+    assert t.floor_for("niah_multikey_2", 512) == 50
+    assert t.floor_for("niah_single_1", 1024) == 90
+    assert t.floor_for("niah_single_1", 2048) == 50
+    assert t.min_effective_length == 1024 and t.effective_threshold == 80.0 and t.confidence == 0.9
+
+
+@pytest.mark.parametrize(("text", "key", "fix"), [
+    ("[defaults]\nflor = 3\n", "defaults.flor", "use one of floor"),
+    ("[[floor]]\ntask = 'niah_singel_1'\nfloor = 3\n", "floor[0].task", "niah_single_1"),
+    ("[[floor]]\ntask = 'vt'\nlength = 'big'\nfloor = 3\n", "floor[0].length", "<=32k"),
+    ("[[floor]]\ntask = 'vt'\nfloor = 300\n", "floor[0].floor", "floor ="),
+    ("[[floor]]\ntask = 'vt'\n", "floor[0].floor", "add floor"),
+    ("[session]\nmin_effective_length = 'lots'\n", "session.min_effective_length", "32k"),
+    ("[defaults]\nrule = 'lenient'\n", "defaults.rule", '"upper"'),
+    ("[defaults\n", "not valid TOML", "Fix"),
+])
+def test_errors_name_file_key_and_fix(text, key, fix):
+    with pytest.raises(ThresholdsError) as err:
+        parse(text)
+    message = str(err.value)
+    assert message.startswith("t.toml") and key in message and fix in message
+
+
+def test_missing_file_says_how_to_fix(tmp_path):
+    with pytest.raises(ThresholdsError, match="pass --thresholds PATH"):
+        load_thresholds(tmp_path / "nope.toml", task_names())
+
+
+def test_shipped_thresholds_file_is_valid():
+    from tests.conftest import ROOT
+
+    t = load_thresholds(ROOT / "thresholds.toml", task_names())
+    assert t.effective_threshold == 85.6
