@@ -32,6 +32,12 @@ class Collector:
             self.partial = self.report_path.with_suffix(".partial.jsonl")
             self.partial.write_text("")
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """On the controller: every case record arrives here, from this process or from an xdist worker."""
+        record = getattr(report, "ctxgate_case", None)
+        if record is not None:
+            self.add(record)
+
     def add(self, record: dict[str, Any]) -> None:
         record = dict(record)
         meta = record.pop("run_meta", None)
@@ -53,7 +59,16 @@ def _is_worker(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     settings = config.stash[SETTINGS_KEY]
     if settings.model is not None and not _is_worker(config):
-        config.stash[COLLECTOR_KEY] = Collector(settings.report)
+        collector = Collector(settings.report)
+        config.stash[COLLECTOR_KEY] = collector
+        config.pluginmanager.register(collector, "ctxgate-collector")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    collector = config.stash.get(COLLECTOR_KEY, None)
+    if collector is not None:
+        config.pluginmanager.unregister(collector)
+        del config.stash[COLLECTOR_KEY]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -68,21 +83,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # A plain attribute travels through xdist's report serialization (and stays out of junit).
         report.ctxgate_case = record  # type: ignore[attr-defined]
     return report
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    record = getattr(report, "ctxgate_case", None)
-    if record is not None and _COLLECTORS:
-        _COLLECTORS[-1].add(record)
-
-
-_COLLECTORS: list[Collector] = []  # logreport has no config argument; the session's collector is registered here
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    collector = session.config.stash.get(COLLECTOR_KEY, None)
-    if collector is not None:
-        _COLLECTORS.append(collector)
 
 
 def _gates(config: pytest.Config, report: dict[str, Any]) -> list[dict[str, Any]]:

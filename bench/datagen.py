@@ -1,0 +1,84 @@
+"""Data-generation speed: ctxgate's token-level builders against a naive re-tokenizing build, same run.
+
+    python bench/datagen.py [--tokenizer fixtures/tiny-llama-niah] [--samples 100] [--lengths 32k,128k]
+
+For every task and length it prints the seconds to build the samples (a fresh tokenizer cache per length, so the
+one-off haystack tokenization is included). The baseline is what the RULER reference does per sample: search the
+haystack size by building the full prompt text and tokenizing all of it at each probe. It is timed on a few
+samples of niah_single_2 and scaled to the sample count; the ratio compares it with ctxgate on the same task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from transformers import AutoTokenizer
+
+from ctxgate.haystacks import load_essay
+from ctxgate.lengths import format_length, parse_lengths
+from ctxgate.runner import build_samples
+from ctxgate.seeding import sample_rng
+from ctxgate.tasks import BuildContext, all_tasks, niah
+from ctxgate.textcodec import HFTokenizer, PieceEncoder
+
+SQUAD = "fixtures/data/squad_v2_validation_tiny.jsonl"
+HOTPOT = "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl"
+
+
+def naive_niah_single_2(tok, length: int, index: int, seed: int) -> int:
+    """Reference-style: binary search over the essay size, re-tokenizing the whole prompt at every probe."""
+    rng = sample_rng("naive", length, index, seed)
+    sentences = load_essay(None).sentences
+    key, value = niah.make_key(rng, "words"), niah.make_value(rng, "numbers")
+    needle = niah.NEEDLE.format(type_needle_v="numbers", key=key, value=value)
+    head = niah.singular(niah.TEMPLATE_HEAD).format(type_needle_v="number")
+    tail = niah.singular(niah.TEMPLATE_TAIL).format(type_needle_v="number", query=key)
+    prefix = niah.singular(niah.ANSWER_PREFIX).format(type_needle_v="number", query=key)
+
+    def prompt(n: int) -> str:
+        body = [sentences[i % len(sentences)] for i in range(n)]
+        body.insert(int(n * rng.choice(niah.DEPTHS) / 100), needle)
+        return head + " ".join(body) + tail + prefix
+
+    lo, hi = 1, length
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(tok(prompt(mid), add_special_tokens=False)["input_ids"]) + 128 <= length:
+            lo = mid
+        else:
+            hi = mid - 1
+    return len(tok(prompt(lo), add_special_tokens=False)["input_ids"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokenizer", default="fixtures/tiny-llama-niah")
+    ap.add_argument("--samples", type=int, default=100)
+    ap.add_argument("--lengths", default="32k,128k")
+    ap.add_argument("--naive-samples", type=int, default=3)
+    args = ap.parse_args()
+    tok = AutoTokenizer.from_pretrained(args.tokenizer)
+    print(f"tokenizer {args.tokenizer} ({type(tok).__name__}, vocab {len(tok)}), {args.samples} samples per case")
+    for length in parse_lengths(args.lengths):
+        enc = PieceEncoder(HFTokenizer(tok))  # fresh cache: the one-off haystack tokenization is counted
+        ctx = BuildContext(encoder=enc, chat=False, squad_source=SQUAD, hotpotqa_source=HOTPOT)
+        total, per_task = 0.0, {}
+        for spec in all_tasks():
+            t0 = time.perf_counter()
+            build_samples(spec, ctx, length, args.samples, 42)
+            per_task[spec.name] = time.perf_counter() - t0
+            total += per_task[spec.name]
+            print(f"  {format_length(length):>5} {spec.name:<16} {per_task[spec.name]:7.2f} s", flush=True)
+        t0 = time.perf_counter()
+        for i in range(args.naive_samples):
+            naive_niah_single_2(tok, length, i, 42)
+        naive = (time.perf_counter() - t0) / args.naive_samples * args.samples
+        ratio = naive / per_task["niah_single_2"]
+        print(f"{format_length(length)}: all {len(per_task)} tasks x {args.samples} samples in {total:.1f} s; "
+              f"niah_single_2: ctxgate {per_task['niah_single_2']:.2f} s vs naive re-tokenizing "
+              f"{naive:.1f} s (from {args.naive_samples} samples) -> {ratio:.0f}x faster", flush=True)
+
+
+if __name__ == "__main__":
+    main()

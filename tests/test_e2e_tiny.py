@@ -1,0 +1,65 @@
+"""End to end on the shipped checkpoint: the real suite, a real transformers model, real generations."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+
+import jsonschema
+import pytest
+
+from ctxgate.report.schema import REPORT_SCHEMA
+from ctxgate.tasks import all_tasks
+from tests.conftest import HOTPOT, ROOT, SQUAD, TINY
+
+
+@pytest.fixture
+def real_suite(pytester: pytest.Pytester):
+    shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
+    pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
+
+    def run(*args: str) -> pytest.RunResult:
+        return pytester.runpytest_subprocess("--model", str(TINY), "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT),
+                                             *args, timeout=900)
+
+    return run
+
+
+def test_niah_single_1_passes_short_and_fails_long_for_real(real_suite, pytester):
+    (pytester.path / "thresholds.toml").write_text('[[floor]]\ntask = "niah_single_1"\nfloor = 80\n')
+    result = real_suite("-k", "niah_single_1", "--lengths", "512,2k", "--samples", "20", "--report", "r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    cases = {c["length"]: c for c in json.loads((pytester.path / "r.json").read_text())["cases"]}
+    assert cases[512]["verdict"] == "pass" and cases[512]["score"] >= 80
+    assert cases[2048]["verdict"] == "fail" and cases[2048]["score"] <= 20
+    result.stdout.fnmatch_lines(["*niah_single_1 at 2048 (2K): score * < floor 80.0 (n=20, 95% CI*"])
+
+
+def test_every_task_and_length_under_xdist_with_all_outputs(real_suite, pytester):
+    result = real_suite("--lengths", "512,1k", "--samples", "3", "-n", "2", "--report", "out/run.json",
+                        "--junitxml", "out/junit.xml")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    report = json.loads((pytester.path / "out" / "run.json").read_text())
+    jsonschema.validate(report, REPORT_SCHEMA)
+    expected = {(t.name, L) for t in all_tasks() for L in (512, 1024)}
+    assert {(c["task"], c["length"]) for c in report["cases"]} == expected
+    ran = [c for c in report["cases"] if c["verdict"] == "pass"]
+    assert len(ran) >= 24  # a few tasks cannot fit their fixed parts in 512 tokens and are skipped with a reason
+    for c in report["cases"]:
+        if c["verdict"] == "skip":
+            assert "choose a longer --lengths" in c["message"]
+    assert report["run"]["model_fingerprint"]["sha256"] and report["run"]["backend"]["backend"] == "hf"
+    assert report["by_length"]["512"]["ruler"]["score"] is not None
+    names = {c.get("name") for c in ET.parse(pytester.path / "out" / "junit.xml").getroot().iter("testcase")}
+    assert "test_ruler[niah_multikey_2-1024]" in names and "test_helmet[json_kv-512]" in names
+    assert (pytester.path / "out" / "run.md").read_text().count("|") > 20
+    assert len((pytester.path / "out" / "run.predictions.jsonl").read_text().splitlines()) == 3 * len(ran)
+
+
+def test_chat_template_on_is_applied_and_recorded(real_suite, pytester):
+    result = real_suite("-k", "niah_single_1", "--lengths", "1k", "--samples", "2", "--chat-template", "on",
+                        "--report", "r.json")
+    result.assert_outcomes(passed=1)
+    run = json.loads((pytester.path / "r.json").read_text())["run"]
+    assert run["chat_template"] == "on" and len(run["chat_template_sha256"]) == 64

@@ -1,0 +1,46 @@
+"""Pieces of the report pipeline that need no pytest session: crash safety, tables, the pickle guard."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctxgate.report.build import build_report
+from ctxgate.report.tables import markdown, terminal
+from plugins.reporting import Collector
+
+
+def record(task: str, length: int, score: float, verdict: str = "pass") -> dict:
+    return {"task": task, "suite": "helmet" if task == "json_kv" else "ruler", "category": "x", "length": length,
+            "metric": "m", "verdict": verdict, "message": "", "score": score, "n": 10, "floor": 0.0,
+            "ci": [0.0, 100.0], "samples_from_cache": 0, "samples": [], "run_meta": {"model": "m"}}
+
+
+def test_each_case_is_on_disk_as_soon_as_it_arrives(tmp_path):
+    c = Collector(str(tmp_path / "r.json"))
+    c.add(record("vt", 512, 50.0))
+    c.add(record("cwe", 512, 10.0))
+    lines = (tmp_path / "r.partial.jsonl").read_text().splitlines()
+    assert [json.loads(x)["task"] for x in lines] == ["vt", "cwe"]
+    assert c.run_meta == {"model": "m"} and "run_meta" not in json.loads(lines[0])
+
+
+def test_tables_mark_failures_partials_and_effective_length():
+    cases = [record("niah_single_1", 512, 100.0), record("niah_single_1", 2048, 5.0, "fail"),
+             record("json_kv", 512, 0.0, "skip")]
+    report = build_report(cases, {"model": "tiny"}, 85.6, [], True)
+    text = terminal(report)
+    assert "5.0 ✗" in text and "skip" in text and "100.0*" in text
+    assert "Effective length" in text and "512" in text.replace("K", "")
+    md = markdown(report)
+    assert md.startswith("### ctxgate: tiny") and "| niah_single_1 | 100.0 |" in md
+
+
+def test_pickle_weights_are_refused_without_the_flag(tmp_path):
+    pytest.importorskip("torch")
+    from ctxgate.backends.hf import BackendError, HFBackend
+
+    (tmp_path / "pytorch_model.bin").write_bytes(b"not really")
+    with pytest.raises(BackendError, match="--allow-pickle"):
+        HFBackend(str(tmp_path))
