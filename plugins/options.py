@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxgate.haystacks import HaystackError, load_essay
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.tasks.registry import task_names
 from ctxgate.thresholds import Thresholds, ThresholdsError, load_thresholds
@@ -99,6 +100,11 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[THRESHOLDS_KEY] = Thresholds(path="(none)")
     except ThresholdsError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if settings.haystack:
+        try:
+            load_essay(settings.haystack)
+        except HaystackError as exc:
+            raise pytest.UsageError(f"--haystack: {exc}") from None
     _pin_gpu(config)
 
 

@@ -118,3 +118,16 @@ def test_suite_without_model_says_how_to_give_one(suite, pytester):
 def test_bad_lengths_and_samples_are_usage_errors(suite, pytester):
     pytester.runpytest("--lengths", "8kb").stderr.fnmatch_lines(["*--lengths*'8kb'*8k*"])
     pytester.runpytest("--samples", "0").stderr.fnmatch_lines(["*--samples 0 must be at least 1*"])
+
+
+def test_markdown_goes_to_the_github_step_summary(suite, pytester, monkeypatch):
+    summary = pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    suite(ALL_RIGHT, "-k", "vt").assert_outcomes(passed=2)
+    assert "| vt | 100.0 | 100.0 |" in summary.read_text()
+
+
+def test_bad_haystack_is_a_usage_error(suite, pytester):
+    result = suite(ALL_RIGHT, "--haystack", "nowhere.txt")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*--haystack*'nowhere.txt' does not exist*"])

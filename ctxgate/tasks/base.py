@@ -91,10 +91,6 @@ def fill_count(unit_sizes: Sequence[int], budget: int) -> int:
     return len(unit_sizes)
 
 
-def flatten(parts: Sequence[Sequence[int]]) -> list[int]:
-    return [i for p in parts for i in p]
-
-
 def need_room(task: str, length: int, have: int, needed: int, what: str = "haystack units") -> None:
     if have < needed:
         raise TaskTooShort(

@@ -80,31 +80,33 @@ def build_niah(name: str, cfg: NiahConfig, gen: int, ctx: BuildContext, length: 
                        [tail.format(type_needle_v=type_v, query=query)], answer_prefix)
     budget = frame.budget(length, gen)
 
+    known: dict[str, tuple[int, ...]] = {}  # separator-prefixed ids of distractor lines, encoded while fitting
     if cfg.haystack == "essay":
         lines, sep, depths = _essay_lines(ctx, needles, budget, rng)
     else:
-        lines, sep, depths = _line_haystack(ctx, cfg, keys, needles, budget, rng), "\n", None
+        lines, sep, depths = _line_haystack(ctx, cfg, keys, needles, budget, rng, known), "\n", None
     need_room(name, length, len(lines) - len(needles), 1)
-    pieces = [lines[0]] + [sep + line for line in lines[1:]]
     needle_set = set(needles)
-    is_needle = [line in needle_set for line in lines]
-    # Haystack units repeat and are cached; needles are one-off and encoded fresh.
-    fixed = iter(enc.encode_many([p for p, n in zip(pieces, is_needle) if not n]))
-    fresh = iter(enc.encode_fresh([p for p, n in zip(pieces, is_needle) if n]))
+    pieces = [lines[0]] + [sep + line for line in lines[1:]]
+    # Repeating haystack units come from the cache; needles and the first line are one-off, encoded fresh.
+    one_off = [p for i, (p, line) in enumerate(zip(pieces, lines)) if line in needle_set or (line in known and i == 0)]
+    cached = [p for i, (p, line) in enumerate(zip(pieces, lines)) if line not in needle_set and line not in known]
+    ids_of = dict(zip(one_off, enc.encode_fresh(one_off)))
+    ids_of.update(zip(cached, enc.encode_many(cached)))
     context: list[int] = []
     offsets: list[int] = []
-    for needle in is_needle:
-        if needle:
+    for i, (piece, line) in enumerate(zip(pieces, lines)):
+        if line in needle_set:
             offsets.append(len(frame.pre) + len(context))
-        context.extend(next(fresh) if needle else next(fixed))
+        context.extend(known[line] if line in known and i > 0 else ids_of[piece])
     ids = frame.pre + tuple(context) + frame.post
-    meta = {"needle_offsets": offsets, "needles": [ln for ln, n in zip(lines, is_needle) if n], "depths": depths,
+    meta = {"needle_offsets": offsets, "needles": [ln for ln in lines if ln in needle_set], "depths": depths,
             "haystack_units": len(lines) - len(needles)}
     return Sample(name, length, index, ids, answers, answer_prefix, meta)
 
 
 def _line_haystack(ctx: BuildContext, cfg: NiahConfig, keys: list[str], needles: list[str], budget: int,
-                   rng: random.Random) -> list[str]:
+                   rng: random.Random, known: dict[str, tuple[int, ...]]) -> list[str]:
     enc = ctx.encoder
     needle_tokens = sum(len(ids) for ids in enc.encode_fresh(["\n" + n for n in needles]))
     room = budget - needle_tokens
@@ -121,9 +123,11 @@ def _line_haystack(ctx: BuildContext, cfg: NiahConfig, keys: list[str], needles:
                     used.add(k)
                     batch.append(NEEDLE.format(type_needle_v=cfg.type_value, key=k,
                                                value=make_value(rng, cfg.type_value)))
-            sizes = [len(ids) for ids in enc.encode_fresh(["\n" + b for b in batch])]
+            encoded = enc.encode_fresh(["\n" + b for b in batch])
+            sizes = [len(ids) for ids in encoded]
             n = fill_count(sizes, room)
             lines.extend(batch[:n])
+            known.update(zip(batch[:n], encoded[:n]))
             room -= sum(sizes[:n])
             if n < len(batch) or not batch:
                 break
