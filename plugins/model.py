@@ -70,15 +70,16 @@ def ctxgate_model(pytestconfig: pytest.Config) -> LoadedModel:
     try:
         backend = load_backend(settings)
     except (ValueError, RuntimeError) as exc:
-        pytest.exit(f"ctxgate: {exc}", returncode=4)
+        # A failed session fixture is cached: every case errors with this one message, also under xdist.
+        pytest.fail(f"ctxgate: {exc}", pytrace=False)
     encoder = PieceEncoder(backend.tokenizer)
     if settings.chat_template == "auto":
         chat = "on" if encoder.has_chat_template else "off"
     else:
         chat = settings.chat_template
     if chat == "on" and not encoder.has_chat_template:
-        pytest.exit(f"ctxgate: --chat-template on, but {settings.model} has no chat template; use "
-                    "--chat-template off or auto", returncode=4)
+        pytest.fail(f"ctxgate: --chat-template on, but {settings.model} has no chat template; use "
+                    "--chat-template off or auto", pytrace=False)
     context = BuildContext(encoder=encoder, chat=chat == "on", seed=settings.seed, essay_path=settings.haystack,
                            squad_source=settings.squad, hotpotqa_source=settings.hotpotqa)
     return LoadedModel(backend, context, chat, _run_meta(settings, backend, encoder, chat))

@@ -92,6 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
         return  # the project's own tests: nothing to gate
+    _check_model_path(settings)
     path = Path(settings.thresholds_path)
     try:
         if path.is_file() or config.getoption("--thresholds"):
@@ -106,6 +107,16 @@ def pytest_configure(config: pytest.Config) -> None:
         except HaystackError as exc:
             raise pytest.UsageError(f"--haystack: {exc}") from None
     _pin_gpu(config)
+
+
+def _check_model_path(settings: Settings) -> None:
+    """A path that cannot be a hub id must exist: say so before any worker starts."""
+    model = settings.model or ""
+    path = Path(model).expanduser()
+    looks_local = settings.backend == "scripted" or model.startswith(("/", ".", "~")) or model.count("/") > 1
+    if looks_local and not path.exists():
+        raise pytest.UsageError(f"--model {model!r} does not exist: give a checkpoint folder (with config.json) "
+                                "or a hub id such as org/name")
 
 
 def _pin_gpu(config: pytest.Config) -> None:

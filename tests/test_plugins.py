@@ -131,3 +131,16 @@ def test_bad_haystack_is_a_usage_error(suite, pytester):
     result = suite(ALL_RIGHT, "--haystack", "nowhere.txt")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--haystack*'nowhere.txt' does not exist*"])
+
+
+def test_missing_model_path_is_a_usage_error_before_workers_start(suite, pytester):
+    result = pytester.runpytest("--model", "./no/such/ckpt", "-n", "2")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*--model './no/such/ckpt' does not exist*"])
+
+
+def test_unloadable_model_errors_every_case_with_one_message(suite, pytester):
+    (pytester.path / "broken.json").write_text("{not json")
+    result = pytester.runpytest("--backend", "scripted", "--model", "broken.json", "--lengths", "4k", "-k", "vt")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ctxgate: --backend scripted needs --model pointing at a JSON script*"])

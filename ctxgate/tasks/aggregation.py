@@ -11,6 +11,7 @@ import itertools
 import math
 import random
 import string
+import weakref
 from collections.abc import Callable, Sequence
 
 from ctxgate import words
@@ -57,20 +58,19 @@ def _numbered(items: Sequence[str]) -> list[str]:
 class _IndexCosts:
     """Prefix sums of the token counts of " 1.", " 2.", ... for one encoder, grown on demand."""
 
-    def __init__(self, enc: PieceEncoder) -> None:
-        self.enc = enc
+    def __init__(self) -> None:
         self.prefix = [0]
 
-    def upto(self, m: int) -> int:
+    def upto(self, enc: PieceEncoder, m: int) -> int:
         while len(self.prefix) <= m:
             start = len(self.prefix)
             batch = [f"{k}." if k == 1 else f" {k}." for k in range(start, max(m + 1, start * 2))]
-            sums = itertools.accumulate(map(len, self.enc.encode_many(batch)), initial=self.prefix[-1])
+            sums = itertools.accumulate(map(len, enc.encode_many(batch)), initial=self.prefix[-1])
             self.prefix.extend(list(sums)[1:])
         return self.prefix[m]
 
 
-_INDEX_COSTS: dict[int, _IndexCosts] = {}
+_INDEX_COSTS: weakref.WeakKeyDictionary[PieceEncoder, _IndexCosts] = weakref.WeakKeyDictionary()
 
 
 def _cwe_list(rng: random.Random, chosen: Sequence[str], cw: int, ucw: int) -> list[str]:
@@ -82,7 +82,7 @@ def _cwe_list(rng: random.Random, chosen: Sequence[str], cw: int, ucw: int) -> l
 def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
     enc = ctx.encoder
     gen = 120
-    index_costs = _INDEX_COSTS.setdefault(id(enc), _IndexCosts(enc))
+    index_costs = _INDEX_COSTS.setdefault(enc, _IndexCosts())
     vocab = words.vocabulary()
     short = length < 4096  # RULER: counts 6/1 and a 20-word example under 4K
     plans = [(40, 10, 3, 30, 3)] if not short else [(20, 3, 1, 6, 1)]
@@ -102,7 +102,7 @@ def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) ->
 
         def cost(n: int, cw: int = cw, ucw: int = ucw) -> int:
             m = NUM_CW * cw + (n - NUM_CW) * ucw
-            return index_costs.upto(m) + cw * word_cost[NUM_CW] + ucw * (word_cost[n] - word_cost[NUM_CW])
+            return index_costs.upto(enc, m) + cw * word_cost[NUM_CW] + ucw * (word_cost[n] - word_cost[NUM_CW])
 
         n = largest_fitting(cost, NUM_CW, len(vocab), budget)
         if n >= NUM_CW:

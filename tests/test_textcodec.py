@@ -1,0 +1,60 @@
+"""Piece encoding: anchors, BOS handling (never double), chat template split."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxgate.seeding import sample_rng
+from ctxgate.tasks import BuildContext, get_task
+from ctxgate.textcodec import HFTokenizer, PieceEncoder
+
+
+@pytest.fixture(scope="module")
+def bos_tokenizer(hf_tokenizer):
+    """The tiny tokenizer, made to add a BOS like Llama tokenizers, with a template that spells BOS out too."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    backend = hf_tokenizer.backend_tokenizer.__class__.from_str(hf_tokenizer.backend_tokenizer.to_str())
+    bos_id = backend.token_to_id("<|im_start|>")
+    backend.post_processor = processors.TemplateProcessing(single="<|im_start|> $A", special_tokens=[
+        ("<|im_start|>", bos_id)])
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<|im_start|>", eos_token="<|endoftext|>")
+    tok.chat_template = "<|im_start|>{% for m in messages %}{{ m['content'] }}{% endfor %}\nASSISTANT:"
+    return tok, bos_id
+
+
+def test_pieces_concatenate_like_the_whole_text(hf_encoder, hf_tokenizer):
+    pieces = ["Some text.\n", "The grass is green.", "\nOne of the special magic numbers for a-b is: 1234567."]
+    joined = [i for p in hf_encoder.encode_many(pieces) for i in p]
+    assert joined == hf_tokenizer("".join(pieces), add_special_tokens=False)["input_ids"]
+
+
+def test_bos_is_added_once_without_chat_template(bos_tokenizer):
+    tok, bos_id = bos_tokenizer
+    enc = PieceEncoder(HFTokenizer(tok))
+    assert enc.prefix == (bos_id,)
+    s = get_task("niah_single_1").build(BuildContext(enc, chat=False), 1024, 0, sample_rng("a", 1024, 0, 1))
+    assert s.input_ids[0] == bos_id and s.input_ids[1] != bos_id
+
+
+def test_no_double_bos_when_the_chat_template_spells_it(bos_tokenizer):
+    tok, bos_id = bos_tokenizer
+    enc = PieceEncoder(HFTokenizer(tok))
+    s = get_task("niah_single_1").build(BuildContext(enc, chat=True), 1024, 0, sample_rng("a", 1024, 0, 1))
+    assert s.input_ids[0] == bos_id and s.input_ids[1] != bos_id
+    assert "ASSISTANT: The special magic number for" in enc.decode(s.input_ids)  # the prefix follows the template
+
+
+def test_chat_template_parts_wrap_the_user_turn(hf_encoder):
+    head, tail = hf_encoder.chat_parts()
+    assert head == "<|im_start|>user\n" and tail == "<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_missing_chat_template_is_a_clear_error(hf_tokenizer):
+    from transformers import PreTrainedTokenizerFast
+
+    bare = PreTrainedTokenizerFast(tokenizer_object=hf_tokenizer.backend_tokenizer, eos_token="<|endoftext|>")
+    enc = PieceEncoder(HFTokenizer(bare))
+    with pytest.raises(ValueError, match="--chat-template off"):
+        enc.chat_parts()
