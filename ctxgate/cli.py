@@ -66,6 +66,22 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diff(args: argparse.Namespace) -> int:
+    from ctxgate.baseline import BaselineError
+    from ctxgate.diff import diff_reports, render
+    from ctxgate.tasks.registry import task_names
+    from ctxgate.thresholds import Thresholds, ThresholdsError, load_thresholds
+
+    try:
+        thresholds = load_thresholds(args.thresholds, task_names()) if args.thresholds else Thresholds(path="(none)")
+        rows = diff_reports(args.base, args.new, thresholds)
+    except (BaselineError, ThresholdsError) as exc:
+        print(f"ctxgate diff: {exc}", file=sys.stderr)
+        return 2
+    print(render(rows, args.markdown, thresholds.regression_confidence), end="")
+    return 1 if any(r.verdict == "REGRESSED" for r in rows) else 0
+
+
 def _tasks(args: argparse.Namespace) -> int:
     for t in all_tasks():
         print(f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric:<19}gen={t.tokens_to_generate:<5}{t.description}")
@@ -93,6 +109,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--answer", action="append", required=True, help="a reference answer; repeat for several")
     s.add_argument("--prefix", default=None, help="answer prefix to parse after (HELMET metrics)")
     s.set_defaults(fn=_score)
+    d = sub.add_parser("diff", help="compare two reports case by case, paired (exit 1 on a regression)")
+    d.add_argument("base", help="the baseline report (with its .predictions.jsonl beside it)")
+    d.add_argument("new", help="the report to compare")
+    d.add_argument("--thresholds", default=None, help="tolerances from this thresholds file (default 2 points)")
+    d.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    d.set_defaults(fn=_diff)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     sub.add_parser("schema", help="print the report's JSON schema").set_defaults(fn=_schema)
     return p

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from ctxgate.backends.base import Backend, GenerationParams, Request
+from ctxgate.cache import GenerationCache
 from ctxgate.metrics import score_prediction
 from ctxgate.seeding import sample_rng
 from ctxgate.stats import interval
@@ -45,6 +46,7 @@ class CaseResult:
     output_tokens: int
     data_sha256: str
     samples: tuple[SampleOutcome, ...]
+    samples_from_cache: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -67,14 +69,23 @@ def score_sample(spec: TaskSpec, sample: Sample, prediction: str) -> tuple[float
 
 
 def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n: int, seed: int,
-             confidence: float = 0.95) -> CaseResult:
+             confidence: float = 0.95, cache: GenerationCache | None = None) -> CaseResult:
+    """Each generation goes to the cache as soon as it exists, so an interrupted case resumes where it stopped."""
     t0 = time.perf_counter()
     samples = build_samples(spec, ctx, length, n, seed)
     built = time.perf_counter()
     params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
     outcomes = []
+    from_cache = 0
     for s in samples:
-        (gen,) = backend.generate([Request(s.input_ids, spec.name, length, s.index, s.answers)], params)
+        key = cache.key(s.input_ids, params) if cache else ""
+        gen = cache.get(key) if cache else None
+        if gen is None:
+            (gen,) = backend.generate([Request(s.input_ids, spec.name, length, s.index, s.answers)], params)
+            if cache:
+                cache.put(key, gen)
+        else:
+            from_cache += 1
         score, scored = score_sample(spec, s, gen.text)
         outcomes.append(SampleOutcome(s.index, score, gen.text, scored, s.answers, len(s.input_ids),
                                       gen.output_tokens, gen.finish_reason, s.digest()))
@@ -87,5 +98,5 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         input_tokens_mean=round(sum(sizes) / len(sizes), 1), input_tokens_max=max(sizes),
         fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4),
         output_tokens=sum(o.output_tokens for o in outcomes), data_sha256=data_hash(samples),
-        samples=tuple(outcomes),
+        samples=tuple(outcomes), samples_from_cache=from_cache,
     )

@@ -16,11 +16,20 @@
     length = "<=32k"       # "*", a length ("8k"), or a comparison ("<=32k", ">4096")
     floor = 90
 
+    [regression]           # with --baseline REPORT.json
+    tolerance = 2.0        # points a case may drop before it fails ...
+    confidence = 0.95      # ... and only when the drop exceeds it with this (one-sided) confidence
+
+    [[tolerance]]          # per task and length, like [[floor]]
+    task = "json_kv"
+    points = 5.0
+
 Errors name the file, the key and the fix, and are raised before any model is loaded.
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
 import sys
@@ -64,13 +73,23 @@ class Thresholds:
     effective_threshold: float = RULER_THRESHOLD
     min_effective_length: int = 0
     floors: tuple[FloorRule, ...] = field(default_factory=tuple)
+    tolerance: float = 2.0
+    regression_confidence: float = 0.95
+    tolerances: tuple[FloorRule, ...] = field(default_factory=tuple)  # FloorRule.floor holds the points
 
     def floor_for(self, task: str, length: int) -> float:
-        floor = self.default_floor
-        for rule in self.floors:
-            if rule.matches(task, length):
-                floor = rule.floor
-        return floor
+        return _last_match(self.floors, task, length, self.default_floor)
+
+    def tolerance_for(self, task: str, length: int) -> float:
+        return _last_match(self.tolerances, task, length, self.tolerance)
+
+
+def _last_match(rules: Sequence[FloorRule], task: str, length: int, default: float) -> float:
+    value = default
+    for rule in rules:
+        if rule.matches(task, length):
+            value = rule.floor
+    return value
 
 
 def _length_matches(spec: str, length: int) -> bool:
@@ -105,13 +124,15 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ThresholdsError(f"{path}: not valid TOML ({exc}). Fix the syntax at the position shown") from None
-    _check_keys(path, "", data, ("defaults", "effective_length", "session", "floor"))
+    _check_keys(path, "", data, ("defaults", "effective_length", "session", "floor", "regression", "tolerance"))
     defaults = data.get("defaults", {})
     _check_keys(path, "defaults", defaults, ("floor", "confidence", "rule"))
     eff = data.get("effective_length", {})
     _check_keys(path, "effective_length", eff, ("threshold",))
     session = data.get("session", {})
     _check_keys(path, "session", session, ("min_effective_length",))
+    regression = data.get("regression", {})
+    _check_keys(path, "regression", regression, ("tolerance", "confidence"))
     rule = defaults.get("rule", "score")
     if rule not in _RULES:
         raise _fail(path, "defaults.rule", f"{rule!r} is not a rule", 'write rule = "score" or rule = "upper"')
@@ -121,16 +142,33 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     except LengthError:
         raise _fail(path, "session.min_effective_length", f"{min_eff!r} is not a length",
                     'write e.g. min_effective_length = "32k"') from None
-    floors = []
-    for i, entry in enumerate(data.get("floor", [])):
-        where = f"floor[{i}]"
+    floors = _rules(path, data.get("floor", []), "floor", "floor", known_tasks)
+    tolerances = _rules(path, data.get("tolerance", []), "tolerance", "points", known_tasks)
+    return Thresholds(
+        path=path,
+        default_floor=_number(path, "defaults.floor", defaults.get("floor", 0.0), 0, 100),
+        confidence=_number(path, "defaults.confidence", defaults.get("confidence", 0.95), 0.5, 0.999),
+        rule=rule,
+        effective_threshold=_number(path, "effective_length.threshold", eff.get("threshold", RULER_THRESHOLD), 0, 100),
+        min_effective_length=min_eff_tokens,
+        floors=floors,
+        tolerance=_number(path, "regression.tolerance", regression.get("tolerance", 2.0), 0, 100),
+        regression_confidence=_number(path, "regression.confidence", regression.get("confidence", 0.95), 0.5, 0.999),
+        tolerances=tolerances,
+    )
+
+
+def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Sequence[str]) -> tuple[FloorRule, ...]:
+    if not isinstance(entries, list):
+        raise _fail(path, table, "is not an array of tables", f"write [[{table}]] entries")
+    rules = []
+    for i, entry in enumerate(entries):
+        where = f"{table}[{i}]"
         if not isinstance(entry, dict):
-            raise _fail(path, where, "is not a table", "write [[floor]] entries with task, length and floor keys")
-        _check_keys(path, where, entry, ("task", "length", "floor"))
+            raise _fail(path, where, "is not a table", f"write [[{table}]] entries with task, length, {value_key}")
+        _check_keys(path, where, entry, ("task", "length", value_key))
         task = entry.get("task", "*")
         if not isinstance(task, str) or not any(fnmatch.fnmatchcase(t, task) for t in known_tasks):
-            import difflib
-
             close = difflib.get_close_matches(str(task), known_tasks, n=3)
             raise _fail(path, f"{where}.task", f"{task!r} matches no task",
                         f"use a task name such as {', '.join(close or known_tasks[:3])} or a glob like 'niah_*'")
@@ -144,18 +182,10 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
         except LengthError:
             raise _fail(path, f"{where}.length", f"{length!r} is not a length pattern",
                         'write "*", "8k", "<=32k" or ">4096"') from None
-        if "floor" not in entry:
-            raise _fail(path, f"{where}.floor", "is missing", "add floor = <percent>, e.g. floor = 80")
-        floors.append(FloorRule(task, length, _number(path, f"{where}.floor", entry["floor"], 0, 100)))
-    return Thresholds(
-        path=path,
-        default_floor=_number(path, "defaults.floor", defaults.get("floor", 0.0), 0, 100),
-        confidence=_number(path, "defaults.confidence", defaults.get("confidence", 0.95), 0.5, 0.999),
-        rule=rule,
-        effective_threshold=_number(path, "effective_length.threshold", eff.get("threshold", RULER_THRESHOLD), 0, 100),
-        min_effective_length=min_eff_tokens,
-        floors=tuple(floors),
-    )
+        if value_key not in entry:
+            raise _fail(path, f"{where}.{value_key}", "is missing", f"add {value_key} = <percent>, e.g. {value_key} = 80")
+        rules.append(FloorRule(task, length, _number(path, f"{where}.{value_key}", entry[value_key], 0, 100)))
+    return tuple(rules)
 
 
 def load_thresholds(path: str | Path, known_tasks: Sequence[str]) -> Thresholds:

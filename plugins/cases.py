@@ -9,12 +9,13 @@ import pytest
 
 from ctxgate.lengths import format_length
 from ctxgate.qa_data import QADataError
-from ctxgate.runner import run_case
+from ctxgate.baseline import Baseline, BaselineError, describe
+from ctxgate.runner import CaseResult, run_case
 from ctxgate.tasks.base import TaskSpec, TaskTooShort
 from ctxgate.tasks.registry import all_tasks, get_task
 from ctxgate.thresholds import Thresholds
 from .model import LoadedModel
-from .options import SETTINGS_KEY, THRESHOLDS_KEY
+from .options import BASELINE_KEY, SETTINGS_KEY, THRESHOLDS_KEY
 
 CASE_RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 
@@ -50,8 +51,14 @@ class Case:
     record: dict[str, Any] = field(default_factory=dict)
 
     def assert_gate(self) -> None:
-        """Fail when the score is below the floor (or, with rule "upper", when the whole interval is)."""
+        """Fail when the score is below the floor (or, with rule "upper", when the whole interval is), or when
+        it dropped against the baseline by more than the tolerance with the stated confidence."""
         r = self.record
+        base = r.get("baseline")
+        if base and base["regressed"]:
+            r["verdict"] = "fail"
+            r["message"] = f"{self.spec.name} at {self.length} regressed: {base['message']}"
+            pytest.fail(r["message"], pytrace=False)
         floor = r["floor"]
         low, high = r["ci"]
         judged = high if self.thresholds.rule == "upper" else r["score"]
@@ -64,6 +71,23 @@ class Case:
             pytest.fail(r["message"], pytrace=False)
         r["verdict"] = "pass"
         r["message"] = f"score {r['score']:.1f} >= floor {floor:.1f}"
+
+
+def _against_baseline(baseline: Baseline, result: CaseResult, run_meta: dict[str, Any],
+                      thresholds: Thresholds) -> dict[str, Any] | None:
+    try:
+        baseline.check_run(run_meta)
+        paired = baseline.compare_case(result.task, result.length, result.data_sha256,
+                                       {o.index: o.score for o in result.samples}, thresholds.regression_confidence)
+    except BaselineError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    if paired is None:
+        return None
+    tolerance = thresholds.tolerance_for(result.task, result.length)
+    return {"score": paired.baseline, "delta": paired.delta, "interval": [paired.low, paired.high],
+            "method": paired.method, "n": paired.n, "tolerance": tolerance,
+            "confidence": thresholds.regression_confidence, "regressed": paired.regressed(tolerance),
+            "message": describe(paired, tolerance)}
 
 
 def _base_record(spec: TaskSpec, length: int, floor: float) -> dict[str, Any]:
@@ -90,13 +114,16 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
         pytest.skip(record["message"])
     try:
         result = run_case(spec, ctxgate_model.context, ctxgate_model.backend, length, settings.samples,
-                          settings.seed, thresholds.confidence)
+                          settings.seed, thresholds.confidence, ctxgate_model.cache)
     except (TaskTooShort, QADataError) as exc:
         record["verdict"] = "skip"
         record["message"] = str(exc)
         pytest.skip(str(exc))
     record.update(result.to_dict())
     record["ci"] = list(result.ci)
+    baseline = config.stash.get(BASELINE_KEY, None)
+    if baseline is not None:
+        record["baseline"] = _against_baseline(baseline, result, ctxgate_model.run_meta, thresholds)
     for key in ("score", "floor", "n"):
         request.node.user_properties.append((key, record[key]))
     request.node.user_properties.append(("ci", f"{result.ci[0]}-{result.ci[1]}"))

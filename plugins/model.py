@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ctxgate.backends.base import Backend
+from ctxgate.cache import GenerationCache
 from ctxgate.tasks.base import BuildContext
 from ctxgate.textcodec import PieceEncoder
 from .options import SETTINGS_KEY, Settings
@@ -21,6 +22,7 @@ class LoadedModel:
     context: BuildContext
     chat_template: str  # resolved: on | off
     run_meta: dict[str, Any]
+    cache: GenerationCache | None
 
 
 def load_backend(settings: Settings) -> Backend:
@@ -51,9 +53,11 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
         except metadata.PackageNotFoundError:
             continue
     template = "".join(encoder.chat_parts()) if chat == "on" else None
+    fingerprint = (checkpoint_fingerprint(settings.model) if settings.backend == "hf"
+                   else {"sha256": getattr(backend, "fingerprint", "")})
     return {
         "model": settings.model,
-        "model_fingerprint": checkpoint_fingerprint(settings.model) if settings.backend == "hf" else None,
+        "model_fingerprint": fingerprint,
         "backend": backend.describe(),
         "seed": settings.seed, "samples": settings.samples, "lengths": list(settings.lengths),
         "chat_template": chat,
@@ -82,4 +86,13 @@ def ctxgate_model(pytestconfig: pytest.Config) -> LoadedModel:
                     "--chat-template off or auto", pytrace=False)
     context = BuildContext(encoder=encoder, chat=chat == "on", seed=settings.seed, essay_path=settings.haystack,
                            squad_source=settings.squad, hotpotqa_source=settings.hotpotqa)
-    return LoadedModel(backend, context, chat, _run_meta(settings, backend, encoder, chat))
+    meta = _run_meta(settings, backend, encoder, chat)
+    cache = None
+    if settings.cache_dir:
+        desc = backend.describe()
+        # Outputs depend on the weights, the backend and its numerics; the prompt ids carry the rest.
+        namespace = {"model": meta["model_fingerprint"]["sha256"], "backend": backend.name,
+                     "dtype": desc.get("dtype"), "attn": desc.get("attn_implementation")}
+        cache = GenerationCache(settings.cache_dir, namespace)
+        meta["cache"] = {"dir": settings.cache_dir, "set_aside": list(cache.stats.set_aside)}
+    return LoadedModel(backend, context, chat, meta, cache)

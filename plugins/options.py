@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxgate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.haystacks import HaystackError, load_essay
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.tasks.registry import task_names
@@ -36,10 +37,13 @@ class Settings:
     trust_remote_code: bool
     allow_pickle: bool
     force_lengths: bool
+    cache_dir: str | None  # None: no cache
+    baseline: str | None
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 THRESHOLDS_KEY = pytest.StashKey[Thresholds]()
+BASELINE_KEY = pytest.StashKey[Baseline]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,6 +65,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code to run")
     g.addoption("--allow-pickle", action="store_true", help="allow loading pickle (.bin) weights")
     g.addoption("--force-lengths", action="store_true", help="run lengths beyond the model's max positions")
+    g.addoption("--cache-dir", default=None, help="generation cache folder (default: .ctxgate-cache in the rootdir)")
+    g.addoption("--no-cache", action="store_true", help="neither read nor write the generation cache")
+    g.addoption("--baseline", default=None, help="a previous --report JSON: fail cases that regressed against it")
 
 
 def _thresholds_path(config: pytest.Config) -> str:
@@ -88,11 +95,18 @@ def pytest_configure(config: pytest.Config) -> None:
         squad=config.getoption("--squad"), hotpotqa=config.getoption("--hotpotqa"),
         trust_remote_code=config.getoption("--trust-remote-code"), allow_pickle=config.getoption("--allow-pickle"),
         force_lengths=config.getoption("--force-lengths"),
+        cache_dir=None if config.getoption("--no-cache") else str(
+            config.getoption("--cache-dir") or Path(config.rootpath) / ".ctxgate-cache"),
+        baseline=config.getoption("--baseline"),
     )
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
         return  # the project's own tests: nothing to gate
-    _check_model_path(settings)
+    if settings.baseline:
+        try:
+            config.stash[BASELINE_KEY] = load_baseline(settings.baseline)
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
     path = Path(settings.thresholds_path)
     try:
         if path.is_file() or config.getoption("--thresholds"):
@@ -106,6 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
             load_essay(settings.haystack)
         except HaystackError as exc:
             raise pytest.UsageError(f"--haystack: {exc}") from None
+    _check_model_path(settings)
     _pin_gpu(config)
 
 

@@ -17,6 +17,7 @@ import pytest
 from ctxgate.lengths import format_length
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown, terminal
+
 from .cases import CASE_RECORD_KEY
 from .options import SETTINGS_KEY, THRESHOLDS_KEY
 
@@ -43,6 +44,9 @@ class Collector:
         meta = record.pop("run_meta", None)
         if meta and self.run_meta is None:
             self.run_meta = meta
+        if meta and self.run_meta is not None and "cache" in meta:  # workers may each set a broken file aside
+            seen = self.run_meta.setdefault("cache", dict(meta["cache"]))["set_aside"]
+            seen.extend(p for p in meta["cache"]["set_aside"] if p not in seen)
         self.records[(record["task"], record["length"])] = record
         if self.report_path:
             with self.partial.open("a", encoding="utf-8") as f:
@@ -134,6 +138,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                                  "chat_template": "off" if settings.chat_template == "auto" else settings.chat_template}
     run = {**run, "thresholds": thresholds.path,
            "data_sha256": _combined([c.get("data_sha256") for c in collector.records.values()])}
+    if "cache" in run:
+        run["cache"] = {**run["cache"], "samples_from_cache": sum(
+            c.get("samples_from_cache", 0) for c in collector.records.values())}
     complete = exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
     report = build_report(list(collector.records.values()), run, thresholds.effective_threshold, [], complete)
     report["gates"] = _gates(config, report)

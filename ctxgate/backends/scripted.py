@@ -1,7 +1,12 @@
 """A scripted backend for plumbing tests: no model, outputs decided by a JSON script.
 
     {"max_positions": 4096, "default": 1.0,
-     "accuracy": {"niah_single_1": {"512": 1.0, "2048": 0.0}, "vt": {"*": 0.5}}}
+     "accuracy": {"niah_single_1": {"512": 1.0, "2048": 0.0}, "vt": {"*": 0.5}},
+     "calls_log": "calls.txt", "sleep": 0.0}
+
+``offset`` shifts which samples are answered right without changing the rate (run-to-run noise, for tests).
+``calls_log`` (optional) gets one line per generation, flushed at once, so tests can count what was generated
+(and what a cache spared); ``sleep`` slows each call down, so a test can kill a run mid-case.
 
 For a case with accuracy p, sample i is answered right when floor((i + 1) * p) > floor(i * p), which spreads
 round-down(p * n) right answers evenly over any n samples; the others get an empty string. It is never evidence that a feature works on a model.
@@ -9,8 +14,10 @@ round-down(p * n) right answers evenly over any n samples; the others get an emp
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +35,7 @@ class ScriptedBackend:
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"--backend scripted needs --model pointing at a JSON script; {path}: {exc}") from None
         self.tokenizer = ByteTokenizer()
+        self.fingerprint = hashlib.sha256(path.read_bytes()).hexdigest()
         self.max_positions: int | None = self.script.get("max_positions")
         self.calls = 0
 
@@ -39,8 +47,13 @@ class ScriptedBackend:
         out = []
         for r in requests:
             self.calls += 1
+            time.sleep(float(self.script.get("sleep", 0.0)))
+            if self.script.get("calls_log"):
+                with open(self.script["calls_log"], "a", encoding="utf-8") as log:
+                    log.write(f"{r.task} {r.length} {r.index}\n")
             p = self.accuracy(r.task, r.length)
-            right = math.floor((r.index + 1) * p + 1e-9) > math.floor(r.index * p + 1e-9)
+            i = r.index + int(self.script.get("offset", 0))  # another offset: same rate, other samples right
+            right = math.floor((i + 1) * p + 1e-9) > math.floor(i * p + 1e-9)
             text = (" " + " ".join(r.answers)) if right else ""
             out.append(Generation(text, len(text.encode("utf-8")), "stop"))
         return out

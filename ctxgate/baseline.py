@@ -1,0 +1,84 @@
+"""Baseline runs: load a report with its per-sample predictions and compare cases with it, paired.
+
+Two runs are comparable only when they built the same prompts: same data (per-case data hash), same chat-template
+setting and template, same tokenizer. Anything else is an error that names what differs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxgate.paired import PairedResult, compare
+
+# run-level fields that must match, with the words used in error messages
+_RUN_KEYS = {"chat_template": "chat-template setting", "chat_template_sha256": "chat template",
+             "tokenizer_sha256": "tokenizer", "haystack_sha256": "essay haystack", "seed": "data seed"}
+
+
+class BaselineError(ValueError):
+    """The baseline cannot be used; the message names what differs and what to do."""
+
+
+@dataclass(frozen=True)
+class BaselineCase:
+    task: str
+    length: int
+    data_sha256: str | None
+    scores: Mapping[int, float]  # sample index -> score in [0, 1]
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: str
+    run: Mapping[str, Any]
+    cases: Mapping[tuple[str, int], BaselineCase]
+
+    def check_run(self, run: Mapping[str, Any]) -> None:
+        differ = [f"{words} ({self.run.get(key)!r} in the baseline, {run.get(key)!r} now)"
+                  for key, words in _RUN_KEYS.items() if self.run.get(key) != run.get(key)]
+        if differ:
+            raise BaselineError(f"cannot compare with baseline {self.path}: the prompts differ in "
+                                + "; ".join(differ) + ". Re-run the baseline with the same settings, or drop "
+                                "--baseline")
+
+    def compare_case(self, task: str, length: int, data_sha256: str | None, scores: Mapping[int, float],
+                     confidence: float) -> PairedResult | None:
+        base = self.cases.get((task, length))
+        if base is None:
+            return None
+        if base.data_sha256 != data_sha256:
+            raise BaselineError(f"{task} at {length}: the samples differ from baseline {self.path} (data hash "
+                                f"{str(base.data_sha256)[:12]} vs {str(data_sha256)[:12]}): same --seed, "
+                                "--samples, --haystack and QA data are needed for a paired comparison")
+        common = sorted(set(base.scores) & set(scores))
+        return compare([scores[i] for i in common], [base.scores[i] for i in common], confidence)
+
+
+def load_baseline(path: str | Path) -> Baseline:
+    p = Path(path)
+    try:
+        report = json.loads(p.read_text("utf-8"))
+        predictions = p.with_name(report.get("predictions") or p.with_suffix(".predictions.jsonl").name)
+        rows = [json.loads(line) for line in predictions.read_text("utf-8").splitlines() if line.strip()]
+    except (OSError, json.JSONDecodeError, AttributeError) as exc:
+        raise BaselineError(f"--baseline {p}: cannot read the report and its .predictions.jsonl ({exc}); pass a "
+                            "report written by ctxgate --report, with its predictions file beside it") from None
+    per_case: dict[tuple[str, int], dict[int, float]] = {}
+    for r in rows:
+        per_case.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = float(r["score"])
+    cases = {}
+    for c in report.get("cases", []):
+        key = (c["task"], int(c["length"]))
+        if key in per_case:
+            cases[key] = BaselineCase(c["task"], int(c["length"]), c.get("data_sha256"), per_case[key])
+    return Baseline(str(p), report.get("run", {}), cases)
+
+
+def describe(result: PairedResult, tolerance: float) -> str:
+    return (f"{result.current:.1f} vs baseline {result.baseline:.1f}: delta {result.delta:+.1f} points "
+            f"(interval {result.low:+.1f} to {result.high:+.1f}, {result.method}, n={result.n}), "
+            f"tolerance {tolerance:.1f}")

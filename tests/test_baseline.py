@@ -1,0 +1,71 @@
+"""--baseline and ctxgate diff through the real plugins, with the scripted backend (plumbing)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from ctxgate.cli import main
+from tests.conftest import ROOT
+
+ARGS = ["--backend", "scripted", "--lengths", "4k", "--samples", "40", "-k", "niah_single_1 or vt", "--no-cache"]
+
+
+@pytest.fixture
+def run(pytester: pytest.Pytester):
+    shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
+    pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
+
+    def go(name: str, script: dict, *extra: str) -> pytest.RunResult:
+        (pytester.path / f"{name}.script.json").write_text(json.dumps(script))
+        return pytester.runpytest("--model", f"{name}.script.json", *ARGS, "--report", f"{name}.json", *extra)
+
+    return go
+
+
+def test_noise_passes_and_a_real_drop_fails_with_the_statistics(run, pytester):
+    run("base", {"default": 0.8}).assert_outcomes(passed=2)
+    noisy = run("noisy", {"default": 0.8, "offset": 3}, "--baseline", "base.json")
+    noisy.assert_outcomes(passed=2)
+    case = json.loads((pytester.path / "noisy.json").read_text())["cases"][0]
+    assert case["baseline"]["delta"] == 0.0 and not case["baseline"]["regressed"]
+    assert case["baseline"]["method"] == "exact-discordant"
+    dropped = run("drop", {"default": 0.8, "accuracy": {"vt": {"*": 0.4}}}, "--baseline", "base.json")
+    dropped.assert_outcomes(passed=1, failed=1)
+    dropped.stdout.fnmatch_lines(["*vt at 4096 regressed: 40.0 vs baseline 80.0: delta -40.0 points (interval "
+                                  "-* to -*, exact-discordant, n=40), tolerance 2.0*"])
+
+
+def test_tolerance_comes_from_thresholds(run, pytester):
+    run("base", {"default": 0.8}).assert_outcomes(passed=2)
+    (pytester.path / "thresholds.toml").write_text('[[tolerance]]\ntask = "vt"\npoints = 60\n')
+    run("drop", {"default": 0.8, "accuracy": {"vt": {"*": 0.4}}}, "--baseline", "base.json").assert_outcomes(passed=2)
+
+
+def test_different_prompts_are_an_error_naming_what_differs(run):
+    run("base", {"default": 1.0}).assert_outcomes(passed=2)
+    result = run("other", {"default": 1.0}, "--baseline", "base.json", "--chat-template", "on")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*the prompts differ in chat-template setting ('off' in the baseline, 'on' now)*"])
+    result = run("seed", {"default": 1.0}, "--baseline", "base.json", "--seed", "7")
+    result.stdout.fnmatch_lines(["*data seed (42 in the baseline, 7 now)*"])
+
+
+def test_unreadable_baseline_is_a_usage_error(run, pytester):
+    (pytester.path / "nope.json").write_text("{}")
+    result = pytester.runpytest("--backend", "scripted", "--model", "x.json", "--baseline", "missing.json")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*--baseline missing.json: cannot read the report*"])
+
+
+def test_diff_prints_the_same_comparison(run, pytester, capsys):
+    run("base", {"default": 0.8}).assert_outcomes(passed=2)
+    run("new", {"default": 0.8, "accuracy": {"vt": {"*": 0.4}}}).assert_outcomes(passed=2)
+    capsys.readouterr()
+    code = main(["diff", str(pytester.path / "base.json"), str(pytester.path / "new.json"), "--markdown"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "| vt | 4K | 80.0 | 40.0 | -40.0 |" in out and "REGRESSED" in out
+    assert "| niah_single_1 | 4K | 80.0 | 80.0 | +0.0 |" in out
