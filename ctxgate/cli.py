@@ -82,6 +82,47 @@ def _diff(args: argparse.Namespace) -> int:
     return 1 if any(r.verdict == "REGRESSED" for r in rows) else 0
 
 
+def _bisect(args: argparse.Namespace) -> int:
+    from ctxgate.bisect import BisectError, bisect, order_checkpoints, resolve_end
+    from ctxgate.evaluate import EvalSettings, evaluate_checkpoint, select_cases
+    from ctxgate.lengths import LengthError, parse_lengths
+    from ctxgate.tasks.registry import task_names
+    from ctxgate.thresholds import Thresholds, ThresholdsError, load_thresholds
+
+    try:
+        thresholds = load_thresholds(args.thresholds, task_names()) if args.thresholds else Thresholds(path="(none)")
+        settings = EvalSettings(lengths=parse_lengths(args.lengths), samples=args.samples, seed=args.seed,
+                                chat_template=args.chat_template, dtype=args.dtype,
+                                cache_dir=None if args.no_cache else args.cache_dir)
+        cases = select_cases(args.k, settings.lengths)
+        if not cases:
+            raise BisectError(f"-k {args.k!r} selects no case at lengths {args.lengths}")
+        checkpoints = order_checkpoints(args.checkpoints)
+        good = resolve_end(checkpoints, args.good, 0)
+        bad = None if args.bad is None else resolve_end(checkpoints, args.bad, len(checkpoints) - 1)
+
+        def evaluate(path):  # noqa: ANN001, ANN202
+            print(f"evaluating {path.name} ...", flush=True)
+            return evaluate_checkpoint(path, cases, settings)
+
+        tolerance = args.tolerance
+        result = bisect(checkpoints, good, bad, evaluate,
+                        (lambda t, L: tolerance) if tolerance is not None else thresholds.tolerance_for,
+                        thresholds.regression_confidence)
+    except (BisectError, ThresholdsError, LengthError) as exc:
+        print(f"ctxgate bisect: {exc}", file=sys.stderr)
+        return 2
+    print(result.render())
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "first_bad": str(result.checkpoints[result.first_bad]), "first_bad_index": result.first_bad,
+            "evaluations": result.evaluations, "cases": [f"{t}-{L}" for t, L in cases],
+            "path": [{"index": p.index, "checkpoint": str(p.path), "bad": p.bad, "from_cache": p.from_cache,
+                      "cases": {f"{t}-{L}": {"score": r.current, "delta": r.delta, "upper": r.high}
+                                for (t, L), r in p.comparisons.items()}} for p in result.probes]}, indent=1))
+    return 0
+
+
 def _tasks(args: argparse.Namespace) -> int:
     for t in all_tasks():
         print(f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric:<19}gen={t.tokens_to_generate:<5}{t.description}")
@@ -115,6 +156,22 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--thresholds", default=None, help="tolerances from this thresholds file (default 2 points)")
     d.add_argument("--markdown", action="store_true", help="print a Markdown table")
     d.set_defaults(fn=_diff)
+    b = sub.add_parser("bisect", help="find the first checkpoint where the selected cases regressed")
+    b.add_argument("checkpoints", nargs="+", help="a folder of checkpoints, or the checkpoints in any order")
+    b.add_argument("--good", default=None, help="known-good checkpoint (name or step; default: the first)")
+    b.add_argument("--bad", default=None, help="known-bad checkpoint (default: the last, which is then checked)")
+    b.add_argument("-k", default=None, help="case selection, pytest -k style over ids like niah_single_1-8192")
+    b.add_argument("--lengths", default="8k")
+    b.add_argument("--samples", type=int, default=100)
+    b.add_argument("--seed", type=int, default=42)
+    b.add_argument("--chat-template", default="off", choices=("auto", "on", "off"))
+    b.add_argument("--dtype", default="auto")
+    b.add_argument("--thresholds", default=None, help="tolerances and confidence from this thresholds file")
+    b.add_argument("--tolerance", type=float, default=None, help="points a case may drop (overrides thresholds)")
+    b.add_argument("--cache-dir", default=".ctxgate-cache")
+    b.add_argument("--no-cache", action="store_true")
+    b.add_argument("--json", default=None, help="also write the path taken as JSON here")
+    b.set_defaults(fn=_bisect)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     sub.add_parser("schema", help="print the report's JSON schema").set_defaults(fn=_schema)
     return p

@@ -1,0 +1,65 @@
+"""Evaluate one checkpoint on a case selection outside pytest (bisect, watchers): same engine, same cache."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxgate.cache import GenerationCache
+from ctxgate.fingerprint import checkpoint_fingerprint
+from ctxgate.runner import CaseResult, run_case
+from ctxgate.tasks import BuildContext, all_tasks, get_task
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    lengths: tuple[int, ...]
+    samples: int = 100
+    seed: int = 42
+    chat_template: str = "off"
+    dtype: str = "auto"
+    cache_dir: str | None = ".ctxgate-cache"
+    haystack: str | None = None
+    squad: str | None = None
+    hotpotqa: str | None = None
+
+
+def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[str, int]]:
+    """Cases whose id (``task-length``, as in pytest) matches a ``-k`` expression: words, and/or/not, parens."""
+    ids = [(t.name, L) for t in all_tasks() for L in lengths]
+    if not expression:
+        return ids
+    from _pytest.mark.expression import Expression  # pytest's own -k grammar, so both read the same way
+
+    compiled = Expression.compile(expression)
+    selected = []
+    for task, length in ids:
+        name = f"{task}-{length}"
+        if compiled.evaluate(lambda word, *_, name=name, **__: word.lower() in name.lower()):
+            selected.append((task, length))
+    return selected
+
+
+def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], settings: EvalSettings
+                        ) -> dict[tuple[str, int], CaseResult]:
+    from ctxgate.backends.hf import HFBackend
+    from ctxgate.textcodec import PieceEncoder
+
+    backend = HFBackend(str(path), dtype=settings.dtype)
+    encoder = PieceEncoder(backend.tokenizer)
+    chat = settings.chat_template == "on" or (settings.chat_template == "auto" and encoder.has_chat_template)
+    ctx = BuildContext(encoder=encoder, chat=chat, seed=settings.seed, essay_path=settings.haystack,
+                       squad_source=settings.squad, hotpotqa_source=settings.hotpotqa)
+    cache = None
+    if settings.cache_dir:
+        desc = backend.describe()
+        cache = GenerationCache(settings.cache_dir, {
+            "model": checkpoint_fingerprint(str(path))["sha256"], "backend": backend.name,
+            "dtype": desc.get("dtype"), "attn": desc.get("attn_implementation")})
+    try:
+        return {(t, L): run_case(get_task(t), ctx, backend, L, settings.samples, settings.seed, cache=cache)
+                for t, L in cases}
+    finally:
+        if cache:
+            cache.close()

@@ -1,0 +1,86 @@
+"""``ctxgate trend REPORTS...``: scores and effective length against training step, as CSV and a PNG.
+
+The step comes from the checkpoint's name in each report (``checkpoint-1000`` -> 1000); reports whose model name
+has no number are placed in the order given. One line per length for each category (RULER average, HELMET
+Recall) and one for the effective length.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ctxgate.lengths import format_length
+
+_STEP = re.compile(r"(\d+)(?!.*\d)")
+CATEGORIES = (("ruler", "RULER avg"), ("helmet_recall", "HELMET Recall"))
+
+
+def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    rows = []
+    for order, path in enumerate(paths):
+        report = json.loads(Path(path).read_text("utf-8"))
+        model = str(report["run"].get("model", ""))
+        match = _STEP.search(Path(model).name)
+        step = int(match.group(1)) if match else order
+        eff = report.get("effective_length") or {}
+        for length, groups in report["by_length"].items():
+            for key, label in CATEGORIES:
+                group = groups.get(key) or {}
+                if group.get("score") is not None:
+                    rows.append({"report": str(path), "model": model, "step": step, "length": int(length),
+                                 "category": label, "score": group["score"], "partial": group.get("partial", False)})
+        if eff:
+            rows.append({"report": str(path), "model": model, "step": step, "length": "", "category":
+                         "effective length", "score": eff.get("value"), "partial": eff.get("partial", False)})
+    return sorted(rows, key=lambda r: (r["step"], r["category"], str(r["length"])))
+
+
+def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=["report", "model", "step", "length", "category", "score", "partial"])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for ax, (_, label) in zip(axes, CATEGORIES):
+        lengths = sorted({r["length"] for r in rows if r["category"] == label})
+        for length in lengths:
+            pts = [(r["step"], r["score"]) for r in rows if r["category"] == label and r["length"] == length]
+            ax.plot(*zip(*pts), marker="o", label=format_length(length))
+        ax.set_title(label + (" (partial)" if any(r["partial"] for r in rows if r["category"] == label) else ""))
+        ax.set_xlabel("training step")
+        ax.set_ylabel("score")
+        ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
+        if lengths:
+            ax.legend(title="length", fontsize=8)
+    eff = [(r["step"], r["score"]) for r in rows if r["category"] == "effective length"]
+    if eff:
+        axes[2].plot(*zip(*eff), marker="o", color="black")
+    axes[2].set_title("effective length (tokens)")
+    axes[2].set_xlabel("training step")
+    axes[2].grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def trend(paths: Sequence[str | Path], out_dir: str | Path) -> tuple[Path, Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = load_points(paths)
+    write_csv(rows, out / "trend.csv")
+    write_png(rows, out / "trend.png")
+    return out / "trend.csv", out / "trend.png"

@@ -1,0 +1,48 @@
+"""Bisect on a real sequence of tiny checkpoints whose retrieval breaks at a known index (no scripted backend)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from ctxgate.bisect import BisectError, order_checkpoints, step_of
+from ctxgate.cli import main
+from fixtures.checkpoint_sequence import build_sequence
+
+
+@pytest.fixture(scope="module")
+def sequence(tmp_path_factory):
+    root = tmp_path_factory.mktemp("run")
+    build_sequence(root, count=8, break_at=5)
+    return root
+
+
+def test_checkpoints_are_ordered_by_step(tmp_path):
+    for name in ("step_2000", "checkpoint-300", "global_step1000"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text("{}")
+    assert [p.name for p in order_checkpoints([tmp_path])] == ["checkpoint-300", "global_step1000", "step_2000"]
+    with pytest.raises(BisectError, match="no step number"):
+        step_of(tmp_path / "final")
+
+
+def test_bisect_names_the_first_damaged_checkpoint(sequence, tmp_path, capsys):
+    args = [str(sequence), "--good", "checkpoint-100", "--bad", "checkpoint-800", "-k", "niah_single_1",
+            "--lengths", "256", "--samples", "20", "--cache-dir", str(tmp_path / "cache")]
+    assert main(["bisect", *args, "--json", str(tmp_path / "a.json")]) == 0
+    first = json.loads((tmp_path / "a.json").read_text())
+    assert first["first_bad"].endswith("checkpoint-600") and first["first_bad_index"] == 5
+    assert first["evaluations"] <= math.ceil(math.log2(8)) + 1
+    out = capsys.readouterr().out
+    assert "first bad checkpoint" in out and "BAD" in out
+    # The same bisect again: every generation comes from the cache.
+    assert main(["bisect", *args, "--json", str(tmp_path / "b.json")]) == 0
+    again = json.loads((tmp_path / "b.json").read_text())
+    assert again["first_bad_index"] == 5 and all(p["from_cache"] == 20 for p in again["path"])
+
+
+def test_bisect_refuses_an_unusable_selection(sequence, capsys):
+    assert main(["bisect", str(sequence), "-k", "no_such_task", "--lengths", "256", "--no-cache"]) == 2
+    assert "selects no case" in capsys.readouterr().err
