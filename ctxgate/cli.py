@@ -123,6 +123,33 @@ def _bisect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _trend(args: argparse.Namespace) -> int:
+    from ctxgate.trend import trend
+
+    try:
+        csv_path, png_path = trend(args.reports, args.out)
+    except (OSError, KeyError, json.JSONDecodeError) as exc:
+        print(f"ctxgate trend: cannot read the reports ({exc}); pass JSON files written by --report",
+              file=sys.stderr)
+        return 2
+    print(f"wrote {csv_path} and {png_path}")
+    return 0
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from ctxgate.metrics_export import openmetrics
+
+    print(openmetrics(json.loads(Path(args.report).read_text("utf-8"))), end="")
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from ctxgate.watch import watch
+
+    watch(args.run_dir, args.reports, args.pytest_args, args.interval, args.settle, args.once, args.trend)
+    return 0
+
+
 def _tasks(args: argparse.Namespace) -> int:
     for t in all_tasks():
         print(f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric:<19}gen={t.tokens_to_generate:<5}{t.description}")
@@ -172,6 +199,22 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-cache", action="store_true")
     b.add_argument("--json", default=None, help="also write the path taken as JSON here")
     b.set_defaults(fn=_bisect)
+    t = sub.add_parser("trend", help="score and effective length against training step (CSV and PNG)")
+    t.add_argument("reports", nargs="+", help="report JSON files, one per checkpoint")
+    t.add_argument("--out", default="trend", help="folder for trend.csv and trend.png")
+    t.set_defaults(fn=_trend)
+    m = sub.add_parser("metrics", help="print a report as OpenMetrics text (GitLab metrics report)")
+    m.add_argument("report")
+    m.set_defaults(fn=_metrics)
+    w = sub.add_parser("watch", help="evaluate each new checkpoint of a training run and update the trend")
+    w.add_argument("run_dir", help="the training output folder that checkpoints appear in")
+    w.add_argument("--reports", default="reports", help="folder for one report per checkpoint")
+    w.add_argument("--trend", default=None, help="trend output folder (default REPORTS/trend)")
+    w.add_argument("--interval", type=float, default=60.0, help="seconds between scans")
+    w.add_argument("--settle", type=float, default=30.0, help="seconds a checkpoint must be unchanged")
+    w.add_argument("--once", action="store_true", help="scan once and exit")
+    w.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
+    w.set_defaults(fn=_watch)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     sub.add_parser("schema", help="print the report's JSON schema").set_defaults(fn=_schema)
     return p

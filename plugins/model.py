@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -86,7 +87,8 @@ def ctxgate_model(pytestconfig: pytest.Config) -> LoadedModel:
                     "--chat-template off or auto", pytrace=False)
     context = BuildContext(encoder=encoder, chat=chat == "on", seed=settings.seed, essay_path=settings.haystack,
                            squad_source=settings.squad, hotpotqa_source=settings.hotpotqa)
-    meta = _run_meta(settings, backend, encoder, chat)
+    # plain JSON values only: records travel to the xdist controller through execnet
+    meta = json.loads(json.dumps(_run_meta(settings, backend, encoder, chat), default=str))
     cache = None
     if settings.cache_dir:
         desc = backend.describe()

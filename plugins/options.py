@@ -58,21 +58,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="wrap prompts in the model's chat template (default off, as HELMET for these tasks)")
     g.addoption("--dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32")
     g.addoption("--report", default=None, help="write the JSON report here (plus .predictions.jsonl and .md)")
-    g.addoption("--thresholds", default=None, help="thresholds file (default: thresholds.toml in the rootdir)")
+    g.addoption("--thresholds", default=None, help="thresholds file (default: ./thresholds.toml, else the rootdir's)")
     g.addoption("--haystack", default=None, help="essay haystack: a .txt file or a dataset with a 'text' column")
     g.addoption("--squad", default=None, help="SQuAD v2 for qa_1: hub id or local file/folder (hub layout)")
     g.addoption("--hotpotqa", default=None, help="HotpotQA distractor for qa_2: hub id or local file/folder")
     g.addoption("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code to run")
     g.addoption("--allow-pickle", action="store_true", help="allow loading pickle (.bin) weights")
     g.addoption("--force-lengths", action="store_true", help="run lengths beyond the model's max positions")
-    g.addoption("--cache-dir", default=None, help="generation cache folder (default: .ctxgate-cache in the rootdir)")
+    g.addoption("--cache-dir", default=None, help="generation cache folder (default: ./.ctxgate-cache)")
     g.addoption("--no-cache", action="store_true", help="neither read nor write the generation cache")
     g.addoption("--baseline", default=None, help="a previous --report JSON: fail cases that regressed against it")
 
 
 def _thresholds_path(config: pytest.Config) -> str:
+    """--thresholds, else thresholds.toml in the directory pytest was started from, else in the rootdir. (pytest
+    derives the rootdir from path-like arguments, option values included, so an absolute --model moves it.)"""
     given = config.getoption("--thresholds")
-    return str(given) if given else str(Path(config.rootpath) / "thresholds.toml")
+    if given:
+        return str(given)
+    here = Path(config.invocation_params.dir) / "thresholds.toml"
+    return str(here if here.is_file() else Path(config.rootpath) / "thresholds.toml")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -96,7 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
         trust_remote_code=config.getoption("--trust-remote-code"), allow_pickle=config.getoption("--allow-pickle"),
         force_lengths=config.getoption("--force-lengths"),
         cache_dir=None if config.getoption("--no-cache") else str(
-            config.getoption("--cache-dir") or Path(config.rootpath) / ".ctxgate-cache"),
+            config.getoption("--cache-dir") or Path(config.invocation_params.dir) / ".ctxgate-cache"),
         baseline=config.getoption("--baseline"),
     )
     config.stash[SETTINGS_KEY] = settings

@@ -26,14 +26,15 @@ def real_suite(pytester: pytest.Pytester):
     return run
 
 
-def test_niah_single_1_passes_short_and_fails_long_for_real(real_suite, pytester):
-    (pytester.path / "thresholds.toml").write_text('[[floor]]\ntask = "niah_single_1"\nfloor = 80\n')
-    result = real_suite("-k", "niah_single_1", "--lengths", "512,2k", "--samples", "20", "--report", "r.json")
+def test_retrieval_passes_short_and_fails_long_for_real(real_suite, pytester):
+    # The shipped model gets about 65% at 256 tokens and 5% at 2048 (40 samples, see docs/decisions.md).
+    (pytester.path / "thresholds.toml").write_text('[[floor]]\ntask = "niah_single_1"\nfloor = 50\n')
+    result = real_suite("-k", "niah_single_1", "--lengths", "256,2k", "--samples", "40", "--report", "r.json")
     result.assert_outcomes(passed=1, failed=1)
     cases = {c["length"]: c for c in json.loads((pytester.path / "r.json").read_text())["cases"]}
-    assert cases[512]["verdict"] == "pass" and cases[512]["score"] >= 80
+    assert cases[256]["verdict"] == "pass" and cases[256]["score"] >= 50
     assert cases[2048]["verdict"] == "fail" and cases[2048]["score"] <= 20
-    result.stdout.fnmatch_lines(["*niah_single_1 at 2048 (2K): score * < floor 80.0 (n=20, 95% CI*"])
+    result.stdout.fnmatch_lines(["*niah_single_1 at 2048 (2K): score * < floor 50.0 (n=40, 95% CI*"])
 
 
 def test_every_task_and_length_under_xdist_with_all_outputs(real_suite, pytester):

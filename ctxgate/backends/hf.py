@@ -98,4 +98,4 @@ class HFBackend:
 
         return {"backend": self.name, "device": str(self.device), "dtype": str(self.dtype).replace("torch.", ""),
                 "attn_implementation": self.attn, "transformers": transformers.__version__,
-                "torch": self.torch.__version__, "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+                "torch": str(self.torch.__version__), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}

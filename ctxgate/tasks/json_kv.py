@@ -41,14 +41,16 @@ def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random
     budget = frame.budget(length, GEN)
     # Demo pairs sit in the object too (their answers are in the context), the target pair once, the rest filler.
     pairs = [_pair(k, v) for k, v in demos] + [_pair(target_key, target_value)]
-    room = budget - sum(len(ids) for ids in enc.encode_fresh([", " + p for p in pairs]))
+    known = dict(zip(pairs, enc.encode_fresh([", " + p for p in pairs])))  # ", "-prefixed ids, kept for assembly
+    room = budget - sum(len(ids) for ids in known.values())
     filler: list[str] = []
     while room > 0:
         batch = [_pair(_uuid(rng), _uuid(rng)) for _ in range(max(8, room // 40))]
-        sizes = [len(ids) for ids in enc.encode_fresh([", " + b for b in batch])]
-        n = fill_count(sizes, room)
+        encoded = enc.encode_fresh([", " + b for b in batch])
+        n = fill_count([len(ids) for ids in encoded], room)
         filler.extend(batch[:n])
-        room -= sum(sizes[:n])
+        known.update(zip(batch[:n], encoded[:n]))
+        room -= sum(len(ids) for ids in encoded[:n])
         if n < len(batch):
             break
     others = filler + pairs[:SHOTS]
@@ -57,8 +59,7 @@ def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random
     position = round(depth * len(others))
     entries = others[:position] + [pairs[SHOTS]] + others[position:]
     need_room("json_kv", length, len(entries), SHOTS + 1, "key-value pairs")
-    pieces = [entries[0]] + [", " + e for e in entries[1:]]
-    piece_ids = enc.encode_fresh(pieces)
+    piece_ids = enc.encode_fresh([entries[0]]) + [known[e] for e in entries[1:]]
     offset = len(frame.pre) + sum(len(p) for p in piece_ids[:position])
     ids = frame.pre + tuple(i for p in piece_ids for i in p) + frame.post
     return Sample("json_kv", length, index, ids, (target_value,), ANSWER_PREFIX,

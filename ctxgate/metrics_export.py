@@ -1,0 +1,35 @@
+"""OpenMetrics text of a report (GitLab's ``metrics`` report, Prometheus' textfile collector)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def _labels(**labels: Any) -> str:
+    def esc(v: Any) -> str:
+        return str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+    return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in labels.items()) + "}"
+
+
+def openmetrics(report: Mapping[str, Any]) -> str:
+    model = report["run"].get("model", "")
+    lines = ["# TYPE ctxgate_case_score gauge", "# UNIT ctxgate_case_score percent",
+             "# HELP ctxgate_case_score Score of one task at one input length."]
+    for c in report["cases"]:
+        if c.get("score") is not None:
+            lines.append(f"ctxgate_case_score{_labels(model=model, task=c['task'], length=c['length'])} {c['score']}")
+    lines += ["# TYPE ctxgate_category_score gauge", "# HELP ctxgate_category_score Category score per length."]
+    for length, groups in report["by_length"].items():
+        for key, group in groups.items():
+            if group.get("score") is not None:
+                lines.append(f"ctxgate_category_score{_labels(model=model, category=key, length=length)} "
+                             f"{group['score']}")
+    eff = report.get("effective_length")
+    if eff:
+        lines += ["# TYPE ctxgate_effective_length gauge", "# HELP ctxgate_effective_length RULER effective length.",
+                  f"ctxgate_effective_length{_labels(model=model)} {eff['value']}"]
+    failed = sum(1 for c in report["cases"] if c["verdict"] == "fail")
+    lines += ["# TYPE ctxgate_failed_cases gauge", f"ctxgate_failed_cases{_labels(model=model)} {failed}", "# EOF"]
+    return "\n".join(lines) + "\n"
