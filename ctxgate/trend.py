@@ -56,9 +56,10 @@ def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     for ax, (_, label) in zip(axes, CATEGORIES):
         lengths = sorted({r["length"] for r in rows if r["category"] == label})
-        for length in lengths:
+        for i, length in enumerate(lengths):  # distinct markers and dashes keep equal lines visible
             pts = [(r["step"], r["score"]) for r in rows if r["category"] == label and r["length"] == length]
-            ax.plot(*zip(*pts), marker="o", label=format_length(length))
+            ax.plot(*zip(*pts), marker="osD^v<>"[i % 7], linestyle=["-", "--", ":", "-."][i % 4],
+                    markersize=7 - i % 3, label=format_length(length))
         ax.set_title(label + (" (partial)" if any(r["partial"] for r in rows if r["category"] == label) else ""))
         ax.set_xlabel("training step")
         ax.set_ylabel("score")
