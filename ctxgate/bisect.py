@@ -26,11 +26,17 @@ class BisectError(ValueError):
     """Unusable checkpoints or ends; the message says what to pass."""
 
 
+def step_number(name: str) -> int | None:
+    """The last number in a checkpoint's name: checkpoint-1000, step_2000, global_step300."""
+    match = _STEP.search(name)
+    return int(match.group(1)) if match else None
+
+
 def step_of(path: Path) -> int:
-    match = _STEP.search(path.name)
-    if match is None:
+    step = step_number(path.name)
+    if step is None:
         raise BisectError(f"cannot order {path}: its name has no step number (expected e.g. checkpoint-1000)")
-    return int(match.group(1))
+    return step
 
 
 def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:

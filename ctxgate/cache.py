@@ -14,7 +14,7 @@ import json
 import sqlite3
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,13 @@ class CacheStats:
     misses: int = 0
     dropped_rows: int = 0
     set_aside: list[str] = field(default_factory=list)
+
+
+def namespace_for(fingerprint: str, backend: Any) -> dict[str, Any]:
+    """What, besides the prompt, decides a generation: the weights, the backend and its numerics."""
+    desc = backend.describe()
+    return {"model": fingerprint, "backend": backend.name, "dtype": desc.get("dtype"),
+            "attn": desc.get("attn_implementation")}
 
 
 def _checksum(text: str, output_tokens: int, finish_reason: str) -> str:
@@ -99,10 +106,10 @@ class GenerationCache:
         warnings.warn(f"ctxgate cache {self.path} was unusable ({reason}); moved to {aside}, starting fresh",
                       CacheWarning, stacklevel=3)
 
-    def key(self, input_ids: Sequence[int], params: GenerationParams) -> str:
+    def key(self, prompt_sha256: str, params: GenerationParams) -> str:
+        """``prompt_sha256`` is the sample's digest (its input ids among others), computed once by the runner."""
         h = hashlib.sha256(self.namespace.encode())
-        h.update(json.dumps([params.max_new_tokens, list(params.stop_strings)]).encode())
-        h.update(",".join(map(str, input_ids)).encode("ascii"))
+        h.update(json.dumps([params.max_new_tokens, list(params.stop_strings), prompt_sha256]).encode())
         return h.hexdigest()
 
     def get(self, key: str) -> Generation | None:

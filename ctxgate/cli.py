@@ -31,8 +31,7 @@ def _rescore(args: argparse.Namespace) -> int:
                 row = json.loads(line)
                 spec = get_task(row["task"])
                 metric = args.metric or row["metric"]
-                prefix = spec.parse_prefix if spec.answer_prefix_in_output else None
-                new, _ = score_prediction(metric, row["prediction"], row["answers"], prefix)
+                new, _ = score_prediction(metric, row["prediction"], row["answers"], spec.scoring_prefix)
             except (json.JSONDecodeError, KeyError, UnknownTask, UnknownMetric) as exc:
                 print(f"ctxgate rescore: {path}:{line_no}: {exc}; each line must be a prediction record written "
                       "by ctxgate (task, length, metric, prediction, answers, score)", file=sys.stderr)
@@ -70,10 +69,10 @@ def _diff(args: argparse.Namespace) -> int:
     from ctxgate.baseline import BaselineError
     from ctxgate.diff import diff_reports, render
     from ctxgate.tasks.registry import task_names
-    from ctxgate.thresholds import Thresholds, ThresholdsError, load_thresholds
+    from ctxgate.thresholds import ThresholdsError, load_or_default
 
     try:
-        thresholds = load_thresholds(args.thresholds, task_names()) if args.thresholds else Thresholds(path="(none)")
+        thresholds = load_or_default(args.thresholds, task_names())
         rows = diff_reports(args.base, args.new, thresholds)
     except (BaselineError, ThresholdsError) as exc:
         print(f"ctxgate diff: {exc}", file=sys.stderr)
@@ -87,10 +86,10 @@ def _bisect(args: argparse.Namespace) -> int:
     from ctxgate.evaluate import EvalSettings, evaluate_checkpoint, select_cases
     from ctxgate.lengths import LengthError, parse_lengths
     from ctxgate.tasks.registry import task_names
-    from ctxgate.thresholds import Thresholds, ThresholdsError, load_thresholds
+    from ctxgate.thresholds import ThresholdsError, load_or_default
 
     try:
-        thresholds = load_thresholds(args.thresholds, task_names()) if args.thresholds else Thresholds(path="(none)")
+        thresholds = load_or_default(args.thresholds, task_names())
         settings = EvalSettings(lengths=parse_lengths(args.lengths), samples=args.samples, seed=args.seed,
                                 chat_template=args.chat_template, dtype=args.dtype,
                                 cache_dir=None if args.no_cache else args.cache_dir)

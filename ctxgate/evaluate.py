@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxgate.cache import GenerationCache
+from ctxgate.cache import GenerationCache, namespace_for
 from ctxgate.fingerprint import checkpoint_fingerprint
 from ctxgate.runner import CaseResult, run_case
 from ctxgate.tasks import BuildContext, all_tasks, get_task
@@ -53,10 +53,7 @@ def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], sett
                        squad_source=settings.squad, hotpotqa_source=settings.hotpotqa)
     cache = None
     if settings.cache_dir:
-        desc = backend.describe()
-        cache = GenerationCache(settings.cache_dir, {
-            "model": checkpoint_fingerprint(str(path))["sha256"], "backend": backend.name,
-            "dtype": desc.get("dtype"), "attn": desc.get("attn_implementation")})
+        cache = GenerationCache(settings.cache_dir, namespace_for(checkpoint_fingerprint(str(path))["sha256"], backend))
     try:
         return {(t, L): run_case(get_task(t), ctx, backend, L, settings.samples, settings.seed, cache=cache)
                 for t, L in cases}

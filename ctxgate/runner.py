@@ -56,16 +56,15 @@ def build_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: 
     return [spec.build(ctx, length, i, sample_rng(spec.name, length, i, seed)) for i in range(n)]
 
 
-def data_hash(samples: Sequence[Sample]) -> str:
+def data_hash(sample_digests: Sequence[str]) -> str:
     h = hashlib.sha256()
-    for s in samples:
-        h.update(s.digest().encode("ascii"))
+    for digest in sample_digests:
+        h.update(digest.encode("ascii"))
     return h.hexdigest()
 
 
 def score_sample(spec: TaskSpec, sample: Sample, prediction: str) -> tuple[float, str]:
-    prefix = spec.parse_prefix if spec.answer_prefix_in_output else None
-    return score_prediction(spec.metric, prediction, sample.answers, prefix)
+    return score_prediction(spec.metric, prediction, sample.answers, spec.scoring_prefix)
 
 
 def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n: int, seed: int,
@@ -78,7 +77,8 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
     outcomes = []
     from_cache = 0
     for s in samples:
-        key = cache.key(s.input_ids, params) if cache else ""
+        digest = s.digest()  # hashing 128K ids is not free: once per sample
+        key = cache.key(digest, params) if cache else ""
         gen = cache.get(key) if cache else None
         if gen is None:
             (gen,) = backend.generate([Request(s.input_ids, spec.name, length, s.index, s.answers)], params)
@@ -88,7 +88,7 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
             from_cache += 1
         score, scored = score_sample(spec, s, gen.text)
         outcomes.append(SampleOutcome(s.index, score, gen.text, scored, s.answers, len(s.input_ids),
-                                      gen.output_tokens, gen.finish_reason, s.digest()))
+                                      gen.output_tokens, gen.finish_reason, digest))
     scores = [o.score for o in outcomes]
     sizes = [o.input_tokens for o in outcomes]
     return CaseResult(
@@ -97,6 +97,7 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         seconds=round(time.perf_counter() - t0, 3), build_seconds=round(built - t0, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1), input_tokens_max=max(sizes),
         fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4),
-        output_tokens=sum(o.output_tokens for o in outcomes), data_sha256=data_hash(samples),
+        output_tokens=sum(o.output_tokens for o in outcomes),
+        data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
         samples=tuple(outcomes), samples_from_cache=from_cache,
     )

@@ -55,10 +55,10 @@ class ThresholdsError(ValueError):
 
 
 @dataclass(frozen=True)
-class FloorRule:
+class Rule:
     task: str
     length: str
-    floor: float
+    value: float  # a floor or a tolerance, in percent / points
 
     def matches(self, task: str, length: int) -> bool:
         return fnmatch.fnmatchcase(task, self.task) and _length_matches(self.length, length)
@@ -72,10 +72,10 @@ class Thresholds:
     rule: str = "score"
     effective_threshold: float = RULER_THRESHOLD
     min_effective_length: int = 0
-    floors: tuple[FloorRule, ...] = field(default_factory=tuple)
+    floors: tuple[Rule, ...] = field(default_factory=tuple)
     tolerance: float = 2.0
     regression_confidence: float = 0.95
-    tolerances: tuple[FloorRule, ...] = field(default_factory=tuple)  # FloorRule.floor holds the points
+    tolerances: tuple[Rule, ...] = field(default_factory=tuple)
 
     def floor_for(self, task: str, length: int) -> float:
         return _last_match(self.floors, task, length, self.default_floor)
@@ -84,11 +84,11 @@ class Thresholds:
         return _last_match(self.tolerances, task, length, self.tolerance)
 
 
-def _last_match(rules: Sequence[FloorRule], task: str, length: int, default: float) -> float:
+def _last_match(rules: Sequence[Rule], task: str, length: int, default: float) -> float:
     value = default
     for rule in rules:
         if rule.matches(task, length):
-            value = rule.floor
+            value = rule.value
     return value
 
 
@@ -158,7 +158,7 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     )
 
 
-def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Sequence[str]) -> tuple[FloorRule, ...]:
+def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Sequence[str]) -> tuple[Rule, ...]:
     if not isinstance(entries, list):
         raise _fail(path, table, "is not an array of tables", f"write [[{table}]] entries")
     rules = []
@@ -184,7 +184,7 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
                         'write "*", "8k", "<=32k" or ">4096"') from None
         if value_key not in entry:
             raise _fail(path, f"{where}.{value_key}", "is missing", f"add {value_key} = <percent>, e.g. {value_key} = 80")
-        rules.append(FloorRule(task, length, _number(path, f"{where}.{value_key}", entry[value_key], 0, 100)))
+        rules.append(Rule(task, length, _number(path, f"{where}.{value_key}", entry[value_key], 0, 100)))
     return tuple(rules)
 
 
@@ -194,3 +194,8 @@ def load_thresholds(path: str | Path, known_tasks: Sequence[str]) -> Thresholds:
         raise ThresholdsError(f"{p}: no such thresholds file. Fix: pass --thresholds PATH to an existing file, "
                               "or copy thresholds.toml from the ctxgate repository")
     return parse_thresholds(p.read_text("utf-8"), str(p), known_tasks)
+
+
+def load_or_default(path: str | Path | None, known_tasks: Sequence[str]) -> Thresholds:
+    """The thresholds file when one is named, else the defaults (no floors, 2-point tolerance)."""
+    return load_thresholds(path, known_tasks) if path else Thresholds(path="(none)")

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ctxgate.bisect import step_number
 from ctxgate.lengths import format_length
 
-_STEP = re.compile(r"(\d+)(?!.*\d)")
 CATEGORIES = (("ruler", "RULER avg"), ("helmet_recall", "HELMET Recall"))
 
 
@@ -25,8 +24,8 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     for order, path in enumerate(paths):
         report = json.loads(Path(path).read_text("utf-8"))
         model = str(report["run"].get("model", ""))
-        match = _STEP.search(Path(model).name)
-        step = int(match.group(1)) if match else order
+        step = step_number(Path(model).name)
+        step = order if step is None else step
         eff = report.get("effective_length") or {}
         for length, groups in report["by_length"].items():
             for key, label in CATEGORIES:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ctxgate.backends.base import Backend
-from ctxgate.cache import GenerationCache
+from ctxgate.cache import GenerationCache, namespace_for
 from ctxgate.tasks.base import BuildContext
 from ctxgate.textcodec import PieceEncoder
 from .options import SETTINGS_KEY, Settings
@@ -91,10 +91,6 @@ def ctxgate_model(pytestconfig: pytest.Config) -> LoadedModel:
     meta = json.loads(json.dumps(_run_meta(settings, backend, encoder, chat), default=str))
     cache = None
     if settings.cache_dir:
-        desc = backend.describe()
-        # Outputs depend on the weights, the backend and its numerics; the prompt ids carry the rest.
-        namespace = {"model": meta["model_fingerprint"]["sha256"], "backend": backend.name,
-                     "dtype": desc.get("dtype"), "attn": desc.get("attn_implementation")}
-        cache = GenerationCache(settings.cache_dir, namespace)
+        cache = GenerationCache(settings.cache_dir, namespace_for(meta["model_fingerprint"]["sha256"], backend))
         meta["cache"] = {"dir": settings.cache_dir, "set_aside": list(cache.stats.set_aside)}
     return LoadedModel(backend, context, chat, meta, cache)

@@ -15,7 +15,7 @@ from ctxgate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.haystacks import HaystackError, load_essay
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.tasks.registry import task_names
-from ctxgate.thresholds import Thresholds, ThresholdsError, load_thresholds
+from ctxgate.thresholds import Thresholds, ThresholdsError, load_or_default
 
 DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
 
@@ -114,10 +114,8 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
     path = Path(settings.thresholds_path)
     try:
-        if path.is_file() or config.getoption("--thresholds"):
-            config.stash[THRESHOLDS_KEY] = load_thresholds(path, task_names())
-        else:
-            config.stash[THRESHOLDS_KEY] = Thresholds(path="(none)")
+        named = path.is_file() or config.getoption("--thresholds")
+        config.stash[THRESHOLDS_KEY] = load_or_default(path if named else None, task_names())
     except ThresholdsError as exc:
         raise pytest.UsageError(str(exc)) from None
     if settings.haystack:

@@ -23,13 +23,13 @@ PARAMS = GenerationParams(max_new_tokens=8)
 
 def test_put_get_and_namespaces(tmp_path):
     a = GenerationCache(tmp_path, {"model": "A"})
-    key = a.key((1, 2, 3), PARAMS)
+    key = a.key("p123", PARAMS)
     assert a.get(key) is None
     a.put(key, Generation("out", 3, "stop"))
     assert a.get(key) == Generation("out", 3, "stop")
     b = GenerationCache(tmp_path, {"model": "B"})
-    assert b.get(b.key((1, 2, 3), PARAMS)) is None  # another checkpoint: another key
-    assert a.key((1, 2, 3), GenerationParams(max_new_tokens=9)) != key
+    assert b.get(b.key("p123", PARAMS)) is None  # another checkpoint: another key
+    assert a.key("p123", GenerationParams(max_new_tokens=9)) != key
 
 
 @pytest.mark.parametrize("content", [b"this is not a database", b"SQLite format 3\x00" + b"\x00" * 50])
@@ -38,7 +38,7 @@ def test_corrupt_file_is_set_aside(tmp_path, content):
     with pytest.warns(CacheWarning, match="moved to"):
         cache = GenerationCache(tmp_path, {"model": "A"})
     assert cache.stats.set_aside and (tmp_path / FILE_NAME).exists()
-    key = cache.key((1,), PARAMS)
+    key = cache.key("p1", PARAMS)
     cache.put(key, Generation("x", 1, "stop"))
     assert cache.get(key) is not None
 
@@ -54,7 +54,7 @@ def test_foreign_sqlite_file_is_set_aside(tmp_path):
 
 def test_damaged_row_is_dropped_not_served(tmp_path):
     cache = GenerationCache(tmp_path, {"model": "A"})
-    key = cache.key((5,), PARAMS)
+    key = cache.key("p5", PARAMS)
     cache.put(key, Generation("right", 1, "stop"))
     cache.conn.execute("UPDATE generations SET text = 'wrong' WHERE key = ?", (key,))
     with pytest.warns(CacheWarning, match="damaged entry"):

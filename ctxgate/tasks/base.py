@@ -91,6 +91,23 @@ def fill_count(unit_sizes: Sequence[int], budget: int) -> int:
     return len(unit_sizes)
 
 
+def fill_fresh(enc: PieceEncoder, make_line: Callable[[], str], room: int, sep: str,
+               known: dict[str, tuple[int, ...]]) -> list[str]:
+    """One-off lines of random content until ``room`` tokens are used. Each line is tokenized once, behind its
+    separator, and its ids are kept in ``known`` for assembly."""
+    lines: list[str] = []
+    while room > 0:
+        batch = [make_line() for _ in range(max(16, room // 40))]
+        encoded = enc.encode_fresh([sep + b for b in batch])
+        n = fill_count([len(ids) for ids in encoded], room)
+        lines.extend(batch[:n])
+        known.update(zip(batch[:n], encoded[:n]))
+        room -= sum(len(ids) for ids in encoded[:n])
+        if n < len(batch):
+            break
+    return lines
+
+
 def need_room(task: str, length: int, have: int, needed: int, what: str = "haystack units") -> None:
     if have < needed:
         raise TaskTooShort(
@@ -113,6 +130,5 @@ class TaskSpec:
     tokens_to_generate: int
     build: Builder
     markers: tuple[str, ...] = ()
-    answer_prefix_in_output: bool = False  # HELMET: prepend the answer prefix to the output before parsing
-    parse_prefix: str | None = None
+    scoring_prefix: str | None = None  # HELMET: prepended to the output, which is then parsed after it
     description: str = ""

@@ -13,7 +13,7 @@ import json
 import random
 import uuid
 
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_count, make_frame, need_room
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room
 from ctxgate.tasks.registry import register
 
 INSTRUCTION = "\n\nExtract the value corresponding to the specified key in the JSON object below.\n\n"
@@ -43,16 +43,7 @@ def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random
     pairs = [_pair(k, v) for k, v in demos] + [_pair(target_key, target_value)]
     known = dict(zip(pairs, enc.encode_fresh([", " + p for p in pairs])))  # ", "-prefixed ids, kept for assembly
     room = budget - sum(len(ids) for ids in known.values())
-    filler: list[str] = []
-    while room > 0:
-        batch = [_pair(_uuid(rng), _uuid(rng)) for _ in range(max(8, room // 40))]
-        encoded = enc.encode_fresh([", " + b for b in batch])
-        n = fill_count([len(ids) for ids in encoded], room)
-        filler.extend(batch[:n])
-        known.update(zip(batch[:n], encoded[:n]))
-        room -= sum(len(ids) for ids in encoded[:n])
-        if n < len(batch):
-            break
+    filler = fill_fresh(enc, lambda: _pair(_uuid(rng), _uuid(rng)), room, ", ", known)
     others = filler + pairs[:SHOTS]
     rng.shuffle(others)
     depth = DEPTHS[index % len(DEPTHS)]
@@ -71,5 +62,5 @@ def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random
 def json_kv() -> TaskSpec:
     return TaskSpec(name="json_kv", suite="helmet", category="recall", metric="helmet_subem",
                     tokens_to_generate=GEN, build=build_json_kv, markers=("helmet", "recall"),
-                    answer_prefix_in_output=True, parse_prefix=ANSWER_PREFIX,
+                    scoring_prefix=ANSWER_PREFIX,
                     description="value of a UUID key in a JSON object")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from ctxgate import words
 from ctxgate.haystacks import NOISE_LINE, load_essay
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_count, make_frame, need_room
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room
 from ctxgate.tasks.registry import register
 
 TEMPLATE_HEAD = (
@@ -80,70 +80,57 @@ def build_niah(name: str, cfg: NiahConfig, gen: int, ctx: BuildContext, length: 
                        [tail.format(type_needle_v=type_v, query=query)], answer_prefix)
     budget = frame.budget(length, gen)
 
-    known: dict[str, tuple[int, ...]] = {}  # separator-prefixed ids of distractor lines, encoded while fitting
+    # Every one-off line (needles, distractors) is tokenized once behind its separator and kept here.
+    sep = " " if cfg.haystack == "essay" else "\n"
+    known: dict[str, tuple[int, ...]] = dict(zip(needles, enc.encode_fresh([sep + n for n in needles])))
+    room = budget - sum(len(ids) for ids in known.values())
     if cfg.haystack == "essay":
-        lines, sep, depths = _essay_lines(ctx, needles, budget, rng)
+        lines, depths = _essay_lines(ctx, needles, room, rng)
     else:
-        lines, sep, depths = _line_haystack(ctx, cfg, keys, needles, budget, rng, known), "\n", None
+        lines, depths = _line_haystack(ctx, cfg, keys, needles, room, rng, known), None
     need_room(name, length, len(lines) - len(needles), 1)
     needle_set = set(needles)
-    pieces = [lines[0]] + [sep + line for line in lines[1:]]
-    # Repeating haystack units come from the cache; needles and the first line are one-off, encoded fresh.
-    one_off = [p for i, (p, line) in enumerate(zip(pieces, lines)) if line in needle_set or (line in known and i == 0)]
-    cached = [p for i, (p, line) in enumerate(zip(pieces, lines)) if line not in needle_set and line not in known]
-    ids_of = dict(zip(one_off, enc.encode_fresh(one_off)))
-    ids_of.update(zip(cached, enc.encode_many(cached)))
-    context: list[int] = []
-    offsets: list[int] = []
-    for i, (piece, line) in enumerate(zip(pieces, lines)):
+    repeated = [sep + line for line in lines[1:] if line not in known]  # haystack units: from the cache
+    cached = dict(zip(repeated, enc.encode_many(repeated)))
+    context: list[int] = list(enc.encode_fresh([lines[0]])[0] if lines[0] in known else enc.encode(lines[0]))
+    offsets: list[int] = [len(frame.pre)] if lines[0] in needle_set else []
+    for line in lines[1:]:
         if line in needle_set:
             offsets.append(len(frame.pre) + len(context))
-        context.extend(known[line] if line in known and i > 0 else ids_of[piece])
+        context.extend(known[line] if line in known else cached[sep + line])
     ids = frame.pre + tuple(context) + frame.post
     meta = {"needle_offsets": offsets, "needles": [ln for ln in lines if ln in needle_set], "depths": depths,
             "haystack_units": len(lines) - len(needles)}
     return Sample(name, length, index, ids, answers, answer_prefix, meta)
 
 
-def _line_haystack(ctx: BuildContext, cfg: NiahConfig, keys: list[str], needles: list[str], budget: int,
+def _line_haystack(ctx: BuildContext, cfg: NiahConfig, keys: list[str], needles: list[str], room: int,
                    rng: random.Random, known: dict[str, tuple[int, ...]]) -> list[str]:
     enc = ctx.encoder
-    needle_tokens = sum(len(ids) for ids in enc.encode_fresh(["\n" + n for n in needles]))
-    room = budget - needle_tokens
     if cfg.haystack == "noise":
         lines = [NOISE_LINE] * max(0, room // enc.count("\n" + NOISE_LINE))
     else:  # a haystack made of distractor needles with fresh keys (never one of the real keys)
-        lines = []
         used = set(keys)
-        while True:
-            batch = []
-            while len(batch) < max(16, room // 40) and room > 0:
-                k = make_key(rng, cfg.type_key)
-                if k not in used:
-                    used.add(k)
-                    batch.append(NEEDLE.format(type_needle_v=cfg.type_value, key=k,
-                                               value=make_value(rng, cfg.type_value)))
-            encoded = enc.encode_fresh(["\n" + b for b in batch])
-            sizes = [len(ids) for ids in encoded]
-            n = fill_count(sizes, room)
-            lines.extend(batch[:n])
-            known.update(zip(batch[:n], encoded[:n]))
-            room -= sum(sizes[:n])
-            if n < len(batch) or not batch:
-                break
+
+        def distractor() -> str:
+            key = make_key(rng, cfg.type_key)
+            while key in used:
+                key = make_key(rng, cfg.type_key)
+            used.add(key)
+            return NEEDLE.format(type_needle_v=cfg.type_value, key=key, value=make_value(rng, cfg.type_value))
+
+        lines = fill_fresh(enc, distractor, room, "\n", known)
     # RULER: needles go in at random line positions, inserted from the back so positions stay valid.
     for pos, needle in zip(sorted(rng.sample(range(len(lines) + 1), len(needles)), reverse=True), needles):
         lines.insert(pos, needle)
     return lines
 
 
-def _essay_lines(ctx: BuildContext, needles: list[str], budget: int,
-                 rng: random.Random) -> tuple[list[str], str, list[int]]:
+def _essay_lines(ctx: BuildContext, needles: list[str], room: int,
+                 rng: random.Random) -> tuple[list[str], list[int]]:
     enc = ctx.encoder
     essay = load_essay(ctx.essay_path)
     unit_ids = enc.encode_many([" " + s for s in essay.sentences])
-    needle_tokens = sum(len(ids) for ids in enc.encode_fresh([" " + n for n in needles]))
-    room = budget - needle_tokens
     sizes: list[int] = []
     total = 0
     while True:  # the essay repeats when the length needs more text than it has
@@ -157,7 +144,7 @@ def _essay_lines(ctx: BuildContext, needles: list[str], budget: int,
     positions = sorted(int(len(sentences) * d / 100) for d in depths)
     for pos, needle in zip(reversed(positions), reversed(needles)):
         sentences.insert(pos, needle)
-    return sentences, " ", sorted(depths)
+    return sentences, sorted(depths)
 
 
 def _recall(spec: TaskSpec) -> TaskSpec:
