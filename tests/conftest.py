@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,26 @@ def hf_encoder(hf_tokenizer) -> PieceEncoder:
 @pytest.fixture(scope="session")
 def byte_encoder() -> PieceEncoder:
     return PieceEncoder(ByteTokenizer())
+
+
+@pytest.fixture
+def real_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
+    """The user-facing suite copied into a pytester dir; ``run(*args, model=...)`` runs it in a subprocess."""
+    shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
+    pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
+
+    def run(*args: str, model: Path = TINY) -> pytest.RunResult:
+        return pytester.runpytest_subprocess("--model", str(model), "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT),
+                                             *args, timeout=900)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def checkpoint_sequence(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Eight real tiny checkpoints, ``checkpoint-100`` .. ``-800``; retrieval breaks from index 5 (``-600``)."""
+    from fixtures.checkpoint_sequence import build_sequence
+
+    root = tmp_path_factory.mktemp("run")
+    build_sequence(root, count=8, break_at=5)
+    return root

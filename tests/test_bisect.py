@@ -9,14 +9,6 @@ import pytest
 
 from ctxgate.bisect import BisectError, order_checkpoints, step_of
 from ctxgate.cli import main
-from fixtures.checkpoint_sequence import build_sequence
-
-
-@pytest.fixture(scope="module")
-def sequence(tmp_path_factory):
-    root = tmp_path_factory.mktemp("run")
-    build_sequence(root, count=8, break_at=5)
-    return root
 
 
 def test_checkpoints_are_ordered_by_step(tmp_path):
@@ -28,8 +20,8 @@ def test_checkpoints_are_ordered_by_step(tmp_path):
         step_of(tmp_path / "final")
 
 
-def test_bisect_names_the_first_damaged_checkpoint(sequence, tmp_path, capsys):
-    args = [str(sequence), "--good", "checkpoint-100", "--bad", "checkpoint-800", "-k", "niah_single_1",
+def test_bisect_names_the_first_damaged_checkpoint(checkpoint_sequence, tmp_path, capsys):
+    args = [str(checkpoint_sequence), "--good", "checkpoint-100", "--bad", "checkpoint-800", "-k", "niah_single_1",
             "--lengths", "256", "--samples", "20", "--cache-dir", str(tmp_path / "cache")]
     assert main(["bisect", *args, "--json", str(tmp_path / "a.json")]) == 0
     first = json.loads((tmp_path / "a.json").read_text())
@@ -43,6 +35,6 @@ def test_bisect_names_the_first_damaged_checkpoint(sequence, tmp_path, capsys):
     assert again["first_bad_index"] == 5 and all(p["from_cache"] == 20 for p in again["path"])
 
 
-def test_bisect_refuses_an_unusable_selection(sequence, capsys):
-    assert main(["bisect", str(sequence), "-k", "no_such_task", "--lengths", "256", "--no-cache"]) == 2
+def test_bisect_refuses_an_unusable_selection(checkpoint_sequence, capsys):
+    assert main(["bisect", str(checkpoint_sequence), "-k", "no_such_task", "--lengths", "256", "--no-cache"]) == 2
     assert "selects no case" in capsys.readouterr().err

@@ -58,3 +58,26 @@ def test_missing_chat_template_is_a_clear_error(hf_tokenizer):
     enc = PieceEncoder(HFTokenizer(bare))
     with pytest.raises(ValueError, match="--chat-template off"):
         enc.chat_parts()
+
+
+def test_the_fast_backend_path_gives_the_wrappers_ids(hf_tokenizer):
+    texts = [f" line {i}: 7{i}93{i * 7} is: {i * 104729 % 10**7}. crazy-buck\n" for i in range(40)]
+    expected = [list(ids) for ids in hf_tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    adapter = HFTokenizer(hf_tokenizer)
+    assert adapter.encode_batch(texts[:3]) == expected[:3]  # too small a batch to trust the fast path yet
+    assert adapter.encode_batch(texts[:20]) == expected[:20]
+    assert adapter._backend_checked  # verified on a real batch, used from now on
+    assert adapter.encode_batch(texts) == expected
+
+
+def test_a_backend_with_padding_set_is_never_used_directly():
+    from transformers import AutoTokenizer
+
+    from tests.conftest import TINY
+
+    tok = AutoTokenizer.from_pretrained(str(TINY))
+    tok.backend_tokenizer.enable_padding(length=64)
+    adapter = HFTokenizer(tok)
+    assert adapter._backend is None
+    unpadded = len(tok("a b c", add_special_tokens=False)["input_ids"])
+    assert [len(ids) for ids in adapter.encode_batch(["a b c"] * 10)] == [unpadded] * 10
