@@ -3,7 +3,8 @@
     python bench/datagen.py [--tokenizer fixtures/tiny-llama-niah] [--samples 100] [--lengths 32k,128k]
 
 For every task and length it prints the seconds to build the samples (a fresh tokenizer cache per length, so the
-one-off haystack tokenization is included). The baseline is what the RULER reference does per sample: search the
+one-off haystack tokenization is included), then niah_multikey_2 (fresh random text every sample) tokenized
+through the transformers wrapper alone against the verified encode_batch_fast path. The baseline is what the RULER reference does per sample: search the
 haystack size by building the full prompt text and tokenizing all of it at each probe. It is timed on a few
 samples of niah_single_2 and scaled to the sample count; the ratio compares it with ctxgate on the same task.
 """
@@ -19,7 +20,7 @@ from ctxgate.haystacks import load_essay
 from ctxgate.lengths import format_length, parse_lengths
 from ctxgate.runner import build_samples
 from ctxgate.seeding import sample_rng
-from ctxgate.tasks import BuildContext, all_tasks, niah
+from ctxgate.tasks import BuildContext, all_tasks, get_task, niah
 from ctxgate.textcodec import HFTokenizer, PieceEncoder
 
 SQUAD = "fixtures/data/squad_v2_validation_tiny.jsonl"
@@ -57,6 +58,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=100)
     ap.add_argument("--lengths", default="32k,128k")
     ap.add_argument("--naive-samples", type=int, default=3)
+    ap.add_argument("--wrapper-samples", type=int, default=10)
     args = ap.parse_args()
     tok = AutoTokenizer.from_pretrained(args.tokenizer)
     print(f"tokenizer {args.tokenizer} ({type(tok).__name__}, vocab {len(tok)}), {args.samples} samples per case")
@@ -70,6 +72,20 @@ def main() -> None:
             per_task[spec.name] = time.perf_counter() - t0
             total += per_task[spec.name]
             print(f"  {format_length(length):>5} {spec.name:<16} {per_task[spec.name]:7.2f} s", flush=True)
+        # The same fresh-content task through the transformers wrapper only (no encode_batch_fast path).
+        wrapper = HFTokenizer(tok)
+        wrapper._backend = None
+        slow_ctx = BuildContext(encoder=PieceEncoder(wrapper), chat=False)
+        fast_ctx = BuildContext(encoder=PieceEncoder(HFTokenizer(tok)), chat=False)
+        timings = []
+        for c in (slow_ctx, fast_ctx):
+            build_samples(get_task("niah_multikey_2"), c, length, 1, 7)  # haystack pieces cached first
+            t0 = time.perf_counter()
+            build_samples(get_task("niah_multikey_2"), c, length, args.wrapper_samples, 42)
+            timings.append(time.perf_counter() - t0)
+        print(f"{format_length(length)}: niah_multikey_2 x {args.wrapper_samples}: wrapper-only tokenization "
+              f"{timings[0]:.2f} s vs encode_batch_fast {timings[1]:.2f} s -> {timings[0] / timings[1]:.1f}x faster",
+              flush=True)
         t0 = time.perf_counter()
         for i in range(args.naive_samples):
             naive_niah_single_2(tok, length, i, 42)
