@@ -39,13 +39,14 @@ class RawTokenizer(Protocol):
 class HFTokenizer:
     """Adapter over a ``transformers`` tokenizer (imported by the caller, never here)."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, use_backend: bool = True) -> None:
         self.tok = tokenizer
         # The Rust backend's encode_batch_fast (no offsets, no Python-side conversion) tokenizes the random-content
-        # haystacks of a 128K prompt about twice as fast. It is trusted only after it matched the wrapper on a real
-        # batch: some wrappers pre-process text in Python, and a backend with padding or truncation set differs.
+        # haystacks of a 128K prompt 1.5-1.7x faster (bench/datagen.py). It is trusted only after it matched the
+        # wrapper on a real batch: some wrappers pre-process text in Python, and a backend with padding or
+        # truncation set differs.
         backend = getattr(tokenizer, "backend_tokenizer", None)
-        usable = (backend is not None and hasattr(backend, "encode_batch_fast")
+        usable = (use_backend and backend is not None and hasattr(backend, "encode_batch_fast")
                   and backend.truncation is None and backend.padding is None)
         self._backend = backend if usable else None
         self._backend_checked = False

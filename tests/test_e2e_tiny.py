@@ -6,7 +6,6 @@ import json
 import xml.etree.ElementTree as ET
 
 import jsonschema
-import pytest
 
 from ctxgate.report.schema import REPORT_SCHEMA
 from ctxgate.tasks import all_tasks
