@@ -14,6 +14,16 @@ RULER_TASKS = (
     "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2",
 )
 HELMET_RECALL_TASKS = ("json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue")
+# HELMET's categories, each the plain mean of its members' scores (all x 100). NarrativeQA (LongQA) is model-judged
+# and not built yet, so LongQA reports as partial until it is.
+HELMET_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "recall": HELMET_RECALL_TASKS,
+    "rag": ("kilt_nq", "kilt_triviaqa", "kilt_popqa", "kilt_hotpotqa"),
+    "rerank": ("msmarco_rerank",),
+    "icl": ("icl_trec_coarse", "icl_trec_fine", "icl_banking77", "icl_clinic150", "icl_nlu"),
+    "longqa": ("narrativeqa", "infbench_qa", "infbench_mc"),
+}
+CATEGORY_LABELS = {"recall": "Recall", "rag": "RAG", "rerank": "Re-rank", "icl": "ICL", "longqa": "LongQA"}
 RULER_THRESHOLD = 85.6  # Llama-2-7B at 4K, the RULER paper's bar
 
 
@@ -53,6 +63,12 @@ def ruler_average(scores: Mapping[str, float]) -> GroupScore:
 
 def helmet_recall(scores: Mapping[str, float]) -> GroupScore:
     return group(scores, HELMET_RECALL_TASKS)
+
+
+def helmet_categories(scores: Mapping[str, float]) -> dict[str, GroupScore]:
+    """Every HELMET category with at least one member that ran."""
+    groups = {name: group(scores, members) for name, members in HELMET_CATEGORIES.items()}
+    return {name: g for name, g in groups.items() if g.score is not None}
 
 
 def effective_length(ruler_by_length: Mapping[int, GroupScore], threshold: float = RULER_THRESHOLD

@@ -92,7 +92,8 @@ def _bisect(args: argparse.Namespace) -> int:
         thresholds = load_or_default(args.thresholds, task_names())
         settings = EvalSettings(lengths=parse_lengths(args.lengths), samples=args.samples, seed=args.seed,
                                 chat_template=args.chat_template, dtype=args.dtype,
-                                cache_dir=None if args.no_cache else args.cache_dir)
+                                cache_dir=None if args.no_cache else args.cache_dir, data_dir=args.data_dir,
+                                helmet_compat=args.helmet_compat)
         cases = select_cases(args.k, settings.lengths)
         if not cases:
             raise BisectError(f"-k {args.k!r} selects no case at lengths {args.lengths}")
@@ -151,8 +152,31 @@ def _watch(args: argparse.Namespace) -> int:
 
 def _tasks(args: argparse.Namespace) -> int:
     for t in all_tasks():
-        print(f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric:<19}gen={t.tokens_to_generate:<5}{t.description}")
+        print(f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric:<19}gen={t.tokens_to_generate:<5}"
+              f"n={t.default_samples:<5}{t.description}")
     return 0
+
+
+def _data_verify(args: argparse.Namespace) -> int:
+    from ctxgate.sources.manifest import LOCK_NAME, verify, write_lock
+
+    root = Path(args.folder)
+    if not root.is_dir():
+        print(f"ctxgate data verify: {args.folder!r} is not a folder; give HELMET's data folder "
+              "(e.g. fixtures/helmet_data)", file=sys.stderr)
+        return 2
+    if args.write_lock:
+        print(f"wrote {write_lock(root)}")
+    findings = verify(root)
+    for f in findings:
+        print(f"{f.status:<9} {f.task:<16} {f.path}" + (f"  ({f.detail})" if f.detail else ""))
+    failed = [f for f in findings if f.failed]
+    unpinned = sum(f.status == "unpinned" for f in findings)
+    print(f"{len(failed)} problem(s), {unpinned} unpinned file(s)"
+          + (f"; pin them with `ctxgate data verify {args.folder} --write-lock`" if unpinned else "")
+          + (f"; a changed file differs from {LOCK_NAME}: restore it, or re-pin deliberately" if any(
+              f.status == "changed" for f in failed) else ""))
+    return 1 if failed else 0
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -188,9 +212,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--bad", default=None, help="known-bad checkpoint (default: the last, which is then checked)")
     b.add_argument("-k", default=None, help="case selection, pytest -k style over ids like niah_single_1-8192")
     b.add_argument("--lengths", default="8k")
-    b.add_argument("--samples", type=int, default=100)
+    b.add_argument("--samples", type=int, default=None, help="default: each task's own count")
     b.add_argument("--seed", type=int, default=42)
-    b.add_argument("--chat-template", default="off", choices=("auto", "on", "off"))
+    b.add_argument("--chat-template", default="task", choices=("task", "auto", "on", "off"))
+    b.add_argument("--data-dir", default=None, help="HELMET's data folder, as for pytest")
+    b.add_argument("--helmet-compat", action="store_true", help="score with the reference's own rules")
     b.add_argument("--dtype", default="auto")
     b.add_argument("--thresholds", default=None, help="tolerances and confidence from this thresholds file")
     b.add_argument("--tolerance", type=float, default=None, help="points a case may drop (overrides thresholds)")
@@ -215,6 +241,11 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
     w.set_defaults(fn=_watch)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
+    data = sub.add_parser("data", help="HELMET data folders").add_subparsers(dest="data_command", required=True)
+    v = data.add_parser("verify", help="check a data folder: files present, records well-formed, checksums pinned")
+    v.add_argument("folder", help="the data folder (HELMET's data/ layout)")
+    v.add_argument("--write-lock", action="store_true", help="pin the files' checksums first (a copy you trust)")
+    v.set_defaults(fn=_data_verify)
     sub.add_parser("schema", help="print the report's JSON schema").set_defaults(fn=_schema)
     return p
 

@@ -15,14 +15,16 @@ from ctxgate.tasks import BuildContext, all_tasks, get_task
 @dataclass(frozen=True)
 class EvalSettings:
     lengths: tuple[int, ...]
-    samples: int = 100
+    samples: int | None = None  # None: each task's own count
     seed: int = 42
-    chat_template: str = "off"
+    chat_template: str = "task"
     dtype: str = "auto"
     cache_dir: str | None = ".ctxgate-cache"
     haystack: str | None = None
     squad: str | None = None
     hotpotqa: str | None = None
+    data_dir: str | None = None
+    helmet_compat: bool = False
 
 
 def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[str, int]]:
@@ -49,13 +51,16 @@ def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], sett
     backend = HFBackend(str(path), dtype=settings.dtype)
     encoder = PieceEncoder(backend.tokenizer)
     chat = settings.chat_template == "on" or (settings.chat_template == "auto" and encoder.has_chat_template)
+    by_task = settings.chat_template == "task" and encoder.has_chat_template
     ctx = BuildContext(encoder=encoder, chat=chat, seed=settings.seed, essay_path=settings.haystack,
-                       squad_source=settings.squad, hotpotqa_source=settings.hotpotqa)
+                       squad_source=settings.squad, hotpotqa_source=settings.hotpotqa, data_dir=settings.data_dir,
+                       chat_by_task=by_task)
     cache = None
     if settings.cache_dir:
         cache = GenerationCache(settings.cache_dir, namespace_for(checkpoint_fingerprint(str(path))["sha256"], backend))
     try:
-        return {(t, L): run_case(get_task(t), ctx, backend, L, settings.samples, settings.seed, cache=cache)
+        return {(t, L): run_case(get_task(t), ctx, backend, L, settings.samples, settings.seed, cache=cache,
+                                 helmet_compat=settings.helmet_compat)
                 for t, L in cases}
     finally:
         if cache:

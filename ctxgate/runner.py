@@ -5,14 +5,22 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ctxgate.backends.base import Backend, GenerationParams, Request
 from ctxgate.cache import GenerationCache
 from ctxgate.metrics import score_prediction
+from ctxgate.metrics.registry import resolve
 from ctxgate.seeding import sample_rng
 from ctxgate.stats import interval
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+
+
+def task_context(spec: TaskSpec, ctx: BuildContext) -> BuildContext:
+    """With ``--chat-template task``, the task's own policy decides whether its prompt uses the template."""
+    if not ctx.chat_by_task or ctx.chat == spec.chat_template:
+        return ctx
+    return replace(ctx, chat=spec.chat_template)
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,7 @@ class CaseResult:
 
 
 def build_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> list[Sample]:
+    ctx = task_context(spec, ctx)
     return [spec.build(ctx, length, i, sample_rng(spec.name, length, i, seed)) for i in range(n)]
 
 
@@ -63,13 +72,16 @@ def data_hash(sample_digests: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def score_sample(spec: TaskSpec, sample: Sample, prediction: str) -> tuple[float, str]:
-    return score_prediction(spec.metric, prediction, sample.answers, spec.scoring_prefix)
+def score_sample(spec: TaskSpec, sample: Sample, prediction: str, helmet_compat: bool = False) -> tuple[float, str]:
+    return score_prediction(resolve(spec.metric, helmet_compat), prediction, sample.answers, spec.scoring_prefix)
 
 
-def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n: int, seed: int,
-             confidence: float = 0.95, cache: GenerationCache | None = None) -> CaseResult:
-    """Each generation goes to the cache as soon as it exists, so an interrupted case resumes where it stopped."""
+def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n: int | None, seed: int,
+             confidence: float = 0.95, cache: GenerationCache | None = None,
+             helmet_compat: bool = False) -> CaseResult:
+    """Each generation goes to the cache as soon as it exists, so an interrupted case resumes where it stopped.
+    ``n`` None: the task's own sample count."""
+    n = n or spec.default_samples
     t0 = time.perf_counter()
     samples = build_samples(spec, ctx, length, n, seed)
     built = time.perf_counter()
@@ -86,13 +98,14 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
                 cache.put(key, gen)
         else:
             from_cache += 1
-        score, scored = score_sample(spec, s, gen.text)
+        score, scored = score_sample(spec, s, gen.text, helmet_compat)
         outcomes.append(SampleOutcome(s.index, score, gen.text, scored, s.answers, len(s.input_ids),
                                       gen.output_tokens, gen.finish_reason, digest))
     scores = [o.score for o in outcomes]
     sizes = [o.input_tokens for o in outcomes]
     return CaseResult(
-        task=spec.name, suite=spec.suite, category=spec.category, length=length, metric=spec.metric,
+        task=spec.name, suite=spec.suite, category=spec.category, length=length,
+        metric=resolve(spec.metric, helmet_compat),
         score=round(100 * sum(scores) / len(scores), 2), n=len(scores), ci=interval(scores, confidence),
         seconds=round(time.perf_counter() - t0, 3), build_seconds=round(built - t0, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1), input_tokens_max=max(sizes),

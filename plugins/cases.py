@@ -114,7 +114,7 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
         pytest.skip(record["message"])
     try:
         result = run_case(spec, ctxgate_model.context, ctxgate_model.backend, length, settings.samples,
-                          settings.seed, thresholds.confidence, ctxgate_model.cache)
+                          settings.seed, thresholds.confidence, ctxgate_model.cache, settings.helmet_compat)
     except (TaskTooShort, QADataError) as exc:
         record["verdict"] = "skip"
         record["message"] = str(exc)

@@ -53,7 +53,7 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
             packages[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
-    template = "".join(encoder.chat_parts()) if chat == "on" else None
+    template = "".join(encoder.chat_parts()) if chat in ("on", "task") else None
     fingerprint = (checkpoint_fingerprint(settings.model) if settings.backend == "hf"
                    else {"sha256": getattr(backend, "fingerprint", "")})
     return {
@@ -61,7 +61,7 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
         "model_fingerprint": fingerprint,
         "backend": backend.describe(),
         "seed": settings.seed, "samples": settings.samples, "lengths": list(settings.lengths),
-        "chat_template": chat,
+        "chat_template": chat, "helmet_compat": settings.helmet_compat,
         "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
         "tokenizer_sha256": encoder.identity,
         "haystack_sha256": load_essay(settings.haystack).sha256,
@@ -80,13 +80,16 @@ def ctxgate_model(pytestconfig: pytest.Config) -> LoadedModel:
     encoder = PieceEncoder(backend.tokenizer)
     if settings.chat_template == "auto":
         chat = "on" if encoder.has_chat_template else "off"
+    elif settings.chat_template == "task":
+        chat = "task" if encoder.has_chat_template else "off"
     else:
         chat = settings.chat_template
     if chat == "on" and not encoder.has_chat_template:
         pytest.fail(f"ctxgate: --chat-template on, but {settings.model} has no chat template; use "
                     "--chat-template off or auto", pytrace=False)
     context = BuildContext(encoder=encoder, chat=chat == "on", seed=settings.seed, essay_path=settings.haystack,
-                           squad_source=settings.squad, hotpotqa_source=settings.hotpotqa)
+                           squad_source=settings.squad, hotpotqa_source=settings.hotpotqa,
+                           data_dir=settings.data_dir, chat_by_task=chat == "task")
     # plain JSON values only: records travel to the xdist controller through execnet
     meta = json.loads(json.dumps(_run_meta(settings, backend, encoder, chat), default=str))
     cache = None

@@ -25,9 +25,9 @@ class Settings:
     model: str | None
     backend: str
     lengths: tuple[int, ...]
-    samples: int
+    samples: int | None  # None: each task's HELMET/RULER count
     seed: int
-    chat_template: str  # auto | on | off
+    chat_template: str  # task | auto | on | off
     dtype: str
     report: str | None
     thresholds_path: str
@@ -39,6 +39,8 @@ class Settings:
     force_lengths: bool
     cache_dir: str | None  # None: no cache
     baseline: str | None
+    data_dir: str | None = None
+    helmet_compat: bool = False
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -52,16 +54,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--backend", default="hf", choices=("hf", "scripted"),
                 help="hf: transformers; scripted: a JSON script, for plumbing tests only")
     g.addoption("--lengths", default=DEFAULT_LENGTHS, help="comma-separated input lengths: 8192 or 8k (default %(default)s)")
-    g.addoption("--samples", type=int, default=100, help="samples per task x length (default 100, as HELMET)")
+    g.addoption("--samples", type=int, default=None,
+                help="samples per task x length (default: the benchmark's own count, 100 for most tasks, 600 for "
+                     "NQ/TriviaQA/PopQA, 300 for HotpotQA and MS MARCO, 500 for ICL)")
     g.addoption("--seed", type=int, default=42, help="data seed (default 42)")
-    g.addoption("--chat-template", default="off", choices=("auto", "on", "off"),
-                help="wrap prompts in the model's chat template (default off, as HELMET for these tasks)")
+    g.addoption("--chat-template", default="task", choices=("task", "auto", "on", "off"),
+                help="task (default): HELMET's policy per task, on for LongQA when the model has a template, off "
+                     "elsewhere; auto: on for every task when the model has one; on; off")
     g.addoption("--dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32")
     g.addoption("--report", default=None, help="write the JSON report here (plus .predictions.jsonl and .md)")
     g.addoption("--thresholds", default=None, help="thresholds file (default: ./thresholds.toml, else the rootdir's)")
     g.addoption("--haystack", default=None, help="essay haystack: a .txt file or a dataset with a 'text' column")
     g.addoption("--squad", default=None, help="SQuAD v2 for qa_1: hub id or local file/folder (hub layout)")
     g.addoption("--hotpotqa", default=None, help="HotpotQA distractor for qa_2: hub id or local file/folder")
+    g.addoption("--data-dir", default=None,
+                help="HELMET's data folder (its released kilt/ and msmarco/ files; icl/ and infbench/ copies of hub "
+                     "datasets); the shipped fixtures: fixtures/helmet_data")
+    g.addoption("--helmet-compat", action="store_true",
+                help="score with the reference's own rules, bugs included (multiple choice counts an empty "
+                     "answer as right when the gold is A); see docs/decisions.md")
     g.addoption("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code to run")
     g.addoption("--allow-pickle", action="store_true", help="allow loading pickle (.bin) weights")
     g.addoption("--force-lengths", action="store_true", help="run lengths beyond the model's max positions")
@@ -83,14 +94,16 @@ def _thresholds_path(config: pytest.Config) -> str:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     for name, doc in (("ruler", "RULER tasks"), ("helmet", "HELMET tasks"), ("recall", "HELMET Recall category"),
-                      ("niah", "RULER needle-in-a-haystack tasks")):
+                      ("niah", "RULER needle-in-a-haystack tasks"), ("rag", "HELMET RAG category"),
+                      ("rerank", "HELMET Re-rank category"), ("icl", "HELMET ICL category"),
+                      ("longqa", "HELMET LongQA category")):
         config.addinivalue_line("markers", f"{name}: {doc}")
     try:
         lengths = parse_lengths(config.getoption("--lengths"))
     except LengthError as exc:
         raise pytest.UsageError(f"--lengths: {exc}") from None
     samples = config.getoption("--samples")
-    if samples < 1:
+    if samples is not None and samples < 1:
         raise pytest.UsageError(f"--samples {samples} must be at least 1, e.g. --samples 100")
     settings = Settings(
         model=config.getoption("--model"), backend=config.getoption("--backend"), lengths=lengths,
@@ -102,7 +115,8 @@ def pytest_configure(config: pytest.Config) -> None:
         force_lengths=config.getoption("--force-lengths"),
         cache_dir=None if config.getoption("--no-cache") else str(
             config.getoption("--cache-dir") or Path(config.invocation_params.dir) / ".ctxgate-cache"),
-        baseline=config.getoption("--baseline"),
+        baseline=config.getoption("--baseline"), data_dir=config.getoption("--data-dir"),
+        helmet_compat=config.getoption("--helmet-compat"),
     )
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
@@ -118,6 +132,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[THRESHOLDS_KEY] = load_or_default(path if named else None, task_names())
     except ThresholdsError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if settings.data_dir and not Path(settings.data_dir).is_dir():
+        raise pytest.UsageError(f"--data-dir {settings.data_dir!r} is not a folder: give HELMET's data folder "
+                                "(or fixtures/helmet_data)")
     if settings.haystack:
         try:
             load_essay(settings.haystack)

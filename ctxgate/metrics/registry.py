@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ctxgate.metrics import text
+from ctxgate.metrics import helmet, text
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,53 @@ def _helmet_subem(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[f
     return max(text.substring_exact_match(pred, refs), text.substring_exact_match(parsed, refs)), parsed
 
 
+def _with_parsed(pred: str, prefix: str | None) -> tuple[str, str]:
+    """HELMET prepends the answer prefix to a template-less output and parses the rest of the line after it."""
+    return pred, text.parse_output(((prefix + " ") if prefix else "") + pred, prefix or "Answer:")
+
+
+def _label_em(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+    """ICL: EM on the parsed output only, as HELMET scores its classification tasks."""
+    _, parsed = _with_parsed(pred, prefix)
+    return helmet.exact_match(parsed, refs), parsed
+
+
+def _rouge_l(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+    raw, parsed = _with_parsed(pred, prefix)
+    return max(helmet.rouge_l_f1(raw, refs), helmet.rouge_l_f1(parsed, refs)), parsed
+
+
+def _ndcg10(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+    ranking = helmet.parse_rankings(pred)
+    return helmet.ndcg_at(ranking, helmet.qrels_from_references(refs), 10), " > ".join(ranking)
+
+
+def _choice(rule: Callable[[Sequence[str], str, str], float]
+            ) -> Callable[[str, Sequence[str], str | None], tuple[float, str]]:
+    def score(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+        if len(refs) != 2:
+            raise ValueError(f"multiple choice needs references (letter, 'L. option'), got {list(refs)!r}")
+        raw, parsed = _with_parsed(pred, prefix)
+        return rule([raw, parsed], refs[0], refs[1]), parsed
+    return score
+
+
+# --helmet-compat swaps a metric for the reference's own behaviour, bugs included (docs/decisions.md lists them).
+COMPAT = {"mc_accuracy": "mc_accuracy_helmet"}
+
 _METRICS = {
     m.name: m
     for m in (
         Metric("string_match_all", _ruler_all, "RULER: fraction of references contained (case-insensitive)"),
         Metric("string_match_part", _ruler_part, "RULER: 1 if any reference is contained (case-insensitive)"),
         Metric("helmet_subem", _helmet_subem, "HELMET SubEM on normalized text, max over raw and parsed output"),
+        Metric("label_em", _label_em, "HELMET ICL: normalized exact match of the parsed label"),
+        Metric("rouge_l_f1", _rouge_l, "ROUGE-L F1 (rouge-score, stemmed), max over references, raw and parsed"),
+        Metric("ndcg_at_10", _ndcg10, "NDCG@10 of HELMET's parsed ranking; references are ID:LABEL judgments"),
+        Metric("mc_accuracy", _choice(helmet.choice_correct),
+               "multiple choice: the gold letter or option; an empty output is wrong"),
+        Metric("mc_accuracy_helmet", _choice(helmet.choice_correct_helmet),
+               "HELMET's multiple choice rule, bug included (empty output counts for gold A)"),
     )
 }
 
@@ -56,6 +97,11 @@ def get_metric(name: str) -> Metric:
 
 def metric_names() -> list[str]:
     return sorted(_METRICS)
+
+
+def resolve(metric: str, helmet_compat: bool = False) -> str:
+    """The metric a task's scores come from under the run's compatibility setting."""
+    return COMPAT.get(metric, metric) if helmet_compat else metric
 
 
 def score_prediction(metric: str, prediction: str, references: Sequence[str],

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxgate import __version__
-from ctxgate.aggregate import (EffectiveLength, GroupScore, effective_length, helmet_recall, ruler_average,
-                               weighted_average)
+from ctxgate.aggregate import (EffectiveLength, GroupScore, effective_length, helmet_categories, helmet_recall,
+                               ruler_average, weighted_average)
 
 SCHEMA_VERSION = 1
 
@@ -23,7 +23,9 @@ def summarize(cases: Sequence[Mapping[str, Any]], threshold: float) -> tuple[dic
         if c.get("score") is not None and c.get("verdict") in ("pass", "fail"):
             scored.setdefault(int(c["length"]), {})[c["task"]] = float(c["score"])
     ruler = {L: ruler_average(s) for L, s in scored.items()}
-    by_length = {str(L): {"ruler": _group(ruler[L]), "helmet_recall": _group(helmet_recall(s))}
+    by_length = {str(L): {"ruler": _group(ruler[L]), "helmet_recall": _group(helmet_recall(s)),
+                          **{f"helmet_{name}": _group(g) for name, g in helmet_categories(s).items()
+                             if name != "recall"}}
                  for L, s in sorted(scored.items())}
     eff = effective_length(ruler, threshold)
     ruler_scores = {L: g.score for L, g in ruler.items() if g.score is not None}

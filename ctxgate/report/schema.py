@@ -54,7 +54,8 @@ REPORT_SCHEMA: dict[str, Any] = {
         "cases": {"type": "array", "items": _CASE},
         "by_length": {"type": "object", "additionalProperties": {
             "type": "object", "required": ["ruler", "helmet_recall"],
-            "properties": {"ruler": _GROUP, "helmet_recall": _GROUP}}},
+            "properties": {"ruler": _GROUP, "helmet_recall": _GROUP},
+            "patternProperties": {"^helmet_[a-z]+$": _GROUP}}},
         "overall": {"type": "object"},
         "effective_length": {"type": ["object", "null"], "required": ["value", "max_passing", "threshold"],
                              "properties": {"value": {"type": "integer"}, "max_passing": {"type": "integer"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxgate.aggregate import RULER_TASKS
+from ctxgate.aggregate import CATEGORY_LABELS, HELMET_CATEGORIES, RULER_TASKS
 from ctxgate.lengths import format_length
 
 
@@ -28,12 +28,14 @@ def _group_cell(group: Mapping[str, Any] | None) -> str:
 
 def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
     lengths = sorted({c["length"] for c in report["cases"]})
+    known = list(RULER_TASKS) + [t for members in HELMET_CATEGORIES.values() for t in members if t not in RULER_TASKS]
     tasks = sorted({c["task"] for c in report["cases"]},
-                   key=lambda t: (RULER_TASKS.index(t) if t in RULER_TASKS else len(RULER_TASKS), t))
+                   key=lambda t: (known.index(t) if t in known else len(known), t))
     by_key = {(c["task"], c["length"]): c for c in report["cases"]}
     header = ["task"] + [format_length(L) for L in lengths]
     body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] for t in tasks]
-    for label, key in (("RULER avg", "ruler"), ("HELMET Recall", "helmet_recall")):
+    groups = [("RULER avg", "ruler")] + [(f"HELMET {CATEGORY_LABELS[c]}", f"helmet_{c}") for c in HELMET_CATEGORIES]
+    for label, key in groups:
         cells = [_group_cell(report["by_length"].get(str(L), {}).get(key)) for L in lengths]
         if any(cells):
             body.append([label] + cells)
@@ -43,8 +45,16 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
         value = format_length(eff["value"]) if eff["value"] else f"< {format_length(lengths[0])}"
         notes.append(f"Effective length (RULER avg > {eff['threshold']}, every shorter length too): {value}"
                      + (" (partial: not all 13 RULER tasks ran)" if eff.get("partial") else ""))
-    if any(g["partial"] for v in report["by_length"].values() for g in v.values() if g["score"] is not None):
-        notes.append("* partial: some member tasks did not run; see 'missing' in the JSON report")
+    partial: dict[str, list[str]] = {}
+    for label, key in groups:
+        for v in report["by_length"].values():
+            g = v.get(key)
+            if g and g["score"] is not None and g["partial"]:
+                partial.setdefault(label, [])
+                partial[label] += [m for m in g["missing"] if m not in partial[label]]
+    if partial:
+        what = "; ".join(f"{label} lacks {', '.join(missing)}" for label, missing in partial.items())
+        notes.append(f"* partial (the mean of the members that ran, not the category score): {what}")
     for gate in report.get("gates", []):
         notes.append(f"Gate {gate['name']}: {gate['verdict'].upper()} - {gate['message']}")
     return header, body, notes

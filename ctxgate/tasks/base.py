@@ -47,6 +47,8 @@ class BuildContext:
     essay_path: str | None = None
     squad_source: str | None = None
     hotpotqa_source: str | None = None
+    data_dir: str | None = None  # HELMET's data folder (released layout) and local copies of hub datasets
+    chat_by_task: bool = False  # the task's own chat-template policy decides (HELMET: on for LongQA only here)
 
 
 @dataclass(frozen=True)
@@ -132,3 +134,5 @@ class TaskSpec:
     markers: tuple[str, ...] = ()
     scoring_prefix: str | None = None  # HELMET: prepended to the output, which is then parsed after it
     description: str = ""
+    default_samples: int = 100  # HELMET's count for the task, used when --samples is not given
+    chat_template: bool = False  # HELMET's policy: wrap in the chat template (when the model has one)

@@ -1,0 +1,53 @@
+"""InfiniteBench's English book QA and multiple choice, in the hub layout (id, context, input, answer, options)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ctxgate.sources.errors import DataUnavailable
+from ctxgate.sources.files import read_local_or_hub
+
+HUB_ID = "xinrongzhang2022/InfiniteBench"
+SUBSETS = {"infbench_qa": "longbook_qa_eng", "infbench_mc": "longbook_choice_eng"}
+
+
+@dataclass(frozen=True)
+class Book:
+    key: str
+    context: str
+    question: str
+    answers: tuple[str, ...]
+    options: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BookSet:
+    books: tuple[Book, ...]
+    sha256: str
+
+
+@lru_cache(maxsize=4)
+def load_infbench(task: str, data_dir: str | None) -> BookSet:
+    subset = SUBSETS[task]
+    local = Path(data_dir or ".") / "infbench" / f"{subset}.jsonl"
+    hint = (f"put InfiniteBench's {subset}.jsonl at {local} and pass --data-dir, or run where the hub is "
+            f"reachable; the shipped fixtures: --data-dir fixtures/helmet_data")
+    books = []
+    for r in read_local_or_hub(local, HUB_ID, None, subset, hint):
+        missing = [f for f in ("id", "context", "input", "answer") if f not in r]
+        if missing or (task == "infbench_mc" and len(r.get("options") or ()) != 4):
+            raise DataUnavailable(f"{task}: a record in {local} lacks {missing or ['4 options']}; {hint}")
+        answers = r["answer"] if isinstance(r["answer"], list) else [r["answer"]]
+        books.append(Book(str(r["id"]), r["context"], r["input"], tuple(map(str, answers)),
+                          tuple(map(str, r.get("options") or ()))))
+    if task == "infbench_mc":
+        for b in books:
+            if b.answers[0] not in b.options:
+                raise DataUnavailable(f"{task}: record {b.key}'s answer {b.answers[0]!r} is not one of its options")
+    digest = hashlib.sha256(json.dumps([(b.key, b.question, b.answers, b.options, b.context) for b in books]
+                                       ).encode()).hexdigest()
+    return BookSet(tuple(books), digest)

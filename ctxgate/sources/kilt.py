@@ -1,0 +1,161 @@
+"""HELMET's released RAG (``kilt/``) and re-rank (``msmarco/``) files, read into per-question passage pools.
+
+A released file holds one line per question x gold depth, each with k passages already placed for Llama-2 tokens.
+ctxgate re-places them for the model under test, so it keeps, per question, the gold passage(s) and the distractors
+in retrieval order (first seen), and forgets where the file put the gold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ctxgate.metrics.text import helmet_normalize
+from ctxgate.sources.errors import DataUnavailable
+from ctxgate.sources.files import FETCH_HINT, largest_k, read_jsonl
+
+
+@dataclass(frozen=True)
+class Passage:
+    title: str
+    text: str
+    pid: str = ""
+    label: int = 0  # re-rank relevance judgment
+
+
+@dataclass(frozen=True)
+class RagItem:
+    key: str
+    question: str
+    answers: tuple[str, ...]
+    gold: tuple[Passage, ...]
+    distractors: tuple[Passage, ...]  # hard negatives, best-retrieved first
+
+
+@dataclass(frozen=True)
+class Demo:
+    key: str
+    question: str
+    answer: str  # RAG: the first answer; re-rank: the gold ranking
+    passages: tuple[Passage, ...]
+
+
+@dataclass(frozen=True)
+class Pool:
+    items: tuple[RagItem, ...]
+    demos: tuple[Demo, ...]
+    sha256: str
+    source: str
+
+
+# task -> (folder under the data dir, test-file regex, demo-file regex); (\d+) is k, the passages per line.
+RAG_FILES = {
+    "kilt_nq": ("kilt", r"nq-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl", r"nq-train-multikilt_1000_k(\d+)_dep\d+\.jsonl"),
+    "kilt_triviaqa": ("kilt", r"triviaqa-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl",
+                      r"triviaqa-train-multikilt_1000_k(\d+)_dep\d+\.jsonl"),
+    "kilt_hotpotqa": ("kilt", r"hotpotqa-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl",
+                      r"hotpotqa-train-multikilt_1000_k(\d+)_dep\d+\.jsonl"),
+    "kilt_popqa": ("kilt", r"popqa_test_1000_k(\d+)_dep\d+\.jsonl", r"popqa_train_1000_k(\d+)_dep\d+\.jsonl"),
+}
+MSMARCO_FOLDER = "msmarco/trec2019psg_preprocessed"
+MSMARCO_TEST = r"test_reranking_data_k(\d+)_dep\d+\.jsonl"
+MSMARCO_DEMO = "test_reranking_data_k10_dep3.jsonl"
+POPQA_MAX_LOG_POPULARITY = 3.0  # HELMET's kilt_popqa_3: subject entities with popularity below 10^3
+
+
+def _files(data_dir: str | None, task: str, folder: str, test_re: str, demo_re: str) -> tuple[Path, Path]:
+    if not data_dir:
+        raise DataUnavailable(f"{task} needs HELMET's released data; {FETCH_HINT}")
+    where = Path(data_dir) / folder
+    test = largest_k(where, test_re)
+    demo = where / demo_re if "(" not in demo_re else largest_k(where, demo_re)
+    if test is None or demo is None or not demo.is_file():
+        missing = test_re if test is None else demo_re
+        raise DataUnavailable(f"{task}: no file matching {missing!r} in {where}; {FETCH_HINT}")
+    return test, demo
+
+
+def _passage(c: dict[str, Any]) -> Passage:
+    return Passage(str(c.get("title") or ""), str(c["text"]), str(c.get("id", "")), int(c.get("label") or 0))
+
+
+def _is_gold(c: dict[str, Any], answers: tuple[str, ...], flagged: bool) -> bool:
+    if flagged:
+        return bool(c.get("has_answer"))
+    text = helmet_normalize(str(c["text"]))
+    return any(helmet_normalize(a) and helmet_normalize(a) in text for a in answers)
+
+
+def _digest(*paths: Path) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _check(record: dict[str, Any], path: Path, fields: tuple[str, ...]) -> None:
+    missing = [f for f in fields if f not in record]
+    if missing:
+        raise DataUnavailable(f"{path}: a record lacks {', '.join(missing)} (has {', '.join(sorted(record))}); "
+                              f"HELMET's layout is expected, check it with `ctxgate data verify {path.parent}`")
+
+
+@lru_cache(maxsize=8)
+def load_rag(task: str, data_dir: str | None) -> Pool:
+    folder, test_re, demo_re = RAG_FILES[task]
+    test, demo_path = _files(data_dir, task, folder, test_re, demo_re)
+    rows, demo_rows = read_jsonl(test), read_jsonl(demo_path)
+    if task == "kilt_popqa":
+        rows = [r for r in rows if math.log10(r["s_pop"]) < POPQA_MAX_LOG_POPULARITY]
+        demo_rows = [r for r in demo_rows if math.log10(r["s_pop"]) < POPQA_MAX_LOG_POPULARITY]
+    grouped: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        _check(r, test, ("question", "answers", "ctxs"))
+        key = str(r.get("id", r["question"]))
+        answers = tuple(str(a) for a in r["answers"])
+        flagged = any("has_answer" in c for c in r["ctxs"])
+        entry = grouped.setdefault(key, {"question": r["question"], "answers": answers, "gold": {}, "other": {}})
+        for c in r["ctxs"]:
+            p = _passage(c)
+            (entry["gold"] if _is_gold(c, answers, flagged) else entry["other"]).setdefault((p.title, p.text), p)
+    items = tuple(RagItem(k, e["question"], e["answers"], tuple(e["gold"].values()), tuple(e["other"].values()))
+                  for k, e in grouped.items() if e["gold"])
+    if not items:
+        raise DataUnavailable(f"{test}: no question has a gold passage (ctxs flagged has_answer, or containing an "
+                              f"answer); check it with `ctxgate data verify {test.parent}`")
+    demos = []
+    for r in demo_rows:
+        _check(r, demo_path, ("question", "answers", "ctxs"))
+        demos.append(Demo(str(r.get("id", r["question"])), r["question"], str(r["answers"][0]),
+                          tuple(_passage(c) for c in r["ctxs"])))
+    return Pool(items, tuple(_dedupe(demos)), _digest(test, demo_path), str(test))
+
+
+def _dedupe(demos: list[Demo]) -> list[Demo]:
+    seen: dict[str, Demo] = {}
+    for d in demos:
+        seen.setdefault(d.key, d)
+    return list(seen.values())
+
+
+@lru_cache(maxsize=4)
+def load_msmarco(data_dir: str | None) -> Pool:
+    test, demo_path = _files(data_dir, "msmarco_rerank", MSMARCO_FOLDER, MSMARCO_TEST, MSMARCO_DEMO)
+    grouped: dict[str, dict[str, Any]] = {}
+    for r in read_jsonl(test):
+        _check(r, test, ("qid", "query", "ctxs"))
+        entry = grouped.setdefault(str(r["qid"]), {"query": r["query"], "ctxs": {}})
+        for c in r["ctxs"]:
+            entry["ctxs"].setdefault(str(c["id"]), _passage(c))
+    items = tuple(RagItem(q, e["query"], (), (), tuple(e["ctxs"].values())) for q, e in grouped.items())
+    demos = []
+    for r in read_jsonl(demo_path):
+        _check(r, demo_path, ("qid", "query", "ctxs"))
+        passages = tuple(_passage(c) for c in r["ctxs"])
+        ranking = " > ".join(p.pid for p in sorted(passages, key=lambda p: p.label, reverse=True))
+        demos.append(Demo(str(r["qid"]), r["query"], ranking, passages))
+    return Pool(items, tuple(_dedupe(demos)), _digest(test, demo_path), str(test))

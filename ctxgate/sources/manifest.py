@@ -1,0 +1,131 @@
+"""What a HELMET data folder must hold, and ``ctxgate data verify``: presence, record fields and pinned checksums.
+
+Checksums live in ``ctxgate-data.lock.json`` beside the data (``{"files": {relative path: sha256}}``), written by
+``ctxgate data verify DIR --write-lock`` from a copy you trust and committed with your CI config. A file whose bytes
+differ from its pin fails verification: results from different data are not comparable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxgate.sources.icl import SOURCES as ICL_SOURCES
+from ctxgate.sources.infbench import HUB_ID as INFBENCH_HUB, SUBSETS as INFBENCH_SUBSETS
+from ctxgate.sources.kilt import MSMARCO_DEMO, MSMARCO_FOLDER, MSMARCO_TEST, RAG_FILES
+
+LOCK_NAME = "ctxgate-data.lock.json"
+
+
+@dataclass(frozen=True)
+class Expected:
+    task: str
+    folder: str
+    pattern: str  # regex over file names in ``folder``
+    fields: tuple[str, ...]  # every record has these
+    hub: str | None = None  # where the task reads from when the folder lacks the file
+
+
+def _expected() -> list[Expected]:
+    out = []
+    for task, (folder, test, demo) in RAG_FILES.items():
+        fields = ("question", "answers", "ctxs") + (("s_pop",) if task == "kilt_popqa" else ())
+        out += [Expected(task, folder, test, fields), Expected(task, folder, demo, fields)]
+    out += [Expected("msmarco_rerank", MSMARCO_FOLDER, MSMARCO_TEST, ("qid", "query", "ctxs")),
+            Expected("msmarco_rerank", MSMARCO_FOLDER, re.escape(MSMARCO_DEMO), ("qid", "query", "ctxs"))]
+    for task, src in ICL_SOURCES.items():
+        for split in ("train", src.test_split) if src.test_split else ("train",):
+            out.append(Expected(task, f"icl/{src.folder}", re.escape(f"{split}.jsonl"),
+                                (src.text_field, src.label_field), f"{src.hub_id} ({split})"))
+    for task, subset in INFBENCH_SUBSETS.items():
+        out.append(Expected(task, "infbench", re.escape(f"{subset}.jsonl"), ("id", "context", "input", "answer"),
+                            f"{INFBENCH_HUB} ({subset})"))
+    return out
+
+
+EXPECTED = _expected()
+
+
+@dataclass(frozen=True)
+class Finding:
+    task: str
+    path: str
+    status: str  # ok | unpinned | changed | missing | hub | bad
+    detail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("changed", "missing", "bad")
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _matches(root: Path, e: Expected) -> list[Path]:
+    folder = root / e.folder
+    if not folder.is_dir():
+        return []
+    regex = re.compile(e.pattern)
+    return sorted(p for p in folder.iterdir() if regex.fullmatch(p.name))
+
+
+def _check_records(path: Path, fields: tuple[str, ...]) -> str:
+    """'' when every line is a JSON object with ``fields``, else what is wrong and where."""
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                return f"line {n} is not JSON ({exc.msg})"
+            missing = [k for k in fields if not isinstance(record, dict) or k not in record]
+            if missing:
+                return f"line {n} lacks {', '.join(missing)}"
+    return ""
+
+
+def verify(root: Path) -> list[Finding]:
+    lock_path = root / LOCK_NAME
+    pins: dict[str, str] = json.loads(lock_path.read_text())["files"] if lock_path.is_file() else {}
+    findings: list[Finding] = []
+    seen: set[str] = set()
+    for e in EXPECTED:
+        paths = _matches(root, e)
+        if not paths:
+            status = "hub" if e.hub else "missing"
+            detail = f"read from the hub: {e.hub}" if e.hub else f"no file matching {e.pattern!r}"
+            findings.append(Finding(e.task, f"{e.folder}/", status, detail))
+        for p in paths:
+            rel = p.relative_to(root).as_posix()
+            if rel in seen:  # a demo file can match the test pattern too (msmarco k10)
+                continue
+            seen.add(rel)
+            problem = _check_records(p, e.fields)
+            if problem:
+                findings.append(Finding(e.task, rel, "bad", problem))
+            elif rel not in pins:
+                findings.append(Finding(e.task, rel, "unpinned", "no checksum in " + LOCK_NAME))
+            elif pins[rel] != sha256_of(p):
+                findings.append(Finding(e.task, rel, "changed", f"sha256 differs from the pin {pins[rel][:12]}..."))
+            else:
+                findings.append(Finding(e.task, rel, "ok"))
+    for rel in sorted(set(pins) - seen):
+        findings.append(Finding("-", rel, "missing", f"pinned in {LOCK_NAME} but absent"))
+    return findings
+
+
+def write_lock(root: Path) -> Path:
+    """Pin every file the manifest recognizes; returns the lock file's path."""
+    files = {p.relative_to(root).as_posix(): sha256_of(p) for e in EXPECTED for p in _matches(root, e)}
+    path = root / LOCK_NAME
+    path.write_text(json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n")
+    return path

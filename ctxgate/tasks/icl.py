@@ -1,0 +1,131 @@
+"""HELMET many-shot ICL: TREC coarse/fine, BANKING77, CLINC150 and NLU with labels remapped to shuffled integers.
+
+Prompt (HELMET, verbatim, the trailing space included): ``Use the provided mapping from the text to label to assign a
+label to the text. Only output "label: {label}" and nothing else. \\n\\n{demos}\\n\\n{question}\\nlabel:`` with demos
+``{text}\\nlabel: {n}`` joined by blank lines. No chat template; 20 new tokens; EM on the parsed label.
+
+Each sample draws its own label permutation and its own demos from the train split: rounds of one example per label,
+each round in random order (Li et al.), none with the test text. HELMET's shot count for L (its table, below) is the
+target; demos stop earlier when the next one would not fit. Test items are taken round-robin over the labels, so
+the default 500 (and any prefix) is label-balanced.
+"""
+
+from __future__ import annotations
+
+import random
+
+from ctxgate.seeding import derive_seed
+from ctxgate.sources.icl import ICLData, load_icl
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.fitting import fit_units, unit_sizes
+from ctxgate.tasks.registry import register
+
+INSTRUCTION = ('Use the provided mapping from the text to label to assign a label to the text. Only output '
+               '"label: {label}" and nothing else. \n\n')
+ANSWER_PREFIX = "label:"
+GEN = 20
+LENGTHS = (4096, 8192, 16384, 32768, 65536, 131072)
+SHOTS = {  # HELMET's shots per length
+    "icl_trec_coarse": (200, 400, 800, 1600, 3300, 6600),
+    "icl_trec_fine": (200, 400, 800, 1600, 3200, 6400),
+    "icl_banking77": (180, 360, 720, 1450, 2900, 5900),
+    "icl_clinic150": (220, 440, 880, 1750, 3525, 7050),
+    "icl_nlu": (250, 510, 1020, 2040, 4080, 8296),
+}
+
+
+def target_shots(task: str, length: int) -> int:
+    """HELMET's count at its lengths; linear in L between them and proportional outside."""
+    table = SHOTS[task]
+    if length <= LENGTHS[0]:
+        return max(1, round(table[0] * length / LENGTHS[0]))
+    if length >= LENGTHS[-1]:
+        return round(table[-1] * length / LENGTHS[-1])
+    for (l0, s0), (l1, s1) in zip(zip(LENGTHS, table), zip(LENGTHS[1:], table[1:])):
+        if l0 <= length <= l1:
+            return round(s0 + (s1 - s0) * (length - l0) / (l1 - l0))
+    raise AssertionError("unreachable")
+
+
+def balanced_order(data: ICLData, task: str, seed: int) -> list[int]:
+    """Test indices round-robin over labels (each label's items in a seeded order)."""
+    rng = random.Random(derive_seed("test-order", task, seed))
+    by_label: dict[int, list[int]] = {}
+    for i, (_, label) in enumerate(data.test):
+        by_label.setdefault(label, []).append(i)
+    labels = sorted(by_label)
+    rng.shuffle(labels)
+    for lab in labels:
+        rng.shuffle(by_label[lab])
+    order = []
+    while any(by_label[lab] for lab in labels):
+        order.extend(by_label[lab].pop(0) for lab in labels if by_label[lab])
+    return order
+
+
+def demo_rounds(data: ICLData, question: str, count: int, rng: random.Random) -> list[tuple[str, int]]:
+    """``count`` demos in rounds of one per label; within a label, examples come without replacement until used up."""
+    by_label: dict[int, list[tuple[str, int]]] = {}
+    for text, label in data.train:
+        if text.strip() != question.strip():  # never the test item itself
+            by_label.setdefault(label, []).append((text, label))
+    decks = {lab: [] for lab in by_label}
+    demos: list[tuple[str, int]] = []
+    while len(demos) < count:
+        round_ = []
+        for lab in sorted(by_label):
+            if not decks[lab]:
+                decks[lab] = list(by_label[lab])
+                rng.shuffle(decks[lab])
+            round_.append(decks[lab].pop())
+        rng.shuffle(round_)
+        demos.extend(round_)
+    return demos[:count]
+
+
+def build_icl(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
+    data = load_icl(task, ctx.data_dir, ctx.seed)
+    order = balanced_order(data, task, ctx.seed)
+    question, label = data.test[order[index % len(order)]]
+    rng = random.Random(derive_seed("sample", task, index, ctx.seed))  # the same demos and mapping at every length
+    mapping = list(range(data.num_labels))
+    rng.shuffle(mapping)
+    target = target_shots(task, length)
+    demos = demo_rounds(data, question, target, rng)
+    units = [f"{text}\nlabel: {mapping[lab]}" for text, lab in demos]
+    ids, k = fit_units(ctx, task, length, GEN, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n",
+                       unit_sizes(ctx, units), lambda k: units[:k], 1, "demos")
+    return Sample(task, length, index, ids, (str(mapping[label]),), ANSWER_PREFIX,
+                  {"shots_target": target, "shots": k, "label": label, "mapped_label": mapping[label],
+                   "rounds": k / data.num_labels, "data_sha256": data.sha256})
+
+
+def _spec(name: str, description: str) -> TaskSpec:
+    return TaskSpec(name=name, suite="helmet", category="icl", metric="label_em", tokens_to_generate=GEN,
+                    build=lambda ctx, L, i, rng: build_icl(name, ctx, L, i), markers=("helmet", "icl"),
+                    scoring_prefix=ANSWER_PREFIX, default_samples=500, description=description)
+
+
+@register
+def icl_trec_coarse() -> TaskSpec:
+    return _spec("icl_trec_coarse", "TREC question type, 6 labels, many-shot")
+
+
+@register
+def icl_trec_fine() -> TaskSpec:
+    return _spec("icl_trec_fine", "TREC fine question type, 50 labels, many-shot")
+
+
+@register
+def icl_banking77() -> TaskSpec:
+    return _spec("icl_banking77", "BANKING77 intents, 77 labels, many-shot")
+
+
+@register
+def icl_clinic150() -> TaskSpec:
+    return _spec("icl_clinic150", "CLINC150 intents, 151 labels, many-shot")
+
+
+@register
+def icl_nlu() -> TaskSpec:
+    return _spec("icl_nlu", "NLU intents, 68 labels, many-shot")

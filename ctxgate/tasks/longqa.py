@@ -1,0 +1,93 @@
+"""HELMET LongQA, judge-free part: InfiniteBench English book QA (ROUGE-L F1) and multiple choice (accuracy).
+
+Prompts (HELMET, verbatim; its user text and the answer prefix are joined by a blank line):
+QA ``You are given a story and a question. Answer the question as concisely as you can, using a single phrase if
+possible.\\n\\n{demo}{context}\\n\\nQuestion: {question}\\n\\nAnswer:``; MC ``You are given a story and a question with
+multiple choices. Choose the best answer from the options provided. Only one of the following options is correct,
+output the answer using one single letter (A, B, C, or D). Don't say anything else.\\n\\n{demo}{context}\\n\\nQuestion:
+{question}\\nOptions:\\n{options}\\n\\nAnswer:``. The two demos show other questions with ``[story text]`` in place of
+their book, between ``For example:\\n\\n`` and ``\\n\\nNow, read the following story:\\n\\n``. The chat template is on
+(HELMET's policy for LongQA) when the model has one; 10 new tokens.
+
+The book is cut from the end to what fits at L in the model's tokenizer, ending with
+`` ... [the rest of the text is omitted]``; everything else is kept whole.
+"""
+
+from __future__ import annotations
+
+import random
+
+from ctxgate.seeding import derive_seed
+from ctxgate.sources.infbench import Book, load_infbench
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
+from ctxgate.tasks.fitting import cut_document
+from ctxgate.tasks.registry import register
+
+QA_INSTRUCTION = ("You are given a story and a question. Answer the question as concisely as you can, using a "
+                  "single phrase if possible.\n\n")
+MC_INSTRUCTION = ("You are given a story and a question with multiple choices. Choose the best answer from the "
+                  "options provided. Only one of the following options is correct, output the answer using one "
+                  "single letter (A, B, C, or D). Don't say anything else.\n\n")
+ANSWER_PREFIX = "Answer:"
+OMITTED = " ... [the rest of the text is omitted]"
+GEN = 10
+SHOTS = 2
+MIN_STORY_TOKENS = 16
+
+
+def options_text(book: Book) -> str:
+    return "A. {}\nB. {}\nC. {}\nD. {}".format(*book.options)
+
+
+def gold_letter(book: Book) -> str:
+    return "ABCD"[book.options.index(book.answers[0])]
+
+
+def demo_block(task: str, demos: list[Book]) -> str:
+    if task == "infbench_mc":
+        shots = [f"[story text]\nQuestion: {d.question}\nOptions:\n{options_text(d)}\nAnswer: {gold_letter(d)}"
+                 for d in demos]
+    else:
+        shots = [f"[story text]\nQuestion: {d.question}\nAnswer: {d.answers[0]}" for d in demos]
+    return "For example:\n\n" + "\n\n".join(shots) + "\n\nNow, read the following story:\n\n"
+
+
+def build_longqa(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
+    books = load_infbench(task, ctx.data_dir).books
+    order = list(range(len(books)))
+    random.Random(derive_seed("books", task, ctx.seed)).shuffle(order)
+    book = books[order[index % len(order)]]
+    others = [b for b in books if b.key != book.key]
+    random.Random(derive_seed("demos", task, book.key, ctx.seed)).shuffle(others)
+    demos = others[:SHOTS]
+    head = (MC_INSTRUCTION if task == "infbench_mc" else QA_INSTRUCTION) + demo_block(task, demos)
+    tail = f"\n\nQuestion: {book.question}"
+    if task == "infbench_mc":
+        tail += f"\nOptions:\n{options_text(book)}"
+        answers: tuple[str, ...] = (gold_letter(book), f"{gold_letter(book)}. {book.answers[0]}")
+    else:
+        answers = book.answers
+    frame = make_frame(ctx, [head], [tail], ANSWER_PREFIX, separator="\n\n")
+    budget = frame.budget(length, GEN)
+    need_room(task, length, budget, MIN_STORY_TOKENS, "story tokens")
+    story, cut = cut_document(ctx, book.context, budget, OMITTED)
+    ids = frame.pre + story + frame.post
+    return Sample(task, length, index, ids, answers, ANSWER_PREFIX,
+                  {"book_id": book.key, "story_tokens": len(story), "truncated": cut,
+                   "demo_ids": [d.key for d in demos], "data_sha256": load_infbench(task, ctx.data_dir).sha256})
+
+
+def _spec(name: str, metric: str, description: str) -> TaskSpec:
+    return TaskSpec(name=name, suite="helmet", category="longqa", metric=metric, tokens_to_generate=GEN,
+                    build=lambda ctx, L, i, rng: build_longqa(name, ctx, L, i), markers=("helmet", "longqa"),
+                    scoring_prefix=ANSWER_PREFIX, chat_template=True, description=description)
+
+
+@register
+def infbench_qa() -> TaskSpec:
+    return _spec("infbench_qa", "rouge_l_f1", "InfiniteBench book QA with entity replacement (ROUGE-L F1)")
+
+
+@register
+def infbench_mc() -> TaskSpec:
+    return _spec("infbench_mc", "mc_accuracy", "InfiniteBench book multiple choice (accuracy)")

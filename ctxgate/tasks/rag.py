@@ -1,0 +1,114 @@
+"""HELMET RAG: NQ, TriviaQA, PopQA and HotpotQA over hard-negative passages (KILT Wikipedia).
+
+Prompt (HELMET, verbatim): ``Use the given documents to write a concise and short answer to the question. Write
+your answer in the following format:\\nAnswer: [answer]\\n\\n{demos}{context}\\n\\nQuestion: {question}\\nAnswer:``,
+passages ``Document (Title: {title}): {text}`` joined by blank lines, two demos
+``{passages}\\n\\nQuestion: {q}\\nAnswer: {a}``. No chat template; 20 new tokens; SubEM.
+
+At length L the passages that fit are the gold one plus the best-retrieved distractors, k in all; the gold sits at
+one of six evenly spaced depths (sample i: question i // 6, depth i % 6). HotpotQA's two gold passages and k - 2
+distractors are shuffled into three permutations instead (question i // 3, permutation i % 3).
+"""
+
+from __future__ import annotations
+
+import random
+
+from ctxgate.seeding import derive_seed
+from ctxgate.sources.kilt import Demo, Passage, Pool, load_rag
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.fitting import SEP, fit_units, unit_sizes
+from ctxgate.tasks.registry import register
+
+INSTRUCTION = ("Use the given documents to write a concise and short answer to the question. Write your answer in "
+               "the following format:\nAnswer: [answer]\n\n")
+ANSWER_PREFIX = "Answer:"
+GEN = 20
+SHOTS = 2
+DEPTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+PERMUTATIONS = 3
+
+
+def passage_text(p: Passage) -> str:
+    return f"Document (Title: {p.title}): {p.text}"
+
+
+def demo_text(demos: list[Demo]) -> str:
+    if not demos:
+        return ""
+    blocks = [SEP.join(passage_text(p) for p in d.passages) + f"\n\nQuestion: {d.question}\nAnswer: {d.answer}"
+              for d in demos]
+    return SEP.join(blocks) + SEP
+
+
+def pick_demos(pool_demos: tuple[Demo, ...], avoid: set[str], task: str, key: str, seed: int) -> list[Demo]:
+    """Two demos per question, the same at every depth and length (seeded by the question), never the question."""
+    candidates = [d for d in pool_demos if d.key not in avoid and d.question not in avoid]
+    random.Random(derive_seed("demos", task, key, seed)).shuffle(candidates)
+    return candidates[:SHOTS]
+
+
+def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int) -> Sample:
+    multi_gold = task == "kilt_hotpotqa"
+    copies = PERMUTATIONS if multi_gold else len(DEPTHS)
+    order = list(range(len(pool.items)))
+    random.Random(derive_seed("questions", task, ctx.seed)).shuffle(order)
+    item = pool.items[order[(index // copies) % len(order)]]
+    copy = index % copies
+    demos = pick_demos(pool.demos, {item.key, item.question}, task, item.key, ctx.seed)
+    head = INSTRUCTION + demo_text(demos)
+    tail = f"\n\nQuestion: {item.question}"
+    gold = [passage_text(p) for p in item.gold[: 2 if multi_gold else 1]]
+    others = [passage_text(p) for p in item.distractors]
+    candidates = gold + others
+    placed: dict[str, object] = {}
+
+    def arrange(k: int) -> list[str]:
+        chosen = candidates[:k]
+        if multi_gold:
+            rng = random.Random(derive_seed("permutation", task, item.key, copy, k, ctx.seed))
+            rng.shuffle(chosen)
+            placed["gold_positions"] = [chosen.index(g) + 1 for g in gold]
+            return chosen
+        where = round(DEPTHS[copy] * (k - 1))
+        layout = chosen[1:where + 1] + [chosen[0]] + chosen[where + 1:]
+        placed["gold_positions"] = [where + 1]
+        return layout
+
+    ids, k = fit_units(ctx, task, length, GEN, head, tail, ANSWER_PREFIX, "\n", unit_sizes(ctx, candidates),
+                       arrange, len(gold), "passages (the gold ones included)")
+    return Sample(task, length, index, ids, item.answers, ANSWER_PREFIX,
+                  {"question_id": item.key, "num_passages": k, "gold_positions": placed["gold_positions"],
+                   "depth": None if multi_gold else DEPTHS[copy], "permutation": copy if multi_gold else None,
+                   "demo_ids": [d.key for d in demos], "pool_exhausted": k == len(candidates),
+                   "data_sha256": pool.sha256})
+
+
+def _spec(name: str, description: str) -> TaskSpec:
+    def build(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
+        return build_rag(name, load_rag(name, ctx.data_dir), ctx, length, index)
+
+    samples = 300 if name == "kilt_hotpotqa" else 600  # HELMET: 100 questions x every depth or permutation
+    return TaskSpec(name=name, suite="helmet", category="rag", metric="helmet_subem", tokens_to_generate=GEN,
+                    build=build, markers=("helmet", "rag"), scoring_prefix=ANSWER_PREFIX, description=description,
+                    default_samples=samples)
+
+
+@register
+def kilt_nq() -> TaskSpec:
+    return _spec("kilt_nq", "Natural Questions over retrieved Wikipedia passages")
+
+
+@register
+def kilt_triviaqa() -> TaskSpec:
+    return _spec("kilt_triviaqa", "TriviaQA over retrieved Wikipedia passages")
+
+
+@register
+def kilt_popqa() -> TaskSpec:
+    return _spec("kilt_popqa", "PopQA long-tail entities (popularity < 10^3) over retrieved passages")
+
+
+@register
+def kilt_hotpotqa() -> TaskSpec:
+    return _spec("kilt_hotpotqa", "HotpotQA multi-hop: two gold passages among retrieved ones")

@@ -1,0 +1,95 @@
+"""HELMET Re-rank: MS MARCO passages (TREC DL 2019 judgments), ranked by the model, scored by NDCG@10.
+
+Prompt (HELMET, verbatim, "relelvant" included): ``You are provided with a list of documents, each indicated by
+their ID. Rank each document based on their relevance to the question in descending order from most relelvant to
+least relevant texts. Include all documents in the rankings. Write your answer using the unique IDs, with the
+following format:\\nRanking: ID3 > ID1 > ID2\\n\\n{demos}{context}\\n\\nQuery: {question}\\nRanking:``; passages
+``[ID: {id}] Document (Title: {title}): {text}`` (no title: ``[ID: {id}] Document: {text}``); two demos of another
+query with their gold ranking. No chat template; 200 new tokens.
+
+At length L: the query's judged passages are taken round-robin over the labels (balanced), as many as fit, and shown
+in one of three seeded orders (sample i: query i // 3, permutation i % 3).
+"""
+
+from __future__ import annotations
+
+import random
+
+from ctxgate.seeding import derive_seed
+from ctxgate.sources.kilt import Demo, Passage, load_msmarco
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.fitting import SEP, fit_units, unit_sizes
+from ctxgate.tasks.registry import register
+
+INSTRUCTION = ("You are provided with a list of documents, each indicated by their ID. Rank each document based on "
+               "their relevance to the question in descending order from most relelvant to least relevant texts. "
+               "Include all documents in the rankings. Write your answer using the unique IDs, with the following "
+               "format:\nRanking: ID3 > ID1 > ID2\n\n")
+ANSWER_PREFIX = "Ranking:"
+GEN = 200
+SHOTS = 2
+PERMUTATIONS = 3
+
+
+def passage_text(p: Passage) -> str:
+    if p.title:
+        return f"[ID: {p.pid}] Document (Title: {p.title}): {p.text}"
+    return f"[ID: {p.pid}] Document: {p.text}"
+
+
+def demo_text(demos: list[Demo]) -> str:
+    return "".join(SEP.join(passage_text(p) for p in d.passages) + f"\n\nQuery: {d.question}\nRanking: {d.answer}"
+                   + SEP for d in demos)
+
+
+def balanced(passages: tuple[Passage, ...], rng: random.Random) -> list[Passage]:
+    """Round-robin over the labels (each label's passages in a seeded order), so any prefix is label-balanced."""
+    by_label: dict[int, list[Passage]] = {}
+    for p in passages:
+        by_label.setdefault(p.label, []).append(p)
+    queues = [by_label[lab] for lab in sorted(by_label, reverse=True)]
+    for q in queues:
+        rng.shuffle(q)
+    out = []
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
+def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
+    pool = load_msmarco(ctx.data_dir)
+    order = list(range(len(pool.items)))
+    random.Random(derive_seed("queries", "msmarco_rerank", ctx.seed)).shuffle(order)
+    item = pool.items[order[(index // PERMUTATIONS) % len(order)]]
+    perm = index % PERMUTATIONS
+    candidates_demo = [d for d in pool.demos if d.key != item.key]
+    random.Random(derive_seed("demos", "msmarco_rerank", item.key, ctx.seed)).shuffle(candidates_demo)
+    demos = candidates_demo[:SHOTS]
+    kept = balanced(item.distractors, random.Random(derive_seed("balance", item.key, ctx.seed)))
+    texts = [passage_text(p) for p in kept]
+    shown: list[Passage] = []
+
+    def arrange(k: int) -> list[str]:
+        chosen = kept[:k]
+        random.Random(derive_seed("permutation", item.key, perm, k, ctx.seed)).shuffle(chosen)
+        shown[:] = chosen
+        return [passage_text(p) for p in chosen]
+
+    ids, k = fit_units(ctx, "msmarco_rerank", length, GEN, INSTRUCTION + demo_text(demos),
+                       f"\n\nQuery: {item.question}", ANSWER_PREFIX, "\n", unit_sizes(ctx, texts), arrange, 2,
+                       "passages")
+    qrels = tuple(f"{p.pid}:{p.label}" for p in shown)
+    return Sample("msmarco_rerank", length, index, ids, qrels, ANSWER_PREFIX,
+                  {"qid": item.key, "num_passages": k, "permutation": perm, "shown_ids": [p.pid for p in shown],
+                   "labels": {str(lab): sum(p.label == lab for p in shown) for lab in sorted({p.label for p in shown})},
+                   "demo_ids": [d.key for d in demos], "data_sha256": pool.sha256})
+
+
+@register
+def msmarco_rerank() -> TaskSpec:
+    return TaskSpec(name="msmarco_rerank", suite="helmet", category="rerank", metric="ndcg_at_10",
+                    tokens_to_generate=GEN, build=lambda ctx, L, i, rng: build_rerank(ctx, L, i),
+                    markers=("helmet", "rerank"), scoring_prefix=ANSWER_PREFIX, default_samples=300,
+                    description="rank MS MARCO passages for a query (NDCG@10)")
