@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+# No test may reach the hub: a task whose data is not local skips at once instead of waiting on timeouts.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# pytester's in-process runs drop modules first imported during the run; numpy and pyarrow cannot be imported twice
+# in one process, so they are imported here, before any such run.
+import datasets  # noqa: E402,F401
 
 from ctxgate.textcodec import ByteTokenizer, HFTokenizer, PieceEncoder
 
@@ -14,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "fixtures" / "tiny-llama-niah"
 SQUAD = ROOT / "fixtures" / "data" / "squad_v2_validation_tiny.jsonl"
 HOTPOT = ROOT / "fixtures" / "data" / "hotpotqa_distractor_validation_tiny.jsonl"
+HELMET_DATA = ROOT / "fixtures" / "helmet_data"
 
 pytest_plugins = ["pytester"]
 

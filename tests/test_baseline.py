@@ -48,7 +48,7 @@ def test_different_prompts_are_an_error_naming_what_differs(run):
     run("base", {"default": 1.0}).assert_outcomes(passed=2)
     result = run("other", {"default": 1.0}, "--baseline", "base.json", "--chat-template", "on")
     result.assert_outcomes(errors=2)
-    result.stdout.fnmatch_lines(["*the prompts differ in chat-template setting ('off' in the baseline, 'on' now)*"])
+    result.stdout.fnmatch_lines(["*the prompts differ in chat-template setting ('task' in the baseline, 'on' now)*"])
     result = run("seed", {"default": 1.0}, "--baseline", "base.json", "--seed", "7")
     result.stdout.fnmatch_lines(["*data seed (42 in the baseline, 7 now)*"])
 

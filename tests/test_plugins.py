@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 
 from ctxgate.report.schema import REPORT_SCHEMA
-from tests.conftest import HOTPOT, ROOT, SQUAD
+from ctxgate.tasks import all_tasks
+from tests.conftest import HELMET_DATA, HOTPOT, ROOT, SQUAD
 
 
 @pytest.fixture
@@ -25,7 +26,7 @@ def suite(pytester: pytest.Pytester):
         if thresholds is not None:
             (pytester.path / "thresholds.toml").write_text(thresholds)
         argv = ["--backend", "scripted", "--model", "script.json", "--lengths", lengths, "--samples", "4",
-                "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *args]
+                "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), "--data-dir", str(HELMET_DATA), *args]
         return pytester.runpytest_subprocess(*argv) if subprocess else pytester.runpytest(*argv)
 
     return run
@@ -41,10 +42,10 @@ def test_report_json_junit_markdown_under_xdist(suite, pytester):
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     jsonschema.validate(report, REPORT_SCHEMA)
     ids = {(c["task"], c["length"]) for c in report["cases"]}
-    assert ("niah_multikey_2", 8192) in ids and ("json_kv", 4096) in ids and len(ids) == 28
+    assert ("niah_multikey_2", 8192) in ids and ("json_kv", 4096) in ids and len(ids) == 2 * len(all_tasks())
     ran = [c for c in report["cases"] if c["verdict"] == "pass"]
     assert ran and all(c["score"] == 100.0 and c["n"] == 4 for c in ran)
-    assert report["run"]["model"] == "script.json" and report["run"]["chat_template"] == "off"
+    assert report["run"]["model"] == "script.json" and report["run"]["chat_template"] == "task"
     assert report["by_length"]["8192"]["helmet_recall"]["score"] == 100.0
     predictions = (pytester.path / "out" / "run.predictions.jsonl").read_text().splitlines()
     assert len(predictions) == 4 * len(ran)

@@ -14,16 +14,21 @@ from hypothesis import strategies as st
 from ctxgate.runner import build_samples
 from ctxgate.seeding import sample_rng
 from ctxgate.tasks import BuildContext, all_tasks, get_task
-from tests.conftest import HOTPOT, SQUAD
+from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
 
 UNIT = {"niah_single_1": 26, "niah_single_2": 80, "niah_single_3": 80, "niah_multikey_1": 80,
         "niah_multikey_2": 30, "niah_multikey_3": 75, "niah_multivalue": 80, "niah_multiquery": 80, "vt": 26,
-        "cwe": 16, "fwe": 32, "qa_1": 60, "qa_2": 45, "json_kv": 80}
+        "cwe": 16, "fwe": 32, "qa_1": 60, "qa_2": 45, "json_kv": 80,
+        # HELMET applications on the fixture data: a passage, a demo, or (books) nothing: the cut is exact.
+        "kilt_nq": 60, "kilt_triviaqa": 60, "kilt_popqa": 60, "kilt_hotpotqa": 60, "msmarco_rerank": 40,
+        "icl_trec_coarse": 30, "icl_trec_fine": 30, "icl_banking77": 40, "icl_clinic150": 40, "icl_nlu": 40,
+        "infbench_qa": 1, "infbench_mc": 1}
 TASKS = [t.name for t in all_tasks()]
 
 
 def ctx_for(encoder, chat: bool = False, seed: int = 42) -> BuildContext:
-    return BuildContext(encoder=encoder, chat=chat, seed=seed, squad_source=str(SQUAD), hotpotqa_source=str(HOTPOT))
+    return BuildContext(encoder=encoder, chat=chat, seed=seed, squad_source=str(SQUAD), hotpotqa_source=str(HOTPOT),
+                        data_dir=str(HELMET_DATA))
 
 
 def test_unit_table_covers_every_task():

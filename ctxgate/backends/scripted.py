@@ -54,9 +54,17 @@ class ScriptedBackend:
             p = self.accuracy(r.task, r.length)
             i = r.index + int(self.script.get("offset", 0))  # another offset: same rate, other samples right
             right = math.floor((i + 1) * p + 1e-9) > math.floor(i * p + 1e-9)
-            text = (" " + " ".join(r.answers)) if right else ""
+            text = _right_answer(r.answers) if right else ""
             out.append(Generation(text, len(text.encode("utf-8")), "stop"))
         return out
 
     def describe(self) -> dict[str, object]:
         return {"backend": self.name, "script": self.script}
+
+
+def _right_answer(answers: Sequence[str]) -> str:
+    """A right output: the answers, or for re-rank judgments (``ID:LABEL``) the IDs by falling label."""
+    judged = [a.rpartition(":") for a in answers]
+    if answers and all(sep and label.isdigit() and pid.isdigit() for pid, sep, label in judged):
+        return " " + " > ".join(pid for pid, _, label in sorted(judged, key=lambda j: -int(j[2])))
+    return " " + " ".join(answers)

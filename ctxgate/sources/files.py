@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -57,6 +58,9 @@ def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, 
     key = (hub_id, config, split)
     if key in _HUB_FAILED:
         raise _HUB_FAILED[key]
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        raise DataUnavailable(f"no {local}, and the hub is off (HF_HUB_OFFLINE) so {hub_id!r} cannot be read; "
+                              f"{flag_hint}")
     import datasets
 
     try:

@@ -73,7 +73,7 @@ def build_longqa(task: str, ctx: BuildContext, length: int, index: int) -> Sampl
     story, cut = cut_document(ctx, book.context, budget, OMITTED)
     ids = frame.pre + story + frame.post
     return Sample(task, length, index, ids, answers, ANSWER_PREFIX,
-                  {"book_id": book.key, "story_tokens": len(story), "truncated": cut,
+                  {"book_id": book.key, "story_tokens": len(story), "truncated": cut, "pool_exhausted": not cut,
                    "demo_ids": [d.key for d in demos], "data_sha256": load_infbench(task, ctx.data_dir).sha256})
 
 

@@ -82,7 +82,7 @@ def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
                        "passages")
     qrels = tuple(f"{p.pid}:{p.label}" for p in shown)
     return Sample("msmarco_rerank", length, index, ids, qrels, ANSWER_PREFIX,
-                  {"qid": item.key, "num_passages": k, "permutation": perm, "shown_ids": [p.pid for p in shown],
+                  {"qid": item.key, "num_passages": k, "permutation": perm, "pool_exhausted": k == len(kept), "shown_ids": [p.pid for p in shown],
                    "labels": {str(lab): sum(p.label == lab for p in shown) for lab in sorted({p.label for p in shown})},
                    "demo_ids": [d.key for d in demos], "data_sha256": pool.sha256})
 
