@@ -62,6 +62,8 @@ class CaseResult:
 
 def build_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> list[Sample]:
     ctx = task_context(spec, ctx)
+    if ctx.seed != seed:  # one seed for the whole sample: its rng and the task's seeded choices (order, demos)
+        ctx = replace(ctx, seed=seed)
     return [spec.build(ctx, length, i, sample_rng(spec.name, length, i, seed)) for i in range(n)]
 
 

@@ -44,3 +44,23 @@ def test_pickle_weights_are_refused_without_the_flag(tmp_path):
     (tmp_path / "pytorch_model.bin").write_bytes(b"not really")
     with pytest.raises(BackendError, match="--allow-pickle"):
         HFBackend(str(tmp_path))
+
+
+def test_helmet_categories_are_plain_means_and_partial_when_a_member_is_missing():
+    scores = {"kilt_nq": 40.0, "kilt_triviaqa": 60.0, "kilt_popqa": 20.0, "kilt_hotpotqa": 0.0,
+              "msmarco_rerank": 33.3, "icl_trec_coarse": 50.0, "infbench_qa": 10.0, "infbench_mc": 30.0}
+    cases = [record(t, 1024, s) for t, s in scores.items()]
+    report = build_report(cases, {"model": "tiny"}, 85.6, [], True)
+    at = report["by_length"]["1024"]
+    assert at["helmet_rag"] == {"score": 30.0, "partial": False, "members": ["kilt_nq", "kilt_triviaqa", "kilt_popqa",
+                                                                             "kilt_hotpotqa"], "missing": []}
+    assert at["helmet_rerank"]["score"] == 33.3 and not at["helmet_rerank"]["partial"]
+    assert at["helmet_icl"]["score"] == 50.0 and at["helmet_icl"]["partial"]
+    assert at["helmet_icl"]["missing"] == ["icl_trec_fine", "icl_banking77", "icl_clinic150", "icl_nlu"]
+    assert at["helmet_longqa"]["score"] == 20.0 and at["helmet_longqa"]["missing"] == ["narrativeqa"]
+    assert at["helmet_recall"]["score"] is None  # no recall member ran: no row, no number
+    text = terminal(report)
+    assert "HELMET RAG" in text and "30.0" in text and "HELMET LongQA" in text and "20.0*" in text
+    assert "HELMET Recall" not in text
+    assert "LongQA lacks narrativeqa" in text and "not the category score" in text
+    assert "| HELMET ICL | 50.0* |" in markdown(report)

@@ -1,0 +1,191 @@
+"""HELMET application tasks on the shipped fixture data: where the gold sits, what truncation keeps, the demos."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxgate.runner import build_samples
+from ctxgate.sources.icl import load_icl
+from ctxgate.sources.kilt import load_msmarco, load_rag
+from ctxgate.tasks import BuildContext, get_task
+from ctxgate.tasks import icl, longqa, rag, rerank
+from tests.conftest import HELMET_DATA
+
+RAG = ["kilt_nq", "kilt_triviaqa", "kilt_popqa"]
+ICL = ["icl_trec_coarse", "icl_trec_fine", "icl_banking77", "icl_clinic150", "icl_nlu"]
+
+
+@pytest.fixture(scope="module")
+def ctx(hf_encoder) -> BuildContext:
+    return BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA))
+
+
+def text_of(ctx: BuildContext, sample) -> str:
+    return ctx.encoder.decode(sample.input_ids)
+
+
+@pytest.mark.parametrize("task", RAG)
+@pytest.mark.parametrize("length", [1024, 2048])
+def test_rag_gold_at_six_depths_of_the_same_question(ctx, task, length):
+    samples = build_samples(get_task(task), ctx, length, 6, 42)
+    pool = load_rag(task, str(HELMET_DATA))
+    assert len({s.meta["question_id"] for s in samples}) == 1  # i // 6: one question, six depths
+    for copy, s in enumerate(samples):
+        k = s.meta["num_passages"]
+        item = next(i for i in pool.items if i.key == s.meta["question_id"])
+        prompt = text_of(ctx, s)
+        shown = [b for b in prompt.split("\n\n") if b.startswith("Document (Title:")][-k:]
+        gold = rag.passage_text(item.gold[0])
+        assert shown.index(gold) + 1 == s.meta["gold_positions"][0] == round(rag.DEPTHS[copy] * (k - 1)) + 1
+        assert all(b == gold or b in {rag.passage_text(p) for p in item.distractors} for b in shown)
+    assert [s.meta["gold_positions"][0] for s in samples][0] == 1  # depth 0 is the first passage
+    assert samples[-1].meta["gold_positions"][0] == samples[-1].meta["num_passages"]  # depth 1 is the last
+
+
+def test_hotpotqa_two_golds_in_three_permutations(ctx):
+    samples = build_samples(get_task("kilt_hotpotqa"), ctx, 2048, 3, 42)
+    orders = []
+    for s in samples:
+        prompt = text_of(ctx, s)
+        item = next(i for i in load_rag("kilt_hotpotqa", str(HELMET_DATA)).items if i.key == s.meta["question_id"])
+        shown = [b for b in prompt.split("\n\n") if b.startswith("Document (Title:")][-s.meta["num_passages"]:]
+        assert sorted(shown.index(rag.passage_text(g)) + 1 for g in item.gold) == sorted(s.meta["gold_positions"])
+        orders.append(tuple(shown))
+    assert len(set(orders)) == 3 and len({frozenset(o) for o in orders}) == 1
+
+
+def test_popqa_keeps_only_long_tail_entities():
+    pool = load_rag("kilt_popqa", str(HELMET_DATA))
+    assert pool.items and all(not i.key.endswith(("_0", "_5")) for i in pool.items)  # every 5th is popular
+
+
+@pytest.mark.parametrize("task", RAG + ["kilt_hotpotqa"])
+def test_rag_truncation_keeps_instruction_demos_and_question(ctx, task):
+    short, long = (build_samples(get_task(task), ctx, L, 1, 42)[0] for L in (1024, 2048))
+    assert short.meta["num_passages"] < long.meta["num_passages"]
+    for s in (short, long):
+        prompt = text_of(ctx, s)
+        question = next(i for i in load_rag(task, str(HELMET_DATA)).items
+                        if i.key == s.meta["question_id"]).question
+        assert prompt.lstrip("<s> ").startswith(rag.INSTRUCTION.strip()[:40])
+        assert prompt.endswith(f"\n\nQuestion: {question}\nAnswer:")
+        assert prompt.count("\nAnswer: ") == 2 + 1  # two whole demos with their answers (+ the format line)
+    assert short.meta["demo_ids"] == long.meta["demo_ids"]
+
+
+@pytest.mark.parametrize("task", RAG + ["kilt_hotpotqa"])
+def test_rag_demos_are_seeded_and_never_the_question(ctx, task):
+    a = build_samples(get_task(task), ctx, 1024, 12, 42)
+    b = build_samples(get_task(task), ctx, 1024, 12, 42)
+    assert [s.meta["demo_ids"] for s in a] == [s.meta["demo_ids"] for s in b]
+    for s in a:
+        assert len(s.meta["demo_ids"]) == 2 and s.meta["question_id"] not in s.meta["demo_ids"]
+    other = build_samples(get_task(task), ctx, 1024, 12, 7)
+    assert [s.meta["demo_ids"] for s in other] != [s.meta["demo_ids"] for s in a]
+
+
+def test_rerank_balanced_labels_three_orders_and_judgments(ctx):
+    samples = build_samples(get_task("msmarco_rerank"), ctx, 2048, 3, 42)
+    pool = load_msmarco(str(HELMET_DATA))
+    assert len({s.meta["qid"] for s in samples}) == 1
+    orders = [tuple(s.meta["shown_ids"]) for s in samples]
+    assert len(set(orders)) == 3 and len({frozenset(o) for o in orders}) == 1
+    for s in samples:
+        counts = s.meta["labels"].values()
+        assert max(counts) - min(counts) <= 1  # round-robin over labels
+        labels = {p.pid: p.label for item in pool.items for p in item.distractors if item.key == s.meta["qid"]}
+        assert sorted(s.answers) == sorted(f"{pid}:{labels[pid]}" for pid in s.meta["shown_ids"])
+        prompt = text_of(ctx, s)
+        shown = [b.split("]")[0].removeprefix("[ID: ") for b in prompt.split("\n\n") if b.startswith("[ID: ")]
+        assert shown[-len(s.meta["shown_ids"]):] == s.meta["shown_ids"]
+        assert "most relelvant" in prompt and prompt.endswith("\nRanking:")
+        assert s.meta["qid"] not in s.meta["demo_ids"]
+
+
+def test_rerank_shorter_length_drops_passages_not_demos(ctx):
+    short, long = (build_samples(get_task("msmarco_rerank"), ctx, L, 1, 42)[0] for L in (1024, 2048))
+    assert short.meta["num_passages"] < long.meta["num_passages"]
+    assert short.meta["demo_ids"] == long.meta["demo_ids"]
+    assert text_of(ctx, short).count("\nRanking: ") == 2 + 1
+
+
+@pytest.mark.parametrize("task", ICL)
+def test_icl_rounds_mapping_and_question_last(ctx, task):
+    data = load_icl(task, str(HELMET_DATA), 42)
+    s = build_samples(get_task(task), ctx, 2048, 1, 42)[0]
+    prompt = text_of(ctx, s)
+    body, question = prompt.rsplit("\n\n", 1)
+    demos = body.split("\n\n")[1:]
+    assert len(demos) == s.meta["shots"] <= s.meta["shots_target"]
+    mapped = [d.rsplit("\nlabel: ", 1)[1] for d in demos]
+    n = data.num_labels
+    for r in range(len(mapped) // n):  # every full round shows each (remapped) label once
+        assert sorted(mapped[r * n:(r + 1) * n], key=int) == [str(i) for i in range(n)]
+    text, label = next((t, lab) for t, lab in data.test if question.startswith(t))
+    assert question == f"{text}\nlabel:" and s.answers == (str(s.meta["mapped_label"]),)
+    assert s.meta["label"] == label
+    assert all(d.rsplit("\nlabel: ", 1)[0] != text for d in demos)  # the test item is never a demo
+    assert prompt.lstrip("<s> ").startswith('Use the provided mapping from the text to label to assign a label to '
+                                            'the text. Only output "label: {label}" and nothing else. \n\n')
+
+
+@pytest.mark.parametrize("task", ICL)
+def test_icl_demos_nest_across_lengths_and_follow_the_seed(ctx, task):
+    short, long = (build_samples(get_task(task), ctx, L, 2, 42)[1] for L in (1024, 2048))
+    assert text_of(ctx, long).startswith(text_of(ctx, short).rsplit("\n\n", 1)[0])  # a prefix of the longer
+    assert short.answers == long.answers
+    other = build_samples(get_task(task), ctx, 1024, 2, 7)[1]
+    assert text_of(ctx, other) != text_of(ctx, short)
+
+
+def test_icl_test_items_are_label_balanced(ctx):
+    data = load_icl("icl_trec_coarse", str(HELMET_DATA), 42)
+    labels = [data.test[i][1] for i in icl.balanced_order(data, "icl_trec_coarse", 42)[:30]]
+    assert all(labels.count(lab) == 5 for lab in range(6))
+
+
+def test_icl_shot_targets_follow_helmets_table():
+    assert icl.target_shots("icl_banking77", 8192) == 360 and icl.target_shots("icl_nlu", 131072) == 8296
+    assert icl.target_shots("icl_trec_coarse", 2048) == 100  # proportional below 4K
+    assert icl.target_shots("icl_trec_fine", 12288) == 600  # linear between 8K (400) and 16K (800)
+
+
+@pytest.mark.parametrize("task", ["infbench_qa", "infbench_mc"])
+def test_infbench_cuts_only_the_story(ctx, task):
+    for length in (512, 2048):
+        s = build_samples(get_task(task), ctx, length, 1, 42)[0]
+        prompt = text_of(ctx, s)
+        assert s.meta["truncated"] and " ... [the rest of the text is omitted]" in prompt
+        head = longqa.MC_INSTRUCTION if task == "infbench_mc" else longqa.QA_INSTRUCTION
+        assert prompt.lstrip("<s> ").startswith(head + "For example:\n\n[story text]\nQuestion: ")
+        assert "\n\nNow, read the following story:\n\nChapter One." in prompt
+        assert prompt.endswith("\n\nAnswer:")
+        assert len(s.input_ids) + get_task(task).tokens_to_generate == length
+        assert s.meta["book_id"] not in s.meta["demo_ids"]
+
+
+def test_infbench_mc_gold_letter_names_the_right_option(ctx):
+    for s in build_samples(get_task("infbench_mc"), ctx, 1024, 6, 42):
+        letter, full = s.answers
+        prompt = text_of(ctx, s)
+        assert f"\n{full}\n" in prompt or prompt.endswith(f"\n{full}\n\nAnswer:")
+        assert full.startswith(f"{letter}. ")
+
+
+def test_missing_data_names_the_flag(hf_encoder):
+    from ctxgate.sources import DataUnavailable
+
+    bare = BuildContext(encoder=hf_encoder, chat=False)
+    with pytest.raises(DataUnavailable, match="--data-dir"):
+        build_samples(get_task("kilt_nq"), bare, 2048, 1, 42)
+    with pytest.raises(DataUnavailable, match="HF_HUB_OFFLINE.*--data-dir"):
+        build_samples(get_task("icl_nlu"), bare, 2048, 1, 42)
+
+
+def test_longqa_uses_the_chat_template_under_the_task_policy(hf_encoder):
+    from ctxgate.runner import task_context
+
+    by_task = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA), chat_by_task=True)
+    assert task_context(get_task("infbench_qa"), by_task).chat is True
+    assert task_context(get_task("kilt_nq"), by_task).chat is False
+    assert rerank.ANSWER_PREFIX == "Ranking:"
