@@ -57,6 +57,7 @@ def naive_niah_single_2(tok, length: int, index: int, seed: int) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokenizer", default="fixtures/tiny-llama-niah")
+    ap.add_argument("--data-dir", default="fixtures/helmet_data", help="HELMET data folder (fixtures: small pools)")
     ap.add_argument("--samples", type=int, default=100)
     ap.add_argument("--lengths", default="32k,128k")
     ap.add_argument("--naive-samples", type=int, default=3)
@@ -66,7 +67,7 @@ def main() -> None:
     print(f"tokenizer {args.tokenizer} ({type(tok).__name__}, vocab {len(tok)}), {args.samples} samples per case")
     for length in parse_lengths(args.lengths):
         enc = PieceEncoder(HFTokenizer(tok))  # fresh cache: the one-off haystack tokenization is counted
-        ctx = BuildContext(encoder=enc, chat=False, squad_source=SQUAD, hotpotqa_source=HOTPOT)
+        ctx = BuildContext(encoder=enc, chat=False, squad_source=SQUAD, hotpotqa_source=HOTPOT, data_dir=args.data_dir)
         total, per_task = 0.0, {}
         for spec in all_tasks():
             t0 = time.perf_counter()

@@ -102,6 +102,13 @@ def test_rerank_balanced_labels_three_orders_and_judgments(ctx):
         assert s.meta["qid"] not in s.meta["demo_ids"]
 
 
+@pytest.mark.parametrize("task", ["msmarco_rerank", "infbench_qa", "infbench_mc"])
+def test_same_seed_same_prompts_and_demos(ctx, task):
+    a, b = (build_samples(get_task(task), ctx, 1024, 4, 42) for _ in range(2))
+    assert [s.digest() for s in a] == [s.digest() for s in b]
+    assert [s.meta["demo_ids"] for s in a] == [s.meta["demo_ids"] for s in b]
+
+
 def test_rerank_shorter_length_drops_passages_not_demos(ctx):
     short, long = (build_samples(get_task("msmarco_rerank"), ctx, L, 1, 42)[0] for L in (1024, 2048))
     assert short.meta["num_passages"] < long.meta["num_passages"]

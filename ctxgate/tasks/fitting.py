@@ -15,30 +15,35 @@ SEP = "\n\n"
 
 
 def fit_units(ctx: BuildContext, task: str, length: int, gen: int, head: str, tail: str, answer_prefix: str,
-              separator: str, sizes: Sequence[int], arrange: Callable[[int], list[str]], minimum: int,
+              separator: str, units: Sequence[str], arrange: Callable[[int], list[int]], minimum: int,
               what: str) -> tuple[tuple[int, ...], int]:
-    """Prompt ids and the number of units used. ``sizes`` are the token counts of the candidate units in the order
-    they are kept (the must-haves first); ``arrange(k)`` lays the first k out in display order."""
+    """Prompt ids and the number of units used. ``units`` are the candidates in the order they are kept (the
+    must-haves first); ``arrange(k)`` gives the display order of the first k as indices.
+
+    Units are tokenized once per sample behind their separator, only as far as the room reaches, and never enter
+    the encoder's cache: at 128K a RAG pool or an ICL shot list is a million distinct strings per case."""
     enc = ctx.encoder
     frame = make_frame(ctx, [head], [tail], answer_prefix, separator)
     budget = frame.budget(length, gen)
-    k = fill_count(sizes, budget)
+    encoded: list[tuple[int, ...]] = []
+    used = 0
+    while len(encoded) < len(units) and used <= budget:
+        batch = units[len(encoded): len(encoded) + 64]
+        for ids in enc.encode_fresh([SEP + u for u in batch]):
+            encoded.append(ids)
+            used += len(ids)
+    k = fill_count([len(ids) for ids in encoded], budget)
     need_room(task, length, k, minimum, what)
     while True:
-        units = arrange(k)
-        pieces = [units[0]] + [SEP + u for u in units[1:]] if units else []
-        body = tuple(i for ids in enc.encode_many(pieces) for i in ids)
+        order = arrange(k)
+        body = tuple(enc.encode_fresh([units[order[0]]])[0]) if order else ()
+        body += tuple(i for j in order[1:] for i in encoded[j])
         if len(body) <= budget:
             return frame.pre + body + frame.post, k
         if k <= minimum:  # tokens merged across a boundary and the must-haves alone overflow
             raise TaskTooShort(f"{task} cannot be built at length {length}: its fixed parts and {minimum} "
                                f"{what} take {len(body) - budget} tokens too many; choose a longer --lengths value")
         k -= 1
-
-
-def unit_sizes(ctx: BuildContext, units: Sequence[str]) -> list[int]:
-    """Token counts of units as they appear after a separator."""
-    return [len(ids) for ids in ctx.encoder.encode_many([SEP + u for u in units])]
 
 
 def cut_document(ctx: BuildContext, text: str, budget: int, suffix: str) -> tuple[tuple[int, ...], bool]:

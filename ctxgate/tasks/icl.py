@@ -15,9 +15,10 @@ from __future__ import annotations
 import random
 
 from ctxgate.seeding import derive_seed
+from ctxgate.sources import DataUnavailable
 from ctxgate.sources.icl import ICLData, load_icl
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
-from ctxgate.tasks.fitting import fit_units, unit_sizes
+from ctxgate.tasks.fitting import fit_units
 from ctxgate.tasks.registry import register
 
 INSTRUCTION = ('Use the provided mapping from the text to label to assign a label to the text. Only output '
@@ -69,6 +70,9 @@ def demo_rounds(data: ICLData, question: str, count: int, rng: random.Random) ->
     for text, label in data.train:
         if text.strip() != question.strip():  # never the test item itself
             by_label.setdefault(label, []).append((text, label))
+    if not by_label:
+        raise DataUnavailable("the ICL train split has no example to use as a demo; check it with "
+                              "`ctxgate data verify DIR`")
     decks = {lab: [] for lab in by_label}
     demos: list[tuple[str, int]] = []
     while len(demos) < count:
@@ -93,8 +97,8 @@ def build_icl(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     target = target_shots(task, length)
     demos = demo_rounds(data, question, target, rng)
     units = [f"{text}\nlabel: {mapping[lab]}" for text, lab in demos]
-    ids, k = fit_units(ctx, task, length, GEN, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n",
-                       unit_sizes(ctx, units), lambda k: units[:k], 1, "demos")
+    ids, k = fit_units(ctx, task, length, GEN, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", units,
+                       lambda k: list(range(k)), 1, "demos")
     return Sample(task, length, index, ids, (str(mapping[label]),), ANSWER_PREFIX,
                   {"shots_target": target, "shots": k, "label": label, "mapped_label": mapping[label],
                    "rounds": k / data.num_labels, "data_sha256": data.sha256})

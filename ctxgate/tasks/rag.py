@@ -17,7 +17,7 @@ import random
 from ctxgate.seeding import derive_seed
 from ctxgate.sources.kilt import Demo, Passage, Pool, load_rag
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
-from ctxgate.tasks.fitting import SEP, fit_units, unit_sizes
+from ctxgate.tasks.fitting import SEP, fit_units
 from ctxgate.tasks.registry import register
 
 INSTRUCTION = ("Use the given documents to write a concise and short answer to the question. Write your answer in "
@@ -61,22 +61,20 @@ def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int)
     gold = [passage_text(p) for p in item.gold[: 2 if multi_gold else 1]]
     others = [passage_text(p) for p in item.distractors]
     candidates = gold + others
-    placed: dict[str, object] = {}
+    placed: dict[str, list[int]] = {}
 
-    def arrange(k: int) -> list[str]:
-        chosen = candidates[:k]
+    def arrange(k: int) -> list[int]:
         if multi_gold:
-            rng = random.Random(derive_seed("permutation", task, item.key, copy, k, ctx.seed))
-            rng.shuffle(chosen)
-            placed["gold_positions"] = [chosen.index(g) + 1 for g in gold]
-            return chosen
+            order = list(range(k))
+            random.Random(derive_seed("permutation", task, item.key, copy, k, ctx.seed)).shuffle(order)
+            placed["gold_positions"] = [order.index(g) + 1 for g in range(len(gold))]
+            return order
         where = round(DEPTHS[copy] * (k - 1))
-        layout = chosen[1:where + 1] + [chosen[0]] + chosen[where + 1:]
         placed["gold_positions"] = [where + 1]
-        return layout
+        return list(range(1, where + 1)) + [0] + list(range(where + 1, k))
 
-    ids, k = fit_units(ctx, task, length, GEN, head, tail, ANSWER_PREFIX, "\n", unit_sizes(ctx, candidates),
-                       arrange, len(gold), "passages (the gold ones included)")
+    ids, k = fit_units(ctx, task, length, GEN, head, tail, ANSWER_PREFIX, "\n", candidates, arrange, len(gold),
+                       "passages (the gold ones included)")
     return Sample(task, length, index, ids, item.answers, ANSWER_PREFIX,
                   {"question_id": item.key, "num_passages": k, "gold_positions": placed["gold_positions"],
                    "depth": None if multi_gold else DEPTHS[copy], "permutation": copy if multi_gold else None,

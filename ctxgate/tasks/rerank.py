@@ -18,7 +18,7 @@ import random
 from ctxgate.seeding import derive_seed
 from ctxgate.sources.kilt import Demo, Passage, load_msmarco
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
-from ctxgate.tasks.fitting import SEP, fit_units, unit_sizes
+from ctxgate.tasks.fitting import SEP, fit_units
 from ctxgate.tasks.registry import register
 
 INSTRUCTION = ("You are provided with a list of documents, each indicated by their ID. Rank each document based on "
@@ -68,18 +68,17 @@ def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
     random.Random(derive_seed("demos", "msmarco_rerank", item.key, ctx.seed)).shuffle(candidates_demo)
     demos = candidates_demo[:SHOTS]
     kept = balanced(item.distractors, random.Random(derive_seed("balance", item.key, ctx.seed)))
-    texts = [passage_text(p) for p in kept]
     shown: list[Passage] = []
 
-    def arrange(k: int) -> list[str]:
-        chosen = kept[:k]
-        random.Random(derive_seed("permutation", item.key, perm, k, ctx.seed)).shuffle(chosen)
-        shown[:] = chosen
-        return [passage_text(p) for p in chosen]
+    def arrange(k: int) -> list[int]:
+        order = list(range(k))
+        random.Random(derive_seed("permutation", item.key, perm, k, ctx.seed)).shuffle(order)
+        shown[:] = [kept[i] for i in order]
+        return order
 
     ids, k = fit_units(ctx, "msmarco_rerank", length, GEN, INSTRUCTION + demo_text(demos),
-                       f"\n\nQuery: {item.question}", ANSWER_PREFIX, "\n", unit_sizes(ctx, texts), arrange, 2,
-                       "passages")
+                       f"\n\nQuery: {item.question}", ANSWER_PREFIX, "\n", [passage_text(p) for p in kept],
+                       arrange, 2, "passages")
     qrels = tuple(f"{p.pid}:{p.label}" for p in shown)
     return Sample("msmarco_rerank", length, index, ids, qrels, ANSWER_PREFIX,
                   {"qid": item.key, "num_passages": k, "permutation": perm, "pool_exhausted": k == len(kept), "shown_ids": [p.pid for p in shown],
