@@ -44,7 +44,7 @@ REPORT_SCHEMA: dict[str, Any] = {
             "properties": {
                 "model": {"type": "string"}, "model_fingerprint": {"type": ["object", "null"]},
                 "backend": {"type": ["object", "null"]}, "seed": {"type": "integer"},
-                "samples": {"type": "integer"}, "lengths": {"type": "array", "items": {"type": "integer"}},
+                "samples": {"type": ["integer", "null"]}, "lengths": {"type": "array", "items": {"type": "integer"}},
                 "chat_template": {"enum": ["task", "on", "off"]}, "chat_template_sha256": {"type": ["string", "null"]},
                 "tokenizer_sha256": {"type": ["string", "null"]}, "haystack_sha256": {"type": ["string", "null"]},
                 "data_sha256": {"type": ["string", "null"]}, "packages": {"type": "object"},
