@@ -157,6 +157,20 @@ def _tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _data_fetch(args: argparse.Namespace) -> int:
+    from ctxgate.sources import DataUnavailable
+    from ctxgate.sources.fetch import download, extract
+
+    try:
+        archive = Path(args.archive) if args.archive else download(args.revision)
+        written = extract(archive, Path(args.to))
+    except (DataUnavailable, OSError) as exc:
+        print(f"ctxgate data fetch: {exc}", file=sys.stderr)
+        return 2
+    print(f"extracted {len(written)} files into {args.to}; next: ctxgate data verify {args.to} --write-lock")
+    return 0
+
+
 def _data_verify(args: argparse.Namespace) -> int:
     from ctxgate.sources.manifest import LOCK_NAME, verify, write_lock
 
@@ -246,6 +260,11 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("folder", help="the data folder (HELMET's data/ layout)")
     v.add_argument("--write-lock", action="store_true", help="pin the files' checksums first (a copy you trust)")
     v.set_defaults(fn=_data_verify)
+    f = data.add_parser("fetch", help="HELMET's released kilt/ and msmarco/ files into a data folder")
+    f.add_argument("--to", required=True, help="the data folder to fill (then pass it as --data-dir)")
+    f.add_argument("--archive", default=None, help="a data.tar.gz already downloaded (no hub access needed)")
+    f.add_argument("--revision", default=None, help="hub revision of princeton-nlp/HELMET to download")
+    f.set_defaults(fn=_data_fetch)
     sub.add_parser("schema", help="print the report's JSON schema").set_defaults(fn=_schema)
     return p
 

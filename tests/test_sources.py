@@ -83,3 +83,26 @@ def test_helmet_compat_reproduces_the_empty_answer_bug(pytester):
     assert 0 < gold_a < 6
     assert fixed.score == 0.0 and fixed.metric == "mc_accuracy"
     assert compat.score == pytest.approx(100 * gold_a / 6, abs=0.01) and compat.metric == "mc_accuracy_helmet"
+
+
+def test_fetch_extracts_only_what_is_read_and_refuses_escapes(tmp_path, capsys):
+    import io
+    import tarfile
+
+    archive = tmp_path / "data.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, body in (("data/kilt/nq-dev-multikilt_1000_k20_dep6.jsonl", b'{"question": "q"}\n'),
+                           ("data/msmarco/trec2019psg_preprocessed/x.jsonl", b"{}\n"),
+                           ("data/alce/asqa.json", b"{}"), ("data/kilt/../../evil.txt", b"x")):
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    assert main(["data", "fetch", "--to", str(tmp_path / "out"), "--archive", str(archive)]) == 0
+    assert "extracted 2 files" in capsys.readouterr().out
+    assert (tmp_path / "out" / "kilt" / "nq-dev-multikilt_1000_k20_dep6.jsonl").is_file()
+    assert not (tmp_path / "out" / "alce").exists() and not (tmp_path / "evil.txt").exists()
+
+
+def test_fetch_without_hub_access_says_how_to_pass_an_archive(tmp_path, capsys):
+    assert main(["data", "fetch", "--to", str(tmp_path / "out")]) == 2
+    assert "--archive PATH" in capsys.readouterr().err

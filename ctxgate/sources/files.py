@@ -10,9 +10,8 @@ from typing import Any
 
 from ctxgate.sources.errors import DataUnavailable
 
-FETCH_HINT = ("pass --data-dir DIR with HELMET's data folder (download princeton-nlp/HELMET's data.tar.gz and "
-              "extract it, or `ctxgate data verify DIR` a copy you have); the shipped fixtures: "
-              "--data-dir fixtures/helmet_data")
+FETCH_HINT = ("run `ctxgate data fetch --to data/helmet` (hub access, or --archive data.tar.gz) and pass "
+              "--data-dir data/helmet; the shipped fixtures: --data-dir fixtures/helmet_data")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
