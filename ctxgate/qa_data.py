@@ -11,14 +11,16 @@ import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
+
+from ctxgate.sources.errors import DataUnavailable
+from ctxgate.sources.files import load_rows
 
 DEFAULT_SQUAD = "rajpurkar/squad_v2"
 DEFAULT_HOTPOTQA = "hotpotqa/hotpot_qa"
 
 
-class QADataError(RuntimeError):
-    """The QA source cannot be loaded; the message names the flag that supplies it."""
+# The loaders raise the data sources' one error; the name stays for callers of this module.
+QADataError = DataUnavailable
 
 
 @dataclass(frozen=True)
@@ -37,39 +39,9 @@ class QAPool:
     source: str
 
 
-_FAILED: dict[str, QADataError] = {}  # a source that failed once is not retried (hub retries take ~25 s)
-
-
 def _load_rows(source: str, flag: str, split: str, config: str | None) -> list[dict]:
-    if source in _FAILED:
-        raise _FAILED[source]
-    try:
-        return _read(source, flag, split, config)
-    except QADataError as exc:
-        _FAILED[source] = exc
-        raise
-
-
-def _read(source: str, flag: str, split: str, config: str | None) -> list[dict]:
-    import datasets  # heavy: only when a QA task is built
-
-    p = Path(source)
-    try:
-        if p.is_dir():
-            ds = datasets.load_from_disk(str(p))
-            if isinstance(ds, datasets.DatasetDict):
-                ds = ds[split] if split in ds else ds[next(iter(ds))]
-        elif p.is_file():
-            kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}.get(p.suffix.lower(), "json")
-            ds = datasets.load_dataset(kind, data_files=str(p), split="train")
-        else:
-            ds = datasets.load_dataset(source, config, split=split)
-    except Exception as exc:  # the datasets library raises many types for "not reachable"
-        raise QADataError(
-            f"cannot load {source!r} ({type(exc).__name__}: {str(exc)[:200]}); pass {flag} PATH with a local "
-            f"copy in the hub's layout (a .jsonl/.parquet file or a save_to_disk folder)"
-        ) from exc
-    return list(ds)
+    return list(load_rows(source, split, config, f"pass {flag} PATH with a local copy in the hub's layout (a "
+                                                  ".jsonl/.parquet file or a save_to_disk folder)"))
 
 
 def _pool(docs: list[str], raw_questions: list[tuple[str, tuple[str, ...], list[str], list[str]]],

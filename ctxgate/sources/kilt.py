@@ -16,7 +16,7 @@ from typing import Any
 
 from ctxgate.metrics.text import helmet_normalize
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, largest_k, read_jsonl
+from ctxgate.sources.files import FETCH_HINT, largest_k, read_jsonl, sha256_of
 
 
 @dataclass(frozen=True)
@@ -83,18 +83,15 @@ def _passage(c: dict[str, Any]) -> Passage:
     return Passage(str(c.get("title") or ""), str(c["text"]), str(c.get("id", "")), int(c.get("label") or 0))
 
 
-def _is_gold(c: dict[str, Any], answers: tuple[str, ...], flagged: bool) -> bool:
+def _is_gold(c: dict[str, Any], normalized_answers: tuple[str, ...], flagged: bool) -> bool:
     if flagged:
         return bool(c.get("has_answer"))
     text = helmet_normalize(str(c["text"]))
-    return any(helmet_normalize(a) and helmet_normalize(a) in text for a in answers)
+    return any(a and a in text for a in normalized_answers)
 
 
 def _digest(*paths: Path) -> str:
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(p.read_bytes())
-    return h.hexdigest()
+    return hashlib.sha256("".join(sha256_of(p) for p in paths).encode()).hexdigest()
 
 
 def _check(record: dict[str, Any], path: Path, fields: tuple[str, ...]) -> None:
@@ -117,11 +114,12 @@ def load_rag(task: str, data_dir: str | None) -> Pool:
         _check(r, test, ("question", "answers", "ctxs"))
         key = str(r.get("id", r["question"]))
         answers = tuple(str(a) for a in r["answers"])
+        normalized = tuple(helmet_normalize(a) for a in answers)
         flagged = any("has_answer" in c for c in r["ctxs"])
         entry = grouped.setdefault(key, {"question": r["question"], "answers": answers, "gold": {}, "other": {}})
         for c in r["ctxs"]:
             p = _passage(c)
-            (entry["gold"] if _is_gold(c, answers, flagged) else entry["other"]).setdefault((p.title, p.text), p)
+            (entry["gold"] if _is_gold(c, normalized, flagged) else entry["other"]).setdefault((p.title, p.text), p)
     items = tuple(RagItem(k, e["question"], e["answers"], tuple(e["gold"].values()), tuple(e["other"].values()))
                   for k, e in grouped.items() if e["gold"])
     if not items:

@@ -7,12 +7,12 @@ differ from its pin fails verification: results from different data are not comp
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxgate.sources.files import sha256_of
 from ctxgate.sources.icl import SOURCES as ICL_SOURCES
 from ctxgate.sources.infbench import HUB_ID as INFBENCH_HUB, SUBSETS as INFBENCH_SUBSETS
 from ctxgate.sources.kilt import MSMARCO_DEMO, MSMARCO_FOLDER, MSMARCO_TEST, RAG_FILES
@@ -59,14 +59,6 @@ class Finding:
     @property
     def failed(self) -> bool:
         return self.status in ("changed", "missing", "bad")
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _matches(root: Path, e: Expected) -> list[Path]:
