@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def derive_seed(*parts: object) -> int:
@@ -18,3 +23,16 @@ def derive_seed(*parts: object) -> int:
 
 def sample_rng(task: str, length: int, index: int, seed: int) -> random.Random:
     return random.Random(derive_seed("sample", task, length, index, seed))
+
+
+@lru_cache(maxsize=256)
+def seeded_order(n: int, *salt: object) -> tuple[int, ...]:
+    """0..n-1 in an order fixed by ``salt`` (a task's question order, a passage permutation), computed once."""
+    order = list(range(n))
+    random.Random(derive_seed(*salt)).shuffle(order)
+    return tuple(order)
+
+
+def seeded_sample(items: Sequence[T], k: int, *salt: object) -> list[T]:
+    """The first ``k`` of ``items`` in an order fixed by ``salt`` (demos chosen per question, per seed)."""
+    return [items[i] for i in seeded_order(len(items), *salt)[:k]]

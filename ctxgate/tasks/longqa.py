@@ -15,9 +15,7 @@ The book is cut from the end to what fits at L in the model's tokenizer, ending 
 
 from __future__ import annotations
 
-import random
-
-from ctxgate.seeding import derive_seed
+from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.infbench import Book, load_infbench
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.fitting import cut_document
@@ -53,13 +51,10 @@ def demo_block(task: str, demos: list[Book]) -> str:
 
 
 def build_longqa(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
-    books = load_infbench(task, ctx.data_dir).books
-    order = list(range(len(books)))
-    random.Random(derive_seed("books", task, ctx.seed)).shuffle(order)
-    book = books[order[index % len(order)]]
-    others = [b for b in books if b.key != book.key]
-    random.Random(derive_seed("demos", task, book.key, ctx.seed)).shuffle(others)
-    demos = others[:SHOTS]
+    data = load_infbench(task, ctx.data_dir)
+    order = seeded_order(len(data.books), "books", task, ctx.seed)
+    book = data.books[order[index % len(order)]]
+    demos = seeded_sample([b for b in data.books if b.key != book.key], SHOTS, "demos", task, book.key, ctx.seed)
     head = (MC_INSTRUCTION if task == "infbench_mc" else QA_INSTRUCTION) + demo_block(task, demos)
     tail = f"\n\nQuestion: {book.question}"
     if task == "infbench_mc":
@@ -74,7 +69,7 @@ def build_longqa(task: str, ctx: BuildContext, length: int, index: int) -> Sampl
     ids = frame.pre + story + frame.post
     return Sample(task, length, index, ids, answers, ANSWER_PREFIX,
                   {"book_id": book.key, "story_tokens": len(story), "truncated": cut, "pool_exhausted": not cut,
-                   "demo_ids": [d.key for d in demos], "data_sha256": load_infbench(task, ctx.data_dir).sha256})
+                   "demo_ids": [d.key for d in demos], "data_sha256": data.sha256})
 
 
 def _spec(name: str, metric: str, description: str) -> TaskSpec:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from ctxgate import qa_data
-from ctxgate.seeding import derive_seed
+from ctxgate.seeding import seeded_order
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.registry import register
 
@@ -25,8 +25,7 @@ def build_qa(name: str, pool: qa_data.QAPool, ctx: BuildContext, length: int, in
              rng: random.Random) -> Sample:
     enc = ctx.encoder
     # Questions are taken in a seeded order without replacement, so samples of a case ask different questions.
-    order = list(range(len(pool.questions)))
-    random.Random(derive_seed("qa-order", name, seed)).shuffle(order)
+    order = seeded_order(len(pool.questions), "qa-order", name, seed)
     q = pool.questions[order[index % len(order)]]
     frame = make_frame(ctx, [HEAD], [TAIL.format(query=q.query)], ANSWER_PREFIX)
     budget = frame.budget(length, GEN)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 
-from ctxgate.seeding import derive_seed
+from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.kilt import Demo, Passage, Pool, load_rag
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import SEP, fit_units
@@ -41,42 +41,35 @@ def demo_text(demos: list[Demo]) -> str:
     return SEP.join(blocks) + SEP
 
 
-def pick_demos(pool_demos: tuple[Demo, ...], avoid: set[str], task: str, key: str, seed: int) -> list[Demo]:
-    """Two demos per question, the same at every depth and length (seeded by the question), never the question."""
-    candidates = [d for d in pool_demos if d.key not in avoid and d.question not in avoid]
-    random.Random(derive_seed("demos", task, key, seed)).shuffle(candidates)
-    return candidates[:SHOTS]
-
-
 def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int) -> Sample:
     multi_gold = task == "kilt_hotpotqa"
     copies = PERMUTATIONS if multi_gold else len(DEPTHS)
-    order = list(range(len(pool.items)))
-    random.Random(derive_seed("questions", task, ctx.seed)).shuffle(order)
+    order = seeded_order(len(pool.items), "questions", task, ctx.seed)
     item = pool.items[order[(index // copies) % len(order)]]
     copy = index % copies
-    demos = pick_demos(pool.demos, {item.key, item.question}, task, item.key, ctx.seed)
+    # Two demos per question, the same at every depth and length, never the question itself.
+    avoid = {item.key, item.question}
+    demos = seeded_sample([d for d in pool.demos if not avoid & {d.key, d.question}], SHOTS, "demos", task, item.key,
+                          ctx.seed)
     head = INSTRUCTION + demo_text(demos)
     tail = f"\n\nQuestion: {item.question}"
     gold = [passage_text(p) for p in item.gold[: 2 if multi_gold else 1]]
     others = [passage_text(p) for p in item.distractors]
     candidates = gold + others
-    placed: dict[str, list[int]] = {}
 
-    def arrange(k: int) -> list[int]:
+    def layout(k: int) -> list[int]:
+        """Display order of the first k candidates (gold first among them)."""
         if multi_gold:
-            order = list(range(k))
-            random.Random(derive_seed("permutation", task, item.key, copy, k, ctx.seed)).shuffle(order)
-            placed["gold_positions"] = [order.index(g) + 1 for g in range(len(gold))]
-            return order
+            return list(seeded_order(k, "permutation", task, item.key, copy, k, ctx.seed))
         where = round(DEPTHS[copy] * (k - 1))
-        placed["gold_positions"] = [where + 1]
         return list(range(1, where + 1)) + [0] + list(range(where + 1, k))
 
-    ids, k = fit_units(ctx, task, length, GEN, head, tail, ANSWER_PREFIX, "\n", candidates, arrange, len(gold),
+    ids, k = fit_units(ctx, task, length, GEN, head, tail, ANSWER_PREFIX, "\n", candidates, layout, len(gold),
                        "passages (the gold ones included)")
+    shown = layout(k)
     return Sample(task, length, index, ids, item.answers, ANSWER_PREFIX,
-                  {"question_id": item.key, "num_passages": k, "gold_positions": placed["gold_positions"],
+                  {"question_id": item.key, "num_passages": k,
+                   "gold_positions": [shown.index(g) + 1 for g in range(len(gold))],
                    "depth": None if multi_gold else DEPTHS[copy], "permutation": copy if multi_gold else None,
                    "demo_ids": [d.key for d in demos], "pool_exhausted": k == len(candidates),
                    "data_sha256": pool.sha256})

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from ctxgate.seeding import derive_seed
+from ctxgate.seeding import derive_seed, seeded_order, seeded_sample
 from ctxgate.sources.kilt import Demo, Passage, load_msmarco
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import SEP, fit_units
@@ -60,28 +60,24 @@ def balanced(passages: tuple[Passage, ...], rng: random.Random) -> list[Passage]
 
 def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
     pool = load_msmarco(ctx.data_dir)
-    order = list(range(len(pool.items)))
-    random.Random(derive_seed("queries", "msmarco_rerank", ctx.seed)).shuffle(order)
+    order = seeded_order(len(pool.items), "queries", "msmarco_rerank", ctx.seed)
     item = pool.items[order[(index // PERMUTATIONS) % len(order)]]
     perm = index % PERMUTATIONS
-    candidates_demo = [d for d in pool.demos if d.key != item.key]
-    random.Random(derive_seed("demos", "msmarco_rerank", item.key, ctx.seed)).shuffle(candidates_demo)
-    demos = candidates_demo[:SHOTS]
+    demos = seeded_sample([d for d in pool.demos if d.key != item.key], SHOTS, "demos", "msmarco_rerank", item.key,
+                          ctx.seed)
     kept = balanced(item.distractors, random.Random(derive_seed("balance", item.key, ctx.seed)))
-    shown: list[Passage] = []
 
-    def arrange(k: int) -> list[int]:
-        order = list(range(k))
-        random.Random(derive_seed("permutation", item.key, perm, k, ctx.seed)).shuffle(order)
-        shown[:] = [kept[i] for i in order]
-        return order
+    def layout(k: int) -> list[int]:
+        return list(seeded_order(k, "permutation", item.key, perm, k, ctx.seed))
 
     ids, k = fit_units(ctx, "msmarco_rerank", length, GEN, INSTRUCTION + demo_text(demos),
                        f"\n\nQuery: {item.question}", ANSWER_PREFIX, "\n", [passage_text(p) for p in kept],
-                       arrange, 2, "passages")
+                       layout, 2, "passages")
+    shown = [kept[i] for i in layout(k)]
     qrels = tuple(f"{p.pid}:{p.label}" for p in shown)
     return Sample("msmarco_rerank", length, index, ids, qrels, ANSWER_PREFIX,
-                  {"qid": item.key, "num_passages": k, "permutation": perm, "pool_exhausted": k == len(kept), "shown_ids": [p.pid for p in shown],
+                  {"qid": item.key, "num_passages": k, "permutation": perm, "pool_exhausted": k == len(kept),
+                   "shown_ids": [p.pid for p in shown],
                    "labels": {str(lab): sum(p.label == lab for p in shown) for lab in sorted({p.label for p in shown})},
                    "demo_ids": [d.key for d in demos], "data_sha256": pool.sha256})
 
