@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ctxgate.cache import GenerationCache, namespace_for
 from ctxgate.fingerprint import checkpoint_fingerprint
-from ctxgate.runner import CaseResult, run_case
+from ctxgate.runner import CaseResult, resolve_chat, run_case
 from ctxgate.tasks import BuildContext, all_tasks, get_task
 
 
@@ -50,11 +50,10 @@ def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], sett
 
     backend = HFBackend(str(path), dtype=settings.dtype)
     encoder = PieceEncoder(backend.tokenizer)
-    chat = settings.chat_template == "on" or (settings.chat_template == "auto" and encoder.has_chat_template)
-    by_task = settings.chat_template == "task" and encoder.has_chat_template
-    ctx = BuildContext(encoder=encoder, chat=chat, seed=settings.seed, essay_path=settings.haystack,
+    chat = resolve_chat(settings.chat_template, encoder.has_chat_template)
+    ctx = BuildContext(encoder=encoder, chat=chat == "on", seed=settings.seed, essay_path=settings.haystack,
                        squad_source=settings.squad, hotpotqa_source=settings.hotpotqa, data_dir=settings.data_dir,
-                       chat_by_task=by_task)
+                       chat_by_task=chat == "task")
     cache = None
     if settings.cache_dir:
         cache = GenerationCache(settings.cache_dir, namespace_for(checkpoint_fingerprint(str(path))["sha256"], backend))

@@ -16,6 +16,14 @@ from ctxgate.stats import interval
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 
 
+def resolve_chat(setting: str, has_template: bool) -> str:
+    """``--chat-template`` as applied to a model: on, off, or task (each task's policy). auto and task fall back to
+    off for a model without a template; an explicit on stays on (and fails when the prompt is built)."""
+    if setting in ("auto", "task"):
+        return ("on" if setting == "auto" else "task") if has_template else "off"
+    return setting
+
+
 def task_context(spec: TaskSpec, ctx: BuildContext) -> BuildContext:
     """With ``--chat-template task``, the task's own policy decides whether its prompt uses the template."""
     if not ctx.chat_by_task or ctx.chat == spec.chat_template:

@@ -12,6 +12,7 @@ import pytest
 
 from ctxgate.backends.base import Backend
 from ctxgate.cache import GenerationCache, namespace_for
+from ctxgate.runner import resolve_chat
 from ctxgate.tasks.base import BuildContext
 from ctxgate.textcodec import PieceEncoder
 from .options import SETTINGS_KEY, Settings
@@ -21,7 +22,7 @@ from .options import SETTINGS_KEY, Settings
 class LoadedModel:
     backend: Backend
     context: BuildContext
-    chat_template: str  # resolved: on | off
+    chat_template: str  # resolved: on | off | task
     run_meta: dict[str, Any]
     cache: GenerationCache | None
 
@@ -78,12 +79,7 @@ def ctxgate_model(pytestconfig: pytest.Config) -> LoadedModel:
         # A failed session fixture is cached: every case errors with this one message, also under xdist.
         pytest.fail(f"ctxgate: {exc}", pytrace=False)
     encoder = PieceEncoder(backend.tokenizer)
-    if settings.chat_template == "auto":
-        chat = "on" if encoder.has_chat_template else "off"
-    elif settings.chat_template == "task":
-        chat = "task" if encoder.has_chat_template else "off"
-    else:
-        chat = settings.chat_template
+    chat = resolve_chat(settings.chat_template, encoder.has_chat_template)
     if chat == "on" and not encoder.has_chat_template:
         pytest.fail(f"ctxgate: --chat-template on, but {settings.model} has no chat template; use "
                     "--chat-template off or auto", pytrace=False)

@@ -63,8 +63,12 @@ class ScriptedBackend:
 
 
 def _right_answer(answers: Sequence[str]) -> str:
-    """A right output: the answers, or for re-rank judgments (``ID:LABEL``) the IDs by falling label."""
-    judged = [a.rpartition(":") for a in answers]
-    if answers and all(sep and label.isdigit() and pid.isdigit() for pid, sep, label in judged):
-        return " " + " > ".join(pid for pid, _, label in sorted(judged, key=lambda j: -int(j[2])))
-    return " " + " ".join(answers)
+    """A right output: the answers, or for re-rank judgments (``ID:LABEL``, read by the metric's own parser) the
+    IDs by falling label."""
+    from ctxgate.metrics.helmet import qrels_from_references
+
+    try:
+        qrels = qrels_from_references(answers)
+    except ValueError:
+        return " " + " ".join(answers)
+    return " " + " > ".join(sorted(qrels, key=lambda pid: -qrels[pid]))
