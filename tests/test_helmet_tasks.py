@@ -147,7 +147,7 @@ def test_icl_demos_nest_across_lengths_and_follow_the_seed(ctx, task):
 
 def test_icl_test_items_are_label_balanced(ctx):
     data = load_icl("icl_trec_coarse", str(HELMET_DATA), 42)
-    labels = [data.test[i][1] for i in icl.balanced_order(data, "icl_trec_coarse", 42)[:30]]
+    labels = [data.test[i][1] for i in icl.balanced_order("icl_trec_coarse", str(HELMET_DATA), 42)[:30]]
     assert all(labels.count(lab) == 5 for lab in range(6))
 
 

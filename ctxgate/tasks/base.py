@@ -8,12 +8,15 @@ with haystack units, so a prompt lands within one unit (a line, sentence, docume
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ctxgate.textcodec import PieceEncoder
+
+T = TypeVar("T")
 
 
 class TaskTooShort(ValueError):
@@ -81,6 +84,14 @@ def make_frame(
     if enc.prefix and pre[: len(enc.prefix)] != enc.prefix:
         pre = enc.prefix + pre
     return Frame(pre, post)
+
+
+_GAP = object()  # fills the rows of exhausted groups; never a real item
+
+
+def interleave(groups: Sequence[Sequence[T]]) -> list[T]:
+    """Round-robin over the groups, in the order given: any prefix is as balanced over the groups as can be."""
+    return [x for row in itertools.zip_longest(*groups, fillvalue=_GAP) for x in row if x is not _GAP]
 
 
 def fill_count(unit_sizes: Sequence[int], budget: int) -> int:

@@ -15,10 +15,10 @@ SEP = "\n\n"
 
 
 def fit_units(ctx: BuildContext, task: str, length: int, gen: int, head: str, tail: str, answer_prefix: str,
-              separator: str, units: Sequence[str], arrange: Callable[[int], list[int]], minimum: int,
+              separator: str, units: Sequence[str], layout: Callable[[int], list[int]], minimum: int,
               what: str) -> tuple[tuple[int, ...], int]:
     """Prompt ids and the number of units used. ``units`` are the candidates in the order they are kept (the
-    must-haves first); ``arrange(k)`` gives the display order of the first k as indices.
+    must-haves first); ``layout(k)`` gives the display order of the first k as indices.
 
     Units are tokenized once per sample behind their separator, only as far as the room reaches, and never enter
     the encoder's cache: at 128K a RAG pool or an ICL shot list is a million distinct strings per case."""
@@ -35,7 +35,7 @@ def fit_units(ctx: BuildContext, task: str, length: int, gen: int, head: str, ta
     k = fill_count([len(ids) for ids in encoded], budget)
     need_room(task, length, k, minimum, what)
     while True:
-        order = arrange(k)
+        order = layout(k)
         body = tuple(enc.encode_fresh([units[order[0]]])[0]) if order else ()
         body += tuple(i for j in order[1:] for i in encoded[j])
         if len(body) <= budget:

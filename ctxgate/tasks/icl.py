@@ -13,11 +13,12 @@ the default 500 (and any prefix) is label-balanced.
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 
 from ctxgate.seeding import derive_seed
 from ctxgate.sources import DataUnavailable
 from ctxgate.sources.icl import ICLData, load_icl
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, interleave
 from ctxgate.tasks.fitting import fit_units
 from ctxgate.tasks.registry import register
 
@@ -48,8 +49,10 @@ def target_shots(task: str, length: int) -> int:
     raise AssertionError("unreachable")
 
 
-def balanced_order(data: ICLData, task: str, seed: int) -> list[int]:
-    """Test indices round-robin over labels (each label's items in a seeded order)."""
+@lru_cache(maxsize=16)
+def balanced_order(task: str, data_dir: str | None, seed: int) -> tuple[int, ...]:
+    """Test indices round-robin over labels (labels and each label's items in a seeded order); once per case."""
+    data = load_icl(task, data_dir, seed)
     rng = random.Random(derive_seed("test-order", task, seed))
     by_label: dict[int, list[int]] = {}
     for i, (_, label) in enumerate(data.test):
@@ -58,10 +61,7 @@ def balanced_order(data: ICLData, task: str, seed: int) -> list[int]:
     rng.shuffle(labels)
     for lab in labels:
         rng.shuffle(by_label[lab])
-    order = []
-    while any(by_label[lab] for lab in labels):
-        order.extend(by_label[lab].pop(0) for lab in labels if by_label[lab])
-    return order
+    return tuple(interleave([by_label[lab] for lab in labels]))
 
 
 def demo_rounds(data: ICLData, question: str, count: int, rng: random.Random) -> list[tuple[str, int]]:
@@ -89,7 +89,7 @@ def demo_rounds(data: ICLData, question: str, count: int, rng: random.Random) ->
 
 def build_icl(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     data = load_icl(task, ctx.data_dir, ctx.seed)
-    order = balanced_order(data, task, ctx.seed)
+    order = balanced_order(task, ctx.data_dir, ctx.seed)
     question, label = data.test[order[index % len(order)]]
     rng = random.Random(derive_seed("sample", task, index, ctx.seed))  # the same demos and mapping at every length
     mapping = list(range(data.num_labels))

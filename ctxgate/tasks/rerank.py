@@ -17,7 +17,7 @@ import random
 
 from ctxgate.seeding import derive_seed, seeded_order, seeded_sample
 from ctxgate.sources.kilt import Demo, Passage, load_msmarco
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, interleave
 from ctxgate.tasks.fitting import SEP, fit_units
 from ctxgate.tasks.registry import register
 
@@ -50,12 +50,7 @@ def balanced(passages: tuple[Passage, ...], rng: random.Random) -> list[Passage]
     queues = [by_label[lab] for lab in sorted(by_label, reverse=True)]
     for q in queues:
         rng.shuffle(q)
-    out = []
-    while any(queues):
-        for q in queues:
-            if q:
-                out.append(q.pop(0))
-    return out
+    return interleave(queues)
 
 
 def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
