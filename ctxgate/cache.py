@@ -49,12 +49,23 @@ def _checksum(text: str, output_tokens: int, finish_reason: str) -> str:
     return hashlib.sha256(json.dumps([text, output_tokens, finish_reason]).encode("utf-8")).hexdigest()
 
 
-class GenerationCache:
-    def __init__(self, directory: str | Path, namespace: Mapping[str, Any]) -> None:
+class SqliteFile:
+    """One ctxgate SQLite file in WAL mode, claimed with an application id and a schema version; a file that is
+    not one is set aside. Subclasses name the file, the id and the tables."""
+
+    FILE_NAME = FILE_NAME
+    APPLICATION_ID = APPLICATION_ID
+    TABLES: tuple[str, ...] = (
+        "CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, namespace TEXT, text TEXT,"
+        " output_tokens INTEGER, finish_reason TEXT, checksum TEXT, created REAL)",
+    )
+    WHAT = "cache"
+    FIX = "pass --no-cache or another --cache-dir"
+
+    def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.path = self.dir / FILE_NAME
-        self.namespace = hashlib.sha256(json.dumps(namespace, sort_keys=True, default=str).encode()).hexdigest()
+        self.path = self.dir / self.FILE_NAME
         self.stats = CacheStats()
         self.conn = self._open()
 
@@ -71,7 +82,7 @@ class GenerationCache:
                 return conn
             except sqlite3.DatabaseError as exc:
                 self._set_aside(str(exc))
-        raise RuntimeError(f"cannot open a generation cache in {self.dir}; pass --no-cache or another --cache-dir")
+        raise RuntimeError(f"cannot open a {self.WHAT} in {self.dir}; {self.FIX}")
 
     def _initialize(self, conn: sqlite3.Connection) -> None:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -79,32 +90,41 @@ class GenerationCache:
         if not tables and app_id == 0:  # a new file: claim it (concurrent workers may race here; IF NOT EXISTS)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(f"PRAGMA application_id = {self.APPLICATION_ID}")
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            conn.execute("CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, namespace TEXT, text TEXT,"
-                         " output_tokens INTEGER, finish_reason TEXT, checksum TEXT, created REAL)")
+            for table in self.TABLES:
+                conn.execute(table)
             conn.execute("COMMIT")
             return
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
             if "meta" in tables else None
-        if app_id != APPLICATION_ID or version is None or version[0] != str(SCHEMA_VERSION):
+        if app_id != self.APPLICATION_ID or version is None or version[0] != str(SCHEMA_VERSION):
             conn.close()
-            raise sqlite3.DatabaseError(f"not a ctxgate cache of schema {SCHEMA_VERSION} (application id "
+            raise sqlite3.DatabaseError(f"not a ctxgate {self.WHAT} of schema {SCHEMA_VERSION} (application id "
                                         f"{app_id:#x}, schema {version[0] if version else None})")
         if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
             conn.close()
             raise sqlite3.DatabaseError("integrity check failed")
 
     def _set_aside(self, reason: str) -> None:
-        aside = self.path.with_name(f"{FILE_NAME}.set-aside-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**6}")
+        aside = self.path.with_name(f"{self.FILE_NAME}.set-aside-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**6}")
         for suffix in ("", "-wal", "-shm"):
             src = Path(str(self.path) + suffix)
             if src.exists():
                 src.rename(Path(str(aside) + suffix))
         self.stats.set_aside.append(str(aside))
-        warnings.warn(f"ctxgate cache {self.path} was unusable ({reason}); moved to {aside}, starting fresh",
+        warnings.warn(f"ctxgate {self.WHAT} {self.path} was unusable ({reason}); moved to {aside}, starting fresh",
                       CacheWarning, stacklevel=3)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class GenerationCache(SqliteFile):
+    def __init__(self, directory: str | Path, namespace: Mapping[str, Any]) -> None:
+        self.namespace = hashlib.sha256(json.dumps(namespace, sort_keys=True, default=str).encode()).hexdigest()
+        super().__init__(directory)
 
     def key(self, prompt_sha256: str, params: GenerationParams) -> str:
         """``prompt_sha256`` is the sample's digest (its input ids among others), computed once by the runner."""
@@ -135,6 +155,3 @@ class GenerationCache:
             (key, self.namespace, gen.text, gen.output_tokens, gen.finish_reason,
              _checksum(gen.text, gen.output_tokens, gen.finish_reason), time.time()),
         )
-
-    def close(self) -> None:
-        self.conn.close()

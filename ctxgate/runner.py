@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from ctxgate.backends.base import Backend, GenerationParams, Request
 from ctxgate.cache import GenerationCache
+from ctxgate.judge.score import Judges, compact_input, is_judged, judge_all, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
 from ctxgate.seeding import sample_rng
@@ -34,7 +36,7 @@ def task_context(spec: TaskSpec, ctx: BuildContext) -> BuildContext:
 @dataclass(frozen=True)
 class SampleOutcome:
     index: int
-    score: float
+    score: float | None  # None: a judged sample not (yet, or not successfully) judged
     prediction: str
     scored_text: str
     answers: tuple[str, ...]
@@ -42,6 +44,9 @@ class SampleOutcome:
     output_tokens: int
     finish_reason: str
     sample_sha256: str
+    parts: dict[str, float] = field(default_factory=dict)  # a judged metric's components
+    judge_input: dict[str, Any] | None = None
+    judge_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class CaseResult:
     category: str
     length: int
     metric: str
-    score: float  # percent
+    score: float | None  # percent; None while a judged case waits for its judge
     n: int
     ci: tuple[float, float]
     seconds: float
@@ -63,6 +68,8 @@ class CaseResult:
     data_sha256: str
     samples: tuple[SampleOutcome, ...]
     samples_from_cache: int = 0
+    parts: dict[str, float] = field(default_factory=dict)  # case means of a judged metric's components, percent
+    judge: dict[str, Any] | None = None  # judged tasks: status, failures, usage, judge settings
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -88,9 +95,10 @@ def score_sample(spec: TaskSpec, sample: Sample, prediction: str, helmet_compat:
 
 def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n: int | None, seed: int,
              confidence: float = 0.95, cache: GenerationCache | None = None,
-             helmet_compat: bool = False) -> CaseResult:
+             helmet_compat: bool = False, judges: Judges | None = None) -> CaseResult:
     """Each generation goes to the cache as soon as it exists, so an interrupted case resumes where it stopped.
-    ``n`` None: the task's own sample count."""
+    ``n`` None: the task's own sample count. A judged task is scored by ``judges``; without the judge it needs,
+    its case comes back with score None and its judge inputs stored, for ``ctxgate judge`` later."""
     n = n or spec.default_samples
     t0 = time.perf_counter()
     samples = build_samples(spec, ctx, length, n, seed)
@@ -108,19 +116,60 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
                 cache.put(key, gen)
         else:
             from_cache += 1
+        if is_judged(spec.metric):
+            outcomes.append(SampleOutcome(s.index, None, gen.text, gen.text, s.answers, len(s.input_ids),
+                                          gen.output_tokens, gen.finish_reason, digest, judge_input=compact_input(
+                                              spec.metric, gen.text, s.meta["judge_input"])))
+            continue
         score, scored = score_sample(spec, s, gen.text, helmet_compat)
         outcomes.append(SampleOutcome(s.index, score, gen.text, scored, s.answers, len(s.input_ids),
                                       gen.output_tokens, gen.finish_reason, digest))
-    scores = [o.score for o in outcomes]
     sizes = [o.input_tokens for o in outcomes]
-    return CaseResult(
+    result = CaseResult(
         task=spec.name, suite=spec.suite, category=spec.category, length=length,
-        metric=resolve(spec.metric, helmet_compat),
-        score=round(100 * sum(scores) / len(scores), 2), n=len(scores), ci=interval(scores, confidence),
-        seconds=round(time.perf_counter() - t0, 3), build_seconds=round(built - t0, 3),
+        metric=resolve(spec.metric, helmet_compat), score=None, n=0, ci=(0.0, 0.0),
+        seconds=0.0, build_seconds=round(built - t0, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1), input_tokens_max=max(sizes),
         fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4),
         output_tokens=sum(o.output_tokens for o in outcomes),
         data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
         samples=tuple(outcomes), samples_from_cache=from_cache,
     )
+    if is_judged(spec.metric):
+        result = judge_case(result, judges, confidence)
+    else:
+        result = with_scores(result, confidence)
+    return replace(result, seconds=round(time.perf_counter() - t0, 3))
+
+
+def with_scores(result: CaseResult, confidence: float, **changes: Any) -> CaseResult:
+    """The case score, its interval and n over the samples that have a score."""
+    scores = [o.score for o in result.samples if o.score is not None]
+    if not scores:
+        return replace(result, score=None, n=0, ci=(0.0, 0.0), **changes)
+    return replace(result, score=round(100 * sum(scores) / len(scores), 2), n=len(scores),
+                   ci=interval(scores, confidence), **changes)
+
+
+def judge_case(result: CaseResult, judges: Judges | None, confidence: float) -> CaseResult:
+    """Score a judged case's stored outputs. Failed verdicts are counted and listed, their samples left out of the
+    mean; whether that many failures fail the case is the gate's call (``judge.max_failure_rate``)."""
+    reason = missing_judge(result.metric, judges)
+    if reason is not None:
+        return replace(result, score=None, n=0, judge={"status": "pending", "reason": reason})
+    assert judges is not None
+    t0 = time.perf_counter()
+    verdicts = judge_all(result.metric, [(o.prediction, o.judge_input or {}) for o in result.samples], judges)
+    samples = tuple(replace(o, score=v.score, parts=v.parts, judge_error=v.error)
+                    for o, v in zip(result.samples, verdicts))
+    failed = [{"index": o.index, "error": o.judge_error} for o in samples if o.judge_error]
+    ok = [o for o in samples if o.score is not None]
+    names = sorted({k for o in ok for k in o.parts})
+    parts = {k: round(100 * sum(o.parts[k] for o in ok) / len(ok), 2) for k in names} if ok else {}
+    usage = judges.client.take_usage() if judges.client else None
+    price = judges.client.settings.price() if judges.client else None
+    judge = {"status": "judged" if ok else "failed", "failed": len(failed),
+             "failure_rate": round(len(failed) / len(samples), 4), "max_failure_rate": judges.max_failure_rate,
+             "failed_samples": failed, "usage": usage.to_dict(price) if usage else None,
+             "seconds": round(time.perf_counter() - t0, 3), **judges.describe()}
+    return with_scores(replace(result, samples=samples), confidence, parts=parts, judge=judge)

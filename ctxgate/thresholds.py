@@ -24,6 +24,9 @@
     task = "json_kv"
     points = 5.0
 
+    [judge]
+    max_failure_rate = 0.05   # a judged case fails when more of its verdicts than this failed
+
 Errors name the file, the key and the fix, and are raised before any model is loaded.
 """
 
@@ -76,6 +79,7 @@ class Thresholds:
     tolerance: float = 2.0
     regression_confidence: float = 0.95
     tolerances: tuple[Rule, ...] = field(default_factory=tuple)
+    judge_max_failure_rate: float = 0.05  # share of a case's samples whose verdict failed, above which it fails
 
     def floor_for(self, task: str, length: int) -> float:
         return _last_match(self.floors, task, length, self.default_floor)
@@ -124,7 +128,8 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ThresholdsError(f"{path}: not valid TOML ({exc}). Fix the syntax at the position shown") from None
-    _check_keys(path, "", data, ("defaults", "effective_length", "session", "floor", "regression", "tolerance"))
+    _check_keys(path, "", data, ("defaults", "effective_length", "session", "floor", "regression", "tolerance",
+                                    "judge"))
     defaults = data.get("defaults", {})
     _check_keys(path, "defaults", defaults, ("floor", "confidence", "rule"))
     eff = data.get("effective_length", {})
@@ -133,6 +138,8 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     _check_keys(path, "session", session, ("min_effective_length",))
     regression = data.get("regression", {})
     _check_keys(path, "regression", regression, ("tolerance", "confidence"))
+    judge = data.get("judge", {})
+    _check_keys(path, "judge", judge, ("max_failure_rate",))
     rule = defaults.get("rule", "score")
     if rule not in _RULES:
         raise _fail(path, "defaults.rule", f"{rule!r} is not a rule", 'write rule = "score" or rule = "upper"')
@@ -155,6 +162,7 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
         tolerance=_number(path, "regression.tolerance", regression.get("tolerance", 2.0), 0, 100),
         regression_confidence=_number(path, "regression.confidence", regression.get("confidence", 0.95), 0.5, 0.999),
         tolerances=tolerances,
+        judge_max_failure_rate=_number(path, "judge.max_failure_rate", judge.get("max_failure_rate", 0.05), 0, 1),
     )
 
 

@@ -1,0 +1,231 @@
+"""The judge client: the ``openai`` package against OpenAI or any OpenAI-compatible server (vLLM, SGLang,
+``transformers serve``).
+
+* The API key comes from ``OPENAI_API_KEY`` and lives only inside the ``openai`` client object: settings, usage,
+  reports, logs and the cache never hold it.
+* Transient failures (429, 5xx, timeouts, dropped connections, unreadable responses) are retried with exponential
+  backoff (honouring ``Retry-After``) within a per-verdict time limit. A reply whose verdict cannot be read is asked
+  again (a new cache slot per attempt); what still fails is a failed verdict, returned as such, never dropped.
+* Configuration errors (bad key, unknown model, rejected request) raise ``JudgeError``: retrying cannot fix them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from ctxgate.judge.cache import CachedReply, JudgeCache
+from ctxgate.judge.verdict import Unparseable, last_object
+
+T = TypeVar("T")
+
+# USD per million (input, output) tokens, list prices as of 2026-11; --judge-price overrides, and a model missing
+# here reports its cost as unknown rather than guessing.
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-2024-05-13": (5.0, 15.0), "gpt-4o-2024-08-06": (2.5, 10.0), "gpt-4o-2024-11-20": (2.5, 10.0),
+    "gpt-4o": (2.5, 10.0), "gpt-4o-mini": (0.15, 0.6), "gpt-4o-mini-2024-07-18": (0.15, 0.6),
+    "gpt-4.1": (2.0, 8.0), "gpt-4.1-mini": (0.4, 1.6),
+}
+
+
+class JudgeError(RuntimeError):
+    """The judge cannot work as configured; the message names the fix."""
+
+
+class JudgeUnavailable(RuntimeError):
+    """Transient failures outlasted the retries or the time limit for one verdict."""
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    model: str
+    base_url: str | None = None
+    temperature: float = 0.1  # HELMET's judge: gpt-4o-2024-05-13, temperature 0.1, top_p 0.9
+    top_p: float = 0.9
+    max_tokens: int = 4096
+    timeout_s: float = 120.0  # one HTTP request
+    time_limit_s: float = 600.0  # one verdict, retries and backoff included
+    max_retries: int = 6
+    parse_retries: int = 2  # asks again when a reply holds no usable verdict
+    concurrency: int = 4
+    price_per_mtok: tuple[float, float] | None = None
+    cache_dir: str | None = None
+
+    def price(self) -> tuple[float, float] | None:
+        return self.price_per_mtok or PRICES.get(self.model)
+
+    def describe(self) -> dict[str, Any]:
+        """What a report records about the judge: never the key, and the URL without credentials or query."""
+        d = asdict(self)
+        d["base_url"] = redact_url(self.base_url)
+        d["price_per_mtok"] = list(self.price()) if self.price() else None
+        return d
+
+    def sampling(self) -> dict[str, object]:
+        return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
+
+
+def redact_url(url: str | None) -> str | None:
+    if not url:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+@dataclass
+class Usage:
+    requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    verdicts: int = 0
+    failed_verdicts: int = 0
+    seconds: float = 0.0
+
+    def cost(self, price: tuple[float, float] | None) -> float | None:
+        if price is None:
+            return None
+        return round((self.prompt_tokens * price[0] + self.completion_tokens * price[1]) / 1e6, 6)
+
+    def to_dict(self, price: tuple[float, float] | None) -> dict[str, Any]:
+        return {**asdict(self), "seconds": round(self.seconds, 3), "cost_usd": self.cost(price)}
+
+    def add(self, other: Usage) -> None:
+        for name, value in asdict(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
+
+@dataclass(frozen=True)
+class Verdict(Generic[T]):
+    value: T | None
+    error: str | None = None
+    reply: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class _Ledger:
+    usage: Usage = field(default_factory=Usage)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class JudgeClient:
+    def __init__(self, settings: JudgeSettings, sleep: Callable[[float], None] = time.sleep) -> None:
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key and settings.base_url is None:
+            raise JudgeError(f"--judge-model {settings.model} needs OPENAI_API_KEY in the environment, or "
+                             "--judge-base-url http://HOST:PORT/v1 for an OpenAI-compatible server")
+        import openai  # only a judged run pays for the import
+
+        self._openai = openai
+        self._client = openai.OpenAI(api_key=key or "EMPTY", base_url=settings.base_url,
+                                     timeout=settings.timeout_s, max_retries=0)
+        self.settings = settings
+        self.cache = JudgeCache(settings.cache_dir) if settings.cache_dir else None
+        self._sleep = sleep
+        self._ledger = _Ledger()
+
+    # usage -----------------------------------------------------------------------------------------------
+    def take_usage(self) -> Usage:
+        """What was spent since the last call (one case's worth, when called once per case)."""
+        with self._ledger.lock:
+            usage, self._ledger.usage = self._ledger.usage, Usage()
+        return usage
+
+    def _count(self, **delta: float) -> None:
+        with self._ledger.lock:
+            for name, value in delta.items():
+                setattr(self._ledger.usage, name, getattr(self._ledger.usage, name) + value)
+
+    # verdicts --------------------------------------------------------------------------------------------
+    def ask(self, prompt: str, check: Callable[[dict[str, Any]], T]) -> Verdict[T]:
+        error, text = "", ""
+        for attempt in range(self.settings.parse_retries + 1):
+            try:
+                text = self._reply(prompt, attempt)
+            except JudgeUnavailable as exc:
+                self._count(verdicts=1, failed_verdicts=1)
+                return Verdict(None, str(exc), "")
+            try:
+                value = check(last_object(text))
+            except Unparseable as exc:
+                error = str(exc)
+                continue
+            self._count(verdicts=1)
+            return Verdict(value, None, text)
+        self._count(verdicts=1, failed_verdicts=1)
+        return Verdict(None, f"unparseable after {self.settings.parse_retries + 1} replies: {error}", text)
+
+    def _reply(self, prompt: str, attempt: int) -> str:
+        s = self.settings
+        key = JudgeCache.key(s.model, prompt, s.sampling(), attempt)
+        cached = self.cache.get(key) if self.cache else None
+        if cached is not None:
+            self._count(cache_hits=1)
+            return cached.text
+        reply = self._request(prompt)
+        if self.cache:
+            self.cache.put(key, s.model, reply)
+        return reply.text
+
+    def _request(self, prompt: str) -> CachedReply:
+        s, oa = self.settings, self._openai
+        start = time.monotonic()
+        retry = 0
+        while True:
+            try:
+                resp = self._client.chat.completions.create(
+                    model=s.model, messages=[{"role": "user", "content": prompt}], temperature=s.temperature,
+                    top_p=s.top_p, max_tokens=s.max_tokens)
+                text = resp.choices[0].message.content or ""
+                usage = resp.usage
+                reply = CachedReply(text, int(getattr(usage, "prompt_tokens", 0) or 0),
+                                    int(getattr(usage, "completion_tokens", 0) or 0))
+                self._count(requests=1, prompt_tokens=reply.prompt_tokens,
+                            completion_tokens=reply.completion_tokens, seconds=time.monotonic() - start)
+                return reply
+            except (oa.AuthenticationError, oa.PermissionDeniedError) as exc:
+                raise JudgeError(f"the judge at {redact_url(s.base_url) or 'api.openai.com'} refused the key "
+                                 f"({exc.status_code}): check OPENAI_API_KEY") from None
+            except oa.NotFoundError:
+                raise JudgeError(f"the judge server does not know model {s.model!r} (404): check --judge-model "
+                                 "and --judge-base-url") from None
+            except (oa.BadRequestError, oa.UnprocessableEntityError) as exc:
+                raise JudgeError(f"the judge rejected the request ({exc.status_code}: {str(exc)[:200]}); check "
+                                 "--judge-model and the server's limits") from None
+            except (oa.RateLimitError, oa.InternalServerError, oa.APITimeoutError, oa.APIConnectionError,
+                    oa.APIResponseValidationError, oa.APIStatusError, IndexError, AttributeError,
+                    ValueError) as exc:
+                failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
+            wait = self._backoff(retry, last)
+            spent = time.monotonic() - start
+            if retry >= s.max_retries or spent + wait > s.time_limit_s:
+                self._count(seconds=spent)
+                raise JudgeUnavailable(f"no verdict after {retry + 1} requests in {spent:.0f}s (last: {failure}); "
+                                       "raise --judge-retries/--judge-time-limit or check the server")
+            self._count(retries=1)
+            self._sleep(wait)
+            retry += 1
+
+    @staticmethod
+    def _backoff(retry: int, exc: BaseException) -> float:
+        response = getattr(exc, "response", None)
+        header = response.headers.get("retry-after") if response is not None else None
+        try:
+            if header is not None:
+                return min(60.0, max(0.0, float(header)))
+        except ValueError:
+            pass
+        return min(30.0, 0.5 * 2 ** retry) * (0.75 + 0.5 * random.random())

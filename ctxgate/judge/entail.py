@@ -1,0 +1,94 @@
+"""Entailment judges for citation recall and precision: a local Hugging Face NLI model, or the LLM judge.
+
+* ``HFEntailment(path)``: a sequence classifier whose labels include one naming entailment (MNLI-style models such
+  as DeBERTa or RoBERTa fine-tuned on MNLI), or a text-to-text model that answers "1" for entailed, as the
+  reference's T5 TRUE model does (input ``premise: ... hypothesis: ...``). Local paths only: the judge is loaded
+  from what the user points at, never downloaded.
+* ``LLMEntailment(client)``: ctxgate's entailment rubric through the judge client (cached like every verdict).
+
+A failed LLM verdict raises ``EntailmentFailed``; the sample is then counted as failed, not scored.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from ctxgate.judge import verdict
+from ctxgate.judge.client import JudgeClient
+from ctxgate.judge.templates import render
+
+
+class EntailmentFailed(RuntimeError):
+    pass
+
+
+class LLMEntailment:
+    def __init__(self, client: JudgeClient) -> None:
+        self.client = client
+
+    def __call__(self, premise: str, hypothesis: str) -> bool:
+        v = self.client.ask(render("entailment", premise=premise, hypothesis=hypothesis), verdict.entailment)
+        if v.value is None:
+            raise EntailmentFailed(v.error or "no verdict")
+        return v.value
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "llm", "model": self.client.settings.model}
+
+
+class HFEntailment:
+    def __init__(self, path: str, device: str | None = None) -> None:
+        if not Path(path).is_dir():
+            raise ValueError(f"--nli-model {path!r} is not a folder: give a local NLI checkpoint (an MNLI "
+                             "classifier or a T5 TRUE-style model)")
+        import torch
+        from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
+
+        self.path = path
+        self._torch = torch
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        config = AutoConfig.from_pretrained(path)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        classifier = any("SequenceClassification" in a for a in (config.architectures or []))
+        self.generative = bool(getattr(config, "is_encoder_decoder", False)) and not classifier
+        if self.generative:
+            self.model = AutoModelForSeq2SeqLM.from_pretrained(path)
+            self.entail_index = -1
+        else:
+            self.model = AutoModelForSequenceClassification.from_pretrained(path)
+            labels = {int(i): str(name) for i, name in (config.id2label or {}).items()}
+            hits = [i for i, name in labels.items() if name.lower().startswith("entail")]
+            if len(hits) != 1:
+                raise ValueError(f"--nli-model {path}: its labels {labels} do not name exactly one entailment "
+                                 "class; use an MNLI-style classifier (labels such as entailment/neutral/"
+                                 "contradiction)")
+            self.entail_index = hits[0]
+        self.model.to(self.device).eval()
+        self.max_length = min(int(getattr(self.tokenizer, "model_max_length", 512) or 512), 100_000)
+        self._lock = threading.Lock()  # one forward pass at a time, whatever the judge's concurrency
+        self._memo: dict[tuple[str, str], bool] = {}
+
+    def __call__(self, premise: str, hypothesis: str) -> bool:
+        key = (premise, hypothesis)
+        with self._lock:
+            if key not in self._memo:
+                self._memo[key] = self._run(premise, hypothesis)
+            return self._memo[key]
+
+    def _run(self, premise: str, hypothesis: str) -> bool:
+        torch = self._torch
+        with torch.inference_mode():
+            if self.generative:
+                enc = self.tokenizer(f"premise: {premise} hypothesis: {hypothesis}", return_tensors="pt",
+                                     truncation=True, max_length=self.max_length).to(self.device)
+                out = self.model.generate(**enc, max_new_tokens=10, do_sample=False)
+                return self.tokenizer.decode(out[0], skip_special_tokens=True).strip() == "1"
+            enc = self.tokenizer(premise, hypothesis, return_tensors="pt", truncation="only_first",
+                                 max_length=self.max_length).to(self.device)
+            logits = self.model(**enc).logits[0]
+            return int(logits.argmax()) == self.entail_index
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "nli", "path": self.path, "generative": self.generative}

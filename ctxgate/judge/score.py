@@ -1,0 +1,163 @@
+"""Scoring stored generations with judges: one function per judged metric, and a case-level runner that judges
+samples concurrently, counts failed verdicts per case and accounts for the judge's usage.
+
+A judged sample carries a ``judge_input`` (what the rubric needs besides the output: question and answers, the gold
+summaries and key points, the cited documents), stored with the predictions so ``ctxgate judge REPORT.json`` can
+score a run later without the model or the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxgate.judge import verdict
+from ctxgate.judge.client import JudgeClient, JudgeError
+from ctxgate.judge.entail import EntailmentFailed
+from ctxgate.judge.templates import render
+from ctxgate.metrics import judged
+from ctxgate.metrics.text import parse_output
+
+
+@dataclass(frozen=True)
+class Judges:
+    client: JudgeClient | None = None
+    entail: Callable[[str, str], bool] | None = None
+    max_failure_rate: float = 0.05
+
+    def describe(self) -> dict[str, Any]:
+        entail = getattr(self.entail, "describe", lambda: None)()
+        return {"llm": self.client.settings.describe() if self.client else None, "entailment": entail,
+                "max_failure_rate": self.max_failure_rate}
+
+
+@dataclass(frozen=True)
+class SampleJudgement:
+    score: float | None  # None: the verdict failed
+    parts: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+
+class _Failed(Exception):
+    pass
+
+
+def _ask(judges: Judges, rubric: str, check: Callable[[dict[str, Any]], Any], **values: str) -> Any:
+    assert judges.client is not None
+    v = judges.client.ask(render(rubric, **values), check)
+    if v.value is None:
+        raise _Failed(f"{rubric}: {v.error}")
+    return v.value
+
+
+def _narrativeqa(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+    # HELMET's judge script flattens newlines before taking the text after "Answer:"
+    answer = parse_output(prediction.replace("\n", " "), "Answer:")
+    fluency, correctness = _ask(judges, "longqa", verdict.longqa, question=ref["question"],
+                                correct_answers=str(list(ref["answers"])), parsed_output=answer)
+    return SampleJudgement(judged.narrativeqa_score(fluency, correctness),
+                           {"fluency": fluency, "correctness": correctness})
+
+
+def keypoints_for(ref: Mapping[str, Any], judges: Judges) -> tuple[str, ...]:
+    """The data's key points when it ships them (HELMET released both sets), else the judge decomposes the gold
+    summary: the same prompt each time, so the judge cache keeps one decomposition per example."""
+    if ref.get("keypoints"):
+        return tuple(ref["keypoints"])
+    return tuple(_ask(judges, "keypoints", verdict.keypoints, summary=ref["keypoint_source"]))
+
+
+def _summary(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+    style = ref["style"]  # legal (Multi-LexSum) | book (InfiniteBench Sum)
+    text = prediction.strip()
+    points = keypoints_for(ref, judges)
+    fluency = _ask(judges, f"fluency_{style}", verdict.fluency, text=text)
+    found = _ask(judges, f"recall_{style}", verdict.recall(len(points)),
+                 keypoints="\n".join(f"{i + 1}. {p}" for i, p in enumerate(points)), summary=text)
+    supported, count = _ask(judges, f"precision_{style}", verdict.precision,
+                            expert_summary=ref["expert_summary"], summary=text)
+    s = judged.SummaryScore(fluency, found, len(points), supported, count)
+    return SampleJudgement(s.score, {"fluency": fluency, "recall": s.recall, "precision": s.precision,
+                                     "f1": s.f1})
+
+
+def _alce(qampari: bool) -> Callable[[str, Mapping[str, Any], Judges], SampleJudgement]:
+    def score(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+        assert judges.entail is not None
+        docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}
+        try:
+            cite = judged.citation_scores(prediction, ref["question"], docs, int(ref["n_docs"]), judges.entail,
+                                          qampari)
+        except EntailmentFailed as exc:
+            raise _Failed(f"entailment: {exc}") from None
+        correct = (judged.qampari_rec_top5(prediction, ref["answers"]) if qampari
+                   else judged.asqa_str_em(prediction, ref["short_answers"]))
+        name = "rec_top5" if qampari else "str_em"
+        return SampleJudgement((correct + cite.recall + cite.precision) / 3,
+                               {name: correct, "citation_rec": cite.recall, "citation_prec": cite.precision})
+    return score
+
+
+@dataclass(frozen=True)
+class JudgedMetric:
+    fn: Callable[[str, Mapping[str, Any], Judges], SampleJudgement]
+    needs: str  # llm | entailment
+    description: str
+
+
+JUDGED: dict[str, JudgedMetric] = {
+    "narrativeqa_judge": JudgedMetric(_narrativeqa, "llm", "LLM judge: fluency x correctness / 3 (HELMET Table 10)"),
+    "summary_judge": JudgedMetric(_summary, "llm",
+                                  "LLM judge: fluency x F1 of key-point recall and sentence precision (Tables 11-13)"),
+    "alce_asqa": JudgedMetric(_alce(False), "entailment", "mean of str_em, citation recall, citation precision"),
+    "alce_qampari": JudgedMetric(_alce(True), "entailment",
+                                 "mean of rec_top5, citation recall, citation precision"),
+}
+
+
+def is_judged(metric: str) -> bool:
+    return metric in JUDGED
+
+
+def missing_judge(metric: str, judges: Judges | None) -> str | None:
+    """Why this metric cannot be scored with these judges (None: it can)."""
+    need = JUDGED[metric].needs
+    if need == "llm" and (judges is None or judges.client is None):
+        return "needs an LLM judge: pass --judge-model (and --judge-base-url for a local server)"
+    if need == "entailment" and (judges is None or judges.entail is None):
+        return "needs an entailment judge: pass --nli-model PATH (a local NLI checkpoint) or --judge-model"
+    return None
+
+
+def compact_input(metric: str, prediction: str, judge_input: Mapping[str, Any]) -> dict[str, Any]:
+    """What to store for the judge: citation checks read only the documents the output cites."""
+    if metric not in ("alce_asqa", "alce_qampari"):
+        return dict(judge_input)
+    keep = judged.cited_documents(prediction, judge_input["question"], metric == "alce_qampari")
+    docs = judge_input["docs"]
+    return {**judge_input, "docs": {str(i): list(docs[i]) for i in sorted(keep) if 0 <= i < len(docs)},
+            "n_docs": len(docs)}
+
+
+def judge_one(metric: str, prediction: str, judge_input: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+    try:
+        return JUDGED[metric].fn(prediction, judge_input, judges)
+    except _Failed as exc:
+        return SampleJudgement(None, {}, str(exc))
+
+
+def judge_all(metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judges: Judges
+              ) -> list[SampleJudgement]:
+    """(prediction, judge input) per sample, judged concurrently (the client's ``concurrency``), in order.
+    ``JudgeError`` (bad key, unknown model) propagates: no verdict can succeed."""
+    workers = judges.client.settings.concurrency if judges.client else 1
+    if workers <= 1 or len(items) <= 1:
+        return [judge_one(metric, p, ref, judges) for p, ref in items]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda item: judge_one(metric, item[0], item[1], judges), items))
+
+
+__all__ = ["JUDGED", "JudgeError", "Judges", "SampleJudgement", "compact_input", "is_judged", "judge_all",
+           "missing_judge"]

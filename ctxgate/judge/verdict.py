@@ -1,0 +1,76 @@
+"""Reading a judge's verdict: the last JSON object in its reply, checked against what the rubric allows.
+
+HELMET takes the last ``{...}`` of the reply. We do the same, also accept the single-quoted form the paper's
+tables print (``{'fluency': 1}``), and then check every field: a score outside the rubric's range (recall 8 of 7
+key points, correctness 4) is a failed verdict, counted and reported, never clamped into range.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+_OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
+
+
+class Unparseable(ValueError):
+    """The reply holds no usable verdict; the message says what was wrong."""
+
+
+def last_object(text: str) -> dict[str, Any]:
+    for candidate in reversed(_OBJECT.findall(text)):
+        for parse in (json.loads, ast.literal_eval):
+            try:
+                value = parse(candidate)
+            except (ValueError, SyntaxError, RecursionError):
+                continue
+            if isinstance(value, dict):
+                return value
+    raise Unparseable(f"no JSON object in the reply: {text[-200:]!r}")
+
+
+def _integer(d: dict[str, Any], key: str, low: int, high: int | None) -> int:
+    if key not in d:
+        raise Unparseable(f"the verdict lacks {key!r}: {d}")
+    value = d[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise Unparseable(f"{key!r} must be a whole number, got {value!r}")
+    value = int(value)
+    if value < low or (high is not None and value > high):
+        raise Unparseable(f"{key!r} = {value} is outside {low}..{'' if high is None else high}")
+    return value
+
+
+def longqa(d: dict[str, Any]) -> tuple[int, int]:
+    """(fluency 0/1, correctness 0-3)."""
+    return _integer(d, "fluency", 0, 1), _integer(d, "correctness", 0, 3)
+
+
+def fluency(d: dict[str, Any]) -> int:
+    return _integer(d, "fluency", 0, 1)
+
+
+def recall(n_keypoints: int) -> Callable[[dict[str, Any]], int]:
+    def check(d: dict[str, Any]) -> int:
+        return _integer(d, "recall", 0, n_keypoints)
+    return check
+
+
+def precision(d: dict[str, Any]) -> tuple[int, int]:
+    """(supported sentences, sentence count), the judge's own count of the summary's sentences."""
+    count = _integer(d, "sentence_count", 0, None)
+    return _integer(d, "precision", 0, count), count
+
+
+def keypoints(d: dict[str, Any]) -> tuple[str, ...]:
+    points = d.get("key_points")
+    if not isinstance(points, list) or not points or not all(isinstance(p, str) and p.strip() for p in points):
+        raise Unparseable(f"'key_points' must be a non-empty list of strings, got {points!r}")
+    return tuple(p.strip() for p in points)
+
+
+def entailment(d: dict[str, Any]) -> bool:
+    return bool(_integer(d, "entailment", 0, 1))

@@ -1,0 +1,171 @@
+"""HELMET's model-judged metrics as pure functions of verdicts, and ALCE's citation and correctness metrics as pure
+functions of an entailment callable. No client, no model here: the judge supplies the verdicts.
+
+* NarrativeQA: fluency (0/1) x correctness (0-3) / 3, so the case mean x 100 is the paper's score x 100/3.
+* Summaries: recall = supported key points / key points; precision = supported sentences / the judge's sentence
+  count; F1 of the two, times fluency. (Zero denominators give 0, as the reference.)
+* ALCE, as the reference evaluates it: newlines become spaces and ``<|im_end|>`` is dropped first; correctness
+  reads the output with citations removed (ASQA str_em: share of QA pairs with a normalized short answer inside;
+  QAMPARI rec_top5: answers found among the comma-separated items, over min(5, number of answers)). Citations:
+  sentences (QAMPARI: the question plus each comma item) under 5 characters are dropped; a sentence's recall is 1
+  when its first 3 in-range citations jointly entail it; its precision credits each citation unless the sentence
+  has several, is jointly entailed, the citation alone does not entail it and the others without it still do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ctxgate.metrics.text import helmet_normalize
+
+AT_MOST_CITATIONS = 3
+MIN_SENTENCE_CHARS = 5
+
+# premise, hypothesis -> entailed?
+Entails = Callable[[str, str], bool]
+
+
+def narrativeqa_score(fluency: int, correctness: int) -> float:
+    return fluency * correctness / 3
+
+
+@dataclass(frozen=True)
+class SummaryScore:
+    fluency: int
+    recall_found: int
+    keypoints: int
+    precision_found: int
+    sentence_count: int
+
+    @property
+    def recall(self) -> float:
+        return self.recall_found / self.keypoints if self.keypoints else 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.precision_found / self.sentence_count if self.sentence_count else 0.0
+
+    @property
+    def f1(self) -> float:
+        r, p = self.recall, self.precision
+        return 2 * r * p / (r + p) if r + p else 0.0
+
+    @property
+    def score(self) -> float:
+        return self.fluency * self.f1
+
+
+def clean_alce_output(output: str) -> str:
+    return re.sub(r"\n+", " ", output).replace("<|im_end|>", "")
+
+
+def remove_citations(text: str) -> str:
+    """ALCE's rule: drop ``[N`` (with one space before it, if any), the `` |`` separators, and every ``]``."""
+    return re.sub(r" ?\[\d+", "", text).replace(" |", "").replace("]", "")
+
+
+def asqa_str_em(output: str, short_answers: Sequence[Sequence[str]]) -> float:
+    if not short_answers:
+        return 0.0
+    text = helmet_normalize(remove_citations(clean_alce_output(output)))
+    hits = [any(helmet_normalize(a) in text for a in pair) for pair in short_answers]
+    return sum(hits) / len(hits)
+
+
+def qampari_items(output: str) -> list[str]:
+    text = clean_alce_output(output).rstrip().rstrip(".").rstrip(",")
+    return [x.strip() for x in text.split(",")]
+
+
+def qampari_rec_top5(output: str, answers: Sequence[Sequence[str]]) -> float:
+    if not answers:
+        return 0.0
+    preds = {p for p in (helmet_normalize(x) for x in qampari_items(remove_citations(clean_alce_output(output)))) if p}
+    found = sum(any(helmet_normalize(alias) in preds for alias in aliases) for aliases in answers)
+    return min(5, found) / min(5, len(answers))
+
+
+_ABBREV = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|vs|etc|No|Inc|Ltd|Co|Gen|Gov|Sen|Rep|Jan|Feb|Mar|Apr|Jun|"
+                     r"Jul|Aug|Sep|Sept|Oct|Nov|Dec)|\b[A-Z]|(?:[A-Za-z]\.){1,}[A-Za-z])\.$")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentence split in the spirit of NLTK's Punkt (the reference's splitter, whose model cannot be downloaded
+    here): break after . ! or ? (and any closing quotes or citation brackets) before whitespace, except after
+    common abbreviations and initials."""
+    pieces = re.split(r"(?<=[.!?])((?:[\"')\]]|\[\d+\])*)\s+", text.strip())
+    out: list[str] = []
+    buf = ""
+    for i in range(0, len(pieces), 2):
+        chunk = pieces[i] + (pieces[i + 1] if i + 1 < len(pieces) else "")
+        buf = f"{buf} {chunk}" if buf else chunk
+        if not _ABBREV.search(pieces[i]):
+            out.append(buf)
+            buf = ""
+    if buf:
+        out.append(buf)
+    return [s for s in out if s]
+
+
+def citation_sentences(output: str, question: str, qampari: bool) -> list[str]:
+    text = clean_alce_output(output)
+    if qampari:
+        return [f"{question} {x}" for x in qampari_items(text)]
+    return [s for s in split_sentences(text) if len(s.strip()) >= MIN_SENTENCE_CHARS]
+
+
+def cited(sentence: str) -> list[int]:
+    """0-based document indices in citation order (``[3]`` is document 2)."""
+    return [int(m) - 1 for m in re.findall(r"\[(\d+)", sentence)]
+
+
+def format_doc(title: str, text: str) -> str:
+    return f"Title: {title}\n{text}"
+
+
+@dataclass(frozen=True)
+class CitationScore:
+    recall: float
+    precision: float
+    sentences: int
+    citations: int
+
+
+def cited_documents(output: str, question: str, qampari: bool) -> set[int]:
+    """The documents a citation check can read: the first 3 citations of each sentence (what a stored
+    prediction must keep for the judge to score it later)."""
+    return {r for s in citation_sentences(output, question, qampari) for r in cited(s)[:AT_MOST_CITATIONS]}
+
+
+def citation_scores(output: str, question: str, docs: Mapping[int, tuple[str, str]], n_docs: int,
+                    entails: Entails, qampari: bool = False) -> CitationScore:
+    """``docs``: (title, text) by 0-based position of the documents shown (at least those cited), ``n_docs`` how
+    many were shown. An output with no sentence scores 0 (the reference leaves it out of the average instead;
+    docs/decisions.md)."""
+    sents = citation_sentences(output, question, qampari)
+    if not sents:
+        return CitationScore(0.0, 0.0, 0, 0)
+
+    def passage(ids: Sequence[int]) -> str:
+        return "\n".join(format_doc(*docs[i]) for i in ids)
+
+    supported = credited = total = 0
+    for sent in sents:
+        claim = remove_citations(sent).strip()
+        refs = cited(sent)
+        if not refs or any(r < 0 or r >= n_docs for r in refs):
+            continue  # no citation, or one out of range: recall 0 and no citation counted
+        refs = refs[:AT_MOST_CITATIONS]
+        total += len(refs)
+        joint = entails(passage(refs), claim)
+        supported += joint
+        if joint and len(refs) > 1:
+            for r in refs:
+                alone = entails(passage([r]), claim)
+                if alone or not entails(passage([x for x in refs if x != r]), claim):
+                    credited += 1
+        else:
+            credited += joint
+    return CitationScore(supported / len(sents), credited / total if total else 0.0, len(sents), total)
