@@ -14,16 +14,20 @@ RULER_TASKS = (
     "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2",
 )
 HELMET_RECALL_TASKS = ("json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue")
-# HELMET's categories, each the plain mean of its members' scores (all x 100). NarrativeQA (LongQA) is model-judged
-# and not built yet, so LongQA reports as partial until it is.
+# HELMET's seven categories, each the plain mean of its members' scores (all x 100), in the paper's order. A Cite
+# task's score is already the mean of its three numbers (correctness, citation recall, citation precision), so the
+# category equals HELMET's mean of six.
 HELMET_CATEGORIES: dict[str, tuple[str, ...]] = {
     "recall": HELMET_RECALL_TASKS,
     "rag": ("kilt_nq", "kilt_triviaqa", "kilt_popqa", "kilt_hotpotqa"),
     "rerank": ("msmarco_rerank",),
-    "icl": ("icl_trec_coarse", "icl_trec_fine", "icl_banking77", "icl_clinic150", "icl_nlu"),
+    "cite": ("alce_asqa", "alce_qampari"),
     "longqa": ("narrativeqa", "infbench_qa", "infbench_mc"),
+    "summ": ("infbench_sum", "multi_lexsum"),
+    "icl": ("icl_trec_coarse", "icl_trec_fine", "icl_banking77", "icl_clinic150", "icl_nlu"),
 }
-CATEGORY_LABELS = {"recall": "Recall", "rag": "RAG", "rerank": "Re-rank", "icl": "ICL", "longqa": "LongQA"}
+CATEGORY_LABELS = {"recall": "Recall", "rag": "RAG", "rerank": "Re-rank", "cite": "Cite", "longqa": "LongQA",
+                   "summ": "Summ", "icl": "ICL", "overall": "overall"}
 RULER_THRESHOLD = 85.6  # Llama-2-7B at 4K, the RULER paper's bar
 
 
@@ -69,6 +73,17 @@ def helmet_categories(scores: Mapping[str, float]) -> dict[str, GroupScore]:
     """Every HELMET category with at least one member that ran."""
     groups = {name: group(scores, members) for name, members in HELMET_CATEGORIES.items()}
     return {name: g for name, g in groups.items() if g.score is not None}
+
+
+def helmet_overall(categories: Mapping[str, GroupScore]) -> GroupScore:
+    """HELMET's overall score: the mean of the seven category scores. Partial when a category is missing or is
+    itself partial (its missing tasks are named as ``category/task``)."""
+    present = {c: g for c, g in categories.items() if g.score is not None}
+    missing = tuple(c for c in HELMET_CATEGORIES if c not in present)
+    missing += tuple(f"{c}/{t}" for c, g in present.items() for t in g.missing)
+    value = round(sum(g.score for g in present.values() if g.score is not None) / len(present), 2) if present \
+        else None
+    return GroupScore(value, tuple(present), missing)
 
 
 def effective_length(ruler_by_length: Mapping[int, GroupScore], threshold: float = RULER_THRESHOLD

@@ -16,6 +16,12 @@ from ctxgate.metrics.registry import UnknownMetric
 from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
 
 
+def is_judged(metric: str) -> bool:
+    from ctxgate.judge.score import is_judged as judged
+
+    return judged(metric)
+
+
 def _rescore(args: argparse.Namespace) -> int:
     path = Path(args.predictions)
     if not path.is_file():
@@ -29,6 +35,8 @@ def _rescore(args: argparse.Namespace) -> int:
                 continue
             try:
                 row = json.loads(line)
+                if is_judged(row["metric"]):
+                    continue  # a judge scores these: `ctxgate judge REPORT.json`
                 spec = get_task(row["task"])
                 metric = args.metric or row["metric"]
                 new, _ = score_prediction(metric, row["prediction"], row["answers"], spec.scoring_prefix)
@@ -193,6 +201,12 @@ def _data_verify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _judge(args: argparse.Namespace) -> int:
+    from ctxgate.judge.rejudge import main as judge_main
+
+    return judge_main(args)
+
+
 def _schema(args: argparse.Namespace) -> int:
     from ctxgate.report.schema import REPORT_SCHEMA
 
@@ -266,6 +280,11 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--revision", default=None, help="hub revision of princeton-nlp/HELMET to download")
     f.set_defaults(fn=_data_fetch)
     sub.add_parser("schema", help="print the report's JSON schema").set_defaults(fn=_schema)
+    jd = sub.add_parser("judge", help="score a run's judged cases (Cite, NarrativeQA, Summ) from its stored outputs")
+    from ctxgate.judge.rejudge import add_arguments
+
+    add_arguments(jd)
+    jd.set_defaults(fn=_judge)
     return p
 
 

@@ -10,6 +10,7 @@ import pytest
 from ctxgate.lengths import format_length
 from ctxgate.qa_data import QADataError
 from ctxgate.baseline import Baseline, BaselineError, describe
+from ctxgate.judge.client import JudgeError
 from ctxgate.runner import CaseResult, run_case
 from ctxgate.tasks.base import TaskSpec, TaskTooShort
 from ctxgate.tasks.registry import all_tasks, get_task
@@ -54,6 +55,10 @@ class Case:
         """Fail when the score is below the floor (or, with rule "upper", when the whole interval is), or when
         it dropped against the baseline by more than the tolerance with the stated confidence."""
         r = self.record
+        message = judge_failure(r)
+        if message:
+            r["verdict"], r["message"] = "fail", f"{self.spec.name} at {self.length}: {message}"
+            pytest.fail(r["message"], pytrace=False)
         base = r.get("baseline")
         if base and base["regressed"]:
             r["verdict"] = "fail"
@@ -73,12 +78,27 @@ class Case:
         r["message"] = f"score {r['score']:.1f} >= floor {floor:.1f}"
 
 
+def judge_failure(record: dict[str, Any]) -> str | None:
+    """Too many failed verdicts fail a judged case whatever its score: its mean would rest on too few samples."""
+    judge = record.get("judge") or {}
+    if judge.get("status") not in ("judged", "failed"):
+        return None
+    if judge["status"] == "failed" or judge["failure_rate"] > judge["max_failure_rate"]:
+        first = judge["failed_samples"][0] if judge["failed_samples"] else {}
+        return (f"{judge['failed']} of {judge['failed'] + record['n']} verdicts failed (rate "
+                f"{judge['failure_rate']:.0%} > max {judge['max_failure_rate']:.0%}); first: sample "
+                f"{first.get('index')}: {first.get('error')}. Check the judge server, or raise [judge] "
+                "max_failure_rate in thresholds.toml")
+    return None
+
+
 def _against_baseline(baseline: Baseline, result: CaseResult, run_meta: dict[str, Any],
                       thresholds: Thresholds) -> dict[str, Any] | None:
     try:
         baseline.check_run(run_meta)
         paired = baseline.compare_case(result.task, result.length, result.data_sha256,
-                                       {o.index: o.score for o in result.samples}, thresholds.regression_confidence)
+                                       {o.index: o.score for o in result.samples if o.score is not None},
+                                       thresholds.regression_confidence)
     except BaselineError as exc:
         pytest.fail(str(exc), pytrace=False)
     if paired is None:
@@ -114,13 +134,22 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
         pytest.skip(record["message"])
     try:
         result = run_case(spec, ctxgate_model.context, ctxgate_model.backend, length, settings.samples,
-                          settings.seed, thresholds.confidence, ctxgate_model.cache, settings.helmet_compat)
+                          settings.seed, thresholds.confidence, ctxgate_model.cache, settings.helmet_compat,
+                          ctxgate_model.judges)
     except (TaskTooShort, QADataError) as exc:
         record["verdict"] = "skip"
         record["message"] = str(exc)
         pytest.skip(str(exc))
+    except JudgeError as exc:
+        pytest.fail(f"{name} at {length}: {exc}", pytrace=False)
     record.update(result.to_dict())
     record["ci"] = list(result.ci)
+    judge = result.judge or {}
+    if judge.get("status") == "pending":
+        record["verdict"] = "skip"
+        record["message"] = (f"{name} {judge['reason']}; its outputs are in the report: score them later with "
+                             "`ctxgate judge REPORT.json --judge-model MODEL`")
+        pytest.skip(record["message"])
     baseline = config.stash.get(BASELINE_KEY, None)
     if baseline is not None:
         record["baseline"] = _against_baseline(baseline, result, ctxgate_model.run_meta, thresholds)

@@ -6,13 +6,14 @@ Thresholds are parsed here too, so a malformed file stops the run before any mod
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from ctxgate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.haystacks import HaystackError, load_essay
+from ctxgate.judge.client import JudgeSettings
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.tasks.registry import task_names
 from ctxgate.thresholds import Thresholds, ThresholdsError, load_or_default
@@ -41,6 +42,8 @@ class Settings:
     baseline: str | None
     data_dir: str | None = None
     helmet_compat: bool = False
+    judge: JudgeSettings | None = None  # None: judged tasks keep their outputs for `ctxgate judge` later
+    nli_model: str | None = None
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -79,6 +82,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--cache-dir", default=None, help="generation cache folder (default: ./.ctxgate-cache)")
     g.addoption("--no-cache", action="store_true", help="neither read nor write the generation cache")
     g.addoption("--baseline", default=None, help="a previous --report JSON: fail cases that regressed against it")
+    j = parser.getgroup("ctxgate-judge", "ctxgate judged tasks (Cite, NarrativeQA, Summ)")
+    j.addoption("--judge-model", default=None,
+                help="LLM judge for NarrativeQA and summaries (HELMET: gpt-4o-2024-05-13); key from OPENAI_API_KEY")
+    j.addoption("--judge-base-url", default=None,
+                help="an OpenAI-compatible server instead of OpenAI, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang)")
+    j.addoption("--judge-timeout", type=float, default=120.0, help="seconds per judge request (default %(default)s)")
+    j.addoption("--judge-time-limit", type=float, default=600.0,
+                help="seconds per verdict, retries included (default %(default)s)")
+    j.addoption("--judge-retries", type=int, default=6,
+                help="retries after 429/5xx/timeouts, with exponential backoff (default %(default)s)")
+    j.addoption("--judge-concurrency", type=int, default=4, help="verdicts in flight at once (default %(default)s)")
+    j.addoption("--judge-price", default=None,
+                help="USD per million input,output tokens for the cost line, e.g. 2.5,10 (default: a built-in list)")
+    j.addoption("--judge-cache", default=None, help="judge cache folder (default: the --cache-dir folder)")
+    j.addoption("--nli-model", default=None,
+                help="local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge")
 
 
 def _thresholds_path(config: pytest.Config) -> str:
@@ -96,7 +115,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, doc in (("ruler", "RULER tasks"), ("helmet", "HELMET tasks"), ("recall", "HELMET Recall category"),
                       ("niah", "RULER needle-in-a-haystack tasks"), ("rag", "HELMET RAG category"),
                       ("rerank", "HELMET Re-rank category"), ("icl", "HELMET ICL category"),
-                      ("longqa", "HELMET LongQA category")):
+                      ("longqa", "HELMET LongQA category"), ("cite", "HELMET Cite category"),
+                      ("summ", "HELMET Summ category"),
+                      ("judge", "model-judged tasks (Cite, NarrativeQA, Summ): -m 'not judge' leaves them out")):
         config.addinivalue_line("markers", f"{name}: {doc}")
     try:
         lengths = parse_lengths(config.getoption("--lengths"))
@@ -118,6 +139,8 @@ def pytest_configure(config: pytest.Config) -> None:
         baseline=config.getoption("--baseline"), data_dir=config.getoption("--data-dir"),
         helmet_compat=config.getoption("--helmet-compat"),
     )
+    settings = replace(settings, judge=judge_settings(config, settings.cache_dir),
+                       nli_model=config.getoption("--nli-model"))
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
         return  # the project's own tests: nothing to gate
@@ -135,6 +158,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.data_dir and not Path(settings.data_dir).is_dir():
         raise pytest.UsageError(f"--data-dir {settings.data_dir!r} is not a folder: give HELMET's data folder "
                                 "(or fixtures/helmet_data)")
+    if settings.nli_model and not Path(settings.nli_model).is_dir():
+        raise pytest.UsageError(f"--nli-model {settings.nli_model!r} is not a folder: give a local NLI checkpoint "
+                                "(an MNLI classifier or a T5 TRUE model)")
     if settings.haystack:
         try:
             load_essay(settings.haystack)
@@ -142,6 +168,20 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--haystack: {exc}") from None
     _check_model_path(settings)
     _pin_gpu(config)
+
+
+def judge_settings(config: pytest.Config, cache_dir: str | None) -> JudgeSettings | None:
+    model = config.getoption("--judge-model")
+    if model is None:
+        return None
+    try:
+        return JudgeSettings.from_options(
+            model, config.getoption("--judge-base-url"), config.getoption("--judge-timeout"),
+            config.getoption("--judge-time-limit"), config.getoption("--judge-retries"),
+            config.getoption("--judge-concurrency"), config.getoption("--judge-price"),
+            config.getoption("--judge-cache") or cache_dir)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _check_model_path(settings: Settings) -> None:

@@ -57,6 +57,32 @@ class JudgeSettings:
     price_per_mtok: tuple[float, float] | None = None
     cache_dir: str | None = None
 
+    @classmethod
+    def from_options(cls, model: str, base_url: str | None, timeout_s: float, time_limit_s: float, retries: int,
+                     concurrency: int, price: str | None, cache_dir: str | None) -> JudgeSettings:
+        """Command-line values, checked; a ValueError names the option and the fix."""
+        if base_url is not None and not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"--judge-base-url {base_url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
+        if base_url is None and not os.environ.get("OPENAI_API_KEY"):
+            raise ValueError(f"--judge-model {model} needs OPENAI_API_KEY in the environment (or --judge-base-url "
+                             "for an OpenAI-compatible server)")
+        parsed: tuple[float, float] | None = None
+        if price is not None:
+            try:
+                a, b = (float(x) for x in price.split(","))
+            except ValueError:
+                raise ValueError(f"--judge-price {price!r}: give USD per million input,output tokens, e.g. "
+                                 "--judge-price 2.5,10") from None
+            parsed = (a, b)
+        for name, value in (("--judge-timeout", timeout_s), ("--judge-time-limit", time_limit_s),
+                            ("--judge-concurrency", concurrency)):
+            if value <= 0:
+                raise ValueError(f"{name} {value} must be positive")
+        if retries < 0:
+            raise ValueError(f"--judge-retries {retries} must be 0 or more")
+        return cls(model=model, base_url=base_url, timeout_s=timeout_s, time_limit_s=time_limit_s,
+                   max_retries=retries, concurrency=concurrency, price_per_mtok=parsed, cache_dir=cache_dir)
+
     def price(self) -> tuple[float, float] | None:
         return self.price_per_mtok or PRICES.get(self.model)
 

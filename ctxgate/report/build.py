@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxgate import __version__
-from ctxgate.aggregate import (EffectiveLength, GroupScore, effective_length, helmet_categories, helmet_recall,
-                               ruler_average, weighted_average)
+from ctxgate.aggregate import (EffectiveLength, GroupScore, effective_length, helmet_categories, helmet_overall,
+                               helmet_recall, ruler_average, weighted_average)
 
 SCHEMA_VERSION = 1
 
@@ -17,16 +17,22 @@ def _group(g: GroupScore) -> dict[str, Any]:
     return {"score": g.score, "partial": g.partial, "members": list(g.members), "missing": list(g.missing)}
 
 
+def _length_summary(ruler: GroupScore, scores: Mapping[str, float]) -> dict[str, Any]:
+    categories = helmet_categories(scores)
+    out = {"ruler": _group(ruler), "helmet_recall": _group(helmet_recall(scores)),
+           **{f"helmet_{name}": _group(g) for name, g in categories.items() if name != "recall"}}
+    if categories:
+        out["helmet_overall"] = _group(helmet_overall(categories))
+    return out
+
+
 def summarize(cases: Sequence[Mapping[str, Any]], threshold: float) -> tuple[dict[str, Any], EffectiveLength | None]:
     scored: dict[int, dict[str, float]] = {}
     for c in cases:
         if c.get("score") is not None and c.get("verdict") in ("pass", "fail"):
             scored.setdefault(int(c["length"]), {})[c["task"]] = float(c["score"])
     ruler = {L: ruler_average(s) for L, s in scored.items()}
-    by_length = {str(L): {"ruler": _group(ruler[L]), "helmet_recall": _group(helmet_recall(s)),
-                          **{f"helmet_{name}": _group(g) for name, g in helmet_categories(s).items()
-                             if name != "recall"}}
-                 for L, s in sorted(scored.items())}
+    by_length = {str(L): _length_summary(ruler[L], s) for L, s in sorted(scored.items())}
     eff = effective_length(ruler, threshold)
     ruler_scores = {L: g.score for L, g in ruler.items() if g.score is not None}
     overall = {"ruler_avg": round(sum(ruler_scores.values()) / len(ruler_scores), 2) if ruler_scores else None,

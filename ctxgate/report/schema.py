@@ -25,6 +25,11 @@ _CASE = {
         "input_tokens_max": {"type": ["integer", "null"]}, "fill_min": _NUM_OR_NULL,
         "output_tokens": {"type": ["integer", "null"]}, "data_sha256": {"type": ["string", "null"]},
         "samples_from_cache": {"type": "integer"},
+        "parts": {"type": "object", "additionalProperties": {"type": "number"}},
+        "judge": {"type": ["object", "null"], "properties": {
+            "status": {"enum": ["pending", "judged", "failed"]}, "failed": {"type": "integer", "minimum": 0},
+            "failure_rate": {"type": "number"}, "max_failure_rate": {"type": "number"},
+            "failed_samples": {"type": "array"}, "usage": {"type": ["object", "null"]}}},
     },
 }
 REPORT_SCHEMA: dict[str, Any] = {

@@ -34,7 +34,8 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
     by_key = {(c["task"], c["length"]): c for c in report["cases"]}
     header = ["task"] + [format_length(L) for L in lengths]
     body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] for t in tasks]
-    groups = [("RULER avg", "ruler")] + [(f"HELMET {CATEGORY_LABELS[c]}", f"helmet_{c}") for c in HELMET_CATEGORIES]
+    groups = [("RULER avg", "ruler")] + [(f"HELMET {CATEGORY_LABELS[c]}", f"helmet_{c}")
+                                         for c in (*HELMET_CATEGORIES, "overall")]
     for label, key in groups:
         cells = [_group_cell(report["by_length"].get(str(L), {}).get(key)) for L in lengths]
         if any(cells):

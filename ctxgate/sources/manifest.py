@@ -15,6 +15,7 @@ from pathlib import Path
 from ctxgate.sources.files import sha256_of
 from ctxgate.sources.icl import SOURCES as ICL_SOURCES
 from ctxgate.sources.infbench import HUB_ID as INFBENCH_HUB, SUBSETS as INFBENCH_SUBSETS
+from ctxgate.sources.judged import ALCE_FILES
 from ctxgate.sources.kilt import MSMARCO_DEMO, MSMARCO_FOLDER, MSMARCO_TEST, RAG_FILES
 
 LOCK_NAME = "ctxgate-data.lock.json"
@@ -43,6 +44,16 @@ def _expected() -> list[Expected]:
     for task, subset in INFBENCH_SUBSETS.items():
         out.append(Expected(task, "infbench", re.escape(f"{subset}.jsonl"), ("id", "context", "input", "answer"),
                             f"{INFBENCH_HUB} ({subset})"))
+    out += [Expected("narrativeqa", "narrativeqa", re.escape(f"{split}.jsonl"), ("document", "question", "answers"),
+                     f"deepmind/narrativeqa ({split})") for split in ("test", "train")]
+    out.append(Expected("infbench_sum", "infbench", re.escape("longbook_sum_eng.jsonl"), ("id", "context", "answer"),
+                        f"{INFBENCH_HUB} (longbook_sum_eng)"))
+    out += [Expected("multi_lexsum", "multi_lexsum", re.escape(f"{split}.jsonl"),
+                     ("id", "sources", "summary/long", "summary/short"), f"allenai/multi_lexsum ({split})")
+            for split in ("validation", "train")]
+    for task, (test, prompt) in ALCE_FILES.items():
+        out += [Expected(task, "alce", re.escape(test), ("question", "docs")),
+                Expected(task, "alce", re.escape(prompt), ("instruction", "demo_prompt", "doc_prompt", "demos"))]
     return out
 
 
@@ -70,7 +81,18 @@ def _matches(root: Path, e: Expected) -> list[Path]:
 
 
 def _check_records(path: Path, fields: tuple[str, ...]) -> str:
-    """'' when every line is a JSON object with ``fields``, else what is wrong and where."""
+    """'' when every line (a .json file: every element, or the one object) is a JSON object with ``fields``, else
+    what is wrong and where."""
+    if path.suffix == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            return f"not JSON ({exc.msg} at line {exc.lineno})"
+        for n, record in enumerate(data if isinstance(data, list) else [data], start=1):
+            missing = [k for k in fields if not isinstance(record, dict) or k not in record]
+            if missing:
+                return f"record {n} lacks {', '.join(missing)}"
+        return ""
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
             if not line.strip():

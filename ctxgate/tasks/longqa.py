@@ -1,4 +1,4 @@
-"""HELMET LongQA, judge-free part: InfiniteBench English book QA (ROUGE-L F1) and multiple choice (accuracy).
+"""HELMET LongQA: InfiniteBench English book QA (ROUGE-L F1), multiple choice (accuracy) and NarrativeQA (judged).
 
 Prompts (HELMET, verbatim; its user text and the answer prefix are joined by a blank line):
 QA ``You are given a story and a question. Answer the question as concisely as you can, using a single phrase if
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.infbench import Book, load_infbench
+from ctxgate.sources.judged import load_narrativeqa
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.fitting import cut_document
 from ctxgate.tasks.registry import register
@@ -86,3 +87,35 @@ def infbench_qa() -> TaskSpec:
 @register
 def infbench_mc() -> TaskSpec:
     return _spec("infbench_mc", "mc_accuracy", "InfiniteBench book multiple choice (accuracy)")
+
+
+# NarrativeQA (judged): HELMET's prompt, verbatim; user text and answer prefix joined by one newline.
+NQA_INSTRUCTION = ("You are given a story, which can be either a novel or a movie script, and a question. Answer the "
+                   "question as concisely as you can, using a single phrase if possible.\n\n")
+NQA_GEN = 100
+
+
+def build_narrativeqa(ctx: BuildContext, length: int, index: int) -> Sample:
+    data = load_narrativeqa(ctx.data_dir)
+    order = seeded_order(len(data.items), "items", "narrativeqa", ctx.seed)
+    item = data.items[order[index % len(order)]]
+    # HELMET draws the two demos from the train split unseeded; ctxgate seeds them per test item.
+    demos = seeded_sample(list(data.demos), SHOTS, "demos", "narrativeqa", item.key, ctx.seed)
+    demo = ("For example:\n\n" + "\n\n".join(f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
+            + "\n\nNow, use the following story to answer the question:\n\n")
+    frame = make_frame(ctx, [NQA_INSTRUCTION + demo], [f"\n\nQuestion: {item.question}"], ANSWER_PREFIX,
+                       separator="\n")
+    budget = frame.budget(length, NQA_GEN)
+    need_room("narrativeqa", length, budget, MIN_STORY_TOKENS, "story tokens")
+    story, cut = cut_document(ctx, item.context, budget, OMITTED)
+    return Sample("narrativeqa", length, index, frame.pre + story + frame.post, item.answers, ANSWER_PREFIX,
+                  {"item_id": item.key, "story_tokens": len(story), "truncated": cut, "data_sha256": data.sha256,
+                   "judge_input": {"question": item.question, "answers": list(item.answers)}})
+
+
+@register
+def narrativeqa() -> TaskSpec:
+    return TaskSpec(name="narrativeqa", suite="helmet", category="longqa", metric="narrativeqa_judge",
+                    tokens_to_generate=NQA_GEN, build=lambda ctx, L, i, rng: build_narrativeqa(ctx, L, i),
+                    markers=("helmet", "longqa", "judge"), scoring_prefix=ANSWER_PREFIX, chat_template=True,
+                    description="NarrativeQA over whole books and scripts (LLM judge: fluency x correctness)")

@@ -21,7 +21,7 @@ def register(factory: Callable[[], TaskSpec]) -> Callable[[], TaskSpec]:
 def _load() -> None:
     # Importing the modules runs their @register decorators.
     from ctxgate.tasks import niah, vt, aggregation, qa, json_kv  # noqa: F401  (RULER order)
-    from ctxgate.tasks import rag, rerank, icl, longqa  # noqa: F401  (HELMET's application categories)
+    from ctxgate.tasks import rag, rerank, cite, icl, longqa, summ  # noqa: F401  (HELMET application categories)
 
 
 class UnknownTask(KeyError):

@@ -1,0 +1,187 @@
+"""``ctxgate judge REPORT.json``: score a finished run's judged cases from its stored outputs, without the model.
+
+The suite stores every judged sample's output and judge input in ``REPORT.predictions.jsonl``; a run without a
+judge leaves those cases skipped as "pending". This reads them back, judges them (through the same cache, so a
+second call costs nothing), applies the run's floors and the judge failure gate, and rewrites the report, its
+predictions and its Markdown. Judge usage and cost are printed and recorded per case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings
+from ctxgate.judge.score import Judges, is_judged
+from ctxgate.report.build import build_report
+from ctxgate.report.tables import markdown, terminal
+from ctxgate.runner import CaseResult, SampleOutcome, judge_case
+from ctxgate.thresholds import Thresholds, ThresholdsError, load_or_default
+
+
+class RejudgeError(ValueError):
+    """A report or its predictions cannot be judged; the message names the file and the fix."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("report", help="a --report JSON whose .predictions.jsonl sits beside it")
+    p.add_argument("--judge-model", default=None, help="LLM judge (key from OPENAI_API_KEY)")
+    p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--nli-model", default=None, help="local NLI checkpoint for citations (default: the LLM judge)")
+    p.add_argument("--judge-timeout", type=float, default=120.0)
+    p.add_argument("--judge-time-limit", type=float, default=600.0)
+    p.add_argument("--judge-retries", type=int, default=6)
+    p.add_argument("--judge-concurrency", type=int, default=4)
+    p.add_argument("--judge-price", default=None, help="USD per million input,output tokens, e.g. 2.5,10")
+    p.add_argument("--judge-cache", default=".ctxgate-cache", help="judge cache folder (default %(default)s)")
+    p.add_argument("--thresholds", default=None, help="floors and [judge] max_failure_rate (default: the run's)")
+    p.add_argument("--all", action="store_true", help="judge every judged case again, not only pending ones")
+    p.add_argument("--out", default=None, help="write the judged report here instead of over REPORT")
+
+
+def _judges(args: argparse.Namespace, thresholds: Thresholds) -> Judges:
+    if args.judge_model is None and args.nli_model is None:
+        raise RejudgeError("pass --judge-model (and --judge-base-url for a local server) and/or --nli-model PATH")
+    try:
+        client = JudgeClient(JudgeSettings.from_options(
+            args.judge_model, args.judge_base_url, args.judge_timeout, args.judge_time_limit, args.judge_retries,
+            args.judge_concurrency, args.judge_price, args.judge_cache)) if args.judge_model else None
+        if args.nli_model:
+            from ctxgate.judge.entail import HFEntailment
+
+            entail: Any = HFEntailment(args.nli_model)
+        else:
+            from ctxgate.judge.entail import LLMEntailment
+
+            entail = LLMEntailment(client) if client else None
+    except (ValueError, JudgeError) as exc:
+        raise RejudgeError(str(exc)) from None
+    return Judges(client, entail, thresholds.judge_max_failure_rate)
+
+
+def _load(report_path: Path) -> tuple[dict[str, Any], Path, list[dict[str, Any]]]:
+    if not report_path.is_file():
+        raise RejudgeError(f"{report_path} does not exist: pass the JSON written by --report")
+    try:
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RejudgeError(f"{report_path} is not JSON ({exc.msg}): pass the JSON written by --report") from None
+    predictions = report_path.parent / report.get("predictions", report_path.with_suffix(".predictions.jsonl").name)
+    if not predictions.is_file():
+        raise RejudgeError(f"{predictions} is missing: `ctxgate judge` needs the predictions written beside the "
+                           "report")
+    rows = [json.loads(line) for line in predictions.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return report, predictions, rows
+
+
+_SAMPLE_FIELDS = SampleOutcome.__dataclass_fields__
+
+
+def _case_result(case: dict[str, Any], rows: list[dict[str, Any]]) -> CaseResult:
+    samples = tuple(SampleOutcome(**{k: (tuple(v) if k == "answers" else v) for k, v in r.items()
+                                     if k in _SAMPLE_FIELDS}) for r in sorted(rows, key=lambda r: r["index"]))
+    fields = {k: case.get(k) for k in CaseResult.__dataclass_fields__ if k not in ("samples", "ci")}
+    return CaseResult(**{**fields, "ci": tuple(case.get("ci") or (0.0, 0.0)), "samples": samples})
+
+
+def _verdict(case: dict[str, Any], thresholds: Thresholds) -> None:
+    from ctxgate.lengths import format_length
+
+    judge = case.get("judge") or {}
+    floor = thresholds.floor_for(case["task"], case["length"])
+    case["floor"] = floor
+    if judge.get("status") == "failed" or judge.get("failure_rate", 0) > judge.get("max_failure_rate", 1):
+        case["verdict"] = "fail"
+        case["message"] = (f"{judge['failed']} verdicts failed (rate {judge['failure_rate']:.0%} > max "
+                           f"{judge['max_failure_rate']:.0%}); raise [judge] max_failure_rate or check the judge")
+    elif case["score"] is not None and case["score"] < floor:
+        case["verdict"] = "fail"
+        case["message"] = (f"{case['task']} at {case['length']} ({format_length(case['length'])}): score "
+                           f"{case['score']:.1f} < floor {floor:.1f} (n={case['n']})")
+    else:
+        case["verdict"] = "pass"
+        case["message"] = f"score {case['score']:.1f} >= floor {floor:.1f}"
+
+
+def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    report_path = Path(args.report)
+    report, predictions, rows = _load(report_path)
+    run = report.get("run", {})
+    try:
+        from ctxgate.tasks.registry import task_names
+
+        path = args.thresholds or run.get("thresholds")
+        thresholds = load_or_default(path if path and Path(path).is_file() else None, task_names())
+    except ThresholdsError as exc:
+        raise RejudgeError(str(exc)) from None
+    judges = _judges(args, thresholds)
+    by_case: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        by_case.setdefault((r["task"], int(r["length"])), []).append(r)
+    judged = 0
+    for case in report["cases"]:
+        status = (case.get("judge") or {}).get("status")
+        if not is_judged(case.get("metric", "")) or (status != "pending" and not args.all):
+            continue
+        case_rows = by_case.get((case["task"], case["length"]))
+        if not case_rows:
+            raise RejudgeError(f"{predictions} has no samples for {case['task']} at {case['length']}")
+        result = judge_case(_case_result(case, case_rows), judges, thresholds.confidence)
+        updated = result.to_dict()
+        by_case[(case["task"], case["length"])] = [{"task": case["task"], "length": case["length"],
+                                                    "metric": case["metric"], **s} for s in updated.pop("samples")]
+        case.update(updated)
+        case["ci"] = list(result.ci)
+        _verdict(case, thresholds)
+        judged += 1
+    run = {**run, "judge": judges.describe()}
+    new = build_report([c for c in report["cases"]], run, report.get("effective_length", {}) and
+                       report["effective_length"]["threshold"] or thresholds.effective_threshold,
+                       report.get("gates", []), report.get("complete", True))
+    failed = [c for c in new["cases"] if c["verdict"] == "fail"]
+    ran = [c for c in new["cases"] if c["verdict"] in ("pass", "fail")]
+    new["gates"] = [g for g in new["gates"] if g["name"] != "floors"] + [
+        {"name": "floors", "verdict": "fail" if failed else "pass",
+         "message": f"{len(failed)} of {len(ran)} cases below their floor"}]
+    new["predictions"] = predictions.name
+    out = Path(args.out) if args.out else report_path
+    out_predictions = out.with_suffix(".predictions.jsonl")
+    _atomic(out_predictions, "".join(json.dumps(r) + "\n" for rs in by_case.values() for r in rs))
+    new["predictions"] = out_predictions.name
+    _atomic(out, json.dumps(new, indent=1) + "\n")
+    _atomic(out.with_suffix(".md"), markdown(new))
+    new["_judged_cases"] = judged
+    return new, len(failed)
+
+
+def _atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        report, failed = judge_report(args)
+    except RejudgeError as exc:
+        print(f"ctxgate judge: {exc}", file=__import__("sys").stderr)
+        return 2
+    except JudgeError as exc:
+        print(f"ctxgate judge: {exc}", file=__import__("sys").stderr)
+        return 2
+    judged = report.pop("_judged_cases")
+    print(terminal(report))
+    usage = [c["judge"]["usage"] for c in report["cases"] if (c.get("judge") or {}).get("usage")]
+    if usage:
+        total = {k: sum(u[k] or 0 for u in usage) for k in ("requests", "cache_hits", "prompt_tokens",
+                                                             "completion_tokens", "failed_verdicts")}
+        cost = [u["cost_usd"] for u in usage]
+        print(f"judged {judged} case(s): {total['requests']} requests, {total['cache_hits']} cache hits, "
+              f"{total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
+              f"{total['failed_verdicts']} failed verdicts, cost "
+              + (f"${sum(cost):.4f}" if None not in cost else "unknown (pass --judge-price IN,OUT)"))
+    print(f"report: {args.out or args.report}")
+    return 1 if failed else 0

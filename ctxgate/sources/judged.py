@@ -1,0 +1,159 @@
+"""Data of HELMET's judged tasks: NarrativeQA, InfiniteBench Sum, Multi-LexSum (hub layouts, local copies first)
+and ALCE (HELMET's released ``alce/*_eval_gtr_top2000.json`` with its prompt files).
+
+Local layouts under ``--data-dir`` (hub columns, JSON lines):
+* ``narrativeqa/{test,train}.jsonl``: ``document.text``, ``question.text``, ``answers[].text`` (deepmind/narrativeqa).
+* ``infbench/longbook_sum_eng.jsonl`` (id, context, answer) and HELMET's ``infbench/longbook_sum_eng_keypoints.jsonl``
+  (id, keypoints), if present.
+* ``multi_lexsum/{validation,train}.jsonl``: id, sources, summary/long, summary/short (allenai/multi_lexsum
+  v20230518); HELMET's key points ride along as ``summary/short_keypoints`` when the file has them.
+* ``alce/{asqa,qampari}_eval_gtr_top2000.json`` (question, docs[title,text], qa_pairs[short_answers] or
+  answers[[aliases]]) and the prompt files ``alce/{asqa,qampari}_revised.json`` (or HELMET's ``prompts/``):
+  instruction, demo_prompt, doc_prompt, demos.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ctxgate.sources.errors import DataUnavailable
+from ctxgate.sources.files import FETCH_HINT, load_rows, read_local_or_hub
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class LongDoc:
+    """One test item over a long document: a question with answers (NarrativeQA) or a gold summary (Summ)."""
+
+    key: str
+    context: str
+    question: str
+    answers: tuple[str, ...]
+    expert_summary: str = ""  # the summary precision is judged against
+    keypoints: tuple[str, ...] = ()  # shipped key points; empty: the judge decomposes ``keypoint_source``
+    keypoint_source: str = ""
+
+
+@dataclass(frozen=True)
+class LongDocSet:
+    items: tuple[LongDoc, ...]
+    demos: tuple[LongDoc, ...]
+    sha256: str
+
+
+def _hint(what: str, where: Path) -> str:
+    return (f"put {what} at {where} and pass --data-dir, or run where the hub is reachable; the shipped fixtures: "
+            "--data-dir fixtures/helmet_data")
+
+
+def _need(task: str, r: dict[str, Any], fields: tuple[str, ...], where: Path, hint: str) -> None:
+    missing = [f for f in fields if r.get(f) is None]
+    if missing:
+        raise DataUnavailable(f"{task}: a record in {where} lacks {missing}; {hint}")
+
+
+@lru_cache(maxsize=4)
+def load_narrativeqa(data_dir: str | None) -> LongDocSet:
+    folder = Path(data_dir or ".") / "narrativeqa"
+    hint = _hint("NarrativeQA's test.jsonl and train.jsonl (hub columns)", folder)
+
+    def read(split: str) -> list[LongDoc]:
+        out = []
+        for i, r in enumerate(read_local_or_hub(folder / f"{split}.jsonl", "deepmind/narrativeqa", None, split, hint)):
+            _need("narrativeqa", r, ("document", "question", "answers"), folder, hint)
+            out.append(LongDoc(str(r.get("document", {}).get("id", "")) + f"#{i}", r["document"]["text"],
+                               r["question"]["text"], tuple(a["text"] for a in r["answers"])))
+        return out
+
+    items, demos = read("test"), read("train")
+    return LongDocSet(tuple(items), tuple(demos), _digest([(d.key, d.question, d.answers, d.context) for d in items]))
+
+
+@lru_cache(maxsize=4)
+def load_infbench_sum(data_dir: str | None) -> LongDocSet:
+    folder = Path(data_dir or ".") / "infbench"
+    hint = _hint("InfiniteBench's longbook_sum_eng.jsonl", folder)
+    keyfile = folder / "longbook_sum_eng_keypoints.jsonl"
+    keypoints = {str(r["id"]): tuple(r["keypoints"]) for r in load_rows(str(keyfile), "train", None, hint)
+                 } if keyfile.is_file() else {}
+    items = []
+    for r in read_local_or_hub(folder / "longbook_sum_eng.jsonl", "xinrongzhang2022/InfiniteBench", None,
+                               "longbook_sum_eng", hint):
+        _need("infbench_sum", r, ("id", "context", "answer"), folder, hint)
+        gold = (r["answer"][0] if isinstance(r["answer"], list) else r["answer"]).strip()
+        items.append(LongDoc(str(r["id"]), r["context"], "", (gold,), gold, keypoints.get(str(r["id"]), ()), gold))
+    return LongDocSet(tuple(items), tuple(items), _digest([(d.key, d.answers, d.keypoints, d.context) for d in items]))
+
+
+@lru_cache(maxsize=4)
+def load_multi_lexsum(data_dir: str | None) -> LongDocSet:
+    folder = Path(data_dir or ".") / "multi_lexsum"
+    hint = _hint("Multi-LexSum's validation.jsonl and train.jsonl (hub columns)", folder)
+
+    def read(split: str) -> list[LongDoc]:
+        out = []
+        for r in read_local_or_hub(folder / f"{split}.jsonl", "allenai/multi_lexsum", "v20230518", split, hint):
+            if r.get("summary/short") is None:  # HELMET keeps only cases with a short summary
+                continue
+            _need("multi_lexsum", r, ("id", "sources", "summary/long"), folder, hint)
+            out.append(LongDoc(str(r["id"]), "\n\n".join(r["sources"]), "", (r["summary/short"],),
+                               r["summary/long"], tuple(r.get("summary/short_keypoints") or ()), r["summary/short"]))
+        return out
+
+    items, demos = read("validation"), read("train")
+    return LongDocSet(tuple(items), tuple(demos), _digest([(d.key, d.answers, d.keypoints, d.context) for d in items]))
+
+
+@dataclass(frozen=True)
+class CiteItem:
+    key: str
+    question: str
+    docs: tuple[tuple[str, str], ...]  # (title, text), retrieval order
+    answers: tuple[tuple[str, ...], ...]  # ASQA: short answers per QA pair; QAMPARI: aliases per answer
+
+
+@dataclass(frozen=True)
+class CiteSet:
+    items: tuple[CiteItem, ...]
+    instruction: str
+    demo_prompt: str
+    doc_prompt: str
+    demos: tuple[dict[str, Any], ...]
+    sha256: str
+
+
+ALCE_FILES = {"alce_asqa": ("asqa_eval_gtr_top2000.json", "asqa_revised.json"),
+              "alce_qampari": ("qampari_eval_gtr_top2000.json", "qampari_revised.json")}
+
+
+@lru_cache(maxsize=4)
+def load_alce(task: str, data_dir: str | None) -> CiteSet:
+    root = Path(data_dir or ".")
+    test_name, prompt_name = ALCE_FILES[task]
+    test = root / "alce" / test_name
+    prompt = next((p for p in (root / "alce" / prompt_name, root / "prompts" / prompt_name) if p.is_file()), None)
+    if not test.is_file() or prompt is None:
+        raise DataUnavailable(f"{task} needs HELMET's alce/{test_name} and its prompt file {prompt_name} (in alce/ "
+                              f"or prompts/) under --data-dir; {FETCH_HINT}")
+    spec = json.loads(prompt.read_text(encoding="utf-8"))
+    missing = [k for k in ("instruction", "demo_prompt", "doc_prompt", "demos") if k not in spec]
+    if missing:
+        raise DataUnavailable(f"{task}: {prompt} lacks {missing}; use HELMET's {prompt_name}")
+    qampari = task == "alce_qampari"
+    items = []
+    for i, r in enumerate(load_rows(str(test), "train", None, f"check it with `ctxgate data verify {root}`")):
+        _need(task, r, ("question", "docs", "answers" if qampari else "qa_pairs"), test, FETCH_HINT)
+        answers = (tuple(tuple(a) for a in r["answers"]) if qampari
+                   else tuple(tuple(p["short_answers"]) for p in r["qa_pairs"]))
+        items.append(CiteItem(str(r.get("sample_id") or r.get("id") or i), r["question"],
+                              tuple((d["title"], d["text"]) for d in r["docs"]), answers))
+    return CiteSet(tuple(items), spec["instruction"], spec["demo_prompt"], spec["doc_prompt"], tuple(spec["demos"]),
+                   _digest([spec, [(c.key, c.question, c.docs, c.answers) for c in items]]))

@@ -1,0 +1,63 @@
+"""HELMET Cite: ALCE ASQA and QAMPARI, answers with citations to retrieved passages.
+
+Prompt (HELMET): ``{demos}\\n\\n\\n{instruction}\\n\\nQuestion: {question}\\n\\n{context}``, ``Answer:`` after a blank
+line; instruction, demo and document formats come from HELMET's prompt files (``asqa_revised.json``,
+``qampari_revised.json``), two demos with all their documents, joined by ``\\n\\n\\n``. Documents are numbered from
+1 in retrieval order; ctxgate shows as many whole ones as fit (HELMET: 8/30/75/165/345/700 for 4K-128K, pre-counted
+in Llama-2 tokens). 300 new tokens, chat template on. Correctness needs no judge; citations need an entailment
+judge (``--nli-model`` or the LLM judge).
+"""
+
+from __future__ import annotations
+
+from ctxgate.seeding import seeded_order, seeded_sample
+from ctxgate.sources.judged import load_alce
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.fitting import fit_units
+from ctxgate.tasks.registry import register
+
+PREFIX = "Answer:"
+GEN = 300
+SHOTS = 2
+
+
+def _docs(doc_prompt: str, docs: list[tuple[str, str]]) -> list[str]:
+    return [doc_prompt.format(ID=i + 1, title=t, text=x) for i, (t, x) in enumerate(docs)]
+
+
+def build_cite(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
+    data = load_alce(task, ctx.data_dir)
+    order = seeded_order(len(data.items), "items", task, ctx.seed)
+    item = data.items[order[index % len(order)]]
+    # HELMET samples the two demos unseeded (random.sample); ctxgate seeds them per test item.
+    picks = seeded_sample(range(len(data.demos)), SHOTS, "demos", task, item.key, ctx.seed)
+    demos = "\n\n\n".join(
+        data.demo_prompt.format(**{**data.demos[i], "instruction": data.instruction,
+                                   "context": "\n\n".join(_docs(data.doc_prompt,
+                                                                [(d["title"], d["text"]) for d in data.demos[i]["docs"]]))})
+        for i in picks)
+    head = f"{demos}\n\n\n{data.instruction}\n\nQuestion: {item.question}\n\n"
+    units = _docs(data.doc_prompt, list(item.docs))
+    ids, k = fit_units(ctx, task, length, GEN, head, "", PREFIX, "\n\n", units, lambda k: list(range(k)), 1,
+                       "documents")
+    qampari = task == "alce_qampari"
+    return Sample(task, length, index, ids, tuple(a[0] for a in item.answers if a), PREFIX,
+                  {"item_id": item.key, "num_docs": k, "demo_indices": list(picks), "data_sha256": data.sha256,
+                   "judge_input": {"question": item.question, "docs": [list(d) for d in item.docs[:k]],
+                                   ("answers" if qampari else "short_answers"): [list(a) for a in item.answers]}})
+
+
+def _spec(name: str, metric: str, description: str) -> TaskSpec:
+    return TaskSpec(name=name, suite="helmet", category="cite", metric=metric, tokens_to_generate=GEN,
+                    build=lambda ctx, L, i, rng: build_cite(name, ctx, L, i), markers=("helmet", "cite", "judge"),
+                    scoring_prefix=PREFIX, chat_template=True, description=description)
+
+
+@register
+def alce_asqa() -> TaskSpec:
+    return _spec("alce_asqa", "alce_asqa", "ALCE ASQA: long answers with citations (str_em, citation rec/prec)")
+
+
+@register
+def alce_qampari() -> TaskSpec:
+    return _spec("alce_qampari", "alce_qampari", "ALCE QAMPARI: answer lists with citations (rec_top5, citations)")

@@ -1,0 +1,75 @@
+"""HELMET Summ: InfiniteBench Sum (novels) and Multi-LexSum (civil-rights case files), scored by an LLM judge.
+
+Prompts (HELMET, verbatim; user text and ``Summary:`` joined by a blank line):
+InfBench ``You are given a book and you are tasked to summarize it. Write a summary of about 1000 to 1200 words. Only
+write about the plot and characters of the story. Do not discuss the themes or background of the book. Do not
+provide any analysis or commentary.\\n\\n{demo}{context}\\n\\nNow summarize the book.``, demos ``For example:\\n\\n``
++ ``[story text]\\nSummary: {gold}`` x 2 + ``\\n\\nNow, read the following story:\\n\\n``; 1200 new tokens.
+Multi-LexSum ``You are given the legal documents in a civil rights lawsuit, and you are tasked to summarize the case.
+Write a concise summary of one paragraph (200 to 250 words). The summary should contain a short description of the
+background, the parties involved, and the outcomes of the case.\\n\\n{demo}Legal documents:\\n{context}\\n\\nNow please
+summarize the case.``, demos ``Example summaries:\\n\\n`` + ``Summary: {short}`` x 2 + ``\\n\\nNow, write a summary of
+the following legal documents.\\n``; 400 new tokens. Chat template on (HELMET's policy). The document is cut to fit.
+"""
+
+from __future__ import annotations
+
+from ctxgate.seeding import seeded_order, seeded_sample
+from ctxgate.sources.judged import LongDocSet, load_infbench_sum, load_multi_lexsum
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
+from ctxgate.tasks.fitting import cut_document
+from ctxgate.tasks.registry import register
+
+PREFIX = "Summary:"
+OMITTED = " ... [the rest of the text is omitted]"
+SHOTS = 2
+MIN_DOC_TOKENS = 16
+BOOK = ("You are given a book and you are tasked to summarize it. Write a summary of about 1000 to 1200 words. Only "
+        "write about the plot and characters of the story. Do not discuss the themes or background of the book. Do "
+        "not provide any analysis or commentary.\n\n")
+LEGAL = ("You are given the legal documents in a civil rights lawsuit, and you are tasked to summarize the case. "
+         "Write a concise summary of one paragraph (200 to 250 words). The summary should contain a short "
+         "description of the background, the parties involved, and the outcomes of the case.\n\n")
+
+
+def build_summary(task: str, data: LongDocSet, ctx: BuildContext, length: int, index: int, gen: int) -> Sample:
+    order = seeded_order(len(data.items), "items", task, ctx.seed)
+    item = data.items[order[index % len(order)]]
+    demos = seeded_sample([d for d in data.demos if d.key != item.key], SHOTS, "demos", task, item.key, ctx.seed)
+    if task == "infbench_sum":
+        head = BOOK + "For example:\n\n" + "\n\n".join(f"[story text]\nSummary: {d.answers[0].strip()}"
+                                                      for d in demos) + "\n\nNow, read the following story:\n\n"
+        tail, style = "\n\nNow summarize the book.", "book"
+    else:
+        head = (LEGAL + "Example summaries:\n\n" + "\n\n".join(f"Summary: {d.answers[0]}" for d in demos)
+                + "\n\nNow, write a summary of the following legal documents.\nLegal documents:\n")
+        tail, style = "\n\nNow please summarize the case.", "legal"
+    frame = make_frame(ctx, [head], [tail], PREFIX, separator="\n\n")
+    budget = frame.budget(length, gen)
+    need_room(task, length, budget, MIN_DOC_TOKENS, "document tokens")
+    doc, cut = cut_document(ctx, item.context, budget, OMITTED)
+    return Sample(task, length, index, frame.pre + doc + frame.post, item.answers, PREFIX,
+                  {"item_id": item.key, "document_tokens": len(doc), "truncated": cut,
+                   "demo_ids": [d.key for d in demos], "data_sha256": data.sha256,
+                   "judge_input": {"style": style, "expert_summary": item.expert_summary,
+                                   "keypoints": list(item.keypoints), "keypoint_source": item.keypoint_source}})
+
+
+def _spec(name: str, gen: int, description: str) -> TaskSpec:
+    def build(ctx: BuildContext, length: int, index: int, rng: object) -> Sample:
+        data = load_infbench_sum(ctx.data_dir) if name == "infbench_sum" else load_multi_lexsum(ctx.data_dir)
+        return build_summary(name, data, ctx, length, index, gen)
+
+    return TaskSpec(name=name, suite="helmet", category="summ", metric="summary_judge", tokens_to_generate=gen,
+                    build=build, markers=("helmet", "summ", "judge"), scoring_prefix=PREFIX, chat_template=True,
+                    description=description)
+
+
+@register
+def infbench_sum() -> TaskSpec:
+    return _spec("infbench_sum", 1200, "InfiniteBench novel summaries (LLM judge: fluency x key-point F1)")
+
+
+@register
+def multi_lexsum() -> TaskSpec:
+    return _spec("multi_lexsum", 400, "Multi-LexSum case summaries (LLM judge: fluency x key-point F1)")
