@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.request
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -65,3 +68,27 @@ def checkpoint_sequence(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("run")
     build_sequence(root, count=8, break_at=5)
     return root
+
+
+@pytest.fixture
+def judge_server() -> Iterator[tuple[str, Callable[[], dict[str, Any]]]]:
+    """fixtures/judge_server.py on 127.0.0.1 (a free port): its base URL and a function returning its stats.
+    ``script(faults)`` on the returned URL's server queues scripted failures (see that module)."""
+    from fixtures.judge_server import start
+
+    url, server = start(0)
+    root = url.rsplit("/v1", 1)[0]
+
+    def stats() -> dict[str, Any]:
+        with urllib.request.urlopen(root + "/_stats") as resp:
+            return json.loads(resp.read())
+
+    yield url, stats
+    server.shutdown()
+    server.server_close()
+
+
+def script_faults(url: str, faults: list[dict[str, Any]]) -> None:
+    req = urllib.request.Request(url.rsplit("/v1", 1)[0] + "/_script", data=json.dumps(faults).encode(),
+                                 method="POST", headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req).read()

@@ -11,6 +11,8 @@ from ctxgate.report.schema import REPORT_SCHEMA
 from ctxgate.tasks import all_tasks
 from tests.conftest import HELMET_DATA
 
+SECRET = "sk-ctxgate-test-0123456789-never-written"
+
 
 def test_retrieval_passes_short_and_fails_long_for_real(real_suite, pytester):
     # The shipped model gets 85% at 256 tokens and 0% at 2048 (40 samples; bench/tiny_accuracy.py, README).
@@ -23,28 +25,41 @@ def test_retrieval_passes_short_and_fails_long_for_real(real_suite, pytester):
     result.stdout.fnmatch_lines(["*niah_single_1 at 2048 (2K): score * < floor 70.0 (n=40, 95% CI*"])
 
 
-def test_every_task_and_length_under_xdist_with_all_outputs(real_suite, pytester):
-    result = real_suite("--lengths", "512,1k", "--samples", "3", "-n", "2", "--report", "out/run.json",
-                        "--junitxml", "out/junit.xml", "--data-dir", str(HELMET_DATA))
+def test_every_task_and_length_under_xdist_with_all_outputs(real_suite, pytester, judge_server, monkeypatch):
+    """The full fixture run, judged over HTTP by the scripted OpenAI-compatible server: all seven HELMET categories
+    and the overall average at 2K, and the API key in no file the run wrote."""
+    url, stats = judge_server
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    result = real_suite("--lengths", "1k,2k", "--samples", "3", "-n", "2", "--report", "out/run.json",
+                        "--junitxml", "out/junit.xml", "--data-dir", str(HELMET_DATA), "--judge-model",
+                        "ctxgate-lexical-judge", "--judge-base-url", url, "--cache-dir", "out/cache")
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     jsonschema.validate(report, REPORT_SCHEMA)
-    expected = {(t.name, L) for t in all_tasks() for L in (512, 1024)}
+    expected = {(t.name, L) for t in all_tasks() for L in (1024, 2048)}
     assert {(c["task"], c["length"]) for c in report["cases"]} == expected
     ran = [c for c in report["cases"] if c["verdict"] == "pass"]
-    assert len(ran) >= 40  # a few tasks cannot fit their fixed parts in 512 tokens and are skipped with a reason
+    assert len(ran) >= 55  # a few tasks cannot fit their fixed parts and generation in 1K: skipped with a reason
     for c in report["cases"]:
         if c["verdict"] == "skip":
             assert "choose a longer --lengths" in c["message"]
     assert report["run"]["model_fingerprint"]["sha256"] and report["run"]["backend"]["backend"] == "hf"
-    assert report["by_length"]["512"]["ruler"]["score"] is not None
+    assert report["by_length"]["1024"]["ruler"]["score"] is not None
     names = {c.get("name") for c in ET.parse(pytester.path / "out" / "junit.xml").getroot().iter("testcase")}
-    assert "test_ruler[niah_multikey_2-1024]" in names and "test_helmet[json_kv-512]" in names
-    at = report["by_length"]["1024"]  # every HELMET category from the fixture data, LongQA partial (NarrativeQA)
-    assert all(at[f"helmet_{c}"]["score"] is not None for c in ("recall", "rag", "rerank", "icl", "longqa"))
-    assert at["helmet_longqa"]["missing"] == ["narrativeqa"] and not at["helmet_rag"]["partial"]
+    assert "test_ruler[niah_multikey_2-1024]" in names and "test_helmet[json_kv-1024]" in names
+    at = report["by_length"]["2048"]  # all seven HELMET categories from the fixture data, and the overall mean
+    for c in ("recall", "rag", "rerank", "cite", "longqa", "summ", "icl", "overall"):
+        assert at[f"helmet_{c}"]["score"] is not None and not at[f"helmet_{c}"]["partial"], (c, at[f"helmet_{c}"])
+    assert at["helmet_overall"]["members"] == ["recall", "rag", "rerank", "cite", "longqa", "summ", "icl"]
+    judged = [c for c in report["cases"] if c["task"] == "narrativeqa" and c["length"] == 2048][0]
+    assert judged["judge"]["status"] == "judged" and judged["judge"]["usage"]["requests"] >= 3
     md = (pytester.path / "out" / "run.md").read_text()
-    assert md.count("|") > 20 and all(f"| HELMET {c} |" in md for c in ("RAG", "Re-rank", "ICL", "LongQA"))
+    assert md.count("|") > 20 and all(f"| HELMET {c} |" in md for c in ("RAG", "Re-rank", "Cite", "Summ",
+                                                                          "overall"))
+    assert stats()["authorization"] and all(a == f"Bearer {SECRET}" for a in stats()["authorization"])
+    for path in (pytester.path / "out").rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
     assert len((pytester.path / "out" / "run.predictions.jsonl").read_text().splitlines()) == 3 * len(ran)
 
 

@@ -42,7 +42,8 @@ def build_cite(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
                        "documents")
     qampari = task == "alce_qampari"
     return Sample(task, length, index, ids, tuple(a[0] for a in item.answers if a), PREFIX,
-                  {"item_id": item.key, "num_docs": k, "demo_indices": list(picks), "data_sha256": data.sha256,
+                  {"item_id": item.key, "num_docs": k, "pool_exhausted": k == len(item.docs),
+                   "demo_indices": list(picks), "data_sha256": data.sha256,
                    "judge_input": {"question": item.question, "docs": [list(d) for d in item.docs[:k]],
                                    ("answers" if qampari else "short_answers"): [list(a) for a in item.answers]}})
 

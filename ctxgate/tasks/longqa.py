@@ -109,7 +109,8 @@ def build_narrativeqa(ctx: BuildContext, length: int, index: int) -> Sample:
     need_room("narrativeqa", length, budget, MIN_STORY_TOKENS, "story tokens")
     story, cut = cut_document(ctx, item.context, budget, OMITTED)
     return Sample("narrativeqa", length, index, frame.pre + story + frame.post, item.answers, ANSWER_PREFIX,
-                  {"item_id": item.key, "story_tokens": len(story), "truncated": cut, "data_sha256": data.sha256,
+                  {"item_id": item.key, "story_tokens": len(story), "truncated": cut, "pool_exhausted": not cut,
+                   "data_sha256": data.sha256,
                    "judge_input": {"question": item.question, "answers": list(item.answers)}})
 
 

@@ -49,7 +49,7 @@ def build_summary(task: str, data: LongDocSet, ctx: BuildContext, length: int, i
     need_room(task, length, budget, MIN_DOC_TOKENS, "document tokens")
     doc, cut = cut_document(ctx, item.context, budget, OMITTED)
     return Sample(task, length, index, frame.pre + doc + frame.post, item.answers, PREFIX,
-                  {"item_id": item.key, "document_tokens": len(doc), "truncated": cut,
+                  {"item_id": item.key, "document_tokens": len(doc), "truncated": cut, "pool_exhausted": not cut,
                    "demo_ids": [d.key for d in demos], "data_sha256": data.sha256,
                    "judge_input": {"style": style, "expert_summary": item.expert_summary,
                                    "keypoints": list(item.keypoints), "keypoint_source": item.keypoint_source}})
