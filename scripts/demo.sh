@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: every RULER and HELMET task x 256/512/1K/2K tokens on the shipped tiny
-# checkpoint, with the shipped fixture data, two xdist workers, then the report. Extra arguments go to pytest
-# (e.g. --samples 100).
+# checkpoint, with the shipped fixture data, two xdist workers, then the report. The judged tasks (Cite, NarrativeQA,
+# Summ) are judged by fixtures/judge_server.py, an offline OpenAI-compatible stand-in started here on 127.0.0.1;
+# a real run passes --judge-model gpt-4o-2024-05-13 (key from OPENAI_API_KEY) or a vLLM/SGLang --judge-base-url.
+# Extra arguments go to pytest (e.g. --samples 100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 mkdir -p out
+.venv/bin/python fixtures/judge_server.py --port 0 > out/judge-server.url &
+JUDGE=$!
+trap 'kill $JUDGE 2>/dev/null' EXIT
+for _ in $(seq 50); do [ -s out/judge-server.url ] && break; sleep 0.1; done
 .venv/bin/python -m pytest --model fixtures/tiny-llama-niah --lengths 256,512,1k,2k --samples 20 -n 2 \
   --squad fixtures/data/squad_v2_validation_tiny.jsonl \
   --hotpotqa fixtures/data/hotpotqa_distractor_validation_tiny.jsonl --data-dir fixtures/helmet_data \
+  --judge-model ctxgate-lexical-judge --judge-base-url "$(head -1 out/judge-server.url)" \
   --report out/demo.json --junitxml out/demo-junit.xml -q "$@"
 echo
 cat out/demo.md
