@@ -11,7 +11,7 @@ import pytest
 from ctxgate.judge import verdict
 from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings
 from ctxgate.judge.templates import render
-from tests.conftest import HELMET_DATA, ROOT, TINY, script_faults
+from tests.conftest import HELMET_DATA, script_faults
 
 KEY = "sk-judge-test-key-4242-do-not-store"
 FLUENCY = render("fluency_legal", text="The court approved the settlement and the library reopened.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -138,9 +139,8 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         _verdict(case, thresholds)
         judged += 1
     run = {**run, "judge": judges.describe()}
-    new = build_report([c for c in report["cases"]], run, report.get("effective_length", {}) and
-                       report["effective_length"]["threshold"] or thresholds.effective_threshold,
-                       report.get("gates", []), report.get("complete", True))
+    threshold = (report.get("effective_length") or {}).get("threshold", thresholds.effective_threshold)
+    new = build_report(report["cases"], run, threshold, report.get("gates", []), report.get("complete", True))
     failed = [c for c in new["cases"] if c["verdict"] == "fail"]
     ran = [c for c in new["cases"] if c["verdict"] in ("pass", "fail")]
     new["gates"] = [g for g in new["gates"] if g["name"] != "floors"] + [
@@ -166,11 +166,8 @@ def _atomic(path: Path, text: str) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         report, failed = judge_report(args)
-    except RejudgeError as exc:
-        print(f"ctxgate judge: {exc}", file=__import__("sys").stderr)
-        return 2
-    except JudgeError as exc:
-        print(f"ctxgate judge: {exc}", file=__import__("sys").stderr)
+    except (RejudgeError, JudgeError) as exc:
+        print(f"ctxgate judge: {exc}", file=sys.stderr)
         return 2
     judged = report.pop("_judged_cases")
     print(terminal(report))
