@@ -1,6 +1,6 @@
-"""``ctxgate`` command line: rescore stored predictions, score one prediction, list tasks, print the schema.
+"""``ctxgate`` command line: rescore stored predictions, judge them, score one prediction, list tasks, print the schema.
 
-None of these load a model or torch.
+None of these load the model under test (only `judge --nli-model` loads its NLI checkpoint).
 """
 
 from __future__ import annotations
@@ -11,15 +11,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ctxgate.judge.score import is_judged
 from ctxgate.metrics import get_metric, metric_names, score_prediction
 from ctxgate.metrics.registry import UnknownMetric
 from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
-
-
-def is_judged(metric: str) -> bool:
-    from ctxgate.judge.score import is_judged as judged
-
-    return judged(metric)
 
 
 def _rescore(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ctxgate.lengths import format_length
+from ctxgate.gates import floor_failure, judge_failure, passed
 from ctxgate.qa_data import QADataError
 from ctxgate.baseline import Baseline, BaselineError, describe
 from ctxgate.judge.client import JudgeError
@@ -64,32 +64,11 @@ class Case:
             r["verdict"] = "fail"
             r["message"] = f"{self.spec.name} at {self.length} regressed: {base['message']}"
             pytest.fail(r["message"], pytrace=False)
-        floor = r["floor"]
-        low, high = r["ci"]
-        judged = high if self.thresholds.rule == "upper" else r["score"]
-        if judged < floor:
-            r["verdict"] = "fail"
-            r["message"] = (f"{self.spec.name} at {self.length} ({format_length(self.length)}): score "
-                            f"{r['score']:.1f} < floor {floor:.1f} (n={r['n']}, "
-                            f"{int(self.thresholds.confidence * 100)}% CI {low:.1f}-{high:.1f}, rule "
-                            f"{self.thresholds.rule!r}, floors from {self.thresholds.path})")
+        message = floor_failure(r, self.thresholds)
+        if message:
+            r["verdict"], r["message"] = "fail", message
             pytest.fail(r["message"], pytrace=False)
-        r["verdict"] = "pass"
-        r["message"] = f"score {r['score']:.1f} >= floor {floor:.1f}"
-
-
-def judge_failure(record: dict[str, Any]) -> str | None:
-    """Too many failed verdicts fail a judged case whatever its score: its mean would rest on too few samples."""
-    judge = record.get("judge") or {}
-    if judge.get("status") not in ("judged", "failed"):
-        return None
-    if judge["status"] == "failed" or judge["failure_rate"] > judge["max_failure_rate"]:
-        first = judge["failed_samples"][0] if judge["failed_samples"] else {}
-        return (f"{judge['failed']} of {judge['failed'] + record['n']} verdicts failed (rate "
-                f"{judge['failure_rate']:.0%} > max {judge['max_failure_rate']:.0%}); first: sample "
-                f"{first.get('index')}: {first.get('error')}. Check the judge server, or raise [judge] "
-                "max_failure_rate in thresholds.toml")
-    return None
+        r["verdict"], r["message"] = "pass", passed(r)
 
 
 def _against_baseline(baseline: Baseline, result: CaseResult, run_meta: dict[str, Any],

@@ -12,7 +12,8 @@ import pytest
 
 from ctxgate.backends.base import Backend
 from ctxgate.cache import GenerationCache, namespace_for
-from ctxgate.judge.score import Judges
+from ctxgate.judge.client import JudgeError
+from ctxgate.judge.score import Judges, build_judges
 from ctxgate.runner import resolve_chat
 from ctxgate.tasks.base import BuildContext
 from ctxgate.textcodec import PieceEncoder
@@ -94,28 +95,11 @@ def ctxgate_model(pytestconfig: pytest.Config) -> LoadedModel:
     if settings.cache_dir:
         cache = GenerationCache(settings.cache_dir, namespace_for(meta["model_fingerprint"]["sha256"], backend))
         meta["cache"] = {"dir": settings.cache_dir, "set_aside": list(cache.stats.set_aside)}
-    judges = load_judges(settings, pytestconfig.stash[THRESHOLDS_KEY].judge_max_failure_rate)
+    try:
+        judges = build_judges(settings.judge, settings.nli_model,
+                              pytestconfig.stash[THRESHOLDS_KEY].judge_max_failure_rate)
+    except (JudgeError, ValueError, OSError) as exc:
+        pytest.fail(f"ctxgate: {exc}", pytrace=False)
     if judges is not None:
         meta["judge"] = judges.describe()
     return LoadedModel(backend, context, chat, meta, cache, judges)
-
-
-def load_judges(settings: Settings, max_failure_rate: float) -> Judges | None:
-    """The LLM judge (--judge-model) and the entailment judge (--nli-model, else the LLM judge)."""
-    from ctxgate.judge.client import JudgeClient, JudgeError
-
-    if settings.judge is None and settings.nli_model is None:
-        return None
-    try:
-        client = JudgeClient(settings.judge) if settings.judge else None
-        if settings.nli_model:
-            from ctxgate.judge.entail import HFEntailment
-
-            entail: Any = HFEntailment(settings.nli_model)
-        else:
-            from ctxgate.judge.entail import LLMEntailment
-
-            entail = LLMEntailment(client) if client else None
-    except (JudgeError, ValueError, OSError) as exc:
-        pytest.fail(f"ctxgate: {exc}", pytrace=False)
-    return Judges(client, entail, max_failure_rate)

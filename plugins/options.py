@@ -13,7 +13,7 @@ import pytest
 
 from ctxgate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.haystacks import HaystackError, load_essay
-from ctxgate.judge.client import JudgeSettings
+from ctxgate.judge.client import OPTIONS as JUDGE_OPTIONS, JudgeSettings
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.tasks.registry import task_names
 from ctxgate.thresholds import Thresholds, ThresholdsError, load_or_default
@@ -83,21 +83,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--no-cache", action="store_true", help="neither read nor write the generation cache")
     g.addoption("--baseline", default=None, help="a previous --report JSON: fail cases that regressed against it")
     j = parser.getgroup("ctxgate-judge", "ctxgate judged tasks (Cite, NarrativeQA, Summ)")
-    j.addoption("--judge-model", default=None,
-                help="LLM judge for NarrativeQA and summaries (HELMET: gpt-4o-2024-05-13); key from OPENAI_API_KEY")
-    j.addoption("--judge-base-url", default=None,
-                help="an OpenAI-compatible server instead of OpenAI, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang)")
-    j.addoption("--judge-timeout", type=float, default=120.0, help="seconds per judge request (default %(default)s)")
-    j.addoption("--judge-time-limit", type=float, default=600.0,
-                help="seconds per verdict, retries included (default %(default)s)")
-    j.addoption("--judge-retries", type=int, default=6,
-                help="retries after 429/5xx/timeouts, with exponential backoff (default %(default)s)")
-    j.addoption("--judge-concurrency", type=int, default=4, help="verdicts in flight at once (default %(default)s)")
-    j.addoption("--judge-price", default=None,
-                help="USD per million input,output tokens for the cost line, e.g. 2.5,10 (default: a built-in list)")
-    j.addoption("--judge-cache", default=None, help="judge cache folder (default: the --cache-dir folder)")
-    j.addoption("--nli-model", default=None,
-                help="local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge")
+    for flag, kwargs in JUDGE_OPTIONS:
+        j.addoption(flag, **kwargs)
 
 
 def _thresholds_path(config: pytest.Config) -> str:
@@ -171,15 +158,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def judge_settings(config: pytest.Config, cache_dir: str | None) -> JudgeSettings | None:
-    model = config.getoption("--judge-model")
-    if model is None:
-        return None
     try:
-        return JudgeSettings.from_options(
-            model, config.getoption("--judge-base-url"), config.getoption("--judge-timeout"),
-            config.getoption("--judge-time-limit"), config.getoption("--judge-retries"),
-            config.getoption("--judge-concurrency"), config.getoption("--judge-price"),
-            config.getoption("--judge-cache") or cache_dir)
+        return JudgeSettings.from_options(config.getoption, cache_dir)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
 

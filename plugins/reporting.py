@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from ctxgate.gates import floors_gate
 from ctxgate.lengths import format_length
-from ctxgate.report.build import build_report
+from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.tables import markdown, terminal
 
 from .cases import CASE_RECORD_KEY
@@ -91,11 +92,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def _gates(config: pytest.Config, report: dict[str, Any]) -> list[dict[str, Any]]:
     thresholds = config.stash[THRESHOLDS_KEY]
-    gates = []
-    failed = [c for c in report["cases"] if c["verdict"] == "fail"]
-    ran = [c for c in report["cases"] if c["verdict"] in ("pass", "fail")]
-    gates.append({"name": "floors", "verdict": "fail" if failed else "pass",
-                  "message": f"{len(failed)} of {len(ran)} cases below their floor"})
+    gates: list[dict[str, Any]] = [floors_gate(report["cases"])]
     if thresholds.min_effective_length:
         eff = report["effective_length"]
         need = format_length(thresholds.min_effective_length)
@@ -117,9 +114,8 @@ def _write(collector: Collector, report: dict[str, Any]) -> None:
     predictions = path.with_suffix(".predictions.jsonl")
     with predictions.open("w", encoding="utf-8") as f:
         for case in report["cases"]:
-            for s in case.pop("samples", None) or []:
-                f.write(json.dumps({"task": case["task"], "length": case["length"], "metric": case["metric"],
-                                    **s}) + "\n")
+            for row in prediction_rows(case, case.pop("samples", None) or []):
+                f.write(json.dumps(row) + "\n")
     report["predictions"] = predictions.name
     path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     path.with_suffix(".md").write_text(markdown(report), encoding="utf-8")

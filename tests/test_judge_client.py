@@ -117,7 +117,8 @@ def test_openai_without_a_key_names_the_fix(monkeypatch):
     with pytest.raises(JudgeError, match="OPENAI_API_KEY"):
         JudgeClient(JudgeSettings(model="gpt-4o-2024-05-13"))
     with pytest.raises(ValueError, match="--judge-price '2.5'"):
-        JudgeSettings.from_options("m", "http://127.0.0.1:1/v1", 1, 1, 1, 1, "2.5", None)
+        JudgeSettings.from_options({"--judge-model": "m", "--judge-base-url": "http://127.0.0.1:1/v1",
+                                    "--judge-price": "2.5"}.get, None)
 
 
 def test_ctxgate_judge_scores_a_pending_run_later_and_again_for_free(real_suite, pytester, judge_server,

@@ -34,6 +34,27 @@ PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+# The judge's command-line options: the pytest plugin and `ctxgate judge` add the same ones from here.
+OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--judge-model", {"default": None, "help": "LLM judge for NarrativeQA and summaries (HELMET: "
+                                                "gpt-4o-2024-05-13); key from OPENAI_API_KEY"}),
+    ("--judge-base-url", {"default": None, "help": "an OpenAI-compatible server instead of OpenAI, e.g. "
+                                                   "http://127.0.0.1:8000/v1 (vLLM, SGLang)"}),
+    ("--judge-timeout", {"type": float, "default": 120.0, "help": "seconds per judge request (default %(default)s)"}),
+    ("--judge-time-limit", {"type": float, "default": 600.0,
+                            "help": "seconds per verdict, retries included (default %(default)s)"}),
+    ("--judge-retries", {"type": int, "default": 6,
+                         "help": "retries after 429/5xx/timeouts, with exponential backoff (default %(default)s)"}),
+    ("--judge-concurrency", {"type": int, "default": 4, "help": "verdicts in flight at once (default %(default)s)"}),
+    ("--judge-price", {"default": None, "help": "USD per million input,output tokens for the cost line, e.g. "
+                                                "2.5,10 (default: a built-in list)"}),
+    ("--judge-cache", {"default": None, "help": "judge cache folder (default: the generation cache folder, "
+                                                "./.ctxgate-cache)"}),
+    ("--nli-model", {"default": None, "help": "local NLI checkpoint for ALCE citations (MNLI classifier or T5 "
+                                              "TRUE); default: the LLM judge"}),
+)
+
+
 class JudgeError(RuntimeError):
     """The judge cannot work as configured; the message names the fix."""
 
@@ -58,9 +79,12 @@ class JudgeSettings:
     cache_dir: str | None = None
 
     @classmethod
-    def from_options(cls, model: str, base_url: str | None, timeout_s: float, time_limit_s: float, retries: int,
-                     concurrency: int, price: str | None, cache_dir: str | None) -> JudgeSettings:
-        """Command-line values, checked; a ValueError names the option and the fix."""
+    def from_options(cls, option: Callable[[str], Any], cache_dir: str | None) -> JudgeSettings | None:
+        """The judge from ``OPTIONS`` as read by ``option(flag)`` (pytest's ``getoption`` or an argparse lookup);
+        None without ``--judge-model``. A ValueError names the option and the fix."""
+        model, base_url, price = option("--judge-model"), option("--judge-base-url"), option("--judge-price")
+        if model is None:
+            return None
         if base_url is not None and not base_url.startswith(("http://", "https://")):
             raise ValueError(f"--judge-base-url {base_url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
         if base_url is None and not os.environ.get("OPENAI_API_KEY"):
@@ -74,14 +98,15 @@ class JudgeSettings:
                 raise ValueError(f"--judge-price {price!r}: give USD per million input,output tokens, e.g. "
                                  "--judge-price 2.5,10") from None
             parsed = (a, b)
-        for name, value in (("--judge-timeout", timeout_s), ("--judge-time-limit", time_limit_s),
-                            ("--judge-concurrency", concurrency)):
-            if value <= 0:
-                raise ValueError(f"{name} {value} must be positive")
-        if retries < 0:
-            raise ValueError(f"--judge-retries {retries} must be 0 or more")
-        return cls(model=model, base_url=base_url, timeout_s=timeout_s, time_limit_s=time_limit_s,
-                   max_retries=retries, concurrency=concurrency, price_per_mtok=parsed, cache_dir=cache_dir)
+        for flag in ("--judge-timeout", "--judge-time-limit", "--judge-concurrency"):
+            if option(flag) <= 0:
+                raise ValueError(f"{flag} {option(flag)} must be positive")
+        if option("--judge-retries") < 0:
+            raise ValueError(f"--judge-retries {option('--judge-retries')} must be 0 or more")
+        return cls(model=model, base_url=base_url, timeout_s=option("--judge-timeout"),
+                   time_limit_s=option("--judge-time-limit"), max_retries=option("--judge-retries"),
+                   concurrency=option("--judge-concurrency"), price_per_mtok=parsed,
+                   cache_dir=option("--judge-cache") or cache_dir)
 
     def price(self) -> tuple[float, float] | None:
         return self.price_per_mtok or PRICES.get(self.model)

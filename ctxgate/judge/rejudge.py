@@ -15,11 +15,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings
-from ctxgate.judge.score import Judges, is_judged
-from ctxgate.report.build import build_report
+from ctxgate.gates import floor_failure, floors_gate, judge_failure, passed
+from ctxgate.judge.client import OPTIONS, JudgeError, JudgeSettings
+from ctxgate.judge.score import Judges, build_judges, is_judged
+from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.runner import CaseResult, SampleOutcome, judge_case
+from ctxgate.tasks.registry import task_names
 from ctxgate.thresholds import Thresholds, ThresholdsError, load_or_default
 
 
@@ -29,38 +31,23 @@ class RejudgeError(ValueError):
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("report", help="a --report JSON whose .predictions.jsonl sits beside it")
-    p.add_argument("--judge-model", default=None, help="LLM judge (key from OPENAI_API_KEY)")
-    p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--nli-model", default=None, help="local NLI checkpoint for citations (default: the LLM judge)")
-    p.add_argument("--judge-timeout", type=float, default=120.0)
-    p.add_argument("--judge-time-limit", type=float, default=600.0)
-    p.add_argument("--judge-retries", type=int, default=6)
-    p.add_argument("--judge-concurrency", type=int, default=4)
-    p.add_argument("--judge-price", default=None, help="USD per million input,output tokens, e.g. 2.5,10")
-    p.add_argument("--judge-cache", default=".ctxgate-cache", help="judge cache folder (default %(default)s)")
+    for flag, kwargs in OPTIONS:
+        p.add_argument(flag, **kwargs)
     p.add_argument("--thresholds", default=None, help="floors and [judge] max_failure_rate (default: the run's)")
     p.add_argument("--all", action="store_true", help="judge every judged case again, not only pending ones")
     p.add_argument("--out", default=None, help="write the judged report here instead of over REPORT")
 
 
 def _judges(args: argparse.Namespace, thresholds: Thresholds) -> Judges:
-    if args.judge_model is None and args.nli_model is None:
-        raise RejudgeError("pass --judge-model (and --judge-base-url for a local server) and/or --nli-model PATH")
     try:
-        client = JudgeClient(JudgeSettings.from_options(
-            args.judge_model, args.judge_base_url, args.judge_timeout, args.judge_time_limit, args.judge_retries,
-            args.judge_concurrency, args.judge_price, args.judge_cache)) if args.judge_model else None
-        if args.nli_model:
-            from ctxgate.judge.entail import HFEntailment
-
-            entail: Any = HFEntailment(args.nli_model)
-        else:
-            from ctxgate.judge.entail import LLMEntailment
-
-            entail = LLMEntailment(client) if client else None
-    except (ValueError, JudgeError) as exc:
+        settings = JudgeSettings.from_options(lambda flag: getattr(args, flag[2:].replace("-", "_")),
+                                              ".ctxgate-cache")
+        judges = build_judges(settings, args.nli_model, thresholds.judge_max_failure_rate)
+    except (ValueError, JudgeError, OSError) as exc:
         raise RejudgeError(str(exc)) from None
-    return Judges(client, entail, thresholds.judge_max_failure_rate)
+    if judges is None:
+        raise RejudgeError("pass --judge-model (and --judge-base-url for a local server) and/or --nli-model PATH")
+    return judges
 
 
 def _load(report_path: Path) -> tuple[dict[str, Any], Path, list[dict[str, Any]]]:
@@ -89,31 +76,22 @@ def _case_result(case: dict[str, Any], rows: list[dict[str, Any]]) -> CaseResult
 
 
 def _verdict(case: dict[str, Any], thresholds: Thresholds) -> None:
-    from ctxgate.lengths import format_length
-
-    judge = case.get("judge") or {}
-    floor = thresholds.floor_for(case["task"], case["length"])
-    case["floor"] = floor
-    if judge.get("status") == "failed" or judge.get("failure_rate", 0) > judge.get("max_failure_rate", 1):
-        case["verdict"] = "fail"
-        case["message"] = (f"{judge['failed']} verdicts failed (rate {judge['failure_rate']:.0%} > max "
-                           f"{judge['max_failure_rate']:.0%}); raise [judge] max_failure_rate or check the judge")
-    elif case["score"] is not None and case["score"] < floor:
-        case["verdict"] = "fail"
-        case["message"] = (f"{case['task']} at {case['length']} ({format_length(case['length'])}): score "
-                           f"{case['score']:.1f} < floor {floor:.1f} (n={case['n']})")
-    else:
-        case["verdict"] = "pass"
-        case["message"] = f"score {case['score']:.1f} >= floor {floor:.1f}"
+    """The plugin's gates, minus the baseline (a later judging has no paired baseline run to compare with)."""
+    case["floor"] = thresholds.floor_for(case["task"], case["length"])
+    message = judge_failure(case)
+    if message:
+        case["verdict"], case["message"] = "fail", f"{case['task']} at {case['length']}: {message}"
+        return
+    message = floor_failure(case, thresholds)
+    case["verdict"], case["message"] = ("fail", message) if message else ("pass", passed(case))
 
 
-def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
+    """The rewritten report, how many cases were judged, how many cases fail."""
     report_path = Path(args.report)
     report, predictions, rows = _load(report_path)
     run = report.get("run", {})
     try:
-        from ctxgate.tasks.registry import task_names
-
         path = args.thresholds or run.get("thresholds")
         thresholds = load_or_default(path if path and Path(path).is_file() else None, task_names())
     except ThresholdsError as exc:
@@ -132,8 +110,7 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             raise RejudgeError(f"{predictions} has no samples for {case['task']} at {case['length']}")
         result = judge_case(_case_result(case, case_rows), judges, thresholds.confidence)
         updated = result.to_dict()
-        by_case[(case["task"], case["length"])] = [{"task": case["task"], "length": case["length"],
-                                                    "metric": case["metric"], **s} for s in updated.pop("samples")]
+        by_case[(case["task"], case["length"])] = prediction_rows(case, updated.pop("samples"))
         case.update(updated)
         case["ci"] = list(result.ci)
         _verdict(case, thresholds)
@@ -141,20 +118,15 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     run = {**run, "judge": judges.describe()}
     threshold = (report.get("effective_length") or {}).get("threshold", thresholds.effective_threshold)
     new = build_report(report["cases"], run, threshold, report.get("gates", []), report.get("complete", True))
+    new["gates"] = [g for g in new["gates"] if g["name"] != "floors"] + [floors_gate(new["cases"])]
     failed = [c for c in new["cases"] if c["verdict"] == "fail"]
-    ran = [c for c in new["cases"] if c["verdict"] in ("pass", "fail")]
-    new["gates"] = [g for g in new["gates"] if g["name"] != "floors"] + [
-        {"name": "floors", "verdict": "fail" if failed else "pass",
-         "message": f"{len(failed)} of {len(ran)} cases below their floor"}]
-    new["predictions"] = predictions.name
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")
     _atomic(out_predictions, "".join(json.dumps(r) + "\n" for rs in by_case.values() for r in rs))
     new["predictions"] = out_predictions.name
     _atomic(out, json.dumps(new, indent=1) + "\n")
     _atomic(out.with_suffix(".md"), markdown(new))
-    new["_judged_cases"] = judged
-    return new, len(failed)
+    return new, judged, len(failed)
 
 
 def _atomic(path: Path, text: str) -> None:
@@ -165,11 +137,10 @@ def _atomic(path: Path, text: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        report, failed = judge_report(args)
+        report, judged, failed = judge_report(args)
     except (RejudgeError, JudgeError) as exc:
         print(f"ctxgate judge: {exc}", file=sys.stderr)
         return 2
-    judged = report.pop("_judged_cases")
     print(terminal(report))
     usage = [c["judge"]["usage"] for c in report["cases"] if (c.get("judge") or {}).get("usage")]
     if usage:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxgate.judge import verdict
-from ctxgate.judge.client import JudgeClient, JudgeError
-from ctxgate.judge.entail import EntailmentFailed
+from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings
+from ctxgate.judge.entail import EntailmentFailed, HFEntailment, LLMEntailment
 from ctxgate.judge.templates import render
 from ctxgate.metrics import judged
 from ctxgate.metrics.text import parse_output
@@ -31,6 +31,17 @@ class Judges:
         entail = getattr(self.entail, "describe", lambda: None)()
         return {"llm": self.client.settings.describe() if self.client else None, "entailment": entail,
                 "max_failure_rate": self.max_failure_rate}
+
+
+def build_judges(settings: JudgeSettings | None, nli_model: str | None, max_failure_rate: float) -> Judges | None:
+    """The LLM judge and the entailment judge (the local NLI model, else the LLM judge). Raises JudgeError or
+    ValueError (OSError for an unreadable checkpoint) with the fix."""
+    if settings is None and nli_model is None:
+        return None
+    client = JudgeClient(settings) if settings else None
+    entail: Callable[[str, str], bool] | None = (HFEntailment(nli_model) if nli_model
+                                                 else LLMEntailment(client) if client else None)
+    return Judges(client, entail, max_failure_rate)
 
 
 @dataclass(frozen=True)
@@ -159,5 +170,5 @@ def judge_all(metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judge
         return list(pool.map(lambda item: judge_one(metric, item[0], item[1], judges), items))
 
 
-__all__ = ["JUDGED", "JudgeError", "Judges", "SampleJudgement", "compact_input", "is_judged", "judge_all",
-           "missing_judge"]
+__all__ = ["JUDGED", "JudgeError", "Judges", "SampleJudgement", "build_judges", "compact_input", "is_judged",
+           "judge_all", "missing_judge"]

@@ -13,6 +13,11 @@ from ctxgate.aggregate import (EffectiveLength, GroupScore, effective_length, he
 SCHEMA_VERSION = 1
 
 
+def prediction_rows(case: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ``.predictions.jsonl`` lines of one case: each sample's record with the case's task, length, metric."""
+    return [{"task": case["task"], "length": case["length"], "metric": case["metric"], **s} for s in samples]
+
+
 def _group(g: GroupScore) -> dict[str, Any]:
     return {"score": g.score, "partial": g.partial, "members": list(g.members), "missing": list(g.missing)}
 

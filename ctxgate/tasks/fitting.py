@@ -46,6 +46,21 @@ def fit_units(ctx: BuildContext, task: str, length: int, gen: int, head: str, ta
         k -= 1
 
 
+OMITTED = " ... [the rest of the text is omitted]"  # HELMET's suffix for a cut document
+MIN_DOCUMENT_TOKENS = 16
+
+
+def fit_document(ctx: BuildContext, task: str, length: int, gen: int, head: str, tail: str, answer_prefix: str,
+                 separator: str, text: str) -> tuple[tuple[int, ...], int, bool]:
+    """Prompt ids with one long document (a book, a script, case files) between ``head`` and ``tail``, cut to
+    what fits; also the document's token count and whether it was cut."""
+    frame = make_frame(ctx, [head], [tail], answer_prefix, separator)
+    budget = frame.budget(length, gen)
+    need_room(task, length, budget, MIN_DOCUMENT_TOKENS, "document tokens")
+    doc, cut = cut_document(ctx, text, budget, OMITTED)
+    return frame.pre + doc + frame.post, len(doc), cut
+
+
 def cut_document(ctx: BuildContext, text: str, budget: int, suffix: str) -> tuple[tuple[int, ...], bool]:
     """The first ``budget`` tokens of a document; a longer one is cut and ends with ``suffix`` (HELMET's
     " ... [the rest of the text is omitted]"). Long books are encoded in growing prefixes, never whole."""

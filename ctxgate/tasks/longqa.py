@@ -18,8 +18,8 @@ from __future__ import annotations
 from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.infbench import Book, load_infbench
 from ctxgate.sources.judged import load_narrativeqa
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
-from ctxgate.tasks.fitting import cut_document
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.fitting import fit_document
 from ctxgate.tasks.registry import register
 
 QA_INSTRUCTION = ("You are given a story and a question. Answer the question as concisely as you can, using a "
@@ -28,10 +28,8 @@ MC_INSTRUCTION = ("You are given a story and a question with multiple choices. C
                   "options provided. Only one of the following options is correct, output the answer using one "
                   "single letter (A, B, C, or D). Don't say anything else.\n\n")
 ANSWER_PREFIX = "Answer:"
-OMITTED = " ... [the rest of the text is omitted]"
 GEN = 10
 SHOTS = 2
-MIN_STORY_TOKENS = 16
 
 
 def options_text(book: Book) -> str:
@@ -63,13 +61,9 @@ def build_longqa(task: str, ctx: BuildContext, length: int, index: int) -> Sampl
         answers: tuple[str, ...] = (gold_letter(book), f"{gold_letter(book)}. {book.answers[0]}")
     else:
         answers = book.answers
-    frame = make_frame(ctx, [head], [tail], ANSWER_PREFIX, separator="\n\n")
-    budget = frame.budget(length, GEN)
-    need_room(task, length, budget, MIN_STORY_TOKENS, "story tokens")
-    story, cut = cut_document(ctx, book.context, budget, OMITTED)
-    ids = frame.pre + story + frame.post
+    ids, story_tokens, cut = fit_document(ctx, task, length, GEN, head, tail, ANSWER_PREFIX, "\n\n", book.context)
     return Sample(task, length, index, ids, answers, ANSWER_PREFIX,
-                  {"book_id": book.key, "story_tokens": len(story), "truncated": cut, "pool_exhausted": not cut,
+                  {"book_id": book.key, "story_tokens": story_tokens, "truncated": cut, "pool_exhausted": not cut,
                    "demo_ids": [d.key for d in demos], "data_sha256": data.sha256})
 
 
@@ -103,13 +97,10 @@ def build_narrativeqa(ctx: BuildContext, length: int, index: int) -> Sample:
     demos = seeded_sample(list(data.demos), SHOTS, "demos", "narrativeqa", item.key, ctx.seed)
     demo = ("For example:\n\n" + "\n\n".join(f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
             + "\n\nNow, use the following story to answer the question:\n\n")
-    frame = make_frame(ctx, [NQA_INSTRUCTION + demo], [f"\n\nQuestion: {item.question}"], ANSWER_PREFIX,
-                       separator="\n")
-    budget = frame.budget(length, NQA_GEN)
-    need_room("narrativeqa", length, budget, MIN_STORY_TOKENS, "story tokens")
-    story, cut = cut_document(ctx, item.context, budget, OMITTED)
-    return Sample("narrativeqa", length, index, frame.pre + story + frame.post, item.answers, ANSWER_PREFIX,
-                  {"item_id": item.key, "story_tokens": len(story), "truncated": cut, "pool_exhausted": not cut,
+    ids, story_tokens, cut = fit_document(ctx, "narrativeqa", length, NQA_GEN, NQA_INSTRUCTION + demo,
+                                          f"\n\nQuestion: {item.question}", ANSWER_PREFIX, "\n", item.context)
+    return Sample("narrativeqa", length, index, ids, item.answers, ANSWER_PREFIX,
+                  {"item_id": item.key, "story_tokens": story_tokens, "truncated": cut, "pool_exhausted": not cut,
                    "data_sha256": data.sha256,
                    "judge_input": {"question": item.question, "answers": list(item.answers)}})
 

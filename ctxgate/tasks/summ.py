@@ -16,14 +16,12 @@ from __future__ import annotations
 
 from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.judged import LongDocSet, load_infbench_sum, load_multi_lexsum
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
-from ctxgate.tasks.fitting import cut_document
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.fitting import fit_document
 from ctxgate.tasks.registry import register
 
 PREFIX = "Summary:"
-OMITTED = " ... [the rest of the text is omitted]"
 SHOTS = 2
-MIN_DOC_TOKENS = 16
 BOOK = ("You are given a book and you are tasked to summarize it. Write a summary of about 1000 to 1200 words. Only "
         "write about the plot and characters of the story. Do not discuss the themes or background of the book. Do "
         "not provide any analysis or commentary.\n\n")
@@ -44,12 +42,9 @@ def build_summary(task: str, data: LongDocSet, ctx: BuildContext, length: int, i
         head = (LEGAL + "Example summaries:\n\n" + "\n\n".join(f"Summary: {d.answers[0]}" for d in demos)
                 + "\n\nNow, write a summary of the following legal documents.\nLegal documents:\n")
         tail, style = "\n\nNow please summarize the case.", "legal"
-    frame = make_frame(ctx, [head], [tail], PREFIX, separator="\n\n")
-    budget = frame.budget(length, gen)
-    need_room(task, length, budget, MIN_DOC_TOKENS, "document tokens")
-    doc, cut = cut_document(ctx, item.context, budget, OMITTED)
-    return Sample(task, length, index, frame.pre + doc + frame.post, item.answers, PREFIX,
-                  {"item_id": item.key, "document_tokens": len(doc), "truncated": cut, "pool_exhausted": not cut,
+    ids, doc_tokens, cut = fit_document(ctx, task, length, gen, head, tail, PREFIX, "\n\n", item.context)
+    return Sample(task, length, index, ids, item.answers, PREFIX,
+                  {"item_id": item.key, "document_tokens": doc_tokens, "truncated": cut, "pool_exhausted": not cut,
                    "demo_ids": [d.key for d in demos], "data_sha256": data.sha256,
                    "judge_input": {"style": style, "expert_summary": item.expert_summary,
                                    "keypoints": list(item.keypoints), "keypoint_source": item.keypoint_source}})
