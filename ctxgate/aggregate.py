@@ -1,12 +1,15 @@
 """Per-length summaries: RULER's average and effective length, HELMET's Recall category.
 
 Aggregation is over the tasks that ran. A summary built from fewer than all of its member tasks is marked
-``partial`` and names what is missing: a subset average is never presented as the full benchmark score.
+``partial`` and names what is missing: a subset average is never presented as the full benchmark score. A member
+that was selected but produced no score (an error, a crashed worker, an interrupted run) is ``errored``: the
+summary is then ``incomplete``, and a length whose RULER average is incomplete never counts as effective, because
+the missing task might have failed there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 RULER_TASKS = (
@@ -33,13 +36,18 @@ RULER_THRESHOLD = 85.6  # Llama-2-7B at 4K, the RULER paper's bar
 
 @dataclass(frozen=True)
 class GroupScore:
-    score: float | None
+    score: float | None  # the mean over the members that have a score
     members: tuple[str, ...]
-    missing: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()  # not selected in this run
+    errored: tuple[str, ...] = ()  # selected, but no score
 
     @property
     def partial(self) -> bool:
         return bool(self.missing)
+
+    @property
+    def incomplete(self) -> bool:
+        return bool(self.errored)
 
 
 @dataclass(frozen=True)
@@ -52,53 +60,58 @@ class EffectiveLength:
     threshold: float
     per_length: Mapping[int, bool] = field(default_factory=dict)
     partial: bool = False
+    incomplete: tuple[int, ...] = ()  # lengths with a RULER task that produced no score: counted as failing
 
 
-def group(scores: Mapping[str, float], members: Sequence[str]) -> GroupScore:
+def group(scores: Mapping[str, float], members: Sequence[str], errored: Collection[str] = ()) -> GroupScore:
     present = tuple(m for m in members if m in scores)
-    missing = tuple(m for m in members if m not in scores)
+    failed = tuple(m for m in members if m in errored and m not in scores)
+    missing = tuple(m for m in members if m not in scores and m not in failed)
     value = round(sum(scores[m] for m in present) / len(present), 2) if present else None
-    return GroupScore(value, present, missing)
+    return GroupScore(value, present, missing, failed)
 
 
-def ruler_average(scores: Mapping[str, float]) -> GroupScore:
-    return group(scores, RULER_TASKS)
+def ruler_average(scores: Mapping[str, float], errored: Collection[str] = ()) -> GroupScore:
+    return group(scores, RULER_TASKS, errored)
 
 
-def helmet_recall(scores: Mapping[str, float]) -> GroupScore:
-    return group(scores, HELMET_RECALL_TASKS)
+def helmet_recall(scores: Mapping[str, float], errored: Collection[str] = ()) -> GroupScore:
+    return group(scores, HELMET_RECALL_TASKS, errored)
 
 
-def helmet_categories(scores: Mapping[str, float]) -> dict[str, GroupScore]:
-    """Every HELMET category with at least one member that ran."""
-    groups = {name: group(scores, members) for name, members in HELMET_CATEGORIES.items()}
-    return {name: g for name, g in groups.items() if g.score is not None}
+def helmet_categories(scores: Mapping[str, float], errored: Collection[str] = ()) -> dict[str, GroupScore]:
+    """Every HELMET category with at least one member that ran or was meant to."""
+    groups = {name: group(scores, members, errored) for name, members in HELMET_CATEGORIES.items()}
+    return {name: g for name, g in groups.items() if g.score is not None or g.errored}
 
 
 def helmet_overall(categories: Mapping[str, GroupScore]) -> GroupScore:
     """HELMET's overall score: the mean of the seven category scores. Partial when a category is missing or is
     itself partial (its missing tasks are named as ``category/task``)."""
     present = {c: g for c, g in categories.items() if g.score is not None}
-    missing = tuple(c for c in HELMET_CATEGORIES if c not in present)
+    errored = tuple(f"{c}/{t}" for c, g in categories.items() for t in g.errored)
+    missing = tuple(c for c in HELMET_CATEGORIES if c not in categories)
     missing += tuple(f"{c}/{t}" for c, g in present.items() for t in g.missing)
     value = round(sum(g.score for g in present.values() if g.score is not None) / len(present), 2) if present \
         else None
-    return GroupScore(value, tuple(present), missing)
+    return GroupScore(value, tuple(present), missing, errored)
 
 
 def effective_length(ruler_by_length: Mapping[int, GroupScore], threshold: float = RULER_THRESHOLD
                      ) -> EffectiveLength | None:
-    scored = {L: g for L, g in sorted(ruler_by_length.items()) if g.score is not None}
+    scored = {L: g for L, g in sorted(ruler_by_length.items()) if g.score is not None or g.incomplete}
     if not scored:
         return None
-    passing = {L: g.score > threshold for L, g in scored.items()}  # strictly above, as the paper
+    # strictly above, as the paper; a length where a task produced no score cannot be shown to pass
+    passing = {L: g.score is not None and g.score > threshold and not g.incomplete for L, g in scored.items()}
     value = 0
     for L, ok in passing.items():
         if not ok:
             break
         value = L
     max_passing = max((L for L, ok in passing.items() if ok), default=0)
-    return EffectiveLength(value, max_passing, threshold, passing, any(g.partial for g in scored.values()))
+    return EffectiveLength(value, max_passing, threshold, passing, any(g.partial for g in scored.values()),
+                           tuple(L for L, g in scored.items() if g.incomplete))
 
 
 def weighted_average(by_length: Mapping[int, float], increasing: bool = True) -> float | None:

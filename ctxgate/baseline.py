@@ -6,13 +6,13 @@ setting and template, same tokenizer. Anything else is an error that names what 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ctxgate.paired import PairedResult, compare
+from ctxgate.report.io import ReportFileError, predictions_path, read_predictions, read_report
 
 # run-level fields that must match, with the words used in error messages
 _RUN_KEYS = {"chat_template": "chat-template setting", "chat_template_sha256": "chat template",
@@ -36,6 +36,15 @@ class Baseline:
     path: str
     run: Mapping[str, Any]
     cases: Mapping[tuple[str, int], BaselineCase]
+    complete: bool = True
+    unscored: Mapping[tuple[str, int], str] = field(default_factory=dict)  # selected, no score: why
+
+    def incompleteness(self) -> str | None:
+        """Why this report cannot stand for its whole selection, or None when it can."""
+        if self.complete and not self.unscored:
+            return None
+        named = ", ".join(f"{t}-{L} ({why})" for (t, L), why in sorted(self.unscored.items())[:5])
+        return f"{self.path} is incomplete" + (f": no score for {named}" if named else " (its run was interrupted)")
 
     def check_run(self, run: Mapping[str, Any]) -> None:
         differ = [f"{words} ({self.run.get(key)!r} in the baseline, {run.get(key)!r} now)"
@@ -61,21 +70,23 @@ class Baseline:
 def load_baseline(path: str | Path) -> Baseline:
     p = Path(path)
     try:
-        report = json.loads(p.read_text("utf-8"))
-        predictions = p.with_name(report.get("predictions") or p.with_suffix(".predictions.jsonl").name)
-        rows = [json.loads(line) for line in predictions.read_text("utf-8").splitlines() if line.strip()]
-    except (OSError, json.JSONDecodeError, AttributeError) as exc:
-        raise BaselineError(f"--baseline {p}: cannot read the report and its .predictions.jsonl ({exc}); pass a "
-                            "report written by ctxgate --report, with its predictions file beside it") from None
-    per_case: dict[tuple[str, int], dict[int, float]] = {}
-    for r in rows:
-        per_case.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = float(r["score"])
-    cases = {}
-    for c in report.get("cases", []):
-        key = (c["task"], int(c["length"]))
-        if key in per_case:
-            cases[key] = BaselineCase(c["task"], int(c["length"]), c.get("data_sha256"), per_case[key])
-    return Baseline(str(p), report.get("run", {}), cases)
+        report = read_report(p)
+        rows = read_predictions(predictions_path(p, report))
+        per_case: dict[tuple[str, int], dict[int, float]] = {}
+        for r in rows:
+            if r.get("score") is not None:
+                per_case.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = float(r["score"])
+        cases, unscored = {}, {}
+        for c in report["cases"]:
+            key = (c["task"], int(c["length"]))
+            if key in per_case:
+                cases[key] = BaselineCase(c["task"], int(c["length"]), c.get("data_sha256"), per_case[key])
+            elif c.get("verdict") == "error":
+                unscored[key] = c.get("error_kind") or "error"
+    except (ReportFileError, KeyError, TypeError, ValueError) as exc:
+        raise BaselineError(f"cannot read the report {p} with its predictions ({exc}); pass a report written by "
+                            "ctxgate --report, with its .predictions.jsonl beside it") from None
+    return Baseline(str(p), report.get("run", {}), cases, bool(report.get("complete", True)), unscored)
 
 
 def describe(result: PairedResult, tolerance: float) -> str:

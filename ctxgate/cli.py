@@ -76,12 +76,12 @@ def _diff(args: argparse.Namespace) -> int:
 
     try:
         thresholds = load_or_default(args.thresholds, task_names())
-        rows = diff_reports(args.base, args.new, thresholds)
+        diff = diff_reports(args.base, args.new, thresholds)
     except (BaselineError, ThresholdsError) as exc:
         print(f"ctxgate diff: {exc}", file=sys.stderr)
         return 2
-    print(render(rows, args.markdown, thresholds.regression_confidence), end="")
-    return 1 if any(r.verdict == "REGRESSED" for r in rows) else 0
+    print(render(diff, args.markdown, thresholds.regression_confidence), end="")
+    return 1 if diff.failed else 0
 
 
 def _bisect(args: argparse.Namespace) -> int:

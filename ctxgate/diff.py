@@ -1,4 +1,8 @@
-"""``ctxgate diff BASE.json NEW.json``: the baseline gate's paired comparison, as a table."""
+"""``ctxgate diff BASE.json NEW.json``: the baseline gate's paired comparison, as a table.
+
+A case the baseline scored but the new run did not (an error, a crashed worker, an interrupted run) is a row of
+its own, MISSING, and fails the diff like a regression: a report that lost cases must never compare as "same".
+"""
 
 from __future__ import annotations
 
@@ -15,11 +19,14 @@ from ctxgate.thresholds import Thresholds
 class DiffRow:
     task: str
     length: int
-    result: PairedResult
+    result: PairedResult | None  # None: the new run has no score for a case the baseline scored
     tolerance: float
+    missing: str = ""  # why the new run has no score
 
     @property
     def verdict(self) -> str:
+        if self.result is None:
+            return "MISSING"
         if self.result.regressed(self.tolerance):
             return "REGRESSED"
         if self.result.low > self.tolerance:
@@ -27,7 +34,14 @@ class DiffRow:
         return "same"
 
 
-def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> list[DiffRow]:
+@dataclass(frozen=True)
+class Diff:
+    rows: tuple[DiffRow, ...]
+    notes: tuple[str, ...]  # incomplete sides, said in words
+    failed: bool  # a regression, a missing case, or an incomplete new run
+
+
+def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
     base, new = load_baseline(base_path), load_baseline(new_path)
     base.check_run(new.run)
     rows = []
@@ -37,22 +51,36 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> list[
                                    thresholds.regression_confidence)
         if result is not None:
             rows.append(DiffRow(case.task, case.length, result, thresholds.tolerance_for(case.task, case.length)))
+    lost = sorted(set(base.cases) - set(new.cases))
+    rows += [DiffRow(t, L, None, thresholds.tolerance_for(t, L), new.unscored.get((t, L), "not in the new run"))
+             for t, L in lost]
     if not rows:
         raise BaselineError(f"{base_path} and {new_path} have no case in common: run the same tasks and lengths")
-    return rows
+    notes = []
+    if new.incompleteness():
+        notes.append(f"NEW {new.incompleteness()}: it cannot pass")
+    if base.incompleteness():
+        notes.append(f"BASE {base.incompleteness()}: those cases are not compared")
+    failed = bool(new.incompleteness()) or any(r.verdict in ("REGRESSED", "MISSING") for r in rows)
+    return Diff(tuple(sorted(rows, key=lambda r: (r.task, r.length))), tuple(notes), failed)
 
 
-def render(rows: Sequence[DiffRow], markdown: bool, confidence: float) -> str:
+def render(diff: Diff, markdown: bool, confidence: float) -> str:
     header = ["task", "length", "base", "new", "delta", f"{int(confidence * 100)}% interval", "n", "tolerance",
               "verdict"]
-    body = [[r.task, format_length(r.length), f"{r.result.baseline:.1f}", f"{r.result.current:.1f}",
-             f"{r.result.delta:+.1f}", f"{r.result.low:+.1f} .. {r.result.high:+.1f}", str(r.result.n),
-             f"{r.tolerance:.1f}", r.verdict] for r in rows]
+    body = []
+    for r in diff.rows:
+        if r.result is None:
+            body.append([r.task, format_length(r.length), "", "", "", "", "", f"{r.tolerance:.1f}",
+                         f"MISSING ({r.missing})"])
+            continue
+        body.append([r.task, format_length(r.length), f"{r.result.baseline:.1f}", f"{r.result.current:.1f}",
+                     f"{r.result.delta:+.1f}", f"{r.result.low:+.1f} .. {r.result.high:+.1f}", str(r.result.n),
+                     f"{r.tolerance:.1f}", r.verdict])
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        return "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body]) + "\n"
+        table = "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body]) + "\n"
+        return table + "".join(f"\n- {n}" for n in diff.notes) + ("\n" if diff.notes else "")
     widths = [max(len(x[i]) for x in [header, *body]) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in [header, *body]) + "\n"
-
-
-
+    table = "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in [header, *body]) + "\n"
+    return table + "".join(f"{n}\n" for n in diff.notes)

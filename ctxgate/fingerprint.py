@@ -1,4 +1,5 @@
-"""A fingerprint of a checkpoint: its config, tokenizer, chat template and weights.
+"""A fingerprint of a checkpoint: its config, tokenizer, chat template, weights, and any model code it ships
+(``*.py`` named by ``auto_map``: editing that code changes the outputs, so it must change the cache key too).
 
 Weights are hashed fully up to 64 MiB a file; above that, the size plus 16 evenly spaced 1 MiB chunks, so a
 70B checkpoint fingerprints in seconds. Any retraining changes the sampled chunks; this is an identity for
@@ -41,5 +42,7 @@ def checkpoint_fingerprint(model: str) -> dict[str, str]:
             parts[name] = _file_digest(path / name)
     for weights in sorted([*path.glob("*.safetensors"), *path.glob("*.bin")]):
         parts[weights.name] = _file_digest(weights)
+    for code in sorted(path.glob("*.py")):
+        parts[code.name] = _file_digest(code)
     overall = hashlib.sha256("\n".join(f"{k}:{v}" for k, v in sorted(parts.items())).encode()).hexdigest()
     return {"sha256": overall, **{f"file:{k}": v for k, v in parts.items()}}

@@ -1,5 +1,8 @@
-"""A case's verdict from its record: the judge failure gate and the score floor, as pure functions shared by the
-pytest plugin (while the suite runs) and ``ctxgate judge`` (when stored outputs are judged later)."""
+"""Verdicts from records, as pure functions shared by the pytest plugin (while the suite runs) and ``ctxgate judge``
+(when stored outputs are judged later): a case's judge failure gate and score floor, and the session's gates.
+
+The session's gates fail closed: a selected case without a score (an error, a crashed worker, a run stopped before
+it) fails the ``cases`` gate and counts against the floors, and a run in which no case ran fails, saying why."""
 
 from __future__ import annotations
 
@@ -41,8 +44,67 @@ def passed(record: Mapping[str, Any]) -> str:
     return f"score {record['score']:.1f} >= floor {record['floor']:.1f}"
 
 
+def _pending(case: Mapping[str, Any]) -> bool:
+    return (case.get("judge") or {}).get("status") == "pending"
+
+
+def _name(case: Mapping[str, Any]) -> str:
+    return f"{case['task']}-{case['length']}"
+
+
+def cases_gate(cases: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Every selected case finished, and at least one ran (a judged case waiting for its judge has run)."""
+    unscored = [c for c in cases if c["verdict"] == "error"]
+    ran = [c for c in cases if c["verdict"] in ("pass", "fail") or _pending(c)]
+    if not cases:
+        return {"name": "cases", "verdict": "fail",
+                "message": "no case was selected: -k/-m or --lengths left nothing to run"}
+    if unscored:
+        shown = ", ".join(f"{_name(c)} ({c.get('error_kind', 'error')})" for c in unscored[:5])
+        more = f" and {len(unscored) - 5} more" if len(unscored) > 5 else ""
+        return {"name": "cases", "verdict": "fail",
+                "message": f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}{more}"}
+    if not ran:
+        return {"name": "cases", "verdict": "fail",
+                "message": f"no case ran: all {len(cases)} selected cases were skipped; the first said: "
+                           f"{cases[0].get('message', '')}"}
+    skipped = sum(c["verdict"] == "skip" and not _pending(c) for c in cases)
+    pending = sum(_pending(c) for c in cases)
+    return {"name": "cases", "verdict": "pass",
+            "message": f"all {len(cases)} selected cases finished ({len(cases) - skipped - pending} scored, "
+                       f"{skipped} skipped, {pending} waiting for a judge)"}
+
+
 def floors_gate(cases: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     failed = [c for c in cases if c["verdict"] == "fail"]
-    ran = [c for c in cases if c["verdict"] in ("pass", "fail")]
-    return {"name": "floors", "verdict": "fail" if failed else "pass",
-            "message": f"{len(failed)} of {len(ran)} cases below their floor"}
+    unscored = [c for c in cases if c["verdict"] == "error"]
+    ran = [c for c in cases if c["verdict"] in ("pass", "fail", "error")]
+    message = f"{len(failed)} of {len(ran)} cases below their floor"
+    if unscored:
+        message += f", {len(unscored)} without a score (counted as failing)"
+    return {"name": "floors", "verdict": "fail" if failed or unscored else "pass", "message": message}
+
+
+def effective_length_gate(report: Mapping[str, Any], thresholds: Thresholds) -> dict[str, str] | None:
+    if not thresholds.min_effective_length:
+        return None
+    eff = report.get("effective_length")
+    need = format_length(thresholds.min_effective_length)
+    if eff is None:
+        return {"name": "min_effective_length", "verdict": "fail",
+                "message": f"no RULER case ran, so the effective length cannot reach {need}"}
+    ok = eff["value"] >= thresholds.min_effective_length
+    got = format_length(eff["value"]) if eff["value"] else "0 (the shortest length fails)"
+    note = ""
+    if eff.get("incomplete"):
+        note = (f"; {', '.join(format_length(L) for L in eff['incomplete'])} counted as failing: a RULER task "
+                "there produced no score")
+    return {"name": "min_effective_length", "verdict": "pass" if ok else "fail",
+            "message": f"effective length {got} {'>=' if ok else '<'} required {need} (threshold "
+                       f"{eff['threshold']}, from {thresholds.path}){note}"}
+
+
+def session_gates(report: Mapping[str, Any], thresholds: Thresholds) -> list[dict[str, str]]:
+    gates = [cases_gate(report["cases"]), floors_gate(report["cases"])]
+    eff = effective_length_gate(report, thresholds)
+    return gates + ([eff] if eff else [])

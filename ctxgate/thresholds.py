@@ -110,9 +110,11 @@ def _fail(path: str, key: str, problem: str, fix: str) -> ThresholdsError:
     return ThresholdsError(f"{path}: {key}: {problem}. Fix: {fix}")
 
 
-def _number(path: str, key: str, value: Any, lo: float, hi: float) -> float:
+def _number(path: str, key: str, value: Any, lo: float, hi: float, example: float) -> float:
+    """``example``: a sensible value for this key, shown in the fix (a midpoint of the range often is not one)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
-        raise _fail(path, key, f"{value!r} is not a number in [{lo}, {hi}]", f"write e.g. {key.split('.')[-1]} = {hi / 2:g}")
+        raise _fail(path, key, f"{value!r} is not a number in [{lo:g}, {hi:g}]",
+                    f"write e.g. {key.split('.')[-1]} = {example:g}")
     return float(value)
 
 
@@ -153,16 +155,20 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     tolerances = _rules(path, data.get("tolerance", []), "tolerance", "points", known_tasks)
     return Thresholds(
         path=path,
-        default_floor=_number(path, "defaults.floor", defaults.get("floor", 0.0), 0, 100),
-        confidence=_number(path, "defaults.confidence", defaults.get("confidence", 0.95), 0.5, 0.999),
+        default_floor=_number(path, "defaults.floor", defaults.get("floor", 0.0), 0, 100, 80),
+        confidence=_number(path, "defaults.confidence", defaults.get("confidence", 0.95), 0.5, 0.999,
+                           0.95),
         rule=rule,
-        effective_threshold=_number(path, "effective_length.threshold", eff.get("threshold", RULER_THRESHOLD), 0, 100),
+        effective_threshold=_number(path, "effective_length.threshold", eff.get("threshold", RULER_THRESHOLD), 0, 100,
+                                    RULER_THRESHOLD),
         min_effective_length=min_eff_tokens,
         floors=floors,
-        tolerance=_number(path, "regression.tolerance", regression.get("tolerance", 2.0), 0, 100),
-        regression_confidence=_number(path, "regression.confidence", regression.get("confidence", 0.95), 0.5, 0.999),
+        tolerance=_number(path, "regression.tolerance", regression.get("tolerance", 2.0), 0, 100, 2),
+        regression_confidence=_number(path, "regression.confidence", regression.get("confidence", 0.95), 0.5, 0.999,
+                                      0.95),
         tolerances=tolerances,
-        judge_max_failure_rate=_number(path, "judge.max_failure_rate", judge.get("max_failure_rate", 0.05), 0, 1),
+        judge_max_failure_rate=_number(path, "judge.max_failure_rate", judge.get("max_failure_rate", 0.05), 0, 1,
+                                       0.05),
     )
 
 
@@ -190,9 +196,11 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
         except LengthError:
             raise _fail(path, f"{where}.length", f"{length!r} is not a length pattern",
                         'write "*", "8k", "<=32k" or ">4096"') from None
+        example = 80 if value_key == "floor" else 5
         if value_key not in entry:
-            raise _fail(path, f"{where}.{value_key}", "is missing", f"add {value_key} = <percent>, e.g. {value_key} = 80")
-        rules.append(Rule(task, length, _number(path, f"{where}.{value_key}", entry[value_key], 0, 100)))
+            raise _fail(path, f"{where}.{value_key}", "is missing",
+                        f"add {value_key} = <points>, e.g. {value_key} = {example}")
+        rules.append(Rule(task, length, _number(path, f"{where}.{value_key}", entry[value_key], 0, 100, example)))
     return tuple(rules)
 
 

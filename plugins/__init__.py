@@ -1,8 +1,9 @@
-"""ctxgate's pytest plugins, one module per concern: options, model, cases (gates), reporting.
+"""ctxgate's pytest plugins, one module per concern: options, workers (xdist and GPUs), model, cases (gates),
+reporting.
 
 Installed, this package is ``ctxgate_plugins`` and loads through the ``pytest11`` entry point, so ``--model`` works
 from any directory and with any path (pytest reads an absolute ``--model /ckpt`` as a test path before it knows
 the option, which would skip a rootdir conftest). From a bare checkout, the root conftest loads it as ``plugins``.
 """
 
-pytest_plugins = [f"{__name__}.{name}" for name in ("options", "model", "cases", "reporting")]
+pytest_plugins = [f"{__name__}.{name}" for name in ("options", "workers", "model", "cases", "reporting")]

@@ -1,7 +1,13 @@
-"""Task x length cases: parametrization, running a case, and its floor gate."""
+"""Task x length cases: parametrization, running a case, and its floor gate.
+
+Every case gets its record before its fixtures run (``pytest_runtest_setup``), so a case that errors before it
+starts (the model did not load) still reaches the report with its reason; ``case_key`` reads a case back from its
+node id for the reports that never carry a record (a crashed worker, a case the session never reached).
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,12 +19,34 @@ from ctxgate.baseline import Baseline, BaselineError, describe
 from ctxgate.judge.client import JudgeError
 from ctxgate.runner import CaseResult, run_case
 from ctxgate.tasks.base import TaskSpec, TaskTooShort
-from ctxgate.tasks.registry import all_tasks, get_task
+from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
 from ctxgate.thresholds import Thresholds
 from .model import LoadedModel
-from .options import BASELINE_KEY, SETTINGS_KEY, THRESHOLDS_KEY
+from .options import BASELINE_KEY, CHECKPOINT_ERROR_KEY, SETTINGS_KEY, THRESHOLDS_KEY
 
 CASE_RECORD_KEY = pytest.StashKey[dict[str, Any]]()
+NOT_RUN_KEY = pytest.StashKey[list[str]]()  # node ids of selected cases that will not run (broken checkpoint)
+_CASE_ID = re.compile(r"\[(?P<task>[A-Za-z0-9_.]+)-(?P<length>\d+)\]$")
+
+
+def case_key(nodeid: str) -> tuple[str, int] | None:
+    """``tests_longctx/test_ruler.py::test_ruler[vt-8192]`` -> ("vt", 8192); None for anything else."""
+    m = _CASE_ID.search(nodeid)
+    if not m:
+        return None
+    try:
+        get_task(m["task"])
+    except UnknownTask:
+        return None
+    return m["task"], int(m["length"])
+
+
+def new_record(task: str, length: int, thresholds: Thresholds) -> dict[str, Any]:
+    """A case's record before anything ran: verdict "error" until the case says otherwise."""
+    spec = get_task(task)
+    return {"task": spec.name, "suite": spec.suite, "category": spec.category, "length": length,
+            "metric": spec.metric, "verdict": "error", "message": "", "score": None, "n": 0,
+            "floor": thresholds.floor_for(task, length), "ci": None, "samples_from_cache": 0}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -37,11 +65,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("ctxgate_case", params, indirect=True)
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected: what is left is the selection
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.stash[SETTINGS_KEY].model is None and any("ctxgate_case" in getattr(i, "fixturenames", ())
                                                           for i in items):
         raise pytest.UsageError("the long-context suite needs a checkpoint: add --model PATH_OR_ID "
                                 "(the shipped demo: --model fixtures/tiny-llama-niah --lengths 512,1k,2k)")
+    if CHECKPOINT_ERROR_KEY in config.stash:
+        # A checkpoint that cannot load runs nothing: the cases are reported as not run, with the reason, once.
+        cases = [i for i in items if case_key(i.nodeid)]
+        config.stash[NOT_RUN_KEY] = [i.nodeid for i in cases]
+        items[:] = [i for i in items if not case_key(i.nodeid)]
+        config.hook.pytest_deselected(items=cases)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    key = case_key(item.nodeid)
+    if key is not None and "ctxgate_case" in getattr(item, "fixturenames", ()):
+        item.stash[CASE_RECORD_KEY] = new_record(*key, item.config.stash[THRESHOLDS_KEY])
 
 
 @dataclass
@@ -89,12 +131,6 @@ def _against_baseline(baseline: Baseline, result: CaseResult, run_meta: dict[str
             "message": describe(paired, tolerance)}
 
 
-def _base_record(spec: TaskSpec, length: int, floor: float) -> dict[str, Any]:
-    return {"task": spec.name, "suite": spec.suite, "category": spec.category, "length": length,
-            "metric": spec.metric, "verdict": "error", "message": "", "score": None, "n": 0, "floor": floor,
-            "ci": None, "samples_from_cache": 0}
-
-
 @pytest.fixture
 def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> Case:
     name, length = request.param
@@ -102,9 +138,8 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
     settings = config.stash[SETTINGS_KEY]
     thresholds = config.stash[THRESHOLDS_KEY]
     spec = get_task(name)
-    record = _base_record(spec, length, thresholds.floor_for(name, length))
+    record = request.node.stash.setdefault(CASE_RECORD_KEY, new_record(name, length, thresholds))
     record["run_meta"] = ctxgate_model.run_meta
-    request.node.stash[CASE_RECORD_KEY] = record
     limit = ctxgate_model.backend.max_positions
     if limit is not None and length > limit and not settings.force_lengths:
         record["verdict"] = "skip"

@@ -1,23 +1,32 @@
-"""The session-scoped model: loaded once per xdist worker, behind the backend interface."""
+"""The session-scoped model: loaded once per xdist worker, behind the backend interface.
+
+A model that cannot be loaded is a property of the run, not of a case: the first case says so in one line (the
+traceback only with -v), the session stops (the rest of the cases are reported as not run), and the report records
+the error once.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import traceback
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from ctxgate.backends.base import Backend
-from ctxgate.cache import GenerationCache, namespace_for
+from ctxgate.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
 from ctxgate.runner import resolve_chat
 from ctxgate.tasks.base import BuildContext
 from ctxgate.textcodec import PieceEncoder
 from .options import SETTINGS_KEY, THRESHOLDS_KEY, Settings
+
+RUN_ERROR_KEY = pytest.StashKey[str]()  # on the session: why no case can run in this process (the model, the judge)
 
 
 @dataclass(frozen=True)
@@ -40,8 +49,9 @@ def load_backend(settings: Settings) -> Backend:
 
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     threads = max(1, (os.cpu_count() or 1) // workers)
-    return HFBackend(settings.model, dtype=settings.dtype, trust_remote_code=settings.trust_remote_code,
-                     allow_pickle=settings.allow_pickle, threads=threads)
+    return HFBackend(settings.model_dir or settings.model, dtype=settings.dtype,
+                     trust_remote_code=settings.trust_remote_code, allow_pickle=settings.allow_pickle,
+                     threads=threads)
 
 
 def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat: str) -> dict[str, Any]:
@@ -58,12 +68,13 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
         except metadata.PackageNotFoundError:
             continue
     template = "".join(encoder.chat_parts()) if chat in ("on", "task") else None
-    fingerprint = (checkpoint_fingerprint(settings.model) if settings.backend == "hf"
+    fingerprint = (checkpoint_fingerprint(settings.model_dir or settings.model or "") if settings.backend == "hf"
                    else {"sha256": getattr(backend, "fingerprint", "")})
     return {
         "model": settings.model,
         "model_fingerprint": fingerprint,
         "backend": backend.describe(),
+        "model_dir": settings.model_dir, "ignore_remote_code": settings.ignore_remote_code,
         "seed": settings.seed, "samples": settings.samples, "lengths": list(settings.lengths),
         "chat_template": chat, "helmet_compat": settings.helmet_compat,
         "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
@@ -73,33 +84,59 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
     }
 
 
+def _run_failed(request: pytest.FixtureRequest, what: str, exc: BaseException) -> None:
+    """One line per run: stop the session (nothing else can run without the model) and fail this case."""
+    message = f"ctxgate: {what}: {exc}"
+    if request.config.getoption("verbose") > 0:
+        message += "\n" + "".join(traceback.format_exception(exc))
+    request.session.stash[RUN_ERROR_KEY] = message
+    request.session.shouldstop = f"ctxgate: {what}"
+    pytest.fail(message, pytrace=False)
+
+
+def _open_cache(settings: Settings, meta: dict[str, Any], backend: Backend) -> GenerationCache | None:
+    if not settings.cache_dir:
+        return None
+    meta["cache"] = {"dir": settings.cache_dir, "set_aside": []}
+    try:
+        cache = GenerationCache(settings.cache_dir, namespace_for(meta["model_fingerprint"]["sha256"], backend))
+    except StoreUnavailable as exc:
+        warnings.warn(f"{exc}; running without a cache", CacheWarning, stacklevel=2)
+        meta["cache"]["disabled"] = str(exc)
+        return None
+    meta["cache"]["set_aside"] = list(cache.stats.set_aside)
+    return cache
+
+
 @pytest.fixture(scope="session")
-def ctxgate_model(pytestconfig: pytest.Config) -> LoadedModel:
+def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> LoadedModel:
     settings = pytestconfig.stash[SETTINGS_KEY]
     try:
         backend = load_backend(settings)
-    except (ValueError, RuntimeError) as exc:
-        # A failed session fixture is cached: every case errors with this one message, also under xdist.
-        pytest.fail(f"ctxgate: {exc}", pytrace=False)
+    except Exception as exc:  # noqa: BLE001 - whatever the loader raises, the run reports it in one line
+        failure = exc
+    else:
+        failure = None
+    if failure is not None:  # outside the except block: no "during handling of the above exception" chain
+        _run_failed(request, f"the model {settings.model!r} could not be loaded", failure)
     encoder = PieceEncoder(backend.tokenizer)
     chat = resolve_chat(settings.chat_template, encoder.has_chat_template)
     if chat == "on" and not encoder.has_chat_template:
-        pytest.fail(f"ctxgate: --chat-template on, but {settings.model} has no chat template; use "
-                    "--chat-template off or auto", pytrace=False)
+        _run_failed(request, "--chat-template on", ValueError(f"{settings.model} has no chat template; use "
+                                                              "--chat-template off or auto"))
     context = BuildContext(encoder=encoder, chat=chat == "on", seed=settings.seed, essay_path=settings.haystack,
                            squad_source=settings.squad, hotpotqa_source=settings.hotpotqa,
                            data_dir=settings.data_dir, chat_by_task=chat == "task")
     # plain JSON values only: records travel to the xdist controller through execnet
     meta = json.loads(json.dumps(_run_meta(settings, backend, encoder, chat), default=str))
-    cache = None
-    if settings.cache_dir:
-        cache = GenerationCache(settings.cache_dir, namespace_for(meta["model_fingerprint"]["sha256"], backend))
-        meta["cache"] = {"dir": settings.cache_dir, "set_aside": list(cache.stats.set_aside)}
+    cache = _open_cache(settings, meta, backend)
     try:
         judges = build_judges(settings.judge, settings.nli_model,
                               pytestconfig.stash[THRESHOLDS_KEY].judge_max_failure_rate)
     except (JudgeError, ValueError, OSError) as exc:
-        pytest.fail(f"ctxgate: {exc}", pytrace=False)
+        failure = exc
+    if failure is not None:
+        _run_failed(request, "the judge could not be set up", failure)
     if judges is not None:
         meta["judge"] = judges.describe()
     return LoadedModel(backend, context, chat, meta, cache, judges)

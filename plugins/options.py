@@ -1,17 +1,19 @@
 """Command-line options, read once in ``pytest_configure`` into a frozen ``Settings`` kept in ``config.stash``.
 
-Thresholds are parsed here too, so a malformed file stops the run before any model is loaded.
+Thresholds, the baseline, data folders and the checkpoint are checked here too, so a mistake stops the run before
+any model is loaded.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
+from ctxgate.backends.base import DTYPES
 from ctxgate.baseline import Baseline, BaselineError, load_baseline
+from ctxgate.checkpoint import CheckpointError, ModelNotFound, check_checkpoint, resolve_model
 from ctxgate.haystacks import HaystackError, load_essay
 from ctxgate.judge.client import OPTIONS as JUDGE_OPTIONS, JudgeSettings
 from ctxgate.lengths import LengthError, parse_lengths
@@ -19,6 +21,7 @@ from ctxgate.tasks.registry import task_names
 from ctxgate.thresholds import Thresholds, ThresholdsError, load_or_default
 
 DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
+SUITE_DIR = Path(__file__).resolve().parent.parent / "tests_longctx"  # the suite users run, beside the plugins
 
 
 @dataclass(frozen=True)
@@ -44,11 +47,14 @@ class Settings:
     helmet_compat: bool = False
     judge: JudgeSettings | None = None  # None: judged tasks keep their outputs for `ctxgate judge` later
     nli_model: str | None = None
+    ignore_remote_code: bool = False
+    model_dir: str | None = None  # --model resolved to a local folder (a hub id: its cached snapshot)
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 THRESHOLDS_KEY = pytest.StashKey[Thresholds]()
 BASELINE_KEY = pytest.StashKey[Baseline]()
+CHECKPOINT_ERROR_KEY = pytest.StashKey[str]()  # why the checkpoint cannot be loaded: no case runs, the report says so
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -64,7 +70,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--chat-template", default="task", choices=("task", "auto", "on", "off"),
                 help="task (default): HELMET's policy per task, on for LongQA when the model has a template, off "
                      "elsewhere; auto: on for every task when the model has one; on; off")
-    g.addoption("--dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32")
+    g.addoption("--dtype", default="auto", choices=DTYPES, help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32")
     g.addoption("--report", default=None, help="write the JSON report here (plus .predictions.jsonl and .md)")
     g.addoption("--thresholds", default=None, help="thresholds file (default: ./thresholds.toml, else the rootdir's)")
     g.addoption("--haystack", default=None, help="essay haystack: a .txt file or a dataset with a 'text' column")
@@ -77,6 +83,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="score with the reference's own rules, bugs included (multiple choice counts an empty "
                      "answer as right when the gold is A); see docs/decisions.md")
     g.addoption("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code to run")
+    g.addoption("--ignore-remote-code", action="store_true",
+                help="a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' "
+                     "built-in class for its model_type instead, on purpose")
     g.addoption("--allow-pickle", action="store_true", help="allow loading pickle (.bin) weights")
     g.addoption("--force-lengths", action="store_true", help="run lengths beyond the model's max positions")
     g.addoption("--cache-dir", default=None, help="generation cache folder (default: ./.ctxgate-cache)")
@@ -97,8 +106,14 @@ def _thresholds_path(config: pytest.Config) -> str:
     return str(here if here.is_file() else Path(config.rootpath) / "thresholds.toml")
 
 
+MAX_SAMPLES = 100_000  # the papers use 100-600; far more is a typo that would first fill memory with prompts
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """Every option and input is checked here, before any worker starts or any model loads: a mistake ends as one
+    line naming the option and the fix (a UsageError). A checkpoint that exists but cannot be loaded is not a
+    usage error: it is recorded (CHECKPOINT_ERROR_KEY) and the run ends with a report that says so."""
     for name, doc in (("ruler", "RULER tasks"), ("helmet", "HELMET tasks"), ("recall", "HELMET Recall category"),
                       ("niah", "RULER needle-in-a-haystack tasks"), ("rag", "HELMET RAG category"),
                       ("rerank", "HELMET Re-rank category"), ("icl", "HELMET ICL category"),
@@ -111,8 +126,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except LengthError as exc:
         raise pytest.UsageError(f"--lengths: {exc}") from None
     samples = config.getoption("--samples")
-    if samples is not None and samples < 1:
-        raise pytest.UsageError(f"--samples {samples} must be at least 1, e.g. --samples 100")
+    if samples is not None and not 1 <= samples <= MAX_SAMPLES:
+        raise pytest.UsageError(f"--samples {samples} must be between 1 and {MAX_SAMPLES:,} (the papers use 100-600), "
+                                "e.g. --samples 100")
     settings = Settings(
         model=config.getoption("--model"), backend=config.getoption("--backend"), lengths=lengths,
         samples=samples, seed=config.getoption("--seed"), chat_template=config.getoption("--chat-template"),
@@ -125,17 +141,23 @@ def pytest_configure(config: pytest.Config) -> None:
             config.getoption("--cache-dir") or Path(config.invocation_params.dir) / ".ctxgate-cache"),
         baseline=config.getoption("--baseline"), data_dir=config.getoption("--data-dir"),
         helmet_compat=config.getoption("--helmet-compat"),
+        ignore_remote_code=config.getoption("--ignore-remote-code"),
     )
     settings = replace(settings, judge=judge_settings(config, settings.cache_dir),
                        nli_model=config.getoption("--nli-model"))
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
         return  # the project's own tests: nothing to gate
+    _collect_the_suite(config)
     if settings.baseline:
         try:
-            config.stash[BASELINE_KEY] = load_baseline(settings.baseline)
+            baseline = config.stash[BASELINE_KEY] = load_baseline(settings.baseline)
         except BaselineError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            raise pytest.UsageError(f"--baseline {settings.baseline}: {exc}") from None
+        if baseline.incompleteness() and not hasattr(config, "workerinput"):
+            config.issue_config_time_warning(pytest.PytestConfigWarning(
+                f"--baseline {baseline.incompleteness()}; cases without a baseline score are gated by their floors "
+                "only"), stacklevel=2)
     path = Path(settings.thresholds_path)
     try:
         named = path.is_file() or config.getoption("--thresholds")
@@ -153,8 +175,7 @@ def pytest_configure(config: pytest.Config) -> None:
             load_essay(settings.haystack)
         except HaystackError as exc:
             raise pytest.UsageError(f"--haystack: {exc}") from None
-    _check_model_path(settings)
-    _pin_gpu(config)
+    config.stash[SETTINGS_KEY] = settings = _checked_model(config, settings)
 
 
 def judge_settings(config: pytest.Config, cache_dir: str | None) -> JudgeSettings | None:
@@ -164,53 +185,36 @@ def judge_settings(config: pytest.Config, cache_dir: str | None) -> JudgeSetting
         raise pytest.UsageError(str(exc)) from None
 
 
-def _check_model_path(settings: Settings) -> None:
-    """A path that cannot be a hub id must exist: say so before any worker starts."""
-    model = settings.model or ""
-    path = Path(model).expanduser()
-    looks_local = settings.backend == "scripted" or model.startswith(("/", ".", "~")) or model.count("/") > 1
-    if looks_local and not path.exists():
-        raise pytest.UsageError(f"--model {model!r} does not exist: give a checkpoint folder (with config.json) "
-                                "or a hub id such as org/name")
-
-
-def _pin_gpu(config: pytest.Config) -> None:
-    """Under xdist, worker gwN sees only GPU N (set before anything initializes CUDA)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if not worker or not hasattr(config, "workerinput"):
-        return
-    n = int(worker.removeprefix("gw"))
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    devices = [d for d in visible.split(",") if d.strip()] if visible else None
-    if devices is None:
-        count = _gpu_count()
-        if count == 0:
-            return
-        devices = [str(i) for i in range(count)]
-    if n >= len(devices):
-        raise pytest.UsageError(f"xdist worker {worker} has no GPU: {len(devices)} visible; run with -n {len(devices)}"
-                                " or -n auto")
-    os.environ["CUDA_VISIBLE_DEVICES"] = devices[n]
-
-
-def _gpu_count() -> int:
-    """GPUs on this node, counted without initializing CUDA in this process (nvidia-smi)."""
-    import shutil
-    import subprocess
-
-    if not shutil.which("nvidia-smi"):
-        return 0
+def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
+    """``--model`` resolved to a folder (a name that is neither a folder nor a cached hub model is a usage error)
+    and checked; a broken checkpoint is recorded for the run to report instead of loading it."""
+    if settings.backend == "scripted":
+        if not Path(settings.model or "").is_file():
+            raise pytest.UsageError(f"--model {settings.model!r} does not exist: --backend scripted needs a JSON "
+                                    "script")
+        return settings
     try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+        folder = resolve_model(settings.model or "")
+    except ModelNotFound as exc:
+        raise pytest.UsageError(str(exc)) from None
+    try:
+        check_checkpoint(folder, trust_remote_code=settings.trust_remote_code,
+                         ignore_remote_code=settings.ignore_remote_code, allow_pickle=settings.allow_pickle)
+    except CheckpointError as exc:
+        config.stash[CHECKPOINT_ERROR_KEY] = str(exc)
+    return replace(settings, model_dir=str(folder))
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto``: one worker per GPU; on a machine without GPUs, xdist's own default."""
-    if config.getoption("--model", None) is None:
-        return None
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    count = len([d for d in visible.split(",") if d.strip()]) if visible else _gpu_count()
-    return count or None
+def _collect_the_suite(config: pytest.Config) -> None:
+    """Collect the suite, whatever the form of ``--model`` and wherever pytest was started.
+
+    pytest picks its rootdir before plugins can declare options, so it reads the value of ``--model /abs/ckpt`` as
+    a test path (pytest-dev/pytest#8846): the rootdir becomes the checkpoint's folder, the project's ini file is
+    not read, and pytest would collect the working directory. When the user named no test paths and no ini file
+    named any, the suite is what runs."""
+    if config.args_source != pytest.Config.ArgsSource.INVOCATION_DIR:
+        return  # test paths on the command line, or the ini file's testpaths: the user chose
+    if not SUITE_DIR.is_dir():
+        raise pytest.UsageError(f"the ctxgate suite is not at {SUITE_DIR}: install ctxgate from its repository "
+                                "(pip install -e .) or name the suite's folder, e.g. pytest tests_longctx --model ...")
+    config.args[:] = [str(SUITE_DIR)]

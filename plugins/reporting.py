@@ -1,60 +1,158 @@
 """Reports under xdist: case records ride on test reports to the controller, which writes JSON, predictions,
-Markdown and the terminal table, and applies the session gates (effective length).
+Markdown and the terminal table, and applies the session gates.
 
-Each record is also appended to ``<report>.partial.jsonl`` the moment it arrives, so an interrupted run keeps
-every finished case.
+The controller knows the selection (from collection, or from the workers' collection under xdist), so a case that
+never sends a record still reaches the report: a crashed worker's case (xdist reports the crash), and every case
+an interrupt or a broken checkpoint left unrun. Such a case has verdict "error", ``complete`` is false, and the
+session gates fail: a run that lost cases can never pass.
+
+Each record is also appended to ``<report>.partial.jsonl`` the moment it arrives, so an interrupted run keeps every
+finished case; a partial file left by an earlier run is kept under a new name, never emptied. The report files
+are written atomically, and a lock beside the report stops two runs from writing the same report at once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
-from ctxgate.gates import floors_gate
-from ctxgate.lengths import format_length
+from ctxgate.gates import session_gates
 from ctxgate.report.build import build_report, prediction_rows
+from ctxgate.report.io import atomic_write
 from ctxgate.report.tables import markdown, terminal
+from ctxgate.thresholds import Thresholds
 
-from .cases import CASE_RECORD_KEY
-from .options import SETTINGS_KEY, THRESHOLDS_KEY
+from .cases import CASE_RECORD_KEY, NOT_RUN_KEY, case_key, new_record
+from .model import RUN_ERROR_KEY
+from .options import CHECKPOINT_ERROR_KEY, SETTINGS_KEY, THRESHOLDS_KEY
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no lock, the rest works
+    fcntl = None  # type: ignore[assignment]
 
 
 class Collector:
-    def __init__(self, report_path: str | None) -> None:
+    def __init__(self, report_path: str | None, thresholds: Thresholds | None = None) -> None:
         self.records: dict[tuple[str, int], dict[str, Any]] = {}
+        self.selected: list[tuple[str, int]] = []
+        self.thresholds = thresholds or Thresholds(path="(none)")
         self.run_meta: dict[str, Any] | None = None
+        self.run_error: str | None = None
         self.report_path = Path(report_path) if report_path else None
         self.report: dict[str, Any] | None = None
+        self.notes: list[str] = []  # said once at the end: a kept partial file, a replaced report
+        self._lock: IO[str] | None = None
         if self.report_path:
-            self.report_path.parent.mkdir(parents=True, exist_ok=True)
             self.partial = self.report_path.with_suffix(".partial.jsonl")
-            self.partial.write_text("")
+
+    # the report file -------------------------------------------------------------------------------------------
+    def claim(self) -> None:
+        """Check ``--report`` before anything runs, take its lock, and keep what an earlier run left."""
+        assert self.report_path is not None
+        path = self.report_path
+        if path.is_dir():
+            raise pytest.UsageError(f"--report {path} is a folder; give a file path such as {path / 'run.json'}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = open(path.parent / f".{path.name}.lock", "a+", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise pytest.UsageError(f"--report {path}: cannot write there ({exc}); give a writable path") from None
+        if fcntl is not None:
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released on exit, also on kill -9
+            except BlockingIOError:
+                self._lock.seek(0)
+                holder = self._lock.read().strip() or "another process"
+                self._lock.close()
+                self._lock = None
+                raise pytest.UsageError(f"--report {path} is being written by another ctxgate run ({holder}); wait "
+                                        "for it to finish, or pass another --report") from None
+        self._lock.truncate(0)
+        self._lock.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        self._lock.flush()
+        if self.partial.exists() and self.partial.stat().st_size:
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.partial.stat().st_mtime))
+            kept = self.partial.with_name(f"{path.stem}.partial-{stamp}.jsonl")
+            self.partial.rename(kept)
+            self.notes.append(f"an earlier run's unfinished cases are kept in {kept}")
+        if path.exists():
+            self.notes.append(f"{path} replaces the report written at {_created(path)}")
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    # what was selected, and what arrived -----------------------------------------------------------------------
+    def select(self, nodeids: list[str]) -> None:
+        for nodeid in nodeids:
+            key = case_key(nodeid)
+            if key is not None and key not in self.selected:
+                self.selected.append(key)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Without xdist: the selection is this process's own collection."""
+        self.select([i.nodeid for i in session.items] + session.config.stash.get(NOT_RUN_KEY, []))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist: every worker collects the same selection; the first one to finish tells it."""
+        self.select(list(ids))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """On the controller: every case record arrives here, from this process or from an xdist worker."""
         record = getattr(report, "ctxgate_case", None)
         if record is not None:
             self.add(record)
+            return
+        key = case_key(report.nodeid)
+        if key is not None and report.failed and key not in self.records:
+            # No record: the process running the case died (xdist reports the crash, when "???").
+            kind = "crash" if report.when == "???" else "error"
+            why = ("its worker process died (killed, out of memory, or crashed): " if kind == "crash" else "")
+            self.add(self.unscored(key, kind, why + str(report.longrepr)[-2000:]))
+
+    def unscored(self, key: tuple[str, int], kind: str, message: str) -> dict[str, Any]:
+        return {**new_record(*key, self.thresholds), "error_kind": kind, "message": message}
 
     def add(self, record: dict[str, Any]) -> None:
         record = dict(record)
         meta = record.pop("run_meta", None)
+        error = record.pop("run_error", None)
+        if error and self.run_error is None:
+            self.run_error = error
         if meta and self.run_meta is None:
             self.run_meta = meta
         if meta and self.run_meta is not None and "cache" in meta:  # workers may each set a broken file aside
-            seen = self.run_meta.setdefault("cache", dict(meta["cache"]))["set_aside"]
-            seen.extend(p for p in meta["cache"]["set_aside"] if p not in seen)
+            seen = self.run_meta.setdefault("cache", dict(meta["cache"])).setdefault("set_aside", [])
+            seen.extend(p for p in meta["cache"].get("set_aside", []) if p not in seen)
         self.records[(record["task"], record["length"])] = record
         if self.report_path:
             with self.partial.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
 
+    def finish(self, reason: str) -> list[dict[str, Any]]:
+        """Every selected case: the ones that reported, and the ones that never did, as not run, with ``reason``."""
+        for key in self.selected:
+            if key not in self.records:
+                self.records[key] = self.unscored(key, "not_run", f"not run: {reason}")
+        return list(self.records.values())
+
 
 COLLECTOR_KEY = pytest.StashKey[Collector]()
+
+
+def _created(path: Path) -> str:
+    try:
+        return str(json.loads(path.read_text("utf-8")).get("created", "an unknown time"))
+    except (OSError, ValueError, AttributeError):
+        return "an unknown time (it is not a readable report)"
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -63,15 +161,20 @@ def _is_worker(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     settings = config.stash[SETTINGS_KEY]
-    if settings.model is not None and not _is_worker(config):
-        collector = Collector(settings.report)
-        config.stash[COLLECTOR_KEY] = collector
-        config.pluginmanager.register(collector, "ctxgate-collector")
+    if settings.model is None or _is_worker(config) or config.getoption("collectonly"):
+        return
+    collector = Collector(settings.report, config.stash[THRESHOLDS_KEY])
+    if collector.report_path:
+        collector.claim()
+    collector.run_error = config.stash.get(CHECKPOINT_ERROR_KEY, None)
+    config.stash[COLLECTOR_KEY] = collector
+    config.pluginmanager.register(collector, "ctxgate-collector")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     collector = config.stash.get(COLLECTOR_KEY, None)
     if collector is not None:
+        collector.release()
         config.pluginmanager.unregister(collector)
         del config.stash[COLLECTOR_KEY]
 
@@ -84,62 +187,56 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if record is not None and final:
         if report.failed and record["verdict"] not in ("fail",):
             record["verdict"] = "error"
+            record["error_kind"] = "error"
             record["message"] = str(report.longrepr)[-2000:]
+            run_error = item.session.stash.get(RUN_ERROR_KEY, None)
+            if run_error:
+                record["run_error"] = run_error
         # A plain attribute travels through xdist's report serialization (and stays out of junit).
         report.ctxgate_case = record  # type: ignore[attr-defined]
     return report
 
 
-def _gates(config: pytest.Config, report: dict[str, Any]) -> list[dict[str, Any]]:
-    thresholds = config.stash[THRESHOLDS_KEY]
-    gates: list[dict[str, Any]] = [floors_gate(report["cases"])]
-    if thresholds.min_effective_length:
-        eff = report["effective_length"]
-        need = format_length(thresholds.min_effective_length)
-        if eff is None:
-            gates.append({"name": "min_effective_length", "verdict": "fail",
-                          "message": f"no RULER case ran, so the effective length cannot reach {need}"})
-        else:
-            ok = eff["value"] >= thresholds.min_effective_length
-            got = format_length(eff["value"]) if eff["value"] else "0 (the shortest length fails)"
-            gates.append({"name": "min_effective_length", "verdict": "pass" if ok else "fail",
-                          "message": f"effective length {got} {'>=' if ok else '<'} required {need} "
-                                     f"(threshold {eff['threshold']}, from {thresholds.path})"})
-    return gates
+def _stop_reason(session: pytest.Session, exitstatus: int, run_error: str | None) -> str:
+    if run_error:
+        return f"the run stopped: {run_error.splitlines()[0]}"
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        return "the session was interrupted before this case finished"
+    stopped = session.shouldfail or session.shouldstop
+    return f"the session stopped early ({stopped})" if stopped else "the session ended before this case ran"
 
 
 def _write(collector: Collector, report: dict[str, Any]) -> None:
     assert collector.report_path is not None
     path = collector.report_path
     predictions = path.with_suffix(".predictions.jsonl")
-    with predictions.open("w", encoding="utf-8") as f:
-        for case in report["cases"]:
-            for row in prediction_rows(case, case.pop("samples", None) or []):
-                f.write(json.dumps(row) + "\n")
+    rows = [json.dumps(row) + "\n" for case in report["cases"]
+            for row in prediction_rows(case, case.pop("samples", None) or [])]
+    atomic_write(predictions, "".join(rows))
     report["predictions"] = predictions.name
-    path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    path.with_suffix(".md").write_text(markdown(report), encoding="utf-8")
+    atomic_write(path, json.dumps(report, indent=1) + "\n")
+    atomic_write(path.with_suffix(".md"), markdown(report))
     collector.partial.unlink(missing_ok=True)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     collector = config.stash.get(COLLECTOR_KEY, None)
-    if collector is None or not collector.records:
+    if collector is None:
         return
     thresholds = config.stash[THRESHOLDS_KEY]
     settings = config.stash[SETTINGS_KEY]
+    cases = collector.finish(_stop_reason(session, exitstatus, collector.run_error))
     run = collector.run_meta or {"model": settings.model, "backend": None, "seed": settings.seed,
                                  "samples": settings.samples, "lengths": list(settings.lengths),
                                  "chat_template": "off" if settings.chat_template == "auto" else settings.chat_template}
-    run = {**run, "thresholds": thresholds.path,
-           "data_sha256": _combined([c.get("data_sha256") for c in collector.records.values()])}
+    run = {**run, "thresholds": thresholds.path, "data_sha256": _combined([c.get("data_sha256") for c in cases])}
     if "cache" in run:
-        run["cache"] = {**run["cache"], "samples_from_cache": sum(
-            c.get("samples_from_cache", 0) for c in collector.records.values())}
+        run["cache"] = {**run["cache"], "samples_from_cache": sum(c.get("samples_from_cache", 0) for c in cases)}
     complete = exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-    report = build_report(list(collector.records.values()), run, thresholds.effective_threshold, [], complete)
-    report["gates"] = _gates(config, report)
+    error = {"message": collector.run_error} if collector.run_error else None
+    report = build_report(cases, run, thresholds.effective_threshold, [], complete, error)
+    report["gates"] = session_gates(report, thresholds)
     collector.report = report
     if collector.report_path:
         _write(collector, json.loads(json.dumps(report)))
@@ -147,8 +244,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if summary:
         with open(summary, "a", encoding="utf-8") as f:
             f.write(markdown(report))
-    session_gate_failed = any(g["verdict"] == "fail" and g["name"] != "floors" for g in report["gates"])
-    if session_gate_failed and session.exitstatus == pytest.ExitCode.OK:
+    failed = any(g["verdict"] == "fail" for g in report["gates"])
+    if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -165,5 +262,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     terminalreporter.write_sep("=", "ctxgate")
     terminalreporter.write_line(terminal(collector.report))
+    for note in collector.notes:
+        terminalreporter.write_line(f"note: {note}")
     if collector.report_path:
         terminalreporter.write_line(f"report: {collector.report_path} (+ .predictions.jsonl, .md)")

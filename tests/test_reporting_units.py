@@ -41,6 +41,8 @@ def test_pickle_weights_are_refused_without_the_flag(tmp_path):
     pytest.importorskip("torch")
     from ctxgate.backends.hf import BackendError, HFBackend
 
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    (tmp_path / "tokenizer.json").write_text("{}")
     (tmp_path / "pytorch_model.bin").write_bytes(b"not really")
     with pytest.raises(BackendError, match="--allow-pickle"):
         HFBackend(str(tmp_path))
@@ -53,7 +55,8 @@ def test_helmet_categories_are_plain_means_and_partial_when_a_member_is_missing(
     report = build_report(cases, {"model": "tiny"}, 85.6, [], True)
     at = report["by_length"]["1024"]
     assert at["helmet_rag"] == {"score": 30.0, "partial": False, "members": ["kilt_nq", "kilt_triviaqa", "kilt_popqa",
-                                                                             "kilt_hotpotqa"], "missing": []}
+                                                                             "kilt_hotpotqa"], "missing": [],
+                                "incomplete": False, "errored": []}
     assert at["helmet_rerank"]["score"] == 33.3 and not at["helmet_rerank"]["partial"]
     assert at["helmet_icl"]["score"] == 50.0 and at["helmet_icl"]["partial"]
     assert at["helmet_icl"]["missing"] == ["icl_trec_fine", "icl_banking77", "icl_clinic150", "icl_nlu"]

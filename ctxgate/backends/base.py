@@ -8,6 +8,8 @@ from typing import Protocol
 
 from ctxgate.textcodec import RawTokenizer
 
+DTYPES = ("auto", "bf16", "fp16", "fp32", "bfloat16", "float16", "float32")  # --dtype's choices
+
 
 @dataclass(frozen=True)
 class GenerationParams:

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.base import Generation, GenerationParams, Request
+from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request
+from ctxgate.checkpoint import CheckpointError, check_checkpoint
 from ctxgate.textcodec import HFTokenizer
 
 
@@ -26,7 +27,7 @@ def _pick_dtype(torch: Any, requested: str, cuda: bool) -> Any:
     table = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,
              "fp32": torch.float32, "float32": torch.float32}
     if requested not in table:
-        raise BackendError(f"--dtype {requested!r} is not supported; use auto, bf16, fp16 or fp32")
+        raise BackendError(f"--dtype {requested!r} is not supported; use one of {', '.join(DTYPES)}")
     return table[requested]
 
 
@@ -44,10 +45,12 @@ class HFBackend:
         if not cuda and threads:
             torch.set_num_threads(threads)
         path = Path(model)
-        if path.is_dir() and not any(path.glob("*.safetensors")) and not allow_pickle:
-            if any(path.glob("*.bin")) or any(path.glob("*.pt")):
-                raise BackendError(f"{model} has only pickle weights (.bin/.pt), which can run code when loaded; "
-                                   "convert them to safetensors, or pass --allow-pickle if you trust the checkpoint")
+        if path.is_dir():
+            try:
+                check_checkpoint(path, trust_remote_code=trust_remote_code, ignore_remote_code=True,
+                                 allow_pickle=allow_pickle)
+            except CheckpointError as exc:
+                raise BackendError(str(exc)) from None
         if attn == "auto":
             attn = "flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") else "sdpa"
         self.attn = attn

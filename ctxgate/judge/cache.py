@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxgate.cache import SqliteFile
+from ctxgate.sqlitefile import SqliteFile
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,7 @@ class CachedReply:
 class JudgeCache(SqliteFile):
     FILE_NAME = "judge.sqlite"
     APPLICATION_ID = 0x43544A44  # "CTJD"
-    TABLES = ("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, text TEXT, "
+    TABLES = ("CREATE TABLE replies (key TEXT PRIMARY KEY, model TEXT, text TEXT, "
               "prompt_tokens INTEGER, completion_tokens INTEGER, checksum TEXT, created REAL)",)
     WHAT = "judge cache"
     FIX = "pass another --judge-cache folder"
@@ -37,11 +36,6 @@ class JudgeCache(SqliteFile):
     def __init__(self, directory: str | Path) -> None:
         self._lock = threading.Lock()  # one connection shared by the judge's worker threads
         super().__init__(directory)
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=120, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout = 120000")
-        return conn
 
     @staticmethod
     def key(model: str, prompt: str, params: dict[str, object], attempt: int) -> str:
@@ -53,20 +47,19 @@ class JudgeCache(SqliteFile):
 
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
-            row = self.conn.execute("SELECT text, prompt_tokens, completion_tokens, checksum FROM replies "
-                                    "WHERE key = ?", (key,)).fetchone()
-            if row is None:
+            rows = self.execute("SELECT text, prompt_tokens, completion_tokens, checksum FROM replies WHERE key = ?",
+                                (key,))
+            if not rows:
                 return None
-            text, p, c, checksum = row
+            text, p, c, checksum = rows[0]
             if checksum != self._checksum(text, p, c):
-                self.conn.execute("DELETE FROM replies WHERE key = ?", (key,))
+                self.execute("DELETE FROM replies WHERE key = ?", (key,))
                 self.stats.dropped_rows += 1
                 return None
             return CachedReply(text, p, c)
 
     def put(self, key: str, model: str, reply: CachedReply) -> None:
         with self._lock:
-            self.conn.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
-                              (key, model, reply.text, reply.prompt_tokens, reply.completion_tokens,
-                               self._checksum(reply.text, reply.prompt_tokens, reply.completion_tokens),
-                               time.time()))
+            self.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (key, model, reply.text, reply.prompt_tokens, reply.completion_tokens,
+                          self._checksum(reply.text, reply.prompt_tokens, reply.completion_tokens), time.time()))

@@ -15,6 +15,7 @@ import os
 import random
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Generic, TypeVar
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ctxgate.judge.cache import CachedReply, JudgeCache
 from ctxgate.judge.verdict import Unparseable, last_object
+from ctxgate.sqlitefile import CacheWarning, StoreUnavailable
 
 T = TypeVar("T")
 
@@ -172,6 +174,17 @@ class _Ledger:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+def _open_cache(directory: str | None) -> JudgeCache | None:
+    """No judge cache, with one warning, when its folder cannot be written: judging still works, re-judging pays."""
+    if not directory:
+        return None
+    try:
+        return JudgeCache(directory)
+    except StoreUnavailable as exc:
+        warnings.warn(f"{exc}; judging without a cache", CacheWarning, stacklevel=3)
+        return None
+
+
 class JudgeClient:
     def __init__(self, settings: JudgeSettings, sleep: Callable[[float], None] = time.sleep) -> None:
         key = os.environ.get("OPENAI_API_KEY")
@@ -184,7 +197,7 @@ class JudgeClient:
         self._client = openai.OpenAI(api_key=key or "EMPTY", base_url=settings.base_url,
                                      timeout=settings.timeout_s, max_retries=0)
         self.settings = settings
-        self.cache = JudgeCache(settings.cache_dir) if settings.cache_dir else None
+        self.cache = _open_cache(settings.cache_dir)
         self._sleep = sleep
         self._ledger = _Ledger()
 

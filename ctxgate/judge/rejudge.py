@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from ctxgate.gates import floor_failure, floors_gate, judge_failure, passed
+from ctxgate.gates import floor_failure, judge_failure, passed, session_gates
 from ctxgate.judge.client import OPTIONS, JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges, is_judged
 from ctxgate.report.build import build_report, prediction_rows
+from ctxgate.report.io import ReportFileError, atomic_write, predictions_path, read_predictions, read_report
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.runner import CaseResult, SampleOutcome, judge_case
 from ctxgate.tasks.registry import task_names
@@ -51,18 +51,12 @@ def _judges(args: argparse.Namespace, thresholds: Thresholds) -> Judges:
 
 
 def _load(report_path: Path) -> tuple[dict[str, Any], Path, list[dict[str, Any]]]:
-    if not report_path.is_file():
-        raise RejudgeError(f"{report_path} does not exist: pass the JSON written by --report")
     try:
-        report = json.loads(report_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise RejudgeError(f"{report_path} is not JSON ({exc.msg}): pass the JSON written by --report") from None
-    predictions = report_path.parent / report.get("predictions", report_path.with_suffix(".predictions.jsonl").name)
-    if not predictions.is_file():
-        raise RejudgeError(f"{predictions} is missing: `ctxgate judge` needs the predictions written beside the "
-                           "report")
-    rows = [json.loads(line) for line in predictions.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return report, predictions, rows
+        report = read_report(report_path)
+        predictions = predictions_path(report_path, report)
+        return report, predictions, read_predictions(predictions)
+    except ReportFileError as exc:
+        raise RejudgeError(str(exc)) from None
 
 
 _SAMPLE_FIELDS = SampleOutcome.__dataclass_fields__
@@ -86,10 +80,27 @@ def _verdict(case: dict[str, Any], thresholds: Thresholds) -> None:
     case["verdict"], case["message"] = ("fail", message) if message else ("pass", passed(case))
 
 
+class NothingToJudge(Exception):
+    """Every judged case is already judged: the report is left as it is."""
+
+
+def _to_judge(report: dict[str, Any], report_path: Path, everything: bool) -> list[dict[str, Any]]:
+    judged = [c for c in report["cases"] if is_judged(c.get("metric", ""))]
+    if not judged:
+        raise RejudgeError(f"{report_path} has no judged case (Cite, NarrativeQA, Summ): nothing to judge, and the "
+                           "report is left as it is. Run the suite with those tasks (-m judge) first")
+    chosen = [c for c in judged if everything or (c.get("judge") or {}).get("status") == "pending"]
+    if not chosen:
+        raise NothingToJudge(f"{report_path}: all {len(judged)} judged case(s) are judged already; the report is "
+                             "left as it is. Pass --all to judge them again")
+    return chosen
+
+
 def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
     """The rewritten report, how many cases were judged, how many cases fail."""
     report_path = Path(args.report)
     report, predictions, rows = _load(report_path)
+    chosen = _to_judge(report, report_path, args.all)
     run = report.get("run", {})
     try:
         path = args.thresholds or run.get("thresholds")
@@ -100,11 +111,7 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
     by_case: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for r in rows:
         by_case.setdefault((r["task"], int(r["length"])), []).append(r)
-    judged = 0
-    for case in report["cases"]:
-        status = (case.get("judge") or {}).get("status")
-        if not is_judged(case.get("metric", "")) or (status != "pending" and not args.all):
-            continue
+    for case in chosen:
         case_rows = by_case.get((case["task"], case["length"]))
         if not case_rows:
             raise RejudgeError(f"{predictions} has no samples for {case['task']} at {case['length']}")
@@ -114,30 +121,26 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
         case.update(updated)
         case["ci"] = list(result.ci)
         _verdict(case, thresholds)
-        judged += 1
     run = {**run, "judge": judges.describe()}
     threshold = (report.get("effective_length") or {}).get("threshold", thresholds.effective_threshold)
-    new = build_report(report["cases"], run, threshold, report.get("gates", []), report.get("complete", True))
-    new["gates"] = [g for g in new["gates"] if g["name"] != "floors"] + [floors_gate(new["cases"])]
+    new = build_report(report["cases"], run, threshold, [], report.get("complete", True), report.get("error"))
+    new["gates"] = session_gates(new, thresholds)
     failed = [c for c in new["cases"] if c["verdict"] == "fail"]
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")
-    _atomic(out_predictions, "".join(json.dumps(r) + "\n" for rs in by_case.values() for r in rs))
+    atomic_write(out_predictions, "".join(json.dumps(r) + "\n" for rs in by_case.values() for r in rs))
     new["predictions"] = out_predictions.name
-    _atomic(out, json.dumps(new, indent=1) + "\n")
-    _atomic(out.with_suffix(".md"), markdown(new))
-    return new, judged, len(failed)
-
-
-def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(out, json.dumps(new, indent=1) + "\n")
+    atomic_write(out.with_suffix(".md"), markdown(new))
+    return new, len(chosen), len(failed)
 
 
 def main(args: argparse.Namespace) -> int:
     try:
         report, judged, failed = judge_report(args)
+    except NothingToJudge as exc:
+        print(f"ctxgate judge: {exc}")
+        return 0
     except (RejudgeError, JudgeError) as exc:
         print(f"ctxgate judge: {exc}", file=sys.stderr)
         return 2

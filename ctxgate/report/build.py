@@ -19,12 +19,13 @@ def prediction_rows(case: Mapping[str, Any], samples: Sequence[Mapping[str, Any]
 
 
 def _group(g: GroupScore) -> dict[str, Any]:
-    return {"score": g.score, "partial": g.partial, "members": list(g.members), "missing": list(g.missing)}
+    return {"score": g.score, "partial": g.partial, "members": list(g.members), "missing": list(g.missing),
+            "incomplete": g.incomplete, "errored": list(g.errored)}
 
 
-def _length_summary(ruler: GroupScore, scores: Mapping[str, float]) -> dict[str, Any]:
-    categories = helmet_categories(scores)
-    out = {"ruler": _group(ruler), "helmet_recall": _group(helmet_recall(scores)),
+def _length_summary(ruler: GroupScore, scores: Mapping[str, float], errored: set[str]) -> dict[str, Any]:
+    categories = helmet_categories(scores, errored)
+    out = {"ruler": _group(ruler), "helmet_recall": _group(helmet_recall(scores, errored)),
            **{f"helmet_{name}": _group(g) for name, g in categories.items() if name != "recall"}}
     if categories:
         out["helmet_overall"] = _group(helmet_overall(categories))
@@ -32,33 +33,45 @@ def _length_summary(ruler: GroupScore, scores: Mapping[str, float]) -> dict[str,
 
 
 def summarize(cases: Sequence[Mapping[str, Any]], threshold: float) -> tuple[dict[str, Any], EffectiveLength | None]:
+    """Scores per length from the cases that have one; a case with verdict "error" (no score: it failed, its worker
+    crashed, or the run stopped first) makes every summary it belongs to incomplete."""
     scored: dict[int, dict[str, float]] = {}
+    errored: dict[int, set[str]] = {}
     for c in cases:
+        length = int(c["length"])
         if c.get("score") is not None and c.get("verdict") in ("pass", "fail"):
-            scored.setdefault(int(c["length"]), {})[c["task"]] = float(c["score"])
-    ruler = {L: ruler_average(s) for L, s in scored.items()}
-    by_length = {str(L): _length_summary(ruler[L], s) for L, s in sorted(scored.items())}
+            scored.setdefault(length, {})[c["task"]] = float(c["score"])
+        elif c.get("verdict") == "error":
+            errored.setdefault(length, set()).add(c["task"])
+    lengths = sorted(set(scored) | set(errored))
+    ruler = {L: ruler_average(scored.get(L, {}), errored.get(L, set())) for L in lengths}
+    by_length = {str(L): _length_summary(ruler[L], scored.get(L, {}), errored.get(L, set())) for L in lengths}
     eff = effective_length(ruler, threshold)
     ruler_scores = {L: g.score for L, g in ruler.items() if g.score is not None}
     overall = {"ruler_avg": round(sum(ruler_scores.values()) / len(ruler_scores), 2) if ruler_scores else None,
                "ruler_wavg_inc": weighted_average(ruler_scores, True),
-               "ruler_wavg_dec": weighted_average(ruler_scores, False)}
+               "ruler_wavg_dec": weighted_average(ruler_scores, False),
+               "incomplete": any(g.incomplete for g in ruler.values())}
     return {"by_length": by_length, "overall": overall}, eff
 
 
 def build_report(cases: Sequence[Mapping[str, Any]], run: Mapping[str, Any], threshold: float,
-                 gates: Sequence[Mapping[str, Any]], complete: bool) -> dict[str, Any]:
+                 gates: Sequence[Mapping[str, Any]], complete: bool,
+                 error: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``complete``: every selected case finished (none errored, crashed or left unrun). ``error``: what stopped
+    the whole run (the model could not be loaded), or None."""
     summary, eff = summarize(cases, threshold)
     return {
         "schema_version": SCHEMA_VERSION,
         "ctxgate_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "complete": complete,
+        "complete": complete and not any(c.get("verdict") == "error" for c in cases),
+        "error": dict(error) if error else None,
         "run": dict(run),
         "cases": sorted((dict(c) for c in cases), key=lambda c: (c["suite"], c["task"], c["length"])),
         **summary,
         "effective_length": None if eff is None else {
             "value": eff.value, "max_passing": eff.max_passing, "threshold": eff.threshold, "partial": eff.partial,
-            "per_length": {str(k): v for k, v in eff.per_length.items()}},
+            "incomplete": list(eff.incomplete), "per_length": {str(k): v for k, v in eff.per_length.items()}},
         "gates": list(gates),
     }

@@ -10,7 +10,8 @@ _GROUP = {
     "required": ["score", "partial", "members", "missing"],
     "properties": {"score": _NUM_OR_NULL, "partial": {"type": "boolean"},
                    "members": {"type": "array", "items": {"type": "string"}},
-                   "missing": {"type": "array", "items": {"type": "string"}}},
+                   "missing": {"type": "array", "items": {"type": "string"}},
+                   "incomplete": {"type": "boolean"}, "errored": {"type": "array", "items": {"type": "string"}}},
 }
 _CASE = {
     "type": "object",
@@ -19,6 +20,7 @@ _CASE = {
         "task": {"type": "string"}, "suite": {"enum": ["ruler", "helmet"]}, "category": {"type": "string"},
         "length": {"type": "integer", "minimum": 1}, "metric": {"type": "string"},
         "verdict": {"enum": ["pass", "fail", "skip", "error"]}, "message": {"type": "string"},
+        "error_kind": {"enum": ["error", "crash", "not_run"]},
         "score": _NUM_OR_NULL, "n": {"type": "integer", "minimum": 0}, "floor": _NUM_OR_NULL,
         "ci": {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
         "seconds": _NUM_OR_NULL, "build_seconds": _NUM_OR_NULL, "input_tokens_mean": _NUM_OR_NULL,
@@ -43,6 +45,7 @@ REPORT_SCHEMA: dict[str, Any] = {
         "ctxgate_version": {"type": "string"},
         "created": {"type": "string"},
         "complete": {"type": "boolean"},
+        "error": {"type": ["object", "null"], "required": ["message"], "properties": {"message": {"type": "string"}}},
         "run": {
             "type": "object",
             "required": ["model", "backend", "seed", "samples", "lengths", "chat_template"],
@@ -64,7 +67,8 @@ REPORT_SCHEMA: dict[str, Any] = {
         "overall": {"type": "object"},
         "effective_length": {"type": ["object", "null"], "required": ["value", "max_passing", "threshold"],
                              "properties": {"value": {"type": "integer"}, "max_passing": {"type": "integer"},
-                                            "threshold": {"type": "number"}, "partial": {"type": "boolean"}}},
+                                            "threshold": {"type": "number"}, "partial": {"type": "boolean"},
+                                            "incomplete": {"type": "array", "items": {"type": "integer"}}}},
         "gates": {"type": "array", "items": {"type": "object", "required": ["name", "verdict", "message"]}},
     },
 }

@@ -9,21 +9,25 @@ from ctxgate.aggregate import CATEGORY_LABELS, HELMET_CATEGORIES, RULER_TASKS
 from ctxgate.lengths import format_length
 
 
+_NO_SCORE = {"error": "error", "crash": "crash", "not_run": "not run"}
+
+
 def _cell(case: Mapping[str, Any] | None) -> str:
     if case is None:
         return ""
     if case["verdict"] == "skip":
         return "skip"
     if case["verdict"] == "error":
-        return "error"
+        return _NO_SCORE.get(case.get("error_kind", "error"), "error")
     mark = " ✗" if case["verdict"] == "fail" else ""
     return f"{case['score']:.1f}{mark}"
 
 
 def _group_cell(group: Mapping[str, Any] | None) -> str:
-    if not group or group["score"] is None:
+    if not group or (group["score"] is None and not group.get("incomplete")):
         return ""
-    return f"{group['score']:.1f}" + ("*" if group["partial"] else "")
+    score = "n/a" if group["score"] is None else f"{group['score']:.1f}"
+    return score + ("*" if group["partial"] else "") + ("!" if group.get("incomplete") else "")
 
 
 def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
@@ -41,11 +45,17 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
         if any(cells):
             body.append([label] + cells)
     notes = []
+    if report.get("error"):
+        notes.append(f"Run error: {report['error']['message'].splitlines()[0]}")
+    if not report.get("complete", True):
+        notes.append("INCOMPLETE: not every selected case finished; this run cannot pass")
     eff = report.get("effective_length")
     if eff:
         value = format_length(eff["value"]) if eff["value"] else f"< {format_length(lengths[0])}"
         notes.append(f"Effective length (RULER avg > {eff['threshold']}, every shorter length too): {value}"
-                     + (" (partial: not all 13 RULER tasks ran)" if eff.get("partial") else ""))
+                     + (" (partial: not all 13 RULER tasks ran)" if eff.get("partial") else "")
+                     + (f" (incomplete: {', '.join(format_length(L) for L in eff['incomplete'])} counted as "
+                        "failing, a RULER task there has no score)" if eff.get("incomplete") else ""))
     partial: dict[str, list[str]] = {}
     for label, key in groups:
         for v in report["by_length"].values():
@@ -56,6 +66,11 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
     if partial:
         what = "; ".join(f"{label} lacks {', '.join(missing)}" for label, missing in partial.items())
         notes.append(f"* partial (the mean of the members that ran, not the category score): {what}")
+    unscored = [f"{c['task']} at {format_length(c['length'])} ({_cell(c)})" for c in report["cases"]
+                if c["verdict"] == "error"]
+    if unscored:
+        shown = ", ".join(unscored[:8]) + (f" and {len(unscored) - 8} more" if len(unscored) > 8 else "")
+        notes.append(f"! incomplete (the mean of the members with a score; the others have none): {shown}")
     for gate in report.get("gates", []):
         notes.append(f"Gate {gate['name']}: {gate['verdict'].upper()} - {gate['message']}")
     return header, body, notes

@@ -1,0 +1,171 @@
+"""Find and check a checkpoint before any model is loaded.
+
+``resolve_model`` turns ``--model`` into a folder: a local path, or a hub id already in the local Hugging Face cache.
+It never goes to the network: a run on a GPU node should not wait on hub retries to learn that a name is a typo,
+and eight xdist workers should not download one checkpoint eight times at once (docs/decisions.md).
+
+``check_checkpoint`` reads only JSON files and safetensors headers (standard library, milliseconds), so a broken
+checkpoint ends as one message naming the file and the fix, before workers start and before weights are read:
+config.json missing or unreadable, checkpoint code that would be silently replaced by a built-in class, weights
+missing, truncated or only in pickle form, shards missing, no tokenizer.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tiktoken.model",
+                   "vocab.txt")
+
+
+class ModelNotFound(ValueError):
+    """``--model`` names nothing that can be loaded without the network."""
+
+
+class CheckpointError(ValueError):
+    """The checkpoint folder cannot be loaded as it is; the message names the file and the fix."""
+
+
+def resolve_model(model: str) -> Path:
+    """The folder ``--model`` means: the path itself, or the snapshot of a hub id in the local cache."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise ModelNotFound(f"--model {model!r} is a file; give the checkpoint folder (the one with config.json)")
+    looks_like_path = model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model
+    if looks_like_path:
+        raise ModelNotFound(f"--model {model!r} does not exist: give a checkpoint folder (with config.json) or a "
+                            "hub id such as org/name")
+    cached = _hub_snapshot(model)
+    if cached is not None:
+        return cached
+    raise ModelNotFound(
+        f"--model {model!r}: there is no folder of that name in {Path.cwd()}, and no hub model {model!r} in the "
+        f"local Hugging Face cache ({_hub_cache_dir()}). Give the checkpoint's folder, or download it first "
+        f"(`hf download {model}`); ctxgate does not download models during a run")
+
+
+def _hub_cache_dir() -> str:
+    try:
+        from huggingface_hub import constants
+    except ImportError:  # pragma: no cover - a transformers install brings it
+        return "~/.cache/huggingface/hub"
+    return str(constants.HF_HUB_CACHE)
+
+
+def _hub_snapshot(repo_id: str) -> Path | None:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json")
+    except ValueError:  # not a valid repo id
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def _read_json(path: Path, what: str, fix: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{path} is not readable JSON ({exc}); {what}. Fix: {fix}") from None
+
+
+def check_checkpoint(folder: Path, *, trust_remote_code: bool = False, ignore_remote_code: bool = False,
+                     allow_pickle: bool = False) -> None:
+    _check_config(folder, trust_remote_code, ignore_remote_code)
+    _check_weights(folder, allow_pickle)
+    _check_tokenizer(folder)
+
+
+def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: bool) -> None:
+    config_path = folder / "config.json"
+    if not config_path.is_file():
+        inside = sorted(p.name for p in folder.iterdir() if (p / "config.json").is_file())[:3]
+        hint = (f" It holds checkpoints ({', '.join(inside)}, ...): pass one of them, or use `ctxgate watch` / "
+                "`ctxgate bisect` for the whole run" if inside else "")
+        raise CheckpointError(f"{config_path} is missing: --model must be a checkpoint folder with the config.json "
+                              f"saved beside the weights.{hint}")
+    config = _read_json(config_path, "the model's architecture cannot be known",
+                        "restore config.json from the training run or the base model")
+    if not isinstance(config, dict) or not (config.get("model_type") or config.get("architectures")):
+        raise CheckpointError(f"{config_path} names no model_type or architectures: restore config.json from the "
+                              "training run or the base model")
+    own = (config.get("auto_map") or {}).get("AutoModelForCausalLM")
+    if not own:
+        return
+    own = own[0] if isinstance(own, list) else own
+    if not trust_remote_code and not ignore_remote_code:
+        raise CheckpointError(
+            f"{config_path}: auto_map names the checkpoint's own model code ({own}), but --trust-remote-code is "
+            f"off, so transformers would run its built-in {config.get('model_type')!r} class instead, without a "
+            "word. Pass --trust-remote-code to run the checkpoint's code, or --ignore-remote-code to evaluate the "
+            "built-in class on purpose")
+    module = str(own).split("--")[-1].rsplit(".", 1)[0]
+    if trust_remote_code and "--" not in str(own) and not (folder / f"{module}.py").is_file():
+        raise CheckpointError(f"{config_path}: auto_map points at {module}.py, which is not in {folder}; copy the "
+                              "model code into the checkpoint folder")
+
+
+def _check_weights(folder: Path, allow_pickle: bool) -> None:
+    index = folder / SAFETENSORS_INDEX
+    shards = sorted(folder.glob("*.safetensors"))
+    if index.is_file():
+        weight_map = _read_json(index, "the weight shards cannot be found",
+                                "restore the index saved with the shards").get("weight_map", {})
+        names = sorted(set(weight_map.values()))
+        missing = [n for n in names if not (folder / n).is_file()]
+        if missing:
+            raise CheckpointError(f"{index} lists {len(names)} shard(s), but {', '.join(missing[:3])} "
+                                  f"{'is' if len(missing) == 1 else 'are'} not in {folder}: the checkpoint was copied "
+                                  "or saved only in part; copy the missing shards")
+        shards = [folder / n for n in names]
+    for shard in shards:
+        check_safetensors(shard)
+    if shards:
+        return
+    pickled = sorted(p.name for p in [*folder.glob("*.bin"), *folder.glob("*.pt")])
+    if pickled and not allow_pickle:
+        raise CheckpointError(f"{folder} has only pickle weights ({', '.join(pickled[:3])}), which can run code when "
+                              "loaded; convert them to safetensors, or pass --allow-pickle if you trust the checkpoint")
+    if not pickled:
+        raise CheckpointError(f"{folder} has no weights: expected model.safetensors (or shards with "
+                              f"{SAFETENSORS_INDEX}); the checkpoint may still be being written")
+
+
+def check_safetensors(path: Path) -> None:
+    """The header must parse and the file must be as long as the header says (a copy cut short is caught here)."""
+    size = path.stat().st_size
+    fix = "re-copy the file, or save the checkpoint again"
+    try:
+        with path.open("rb") as f:
+            head = f.read(8)
+            (header_len,) = struct.unpack("<Q", head) if len(head) == 8 else (None,)
+            if header_len is None or header_len > size - 8 or header_len > 100 * 2**20:
+                raise CheckpointError(f"{path} is not a safetensors file, or it is cut short ({size} bytes): {fix}")
+            header = json.loads(f.read(header_len))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{path} has an unreadable safetensors header ({exc}): {fix}") from None
+    ends = [t["data_offsets"][1] for name, t in header.items()
+            if name != "__metadata__" and isinstance(t, dict) and "data_offsets" in t]
+    expected = 8 + header_len + max(ends, default=0)
+    if size < expected:
+        raise CheckpointError(f"{path} is truncated: {size:,} bytes, but its header describes {expected:,}: {fix}")
+
+
+def _check_tokenizer(folder: Path) -> None:
+    present = [name for name in TOKENIZER_FILES if (folder / name).is_file()] + \
+        [p.name for p in folder.glob("*.tiktoken")]
+    if not present:
+        raise CheckpointError(
+            f"{folder} has no tokenizer ({', '.join(TOKENIZER_FILES[:3])} or the like): trainers often save it only "
+            "with the final checkpoint. Copy the tokenizer files of the base model into this folder")
+    if "tokenizer.json" in present:
+        _read_json(folder / "tokenizer.json", "the tokenizer cannot be built",
+                   "copy tokenizer.json again from the base model")

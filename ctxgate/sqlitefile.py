@@ -1,0 +1,214 @@
+"""A ctxgate SQLite file that many processes open at once: the generation cache and the judge cache.
+
+Why the care: xdist workers open the same new file in the same second. The file is therefore created whole in a
+private temporary file (WAL mode, application id, schema) and moved into place under a lock, so no process ever
+sees a half-made file; a busy file is waited for, never mistaken for a broken one; and a file is set aside only
+when, looked at again under that lock, it really is not a ctxgate file of this schema or fails its integrity
+check. A file or folder that cannot be written makes the store unavailable (``StoreUnavailable``): the caller
+runs without it and says so once, instead of failing the run.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+try:  # POSIX; elsewhere creation still happens by atomic rename, only the set-aside decision is unguarded
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+SCHEMA_VERSION = 1
+BUSY_SECONDS = 120.0
+
+
+class CacheWarning(UserWarning):
+    """A store was set aside, a row was dropped, or the store was given up for this run."""
+
+
+class StoreUnavailable(RuntimeError):
+    """The file cannot be opened or written (permissions, read-only media, a full disk, busy for too long)."""
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    dropped_rows: int = 0
+    set_aside: list[str] = field(default_factory=list)
+
+
+def error_kind(exc: sqlite3.Error) -> str:
+    """busy (wait and retry), corrupt (not a database: may be set aside) or unusable (give the store up)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""  # Python 3.11+
+    text = str(exc).lower()
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text or "busy" in text:
+        return "busy"
+    if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or "not a database" in text or "malformed" in text:
+        return "corrupt"
+    return "unusable"
+
+
+class SqliteFile:
+    """Subclasses name the file, the application id, the tables, and the words used in messages."""
+
+    FILE_NAME = "generations.sqlite"
+    APPLICATION_ID = 0x43544754  # "CTGT"
+    TABLES: tuple[str, ...] = ()
+    WHAT = "cache"
+    FIX = "pass --no-cache or another --cache-dir"
+
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory)
+        self.path = self.dir / self.FILE_NAME
+        self.stats = CacheStats()
+        self.disabled: str | None = None  # set when a write fails mid-run: the rest of the run goes without
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self.conn = self._open()
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot use the {self.WHAT} in {self.dir} ({exc}); {self.FIX}") from None
+
+    def _connect(self, path: Path | None = None) -> sqlite3.Connection:
+        conn = sqlite3.connect(path or self.path, timeout=BUSY_SECONDS, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_SECONDS * 1000)}")
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        deadline = time.monotonic() + BUSY_SECONDS
+        delay = 0.01
+        replaced = 0
+        while True:
+            conn: sqlite3.Connection | None = None
+            try:
+                if not self.path.exists():
+                    with self._creation_lock():
+                        if not self.path.exists():
+                            self._create()
+                conn = self._connect()
+                problem = self._problem(conn)
+                if problem is None:
+                    self._probe_write(conn)
+                    return conn
+                conn.close()
+            except sqlite3.Error as exc:
+                if conn is not None:
+                    conn.close()
+                kind = error_kind(exc)
+                if kind == "unusable":
+                    raise StoreUnavailable(f"cannot use the {self.WHAT} {self.path} ({exc}); {self.FIX}") from None
+                if kind == "busy":
+                    if time.monotonic() > deadline:
+                        raise StoreUnavailable(f"the {self.WHAT} {self.path} stayed busy for {BUSY_SECONDS:.0f} s "
+                                               f"({exc}); {self.FIX}") from None
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+                    continue
+                problem = str(exc)
+            if replaced >= 3:
+                raise StoreUnavailable(f"the {self.WHAT} {self.path} keeps failing its checks ({problem}); "
+                                       f"{self.FIX}")
+            replaced += 1
+            self._replace(problem)
+
+    def _problem(self, conn: sqlite3.Connection) -> str | None:
+        """Why this is not a usable ctxgate file of this schema, or None. Busy and I/O errors propagate."""
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
+            if "meta" in tables else None
+        if app_id != self.APPLICATION_ID or version is None or version[0] != str(SCHEMA_VERSION):
+            return (f"not a ctxgate {self.WHAT} of schema {SCHEMA_VERSION} (application id {app_id:#x}, schema "
+                    f"{version[0] if version else None})")
+        if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            return "integrity check failed"
+        return None
+
+    def _probe_write(self, conn: sqlite3.Connection) -> None:
+        """A read-only file or folder is found now, not at the first write in the middle of a case."""
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+
+    @contextmanager
+    def _creation_lock(self) -> Iterator[None]:
+        with open(self.dir / f"{self.FILE_NAME}.lock", "a", encoding="utf-8") as handle:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes, also on kill -9
+            yield
+
+    def _create(self) -> None:
+        """Build the whole file privately, then rename it into place: nobody sees it half made."""
+        tmp = self.dir / f".{self.FILE_NAME}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        try:
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")  # stored in the file header: it moves with the file
+                conn.execute(f"PRAGMA application_id = {self.APPLICATION_ID}")
+                conn.execute("BEGIN")
+                conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+                conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                for table in self.TABLES:
+                    conn.execute(table)
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+            os.replace(tmp, self.path)
+        finally:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(str(tmp) + suffix).unlink(missing_ok=True)
+
+    def _replace(self, problem: str) -> None:
+        """Set the file aside and start a new one, but only if it is still unusable when looked at under the lock
+        (another process may have replaced it a moment ago)."""
+        with self._creation_lock():
+            if self.path.exists():
+                try:
+                    conn = self._connect()
+                    try:
+                        still = self._problem(conn)
+                    finally:
+                        conn.close()
+                except sqlite3.Error as exc:
+                    if error_kind(exc) != "corrupt":
+                        return  # busy or unreadable now: the caller's loop decides, nothing is moved
+                    still = str(exc)
+                if still is None:
+                    return
+                self._set_aside(still or problem)
+            self._create()
+
+    def _set_aside(self, reason: str) -> None:
+        stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**6}"
+        aside = self.path.with_name(f"{self.FILE_NAME}.set-aside-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(self.path) + suffix)
+            if src.exists():
+                src.rename(Path(str(aside) + suffix))
+        self.stats.set_aside.append(str(aside))
+        warnings.warn(f"ctxgate {self.WHAT} {self.path} was unusable ({reason}); moved to {aside}, starting fresh",
+                      CacheWarning, stacklevel=4)
+
+    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]] | None:
+        """One statement; None once the store is given up. A write that fails for good (read-only, disk full)
+        gives the store up for the rest of the run with one warning instead of failing the case."""
+        if self.disabled:
+            return None
+        try:
+            return self.conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            self.disabled = str(exc)
+            warnings.warn(f"ctxgate {self.WHAT} {self.path} failed ({exc}); the rest of this run goes without it. "
+                          f"Fix: {self.FIX}", CacheWarning, stacklevel=3)
+            return None
+
+    def close(self) -> None:
+        self.conn.close()
