@@ -147,9 +147,14 @@ def _metrics(args: argparse.Namespace) -> int:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from ctxgate.watch import watch
+    from ctxgate.watch import WatchError, watch
 
-    watch(args.run_dir, args.reports, args.pytest_args, args.interval, args.settle, args.once, args.trend)
+    try:
+        watch(args.run_dir, args.reports, args.pytest_args, args.interval, args.settle, args.once, args.trend,
+              args.attempts)
+    except WatchError as exc:
+        print(f"ctxgate watch: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -261,8 +266,10 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--interval", type=float, default=60.0, help="seconds between scans")
     w.add_argument("--settle", type=float, default=30.0, help="seconds a checkpoint must be unchanged")
     w.add_argument("--once", action="store_true", help="scan once and exit")
-    w.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: arguments for pytest")
-    w.set_defaults(fn=_watch)
+    w.add_argument("--attempts", type=int, default=3,
+                   help="evaluations of one checkpoint that may fail before it waits for its files to change")
+    w.set_defaults(fn=_watch, pytest_args=[])
+    w.epilog = "pytest arguments go after --, e.g. ctxgate watch RUN_DIR --once -- --lengths 8k,32k -n auto"
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     data = sub.add_parser("data", help="HELMET data folders").add_subparsers(dest="data_command", required=True)
     v = data.add_parser("verify", help="check a data folder: files present, records well-formed, checksums pinned")
@@ -284,7 +291,23 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    """Arguments after the first ``--`` are passed through (``ctxgate watch ... -- PYTEST ARGS``), so the verb's own
+    options may come before them in any order."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, passthrough = argv[:at], argv[at + 1:]
+    p = parser()
+    args, unknown = p.parse_known_args(argv)
+    if unknown:
+        hint = "; pytest arguments go after --: ctxgate watch RUN_DIR --once -- --lengths 8k" \
+            if args.command == "watch" else ""
+        p.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    if passthrough and not hasattr(args, "pytest_args"):
+        p.error(f"ctxgate {args.command} takes no arguments after --")
+    if passthrough:
+        args.pytest_args = passthrough
     return int(args.fn(args))
 
 

@@ -6,7 +6,6 @@ its own, MISSING, and fails the diff like a regression: a report that lost cases
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxgate.baseline import BaselineError, load_baseline

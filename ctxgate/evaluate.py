@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxgate.cache import GenerationCache, namespace_for
+from ctxgate.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.fingerprint import checkpoint_fingerprint
 from ctxgate.runner import CaseResult, resolve_chat, run_case
 from ctxgate.tasks import BuildContext, all_tasks, get_task
@@ -56,7 +57,11 @@ def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], sett
                        chat_by_task=chat == "task")
     cache = None
     if settings.cache_dir:
-        cache = GenerationCache(settings.cache_dir, namespace_for(checkpoint_fingerprint(str(path))["sha256"], backend))
+        try:
+            cache = GenerationCache(settings.cache_dir,
+                                    namespace_for(checkpoint_fingerprint(str(path))["sha256"], backend))
+        except StoreUnavailable as exc:
+            warnings.warn(f"{exc}; evaluating without a cache", CacheWarning, stacklevel=2)
     try:
         return {(t, L): run_case(get_task(t), ctx, backend, L, settings.samples, settings.seed, cache=cache,
                                  helmet_compat=settings.helmet_compat)

@@ -31,5 +31,11 @@ def openmetrics(report: Mapping[str, Any]) -> str:
         lines += ["# TYPE ctxgate_effective_length gauge", "# HELP ctxgate_effective_length RULER effective length.",
                   f"ctxgate_effective_length{_labels(model=model)} {eff['value']}"]
     failed = sum(1 for c in report["cases"] if c["verdict"] == "fail")
-    lines += ["# TYPE ctxgate_failed_cases gauge", f"ctxgate_failed_cases{_labels(model=model)} {failed}", "# EOF"]
+    unscored = sum(1 for c in report["cases"] if c["verdict"] == "error")
+    lines += ["# TYPE ctxgate_failed_cases gauge", f"ctxgate_failed_cases{_labels(model=model)} {failed}",
+              "# TYPE ctxgate_unscored_cases gauge",
+              "# HELP ctxgate_unscored_cases Selected cases without a score (error, crashed worker, not run).",
+              f"ctxgate_unscored_cases{_labels(model=model)} {unscored}",
+              "# TYPE ctxgate_complete gauge", "# HELP ctxgate_complete 1 when every selected case finished.",
+              f"ctxgate_complete{_labels(model=model)} {int(bool(report.get('complete', True)))}", "# EOF"]
     return "\n".join(lines) + "\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -75,11 +75,18 @@ class CaseResult:
         return asdict(self)
 
 
-def build_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> list[Sample]:
+def iter_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> Iterator[Sample]:
+    """Samples one at a time: a case holds one prompt in memory, not n (128K tokens each), and starts generating
+    at once."""
     ctx = task_context(spec, ctx)
     if ctx.seed != seed:  # one seed for the whole sample: its rng and the task's seeded choices (order, demos)
         ctx = replace(ctx, seed=seed)
-    return [spec.build(ctx, length, i, sample_rng(spec.name, length, i, seed)) for i in range(n)]
+    for i in range(n):
+        yield spec.build(ctx, length, i, sample_rng(spec.name, length, i, seed))
+
+
+def build_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> list[Sample]:
+    return list(iter_samples(spec, ctx, length, n, seed))
 
 
 def data_hash(sample_digests: Sequence[str]) -> str:
@@ -101,12 +108,17 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
     its case comes back with score None and its judge inputs stored, for ``ctxgate judge`` later."""
     n = n or spec.default_samples
     t0 = time.perf_counter()
-    samples = build_samples(spec, ctx, length, n, seed)
-    built = time.perf_counter()
+    build_seconds = 0.0
     params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
     outcomes = []
     from_cache = 0
-    for s in samples:
+    samples = iter_samples(spec, ctx, length, n, seed)
+    while True:
+        started = time.perf_counter()
+        s = next(samples, None)
+        build_seconds += time.perf_counter() - started
+        if s is None:
+            break
         digest = s.digest()  # hashing 128K ids is not free: once per sample
         key = cache.key(digest, params) if cache else ""
         gen = cache.get(key) if cache else None
@@ -128,7 +140,7 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
     result = CaseResult(
         task=spec.name, suite=spec.suite, category=spec.category, length=length,
         metric=resolve(spec.metric, helmet_compat), score=None, n=0, ci=(0.0, 0.0),
-        seconds=0.0, build_seconds=round(built - t0, 3),
+        seconds=0.0, build_seconds=round(build_seconds, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1), input_tokens_max=max(sizes),
         fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4),
         output_tokens=sum(o.output_tokens for o in outcomes),

@@ -32,7 +32,8 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
                 group = groups.get(key) or {}
                 if group.get("score") is not None:
                     rows.append({"report": str(path), "model": model, "step": step, "length": int(length),
-                                 "category": label, "score": group["score"], "partial": group.get("partial", False)})
+                                 "category": label, "score": group["score"],
+                                 "partial": group.get("partial", False) or group.get("incomplete", False)})
         if eff:
             rows.append({"report": str(path), "model": model, "step": step, "length": "", "category":
                          "effective length", "score": eff.get("value"), "partial": eff.get("partial", False)})

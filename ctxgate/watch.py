@@ -1,9 +1,15 @@
-"""``ctxgate watch RUN_DIR``: evaluate each new checkpoint a training run writes, and keep a trend up to date.
+"""``ctxgate watch RUN_DIR [options] -- [pytest arguments]``: evaluate each new checkpoint a training run writes,
+and keep a trend up to date.
 
 A checkpoint counts as written once it has ``config.json`` and weights and no file in it changed for
 ``--settle`` seconds (trainers write shards one by one). Each is evaluated by running the suite in a subprocess
-(``pytest --model CKPT ... --report REPORTS/<name>.json``), so a crash in one evaluation never stops the watcher;
-the state file records what was done, so a restarted watcher picks up where it stopped.
+(``pytest --model CKPT ... --report REPORTS/<name>.json``), so a crash in one evaluation never stops the watcher.
+
+A checkpoint is done only when its evaluation wrote a complete report (a gate that fails is a result; a run that
+lost cases, or a checkpoint that would not load, is not). A failed evaluation is tried again at the next scan, up to
+``--attempts`` times for the same files; a checkpoint whose files change (rewritten, completed) starts over. pytest
+refusing the arguments (exit 4) is the watcher's own mistake: it stops and says so instead of marking anything.
+The state file records all of it, so a restarted watcher picks up where it stopped.
 """
 
 from __future__ import annotations
@@ -13,9 +19,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ctxgate.bisect import step_of
+
+USAGE_ERROR = 4  # pytest's exit code for arguments it refused
+
+
+class WatchError(RuntimeError):
+    """The watcher cannot go on (its pytest arguments are refused); nothing was marked done."""
 
 
 def ready(path: Path, settle: float) -> bool:
@@ -26,33 +40,87 @@ def ready(path: Path, settle: float) -> bool:
     return time.time() - max(f.stat().st_mtime for f in files) >= settle
 
 
-def pending(run_dir: Path, done: set[str], settle: float) -> list[Path]:
-    found = [p for p in run_dir.iterdir() if p.is_dir() and p.name not in done and ready(p, settle)]
+def signature(path: Path) -> str:
+    """Names, sizes and times of a checkpoint's files: a rewritten checkpoint is a new one to try."""
+    return json.dumps(sorted((str(f.relative_to(path)), f.stat().st_size, int(f.stat().st_mtime))
+                             for f in path.rglob("*") if f.is_file()))
+
+
+@dataclass
+class WatchState:
+    done: set[str] = field(default_factory=set)
+    failed: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> attempts, exit code, signature
+    last: str | None = None
+
+    @classmethod
+    def load(cls, path: Path) -> WatchState:
+        if not path.exists():
+            return cls()
+        data = json.loads(path.read_text("utf-8"))
+        return cls(set(data.get("done", [])), dict(data.get("failed", {})), data.get("last"))
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"done": sorted(self.done), "failed": self.failed, "last": self.last}, indent=1))
+        tmp.replace(path)
+
+    def should_try(self, ckpt: Path, attempts: int) -> bool:
+        if ckpt.name in self.done:
+            return False
+        failed = self.failed.get(ckpt.name)
+        return failed is None or failed["signature"] != signature(ckpt) or failed["attempts"] < attempts
+
+
+def pending(run_dir: Path, state: WatchState, settle: float, attempts: int) -> list[Path]:
+    found = [p for p in run_dir.iterdir() if p.is_dir() and ready(p, settle) and state.should_try(p, attempts)]
     return sorted(found, key=step_of)
 
 
 def evaluate(checkpoint: Path, reports: Path, pytest_args: Sequence[str]) -> int:
     report = reports / f"{checkpoint.name}.json"
-    cmd = [sys.executable, "-m", "pytest", "--model", str(checkpoint), "--report", str(report), *pytest_args]
+    # --model=PATH, one word: pytest reads a separate absolute path as a test path and moves its rootdir
+    cmd = [sys.executable, "-m", "pytest", f"--model={checkpoint}", f"--report={report}", *pytest_args]
     print("ctxgate watch:", " ".join(cmd), flush=True)
     return subprocess.call(cmd)
 
 
+def completed(report: Path) -> bool:
+    try:
+        return bool(json.loads(report.read_text("utf-8")).get("complete"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def watch(run_dir: str | Path, reports: str | Path, pytest_args: Sequence[str], interval: float = 60.0,
-          settle: float = 30.0, once: bool = False, trend_dir: str | Path | None = None) -> None:
+          settle: float = 30.0, once: bool = False, trend_dir: str | Path | None = None, attempts: int = 3) -> None:
     from ctxgate.trend import trend
 
     run, out = Path(run_dir), Path(reports)
     out.mkdir(parents=True, exist_ok=True)
-    state = out / "watch-state.json"
-    done = set(json.loads(state.read_text())["done"]) if state.exists() else set()
+    state_path = out / "watch-state.json"
+    state = WatchState.load(state_path)
     while True:
-        for ckpt in pending(run, done, settle):
+        for ckpt in pending(run, state, settle, attempts):
+            before = signature(ckpt)
             code = evaluate(ckpt, out, pytest_args)
-            done.add(ckpt.name)
-            state.write_text(json.dumps({"done": sorted(done), "last": ckpt.name, "exit_code": code}))
-            made = sorted(out.glob("*.json"))
-            made = [p for p in made if p.name != "watch-state.json"]
+            if code == USAGE_ERROR:
+                raise WatchError(f"pytest refused the arguments for {ckpt.name} (exit {code}, its message is above); "
+                                 "fix the arguments after --. Nothing was marked done")
+            report = out / f"{ckpt.name}.json"
+            state.last = ckpt.name
+            if completed(report):
+                state.done.add(ckpt.name)
+                state.failed.pop(ckpt.name, None)
+            else:
+                prior = state.failed.get(ckpt.name, {})
+                tries = prior.get("attempts", 0) + 1 if prior.get("signature") == before else 1
+                state.failed[ckpt.name] = {"attempts": tries, "exit_code": code, "signature": before}
+                left = attempts - tries
+                print(f"ctxgate watch: {ckpt.name} was not evaluated completely (exit {code}); "
+                      + (f"trying again at the next scan ({left} attempt(s) left)" if left > 0 else
+                         "no attempts left until its files change"), flush=True)
+            state.save(state_path)
+            made = [p for p in sorted(out.glob("*.json")) if p.name != state_path.name and completed(p)]
             if made:
                 trend(made, trend_dir or out / "trend")
         if once:

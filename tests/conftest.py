@@ -92,3 +92,25 @@ def script_faults(url: str, faults: list[dict[str, Any]]) -> None:
     req = urllib.request.Request(url.rsplit("/v1", 1)[0] + "/_script", data=json.dumps(faults).encode(),
                                  method="POST", headers={"Content-Type": "application/json"})
     urllib.request.urlopen(req).read()
+
+
+ALL_RIGHT = {"max_positions": 100000, "default": 1.0}  # a scripted model that answers everything right
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester):
+    """A copy of the user-facing suite, plus a helper that runs it against a script (the scripted backend:
+    plumbing only, no model)."""
+    shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
+    pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
+
+    def run(script: dict, *args: str, thresholds: str | None = None, lengths: str = "4k,8k",
+            subprocess: bool = False) -> pytest.RunResult:
+        (pytester.path / "script.json").write_text(json.dumps(script))
+        if thresholds is not None:
+            (pytester.path / "thresholds.toml").write_text(thresholds)
+        argv = ["--backend", "scripted", "--model", "script.json", "--lengths", lengths, "--samples", "4",
+                "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), "--data-dir", str(HELMET_DATA), *args]
+        return pytester.runpytest_subprocess(*argv) if subprocess else pytester.runpytest(*argv)
+
+    return run

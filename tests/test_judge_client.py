@@ -142,6 +142,10 @@ def test_ctxgate_judge_scores_a_pending_run_later_and_again_for_free(real_suite,
     before = stats()["requests"]
     again = subprocess.run(cmd + ["--all"], cwd=pytester.path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and stats()["requests"] == before and " 0 requests" in again.stdout
+    written = (pytester.path / "out" / "run.json").read_bytes()
+    idle = subprocess.run(cmd, cwd=pytester.path, capture_output=True, text=True, timeout=300)  # nothing pending
+    assert idle.returncode == 0 and "judged already; the report is left as it is" in idle.stdout
+    assert (pytester.path / "out" / "run.json").read_bytes() == written
     for path in (pytester.path / "out").rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path

@@ -3,36 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import xml.etree.ElementTree as ET
 
 import jsonschema
-import pytest
 
 from ctxgate.report.schema import REPORT_SCHEMA
 from ctxgate.tasks import all_tasks
-from tests.conftest import HELMET_DATA, HOTPOT, ROOT, SQUAD
-
-
-@pytest.fixture
-def suite(pytester: pytest.Pytester):
-    """A copy of the user-facing suite, plus a helper that runs it against a script."""
-    shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
-    pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
-
-    def run(script: dict, *args: str, thresholds: str | None = None, lengths: str = "4k,8k",
-            subprocess: bool = False) -> pytest.RunResult:
-        (pytester.path / "script.json").write_text(json.dumps(script))
-        if thresholds is not None:
-            (pytester.path / "thresholds.toml").write_text(thresholds)
-        argv = ["--backend", "scripted", "--model", "script.json", "--lengths", lengths, "--samples", "4",
-                "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), "--data-dir", str(HELMET_DATA), *args]
-        return pytester.runpytest_subprocess(*argv) if subprocess else pytester.runpytest(*argv)
-
-    return run
-
-
-ALL_RIGHT = {"max_positions": 100000, "default": 1.0}
+from tests.conftest import ALL_RIGHT
 
 
 def test_report_json_junit_markdown_under_xdist(suite, pytester):

@@ -65,3 +65,22 @@ def test_shipped_thresholds_file_is_valid():
 
     t = load_thresholds(ROOT / "thresholds.toml", task_names())
     assert t.effective_threshold == 85.6
+
+
+@pytest.mark.parametrize(("section", "key"), [("defaults", "floor"), ("defaults", "confidence"),
+                                              ("effective_length", "threshold"), ("regression", "tolerance"),
+                                              ("regression", "confidence"), ("judge", "max_failure_rate")])
+def test_the_suggested_fix_is_itself_valid(section, key):
+    import re
+
+    with pytest.raises(ThresholdsError) as err:
+        parse(f"[{section}]\n{key} = 1000.5\n")
+    suggestion = re.search(rf"write e\.g\. ({key} = [0-9.]+)$", str(err.value))
+    assert suggestion, str(err.value)
+    parse(f"[{section}]\n{suggestion.group(1)}\n")  # the line the message offers parses
+
+
+def test_an_out_of_range_confidence_suggests_a_confidence():
+    with pytest.raises(ThresholdsError, match=r"1\.5 is not a number in \[0\.5, 0\.999\]. Fix: write e\.g\. "
+                                              r"confidence = 0\.95$"):
+        parse("[defaults]\nconfidence = 1.5\n")

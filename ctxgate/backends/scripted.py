@@ -6,7 +6,9 @@
 
 ``offset`` shifts which samples are answered right without changing the rate (run-to-run noise, for tests).
 ``calls_log`` (optional) gets one line per generation, flushed at once, so tests can count what was generated
-(and what a cache spared); ``sleep`` slows each call down, so a test can kill a run mid-case.
+(and what a cache spared); ``sleep`` slows each call down, so a test can kill a run mid-case; ``raise``
+(``{"vt": {"*": "message"}}``) makes a case's generations fail with that message, as a broken backend would, and
+``kill`` (``{"vt": {"*": true}}``) kills the process running the case, as the kernel's OOM killer would.
 
 For a case with accuracy p, sample i is answered right when floor((i + 1) * p) > floor(i * p), which spreads
 round-down(p * n) right answers evenly over any n samples; the others get an empty string. It is never evidence that a feature works on a model.
@@ -17,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,6 +43,10 @@ class ScriptedBackend:
         self.max_positions: int | None = self.script.get("max_positions")
         self.calls = 0
 
+    def _lookup(self, directive: str, r: Request) -> object:
+        table = self.script.get(directive, {}).get(r.task, {})
+        return table.get(str(r.length), table.get("*"))
+
     def accuracy(self, task: str, length: int) -> float:
         table = self.script.get("accuracy", {}).get(task, {})
         return float(table.get(str(length), table.get("*", self.script.get("default", 1.0))))
@@ -51,6 +59,11 @@ class ScriptedBackend:
             if self.script.get("calls_log"):
                 with open(self.script["calls_log"], "a", encoding="utf-8") as log:
                     log.write(f"{r.task} {r.length} {r.index}\n")
+            if self._lookup("kill", r):  # a worker that dies mid-case (out of memory, a segfault)
+                os.kill(os.getpid(), signal.SIGKILL)
+            message = self._lookup("raise", r)
+            if message:
+                raise RuntimeError(message)
             p = self.accuracy(r.task, r.length)
             i = r.index + int(self.script.get("offset", 0))  # another offset: same rate, other samples right
             right = math.floor((i + 1) * p + 1e-9) > math.floor(i * p + 1e-9)

@@ -1,0 +1,121 @@
+"""A gate that cannot pass by accident: every selected case that produced no score (an error, a crashed worker, an
+interrupted run) is in the report with its reason, the report says it is incomplete, and the session fails.
+
+These use the scripted backend (plumbing); tests/test_e2e_failures.py does the same to the real checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jsonschema
+import pytest
+
+from ctxgate.cli import main
+from ctxgate.report.schema import REPORT_SCHEMA
+from tests.conftest import ALL_RIGHT, ROOT
+
+TWO = ("-k", "niah_single_1 or vt")
+NEED_4K = '[session]\nmin_effective_length = "4k"\n'
+
+
+def read(pytester: pytest.Pytester, name: str = "out/r.json") -> dict:
+    report = json.loads((pytester.path / name).read_text())
+    jsonschema.validate(report, REPORT_SCHEMA)
+    return report
+
+
+def gates(report: dict) -> dict[str, str]:
+    return {g["name"]: g["verdict"] for g in report["gates"]}
+
+
+def test_an_errored_case_is_reported_and_fails_every_gate_it_touches(suite, pytester):
+    script = {**ALL_RIGHT, "raise": {"vt": {"*": "backend exploded"}}}
+    result = suite(script, *TWO, "--report", "out/r.json", thresholds=NEED_4K, lengths="4k")
+    assert result.ret == 1
+    report = read(pytester)
+    cases = {c["task"]: c for c in report["cases"]}
+    assert cases["vt"]["verdict"] == "error" and cases["vt"]["error_kind"] == "error"
+    assert "backend exploded" in cases["vt"]["message"]
+    assert report["complete"] is False
+    ruler = report["by_length"]["4096"]["ruler"]
+    assert ruler["incomplete"] and ruler["errored"] == ["vt"] and ruler["members"] == ["niah_single_1"]
+    assert report["effective_length"]["value"] == 0 and report["effective_length"]["incomplete"] == [4096]
+    assert gates(report) == {"cases": "fail", "floors": "fail", "min_effective_length": "fail"}
+    result.stdout.fnmatch_lines(["*INCOMPLETE: not every selected case finished*",
+                                 "*Gate cases: FAIL - 1 of 2 selected cases produced no score: vt-4096 (error)*"])
+
+
+def test_a_killed_worker_leaves_its_case_in_the_report_as_a_crash(suite, pytester):
+    script = {**ALL_RIGHT, "kill": {"vt": {"*": True}}}
+    result = suite(script, *TWO, "-n", "2", "--report", "out/r.json", thresholds=NEED_4K, lengths="4k",
+                   subprocess=True)
+    assert result.ret == 1
+    report = read(pytester)
+    cases = {c["task"]: c for c in report["cases"]}
+    assert set(cases) == {"niah_single_1", "vt"}
+    assert cases["vt"]["error_kind"] == "crash" and "worker process died" in cases["vt"]["message"]
+    assert cases["niah_single_1"]["verdict"] == "pass"
+    assert report["complete"] is False and report["by_length"]["4096"]["ruler"]["score"] == 100.0  # of the rest
+    assert gates(report) == {"cases": "fail", "floors": "fail", "min_effective_length": "fail"}
+    assert "crash" in (pytester.path / "out" / "r.md").read_text()
+
+
+def test_a_run_where_every_case_is_skipped_fails_saying_why(suite):
+    result = suite({**ALL_RIGHT, "max_positions": 5000}, "-m", "ruler", lengths="8k")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*Gate cases: FAIL - no case ran: all 13 selected cases were skipped; the first "
+                                 "said: length 8192 exceeds the model's max_position_embeddings (5000)*"])
+
+
+def test_a_run_that_selects_nothing_fails(suite, pytester):
+    result = suite(ALL_RIGHT, "-k", "no_such_task", "--report", "out/r.json")
+    assert result.ret == 1
+    assert gates(read(pytester))["cases"] == "fail"
+
+
+def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
+    """Start the suite in its own process group, wait until it is mid-run, press Ctrl-C (SIGINT to the group)."""
+    log = pytester.path / "calls.txt"
+    (pytester.path / "script.json").write_text(json.dumps({**ALL_RIGHT, "sleep": 0.05, "calls_log": str(log)}))
+    cmd = [sys.executable, "-m", "pytest", "--backend", "scripted", "--model", "script.json", "--lengths", "4k",
+           "--samples", "6", "-k", "niah or vt", "--report", "out/r.json", "-p", "no:cacheprovider", *args]
+    proc = subprocess.Popen(cmd, cwd=pytester.path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.time() + 120
+    while (not log.exists() or len(log.read_text().splitlines()) < 15) and time.time() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    return proc.returncode, out
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_an_interrupted_run_is_incomplete_and_cannot_pass(suite, pytester, workers):
+    suite(ALL_RIGHT, "--co")  # writes the suite's copy and ini; nothing runs
+    code, out = interrupt(pytester, *workers)
+    assert code == 2, out[-3000:]
+    report = read(pytester)
+    assert report["complete"] is False
+    assert len(report["cases"]) == 9  # all 9 selected cases, finished or not
+    unrun = [c for c in report["cases"] if c["verdict"] == "error"]
+    assert unrun and all("interrupted" in c["message"] for c in unrun if c["error_kind"] == "not_run")
+    assert gates(report)["cases"] == "fail" and gates(report)["floors"] == "fail"
+    assert "INCOMPLETE" in out and "Gate floors: PASS" not in out
+
+
+def test_diff_marks_a_case_the_new_run_lost_and_fails(suite, pytester, capsys):
+    suite(ALL_RIGHT, *TWO, "--report", "base.json", lengths="4k").assert_outcomes(passed=2)
+    suite({**ALL_RIGHT, "raise": {"vt": {"*": "boom"}}}, *TWO, "--report", "new.json", lengths="4k")
+    capsys.readouterr()
+    base, new = str(pytester.path / "base.json"), str(pytester.path / "new.json")
+    assert main(["diff", base, new]) == 1
+    out = capsys.readouterr().out
+    assert "MISSING (error)" in out and "niah_single_1" in out and "same" in out
+    assert "is incomplete: no score for vt-4096 (error): it cannot pass" in out
+    assert main(["diff", new, base]) == 0  # the new side is whole; the baseline's hole is said, not compared
+    assert "BASE" in capsys.readouterr().out
