@@ -18,28 +18,24 @@ from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
 
 
 def _rescore(args: argparse.Namespace) -> int:
+    from ctxgate.report.io import ReportFileError, read_predictions
+
     path = Path(args.predictions)
-    if not path.is_file():
-        print(f"ctxgate rescore: {path} does not exist; pass the .predictions.jsonl written beside a --report",
-              file=sys.stderr)
-        return 2
     cases: dict[tuple[str, int], list[tuple[float, float]]] = {}
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+    try:
+        for row in read_predictions(path, ("task", "length", "metric", "prediction", "answers", "score")):
+            if is_judged(row["metric"]):
+                continue  # a judge scores these: `ctxgate judge REPORT.json`
             try:
-                row = json.loads(line)
-                if is_judged(row["metric"]):
-                    continue  # a judge scores these: `ctxgate judge REPORT.json`
                 spec = get_task(row["task"])
-                metric = args.metric or row["metric"]
-                new, _ = score_prediction(metric, row["prediction"], row["answers"], spec.scoring_prefix)
-            except (json.JSONDecodeError, KeyError, UnknownTask, UnknownMetric) as exc:
-                print(f"ctxgate rescore: {path}:{line_no}: {exc}; each line must be a prediction record written "
-                      "by ctxgate (task, length, metric, prediction, answers, score)", file=sys.stderr)
-                return 2
+                new, _ = score_prediction(args.metric or row["metric"], row["prediction"], row["answers"],
+                                          spec.scoring_prefix)
+            except (UnknownTask, UnknownMetric) as exc:
+                raise ReportFileError(f"{path}: {exc}") from None
             cases.setdefault((row["task"], int(row["length"])), []).append((float(row["score"]), new))
+    except ReportFileError as exc:
+        print(f"ctxgate rescore: {exc}", file=sys.stderr)
+        return 2
     out = []
     for (task, length), pairs in sorted(cases.items()):
         old = 100 * sum(p[0] for p in pairs) / len(pairs)

@@ -79,9 +79,14 @@ def floors_gate(cases: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     failed = [c for c in cases if c["verdict"] == "fail"]
     unscored = [c for c in cases if c["verdict"] == "error"]
     ran = [c for c in cases if c["verdict"] in ("pass", "fail", "error")]
+    pending = sum(_pending(c) for c in cases)
+    if not ran and not pending:
+        return {"name": "floors", "verdict": "fail", "message": "no case was scored, so no floor was checked"}
     message = f"{len(failed)} of {len(ran)} cases below their floor"
     if unscored:
         message += f", {len(unscored)} without a score (counted as failing)"
+    if pending:
+        message += f", {pending} waiting for a judge"
     return {"name": "floors", "verdict": "fail" if failed or unscored else "pass", "message": message}
 
 

@@ -3,7 +3,8 @@ reporting.
 
 Installed, this package is ``ctxgate_plugins`` and loads through the ``pytest11`` entry point, so ``--model`` works
 from any directory and with any path (pytest reads an absolute ``--model /ckpt`` as a test path before it knows
-the option, which would skip a rootdir conftest). From a bare checkout, the root conftest loads it as ``plugins``.
+the option, which would skip a rootdir conftest; the options plugin then collects the suite itself). From a bare
+checkout, the root conftest loads it as ``plugins``.
 """
 
 pytest_plugins = [f"{__name__}.{name}" for name in ("options", "workers", "model", "cases", "reporting")]

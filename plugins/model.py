@@ -111,13 +111,12 @@ def _open_cache(settings: Settings, meta: dict[str, Any], backend: Backend) -> G
 @pytest.fixture(scope="session")
 def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> LoadedModel:
     settings = pytestconfig.stash[SETTINGS_KEY]
+    failure: BaseException | None = None  # failed outside the except blocks: no "during handling of..." chain
     try:
         backend = load_backend(settings)
     except Exception as exc:  # noqa: BLE001 - whatever the loader raises, the run reports it in one line
         failure = exc
-    else:
-        failure = None
-    if failure is not None:  # outside the except block: no "during handling of the above exception" chain
+    if failure is not None:
         _run_failed(request, f"the model {settings.model!r} could not be loaded", failure)
     encoder = PieceEncoder(backend.tokenizer)
     chat = resolve_chat(settings.chat_template, encoder.has_chat_template)

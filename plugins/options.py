@@ -175,7 +175,7 @@ def pytest_configure(config: pytest.Config) -> None:
             load_essay(settings.haystack)
         except HaystackError as exc:
             raise pytest.UsageError(f"--haystack: {exc}") from None
-    config.stash[SETTINGS_KEY] = settings = _checked_model(config, settings)
+    config.stash[SETTINGS_KEY] = _checked_model(config, settings)
 
 
 def judge_settings(config: pytest.Config, cache_dir: str | None) -> JudgeSettings | None:

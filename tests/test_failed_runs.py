@@ -69,7 +69,8 @@ def test_a_run_where_every_case_is_skipped_fails_saying_why(suite):
     result = suite({**ALL_RIGHT, "max_positions": 5000}, "-m", "ruler", lengths="8k")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*Gate cases: FAIL - no case ran: all 13 selected cases were skipped; the first "
-                                 "said: length 8192 exceeds the model's max_position_embeddings (5000)*"])
+                                 "said: length 8192 exceeds the model's max_position_embeddings (5000)*",
+                                 "*Gate floors: FAIL - no case was scored, so no floor was checked*"])
 
 
 def test_a_run_that_selects_nothing_fails(suite, pytester):

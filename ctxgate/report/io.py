@@ -49,10 +49,10 @@ def predictions_path(report_path: str | Path, report: dict[str, Any]) -> Path:
     return p.parent / name
 
 
-def read_predictions(path: Path) -> list[dict[str, Any]]:
+def read_predictions(path: Path, fields: tuple[str, ...] = ("task", "length", "index")) -> list[dict[str, Any]]:
+    """The rows of a ``.predictions.jsonl``; each must have ``fields``. Errors name the file and the line."""
     if not path.is_file():
-        raise ReportFileError(f"{path} is missing: the predictions written beside the report are needed; copy them "
-                              "next to the report")
+        raise ReportFileError(f"{path} is missing: the .predictions.jsonl written beside a --report is needed")
     rows = []
     with path.open(encoding="utf-8") as f:
         for line_no, line in enumerate(f, start=1):
@@ -60,10 +60,11 @@ def read_predictions(path: Path) -> list[dict[str, Any]]:
                 continue
             try:
                 row = json.loads(line)
-                if not isinstance(row, dict) or not {"task", "length", "index"} <= row.keys():
-                    raise ValueError("a prediction record needs task, length and index")
-            except (ValueError, json.JSONDecodeError) as exc:
+                lacking = [k for k in fields if not isinstance(row, dict) or k not in row]
+                if lacking:
+                    raise ValueError(f"no {', '.join(lacking)}")
+            except ValueError as exc:  # json.JSONDecodeError is one
                 raise ReportFileError(f"{path}:{line_no}: {exc}; each line must be a prediction record written by "
-                                      "ctxgate") from None
+                                      f"ctxgate ({', '.join(fields)}, ...)") from None
             rows.append(row)
     return rows
