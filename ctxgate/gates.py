@@ -52,8 +52,9 @@ def _name(case: Mapping[str, Any]) -> str:
     return f"{case['task']}-{case['length']}"
 
 
-def cases_gate(cases: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Every selected case finished, and at least one ran (a judged case waiting for its judge has run)."""
+def cases_gate(cases: Sequence[Mapping[str, Any]], complete: bool = True) -> dict[str, str]:
+    """Every selected case finished, and at least one ran (a judged case waiting for its judge has run).
+    ``complete`` false (the session was interrupted, even after its last case) fails it too."""
     unscored = [c for c in cases if c["verdict"] == "error"]
     ran = [c for c in cases if c["verdict"] in ("pass", "fail") or _pending(c)]
     if not cases:
@@ -68,6 +69,8 @@ def cases_gate(cases: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         return {"name": "cases", "verdict": "fail",
                 "message": f"no case ran: all {len(cases)} selected cases were skipped; the first said: "
                            f"{cases[0].get('message', '')}"}
+    if not complete:
+        return {"name": "cases", "verdict": "fail", "message": "the session did not finish (it was interrupted)"}
     skipped = sum(c["verdict"] == "skip" and not _pending(c) for c in cases)
     pending = sum(_pending(c) for c in cases)
     return {"name": "cases", "verdict": "pass",
@@ -110,6 +113,6 @@ def effective_length_gate(report: Mapping[str, Any], thresholds: Thresholds) -> 
 
 
 def session_gates(report: Mapping[str, Any], thresholds: Thresholds) -> list[dict[str, str]]:
-    gates = [cases_gate(report["cases"]), floors_gate(report["cases"])]
+    gates = [cases_gate(report["cases"], report.get("complete", True)), floors_gate(report["cases"])]
     eff = effective_length_gate(report, thresholds)
     return gates + ([eff] if eff else [])

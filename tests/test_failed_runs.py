@@ -120,3 +120,12 @@ def test_diff_marks_a_case_the_new_run_lost_and_fails(suite, pytester, capsys):
     assert "is incomplete: no score for vt-4096 (error): it cannot pass" in out
     assert main(["diff", new, base]) == 0  # the new side is whole; the baseline's hole is said, not compared
     assert "BASE" in capsys.readouterr().out
+
+
+def test_a_session_interrupted_after_its_last_case_still_cannot_pass():
+    from ctxgate.gates import cases_gate
+
+    finished = [{"task": "vt", "length": 4096, "verdict": "pass", "score": 100.0}]
+    assert cases_gate(finished)["verdict"] == "pass"
+    assert cases_gate(finished, complete=False) == {
+        "name": "cases", "verdict": "fail", "message": "the session did not finish (it was interrupted)"}
