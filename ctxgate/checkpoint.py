@@ -117,8 +117,10 @@ def _check_weights(folder: Path, allow_pickle: bool) -> None:
     index = folder / SAFETENSORS_INDEX
     shards = sorted(folder.glob("*.safetensors"))
     if index.is_file():
-        weight_map = _read_json(index, "the weight shards cannot be found",
-                                "restore the index saved with the shards").get("weight_map", {})
+        data = _read_json(index, "the weight shards cannot be found", "restore the index saved with the shards")
+        weight_map = data.get("weight_map") if isinstance(data, dict) else None
+        if not isinstance(weight_map, dict):
+            raise CheckpointError(f"{index} has no weight_map: restore the index saved with the shards")
         names = sorted(set(weight_map.values()))
         missing = [n for n in names if not (folder / n).is_file()]
         if missing:
@@ -152,6 +154,8 @@ def check_safetensors(path: Path) -> None:
             header = json.loads(f.read(header_len))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CheckpointError(f"{path} has an unreadable safetensors header ({exc}): {fix}") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path} has a safetensors header that is not a table of tensors: {fix}")
     ends = [t["data_offsets"][1] for name, t in header.items()
             if name != "__metadata__" and isinstance(t, dict) and "data_offsets" in t]
     expected = 8 + header_len + max(ends, default=0)

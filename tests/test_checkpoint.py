@@ -40,6 +40,13 @@ def test_any_truncation_of_the_weights_is_caught(tmp_path_factory, keep):
         check_safetensors(path)
 
 
+def test_a_header_that_is_json_but_not_tensors_is_refused(tmp_path):
+    path = tmp_path / "model.safetensors"
+    path.write_bytes((2).to_bytes(8, "little") + b"[]")
+    with pytest.raises(CheckpointError, match="not a table of tensors"):
+        check_safetensors(path)
+
+
 def test_missing_shards_are_named(ckpt):
     (ckpt / "model.safetensors").rename(ckpt / "model-00001-of-00002.safetensors")
     (ckpt / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
