@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ctxgate.backends.base import Backend, GenerationParams, Request
+from ctxgate.backends.base import Backend, Generation, GenerationParams, Request, stream
 from ctxgate.cache import GenerationCache
 from ctxgate.judge.score import Judges, compact_input, is_judged, judge_all, missing_judge
 from ctxgate.metrics import score_prediction
@@ -110,32 +110,45 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
     t0 = time.perf_counter()
     build_seconds = 0.0
     params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
-    outcomes = []
+    done: dict[int, SampleOutcome] = {}
+    waiting: dict[int, tuple[Sample, str, str]] = {}  # sent to the backend: the sample, its digest, its cache key
     from_cache = 0
-    samples = iter_samples(spec, ctx, length, n, seed)
-    while True:
-        started = time.perf_counter()
-        s = next(samples, None)
-        build_seconds += time.perf_counter() - started
-        if s is None:
-            break
-        digest = s.digest()  # hashing 128K ids is not free: once per sample
-        key = cache.key(digest, params) if cache else ""
-        gen = cache.get(key) if cache else None
-        if gen is None:
-            (gen,) = backend.generate([Request(s.input_ids, spec.name, length, s.index, s.answers)], params)
-            if cache:
-                cache.put(key, gen)
-        else:
-            from_cache += 1
+
+    def outcome(s: Sample, digest: str, gen: Generation) -> SampleOutcome:
         if is_judged(spec.metric):
-            outcomes.append(SampleOutcome(s.index, None, gen.text, gen.text, s.answers, len(s.input_ids),
-                                          gen.output_tokens, gen.finish_reason, digest, judge_input=compact_input(
-                                              spec.metric, gen.text, s.meta["judge_input"])))
-            continue
+            return SampleOutcome(s.index, None, gen.text, gen.text, s.answers, len(s.input_ids), gen.output_tokens,
+                                 gen.finish_reason, digest,
+                                 judge_input=compact_input(spec.metric, gen.text, s.meta["judge_input"]))
         score, scored = score_sample(spec, s, gen.text, helmet_compat)
-        outcomes.append(SampleOutcome(s.index, score, gen.text, scored, s.answers, len(s.input_ids),
-                                      gen.output_tokens, gen.finish_reason, digest))
+        return SampleOutcome(s.index, score, gen.text, scored, s.answers, len(s.input_ids), gen.output_tokens,
+                             gen.finish_reason, digest)
+
+    def to_generate() -> Iterator[Request]:
+        """Samples built one at a time; those the cache has are done at once, the rest go to the backend."""
+        nonlocal build_seconds, from_cache
+        samples = iter_samples(spec, ctx, length, n, seed)
+        while True:
+            started = time.perf_counter()
+            s = next(samples, None)
+            build_seconds += time.perf_counter() - started
+            if s is None:
+                return
+            digest = s.digest()  # hashing 128K ids is not free: once per sample
+            key = cache.key(digest, params) if cache else ""
+            gen = cache.get(key) if cache else None
+            if gen is not None:
+                from_cache += 1
+                done[s.index] = outcome(s, digest, gen)
+                continue
+            waiting[s.index] = (s, digest, key)
+            yield Request(s.input_ids, spec.name, length, s.index, s.answers)
+
+    for request, gen in stream(backend, to_generate(), params):
+        s, digest, key = waiting.pop(request.index)
+        if cache:
+            cache.put(key, gen)  # at once: a kill loses only the samples in flight
+        done[s.index] = outcome(s, digest, gen)
+    outcomes = [done[i] for i in sorted(done)]
     sizes = [o.input_tokens for o in outcomes]
     result = CaseResult(
         task=spec.name, suite=spec.suite, category=spec.category, length=length,

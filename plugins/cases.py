@@ -77,6 +77,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.stash[NOT_RUN_KEY] = [i.nodeid for i in cases]
         items[:] = [i for i in items if not case_key(i.nodeid)]
         config.hook.pytest_deselected(items=cases)
+    if hasattr(config, "workerinput"):
+        # Under xdist, the longest cases first (every worker sorts alike, so the collections still match): with the
+        # workers plugin's one-at-a-time scheduling, no worker is left grinding a 128K case while the others idle.
+        items.sort(key=lambda item: -(case_key(item.nodeid) or ("", 0))[1])
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -48,7 +48,8 @@ def load_backend(settings: Settings) -> Backend:
     from ctxgate.backends.hf import HFBackend
 
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    # the cores shared out among the workers, unless the user said how many threads (OMP_NUM_THREADS) to use
+    threads = None if os.environ.get("OMP_NUM_THREADS") else max(1, (os.cpu_count() or 1) // workers)
     return HFBackend(settings.model_dir or settings.model, dtype=settings.dtype,
                      trust_remote_code=settings.trust_remote_code, allow_pickle=settings.allow_pickle,
                      threads=threads)

@@ -1,4 +1,5 @@
-"""xdist workers: one per GPU, each pinned to its own device, and none at all for a checkpoint that cannot load.
+"""xdist workers: one per GPU, each pinned to its own device, fed the longest cases first, and none at all for a
+checkpoint that cannot load.
 
 The hooks xdist defines are declared ``optionalhook``, so ``-p no:xdist`` (a common way to debug a suite) runs
 the suite in one process instead of failing on hooks nobody defines.
@@ -23,6 +24,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.numprocesses = 0
         config.option.dist = "no"
         config.option.tx = []
+    elif config.getoption("dist", "no") == "load" and config.getoption("maxschedchunk", 0) is None:
+        # xdist's load scheduling hands out a quarter of the cases at once; one at a time (it keeps two queued per
+        # worker), over cases sorted longest first, is longest-processing-time-first: idle workers take the next
+        # longest case instead of waiting for one worker's queue of long ones. --maxschedchunk N overrides it.
+        config.option.maxschedchunk = 1
     _pin_gpu(config)
 
 

@@ -6,7 +6,8 @@
 
 ``offset`` shifts which samples are answered right without changing the rate (run-to-run noise, for tests).
 ``calls_log`` (optional) gets one line per generation, flushed at once, so tests can count what was generated
-(and what a cache spared); ``sleep`` slows each call down, so a test can kill a run mid-case; ``raise``
+(and what a cache spared): task, length, index, xdist worker, and how many generations were in flight when it
+started (``concurrency`` lets the runner send that many at once); ``sleep`` slows each call down, so a test can kill a run mid-case; ``raise``
 (``{"vt": {"*": "message"}}``) makes a case's generations fail with that message, as a broken backend would, and
 ``kill`` (``{"vt": {"*": true}}``) kills the process running the case, as the kernel's OOM killer would.
 
@@ -21,6 +22,7 @@ import json
 import math
 import os
 import signal
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,7 +43,10 @@ class ScriptedBackend:
         self.tokenizer = ByteTokenizer()
         self.fingerprint = hashlib.sha256(path.read_bytes()).hexdigest()
         self.max_positions: int | None = self.script.get("max_positions")
+        self.concurrency = int(self.script.get("concurrency", 1))
         self.calls = 0
+        self._active = 0
+        self._lock = threading.Lock()
 
     def _lookup(self, directive: str, r: Request) -> object:
         table = self.script.get(directive, {}).get(r.task, {})
@@ -54,11 +59,17 @@ class ScriptedBackend:
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         out = []
         for r in requests:
-            self.calls += 1
+            with self._lock:
+                self.calls += 1
+                self._active += 1
+                in_flight = self._active
             time.sleep(float(self.script.get("sleep", 0.0)))
+            with self._lock:
+                self._active -= 1
             if self.script.get("calls_log"):
                 with open(self.script["calls_log"], "a", encoding="utf-8") as log:
-                    log.write(f"{r.task} {r.length} {r.index}\n")
+                    log.write(f"{r.task} {r.length} {r.index} {os.environ.get('PYTEST_XDIST_WORKER', '-')} "
+                              f"{in_flight}\n")
             if self._lookup("kill", r):  # a worker that dies mid-case (out of memory, a segfault)
                 os.kill(os.getpid(), signal.SIGKILL)
             message = self._lookup("raise", r)
