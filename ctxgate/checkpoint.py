@@ -81,7 +81,7 @@ def check_checkpoint(folder: Path, *, trust_remote_code: bool = False, ignore_re
                      allow_pickle: bool = False) -> None:
     _check_config(folder, trust_remote_code, ignore_remote_code)
     _check_weights(folder, allow_pickle)
-    _check_tokenizer(folder)
+    check_tokenizer(folder)
 
 
 def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: bool) -> None:
@@ -163,7 +163,7 @@ def check_safetensors(path: Path) -> None:
         raise CheckpointError(f"{path} is truncated: {size:,} bytes, but its header describes {expected:,}: {fix}")
 
 
-def _check_tokenizer(folder: Path) -> None:
+def check_tokenizer(folder: Path) -> None:
     present = [name for name in TOKENIZER_FILES if (folder / name).is_file()] + \
         [p.name for p in folder.glob("*.tiktoken")]
     if not present:

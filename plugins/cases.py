@@ -15,6 +15,9 @@ import pytest
 
 from ctxgate.gates import floor_failure, judge_failure, passed
 from ctxgate.qa_data import QADataError
+from ctxgate.backends.base import BackendDown
+from ctxgate.backends.endpoint import EndpointError
+from ctxgate.backends.hf import BackendError
 from ctxgate.baseline import Baseline, BaselineError, describe
 from ctxgate.judge.client import JudgeError
 from ctxgate.runner import CaseResult, run_case
@@ -22,7 +25,7 @@ from ctxgate.tasks.base import TaskSpec, TaskTooShort
 from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
 from ctxgate.thresholds import Thresholds
 from .model import LoadedModel
-from .options import BASELINE_KEY, CHECKPOINT_ERROR_KEY, SETTINGS_KEY, THRESHOLDS_KEY
+from .options import BASELINE_KEY, STARTUP_ERROR_KEY, SETTINGS_KEY, THRESHOLDS_KEY
 
 CASE_RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 NOT_RUN_KEY = pytest.StashKey[list[str]]()  # node ids of selected cases that will not run (broken checkpoint)
@@ -71,7 +74,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                                                           for i in items):
         raise pytest.UsageError("the long-context suite needs a checkpoint: add --model PATH_OR_ID "
                                 "(the shipped demo: --model fixtures/tiny-llama-niah --lengths 512,1k,2k)")
-    if CHECKPOINT_ERROR_KEY in config.stash:
+    if STARTUP_ERROR_KEY in config.stash:
         # A checkpoint that cannot load runs nothing: the cases are reported as not run, with the reason, once.
         cases = [i for i in items if case_key(i.nodeid)]
         config.stash[NOT_RUN_KEY] = [i.nodeid for i in cases]
@@ -119,13 +122,16 @@ class Case:
 
 def _against_baseline(baseline: Baseline, result: CaseResult, run_meta: dict[str, Any],
                       thresholds: Thresholds) -> dict[str, Any] | None:
+    refused: BaselineError | None = None
     try:
         baseline.check_run(run_meta)
         paired = baseline.compare_case(result.task, result.length, result.data_sha256,
                                        {o.index: o.score for o in result.samples if o.score is not None},
                                        thresholds.regression_confidence)
     except BaselineError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        refused = exc
+    if refused is not None:
+        pytest.fail(str(refused), pytrace=False)
     if paired is None:
         return None
     tolerance = thresholds.tolerance_for(result.task, result.length)
@@ -150,6 +156,7 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
         record["message"] = (f"length {length} exceeds the model's max_position_embeddings ({limit}); "
                              "pass --force-lengths to run it anyway")
         pytest.skip(record["message"])
+    failure: Exception | None = None  # raised outside the except blocks: no "during handling of..." chain
     try:
         result = run_case(spec, ctxgate_model.context, ctxgate_model.backend, length, settings.samples,
                           settings.seed, thresholds.confidence, ctxgate_model.cache, settings.helmet_compat,
@@ -157,9 +164,12 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
     except (TaskTooShort, QADataError) as exc:
         record["verdict"] = "skip"
         record["message"] = str(exc)
-        pytest.skip(str(exc))
-    except JudgeError as exc:
-        pytest.fail(f"{name} at {length}: {exc}", pytrace=False)
+    except (JudgeError, BackendDown, EndpointError, BackendError) as exc:  # one line: the message has the fix
+        failure = exc
+    if record["verdict"] == "skip":
+        pytest.skip(record["message"])
+    if failure is not None:
+        pytest.fail(f"{name} at {length}: {failure}", pytrace=False)
     record.update(result.to_dict())
     record["ci"] = list(result.ci)
     judge = result.judge or {}

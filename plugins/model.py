@@ -13,11 +13,13 @@ import sys
 import traceback
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ctxgate.backends.base import Backend
+from ctxgate.backends.vllm_server import VLLMServer
 from ctxgate.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
@@ -45,6 +47,8 @@ def load_backend(settings: Settings) -> Backend:
         from ctxgate.backends.scripted import ScriptedBackend
 
         return ScriptedBackend(settings.model)
+    if settings.backend in ("openai", "vllm"):
+        return _endpoint_backend(settings)
     from ctxgate.backends.hf import HFBackend
 
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
@@ -53,6 +57,27 @@ def load_backend(settings: Settings) -> Backend:
     return HFBackend(settings.model_dir or settings.model, dtype=settings.dtype,
                      trust_remote_code=settings.trust_remote_code, allow_pickle=settings.allow_pickle,
                      threads=threads)
+
+
+def _endpoint_backend(settings: Settings) -> Backend:
+    import transformers
+
+    from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
+    from ctxgate.fingerprint import checkpoint_fingerprint
+
+    assert settings.tokenizer is not None
+    tokenizer = transformers.AutoTokenizer.from_pretrained(settings.tokenizer,
+                                                           trust_remote_code=settings.trust_remote_code)
+    endpoint = EndpointSettings(settings.base_urls, settings.served_model, settings.concurrency,
+                                settings.request_timeout, max_retries=settings.request_retries)
+    logs = [Path(p) for p in settings.server_logs]
+
+    def server_log() -> str:  # --backend vllm: what the server said before it went away
+        return "; ".join(VLLMServer.tail_of(p) for p in logs)
+
+    return EndpointBackend(endpoint, tokenizer, settings.tokenizer,
+                           checkpoint_fingerprint(settings.model_dir) if settings.model_dir else None,
+                           diagnose=server_log if logs else None, name=settings.backend)
 
 
 def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat: str) -> dict[str, Any]:
@@ -70,7 +95,7 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
             continue
     template = "".join(encoder.chat_parts()) if chat in ("on", "task") else None
     fingerprint = (checkpoint_fingerprint(settings.model_dir or settings.model or "") if settings.backend == "hf"
-                   else {"sha256": getattr(backend, "fingerprint", "")})
+                   else backend.fingerprint)  # type: ignore[attr-defined]  # what the server or script says
     return {
         "model": settings.model,
         "model_fingerprint": fingerprint,

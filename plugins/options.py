@@ -20,6 +20,8 @@ from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.tasks.registry import task_names
 from ctxgate.thresholds import Thresholds, ThresholdsError, load_or_default
 
+from . import engine
+
 DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
 SUITE_DIR = Path(__file__).resolve().parent.parent / "tests_longctx"  # the suite users run, beside the plugins
 
@@ -49,19 +51,32 @@ class Settings:
     nli_model: str | None = None
     ignore_remote_code: bool = False
     model_dir: str | None = None  # --model resolved to a local folder (a hub id: its cached snapshot)
+    # --backend openai / vllm (plugins/engine.py): the servers this process sends to, and how
+    base_urls: tuple[str, ...] = ()
+    server_logs: tuple[str, ...] = ()  # --backend vllm: each server's log, for the error when one dies
+    tokenizer: str | None = None
+    served_model: str | None = None
+    concurrency: int = 8
+    request_timeout: float = 600.0
+    request_retries: int = 4
+    tp: int = 1
+    vllm_python: str | None = None
+    vllm_args: tuple[str, ...] = ()
+    vllm_start_timeout: float = 900.0
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 THRESHOLDS_KEY = pytest.StashKey[Thresholds]()
 BASELINE_KEY = pytest.StashKey[Baseline]()
-CHECKPOINT_ERROR_KEY = pytest.StashKey[str]()  # why the checkpoint cannot be loaded: no case runs, the report says so
+STARTUP_ERROR_KEY = pytest.StashKey[str]()  # why nothing can run (a broken checkpoint, an engine that will not start)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("ctxgate", "ctxgate long-context suite")
     g.addoption("--model", default=None, help="checkpoint folder or hub id to evaluate (e.g. fixtures/tiny-llama-niah)")
-    g.addoption("--backend", default="hf", choices=("hf", "scripted"),
-                help="hf: transformers; scripted: a JSON script, for plumbing tests only")
+    g.addoption("--backend", default="hf", choices=("hf", "vllm", "openai", "scripted"),
+                help="hf: transformers in each worker; vllm: vLLM servers the suite starts; openai: an "
+                     "OpenAI-compatible server you run (--base-url); scripted: a JSON script, for plumbing tests")
     g.addoption("--lengths", default=DEFAULT_LENGTHS, help="comma-separated input lengths: 8192 or 8k (default %(default)s)")
     g.addoption("--samples", type=int, default=None,
                 help="samples per task x length (default: the benchmark's own count, 100 for most tasks, 600 for "
@@ -113,7 +128,7 @@ MAX_SAMPLES = 100_000  # the papers use 100-600; far more is a typo that would f
 def pytest_configure(config: pytest.Config) -> None:
     """Every option and input is checked here, before any worker starts or any model loads: a mistake ends as one
     line naming the option and the fix (a UsageError). A checkpoint that exists but cannot be loaded is not a
-    usage error: it is recorded (CHECKPOINT_ERROR_KEY) and the run ends with a report that says so."""
+    usage error: it is recorded (STARTUP_ERROR_KEY) and the run ends with a report that says so."""
     for name, doc in (("ruler", "RULER tasks"), ("helmet", "HELMET tasks"), ("recall", "HELMET Recall category"),
                       ("niah", "RULER needle-in-a-haystack tasks"), ("rag", "HELMET RAG category"),
                       ("rerank", "HELMET Re-rank category"), ("icl", "HELMET ICL category"),
@@ -144,7 +159,7 @@ def pytest_configure(config: pytest.Config) -> None:
         ignore_remote_code=config.getoption("--ignore-remote-code"),
     )
     settings = replace(settings, judge=judge_settings(config, settings.cache_dir),
-                       nli_model=config.getoption("--nli-model"))
+                       nli_model=config.getoption("--nli-model"), **engine.engine_settings(config, settings))
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
         return  # the project's own tests: nothing to gate
@@ -188,6 +203,8 @@ def judge_settings(config: pytest.Config, cache_dir: str | None) -> JudgeSetting
 def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     """``--model`` resolved to a folder (a name that is neither a folder nor a cached hub model is a usage error)
     and checked; a broken checkpoint is recorded for the run to report instead of loading it."""
+    if settings.backend in ("openai", "vllm"):
+        return engine.checked(config, settings, STARTUP_ERROR_KEY)
     if settings.backend == "scripted":
         if not Path(settings.model or "").is_file():
             raise pytest.UsageError(f"--model {settings.model!r} does not exist: --backend scripted needs a JSON "
@@ -201,7 +218,7 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         check_checkpoint(folder, trust_remote_code=settings.trust_remote_code,
                          ignore_remote_code=settings.ignore_remote_code, allow_pickle=settings.allow_pickle)
     except CheckpointError as exc:
-        config.stash[CHECKPOINT_ERROR_KEY] = str(exc)
+        config.stash[STARTUP_ERROR_KEY] = str(exc)
     return replace(settings, model_dir=str(folder))
 
 

@@ -29,7 +29,7 @@ from ctxgate.thresholds import Thresholds
 
 from .cases import CASE_RECORD_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
-from .options import CHECKPOINT_ERROR_KEY, SETTINGS_KEY, THRESHOLDS_KEY
+from .options import STARTUP_ERROR_KEY, SETTINGS_KEY, THRESHOLDS_KEY
 
 try:
     import fcntl
@@ -166,7 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
     collector = Collector(settings.report, config.stash[THRESHOLDS_KEY])
     if collector.report_path:
         collector.claim()
-    collector.run_error = config.stash.get(CHECKPOINT_ERROR_KEY, None)
+    collector.run_error = config.stash.get(STARTUP_ERROR_KEY, None)
     config.stash[COLLECTOR_KEY] = collector
     config.pluginmanager.register(collector, "ctxgate-collector")
 

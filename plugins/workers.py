@@ -11,14 +11,14 @@ import os
 
 import pytest
 
-from .options import CHECKPOINT_ERROR_KEY, SETTINGS_KEY
+from .options import STARTUP_ERROR_KEY, SETTINGS_KEY
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """After the options plugin (tryfirst) has read the settings, before xdist (trylast) starts its session."""
     if config.stash[SETTINGS_KEY].model is None:
         return
-    if CHECKPOINT_ERROR_KEY in config.stash and not hasattr(config, "workerinput"):
+    if STARTUP_ERROR_KEY in config.stash and not hasattr(config, "workerinput"):
         # Nothing will run (the cases plugin records every case as not run), so start no workers: xdist's own
         # answer to options that make distribution pointless (it does this for --pdb).
         config.option.numprocesses = 0
@@ -32,19 +32,24 @@ def pytest_configure(config: pytest.Config) -> None:
     _pin_gpu(config)
 
 
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use: CUDA_VISIBLE_DEVICES when set, else every GPU nvidia-smi lists."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip()]
+    return [str(i) for i in range(_gpu_count())]
+
+
 def _pin_gpu(config: pytest.Config) -> None:
-    """Under xdist, worker gwN sees only GPU N (set before anything initializes CUDA)."""
+    """Under xdist, worker gwN sees only GPU N (set before anything initializes CUDA). Not for backends whose
+    GPUs belong to a server (vllm, openai): their workers only send requests."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if not worker or not hasattr(config, "workerinput"):
+    if not worker or not hasattr(config, "workerinput") or config.stash[SETTINGS_KEY].backend in ("vllm", "openai"):
         return
     n = int(worker.removeprefix("gw"))
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    devices = [d for d in visible.split(",") if d.strip()] if visible else None
-    if devices is None:
-        count = _gpu_count()
-        if count == 0:
-            return
-        devices = [str(i) for i in range(count)]
+    devices = visible_gpus()
+    if not devices:
+        return
     if n >= len(devices):
         raise pytest.UsageError(f"xdist worker {worker} has no GPU: {len(devices)} visible; run with -n {len(devices)}"
                                 " or -n auto")

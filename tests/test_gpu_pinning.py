@@ -5,10 +5,11 @@ from types import SimpleNamespace
 import pytest
 
 from plugins import workers
+from plugins.options import SETTINGS_KEY
 
 
 def worker_config():
-    return SimpleNamespace(workerinput={"workerid": "gw1"})
+    return SimpleNamespace(workerinput={"workerid": "gw1"}, stash={SETTINGS_KEY: SimpleNamespace(backend="hf")})
 
 
 def test_worker_takes_its_entry_of_the_visible_list(monkeypatch):

@@ -12,6 +12,10 @@ from ctxgate.textcodec import RawTokenizer
 DTYPES = ("auto", "bf16", "fp16", "fp32", "bfloat16", "float16", "float32")  # --dtype's choices
 
 
+class BackendDown(RuntimeError):
+    """The backend cannot serve any more requests (its server is gone): no later case can run either."""
+
+
 @dataclass(frozen=True)
 class GenerationParams:
     """Greedy decoding; stops at EOS or after ``max_new_tokens``."""

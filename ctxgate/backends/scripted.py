@@ -41,7 +41,7 @@ class ScriptedBackend:
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"--backend scripted needs --model pointing at a JSON script; {path}: {exc}") from None
         self.tokenizer = ByteTokenizer()
-        self.fingerprint = hashlib.sha256(path.read_bytes()).hexdigest()
+        self.fingerprint = {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
         self.max_positions: int | None = self.script.get("max_positions")
         self.concurrency = int(self.script.get("concurrency", 1))
         self.calls = 0

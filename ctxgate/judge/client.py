@@ -12,17 +12,16 @@
 from __future__ import annotations
 
 import os
-import random
 import threading
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Generic, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from ctxgate.judge.cache import CachedReply, JudgeCache
 from ctxgate.judge.verdict import Unparseable, last_object
+from ctxgate.retrying import Exhausted, Refused, call_with_retries, redact_url
 from ctxgate.sqlitefile import CacheWarning, StoreUnavailable
 
 T = TypeVar("T")
@@ -122,15 +121,6 @@ class JudgeSettings:
 
     def sampling(self) -> dict[str, object]:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
-
-
-def redact_url(url: str | None) -> str | None:
-    if not url:
-        return url
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 @dataclass
@@ -245,51 +235,34 @@ class JudgeClient:
         return reply.text
 
     def _request(self, prompt: str) -> CachedReply:
-        s, oa = self.settings, self._openai
+        s = self.settings
         start = time.monotonic()
-        retry = 0
-        while True:
-            try:
-                resp = self._client.chat.completions.create(
-                    model=s.model, messages=[{"role": "user", "content": prompt}], temperature=s.temperature,
-                    top_p=s.top_p, max_tokens=s.max_tokens)
-                text = resp.choices[0].message.content or ""
-                usage = resp.usage
-                reply = CachedReply(text, int(getattr(usage, "prompt_tokens", 0) or 0),
-                                    int(getattr(usage, "completion_tokens", 0) or 0))
-                self._count(requests=1, prompt_tokens=reply.prompt_tokens,
-                            completion_tokens=reply.completion_tokens, seconds=time.monotonic() - start)
-                return reply
-            except (oa.AuthenticationError, oa.PermissionDeniedError) as exc:
-                raise JudgeError(f"the judge at {redact_url(s.base_url) or 'api.openai.com'} refused the key "
-                                 f"({exc.status_code}): check OPENAI_API_KEY") from None
-            except oa.NotFoundError:
-                raise JudgeError(f"the judge server does not know model {s.model!r} (404): check --judge-model "
-                                 "and --judge-base-url") from None
-            except (oa.BadRequestError, oa.UnprocessableEntityError) as exc:
-                raise JudgeError(f"the judge rejected the request ({exc.status_code}: {str(exc)[:200]}); check "
-                                 "--judge-model and the server's limits") from None
-            except (oa.RateLimitError, oa.InternalServerError, oa.APITimeoutError, oa.APIConnectionError,
-                    oa.APIResponseValidationError, oa.APIStatusError, IndexError, AttributeError,
-                    ValueError) as exc:
-                failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
-            wait = self._backoff(retry, last)
-            spent = time.monotonic() - start
-            if retry >= s.max_retries or spent + wait > s.time_limit_s:
-                self._count(seconds=spent)
-                raise JudgeUnavailable(f"no verdict after {retry + 1} requests in {spent:.0f}s (last: {failure}); "
-                                       "raise --judge-retries/--judge-time-limit or check the server")
-            self._count(retries=1)
-            self._sleep(wait)
-            retry += 1
 
-    @staticmethod
-    def _backoff(retry: int, exc: BaseException) -> float:
-        response = getattr(exc, "response", None)
-        header = response.headers.get("retry-after") if response is not None else None
+        def call() -> CachedReply:
+            resp = self._client.chat.completions.create(
+                model=s.model, messages=[{"role": "user", "content": prompt}], temperature=s.temperature,
+                top_p=s.top_p, max_tokens=s.max_tokens)
+            usage = resp.usage
+            return CachedReply(resp.choices[0].message.content or "", int(getattr(usage, "prompt_tokens", 0) or 0),
+                               int(getattr(usage, "completion_tokens", 0) or 0))
+
         try:
-            if header is not None:
-                return min(60.0, max(0.0, float(header)))
-        except ValueError:
-            pass
-        return min(30.0, 0.5 * 2 ** retry) * (0.75 + 0.5 * random.random())
+            reply = call_with_retries(call, self._openai, max_retries=s.max_retries, time_limit_s=s.time_limit_s,
+                                      sleep=self._sleep, on_retry=lambda: self._count(retries=1))
+        except Refused as exc:
+            raise JudgeError(_REFUSED[exc.kind].format(url=redact_url(s.base_url) or "api.openai.com", model=s.model,
+                                                       status=exc.status, detail=exc.detail)) from None
+        except Exhausted as exc:
+            self._count(seconds=time.monotonic() - start)
+            raise JudgeUnavailable(f"no verdict {exc}; raise --judge-retries/--judge-time-limit or check the "
+                                   "server") from None
+        self._count(requests=1, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+                    seconds=time.monotonic() - start)
+        return reply
+
+
+_REFUSED = {
+    "auth": "the judge at {url} refused the key ({status}): check OPENAI_API_KEY",
+    "not_found": "the judge server does not know model {model!r} ({status}): check --judge-model and --judge-base-url",
+    "bad_request": "the judge rejected the request ({status}: {detail}); check --judge-model and the server's limits",
+}

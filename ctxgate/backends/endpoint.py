@@ -1,0 +1,208 @@
+"""An OpenAI-compatible server as the backend: vLLM, SGLang, TGI, TensorRT-LLM, a multi-node vLLM on Ray.
+
+Prompts go to ``/v1/completions`` as token ids, so the model sees exactly the ids the suite built; the server's
+tokenizer only turns the output back into text. That is safe only if the server's tokenizer is the suite's, so at
+start each server tokenizes a probe text (vLLM's ``/tokenize``; elsewhere its prompt-token count for the probe)
+and a difference is refused, naming both. Several base URLs are replicas of one model: a request goes to the one
+with the fewest in flight. Transient failures are retried with backoff (``ctxgate/retrying.py``); a replica that
+stays unreachable is dropped, and when none is left every request fails at once with ``BackendDown``. The API key
+is read from the environment and lives only in the openai client; reports record URLs without credentials.
+Decoding is greedy (temperature 0), as the HF backend's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Request
+from ctxgate.retrying import Exhausted, Refused, call_with_retries, redact_url
+from ctxgate.textcodec import HFTokenizer
+
+PROBE = "ctxgate probe: the special magic number is 7392641.\n Ünïcödé — ✓ 東京\tend  two spaces"
+
+
+class EndpointError(RuntimeError):
+    """A server cannot be used as configured; the message names the URL and the fix."""
+
+
+@dataclass(frozen=True)
+class EndpointSettings:
+    base_urls: tuple[str, ...]
+    served_model: str | None = None  # None: the one model the server lists
+    concurrency: int = 8  # requests in flight per replica
+    timeout_s: float = 600.0  # one request
+    time_limit_s: float = 1800.0  # one sample, retries included
+    max_retries: int = 4
+    key_env: str = "OPENAI_API_KEY"
+
+
+@dataclass
+class Replica:
+    url: str
+    client: Any
+    model: str = ""
+    max_model_len: int | None = None
+    version: str | None = None
+    in_flight: int = 0
+    down: str | None = None  # why it was dropped
+
+
+@dataclass
+class _State:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    requests: int = 0
+
+
+class EndpointBackend:
+    def __init__(self, settings: EndpointSettings, tokenizer: Any, tokenizer_name: str,
+                 local_fingerprint: dict[str, Any] | None = None,
+                 diagnose: Callable[[], str] | None = None, name: str = "openai") -> None:
+        """``diagnose``: what to add when a server goes away (the suite's own vLLM servers: their log's tail).
+        ``name``: "openai" for servers the user runs, "vllm" for the suite's own (reports and cache keys say which)."""
+        import openai
+
+        self.name = name
+        self._diagnose = diagnose
+
+        self._openai = openai
+        self.settings = settings
+        self.hf_tokenizer = tokenizer
+        self.tokenizer = HFTokenizer(tokenizer)
+        key = os.environ.get(settings.key_env) or "EMPTY"  # local servers take any key
+        self.replicas = [Replica(url, openai.OpenAI(base_url=url, api_key=key, timeout=settings.timeout_s,
+                                                    max_retries=0)) for url in settings.base_urls]
+        for replica in self.replicas:
+            self._describe_server(replica)
+            self._check_tokenizer(replica, tokenizer_name)
+        models = sorted({r.model for r in self.replicas})
+        if len(models) > 1:
+            raise EndpointError(f"the --base-url replicas serve different models ({', '.join(models)}); replicas "
+                                "must serve one checkpoint")
+        lengths = [r.max_model_len for r in self.replicas if r.max_model_len]
+        self.max_positions: int | None = min(lengths) if lengths else None
+        self.concurrency = settings.concurrency * len(self.replicas)
+        self._state = _State()
+        served = {"model": models[0], "versions": sorted({str(r.version) for r in self.replicas}),
+                  "max_model_len": self.max_positions, "local": (local_fingerprint or {}).get("sha256")}
+        self.fingerprint = {"sha256": hashlib.sha256(json.dumps(served, sort_keys=True).encode()).hexdigest(),
+                            "served": served, **({"local": local_fingerprint} if local_fingerprint else {})}
+
+    # start-up ----------------------------------------------------------------------------------------------------
+    def _root(self, replica: Replica) -> str:
+        return replica.url.rstrip("/").removesuffix("/v1")
+
+    def _retrying(self, call: Any, replica: Replica, what: str) -> Any:
+        s = self.settings
+        try:
+            return call_with_retries(call, self._openai, max_retries=s.max_retries, time_limit_s=s.time_limit_s)
+        except Refused as exc:
+            fix = {"auth": f"check {s.key_env}", "not_found": "check --served-model and --base-url",
+                   "bad_request": "check the server's limits (max model length) and --served-model"}[exc.kind]
+            raise EndpointError(f"{redact_url(replica.url)} refused {what} ({exc.status}: {exc.detail}); {fix}") \
+                from None
+        except Exhausted as exc:
+            raise BackendDown(f"{redact_url(replica.url)} did not answer {what} {exc}; check that the server runs "
+                              "and is reachable from here") from None
+
+    def _describe_server(self, replica: Replica) -> None:
+        listed = self._retrying(lambda: list(replica.client.models.list()), replica, "the model list")
+        names = [m.id for m in listed]
+        wanted = self.settings.served_model
+        if wanted is None and len(names) != 1:
+            raise EndpointError(f"{redact_url(replica.url)} serves {len(names)} models ({', '.join(names)}): pass "
+                                "--served-model NAME")
+        if wanted is not None and wanted not in names:
+            raise EndpointError(f"{redact_url(replica.url)} does not serve {wanted!r} (it serves "
+                                f"{', '.join(names)}): check --served-model")
+        chosen = next(m for m in listed if m.id == (wanted or names[0]))
+        replica.model = chosen.id
+        extra = getattr(chosen, "model_extra", None) or {}
+        replica.max_model_len = extra.get("max_model_len")
+        replica.version = self._get_json(replica, "/version").get("version")
+
+    def _get_json(self, replica: Replica, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize); {} where absent."""
+        import urllib.error
+        import urllib.request
+
+        headers = {"Authorization": f"Bearer {os.environ.get(self.settings.key_env) or 'EMPTY'}",
+                   "Content-Type": "application/json"}
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self._root(replica) + path, data=data, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as resp:
+                found = json.loads(resp.read())
+        except (urllib.error.URLError, OSError, ValueError):
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def _check_tokenizer(self, replica: Replica, tokenizer_name: str) -> None:
+        local = self.tokenizer.encode_batch([PROBE])[0]
+        remote = self._get_json(replica, "/tokenize", {"model": replica.model, "prompt": PROBE,
+                                                       "add_special_tokens": False}).get("tokens")
+        if remote is None:  # no /tokenize: the prompt-token count of the probe, special tokens on both sides
+            local = self.tokenizer.prefix_ids() + local
+            usage = self._retrying(lambda: replica.client.completions.create(
+                model=replica.model, prompt=PROBE, max_tokens=1, temperature=0.0).usage, replica, "the probe")
+            remote = [None] * int(getattr(usage, "prompt_tokens", 0) or 0)
+            same = len(remote) == len(local)
+        else:
+            same = list(remote) == list(local)
+        if not same:
+            raise EndpointError(
+                f"{redact_url(replica.url)} (serving {replica.model!r}) tokenizes a probe text into {len(remote)} "
+                f"ids {list(remote)[:8]}..., the local tokenizer {tokenizer_name} into {len(local)} ids "
+                f"{local[:8]}...: the server would not see the suite's prompts. Pass --tokenizer with the served "
+                "model's tokenizer")
+
+    # generation --------------------------------------------------------------------------------------------------
+    def _pick(self) -> Replica:
+        with self._state.lock:
+            alive = [r for r in self.replicas if r.down is None]
+            if not alive:
+                raise BackendDown("every server is down: " + "; ".join(str(r.down) for r in self.replicas))
+            chosen = min(alive, key=lambda r: r.in_flight)
+            chosen.in_flight += 1
+            self._state.requests += 1
+            return chosen
+
+    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        return [self._one(r, params) for r in requests]
+
+    def _one(self, r: Request, params: GenerationParams) -> Generation:
+        while True:
+            replica = self._pick()
+            try:
+                resp = self._retrying(lambda: replica.client.completions.create(
+                    model=replica.model, prompt=list(r.input_ids), max_tokens=params.max_new_tokens,
+                    temperature=0.0, stop=list(params.stop_strings) or None), replica, "a completion")
+            except BackendDown as exc:
+                why = f"{exc} (at {time.strftime('%H:%M:%S')})"
+                if self._diagnose is not None:
+                    why += f". {self._diagnose()}"
+                with self._state.lock:
+                    replica.down = replica.down or why
+                continue  # another replica, or BackendDown from _pick when none is left
+            finally:
+                with self._state.lock:
+                    replica.in_flight -= 1
+            choice = resp.choices[0]
+            tokens = int(getattr(resp.usage, "completion_tokens", 0) or 0)
+            finish = "length" if choice.finish_reason == "length" else "stop"
+            return Generation(choice.text or "", tokens, finish)
+
+    @property
+    def requests_sent(self) -> int:
+        return self._state.requests
+
+    def describe(self) -> dict[str, object]:
+        return {"backend": self.name, "endpoints": [redact_url(r.url) for r in self.replicas],
+                "served_model": self.replicas[0].model, "server_version": self.replicas[0].version,
+                "max_model_len": self.max_positions, "concurrency": self.concurrency}

