@@ -70,6 +70,9 @@ class CaseResult:
     samples_from_cache: int = 0
     parts: dict[str, float] = field(default_factory=dict)  # case means of a judged metric's components, percent
     judge: dict[str, Any] | None = None  # judged tasks: status, failures, usage, judge settings
+    # tokens through the model per second of the case's generation time (its seconds less building prompts), over
+    # the samples generated now (not those from the cache); None when the cache had them all
+    throughput: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -143,11 +146,15 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
             waiting[s.index] = (s, digest, key)
             yield Request(s.input_ids, spec.name, length, s.index, s.answers)
 
+    prompt_tokens = generated_tokens = 0
     for request, gen in stream(backend, to_generate(), params):
         s, digest, key = waiting.pop(request.index)
         if cache:
             cache.put(key, gen)  # at once: a kill loses only the samples in flight
         done[s.index] = outcome(s, digest, gen)
+        prompt_tokens += len(s.input_ids)
+        generated_tokens += gen.output_tokens
+    generating = max(time.perf_counter() - t0 - build_seconds, 1e-6)  # judging, if any, comes after
     outcomes = [done[i] for i in sorted(done)]
     sizes = [o.input_tokens for o in outcomes]
     result = CaseResult(
@@ -164,7 +171,9 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         result = judge_case(result, judges, confidence)
     else:
         result = with_scores(result, confidence)
-    return replace(result, seconds=round(time.perf_counter() - t0, 3))
+    throughput = {"prompt_tokens_per_s": round(prompt_tokens / generating, 1),
+                  "generated_tokens_per_s": round(generated_tokens / generating, 1)} if prompt_tokens else None
+    return replace(result, seconds=round(time.perf_counter() - t0, 3), throughput=throughput)
 
 
 def with_scores(result: CaseResult, confidence: float, **changes: Any) -> CaseResult:

@@ -103,8 +103,8 @@ def checked(config: pytest.Config, settings: Any, startup_error: pytest.StashKey
     worker = getattr(config, "workerinput", None)
     if worker is not None:  # the controller started the servers: this worker's replica
         return replace(settings, base_urls=(worker["ctxgate_vllm_url"],), server_logs=(worker["ctxgate_vllm_log"],))
-    if config.getoption("collectonly"):
-        return settings
+    if config.getoption("collectonly") or config.getoption("help"):
+        return settings  # nothing will run
     try:
         servers = _start(config, settings, folder)
     except EngineError as exc:

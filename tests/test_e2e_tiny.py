@@ -22,6 +22,8 @@ def test_retrieval_passes_short_and_fails_long_for_real(real_suite, pytester):
     cases = {c["length"]: c for c in json.loads((pytester.path / "r.json").read_text())["cases"]}
     assert cases[256]["verdict"] == "pass" and cases[256]["score"] >= 70
     assert cases[2048]["verdict"] == "fail" and cases[2048]["score"] <= 10
+    for case in cases.values():  # tokens through the real model per second of generation
+        assert case["throughput"]["prompt_tokens_per_s"] > case["throughput"]["generated_tokens_per_s"] > 0
     result.stdout.fnmatch_lines(["*niah_single_1 at 2048 (2K): score * < floor 70.0 (n=40, 95% CI*"])
 
 

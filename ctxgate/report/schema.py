@@ -27,6 +27,8 @@ _CASE = {
         "input_tokens_max": {"type": ["integer", "null"]}, "fill_min": _NUM_OR_NULL,
         "output_tokens": {"type": ["integer", "null"]}, "data_sha256": {"type": ["string", "null"]},
         "samples_from_cache": {"type": "integer"},
+        "throughput": {"type": ["object", "null"], "properties": {
+            "prompt_tokens_per_s": {"type": "number"}, "generated_tokens_per_s": {"type": "number"}}},
         "parts": {"type": "object", "additionalProperties": {"type": "number"}},
         "judge": {"type": ["object", "null"], "properties": {
             "status": {"enum": ["pending", "judged", "failed"]}, "failed": {"type": "integer", "minimum": 0},
