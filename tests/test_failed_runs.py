@@ -87,8 +87,11 @@ def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
     (pytester.path / "script.json").write_text(json.dumps({**ALL_RIGHT, "sleep": 0.2, "calls_log": str(log)}))
     cmd = [sys.executable, "-m", "pytest", "--backend", "scripted", "--model", "script.json", "--lengths", "4k",
            "--samples", "6", "-k", "niah or vt", "--report", "out/r.json", "-p", "no:cacheprovider", *args]
+    # SIGINT as a terminal's Ctrl-C delivers it; its default action restored first, since a runner that started
+    # these tests in the background passes SIGINT down ignored (and Python then keeps ignoring it)
     proc = subprocess.Popen(cmd, cwd=pytester.path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while (not log.exists() or len(log.read_text().splitlines()) < 10) and time.time() < deadline:
         time.sleep(0.02)

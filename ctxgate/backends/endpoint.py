@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Request
@@ -54,12 +54,6 @@ class Replica:
     down: str | None = None  # why it was dropped
 
 
-@dataclass
-class _State:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    requests: int = 0
-
-
 class EndpointBackend:
     def __init__(self, settings: EndpointSettings, tokenizer: Any, tokenizer_name: str,
                  local_fingerprint: dict[str, Any] | None = None,
@@ -70,8 +64,8 @@ class EndpointBackend:
 
         self.name = name
         self._diagnose = diagnose
-
         self._openai = openai
+        self._lock = threading.Lock()
         self.settings = settings
         self.hf_tokenizer = tokenizer
         self.tokenizer = HFTokenizer(tokenizer)
@@ -88,7 +82,6 @@ class EndpointBackend:
         lengths = [r.max_model_len for r in self.replicas if r.max_model_len]
         self.max_positions: int | None = min(lengths) if lengths else None
         self.concurrency = settings.concurrency * len(self.replicas)
-        self._state = _State()
         served = {"model": models[0], "versions": sorted({str(r.version) for r in self.replicas}),
                   "max_model_len": self.max_positions, "local": (local_fingerprint or {}).get("sha256")}
         self.fingerprint = {"sha256": hashlib.sha256(json.dumps(served, sort_keys=True).encode()).hexdigest(),
@@ -164,13 +157,12 @@ class EndpointBackend:
 
     # generation --------------------------------------------------------------------------------------------------
     def _pick(self) -> Replica:
-        with self._state.lock:
+        with self._lock:
             alive = [r for r in self.replicas if r.down is None]
             if not alive:
                 raise BackendDown("every server is down: " + "; ".join(str(r.down) for r in self.replicas))
             chosen = min(alive, key=lambda r: r.in_flight)
             chosen.in_flight += 1
-            self._state.requests += 1
             return chosen
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
@@ -187,20 +179,16 @@ class EndpointBackend:
                 why = f"{exc} (at {time.strftime('%H:%M:%S')})"
                 if self._diagnose is not None:
                     why += f". {self._diagnose()}"
-                with self._state.lock:
+                with self._lock:
                     replica.down = replica.down or why
                 continue  # another replica, or BackendDown from _pick when none is left
             finally:
-                with self._state.lock:
+                with self._lock:
                     replica.in_flight -= 1
             choice = resp.choices[0]
             tokens = int(getattr(resp.usage, "completion_tokens", 0) or 0)
             finish = "length" if choice.finish_reason == "length" else "stop"
             return Generation(choice.text or "", tokens, finish)
-
-    @property
-    def requests_sent(self) -> int:
-        return self._state.requests
 
     def describe(self) -> dict[str, object]:
         return {"backend": self.name, "endpoints": [redact_url(r.url) for r in self.replicas],
