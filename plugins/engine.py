@@ -18,7 +18,7 @@ import pytest
 
 from ctxgate.backends.vllm_server import (EngineError, EngineSpec, VLLMServer, find_python, replica_devices,
                                           start_all)
-from ctxgate.checkpoint import CheckpointError, ModelNotFound, check_checkpoint, check_tokenizer, resolve_model
+from ctxgate.checkpoint import CheckpointError, check_tokenizer
 
 SERVERS_KEY = pytest.StashKey[list[VLLMServer]]()
 
@@ -69,44 +69,38 @@ def engine_settings(config: pytest.Config, settings: Any) -> dict[str, Any]:
             "vllm_start_timeout": config.getoption("--vllm-start-timeout")}
 
 
-def checked(config: pytest.Config, settings: Any, startup_error: pytest.StashKey[str]) -> Any:
-    """``--model``, ``--tokenizer`` and the servers for an HTTP backend; a broken checkpoint or a server that will not
-    start is recorded under ``startup_error`` (the run then reports it), a wrong option is a usage error."""
+def checked_openai(settings: Any) -> Any:
+    """``--backend openai``: the servers, the tokenizer to check them against, and the model name to ask for; a
+    wrong option is a usage error."""
     model = settings.model or ""
     folder = Path(model).expanduser() if Path(model).expanduser().is_dir() else None
-    if settings.backend == "openai":
-        if not settings.base_urls:
-            raise pytest.UsageError("--backend openai needs --base-url URL (repeat it for replicas), e.g. "
-                                    "--base-url http://127.0.0.1:8000/v1")
-        tokenizer = settings.tokenizer or (str(folder) if folder else None)
-        if tokenizer is None:
-            raise pytest.UsageError(f"--backend openai: --model {model!r} is not a folder, so pass --tokenizer with "
-                                    "the served model's tokenizer folder")
-        try:
-            check_tokenizer(Path(tokenizer))
-        except CheckpointError as exc:
-            raise pytest.UsageError(f"--tokenizer {tokenizer}: {exc}") from None
-        served = settings.served_model or (None if folder else model)
-        return replace(settings, tokenizer=tokenizer, served_model=served,
-                       model_dir=str(folder) if folder else None)
+    if not settings.base_urls:
+        raise pytest.UsageError("--backend openai needs --base-url URL (repeat it for replicas), e.g. "
+                                "--base-url http://127.0.0.1:8000/v1")
+    tokenizer = settings.tokenizer or (str(folder) if folder else None)
+    if tokenizer is None:
+        raise pytest.UsageError(f"--backend openai: --model {model!r} is not a folder, so pass --tokenizer with the "
+                                "served model's tokenizer folder")
     try:
-        folder = resolve_model(model)
-    except ModelNotFound as exc:
-        raise pytest.UsageError(str(exc)) from None
-    settings = replace(settings, model_dir=str(folder), tokenizer=settings.tokenizer or str(folder))
-    try:
-        check_checkpoint(folder, trust_remote_code=settings.trust_remote_code,
-                         ignore_remote_code=settings.ignore_remote_code, allow_pickle=settings.allow_pickle)
+        check_tokenizer(Path(tokenizer))
     except CheckpointError as exc:
-        config.stash[startup_error] = str(exc)
-        return settings
+        raise pytest.UsageError(f"--tokenizer {tokenizer}: {exc}") from None
+    served = settings.served_model or (None if folder else model)
+    return replace(settings, tokenizer=tokenizer, served_model=served, model_dir=str(folder) if folder else None)
+
+
+def with_servers(config: pytest.Config, settings: Any, startup_error: pytest.StashKey[str]) -> Any:
+    """``--backend vllm`` on a checked checkpoint folder: the servers this process sends to. The controller starts
+    them (a server that will not start is recorded under ``startup_error``: the run then reports it); a worker gets
+    its replica from the controller."""
+    settings = replace(settings, tokenizer=settings.tokenizer or settings.model_dir)
     worker = getattr(config, "workerinput", None)
-    if worker is not None:  # the controller started the servers: this worker's replica
+    if worker is not None:
         return replace(settings, base_urls=(worker["ctxgate_vllm_url"],), server_logs=(worker["ctxgate_vllm_log"],))
     if config.getoption("collectonly") or config.getoption("help"):
         return settings  # nothing will run
     try:
-        servers = _start(config, settings, folder)
+        servers = _start(config, settings, Path(settings.model_dir))
     except EngineError as exc:
         config.stash[startup_error] = str(exc)
         return settings

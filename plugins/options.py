@@ -203,8 +203,8 @@ def judge_settings(config: pytest.Config, cache_dir: str | None) -> JudgeSetting
 def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     """``--model`` resolved to a folder (a name that is neither a folder nor a cached hub model is a usage error)
     and checked; a broken checkpoint is recorded for the run to report instead of loading it."""
-    if settings.backend in ("openai", "vllm"):
-        return engine.checked(config, settings, STARTUP_ERROR_KEY)
+    if settings.backend == "openai":
+        return engine.checked_openai(settings)
     if settings.backend == "scripted":
         if not Path(settings.model or "").is_file():
             raise pytest.UsageError(f"--model {settings.model!r} does not exist: --backend scripted needs a JSON "
@@ -214,12 +214,14 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         folder = resolve_model(settings.model or "")
     except ModelNotFound as exc:
         raise pytest.UsageError(str(exc)) from None
+    settings = replace(settings, model_dir=str(folder))
     try:
         check_checkpoint(folder, trust_remote_code=settings.trust_remote_code,
                          ignore_remote_code=settings.ignore_remote_code, allow_pickle=settings.allow_pickle)
     except CheckpointError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
-    return replace(settings, model_dir=str(folder))
+        return settings
+    return engine.with_servers(config, settings, STARTUP_ERROR_KEY) if settings.backend == "vllm" else settings
 
 
 def _collect_the_suite(config: pytest.Config) -> None:

@@ -21,7 +21,6 @@ from typing import IO, Any
 
 import pytest
 
-from ctxgate.gates import session_gates
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.io import atomic_write
 from ctxgate.report.tables import markdown, terminal
@@ -40,7 +39,7 @@ except ImportError:  # pragma: no cover - not POSIX: no lock, the rest works
 class Collector:
     def __init__(self, report_path: str | None, thresholds: Thresholds | None = None) -> None:
         self.records: dict[tuple[str, int], dict[str, Any]] = {}
-        self.selected: list[tuple[str, int]] = []
+        self.selected: dict[tuple[str, int], None] = {}  # an ordered set: the selection, in collection order
         self.thresholds = thresholds or Thresholds(path="(none)")
         self.run_meta: dict[str, Any] | None = None
         self.run_error: str | None = None
@@ -91,10 +90,7 @@ class Collector:
 
     # what was selected, and what arrived -----------------------------------------------------------------------
     def select(self, nodeids: list[str]) -> None:
-        for nodeid in nodeids:
-            key = case_key(nodeid)
-            if key is not None and key not in self.selected:
-                self.selected.append(key)
+        self.selected.update(dict.fromkeys(k for k in map(case_key, nodeids) if k is not None))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Without xdist: the selection is this process's own collection."""
@@ -235,8 +231,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         run["cache"] = {**run["cache"], "samples_from_cache": sum(c.get("samples_from_cache", 0) for c in cases)}
     complete = exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
     error = {"message": collector.run_error} if collector.run_error else None
-    report = build_report(cases, run, thresholds.effective_threshold, [], complete, error)
-    report["gates"] = session_gates(report, thresholds)
+    report = build_report(cases, run, thresholds, complete, error)
     collector.report = report
     if collector.report_path:
         _write(collector, json.loads(json.dumps(report)))

@@ -8,6 +8,7 @@ import pytest
 
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown, terminal
+from ctxgate.thresholds import Thresholds
 from plugins.reporting import Collector
 
 
@@ -29,7 +30,7 @@ def test_each_case_is_on_disk_as_soon_as_it_arrives(tmp_path):
 def test_tables_mark_failures_partials_and_effective_length():
     cases = [record("niah_single_1", 512, 100.0), record("niah_single_1", 2048, 5.0, "fail"),
              record("json_kv", 512, 0.0, "skip")]
-    report = build_report(cases, {"model": "tiny"}, 85.6, [], True)
+    report = build_report(cases, {"model": "tiny"}, Thresholds(path="(none)"), True)
     text = terminal(report)
     assert "5.0 ✗" in text and "skip" in text and "100.0*" in text
     assert "Effective length" in text and "512" in text.replace("K", "")
@@ -52,7 +53,7 @@ def test_helmet_categories_are_plain_means_and_partial_when_a_member_is_missing(
     scores = {"kilt_nq": 40.0, "kilt_triviaqa": 60.0, "kilt_popqa": 20.0, "kilt_hotpotqa": 0.0,
               "msmarco_rerank": 33.3, "icl_trec_coarse": 50.0, "infbench_qa": 10.0, "infbench_mc": 30.0}
     cases = [record(t, 1024, s) for t, s in scores.items()]
-    report = build_report(cases, {"model": "tiny"}, 85.6, [], True)
+    report = build_report(cases, {"model": "tiny"}, Thresholds(path="(none)"), True)
     at = report["by_length"]["1024"]
     assert at["helmet_rag"] == {"score": 30.0, "partial": False, "members": ["kilt_nq", "kilt_triviaqa", "kilt_popqa",
                                                                              "kilt_hotpotqa"], "missing": [],

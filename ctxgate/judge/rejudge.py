@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ctxgate.gates import floor_failure, judge_failure, passed, session_gates
+from ctxgate.gates import floor_failure, judge_failure, passed
 from ctxgate.judge.client import OPTIONS, JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges, is_judged
 from ctxgate.report.build import build_report, prediction_rows
@@ -123,8 +123,8 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
         _verdict(case, thresholds)
     run = {**run, "judge": judges.describe()}
     threshold = (report.get("effective_length") or {}).get("threshold", thresholds.effective_threshold)
-    new = build_report(report["cases"], run, threshold, [], report.get("complete", True), report.get("error"))
-    new["gates"] = session_gates(new, thresholds)
+    new = build_report(report["cases"], run, thresholds, report.get("complete", True), report.get("error"),
+                       threshold)
     failed = [c for c in new["cases"] if c["verdict"] == "fail"]
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")

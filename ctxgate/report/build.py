@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxgate import __version__
+from ctxgate.gates import session_gates
+from ctxgate.thresholds import Thresholds
 from ctxgate.aggregate import (EffectiveLength, GroupScore, effective_length, helmet_categories, helmet_overall,
                                helmet_recall, ruler_average, weighted_average)
 
@@ -55,13 +57,14 @@ def summarize(cases: Sequence[Mapping[str, Any]], threshold: float) -> tuple[dic
     return {"by_length": by_length, "overall": overall}, eff
 
 
-def build_report(cases: Sequence[Mapping[str, Any]], run: Mapping[str, Any], threshold: float,
-                 gates: Sequence[Mapping[str, Any]], complete: bool,
-                 error: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``complete``: every selected case finished (none errored, crashed or left unrun). ``error``: what stopped
-    the whole run (the model could not be loaded), or None."""
-    summary, eff = summarize(cases, threshold)
-    return {
+def build_report(cases: Sequence[Mapping[str, Any]], run: Mapping[str, Any], thresholds: Thresholds,
+                 complete: bool, error: Mapping[str, Any] | None = None,
+                 threshold: float | None = None) -> dict[str, Any]:
+    """The report with its session gates. ``complete``: the session finished (a case that errored, crashed or was
+    left unrun makes it incomplete too). ``error``: what stopped the whole run (the model could not be loaded), or
+    None. ``threshold``: the effective-length bar when not the thresholds' own (a report judged again keeps its)."""
+    summary, eff = summarize(cases, thresholds.effective_threshold if threshold is None else threshold)
+    report = {
         "schema_version": SCHEMA_VERSION,
         "ctxgate_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -73,5 +76,6 @@ def build_report(cases: Sequence[Mapping[str, Any]], run: Mapping[str, Any], thr
         "effective_length": None if eff is None else {
             "value": eff.value, "max_passing": eff.max_passing, "threshold": eff.threshold, "partial": eff.partial,
             "incomplete": list(eff.incomplete), "per_length": {str(k): v for k, v in eff.per_length.items()}},
-        "gates": list(gates),
     }
+    report["gates"] = session_gates(report, thresholds)
+    return report
