@@ -1,10 +1,11 @@
-"""The same prompts through the HF backend (batch 1, what `--backend hf` does) and through a vLLM server the way
-`--backend vllm` drives it (all of a case's samples in flight), alternating, with fresh prompts every round (a
-new data seed) so vLLM's prefix cache never answers. Prints the median seconds of each, their ratio, and how many
-greedy outputs agree.
+"""The same prompts through the HF backend at batch 1 (the papers' HF path), the HF backend batched
+(`--batch-size N`, left padded) and a vLLM server the way `--backend vllm` drives it (all of a case's samples in
+flight), in a rotating order, with fresh prompts every round (a new data seed) so vLLM's prefix cache never
+answers. Prints the median seconds of each, each one's speed against HF batch 1 measured in the same rounds, and
+how many greedy outputs equal HF batch 1's.
 
     python bench/engines.py [--model fixtures/tiny-llama-niah] [--tasks niah_single_1,vt] [--lengths 1k,4k]
-                            [--samples 20] [--rounds 3] [--vllm-python .venv-vllm/bin/python]
+                            [--samples 20] [--rounds 3] [--batch-size 8] [--vllm-python .venv-vllm/bin/python]
 
 On a GPU node: `VLLM_SPEC=vllm bash scripts/vllm_env.sh`, then the same command (bf16 + flash-attention for HF,
 vLLM CUDA); the GPU is named in the output.
@@ -29,6 +30,10 @@ from ctxgate.textcodec import PieceEncoder
 
 
 def timed(backend, requests: list[Request], params: GenerationParams) -> tuple[float, dict[int, str]]:
+    if isinstance(backend, tuple):  # (the HF backend, the batch size to run it at)
+        hf, size = backend
+        hf.batch_size = size
+        backend = hf
     t0 = time.perf_counter()
     out = {r.index: g.text for r, g in stream(backend, requests, params)}
     return time.perf_counter() - t0, out
@@ -41,6 +46,7 @@ def main() -> None:
     ap.add_argument("--lengths", default="1k,4k")
     ap.add_argument("--samples", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=8, help="HF batched: prompts per generate call")
     ap.add_argument("--vllm-python", default=None)
     args = ap.parse_args()
     lengths = parse_lengths(args.lengths)
@@ -54,27 +60,35 @@ def main() -> None:
         server.wait_ready(900)
         vllm = EndpointBackend(EndpointSettings((server.url,), concurrency=args.samples), hf.hf_tokenizer,
                                args.model, name="vllm")
+        batched = f"HF batch {args.batch_size}"
+        engines = {"HF batch 1": (hf, 1), batched: (hf, args.batch_size), "vLLM": vllm}
         print(f"device: {hf.describe()['device']} ({_gpu_name()}); HF {hf.describe()['dtype']} "
-              f"{hf.describe()['attn_implementation']}, batch 1; vLLM {vllm.describe()['server_version']}, "
-              f"{args.samples} in flight; {args.samples} prompts per round, median of {args.rounds} rounds")
+              f"{hf.describe()['attn_implementation']}; vLLM {vllm.describe()['server_version']}, "
+              f"{args.samples} in flight; {args.samples} prompts per round, median of {args.rounds} rounds; "
+              "speed = HF batch 1 time / its time, in the same rounds")
         for task in args.tasks.split(","):
             params = GenerationParams(max_new_tokens=get_task(task).tokens_to_generate)
             for length in lengths:
-                times: dict[str, list[float]] = {"hf": [], "vllm": []}
-                same = total = 0
+                times: dict[str, list[float]] = {name: [] for name in engines}
+                same = dict.fromkeys(engines, 0)
+                total = 0
                 for round_ in range(args.rounds):
                     samples = build_samples(get_task(task), ctx, length, args.samples, seed=1000 + round_)
                     requests = [Request(s.input_ids, task, length, s.index) for s in samples]
-                    order = [("hf", hf), ("vllm", vllm)] if round_ % 2 == 0 else [("vllm", vllm), ("hf", hf)]
+                    names = list(engines)
+                    order = names[round_ % 3:] + names[:round_ % 3]  # each engine first once every three rounds
                     outputs = {}
-                    for name, backend in order:
-                        seconds, outputs[name] = timed(backend, requests, params)
+                    for name in order:
+                        seconds, outputs[name] = timed(engines[name], requests, params)
                         times[name].append(seconds)
-                    same += sum(outputs["hf"][i] == outputs["vllm"][i] for i in outputs["hf"])
+                    for name in engines:
+                        same[name] += sum(outputs[name][i] == outputs["HF batch 1"][i] for i in outputs[name])
                     total += len(requests)
-                a, b = statistics.median(times["hf"]), statistics.median(times["vllm"])
-                print(f"{task:<16} {format_length(length):>5}: HF batch 1 {a:6.2f} s, vLLM {b:6.2f} s -> vLLM "
-                      f"{a / b:.2f}x; outputs identical {same}/{total}", flush=True)
+                base = statistics.median(times["HF batch 1"])
+                cells = [f"{name} {statistics.median(times[name]):6.2f} s ({base / statistics.median(times[name]):.2f}x"
+                         f", same {same[name]}/{total})" for name in engines if name != "HF batch 1"]
+                print(f"{task:<16} {format_length(length):>5}: HF batch 1 {base:6.2f} s; " + "; ".join(cells),
+                      flush=True)
     finally:
         server.stop()
 

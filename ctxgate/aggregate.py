@@ -17,6 +17,8 @@ RULER_TASKS = (
     "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2",
 )
 HELMET_RECALL_TASKS = ("json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue")
+# the same three tasks from HELMET's own RULER-format files; when any of them ran they replace the suite's cases
+HELMET_OWN_RECALL = ("helmet_multikey_2", "helmet_multikey_3", "helmet_multivalue")
 # HELMET's seven categories, each the plain mean of its members' scores (all x 100), in the paper's order. A Cite
 # task's score is already the mean of its three numbers (correctness, citation recall, citation precision), so the
 # category equals HELMET's mean of six.
@@ -75,13 +77,21 @@ def ruler_average(scores: Mapping[str, float], errored: Collection[str] = ()) ->
     return group(scores, RULER_TASKS, errored)
 
 
+def recall_members(scores: Mapping[str, float], errored: Collection[str] = ()) -> tuple[str, ...]:
+    """HELMET Recall: JSON KV and HELMET's own RULER files when they ran at this length, else the suite's RULER
+    cases of the same tasks (the report's member list says which)."""
+    own = any(t in scores or t in errored for t in HELMET_OWN_RECALL)
+    return ("json_kv", *HELMET_OWN_RECALL) if own else HELMET_RECALL_TASKS
+
+
 def helmet_recall(scores: Mapping[str, float], errored: Collection[str] = ()) -> GroupScore:
-    return group(scores, HELMET_RECALL_TASKS, errored)
+    return group(scores, recall_members(scores, errored), errored)
 
 
 def helmet_categories(scores: Mapping[str, float], errored: Collection[str] = ()) -> dict[str, GroupScore]:
     """Every HELMET category with at least one member that ran or was meant to."""
-    groups = {name: group(scores, members, errored) for name, members in HELMET_CATEGORIES.items()}
+    groups = {name: group(scores, recall_members(scores, errored) if name == "recall" else members, errored)
+              for name, members in HELMET_CATEGORIES.items()}
     return {name: g for name, g in groups.items() if g.score is not None or g.errored}
 
 

@@ -29,6 +29,7 @@ class BaselineCase:
     length: int
     data_sha256: str | None
     scores: Mapping[int, float]  # sample index -> score in [0, 1]
+    digests: Mapping[int, str] = field(default_factory=dict)  # sample index -> the sample's sha256
 
 
 @dataclass(frozen=True)
@@ -55,11 +56,15 @@ class Baseline:
                                 "--baseline")
 
     def compare_case(self, task: str, length: int, data_sha256: str | None, scores: Mapping[int, float],
-                     confidence: float) -> PairedResult | None:
+                     confidence: float, digests: Mapping[int, str] | None = None) -> PairedResult | None:
+        """Paired on the samples both runs have. The samples must be the same: the whole data hash, or, for a run
+        that drew fewer (``--sequential``), each sample's own hash."""
         base = self.cases.get((task, length))
         if base is None:
             return None
-        if base.data_sha256 != data_sha256:
+        same_prefix = bool(digests) and bool(base.digests) and all(
+            base.digests.get(i) == d for i, d in (digests or {}).items())
+        if base.data_sha256 != data_sha256 and not same_prefix:
             raise BaselineError(f"{task} at {length}: the samples differ from baseline {self.path} (data hash "
                                 f"{str(base.data_sha256)[:12]} vs {str(data_sha256)[:12]}): same --seed, "
                                 "--samples, --haystack and QA data are needed for a paired comparison")
@@ -73,14 +78,18 @@ def load_baseline(path: str | Path) -> Baseline:
         report = read_report(p)
         rows = read_predictions(predictions_path(p, report))
         per_case: dict[tuple[str, int], dict[int, float]] = {}
+        digests: dict[tuple[str, int], dict[int, str]] = {}
         for r in rows:
             if r.get("score") is not None:
                 per_case.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = float(r["score"])
+            if r.get("sample_sha256"):
+                digests.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = str(r["sample_sha256"])
         cases, unscored = {}, {}
         for c in report["cases"]:
             key = (c["task"], int(c["length"]))
             if key in per_case:
-                cases[key] = BaselineCase(c["task"], int(c["length"]), c.get("data_sha256"), per_case[key])
+                cases[key] = BaselineCase(c["task"], int(c["length"]), c.get("data_sha256"), per_case[key],
+                                          digests.get(key, {}))
             elif c.get("verdict") == "error":
                 unscored[key] = c.get("error_kind") or "error"
     except (ReportFileError, KeyError, TypeError, ValueError) as exc:

@@ -19,7 +19,8 @@ from ctxgate.runner import CaseResult
 
 _STEP = re.compile(r"(\d+)(?!.*\d)")
 
-Evaluate = Callable[[Path], Mapping[tuple[str, int], CaseResult]]
+# (checkpoint, the reference's results or None for the reference itself) -> results per case
+Evaluate = Callable[[Path, Mapping[tuple[str, int], CaseResult] | None], Mapping[tuple[str, int], CaseResult]]
 
 
 class BisectError(ValueError):
@@ -94,12 +95,20 @@ def is_bad(reference: Mapping[tuple[str, int], CaseResult], probe: Mapping[tuple
            tolerance: Callable[[str, int], float], confidence: float) -> tuple[bool, dict[tuple[str, int], PairedResult]]:
     comparisons, bad = {}, False
     for key, ref in reference.items():
-        if ref.data_sha256 != probe[key].data_sha256:
+        mine = probe[key]
+        ref_samples = {s.index: s for s in ref.samples}
+        # a probe under --sequential draws the reference's first samples only: each must be the same prompt
+        if ref.data_sha256 != mine.data_sha256 and any(
+                s.index not in ref_samples or ref_samples[s.index].sample_sha256 != s.sample_sha256
+                for s in mine.samples):
             raise BisectError(f"{key[0]}@{key[1]}: the checkpoints built different samples; they must share a "
                               "tokenizer and chat template to be bisected")
-        result = compare([s.score for s in probe[key].samples], [s.score for s in ref.samples], confidence)
+        result = compare([s.score for s in mine.samples], [ref_samples[s.index].score for s in mine.samples],
+                         confidence)
         comparisons[key] = result
-        bad = bad or result.regressed(tolerance(*key))
+        test = (mine.sequential or {}).get("baseline") or {}
+        regressed = {"below": True, "above": False}.get(test.get("decided"), result.regressed(tolerance(*key)))
+        bad = bad or regressed
     return bad, comparisons
 
 
@@ -113,7 +122,7 @@ def bisect(checkpoints: Sequence[Path], good: int, bad: int | None, evaluate: Ev
     end = len(checkpoints) - 1 if bad is None else bad
     if not 0 <= good < end < len(checkpoints):
         raise BisectError(f"the good checkpoint ({good}) must come before the bad one ({end})")
-    reference = evaluate(checkpoints[good])
+    reference = evaluate(checkpoints[good], None)
     if not reference:
         raise BisectError("the case selection matched no case: check -k and --lengths")
     probes = [Probe(good, checkpoints[good], False, {}, *_cached(reference))]
@@ -122,7 +131,7 @@ def bisect(checkpoints: Sequence[Path], good: int, bad: int | None, evaluate: Ev
     def probe(i: int) -> bool:
         nonlocal evaluations
         evaluations += 1
-        results = evaluate(checkpoints[i])
+        results = evaluate(checkpoints[i], reference)
         verdict, comparisons = is_bad(reference, results, tolerance, confidence)
         probes.append(Probe(i, checkpoints[i], verdict, comparisons, *_cached(results)))
         return verdict

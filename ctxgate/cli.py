@@ -29,7 +29,7 @@ def _rescore(args: argparse.Namespace) -> int:
             try:
                 spec = get_task(row["task"])
                 new, _ = score_prediction(args.metric or row["metric"], row["prediction"], row["answers"],
-                                          spec.scoring_prefix)
+                                          spec.scoring_prefix, bool(row.get("chat_template")))
             except (UnknownTask, UnknownMetric) as exc:
                 raise ReportFileError(f"{path}: {exc}") from None
             cases.setdefault((row["task"], int(row["length"])), []).append((float(row["score"]), new))
@@ -92,7 +92,8 @@ def _bisect(args: argparse.Namespace) -> int:
         settings = EvalSettings(lengths=parse_lengths(args.lengths), samples=args.samples, seed=args.seed,
                                 chat_template=args.chat_template, dtype=args.dtype,
                                 cache_dir=None if args.no_cache else args.cache_dir, data_dir=args.data_dir,
-                                helmet_compat=args.helmet_compat)
+                                helmet_compat=args.helmet_compat,
+                                sequential_alpha=args.sequential_alpha if args.sequential else None)
         cases = select_cases(args.k, settings.lengths)
         if not cases:
             raise BisectError(f"-k {args.k!r} selects no case at lengths {args.lengths}")
@@ -100,14 +101,14 @@ def _bisect(args: argparse.Namespace) -> int:
         good = resolve_end(checkpoints, args.good, 0)
         bad = None if args.bad is None else resolve_end(checkpoints, args.bad, len(checkpoints) - 1)
 
-        def evaluate(path):  # noqa: ANN001, ANN202
-            print(f"evaluating {path.name} ...", flush=True)
-            return evaluate_checkpoint(path, cases, settings)
-
         tolerance = args.tolerance
-        result = bisect(checkpoints, good, bad, evaluate,
-                        (lambda t, L: tolerance) if tolerance is not None else thresholds.tolerance_for,
-                        thresholds.regression_confidence)
+        tolerance_for = (lambda t, L: tolerance) if tolerance is not None else thresholds.tolerance_for
+
+        def evaluate(path, reference):  # noqa: ANN001, ANN202
+            print(f"evaluating {path.name} ...", flush=True)
+            return evaluate_checkpoint(path, cases, settings, reference, tolerance_for)
+
+        result = bisect(checkpoints, good, bad, evaluate, tolerance_for, thresholds.regression_confidence)
     except (BisectError, ThresholdsError, LengthError) as exc:
         print(f"ctxgate bisect: {exc}", file=sys.stderr)
         return 2
@@ -116,7 +117,9 @@ def _bisect(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps({
             "first_bad": str(result.checkpoints[result.first_bad]), "first_bad_index": result.first_bad,
             "evaluations": result.evaluations, "cases": [f"{t}-{L}" for t, L in cases],
+            "sequential": args.sequential,
             "path": [{"index": p.index, "checkpoint": str(p.path), "bad": p.bad, "from_cache": p.from_cache,
+                      "samples": p.samples,
                       "cases": {f"{t}-{L}": {"score": r.current, "delta": r.delta, "upper": r.high}
                                 for (t, L), r in p.comparisons.items()}} for p in result.probes]}, indent=1))
     return 0
@@ -163,9 +166,14 @@ def _tasks(args: argparse.Namespace) -> int:
 
 def _data_fetch(args: argparse.Namespace) -> int:
     from ctxgate.sources import DataUnavailable
-    from ctxgate.sources.fetch import download, extract
+    from ctxgate.sources.fetch import download, extract, fetch_essays
 
     try:
+        if args.ruler_essays:
+            path, digest = fetch_essays(args.ruler_essays, Path(args.to), args.essays_sha256)
+            print(f"wrote {path} (sha256 {digest}); run RULER on it with --haystack {path}")
+            if not args.archive:
+                return 0
         archive = Path(args.archive) if args.archive else download(args.revision)
         written = extract(archive, Path(args.to))
     except (DataUnavailable, OSError) as exc:
@@ -247,6 +255,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--cache-dir", default=".ctxgate-cache")
     b.add_argument("--no-cache", action="store_true")
     b.add_argument("--json", default=None, help="also write the path taken as JSON here")
+    b.add_argument("--sequential", action="store_true",
+                   help="stop each probe's case once its regression verdict is certain (as pytest --sequential)")
+    b.add_argument("--sequential-alpha", type=float, default=0.05, help="--sequential: error rate per verdict")
     b.set_defaults(fn=_bisect)
     t = sub.add_parser("trend", help="score and effective length against training step (CSV and PNG)")
     t.add_argument("reports", nargs="+", help="report JSON files, one per checkpoint")
@@ -272,10 +283,14 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("folder", help="the data folder (HELMET's data/ layout)")
     v.add_argument("--write-lock", action="store_true", help="pin the files' checksums first (a copy you trust)")
     v.set_defaults(fn=_data_verify)
-    f = data.add_parser("fetch", help="HELMET's released kilt/ and msmarco/ files into a data folder")
+    f = data.add_parser("fetch", help="HELMET's released data (every folder its tasks read) into a data folder")
     f.add_argument("--to", required=True, help="the data folder to fill (then pass it as --data-dir)")
     f.add_argument("--archive", default=None, help="a data.tar.gz already downloaded (no hub access needed)")
     f.add_argument("--revision", default=None, help="hub revision of princeton-nlp/HELMET to download")
+    f.add_argument("--ruler-essays", default=None, metavar="DATASET",
+                   help="instead: RULER's Paul Graham essays from a dataset with a 'text' column (hub id or local "
+                        "file), written to DIR/ruler/paul_graham_essays.txt for --haystack")
+    f.add_argument("--essays-sha256", default=None, help="refuse essays whose text has another sha256")
     f.set_defaults(fn=_data_fetch)
     sub.add_parser("schema", help="print the report's JSON schema").set_defaults(fn=_schema)
     jd = sub.add_parser("judge", help="score a run's judged cases (Cite, NarrativeQA, Summ) from its stored outputs")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ctxgate.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.fingerprint import checkpoint_fingerprint
 from ctxgate.runner import CaseResult, resolve_chat, run_case
+from ctxgate.sequential import Questions, StopRule
 from ctxgate.tasks import BuildContext, all_tasks, get_task
 
 
@@ -26,6 +27,8 @@ class EvalSettings:
     hotpotqa: str | None = None
     data_dir: str | None = None
     helmet_compat: bool = False
+    sequential_alpha: float | None = None  # --sequential: probes stop once their regression verdict is certain
+    sequential_min: int = 10
 
 
 def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[str, int]]:
@@ -44,8 +47,20 @@ def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[s
     return selected
 
 
-def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], settings: EvalSettings
-                        ) -> dict[tuple[str, int], CaseResult]:
+def _stop(settings: EvalSettings, reference: CaseResult | None, tolerance: Callable[[str, int], float] | None,
+          task: str, length: int) -> tuple[StopRule, Questions] | None:
+    if settings.sequential_alpha is None or reference is None or tolerance is None:
+        return None
+    base = {o.index: o.score for o in reference.samples if o.score is not None}
+    rule = StopRule(settings.sequential_alpha, settings.sequential_min, max(settings.sequential_min, 1))
+    return rule, Questions(baseline=base, tolerance=tolerance(task, length) / 100)
+
+
+def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], settings: EvalSettings,
+                        reference: Mapping[tuple[str, int], CaseResult] | None = None,
+                        tolerance: Callable[[str, int], float] | None = None) -> dict[tuple[str, int], CaseResult]:
+    """``reference`` and ``tolerance`` (bisect probes under --sequential): each case asks "did it drop against
+    the reference by more than the tolerance?" and stops once that is certain."""
     from ctxgate.backends.hf import HFBackend
     from ctxgate.textcodec import PieceEncoder
 
@@ -64,7 +79,8 @@ def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], sett
             warnings.warn(f"{exc}; evaluating without a cache", CacheWarning, stacklevel=2)
     try:
         return {(t, L): run_case(get_task(t), ctx, backend, L, settings.samples, settings.seed, cache=cache,
-                                 helmet_compat=settings.helmet_compat)
+                                 helmet_compat=settings.helmet_compat,
+                                 stop=_stop(settings, (reference or {}).get((t, L)), tolerance, t, L))
                 for t, L in cases}
     finally:
         if cache:

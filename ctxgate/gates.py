@@ -28,8 +28,18 @@ def judge_failure(record: Mapping[str, Any]) -> str | None:
 
 
 def floor_failure(record: Mapping[str, Any], thresholds: Thresholds) -> str | None:
-    """Below the floor (with rule "upper": the whole interval below it)."""
+    """Below the floor (with rule "upper": the whole interval below it). Under --sequential a case whose test
+    became certain is decided by it; one that spent its budget undecided by the fixed-n rule."""
     floor = record["floor"]
+    seq = record.get("sequential") or {}
+    test = seq.get("floor") or {}
+    if test.get("decided") == "above":
+        return None
+    if test.get("decided") == "below":
+        length = record["length"]
+        return (f"{record['task']} at {length} ({format_length(length)}): below the floor {floor:.1f}, certain at "
+                f"error rate {seq['alpha']} after {seq['used']} of {seq['budget']} samples (--sequential; interval "
+                f"{test['interval'][0]:.1f}-{test['interval'][1]:.1f}, score {record['score']:.1f})")
     low, high = record["ci"]
     judged = high if thresholds.rule == "upper" else record["score"]
     if judged >= floor:
@@ -41,6 +51,10 @@ def floor_failure(record: Mapping[str, Any], thresholds: Thresholds) -> str | No
 
 
 def passed(record: Mapping[str, Any]) -> str:
+    seq = record.get("sequential") or {}
+    if seq.get("decided") == "pass":
+        return (f"certain it passes at error rate {seq['alpha']} after {seq['used']} of {seq['budget']} samples "
+                f"(--sequential; score {record['score']:.1f}, floor {record['floor']:.1f})")
     return f"score {record['score']:.1f} >= floor {record['floor']:.1f}"
 
 

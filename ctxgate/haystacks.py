@@ -1,8 +1,11 @@
 """Haystack text: RULER's noise line, the shipped essay text, or text the user supplies (``--haystack``).
 
-RULER uses Paul Graham essays fetched from the web at generation time, so its data drift with the web. ctxgate
-ships an essay text written for this project (``data/haystack_essays.txt``) and accepts any text or dataset the
-user points at; the haystack's hash goes into the report so runs on different haystacks never compare silently.
+RULER uses about 217 Paul Graham essays fetched from the web at generation time, never repeating a sentence.
+ctxgate ships natural English prose from Wikipedia (``data/haystack_wikipedia.txt``, CC BY-SA 3.0, built from the
+excerpt the gensim wheel carries by ``scripts/build_haystack.py``; its source and licence are in
+``data/haystack_wikipedia.SOURCE.md``): 163K words, each sentence once, more than 128K tokens of any common
+tokenizer. It accepts any text or dataset the user points at; the haystack's name and hash go into the report so
+runs on different haystacks never compare silently.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 NOISE_LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+DEFAULT = "haystack_wikipedia.txt"
 _TEXT_SUFFIXES = {".txt", ".md"}
 
 
@@ -48,8 +52,8 @@ def _split(text: str, source: str) -> Essay:
 def load_essay(path: str | None = None) -> Essay:
     """The default essay text, or ``path``: a text file, or a data file/dataset folder with a ``text`` column."""
     if path is None:
-        text = resources.files("ctxgate.data").joinpath("haystack_essays.txt").read_text("utf-8")
-        return _split(text, "ctxgate:haystack_essays.txt")
+        text = resources.files("ctxgate.data").joinpath(DEFAULT).read_text("utf-8")
+        return _split(text, f"ctxgate:{DEFAULT}")
     p = Path(path)
     if not p.exists():
         raise HaystackError(f"--haystack {path!r} does not exist: give a .txt file or a dataset with a 'text' column")

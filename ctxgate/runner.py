@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -13,7 +13,9 @@ from ctxgate.cache import GenerationCache
 from ctxgate.judge.score import Judges, compact_input, is_judged, judge_all, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
+from ctxgate.progress import Progress
 from ctxgate.seeding import sample_rng
+from ctxgate.sequential import CaseTest, Questions, StopRule
 from ctxgate.stats import interval
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 
@@ -73,6 +75,14 @@ class CaseResult:
     # tokens through the model per second of the case's generation time (its seconds less building prompts), over
     # the samples generated now (not those from the cache); None when the cache had them all
     throughput: dict[str, float] | None = None
+    chat_template: bool | None = None  # whether the case's prompts were wrapped in the model's chat template
+    # {"requested": N, "pool": P} when the task's data holds fewer distinct samples than asked: the case ran P
+    sample_cap: dict[str, int] | None = None
+    # --sequential: the question, how many samples the test used, why the case stopped, the interval at stopping
+    sequential: dict[str, Any] | None = None
+    # how the prompts were built where a task has two ways: "helmet_file" / "helmet" (HELMET's own files and
+    # sampling, at its lengths) or "placed" / "generated" (the suite's fitting); None for single-way tasks
+    built_from: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -88,6 +98,12 @@ def iter_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: i
         yield spec.build(ctx, length, i, sample_rng(spec.name, length, i, seed))
 
 
+def samples_to_run(spec: TaskSpec, ctx: BuildContext, length: int, requested: int) -> int:
+    """``requested``, or the task's pool when its data holds fewer distinct samples: never a repeat."""
+    pool = spec.pool_size(task_context(spec, ctx), length) if spec.pool_size else None
+    return requested if pool is None else min(requested, pool)
+
+
 def build_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> list[Sample]:
     return list(iter_samples(spec, ctx, length, n, seed))
 
@@ -99,30 +115,41 @@ def data_hash(sample_digests: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def score_sample(spec: TaskSpec, sample: Sample, prediction: str, helmet_compat: bool = False) -> tuple[float, str]:
-    return score_prediction(resolve(spec.metric, helmet_compat), prediction, sample.answers, spec.scoring_prefix)
+def score_sample(spec: TaskSpec, sample: Sample, prediction: str, helmet_compat: bool = False,
+                 chat: bool = False) -> tuple[float, str]:
+    return score_prediction(resolve(spec.metric, helmet_compat), prediction, sample.answers, spec.scoring_prefix,
+                            chat)
 
 
 def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n: int | None, seed: int,
              confidence: float = 0.95, cache: GenerationCache | None = None,
-             helmet_compat: bool = False, judges: Judges | None = None) -> CaseResult:
+             helmet_compat: bool = False, judges: Judges | None = None,
+             progress: Callable[[Progress], None] | None = None,
+             stop: tuple[StopRule, Questions] | None = None) -> CaseResult:
     """Each generation goes to the cache as soon as it exists, so an interrupted case resumes where it stopped.
+    ``progress`` hears where the case stands after each generation. ``stop`` (--sequential): a stop rule and the
+    case's questions (its floor, its baseline); the samples are fed to the tests in index order (the fixed-n run's
+    order) and no further sample is built once the verdict is certain; the score still uses every sample drawn.
     ``n`` None: the task's own sample count. A judged task is scored by ``judges``; without the judge it needs,
     its case comes back with score None and its judge inputs stored, for ``ctxgate judge`` later."""
-    n = n or spec.default_samples
+    requested = n or spec.default_samples
+    n = samples_to_run(spec, ctx, length, requested)
     t0 = time.perf_counter()
     build_seconds = 0.0
     params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
     done: dict[int, SampleOutcome] = {}
     waiting: dict[int, tuple[Sample, str, str]] = {}  # sent to the backend: the sample, its digest, its cache key
     from_cache = 0
+    chat = task_context(spec, ctx).chat
+    test = CaseTest(*stop) if stop and not is_judged(spec.metric) else None
+    ways: set[str] = set()
 
     def outcome(s: Sample, digest: str, gen: Generation) -> SampleOutcome:
         if is_judged(spec.metric):
             return SampleOutcome(s.index, None, gen.text, gen.text, s.answers, len(s.input_ids), gen.output_tokens,
                                  gen.finish_reason, digest,
                                  judge_input=compact_input(spec.metric, gen.text, s.meta["judge_input"]))
-        score, scored = score_sample(spec, s, gen.text, helmet_compat)
+        score, scored = score_sample(spec, s, gen.text, helmet_compat, chat)
         return SampleOutcome(s.index, score, gen.text, scored, s.answers, len(s.input_ids), gen.output_tokens,
                              gen.finish_reason, digest)
 
@@ -130,23 +157,28 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         """Samples built one at a time; those the cache has are done at once, the rest go to the backend."""
         nonlocal build_seconds, from_cache
         samples = iter_samples(spec, ctx, length, n, seed)
-        while True:
+        while test is None or test.verdict is None:
             started = time.perf_counter()
             s = next(samples, None)
             build_seconds += time.perf_counter() - started
             if s is None:
                 return
+            ways.update(str(s.meta[k]) for k in ("passages", "source", "demos") if isinstance(s.meta.get(k), str))
             digest = s.digest()  # hashing 128K ids is not free: once per sample
             key = cache.key(digest, params) if cache else ""
             gen = cache.get(key) if cache else None
             if gen is not None:
                 from_cache += 1
                 done[s.index] = outcome(s, digest, gen)
+                if test is not None:
+                    test.feed(done)
                 continue
             waiting[s.index] = (s, digest, key)
             yield Request(s.input_ids, spec.name, length, s.index, s.answers)
 
     prompt_tokens = generated_tokens = 0
+    if progress is not None:  # a 128K sample can take minutes: say at once which case started
+        progress(Progress(f"{spec.name}-{length}", 0, n, 0, 0, 0.0))
     for request, gen in stream(backend, to_generate(), params):
         s, digest, key = waiting.pop(request.index)
         if cache:
@@ -154,6 +186,11 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         done[s.index] = outcome(s, digest, gen)
         prompt_tokens += len(s.input_ids)
         generated_tokens += gen.output_tokens
+        if test is not None:
+            test.feed(done)
+        if progress is not None:
+            progress(Progress(f"{spec.name}-{length}", len(done), n, from_cache, generated_tokens,
+                              time.perf_counter() - t0 - build_seconds))
     generating = max(time.perf_counter() - t0 - build_seconds, 1e-6)  # judging, if any, comes after
     outcomes = [done[i] for i in sorted(done)]
     sizes = [o.input_tokens for o in outcomes]
@@ -165,7 +202,10 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4),
         output_tokens=sum(o.output_tokens for o in outcomes),
         data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
-        samples=tuple(outcomes), samples_from_cache=from_cache,
+        samples=tuple(outcomes), samples_from_cache=from_cache, chat_template=chat,
+        sample_cap={"requested": requested, "pool": n} if n < requested else None,
+        sequential=test.record(n) if test is not None else None,
+        built_from=",".join(sorted(ways)) or None,
     )
     if is_judged(spec.metric):
         result = judge_case(result, judges, confidence)

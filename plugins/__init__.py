@@ -1,5 +1,5 @@
 """ctxgate's pytest plugins, one module per concern: options, engine (HTTP backends and the vLLM servers),
-workers (xdist and GPUs), model, cases (gates), reporting.
+workers (xdist and GPUs), progress (the live line), model, cases (gates), reporting.
 
 Installed, this package is ``ctxgate_plugins`` and loads through the ``pytest11`` entry point, so ``--model`` works
 from any directory and with any path (pytest reads an absolute ``--model /ckpt`` as a test path before it knows
@@ -7,4 +7,5 @@ the option, which would skip a rootdir conftest; the options plugin then collect
 checkout, the root conftest loads it as ``plugins``.
 """
 
-pytest_plugins = [f"{__name__}.{name}" for name in ("engine", "options", "workers", "model", "cases", "reporting")]
+pytest_plugins = [f"{__name__}.{name}"
+                  for name in ("engine", "options", "workers", "progress", "model", "cases", "reporting")]

@@ -19,12 +19,15 @@ from ctxgate.backends.base import BackendDown
 from ctxgate.backends.endpoint import EndpointError
 from ctxgate.backends.hf import BackendError
 from ctxgate.baseline import Baseline, BaselineError, describe
+from ctxgate.haystacks import HaystackError
 from ctxgate.judge.client import JudgeError
 from ctxgate.runner import CaseResult, run_case
+from ctxgate.sequential import Questions, StopRule
 from ctxgate.tasks.base import TaskSpec, TaskTooShort
 from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
 from ctxgate.thresholds import Thresholds
 from .model import LoadedModel
+from .progress import reporter_for
 from .options import BASELINE_KEY, STARTUP_ERROR_KEY, SETTINGS_KEY, THRESHOLDS_KEY
 
 CASE_RECORD_KEY = pytest.StashKey[dict[str, Any]]()
@@ -127,7 +130,8 @@ def _against_baseline(baseline: Baseline, result: CaseResult, run_meta: dict[str
         baseline.check_run(run_meta)
         paired = baseline.compare_case(result.task, result.length, result.data_sha256,
                                        {o.index: o.score for o in result.samples if o.score is not None},
-                                       thresholds.regression_confidence)
+                                       thresholds.regression_confidence,
+                                       {o.index: o.sample_sha256 for o in result.samples})
     except BaselineError as exc:
         refused = exc
     if refused is not None:
@@ -135,10 +139,31 @@ def _against_baseline(baseline: Baseline, result: CaseResult, run_meta: dict[str
     if paired is None:
         return None
     tolerance = thresholds.tolerance_for(result.task, result.length)
+    test = (result.sequential or {}).get("baseline") or {}
+    regressed = {"below": True, "above": False}.get(test.get("decided"), paired.regressed(tolerance))
+    message = describe(paired, tolerance) + (
+        f"; --sequential: certain {'it dropped by more than' if regressed else 'it did not drop by more than'} the "
+        f"tolerance at error rate {result.sequential['alpha']} (paired interval {test['interval'][0]:+.1f} to "
+        f"{test['interval'][1]:+.1f})" if test.get("decided") else "")
     return {"score": paired.baseline, "delta": paired.delta, "interval": [paired.low, paired.high],
             "method": paired.method, "n": paired.n, "tolerance": tolerance,
-            "confidence": thresholds.regression_confidence, "regressed": paired.regressed(tolerance),
-            "message": describe(paired, tolerance)}
+            "confidence": thresholds.regression_confidence, "regressed": regressed, "message": message}
+
+
+def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | None
+               ) -> tuple[StopRule, Questions] | None:
+    """--sequential asks the case's gate questions: is the true score above the floor? with --baseline, did it drop
+    by more than the tolerance (paired, sample by sample)? A case with neither runs its full count."""
+    settings = config.stash[SETTINGS_KEY]
+    if settings.sequential_alpha is None:
+        return None
+    baseline = config.stash.get(BASELINE_KEY, None)
+    base = baseline.cases.get((task, length)) if baseline is not None else None
+    tolerance = config.stash[THRESHOLDS_KEY].tolerance_for(task, length)
+    questions = Questions(floor / 100 if floor else None, base.scores if base else None, tolerance / 100)
+    if not questions.asked:
+        return None
+    return StopRule(settings.sequential_alpha, settings.sequential_min, max(settings.sequential_min, 1)), questions
 
 
 @pytest.fixture
@@ -157,15 +182,19 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
                              "pass --force-lengths to run it anyway")
         pytest.skip(record["message"])
     failure: Exception | None = None  # raised outside the except blocks: no "during handling of..." chain
+    progress = reporter_for(config)
     try:
         result = run_case(spec, ctxgate_model.context, ctxgate_model.backend, length, settings.samples,
                           settings.seed, thresholds.confidence, ctxgate_model.cache, settings.helmet_compat,
-                          ctxgate_model.judges)
+                          ctxgate_model.judges, progress, _stop_rule(config, name, length, record["floor"]))
     except (TaskTooShort, QADataError) as exc:
         record["verdict"] = "skip"
         record["message"] = str(exc)
-    except (JudgeError, BackendDown, EndpointError, BackendError) as exc:  # one line: the message has the fix
+    except (JudgeError, BackendDown, EndpointError, BackendError, HaystackError) as exc:  # one line: the fix
         failure = exc
+    finally:
+        if progress is not None:
+            progress(None)  # the case is over, however it ended
     if record["verdict"] == "skip":
         pytest.skip(record["message"])
     if failure is not None:

@@ -56,7 +56,7 @@ def load_backend(settings: Settings) -> Backend:
     threads = None if os.environ.get("OMP_NUM_THREADS") else max(1, (os.cpu_count() or 1) // workers)
     return HFBackend(settings.model_dir or settings.model, dtype=settings.dtype,
                      trust_remote_code=settings.trust_remote_code, allow_pickle=settings.allow_pickle,
-                     threads=threads)
+                     threads=threads, batch_size=settings.batch_size, device_map=settings.device_map)
 
 
 def _endpoint_backend(settings: Settings) -> Backend:
@@ -103,9 +103,11 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
         "model_dir": settings.model_dir, "ignore_remote_code": settings.ignore_remote_code,
         "seed": settings.seed, "samples": settings.samples, "lengths": list(settings.lengths),
         "chat_template": chat, "helmet_compat": settings.helmet_compat,
+        "sequential": ({"alpha": settings.sequential_alpha, "min_samples": settings.sequential_min}
+                       if settings.sequential_alpha is not None else None),
         "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
         "tokenizer_sha256": encoder.identity,
-        "haystack_sha256": load_essay(settings.haystack).sha256,
+        "haystack": load_essay(settings.haystack).source, "haystack_sha256": load_essay(settings.haystack).sha256,
         "packages": packages, "python": sys.version.split()[0],
     }
 
@@ -157,7 +159,7 @@ def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -
     cache = _open_cache(settings, meta, backend)
     try:
         judges = build_judges(settings.judge, settings.nli_model,
-                              pytestconfig.stash[THRESHOLDS_KEY].judge_max_failure_rate)
+                              pytestconfig.stash[THRESHOLDS_KEY].judge_max_failure_rate, settings.helmet_compat)
     except (JudgeError, ValueError, OSError) as exc:
         failure = exc
     if failure is not None:

@@ -63,6 +63,13 @@ class Settings:
     vllm_python: str | None = None
     vllm_args: tuple[str, ...] = ()
     vllm_start_timeout: float = 900.0
+    # --backend hf: prompts per generate call (None: auto) and the model spread over several GPUs
+    batch_size: int | None = 1
+    device_map: str | None = None
+    gpus_per_replica: int | None = None  # --device-map auto: GPUs per worker (None: visible GPUs / workers)
+    # --sequential: stop a case once its floor question is certain at this error rate (None: fixed n)
+    sequential_alpha: float | None = None
+    sequential_min: int = 10
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -96,7 +103,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "datasets); the shipped fixtures: fixtures/helmet_data")
     g.addoption("--helmet-compat", action="store_true",
                 help="score with the reference's own rules, bugs included (multiple choice counts an empty "
-                     "answer as right when the gold is A); see docs/decisions.md")
+                     "answer as right when the gold is A; ALCE reads citation [0] as the last document); see "
+                     "docs/decisions.md")
     g.addoption("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code to run")
     g.addoption("--ignore-remote-code", action="store_true",
                 help="a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' "
@@ -106,6 +114,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--cache-dir", default=None, help="generation cache folder (default: ./.ctxgate-cache)")
     g.addoption("--no-cache", action="store_true", help="neither read nor write the generation cache")
     g.addoption("--baseline", default=None, help="a previous --report JSON: fail cases that regressed against it")
+    g.addoption("--sequential", action="store_true",
+                help="stop a case as soon as its floor verdict is certain at --sequential-alpha (a test by betting, "
+                     "valid however early it stops); fewer generations for clear cases; docs/decisions.md")
+    g.addoption("--sequential-alpha", type=float, default=0.05,
+                help="--sequential: the error rate of each early verdict (default %(default)s)")
+    g.addoption("--sequential-min", type=int, default=10,
+                help="--sequential: never stop a case before this many samples (default %(default)s)")
+    h = parser.getgroup("ctxgate-hf", "ctxgate --backend hf: batching and placement")
+    h.addoption("--batch-size", default="auto",
+                help="prompts of one case generated together: auto (default: 1 on CPU, on a GPU as many as fit its "
+                     "free memory, at most 32) or a number; 1 is the papers' HF path")
+    h.addoption("--device-map", default=None, choices=("auto",),
+                help="auto: spread each worker's model over several GPUs (a model larger than one GPU); -n then "
+                     "counts model replicas")
+    h.addoption("--gpus-per-replica", type=int, default=None,
+                help="with --device-map auto: GPUs each worker's model spans (default: visible GPUs / workers); "
+                     "-n auto runs visible GPUs / this many workers")
     j = parser.getgroup("ctxgate-judge", "ctxgate judged tasks (Cite, NarrativeQA, Summ)")
     for flag, kwargs in JUDGE_OPTIONS:
         j.addoption(flag, **kwargs)
@@ -157,9 +182,11 @@ def pytest_configure(config: pytest.Config) -> None:
         baseline=config.getoption("--baseline"), data_dir=config.getoption("--data-dir"),
         helmet_compat=config.getoption("--helmet-compat"),
         ignore_remote_code=config.getoption("--ignore-remote-code"),
+        **sequential_settings(config),
     )
     settings = replace(settings, judge=judge_settings(config, settings.cache_dir),
-                       nli_model=config.getoption("--nli-model"), **engine.engine_settings(config, settings))
+                       nli_model=config.getoption("--nli-model"), **engine.engine_settings(config, settings),
+                       **hf_settings(config, settings.backend))
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
         return  # the project's own tests: nothing to gate
@@ -191,6 +218,40 @@ def pytest_configure(config: pytest.Config) -> None:
         except HaystackError as exc:
             raise pytest.UsageError(f"--haystack: {exc}") from None
     config.stash[SETTINGS_KEY] = _checked_model(config, settings)
+
+
+def sequential_settings(config: pytest.Config) -> dict[str, object]:
+    if not config.getoption("--sequential"):
+        return {}
+    alpha, minimum = config.getoption("--sequential-alpha"), config.getoption("--sequential-min")
+    if not 0 < alpha < 0.5:
+        raise pytest.UsageError(f"--sequential-alpha {alpha} must be in (0, 0.5), e.g. --sequential-alpha 0.05")
+    if minimum < 1:
+        raise pytest.UsageError(f"--sequential-min {minimum} must be at least 1, e.g. --sequential-min 10")
+    return {"sequential_alpha": alpha, "sequential_min": minimum}
+
+
+def hf_settings(config: pytest.Config, backend: str) -> dict[str, object]:
+    """``--batch-size``, ``--device-map`` and ``--gpus-per-replica``, checked: they are --backend hf's."""
+    given = str(config.getoption("--batch-size")).strip().lower()
+    if given == "auto":
+        batch_size = None
+    elif given.isdigit() and int(given) > 0:
+        batch_size = int(given)
+    else:
+        raise pytest.UsageError(f"--batch-size {given!r} is neither auto nor a positive number: e.g. --batch-size "
+                                "auto or --batch-size 8")
+    device_map, per_replica = config.getoption("--device-map"), config.getoption("--gpus-per-replica")
+    if backend != "hf":
+        if batch_size is not None or device_map or per_replica:
+            fix = "--concurrency N (requests in flight per replica)" if backend in ("vllm", "openai") else "nothing"
+            raise pytest.UsageError(f"--batch-size/--device-map/--gpus-per-replica are for --backend hf; with "
+                                    f"--backend {backend} use {fix}")
+        return {}
+    if per_replica is not None and (device_map is None or per_replica <= 0):
+        raise pytest.UsageError(f"--gpus-per-replica {per_replica} needs --device-map auto and a positive count, e.g."
+                                " --device-map auto --gpus-per-replica 4")
+    return {"batch_size": batch_size, "device_map": device_map, "gpus_per_replica": per_replica}
 
 
 def judge_settings(config: pytest.Config, cache_dir: str | None) -> JudgeSettings | None:

@@ -41,19 +41,26 @@ def visible_gpus() -> list[str]:
 
 
 def _pin_gpu(config: pytest.Config) -> None:
-    """Under xdist, worker gwN sees only GPU N (set before anything initializes CUDA). Not for backends whose
-    GPUs belong to a server (vllm, openai): their workers only send requests."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if not worker or not hasattr(config, "workerinput") or config.stash[SETTINGS_KEY].backend in ("vllm", "openai"):
+    """Under xdist, worker gwN sees only its own GPUs (set before anything initializes CUDA): GPU N, or with
+    ``--device-map auto`` its slice of them. Not for backends whose GPUs belong to a server (vllm, openai): their
+    workers only send requests."""
+    settings = config.stash[SETTINGS_KEY]
+    if settings.backend in ("vllm", "openai", "scripted"):
         return
-    n = int(worker.removeprefix("gw"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER") if hasattr(config, "workerinput") else None
     devices = visible_gpus()
-    if not devices:
+    if not devices or (worker is None and settings.device_map is None):
         return
-    if n >= len(devices):
-        raise pytest.UsageError(f"xdist worker {worker} has no GPU: {len(devices)} visible; run with -n {len(devices)}"
-                                " or -n auto")
-    os.environ["CUDA_VISIBLE_DEVICES"] = devices[n]
+    index = int(worker.removeprefix("gw")) if worker else 0
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if worker else 1
+    per = (settings.gpus_per_replica or max(1, len(devices) // workers)) if settings.device_map else 1
+    mine = devices[index * per:(index + 1) * per]
+    if len(mine) < per:
+        fix = (f"run with -n {len(devices) // per} or -n auto" if len(devices) >= per else
+               f"use --gpus-per-replica {len(devices)} or fewer")
+        raise pytest.UsageError(f"xdist worker {worker or 'gw0'} has no {'GPUs' if per > 1 else 'GPU'}: "
+                                f"{len(devices)} visible, {per} per worker; {fix}")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(mine)
 
 
 def _gpu_count() -> int:
@@ -72,9 +79,20 @@ def _gpu_count() -> int:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto``: one worker per GPU; on a machine without GPUs, xdist's own default."""
+    """``-n auto``: one worker per model replica, i.e. visible GPUs / GPUs per replica (``--tp`` for vLLM,
+    ``--gpus-per-replica`` for ``--device-map auto``, where it defaults to all of them); on a machine without
+    GPUs, xdist's own default. (Runs before pytest_configure: the options are read raw.)"""
     if config.getoption("--model", None) is None:
         return None
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     count = len([d for d in visible.split(",") if d.strip()]) if visible else _gpu_count()
-    return count or None
+    if not count:
+        return None
+    backend = config.getoption("--backend", "hf")
+    if backend == "vllm":
+        per = config.getoption("tp", 1) or 1
+    elif backend == "hf" and config.getoption("--device-map", None):
+        per = config.getoption("--gpus-per-replica", None) or count
+    else:
+        per = 1
+    return max(1, count // per)

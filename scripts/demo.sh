@@ -8,13 +8,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 mkdir -p out
+# the fixture data plus long NarrativeQA / Multi-LexSum documents, which HELMET's length selection needs (~7 MB)
+.venv/bin/python fixtures/make_helmet_fixtures.py --long-documents out/helmet_data
 .venv/bin/python fixtures/judge_server.py --port 0 > out/judge-server.url &
 JUDGE=$!
 trap 'kill $JUDGE 2>/dev/null' EXIT
 for _ in $(seq 50); do [ -s out/judge-server.url ] && break; sleep 0.1; done
 .venv/bin/python -m pytest --model fixtures/tiny-llama-niah --lengths 256,512,1k,2k --samples 20 -n 2 \
   --squad fixtures/data/squad_v2_validation_tiny.jsonl \
-  --hotpotqa fixtures/data/hotpotqa_distractor_validation_tiny.jsonl --data-dir fixtures/helmet_data \
+  --hotpotqa fixtures/data/hotpotqa_distractor_validation_tiny.jsonl --data-dir out/helmet_data \
   --judge-model ctxgate-lexical-judge --judge-base-url "$(head -1 out/judge-server.url)" \
   --report out/demo.json --junitxml out/demo-junit.xml -q "$@"
 echo

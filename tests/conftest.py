@@ -32,9 +32,37 @@ pytest_plugins = ["pytester"]
 
 @pytest.fixture(scope="session")
 def hf_tokenizer():
+    """The shipped tokenizer with a ChatML template: the checkpoint is a base model without one, and the prompt
+    tests build both forms."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(str(TINY))
+    from fixtures.build_tiny import CHATML
+
+    tok = AutoTokenizer.from_pretrained(str(TINY))
+    tok.chat_template = CHATML
+    return tok
+
+
+@pytest.fixture(scope="session")
+def helmet_data_long(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture data with half of NarrativeQA's and Multi-LexSum's documents long enough for HELMET's length
+    selection (written at test time: ~7 MB)."""
+    from fixtures.helmet_released import long_documents
+
+    target = tmp_path_factory.mktemp("helmet") / "helmet_data"
+    long_documents(target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def tiny_chat(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped checkpoint with a ChatML template: what a chat model looks like to the suite."""
+    from fixtures.build_tiny import CHATML
+
+    folder = tmp_path_factory.mktemp("chat") / "tiny-chat"
+    shutil.copytree(TINY, folder)
+    (folder / "chat_template.jinja").write_text(CHATML)
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,17 @@ def test_the_baseline_gate_on_real_checkpoints(real_suite, pytester, checkpoint_
     assert case["verdict"] == "fail" and case["baseline"]["regressed"]
     assert case["baseline"]["interval"][1] < -5  # the whole interval lies beyond the tolerance
 
+    # --sequential asks the same question sample by sample (paired on the baseline's samples): the broken
+    # checkpoint is certain to have dropped long before 40 samples, with the same verdict.
+    result = real_suite(*SELECT, "--baseline", base, "--sequential", "--report", "seq.json",
+                        model=checkpoint_sequence / "checkpoint-600")
+    result.assert_outcomes(failed=1)
+    (case,) = json.loads((pytester.path / "seq.json").read_text())["cases"]
+    seq = case["sequential"]
+    assert case["baseline"]["regressed"] and seq["decided"] == "fail" and seq["baseline"]["decided"] == "below"
+    assert 10 <= seq["used"] == case["n"] < 40 and case["baseline"]["n"] == case["n"]
+    result.stdout.fnmatch_lines(["*regressed*--sequential: certain it dropped by more than the tolerance*"])
+
     # Other data (another seed) cannot be paired: the error names the data hash instead of comparing.
     result = real_suite(*SELECT, "--seed", "7", "--baseline", base, model=checkpoint_sequence / "checkpoint-200")
     result.assert_outcomes(errors=1)  # raised while setting the case up, before any generation

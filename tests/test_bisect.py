@@ -38,3 +38,13 @@ def test_bisect_names_the_first_damaged_checkpoint(checkpoint_sequence, tmp_path
 def test_bisect_refuses_an_unusable_selection(checkpoint_sequence, capsys):
     assert main(["bisect", str(checkpoint_sequence), "-k", "no_such_task", "--lengths", "256", "--no-cache"]) == 2
     assert "selects no case" in capsys.readouterr().err
+
+
+def test_bisect_under_sequential_finds_the_same_checkpoint_with_fewer_samples(checkpoint_sequence, tmp_path):
+    args = [str(checkpoint_sequence), "--good", "checkpoint-100", "--bad", "checkpoint-800", "-k", "niah_single_1",
+            "--lengths", "256", "--samples", "20", "--no-cache"]
+    assert main(["bisect", *args, "--json", str(tmp_path / "fixed.json")]) == 0
+    assert main(["bisect", *args, "--sequential", "--json", str(tmp_path / "seq.json")]) == 0
+    fixed, seq = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("fixed", "seq"))
+    assert seq["first_bad_index"] == fixed["first_bad_index"] == 5
+    assert sum(p["samples"] for p in seq["path"]) < sum(p["samples"] for p in fixed["path"])

@@ -9,7 +9,6 @@ import jsonschema
 
 from ctxgate.report.schema import REPORT_SCHEMA
 from ctxgate.tasks import all_tasks
-from tests.conftest import HELMET_DATA
 
 SECRET = "sk-ctxgate-test-0123456789-never-written"
 
@@ -27,13 +26,14 @@ def test_retrieval_passes_short_and_fails_long_for_real(real_suite, pytester):
     result.stdout.fnmatch_lines(["*niah_single_1 at 2048 (2K): score * < floor 70.0 (n=40, 95% CI*"])
 
 
-def test_every_task_and_length_under_xdist_with_all_outputs(real_suite, pytester, judge_server, monkeypatch):
+def test_every_task_and_length_under_xdist_with_all_outputs(real_suite, pytester, judge_server, monkeypatch,
+                                                            helmet_data_long):
     """The full fixture run, judged over HTTP by the scripted OpenAI-compatible server: all seven HELMET categories
     and the overall average at 2K, and the API key in no file the run wrote."""
     url, stats = judge_server
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     result = real_suite("--lengths", "1k,2k", "--samples", "3", "-n", "2", "--report", "out/run.json",
-                        "--junitxml", "out/junit.xml", "--data-dir", str(HELMET_DATA), "--judge-model",
+                        "--junitxml", "out/junit.xml", "--data-dir", str(helmet_data_long), "--judge-model",
                         "ctxgate-lexical-judge", "--judge-base-url", url, "--cache-dir", "out/cache")
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads((pytester.path / "out" / "run.json").read_text())
@@ -65,9 +65,23 @@ def test_every_task_and_length_under_xdist_with_all_outputs(real_suite, pytester
     assert len((pytester.path / "out" / "run.predictions.jsonl").read_text().splitlines()) == 3 * len(ran)
 
 
-def test_chat_template_on_is_applied_and_recorded(real_suite, pytester):
+def test_chat_template_on_is_applied_and_recorded(real_suite, pytester, tiny_chat):
     result = real_suite("-k", "niah_single_1", "--lengths", "1k", "--samples", "2", "--chat-template", "on",
-                        "--report", "r.json")
+                        "--report", "r.json", model=tiny_chat)
     result.assert_outcomes(passed=1)
     run = json.loads((pytester.path / "r.json").read_text())["run"]
     assert run["chat_template"] == "on" and len(run["chat_template_sha256"]) == 64
+
+
+def test_the_task_policy_wraps_ruler_for_a_chat_model_and_not_for_a_base_model(real_suite, pytester, tiny_chat):
+    """RULER runs chat models with their template (config_models.sh), HELMET's JSON KV never; a base model (no
+    template, the shipped checkpoint) runs everything plain. Each case records which."""
+    select = ("-k", "niah_single_1 or json_kv", "--lengths", "1k", "--samples", "1")
+    real_suite(*select, "--report", "chat.json", model=tiny_chat).assert_outcomes(passed=2)
+    real_suite(*select, "--report", "base.json").assert_outcomes(passed=2)
+
+    def wrapped(name: str) -> dict[str, bool]:
+        return {c["task"]: c["chat_template"] for c in json.loads((pytester.path / name).read_text())["cases"]}
+
+    assert wrapped("chat.json") == {"niah_single_1": True, "json_kv": False}
+    assert wrapped("base.json") == {"niah_single_1": False, "json_kv": False}

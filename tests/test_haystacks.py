@@ -24,7 +24,7 @@ def test_text_file_and_dataset_with_text_column(tmp_path):
 
 
 def test_user_haystack_is_used_by_essay_tasks(tmp_path, hf_encoder):
-    (tmp_path / "h.txt").write_text(TEXT)
+    (tmp_path / "h.txt").write_text(" ".join(f"Sentence {i} talks about rivers and maps." for i in range(400)))
     ctx = BuildContext(encoder=hf_encoder, chat=False, essay_path=str(tmp_path / "h.txt"))
     s = get_task("niah_single_2").build(ctx, 1024, 0, sample_rng("niah_single_2", 1024, 0, 42))
     assert "talks about rivers and maps" in hf_encoder.decode(s.input_ids)
@@ -41,3 +41,41 @@ def test_bad_haystacks_say_what_to_do(tmp_path, content, name, message):
         (tmp_path / name).write_text(content)
     with pytest.raises(HaystackError, match=message):
         load_essay(str(tmp_path / name))
+
+
+@pytest.mark.parametrize("length", [16384, 131072])
+def test_the_default_haystack_never_repeats_a_sentence(hf_encoder, length):
+    """RULER never repeats its essays; the shipped Wikipedia prose fills 128K tokens with every sentence once."""
+    import re
+
+    essay = load_essay(None)
+    assert essay.source == "ctxgate:haystack_wikipedia.txt"
+    ctx = BuildContext(encoder=hf_encoder, chat=False)
+    s = get_task("niah_single_2").build(ctx, length, 0, sample_rng("niah_single_2", length, 0, 42))
+    assert len(s.input_ids) > length - 200
+    body = hf_encoder.decode(s.input_ids)
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+", body) if len(x) > 20]
+    assert len(sentences) > 100 * length // 16384 and len(sentences) == len(set(sentences))
+
+
+def test_a_length_beyond_the_haystack_fails_with_the_flag(tmp_path, hf_encoder):
+    (tmp_path / "h.txt").write_text(TEXT)  # 40 sentences, about 400 tokens
+    ctx = BuildContext(encoder=hf_encoder, chat=False, essay_path=str(tmp_path / "h.txt"))
+    with pytest.raises(HaystackError, match="never repeated; pass --haystack with a longer text"):
+        get_task("niah_single_2").build(ctx, 4096, 0, sample_rng("niah_single_2", 4096, 0, 42))
+
+
+def test_ruler_essays_are_fetched_pinned_and_used(tmp_path, capsys):
+    from ctxgate.cli import main
+
+    essays = tmp_path / "essays.jsonl"
+    essays.write_text("".join(json.dumps({"text": f"Essay {i}. " + TEXT}) + "\n" for i in range(3)))
+    assert main(["data", "fetch", "--to", str(tmp_path / "data"), "--ruler-essays", str(essays)]) == 0
+    written = tmp_path / "data" / "ruler" / "paul_graham_essays.txt"
+    digest = capsys.readouterr().out.split("sha256 ")[1].split(")")[0]
+    assert load_essay(str(written)).sentences[0] == "Essay 0."
+    assert main(["data", "fetch", "--to", str(tmp_path / "again"), "--ruler-essays", str(essays),
+                 "--essays-sha256", digest]) == 0
+    assert main(["data", "fetch", "--to", str(tmp_path / "bad"), "--ruler-essays", str(essays),
+                 "--essays-sha256", "0" * 64]) == 2
+    assert "a different copy" in capsys.readouterr().err

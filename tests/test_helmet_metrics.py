@@ -97,3 +97,15 @@ def test_parsers_never_crash(text):
                                  ("mc_accuracy", ["A", "A. x"], "Answer:"), ("rouge_l_f1", ["x"], "Answer:")):
         score, _ = score_prediction(metric, text, refs, prefix)
         assert 0.0 <= score <= 1.0
+
+
+def test_completion_outputs_are_scored_behind_the_prefix_chat_outputs_as_they_are():
+    """HELMET (eval.py): without the chat template, `system_template + output`, no space added, is what the metric
+    and the parser see; with it, the output alone, parsed after the prefix when the model wrote one, else its
+    first line."""
+    assert score_prediction("helmet_subem", "x", ["answer"], "Answer:") == (1.0, "x")  # "Answer:x" contains it
+    assert score_prediction("helmet_subem", "x", ["answer"], "Answer:", chat=True) == (0.0, "x")
+    assert score_prediction("helmet_subem", "Paris\nRome", ["rome"], "Answer:", chat=True)[1] == "Paris"
+    score, parsed = score_prediction("rouge_l_f1", "Intro.\nAnswer: the cat sat", ["the cat sat"], "Answer:",
+                                     chat=True)
+    assert (score, parsed) == (1.0, "the cat sat")

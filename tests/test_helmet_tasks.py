@@ -196,3 +196,97 @@ def test_longqa_uses_the_chat_template_under_the_task_policy(hf_encoder):
     assert task_context(get_task("infbench_qa"), by_task).chat is True
     assert task_context(get_task("kilt_nq"), by_task).chat is False
     assert rerank.ANSWER_PREFIX == "Ranking:"
+
+
+def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer):
+    """HELMET: the prompt ends at the generation prompt (add_generation_prompt=True, no assistant text); RULER:
+    the answer prefix follows the generation prompt (its model templates end with `{answer_prefix}`)."""
+    from ctxgate.runner import task_context
+
+    chat = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA), chat_by_task=True)
+    generation_prompt = hf_tokenizer.apply_chat_template([{"role": "user", "content": "x"}], tokenize=False,
+                                                         add_generation_prompt=True).split("x", 1)[1]
+    for task in ("infbench_qa", "kilt_nq", "icl_trec_coarse", "json_kv"):
+        on = BuildContext(encoder=hf_encoder, chat=True, data_dir=str(HELMET_DATA))
+        prompt = hf_encoder.decode(build_samples(get_task(task), on, 8192, 1, 42)[0].input_ids)
+        assert prompt.endswith(generation_prompt), (task, prompt[-80:])
+    (niah,) = build_samples(get_task("niah_single_1"), chat, 2048, 1, 42)
+    assert task_context(get_task("niah_single_1"), chat).chat is True  # RULER wraps every task for chat models
+    prompt = hf_encoder.decode(niah.input_ids)
+    assert prompt.endswith(generation_prompt + niah.answer_prefix.format())
+    assert prompt.startswith("<|im_start|>user\n")
+    off = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA))
+    assert hf_encoder.decode(build_samples(get_task("kilt_nq"), off, 8192, 1, 42)[0].input_ids).endswith(
+        "\nAnswer:")
+
+
+def test_helmet_recall_reads_helmets_own_ruler_files_in_helmets_order(ctx):
+    """HELMET's load_ruler: its template, the answer prefix after `?\\n`, the context's end cut to fit, records in
+    the order of datasets' shuffle(seed)."""
+    import datasets
+
+    from ctxgate.sources.ruler_files import load_ruler_file, order
+
+    assert list(order(6, 42)) == datasets.Dataset.from_dict({"i": list(range(6))}).shuffle(seed=42)["i"]
+    records = load_ruler_file("helmet_multikey_2", str(HELMET_DATA), 1024).records
+    for index in range(2):
+        s = build_samples(get_task("helmet_multikey_2"), ctx, 1024, 2, 42)[index]
+        record = records[order(6, 42)[index]]
+        text = text_of(ctx, s)
+        head = ("A special magic numbers is hidden within the following text. Make sure to memorize it. I will quiz "
+                "you about the numbers afterwards.\n")
+        tail = (f"\nWhat is the special magic numbers for {record.query} mentioned in the provided text?\n"
+                f"The special magic numbers for {record.query} mentioned in the provided text is")
+        assert text.startswith(head) and text.endswith(tail)
+        assert record.context.startswith(text[len(head):-len(tail)]) and s.meta["context_cut"]
+        assert len(s.input_ids) + 50 <= 1024 and s.answers == record.answers
+    mv = text_of(ctx, build_samples(get_task("helmet_multivalue"), ctx, 2048, 1, 42)[0])
+    assert mv.startswith("Some special magic numbers are hidden") and mv.endswith("mentioned in the provided text are")
+
+
+def test_recall_uses_helmets_files_when_they_ran_else_the_ruler_cases():
+    from ctxgate.aggregate import helmet_recall
+
+    ruler = {"json_kv": 50.0, "niah_multikey_2": 10.0, "niah_multikey_3": 20.0, "niah_multivalue": 30.0}
+    assert helmet_recall(ruler).members == ("json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue")
+    own = {**ruler, "helmet_multikey_2": 90.0, "helmet_multikey_3": 80.0, "helmet_multivalue": 70.0}
+    recall = helmet_recall(own)
+    assert recall.members == ("json_kv", "helmet_multikey_2", "helmet_multikey_3", "helmet_multivalue")
+    assert recall.score == 72.5
+
+
+def test_multi_lexsum_key_points_come_from_helmets_released_file():
+    from ctxgate.sources.judged import load_multi_lexsum
+
+    data = load_multi_lexsum(str(HELMET_DATA))
+    assert all(d.keypoints and d.keypoints[0].startswith("Key point 1: ") for d in data.items)
+
+
+def test_long_document_tasks_keep_helmets_long_documents_only(hf_encoder, helmet_data_long):
+    """NarrativeQA keeps documents over 131072 tokens, Multi-LexSum cases of at least 65536 (HELMET's selection): the
+    shipped short documents are dropped, and every kept one is cut at every length."""
+    from ctxgate.runner import samples_to_run
+    from ctxgate.sources.errors import DataUnavailable
+    from ctxgate.sources.judged import load_multi_lexsum, load_narrativeqa
+
+    short = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA))
+    for task in ("narrativeqa", "multi_lexsum"):
+        with pytest.raises(DataUnavailable, match="HELMET's selection.*--long-documents"):
+            build_samples(get_task(task), short, 4096, 1, 42)
+    long = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(helmet_data_long))
+    nqa_keys = {d.key for d in load_narrativeqa(str(helmet_data_long)).items[:3]}
+    lex_keys = {d.key for d in load_multi_lexsum(str(helmet_data_long)).items[:3]}
+    for task, keys in (("narrativeqa", nqa_keys), ("multi_lexsum", lex_keys)):
+        assert samples_to_run(get_task(task), long, 2048, 100) == 3
+        for length in (2048, 4096):
+            samples = build_samples(get_task(task), long, length, 3, 42)
+            assert {s.meta["item_id"] for s in samples} == keys and all(s.meta["truncated"] for s in samples)
+
+
+def test_token_count_stops_as_soon_as_it_knows(hf_encoder):
+    from ctxgate.tasks.selection import has_tokens
+
+    text = "The village talked about Mara and Tobin for many weeks afterwards. " * 4000
+    (ids,) = hf_encoder.encode_fresh([text])
+    assert has_tokens(hf_encoder, text, len(ids)) and not has_tokens(hf_encoder, text, len(ids) + 1)
+    assert not has_tokens(hf_encoder, "short", 6)  # fewer bytes than tokens asked: no tokenizing at all

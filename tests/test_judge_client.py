@@ -11,7 +11,7 @@ import pytest
 from ctxgate.judge import verdict
 from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings
 from ctxgate.judge.templates import render
-from tests.conftest import HELMET_DATA, script_faults
+from tests.conftest import script_faults
 
 KEY = "sk-judge-test-key-4242-do-not-store"
 FLUENCY = render("fluency_legal", text="The court approved the settlement and the library reopened.")
@@ -122,10 +122,10 @@ def test_openai_without_a_key_names_the_fix(monkeypatch):
 
 
 def test_ctxgate_judge_scores_a_pending_run_later_and_again_for_free(real_suite, pytester, judge_server,
-                                                                     monkeypatch):
+                                                                     monkeypatch, helmet_data_long):
     url, stats = judge_server
     result = real_suite("-m", "judge", "--lengths", "2k", "--samples", "2", "--report", "out/run.json",
-                        "--data-dir", str(HELMET_DATA), "--cache-dir", "out/gen")
+                        "--data-dir", str(helmet_data_long), "--cache-dir", "out/gen")
     assert result.ret == 0, result.stdout.str()[-2000:]
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     assert {c["verdict"] for c in report["cases"]} == {"skip"}

@@ -148,3 +148,36 @@ def test_local_nli_model_reads_its_entailment_label(tmp_path, hf_tokenizer):
     assert (s.recall, s.precision) == (1.0, 1.0)
     with pytest.raises(ValueError, match="do not name exactly one entailment"):
         HFEntailment(_tiny_nli(tmp_path / "bad", hf_tokenizer, [0.0, 0.0, 0.0], ["LABEL_0", "LABEL_1", "LABEL_2"]))
+
+
+def test_repeated_and_unshown_citations_and_zero_follow_the_reference():
+    # [2][3][3]: the towns claim needs documents 2 and 3 together. [2] is needed (credited); each [3] fails alone
+    # and the rest without that one occurrence still holds [2][3], which entails: neither is credited. 1 of 3.
+    s = judged.citation_scores("The towns share both [2][3][3].", "q", DOCS, 3, entails)
+    assert (s.recall, s.citations, s.precision) == (1.0, 3, pytest.approx(1 / 3))
+    # a document the record has but the prompt did not show (the 40th of 50) is checked, as the reference does
+    record = {**DOCS, 39: ("Mill", "Mara Quill built the first mill of Quillby.")}
+    assert judged.citation_scores("Mara Quill built the mill [40].", "q", record, 50, entails).recall == 1.0
+    # [0]: out of range; --helmet-compat reads it as the record's last document (Python's docs[-1])
+    last = {**DOCS, 49: ("Mill", "Mara Quill built the first mill of Quillby.")}
+    assert judged.citation_scores("Mara Quill built the mill [0].", "q", last, 50, entails).recall == 0.0
+    assert judged.citation_scores("Mara Quill built the mill [0].", "q", last, 50, entails,
+                                  helmet_compat=True).recall == 1.0
+
+
+def test_stored_judge_input_keeps_cited_documents_of_the_whole_record():
+    from ctxgate.judge.score import compact_input
+
+    docs = [[f"T{i}", f"text {i}"] for i in range(50)]
+    kept = compact_input("alce_asqa", "Claim one here [2][45]. Claim two [0].", {"question": "q", "docs": docs})
+    assert sorted(kept["docs"]) == ["1", "44", "49"] and kept["n_docs"] == 50
+
+
+def test_a_classifier_judge_refuses_input_longer_than_it_reads(tmp_path, hf_tokenizer):
+    from ctxgate.judge.entail import EntailmentFailed, HFEntailment
+
+    nli = HFEntailment(_tiny_nli(tmp_path / "nli", hf_tokenizer, [0.0, 5.0, 0.0],
+                                 ["contradiction", "entailment", "neutral"]))
+    nli.max_length = 64
+    with pytest.raises(EntailmentFailed, match="more than --nli-model .* reads \\(64\\); use a T5 TRUE model"):
+        nli("Title: A\n" + "Mara built the mill. " * 40, "Mara built it.")

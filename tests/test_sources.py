@@ -98,11 +98,71 @@ def test_fetch_extracts_only_what_is_read_and_refuses_escapes(tmp_path, capsys):
             info.size = len(body)
             tar.addfile(info, io.BytesIO(body))
     assert main(["data", "fetch", "--to", str(tmp_path / "out"), "--archive", str(archive)]) == 0
-    assert "extracted 2 files" in capsys.readouterr().out
+    assert "extracted 3 files" in capsys.readouterr().out
     assert (tmp_path / "out" / "kilt" / "nq-dev-multikilt_1000_k20_dep6.jsonl").is_file()
-    assert not (tmp_path / "out" / "alce").exists() and not (tmp_path / "evil.txt").exists()
+    assert (tmp_path / "out" / "alce" / "asqa.json").is_file()  # every folder a HELMET task reads
+    assert not (tmp_path / "evil.txt").exists()
 
 
 def test_fetch_without_hub_access_says_how_to_pass_an_archive(tmp_path, capsys):
     assert main(["data", "fetch", "--to", str(tmp_path / "out")]) == 2
     assert "--archive PATH" in capsys.readouterr().err
+
+
+def test_a_pool_smaller_than_samples_runs_each_record_once(pytester):
+    """msmarco_rerank's fixture holds 8 queries x 3 orders: --samples 100 runs those 24, each once, and says so."""
+    from ctxgate.backends.scripted import ScriptedBackend
+    from ctxgate.report.tables import rows
+    from ctxgate.runner import run_case
+    from ctxgate.tasks import BuildContext, get_task
+    from ctxgate.textcodec import ByteTokenizer, PieceEncoder
+
+    (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
+    ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
+    result = run_case(get_task("msmarco_rerank"), ctx, ScriptedBackend(str(pytester.path / "s.json")), 2048, 100, 42)
+    assert result.n == len(result.samples) == 24
+    assert result.sample_cap == {"requested": 100, "pool": 24}
+    assert len({s.sample_sha256 for s in result.samples}) == 24  # no prompt twice
+    assert run_case(get_task("msmarco_rerank"), ctx, ScriptedBackend(str(pytester.path / "s.json")), 2048, 10,
+                    42).sample_cap is None
+    record = {**result.to_dict(), "verdict": "pass"}
+    _, _, notes = rows({"cases": [record], "by_length": {}})
+    assert "msmarco_rerank at 2K ran 24 of 100" in " ".join(notes)
+
+
+def test_the_suite_prints_the_cap_and_records_it(real_suite, pytester):
+    result = real_suite("-k", "kilt_hotpotqa", "--lengths", "1k", "--samples", "30", "--data-dir", str(HELMET_DATA),
+                        "--report", "r.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*Fewer samples than asked*kilt_hotpotqa at 1K ran 24 of 30*"])
+    (case,) = json.loads((pytester.path / "r.json").read_text())["cases"]
+    assert case["n"] == 24 and case["sample_cap"] == {"requested": 30, "pool": 24}
+
+
+def test_helmet_recall_comes_from_helmets_files_or_says_it_does_not(real_suite, pytester):
+    with_files = real_suite("-m", "recall", "--lengths", "1k", "--samples", "3", "--data-dir", str(HELMET_DATA),
+                            "--report", "own.json")
+    with_files.assert_outcomes(passed=7)  # json_kv, the three RULER cases and HELMET's three files
+    recall = json.loads((pytester.path / "own.json").read_text())["by_length"]["1024"]["helmet_recall"]
+    assert recall["members"] == ["json_kv", "helmet_multikey_2", "helmet_multikey_3", "helmet_multivalue"]
+    assert "uses the suite's RULER cases" not in with_files.stdout.str()
+    without = real_suite("-m", "recall", "--lengths", "1k", "--samples", "3", "--report", "ruler.json")
+    without.assert_outcomes(passed=4, skipped=3)
+    without.stdout.fnmatch_lines(["*HELMET Recall at 1K uses the suite's RULER cases*"])
+    recall = json.loads((pytester.path / "ruler.json").read_text())["by_length"]["1024"]["helmet_recall"]
+    assert recall["members"] == ["json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue"]
+
+
+def test_the_case_record_says_whether_helmets_files_built_it(pytester):
+    from ctxgate.backends.scripted import ScriptedBackend
+    from ctxgate.runner import run_case
+    from ctxgate.tasks import BuildContext, get_task
+    from ctxgate.textcodec import ByteTokenizer, PieceEncoder
+
+    (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
+    backend = ScriptedBackend(str(pytester.path / "s.json"))
+    ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
+    assert run_case(get_task("kilt_nq"), ctx, backend, 8192, 2, 42).built_from == "helmet_file"
+    assert run_case(get_task("kilt_nq"), ctx, backend, 4096, 2, 42).built_from == "placed"
+    assert run_case(get_task("json_kv"), ctx, backend, 4096, 2, 42).built_from == "generated"
+    assert run_case(get_task("niah_single_1"), ctx, backend, 1024, 2, 42).built_from is None

@@ -1,10 +1,12 @@
-"""The backend interface: token ids in, text out. vLLM and OpenAI-compatible backends plug in here later."""
+"""The backend interface: token ids in, text out, whatever runs the model (transformers, a vLLM server, any
+OpenAI-compatible endpoint)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Protocol
 
 from ctxgate.textcodec import RawTokenizer
@@ -44,7 +46,9 @@ class Generation:
 
 class Backend(Protocol):
     """``concurrency`` (optional, default 1): how many requests the backend wants in flight at once, e.g. an engine
-    that batches whatever it is sent; ``generate`` must then be safe to call from several threads."""
+    that batches whatever it is sent; ``generate`` must then be safe to call from several threads.
+    ``batch_limit(prompt_tokens, max_new_tokens)`` (optional, default 1): how many prompts of about that length one
+    ``generate`` call should get, for a backend that batches them itself (HF on a GPU)."""
 
     name: str
     tokenizer: RawTokenizer
@@ -62,9 +66,7 @@ def stream(backend: Backend, requests: Iterable[Request], params: GenerationPara
     128K-token prompt per request holds no more of them than are in flight."""
     in_flight = max(1, int(getattr(backend, "concurrency", 1)))
     if in_flight == 1:
-        for r in requests:
-            (gen,) = backend.generate([r], params)
-            yield r, gen
+        yield from _batches(backend, iter(requests), params)
         return
     source = iter(requests)
     pending: dict[Future[list[Generation]], Request] = {}
@@ -81,3 +83,17 @@ def stream(backend: Backend, requests: Iterable[Request], params: GenerationPara
         finally:
             for future in pending:  # a failure or an interrupt: start nothing more
                 future.cancel()
+
+
+def _batches(backend: Backend, source: Iterator[Request], params: GenerationParams
+             ) -> Iterator[tuple[Request, Generation]]:
+    """In order, as many at a time as the backend's ``batch_limit`` says for the first of them. A stream is one
+    case, so its prompts are all about one length: a batch wastes little on padding."""
+    limit = getattr(backend, "batch_limit", None)
+    while (first := next(source, None)) is not None:
+        size = limit(len(first.input_ids), params.max_new_tokens) if limit else 1
+        batch = [first, *islice(source, max(0, size - 1))]
+        gens = backend.generate(batch, params)
+        if len(gens) != len(batch):
+            raise RuntimeError(f"backend {backend.name} returned {len(gens)} generations for {len(batch)} prompts")
+        yield from zip(batch, gens)

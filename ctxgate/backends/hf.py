@@ -1,7 +1,12 @@
-"""HuggingFace transformers backend: greedy decoding, batch size 1, as HELMET's HF path.
+"""HuggingFace transformers backend: greedy decoding, as HELMET's HF path, one prompt at a time or a few of similar
+length at once (left padded).
 
 bf16 with flash-attention 2 on a GPU when the ``flash_attn`` package is importable, else sdpa; float32 with sdpa
 on CPU (bf16 is slower there). Only safetensors weights are loaded unless the user allows pickle explicitly.
+
+Batching is for GPUs, where decoding reads every weight once per step whatever the batch: B prompts cost little
+more than one. On CPU a step's cost grows with B, and batching was measured slower (issue 12: 0.53-0.97x the
+batch-1 speed), so ``auto`` stays at 1 there.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from typing import Any
 from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request
 from ctxgate.checkpoint import CheckpointError, check_checkpoint
 from ctxgate.textcodec import HFTokenizer
+
+AUTO_BATCH_MAX = 32  # beyond this the decode step stops being bound by weight reads on current GPUs
+AUTO_MEMORY_SHARE = 0.6  # of the free GPU memory, for the batch's KV cache and activations
 
 
 class BackendError(RuntimeError):
@@ -31,11 +39,26 @@ def _pick_dtype(torch: Any, requested: str, cuda: bool) -> Any:
     return table[requested]
 
 
+def bytes_per_token(config: Any, element_size: int) -> int:
+    """GPU memory one more token of one sequence costs: its KV cache in every layer, plus the widest activations
+    of a prefill step (one layer at a time)."""
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    heads = cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
+    kv = 2 * cfg.num_hidden_layers * kv_heads * head_dim * element_size
+    activations = (4 * cfg.hidden_size + 2 * getattr(cfg, "intermediate_size", 4 * cfg.hidden_size)) * element_size
+    return kv + activations
+
+
 class HFBackend:
     name = "hf"
 
     def __init__(self, model: str, *, dtype: str = "auto", trust_remote_code: bool = False,
-                 allow_pickle: bool = False, attn: str = "auto", threads: int | None = None) -> None:
+                 allow_pickle: bool = False, attn: str = "auto", threads: int | None = None,
+                 batch_size: int | None = 1, device_map: str | None = None) -> None:
+        """``batch_size`` None: ``auto`` (1 on CPU; on a GPU as many as fit, see ``batch_limit``). ``device_map``
+        "auto": the model is spread over every GPU this process sees (accelerate's placement)."""
         import torch
         import transformers
 
@@ -51,19 +74,26 @@ class HFBackend:
                                  allow_pickle=allow_pickle)
             except CheckpointError as exc:
                 raise BackendError(str(exc)) from None
+        if device_map is not None and not importlib.util.find_spec("accelerate"):
+            raise BackendError(f"--device-map {device_map} needs the accelerate package: pip install "
+                               "'ctxgate[gpu]' (or pip install accelerate)")
         if attn == "auto":
             attn = "flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") else "sdpa"
         self.attn = attn
         self.dtype = _pick_dtype(torch, dtype, cuda)
         try:
             tok = transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(
+            loaded = transformers.AutoModelForCausalLM.from_pretrained(
                 model, dtype=self.dtype, attn_implementation=attn, trust_remote_code=trust_remote_code,
-                use_safetensors=None if allow_pickle else True,
-            ).to(self.device)
+                use_safetensors=None if allow_pickle else True, device_map=device_map,
+            )
         except (OSError, ValueError) as exc:
             raise BackendError(f"cannot load the model {model!r}: {exc}") from exc
+        self.model = loaded if device_map is not None else loaded.to(self.device)
         self.model.eval()
+        self.device_map = device_map
+        # where the input ids go: the embedding's device (with a device map, the first GPU of the model)
+        self.input_device = self.model.get_input_embeddings().weight.device
         self.hf_tokenizer = tok
         self.tokenizer = HFTokenizer(tok)
         eos = set(self.tokenizer.eos_ids())
@@ -73,32 +103,89 @@ class HFBackend:
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids or [0])[0]
         self.max_positions: int | None = getattr(self.model.config, "max_position_embeddings", None)
         self.model_path = model
+        self.batch_size = batch_size
+        self.token_cap: int | None = None  # batch tokens known to run out of memory, halved: never tried again
+        self._per_token = bytes_per_token(self.model.config, self.torch.tensor([], dtype=self.dtype).element_size())
+
+    def batch_limit(self, prompt_tokens: int, max_new_tokens: int) -> int:
+        """How many prompts of about this length to generate together: ``--batch-size N``, or for ``auto`` 1 on
+        CPU and on a GPU what fits in a share of the free memory (capped); lowered for good after an OOM."""
+        tokens = prompt_tokens + max_new_tokens
+        if self.batch_size is not None:
+            n = self.batch_size
+        elif self.input_device.type != "cuda":
+            return 1
+        else:
+            n = min(AUTO_BATCH_MAX, int(AUTO_MEMORY_SHARE * self._free_gpu_bytes() // (self._per_token * tokens)))
+        if self.token_cap is not None:
+            n = min(n, self.token_cap // tokens)
+        return max(1, n)
+
+    def _free_gpu_bytes(self) -> int:
+        """The least free memory over the GPUs the model sits on, times their count (its layers are spread)."""
+        devices = {p.device for p in self.model.parameters() if p.device.type == "cuda"}
+        return min(self.torch.cuda.mem_get_info(d)[0] for d in devices) * len(devices)
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         torch = self.torch
+        if len(requests) == 1:
+            return [self._generate_one(requests[0], params)]
+        try:
+            return self._generate_batch(requests, params)
+        except torch.cuda.OutOfMemoryError:
+            # a batch too large for this length: halve it, and never try that many tokens at once again
+            torch.cuda.empty_cache()
+            tokens = max(len(r.input_ids) for r in requests) + params.max_new_tokens
+            self.token_cap = (len(requests) // 2) * tokens
+            half = len(requests) // 2
+            return self.generate(requests[:half], params) + self.generate(requests[half:], params)
+
+    def _generate_one(self, r: Request, params: GenerationParams) -> Generation:
+        torch = self.torch
+        ids = torch.tensor([r.input_ids], device=self.input_device)
+        try:
+            seq = self._run(ids, torch.ones_like(ids), params)
+        except torch.cuda.OutOfMemoryError as exc:
+            torch.cuda.empty_cache()
+            raise BackendError(f"CUDA out of memory at {len(r.input_ids)} input tokens ({exc}); run fewer "
+                               "workers per GPU, a shorter --lengths, a smaller --dtype, or spread the model over "
+                               "more GPUs with --device-map auto") from None
+        return self._finish(seq[0, len(r.input_ids):].tolist(), params)
+
+    def _generate_batch(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        """Left padded to the longest, masked: each row's positions start at its first real token, so its
+        greedy output is the one it gets alone (up to the numerics of the wider matmuls)."""
+        torch = self.torch
+        width = max(len(r.input_ids) for r in requests)
+        rows = [[self.pad_id] * (width - len(r.input_ids)) + list(r.input_ids) for r in requests]
+        masks = [[0] * (width - len(r.input_ids)) + [1] * len(r.input_ids) for r in requests]
+        seq = self._run(torch.tensor(rows, device=self.input_device),
+                        torch.tensor(masks, device=self.input_device), params)
         out = []
-        for r in requests:
-            ids = torch.tensor([r.input_ids], device=self.device)
-            try:
-                with torch.inference_mode():
-                    seq = self.model.generate(
-                        ids, attention_mask=torch.ones_like(ids), max_new_tokens=params.max_new_tokens,
-                        do_sample=False, temperature=None, top_p=None, top_k=None,
-                        eos_token_id=self.eos_ids or None, pad_token_id=self.pad_id,
-                    )
-            except torch.cuda.OutOfMemoryError as exc:
-                torch.cuda.empty_cache()
-                raise BackendError(f"CUDA out of memory at {len(r.input_ids)} input tokens ({exc}); run fewer "
-                                   "workers per GPU, a shorter --lengths, or a smaller --dtype") from None
-            new = seq[0, len(r.input_ids):].tolist()
-            stopped = bool(new) and new[-1] in self.eos_ids
-            text = self.hf_tokenizer.decode(new, skip_special_tokens=True)
-            out.append(Generation(text, len(new), "stop" if stopped or len(new) < params.max_new_tokens else "length"))
+        for row in seq[:, width:].tolist():
+            # a row that stopped early is filled with padding while the others go on: keep it up to its EOS
+            end = next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), len(row))
+            out.append(self._finish(row[:end], params))
         return out
+
+    def _run(self, ids: Any, mask: Any, params: GenerationParams) -> Any:
+        with self.torch.inference_mode():
+            return self.model.generate(
+                ids, attention_mask=mask, max_new_tokens=params.max_new_tokens,
+                do_sample=False, temperature=None, top_p=None, top_k=None,
+                eos_token_id=self.eos_ids or None, pad_token_id=self.pad_id,
+            )
+
+    def _finish(self, new: list[int], params: GenerationParams) -> Generation:
+        stopped = bool(new) and new[-1] in self.eos_ids
+        text = self.hf_tokenizer.decode(new, skip_special_tokens=True)
+        return Generation(text, len(new), "stop" if stopped or len(new) < params.max_new_tokens else "length")
 
     def describe(self) -> dict[str, object]:
         import transformers
 
-        return {"backend": self.name, "device": str(self.device), "dtype": str(self.dtype).replace("torch.", ""),
+        return {"backend": self.name, "device": str(self.input_device), "dtype": str(self.dtype).replace("torch.", ""),
                 "attn_implementation": self.attn, "transformers": transformers.__version__,
-                "torch": str(self.torch.__version__), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+                "torch": str(self.torch.__version__), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                "batch_size": "auto" if self.batch_size is None else self.batch_size,
+                "device_map": self.device_map, "devices": sorted({str(p.device) for p in self.model.parameters()})}

@@ -158,18 +158,67 @@ class VLLMServer:
         return f"Last lines of {path}:\n" + "\n".join(text)
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
+        """SIGTERM to the server's process group and to every process descended from it (an engine process may
+        start its own session and leave the group), SIGKILL to what is left after 20 s; returns when none of them
+        is alive, so no engine outlives the run holding GPU memory."""
+        if self.proc is None:
             return
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+        family = _descendants(self.proc.pid)
+        for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
             try:
                 os.killpg(self.proc.pid, sig)  # the whole group: the API server and its engine processes
             except ProcessLookupError:
-                return
+                pass
+            for pid in family:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            if self._all_gone(family, wait):
+                break
+        if self.proc.poll() is None:
+            self.proc.wait(timeout=10)
+
+    def _all_gone(self, family: set[int], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.proc.poll()  # reap the leader, or its group never empties
             try:
-                self.proc.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+                os.killpg(self.proc.pid, 0)
+                alive = True
+            except ProcessLookupError:
+                alive = any(_alive(pid) for pid in family)
+            if not alive:
+                return True
+            time.sleep(0.1)
+        return False
+
+
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie (an exited child of another process waits as one)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _descendants(root: int) -> set[int]:
+    """Every process below ``root`` (Linux /proc; elsewhere none: the process group covers them there)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
 def start_all(specs: Sequence[EngineSpec], log_dir: Path, timeout_s: float) -> list[VLLMServer]:

@@ -81,12 +81,15 @@ class HFEntailment:
         torch = self._torch
         with torch.inference_mode():
             if self.generative:
-                enc = self.tokenizer(f"premise: {premise} hypothesis: {hypothesis}", return_tensors="pt",
-                                     truncation=True, max_length=self.max_length).to(self.device)
+                # never cut: the reference feeds the T5 TRUE model the whole premise, however long
+                enc = self.tokenizer(f"premise: {premise} hypothesis: {hypothesis}", return_tensors="pt").to(self.device)
                 out = self.model.generate(**enc, max_new_tokens=10, do_sample=False)
                 return self.tokenizer.decode(out[0], skip_special_tokens=True).strip() == "1"
-            enc = self.tokenizer(premise, hypothesis, return_tensors="pt", truncation="only_first",
-                                 max_length=self.max_length).to(self.device)
+            enc = self.tokenizer(premise, hypothesis, return_tensors="pt").to(self.device)
+            if enc["input_ids"].shape[1] > self.max_length:  # a classifier cannot read past its positions
+                raise EntailmentFailed(f"premise and claim are {enc['input_ids'].shape[1]} tokens, more than "
+                                       f"--nli-model {self.path} reads ({self.max_length}); use a T5 TRUE model "
+                                       "(HELMET's judge), which reads any length")
             logits = self.model(**enc).logits[0]
             return int(logits.argmax()) == self.entail_index
 

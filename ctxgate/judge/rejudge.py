@@ -38,11 +38,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=None, help="write the judged report here instead of over REPORT")
 
 
-def _judges(args: argparse.Namespace, thresholds: Thresholds) -> Judges:
+def _judges(args: argparse.Namespace, thresholds: Thresholds, helmet_compat: bool) -> Judges:
     try:
         settings = JudgeSettings.from_options(lambda flag: getattr(args, flag[2:].replace("-", "_")),
                                               ".ctxgate-cache")
-        judges = build_judges(settings, args.nli_model, thresholds.judge_max_failure_rate)
+        judges = build_judges(settings, args.nli_model, thresholds.judge_max_failure_rate, helmet_compat)
     except (ValueError, JudgeError, OSError) as exc:
         raise RejudgeError(str(exc)) from None
     if judges is None:
@@ -107,7 +107,7 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
         thresholds = load_or_default(path if path and Path(path).is_file() else None, task_names())
     except ThresholdsError as exc:
         raise RejudgeError(str(exc)) from None
-    judges = _judges(args, thresholds)
+    judges = _judges(args, thresholds, bool(run.get("helmet_compat")))
     by_case: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for r in rows:
         by_case.setdefault((r["task"], int(r["length"])), []).append(r)

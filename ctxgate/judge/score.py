@@ -26,6 +26,7 @@ class Judges:
     client: JudgeClient | None = None
     entail: Callable[[str, str], bool] | None = None
     max_failure_rate: float = 0.05
+    helmet_compat: bool = False  # ALCE: read [0] as the last document, as the reference does
 
     def describe(self) -> dict[str, Any]:
         entail = getattr(self.entail, "describe", lambda: None)()
@@ -33,7 +34,8 @@ class Judges:
                 "max_failure_rate": self.max_failure_rate}
 
 
-def build_judges(settings: JudgeSettings | None, nli_model: str | None, max_failure_rate: float) -> Judges | None:
+def build_judges(settings: JudgeSettings | None, nli_model: str | None, max_failure_rate: float,
+                 helmet_compat: bool = False) -> Judges | None:
     """The LLM judge and the entailment judge (the local NLI model, else the LLM judge). Raises JudgeError or
     ValueError (OSError for an unreadable checkpoint) with the fix."""
     if settings is None and nli_model is None:
@@ -41,7 +43,7 @@ def build_judges(settings: JudgeSettings | None, nli_model: str | None, max_fail
     client = JudgeClient(settings) if settings else None
     entail: Callable[[str, str], bool] | None = (HFEntailment(nli_model) if nli_model
                                                  else LLMEntailment(client) if client else None)
-    return Judges(client, entail, max_failure_rate)
+    return Judges(client, entail, max_failure_rate, helmet_compat)
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def _alce(qampari: bool) -> Callable[[str, Mapping[str, Any], Judges], SampleJud
         docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}
         try:
             cite = judged.citation_scores(prediction, ref["question"], docs, int(ref["n_docs"]), judges.entail,
-                                          qampari)
+                                          qampari, judges.helmet_compat)
         except EntailmentFailed as exc:
             raise _Failed(f"entailment: {exc}") from None
         correct = (judged.qampari_rec_top5(prediction, ref["answers"]) if qampari
@@ -146,8 +148,9 @@ def compact_input(metric: str, prediction: str, judge_input: Mapping[str, Any]) 
     """What to store for the judge: citation checks read only the documents the output cites."""
     if metric not in ("alce_asqa", "alce_qampari"):
         return dict(judge_input)
-    keep = judged.cited_documents(prediction, judge_input["question"], metric == "alce_qampari")
     docs = judge_input["docs"]
+    keep = {len(docs) - 1 if r == -1 else r
+            for r in judged.cited_documents(prediction, judge_input["question"], metric == "alce_qampari")}
     return {**judge_input, "docs": {str(i): list(docs[i]) for i in sorted(keep) if 0 <= i < len(docs)},
             "n_docs": len(docs)}
 

@@ -8,8 +8,12 @@ functions of an entailment callable. No client, no model here: the judge supplie
   reads the output with citations removed (ASQA str_em: share of QA pairs with a normalized short answer inside;
   QAMPARI rec_top5: answers found among the comma-separated items, over min(5, number of answers)). Citations:
   sentences (QAMPARI: the question plus each comma item) under 5 characters are dropped; a sentence's recall is 1
-  when its first 3 in-range citations jointly entail it; its precision credits each citation unless the sentence
-  has several, is jointly entailed, the citation alone does not entail it and the others without it still do.
+  when its first 3 citations jointly entail it (a repeated citation counts, and reads its document twice; a
+  citation is in range when the record has that document, shown in the prompt or not); its precision credits
+  each citation unless the sentence has several, is jointly entailed, the citation alone does not entail it and
+  the others still do without that one occurrence (so ``[1][2][2]`` credits a needed ``[2]`` once, not twice).
+  ``[0]`` is out of range; the reference reads it as the record's last document (a negative index), which
+  ``helmet_compat`` reproduces.
 """
 
 from __future__ import annotations
@@ -116,9 +120,11 @@ def citation_sentences(output: str, question: str, qampari: bool) -> list[str]:
     return [s for s in split_sentences(text) if len(s.strip()) >= MIN_SENTENCE_CHARS]
 
 
-def cited(sentence: str) -> list[int]:
-    """0-based document indices in citation order (``[3]`` is document 2)."""
-    return [int(m) - 1 for m in re.findall(r"\[(\d+)", sentence)]
+def cited(sentence: str, n_docs: int | None = None, helmet_compat: bool = False) -> list[int]:
+    """0-based document indices in citation order (``[3]`` is document 2); ``[0]`` is -1, or under
+    ``helmet_compat`` the last of ``n_docs`` documents, as the reference's Python indexing reads it."""
+    refs = [int(m) - 1 for m in re.findall(r"\[(\d+)", sentence)]
+    return [n_docs - 1 if r == -1 and helmet_compat and n_docs else r for r in refs]
 
 
 def format_doc(title: str, text: str) -> str:
@@ -137,13 +143,14 @@ def cited_documents(output: str, question: str, qampari: bool) -> set[int]:
     """The documents a citation check can read: the first 3 citations of each sentence (what a stored
     prediction must keep for the judge to score it later)."""
     return {r for s in citation_sentences(output, question, qampari) for r in cited(s)[:AT_MOST_CITATIONS]}
+    # (-1 is ``[0]``: the caller keeps the last document for a --helmet-compat judgement)
 
 
 def citation_scores(output: str, question: str, docs: Mapping[int, tuple[str, str]], n_docs: int,
-                    entails: Entails, qampari: bool = False) -> CitationScore:
-    """``docs``: (title, text) by 0-based position of the documents shown (at least those cited), ``n_docs`` how
-    many were shown. An output with no sentence scores 0 (the reference leaves it out of the average instead;
-    docs/decisions.md)."""
+                    entails: Entails, qampari: bool = False, helmet_compat: bool = False) -> CitationScore:
+    """``docs``: (title, text) by 0-based position in the record's document list (at least those cited),
+    ``n_docs`` how many the record has. An output with no sentence scores 0 (the reference leaves it out of the
+    average instead; docs/decisions.md)."""
     sents = citation_sentences(output, question, qampari)
     if not sents:
         return CitationScore(0.0, 0.0, 0, 0)
@@ -154,7 +161,7 @@ def citation_scores(output: str, question: str, docs: Mapping[int, tuple[str, st
     supported = credited = total = 0
     for sent in sents:
         claim = remove_citations(sent).strip()
-        refs = cited(sent)
+        refs = cited(sent, n_docs, helmet_compat)
         if not refs or any(r < 0 or r >= n_docs for r in refs):
             continue  # no citation, or one out of range: recall 0 and no citation counted
         refs = refs[:AT_MOST_CITATIONS]
@@ -162,9 +169,9 @@ def citation_scores(output: str, question: str, docs: Mapping[int, tuple[str, st
         joint = entails(passage(refs), claim)
         supported += joint
         if joint and len(refs) > 1:
-            for r in refs:
+            for i, r in enumerate(refs):
                 alone = entails(passage([r]), claim)
-                if alone or not entails(passage([x for x in refs if x != r]), claim):
+                if alone or not entails(passage(refs[:i] + refs[i + 1:]), claim):  # this occurrence left out
                     credited += 1
         else:
             credited += joint

@@ -27,14 +27,14 @@ def _ruler_part(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[flo
 
 def _helmet_subem(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
     """max(score on the raw output, score on the parsed output), HELMET's rule."""
-    full = (prefix + " " + pred) if prefix else pred
-    parsed = text.parse_output(full, prefix or "Answer:")
-    return max(text.substring_exact_match(pred, refs), text.substring_exact_match(parsed, refs)), parsed
+    raw, parsed = _with_parsed(pred, prefix)
+    return max(text.substring_exact_match(raw, refs), text.substring_exact_match(parsed, refs)), parsed
 
 
 def _with_parsed(pred: str, prefix: str | None) -> tuple[str, str]:
-    """HELMET prepends the answer prefix to a template-less output and parses the rest of the line after it."""
-    return pred, text.parse_output(((prefix + " ") if prefix else "") + pred, prefix or "Answer:")
+    """The text HELMET scores raw and the rest of its line after the answer prefix (else its first line). The
+    caller has already put the prefix in front of a completion-mode output (``score_prediction``)."""
+    return pred, text.parse_output(pred, prefix or "Answer:")
 
 
 def _label_em(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
@@ -105,8 +105,14 @@ def resolve(metric: str, helmet_compat: bool = False) -> str:
 
 
 def score_prediction(metric: str, prediction: str, references: Sequence[str],
-                     prefix: str | None = None) -> tuple[float, str]:
-    """Score one prediction in [0, 1]; also returns the text the metric looked at (cleaned or parsed)."""
+                     prefix: str | None = None, chat: bool = False) -> tuple[float, str]:
+    """Score one prediction in [0, 1]; also returns the text the metric looked at (cleaned or parsed).
+
+    ``prefix``: the task's answer prefix (HELMET's ``system_template``). Without the chat template the prompt ended
+    with it and the model completed it, so HELMET scores ``prefix + output``, no space added; with the template
+    the prompt ends at the generation prompt and the output is scored as it is (``chat``), parsed after the
+    prefix when the model wrote one."""
     if not references:
         raise ValueError("a prediction needs at least one reference answer to be scored")
-    return get_metric(metric).fn(prediction, references, prefix)
+    scored = prefix + prediction if prefix and not chat else prediction
+    return get_metric(metric).fn(scored, references, prefix)

@@ -16,8 +16,10 @@ SCHEMA_VERSION = 1
 
 
 def prediction_rows(case: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The ``.predictions.jsonl`` lines of one case: each sample's record with the case's task, length, metric."""
-    return [{"task": case["task"], "length": case["length"], "metric": case["metric"], **s} for s in samples]
+    """The ``.predictions.jsonl`` lines of one case: each sample's record with the case's task, length, metric and
+    whether its prompt had the chat template (which decides how HELMET scores the output)."""
+    return [{"task": case["task"], "length": case["length"], "metric": case["metric"],
+             "chat_template": case.get("chat_template"), **s} for s in samples]
 
 
 def _group(g: GroupScore) -> dict[str, Any]:

@@ -71,6 +71,25 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
     if unscored:
         shown = ", ".join(unscored[:8]) + (f" and {len(unscored) - 8} more" if len(unscored) > 8 else "")
         notes.append(f"! incomplete (the mean of the members with a score; the others have none): {shown}")
+    stand_in = sorted({format_length(int(L)) for L, v in report["by_length"].items()
+                       if set(v.get("helmet_recall", {}).get("members", ())) & {"niah_multikey_2", "niah_multikey_3",
+                                                                                "niah_multivalue"}})
+    if stand_in:
+        notes.append(f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases (niah_multikey_2/3, "
+                     "niah_multivalue): HELMET's own ruler/ files were not in --data-dir for those lengths")
+    seq = [c["sequential"] for c in report["cases"] if c.get("sequential")]
+    if seq:
+        drawn = sum(c["n"] for c in report["cases"] if c.get("sequential"))  # every sample scored, in flight too
+        budget = sum(s["budget"] for s in seq)
+        early = sum(1 for s in seq if s["decided"])
+        notes.append(f"Sequential (error rate {seq[0]['alpha']} per early verdict): {early} of {len(seq)} cases "
+                     f"decided early; {drawn} samples scored where fixed n takes {budget} ({budget - drawn} saved); "
+                     "their scores and the summaries above come from those fewer samples")
+    capped = [f"{c['task']} at {format_length(c['length'])} ran {c['sample_cap']['pool']} of "
+              f"{c['sample_cap']['requested']}" for c in report["cases"] if c.get("sample_cap")]
+    if capped:
+        notes.append("Fewer samples than asked (the data holds no more distinct ones; none is repeated): "
+                     + "; ".join(capped))
     for gate in report.get("gates", []):
         notes.append(f"Gate {gate['name']}: {gate['verdict'].upper()} - {gate['message']}")
     return header, body, notes

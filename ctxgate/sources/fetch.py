@@ -1,19 +1,22 @@
 """``ctxgate data fetch``: HELMET's released ``data.tar.gz`` (princeton-nlp/HELMET on the hub) into a data folder.
 
-Only the folders ctxgate reads (``kilt/``, ``msmarco/``) are extracted, member by member, refusing any path that
-would land outside the target. ``--archive`` takes an archive already downloaded (machines without hub access).
+Every folder HELMET's tasks read is extracted (``kilt/``, ``msmarco/``, ``alce/``, ``json_kv/``, ``ruler/``,
+``multi_lexsum/`` and ``infbench/`` with their key points), member by member, refusing any path that would land
+outside the target. ``--archive`` takes an archive already downloaded (machines without hub access).
 """
 
 from __future__ import annotations
 
+import hashlib
 import tarfile
 from pathlib import Path, PurePosixPath
 
 from ctxgate.sources.errors import DataUnavailable
 
+ESSAYS_FILE = "ruler/paul_graham_essays.txt"  # under the data folder; pass it as --haystack
 HUB_REPO = "princeton-nlp/HELMET"
 ARCHIVE = "data.tar.gz"
-WANTED = ("kilt", "msmarco")
+WANTED = ("kilt", "msmarco", "alce", "json_kv", "ruler", "multi_lexsum", "infbench")
 
 
 def download(revision: str | None) -> Path:
@@ -45,5 +48,25 @@ def extract(archive: Path, target: Path) -> list[str]:
                     out.write(block)
             written.append("/".join(parts))
     if not written:
-        raise DataUnavailable(f"{archive} holds no kilt/ or msmarco/ files; is it HELMET's {ARCHIVE}?")
+        raise DataUnavailable(f"{archive} holds none of the folders HELMET's tasks read ({', '.join(WANTED)}); is "
+                              f"it HELMET's {ARCHIVE}?")
     return written
+
+
+def fetch_essays(source: str, target: Path, expected_sha256: str | None) -> tuple[Path, str]:
+    """RULER's own haystack for exact RULER runs: the essays of a dataset with a ``text`` column (a hub id, or a
+    local file or folder), one per paragraph, written to ``target/ruler/paul_graham_essays.txt``. With
+    ``expected_sha256`` a different copy is refused, so two teams' "exact" runs read the same text."""
+    from ctxgate.sources.files import load_rows
+
+    rows = load_rows(source, "train", None, "give a hub dataset or a local .jsonl/.parquet with a 'text' column, "
+                                            "one essay per record")
+    text = "\n\n".join(str(r["text"]).strip() for r in rows if str(r.get("text") or "").strip()) + "\n"
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if expected_sha256 and digest != expected_sha256.lower():
+        raise DataUnavailable(f"{source}: the essays' sha256 is {digest}, not the --essays-sha256 {expected_sha256}: "
+                              "a different copy; fetch the pinned one or drop --essays-sha256 to pin this one")
+    out = target / ESSAYS_FILE
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return out, digest

@@ -6,7 +6,8 @@ Local layouts under ``--data-dir`` (hub columns, JSON lines):
 * ``infbench/longbook_sum_eng.jsonl`` (id, context, answer) and HELMET's ``infbench/longbook_sum_eng_keypoints.jsonl``
   (id, keypoints), if present.
 * ``multi_lexsum/{validation,train}.jsonl``: id, sources, summary/long, summary/short (allenai/multi_lexsum
-  v20230518); HELMET's key points ride along as ``summary/short_keypoints`` when the file has them.
+  v20230518), and HELMET's released key points ``multi_lexsum/multi_lexsum_val.jsonl`` (id,
+  summary/short_keypoints) when present; key points in the rows themselves are used otherwise.
 * ``alce/{asqa,qampari}_eval_gtr_top2000.json`` (question, docs[title,text], qa_pairs[short_answers] or
   answers[[aliases]]) and the prompt files ``alce/{asqa,qampari}_revised.json`` (or HELMET's ``prompts/``):
   instruction, demo_prompt, doc_prompt, demos.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,12 @@ def load_multi_lexsum(data_dir: str | None) -> LongDocSet:
         return out
 
     items, demos = read("validation"), read("train")
+    # HELMET's key points for the validation cases (scripts/eval_gpt4_summ.py reads them from this file)
+    keyfile = folder / "multi_lexsum_val.jsonl"
+    if keyfile.is_file():
+        shipped = {str(r["id"]): tuple(r.get("summary/short_keypoints") or ())
+                   for r in load_rows(str(keyfile), "train", None, hint)}
+        items = [replace(d, keypoints=shipped.get(d.key) or d.keypoints) for d in items]
     return LongDocSet(tuple(items), tuple(demos), _digest([(d.key, d.answers, d.keypoints, d.context) for d in items]))
 
 

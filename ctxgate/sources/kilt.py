@@ -61,7 +61,8 @@ RAG_FILES = {
                       r"hotpotqa-train-multikilt_1000_k(\d+)_dep\d+\.jsonl"),
     "kilt_popqa": ("kilt", r"popqa_test_1000_k(\d+)_dep\d+\.jsonl", r"popqa_train_1000_k(\d+)_dep\d+\.jsonl"),
 }
-MSMARCO_FOLDER = "msmarco/trec2019psg_preprocessed"
+# HELMET HEAD's layout first, then the first release's
+MSMARCO_FOLDERS = ("msmarco", "msmarco/trec2019psg_preprocessed")
 MSMARCO_TEST = r"test_reranking_data_k(\d+)_dep\d+\.jsonl"
 MSMARCO_DEMO = "test_reranking_data_k10_dep3.jsonl"
 POPQA_MAX_LOG_POPULARITY = 3.0  # HELMET's kilt_popqa_3: subject entities with popularity below 10^3
@@ -142,7 +143,9 @@ def _dedupe(demos: list[Demo]) -> list[Demo]:
 
 @lru_cache(maxsize=4)
 def load_msmarco(data_dir: str | None) -> Pool:
-    test, demo_path = _files(data_dir, "msmarco_rerank", MSMARCO_FOLDER, MSMARCO_TEST, MSMARCO_DEMO)
+    folder = next((f for f in MSMARCO_FOLDERS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)),
+                  MSMARCO_FOLDERS[0])
+    test, demo_path = _files(data_dir, "msmarco_rerank", folder, MSMARCO_TEST, MSMARCO_DEMO)
     grouped: dict[str, dict[str, Any]] = {}
     for r in read_jsonl(test):
         _check(r, test, ("qid", "query", "ctxs"))

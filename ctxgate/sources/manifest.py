@@ -16,7 +16,8 @@ from ctxgate.sources.files import sha256_of
 from ctxgate.sources.icl import SOURCES as ICL_SOURCES
 from ctxgate.sources.infbench import HUB_ID as INFBENCH_HUB, SUBSETS as INFBENCH_SUBSETS
 from ctxgate.sources.judged import ALCE_FILES
-from ctxgate.sources.kilt import MSMARCO_DEMO, MSMARCO_FOLDER, MSMARCO_TEST, RAG_FILES
+from ctxgate.sources.kilt import MSMARCO_DEMO, MSMARCO_FOLDERS, MSMARCO_TEST, RAG_FILES
+from ctxgate.sources.ruler_files import FOLDERS as RULER_FOLDERS
 
 LOCK_NAME = "ctxgate-data.lock.json"
 
@@ -28,6 +29,7 @@ class Expected:
     pattern: str  # regex over file names in ``folder``
     fields: tuple[str, ...]  # every record has these
     hub: str | None = None  # where the task reads from when the folder lacks the file
+    optional: str | None = None  # what the task does without the file (then its absence is no failure)
 
 
 def _expected() -> list[Expected]:
@@ -35,8 +37,11 @@ def _expected() -> list[Expected]:
     for task, (folder, test, demo) in RAG_FILES.items():
         fields = ("question", "answers", "ctxs") + (("s_pop",) if task == "kilt_popqa" else ())
         out += [Expected(task, folder, test, fields), Expected(task, folder, demo, fields)]
-    out += [Expected("msmarco_rerank", MSMARCO_FOLDER, MSMARCO_TEST, ("qid", "query", "ctxs")),
-            Expected("msmarco_rerank", MSMARCO_FOLDER, re.escape(MSMARCO_DEMO), ("qid", "query", "ctxs"))]
+    head, first = MSMARCO_FOLDERS  # either layout serves: each is optional alone
+    for folder, other in ((head, first), (first, head)):
+        out += [Expected("msmarco_rerank", folder, pattern, ("qid", "query", "ctxs"),
+                         optional=f"HELMET's other layout keeps them in {other}/")
+                for pattern in (MSMARCO_TEST, re.escape(MSMARCO_DEMO))]
     for task, src in ICL_SOURCES.items():
         for split in ("train", src.test_split) if src.test_split else ("train",):
             out.append(Expected(task, f"icl/{src.folder}", re.escape(f"{split}.jsonl"),
@@ -51,6 +56,17 @@ def _expected() -> list[Expected]:
     out += [Expected("multi_lexsum", "multi_lexsum", re.escape(f"{split}.jsonl"),
                      ("id", "sources", "summary/long", "summary/short"), f"allenai/multi_lexsum ({split})")
             for split in ("validation", "train")]
+    out += [
+        Expected("multi_lexsum", "multi_lexsum", re.escape("multi_lexsum_val.jsonl"), ("id", "summary/short_keypoints"),
+                 optional="the judge writes key points from the short summary"),
+        Expected("infbench_sum", "infbench", re.escape("longbook_sum_eng_keypoints.jsonl"), ("id", "keypoints"),
+                 optional="the judge writes key points from the gold summary"),
+        Expected("json_kv", "json_kv", r"test_k\d+_dep\d+\.jsonl", ("context", "question", "answer", "demos"),
+                 optional="JSON KV is generated"),
+    ]
+    out += [Expected(task, f"ruler/{folder}", r"validation_\d+\.jsonl", ("context", "query", "outputs"),
+                     optional="HELMET Recall uses the suite's RULER cases")
+            for task, folder in RULER_FOLDERS.items()]
     for task, (test, prompt) in ALCE_FILES.items():
         out += [Expected(task, "alce", re.escape(test), ("question", "docs")),
                 Expected(task, "alce", re.escape(prompt), ("instruction", "demo_prompt", "doc_prompt", "demos"))]
@@ -64,7 +80,7 @@ EXPECTED = _expected()
 class Finding:
     task: str
     path: str
-    status: str  # ok | unpinned | changed | missing | hub | bad
+    status: str  # ok | unpinned | changed | missing | hub | optional | bad
     detail: str = ""
 
     @property
@@ -115,8 +131,9 @@ def verify(root: Path) -> list[Finding]:
     for e in EXPECTED:
         paths = _matches(root, e)
         if not paths:
-            status = "hub" if e.hub else "missing"
-            detail = f"read from the hub: {e.hub}" if e.hub else f"no file matching {e.pattern!r}"
+            status = "hub" if e.hub else "optional" if e.optional else "missing"
+            detail = (f"read from the hub: {e.hub}" if e.hub else f"absent: {e.optional}" if e.optional
+                      else f"no file matching {e.pattern!r}")
             findings.append(Finding(e.task, f"{e.folder}/", status, detail))
         for p in paths:
             rel = p.relative_to(root).as_posix()

@@ -93,7 +93,7 @@ def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) ->
         if ex_words:
             ex_chosen = rng.sample(vocab, ex_words)
             ex_items = _cwe_list(rng, ex_chosen, ex_cw, ex_ucw)
-            example = (CWE_HEAD + "".join(_numbered(ex_items)) + CWE_TAIL + CWE_PREFIX
+            example = (CWE_HEAD + "".join(_numbered(ex_items)) + CWE_TAIL + CWE_PREFIX + " "
                        + " ".join(f"{i + 1}. {w}" for i, w in enumerate(ex_chosen[:NUM_CW])) + "\n")
         frame = make_frame(ctx, [example, CWE_HEAD] if example else [CWE_HEAD], [CWE_TAIL], CWE_PREFIX)
         budget = frame.budget(length, gen)
@@ -153,14 +153,14 @@ def build_fwe(ctx: BuildContext, length: int, index: int, rng: random.Random, al
 
 @register
 def cwe() -> TaskSpec:
-    return TaskSpec(name="cwe", suite="ruler", category="aggregation", metric="string_match_all",
+    return TaskSpec(name="cwe", suite="ruler", chat_template=True, category="aggregation", metric="string_match_all",
                     tokens_to_generate=120, build=build_cwe, markers=("ruler",),
                     description="10 common words (30x) among uncommon ones (3x)")
 
 
 @register
 def fwe() -> TaskSpec:
-    return TaskSpec(name="fwe", suite="ruler", category="aggregation", metric="string_match_all",
+    return TaskSpec(name="fwe", suite="ruler", chat_template=True, category="aggregation", metric="string_match_all",
                     tokens_to_generate=50, build=build_fwe, markers=("ruler",),
                     description="three most frequent coded words, zeta(2) frequencies")
 

@@ -51,7 +51,7 @@ class BuildContext:
     squad_source: str | None = None
     hotpotqa_source: str | None = None
     data_dir: str | None = None  # HELMET's data folder (released layout) and local copies of hub datasets
-    chat_by_task: bool = False  # the task's own chat-template policy decides (HELMET: on for LongQA only here)
+    chat_by_task: bool = False  # the task's own chat-template policy decides (TaskSpec.chat_template)
 
 
 @dataclass(frozen=True)
@@ -66,15 +66,18 @@ class Frame:
 
 
 def make_frame(
-    ctx: BuildContext, head: Sequence[str], tail: Sequence[str], answer_prefix: str, separator: str = ""
+    ctx: BuildContext, head: Sequence[str], tail: Sequence[str], answer_prefix: str, separator: str = "",
+    prefix_after_chat: bool = True,
 ) -> Frame:
     """Build the fixed ids. ``separator`` joins the user text and the answer prefix when no chat template is used
-    (RULER: nothing, the prefix starts with a space; HELMET: a newline)."""
+    (RULER: nothing, the prefix starts with a space; HELMET: a newline). With the chat template, RULER puts the
+    answer prefix after the generation prompt; HELMET ends the prompt at the generation prompt
+    (``prefix_after_chat=False``: ``add_generation_prompt=True``, no assistant text)."""
     enc = ctx.encoder
     if ctx.chat:
         chat_head, chat_tail = enc.chat_parts()
         pre_pieces = [chat_head, *head]
-        post_pieces = [*tail, chat_tail, answer_prefix]
+        post_pieces = [*tail, chat_tail, answer_prefix if prefix_after_chat else ""]
     else:
         pre_pieces = list(head)
         post_pieces = [*tail, separator + answer_prefix]
@@ -146,4 +149,9 @@ class TaskSpec:
     scoring_prefix: str | None = None  # HELMET: prepended to the output, which is then parsed after it
     description: str = ""
     default_samples: int = 100  # HELMET's count for the task, used when --samples is not given
-    chat_template: bool = False  # HELMET's policy: wrap in the chat template (when the model has one)
+    # the paper's policy under --chat-template task: wrap in the model's chat template (when it has one). RULER
+    # wraps every task for chat models (its config_models.sh); HELMET configures it per task
+    chat_template: bool = False
+    # how many distinct samples the task's data gives at a length (a question pool x its depth copies); None, or a
+    # None answer: generated, no limit. A case never runs more: a repeat would inflate n and narrow every interval
+    pool_size: Callable[[BuildContext, int], int | None] | None = None  # (context, length)

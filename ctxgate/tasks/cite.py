@@ -44,14 +44,17 @@ def build_cite(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     return Sample(task, length, index, ids, tuple(a[0] for a in item.answers if a), PREFIX,
                   {"item_id": item.key, "num_docs": k, "pool_exhausted": k == len(item.docs),
                    "demo_indices": list(picks), "data_sha256": data.sha256,
-                   "judge_input": {"question": item.question, "docs": [list(d) for d in item.docs[:k]],
+                   # every document of the record: a citation to one not shown is still checked against it,
+                   # as the reference does (only the cited ones are stored: judge.score.compact_input)
+                   "judge_input": {"question": item.question, "docs": [list(d) for d in item.docs],
                                    ("answers" if qampari else "short_answers"): [list(a) for a in item.answers]}})
 
 
 def _spec(name: str, metric: str, description: str) -> TaskSpec:
     return TaskSpec(name=name, suite="helmet", category="cite", metric=metric, tokens_to_generate=GEN,
                     build=lambda ctx, L, i, rng: build_cite(name, ctx, L, i), markers=("helmet", "cite", "judge"),
-                    scoring_prefix=PREFIX, chat_template=True, description=description)
+                    scoring_prefix=PREFIX, chat_template=True, description=description,
+                    pool_size=lambda ctx, length: len(load_alce(name, ctx.data_dir).items))
 
 
 @register

@@ -23,7 +23,7 @@ def fit_units(ctx: BuildContext, task: str, length: int, gen: int, head: str, ta
     Units are tokenized once per sample behind their separator, only as far as the room reaches, and never enter
     the encoder's cache: at 128K a RAG pool or an ICL shot list is a million distinct strings per case."""
     enc = ctx.encoder
-    frame = make_frame(ctx, [head], [tail], answer_prefix, separator)
+    frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
     budget = frame.budget(length, gen)
     encoded: list[tuple[int, ...]] = []
     used = 0
@@ -51,13 +51,14 @@ MIN_DOCUMENT_TOKENS = 16
 
 
 def fit_document(ctx: BuildContext, task: str, length: int, gen: int, head: str, tail: str, answer_prefix: str,
-                 separator: str, text: str) -> tuple[tuple[int, ...], int, bool]:
+                 separator: str, text: str, suffix: str = OMITTED) -> tuple[tuple[int, ...], int, bool]:
     """Prompt ids with one long document (a book, a script, case files) between ``head`` and ``tail``, cut to
-    what fits; also the document's token count and whether it was cut."""
-    frame = make_frame(ctx, [head], [tail], answer_prefix, separator)
+    what fits (ending with ``suffix``; HELMET's run-time cut of a pre-built context has none); also the
+    document's token count and whether it was cut."""
+    frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
     budget = frame.budget(length, gen)
     need_room(task, length, budget, MIN_DOCUMENT_TOKENS, "document tokens")
-    doc, cut = cut_document(ctx, text, budget, OMITTED)
+    doc, cut = cut_document(ctx, text, budget, suffix)
     return frame.pre + doc + frame.post, len(doc), cut
 
 
@@ -73,5 +74,5 @@ def cut_document(ctx: BuildContext, text: str, budget: int, suffix: str) -> tupl
         chars *= 2
     if len(ids) <= budget and chars >= len(text):
         return ids, False
-    (tail,) = enc.encode_fresh([suffix])
+    (tail,) = enc.encode_fresh([suffix]) if suffix else ((),)
     return ids[: max(budget - len(tail), 0)] + tail, True

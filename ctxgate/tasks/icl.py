@@ -4,22 +4,29 @@ Prompt (HELMET, verbatim, the trailing space included): ``Use the provided mappi
 label to the text. Only output "label: {label}" and nothing else. \\n\\n{demos}\\n\\n{question}\\nlabel:`` with demos
 ``{text}\\nlabel: {n}`` joined by blank lines. No chat template; 20 new tokens; EM on the parsed label.
 
-Each sample draws its own label permutation and its own demos from the train split: rounds of one example per label,
-each round in random order (Li et al.), none with the test text. HELMET's shot count for L (its table, below) is the
-target; demos stop earlier when the next one would not fit. Test items are taken round-robin over the labels, so
-the default 500 (and any prefix) is label-balanced.
+At HELMET's lengths (its shot table, 4K-128K) the prompts are HELMET's (``data.py`` HEAD): test items as HELMET
+takes them (the split itself when it has at most 500, else ``shuffle(seed)`` then label-balanced rounds), and per
+item a seed ``(sha256(text) + seed) % 2**31`` that draws its demos in label-balanced rounds (``balance_labels``,
+re-drawing a label's examples once they run out) and shuffles the label mapping over HELMET's label count; the
+demos' end is cut to fit. At other lengths each sample draws its own label permutation and demos (rounds of one
+example per label, each round in random order, none with the test text), as many whole demos as fit the shot
+count interpolated from the table, and test items are taken round-robin over the labels.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import random
+from collections.abc import Sequence
 from functools import lru_cache
 
 from ctxgate.seeding import derive_seed
 from ctxgate.sources import DataUnavailable
-from ctxgate.sources.icl import ICLData, load_icl
+from ctxgate.sources.icl import SOURCES, ICLData, load_icl
+from ctxgate.sources.helmet_files import shuffled
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, interleave
-from ctxgate.tasks.fitting import fit_units
+from ctxgate.tasks.fitting import fit_document, fit_units
 from ctxgate.tasks.registry import register
 
 INSTRUCTION = ('Use the provided mapping from the text to label to assign a label to the text. Only output '
@@ -87,7 +94,57 @@ def demo_rounds(data: ICLData, question: str, count: int, rng: random.Random) ->
     return demos[:count]
 
 
+MAX_TEST = 500  # HELMET's max_test_samples for ICL
+
+
+def balance_labels(items: Sequence[tuple[str, int]], shots: int, seed: int) -> list[tuple[str, int]]:
+    """HELMET's ``balance_labels``: ceil(shots / labels) rounds, one example per label each (labels in order of
+    first appearance; a label short of examples draws them again), each round shuffled, the first ``shots`` kept."""
+    rand = random.Random(seed)
+    by_label: dict[int, list[tuple[str, int]]] = {}
+    for item in items:
+        by_label.setdefault(item[1], []).append(item)
+    rounds: list[list[tuple[str, int]]] = [[] for _ in range(math.ceil(shots / len(by_label)))]
+    for examples in by_label.values():
+        picks = rand.sample(range(len(examples)), len(rounds) % len(examples))
+        while len(picks) < len(rounds):
+            picks += rand.sample(range(len(examples)), min(len(rounds) - len(picks), len(examples)))
+        for r, i in zip(rounds, picks):
+            r.append(examples[i])
+    for r in rounds:
+        rand.shuffle(r)
+    return [x for r in rounds for x in r][:shots]
+
+
+@lru_cache(maxsize=16)
+def helmet_test_items(task: str, data_dir: str | None, seed: int) -> tuple[tuple[str, int], ...]:
+    test = load_icl(task, data_dir, seed).test
+    if len(test) <= MAX_TEST:
+        return test
+    return tuple(balance_labels([test[i] for i in shuffled(len(test), seed)], MAX_TEST, seed))
+
+
+def build_helmet(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
+    """HELMET's prompt for its test item ``index`` at one of its lengths."""
+    data = load_icl(task, ctx.data_dir, ctx.seed)
+    items = helmet_test_items(task, ctx.data_dir, ctx.seed)
+    question, label = items[index % len(items)]
+    local_seed = (int(hashlib.sha256(question.encode("utf-8")).hexdigest(), 16) + ctx.seed) % 2**31
+    shots = SHOTS[task][LENGTHS.index(length)]
+    demos = balance_labels(data.train, shots, local_seed)
+    mapping = list(range(SOURCES[task].num_labels))
+    random.Random(local_seed).shuffle(mapping)
+    context = "\n\n".join(f"{text}\nlabel: {mapping[lab]}" for text, lab in demos)
+    ids, _, cut = fit_document(ctx, task, length, GEN, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n",
+                               context, suffix="")
+    return Sample(task, length, index, ids, (str(mapping[label]),), ANSWER_PREFIX,
+                  {"shots_target": shots, "demos": "helmet", "context_cut": cut, "label": label,
+                   "mapped_label": mapping[label], "data_sha256": data.sha256})
+
+
 def build_icl(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
+    if length in LENGTHS:
+        return build_helmet(task, ctx, length, index)
     data = load_icl(task, ctx.data_dir, ctx.seed)
     order = balanced_order(task, ctx.data_dir, ctx.seed)
     question, label = data.test[order[index % len(order)]]
@@ -101,13 +158,16 @@ def build_icl(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
                        lambda k: list(range(k)), 1, "demos")
     return Sample(task, length, index, ids, (str(mapping[label]),), ANSWER_PREFIX,
                   {"shots_target": target, "shots": k, "label": label, "mapped_label": mapping[label],
-                   "rounds": k / data.num_labels, "data_sha256": data.sha256})
+                   "rounds": k / data.num_labels, "demos": "placed", "data_sha256": data.sha256})
 
 
 def _spec(name: str, description: str) -> TaskSpec:
     return TaskSpec(name=name, suite="helmet", category="icl", metric="label_em", tokens_to_generate=GEN,
                     build=lambda ctx, L, i, rng: build_icl(name, ctx, L, i), markers=("helmet", "icl"),
-                    scoring_prefix=ANSWER_PREFIX, default_samples=500, description=description)
+                    scoring_prefix=ANSWER_PREFIX, default_samples=500, description=description,
+                    pool_size=lambda ctx, length: len(
+                        helmet_test_items(name, ctx.data_dir, ctx.seed) if length in LENGTHS
+                        else balanced_order(name, ctx.data_dir, ctx.seed)))
 
 
 @register

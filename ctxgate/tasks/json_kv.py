@@ -13,7 +13,9 @@ import json
 import random
 import uuid
 
+from ctxgate.sources.helmet_files import load_json_kv_file
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room
+from ctxgate.tasks.fitting import fit_document
 from ctxgate.tasks.registry import register
 
 INSTRUCTION = "\n\nExtract the value corresponding to the specified key in the JSON object below.\n\n"
@@ -32,12 +34,22 @@ def _pair(key: str, value: str) -> str:
 
 
 def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
+    f = load_json_kv_file(ctx.data_dir, length, ctx.seed) if ctx.data_dir else None
+    if f is not None:  # HELMET's record: its demos as HELMET formats them ("Corresponding value:" + " " + value)
+        row = f.rows[index % len(f.rows)]
+        demos = "".join(f"Key: {k}\nCorresponding value: {v}\n\n" for k, v in row["demos"][:SHOTS])
+        ids, _, cut = fit_document(ctx, "json_kv", length, GEN, "", INSTRUCTION + demos + f"Key: {row['question']}",
+                                   ANSWER_PREFIX, "\n", row["context"], suffix="")
+        answers = row["answer"] if isinstance(row["answer"], list) else [row["answer"]]
+        return Sample("json_kv", length, index, ids, tuple(map(str, answers)), ANSWER_PREFIX,
+                      {"source": "helmet_file", "context_cut": cut, "num_kvs": row.get("num_kvs"),
+                       "data_file": f.path, "data_sha256": f.sha256})
     enc = ctx.encoder
     target_key, target_value = _uuid(rng), _uuid(rng)
     demos = [(_uuid(rng), _uuid(rng)) for _ in range(SHOTS)]
     demo_text = "".join(f"Key: {json.dumps(k)}\nCorresponding value: {v}\n\n" for k, v in demos)
     tail = INSTRUCTION + demo_text + f"Key: {json.dumps(target_key)}"
-    frame = make_frame(ctx, ["JSON data:\n{"], ["}", tail], ANSWER_PREFIX, separator="\n")
+    frame = make_frame(ctx, ["JSON data:\n{"], ["}", tail], ANSWER_PREFIX, separator="\n", prefix_after_chat=False)
     budget = frame.budget(length, GEN)
     # Demo pairs sit in the object too (their answers are in the context), the target pair once, the rest filler.
     pairs = [_pair(k, v) for k, v in demos] + [_pair(target_key, target_value)]
@@ -55,12 +67,18 @@ def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random
     ids = frame.pre + tuple(i for p in piece_ids for i in p) + frame.post
     return Sample("json_kv", length, index, ids, (target_value,), ANSWER_PREFIX,
                   {"depth": depth, "position": position, "num_kvs": len(entries), "target_offset": offset,
-                   "key": target_key})
+                   "key": target_key, "source": "generated"})
 
 
 @register
 def json_kv() -> TaskSpec:
     return TaskSpec(name="json_kv", suite="helmet", category="recall", metric="helmet_subem",
                     tokens_to_generate=GEN, build=build_json_kv, markers=("helmet", "recall"),
-                    scoring_prefix=ANSWER_PREFIX,
-                    description="value of a UUID key in a JSON object")
+                    scoring_prefix=ANSWER_PREFIX, description="value of a UUID key in a JSON object",
+                    pool_size=lambda ctx, length: pool_size(ctx.data_dir, length, ctx.seed))
+
+
+def pool_size(data_dir: str | None, length: int, seed: int) -> int | None:
+    """HELMET's records at a length it has a file for; generated data has no limit (None)."""
+    f = load_json_kv_file(data_dir, length, seed) if data_dir else None
+    return len(f.rows) if f is not None else None

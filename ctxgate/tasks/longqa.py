@@ -20,6 +20,7 @@ from ctxgate.sources.infbench import Book, load_infbench
 from ctxgate.sources.judged import load_narrativeqa
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_document
+from ctxgate.tasks.selection import long_documents
 from ctxgate.tasks.registry import register
 
 QA_INSTRUCTION = ("You are given a story and a question. Answer the question as concisely as you can, using a "
@@ -70,7 +71,8 @@ def build_longqa(task: str, ctx: BuildContext, length: int, index: int) -> Sampl
 def _spec(name: str, metric: str, description: str) -> TaskSpec:
     return TaskSpec(name=name, suite="helmet", category="longqa", metric=metric, tokens_to_generate=GEN,
                     build=lambda ctx, L, i, rng: build_longqa(name, ctx, L, i), markers=("helmet", "longqa"),
-                    scoring_prefix=ANSWER_PREFIX, chat_template=True, description=description)
+                    scoring_prefix=ANSWER_PREFIX, chat_template=True, description=description,
+                    pool_size=lambda ctx, length: len(load_infbench(name, ctx.data_dir).books))
 
 
 @register
@@ -91,8 +93,9 @@ NQA_GEN = 100
 
 def build_narrativeqa(ctx: BuildContext, length: int, index: int) -> Sample:
     data = load_narrativeqa(ctx.data_dir)
-    order = seeded_order(len(data.items), "items", "narrativeqa", ctx.seed)
-    item = data.items[order[index % len(order)]]
+    kept = kept_books(ctx)
+    order = seeded_order(len(kept), "items", "narrativeqa", ctx.seed)
+    item = data.items[kept[order[index % len(order)]]]
     # HELMET draws the two demos from the train split unseeded; ctxgate seeds them per test item.
     demos = seeded_sample(list(data.demos), SHOTS, "demos", "narrativeqa", item.key, ctx.seed)
     demo = ("For example:\n\n" + "\n\n".join(f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
@@ -110,4 +113,11 @@ def narrativeqa() -> TaskSpec:
     return TaskSpec(name="narrativeqa", suite="helmet", category="longqa", metric="narrativeqa_judge",
                     tokens_to_generate=NQA_GEN, build=lambda ctx, L, i, rng: build_narrativeqa(ctx, L, i),
                     markers=("helmet", "longqa", "judge"), scoring_prefix=ANSWER_PREFIX, chat_template=True,
-                    description="NarrativeQA over whole books and scripts (LLM judge: fluency x correctness)")
+                    description="NarrativeQA over whole books and scripts (LLM judge: fluency x correctness)",
+                    pool_size=lambda ctx, length: len(kept_books(ctx)))
+
+
+def kept_books(ctx: BuildContext) -> tuple[int, ...]:
+    """NarrativeQA items whose document passes HELMET's length selection."""
+    data = load_narrativeqa(ctx.data_dir)
+    return long_documents("narrativeqa", data.items, data.sha256, ctx.encoder)

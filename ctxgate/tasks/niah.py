@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass, replace
 
 from ctxgate import words
-from ctxgate.haystacks import NOISE_LINE, load_essay
+from ctxgate.haystacks import HaystackError, NOISE_LINE, load_essay
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room
 from ctxgate.tasks.registry import register
 
@@ -133,13 +133,18 @@ def _essay_lines(ctx: BuildContext, needles: list[str], room: int,
     unit_ids = enc.encode_many([" " + s for s in essay.sentences])
     sizes: list[int] = []
     total = 0
-    while True:  # the essay repeats when the length needs more text than it has
-        size = len(unit_ids[len(sizes) % len(unit_ids)])
-        if total + size > room:
+    for ids in unit_ids:  # RULER never repeats its haystack, and neither does this: no sentence twice
+        if total + len(ids) > room:
             break
-        total += size
-        sizes.append(size)
-    sentences = [essay.sentences[i % len(essay.sentences)] for i in range(len(sizes))]
+        total += len(ids)
+        sizes.append(len(ids))
+    else:
+        if room - total > max(len(ids) for ids in unit_ids):
+            raise HaystackError(
+                f"the essay haystack {essay.source} holds {total:,} tokens of this tokenizer, and this length needs "
+                f"{room:,}: it is never repeated; pass --haystack with a longer text (e.g. RULER's Paul Graham "
+                "essays as a .txt)")
+    sentences = list(essay.sentences[: len(sizes)])
     depths = rng.sample(DEPTHS, len(needles))
     positions = sorted(int(len(sentences) * d / 100) for d in depths)
     for pos, needle in zip(reversed(positions), reversed(needles)):
@@ -158,7 +163,7 @@ def _spec(name: str, cfg: NiahConfig, description: str) -> TaskSpec:
     def build(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
         return build_niah(name, cfg, gen, ctx, length, index, rng)
 
-    return TaskSpec(name=name, suite="ruler", category="niah", metric="string_match_all", tokens_to_generate=gen,
+    return TaskSpec(name=name, suite="ruler", chat_template=True, category="niah", metric="string_match_all", tokens_to_generate=gen,
                     build=build, markers=("ruler", "niah"), description=description)
 
 

@@ -53,15 +53,17 @@ def build_qa(name: str, pool: qa_data.QAPool, ctx: BuildContext, length: int, in
 
 
 def _spec(name: str, description: str) -> TaskSpec:
-    def build(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
+    def load(ctx: BuildContext) -> qa_data.QAPool:
         if name == "qa_1":
-            pool = qa_data.load_squad(ctx.squad_source or qa_data.DEFAULT_SQUAD)
-        else:
-            pool = qa_data.load_hotpotqa(ctx.hotpotqa_source or qa_data.DEFAULT_HOTPOTQA)
-        return build_qa(name, pool, ctx, length, index, ctx.seed, rng)
+            return qa_data.load_squad(ctx.squad_source or qa_data.DEFAULT_SQUAD)
+        return qa_data.load_hotpotqa(ctx.hotpotqa_source or qa_data.DEFAULT_HOTPOTQA)
 
-    return TaskSpec(name=name, suite="ruler", category="qa", metric="string_match_part", tokens_to_generate=GEN,
-                    build=build, markers=("ruler",), description=description)
+    def build(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
+        return build_qa(name, load(ctx), ctx, length, index, ctx.seed, rng)
+
+    return TaskSpec(name=name, suite="ruler", chat_template=True, category="qa", metric="string_match_part",
+                    tokens_to_generate=GEN, build=build, markers=("ruler",), description=description,
+                    pool_size=lambda ctx, length: len(load(ctx).questions))
 
 
 @register

@@ -5,9 +5,12 @@ your answer in the following format:\\nAnswer: [answer]\\n\\n{demos}{context}\\n
 passages ``Document (Title: {title}): {text}`` joined by blank lines, two demos
 ``{passages}\\n\\nQuestion: {q}\\nAnswer: {a}``. No chat template; 20 new tokens; SubEM.
 
-At length L the passages that fit are the gold one plus the best-retrieved distractors, k in all; the gold sits at
-one of six evenly spaced depths (sample i: question i // 6, depth i % 6). HotpotQA's two gold passages and k - 2
-distractors are shuffled into three permutations instead (question i // 3, permutation i % 3).
+At a length HELMET has a file for (``kilt/*_k50`` at 8K ... ``_k1000`` at 128K) the prompt is HELMET's own: the
+file's lines for its 100 sampled questions in file order, each line's passages as placed, the context's end cut
+to fit (``sources/helmet_files.py``). At other lengths the passages that fit are the gold one plus the
+best-retrieved distractors, k in all; the gold sits at one of six evenly spaced depths (sample i: question
+i // 6, depth i % 6). HotpotQA's two gold passages and k - 2 distractors are shuffled into three permutations
+instead (question i // 3, permutation i % 3). The case record says which (``passages``).
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from __future__ import annotations
 import random
 
 from ctxgate.seeding import seeded_order, seeded_sample
+from ctxgate.sources.helmet_files import HelmetFile, load_rag_file, pick_demos
 from ctxgate.sources.kilt import Demo, Passage, Pool, load_rag
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
-from ctxgate.tasks.fitting import SEP, fit_units
+from ctxgate.tasks.fitting import SEP, fit_document, fit_units
 from ctxgate.tasks.registry import register
 
 INSTRUCTION = ("Use the given documents to write a concise and short answer to the question. Write your answer in "
@@ -39,6 +43,22 @@ def demo_text(demos: list[Demo]) -> str:
     blocks = [SEP.join(passage_text(p) for p in d.passages) + f"\n\nQuestion: {d.question}\nAnswer: {d.answer}"
               for d in demos]
     return SEP.join(blocks) + SEP
+
+
+def build_from_file(task: str, f: HelmetFile, ctx: BuildContext, length: int, index: int) -> Sample:
+    """HELMET's prompt for line ``index`` of its evaluation set at this length."""
+    row = f.rows[index % len(f.rows)]
+    key = row[f.key]
+    demos = pick_demos(f.demos, f.key, key, SHOTS, exclude_same=task == "kilt_popqa")  # popqa: one split
+    demo_block = demo_text([Demo(str(d[f.key]), d["question"], str(d["answers"][0]),
+                                 tuple(Passage(c["title"], c["text"]) for c in d["ctxs"])) for d in demos])
+    context = SEP.join(passage_text(Passage(c["title"], c["text"])) for c in row["ctxs"])
+    ids, _, cut = fit_document(ctx, task, length, GEN, INSTRUCTION + demo_block, f"\n\nQuestion: {row['question']}",
+                               ANSWER_PREFIX, "\n", context, suffix="")
+    return Sample(task, length, index, ids, tuple(str(a) for a in row["answers"]), ANSWER_PREFIX,
+                  {"question_id": str(key), "num_passages": len(row["ctxs"]), "passages": "helmet_file",
+                   "context_cut": cut, "data_file": f.path, "demo_ids": [str(d[f.key]) for d in demos],
+                   "data_sha256": f.sha256})
 
 
 def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int) -> Sample:
@@ -72,17 +92,26 @@ def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int)
                    "gold_positions": [shown.index(g) + 1 for g in range(len(gold))],
                    "depth": None if multi_gold else DEPTHS[copy], "permutation": copy if multi_gold else None,
                    "demo_ids": [d.key for d in demos], "pool_exhausted": k == len(candidates),
-                   "data_sha256": pool.sha256})
+                   "passages": "placed", "data_sha256": pool.sha256})
 
 
 def _spec(name: str, description: str) -> TaskSpec:
     def build(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
+        f = load_rag_file(name, ctx.data_dir or "", length, ctx.seed)
+        if f is not None:
+            return build_from_file(name, f, ctx, length, index)
         return build_rag(name, load_rag(name, ctx.data_dir), ctx, length, index)
+
+    def pool_size(ctx: BuildContext, length: int) -> int:
+        f = load_rag_file(name, ctx.data_dir or "", length, ctx.seed)
+        if f is not None:
+            return len(f.rows)
+        return len(load_rag(name, ctx.data_dir).items) * (PERMUTATIONS if name == "kilt_hotpotqa" else len(DEPTHS))
 
     samples = 300 if name == "kilt_hotpotqa" else 600  # HELMET: 100 questions x every depth or permutation
     return TaskSpec(name=name, suite="helmet", category="rag", metric="helmet_subem", tokens_to_generate=GEN,
                     build=build, markers=("helmet", "rag"), scoring_prefix=ANSWER_PREFIX, description=description,
-                    default_samples=samples)
+                    default_samples=samples, pool_size=pool_size)
 
 
 @register

@@ -22,6 +22,7 @@ def _load() -> None:
     # Importing the modules runs their @register decorators.
     from ctxgate.tasks import niah, vt, aggregation, qa, json_kv  # noqa: F401  (RULER order)
     from ctxgate.tasks import rag, rerank, cite, icl, longqa, summ  # noqa: F401  (HELMET application categories)
+    from ctxgate.tasks import helmet_recall  # noqa: F401  (HELMET's own RULER files, when present)
 
 
 class UnknownTask(KeyError):

@@ -7,18 +7,22 @@ following format:\\nRanking: ID3 > ID1 > ID2\\n\\n{demos}{context}\\n\\nQuery: {
 ``[ID: {id}] Document (Title: {title}): {text}`` (no title: ``[ID: {id}] Document: {text}``); two demos of another
 query with their gold ranking. No chat template; 200 new tokens.
 
-At length L: the query's judged passages are taken round-robin over the labels (balanced), as many as fit, and shown
-in one of three seeded orders (sample i: query i // 3, permutation i % 3).
+At a length HELMET has a file for (``msmarco/test_reranking_data_k50_dep3.jsonl`` at 8K ... ``_k1000`` at 128K)
+the prompt is HELMET's own, from the file's lines as placed (``sources/helmet_files.py``). At other lengths the
+query's judged passages are taken round-robin over the labels (balanced), as many as fit, and shown in one of
+three seeded orders (sample i: query i // 3, permutation i % 3). The case record says which (``passages``).
 """
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from ctxgate.seeding import derive_seed, seeded_order, seeded_sample
+from ctxgate.sources.helmet_files import HelmetFile, load_msmarco_file, pick_demos
 from ctxgate.sources.kilt import Demo, Passage, load_msmarco
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, interleave
-from ctxgate.tasks.fitting import SEP, fit_units
+from ctxgate.tasks.fitting import SEP, fit_document, fit_units
 from ctxgate.tasks.registry import register
 
 INSTRUCTION = ("You are provided with a list of documents, each indicated by their ID. Rank each document based on "
@@ -53,7 +57,34 @@ def balanced(passages: tuple[Passage, ...], rng: random.Random) -> list[Passage]
     return interleave(queues)
 
 
+def build_from_file(f: HelmetFile, ctx: BuildContext, length: int, index: int) -> Sample:
+    """HELMET's prompt for line ``index`` of its evaluation set at this length. The passage format (with or without
+    a title) follows the test line's first passage, for its demos too; rankings sort by label, stably."""
+    row = f.rows[index % len(f.rows)]
+    titled = "title" in row["ctxs"][0]
+
+    def passage(c: dict[str, Any]) -> Passage:
+        return Passage(str(c["title"]) if titled else "", str(c["text"]), str(c["id"]), int(c["label"]))
+
+    def ranking(ctxs: list[dict[str, Any]]) -> str:
+        return " > ".join(str(c["id"]) for c in sorted(ctxs, key=lambda c: c["label"], reverse=True))
+
+    demos = [Demo(str(d["qid"]), d["query"], ranking(d["ctxs"]), tuple(passage(c) for c in d["ctxs"]))
+             for d in pick_demos(f.demos, "qid", row["qid"], SHOTS, exclude_same=True)]
+    shown = [passage(c) for c in row["ctxs"]]
+    ids, _, cut = fit_document(ctx, "msmarco_rerank", length, GEN, INSTRUCTION + demo_text(demos),
+                               f"\n\nQuery: {row['query']}", ANSWER_PREFIX, "\n",
+                               SEP.join(passage_text(p) for p in shown), suffix="")
+    return Sample("msmarco_rerank", length, index, ids, tuple(f"{p.pid}:{p.label}" for p in shown), ANSWER_PREFIX,
+                  {"qid": str(row["qid"]), "num_passages": len(shown), "passages": "helmet_file", "context_cut": cut,
+                   "shown_ids": [p.pid for p in shown], "demo_ids": [d.key for d in demos], "data_file": f.path,
+                   "data_sha256": f.sha256})
+
+
 def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
+    f = load_msmarco_file(ctx.data_dir or "", length, ctx.seed)
+    if f is not None:
+        return build_from_file(f, ctx, length, index)
     pool = load_msmarco(ctx.data_dir)
     order = seeded_order(len(pool.items), "queries", "msmarco_rerank", ctx.seed)
     item = pool.items[order[(index // PERMUTATIONS) % len(order)]]
@@ -74,7 +105,12 @@ def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
                   {"qid": item.key, "num_passages": k, "permutation": perm, "pool_exhausted": k == len(kept),
                    "shown_ids": [p.pid for p in shown],
                    "labels": {str(lab): sum(p.label == lab for p in shown) for lab in sorted({p.label for p in shown})},
-                   "demo_ids": [d.key for d in demos], "data_sha256": pool.sha256})
+                   "demo_ids": [d.key for d in demos], "passages": "placed", "data_sha256": pool.sha256})
+
+
+def pool_size(ctx: BuildContext, length: int) -> int:
+    f = load_msmarco_file(ctx.data_dir or "", length, ctx.seed)
+    return len(f.rows) if f is not None else len(load_msmarco(ctx.data_dir).items) * PERMUTATIONS
 
 
 @register
@@ -82,4 +118,5 @@ def msmarco_rerank() -> TaskSpec:
     return TaskSpec(name="msmarco_rerank", suite="helmet", category="rerank", metric="ndcg_at_10",
                     tokens_to_generate=GEN, build=lambda ctx, L, i, rng: build_rerank(ctx, L, i),
                     markers=("helmet", "rerank"), scoring_prefix=ANSWER_PREFIX, default_samples=300,
+                    pool_size=pool_size,
                     description="rank MS MARCO passages for a query (NDCG@10)")

@@ -18,6 +18,7 @@ from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.judged import LongDocSet, load_infbench_sum, load_multi_lexsum
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_document
+from ctxgate.tasks.selection import long_documents
 from ctxgate.tasks.registry import register
 
 PREFIX = "Summary:"
@@ -30,9 +31,17 @@ LEGAL = ("You are given the legal documents in a civil rights lawsuit, and you a
          "description of the background, the parties involved, and the outcomes of the case.\n\n")
 
 
+def kept_items(task: str, data: LongDocSet, ctx: BuildContext) -> list[int]:
+    """Multi-LexSum: HELMET's selection of long cases; InfBench Sum: every book (all are longer than 128K)."""
+    if task == "multi_lexsum":
+        return list(long_documents(task, data.items, data.sha256, ctx.encoder))
+    return list(range(len(data.items)))
+
+
 def build_summary(task: str, data: LongDocSet, ctx: BuildContext, length: int, index: int, gen: int) -> Sample:
-    order = seeded_order(len(data.items), "items", task, ctx.seed)
-    item = data.items[order[index % len(order)]]
+    kept = kept_items(task, data, ctx)
+    order = seeded_order(len(kept), "items", task, ctx.seed)
+    item = data.items[kept[order[index % len(order)]]]
     demos = seeded_sample([d for d in data.demos if d.key != item.key], SHOTS, "demos", task, item.key, ctx.seed)
     if task == "infbench_sum":
         head = BOOK + "For example:\n\n" + "\n\n".join(f"[story text]\nSummary: {d.answers[0].strip()}"
@@ -51,13 +60,16 @@ def build_summary(task: str, data: LongDocSet, ctx: BuildContext, length: int, i
 
 
 def _spec(name: str, gen: int, description: str) -> TaskSpec:
+    def load(ctx: BuildContext) -> LongDocSet:
+        return load_infbench_sum(ctx.data_dir) if name == "infbench_sum" else load_multi_lexsum(ctx.data_dir)
+
     def build(ctx: BuildContext, length: int, index: int, rng: object) -> Sample:
-        data = load_infbench_sum(ctx.data_dir) if name == "infbench_sum" else load_multi_lexsum(ctx.data_dir)
-        return build_summary(name, data, ctx, length, index, gen)
+        return build_summary(name, load(ctx), ctx, length, index, gen)
 
     return TaskSpec(name=name, suite="helmet", category="summ", metric="summary_judge", tokens_to_generate=gen,
                     build=build, markers=("helmet", "summ", "judge"), scoring_prefix=PREFIX, chat_template=True,
-                    description=description)
+                    description=description,
+                    pool_size=lambda ctx, length: len(kept_items(name, load(ctx), ctx)))
 
 
 @register

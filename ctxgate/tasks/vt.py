@@ -26,7 +26,8 @@ def _chain(rng: random.Random, name_len: int) -> tuple[list[str], str, list[str]
         if name not in names:
             names.append(name)
     value = str(rng.randint(10000, 99999))
-    lines = [f"VAR {names[0]} = {value}"] + [f"VAR {names[j + 1]} = VAR {names[j]}" for j in range(NUM_HOPS)]
+    # RULER writes each hop with a trailing space ("VAR B = VAR A "), the first binding without
+    lines = [f"VAR {names[0]} = {value}"] + [f"VAR {names[j + 1]} = VAR {names[j]} " for j in range(NUM_HOPS)]
     return names, value, lines
 
 
@@ -42,15 +43,16 @@ def _noise_with_chain(n_noise: int, chain: list[str], rng: random.Random) -> tup
 
 
 def _example(ctx: BuildContext, budget: int, rng: random.Random) -> str:
-    """The one-shot demo: 3-letter names, its own fresh value, answer appended as RULER does."""
+    """The one-shot demo: 3-letter names, its own fresh value, answer appended as RULER does; RULER ends the
+    example with a newline and joins it to the task with another, so a blank line separates them."""
     enc = ctx.encoder
     names, value, chain = _chain(rng, 3)
     shell = (HEAD + TAIL.format(query=value) + ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value)
-             + " " + " ".join(names) + "\n")
+             + " " + " ".join(names) + "\n\n")
     room = budget - enc.count(shell) - sum(enc.count("\n" + c) for c in chain)
     lines, _ = _noise_with_chain(max(0, room // enc.count("\n" + NOISE_LINE)), chain, rng)
     return (HEAD + "\n".join(lines) + TAIL.format(query=value)
-            + ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value) + " " + " ".join(names) + "\n")
+            + ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value) + " " + " ".join(names) + "\n\n")
 
 
 def build_vt(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
@@ -73,5 +75,5 @@ def build_vt(ctx: BuildContext, length: int, index: int, rng: random.Random) -> 
 
 @register
 def vt() -> TaskSpec:
-    return TaskSpec(name="vt", suite="ruler", category="vt", metric="string_match_all", tokens_to_generate=30,
+    return TaskSpec(name="vt", suite="ruler", chat_template=True, category="vt", metric="string_match_all", tokens_to_generate=30,
                     build=build_vt, markers=("ruler",), description="variable tracking, 1 chain x 4 hops")

@@ -1,0 +1,189 @@
+"""Sequential gate decisions that keep their error rate under optional stopping: testing by betting.
+
+A case's question is one-sided and fixed before it runs: is the true mean score above the floor, or below it?
+(With a baseline: did it drop by more than the tolerance?) For each answer a nonnegative wealth process bets on it,
+
+    W_t = prod_{i <= t} (1 + lambda_i (x_i - m))       (bets that the mean exceeds m)
+
+with ``lambda_i`` chosen from the samples before i only. If the mean is at most m, W is a nonnegative
+supermartingale starting at 1, and by Ville's inequality P(sup_t W_t >= 1/alpha) <= alpha: stopping the first time
+the wealth reaches 1/alpha claims "above m" wrongly with probability at most alpha, however the stopping time is
+chosen (Shafer 2021, "Testing by betting", JRSS-A; Waudby-Smith & Ramdas 2024, "Estimating means of bounded random
+variables by betting", JRSS-B, Sec. 5). The mirror process bets on "below m". The bet size is their aGRAPA rule
+(the growth-optimal bet to second order), ``(mu - m) / (var + (mu - m)^2)`` from the running mean and variance,
+clipped to [0, c/m] (or c/(1-m)) with c = 0.9, so no single sample can ruin the bettor.
+
+The interval reported at stopping is the predictable plug-in empirical-Bernstein confidence sequence of the same
+paper (Thm. 2), also valid at every t at once. Scores live in [0, 1]; a paired difference in [-1, 1] is mapped to
+[0, 1] first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+BET_CAP = 0.9  # fraction of the largest bet that cannot lose everything on one sample
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decided: str | None  # "above" | "below" | None (not yet certain)
+    n: int
+    low: float  # the confidence sequence's bounds on the mean, in the data's own scale
+    high: float
+
+
+class Bettor:
+    """Wealth for "mean > m" and for "mean < m" over observations in [0, 1], and the EB confidence sequence."""
+
+    def __init__(self, m: float, alpha: float) -> None:
+        if not 0.0 <= m <= 1.0:
+            raise ValueError(f"the threshold {m} is outside [0, 1]: scores are fractions here (a floor of 80 is 0.8)")
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha {alpha} must be in (0, 1), e.g. 0.05")
+        self.m, self.alpha = m, alpha
+        self.up = self.down = 1.0
+        self.n = 0
+        self._sum = 0.0
+        self._mean, self._var = 0.5, 0.25  # the running estimates before any sample (the paper's priors)
+        self._sq = 0.25
+        self._lam_sum = self._lam_x = self._penalty = 0.0
+        self.low, self.high = 0.0, 1.0
+
+    def observe(self, x: float) -> None:
+        if not 0.0 <= x <= 1.0:
+            raise ValueError(f"observation {x} is outside [0, 1]")
+        gap = self._mean - self.m
+        bet = gap / (self._var + gap * gap)
+        if self.m > 0:
+            self.up *= 1.0 + min(max(bet, 0.0), BET_CAP / self.m) * (x - self.m)
+        if self.m < 1:
+            self.down *= 1.0 - min(max(-bet, 0.0), BET_CAP / (1.0 - self.m)) * (x - self.m)
+        self._confidence_sequence(x)
+        self.n += 1
+        self._sum += x
+        mean = (0.5 + self._sum) / (self.n + 1)
+        self._sq += (x - mean) ** 2
+        self._mean, self._var = mean, self._sq / (self.n + 1)
+
+    def _confidence_sequence(self, x: float) -> None:
+        """One step of the predictable plug-in empirical-Bernstein CS, two-sided at level alpha, intersected."""
+        t = self.n + 1
+        log_term = math.log(2.0 / self.alpha)
+        lam = min(math.sqrt(2.0 * log_term / (self._var * t * math.log(1.0 + t))), 0.5)
+        self._lam_sum += lam
+        self._lam_x += lam * x
+        self._penalty += 4.0 * (x - self._mean) ** 2 * (-math.log(1.0 - lam) - lam) / 4.0
+        centre = self._lam_x / self._lam_sum
+        margin = (log_term + self._penalty) / self._lam_sum
+        self.low, self.high = max(self.low, centre - margin), min(self.high, centre + margin)
+
+    def decided(self) -> str | None:
+        if self.up >= 1.0 / self.alpha:
+            return "above"
+        if self.down >= 1.0 / self.alpha:
+            return "below"
+        return None
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """``alpha``: the error rate of each claim; ``min_samples``: never stop before this many; ``max_samples``: the
+    fixed-n budget, after which the case ends undecided (its verdict is then the fixed-n one)."""
+
+    alpha: float = 0.05
+    min_samples: int = 10
+    max_samples: int = 100
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_samples <= self.max_samples:
+            raise ValueError(f"min_samples {self.min_samples} must be between 1 and max_samples {self.max_samples}")
+
+    def run(self, scores: Iterable[float], threshold: float, paired: bool = False) -> Verdict:
+        """Observe ``scores`` (in [0, 1]; with ``paired``, differences in [-1, 1] against ``threshold`` in [-1, 1])
+        until the answer is certain or the budget is spent; the scores are pulled one at a time, so a caller that
+        generates lazily generates no more than needed."""
+        to_unit = (lambda v: (v + 1.0) / 2.0) if paired else (lambda v: v)
+        bettor = Bettor(to_unit(threshold), self.alpha)
+        for x in scores:
+            bettor.observe(to_unit(x))
+            if bettor.n >= self.min_samples and (answer := bettor.decided()):
+                return self._verdict(answer, bettor, paired)
+            if bettor.n >= self.max_samples:
+                break
+        return self._verdict(None, bettor, paired)
+
+    @staticmethod
+    def _verdict(answer: str | None, bettor: Bettor, paired: bool) -> Verdict:
+        low, high = (2 * bettor.low - 1, 2 * bettor.high - 1) if paired else (bettor.low, bettor.high)
+        return Verdict(answer, bettor.n, round(low, 6), round(high, 6))
+
+
+@dataclass(frozen=True)
+class Questions:
+    """What a case's gate asks: is the mean above ``floor`` (a fraction)? did it drop against ``baseline`` (sample
+    index -> score) by more than ``tolerance`` (a fraction), paired on the same samples?"""
+
+    floor: float | None = None
+    baseline: Mapping[int, float] | None = None
+    tolerance: float = 0.0
+
+    @property
+    def asked(self) -> bool:
+        return bool(self.floor) or self.baseline is not None
+
+
+class CaseTest:
+    """--sequential for one case: its samples' scores fed in index order (the fixed-n run's order) to a test per
+    question. The case fails as soon as one test is certain it fails, and passes when every test is certain it
+    passes; each claim is wrong at most alpha of the time."""
+
+    def __init__(self, rule: StopRule, questions: Questions) -> None:
+        self.rule, self.questions = rule, questions
+        self.floor = Bettor(questions.floor, rule.alpha) if questions.floor else None
+        self.drop = (Bettor((1.0 - questions.tolerance) / 2.0, rule.alpha)
+                     if questions.baseline is not None else None)
+        self.used = 0
+        self.verdict: str | None = None  # "pass" | "fail" | None
+
+    def feed(self, done: Mapping[int, Any]) -> None:
+        """``done``: sample index -> outcome with a ``score``; consumes the next indices while they are there."""
+        while self.verdict is None and (o := done.get(self.used)) is not None and o.score is not None:
+            if self.floor is not None:
+                self.floor.observe(o.score)
+            base = self.questions.baseline
+            if self.drop is not None and base is not None:
+                if self.used not in base:  # the baseline lacks this sample: nothing more to pair
+                    self.drop = None
+                else:
+                    self.drop.observe((o.score - base[self.used] + 1.0) / 2.0)
+            self.used += 1
+            if self.used >= self.rule.min_samples:
+                self.verdict = self._decide()
+
+    def _decide(self) -> str | None:
+        answers = [t.decided() for t in (self.floor, self.drop) if t is not None]
+        if "below" in answers:
+            return "fail"
+        if answers and all(a == "above" for a in answers):
+            return "pass"
+        return None
+
+    def record(self, budget: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"alpha": self.rule.alpha, "min_samples": self.rule.min_samples, "used": self.used,
+                               "budget": budget, "decided": self.verdict,
+                               "stopped": {"pass": "certain it passes", "fail": "certain it fails",
+                                           None: "budget"}[self.verdict]}
+        if self.floor is not None:
+            out["floor"] = {"decided": self.floor.decided(), "interval": _percent(self.floor.low, self.floor.high)}
+        if self.drop is not None:
+            out["baseline"] = {"decided": self.drop.decided(), "tolerance": round(self.questions.tolerance * 100, 2),
+                               "interval": _percent(2 * self.drop.low - 1, 2 * self.drop.high - 1)}
+        return out
+
+
+def _percent(low: float, high: float) -> list[float]:
+    return [round(low * 100, 2), round(high * 100, 2)]

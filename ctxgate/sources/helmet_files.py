@@ -1,0 +1,144 @@
+"""HELMET's released per-length files, read the way HELMET's ``data.py`` (HEAD) reads them, so that at the lengths
+HELMET built them for the suite's prompts are HELMET's prompts.
+
+* RAG ``kilt/{set}-dev-multikilt_1000_k{K}_dep{d}.jsonl`` and re-rank ``msmarco/test_reranking_data_k{K}_dep3.jsonl``
+  (first release: ``msmarco/trec2019psg_preprocessed/``): each line is one question at one gold depth, its ``ctxs``
+  already placed. HELMET keeps the lines of ``random.sample(sorted(keys), 100)`` after ``random.seed(seed)``, in
+  file order, and picks each line's two demos by shuffling the demo file with ``sha256(key) % 2**31`` as seed,
+  dropping repeated keys, taking the first two.
+* JSON KV ``json_kv/test_k{K}_dep6.jsonl``: context, question, answer, demos; HELMET's order is ``shuffle(seed)``.
+
+``datasets``' ``shuffle(seed)`` is numpy's ``default_rng(seed).permutation``; Python's ``random.seed`` followed by
+``random.sample`` is ``random.Random(seed).sample``. Both are reproduced here without the datasets library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ctxgate.sources.files import read_jsonl, sha256_of
+
+MAX_TEST_KEYS = 100  # HELMET's max_test_samples: questions (RAG, re-rank) or records (JSON KV)
+# the k (passages, KV pairs) HELMET's configs use at each length
+RAG_K = {8192: 50, 16384: 105, 32768: 220, 65536: 440, 131072: 1000}
+MSMARCO_K = {8192: 50, 16384: 130, 32768: 285, 65536: 600, 131072: 1000}
+JSON_KV_K = {8192: 105, 16384: 220, 32768: 440, 65536: 900, 131072: 1800}
+RAG_NAMES = {"kilt_nq": ("nq-dev-multikilt_1000", "dep6", ["nq-train-multikilt_1000_k3_dep6.jsonl"]),
+             "kilt_triviaqa": ("triviaqa-dev-multikilt_1000", "dep6", ["triviaqa-train-multikilt_1000_k3_dep6.jsonl"]),
+             "kilt_hotpotqa": ("hotpotqa-dev-multikilt_1000", "dep3", ["hotpotqa-train-multikilt_1000_k3_dep3.jsonl"]),
+             # HEAD draws PopQA's demos from the test file's k3 copy; the first release had a train file
+             "kilt_popqa": ("popqa_test_1000", "dep6", ["popqa_test_1000_k3_dep6.jsonl",
+                                                         "popqa_train_1000_k3_dep6.jsonl"])}
+MSMARCO_DIRS = ("msmarco", "msmarco/trec2019psg_preprocessed")  # HEAD's layout, then the first release's
+
+
+@dataclass(frozen=True)
+class HelmetFile:
+    """The lines HELMET evaluates (in its order), the demo lines, and where they came from."""
+
+    rows: tuple[dict[str, Any], ...]
+    demos: tuple[dict[str, Any], ...]
+    key: str  # the field that names a question: id / question / qid / query
+    path: str
+    sha256: str
+
+
+def shuffled(count: int, seed: int) -> list[int]:
+    """The order of ``datasets.Dataset.shuffle(seed=seed)`` over ``count`` records."""
+    import numpy as np
+
+    return [int(i) for i in np.random.default_rng(seed).permutation(count)]
+
+
+def key_seed(key: object) -> int:
+    """HELMET's per-question seed: sha256 of the key as text, mod 2**31."""
+    return int(hashlib.sha256(str(key).encode("utf-8")).hexdigest(), 16) % 2**31
+
+
+def pick_demos(demos: tuple[dict[str, Any], ...], key_field: str, key: object, shots: int,
+               exclude_same: bool) -> list[dict[str, Any]]:
+    """``shots`` demos for one question: the demo file shuffled with the question's seed, repeated keys dropped
+    (the first kept), the question itself left out first when ``exclude_same``."""
+    pool = [d for d in demos if not exclude_same or d[key_field] != key]
+    out: list[dict[str, Any]] = []
+    seen: set[object] = set()
+    for i in shuffled(len(pool), key_seed(key)):
+        d = pool[i]
+        if d[key_field] not in seen:
+            seen.add(d[key_field])
+            out.append(d)
+            if len(out) == shots:
+                break
+    return out
+
+
+def _select(rows: tuple[dict[str, Any], ...], key_field: str, seed: int) -> tuple[dict[str, Any], ...]:
+    keys = sorted({r[key_field] for r in rows})
+    chosen = set(random.Random(seed).sample(keys, min(MAX_TEST_KEYS, len(keys))))
+    return tuple(r for r in rows if r[key_field] in chosen)
+
+
+def _digest(*paths: Path) -> str:
+    return hashlib.sha256("".join(sha256_of(p) for p in paths).encode()).hexdigest()
+
+
+def rag_path(task: str, data_dir: str | None, length: int) -> Path | None:
+    if not data_dir or length not in RAG_K:
+        return None
+    prefix, dep, _ = RAG_NAMES[task]
+    path = Path(data_dir) / "kilt" / f"{prefix}_k{RAG_K[length]}_{dep}.jsonl"
+    return path if path.is_file() else None
+
+
+@lru_cache(maxsize=16)
+def load_rag_file(task: str, data_dir: str, length: int, seed: int) -> HelmetFile | None:
+    """HELMET's RAG file for this length, or None when the data folder has none (the suite then places passages
+    itself)."""
+    path = rag_path(task, data_dir, length)
+    if path is None:
+        return None
+    demo_path = next((p for name in RAG_NAMES[task][2] if (p := Path(data_dir) / "kilt" / name).is_file()), None)
+    if demo_path is None:
+        return None
+    rows, demos = read_jsonl(path), read_jsonl(demo_path)
+    if task == "kilt_popqa":  # HELMET's kilt_popqa_3: entities with popularity below 10^3
+        rows = tuple(r for r in rows if math.log10(r["s_pop"]) < 3)
+        demos = tuple(r for r in demos if math.log10(r["s_pop"]) < 3)
+    key = "id" if rows and "id" in rows[0] else "question"
+    return HelmetFile(_select(rows, key, seed), demos, key, str(path), _digest(path, demo_path))
+
+
+@lru_cache(maxsize=8)
+def load_msmarco_file(data_dir: str, length: int, seed: int) -> HelmetFile | None:
+    if length not in MSMARCO_K:
+        return None
+    for folder in MSMARCO_DIRS:
+        path = Path(data_dir) / folder / f"test_reranking_data_k{MSMARCO_K[length]}_dep3.jsonl"
+        demo_path = path.with_name("test_reranking_data_k10_dep3.jsonl")
+        if path.is_file() and demo_path.is_file():
+            rows, demos = read_jsonl(path), read_jsonl(demo_path)
+            key = "qid" if rows and "qid" in rows[0] else "query"
+            selected = _select(rows, key, seed)
+            if len(demos) > 2 * len(selected):  # HELMET then drops the test questions from the demos at once
+                qids = {r["qid"] for r in selected}
+                demos = tuple(d for d in demos if d["qid"] not in qids)
+            return HelmetFile(selected, demos, key, str(path), _digest(path, demo_path))
+    return None
+
+
+@lru_cache(maxsize=8)
+def load_json_kv_file(data_dir: str, length: int, seed: int) -> HelmetFile | None:
+    if length not in JSON_KV_K:
+        return None
+    path = Path(data_dir) / "json_kv" / f"test_k{JSON_KV_K[length]}_dep6.jsonl"
+    if not path.is_file():
+        return None
+    rows = read_jsonl(path)
+    order = shuffled(len(rows), seed)[:MAX_TEST_KEYS]
+    return HelmetFile(tuple(rows[i] for i in order), (), "question", str(path), _digest(path))

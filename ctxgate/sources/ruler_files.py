@@ -1,0 +1,67 @@
+"""HELMET's own RULER-format files, which its Recall category reads: ``ruler/{task}/validation_{L}.jsonl`` in the
+released data folder, one file per length (records: context, query, outputs, type_needle_v).
+
+HELMET evaluates the first 100 records after ``datasets``' ``shuffle(seed)``, which is numpy's
+``default_rng(seed).permutation``; ``order`` reproduces it, so sample i is the record HELMET evaluates i-th.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ctxgate.sources.errors import DataUnavailable
+from ctxgate.sources.files import FETCH_HINT, read_jsonl
+
+FOLDERS = {"helmet_multikey_2": "niah_multikey_2", "helmet_multikey_3": "niah_multikey_3",
+           "helmet_multivalue": "niah_multivalue"}
+FIELDS = ("context", "query", "outputs", "type_needle_v")
+
+
+@dataclass(frozen=True)
+class RulerRecord:
+    context: str
+    query: str
+    type_needle_v: str
+    answers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RulerFile:
+    records: tuple[RulerRecord, ...]
+    path: str
+    sha256: str
+
+
+def ruler_path(task: str, data_dir: str | None, length: int) -> Path:
+    return Path(data_dir or ".") / "ruler" / FOLDERS[task] / f"validation_{length}.jsonl"
+
+
+@lru_cache(maxsize=16)
+def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
+    path = ruler_path(task, data_dir, length)
+    if not data_dir or not path.is_file():
+        raise DataUnavailable(f"{task} reads HELMET's {path.relative_to(Path(data_dir or '.'))} (none for length "
+                              f"{length}; HELMET ships 8K-128K); the suite's RULER cases stand in for HELMET Recall "
+                              f"without it; {FETCH_HINT}")
+    records = []
+    for n, r in enumerate(read_jsonl(path), start=1):
+        missing = [k for k in FIELDS if k not in r]
+        if missing:
+            raise DataUnavailable(f"{path}: record {n} lacks {', '.join(missing)}; check the folder with "
+                                  f"`ctxgate data verify {data_dir}`")
+        answers = r["outputs"] if isinstance(r["outputs"], list) else [r["outputs"]]
+        records.append(RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], tuple(map(str, answers))))
+    digest = hashlib.sha256(json.dumps([(x.context, x.query, x.answers) for x in records]).encode()).hexdigest()
+    return RulerFile(tuple(records), str(path), digest)
+
+
+@lru_cache(maxsize=16)
+def order(count: int, seed: int) -> tuple[int, ...]:
+    """The record order of ``datasets.Dataset.shuffle(seed=seed)``."""
+    import numpy as np
+
+    return tuple(int(i) for i in np.random.default_rng(seed).permutation(count))

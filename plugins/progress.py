@@ -1,0 +1,204 @@
+"""Live progress: while cases run, one status line on the terminal says, per worker, the case, samples done /
+total, generated tokens per second and an ETA.
+
+Workers report after every sample: in one process straight to the line; under xdist each worker rewrites a small
+JSON file (``gwN.json`` in a folder the controller hands it) that the controller's drawing thread reads, because
+xdist carries no messages from a worker while a test runs. The line is drawn only on a terminal (never into a
+pipe, a CI log or junit), after whatever pytest last wrote, with the cursor put back where it was; it is erased
+before pytest writes anything, under one lock, so ``-q`` dots, ``-v`` lines and the summary come out as without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxgate.progress import Progress, status_line
+
+REPORTER_KEY = pytest.StashKey[Callable[[Progress | None], None]]()  # how this process reports its running case
+INTERVAL = float(os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5"))  # seconds between redraws and file writes
+SAVE, RESTORE, CLEAR = b"\x1b7", b"\x1b8", b"\x1b[K"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("ctxgate").addoption(
+        "--progress", default="auto", choices=("auto", "off"),
+        help="auto (default): a live line with each worker's case, samples done, tokens/s and ETA, when the output "
+             "is a terminal; off: never")
+
+
+class LiveLine:
+    """The status line on the controller, registered as a plugin while it is drawn: a drawing thread, and the
+    lock that pytest's own terminal output takes first (the hook wrappers below)."""
+
+    def __init__(self, terminal: Any, fd: int, folder: Path | None) -> None:
+        self.terminal, self.fd, self.folder = terminal, fd, folder
+        self.lock = threading.RLock()
+        self.local: Progress | None = None  # this process's case (no xdist)
+        self.finished = self.selected = 0
+        self.drawn = False
+        self.shown = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="ctxgate-progress", daemon=True)
+
+    def start(self, selected: int) -> None:
+        if not self._thread.is_alive() and not self._stop.is_set():
+            self.selected = selected
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.erase()
+        os.close(self.fd)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Around pytest's own writes: the line is gone before they start and not drawn until they end."""
+        with self.lock:
+            self.erase()
+            try:
+                yield
+            finally:
+                sys.stdout.flush()
+
+    def erase(self) -> None:
+        with self.lock:
+            if self.drawn:
+                os.write(self.fd, CLEAR)
+                self.drawn = False
+
+    def running(self) -> list[tuple[str, Progress]]:
+        if self.folder is None:
+            return [("", self.local)] if self.local else []
+        found = []
+        for path in self.folder.glob("gw*.json"):
+            try:
+                found.append((path.stem, Progress.from_dict(json.loads(path.read_text("utf-8")))))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # being replaced, or the worker has no case now
+        return found
+
+    def _loop(self) -> None:
+        while not self._stop.wait(INTERVAL):
+            with self.lock:
+                room = self.terminal.fullwidth - self.terminal.width_of_current_line - 2
+                line = status_line(self.finished, self.selected, self.running(), room)
+                if not line:
+                    self.erase()
+                elif not self.drawn or line != self.shown:
+                    os.write(self.fd, SAVE + CLEAR + b" " + line.encode("utf-8", "replace") + RESTORE)
+                    self.drawn, self.shown = True, line
+
+    # the hooks in which pytest and xdist write to the terminal: none of them writes over the line
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logstart(self) -> Any:
+        with self.paused():
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Any:
+        with self.paused():
+            if report.when == "teardown":
+                self.finished += 1
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logfinish(self) -> Any:
+        with self.paused():
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True, optionalhook=True)
+    def pytest_testnodedown(self, node: Any) -> Any:
+        """A worker that died leaves no stale case on the line."""
+        with self.paused():
+            if self.folder is not None:
+                (self.folder / f"{node.gateway.id}.json").unlink(missing_ok=True)
+            return (yield)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        if self.folder is not None:
+            node.workerinput["ctxgate_progress_dir"] = str(self.folder)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.folder is None:
+            self.start(len(session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, ids: list[str]) -> None:
+        self.start(len(ids))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Before the summary: the line goes for good."""
+        self.stop()
+        session.config.pluginmanager.unregister(self)
+
+
+class FileReporter:
+    """On an xdist worker: its running case, rewritten atomically at most every INTERVAL seconds."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.last = path, 0.0
+
+    def __call__(self, progress: Progress | None) -> None:
+        now = time.monotonic()
+        if progress is not None and now - self.last < INTERVAL and progress.done < progress.total:
+            return
+        self.last = now
+        try:
+            if progress is None:
+                self.path.unlink(missing_ok=True)
+                return
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(progress.to_dict()), "utf-8")
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # progress is a courtesy: a full disk must not fail the case
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        folder = workerinput.get("ctxgate_progress_dir")
+        if folder:
+            config.stash[REPORTER_KEY] = FileReporter(Path(folder) / f"{workerinput['workerid']}.json")
+        return
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if (config.getoption("--model", None) is None or config.getoption("--progress") == "off" or terminal is None
+            or config.getoption("collectonly") or not _is_terminal()):
+        return
+    xdist = bool(config.getoption("numprocesses", None)) and config.getoption("dist", "no") != "no"
+    folder = Path(tempfile.mkdtemp(prefix="ctxgate-progress-")) if xdist else None
+    live = LiveLine(config.get_terminal_writer(), os.dup(sys.stdout.fileno()), folder)
+    config.pluginmanager.register(live, "ctxgate-live-progress")
+    if folder is None:
+        config.stash[REPORTER_KEY] = lambda progress: setattr(live, "local", progress)
+
+
+def _is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def reporter_for(config: pytest.Config) -> Callable[[Progress | None], None] | None:
+    """What a case calls after each sample (and with None when it ends); None when nobody is watching."""
+    return config.stash.get(REPORTER_KEY, None)

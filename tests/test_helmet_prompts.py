@@ -1,0 +1,177 @@
+"""At the lengths HELMET ships files for, the suite's prompts are HELMET's, byte for byte after decoding.
+
+The expected prompts are written here from HELMET's rules (data.py at HEAD), not with the suite's code: the
+question sample is ``random.seed(42); random.sample(sorted(keys), 100)`` over the file's keys, in file order; the
+demos of a question come from ``datasets``' ``shuffle(seed=sha256(key) % 2**31)`` of the demo file with repeated
+keys dropped; the templates are HELMET's strings. Chat prompts are the tokenizer's chat template over one user
+turn with the generation prompt and nothing after it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+
+import datasets
+import pytest
+
+from ctxgate.runner import build_samples
+from ctxgate.tasks import BuildContext, get_task
+from tests.conftest import HELMET_DATA
+
+L = 8192
+RAG = {"kilt_nq": ("nq-dev-multikilt_1000_k50_dep6.jsonl", "nq-train-multikilt_1000_k3_dep6.jsonl"),
+       "kilt_triviaqa": ("triviaqa-dev-multikilt_1000_k50_dep6.jsonl", "triviaqa-train-multikilt_1000_k3_dep6.jsonl"),
+       "kilt_hotpotqa": ("hotpotqa-dev-multikilt_1000_k50_dep3.jsonl", "hotpotqa-train-multikilt_1000_k3_dep3.jsonl"),
+       "kilt_popqa": ("popqa_test_1000_k50_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl")}
+
+
+def lines(path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def helmet_sample(rows: list[dict], key: str) -> list[dict]:
+    random.seed(42)
+    keys = random.sample(sorted({r[key] for r in rows}), min(100, len({r[key] for r in rows})))
+    return [r for r in rows if r[key] in keys]
+
+
+def helmet_demos(demo_rows: list[dict], key: str, value: str) -> list[dict]:
+    h = int(hashlib.sha256(str(value).encode("utf-8")).hexdigest(), 16) % 2**31
+    out, seen = [], set()
+    for d in datasets.Dataset.from_list(demo_rows).shuffle(seed=h):
+        if d[key] not in seen:
+            seen.add(d[key])
+            out.append(d)
+    return out[:2]
+
+
+def wrap(hf_tokenizer, user: str, completion: str, chat: bool) -> str:
+    if not chat:
+        return user + "\n" + completion
+    return hf_tokenizer.apply_chat_template([{"role": "user", "content": user}], tokenize=False,
+                                            add_generation_prompt=True)
+
+
+def suite_prompts(hf_encoder, task: str, chat: bool, n: int) -> list[str]:
+    ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(HELMET_DATA))
+    return [hf_encoder.decode(s.input_ids) for s in build_samples(get_task(task), ctx, L, n, 42)]
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+@pytest.mark.parametrize("task", sorted(RAG))
+def test_rag_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
+    test_file, demo_file = RAG[task]
+    rows, demo_rows = lines(HELMET_DATA / "kilt" / test_file), lines(HELMET_DATA / "kilt" / demo_file)
+    if task == "kilt_popqa":
+        rows = [r for r in rows if math.log10(r["s_pop"]) < 3]
+        demo_rows = [r for r in demo_rows if math.log10(r["s_pop"]) < 3]
+    chosen = helmet_sample(rows, "id")
+    doc = "Document (Title: {title}): {text}"
+    expected = []
+    for r in chosen[:4]:
+        pool = [d for d in demo_rows if d["id"] != r["id"]] if task == "kilt_popqa" else demo_rows
+        demos = "\n\n".join("\n\n".join(doc.format(**c) for c in d["ctxs"]) + f"\n\nQuestion: {d['question']}\n"
+                            f"Answer: {d['answers'][0]}" for d in helmet_demos(pool, "id", r["id"])) + "\n\n"
+        user = ("Use the given documents to write a concise and short answer to the question. Write your answer in "
+                f"the following format:\nAnswer: [answer]\n\n{demos}"
+                + "\n\n".join(doc.format(**c) for c in r["ctxs"]) + f"\n\nQuestion: {r['question']}")
+        expected.append(wrap(hf_tokenizer, user, "Answer:", chat))
+    assert suite_prompts(hf_encoder, task, chat, 4) == expected
+    assert len(chosen) == len(rows)  # the fixture has fewer than 100 questions: every line, in file order
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+def test_msmarco_prompts_are_helmets(hf_encoder, hf_tokenizer, chat):
+    rows = lines(HELMET_DATA / "msmarco" / "test_reranking_data_k50_dep3.jsonl")
+    demo_rows = lines(HELMET_DATA / "msmarco" / "test_reranking_data_k10_dep3.jsonl")
+    chosen = helmet_sample(rows, "qid")
+    doc = "[ID: {id}] Document (Title: {title}): {text}" if "title" in rows[0]["ctxs"][0] else \
+        "[ID: {id}] Document: {text}"
+    expected = []
+    for r in chosen[:4]:
+        demos = ""
+        for d in helmet_demos([d for d in demo_rows if d["qid"] != r["qid"]], "qid", r["qid"]):
+            ranking = " > ".join(c["id"] for c in sorted(d["ctxs"], key=lambda c: c["label"], reverse=True))
+            demos += "\n\n".join(doc.format(**c) for c in d["ctxs"]) + f"\n\nQuery: {d['query']}\nRanking: {ranking}\n\n"
+        user = ("You are provided with a list of documents, each indicated by their ID. Rank each document based on "
+                "their relevance to the question in descending order from most relelvant to least relevant texts. "
+                "Include all documents in the rankings. Write your answer using the unique IDs, with the following "
+                f"format:\nRanking: ID3 > ID1 > ID2\n\n{demos}" + "\n\n".join(doc.format(**c) for c in r["ctxs"])
+                + f"\n\nQuery: {r['query']}")
+        expected.append(wrap(hf_tokenizer, user, "Ranking:", chat))
+    assert suite_prompts(hf_encoder, "msmarco_rerank", chat, 4) == expected
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+def test_json_kv_prompts_are_helmets(hf_encoder, hf_tokenizer, chat):
+    rows = lines(HELMET_DATA / "json_kv" / "test_k105_dep6.jsonl")
+    order = datasets.Dataset.from_list(rows).shuffle(seed=42)
+    expected = []
+    for r in list(order)[:4]:
+        demos = "\n\n".join("Key: {key}\nCorresponding value:{value}".format(key=k, value=" " + v)
+                            for k, v in r["demos"][:2]) + "\n\n"
+        user = (f"{r['context']}\n\nExtract the value corresponding to the specified key in the JSON object below."
+                f"\n\n{demos}Key: {r['question']}")
+        expected.append(wrap(hf_tokenizer, user, "Corresponding value:", chat))
+    assert suite_prompts(hf_encoder, "json_kv", chat, 4) == expected
+
+
+ICL = {"icl_trec_coarse": ("trec", "coarse_label", 6, 400), "icl_trec_fine": ("trec", "fine_label", 50, 400),
+       "icl_banking77": ("banking77", "label", 77, 360), "icl_clinic150": ("clinc150", "intent", 151, 440),
+       "icl_nlu": ("nlu", "label", 68, 510)}
+
+
+def helmet_balance(data: list[dict], label_field: str, shots: int, seed: int) -> list[dict]:
+    """data.py's balance_labels, transcribed."""
+    rand = random.Random(seed)
+    label_mapping = {x[label_field]: [] for x in data}
+    for x in data:
+        label_mapping[x[label_field]].append(x)
+    num_rounds = math.ceil(shots / len(label_mapping))
+    new_data = [[] for _ in range(num_rounds)]
+    for _, samples in label_mapping.items():
+        indices = rand.sample(range(len(samples)), num_rounds % len(samples))
+        while len(indices) < num_rounds:
+            indices += rand.sample(range(len(samples)), min(num_rounds - len(indices), len(samples)))
+        for i, idx in enumerate(indices):
+            new_data[i].append(samples[idx])
+    for i in range(len(new_data)):
+        rand.shuffle(new_data[i])
+    return [item for sublist in new_data for item in sublist][:shots]
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+@pytest.mark.parametrize("task", sorted(ICL))
+def test_icl_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
+    folder, label_field, num_labels, shots = ICL[task]
+    where = HELMET_DATA / "icl" / folder
+    if task == "icl_nlu":
+        split = datasets.Dataset.from_list(lines(where / "train.jsonl")).train_test_split(test_size=0.1, seed=42)
+        train, test = list(split["train"]), list(split["test"])
+    else:
+        train = lines(where / "train.jsonl")
+        test = lines(where / ("validation.jsonl" if task == "icl_clinic150" else "test.jsonl"))
+    assert len(test) <= 500  # HELMET then evaluates the split as it is
+    expected = []
+    for item in test[:3]:
+        local_seed = (int(hashlib.sha256(item["text"].encode("utf-8")).hexdigest(), 16) + 42) % 2**31
+        demos = helmet_balance(train, label_field, shots, local_seed)
+        mapping = list(range(num_labels))
+        random.seed(local_seed)
+        random.shuffle(mapping)
+        context = "\n\n".join(f"{d['text']}\nlabel: {mapping[int(d[label_field])]}" for d in demos)
+        head = ('Use the provided mapping from the text to label to assign a label to the text. Only output '
+                '"label: {label}" and nothing else. \n\n')
+        expected.append((head, context, f"\n\n{item['text']}"))
+    ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(HELMET_DATA))
+    for sample, (head, context, tail) in zip(build_samples(get_task(task), ctx, L, 3, 42), expected):
+        # HELMET cuts the end of the demos to fit: the prompt is HELMET's with its context cut to a prefix
+        before, after = wrap(hf_tokenizer, head + "\x00" + tail, "label:", chat).split("\x00")
+        mine = hf_encoder.decode(sample.input_ids)
+        assert mine.startswith(before) and mine.endswith(after)
+        kept = mine[len(before):len(mine) - len(after)]
+        assert context.startswith(kept) and len(kept) > len(context) / 4
+        assert len(sample.input_ids) + 20 >= L - 8 and sample.meta["context_cut"]

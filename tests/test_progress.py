@@ -1,0 +1,136 @@
+"""The live progress line: drawn on a terminal while cases run (per worker under xdist), erased before pytest
+writes, absent from pipes and junit. Terminal runs use a real pseudo-terminal; a small emulator replays what the
+user's screen shows at the end."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from ctxgate.progress import Progress, clock, status_line
+from tests.conftest import ROOT, TINY
+
+SELECT = ("-k", "cwe or vt", "--lengths", "1k", "--samples", "6", "--no-cache", "-p", "no:cacheprovider")
+
+
+def test_a_case_line_says_samples_rate_and_eta():
+    p = Progress("vt-4096", 12, 20, 2, 3100, 10.0)
+    assert p.describe() == "vt-4096 12/20 310 tok/s ETA 0:08"  # 8 left at 10 generated per 10 s
+    assert Progress("vt-4096", 0, 20, 0, 0, 0.0).describe() == "vt-4096 0/20 starting"
+    assert Progress("vt-4096", 5, 20, 5, 0, 0.3).eta_seconds() is None  # all from the cache: no pace yet
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(7.4, "0:07"), (750, "12:30"), (7500, "2:05:00"), (-3, "0:00")])
+def test_clock(seconds, text):
+    assert clock(seconds) == text
+
+
+progresses = st.builds(Progress, st.text("abcvt-0123456789", min_size=1, max_size=30), st.integers(0, 500),
+                       st.integers(1, 500), st.integers(0, 500), st.integers(0, 10**7),
+                       st.floats(0, 10**5, allow_nan=False))
+
+
+@given(st.lists(st.tuples(st.sampled_from(["gw0", "gw1", "gw2", ""]), progresses), max_size=8),
+       st.integers(0, 300), st.integers(-5, 400))
+def test_the_status_line_never_exceeds_its_room(running, finished, width):
+    line = status_line(finished, 26, running, width)
+    assert len(line) <= max(width, 0)
+    assert (line == "") == (not running or width < 10)
+    assert "\n" not in line and "\r" not in line
+
+
+def screen(raw: bytes) -> list[str]:
+    """What a terminal shows after ``raw``: cursor save/restore (ESC 7/8), clear to end of line (ESC [K), carriage
+    return and newline; colours dropped."""
+    text = re.sub(rb"\x1b\[[0-9;]*m", b"", raw).decode("utf-8", "replace")
+    rows: list[list[str]] = [[]]
+    row = col = 0
+    saved = (0, 0)
+    i = 0
+    while i < len(text):
+        if text.startswith("\x1b7", i):
+            saved, i = (row, col), i + 2
+            continue
+        if text.startswith("\x1b8", i):
+            (row, col), i = saved, i + 2
+            continue
+        if text.startswith("\x1b[K", i):
+            del rows[row][col:]
+            i += 3
+            continue
+        ch = text[i]
+        i += 1
+        if ch == "\r":
+            col = 0
+        elif ch == "\n":
+            row, col = row + 1, 0
+            while len(rows) <= row:
+                rows.append([])
+        else:
+            line = rows[row]
+            line.extend(" " * (col - len(line)))
+            if col < len(line):
+                line[col] = ch
+            else:
+                line.append(ch)
+            col += 1
+    return ["".join(r).rstrip() for r in rows]
+
+
+def on_a_terminal(cwd: Path, *args: str) -> bytes:
+    """The suite with a pseudo-terminal as stdout and stderr; every byte the user's terminal would get."""
+    master, slave = pty.openpty()
+    env = {**os.environ, "COLUMNS": "150", "CTXGATE_PROGRESS_INTERVAL": "0.05", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", f"--model={TINY}", *args], stdout=slave, stderr=slave,
+                            stdin=subprocess.DEVNULL, cwd=cwd, env=env)
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed its side
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    assert proc.wait(timeout=600) == 0, out.decode(errors="replace")[-3000:]
+    return out
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_the_line_shows_while_cases_run_and_is_gone_from_the_screen(tmp_path, xdist):
+    raw = on_a_terminal(tmp_path, *SELECT, "-q", "--junitxml", "junit.xml", *xdist)
+    drawn = raw.decode("utf-8", "replace")
+    assert re.search(r"\[\d/2 cases\] (gw\d )?(cwe|vt)-1024 \d/6 ", drawn), drawn[-2000:]
+    if xdist:
+        assert re.search(r"gw[01] (cwe|vt)-1024 \d/6", drawn)
+    assert "tok/s" in drawn and "ETA" in drawn
+    shown = screen(raw)
+    assert not any("tok/s" in line or "cases]" in line for line in shown), shown  # erased, every time
+    assert any(re.fullmatch(r"\.\. +\[100%\]", line) for line in shown), shown  # -q's dots, whole
+    assert any(re.fullmatch(r"2 passed(, \d+ deselected)? in [\d.]+s", line) for line in shown), shown
+    junit = ET.parse(tmp_path / "junit.xml").getroot()
+    assert "tok/s" not in ET.tostring(junit, encoding="unicode")
+
+
+def test_no_line_in_a_pipe_or_with_progress_off(tmp_path):
+    piped = subprocess.run([sys.executable, "-m", "pytest", f"--model={TINY}", *SELECT, "-n", "2"], cwd=tmp_path,
+                           capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                                     "CTXGATE_PROGRESS_INTERVAL": "0.05"}, timeout=600)
+    assert piped.returncode == 0 and b"\x1b7" not in piped.stdout + piped.stderr
+    raw = on_a_terminal(tmp_path, *SELECT, "--progress", "off")
+    assert b"\x1b7" not in raw and b"tok/s" not in raw

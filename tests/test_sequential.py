@@ -1,0 +1,145 @@
+"""The sequential stopping rule: it never stops before its minimum, pulls no sample it does not use, keeps its
+bounds nested and in range, and claims a side wrongly no more often than alpha (checked by simulation)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ctxgate.sequential import Bettor, StopRule
+
+scores = st.lists(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1)), min_size=1, max_size=150)
+
+
+@given(scores, st.floats(0.05, 0.95), st.integers(1, 40))
+@settings(max_examples=200, deadline=None)
+def test_never_stops_before_its_minimum_and_pulls_only_what_it_uses(xs, floor, minimum):
+    rule = StopRule(alpha=0.05, min_samples=minimum, max_samples=100)
+    pulled = []
+
+    def source():
+        for x in xs:
+            pulled.append(x)
+            yield x
+
+    v = rule.run(source(), floor)
+    assert v.n == len(pulled) <= 100
+    if v.decided is not None:
+        assert v.n >= minimum
+    else:
+        assert v.n == min(len(xs), 100)
+    assert 0.0 <= v.low <= v.high <= 1.0
+
+
+@given(scores, st.floats(0.05, 0.95))
+@settings(max_examples=100, deadline=None)
+def test_the_confidence_sequence_only_narrows(xs, m):
+    bettor = Bettor(m, 0.05)
+    previous = (0.0, 1.0)
+    for x in xs:
+        bettor.observe(x)
+        assert previous[0] <= bettor.low and bettor.high <= previous[1]
+        previous = (bettor.low, bettor.high)
+        assert bettor.up >= 0.0 and bettor.down >= 0.0  # capped bets never lose everything
+
+
+@pytest.mark.parametrize(("p", "claim"), [(0.8, "above"), (0.8, "below"), (0.75, "above"), (0.85, "below")])
+def test_a_wrong_claim_is_made_at_most_alpha_of_the_time(p, claim):
+    """At and beyond the floor (80%), 4,000 simulated Bernoulli cases: the claim that is false is made in at most
+    5% of them (plus sampling slack), whenever the rule chose to stop."""
+    rng = random.Random(7)
+    rule = StopRule(alpha=0.05, min_samples=10, max_samples=100)
+    wrong = sum(rule.run((float(rng.random() < p) for _ in range(100)), 0.8).decided == claim for _ in range(4000))
+    assert wrong / 4000 <= 0.05 + 0.01
+
+
+def test_clear_cases_stop_early_and_near_ones_may_not():
+    rng = random.Random(3)
+    rule = StopRule()
+    far = [rule.run((float(rng.random() < 0.99) for _ in range(100)), 0.8) for _ in range(200)]
+    assert all(v.decided == "above" for v in far) and sum(v.n for v in far) / 200 < 30
+    zero = rule.run((0.0 for _ in range(100)), 0.8)
+    assert (zero.decided, zero.n) == ("below", 10)  # the minimum, not sooner
+
+
+def test_paired_differences_ask_whether_it_dropped_by_more_than_the_tolerance():
+    rule = StopRule()
+    dropped = rule.run((-1.0 for _ in range(100)), -0.05, paired=True)  # every sample lost
+    assert dropped.decided == "below" and dropped.low == -1.0
+    same = rule.run((0.0 for _ in range(100)), -0.05, paired=True)  # no change at all
+    assert same.decided == "above" and same.n > 10  # certain it did not drop by 5 points, later
+
+
+def test_bad_settings_say_the_fix():
+    with pytest.raises(ValueError, match="a floor of 80 is 0.8"):
+        Bettor(80, 0.05)
+    with pytest.raises(ValueError, match="between 1 and max_samples"):
+        StopRule(min_samples=0)
+
+
+THRESHOLDS = """
+[[floor]]
+task = "niah_single_1"
+length = "*"
+floor = 50
+
+[[floor]]
+task = "vt"
+length = "*"
+floor = 30
+"""
+
+
+def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite, pytester):
+    """The shipped checkpoint: niah_single_1 passes 50 at 512 tokens and fails it at 2K, vt fails 30 at both. Under
+    --sequential every verdict is the fixed-n one, fewer samples are generated, the report says why each case
+    stopped, and a re-run with the cache generates nothing (it draws the same samples in the same order)."""
+    pytester.makefile(".toml", thresholds=THRESHOLDS)
+    select = ("-k", "niah_single_1 or vt", "--lengths", "512,2k", "--samples", "24", "--thresholds",
+              "thresholds.toml")
+    fixed = real_suite(*select, "--report", "fixed.json", "--no-cache")
+    seq = real_suite(*select, "--sequential", "--report", "seq.json", "--cache-dir", "cache")
+
+    def cases(name: str) -> dict[tuple[str, int], dict]:
+        return {(c["task"], c["length"]): c for c in json.loads((pytester.path / name).read_text())["cases"]}
+
+    a, b = cases("fixed.json"), cases("seq.json")
+    assert {k: c["verdict"] for k, c in a.items()} == {k: c["verdict"] for k, c in b.items()}
+    assert {k: c["verdict"] for k, c in a.items()} == {("niah_single_1", 512): "pass", ("niah_single_1", 2048): "fail",
+                                                       ("vt", 512): "fail", ("vt", 2048): "fail"}
+    assert sum(c["n"] for c in b.values()) < sum(c["n"] for c in a.values())
+    assert all(c["sequential"]["used"] >= 10 and c["sequential"]["budget"] == 24 for c in b.values())
+    assert b[("vt", 512)]["sequential"]["stopped"] == "certain it fails" and b[("vt", 512)]["n"] < 20
+    assert b[("vt", 512)]["sequential"]["floor"]["decided"] == "below"
+    seq.stdout.fnmatch_lines(["*Sequential (error rate 0.05 per early verdict)*saved*"])
+    fixed.assert_outcomes(passed=1, failed=3)
+    real_suite(*select, "--sequential", "--report", "again.json", "--cache-dir", "cache")
+    c = cases("again.json")
+    assert all(x["samples_from_cache"] == x["n"] == b[k]["n"] for k, x in c.items())  # the same samples, all cached
+    assert json.loads((pytester.path / "seq.json").read_text())["run"]["sequential"] == {"alpha": 0.05,
+                                                                                          "min_samples": 10}
+
+
+def test_a_case_fails_on_the_first_certain_failure_and_passes_only_when_every_question_passes():
+    from types import SimpleNamespace
+
+    from ctxgate.sequential import CaseTest, Questions
+
+    def feed(test: CaseTest, scores: list[float]) -> None:
+        test.feed({i: SimpleNamespace(score=x) for i, x in enumerate(scores)})
+
+    rule = StopRule(alpha=0.05, min_samples=10)
+    same = {i: 1.0 for i in range(100)}
+    both = CaseTest(rule, Questions(floor=0.5, baseline=same, tolerance=0.05))
+    feed(both, [1.0] * 100)  # far above the floor, and no drop: both claims needed
+    assert both.verdict == "pass" and both.used > 10
+    assert both.record(100)["floor"]["decided"] == "above" and both.record(100)["baseline"]["decided"] == "above"
+    dropped = CaseTest(rule, Questions(floor=0.5, baseline=same, tolerance=0.05))
+    feed(dropped, [0.0] * 100)  # below the floor and dropped: fails at the minimum
+    assert (dropped.verdict, dropped.used) == ("fail", 10)
+    gap = CaseTest(rule, Questions(baseline={i: 1.0 for i in range(5)}, tolerance=0.05))
+    feed(gap, [1.0] * 100)  # the baseline has 5 samples only: nothing more to pair, the case runs its budget
+    assert gap.verdict is None and gap.used == 100 and "baseline" not in gap.record(100)
