@@ -12,9 +12,11 @@ score at least 10 points from the floor) against fixed n's.
     python bench/sequential.py --replay [--samples 24]
 
 ``--replay`` runs real generations instead, on the shipped checkpoint and its damaged sequence
-(``fixtures/checkpoint_sequence.py``): the suite's RULER tasks at the demo lengths with a floor of 50 on every
-case, fixed n then ``--sequential``; the baseline gate of a damaged checkpoint against a good one, both ways; and
-``ctxgate bisect`` both ways. It prints each pair's verdicts, whether they agree, and the samples generated.
+(``fixtures/checkpoint_sequence.py``): every case of the demo (each RULER and HELMET task at 256/512/1K/2K, the
+shipped data with HELMET's long documents, the judged tasks judged by ``fixtures/judge_server.py``) with a floor
+of 50 on every case, fixed n then ``--sequential``; the baseline gate of a damaged checkpoint against a good one,
+both ways; and ``ctxgate bisect`` both ways. It prints each pair's verdicts, whether they agree, and the samples
+generated. Judged cases run their full count under ``--sequential`` (their scores come after every generation).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ctxgate.sequential import StopRule
 
@@ -46,22 +49,28 @@ FLOORS = '[[floor]]\ntask = "*"\nlength = "*"\nfloor = 50\n[regression]\ntoleran
 
 
 def suite(model: Path, out: Path, name: str, *args: str) -> dict[tuple[str, int], dict]:
-    """The suite in a subprocess (RULER tasks, demo lengths); its cases by (task, length)."""
-    cmd = [sys.executable, "-m", "pytest", f"--model={model}", "-m", "ruler", "--lengths", "256,512,1k,2k",
+    """The demo's cases in a subprocess (every task, demo lengths, the judge server); its cases by (task, length)."""
+    cmd = [sys.executable, "-m", "pytest", f"--model={model}", "--lengths", "256,512,1k,2k",
            "--thresholds", str(out / "thresholds.toml"), "--report", str(out / f"{name}.json"), "--no-cache",
            "--squad", str(ROOT / "fixtures/data/squad_v2_validation_tiny.jsonl"),
-           "--hotpotqa", str(ROOT / "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl"), "-q", "-n", "2",
-           "-p", "no:cacheprovider", *args]
+           "--hotpotqa", str(ROOT / "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl"),
+           "--data-dir", str(out / "helmet_data"), "--judge-model", "ctxgate-lexical-judge",
+           "--judge-base-url", (out / "judge.url").read_text(), "-q", "-n", "2", "-p", "no:cacheprovider", *args]
     subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     report = json.loads((out / f"{name}.json").read_text())
-    return {(c["task"], c["length"]): c for c in report["cases"]}
+    cases = {(c["task"], c["length"]): {**c, "generated": 0} for c in report["cases"]}
+    for line in (out / f"{name}.predictions.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        cases[(row["task"], row["length"])]["generated"] += 1
+    return cases
 
 
 def compare_runs(title: str, fixed: dict, seq: dict) -> None:
     same = sum(fixed[k]["verdict"] == seq[k]["verdict"] for k in fixed)
-    a, b = sum(c["n"] for c in fixed.values()), sum(c["n"] for c in seq.values())
-    print(f"{title}: verdicts equal in {same}/{len(fixed)} cases; samples {a} fixed, {b} sequential "
-          f"({b / max(a, 1):.2f}x)", flush=True)
+    a, b = sum(c["generated"] for c in fixed.values()), sum(c["generated"] for c in seq.values())
+    judged = sum(1 for c in seq.values() if c.get("judge"))
+    print(f"{title}: verdicts equal in {same}/{len(fixed)} cases ({judged} judged, run in full); generations {a} "
+          f"fixed, {b} sequential ({b / max(a, 1):.2f}x)", flush=True)
     for k in sorted(fixed):
         if fixed[k]["verdict"] != seq[k]["verdict"]:
             print(f"  differs: {k[0]}@{k[1]}: fixed {fixed[k]['verdict']} ({fixed[k]['score']}), sequential "
@@ -71,13 +80,26 @@ def compare_runs(title: str, fixed: dict, seq: dict) -> None:
 def replay(samples: int) -> None:
     sys.path.insert(0, str(ROOT))
     from fixtures.checkpoint_sequence import TINY, build_sequence
+    from fixtures.judge_server import start
 
     out = Path(tempfile.mkdtemp(prefix="ctxgate-seq-"))
     (out / "thresholds.toml").write_text(FLOORS)
-    print(f"replay on real generations: RULER tasks at 256/512/1K/2K, --samples {samples}, floor 50, tolerance 5")
+    subprocess.run([sys.executable, str(ROOT / "fixtures/make_helmet_fixtures.py"), "--long-documents",
+                    str(out / "helmet_data")], cwd=ROOT, check=True, capture_output=True)
+    url, judge = start()
+    (out / "judge.url").write_text(url)
+    try:
+        _replay(out, samples, TINY, build_sequence)
+    finally:
+        judge.shutdown()
+
+
+def _replay(out: Path, samples: int, tiny: Path, build_sequence: Any) -> None:
+    print(f"replay on real generations: the demo's cases (every task at 256/512/1K/2K), --samples {samples}, "
+          "floor 50, tolerance 5")
     n = ("--samples", str(samples))
-    compare_runs("floors, shipped checkpoint", suite(TINY, out, "fixed", *n),
-                 suite(TINY, out, "seq", *n, "--sequential"))
+    compare_runs("floors, shipped checkpoint", suite(tiny, out, "fixed", *n),
+                 suite(tiny, out, "seq", *n, "--sequential"))
     run = out / "run"
     build_sequence(run, count=8, break_at=5)
     suite(run / "checkpoint-100", out, "base", *n)

@@ -15,7 +15,7 @@ from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
 from ctxgate.progress import Progress
 from ctxgate.seeding import sample_rng
-from ctxgate.sequential import CaseTest, Questions, StopRule
+from ctxgate.sequential import CaseTest, Questions, StopRule, full_count_record
 from ctxgate.stats import interval
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 
@@ -204,7 +204,7 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
         samples=tuple(outcomes), samples_from_cache=from_cache, chat_template=chat,
         sample_cap={"requested": requested, "pool": n} if n < requested else None,
-        sequential=test.record(n) if test is not None else None,
+        sequential=_sequential_record(test, stop, spec, len(outcomes), n),
         built_from=",".join(sorted(ways)) or None,
     )
     if is_judged(spec.metric):
@@ -214,6 +214,16 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
     throughput = {"prompt_tokens_per_s": round(prompt_tokens / generating, 1),
                   "generated_tokens_per_s": round(generated_tokens / generating, 1)} if prompt_tokens else None
     return replace(result, seconds=round(time.perf_counter() - t0, 3), throughput=throughput)
+
+
+def _sequential_record(test: CaseTest | None, stop: tuple[StopRule, Questions] | None, spec: TaskSpec, used: int,
+                       budget: int) -> dict[str, Any] | None:
+    if test is not None:
+        return test.record(budget)
+    if stop is not None and stop[1].asked and is_judged(spec.metric):
+        return full_count_record(stop[0], used, budget, "judged: its scores come after every generation, so it "
+                                 "runs its full count")
+    return None
 
 
 def with_scores(result: CaseResult, confidence: float, **changes: Any) -> CaseResult:

@@ -185,5 +185,12 @@ class CaseTest:
         return out
 
 
+def full_count_record(rule: StopRule, used: int, budget: int, why: str) -> dict[str, Any]:
+    """The record of a case that --sequential ran in full although it has a gate question (a judged case: its
+    scores exist only once the judge has read every output), so the report says why it did not stop."""
+    return {"alpha": rule.alpha, "min_samples": rule.min_samples, "used": used, "budget": budget, "decided": None,
+            "stopped": why}
+
+
 def _percent(low: float, high: float) -> list[float]:
     return [round(low * 100, 2), round(high * 100, 2)]

@@ -143,3 +143,23 @@ def test_a_case_fails_on_the_first_certain_failure_and_passes_only_when_every_qu
     gap = CaseTest(rule, Questions(baseline={i: 1.0 for i in range(5)}, tolerance=0.05))
     feed(gap, [1.0] * 100)  # the baseline has 5 samples only: nothing more to pair, the case runs its budget
     assert gap.verdict is None and gap.used == 100 and "baseline" not in gap.record(100)
+
+
+def test_a_judged_case_runs_its_full_count_and_says_why(tmp_path):
+    """A judged case's scores exist only once the judge has read every output, so --sequential cannot stop it early;
+    the record says so instead of leaving the case silent."""
+    from ctxgate.backends.scripted import ScriptedBackend
+    from ctxgate.runner import run_case
+    from ctxgate.sequential import Questions
+    from ctxgate.tasks import BuildContext, get_task
+    from ctxgate.textcodec import ByteTokenizer, PieceEncoder
+    from tests.conftest import HELMET_DATA
+
+    (tmp_path / "s.json").write_text(json.dumps({"default": 0.0}))
+    ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
+    stop = (StopRule(alpha=0.05, min_samples=2), Questions(floor=0.5))
+    result = run_case(get_task("alce_asqa"), ctx, ScriptedBackend(str(tmp_path / "s.json")), 8192, 4, 42, stop=stop)
+    assert len(result.samples) == 4 and result.judge == {"status": "pending", "reason": result.judge["reason"]}
+    assert result.sequential == {"alpha": 0.05, "min_samples": 2, "used": 4, "budget": 4, "decided": None,
+                                 "stopped": "judged: its scores come after every generation, so it runs its full "
+                                            "count"}
