@@ -19,11 +19,11 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from ctxgate.haystacks import load_essay
+from ctxgate.data.haystacks import load_essay
 from ctxgate.lengths import format_length, parse_lengths
-from ctxgate.runner import build_samples, samples_to_run
-from ctxgate.sources.errors import DataUnavailable
+from ctxgate.run.case import build_samples, samples_to_run
 from ctxgate.seeding import sample_rng
+from ctxgate.sources.errors import DataUnavailable
 from ctxgate.tasks import BuildContext, all_tasks, get_task, niah
 from ctxgate.tasks.base import TaskTooShort
 from ctxgate.textcodec import HFTokenizer, PieceEncoder

@@ -24,7 +24,7 @@ from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
 from ctxgate.backends.hf import HFBackend
 from ctxgate.backends.vllm_server import EngineSpec, VLLMServer, find_python
 from ctxgate.lengths import format_length, parse_lengths
-from ctxgate.runner import build_samples
+from ctxgate.run.case import build_samples
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.textcodec import PieceEncoder
 

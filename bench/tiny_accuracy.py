@@ -10,7 +10,7 @@ import time
 
 from ctxgate.backends.hf import HFBackend
 from ctxgate.lengths import parse_lengths
-from ctxgate.runner import run_case
+from ctxgate.run.case import run_case
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.textcodec import PieceEncoder
 

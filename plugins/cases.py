@@ -13,22 +13,23 @@ from typing import Any
 
 import pytest
 
-from ctxgate.gates import floor_failure, judge_failure, passed
-from ctxgate.qa_data import QADataError
 from ctxgate.backends.base import BackendDown
 from ctxgate.backends.endpoint import EndpointError
 from ctxgate.backends.hf import BackendError
-from ctxgate.baseline import Baseline, BaselineError, describe
-from ctxgate.haystacks import HaystackError
+from ctxgate.data.haystacks import HaystackError
+from ctxgate.data.qa import QADataError
+from ctxgate.gate.baseline import Baseline, BaselineError, describe
+from ctxgate.gate.thresholds import Thresholds
+from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
 from ctxgate.judge.client import JudgeError
-from ctxgate.runner import CaseResult, run_case
-from ctxgate.sequential import Questions, StopRule
+from ctxgate.run.case import CaseResult, run_case
+from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks.base import TaskSpec, TaskTooShort
 from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
-from ctxgate.thresholds import Thresholds
+
 from .model import LoadedModel
+from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
 from .progress import reporter_for
-from .options import BASELINE_KEY, STARTUP_ERROR_KEY, SETTINGS_KEY, THRESHOLDS_KEY
 
 CASE_RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 NOT_RUN_KEY = pytest.StashKey[list[str]]()  # node ids of selected cases that will not run (broken checkpoint)

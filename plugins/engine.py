@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from ctxgate.backends.vllm_server import (EngineError, EngineSpec, VLLMServer, find_python, replica_devices,
-                                          start_all)
-from ctxgate.checkpoint import CheckpointError, check_tokenizer
+from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer
+from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python, replica_devices, start_all
 
 SERVERS_KEY = pytest.StashKey[list[VLLMServer]]()
 

@@ -20,12 +20,13 @@ import pytest
 
 from ctxgate.backends.base import Backend
 from ctxgate.backends.vllm_server import VLLMServer
-from ctxgate.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
-from ctxgate.runner import resolve_chat
+from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
+from ctxgate.run.case import resolve_chat
 from ctxgate.tasks.base import BuildContext
 from ctxgate.textcodec import PieceEncoder
+
 from .options import SETTINGS_KEY, THRESHOLDS_KEY, Settings
 
 RUN_ERROR_KEY = pytest.StashKey[str]()  # on the session: why no case can run in this process (the model, the judge)
@@ -63,7 +64,7 @@ def _endpoint_backend(settings: Settings) -> Backend:
     import transformers
 
     from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
-    from ctxgate.fingerprint import checkpoint_fingerprint
+    from ctxgate.backends.fingerprint import checkpoint_fingerprint
 
     assert settings.tokenizer is not None
     tokenizer = transformers.AutoTokenizer.from_pretrained(settings.tokenizer,
@@ -84,8 +85,8 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
     import hashlib
     from importlib import metadata
 
-    from ctxgate.fingerprint import checkpoint_fingerprint
-    from ctxgate.haystacks import load_essay
+    from ctxgate.backends.fingerprint import checkpoint_fingerprint
+    from ctxgate.data.haystacks import load_essay
 
     packages = {}
     for name in ("ctxgate", "torch", "transformers", "tokenizers", "datasets", "numpy", "pytest", "pytest-xdist"):

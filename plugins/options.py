@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from ctxgate.backends.base import DTYPES
-from ctxgate.baseline import Baseline, BaselineError, load_baseline
-from ctxgate.checkpoint import CheckpointError, ModelNotFound, check_checkpoint, resolve_model
-from ctxgate.haystacks import HaystackError, load_essay
-from ctxgate.judge.client import OPTIONS as JUDGE_OPTIONS, JudgeSettings
+from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, check_checkpoint, resolve_model
+from ctxgate.data.haystacks import HaystackError, load_essay
+from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
+from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
+from ctxgate.judge.client import OPTIONS as JUDGE_OPTIONS
+from ctxgate.judge.client import JudgeSettings
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.tasks.registry import task_names
-from ctxgate.thresholds import Thresholds, ThresholdsError, load_or_default
 
 from . import engine
 

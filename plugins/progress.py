@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from ctxgate.progress import Progress, status_line
+from ctxgate.run.progress import Progress, status_line
 
 REPORTER_KEY = pytest.StashKey[Callable[[Progress | None], None]]()  # how this process reports its running case
 INTERVAL = float(os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5"))  # seconds between redraws and file writes

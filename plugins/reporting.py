@@ -21,14 +21,14 @@ from typing import IO, Any
 
 import pytest
 
+from ctxgate.gate.thresholds import Thresholds
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.io import atomic_write
 from ctxgate.report.tables import markdown, terminal
-from ctxgate.thresholds import Thresholds
 
 from .cases import CASE_RECORD_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
-from .options import STARTUP_ERROR_KEY, SETTINGS_KEY, THRESHOLDS_KEY
+from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
 
 try:
     import fcntl

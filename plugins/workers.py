@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from .options import STARTUP_ERROR_KEY, SETTINGS_KEY
+from .options import SETTINGS_KEY, STARTUP_ERROR_KEY
 
 
 def pytest_configure(config: pytest.Config) -> None:

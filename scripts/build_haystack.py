@@ -30,7 +30,7 @@ from pathlib import Path
 MEMBER = "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 GENSIM = "gensim==4.4.0"
 OUT = Path(__file__).resolve().parent.parent / "ctxgate" / "data"
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+")  # the haystack loader's rule (ctxgate/haystacks.py)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")  # the haystack loader's rule (ctxgate/data/haystacks.py)
 MAX_SENTENCE_WORDS = 50  # a prompt is filled to a whole sentence: longer ones would leave a large gap unfilled
 
 

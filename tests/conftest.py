@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.request
 import shutil
+import urllib.request
 from collections.abc import Callable, Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 

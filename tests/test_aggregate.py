@@ -1,8 +1,14 @@
 import pytest
 
-from ctxgate.aggregate import (RULER_TASKS, GroupScore, effective_length, helmet_recall, ruler_average,
-                               weighted_average)
-from ctxgate.stats import interval
+from ctxgate.gate.summaries import (
+    RULER_TASKS,
+    GroupScore,
+    effective_length,
+    helmet_recall,
+    ruler_average,
+    weighted_average,
+)
+from ctxgate.stats.intervals import interval
 
 
 def full(score: float) -> dict[str, float]:

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from ctxgate.bisect import BisectError, order_checkpoints, step_of
 from ctxgate.cli import main
+from ctxgate.workflows.bisect import BisectError, order_checkpoints, step_of
 
 
 def test_checkpoints_are_ordered_by_step(tmp_path):

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from ctxgate.backends.base import Generation, GenerationParams
-from ctxgate.cache import FILE_NAME, CacheWarning, GenerationCache
+from ctxgate.run.cache import FILE_NAME, CacheWarning, GenerationCache
 from tests.conftest import ROOT
 
 PARAMS = GenerationParams(max_new_tokens=8)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ctxgate.backends.base import Generation, GenerationParams
-from ctxgate.cache import FILE_NAME, CacheWarning, GenerationCache, StoreUnavailable
+from ctxgate.run.cache import FILE_NAME, CacheWarning, GenerationCache, StoreUnavailable
 from tests.conftest import ROOT
 
 PROCESSES, TRIALS, ROWS = 4, 20, 50
@@ -28,7 +28,7 @@ WORKER = """
 import sys, time
 from pathlib import Path
 from ctxgate.backends.base import Generation, GenerationParams
-from ctxgate.cache import GenerationCache
+from ctxgate.run.cache import GenerationCache
 root, me, processes, trials, rows = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 params = GenerationParams(max_new_tokens=4)
 for t in range(trials):

@@ -1,4 +1,4 @@
-"""Checkpoint checks before loading (ctxgate/checkpoint.py), the fingerprint's coverage of checkpoint code, and
+"""Checkpoint checks before loading (ctxgate/backends/checkpoint.py), the fingerprint's coverage of checkpoint code, and
 samples built as they are generated."""
 
 from __future__ import annotations
@@ -13,8 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxgate.checkpoint import CheckpointError, ModelNotFound, check_checkpoint, check_safetensors, resolve_model
-from ctxgate.fingerprint import checkpoint_fingerprint
+from ctxgate.backends.checkpoint import (
+    CheckpointError,
+    ModelNotFound,
+    check_checkpoint,
+    check_safetensors,
+    resolve_model,
+)
+from ctxgate.backends.fingerprint import checkpoint_fingerprint
 from tests.conftest import TINY
 
 SIZE = (TINY / "model.safetensors").stat().st_size
@@ -114,7 +120,7 @@ def test_a_cached_hub_model_resolves_to_its_snapshot(tmp_path, monkeypatch):
 def test_samples_are_built_as_they_are_generated(hf_encoder):
     """A huge --samples would otherwise build every prompt before the first generation (memory, then nothing)."""
     from ctxgate.backends.base import Generation
-    from ctxgate.runner import run_case
+    from ctxgate.run.case import run_case
     from ctxgate.tasks import BuildContext, get_task
 
     built: list[int] = []

@@ -128,7 +128,7 @@ def test_diff_marks_a_case_the_new_run_lost_and_fails(suite, pytester, capsys):
 
 
 def test_a_session_interrupted_after_its_last_case_still_cannot_pass():
-    from ctxgate.gates import cases_gate
+    from ctxgate.gate.verdicts import cases_gate
 
     finished = [{"task": "vt", "length": 4096, "verdict": "pass", "score": 100.0}]
     assert cases_gate(finished)["verdict"] == "pass"

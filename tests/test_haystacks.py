@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from ctxgate.haystacks import HaystackError, load_essay
+from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.seeding import sample_rng
 from ctxgate.tasks import BuildContext, get_task
 

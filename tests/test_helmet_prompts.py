@@ -17,7 +17,7 @@ import random
 import datasets
 import pytest
 
-from ctxgate.runner import build_samples
+from ctxgate.run.case import build_samples
 from ctxgate.tasks import BuildContext, get_task
 from tests.conftest import HELMET_DATA
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ctxgate.runner import build_samples
+from ctxgate.run.case import build_samples
 from ctxgate.sources.icl import load_icl
 from ctxgate.sources.kilt import load_msmarco, load_rag
-from ctxgate.tasks import BuildContext, get_task
-from ctxgate.tasks import icl, longqa, rag, rerank
+from ctxgate.tasks import BuildContext, get_task, icl, longqa, rag, rerank
 from tests.conftest import HELMET_DATA
 
 RAG = ["kilt_nq", "kilt_triviaqa", "kilt_popqa"]
@@ -190,7 +189,7 @@ def test_missing_data_names_the_flag(hf_encoder):
 
 
 def test_longqa_uses_the_chat_template_under_the_task_policy(hf_encoder):
-    from ctxgate.runner import task_context
+    from ctxgate.run.case import task_context
 
     by_task = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA), chat_by_task=True)
     assert task_context(get_task("infbench_qa"), by_task).chat is True
@@ -201,7 +200,7 @@ def test_longqa_uses_the_chat_template_under_the_task_policy(hf_encoder):
 def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer):
     """HELMET: the prompt ends at the generation prompt (add_generation_prompt=True, no assistant text); RULER:
     the answer prefix follows the generation prompt (its model templates end with `{answer_prefix}`)."""
-    from ctxgate.runner import task_context
+    from ctxgate.run.case import task_context
 
     chat = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA), chat_by_task=True)
     generation_prompt = hf_tokenizer.apply_chat_template([{"role": "user", "content": "x"}], tokenize=False,
@@ -245,7 +244,7 @@ def test_helmet_recall_reads_helmets_own_ruler_files_in_helmets_order(ctx):
 
 
 def test_recall_uses_helmets_files_when_they_ran_else_the_ruler_cases():
-    from ctxgate.aggregate import helmet_recall
+    from ctxgate.gate.summaries import helmet_recall
 
     ruler = {"json_kv": 50.0, "niah_multikey_2": 10.0, "niah_multikey_3": 20.0, "niah_multivalue": 30.0}
     assert helmet_recall(ruler).members == ("json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue")
@@ -265,7 +264,7 @@ def test_multi_lexsum_key_points_come_from_helmets_released_file():
 def test_long_document_tasks_keep_helmets_long_documents_only(hf_encoder, helmet_data_long):
     """NarrativeQA keeps documents over 131072 tokens, Multi-LexSum cases of at least 65536 (HELMET's selection): the
     shipped short documents are dropped, and every kept one is cut at every length."""
-    from ctxgate.runner import samples_to_run
+    from ctxgate.run.case import samples_to_run
     from ctxgate.sources.errors import DataUnavailable
     from ctxgate.sources.judged import load_multi_lexsum, load_narrativeqa
 

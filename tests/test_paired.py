@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxgate.paired import clopper_pearson, compare
+from ctxgate.stats.paired import clopper_pearson, compare
 
 
 def test_clopper_pearson_known_values():

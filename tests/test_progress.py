@@ -14,9 +14,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ctxgate.progress import Progress, clock, status_line
+from ctxgate.run.progress import Progress, clock, status_line
 from tests.conftest import ROOT, TINY
 
 SELECT = ("-k", "cwe or vt", "--lengths", "1k", "--samples", "6", "--no-cache", "-p", "no:cacheprovider")

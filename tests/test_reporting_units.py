@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from ctxgate.gate.thresholds import Thresholds
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown, terminal
-from ctxgate.thresholds import Thresholds
 from plugins.reporting import Collector
 
 

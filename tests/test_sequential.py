@@ -7,9 +7,10 @@ import json
 import random
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ctxgate.sequential import Bettor, StopRule
+from ctxgate.stats.sequential import Bettor, StopRule
 
 scores = st.lists(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1)), min_size=1, max_size=150)
 
@@ -126,7 +127,7 @@ def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite
 def test_a_case_fails_on_the_first_certain_failure_and_passes_only_when_every_question_passes():
     from types import SimpleNamespace
 
-    from ctxgate.sequential import CaseTest, Questions
+    from ctxgate.stats.sequential import CaseTest, Questions
 
     def feed(test: CaseTest, scores: list[float]) -> None:
         test.feed({i: SimpleNamespace(score=x) for i, x in enumerate(scores)})
@@ -149,8 +150,8 @@ def test_a_judged_case_runs_its_full_count_and_says_why(tmp_path):
     """A judged case's scores exist only once the judge has read every output, so --sequential cannot stop it early;
     the record says so instead of leaving the case silent."""
     from ctxgate.backends.scripted import ScriptedBackend
-    from ctxgate.runner import run_case
-    from ctxgate.sequential import Questions
+    from ctxgate.run.case import run_case
+    from ctxgate.stats.sequential import Questions
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.textcodec import ByteTokenizer, PieceEncoder
     from tests.conftest import HELMET_DATA

@@ -69,7 +69,7 @@ def test_suite_without_data_skips_with_the_flag_to_pass(real_suite, pytester):
 def test_helmet_compat_reproduces_the_empty_answer_bug(pytester):
     """Scripted empty outputs on InfBench MC: wrong by default, right for gold "A" under --helmet-compat."""
     from ctxgate.backends.scripted import ScriptedBackend
-    from ctxgate.runner import run_case
+    from ctxgate.run.case import run_case
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.textcodec import ByteTokenizer, PieceEncoder
 
@@ -113,7 +113,7 @@ def test_a_pool_smaller_than_samples_runs_each_record_once(pytester):
     """msmarco_rerank's fixture holds 8 queries x 3 orders: --samples 100 runs those 24, each once, and says so."""
     from ctxgate.backends.scripted import ScriptedBackend
     from ctxgate.report.tables import rows
-    from ctxgate.runner import run_case
+    from ctxgate.run.case import run_case
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.textcodec import ByteTokenizer, PieceEncoder
 
@@ -155,7 +155,7 @@ def test_helmet_recall_comes_from_helmets_files_or_says_it_does_not(real_suite, 
 
 def test_the_case_record_says_whether_helmets_files_built_it(pytester):
     from ctxgate.backends.scripted import ScriptedBackend
-    from ctxgate.runner import run_case
+    from ctxgate.run.case import run_case
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.textcodec import ByteTokenizer, PieceEncoder
 

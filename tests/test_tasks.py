@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxgate.runner import build_samples
+from ctxgate.run.case import build_samples
 from ctxgate.seeding import sample_rng
 from ctxgate.tasks import BuildContext, all_tasks, get_task
 from tests.conftest import HELMET_DATA, HOTPOT, SQUAD

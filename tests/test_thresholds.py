@@ -1,7 +1,7 @@
 import pytest
 
+from ctxgate.gate.thresholds import ThresholdsError, load_thresholds, parse_thresholds
 from ctxgate.tasks import task_names
-from ctxgate.thresholds import ThresholdsError, load_thresholds, parse_thresholds
 
 GOOD = """
 [defaults]

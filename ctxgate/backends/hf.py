@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request
-from ctxgate.checkpoint import CheckpointError, check_checkpoint
+from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint
 from ctxgate.textcodec import HFTokenizer
 
 AUTO_BATCH_MAX = 32  # beyond this the decode step stops being bound by weight reads on current GPUs

@@ -7,10 +7,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxgate import __version__
-from ctxgate.gates import session_gates
-from ctxgate.thresholds import Thresholds
-from ctxgate.aggregate import (EffectiveLength, GroupScore, effective_length, helmet_categories, helmet_overall,
-                               helmet_recall, ruler_average, weighted_average)
+from ctxgate.gate.summaries import (
+    EffectiveLength,
+    GroupScore,
+    effective_length,
+    helmet_categories,
+    helmet_overall,
+    helmet_recall,
+    ruler_average,
+    weighted_average,
+)
+from ctxgate.gate.thresholds import Thresholds
+from ctxgate.gate.verdicts import session_gates
 
 SCHEMA_VERSION = 1
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxgate.aggregate import CATEGORY_LABELS, HELMET_CATEGORIES, RULER_TASKS
+from ctxgate.gate.summaries import CATEGORY_LABELS, HELMET_CATEGORIES, RULER_TASKS
 from ctxgate.lengths import format_length
-
 
 _NO_SCORE = {"error": "error", "crash": "crash", "not_run": "not run"}
 

@@ -14,7 +14,7 @@ import string
 import weakref
 from collections.abc import Callable, Sequence
 
-from ctxgate import words
+from ctxgate.data import words
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, TaskTooShort, make_frame
 from ctxgate.tasks.registry import register
 from ctxgate.textcodec import PieceEncoder

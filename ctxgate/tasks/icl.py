@@ -23,8 +23,8 @@ from functools import lru_cache
 
 from ctxgate.seeding import derive_seed
 from ctxgate.sources import DataUnavailable
-from ctxgate.sources.icl import SOURCES, ICLData, load_icl
 from ctxgate.sources.helmet_files import shuffled
+from ctxgate.sources.icl import SOURCES, ICLData, load_icl
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, interleave
 from ctxgate.tasks.fitting import fit_document, fit_units
 from ctxgate.tasks.registry import register

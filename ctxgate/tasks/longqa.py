@@ -20,8 +20,8 @@ from ctxgate.sources.infbench import Book, load_infbench
 from ctxgate.sources.judged import load_narrativeqa
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_document
-from ctxgate.tasks.selection import long_documents
 from ctxgate.tasks.registry import register
+from ctxgate.tasks.selection import long_documents
 
 QA_INSTRUCTION = ("You are given a story and a question. Answer the question as concisely as you can, using a "
                   "single phrase if possible.\n\n")

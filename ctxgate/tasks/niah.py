@@ -6,8 +6,8 @@ import random
 import uuid
 from dataclasses import dataclass, replace
 
-from ctxgate import words
-from ctxgate.haystacks import HaystackError, NOISE_LINE, load_essay
+from ctxgate.data import words
+from ctxgate.data.haystacks import NOISE_LINE, HaystackError, load_essay
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room
 from ctxgate.tasks.registry import register
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ctxgate import qa_data
+from ctxgate.data import qa as qa_data
 from ctxgate.seeding import seeded_order
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.registry import register

@@ -18,8 +18,8 @@ from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.judged import LongDocSet, load_infbench_sum, load_multi_lexsum
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_document
-from ctxgate.tasks.selection import long_documents
 from ctxgate.tasks.registry import register
+from ctxgate.tasks.selection import long_documents
 
 PREFIX = "Summary:"
 SHOTS = 2

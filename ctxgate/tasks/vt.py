@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import string
 
-from ctxgate.haystacks import NOISE_LINE
+from ctxgate.data.haystacks import NOISE_LINE
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.registry import register
 

@@ -14,6 +14,7 @@ The state file records all of it, so a restarted watcher picks up where it stopp
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxgate.bisect import step_of
+from ctxgate.workflows.bisect import step_of
 
 USAGE_ERROR = 4  # pytest's exit code for arguments it refused
 
@@ -93,7 +94,7 @@ def completed(report: Path) -> bool:
 
 def watch(run_dir: str | Path, reports: str | Path, pytest_args: Sequence[str], interval: float = 60.0,
           settle: float = 30.0, once: bool = False, trend_dir: str | Path | None = None, attempts: int = 3) -> None:
-    from ctxgate.trend import trend
+    from ctxgate.workflows.trend import trend
 
     run, out = Path(run_dir), Path(reports)
     out.mkdir(parents=True, exist_ok=True)
@@ -126,3 +127,27 @@ def watch(run_dir: str | Path, reports: str | Path, pytest_args: Sequence[str], 
         if once:
             return
         time.sleep(interval)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    w = sub.add_parser("watch", help="evaluate each new checkpoint of a training run and update the trend")
+    w.add_argument("run_dir", help="the training output folder that checkpoints appear in")
+    w.add_argument("--reports", default="reports", help="folder for one report per checkpoint")
+    w.add_argument("--trend", default=None, help="trend output folder (default REPORTS/trend)")
+    w.add_argument("--interval", type=float, default=60.0, help="seconds between scans")
+    w.add_argument("--settle", type=float, default=30.0, help="seconds a checkpoint must be unchanged")
+    w.add_argument("--once", action="store_true", help="scan once and exit")
+    w.add_argument("--attempts", type=int, default=3,
+                   help="evaluations of one checkpoint that may fail before it waits for its files to change")
+    w.set_defaults(fn=main, pytest_args=[])
+    w.epilog = "pytest arguments go after --, e.g. ctxgate watch RUN_DIR --once -- --lengths 8k,32k -n auto"
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        watch(args.run_dir, args.reports, args.pytest_args, args.interval, args.settle, args.once, args.trend,
+              args.attempts)
+    except WatchError as exc:
+        print(f"ctxgate watch: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -9,13 +9,16 @@ re-run of the same bisect, or one that shares probes with an earlier one, genera
 
 from __future__ import annotations
 
+import argparse
+import json
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxgate.paired import PairedResult, compare
-from ctxgate.runner import CaseResult
+from ctxgate.run.case import CaseResult
+from ctxgate.stats.paired import PairedResult, compare
 
 _STEP = re.compile(r"(\d+)(?!.*\d)")
 
@@ -147,3 +150,71 @@ def bisect(checkpoints: Sequence[Path], good: int, bad: int | None, evaluate: Ev
         else:
             lo = mid
     return BisectResult(hi, checkpoints, probes, evaluations)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser("bisect", help="find the first checkpoint where the selected cases regressed")
+    b.add_argument("checkpoints", nargs="+", help="a folder of checkpoints, or the checkpoints in any order")
+    b.add_argument("--good", default=None, help="known-good checkpoint (name or step; default: the first)")
+    b.add_argument("--bad", default=None, help="known-bad checkpoint (default: the last, which is then checked)")
+    b.add_argument("-k", default=None, help="case selection, pytest -k style over ids like niah_single_1-8192")
+    b.add_argument("--lengths", default="8k")
+    b.add_argument("--samples", type=int, default=None, help="default: each task's own count")
+    b.add_argument("--seed", type=int, default=42)
+    b.add_argument("--chat-template", default="task", choices=("task", "auto", "on", "off"))
+    b.add_argument("--data-dir", default=None, help="HELMET's data folder, as for pytest")
+    b.add_argument("--helmet-compat", action="store_true", help="score with the reference's own rules")
+    b.add_argument("--dtype", default="auto")
+    b.add_argument("--thresholds", default=None, help="tolerances and confidence from this thresholds file")
+    b.add_argument("--tolerance", type=float, default=None, help="points a case may drop (overrides thresholds)")
+    b.add_argument("--cache-dir", default=".ctxgate-cache")
+    b.add_argument("--no-cache", action="store_true")
+    b.add_argument("--json", default=None, help="also write the path taken as JSON here")
+    b.add_argument("--sequential", action="store_true",
+                   help="stop each probe's case once its regression verdict is certain (as pytest --sequential)")
+    b.add_argument("--sequential-alpha", type=float, default=0.05, help="--sequential: error rate per verdict")
+    b.set_defaults(fn=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from ctxgate.gate.thresholds import ThresholdsError, load_or_default
+    from ctxgate.lengths import LengthError, parse_lengths
+    from ctxgate.tasks.registry import task_names
+    from ctxgate.workflows.evaluate import EvalSettings, evaluate_checkpoint, select_cases
+
+    try:
+        thresholds = load_or_default(args.thresholds, task_names())
+        settings = EvalSettings(lengths=parse_lengths(args.lengths), samples=args.samples, seed=args.seed,
+                                chat_template=args.chat_template, dtype=args.dtype,
+                                cache_dir=None if args.no_cache else args.cache_dir, data_dir=args.data_dir,
+                                helmet_compat=args.helmet_compat,
+                                sequential_alpha=args.sequential_alpha if args.sequential else None)
+        cases = select_cases(args.k, settings.lengths)
+        if not cases:
+            raise BisectError(f"-k {args.k!r} selects no case at lengths {args.lengths}")
+        checkpoints = order_checkpoints(args.checkpoints)
+        good = resolve_end(checkpoints, args.good, 0)
+        bad = None if args.bad is None else resolve_end(checkpoints, args.bad, len(checkpoints) - 1)
+
+        tolerance = args.tolerance
+        tolerance_for = (lambda t, L: tolerance) if tolerance is not None else thresholds.tolerance_for
+
+        def evaluate(path, reference):  # noqa: ANN001, ANN202
+            print(f"evaluating {path.name} ...", flush=True)
+            return evaluate_checkpoint(path, cases, settings, reference, tolerance_for)
+
+        result = bisect(checkpoints, good, bad, evaluate, tolerance_for, thresholds.regression_confidence)
+    except (BisectError, ThresholdsError, LengthError) as exc:
+        print(f"ctxgate bisect: {exc}", file=sys.stderr)
+        return 2
+    print(result.render())
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "first_bad": str(result.checkpoints[result.first_bad]), "first_bad_index": result.first_bad,
+            "evaluations": result.evaluations, "cases": [f"{t}-{L}" for t, L in cases],
+            "sequential": args.sequential,
+            "path": [{"index": p.index, "checkpoint": str(p.path), "bad": p.bad, "from_cache": p.from_cache,
+                      "samples": p.samples,
+                      "cases": {f"{t}-{L}": {"score": r.current, "delta": r.delta, "upper": r.high}
+                                for (t, L), r in p.comparisons.items()}} for p in result.probes]}, indent=1))
+    return 0

@@ -6,12 +6,14 @@ its own, MISSING, and fails the diff like a regression: a report that lost cases
 
 from __future__ import annotations
 
+import argparse
+import sys
 from dataclasses import dataclass
 
-from ctxgate.baseline import BaselineError, load_baseline
+from ctxgate.gate.baseline import BaselineError, load_baseline
+from ctxgate.gate.thresholds import Thresholds
 from ctxgate.lengths import format_length
-from ctxgate.paired import PairedResult
-from ctxgate.thresholds import Thresholds
+from ctxgate.stats.paired import PairedResult
 
 
 @dataclass(frozen=True)
@@ -83,3 +85,26 @@ def render(diff: Diff, markdown: bool, confidence: float) -> str:
     widths = [max(len(x[i]) for x in [header, *body]) for i in range(len(header))]
     table = "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in [header, *body]) + "\n"
     return table + "".join(f"{n}\n" for n in diff.notes)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser("diff", help="compare two reports case by case, paired (exit 1 on a regression)")
+    d.add_argument("base", help="the baseline report (with its .predictions.jsonl beside it)")
+    d.add_argument("new", help="the report to compare")
+    d.add_argument("--thresholds", default=None, help="tolerances from this thresholds file (default 2 points)")
+    d.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    d.set_defaults(fn=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from ctxgate.gate.thresholds import ThresholdsError, load_or_default
+    from ctxgate.tasks.registry import task_names
+
+    try:
+        thresholds = load_or_default(args.thresholds, task_names())
+        diff = diff_reports(args.base, args.new, thresholds)
+    except (BaselineError, ThresholdsError) as exc:
+        print(f"ctxgate diff: {exc}", file=sys.stderr)
+        return 2
+    print(render(diff, args.markdown, thresholds.regression_confidence), end="")
+    return 1 if diff.failed else 0

@@ -7,10 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxgate.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
-from ctxgate.fingerprint import checkpoint_fingerprint
-from ctxgate.runner import CaseResult, resolve_chat, run_case
-from ctxgate.sequential import Questions, StopRule
+from ctxgate.backends.fingerprint import checkpoint_fingerprint
+from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
+from ctxgate.run.case import CaseResult, resolve_chat, run_case
+from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks import BuildContext, all_tasks, get_task
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxgate.aggregate import RULER_THRESHOLD
+from ctxgate.gate.summaries import RULER_THRESHOLD
 from ctxgate.lengths import LengthError, parse_length
 
 if sys.version_info >= (3, 11):

@@ -14,22 +14,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ctxgate.gates import floor_failure, judge_failure, passed
+from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
+from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
 from ctxgate.judge.client import OPTIONS, JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges, is_judged
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.io import ReportFileError, atomic_write, predictions_path, read_predictions, read_report
 from ctxgate.report.tables import markdown, terminal
-from ctxgate.runner import CaseResult, SampleOutcome, judge_case
+from ctxgate.run.case import CaseResult, SampleOutcome, judge_case
 from ctxgate.tasks.registry import task_names
-from ctxgate.thresholds import Thresholds, ThresholdsError, load_or_default
 
 
 class RejudgeError(ValueError):
     """A report or its predictions cannot be judged; the message names the file and the fix."""
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("judge", help="score a run's judged cases (Cite, NarrativeQA, Summ) from its stored outputs")
+    p.set_defaults(fn=main)
     p.add_argument("report", help="a --report JSON whose .predictions.jsonl sits beside it")
     for flag, kwargs in OPTIONS:
         p.add_argument(flag, **kwargs)

@@ -7,14 +7,16 @@ Recall) and one for the effective length.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxgate.bisect import step_number
 from ctxgate.lengths import format_length
+from ctxgate.workflows.bisect import step_number
 
 CATEGORIES = (("ruler", "RULER avg"), ("helmet_recall", "HELMET Recall"))
 
@@ -85,3 +87,21 @@ def trend(paths: Sequence[str | Path], out_dir: str | Path) -> tuple[Path, Path]
     write_csv(rows, out / "trend.csv")
     write_png(rows, out / "trend.png")
     return out / "trend.csv", out / "trend.png"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    t = sub.add_parser("trend", help="score and effective length against training step (CSV and PNG)")
+    t.add_argument("reports", nargs="+", help="report JSON files, one per checkpoint")
+    t.add_argument("--out", default="trend", help="folder for trend.csv and trend.png")
+    t.set_defaults(fn=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        csv_path, png_path = trend(args.reports, args.out)
+    except (OSError, KeyError, json.JSONDecodeError) as exc:
+        print(f"ctxgate trend: cannot read the reports ({exc}); pass JSON files written by --report",
+              file=sys.stderr)
+        return 2
+    print(f"wrote {csv_path} and {png_path}")
+    return 0

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxgate.paired import PairedResult, compare
 from ctxgate.report.io import ReportFileError, predictions_path, read_predictions, read_report
+from ctxgate.stats.paired import PairedResult, compare
 
 # run-level fields that must match, with the words used in error messages
 _RUN_KEYS = {"chat_template": "chat-template setting", "chat_template_sha256": "chat template",

@@ -9,14 +9,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ctxgate.backends.base import Backend, Generation, GenerationParams, Request, stream
-from ctxgate.cache import GenerationCache
 from ctxgate.judge.score import Judges, compact_input, is_judged, judge_all, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
-from ctxgate.progress import Progress
+from ctxgate.run.cache import GenerationCache
+from ctxgate.run.progress import Progress
 from ctxgate.seeding import sample_rng
-from ctxgate.sequential import CaseTest, Questions, StopRule, full_count_record
-from ctxgate.stats import interval
+from ctxgate.stats.intervals import interval
+from ctxgate.stats.sequential import CaseTest, Questions, StopRule, full_count_record
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 
 

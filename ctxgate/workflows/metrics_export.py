@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 
@@ -39,3 +42,14 @@ def openmetrics(report: Mapping[str, Any]) -> str:
               "# TYPE ctxgate_complete gauge", "# HELP ctxgate_complete 1 when every selected case finished.",
               f"ctxgate_complete{_labels(model=model)} {int(bool(report.get('complete', True)))}", "# EOF"]
     return "\n".join(lines) + "\n"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    m = sub.add_parser("metrics", help="print a report as OpenMetrics text (GitLab metrics report)")
+    m.add_argument("report")
+    m.set_defaults(fn=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    print(openmetrics(json.loads(Path(args.report).read_text("utf-8"))), end="")
+    return 0

@@ -1,0 +1,74 @@
+"""``ctxgate rescore PREDICTIONS`` and ``ctxgate score``: the metrics again over stored outputs, without the model
+(after a metric fix, or to see why one prediction scored as it did)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ctxgate.judge.score import is_judged
+from ctxgate.metrics import get_metric, metric_names, score_prediction
+from ctxgate.metrics.registry import UnknownMetric
+from ctxgate.report.io import ReportFileError, read_predictions
+from ctxgate.tasks.registry import UnknownTask, get_task
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser("rescore", help="recompute scores from stored per-sample predictions")
+    r.add_argument("predictions", help="the .predictions.jsonl file beside a report")
+    r.add_argument("--metric", choices=metric_names(), help="score every sample with this metric instead")
+    r.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    r.set_defaults(fn=rescore)
+    s = sub.add_parser("score", help="score one prediction (to debug a disagreement)")
+    s.add_argument("--metric", required=True, help=f"one of {', '.join(metric_names())}")
+    s.add_argument("--prediction", required=True)
+    s.add_argument("--answer", action="append", required=True, help="a reference answer; repeat for several")
+    s.add_argument("--prefix", default=None, help="answer prefix to parse after (HELMET metrics)")
+    s.set_defaults(fn=score)
+
+
+def rescore(args: argparse.Namespace) -> int:
+    path = Path(args.predictions)
+    cases: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    try:
+        for row in read_predictions(path, ("task", "length", "metric", "prediction", "answers", "score")):
+            if is_judged(row["metric"]):
+                continue  # a judge scores these: `ctxgate judge REPORT.json`
+            try:
+                spec = get_task(row["task"])
+                new, _ = score_prediction(args.metric or row["metric"], row["prediction"], row["answers"],
+                                          spec.scoring_prefix, bool(row.get("chat_template")))
+            except (UnknownTask, UnknownMetric) as exc:
+                raise ReportFileError(f"{path}: {exc}") from None
+            cases.setdefault((row["task"], int(row["length"])), []).append((float(row["score"]), new))
+    except ReportFileError as exc:
+        print(f"ctxgate rescore: {exc}", file=sys.stderr)
+        return 2
+    out = []
+    for (task, length), pairs in sorted(cases.items()):
+        old = 100 * sum(p[0] for p in pairs) / len(pairs)
+        new = 100 * sum(p[1] for p in pairs) / len(pairs)
+        changed = sum(1 for a, b in pairs if a != b)
+        out.append({"task": task, "length": length, "n": len(pairs), "stored": round(old, 2),
+                    "rescored": round(new, 2), "delta": round(new - old, 2), "changed_samples": changed})
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        print(f"{'task':<18}{'length':>8}{'n':>6}{'stored':>9}{'rescored':>10}{'delta':>8}{'changed':>9}")
+        for r in out:
+            print(f"{r['task']:<18}{r['length']:>8}{r['n']:>6}{r['stored']:>9.2f}{r['rescored']:>10.2f}"
+                  f"{r['delta']:>+8.2f}{r['changed_samples']:>9}")
+    return 0
+
+
+def score(args: argparse.Namespace) -> int:
+    try:
+        get_metric(args.metric)
+        value, looked_at = score_prediction(args.metric, args.prediction, args.answer, args.prefix)
+    except (UnknownMetric, ValueError) as exc:
+        print(f"ctxgate score: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"metric": args.metric, "score": value, "scored_text": looked_at, "answers": args.answer}))
+    return 0
