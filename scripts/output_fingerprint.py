@@ -28,6 +28,8 @@ def stable(value: Any) -> Any:
         return {k: stable(v) for k, v in sorted(value.items()) if not VOLATILE.search(k)}
     if isinstance(value, list):
         return [stable(v) for v in value]
+    if isinstance(value, str) and re.fullmatch(r"/\S+", value):  # an absolute path: where the checkout lies
+        return Path(value).name
     if isinstance(value, str):  # a temporary folder named in a message
         return re.sub(r"/tmp/[^\s'\")]+", "<tmp>", value)
     return value
