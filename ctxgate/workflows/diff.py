@@ -11,9 +11,10 @@ import sys
 from dataclasses import dataclass
 
 from ctxgate.gate.baseline import BaselineError, load_baseline
-from ctxgate.gate.thresholds import Thresholds
+from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
 from ctxgate.lengths import format_length
 from ctxgate.stats.paired import PairedResult
+from ctxgate.tasks.registry import task_names
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ctxgate.gate.thresholds import ThresholdsError, load_or_default
-    from ctxgate.tasks.registry import task_names
-
     try:
         thresholds = load_or_default(args.thresholds, task_names())
         diff = diff_reports(args.base, args.new, thresholds)
