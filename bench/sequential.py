@@ -16,7 +16,7 @@ score at least 10 points from the floor) against fixed n's.
 shipped data with HELMET's long documents, the judged tasks judged by ``fixtures/judge_server.py``) with a floor
 of 50 on every case, fixed n then ``--sequential``; the baseline gate of a damaged checkpoint against a good one,
 both ways; and ``ctxgate bisect`` both ways. It prints each pair's verdicts, whether they agree, and the samples
-generated. Judged cases run their full count under ``--sequential`` (their scores come after every generation).
+generated.
 """
 
 from __future__ import annotations
@@ -68,9 +68,10 @@ def suite(model: Path, out: Path, name: str, *args: str) -> dict[tuple[str, int]
 def compare_runs(title: str, fixed: dict, seq: dict) -> None:
     same = sum(fixed[k]["verdict"] == seq[k]["verdict"] for k in fixed)
     a, b = sum(c["generated"] for c in fixed.values()), sum(c["generated"] for c in seq.values())
-    judged = sum(1 for c in seq.values() if c.get("judge"))
-    print(f"{title}: verdicts equal in {same}/{len(fixed)} cases ({judged} judged, run in full); generations {a} "
-          f"fixed, {b} sequential ({b / max(a, 1):.2f}x)", flush=True)
+    judged = [c for c in seq.values() if c.get("judge")]
+    early = sum(1 for c in judged if (c.get("sequential") or {}).get("decided"))
+    print(f"{title}: verdicts equal in {same}/{len(fixed)} cases ({len(judged)} judged, {early} of them stopped "
+          f"early); generations {a} fixed, {b} sequential ({b / max(a, 1):.2f}x)", flush=True)
     for k in sorted(fixed):
         if fixed[k]["verdict"] != seq[k]["verdict"]:
             print(f"  differs: {k[0]}@{k[1]}: fixed {fixed[k]['verdict']} ({fixed[k]['score']}), sequential "

@@ -146,21 +146,55 @@ def test_a_case_fails_on_the_first_certain_failure_and_passes_only_when_every_qu
     assert gap.verdict is None and gap.used == 100 and "baseline" not in gap.record(100)
 
 
-def test_a_judged_case_runs_its_full_count_and_says_why(tmp_path):
-    """A judged case's scores exist only once the judge has read every output, so --sequential cannot stop it early;
-    the record says so instead of leaving the case silent."""
+def _judged_case(tmp_path, accuracy: float, judges, n: int = 6, stop=None):  # noqa: ANN001, ANN202
+    """alce_asqa at 8K on the fixture data (a pool of 6 questions), the outputs scripted."""
     from ctxgate.backends.scripted import ScriptedBackend
     from ctxgate.run.case import run_case
-    from ctxgate.stats.sequential import Questions
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.textcodec import ByteTokenizer, PieceEncoder
     from tests.conftest import HELMET_DATA
 
-    (tmp_path / "s.json").write_text(json.dumps({"default": 0.0}))
+    (tmp_path / "s.json").write_text(json.dumps({"default": accuracy, "max_positions": 100000}))
     ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
+    return run_case(get_task("alce_asqa"), ctx, ScriptedBackend(str(tmp_path / "s.json")), 8192, n, 42,
+                    judges=judges, stop=stop)
+
+
+def test_a_judged_case_without_its_judge_runs_its_full_count_and_says_why(tmp_path):
+    """No judge in the run: no scores to test while it generates, so --sequential cannot stop it early; the record
+    says so instead of leaving the case silent."""
+    from ctxgate.stats.sequential import Questions
+
     stop = (StopRule(alpha=0.05, min_samples=2), Questions(floor=0.5))
-    result = run_case(get_task("alce_asqa"), ctx, ScriptedBackend(str(tmp_path / "s.json")), 8192, 4, 42, stop=stop)
+    result = _judged_case(tmp_path, 0.0, None, n=4, stop=stop)
     assert len(result.samples) == 4 and result.judge == {"status": "pending", "reason": result.judge["reason"]}
     assert result.sequential == {"alpha": 0.05, "min_samples": 2, "used": 4, "budget": 4, "decided": None,
-                                 "stopped": "judged: its scores come after every generation, so it runs its full "
-                                            "count"}
+                                 "stopped": "judged, with no judge in this run: no scores to test, so it runs its "
+                                            "full count"}
+
+
+@pytest.mark.parametrize(("accuracy", "floor", "verdict"), [(0.0, 0.5, "fail"), (1.0, 0.05, "pass")])
+def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(tmp_path, judge_server, accuracy, floor,
+                                                                         verdict):
+    """With its judge (a real OpenAI-compatible server), each output is judged as it arrives: the case stops once
+    certain, with the verdict and the per-sample verdicts of the fixed-n run on the same samples, and no sample is
+    judged twice."""
+    from ctxgate.judge.client import JudgeSettings
+    from ctxgate.judge.score import build_judges
+    from ctxgate.stats.sequential import Questions
+
+    url, stats = judge_server
+
+    def judges(name: str):  # noqa: ANN202
+        settings = JudgeSettings(model="ctxgate-lexical-judge", base_url=url, cache_dir=str(tmp_path / name))
+        return build_judges(settings, None, 0.05)
+
+    fixed = _judged_case(tmp_path, accuracy, judges("fixed"))
+    before = stats()["requests"]
+    # the fixture's pool is 6 samples: a lenient rate and minimum, so that a certain verdict can come before the end
+    seq = _judged_case(tmp_path, accuracy, judges("seq"), stop=(StopRule(0.2, 2), Questions(floor=floor)))
+    assert seq.sequential["decided"] == verdict and seq.sequential["used"] == 5
+    assert len(seq.samples) < len(fixed.samples) and seq.judge["status"] == "judged"
+    assert [o.score for o in seq.samples] == [o.score for o in fixed.samples[: len(seq.samples)]]
+    per_sample = (before / len(fixed.samples))  # the judge requests one verdict costs here
+    assert stats()["requests"] - before == per_sample * len(seq.samples)  # each judged once, as it arrived

@@ -174,4 +174,4 @@ def judge_all(metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judge
 
 
 __all__ = ["JUDGED", "JudgeError", "Judges", "SampleJudgement", "build_judges", "compact_input", "is_judged",
-           "judge_all", "missing_judge"]
+           "judge_all", "judge_one", "missing_judge"]

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ctxgate.backends.base import Backend, Generation, GenerationParams, Request, stream
-from ctxgate.judge.score import Judges, compact_input, is_judged, judge_all, missing_judge
+from ctxgate.judge.score import Judges, compact_input, is_judged, judge_all, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
 from ctxgate.run.cache import GenerationCache
@@ -141,14 +141,27 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
     waiting: dict[int, tuple[Sample, str, str]] = {}  # sent to the backend: the sample, its digest, its cache key
     from_cache = 0
     chat = task_context(spec, ctx).chat
-    test = CaseTest(*stop) if stop and not is_judged(spec.metric) else None
+    judged = is_judged(spec.metric)
+    # --sequential on a judged case: each output is judged as it arrives (the judge's cache and retries as usual),
+    # so its test sees scores and the case can stop once certain; without its judge it runs its full count.
+    judge_now = stop is not None and judged and missing_judge(spec.metric, judges) is None
+    test = CaseTest(*stop) if stop and (judge_now or not judged) else None
+    judge_seconds = 0.0
     ways: set[str] = set()
 
     def outcome(s: Sample, digest: str, gen: Generation) -> SampleOutcome:
-        if is_judged(spec.metric):
-            return SampleOutcome(s.index, None, gen.text, gen.text, s.answers, len(s.input_ids), gen.output_tokens,
-                                 gen.finish_reason, digest,
-                                 judge_input=compact_input(spec.metric, gen.text, s.meta["judge_input"]))
+        nonlocal judge_seconds
+        if judged:
+            o = SampleOutcome(s.index, None, gen.text, gen.text, s.answers, len(s.input_ids), gen.output_tokens,
+                              gen.finish_reason, digest,
+                              judge_input=compact_input(spec.metric, gen.text, s.meta["judge_input"]))
+            if judge_now:
+                assert judges is not None
+                started = time.perf_counter()
+                v = judge_one(resolve(spec.metric, helmet_compat), o.prediction, o.judge_input or {}, judges)
+                judge_seconds += time.perf_counter() - started
+                o = replace(o, score=v.score, parts=v.parts, judge_error=v.error)
+            return o
         score, scored = score_sample(spec, s, gen.text, helmet_compat, chat)
         return SampleOutcome(s.index, score, gen.text, scored, s.answers, len(s.input_ids), gen.output_tokens,
                              gen.finish_reason, digest)
@@ -191,7 +204,7 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         if progress is not None:
             progress(Progress(f"{spec.name}-{length}", len(done), n, from_cache, generated_tokens,
                               time.perf_counter() - t0 - build_seconds))
-    generating = max(time.perf_counter() - t0 - build_seconds, 1e-6)  # judging, if any, comes after
+    generating = max(time.perf_counter() - t0 - build_seconds - judge_seconds, 1e-6)  # judging is not counted
     outcomes = [done[i] for i in sorted(done)]
     sizes = [o.input_tokens for o in outcomes]
     result = CaseResult(
@@ -207,8 +220,8 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         sequential=_sequential_record(test, stop, spec, len(outcomes), n),
         built_from=",".join(sorted(ways)) or None,
     )
-    if is_judged(spec.metric):
-        result = judge_case(result, judges, confidence)
+    if judged:
+        result = judge_case(result, judges, confidence, judged_already=judge_now, earlier_seconds=judge_seconds)
     else:
         result = with_scores(result, confidence)
     throughput = {"prompt_tokens_per_s": round(prompt_tokens / generating, 1),
@@ -221,8 +234,8 @@ def _sequential_record(test: CaseTest | None, stop: tuple[StopRule, Questions] |
     if test is not None:
         return test.record(budget)
     if stop is not None and stop[1].asked and is_judged(spec.metric):
-        return full_count_record(stop[0], used, budget, "judged: its scores come after every generation, so it "
-                                 "runs its full count")
+        return full_count_record(stop[0], used, budget, "judged, with no judge in this run: no scores to test, "
+                                 "so it runs its full count")
     return None
 
 
@@ -235,17 +248,25 @@ def with_scores(result: CaseResult, confidence: float, **changes: Any) -> CaseRe
                    ci=interval(scores, confidence), **changes)
 
 
-def judge_case(result: CaseResult, judges: Judges | None, confidence: float) -> CaseResult:
+def judge_case(result: CaseResult, judges: Judges | None, confidence: float, judged_already: bool = False,
+               earlier_seconds: float = 0.0) -> CaseResult:
     """Score a judged case's stored outputs. Failed verdicts are counted and listed, their samples left out of the
-    mean; whether that many failures fail the case is the gate's call (``judge.max_failure_rate``)."""
+    mean; whether that many failures fail the case is the gate's call (``judge.max_failure_rate``).
+    ``judged_already``: the samples carry the verdicts they got as they were generated (--sequential), taking
+    ``earlier_seconds``; only those without one are judged now."""
     reason = missing_judge(result.metric, judges)
     if reason is not None:
         return replace(result, score=None, n=0, judge={"status": "pending", "reason": reason})
     assert judges is not None
     t0 = time.perf_counter()
-    verdicts = judge_all(result.metric, [(o.prediction, o.judge_input or {}) for o in result.samples], judges)
-    samples = tuple(replace(o, score=v.score, parts=v.parts, judge_error=v.error)
-                    for o, v in zip(result.samples, verdicts))
+    todo = [i for i, o in enumerate(result.samples)
+            if not (judged_already and (o.score is not None or o.judge_error))]
+    verdicts = judge_all(result.metric, [(result.samples[i].prediction, result.samples[i].judge_input or {})
+                                         for i in todo], judges)
+    judged = list(result.samples)
+    for i, v in zip(todo, verdicts):
+        judged[i] = replace(judged[i], score=v.score, parts=v.parts, judge_error=v.error)
+    samples = tuple(judged)
     failed = [{"index": o.index, "error": o.judge_error} for o in samples if o.judge_error]
     ok = [o for o in samples if o.score is not None]
     names = sorted({k for o in ok for k in o.parts})
@@ -255,5 +276,5 @@ def judge_case(result: CaseResult, judges: Judges | None, confidence: float) -> 
     judge = {"status": "judged" if ok else "failed", "failed": len(failed),
              "failure_rate": round(len(failed) / len(samples), 4), "max_failure_rate": judges.max_failure_rate,
              "failed_samples": failed, "usage": usage.to_dict(price) if usage else None,
-             "seconds": round(time.perf_counter() - t0, 3), **judges.describe()}
+             "seconds": round(time.perf_counter() - t0 + earlier_seconds, 3), **judges.describe()}
     return with_scores(replace(result, samples=samples), confidence, parts=parts, judge=judge)
