@@ -18,7 +18,7 @@ from ctxgate.backends.endpoint import EndpointError
 from ctxgate.backends.hf import BackendError
 from ctxgate.data.haystacks import HaystackError
 from ctxgate.data.qa import QADataError
-from ctxgate.gate.baseline import Baseline, BaselineError, describe
+from ctxgate.gate.baseline import Baseline, BaselineError, describe, regression_verdict
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
 from ctxgate.judge.client import JudgeError
@@ -141,7 +141,7 @@ def _against_baseline(baseline: Baseline, result: CaseResult, run_meta: dict[str
         return None
     tolerance = thresholds.tolerance_for(result.task, result.length)
     test = (result.sequential or {}).get("baseline") or {}
-    regressed = {"below": True, "above": False}.get(test.get("decided"), paired.regressed(tolerance))
+    regressed = regression_verdict(paired, tolerance, result.sequential)
     message = describe(paired, tolerance) + (
         f"; --sequential: certain {'it dropped by more than' if regressed else 'it did not drop by more than'} the "
         f"tolerance at error rate {result.sequential['alpha']} (paired interval {test['interval'][0]:+.1f} to "
@@ -164,7 +164,7 @@ def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | Non
     questions = Questions(floor / 100 if floor else None, base.scores if base else None, tolerance / 100)
     if not questions.asked:
         return None
-    return StopRule(settings.sequential_alpha, settings.sequential_min, max(settings.sequential_min, 1)), questions
+    return StopRule(settings.sequential_alpha, settings.sequential_min, max_samples=None), questions
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxgate.backends.vllm_server import process_alive
 from tests.conftest import HOTPOT, ROOT, SQUAD, TINY
 
 SECRET = "sk-ctxgate-engine-test-never-written"
@@ -81,15 +82,7 @@ def server_family(log: Path) -> set[int]:
 
 def alive(pids: set[int]) -> list[int]:
     """Those still running (a zombie waiting for its parent to reap it holds nothing)."""
-    out = []
-    for pid in sorted(pids):
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state != "Z":
-            out.append(pid)
-    return out
+    return [pid for pid in sorted(pids) if process_alive(pid)]
 
 
 def wait_gone(pids: set[int], seconds: float) -> list[int]:

@@ -135,9 +135,8 @@ class HFBackend:
         except torch.cuda.OutOfMemoryError:
             # a batch too large for this length: halve it, and never try that many tokens at once again
             torch.cuda.empty_cache()
-            tokens = max(len(r.input_ids) for r in requests) + params.max_new_tokens
-            self.token_cap = (len(requests) // 2) * tokens
             half = len(requests) // 2
+            self.token_cap = half * (max(len(r.input_ids) for r in requests) + params.max_new_tokens)
             return self.generate(requests[:half], params) + self.generate(requests[half:], params)
 
     def _generate_one(self, r: Request, params: GenerationParams) -> Generation:

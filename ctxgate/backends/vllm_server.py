@@ -187,14 +187,14 @@ class VLLMServer:
                 os.killpg(self.proc.pid, 0)
                 alive = True
             except ProcessLookupError:
-                alive = any(_alive(pid) for pid in family)
+                alive = any(process_alive(pid) for pid in family)
             if not alive:
                 return True
             time.sleep(0.1)
         return False
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """A process that exists and is not a zombie (an exited child of another process waits as one)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

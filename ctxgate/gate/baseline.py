@@ -98,6 +98,15 @@ def load_baseline(path: str | Path) -> Baseline:
     return Baseline(str(p), report.get("run", {}), cases, bool(report.get("complete", True)), unscored)
 
 
+def regression_verdict(result: PairedResult, tolerance: float, sequential: Mapping[str, Any] | None) -> bool:
+    """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's claim when it made
+    one (``sequential["baseline"]``), else the fixed-n paired rule on the samples drawn."""
+    claim = ((sequential or {}).get("baseline") or {}).get("decided")
+    if claim in ("below", "above"):
+        return claim == "below"
+    return result.regressed(tolerance)
+
+
 def describe(result: PairedResult, tolerance: float) -> str:
     return (f"{result.current:.1f} vs baseline {result.baseline:.1f}: delta {result.delta:+.1f} points "
             f"(interval {result.low:+.1f} to {result.high:+.1f}, {result.method}, n={result.n}), "

@@ -141,6 +141,7 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
     waiting: dict[int, tuple[Sample, str, str]] = {}  # sent to the backend: the sample, its digest, its cache key
     from_cache = 0
     chat = task_context(spec, ctx).chat
+    metric = resolve(spec.metric, helmet_compat)
     judged = is_judged(spec.metric)
     # --sequential on a judged case: each output is judged as it arrives (the judge's cache and retries as usual),
     # so its test sees scores and the case can stop once certain; without its judge it runs its full count.
@@ -158,7 +159,7 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
             if judge_now:
                 assert judges is not None
                 started = time.perf_counter()
-                v = judge_one(resolve(spec.metric, helmet_compat), o.prediction, o.judge_input or {}, judges)
+                v = judge_one(metric, o.prediction, o.judge_input or {}, judges)
                 judge_seconds += time.perf_counter() - started
                 o = replace(o, score=v.score, parts=v.parts, judge_error=v.error)
             return o
@@ -209,7 +210,7 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
     sizes = [o.input_tokens for o in outcomes]
     result = CaseResult(
         task=spec.name, suite=spec.suite, category=spec.category, length=length,
-        metric=resolve(spec.metric, helmet_compat), score=None, n=0, ci=(0.0, 0.0),
+        metric=metric, score=None, n=0, ci=(0.0, 0.0),
         seconds=0.0, build_seconds=round(build_seconds, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1), input_tokens_max=max(sizes),
         fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4),
@@ -217,7 +218,7 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
         samples=tuple(outcomes), samples_from_cache=from_cache, chat_template=chat,
         sample_cap={"requested": requested, "pool": n} if n < requested else None,
-        sequential=_sequential_record(test, stop, spec, len(outcomes), n),
+        sequential=_sequential_record(test, stop, judged, len(outcomes), n),
         built_from=",".join(sorted(ways)) or None,
     )
     if judged:
@@ -229,11 +230,11 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
     return replace(result, seconds=round(time.perf_counter() - t0, 3), throughput=throughput)
 
 
-def _sequential_record(test: CaseTest | None, stop: tuple[StopRule, Questions] | None, spec: TaskSpec, used: int,
+def _sequential_record(test: CaseTest | None, stop: tuple[StopRule, Questions] | None, judged: bool, used: int,
                        budget: int) -> dict[str, Any] | None:
     if test is not None:
         return test.record(budget)
-    if stop is not None and stop[1].asked and is_judged(spec.metric):
+    if stop is not None and stop[1].asked and judged:
         return full_count_record(stop[0], used, budget, "judged, with no judge in this run: no scores to test, "
                                  "so it runs its full count")
     return None

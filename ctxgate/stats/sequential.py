@@ -76,7 +76,7 @@ class Bettor:
         lam = min(math.sqrt(2.0 * log_term / (self._var * t * math.log(1.0 + t))), 0.5)
         self._lam_sum += lam
         self._lam_x += lam * x
-        self._penalty += 4.0 * (x - self._mean) ** 2 * (-math.log(1.0 - lam) - lam) / 4.0
+        self._penalty += (x - self._mean) ** 2 * (-math.log(1.0 - lam) - lam)  # psi_E(lam), the paper's 4s cancel
         centre = self._lam_x / self._lam_sum
         margin = (log_term + self._penalty) / self._lam_sum
         self.low, self.high = max(self.low, centre - margin), min(self.high, centre + margin)
@@ -92,14 +92,15 @@ class Bettor:
 @dataclass(frozen=True)
 class StopRule:
     """``alpha``: the error rate of each claim; ``min_samples``: never stop before this many; ``max_samples``: the
-    fixed-n budget, after which the case ends undecided (its verdict is then the fixed-n one)."""
+    fixed-n budget of ``run``, after which it ends undecided (None: the scores' own end, as for a case, whose
+    budget is its sample count)."""
 
     alpha: float = 0.05
     min_samples: int = 10
-    max_samples: int = 100
+    max_samples: int | None = 100
 
     def __post_init__(self) -> None:
-        if not 1 <= self.min_samples <= self.max_samples:
+        if self.min_samples < 1 or (self.max_samples is not None and self.min_samples > self.max_samples):
             raise ValueError(f"min_samples {self.min_samples} must be between 1 and max_samples {self.max_samples}")
 
     def run(self, scores: Iterable[float], threshold: float, paired: bool = False) -> Verdict:
@@ -112,7 +113,7 @@ class StopRule:
             bettor.observe(to_unit(x))
             if bettor.n >= self.min_samples and (answer := bettor.decided()):
                 return self._verdict(answer, bettor, paired)
-            if bettor.n >= self.max_samples:
+            if self.max_samples is not None and bettor.n >= self.max_samples:
                 break
         return self._verdict(None, bettor, paired)
 
@@ -186,8 +187,8 @@ class CaseTest:
 
 
 def full_count_record(rule: StopRule, used: int, budget: int, why: str) -> dict[str, Any]:
-    """The record of a case that --sequential ran in full although it has a gate question (a judged case: its
-    scores exist only once the judge has read every output), so the report says why it did not stop."""
+    """The record of a case that --sequential ran in full although it has a gate question (a judged case with no
+    judge in the run: no scores to test), so the report says why it did not stop."""
     return {"alpha": rule.alpha, "min_samples": rule.min_samples, "used": used, "budget": budget, "decided": None,
             "stopped": why}
 

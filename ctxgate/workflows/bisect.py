@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxgate.gate.baseline import regression_verdict
 from ctxgate.run.case import CaseResult
 from ctxgate.stats.paired import PairedResult, compare
 
@@ -109,9 +110,7 @@ def is_bad(reference: Mapping[tuple[str, int], CaseResult], probe: Mapping[tuple
         result = compare([s.score for s in mine.samples], [ref_samples[s.index].score for s in mine.samples],
                          confidence)
         comparisons[key] = result
-        test = (mine.sequential or {}).get("baseline") or {}
-        regressed = {"below": True, "above": False}.get(test.get("decided"), result.regressed(tolerance(*key)))
-        bad = bad or regressed
+        bad = bad or regression_verdict(result, tolerance(*key), mine.sequential)
     return bad, comparisons
 
 

@@ -52,7 +52,7 @@ def _stop(settings: EvalSettings, reference: CaseResult | None, tolerance: Calla
     if settings.sequential_alpha is None or reference is None or tolerance is None:
         return None
     base = {o.index: o.score for o in reference.samples if o.score is not None}
-    rule = StopRule(settings.sequential_alpha, settings.sequential_min, max(settings.sequential_min, 1))
+    rule = StopRule(settings.sequential_alpha, settings.sequential_min, max_samples=None)
     return rule, Questions(baseline=base, tolerance=tolerance(task, length) / 100)
 
 
