@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -65,7 +66,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"ctxgate {args.command} takes no arguments after --")
     if passthrough:
         args.pytest_args = passthrough
-    return int(args.fn(args))
+    try:
+        return int(args.fn(args))
+    except KeyboardInterrupt:
+        print(f"ctxgate {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last word on any failure: one line, the traceback on request
+        if os.environ.get("CTXGATE_DEBUG", "") not in ("", "0"):
+            raise
+        print(f"ctxgate {args.command}: {one_line(exc)}", file=sys.stderr)
+        return 2 if isinstance(exc, (OSError, ValueError)) else 3
+
+
+def one_line(exc: BaseException) -> str:
+    """A failure no verb turned into its own message: what failed, on which file, and how to see more. (A verb's
+    own errors name the file and the fix; this is for what slipped past them: a full disk, a permission.)"""
+    if isinstance(exc, OSError) and exc.filename:
+        what = exc.strerror or str(exc)
+        fix = {28: "free some space", 13: "check the permissions", 30: "write somewhere writable",
+               2: "check the path"}.get(exc.errno or 0, "check the file")
+        return f"{exc.filename}: {what}: {fix} and run it again"
+    text = " ".join(str(exc).split()) or "no message"
+    return (f"{text} ({type(exc).__name__}; set CTXGATE_DEBUG=1 to see the traceback)")
 
 
 if __name__ == "__main__":

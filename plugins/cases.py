@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -17,12 +17,12 @@ from ctxgate.backends.base import BackendDown
 from ctxgate.backends.endpoint import EndpointError
 from ctxgate.backends.hf import BackendError
 from ctxgate.data.haystacks import HaystackError
-from ctxgate.data.qa import QADataError
 from ctxgate.gate.baseline import Baseline, BaselineError, describe, regression_verdict
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
+from ctxgate.gate.verdicts import NOT_GIVEN, floor_failure, gated_reason, judge_failure, passed, unscored_verdict
 from ctxgate.judge.client import JudgeError
 from ctxgate.run.case import CaseResult, run_case
+from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks.base import TaskSpec, TaskTooShort
 from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
@@ -167,6 +167,20 @@ def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | Non
     return StopRule(settings.sequential_alpha, settings.sequential_min, max_samples=None), questions
 
 
+def no_score(record: dict[str, Any], cause: str, message: str, baseline: Baseline | None) -> NoReturn:
+    """End a case that produced no score: skipped or failed by the one rule (``gate.verdicts.unscored_verdict``),
+    its cause kept in the record."""
+    base = baseline.cases.get((record["task"], record["length"])) if baseline is not None else None
+    verdict = unscored_verdict(cause, record["floor"] or 0.0, base is not None)
+    if verdict == "error" and cause in NOT_GIVEN:
+        message = f"{message}; {gated_reason(record['floor'] or 0.0, base is not None)}"
+    record["verdict"], record["message"] = verdict, message
+    record["error_kind" if verdict == "error" else "skip_kind"] = cause
+    if verdict == "skip":
+        pytest.skip(message)
+    pytest.fail(message, pytrace=False)
+
+
 @pytest.fixture
 def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> Case:
     name, length = request.param
@@ -176,39 +190,43 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
     spec = get_task(name)
     record = request.node.stash.setdefault(CASE_RECORD_KEY, new_record(name, length, thresholds))
     record["run_meta"] = ctxgate_model.run_meta
+    baseline = config.stash.get(BASELINE_KEY, None)
     limit = ctxgate_model.backend.max_positions
     if limit is not None and length > limit and not settings.force_lengths:
-        record["verdict"] = "skip"
-        record["message"] = (f"length {length} exceeds the model's max_position_embeddings ({limit}); "
-                             "pass --force-lengths to run it anyway")
-        pytest.skip(record["message"])
+        no_score(record, "window", f"{name} at {length}: the length exceeds the model's max_position_embeddings "
+                 f"({limit}), so the case cannot run; drop {length} from --lengths, or pass --force-lengths to run "
+                 "it beyond the window anyway", baseline)
     failure: Exception | None = None  # raised outside the except blocks: no "during handling of..." chain
+    cause = ""
     progress = reporter_for(config)
     try:
         result = run_case(spec, ctxgate_model.context, ctxgate_model.backend, length, settings.samples,
                           settings.seed, thresholds.confidence, ctxgate_model.cache, settings.helmet_compat,
                           ctxgate_model.judges, progress, _stop_rule(config, name, length, record["floor"]))
-    except (TaskTooShort, QADataError) as exc:
-        record["verdict"] = "skip"
-        record["message"] = str(exc)
-    except (JudgeError, BackendDown, EndpointError, BackendError, HaystackError) as exc:  # one line: the fix
+    except TaskTooShort as exc:
+        failure, cause = exc, "too_short"
+    except DataNotGiven as exc:
+        failure, cause = exc, "data_not_given"
+    except DataUnavailable as exc:
+        failure, cause = exc, "data_unreadable"
+    except JudgeError as exc:
+        failure, cause = exc, "judge_failed"
+    except (BackendDown, EndpointError, BackendError, HaystackError) as exc:  # one line: the fix
         failure = exc
     finally:
         if progress is not None:
             progress(None)  # the case is over, however it ended
-    if record["verdict"] == "skip":
-        pytest.skip(record["message"])
+    if cause:
+        no_score(record, cause, str(failure) if cause == "too_short" else f"{name} at {length}: {failure}",
+                 baseline)
     if failure is not None:
         pytest.fail(f"{name} at {length}: {failure}", pytrace=False)
     record.update(result.to_dict())
     record["ci"] = list(result.ci)
     judge = result.judge or {}
     if judge.get("status") == "pending":
-        record["verdict"] = "skip"
-        record["message"] = (f"{name} {judge['reason']}; its outputs are in the report: score them later with "
-                             "`ctxgate judge REPORT.json --judge-model MODEL`")
-        pytest.skip(record["message"])
-    baseline = config.stash.get(BASELINE_KEY, None)
+        no_score(record, "judge_not_given", f"{name} at {length}: {judge['reason']}; its outputs are in the report: "
+                 "score them later with `ctxgate judge REPORT.json --judge-model MODEL`", baseline)
     if baseline is not None:
         record["baseline"] = _against_baseline(baseline, result, ctxgate_model.run_meta, thresholds)
     for key in ("score", "floor", "n"):

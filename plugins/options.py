@@ -37,7 +37,7 @@ class Settings:
     chat_template: str  # task | auto | on | off
     dtype: str
     report: str | None
-    thresholds_path: str
+    thresholds_path: str  # "" when none was found
     haystack: str | None
     squad: str | None
     hotpotqa: str | None
@@ -71,6 +71,7 @@ class Settings:
     # --sequential: stop a case once its floor question is certain at this error rate (None: fixed n)
     sequential_alpha: float | None = None
     sequential_min: int = 10
+    thresholds_found: str = ""  # how the thresholds file was found, or where none was: for the header
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -95,7 +96,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "elsewhere; auto: on for every task when the model has one; on; off")
     g.addoption("--dtype", default="auto", choices=DTYPES, help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32")
     g.addoption("--report", default=None, help="write the JSON report here (plus .predictions.jsonl and .md)")
-    g.addoption("--thresholds", default=None, help="thresholds file (default: ./thresholds.toml, else the rootdir's)")
+    g.addoption("--thresholds", default=None,
+                help="thresholds file (default: the nearest thresholds.toml from here up to the project's top; or "
+                     "the ini option ctxgate_thresholds)")
     g.addoption("--haystack", default=None, help="essay haystack: a .txt file or a dataset with a 'text' column")
     g.addoption("--squad", default=None, help="SQuAD v2 for qa_1: hub id or local file/folder (hub layout)")
     g.addoption("--hotpotqa", default=None, help="HotpotQA distractor for qa_2: hub id or local file/folder")
@@ -132,19 +135,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     h.addoption("--gpus-per-replica", type=int, default=None,
                 help="with --device-map auto: GPUs each worker's model spans (default: visible GPUs / workers); "
                      "-n auto runs visible GPUs / this many workers")
+    parser.addini("ctxgate_thresholds", "the project's thresholds file, relative to this ini file; the run refuses "
+                  "to start without it", default="")
     j = parser.getgroup("ctxgate-judge", "ctxgate judged tasks (Cite, NarrativeQA, Summ)")
     for flag, kwargs in JUDGE_OPTIONS:
         j.addoption(flag, **kwargs)
 
 
-def _thresholds_path(config: pytest.Config) -> str:
-    """--thresholds, else thresholds.toml in the directory pytest was started from, else in the rootdir. (pytest
-    derives the rootdir from path-like arguments, option values included, so an absolute --model moves it.)"""
+THRESHOLDS_FILE = "thresholds.toml"
+
+
+def find_thresholds(config: pytest.Config) -> tuple[Path | None, str]:
+    """The thresholds file and how it was found: ``--thresholds``; the ini option ``ctxgate_thresholds`` (relative
+    to the ini file: a project that names one expects floors, so a missing one is refused); else the nearest
+    ``thresholds.toml`` from the directory pytest was started in up to the project's top (the ini file's folder,
+    the rootdir, or a folder with ``.git``), as pytest looks up its own ini file. (pytest derives the rootdir from
+    path-like arguments, option values included, so an absolute --model can move it: the walk starts from the
+    invocation directory instead.) None: no file, said in the header and the report."""
     given = config.getoption("--thresholds")
     if given:
-        return str(given)
-    here = Path(config.invocation_params.dir) / "thresholds.toml"
-    return str(here if here.is_file() else Path(config.rootpath) / "thresholds.toml")
+        return Path(given), "--thresholds"
+    named = config.getini("ctxgate_thresholds")
+    if named and config.inipath is not None:
+        path = config.inipath.parent / str(named)
+        if not path.is_file():
+            raise pytest.UsageError(f"{config.inipath}: ctxgate_thresholds = {named!r}, but {path} does not exist: "
+                                    "restore the file, or pass --thresholds PATH")
+        return path, f"ctxgate_thresholds in {config.inipath.name}"
+    start = Path(config.invocation_params.dir).resolve()
+    tops = {Path(config.rootpath).resolve()} | ({config.inipath.parent.resolve()} if config.inipath else set())
+    searched = []
+    for folder in (start, *start.parents):
+        searched.append(folder)
+        if (folder / THRESHOLDS_FILE).is_file():
+            return folder / THRESHOLDS_FILE, "found" if folder == start else f"found {len(searched) - 1} up"
+        if folder in tops or (folder / ".git").exists():
+            break
+    return None, f"none in {start}" + (f" or its parents up to {searched[-1]}" if len(searched) > 1 else "")
 
 
 MAX_SAMPLES = 100_000  # the papers use 100-600; far more is a typo that would first fill memory with prompts
@@ -174,7 +201,7 @@ def pytest_configure(config: pytest.Config) -> None:
         model=config.getoption("--model"), backend=config.getoption("--backend"), lengths=lengths,
         samples=samples, seed=config.getoption("--seed"), chat_template=config.getoption("--chat-template"),
         dtype=config.getoption("--dtype"), report=config.getoption("--report"),
-        thresholds_path=_thresholds_path(config), haystack=config.getoption("--haystack"),
+        thresholds_path="", haystack=config.getoption("--haystack"),
         squad=config.getoption("--squad"), hotpotqa=config.getoption("--hotpotqa"),
         trust_remote_code=config.getoption("--trust-remote-code"), allow_pickle=config.getoption("--allow-pickle"),
         force_lengths=config.getoption("--force-lengths"),
@@ -201,10 +228,10 @@ def pytest_configure(config: pytest.Config) -> None:
             config.issue_config_time_warning(pytest.PytestConfigWarning(
                 f"--baseline {baseline.incompleteness()}; cases without a baseline score are gated by their floors "
                 "only"), stacklevel=2)
-    path = Path(settings.thresholds_path)
+    path, found = find_thresholds(config)
+    settings = replace(settings, thresholds_path=str(path) if path else "", thresholds_found=found)
     try:
-        named = path.is_file() or config.getoption("--thresholds")
-        config.stash[THRESHOLDS_KEY] = load_or_default(path if named else None, task_names())
+        config.stash[THRESHOLDS_KEY] = load_or_default(path, task_names())
     except ThresholdsError as exc:
         raise pytest.UsageError(str(exc)) from None
     if settings.data_dir and not Path(settings.data_dir).is_dir():
@@ -219,6 +246,19 @@ def pytest_configure(config: pytest.Config) -> None:
         except HaystackError as exc:
             raise pytest.UsageError(f"--haystack: {exc}") from None
     config.stash[SETTINGS_KEY] = _checked_model(config, settings)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    settings = config.stash.get(SETTINGS_KEY, None)
+    thresholds = config.stash.get(THRESHOLDS_KEY, None)
+    if settings is None or settings.model is None or thresholds is None:
+        return None
+    if not settings.thresholds_path:
+        return [f"ctxgate thresholds: {settings.thresholds_found}; no floors, so the floors gate checks nothing "
+                "(pass --thresholds PATH)"]
+    return [f"ctxgate thresholds: {settings.thresholds_path} ({settings.thresholds_found}; "
+            f"{len(thresholds.floors)} floor rule(s), default floor {thresholds.default_floor:g}, rule "
+            f"{thresholds.rule!r})"]
 
 
 def sequential_settings(config: pytest.Config) -> dict[str, object]:

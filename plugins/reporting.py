@@ -28,7 +28,7 @@ from ctxgate.report.tables import markdown, terminal
 
 from .cases import CASE_RECORD_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
-from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
+from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
 
 try:
     import fcntl
@@ -181,7 +181,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     record = item.stash.get(CASE_RECORD_KEY, None)
     final = report.when == "call" or (report.when == "setup" and not report.passed)
     if record is not None and final:
-        if report.failed and record["verdict"] not in ("fail",):
+        if report.failed and record["verdict"] != "fail" and not record.get("error_kind"):
             record["verdict"] = "error"
             record["error_kind"] = "error"
             record["message"] = str(report.longrepr)[-2000:]
@@ -231,7 +231,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         run["cache"] = {**run["cache"], "samples_from_cache": sum(c.get("samples_from_cache", 0) for c in cases)}
     complete = exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
     error = {"message": collector.run_error} if collector.run_error else None
-    report = build_report(cases, run, thresholds, complete, error)
+    report = build_report(cases, run, thresholds, complete, error, baseline=_baseline_summary(config, cases))
     collector.report = report
     if collector.report_path:
         _write(collector, json.loads(json.dumps(report)))
@@ -242,6 +242,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     failed = any(g["verdict"] == "fail" for g in report["gates"])
     if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _baseline_summary(config: pytest.Config, cases: list[dict[str, Any]]) -> dict[str, Any] | None:
+    baseline = config.stash.get(BASELINE_KEY, None)
+    if baseline is None:
+        return None
+    selected = {(c["task"], c["length"]) for c in cases}
+    scored = sorted(baseline.cases)
+    return {"path": baseline.path, "scored": [f"{t}-{L}" for t, L in scored if (t, L) in selected],
+            "not_selected": [f"{t}-{L}" for t, L in scored if (t, L) not in selected]}
 
 
 def _combined(hashes: list[Any]) -> str | None:

@@ -118,6 +118,17 @@ def _number(path: str, key: str, value: Any, lo: float, hi: float, example: floa
     return float(value)
 
 
+def _floor(path: str, key: str, value: Any) -> float:
+    """A floor in percent. A value strictly between 0 and 1 is a fraction written where percent is meant (0.5
+    for 50%): it would gate almost nothing, so it is refused."""
+    floor = _number(path, key, value, 0, 100, 80)
+    if 0 < floor < 1:
+        raise _fail(path, key, f"{value!r} looks like a fraction, but floors are percent (0-100), so it would pass "
+                    f"any score of {floor:g} points or more", f"write {key.split('.')[-1]} = {floor * 100:g} for "
+                    f"{floor:.0%}")
+    return floor
+
+
 def _check_keys(path: str, section: str, table: dict[str, Any], allowed: Sequence[str]) -> None:
     for key in table:
         if key not in allowed:
@@ -130,6 +141,10 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ThresholdsError(f"{path}: not valid TOML ({exc}). Fix the syntax at the position shown") from None
+    if not data:
+        raise ThresholdsError(f"{path}: is empty (no [defaults], no [[floor]]): an empty file would gate nothing. "
+                              "Fix: write the floors (see thresholds.toml in the ctxgate repository), or delete "
+                              "the file to run without floors")
     _check_keys(path, "", data, ("defaults", "effective_length", "session", "floor", "regression", "tolerance",
                                     "judge"))
     defaults = data.get("defaults", {})
@@ -155,7 +170,7 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     tolerances = _rules(path, data.get("tolerance", []), "tolerance", "points", known_tasks)
     return Thresholds(
         path=path,
-        default_floor=_number(path, "defaults.floor", defaults.get("floor", 0.0), 0, 100, 80),
+        default_floor=_floor(path, "defaults.floor", defaults.get("floor", 0.0)),
         confidence=_number(path, "defaults.confidence", defaults.get("confidence", 0.95), 0.5, 0.999,
                            0.95),
         rule=rule,
@@ -200,7 +215,9 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
         if value_key not in entry:
             raise _fail(path, f"{where}.{value_key}", "is missing",
                         f"add {value_key} = <points>, e.g. {value_key} = {example}")
-        rules.append(Rule(task, length, _number(path, f"{where}.{value_key}", entry[value_key], 0, 100, example)))
+        value = (_floor(path, f"{where}.floor", entry[value_key]) if value_key == "floor" else
+                 _number(path, f"{where}.{value_key}", entry[value_key], 0, 100, example))
+        rules.append(Rule(task, length, value))
     return tuple(rules)
 
 
@@ -209,7 +226,13 @@ def load_thresholds(path: str | Path, known_tasks: Sequence[str]) -> Thresholds:
     if not p.is_file():
         raise ThresholdsError(f"{p}: no such thresholds file. Fix: pass --thresholds PATH to an existing file, "
                               "or copy thresholds.toml from the ctxgate repository")
-    return parse_thresholds(p.read_text("utf-8"), str(p), known_tasks)
+    try:
+        text = p.read_text("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ThresholdsError(f"{p}: not UTF-8 text (byte offset {exc.start}). Fix: save the file as UTF-8") from None
+    except OSError as exc:
+        raise ThresholdsError(f"{p}: cannot be read ({exc.strerror or exc}). Fix: check its permissions") from None
+    return parse_thresholds(text, str(p), known_tasks)
 
 
 def load_or_default(path: str | Path | None, known_tasks: Sequence[str]) -> Thresholds:

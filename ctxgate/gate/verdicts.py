@@ -11,6 +11,34 @@ from typing import Any
 
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.lengths import format_length
+from ctxgate.report.schema import BROKEN, BY_DESIGN, NOT_GIVEN
+
+
+# Why a selected case has no score, and whether that fails the gates: the one rule every gate, `diff`, `bisect` and
+# `watch` read through the verdict it yields (README, "Which cases count").
+#   by design    the task cannot be built at this length (its fixed parts do not fit): "skip", never a failure
+#   not given    an optional input this run was not given (a data file, a judge): "skip", unless the case is gated
+#                (a floor above 0, or a baseline score), then "error"
+#   broken       the checkpoint or an input given to the run prevents it (the model's window is shorter than the
+#                length, data that cannot be read, a judge that fails): always "error"
+
+
+def unscored_verdict(cause: str, floor: float, baseline_scored: bool) -> str:
+    """"skip" or "error" for a case that produced no score because of ``cause`` (one of the sets above)."""
+    if cause in BY_DESIGN:
+        return "skip"
+    if cause in NOT_GIVEN:
+        return "error" if floor > 0 or baseline_scored else "skip"
+    if cause in BROKEN:
+        return "error"
+    raise ValueError(f"unknown cause {cause!r}")
+
+
+def gated_reason(floor: float, baseline_scored: bool) -> str:
+    """Why a case whose input was not given still fails: what expected its score."""
+    expected = [f"a floor of {floor:g}"] if floor > 0 else []
+    expected += ["a baseline score"] if baseline_scored else []
+    return f"it has {' and '.join(expected)}, so a missing score fails the gates"
 
 
 def judge_failure(record: Mapping[str, Any]) -> str | None:
@@ -77,8 +105,10 @@ def cases_gate(cases: Sequence[Mapping[str, Any]], complete: bool = True) -> dic
     if unscored:
         shown = ", ".join(f"{_name(c)} ({c.get('error_kind', 'error')})" for c in unscored[:5])
         more = f" and {len(unscored) - 5} more" if len(unscored) > 5 else ""
+        first = (unscored[0].get("message") or "").strip().splitlines()
         return {"name": "cases", "verdict": "fail",
-                "message": f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}{more}"}
+                "message": f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}{more}"
+                           + (f"; the first said: {first[0]}" if first else "")}
     if not ran:
         return {"name": "cases", "verdict": "fail",
                 "message": f"no case ran: all {len(cases)} selected cases were skipped; the first said: "
@@ -126,7 +156,33 @@ def effective_length_gate(report: Mapping[str, Any], thresholds: Thresholds) -> 
                        f"{eff['threshold']}, from {thresholds.path}){note}"}
 
 
+def baseline_gate(cases: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any]) -> dict[str, str]:
+    """Against ``--baseline``: a selected case the baseline scored that has no score now is a regression, as is a
+    case that dropped by more than its tolerance. ``baseline``: its path and the ``task-length`` names it scored."""
+    scored = set(baseline.get("scored", ()))
+    lost = [c for c in cases if _name(c) in scored and (c.get("score") is None or c["verdict"] not in ("pass",
+                                                                                                        "fail"))]
+    regressed = [c for c in cases if (c.get("baseline") or {}).get("regressed")]
+    parts = []
+    if lost:
+        shown = ", ".join(f"{_name(c)} ({c.get('error_kind') or c.get('skip_kind') or c['verdict']})"
+                          for c in lost[:5])
+        parts.append(f"{len(lost)} case(s) the baseline scored have no score now: {shown}"
+                     + (f" and {len(lost) - 5} more" if len(lost) > 5 else ""))
+    if regressed:
+        parts.append(f"{len(regressed)} case(s) dropped by more than their tolerance: "
+                     + ", ".join(_name(c) for c in regressed[:5]))
+    unselected = baseline.get("not_selected") or []
+    compared = sum(1 for c in cases if c.get("baseline"))
+    message = "; ".join(parts) or f"{compared} case(s) compared with {baseline.get('path')}, none regressed"
+    if unselected:
+        message += (f" (the baseline also scored {len(unselected)} case(s) this run did not select, e.g. "
+                    f"{unselected[0]}: not compared)")
+    return {"name": "baseline", "verdict": "fail" if parts else "pass", "message": message}
+
+
 def session_gates(report: Mapping[str, Any], thresholds: Thresholds) -> list[dict[str, str]]:
     gates = [cases_gate(report["cases"], report.get("complete", True)), floors_gate(report["cases"])]
     eff = effective_length_gate(report, thresholds)
-    return gates + ([eff] if eff else [])
+    base = report.get("baseline")
+    return gates + ([eff] if eff else []) + ([baseline_gate(report["cases"], base)] if base else [])

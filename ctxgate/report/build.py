@@ -19,8 +19,7 @@ from ctxgate.gate.summaries import (
 )
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import session_gates
-
-SCHEMA_VERSION = 1
+from ctxgate.report.schema import SCHEMA_VERSION
 
 
 def prediction_rows(case: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -69,16 +68,18 @@ def summarize(cases: Sequence[Mapping[str, Any]], threshold: float) -> tuple[dic
 
 def build_report(cases: Sequence[Mapping[str, Any]], run: Mapping[str, Any], thresholds: Thresholds,
                  complete: bool, error: Mapping[str, Any] | None = None,
-                 threshold: float | None = None) -> dict[str, Any]:
+                 threshold: float | None = None, baseline: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The report with its session gates. ``complete``: the session finished (a case that errored, crashed or was
     left unrun makes it incomplete too). ``error``: what stopped the whole run (the model could not be loaded), or
-    None. ``threshold``: the effective-length bar when not the thresholds' own (a report judged again keeps its)."""
+    None. ``threshold``: the effective-length bar when not the thresholds' own (a report judged again keeps its).
+    ``baseline``: the ``--baseline`` run's path and the cases it scored, for the baseline gate."""
     summary, eff = summarize(cases, thresholds.effective_threshold if threshold is None else threshold)
     report = {
         "schema_version": SCHEMA_VERSION,
         "ctxgate_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "complete": complete and not any(c.get("verdict") == "error" for c in cases),
+        "session_complete": complete,  # the session itself finished (cases may still lack scores)
         "error": dict(error) if error else None,
         "run": dict(run),
         "cases": sorted((dict(c) for c in cases), key=lambda c: (c["suite"], c["task"], c["length"])),
@@ -87,5 +88,7 @@ def build_report(cases: Sequence[Mapping[str, Any]], run: Mapping[str, Any], thr
             "value": eff.value, "max_passing": eff.max_passing, "threshold": eff.threshold, "partial": eff.partial,
             "incomplete": list(eff.incomplete), "per_length": {str(k): v for k, v in eff.per_length.items()}},
     }
+    if baseline:
+        report["baseline"] = dict(baseline)
     report["gates"] = session_gates(report, thresholds)
     return report

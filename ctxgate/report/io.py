@@ -11,6 +11,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ctxgate import __version__
+from ctxgate.report.schema import SCHEMA_VERSION
+
 
 class ReportFileError(ValueError):
     """A report or its predictions cannot be read; the message names the file and the fix."""
@@ -24,17 +27,34 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def read_report(path: str | Path) -> dict[str, Any]:
+    """A report written by ``--report`` in this version's schema; anything else is one error naming the file."""
     p = Path(path)
     if not p.is_file():
         raise ReportFileError(f"{p} does not exist or is not a file: pass the JSON written by --report")
     try:
-        report = json.loads(p.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportFileError(f"{p} is not a readable JSON report ({exc}): pass the JSON written by --report") \
-            from None
-    if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
-        raise ReportFileError(f"{p} is JSON but not a ctxgate report (no 'cases' list): pass the JSON written by "
-                              "--report")
+        text = p.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportFileError(f"{p} cannot be read ({exc}): pass the JSON written by --report") from None
+    if not text.strip():
+        raise ReportFileError(f"{p} is empty (0 bytes of JSON): the run that wrote it did not finish; re-run it "
+                              "with --report, or pass another report")
+    try:
+        report = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportFileError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); the file is "
+                              "cut short or was edited: pass the JSON written by --report") from None
+    cases = report.get("cases") if isinstance(report, dict) else None
+    if not isinstance(cases, list) or not all(isinstance(c, dict) and {"task", "length", "verdict"} <= c.keys()
+                                              for c in cases):
+        raise ReportFileError(f"{p} is JSON but not a ctxgate report (no 'cases' list of case records): pass the "
+                              "JSON written by --report")
+    version = report.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ReportFileError(f"{p} has report schema_version {version!r}; this ctxgate {__version__} reads "
+                              f"version {SCHEMA_VERSION}: re-run that checkpoint with this version, or use the "
+                              "ctxgate that wrote it")
+    if not isinstance(report.get("run"), dict):
+        raise ReportFileError(f"{p} has no 'run' table: pass the JSON written by --report")
     return report
 
 
@@ -46,7 +66,11 @@ def predictions_path(report_path: str | Path, report: dict[str, Any]) -> Path:
         raise ReportFileError(f"{p}: its 'predictions' field {name!r} is not a file name beside the report; a "
                               "report names its .predictions.jsonl by bare file name. Restore the field (e.g. "
                               f"{p.with_suffix('.predictions.jsonl').name!r}) or re-run with --report")
-    return p.parent / name
+    found = p.parent / name
+    if found.is_symlink():
+        raise ReportFileError(f"{found} is a symbolic link (to {os.readlink(found)}); a report reads only the "
+                              "predictions file written beside it: copy the file in place of the link")
+    return found
 
 
 def read_predictions(path: Path, fields: tuple[str, ...] = ("task", "length", "index")) -> list[dict[str, Any]]:
@@ -54,8 +78,8 @@ def read_predictions(path: Path, fields: tuple[str, ...] = ("task", "length", "i
     if not path.is_file():
         raise ReportFileError(f"{path} is missing: the .predictions.jsonl written beside a --report is needed")
     rows = []
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
+    with path.open(encoding="utf-8", errors="strict") as f:
+        for line_no, line in enumerate(_lines(path, f), start=1):
             if not line.strip():
                 continue
             try:
@@ -68,3 +92,14 @@ def read_predictions(path: Path, fields: tuple[str, ...] = ("task", "length", "i
                                       f"ctxgate ({', '.join(fields)}, ...)") from None
             rows.append(row)
     return rows
+
+
+def _lines(path: Path, f: Any) -> Any:
+    """The file's lines; bytes that are not UTF-8 end as one error naming the line."""
+    line_no = 0
+    try:
+        for line_no, line in enumerate(f, start=1):  # noqa: B007 - the number is read in the except
+            yield line
+    except UnicodeDecodeError:
+        raise ReportFileError(f"{path}:{line_no + 1}: not UTF-8 text; the file was damaged: restore it from the "
+                              "run, or re-run with --report") from None

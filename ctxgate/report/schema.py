@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+SCHEMA_VERSION = 1  # of the report file; readers refuse another (report.io.read_report)
+
+# Why a selected case has no score: the report's words for it. Which of them fail the gates is gate.verdicts' rule.
+BY_DESIGN = ("too_short",)  # the task cannot be built at this length
+NOT_GIVEN = ("data_not_given", "judge_not_given")  # an optional input the run was not given
+BROKEN = ("window", "data_unreadable", "judge_failed")  # the checkpoint or a given input prevents the case
+RUN_FAILURES = ("error", "crash", "not_run")  # the case errored, its worker died, the session never reached it
+
 _NUM_OR_NULL = {"type": ["number", "null"]}
 _GROUP = {
     "type": "object",
@@ -20,7 +28,8 @@ _CASE = {
         "task": {"type": "string"}, "suite": {"enum": ["ruler", "helmet"]}, "category": {"type": "string"},
         "length": {"type": "integer", "minimum": 1}, "metric": {"type": "string"},
         "verdict": {"enum": ["pass", "fail", "skip", "error"]}, "message": {"type": "string"},
-        "error_kind": {"enum": ["error", "crash", "not_run"]},
+        "error_kind": {"enum": [*RUN_FAILURES, *NOT_GIVEN, *BROKEN]},
+        "skip_kind": {"enum": [*BY_DESIGN, *NOT_GIVEN]},
         "score": _NUM_OR_NULL, "n": {"type": "integer", "minimum": 0}, "floor": _NUM_OR_NULL,
         "ci": {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
         "seconds": _NUM_OR_NULL, "build_seconds": _NUM_OR_NULL, "input_tokens_mean": _NUM_OR_NULL,
@@ -46,10 +55,14 @@ REPORT_SCHEMA: dict[str, Any] = {
     "required": ["schema_version", "ctxgate_version", "created", "complete", "run", "cases", "by_length",
                  "overall", "effective_length", "gates"],
     "properties": {
-        "schema_version": {"const": 1},
+        "schema_version": {"const": SCHEMA_VERSION},
         "ctxgate_version": {"type": "string"},
         "created": {"type": "string"},
         "complete": {"type": "boolean"},
+        "session_complete": {"type": "boolean"},
+        "baseline": {"type": "object", "required": ["path", "scored"], "properties": {
+            "path": {"type": "string"}, "scored": {"type": "array", "items": {"type": "string"}},
+            "not_selected": {"type": "array", "items": {"type": "string"}}}},
         "error": {"type": ["object", "null"], "required": ["message"], "properties": {"message": {"type": "string"}}},
         "run": {
             "type": "object",

@@ -8,18 +8,22 @@ from typing import Any
 from ctxgate.gate.summaries import CATEGORY_LABELS, HELMET_CATEGORIES, RULER_TASKS
 from ctxgate.lengths import format_length
 
-_NO_SCORE = {"error": "error", "crash": "crash", "not_run": "not run"}
+# a case without a score, by why (report/schema.py's words): short enough for a table cell
+_NO_SCORE = {"error": "error", "crash": "crash", "not_run": "not run", "window": "window", "too_short": "skip",
+             "data_unreadable": "bad data", "data_not_given": "no data", "judge_not_given": "no judge",
+             "judge_failed": "judge err"}
 
 
 def _cell(case: Mapping[str, Any] | None) -> str:
     if case is None:
         return ""
     if case["verdict"] == "skip":
-        return "skip"
+        return _NO_SCORE.get(case.get("skip_kind", "too_short"), "skip")
     if case["verdict"] == "error":
         return _NO_SCORE.get(case.get("error_kind", "error"), "error")
     mark = " ✗" if case["verdict"] == "fail" else ""
-    return f"{case['score']:.1f}{mark}"
+    score = "no score" if case.get("score") is None else f"{case['score']:.1f}"  # e.g. every verdict failed
+    return f"{score}{mark}"
 
 
 def _group_cell(group: Mapping[str, Any] | None) -> str:

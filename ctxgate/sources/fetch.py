@@ -33,7 +33,12 @@ def extract(archive: Path, target: Path) -> list[str]:
     """Extract the wanted members (``data/kilt/...`` or ``kilt/...``) under ``target``; returns what was written."""
     written = []
     target.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive, "r:*") as tar:
+    try:
+        tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed by the with below
+    except (tarfile.TarError, OSError) as exc:
+        raise DataUnavailable(f"{archive} is not a readable tar archive ({exc}): pass HELMET's {ARCHIVE} (download "
+                              f"it again if it was cut short)") from None
+    with tar:
         for member in tar:
             parts = PurePosixPath(member.name).parts
             parts = parts[1:] if parts and parts[0] == "data" else parts

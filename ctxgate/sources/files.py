@@ -1,45 +1,53 @@
-"""Reading records, always through ``datasets``: a local file or ``save_to_disk`` folder, or a hub dataset."""
+"""Reading records, always through ``datasets``: a local file or ``save_to_disk`` folder, or a hub dataset already
+in the local cache. A run never downloads: a source that is neither local nor cached fails at once, naming the path
+that was expected (docs/decisions.md, "Failed runs and inputs")."""
 
 from __future__ import annotations
 
 import hashlib
-import os
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ctxgate.sources.errors import DataUnavailable
+from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 
 FETCH_HINT = ("run `ctxgate data fetch --to data/helmet` (hub access, or --archive data.tar.gz) and pass "
               "--data-dir data/helmet; the shipped fixtures: --data-dir fixtures/helmet_data")
 
-_FAILED: dict[tuple[str, str, str | None], DataUnavailable] = {}  # a hub source that failed once is not retried
-
 
 def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[dict[str, Any], ...]:
     """The records of ``source``: a .jsonl/.json/.parquet file, a ``save_to_disk`` folder, or a hub id (``split``,
-    ``config``). A failure is remembered, so a run without hub access pays the timeout once, not once per case; its
-    message ends with ``fix``."""
-    key = (source, split, config)
-    if key in _FAILED:
-        raise _FAILED[key]
-    try:
-        return _load(source, split, config, fix)
-    except DataUnavailable as exc:
-        _FAILED[key] = exc
-        raise
+    ``config``) found in the local cache. Successes are remembered by the file's identity (path, size, mtime), so an
+    edited file is read again; failures are not remembered, so a file fixed between two runs of one process is
+    seen. Errors end with ``fix``."""
+    p = Path(source)
+    stamp = (p.stat().st_size, p.stat().st_mtime_ns) if p.is_file() else None
+    return _load(source, stamp, split, config, fix)
+
+
+def _go_offline() -> None:
+    """Both libraries read their offline switch once at import; a run flips them for good."""
+    import datasets
+    import huggingface_hub.constants
+
+    datasets.config.HF_HUB_OFFLINE = True
+    datasets.config.HF_DATASETS_OFFLINE = True
+    huggingface_hub.constants.HF_HUB_OFFLINE = True
 
 
 @lru_cache(maxsize=32)
-def _load(source: str, split: str, config: str | None, fix: str) -> tuple[dict[str, Any], ...]:
+def _load(source: str, stamp: tuple[int, int] | None, split: str, config: str | None, fix: str
+          ) -> tuple[dict[str, Any], ...]:
     p = Path(source)
-    local = p.is_dir() or p.is_file()
-    if not local and os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
-        raise DataUnavailable(f"cannot load {source!r}: it is not a local path and the hub is off (HF_HUB_OFFLINE); "
-                              f"{fix}")
+    if p.is_file() and p.suffix.lower() in (".jsonl", ".json"):
+        problem = first_bad_line(p)  # datasets' own message for these names neither the line nor the fix
+        if problem:
+            raise DataUnavailable(f"{problem}; {fix}")
     import datasets  # heavy: only when a task that needs data is built
 
+    _go_offline()
     try:
         if p.is_dir():
             ds = datasets.load_from_disk(str(p))
@@ -48,22 +56,82 @@ def _load(source: str, split: str, config: str | None, fix: str) -> tuple[dict[s
         elif p.is_file():
             kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}.get(p.suffix.lower(), "json")
             ds = datasets.load_dataset(kind, data_files=str(p), split="train")
+        elif _looks_like_path(source):
+            raise DataNotGiven(f"{source} does not exist; {fix}")
         else:
-            ds = datasets.load_dataset(source, config, split=split)
-    except Exception as exc:  # the datasets library raises many types for "not reachable" or "not readable"
-        raise DataUnavailable(f"cannot load {source!r} ({type(exc).__name__}: {str(exc)[:200]}); {fix}") from exc
+            try:
+                ds = datasets.load_dataset(source, config, split=split)
+            except Exception as exc:  # noqa: BLE001 - offline, "not in the cache" comes as many types
+                raise DataNotGiven(f"{source!r} is not a local path and not in the local hub cache (a run never "
+                                   f"downloads: {type(exc).__name__}); {fix}") from None
+    except DataUnavailable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the datasets library raises many types for "not readable"
+        raise DataUnavailable(f"cannot read {source} ({type(exc).__name__}: {_one_line(exc)}); {fix}") from None
     return tuple(ds)
+
+
+def _looks_like_path(source: str) -> bool:
+    return source.startswith(("/", ".", "~")) or source.count("/") > 1 or Path(source).suffix in (
+        ".jsonl", ".json", ".parquet")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:200] or "no message"
+
+
+def first_bad_line(path: Path) -> str | None:
+    """Why a JSON or JSON-lines file cannot be read, naming its line; None when every record parses. (A ``.json``
+    file is either one JSON document or JSON lines, as ``datasets`` reads it.)"""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return f"{path}: cannot be read ({exc.strerror or exc})"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        return f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
+    if not text.strip():
+        return f"{path}: is empty (0 records)"
+    if path.suffix.lower() == ".json":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            pass  # JSON lines under a .json name: checked line by line below
+        else:
+            return None if isinstance(doc, (list, dict)) else f"{path}: holds a JSON {type(doc).__name__}, not records"
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            return f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno})"
+        if not isinstance(record, dict):
+            return f"{path}:{number}: a JSON {type(record).__name__}, not a record (an object)"
+    return None
 
 
 def read_jsonl(path: Path) -> tuple[dict[str, Any], ...]:
     """All records of one JSON-lines file of a data folder, in file order."""
+    if not path.is_file():
+        raise DataNotGiven(f"{path} does not exist; {FETCH_HINT}")
     return load_rows(str(path), "train", None, f"check it with `ctxgate data verify {path.parent}`")
 
 
 def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str
                       ) -> tuple[dict[str, Any], ...]:
-    """``local`` (JSON lines in the hub's layout) when it exists, else the hub dataset."""
-    return load_rows(str(local) if local.is_file() else hub_id, split, config, fix)
+    """``local`` (JSON lines in the hub's layout) when it exists, else the hub dataset from the local cache; a
+    source in neither names ``local``, the path that was expected."""
+    if local.is_file():
+        return load_rows(str(local), split, config, fix)
+    try:
+        return load_rows(hub_id, split, config, fix)
+    except DataNotGiven:
+        raise DataNotGiven(f"{local} does not exist, and {hub_id!r} is not in the local hub cache (a run never "
+                           f"downloads); {fix}") from None
 
 
 def sha256_of(path: Path) -> str:

@@ -22,8 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, load_rows, read_local_or_hub
+from ctxgate.sources.errors import DataNotGiven, DataUnavailable
+from ctxgate.sources.files import FETCH_HINT, first_bad_line, load_rows, read_local_or_hub
 
 
 def _digest(obj: Any) -> str:
@@ -51,8 +51,8 @@ class LongDocSet:
 
 
 def _hint(what: str, where: Path) -> str:
-    return (f"put {what} at {where} and pass --data-dir, or run where the hub is reachable; the shipped fixtures: "
-            "--data-dir fixtures/helmet_data")
+    return (f"put {what} at {where} and pass --data-dir (or have the hub dataset in the local cache); the shipped "
+            "fixtures: --data-dir fixtures/helmet_data")
 
 
 def _need(task: str, r: dict[str, Any], fields: tuple[str, ...], where: Path, hint: str) -> None:
@@ -148,9 +148,14 @@ def load_alce(task: str, data_dir: str | None) -> CiteSet:
     test = root / "alce" / test_name
     prompt = next((p for p in (root / "alce" / prompt_name, root / "prompts" / prompt_name) if p.is_file()), None)
     if not test.is_file() or prompt is None:
-        raise DataUnavailable(f"{task} needs HELMET's alce/{test_name} and its prompt file {prompt_name} (in alce/ "
+        raise DataNotGiven(f"{task} needs HELMET's alce/{test_name} and its prompt file {prompt_name} (in alce/ "
                               f"or prompts/) under --data-dir; {FETCH_HINT}")
+    problem = first_bad_line(prompt)
+    if problem:
+        raise DataUnavailable(f"{problem}; use HELMET's {prompt_name}")
     spec = json.loads(prompt.read_text(encoding="utf-8"))
+    if not isinstance(spec, dict):
+        raise DataUnavailable(f"{prompt}: not a JSON object; use HELMET's {prompt_name}")
     missing = [k for k in ("instruction", "demo_prompt", "doc_prompt", "demos") if k not in spec]
     if missing:
         raise DataUnavailable(f"{task}: {prompt} lacks {missing}; use HELMET's {prompt_name}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.metrics.text import helmet_normalize
-from ctxgate.sources.errors import DataUnavailable
+from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import FETCH_HINT, largest_k, read_jsonl, sha256_of
 
 
@@ -70,13 +70,13 @@ POPQA_MAX_LOG_POPULARITY = 3.0  # HELMET's kilt_popqa_3: subject entities with p
 
 def _files(data_dir: str | None, task: str, folder: str, test_re: str, demo_re: str) -> tuple[Path, Path]:
     if not data_dir:
-        raise DataUnavailable(f"{task} needs HELMET's released data; {FETCH_HINT}")
+        raise DataNotGiven(f"{task} needs HELMET's released data; {FETCH_HINT}")
     where = Path(data_dir) / folder
     test = largest_k(where, test_re)
     demo = where / demo_re if "(" not in demo_re else largest_k(where, demo_re)
     if test is None or demo is None or not demo.is_file():
         missing = test_re if test is None else demo_re
-        raise DataUnavailable(f"{task}: no file matching {missing!r} in {where}; {FETCH_HINT}")
+        raise DataNotGiven(f"{task}: no file matching {missing!r} in {where}; {FETCH_HINT}")
     return test, demo
 
 

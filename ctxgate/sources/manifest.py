@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxgate.sources.files import sha256_of
+from ctxgate.sources.errors import DataUnavailable
+from ctxgate.sources.files import first_bad_line, sha256_of
 from ctxgate.sources.icl import SOURCES as ICL_SOURCES
 from ctxgate.sources.infbench import HUB_ID as INFBENCH_HUB, SUBSETS as INFBENCH_SUBSETS
 from ctxgate.sources.judged import ALCE_FILES
@@ -104,19 +105,21 @@ def _check_records(path: Path, fields: tuple[str, ...]) -> str:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             return f"not JSON ({exc.msg} at line {exc.lineno})"
+        except UnicodeDecodeError:
+            return "not UTF-8 text"
         for n, record in enumerate(data if isinstance(data, list) else [data], start=1):
             missing = [k for k in fields if not isinstance(record, dict) or k not in record]
             if missing:
                 return f"record {n} lacks {', '.join(missing)}"
         return ""
+    problem = first_bad_line(path)
+    if problem:
+        return problem.removeprefix(f"{path}:").strip()
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                return f"line {n} is not JSON ({exc.msg})"
+            record = json.loads(line)
             missing = [k for k in fields if not isinstance(record, dict) or k not in record]
             if missing:
                 return f"line {n} lacks {', '.join(missing)}"
@@ -125,7 +128,15 @@ def _check_records(path: Path, fields: tuple[str, ...]) -> str:
 
 def verify(root: Path) -> list[Finding]:
     lock_path = root / LOCK_NAME
-    pins: dict[str, str] = json.loads(lock_path.read_text())["files"] if lock_path.is_file() else {}
+    pins: dict[str, str] = {}
+    if lock_path.is_file():
+        try:
+            pins = json.loads(lock_path.read_text("utf-8"))["files"]
+            if not isinstance(pins, dict):
+                raise TypeError("'files' is not a table")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DataUnavailable(f"{lock_path} is not a readable lock file ({exc}): delete it and run `ctxgate "
+                                  f"data verify {root} --write-lock` again") from None
     findings: list[Finding] = []
     seen: set[str] = set()
     for e in EXPECTED:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ctxgate.sources.errors import DataUnavailable
+from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import FETCH_HINT, read_jsonl
 
 FOLDERS = {"helmet_multikey_2": "niah_multikey_2", "helmet_multikey_3": "niah_multikey_3",
@@ -44,7 +44,7 @@ def ruler_path(task: str, data_dir: str | None, length: int) -> Path:
 def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
     path = ruler_path(task, data_dir, length)
     if not data_dir or not path.is_file():
-        raise DataUnavailable(f"{task} reads HELMET's {path.relative_to(Path(data_dir or '.'))} (none for length "
+        raise DataNotGiven(f"{task} reads HELMET's {path.relative_to(Path(data_dir or '.'))} (none for length "
                               f"{length}; HELMET ships 8K-128K); the suite's RULER cases stand in for HELMET Recall "
                               f"without it; {FETCH_HINT}")
     records = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from ctxgate.sources.errors import DataUnavailable
+from ctxgate.sources.errors import DataNotGiven
 from ctxgate.sources.judged import LongDoc
 from ctxgate.textcodec import PieceEncoder
 
@@ -49,7 +49,7 @@ def long_documents(task: str, items: Sequence[LongDoc], digest: str, enc: PieceE
                 kept.append(i)
         _KEPT[key] = tuple(kept)
     if not _KEPT[key]:
-        raise DataUnavailable(
+        raise DataNotGiven(
             f"{task}: no document in the data is {'longer than 131072' if task == 'narrativeqa' else 'at least 65536'}"
             " tokens, HELMET's selection (counted in the model's tokenizer); give the full dataset with --data-dir "
             "(the fixtures' long documents: python fixtures/make_helmet_fixtures.py --long-documents DIR)")

@@ -47,6 +47,10 @@ def step_of(path: Path) -> int:
 def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
     """A single folder of checkpoints, or an explicit list; sorted by step number."""
     items = [Path(p) for p in paths]
+    missing = [str(p) for p in items if not p.is_dir()]
+    if missing:
+        raise BisectError(f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} not a folder: give a "
+                          "folder of checkpoints (checkpoint-100/, checkpoint-200/, ...) or the checkpoint folders")
     if len(items) == 1 and items[0].is_dir() and not (items[0] / "config.json").is_file():
         items = [p for p in items[0].iterdir() if p.is_dir() and (p / "config.json").is_file()]
     if len(items) < 2:
@@ -72,6 +76,7 @@ class Probe:
     path: Path
     bad: bool
     comparisons: dict[tuple[str, int], PairedResult] = field(default_factory=dict)
+    unscored: tuple[tuple[str, int], ...] = ()  # cases the reference scored and this checkpoint could not run
     from_cache: int = 0
     samples: int = 0
 
@@ -86,8 +91,9 @@ class BisectResult:
     def render(self) -> str:
         lines = []
         for p in self.probes:
-            cases = "; ".join(f"{t}@{L}: {r.current:.1f} (delta {r.delta:+.1f}, upper {r.high:+.1f})"
-                              for (t, L), r in sorted(p.comparisons.items()))
+            cases = "; ".join([f"{t}@{L}: {r.current:.1f} (delta {r.delta:+.1f}, upper {r.high:+.1f})"
+                               for (t, L), r in sorted(p.comparisons.items())]
+                              + [f"{t}@{L}: no score (the reference has one)" for t, L in p.unscored])
             lines.append(f"  [{p.index}] {p.path.name}: {'BAD ' if p.bad else 'good'}  {cases or 'reference'}"
                          f"  (cached {p.from_cache}/{p.samples})")
         lines.append(f"first bad checkpoint: {self.checkpoints[self.first_bad]} (index {self.first_bad}, "
@@ -99,7 +105,10 @@ def is_bad(reference: Mapping[tuple[str, int], CaseResult], probe: Mapping[tuple
            tolerance: Callable[[str, int], float], confidence: float) -> tuple[bool, dict[tuple[str, int], PairedResult]]:
     comparisons, bad = {}, False
     for key, ref in reference.items():
-        mine = probe[key]
+        mine = probe.get(key)
+        if mine is None:  # the reference scored it, this checkpoint could not run it: a regression
+            bad = True
+            continue
         ref_samples = {s.index: s for s in ref.samples}
         # a probe under --sequential draws the reference's first samples only: each must be the same prompt
         if ref.data_sha256 != mine.data_sha256 and any(
@@ -127,7 +136,7 @@ def bisect(checkpoints: Sequence[Path], good: int, bad: int | None, evaluate: Ev
     reference = evaluate(checkpoints[good], None)
     if not reference:
         raise BisectError("the case selection matched no case: check -k and --lengths")
-    probes = [Probe(good, checkpoints[good], False, {}, *_cached(reference))]
+    probes = [Probe(good, checkpoints[good], False, {}, (), *_cached(reference))]
     evaluations = 1
 
     def probe(i: int) -> bool:
@@ -135,7 +144,8 @@ def bisect(checkpoints: Sequence[Path], good: int, bad: int | None, evaluate: Ev
         evaluations += 1
         results = evaluate(checkpoints[i], reference)
         verdict, comparisons = is_bad(reference, results, tolerance, confidence)
-        probes.append(Probe(i, checkpoints[i], verdict, comparisons, *_cached(results)))
+        unscored = tuple(k for k in reference if k not in results)
+        probes.append(Probe(i, checkpoints[i], verdict, comparisons, unscored, *_cached(results)))
         return verdict
 
     if bad is None and not probe(end):
@@ -215,5 +225,6 @@ def main(args: argparse.Namespace) -> int:
             "path": [{"index": p.index, "checkpoint": str(p.path), "bad": p.bad, "from_cache": p.from_cache,
                       "samples": p.samples,
                       "cases": {f"{t}-{L}": {"score": r.current, "delta": r.delta, "upper": r.high}
-                                for (t, L), r in p.comparisons.items()}} for p in result.probes]}, indent=1))
+                                for (t, L), r in p.comparisons.items()},
+                      "unscored": [f"{t}-{L}" for t, L in p.unscored]} for p in result.probes]}, indent=1))
     return 0

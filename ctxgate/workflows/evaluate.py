@@ -10,8 +10,10 @@ from pathlib import Path
 from ctxgate.backends.fingerprint import checkpoint_fingerprint
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.run.case import CaseResult, resolve_chat, run_case
+from ctxgate.sources.errors import DataUnavailable
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks import BuildContext, all_tasks, get_task
+from ctxgate.tasks.base import TaskTooShort
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,9 @@ def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], sett
                         reference: Mapping[tuple[str, int], CaseResult] | None = None,
                         tolerance: Callable[[str, int], float] | None = None) -> dict[tuple[str, int], CaseResult]:
     """``reference`` and ``tolerance`` (bisect probes under --sequential): each case asks "did it drop against
-    the reference by more than the tolerance?" and stops once that is certain."""
+    the reference by more than the tolerance?" and stops once that is certain. A case that produces no score
+    (beyond the model's window, data missing or unreadable, too short to build) is left out of the result: the
+    caller decides what its absence means (for bisect, a regression when the reference scored it)."""
     from ctxgate.backends.hf import HFBackend
     from ctxgate.textcodec import PieceEncoder
 
@@ -77,11 +81,18 @@ def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], sett
                                     namespace_for(checkpoint_fingerprint(str(path))["sha256"], backend))
         except StoreUnavailable as exc:
             warnings.warn(f"{exc}; evaluating without a cache", CacheWarning, stacklevel=2)
+    results: dict[tuple[str, int], CaseResult] = {}
     try:
-        return {(t, L): run_case(get_task(t), ctx, backend, L, settings.samples, settings.seed, cache=cache,
-                                 helmet_compat=settings.helmet_compat,
-                                 stop=_stop(settings, (reference or {}).get((t, L)), tolerance, t, L))
-                for t, L in cases}
+        for t, L in cases:
+            if backend.max_positions is not None and L > backend.max_positions:
+                continue  # beyond the window: no score (a regression where the reference had one)
+            try:
+                results[(t, L)] = run_case(get_task(t), ctx, backend, L, settings.samples, settings.seed,
+                                           cache=cache, helmet_compat=settings.helmet_compat,
+                                           stop=_stop(settings, (reference or {}).get((t, L)), tolerance, t, L))
+            except (TaskTooShort, DataUnavailable):
+                continue  # no score: the same for every checkpoint unless the reference has one
+        return results
     finally:
         if cache:
             cache.close()

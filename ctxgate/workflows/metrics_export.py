@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 
@@ -51,5 +50,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    print(openmetrics(json.loads(Path(args.report).read_text("utf-8"))), end="")
+    from ctxgate.report.io import ReportFileError, read_report
+
+    try:
+        report = read_report(args.report)
+    except ReportFileError as exc:
+        print(f"ctxgate metrics: {exc}", file=sys.stderr)
+        return 2
+    print(openmetrics(report), end="")
     return 0

@@ -125,8 +125,8 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
         _verdict(case, thresholds)
     run = {**run, "judge": judges.describe()}
     threshold = (report.get("effective_length") or {}).get("threshold", thresholds.effective_threshold)
-    new = build_report(report["cases"], run, thresholds, report.get("complete", True), report.get("error"),
-                       threshold)
+    new = build_report(report["cases"], run, thresholds, report.get("session_complete", report.get("complete", True)),
+                       report.get("error"), threshold, report.get("baseline"))
     failed = [c for c in new["cases"] if c["verdict"] == "fail"]
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.lengths import format_length
+from ctxgate.report.io import ReportFileError, read_report
 from ctxgate.workflows.bisect import step_number
 
 CATEGORIES = (("ruler", "RULER avg"), ("helmet_recall", "HELMET Recall"))
@@ -24,7 +25,7 @@ CATEGORIES = (("ruler", "RULER avg"), ("helmet_recall", "HELMET Recall"))
 def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     rows = []
     for order, path in enumerate(paths):
-        report = json.loads(Path(path).read_text("utf-8"))
+        report = read_report(path)
         model = str(report["run"].get("model", ""))
         step = step_number(Path(model).name)
         step = order if step is None else step
@@ -99,8 +100,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         csv_path, png_path = trend(args.reports, args.out)
-    except (OSError, KeyError, json.JSONDecodeError) as exc:
-        print(f"ctxgate trend: cannot read the reports ({exc}); pass JSON files written by --report",
+    except ReportFileError as exc:
+        print(f"ctxgate trend: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"ctxgate trend: cannot write {args.out} ({exc.strerror or exc}): pass a writable --out folder",
               file=sys.stderr)
         return 2
     print(f"wrote {csv_path} and {png_path}")

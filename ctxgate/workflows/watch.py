@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxgate.report.io import ReportFileError, atomic_write, read_report
 from ctxgate.workflows.bisect import step_of
 
 USAGE_ERROR = 4  # pytest's exit code for arguments it refused
@@ -57,13 +58,20 @@ class WatchState:
     def load(cls, path: Path) -> WatchState:
         if not path.exists():
             return cls()
-        data = json.loads(path.read_text("utf-8"))
-        return cls(set(data.get("done", [])), dict(data.get("failed", {})), data.get("last"))
+        try:
+            data = json.loads(path.read_text("utf-8"))
+            return cls(set(data.get("done", [])), dict(data.get("failed", {})), data.get("last"))
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise WatchError(f"{path} is not a readable watch state ({exc}): delete it to evaluate every "
+                             "checkpoint again, or restore it") from None
 
     def save(self, path: Path) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"done": sorted(self.done), "failed": self.failed, "last": self.last}, indent=1))
-        tmp.replace(path)
+        try:
+            atomic_write(path, json.dumps({"done": sorted(self.done), "failed": self.failed, "last": self.last},
+                                          indent=1))
+        except OSError as exc:
+            raise WatchError(f"cannot write {path} ({exc.strerror or exc}): free space or give a writable "
+                             "--reports folder") from None
 
     def should_try(self, ckpt: Path, attempts: int) -> bool:
         if ckpt.name in self.done:
@@ -86,9 +94,10 @@ def evaluate(checkpoint: Path, reports: Path, pytest_args: Sequence[str]) -> int
 
 
 def completed(report: Path) -> bool:
+    """A report of this schema that says every selected case finished (a broken or foreign file is not done)."""
     try:
-        return bool(json.loads(report.read_text("utf-8")).get("complete"))
-    except (OSError, ValueError, AttributeError):
+        return bool(read_report(report).get("complete"))
+    except ReportFileError:
         return False
 
 
@@ -97,7 +106,14 @@ def watch(run_dir: str | Path, reports: str | Path, pytest_args: Sequence[str], 
     from ctxgate.workflows.trend import trend
 
     run, out = Path(run_dir), Path(reports)
-    out.mkdir(parents=True, exist_ok=True)
+    if not run.is_dir():
+        raise WatchError(f"{run} is not a folder: give the training run's output folder, where checkpoint-N/ "
+                         "folders appear")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WatchError(f"--reports {out} cannot be created ({exc.strerror or exc}): give a writable folder") \
+            from None
     state_path = out / "watch-state.json"
     state = WatchState.load(state_path)
     while True:
