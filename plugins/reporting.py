@@ -23,11 +23,12 @@ import pytest
 
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.report.build import build_report, prediction_rows
-from ctxgate.report.io import atomic_write
+from ctxgate.report.io import atomic_write_all, created_at
 from ctxgate.report.tables import markdown, terminal
 
 from .cases import CASE_RECORD_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
+from .signals import RECEIVED_KEY
 from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
 
 try:
@@ -46,6 +47,8 @@ class Collector:
         self.report_path = Path(report_path) if report_path else None
         self.report: dict[str, Any] | None = None
         self.notes: list[str] = []  # said once at the end: a kept partial file, a replaced report
+        self.partial_error: str | None = None  # the partial file could not be written (full disk): stop trying
+        self.write_error: str | None = None  # the report could not be written
         self._lock: IO[str] | None = None
         if self.report_path:
             self.partial = self.report_path.with_suffix(".partial.jsonl")
@@ -57,14 +60,44 @@ class Collector:
         path = self.report_path
         if path.is_dir():
             raise pytest.UsageError(f"--report {path} is a folder; give a file path such as {path / 'run.json'}")
+        if path.exists() and not path.is_file():
+            raise pytest.UsageError(f"--report {path} exists and is not a regular file (a device, a pipe); give a "
+                                    "file path such as out/run.json")
+        lock = self._take_lock(path)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock = open(path.parent / f".{path.name}.lock", "a+", encoding="utf-8")  # noqa: SIM115
-        except OSError as exc:
-            raise pytest.UsageError(f"--report {path}: cannot write there ({exc}); give a writable path") from None
-        if fcntl is not None:
+            lock.truncate(0)
+            lock.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            lock.flush()
+        except OSError:
+            pass  # who holds the lock is a courtesy for the next run's message; a full disk must not stop this one
+        if self.partial.exists() and self.partial.stat().st_size:
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.partial.stat().st_mtime))
+            kept = self.partial.with_name(f"{path.stem}.partial-{stamp}.jsonl")
+            self.partial.rename(kept)
+            self.notes.append(f"an earlier run's unfinished cases are kept in {kept}")
+        if path.exists():
+            self.notes.append(f"{path} replaces the report written at {created_at(path)}")
+
+    def _lock_path(self) -> Path:
+        assert self.report_path is not None
+        return self.report_path.parent / f".{self.report_path.name}.lock"
+
+    def _take_lock(self, path: Path) -> IO[str]:
+        """An exclusive flock on a file beside the report (released on exit, also on kill -9). The file is removed
+        when the run ends, so a lock is held only on the file now at that path: after taking it, the inode is
+        checked, and a file removed meanwhile by the previous holder is opened again."""
+        lock_path = self._lock_path()
+        for _ in range(10):
             try:
-                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released on exit, also on kill -9
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._lock = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115
+            except OSError as exc:
+                raise pytest.UsageError(f"--report {path}: cannot write there ({exc.strerror or exc}); give a "
+                                        "writable path") from None
+            if fcntl is None:
+                return self._lock
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 self._lock.seek(0)
                 holder = self._lock.read().strip() or "another process"
@@ -72,19 +105,18 @@ class Collector:
                 self._lock = None
                 raise pytest.UsageError(f"--report {path} is being written by another ctxgate run ({holder}); wait "
                                         "for it to finish, or pass another --report") from None
-        self._lock.truncate(0)
-        self._lock.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-        self._lock.flush()
-        if self.partial.exists() and self.partial.stat().st_size:
-            stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.partial.stat().st_mtime))
-            kept = self.partial.with_name(f"{path.stem}.partial-{stamp}.jsonl")
-            self.partial.rename(kept)
-            self.notes.append(f"an earlier run's unfinished cases are kept in {kept}")
-        if path.exists():
-            self.notes.append(f"{path} replaces the report written at {_created(path)}")
+            try:
+                if os.fstat(self._lock.fileno()).st_ino == lock_path.stat().st_ino:
+                    return self._lock
+            except FileNotFoundError:
+                pass
+            self._lock.close()  # the previous holder removed it after we opened it: take the new one
+        raise pytest.UsageError(f"--report {path}: its lock file {lock_path} keeps changing; is another run "
+                                "starting and stopping on the same --report?")
 
     def release(self) -> None:
         if self._lock is not None:
+            self._lock_path().unlink(missing_ok=True)  # while still holding it: see _take_lock
             self._lock.close()
             self._lock = None
 
@@ -129,9 +161,14 @@ class Collector:
             seen = self.run_meta.setdefault("cache", dict(meta["cache"])).setdefault("set_aside", [])
             seen.extend(p for p in meta["cache"].get("set_aside", []) if p not in seen)
         self.records[(record["task"], record["length"])] = record
-        if self.report_path:
-            with self.partial.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
+        if self.report_path and self.partial_error is None:
+            line = json.dumps(record) + "\n"
+            try:
+                with self.partial.open("a", encoding="utf-8") as f:
+                    f.write(line)
+            except OSError as exc:  # a full disk: the records are still in memory for the report
+                self.partial_error = f"cannot append to {self.partial} ({exc.strerror or exc})"
+                self.notes.append(f"{self.partial_error}; unfinished cases are no longer saved as they finish")
 
     def finish(self, reason: str) -> list[dict[str, Any]]:
         """Every selected case: the ones that reported, and the ones that never did, as not run, with ``reason``."""
@@ -142,13 +179,6 @@ class Collector:
 
 
 COLLECTOR_KEY = pytest.StashKey[Collector]()
-
-
-def _created(path: Path) -> str:
-    try:
-        return str(json.loads(path.read_text("utf-8")).get("created", "an unknown time"))
-    except (OSError, ValueError, AttributeError):
-        return "an unknown time (it is not a readable report)"
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -197,7 +227,9 @@ def _stop_reason(session: pytest.Session, exitstatus: int, run_error: str | None
     if run_error:
         return f"the run stopped: {run_error.splitlines()[0]}"
     if exitstatus == pytest.ExitCode.INTERRUPTED:
-        return "the session was interrupted before this case finished"
+        received = session.config.stash.get(RECEIVED_KEY, [])
+        how = f" ({received[0]})" if received else ""
+        return f"the session was interrupted{how} before this case finished"
     stopped = session.shouldfail or session.shouldstop
     return f"the session stopped early ({stopped})" if stopped else "the session ended before this case ran"
 
@@ -208,10 +240,9 @@ def _write(collector: Collector, report: dict[str, Any]) -> None:
     predictions = path.with_suffix(".predictions.jsonl")
     rows = [json.dumps(row) + "\n" for case in report["cases"]
             for row in prediction_rows(case, case.pop("samples", None) or [])]
-    atomic_write(predictions, "".join(rows))
     report["predictions"] = predictions.name
-    atomic_write(path, json.dumps(report, indent=1) + "\n")
-    atomic_write(path.with_suffix(".md"), markdown(report))
+    atomic_write_all({predictions: "".join(rows), path.with_suffix(".md"): markdown(report),
+                      path: json.dumps(report, indent=1) + "\n"})
     collector.partial.unlink(missing_ok=True)
 
 
@@ -234,11 +265,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     report = build_report(cases, run, thresholds, complete, error, baseline=_baseline_summary(config, cases))
     collector.report = report
     if collector.report_path:
-        _write(collector, json.loads(json.dumps(report)))
+        try:
+            _write(collector, json.loads(json.dumps(report)))
+        except OSError as exc:
+            collector.write_error = (f"the report could not be written to {collector.report_path} "
+                                     f"({exc.strerror or exc}); nothing half-written was left: free space or pass "
+                                     "a writable --report, then re-run (the generation cache keeps what ran)")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        with open(summary, "a", encoding="utf-8") as f:
-            f.write(markdown(report))
+        try:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(markdown(report))
+        except OSError as exc:
+            collector.notes.append(f"GITHUB_STEP_SUMMARY {summary} could not be appended to ({exc.strerror or exc})")
     failed = any(g["verdict"] == "fail" for g in report["gates"])
     if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -269,5 +309,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_line(terminal(collector.report))
     for note in collector.notes:
         terminalreporter.write_line(f"note: {note}")
-    if collector.report_path:
+    if collector.write_error:
+        terminalreporter.write_line(f"ERROR: {collector.write_error}", red=True)
+    elif collector.report_path:
         terminalreporter.write_line(f"report: {collector.report_path} (+ .predictions.jsonl, .md)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,39 @@ class ReportFileError(ValueError):
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of one (a crash mid-write leaves the old file)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Readers see the old file or the new one, never half of one: a crash, a full disk or a read-only folder
+    mid-write leaves the old file and no temporary one (the OSError goes to the caller)."""
+    atomic_write_all({path: text})
+
+
+def atomic_write_all(files: dict[Path, str]) -> None:
+    """Several files that belong together (a report and its predictions): every one is written in full to a
+    temporary file first, and only then are they renamed into place, so a full disk leaves all the old ones."""
+    tmps = {path: path.with_name(f".{path.name}.{os.getpid()}.tmp") for path in files}
+    try:
+        for path, text in files.items():
+            with tmps[path].open("w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        for path, tmp in tmps.items():
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp in tmps.values():
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+def created_at(path: Path) -> str:
+    """When an existing report was written, read from its first bytes only (a report is not read whole to say
+    what it replaces: the path may be a huge or endless file)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096).decode("utf-8", errors="replace")
+    except OSError:
+        return "an unknown time (it cannot be read)"
+    found = re.search(r'"created":\s*"([^"]{1,64})"', head)
+    return found.group(1) if found else "an unknown time (it is not a readable report)"
 
 
 def read_report(path: str | Path) -> dict[str, Any]:

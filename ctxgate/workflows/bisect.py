@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxgate.gate.baseline import regression_verdict
+from ctxgate.report.io import atomic_write
 from ctxgate.run.case import CaseResult
 from ctxgate.stats.paired import PairedResult, compare
 
@@ -218,7 +219,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     print(result.render())
     if args.json:
-        Path(args.json).write_text(json.dumps({
+        atomic_write(Path(args.json), json.dumps({
             "first_bad": str(result.checkpoints[result.first_bad]), "first_bad_index": result.first_bad,
             "evaluations": result.evaluations, "cases": [f"{t}-{L}" for t, L in cases],
             "sequential": args.sequential,

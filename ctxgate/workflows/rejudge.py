@@ -19,7 +19,7 @@ from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
 from ctxgate.judge.client import OPTIONS, JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges, is_judged
 from ctxgate.report.build import build_report, prediction_rows
-from ctxgate.report.io import ReportFileError, atomic_write, predictions_path, read_predictions, read_report
+from ctxgate.report.io import ReportFileError, atomic_write_all, predictions_path, read_predictions, read_report
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.run.case import CaseResult, SampleOutcome, judge_case
 from ctxgate.tasks.registry import task_names
@@ -130,10 +130,9 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
     failed = [c for c in new["cases"] if c["verdict"] == "fail"]
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")
-    atomic_write(out_predictions, "".join(json.dumps(r) + "\n" for rs in by_case.values() for r in rs))
     new["predictions"] = out_predictions.name
-    atomic_write(out, json.dumps(new, indent=1) + "\n")
-    atomic_write(out.with_suffix(".md"), markdown(new))
+    atomic_write_all({out_predictions: "".join(json.dumps(r) + "\n" for rs in by_case.values() for r in rs),
+                      out.with_suffix(".md"): markdown(new), out: json.dumps(new, indent=1) + "\n"})
     return new, len(chosen), len(failed)
 
 
