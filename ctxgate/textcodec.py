@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 ANCHOR = "\u00a7"
@@ -79,9 +80,17 @@ class HFTokenizer:
     def chat_parts(self) -> tuple[str, str] | None:
         if not getattr(self.tok, "chat_template", None):
             return None
-        text = self.tok.apply_chat_template(
-            [{"role": "user", "content": _SENTINEL}], add_generation_prompt=True, tokenize=False
-        )
+        try:
+            text = self.tok.apply_chat_template(
+                [{"role": "user", "content": _SENTINEL}], add_generation_prompt=True, tokenize=False
+            )
+        except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
+            where = Path(str(getattr(self.tok, "name_or_path", "") or "."))
+            source = where / "chat_template.jinja" if (where / "chat_template.jinja").is_file() else \
+                where / "tokenizer_config.json"
+            message = " ".join(str(exc).split())[:200]
+            raise ChatTemplateError(f"the chat template ({source}) fails on a one-message chat ({type(exc).__name__}"
+                                    f": {message}): fix the template, or pass --chat-template off") from None
         head, _, tail = str(text).partition(_SENTINEL)
         return head, tail
 
@@ -99,6 +108,10 @@ class HFTokenizer:
             self.tok.backend_tokenizer.to_str() if hasattr(self.tok, "backend_tokenizer") else "",
         ]
         return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
+
+
+class ChatTemplateError(ValueError):
+    """The tokenizer's chat template cannot render a plain user message; the message names its file."""
 
 
 class ByteTokenizer:

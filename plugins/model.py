@@ -25,7 +25,7 @@ from ctxgate.judge.score import Judges, build_judges
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.run.case import resolve_chat
 from ctxgate.tasks.base import BuildContext
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.textcodec import ChatTemplateError, PieceEncoder
 
 from .options import SETTINGS_KEY, THRESHOLDS_KEY, Settings
 
@@ -57,7 +57,8 @@ def load_backend(settings: Settings) -> Backend:
     threads = None if os.environ.get("OMP_NUM_THREADS") else max(1, (os.cpu_count() or 1) // workers)
     return HFBackend(settings.model_dir or settings.model, dtype=settings.dtype,
                      trust_remote_code=settings.trust_remote_code, allow_pickle=settings.allow_pickle,
-                     threads=threads, batch_size=settings.batch_size, device_map=settings.device_map)
+                     threads=threads, batch_size=settings.batch_size, device_map=settings.device_map,
+                     allow_weight_mismatch=settings.allow_weight_mismatch)
 
 
 def _endpoint_backend(settings: Settings) -> Backend:
@@ -102,6 +103,7 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
         "model_fingerprint": fingerprint,
         "backend": backend.describe(),
         "model_dir": settings.model_dir, "ignore_remote_code": settings.ignore_remote_code,
+        "weights_mismatch": getattr(backend, "weights_problem", None),  # let through by --allow-weight-mismatch
         "seed": settings.seed, "samples": settings.samples, "lengths": list(settings.lengths),
         "chat_template": chat, "helmet_compat": settings.helmet_compat,
         "sequential": ({"alpha": settings.sequential_alpha, "min_samples": settings.sequential_min}
@@ -147,7 +149,12 @@ def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -
         failure = exc
     if failure is not None:
         _run_failed(request, f"the model {settings.model!r} could not be loaded", failure)
-    encoder = PieceEncoder(backend.tokenizer)
+    try:
+        encoder = PieceEncoder(backend.tokenizer)
+    except ChatTemplateError as exc:
+        failure = exc
+    if failure is not None:
+        _run_failed(request, f"the tokenizer of {settings.model!r}", failure)
     chat = resolve_chat(settings.chat_template, encoder.has_chat_template)
     if chat == "on" and not encoder.has_chat_template:
         _run_failed(request, "--chat-template on", ValueError(f"{settings.model} has no chat template; use "
@@ -160,7 +167,8 @@ def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -
     cache = _open_cache(settings, meta, backend)
     try:
         judges = build_judges(settings.judge, settings.nli_model,
-                              pytestconfig.stash[THRESHOLDS_KEY].judge_max_failure_rate, settings.helmet_compat)
+                              pytestconfig.stash[THRESHOLDS_KEY].judge_max_failure_rate, settings.helmet_compat,
+                              settings.allow_pickle)
     except (JudgeError, ValueError, OSError) as exc:
         failure = exc
     if failure is not None:

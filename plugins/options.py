@@ -71,6 +71,7 @@ class Settings:
     # --sequential: stop a case once its floor question is certain at this error rate (None: fixed n)
     sequential_alpha: float | None = None
     sequential_min: int = 10
+    allow_weight_mismatch: bool = False
     thresholds_found: str = ""  # how the thresholds file was found, or where none was: for the header
 
 
@@ -114,6 +115,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' "
                      "built-in class for its model_type instead, on purpose")
     g.addoption("--allow-pickle", action="store_true", help="allow loading pickle (.bin) weights")
+    g.addoption("--allow-weight-mismatch", action="store_true",
+                help="evaluate a checkpoint whose weights do not match its config.json (a tensor missing, extra or "
+                     "of another shape) as transformers loads it, missing tensors random; refused without it")
     g.addoption("--force-lengths", action="store_true", help="run lengths beyond the model's max positions")
     g.addoption("--cache-dir", default=None, help="generation cache folder (default: ./.ctxgate-cache)")
     g.addoption("--no-cache", action="store_true", help="neither read nor write the generation cache")
@@ -210,6 +214,7 @@ def pytest_configure(config: pytest.Config) -> None:
         baseline=config.getoption("--baseline"), data_dir=config.getoption("--data-dir"),
         helmet_compat=config.getoption("--helmet-compat"),
         ignore_remote_code=config.getoption("--ignore-remote-code"),
+        allow_weight_mismatch=config.getoption("--allow-weight-mismatch"),
         **sequential_settings(config),
     )
     settings = replace(settings, judge=judge_settings(config, settings.cache_dir),
@@ -237,9 +242,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.data_dir and not Path(settings.data_dir).is_dir():
         raise pytest.UsageError(f"--data-dir {settings.data_dir!r} is not a folder: give HELMET's data folder "
                                 "(or fixtures/helmet_data)")
-    if settings.nli_model and not Path(settings.nli_model).is_dir():
-        raise pytest.UsageError(f"--nli-model {settings.nli_model!r} is not a folder: give a local NLI checkpoint "
-                                "(an MNLI classifier or a T5 TRUE model)")
+    if settings.nli_model:
+        if not Path(settings.nli_model).is_dir():
+            raise pytest.UsageError(f"--nli-model {settings.nli_model!r} is not a folder: give a local NLI "
+                                    "checkpoint (an MNLI classifier or a T5 TRUE model)")
+        try:  # the judge's checkpoint passes the same checks as --model's (pickle, checkpoint code)
+            check_checkpoint(Path(settings.nli_model), allow_pickle=settings.allow_pickle)
+        except CheckpointError as exc:
+            raise pytest.UsageError(f"--nli-model: {exc}") from None
     if settings.haystack:
         try:
             load_essay(settings.haystack)

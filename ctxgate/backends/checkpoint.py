@@ -79,9 +79,56 @@ def _read_json(path: Path, what: str, fix: str) -> Any:
 
 def check_checkpoint(folder: Path, *, trust_remote_code: bool = False, ignore_remote_code: bool = False,
                      allow_pickle: bool = False) -> None:
+    _check_json_files(folder)
     _check_config(folder, trust_remote_code, ignore_remote_code)
     _check_weights(folder, allow_pickle)
     check_tokenizer(folder)
+    _check_chat_template(folder)
+
+
+def _check_json_files(folder: Path) -> None:
+    """Every JSON file a load reads (config, generation config, tokenizer files, shard index): a broken one is
+    named with its line. transformers ignores a generation_config.json it cannot parse, without a word, and that
+    file decides where generation stops."""
+    for path in sorted(folder.glob("*.json")):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise CheckpointError(f"{path}: not UTF-8 text (byte offset {exc.start}); restore it from the training "
+                                  "run or the base model") from None
+        except OSError as exc:
+            raise CheckpointError(f"{path} cannot be read ({exc.strerror or exc}); check its permissions") from None
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CheckpointError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); restore "
+                                  "the file from the training run or the base model") from None
+
+
+def _check_chat_template(folder: Path) -> None:
+    """A chat template must at least parse (a template that raises when rendered is caught when the tokenizer
+    loads). It lives in chat_template.jinja, or as a string in tokenizer_config.json."""
+    try:
+        import jinja2
+    except ImportError:  # pragma: no cover - transformers brings it
+        return
+    sources: list[tuple[Path, str]] = []
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():
+        sources.append((jinja, jinja.read_text(encoding="utf-8", errors="replace")))
+    config = folder / "tokenizer_config.json"
+    if config.is_file():
+        data = json.loads(config.read_text(encoding="utf-8"))
+        template = data.get("chat_template") if isinstance(data, dict) else None
+        if isinstance(template, str):
+            sources.append((config, template))
+    for path, text in sources:
+        try:
+            jinja2.Environment().parse(text)
+        except jinja2.TemplateSyntaxError as exc:
+            where = f"{path}:{exc.lineno}" if path.suffix == ".jinja" else f"{path} (chat_template, line {exc.lineno})"
+            raise CheckpointError(f"{where}: the chat template does not parse ({exc.message}); fix it, or remove it "
+                                  "and pass --chat-template off") from None
 
 
 def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: bool) -> None:
@@ -97,7 +144,10 @@ def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: boo
     if not isinstance(config, dict) or not (config.get("model_type") or config.get("architectures")):
         raise CheckpointError(f"{config_path} names no model_type or architectures: restore config.json from the "
                               "training run or the base model")
-    own = (config.get("auto_map") or {}).get("AutoModelForCausalLM")
+    auto_map = config.get("auto_map") if isinstance(config.get("auto_map"), dict) else {}
+    # the class a loader asks for: a causal LM under test, a classifier or seq2seq model as an NLI judge
+    own = auto_map.get("AutoModelForCausalLM") or next(
+        (v for k, v in sorted(auto_map.items()) if k.startswith("AutoModel")), None)
     if not own:
         return
     own = own[0] if isinstance(own, list) else own

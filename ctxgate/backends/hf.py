@@ -51,12 +51,33 @@ def bytes_per_token(config: Any, element_size: int) -> int:
     return kv + activations
 
 
+def weights_mismatch(info: dict[str, Any], model: str) -> str | None:
+    """One line naming the first tensor the weights and the model's config disagree on, and the fix; None when
+    every weight was loaded as saved. (transformers would fill a missing tensor with random values and go on.)"""
+    kinds = [("missing from the weights (it would be random)", list(info.get("missing_keys") or [])),
+             ("in the weights but not in the model", list(info.get("unexpected_keys") or [])),
+             ("of another shape", list(info.get("mismatched_keys") or []))]
+    found = [(what, sorted(keys, key=str)) for what, keys in kinds if keys]
+    if not found:
+        return None
+    what, keys = found[0]
+    first = keys[0]
+    if isinstance(first, (tuple, list)):  # mismatched: (name, shape saved, shape the config makes)
+        name, saved, wanted = (list(first) + [None, None])[:3]
+        first, what = name, f"{tuple(saved or ())} in the weights but {tuple(wanted or ())} by config.json"
+    detail = ", ".join(f"{len(k)} {w.split(' (')[0].split(' by ')[0]}" for w, k in found)
+    return (f"{model}: tensor {first} is {what} ({detail}): the weights do not match config.json. Restore the "
+            "checkpoint's own config.json and weights (a save cut short, or a config from another size), or pass "
+            "--allow-weight-mismatch to evaluate it as it loads")
+
+
 class HFBackend:
     name = "hf"
 
     def __init__(self, model: str, *, dtype: str = "auto", trust_remote_code: bool = False,
                  allow_pickle: bool = False, attn: str = "auto", threads: int | None = None,
-                 batch_size: int | None = 1, device_map: str | None = None) -> None:
+                 batch_size: int | None = 1, device_map: str | None = None,
+                 allow_weight_mismatch: bool = False) -> None:
         """``batch_size`` None: ``auto`` (1 on CPU; on a GPU as many as fit, see ``batch_limit``). ``device_map``
         "auto": the model is spread over every GPU this process sees (accelerate's placement)."""
         import torch
@@ -81,14 +102,23 @@ class HFBackend:
             attn = "flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") else "sdpa"
         self.attn = attn
         self.dtype = _pick_dtype(torch, dtype, cuda)
+        verbosity = transformers.logging.get_verbosity()
+        transformers.logging.set_verbosity_error()  # its load table is replaced by one line below
         try:
             tok = transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
-            loaded = transformers.AutoModelForCausalLM.from_pretrained(
+            loaded, info = transformers.AutoModelForCausalLM.from_pretrained(
                 model, dtype=self.dtype, attn_implementation=attn, trust_remote_code=trust_remote_code,
                 use_safetensors=None if allow_pickle else True, device_map=device_map,
+                output_loading_info=True, ignore_mismatched_sizes=True,
             )
         except (OSError, ValueError) as exc:
             raise BackendError(f"cannot load the model {model!r}: {exc}") from exc
+        finally:
+            transformers.logging.set_verbosity(verbosity)
+        problem = weights_mismatch(info, model)
+        if problem and not allow_weight_mismatch:
+            raise BackendError(problem)
+        self.weights_problem = problem  # kept for the report when --allow-weight-mismatch let it through
         self.model = loaded if device_map is not None else loaded.to(self.device)
         self.model.eval()
         self.device_map = device_map

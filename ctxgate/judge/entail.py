@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint
 from ctxgate.judge import verdict
 from ctxgate.judge.client import JudgeClient
 from ctxgate.judge.templates import render
@@ -39,10 +40,16 @@ class LLMEntailment:
 
 
 class HFEntailment:
-    def __init__(self, path: str, device: str | None = None) -> None:
+    def __init__(self, path: str, device: str | None = None, allow_pickle: bool = False) -> None:
+        """The NLI checkpoint passes the same checks as ``--model`` before anything loads: no pickle weights
+        without ``allow_pickle``, and no checkpoint code (``auto_map``) silently replaced by a built-in class."""
         if not Path(path).is_dir():
             raise ValueError(f"--nli-model {path!r} is not a folder: give a local NLI checkpoint (an MNLI "
                              "classifier or a T5 TRUE-style model)")
+        try:
+            check_checkpoint(Path(path), allow_pickle=allow_pickle)
+        except CheckpointError as exc:
+            raise ValueError(f"--nli-model: {exc}") from None
         import torch
         from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
 
@@ -54,10 +61,11 @@ class HFEntailment:
         classifier = any("SequenceClassification" in a for a in (config.architectures or []))
         self.generative = bool(getattr(config, "is_encoder_decoder", False)) and not classifier
         if self.generative:
-            self.model = AutoModelForSeq2SeqLM.from_pretrained(path)
+            self.model = AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=None if allow_pickle else True)
             self.entail_index = -1
         else:
-            self.model = AutoModelForSequenceClassification.from_pretrained(path)
+            self.model = AutoModelForSequenceClassification.from_pretrained(
+                path, use_safetensors=None if allow_pickle else True)
             labels = {int(i): str(name) for i, name in (config.id2label or {}).items()}
             hits = [i for i, name in labels.items() if name.lower().startswith("entail")]
             if len(hits) != 1:

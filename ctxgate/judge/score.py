@@ -35,13 +35,13 @@ class Judges:
 
 
 def build_judges(settings: JudgeSettings | None, nli_model: str | None, max_failure_rate: float,
-                 helmet_compat: bool = False) -> Judges | None:
+                 helmet_compat: bool = False, allow_pickle: bool = False) -> Judges | None:
     """The LLM judge and the entailment judge (the local NLI model, else the LLM judge). Raises JudgeError or
     ValueError (OSError for an unreadable checkpoint) with the fix."""
     if settings is None and nli_model is None:
         return None
     client = JudgeClient(settings) if settings else None
-    entail: Callable[[str, str], bool] | None = (HFEntailment(nli_model) if nli_model
+    entail: Callable[[str, str], bool] | None = (HFEntailment(nli_model, allow_pickle=allow_pickle) if nli_model
                                                  else LLMEntailment(client) if client else None)
     return Judges(client, entail, max_failure_rate, helmet_compat)
 
