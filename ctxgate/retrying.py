@@ -1,9 +1,10 @@
 """Calls to an OpenAI-compatible server, retried the way the judge and the endpoint backends both need.
 
-Transient failures (429, 5xx, timeouts, dropped connections, a body that does not parse) are retried with
-exponential backoff and jitter, honouring ``Retry-After``, within a retry count and a time limit. Failures that no
-retry can fix (a refused key, an unknown model, a rejected request) are raised at once as ``Refused`` so the caller
-can name its own fix.
+Transient failures (429, 408, 409, 5xx, timeouts, dropped connections, a body that does not parse or a reply the
+caller finds unusable, raised as ``Malformed``) are retried with exponential backoff and jitter, honouring
+``Retry-After``, within a retry count and a time limit. Failures that no retry can fix (a refused key, an unknown
+model, any other 4xx) are raised at once as ``Refused`` so the caller can name its own fix. Anything else (an
+``AttributeError`` in the caller's own code) is not a server's failure and propagates as it is.
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ class Refused(RuntimeError):
         self.kind, self.status, self.detail = kind, status, detail
 
 
+class Malformed(RuntimeError):
+    """Raised by a call whose reply arrived but cannot be used (no choices, no text): retried like a 5xx."""
+
+
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429})  # 4xx that a later try can clear; every 5xx too
+
+
 class Exhausted(RuntimeError):
     """Transient failures outlasted the retries or the time limit; the message says how many and the last one."""
 
@@ -44,9 +52,12 @@ def call_with_retries(call: Callable[[], T], openai: Any, *, max_retries: int, t
             raise Refused("not_found", exc.status_code, str(exc)[:200]) from None
         except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
             raise Refused("bad_request", exc.status_code, str(exc)[:200]) from None
-        except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError,
-                openai.APIResponseValidationError, openai.APIStatusError, IndexError, AttributeError,
-                ValueError) as exc:
+        except openai.APIStatusError as exc:
+            if exc.status_code < 500 and exc.status_code not in TRANSIENT_STATUS:
+                raise Refused("bad_request", exc.status_code, str(exc)[:200]) from None
+            failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
+        except (openai.APITimeoutError, openai.APIConnectionError, openai.APIResponseValidationError,
+                Malformed) as exc:
             failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
         wait = backoff(retry, last)
         spent = time.monotonic() - start

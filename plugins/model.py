@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ctxgate.backends.base import Backend
-from ctxgate.backends.vllm_server import VLLMServer
+from ctxgate.backends.vllm_server import VLLMServer, engine_dtype
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
@@ -77,9 +77,15 @@ def _endpoint_backend(settings: Settings) -> Backend:
     def server_log() -> str:  # --backend vllm: what the server said before it went away
         return "; ".join(VLLMServer.tail_of(p) for p in logs)
 
+    engine: dict[str, Any] = {}
+    if settings.backend == "vllm":  # the suite started these servers: it knows what changes their numerics
+        from .workers import visible_gpus
+
+        engine = {"dtype": engine_dtype(settings.dtype, bool(visible_gpus())), "tensor_parallel": settings.tp,
+                  "vllm_args": list(settings.vllm_args)}
     return EndpointBackend(endpoint, tokenizer, settings.tokenizer,
                            checkpoint_fingerprint(settings.model_dir) if settings.model_dir else None,
-                           diagnose=server_log if logs else None, name=settings.backend)
+                           diagnose=server_log if logs else None, name=settings.backend, engine=engine)
 
 
 def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat: str) -> dict[str, Any]:
@@ -129,8 +135,16 @@ def _open_cache(settings: Settings, meta: dict[str, Any], backend: Backend) -> G
     if not settings.cache_dir:
         return None
     meta["cache"] = {"dir": settings.cache_dir, "set_aside": []}
+    namespace = namespace_for(meta["model_fingerprint"]["sha256"], backend)
+    if namespace is None:
+        why = (f"--backend {settings.backend} with --model {settings.model!r}, not a local checkpoint folder: the "
+               "server's weights cannot be identified (it may be restarted on other weights under the same name), "
+               "so no output is cached; pass --model with the served checkpoint's folder to use the cache")
+        warnings.warn(why, CacheWarning, stacklevel=2)
+        meta["cache"]["disabled"] = why
+        return None
     try:
-        cache = GenerationCache(settings.cache_dir, namespace_for(meta["model_fingerprint"]["sha256"], backend))
+        cache = GenerationCache(settings.cache_dir, namespace)
     except StoreUnavailable as exc:
         warnings.warn(f"{exc}; running without a cache", CacheWarning, stacklevel=2)
         meta["cache"]["disabled"] = str(exc)

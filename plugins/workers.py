@@ -84,8 +84,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     GPUs, xdist's own default. (Runs before pytest_configure: the options are read raw.)"""
     if config.getoption("--model", None) is None:
         return None
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    count = len([d for d in visible.split(",") if d.strip()]) if visible else _gpu_count()
+    count = len(visible_gpus())  # CUDA_VISIBLE_DEVICES="" (forcing the CPU) is no GPU, not "unset"
     if not count:
         return None
     backend = config.getoption("--backend", "hf")

@@ -12,6 +12,12 @@ from typing import Protocol
 from ctxgate.textcodec import RawTokenizer
 
 DTYPES = ("auto", "bf16", "fp16", "fp32", "bfloat16", "float16", "float32")  # --dtype's choices
+_DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def dtype_name(dtype: str) -> str:
+    """--dtype as engines spell it (vLLM accepts only the long names): bf16 -> bfloat16; auto stays auto."""
+    return _DTYPE_NAMES.get(dtype, dtype)
 
 
 class BackendDown(RuntimeError):

@@ -22,8 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Request
-from ctxgate.retrying import Exhausted, Refused, call_with_retries, redact_url
+from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
 from ctxgate.textcodec import HFTokenizer
+
+REPROBE_S = 30.0  # a dropped replica is tried again after this long
+
+
+def _completion(resp: Any) -> Any:
+    """A completion with at least one choice; one without is a reply the server got wrong (retried)."""
+    if not getattr(resp, "choices", None):
+        raise Malformed("the completion has no choices")
+    return resp
+
 
 PROBE = "ctxgate probe: the special magic number is 7392641.\n Ünïcödé — ✓ 東京\tend  two spaces"
 
@@ -52,14 +62,19 @@ class Replica:
     version: str | None = None
     in_flight: int = 0
     down: str | None = None  # why it was dropped
+    down_at: float = 0.0  # when (monotonic): it is tried again REPROBE_S later
 
 
 class EndpointBackend:
     def __init__(self, settings: EndpointSettings, tokenizer: Any, tokenizer_name: str,
                  local_fingerprint: dict[str, Any] | None = None,
-                 diagnose: Callable[[], str] | None = None, name: str = "openai") -> None:
+                 diagnose: Callable[[], str] | None = None, name: str = "openai",
+                 engine: dict[str, Any] | None = None) -> None:
         """``diagnose``: what to add when a server goes away (the suite's own vLLM servers: their log's tail).
-        ``name``: "openai" for servers the user runs, "vllm" for the suite's own (reports and cache keys say which)."""
+        ``name``: "openai" for servers the user runs, "vllm" for the suite's own (reports and cache keys say which).
+        ``local_fingerprint``: the checkpoint folder's fingerprint, when the served weights are known to be that
+        folder's. ``engine``: every engine setting that changes a generation (dtype, tensor parallelism, the extra
+        server arguments: quantization, KV-cache dtype), for the cache key."""
         import openai
 
         self.name = name
@@ -86,6 +101,16 @@ class EndpointBackend:
                   "max_model_len": self.max_positions, "local": (local_fingerprint or {}).get("sha256")}
         self.fingerprint = {"sha256": hashlib.sha256(json.dumps(served, sort_keys=True).encode()).hexdigest(),
                             "served": served, **({"local": local_fingerprint} if local_fingerprint else {})}
+        self.engine = dict(engine or {})
+        self._weights_known = local_fingerprint is not None
+
+    def cache_identity(self) -> dict[str, Any] | None:
+        """What decides a generation besides the prompt: the served weights and the engine's settings. None when
+        the weights cannot be identified (a server you run, with no local checkpoint folder: it may have been
+        restarted on other weights under the same name), so its outputs are never cached."""
+        if not self._weights_known:
+            return None
+        return {"served": self.fingerprint["served"], "engine": self.engine}
 
     # start-up ----------------------------------------------------------------------------------------------------
     def _root(self, replica: Replica) -> str:
@@ -120,8 +145,11 @@ class EndpointBackend:
         replica.max_model_len = extra.get("max_model_len")
         replica.version = self._get_json(replica, "/version").get("version")
 
-    def _get_json(self, replica: Replica, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize); {} where absent."""
+    def _get_json(self, replica: Replica, path: str, body: dict[str, Any] | None = None,
+                  required: bool = False) -> dict[str, Any]:
+        """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize); {} where the server has
+        none (404, 405, 501). ``required``: any other failure (a refused key, a 500, no network, a body that is
+        not JSON) is an EndpointError naming the URL, instead of the weaker check that {} leads to."""
         import urllib.error
         import urllib.request
 
@@ -129,17 +157,26 @@ class EndpointBackend:
                    "Content-Type": "application/json"}
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self._root(replica) + path, data=data, headers=headers)
+        url = redact_url(self._root(replica) + path)
         try:
             with urllib.request.urlopen(request, timeout=30) as resp:
                 found = json.loads(resp.read())
-        except (urllib.error.URLError, OSError, ValueError):
-            return {}
+        except urllib.error.HTTPError as exc:
+            if exc.code in (404, 405, 501) or not required:
+                return {}
+            raise EndpointError(f"{url} answered {exc.code} ({exc.reason}); check {self.settings.key_env} and the "
+                                "server") from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            if not required:
+                return {}
+            raise EndpointError(f"{url} failed ({type(exc).__name__}: {str(exc)[:120]}); check that the server "
+                                "runs and is reachable from here") from None
         return found if isinstance(found, dict) else {}
 
     def _check_tokenizer(self, replica: Replica, tokenizer_name: str) -> None:
         local = self.tokenizer.encode_batch([PROBE])[0]
         remote = self._get_json(replica, "/tokenize", {"model": replica.model, "prompt": PROBE,
-                                                       "add_special_tokens": False}).get("tokens")
+                                                       "add_special_tokens": False}, required=True).get("tokens")
         if remote is None:  # no /tokenize: the prompt-token count of the probe, special tokens on both sides
             local = self.tokenizer.prefix_ids() + local
             usage = self._retrying(lambda: replica.client.completions.create(
@@ -157,10 +194,18 @@ class EndpointBackend:
 
     # generation --------------------------------------------------------------------------------------------------
     def _pick(self) -> Replica:
+        """The replica with the fewest requests in flight. One that was dropped is tried again REPROBE_S after
+        it went down (a burst of 503s while a server restarts must not end a long run); until then, with none
+        left, every request fails at once."""
         with self._lock:
+            now = time.monotonic()
+            for r in self.replicas:
+                if r.down is not None and now - r.down_at >= REPROBE_S:
+                    r.down = None
             alive = [r for r in self.replicas if r.down is None]
             if not alive:
-                raise BackendDown("every server is down: " + "; ".join(str(r.down) for r in self.replicas))
+                raise BackendDown("every server is down: " + "; ".join(str(r.down) for r in self.replicas)
+                                  + f" (each is tried again {REPROBE_S:.0f}s after it went down)")
             chosen = min(alive, key=lambda r: r.in_flight)
             chosen.in_flight += 1
             return chosen
@@ -172,20 +217,21 @@ class EndpointBackend:
         while True:
             replica = self._pick()
             try:
-                resp = self._retrying(lambda: replica.client.completions.create(
+                resp = self._retrying(lambda: _completion(replica.client.completions.create(
                     model=replica.model, prompt=list(r.input_ids), max_tokens=params.max_new_tokens,
-                    temperature=0.0, stop=list(params.stop_strings) or None), replica, "a completion")
+                    temperature=0.0, stop=list(params.stop_strings) or None)), replica, "a completion")
             except BackendDown as exc:
                 why = f"{exc} (at {time.strftime('%H:%M:%S')})"
                 if self._diagnose is not None:
                     why += f". {self._diagnose()}"
                 with self._lock:
                     replica.down = replica.down or why
+                    replica.down_at = time.monotonic()
                 continue  # another replica, or BackendDown from _pick when none is left
             finally:
                 with self._lock:
                     replica.in_flight -= 1
-            choice = resp.choices[0]
+            choice = resp.choices[0]  # _completion made sure there is one
             tokens = int(getattr(resp.usage, "completion_tokens", 0) or 0)
             finish = "length" if choice.finish_reason == "length" else "stop"
             return Generation(choice.text or "", tokens, finish)

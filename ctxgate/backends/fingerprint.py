@@ -1,35 +1,69 @@
 """A fingerprint of a checkpoint: its config, tokenizer, chat template, weights, and any model code it ships
 (``*.py`` named by ``auto_map``: editing that code changes the outputs, so it must change the cache key too).
 
-Weights are hashed fully up to 64 MiB a file; above that, the size plus 16 evenly spaced 1 MiB chunks, so a
-70B checkpoint fingerprints in seconds. Any retraining changes the sampled chunks; this is an identity for
-reports and caches, not a tamper-proof digest.
+Every file is hashed in full. A sampled hash (a few chunks of a large file) was cheaper, but a partial fine-tune
+(frozen layers, LongLoRA-style embedding and norm training, a merged adapter touching a few tensors) can leave
+every sampled chunk as its parent's, and then a new checkpoint would be gated, bisected and baselined on its
+parent's cached outputs. A digest is remembered by the file's (path, size, mtime, inode) in a small store
+(``$CTXGATE_HASH_CACHE``, default ``~/.cache/ctxgate/file-hashes``), so a re-run, a second xdist worker or the next
+bisect probe does not read the weights again; a lock per file makes concurrent workers hash it once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 _META = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
          "special_tokens_map.json", "tokenizer.model", "model.safetensors.index.json")
-_FULL_LIMIT = 64 * 1024 * 1024
-_CHUNK = 1024 * 1024
+_BLOCK = 8 * 1024 * 1024
+_MEMO_MIN = 1024 * 1024  # smaller files are hashed each time: cheaper than the memo's own file
 
 
-def _file_digest(path: Path) -> str:
+def _memo_dir() -> Path:
+    given = os.environ.get("CTXGATE_HASH_CACHE")
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ctxgate" / "file-hashes"
+
+
+def _hash(path: Path) -> str:
     h = hashlib.sha256()
-    size = path.stat().st_size
-    h.update(str(size).encode())
+    h.update(str(path.stat().st_size).encode())
     with path.open("rb") as f:
-        if size <= _FULL_LIMIT:
-            for block in iter(lambda: f.read(_CHUNK), b""):
-                h.update(block)
-        else:
-            for k in range(16):
-                f.seek((size - _CHUNK) * k // 15)
-                h.update(f.read(_CHUNK))
+        for block in iter(lambda: f.read(_BLOCK), b""):
+            h.update(block)
     return h.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of the file's size and whole content, remembered by (path, size, mtime, inode). A change to
+    the file changes its mtime or size, and a file replaced by another gets a new inode, so the memo never serves
+    an old digest for new bytes; a memo that cannot be read or written only costs a re-hash."""
+    st = path.stat()
+    if st.st_size < _MEMO_MIN:
+        return _hash(path)
+    identity = f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_dev}"
+    memo = _memo_dir() / hashlib.sha256(identity.encode()).hexdigest()
+    try:
+        from filelock import FileLock, Timeout
+
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(memo) + ".lock", timeout=3600)
+        with lock:
+            if memo.is_file():
+                known = memo.read_text("ascii").strip()
+                if len(known) == 64:
+                    return known
+            digest = _hash(path)
+            tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+            tmp.write_text(digest, "ascii")
+            os.replace(tmp, memo)
+            return digest
+    except (OSError, Timeout, UnicodeDecodeError):
+        return _hash(path)
 
 
 def checkpoint_fingerprint(model: str) -> dict[str, str]:
@@ -39,10 +73,10 @@ def checkpoint_fingerprint(model: str) -> dict[str, str]:
     parts: dict[str, str] = {}
     for name in _META:
         if (path / name).is_file():
-            parts[name] = _file_digest(path / name)
+            parts[name] = file_digest(path / name)
     for weights in sorted([*path.glob("*.safetensors"), *path.glob("*.bin")]):
-        parts[weights.name] = _file_digest(weights)
+        parts[weights.name] = file_digest(weights)
     for code in sorted(path.glob("*.py")):
-        parts[code.name] = _file_digest(code)
+        parts[code.name] = file_digest(code)
     overall = hashlib.sha256("\n".join(f"{k}:{v}" for k, v in sorted(parts.items())).encode()).hexdigest()
     return {"sha256": overall, **{f"file:{k}": v for k, v in parts.items()}}

@@ -210,6 +210,10 @@ class HFBackend:
         text = self.hf_tokenizer.decode(new, skip_special_tokens=True)
         return Generation(text, len(new), "stop" if stopped or len(new) < params.max_new_tokens else "length")
 
+    def cache_identity(self) -> dict[str, Any]:
+        """What decides a generation besides the prompt and the weights: the numerics."""
+        return {"dtype": str(self.dtype).replace("torch.", ""), "attn": self.attn}
+
     def describe(self) -> dict[str, object]:
         import transformers
 

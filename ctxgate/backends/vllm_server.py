@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxgate.backends.base import dtype_name
+
 ENV_PYTHON = "CTXGATE_VLLM_PYTHON"
 VENV = ".venv-vllm"  # what scripts/vllm_env.sh creates
 
@@ -74,6 +76,11 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child, before 
         pass  # not Linux: the controller's teardown is the only stop
 
 
+def engine_dtype(dtype: str, on_gpu: bool) -> str:
+    """The --dtype a vLLM server gets: auto is bfloat16 on GPUs, float32 on the CPU."""
+    return dtype_name(dtype) if dtype != "auto" else ("bfloat16" if on_gpu else "float32")
+
+
 @dataclass(frozen=True)
 class EngineSpec:
     python: str
@@ -85,8 +92,12 @@ class EngineSpec:
     extra_args: tuple[str, ...] = ()
     long_context: bool = False  # past the model's position limit (--force-lengths)
 
+    @property
+    def resolved_dtype(self) -> str:
+        return engine_dtype(self.dtype, bool(self.devices))
+
     def command(self, port: int) -> list[str]:
-        dtype = self.dtype if self.dtype != "auto" else ("bfloat16" if self.devices else "float32")
+        dtype = self.resolved_dtype
         cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir,
                "--host", "127.0.0.1", "--port", str(port), "--dtype", dtype,
                "--max-model-len", str(self.max_model_len), "--enable-prefix-caching",

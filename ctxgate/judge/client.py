@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from ctxgate.judge.cache import CachedReply, JudgeCache
 from ctxgate.judge.verdict import Unparseable, last_object
-from ctxgate.retrying import Exhausted, Refused, call_with_retries, redact_url
+from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
 from ctxgate.sqlitefile import CacheWarning, StoreUnavailable
 
 T = TypeVar("T")
@@ -224,7 +224,8 @@ class JudgeClient:
 
     def _reply(self, prompt: str, attempt: int) -> str:
         s = self.settings
-        key = JudgeCache.key(s.model, prompt, s.sampling(), attempt)
+        # the server is part of the judge's identity: one model name on two servers is two judges
+        key = JudgeCache.key(f"{s.model}@{redact_url(s.base_url) or 'api.openai.com'}", prompt, s.sampling(), attempt)
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
             self._count(cache_hits=1)
@@ -243,6 +244,8 @@ class JudgeClient:
                 model=s.model, messages=[{"role": "user", "content": prompt}], temperature=s.temperature,
                 top_p=s.top_p, max_tokens=s.max_tokens)
             usage = resp.usage
+            if not getattr(resp, "choices", None) or getattr(resp.choices[0], "message", None) is None:
+                raise Malformed("the reply has no choices")
             return CachedReply(resp.choices[0].message.content or "", int(getattr(usage, "prompt_tokens", 0) or 0),
                                int(getattr(usage, "completion_tokens", 0) or 0))
 

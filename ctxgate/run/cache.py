@@ -26,11 +26,13 @@ FILE_NAME = "generations.sqlite"
 __all__ = ["FILE_NAME", "CacheStats", "CacheWarning", "GenerationCache", "StoreUnavailable", "namespace_for"]
 
 
-def namespace_for(fingerprint: str, backend: Any) -> dict[str, Any]:
-    """What, besides the prompt, decides a generation: the weights, the backend and its numerics."""
-    desc = backend.describe()
-    return {"model": fingerprint, "backend": backend.name, "dtype": desc.get("dtype"),
-            "attn": desc.get("attn_implementation")}
+def namespace_for(fingerprint: str, backend: Any) -> dict[str, Any] | None:
+    """What, besides the prompt, decides a generation: the weights, the backend and every setting of it that
+    changes numerics (``backend.cache_identity()``). None: the backend cannot say which weights answer (no cache)."""
+    identity = backend.cache_identity() if hasattr(backend, "cache_identity") else {}
+    if identity is None:
+        return None
+    return {"model": fingerprint, "backend": backend.name, **identity}
 
 
 def _checksum(text: str, output_tokens: int, finish_reason: str) -> str:

@@ -77,8 +77,9 @@ def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], sett
     cache = None
     if settings.cache_dir:
         try:
-            cache = GenerationCache(settings.cache_dir,
-                                    namespace_for(checkpoint_fingerprint(str(path))["sha256"], backend))
+            namespace = namespace_for(checkpoint_fingerprint(str(path))["sha256"], backend)
+            assert namespace is not None  # a local checkpoint always has one
+            cache = GenerationCache(settings.cache_dir, namespace)
         except StoreUnavailable as exc:
             warnings.warn(f"{exc}; evaluating without a cache", CacheWarning, stacklevel=2)
     results: dict[tuple[str, int], CaseResult] = {}
