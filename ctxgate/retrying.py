@@ -9,6 +9,7 @@ model, any other 4xx) are raised at once as ``Refused`` so the caller can name i
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable
@@ -57,7 +58,7 @@ def call_with_retries(call: Callable[[], T], openai: Any, *, max_retries: int, t
                 raise Refused("bad_request", exc.status_code, str(exc)[:200]) from None
             failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
         except (openai.APITimeoutError, openai.APIConnectionError, openai.APIResponseValidationError,
-                Malformed) as exc:
+                json.JSONDecodeError, Malformed) as exc:  # a body cut short does not parse: the server's fault
             failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
         wait = backoff(retry, last)
         spent = time.monotonic() - start

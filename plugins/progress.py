@@ -6,6 +6,12 @@ JSON file (``gwN.json`` in a folder the controller hands it) that the controller
 xdist carries no messages from a worker while a test runs. The line is drawn only on a terminal (never into a
 pipe, a CI log or junit), after whatever pytest last wrote, with the cursor put back where it was; it is erased
 before pytest writes anything, under one lock, so ``-q`` dots, ``-v`` lines and the summary come out as without it.
+
+"Anything" means every write through pytest's terminal writer, whoever makes it (pytest, xdist, other plugins):
+its file is wrapped so that each write erases the line first and reaches the terminal (flushed) before the lock is
+let go. Wrapping only pytest's known hooks was not enough: a write buffered in ``sys.stdout`` but not yet flushed
+when the drawing thread wrote the line straight to the terminal arrived after it, at the restored cursor, over the
+line's first characters, and left the rest of the line beside pytest's dots.
 """
 
 from __future__ import annotations
@@ -38,6 +44,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "is a terminal; off: never")
 
 
+class _ErasingFile:
+    """The terminal writer's file, wrapped: the line is erased before each write, and the write is flushed before
+    the lock is released, so nothing pytest writes can land on the line or be overtaken by it."""
+
+    def __init__(self, live: LiveLine, file: Any) -> None:
+        self._live, self._file = live, file
+
+    def write(self, text: str) -> int:
+        with self._live.lock:
+            self._live.erase()
+            written = self._file.write(text)
+            self._file.flush()
+            return written
+
+    def flush(self) -> None:
+        with self._live.lock:
+            self._file.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._file, name)
+
+
 class LiveLine:
     """The status line on the controller, registered as a plugin while it is drawn: a drawing thread, and the
     lock that pytest's own terminal output takes first (the hook wrappers below)."""
@@ -51,6 +79,8 @@ class LiveLine:
         self.shown = ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ctxgate-progress", daemon=True)
+        self._file = terminal._file
+        terminal._file = _ErasingFile(self, self._file)
 
     def start(self, selected: int) -> None:
         if not self._thread.is_alive() and not self._stop.is_set():
@@ -62,6 +92,8 @@ class LiveLine:
         if self._thread.is_alive():
             self._thread.join(timeout=5)
         self.erase()
+        if isinstance(self.terminal._file, _ErasingFile):
+            self.terminal._file = self._file
         os.close(self.fd)
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)

@@ -179,12 +179,12 @@ def test_infbench_mc_gold_letter_names_the_right_option(ctx):
 
 
 def test_missing_data_names_the_flag(hf_encoder):
-    from ctxgate.sources import DataUnavailable
+    from ctxgate.sources import DataNotGiven
 
     bare = BuildContext(encoder=hf_encoder, chat=False)
-    with pytest.raises(DataUnavailable, match="--data-dir"):
+    with pytest.raises(DataNotGiven, match="--data-dir"):
         build_samples(get_task("kilt_nq"), bare, 2048, 1, 42)
-    with pytest.raises(DataUnavailable, match="HF_HUB_OFFLINE.*--data-dir"):
+    with pytest.raises(DataNotGiven, match="icl/nlu/train.jsonl does not exist.*never downloads.*--data-dir"):
         build_samples(get_task("icl_nlu"), bare, 2048, 1, 42)
 
 

@@ -51,11 +51,14 @@ def test_upper_rule_tolerates_noise(suite):
     suite(script, "-k", "niah_single_1", thresholds=thresholds).assert_outcomes(passed=2)
 
 
-def test_length_beyond_max_positions_is_skipped_unless_forced(suite):
+def test_length_beyond_max_positions_fails_unless_forced(suite):
+    """A window shorter than a selected length is the checkpoint's doing: the case errors and the run fails."""
     script = {**ALL_RIGHT, "max_positions": 5000}
-    result = suite(script, "-k", "niah_single_1", "-rs")
-    result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*length 8192 exceeds the model's max_position_embeddings (5000)*--force-lengths*"])
+    result = suite(script, "-k", "niah_single_1")
+    result.assert_outcomes(passed=1, errors=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*niah_single_1 at 8192: the length exceeds the model's max_position_embeddings "
+                                 "(5000)*drop 8192 from --lengths, or pass --force-lengths*"])
     suite(script, "-k", "niah_single_1", "--force-lengths").assert_outcomes(passed=2)
 
 

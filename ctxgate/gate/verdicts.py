@@ -105,7 +105,9 @@ def cases_gate(cases: Sequence[Mapping[str, Any]], complete: bool = True) -> dic
     if unscored:
         shown = ", ".join(f"{_name(c)} ({c.get('error_kind', 'error')})" for c in unscored[:5])
         more = f" and {len(unscored) - 5} more" if len(unscored) > 5 else ""
-        first = (unscored[0].get("message") or "").strip().splitlines()
+        # the first case that failed for a cause of its own (a crash or an unrun case is said elsewhere, once)
+        own = next((c for c in unscored if c.get("error_kind") in (*NOT_GIVEN, *BROKEN)), None)
+        first = ((own or {}).get("message") or "").strip().splitlines()
         return {"name": "cases", "verdict": "fail",
                 "message": f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}{more}"
                            + (f"; the first said: {first[0]}" if first else "")}

@@ -46,8 +46,8 @@ class ICLData:
 
 def _rows(task: str, src: ICLSource, data_dir: str | None, split: str) -> list[tuple[str, int]]:
     local = Path(data_dir or ".") / "icl" / src.folder / f"{split}.jsonl"
-    hint = (f"put {src.hub_id}'s {split} split at {local} (hub column names) and pass --data-dir, or run where "
-            f"the hub is reachable; the shipped fixtures: --data-dir fixtures/helmet_data")
+    hint = (f"put {src.hub_id}'s {split} split at {local} (hub column names) and pass --data-dir (or have the hub "
+            f"dataset in the local cache); the shipped fixtures: --data-dir fixtures/helmet_data")
     rows = read_local_or_hub(local, src.hub_id, src.config, split, hint)
     out = []
     for r in rows:

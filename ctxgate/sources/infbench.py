@@ -34,8 +34,8 @@ class BookSet:
 def load_infbench(task: str, data_dir: str | None) -> BookSet:
     subset = SUBSETS[task]
     local = Path(data_dir or ".") / "infbench" / f"{subset}.jsonl"
-    hint = (f"put InfiniteBench's {subset}.jsonl at {local} and pass --data-dir, or run where the hub is "
-            f"reachable; the shipped fixtures: --data-dir fixtures/helmet_data")
+    hint = (f"put InfiniteBench's {subset}.jsonl at {local} and pass --data-dir (or have the hub dataset "
+            f"in the local cache); the shipped fixtures: --data-dir fixtures/helmet_data")
     books = []
     for r in read_local_or_hub(local, HUB_ID, None, subset, hint):
         missing = [f for f in ("id", "context", "input", "answer") if f not in r]
