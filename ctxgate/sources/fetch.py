@@ -36,7 +36,8 @@ def extract(archive: Path, target: Path) -> list[str]:
     try:
         tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed by the with below
     except (tarfile.TarError, OSError) as exc:
-        raise DataUnavailable(f"{archive} is not a readable tar archive ({exc}): pass HELMET's {ARCHIVE} (download "
+        raise DataUnavailable(f"{archive} is not a readable tar archive ({' '.join(str(exc).split())}): pass "
+                              f"HELMET's {ARCHIVE} (download "
                               f"it again if it was cut short)") from None
     with tar:
         for member in tar:

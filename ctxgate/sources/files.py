@@ -44,7 +44,8 @@ def _load(source: str, stamp: tuple[int, int] | None, split: str, config: str | 
     if p.is_file() and p.suffix.lower() in (".jsonl", ".json"):
         problem = first_bad_line(p)  # datasets' own message for these names neither the line nor the fix
         if problem:
-            raise DataUnavailable(f"{problem}; {fix}")
+            raise DataUnavailable(f"{problem}; restore the file (HELMET's release, or the hub dataset's split), "
+                                  f"then check its folder with `ctxgate data verify {p.parent}`")
     import datasets  # heavy: only when a task that needs data is built
 
     _go_offline()
