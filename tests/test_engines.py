@@ -182,7 +182,8 @@ def test_429_5xx_and_dropped_connections_are_retried(proxy, hf_run, tmp_path):
     assert control()["completions"] == 40
 
 
-def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(proxy, tmp_path):
+def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(proxy, tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXGATE_REPROBE_S", "1")  # its re-probes, a second apart: it stays dead
     url, control = proxy
     control({"die_after": 5})
     started = time.monotonic()

@@ -25,7 +25,8 @@ from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Req
 from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
 from ctxgate.textcodec import HFTokenizer
 
-REPROBE_S = 30.0  # a dropped replica is tried again after this long
+REPROBE_S = float(os.environ.get("CTXGATE_REPROBE_S", "30"))  # a dropped replica is tried again after this long
+MAX_PROBES = 3  # retry series a replica may fail in a row before it is given up
 
 
 def _completion(resp: Any) -> Any:
@@ -63,6 +64,7 @@ class Replica:
     in_flight: int = 0
     down: str | None = None  # why it was dropped
     down_at: float = 0.0  # when (monotonic): it is tried again REPROBE_S later
+    failures: int = 0  # retry series it failed in a row
 
 
 class EndpointBackend:
@@ -133,6 +135,9 @@ class EndpointBackend:
         listed = self._retrying(lambda: list(replica.client.models.list()), replica, "the model list")
         names = [m.id for m in listed]
         wanted = self.settings.served_model
+        if not names:
+            raise EndpointError(f"{redact_url(replica.url)} lists no model at /models: the server is still loading "
+                                "one, or serves none; wait until it lists the model (or start it with --model)")
         if wanted is None and len(names) != 1:
             raise EndpointError(f"{redact_url(replica.url)} serves {len(names)} models ({', '.join(names)}): pass "
                                 "--served-model NAME")
@@ -194,21 +199,26 @@ class EndpointBackend:
 
     # generation --------------------------------------------------------------------------------------------------
     def _pick(self) -> Replica:
-        """The replica with the fewest requests in flight. One that was dropped is tried again REPROBE_S after
-        it went down (a burst of 503s while a server restarts must not end a long run); until then, with none
-        left, every request fails at once."""
-        with self._lock:
-            now = time.monotonic()
-            for r in self.replicas:
-                if r.down is not None and now - r.down_at >= REPROBE_S:
-                    r.down = None
-            alive = [r for r in self.replicas if r.down is None]
-            if not alive:
-                raise BackendDown("every server is down: " + "; ".join(str(r.down) for r in self.replicas)
-                                  + f" (each is tried again {REPROBE_S:.0f}s after it went down)")
-            chosen = min(alive, key=lambda r: r.in_flight)
-            chosen.in_flight += 1
-            return chosen
+        """The replica with the fewest requests in flight. A dropped one is tried again REPROBE_S after it went
+        down: a burst of 503s while a server restarts must not end a long run. With every replica down, a request
+        waits for the next such try instead of failing; a replica that failed MAX_PROBES tries in a row is gone for
+        good, and with none left every request fails at once."""
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                for r in self.replicas:
+                    if r.down is not None and r.failures < MAX_PROBES and now - r.down_at >= REPROBE_S:
+                        r.down = None  # its re-probe: this request
+                alive = [r for r in self.replicas if r.down is None]
+                if alive:
+                    chosen = min(alive, key=lambda r: r.in_flight)
+                    chosen.in_flight += 1
+                    return chosen
+                waiting = [r.down_at + REPROBE_S - now for r in self.replicas if r.failures < MAX_PROBES]
+                if not waiting:
+                    raise BackendDown("every server is down: " + "; ".join(str(r.down) for r in self.replicas)
+                                      + f" (each failed {MAX_PROBES} tries, {REPROBE_S:.0f}s apart)")
+            time.sleep(max(0.0, min(waiting)))
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         return [self._one(r, params) for r in requests]
@@ -225,12 +235,14 @@ class EndpointBackend:
                 if self._diagnose is not None:
                     why += f". {self._diagnose()}"
                 with self._lock:
-                    replica.down = replica.down or why
+                    replica.down = why
                     replica.down_at = time.monotonic()
+                    replica.failures += 1
                 continue  # another replica, or BackendDown from _pick when none is left
             finally:
                 with self._lock:
                     replica.in_flight -= 1
+            replica.failures = 0
             choice = resp.choices[0]  # _completion made sure there is one
             tokens = int(getattr(resp.usage, "completion_tokens", 0) or 0)
             finish = "length" if choice.finish_reason == "length" else "stop"

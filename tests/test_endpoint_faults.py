@@ -1,0 +1,136 @@
+"""``--backend openai`` against a server that misbehaves (fixtures/completions_server.py, a real HTTP server playing
+scripted faults): each fault is one line naming the server and the fix, and only transient ones are retried."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import TINY
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Callable[[dict[str, Any]], None], Callable[[], dict[str, int]]]]:
+    from fixtures.completions_server import start
+
+    url, httpd = start()
+    root = url.rsplit("/v1", 1)[0]
+
+    def script(plan: dict[str, Any]) -> None:
+        req = urllib.request.Request(root + "/_script", data=json.dumps(plan).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req).read()
+
+    def stats() -> dict[str, int]:
+        with urllib.request.urlopen(root + "/_stats") as resp:
+            return json.loads(resp.read())
+
+    yield url, script, stats
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def run_openai(real_suite, server, monkeypatch):
+    url = server[0]
+    monkeypatch.setenv("CTXGATE_REPROBE_S", "0.5")
+
+    def run(*args: str, model: str = "tiny") -> pytest.RunResult:
+        return real_suite("--backend", "openai", "--base-url", url, "--tokenizer", str(TINY), "--served-model",
+                          "tiny", "--request-retries", "1", *args, model=Path(model))
+
+    return run
+
+
+def _out(result: pytest.RunResult) -> str:
+    out = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in out and "IndexError" not in out, out[-3000:]
+    return out
+
+
+def test_a_completion_without_choices_is_one_line(run_openai, server):
+    server[1]({"completions": [{"choices": []}] * 20})
+    out = _out(run_openai("-k", "vt", "--lengths", "1k", "--samples", "2", "--no-cache"))
+    assert "the completion has no choices" in out
+
+
+def test_a_server_that_lists_no_model_is_told_it_is_loading(run_openai, server):
+    server[1]({"models": []})
+    out = _out(run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache"))
+    assert "lists no model at /models" in out and "--served-model" not in out.split("lists no model")[1][:200]
+
+
+def test_a_4xx_is_refused_at_once_and_not_retried(run_openai, server):
+    server[1]({"completions": [{"status": 413}]})
+    before = server[2]()["completions"]
+    out = _out(run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache"))
+    assert "refused a completion (413" in out
+    assert server[2]()["completions"] - before == 1  # one request: a 413 does not get better by asking again
+
+
+def test_a_replica_dropped_by_a_burst_of_503s_is_tried_again(run_openai, server):
+    """A burst of 503s longer than the retries (a server restarting) drops the only replica; the request waits
+    for its re-probe (CTXGATE_REPROBE_S later) instead of failing this case and every later one."""
+    server[1]({"completions": [{"status": 503}] * 2})  # --request-retries 1: two requests, the series is spent
+    before = server[2]()["completions"]
+    result = run_openai("-k", "vt or niah_single_1", "--lengths", "1k", "--samples", "1", "--no-cache")
+    _out(result)
+    result.assert_outcomes(passed=2, deselected=32)
+    assert server[2]()["completions"] - before == 4  # two 503s, then one completion per case
+
+
+def test_a_dead_server_is_given_up_after_its_probes(run_openai, server):
+    server[1]({"completions": [{"status": 503}] * 100})
+    result = run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache")
+    out = _out(result)
+    assert result.ret != 0 and "each failed 3 tries" in out
+
+
+def test_a_failing_tokenize_is_refused_not_downgraded(run_openai, server):
+    server[1]({"tokenize_status": 401})
+    out = _out(run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache"))
+    assert "/tokenize answered 401" in out
+
+
+def test_a_server_whose_weights_cannot_be_identified_is_not_cached(run_openai, pytester):
+    result = run_openai("-k", "vt", "--lengths", "1k", "--samples", "2", "--cache-dir", "cache",
+                        "--report", "out/r.json")
+    assert result.ret == 0
+    report = json.loads((pytester.path / "out" / "r.json").read_text())
+    assert "cannot be identified" in report["run"]["cache"]["disabled"]
+    assert not (pytester.path / "cache" / "generations.sqlite").exists() or not sqlite3.connect(
+        pytester.path / "cache" / "generations.sqlite").execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+    cached = run_openai("-k", "vt", "--lengths", "1k", "--samples", "2", "--cache-dir", "cache", model=str(TINY))
+    assert cached.ret == 0
+    rows = sqlite3.connect(pytester.path / "cache" / "generations.sqlite").execute(
+        "SELECT COUNT(*) FROM generations").fetchone()[0]
+    assert rows == 2  # with the served checkpoint's folder named, the weights are known
+
+
+def test_every_engine_setting_is_in_the_cache_namespace(server):
+    import transformers
+
+    from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
+    from ctxgate.backends.fingerprint import checkpoint_fingerprint
+    from ctxgate.run.cache import namespace_for
+
+    tok = transformers.AutoTokenizer.from_pretrained(str(TINY))
+    local = checkpoint_fingerprint(str(TINY))
+
+    def namespace(engine: dict[str, Any], fingerprint: dict[str, Any] | None = local) -> Any:
+        backend = EndpointBackend(EndpointSettings((server[0],), "tiny"), tok, str(TINY), fingerprint,
+                                  name="vllm", engine=engine)
+        return namespace_for(backend.fingerprint["sha256"], backend)
+
+    plain = {"dtype": "bfloat16", "tensor_parallel": 1, "vllm_args": []}
+    seen = [namespace(plain), namespace({**plain, "dtype": "float16"}),
+            namespace({**plain, "vllm_args": ["--quantization=fp8"]}),
+            namespace({**plain, "vllm_args": ["--kv-cache-dtype=fp8"]}), namespace({**plain, "tensor_parallel": 2})]
+    assert len({json.dumps(n, sort_keys=True) for n in seen}) == len(seen)
+    assert namespace(plain, None) is None  # the served weights unknown: no cache at all
