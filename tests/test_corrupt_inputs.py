@@ -1,0 +1,189 @@
+"""Every reader, fed corrupt bytes (cut short, garbled, not UTF-8, the wrong shape), answers with its own error
+type and a one-line message, never another exception or a traceback (Hypothesis generates the damage)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint, check_safetensors
+from ctxgate.data.haystacks import HaystackError, load_essay
+from ctxgate.gate.baseline import BaselineError, load_baseline
+from ctxgate.gate.thresholds import ThresholdsError, parse_thresholds
+from ctxgate.report.io import ReportFileError, read_predictions, read_report
+from ctxgate.sources.errors import DataUnavailable
+from ctxgate.sources.files import first_bad_line, load_rows
+from ctxgate.tasks.registry import task_names
+from ctxgate.workflows.watch import WatchError, WatchState
+from tests.conftest import TINY
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+REPORT = json.dumps({"schema_version": 1, "created": "2026-11-23T00:00:00+00:00", "complete": True,
+                     "run": {"model": "m"}, "predictions": "r.predictions.jsonl", "by_length": {}, "overall": {},
+                     "effective_length": None, "gates": [],
+                     "cases": [{"task": "vt", "length": 1024, "verdict": "pass", "score": 50.0, "n": 2,
+                                "data_sha256": "ab"}]}, indent=1).encode()
+PREDICTIONS = (b'{"task": "vt", "length": 1024, "index": 0, "score": 1.0, "sample_sha256": "a"}\n'
+               b'{"task": "vt", "length": 1024, "index": 1, "score": 0.0, "sample_sha256": "b"}\n')
+THRESHOLDS = (b'[defaults]\nfloor = 10\nrule = "score"\n[[floor]]\ntask = "niah_*"\nlength = "<=32k"\nfloor = 90\n'
+              b'[regression]\ntolerance = 2.0\n[[tolerance]]\ntask = "vt"\npoints = 5\n')
+JSONL = b'{"question": "q1", "answers": ["a"]}\n{"question": "q2", "answers": ["b"]}\n'
+ESSAY = ("Sentence number one is here. " * 12).encode()
+
+
+@st.composite
+def damaged(draw: st.DrawFn, valid: bytes) -> bytes:
+    """``valid`` cut short, with bytes flipped or inserted (invalid UTF-8 among them), or replaced outright."""
+    how = draw(st.sampled_from(["cut", "flip", "insert", "garbage", "empty"]))
+    if how == "cut":
+        return valid[: draw(st.integers(0, max(0, len(valid) - 1)))]
+    if how == "flip":
+        data = bytearray(valid)
+        for _ in range(draw(st.integers(1, 4))):
+            i = draw(st.integers(0, len(data) - 1))
+            data[i] = draw(st.integers(0, 255))
+        return bytes(data)
+    if how == "insert":
+        i = draw(st.integers(0, len(valid)))
+        return valid[:i] + draw(st.sampled_from([b"\xff", b"\xc3(", b"\x00", b"{", b'"', b"\n\n]"])) + valid[i:]
+    if how == "garbage":
+        return draw(st.binary(max_size=300))
+    return b""
+
+
+def _one_line(exc: BaseException) -> None:
+    message = str(exc)
+    assert message and "\n" not in message and "Traceback" not in message, message
+
+
+def _write(folder: Path, name: str, data: bytes) -> Path:
+    path = folder / name
+    path.write_bytes(data)
+    return path
+
+
+@SETTINGS
+@given(data=damaged(THRESHOLDS))
+def test_thresholds(data):
+    try:
+        parse_thresholds(data.decode("utf-8", errors="replace"), "t.toml", task_names())
+    except ThresholdsError as exc:
+        _one_line(exc)
+
+
+@SETTINGS
+@given(data=damaged(REPORT))
+def test_report(tmp_path, data):
+    try:
+        read_report(_write(tmp_path, "r.json", data))
+    except ReportFileError as exc:
+        _one_line(exc)
+
+
+@SETTINGS
+@given(data=damaged(PREDICTIONS))
+def test_predictions(tmp_path, data):
+    try:
+        read_predictions(_write(tmp_path, "p.jsonl", data))
+    except ReportFileError as exc:
+        _one_line(exc)
+
+
+@SETTINGS
+@given(report=damaged(REPORT), predictions=damaged(PREDICTIONS))
+def test_baseline(tmp_path, report, predictions):
+    _write(tmp_path, "r.predictions.jsonl", predictions)
+    try:
+        load_baseline(_write(tmp_path, "r.json", report))
+    except BaselineError as exc:
+        _one_line(exc)
+
+
+@SETTINGS
+@given(data=damaged(JSONL))
+def test_jsonl_data(tmp_path, data):
+    path = _write(tmp_path, "d.jsonl", data)
+    problem = first_bad_line(path)
+    assert problem is None or "\n" not in problem
+    if problem is None:
+        return  # well-formed records: datasets reads them (the slow path is the next test's)
+    with pytest.raises(DataUnavailable) as caught:
+        load_rows(str(path), "train", None, "fix it")
+    _one_line(caught.value)
+    assert str(path) in str(caught.value)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=st.lists(st.dictionaries(st.sampled_from("abc"), st.one_of(st.integers(), st.text(max_size=3),
+                                                                            st.lists(st.integers(), max_size=2))),
+                        min_size=1, max_size=4))
+def test_records_of_mixed_shapes(tmp_path, records):
+    """Lines that each parse but do not share a schema: datasets may refuse them, in one line."""
+    path = _write(tmp_path, "m.jsonl", b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    try:
+        load_rows(str(path), "train", None, "fix it")
+    except DataUnavailable as exc:
+        _one_line(exc)
+
+
+def _safetensors() -> bytes:
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    return struct.pack("<Q", len(header)) + header + b"\x00" * 8
+
+
+@SETTINGS
+@given(data=damaged(_safetensors()))
+def test_safetensors_header(tmp_path, data):
+    try:
+        check_safetensors(_write(tmp_path, "model.safetensors", data))
+    except CheckpointError as exc:
+        _one_line(exc)
+
+
+@pytest.fixture(scope="module")
+def checkpoint_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import shutil
+
+    target = tmp_path_factory.mktemp("ck") / "ckpt"
+    shutil.copytree(TINY, target, ignore=shutil.ignore_patterns("training_log.json"))
+    return target
+
+
+@SETTINGS
+@given(name=st.sampled_from(["config.json", "generation_config.json", "tokenizer_config.json",
+                             "special_tokens_map.json"]), data=st.data())
+def test_checkpoint_json_files(checkpoint_copy, name, data):
+    path = checkpoint_copy / name
+    original = path.read_bytes() if path.exists() else b"{}"
+    try:
+        path.write_bytes(data.draw(damaged(original)))
+        check_checkpoint(checkpoint_copy)
+    except CheckpointError as exc:
+        _one_line(exc)
+    finally:
+        path.write_bytes(original)
+
+
+@SETTINGS
+@given(data=damaged(ESSAY))
+def test_haystack(tmp_path, data):
+    load_essay.cache_clear()
+    try:
+        load_essay(str(_write(tmp_path, "hay.txt", data)))
+    except HaystackError as exc:
+        _one_line(exc)
+
+
+@SETTINGS
+@given(data=damaged(b'{"done": ["checkpoint-100"], "failed": {}, "last": "checkpoint-100"}'))
+def test_watch_state(tmp_path, data):
+    try:
+        WatchState.load(_write(tmp_path, "watch-state.json", data))
+    except WatchError as exc:
+        _one_line(exc)
