@@ -28,8 +28,8 @@ from ctxgate.report.tables import markdown, terminal
 
 from .cases import CASE_RECORD_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
-from .signals import RECEIVED_KEY
 from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
+from .signals import RECEIVED_KEY
 
 try:
     import fcntl

@@ -113,7 +113,8 @@ def test_thresholds_are_found_from_a_subfolder_and_named_in_the_header(real_suit
     sub = pytester.path / "ci"
     sub.mkdir()
     proc = subprocess.run([sys.executable, "-m", "pytest", f"--model={TINY}", "-k", "vt", "--lengths", "1k",
-                           "--samples", "2", "-p", "no:cacheprovider", "--no-cache", str(pytester.path / "tests_longctx")],
+                           "--samples", "2", "-p", "no:cacheprovider", "--no-cache",
+                           str(pytester.path / "tests_longctx")],
                           cwd=sub, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
                           timeout=600)
     assert f"ctxgate thresholds: {pytester.path / 'thresholds.toml'} (found 1 up" in proc.stdout
@@ -151,7 +152,8 @@ def test_a_missing_tensor_is_refused_in_one_line_unless_allowed(real_suite, pyte
     result = real_suite("-k", "vt", "--lengths", "1k", "--samples", "1", "--report", "out/r.json", model=ckpt)
     out = _one_line_error(result)
     assert result.ret == 2 and "LOAD REPORT" not in out  # the model would not load: the session stops
-    assert "Run error: ctxgate: the model" in out and "tensor model.layers.3.mlp.up_proj.weight is missing from the weights" in out
+    assert "Run error: ctxgate: the model" in out
+    assert "tensor model.layers.3.mlp.up_proj.weight is missing from the weights" in out
     assert "--allow-weight-mismatch" in out
     allowed = real_suite("-k", "vt", "--lengths", "1k", "--samples", "1", "--allow-weight-mismatch",
                          "--report", "out/a.json", model=ckpt)

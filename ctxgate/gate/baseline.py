@@ -39,6 +39,7 @@ class Baseline:
     cases: Mapping[tuple[str, int], BaselineCase]
     complete: bool = True
     unscored: Mapping[tuple[str, int], str] = field(default_factory=dict)  # selected, no score: why
+    skipped: Mapping[tuple[str, int], str] = field(default_factory=dict)  # selected, skipped: why (skip_kind)
 
     def incompleteness(self) -> str | None:
         """Why this report cannot stand for its whole selection, or None when it can."""
@@ -84,7 +85,7 @@ def load_baseline(path: str | Path) -> Baseline:
                 per_case.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = float(r["score"])
             if r.get("sample_sha256"):
                 digests.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = str(r["sample_sha256"])
-        cases, unscored = {}, {}
+        cases, unscored, skipped = {}, {}, {}
         for c in report["cases"]:
             key = (c["task"], int(c["length"]))
             if key in per_case:
@@ -92,10 +93,12 @@ def load_baseline(path: str | Path) -> Baseline:
                                           digests.get(key, {}))
             elif c.get("verdict") == "error":
                 unscored[key] = c.get("error_kind") or "error"
+            elif c.get("verdict") == "skip":
+                skipped[key] = f"skipped: {c.get('skip_kind') or 'skip'}"
     except (ReportFileError, KeyError, TypeError, ValueError) as exc:
         raise BaselineError(f"cannot read the report {p} with its predictions ({exc}); pass a report written by "
                             "ctxgate --report, with its .predictions.jsonl beside it") from None
-    return Baseline(str(p), report.get("run", {}), cases, bool(report.get("complete", True)), unscored)
+    return Baseline(str(p), report.get("run", {}), cases, bool(report.get("complete", True)), unscored, skipped)
 
 
 def regression_verdict(result: PairedResult, tolerance: float, sequential: Mapping[str, Any] | None) -> bool:

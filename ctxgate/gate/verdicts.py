@@ -13,7 +13,6 @@ from ctxgate.gate.thresholds import Thresholds
 from ctxgate.lengths import format_length
 from ctxgate.report.schema import BROKEN, BY_DESIGN, NOT_GIVEN
 
-
 # Why a selected case has no score, and whether that fails the gates: the one rule every gate, `diff`, `bisect` and
 # `watch` read through the verdict it yields (README, "Which cases count").
 #   by design    the task cannot be built at this length (its fixed parts do not fit): "skip", never a failure

@@ -15,7 +15,8 @@ from pathlib import Path
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import first_bad_line, sha256_of
 from ctxgate.sources.icl import SOURCES as ICL_SOURCES
-from ctxgate.sources.infbench import HUB_ID as INFBENCH_HUB, SUBSETS as INFBENCH_SUBSETS
+from ctxgate.sources.infbench import HUB_ID as INFBENCH_HUB
+from ctxgate.sources.infbench import SUBSETS as INFBENCH_SUBSETS
 from ctxgate.sources.judged import ALCE_FILES
 from ctxgate.sources.kilt import MSMARCO_DEMO, MSMARCO_FOLDERS, MSMARCO_TEST, RAG_FILES
 from ctxgate.sources.ruler_files import FOLDERS as RULER_FOLDERS

@@ -1,7 +1,8 @@
 """``ctxgate diff BASE.json NEW.json``: the baseline gate's paired comparison, as a table.
 
-A case the baseline scored but the new run did not (an error, a crashed worker, an interrupted run) is a row of
-its own, MISSING, and fails the diff like a regression: a report that lost cases must never compare as "same".
+A case the baseline scored but the new run did not (an error, a crashed worker, an interrupted run, a skip, a
+case left out of the new selection) is a row of its own, MISSING, and fails the diff like a regression: a report
+that lost cases must never compare as "same".
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
         if result is not None:
             rows.append(DiffRow(case.task, case.length, result, thresholds.tolerance_for(case.task, case.length)))
     lost = sorted(set(base.cases) - set(new.cases))
-    rows += [DiffRow(t, L, None, thresholds.tolerance_for(t, L), new.unscored.get((t, L), "not in the new run"))
-             for t, L in lost]
+    rows += [DiffRow(t, L, None, thresholds.tolerance_for(t, L),
+                     new.unscored.get((t, L)) or new.skipped.get((t, L), "not in the new run")) for t, L in lost]
     if not rows:
         raise BaselineError(f"{base_path} and {new_path} have no case in common: run the same tasks and lengths")
     notes = []
