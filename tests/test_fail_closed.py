@@ -398,3 +398,29 @@ def test_a_report_whose_predictions_are_a_symlink_is_refused(tmp_path):
                            "m", "--judge-base-url", "http://127.0.0.1:9/v1"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and "is a symbolic link" in proc.stderr, proc.stderr
+
+
+# The rule itself ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("cause", "floor", "baseline", "verdict"), [
+    ("too_short", 90, True, "skip"),  # by design: never a failure
+    ("data_not_given", 0, False, "skip"), ("data_not_given", 50, False, "error"), ("data_not_given", 0, True, "error"),
+    ("judge_not_given", 0, False, "skip"), ("judge_not_given", 10, False, "error"),
+    ("window", 0, False, "error"), ("data_unreadable", 0, False, "error"), ("judge_failed", 0, False, "error"),
+])
+def test_the_one_rule_for_a_case_without_a_score(cause, floor, baseline, verdict):
+    from ctxgate.gate.verdicts import unscored_verdict
+
+    assert unscored_verdict(cause, floor, baseline) == verdict
+
+
+def test_every_cause_the_report_can_name_has_a_verdict():
+    from ctxgate.gate.verdicts import unscored_verdict
+    from ctxgate.report.schema import BROKEN, BY_DESIGN, NOT_GIVEN, REPORT_SCHEMA
+
+    case = REPORT_SCHEMA["properties"]["cases"]["items"]["properties"]
+    for cause in (*BY_DESIGN, *NOT_GIVEN, *BROKEN):
+        assert unscored_verdict(cause, 0, False) in ("skip", "error")
+        assert cause in case["error_kind"]["enum"] or cause in case["skip_kind"]["enum"]
+    with pytest.raises(ValueError, match="unknown cause"):
+        unscored_verdict("something_new", 0, False)

@@ -74,6 +74,8 @@ def _case_result(case: dict[str, Any], rows: list[dict[str, Any]]) -> CaseResult
 def _verdict(case: dict[str, Any], thresholds: Thresholds) -> None:
     """The plugin's gates, minus the baseline (a later judging has no paired baseline run to compare with)."""
     case["floor"] = thresholds.floor_for(case["task"], case["length"])
+    for stale in ("error_kind", "skip_kind"):  # why it had no score (no judge in its run): it has one now
+        case.pop(stale, None)
     message = judge_failure(case)
     if message:
         case["verdict"], case["message"] = "fail", f"{case['task']} at {case['length']}: {message}"
