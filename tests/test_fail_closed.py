@@ -275,13 +275,24 @@ def test_sigterm_and_sighup_end_the_run_like_ctrl_c(pytester, sig):
 
 
 def test_workers_exit_when_their_controller_is_killed(pytester):
+    """Orphaned workers used to go on generating (and caching) a case nobody would read; now they stop with their
+    controller: at most the samples in flight when it died reach the cache."""
+    import sqlite3
+
     shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
     proc = _start_suite(pytester.path)
-    workers = _workers_generating(proc, pytester.path / "cache" / "generations.sqlite")
+    cache = pytester.path / "cache" / "generations.sqlite"
+    workers = _workers_generating(proc, cache)
     proc.kill()
     proc.communicate(timeout=60)
-    gone, alive = psutil.wait_procs(workers, timeout=60)
+
+    def rows() -> int:
+        return sqlite3.connect(cache, timeout=30).execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+
+    at_kill = rows()
+    gone, alive = psutil.wait_procs(workers, timeout=120)
     assert not alive, [p.pid for p in alive]
+    assert rows() - at_kill <= 2  # one sample in flight per worker, at most
 
 
 def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_half_file(real_suite, pytester):

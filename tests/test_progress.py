@@ -135,3 +135,31 @@ def test_no_line_in_a_pipe_or_with_progress_off(tmp_path):
     assert piped.returncode == 0 and b"\x1b7" not in piped.stdout + piped.stderr
     raw = on_a_terminal(tmp_path, *SELECT, "--progress", "off")
     assert b"\x1b7" not in raw and b"tok/s" not in raw
+
+
+def test_any_write_through_the_terminal_writer_erases_the_line_first_and_reaches_the_screen_at_once():
+    """The cause of a line once seen merged with pytest's dots under load: a write made outside the hooks the line
+    paused for, or one left in a buffer while the drawing thread wrote the line straight to the terminal. Every
+    write through pytest's terminal writer (whoever makes it) now erases the drawn line first and is flushed
+    before the line can be drawn again."""
+    import io
+
+    from _pytest._io.terminalwriter import TerminalWriter
+
+    from plugins.progress import CLEAR, LiveLine
+
+    read_fd, write_fd = os.pipe()
+    buffered = io.TextIOWrapper(io.BufferedWriter(io.FileIO(os.dup(write_fd), "w"), buffer_size=1 << 16))
+    tw = TerminalWriter(buffered)
+    live = LiveLine(tw, write_fd, None)
+    try:
+        live.drawn = True  # as if the drawing thread had just drawn the line
+        tw.write("[gw0] PASSED a plugin's own line")  # no newline, no flush asked for
+        os.set_blocking(read_fd, False)
+        arrived = os.read(read_fd, 4096)
+        assert arrived.startswith(CLEAR) and arrived.endswith(b"a plugin's own line"), arrived
+        assert live.drawn is False
+    finally:
+        live.stop()
+        buffered.close()
+        os.close(read_fd)
