@@ -43,6 +43,14 @@ def hf_tokenizer():
     return tok
 
 
+@pytest.fixture
+def ckpt(tmp_path: Path) -> Path:
+    """A private copy of the shipped checkpoint, to break."""
+    target = tmp_path / "ckpt"
+    shutil.copytree(TINY, target, ignore=shutil.ignore_patterns("training_log.json"))
+    return target
+
+
 @pytest.fixture(scope="session")
 def helmet_data_long(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture data with half of NarrativeQA's and Multi-LexSum's documents long enough for HELMET's length

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -18,14 +17,6 @@ import pytest
 from tests.conftest import HOTPOT, ROOT, SQUAD, TINY
 
 NEED_512 = '[session]\nmin_effective_length = "512"\n'
-
-
-@pytest.fixture
-def ckpt(tmp_path: Path) -> Path:
-    """A private copy of the shipped checkpoint, to break."""
-    target = tmp_path / "ckpt"
-    shutil.copytree(TINY, target, ignore=shutil.ignore_patterns("training_log.json"))
-    return target
 
 
 def test_kill_9_of_a_real_worker_mid_case_fails_the_run(real_suite, pytester):

@@ -23,14 +23,6 @@ from tests.conftest import HELMET_DATA, ROOT, TINY
 FLOOR_ALL = '[[floor]]\ntask = "*"\nfloor = 1\n'
 
 
-@pytest.fixture
-def ckpt(tmp_path: Path) -> Path:
-    """A private copy of the shipped checkpoint, to break."""
-    target = tmp_path / "ckpt"
-    shutil.copytree(TINY, target, ignore=shutil.ignore_patterns("training_log.json"))
-    return target
-
-
 def _report(pytester: pytest.Pytester, name: str = "r.json") -> dict:
     return json.loads((pytester.path / "out" / name).read_text())
 
