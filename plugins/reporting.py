@@ -13,6 +13,7 @@ are written atomically, and a lock beside the report stops two runs from writing
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -163,12 +164,15 @@ class Collector:
         self.records[(record["task"], record["length"])] = record
         if self.report_path and self.partial_error is None:
             line = json.dumps(record) + "\n"
+            size = self.partial.stat().st_size if self.partial.exists() else 0
             try:
                 with self.partial.open("a", encoding="utf-8") as f:
                     f.write(line)
             except OSError as exc:  # a full disk: the records are still in memory for the report
                 self.partial_error = f"cannot append to {self.partial} ({exc.strerror or exc})"
                 self.notes.append(f"{self.partial_error}; unfinished cases are no longer saved as they finish")
+                with contextlib.suppress(OSError):
+                    os.truncate(self.partial, size)  # no record cut in half: the file ends at its last whole line
 
     def finish(self, reason: str) -> list[dict[str, Any]]:
         """Every selected case: the ones that reported, and the ones that never did, as not run, with ``reason``."""

@@ -308,6 +308,9 @@ def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_half_fil
     assert "ERROR: the report could not be written to out/r.json" in out
     assert (out_dir / "r.json").read_text() == '{"created": "earlier"}'  # the old report, whole
     assert not [p.name for p in out_dir.iterdir() if p.name.endswith(".tmp") or p.name.endswith(".lock")]
+    partial = out_dir / "r.partial.jsonl"
+    if partial.exists():  # whatever it kept is whole records
+        assert all(json.loads(line) for line in partial.read_text().splitlines())
 
 
 def test_a_report_path_that_is_a_device_is_refused(real_suite):
