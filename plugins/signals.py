@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from types import FrameType
 from typing import Any
 
@@ -57,7 +58,7 @@ def _watch_parent() -> None:
 
     def watch() -> None:
         while True:
-            threading.Event().wait(PARENT_POLL_S)
+            time.sleep(PARENT_POLL_S)
             if os.getppid() != parent:
                 os._exit(3)  # the controller died: nobody reads this worker's results; cached rows are committed
 

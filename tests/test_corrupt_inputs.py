@@ -57,6 +57,27 @@ def damaged(draw: st.DrawFn, valid: bytes) -> bytes:
     return b""
 
 
+def _safetensors() -> bytes:
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    return struct.pack("<Q", len(header)) + header + b"\x00" * 8
+
+
+def _essay(path: Path) -> object:
+    load_essay.cache_clear()  # remembered by path: each example is a new file under the same name
+    return load_essay(str(path))
+
+
+# reader, the file name it reads, a valid file, and the one error it may raise
+FILE_READERS = {
+    "report": (read_report, "r.json", REPORT, ReportFileError),
+    "predictions": (read_predictions, "p.jsonl", PREDICTIONS, ReportFileError),
+    "safetensors": (check_safetensors, "model.safetensors", _safetensors(), CheckpointError),
+    "haystack": (_essay, "hay.txt", ESSAY, HaystackError),
+    "watch_state": (WatchState.load, "watch-state.json",
+                    b'{"done": ["checkpoint-100"], "failed": {}, "last": "checkpoint-100"}', WatchError),
+}
+
+
 def _one_line(exc: BaseException) -> None:
     message = str(exc)
     assert message and "\n" not in message and "Traceback" not in message, message
@@ -77,21 +98,15 @@ def test_thresholds(data):
         _one_line(exc)
 
 
+@pytest.mark.parametrize("reader", sorted(FILE_READERS))
 @SETTINGS
-@given(data=damaged(REPORT))
-def test_report(tmp_path, data):
+@given(data=st.data())
+def test_file_reader(tmp_path, reader, data):
+    read, name, valid, error = FILE_READERS[reader]
+    path = _write(tmp_path, name, data.draw(damaged(valid)))
     try:
-        read_report(_write(tmp_path, "r.json", data))
-    except ReportFileError as exc:
-        _one_line(exc)
-
-
-@SETTINGS
-@given(data=damaged(PREDICTIONS))
-def test_predictions(tmp_path, data):
-    try:
-        read_predictions(_write(tmp_path, "p.jsonl", data))
-    except ReportFileError as exc:
+        read(path)
+    except error as exc:
         _one_line(exc)
 
 
@@ -132,20 +147,6 @@ def test_records_of_mixed_shapes(tmp_path, records):
         _one_line(exc)
 
 
-def _safetensors() -> bytes:
-    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
-    return struct.pack("<Q", len(header)) + header + b"\x00" * 8
-
-
-@SETTINGS
-@given(data=damaged(_safetensors()))
-def test_safetensors_header(tmp_path, data):
-    try:
-        check_safetensors(_write(tmp_path, "model.safetensors", data))
-    except CheckpointError as exc:
-        _one_line(exc)
-
-
 @pytest.fixture(scope="module")
 def checkpoint_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import shutil
@@ -168,22 +169,3 @@ def test_checkpoint_json_files(checkpoint_copy, name, data):
         _one_line(exc)
     finally:
         path.write_bytes(original)
-
-
-@SETTINGS
-@given(data=damaged(ESSAY))
-def test_haystack(tmp_path, data):
-    load_essay.cache_clear()
-    try:
-        load_essay(str(_write(tmp_path, "hay.txt", data)))
-    except HaystackError as exc:
-        _one_line(exc)
-
-
-@SETTINGS
-@given(data=damaged(b'{"done": ["checkpoint-100"], "failed": {}, "last": "checkpoint-100"}'))
-def test_watch_state(tmp_path, data):
-    try:
-        WatchState.load(_write(tmp_path, "watch-state.json", data))
-    except WatchError as exc:
-        _one_line(exc)

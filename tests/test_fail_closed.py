@@ -208,7 +208,6 @@ def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(real_suit
 
     url, _ = judge_server
     script_faults(url, [{"status": 500}] * 200)  # the server is down for good: every verdict fails
-    summary = pytester.path / "summary.md"
     result = pytester.runpytest_subprocess(
         f"--model={TINY}", "-k", "infbench_sum", "--lengths", "2k", "--samples", "2", "--data-dir", str(HELMET_DATA),
         "--judge-model", "ctxgate-lexical-judge", "--judge-base-url", url, "--judge-retries", "0", "--report",
@@ -219,7 +218,6 @@ def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(real_suit
     assert case["verdict"] == "fail" and case["score"] is None and case["judge"]["status"] == "failed"
     assert "infbench_sum  no score ✗" in out and "2 of 2 verdicts failed" in out
     assert "no score ✗" in (pytester.path / "out" / "r.md").read_text()
-    del summary
 
 
 def _start_suite(cwd: Path, *args: str) -> subprocess.Popen[str]:

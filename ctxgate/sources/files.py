@@ -23,8 +23,8 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[di
     edited file is read again; failures are not remembered, so a file fixed between two runs of one process is
     seen. Errors end with ``fix``."""
     p = Path(source)
-    stamp = (p.stat().st_size, p.stat().st_mtime_ns) if p.is_file() else None
-    return _load(source, stamp, split, config, fix)
+    st = p.stat() if p.is_file() else None
+    return _load(source, (st.st_size, st.st_mtime_ns) if st else None, split, config, fix)
 
 
 def _go_offline() -> None:
