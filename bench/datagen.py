@@ -60,9 +60,12 @@ def naive_niah_single_2(tok, length: int, index: int, seed: int) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokenizer", default="fixtures/tiny-llama-niah")
-    ap.add_argument("--data-dir", default=None,
-                    help="HELMET data folder (default: a copy of the fixtures with long NarrativeQA / Multi-LexSum "
-                         "documents, written to a temporary folder)")
+    ap.add_argument(
+        "--data-dir",
+        default=None,
+        help="HELMET data folder (default: a copy of the fixtures with long NarrativeQA / Multi-LexSum "
+        "documents, written to a temporary folder)",
+    )
     ap.add_argument("--samples", type=int, default=100)
     ap.add_argument("--lengths", default="32k,128k")
     ap.add_argument("--naive-samples", type=int, default=3)
@@ -102,17 +105,22 @@ def main() -> None:
             t0 = time.perf_counter()
             build_samples(get_task("niah_multikey_2"), c, length, args.wrapper_samples, 42)
             timings.append(time.perf_counter() - t0)
-        print(f"{format_length(length)}: niah_multikey_2 x {args.wrapper_samples}: wrapper-only tokenization "
-              f"{timings[0]:.2f} s vs encode_batch_fast {timings[1]:.2f} s -> {timings[0] / timings[1]:.1f}x faster",
-              flush=True)
+        print(
+            f"{format_length(length)}: niah_multikey_2 x {args.wrapper_samples}: wrapper-only tokenization "
+            f"{timings[0]:.2f} s vs encode_batch_fast {timings[1]:.2f} s -> {timings[0] / timings[1]:.1f}x faster",
+            flush=True,
+        )
         t0 = time.perf_counter()
         for i in range(args.naive_samples):
             naive_niah_single_2(tok, length, i, 42)
         naive = (time.perf_counter() - t0) / args.naive_samples * args.samples
         ratio = naive / per_task["niah_single_2"]
-        print(f"{format_length(length)}: all {len(per_task)} tasks x {args.samples} samples in {total:.1f} s; "
-              f"niah_single_2: ctxgate {per_task['niah_single_2']:.2f} s vs naive re-tokenizing "
-              f"{naive:.1f} s (from {args.naive_samples} samples) -> {ratio:.0f}x faster", flush=True)
+        print(
+            f"{format_length(length)}: all {len(per_task)} tasks x {args.samples} samples in {total:.1f} s; "
+            f"niah_single_2: ctxgate {per_task['niah_single_2']:.2f} s vs naive re-tokenizing "
+            f"{naive:.1f} s (from {args.naive_samples} samples) -> {ratio:.0f}x faster",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -58,14 +58,17 @@ def main() -> None:
     server.start()
     try:
         server.wait_ready(900)
-        vllm = EndpointBackend(EndpointSettings((server.url,), concurrency=args.samples), hf.hf_tokenizer,
-                               args.model, name="vllm")
+        vllm = EndpointBackend(
+            EndpointSettings((server.url,), concurrency=args.samples), hf.hf_tokenizer, args.model, name="vllm"
+        )
         batched = f"HF batch {args.batch_size}"
         engines = {"HF batch 1": (hf, 1), batched: (hf, args.batch_size), "vLLM": vllm}
-        print(f"device: {hf.describe()['device']} ({_gpu_name()}); HF {hf.describe()['dtype']} "
-              f"{hf.describe()['attn_implementation']}; vLLM {vllm.describe()['server_version']}, "
-              f"{args.samples} in flight; {args.samples} prompts per round, median of {args.rounds} rounds; "
-              "speed = HF batch 1 time / its time, in the same rounds")
+        print(
+            f"device: {hf.describe()['device']} ({_gpu_name()}); HF {hf.describe()['dtype']} "
+            f"{hf.describe()['attn_implementation']}; vLLM {vllm.describe()['server_version']}, "
+            f"{args.samples} in flight; {args.samples} prompts per round, median of {args.rounds} rounds; "
+            "speed = HF batch 1 time / its time, in the same rounds"
+        )
         for task in args.tasks.split(","):
             params = GenerationParams(max_new_tokens=get_task(task).tokens_to_generate)
             for length in lengths:
@@ -76,7 +79,7 @@ def main() -> None:
                     samples = build_samples(get_task(task), ctx, length, args.samples, seed=1000 + round_)
                     requests = [Request(s.input_ids, task, length, s.index) for s in samples]
                     names = list(engines)
-                    order = names[round_ % 3:] + names[:round_ % 3]  # each engine first once every three rounds
+                    order = names[round_ % 3 :] + names[: round_ % 3]  # each engine first once every three rounds
                     outputs = {}
                     for name in order:
                         seconds, outputs[name] = timed(engines[name], requests, params)
@@ -85,10 +88,15 @@ def main() -> None:
                         same[name] += sum(outputs[name][i] == outputs["HF batch 1"][i] for i in outputs[name])
                     total += len(requests)
                 base = statistics.median(times["HF batch 1"])
-                cells = [f"{name} {statistics.median(times[name]):6.2f} s ({base / statistics.median(times[name]):.2f}x"
-                         f", same {same[name]}/{total})" for name in engines if name != "HF batch 1"]
-                print(f"{task:<16} {format_length(length):>5}: HF batch 1 {base:6.2f} s; " + "; ".join(cells),
-                      flush=True)
+                cells = [
+                    f"{name} {statistics.median(times[name]):6.2f} s ({base / statistics.median(times[name]):.2f}x"
+                    f", same {same[name]}/{total})"
+                    for name in engines
+                    if name != "HF batch 1"
+                ]
+                print(
+                    f"{task:<16} {format_length(length):>5}: HF batch 1 {base:6.2f} s; " + "; ".join(cells), flush=True
+                )
     finally:
         server.stop()
 

@@ -50,12 +50,35 @@ FLOORS = '[[floor]]\ntask = "*"\nlength = "*"\nfloor = 50\n[regression]\ntoleran
 
 def suite(model: Path, out: Path, name: str, *args: str) -> dict[tuple[str, int], dict]:
     """The demo's cases in a subprocess (every task, demo lengths, the judge server); its cases by (task, length)."""
-    cmd = [sys.executable, "-m", "pytest", f"--model={model}", "--lengths", "256,512,1k,2k",
-           "--thresholds", str(out / "thresholds.toml"), "--report", str(out / f"{name}.json"), "--no-cache",
-           "--squad", str(ROOT / "fixtures/data/squad_v2_validation_tiny.jsonl"),
-           "--hotpotqa", str(ROOT / "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl"),
-           "--data-dir", str(out / "helmet_data"), "--judge-model", "ctxgate-lexical-judge",
-           "--judge-base-url", (out / "judge.url").read_text(), "-q", "-n", "2", "-p", "no:cacheprovider", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--model={model}",
+        "--lengths",
+        "256,512,1k,2k",
+        "--thresholds",
+        str(out / "thresholds.toml"),
+        "--report",
+        str(out / f"{name}.json"),
+        "--no-cache",
+        "--squad",
+        str(ROOT / "fixtures/data/squad_v2_validation_tiny.jsonl"),
+        "--hotpotqa",
+        str(ROOT / "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl"),
+        "--data-dir",
+        str(out / "helmet_data"),
+        "--judge-model",
+        "ctxgate-lexical-judge",
+        "--judge-base-url",
+        (out / "judge.url").read_text(),
+        "-q",
+        "-n",
+        "2",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    ]
     subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     report = json.loads((out / f"{name}.json").read_text())
     cases = {(c["task"], c["length"]): {**c, "generated": 0} for c in report["cases"]}
@@ -70,12 +93,17 @@ def compare_runs(title: str, fixed: dict, seq: dict) -> None:
     a, b = sum(c["generated"] for c in fixed.values()), sum(c["generated"] for c in seq.values())
     judged = [c for c in seq.values() if c.get("judge")]
     early = sum(1 for c in judged if (c.get("sequential") or {}).get("decided"))
-    print(f"{title}: verdicts equal in {same}/{len(fixed)} cases ({len(judged)} judged, {early} of them stopped "
-          f"early); generations {a} fixed, {b} sequential ({b / max(a, 1):.2f}x)", flush=True)
+    print(
+        f"{title}: verdicts equal in {same}/{len(fixed)} cases ({len(judged)} judged, {early} of them stopped "
+        f"early); generations {a} fixed, {b} sequential ({b / max(a, 1):.2f}x)",
+        flush=True,
+    )
     for k in sorted(fixed):
         if fixed[k]["verdict"] != seq[k]["verdict"]:
-            print(f"  differs: {k[0]}@{k[1]}: fixed {fixed[k]['verdict']} ({fixed[k]['score']}), sequential "
-                  f"{seq[k]['verdict']} ({seq[k]['score']}, {seq[k].get('sequential')})")
+            print(
+                f"  differs: {k[0]}@{k[1]}: fixed {fixed[k]['verdict']} ({fixed[k]['score']}), sequential "
+                f"{seq[k]['verdict']} ({seq[k]['score']}, {seq[k].get('sequential')})"
+            )
 
 
 def replay(samples: int) -> None:
@@ -85,8 +113,12 @@ def replay(samples: int) -> None:
 
     out = Path(tempfile.mkdtemp(prefix="ctxgate-seq-"))
     (out / "thresholds.toml").write_text(FLOORS)
-    subprocess.run([sys.executable, str(ROOT / "fixtures/make_helmet_fixtures.py"), "--long-documents",
-                    str(out / "helmet_data")], cwd=ROOT, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "fixtures/make_helmet_fixtures.py"), "--long-documents", str(out / "helmet_data")],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     url, judge = start()
     (out / "judge.url").write_text(url)
     try:
@@ -96,27 +128,49 @@ def replay(samples: int) -> None:
 
 
 def _replay(out: Path, samples: int, tiny: Path, build_sequence: Any) -> None:
-    print(f"replay on real generations: the demo's cases (every task at 256/512/1K/2K), --samples {samples}, "
-          "floor 50, tolerance 5")
+    print(
+        f"replay on real generations: the demo's cases (every task at 256/512/1K/2K), --samples {samples}, "
+        "floor 50, tolerance 5"
+    )
     n = ("--samples", str(samples))
-    compare_runs("floors, shipped checkpoint", suite(tiny, out, "fixed", *n),
-                 suite(tiny, out, "seq", *n, "--sequential"))
+    compare_runs(
+        "floors, shipped checkpoint", suite(tiny, out, "fixed", *n), suite(tiny, out, "seq", *n, "--sequential")
+    )
     run = out / "run"
     build_sequence(run, count=8, break_at=5)
     suite(run / "checkpoint-100", out, "base", *n)
     base = ("--baseline", str(out / "base.json"))
-    compare_runs("baseline gate, checkpoint-600 (damaged) vs checkpoint-100",
-                 suite(run / "checkpoint-600", out, "bfixed", *n, *base),
-                 suite(run / "checkpoint-600", out, "bseq", *n, *base, "--sequential"))
-    bisect = [sys.executable, "-m", "ctxgate.cli", "bisect", str(run), "-k", "niah_single_1", "--lengths", "256",
-              "--samples", str(samples), "--no-cache", "--tolerance", "5"]
+    compare_runs(
+        "baseline gate, checkpoint-600 (damaged) vs checkpoint-100",
+        suite(run / "checkpoint-600", out, "bfixed", *n, *base),
+        suite(run / "checkpoint-600", out, "bseq", *n, *base, "--sequential"),
+    )
+    bisect = [
+        sys.executable,
+        "-m",
+        "ctxgate.cli",
+        "bisect",
+        str(run),
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "256",
+        "--samples",
+        str(samples),
+        "--no-cache",
+        "--tolerance",
+        "5",
+    ]
     for mode in ((), ("--sequential",)):
         path = out / f"bisect{len(mode)}.json"
         subprocess.run([*bisect, *mode, "--json", str(path)], cwd=ROOT, capture_output=True, text=True, check=False)
         result = json.loads(path.read_text())
-        print(f"bisect {'--sequential' if mode else 'fixed n'}: first bad {Path(result['first_bad']).name} "
-              f"(index {result['first_bad_index']}), {result['evaluations']} evaluations, "
-              f"{sum(p['samples'] for p in result['path'])} samples", flush=True)
+        print(
+            f"bisect {'--sequential' if mode else 'fixed n'}: first bad {Path(result['first_bad']).name} "
+            f"(index {result['first_bad_index']}), {result['evaluations']} evaluations, "
+            f"{sum(p['samples'] for p in result['path'])} samples",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -136,12 +190,16 @@ def main() -> None:
     rng = random.Random(args.seed)
     n, floor = args.max_samples, args.floor
     truths = (0.0, 0.3, 0.5, 0.7, 0.75, 0.78, 0.8, 0.82, 0.85, 0.9, 0.95, 1.0)
-    print(f"floor {floor:.0%}, alpha {args.alpha}, fixed n = {n}, {args.cases:,} cases per row; wrong = a pass "
-          "below the floor or a fail above it (on the floor: a pass is not wrong). 'claims wrong': the sequential "
-          "test's own early claims that were wrong (the rate it guarantees <= alpha); 'verdict wrong': its verdicts, "
-          "the undecided ones by the fixed-n rule on the same samples")
-    print(f"{'kind':<10} {'true':>5} {'fixed wrong':>12} {'claims wrong':>13} {'verdict wrong':>14} "
-          f"{'seq samples':>12} {'saved':>7}")
+    print(
+        f"floor {floor:.0%}, alpha {args.alpha}, fixed n = {n}, {args.cases:,} cases per row; wrong = a pass "
+        "below the floor or a fail above it (on the floor: a pass is not wrong). 'claims wrong': the sequential "
+        "test's own early claims that were wrong (the rate it guarantees <= alpha); 'verdict wrong': its verdicts, "
+        "the undecided ones by the fixed-n rule on the same samples"
+    )
+    print(
+        f"{'kind':<10} {'true':>5} {'fixed wrong':>12} {'claims wrong':>13} {'verdict wrong':>14} "
+        f"{'seq samples':>12} {'saved':>7}"
+    )
     clear: list[float] = []
     for kind in ("bernoulli", "beta"):
         for p in truths:
@@ -166,10 +224,15 @@ def main() -> None:
             mean_used = statistics.fmean(used)
             if abs(p - floor) >= 0.1 - 1e-9:
                 clear.append(mean_used)
-            print(f"{kind:<10} {p:>5.2f} {fixed_wrong / args.cases:>12.2%} {claims_wrong / args.cases:>13.2%} "
-                  f"{seq_wrong / args.cases:>14.2%} {mean_used:>12.1f} {1 - mean_used / n:>7.0%}", flush=True)
-    print(f"clear cases (true score >= 10 points from the floor), mean over {len(clear)} rows: "
-          f"{statistics.fmean(clear):.1f} samples against {n} ({statistics.fmean(clear) / n:.2f}x fixed n)")
+            print(
+                f"{kind:<10} {p:>5.2f} {fixed_wrong / args.cases:>12.2%} {claims_wrong / args.cases:>13.2%} "
+                f"{seq_wrong / args.cases:>14.2%} {mean_used:>12.1f} {1 - mean_used / n:>7.0%}",
+                flush=True,
+            )
+    print(
+        f"clear cases (true score >= 10 points from the floor), mean over {len(clear)} rows: "
+        f"{statistics.fmean(clear):.1f} samples against {n} ({statistics.fmean(clear) / n:.2f}x fixed n)"
+    )
 
 
 if __name__ == "__main__":

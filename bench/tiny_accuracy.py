@@ -1,6 +1,6 @@
 """niah_single_1 accuracy of a checkpoint at several lengths (how the shipped tiny model was measured).
 
-    python bench/tiny_accuracy.py fixtures/tiny-llama-niah --lengths 256,384,512,2048 --samples 40
+python bench/tiny_accuracy.py fixtures/tiny-llama-niah --lengths 256,384,512,2048 --samples 40
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ def main() -> None:
     for length in parse_lengths(args.lengths):
         t0 = time.perf_counter()
         r = run_case(get_task(args.task), ctx, backend, length, args.samples, 42)
-        print(f"{args.task} @ {length}: {r.score:.1f} (95% CI {r.ci[0]}-{r.ci[1]}, n={r.n}) "
-              f"in {time.perf_counter() - t0:.1f} s", flush=True)
+        print(
+            f"{args.task} @ {length}: {r.score:.1f} (95% CI {r.ci[0]}-{r.ci[1]}, n={r.n}) "
+            f"in {time.perf_counter() - t0:.1f} s",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

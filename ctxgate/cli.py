@@ -17,15 +17,19 @@ from collections.abc import Sequence
 from ctxgate.tasks.registry import all_tasks
 from ctxgate.workflows import bisect, data, diff, metrics_export, rejudge, rescore, trend, watch
 
-DESCRIPTION = ("ctxgate's command line: rescore, judge or compare stored runs, bisect or watch a training run's "
-               "checkpoints, list tasks, print the report schema. None of these loads the model under test (only "
-               "`judge --nli-model` loads its NLI checkpoint).")
+DESCRIPTION = (
+    "ctxgate's command line: rescore, judge or compare stored runs, bisect or watch a training run's "
+    "checkpoints, list tasks, print the report schema. None of these loads the model under test (only "
+    "`judge --nli-model` loads its NLI checkpoint)."
+)
 
 
 def _tasks(args: argparse.Namespace) -> int:
     for t in all_tasks():
-        print(f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric:<19}gen={t.tokens_to_generate:<5}"
-              f"n={t.default_samples:<5}{t.description}")
+        print(
+            f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric:<19}gen={t.tokens_to_generate:<5}"
+            f"n={t.default_samples:<5}{t.description}"
+        )
     return 0
 
 
@@ -55,12 +59,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     passthrough: list[str] = []
     if "--" in argv:
         at = argv.index("--")
-        argv, passthrough = argv[:at], argv[at + 1:]
+        argv, passthrough = argv[:at], argv[at + 1 :]
     p = parser()
     args, unknown = p.parse_known_args(argv)
     if unknown:
-        hint = "; pytest arguments go after --: ctxgate watch RUN_DIR --once -- --lengths 8k" \
-            if args.command == "watch" else ""
+        hint = (
+            "; pytest arguments go after --: ctxgate watch RUN_DIR --once -- --lengths 8k"
+            if args.command == "watch"
+            else ""
+        )
         p.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     if passthrough and not hasattr(args, "pytest_args"):
         p.error(f"ctxgate {args.command} takes no arguments after --")
@@ -83,11 +90,15 @@ def one_line(exc: BaseException) -> str:
     own errors name the file and the fix; this is for what slipped past them: a full disk, a permission.)"""
     if isinstance(exc, OSError) and exc.filename:
         what = exc.strerror or str(exc)
-        fix = {28: "free some space", 13: "check the permissions", 30: "write somewhere writable",
-               2: "check the path"}.get(exc.errno or 0, "check the file")
+        fix = {
+            28: "free some space",
+            13: "check the permissions",
+            30: "write somewhere writable",
+            2: "check the path",
+        }.get(exc.errno or 0, "check the file")
         return f"{exc.filename}: {what}: {fix} and run it again"
     text = " ".join(str(exc).split()) or "no message"
-    return (f"{text} ({type(exc).__name__}; set CTXGATE_DEBUG=1 to see the traceback)")
+    return f"{text} ({type(exc).__name__}; set CTXGATE_DEBUG=1 to see the traceback)"
 
 
 if __name__ == "__main__":

@@ -38,9 +38,15 @@ class Exhausted(RuntimeError):
     """Transient failures outlasted the retries or the time limit; the message says how many and the last one."""
 
 
-def call_with_retries(call: Callable[[], T], openai: Any, *, max_retries: int, time_limit_s: float,
-                      sleep: Callable[[float], None] = time.sleep,
-                      on_retry: Callable[[], None] | None = None) -> T:
+def call_with_retries(
+    call: Callable[[], T],
+    openai: Any,
+    *,
+    max_retries: int,
+    time_limit_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+    on_retry: Callable[[], None] | None = None,
+) -> T:
     """``openai`` is the imported package (imported by the caller, so that importing this module costs nothing)."""
     start = time.monotonic()
     retry = 0
@@ -57,8 +63,13 @@ def call_with_retries(call: Callable[[], T], openai: Any, *, max_retries: int, t
             if exc.status_code < 500 and exc.status_code not in TRANSIENT_STATUS:
                 raise Refused("bad_request", exc.status_code, str(exc)[:200]) from None
             failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
-        except (openai.APITimeoutError, openai.APIConnectionError, openai.APIResponseValidationError,
-                json.JSONDecodeError, Malformed) as exc:  # a body cut short does not parse: the server's fault
+        except (
+            openai.APITimeoutError,
+            openai.APIConnectionError,
+            openai.APIResponseValidationError,
+            json.JSONDecodeError,
+            Malformed,
+        ) as exc:  # a body cut short does not parse: the server's fault
             failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
         wait = backoff(retry, last)
         spent = time.monotonic() - start
@@ -78,7 +89,7 @@ def backoff(retry: int, exc: BaseException) -> float:
             return min(60.0, max(0.0, float(header)))
     except ValueError:
         pass
-    return min(30.0, 0.5 * 2 ** retry) * (0.75 + 0.5 * random.random())
+    return min(30.0, 0.5 * 2**retry) * (0.75 + 0.5 * random.random())
 
 
 def redact_url(url: str | None) -> str | None:

@@ -78,8 +78,7 @@ class SqliteFile:
             raise StoreUnavailable(f"cannot use the {self.WHAT} in {self.dir} ({exc}); {self.FIX}") from None
 
     def _connect(self, path: Path | None = None) -> sqlite3.Connection:
-        conn = sqlite3.connect(path or self.path, timeout=BUSY_SECONDS, isolation_level=None,
-                               check_same_thread=False)
+        conn = sqlite3.connect(path or self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_SECONDS * 1000)}")
         return conn
 
@@ -108,15 +107,15 @@ class SqliteFile:
                     raise StoreUnavailable(f"cannot use the {self.WHAT} {self.path} ({exc}); {self.FIX}") from None
                 if kind == "busy":
                     if time.monotonic() > deadline:
-                        raise StoreUnavailable(f"the {self.WHAT} {self.path} stayed busy for {BUSY_SECONDS:.0f} s "
-                                               f"({exc}); {self.FIX}") from None
+                        raise StoreUnavailable(
+                            f"the {self.WHAT} {self.path} stayed busy for {BUSY_SECONDS:.0f} s ({exc}); {self.FIX}"
+                        ) from None
                     time.sleep(delay)
                     delay = min(delay * 2, 1.0)
                     continue
                 problem = str(exc)
             if replaced >= 3:
-                raise StoreUnavailable(f"the {self.WHAT} {self.path} keeps failing its checks ({problem}); "
-                                       f"{self.FIX}")
+                raise StoreUnavailable(f"the {self.WHAT} {self.path} keeps failing its checks ({problem}); {self.FIX}")
             replaced += 1
             self._replace(problem)
 
@@ -124,11 +123,14 @@ class SqliteFile:
         """Why this is not a usable ctxgate file of this schema, or None. Busy and I/O errors propagate."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
-            if "meta" in tables else None
+        version = (
+            conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if "meta" in tables else None
+        )
         if app_id != self.APPLICATION_ID or version is None or version[0] != str(SCHEMA_VERSION):
-            return (f"not a ctxgate {self.WHAT} of schema {SCHEMA_VERSION} (application id {app_id:#x}, schema "
-                    f"{version[0] if version else None})")
+            return (
+                f"not a ctxgate {self.WHAT} of schema {SCHEMA_VERSION} (application id {app_id:#x}, schema "
+                f"{version[0] if version else None})"
+            )
         if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
             return "integrity check failed"
         return None
@@ -194,8 +196,11 @@ class SqliteFile:
             if src.exists():
                 src.rename(Path(str(aside) + suffix))
         self.stats.set_aside.append(str(aside))
-        warnings.warn(f"ctxgate {self.WHAT} {self.path} was unusable ({reason}); moved to {aside}, starting fresh",
-                      CacheWarning, stacklevel=4)
+        warnings.warn(
+            f"ctxgate {self.WHAT} {self.path} was unusable ({reason}); moved to {aside}, starting fresh",
+            CacheWarning,
+            stacklevel=4,
+        )
 
     def execute(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]] | None:
         """One statement; None once the store is given up. A write that fails for good (read-only, disk full)
@@ -206,8 +211,12 @@ class SqliteFile:
             return self.conn.execute(sql, args).fetchall()
         except sqlite3.Error as exc:
             self.disabled = str(exc)
-            warnings.warn(f"ctxgate {self.WHAT} {self.path} failed ({exc}); the rest of this run goes without it. "
-                          f"Fix: {self.FIX}", CacheWarning, stacklevel=3)
+            warnings.warn(
+                f"ctxgate {self.WHAT} {self.path} failed ({exc}); the rest of this run goes without it. "
+                f"Fix: {self.FIX}",
+                CacheWarning,
+                stacklevel=3,
+            )
             return None
 
     def close(self) -> None:

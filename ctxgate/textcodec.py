@@ -47,8 +47,13 @@ class HFTokenizer:
         # wrapper on a real batch: some wrappers pre-process text in Python, and a backend with padding or
         # truncation set differs.
         backend = getattr(tokenizer, "backend_tokenizer", None)
-        usable = (use_backend and backend is not None and hasattr(backend, "encode_batch_fast")
-                  and backend.truncation is None and backend.padding is None)
+        usable = (
+            use_backend
+            and backend is not None
+            and hasattr(backend, "encode_batch_fast")
+            and backend.truncation is None
+            and backend.padding is None
+        )
         self._backend = backend if usable else None
         self._backend_checked = False
 
@@ -73,7 +78,7 @@ class HFTokenizer:
     def prefix_ids(self) -> list[int]:
         with_special = list(self.tok("a", add_special_tokens=True)["input_ids"])
         bare = list(self.tok("a", add_special_tokens=False)["input_ids"])
-        if with_special[-len(bare):] == bare:
+        if with_special[-len(bare) :] == bare:
             return with_special[: len(with_special) - len(bare)]
         return []
 
@@ -86,11 +91,16 @@ class HFTokenizer:
             )
         except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
             where = Path(str(getattr(self.tok, "name_or_path", "") or "."))
-            source = where / "chat_template.jinja" if (where / "chat_template.jinja").is_file() else \
-                where / "tokenizer_config.json"
+            source = (
+                where / "chat_template.jinja"
+                if (where / "chat_template.jinja").is_file()
+                else where / "tokenizer_config.json"
+            )
             message = " ".join(str(exc).split())[:200]
-            raise ChatTemplateError(f"the chat template ({source}) fails on a one-message chat ({type(exc).__name__}"
-                                    f": {message}): fix the template, or pass --chat-template off") from None
+            raise ChatTemplateError(
+                f"the chat template ({source}) fails on a one-message chat ({type(exc).__name__}"
+                f": {message}): fix the template, or pass --chat-template off"
+            ) from None
         head, _, tail = str(text).partition(_SENTINEL)
         return head, tail
 

@@ -8,5 +8,7 @@ the option, which would skip a rootdir conftest; the options plugin then collect
 checkout, the root conftest loads it as ``plugins``.
 """
 
-pytest_plugins = [f"{__name__}.{name}"
-                  for name in ("engine", "options", "workers", "signals", "progress", "model", "cases", "reporting")]
+pytest_plugins = [
+    f"{__name__}.{name}"
+    for name in ("engine", "options", "workers", "signals", "progress", "model", "cases", "reporting")
+]

@@ -51,9 +51,20 @@ def case_key(nodeid: str) -> tuple[str, int] | None:
 def new_record(task: str, length: int, thresholds: Thresholds) -> dict[str, Any]:
     """A case's record before anything ran: verdict "error" until the case says otherwise."""
     spec = get_task(task)
-    return {"task": spec.name, "suite": spec.suite, "category": spec.category, "length": length,
-            "metric": spec.metric, "verdict": "error", "message": "", "score": None, "n": 0,
-            "floor": thresholds.floor_for(task, length), "ci": None, "samples_from_cache": 0}
+    return {
+        "task": spec.name,
+        "suite": spec.suite,
+        "category": spec.category,
+        "length": length,
+        "metric": spec.metric,
+        "verdict": "error",
+        "message": "",
+        "score": None,
+        "n": 0,
+        "floor": thresholds.floor_for(task, length),
+        "ci": None,
+        "samples_from_cache": 0,
+    }
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -67,17 +78,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marker is None:
         raise pytest.UsageError(f"{metafunc.definition.nodeid} uses ctxgate_case without @pytest.mark.ctxgate_suite")
     lengths = metafunc.config.stash[SETTINGS_KEY].lengths
-    params = [pytest.param((t.name, L), id=f"{t.name}-{L}", marks=[getattr(pytest.mark, m) for m in t.markers])
-              for t in all_tasks(marker.args[0]) for L in lengths]
+    params = [
+        pytest.param((t.name, L), id=f"{t.name}-{L}", marks=[getattr(pytest.mark, m) for m in t.markers])
+        for t in all_tasks(marker.args[0])
+        for L in lengths
+    ]
     metafunc.parametrize("ctxgate_case", params, indirect=True)
 
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected: what is left is the selection
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.stash[SETTINGS_KEY].model is None and any("ctxgate_case" in getattr(i, "fixturenames", ())
-                                                          for i in items):
-        raise pytest.UsageError("the long-context suite needs a checkpoint: add --model PATH_OR_ID "
-                                "(the shipped demo: --model fixtures/tiny-llama-niah --lengths 512,1k,2k)")
+    if config.stash[SETTINGS_KEY].model is None and any(
+        "ctxgate_case" in getattr(i, "fixturenames", ()) for i in items
+    ):
+        raise pytest.UsageError(
+            "the long-context suite needs a checkpoint: add --model PATH_OR_ID "
+            "(the shipped demo: --model fixtures/tiny-llama-niah --lengths 512,1k,2k)"
+        )
     if STARTUP_ERROR_KEY in config.stash:
         # A checkpoint that cannot load runs nothing: the cases are reported as not run, with the reason, once.
         cases = [i for i in items if case_key(i.nodeid)]
@@ -124,15 +141,20 @@ class Case:
         r["verdict"], r["message"] = "pass", passed(r)
 
 
-def _against_baseline(baseline: Baseline, result: CaseResult, run_meta: dict[str, Any],
-                      thresholds: Thresholds) -> dict[str, Any] | None:
+def _against_baseline(
+    baseline: Baseline, result: CaseResult, run_meta: dict[str, Any], thresholds: Thresholds
+) -> dict[str, Any] | None:
     refused: BaselineError | None = None
     try:
         baseline.check_run(run_meta)
-        paired = baseline.compare_case(result.task, result.length, result.data_sha256,
-                                       {o.index: o.score for o in result.samples if o.score is not None},
-                                       thresholds.regression_confidence,
-                                       {o.index: o.sample_sha256 for o in result.samples})
+        paired = baseline.compare_case(
+            result.task,
+            result.length,
+            result.data_sha256,
+            {o.index: o.score for o in result.samples if o.score is not None},
+            thresholds.regression_confidence,
+            {o.index: o.sample_sha256 for o in result.samples},
+        )
     except BaselineError as exc:
         refused = exc
     if refused is not None:
@@ -145,14 +167,24 @@ def _against_baseline(baseline: Baseline, result: CaseResult, run_meta: dict[str
     message = describe(paired, tolerance) + (
         f"; --sequential: certain {'it dropped by more than' if regressed else 'it did not drop by more than'} the "
         f"tolerance at error rate {result.sequential['alpha']} (paired interval {test['interval'][0]:+.1f} to "
-        f"{test['interval'][1]:+.1f})" if test.get("decided") else "")
-    return {"score": paired.baseline, "delta": paired.delta, "interval": [paired.low, paired.high],
-            "method": paired.method, "n": paired.n, "tolerance": tolerance,
-            "confidence": thresholds.regression_confidence, "regressed": regressed, "message": message}
+        f"{test['interval'][1]:+.1f})"
+        if test.get("decided")
+        else ""
+    )
+    return {
+        "score": paired.baseline,
+        "delta": paired.delta,
+        "interval": [paired.low, paired.high],
+        "method": paired.method,
+        "n": paired.n,
+        "tolerance": tolerance,
+        "confidence": thresholds.regression_confidence,
+        "regressed": regressed,
+        "message": message,
+    }
 
 
-def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | None
-               ) -> tuple[StopRule, Questions] | None:
+def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | None) -> tuple[StopRule, Questions] | None:
     """--sequential asks the case's gate questions: is the true score above the floor? with --baseline, did it drop
     by more than the tolerance (paired, sample by sample)? A case with neither runs its full count."""
     settings = config.stash[SETTINGS_KEY]
@@ -193,16 +225,32 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
     baseline = config.stash.get(BASELINE_KEY, None)
     limit = ctxgate_model.backend.max_positions
     if limit is not None and length > limit and not settings.force_lengths:
-        no_score(record, "window", f"{name} at {length}: the length exceeds the model's max_position_embeddings "
-                 f"({limit}), so the case cannot run; drop {length} from --lengths, or pass --force-lengths to run "
-                 "it beyond the window anyway", baseline)
+        no_score(
+            record,
+            "window",
+            f"{name} at {length}: the length exceeds the model's max_position_embeddings "
+            f"({limit}), so the case cannot run; drop {length} from --lengths, or pass --force-lengths to run "
+            "it beyond the window anyway",
+            baseline,
+        )
     failure: Exception | None = None  # raised outside the except blocks: no "during handling of..." chain
     cause = ""
     progress = reporter_for(config)
     try:
-        result = run_case(spec, ctxgate_model.context, ctxgate_model.backend, length, settings.samples,
-                          settings.seed, thresholds.confidence, ctxgate_model.cache, settings.helmet_compat,
-                          ctxgate_model.judges, progress, _stop_rule(config, name, length, record["floor"]))
+        result = run_case(
+            spec,
+            ctxgate_model.context,
+            ctxgate_model.backend,
+            length,
+            settings.samples,
+            settings.seed,
+            thresholds.confidence,
+            ctxgate_model.cache,
+            settings.helmet_compat,
+            ctxgate_model.judges,
+            progress,
+            _stop_rule(config, name, length, record["floor"]),
+        )
     except TaskTooShort as exc:
         failure, cause = exc, "too_short"
     except DataNotGiven as exc:
@@ -217,16 +265,20 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
         if progress is not None:
             progress(None)  # the case is over, however it ended
     if cause:
-        no_score(record, cause, str(failure) if cause == "too_short" else f"{name} at {length}: {failure}",
-                 baseline)
+        no_score(record, cause, str(failure) if cause == "too_short" else f"{name} at {length}: {failure}", baseline)
     if failure is not None:
         pytest.fail(f"{name} at {length}: {failure}", pytrace=False)
     record.update(result.to_dict())
     record["ci"] = list(result.ci)
     judge = result.judge or {}
     if judge.get("status") == "pending":
-        no_score(record, "judge_not_given", f"{name} at {length}: {judge['reason']}; its outputs are in the report: "
-                 "score them later with `ctxgate judge REPORT.json --judge-model MODEL`", baseline)
+        no_score(
+            record,
+            "judge_not_given",
+            f"{name} at {length}: {judge['reason']}; its outputs are in the report: "
+            "score them later with `ctxgate judge REPORT.json --judge-model MODEL`",
+            baseline,
+        )
     if baseline is not None:
         record["baseline"] = _against_baseline(baseline, result, ctxgate_model.run_meta, thresholds)
     for key in ("score", "floor", "n"):

@@ -24,26 +24,58 @@ SERVERS_KEY = pytest.StashKey[list[VLLMServer]]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("ctxgate-engine", "ctxgate engines: --backend openai / vllm")
-    g.addoption("--base-url", action="append", default=None,
-                help="--backend openai: an OpenAI-compatible server, e.g. http://gpu7:8000/v1; repeat for replicas")
-    g.addoption("--tokenizer", default=None,
-                help="the served model's tokenizer folder (default: --model when it is a folder)")
-    g.addoption("--served-model", default=None,
-                help="the model name the server serves (default: the only one it lists, or --model when that is "
-                     "not a folder)")
-    g.addoption("--concurrency", type=int, default=8,
-                help="requests in flight per server replica (default %(default)s); the engine batches them")
+    g.addoption(
+        "--base-url",
+        action="append",
+        default=None,
+        help="--backend openai: an OpenAI-compatible server, e.g. http://gpu7:8000/v1; repeat for replicas",
+    )
+    g.addoption(
+        "--tokenizer", default=None, help="the served model's tokenizer folder (default: --model when it is a folder)"
+    )
+    g.addoption(
+        "--served-model",
+        default=None,
+        help="the model name the server serves (default: the only one it lists, or --model when that is not a folder)",
+    )
+    g.addoption(
+        "--concurrency",
+        type=int,
+        default=8,
+        help="requests in flight per server replica (default %(default)s); the engine batches them",
+    )
     g.addoption("--request-timeout", type=float, default=600.0, help="seconds per request (default %(default)s)")
-    g.addoption("--request-retries", type=int, default=4,
-                help="retries after 429/5xx/timeouts/dropped connections, with backoff (default %(default)s)")
-    g.addoption("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
-                help="--backend vllm: GPUs per replica (default %(default)s); replicas = visible GPUs / tp")
-    g.addoption("--vllm-python", default=None,
-                help="--backend vllm: the python with vLLM (default: $CTXGATE_VLLM_PYTHON, else .venv-vllm)")
-    g.addoption("--vllm-arg", action="append", default=None,
-                help="--backend vllm: one more argument for the vLLM server, e.g. --vllm-arg=--gpu-memory-utilization=0.8")
-    g.addoption("--vllm-start-timeout", type=float, default=900.0,
-                help="--backend vllm: seconds a server may take to start (default %(default)s)")
+    g.addoption(
+        "--request-retries",
+        type=int,
+        default=4,
+        help="retries after 429/5xx/timeouts/dropped connections, with backoff (default %(default)s)",
+    )
+    g.addoption(
+        "--tp",
+        "--tensor-parallel-size",
+        dest="tp",
+        type=int,
+        default=1,
+        help="--backend vllm: GPUs per replica (default %(default)s); replicas = visible GPUs / tp",
+    )
+    g.addoption(
+        "--vllm-python",
+        default=None,
+        help="--backend vllm: the python with vLLM (default: $CTXGATE_VLLM_PYTHON, else .venv-vllm)",
+    )
+    g.addoption(
+        "--vllm-arg",
+        action="append",
+        default=None,
+        help="--backend vllm: one more argument for the vLLM server, e.g. --vllm-arg=--gpu-memory-utilization=0.8",
+    )
+    g.addoption(
+        "--vllm-start-timeout",
+        type=float,
+        default=900.0,
+        help="--backend vllm: seconds a server may take to start (default %(default)s)",
+    )
 
 
 def engine_settings(config: pytest.Config, settings: Any) -> dict[str, Any]:
@@ -58,14 +90,21 @@ def engine_settings(config: pytest.Config, settings: Any) -> dict[str, Any]:
         if not url.startswith(("http://", "https://")):
             raise pytest.UsageError(f"--base-url {url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
     if urls and settings.backend != "openai":
-        raise pytest.UsageError("--base-url is for --backend openai (a server you run); with --backend vllm the "
-                                "suite starts its own")
-    return {"base_urls": urls, "tokenizer": config.getoption("--tokenizer"),
-            "served_model": config.getoption("--served-model"), "concurrency": config.getoption("--concurrency"),
-            "request_timeout": config.getoption("--request-timeout"),
-            "request_retries": config.getoption("--request-retries"), "tp": config.getoption("tp"),
-            "vllm_python": config.getoption("--vllm-python"), "vllm_args": tuple(config.getoption("--vllm-arg") or ()),
-            "vllm_start_timeout": config.getoption("--vllm-start-timeout")}
+        raise pytest.UsageError(
+            "--base-url is for --backend openai (a server you run); with --backend vllm the suite starts its own"
+        )
+    return {
+        "base_urls": urls,
+        "tokenizer": config.getoption("--tokenizer"),
+        "served_model": config.getoption("--served-model"),
+        "concurrency": config.getoption("--concurrency"),
+        "request_timeout": config.getoption("--request-timeout"),
+        "request_retries": config.getoption("--request-retries"),
+        "tp": config.getoption("tp"),
+        "vllm_python": config.getoption("--vllm-python"),
+        "vllm_args": tuple(config.getoption("--vllm-arg") or ()),
+        "vllm_start_timeout": config.getoption("--vllm-start-timeout"),
+    }
 
 
 def checked_openai(settings: Any) -> Any:
@@ -74,12 +113,15 @@ def checked_openai(settings: Any) -> Any:
     model = settings.model or ""
     folder = Path(model).expanduser() if Path(model).expanduser().is_dir() else None
     if not settings.base_urls:
-        raise pytest.UsageError("--backend openai needs --base-url URL (repeat it for replicas), e.g. "
-                                "--base-url http://127.0.0.1:8000/v1")
+        raise pytest.UsageError(
+            "--backend openai needs --base-url URL (repeat it for replicas), e.g. --base-url http://127.0.0.1:8000/v1"
+        )
     tokenizer = settings.tokenizer or (str(folder) if folder else None)
     if tokenizer is None:
-        raise pytest.UsageError(f"--backend openai: --model {model!r} is not a folder, so pass --tokenizer with the "
-                                "served model's tokenizer folder")
+        raise pytest.UsageError(
+            f"--backend openai: --model {model!r} is not a folder, so pass --tokenizer with the "
+            "served model's tokenizer folder"
+        )
     try:
         check_tokenizer(Path(tokenizer))
     except CheckpointError as exc:
@@ -104,8 +146,9 @@ def with_servers(config: pytest.Config, settings: Any, startup_error: pytest.Sta
         config.stash[startup_error] = str(exc)
         return settings
     config.stash[SERVERS_KEY] = servers
-    return replace(settings, base_urls=tuple(s.url for s in servers),
-                   server_logs=tuple(str(s.log_path) for s in servers))
+    return replace(
+        settings, base_urls=tuple(s.url for s in servers), server_logs=tuple(str(s.log_path) for s in servers)
+    )
 
 
 def _start(config: pytest.Config, settings: Any, folder: Path) -> list[VLLMServer]:
@@ -118,9 +161,19 @@ def _start(config: pytest.Config, settings: Any, folder: Path) -> list[VLLMServe
     limit = _position_limit(folder)
     longest = max(settings.lengths) + budget
     max_len = longest if settings.force_lengths or limit is None else min(longest, limit)
-    specs = [EngineSpec(python, str(folder), max_len, settings.tp, devices, settings.dtype, settings.vllm_args,
-                        long_context=bool(limit and max_len > limit))
-             for devices in replica_devices(visible_gpus(), settings.tp)]
+    specs = [
+        EngineSpec(
+            python,
+            str(folder),
+            max_len,
+            settings.tp,
+            devices,
+            settings.dtype,
+            settings.vllm_args,
+            long_context=bool(limit and max_len > limit),
+        )
+        for devices in replica_devices(visible_gpus(), settings.tp)
+    ]
     log_dir = Path(settings.report).parent if settings.report else Path(config.invocation_params.dir)
     return start_all(specs, log_dir / "ctxgate-vllm", settings.vllm_start_timeout)
 

@@ -55,10 +55,16 @@ def load_backend(settings: Settings) -> Backend:
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     # the cores shared out among the workers, unless the user said how many threads (OMP_NUM_THREADS) to use
     threads = None if os.environ.get("OMP_NUM_THREADS") else max(1, (os.cpu_count() or 1) // workers)
-    return HFBackend(settings.model_dir or settings.model, dtype=settings.dtype,
-                     trust_remote_code=settings.trust_remote_code, allow_pickle=settings.allow_pickle,
-                     threads=threads, batch_size=settings.batch_size, device_map=settings.device_map,
-                     allow_weight_mismatch=settings.allow_weight_mismatch)
+    return HFBackend(
+        settings.model_dir or settings.model,
+        dtype=settings.dtype,
+        trust_remote_code=settings.trust_remote_code,
+        allow_pickle=settings.allow_pickle,
+        threads=threads,
+        batch_size=settings.batch_size,
+        device_map=settings.device_map,
+        allow_weight_mismatch=settings.allow_weight_mismatch,
+    )
 
 
 def _endpoint_backend(settings: Settings) -> Backend:
@@ -68,10 +74,16 @@ def _endpoint_backend(settings: Settings) -> Backend:
     from ctxgate.backends.fingerprint import checkpoint_fingerprint
 
     assert settings.tokenizer is not None
-    tokenizer = transformers.AutoTokenizer.from_pretrained(settings.tokenizer,
-                                                           trust_remote_code=settings.trust_remote_code)
-    endpoint = EndpointSettings(settings.base_urls, settings.served_model, settings.concurrency,
-                                settings.request_timeout, max_retries=settings.request_retries)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(
+        settings.tokenizer, trust_remote_code=settings.trust_remote_code
+    )
+    endpoint = EndpointSettings(
+        settings.base_urls,
+        settings.served_model,
+        settings.concurrency,
+        settings.request_timeout,
+        max_retries=settings.request_retries,
+    )
     logs = [Path(p) for p in settings.server_logs]
 
     def server_log() -> str:  # --backend vllm: what the server said before it went away
@@ -81,11 +93,20 @@ def _endpoint_backend(settings: Settings) -> Backend:
     if settings.backend == "vllm":  # the suite started these servers: it knows what changes their numerics
         from .workers import visible_gpus
 
-        engine = {"dtype": engine_dtype(settings.dtype, bool(visible_gpus())), "tensor_parallel": settings.tp,
-                  "vllm_args": list(settings.vllm_args)}
-    return EndpointBackend(endpoint, tokenizer, settings.tokenizer,
-                           checkpoint_fingerprint(settings.model_dir) if settings.model_dir else None,
-                           diagnose=server_log if logs else None, name=settings.backend, engine=engine)
+        engine = {
+            "dtype": engine_dtype(settings.dtype, bool(visible_gpus())),
+            "tensor_parallel": settings.tp,
+            "vllm_args": list(settings.vllm_args),
+        }
+    return EndpointBackend(
+        endpoint,
+        tokenizer,
+        settings.tokenizer,
+        checkpoint_fingerprint(settings.model_dir) if settings.model_dir else None,
+        diagnose=server_log if logs else None,
+        name=settings.backend,
+        engine=engine,
+    )
 
 
 def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat: str) -> dict[str, Any]:
@@ -102,22 +123,34 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
         except metadata.PackageNotFoundError:
             continue
     template = "".join(encoder.chat_parts()) if chat in ("on", "task") else None
-    fingerprint = (checkpoint_fingerprint(settings.model_dir or settings.model or "") if settings.backend == "hf"
-                   else backend.fingerprint)  # type: ignore[attr-defined]  # what the server or script says
+    fingerprint = (
+        checkpoint_fingerprint(settings.model_dir or settings.model or "")
+        if settings.backend == "hf"
+        else backend.fingerprint
+    )  # type: ignore[attr-defined]  # what the server or script says
     return {
         "model": settings.model,
         "model_fingerprint": fingerprint,
         "backend": backend.describe(),
-        "model_dir": settings.model_dir, "ignore_remote_code": settings.ignore_remote_code,
+        "model_dir": settings.model_dir,
+        "ignore_remote_code": settings.ignore_remote_code,
         "weights_mismatch": getattr(backend, "weights_problem", None),  # let through by --allow-weight-mismatch
-        "seed": settings.seed, "samples": settings.samples, "lengths": list(settings.lengths),
-        "chat_template": chat, "helmet_compat": settings.helmet_compat,
-        "sequential": ({"alpha": settings.sequential_alpha, "min_samples": settings.sequential_min}
-                       if settings.sequential_alpha is not None else None),
+        "seed": settings.seed,
+        "samples": settings.samples,
+        "lengths": list(settings.lengths),
+        "chat_template": chat,
+        "helmet_compat": settings.helmet_compat,
+        "sequential": (
+            {"alpha": settings.sequential_alpha, "min_samples": settings.sequential_min}
+            if settings.sequential_alpha is not None
+            else None
+        ),
         "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
         "tokenizer_sha256": encoder.identity,
-        "haystack": load_essay(settings.haystack).source, "haystack_sha256": load_essay(settings.haystack).sha256,
-        "packages": packages, "python": sys.version.split()[0],
+        "haystack": load_essay(settings.haystack).source,
+        "haystack_sha256": load_essay(settings.haystack).sha256,
+        "packages": packages,
+        "python": sys.version.split()[0],
     }
 
 
@@ -137,9 +170,11 @@ def _open_cache(settings: Settings, meta: dict[str, Any], backend: Backend) -> G
     meta["cache"] = {"dir": settings.cache_dir, "set_aside": []}
     namespace = namespace_for(meta["model_fingerprint"]["sha256"], backend)
     if namespace is None:
-        why = (f"--backend {settings.backend} with --model {settings.model!r}, not a local checkpoint folder: the "
-               "server's weights cannot be identified (it may be restarted on other weights under the same name), "
-               "so no output is cached; pass --model with the served checkpoint's folder to use the cache")
+        why = (
+            f"--backend {settings.backend} with --model {settings.model!r}, not a local checkpoint folder: the "
+            "server's weights cannot be identified (it may be restarted on other weights under the same name), "
+            "so no output is cached; pass --model with the served checkpoint's folder to use the cache"
+        )
         warnings.warn(why, CacheWarning, stacklevel=2)
         meta["cache"]["disabled"] = why
         return None
@@ -171,18 +206,32 @@ def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -
         _run_failed(request, f"the tokenizer of {settings.model!r}", failure)
     chat = resolve_chat(settings.chat_template, encoder.has_chat_template)
     if chat == "on" and not encoder.has_chat_template:
-        _run_failed(request, "--chat-template on", ValueError(f"{settings.model} has no chat template; use "
-                                                              "--chat-template off or auto"))
-    context = BuildContext(encoder=encoder, chat=chat == "on", seed=settings.seed, essay_path=settings.haystack,
-                           squad_source=settings.squad, hotpotqa_source=settings.hotpotqa,
-                           data_dir=settings.data_dir, chat_by_task=chat == "task")
+        _run_failed(
+            request,
+            "--chat-template on",
+            ValueError(f"{settings.model} has no chat template; use --chat-template off or auto"),
+        )
+    context = BuildContext(
+        encoder=encoder,
+        chat=chat == "on",
+        seed=settings.seed,
+        essay_path=settings.haystack,
+        squad_source=settings.squad,
+        hotpotqa_source=settings.hotpotqa,
+        data_dir=settings.data_dir,
+        chat_by_task=chat == "task",
+    )
     # plain JSON values only: records travel to the xdist controller through execnet
     meta = json.loads(json.dumps(_run_meta(settings, backend, encoder, chat), default=str))
     cache = _open_cache(settings, meta, backend)
     try:
-        judges = build_judges(settings.judge, settings.nli_model,
-                              pytestconfig.stash[THRESHOLDS_KEY].judge_max_failure_rate, settings.helmet_compat,
-                              settings.allow_pickle)
+        judges = build_judges(
+            settings.judge,
+            settings.nli_model,
+            pytestconfig.stash[THRESHOLDS_KEY].judge_max_failure_rate,
+            settings.helmet_compat,
+            settings.allow_pickle,
+        )
     except (JudgeError, ValueError, OSError) as exc:
         failure = exc
     if failure is not None:

@@ -84,63 +84,117 @@ STARTUP_ERROR_KEY = pytest.StashKey[str]()  # why nothing can run (a broken chec
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("ctxgate", "ctxgate long-context suite")
     g.addoption("--model", default=None, help="checkpoint folder or hub id to evaluate (e.g. fixtures/tiny-llama-niah)")
-    g.addoption("--backend", default="hf", choices=("hf", "vllm", "openai", "scripted"),
-                help="hf: transformers in each worker; vllm: vLLM servers the suite starts; openai: an "
-                     "OpenAI-compatible server you run (--base-url); scripted: a JSON script, for plumbing tests")
-    g.addoption("--lengths", default=DEFAULT_LENGTHS, help="comma-separated input lengths: 8192 or 8k (default %(default)s)")
-    g.addoption("--samples", type=int, default=None,
-                help="samples per task x length (default: the benchmark's own count, 100 for most tasks, 600 for "
-                     "NQ/TriviaQA/PopQA, 300 for HotpotQA and MS MARCO, 500 for ICL)")
+    g.addoption(
+        "--backend",
+        default="hf",
+        choices=("hf", "vllm", "openai", "scripted"),
+        help="hf: transformers in each worker; vllm: vLLM servers the suite starts; openai: an "
+        "OpenAI-compatible server you run (--base-url); scripted: a JSON script, for plumbing tests",
+    )
+    g.addoption(
+        "--lengths", default=DEFAULT_LENGTHS, help="comma-separated input lengths: 8192 or 8k (default %(default)s)"
+    )
+    g.addoption(
+        "--samples",
+        type=int,
+        default=None,
+        help="samples per task x length (default: the benchmark's own count, 100 for most tasks, 600 for "
+        "NQ/TriviaQA/PopQA, 300 for HotpotQA and MS MARCO, 500 for ICL)",
+    )
     g.addoption("--seed", type=int, default=42, help="data seed (default 42)")
-    g.addoption("--chat-template", default="task", choices=("task", "auto", "on", "off"),
-                help="task (default): HELMET's policy per task, on for LongQA when the model has a template, off "
-                     "elsewhere; auto: on for every task when the model has one; on; off")
+    g.addoption(
+        "--chat-template",
+        default="task",
+        choices=("task", "auto", "on", "off"),
+        help="task (default): HELMET's policy per task, on for LongQA when the model has a template, off "
+        "elsewhere; auto: on for every task when the model has one; on; off",
+    )
     g.addoption("--dtype", default="auto", choices=DTYPES, help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32")
     g.addoption("--report", default=None, help="write the JSON report here (plus .predictions.jsonl and .md)")
-    g.addoption("--thresholds", default=None,
-                help="thresholds file (default: the nearest thresholds.toml from here up to the project's top; or "
-                     "the ini option ctxgate_thresholds)")
+    g.addoption(
+        "--thresholds",
+        default=None,
+        help="thresholds file (default: the nearest thresholds.toml from here up to the project's top; or "
+        "the ini option ctxgate_thresholds)",
+    )
     g.addoption("--haystack", default=None, help="essay haystack: a .txt file or a dataset with a 'text' column")
     g.addoption("--squad", default=None, help="SQuAD v2 for qa_1: hub id or local file/folder (hub layout)")
     g.addoption("--hotpotqa", default=None, help="HotpotQA distractor for qa_2: hub id or local file/folder")
-    g.addoption("--data-dir", default=None,
-                help="HELMET's data folder (its released kilt/ and msmarco/ files; icl/ and infbench/ copies of hub "
-                     "datasets); the shipped fixtures: fixtures/helmet_data")
-    g.addoption("--helmet-compat", action="store_true",
-                help="score with the reference's own rules, bugs included (multiple choice counts an empty "
-                     "answer as right when the gold is A; ALCE reads citation [0] as the last document); see "
-                     "docs/decisions.md")
+    g.addoption(
+        "--data-dir",
+        default=None,
+        help="HELMET's data folder (its released kilt/ and msmarco/ files; icl/ and infbench/ copies of hub "
+        "datasets); the shipped fixtures: fixtures/helmet_data",
+    )
+    g.addoption(
+        "--helmet-compat",
+        action="store_true",
+        help="score with the reference's own rules, bugs included (multiple choice counts an empty "
+        "answer as right when the gold is A; ALCE reads citation [0] as the last document); see "
+        "docs/decisions.md",
+    )
     g.addoption("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code to run")
-    g.addoption("--ignore-remote-code", action="store_true",
-                help="a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' "
-                     "built-in class for its model_type instead, on purpose")
+    g.addoption(
+        "--ignore-remote-code",
+        action="store_true",
+        help="a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' "
+        "built-in class for its model_type instead, on purpose",
+    )
     g.addoption("--allow-pickle", action="store_true", help="allow loading pickle (.bin) weights")
-    g.addoption("--allow-weight-mismatch", action="store_true",
-                help="evaluate a checkpoint whose weights do not match its config.json (a tensor missing, extra or "
-                     "of another shape) as transformers loads it, missing tensors random; refused without it")
+    g.addoption(
+        "--allow-weight-mismatch",
+        action="store_true",
+        help="evaluate a checkpoint whose weights do not match its config.json (a tensor missing, extra or "
+        "of another shape) as transformers loads it, missing tensors random; refused without it",
+    )
     g.addoption("--force-lengths", action="store_true", help="run lengths beyond the model's max positions")
     g.addoption("--cache-dir", default=None, help="generation cache folder (default: ./.ctxgate-cache)")
     g.addoption("--no-cache", action="store_true", help="neither read nor write the generation cache")
     g.addoption("--baseline", default=None, help="a previous --report JSON: fail cases that regressed against it")
-    g.addoption("--sequential", action="store_true",
-                help="stop a case as soon as its floor verdict is certain at --sequential-alpha (a test by betting, "
-                     "valid however early it stops); fewer generations for clear cases; docs/decisions.md")
-    g.addoption("--sequential-alpha", type=float, default=0.05,
-                help="--sequential: the error rate of each early verdict (default %(default)s)")
-    g.addoption("--sequential-min", type=int, default=10,
-                help="--sequential: never stop a case before this many samples (default %(default)s)")
+    g.addoption(
+        "--sequential",
+        action="store_true",
+        help="stop a case as soon as its floor verdict is certain at --sequential-alpha (a test by betting, "
+        "valid however early it stops); fewer generations for clear cases; docs/decisions.md",
+    )
+    g.addoption(
+        "--sequential-alpha",
+        type=float,
+        default=0.05,
+        help="--sequential: the error rate of each early verdict (default %(default)s)",
+    )
+    g.addoption(
+        "--sequential-min",
+        type=int,
+        default=10,
+        help="--sequential: never stop a case before this many samples (default %(default)s)",
+    )
     h = parser.getgroup("ctxgate-hf", "ctxgate --backend hf: batching and placement")
-    h.addoption("--batch-size", default="auto",
-                help="prompts of one case generated together: auto (default: 1 on CPU, on a GPU as many as fit its "
-                     "free memory, at most 32) or a number; 1 is the papers' HF path")
-    h.addoption("--device-map", default=None, choices=("auto",),
-                help="auto: spread each worker's model over several GPUs (a model larger than one GPU); -n then "
-                     "counts model replicas")
-    h.addoption("--gpus-per-replica", type=int, default=None,
-                help="with --device-map auto: GPUs each worker's model spans (default: visible GPUs / workers); "
-                     "-n auto runs visible GPUs / this many workers")
-    parser.addini("ctxgate_thresholds", "the project's thresholds file, relative to this ini file; the run refuses "
-                  "to start without it", default="")
+    h.addoption(
+        "--batch-size",
+        default="auto",
+        help="prompts of one case generated together: auto (default: 1 on CPU, on a GPU as many as fit its "
+        "free memory, at most 32) or a number; 1 is the papers' HF path",
+    )
+    h.addoption(
+        "--device-map",
+        default=None,
+        choices=("auto",),
+        help="auto: spread each worker's model over several GPUs (a model larger than one GPU); -n then "
+        "counts model replicas",
+    )
+    h.addoption(
+        "--gpus-per-replica",
+        type=int,
+        default=None,
+        help="with --device-map auto: GPUs each worker's model spans (default: visible GPUs / workers); "
+        "-n auto runs visible GPUs / this many workers",
+    )
+    parser.addini(
+        "ctxgate_thresholds",
+        "the project's thresholds file, relative to this ini file; the run refuses to start without it",
+        default="",
+    )
     j = parser.getgroup("ctxgate-judge", "ctxgate judged tasks (Cite, NarrativeQA, Summ)")
     for flag, kwargs in JUDGE_OPTIONS:
         j.addoption(flag, **kwargs)
@@ -163,8 +217,10 @@ def find_thresholds(config: pytest.Config) -> tuple[Path | None, str]:
     if named and config.inipath is not None:
         path = config.inipath.parent / str(named)
         if not path.is_file():
-            raise pytest.UsageError(f"{config.inipath}: ctxgate_thresholds = {named!r}, but {path} does not exist: "
-                                    "restore the file, or pass --thresholds PATH")
+            raise pytest.UsageError(
+                f"{config.inipath}: ctxgate_thresholds = {named!r}, but {path} does not exist: "
+                "restore the file, or pass --thresholds PATH"
+            )
         return path, f"ctxgate_thresholds in {config.inipath.name}"
     start = Path(config.invocation_params.dir).resolve()
     tops = {Path(config.rootpath).resolve()} | ({config.inipath.parent.resolve()} if config.inipath else set())
@@ -186,12 +242,19 @@ def pytest_configure(config: pytest.Config) -> None:
     """Every option and input is checked here, before any worker starts or any model loads: a mistake ends as one
     line naming the option and the fix (a UsageError). A checkpoint that exists but cannot be loaded is not a
     usage error: it is recorded (STARTUP_ERROR_KEY) and the run ends with a report that says so."""
-    for name, doc in (("ruler", "RULER tasks"), ("helmet", "HELMET tasks"), ("recall", "HELMET Recall category"),
-                      ("niah", "RULER needle-in-a-haystack tasks"), ("rag", "HELMET RAG category"),
-                      ("rerank", "HELMET Re-rank category"), ("icl", "HELMET ICL category"),
-                      ("longqa", "HELMET LongQA category"), ("cite", "HELMET Cite category"),
-                      ("summ", "HELMET Summ category"),
-                      ("judge", "model-judged tasks (Cite, NarrativeQA, Summ): -m 'not judge' leaves them out")):
+    for name, doc in (
+        ("ruler", "RULER tasks"),
+        ("helmet", "HELMET tasks"),
+        ("recall", "HELMET Recall category"),
+        ("niah", "RULER needle-in-a-haystack tasks"),
+        ("rag", "HELMET RAG category"),
+        ("rerank", "HELMET Re-rank category"),
+        ("icl", "HELMET ICL category"),
+        ("longqa", "HELMET LongQA category"),
+        ("cite", "HELMET Cite category"),
+        ("summ", "HELMET Summ category"),
+        ("judge", "model-judged tasks (Cite, NarrativeQA, Summ): -m 'not judge' leaves them out"),
+    ):
         config.addinivalue_line("markers", f"{name}: {doc}")
     try:
         lengths = parse_lengths(config.getoption("--lengths"))
@@ -199,27 +262,42 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--lengths: {exc}") from None
     samples = config.getoption("--samples")
     if samples is not None and not 1 <= samples <= MAX_SAMPLES:
-        raise pytest.UsageError(f"--samples {samples} must be between 1 and {MAX_SAMPLES:,} (the papers use 100-600), "
-                                "e.g. --samples 100")
+        raise pytest.UsageError(
+            f"--samples {samples} must be between 1 and {MAX_SAMPLES:,} (the papers use 100-600), e.g. --samples 100"
+        )
     settings = Settings(
-        model=config.getoption("--model"), backend=config.getoption("--backend"), lengths=lengths,
-        samples=samples, seed=config.getoption("--seed"), chat_template=config.getoption("--chat-template"),
-        dtype=config.getoption("--dtype"), report=config.getoption("--report"),
-        thresholds_path="", haystack=config.getoption("--haystack"),
-        squad=config.getoption("--squad"), hotpotqa=config.getoption("--hotpotqa"),
-        trust_remote_code=config.getoption("--trust-remote-code"), allow_pickle=config.getoption("--allow-pickle"),
+        model=config.getoption("--model"),
+        backend=config.getoption("--backend"),
+        lengths=lengths,
+        samples=samples,
+        seed=config.getoption("--seed"),
+        chat_template=config.getoption("--chat-template"),
+        dtype=config.getoption("--dtype"),
+        report=config.getoption("--report"),
+        thresholds_path="",
+        haystack=config.getoption("--haystack"),
+        squad=config.getoption("--squad"),
+        hotpotqa=config.getoption("--hotpotqa"),
+        trust_remote_code=config.getoption("--trust-remote-code"),
+        allow_pickle=config.getoption("--allow-pickle"),
         force_lengths=config.getoption("--force-lengths"),
-        cache_dir=None if config.getoption("--no-cache") else str(
-            config.getoption("--cache-dir") or Path(config.invocation_params.dir) / ".ctxgate-cache"),
-        baseline=config.getoption("--baseline"), data_dir=config.getoption("--data-dir"),
+        cache_dir=None
+        if config.getoption("--no-cache")
+        else str(config.getoption("--cache-dir") or Path(config.invocation_params.dir) / ".ctxgate-cache"),
+        baseline=config.getoption("--baseline"),
+        data_dir=config.getoption("--data-dir"),
         helmet_compat=config.getoption("--helmet-compat"),
         ignore_remote_code=config.getoption("--ignore-remote-code"),
         allow_weight_mismatch=config.getoption("--allow-weight-mismatch"),
         **sequential_settings(config),
     )
-    settings = replace(settings, judge=judge_settings(config, settings.cache_dir),
-                       nli_model=config.getoption("--nli-model"), **engine.engine_settings(config, settings),
-                       **hf_settings(config, settings.backend))
+    settings = replace(
+        settings,
+        judge=judge_settings(config, settings.cache_dir),
+        nli_model=config.getoption("--nli-model"),
+        **engine.engine_settings(config, settings),
+        **hf_settings(config, settings.backend),
+    )
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
         return  # the project's own tests: nothing to gate
@@ -230,9 +308,13 @@ def pytest_configure(config: pytest.Config) -> None:
         except BaselineError as exc:
             raise pytest.UsageError(f"--baseline {settings.baseline}: {exc}") from None
         if baseline.incompleteness() and not hasattr(config, "workerinput"):
-            config.issue_config_time_warning(pytest.PytestConfigWarning(
-                f"--baseline {baseline.incompleteness()}; cases without a baseline score are gated by their floors "
-                "only"), stacklevel=2)
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(
+                    f"--baseline {baseline.incompleteness()}; cases without a baseline score are gated by their floors "
+                    "only"
+                ),
+                stacklevel=2,
+            )
     path, found = find_thresholds(config)
     settings = replace(settings, thresholds_path=str(path) if path else "", thresholds_found=found)
     try:
@@ -240,12 +322,15 @@ def pytest_configure(config: pytest.Config) -> None:
     except ThresholdsError as exc:
         raise pytest.UsageError(str(exc)) from None
     if settings.data_dir and not Path(settings.data_dir).is_dir():
-        raise pytest.UsageError(f"--data-dir {settings.data_dir!r} is not a folder: give HELMET's data folder "
-                                "(or fixtures/helmet_data)")
+        raise pytest.UsageError(
+            f"--data-dir {settings.data_dir!r} is not a folder: give HELMET's data folder (or fixtures/helmet_data)"
+        )
     if settings.nli_model:
         if not Path(settings.nli_model).is_dir():
-            raise pytest.UsageError(f"--nli-model {settings.nli_model!r} is not a folder: give a local NLI "
-                                    "checkpoint (an MNLI classifier or a T5 TRUE model)")
+            raise pytest.UsageError(
+                f"--nli-model {settings.nli_model!r} is not a folder: give a local NLI "
+                "checkpoint (an MNLI classifier or a T5 TRUE model)"
+            )
         try:  # the judge's checkpoint passes the same checks as --model's (pickle, checkpoint code)
             check_checkpoint(Path(settings.nli_model), allow_pickle=settings.allow_pickle)
         except CheckpointError as exc:
@@ -264,11 +349,15 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if settings is None or settings.model is None or thresholds is None:
         return None
     if not settings.thresholds_path:
-        return [f"ctxgate thresholds: {settings.thresholds_found}; no floors, so the floors gate checks nothing "
-                "(pass --thresholds PATH)"]
-    return [f"ctxgate thresholds: {settings.thresholds_path} ({settings.thresholds_found}; "
-            f"{len(thresholds.floors)} floor rule(s), default floor {thresholds.default_floor:g}, rule "
-            f"{thresholds.rule!r})"]
+        return [
+            f"ctxgate thresholds: {settings.thresholds_found}; no floors, so the floors gate checks nothing "
+            "(pass --thresholds PATH)"
+        ]
+    return [
+        f"ctxgate thresholds: {settings.thresholds_path} ({settings.thresholds_found}; "
+        f"{len(thresholds.floors)} floor rule(s), default floor {thresholds.default_floor:g}, rule "
+        f"{thresholds.rule!r})"
+    ]
 
 
 def sequential_settings(config: pytest.Config) -> dict[str, object]:
@@ -290,18 +379,22 @@ def hf_settings(config: pytest.Config, backend: str) -> dict[str, object]:
     elif given.isdigit() and int(given) > 0:
         batch_size = int(given)
     else:
-        raise pytest.UsageError(f"--batch-size {given!r} is neither auto nor a positive number: e.g. --batch-size "
-                                "auto or --batch-size 8")
+        raise pytest.UsageError(
+            f"--batch-size {given!r} is neither auto nor a positive number: e.g. --batch-size auto or --batch-size 8"
+        )
     device_map, per_replica = config.getoption("--device-map"), config.getoption("--gpus-per-replica")
     if backend != "hf":
         if batch_size is not None or device_map or per_replica:
             fix = "--concurrency N (requests in flight per replica)" if backend in ("vllm", "openai") else "nothing"
-            raise pytest.UsageError(f"--batch-size/--device-map/--gpus-per-replica are for --backend hf; with "
-                                    f"--backend {backend} use {fix}")
+            raise pytest.UsageError(
+                f"--batch-size/--device-map/--gpus-per-replica are for --backend hf; with --backend {backend} use {fix}"
+            )
         return {}
     if per_replica is not None and (device_map is None or per_replica <= 0):
-        raise pytest.UsageError(f"--gpus-per-replica {per_replica} needs --device-map auto and a positive count, e.g."
-                                " --device-map auto --gpus-per-replica 4")
+        raise pytest.UsageError(
+            f"--gpus-per-replica {per_replica} needs --device-map auto and a positive count, e.g."
+            " --device-map auto --gpus-per-replica 4"
+        )
     return {"batch_size": batch_size, "device_map": device_map, "gpus_per_replica": per_replica}
 
 
@@ -319,8 +412,9 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         return engine.checked_openai(settings)
     if settings.backend == "scripted":
         if not Path(settings.model or "").is_file():
-            raise pytest.UsageError(f"--model {settings.model!r} does not exist: --backend scripted needs a JSON "
-                                    "script")
+            raise pytest.UsageError(
+                f"--model {settings.model!r} does not exist: --backend scripted needs a JSON script"
+            )
         return settings
     try:
         folder = resolve_model(settings.model or "")
@@ -328,8 +422,12 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         raise pytest.UsageError(str(exc)) from None
     settings = replace(settings, model_dir=str(folder))
     try:
-        check_checkpoint(folder, trust_remote_code=settings.trust_remote_code,
-                         ignore_remote_code=settings.ignore_remote_code, allow_pickle=settings.allow_pickle)
+        check_checkpoint(
+            folder,
+            trust_remote_code=settings.trust_remote_code,
+            ignore_remote_code=settings.ignore_remote_code,
+            allow_pickle=settings.allow_pickle,
+        )
     except CheckpointError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return settings
@@ -346,6 +444,8 @@ def _collect_the_suite(config: pytest.Config) -> None:
     if config.args_source != pytest.Config.ArgsSource.INVOCATION_DIR:
         return  # test paths on the command line, or the ini file's testpaths: the user chose
     if not SUITE_DIR.is_dir():
-        raise pytest.UsageError(f"the ctxgate suite is not at {SUITE_DIR}: install ctxgate from its repository "
-                                "(pip install -e .) or name the suite's folder, e.g. pytest tests_longctx --model ...")
+        raise pytest.UsageError(
+            f"the ctxgate suite is not at {SUITE_DIR}: install ctxgate from its repository "
+            "(pip install -e .) or name the suite's folder, e.g. pytest tests_longctx --model ..."
+        )
     config.args[:] = [str(SUITE_DIR)]

@@ -39,9 +39,12 @@ SAVE, RESTORE, CLEAR = b"\x1b7", b"\x1b8", b"\x1b[K"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("ctxgate").addoption(
-        "--progress", default="auto", choices=("auto", "off"),
+        "--progress",
+        default="auto",
+        choices=("auto", "off"),
         help="auto (default): a live line with each worker's case, samples done, tokens/s and ETA, when the output "
-             "is a terminal; off: never")
+        "is a terminal; off: never",
+    )
 
 
 class _ErasingFile:
@@ -213,8 +216,13 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[REPORTER_KEY] = FileReporter(Path(folder) / f"{workerinput['workerid']}.json")
         return
     terminal = config.pluginmanager.get_plugin("terminalreporter")
-    if (config.getoption("--model", None) is None or config.getoption("--progress") == "off" or terminal is None
-            or config.getoption("collectonly") or not _is_terminal()):
+    if (
+        config.getoption("--model", None) is None
+        or config.getoption("--progress") == "off"
+        or terminal is None
+        or config.getoption("collectonly")
+        or not _is_terminal()
+    ):
         return
     xdist = bool(config.getoption("numprocesses", None)) and config.getoption("dist", "no") != "no"
     folder = Path(tempfile.mkdtemp(prefix="ctxgate-progress-")) if xdist else None

@@ -62,8 +62,10 @@ class Collector:
         if path.is_dir():
             raise pytest.UsageError(f"--report {path} is a folder; give a file path such as {path / 'run.json'}")
         if path.exists() and not path.is_file():
-            raise pytest.UsageError(f"--report {path} exists and is not a regular file (a device, a pipe); give a "
-                                    "file path such as out/run.json")
+            raise pytest.UsageError(
+                f"--report {path} exists and is not a regular file (a device, a pipe); give a "
+                "file path such as out/run.json"
+            )
         lock = self._take_lock(path)
         try:
             lock.truncate(0)
@@ -93,8 +95,9 @@ class Collector:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._lock = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115
             except OSError as exc:
-                raise pytest.UsageError(f"--report {path}: cannot write there ({exc.strerror or exc}); give a "
-                                        "writable path") from None
+                raise pytest.UsageError(
+                    f"--report {path}: cannot write there ({exc.strerror or exc}); give a writable path"
+                ) from None
             if fcntl is None:
                 return self._lock
             try:
@@ -104,16 +107,20 @@ class Collector:
                 holder = self._lock.read().strip() or "another process"
                 self._lock.close()
                 self._lock = None
-                raise pytest.UsageError(f"--report {path} is being written by another ctxgate run ({holder}); wait "
-                                        "for it to finish, or pass another --report") from None
+                raise pytest.UsageError(
+                    f"--report {path} is being written by another ctxgate run ({holder}); wait "
+                    "for it to finish, or pass another --report"
+                ) from None
             try:
                 if os.fstat(self._lock.fileno()).st_ino == lock_path.stat().st_ino:
                     return self._lock
             except FileNotFoundError:
                 pass
             self._lock.close()  # the previous holder removed it after we opened it: take the new one
-        raise pytest.UsageError(f"--report {path}: its lock file {lock_path} keeps changing; is another run "
-                                "starting and stopping on the same --report?")
+        raise pytest.UsageError(
+            f"--report {path}: its lock file {lock_path} keeps changing; is another run "
+            "starting and stopping on the same --report?"
+        )
 
     def release(self) -> None:
         if self._lock is not None:
@@ -144,7 +151,7 @@ class Collector:
         if key is not None and report.failed and key not in self.records:
             # No record: the process running the case died (xdist reports the crash, when "???").
             kind = "crash" if report.when == "???" else "error"
-            why = ("its worker process died (killed, out of memory, or crashed): " if kind == "crash" else "")
+            why = "its worker process died (killed, out of memory, or crashed): " if kind == "crash" else ""
             self.add(self.unscored(key, kind, why + str(report.longrepr)[-2000:]))
 
     def unscored(self, key: tuple[str, int], kind: str, message: str) -> dict[str, Any]:
@@ -242,11 +249,19 @@ def _write(collector: Collector, report: dict[str, Any]) -> None:
     assert collector.report_path is not None
     path = collector.report_path
     predictions = path.with_suffix(".predictions.jsonl")
-    rows = [json.dumps(row) + "\n" for case in report["cases"]
-            for row in prediction_rows(case, case.pop("samples", None) or [])]
+    rows = [
+        json.dumps(row) + "\n"
+        for case in report["cases"]
+        for row in prediction_rows(case, case.pop("samples", None) or [])
+    ]
     report["predictions"] = predictions.name
-    atomic_write_all({predictions: "".join(rows), path.with_suffix(".md"): markdown(report),
-                      path: json.dumps(report, indent=1) + "\n"})
+    atomic_write_all(
+        {
+            predictions: "".join(rows),
+            path.with_suffix(".md"): markdown(report),
+            path: json.dumps(report, indent=1) + "\n",
+        }
+    )
     collector.partial.unlink(missing_ok=True)
 
 
@@ -258,9 +273,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     thresholds = config.stash[THRESHOLDS_KEY]
     settings = config.stash[SETTINGS_KEY]
     cases = collector.finish(_stop_reason(session, exitstatus, collector.run_error))
-    run = collector.run_meta or {"model": settings.model, "backend": None, "seed": settings.seed,
-                                 "samples": settings.samples, "lengths": list(settings.lengths),
-                                 "chat_template": "off" if settings.chat_template == "auto" else settings.chat_template}
+    run = collector.run_meta or {
+        "model": settings.model,
+        "backend": None,
+        "seed": settings.seed,
+        "samples": settings.samples,
+        "lengths": list(settings.lengths),
+        "chat_template": "off" if settings.chat_template == "auto" else settings.chat_template,
+    }
     run = {**run, "thresholds": thresholds.path, "data_sha256": _combined([c.get("data_sha256") for c in cases])}
     if "cache" in run:
         run["cache"] = {**run["cache"], "samples_from_cache": sum(c.get("samples_from_cache", 0) for c in cases)}
@@ -272,9 +292,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         try:
             _write(collector, json.loads(json.dumps(report)))
         except OSError as exc:
-            collector.write_error = (f"the report could not be written to {collector.report_path} "
-                                     f"({exc.strerror or exc}); nothing half-written was left: free space or pass "
-                                     "a writable --report, then re-run (the generation cache keeps what ran)")
+            collector.write_error = (
+                f"the report could not be written to {collector.report_path} "
+                f"({exc.strerror or exc}); nothing half-written was left: free space or pass "
+                "a writable --report, then re-run (the generation cache keeps what ran)"
+            )
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
@@ -294,8 +316,11 @@ def _baseline_summary(config: pytest.Config, cases: list[dict[str, Any]]) -> dic
         return None
     selected = {(c["task"], c["length"]) for c in cases}
     scored = sorted(baseline.cases)
-    return {"path": baseline.path, "scored": [f"{t}-{L}" for t, L in scored if (t, L) in selected],
-            "not_selected": [f"{t}-{L}" for t, L in scored if (t, L) not in selected]}
+    return {
+        "path": baseline.path,
+        "scored": [f"{t}-{L}" for t, L in scored if (t, L) in selected],
+        "not_selected": [f"{t}-{L}" for t, L in scored if (t, L) not in selected],
+    }
 
 
 def _combined(hashes: list[Any]) -> str | None:

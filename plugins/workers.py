@@ -54,12 +54,17 @@ def _pin_gpu(config: pytest.Config) -> None:
     index = int(worker.removeprefix("gw")) if worker else 0
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if worker else 1
     per = (settings.gpus_per_replica or max(1, len(devices) // workers)) if settings.device_map else 1
-    mine = devices[index * per:(index + 1) * per]
+    mine = devices[index * per : (index + 1) * per]
     if len(mine) < per:
-        fix = (f"run with -n {len(devices) // per} or -n auto" if len(devices) >= per else
-               f"use --gpus-per-replica {len(devices)} or fewer")
-        raise pytest.UsageError(f"xdist worker {worker or 'gw0'} has no {'GPUs' if per > 1 else 'GPU'}: "
-                                f"{len(devices)} visible, {per} per worker; {fix}")
+        fix = (
+            f"run with -n {len(devices) // per} or -n auto"
+            if len(devices) >= per
+            else f"use --gpus-per-replica {len(devices)} or fewer"
+        )
+        raise pytest.UsageError(
+            f"xdist worker {worker or 'gw0'} has no {'GPUs' if per > 1 else 'GPU'}: "
+            f"{len(devices)} visible, {per} per worker; {fix}"
+        )
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(mine)
 
 

@@ -60,8 +60,11 @@ def clean(wikitext: str) -> list[str]:
     text = html.unescape(text)
     paragraphs = []
     for block in re.split(r"\n\s*\n", text):
-        lines = [ln for ln in block.splitlines() if ln.strip() and not ln.lstrip().startswith(("*", "#", ":", ";",
-                                                                                                "|", "!", "=", "{"))]
+        lines = [
+            ln
+            for ln in block.splitlines()
+            if ln.strip() and not ln.lstrip().startswith(("*", "#", ":", ";", "|", "!", "=", "{"))
+        ]
         para = re.sub(r"\s+", " ", " ".join(lines)).strip()
         para = re.sub(r"\s+([,.;:])", r"\1", re.sub(r"\(\s*[,;]?\s*\)", "", para))
         if len(para.split()) < 25 or re.search(r"[{}\[\]|<>=]|https?:", para) or not para.endswith((".", '"')):
@@ -92,8 +95,7 @@ def build(wheel: Path, words: int) -> tuple[str, list[str], str]:
     for title, wikitext in articles(bz2.decompress(packed)):
         used = False
         for para in clean(wikitext):
-            sentences = [s for s in SENTENCE_END.split(para)
-                         if s not in seen and len(s.split()) <= MAX_SENTENCE_WORDS]
+            sentences = [s for s in SENTENCE_END.split(para) if s not in seen and len(s.split()) <= MAX_SENTENCE_WORDS]
             if len(sentences) < 2:
                 continue
             seen.update(sentences)
@@ -115,21 +117,26 @@ def main() -> None:
     wheel = args.wheel
     if wheel is None:
         folder = Path(tempfile.mkdtemp())
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder), GENSIM],
-                       check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder), GENSIM], check=True
+        )
         wheel = next(folder.glob("gensim-*.whl"))
     text, titles, source_sha = build(wheel, args.words)
     (OUT / "haystack_wikipedia.txt").write_text(text, encoding="utf-8")
     notice = [
-        "# The default essay haystack: source and licence", "",
+        "# The default essay haystack: source and licence",
+        "",
         "`haystack_wikipedia.txt` is plain prose taken from English Wikipedia articles, as shipped in the `gensim` "
         f"wheel on PyPI ({wheel.name}, member `{MEMBER}`, sha256 {source_sha}), reduced to prose by "
-        "`scripts/build_haystack.py` (markup, lists, tables and references removed; each sentence kept once).", "",
+        "`scripts/build_haystack.py` (markup, lists, tables and references removed; each sentence kept once).",
+        "",
         "Licence: Creative Commons Attribution-ShareAlike 3.0 Unported (https://creativecommons.org/licenses/by-sa/3.0/),"
         " as Wikipedia's text; the authors are the contributors to the articles below (their histories are on "
         "en.wikipedia.org). Changes: markup removed, text shortened. This file and the text are under the same "
-        "licence; the rest of ctxgate is not.", "",
-        f"Articles ({len(titles)}): " + "; ".join(titles), "",
+        "licence; the rest of ctxgate is not.",
+        "",
+        f"Articles ({len(titles)}): " + "; ".join(titles),
+        "",
         f"sha256 of haystack_wikipedia.txt: {hashlib.sha256(text.encode('utf-8')).hexdigest()}",
     ]
     (OUT / "haystack_wikipedia.SOURCE.md").write_text("\n".join(notice) + "\n", encoding="utf-8")

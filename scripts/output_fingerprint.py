@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 # Fields that differ between two identical runs: clocks, speeds, machine facts and where files were written.
-VOLATILE = re.compile(r"(seconds|_s$|^started|^finished|^created|time|throughput|per_s|^host|^pid|path|dir$|"
-                      r"^python$|^platform|^versions?$|^url|endpoints|judge_base_url|base_url|^cwd|^argv|usage|"
-                      r"^price|cost)", re.IGNORECASE)
+VOLATILE = re.compile(
+    r"(seconds|_s$|^started|^finished|^created|time|throughput|per_s|^host|^pid|path|dir$|"
+    r"^python$|^platform|^versions?$|^url|endpoints|judge_base_url|base_url|^cwd|^argv|usage|"
+    r"^price|cost)",
+    re.IGNORECASE,
+)
 
 
 def stable(value: Any) -> Any:
@@ -46,13 +49,17 @@ def main() -> None:
     args = ap.parse_args()
     report = json.loads(args.report.read_text())
     for c in sorted(report["cases"], key=lambda c: (c["task"], c["length"])):
-        print(f"{c['task']:<20} {c['length']:>6} {c['verdict']:<5} {c['score']!s:>6} n={c['n']:<3} "
-              f"{c.get('data_sha256') or '-'}")
+        print(
+            f"{c['task']:<20} {c['length']:>6} {c['verdict']:<5} {c['score']!s:>6} n={c['n']:<3} "
+            f"{c.get('data_sha256') or '-'}"
+        )
     normalized = stable(report)
     predictions = args.report.with_suffix(".predictions.jsonl")
     rows = [stable(json.loads(line)) for line in predictions.read_text().splitlines()] if predictions.exists() else []
-    print(f"cases: {len(report['cases'])}; report minus timings: {digest(normalized)}; "
-          f"predictions ({len(rows)} rows): {digest(rows)}")
+    print(
+        f"cases: {len(report['cases'])}; report minus timings: {digest(normalized)}; "
+        f"predictions ({len(rows)} rows): {digest(rows)}"
+    )
     if args.write:
         args.write.write_text(json.dumps(normalized, indent=1, sort_keys=True) + "\n")
 

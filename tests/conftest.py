@@ -90,8 +90,9 @@ def real_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
     pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
 
     def run(*args: str, model: Path = TINY) -> pytest.RunResult:
-        return pytester.runpytest_subprocess("--model", str(model), "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT),
-                                             *args, timeout=900)
+        return pytester.runpytest_subprocess(
+            "--model", str(model), "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *args, timeout=900
+        )
 
     return run
 
@@ -125,8 +126,12 @@ def judge_server() -> Iterator[tuple[str, Callable[[], dict[str, Any]]]]:
 
 
 def script_faults(url: str, faults: list[dict[str, Any]]) -> None:
-    req = urllib.request.Request(url.rsplit("/v1", 1)[0] + "/_script", data=json.dumps(faults).encode(),
-                                 method="POST", headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url.rsplit("/v1", 1)[0] + "/_script",
+        data=json.dumps(faults).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     urllib.request.urlopen(req).read()
 
 
@@ -140,13 +145,29 @@ def suite(pytester: pytest.Pytester):
     shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
     pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
 
-    def run(script: dict, *args: str, thresholds: str | None = None, lengths: str = "4k,8k",
-            subprocess: bool = False) -> pytest.RunResult:
+    def run(
+        script: dict, *args: str, thresholds: str | None = None, lengths: str = "4k,8k", subprocess: bool = False
+    ) -> pytest.RunResult:
         (pytester.path / "script.json").write_text(json.dumps(script))
         if thresholds is not None:
             (pytester.path / "thresholds.toml").write_text(thresholds)
-        argv = ["--backend", "scripted", "--model", "script.json", "--lengths", lengths, "--samples", "4",
-                "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), "--data-dir", str(HELMET_DATA), *args]
+        argv = [
+            "--backend",
+            "scripted",
+            "--model",
+            "script.json",
+            "--lengths",
+            lengths,
+            "--samples",
+            "4",
+            "--squad",
+            str(SQUAD),
+            "--hotpotqa",
+            str(HOTPOT),
+            "--data-dir",
+            str(HELMET_DATA),
+            *args,
+        ]
         return pytester.runpytest_subprocess(*argv) if subprocess else pytester.runpytest(*argv)
 
     return run

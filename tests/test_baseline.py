@@ -34,8 +34,12 @@ def test_noise_passes_and_a_real_drop_fails_with_the_statistics(run, pytester):
     assert case["baseline"]["method"] == "exact-discordant"
     dropped = run("drop", {"default": 0.8, "accuracy": {"vt": {"*": 0.4}}}, "--baseline", "base.json")
     dropped.assert_outcomes(passed=1, failed=1)
-    dropped.stdout.fnmatch_lines(["*vt at 4096 regressed: 40.0 vs baseline 80.0: delta -40.0 points (interval "
-                                  "-* to -*, exact-discordant, n=40), tolerance 2.0*"])
+    dropped.stdout.fnmatch_lines(
+        [
+            "*vt at 4096 regressed: 40.0 vs baseline 80.0: delta -40.0 points (interval "
+            "-* to -*, exact-discordant, n=40), tolerance 2.0*"
+        ]
+    )
 
 
 def test_tolerance_comes_from_thresholds(run, pytester):

@@ -18,27 +18,40 @@ def test_the_baseline_gate_on_real_checkpoints(real_suite, pytester, checkpoint_
     base_score = json.loads((pytester.path / "base.json").read_text())["cases"][0]["score"]
 
     # Same behaviour, different weights: the paired difference is noise and the case passes.
-    real_suite(*SELECT, "--baseline", base, "--report", "same.json",
-               model=checkpoint_sequence / "checkpoint-200").assert_outcomes(passed=1)
+    real_suite(
+        *SELECT, "--baseline", base, "--report", "same.json", model=checkpoint_sequence / "checkpoint-200"
+    ).assert_outcomes(passed=1)
     (case,) = json.loads((pytester.path / "same.json").read_text())["cases"]
     paired = case["baseline"]
     assert paired["n"] == 40 and not paired["regressed"] and paired["tolerance"] == 5
     assert paired["interval"][0] <= paired["delta"] <= paired["interval"][1]
 
     # Broken retrieval: the case fails with both scores, the delta, its interval and n.
-    result = real_suite(*SELECT, "--baseline", base, "--report", "broken.json",
-                        model=checkpoint_sequence / "checkpoint-600")
+    result = real_suite(
+        *SELECT, "--baseline", base, "--report", "broken.json", model=checkpoint_sequence / "checkpoint-600"
+    )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"*niah_single_1 at 256 regressed: * vs baseline {base_score:.1f}: delta -* points "
-                                 "(interval * to *, *, n=40), tolerance 5.0*"])
+    result.stdout.fnmatch_lines(
+        [
+            f"*niah_single_1 at 256 regressed: * vs baseline {base_score:.1f}: delta -* points "
+            "(interval * to *, *, n=40), tolerance 5.0*"
+        ]
+    )
     (case,) = json.loads((pytester.path / "broken.json").read_text())["cases"]
     assert case["verdict"] == "fail" and case["baseline"]["regressed"]
     assert case["baseline"]["interval"][1] < -5  # the whole interval lies beyond the tolerance
 
     # --sequential asks the same question sample by sample (paired on the baseline's samples): the broken
     # checkpoint is certain to have dropped long before 40 samples, with the same verdict.
-    result = real_suite(*SELECT, "--baseline", base, "--sequential", "--report", "seq.json",
-                        model=checkpoint_sequence / "checkpoint-600")
+    result = real_suite(
+        *SELECT,
+        "--baseline",
+        base,
+        "--sequential",
+        "--report",
+        "seq.json",
+        model=checkpoint_sequence / "checkpoint-600",
+    )
     result.assert_outcomes(failed=1)
     (case,) = json.loads((pytester.path / "seq.json").read_text())["cases"]
     seq = case["sequential"]

@@ -21,8 +21,21 @@ def test_checkpoints_are_ordered_by_step(tmp_path):
 
 
 def test_bisect_names_the_first_damaged_checkpoint(checkpoint_sequence, tmp_path, capsys):
-    args = [str(checkpoint_sequence), "--good", "checkpoint-100", "--bad", "checkpoint-800", "-k", "niah_single_1",
-            "--lengths", "256", "--samples", "20", "--cache-dir", str(tmp_path / "cache")]
+    args = [
+        str(checkpoint_sequence),
+        "--good",
+        "checkpoint-100",
+        "--bad",
+        "checkpoint-800",
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "256",
+        "--samples",
+        "20",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert main(["bisect", *args, "--json", str(tmp_path / "a.json")]) == 0
     first = json.loads((tmp_path / "a.json").read_text())
     assert first["first_bad"].endswith("checkpoint-600") and first["first_bad_index"] == 5
@@ -41,8 +54,20 @@ def test_bisect_refuses_an_unusable_selection(checkpoint_sequence, capsys):
 
 
 def test_bisect_under_sequential_finds_the_same_checkpoint_with_fewer_samples(checkpoint_sequence, tmp_path):
-    args = [str(checkpoint_sequence), "--good", "checkpoint-100", "--bad", "checkpoint-800", "-k", "niah_single_1",
-            "--lengths", "256", "--samples", "20", "--no-cache"]
+    args = [
+        str(checkpoint_sequence),
+        "--good",
+        "checkpoint-100",
+        "--bad",
+        "checkpoint-800",
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "256",
+        "--samples",
+        "20",
+        "--no-cache",
+    ]
     assert main(["bisect", *args, "--json", str(tmp_path / "fixed.json")]) == 0
     assert main(["bisect", *args, "--sequential", "--json", str(tmp_path / "seq.json")]) == 0
     fixed, seq = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("fixed", "seq"))

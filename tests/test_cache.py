@@ -100,8 +100,11 @@ def test_concurrent_workers_lose_nothing(scripted):
     result = pytester.runpytest_subprocess("--model", script(), *ARGS, "-n", "2")
     result.assert_outcomes(passed=9)
     assert len(calls()) == 54
-    rows = sqlite3.connect(pytester.path / ".ctxgate-cache" / FILE_NAME).execute(
-        "SELECT COUNT(*) FROM generations").fetchone()[0]
+    rows = (
+        sqlite3.connect(pytester.path / ".ctxgate-cache" / FILE_NAME)
+        .execute("SELECT COUNT(*) FROM generations")
+        .fetchone()[0]
+    )
     assert rows == 54
     pytester.runpytest_subprocess("--model", "script.json", *ARGS, "-n", "2").assert_outcomes(passed=9)
     assert len(calls()) == 54
@@ -120,8 +123,9 @@ def test_kill_9_mid_case_loses_at_most_the_sample_in_flight(scripted, in_flight)
     script(sleep=0.05 * in_flight, concurrency=in_flight)
     args = [sys.executable, "-m", "pytest", "--model", "script.json", *ARGS, "-p", "no:cacheprovider"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(args, cwd=pytester.path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        args, cwd=pytester.path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.time() + 60
     while len(calls()) < 20 and time.time() < deadline:  # kill in the middle of the fourth case
         time.sleep(0.02)

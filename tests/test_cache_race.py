@@ -48,9 +48,15 @@ for t in range(trials):
 def test_processes_creating_one_cache_at_once_lose_no_row(tmp_path):
     started = time.monotonic()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(tmp_path), str(w),
-                               str(PROCESSES), str(TRIALS), str(ROWS)], env=env, stderr=subprocess.PIPE, text=True)
-             for w in range(PROCESSES)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(tmp_path), str(w), str(PROCESSES), str(TRIALS), str(ROWS)],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(PROCESSES)
+    ]
     errors = [p.communicate(timeout=120)[1] for p in procs]
     assert all(p.returncode == 0 for p in procs) and not any("CacheWarning" in e for e in errors), errors
     for t in range(TRIALS):

@@ -55,8 +55,9 @@ def test_a_header_that_is_json_but_not_tensors_is_refused(tmp_path):
 
 def test_missing_shards_are_named(ckpt):
     (ckpt / "model.safetensors").rename(ckpt / "model-00001-of-00002.safetensors")
-    (ckpt / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
-        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    (ckpt / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})
+    )
     with pytest.raises(CheckpointError, match="model-00002-of-00002.safetensors is not in"):
         check_checkpoint(ckpt)
 

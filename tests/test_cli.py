@@ -4,8 +4,22 @@ from ctxgate.cli import main
 
 
 def test_score_one_prediction(capsys):
-    assert main(["score", "--metric", "helmet_subem", "--prediction", "The answer: 10", "--answer", "1",
-                 "--prefix", "answer:"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--metric",
+                "helmet_subem",
+                "--prediction",
+                "The answer: 10",
+                "--answer",
+                "1",
+                "--prefix",
+                "answer:",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     # HELMET prepends the prompt's answer prefix to the output, then parses after its first occurrence
     assert out["score"] == 1.0 and out["scored_text"] == "The answer: 10"
@@ -17,10 +31,24 @@ def test_score_unknown_metric_lists_choices(capsys):
 
 
 def test_rescore_from_predictions(tmp_path, capsys):
-    rows = [{"task": "niah_single_1", "length": 512, "metric": "string_match_all", "prediction": " 1234567",
-             "answers": ["1234567"], "score": 0.0},
-            {"task": "json_kv", "length": 512, "metric": "helmet_subem", "prediction": " abc-1",
-             "answers": ["ABC 1"], "score": 1.0}]
+    rows = [
+        {
+            "task": "niah_single_1",
+            "length": 512,
+            "metric": "string_match_all",
+            "prediction": " 1234567",
+            "answers": ["1234567"],
+            "score": 0.0,
+        },
+        {
+            "task": "json_kv",
+            "length": 512,
+            "metric": "helmet_subem",
+            "prediction": " abc-1",
+            "answers": ["ABC 1"],
+            "score": 1.0,
+        },
+    ]
     path = tmp_path / "p.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     assert main(["rescore", str(path), "--json"]) == 0

@@ -14,8 +14,13 @@ from tests.conftest import ROOT, TINY
 
 
 def collect(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", *args, "--lengths", "512", "--collect-only", "-q"],
-                          cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "--lengths", "512", "--collect-only", "-q"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +53,27 @@ def test_named_test_paths_are_still_the_users_choice(outside):
 
 def test_the_suite_runs_without_xdist(outside, tmp_path):
     """-p no:xdist, a common way to debug a suite: the xdist-only hooks are optional, not an error."""
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "--model", str(outside), "-k", "vt",
-                             "--lengths", "1k", "--samples", "2", "--no-cache"], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:xdist",
+            "--model",
+            str(outside),
+            "-k",
+            "vt",
+            "--lengths",
+            "1k",
+            "--samples",
+            "2",
+            "--no-cache",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "1 passed" in result.stdout and "PluginValidationError" not in result.stderr

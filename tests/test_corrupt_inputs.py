@@ -24,15 +24,29 @@ from tests.conftest import TINY
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
-REPORT = json.dumps({"schema_version": 1, "created": "2026-11-23T00:00:00+00:00", "complete": True,
-                     "run": {"model": "m"}, "predictions": "r.predictions.jsonl", "by_length": {}, "overall": {},
-                     "effective_length": None, "gates": [],
-                     "cases": [{"task": "vt", "length": 1024, "verdict": "pass", "score": 50.0, "n": 2,
-                                "data_sha256": "ab"}]}, indent=1).encode()
-PREDICTIONS = (b'{"task": "vt", "length": 1024, "index": 0, "score": 1.0, "sample_sha256": "a"}\n'
-               b'{"task": "vt", "length": 1024, "index": 1, "score": 0.0, "sample_sha256": "b"}\n')
-THRESHOLDS = (b'[defaults]\nfloor = 10\nrule = "score"\n[[floor]]\ntask = "niah_*"\nlength = "<=32k"\nfloor = 90\n'
-              b'[regression]\ntolerance = 2.0\n[[tolerance]]\ntask = "vt"\npoints = 5\n')
+REPORT = json.dumps(
+    {
+        "schema_version": 1,
+        "created": "2026-11-23T00:00:00+00:00",
+        "complete": True,
+        "run": {"model": "m"},
+        "predictions": "r.predictions.jsonl",
+        "by_length": {},
+        "overall": {},
+        "effective_length": None,
+        "gates": [],
+        "cases": [{"task": "vt", "length": 1024, "verdict": "pass", "score": 50.0, "n": 2, "data_sha256": "ab"}],
+    },
+    indent=1,
+).encode()
+PREDICTIONS = (
+    b'{"task": "vt", "length": 1024, "index": 0, "score": 1.0, "sample_sha256": "a"}\n'
+    b'{"task": "vt", "length": 1024, "index": 1, "score": 0.0, "sample_sha256": "b"}\n'
+)
+THRESHOLDS = (
+    b'[defaults]\nfloor = 10\nrule = "score"\n[[floor]]\ntask = "niah_*"\nlength = "<=32k"\nfloor = 90\n'
+    b'[regression]\ntolerance = 2.0\n[[tolerance]]\ntask = "vt"\npoints = 5\n'
+)
 JSONL = b'{"question": "q1", "answers": ["a"]}\n{"question": "q2", "answers": ["b"]}\n'
 ESSAY = ("Sentence number one is here. " * 12).encode()
 
@@ -73,8 +87,12 @@ FILE_READERS = {
     "predictions": (read_predictions, "p.jsonl", PREDICTIONS, ReportFileError),
     "safetensors": (check_safetensors, "model.safetensors", _safetensors(), CheckpointError),
     "haystack": (_essay, "hay.txt", ESSAY, HaystackError),
-    "watch_state": (WatchState.load, "watch-state.json",
-                    b'{"done": ["checkpoint-100"], "failed": {}, "last": "checkpoint-100"}', WatchError),
+    "watch_state": (
+        WatchState.load,
+        "watch-state.json",
+        b'{"done": ["checkpoint-100"], "failed": {}, "last": "checkpoint-100"}',
+        WatchError,
+    ),
 }
 
 
@@ -135,9 +153,15 @@ def test_jsonl_data(tmp_path, data):
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(records=st.lists(st.dictionaries(st.sampled_from("abc"), st.one_of(st.integers(), st.text(max_size=3),
-                                                                            st.lists(st.integers(), max_size=2))),
-                        min_size=1, max_size=4))
+@given(
+    records=st.lists(
+        st.dictionaries(
+            st.sampled_from("abc"), st.one_of(st.integers(), st.text(max_size=3), st.lists(st.integers(), max_size=2))
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_records_of_mixed_shapes(tmp_path, records):
     """Lines that each parse but do not share a schema: datasets may refuse them, in one line."""
     path = _write(tmp_path, "m.jsonl", b"".join(json.dumps(r).encode() + b"\n" for r in records))
@@ -157,8 +181,10 @@ def checkpoint_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @SETTINGS
-@given(name=st.sampled_from(["config.json", "generation_config.json", "tokenizer_config.json",
-                             "special_tokens_map.json"]), data=st.data())
+@given(
+    name=st.sampled_from(["config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json"]),
+    data=st.data(),
+)
 def test_checkpoint_json_files(checkpoint_copy, name, data):
     path = checkpoint_copy / name
     original = path.read_bytes() if path.exists() else b"{}"

@@ -22,11 +22,39 @@ NEED_512 = '[session]\nmin_effective_length = "512"\n'
 def test_kill_9_of_a_real_worker_mid_case_fails_the_run(real_suite, pytester):
     """The issue's reproduction: two cases on two workers, one worker killed while it generates."""
     (pytester.path / "thresholds.toml").write_text(NEED_512)
-    cmd = [sys.executable, "-m", "pytest", "--model", str(TINY), "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT),
-           "-k", "niah_single_1 or vt", "--lengths", "512", "--samples", "400", "-n", "2", "--report", "out/r.json",
-           "--cache-dir", "cache", "-p", "no:cacheprovider"]
-    proc = subprocess.Popen(cmd, cwd=pytester.path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--model",
+        str(TINY),
+        "--squad",
+        str(SQUAD),
+        "--hotpotqa",
+        str(HOTPOT),
+        "-k",
+        "niah_single_1 or vt",
+        "--lengths",
+        "512",
+        "--samples",
+        "400",
+        "-n",
+        "2",
+        "--report",
+        "out/r.json",
+        "--cache-dir",
+        "cache",
+        "-p",
+        "no:cacheprovider",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=pytester.path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     db = pytester.path / "cache" / "generations.sqlite"
     deadline = time.time() + 240
     rows = 0
@@ -54,8 +82,9 @@ def test_a_truncated_checkpoint_ends_as_one_message_and_a_report(real_suite, pyt
     weights = ckpt / "model.safetensors"
     with weights.open("r+b") as f:
         f.truncate(weights.stat().st_size // 2)
-    result = real_suite("-k", "niah_single_1 or vt", "--lengths", "512", "-n", "2", "--report", "out/r.json",
-                        model=ckpt)
+    result = real_suite(
+        "-k", "niah_single_1 or vt", "--lengths", "512", "-n", "2", "--report", "out/r.json", model=ckpt
+    )
     out = result.stdout.str() + result.stderr.str()
     assert result.ret == 1
     assert "Traceback" not in out and len(out.splitlines()) < 40, out
@@ -66,11 +95,14 @@ def test_a_truncated_checkpoint_ends_as_one_message_and_a_report(real_suite, pyt
     assert not (pytester.path / "out" / "r.partial.jsonl").exists()
 
 
-@pytest.mark.parametrize("damage, expected", [
-    ("tokenizer", "has no tokenizer"),
-    ("auto_map", "auto_map names the checkpoint's own model code"),
-    ("config", "config.json is missing"),
-])
+@pytest.mark.parametrize(
+    "damage, expected",
+    [
+        ("tokenizer", "has no tokenizer"),
+        ("auto_map", "auto_map names the checkpoint's own model code"),
+        ("config", "config.json is missing"),
+    ],
+)
 def test_a_broken_checkpoint_names_the_file_and_the_fix(real_suite, pytester, ckpt, damage, expected):
     if damage == "tokenizer":
         for name in ("tokenizer.json", "tokenizer_config.json"):
@@ -87,15 +119,19 @@ def test_a_broken_checkpoint_names_the_file_and_the_fix(real_suite, pytester, ck
     assert "sentencepiece" not in out
     if damage == "auto_map":
         assert "--trust-remote-code" in out and "--ignore-remote-code" in out
-        real_suite("-k", "vt", "--lengths", "1k", "--samples", "2", "--ignore-remote-code",
-                   model=ckpt).assert_outcomes(passed=1)
+        real_suite("-k", "vt", "--lengths", "1k", "--samples", "2", "--ignore-remote-code", model=ckpt).assert_outcomes(
+            passed=1
+        )
 
 
-@pytest.mark.parametrize("args, expected", [
-    (("--dtype", "nonsense"), "argument --dtype: invalid choice: 'nonsense'"),
-    (("--samples", "100000000"), "--samples 100000000 must be between 1 and 100,000"),
-    (("--report", "out"), "--report out is a folder; give a file path such as out/run.json"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (("--dtype", "nonsense"), "argument --dtype: invalid choice: 'nonsense'"),
+        (("--samples", "100000000"), "--samples 100000000 must be between 1 and 100,000"),
+        (("--report", "out"), "--report out is a folder; give a file path such as out/run.json"),
+    ],
+)
 def test_bad_options_stop_before_the_model_loads(real_suite, pytester, args, expected):
     (pytester.path / "out").mkdir()
     started = time.monotonic()
@@ -108,14 +144,30 @@ def test_a_model_name_that_is_no_folder_fails_at_once(real_suite, pytester):
     started = time.monotonic()
     result = real_suite("--lengths", "512", model=Path("some_name"))
     assert result.ret == 4 and time.monotonic() - started < 30
-    result.stderr.fnmatch_lines(["*--model 'some_name': there is no folder of that name in*, and no hub model "
-                                 "'some_name' in the local Hugging Face cache*hf download some_name*"])
+    result.stderr.fnmatch_lines(
+        [
+            "*--model 'some_name': there is no folder of that name in*, and no hub model "
+            "'some_name' in the local Hugging Face cache*hf download some_name*"
+        ]
+    )
 
 
 def test_an_unwritable_cache_means_no_cache_and_one_warning(real_suite, pytester):
     (pytester.path / "a_file").write_text("not a folder")
-    result = real_suite("-k", "vt", "--lengths", "1k", "--samples", "2", "--cache-dir", "a_file/cache",
-                        "--report", "r.json", "-W", "always::UserWarning")
+    result = real_suite(
+        "-k",
+        "vt",
+        "--lengths",
+        "1k",
+        "--samples",
+        "2",
+        "--cache-dir",
+        "a_file/cache",
+        "--report",
+        "r.json",
+        "-W",
+        "always::UserWarning",
+    )
     result.assert_outcomes(passed=1)
     out = result.stdout.str()
     assert out.count("running without a cache") == 1 and "Traceback" not in out

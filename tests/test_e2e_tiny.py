@@ -26,15 +26,33 @@ def test_retrieval_passes_short_and_fails_long_for_real(real_suite, pytester):
     result.stdout.fnmatch_lines(["*niah_single_1 at 2048 (2K): score * < floor 70.0 (n=40, 95% CI*"])
 
 
-def test_every_task_and_length_under_xdist_with_all_outputs(real_suite, pytester, judge_server, monkeypatch,
-                                                            helmet_data_long):
+def test_every_task_and_length_under_xdist_with_all_outputs(
+    real_suite, pytester, judge_server, monkeypatch, helmet_data_long
+):
     """The full fixture run, judged over HTTP by the scripted OpenAI-compatible server: all seven HELMET categories
     and the overall average at 2K, and the API key in no file the run wrote."""
     url, stats = judge_server
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    result = real_suite("--lengths", "1k,2k", "--samples", "3", "-n", "2", "--report", "out/run.json",
-                        "--junitxml", "out/junit.xml", "--data-dir", str(helmet_data_long), "--judge-model",
-                        "ctxgate-lexical-judge", "--judge-base-url", url, "--cache-dir", "out/cache")
+    result = real_suite(
+        "--lengths",
+        "1k,2k",
+        "--samples",
+        "3",
+        "-n",
+        "2",
+        "--report",
+        "out/run.json",
+        "--junitxml",
+        "out/junit.xml",
+        "--data-dir",
+        str(helmet_data_long),
+        "--judge-model",
+        "ctxgate-lexical-judge",
+        "--judge-base-url",
+        url,
+        "--cache-dir",
+        "out/cache",
+    )
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     jsonschema.validate(report, REPORT_SCHEMA)
@@ -56,8 +74,7 @@ def test_every_task_and_length_under_xdist_with_all_outputs(real_suite, pytester
     judged = [c for c in report["cases"] if c["task"] == "narrativeqa" and c["length"] == 2048][0]
     assert judged["judge"]["status"] == "judged" and judged["judge"]["usage"]["requests"] >= 3
     md = (pytester.path / "out" / "run.md").read_text()
-    assert md.count("|") > 20 and all(f"| HELMET {c} |" in md for c in ("RAG", "Re-rank", "Cite", "Summ",
-                                                                          "overall"))
+    assert md.count("|") > 20 and all(f"| HELMET {c} |" in md for c in ("RAG", "Re-rank", "Cite", "Summ", "overall"))
     assert stats()["authorization"] and all(a == f"Bearer {SECRET}" for a in stats()["authorization"])
     for path in (pytester.path / "out").rglob("*"):
         if path.is_file():
@@ -66,8 +83,19 @@ def test_every_task_and_length_under_xdist_with_all_outputs(real_suite, pytester
 
 
 def test_chat_template_on_is_applied_and_recorded(real_suite, pytester, tiny_chat):
-    result = real_suite("-k", "niah_single_1", "--lengths", "1k", "--samples", "2", "--chat-template", "on",
-                        "--report", "r.json", model=tiny_chat)
+    result = real_suite(
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "1k",
+        "--samples",
+        "2",
+        "--chat-template",
+        "on",
+        "--report",
+        "r.json",
+        model=tiny_chat,
+    )
     result.assert_outcomes(passed=1)
     run = json.loads((pytester.path / "r.json").read_text())["run"]
     assert run["chat_template"] == "on" and len(run["chat_template_sha256"]) == 64

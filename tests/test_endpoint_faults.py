@@ -23,8 +23,12 @@ def server() -> Iterator[tuple[str, Callable[[dict[str, Any]], None], Callable[[
     root = url.rsplit("/v1", 1)[0]
 
     def script(plan: dict[str, Any]) -> None:
-        req = urllib.request.Request(root + "/_script", data=json.dumps(plan).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            root + "/_script",
+            data=json.dumps(plan).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
         urllib.request.urlopen(req).read()
 
     def stats() -> dict[str, int]:
@@ -42,8 +46,20 @@ def run_openai(real_suite, server, monkeypatch):
     monkeypatch.setenv("CTXGATE_REPROBE_S", "0.5")
 
     def run(*args: str, model: str = "tiny") -> pytest.RunResult:
-        return real_suite("--backend", "openai", "--base-url", url, "--tokenizer", str(TINY), "--served-model",
-                          "tiny", "--request-retries", "1", *args, model=Path(model))
+        return real_suite(
+            "--backend",
+            "openai",
+            "--base-url",
+            url,
+            "--tokenizer",
+            str(TINY),
+            "--served-model",
+            "tiny",
+            "--request-retries",
+            "1",
+            *args,
+            model=Path(model),
+        )
 
     return run
 
@@ -99,17 +115,25 @@ def test_a_failing_tokenize_is_refused_not_downgraded(run_openai, server):
 
 
 def test_a_server_whose_weights_cannot_be_identified_is_not_cached(run_openai, pytester):
-    result = run_openai("-k", "vt", "--lengths", "1k", "--samples", "2", "--cache-dir", "cache",
-                        "--report", "out/r.json")
+    result = run_openai(
+        "-k", "vt", "--lengths", "1k", "--samples", "2", "--cache-dir", "cache", "--report", "out/r.json"
+    )
     assert result.ret == 0
     report = json.loads((pytester.path / "out" / "r.json").read_text())
     assert "cannot be identified" in report["run"]["cache"]["disabled"]
-    assert not (pytester.path / "cache" / "generations.sqlite").exists() or not sqlite3.connect(
-        pytester.path / "cache" / "generations.sqlite").execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+    assert (
+        not (pytester.path / "cache" / "generations.sqlite").exists()
+        or not sqlite3.connect(pytester.path / "cache" / "generations.sqlite")
+        .execute("SELECT COUNT(*) FROM generations")
+        .fetchone()[0]
+    )
     cached = run_openai("-k", "vt", "--lengths", "1k", "--samples", "2", "--cache-dir", "cache", model=str(TINY))
     assert cached.ret == 0
-    rows = sqlite3.connect(pytester.path / "cache" / "generations.sqlite").execute(
-        "SELECT COUNT(*) FROM generations").fetchone()[0]
+    rows = (
+        sqlite3.connect(pytester.path / "cache" / "generations.sqlite")
+        .execute("SELECT COUNT(*) FROM generations")
+        .fetchone()[0]
+    )
     assert rows == 2  # with the served checkpoint's folder named, the weights are known
 
 
@@ -124,13 +148,18 @@ def test_every_engine_setting_is_in_the_cache_namespace(server):
     local = checkpoint_fingerprint(str(TINY))
 
     def namespace(engine: dict[str, Any], fingerprint: dict[str, Any] | None = local) -> Any:
-        backend = EndpointBackend(EndpointSettings((server[0],), "tiny"), tok, str(TINY), fingerprint,
-                                  name="vllm", engine=engine)
+        backend = EndpointBackend(
+            EndpointSettings((server[0],), "tiny"), tok, str(TINY), fingerprint, name="vllm", engine=engine
+        )
         return namespace_for(backend.fingerprint["sha256"], backend)
 
     plain = {"dtype": "bfloat16", "tensor_parallel": 1, "vllm_args": []}
-    seen = [namespace(plain), namespace({**plain, "dtype": "float16"}),
-            namespace({**plain, "vllm_args": ["--quantization=fp8"]}),
-            namespace({**plain, "vllm_args": ["--kv-cache-dtype=fp8"]}), namespace({**plain, "tensor_parallel": 2})]
+    seen = [
+        namespace(plain),
+        namespace({**plain, "dtype": "float16"}),
+        namespace({**plain, "vllm_args": ["--quantization=fp8"]}),
+        namespace({**plain, "vllm_args": ["--kv-cache-dtype=fp8"]}),
+        namespace({**plain, "tensor_parallel": 2}),
+    ]
     assert len({json.dumps(n, sort_keys=True) for n in seen}) == len(seen)
     assert namespace(plain, None) is None  # the served weights unknown: no cache at all

@@ -37,8 +37,9 @@ def vllm_url(tmp_path_factory: pytest.TempPathFactory):
         python = find_python(None, [ROOT])
     except EngineError as exc:
         pytest.fail(f"{exc} (scripts/test.sh installs it)")
-    server = VLLMServer(EngineSpec(python, str(TINY), max_model_len=8192),
-                        tmp_path_factory.mktemp("vllm") / "server.log")
+    server = VLLMServer(
+        EngineSpec(python, str(TINY), max_model_len=8192), tmp_path_factory.mktemp("vllm") / "server.log"
+    )
     server.start()
     try:
         server.wait_ready(600)
@@ -69,10 +70,27 @@ def proxy(vllm_url):
 
 def run(cwd: Path, *args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """The suite in a subprocess from ``cwd`` (the shipped checkpoint, QA fixtures, no thresholds file)."""
-    cmd = [sys.executable, "-m", "pytest", f"--model={TINY}", "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT),
-           "-p", "no:cacheprovider", *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--model={TINY}",
+        "--squad",
+        str(SQUAD),
+        "--hotpotqa",
+        str(HOTPOT),
+        "-p",
+        "no:cacheprovider",
+        *args,
+    ]
+    return subprocess.run(
+        cmd,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
 
 
 def server_family(log: Path) -> set[int]:
@@ -94,8 +112,10 @@ def wait_gone(pids: set[int], seconds: float) -> list[int]:
 
 def samples(path: Path) -> list[tuple]:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
-    return [(r["task"], r["length"], r["index"], r["prediction"], r["score"], r["output_tokens"],
-             r["finish_reason"]) for r in rows]
+    return [
+        (r["task"], r["length"], r["index"], r["prediction"], r["score"], r["output_tokens"], r["finish_reason"])
+        for r in rows
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +130,23 @@ def hf_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, tmp_path):
     url, stats = proxy
     env = {"OPENAI_API_KEY": SECRET}
-    result = run(tmp_path, *CASES, "--backend", "openai", "--base-url", url, "--report", "out/r.json", "--junitxml",
-                 "out/junit.xml", "--cache-dir", "out/cache", "--baseline", str(hf_run / "hf.json"), env=env)
+    result = run(
+        tmp_path,
+        *CASES,
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--report",
+        "out/r.json",
+        "--junitxml",
+        "out/junit.xml",
+        "--cache-dir",
+        "out/cache",
+        "--baseline",
+        str(hf_run / "hf.json"),
+        env=env,
+    )
     assert result.returncode == 0, result.stdout[-3000:]
     assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(hf_run / "hf.predictions.jsonl")
     report = json.loads((tmp_path / "out" / "r.json").read_text())
@@ -122,8 +157,19 @@ def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, t
     assert names == {c.get("name") for c in ET.parse(hf_run / "hf.xml").getroot().iter("testcase")}
     sent = stats()["completions"]
     assert sent == 40 and all(a == f"Bearer {SECRET}" for a in stats()["authorization"])
-    again = run(tmp_path, *CASES, "--backend", "openai", "--base-url", url, "--report", "out/again.json",
-                "--cache-dir", "out/cache", env=env)
+    again = run(
+        tmp_path,
+        *CASES,
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--report",
+        "out/again.json",
+        "--cache-dir",
+        "out/cache",
+        env=env,
+    )
     assert again.returncode == 0 and stats()["completions"] == sent  # the cache answered every sample
     for path in (tmp_path / "out").rglob("*"):
         if path.is_file():
@@ -187,13 +233,26 @@ def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(proxy
     url, control = proxy
     control({"die_after": 5})
     started = time.monotonic()
-    result = run(tmp_path, *CASES, "--backend", "openai", "--base-url", url, "--request-retries", "1",
-                 "--report", "r.json", "--no-cache", timeout=300)
+    result = run(
+        tmp_path,
+        *CASES,
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--request-retries",
+        "1",
+        "--report",
+        "r.json",
+        "--no-cache",
+        timeout=300,
+    )
     assert result.returncode == 1 and time.monotonic() - started < 120
     report = json.loads((tmp_path / "r.json").read_text())
     assert [c["verdict"] for c in report["cases"]] == ["error", "error"] and not report["complete"]
-    assert all("did not answer a completion" in c["message"] or "every server is down" in c["message"]
-               for c in report["cases"])
+    assert all(
+        "did not answer a completion" in c["message"] or "every server is down" in c["message"] for c in report["cases"]
+    )
     assert "Traceback" not in result.stdout and "During handling" not in result.stdout
 
 
@@ -203,8 +262,24 @@ def test_replicas_share_the_load(vllm_url, tmp_path):
     proxies = [start(vllm_url) for _ in range(2)]
     try:
         urls = [u for u, _ in proxies]
-        result = run(tmp_path, "-k", "niah_single_1", "--lengths", "1k", "--samples", "20", "--backend", "openai",
-                     "--base-url", urls[0], "--base-url", urls[1], "--concurrency", "2", "--no-cache")
+        result = run(
+            tmp_path,
+            "-k",
+            "niah_single_1",
+            "--lengths",
+            "1k",
+            "--samples",
+            "20",
+            "--backend",
+            "openai",
+            "--base-url",
+            urls[0],
+            "--base-url",
+            urls[1],
+            "--concurrency",
+            "2",
+            "--no-cache",
+        )
         assert result.returncode == 0, result.stdout[-2000:]
         counts = [server.completions for _, server in proxies]
         assert sum(counts) == 20 and min(counts) >= 5, counts
@@ -217,11 +292,34 @@ def test_replicas_share_the_load(vllm_url, tmp_path):
 def test_kill_9_mid_case_then_a_rerun_generates_only_what_was_missing(proxy, tmp_path):
     url, control = proxy
     control({"delay": 0.2})
-    args = [sys.executable, "-m", "pytest", f"--model={TINY}", "-k", "niah_single_1", "--lengths", "1k",
-            "--samples", "40", "--backend", "openai", "--base-url", url, "--concurrency", "4", "-p",
-            "no:cacheprovider"]
-    proc = subprocess.Popen(args, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--model={TINY}",
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "1k",
+        "--samples",
+        "40",
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--concurrency",
+        "4",
+        "-p",
+        "no:cacheprovider",
+    ]
+    proc = subprocess.Popen(
+        args,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 240
     while control()["completions"] < 12 and time.time() < deadline:
         time.sleep(0.1)
@@ -231,15 +329,17 @@ def test_kill_9_mid_case_then_a_rerun_generates_only_what_was_missing(proxy, tmp
     before = control()["completions"]
     assert 12 <= before < 40
     control({"delay": 0.0})
-    result = run(tmp_path, "-k", "niah_single_1", "--lengths", "1k", "--samples", "40", "--backend", "openai",
-                 "--base-url", url)
+    result = run(
+        tmp_path, "-k", "niah_single_1", "--lengths", "1k", "--samples", "40", "--backend", "openai", "--base-url", url
+    )
     assert result.returncode == 0, result.stdout[-2000:]
     assert control()["completions"] - before <= 40 - before + 4  # the rest, and at most those in flight then
 
 
 def test_a_server_that_will_not_start_is_one_error_with_its_log(tmp_path):
-    result = run(tmp_path, *CASES, "--backend", "vllm", "--vllm-arg=--no-such-vllm-flag", "--report", "r.json",
-                 timeout=300)
+    result = run(
+        tmp_path, *CASES, "--backend", "vllm", "--vllm-arg=--no-such-vllm-flag", "--report", "r.json", timeout=300
+    )
     assert result.returncode == 1 and "Traceback" not in result.stdout
     error = json.loads((tmp_path / "r.json").read_text())["error"]["message"]
     assert "the vLLM server for" in error and "exited with code" in error and "Last lines of" in error
@@ -249,8 +349,13 @@ def test_a_server_that_will_not_start_is_one_error_with_its_log(tmp_path):
 
 def test_a_killed_controller_takes_its_server_with_it(tmp_path):
     cmd = [sys.executable, "-m", "pytest", f"--model={TINY}", *CASES, "--backend", "vllm", "-p", "no:cacheprovider"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     log = tmp_path / "ctxgate-vllm" / "vllm-0.log"
     deadline = time.time() + 600
     while time.time() < deadline and not (log.exists() and "Application startup complete" in log.read_text()):

@@ -39,15 +39,28 @@ def _one_line_error(result: pytest.RunResult) -> str:
 
 # 1. Skips that passed --------------------------------------------------------------------------------------------
 
+
 def test_a_shrunken_window_fails_the_run_and_against_a_baseline_that_scored_the_length(real_suite, pytester, ckpt):
-    base = real_suite("-k", "niah_single_1", "--lengths", "256,512", "--samples", "3", "--report", "out/base.json",
-                      model=ckpt)
+    base = real_suite(
+        "-k", "niah_single_1", "--lengths", "256,512", "--samples", "3", "--report", "out/base.json", model=ckpt
+    )
     assert base.ret == 0
     config = json.loads((ckpt / "config.json").read_text())
     config["max_position_embeddings"] = 300
     (ckpt / "config.json").write_text(json.dumps(config))
-    result = real_suite("-k", "niah_single_1", "--lengths", "256,512", "--samples", "3", "--report", "out/r.json",
-                        "--baseline", "out/base.json", model=ckpt)
+    result = real_suite(
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "256,512",
+        "--samples",
+        "3",
+        "--report",
+        "out/r.json",
+        "--baseline",
+        "out/base.json",
+        model=ckpt,
+    )
     out = _one_line_error(result)
     assert result.ret == 1
     report = _report(pytester)
@@ -67,8 +80,9 @@ def test_a_corrupt_data_line_fails_the_case_naming_file_and_line(real_suite, pyt
     lines[2] = lines[2][: len(lines[2]) // 2]  # one record cut in half
     test_file.write_text("\n".join(lines) + "\n")
     (pytester.path / "thresholds.toml").write_text(FLOOR_ALL)
-    result = real_suite("-k", "icl_trec_coarse", "--lengths", "1k", "--samples", "2", "--data-dir", str(data),
-                        "--report", "out/r.json")
+    result = real_suite(
+        "-k", "icl_trec_coarse", "--lengths", "1k", "--samples", "2", "--data-dir", str(data), "--report", "out/r.json"
+    )
     _one_line_error(result)
     assert result.ret == 1
     (case,) = _report(pytester)["cases"]
@@ -78,8 +92,9 @@ def test_a_corrupt_data_line_fails_the_case_naming_file_and_line(real_suite, pyt
 
 def test_a_judged_case_with_a_floor_and_no_judge_fails(real_suite, pytester):
     (pytester.path / "thresholds.toml").write_text('[[floor]]\ntask = "alce_asqa"\nfloor = 10\n')
-    result = real_suite("-k", "alce_asqa", "--lengths", "2k", "--samples", "2", "--data-dir", str(HELMET_DATA),
-                        "--report", "out/r.json")
+    result = real_suite(
+        "-k", "alce_asqa", "--lengths", "2k", "--samples", "2", "--data-dir", str(HELMET_DATA), "--report", "out/r.json"
+    )
     out = _one_line_error(result)
     assert result.ret == 1, out[-2000:]
     (case,) = _report(pytester)["cases"]
@@ -89,8 +104,9 @@ def test_a_judged_case_with_a_floor_and_no_judge_fails(real_suite, pytester):
 
 
 def test_without_a_floor_a_case_whose_input_was_not_given_is_a_skip(real_suite, pytester):
-    result = real_suite("-k", "alce_asqa", "--lengths", "2k", "--samples", "2", "--data-dir", str(HELMET_DATA),
-                        "--report", "out/r.json")
+    result = real_suite(
+        "-k", "alce_asqa", "--lengths", "2k", "--samples", "2", "--data-dir", str(HELMET_DATA), "--report", "out/r.json"
+    )
     (case,) = _report(pytester)["cases"]
     assert (case["verdict"], case["skip_kind"]) == ("skip", "judge_not_given")
     assert result.ret == 0
@@ -98,17 +114,36 @@ def test_without_a_floor_a_case_whose_input_was_not_given_is_a_skip(real_suite, 
 
 # 2. Silent fallbacks -------------------------------------------------------------------------------------------
 
+
 def test_thresholds_are_found_from_a_subfolder_and_named_in_the_header(real_suite, pytester):
     (pytester.path / "pyproject.toml").write_text("[tool.pytest.ini_options]\ntestpaths = ['tests_longctx']\n")
     (pytester.path / "tox.ini").unlink()
     (pytester.path / "thresholds.toml").write_text('[[floor]]\ntask = "vt"\nfloor = 100\n')
     sub = pytester.path / "ci"
     sub.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "pytest", f"--model={TINY}", "-k", "vt", "--lengths", "1k",
-                           "--samples", "2", "-p", "no:cacheprovider", "--no-cache",
-                           str(pytester.path / "tests_longctx")],
-                          cwd=sub, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            f"--model={TINY}",
+            "-k",
+            "vt",
+            "--lengths",
+            "1k",
+            "--samples",
+            "2",
+            "-p",
+            "no:cacheprovider",
+            "--no-cache",
+            str(pytester.path / "tests_longctx"),
+        ],
+        cwd=sub,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=600,
+    )
     assert f"ctxgate thresholds: {pytester.path / 'thresholds.toml'} (found 1 up" in proc.stdout
     assert proc.returncode == 1 and "below" in proc.stdout  # vt scores under 100 on this checkpoint
 
@@ -125,12 +160,15 @@ def test_a_thresholds_file_the_ini_names_must_exist(real_suite, pytester):
     assert result.ret == 4 and "gates/thresholds.toml does not exist" in result.stderr.str()
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("", "is empty"),
-    ("# only comments\n", "is empty"),
-    ("[defaults]\nfloor = 0.5\n", "looks like a fraction, but floors are percent"),
-    ('[[floor]]\ntask = "vt"\nfloor = 0.9\n', "write floor = 90 for 90%"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "is empty"),
+        ("# only comments\n", "is empty"),
+        ("[defaults]\nfloor = 0.5\n", "looks like a fraction, but floors are percent"),
+        ('[[floor]]\ntask = "vt"\nfloor = 0.9\n', "write floor = 90 for 90%"),
+    ],
+)
 def test_an_empty_file_and_a_fractional_floor_are_refused(real_suite, pytester, text, expected):
     (pytester.path / "thresholds.toml").write_text(text)
     result = real_suite("-k", "vt", "--lengths", "1k")
@@ -147,8 +185,9 @@ def test_a_missing_tensor_is_refused_in_one_line_unless_allowed(real_suite, pyte
     assert "Run error: ctxgate: the model" in out
     assert "tensor model.layers.3.mlp.up_proj.weight is missing from the weights" in out
     assert "--allow-weight-mismatch" in out
-    allowed = real_suite("-k", "vt", "--lengths", "1k", "--samples", "1", "--allow-weight-mismatch",
-                         "--report", "out/a.json", model=ckpt)
+    allowed = real_suite(
+        "-k", "vt", "--lengths", "1k", "--samples", "1", "--allow-weight-mismatch", "--report", "out/a.json", model=ckpt
+    )
     assert allowed.ret == 0
     assert "model.layers.3.mlp.up_proj.weight" in _report(pytester, "a.json")["run"]["weights_mismatch"]
 
@@ -172,8 +211,12 @@ def test_a_json_file_of_the_checkpoint_that_does_not_parse_is_named_with_its_lin
 def test_diff_refuses_a_report_of_another_schema(tmp_path):
     old = {"schema_version": 0, "run": {}, "cases": [{"task": "vt", "length": 1024, "verdict": "pass"}]}
     (tmp_path / "old.json").write_text(json.dumps(old))
-    proc = subprocess.run([sys.executable, "-m", "ctxgate.cli", "diff", str(tmp_path / "old.json"),
-                           str(tmp_path / "old.json")], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctxgate.cli", "diff", str(tmp_path / "old.json"), str(tmp_path / "old.json")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2 and "schema_version 0" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -191,8 +234,9 @@ def test_a_missing_local_data_file_never_reaches_for_the_hub(real_suite, pyteste
     shutil.copytree(HELMET_DATA, data)
     (data / "icl" / "trec" / "test.jsonl").unlink()
     (pytester.path / "thresholds.toml").write_text(FLOOR_ALL)
-    result = real_suite("-k", "icl_trec_coarse", "--lengths", "1k", "--samples", "1", "--data-dir", str(data),
-                        "--report", "out/r.json")
+    result = real_suite(
+        "-k", "icl_trec_coarse", "--lengths", "1k", "--samples", "1", "--data-dir", str(data), "--report", "out/r.json"
+    )
     (case,) = _report(pytester)["cases"]
     assert (case["verdict"], case["error_kind"]) == ("error", "data_not_given") and result.ret == 1
     assert f"{data / 'icl' / 'trec' / 'test.jsonl'} does not exist" in case["message"]
@@ -203,15 +247,33 @@ def test_a_missing_local_data_file_never_reaches_for_the_hub(real_suite, pyteste
 
 # 3. Crashes ------------------------------------------------------------------------------------------------------
 
+
 def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(real_suite, pytester, judge_server):
     from tests.conftest import script_faults
 
     url, _ = judge_server
     script_faults(url, [{"status": 500}] * 200)  # the server is down for good: every verdict fails
     result = pytester.runpytest_subprocess(
-        f"--model={TINY}", "-k", "infbench_sum", "--lengths", "2k", "--samples", "2", "--data-dir", str(HELMET_DATA),
-        "--judge-model", "ctxgate-lexical-judge", "--judge-base-url", url, "--judge-retries", "0", "--report",
-        "out/r.json", "--no-cache", timeout=600)
+        f"--model={TINY}",
+        "-k",
+        "infbench_sum",
+        "--lengths",
+        "2k",
+        "--samples",
+        "2",
+        "--data-dir",
+        str(HELMET_DATA),
+        "--judge-model",
+        "ctxgate-lexical-judge",
+        "--judge-base-url",
+        url,
+        "--judge-retries",
+        "0",
+        "--report",
+        "out/r.json",
+        "--no-cache",
+        timeout=600,
+    )
     out = _one_line_error(result)
     assert result.ret == 1, out[-3000:]
     (case,) = _report(pytester)["cases"]
@@ -221,12 +283,36 @@ def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(real_suit
 
 
 def _start_suite(cwd: Path, *args: str) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "pytest", f"--model={TINY}", "-k", "niah_single_1 or vt", "--lengths", "512",
-           "--samples", "400", "-n", "2", "--report", "out/r.json", "--cache-dir", "cache", "-p", "no:cacheprovider",
-           *args]
-    return subprocess.Popen(cmd, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, preexec_fn=lambda: signal.signal(
-                                signal.SIGINT, signal.SIG_DFL))
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--model={TINY}",
+        "-k",
+        "niah_single_1 or vt",
+        "--lengths",
+        "512",
+        "--samples",
+        "400",
+        "-n",
+        "2",
+        "--report",
+        "out/r.json",
+        "--cache-dir",
+        "cache",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    ]
+    return subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def _workers_generating(proc: subprocess.Popen[str], cache: Path) -> list[psutil.Process]:
@@ -297,10 +383,32 @@ def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_half_fil
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (6_000, 6_000))
 
-    cmd = [sys.executable, "-m", "pytest", f"--model={TINY}", "-k", "niah_single_1 or vt", "--lengths", "512",
-           "--samples", "60", "--report", "out/r.json", "--no-cache", "-p", "no:cacheprovider"]
-    proc = subprocess.run(cmd, cwd=pytester.path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-                          text=True, preexec_fn=small_files, timeout=600)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--model={TINY}",
+        "-k",
+        "niah_single_1 or vt",
+        "--lengths",
+        "512",
+        "--samples",
+        "60",
+        "--report",
+        "out/r.json",
+        "--no-cache",
+        "-p",
+        "no:cacheprovider",
+    ]
+    proc = subprocess.run(
+        cmd,
+        cwd=pytester.path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        preexec_fn=small_files,
+        timeout=600,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "Traceback" not in out and "INTERNALERROR" not in out, out[-3000:]
     assert "ERROR: the report could not be written to out/r.json" in out
@@ -328,41 +436,69 @@ def test_an_empty_or_binary_data_file_is_one_line(real_suite, pytester, tmp_path
     data = tmp_path / "helmet_data"
     shutil.copytree(HELMET_DATA, data)
     (data / "infbench" / "longbook_qa_eng.jsonl").write_bytes(content)
-    result = real_suite("-k", "infbench_qa", "--lengths", "2k", "--samples", "1", "--data-dir", str(data),
-                        "--report", "out/r.json")
+    result = real_suite(
+        "-k", "infbench_qa", "--lengths", "2k", "--samples", "1", "--data-dir", str(data), "--report", "out/r.json"
+    )
     _one_line_error(result)
     (case,) = _report(pytester)["cases"]
     assert case["error_kind"] == "data_unreadable" and "longbook_qa_eng.jsonl" in case["message"]
     assert ("is empty" if not content else "not UTF-8") in case["message"] and result.ret == 1
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    (["metrics", "{empty}"], "is empty"),
-    (["metrics", "{truncated}"], ":1: not valid JSON"),
-    (["trend", "{good}", "{truncated}"], "truncated.json:1: not valid JSON"),
-    (["watch", "{missing}", "--once"], "is not a folder"),
-    (["bisect", "{missing}"], "is not a folder"),
-    (["data", "fetch", "--archive", "{empty}", "--to", "{out}"], "is not a readable tar archive"),
-])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["metrics", "{empty}"], "is empty"),
+        (["metrics", "{truncated}"], ":1: not valid JSON"),
+        (["trend", "{good}", "{truncated}"], "truncated.json:1: not valid JSON"),
+        (["watch", "{missing}", "--once"], "is not a folder"),
+        (["bisect", "{missing}"], "is not a folder"),
+        (["data", "fetch", "--archive", "{empty}", "--to", "{out}"], "is not a readable tar archive"),
+    ],
+)
 def test_every_cli_verb_answers_an_unreadable_input_in_one_line(tmp_path, argv, expected):
     (tmp_path / "empty.json").write_text("")
     (tmp_path / "truncated.json").write_text('{"schema_version": 1, "cases": [')
-    (tmp_path / "good.json").write_text(json.dumps({"schema_version": 1, "run": {"model": "x"}, "cases": [],
-                                                    "by_length": {}, "overall": {}, "effective_length": None,
-                                                    "gates": [], "complete": True}))
-    paths = {"empty": tmp_path / "empty.json", "truncated": tmp_path / "truncated.json",
-             "good": tmp_path / "good.json", "missing": tmp_path / "nope", "out": tmp_path / "out"}
-    proc = subprocess.run([sys.executable, "-m", "ctxgate.cli", *[a.format(**paths) for a in argv]],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    (tmp_path / "good.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "run": {"model": "x"},
+                "cases": [],
+                "by_length": {},
+                "overall": {},
+                "effective_length": None,
+                "gates": [],
+                "complete": True,
+            }
+        )
+    )
+    paths = {
+        "empty": tmp_path / "empty.json",
+        "truncated": tmp_path / "truncated.json",
+        "good": tmp_path / "good.json",
+        "missing": tmp_path / "nope",
+        "out": tmp_path / "out",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctxgate.cli", *[a.format(**paths) for a in argv]],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert expected in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-@pytest.mark.parametrize(("template", "expected"), [
-    ("{% for m in messages %}{{ m.content }", "chat_template.jinja:1: the chat template does not parse"),
-    ("{{ raise_exception('no user turns here') }}", "fails on a one-message chat"),
-])
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("{% for m in messages %}{{ m.content }", "chat_template.jinja:1: the chat template does not parse"),
+        ("{{ raise_exception('no user turns here') }}", "fails on a one-message chat"),
+    ],
+)
 def test_a_broken_chat_template_is_one_line_naming_its_file(real_suite, ckpt, template, expected):
     (ckpt / "chat_template.jinja").write_text(template)
     result = real_suite("-k", "vt", "--lengths", "1k", "--samples", "1", "--chat-template", "on", model=ckpt)
@@ -371,6 +507,7 @@ def test_a_broken_chat_template_is_one_line_naming_its_file(real_suite, ckpt, te
 
 
 # 4. Consent ------------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("damage", ["pickle", "auto_map"])
 def test_the_nli_model_passes_the_checks_of_model(real_suite, pytester, tmp_path, damage):
@@ -394,24 +531,51 @@ def test_a_report_whose_predictions_are_a_symlink_is_refused(tmp_path):
     outside.write_text('{"task": "vt", "length": 1024, "index": 0}\n')
     folder = tmp_path / "reports"
     folder.mkdir()
-    report = {"schema_version": 1, "run": {}, "predictions": "r.predictions.jsonl",
-              "cases": [{"task": "vt", "length": 1024, "verdict": "pass", "score": 1.0}]}
+    report = {
+        "schema_version": 1,
+        "run": {},
+        "predictions": "r.predictions.jsonl",
+        "cases": [{"task": "vt", "length": 1024, "verdict": "pass", "score": 1.0}],
+    }
     (folder / "r.json").write_text(json.dumps(report))
     (folder / "r.predictions.jsonl").symlink_to(outside)
-    proc = subprocess.run([sys.executable, "-m", "ctxgate.cli", "judge", str(folder / "r.json"), "--judge-model",
-                           "m", "--judge-base-url", "http://127.0.0.1:9/v1"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ctxgate.cli",
+            "judge",
+            str(folder / "r.json"),
+            "--judge-model",
+            "m",
+            "--judge-base-url",
+            "http://127.0.0.1:9/v1",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "is a symbolic link" in proc.stderr, proc.stderr
 
 
 # The rule itself ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("cause", "floor", "baseline", "verdict"), [
-    ("too_short", 90, True, "skip"),  # by design: never a failure
-    ("data_not_given", 0, False, "skip"), ("data_not_given", 50, False, "error"), ("data_not_given", 0, True, "error"),
-    ("judge_not_given", 0, False, "skip"), ("judge_not_given", 10, False, "error"),
-    ("window", 0, False, "error"), ("data_unreadable", 0, False, "error"), ("judge_failed", 0, False, "error"),
-])
+
+@pytest.mark.parametrize(
+    ("cause", "floor", "baseline", "verdict"),
+    [
+        ("too_short", 90, True, "skip"),  # by design: never a failure
+        ("data_not_given", 0, False, "skip"),
+        ("data_not_given", 50, False, "error"),
+        ("data_not_given", 0, True, "error"),
+        ("judge_not_given", 0, False, "skip"),
+        ("judge_not_given", 10, False, "error"),
+        ("window", 0, False, "error"),
+        ("data_unreadable", 0, False, "error"),
+        ("judge_failed", 0, False, "error"),
+    ],
+)
 def test_the_one_rule_for_a_case_without_a_score(cause, floor, baseline, verdict):
     from ctxgate.gate.verdicts import unscored_verdict
 

@@ -46,14 +46,17 @@ def test_an_errored_case_is_reported_and_fails_every_gate_it_touches(suite, pyte
     assert ruler["incomplete"] and ruler["errored"] == ["vt"] and ruler["members"] == ["niah_single_1"]
     assert report["effective_length"]["value"] == 0 and report["effective_length"]["incomplete"] == [4096]
     assert gates(report) == {"cases": "fail", "floors": "fail", "min_effective_length": "fail"}
-    result.stdout.fnmatch_lines(["*INCOMPLETE: not every selected case finished*",
-                                 "*Gate cases: FAIL - 1 of 2 selected cases produced no score: vt-4096 (error)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*INCOMPLETE: not every selected case finished*",
+            "*Gate cases: FAIL - 1 of 2 selected cases produced no score: vt-4096 (error)*",
+        ]
+    )
 
 
 def test_a_killed_worker_leaves_its_case_in_the_report_as_a_crash(suite, pytester):
     script = {**ALL_RIGHT, "kill": {"vt": {"*": True}}}
-    result = suite(script, *TWO, "-n", "2", "--report", "out/r.json", thresholds=NEED_4K, lengths="4k",
-                   subprocess=True)
+    result = suite(script, *TWO, "-n", "2", "--report", "out/r.json", thresholds=NEED_4K, lengths="4k", subprocess=True)
     assert result.ret == 1
     report = read(pytester)
     cases = {c["task"]: c for c in report["cases"]}
@@ -69,9 +72,13 @@ def test_a_run_where_every_case_is_skipped_fails_saying_why(suite):
     """Skipped by design (no task fits 64 tokens): not a failure of any case, but a run that ran nothing fails."""
     result = suite(ALL_RIGHT, "-k", "niah_single_1 or vt or cwe", lengths="64")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*Gate cases: FAIL - no case ran: all 3 selected cases were skipped; the first "
-                                 "said: *cannot be built at length 64*",
-                                 "*Gate floors: FAIL - no case was scored, so no floor was checked*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*Gate cases: FAIL - no case ran: all 3 selected cases were skipped; the first "
+            "said: *cannot be built at length 64*",
+            "*Gate floors: FAIL - no case was scored, so no floor was checked*",
+        ]
+    )
 
 
 def test_a_run_that_selects_nothing_fails(suite, pytester):
@@ -86,13 +93,38 @@ def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
     # 0.2 s a generation: once 10 are logged, the other 44 need seconds more, time for the interrupt to land even
     # on a loaded machine
     (pytester.path / "script.json").write_text(json.dumps({**ALL_RIGHT, "sleep": 0.2, "calls_log": str(log)}))
-    cmd = [sys.executable, "-m", "pytest", "--backend", "scripted", "--model", "script.json", "--lengths", "4k",
-           "--samples", "6", "-k", "niah or vt", "--report", "out/r.json", "-p", "no:cacheprovider", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--backend",
+        "scripted",
+        "--model",
+        "script.json",
+        "--lengths",
+        "4k",
+        "--samples",
+        "6",
+        "-k",
+        "niah or vt",
+        "--report",
+        "out/r.json",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    ]
     # SIGINT as a terminal's Ctrl-C delivers it; its default action restored first, since a runner that started
     # these tests in the background passes SIGINT down ignored (and Python then keeps ignoring it)
-    proc = subprocess.Popen(cmd, cwd=pytester.path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        cmd,
+        cwd=pytester.path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.time() + 120
     while (not log.exists() or len(log.read_text().splitlines()) < 10) and time.time() < deadline:
         time.sleep(0.02)
@@ -134,4 +166,7 @@ def test_a_session_interrupted_after_its_last_case_still_cannot_pass():
     finished = [{"task": "vt", "length": 4096, "verdict": "pass", "score": 100.0}]
     assert cases_gate(finished)["verdict"] == "pass"
     assert cases_gate(finished, complete=False) == {
-        "name": "cases", "verdict": "fail", "message": "the session did not finish (it was interrupted)"}
+        "name": "cases",
+        "verdict": "fail",
+        "message": "the session did not finish (it was interrupted)",
+    }

@@ -53,16 +53,19 @@ def settings(**kw):
     return SimpleNamespace(**{**base, **kw})
 
 
-@pytest.mark.parametrize(("worker", "count", "per", "expected"), [
-    ("gw0", 2, None, "0,1,2,3"), ("gw1", 2, None, "4,5,6,7"), ("gw1", 1, 2, "2,3"), ("gw3", 4, None, "6,7")])
+@pytest.mark.parametrize(
+    ("worker", "count", "per", "expected"),
+    [("gw0", 2, None, "0,1,2,3"), ("gw1", 2, None, "4,5,6,7"), ("gw1", 1, 2, "2,3"), ("gw3", 4, None, "6,7")],
+)
 def test_device_map_gives_each_worker_its_slice(monkeypatch, worker, count, per, expected):
     """-n counts model replicas: with --device-map auto each worker's model spans visible GPUs / workers (or
     --gpus-per-replica) of them, disjoint from the others'."""
     monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(count))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")
-    config = SimpleNamespace(workerinput={"workerid": worker},
-                             stash={SETTINGS_KEY: settings(device_map="auto", gpus_per_replica=per)})
+    config = SimpleNamespace(
+        workerinput={"workerid": worker}, stash={SETTINGS_KEY: settings(device_map="auto", gpus_per_replica=per)}
+    )
     workers._pin_gpu(config)
     import os
 
@@ -88,9 +91,16 @@ def test_too_many_replicas_for_the_gpus_is_told_the_fix(monkeypatch):
         workers._pin_gpu(config)
 
 
-@pytest.mark.parametrize(("options", "expected"), [
-    ({}, 8), ({"--device-map": "auto"}, 1), ({"--device-map": "auto", "--gpus-per-replica": 2}, 4),
-    ({"--backend": "vllm", "tp": 4}, 2), ({"--backend": "openai"}, 8)])
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({}, 8),
+        ({"--device-map": "auto"}, 1),
+        ({"--device-map": "auto", "--gpus-per-replica": 2}, 4),
+        ({"--backend": "vllm", "tp": 4}, 2),
+        ({"--backend": "openai"}, 8),
+    ],
+)
 def test_auto_workers_count_model_replicas(monkeypatch, options, expected):
     given = {"--model": "ckpt", "--backend": "hf", **options}
     config = SimpleNamespace(getoption=lambda name, default=None: given.get(name, default))

@@ -30,12 +30,15 @@ def test_user_haystack_is_used_by_essay_tasks(tmp_path, hf_encoder):
     assert "talks about rivers and maps" in hf_encoder.decode(s.input_ids)
 
 
-@pytest.mark.parametrize(("content", "name", "message"), [
-    (None, "missing.txt", "does not exist"),
-    ("Too short.", "short.txt", "at least 8"),
-    ('{"body": "x"}\n', "cols.jsonl", "no 'text' column"),
-    ("x", "data.xml", "unknown file type"),
-])
+@pytest.mark.parametrize(
+    ("content", "name", "message"),
+    [
+        (None, "missing.txt", "does not exist"),
+        ("Too short.", "short.txt", "at least 8"),
+        ('{"body": "x"}\n', "cols.jsonl", "no 'text' column"),
+        ("x", "data.xml", "unknown file type"),
+    ],
+)
 def test_bad_haystacks_say_what_to_do(tmp_path, content, name, message):
     if content is not None:
         (tmp_path / name).write_text(content)
@@ -74,8 +77,16 @@ def test_ruler_essays_are_fetched_pinned_and_used(tmp_path, capsys):
     written = tmp_path / "data" / "ruler" / "paul_graham_essays.txt"
     digest = capsys.readouterr().out.split("sha256 ")[1].split(")")[0]
     assert load_essay(str(written)).sentences[0] == "Essay 0."
-    assert main(["data", "fetch", "--to", str(tmp_path / "again"), "--ruler-essays", str(essays),
-                 "--essays-sha256", digest]) == 0
-    assert main(["data", "fetch", "--to", str(tmp_path / "bad"), "--ruler-essays", str(essays),
-                 "--essays-sha256", "0" * 64]) == 2
+    assert (
+        main(
+            ["data", "fetch", "--to", str(tmp_path / "again"), "--ruler-essays", str(essays), "--essays-sha256", digest]
+        )
+        == 0
+    )
+    assert (
+        main(
+            ["data", "fetch", "--to", str(tmp_path / "bad"), "--ruler-essays", str(essays), "--essays-sha256", "0" * 64]
+        )
+        == 2
+    )
     assert "a different copy" in capsys.readouterr().err

@@ -32,11 +32,21 @@ CASES = [
     ("rouge_l_f1", " John Smith", ["Smith", "Jane Doe"], "Answer:", 2 / 3),  # best reference: P 1/2, R 1
     ("rouge_l_f1", " Paris\nand more words here", ["Paris"], "Answer:", 1.0),  # the parsed first line wins
     ("rouge_l_f1", "", ["Paris"], "Answer:", 0.0),
-    ("ndcg_at_10", " [3] > [1] > [2]", ["1:3", "2:0", "3:2"], "Ranking:",
-     (2 + 3 / L3) / (3 + 2 / L3)),  # DCG 2/1 + 3/log2 3; ideal 3/1 + 2/log2 3
+    (
+        "ndcg_at_10",
+        " [3] > [1] > [2]",
+        ["1:3", "2:0", "3:2"],
+        "Ranking:",
+        (2 + 3 / L3) / (3 + 2 / L3),
+    ),  # DCG 2/1 + 3/log2 3; ideal 3/1 + 2/log2 3
     ("ndcg_at_10", " 1 > 2 > 1 > 3", ["1:0", "2:0", "3:3"], "Ranking:", 0.5),  # duplicate keeps rank 1; 3 at rank 3
-    ("ndcg_at_10", " ID: 5 is best. Ranking: 2 > 3", ["5:3", "2:1", "3:0"], "Ranking:",
-     1 / (3 + 1 / L3)),  # the longest chain (2 > 3) wins over the lone 5
+    (
+        "ndcg_at_10",
+        " ID: 5 is best. Ranking: 2 > 3",
+        ["5:3", "2:1", "3:0"],
+        "Ranking:",
+        1 / (3 + 1 / L3),
+    ),  # the longest chain (2 > 3) wins over the lone 5
     ("ndcg_at_10", " 10 > 1", ["1:3", "10:0"], "Ranking:", (3 / L3) / 3),  # "1" and "10" are different ids
     ("ndcg_at_10", "", ["1:3", "2:1"], "Ranking:", 0.0),
     ("ndcg_at_10", " I cannot rank these.", ["1:3"], "Ranking:", 0.0),
@@ -77,8 +87,10 @@ def test_bad_judgment_reference_names_the_format():
         qrels_from_references(["7-2"])
 
 
-@given(st.dictionaries(st.from_regex(r"[0-9]{1,3}", fullmatch=True), st.integers(0, 3), min_size=1, max_size=15),
-       st.randoms())
+@given(
+    st.dictionaries(st.from_regex(r"[0-9]{1,3}", fullmatch=True), st.integers(0, 3), min_size=1, max_size=15),
+    st.randoms(),
+)
 def test_ndcg_is_one_for_the_ideal_order_and_within_bounds(qrels, rnd):
     ideal = sorted(qrels, key=lambda pid: -qrels[pid])
     shuffled = list(qrels)
@@ -93,8 +105,12 @@ def test_ndcg_is_one_for_the_ideal_order_and_within_bounds(qrels, rnd):
 @settings(deadline=None)  # the first call imports rouge and nltk: a timing, not a behaviour
 @given(st.text(max_size=80))
 def test_parsers_never_crash(text):
-    for metric, refs, prefix in (("label_em", ["3"], "label:"), ("ndcg_at_10", ["1:2"], "Ranking:"),
-                                 ("mc_accuracy", ["A", "A. x"], "Answer:"), ("rouge_l_f1", ["x"], "Answer:")):
+    for metric, refs, prefix in (
+        ("label_em", ["3"], "label:"),
+        ("ndcg_at_10", ["1:2"], "Ranking:"),
+        ("mc_accuracy", ["A", "A. x"], "Answer:"),
+        ("rouge_l_f1", ["x"], "Answer:"),
+    ):
         score, _ = score_prediction(metric, text, refs, prefix)
         assert 0.0 <= score <= 1.0
 
@@ -106,6 +122,5 @@ def test_completion_outputs_are_scored_behind_the_prefix_chat_outputs_as_they_ar
     assert score_prediction("helmet_subem", "x", ["answer"], "Answer:") == (1.0, "x")  # "Answer:x" contains it
     assert score_prediction("helmet_subem", "x", ["answer"], "Answer:", chat=True) == (0.0, "x")
     assert score_prediction("helmet_subem", "Paris\nRome", ["rome"], "Answer:", chat=True)[1] == "Paris"
-    score, parsed = score_prediction("rouge_l_f1", "Intro.\nAnswer: the cat sat", ["the cat sat"], "Answer:",
-                                     chat=True)
+    score, parsed = score_prediction("rouge_l_f1", "Intro.\nAnswer: the cat sat", ["the cat sat"], "Answer:", chat=True)
     assert (score, parsed) == (1.0, "the cat sat")

@@ -22,10 +22,12 @@ from ctxgate.tasks import BuildContext, get_task
 from tests.conftest import HELMET_DATA
 
 L = 8192
-RAG = {"kilt_nq": ("nq-dev-multikilt_1000_k50_dep6.jsonl", "nq-train-multikilt_1000_k3_dep6.jsonl"),
-       "kilt_triviaqa": ("triviaqa-dev-multikilt_1000_k50_dep6.jsonl", "triviaqa-train-multikilt_1000_k3_dep6.jsonl"),
-       "kilt_hotpotqa": ("hotpotqa-dev-multikilt_1000_k50_dep3.jsonl", "hotpotqa-train-multikilt_1000_k3_dep3.jsonl"),
-       "kilt_popqa": ("popqa_test_1000_k50_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl")}
+RAG = {
+    "kilt_nq": ("nq-dev-multikilt_1000_k50_dep6.jsonl", "nq-train-multikilt_1000_k3_dep6.jsonl"),
+    "kilt_triviaqa": ("triviaqa-dev-multikilt_1000_k50_dep6.jsonl", "triviaqa-train-multikilt_1000_k3_dep6.jsonl"),
+    "kilt_hotpotqa": ("hotpotqa-dev-multikilt_1000_k50_dep3.jsonl", "hotpotqa-train-multikilt_1000_k3_dep3.jsonl"),
+    "kilt_popqa": ("popqa_test_1000_k50_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl"),
+}
 
 
 def lines(path) -> list[dict]:
@@ -51,8 +53,9 @@ def helmet_demos(demo_rows: list[dict], key: str, value: str) -> list[dict]:
 def wrap(hf_tokenizer, user: str, completion: str, chat: bool) -> str:
     if not chat:
         return user + "\n" + completion
-    return hf_tokenizer.apply_chat_template([{"role": "user", "content": user}], tokenize=False,
-                                            add_generation_prompt=True)
+    return hf_tokenizer.apply_chat_template(
+        [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+    )
 
 
 def suite_prompts(hf_encoder, task: str, chat: bool, n: int) -> list[str]:
@@ -73,11 +76,20 @@ def test_rag_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
     expected = []
     for r in chosen[:4]:
         pool = [d for d in demo_rows if d["id"] != r["id"]] if task == "kilt_popqa" else demo_rows
-        demos = "\n\n".join("\n\n".join(doc.format(**c) for c in d["ctxs"]) + f"\n\nQuestion: {d['question']}\n"
-                            f"Answer: {d['answers'][0]}" for d in helmet_demos(pool, "id", r["id"])) + "\n\n"
-        user = ("Use the given documents to write a concise and short answer to the question. Write your answer in "
-                f"the following format:\nAnswer: [answer]\n\n{demos}"
-                + "\n\n".join(doc.format(**c) for c in r["ctxs"]) + f"\n\nQuestion: {r['question']}")
+        demos = (
+            "\n\n".join(
+                "\n\n".join(doc.format(**c) for c in d["ctxs"]) + f"\n\nQuestion: {d['question']}\n"
+                f"Answer: {d['answers'][0]}"
+                for d in helmet_demos(pool, "id", r["id"])
+            )
+            + "\n\n"
+        )
+        user = (
+            "Use the given documents to write a concise and short answer to the question. Write your answer in "
+            f"the following format:\nAnswer: [answer]\n\n{demos}"
+            + "\n\n".join(doc.format(**c) for c in r["ctxs"])
+            + f"\n\nQuestion: {r['question']}"
+        )
         expected.append(wrap(hf_tokenizer, user, "Answer:", chat))
     assert suite_prompts(hf_encoder, task, chat, 4) == expected
     assert len(chosen) == len(rows)  # the fixture has fewer than 100 questions: every line, in file order
@@ -88,19 +100,27 @@ def test_msmarco_prompts_are_helmets(hf_encoder, hf_tokenizer, chat):
     rows = lines(HELMET_DATA / "msmarco" / "test_reranking_data_k50_dep3.jsonl")
     demo_rows = lines(HELMET_DATA / "msmarco" / "test_reranking_data_k10_dep3.jsonl")
     chosen = helmet_sample(rows, "qid")
-    doc = "[ID: {id}] Document (Title: {title}): {text}" if "title" in rows[0]["ctxs"][0] else \
-        "[ID: {id}] Document: {text}"
+    doc = (
+        "[ID: {id}] Document (Title: {title}): {text}"
+        if "title" in rows[0]["ctxs"][0]
+        else "[ID: {id}] Document: {text}"
+    )
     expected = []
     for r in chosen[:4]:
         demos = ""
         for d in helmet_demos([d for d in demo_rows if d["qid"] != r["qid"]], "qid", r["qid"]):
             ranking = " > ".join(c["id"] for c in sorted(d["ctxs"], key=lambda c: c["label"], reverse=True))
-            demos += "\n\n".join(doc.format(**c) for c in d["ctxs"]) + f"\n\nQuery: {d['query']}\nRanking: {ranking}\n\n"
-        user = ("You are provided with a list of documents, each indicated by their ID. Rank each document based on "
-                "their relevance to the question in descending order from most relelvant to least relevant texts. "
-                "Include all documents in the rankings. Write your answer using the unique IDs, with the following "
-                f"format:\nRanking: ID3 > ID1 > ID2\n\n{demos}" + "\n\n".join(doc.format(**c) for c in r["ctxs"])
-                + f"\n\nQuery: {r['query']}")
+            demos += (
+                "\n\n".join(doc.format(**c) for c in d["ctxs"]) + f"\n\nQuery: {d['query']}\nRanking: {ranking}\n\n"
+            )
+        user = (
+            "You are provided with a list of documents, each indicated by their ID. Rank each document based on "
+            "their relevance to the question in descending order from most relelvant to least relevant texts. "
+            "Include all documents in the rankings. Write your answer using the unique IDs, with the following "
+            f"format:\nRanking: ID3 > ID1 > ID2\n\n{demos}"
+            + "\n\n".join(doc.format(**c) for c in r["ctxs"])
+            + f"\n\nQuery: {r['query']}"
+        )
         expected.append(wrap(hf_tokenizer, user, "Ranking:", chat))
     assert suite_prompts(hf_encoder, "msmarco_rerank", chat, 4) == expected
 
@@ -111,17 +131,27 @@ def test_json_kv_prompts_are_helmets(hf_encoder, hf_tokenizer, chat):
     order = datasets.Dataset.from_list(rows).shuffle(seed=42)
     expected = []
     for r in list(order)[:4]:
-        demos = "\n\n".join("Key: {key}\nCorresponding value:{value}".format(key=k, value=" " + v)
-                            for k, v in r["demos"][:2]) + "\n\n"
-        user = (f"{r['context']}\n\nExtract the value corresponding to the specified key in the JSON object below."
-                f"\n\n{demos}Key: {r['question']}")
+        demos = (
+            "\n\n".join(
+                "Key: {key}\nCorresponding value:{value}".format(key=k, value=" " + v) for k, v in r["demos"][:2]
+            )
+            + "\n\n"
+        )
+        user = (
+            f"{r['context']}\n\nExtract the value corresponding to the specified key in the JSON object below."
+            f"\n\n{demos}Key: {r['question']}"
+        )
         expected.append(wrap(hf_tokenizer, user, "Corresponding value:", chat))
     assert suite_prompts(hf_encoder, "json_kv", chat, 4) == expected
 
 
-ICL = {"icl_trec_coarse": ("trec", "coarse_label", 6, 400), "icl_trec_fine": ("trec", "fine_label", 50, 400),
-       "icl_banking77": ("banking77", "label", 77, 360), "icl_clinic150": ("clinc150", "intent", 151, 440),
-       "icl_nlu": ("nlu", "label", 68, 510)}
+ICL = {
+    "icl_trec_coarse": ("trec", "coarse_label", 6, 400),
+    "icl_trec_fine": ("trec", "fine_label", 50, 400),
+    "icl_banking77": ("banking77", "label", 77, 360),
+    "icl_clinic150": ("clinc150", "intent", 151, 440),
+    "icl_nlu": ("nlu", "label", 68, 510),
+}
 
 
 def helmet_balance(data: list[dict], label_field: str, shots: int, seed: int) -> list[dict]:
@@ -163,8 +193,10 @@ def test_icl_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
         random.seed(local_seed)
         random.shuffle(mapping)
         context = "\n\n".join(f"{d['text']}\nlabel: {mapping[int(d[label_field])]}" for d in demos)
-        head = ('Use the provided mapping from the text to label to assign a label to the text. Only output '
-                '"label: {label}" and nothing else. \n\n')
+        head = (
+            "Use the provided mapping from the text to label to assign a label to the text. Only output "
+            '"label: {label}" and nothing else. \n\n'
+        )
         expected.append((head, context, f"\n\n{item['text']}"))
     ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(HELMET_DATA))
     for sample, (head, context, tail) in zip(build_samples(get_task(task), ctx, L, 3, 42), expected):
@@ -172,6 +204,6 @@ def test_icl_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
         before, after = wrap(hf_tokenizer, head + "\x00" + tail, "label:", chat).split("\x00")
         mine = hf_encoder.decode(sample.input_ids)
         assert mine.startswith(before) and mine.endswith(after)
-        kept = mine[len(before):len(mine) - len(after)]
+        kept = mine[len(before) : len(mine) - len(after)]
         assert context.startswith(kept) and len(kept) > len(context) / 4
         assert len(sample.input_ids) + 20 >= L - 8 and sample.meta["context_cut"]

@@ -47,7 +47,7 @@ def test_hotpotqa_two_golds_in_three_permutations(ctx):
     for s in samples:
         prompt = text_of(ctx, s)
         item = next(i for i in load_rag("kilt_hotpotqa", str(HELMET_DATA)).items if i.key == s.meta["question_id"])
-        shown = [b for b in prompt.split("\n\n") if b.startswith("Document (Title:")][-s.meta["num_passages"]:]
+        shown = [b for b in prompt.split("\n\n") if b.startswith("Document (Title:")][-s.meta["num_passages"] :]
         assert sorted(shown.index(rag.passage_text(g)) + 1 for g in item.gold) == sorted(s.meta["gold_positions"])
         orders.append(tuple(shown))
     assert len(set(orders)) == 3 and len({frozenset(o) for o in orders}) == 1
@@ -64,8 +64,7 @@ def test_rag_truncation_keeps_instruction_demos_and_question(ctx, task):
     assert short.meta["num_passages"] < long.meta["num_passages"]
     for s in (short, long):
         prompt = text_of(ctx, s)
-        question = next(i for i in load_rag(task, str(HELMET_DATA)).items
-                        if i.key == s.meta["question_id"]).question
+        question = next(i for i in load_rag(task, str(HELMET_DATA)).items if i.key == s.meta["question_id"]).question
         assert prompt.lstrip("<s> ").startswith(rag.INSTRUCTION.strip()[:40])
         assert prompt.endswith(f"\n\nQuestion: {question}\nAnswer:")
         assert prompt.count("\nAnswer: ") == 2 + 1  # two whole demos with their answers (+ the format line)
@@ -96,7 +95,7 @@ def test_rerank_balanced_labels_three_orders_and_judgments(ctx):
         assert sorted(s.answers) == sorted(f"{pid}:{labels[pid]}" for pid in s.meta["shown_ids"])
         prompt = text_of(ctx, s)
         shown = [b.split("]")[0].removeprefix("[ID: ") for b in prompt.split("\n\n") if b.startswith("[ID: ")]
-        assert shown[-len(s.meta["shown_ids"]):] == s.meta["shown_ids"]
+        assert shown[-len(s.meta["shown_ids"]) :] == s.meta["shown_ids"]
         assert "most relelvant" in prompt and prompt.endswith("\nRanking:")
         assert s.meta["qid"] not in s.meta["demo_ids"]
 
@@ -126,13 +125,15 @@ def test_icl_rounds_mapping_and_question_last(ctx, task):
     mapped = [d.rsplit("\nlabel: ", 1)[1] for d in demos]
     n = data.num_labels
     for r in range(len(mapped) // n):  # every full round shows each (remapped) label once
-        assert sorted(mapped[r * n:(r + 1) * n], key=int) == [str(i) for i in range(n)]
+        assert sorted(mapped[r * n : (r + 1) * n], key=int) == [str(i) for i in range(n)]
     text, label = next((t, lab) for t, lab in data.test if question.startswith(t))
     assert question == f"{text}\nlabel:" and s.answers == (str(s.meta["mapped_label"]),)
     assert s.meta["label"] == label
     assert all(d.rsplit("\nlabel: ", 1)[0] != text for d in demos)  # the test item is never a demo
-    assert prompt.lstrip("<s> ").startswith('Use the provided mapping from the text to label to assign a label to '
-                                            'the text. Only output "label: {label}" and nothing else. \n\n')
+    assert prompt.lstrip("<s> ").startswith(
+        "Use the provided mapping from the text to label to assign a label to "
+        'the text. Only output "label: {label}" and nothing else. \n\n'
+    )
 
 
 @pytest.mark.parametrize("task", ICL)
@@ -203,8 +204,9 @@ def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer):
     from ctxgate.run.case import task_context
 
     chat = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA), chat_by_task=True)
-    generation_prompt = hf_tokenizer.apply_chat_template([{"role": "user", "content": "x"}], tokenize=False,
-                                                         add_generation_prompt=True).split("x", 1)[1]
+    generation_prompt = hf_tokenizer.apply_chat_template(
+        [{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True
+    ).split("x", 1)[1]
     for task in ("infbench_qa", "kilt_nq", "icl_trec_coarse", "json_kv"):
         on = BuildContext(encoder=hf_encoder, chat=True, data_dir=str(HELMET_DATA))
         prompt = hf_encoder.decode(build_samples(get_task(task), on, 8192, 1, 42)[0].input_ids)
@@ -215,8 +217,7 @@ def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer):
     assert prompt.endswith(generation_prompt + niah.answer_prefix.format())
     assert prompt.startswith("<|im_start|>user\n")
     off = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA))
-    assert hf_encoder.decode(build_samples(get_task("kilt_nq"), off, 8192, 1, 42)[0].input_ids).endswith(
-        "\nAnswer:")
+    assert hf_encoder.decode(build_samples(get_task("kilt_nq"), off, 8192, 1, 42)[0].input_ids).endswith("\nAnswer:")
 
 
 def test_helmet_recall_reads_helmets_own_ruler_files_in_helmets_order(ctx):
@@ -232,12 +233,16 @@ def test_helmet_recall_reads_helmets_own_ruler_files_in_helmets_order(ctx):
         s = build_samples(get_task("helmet_multikey_2"), ctx, 1024, 2, 42)[index]
         record = records[order(6, 42)[index]]
         text = text_of(ctx, s)
-        head = ("A special magic numbers is hidden within the following text. Make sure to memorize it. I will quiz "
-                "you about the numbers afterwards.\n")
-        tail = (f"\nWhat is the special magic numbers for {record.query} mentioned in the provided text?\n"
-                f"The special magic numbers for {record.query} mentioned in the provided text is")
+        head = (
+            "A special magic numbers is hidden within the following text. Make sure to memorize it. I will quiz "
+            "you about the numbers afterwards.\n"
+        )
+        tail = (
+            f"\nWhat is the special magic numbers for {record.query} mentioned in the provided text?\n"
+            f"The special magic numbers for {record.query} mentioned in the provided text is"
+        )
         assert text.startswith(head) and text.endswith(tail)
-        assert record.context.startswith(text[len(head):-len(tail)]) and s.meta["context_cut"]
+        assert record.context.startswith(text[len(head) : -len(tail)]) and s.meta["context_cut"]
         assert len(s.input_ids) + 50 <= 1024 and s.answers == record.answers
     mv = text_of(ctx, build_samples(get_task("helmet_multivalue"), ctx, 2048, 1, 42)[0])
     assert mv.startswith("Some special magic numbers are hidden") and mv.endswith("mentioned in the provided text are")

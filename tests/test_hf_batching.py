@@ -127,12 +127,23 @@ def test_the_suite_batched_on_a_device_map_scores_as_batch_one(real_suite, pytes
     assert backend["batch_size"] == 4 and backend["device_map"] == "auto" and backend["devices"] == ["cpu"]
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("--batch-size", "0"), "--batch-size '0' is neither auto nor a positive number: e.g. --batch-size auto"),
-    (("--batch-size", "4", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"),
-     "with --backend openai use --concurrency N"),
-    (("--gpus-per-replica", "2",), "--gpus-per-replica 2 needs --device-map auto"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--batch-size", "0"), "--batch-size '0' is neither auto nor a positive number: e.g. --batch-size auto"),
+        (
+            ("--batch-size", "4", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"),
+            "with --backend openai use --concurrency N",
+        ),
+        (
+            (
+                "--gpus-per-replica",
+                "2",
+            ),
+            "--gpus-per-replica 2 needs --device-map auto",
+        ),
+    ],
+)
 def test_batching_options_are_checked_at_start(pytester, args, message):
     result = pytester.runpytest_subprocess("--model", str(TINY), *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR

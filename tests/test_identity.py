@@ -62,9 +62,17 @@ def test_an_unwritable_memo_only_costs_a_rehash(tmp_path, monkeypatch):
     assert len(fingerprint.file_digest(ckpt / "model.safetensors")) == 64
 
 
-@pytest.mark.parametrize(("dtype", "gpu", "expected"), [
-    ("bf16", True, "bfloat16"), ("fp16", True, "float16"), ("fp32", False, "float32"), ("auto", True, "bfloat16"),
-    ("auto", False, "float32"), ("bfloat16", True, "bfloat16")])
+@pytest.mark.parametrize(
+    ("dtype", "gpu", "expected"),
+    [
+        ("bf16", True, "bfloat16"),
+        ("fp16", True, "float16"),
+        ("fp32", False, "float32"),
+        ("auto", True, "bfloat16"),
+        ("auto", False, "float32"),
+        ("bfloat16", True, "bfloat16"),
+    ],
+)
 def test_vllm_gets_the_dtype_spelled_as_it_accepts(dtype, gpu, expected):
     spec = EngineSpec("python", "ckpt", 4096, devices=("0",) if gpu else None, dtype=dtype)
     command = spec.command(8000)
@@ -99,8 +107,15 @@ def test_cuda_visible_devices_empty_means_no_gpu(monkeypatch):
     assert workers.visible_gpus() == []
 
 
-@pytest.mark.parametrize("error", [AttributeError("no attribute 'text'"), IndexError("list index out of range"),
-                                   KeyError("choices"), TypeError("bad operand")])
+@pytest.mark.parametrize(
+    "error",
+    [
+        AttributeError("no attribute 'text'"),
+        IndexError("list index out of range"),
+        KeyError("choices"),
+        TypeError("bad operand"),
+    ],
+)
 def test_a_programming_error_is_not_retried_as_a_busy_server(error):
     import openai
 

@@ -23,8 +23,9 @@ def client_for(judge_server, tmp_path, monkeypatch):
     url, _ = judge_server
 
     def make(**overrides) -> JudgeClient:
-        settings = JudgeSettings(**{"model": "ctxgate-lexical-judge", "base_url": url,
-                                    "cache_dir": str(tmp_path / "cache"), **overrides})
+        settings = JudgeSettings(
+            **{"model": "ctxgate-lexical-judge", "base_url": url, "cache_dir": str(tmp_path / "cache"), **overrides}
+        )
         return JudgeClient(settings, sleep=lambda s: None)
 
     return make
@@ -82,8 +83,10 @@ def test_a_broken_http_body_is_retried(client_for, judge_server):
 
 def test_a_rerun_is_served_from_the_cache_with_zero_requests(client_for, judge_server):
     url, stats = judge_server
-    prompts = [FLUENCY, render("entailment", premise="Title: A\nThe mill was built by Mara.",
-                               hypothesis="Mara built the mill.")]
+    prompts = [
+        FLUENCY,
+        render("entailment", premise="Title: A\nThe mill was built by Mara.", hypothesis="Mara built the mill."),
+    ]
     first = client_for()
     assert [first.ask(prompts[0], verdict.fluency).value, first.ask(prompts[1], verdict.entailment).value] == [1, True]
     before = stats()["requests"]
@@ -102,7 +105,9 @@ def test_the_key_is_sent_but_never_stored(client_for, judge_server, tmp_path):
     for path in (tmp_path / "cache").iterdir():
         assert KEY.encode() not in path.read_bytes()
     usage = client.take_usage()
-    assert usage.cost((2.5, 10.0)) == pytest.approx((usage.prompt_tokens * 2.5 + usage.completion_tokens * 10) / 1e6, abs=1e-6)
+    assert usage.cost((2.5, 10.0)) == pytest.approx(
+        (usage.prompt_tokens * 2.5 + usage.completion_tokens * 10) / 1e6, abs=1e-6
+    )
 
 
 def test_a_refused_key_is_a_configuration_error_not_a_failed_verdict(client_for, judge_server):
@@ -117,22 +122,47 @@ def test_openai_without_a_key_names_the_fix(monkeypatch):
     with pytest.raises(JudgeError, match="OPENAI_API_KEY"):
         JudgeClient(JudgeSettings(model="gpt-4o-2024-05-13"))
     with pytest.raises(ValueError, match="--judge-price '2.5'"):
-        JudgeSettings.from_options({"--judge-model": "m", "--judge-base-url": "http://127.0.0.1:1/v1",
-                                    "--judge-price": "2.5"}.get, None)
+        JudgeSettings.from_options(
+            {"--judge-model": "m", "--judge-base-url": "http://127.0.0.1:1/v1", "--judge-price": "2.5"}.get, None
+        )
 
 
-def test_ctxgate_judge_scores_a_pending_run_later_and_again_for_free(real_suite, pytester, judge_server,
-                                                                     monkeypatch, helmet_data_long):
+def test_ctxgate_judge_scores_a_pending_run_later_and_again_for_free(
+    real_suite, pytester, judge_server, monkeypatch, helmet_data_long
+):
     url, stats = judge_server
-    result = real_suite("-m", "judge", "--lengths", "2k", "--samples", "2", "--report", "out/run.json",
-                        "--data-dir", str(helmet_data_long), "--cache-dir", "out/gen")
+    result = real_suite(
+        "-m",
+        "judge",
+        "--lengths",
+        "2k",
+        "--samples",
+        "2",
+        "--report",
+        "out/run.json",
+        "--data-dir",
+        str(helmet_data_long),
+        "--cache-dir",
+        "out/gen",
+    )
     assert result.ret == 0, result.stdout.str()[-2000:]
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     assert {c["verdict"] for c in report["cases"]} == {"skip"}
     assert all(c["judge"]["status"] == "pending" for c in report["cases"])
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    cmd = [sys.executable, "-m", "ctxgate.cli", "judge", "out/run.json", "--judge-model", "ctxgate-lexical-judge",
-           "--judge-base-url", url, "--judge-cache", "out/judge"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ctxgate.cli",
+        "judge",
+        "out/run.json",
+        "--judge-model",
+        "ctxgate-lexical-judge",
+        "--judge-base-url",
+        url,
+        "--judge-cache",
+        "out/judge",
+    ]
     done = subprocess.run(cmd, cwd=pytester.path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     judged = json.loads((pytester.path / "out" / "run.json").read_text())

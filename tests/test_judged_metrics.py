@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxgate.judge import verdict
 from ctxgate.metrics import judged
 
-DOCS = {0: ("Quillby", "Mara Quill built the first mill of Quillby."),
-        1: ("Wenholt", "Wenholt stands on the river Wen."),
-        2: ("Market", "The covered market sells apples.")}
+DOCS = {
+    0: ("Quillby", "Mara Quill built the first mill of Quillby."),
+    1: ("Wenholt", "Wenholt stands on the river Wen."),
+    2: ("Market", "The covered market sells apples."),
+}
 
 
 def entails(premise: str, hypothesis: str) -> bool:
@@ -51,7 +54,8 @@ def test_citation_recall_and_precision_by_hand():
 
 def test_citation_rules_first_three_out_of_range_and_joint_need():
     assert judged.citation_scores("The mill was built [4].", "q", DOCS, 3, entails) == judged.CitationScore(
-        0.0, 0.0, 1, 0)  # out of range: no recall, and the citation is not counted
+        0.0, 0.0, 1, 0
+    )  # out of range: no recall, and the citation is not counted
     s = judged.citation_scores("Mara Quill built the mill [3][2][3][1].", "q", DOCS, 3, entails)
     assert (s.recall, s.citations) == (0.0, 3)  # only [3][2][3] are read: doc 1 is the fourth citation
     s = judged.citation_scores("The towns share both [2][3].", "q", DOCS, 3, entails)
@@ -63,7 +67,10 @@ def test_qampari_sentences_are_the_question_plus_each_item():
     question = "Which towns stand on the river Wen?"
     out = "Wenholt [2], Quillby [3], Dune."
     assert judged.citation_sentences(out, question, qampari=True) == [
-        f"{question} Wenholt [2]", f"{question} Quillby [3]", f"{question} Dune"]
+        f"{question} Wenholt [2]",
+        f"{question} Quillby [3]",
+        f"{question} Dune",
+    ]
     s = judged.citation_scores(out, question, DOCS, 3, entails, qampari=True)
     # each claim mentions "Wen": [2] (Wenholt's document) supports its item, [3] (the market) does not, Dune cites
     # nothing: recall 1 of 3 sentences, precision 1 of 2 citations
@@ -81,26 +88,39 @@ def test_alce_correctness_by_hand():
 
 def test_sentences_split_after_punctuation_not_after_abbreviations():
     text = "The U.S. District Court ruled [1]. Then Dr. Smith left [2][3]. It ended!"
-    assert judged.split_sentences(text) == ["The U.S. District Court ruled [1].", "Then Dr. Smith left [2][3].",
-                                            "It ended!"]
+    assert judged.split_sentences(text) == [
+        "The U.S. District Court ruled [1].",
+        "Then Dr. Smith left [2][3].",
+        "It ended!",
+    ]
 
 
-@pytest.mark.parametrize("reply, check, expected", [
-    ('Reasoning...\n{"fluency": 1, "correctness": 3}', verdict.longqa, (1, 3)),
-    ("Output: {'fluency': 0}", verdict.fluency, 0),
-    ('{"recall": 9} then {"recall": 2}', verdict.recall(4), 2),
-    ('```json\n{"precision": 3, "sentence_count": 4}\n```', verdict.precision, (3, 4)),
-    ('{"key_points": ["A.", "B."]}', verdict.keypoints, ("A.", "B.")),
-])
+@pytest.mark.parametrize(
+    "reply, check, expected",
+    [
+        ('Reasoning...\n{"fluency": 1, "correctness": 3}', verdict.longqa, (1, 3)),
+        ("Output: {'fluency': 0}", verdict.fluency, 0),
+        ('{"recall": 9} then {"recall": 2}', verdict.recall(4), 2),
+        ('```json\n{"precision": 3, "sentence_count": 4}\n```', verdict.precision, (3, 4)),
+        ('{"key_points": ["A.", "B."]}', verdict.keypoints, ("A.", "B.")),
+    ],
+)
 def test_verdicts_are_read_from_the_last_object(reply, check, expected):
     assert check(verdict.last_object(reply)) == expected
 
 
-@pytest.mark.parametrize("reply, check", [
-    ('{"fluency": 2}', verdict.fluency), ('{"correctness": 3}', verdict.longqa), ('{"recall": 5}', verdict.recall(4)),
-    ('{"precision": 5, "sentence_count": 4}', verdict.precision), ('{"fluency": true}', verdict.fluency),
-    ("no object", verdict.fluency), ('{"key_points": []}', verdict.keypoints),
-])
+@pytest.mark.parametrize(
+    "reply, check",
+    [
+        ('{"fluency": 2}', verdict.fluency),
+        ('{"correctness": 3}', verdict.longqa),
+        ('{"recall": 5}', verdict.recall(4)),
+        ('{"precision": 5, "sentence_count": 4}', verdict.precision),
+        ('{"fluency": true}', verdict.fluency),
+        ("no object", verdict.fluency),
+        ('{"key_points": []}', verdict.keypoints),
+    ],
+)
 def test_out_of_range_or_missing_verdicts_are_unparseable(reply, check):
     with pytest.raises(verdict.Unparseable):
         check(verdict.last_object(reply))
@@ -124,9 +144,17 @@ def _tiny_nli(path, hf_tokenizer, bias, labels):
     import torch
     from transformers import BertConfig, BertForSequenceClassification
 
-    config = BertConfig(vocab_size=len(hf_tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, num_labels=3, id2label=dict(enumerate(labels)),
-                        label2id={n: i for i, n in enumerate(labels)}, max_position_embeddings=512)
+    config = BertConfig(
+        vocab_size=len(hf_tokenizer),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=3,
+        id2label=dict(enumerate(labels)),
+        label2id={n: i for i, n in enumerate(labels)},
+        max_position_embeddings=512,
+    )
     model = BertForSequenceClassification(config)
     with torch.no_grad():
         model.classifier.weight.zero_()
@@ -161,8 +189,10 @@ def test_repeated_and_unshown_citations_and_zero_follow_the_reference():
     # [0]: out of range; --helmet-compat reads it as the record's last document (Python's docs[-1])
     last = {**DOCS, 49: ("Mill", "Mara Quill built the first mill of Quillby.")}
     assert judged.citation_scores("Mara Quill built the mill [0].", "q", last, 50, entails).recall == 0.0
-    assert judged.citation_scores("Mara Quill built the mill [0].", "q", last, 50, entails,
-                                  helmet_compat=True).recall == 1.0
+    assert (
+        judged.citation_scores("Mara Quill built the mill [0].", "q", last, 50, entails, helmet_compat=True).recall
+        == 1.0
+    )
 
 
 def test_stored_judge_input_keeps_cited_documents_of_the_whole_record():
@@ -176,8 +206,9 @@ def test_stored_judge_input_keeps_cited_documents_of_the_whole_record():
 def test_a_classifier_judge_refuses_input_longer_than_it_reads(tmp_path, hf_tokenizer):
     from ctxgate.judge.entail import EntailmentFailed, HFEntailment
 
-    nli = HFEntailment(_tiny_nli(tmp_path / "nli", hf_tokenizer, [0.0, 5.0, 0.0],
-                                 ["contradiction", "entailment", "neutral"]))
+    nli = HFEntailment(
+        _tiny_nli(tmp_path / "nli", hf_tokenizer, [0.0, 5.0, 0.0], ["contradiction", "entailment", "neutral"])
+    )
     nli.max_length = 64
     with pytest.raises(EntailmentFailed, match="more than --nli-model .* reads \\(64\\); use a T5 TRUE model"):
         nli("Title: A\n" + "Mara built the mill. " * 40, "Mara built it.")

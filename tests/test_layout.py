@@ -11,8 +11,20 @@ from tests.conftest import ROOT
 
 # Lowest first. A module belongs to the floor of its longest listed prefix.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("ctxgate", "ctxgate.textcodec", "ctxgate.lengths", "ctxgate.seeding", "ctxgate.sqlitefile",
-                    "ctxgate.retrying", "ctxgate.stats", "ctxgate.report.io", "ctxgate.report.schema")),
+    (
+        "foundation",
+        (
+            "ctxgate",
+            "ctxgate.textcodec",
+            "ctxgate.lengths",
+            "ctxgate.seeding",
+            "ctxgate.sqlitefile",
+            "ctxgate.retrying",
+            "ctxgate.stats",
+            "ctxgate.report.io",
+            "ctxgate.report.schema",
+        ),
+    ),
     ("data and metrics", ("ctxgate.data", "ctxgate.sources", "ctxgate.metrics")),
     ("tasks", ("ctxgate.tasks",)),
     ("engines and judges", ("ctxgate.backends", "ctxgate.judge")),
@@ -68,8 +80,10 @@ def test_no_module_imports_from_a_higher_floor():
         mine = floor_of(module_name(path))
         for line, target in imports(path):
             if floor_of(target) > mine:
-                wrong.append(f"{path.relative_to(ROOT)}:{line} ({FLOORS[mine][0]}) imports {target} "
-                             f"({FLOORS[floor_of(target)][0]})")
+                wrong.append(
+                    f"{path.relative_to(ROOT)}:{line} ({FLOORS[mine][0]}) imports {target} "
+                    f"({FLOORS[floor_of(target)][0]})"
+                )
     assert not wrong, "a lower floor imports a higher one:\n" + "\n".join(wrong)
 
 
@@ -85,5 +99,7 @@ def test_the_floor_check_sees_lazy_and_relative_imports(tmp_path):
 
 def test_the_top_level_holds_only_the_face_and_shared_modules():
     loose = {p.name for p in (ROOT / "ctxgate").glob("*.py")} - TOP_LEVEL
-    assert not loose, (f"{sorted(loose)} lie loose in ctxgate/: move each into the folder of its concern "
-                       "(docs/architecture.md says which)")
+    assert not loose, (
+        f"{sorted(loose)} lie loose in ctxgate/: move each into the folder of its concern "
+        "(docs/architecture.md says which)"
+    )

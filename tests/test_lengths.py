@@ -5,8 +5,10 @@ from hypothesis import strategies as st
 from ctxgate.lengths import LengthError, format_length, parse_length, parse_lengths
 
 
-@pytest.mark.parametrize(("text", "tokens"), [("8k", 8192), ("8K", 8192), ("8192", 8192), ("128k", 131072),
-                                              (" 1k ", 1024), ("1m", 1048576), (512, 512)])
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [("8k", 8192), ("8K", 8192), ("8192", 8192), ("128k", 131072), (" 1k ", 1024), ("1m", 1048576), (512, 512)],
+)
 def test_parse_length(text, tokens):
     assert parse_length(text) == tokens
 

@@ -13,8 +13,7 @@ from tests.conftest import ALL_RIGHT
 
 
 def test_report_json_junit_markdown_under_xdist(suite, pytester):
-    result = suite(ALL_RIGHT, "-n", "2", "--report", "out/run.json", "--junitxml", "out/junit.xml",
-                   subprocess=True)
+    result = suite(ALL_RIGHT, "-n", "2", "--report", "out/run.json", "--junitxml", "out/junit.xml", subprocess=True)
     assert result.ret == 0, result.stdout.str()
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     jsonschema.validate(report, REPORT_SCHEMA)
@@ -41,8 +40,12 @@ def test_failing_case_names_task_length_score_floor_n_and_interval(suite):
     thresholds = '[[floor]]\ntask = "niah_single_1"\nfloor = 90\n'
     result = suite(script, "-k", "niah_single_1", thresholds=thresholds)
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.re_match_lines([r".*niah_single_1 at 8192 \(8K\): score 50\.0 < floor 90\.0 \(n=4, 95% CI "
-                                  r"\d+\.\d-\d+\.\d.*"])
+    result.stdout.re_match_lines(
+        [
+            r".*niah_single_1 at 8192 \(8K\): score 50\.0 < floor 90\.0 \(n=4, 95% CI "
+            r"\d+\.\d-\d+\.\d.*"
+        ]
+    )
 
 
 def test_upper_rule_tolerates_noise(suite):
@@ -57,8 +60,12 @@ def test_length_beyond_max_positions_fails_unless_forced(suite):
     result = suite(script, "-k", "niah_single_1")
     result.assert_outcomes(passed=1, errors=1)
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*niah_single_1 at 8192: the length exceeds the model's max_position_embeddings "
-                                 "(5000)*drop 8192 from --lengths, or pass --force-lengths*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*niah_single_1 at 8192: the length exceeds the model's max_position_embeddings "
+            "(5000)*drop 8192 from --lengths, or pass --force-lengths*"
+        ]
+    )
     suite(script, "-k", "niah_single_1", "--force-lengths").assert_outcomes(passed=2)
 
 
@@ -82,8 +89,7 @@ def test_markers_select_helmet_recall(suite):
 
 def test_bad_thresholds_stop_before_the_model_loads(suite, pytester):
     (pytester.path / "script.json").unlink(missing_ok=True)
-    result = pytester.runpytest("--backend", "scripted", "--model", "missing.json",
-                                "--thresholds", "bad.toml")
+    result = pytester.runpytest("--backend", "scripted", "--model", "missing.json", "--thresholds", "bad.toml")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*bad.toml: no such thresholds file*"])
     (pytester.path / "bad.toml").write_text('[[floor]]\ntask = "niah_singel_1"\nfloor = 3\n')
@@ -125,5 +131,9 @@ def test_unloadable_model_errors_every_case_with_one_message(suite, pytester):
     (pytester.path / "broken.json").write_text("{not json")
     result = pytester.runpytest("--backend", "scripted", "--model", "broken.json", "--lengths", "4k", "-k", "vt")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*ctxgate: the model 'broken.json' could not be loaded: --backend scripted needs "
-                                 "--model pointing at a JSON script*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*ctxgate: the model 'broken.json' could not be loaded: --backend scripted needs "
+            "--model pointing at a JSON script*"
+        ]
+    )

@@ -35,13 +35,22 @@ def test_clock(seconds, text):
     assert clock(seconds) == text
 
 
-progresses = st.builds(Progress, st.text("abcvt-0123456789", min_size=1, max_size=30), st.integers(0, 500),
-                       st.integers(1, 500), st.integers(0, 500), st.integers(0, 10**7),
-                       st.floats(0, 10**5, allow_nan=False))
+progresses = st.builds(
+    Progress,
+    st.text("abcvt-0123456789", min_size=1, max_size=30),
+    st.integers(0, 500),
+    st.integers(1, 500),
+    st.integers(0, 500),
+    st.integers(0, 10**7),
+    st.floats(0, 10**5, allow_nan=False),
+)
 
 
-@given(st.lists(st.tuples(st.sampled_from(["gw0", "gw1", "gw2", ""]), progresses), max_size=8),
-       st.integers(0, 300), st.integers(-5, 400))
+@given(
+    st.lists(st.tuples(st.sampled_from(["gw0", "gw1", "gw2", ""]), progresses), max_size=8),
+    st.integers(0, 300),
+    st.integers(-5, 400),
+)
 def test_the_status_line_never_exceeds_its_room(running, finished, width):
     line = status_line(finished, 26, running, width)
     assert len(line) <= max(width, 0)
@@ -91,8 +100,14 @@ def on_a_terminal(cwd: Path, *args: str) -> bytes:
     """The suite with a pseudo-terminal as stdout and stderr; every byte the user's terminal would get."""
     master, slave = pty.openpty()
     env = {**os.environ, "COLUMNS": "150", "CTXGATE_PROGRESS_INTERVAL": "0.05", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", f"--model={TINY}", *args], stdout=slave, stderr=slave,
-                            stdin=subprocess.DEVNULL, cwd=cwd, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", f"--model={TINY}", *args],
+        stdout=slave,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        env=env,
+    )
     os.close(slave)
     out = b""
     while True:
@@ -129,9 +144,13 @@ def test_the_line_shows_while_cases_run_and_is_gone_from_the_screen(tmp_path, xd
 
 
 def test_no_line_in_a_pipe_or_with_progress_off(tmp_path):
-    piped = subprocess.run([sys.executable, "-m", "pytest", f"--model={TINY}", *SELECT, "-n", "2"], cwd=tmp_path,
-                           capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT),
-                                                     "CTXGATE_PROGRESS_INTERVAL": "0.05"}, timeout=600)
+    piped = subprocess.run(
+        [sys.executable, "-m", "pytest", f"--model={TINY}", *SELECT, "-n", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CTXGATE_PROGRESS_INTERVAL": "0.05"},
+        timeout=600,
+    )
     assert piped.returncode == 0 and b"\x1b7" not in piped.stdout + piped.stderr
     raw = on_a_terminal(tmp_path, *SELECT, "--progress", "off")
     assert b"\x1b7" not in raw and b"tok/s" not in raw

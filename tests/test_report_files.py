@@ -36,8 +36,9 @@ def test_a_second_run_on_the_same_report_is_refused_while_the_first_writes(suite
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         result = suite(ALL_RIGHT, *VT, "--report", "out/r.json", lengths="4k")
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["*--report out/r.json is being written by another ctxgate run (pid 4242, started*"
-                                 "pass another --report*"])
+    result.stderr.fnmatch_lines(
+        ["*--report out/r.json is being written by another ctxgate run (pid 4242, started*pass another --report*"]
+    )
     again = suite(ALL_RIGHT, *VT, "--report", "out/r.json", lengths="4k")  # released: runs, and says it replaces
     again.assert_outcomes(passed=1)
     third = suite(ALL_RIGHT, *VT, "--report", "out/r.json", lengths="4k")

@@ -13,9 +13,22 @@ from plugins.reporting import Collector
 
 
 def record(task: str, length: int, score: float, verdict: str = "pass") -> dict:
-    return {"task": task, "suite": "helmet" if task == "json_kv" else "ruler", "category": "x", "length": length,
-            "metric": "m", "verdict": verdict, "message": "", "score": score, "n": 10, "floor": 0.0,
-            "ci": [0.0, 100.0], "samples_from_cache": 0, "samples": [], "run_meta": {"model": "m"}}
+    return {
+        "task": task,
+        "suite": "helmet" if task == "json_kv" else "ruler",
+        "category": "x",
+        "length": length,
+        "metric": "m",
+        "verdict": verdict,
+        "message": "",
+        "score": score,
+        "n": 10,
+        "floor": 0.0,
+        "ci": [0.0, 100.0],
+        "samples_from_cache": 0,
+        "samples": [],
+        "run_meta": {"model": "m"},
+    }
 
 
 def test_each_case_is_on_disk_as_soon_as_it_arrives(tmp_path):
@@ -28,8 +41,11 @@ def test_each_case_is_on_disk_as_soon_as_it_arrives(tmp_path):
 
 
 def test_tables_mark_failures_partials_and_effective_length():
-    cases = [record("niah_single_1", 512, 100.0), record("niah_single_1", 2048, 5.0, "fail"),
-             record("json_kv", 512, 0.0, "skip")]
+    cases = [
+        record("niah_single_1", 512, 100.0),
+        record("niah_single_1", 2048, 5.0, "fail"),
+        record("json_kv", 512, 0.0, "skip"),
+    ]
     report = build_report(cases, {"model": "tiny"}, Thresholds(path="(none)"), True)
     text = terminal(report)
     assert "5.0 ✗" in text and "skip" in text and "100.0*" in text
@@ -50,14 +66,27 @@ def test_pickle_weights_are_refused_without_the_flag(tmp_path):
 
 
 def test_helmet_categories_are_plain_means_and_partial_when_a_member_is_missing():
-    scores = {"kilt_nq": 40.0, "kilt_triviaqa": 60.0, "kilt_popqa": 20.0, "kilt_hotpotqa": 0.0,
-              "msmarco_rerank": 33.3, "icl_trec_coarse": 50.0, "infbench_qa": 10.0, "infbench_mc": 30.0}
+    scores = {
+        "kilt_nq": 40.0,
+        "kilt_triviaqa": 60.0,
+        "kilt_popqa": 20.0,
+        "kilt_hotpotqa": 0.0,
+        "msmarco_rerank": 33.3,
+        "icl_trec_coarse": 50.0,
+        "infbench_qa": 10.0,
+        "infbench_mc": 30.0,
+    }
     cases = [record(t, 1024, s) for t, s in scores.items()]
     report = build_report(cases, {"model": "tiny"}, Thresholds(path="(none)"), True)
     at = report["by_length"]["1024"]
-    assert at["helmet_rag"] == {"score": 30.0, "partial": False, "members": ["kilt_nq", "kilt_triviaqa", "kilt_popqa",
-                                                                             "kilt_hotpotqa"], "missing": [],
-                                "incomplete": False, "errored": []}
+    assert at["helmet_rag"] == {
+        "score": 30.0,
+        "partial": False,
+        "members": ["kilt_nq", "kilt_triviaqa", "kilt_popqa", "kilt_hotpotqa"],
+        "missing": [],
+        "incomplete": False,
+        "errored": [],
+    }
     assert at["helmet_rerank"]["score"] == 33.3 and not at["helmet_rerank"]["partial"]
     assert at["helmet_icl"]["score"] == 50.0 and at["helmet_icl"]["partial"]
     assert at["helmet_icl"]["missing"] == ["icl_trec_fine", "icl_banking77", "icl_clinic150", "icl_nlu"]

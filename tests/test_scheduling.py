@@ -32,10 +32,25 @@ def test_a_batching_backend_gets_a_cases_samples_together_with_the_same_results(
     reports = {}
     for concurrency in (1, 4):
         log.unlink(missing_ok=True)
-        script = {"max_positions": 100000, "default": 0.5, "sleep": 0.02, "calls_log": str(log),
-                  "concurrency": concurrency}
-        suite(script, "-k", "niah_single_1 or vt", "--samples", "12", "--report", f"r{concurrency}.json",
-              "--cache-dir", f"cache{concurrency}", lengths="4k").assert_outcomes(passed=2)
+        script = {
+            "max_positions": 100000,
+            "default": 0.5,
+            "sleep": 0.02,
+            "calls_log": str(log),
+            "concurrency": concurrency,
+        }
+        suite(
+            script,
+            "-k",
+            "niah_single_1 or vt",
+            "--samples",
+            "12",
+            "--report",
+            f"r{concurrency}.json",
+            "--cache-dir",
+            f"cache{concurrency}",
+            lengths="4k",
+        ).assert_outcomes(passed=2)
         in_flight = [int(row[4]) for row in log_rows(pytester)]
         assert len(in_flight) == 24 and max(in_flight) == concurrency
         reports[concurrency] = (pytester.path / f"r{concurrency}.predictions.jsonl").read_text()

@@ -99,8 +99,7 @@ def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite
     --sequential every verdict is the fixed-n one, fewer samples are generated, the report says why each case
     stopped, and a re-run with the cache generates nothing (it draws the same samples in the same order)."""
     pytester.makefile(".toml", thresholds=THRESHOLDS)
-    select = ("-k", "niah_single_1 or vt", "--lengths", "512,2k", "--samples", "24", "--thresholds",
-              "thresholds.toml")
+    select = ("-k", "niah_single_1 or vt", "--lengths", "512,2k", "--samples", "24", "--thresholds", "thresholds.toml")
     fixed = real_suite(*select, "--report", "fixed.json", "--no-cache")
     seq = real_suite(*select, "--sequential", "--report", "seq.json", "--cache-dir", "cache")
 
@@ -109,8 +108,12 @@ def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite
 
     a, b = cases("fixed.json"), cases("seq.json")
     assert {k: c["verdict"] for k, c in a.items()} == {k: c["verdict"] for k, c in b.items()}
-    assert {k: c["verdict"] for k, c in a.items()} == {("niah_single_1", 512): "pass", ("niah_single_1", 2048): "fail",
-                                                       ("vt", 512): "fail", ("vt", 2048): "fail"}
+    assert {k: c["verdict"] for k, c in a.items()} == {
+        ("niah_single_1", 512): "pass",
+        ("niah_single_1", 2048): "fail",
+        ("vt", 512): "fail",
+        ("vt", 2048): "fail",
+    }
     assert sum(c["n"] for c in b.values()) < sum(c["n"] for c in a.values())
     assert all(c["sequential"]["used"] >= 10 and c["sequential"]["budget"] == 24 for c in b.values())
     assert b[("vt", 512)]["sequential"]["stopped"] == "certain it fails" and b[("vt", 512)]["n"] < 20
@@ -120,8 +123,10 @@ def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite
     real_suite(*select, "--sequential", "--report", "again.json", "--cache-dir", "cache")
     c = cases("again.json")
     assert all(x["samples_from_cache"] == x["n"] == b[k]["n"] for k, x in c.items())  # the same samples, all cached
-    assert json.loads((pytester.path / "seq.json").read_text())["run"]["sequential"] == {"alpha": 0.05,
-                                                                                          "min_samples": 10}
+    assert json.loads((pytester.path / "seq.json").read_text())["run"]["sequential"] == {
+        "alpha": 0.05,
+        "min_samples": 10,
+    }
 
 
 def test_a_case_fails_on_the_first_certain_failure_and_passes_only_when_every_question_passes():
@@ -156,8 +161,9 @@ def _judged_case(tmp_path, accuracy: float, judges, n: int = 6, stop=None):  # n
 
     (tmp_path / "s.json").write_text(json.dumps({"default": accuracy, "max_positions": 100000}))
     ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
-    return run_case(get_task("alce_asqa"), ctx, ScriptedBackend(str(tmp_path / "s.json")), 8192, n, 42,
-                    judges=judges, stop=stop)
+    return run_case(
+        get_task("alce_asqa"), ctx, ScriptedBackend(str(tmp_path / "s.json")), 8192, n, 42, judges=judges, stop=stop
+    )
 
 
 def test_a_judged_case_without_its_judge_runs_its_full_count_and_says_why(tmp_path):
@@ -168,14 +174,20 @@ def test_a_judged_case_without_its_judge_runs_its_full_count_and_says_why(tmp_pa
     stop = (StopRule(alpha=0.05, min_samples=2), Questions(floor=0.5))
     result = _judged_case(tmp_path, 0.0, None, n=4, stop=stop)
     assert len(result.samples) == 4 and result.judge == {"status": "pending", "reason": result.judge["reason"]}
-    assert result.sequential == {"alpha": 0.05, "min_samples": 2, "used": 4, "budget": 4, "decided": None,
-                                 "stopped": "judged, with no judge in this run: no scores to test, so it runs its "
-                                            "full count"}
+    assert result.sequential == {
+        "alpha": 0.05,
+        "min_samples": 2,
+        "used": 4,
+        "budget": 4,
+        "decided": None,
+        "stopped": "judged, with no judge in this run: no scores to test, so it runs its full count",
+    }
 
 
 @pytest.mark.parametrize(("accuracy", "floor", "verdict"), [(0.0, 0.5, "fail"), (1.0, 0.05, "pass")])
-def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(tmp_path, judge_server, accuracy, floor,
-                                                                         verdict):
+def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
+    tmp_path, judge_server, accuracy, floor, verdict
+):
     """With its judge (a real OpenAI-compatible server), each output is judged as it arrives: the case stops once
     certain, with the verdict and the per-sample verdicts of the fixed-n run on the same samples, and no sample is
     judged twice."""
@@ -196,5 +208,5 @@ def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(tmp_path
     assert seq.sequential["decided"] == verdict and seq.sequential["used"] == 5
     assert len(seq.samples) < len(fixed.samples) and seq.judge["status"] == "judged"
     assert [o.score for o in seq.samples] == [o.score for o in fixed.samples[: len(seq.samples)]]
-    per_sample = (before / len(fixed.samples))  # the judge requests one verdict costs here
+    per_sample = before / len(fixed.samples)  # the judge requests one verdict costs here
     assert stats()["requests"] - before == per_sample * len(seq.samples)  # each judged once, as it arrived

@@ -91,9 +91,12 @@ def test_fetch_extracts_only_what_is_read_and_refuses_escapes(tmp_path, capsys):
 
     archive = tmp_path / "data.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
-        for name, body in (("data/kilt/nq-dev-multikilt_1000_k20_dep6.jsonl", b'{"question": "q"}\n'),
-                           ("data/msmarco/trec2019psg_preprocessed/x.jsonl", b"{}\n"),
-                           ("data/alce/asqa.json", b"{}"), ("data/kilt/../../evil.txt", b"x")):
+        for name, body in (
+            ("data/kilt/nq-dev-multikilt_1000_k20_dep6.jsonl", b'{"question": "q"}\n'),
+            ("data/msmarco/trec2019psg_preprocessed/x.jsonl", b"{}\n"),
+            ("data/alce/asqa.json", b"{}"),
+            ("data/kilt/../../evil.txt", b"x"),
+        ):
             info = tarfile.TarInfo(name)
             info.size = len(body)
             tar.addfile(info, io.BytesIO(body))
@@ -123,16 +126,30 @@ def test_a_pool_smaller_than_samples_runs_each_record_once(pytester):
     assert result.n == len(result.samples) == 24
     assert result.sample_cap == {"requested": 100, "pool": 24}
     assert len({s.sample_sha256 for s in result.samples}) == 24  # no prompt twice
-    assert run_case(get_task("msmarco_rerank"), ctx, ScriptedBackend(str(pytester.path / "s.json")), 2048, 10,
-                    42).sample_cap is None
+    assert (
+        run_case(
+            get_task("msmarco_rerank"), ctx, ScriptedBackend(str(pytester.path / "s.json")), 2048, 10, 42
+        ).sample_cap
+        is None
+    )
     record = {**result.to_dict(), "verdict": "pass"}
     _, _, notes = rows({"cases": [record], "by_length": {}})
     assert "msmarco_rerank at 2K ran 24 of 100" in " ".join(notes)
 
 
 def test_the_suite_prints_the_cap_and_records_it(real_suite, pytester):
-    result = real_suite("-k", "kilt_hotpotqa", "--lengths", "1k", "--samples", "30", "--data-dir", str(HELMET_DATA),
-                        "--report", "r.json")
+    result = real_suite(
+        "-k",
+        "kilt_hotpotqa",
+        "--lengths",
+        "1k",
+        "--samples",
+        "30",
+        "--data-dir",
+        str(HELMET_DATA),
+        "--report",
+        "r.json",
+    )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*Fewer samples than asked*kilt_hotpotqa at 1K ran 24 of 30*"])
     (case,) = json.loads((pytester.path / "r.json").read_text())["cases"]
@@ -140,8 +157,9 @@ def test_the_suite_prints_the_cap_and_records_it(real_suite, pytester):
 
 
 def test_helmet_recall_comes_from_helmets_files_or_says_it_does_not(real_suite, pytester):
-    with_files = real_suite("-m", "recall", "--lengths", "1k", "--samples", "3", "--data-dir", str(HELMET_DATA),
-                            "--report", "own.json")
+    with_files = real_suite(
+        "-m", "recall", "--lengths", "1k", "--samples", "3", "--data-dir", str(HELMET_DATA), "--report", "own.json"
+    )
     with_files.assert_outcomes(passed=7)  # json_kv, the three RULER cases and HELMET's three files
     recall = json.loads((pytester.path / "own.json").read_text())["by_length"]["1024"]["helmet_recall"]
     assert recall["members"] == ["json_kv", "helmet_multikey_2", "helmet_multikey_3", "helmet_multivalue"]

@@ -17,17 +17,45 @@ from ctxgate.tasks import BuildContext, all_tasks, get_task
 from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
 
 # essay tasks: a Wikipedia sentence of up to 50 words (~130 tiny tokens); the others as noted
-UNIT = {"niah_single_1": 26, "niah_single_2": 140, "niah_single_3": 140, "niah_multikey_1": 140,
-        "niah_multikey_2": 30, "niah_multikey_3": 75, "niah_multivalue": 140, "niah_multiquery": 140, "vt": 26,
-        "cwe": 16, "fwe": 32, "qa_1": 60, "qa_2": 45, "json_kv": 80,
-        # HELMET applications on the fixture data: a passage, a demo, or (books) nothing: the cut is exact.
-        "kilt_nq": 60, "kilt_triviaqa": 60, "kilt_popqa": 60, "kilt_hotpotqa": 80, "msmarco_rerank": 40,
-        "icl_trec_coarse": 30, "icl_trec_fine": 30, "icl_banking77": 40, "icl_clinic150": 40, "icl_nlu": 40,
-        "infbench_qa": 1, "infbench_mc": 1,
-        # judged tasks: documents cut exactly (NarrativeQA, summaries); ALCE fills whole retrieved documents
-        "narrativeqa": 1, "infbench_sum": 1, "multi_lexsum": 1, "alce_asqa": 80, "alce_qampari": 80,
-        # HELMET's RULER files: the context is cut by tokens
-        "helmet_multikey_2": 1, "helmet_multikey_3": 1, "helmet_multivalue": 1}
+UNIT = {
+    "niah_single_1": 26,
+    "niah_single_2": 140,
+    "niah_single_3": 140,
+    "niah_multikey_1": 140,
+    "niah_multikey_2": 30,
+    "niah_multikey_3": 75,
+    "niah_multivalue": 140,
+    "niah_multiquery": 140,
+    "vt": 26,
+    "cwe": 16,
+    "fwe": 32,
+    "qa_1": 60,
+    "qa_2": 45,
+    "json_kv": 80,
+    # HELMET applications on the fixture data: a passage, a demo, or (books) nothing: the cut is exact.
+    "kilt_nq": 60,
+    "kilt_triviaqa": 60,
+    "kilt_popqa": 60,
+    "kilt_hotpotqa": 80,
+    "msmarco_rerank": 40,
+    "icl_trec_coarse": 30,
+    "icl_trec_fine": 30,
+    "icl_banking77": 40,
+    "icl_clinic150": 40,
+    "icl_nlu": 40,
+    "infbench_qa": 1,
+    "infbench_mc": 1,
+    # judged tasks: documents cut exactly (NarrativeQA, summaries); ALCE fills whole retrieved documents
+    "narrativeqa": 1,
+    "infbench_sum": 1,
+    "multi_lexsum": 1,
+    "alce_asqa": 80,
+    "alce_qampari": 80,
+    # HELMET's RULER files: the context is cut by tokens
+    "helmet_multikey_2": 1,
+    "helmet_multikey_3": 1,
+    "helmet_multivalue": 1,
+}
 TASKS = [t.name for t in all_tasks()]
 FILE_LENGTHS = {"helmet_multikey_2": (1024, 2048), "helmet_multikey_3": (1024, 2048), "helmet_multivalue": (1024, 2048)}
 ANY_LENGTH = [t for t in TASKS if t not in FILE_LENGTHS]  # HELMET's own RULER files exist at some lengths only
@@ -43,8 +71,14 @@ def _with_long_documents(helmet_data_long):
 
 
 def ctx_for(encoder, chat: bool = False, seed: int = 42) -> BuildContext:
-    return BuildContext(encoder=encoder, chat=chat, seed=seed, squad_source=str(SQUAD), hotpotqa_source=str(HOTPOT),
-                        data_dir=DATA["dir"])
+    return BuildContext(
+        encoder=encoder,
+        chat=chat,
+        seed=seed,
+        squad_source=str(SQUAD),
+        hotpotqa_source=str(HOTPOT),
+        data_dir=DATA["dir"],
+    )
 
 
 def test_unit_table_covers_every_task():
@@ -76,8 +110,12 @@ def test_decoded_prompt_retokenizes_to_the_same_count(hf_encoder, hf_tokenizer, 
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(task=st.sampled_from(ANY_LENGTH), length=st.integers(1500, 6000), index=st.integers(0, 10_000),
-       seed=st.integers(0, 2**31))
+@given(
+    task=st.sampled_from(ANY_LENGTH),
+    length=st.integers(1500, 6000),
+    index=st.integers(0, 10_000),
+    seed=st.integers(0, 2**31),
+)
 def test_length_rule_holds_for_any_length_index_and_seed(hf_encoder, task, length, index, seed):
     spec = get_task(task)
     length = max(length, spec.tokens_to_generate + 800)  # InfBench Sum writes 1200 tokens
@@ -111,7 +149,7 @@ NIAH = [t for t in TASKS if t.startswith("niah")]
 def test_needles_sit_at_their_recorded_offsets(hf_encoder, task):
     s = get_task(task).build(ctx_for(hf_encoder), 4096, 1, sample_rng(task, 4096, 1, 42))
     for offset, needle in zip(s.meta["needle_offsets"], s.meta["needles"]):
-        window = hf_encoder.decode(s.input_ids[offset: offset + 150])
+        window = hf_encoder.decode(s.input_ids[offset : offset + 150])
         assert window.lstrip().startswith(needle)
     text = hf_encoder.decode(s.input_ids)
     for answer in s.answers:  # every expected value is in the context, exactly once
@@ -123,7 +161,7 @@ def test_essay_needles_at_ruler_depths(hf_encoder, task):
     s = get_task(task).build(ctx_for(hf_encoder), 4096, 2, sample_rng(task, 4096, 2, 42))
     offsets = s.meta["needle_offsets"]
     start, end = offsets[0], len(s.input_ids)
-    for depth, offset in zip(s.meta["depths"], offsets):
+    for depth in s.meta["depths"]:
         assert depth in range(0, 101)
     # the needles are ordered by depth and spread over the context as the depths say (within a few sentences)
     assert offsets == sorted(offsets) and start < end
@@ -135,7 +173,7 @@ def test_json_kv_target_at_the_depth_its_index_names(hf_encoder):
         assert s.meta["depth"] == depth
         n = s.meta["num_kvs"]
         assert abs(s.meta["position"] - round(depth * (n - 1))) <= 1
-        window = hf_encoder.decode(s.input_ids[s.meta["target_offset"]: s.meta["target_offset"] + 150])
+        window = hf_encoder.decode(s.input_ids[s.meta["target_offset"] : s.meta["target_offset"] + 150])
         assert f'"{s.meta["key"]}": "{s.answers[0]}"' in window
         assert hf_encoder.decode(s.input_ids).rstrip().endswith("Corresponding value:")
 
@@ -200,6 +238,7 @@ def test_vt_and_cwe_template_bytes_follow_ruler_head(hf_encoder):
     assert len(re.findall(r"VAR [A-Z]{5} = VAR [A-Z]{5} \n", vt)) >= 3  # the task's hops (one may end the context)
     assert re.search(r"VAR [A-Z]{3} = VAR [A-Z]{3} \n", vt)  # the example's
     assert re.search(r"they are:  [A-Z]{3} [A-Z]{3} [A-Z]{3} [A-Z]{3} [A-Z]{3}\n\nMemorize and track", vt)
-    cwe = hf_encoder.decode(get_task("cwe").build(ctx_for(hf_encoder), 4096, 0,
-                                                  sample_rng("cwe", 4096, 0, 42)).input_ids)
+    cwe = hf_encoder.decode(
+        get_task("cwe").build(ctx_for(hf_encoder), 4096, 0, sample_rng("cwe", 4096, 0, 42)).input_ids
+    )
     assert re.search(r"in the list are: 1\. [a-z]+ 2\. [a-z]+", cwe) and "are:1." not in cwe

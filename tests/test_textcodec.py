@@ -17,8 +17,9 @@ def bos_tokenizer(hf_tokenizer):
 
     backend = hf_tokenizer.backend_tokenizer.__class__.from_str(hf_tokenizer.backend_tokenizer.to_str())
     bos_id = backend.token_to_id("<|im_start|>")
-    backend.post_processor = processors.TemplateProcessing(single="<|im_start|> $A", special_tokens=[
-        ("<|im_start|>", bos_id)])
+    backend.post_processor = processors.TemplateProcessing(
+        single="<|im_start|> $A", special_tokens=[("<|im_start|>", bos_id)]
+    )
     tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<|im_start|>", eos_token="<|endoftext|>")
     tok.chat_template = "<|im_start|>{% for m in messages %}{{ m['content'] }}{% endfor %}\nASSISTANT:"
     return tok, bos_id

@@ -38,16 +38,19 @@ def test_later_rules_win_and_lengths_compare():
     assert t.min_effective_length == 1024 and t.effective_threshold == 80.0 and t.confidence == 0.9
 
 
-@pytest.mark.parametrize(("text", "key", "fix"), [
-    ("[defaults]\nflor = 3\n", "defaults.flor", "use one of floor"),
-    ("[[floor]]\ntask = 'niah_singel_1'\nfloor = 3\n", "floor[0].task", "niah_single_1"),
-    ("[[floor]]\ntask = 'vt'\nlength = 'big'\nfloor = 3\n", "floor[0].length", "<=32k"),
-    ("[[floor]]\ntask = 'vt'\nfloor = 300\n", "floor[0].floor", "floor ="),
-    ("[[floor]]\ntask = 'vt'\n", "floor[0].floor", "add floor"),
-    ("[session]\nmin_effective_length = 'lots'\n", "session.min_effective_length", "32k"),
-    ("[defaults]\nrule = 'lenient'\n", "defaults.rule", '"upper"'),
-    ("[defaults\n", "not valid TOML", "Fix"),
-])
+@pytest.mark.parametrize(
+    ("text", "key", "fix"),
+    [
+        ("[defaults]\nflor = 3\n", "defaults.flor", "use one of floor"),
+        ("[[floor]]\ntask = 'niah_singel_1'\nfloor = 3\n", "floor[0].task", "niah_single_1"),
+        ("[[floor]]\ntask = 'vt'\nlength = 'big'\nfloor = 3\n", "floor[0].length", "<=32k"),
+        ("[[floor]]\ntask = 'vt'\nfloor = 300\n", "floor[0].floor", "floor ="),
+        ("[[floor]]\ntask = 'vt'\n", "floor[0].floor", "add floor"),
+        ("[session]\nmin_effective_length = 'lots'\n", "session.min_effective_length", "32k"),
+        ("[defaults]\nrule = 'lenient'\n", "defaults.rule", '"upper"'),
+        ("[defaults\n", "not valid TOML", "Fix"),
+    ],
+)
 def test_errors_name_file_key_and_fix(text, key, fix):
     with pytest.raises(ThresholdsError) as err:
         parse(text)
@@ -67,9 +70,17 @@ def test_shipped_thresholds_file_is_valid():
     assert t.effective_threshold == 85.6
 
 
-@pytest.mark.parametrize(("section", "key"), [("defaults", "floor"), ("defaults", "confidence"),
-                                              ("effective_length", "threshold"), ("regression", "tolerance"),
-                                              ("regression", "confidence"), ("judge", "max_failure_rate")])
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [
+        ("defaults", "floor"),
+        ("defaults", "confidence"),
+        ("effective_length", "threshold"),
+        ("regression", "tolerance"),
+        ("regression", "confidence"),
+        ("judge", "max_failure_rate"),
+    ],
+)
 def test_the_suggested_fix_is_itself_valid(section, key):
     import re
 
@@ -81,6 +92,9 @@ def test_the_suggested_fix_is_itself_valid(section, key):
 
 
 def test_an_out_of_range_confidence_suggests_a_confidence():
-    with pytest.raises(ThresholdsError, match=r"1\.5 is not a number in \[0\.5, 0\.999\]. Fix: write e\.g\. "
-                                              r"confidence = 0\.95$"):
+    with pytest.raises(
+        ThresholdsError,
+        match=r"1\.5 is not a number in \[0\.5, 0\.999\]. Fix: write e\.g\. "
+        r"confidence = 0\.95$",
+    ):
         parse("[defaults]\nconfidence = 1.5\n")

@@ -54,8 +54,7 @@ def test_a_failed_evaluation_is_not_done_and_is_retried_once_fixed(run_dir, tmp_
 
 def test_arguments_pytest_refuses_stop_the_watcher_and_mark_nothing(run_dir, tmp_path, capsys):
     reports = tmp_path / "reports"
-    code = main(["watch", str(run_dir), "--once", "--settle", "0", "--reports", str(reports), "--",
-                 "--no-such-option"])
+    code = main(["watch", str(run_dir), "--once", "--settle", "0", "--reports", str(reports), "--", "--no-such-option"])
     assert code == 2
     assert "pytest refused the arguments" in capsys.readouterr().err
     assert not (reports / "watch-state.json").exists()

@@ -65,8 +65,9 @@ class Backend(Protocol):
     def describe(self) -> dict[str, object]: ...
 
 
-def stream(backend: Backend, requests: Iterable[Request], params: GenerationParams
-           ) -> Iterator[tuple[Request, Generation]]:
+def stream(
+    backend: Backend, requests: Iterable[Request], params: GenerationParams
+) -> Iterator[tuple[Request, Generation]]:
     """Each request with its generation, as soon as it exists, with at most the backend's ``concurrency`` in
     flight. ``requests`` is pulled lazily, in the caller's thread, only as a slot frees: a caller that builds a
     128K-token prompt per request holds no more of them than are in flight."""
@@ -91,8 +92,9 @@ def stream(backend: Backend, requests: Iterable[Request], params: GenerationPara
                 future.cancel()
 
 
-def _batches(backend: Backend, source: Iterator[Request], params: GenerationParams
-             ) -> Iterator[tuple[Request, Generation]]:
+def _batches(
+    backend: Backend, source: Iterator[Request], params: GenerationParams
+) -> Iterator[tuple[Request, Generation]]:
     """In order, as many at a time as the backend's ``batch_limit`` says for the first of them. A stream is one
     case, so its prompts are all about one length: a batch wastes little on padding."""
     limit = getattr(backend, "batch_limit", None)

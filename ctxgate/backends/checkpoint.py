@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tiktoken.model",
-                   "vocab.txt")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tiktoken.model", "vocab.txt")
 
 
 class ModelNotFound(ValueError):
@@ -39,15 +38,18 @@ def resolve_model(model: str) -> Path:
         raise ModelNotFound(f"--model {model!r} is a file; give the checkpoint folder (the one with config.json)")
     looks_like_path = model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model
     if looks_like_path:
-        raise ModelNotFound(f"--model {model!r} does not exist: give a checkpoint folder (with config.json) or a "
-                            "hub id such as org/name")
+        raise ModelNotFound(
+            f"--model {model!r} does not exist: give a checkpoint folder (with config.json) or a "
+            "hub id such as org/name"
+        )
     cached = _hub_snapshot(model)
     if cached is not None:
         return cached
     raise ModelNotFound(
         f"--model {model!r}: there is no folder of that name in {Path.cwd()}, and no hub model {model!r} in the "
         f"local Hugging Face cache ({_hub_cache_dir()}). Give the checkpoint's folder, or download it first "
-        f"(`hf download {model}`); ctxgate does not download models during a run")
+        f"(`hf download {model}`); ctxgate does not download models during a run"
+    )
 
 
 def _hub_cache_dir() -> str:
@@ -77,8 +79,9 @@ def _read_json(path: Path, what: str, fix: str) -> Any:
         raise CheckpointError(f"{path} is not readable JSON ({exc}); {what}. Fix: {fix}") from None
 
 
-def check_checkpoint(folder: Path, *, trust_remote_code: bool = False, ignore_remote_code: bool = False,
-                     allow_pickle: bool = False) -> None:
+def check_checkpoint(
+    folder: Path, *, trust_remote_code: bool = False, ignore_remote_code: bool = False, allow_pickle: bool = False
+) -> None:
     _check_json_files(folder)
     _check_config(folder, trust_remote_code, ignore_remote_code)
     _check_weights(folder, allow_pickle)
@@ -94,15 +97,18 @@ def _check_json_files(folder: Path) -> None:
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
-            raise CheckpointError(f"{path}: not UTF-8 text (byte offset {exc.start}); restore it from the training "
-                                  "run or the base model") from None
+            raise CheckpointError(
+                f"{path}: not UTF-8 text (byte offset {exc.start}); restore it from the training run or the base model"
+            ) from None
         except OSError as exc:
             raise CheckpointError(f"{path} cannot be read ({exc.strerror or exc}); check its permissions") from None
         try:
             json.loads(text)
         except json.JSONDecodeError as exc:
-            raise CheckpointError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); restore "
-                                  "the file from the training run or the base model") from None
+            raise CheckpointError(
+                f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); restore "
+                "the file from the training run or the base model"
+            ) from None
 
 
 def _check_chat_template(folder: Path) -> None:
@@ -127,27 +133,41 @@ def _check_chat_template(folder: Path) -> None:
             jinja2.Environment().parse(text)
         except jinja2.TemplateSyntaxError as exc:
             where = f"{path}:{exc.lineno}" if path.suffix == ".jinja" else f"{path} (chat_template, line {exc.lineno})"
-            raise CheckpointError(f"{where}: the chat template does not parse ({exc.message}); fix it, or remove it "
-                                  "and pass --chat-template off") from None
+            raise CheckpointError(
+                f"{where}: the chat template does not parse ({exc.message}); fix it, or remove it "
+                "and pass --chat-template off"
+            ) from None
 
 
 def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: bool) -> None:
     config_path = folder / "config.json"
     if not config_path.is_file():
         inside = sorted(p.name for p in folder.iterdir() if (p / "config.json").is_file())[:3]
-        hint = (f" It holds checkpoints ({', '.join(inside)}, ...): pass one of them, or use `ctxgate watch` / "
-                "`ctxgate bisect` for the whole run" if inside else "")
-        raise CheckpointError(f"{config_path} is missing: --model must be a checkpoint folder with the config.json "
-                              f"saved beside the weights.{hint}")
-    config = _read_json(config_path, "the model's architecture cannot be known",
-                        "restore config.json from the training run or the base model")
+        hint = (
+            f" It holds checkpoints ({', '.join(inside)}, ...): pass one of them, or use `ctxgate watch` / "
+            "`ctxgate bisect` for the whole run"
+            if inside
+            else ""
+        )
+        raise CheckpointError(
+            f"{config_path} is missing: --model must be a checkpoint folder with the config.json "
+            f"saved beside the weights.{hint}"
+        )
+    config = _read_json(
+        config_path,
+        "the model's architecture cannot be known",
+        "restore config.json from the training run or the base model",
+    )
     if not isinstance(config, dict) or not (config.get("model_type") or config.get("architectures")):
-        raise CheckpointError(f"{config_path} names no model_type or architectures: restore config.json from the "
-                              "training run or the base model")
+        raise CheckpointError(
+            f"{config_path} names no model_type or architectures: restore config.json from the "
+            "training run or the base model"
+        )
     auto_map = config.get("auto_map") if isinstance(config.get("auto_map"), dict) else {}
     # the class a loader asks for: a causal LM under test, a classifier or seq2seq model as an NLI judge
     own = auto_map.get("AutoModelForCausalLM") or next(
-        (v for k, v in sorted(auto_map.items()) if k.startswith("AutoModel")), None)
+        (v for k, v in sorted(auto_map.items()) if k.startswith("AutoModel")), None
+    )
     if not own:
         return
     own = own[0] if isinstance(own, list) else own
@@ -156,11 +176,14 @@ def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: boo
             f"{config_path}: auto_map names the checkpoint's own model code ({own}), but --trust-remote-code is "
             f"off, so transformers would run its built-in {config.get('model_type')!r} class instead, without a "
             "word. Pass --trust-remote-code to run the checkpoint's code, or --ignore-remote-code to evaluate the "
-            "built-in class on purpose")
+            "built-in class on purpose"
+        )
     module = str(own).split("--")[-1].rsplit(".", 1)[0]
     if trust_remote_code and "--" not in str(own) and not (folder / f"{module}.py").is_file():
-        raise CheckpointError(f"{config_path}: auto_map points at {module}.py, which is not in {folder}; copy the "
-                              "model code into the checkpoint folder")
+        raise CheckpointError(
+            f"{config_path}: auto_map points at {module}.py, which is not in {folder}; copy the "
+            "model code into the checkpoint folder"
+        )
 
 
 def _check_weights(folder: Path, allow_pickle: bool) -> None:
@@ -174,9 +197,11 @@ def _check_weights(folder: Path, allow_pickle: bool) -> None:
         names = sorted(set(weight_map.values()))
         missing = [n for n in names if not (folder / n).is_file()]
         if missing:
-            raise CheckpointError(f"{index} lists {len(names)} shard(s), but {', '.join(missing[:3])} "
-                                  f"{'is' if len(missing) == 1 else 'are'} not in {folder}: the checkpoint was copied "
-                                  "or saved only in part; copy the missing shards")
+            raise CheckpointError(
+                f"{index} lists {len(names)} shard(s), but {', '.join(missing[:3])} "
+                f"{'is' if len(missing) == 1 else 'are'} not in {folder}: the checkpoint was copied "
+                "or saved only in part; copy the missing shards"
+            )
         shards = [folder / n for n in names]
     for shard in shards:
         check_safetensors(shard)
@@ -184,11 +209,15 @@ def _check_weights(folder: Path, allow_pickle: bool) -> None:
         return
     pickled = sorted(p.name for p in [*folder.glob("*.bin"), *folder.glob("*.pt")])
     if pickled and not allow_pickle:
-        raise CheckpointError(f"{folder} has only pickle weights ({', '.join(pickled[:3])}), which can run code when "
-                              "loaded; convert them to safetensors, or pass --allow-pickle if you trust the checkpoint")
+        raise CheckpointError(
+            f"{folder} has only pickle weights ({', '.join(pickled[:3])}), which can run code when "
+            "loaded; convert them to safetensors, or pass --allow-pickle if you trust the checkpoint"
+        )
     if not pickled:
-        raise CheckpointError(f"{folder} has no weights: expected model.safetensors (or shards with "
-                              f"{SAFETENSORS_INDEX}); the checkpoint may still be being written")
+        raise CheckpointError(
+            f"{folder} has no weights: expected model.safetensors (or shards with "
+            f"{SAFETENSORS_INDEX}); the checkpoint may still be being written"
+        )
 
 
 def check_safetensors(path: Path) -> None:
@@ -206,20 +235,26 @@ def check_safetensors(path: Path) -> None:
         raise CheckpointError(f"{path} has an unreadable safetensors header ({exc}): {fix}") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path} has a safetensors header that is not a table of tensors: {fix}")
-    ends = [t["data_offsets"][1] for name, t in header.items()
-            if name != "__metadata__" and isinstance(t, dict) and "data_offsets" in t]
+    ends = [
+        t["data_offsets"][1]
+        for name, t in header.items()
+        if name != "__metadata__" and isinstance(t, dict) and "data_offsets" in t
+    ]
     expected = 8 + header_len + max(ends, default=0)
     if size < expected:
         raise CheckpointError(f"{path} is truncated: {size:,} bytes, but its header describes {expected:,}: {fix}")
 
 
 def check_tokenizer(folder: Path) -> None:
-    present = [name for name in TOKENIZER_FILES if (folder / name).is_file()] + \
-        [p.name for p in folder.glob("*.tiktoken")]
+    present = [name for name in TOKENIZER_FILES if (folder / name).is_file()] + [
+        p.name for p in folder.glob("*.tiktoken")
+    ]
     if not present:
         raise CheckpointError(
             f"{folder} has no tokenizer ({', '.join(TOKENIZER_FILES[:3])} or the like): trainers often save it only "
-            "with the final checkpoint. Copy the tokenizer files of the base model into this folder")
+            "with the final checkpoint. Copy the tokenizer files of the base model into this folder"
+        )
     if "tokenizer.json" in present:
-        _read_json(folder / "tokenizer.json", "the tokenizer cannot be built",
-                   "copy tokenizer.json again from the base model")
+        _read_json(
+            folder / "tokenizer.json", "the tokenizer cannot be built", "copy tokenizer.json again from the base model"
+        )

@@ -68,10 +68,16 @@ class Replica:
 
 
 class EndpointBackend:
-    def __init__(self, settings: EndpointSettings, tokenizer: Any, tokenizer_name: str,
-                 local_fingerprint: dict[str, Any] | None = None,
-                 diagnose: Callable[[], str] | None = None, name: str = "openai",
-                 engine: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        settings: EndpointSettings,
+        tokenizer: Any,
+        tokenizer_name: str,
+        local_fingerprint: dict[str, Any] | None = None,
+        diagnose: Callable[[], str] | None = None,
+        name: str = "openai",
+        engine: dict[str, Any] | None = None,
+    ) -> None:
         """``diagnose``: what to add when a server goes away (the suite's own vLLM servers: their log's tail).
         ``name``: "openai" for servers the user runs, "vllm" for the suite's own (reports and cache keys say which).
         ``local_fingerprint``: the checkpoint folder's fingerprint, when the served weights are known to be that
@@ -87,22 +93,33 @@ class EndpointBackend:
         self.hf_tokenizer = tokenizer
         self.tokenizer = HFTokenizer(tokenizer)
         key = os.environ.get(settings.key_env) or "EMPTY"  # local servers take any key
-        self.replicas = [Replica(url, openai.OpenAI(base_url=url, api_key=key, timeout=settings.timeout_s,
-                                                    max_retries=0)) for url in settings.base_urls]
+        self.replicas = [
+            Replica(url, openai.OpenAI(base_url=url, api_key=key, timeout=settings.timeout_s, max_retries=0))
+            for url in settings.base_urls
+        ]
         for replica in self.replicas:
             self._describe_server(replica)
             self._check_tokenizer(replica, tokenizer_name)
         models = sorted({r.model for r in self.replicas})
         if len(models) > 1:
-            raise EndpointError(f"the --base-url replicas serve different models ({', '.join(models)}); replicas "
-                                "must serve one checkpoint")
+            raise EndpointError(
+                f"the --base-url replicas serve different models ({', '.join(models)}); replicas "
+                "must serve one checkpoint"
+            )
         lengths = [r.max_model_len for r in self.replicas if r.max_model_len]
         self.max_positions: int | None = min(lengths) if lengths else None
         self.concurrency = settings.concurrency * len(self.replicas)
-        served = {"model": models[0], "versions": sorted({str(r.version) for r in self.replicas}),
-                  "max_model_len": self.max_positions, "local": (local_fingerprint or {}).get("sha256")}
-        self.fingerprint = {"sha256": hashlib.sha256(json.dumps(served, sort_keys=True).encode()).hexdigest(),
-                            "served": served, **({"local": local_fingerprint} if local_fingerprint else {})}
+        served = {
+            "model": models[0],
+            "versions": sorted({str(r.version) for r in self.replicas}),
+            "max_model_len": self.max_positions,
+            "local": (local_fingerprint or {}).get("sha256"),
+        }
+        self.fingerprint = {
+            "sha256": hashlib.sha256(json.dumps(served, sort_keys=True).encode()).hexdigest(),
+            "served": served,
+            **({"local": local_fingerprint} if local_fingerprint else {}),
+        }
         self.engine = dict(engine or {})
         self._weights_known = local_fingerprint is not None
 
@@ -123,43 +140,57 @@ class EndpointBackend:
         try:
             return call_with_retries(call, self._openai, max_retries=s.max_retries, time_limit_s=s.time_limit_s)
         except Refused as exc:
-            fix = {"auth": f"check {s.key_env}", "not_found": "check --served-model and --base-url",
-                   "bad_request": "check the server's limits (max model length) and --served-model"}[exc.kind]
-            raise EndpointError(f"{redact_url(replica.url)} refused {what} ({exc.status}: {exc.detail}); {fix}") \
-                from None
+            fix = {
+                "auth": f"check {s.key_env}",
+                "not_found": "check --served-model and --base-url",
+                "bad_request": "check the server's limits (max model length) and --served-model",
+            }[exc.kind]
+            raise EndpointError(
+                f"{redact_url(replica.url)} refused {what} ({exc.status}: {exc.detail}); {fix}"
+            ) from None
         except Exhausted as exc:
-            raise BackendDown(f"{redact_url(replica.url)} did not answer {what} {exc}; check that the server runs "
-                              "and is reachable from here") from None
+            raise BackendDown(
+                f"{redact_url(replica.url)} did not answer {what} {exc}; check that the server runs "
+                "and is reachable from here"
+            ) from None
 
     def _describe_server(self, replica: Replica) -> None:
         listed = self._retrying(lambda: list(replica.client.models.list()), replica, "the model list")
         names = [m.id for m in listed]
         wanted = self.settings.served_model
         if not names:
-            raise EndpointError(f"{redact_url(replica.url)} lists no model at /models: the server is still loading "
-                                "one, or serves none; wait until it lists the model (or start it with --model)")
+            raise EndpointError(
+                f"{redact_url(replica.url)} lists no model at /models: the server is still loading "
+                "one, or serves none; wait until it lists the model (or start it with --model)"
+            )
         if wanted is None and len(names) != 1:
-            raise EndpointError(f"{redact_url(replica.url)} serves {len(names)} models ({', '.join(names)}): pass "
-                                "--served-model NAME")
+            raise EndpointError(
+                f"{redact_url(replica.url)} serves {len(names)} models ({', '.join(names)}): pass --served-model NAME"
+            )
         if wanted is not None and wanted not in names:
-            raise EndpointError(f"{redact_url(replica.url)} does not serve {wanted!r} (it serves "
-                                f"{', '.join(names)}): check --served-model")
+            raise EndpointError(
+                f"{redact_url(replica.url)} does not serve {wanted!r} (it serves "
+                f"{', '.join(names)}): check --served-model"
+            )
         chosen = next(m for m in listed if m.id == (wanted or names[0]))
         replica.model = chosen.id
         extra = getattr(chosen, "model_extra", None) or {}
         replica.max_model_len = extra.get("max_model_len")
         replica.version = self._get_json(replica, "/version").get("version")
 
-    def _get_json(self, replica: Replica, path: str, body: dict[str, Any] | None = None,
-                  required: bool = False) -> dict[str, Any]:
+    def _get_json(
+        self, replica: Replica, path: str, body: dict[str, Any] | None = None, required: bool = False
+    ) -> dict[str, Any]:
         """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize); {} where the server has
         none (404, 405, 501). ``required``: any other failure (a refused key, a 500, no network, a body that is
         not JSON) is an EndpointError naming the URL, instead of the weaker check that {} leads to."""
         import urllib.error
         import urllib.request
 
-        headers = {"Authorization": f"Bearer {os.environ.get(self.settings.key_env) or 'EMPTY'}",
-                   "Content-Type": "application/json"}
+        headers = {
+            "Authorization": f"Bearer {os.environ.get(self.settings.key_env) or 'EMPTY'}",
+            "Content-Type": "application/json",
+        }
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self._root(replica) + path, data=data, headers=headers)
         url = redact_url(self._root(replica) + path)
@@ -169,23 +200,34 @@ class EndpointBackend:
         except urllib.error.HTTPError as exc:
             if exc.code in (404, 405, 501) or not required:
                 return {}
-            raise EndpointError(f"{url} answered {exc.code} ({exc.reason}); check {self.settings.key_env} and the "
-                                "server") from None
+            raise EndpointError(
+                f"{url} answered {exc.code} ({exc.reason}); check {self.settings.key_env} and the server"
+            ) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             if not required:
                 return {}
-            raise EndpointError(f"{url} failed ({type(exc).__name__}: {str(exc)[:120]}); check that the server "
-                                "runs and is reachable from here") from None
+            raise EndpointError(
+                f"{url} failed ({type(exc).__name__}: {str(exc)[:120]}); check that the server "
+                "runs and is reachable from here"
+            ) from None
         return found if isinstance(found, dict) else {}
 
     def _check_tokenizer(self, replica: Replica, tokenizer_name: str) -> None:
         local = self.tokenizer.encode_batch([PROBE])[0]
-        remote = self._get_json(replica, "/tokenize", {"model": replica.model, "prompt": PROBE,
-                                                       "add_special_tokens": False}, required=True).get("tokens")
+        remote = self._get_json(
+            replica, "/tokenize", {"model": replica.model, "prompt": PROBE, "add_special_tokens": False}, required=True
+        ).get("tokens")
         if remote is None:  # no /tokenize: the prompt-token count of the probe, special tokens on both sides
             local = self.tokenizer.prefix_ids() + local
-            usage = self._retrying(lambda: replica.client.completions.create(
-                model=replica.model, prompt=PROBE, max_tokens=1, temperature=0.0).usage, replica, "the probe")
+            usage = self._retrying(
+                lambda: (
+                    replica.client.completions.create(
+                        model=replica.model, prompt=PROBE, max_tokens=1, temperature=0.0
+                    ).usage
+                ),
+                replica,
+                "the probe",
+            )
             remote = [None] * int(getattr(usage, "prompt_tokens", 0) or 0)
             same = len(remote) == len(local)
         else:
@@ -195,7 +237,8 @@ class EndpointBackend:
                 f"{redact_url(replica.url)} (serving {replica.model!r}) tokenizes a probe text into {len(remote)} "
                 f"ids {list(remote)[:8]}..., the local tokenizer {tokenizer_name} into {len(local)} ids "
                 f"{local[:8]}...: the server would not see the suite's prompts. Pass --tokenizer with the served "
-                "model's tokenizer")
+                "model's tokenizer"
+            )
 
     # generation --------------------------------------------------------------------------------------------------
     def _pick(self) -> Replica:
@@ -216,8 +259,11 @@ class EndpointBackend:
                     return chosen
                 waiting = [r.down_at + REPROBE_S - now for r in self.replicas if r.failures < MAX_PROBES]
                 if not waiting:
-                    raise BackendDown("every server is down: " + "; ".join(str(r.down) for r in self.replicas)
-                                      + f" (each failed {MAX_PROBES} tries, {REPROBE_S:.0f}s apart)")
+                    raise BackendDown(
+                        "every server is down: "
+                        + "; ".join(str(r.down) for r in self.replicas)
+                        + f" (each failed {MAX_PROBES} tries, {REPROBE_S:.0f}s apart)"
+                    )
             time.sleep(max(0.0, min(waiting)))
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
@@ -227,9 +273,19 @@ class EndpointBackend:
         while True:
             replica = self._pick()
             try:
-                resp = self._retrying(lambda: _completion(replica.client.completions.create(
-                    model=replica.model, prompt=list(r.input_ids), max_tokens=params.max_new_tokens,
-                    temperature=0.0, stop=list(params.stop_strings) or None)), replica, "a completion")
+                resp = self._retrying(
+                    lambda: _completion(
+                        replica.client.completions.create(
+                            model=replica.model,
+                            prompt=list(r.input_ids),
+                            max_tokens=params.max_new_tokens,
+                            temperature=0.0,
+                            stop=list(params.stop_strings) or None,
+                        )
+                    ),
+                    replica,
+                    "a completion",
+                )
             except BackendDown as exc:
                 why = f"{exc} (at {time.strftime('%H:%M:%S')})"
                 if self._diagnose is not None:
@@ -249,6 +305,11 @@ class EndpointBackend:
             return Generation(choice.text or "", tokens, finish)
 
     def describe(self) -> dict[str, object]:
-        return {"backend": self.name, "endpoints": [redact_url(r.url) for r in self.replicas],
-                "served_model": self.replicas[0].model, "server_version": self.replicas[0].version,
-                "max_model_len": self.max_positions, "concurrency": self.concurrency}
+        return {
+            "backend": self.name,
+            "endpoints": [redact_url(r.url) for r in self.replicas],
+            "served_model": self.replicas[0].model,
+            "server_version": self.replicas[0].version,
+            "max_model_len": self.max_positions,
+            "concurrency": self.concurrency,
+        }

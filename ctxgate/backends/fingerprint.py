@@ -15,8 +15,16 @@ import hashlib
 import os
 from pathlib import Path
 
-_META = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
-         "special_tokens_map.json", "tokenizer.model", "model.safetensors.index.json")
+_META = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "special_tokens_map.json",
+    "tokenizer.model",
+    "model.safetensors.index.json",
+)
 _BLOCK = 8 * 1024 * 1024
 _MEMO_MIN = 1024 * 1024  # smaller files are hashed each time: cheaper than the memo's own file
 

@@ -32,8 +32,14 @@ class BackendError(RuntimeError):
 def _pick_dtype(torch: Any, requested: str, cuda: bool) -> Any:
     if requested == "auto":
         return torch.bfloat16 if cuda else torch.float32
-    table = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,
-             "fp32": torch.float32, "float32": torch.float32}
+    table = {
+        "bf16": torch.bfloat16,
+        "bfloat16": torch.bfloat16,
+        "fp16": torch.float16,
+        "float16": torch.float16,
+        "fp32": torch.float32,
+        "float32": torch.float32,
+    }
     if requested not in table:
         raise BackendError(f"--dtype {requested!r} is not supported; use one of {', '.join(DTYPES)}")
     return table[requested]
@@ -54,9 +60,11 @@ def bytes_per_token(config: Any, element_size: int) -> int:
 def weights_mismatch(info: dict[str, Any], model: str) -> str | None:
     """One line naming the first tensor the weights and the model's config disagree on, and the fix; None when
     every weight was loaded as saved. (transformers would fill a missing tensor with random values and go on.)"""
-    kinds = [("missing from the weights (it would be random)", list(info.get("missing_keys") or [])),
-             ("in the weights but not in the model", list(info.get("unexpected_keys") or [])),
-             ("of another shape", list(info.get("mismatched_keys") or []))]
+    kinds = [
+        ("missing from the weights (it would be random)", list(info.get("missing_keys") or [])),
+        ("in the weights but not in the model", list(info.get("unexpected_keys") or [])),
+        ("of another shape", list(info.get("mismatched_keys") or [])),
+    ]
     found = [(what, sorted(keys, key=str)) for what, keys in kinds if keys]
     if not found:
         return None
@@ -66,18 +74,29 @@ def weights_mismatch(info: dict[str, Any], model: str) -> str | None:
         name, saved, wanted = (list(first) + [None, None])[:3]
         first, what = name, f"{tuple(saved or ())} in the weights but {tuple(wanted or ())} by config.json"
     detail = ", ".join(f"{len(k)} {w.split(' (')[0].split(' by ')[0]}" for w, k in found)
-    return (f"{model}: tensor {first} is {what} ({detail}): the weights do not match config.json. Restore the "
-            "checkpoint's own config.json and weights (a save cut short, or a config from another size), or pass "
-            "--allow-weight-mismatch to evaluate it as it loads")
+    return (
+        f"{model}: tensor {first} is {what} ({detail}): the weights do not match config.json. Restore the "
+        "checkpoint's own config.json and weights (a save cut short, or a config from another size), or pass "
+        "--allow-weight-mismatch to evaluate it as it loads"
+    )
 
 
 class HFBackend:
     name = "hf"
 
-    def __init__(self, model: str, *, dtype: str = "auto", trust_remote_code: bool = False,
-                 allow_pickle: bool = False, attn: str = "auto", threads: int | None = None,
-                 batch_size: int | None = 1, device_map: str | None = None,
-                 allow_weight_mismatch: bool = False) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        dtype: str = "auto",
+        trust_remote_code: bool = False,
+        allow_pickle: bool = False,
+        attn: str = "auto",
+        threads: int | None = None,
+        batch_size: int | None = 1,
+        device_map: str | None = None,
+        allow_weight_mismatch: bool = False,
+    ) -> None:
         """``batch_size`` None: ``auto`` (1 on CPU; on a GPU as many as fit, see ``batch_limit``). ``device_map``
         "auto": the model is spread over every GPU this process sees (accelerate's placement)."""
         import torch
@@ -91,13 +110,16 @@ class HFBackend:
         path = Path(model)
         if path.is_dir():
             try:
-                check_checkpoint(path, trust_remote_code=trust_remote_code, ignore_remote_code=True,
-                                 allow_pickle=allow_pickle)
+                check_checkpoint(
+                    path, trust_remote_code=trust_remote_code, ignore_remote_code=True, allow_pickle=allow_pickle
+                )
             except CheckpointError as exc:
                 raise BackendError(str(exc)) from None
         if device_map is not None and not importlib.util.find_spec("accelerate"):
-            raise BackendError(f"--device-map {device_map} needs the accelerate package: pip install "
-                               "'ctxgate[gpu]' (or pip install accelerate)")
+            raise BackendError(
+                f"--device-map {device_map} needs the accelerate package: pip install "
+                "'ctxgate[gpu]' (or pip install accelerate)"
+            )
         if attn == "auto":
             attn = "flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") else "sdpa"
         self.attn = attn
@@ -107,9 +129,14 @@ class HFBackend:
         try:
             tok = transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
             loaded, info = transformers.AutoModelForCausalLM.from_pretrained(
-                model, dtype=self.dtype, attn_implementation=attn, trust_remote_code=trust_remote_code,
-                use_safetensors=None if allow_pickle else True, device_map=device_map,
-                output_loading_info=True, ignore_mismatched_sizes=True,
+                model,
+                dtype=self.dtype,
+                attn_implementation=attn,
+                trust_remote_code=trust_remote_code,
+                use_safetensors=None if allow_pickle else True,
+                device_map=device_map,
+                output_loading_info=True,
+                ignore_mismatched_sizes=True,
             )
         except (OSError, ValueError) as exc:
             raise BackendError(f"cannot load the model {model!r}: {exc}") from exc
@@ -176,10 +203,12 @@ class HFBackend:
             seq = self._run(ids, torch.ones_like(ids), params)
         except torch.cuda.OutOfMemoryError as exc:
             torch.cuda.empty_cache()
-            raise BackendError(f"CUDA out of memory at {len(r.input_ids)} input tokens ({exc}); run fewer "
-                               "workers per GPU, a shorter --lengths, a smaller --dtype, or spread the model over "
-                               "more GPUs with --device-map auto") from None
-        return self._finish(seq[0, len(r.input_ids):].tolist(), params)
+            raise BackendError(
+                f"CUDA out of memory at {len(r.input_ids)} input tokens ({exc}); run fewer "
+                "workers per GPU, a shorter --lengths, a smaller --dtype, or spread the model over "
+                "more GPUs with --device-map auto"
+            ) from None
+        return self._finish(seq[0, len(r.input_ids) :].tolist(), params)
 
     def _generate_batch(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         """Left padded to the longest, masked: each row's positions start at its first real token, so its
@@ -188,8 +217,9 @@ class HFBackend:
         width = max(len(r.input_ids) for r in requests)
         rows = [[self.pad_id] * (width - len(r.input_ids)) + list(r.input_ids) for r in requests]
         masks = [[0] * (width - len(r.input_ids)) + [1] * len(r.input_ids) for r in requests]
-        seq = self._run(torch.tensor(rows, device=self.input_device),
-                        torch.tensor(masks, device=self.input_device), params)
+        seq = self._run(
+            torch.tensor(rows, device=self.input_device), torch.tensor(masks, device=self.input_device), params
+        )
         out = []
         for row in seq[:, width:].tolist():
             # a row that stopped early is filled with padding while the others go on: keep it up to its EOS
@@ -200,9 +230,15 @@ class HFBackend:
     def _run(self, ids: Any, mask: Any, params: GenerationParams) -> Any:
         with self.torch.inference_mode():
             return self.model.generate(
-                ids, attention_mask=mask, max_new_tokens=params.max_new_tokens,
-                do_sample=False, temperature=None, top_p=None, top_k=None,
-                eos_token_id=self.eos_ids or None, pad_token_id=self.pad_id,
+                ids,
+                attention_mask=mask,
+                max_new_tokens=params.max_new_tokens,
+                do_sample=False,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                eos_token_id=self.eos_ids or None,
+                pad_token_id=self.pad_id,
             )
 
     def _finish(self, new: list[int], params: GenerationParams) -> Generation:
@@ -217,8 +253,15 @@ class HFBackend:
     def describe(self) -> dict[str, object]:
         import transformers
 
-        return {"backend": self.name, "device": str(self.input_device), "dtype": str(self.dtype).replace("torch.", ""),
-                "attn_implementation": self.attn, "transformers": transformers.__version__,
-                "torch": str(self.torch.__version__), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                "batch_size": "auto" if self.batch_size is None else self.batch_size,
-                "device_map": self.device_map, "devices": sorted({str(p.device) for p in self.model.parameters()})}
+        return {
+            "backend": self.name,
+            "device": str(self.input_device),
+            "dtype": str(self.dtype).replace("torch.", ""),
+            "attn_implementation": self.attn,
+            "transformers": transformers.__version__,
+            "torch": str(self.torch.__version__),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "batch_size": "auto" if self.batch_size is None else self.batch_size,
+            "device_map": self.device_map,
+            "devices": sorted({str(p.device) for p in self.model.parameters()}),
+        }

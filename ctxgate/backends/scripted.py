@@ -7,12 +7,14 @@
 ``offset`` shifts which samples are answered right without changing the rate (run-to-run noise, for tests).
 ``calls_log`` (optional) gets one line per generation, flushed at once, so tests can count what was generated
 (and what a cache spared): task, length, index, xdist worker, and how many generations were in flight when it
-started (``concurrency`` lets the runner send that many at once); ``sleep`` slows each call down, so a test can kill a run mid-case; ``raise``
+started (``concurrency`` lets the runner send that many at once); ``sleep`` slows each call down, so a test can
+kill a run mid-case; ``raise``
 (``{"vt": {"*": "message"}}``) makes a case's generations fail with that message, as a broken backend would, and
 ``kill`` (``{"vt": {"*": true}}``) kills the process running the case, as the kernel's OOM killer would.
 
 For a case with accuracy p, sample i is answered right when floor((i + 1) * p) > floor(i * p), which spreads
-round-down(p * n) right answers evenly over any n samples; the others get an empty string. It is never evidence that a feature works on a model.
+round-down(p * n) right answers evenly over any n samples; the others get an empty string. It is never evidence
+that a feature works on a model.
 """
 
 from __future__ import annotations
@@ -68,8 +70,9 @@ class ScriptedBackend:
                 self._active -= 1
             if self.script.get("calls_log"):
                 with open(self.script["calls_log"], "a", encoding="utf-8") as log:
-                    log.write(f"{r.task} {r.length} {r.index} {os.environ.get('PYTEST_XDIST_WORKER', '-')} "
-                              f"{in_flight}\n")
+                    log.write(
+                        f"{r.task} {r.length} {r.index} {os.environ.get('PYTEST_XDIST_WORKER', '-')} {in_flight}\n"
+                    )
             if self._lookup("kill", r):  # a worker that dies mid-case (out of memory, a segfault)
                 os.kill(os.getpid(), signal.SIGKILL)
             message = self._lookup("raise", r)

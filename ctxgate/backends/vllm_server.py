@@ -42,12 +42,15 @@ def find_python(explicit: str | None, roots: Sequence[Path]) -> str:
         if c and Path(c).is_file():
             return c
         if c and c in (explicit, os.environ.get(ENV_PYTHON)):
-            raise EngineError(f"the vLLM python {c!r} does not exist: pass --vllm-python PATH or run "
-                              "scripts/vllm_env.sh")
+            raise EngineError(
+                f"the vLLM python {c!r} does not exist: pass --vllm-python PATH or run scripts/vllm_env.sh"
+            )
     if importlib.util.find_spec("vllm") is not None:
         return sys.executable
-    raise EngineError("--backend vllm needs vLLM: run `bash scripts/vllm_env.sh` (a .venv-vllm beside the suite), "
-                      "or pass --vllm-python PATH to a python that has it (on a GPU node: pip install vllm)")
+    raise EngineError(
+        "--backend vllm needs vLLM: run `bash scripts/vllm_env.sh` (a .venv-vllm beside the suite), "
+        "or pass --vllm-python PATH to a python that has it (on a GPU node: pip install vllm)"
+    )
 
 
 def replica_devices(visible: Sequence[str], tensor_parallel: int) -> list[tuple[str, ...] | None]:
@@ -57,7 +60,7 @@ def replica_devices(visible: Sequence[str], tensor_parallel: int) -> list[tuple[
     if len(visible) < tensor_parallel:
         raise EngineError(f"--tp {tensor_parallel} needs {tensor_parallel} GPUs; {len(visible)} visible")
     count = len(visible) // tensor_parallel
-    return [tuple(visible[i * tensor_parallel:(i + 1) * tensor_parallel]) for i in range(count)]
+    return [tuple(visible[i * tensor_parallel : (i + 1) * tensor_parallel]) for i in range(count)]
 
 
 def _free_port() -> int:
@@ -98,11 +101,26 @@ class EngineSpec:
 
     def command(self, port: int) -> list[str]:
         dtype = self.resolved_dtype
-        cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir,
-               "--host", "127.0.0.1", "--port", str(port), "--dtype", dtype,
-               "--max-model-len", str(self.max_model_len), "--enable-prefix-caching",
-               "--tensor-parallel-size", str(self.tensor_parallel),
-               "--generation-config", "vllm"]  # vLLM's own defaults: no sampling settings from the checkpoint
+        cmd = [
+            self.python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            self.model_dir,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dtype",
+            dtype,
+            "--max-model-len",
+            str(self.max_model_len),
+            "--enable-prefix-caching",
+            "--tensor-parallel-size",
+            str(self.tensor_parallel),
+            "--generation-config",
+            "vllm",
+        ]  # vLLM's own defaults: no sampling settings from the checkpoint
         if not self.devices:
             cmd.append("--enforce-eager")  # CPU: no graph capture to wait for
         return cmd + list(self.extra_args)
@@ -129,8 +147,14 @@ class VLLMServer:
             env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(self.spec.command(self.port), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(
+                self.spec.command(self.port),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                preexec_fn=_die_with_parent,
+            )
 
     def wait_ready(self, timeout_s: float) -> None:
         import urllib.error
@@ -140,8 +164,9 @@ class VLLMServer:
         while time.monotonic() < deadline:
             problem = self.exited()
             if problem:
-                raise EngineError(f"the vLLM server for {self.spec.model_dir} {problem} while starting. "
-                                  f"{self.log_tail()}")
+                raise EngineError(
+                    f"the vLLM server for {self.spec.model_dir} {problem} while starting. {self.log_tail()}"
+                )
             try:
                 with urllib.request.urlopen(self.url.removesuffix("/v1") + "/health", timeout=2) as resp:
                     if resp.status == 200:
@@ -150,8 +175,10 @@ class VLLMServer:
                 pass
             time.sleep(0.5)
         self.stop()
-        raise EngineError(f"the vLLM server for {self.spec.model_dir} was not ready after {timeout_s:.0f} s "
-                          f"(--vllm-start-timeout). {self.log_tail()}")
+        raise EngineError(
+            f"the vLLM server for {self.spec.model_dir} was not ready after {timeout_s:.0f} s "
+            f"(--vllm-start-timeout). {self.log_tail()}"
+        )
 
     def exited(self) -> str | None:
         code = self.proc.poll() if self.proc else None

@@ -62,10 +62,12 @@ def load_essay(path: str | None = None) -> Essay:
             return _split(p.read_text("utf-8"), str(p))
         except UnicodeDecodeError as exc:
             raw = p.read_bytes()
-            line = raw[:exc.start].count(b"\n") + 1
-            raise HaystackError(f"--haystack {path!r} line {line} is not UTF-8 text "
-                                f"(byte {raw[exc.start]:#04x} at offset {exc.start}): convert it to UTF-8, e.g. "
-                                f"iconv -f latin1 -t utf-8") from None
+            line = raw[: exc.start].count(b"\n") + 1
+            raise HaystackError(
+                f"--haystack {path!r} line {line} is not UTF-8 text "
+                f"(byte {raw[exc.start]:#04x} at offset {exc.start}): convert it to UTF-8, e.g. "
+                f"iconv -f latin1 -t utf-8"
+            ) from None
         except OSError as exc:
             raise HaystackError(f"--haystack {path!r} cannot be read ({exc.strerror or exc})") from None
     try:
@@ -74,9 +76,11 @@ def load_essay(path: str | None = None) -> Essay:
         raise
     except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types for an unreadable file
         text = " ".join(str(exc).split())[:200]
-        raise HaystackError(f"--haystack {path!r} cannot be read as a dataset ({type(exc).__name__}: {text}): give "
-                            "a UTF-8 .txt file, or a .jsonl/.parquet/.csv or save_to_disk folder with a 'text' "
-                            "column") from None
+        raise HaystackError(
+            f"--haystack {path!r} cannot be read as a dataset ({type(exc).__name__}: {text}): give "
+            "a UTF-8 .txt file, or a .jsonl/.parquet/.csv or save_to_disk folder with a 'text' "
+            "column"
+        ) from None
 
 
 def _dataset_text(p: Path) -> str:

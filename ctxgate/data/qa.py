@@ -40,12 +40,19 @@ class QAPool:
 
 
 def _load_rows(source: str, flag: str, split: str, config: str | None) -> list[dict]:
-    return list(load_rows(source, split, config, f"pass {flag} PATH with a local copy in the hub's layout (a "
-                                                  ".jsonl/.parquet file or a save_to_disk folder)"))
+    return list(
+        load_rows(
+            source,
+            split,
+            config,
+            f"pass {flag} PATH with a local copy in the hub's layout (a .jsonl/.parquet file or a save_to_disk folder)",
+        )
+    )
 
 
-def _pool(docs: list[str], raw_questions: list[tuple[str, tuple[str, ...], list[str], list[str]]],
-          source: str) -> QAPool:
+def _pool(
+    docs: list[str], raw_questions: list[tuple[str, tuple[str, ...], list[str], list[str]]], source: str
+) -> QAPool:
     pool = sorted(set(docs))
     where = {d: i for i, d in enumerate(pool)}
     questions = tuple(

@@ -15,8 +15,13 @@ from ctxgate.report.io import ReportFileError, predictions_path, read_prediction
 from ctxgate.stats.paired import PairedResult, compare
 
 # run-level fields that must match, with the words used in error messages
-_RUN_KEYS = {"chat_template": "chat-template setting", "chat_template_sha256": "chat template",
-             "tokenizer_sha256": "tokenizer", "haystack_sha256": "essay haystack", "seed": "data seed"}
+_RUN_KEYS = {
+    "chat_template": "chat-template setting",
+    "chat_template_sha256": "chat template",
+    "tokenizer_sha256": "tokenizer",
+    "haystack_sha256": "essay haystack",
+    "seed": "data seed",
+}
 
 
 class BaselineError(ValueError):
@@ -49,26 +54,42 @@ class Baseline:
         return f"{self.path} is incomplete" + (f": no score for {named}" if named else " (its run was interrupted)")
 
     def check_run(self, run: Mapping[str, Any]) -> None:
-        differ = [f"{words} ({self.run.get(key)!r} in the baseline, {run.get(key)!r} now)"
-                  for key, words in _RUN_KEYS.items() if self.run.get(key) != run.get(key)]
+        differ = [
+            f"{words} ({self.run.get(key)!r} in the baseline, {run.get(key)!r} now)"
+            for key, words in _RUN_KEYS.items()
+            if self.run.get(key) != run.get(key)
+        ]
         if differ:
-            raise BaselineError(f"cannot compare with baseline {self.path}: the prompts differ in "
-                                + "; ".join(differ) + ". Re-run the baseline with the same settings, or drop "
-                                "--baseline")
+            raise BaselineError(
+                f"cannot compare with baseline {self.path}: the prompts differ in "
+                + "; ".join(differ)
+                + ". Re-run the baseline with the same settings, or drop "
+                "--baseline"
+            )
 
-    def compare_case(self, task: str, length: int, data_sha256: str | None, scores: Mapping[int, float],
-                     confidence: float, digests: Mapping[int, str] | None = None) -> PairedResult | None:
+    def compare_case(
+        self,
+        task: str,
+        length: int,
+        data_sha256: str | None,
+        scores: Mapping[int, float],
+        confidence: float,
+        digests: Mapping[int, str] | None = None,
+    ) -> PairedResult | None:
         """Paired on the samples both runs have. The samples must be the same: the whole data hash, or, for a run
         that drew fewer (``--sequential``), each sample's own hash."""
         base = self.cases.get((task, length))
         if base is None:
             return None
-        same_prefix = bool(digests) and bool(base.digests) and all(
-            base.digests.get(i) == d for i, d in (digests or {}).items())
+        same_prefix = (
+            bool(digests) and bool(base.digests) and all(base.digests.get(i) == d for i, d in (digests or {}).items())
+        )
         if base.data_sha256 != data_sha256 and not same_prefix:
-            raise BaselineError(f"{task} at {length}: the samples differ from baseline {self.path} (data hash "
-                                f"{str(base.data_sha256)[:12]} vs {str(data_sha256)[:12]}): same --seed, "
-                                "--samples, --haystack and QA data are needed for a paired comparison")
+            raise BaselineError(
+                f"{task} at {length}: the samples differ from baseline {self.path} (data hash "
+                f"{str(base.data_sha256)[:12]} vs {str(data_sha256)[:12]}): same --seed, "
+                "--samples, --haystack and QA data are needed for a paired comparison"
+            )
         common = sorted(set(base.scores) & set(scores))
         return compare([scores[i] for i in common], [base.scores[i] for i in common], confidence)
 
@@ -89,15 +110,18 @@ def load_baseline(path: str | Path) -> Baseline:
         for c in report["cases"]:
             key = (c["task"], int(c["length"]))
             if key in per_case:
-                cases[key] = BaselineCase(c["task"], int(c["length"]), c.get("data_sha256"), per_case[key],
-                                          digests.get(key, {}))
+                cases[key] = BaselineCase(
+                    c["task"], int(c["length"]), c.get("data_sha256"), per_case[key], digests.get(key, {})
+                )
             elif c.get("verdict") == "error":
                 unscored[key] = c.get("error_kind") or "error"
             elif c.get("verdict") == "skip":
                 skipped[key] = f"skipped: {c.get('skip_kind') or 'skip'}"
     except (ReportFileError, KeyError, TypeError, ValueError) as exc:
-        raise BaselineError(f"cannot read the report {p} with its predictions ({exc}); pass a report written by "
-                            "ctxgate --report, with its .predictions.jsonl beside it") from None
+        raise BaselineError(
+            f"cannot read the report {p} with its predictions ({exc}); pass a report written by "
+            "ctxgate --report, with its .predictions.jsonl beside it"
+        ) from None
     return Baseline(str(p), report.get("run", {}), cases, bool(report.get("complete", True)), unscored, skipped)
 
 
@@ -111,6 +135,8 @@ def regression_verdict(result: PairedResult, tolerance: float, sequential: Mappi
 
 
 def describe(result: PairedResult, tolerance: float) -> str:
-    return (f"{result.current:.1f} vs baseline {result.baseline:.1f}: delta {result.delta:+.1f} points "
-            f"(interval {result.low:+.1f} to {result.high:+.1f}, {result.method}, n={result.n}), "
-            f"tolerance {tolerance:.1f}")
+    return (
+        f"{result.current:.1f} vs baseline {result.baseline:.1f}: delta {result.delta:+.1f} points "
+        f"(interval {result.low:+.1f} to {result.high:+.1f}, {result.method}, n={result.n}), "
+        f"tolerance {tolerance:.1f}"
+    )

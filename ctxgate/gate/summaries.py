@@ -13,8 +13,19 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 RULER_TASKS = (
-    "niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2", "niah_multikey_3",
-    "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2",
+    "niah_single_1",
+    "niah_single_2",
+    "niah_single_3",
+    "niah_multikey_1",
+    "niah_multikey_2",
+    "niah_multikey_3",
+    "niah_multivalue",
+    "niah_multiquery",
+    "vt",
+    "cwe",
+    "fwe",
+    "qa_1",
+    "qa_2",
 )
 HELMET_RECALL_TASKS = ("json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue")
 # the same three tasks from HELMET's own RULER-format files; when any of them ran they replace the suite's cases
@@ -31,8 +42,16 @@ HELMET_CATEGORIES: dict[str, tuple[str, ...]] = {
     "summ": ("infbench_sum", "multi_lexsum"),
     "icl": ("icl_trec_coarse", "icl_trec_fine", "icl_banking77", "icl_clinic150", "icl_nlu"),
 }
-CATEGORY_LABELS = {"recall": "Recall", "rag": "RAG", "rerank": "Re-rank", "cite": "Cite", "longqa": "LongQA",
-                   "summ": "Summ", "icl": "ICL", "overall": "overall"}
+CATEGORY_LABELS = {
+    "recall": "Recall",
+    "rag": "RAG",
+    "rerank": "Re-rank",
+    "cite": "Cite",
+    "longqa": "LongQA",
+    "summ": "Summ",
+    "icl": "ICL",
+    "overall": "overall",
+}
 RULER_THRESHOLD = 85.6  # Llama-2-7B at 4K, the RULER paper's bar
 
 
@@ -90,8 +109,10 @@ def helmet_recall(scores: Mapping[str, float], errored: Collection[str] = ()) ->
 
 def helmet_categories(scores: Mapping[str, float], errored: Collection[str] = ()) -> dict[str, GroupScore]:
     """Every HELMET category with at least one member that ran or was meant to."""
-    groups = {name: group(scores, recall_members(scores, errored) if name == "recall" else members, errored)
-              for name, members in HELMET_CATEGORIES.items()}
+    groups = {
+        name: group(scores, recall_members(scores, errored) if name == "recall" else members, errored)
+        for name, members in HELMET_CATEGORIES.items()
+    }
     return {name: g for name, g in groups.items() if g.score is not None or g.errored}
 
 
@@ -102,13 +123,13 @@ def helmet_overall(categories: Mapping[str, GroupScore]) -> GroupScore:
     errored = tuple(f"{c}/{t}" for c, g in categories.items() for t in g.errored)
     missing = tuple(c for c in HELMET_CATEGORIES if c not in categories)
     missing += tuple(f"{c}/{t}" for c, g in present.items() for t in g.missing)
-    value = round(sum(g.score for g in present.values() if g.score is not None) / len(present), 2) if present \
-        else None
+    value = round(sum(g.score for g in present.values() if g.score is not None) / len(present), 2) if present else None
     return GroupScore(value, tuple(present), missing, errored)
 
 
-def effective_length(ruler_by_length: Mapping[int, GroupScore], threshold: float = RULER_THRESHOLD
-                     ) -> EffectiveLength | None:
+def effective_length(
+    ruler_by_length: Mapping[int, GroupScore], threshold: float = RULER_THRESHOLD
+) -> EffectiveLength | None:
     scored = {L: g for L, g in sorted(ruler_by_length.items()) if g.score is not None or g.incomplete}
     if not scored:
         return None
@@ -120,8 +141,14 @@ def effective_length(ruler_by_length: Mapping[int, GroupScore], threshold: float
             break
         value = L
     max_passing = max((L for L, ok in passing.items() if ok), default=0)
-    return EffectiveLength(value, max_passing, threshold, passing, any(g.partial for g in scored.values()),
-                           tuple(L for L, g in scored.items() if g.incomplete))
+    return EffectiveLength(
+        value,
+        max_passing,
+        threshold,
+        passing,
+        any(g.partial for g in scored.values()),
+        tuple(L for L, g in scored.items() if g.incomplete),
+    )
 
 
 def weighted_average(by_length: Mapping[int, float], increasing: bool = True) -> float | None:

@@ -102,8 +102,13 @@ def _length_matches(spec: str, length: int) -> bool:
     m = _COMPARE.match(spec)
     assert m  # validated at load
     op, value = m.group(1) or "==", parse_length(m.group(2))
-    return {"<=": length <= value, ">=": length >= value, "<": length < value, ">": length > value,
-            "==": length == value}[op]
+    return {
+        "<=": length <= value,
+        ">=": length >= value,
+        "<": length < value,
+        ">": length > value,
+        "==": length == value,
+    }[op]
 
 
 def _fail(path: str, key: str, problem: str, fix: str) -> ThresholdsError:
@@ -113,8 +118,12 @@ def _fail(path: str, key: str, problem: str, fix: str) -> ThresholdsError:
 def _number(path: str, key: str, value: Any, lo: float, hi: float, example: float) -> float:
     """``example``: a sensible value for this key, shown in the fix (a midpoint of the range often is not one)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
-        raise _fail(path, key, f"{value!r} is not a number in [{lo:g}, {hi:g}]",
-                    f"write e.g. {key.split('.')[-1]} = {example:g}")
+        raise _fail(
+            path,
+            key,
+            f"{value!r} is not a number in [{lo:g}, {hi:g}]",
+            f"write e.g. {key.split('.')[-1]} = {example:g}",
+        )
     return float(value)
 
 
@@ -123,17 +132,25 @@ def _floor(path: str, key: str, value: Any) -> float:
     for 50%): it would gate almost nothing, so it is refused."""
     floor = _number(path, key, value, 0, 100, 80)
     if 0 < floor < 1:
-        raise _fail(path, key, f"{value!r} looks like a fraction, but floors are percent (0-100), so it would pass "
-                    f"any score of {floor:g} points or more", f"write {key.split('.')[-1]} = {floor * 100:g} for "
-                    f"{floor:.0%}")
+        raise _fail(
+            path,
+            key,
+            f"{value!r} looks like a fraction, but floors are percent (0-100), so it would pass "
+            f"any score of {floor:g} points or more",
+            f"write {key.split('.')[-1]} = {floor * 100:g} for {floor:.0%}",
+        )
     return floor
 
 
 def _check_keys(path: str, section: str, table: dict[str, Any], allowed: Sequence[str]) -> None:
     for key in table:
         if key not in allowed:
-            raise _fail(path, f"{section}.{key}" if section else key, "unknown key",
-                        f"use one of {', '.join(allowed)} (or delete the line)")
+            raise _fail(
+                path,
+                f"{section}.{key}" if section else key,
+                "unknown key",
+                f"use one of {', '.join(allowed)} (or delete the line)",
+            )
 
 
 def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresholds:
@@ -142,11 +159,14 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     except tomllib.TOMLDecodeError as exc:
         raise ThresholdsError(f"{path}: not valid TOML ({exc}). Fix the syntax at the position shown") from None
     if not data:
-        raise ThresholdsError(f"{path}: is empty (no [defaults], no [[floor]]): an empty file would gate nothing. "
-                              "Fix: write the floors (see thresholds.toml in the ctxgate repository), or delete "
-                              "the file to run without floors")
-    _check_keys(path, "", data, ("defaults", "effective_length", "session", "floor", "regression", "tolerance",
-                                    "judge"))
+        raise ThresholdsError(
+            f"{path}: is empty (no [defaults], no [[floor]]): an empty file would gate nothing. "
+            "Fix: write the floors (see thresholds.toml in the ctxgate repository), or delete "
+            "the file to run without floors"
+        )
+    _check_keys(
+        path, "", data, ("defaults", "effective_length", "session", "floor", "regression", "tolerance", "judge")
+    )
     defaults = data.get("defaults", {})
     _check_keys(path, "defaults", defaults, ("floor", "confidence", "rule"))
     eff = data.get("effective_length", {})
@@ -164,26 +184,30 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     try:
         min_eff_tokens = 0 if min_eff in (0, "0") else parse_length(min_eff)
     except LengthError:
-        raise _fail(path, "session.min_effective_length", f"{min_eff!r} is not a length",
-                    'write e.g. min_effective_length = "32k"') from None
+        raise _fail(
+            path,
+            "session.min_effective_length",
+            f"{min_eff!r} is not a length",
+            'write e.g. min_effective_length = "32k"',
+        ) from None
     floors = _rules(path, data.get("floor", []), "floor", "floor", known_tasks)
     tolerances = _rules(path, data.get("tolerance", []), "tolerance", "points", known_tasks)
     return Thresholds(
         path=path,
         default_floor=_floor(path, "defaults.floor", defaults.get("floor", 0.0)),
-        confidence=_number(path, "defaults.confidence", defaults.get("confidence", 0.95), 0.5, 0.999,
-                           0.95),
+        confidence=_number(path, "defaults.confidence", defaults.get("confidence", 0.95), 0.5, 0.999, 0.95),
         rule=rule,
-        effective_threshold=_number(path, "effective_length.threshold", eff.get("threshold", RULER_THRESHOLD), 0, 100,
-                                    RULER_THRESHOLD),
+        effective_threshold=_number(
+            path, "effective_length.threshold", eff.get("threshold", RULER_THRESHOLD), 0, 100, RULER_THRESHOLD
+        ),
         min_effective_length=min_eff_tokens,
         floors=floors,
         tolerance=_number(path, "regression.tolerance", regression.get("tolerance", 2.0), 0, 100, 2),
-        regression_confidence=_number(path, "regression.confidence", regression.get("confidence", 0.95), 0.5, 0.999,
-                                      0.95),
+        regression_confidence=_number(
+            path, "regression.confidence", regression.get("confidence", 0.95), 0.5, 0.999, 0.95
+        ),
         tolerances=tolerances,
-        judge_max_failure_rate=_number(path, "judge.max_failure_rate", judge.get("max_failure_rate", 0.05), 0, 1,
-                                       0.05),
+        judge_max_failure_rate=_number(path, "judge.max_failure_rate", judge.get("max_failure_rate", 0.05), 0, 1, 0.05),
     )
 
 
@@ -199,8 +223,12 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
         task = entry.get("task", "*")
         if not isinstance(task, str) or not any(fnmatch.fnmatchcase(t, task) for t in known_tasks):
             close = difflib.get_close_matches(str(task), known_tasks, n=3)
-            raise _fail(path, f"{where}.task", f"{task!r} matches no task",
-                        f"use a task name such as {', '.join(close or known_tasks[:3])} or a glob like 'niah_*'")
+            raise _fail(
+                path,
+                f"{where}.task",
+                f"{task!r} matches no task",
+                f"use a task name such as {', '.join(close or known_tasks[:3])} or a glob like 'niah_*'",
+            )
         length = str(entry.get("length", "*"))
         m = _COMPARE.match(length)
         try:
@@ -209,14 +237,19 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
                     raise LengthError(length)
                 parse_length(m.group(2))
         except LengthError:
-            raise _fail(path, f"{where}.length", f"{length!r} is not a length pattern",
-                        'write "*", "8k", "<=32k" or ">4096"') from None
+            raise _fail(
+                path, f"{where}.length", f"{length!r} is not a length pattern", 'write "*", "8k", "<=32k" or ">4096"'
+            ) from None
         example = 80 if value_key == "floor" else 5
         if value_key not in entry:
-            raise _fail(path, f"{where}.{value_key}", "is missing",
-                        f"add {value_key} = <points>, e.g. {value_key} = {example}")
-        value = (_floor(path, f"{where}.floor", entry[value_key]) if value_key == "floor" else
-                 _number(path, f"{where}.{value_key}", entry[value_key], 0, 100, example))
+            raise _fail(
+                path, f"{where}.{value_key}", "is missing", f"add {value_key} = <points>, e.g. {value_key} = {example}"
+            )
+        value = (
+            _floor(path, f"{where}.floor", entry[value_key])
+            if value_key == "floor"
+            else _number(path, f"{where}.{value_key}", entry[value_key], 0, 100, example)
+        )
         rules.append(Rule(task, length, value))
     return tuple(rules)
 
@@ -224,8 +257,10 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
 def load_thresholds(path: str | Path, known_tasks: Sequence[str]) -> Thresholds:
     p = Path(path)
     if not p.is_file():
-        raise ThresholdsError(f"{p}: no such thresholds file. Fix: pass --thresholds PATH to an existing file, "
-                              "or copy thresholds.toml from the ctxgate repository")
+        raise ThresholdsError(
+            f"{p}: no such thresholds file. Fix: pass --thresholds PATH to an existing file, "
+            "or copy thresholds.toml from the ctxgate repository"
+        )
     try:
         text = p.read_text("utf-8")
     except UnicodeDecodeError as exc:

@@ -23,7 +23,7 @@ from ctxgate.report.schema import BROKEN, BY_DESIGN, NOT_GIVEN
 
 
 def unscored_verdict(cause: str, floor: float, baseline_scored: bool) -> str:
-    """"skip" or "error" for a case that produced no score because of ``cause`` (one of the sets above)."""
+    """ "skip" or "error" for a case that produced no score because of ``cause`` (one of the sets above)."""
     if cause in BY_DESIGN:
         return "skip"
     if cause in NOT_GIVEN:
@@ -47,10 +47,12 @@ def judge_failure(record: Mapping[str, Any]) -> str | None:
         return None
     if judge["status"] == "failed" or judge["failure_rate"] > judge["max_failure_rate"]:
         first = judge["failed_samples"][0] if judge["failed_samples"] else {}
-        return (f"{judge['failed']} of {judge['failed'] + record['n']} verdicts failed (rate "
-                f"{judge['failure_rate']:.0%} > max {judge['max_failure_rate']:.0%}); first: sample "
-                f"{first.get('index')}: {first.get('error')}. Check the judge server, or raise [judge] "
-                "max_failure_rate in thresholds.toml")
+        return (
+            f"{judge['failed']} of {judge['failed'] + record['n']} verdicts failed (rate "
+            f"{judge['failure_rate']:.0%} > max {judge['max_failure_rate']:.0%}); first: sample "
+            f"{first.get('index')}: {first.get('error')}. Check the judge server, or raise [judge] "
+            "max_failure_rate in thresholds.toml"
+        )
     return None
 
 
@@ -64,24 +66,30 @@ def floor_failure(record: Mapping[str, Any], thresholds: Thresholds) -> str | No
         return None
     if test.get("decided") == "below":
         length = record["length"]
-        return (f"{record['task']} at {length} ({format_length(length)}): below the floor {floor:.1f}, certain at "
-                f"error rate {seq['alpha']} after {seq['used']} of {seq['budget']} samples (--sequential; interval "
-                f"{test['interval'][0]:.1f}-{test['interval'][1]:.1f}, score {record['score']:.1f})")
+        return (
+            f"{record['task']} at {length} ({format_length(length)}): below the floor {floor:.1f}, certain at "
+            f"error rate {seq['alpha']} after {seq['used']} of {seq['budget']} samples (--sequential; interval "
+            f"{test['interval'][0]:.1f}-{test['interval'][1]:.1f}, score {record['score']:.1f})"
+        )
     low, high = record["ci"]
     judged = high if thresholds.rule == "upper" else record["score"]
     if judged >= floor:
         return None
     length = record["length"]
-    return (f"{record['task']} at {length} ({format_length(length)}): score {record['score']:.1f} < floor "
-            f"{floor:.1f} (n={record['n']}, {int(thresholds.confidence * 100)}% CI {low:.1f}-{high:.1f}, rule "
-            f"{thresholds.rule!r}, floors from {thresholds.path})")
+    return (
+        f"{record['task']} at {length} ({format_length(length)}): score {record['score']:.1f} < floor "
+        f"{floor:.1f} (n={record['n']}, {int(thresholds.confidence * 100)}% CI {low:.1f}-{high:.1f}, rule "
+        f"{thresholds.rule!r}, floors from {thresholds.path})"
+    )
 
 
 def passed(record: Mapping[str, Any]) -> str:
     seq = record.get("sequential") or {}
     if seq.get("decided") == "pass":
-        return (f"certain it passes at error rate {seq['alpha']} after {seq['used']} of {seq['budget']} samples "
-                f"(--sequential; score {record['score']:.1f}, floor {record['floor']:.1f})")
+        return (
+            f"certain it passes at error rate {seq['alpha']} after {seq['used']} of {seq['budget']} samples "
+            f"(--sequential; score {record['score']:.1f}, floor {record['floor']:.1f})"
+        )
     return f"score {record['score']:.1f} >= floor {record['floor']:.1f}"
 
 
@@ -99,28 +107,40 @@ def cases_gate(cases: Sequence[Mapping[str, Any]], complete: bool = True) -> dic
     unscored = [c for c in cases if c["verdict"] == "error"]
     ran = [c for c in cases if c["verdict"] in ("pass", "fail") or _pending(c)]
     if not cases:
-        return {"name": "cases", "verdict": "fail",
-                "message": "no case was selected: -k/-m or --lengths left nothing to run"}
+        return {
+            "name": "cases",
+            "verdict": "fail",
+            "message": "no case was selected: -k/-m or --lengths left nothing to run",
+        }
     if unscored:
         shown = ", ".join(f"{_name(c)} ({c.get('error_kind', 'error')})" for c in unscored[:5])
         more = f" and {len(unscored) - 5} more" if len(unscored) > 5 else ""
         # the first case that failed for a cause of its own (a crash or an unrun case is said elsewhere, once)
         own = next((c for c in unscored if c.get("error_kind") in (*NOT_GIVEN, *BROKEN)), None)
         first = ((own or {}).get("message") or "").strip().splitlines()
-        return {"name": "cases", "verdict": "fail",
-                "message": f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}{more}"
-                           + (f"; the first said: {first[0]}" if first else "")}
+        return {
+            "name": "cases",
+            "verdict": "fail",
+            "message": f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}{more}"
+            + (f"; the first said: {first[0]}" if first else ""),
+        }
     if not ran:
-        return {"name": "cases", "verdict": "fail",
-                "message": f"no case ran: all {len(cases)} selected cases were skipped; the first said: "
-                           f"{cases[0].get('message', '')}"}
+        return {
+            "name": "cases",
+            "verdict": "fail",
+            "message": f"no case ran: all {len(cases)} selected cases were skipped; the first said: "
+            f"{cases[0].get('message', '')}",
+        }
     if not complete:
         return {"name": "cases", "verdict": "fail", "message": "the session did not finish (it was interrupted)"}
     skipped = sum(c["verdict"] == "skip" and not _pending(c) for c in cases)
     pending = sum(_pending(c) for c in cases)
-    return {"name": "cases", "verdict": "pass",
-            "message": f"all {len(cases)} selected cases finished ({len(cases) - skipped - pending} scored, "
-                       f"{skipped} skipped, {pending} waiting for a judge)"}
+    return {
+        "name": "cases",
+        "verdict": "pass",
+        "message": f"all {len(cases)} selected cases finished ({len(cases) - skipped - pending} scored, "
+        f"{skipped} skipped, {pending} waiting for a judge)",
+    }
 
 
 def floors_gate(cases: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -144,41 +164,53 @@ def effective_length_gate(report: Mapping[str, Any], thresholds: Thresholds) -> 
     eff = report.get("effective_length")
     need = format_length(thresholds.min_effective_length)
     if eff is None:
-        return {"name": "min_effective_length", "verdict": "fail",
-                "message": f"no RULER case ran, so the effective length cannot reach {need}"}
+        return {
+            "name": "min_effective_length",
+            "verdict": "fail",
+            "message": f"no RULER case ran, so the effective length cannot reach {need}",
+        }
     ok = eff["value"] >= thresholds.min_effective_length
     got = format_length(eff["value"]) if eff["value"] else "0 (the shortest length fails)"
     note = ""
     if eff.get("incomplete"):
-        note = (f"; {', '.join(format_length(L) for L in eff['incomplete'])} counted as failing: a RULER task "
-                "there produced no score")
-    return {"name": "min_effective_length", "verdict": "pass" if ok else "fail",
-            "message": f"effective length {got} {'>=' if ok else '<'} required {need} (threshold "
-                       f"{eff['threshold']}, from {thresholds.path}){note}"}
+        note = (
+            f"; {', '.join(format_length(L) for L in eff['incomplete'])} counted as failing: a RULER task "
+            "there produced no score"
+        )
+    return {
+        "name": "min_effective_length",
+        "verdict": "pass" if ok else "fail",
+        "message": f"effective length {got} {'>=' if ok else '<'} required {need} (threshold "
+        f"{eff['threshold']}, from {thresholds.path}){note}",
+    }
 
 
 def baseline_gate(cases: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any]) -> dict[str, str]:
     """Against ``--baseline``: a selected case the baseline scored that has no score now is a regression, as is a
     case that dropped by more than its tolerance. ``baseline``: its path and the ``task-length`` names it scored."""
     scored = set(baseline.get("scored", ()))
-    lost = [c for c in cases if _name(c) in scored and (c.get("score") is None or c["verdict"] not in ("pass",
-                                                                                                        "fail"))]
+    lost = [c for c in cases if _name(c) in scored and (c.get("score") is None or c["verdict"] not in ("pass", "fail"))]
     regressed = [c for c in cases if (c.get("baseline") or {}).get("regressed")]
     parts = []
     if lost:
-        shown = ", ".join(f"{_name(c)} ({c.get('error_kind') or c.get('skip_kind') or c['verdict']})"
-                          for c in lost[:5])
-        parts.append(f"{len(lost)} case(s) the baseline scored have no score now: {shown}"
-                     + (f" and {len(lost) - 5} more" if len(lost) > 5 else ""))
+        shown = ", ".join(f"{_name(c)} ({c.get('error_kind') or c.get('skip_kind') or c['verdict']})" for c in lost[:5])
+        parts.append(
+            f"{len(lost)} case(s) the baseline scored have no score now: {shown}"
+            + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+        )
     if regressed:
-        parts.append(f"{len(regressed)} case(s) dropped by more than their tolerance: "
-                     + ", ".join(_name(c) for c in regressed[:5]))
+        parts.append(
+            f"{len(regressed)} case(s) dropped by more than their tolerance: "
+            + ", ".join(_name(c) for c in regressed[:5])
+        )
     unselected = baseline.get("not_selected") or []
     compared = sum(1 for c in cases if c.get("baseline"))
     message = "; ".join(parts) or f"{compared} case(s) compared with {baseline.get('path')}, none regressed"
     if unselected:
-        message += (f" (the baseline also scored {len(unselected)} case(s) this run did not select, e.g. "
-                    f"{unselected[0]}: not compared)")
+        message += (
+            f" (the baseline also scored {len(unselected)} case(s) this run did not select, e.g. "
+            f"{unselected[0]}: not compared)"
+        )
     return {"name": "baseline", "verdict": "fail" if parts else "pass", "message": message}
 
 

@@ -28,8 +28,10 @@ class CachedReply:
 class JudgeCache(SqliteFile):
     FILE_NAME = "judge.sqlite"
     APPLICATION_ID = 0x43544A44  # "CTJD"
-    TABLES = ("CREATE TABLE replies (key TEXT PRIMARY KEY, model TEXT, text TEXT, "
-              "prompt_tokens INTEGER, completion_tokens INTEGER, checksum TEXT, created REAL)",)
+    TABLES = (
+        "CREATE TABLE replies (key TEXT PRIMARY KEY, model TEXT, text TEXT, "
+        "prompt_tokens INTEGER, completion_tokens INTEGER, checksum TEXT, created REAL)",
+    )
     WHAT = "judge cache"
     FIX = "pass another --judge-cache folder"
 
@@ -47,8 +49,9 @@ class JudgeCache(SqliteFile):
 
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
-            rows = self.execute("SELECT text, prompt_tokens, completion_tokens, checksum FROM replies WHERE key = ?",
-                                (key,))
+            rows = self.execute(
+                "SELECT text, prompt_tokens, completion_tokens, checksum FROM replies WHERE key = ?", (key,)
+            )
             if not rows:
                 return None
             text, p, c, checksum = rows[0]
@@ -60,6 +63,15 @@ class JudgeCache(SqliteFile):
 
     def put(self, key: str, model: str, reply: CachedReply) -> None:
         with self._lock:
-            self.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (key, model, reply.text, reply.prompt_tokens, reply.completion_tokens,
-                          self._checksum(reply.text, reply.prompt_tokens, reply.completion_tokens), time.time()))
+            self.execute(
+                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    model,
+                    reply.text,
+                    reply.prompt_tokens,
+                    reply.completion_tokens,
+                    self._checksum(reply.text, reply.prompt_tokens, reply.completion_tokens),
+                    time.time(),
+                ),
+            )

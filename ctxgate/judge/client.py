@@ -29,30 +29,65 @@ T = TypeVar("T")
 # USD per million (input, output) tokens, list prices as of 2026-11; --judge-price overrides, and a model missing
 # here reports its cost as unknown rather than guessing.
 PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o-2024-05-13": (5.0, 15.0), "gpt-4o-2024-08-06": (2.5, 10.0), "gpt-4o-2024-11-20": (2.5, 10.0),
-    "gpt-4o": (2.5, 10.0), "gpt-4o-mini": (0.15, 0.6), "gpt-4o-mini-2024-07-18": (0.15, 0.6),
-    "gpt-4.1": (2.0, 8.0), "gpt-4.1-mini": (0.4, 1.6),
+    "gpt-4o-2024-05-13": (5.0, 15.0),
+    "gpt-4o-2024-08-06": (2.5, 10.0),
+    "gpt-4o-2024-11-20": (2.5, 10.0),
+    "gpt-4o": (2.5, 10.0),
+    "gpt-4o-mini": (0.15, 0.6),
+    "gpt-4o-mini-2024-07-18": (0.15, 0.6),
+    "gpt-4.1": (2.0, 8.0),
+    "gpt-4.1-mini": (0.4, 1.6),
 }
 
 
 # The judge's command-line options: the pytest plugin and `ctxgate judge` add the same ones from here.
 OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("--judge-model", {"default": None, "help": "LLM judge for NarrativeQA and summaries (HELMET: "
-                                                "gpt-4o-2024-05-13); key from OPENAI_API_KEY"}),
-    ("--judge-base-url", {"default": None, "help": "an OpenAI-compatible server instead of OpenAI, e.g. "
-                                                   "http://127.0.0.1:8000/v1 (vLLM, SGLang)"}),
+    (
+        "--judge-model",
+        {
+            "default": None,
+            "help": "LLM judge for NarrativeQA and summaries (HELMET: gpt-4o-2024-05-13); key from OPENAI_API_KEY",
+        },
+    ),
+    (
+        "--judge-base-url",
+        {
+            "default": None,
+            "help": "an OpenAI-compatible server instead of OpenAI, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang)",
+        },
+    ),
     ("--judge-timeout", {"type": float, "default": 120.0, "help": "seconds per judge request (default %(default)s)"}),
-    ("--judge-time-limit", {"type": float, "default": 600.0,
-                            "help": "seconds per verdict, retries included (default %(default)s)"}),
-    ("--judge-retries", {"type": int, "default": 6,
-                         "help": "retries after 429/5xx/timeouts, with exponential backoff (default %(default)s)"}),
+    (
+        "--judge-time-limit",
+        {"type": float, "default": 600.0, "help": "seconds per verdict, retries included (default %(default)s)"},
+    ),
+    (
+        "--judge-retries",
+        {
+            "type": int,
+            "default": 6,
+            "help": "retries after 429/5xx/timeouts, with exponential backoff (default %(default)s)",
+        },
+    ),
     ("--judge-concurrency", {"type": int, "default": 4, "help": "verdicts in flight at once (default %(default)s)"}),
-    ("--judge-price", {"default": None, "help": "USD per million input,output tokens for the cost line, e.g. "
-                                                "2.5,10 (default: a built-in list)"}),
-    ("--judge-cache", {"default": None, "help": "judge cache folder (default: the generation cache folder, "
-                                                "./.ctxgate-cache)"}),
-    ("--nli-model", {"default": None, "help": "local NLI checkpoint for ALCE citations (MNLI classifier or T5 "
-                                              "TRUE); default: the LLM judge"}),
+    (
+        "--judge-price",
+        {
+            "default": None,
+            "help": "USD per million input,output tokens for the cost line, e.g. 2.5,10 (default: a built-in list)",
+        },
+    ),
+    (
+        "--judge-cache",
+        {"default": None, "help": "judge cache folder (default: the generation cache folder, ./.ctxgate-cache)"},
+    ),
+    (
+        "--nli-model",
+        {
+            "default": None,
+            "help": "local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge",
+        },
+    ),
 )
 
 
@@ -89,25 +124,34 @@ class JudgeSettings:
         if base_url is not None and not base_url.startswith(("http://", "https://")):
             raise ValueError(f"--judge-base-url {base_url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
         if base_url is None and not os.environ.get("OPENAI_API_KEY"):
-            raise ValueError(f"--judge-model {model} needs OPENAI_API_KEY in the environment (or --judge-base-url "
-                             "for an OpenAI-compatible server)")
+            raise ValueError(
+                f"--judge-model {model} needs OPENAI_API_KEY in the environment (or --judge-base-url "
+                "for an OpenAI-compatible server)"
+            )
         parsed: tuple[float, float] | None = None
         if price is not None:
             try:
                 a, b = (float(x) for x in price.split(","))
             except ValueError:
-                raise ValueError(f"--judge-price {price!r}: give USD per million input,output tokens, e.g. "
-                                 "--judge-price 2.5,10") from None
+                raise ValueError(
+                    f"--judge-price {price!r}: give USD per million input,output tokens, e.g. --judge-price 2.5,10"
+                ) from None
             parsed = (a, b)
         for flag in ("--judge-timeout", "--judge-time-limit", "--judge-concurrency"):
             if option(flag) <= 0:
                 raise ValueError(f"{flag} {option(flag)} must be positive")
         if option("--judge-retries") < 0:
             raise ValueError(f"--judge-retries {option('--judge-retries')} must be 0 or more")
-        return cls(model=model, base_url=base_url, timeout_s=option("--judge-timeout"),
-                   time_limit_s=option("--judge-time-limit"), max_retries=option("--judge-retries"),
-                   concurrency=option("--judge-concurrency"), price_per_mtok=parsed,
-                   cache_dir=option("--judge-cache") or cache_dir)
+        return cls(
+            model=model,
+            base_url=base_url,
+            timeout_s=option("--judge-timeout"),
+            time_limit_s=option("--judge-time-limit"),
+            max_retries=option("--judge-retries"),
+            concurrency=option("--judge-concurrency"),
+            price_per_mtok=parsed,
+            cache_dir=option("--judge-cache") or cache_dir,
+        )
 
     def price(self) -> tuple[float, float] | None:
         return self.price_per_mtok or PRICES.get(self.model)
@@ -179,13 +223,16 @@ class JudgeClient:
     def __init__(self, settings: JudgeSettings, sleep: Callable[[float], None] = time.sleep) -> None:
         key = os.environ.get("OPENAI_API_KEY")
         if not key and settings.base_url is None:
-            raise JudgeError(f"--judge-model {settings.model} needs OPENAI_API_KEY in the environment, or "
-                             "--judge-base-url http://HOST:PORT/v1 for an OpenAI-compatible server")
+            raise JudgeError(
+                f"--judge-model {settings.model} needs OPENAI_API_KEY in the environment, or "
+                "--judge-base-url http://HOST:PORT/v1 for an OpenAI-compatible server"
+            )
         import openai  # only a judged run pays for the import
 
         self._openai = openai
-        self._client = openai.OpenAI(api_key=key or "EMPTY", base_url=settings.base_url,
-                                     timeout=settings.timeout_s, max_retries=0)
+        self._client = openai.OpenAI(
+            api_key=key or "EMPTY", base_url=settings.base_url, timeout=settings.timeout_s, max_retries=0
+        )
         self.settings = settings
         self.cache = _open_cache(settings.cache_dir)
         self._sleep = sleep
@@ -241,26 +288,47 @@ class JudgeClient:
 
         def call() -> CachedReply:
             resp = self._client.chat.completions.create(
-                model=s.model, messages=[{"role": "user", "content": prompt}], temperature=s.temperature,
-                top_p=s.top_p, max_tokens=s.max_tokens)
+                model=s.model,
+                messages=[{"role": "user", "content": prompt}],
+                temperature=s.temperature,
+                top_p=s.top_p,
+                max_tokens=s.max_tokens,
+            )
             usage = resp.usage
             if not getattr(resp, "choices", None) or getattr(resp.choices[0], "message", None) is None:
                 raise Malformed("the reply has no choices")
-            return CachedReply(resp.choices[0].message.content or "", int(getattr(usage, "prompt_tokens", 0) or 0),
-                               int(getattr(usage, "completion_tokens", 0) or 0))
+            return CachedReply(
+                resp.choices[0].message.content or "",
+                int(getattr(usage, "prompt_tokens", 0) or 0),
+                int(getattr(usage, "completion_tokens", 0) or 0),
+            )
 
         try:
-            reply = call_with_retries(call, self._openai, max_retries=s.max_retries, time_limit_s=s.time_limit_s,
-                                      sleep=self._sleep, on_retry=lambda: self._count(retries=1))
+            reply = call_with_retries(
+                call,
+                self._openai,
+                max_retries=s.max_retries,
+                time_limit_s=s.time_limit_s,
+                sleep=self._sleep,
+                on_retry=lambda: self._count(retries=1),
+            )
         except Refused as exc:
-            raise JudgeError(_REFUSED[exc.kind].format(url=redact_url(s.base_url) or "api.openai.com", model=s.model,
-                                                       status=exc.status, detail=exc.detail)) from None
+            raise JudgeError(
+                _REFUSED[exc.kind].format(
+                    url=redact_url(s.base_url) or "api.openai.com", model=s.model, status=exc.status, detail=exc.detail
+                )
+            ) from None
         except Exhausted as exc:
             self._count(seconds=time.monotonic() - start)
-            raise JudgeUnavailable(f"no verdict {exc}; raise --judge-retries/--judge-time-limit or check the "
-                                   "server") from None
-        self._count(requests=1, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-                    seconds=time.monotonic() - start)
+            raise JudgeUnavailable(
+                f"no verdict {exc}; raise --judge-retries/--judge-time-limit or check the server"
+            ) from None
+        self._count(
+            requests=1,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            seconds=time.monotonic() - start,
+        )
         return reply
 
 

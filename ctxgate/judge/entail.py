@@ -44,8 +44,10 @@ class HFEntailment:
         """The NLI checkpoint passes the same checks as ``--model`` before anything loads: no pickle weights
         without ``allow_pickle``, and no checkpoint code (``auto_map``) silently replaced by a built-in class."""
         if not Path(path).is_dir():
-            raise ValueError(f"--nli-model {path!r} is not a folder: give a local NLI checkpoint (an MNLI "
-                             "classifier or a T5 TRUE-style model)")
+            raise ValueError(
+                f"--nli-model {path!r} is not a folder: give a local NLI checkpoint (an MNLI "
+                "classifier or a T5 TRUE-style model)"
+            )
         try:
             check_checkpoint(Path(path), allow_pickle=allow_pickle)
         except CheckpointError as exc:
@@ -65,13 +67,16 @@ class HFEntailment:
             self.entail_index = -1
         else:
             self.model = AutoModelForSequenceClassification.from_pretrained(
-                path, use_safetensors=None if allow_pickle else True)
+                path, use_safetensors=None if allow_pickle else True
+            )
             labels = {int(i): str(name) for i, name in (config.id2label or {}).items()}
             hits = [i for i, name in labels.items() if name.lower().startswith("entail")]
             if len(hits) != 1:
-                raise ValueError(f"--nli-model {path}: its labels {labels} do not name exactly one entailment "
-                                 "class; use an MNLI-style classifier (labels such as entailment/neutral/"
-                                 "contradiction)")
+                raise ValueError(
+                    f"--nli-model {path}: its labels {labels} do not name exactly one entailment "
+                    "class; use an MNLI-style classifier (labels such as entailment/neutral/"
+                    "contradiction)"
+                )
             self.entail_index = hits[0]
         self.model.to(self.device).eval()
         self.max_length = min(int(getattr(self.tokenizer, "model_max_length", 512) or 512), 100_000)
@@ -90,14 +95,18 @@ class HFEntailment:
         with torch.inference_mode():
             if self.generative:
                 # never cut: the reference feeds the T5 TRUE model the whole premise, however long
-                enc = self.tokenizer(f"premise: {premise} hypothesis: {hypothesis}", return_tensors="pt").to(self.device)
+                enc = self.tokenizer(f"premise: {premise} hypothesis: {hypothesis}", return_tensors="pt").to(
+                    self.device
+                )
                 out = self.model.generate(**enc, max_new_tokens=10, do_sample=False)
                 return self.tokenizer.decode(out[0], skip_special_tokens=True).strip() == "1"
             enc = self.tokenizer(premise, hypothesis, return_tensors="pt").to(self.device)
             if enc["input_ids"].shape[1] > self.max_length:  # a classifier cannot read past its positions
-                raise EntailmentFailed(f"premise and claim are {enc['input_ids'].shape[1]} tokens, more than "
-                                       f"--nli-model {self.path} reads ({self.max_length}); use a T5 TRUE model "
-                                       "(HELMET's judge), which reads any length")
+                raise EntailmentFailed(
+                    f"premise and claim are {enc['input_ids'].shape[1]} tokens, more than "
+                    f"--nli-model {self.path} reads ({self.max_length}); use a T5 TRUE model "
+                    "(HELMET's judge), which reads any length"
+                )
             logits = self.model(**enc).logits[0]
             return int(logits.argmax()) == self.entail_index
 

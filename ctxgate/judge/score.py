@@ -30,19 +30,28 @@ class Judges:
 
     def describe(self) -> dict[str, Any]:
         entail = getattr(self.entail, "describe", lambda: None)()
-        return {"llm": self.client.settings.describe() if self.client else None, "entailment": entail,
-                "max_failure_rate": self.max_failure_rate}
+        return {
+            "llm": self.client.settings.describe() if self.client else None,
+            "entailment": entail,
+            "max_failure_rate": self.max_failure_rate,
+        }
 
 
-def build_judges(settings: JudgeSettings | None, nli_model: str | None, max_failure_rate: float,
-                 helmet_compat: bool = False, allow_pickle: bool = False) -> Judges | None:
+def build_judges(
+    settings: JudgeSettings | None,
+    nli_model: str | None,
+    max_failure_rate: float,
+    helmet_compat: bool = False,
+    allow_pickle: bool = False,
+) -> Judges | None:
     """The LLM judge and the entailment judge (the local NLI model, else the LLM judge). Raises JudgeError or
     ValueError (OSError for an unreadable checkpoint) with the fix."""
     if settings is None and nli_model is None:
         return None
     client = JudgeClient(settings) if settings else None
-    entail: Callable[[str, str], bool] | None = (HFEntailment(nli_model, allow_pickle=allow_pickle) if nli_model
-                                                 else LLMEntailment(client) if client else None)
+    entail: Callable[[str, str], bool] | None = (
+        HFEntailment(nli_model, allow_pickle=allow_pickle) if nli_model else LLMEntailment(client) if client else None
+    )
     return Judges(client, entail, max_failure_rate, helmet_compat)
 
 
@@ -68,10 +77,17 @@ def _ask(judges: Judges, rubric: str, check: Callable[[dict[str, Any]], Any], **
 def _narrativeqa(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
     # HELMET's judge script flattens newlines before taking the text after "Answer:"
     answer = parse_output(prediction.replace("\n", " "), "Answer:")
-    fluency, correctness = _ask(judges, "longqa", verdict.longqa, question=ref["question"],
-                                correct_answers=str(list(ref["answers"])), parsed_output=answer)
-    return SampleJudgement(judged.narrativeqa_score(fluency, correctness),
-                           {"fluency": fluency, "correctness": correctness})
+    fluency, correctness = _ask(
+        judges,
+        "longqa",
+        verdict.longqa,
+        question=ref["question"],
+        correct_answers=str(list(ref["answers"])),
+        parsed_output=answer,
+    )
+    return SampleJudgement(
+        judged.narrativeqa_score(fluency, correctness), {"fluency": fluency, "correctness": correctness}
+    )
 
 
 def keypoints_for(ref: Mapping[str, Any], judges: Judges) -> tuple[str, ...]:
@@ -87,13 +103,18 @@ def _summary(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJ
     text = prediction.strip()
     points = keypoints_for(ref, judges)
     fluency = _ask(judges, f"fluency_{style}", verdict.fluency, text=text)
-    found = _ask(judges, f"recall_{style}", verdict.recall(len(points)),
-                 keypoints="\n".join(f"{i + 1}. {p}" for i, p in enumerate(points)), summary=text)
-    supported, count = _ask(judges, f"precision_{style}", verdict.precision,
-                            expert_summary=ref["expert_summary"], summary=text)
+    found = _ask(
+        judges,
+        f"recall_{style}",
+        verdict.recall(len(points)),
+        keypoints="\n".join(f"{i + 1}. {p}" for i, p in enumerate(points)),
+        summary=text,
+    )
+    supported, count = _ask(
+        judges, f"precision_{style}", verdict.precision, expert_summary=ref["expert_summary"], summary=text
+    )
     s = judged.SummaryScore(fluency, found, len(points), supported, count)
-    return SampleJudgement(s.score, {"fluency": fluency, "recall": s.recall, "precision": s.precision,
-                                     "f1": s.f1})
+    return SampleJudgement(s.score, {"fluency": fluency, "recall": s.recall, "precision": s.precision, "f1": s.f1})
 
 
 def _alce(qampari: bool) -> Callable[[str, Mapping[str, Any], Judges], SampleJudgement]:
@@ -101,15 +122,22 @@ def _alce(qampari: bool) -> Callable[[str, Mapping[str, Any], Judges], SampleJud
         assert judges.entail is not None
         docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}
         try:
-            cite = judged.citation_scores(prediction, ref["question"], docs, int(ref["n_docs"]), judges.entail,
-                                          qampari, judges.helmet_compat)
+            cite = judged.citation_scores(
+                prediction, ref["question"], docs, int(ref["n_docs"]), judges.entail, qampari, judges.helmet_compat
+            )
         except EntailmentFailed as exc:
             raise _Failed(f"entailment: {exc}") from None
-        correct = (judged.qampari_rec_top5(prediction, ref["answers"]) if qampari
-                   else judged.asqa_str_em(prediction, ref["short_answers"]))
+        correct = (
+            judged.qampari_rec_top5(prediction, ref["answers"])
+            if qampari
+            else judged.asqa_str_em(prediction, ref["short_answers"])
+        )
         name = "rec_top5" if qampari else "str_em"
-        return SampleJudgement((correct + cite.recall + cite.precision) / 3,
-                               {name: correct, "citation_rec": cite.recall, "citation_prec": cite.precision})
+        return SampleJudgement(
+            (correct + cite.recall + cite.precision) / 3,
+            {name: correct, "citation_rec": cite.recall, "citation_prec": cite.precision},
+        )
+
     return score
 
 
@@ -122,11 +150,11 @@ class JudgedMetric:
 
 JUDGED: dict[str, JudgedMetric] = {
     "narrativeqa_judge": JudgedMetric(_narrativeqa, "llm", "LLM judge: fluency x correctness / 3 (HELMET Table 10)"),
-    "summary_judge": JudgedMetric(_summary, "llm",
-                                  "LLM judge: fluency x F1 of key-point recall and sentence precision (Tables 11-13)"),
+    "summary_judge": JudgedMetric(
+        _summary, "llm", "LLM judge: fluency x F1 of key-point recall and sentence precision (Tables 11-13)"
+    ),
     "alce_asqa": JudgedMetric(_alce(False), "entailment", "mean of str_em, citation recall, citation precision"),
-    "alce_qampari": JudgedMetric(_alce(True), "entailment",
-                                 "mean of rec_top5, citation recall, citation precision"),
+    "alce_qampari": JudgedMetric(_alce(True), "entailment", "mean of rec_top5, citation recall, citation precision"),
 }
 
 
@@ -149,10 +177,15 @@ def compact_input(metric: str, prediction: str, judge_input: Mapping[str, Any]) 
     if metric not in ("alce_asqa", "alce_qampari"):
         return dict(judge_input)
     docs = judge_input["docs"]
-    keep = {len(docs) - 1 if r == -1 else r
-            for r in judged.cited_documents(prediction, judge_input["question"], metric == "alce_qampari")}
-    return {**judge_input, "docs": {str(i): list(docs[i]) for i in sorted(keep) if 0 <= i < len(docs)},
-            "n_docs": len(docs)}
+    keep = {
+        len(docs) - 1 if r == -1 else r
+        for r in judged.cited_documents(prediction, judge_input["question"], metric == "alce_qampari")
+    }
+    return {
+        **judge_input,
+        "docs": {str(i): list(docs[i]) for i in sorted(keep) if 0 <= i < len(docs)},
+        "n_docs": len(docs),
+    }
 
 
 def judge_one(metric: str, prediction: str, judge_input: Mapping[str, Any], judges: Judges) -> SampleJudgement:
@@ -162,8 +195,7 @@ def judge_one(metric: str, prediction: str, judge_input: Mapping[str, Any], judg
         return SampleJudgement(None, {}, str(exc))
 
 
-def judge_all(metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judges: Judges
-              ) -> list[SampleJudgement]:
+def judge_all(metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judges: Judges) -> list[SampleJudgement]:
     """(prediction, judge input) per sample, judged concurrently (the client's ``concurrency``), in order.
     ``JudgeError`` (bad key, unknown model) propagates: no verdict can succeed."""
     workers = judges.client.settings.concurrency if judges.client else 1
@@ -173,5 +205,15 @@ def judge_all(metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judge
         return list(pool.map(lambda item: judge_one(metric, item[0], item[1], judges), items))
 
 
-__all__ = ["JUDGED", "JudgeError", "Judges", "SampleJudgement", "build_judges", "compact_input", "is_judged",
-           "judge_all", "judge_one", "missing_judge"]
+__all__ = [
+    "JUDGED",
+    "JudgeError",
+    "Judges",
+    "SampleJudgement",
+    "build_judges",
+    "compact_input",
+    "is_judged",
+    "judge_all",
+    "judge_one",
+    "missing_judge",
+]

@@ -10,17 +10,35 @@ where HELMET has no prompt: ``keypoints`` (decomposing a gold summary when the d
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
-RUBRICS = ("longqa", "fluency_legal", "fluency_book", "recall_legal", "recall_book", "precision_legal",
-           "precision_book", "keypoints", "entailment")
-FIELDS = ("question", "correct_answers", "parsed_output", "text", "keypoints", "summary", "expert_summary",
-          "premise", "hypothesis")
+RUBRICS = (
+    "longqa",
+    "fluency_legal",
+    "fluency_book",
+    "recall_legal",
+    "recall_book",
+    "precision_legal",
+    "precision_book",
+    "keypoints",
+    "entailment",
+)
+FIELDS = (
+    "question",
+    "correct_answers",
+    "parsed_output",
+    "text",
+    "keypoints",
+    "summary",
+    "expert_summary",
+    "premise",
+    "hypothesis",
+)
 _FIELD = re.compile(r"\{(" + "|".join(FIELDS) + r")\}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def template(name: str) -> str:
     if name not in RUBRICS:
         raise KeyError(f"unknown judge rubric {name!r}; choose one of {', '.join(RUBRICS)}")

@@ -56,6 +56,7 @@ def fluency(d: dict[str, Any]) -> int:
 def recall(n_keypoints: int) -> Callable[[dict[str, Any]], int]:
     def check(d: dict[str, Any]) -> int:
         return _integer(d, "recall", 0, n_keypoints)
+
     return check
 
 

@@ -91,8 +91,10 @@ def qampari_rec_top5(output: str, answers: Sequence[Sequence[str]]) -> float:
     return min(5, found) / min(5, len(answers))
 
 
-_ABBREV = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|vs|etc|No|Inc|Ltd|Co|Gen|Gov|Sen|Rep|Jan|Feb|Mar|Apr|Jun|"
-                     r"Jul|Aug|Sep|Sept|Oct|Nov|Dec)|\b[A-Z]|(?:[A-Za-z]\.){1,}[A-Za-z])\.$")
+_ABBREV = re.compile(
+    r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|vs|etc|No|Inc|Ltd|Co|Gen|Gov|Sen|Rep|Jan|Feb|Mar|Apr|Jun|"
+    r"Jul|Aug|Sep|Sept|Oct|Nov|Dec)|\b[A-Z]|(?:[A-Za-z]\.){1,}[A-Za-z])\.$"
+)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -146,8 +148,15 @@ def cited_documents(output: str, question: str, qampari: bool) -> set[int]:
     # (-1 is ``[0]``: the caller keeps the last document for a --helmet-compat judgement)
 
 
-def citation_scores(output: str, question: str, docs: Mapping[int, tuple[str, str]], n_docs: int,
-                    entails: Entails, qampari: bool = False, helmet_compat: bool = False) -> CitationScore:
+def citation_scores(
+    output: str,
+    question: str,
+    docs: Mapping[int, tuple[str, str]],
+    n_docs: int,
+    entails: Entails,
+    qampari: bool = False,
+    helmet_compat: bool = False,
+) -> CitationScore:
     """``docs``: (title, text) by 0-based position in the record's document list (at least those cited),
     ``n_docs`` how many the record has. An output with no sentence scores 0 (the reference leaves it out of the
     average instead; docs/decisions.md)."""
@@ -171,7 +180,7 @@ def citation_scores(output: str, question: str, docs: Mapping[int, tuple[str, st
         if joint and len(refs) > 1:
             for i, r in enumerate(refs):
                 alone = entails(passage([r]), claim)
-                if alone or not entails(passage(refs[:i] + refs[i + 1:]), claim):  # this occurrence left out
+                if alone or not entails(passage(refs[:i] + refs[i + 1 :]), claim):  # this occurrence left out
                     credited += 1
         else:
             credited += joint

@@ -53,13 +53,15 @@ def _ndcg10(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, 
     return helmet.ndcg_at(ranking, helmet.qrels_from_references(refs), 10), " > ".join(ranking)
 
 
-def _choice(rule: Callable[[Sequence[str], str, str], float]
-            ) -> Callable[[str, Sequence[str], str | None], tuple[float, str]]:
+def _choice(
+    rule: Callable[[Sequence[str], str, str], float],
+) -> Callable[[str, Sequence[str], str | None], tuple[float, str]]:
     def score(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
         if len(refs) != 2:
             raise ValueError(f"multiple choice needs references (letter, 'L. option'), got {list(refs)!r}")
         raw, parsed = _with_parsed(pred, prefix)
         return rule([raw, parsed], refs[0], refs[1]), parsed
+
     return score
 
 
@@ -75,10 +77,16 @@ _METRICS = {
         Metric("label_em", _label_em, "HELMET ICL: normalized exact match of the parsed label"),
         Metric("rouge_l_f1", _rouge_l, "ROUGE-L F1 (rouge-score, stemmed), max over references, raw and parsed"),
         Metric("ndcg_at_10", _ndcg10, "NDCG@10 of HELMET's parsed ranking; references are ID:LABEL judgments"),
-        Metric("mc_accuracy", _choice(helmet.choice_correct),
-               "multiple choice: the gold letter or option; an empty output is wrong"),
-        Metric("mc_accuracy_helmet", _choice(helmet.choice_correct_helmet),
-               "HELMET's multiple choice rule, bug included (empty output counts for gold A)"),
+        Metric(
+            "mc_accuracy",
+            _choice(helmet.choice_correct),
+            "multiple choice: the gold letter or option; an empty output is wrong",
+        ),
+        Metric(
+            "mc_accuracy_helmet",
+            _choice(helmet.choice_correct_helmet),
+            "HELMET's multiple choice rule, bug included (empty output counts for gold A)",
+        ),
     )
 }
 
@@ -104,8 +112,9 @@ def resolve(metric: str, helmet_compat: bool = False) -> str:
     return COMPAT.get(metric, metric) if helmet_compat else metric
 
 
-def score_prediction(metric: str, prediction: str, references: Sequence[str],
-                     prefix: str | None = None, chat: bool = False) -> tuple[float, str]:
+def score_prediction(
+    metric: str, prediction: str, references: Sequence[str], prefix: str | None = None, chat: bool = False
+) -> tuple[float, str]:
     """Score one prediction in [0, 1]; also returns the text the metric looked at (cleaned or parsed).
 
     ``prefix``: the task's answer prefix (HELMET's ``system_template``). Without the chat template the prompt ended

@@ -66,23 +66,31 @@ def read_report(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportFileError(f"{p} cannot be read ({exc}): pass the JSON written by --report") from None
     if not text.strip():
-        raise ReportFileError(f"{p} is empty (0 bytes of JSON): the run that wrote it did not finish; re-run it "
-                              "with --report, or pass another report")
+        raise ReportFileError(
+            f"{p} is empty (0 bytes of JSON): the run that wrote it did not finish; re-run it "
+            "with --report, or pass another report"
+        )
     try:
         report = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ReportFileError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); the file is "
-                              "cut short or was edited: pass the JSON written by --report") from None
+        raise ReportFileError(
+            f"{p}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); the file is "
+            "cut short or was edited: pass the JSON written by --report"
+        ) from None
     cases = report.get("cases") if isinstance(report, dict) else None
-    if not isinstance(cases, list) or not all(isinstance(c, dict) and {"task", "length", "verdict"} <= c.keys()
-                                              for c in cases):
-        raise ReportFileError(f"{p} is JSON but not a ctxgate report (no 'cases' list of case records): pass the "
-                              "JSON written by --report")
+    if not isinstance(cases, list) or not all(
+        isinstance(c, dict) and {"task", "length", "verdict"} <= c.keys() for c in cases
+    ):
+        raise ReportFileError(
+            f"{p} is JSON but not a ctxgate report (no 'cases' list of case records): pass the JSON written by --report"
+        )
     version = report.get("schema_version")
     if version != SCHEMA_VERSION:
-        raise ReportFileError(f"{p} has report schema_version {version!r}; this ctxgate {__version__} reads "
-                              f"version {SCHEMA_VERSION}: re-run that checkpoint with this version, or use the "
-                              "ctxgate that wrote it")
+        raise ReportFileError(
+            f"{p} has report schema_version {version!r}; this ctxgate {__version__} reads "
+            f"version {SCHEMA_VERSION}: re-run that checkpoint with this version, or use the "
+            "ctxgate that wrote it"
+        )
     if not isinstance(report.get("run"), dict):
         raise ReportFileError(f"{p} has no 'run' table: pass the JSON written by --report")
     return report
@@ -93,13 +101,17 @@ def predictions_path(report_path: str | Path, report: dict[str, Any]) -> Path:
     p = Path(report_path)
     name = report.get("predictions") or p.with_suffix(".predictions.jsonl").name
     if not isinstance(name, str) or Path(name).name != name or name in (".", ".."):
-        raise ReportFileError(f"{p}: its 'predictions' field {name!r} is not a file name beside the report; a "
-                              "report names its .predictions.jsonl by bare file name. Restore the field (e.g. "
-                              f"{p.with_suffix('.predictions.jsonl').name!r}) or re-run with --report")
+        raise ReportFileError(
+            f"{p}: its 'predictions' field {name!r} is not a file name beside the report; a "
+            "report names its .predictions.jsonl by bare file name. Restore the field (e.g. "
+            f"{p.with_suffix('.predictions.jsonl').name!r}) or re-run with --report"
+        )
     found = p.parent / name
     if found.is_symlink():
-        raise ReportFileError(f"{found} is a symbolic link (to {os.readlink(found)}); a report reads only the "
-                              "predictions file written beside it: copy the file in place of the link")
+        raise ReportFileError(
+            f"{found} is a symbolic link (to {os.readlink(found)}); a report reads only the "
+            "predictions file written beside it: copy the file in place of the link"
+        )
     return found
 
 
@@ -118,8 +130,10 @@ def read_predictions(path: Path, fields: tuple[str, ...] = ("task", "length", "i
                 if lacking:
                     raise ValueError(f"no {', '.join(lacking)}")
             except ValueError as exc:  # json.JSONDecodeError is one
-                raise ReportFileError(f"{path}:{line_no}: {exc}; each line must be a prediction record written by "
-                                      f"ctxgate ({', '.join(fields)}, ...)") from None
+                raise ReportFileError(
+                    f"{path}:{line_no}: {exc}; each line must be a prediction record written by "
+                    f"ctxgate ({', '.join(fields)}, ...)"
+                ) from None
             rows.append(row)
     return rows
 
@@ -131,5 +145,7 @@ def _lines(path: Path, f: Any) -> Any:
         for line_no, line in enumerate(f, start=1):  # noqa: B007 - the number is read in the except
             yield line
     except UnicodeDecodeError:
-        raise ReportFileError(f"{path}:{line_no + 1}: not UTF-8 text; the file was damaged: restore it from the "
-                              "run, or re-run with --report") from None
+        raise ReportFileError(
+            f"{path}:{line_no + 1}: not UTF-8 text; the file was damaged: restore it from the "
+            "run, or re-run with --report"
+        ) from None

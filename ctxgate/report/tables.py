@@ -9,9 +9,17 @@ from ctxgate.gate.summaries import CATEGORY_LABELS, HELMET_CATEGORIES, RULER_TAS
 from ctxgate.lengths import format_length
 
 # a case without a score, by why (report/schema.py's words): short enough for a table cell
-_NO_SCORE = {"error": "error", "crash": "crash", "not_run": "not run", "window": "window", "too_short": "skip",
-             "data_unreadable": "bad data", "data_not_given": "no data", "judge_not_given": "no judge",
-             "judge_failed": "judge err"}
+_NO_SCORE = {
+    "error": "error",
+    "crash": "crash",
+    "not_run": "not run",
+    "window": "window",
+    "too_short": "skip",
+    "data_unreadable": "bad data",
+    "data_not_given": "no data",
+    "judge_not_given": "no judge",
+    "judge_failed": "judge err",
+}
 
 
 def _cell(case: Mapping[str, Any] | None) -> str:
@@ -36,13 +44,15 @@ def _group_cell(group: Mapping[str, Any] | None) -> str:
 def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
     lengths = sorted({c["length"] for c in report["cases"]})
     known = list(RULER_TASKS) + [t for members in HELMET_CATEGORIES.values() for t in members if t not in RULER_TASKS]
-    tasks = sorted({c["task"] for c in report["cases"]},
-                   key=lambda t: (known.index(t) if t in known else len(known), t))
+    tasks = sorted(
+        {c["task"] for c in report["cases"]}, key=lambda t: (known.index(t) if t in known else len(known), t)
+    )
     by_key = {(c["task"], c["length"]): c for c in report["cases"]}
     header = ["task"] + [format_length(L) for L in lengths]
     body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] for t in tasks]
-    groups = [("RULER avg", "ruler")] + [(f"HELMET {CATEGORY_LABELS[c]}", f"helmet_{c}")
-                                         for c in (*HELMET_CATEGORIES, "overall")]
+    groups = [("RULER avg", "ruler")] + [
+        (f"HELMET {CATEGORY_LABELS[c]}", f"helmet_{c}") for c in (*HELMET_CATEGORIES, "overall")
+    ]
     for label, key in groups:
         cells = [_group_cell(report["by_length"].get(str(L), {}).get(key)) for L in lengths]
         if any(cells):
@@ -55,10 +65,16 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
     eff = report.get("effective_length")
     if eff:
         value = format_length(eff["value"]) if eff["value"] else f"< {format_length(lengths[0])}"
-        notes.append(f"Effective length (RULER avg > {eff['threshold']}, every shorter length too): {value}"
-                     + (" (partial: not all 13 RULER tasks ran)" if eff.get("partial") else "")
-                     + (f" (incomplete: {', '.join(format_length(L) for L in eff['incomplete'])} counted as "
-                        "failing, a RULER task there has no score)" if eff.get("incomplete") else ""))
+        notes.append(
+            f"Effective length (RULER avg > {eff['threshold']}, every shorter length too): {value}"
+            + (" (partial: not all 13 RULER tasks ran)" if eff.get("partial") else "")
+            + (
+                f" (incomplete: {', '.join(format_length(L) for L in eff['incomplete'])} counted as "
+                "failing, a RULER task there has no score)"
+                if eff.get("incomplete")
+                else ""
+            )
+        )
     partial: dict[str, list[str]] = {}
     for label, key in groups:
         for v in report["by_length"].values():
@@ -69,30 +85,44 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
     if partial:
         what = "; ".join(f"{label} lacks {', '.join(missing)}" for label, missing in partial.items())
         notes.append(f"* partial (the mean of the members that ran, not the category score): {what}")
-    unscored = [f"{c['task']} at {format_length(c['length'])} ({_cell(c)})" for c in report["cases"]
-                if c["verdict"] == "error"]
+    unscored = [
+        f"{c['task']} at {format_length(c['length'])} ({_cell(c)})" for c in report["cases"] if c["verdict"] == "error"
+    ]
     if unscored:
         shown = ", ".join(unscored[:8]) + (f" and {len(unscored) - 8} more" if len(unscored) > 8 else "")
         notes.append(f"! incomplete (the mean of the members with a score; the others have none): {shown}")
-    stand_in = sorted({format_length(int(L)) for L, v in report["by_length"].items()
-                       if set(v.get("helmet_recall", {}).get("members", ())) & {"niah_multikey_2", "niah_multikey_3",
-                                                                                "niah_multivalue"}})
+    stand_in = sorted(
+        {
+            format_length(int(L))
+            for L, v in report["by_length"].items()
+            if set(v.get("helmet_recall", {}).get("members", ()))
+            & {"niah_multikey_2", "niah_multikey_3", "niah_multivalue"}
+        }
+    )
     if stand_in:
-        notes.append(f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases (niah_multikey_2/3, "
-                     "niah_multivalue): HELMET's own ruler/ files were not in --data-dir for those lengths")
+        notes.append(
+            f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases (niah_multikey_2/3, "
+            "niah_multivalue): HELMET's own ruler/ files were not in --data-dir for those lengths"
+        )
     seq = [c["sequential"] for c in report["cases"] if c.get("sequential")]
     if seq:
         drawn = sum(c["n"] for c in report["cases"] if c.get("sequential"))  # every sample scored, in flight too
         budget = sum(s["budget"] for s in seq)
         early = sum(1 for s in seq if s["decided"])
-        notes.append(f"Sequential (error rate {seq[0]['alpha']} per early verdict): {early} of {len(seq)} cases "
-                     f"decided early; {drawn} samples scored where fixed n takes {budget} ({budget - drawn} saved); "
-                     "their scores and the summaries above come from those fewer samples")
-    capped = [f"{c['task']} at {format_length(c['length'])} ran {c['sample_cap']['pool']} of "
-              f"{c['sample_cap']['requested']}" for c in report["cases"] if c.get("sample_cap")]
+        notes.append(
+            f"Sequential (error rate {seq[0]['alpha']} per early verdict): {early} of {len(seq)} cases "
+            f"decided early; {drawn} samples scored where fixed n takes {budget} ({budget - drawn} saved); "
+            "their scores and the summaries above come from those fewer samples"
+        )
+    capped = [
+        f"{c['task']} at {format_length(c['length'])} ran {c['sample_cap']['pool']} of {c['sample_cap']['requested']}"
+        for c in report["cases"]
+        if c.get("sample_cap")
+    ]
     if capped:
-        notes.append("Fewer samples than asked (the data holds no more distinct ones; none is repeated): "
-                     + "; ".join(capped))
+        notes.append(
+            "Fewer samples than asked (the data holds no more distinct ones; none is repeated): " + "; ".join(capped)
+        )
     for gate in report.get("gates", []):
         notes.append(f"Gate {gate['name']}: {gate['verdict'].upper()} - {gate['message']}")
     return header, body, notes
@@ -100,8 +130,12 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
 
 def markdown(report: Mapping[str, Any]) -> str:
     header, body, notes = rows(report)
-    lines = [f"### ctxgate: {report['run'].get('model', '')}", "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = [
+        f"### ctxgate: {report['run'].get('model', '')}",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     return "\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n"
 

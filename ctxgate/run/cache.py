@@ -41,8 +41,10 @@ def _checksum(text: str, output_tokens: int, finish_reason: str) -> str:
 
 class GenerationCache(SqliteFile):
     FILE_NAME = FILE_NAME
-    TABLES = ("CREATE TABLE generations (key TEXT PRIMARY KEY, namespace TEXT, text TEXT, output_tokens INTEGER,"
-              " finish_reason TEXT, checksum TEXT, created REAL)",)
+    TABLES = (
+        "CREATE TABLE generations (key TEXT PRIMARY KEY, namespace TEXT, text TEXT, output_tokens INTEGER,"
+        " finish_reason TEXT, checksum TEXT, created REAL)",
+    )
 
     def __init__(self, directory: str | Path, namespace: Mapping[str, Any]) -> None:
         self.namespace = hashlib.sha256(json.dumps(namespace, sort_keys=True, default=str).encode()).hexdigest()
@@ -55,8 +57,9 @@ class GenerationCache(SqliteFile):
         return h.hexdigest()
 
     def get(self, key: str) -> Generation | None:
-        rows = self.execute("SELECT text, output_tokens, finish_reason, checksum FROM generations WHERE key = ?",
-                            (key,))
+        rows = self.execute(
+            "SELECT text, output_tokens, finish_reason, checksum FROM generations WHERE key = ?", (key,)
+        )
         if not rows:
             self.stats.misses += 1
             return None
@@ -65,8 +68,11 @@ class GenerationCache(SqliteFile):
             self.execute("DELETE FROM generations WHERE key = ?", (key,))
             self.stats.dropped_rows += 1
             self.stats.misses += 1
-            warnings.warn(f"ctxgate cache {self.path}: a damaged entry was dropped and will be regenerated",
-                          CacheWarning, stacklevel=2)
+            warnings.warn(
+                f"ctxgate cache {self.path}: a damaged entry was dropped and will be regenerated",
+                CacheWarning,
+                stacklevel=2,
+            )
             return None
         self.stats.hits += 1
         return Generation(text, output_tokens, finish_reason)
@@ -74,6 +80,13 @@ class GenerationCache(SqliteFile):
     def put(self, key: str, gen: Generation) -> None:
         self.execute(
             "INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (key, self.namespace, gen.text, gen.output_tokens, gen.finish_reason,
-             _checksum(gen.text, gen.output_tokens, gen.finish_reason), time.time()),
+            (
+                key,
+                self.namespace,
+                gen.text,
+                gen.output_tokens,
+                gen.finish_reason,
+                _checksum(gen.text, gen.output_tokens, gen.finish_reason),
+                time.time(),
+            ),
         )

@@ -115,17 +115,26 @@ def data_hash(sample_digests: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def score_sample(spec: TaskSpec, sample: Sample, prediction: str, helmet_compat: bool = False,
-                 chat: bool = False) -> tuple[float, str]:
-    return score_prediction(resolve(spec.metric, helmet_compat), prediction, sample.answers, spec.scoring_prefix,
-                            chat)
+def score_sample(
+    spec: TaskSpec, sample: Sample, prediction: str, helmet_compat: bool = False, chat: bool = False
+) -> tuple[float, str]:
+    return score_prediction(resolve(spec.metric, helmet_compat), prediction, sample.answers, spec.scoring_prefix, chat)
 
 
-def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n: int | None, seed: int,
-             confidence: float = 0.95, cache: GenerationCache | None = None,
-             helmet_compat: bool = False, judges: Judges | None = None,
-             progress: Callable[[Progress], None] | None = None,
-             stop: tuple[StopRule, Questions] | None = None) -> CaseResult:
+def run_case(
+    spec: TaskSpec,
+    ctx: BuildContext,
+    backend: Backend,
+    length: int,
+    n: int | None,
+    seed: int,
+    confidence: float = 0.95,
+    cache: GenerationCache | None = None,
+    helmet_compat: bool = False,
+    judges: Judges | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    stop: tuple[StopRule, Questions] | None = None,
+) -> CaseResult:
     """Each generation goes to the cache as soon as it exists, so an interrupted case resumes where it stopped.
     ``progress`` hears where the case stands after each generation. ``stop`` (--sequential): a stop rule and the
     case's questions (its floor, its baseline); the samples are fed to the tests in index order (the fixed-n run's
@@ -153,9 +162,18 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
     def outcome(s: Sample, digest: str, gen: Generation) -> SampleOutcome:
         nonlocal judge_seconds
         if judged:
-            o = SampleOutcome(s.index, None, gen.text, gen.text, s.answers, len(s.input_ids), gen.output_tokens,
-                              gen.finish_reason, digest,
-                              judge_input=compact_input(spec.metric, gen.text, s.meta["judge_input"]))
+            o = SampleOutcome(
+                s.index,
+                None,
+                gen.text,
+                gen.text,
+                s.answers,
+                len(s.input_ids),
+                gen.output_tokens,
+                gen.finish_reason,
+                digest,
+                judge_input=compact_input(spec.metric, gen.text, s.meta["judge_input"]),
+            )
             if judge_now:
                 assert judges is not None
                 started = time.perf_counter()
@@ -164,8 +182,9 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
                 o = replace(o, score=v.score, parts=v.parts, judge_error=v.error)
             return o
         score, scored = score_sample(spec, s, gen.text, helmet_compat, chat)
-        return SampleOutcome(s.index, score, gen.text, scored, s.answers, len(s.input_ids), gen.output_tokens,
-                             gen.finish_reason, digest)
+        return SampleOutcome(
+            s.index, score, gen.text, scored, s.answers, len(s.input_ids), gen.output_tokens, gen.finish_reason, digest
+        )
 
     def to_generate() -> Iterator[Request]:
         """Samples built one at a time; those the cache has are done at once, the rest go to the backend."""
@@ -203,20 +222,38 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         if test is not None:
             test.feed(done)
         if progress is not None:
-            progress(Progress(f"{spec.name}-{length}", len(done), n, from_cache, generated_tokens,
-                              time.perf_counter() - t0 - build_seconds))
+            progress(
+                Progress(
+                    f"{spec.name}-{length}",
+                    len(done),
+                    n,
+                    from_cache,
+                    generated_tokens,
+                    time.perf_counter() - t0 - build_seconds,
+                )
+            )
     generating = max(time.perf_counter() - t0 - build_seconds - judge_seconds, 1e-6)  # judging is not counted
     outcomes = [done[i] for i in sorted(done)]
     sizes = [o.input_tokens for o in outcomes]
     result = CaseResult(
-        task=spec.name, suite=spec.suite, category=spec.category, length=length,
-        metric=metric, score=None, n=0, ci=(0.0, 0.0),
-        seconds=0.0, build_seconds=round(build_seconds, 3),
-        input_tokens_mean=round(sum(sizes) / len(sizes), 1), input_tokens_max=max(sizes),
+        task=spec.name,
+        suite=spec.suite,
+        category=spec.category,
+        length=length,
+        metric=metric,
+        score=None,
+        n=0,
+        ci=(0.0, 0.0),
+        seconds=0.0,
+        build_seconds=round(build_seconds, 3),
+        input_tokens_mean=round(sum(sizes) / len(sizes), 1),
+        input_tokens_max=max(sizes),
         fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4),
         output_tokens=sum(o.output_tokens for o in outcomes),
         data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
-        samples=tuple(outcomes), samples_from_cache=from_cache, chat_template=chat,
+        samples=tuple(outcomes),
+        samples_from_cache=from_cache,
+        chat_template=chat,
         sample_cap={"requested": requested, "pool": n} if n < requested else None,
         sequential=_sequential_record(test, stop, judged, len(outcomes), n),
         built_from=",".join(sorted(ways)) or None,
@@ -225,18 +262,26 @@ def run_case(spec: TaskSpec, ctx: BuildContext, backend: Backend, length: int, n
         result = judge_case(result, judges, confidence, judged_already=judge_now, earlier_seconds=judge_seconds)
     else:
         result = with_scores(result, confidence)
-    throughput = {"prompt_tokens_per_s": round(prompt_tokens / generating, 1),
-                  "generated_tokens_per_s": round(generated_tokens / generating, 1)} if prompt_tokens else None
+    throughput = (
+        {
+            "prompt_tokens_per_s": round(prompt_tokens / generating, 1),
+            "generated_tokens_per_s": round(generated_tokens / generating, 1),
+        }
+        if prompt_tokens
+        else None
+    )
     return replace(result, seconds=round(time.perf_counter() - t0, 3), throughput=throughput)
 
 
-def _sequential_record(test: CaseTest | None, stop: tuple[StopRule, Questions] | None, judged: bool, used: int,
-                       budget: int) -> dict[str, Any] | None:
+def _sequential_record(
+    test: CaseTest | None, stop: tuple[StopRule, Questions] | None, judged: bool, used: int, budget: int
+) -> dict[str, Any] | None:
     if test is not None:
         return test.record(budget)
     if stop is not None and stop[1].asked and judged:
-        return full_count_record(stop[0], used, budget, "judged, with no judge in this run: no scores to test, "
-                                 "so it runs its full count")
+        return full_count_record(
+            stop[0], used, budget, "judged, with no judge in this run: no scores to test, so it runs its full count"
+        )
     return None
 
 
@@ -245,12 +290,22 @@ def with_scores(result: CaseResult, confidence: float, **changes: Any) -> CaseRe
     scores = [o.score for o in result.samples if o.score is not None]
     if not scores:
         return replace(result, score=None, n=0, ci=(0.0, 0.0), **changes)
-    return replace(result, score=round(100 * sum(scores) / len(scores), 2), n=len(scores),
-                   ci=interval(scores, confidence), **changes)
+    return replace(
+        result,
+        score=round(100 * sum(scores) / len(scores), 2),
+        n=len(scores),
+        ci=interval(scores, confidence),
+        **changes,
+    )
 
 
-def judge_case(result: CaseResult, judges: Judges | None, confidence: float, judged_already: bool = False,
-               earlier_seconds: float = 0.0) -> CaseResult:
+def judge_case(
+    result: CaseResult,
+    judges: Judges | None,
+    confidence: float,
+    judged_already: bool = False,
+    earlier_seconds: float = 0.0,
+) -> CaseResult:
     """Score a judged case's stored outputs. Failed verdicts are counted and listed, their samples left out of the
     mean; whether that many failures fail the case is the gate's call (``judge.max_failure_rate``).
     ``judged_already``: the samples carry the verdicts they got as they were generated (--sequential), taking
@@ -260,10 +315,10 @@ def judge_case(result: CaseResult, judges: Judges | None, confidence: float, jud
         return replace(result, score=None, n=0, judge={"status": "pending", "reason": reason})
     assert judges is not None
     t0 = time.perf_counter()
-    todo = [i for i, o in enumerate(result.samples)
-            if not (judged_already and (o.score is not None or o.judge_error))]
-    verdicts = judge_all(result.metric, [(result.samples[i].prediction, result.samples[i].judge_input or {})
-                                         for i in todo], judges)
+    todo = [i for i, o in enumerate(result.samples) if not (judged_already and (o.score is not None or o.judge_error))]
+    verdicts = judge_all(
+        result.metric, [(result.samples[i].prediction, result.samples[i].judge_input or {}) for i in todo], judges
+    )
     judged = list(result.samples)
     for i, v in zip(todo, verdicts):
         judged[i] = replace(judged[i], score=v.score, parts=v.parts, judge_error=v.error)
@@ -274,8 +329,14 @@ def judge_case(result: CaseResult, judges: Judges | None, confidence: float, jud
     parts = {k: round(100 * sum(o.parts[k] for o in ok) / len(ok), 2) for k in names} if ok else {}
     usage = judges.client.take_usage() if judges.client else None
     price = judges.client.settings.price() if judges.client else None
-    judge = {"status": "judged" if ok else "failed", "failed": len(failed),
-             "failure_rate": round(len(failed) / len(samples), 4), "max_failure_rate": judges.max_failure_rate,
-             "failed_samples": failed, "usage": usage.to_dict(price) if usage else None,
-             "seconds": round(time.perf_counter() - t0 + earlier_seconds, 3), **judges.describe()}
+    judge = {
+        "status": "judged" if ok else "failed",
+        "failed": len(failed),
+        "failure_rate": round(len(failed) / len(samples), 4),
+        "max_failure_rate": judges.max_failure_rate,
+        "failed_samples": failed,
+        "usage": usage.to_dict(price) if usage else None,
+        "seconds": round(time.perf_counter() - t0 + earlier_seconds, 3),
+        **judges.describe(),
+    }
     return with_scores(replace(result, samples=samples), confidence, parts=parts, judge=judge)

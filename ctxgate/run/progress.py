@@ -61,4 +61,4 @@ def status_line(finished: int, selected: int, running: Iterable[tuple[str, Progr
     if not cases or width < 10:
         return ""
     line = f"[{finished}/{selected} cases] " + " | ".join(cases) if selected else " | ".join(cases)
-    return line if len(line) <= width else line[:width - 1] + "…"
+    return line if len(line) <= width else line[: width - 1] + "…"

@@ -25,8 +25,10 @@ def download(revision: str | None) -> Path:
 
         return Path(hf_hub_download(HUB_REPO, ARCHIVE, repo_type="dataset", revision=revision))
     except Exception as exc:  # offline, gated, moved: one message with the way around it
-        raise DataUnavailable(f"cannot download {HUB_REPO}/{ARCHIVE} ({type(exc).__name__}: {str(exc)[:160]}); "
-                              f"download it where the hub is reachable and pass --archive PATH") from exc
+        raise DataUnavailable(
+            f"cannot download {HUB_REPO}/{ARCHIVE} ({type(exc).__name__}: {str(exc)[:160]}); "
+            f"download it where the hub is reachable and pass --archive PATH"
+        ) from exc
 
 
 def extract(archive: Path, target: Path) -> list[str]:
@@ -36,9 +38,11 @@ def extract(archive: Path, target: Path) -> list[str]:
     try:
         tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed by the with below
     except (tarfile.TarError, OSError) as exc:
-        raise DataUnavailable(f"{archive} is not a readable tar archive ({' '.join(str(exc).split())}): pass "
-                              f"HELMET's {ARCHIVE} (download "
-                              f"it again if it was cut short)") from None
+        raise DataUnavailable(
+            f"{archive} is not a readable tar archive ({' '.join(str(exc).split())}): pass "
+            f"HELMET's {ARCHIVE} (download "
+            f"it again if it was cut short)"
+        ) from None
     with tar:
         for member in tar:
             parts = PurePosixPath(member.name).parts
@@ -54,8 +58,9 @@ def extract(archive: Path, target: Path) -> list[str]:
                     out.write(block)
             written.append("/".join(parts))
     if not written:
-        raise DataUnavailable(f"{archive} holds none of the folders HELMET's tasks read ({', '.join(WANTED)}); is "
-                              f"it HELMET's {ARCHIVE}?")
+        raise DataUnavailable(
+            f"{archive} holds none of the folders HELMET's tasks read ({', '.join(WANTED)}); is it HELMET's {ARCHIVE}?"
+        )
     return written
 
 
@@ -65,13 +70,19 @@ def fetch_essays(source: str, target: Path, expected_sha256: str | None) -> tupl
     ``expected_sha256`` a different copy is refused, so two teams' "exact" runs read the same text."""
     from ctxgate.sources.files import load_rows
 
-    rows = load_rows(source, "train", None, "give a hub dataset or a local .jsonl/.parquet with a 'text' column, "
-                                            "one essay per record")
+    rows = load_rows(
+        source,
+        "train",
+        None,
+        "give a hub dataset or a local .jsonl/.parquet with a 'text' column, one essay per record",
+    )
     text = "\n\n".join(str(r["text"]).strip() for r in rows if str(r.get("text") or "").strip()) + "\n"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if expected_sha256 and digest != expected_sha256.lower():
-        raise DataUnavailable(f"{source}: the essays' sha256 is {digest}, not the --essays-sha256 {expected_sha256}: "
-                              "a different copy; fetch the pinned one or drop --essays-sha256 to pin this one")
+        raise DataUnavailable(
+            f"{source}: the essays' sha256 is {digest}, not the --essays-sha256 {expected_sha256}: "
+            "a different copy; fetch the pinned one or drop --essays-sha256 to pin this one"
+        )
     out = target / ESSAYS_FILE
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")

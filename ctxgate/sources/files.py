@@ -13,8 +13,10 @@ from typing import Any
 
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 
-FETCH_HINT = ("run `ctxgate data fetch --to data/helmet` (hub access, or --archive data.tar.gz) and pass "
-              "--data-dir data/helmet; the shipped fixtures: --data-dir fixtures/helmet_data")
+FETCH_HINT = (
+    "run `ctxgate data fetch --to data/helmet` (hub access, or --archive data.tar.gz) and pass "
+    "--data-dir data/helmet; the shipped fixtures: --data-dir fixtures/helmet_data"
+)
 
 
 def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[dict[str, Any], ...]:
@@ -38,14 +40,17 @@ def _go_offline() -> None:
 
 
 @lru_cache(maxsize=32)
-def _load(source: str, stamp: tuple[int, int] | None, split: str, config: str | None, fix: str
-          ) -> tuple[dict[str, Any], ...]:
+def _load(
+    source: str, stamp: tuple[int, int] | None, split: str, config: str | None, fix: str
+) -> tuple[dict[str, Any], ...]:
     p = Path(source)
     if p.is_file() and p.suffix.lower() in (".jsonl", ".json"):
         problem = first_bad_line(p)  # datasets' own message for these names neither the line nor the fix
         if problem:
-            raise DataUnavailable(f"{problem}; restore the file (HELMET's release, or the hub dataset's split), "
-                                  f"then check its folder with `ctxgate data verify {p.parent}`")
+            raise DataUnavailable(
+                f"{problem}; restore the file (HELMET's release, or the hub dataset's split), "
+                f"then check its folder with `ctxgate data verify {p.parent}`"
+            )
     import datasets  # heavy: only when a task that needs data is built
 
     _go_offline()
@@ -63,8 +68,10 @@ def _load(source: str, stamp: tuple[int, int] | None, split: str, config: str | 
             try:
                 ds = datasets.load_dataset(source, config, split=split)
             except Exception as exc:  # noqa: BLE001 - offline, "not in the cache" comes as many types
-                raise DataNotGiven(f"{source!r} is not a local path and not in the local hub cache (a run never "
-                                   f"downloads: {type(exc).__name__}); {fix}") from None
+                raise DataNotGiven(
+                    f"{source!r} is not a local path and not in the local hub cache (a run never "
+                    f"downloads: {type(exc).__name__}); {fix}"
+                ) from None
     except DataUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - the datasets library raises many types for "not readable"
@@ -73,8 +80,11 @@ def _load(source: str, stamp: tuple[int, int] | None, split: str, config: str | 
 
 
 def _looks_like_path(source: str) -> bool:
-    return source.startswith(("/", ".", "~")) or source.count("/") > 1 or Path(source).suffix in (
-        ".jsonl", ".json", ".parquet")
+    return (
+        source.startswith(("/", ".", "~"))
+        or source.count("/") > 1
+        or Path(source).suffix in (".jsonl", ".json", ".parquet")
+    )
 
 
 def _one_line(exc: BaseException) -> str:
@@ -92,7 +102,7 @@ def first_bad_line(path: Path) -> str | None:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
+        line = raw[: exc.start].count(b"\n") + 1
         return f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
     if not text.strip():
         return f"{path}: is empty (0 records)"
@@ -122,8 +132,7 @@ def read_jsonl(path: Path) -> tuple[dict[str, Any], ...]:
     return load_rows(str(path), "train", None, f"check it with `ctxgate data verify {path.parent}`")
 
 
-def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str
-                      ) -> tuple[dict[str, Any], ...]:
+def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str) -> tuple[dict[str, Any], ...]:
     """``local`` (JSON lines in the hub's layout) when it exists, else the hub dataset from the local cache; a
     source in neither names ``local``, the path that was expected."""
     if local.is_file():
@@ -131,8 +140,9 @@ def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, 
     try:
         return load_rows(hub_id, split, config, fix)
     except DataNotGiven:
-        raise DataNotGiven(f"{local} does not exist, and {hub_id!r} is not in the local hub cache (a run never "
-                           f"downloads); {fix}") from None
+        raise DataNotGiven(
+            f"{local} does not exist, and {hub_id!r} is not in the local hub cache (a run never downloads); {fix}"
+        ) from None
 
 
 def sha256_of(path: Path) -> str:

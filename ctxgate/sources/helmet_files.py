@@ -29,12 +29,13 @@ MAX_TEST_KEYS = 100  # HELMET's max_test_samples: questions (RAG, re-rank) or re
 RAG_K = {8192: 50, 16384: 105, 32768: 220, 65536: 440, 131072: 1000}
 MSMARCO_K = {8192: 50, 16384: 130, 32768: 285, 65536: 600, 131072: 1000}
 JSON_KV_K = {8192: 105, 16384: 220, 32768: 440, 65536: 900, 131072: 1800}
-RAG_NAMES = {"kilt_nq": ("nq-dev-multikilt_1000", "dep6", ["nq-train-multikilt_1000_k3_dep6.jsonl"]),
-             "kilt_triviaqa": ("triviaqa-dev-multikilt_1000", "dep6", ["triviaqa-train-multikilt_1000_k3_dep6.jsonl"]),
-             "kilt_hotpotqa": ("hotpotqa-dev-multikilt_1000", "dep3", ["hotpotqa-train-multikilt_1000_k3_dep3.jsonl"]),
-             # HEAD draws PopQA's demos from the test file's k3 copy; the first release had a train file
-             "kilt_popqa": ("popqa_test_1000", "dep6", ["popqa_test_1000_k3_dep6.jsonl",
-                                                         "popqa_train_1000_k3_dep6.jsonl"])}
+RAG_NAMES = {
+    "kilt_nq": ("nq-dev-multikilt_1000", "dep6", ["nq-train-multikilt_1000_k3_dep6.jsonl"]),
+    "kilt_triviaqa": ("triviaqa-dev-multikilt_1000", "dep6", ["triviaqa-train-multikilt_1000_k3_dep6.jsonl"]),
+    "kilt_hotpotqa": ("hotpotqa-dev-multikilt_1000", "dep3", ["hotpotqa-train-multikilt_1000_k3_dep3.jsonl"]),
+    # HEAD draws PopQA's demos from the test file's k3 copy; the first release had a train file
+    "kilt_popqa": ("popqa_test_1000", "dep6", ["popqa_test_1000_k3_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl"]),
+}
 MSMARCO_DIRS = ("msmarco", "msmarco/trec2019psg_preprocessed")  # HEAD's layout, then the first release's
 
 
@@ -61,8 +62,9 @@ def key_seed(key: object) -> int:
     return int(hashlib.sha256(str(key).encode("utf-8")).hexdigest(), 16) % 2**31
 
 
-def pick_demos(demos: tuple[dict[str, Any], ...], key_field: str, key: object, shots: int,
-               exclude_same: bool) -> list[dict[str, Any]]:
+def pick_demos(
+    demos: tuple[dict[str, Any], ...], key_field: str, key: object, shots: int, exclude_same: bool
+) -> list[dict[str, Any]]:
     """``shots`` demos for one question: the demo file shuffled with the question's seed, repeated keys dropped
     (the first kept), the question itself left out first when ``exclude_same``."""
     pool = [d for d in demos if not exclude_same or d[key_field] != key]

@@ -46,14 +46,18 @@ class ICLData:
 
 def _rows(task: str, src: ICLSource, data_dir: str | None, split: str) -> list[tuple[str, int]]:
     local = Path(data_dir or ".") / "icl" / src.folder / f"{split}.jsonl"
-    hint = (f"put {src.hub_id}'s {split} split at {local} (hub column names) and pass --data-dir (or have the hub "
-            f"dataset in the local cache); the shipped fixtures: --data-dir fixtures/helmet_data")
+    hint = (
+        f"put {src.hub_id}'s {split} split at {local} (hub column names) and pass --data-dir (or have the hub "
+        f"dataset in the local cache); the shipped fixtures: --data-dir fixtures/helmet_data"
+    )
     rows = read_local_or_hub(local, src.hub_id, src.config, split, hint)
     out = []
     for r in rows:
         if src.text_field not in r or src.label_field not in r:
-            raise DataUnavailable(f"{task}: {local} records need {src.text_field!r} and {src.label_field!r} "
-                                  f"(have {', '.join(sorted(r))}); {hint}")
+            raise DataUnavailable(
+                f"{task}: {local} records need {src.text_field!r} and {src.label_field!r} "
+                f"(have {', '.join(sorted(r))}); {hint}"
+            )
         out.append((str(r[src.text_field]), int(r[src.label_field])))
     return out
 
@@ -67,14 +71,16 @@ def load_icl(task: str, data_dir: str | None, seed: int) -> ICLData:
         import datasets
 
         rows = _rows(task, src, data_dir, "train")
-        split = datasets.Dataset.from_dict({"text": [t for t, _ in rows], "label": [lab for _, lab in rows]}
-                                           ).train_test_split(test_size=0.1, seed=seed)
+        split = datasets.Dataset.from_dict(
+            {"text": [t for t, _ in rows], "label": [lab for _, lab in rows]}
+        ).train_test_split(test_size=0.1, seed=seed)
         train = list(zip(split["train"]["text"], split["train"]["label"]))
         test = list(zip(split["test"]["text"], split["test"]["label"]))
     labels = {lab for _, lab in train}
     bad = sorted({lab for _, lab in train + test if not 0 <= lab < src.num_labels})
     if bad:
-        raise DataUnavailable(f"{task}: labels {bad[:5]} fall outside 0..{src.num_labels - 1}; is "
-                              f"{src.label_field!r} the right column?")
+        raise DataUnavailable(
+            f"{task}: labels {bad[:5]} fall outside 0..{src.num_labels - 1}; is {src.label_field!r} the right column?"
+        )
     digest = hashlib.sha256(json.dumps([train, test]).encode()).hexdigest()
     return ICLData(tuple(train), tuple(test), max(len(labels), max(labels) + 1), digest)

@@ -34,20 +34,30 @@ class BookSet:
 def load_infbench(task: str, data_dir: str | None) -> BookSet:
     subset = SUBSETS[task]
     local = Path(data_dir or ".") / "infbench" / f"{subset}.jsonl"
-    hint = (f"put InfiniteBench's {subset}.jsonl at {local} and pass --data-dir (or have the hub dataset "
-            f"in the local cache); the shipped fixtures: --data-dir fixtures/helmet_data")
+    hint = (
+        f"put InfiniteBench's {subset}.jsonl at {local} and pass --data-dir (or have the hub dataset "
+        f"in the local cache); the shipped fixtures: --data-dir fixtures/helmet_data"
+    )
     books = []
     for r in read_local_or_hub(local, HUB_ID, None, subset, hint):
         missing = [f for f in ("id", "context", "input", "answer") if f not in r]
         if missing or (task == "infbench_mc" and len(r.get("options") or ()) != 4):
             raise DataUnavailable(f"{task}: a record in {local} lacks {missing or ['4 options']}; {hint}")
         answers = r["answer"] if isinstance(r["answer"], list) else [r["answer"]]
-        books.append(Book(str(r["id"]), r["context"], r["input"], tuple(map(str, answers)),
-                          tuple(map(str, r.get("options") or ()))))
+        books.append(
+            Book(
+                str(r["id"]),
+                r["context"],
+                r["input"],
+                tuple(map(str, answers)),
+                tuple(map(str, r.get("options") or ())),
+            )
+        )
     if task == "infbench_mc":
         for b in books:
             if b.answers[0] not in b.options:
                 raise DataUnavailable(f"{task}: record {b.key}'s answer {b.answers[0]!r} is not one of its options")
-    digest = hashlib.sha256(json.dumps([(b.key, b.question, b.answers, b.options, b.context) for b in books]
-                                       ).encode()).hexdigest()
+    digest = hashlib.sha256(
+        json.dumps([(b.key, b.question, b.answers, b.options, b.context) for b in books]).encode()
+    ).hexdigest()
     return BookSet(tuple(books), digest)

@@ -51,8 +51,10 @@ class LongDocSet:
 
 
 def _hint(what: str, where: Path) -> str:
-    return (f"put {what} at {where} and pass --data-dir (or have the hub dataset in the local cache); the shipped "
-            "fixtures: --data-dir fixtures/helmet_data")
+    return (
+        f"put {what} at {where} and pass --data-dir (or have the hub dataset in the local cache); the shipped "
+        "fixtures: --data-dir fixtures/helmet_data"
+    )
 
 
 def _need(task: str, r: dict[str, Any], fields: tuple[str, ...], where: Path, hint: str) -> None:
@@ -70,8 +72,14 @@ def load_narrativeqa(data_dir: str | None) -> LongDocSet:
         out = []
         for i, r in enumerate(read_local_or_hub(folder / f"{split}.jsonl", "deepmind/narrativeqa", None, split, hint)):
             _need("narrativeqa", r, ("document", "question", "answers"), folder, hint)
-            out.append(LongDoc(str(r.get("document", {}).get("id", "")) + f"#{i}", r["document"]["text"],
-                               r["question"]["text"], tuple(a["text"] for a in r["answers"])))
+            out.append(
+                LongDoc(
+                    str(r.get("document", {}).get("id", "")) + f"#{i}",
+                    r["document"]["text"],
+                    r["question"]["text"],
+                    tuple(a["text"] for a in r["answers"]),
+                )
+            )
         return out
 
     items, demos = read("test"), read("train")
@@ -83,11 +91,15 @@ def load_infbench_sum(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "infbench"
     hint = _hint("InfiniteBench's longbook_sum_eng.jsonl", folder)
     keyfile = folder / "longbook_sum_eng_keypoints.jsonl"
-    keypoints = {str(r["id"]): tuple(r["keypoints"]) for r in load_rows(str(keyfile), "train", None, hint)
-                 } if keyfile.is_file() else {}
+    keypoints = (
+        {str(r["id"]): tuple(r["keypoints"]) for r in load_rows(str(keyfile), "train", None, hint)}
+        if keyfile.is_file()
+        else {}
+    )
     items = []
-    for r in read_local_or_hub(folder / "longbook_sum_eng.jsonl", "xinrongzhang2022/InfiniteBench", None,
-                               "longbook_sum_eng", hint):
+    for r in read_local_or_hub(
+        folder / "longbook_sum_eng.jsonl", "xinrongzhang2022/InfiniteBench", None, "longbook_sum_eng", hint
+    ):
         _need("infbench_sum", r, ("id", "context", "answer"), folder, hint)
         gold = (r["answer"][0] if isinstance(r["answer"], list) else r["answer"]).strip()
         items.append(LongDoc(str(r["id"]), r["context"], "", (gold,), gold, keypoints.get(str(r["id"]), ()), gold))
@@ -105,16 +117,27 @@ def load_multi_lexsum(data_dir: str | None) -> LongDocSet:
             if r.get("summary/short") is None:  # HELMET keeps only cases with a short summary
                 continue
             _need("multi_lexsum", r, ("id", "sources", "summary/long"), folder, hint)
-            out.append(LongDoc(str(r["id"]), "\n\n".join(r["sources"]), "", (r["summary/short"],),
-                               r["summary/long"], tuple(r.get("summary/short_keypoints") or ()), r["summary/short"]))
+            out.append(
+                LongDoc(
+                    str(r["id"]),
+                    "\n\n".join(r["sources"]),
+                    "",
+                    (r["summary/short"],),
+                    r["summary/long"],
+                    tuple(r.get("summary/short_keypoints") or ()),
+                    r["summary/short"],
+                )
+            )
         return out
 
     items, demos = read("validation"), read("train")
     # HELMET's key points for the validation cases (scripts/eval_gpt4_summ.py reads them from this file)
     keyfile = folder / "multi_lexsum_val.jsonl"
     if keyfile.is_file():
-        shipped = {str(r["id"]): tuple(r.get("summary/short_keypoints") or ())
-                   for r in load_rows(str(keyfile), "train", None, hint)}
+        shipped = {
+            str(r["id"]): tuple(r.get("summary/short_keypoints") or ())
+            for r in load_rows(str(keyfile), "train", None, hint)
+        }
         items = [replace(d, keypoints=shipped.get(d.key) or d.keypoints) for d in items]
     return LongDocSet(tuple(items), tuple(demos), _digest([(d.key, d.answers, d.keypoints, d.context) for d in items]))
 
@@ -137,8 +160,10 @@ class CiteSet:
     sha256: str
 
 
-ALCE_FILES = {"alce_asqa": ("asqa_eval_gtr_top2000.json", "asqa_revised.json"),
-              "alce_qampari": ("qampari_eval_gtr_top2000.json", "qampari_revised.json")}
+ALCE_FILES = {
+    "alce_asqa": ("asqa_eval_gtr_top2000.json", "asqa_revised.json"),
+    "alce_qampari": ("qampari_eval_gtr_top2000.json", "qampari_revised.json"),
+}
 
 
 @lru_cache(maxsize=4)
@@ -148,8 +173,10 @@ def load_alce(task: str, data_dir: str | None) -> CiteSet:
     test = root / "alce" / test_name
     prompt = next((p for p in (root / "alce" / prompt_name, root / "prompts" / prompt_name) if p.is_file()), None)
     if not test.is_file() or prompt is None:
-        raise DataNotGiven(f"{task} needs HELMET's alce/{test_name} and its prompt file {prompt_name} (in alce/ "
-                              f"or prompts/) under --data-dir; {FETCH_HINT}")
+        raise DataNotGiven(
+            f"{task} needs HELMET's alce/{test_name} and its prompt file {prompt_name} (in alce/ "
+            f"or prompts/) under --data-dir; {FETCH_HINT}"
+        )
     problem = first_bad_line(prompt)
     if problem:
         raise DataUnavailable(f"{problem}; use HELMET's {prompt_name}")
@@ -163,9 +190,24 @@ def load_alce(task: str, data_dir: str | None) -> CiteSet:
     items = []
     for i, r in enumerate(load_rows(str(test), "train", None, f"check it with `ctxgate data verify {root}`")):
         _need(task, r, ("question", "docs", "answers" if qampari else "qa_pairs"), test, FETCH_HINT)
-        answers = (tuple(tuple(a) for a in r["answers"]) if qampari
-                   else tuple(tuple(p["short_answers"]) for p in r["qa_pairs"]))
-        items.append(CiteItem(str(r.get("sample_id") or r.get("id") or i), r["question"],
-                              tuple((d["title"], d["text"]) for d in r["docs"]), answers))
-    return CiteSet(tuple(items), spec["instruction"], spec["demo_prompt"], spec["doc_prompt"], tuple(spec["demos"]),
-                   _digest([spec, [(c.key, c.question, c.docs, c.answers) for c in items]]))
+        answers = (
+            tuple(tuple(a) for a in r["answers"])
+            if qampari
+            else tuple(tuple(p["short_answers"]) for p in r["qa_pairs"])
+        )
+        items.append(
+            CiteItem(
+                str(r.get("sample_id") or r.get("id") or i),
+                r["question"],
+                tuple((d["title"], d["text"]) for d in r["docs"]),
+                answers,
+            )
+        )
+    return CiteSet(
+        tuple(items),
+        spec["instruction"],
+        spec["demo_prompt"],
+        spec["doc_prompt"],
+        tuple(spec["demos"]),
+        _digest([spec, [(c.key, c.question, c.docs, c.answers) for c in items]]),
+    )

@@ -55,10 +55,16 @@ class Pool:
 # task -> (folder under the data dir, test-file regex, demo-file regex); (\d+) is k, the passages per line.
 RAG_FILES = {
     "kilt_nq": ("kilt", r"nq-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl", r"nq-train-multikilt_1000_k(\d+)_dep\d+\.jsonl"),
-    "kilt_triviaqa": ("kilt", r"triviaqa-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl",
-                      r"triviaqa-train-multikilt_1000_k(\d+)_dep\d+\.jsonl"),
-    "kilt_hotpotqa": ("kilt", r"hotpotqa-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl",
-                      r"hotpotqa-train-multikilt_1000_k(\d+)_dep\d+\.jsonl"),
+    "kilt_triviaqa": (
+        "kilt",
+        r"triviaqa-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl",
+        r"triviaqa-train-multikilt_1000_k(\d+)_dep\d+\.jsonl",
+    ),
+    "kilt_hotpotqa": (
+        "kilt",
+        r"hotpotqa-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl",
+        r"hotpotqa-train-multikilt_1000_k(\d+)_dep\d+\.jsonl",
+    ),
     "kilt_popqa": ("kilt", r"popqa_test_1000_k(\d+)_dep\d+\.jsonl", r"popqa_train_1000_k(\d+)_dep\d+\.jsonl"),
 }
 # HELMET HEAD's layout first, then the first release's
@@ -98,8 +104,10 @@ def _digest(*paths: Path) -> str:
 def _check(record: dict[str, Any], path: Path, fields: tuple[str, ...]) -> None:
     missing = [f for f in fields if f not in record]
     if missing:
-        raise DataUnavailable(f"{path}: a record lacks {', '.join(missing)} (has {', '.join(sorted(record))}); "
-                              f"HELMET's layout is expected, check it with `ctxgate data verify {path.parent}`")
+        raise DataUnavailable(
+            f"{path}: a record lacks {', '.join(missing)} (has {', '.join(sorted(record))}); "
+            f"HELMET's layout is expected, check it with `ctxgate data verify {path.parent}`"
+        )
 
 
 @lru_cache(maxsize=8)
@@ -121,16 +129,27 @@ def load_rag(task: str, data_dir: str | None) -> Pool:
         for c in r["ctxs"]:
             p = _passage(c)
             (entry["gold"] if _is_gold(c, normalized, flagged) else entry["other"]).setdefault((p.title, p.text), p)
-    items = tuple(RagItem(k, e["question"], e["answers"], tuple(e["gold"].values()), tuple(e["other"].values()))
-                  for k, e in grouped.items() if e["gold"])
+    items = tuple(
+        RagItem(k, e["question"], e["answers"], tuple(e["gold"].values()), tuple(e["other"].values()))
+        for k, e in grouped.items()
+        if e["gold"]
+    )
     if not items:
-        raise DataUnavailable(f"{test}: no question has a gold passage (ctxs flagged has_answer, or containing an "
-                              f"answer); check it with `ctxgate data verify {test.parent}`")
+        raise DataUnavailable(
+            f"{test}: no question has a gold passage (ctxs flagged has_answer, or containing an "
+            f"answer); check it with `ctxgate data verify {test.parent}`"
+        )
     demos = []
     for r in demo_rows:
         _check(r, demo_path, ("question", "answers", "ctxs"))
-        demos.append(Demo(str(r.get("id", r["question"])), r["question"], str(r["answers"][0]),
-                          tuple(_passage(c) for c in r["ctxs"])))
+        demos.append(
+            Demo(
+                str(r.get("id", r["question"])),
+                r["question"],
+                str(r["answers"][0]),
+                tuple(_passage(c) for c in r["ctxs"]),
+            )
+        )
     return Pool(items, tuple(_dedupe(demos)), _digest(test, demo_path), str(test))
 
 
@@ -143,8 +162,9 @@ def _dedupe(demos: list[Demo]) -> list[Demo]:
 
 @lru_cache(maxsize=4)
 def load_msmarco(data_dir: str | None) -> Pool:
-    folder = next((f for f in MSMARCO_FOLDERS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)),
-                  MSMARCO_FOLDERS[0])
+    folder = next(
+        (f for f in MSMARCO_FOLDERS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)), MSMARCO_FOLDERS[0]
+    )
     test, demo_path = _files(data_dir, "msmarco_rerank", folder, MSMARCO_TEST, MSMARCO_DEMO)
     grouped: dict[str, dict[str, Any]] = {}
     for r in read_jsonl(test):

@@ -41,37 +41,104 @@ def _expected() -> list[Expected]:
         out += [Expected(task, folder, test, fields), Expected(task, folder, demo, fields)]
     head, first = MSMARCO_FOLDERS  # either layout serves: each is optional alone
     for folder, other in ((head, first), (first, head)):
-        out += [Expected("msmarco_rerank", folder, pattern, ("qid", "query", "ctxs"),
-                         optional=f"HELMET's other layout keeps them in {other}/")
-                for pattern in (MSMARCO_TEST, re.escape(MSMARCO_DEMO))]
+        out += [
+            Expected(
+                "msmarco_rerank",
+                folder,
+                pattern,
+                ("qid", "query", "ctxs"),
+                optional=f"HELMET's other layout keeps them in {other}/",
+            )
+            for pattern in (MSMARCO_TEST, re.escape(MSMARCO_DEMO))
+        ]
     for task, src in ICL_SOURCES.items():
         for split in ("train", src.test_split) if src.test_split else ("train",):
-            out.append(Expected(task, f"icl/{src.folder}", re.escape(f"{split}.jsonl"),
-                                (src.text_field, src.label_field), f"{src.hub_id} ({split})"))
+            out.append(
+                Expected(
+                    task,
+                    f"icl/{src.folder}",
+                    re.escape(f"{split}.jsonl"),
+                    (src.text_field, src.label_field),
+                    f"{src.hub_id} ({split})",
+                )
+            )
     for task, subset in INFBENCH_SUBSETS.items():
-        out.append(Expected(task, "infbench", re.escape(f"{subset}.jsonl"), ("id", "context", "input", "answer"),
-                            f"{INFBENCH_HUB} ({subset})"))
-    out += [Expected("narrativeqa", "narrativeqa", re.escape(f"{split}.jsonl"), ("document", "question", "answers"),
-                     f"deepmind/narrativeqa ({split})") for split in ("test", "train")]
-    out.append(Expected("infbench_sum", "infbench", re.escape("longbook_sum_eng.jsonl"), ("id", "context", "answer"),
-                        f"{INFBENCH_HUB} (longbook_sum_eng)"))
-    out += [Expected("multi_lexsum", "multi_lexsum", re.escape(f"{split}.jsonl"),
-                     ("id", "sources", "summary/long", "summary/short"), f"allenai/multi_lexsum ({split})")
-            for split in ("validation", "train")]
+        out.append(
+            Expected(
+                task,
+                "infbench",
+                re.escape(f"{subset}.jsonl"),
+                ("id", "context", "input", "answer"),
+                f"{INFBENCH_HUB} ({subset})",
+            )
+        )
     out += [
-        Expected("multi_lexsum", "multi_lexsum", re.escape("multi_lexsum_val.jsonl"), ("id", "summary/short_keypoints"),
-                 optional="the judge writes key points from the short summary"),
-        Expected("infbench_sum", "infbench", re.escape("longbook_sum_eng_keypoints.jsonl"), ("id", "keypoints"),
-                 optional="the judge writes key points from the gold summary"),
-        Expected("json_kv", "json_kv", r"test_k\d+_dep\d+\.jsonl", ("context", "question", "answer", "demos"),
-                 optional="JSON KV is generated"),
+        Expected(
+            "narrativeqa",
+            "narrativeqa",
+            re.escape(f"{split}.jsonl"),
+            ("document", "question", "answers"),
+            f"deepmind/narrativeqa ({split})",
+        )
+        for split in ("test", "train")
     ]
-    out += [Expected(task, f"ruler/{folder}", r"validation_\d+\.jsonl", ("context", "query", "outputs"),
-                     optional="HELMET Recall uses the suite's RULER cases")
-            for task, folder in RULER_FOLDERS.items()]
+    out.append(
+        Expected(
+            "infbench_sum",
+            "infbench",
+            re.escape("longbook_sum_eng.jsonl"),
+            ("id", "context", "answer"),
+            f"{INFBENCH_HUB} (longbook_sum_eng)",
+        )
+    )
+    out += [
+        Expected(
+            "multi_lexsum",
+            "multi_lexsum",
+            re.escape(f"{split}.jsonl"),
+            ("id", "sources", "summary/long", "summary/short"),
+            f"allenai/multi_lexsum ({split})",
+        )
+        for split in ("validation", "train")
+    ]
+    out += [
+        Expected(
+            "multi_lexsum",
+            "multi_lexsum",
+            re.escape("multi_lexsum_val.jsonl"),
+            ("id", "summary/short_keypoints"),
+            optional="the judge writes key points from the short summary",
+        ),
+        Expected(
+            "infbench_sum",
+            "infbench",
+            re.escape("longbook_sum_eng_keypoints.jsonl"),
+            ("id", "keypoints"),
+            optional="the judge writes key points from the gold summary",
+        ),
+        Expected(
+            "json_kv",
+            "json_kv",
+            r"test_k\d+_dep\d+\.jsonl",
+            ("context", "question", "answer", "demos"),
+            optional="JSON KV is generated",
+        ),
+    ]
+    out += [
+        Expected(
+            task,
+            f"ruler/{folder}",
+            r"validation_\d+\.jsonl",
+            ("context", "query", "outputs"),
+            optional="HELMET Recall uses the suite's RULER cases",
+        )
+        for task, folder in RULER_FOLDERS.items()
+    ]
     for task, (test, prompt) in ALCE_FILES.items():
-        out += [Expected(task, "alce", re.escape(test), ("question", "docs")),
-                Expected(task, "alce", re.escape(prompt), ("instruction", "demo_prompt", "doc_prompt", "demos"))]
+        out += [
+            Expected(task, "alce", re.escape(test), ("question", "docs")),
+            Expected(task, "alce", re.escape(prompt), ("instruction", "demo_prompt", "doc_prompt", "demos")),
+        ]
     return out
 
 
@@ -136,16 +203,23 @@ def verify(root: Path) -> list[Finding]:
             if not isinstance(pins, dict):
                 raise TypeError("'files' is not a table")
         except (ValueError, KeyError, TypeError) as exc:
-            raise DataUnavailable(f"{lock_path} is not a readable lock file ({exc}): delete it and run `ctxgate "
-                                  f"data verify {root} --write-lock` again") from None
+            raise DataUnavailable(
+                f"{lock_path} is not a readable lock file ({exc}): delete it and run `ctxgate "
+                f"data verify {root} --write-lock` again"
+            ) from None
     findings: list[Finding] = []
     seen: set[str] = set()
     for e in EXPECTED:
         paths = _matches(root, e)
         if not paths:
             status = "hub" if e.hub else "optional" if e.optional else "missing"
-            detail = (f"read from the hub: {e.hub}" if e.hub else f"absent: {e.optional}" if e.optional
-                      else f"no file matching {e.pattern!r}")
+            detail = (
+                f"read from the hub: {e.hub}"
+                if e.hub
+                else f"absent: {e.optional}"
+                if e.optional
+                else f"no file matching {e.pattern!r}"
+            )
             findings.append(Finding(e.task, f"{e.folder}/", status, detail))
         for p in paths:
             rel = p.relative_to(root).as_posix()

@@ -16,8 +16,11 @@ from pathlib import Path
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import FETCH_HINT, read_jsonl
 
-FOLDERS = {"helmet_multikey_2": "niah_multikey_2", "helmet_multikey_3": "niah_multikey_3",
-           "helmet_multivalue": "niah_multivalue"}
+FOLDERS = {
+    "helmet_multikey_2": "niah_multikey_2",
+    "helmet_multikey_3": "niah_multikey_3",
+    "helmet_multivalue": "niah_multivalue",
+}
 FIELDS = ("context", "query", "outputs", "type_needle_v")
 
 
@@ -44,15 +47,18 @@ def ruler_path(task: str, data_dir: str | None, length: int) -> Path:
 def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
     path = ruler_path(task, data_dir, length)
     if not data_dir or not path.is_file():
-        raise DataNotGiven(f"{task} reads HELMET's {path.relative_to(Path(data_dir or '.'))} (none for length "
-                              f"{length}; HELMET ships 8K-128K); the suite's RULER cases stand in for HELMET Recall "
-                              f"without it; {FETCH_HINT}")
+        raise DataNotGiven(
+            f"{task} reads HELMET's {path.relative_to(Path(data_dir or '.'))} (none for length "
+            f"{length}; HELMET ships 8K-128K); the suite's RULER cases stand in for HELMET Recall "
+            f"without it; {FETCH_HINT}"
+        )
     records = []
     for n, r in enumerate(read_jsonl(path), start=1):
         missing = [k for k in FIELDS if k not in r]
         if missing:
-            raise DataUnavailable(f"{path}: record {n} lacks {', '.join(missing)}; check the folder with "
-                                  f"`ctxgate data verify {data_dir}`")
+            raise DataUnavailable(
+                f"{path}: record {n} lacks {', '.join(missing)}; check the folder with `ctxgate data verify {data_dir}`"
+            )
         answers = r["outputs"] if isinstance(r["outputs"], list) else [r["outputs"]]
         records.append(RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], tuple(map(str, answers))))
     digest = hashlib.sha256(json.dumps([(x.context, x.query, x.answers) for x in records]).encode()).hexdigest()

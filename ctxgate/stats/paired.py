@@ -81,8 +81,9 @@ def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
     return low, high
 
 
-def compare(current: Sequence[float], baseline: Sequence[float], confidence: float = 0.95,
-            resamples: int = 4000, seed: int = 0) -> PairedResult:
+def compare(
+    current: Sequence[float], baseline: Sequence[float], confidence: float = 0.95, resamples: int = 4000, seed: int = 0
+) -> PairedResult:
     if len(current) != len(baseline) or not current:
         raise ValueError(f"paired comparison needs the same samples: {len(current)} vs {len(baseline)}")
     n = len(current)
@@ -97,13 +98,23 @@ def compare(current: Sequence[float], baseline: Sequence[float], confidence: flo
             # one-sided at `confidence` on each side = two-sided at 2 * confidence - 1
             p_low, p_high = clopper_pearson(c, d, 2 * confidence - 1)
             low, high = 100 * d * (2 * p_low - 1) / n, 100 * d * (2 * p_high - 1) / n
-        return PairedResult(n, round(cur, 2), round(base, 2), round(cur - base, 2), round(low, 2), round(high, 2),
-                            "exact-discordant", c, b)
+        return PairedResult(
+            n,
+            round(cur, 2),
+            round(base, 2),
+            round(cur - base, 2),
+            round(low, 2),
+            round(high, 2),
+            "exact-discordant",
+            c,
+            b,
+        )
     diffs = [x - y for x, y in zip(current, baseline)]
     rng = random.Random(seed)
     means = sorted(100 * sum(rng.choice(diffs) for _ in range(n)) / n for _ in range(resamples))
     tail = 1 - confidence
     low = means[int(tail * (resamples - 1))]
     high = means[int(confidence * (resamples - 1))]
-    return PairedResult(n, round(cur, 2), round(base, 2), round(cur - base, 2), round(low, 2), round(high, 2),
-                        "paired-bootstrap")
+    return PairedResult(
+        n, round(cur, 2), round(base, 2), round(cur - base, 2), round(low, 2), round(high, 2), "paired-bootstrap"
+    )

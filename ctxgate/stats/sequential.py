@@ -145,8 +145,7 @@ class CaseTest:
     def __init__(self, rule: StopRule, questions: Questions) -> None:
         self.rule, self.questions = rule, questions
         self.floor = Bettor(questions.floor, rule.alpha) if questions.floor else None
-        self.drop = (Bettor((1.0 - questions.tolerance) / 2.0, rule.alpha)
-                     if questions.baseline is not None else None)
+        self.drop = Bettor((1.0 - questions.tolerance) / 2.0, rule.alpha) if questions.baseline is not None else None
         self.used = 0
         self.verdict: str | None = None  # "pass" | "fail" | None
 
@@ -174,23 +173,36 @@ class CaseTest:
         return None
 
     def record(self, budget: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"alpha": self.rule.alpha, "min_samples": self.rule.min_samples, "used": self.used,
-                               "budget": budget, "decided": self.verdict,
-                               "stopped": {"pass": "certain it passes", "fail": "certain it fails",
-                                           None: "budget"}[self.verdict]}
+        out: dict[str, Any] = {
+            "alpha": self.rule.alpha,
+            "min_samples": self.rule.min_samples,
+            "used": self.used,
+            "budget": budget,
+            "decided": self.verdict,
+            "stopped": {"pass": "certain it passes", "fail": "certain it fails", None: "budget"}[self.verdict],
+        }
         if self.floor is not None:
             out["floor"] = {"decided": self.floor.decided(), "interval": _percent(self.floor.low, self.floor.high)}
         if self.drop is not None:
-            out["baseline"] = {"decided": self.drop.decided(), "tolerance": round(self.questions.tolerance * 100, 2),
-                               "interval": _percent(2 * self.drop.low - 1, 2 * self.drop.high - 1)}
+            out["baseline"] = {
+                "decided": self.drop.decided(),
+                "tolerance": round(self.questions.tolerance * 100, 2),
+                "interval": _percent(2 * self.drop.low - 1, 2 * self.drop.high - 1),
+            }
         return out
 
 
 def full_count_record(rule: StopRule, used: int, budget: int, why: str) -> dict[str, Any]:
     """The record of a case that --sequential ran in full although it has a gate question (a judged case with no
     judge in the run: no scores to test), so the report says why it did not stop."""
-    return {"alpha": rule.alpha, "min_samples": rule.min_samples, "used": used, "budget": budget, "decided": None,
-            "stopped": why}
+    return {
+        "alpha": rule.alpha,
+        "min_samples": rule.min_samples,
+        "used": used,
+        "budget": budget,
+        "decided": None,
+        "stopped": why,
+    }
 
 
 def _percent(low: float, high: float) -> list[float]:

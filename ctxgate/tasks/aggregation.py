@@ -19,16 +19,22 @@ from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, TaskTooShort, mak
 from ctxgate.tasks.registry import register
 from ctxgate.textcodec import PieceEncoder
 
-CWE_HEAD = ("Below is a numbered list of words. In these words, some appear more often than others. "
-            "Memorize the ones that appear most often.\n")
+CWE_HEAD = (
+    "Below is a numbered list of words. In these words, some appear more often than others. "
+    "Memorize the ones that appear most often.\n"
+)
 CWE_TAIL = "\nQuestion: What are the 10 most common words in the above list?"
 CWE_PREFIX = " Answer: The top 10 words that appear most often in the list are:"
 NUM_CW = 10
 
-FWE_HEAD = ("Read the following coded text and track the frequency of each coded word. Find the three most "
-            "frequently appeared coded words. ")
-FWE_TAIL = ("\nQuestion: Do not provide any explanation. Please ignore the dots '....'. What are the three most "
-            "frequently appeared words in the above coded text?")
+FWE_HEAD = (
+    "Read the following coded text and track the frequency of each coded word. Find the three most "
+    "frequently appeared coded words. "
+)
+FWE_TAIL = (
+    "\nQuestion: Do not provide any explanation. Please ignore the dots '....'. What are the three most "
+    "frequently appeared words in the above coded text?"
+)
 FWE_PREFIX = " Answer: According to the coded text above, the three most frequently appeared words are:"
 ZETA_2 = math.pi**2 / 6
 
@@ -93,8 +99,15 @@ def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) ->
         if ex_words:
             ex_chosen = rng.sample(vocab, ex_words)
             ex_items = _cwe_list(rng, ex_chosen, ex_cw, ex_ucw)
-            example = (CWE_HEAD + "".join(_numbered(ex_items)) + CWE_TAIL + CWE_PREFIX + " "
-                       + " ".join(f"{i + 1}. {w}" for i, w in enumerate(ex_chosen[:NUM_CW])) + "\n")
+            example = (
+                CWE_HEAD
+                + "".join(_numbered(ex_items))
+                + CWE_TAIL
+                + CWE_PREFIX
+                + " "
+                + " ".join(f"{i + 1}. {w}" for i, w in enumerate(ex_chosen[:NUM_CW]))
+                + "\n"
+            )
         frame = make_frame(ctx, [example, CWE_HEAD] if example else [CWE_HEAD], [CWE_TAIL], CWE_PREFIX)
         budget = frame.budget(length, gen)
         order = rng.sample(vocab, len(vocab))
@@ -111,8 +124,15 @@ def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) ->
         raise TaskTooShort(f"cwe cannot be built at length {length}: not even 10 words fit; choose a longer --lengths")
     items = _cwe_list(rng, order[:n], cw, ucw)
     ids = frame.pre + tuple(i for p in enc.encode_many(_numbered(items)) for i in p) + frame.post
-    return Sample("cwe", length, index, ids, tuple(order[:NUM_CW]), CWE_PREFIX,
-                  {"num_words": n, "freq_cw": cw, "freq_ucw": ucw, "example_words": ex_words})
+    return Sample(
+        "cwe",
+        length,
+        index,
+        ids,
+        tuple(order[:NUM_CW]),
+        CWE_PREFIX,
+        {"num_words": n, "freq_cw": cw, "freq_ucw": ucw, "example_words": ex_words},
+    )
 
 
 def build_fwe(ctx: BuildContext, length: int, index: int, rng: random.Random, alpha: float = 2.0) -> Sample:
@@ -128,7 +148,7 @@ def build_fwe(ctx: BuildContext, length: int, index: int, rng: random.Random, al
     frame = make_frame(ctx, [FWE_HEAD], [FWE_TAIL], FWE_PREFIX)
     budget = frame.budget(length, gen)
     sizes = [len(ids) for ids in enc.encode_fresh([" " + w for w in vocab])]
-    weights = [k ** -alpha / ZETA_2 for k in range(1, vocab_size + 1)]
+    weights = [k**-alpha / ZETA_2 for k in range(1, vocab_size + 1)]
 
     def counts(num_words: int) -> list[int]:
         return [int(num_words * w) for w in weights]
@@ -139,28 +159,46 @@ def build_fwe(ctx: BuildContext, length: int, index: int, rng: random.Random, al
     num_words = largest_fitting(cost, 1, 4 * max(budget, 1), budget)
     cnt = counts(num_words)
     if num_words < 1 or min(cnt[1:4]) < 1 or cnt[3] == cnt[4]:
-        raise TaskTooShort(f"fwe cannot be built at length {length}: too few words fit to rank the top three; "
-                           "choose a longer --lengths")
+        raise TaskTooShort(
+            f"fwe cannot be built at length {length}: too few words fit to rank the top three; "
+            "choose a longer --lengths"
+        )
     items = [w for w, c in zip(vocab, cnt) for _ in range(c)]
     rng.shuffle(items)
     piece_ids = dict(zip(vocab, enc.encode_fresh([" " + w for w in vocab])))
     first = enc.encode_fresh([items[0]])[0]
     context = list(first) + [i for w in items[1:] for i in piece_ids[w]]
     ids = frame.pre + tuple(context) + frame.post
-    return Sample("fwe", length, index, ids, tuple(vocab[1:4]), FWE_PREFIX,
-                  {"num_words": num_words, "counts_top5": cnt[:5]})
+    return Sample(
+        "fwe", length, index, ids, tuple(vocab[1:4]), FWE_PREFIX, {"num_words": num_words, "counts_top5": cnt[:5]}
+    )
 
 
 @register
 def cwe() -> TaskSpec:
-    return TaskSpec(name="cwe", suite="ruler", chat_template=True, category="aggregation", metric="string_match_all",
-                    tokens_to_generate=120, build=build_cwe, markers=("ruler",),
-                    description="10 common words (30x) among uncommon ones (3x)")
+    return TaskSpec(
+        name="cwe",
+        suite="ruler",
+        chat_template=True,
+        category="aggregation",
+        metric="string_match_all",
+        tokens_to_generate=120,
+        build=build_cwe,
+        markers=("ruler",),
+        description="10 common words (30x) among uncommon ones (3x)",
+    )
 
 
 @register
 def fwe() -> TaskSpec:
-    return TaskSpec(name="fwe", suite="ruler", chat_template=True, category="aggregation", metric="string_match_all",
-                    tokens_to_generate=50, build=build_fwe, markers=("ruler",),
-                    description="three most frequent coded words, zeta(2) frequencies")
-
+    return TaskSpec(
+        name="fwe",
+        suite="ruler",
+        chat_template=True,
+        category="aggregation",
+        metric="string_match_all",
+        tokens_to_generate=50,
+        build=build_fwe,
+        markers=("ruler",),
+        description="three most frequent coded words, zeta(2) frequencies",
+    )

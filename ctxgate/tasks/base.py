@@ -66,7 +66,11 @@ class Frame:
 
 
 def make_frame(
-    ctx: BuildContext, head: Sequence[str], tail: Sequence[str], answer_prefix: str, separator: str = "",
+    ctx: BuildContext,
+    head: Sequence[str],
+    tail: Sequence[str],
+    answer_prefix: str,
+    separator: str = "",
     prefix_after_chat: bool = True,
 ) -> Frame:
     """Build the fixed ids. ``separator`` joins the user text and the answer prefix when no chat template is used
@@ -107,8 +111,9 @@ def fill_count(unit_sizes: Sequence[int], budget: int) -> int:
     return len(unit_sizes)
 
 
-def fill_fresh(enc: PieceEncoder, make_line: Callable[[], str], room: int, sep: str,
-               known: dict[str, tuple[int, ...]]) -> list[str]:
+def fill_fresh(
+    enc: PieceEncoder, make_line: Callable[[], str], room: int, sep: str, known: dict[str, tuple[int, ...]]
+) -> list[str]:
     """One-off lines of random content until ``room`` tokens are used. Each line is tokenized once, behind its
     separator, and its ids are kept in ``known`` for assembly."""
     lines: list[str] = []

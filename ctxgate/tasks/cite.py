@@ -32,29 +32,61 @@ def build_cite(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     # HELMET samples the two demos unseeded (random.sample); ctxgate seeds them per test item.
     picks = seeded_sample(range(len(data.demos)), SHOTS, "demos", task, item.key, ctx.seed)
     demos = "\n\n\n".join(
-        data.demo_prompt.format(**{**data.demos[i], "instruction": data.instruction,
-                                   "context": "\n\n".join(_docs(data.doc_prompt,
-                                                                [(d["title"], d["text"]) for d in data.demos[i]["docs"]]))})
-        for i in picks)
+        data.demo_prompt.format(
+            **{
+                **data.demos[i],
+                "instruction": data.instruction,
+                "context": "\n\n".join(
+                    _docs(data.doc_prompt, [(d["title"], d["text"]) for d in data.demos[i]["docs"]])
+                ),
+            }
+        )
+        for i in picks
+    )
     head = f"{demos}\n\n\n{data.instruction}\n\nQuestion: {item.question}\n\n"
     units = _docs(data.doc_prompt, list(item.docs))
-    ids, k = fit_units(ctx, task, length, GEN, head, "", PREFIX, "\n\n", units, lambda k: list(range(k)), 1,
-                       "documents")
+    ids, k = fit_units(
+        ctx, task, length, GEN, head, "", PREFIX, "\n\n", units, lambda k: list(range(k)), 1, "documents"
+    )
     qampari = task == "alce_qampari"
-    return Sample(task, length, index, ids, tuple(a[0] for a in item.answers if a), PREFIX,
-                  {"item_id": item.key, "num_docs": k, "pool_exhausted": k == len(item.docs),
-                   "demo_indices": list(picks), "data_sha256": data.sha256,
-                   # every document of the record: a citation to one not shown is still checked against it,
-                   # as the reference does (only the cited ones are stored: judge.score.compact_input)
-                   "judge_input": {"question": item.question, "docs": [list(d) for d in item.docs],
-                                   ("answers" if qampari else "short_answers"): [list(a) for a in item.answers]}})
+    return Sample(
+        task,
+        length,
+        index,
+        ids,
+        tuple(a[0] for a in item.answers if a),
+        PREFIX,
+        {
+            "item_id": item.key,
+            "num_docs": k,
+            "pool_exhausted": k == len(item.docs),
+            "demo_indices": list(picks),
+            "data_sha256": data.sha256,
+            # every document of the record: a citation to one not shown is still checked against it,
+            # as the reference does (only the cited ones are stored: judge.score.compact_input)
+            "judge_input": {
+                "question": item.question,
+                "docs": [list(d) for d in item.docs],
+                ("answers" if qampari else "short_answers"): [list(a) for a in item.answers],
+            },
+        },
+    )
 
 
 def _spec(name: str, metric: str, description: str) -> TaskSpec:
-    return TaskSpec(name=name, suite="helmet", category="cite", metric=metric, tokens_to_generate=GEN,
-                    build=lambda ctx, L, i, rng: build_cite(name, ctx, L, i), markers=("helmet", "cite", "judge"),
-                    scoring_prefix=PREFIX, chat_template=True, description=description,
-                    pool_size=lambda ctx, length: len(load_alce(name, ctx.data_dir).items))
+    return TaskSpec(
+        name=name,
+        suite="helmet",
+        category="cite",
+        metric=metric,
+        tokens_to_generate=GEN,
+        build=lambda ctx, L, i, rng: build_cite(name, ctx, L, i),
+        markers=("helmet", "cite", "judge"),
+        scoring_prefix=PREFIX,
+        chat_template=True,
+        description=description,
+        pool_size=lambda ctx, length: len(load_alce(name, ctx.data_dir).items),
+    )
 
 
 @register

@@ -14,9 +14,20 @@ from ctxgate.tasks.base import BuildContext, TaskTooShort, fill_count, make_fram
 SEP = "\n\n"
 
 
-def fit_units(ctx: BuildContext, task: str, length: int, gen: int, head: str, tail: str, answer_prefix: str,
-              separator: str, units: Sequence[str], layout: Callable[[int], list[int]], minimum: int,
-              what: str) -> tuple[tuple[int, ...], int]:
+def fit_units(
+    ctx: BuildContext,
+    task: str,
+    length: int,
+    gen: int,
+    head: str,
+    tail: str,
+    answer_prefix: str,
+    separator: str,
+    units: Sequence[str],
+    layout: Callable[[int], list[int]],
+    minimum: int,
+    what: str,
+) -> tuple[tuple[int, ...], int]:
     """Prompt ids and the number of units used. ``units`` are the candidates in the order they are kept (the
     must-haves first); ``layout(k)`` gives the display order of the first k as indices.
 
@@ -28,7 +39,7 @@ def fit_units(ctx: BuildContext, task: str, length: int, gen: int, head: str, ta
     encoded: list[tuple[int, ...]] = []
     used = 0
     while len(encoded) < len(units) and used <= budget:
-        batch = units[len(encoded): len(encoded) + 64]
+        batch = units[len(encoded) : len(encoded) + 64]
         for ids in enc.encode_fresh([SEP + u for u in batch]):
             encoded.append(ids)
             used += len(ids)
@@ -41,8 +52,10 @@ def fit_units(ctx: BuildContext, task: str, length: int, gen: int, head: str, ta
         if len(body) <= budget:
             return frame.pre + body + frame.post, k
         if k <= minimum:  # tokens merged across a boundary and the must-haves alone overflow
-            raise TaskTooShort(f"{task} cannot be built at length {length}: its fixed parts and {minimum} "
-                               f"{what} take {len(body) - budget} tokens too many; choose a longer --lengths value")
+            raise TaskTooShort(
+                f"{task} cannot be built at length {length}: its fixed parts and {minimum} "
+                f"{what} take {len(body) - budget} tokens too many; choose a longer --lengths value"
+            )
         k -= 1
 
 
@@ -50,8 +63,18 @@ OMITTED = " ... [the rest of the text is omitted]"  # HELMET's suffix for a cut 
 MIN_DOCUMENT_TOKENS = 16
 
 
-def fit_document(ctx: BuildContext, task: str, length: int, gen: int, head: str, tail: str, answer_prefix: str,
-                 separator: str, text: str, suffix: str = OMITTED) -> tuple[tuple[int, ...], int, bool]:
+def fit_document(
+    ctx: BuildContext,
+    task: str,
+    length: int,
+    gen: int,
+    head: str,
+    tail: str,
+    answer_prefix: str,
+    separator: str,
+    text: str,
+    suffix: str = OMITTED,
+) -> tuple[tuple[int, ...], int, bool]:
     """Prompt ids with one long document (a book, a script, case files) between ``head`` and ``tail``, cut to
     what fits (ending with ``suffix``; HELMET's run-time cut of a pre-built context has none); also the
     document's token count and whether it was cut."""

@@ -14,36 +14,55 @@ from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_
 from ctxgate.tasks.fitting import cut_document
 from ctxgate.tasks.registry import register
 
-ONE = ("A special magic {type_needle_v} is hidden within the following text. Make sure to memorize it. I will quiz "
-       "you about the {type_needle_v} afterwards.\n",
-       "\nWhat is the special magic {type_needle_v} for {query} mentioned in the provided text?",
-       "The special magic {type_needle_v} for {query} mentioned in the provided text is")
-MANY = ("Some special magic {type_needle_v} are hidden within the following text. Make sure to memorize it. I will "
-        "quiz you about the {type_needle_v} afterwards.\n",
-        "\nWhat are all the special magic {type_needle_v} for {query} mentioned in the provided text?",
-        "The special magic {type_needle_v} for {query} mentioned in the provided text are")
+ONE = (
+    "A special magic {type_needle_v} is hidden within the following text. Make sure to memorize it. I will quiz "
+    "you about the {type_needle_v} afterwards.\n",
+    "\nWhat is the special magic {type_needle_v} for {query} mentioned in the provided text?",
+    "The special magic {type_needle_v} for {query} mentioned in the provided text is",
+)
+MANY = (
+    "Some special magic {type_needle_v} are hidden within the following text. Make sure to memorize it. I will "
+    "quiz you about the {type_needle_v} afterwards.\n",
+    "\nWhat are all the special magic {type_needle_v} for {query} mentioned in the provided text?",
+    "The special magic {type_needle_v} for {query} mentioned in the provided text are",
+)
 BUDGETS = {"helmet_multikey_2": 50, "helmet_multikey_3": 100, "helmet_multivalue": 50}
 
 
 def build(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     data = load_ruler_file(task, ctx.data_dir, length)
     record = data.records[order(len(data.records), ctx.seed)[index % len(data.records)]]
-    head, tail, prefix = (part.format(type_needle_v=record.type_needle_v, query=record.query)
-                          for part in (MANY if task == "helmet_multivalue" else ONE))
+    head, tail, prefix = (
+        part.format(type_needle_v=record.type_needle_v, query=record.query)
+        for part in (MANY if task == "helmet_multivalue" else ONE)
+    )
     frame = make_frame(ctx, [head], [tail], prefix, separator="\n", prefix_after_chat=False)
     budget = frame.budget(length, BUDGETS[task])
     need_room(task, length, budget, 1, "context tokens")
     context, cut = cut_document(ctx, record.context, budget, "")
-    return Sample(task, length, index, frame.pre + context + frame.post, record.answers, prefix,
-                  {"query": record.query, "context_cut": cut, "data_file": data.path, "data_sha256": data.sha256})
+    return Sample(
+        task,
+        length,
+        index,
+        frame.pre + context + frame.post,
+        record.answers,
+        prefix,
+        {"query": record.query, "context_cut": cut, "data_file": data.path, "data_sha256": data.sha256},
+    )
 
 
 def _spec(name: str, description: str) -> TaskSpec:
-    return TaskSpec(name=name, suite="helmet", category="recall", metric="string_match_all",
-                    tokens_to_generate=BUDGETS[name],
-                    build=lambda ctx, length, index, rng: build(name, ctx, length, index),
-                    markers=("helmet", "recall"), description=description,
-                    pool_size=lambda ctx, length: len(load_ruler_file(name, ctx.data_dir, length).records))
+    return TaskSpec(
+        name=name,
+        suite="helmet",
+        category="recall",
+        metric="string_match_all",
+        tokens_to_generate=BUDGETS[name],
+        build=lambda ctx, length, index, rng: build(name, ctx, length, index),
+        markers=("helmet", "recall"),
+        description=description,
+        pool_size=lambda ctx, length: len(load_ruler_file(name, ctx.data_dir, length).records),
+    )
 
 
 @register
@@ -59,4 +78,3 @@ def helmet_multikey_3() -> TaskSpec:
 @register
 def helmet_multivalue() -> TaskSpec:
     return _spec("helmet_multivalue", "HELMET's RULER niah_multivalue file (Recall)")
-

@@ -29,8 +29,10 @@ from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, interleave
 from ctxgate.tasks.fitting import fit_document, fit_units
 from ctxgate.tasks.registry import register
 
-INSTRUCTION = ('Use the provided mapping from the text to label to assign a label to the text. Only output '
-               '"label: {label}" and nothing else. \n\n')
+INSTRUCTION = (
+    "Use the provided mapping from the text to label to assign a label to the text. Only output "
+    '"label: {label}" and nothing else. \n\n'
+)
 ANSWER_PREFIX = "label:"
 GEN = 20
 LENGTHS = (4096, 8192, 16384, 32768, 65536, 131072)
@@ -78,8 +80,9 @@ def demo_rounds(data: ICLData, question: str, count: int, rng: random.Random) ->
         if text.strip() != question.strip():  # never the test item itself
             by_label.setdefault(label, []).append((text, label))
     if not by_label:
-        raise DataUnavailable("the ICL train split has no example to use as a demo; check it with "
-                              "`ctxgate data verify DIR`")
+        raise DataUnavailable(
+            "the ICL train split has no example to use as a demo; check it with `ctxgate data verify DIR`"
+        )
     decks = {lab: [] for lab in by_label}
     demos: list[tuple[str, int]] = []
     while len(demos) < count:
@@ -135,11 +138,25 @@ def build_helmet(task: str, ctx: BuildContext, length: int, index: int) -> Sampl
     mapping = list(range(SOURCES[task].num_labels))
     random.Random(local_seed).shuffle(mapping)
     context = "\n\n".join(f"{text}\nlabel: {mapping[lab]}" for text, lab in demos)
-    ids, _, cut = fit_document(ctx, task, length, GEN, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n",
-                               context, suffix="")
-    return Sample(task, length, index, ids, (str(mapping[label]),), ANSWER_PREFIX,
-                  {"shots_target": shots, "demos": "helmet", "context_cut": cut, "label": label,
-                   "mapped_label": mapping[label], "data_sha256": data.sha256})
+    ids, _, cut = fit_document(
+        ctx, task, length, GEN, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", context, suffix=""
+    )
+    return Sample(
+        task,
+        length,
+        index,
+        ids,
+        (str(mapping[label]),),
+        ANSWER_PREFIX,
+        {
+            "shots_target": shots,
+            "demos": "helmet",
+            "context_cut": cut,
+            "label": label,
+            "mapped_label": mapping[label],
+            "data_sha256": data.sha256,
+        },
+    )
 
 
 def build_icl(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
@@ -154,20 +171,57 @@ def build_icl(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     target = target_shots(task, length)
     demos = demo_rounds(data, question, target, rng)
     units = [f"{text}\nlabel: {mapping[lab]}" for text, lab in demos]
-    ids, k = fit_units(ctx, task, length, GEN, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", units,
-                       lambda k: list(range(k)), 1, "demos")
-    return Sample(task, length, index, ids, (str(mapping[label]),), ANSWER_PREFIX,
-                  {"shots_target": target, "shots": k, "label": label, "mapped_label": mapping[label],
-                   "rounds": k / data.num_labels, "demos": "placed", "data_sha256": data.sha256})
+    ids, k = fit_units(
+        ctx,
+        task,
+        length,
+        GEN,
+        INSTRUCTION,
+        f"\n\n{question}",
+        ANSWER_PREFIX,
+        "\n",
+        units,
+        lambda k: list(range(k)),
+        1,
+        "demos",
+    )
+    return Sample(
+        task,
+        length,
+        index,
+        ids,
+        (str(mapping[label]),),
+        ANSWER_PREFIX,
+        {
+            "shots_target": target,
+            "shots": k,
+            "label": label,
+            "mapped_label": mapping[label],
+            "rounds": k / data.num_labels,
+            "demos": "placed",
+            "data_sha256": data.sha256,
+        },
+    )
 
 
 def _spec(name: str, description: str) -> TaskSpec:
-    return TaskSpec(name=name, suite="helmet", category="icl", metric="label_em", tokens_to_generate=GEN,
-                    build=lambda ctx, L, i, rng: build_icl(name, ctx, L, i), markers=("helmet", "icl"),
-                    scoring_prefix=ANSWER_PREFIX, default_samples=500, description=description,
-                    pool_size=lambda ctx, length: len(
-                        helmet_test_items(name, ctx.data_dir, ctx.seed) if length in LENGTHS
-                        else balanced_order(name, ctx.data_dir, ctx.seed)))
+    return TaskSpec(
+        name=name,
+        suite="helmet",
+        category="icl",
+        metric="label_em",
+        tokens_to_generate=GEN,
+        build=lambda ctx, L, i, rng: build_icl(name, ctx, L, i),
+        markers=("helmet", "icl"),
+        scoring_prefix=ANSWER_PREFIX,
+        default_samples=500,
+        description=description,
+        pool_size=lambda ctx, length: len(
+            helmet_test_items(name, ctx.data_dir, ctx.seed)
+            if length in LENGTHS
+            else balanced_order(name, ctx.data_dir, ctx.seed)
+        ),
+    )
 
 
 @register

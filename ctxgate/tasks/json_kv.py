@@ -38,12 +38,34 @@ def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random
     if f is not None:  # HELMET's record: its demos as HELMET formats them ("Corresponding value:" + " " + value)
         row = f.rows[index % len(f.rows)]
         demos = "".join(f"Key: {k}\nCorresponding value: {v}\n\n" for k, v in row["demos"][:SHOTS])
-        ids, _, cut = fit_document(ctx, "json_kv", length, GEN, "", INSTRUCTION + demos + f"Key: {row['question']}",
-                                   ANSWER_PREFIX, "\n", row["context"], suffix="")
+        ids, _, cut = fit_document(
+            ctx,
+            "json_kv",
+            length,
+            GEN,
+            "",
+            INSTRUCTION + demos + f"Key: {row['question']}",
+            ANSWER_PREFIX,
+            "\n",
+            row["context"],
+            suffix="",
+        )
         answers = row["answer"] if isinstance(row["answer"], list) else [row["answer"]]
-        return Sample("json_kv", length, index, ids, tuple(map(str, answers)), ANSWER_PREFIX,
-                      {"source": "helmet_file", "context_cut": cut, "num_kvs": row.get("num_kvs"),
-                       "data_file": f.path, "data_sha256": f.sha256})
+        return Sample(
+            "json_kv",
+            length,
+            index,
+            ids,
+            tuple(map(str, answers)),
+            ANSWER_PREFIX,
+            {
+                "source": "helmet_file",
+                "context_cut": cut,
+                "num_kvs": row.get("num_kvs"),
+                "data_file": f.path,
+                "data_sha256": f.sha256,
+            },
+        )
     enc = ctx.encoder
     target_key, target_value = _uuid(rng), _uuid(rng)
     demos = [(_uuid(rng), _uuid(rng)) for _ in range(SHOTS)]
@@ -65,17 +87,38 @@ def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random
     piece_ids = enc.encode_fresh([entries[0]]) + [known[e] for e in entries[1:]]
     offset = len(frame.pre) + sum(len(p) for p in piece_ids[:position])
     ids = frame.pre + tuple(i for p in piece_ids for i in p) + frame.post
-    return Sample("json_kv", length, index, ids, (target_value,), ANSWER_PREFIX,
-                  {"depth": depth, "position": position, "num_kvs": len(entries), "target_offset": offset,
-                   "key": target_key, "source": "generated"})
+    return Sample(
+        "json_kv",
+        length,
+        index,
+        ids,
+        (target_value,),
+        ANSWER_PREFIX,
+        {
+            "depth": depth,
+            "position": position,
+            "num_kvs": len(entries),
+            "target_offset": offset,
+            "key": target_key,
+            "source": "generated",
+        },
+    )
 
 
 @register
 def json_kv() -> TaskSpec:
-    return TaskSpec(name="json_kv", suite="helmet", category="recall", metric="helmet_subem",
-                    tokens_to_generate=GEN, build=build_json_kv, markers=("helmet", "recall"),
-                    scoring_prefix=ANSWER_PREFIX, description="value of a UUID key in a JSON object",
-                    pool_size=lambda ctx, length: pool_size(ctx.data_dir, length, ctx.seed))
+    return TaskSpec(
+        name="json_kv",
+        suite="helmet",
+        category="recall",
+        metric="helmet_subem",
+        tokens_to_generate=GEN,
+        build=build_json_kv,
+        markers=("helmet", "recall"),
+        scoring_prefix=ANSWER_PREFIX,
+        description="value of a UUID key in a JSON object",
+        pool_size=lambda ctx, length: pool_size(ctx.data_dir, length, ctx.seed),
+    )
 
 
 def pool_size(data_dir: str | None, length: int, seed: int) -> int | None:

@@ -23,11 +23,15 @@ from ctxgate.tasks.fitting import fit_document
 from ctxgate.tasks.registry import register
 from ctxgate.tasks.selection import long_documents
 
-QA_INSTRUCTION = ("You are given a story and a question. Answer the question as concisely as you can, using a "
-                  "single phrase if possible.\n\n")
-MC_INSTRUCTION = ("You are given a story and a question with multiple choices. Choose the best answer from the "
-                  "options provided. Only one of the following options is correct, output the answer using one "
-                  "single letter (A, B, C, or D). Don't say anything else.\n\n")
+QA_INSTRUCTION = (
+    "You are given a story and a question. Answer the question as concisely as you can, using a "
+    "single phrase if possible.\n\n"
+)
+MC_INSTRUCTION = (
+    "You are given a story and a question with multiple choices. Choose the best answer from the "
+    "options provided. Only one of the following options is correct, output the answer using one "
+    "single letter (A, B, C, or D). Don't say anything else.\n\n"
+)
 ANSWER_PREFIX = "Answer:"
 GEN = 10
 SHOTS = 2
@@ -43,8 +47,10 @@ def gold_letter(book: Book) -> str:
 
 def demo_block(task: str, demos: list[Book]) -> str:
     if task == "infbench_mc":
-        shots = [f"[story text]\nQuestion: {d.question}\nOptions:\n{options_text(d)}\nAnswer: {gold_letter(d)}"
-                 for d in demos]
+        shots = [
+            f"[story text]\nQuestion: {d.question}\nOptions:\n{options_text(d)}\nAnswer: {gold_letter(d)}"
+            for d in demos
+        ]
     else:
         shots = [f"[story text]\nQuestion: {d.question}\nAnswer: {d.answers[0]}" for d in demos]
     return "For example:\n\n" + "\n\n".join(shots) + "\n\nNow, read the following story:\n\n"
@@ -63,16 +69,38 @@ def build_longqa(task: str, ctx: BuildContext, length: int, index: int) -> Sampl
     else:
         answers = book.answers
     ids, story_tokens, cut = fit_document(ctx, task, length, GEN, head, tail, ANSWER_PREFIX, "\n\n", book.context)
-    return Sample(task, length, index, ids, answers, ANSWER_PREFIX,
-                  {"book_id": book.key, "story_tokens": story_tokens, "truncated": cut, "pool_exhausted": not cut,
-                   "demo_ids": [d.key for d in demos], "data_sha256": data.sha256})
+    return Sample(
+        task,
+        length,
+        index,
+        ids,
+        answers,
+        ANSWER_PREFIX,
+        {
+            "book_id": book.key,
+            "story_tokens": story_tokens,
+            "truncated": cut,
+            "pool_exhausted": not cut,
+            "demo_ids": [d.key for d in demos],
+            "data_sha256": data.sha256,
+        },
+    )
 
 
 def _spec(name: str, metric: str, description: str) -> TaskSpec:
-    return TaskSpec(name=name, suite="helmet", category="longqa", metric=metric, tokens_to_generate=GEN,
-                    build=lambda ctx, L, i, rng: build_longqa(name, ctx, L, i), markers=("helmet", "longqa"),
-                    scoring_prefix=ANSWER_PREFIX, chat_template=True, description=description,
-                    pool_size=lambda ctx, length: len(load_infbench(name, ctx.data_dir).books))
+    return TaskSpec(
+        name=name,
+        suite="helmet",
+        category="longqa",
+        metric=metric,
+        tokens_to_generate=GEN,
+        build=lambda ctx, L, i, rng: build_longqa(name, ctx, L, i),
+        markers=("helmet", "longqa"),
+        scoring_prefix=ANSWER_PREFIX,
+        chat_template=True,
+        description=description,
+        pool_size=lambda ctx, length: len(load_infbench(name, ctx.data_dir).books),
+    )
 
 
 @register
@@ -86,8 +114,10 @@ def infbench_mc() -> TaskSpec:
 
 
 # NarrativeQA (judged): HELMET's prompt, verbatim; user text and answer prefix joined by one newline.
-NQA_INSTRUCTION = ("You are given a story, which can be either a novel or a movie script, and a question. Answer the "
-                   "question as concisely as you can, using a single phrase if possible.\n\n")
+NQA_INSTRUCTION = (
+    "You are given a story, which can be either a novel or a movie script, and a question. Answer the "
+    "question as concisely as you can, using a single phrase if possible.\n\n"
+)
 NQA_GEN = 100
 
 
@@ -98,23 +128,55 @@ def build_narrativeqa(ctx: BuildContext, length: int, index: int) -> Sample:
     item = data.items[kept[order[index % len(order)]]]
     # HELMET draws the two demos from the train split unseeded; ctxgate seeds them per test item.
     demos = seeded_sample(list(data.demos), SHOTS, "demos", "narrativeqa", item.key, ctx.seed)
-    demo = ("For example:\n\n" + "\n\n".join(f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
-            + "\n\nNow, use the following story to answer the question:\n\n")
-    ids, story_tokens, cut = fit_document(ctx, "narrativeqa", length, NQA_GEN, NQA_INSTRUCTION + demo,
-                                          f"\n\nQuestion: {item.question}", ANSWER_PREFIX, "\n", item.context)
-    return Sample("narrativeqa", length, index, ids, item.answers, ANSWER_PREFIX,
-                  {"item_id": item.key, "story_tokens": story_tokens, "truncated": cut, "pool_exhausted": not cut,
-                   "data_sha256": data.sha256,
-                   "judge_input": {"question": item.question, "answers": list(item.answers)}})
+    demo = (
+        "For example:\n\n"
+        + "\n\n".join(f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
+        + "\n\nNow, use the following story to answer the question:\n\n"
+    )
+    ids, story_tokens, cut = fit_document(
+        ctx,
+        "narrativeqa",
+        length,
+        NQA_GEN,
+        NQA_INSTRUCTION + demo,
+        f"\n\nQuestion: {item.question}",
+        ANSWER_PREFIX,
+        "\n",
+        item.context,
+    )
+    return Sample(
+        "narrativeqa",
+        length,
+        index,
+        ids,
+        item.answers,
+        ANSWER_PREFIX,
+        {
+            "item_id": item.key,
+            "story_tokens": story_tokens,
+            "truncated": cut,
+            "pool_exhausted": not cut,
+            "data_sha256": data.sha256,
+            "judge_input": {"question": item.question, "answers": list(item.answers)},
+        },
+    )
 
 
 @register
 def narrativeqa() -> TaskSpec:
-    return TaskSpec(name="narrativeqa", suite="helmet", category="longqa", metric="narrativeqa_judge",
-                    tokens_to_generate=NQA_GEN, build=lambda ctx, L, i, rng: build_narrativeqa(ctx, L, i),
-                    markers=("helmet", "longqa", "judge"), scoring_prefix=ANSWER_PREFIX, chat_template=True,
-                    description="NarrativeQA over whole books and scripts (LLM judge: fluency x correctness)",
-                    pool_size=lambda ctx, length: len(kept_books(ctx)))
+    return TaskSpec(
+        name="narrativeqa",
+        suite="helmet",
+        category="longqa",
+        metric="narrativeqa_judge",
+        tokens_to_generate=NQA_GEN,
+        build=lambda ctx, L, i, rng: build_narrativeqa(ctx, L, i),
+        markers=("helmet", "longqa", "judge"),
+        scoring_prefix=ANSWER_PREFIX,
+        chat_template=True,
+        description="NarrativeQA over whole books and scripts (LLM judge: fluency x correctness)",
+        pool_size=lambda ctx, length: len(kept_books(ctx)),
+    )
 
 
 def kept_books(ctx: BuildContext) -> tuple[int, ...]:

@@ -56,8 +56,9 @@ def join_query(keys: list[str]) -> str:
     return keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + ", and " + keys[-1]
 
 
-def build_niah(name: str, cfg: NiahConfig, gen: int, ctx: BuildContext, length: int, index: int,
-               rng: random.Random) -> Sample:
+def build_niah(
+    name: str, cfg: NiahConfig, gen: int, ctx: BuildContext, length: int, index: int, rng: random.Random
+) -> Sample:
     enc = ctx.encoder
     keys: list[str] = []
     while len(keys) < cfg.num_keys:
@@ -76,8 +77,9 @@ def build_niah(name: str, cfg: NiahConfig, gen: int, ctx: BuildContext, length: 
     if cfg.num_values * cfg.num_queries == 1:
         head, tail, prefix, type_v = singular(head), singular(tail), singular(prefix), type_v[:-1]
     answer_prefix = prefix.format(type_needle_v=type_v, query=query)
-    frame = make_frame(ctx, [head.format(type_needle_v=type_v)],
-                       [tail.format(type_needle_v=type_v, query=query)], answer_prefix)
+    frame = make_frame(
+        ctx, [head.format(type_needle_v=type_v)], [tail.format(type_needle_v=type_v, query=query)], answer_prefix
+    )
     budget = frame.budget(length, gen)
 
     # Every one-off line (needles, distractors) is tokenized once behind its separator and kept here.
@@ -99,13 +101,24 @@ def build_niah(name: str, cfg: NiahConfig, gen: int, ctx: BuildContext, length: 
             offsets.append(len(frame.pre) + len(context))
         context.extend(known[line] if line in known else cached[sep + line])
     ids = frame.pre + tuple(context) + frame.post
-    meta = {"needle_offsets": offsets, "needles": [ln for ln in lines if ln in needle_set], "depths": depths,
-            "haystack_units": len(lines) - len(needles)}
+    meta = {
+        "needle_offsets": offsets,
+        "needles": [ln for ln in lines if ln in needle_set],
+        "depths": depths,
+        "haystack_units": len(lines) - len(needles),
+    }
     return Sample(name, length, index, ids, answers, answer_prefix, meta)
 
 
-def _line_haystack(ctx: BuildContext, cfg: NiahConfig, keys: list[str], needles: list[str], room: int,
-                   rng: random.Random, known: dict[str, tuple[int, ...]]) -> list[str]:
+def _line_haystack(
+    ctx: BuildContext,
+    cfg: NiahConfig,
+    keys: list[str],
+    needles: list[str],
+    room: int,
+    rng: random.Random,
+    known: dict[str, tuple[int, ...]],
+) -> list[str]:
     enc = ctx.encoder
     if cfg.haystack == "noise":
         lines = [NOISE_LINE] * max(0, room // enc.count("\n" + NOISE_LINE))
@@ -126,8 +139,7 @@ def _line_haystack(ctx: BuildContext, cfg: NiahConfig, keys: list[str], needles:
     return lines
 
 
-def _essay_lines(ctx: BuildContext, needles: list[str], room: int,
-                 rng: random.Random) -> tuple[list[str], list[int]]:
+def _essay_lines(ctx: BuildContext, needles: list[str], room: int, rng: random.Random) -> tuple[list[str], list[int]]:
     enc = ctx.encoder
     essay = load_essay(ctx.essay_path)
     unit_ids = enc.encode_many([" " + s for s in essay.sentences])
@@ -143,7 +155,8 @@ def _essay_lines(ctx: BuildContext, needles: list[str], room: int,
             raise HaystackError(
                 f"the essay haystack {essay.source} holds {total:,} tokens of this tokenizer, and this length needs "
                 f"{room:,}: it is never repeated; pass --haystack with a longer text (e.g. RULER's Paul Graham "
-                "essays as a .txt)")
+                "essays as a .txt)"
+            )
     sentences = list(essay.sentences[: len(sizes)])
     depths = rng.sample(DEPTHS, len(needles))
     positions = sorted(int(len(sentences) * d / 100) for d in depths)
@@ -163,8 +176,17 @@ def _spec(name: str, cfg: NiahConfig, description: str) -> TaskSpec:
     def build(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
         return build_niah(name, cfg, gen, ctx, length, index, rng)
 
-    return TaskSpec(name=name, suite="ruler", chat_template=True, category="niah", metric="string_match_all", tokens_to_generate=gen,
-                    build=build, markers=("ruler", "niah"), description=description)
+    return TaskSpec(
+        name=name,
+        suite="ruler",
+        chat_template=True,
+        category="niah",
+        metric="string_match_all",
+        tokens_to_generate=gen,
+        build=build,
+        markers=("ruler", "niah"),
+        description=description,
+    )
 
 
 @register
@@ -184,8 +206,9 @@ def niah_single_3() -> TaskSpec:
 
 @register
 def niah_multikey_1() -> TaskSpec:
-    return _spec("niah_multikey_1", NiahConfig("essay", "words", "numbers", num_keys=4),
-                 "one key among three distractor needles")
+    return _spec(
+        "niah_multikey_1", NiahConfig("essay", "words", "numbers", num_keys=4), "one key among three distractor needles"
+    )
 
 
 @register
@@ -202,11 +225,13 @@ def niah_multikey_3() -> TaskSpec:
 
 @register
 def niah_multivalue() -> TaskSpec:
-    return _recall(_spec("niah_multivalue", NiahConfig("essay", "words", "numbers", num_values=4),
-                         "four values for one key"))
+    return _recall(
+        _spec("niah_multivalue", NiahConfig("essay", "words", "numbers", num_values=4), "four values for one key")
+    )
 
 
 @register
 def niah_multiquery() -> TaskSpec:
-    return _spec("niah_multiquery", NiahConfig("essay", "words", "numbers", num_keys=4, num_queries=4), "four keys queried")
-
+    return _spec(
+        "niah_multiquery", NiahConfig("essay", "words", "numbers", num_keys=4, num_queries=4), "four keys queried"
+    )

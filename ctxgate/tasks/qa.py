@@ -9,8 +9,9 @@ from ctxgate.seeding import seeded_order
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.registry import register
 
-INSTRUCTION = "Answer the question based on the given documents. Only give me the answer and do not output any " \
-              "other words."
+INSTRUCTION = (
+    "Answer the question based on the given documents. Only give me the answer and do not output any other words."
+)
 HEAD = INSTRUCTION + "\n\nThe following are given documents.\n\n"
 TAIL = "\n\n" + INSTRUCTION + "\n\nQuestion: {query}"
 ANSWER_PREFIX = " Answer:"
@@ -21,8 +22,9 @@ def _header(i: int) -> str:
     return f"Document {i}:\n" if i == 1 else f"\n\nDocument {i}:\n"
 
 
-def build_qa(name: str, pool: qa_data.QAPool, ctx: BuildContext, length: int, index: int, seed: int,
-             rng: random.Random) -> Sample:
+def build_qa(
+    name: str, pool: qa_data.QAPool, ctx: BuildContext, length: int, index: int, seed: int, rng: random.Random
+) -> Sample:
     enc = ctx.encoder
     # Questions are taken in a seeded order without replacement, so samples of a case ask different questions.
     order = seeded_order(len(pool.questions), "qa-order", name, seed)
@@ -47,9 +49,20 @@ def build_qa(name: str, pool: qa_data.QAPool, ctx: BuildContext, length: int, in
     pieces = [p for i, d in enumerate(chosen, start=1) for p in (_header(i), pool.docs[d])]
     ids = frame.pre + tuple(i for p in enc.encode_many(pieces) for i in p) + frame.post
     gold_positions = [chosen.index(g) + 1 for g in q.gold]
-    return Sample(name, length, index, ids, q.answers, ANSWER_PREFIX,
-                  {"num_docs": k, "gold_documents": gold_positions, "data_sha256": pool.sha256,
-                   "pool_exhausted": k == len(candidates)})
+    return Sample(
+        name,
+        length,
+        index,
+        ids,
+        q.answers,
+        ANSWER_PREFIX,
+        {
+            "num_docs": k,
+            "gold_documents": gold_positions,
+            "data_sha256": pool.sha256,
+            "pool_exhausted": k == len(candidates),
+        },
+    )
 
 
 def _spec(name: str, description: str) -> TaskSpec:
@@ -61,9 +74,18 @@ def _spec(name: str, description: str) -> TaskSpec:
     def build(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
         return build_qa(name, load(ctx), ctx, length, index, ctx.seed, rng)
 
-    return TaskSpec(name=name, suite="ruler", chat_template=True, category="qa", metric="string_match_part",
-                    tokens_to_generate=GEN, build=build, markers=("ruler",), description=description,
-                    pool_size=lambda ctx, length: len(load(ctx).questions))
+    return TaskSpec(
+        name=name,
+        suite="ruler",
+        chat_template=True,
+        category="qa",
+        metric="string_match_part",
+        tokens_to_generate=GEN,
+        build=build,
+        markers=("ruler",),
+        description=description,
+        pool_size=lambda ctx, length: len(load(ctx).questions),
+    )
 
 
 @register

@@ -24,8 +24,10 @@ from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import SEP, fit_document, fit_units
 from ctxgate.tasks.registry import register
 
-INSTRUCTION = ("Use the given documents to write a concise and short answer to the question. Write your answer in "
-               "the following format:\nAnswer: [answer]\n\n")
+INSTRUCTION = (
+    "Use the given documents to write a concise and short answer to the question. Write your answer in "
+    "the following format:\nAnswer: [answer]\n\n"
+)
 ANSWER_PREFIX = "Answer:"
 GEN = 20
 SHOTS = 2
@@ -40,8 +42,9 @@ def passage_text(p: Passage) -> str:
 def demo_text(demos: list[Demo]) -> str:
     if not demos:
         return ""
-    blocks = [SEP.join(passage_text(p) for p in d.passages) + f"\n\nQuestion: {d.question}\nAnswer: {d.answer}"
-              for d in demos]
+    blocks = [
+        SEP.join(passage_text(p) for p in d.passages) + f"\n\nQuestion: {d.question}\nAnswer: {d.answer}" for d in demos
+    ]
     return SEP.join(blocks) + SEP
 
 
@@ -50,15 +53,47 @@ def build_from_file(task: str, f: HelmetFile, ctx: BuildContext, length: int, in
     row = f.rows[index % len(f.rows)]
     key = row[f.key]
     demos = pick_demos(f.demos, f.key, key, SHOTS, exclude_same=task == "kilt_popqa")  # popqa: one split
-    demo_block = demo_text([Demo(str(d[f.key]), d["question"], str(d["answers"][0]),
-                                 tuple(Passage(c["title"], c["text"]) for c in d["ctxs"])) for d in demos])
+    demo_block = demo_text(
+        [
+            Demo(
+                str(d[f.key]),
+                d["question"],
+                str(d["answers"][0]),
+                tuple(Passage(c["title"], c["text"]) for c in d["ctxs"]),
+            )
+            for d in demos
+        ]
+    )
     context = SEP.join(passage_text(Passage(c["title"], c["text"])) for c in row["ctxs"])
-    ids, _, cut = fit_document(ctx, task, length, GEN, INSTRUCTION + demo_block, f"\n\nQuestion: {row['question']}",
-                               ANSWER_PREFIX, "\n", context, suffix="")
-    return Sample(task, length, index, ids, tuple(str(a) for a in row["answers"]), ANSWER_PREFIX,
-                  {"question_id": str(key), "num_passages": len(row["ctxs"]), "passages": "helmet_file",
-                   "context_cut": cut, "data_file": f.path, "demo_ids": [str(d[f.key]) for d in demos],
-                   "data_sha256": f.sha256})
+    ids, _, cut = fit_document(
+        ctx,
+        task,
+        length,
+        GEN,
+        INSTRUCTION + demo_block,
+        f"\n\nQuestion: {row['question']}",
+        ANSWER_PREFIX,
+        "\n",
+        context,
+        suffix="",
+    )
+    return Sample(
+        task,
+        length,
+        index,
+        ids,
+        tuple(str(a) for a in row["answers"]),
+        ANSWER_PREFIX,
+        {
+            "question_id": str(key),
+            "num_passages": len(row["ctxs"]),
+            "passages": "helmet_file",
+            "context_cut": cut,
+            "data_file": f.path,
+            "demo_ids": [str(d[f.key]) for d in demos],
+            "data_sha256": f.sha256,
+        },
+    )
 
 
 def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int) -> Sample:
@@ -69,8 +104,9 @@ def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int)
     copy = index % copies
     # Two demos per question, the same at every depth and length, never the question itself.
     avoid = {item.key, item.question}
-    demos = seeded_sample([d for d in pool.demos if not avoid & {d.key, d.question}], SHOTS, "demos", task, item.key,
-                          ctx.seed)
+    demos = seeded_sample(
+        [d for d in pool.demos if not avoid & {d.key, d.question}], SHOTS, "demos", task, item.key, ctx.seed
+    )
     head = INSTRUCTION + demo_text(demos)
     tail = f"\n\nQuestion: {item.question}"
     gold = [passage_text(p) for p in item.gold[: 2 if multi_gold else 1]]
@@ -84,15 +120,40 @@ def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int)
         where = round(DEPTHS[copy] * (k - 1))
         return list(range(1, where + 1)) + [0] + list(range(where + 1, k))
 
-    ids, k = fit_units(ctx, task, length, GEN, head, tail, ANSWER_PREFIX, "\n", candidates, layout, len(gold),
-                       "passages (the gold ones included)")
+    ids, k = fit_units(
+        ctx,
+        task,
+        length,
+        GEN,
+        head,
+        tail,
+        ANSWER_PREFIX,
+        "\n",
+        candidates,
+        layout,
+        len(gold),
+        "passages (the gold ones included)",
+    )
     shown = layout(k)
-    return Sample(task, length, index, ids, item.answers, ANSWER_PREFIX,
-                  {"question_id": item.key, "num_passages": k,
-                   "gold_positions": [shown.index(g) + 1 for g in range(len(gold))],
-                   "depth": None if multi_gold else DEPTHS[copy], "permutation": copy if multi_gold else None,
-                   "demo_ids": [d.key for d in demos], "pool_exhausted": k == len(candidates),
-                   "passages": "placed", "data_sha256": pool.sha256})
+    return Sample(
+        task,
+        length,
+        index,
+        ids,
+        item.answers,
+        ANSWER_PREFIX,
+        {
+            "question_id": item.key,
+            "num_passages": k,
+            "gold_positions": [shown.index(g) + 1 for g in range(len(gold))],
+            "depth": None if multi_gold else DEPTHS[copy],
+            "permutation": copy if multi_gold else None,
+            "demo_ids": [d.key for d in demos],
+            "pool_exhausted": k == len(candidates),
+            "passages": "placed",
+            "data_sha256": pool.sha256,
+        },
+    )
 
 
 def _spec(name: str, description: str) -> TaskSpec:
@@ -109,9 +170,19 @@ def _spec(name: str, description: str) -> TaskSpec:
         return len(load_rag(name, ctx.data_dir).items) * (PERMUTATIONS if name == "kilt_hotpotqa" else len(DEPTHS))
 
     samples = 300 if name == "kilt_hotpotqa" else 600  # HELMET: 100 questions x every depth or permutation
-    return TaskSpec(name=name, suite="helmet", category="rag", metric="helmet_subem", tokens_to_generate=GEN,
-                    build=build, markers=("helmet", "rag"), scoring_prefix=ANSWER_PREFIX, description=description,
-                    default_samples=samples, pool_size=pool_size)
+    return TaskSpec(
+        name=name,
+        suite="helmet",
+        category="rag",
+        metric="helmet_subem",
+        tokens_to_generate=GEN,
+        build=build,
+        markers=("helmet", "rag"),
+        scoring_prefix=ANSWER_PREFIX,
+        description=description,
+        default_samples=samples,
+        pool_size=pool_size,
+    )
 
 
 @register

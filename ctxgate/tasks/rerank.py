@@ -25,10 +25,12 @@ from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, interleave
 from ctxgate.tasks.fitting import SEP, fit_document, fit_units
 from ctxgate.tasks.registry import register
 
-INSTRUCTION = ("You are provided with a list of documents, each indicated by their ID. Rank each document based on "
-               "their relevance to the question in descending order from most relelvant to least relevant texts. "
-               "Include all documents in the rankings. Write your answer using the unique IDs, with the following "
-               "format:\nRanking: ID3 > ID1 > ID2\n\n")
+INSTRUCTION = (
+    "You are provided with a list of documents, each indicated by their ID. Rank each document based on "
+    "their relevance to the question in descending order from most relelvant to least relevant texts. "
+    "Include all documents in the rankings. Write your answer using the unique IDs, with the following "
+    "format:\nRanking: ID3 > ID1 > ID2\n\n"
+)
 ANSWER_PREFIX = "Ranking:"
 GEN = 200
 SHOTS = 2
@@ -42,8 +44,10 @@ def passage_text(p: Passage) -> str:
 
 
 def demo_text(demos: list[Demo]) -> str:
-    return "".join(SEP.join(passage_text(p) for p in d.passages) + f"\n\nQuery: {d.question}\nRanking: {d.answer}"
-                   + SEP for d in demos)
+    return "".join(
+        SEP.join(passage_text(p) for p in d.passages) + f"\n\nQuery: {d.question}\nRanking: {d.answer}" + SEP
+        for d in demos
+    )
 
 
 def balanced(passages: tuple[Passage, ...], rng: random.Random) -> list[Passage]:
@@ -69,16 +73,41 @@ def build_from_file(f: HelmetFile, ctx: BuildContext, length: int, index: int) -
     def ranking(ctxs: list[dict[str, Any]]) -> str:
         return " > ".join(str(c["id"]) for c in sorted(ctxs, key=lambda c: c["label"], reverse=True))
 
-    demos = [Demo(str(d["qid"]), d["query"], ranking(d["ctxs"]), tuple(passage(c) for c in d["ctxs"]))
-             for d in pick_demos(f.demos, "qid", row["qid"], SHOTS, exclude_same=True)]
+    demos = [
+        Demo(str(d["qid"]), d["query"], ranking(d["ctxs"]), tuple(passage(c) for c in d["ctxs"]))
+        for d in pick_demos(f.demos, "qid", row["qid"], SHOTS, exclude_same=True)
+    ]
     shown = [passage(c) for c in row["ctxs"]]
-    ids, _, cut = fit_document(ctx, "msmarco_rerank", length, GEN, INSTRUCTION + demo_text(demos),
-                               f"\n\nQuery: {row['query']}", ANSWER_PREFIX, "\n",
-                               SEP.join(passage_text(p) for p in shown), suffix="")
-    return Sample("msmarco_rerank", length, index, ids, tuple(f"{p.pid}:{p.label}" for p in shown), ANSWER_PREFIX,
-                  {"qid": str(row["qid"]), "num_passages": len(shown), "passages": "helmet_file", "context_cut": cut,
-                   "shown_ids": [p.pid for p in shown], "demo_ids": [d.key for d in demos], "data_file": f.path,
-                   "data_sha256": f.sha256})
+    ids, _, cut = fit_document(
+        ctx,
+        "msmarco_rerank",
+        length,
+        GEN,
+        INSTRUCTION + demo_text(demos),
+        f"\n\nQuery: {row['query']}",
+        ANSWER_PREFIX,
+        "\n",
+        SEP.join(passage_text(p) for p in shown),
+        suffix="",
+    )
+    return Sample(
+        "msmarco_rerank",
+        length,
+        index,
+        ids,
+        tuple(f"{p.pid}:{p.label}" for p in shown),
+        ANSWER_PREFIX,
+        {
+            "qid": str(row["qid"]),
+            "num_passages": len(shown),
+            "passages": "helmet_file",
+            "context_cut": cut,
+            "shown_ids": [p.pid for p in shown],
+            "demo_ids": [d.key for d in demos],
+            "data_file": f.path,
+            "data_sha256": f.sha256,
+        },
+    )
 
 
 def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
@@ -89,23 +118,49 @@ def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
     order = seeded_order(len(pool.items), "queries", "msmarco_rerank", ctx.seed)
     item = pool.items[order[(index // PERMUTATIONS) % len(order)]]
     perm = index % PERMUTATIONS
-    demos = seeded_sample([d for d in pool.demos if d.key != item.key], SHOTS, "demos", "msmarco_rerank", item.key,
-                          ctx.seed)
+    demos = seeded_sample(
+        [d for d in pool.demos if d.key != item.key], SHOTS, "demos", "msmarco_rerank", item.key, ctx.seed
+    )
     kept = balanced(item.distractors, random.Random(derive_seed("balance", item.key, ctx.seed)))
 
     def layout(k: int) -> list[int]:
         return list(seeded_order(k, "permutation", item.key, perm, k, ctx.seed))
 
-    ids, k = fit_units(ctx, "msmarco_rerank", length, GEN, INSTRUCTION + demo_text(demos),
-                       f"\n\nQuery: {item.question}", ANSWER_PREFIX, "\n", [passage_text(p) for p in kept],
-                       layout, 2, "passages")
+    ids, k = fit_units(
+        ctx,
+        "msmarco_rerank",
+        length,
+        GEN,
+        INSTRUCTION + demo_text(demos),
+        f"\n\nQuery: {item.question}",
+        ANSWER_PREFIX,
+        "\n",
+        [passage_text(p) for p in kept],
+        layout,
+        2,
+        "passages",
+    )
     shown = [kept[i] for i in layout(k)]
     qrels = tuple(f"{p.pid}:{p.label}" for p in shown)
-    return Sample("msmarco_rerank", length, index, ids, qrels, ANSWER_PREFIX,
-                  {"qid": item.key, "num_passages": k, "permutation": perm, "pool_exhausted": k == len(kept),
-                   "shown_ids": [p.pid for p in shown],
-                   "labels": {str(lab): sum(p.label == lab for p in shown) for lab in sorted({p.label for p in shown})},
-                   "demo_ids": [d.key for d in demos], "passages": "placed", "data_sha256": pool.sha256})
+    return Sample(
+        "msmarco_rerank",
+        length,
+        index,
+        ids,
+        qrels,
+        ANSWER_PREFIX,
+        {
+            "qid": item.key,
+            "num_passages": k,
+            "permutation": perm,
+            "pool_exhausted": k == len(kept),
+            "shown_ids": [p.pid for p in shown],
+            "labels": {str(lab): sum(p.label == lab for p in shown) for lab in sorted({p.label for p in shown})},
+            "demo_ids": [d.key for d in demos],
+            "passages": "placed",
+            "data_sha256": pool.sha256,
+        },
+    )
 
 
 def pool_size(ctx: BuildContext, length: int) -> int:
@@ -115,8 +170,16 @@ def pool_size(ctx: BuildContext, length: int) -> int:
 
 @register
 def msmarco_rerank() -> TaskSpec:
-    return TaskSpec(name="msmarco_rerank", suite="helmet", category="rerank", metric="ndcg_at_10",
-                    tokens_to_generate=GEN, build=lambda ctx, L, i, rng: build_rerank(ctx, L, i),
-                    markers=("helmet", "rerank"), scoring_prefix=ANSWER_PREFIX, default_samples=300,
-                    pool_size=pool_size,
-                    description="rank MS MARCO passages for a query (NDCG@10)")
+    return TaskSpec(
+        name="msmarco_rerank",
+        suite="helmet",
+        category="rerank",
+        metric="ndcg_at_10",
+        tokens_to_generate=GEN,
+        build=lambda ctx, L, i, rng: build_rerank(ctx, L, i),
+        markers=("helmet", "rerank"),
+        scoring_prefix=ANSWER_PREFIX,
+        default_samples=300,
+        pool_size=pool_size,
+        description="rank MS MARCO passages for a query (NDCG@10)",
+    )

@@ -52,5 +52,6 @@ def long_documents(task: str, items: Sequence[LongDoc], digest: str, enc: PieceE
         raise DataNotGiven(
             f"{task}: no document in the data is {'longer than 131072' if task == 'narrativeqa' else 'at least 65536'}"
             " tokens, HELMET's selection (counted in the model's tokenizer); give the full dataset with --data-dir "
-            "(the fixtures' long documents: python fixtures/make_helmet_fixtures.py --long-documents DIR)")
+            "(the fixtures' long documents: python fixtures/make_helmet_fixtures.py --long-documents DIR)"
+        )
     return _KEPT[key]

@@ -23,12 +23,16 @@ from ctxgate.tasks.selection import long_documents
 
 PREFIX = "Summary:"
 SHOTS = 2
-BOOK = ("You are given a book and you are tasked to summarize it. Write a summary of about 1000 to 1200 words. Only "
-        "write about the plot and characters of the story. Do not discuss the themes or background of the book. Do "
-        "not provide any analysis or commentary.\n\n")
-LEGAL = ("You are given the legal documents in a civil rights lawsuit, and you are tasked to summarize the case. "
-         "Write a concise summary of one paragraph (200 to 250 words). The summary should contain a short "
-         "description of the background, the parties involved, and the outcomes of the case.\n\n")
+BOOK = (
+    "You are given a book and you are tasked to summarize it. Write a summary of about 1000 to 1200 words. Only "
+    "write about the plot and characters of the story. Do not discuss the themes or background of the book. Do "
+    "not provide any analysis or commentary.\n\n"
+)
+LEGAL = (
+    "You are given the legal documents in a civil rights lawsuit, and you are tasked to summarize the case. "
+    "Write a concise summary of one paragraph (200 to 250 words). The summary should contain a short "
+    "description of the background, the parties involved, and the outcomes of the case.\n\n"
+)
 
 
 def kept_items(task: str, data: LongDocSet, ctx: BuildContext) -> list[int]:
@@ -44,19 +48,44 @@ def build_summary(task: str, data: LongDocSet, ctx: BuildContext, length: int, i
     item = data.items[kept[order[index % len(order)]]]
     demos = seeded_sample([d for d in data.demos if d.key != item.key], SHOTS, "demos", task, item.key, ctx.seed)
     if task == "infbench_sum":
-        head = BOOK + "For example:\n\n" + "\n\n".join(f"[story text]\nSummary: {d.answers[0].strip()}"
-                                                      for d in demos) + "\n\nNow, read the following story:\n\n"
+        head = (
+            BOOK
+            + "For example:\n\n"
+            + "\n\n".join(f"[story text]\nSummary: {d.answers[0].strip()}" for d in demos)
+            + "\n\nNow, read the following story:\n\n"
+        )
         tail, style = "\n\nNow summarize the book.", "book"
     else:
-        head = (LEGAL + "Example summaries:\n\n" + "\n\n".join(f"Summary: {d.answers[0]}" for d in demos)
-                + "\n\nNow, write a summary of the following legal documents.\nLegal documents:\n")
+        head = (
+            LEGAL
+            + "Example summaries:\n\n"
+            + "\n\n".join(f"Summary: {d.answers[0]}" for d in demos)
+            + "\n\nNow, write a summary of the following legal documents.\nLegal documents:\n"
+        )
         tail, style = "\n\nNow please summarize the case.", "legal"
     ids, doc_tokens, cut = fit_document(ctx, task, length, gen, head, tail, PREFIX, "\n\n", item.context)
-    return Sample(task, length, index, ids, item.answers, PREFIX,
-                  {"item_id": item.key, "document_tokens": doc_tokens, "truncated": cut, "pool_exhausted": not cut,
-                   "demo_ids": [d.key for d in demos], "data_sha256": data.sha256,
-                   "judge_input": {"style": style, "expert_summary": item.expert_summary,
-                                   "keypoints": list(item.keypoints), "keypoint_source": item.keypoint_source}})
+    return Sample(
+        task,
+        length,
+        index,
+        ids,
+        item.answers,
+        PREFIX,
+        {
+            "item_id": item.key,
+            "document_tokens": doc_tokens,
+            "truncated": cut,
+            "pool_exhausted": not cut,
+            "demo_ids": [d.key for d in demos],
+            "data_sha256": data.sha256,
+            "judge_input": {
+                "style": style,
+                "expert_summary": item.expert_summary,
+                "keypoints": list(item.keypoints),
+                "keypoint_source": item.keypoint_source,
+            },
+        },
+    )
 
 
 def _spec(name: str, gen: int, description: str) -> TaskSpec:
@@ -66,10 +95,19 @@ def _spec(name: str, gen: int, description: str) -> TaskSpec:
     def build(ctx: BuildContext, length: int, index: int, rng: object) -> Sample:
         return build_summary(name, load(ctx), ctx, length, index, gen)
 
-    return TaskSpec(name=name, suite="helmet", category="summ", metric="summary_judge", tokens_to_generate=gen,
-                    build=build, markers=("helmet", "summ", "judge"), scoring_prefix=PREFIX, chat_template=True,
-                    description=description,
-                    pool_size=lambda ctx, length: len(kept_items(name, load(ctx), ctx)))
+    return TaskSpec(
+        name=name,
+        suite="helmet",
+        category="summ",
+        metric="summary_judge",
+        tokens_to_generate=gen,
+        build=build,
+        markers=("helmet", "summ", "judge"),
+        scoring_prefix=PREFIX,
+        chat_template=True,
+        description=description,
+        pool_size=lambda ctx, length: len(kept_items(name, load(ctx), ctx)),
+    )
 
 
 @register

@@ -33,8 +33,9 @@ def _chain(rng: random.Random, name_len: int) -> tuple[list[str], str, list[str]
 
 def _noise_with_chain(n_noise: int, chain: list[str], rng: random.Random) -> tuple[list[str], list[int]]:
     lines = [NOISE_LINE] * n_noise
-    positions = sorted(rng.sample(range(n_noise + 1), len(chain))) if n_noise + 1 >= len(chain) else \
-        list(range(len(chain)))
+    positions = (
+        sorted(rng.sample(range(n_noise + 1), len(chain))) if n_noise + 1 >= len(chain) else list(range(len(chain)))
+    )
     placed = []
     for j, (pos, line) in enumerate(zip(positions, chain)):
         lines.insert(pos + j, line)
@@ -47,12 +48,25 @@ def _example(ctx: BuildContext, budget: int, rng: random.Random) -> str:
     example with a newline and joins it to the task with another, so a blank line separates them."""
     enc = ctx.encoder
     names, value, chain = _chain(rng, 3)
-    shell = (HEAD + TAIL.format(query=value) + ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value)
-             + " " + " ".join(names) + "\n\n")
+    shell = (
+        HEAD
+        + TAIL.format(query=value)
+        + ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value)
+        + " "
+        + " ".join(names)
+        + "\n\n"
+    )
     room = budget - enc.count(shell) - sum(enc.count("\n" + c) for c in chain)
     lines, _ = _noise_with_chain(max(0, room // enc.count("\n" + NOISE_LINE)), chain, rng)
-    return (HEAD + "\n".join(lines) + TAIL.format(query=value)
-            + ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value) + " " + " ".join(names) + "\n\n")
+    return (
+        HEAD
+        + "\n".join(lines)
+        + TAIL.format(query=value)
+        + ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value)
+        + " "
+        + " ".join(names)
+        + "\n\n"
+    )
 
 
 def build_vt(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
@@ -69,11 +83,27 @@ def build_vt(ctx: BuildContext, length: int, index: int, rng: random.Random) -> 
     lines, placed = _noise_with_chain(n_noise, chain, rng)
     pieces = [lines[0]] + ["\n" + line for line in lines[1:]]
     ids = frame.pre + tuple(i for p in enc.encode_many(pieces) for i in p) + frame.post
-    return Sample("vt", length, index, ids, tuple(names), answer_prefix,
-                  {"chain": chain, "chain_lines": placed, "haystack_units": n_noise})
+    return Sample(
+        "vt",
+        length,
+        index,
+        ids,
+        tuple(names),
+        answer_prefix,
+        {"chain": chain, "chain_lines": placed, "haystack_units": n_noise},
+    )
 
 
 @register
 def vt() -> TaskSpec:
-    return TaskSpec(name="vt", suite="ruler", chat_template=True, category="vt", metric="string_match_all", tokens_to_generate=30,
-                    build=build_vt, markers=("ruler",), description="variable tracking, 1 chain x 4 hops")
+    return TaskSpec(
+        name="vt",
+        suite="ruler",
+        chat_template=True,
+        category="vt",
+        metric="string_match_all",
+        tokens_to_generate=30,
+        build=build_vt,
+        markers=("ruler",),
+        description="variable tracking, 1 chain x 4 hops",
+    )

@@ -50,8 +50,10 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
     items = [Path(p) for p in paths]
     missing = [str(p) for p in items if not p.is_dir()]
     if missing:
-        raise BisectError(f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} not a folder: give a "
-                          "folder of checkpoints (checkpoint-100/, checkpoint-200/, ...) or the checkpoint folders")
+        raise BisectError(
+            f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} not a folder: give a "
+            "folder of checkpoints (checkpoint-100/, checkpoint-200/, ...) or the checkpoint folders"
+        )
     if len(items) == 1 and items[0].is_dir() and not (items[0] / "config.json").is_file():
         items = [p for p in items[0].iterdir() if p.is_dir() and (p / "config.json").is_file()]
     if len(items) < 2:
@@ -92,18 +94,30 @@ class BisectResult:
     def render(self) -> str:
         lines = []
         for p in self.probes:
-            cases = "; ".join([f"{t}@{L}: {r.current:.1f} (delta {r.delta:+.1f}, upper {r.high:+.1f})"
-                               for (t, L), r in sorted(p.comparisons.items())]
-                              + [f"{t}@{L}: no score (the reference has one)" for t, L in p.unscored])
-            lines.append(f"  [{p.index}] {p.path.name}: {'BAD ' if p.bad else 'good'}  {cases or 'reference'}"
-                         f"  (cached {p.from_cache}/{p.samples})")
-        lines.append(f"first bad checkpoint: {self.checkpoints[self.first_bad]} (index {self.first_bad}, "
-                     f"{self.evaluations} evaluations)")
+            cases = "; ".join(
+                [
+                    f"{t}@{L}: {r.current:.1f} (delta {r.delta:+.1f}, upper {r.high:+.1f})"
+                    for (t, L), r in sorted(p.comparisons.items())
+                ]
+                + [f"{t}@{L}: no score (the reference has one)" for t, L in p.unscored]
+            )
+            lines.append(
+                f"  [{p.index}] {p.path.name}: {'BAD ' if p.bad else 'good'}  {cases or 'reference'}"
+                f"  (cached {p.from_cache}/{p.samples})"
+            )
+        lines.append(
+            f"first bad checkpoint: {self.checkpoints[self.first_bad]} (index {self.first_bad}, "
+            f"{self.evaluations} evaluations)"
+        )
         return "\n".join(lines)
 
 
-def is_bad(reference: Mapping[tuple[str, int], CaseResult], probe: Mapping[tuple[str, int], CaseResult],
-           tolerance: Callable[[str, int], float], confidence: float) -> tuple[bool, dict[tuple[str, int], PairedResult]]:
+def is_bad(
+    reference: Mapping[tuple[str, int], CaseResult],
+    probe: Mapping[tuple[str, int], CaseResult],
+    tolerance: Callable[[str, int], float],
+    confidence: float,
+) -> tuple[bool, dict[tuple[str, int], PairedResult]]:
     comparisons, bad = {}, False
     for key, ref in reference.items():
         mine = probe.get(key)
@@ -113,12 +127,15 @@ def is_bad(reference: Mapping[tuple[str, int], CaseResult], probe: Mapping[tuple
         ref_samples = {s.index: s for s in ref.samples}
         # a probe under --sequential draws the reference's first samples only: each must be the same prompt
         if ref.data_sha256 != mine.data_sha256 and any(
-                s.index not in ref_samples or ref_samples[s.index].sample_sha256 != s.sample_sha256
-                for s in mine.samples):
-            raise BisectError(f"{key[0]}@{key[1]}: the checkpoints built different samples; they must share a "
-                              "tokenizer and chat template to be bisected")
-        result = compare([s.score for s in mine.samples], [ref_samples[s.index].score for s in mine.samples],
-                         confidence)
+            s.index not in ref_samples or ref_samples[s.index].sample_sha256 != s.sample_sha256 for s in mine.samples
+        ):
+            raise BisectError(
+                f"{key[0]}@{key[1]}: the checkpoints built different samples; they must share a "
+                "tokenizer and chat template to be bisected"
+            )
+        result = compare(
+            [s.score for s in mine.samples], [ref_samples[s.index].score for s in mine.samples], confidence
+        )
         comparisons[key] = result
         bad = bad or regression_verdict(result, tolerance(*key), mine.sequential)
     return bad, comparisons
@@ -128,8 +145,14 @@ def _cached(results: Mapping[tuple[str, int], CaseResult]) -> tuple[int, int]:
     return sum(r.samples_from_cache for r in results.values()), sum(r.n for r in results.values())
 
 
-def bisect(checkpoints: Sequence[Path], good: int, bad: int | None, evaluate: Evaluate,
-           tolerance: Callable[[str, int], float], confidence: float = 0.95) -> BisectResult:
+def bisect(
+    checkpoints: Sequence[Path],
+    good: int,
+    bad: int | None,
+    evaluate: Evaluate,
+    tolerance: Callable[[str, int], float],
+    confidence: float = 0.95,
+) -> BisectResult:
     checkpoints = list(checkpoints)
     end = len(checkpoints) - 1 if bad is None else bad
     if not 0 <= good < end < len(checkpoints):
@@ -150,8 +173,10 @@ def bisect(checkpoints: Sequence[Path], good: int, bad: int | None, evaluate: Ev
         return verdict
 
     if bad is None and not probe(end):
-        raise BisectError(f"the last checkpoint {checkpoints[end].name} is not worse than {checkpoints[good].name} "
-                          "by the gate's rule: nothing to bisect (or pass --bad, --tolerance)")
+        raise BisectError(
+            f"the last checkpoint {checkpoints[end].name} is not worse than {checkpoints[good].name} "
+            "by the gate's rule: nothing to bisect (or pass --bad, --tolerance)"
+        )
     lo, hi = good, end  # invariant: lo good, hi bad
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -180,8 +205,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--cache-dir", default=".ctxgate-cache")
     b.add_argument("--no-cache", action="store_true")
     b.add_argument("--json", default=None, help="also write the path taken as JSON here")
-    b.add_argument("--sequential", action="store_true",
-                   help="stop each probe's case once its regression verdict is certain (as pytest --sequential)")
+    b.add_argument(
+        "--sequential",
+        action="store_true",
+        help="stop each probe's case once its regression verdict is certain (as pytest --sequential)",
+    )
     b.add_argument("--sequential-alpha", type=float, default=0.05, help="--sequential: error rate per verdict")
     b.set_defaults(fn=main)
 
@@ -194,11 +222,17 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         thresholds = load_or_default(args.thresholds, task_names())
-        settings = EvalSettings(lengths=parse_lengths(args.lengths), samples=args.samples, seed=args.seed,
-                                chat_template=args.chat_template, dtype=args.dtype,
-                                cache_dir=None if args.no_cache else args.cache_dir, data_dir=args.data_dir,
-                                helmet_compat=args.helmet_compat,
-                                sequential_alpha=args.sequential_alpha if args.sequential else None)
+        settings = EvalSettings(
+            lengths=parse_lengths(args.lengths),
+            samples=args.samples,
+            seed=args.seed,
+            chat_template=args.chat_template,
+            dtype=args.dtype,
+            cache_dir=None if args.no_cache else args.cache_dir,
+            data_dir=args.data_dir,
+            helmet_compat=args.helmet_compat,
+            sequential_alpha=args.sequential_alpha if args.sequential else None,
+        )
         cases = select_cases(args.k, settings.lengths)
         if not cases:
             raise BisectError(f"-k {args.k!r} selects no case at lengths {args.lengths}")
@@ -219,13 +253,32 @@ def main(args: argparse.Namespace) -> int:
         return 2
     print(result.render())
     if args.json:
-        atomic_write(Path(args.json), json.dumps({
-            "first_bad": str(result.checkpoints[result.first_bad]), "first_bad_index": result.first_bad,
-            "evaluations": result.evaluations, "cases": [f"{t}-{L}" for t, L in cases],
-            "sequential": args.sequential,
-            "path": [{"index": p.index, "checkpoint": str(p.path), "bad": p.bad, "from_cache": p.from_cache,
-                      "samples": p.samples,
-                      "cases": {f"{t}-{L}": {"score": r.current, "delta": r.delta, "upper": r.high}
-                                for (t, L), r in p.comparisons.items()},
-                      "unscored": [f"{t}-{L}" for t, L in p.unscored]} for p in result.probes]}, indent=1))
+        atomic_write(
+            Path(args.json),
+            json.dumps(
+                {
+                    "first_bad": str(result.checkpoints[result.first_bad]),
+                    "first_bad_index": result.first_bad,
+                    "evaluations": result.evaluations,
+                    "cases": [f"{t}-{L}" for t, L in cases],
+                    "sequential": args.sequential,
+                    "path": [
+                        {
+                            "index": p.index,
+                            "checkpoint": str(p.path),
+                            "bad": p.bad,
+                            "from_cache": p.from_cache,
+                            "samples": p.samples,
+                            "cases": {
+                                f"{t}-{L}": {"score": r.current, "delta": r.delta, "upper": r.high}
+                                for (t, L), r in p.comparisons.items()
+                            },
+                            "unscored": [f"{t}-{L}" for t, L in p.unscored],
+                        }
+                        for p in result.probes
+                    ],
+                },
+                indent=1,
+            ),
+        )
     return 0

@@ -18,9 +18,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--to", required=True, help="the data folder to fill (then pass it as --data-dir)")
     f.add_argument("--archive", default=None, help="a data.tar.gz already downloaded (no hub access needed)")
     f.add_argument("--revision", default=None, help="hub revision of princeton-nlp/HELMET to download")
-    f.add_argument("--ruler-essays", default=None, metavar="DATASET",
-                   help="instead: RULER's Paul Graham essays from a dataset with a 'text' column (hub id or local "
-                        "file), written to DIR/ruler/paul_graham_essays.txt for --haystack")
+    f.add_argument(
+        "--ruler-essays",
+        default=None,
+        metavar="DATASET",
+        help="instead: RULER's Paul Graham essays from a dataset with a 'text' column (hub id or local "
+        "file), written to DIR/ruler/paul_graham_essays.txt for --haystack",
+    )
     f.add_argument("--essays-sha256", default=None, help="refuse essays whose text has another sha256")
     f.set_defaults(fn=fetch)
 
@@ -49,8 +53,11 @@ def verify(args: argparse.Namespace) -> int:
 
     root = Path(args.folder)
     if not root.is_dir():
-        print(f"ctxgate data verify: {args.folder!r} is not a folder; give HELMET's data folder "
-              "(e.g. fixtures/helmet_data)", file=sys.stderr)
+        print(
+            f"ctxgate data verify: {args.folder!r} is not a folder; give HELMET's data folder "
+            "(e.g. fixtures/helmet_data)",
+            file=sys.stderr,
+        )
         return 2
     if args.write_lock:
         print(f"wrote {write_lock(root)}")
@@ -59,8 +66,13 @@ def verify(args: argparse.Namespace) -> int:
         print(f"{f.status:<9} {f.task:<16} {f.path}" + (f"  ({f.detail})" if f.detail else ""))
     failed = [f for f in findings if f.failed]
     unpinned = sum(f.status == "unpinned" for f in findings)
-    print(f"{len(failed)} problem(s), {unpinned} unpinned file(s)"
-          + (f"; pin them with `ctxgate data verify {args.folder} --write-lock`" if unpinned else "")
-          + (f"; a changed file differs from {LOCK_NAME}: restore it, or re-pin deliberately" if any(
-              f.status == "changed" for f in failed) else ""))
+    print(
+        f"{len(failed)} problem(s), {unpinned} unpinned file(s)"
+        + (f"; pin them with `ctxgate data verify {args.folder} --write-lock`" if unpinned else "")
+        + (
+            f"; a changed file differs from {LOCK_NAME}: restore it, or re-pin deliberately"
+            if any(f.status == "changed" for f in failed)
+            else ""
+        )
+    )
     return 1 if failed else 0

@@ -50,13 +50,22 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
     rows = []
     for key in sorted(set(base.cases) & set(new.cases)):
         case = new.cases[key]
-        result = base.compare_case(case.task, case.length, case.data_sha256, case.scores,
-                                   thresholds.regression_confidence)
+        result = base.compare_case(
+            case.task, case.length, case.data_sha256, case.scores, thresholds.regression_confidence
+        )
         if result is not None:
             rows.append(DiffRow(case.task, case.length, result, thresholds.tolerance_for(case.task, case.length)))
     lost = sorted(set(base.cases) - set(new.cases))
-    rows += [DiffRow(t, L, None, thresholds.tolerance_for(t, L),
-                     new.unscored.get((t, L)) or new.skipped.get((t, L), "not in the new run")) for t, L in lost]
+    rows += [
+        DiffRow(
+            t,
+            L,
+            None,
+            thresholds.tolerance_for(t, L),
+            new.unscored.get((t, L)) or new.skipped.get((t, L), "not in the new run"),
+        )
+        for t, L in lost
+    ]
     if not rows:
         raise BaselineError(f"{base_path} and {new_path} have no case in common: run the same tasks and lengths")
     notes = []
@@ -69,17 +78,37 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
 
 
 def render(diff: Diff, markdown: bool, confidence: float) -> str:
-    header = ["task", "length", "base", "new", "delta", f"{int(confidence * 100)}% interval", "n", "tolerance",
-              "verdict"]
+    header = [
+        "task",
+        "length",
+        "base",
+        "new",
+        "delta",
+        f"{int(confidence * 100)}% interval",
+        "n",
+        "tolerance",
+        "verdict",
+    ]
     body = []
     for r in diff.rows:
         if r.result is None:
-            body.append([r.task, format_length(r.length), "", "", "", "", "", f"{r.tolerance:.1f}",
-                         f"MISSING ({r.missing})"])
+            body.append(
+                [r.task, format_length(r.length), "", "", "", "", "", f"{r.tolerance:.1f}", f"MISSING ({r.missing})"]
+            )
             continue
-        body.append([r.task, format_length(r.length), f"{r.result.baseline:.1f}", f"{r.result.current:.1f}",
-                     f"{r.result.delta:+.1f}", f"{r.result.low:+.1f} .. {r.result.high:+.1f}", str(r.result.n),
-                     f"{r.tolerance:.1f}", r.verdict])
+        body.append(
+            [
+                r.task,
+                format_length(r.length),
+                f"{r.result.baseline:.1f}",
+                f"{r.result.current:.1f}",
+                f"{r.result.delta:+.1f}",
+                f"{r.result.low:+.1f} .. {r.result.high:+.1f}",
+                str(r.result.n),
+                f"{r.tolerance:.1f}",
+                r.verdict,
+            ]
+        )
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         table = "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body]) + "\n"

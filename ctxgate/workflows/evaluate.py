@@ -49,8 +49,13 @@ def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[s
     return selected
 
 
-def _stop(settings: EvalSettings, reference: CaseResult | None, tolerance: Callable[[str, int], float] | None,
-          task: str, length: int) -> tuple[StopRule, Questions] | None:
+def _stop(
+    settings: EvalSettings,
+    reference: CaseResult | None,
+    tolerance: Callable[[str, int], float] | None,
+    task: str,
+    length: int,
+) -> tuple[StopRule, Questions] | None:
     if settings.sequential_alpha is None or reference is None or tolerance is None:
         return None
     base = {o.index: o.score for o in reference.samples if o.score is not None}
@@ -58,9 +63,13 @@ def _stop(settings: EvalSettings, reference: CaseResult | None, tolerance: Calla
     return rule, Questions(baseline=base, tolerance=tolerance(task, length) / 100)
 
 
-def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], settings: EvalSettings,
-                        reference: Mapping[tuple[str, int], CaseResult] | None = None,
-                        tolerance: Callable[[str, int], float] | None = None) -> dict[tuple[str, int], CaseResult]:
+def evaluate_checkpoint(
+    path: str | Path,
+    cases: Sequence[tuple[str, int]],
+    settings: EvalSettings,
+    reference: Mapping[tuple[str, int], CaseResult] | None = None,
+    tolerance: Callable[[str, int], float] | None = None,
+) -> dict[tuple[str, int], CaseResult]:
     """``reference`` and ``tolerance`` (bisect probes under --sequential): each case asks "did it drop against
     the reference by more than the tolerance?" and stops once that is certain. A case that produces no score
     (beyond the model's window, data missing or unreadable, too short to build) is left out of the result: the
@@ -71,9 +80,16 @@ def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], sett
     backend = HFBackend(str(path), dtype=settings.dtype)
     encoder = PieceEncoder(backend.tokenizer)
     chat = resolve_chat(settings.chat_template, encoder.has_chat_template)
-    ctx = BuildContext(encoder=encoder, chat=chat == "on", seed=settings.seed, essay_path=settings.haystack,
-                       squad_source=settings.squad, hotpotqa_source=settings.hotpotqa, data_dir=settings.data_dir,
-                       chat_by_task=chat == "task")
+    ctx = BuildContext(
+        encoder=encoder,
+        chat=chat == "on",
+        seed=settings.seed,
+        essay_path=settings.haystack,
+        squad_source=settings.squad,
+        hotpotqa_source=settings.hotpotqa,
+        data_dir=settings.data_dir,
+        chat_by_task=chat == "task",
+    )
     cache = None
     if settings.cache_dir:
         try:
@@ -88,9 +104,17 @@ def evaluate_checkpoint(path: str | Path, cases: Sequence[tuple[str, int]], sett
             if backend.max_positions is not None and L > backend.max_positions:
                 continue  # beyond the window: no score (a regression where the reference had one)
             try:
-                results[(t, L)] = run_case(get_task(t), ctx, backend, L, settings.samples, settings.seed,
-                                           cache=cache, helmet_compat=settings.helmet_compat,
-                                           stop=_stop(settings, (reference or {}).get((t, L)), tolerance, t, L))
+                results[(t, L)] = run_case(
+                    get_task(t),
+                    ctx,
+                    backend,
+                    L,
+                    settings.samples,
+                    settings.seed,
+                    cache=cache,
+                    helmet_compat=settings.helmet_compat,
+                    stop=_stop(settings, (reference or {}).get((t, L)), tolerance, t, L),
+                )
             except (TaskTooShort, DataUnavailable):
                 continue  # no score: the same for every checkpoint unless the reference has one
         return results

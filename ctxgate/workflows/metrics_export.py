@@ -17,8 +17,11 @@ def _labels(**labels: Any) -> str:
 
 def openmetrics(report: Mapping[str, Any]) -> str:
     model = report["run"].get("model", "")
-    lines = ["# TYPE ctxgate_case_score gauge", "# UNIT ctxgate_case_score percent",
-             "# HELP ctxgate_case_score Score of one task at one input length."]
+    lines = [
+        "# TYPE ctxgate_case_score gauge",
+        "# UNIT ctxgate_case_score percent",
+        "# HELP ctxgate_case_score Score of one task at one input length.",
+    ]
     for c in report["cases"]:
         if c.get("score") is not None:
             lines.append(f"ctxgate_case_score{_labels(model=model, task=c['task'], length=c['length'])} {c['score']}")
@@ -26,20 +29,29 @@ def openmetrics(report: Mapping[str, Any]) -> str:
     for length, groups in report["by_length"].items():
         for key, group in groups.items():
             if group.get("score") is not None:
-                lines.append(f"ctxgate_category_score{_labels(model=model, category=key, length=length)} "
-                             f"{group['score']}")
+                lines.append(
+                    f"ctxgate_category_score{_labels(model=model, category=key, length=length)} {group['score']}"
+                )
     eff = report.get("effective_length")
     if eff:
-        lines += ["# TYPE ctxgate_effective_length gauge", "# HELP ctxgate_effective_length RULER effective length.",
-                  f"ctxgate_effective_length{_labels(model=model)} {eff['value']}"]
+        lines += [
+            "# TYPE ctxgate_effective_length gauge",
+            "# HELP ctxgate_effective_length RULER effective length.",
+            f"ctxgate_effective_length{_labels(model=model)} {eff['value']}",
+        ]
     failed = sum(1 for c in report["cases"] if c["verdict"] == "fail")
     unscored = sum(1 for c in report["cases"] if c["verdict"] == "error")
-    lines += ["# TYPE ctxgate_failed_cases gauge", f"ctxgate_failed_cases{_labels(model=model)} {failed}",
-              "# TYPE ctxgate_unscored_cases gauge",
-              "# HELP ctxgate_unscored_cases Selected cases without a score (error, crashed worker, not run).",
-              f"ctxgate_unscored_cases{_labels(model=model)} {unscored}",
-              "# TYPE ctxgate_complete gauge", "# HELP ctxgate_complete 1 when every selected case finished.",
-              f"ctxgate_complete{_labels(model=model)} {int(bool(report.get('complete', True)))}", "# EOF"]
+    lines += [
+        "# TYPE ctxgate_failed_cases gauge",
+        f"ctxgate_failed_cases{_labels(model=model)} {failed}",
+        "# TYPE ctxgate_unscored_cases gauge",
+        "# HELP ctxgate_unscored_cases Selected cases without a score (error, crashed worker, not run).",
+        f"ctxgate_unscored_cases{_labels(model=model)} {unscored}",
+        "# TYPE ctxgate_complete gauge",
+        "# HELP ctxgate_complete 1 when every selected case finished.",
+        f"ctxgate_complete{_labels(model=model)} {int(bool(report.get('complete', True)))}",
+        "# EOF",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -42,8 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _judges(args: argparse.Namespace, thresholds: Thresholds, helmet_compat: bool) -> Judges:
     try:
-        settings = JudgeSettings.from_options(lambda flag: getattr(args, flag[2:].replace("-", "_")),
-                                              ".ctxgate-cache")
+        settings = JudgeSettings.from_options(lambda flag: getattr(args, flag[2:].replace("-", "_")), ".ctxgate-cache")
         judges = build_judges(settings, args.nli_model, thresholds.judge_max_failure_rate, helmet_compat)
     except (ValueError, JudgeError, OSError) as exc:
         raise RejudgeError(str(exc)) from None
@@ -65,8 +64,10 @@ _SAMPLE_FIELDS = SampleOutcome.__dataclass_fields__
 
 
 def _case_result(case: dict[str, Any], rows: list[dict[str, Any]]) -> CaseResult:
-    samples = tuple(SampleOutcome(**{k: (tuple(v) if k == "answers" else v) for k, v in r.items()
-                                     if k in _SAMPLE_FIELDS}) for r in sorted(rows, key=lambda r: r["index"]))
+    samples = tuple(
+        SampleOutcome(**{k: (tuple(v) if k == "answers" else v) for k, v in r.items() if k in _SAMPLE_FIELDS})
+        for r in sorted(rows, key=lambda r: r["index"])
+    )
     fields = {k: case.get(k) for k in CaseResult.__dataclass_fields__ if k not in ("samples", "ci")}
     return CaseResult(**{**fields, "ci": tuple(case.get("ci") or (0.0, 0.0)), "samples": samples})
 
@@ -91,12 +92,16 @@ class NothingToJudge(Exception):
 def _to_judge(report: dict[str, Any], report_path: Path, everything: bool) -> list[dict[str, Any]]:
     judged = [c for c in report["cases"] if is_judged(c.get("metric", ""))]
     if not judged:
-        raise RejudgeError(f"{report_path} has no judged case (Cite, NarrativeQA, Summ): nothing to judge, and the "
-                           "report is left as it is. Run the suite with those tasks (-m judge) first")
+        raise RejudgeError(
+            f"{report_path} has no judged case (Cite, NarrativeQA, Summ): nothing to judge, and the "
+            "report is left as it is. Run the suite with those tasks (-m judge) first"
+        )
     chosen = [c for c in judged if everything or (c.get("judge") or {}).get("status") == "pending"]
     if not chosen:
-        raise NothingToJudge(f"{report_path}: all {len(judged)} judged case(s) are judged already; the report is "
-                             "left as it is. Pass --all to judge them again")
+        raise NothingToJudge(
+            f"{report_path}: all {len(judged)} judged case(s) are judged already; the report is "
+            "left as it is. Pass --all to judge them again"
+        )
     return chosen
 
 
@@ -127,14 +132,26 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
         _verdict(case, thresholds)
     run = {**run, "judge": judges.describe()}
     threshold = (report.get("effective_length") or {}).get("threshold", thresholds.effective_threshold)
-    new = build_report(report["cases"], run, thresholds, report.get("session_complete", report.get("complete", True)),
-                       report.get("error"), threshold, report.get("baseline"))
+    new = build_report(
+        report["cases"],
+        run,
+        thresholds,
+        report.get("session_complete", report.get("complete", True)),
+        report.get("error"),
+        threshold,
+        report.get("baseline"),
+    )
     failed = [c for c in new["cases"] if c["verdict"] == "fail"]
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")
     new["predictions"] = out_predictions.name
-    atomic_write_all({out_predictions: "".join(json.dumps(r) + "\n" for rs in by_case.values() for r in rs),
-                      out.with_suffix(".md"): markdown(new), out: json.dumps(new, indent=1) + "\n"})
+    atomic_write_all(
+        {
+            out_predictions: "".join(json.dumps(r) + "\n" for rs in by_case.values() for r in rs),
+            out.with_suffix(".md"): markdown(new),
+            out: json.dumps(new, indent=1) + "\n",
+        }
+    )
     return new, len(chosen), len(failed)
 
 
@@ -150,12 +167,16 @@ def main(args: argparse.Namespace) -> int:
     print(terminal(report))
     usage = [c["judge"]["usage"] for c in report["cases"] if (c.get("judge") or {}).get("usage")]
     if usage:
-        total = {k: sum(u[k] or 0 for u in usage) for k in ("requests", "cache_hits", "prompt_tokens",
-                                                             "completion_tokens", "failed_verdicts")}
+        total = {
+            k: sum(u[k] or 0 for u in usage)
+            for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens", "failed_verdicts")
+        }
         cost = [u["cost_usd"] for u in usage]
-        print(f"judged {judged} case(s): {total['requests']} requests, {total['cache_hits']} cache hits, "
-              f"{total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
-              f"{total['failed_verdicts']} failed verdicts, cost "
-              + (f"${sum(cost):.4f}" if None not in cost else "unknown (pass --judge-price IN,OUT)"))
+        print(
+            f"judged {judged} case(s): {total['requests']} requests, {total['cache_hits']} cache hits, "
+            f"{total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
+            f"{total['failed_verdicts']} failed verdicts, cost "
+            + (f"${sum(cost):.4f}" if None not in cost else "unknown (pass --judge-price IN,OUT)")
+        )
     print(f"report: {args.out or args.report}")
     return 1 if failed else 0

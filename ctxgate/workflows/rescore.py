@@ -38,8 +38,13 @@ def rescore(args: argparse.Namespace) -> int:
                 continue  # a judge scores these: `ctxgate judge REPORT.json`
             try:
                 spec = get_task(row["task"])
-                new, _ = score_prediction(args.metric or row["metric"], row["prediction"], row["answers"],
-                                          spec.scoring_prefix, bool(row.get("chat_template")))
+                new, _ = score_prediction(
+                    args.metric or row["metric"],
+                    row["prediction"],
+                    row["answers"],
+                    spec.scoring_prefix,
+                    bool(row.get("chat_template")),
+                )
             except (UnknownTask, UnknownMetric) as exc:
                 raise ReportFileError(f"{path}: {exc}") from None
             cases.setdefault((row["task"], int(row["length"])), []).append((float(row["score"]), new))
@@ -51,15 +56,26 @@ def rescore(args: argparse.Namespace) -> int:
         old = 100 * sum(p[0] for p in pairs) / len(pairs)
         new = 100 * sum(p[1] for p in pairs) / len(pairs)
         changed = sum(1 for a, b in pairs if a != b)
-        out.append({"task": task, "length": length, "n": len(pairs), "stored": round(old, 2),
-                    "rescored": round(new, 2), "delta": round(new - old, 2), "changed_samples": changed})
+        out.append(
+            {
+                "task": task,
+                "length": length,
+                "n": len(pairs),
+                "stored": round(old, 2),
+                "rescored": round(new, 2),
+                "delta": round(new - old, 2),
+                "changed_samples": changed,
+            }
+        )
     if args.json:
         print(json.dumps(out, indent=1))
     else:
         print(f"{'task':<18}{'length':>8}{'n':>6}{'stored':>9}{'rescored':>10}{'delta':>8}{'changed':>9}")
         for r in out:
-            print(f"{r['task']:<18}{r['length']:>8}{r['n']:>6}{r['stored']:>9.2f}{r['rescored']:>10.2f}"
-                  f"{r['delta']:>+8.2f}{r['changed_samples']:>9}")
+            print(
+                f"{r['task']:<18}{r['length']:>8}{r['n']:>6}{r['stored']:>9.2f}{r['rescored']:>10.2f}"
+                f"{r['delta']:>+8.2f}{r['changed_samples']:>9}"
+            )
     return 0
 
 

@@ -33,12 +33,29 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
             for key, label in CATEGORIES:
                 group = groups.get(key) or {}
                 if group.get("score") is not None:
-                    rows.append({"report": str(path), "model": model, "step": step, "length": int(length),
-                                 "category": label, "score": group["score"],
-                                 "partial": group.get("partial", False) or group.get("incomplete", False)})
+                    rows.append(
+                        {
+                            "report": str(path),
+                            "model": model,
+                            "step": step,
+                            "length": int(length),
+                            "category": label,
+                            "score": group["score"],
+                            "partial": group.get("partial", False) or group.get("incomplete", False),
+                        }
+                    )
         if eff:
-            rows.append({"report": str(path), "model": model, "step": step, "length": "", "category":
-                         "effective length", "score": eff.get("value"), "partial": eff.get("partial", False)})
+            rows.append(
+                {
+                    "report": str(path),
+                    "model": model,
+                    "step": step,
+                    "length": "",
+                    "category": "effective length",
+                    "score": eff.get("value"),
+                    "partial": eff.get("partial", False),
+                }
+            )
     return sorted(rows, key=lambda r: (r["step"], r["category"], str(r["length"])))
 
 
@@ -60,8 +77,13 @@ def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
         lengths = sorted({r["length"] for r in rows if r["category"] == label})
         for i, length in enumerate(lengths):  # distinct markers and dashes keep equal lines visible
             pts = [(r["step"], r["score"]) for r in rows if r["category"] == label and r["length"] == length]
-            ax.plot(*zip(*pts), marker="osD^v<>"[i % 7], linestyle=["-", "--", ":", "-."][i % 4],
-                    markersize=7 - i % 3, label=format_length(length))
+            ax.plot(
+                *zip(*pts),
+                marker="osD^v<>"[i % 7],
+                linestyle=["-", "--", ":", "-."][i % 4],
+                markersize=7 - i % 3,
+                label=format_length(length),
+            )
         ax.set_title(label + (" (partial)" if any(r["partial"] for r in rows if r["category"] == label) else ""))
         ax.set_xlabel("training step")
         ax.set_ylabel("score")
@@ -103,8 +125,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"ctxgate trend: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"ctxgate trend: cannot write {args.out} ({exc.strerror or exc}): pass a writable --out folder",
-              file=sys.stderr)
+        print(
+            f"ctxgate trend: cannot write {args.out} ({exc.strerror or exc}): pass a writable --out folder",
+            file=sys.stderr,
+        )
         return 2
     print(f"wrote {csv_path} and {png_path}")
     return 0

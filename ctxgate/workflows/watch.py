@@ -44,8 +44,11 @@ def ready(path: Path, settle: float) -> bool:
 
 def signature(path: Path) -> str:
     """Names, sizes and times of a checkpoint's files: a rewritten checkpoint is a new one to try."""
-    return json.dumps(sorted((str(f.relative_to(path)), f.stat().st_size, int(f.stat().st_mtime))
-                             for f in path.rglob("*") if f.is_file()))
+    return json.dumps(
+        sorted(
+            (str(f.relative_to(path)), f.stat().st_size, int(f.stat().st_mtime)) for f in path.rglob("*") if f.is_file()
+        )
+    )
 
 
 @dataclass
@@ -62,16 +65,20 @@ class WatchState:
             data = json.loads(path.read_text("utf-8"))
             return cls(set(data.get("done", [])), dict(data.get("failed", {})), data.get("last"))
         except (OSError, ValueError, TypeError, AttributeError) as exc:
-            raise WatchError(f"{path} is not a readable watch state ({exc}): delete it to evaluate every "
-                             "checkpoint again, or restore it") from None
+            raise WatchError(
+                f"{path} is not a readable watch state ({exc}): delete it to evaluate every "
+                "checkpoint again, or restore it"
+            ) from None
 
     def save(self, path: Path) -> None:
         try:
-            atomic_write(path, json.dumps({"done": sorted(self.done), "failed": self.failed, "last": self.last},
-                                          indent=1))
+            atomic_write(
+                path, json.dumps({"done": sorted(self.done), "failed": self.failed, "last": self.last}, indent=1)
+            )
         except OSError as exc:
-            raise WatchError(f"cannot write {path} ({exc.strerror or exc}): free space or give a writable "
-                             "--reports folder") from None
+            raise WatchError(
+                f"cannot write {path} ({exc.strerror or exc}): free space or give a writable --reports folder"
+            ) from None
 
     def should_try(self, ckpt: Path, attempts: int) -> bool:
         if ckpt.name in self.done:
@@ -101,19 +108,27 @@ def completed(report: Path) -> bool:
         return False
 
 
-def watch(run_dir: str | Path, reports: str | Path, pytest_args: Sequence[str], interval: float = 60.0,
-          settle: float = 30.0, once: bool = False, trend_dir: str | Path | None = None, attempts: int = 3) -> None:
+def watch(
+    run_dir: str | Path,
+    reports: str | Path,
+    pytest_args: Sequence[str],
+    interval: float = 60.0,
+    settle: float = 30.0,
+    once: bool = False,
+    trend_dir: str | Path | None = None,
+    attempts: int = 3,
+) -> None:
     from ctxgate.workflows.trend import trend
 
     run, out = Path(run_dir), Path(reports)
     if not run.is_dir():
-        raise WatchError(f"{run} is not a folder: give the training run's output folder, where checkpoint-N/ "
-                         "folders appear")
+        raise WatchError(
+            f"{run} is not a folder: give the training run's output folder, where checkpoint-N/ folders appear"
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise WatchError(f"--reports {out} cannot be created ({exc.strerror or exc}): give a writable folder") \
-            from None
+        raise WatchError(f"--reports {out} cannot be created ({exc.strerror or exc}): give a writable folder") from None
     state_path = out / "watch-state.json"
     state = WatchState.load(state_path)
     while True:
@@ -121,8 +136,10 @@ def watch(run_dir: str | Path, reports: str | Path, pytest_args: Sequence[str], 
             before = signature(ckpt)
             code = evaluate(ckpt, out, pytest_args)
             if code == USAGE_ERROR:
-                raise WatchError(f"pytest refused the arguments for {ckpt.name} (exit {code}, its message is above); "
-                                 "fix the arguments after --. Nothing was marked done")
+                raise WatchError(
+                    f"pytest refused the arguments for {ckpt.name} (exit {code}, its message is above); "
+                    "fix the arguments after --. Nothing was marked done"
+                )
             report = out / f"{ckpt.name}.json"
             state.last = ckpt.name
             if completed(report):
@@ -133,9 +150,15 @@ def watch(run_dir: str | Path, reports: str | Path, pytest_args: Sequence[str], 
                 tries = prior.get("attempts", 0) + 1 if prior.get("signature") == before else 1
                 state.failed[ckpt.name] = {"attempts": tries, "exit_code": code, "signature": before}
                 left = attempts - tries
-                print(f"ctxgate watch: {ckpt.name} was not evaluated completely (exit {code}); "
-                      + (f"trying again at the next scan ({left} attempt(s) left)" if left > 0 else
-                         "no attempts left until its files change"), flush=True)
+                print(
+                    f"ctxgate watch: {ckpt.name} was not evaluated completely (exit {code}); "
+                    + (
+                        f"trying again at the next scan ({left} attempt(s) left)"
+                        if left > 0
+                        else "no attempts left until its files change"
+                    ),
+                    flush=True,
+                )
             state.save(state_path)
             made = [p for p in sorted(out.glob("*.json")) if p.name != state_path.name and completed(p)]
             if made:
@@ -153,16 +176,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--interval", type=float, default=60.0, help="seconds between scans")
     w.add_argument("--settle", type=float, default=30.0, help="seconds a checkpoint must be unchanged")
     w.add_argument("--once", action="store_true", help="scan once and exit")
-    w.add_argument("--attempts", type=int, default=3,
-                   help="evaluations of one checkpoint that may fail before it waits for its files to change")
+    w.add_argument(
+        "--attempts",
+        type=int,
+        default=3,
+        help="evaluations of one checkpoint that may fail before it waits for its files to change",
+    )
     w.set_defaults(fn=main, pytest_args=[])
     w.epilog = "pytest arguments go after --, e.g. ctxgate watch RUN_DIR --once -- --lengths 8k,32k -n auto"
 
 
 def main(args: argparse.Namespace) -> int:
     try:
-        watch(args.run_dir, args.reports, args.pytest_args, args.interval, args.settle, args.once, args.trend,
-              args.attempts)
+        watch(
+            args.run_dir,
+            args.reports,
+            args.pytest_args,
+            args.interval,
+            args.settle,
+            args.once,
+            args.trend,
+            args.attempts,
+        )
     except WatchError as exc:
         print(f"ctxgate watch: {exc}", file=sys.stderr)
         return 2
