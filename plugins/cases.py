@@ -79,7 +79,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise pytest.UsageError(f"{metafunc.definition.nodeid} uses ctxgate_case without @pytest.mark.ctxgate_suite")
     lengths = metafunc.config.stash[SETTINGS_KEY].lengths
     params = [
-        pytest.param((t.name, L), id=f"{t.name}-{L}", marks=[getattr(pytest.mark, m) for m in t.markers])
+        pytest.param((t.name, L), id=f"{t.name}-{L}", marks=[getattr(pytest.mark, m) for m in t.marks])
         for t in all_tasks(marker.args[0])
         for L in lengths
     ]

@@ -22,6 +22,7 @@ from typing import IO, Any
 
 import pytest
 
+from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.io import atomic_write_all, created_at
@@ -286,7 +287,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         run["cache"] = {**run["cache"], "samples_from_cache": sum(c.get("samples_from_cache", 0) for c in cases)}
     complete = exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
     error = {"message": collector.run_error} if collector.run_error else None
-    report = build_report(cases, run, thresholds, complete, error, baseline=_baseline_summary(config, cases))
+    baseline = _baseline_summary(config, cases)
+    verdict = judge_session(cases, thresholds, complete, baseline=baseline)
+    report = build_report(cases, run, verdict, complete, error, baseline)
     collector.report = report
     if collector.report_path:
         try:

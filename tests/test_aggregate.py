@@ -1,7 +1,8 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxgate.gate.summaries import (
-    RULER_TASKS,
     GroupScore,
     effective_length,
     helmet_recall,
@@ -9,10 +10,11 @@ from ctxgate.gate.summaries import (
     weighted_average,
 )
 from ctxgate.stats.intervals import interval
+from ctxgate.tasks.registry import membership
 
 
 def full(score: float) -> dict[str, float]:
-    return {t: score for t in RULER_TASKS}
+    return {t: score for t in membership().ruler}
 
 
 def test_ruler_average_is_plain_mean_and_partial_is_marked():
@@ -53,3 +55,30 @@ def test_wilson_interval_brackets_the_mean():
     assert 39 < low < 41 and 59 < high < 61
     low, high = interval([0.5, 0.25, 1.0, 0.75])
     assert low < 62.5 < high
+
+
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=50))
+def test_a_fractional_interval_is_never_a_point(scores):
+    # one sample, or every score equal, is no certainty about the mean: rule "upper" must not gate on a point
+    low, high = interval(scores)
+    assert 0.0 <= low < high <= 100.0
+
+
+def test_a_fractional_interval_narrows_towards_the_mean_as_samples_grow():
+    widths = [interval([0.25, 0.5, 0.75] * k) for k in (1, 10, 100)]
+    assert all(low < 50 < high for low, high in widths)
+    assert [h - lo for lo, h in widths] == sorted((h - lo for lo, h in widths), reverse=True)
+
+
+def test_rulers_average_is_its_thirteen_tasks_and_helmets_recall_takes_three_of_them():
+    tasks = membership()
+    assert len(tasks.ruler) == 13 and "vt" in tasks.ruler and "json_kv" not in tasks.ruler
+    assert set(tasks.helmet["recall"]) == {"json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue"}
+    assert list(tasks.helmet) == ["recall", "rag", "rerank", "cite", "longqa", "summ", "icl"]  # the paper's order
+
+
+def test_a_length_with_an_early_stopped_ruler_task_never_counts_as_effective():
+    early = ruler_average(full(99.0), early={"vt"})
+    assert early.score == 99.0 and early.early == ("vt",)
+    eff = effective_length({4096: ruler_average(full(99.0)), 8192: early, 16384: ruler_average(full(99.0))})
+    assert eff.value == 4096 and eff.early == (8192,) and eff.per_length[8192] is False

@@ -31,13 +31,13 @@ def test_noise_passes_and_a_real_drop_fails_with_the_statistics(run, pytester):
     noisy.assert_outcomes(passed=2)
     case = json.loads((pytester.path / "noisy.json").read_text())["cases"][0]
     assert case["baseline"]["delta"] == 0.0 and not case["baseline"]["regressed"]
-    assert case["baseline"]["method"] == "exact-discordant"
+    assert case["baseline"]["method"] == "tango-score"
     dropped = run("drop", {"default": 0.8, "accuracy": {"vt": {"*": 0.4}}}, "--baseline", "base.json")
     dropped.assert_outcomes(passed=1, failed=1)
     dropped.stdout.fnmatch_lines(
         [
             "*vt at 4096 regressed: 40.0 vs baseline 80.0: delta -40.0 points (interval "
-            "-* to -*, exact-discordant, n=40), tolerance 2.0*"
+            "-* to -*, tango-score, n=40), tolerance 2.0*"
         ]
     )
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown, terminal
@@ -31,6 +32,10 @@ def record(task: str, length: int, score: float, verdict: str = "pass") -> dict:
     }
 
 
+def _report(cases: list[dict]) -> dict:
+    return build_report(cases, {"model": "tiny"}, judge_session(cases, Thresholds(path="(none)"), True), True)
+
+
 def test_each_case_is_on_disk_as_soon_as_it_arrives(tmp_path):
     c = Collector(str(tmp_path / "r.json"))
     c.add(record("vt", 512, 50.0))
@@ -46,7 +51,7 @@ def test_tables_mark_failures_partials_and_effective_length():
         record("niah_single_1", 2048, 5.0, "fail"),
         record("json_kv", 512, 0.0, "skip"),
     ]
-    report = build_report(cases, {"model": "tiny"}, Thresholds(path="(none)"), True)
+    report = _report(cases)
     text = terminal(report)
     assert "5.0 ✗" in text and "skip" in text and "100.0*" in text
     assert "Effective length" in text and "512" in text.replace("K", "")
@@ -77,7 +82,7 @@ def test_helmet_categories_are_plain_means_and_partial_when_a_member_is_missing(
         "infbench_mc": 30.0,
     }
     cases = [record(t, 1024, s) for t, s in scores.items()]
-    report = build_report(cases, {"model": "tiny"}, Thresholds(path="(none)"), True)
+    report = _report(cases)
     at = report["by_length"]["1024"]
     assert at["helmet_rag"] == {
         "score": 30.0,
@@ -86,6 +91,7 @@ def test_helmet_categories_are_plain_means_and_partial_when_a_member_is_missing(
         "missing": [],
         "incomplete": False,
         "errored": [],
+        "early": [],
     }
     assert at["helmet_rerank"]["score"] == 33.3 and not at["helmet_rerank"]["partial"]
     assert at["helmet_icl"]["score"] == 50.0 and at["helmet_icl"]["partial"]

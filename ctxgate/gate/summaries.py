@@ -1,10 +1,16 @@
-"""Per-length summaries: RULER's average and effective length, HELMET's Recall category.
+"""Per-length summaries: RULER's average and effective length, HELMET's categories and overall score.
 
-Aggregation is over the tasks that ran. A summary built from fewer than all of its member tasks is marked
-``partial`` and names what is missing: a subset average is never presented as the full benchmark score. A member
-that was selected but produced no score (an error, a crashed worker, an interrupted run) is ``errored``: the
-summary is then ``incomplete``, and a length whose RULER average is incomplete never counts as effective, because
-the missing task might have failed there.
+Membership comes from the task registry (``ctxgate.tasks.registry.membership``): a task's spec says which summary
+its score counts in. Aggregation is over the tasks that ran. A summary built from fewer than all of its member
+tasks is marked ``partial`` and names what is missing: a subset average is never presented as the full benchmark
+score. A member that was selected but produced no score (an error, a crashed worker, an interrupted run) is
+``errored``: the summary is then ``incomplete``, and a length whose RULER average is incomplete never counts as
+effective, because the missing task might have failed there.
+
+A member that ``--sequential`` stopped early is ``early``: its mean is biased by the stopping (a case stopped at
+10 of 10 right reads 100%), so a summary that averages it is an estimate, marked as such, and a length whose RULER
+average has one never counts as effective. Only fixed-n means, or each early case's own confidence sequence, carry
+a guarantee.
 """
 
 from __future__ import annotations
@@ -12,46 +18,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-RULER_TASKS = (
-    "niah_single_1",
-    "niah_single_2",
-    "niah_single_3",
-    "niah_multikey_1",
-    "niah_multikey_2",
-    "niah_multikey_3",
-    "niah_multivalue",
-    "niah_multiquery",
-    "vt",
-    "cwe",
-    "fwe",
-    "qa_1",
-    "qa_2",
-)
-HELMET_RECALL_TASKS = ("json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue")
-# the same three tasks from HELMET's own RULER-format files; when any of them ran they replace the suite's cases
-HELMET_OWN_RECALL = ("helmet_multikey_2", "helmet_multikey_3", "helmet_multivalue")
-# HELMET's seven categories, each the plain mean of its members' scores (all x 100), in the paper's order. A Cite
-# task's score is already the mean of its three numbers (correctness, citation recall, citation precision), so the
-# category equals HELMET's mean of six.
-HELMET_CATEGORIES: dict[str, tuple[str, ...]] = {
-    "recall": HELMET_RECALL_TASKS,
-    "rag": ("kilt_nq", "kilt_triviaqa", "kilt_popqa", "kilt_hotpotqa"),
-    "rerank": ("msmarco_rerank",),
-    "cite": ("alce_asqa", "alce_qampari"),
-    "longqa": ("narrativeqa", "infbench_qa", "infbench_mc"),
-    "summ": ("infbench_sum", "multi_lexsum"),
-    "icl": ("icl_trec_coarse", "icl_trec_fine", "icl_banking77", "icl_clinic150", "icl_nlu"),
-}
-CATEGORY_LABELS = {
-    "recall": "Recall",
-    "rag": "RAG",
-    "rerank": "Re-rank",
-    "cite": "Cite",
-    "longqa": "LongQA",
-    "summ": "Summ",
-    "icl": "ICL",
-    "overall": "overall",
-}
+from ctxgate.tasks.registry import Membership, membership
+
 RULER_THRESHOLD = 85.6  # Llama-2-7B at 4K, the RULER paper's bar
 
 
@@ -61,6 +29,7 @@ class GroupScore:
     members: tuple[str, ...]
     missing: tuple[str, ...] = ()  # not selected in this run
     errored: tuple[str, ...] = ()  # selected, but no score
+    early: tuple[str, ...] = ()  # scored, but stopped early by --sequential: their means are biased
 
     @property
     def partial(self) -> bool:
@@ -82,49 +51,79 @@ class EffectiveLength:
     per_length: Mapping[int, bool] = field(default_factory=dict)
     partial: bool = False
     incomplete: tuple[int, ...] = ()  # lengths with a RULER task that produced no score: counted as failing
+    early: tuple[int, ...] = ()  # lengths with a RULER task stopped early by --sequential: counted as failing
 
 
-def group(scores: Mapping[str, float], members: Sequence[str], errored: Collection[str] = ()) -> GroupScore:
+def group(
+    scores: Mapping[str, float], members: Sequence[str], errored: Collection[str] = (), early: Collection[str] = ()
+) -> GroupScore:
     present = tuple(m for m in members if m in scores)
     failed = tuple(m for m in members if m in errored and m not in scores)
     missing = tuple(m for m in members if m not in scores and m not in failed)
     value = round(sum(scores[m] for m in present) / len(present), 2) if present else None
-    return GroupScore(value, present, missing, failed)
+    return GroupScore(value, present, missing, failed, tuple(m for m in present if m in early))
 
 
-def ruler_average(scores: Mapping[str, float], errored: Collection[str] = ()) -> GroupScore:
-    return group(scores, RULER_TASKS, errored)
+def ruler_average(
+    scores: Mapping[str, float],
+    errored: Collection[str] = (),
+    early: Collection[str] = (),
+    tasks: Membership | None = None,
+) -> GroupScore:
+    return group(scores, (tasks or membership()).ruler, errored, early)
 
 
-def recall_members(scores: Mapping[str, float], errored: Collection[str] = ()) -> tuple[str, ...]:
-    """HELMET Recall: JSON KV and HELMET's own RULER files when they ran at this length, else the suite's RULER
-    cases of the same tasks (the report's member list says which)."""
-    own = any(t in scores or t in errored for t in HELMET_OWN_RECALL)
-    return ("json_kv", *HELMET_OWN_RECALL) if own else HELMET_RECALL_TASKS
+def recall_members(
+    scores: Mapping[str, float], errored: Collection[str] = (), tasks: Membership | None = None
+) -> tuple[str, ...]:
+    """HELMET Recall: HELMET's own RULER files when any ran at this length, in place of the suite's RULER cases of
+    the same tasks (the report's member list says which)."""
+    return category_members("recall", scores, errored, tasks or membership())
 
 
-def helmet_recall(scores: Mapping[str, float], errored: Collection[str] = ()) -> GroupScore:
-    return group(scores, recall_members(scores, errored), errored)
+def category_members(
+    category: str, scores: Mapping[str, float], errored: Collection[str], tasks: Membership
+) -> tuple[str, ...]:
+    members = tasks.helmet.get(category, ())
+    own = {stand_in: task for stand_in, task in tasks.stand_ins.items() if task in members}
+    if any(t in scores or t in errored for t in own):
+        return tuple(next((s for s, t in own.items() if t == m), m) for m in members)
+    return members
 
 
-def helmet_categories(scores: Mapping[str, float], errored: Collection[str] = ()) -> dict[str, GroupScore]:
-    """Every HELMET category with at least one member that ran or was meant to."""
-    groups = {
-        name: group(scores, recall_members(scores, errored) if name == "recall" else members, errored)
-        for name, members in HELMET_CATEGORIES.items()
-    }
+def helmet_recall(
+    scores: Mapping[str, float],
+    errored: Collection[str] = (),
+    early: Collection[str] = (),
+    tasks: Membership | None = None,
+) -> GroupScore:
+    return group(scores, recall_members(scores, errored, tasks), errored, early)
+
+
+def helmet_categories(
+    scores: Mapping[str, float],
+    errored: Collection[str] = (),
+    early: Collection[str] = (),
+    tasks: Membership | None = None,
+) -> dict[str, GroupScore]:
+    """Every HELMET category with at least one member that ran or was meant to. A Cite task's score is already the
+    mean of its three numbers (correctness, citation recall, citation precision), so the category equals HELMET's
+    mean of six."""
+    tasks = tasks or membership()
+    groups = {c: group(scores, category_members(c, scores, errored, tasks), errored, early) for c in tasks.helmet}
     return {name: g for name, g in groups.items() if g.score is not None or g.errored}
 
 
-def helmet_overall(categories: Mapping[str, GroupScore]) -> GroupScore:
-    """HELMET's overall score: the mean of the seven category scores. Partial when a category is missing or is
-    itself partial (its missing tasks are named as ``category/task``)."""
+def helmet_overall(categories: Mapping[str, GroupScore], tasks: Membership | None = None) -> GroupScore:
+    """HELMET's overall score: the mean of the category scores. Partial when a category is missing or is itself
+    partial (its missing tasks are named as ``category/task``)."""
     present = {c: g for c, g in categories.items() if g.score is not None}
     errored = tuple(f"{c}/{t}" for c, g in categories.items() for t in g.errored)
-    missing = tuple(c for c in HELMET_CATEGORIES if c not in categories)
+    missing = tuple(c for c in (tasks or membership()).helmet if c not in categories)
     missing += tuple(f"{c}/{t}" for c, g in present.items() for t in g.missing)
+    early = tuple(f"{c}/{t}" for c, g in present.items() for t in g.early)
     value = round(sum(g.score for g in present.values() if g.score is not None) / len(present), 2) if present else None
-    return GroupScore(value, tuple(present), missing, errored)
+    return GroupScore(value, tuple(present), missing, errored, early)
 
 
 def effective_length(
@@ -133,8 +132,11 @@ def effective_length(
     scored = {L: g for L, g in sorted(ruler_by_length.items()) if g.score is not None or g.incomplete}
     if not scored:
         return None
-    # strictly above, as the paper; a length where a task produced no score cannot be shown to pass
-    passing = {L: g.score is not None and g.score > threshold and not g.incomplete for L, g in scored.items()}
+    # strictly above, as the paper; a length where a task produced no score, or only an early-stopped estimate,
+    # cannot be shown to pass
+    passing = {
+        L: g.score is not None and g.score > threshold and not g.incomplete and not g.early for L, g in scored.items()
+    }
     value = 0
     for L, ok in passing.items():
         if not ok:
@@ -148,6 +150,7 @@ def effective_length(
         passing,
         any(g.partial for g in scored.values()),
         tuple(L for L, g in scored.items() if g.incomplete),
+        tuple(L for L, g in scored.items() if g.early),
     )
 
 

@@ -158,10 +158,9 @@ def floors_gate(cases: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return {"name": "floors", "verdict": "fail" if failed or unscored else "pass", "message": message}
 
 
-def effective_length_gate(report: Mapping[str, Any], thresholds: Thresholds) -> dict[str, str] | None:
+def effective_length_gate(eff: Mapping[str, Any] | None, thresholds: Thresholds) -> dict[str, str] | None:
     if not thresholds.min_effective_length:
         return None
-    eff = report.get("effective_length")
     need = format_length(thresholds.min_effective_length)
     if eff is None:
         return {
@@ -176,6 +175,11 @@ def effective_length_gate(report: Mapping[str, Any], thresholds: Thresholds) -> 
         note = (
             f"; {', '.join(format_length(L) for L in eff['incomplete'])} counted as failing: a RULER task "
             "there produced no score"
+        )
+    if eff.get("early"):
+        note += (
+            f"; {', '.join(format_length(L) for L in eff['early'])} counted as failing: --sequential stopped a "
+            "RULER task there early, and an average of early-stopped means has no guarantee"
         )
     return {
         "name": "min_effective_length",
@@ -214,8 +218,13 @@ def baseline_gate(cases: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any
     return {"name": "baseline", "verdict": "fail" if parts else "pass", "message": message}
 
 
-def session_gates(report: Mapping[str, Any], thresholds: Thresholds) -> list[dict[str, str]]:
-    gates = [cases_gate(report["cases"], report.get("complete", True)), floors_gate(report["cases"])]
-    eff = effective_length_gate(report, thresholds)
-    base = report.get("baseline")
-    return gates + ([eff] if eff else []) + ([baseline_gate(report["cases"], base)] if base else [])
+def session_gates(
+    cases: Sequence[Mapping[str, Any]],
+    complete: bool,
+    eff: Mapping[str, Any] | None,
+    baseline: Mapping[str, Any] | None,
+    thresholds: Thresholds,
+) -> list[dict[str, str]]:
+    gates = [cases_gate(cases, complete), floors_gate(cases)]
+    eff_gate = effective_length_gate(eff, thresholds)
+    return gates + ([eff_gate] if eff_gate else []) + ([baseline_gate(cases, baseline)] if baseline else [])

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxgate.gate.summaries import CATEGORY_LABELS, HELMET_CATEGORIES, RULER_TASKS
 from ctxgate.lengths import format_length
+from ctxgate.tasks.registry import category_label, membership, task_names
 
 # a case without a score, by why (report/schema.py's words): short enough for a table cell
 _NO_SCORE = {
@@ -38,21 +38,25 @@ def _group_cell(group: Mapping[str, Any] | None) -> str:
     if not group or (group["score"] is None and not group.get("incomplete")):
         return ""
     score = "n/a" if group["score"] is None else f"{group['score']:.1f}"
-    return score + ("*" if group["partial"] else "") + ("!" if group.get("incomplete") else "")
+    marks = ("*" if group["partial"] else "") + ("!" if group.get("incomplete") else "")
+    return score + marks + ("~" if group.get("early") else "")
 
 
 def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
     lengths = sorted({c["length"] for c in report["cases"]})
-    known = list(RULER_TASKS) + [t for members in HELMET_CATEGORIES.values() for t in members if t not in RULER_TASKS]
+    tasks_now = membership()
+    known = task_names()  # registration order: RULER's, then HELMET's categories
     tasks = sorted(
         {c["task"] for c in report["cases"]}, key=lambda t: (known.index(t) if t in known else len(known), t)
     )
     by_key = {(c["task"], c["length"]): c for c in report["cases"]}
     header = ["task"] + [format_length(L) for L in lengths]
     body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] for t in tasks]
-    groups = [("RULER avg", "ruler")] + [
-        (f"HELMET {CATEGORY_LABELS[c]}", f"helmet_{c}") for c in (*HELMET_CATEGORIES, "overall")
-    ]
+    groups = (
+        [("RULER avg", "ruler")]
+        + [(f"HELMET {category_label(c)}", f"helmet_{c}") for c in tasks_now.helmet]
+        + [("HELMET overall", "helmet_overall")]
+    )
     for label, key in groups:
         cells = [_group_cell(report["by_length"].get(str(L), {}).get(key)) for L in lengths]
         if any(cells):
@@ -67,7 +71,7 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
         value = format_length(eff["value"]) if eff["value"] else f"< {format_length(lengths[0])}"
         notes.append(
             f"Effective length (RULER avg > {eff['threshold']}, every shorter length too): {value}"
-            + (" (partial: not all 13 RULER tasks ran)" if eff.get("partial") else "")
+            + (f" (partial: not all {len(tasks_now.ruler)} RULER tasks ran)" if eff.get("partial") else "")
             + (
                 f" (incomplete: {', '.join(format_length(L) for L in eff['incomplete'])} counted as "
                 "failing, a RULER task there has no score)"
@@ -95,14 +99,14 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
         {
             format_length(int(L))
             for L, v in report["by_length"].items()
-            if set(v.get("helmet_recall", {}).get("members", ()))
-            & {"niah_multikey_2", "niah_multikey_3", "niah_multivalue"}
+            if set(v.get("helmet_recall", {}).get("members", ())) & set(tasks_now.stand_ins.values())
         }
     )
     if stand_in:
         notes.append(
-            f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases (niah_multikey_2/3, "
-            "niah_multivalue): HELMET's own ruler/ files were not in --data-dir for those lengths"
+            f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases "
+            f"({', '.join(sorted(set(tasks_now.stand_ins.values())))}): HELMET's own ruler/ files were not in "
+            "--data-dir for those lengths"
         )
     seq = [c["sequential"] for c in report["cases"] if c.get("sequential")]
     if seq:
@@ -111,8 +115,10 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
         early = sum(1 for s in seq if s["decided"])
         notes.append(
             f"Sequential (error rate {seq[0]['alpha']} per early verdict): {early} of {len(seq)} cases "
-            f"decided early; {drawn} samples scored where fixed n takes {budget} ({budget - drawn} saved); "
-            "their scores and the summaries above come from those fewer samples"
+            f"decided early; {drawn} samples scored where fixed n takes {budget} ({budget - drawn} saved). "
+            "A case stopped early reports an estimate biased by the stopping (its interval is the confidence "
+            "sequence, valid at any stop): summaries marked ~ average such estimates, and a length with one "
+            "never counts as effective"
         )
     capped = [
         f"{c['task']} at {format_length(c['length'])} ran {c['sample_cap']['pool']} of {c['sample_cap']['requested']}"

@@ -19,8 +19,12 @@ def z_value(confidence: float) -> float:
 def interval(scores: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
     """Interval for the mean of per-sample scores in [0, 1], returned in percent.
 
-    Binary outcomes get the Wilson score interval (sensible at 0% and 100%, unlike the normal one); fractional
-    outcomes (string_match_all over several references) get a normal interval on the mean, clipped to [0, 100].
+    Binary outcomes get the Wilson score interval (sensible at 0% and 100%, unlike the normal one). Fractional
+    outcomes (string_match_all over several references, ROUGE, judged scores) get Agresti and Coull's adjustment
+    carried over to bounded scores: z^2/2 pseudo-samples at 0 and as many at 1 are added before the normal interval
+    of the mean is taken. On binary data that is exactly the Agresti-Coull interval; on fractional data it is never
+    zero-width (one sample, or every score equal, would make the plain normal interval a point, and ``rule =
+    "upper"`` a point gate there) and shrinks to the normal interval as n grows.
     """
     n = len(scores)
     if n == 0:
@@ -33,7 +37,10 @@ def interval(scores: Sequence[float], confidence: float = 0.95) -> tuple[float, 
         half = z * math.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / denom
         low, high = centre - half, centre + half
     else:
-        var = sum((s - mean) ** 2 for s in scores) / max(n - 1, 1)
-        half = z * math.sqrt(var / n)
-        low, high = mean - half, mean + half
+        pseudo = z * z / 2
+        size = n + 2 * pseudo
+        centre = (sum(scores) + pseudo) / size
+        spread = sum((s - centre) ** 2 for s in scores) + pseudo * (centre**2 + (1 - centre) ** 2)
+        half = z * math.sqrt(spread / size / size)
+        low, high = centre - half, centre + half
     return (round(max(0.0, low) * 100, 2), round(min(1.0, high) * 100, 2))

@@ -184,7 +184,6 @@ def cwe() -> TaskSpec:
         metric="string_match_all",
         tokens_to_generate=120,
         build=build_cwe,
-        markers=("ruler",),
         description="10 common words (30x) among uncommon ones (3x)",
     )
 
@@ -199,6 +198,5 @@ def fwe() -> TaskSpec:
         metric="string_match_all",
         tokens_to_generate=50,
         build=build_fwe,
-        markers=("ruler",),
         description="three most frequent coded words, zeta(2) frequencies",
     )

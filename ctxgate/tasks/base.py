@@ -150,7 +150,7 @@ class TaskSpec:
     metric: str
     tokens_to_generate: int
     build: Builder
-    markers: tuple[str, ...] = ()
+    markers: tuple[str, ...] = ()  # pytest markers besides those derived below (`marks`), e.g. "judge"
     scoring_prefix: str | None = None  # HELMET: prepended to the output, which is then parsed after it
     description: str = ""
     default_samples: int = 100  # HELMET's count for the task, used when --samples is not given
@@ -160,3 +160,23 @@ class TaskSpec:
     # how many distinct samples the task's data gives at a length (a question pool x its depth copies); None, or a
     # None answer: generated, no limit. A case never runs more: a repeat would inflate n and narrow every interval
     pool_size: Callable[[BuildContext, int], int | None] | None = None  # (context, length)
+    # Where the task's score counts, the one place membership is written: RULER's average takes every RULER task;
+    # a HELMET task counts in its own category, and a RULER task may count in a HELMET category too (HELMET's
+    # Recall takes three of RULER's). ``replaces``: HELMET's own data file for a RULER task, which stands in for
+    # that task in its HELMET category when it ran.
+    helmet_category: str | None = None  # None: ``category`` for a HELMET task, no category for a RULER task
+    replaces: str | None = None
+
+    @property
+    def in_ruler_average(self) -> bool:
+        return self.suite == "ruler"
+
+    @property
+    def helmet_group(self) -> str | None:
+        return self.helmet_category or (self.category if self.suite == "helmet" else None)
+
+    @property
+    def marks(self) -> tuple[str, ...]:
+        """The case's pytest markers: its suite, its HELMET category, and its own."""
+        derived = (self.suite, *([self.helmet_group] if self.helmet_group else []), *self.markers)
+        return tuple(dict.fromkeys(derived))

@@ -81,7 +81,7 @@ def _spec(name: str, metric: str, description: str) -> TaskSpec:
         metric=metric,
         tokens_to_generate=GEN,
         build=lambda ctx, L, i, rng: build_cite(name, ctx, L, i),
-        markers=("helmet", "cite", "judge"),
+        markers=("judge",),
         scoring_prefix=PREFIX,
         chat_template=True,
         description=description,

@@ -51,7 +51,7 @@ def build(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     )
 
 
-def _spec(name: str, description: str) -> TaskSpec:
+def _spec(name: str, replaces: str, description: str) -> TaskSpec:
     return TaskSpec(
         name=name,
         suite="helmet",
@@ -59,22 +59,22 @@ def _spec(name: str, description: str) -> TaskSpec:
         metric="string_match_all",
         tokens_to_generate=BUDGETS[name],
         build=lambda ctx, length, index, rng: build(name, ctx, length, index),
-        markers=("helmet", "recall"),
         description=description,
         pool_size=lambda ctx, length: len(load_ruler_file(name, ctx.data_dir, length).records),
+        replaces=replaces,
     )
 
 
 @register
 def helmet_multikey_2() -> TaskSpec:
-    return _spec("helmet_multikey_2", "HELMET's RULER niah_multikey_2 file (Recall)")
+    return _spec("helmet_multikey_2", "niah_multikey_2", "HELMET's RULER niah_multikey_2 file (Recall)")
 
 
 @register
 def helmet_multikey_3() -> TaskSpec:
-    return _spec("helmet_multikey_3", "HELMET's RULER niah_multikey_3 file (Recall)")
+    return _spec("helmet_multikey_3", "niah_multikey_3", "HELMET's RULER niah_multikey_3 file (Recall)")
 
 
 @register
 def helmet_multivalue() -> TaskSpec:
-    return _spec("helmet_multivalue", "HELMET's RULER niah_multivalue file (Recall)")
+    return _spec("helmet_multivalue", "niah_multivalue", "HELMET's RULER niah_multivalue file (Recall)")

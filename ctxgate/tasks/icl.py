@@ -212,7 +212,6 @@ def _spec(name: str, description: str) -> TaskSpec:
         metric="label_em",
         tokens_to_generate=GEN,
         build=lambda ctx, L, i, rng: build_icl(name, ctx, L, i),
-        markers=("helmet", "icl"),
         scoring_prefix=ANSWER_PREFIX,
         default_samples=500,
         description=description,

@@ -114,7 +114,6 @@ def json_kv() -> TaskSpec:
         metric="helmet_subem",
         tokens_to_generate=GEN,
         build=build_json_kv,
-        markers=("helmet", "recall"),
         scoring_prefix=ANSWER_PREFIX,
         description="value of a UUID key in a JSON object",
         pool_size=lambda ctx, length: pool_size(ctx.data_dir, length, ctx.seed),

@@ -167,7 +167,7 @@ def _essay_lines(ctx: BuildContext, needles: list[str], room: int, rng: random.R
 
 def _recall(spec: TaskSpec) -> TaskSpec:
     """These three also count toward HELMET's Recall category."""
-    return replace(spec, markers=(*spec.markers, "recall"))
+    return replace(spec, helmet_category="recall")
 
 
 def _spec(name: str, cfg: NiahConfig, description: str) -> TaskSpec:
@@ -184,7 +184,7 @@ def _spec(name: str, cfg: NiahConfig, description: str) -> TaskSpec:
         metric="string_match_all",
         tokens_to_generate=gen,
         build=build,
-        markers=("ruler", "niah"),
+        markers=("niah",),
         description=description,
     )
 

@@ -82,7 +82,6 @@ def _spec(name: str, description: str) -> TaskSpec:
         metric="string_match_part",
         tokens_to_generate=GEN,
         build=build,
-        markers=("ruler",),
         description=description,
         pool_size=lambda ctx, length: len(load(ctx).questions),
     )

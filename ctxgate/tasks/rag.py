@@ -177,7 +177,6 @@ def _spec(name: str, description: str) -> TaskSpec:
         metric="helmet_subem",
         tokens_to_generate=GEN,
         build=build,
-        markers=("helmet", "rag"),
         scoring_prefix=ANSWER_PREFIX,
         description=description,
         default_samples=samples,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from ctxgate.tasks.base import TaskSpec
 
@@ -27,7 +30,13 @@ def _load() -> None:
     from ctxgate.tasks import niah, vt, aggregation, qa, json_kv  # noqa: F401  (RULER order)
     from ctxgate.tasks import rag, rerank, cite, icl, longqa, summ  # noqa: F401  (HELMET application categories)
     from ctxgate.tasks import helmet_recall  # noqa: F401  (HELMET's own RULER files, when present)
+
     # isort: on
+    # any other module of the package registers its tasks after these: adding a task is adding its module
+    import ctxgate.tasks as package
+
+    for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
+        importlib.import_module(f"{package.__name__}.{module}")
 
 
 class UnknownTask(KeyError):
@@ -52,3 +61,46 @@ def all_tasks(suite: str | None = None) -> list[TaskSpec]:
 
 def task_names() -> list[str]:
     return [t.name for t in all_tasks()]
+
+
+# HELMET's seven categories in the paper's order, with its names for them. A task may name a category not listed
+# here: it is summarized after these, under its own name.
+HELMET_CATEGORY_LABELS = {
+    "recall": "Recall",
+    "rag": "RAG",
+    "rerank": "Re-rank",
+    "cite": "Cite",
+    "longqa": "LongQA",
+    "summ": "Summ",
+    "icl": "ICL",
+}
+
+
+@dataclass(frozen=True)
+class Membership:
+    """Which tasks each summary averages, derived from the specs (``TaskSpec.in_ruler_average``,
+    ``helmet_group``, ``replaces``), in registration order."""
+
+    ruler: tuple[str, ...]
+    helmet: Mapping[str, tuple[str, ...]]  # category -> its members, categories in the paper's order
+    stand_ins: Mapping[str, str]  # HELMET's own file of a task -> the RULER task it replaces in its category
+
+    @classmethod
+    def of(cls, specs: list[TaskSpec]) -> Membership:
+        helmet: dict[str, list[str]] = {c: [] for c in HELMET_CATEGORY_LABELS}
+        for t in specs:
+            if t.helmet_group and not t.replaces:
+                helmet.setdefault(t.helmet_group, []).append(t.name)
+        return cls(
+            tuple(t.name for t in specs if t.in_ruler_average),
+            {c: tuple(m) for c, m in helmet.items() if m},
+            {t.name: t.replaces for t in specs if t.replaces},
+        )
+
+
+def membership() -> Membership:
+    return Membership.of(all_tasks())
+
+
+def category_label(category: str) -> str:
+    return HELMET_CATEGORY_LABELS.get(category, category)

@@ -177,7 +177,6 @@ def msmarco_rerank() -> TaskSpec:
         metric="ndcg_at_10",
         tokens_to_generate=GEN,
         build=lambda ctx, L, i, rng: build_rerank(ctx, L, i),
-        markers=("helmet", "rerank"),
         scoring_prefix=ANSWER_PREFIX,
         default_samples=300,
         pool_size=pool_size,

@@ -102,7 +102,7 @@ def _spec(name: str, gen: int, description: str) -> TaskSpec:
         metric="summary_judge",
         tokens_to_generate=gen,
         build=build,
-        markers=("helmet", "summ", "judge"),
+        markers=("judge",),
         scoring_prefix=PREFIX,
         chat_template=True,
         description=description,

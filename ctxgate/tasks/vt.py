@@ -104,6 +104,5 @@ def vt() -> TaskSpec:
         metric="string_match_all",
         tokens_to_generate=30,
         build=build_vt,
-        markers=("ruler",),
         description="variable tracking, 1 chain x 4 hops",
     )

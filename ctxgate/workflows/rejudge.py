@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
 from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
 from ctxgate.judge.client import OPTIONS, JudgeError, JudgeSettings
@@ -132,15 +133,9 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
         _verdict(case, thresholds)
     run = {**run, "judge": judges.describe()}
     threshold = (report.get("effective_length") or {}).get("threshold", thresholds.effective_threshold)
-    new = build_report(
-        report["cases"],
-        run,
-        thresholds,
-        report.get("session_complete", report.get("complete", True)),
-        report.get("error"),
-        threshold,
-        report.get("baseline"),
-    )
+    session_complete = report.get("session_complete", report.get("complete", True))
+    verdict = judge_session(report["cases"], thresholds, session_complete, threshold, report.get("baseline"))
+    new = build_report(report["cases"], run, verdict, session_complete, report.get("error"), report.get("baseline"))
     failed = [c for c in new["cases"] if c["verdict"] == "fail"]
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")

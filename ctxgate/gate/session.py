@@ -1,0 +1,122 @@
+"""The session's verdict: its summaries per length (RULER's average and effective length, HELMET's categories) and
+its gates, computed from the case records. The report (``ctxgate.report.build``) lays them out; it decides nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxgate.gate.summaries import (
+    EffectiveLength,
+    GroupScore,
+    effective_length,
+    helmet_categories,
+    helmet_overall,
+    helmet_recall,
+    ruler_average,
+    weighted_average,
+)
+from ctxgate.gate.thresholds import Thresholds
+from ctxgate.gate.verdicts import session_gates
+from ctxgate.tasks.registry import Membership, membership
+
+
+@dataclass(frozen=True)
+class SessionVerdict:
+    complete: bool  # the session finished and every selected case has its verdict
+    by_length: dict[str, Any]
+    overall: dict[str, Any]
+    effective_length: dict[str, Any] | None
+    gates: list[dict[str, str]]
+
+
+def stopped_early(case: Mapping[str, Any]) -> bool:
+    """``--sequential`` stopped the case before its sample count: its mean is biased by the stopping."""
+    seq = case.get("sequential") or {}
+    return bool(seq.get("decided")) and int(seq.get("used", 0)) < int(seq.get("budget", 0))
+
+
+def _group(g: GroupScore) -> dict[str, Any]:
+    return {
+        "score": g.score,
+        "partial": g.partial,
+        "members": list(g.members),
+        "missing": list(g.missing),
+        "incomplete": g.incomplete,
+        "errored": list(g.errored),
+        "early": list(g.early),
+    }
+
+
+def _length_summary(
+    ruler: GroupScore, scores: Mapping[str, float], errored: set[str], early: set[str], tasks: Membership
+) -> dict[str, Any]:
+    categories = helmet_categories(scores, errored, early, tasks)
+    recall = helmet_recall(scores, errored, early, tasks)  # always shown, as RULER's average is (the schema's)
+    out = {"ruler": _group(ruler), "helmet_recall": _group(recall)}
+    out |= {f"helmet_{name}": _group(g) for name, g in categories.items() if name != "recall"}
+    if categories:
+        out["helmet_overall"] = _group(helmet_overall(categories, tasks))
+    return out
+
+
+def summarize(
+    cases: Sequence[Mapping[str, Any]], threshold: float
+) -> tuple[dict[str, Any], dict[str, Any], EffectiveLength | None]:
+    """Scores per length from the cases that have one; a case with verdict "error" (no score: it failed, its worker
+    crashed, or the run stopped first) makes every summary it belongs to incomplete."""
+    tasks = membership()
+    scored: dict[int, dict[str, float]] = {}
+    errored: dict[int, set[str]] = {}
+    early: dict[int, set[str]] = {}
+    for c in cases:
+        length = int(c["length"])
+        if c.get("score") is not None and c.get("verdict") in ("pass", "fail"):
+            scored.setdefault(length, {})[c["task"]] = float(c["score"])
+            if stopped_early(c):
+                early.setdefault(length, set()).add(c["task"])
+        elif c.get("verdict") == "error":
+            errored.setdefault(length, set()).add(c["task"])
+    lengths = sorted(set(scored) | set(errored))
+    facts = {L: (scored.get(L, {}), errored.get(L, set()), early.get(L, set())) for L in lengths}
+    ruler = {L: ruler_average(*facts[L], tasks=tasks) for L in lengths}
+    by_length = {str(L): _length_summary(ruler[L], *facts[L], tasks) for L in lengths}
+    ruler_scores = {L: g.score for L, g in ruler.items() if g.score is not None}
+    overall = {
+        "ruler_avg": round(sum(ruler_scores.values()) / len(ruler_scores), 2) if ruler_scores else None,
+        "ruler_wavg_inc": weighted_average(ruler_scores, True),
+        "ruler_wavg_dec": weighted_average(ruler_scores, False),
+        "incomplete": any(g.incomplete for g in ruler.values()),
+        "early": any(g.early for g in ruler.values()),
+    }
+    return by_length, overall, effective_length(ruler, threshold)
+
+
+def judge_session(
+    cases: Sequence[Mapping[str, Any]],
+    thresholds: Thresholds,
+    complete: bool,
+    threshold: float | None = None,
+    baseline: Mapping[str, Any] | None = None,
+) -> SessionVerdict:
+    """``complete``: the session finished (a case that errored, crashed or was left unrun makes the verdict
+    incomplete too). ``threshold``: the effective-length bar when not the thresholds' own (a report judged again
+    keeps its). ``baseline``: the ``--baseline`` run's path and the cases it scored, for the baseline gate."""
+    by_length, overall, eff = summarize(cases, thresholds.effective_threshold if threshold is None else threshold)
+    eff_record = (
+        None
+        if eff is None
+        else {
+            "value": eff.value,
+            "max_passing": eff.max_passing,
+            "threshold": eff.threshold,
+            "partial": eff.partial,
+            "incomplete": list(eff.incomplete),
+            "early": list(eff.early),
+            "per_length": {str(k): v for k, v in eff.per_length.items()},
+        }
+    )
+    gates = session_gates(cases, complete, eff_record, baseline, thresholds)
+    finished = complete and not any(c.get("verdict") == "error" for c in cases)
+    return SessionVerdict(finished, by_length, overall, eff_record, gates)
