@@ -181,6 +181,8 @@ def _against_baseline(
         "confidence": thresholds.regression_confidence,
         "regressed": regressed,
         "message": message,
+        # a --sequential baseline that stopped this case early: its samples, fewer than this run's
+        **({"baseline_stopped_early": True} if (result.task, result.length) in baseline.stopped_early else {}),
     }
 
 

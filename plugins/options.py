@@ -315,12 +315,20 @@ def pytest_configure(config: pytest.Config) -> None:
                 ),
                 stacklevel=2,
             )
+        if baseline.sequential_note() and not hasattr(config, "workerinput"):
+            config.issue_config_time_warning(pytest.PytestConfigWarning(baseline.sequential_note()), stacklevel=2)
     path, found = find_thresholds(config)
     settings = replace(settings, thresholds_path=str(path) if path else "", thresholds_found=found)
     try:
-        config.stash[THRESHOLDS_KEY] = load_or_default(path, task_names())
+        thresholds = config.stash[THRESHOLDS_KEY] = load_or_default(path, task_names())
     except ThresholdsError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if settings.sequential_alpha is not None and thresholds.min_effective_length:
+        raise pytest.UsageError(
+            f"--sequential cannot check min_effective_length ({thresholds.path}): the effective length averages "
+            "RULER's tasks, and an average of means that stopped early is biased, with no guarantee. Drop "
+            "--sequential, or pass --thresholds with a file whose [session] min_effective_length is 0"
+        )
     if settings.data_dir and not Path(settings.data_dir).is_dir():
         raise pytest.UsageError(
             f"--data-dir {settings.data_dir!r} is not a folder: give HELMET's data folder (or fixtures/helmet_data)"

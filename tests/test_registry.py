@@ -13,7 +13,7 @@ from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.tasks import registry
 
-TOY = '''
+TOY = """
 from ctxgate.tasks.base import Sample, TaskSpec
 from ctxgate.tasks.registry import register
 
@@ -40,7 +40,7 @@ def toy_helmet():
 @register
 def toy_ruler_in_recall():
     return _spec("toy_ruler_in_recall", "ruler", "qa", helmet_category="recall")
-'''
+"""
 
 
 @pytest.fixture

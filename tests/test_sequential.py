@@ -118,7 +118,7 @@ def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite
     assert all(c["sequential"]["used"] >= 10 and c["sequential"]["budget"] == 24 for c in b.values())
     assert b[("vt", 512)]["sequential"]["stopped"] == "certain it fails" and b[("vt", 512)]["n"] < 20
     assert b[("vt", 512)]["sequential"]["floor"]["decided"] == "below"
-    seq.stdout.fnmatch_lines(["*Sequential (error rate 0.05 per early verdict)*saved*"])
+    seq.stdout.fnmatch_lines(["*Sequential (error rate 0.05 per case)*saved*"])
     fixed.assert_outcomes(passed=1, failed=3)
     real_suite(*select, "--sequential", "--report", "again.json", "--cache-dir", "cache")
     c = cases("again.json")
@@ -210,3 +210,27 @@ def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
     assert [o.score for o in seq.samples] == [o.score for o in fixed.samples[: len(seq.samples)]]
     per_sample = before / len(fixed.samples)  # the judge requests one verdict costs here
     assert stats()["requests"] - before == per_sample * len(seq.samples)  # each judged once, as it arrived
+
+
+def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester):
+    """The effective length averages RULER's tasks; --sequential stops clear cases early, whose means the stopping
+    biases (10 of 10 right reads 100%). So the two together are refused before anything runs, and a report whose
+    RULER average holds an early-stopped case never counts that length as effective when it is gated again."""
+    pytester.makefile(".toml", thresholds='[session]\nmin_effective_length = "512"\n')
+    refused = real_suite("-k", "niah_single_1", "--lengths", "512", "--sequential", "--thresholds", "thresholds.toml")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*--sequential cannot check min_effective_length*Drop --sequential*"])
+
+    from ctxgate.gate.session import judge_session
+    from ctxgate.gate.thresholds import Thresholds
+    from ctxgate.tasks.registry import membership
+
+    early = {"decided": "pass", "used": 10, "budget": 100, "alpha": 0.05}
+    cases = [
+        {"task": t, "length": 512, "score": 100.0, "verdict": "pass", "suite": "ruler", "sequential": early}
+        for t in membership().ruler
+    ]
+    verdict = judge_session(cases, Thresholds(path="t.toml", min_effective_length=512), True)
+    gate = next(g for g in verdict.gates if g["name"] == "min_effective_length")
+    assert verdict.by_length["512"]["ruler"]["score"] == 100.0 and verdict.effective_length["early"] == [512]
+    assert gate["verdict"] == "fail" and "stopped a RULER task there early" in gate["message"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxgate.gate.session import stopped_early
 from ctxgate.report.io import ReportFileError, predictions_path, read_predictions, read_report
 from ctxgate.stats.paired import PairedResult, compare
 
@@ -45,6 +46,21 @@ class Baseline:
     complete: bool = True
     unscored: Mapping[tuple[str, int], str] = field(default_factory=dict)  # selected, no score: why
     skipped: Mapping[tuple[str, int], str] = field(default_factory=dict)  # selected, skipped: why (skip_kind)
+    # cases a --sequential baseline stopped early: (samples it scored, its sample count). Their means are biased by
+    # the stopping, and a later run can pair no more samples than they have
+    stopped_early: Mapping[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+
+    def sequential_note(self) -> str | None:
+        """What a --sequential baseline leaves a comparison without, or None."""
+        if not self.stopped_early:
+            return None
+        (task, length), (used, budget) = next(iter(sorted(self.stopped_early.items())))
+        return (
+            f"--baseline {self.path} was a --sequential run that stopped {len(self.stopped_early)} case(s) early "
+            f"(e.g. {task}-{length} after {used} of {budget} samples): those cases are compared on the samples it "
+            "scored only, whose mean the stopping biased; for a full paired test re-run the baseline without "
+            "--sequential"
+        )
 
     def incompleteness(self) -> str | None:
         """Why this report cannot stand for its whole selection, or None when it can."""
@@ -106,9 +122,11 @@ def load_baseline(path: str | Path) -> Baseline:
                 per_case.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = float(r["score"])
             if r.get("sample_sha256"):
                 digests.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = str(r["sample_sha256"])
-        cases, unscored, skipped = {}, {}, {}
+        cases, unscored, skipped, early = {}, {}, {}, {}
         for c in report["cases"]:
             key = (c["task"], int(c["length"]))
+            if stopped_early(c):
+                early[key] = (int(c["sequential"]["used"]), int(c["sequential"]["budget"]))
             if key in per_case:
                 cases[key] = BaselineCase(
                     c["task"], int(c["length"]), c.get("data_sha256"), per_case[key], digests.get(key, {})
@@ -122,7 +140,7 @@ def load_baseline(path: str | Path) -> Baseline:
             f"cannot read the report {p} with its predictions ({exc}); pass a report written by "
             "ctxgate --report, with its .predictions.jsonl beside it"
         ) from None
-    return Baseline(str(p), report.get("run", {}), cases, bool(report.get("complete", True)), unscored, skipped)
+    return Baseline(str(p), report.get("run", {}), cases, bool(report.get("complete", True)), unscored, skipped, early)
 
 
 def regression_verdict(result: PairedResult, tolerance: float, sequential: Mapping[str, Any] | None) -> bool:

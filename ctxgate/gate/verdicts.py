@@ -207,9 +207,18 @@ def baseline_gate(cases: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any
             f"{len(regressed)} case(s) dropped by more than their tolerance: "
             + ", ".join(_name(c) for c in regressed[:5])
         )
+    thin = [c for c in cases if (c.get("baseline") or {}).get("baseline_stopped_early")]
+    if thin:
+        parts_note = (
+            f"; {len(thin)} case(s) compared on fewer samples because the baseline was a --sequential run that "
+            f"stopped them early (e.g. {_name(thin[0])}): re-run the baseline without --sequential"
+        )
+    else:
+        parts_note = ""
     unselected = baseline.get("not_selected") or []
     compared = sum(1 for c in cases if c.get("baseline"))
     message = "; ".join(parts) or f"{compared} case(s) compared with {baseline.get('path')}, none regressed"
+    message += parts_note
     if unselected:
         message += (
             f" (the baseline also scored {len(unselected)} case(s) this run did not select, e.g. "

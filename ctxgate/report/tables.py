@@ -114,7 +114,7 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
         budget = sum(s["budget"] for s in seq)
         early = sum(1 for s in seq if s["decided"])
         notes.append(
-            f"Sequential (error rate {seq[0]['alpha']} per early verdict): {early} of {len(seq)} cases "
+            f"Sequential (error rate {seq[0]['alpha']} per case): {early} of {len(seq)} cases "
             f"decided early; {drawn} samples scored where fixed n takes {budget} ({budget - drawn} saved). "
             "A case stopped early reports an estimate biased by the stopping (its interval is the confidence "
             "sequence, valid at any stop): summaries marked ~ average such estimates, and a length with one "

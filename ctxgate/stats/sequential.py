@@ -140,12 +140,18 @@ class Questions:
 class CaseTest:
     """--sequential for one case: its samples' scores fed in index order (the fixed-n run's order) to a test per
     question. The case fails as soon as one test is certain it fails, and passes when every test is certain it
-    passes; each claim is wrong at most alpha of the time."""
+    passes; its verdict is wrong at most alpha of the time."""
 
     def __init__(self, rule: StopRule, questions: Questions) -> None:
         self.rule, self.questions = rule, questions
-        self.floor = Bettor(questions.floor, rule.alpha) if questions.floor else None
-        self.drop = Bettor((1.0 - questions.tolerance) / 2.0, rule.alpha) if questions.baseline is not None else None
+        # Each question's test runs at alpha / (questions asked), so the case's verdict, which any one claim can
+        # decide, is wrong at most alpha of the time (a union bound), as the docs and messages state.
+        asked = bool(questions.floor) + (questions.baseline is not None)
+        self.claim_alpha = rule.alpha / max(asked, 1)
+        self.floor = Bettor(questions.floor, self.claim_alpha) if questions.floor else None
+        self.drop = (
+            Bettor((1.0 - questions.tolerance) / 2.0, self.claim_alpha) if questions.baseline is not None else None
+        )
         self.used = 0
         self.verdict: str | None = None  # "pass" | "fail" | None
 
@@ -174,7 +180,8 @@ class CaseTest:
 
     def record(self, budget: int) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "alpha": self.rule.alpha,
+            "alpha": self.rule.alpha,  # the case's verdict
+            "claim_alpha": round(self.claim_alpha, 6),  # each question's claim
             "min_samples": self.rule.min_samples,
             "used": self.used,
             "budget": budget,
