@@ -98,3 +98,23 @@ def test_an_out_of_range_confidence_suggests_a_confidence():
         r"confidence = 0\.95$",
     ):
         parse("[defaults]\nconfidence = 1.5\n")
+
+
+def test_the_shipped_file_and_every_example_in_it_parse(tmp_path):
+    """The shipped thresholds.toml as it is, and with each commented example uncommented: what a user copies
+    from it must be what the parser reads."""
+    import re
+    from pathlib import Path
+
+    from ctxgate.gate.thresholds import load_or_default
+    from ctxgate.tasks.registry import task_names
+
+    shipped = Path(__file__).resolve().parent.parent / "thresholds.toml"
+    assert load_or_default(shipped, task_names()).rule == "upper"
+    text = shipped.read_text()
+    examples = re.sub(r"(?m)^# (?=\[|\w+ = )", "", text)
+    assert examples != text
+    edited = tmp_path / "thresholds.toml"
+    edited.write_text(examples)
+    loaded = load_or_default(edited, task_names())
+    assert len(loaded.floors) == 3 and loaded.tolerance_for("niah_single_1", 65536) == 5
