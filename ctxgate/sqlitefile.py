@@ -21,10 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-try:  # POSIX; elsewhere creation still happens by atomic rename, only the set-aside decision is unguarded
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
+import filelock
 
 SCHEMA_VERSION = 1
 BUSY_SECONDS = 120.0
@@ -142,9 +139,7 @@ class SqliteFile:
 
     @contextmanager
     def _creation_lock(self) -> Iterator[None]:
-        with open(self.dir / f"{self.FILE_NAME}.lock", "a", encoding="utf-8") as handle:
-            if fcntl is not None:
-                fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes, also on kill -9
+        with filelock.FileLock(self.dir / f"{self.FILE_NAME}.lock"):  # an flock: released on exit, also on kill -9
             yield
 
     def _create(self) -> None:

@@ -166,7 +166,8 @@ def _against_baseline(
     regressed = regression_verdict(paired, tolerance, result.sequential)
     message = describe(paired, tolerance) + (
         f"; --sequential: certain {'it dropped by more than' if regressed else 'it did not drop by more than'} the "
-        f"tolerance at error rate {result.sequential['alpha']} (paired interval {test['interval'][0]:+.1f} to "
+        f"tolerance at error rate {(result.sequential or {}).get('alpha')} (paired interval "
+        f"{test['interval'][0]:+.1f} to "
         f"{test['interval'][1]:+.1f})"
         if test.get("decided")
         else ""

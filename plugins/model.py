@@ -126,8 +126,8 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
     fingerprint = (
         checkpoint_fingerprint(settings.model_dir or settings.model or "")
         if settings.backend == "hf"
-        else backend.fingerprint
-    )  # type: ignore[attr-defined]  # what the server or script says
+        else getattr(backend, "fingerprint", None)  # what the server or script says
+    )
     return {
         "model": settings.model,
         "model_fingerprint": fingerprint,

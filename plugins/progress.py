@@ -213,7 +213,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if workerinput is not None:
         folder = workerinput.get("ctxgate_progress_dir")
         if folder:
-            config.stash[REPORTER_KEY] = FileReporter(Path(folder) / f"{workerinput['workerid']}.json")
+            reporter: Callable[[Progress | None], None] = FileReporter(Path(folder) / f"{workerinput['workerid']}.json")
+            config.stash[REPORTER_KEY] = reporter
         return
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     if (

@@ -17,9 +17,11 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Generator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+import filelock
 import pytest
 
 from ctxgate.gate.session import judge_session
@@ -32,11 +34,6 @@ from .cases import CASE_RECORD_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
 from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
 from .signals import RECEIVED_KEY
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: no lock, the rest works
-    fcntl = None  # type: ignore[assignment]
 
 
 class Collector:
@@ -51,7 +48,7 @@ class Collector:
         self.notes: list[str] = []  # said once at the end: a kept partial file, a replaced report
         self.partial_error: str | None = None  # the partial file could not be written (full disk): stop trying
         self.write_error: str | None = None  # the report could not be written
-        self._lock: IO[str] | None = None
+        self._lock: filelock.BaseFileLock | None = None
         if self.report_path:
             self.partial = self.report_path.with_suffix(".partial.jsonl")
 
@@ -67,11 +64,9 @@ class Collector:
                 f"--report {path} exists and is not a regular file (a device, a pipe); give a "
                 "file path such as out/run.json"
             )
-        lock = self._take_lock(path)
-        try:
-            lock.truncate(0)
-            lock.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-            lock.flush()
+        self._take_lock(path)
+        try:  # the lock file is held, not truncated by contenders: it can say who holds it
+            self._lock_path().write_text(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
         except OSError:
             pass  # who holds the lock is a courtesy for the next run's message; a full disk must not stop this one
         if self.partial.exists() and self.partial.stat().st_size:
@@ -86,47 +81,34 @@ class Collector:
         assert self.report_path is not None
         return self.report_path.parent / f".{self.report_path.name}.lock"
 
-    def _take_lock(self, path: Path) -> IO[str]:
-        """An exclusive flock on a file beside the report (released on exit, also on kill -9). The file is removed
-        when the run ends, so a lock is held only on the file now at that path: after taking it, the inode is
-        checked, and a file removed meanwhile by the previous holder is opened again."""
-        lock_path = self._lock_path()
-        for _ in range(10):
+    def _take_lock(self, path: Path) -> filelock.BaseFileLock:
+        """An exclusive lock on a file beside the report (filelock: an flock, released on exit, also on kill -9)."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock = filelock.FileLock(self._lock_path(), timeout=0)
+            lock.acquire()
+        except filelock.Timeout:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self._lock = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115
-            except OSError as exc:
-                raise pytest.UsageError(
-                    f"--report {path}: cannot write there ({exc.strerror or exc}); give a writable path"
-                ) from None
-            if fcntl is None:
-                return self._lock
-            try:
-                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                self._lock.seek(0)
-                holder = self._lock.read().strip() or "another process"
-                self._lock.close()
-                self._lock = None
-                raise pytest.UsageError(
-                    f"--report {path} is being written by another ctxgate run ({holder}); wait "
-                    "for it to finish, or pass another --report"
-                ) from None
-            try:
-                if os.fstat(self._lock.fileno()).st_ino == lock_path.stat().st_ino:
-                    return self._lock
-            except FileNotFoundError:
-                pass
-            self._lock.close()  # the previous holder removed it after we opened it: take the new one
-        raise pytest.UsageError(
-            f"--report {path}: its lock file {lock_path} keeps changing; is another run "
-            "starting and stopping on the same --report?"
-        )
+                holder = self._lock_path().read_text("utf-8").strip() or "another process"
+            except OSError:
+                holder = "another process"
+            raise pytest.UsageError(
+                f"--report {path} is being written by another ctxgate run ({holder}); wait "
+                "for it to finish, or pass another --report"
+            ) from None
+        except OSError as exc:
+            raise pytest.UsageError(
+                f"--report {path}: cannot write there ({exc.strerror or exc}); give a writable path"
+            ) from None
+        self._lock = lock
+        return lock
 
     def release(self) -> None:
         if self._lock is not None:
-            self._lock_path().unlink(missing_ok=True)  # while still holding it: see _take_lock
-            self._lock.close()
+            # removed while still held, so no run is left locking a file no path names: filelock's acquire checks
+            # that the file it locked is still linked, and tries again when not
+            self._lock_path().unlink(missing_ok=True)
+            self._lock.release()
             self._lock = None
 
     # what was selected, and what arrived -----------------------------------------------------------------------
@@ -218,7 +200,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report: pytest.TestReport = yield
     record = item.stash.get(CASE_RECORD_KEY, None)
     final = report.when == "call" or (report.when == "setup" and not report.passed)

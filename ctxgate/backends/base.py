@@ -57,8 +57,10 @@ class Backend(Protocol):
     ``generate`` call should get, for a backend that batches them itself (HF on a GPU)."""
 
     name: str
-    tokenizer: RawTokenizer
     max_positions: int | None  # the model's position limit, None when unknown
+
+    @property
+    def tokenizer(self) -> RawTokenizer: ...
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]: ...
 

@@ -128,7 +128,7 @@ class HFBackend:
         transformers.logging.set_verbosity_error()  # its load table is replaced by one line below
         try:
             tok = transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
-            loaded, info = transformers.AutoModelForCausalLM.from_pretrained(
+            loading: Any = transformers.AutoModelForCausalLM.from_pretrained(
                 model,
                 dtype=self.dtype,
                 attn_implementation=attn,
@@ -142,6 +142,7 @@ class HFBackend:
             raise BackendError(f"cannot load the model {model!r}: {exc}") from exc
         finally:
             transformers.logging.set_verbosity(verbosity)
+        loaded, info = loading
         problem = weights_mismatch(info, model)
         if problem and not allow_weight_mismatch:
             raise BackendError(problem)
@@ -243,7 +244,7 @@ class HFBackend:
 
     def _finish(self, new: list[int], params: GenerationParams) -> Generation:
         stopped = bool(new) and new[-1] in self.eos_ids
-        text = self.hf_tokenizer.decode(new, skip_special_tokens=True)
+        text = str(self.hf_tokenizer.decode(new, skip_special_tokens=True))
         return Generation(text, len(new), "stop" if stopped or len(new) < params.max_new_tokens else "length")
 
     def cache_identity(self) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from ctxgate.backends.base import dtype_name
 
 ENV_PYTHON = "CTXGATE_VLLM_PYTHON"
@@ -198,65 +200,44 @@ class VLLMServer:
     def stop(self) -> None:
         """SIGTERM to the server's process group and to every process descended from it (an engine process may
         start its own session and leave the group), SIGKILL to what is left after 20 s; returns when none of them
-        is alive, so no engine outlives the run holding GPU memory."""
+        is alive, so no engine outlives the run holding GPU memory. psutil signals a process only while it is the
+        one found here (it checks the creation time), so a PID the kernel recycled meanwhile is never hit."""
         if self.proc is None:
             return
-        family = _descendants(self.proc.pid)
+        try:
+            leader = psutil.Process(self.proc.pid)
+            family = [leader, *leader.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            family = []
         for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(self.proc.pid, sig)  # the whole group: the API server and its engine processes
-            except ProcessLookupError:
-                pass
-            for pid in family:
+            if self.proc.poll() is None:  # not yet reaped: its PID, which names the group, cannot be reused
                 try:
-                    os.kill(pid, sig)
+                    os.killpg(self.proc.pid, sig)  # the whole group: the API server and its engine processes
                 except ProcessLookupError:
                     pass
-            if self._all_gone(family, wait):
-                break
-        if self.proc.poll() is None:
-            self.proc.wait(timeout=10)
-
-    def _all_gone(self, family: set[int], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.proc.poll()  # reap the leader, or its group never empties
-            try:
-                os.killpg(self.proc.pid, 0)
-                alive = True
-            except ProcessLookupError:
-                alive = any(process_alive(pid) for pid in family)
+            for process in family:
+                try:
+                    process.send_signal(sig)
+                except psutil.NoSuchProcess:
+                    pass
+            family = [p for p in family if p.pid != self.proc.pid]  # the leader is reaped below, not waited on
+            _, alive = psutil.wait_procs(family, timeout=wait)
+            if self.proc.poll() is None:
+                try:
+                    self.proc.wait(timeout=wait)
+                except subprocess.TimeoutExpired:
+                    continue
             if not alive:
-                return True
-            time.sleep(0.1)
-        return False
+                break
+            family = alive
 
 
 def process_alive(pid: int) -> bool:
     """A process that exists and is not a zombie (an exited child of another process waits as one)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    return state != "Z"
-
-
-def _descendants(root: int) -> set[int]:
-    """Every process below ``root`` (Linux /proc; elsewhere none: the process group covers them there)."""
-    parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        parents.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [root]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
 
 
 def start_all(specs: Sequence[EngineSpec], log_dir: Path, timeout_s: float) -> list[VLLMServer]:

@@ -11,6 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import load_rows
@@ -80,7 +81,8 @@ def load_squad(source: str = DEFAULT_SQUAD) -> QAPool:
 @lru_cache(maxsize=4)
 def load_hotpotqa(source: str = DEFAULT_HOTPOTQA) -> QAPool:
     rows = _load_rows(source, "--hotpotqa", "validation", "distractor")
-    docs, questions = [], []
+    docs: list[str] = []
+    questions: list[Any] = []
     for r in rows:
         ctx = r["context"]
         paragraphs = [f"{t}\n{''.join(s)}" for t, s in zip(ctx["title"], ctx["sentences"])]

@@ -11,7 +11,7 @@ from importlib import resources
 
 
 def _read(name: str) -> tuple[str, ...]:
-    text = resources.files("ctxgate.data").joinpath("words", name).read_text("utf-8")
+    text = resources.files("ctxgate.data").joinpath("words").joinpath(name).read_text("utf-8")
     return tuple(w for w in (line.strip() for line in text.splitlines()) if w.isalpha() and w.islower())
 
 

@@ -160,7 +160,8 @@ class JudgeSettings:
         """What a report records about the judge: never the key, and the URL without credentials or query."""
         d = asdict(self)
         d["base_url"] = redact_url(self.base_url)
-        d["price_per_mtok"] = list(self.price()) if self.price() else None
+        price = self.price()
+        d["price_per_mtok"] = list(price) if price else None
         return d
 
     def sampling(self) -> dict[str, object]:

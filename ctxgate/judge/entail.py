@@ -99,7 +99,7 @@ class HFEntailment:
                     self.device
                 )
                 out = self.model.generate(**enc, max_new_tokens=10, do_sample=False)
-                return self.tokenizer.decode(out[0], skip_special_tokens=True).strip() == "1"
+                return str(self.tokenizer.decode(out[0], skip_special_tokens=True)).strip() == "1"
             enc = self.tokenizer(premise, hypothesis, return_tensors="pt").to(self.device)
             if enc["input_ids"].shape[1] > self.max_length:  # a classifier cannot read past its positions
                 raise EntailmentFailed(

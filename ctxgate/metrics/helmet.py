@@ -11,6 +11,7 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from typing import Any
 
 from ctxgate.metrics.text import helmet_normalize
 
@@ -26,7 +27,7 @@ def exact_match(prediction: str, references: Sequence[str]) -> float:
 
 
 @lru_cache(maxsize=1)
-def _rouge():  # type: ignore[no-untyped-def]
+def _rouge() -> Any:
     from rouge_score import rouge_scorer  # imports nltk's stemmer: only when a ROUGE task is scored
 
     return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)

@@ -84,7 +84,7 @@ class CaseResult:
     # sampling, at its lengths) or "placed" / "generated" (the suite's fitting); None for single-way tasks
     built_from: str | None = None
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

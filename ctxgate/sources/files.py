@@ -102,8 +102,8 @@ def first_bad_line(path: Path) -> str | None:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        return f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
+        line_no = raw[: exc.start].count(b"\n") + 1
+        return f"{path}:{line_no}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
     if not text.strip():
         return f"{path}: is empty (0 records)"
     if path.suffix.lower() == ".json":

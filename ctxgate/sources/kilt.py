@@ -114,7 +114,7 @@ def _check(record: dict[str, Any], path: Path, fields: tuple[str, ...]) -> None:
 def load_rag(task: str, data_dir: str | None) -> Pool:
     folder, test_re, demo_re = RAG_FILES[task]
     test, demo_path = _files(data_dir, task, folder, test_re, demo_re)
-    rows, demo_rows = read_jsonl(test), read_jsonl(demo_path)
+    rows, demo_rows = list(read_jsonl(test)), list(read_jsonl(demo_path))
     if task == "kilt_popqa":
         rows = [r for r in rows if math.log10(r["s_pop"]) < POPQA_MAX_LOG_POPULARITY]
         demo_rows = [r for r in demo_rows if math.log10(r["s_pop"]) < POPQA_MAX_LOG_POPULARITY]

@@ -12,7 +12,7 @@ import itertools
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ctxgate.textcodec import PieceEncoder
 
@@ -98,7 +98,8 @@ _GAP = object()  # fills the rows of exhausted groups; never a real item
 
 def interleave(groups: Sequence[Sequence[T]]) -> list[T]:
     """Round-robin over the groups, in the order given: any prefix is as balanced over the groups as can be."""
-    return [x for row in itertools.zip_longest(*groups, fillvalue=_GAP) for x in row if x is not _GAP]
+    rows = itertools.zip_longest(*groups, fillvalue=_GAP)
+    return [cast(T, x) for row in rows for x in row if x is not _GAP]
 
 
 def fill_count(unit_sizes: Sequence[int], budget: int) -> int:

@@ -83,7 +83,7 @@ def demo_rounds(data: ICLData, question: str, count: int, rng: random.Random) ->
         raise DataUnavailable(
             "the ICL train split has no example to use as a demo; check it with `ctxgate data verify DIR`"
         )
-    decks = {lab: [] for lab in by_label}
+    decks: dict[int, list[tuple[str, int]]] = {lab: [] for lab in by_label}
     demos: list[tuple[str, int]] = []
     while len(demos) < count:
         round_ = []

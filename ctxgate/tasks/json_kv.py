@@ -37,14 +37,14 @@ def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random
     f = load_json_kv_file(ctx.data_dir, length, ctx.seed) if ctx.data_dir else None
     if f is not None:  # HELMET's record: its demos as HELMET formats them ("Corresponding value:" + " " + value)
         row = f.rows[index % len(f.rows)]
-        demos = "".join(f"Key: {k}\nCorresponding value: {v}\n\n" for k, v in row["demos"][:SHOTS])
+        shown = "".join(f"Key: {k}\nCorresponding value: {v}\n\n" for k, v in row["demos"][:SHOTS])
         ids, _, cut = fit_document(
             ctx,
             "json_kv",
             length,
             GEN,
             "",
-            INSTRUCTION + demos + f"Key: {row['question']}",
+            INSTRUCTION + shown + f"Key: {row['question']}",
             ANSWER_PREFIX,
             "\n",
             row["context"],

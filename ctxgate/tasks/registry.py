@@ -13,11 +13,16 @@ from ctxgate.tasks.base import TaskSpec
 _TASKS: dict[str, TaskSpec] = {}
 
 
+_ORIGINS: dict[str, str] = {}  # task name -> the factory that registered it
+
+
 def register(factory: Callable[[], TaskSpec]) -> Callable[[], TaskSpec]:
     spec = factory()
-    if spec.name in _TASKS:
-        raise RuntimeError(f"task {spec.name!r} is registered twice")
+    origin = f"{factory.__module__}.{factory.__qualname__}"
+    if spec.name in _TASKS and _ORIGINS.get(spec.name) != origin:  # the same module imported again replaces it
+        raise RuntimeError(f"task {spec.name!r} is registered twice: by {_ORIGINS.get(spec.name)} and {origin}")
     _TASKS[spec.name] = spec
+    _ORIGINS[spec.name] = origin
     return factory
 
 
@@ -36,7 +41,8 @@ def _load() -> None:
     import ctxgate.tasks as package
 
     for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
-        importlib.import_module(f"{package.__name__}.{module}")
+        if not hasattr(package, module):  # imported already (a submodule is an attribute of its package)
+            importlib.import_module(f"{package.__name__}.{module}")
 
 
 class UnknownTask(KeyError):

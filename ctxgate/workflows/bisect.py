@@ -133,9 +133,9 @@ def is_bad(
                 f"{key[0]}@{key[1]}: the checkpoints built different samples; they must share a "
                 "tokenizer and chat template to be bisected"
             )
-        result = compare(
-            [s.score for s in mine.samples], [ref_samples[s.index].score for s in mine.samples], confidence
-        )
+        pairs = [(s.score, ref_samples[s.index].score) for s in mine.samples]
+        scored = [(a, b) for a, b in pairs if a is not None and b is not None]
+        result = compare([a for a, _ in scored], [b for _, b in scored], confidence)
         comparisons[key] = result
         bad = bad or regression_verdict(result, tolerance(*key), mine.sequential)
     return bad, comparisons

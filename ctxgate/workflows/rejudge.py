@@ -65,12 +65,13 @@ _SAMPLE_FIELDS = SampleOutcome.__dataclass_fields__
 
 
 def _case_result(case: dict[str, Any], rows: list[dict[str, Any]]) -> CaseResult:
-    samples = tuple(
-        SampleOutcome(**{k: (tuple(v) if k == "answers" else v) for k, v in r.items() if k in _SAMPLE_FIELDS})
-        for r in sorted(rows, key=lambda r: r["index"])
-    )
-    fields = {k: case.get(k) for k in CaseResult.__dataclass_fields__ if k not in ("samples", "ci")}
-    return CaseResult(**{**fields, "ci": tuple(case.get("ci") or (0.0, 0.0)), "samples": samples})
+    def sample(row: dict[str, Any]) -> SampleOutcome:
+        given: dict[str, Any] = {k: (tuple(v) if k == "answers" else v) for k, v in row.items() if k in _SAMPLE_FIELDS}
+        return SampleOutcome(**given)
+
+    samples = tuple(sample(r) for r in sorted(rows, key=lambda r: r["index"]))
+    fields: dict[str, Any] = {k: case.get(k) for k in CaseResult.__dataclass_fields__ if k not in ("samples", "ci")}
+    return CaseResult(**fields, ci=tuple(case.get("ci") or (0.0, 0.0)), samples=samples)
 
 
 def _verdict(case: dict[str, Any], thresholds: Thresholds) -> None:
