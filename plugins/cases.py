@@ -30,6 +30,7 @@ from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
 from .model import LoadedModel
 from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
 from .progress import reporter_for
+from .sequential import SEQUENTIAL_KEY
 
 CASE_RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 NOT_RUN_KEY = pytest.StashKey[list[str]]()  # node ids of selected cases that will not run (broken checkpoint)
@@ -190,8 +191,8 @@ def _against_baseline(
 def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | None) -> tuple[StopRule, Questions] | None:
     """--sequential asks the case's gate questions: is the true score above the floor? with --baseline, did it drop
     by more than the tolerance (paired, sample by sample)? A case with neither runs its full count."""
-    settings = config.stash[SETTINGS_KEY]
-    if settings.sequential_alpha is None:
+    sequential = config.stash[SEQUENTIAL_KEY]
+    if sequential is None:
         return None
     baseline = config.stash.get(BASELINE_KEY, None)
     base = baseline.cases.get((task, length)) if baseline is not None else None
@@ -199,7 +200,7 @@ def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | Non
     questions = Questions(floor / 100 if floor else None, base.scores if base else None, tolerance / 100)
     if not questions.asked:
         return None
-    return StopRule(settings.sequential_alpha, settings.sequential_min, max_samples=None), questions
+    return StopRule(sequential.alpha, sequential.min_samples, max_samples=None), questions
 
 
 def no_score(record: dict[str, Any], cause: str, message: str, baseline: Baseline | None) -> NoReturn:

@@ -10,14 +10,17 @@ says why, with the tail of the server's log.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer
+from ctxgate.backends.devices import visible_gpus
 from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python, replica_devices, start_all
+
+from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, Settings
 
 SERVERS_KEY = pytest.StashKey[list[VLLMServer]]()
 
@@ -78,8 +81,42 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def engine_settings(config: pytest.Config, settings: Any) -> dict[str, Any]:
-    """The engine options as Settings fields, checked."""
+@dataclass(frozen=True)
+class EngineSettings:
+    """Where requests go and how: the servers (given by --base-url, or started here for --backend vllm), the
+    tokenizer to check them against, the served model's name, and the request and vLLM options."""
+
+    base_urls: tuple[str, ...] = ()
+    server_logs: tuple[str, ...] = ()  # --backend vllm: each server's log, for the error when one dies
+    tokenizer: str | None = None
+    served_model: str | None = None
+    concurrency: int = 8
+    request_timeout: float = 600.0
+    request_retries: int = 4
+    tp: int = 1
+    vllm_python: str | None = None
+    vllm_args: tuple[str, ...] = ()
+    vllm_start_timeout: float = 900.0
+
+
+ENGINE_KEY = pytest.StashKey[EngineSettings]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """After the options plugin (called first) has checked --model."""
+    run = config.stash[SETTINGS_KEY]
+    engine = config.stash[ENGINE_KEY] = read(config, run.backend)
+    if run.model is None:
+        return
+    if run.backend == "openai":
+        config.stash[ENGINE_KEY] = checked_openai(engine, run.model)
+    elif run.backend == "vllm" and run.model_dir and STARTUP_ERROR_KEY not in config.stash:
+        config.stash[ENGINE_KEY] = with_servers(config, engine, run)
+
+
+def read(config: pytest.Config, backend: str) -> EngineSettings:
+    """The engine options, checked."""
     for flag in ("--concurrency", "--tp", "--request-timeout", "--vllm-start-timeout"):
         if config.getoption(flag) <= 0:
             raise pytest.UsageError(f"{flag} {config.getoption(flag)} must be positive")
@@ -89,34 +126,33 @@ def engine_settings(config: pytest.Config, settings: Any) -> dict[str, Any]:
     for url in urls:
         if not url.startswith(("http://", "https://")):
             raise pytest.UsageError(f"--base-url {url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
-    if urls and settings.backend != "openai":
+    if urls and backend != "openai":
         raise pytest.UsageError(
             "--base-url is for --backend openai (a server you run); with --backend vllm the suite starts its own"
         )
-    return {
-        "base_urls": urls,
-        "tokenizer": config.getoption("--tokenizer"),
-        "served_model": config.getoption("--served-model"),
-        "concurrency": config.getoption("--concurrency"),
-        "request_timeout": config.getoption("--request-timeout"),
-        "request_retries": config.getoption("--request-retries"),
-        "tp": config.getoption("tp"),
-        "vllm_python": config.getoption("--vllm-python"),
-        "vllm_args": tuple(config.getoption("--vllm-arg") or ()),
-        "vllm_start_timeout": config.getoption("--vllm-start-timeout"),
-    }
+    return EngineSettings(
+        base_urls=urls,
+        tokenizer=config.getoption("--tokenizer"),
+        served_model=config.getoption("--served-model"),
+        concurrency=config.getoption("--concurrency"),
+        request_timeout=config.getoption("--request-timeout"),
+        request_retries=config.getoption("--request-retries"),
+        tp=config.getoption("tp"),
+        vllm_python=config.getoption("--vllm-python"),
+        vllm_args=tuple(config.getoption("--vllm-arg") or ()),
+        vllm_start_timeout=config.getoption("--vllm-start-timeout"),
+    )
 
 
-def checked_openai(settings: Any) -> Any:
+def checked_openai(engine: EngineSettings, model: str) -> EngineSettings:
     """``--backend openai``: the servers, the tokenizer to check them against, and the model name to ask for; a
     wrong option is a usage error."""
-    model = settings.model or ""
     folder = Path(model).expanduser() if Path(model).expanduser().is_dir() else None
-    if not settings.base_urls:
+    if not engine.base_urls:
         raise pytest.UsageError(
             "--backend openai needs --base-url URL (repeat it for replicas), e.g. --base-url http://127.0.0.1:8000/v1"
         )
-    tokenizer = settings.tokenizer or (str(folder) if folder else None)
+    tokenizer = engine.tokenizer or (str(folder) if folder else None)
     if tokenizer is None:
         raise pytest.UsageError(
             f"--backend openai: --model {model!r} is not a folder, so pass --tokenizer with the "
@@ -126,56 +162,52 @@ def checked_openai(settings: Any) -> Any:
         check_tokenizer(Path(tokenizer))
     except CheckpointError as exc:
         raise pytest.UsageError(f"--tokenizer {tokenizer}: {exc}") from None
-    served = settings.served_model or (None if folder else model)
-    return replace(settings, tokenizer=tokenizer, served_model=served, model_dir=str(folder) if folder else None)
+    return replace(engine, tokenizer=tokenizer, served_model=engine.served_model or (None if folder else model))
 
 
-def with_servers(config: pytest.Config, settings: Any, startup_error: pytest.StashKey[str]) -> Any:
+def with_servers(config: pytest.Config, engine: EngineSettings, run: Settings) -> EngineSettings:
     """``--backend vllm`` on a checked checkpoint folder: the servers this process sends to. The controller starts
-    them (a server that will not start is recorded under ``startup_error``: the run then reports it); a worker gets
-    its replica from the controller."""
-    settings = replace(settings, tokenizer=settings.tokenizer or settings.model_dir)
+    them (a server that will not start is a startup error: the run then reports it); a worker gets its replica
+    from the controller."""
+    engine = replace(engine, tokenizer=engine.tokenizer or run.model_dir)
     worker = getattr(config, "workerinput", None)
     if worker is not None:
-        return replace(settings, base_urls=(worker["ctxgate_vllm_url"],), server_logs=(worker["ctxgate_vllm_log"],))
+        return replace(engine, base_urls=(worker["ctxgate_vllm_url"],), server_logs=(worker["ctxgate_vllm_log"],))
     if config.getoption("collectonly") or config.getoption("help"):
-        return settings  # nothing will run
+        return engine  # nothing will run
     try:
-        servers = _start(config, settings, Path(settings.model_dir))
+        servers = _start(config, engine, run)
     except EngineError as exc:
-        config.stash[startup_error] = str(exc)
-        return settings
+        config.stash[STARTUP_ERROR_KEY] = str(exc)
+        return engine
     config.stash[SERVERS_KEY] = servers
-    return replace(
-        settings, base_urls=tuple(s.url for s in servers), server_logs=tuple(str(s.log_path) for s in servers)
-    )
+    return replace(engine, base_urls=tuple(s.url for s in servers), server_logs=tuple(str(s.log_path) for s in servers))
 
 
-def _start(config: pytest.Config, settings: Any, folder: Path) -> list[VLLMServer]:
+def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list[VLLMServer]:
     from ctxgate.tasks.registry import all_tasks
 
-    from .workers import visible_gpus
-
-    python = find_python(settings.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent])
+    folder = Path(run.model_dir or "")
+    python = find_python(engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent])
     budget = max(t.tokens_to_generate for t in all_tasks())
     limit = _position_limit(folder)
-    longest = max(settings.lengths) + budget
-    max_len = longest if settings.force_lengths or limit is None else min(longest, limit)
+    longest = max(run.lengths) + budget
+    max_len = longest if run.force_lengths or limit is None else min(longest, limit)
     specs = [
         EngineSpec(
             python,
             str(folder),
             max_len,
-            settings.tp,
+            engine.tp,
             devices,
-            settings.dtype,
-            settings.vllm_args,
+            run.dtype,
+            engine.vllm_args,
             long_context=bool(limit and max_len > limit),
         )
-        for devices in replica_devices(visible_gpus(), settings.tp)
+        for devices in replica_devices(visible_gpus(), engine.tp)
     ]
-    log_dir = Path(settings.report).parent if settings.report else Path(config.invocation_params.dir)
-    return start_all(specs, log_dir / "ctxgate-vllm", settings.vllm_start_timeout)
+    log_dir = Path(run.report).parent if run.report else Path(config.invocation_params.dir)
+    return start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
 
 
 def _position_limit(folder: Path) -> int | None:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ctxgate.backends.base import Backend
+from ctxgate.backends.devices import visible_gpus
 from ctxgate.backends.vllm_server import VLLMServer, engine_dtype
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
@@ -27,7 +28,11 @@ from ctxgate.run.case import resolve_chat
 from ctxgate.tasks.base import BuildContext
 from ctxgate.textcodec import ChatTemplateError, PieceEncoder
 
-from .options import SETTINGS_KEY, THRESHOLDS_KEY, Settings
+from .engine import ENGINE_KEY, EngineSettings
+from .hf import HF_KEY, HFSettings
+from .judging import JUDGING_KEY
+from .options import SETTINGS_KEY, TEST_BACKEND, THRESHOLDS_KEY, Settings
+from .sequential import SEQUENTIAL_KEY, SequentialSettings
 
 RUN_ERROR_KEY = pytest.StashKey[str]()  # on the session: why no case can run in this process (the model, the judge)
 
@@ -42,14 +47,14 @@ class LoadedModel:
     judges: Judges | None = None
 
 
-def load_backend(settings: Settings) -> Backend:
+def load_backend(settings: Settings, engine: EngineSettings, hf: HFSettings) -> Backend:
     assert settings.model is not None
-    if settings.backend == "scripted":
+    if settings.backend == TEST_BACKEND:
         from ctxgate.backends.scripted import ScriptedBackend
 
         return ScriptedBackend(settings.model)
     if settings.backend in ("openai", "vllm"):
-        return _endpoint_backend(settings)
+        return _endpoint_backend(settings, engine)
     from ctxgate.backends.hf import HFBackend
 
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
@@ -61,47 +66,45 @@ def load_backend(settings: Settings) -> Backend:
         trust_remote_code=settings.trust_remote_code,
         allow_pickle=settings.allow_pickle,
         threads=threads,
-        batch_size=settings.batch_size,
-        device_map=settings.device_map,
+        batch_size=hf.batch_size,
+        device_map=hf.device_map,
         allow_weight_mismatch=settings.allow_weight_mismatch,
     )
 
 
-def _endpoint_backend(settings: Settings) -> Backend:
+def _endpoint_backend(settings: Settings, engine_settings: EngineSettings) -> Backend:
     import transformers
 
     from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
     from ctxgate.backends.fingerprint import checkpoint_fingerprint
 
-    assert settings.tokenizer is not None
+    assert engine_settings.tokenizer is not None
     tokenizer = transformers.AutoTokenizer.from_pretrained(
-        settings.tokenizer, trust_remote_code=settings.trust_remote_code
+        engine_settings.tokenizer, trust_remote_code=settings.trust_remote_code
     )
     endpoint = EndpointSettings(
-        settings.base_urls,
-        settings.served_model,
-        settings.concurrency,
-        settings.request_timeout,
-        max_retries=settings.request_retries,
+        engine_settings.base_urls,
+        engine_settings.served_model,
+        engine_settings.concurrency,
+        engine_settings.request_timeout,
+        max_retries=engine_settings.request_retries,
     )
-    logs = [Path(p) for p in settings.server_logs]
+    logs = [Path(p) for p in engine_settings.server_logs]
 
     def server_log() -> str:  # --backend vllm: what the server said before it went away
         return "; ".join(VLLMServer.tail_of(p) for p in logs)
 
     engine: dict[str, Any] = {}
     if settings.backend == "vllm":  # the suite started these servers: it knows what changes their numerics
-        from .workers import visible_gpus
-
         engine = {
             "dtype": engine_dtype(settings.dtype, bool(visible_gpus())),
-            "tensor_parallel": settings.tp,
-            "vllm_args": list(settings.vllm_args),
+            "tensor_parallel": engine_settings.tp,
+            "vllm_args": list(engine_settings.vllm_args),
         }
     return EndpointBackend(
         endpoint,
         tokenizer,
-        settings.tokenizer,
+        engine_settings.tokenizer,
         checkpoint_fingerprint(settings.model_dir) if settings.model_dir else None,
         diagnose=server_log if logs else None,
         name=settings.backend,
@@ -109,7 +112,9 @@ def _endpoint_backend(settings: Settings) -> Backend:
     )
 
 
-def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat: str) -> dict[str, Any]:
+def _run_meta(
+    settings: Settings, backend: Backend, encoder: PieceEncoder, chat: str, sequential: SequentialSettings | None
+) -> dict[str, Any]:
     import hashlib
     from importlib import metadata
 
@@ -140,11 +145,7 @@ def _run_meta(settings: Settings, backend: Backend, encoder: PieceEncoder, chat:
         "lengths": list(settings.lengths),
         "chat_template": chat,
         "helmet_compat": settings.helmet_compat,
-        "sequential": (
-            {"alpha": settings.sequential_alpha, "min_samples": settings.sequential_min}
-            if settings.sequential_alpha is not None
-            else None
-        ),
+        "sequential": sequential.describe() if sequential else None,
         "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
         "tokenizer_sha256": encoder.identity,
         "haystack": load_essay(settings.haystack).source,
@@ -193,7 +194,7 @@ def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -
     settings = pytestconfig.stash[SETTINGS_KEY]
     failure: BaseException | None = None  # failed outside the except blocks: no "during handling of..." chain
     try:
-        backend = load_backend(settings)
+        backend = load_backend(settings, pytestconfig.stash[ENGINE_KEY], pytestconfig.stash[HF_KEY])
     except Exception as exc:  # noqa: BLE001 - whatever the loader raises, the run reports it in one line
         failure = exc
     if failure is not None:
@@ -222,12 +223,14 @@ def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -
         chat_by_task=chat == "task",
     )
     # plain JSON values only: records travel to the xdist controller through execnet
-    meta = json.loads(json.dumps(_run_meta(settings, backend, encoder, chat), default=str))
+    sequential = pytestconfig.stash[SEQUENTIAL_KEY]
+    meta = json.loads(json.dumps(_run_meta(settings, backend, encoder, chat, sequential), default=str))
     cache = _open_cache(settings, meta, backend)
     try:
+        judging = pytestconfig.stash[JUDGING_KEY]
         judges = build_judges(
-            settings.judge,
-            settings.nli_model,
+            judging.judge,
+            judging.nli_model,
             pytestconfig.stash[THRESHOLDS_KEY].judge_max_failure_rate,
             settings.helmet_compat,
             settings.allow_pickle,

@@ -1,7 +1,9 @@
-"""Command-line options, read once in ``pytest_configure`` into a frozen ``Settings`` kept in ``config.stash``.
+"""The run's options (checkpoint, lengths, samples, data, thresholds, baseline), read once in ``pytest_configure``
+into a frozen ``Settings`` kept in ``config.stash``; the engine, hf, judging and sequential plugins read their own.
 
 Thresholds, the baseline, data folders and the checkpoint are checked here too, so a mistake stops the run before
-any model is loaded.
+any model is loaded. PYTEST_DONT_REWRITE: the plugins that build on these settings import this module before pytest
+registers it, and it holds no assertion worth rewriting.
 """
 
 from __future__ import annotations
@@ -16,14 +18,13 @@ from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, check_ch
 from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
-from ctxgate.judge.client import OPTIONS as JUDGE_OPTIONS
-from ctxgate.judge.client import JudgeSettings
 from ctxgate.lengths import LengthError, parse_lengths
-from ctxgate.tasks.registry import task_names
-
-from . import engine
+from ctxgate.tasks.registry import HELMET_CATEGORY_LABELS, task_names
 
 DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
+BACKENDS = ("hf", "vllm", "openai")
+# a JSON script instead of a model, for the project's own plumbing tests: accepted, never offered in --help
+TEST_BACKEND = "scripted"
 SUITE_DIR = Path(__file__).resolve().parent.parent / "tests_longctx"  # the suite users run, beside the plugins
 
 
@@ -48,29 +49,8 @@ class Settings:
     baseline: str | None
     data_dir: str | None = None
     helmet_compat: bool = False
-    judge: JudgeSettings | None = None  # None: judged tasks keep their outputs for `ctxgate judge` later
-    nli_model: str | None = None
     ignore_remote_code: bool = False
     model_dir: str | None = None  # --model resolved to a local folder (a hub id: its cached snapshot)
-    # --backend openai / vllm (plugins/engine.py): the servers this process sends to, and how
-    base_urls: tuple[str, ...] = ()
-    server_logs: tuple[str, ...] = ()  # --backend vllm: each server's log, for the error when one dies
-    tokenizer: str | None = None
-    served_model: str | None = None
-    concurrency: int = 8
-    request_timeout: float = 600.0
-    request_retries: int = 4
-    tp: int = 1
-    vllm_python: str | None = None
-    vllm_args: tuple[str, ...] = ()
-    vllm_start_timeout: float = 900.0
-    # --backend hf: prompts per generate call (None: auto) and the model spread over several GPUs
-    batch_size: int | None = 1
-    device_map: str | None = None
-    gpus_per_replica: int | None = None  # --device-map auto: GPUs per worker (None: visible GPUs / workers)
-    # --sequential: stop a case once its floor question is certain at this error rate (None: fixed n)
-    sequential_alpha: float | None = None
-    sequential_min: int = 10
     allow_weight_mismatch: bool = False
     thresholds_found: str = ""  # how the thresholds file was found, or where none was: for the header
 
@@ -87,9 +67,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--backend",
         default="hf",
-        choices=("hf", "vllm", "openai", "scripted"),
+        metavar="{" + ",".join(BACKENDS) + "}",
         help="hf: transformers in each worker; vllm: vLLM servers the suite starts; openai: an "
-        "OpenAI-compatible server you run (--base-url); scripted: a JSON script, for plumbing tests",
+        "OpenAI-compatible server you run (--base-url)",
     )
     g.addoption(
         "--lengths", default=DEFAULT_LENGTHS, help="comma-separated input lengths: 8192 or 8k (default %(default)s)"
@@ -151,53 +131,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--cache-dir", default=None, help="generation cache folder (default: ./.ctxgate-cache)")
     g.addoption("--no-cache", action="store_true", help="neither read nor write the generation cache")
     g.addoption("--baseline", default=None, help="a previous --report JSON: fail cases that regressed against it")
-    g.addoption(
-        "--sequential",
-        action="store_true",
-        help="stop a case as soon as its floor verdict is certain at --sequential-alpha (a test by betting, "
-        "valid however early it stops); fewer generations for clear cases; docs/decisions.md",
-    )
-    g.addoption(
-        "--sequential-alpha",
-        type=float,
-        default=0.05,
-        help="--sequential: the error rate of each early verdict (default %(default)s)",
-    )
-    g.addoption(
-        "--sequential-min",
-        type=int,
-        default=10,
-        help="--sequential: never stop a case before this many samples (default %(default)s)",
-    )
-    h = parser.getgroup("ctxgate-hf", "ctxgate --backend hf: batching and placement")
-    h.addoption(
-        "--batch-size",
-        default="auto",
-        help="prompts of one case generated together: auto (default: 1 on CPU, on a GPU as many as fit its "
-        "free memory, at most 32) or a number; 1 is the papers' HF path",
-    )
-    h.addoption(
-        "--device-map",
-        default=None,
-        choices=("auto",),
-        help="auto: spread each worker's model over several GPUs (a model larger than one GPU); -n then "
-        "counts model replicas",
-    )
-    h.addoption(
-        "--gpus-per-replica",
-        type=int,
-        default=None,
-        help="with --device-map auto: GPUs each worker's model spans (default: visible GPUs / workers); "
-        "-n auto runs visible GPUs / this many workers",
-    )
     parser.addini(
         "ctxgate_thresholds",
         "the project's thresholds file, relative to this ini file; the run refuses to start without it",
         default="",
     )
-    j = parser.getgroup("ctxgate-judge", "ctxgate judged tasks (Cite, NarrativeQA, Summ)")
-    for flag, kwargs in JUDGE_OPTIONS:
-        j.addoption(flag, **kwargs)
 
 
 THRESHOLDS_FILE = "thresholds.toml"
@@ -239,23 +177,23 @@ MAX_SAMPLES = 100_000  # the papers use 100-600; far more is a typo that would f
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """First of all (tryfirst, and registered after the tryfirst plugins that build on these settings: pluggy
+    calls the last registered first)."""
+    read(config)
+
+
+def read(config: pytest.Config) -> None:
     """Every option and input is checked here, before any worker starts or any model loads: a mistake ends as one
     line naming the option and the fix (a UsageError). A checkpoint that exists but cannot be loaded is not a
     usage error: it is recorded (STARTUP_ERROR_KEY) and the run ends with a report that says so."""
-    for name, doc in (
-        ("ruler", "RULER tasks"),
-        ("helmet", "HELMET tasks"),
-        ("recall", "HELMET Recall category"),
-        ("niah", "RULER needle-in-a-haystack tasks"),
-        ("rag", "HELMET RAG category"),
-        ("rerank", "HELMET Re-rank category"),
-        ("icl", "HELMET ICL category"),
-        ("longqa", "HELMET LongQA category"),
-        ("cite", "HELMET Cite category"),
-        ("summ", "HELMET Summ category"),
-        ("judge", "model-judged tasks (Cite, NarrativeQA, Summ): -m 'not judge' leaves them out"),
-    ):
+    markers = {"ruler": "RULER tasks", "helmet": "HELMET tasks", "niah": "RULER needle-in-a-haystack tasks"}
+    markers |= {c: f"HELMET {label} category" for c, label in HELMET_CATEGORY_LABELS.items()}
+    markers["judge"] = "model-judged tasks (Cite, NarrativeQA, Summ): -m 'not judge' leaves them out"
+    for name, doc in markers.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+    backend = config.getoption("--backend")
+    if backend not in (*BACKENDS, TEST_BACKEND):
+        raise pytest.UsageError(f"--backend {backend!r} is not one of {', '.join(BACKENDS)}: e.g. --backend hf")
     try:
         lengths = parse_lengths(config.getoption("--lengths"))
     except LengthError as exc:
@@ -267,7 +205,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     settings = Settings(
         model=config.getoption("--model"),
-        backend=config.getoption("--backend"),
+        backend=backend,
         lengths=lengths,
         samples=samples,
         seed=config.getoption("--seed"),
@@ -289,14 +227,6 @@ def pytest_configure(config: pytest.Config) -> None:
         helmet_compat=config.getoption("--helmet-compat"),
         ignore_remote_code=config.getoption("--ignore-remote-code"),
         allow_weight_mismatch=config.getoption("--allow-weight-mismatch"),
-        **sequential_settings(config),
-    )
-    settings = replace(
-        settings,
-        judge=judge_settings(config, settings.cache_dir),
-        nli_model=config.getoption("--nli-model"),
-        **engine.engine_settings(config, settings),
-        **hf_settings(config, settings.backend),
     )
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
@@ -320,29 +250,13 @@ def pytest_configure(config: pytest.Config) -> None:
     path, found = find_thresholds(config)
     settings = replace(settings, thresholds_path=str(path) if path else "", thresholds_found=found)
     try:
-        thresholds = config.stash[THRESHOLDS_KEY] = load_or_default(path, task_names())
+        config.stash[THRESHOLDS_KEY] = load_or_default(path, task_names())
     except ThresholdsError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if settings.sequential_alpha is not None and thresholds.min_effective_length:
-        raise pytest.UsageError(
-            f"--sequential cannot check min_effective_length ({thresholds.path}): the effective length averages "
-            "RULER's tasks, and an average of means that stopped early is biased, with no guarantee. Drop "
-            "--sequential, or pass --thresholds with a file whose [session] min_effective_length is 0"
-        )
     if settings.data_dir and not Path(settings.data_dir).is_dir():
         raise pytest.UsageError(
             f"--data-dir {settings.data_dir!r} is not a folder: give HELMET's data folder (or fixtures/helmet_data)"
         )
-    if settings.nli_model:
-        if not Path(settings.nli_model).is_dir():
-            raise pytest.UsageError(
-                f"--nli-model {settings.nli_model!r} is not a folder: give a local NLI "
-                "checkpoint (an MNLI classifier or a T5 TRUE model)"
-            )
-        try:  # the judge's checkpoint passes the same checks as --model's (pickle, checkpoint code)
-            check_checkpoint(Path(settings.nli_model), allow_pickle=settings.allow_pickle)
-        except CheckpointError as exc:
-            raise pytest.UsageError(f"--nli-model: {exc}") from None
     if settings.haystack:
         try:
             load_essay(settings.haystack)
@@ -368,57 +282,13 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ]
 
 
-def sequential_settings(config: pytest.Config) -> dict[str, object]:
-    if not config.getoption("--sequential"):
-        return {}
-    alpha, minimum = config.getoption("--sequential-alpha"), config.getoption("--sequential-min")
-    if not 0 < alpha < 0.5:
-        raise pytest.UsageError(f"--sequential-alpha {alpha} must be in (0, 0.5), e.g. --sequential-alpha 0.05")
-    if minimum < 1:
-        raise pytest.UsageError(f"--sequential-min {minimum} must be at least 1, e.g. --sequential-min 10")
-    return {"sequential_alpha": alpha, "sequential_min": minimum}
-
-
-def hf_settings(config: pytest.Config, backend: str) -> dict[str, object]:
-    """``--batch-size``, ``--device-map`` and ``--gpus-per-replica``, checked: they are --backend hf's."""
-    given = str(config.getoption("--batch-size")).strip().lower()
-    if given == "auto":
-        batch_size = None
-    elif given.isdigit() and int(given) > 0:
-        batch_size = int(given)
-    else:
-        raise pytest.UsageError(
-            f"--batch-size {given!r} is neither auto nor a positive number: e.g. --batch-size auto or --batch-size 8"
-        )
-    device_map, per_replica = config.getoption("--device-map"), config.getoption("--gpus-per-replica")
-    if backend != "hf":
-        if batch_size is not None or device_map or per_replica:
-            fix = "--concurrency N (requests in flight per replica)" if backend in ("vllm", "openai") else "nothing"
-            raise pytest.UsageError(
-                f"--batch-size/--device-map/--gpus-per-replica are for --backend hf; with --backend {backend} use {fix}"
-            )
-        return {}
-    if per_replica is not None and (device_map is None or per_replica <= 0):
-        raise pytest.UsageError(
-            f"--gpus-per-replica {per_replica} needs --device-map auto and a positive count, e.g."
-            " --device-map auto --gpus-per-replica 4"
-        )
-    return {"batch_size": batch_size, "device_map": device_map, "gpus_per_replica": per_replica}
-
-
-def judge_settings(config: pytest.Config, cache_dir: str | None) -> JudgeSettings | None:
-    try:
-        return JudgeSettings.from_options(config.getoption, cache_dir)
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
-
-
 def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     """``--model`` resolved to a folder (a name that is neither a folder nor a cached hub model is a usage error)
     and checked; a broken checkpoint is recorded for the run to report instead of loading it."""
-    if settings.backend == "openai":
-        return engine.checked_openai(settings)
-    if settings.backend == "scripted":
+    if settings.backend == "openai":  # a server you run; --model names it, or is its checkpoint's folder
+        folder = Path(settings.model or "").expanduser()
+        return replace(settings, model_dir=str(folder) if folder.is_dir() else None)
+    if settings.backend == TEST_BACKEND:
         if not Path(settings.model or "").is_file():
             raise pytest.UsageError(
                 f"--model {settings.model!r} does not exist: --backend scripted needs a JSON script"
@@ -439,7 +309,7 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     except CheckpointError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return settings
-    return engine.with_servers(config, settings, STARTUP_ERROR_KEY) if settings.backend == "vllm" else settings
+    return settings  # --backend vllm: the engine plugin starts its servers on this folder
 
 
 def _collect_the_suite(config: pytest.Config) -> None:

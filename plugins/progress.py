@@ -32,6 +32,8 @@ import pytest
 
 from ctxgate.run.progress import Progress, status_line
 
+from .options import SETTINGS_KEY
+
 REPORTER_KEY = pytest.StashKey[Callable[[Progress | None], None]]()  # how this process reports its running case
 INTERVAL = float(os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5"))  # seconds between redraws and file writes
 SAVE, RESTORE, CLEAR = b"\x1b7", b"\x1b8", b"\x1b[K"
@@ -218,7 +220,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     if (
-        config.getoption("--model", None) is None
+        config.stash[SETTINGS_KEY].model is None
         or config.getoption("--progress") == "off"
         or terminal is None
         or config.getoption("collectonly")

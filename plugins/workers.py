@@ -11,6 +11,9 @@ import os
 
 import pytest
 
+from ctxgate.backends.devices import visible_gpus
+
+from .hf import HF_KEY
 from .options import SETTINGS_KEY, STARTUP_ERROR_KEY
 
 
@@ -32,28 +35,20 @@ def pytest_configure(config: pytest.Config) -> None:
     _pin_gpu(config)
 
 
-def visible_gpus() -> list[str]:
-    """The GPUs this process may use: CUDA_VISIBLE_DEVICES when set, else every GPU nvidia-smi lists."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return [d.strip() for d in visible.split(",") if d.strip()]
-    return [str(i) for i in range(_gpu_count())]
-
-
 def _pin_gpu(config: pytest.Config) -> None:
     """Under xdist, worker gwN sees only its own GPUs (set before anything initializes CUDA): GPU N, or with
     ``--device-map auto`` its slice of them. Not for backends whose GPUs belong to a server (vllm, openai): their
     workers only send requests."""
-    settings = config.stash[SETTINGS_KEY]
-    if settings.backend in ("vllm", "openai", "scripted"):
+    settings, hf = config.stash[SETTINGS_KEY], config.stash[HF_KEY]
+    if settings.backend != "hf":
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER") if hasattr(config, "workerinput") else None
     devices = visible_gpus()
-    if not devices or (worker is None and settings.device_map is None):
+    if not devices or (worker is None and hf.device_map is None):
         return
     index = int(worker.removeprefix("gw")) if worker else 0
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if worker else 1
-    per = (settings.gpus_per_replica or max(1, len(devices) // workers)) if settings.device_map else 1
+    per = (hf.gpus_per_replica or max(1, len(devices) // workers)) if hf.device_map else 1
     mine = devices[index * per : (index + 1) * per]
     if len(mine) < per:
         fix = (
@@ -66,20 +61,6 @@ def _pin_gpu(config: pytest.Config) -> None:
             f"{len(devices)} visible, {per} per worker; {fix}"
         )
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(mine)
-
-
-def _gpu_count() -> int:
-    """GPUs on this node, counted without initializing CUDA in this process (nvidia-smi)."""
-    import shutil
-    import subprocess
-
-    if not shutil.which("nvidia-smi"):
-        return 0
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
 
 
 @pytest.hookimpl(optionalhook=True)

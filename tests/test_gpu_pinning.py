@@ -5,12 +5,18 @@ from types import SimpleNamespace
 
 import pytest
 
+from ctxgate.backends import devices
 from plugins import workers
+from plugins.hf import HF_KEY, HFSettings
 from plugins.options import SETTINGS_KEY
 
 
+def stash(**hf):
+    return {SETTINGS_KEY: SimpleNamespace(backend="hf"), HF_KEY: HFSettings(**hf)}
+
+
 def worker_config():
-    return SimpleNamespace(workerinput={"workerid": "gw1"}, stash={SETTINGS_KEY: settings()})
+    return SimpleNamespace(workerinput={"workerid": "gw1"}, stash=stash())
 
 
 def test_worker_takes_its_entry_of_the_visible_list(monkeypatch):
@@ -32,7 +38,7 @@ def test_worker_numbered_past_the_gpus_is_told_the_fix(monkeypatch):
 def test_without_gpus_nothing_is_pinned(monkeypatch):
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(workers, "_gpu_count", lambda: 0)
+    monkeypatch.setattr(devices, "gpu_count", lambda: 0)
     workers._pin_gpu(worker_config())
     import os
 
@@ -40,17 +46,17 @@ def test_without_gpus_nothing_is_pinned(monkeypatch):
 
 
 def test_auto_workers_is_the_gpu_count(monkeypatch):
-    config = SimpleNamespace(getoption=lambda name, default=None: "ckpt")
+    # the options as pytest gives them before configure: only --model set, every other option at its default
+    given = {"--model": "ckpt"}
+    config = SimpleNamespace(getoption=lambda name, default=None: given.get(name, default))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
     assert workers.pytest_xdist_auto_num_workers(config) == 3
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    monkeypatch.setattr(workers, "_gpu_count", lambda: 0)
+    monkeypatch.setattr(devices, "gpu_count", lambda: 0)
     assert workers.pytest_xdist_auto_num_workers(config) is None
-
-
-def settings(**kw):
-    base = {"backend": "hf", "device_map": None, "gpus_per_replica": None}
-    return SimpleNamespace(**{**base, **kw})
+    given.clear()  # the project's own tests (no --model): xdist's own count
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    assert workers.pytest_xdist_auto_num_workers(config) is None
 
 
 @pytest.mark.parametrize(
@@ -63,9 +69,7 @@ def test_device_map_gives_each_worker_its_slice(monkeypatch, worker, count, per,
     monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(count))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")
-    config = SimpleNamespace(
-        workerinput={"workerid": worker}, stash={SETTINGS_KEY: settings(device_map="auto", gpus_per_replica=per)}
-    )
+    config = SimpleNamespace(workerinput={"workerid": worker}, stash=stash(device_map="auto", gpus_per_replica=per))
     workers._pin_gpu(config)
     import os
 
@@ -75,7 +79,7 @@ def test_device_map_gives_each_worker_its_slice(monkeypatch, worker, count, per,
 def test_one_process_with_device_map_takes_the_first_replica(monkeypatch):
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3,4,5")
-    config = SimpleNamespace(stash={SETTINGS_KEY: settings(device_map="auto", gpus_per_replica=2)})
+    config = SimpleNamespace(stash=stash(device_map="auto", gpus_per_replica=2))
     workers._pin_gpu(config)
     import os
 
@@ -86,7 +90,7 @@ def test_too_many_replicas_for_the_gpus_is_told_the_fix(monkeypatch):
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw2")
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")
-    config = SimpleNamespace(workerinput={}, stash={SETTINGS_KEY: settings(device_map="auto", gpus_per_replica=4)})
+    config = SimpleNamespace(workerinput={}, stash=stash(device_map="auto", gpus_per_replica=4))
     with pytest.raises(pytest.UsageError, match="8 visible, 4 per worker; run with -n 2 or -n auto"):
         workers._pin_gpu(config)
 

@@ -98,13 +98,14 @@ def test_cuda_visible_devices_empty_means_no_gpu(monkeypatch):
     """The usual way to force the CPU: -n auto must not start one worker per physical GPU."""
     from types import SimpleNamespace
 
+    from ctxgate.backends import devices
     from plugins import workers
 
-    monkeypatch.setattr(workers, "_gpu_count", lambda: 8)  # the machine has eight
+    monkeypatch.setattr(devices, "gpu_count", lambda: 8)  # the machine has eight
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     config = SimpleNamespace(getoption=lambda name, default=None: {"--model": "ckpt"}.get(name, default))
     assert workers.pytest_xdist_auto_num_workers(config) is None  # xdist's own default (CPU count)
-    assert workers.visible_gpus() == []
+    assert devices.visible_gpus() == []
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 # Lowest first. A module belongs to the floor of its longest listed prefix.
@@ -103,3 +105,92 @@ def test_the_top_level_holds_only_the_face_and_shared_modules():
         f"{sorted(loose)} lie loose in ctxgate/: move each into the folder of its concern "
         "(docs/architecture.md says which)"
     )
+
+
+PLUGINS = ROOT / "plugins"
+# The pytest plugins stand on the report floor: they may use every floor up to it, never a workflow or the CLI
+PLUGIN_FLOOR = next(i for i, (name, _) in enumerate(FLOORS) if name == "report")
+
+
+def plugin_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) for every import in a plugin module, relative ones resolved to ``plugins.<name>``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                found += [(node.lineno, f"plugins.{node.module or a.name}") for a in node.names]
+            else:
+                found.append((node.lineno, node.module or ""))
+    return found
+
+
+def test_plugins_use_no_floor_above_the_report():
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {target} ({FLOORS[floor_of(target)][0]})"
+        for path in sorted(PLUGINS.glob("*.py"))
+        for line, target in plugin_imports(path)
+        if target.startswith("ctxgate") and floor_of(target) > PLUGIN_FLOOR
+    ]
+    assert not wrong, "a plugin imports above the report floor:\n" + "\n".join(wrong)
+
+
+def test_the_plugins_import_one_another_without_a_cycle():
+    graph = {
+        path.stem: {t.split(".")[1] for _, t in plugin_imports(path) if t.startswith("plugins.")}
+        for path in PLUGINS.glob("*.py")
+        if path.stem != "__init__"
+    }
+    done: set[str] = set()
+
+    def visit(node: str, trail: tuple[str, ...]) -> None:
+        assert node not in trail, "plugin import cycle: " + " -> ".join((*trail, node))
+        if node not in done:
+            for nxt in graph.get(node, ()):
+                visit(nxt, (*trail, node))
+            done.add(node)
+
+    for name in graph:
+        visit(name, ())
+
+
+def _calls(tree: ast.AST, method: str) -> list[ast.Call]:
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method
+    ]
+
+
+def declared_options(name: str) -> set[str]:
+    """The option names (and dests) the plugin module ``plugins.<name>`` adds, through a real parser."""
+    import importlib
+
+    module = importlib.import_module(f"plugins.{name}")
+    hook = getattr(module, "pytest_addoption", None)
+    if hook is None:
+        return set()
+    parser = pytest.Parser(_ispytest=True)
+    hook(parser)
+    options = [o for group in parser._groups for o in group.options] + list(parser._anonymous.options)
+    return {n for o in options for n in o.names()} | {o.dest for o in options}
+
+
+def test_each_plugin_reads_only_the_options_it_declares_into_its_own_settings():
+    """pytest's pattern: a plugin declares its options and reads them once in its pytest_configure into its own
+    settings under its own StashKey; others read the settings, never its options. (``-n auto`` is decided before
+    any pytest_configure, so pytest_xdist_auto_num_workers reads raw options.)"""
+    wrong = []
+    for path in sorted(PLUGINS.glob("*.py")):
+        tree = ast.parse(path.read_text("utf-8"))
+        declared = declared_options(path.stem)
+        early = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("pytest_xdist")]
+        exempt = {id(c) for fn in early for c in _calls(fn, "getoption")}
+        for call in _calls(tree, "getoption"):
+            flag = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else None
+            if isinstance(flag, str) and flag.startswith("--") and flag not in declared and id(call) not in exempt:
+                wrong.append(f"{path.name}:{call.lineno} reads {flag}, which another plugin declares")
+        if declared and "StashKey[" not in path.read_text("utf-8"):
+            wrong.append(f"{path.name} declares options but keeps no settings under a StashKey of its own")
+    assert not wrong, "\n".join(wrong)
