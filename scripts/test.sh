@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The project's own tests (unit, Hypothesis, pytester, end-to-end on the tiny checkpoint, the engines against a real
-# vLLM server). --dist loadfile: a test file runs in one xdist worker, so the vLLM tests share one server. (Not
+# The project's own checks: ruff (lint and format) and mypy, then the tests (unit, Hypothesis, pytester, end-to-end
+# on the tiny checkpoint, the engines against a real vLLM server). --dist loadfile: a test file runs in one xdist worker, so the vLLM tests share one server. (Not
 # loadgroup: under pytest 9.2 xdist 3.8's xdist_group marker no longer groups anything, since the item ids it
 # rewrites are not what pytest 9.2 reads, and the engine tests ran on both workers with a server each.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 bash scripts/vllm_env.sh
+# lint, format and types first: their configuration is in pyproject.toml
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
 exec .venv/bin/python -m pytest tests -n 2 --dist loadfile -q "$@"

@@ -46,7 +46,6 @@ for t in range(trials):
 
 
 def test_processes_creating_one_cache_at_once_lose_no_row(tmp_path):
-    started = time.monotonic()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
@@ -64,7 +63,6 @@ def test_processes_creating_one_cache_at_once_lose_no_row(tmp_path):
         rows = sqlite3.connect(folder / FILE_NAME).execute("SELECT COUNT(*) FROM generations").fetchone()[0]
         assert rows == PROCESSES * ROWS, f"trial {t}: {rows} rows"
         assert not list(folder.glob("*set-aside*")) and not list(folder.glob("*.tmp"))
-    assert time.monotonic() - started < 60
 
 
 def unprivileged(fn: Callable[[], Any]) -> Any:

@@ -232,7 +232,6 @@ def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(proxy
     monkeypatch.setenv("CTXGATE_REPROBE_S", "1")  # its re-probes, a second apart: it stays dead
     url, control = proxy
     control({"die_after": 5})
-    started = time.monotonic()
     result = run(
         tmp_path,
         *CASES,
@@ -247,7 +246,7 @@ def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(proxy
         "--no-cache",
         timeout=300,
     )
-    assert result.returncode == 1 and time.monotonic() - started < 120
+    assert result.returncode == 1  # within run()'s timeout: the run ended instead of waiting on a dead server
     report = json.loads((tmp_path / "r.json").read_text())
     assert [c["verdict"] for c in report["cases"]] == ["error", "error"] and not report["complete"]
     assert all(

@@ -194,3 +194,16 @@ def test_each_plugin_reads_only_the_options_it_declares_into_its_own_settings():
         if declared and "StashKey[" not in path.read_text("utf-8"):
             wrong.append(f"{path.name} declares options but keeps no settings under a StashKey of its own")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_wheel_lists_every_package():
+    """setuptools packages only what pyproject.toml lists (ctxgate_plugins is the plugins/ folder, which discovery
+    would not name so): a new subpackage must be added there, or the installed tool lacks it."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["packages"])
+    found = {module_name(p.parent) for p in (ROOT / "ctxgate").rglob("__init__.py")} | {"ctxgate_plugins"}
+    assert listed == found, f"add {sorted(found - listed)} to [tool.setuptools] packages; drop {sorted(listed - found)}"

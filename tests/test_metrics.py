@@ -60,10 +60,14 @@ def test_scores_are_probabilities(pred, refs):
         assert 0.0 <= score_prediction(metric, pred, refs, "Answer:")[0] <= 1.0
 
 
-@given(st.text(alphabet=st.characters(codec="ascii"), max_size=30), st.text(min_size=1, max_size=10))
+@given(
+    st.text(alphabet=st.characters(codec="ascii"), max_size=30),
+    st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=10),
+)
 def test_reference_inside_prediction_always_matches(noise, ref):
-    pred = noise + ref + noise
-    assert score_prediction("string_match_all", pred, [ref])[0] == 1.0 or ruler_clean(pred) != pred
+    # any ASCII around it, control characters and whitespace included (what RULER's cleaning rewrites); the
+    # reference itself printable, so the cleaning cannot touch it
+    assert score_prediction("string_match_all", noise + ref + noise, [ref])[0] == 1.0
 
 
 @given(st.text(max_size=40))

@@ -205,7 +205,7 @@ def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
     before = stats()["requests"]
     # the fixture's pool is 6 samples: a lenient rate and minimum, so that a certain verdict can come before the end
     seq = _judged_case(tmp_path, accuracy, judges("seq"), stop=(StopRule(0.2, 2), Questions(floor=floor)))
-    assert seq.sequential["decided"] == verdict and seq.sequential["used"] == 5
+    assert seq.sequential["decided"] == verdict and seq.sequential["used"] < len(fixed.samples)
     assert len(seq.samples) < len(fixed.samples) and seq.judge["status"] == "judged"
     assert [o.score for o in seq.samples] == [o.score for o in fixed.samples[: len(seq.samples)]]
     per_sample = before / len(fixed.samples)  # the judge requests one verdict costs here

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from ctxgate.run.case import build_samples
 from ctxgate.seeding import sample_rng
-from ctxgate.tasks import BuildContext, all_tasks, get_task
+from ctxgate.sources.errors import DataNotGiven
+from ctxgate.tasks import BuildContext, TaskTooShort, all_tasks, get_task
 from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
 
 # essay tasks: a Wikipedia sentence of up to 50 words (~130 tiny tokens); the others as noted
@@ -85,21 +86,39 @@ def test_unit_table_covers_every_task():
     assert set(UNIT) == set(TASKS)
 
 
-@pytest.mark.parametrize("task", TASKS)
-@pytest.mark.parametrize("length", [1024, 2048, 4096])
+def _by_whether_they_fit() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """(task, length) at 1K, 2K and 4K: those a prompt fits, and those the task refuses (its generation budget
+    and fixed parts leave no room for its context, or HELMET's own file for that length does not exist)."""
+    fits, refused = [], []
+    for task in TASKS:
+        for length in (1024, 2048, 4096):
+            too_short = length in TOO_SHORT.get(task, ())
+            no_file = length not in FILE_LENGTHS.get(task, (length,))
+            (refused if too_short or no_file else fits).append((task, length))
+    return fits, refused
+
+
+# generating 300-1200 tokens, these leave a 1K prompt no room for one document
+TOO_SHORT = {"alce_asqa": (1024,), "alce_qampari": (1024,), "infbench_sum": (1024,)}
+FITS, REFUSED = _by_whether_they_fit()
+
+
+@pytest.mark.parametrize(("task", "length"), FITS)
 @pytest.mark.parametrize("chat", [False, True])
 def test_length_rule_and_fill(hf_encoder, task, length, chat):
     spec = get_task(task)
-    if spec.tokens_to_generate + 800 > length:
-        pytest.skip(f"{task} generates {spec.tokens_to_generate} tokens: no room for its prompt at {length}")
-    if length not in FILE_LENGTHS.get(task, (length,)):
-        pytest.skip(f"{task}: the fixtures hold HELMET's file at {FILE_LENGTHS[task]} only")
     for s in build_samples(spec, ctx_for(hf_encoder, chat), length, 3, 42):
         used = len(s.input_ids) + spec.tokens_to_generate
         assert used <= length, f"{task}@{length}: {used} tokens"
         if s.meta.get("pool_exhausted"):  # the tiny fixture QA pools run out of documents at longer lengths
             continue
         assert length - used < UNIT[task], f"{task}@{length}: {length - used} tokens left unfilled"
+
+
+@pytest.mark.parametrize(("task", "length"), REFUSED)
+def test_a_length_a_task_cannot_fill_is_refused_naming_the_length(hf_encoder, task, length):
+    with pytest.raises((TaskTooShort, DataNotGiven), match=f"{length}"):
+        get_task(task).build(ctx_for(hf_encoder), length, 0, sample_rng(task, length, 0, 42))
 
 
 @pytest.mark.parametrize("task", TASKS)
