@@ -22,6 +22,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxgate.seeding",
             "ctxgate.sqlitefile",
             "ctxgate.retrying",
+            "ctxgate.memo",
             "ctxgate.stats",
             "ctxgate.report.io",
             "ctxgate.report.schema",
@@ -36,7 +37,16 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("workflows", ("ctxgate.workflows",)),
     ("command line", ("ctxgate.cli",)),
 )
-TOP_LEVEL = {"__init__.py", "cli.py", "textcodec.py", "lengths.py", "seeding.py", "sqlitefile.py", "retrying.py"}
+TOP_LEVEL = {
+    "__init__.py",
+    "cli.py",
+    "textcodec.py",
+    "lengths.py",
+    "seeding.py",
+    "sqlitefile.py",
+    "retrying.py",
+    "memo.py",
+}
 
 
 def floor_of(module: str) -> int:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+
+from ctxgate.memo import is_dir, is_file, memo, noted
 
 NOISE_LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 
@@ -48,16 +49,16 @@ def _split(text: str, source: str) -> Essay:
     return Essay(sentences, hashlib.sha256(collapsed.encode("utf-8")).hexdigest(), source)
 
 
-@lru_cache(maxsize=4)
+@memo(4)
 def load_essay(path: str | None = None) -> Essay:
     """The default essay text, or ``path``: a text file, or a data file/dataset folder with a ``text`` column."""
     if path is None:
         text = resources.files("ctxgate.data").joinpath(DEFAULT).read_text("utf-8")
         return _split(text, f"ctxgate:{DEFAULT}")
     p = Path(path)
-    if not p.exists():
+    if not noted(p) is not None:
         raise HaystackError(f"--haystack {path!r} does not exist: give a .txt file or a dataset with a 'text' column")
-    if p.is_file() and p.suffix.lower() in _TEXT_SUFFIXES:
+    if is_file(p) and p.suffix.lower() in _TEXT_SUFFIXES:
         try:
             return _split(p.read_text("utf-8"), str(p))
         except UnicodeDecodeError as exc:
@@ -86,7 +87,7 @@ def load_essay(path: str | None = None) -> Essay:
 def _dataset_text(p: Path) -> str:
     import datasets  # heavy: only when a dataset haystack is asked for
 
-    if p.is_dir():
+    if is_dir(p):
         try:
             ds = datasets.load_from_disk(str(p))
         except FileNotFoundError:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
+from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import load_rows
 
@@ -64,7 +64,7 @@ def _pool(
     return QAPool(tuple(pool), questions, digest, source)
 
 
-@lru_cache(maxsize=4)
+@memo(4)
 def load_squad(source: str = DEFAULT_SQUAD) -> QAPool:
     rows = _load_rows(source, "--squad", "validation", None)
     by_title: dict[str, dict[str, None]] = {}  # ordered, de-duplicated paragraphs per article
@@ -78,7 +78,7 @@ def load_squad(source: str = DEFAULT_SQUAD) -> QAPool:
     return _pool([r["context"] for r in rows], questions, source)
 
 
-@lru_cache(maxsize=4)
+@memo(4)
 def load_hotpotqa(source: str = DEFAULT_HOTPOTQA) -> QAPool:
     rows = _load_rows(source, "--hotpotqa", "validation", "distractor")
     docs: list[str] = []

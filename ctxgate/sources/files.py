@@ -7,10 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ctxgate.memo import is_dir, is_file, memo, noted
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 
 FETCH_HINT = (
@@ -21,12 +21,10 @@ FETCH_HINT = (
 
 def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[dict[str, Any], ...]:
     """The records of ``source``: a .jsonl/.json/.parquet file, a ``save_to_disk`` folder, or a hub id (``split``,
-    ``config``) found in the local cache. Successes are remembered by the file's identity (path, size, mtime), so an
-    edited file is read again; failures are not remembered, so a file fixed between two runs of one process is
+    ``config``) found in the local cache. Successes are remembered while the file is unchanged (``ctxgate.memo``), so
+    an edited file is read again; failures are not remembered, so a file fixed between two runs of one process is
     seen. Errors end with ``fix``."""
-    p = Path(source)
-    st = p.stat() if p.is_file() else None
-    return _load(source, (st.st_size, st.st_mtime_ns) if st else None, split, config, fix)
+    return _load(source, split, config, fix)
 
 
 def _go_offline() -> None:
@@ -39,12 +37,10 @@ def _go_offline() -> None:
     huggingface_hub.constants.HF_HUB_OFFLINE = True
 
 
-@lru_cache(maxsize=32)
-def _load(
-    source: str, stamp: tuple[int, int] | None, split: str, config: str | None, fix: str
-) -> tuple[dict[str, Any], ...]:
+@memo(32)
+def _load(source: str, split: str, config: str | None, fix: str) -> tuple[dict[str, Any], ...]:
     p = Path(source)
-    if p.is_file() and p.suffix.lower() in (".jsonl", ".json"):
+    if is_file(p) and p.suffix.lower() in (".jsonl", ".json"):
         problem = first_bad_line(p)  # datasets' own message for these names neither the line nor the fix
         if problem:
             raise DataUnavailable(
@@ -55,11 +51,11 @@ def _load(
 
     _go_offline()
     try:
-        if p.is_dir():
+        if is_dir(p):
             ds = datasets.load_from_disk(str(p))
             if isinstance(ds, datasets.DatasetDict):
                 ds = ds[split] if split in ds else ds[next(iter(ds))]
-        elif p.is_file():
+        elif is_file(p):
             kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}.get(p.suffix.lower(), "json")
             ds = datasets.load_dataset(kind, data_files=str(p), split="train")
         elif _looks_like_path(source):
@@ -127,7 +123,7 @@ def first_bad_line(path: Path) -> str | None:
 
 def read_jsonl(path: Path) -> tuple[dict[str, Any], ...]:
     """All records of one JSON-lines file of a data folder, in file order."""
-    if not path.is_file():
+    if not is_file(path):
         raise DataNotGiven(f"{path} does not exist; {FETCH_HINT}")
     return load_rows(str(path), "train", None, f"check it with `ctxgate data verify {path.parent}`")
 
@@ -135,7 +131,7 @@ def read_jsonl(path: Path) -> tuple[dict[str, Any], ...]:
 def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str) -> tuple[dict[str, Any], ...]:
     """``local`` (JSON lines in the hub's layout) when it exists, else the hub dataset from the local cache; a
     source in neither names ``local``, the path that was expected."""
-    if local.is_file():
+    if is_file(local):
         return load_rows(str(local), split, config, fix)
     try:
         return load_rows(hub_id, split, config, fix)
@@ -146,6 +142,7 @@ def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, 
 
 
 def sha256_of(path: Path) -> str:
+    noted(path)
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -156,7 +153,7 @@ def sha256_of(path: Path) -> str:
 def largest_k(folder: Path, pattern: str) -> Path | None:
     """Of the files matching ``pattern`` (a regex with one ``(\\d+)`` group for k), the one with the most passages:
     ctxgate fits passages to the model at each length, so the biggest pool serves every length it can hold."""
-    if not folder.is_dir():
+    if not is_dir(folder):
         return None
     best: tuple[int, Path] | None = None
     regex = re.compile(pattern)

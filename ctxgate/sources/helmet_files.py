@@ -18,10 +18,10 @@ import hashlib
 import math
 import random
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ctxgate.memo import is_file, memo
 from ctxgate.sources.files import read_jsonl, sha256_of
 
 MAX_TEST_KEYS = 100  # HELMET's max_test_samples: questions (RAG, re-rank) or records (JSON KV)
@@ -95,17 +95,17 @@ def rag_path(task: str, data_dir: str | None, length: int) -> Path | None:
         return None
     prefix, dep, _ = RAG_NAMES[task]
     path = Path(data_dir) / "kilt" / f"{prefix}_k{RAG_K[length]}_{dep}.jsonl"
-    return path if path.is_file() else None
+    return path if is_file(path) else None
 
 
-@lru_cache(maxsize=16)
+@memo(16)
 def load_rag_file(task: str, data_dir: str, length: int, seed: int) -> HelmetFile | None:
     """HELMET's RAG file for this length, or None when the data folder has none (the suite then places passages
     itself)."""
     path = rag_path(task, data_dir, length)
     if path is None:
         return None
-    demo_path = next((p for name in RAG_NAMES[task][2] if (p := Path(data_dir) / "kilt" / name).is_file()), None)
+    demo_path = next((p for name in RAG_NAMES[task][2] if is_file(p := Path(data_dir) / "kilt" / name)), None)
     if demo_path is None:
         return None
     rows, demos = read_jsonl(path), read_jsonl(demo_path)
@@ -116,14 +116,14 @@ def load_rag_file(task: str, data_dir: str, length: int, seed: int) -> HelmetFil
     return HelmetFile(_select(rows, key, seed), demos, key, str(path), _digest(path, demo_path))
 
 
-@lru_cache(maxsize=8)
+@memo(8)
 def load_msmarco_file(data_dir: str, length: int, seed: int) -> HelmetFile | None:
     if length not in MSMARCO_K:
         return None
     for folder in MSMARCO_DIRS:
         path = Path(data_dir) / folder / f"test_reranking_data_k{MSMARCO_K[length]}_dep3.jsonl"
         demo_path = path.with_name("test_reranking_data_k10_dep3.jsonl")
-        if path.is_file() and demo_path.is_file():
+        if is_file(path) and is_file(demo_path):
             rows, demos = read_jsonl(path), read_jsonl(demo_path)
             key = "qid" if rows and "qid" in rows[0] else "query"
             selected = _select(rows, key, seed)
@@ -134,12 +134,12 @@ def load_msmarco_file(data_dir: str, length: int, seed: int) -> HelmetFile | Non
     return None
 
 
-@lru_cache(maxsize=8)
+@memo(8)
 def load_json_kv_file(data_dir: str, length: int, seed: int) -> HelmetFile | None:
     if length not in JSON_KV_K:
         return None
     path = Path(data_dir) / "json_kv" / f"test_k{JSON_KV_K[length]}_dep6.jsonl"
-    if not path.is_file():
+    if not is_file(path):
         return None
     rows = read_jsonl(path)
     order = shuffled(len(rows), seed)[:MAX_TEST_KEYS]

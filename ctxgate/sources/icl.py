@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
+from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import read_local_or_hub
 
@@ -62,7 +62,7 @@ def _rows(task: str, src: ICLSource, data_dir: str | None, split: str) -> list[t
     return out
 
 
-@lru_cache(maxsize=8)
+@memo(8)
 def load_icl(task: str, data_dir: str | None, seed: int) -> ICLData:
     src = SOURCES[task]
     if src.test_split:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
+from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import read_local_or_hub
 
@@ -30,7 +30,7 @@ class BookSet:
     sha256: str
 
 
-@lru_cache(maxsize=4)
+@memo(4)
 def load_infbench(task: str, data_dir: str | None) -> BookSet:
     subset = SUBSETS[task]
     local = Path(data_dir or ".") / "infbench" / f"{subset}.jsonl"

@@ -18,10 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ctxgate.memo import is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import FETCH_HINT, first_bad_line, load_rows, read_local_or_hub
 
@@ -63,7 +63,7 @@ def _need(task: str, r: dict[str, Any], fields: tuple[str, ...], where: Path, hi
         raise DataUnavailable(f"{task}: a record in {where} lacks {missing}; {hint}")
 
 
-@lru_cache(maxsize=4)
+@memo(4)
 def load_narrativeqa(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "narrativeqa"
     hint = _hint("NarrativeQA's test.jsonl and train.jsonl (hub columns)", folder)
@@ -86,14 +86,14 @@ def load_narrativeqa(data_dir: str | None) -> LongDocSet:
     return LongDocSet(tuple(items), tuple(demos), _digest([(d.key, d.question, d.answers, d.context) for d in items]))
 
 
-@lru_cache(maxsize=4)
+@memo(4)
 def load_infbench_sum(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "infbench"
     hint = _hint("InfiniteBench's longbook_sum_eng.jsonl", folder)
     keyfile = folder / "longbook_sum_eng_keypoints.jsonl"
     keypoints = (
         {str(r["id"]): tuple(r["keypoints"]) for r in load_rows(str(keyfile), "train", None, hint)}
-        if keyfile.is_file()
+        if is_file(keyfile)
         else {}
     )
     items = []
@@ -106,7 +106,7 @@ def load_infbench_sum(data_dir: str | None) -> LongDocSet:
     return LongDocSet(tuple(items), tuple(items), _digest([(d.key, d.answers, d.keypoints, d.context) for d in items]))
 
 
-@lru_cache(maxsize=4)
+@memo(4)
 def load_multi_lexsum(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "multi_lexsum"
     hint = _hint("Multi-LexSum's validation.jsonl and train.jsonl (hub columns)", folder)
@@ -133,7 +133,7 @@ def load_multi_lexsum(data_dir: str | None) -> LongDocSet:
     items, demos = read("validation"), read("train")
     # HELMET's key points for the validation cases (scripts/eval_gpt4_summ.py reads them from this file)
     keyfile = folder / "multi_lexsum_val.jsonl"
-    if keyfile.is_file():
+    if is_file(keyfile):
         shipped = {
             str(r["id"]): tuple(r.get("summary/short_keypoints") or ())
             for r in load_rows(str(keyfile), "train", None, hint)
@@ -166,13 +166,13 @@ ALCE_FILES = {
 }
 
 
-@lru_cache(maxsize=4)
+@memo(4)
 def load_alce(task: str, data_dir: str | None) -> CiteSet:
     root = Path(data_dir or ".")
     test_name, prompt_name = ALCE_FILES[task]
     test = root / "alce" / test_name
-    prompt = next((p for p in (root / "alce" / prompt_name, root / "prompts" / prompt_name) if p.is_file()), None)
-    if not test.is_file() or prompt is None:
+    prompt = next((p for p in (root / "alce" / prompt_name, root / "prompts" / prompt_name) if is_file(p)), None)
+    if not is_file(test) or prompt is None:
         raise DataNotGiven(
             f"{task} needs HELMET's alce/{test_name} and its prompt file {prompt_name} (in alce/ "
             f"or prompts/) under --data-dir; {FETCH_HINT}"

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ctxgate.memo import is_file, memo
 from ctxgate.metrics.text import helmet_normalize
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import FETCH_HINT, largest_k, read_jsonl, sha256_of
@@ -80,7 +80,7 @@ def _files(data_dir: str | None, task: str, folder: str, test_re: str, demo_re: 
     where = Path(data_dir) / folder
     test = largest_k(where, test_re)
     demo = where / demo_re if "(" not in demo_re else largest_k(where, demo_re)
-    if test is None or demo is None or not demo.is_file():
+    if test is None or demo is None or not is_file(demo):
         missing = test_re if test is None else demo_re
         raise DataNotGiven(f"{task}: no file matching {missing!r} in {where}; {FETCH_HINT}")
     return test, demo
@@ -110,7 +110,7 @@ def _check(record: dict[str, Any], path: Path, fields: tuple[str, ...]) -> None:
         )
 
 
-@lru_cache(maxsize=8)
+@memo(8)
 def load_rag(task: str, data_dir: str | None) -> Pool:
     folder, test_re, demo_re = RAG_FILES[task]
     test, demo_path = _files(data_dir, task, folder, test_re, demo_re)
@@ -160,7 +160,7 @@ def _dedupe(demos: list[Demo]) -> list[Demo]:
     return list(seen.values())
 
 
-@lru_cache(maxsize=4)
+@memo(4)
 def load_msmarco(data_dir: str | None) -> Pool:
     folder = next(
         (f for f in MSMARCO_FOLDERS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)), MSMARCO_FOLDERS[0]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
+from ctxgate.memo import is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import FETCH_HINT, read_jsonl
 
@@ -43,10 +43,10 @@ def ruler_path(task: str, data_dir: str | None, length: int) -> Path:
     return Path(data_dir or ".") / "ruler" / FOLDERS[task] / f"validation_{length}.jsonl"
 
 
-@lru_cache(maxsize=16)
+@memo(16)
 def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
     path = ruler_path(task, data_dir, length)
-    if not data_dir or not path.is_file():
+    if not data_dir or not is_file(path):
         raise DataNotGiven(
             f"{task} reads HELMET's {path.relative_to(Path(data_dir or '.'))} (none for length "
             f"{length}; HELMET ships 8K-128K); the suite's RULER cases stand in for HELMET Recall "
@@ -65,7 +65,7 @@ def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
     return RulerFile(tuple(records), str(path), digest)
 
 
-@lru_cache(maxsize=16)
+@memo(16)
 def order(count: int, seed: int) -> tuple[int, ...]:
     """The record order of ``datasets.Dataset.shuffle(seed=seed)``."""
     import numpy as np

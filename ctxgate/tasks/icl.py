@@ -19,8 +19,8 @@ import hashlib
 import math
 import random
 from collections.abc import Sequence
-from functools import lru_cache
 
+from ctxgate.memo import memo
 from ctxgate.seeding import derive_seed
 from ctxgate.sources import DataUnavailable
 from ctxgate.sources.helmet_files import shuffled
@@ -58,7 +58,7 @@ def target_shots(task: str, length: int) -> int:
     raise AssertionError("unreachable")
 
 
-@lru_cache(maxsize=16)
+@memo(16)
 def balanced_order(task: str, data_dir: str | None, seed: int) -> tuple[int, ...]:
     """Test indices round-robin over labels (labels and each label's items in a seeded order); once per case."""
     data = load_icl(task, data_dir, seed)
@@ -119,7 +119,7 @@ def balance_labels(items: Sequence[tuple[str, int]], shots: int, seed: int) -> l
     return [x for r in rounds for x in r][:shots]
 
 
-@lru_cache(maxsize=16)
+@memo(16)
 def helmet_test_items(task: str, data_dir: str | None, seed: int) -> tuple[tuple[str, int], ...]:
     test = load_icl(task, data_dir, seed).test
     if len(test) <= MAX_TEST:

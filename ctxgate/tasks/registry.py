@@ -94,7 +94,8 @@ class Membership:
     @classmethod
     def of(cls, specs: list[TaskSpec]) -> Membership:
         helmet: dict[str, list[str]] = {c: [] for c in HELMET_CATEGORY_LABELS}
-        for t in specs:
+        # a category lists HELMET's own tasks first, then the RULER tasks it borrows (Recall: JSON KV, then RULER's)
+        for t in sorted(specs, key=lambda t: t.suite != "helmet"):
             if t.helmet_group and not t.replaces:
                 helmet.setdefault(t.helmet_group, []).append(t.name)
         return cls(

@@ -1,0 +1,101 @@
+"""Memos of what was built from files, valid only while those files are as they were.
+
+A loader decorated with ``@memo(maxsize)`` remembers its result per arguments together with the identity of every
+file and folder it consulted, as ``is_file``/``is_dir``/``noted`` saw them while it ran (nested loaders pass their
+files up to the loaders that called them). On the next call the memo is used only when each of those still has the
+same identity (a file: its size and modification time; a folder: its entry count and modification time, which
+change when an entry is added, removed or renamed; absent: absent), so an edited, added or removed data file is
+read again, in one process as across runs (``ctxgate bisect`` and ``watch`` evaluate many checkpoints in one).
+Failures are never remembered: a loader that raised runs again next time.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from contextvars import ContextVar
+from functools import wraps
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+Identity = tuple[str, int, int] | None  # (kind, size or entry count, mtime_ns); None: absent
+
+_CONSULTED: ContextVar[dict[str, Identity] | None] = ContextVar("ctxgate_memo_consulted", default=None)
+
+
+def identity(path: str | os.PathLike[str]) -> Identity:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if os.path.isdir(path):
+        try:
+            count = len(os.listdir(path))
+        except OSError:
+            count = -1
+        return ("dir", count, st.st_mtime_ns)
+    return ("file", st.st_size, st.st_mtime_ns)
+
+
+def noted(path: str | os.PathLike[str]) -> Identity:
+    """Record that the running loaders read ``path``; its identity now."""
+    now = identity(path)
+    consulted = _CONSULTED.get()
+    if consulted is not None:
+        consulted.setdefault(os.fspath(path), now)
+    return now
+
+
+def is_file(path: Path) -> bool:
+    found = noted(path)
+    return found is not None and found[0] == "file"
+
+
+def is_dir(path: Path) -> bool:
+    found = noted(path)
+    return found is not None and found[0] == "dir"
+
+
+def memo(maxsize: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        entries: OrderedDict[Hashable, tuple[R, dict[str, Identity]]] = OrderedDict()
+        lock = threading.Lock()
+
+        @wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            key = (args, tuple(sorted(kwargs.items())))
+            outer = _CONSULTED.get()
+            with lock:
+                hit = entries.get(key)
+            if hit is not None and all(identity(p) == was for p, was in hit[1].items()):
+                with lock:
+                    if key in entries:
+                        entries.move_to_end(key)
+                if outer is not None:
+                    for p, was in hit[1].items():
+                        outer.setdefault(p, was)
+                return hit[0]
+            consulted: dict[str, Identity] = {}
+            token = _CONSULTED.set(consulted)
+            try:
+                result = fn(*args, **kwargs)
+            finally:
+                _CONSULTED.reset(token)
+            if outer is not None:
+                for p, was in consulted.items():
+                    outer.setdefault(p, was)
+            with lock:
+                entries[key] = (result, consulted)
+                entries.move_to_end(key)
+                while len(entries) > maxsize:
+                    entries.popitem(last=False)
+            return result
+
+        wrapper.cache_clear = entries.clear  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
