@@ -217,6 +217,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from ctxgate.gate.thresholds import ThresholdsError, load_or_default
     from ctxgate.lengths import LengthError, parse_lengths
+    from ctxgate.run.compose import ModelError
     from ctxgate.tasks.registry import task_names
     from ctxgate.workflows.evaluate import EvalSettings, evaluate_checkpoint, select_cases
 
@@ -245,7 +246,14 @@ def main(args: argparse.Namespace) -> int:
 
         def evaluate(path, reference):  # noqa: ANN001, ANN202
             print(f"evaluating {path.name} ...", flush=True)
-            return evaluate_checkpoint(path, cases, settings, reference, tolerance_for)
+            try:
+                return evaluate_checkpoint(path, cases, settings, reference, tolerance_for)
+            except ModelError as exc:
+                if reference is None:
+                    raise BisectError(f"the good checkpoint {path.name} cannot be evaluated: {exc}") from None
+                # nothing the good checkpoint scored runs here: bad, by the rule for unscored cases
+                print(f"  {path.name} cannot be evaluated ({exc}): it counts as bad", file=sys.stderr, flush=True)
+                return {}
 
         result = bisect(checkpoints, good, bad, evaluate, tolerance_for, thresholds.regression_confidence)
     except (BisectError, ThresholdsError, LengthError) as exc:

@@ -1,18 +1,18 @@
-"""Evaluate one checkpoint on a case selection outside pytest (bisect, watchers): same engine, same cache."""
+"""Evaluate one checkpoint on a case selection outside pytest (bisect, watchers): opened by the same composition
+root as the pytest plugin's (``ctxgate.run.compose``), so the same backend, threads, batching, chat template,
+cache and checks."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxgate.backends.fingerprint import checkpoint_fingerprint
-from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
-from ctxgate.run.case import CaseResult, resolve_chat, run_case
+from ctxgate.run.case import CaseResult, run_case
+from ctxgate.run.compose import ModelSpec, open_model
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.stats.sequential import Questions, StopRule
-from ctxgate.tasks import BuildContext, all_tasks, get_task
+from ctxgate.tasks import all_tasks, get_task
 from ctxgate.tasks.base import TaskTooShort
 
 
@@ -29,6 +29,8 @@ class EvalSettings:
     hotpotqa: str | None = None
     data_dir: str | None = None
     helmet_compat: bool = False
+    batch_size: int | None = None  # as pytest's --batch-size auto
+    device_map: str | None = None
     sequential_alpha: float | None = None  # --sequential: probes stop once their regression verdict is certain
     sequential_min: int = 10
 
@@ -74,30 +76,24 @@ def evaluate_checkpoint(
     the reference by more than the tolerance?" and stops once that is certain. A case that produces no score
     (beyond the model's window, data missing or unreadable, too short to build) is left out of the result: the
     caller decides what its absence means (for bisect, a regression when the reference scored it)."""
-    from ctxgate.backends.hf import HFBackend
-    from ctxgate.textcodec import PieceEncoder
-
-    backend = HFBackend(str(path), dtype=settings.dtype)
-    encoder = PieceEncoder(backend.tokenizer)
-    chat = resolve_chat(settings.chat_template, encoder.has_chat_template)
-    ctx = BuildContext(
-        encoder=encoder,
-        chat=chat == "on",
-        seed=settings.seed,
-        essay_path=settings.haystack,
-        squad_source=settings.squad,
-        hotpotqa_source=settings.hotpotqa,
-        data_dir=settings.data_dir,
-        chat_by_task=chat == "task",
+    loaded = open_model(
+        ModelSpec(
+            model=str(path),
+            model_dir=str(path),
+            dtype=settings.dtype,
+            batch_size=settings.batch_size,
+            device_map=settings.device_map,
+            chat_template=settings.chat_template,
+            seed=settings.seed,
+            haystack=settings.haystack,
+            squad=settings.squad,
+            hotpotqa=settings.hotpotqa,
+            data_dir=settings.data_dir,
+            helmet_compat=settings.helmet_compat,
+            cache_dir=settings.cache_dir,
+        )
     )
-    cache = None
-    if settings.cache_dir:
-        try:
-            namespace = namespace_for(checkpoint_fingerprint(str(path))["sha256"], backend)
-            assert namespace is not None  # a local checkpoint always has one
-            cache = GenerationCache(settings.cache_dir, namespace)
-        except StoreUnavailable as exc:
-            warnings.warn(f"{exc}; evaluating without a cache", CacheWarning, stacklevel=2)
+    backend, ctx, cache = loaded.backend, loaded.context, loaded.cache
     results: dict[tuple[str, int], CaseResult] = {}
     try:
         for t, L in cases:
@@ -119,8 +115,7 @@ def evaluate_checkpoint(
                 continue  # no score: the same for every checkpoint unless the reference has one
         return results
     finally:
-        if cache:
-            cache.close()
+        loaded.close()
 
 
 def _matcher(name: str) -> Callable[..., bool]:
