@@ -233,44 +233,44 @@ def run_case(
                 )
             )
     generating = max(time.perf_counter() - t0 - build_seconds - judge_seconds, 1e-6)  # judging is not counted
-    outcomes = [done[i] for i in sorted(done)]
+    outcomes = tuple(done[i] for i in sorted(done))
     sizes = [o.input_tokens for o in outcomes]
-    result = CaseResult(
+    scores = (
+        judge_samples(metric, outcomes, judges, confidence, judged_already=judge_now, earlier_seconds=judge_seconds)
+        if judged
+        else scored(outcomes, confidence)
+    )
+    return CaseResult(
         task=spec.name,
         suite=spec.suite,
         category=spec.category,
         length=length,
         metric=metric,
-        score=None,
-        n=0,
-        ci=(0.0, 0.0),
-        seconds=0.0,
+        score=scores.score,
+        n=scores.n,
+        ci=scores.ci,
+        seconds=round(time.perf_counter() - t0, 3),
         build_seconds=round(build_seconds, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1),
         input_tokens_max=max(sizes),
         fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4),
         output_tokens=sum(o.output_tokens for o in outcomes),
         data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
-        samples=tuple(outcomes),
+        samples=scores.samples,
         samples_from_cache=from_cache,
+        parts=scores.parts,
+        judge=scores.judge,
+        throughput={
+            "prompt_tokens_per_s": round(prompt_tokens / generating, 1),
+            "generated_tokens_per_s": round(generated_tokens / generating, 1),
+        }
+        if prompt_tokens
+        else None,
         chat_template=chat,
         sample_cap={"requested": requested, "pool": n} if n < requested else None,
         sequential=_sequential_record(test, stop, judged, len(outcomes), n),
         built_from=",".join(sorted(ways)) or None,
     )
-    if judged:
-        result = judge_case(result, judges, confidence, judged_already=judge_now, earlier_seconds=judge_seconds)
-    else:
-        result = with_scores(result, confidence)
-    throughput = (
-        {
-            "prompt_tokens_per_s": round(prompt_tokens / generating, 1),
-            "generated_tokens_per_s": round(generated_tokens / generating, 1),
-        }
-        if prompt_tokens
-        else None
-    )
-    return replace(result, seconds=round(time.perf_counter() - t0, 3), throughput=throughput)
 
 
 def _sequential_record(
@@ -285,41 +285,52 @@ def _sequential_record(
     return None
 
 
-def with_scores(result: CaseResult, confidence: float, **changes: Any) -> CaseResult:
+@dataclass(frozen=True)
+class Scored:
+    """A case's samples with their scores, and the case's score over those that have one."""
+
+    samples: tuple[SampleOutcome, ...]
+    score: float | None  # percent
+    n: int
+    ci: tuple[float, float]
+    parts: dict[str, float] = field(default_factory=dict)
+    judge: dict[str, Any] | None = None
+
+
+def scored(
+    samples: tuple[SampleOutcome, ...],
+    confidence: float,
+    parts: dict[str, float] | None = None,
+    judge: dict[str, Any] | None = None,
+) -> Scored:
     """The case score, its interval and n over the samples that have a score."""
-    scores = [o.score for o in result.samples if o.score is not None]
+    scores = [o.score for o in samples if o.score is not None]
     if not scores:
-        return replace(result, score=None, n=0, ci=(0.0, 0.0), **changes)
-    return replace(
-        result,
-        score=round(100 * sum(scores) / len(scores), 2),
-        n=len(scores),
-        ci=interval(scores, confidence),
-        **changes,
-    )
+        return Scored(samples, None, 0, (0.0, 0.0), parts or {}, judge)
+    mean = round(100 * sum(scores) / len(scores), 2)
+    return Scored(samples, mean, len(scores), interval(scores, confidence), parts or {}, judge)
 
 
-def judge_case(
-    result: CaseResult,
+def judge_samples(
+    metric: str,
+    samples: tuple[SampleOutcome, ...],
     judges: Judges | None,
     confidence: float,
     judged_already: bool = False,
     earlier_seconds: float = 0.0,
-) -> CaseResult:
+) -> Scored:
     """Score a judged case's stored outputs. Failed verdicts are counted and listed, their samples left out of the
     mean; whether that many failures fail the case is the gate's call (``judge.max_failure_rate``).
     ``judged_already``: the samples carry the verdicts they got as they were generated (--sequential), taking
     ``earlier_seconds``; only those without one are judged now."""
-    reason = missing_judge(result.metric, judges)
+    reason = missing_judge(metric, judges)
     if reason is not None:
-        return replace(result, score=None, n=0, judge={"status": "pending", "reason": reason})
+        return Scored(samples, None, 0, (0.0, 0.0), judge={"status": "pending", "reason": reason})
     assert judges is not None
     t0 = time.perf_counter()
-    todo = [i for i, o in enumerate(result.samples) if not (judged_already and (o.score is not None or o.judge_error))]
-    verdicts = judge_all(
-        result.metric, [(result.samples[i].prediction, result.samples[i].judge_input or {}) for i in todo], judges
-    )
-    judged = list(result.samples)
+    todo = [i for i, o in enumerate(samples) if not (judged_already and (o.score is not None or o.judge_error))]
+    verdicts = judge_all(metric, [(samples[i].prediction, samples[i].judge_input or {}) for i in todo], judges)
+    judged = list(samples)
     for i, v in zip(todo, verdicts):
         judged[i] = replace(judged[i], score=v.score, parts=v.parts, judge_error=v.error)
     samples = tuple(judged)
@@ -339,4 +350,10 @@ def judge_case(
         "seconds": round(time.perf_counter() - t0 + earlier_seconds, 3),
         **judges.describe(),
     }
-    return with_scores(replace(result, samples=samples), confidence, parts=parts, judge=judge)
+    return scored(samples, confidence, parts, judge)
+
+
+def judge_case(result: CaseResult, judges: Judges | None, confidence: float) -> CaseResult:
+    """A stored case judged (``ctxgate judge``): its samples, score and judge record replaced."""
+    s = judge_samples(result.metric, result.samples, judges, confidence)
+    return replace(result, samples=s.samples, score=s.score, n=s.n, ci=s.ci, parts=s.parts, judge=s.judge)
