@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
 from typing import Protocol
 
@@ -34,13 +34,12 @@ class GenerationParams:
 
 @dataclass(frozen=True)
 class Request:
-    """One prompt. ``answers`` rides along only for scripted test backends; real backends never read it."""
+    """One prompt, and which sample it is."""
 
     input_ids: tuple[int, ...]
     task: str = ""
     length: int = 0
     index: int = 0
-    answers: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -48,6 +47,11 @@ class Generation:
     text: str
     output_tokens: int
     finish_reason: str  # "stop" (EOS or stop string) or "length"
+
+
+# The one backend that answers from the gold (the scripted plumbing-test backend) has a dict under this name; the
+# runner puts each sample's answers there, keyed by (task, length, index), before sending its request.
+ANSWER_KEY = "answer_key"
 
 
 class Backend(Protocol):

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ctxgate.backends.base import Backend, Generation, GenerationParams, Request, stream
+from ctxgate.backends.base import ANSWER_KEY, Backend, Generation, GenerationParams, Request, stream
 from ctxgate.judge.score import Judges, compact_input, is_judged, judge_all, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
@@ -158,6 +158,7 @@ def run_case(
     test = CaseTest(*stop) if stop and (judge_now or not judged) else None
     judge_seconds = 0.0
     ways: set[str] = set()
+    answer_key: dict[tuple[str, int, int], tuple[str, ...]] | None = getattr(backend, ANSWER_KEY, None)
 
     def outcome(s: Sample, digest: str, gen: Generation) -> SampleOutcome:
         nonlocal judge_seconds
@@ -207,7 +208,9 @@ def run_case(
                     test.feed(done)
                 continue
             waiting[s.index] = (s, digest, key)
-            yield Request(s.input_ids, spec.name, length, s.index, s.answers)
+            if answer_key is not None:
+                answer_key[(spec.name, length, s.index)] = s.answers
+            yield Request(s.input_ids, spec.name, length, s.index)
 
     prompt_tokens = generated_tokens = 0
     if progress is not None:  # a 128K sample can take minutes: say at once which case started
