@@ -21,6 +21,7 @@ from ctxgate.gate.baseline import Baseline, BaselineError, describe, regression_
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import NOT_GIVEN, floor_failure, gated_reason, judge_failure, passed, unscored_verdict
 from ctxgate.judge.client import JudgeError
+from ctxgate.report.schema import CaseRecord
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.stats.sequential import Questions, StopRule
@@ -32,7 +33,7 @@ from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_K
 from .progress import reporter_for
 from .sequential import SEQUENTIAL_KEY
 
-CASE_RECORD_KEY = pytest.StashKey[dict[str, Any]]()
+CASE_RECORD_KEY = pytest.StashKey[CaseRecord]()
 NOT_RUN_KEY = pytest.StashKey[list[str]]()  # node ids of selected cases that will not run (broken checkpoint)
 _CASE_ID = re.compile(r"\[(?P<task>[A-Za-z0-9_.]+)-(?P<length>\d+)\]$")
 
@@ -49,7 +50,7 @@ def case_key(nodeid: str) -> tuple[str, int] | None:
     return m["task"], int(m["length"])
 
 
-def new_record(task: str, length: int, thresholds: Thresholds) -> dict[str, Any]:
+def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
     """A case's record before anything ran: verdict "error" until the case says otherwise."""
     spec = get_task(task)
     return {
@@ -120,7 +121,7 @@ class Case:
     spec: TaskSpec
     length: int
     thresholds: Thresholds
-    record: dict[str, Any] = field(default_factory=dict)
+    record: CaseRecord = field(default_factory=lambda: CaseRecord())
 
     def assert_gate(self) -> None:
         """Fail when the score is below the floor (or, with rule "upper", when the whole interval is), or when
@@ -203,7 +204,7 @@ def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | Non
     return StopRule(sequential.alpha, sequential.min_samples, max_samples=None), questions
 
 
-def no_score(record: dict[str, Any], cause: str, message: str, baseline: Baseline | None) -> NoReturn:
+def no_score(record: CaseRecord, cause: str, message: str, baseline: Baseline | None) -> NoReturn:
     """End a case that produced no score: skipped or failed by the one rule (``gate.verdicts.unscored_verdict``),
     its cause kept in the record."""
     base = baseline.cases.get((record["task"], record["length"])) if baseline is not None else None

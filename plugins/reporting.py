@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import filelock
 import pytest
@@ -28,6 +28,7 @@ from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.io import atomic_write_all, created_at
+from ctxgate.report.schema import CaseRecord
 from ctxgate.report.tables import markdown, terminal
 
 from .cases import CASE_RECORD_KEY, NOT_RUN_KEY, case_key, new_record
@@ -38,7 +39,7 @@ from .signals import RECEIVED_KEY
 
 class Collector:
     def __init__(self, report_path: str | None, thresholds: Thresholds | None = None) -> None:
-        self.records: dict[tuple[str, int], dict[str, Any]] = {}
+        self.records: dict[tuple[str, int], CaseRecord] = {}
         self.selected: dict[tuple[str, int], None] = {}  # an ordered set: the selection, in collection order
         self.thresholds = thresholds or Thresholds(path="(none)")
         self.run_meta: dict[str, Any] | None = None
@@ -137,10 +138,12 @@ class Collector:
             why = "its worker process died (killed, out of memory, or crashed): " if kind == "crash" else ""
             self.add(self.unscored(key, kind, why + str(report.longrepr)[-2000:]))
 
-    def unscored(self, key: tuple[str, int], kind: str, message: str) -> dict[str, Any]:
-        return {**new_record(*key, self.thresholds), "error_kind": kind, "message": message}
+    def unscored(self, key: tuple[str, int], kind: str, message: str) -> CaseRecord:
+        record = new_record(*key, self.thresholds)
+        record["error_kind"], record["message"] = kind, message
+        return record
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: CaseRecord | dict[str, Any]) -> None:  # from a worker: plain JSON
         record = dict(record)
         meta = record.pop("run_meta", None)
         error = record.pop("run_error", None)
@@ -151,7 +154,7 @@ class Collector:
         if meta and self.run_meta is not None and "cache" in meta:  # workers may each set a broken file aside
             seen = self.run_meta.setdefault("cache", dict(meta["cache"])).setdefault("set_aside", [])
             seen.extend(p for p in meta["cache"].get("set_aside", []) if p not in seen)
-        self.records[(record["task"], record["length"])] = record
+        self.records[(record["task"], record["length"])] = cast(CaseRecord, record)
         if self.report_path and self.partial_error is None:
             line = json.dumps(record) + "\n"
             size = self.partial.stat().st_size if self.partial.exists() else 0
@@ -164,7 +167,7 @@ class Collector:
                 with contextlib.suppress(OSError):
                     os.truncate(self.partial, size)  # no record cut in half: the file ends at its last whole line
 
-    def finish(self, reason: str) -> list[dict[str, Any]]:
+    def finish(self, reason: str) -> list[CaseRecord]:
         """Every selected case: the ones that reported, and the ones that never did, as not run, with ``reason``."""
         for key in self.selected:
             if key not in self.records:
@@ -297,7 +300,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _baseline_summary(config: pytest.Config, cases: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _baseline_summary(config: pytest.Config, cases: list[CaseRecord]) -> dict[str, Any] | None:
     baseline = config.stash.get(BASELINE_KEY, None)
     if baseline is None:
         return None

@@ -19,6 +19,7 @@ from ctxgate.gate.summaries import (
 )
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import session_gates
+from ctxgate.report.schema import CaseRecord
 from ctxgate.tasks.registry import Membership, membership
 
 
@@ -31,7 +32,7 @@ class SessionVerdict:
     gates: list[dict[str, str]]
 
 
-def stopped_early(case: Mapping[str, Any]) -> bool:
+def stopped_early(case: CaseRecord) -> bool:
     """``--sequential`` stopped the case before its sample count: its mean is biased by the stopping."""
     seq = case.get("sequential") or {}
     return bool(seq.get("decided")) and int(seq.get("used", 0)) < int(seq.get("budget", 0))
@@ -62,7 +63,7 @@ def _length_summary(
 
 
 def summarize(
-    cases: Sequence[Mapping[str, Any]], threshold: float
+    cases: Sequence[CaseRecord], threshold: float
 ) -> tuple[dict[str, Any], dict[str, Any], EffectiveLength | None]:
     """Scores per length from the cases that have one; a case with verdict "error" (no score: it failed, its worker
     crashed, or the run stopped first) makes every summary it belongs to incomplete."""
@@ -72,8 +73,9 @@ def summarize(
     early: dict[int, set[str]] = {}
     for c in cases:
         length = int(c["length"])
-        if c.get("score") is not None and c.get("verdict") in ("pass", "fail"):
-            scored.setdefault(length, {})[c["task"]] = float(c["score"])
+        score = c.get("score")
+        if score is not None and c.get("verdict") in ("pass", "fail"):
+            scored.setdefault(length, {})[c["task"]] = float(score)
             if stopped_early(c):
                 early.setdefault(length, set()).add(c["task"])
         elif c.get("verdict") == "error":
@@ -94,7 +96,7 @@ def summarize(
 
 
 def judge_session(
-    cases: Sequence[Mapping[str, Any]],
+    cases: Sequence[CaseRecord],
     thresholds: Thresholds,
     complete: bool,
     threshold: float | None = None,

@@ -11,7 +11,7 @@ from typing import Any
 
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.lengths import format_length
-from ctxgate.report.schema import BROKEN, BY_DESIGN, NOT_GIVEN
+from ctxgate.report.schema import BROKEN, BY_DESIGN, NOT_GIVEN, CaseRecord
 
 # Why a selected case has no score, and whether that fails the gates: the one rule every gate, `diff`, `bisect` and
 # `watch` read through the verdict it yields (README, "Which cases count").
@@ -40,7 +40,7 @@ def gated_reason(floor: float, baseline_scored: bool) -> str:
     return f"it has {' and '.join(expected)}, so a missing score fails the gates"
 
 
-def judge_failure(record: Mapping[str, Any]) -> str | None:
+def judge_failure(record: CaseRecord) -> str | None:
     """Too many failed verdicts fail a judged case whatever its score: its mean would rest on too few samples."""
     judge = record.get("judge") or {}
     if judge.get("status") not in ("judged", "failed"):
@@ -56,7 +56,7 @@ def judge_failure(record: Mapping[str, Any]) -> str | None:
     return None
 
 
-def floor_failure(record: Mapping[str, Any], thresholds: Thresholds) -> str | None:
+def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
     """Below the floor (with rule "upper": the whole interval below it). Under --sequential a case whose test
     became certain is decided by it; one that spent its budget undecided by the fixed-n rule."""
     floor = record["floor"]
@@ -71,8 +71,11 @@ def floor_failure(record: Mapping[str, Any], thresholds: Thresholds) -> str | No
             f"error rate {seq['alpha']} after {seq['used']} of {seq['budget']} samples (--sequential; interval "
             f"{test['interval'][0]:.1f}-{test['interval'][1]:.1f}, score {record['score']:.1f})"
         )
-    low, high = record["ci"]
-    judged = high if thresholds.rule == "upper" else record["score"]
+    ci, score = record.get("ci"), record.get("score")
+    if ci is None or score is None:
+        raise ValueError(f"{record['task']} at {record['length']} has no score to hold against its floor")
+    low, high = ci
+    judged = high if thresholds.rule == "upper" else score
     if judged >= floor:
         return None
     length = record["length"]
@@ -83,7 +86,7 @@ def floor_failure(record: Mapping[str, Any], thresholds: Thresholds) -> str | No
     )
 
 
-def passed(record: Mapping[str, Any]) -> str:
+def passed(record: CaseRecord) -> str:
     seq = record.get("sequential") or {}
     if seq.get("decided") == "pass":
         return (
@@ -93,15 +96,15 @@ def passed(record: Mapping[str, Any]) -> str:
     return f"score {record['score']:.1f} >= floor {record['floor']:.1f}"
 
 
-def _pending(case: Mapping[str, Any]) -> bool:
+def _pending(case: CaseRecord) -> bool:
     return (case.get("judge") or {}).get("status") == "pending"
 
 
-def _name(case: Mapping[str, Any]) -> str:
+def _name(case: CaseRecord) -> str:
     return f"{case['task']}-{case['length']}"
 
 
-def cases_gate(cases: Sequence[Mapping[str, Any]], complete: bool = True) -> dict[str, str]:
+def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> dict[str, str]:
     """Every selected case finished, and at least one ran (a judged case waiting for its judge has run).
     ``complete`` false (the session was interrupted, even after its last case) fails it too."""
     unscored = [c for c in cases if c["verdict"] == "error"]
@@ -143,7 +146,7 @@ def cases_gate(cases: Sequence[Mapping[str, Any]], complete: bool = True) -> dic
     }
 
 
-def floors_gate(cases: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def floors_gate(cases: Sequence[CaseRecord]) -> dict[str, str]:
     failed = [c for c in cases if c["verdict"] == "fail"]
     unscored = [c for c in cases if c["verdict"] == "error"]
     ran = [c for c in cases if c["verdict"] in ("pass", "fail", "error")]
@@ -189,7 +192,7 @@ def effective_length_gate(eff: Mapping[str, Any] | None, thresholds: Thresholds)
     }
 
 
-def baseline_gate(cases: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any]) -> dict[str, str]:
+def baseline_gate(cases: Sequence[CaseRecord], baseline: Mapping[str, Any]) -> dict[str, str]:
     """Against ``--baseline``: a selected case the baseline scored that has no score now is a regression, as is a
     case that dropped by more than its tolerance. ``baseline``: its path and the ``task-length`` names it scored."""
     scored = set(baseline.get("scored", ()))
@@ -228,7 +231,7 @@ def baseline_gate(cases: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any
 
 
 def session_gates(
-    cases: Sequence[Mapping[str, Any]],
+    cases: Sequence[CaseRecord],
     complete: bool,
     eff: Mapping[str, Any] | None,
     baseline: Mapping[str, Any] | None,

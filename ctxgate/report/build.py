@@ -9,10 +9,10 @@ from typing import Any
 
 from ctxgate import __version__
 from ctxgate.gate.session import SessionVerdict
-from ctxgate.report.schema import SCHEMA_VERSION
+from ctxgate.report.schema import SCHEMA_VERSION, CaseRecord
 
 
-def prediction_rows(case: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def prediction_rows(case: CaseRecord, samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The ``.predictions.jsonl`` lines of one case: each sample's record with the case's task, length, metric and
     whether its prompt had the chat template (which decides how HELMET scores the output)."""
     return [
@@ -28,7 +28,7 @@ def prediction_rows(case: Mapping[str, Any], samples: Sequence[Mapping[str, Any]
 
 
 def build_report(
-    cases: Sequence[Mapping[str, Any]],
+    cases: Sequence[CaseRecord],
     run: Mapping[str, Any],
     verdict: SessionVerdict,
     session_complete: bool,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 SCHEMA_VERSION = 1  # of the report file; readers refuse another (report.io.read_report)
 
@@ -11,6 +11,45 @@ BY_DESIGN = ("too_short",)  # the task cannot be built at this length
 NOT_GIVEN = ("data_not_given", "judge_not_given")  # an optional input the run was not given
 BROKEN = ("window", "data_unreadable", "judge_failed")  # the checkpoint or a given input prevents the case
 RUN_FAILURES = ("error", "crash", "not_run")  # the case errored, its worker died, the session never reached it
+
+
+class CaseRecord(TypedDict, total=False):
+    """One case as it travels from the runner (plugins/cases.py) through the gates (gate/) to the report (report/)
+    and back from a report file (``ctxgate judge``, ``diff``, ``--baseline``). The first block is always there;
+    the rest once the case ran. ``_CASE`` below is the same record as JSON Schema."""
+
+    task: str
+    suite: str
+    category: str
+    length: int
+    metric: str
+    verdict: str  # pass | fail | skip | error
+    message: str
+    score: float | None  # percent
+    n: int
+    floor: float
+    ci: list[float] | tuple[float, float] | None
+    samples_from_cache: int
+    error_kind: str  # why it has no score (RUN_FAILURES, NOT_GIVEN, BROKEN)
+    skip_kind: str  # why it was skipped (BY_DESIGN, NOT_GIVEN)
+    seconds: float
+    build_seconds: float
+    input_tokens_mean: float
+    input_tokens_max: int
+    fill_min: float
+    output_tokens: int
+    data_sha256: str
+    parts: dict[str, float]
+    judge: dict[str, Any] | None
+    throughput: dict[str, float] | None
+    chat_template: bool | None
+    sample_cap: dict[str, int] | None
+    sequential: dict[str, Any] | None
+    built_from: str | None
+    baseline: dict[str, Any]  # --baseline: the paired comparison
+    run_meta: dict[str, Any]  # on the worker only: the run's record, carried to the controller once
+    run_error: str
+
 
 _NUM_OR_NULL = {"type": ["number", "null"]}
 _GROUP = {
@@ -23,6 +62,7 @@ _GROUP = {
         "missing": {"type": "array", "items": {"type": "string"}},
         "incomplete": {"type": "boolean"},
         "errored": {"type": "array", "items": {"type": "string"}},
+        "early": {"type": "array", "items": {"type": "string"}},
     },
 }
 _CASE = {

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
@@ -21,6 +21,7 @@ from ctxgate.judge.client import OPTIONS, JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges, is_judged
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.io import ReportFileError, atomic_write_all, predictions_path, read_predictions, read_report
+from ctxgate.report.schema import CaseRecord
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.run.case import CaseResult, SampleOutcome, judge_case
 from ctxgate.tasks.registry import task_names
@@ -64,7 +65,9 @@ def _load(report_path: Path) -> tuple[dict[str, Any], Path, list[dict[str, Any]]
 _SAMPLE_FIELDS = SampleOutcome.__dataclass_fields__
 
 
-def _case_result(case: dict[str, Any], rows: list[dict[str, Any]]) -> CaseResult:
+def _case_result(record: CaseRecord, rows: list[dict[str, Any]]) -> CaseResult:
+    case = cast(dict[str, Any], record)
+
     def sample(row: dict[str, Any]) -> SampleOutcome:
         given: dict[str, Any] = {k: (tuple(v) if k == "answers" else v) for k, v in row.items() if k in _SAMPLE_FIELDS}
         return SampleOutcome(**given)
@@ -74,11 +77,11 @@ def _case_result(case: dict[str, Any], rows: list[dict[str, Any]]) -> CaseResult
     return CaseResult(**fields, ci=tuple(case.get("ci") or (0.0, 0.0)), samples=samples)
 
 
-def _verdict(case: dict[str, Any], thresholds: Thresholds) -> None:
+def _verdict(case: CaseRecord, thresholds: Thresholds) -> None:
     """The plugin's gates, minus the baseline (a later judging has no paired baseline run to compare with)."""
     case["floor"] = thresholds.floor_for(case["task"], case["length"])
-    for stale in ("error_kind", "skip_kind"):  # why it had no score (no judge in its run): it has one now
-        case.pop(stale, None)
+    case.pop("error_kind", None)  # why it had no score (no judge in its run): it has one now
+    case.pop("skip_kind", None)
     message = judge_failure(case)
     if message:
         case["verdict"], case["message"] = "fail", f"{case['task']} at {case['length']}: {message}"
@@ -91,7 +94,7 @@ class NothingToJudge(Exception):
     """Every judged case is already judged: the report is left as it is."""
 
 
-def _to_judge(report: dict[str, Any], report_path: Path, everything: bool) -> list[dict[str, Any]]:
+def _to_judge(report: dict[str, Any], report_path: Path, everything: bool) -> list[CaseRecord]:
     judged = [c for c in report["cases"] if is_judged(c.get("metric", ""))]
     if not judged:
         raise RejudgeError(
@@ -129,7 +132,7 @@ def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
         result = judge_case(_case_result(case, case_rows), judges, thresholds.confidence)
         updated = result.to_dict()
         by_case[(case["task"], case["length"])] = prediction_rows(case, updated.pop("samples"))
-        case.update(updated)
+        case.update(cast(CaseRecord, updated))
         case["ci"] = list(result.ci)
         _verdict(case, thresholds)
     run = {**run, "judge": judges.describe()}
