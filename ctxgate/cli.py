@@ -27,7 +27,7 @@ DESCRIPTION = (
 def _tasks(args: argparse.Namespace) -> int:
     for t in all_tasks():
         print(
-            f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric:<19}gen={t.tokens_to_generate:<5}"
+            f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric.name:<19}gen={t.tokens_to_generate:<5}"
             f"n={t.default_samples:<5}{t.description}"
         )
     return 0

@@ -58,7 +58,7 @@ def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
         "suite": spec.suite,
         "category": spec.category,
         "length": length,
-        "metric": spec.metric,
+        "metric": spec.metric.name,
         "verdict": "error",
         "message": "",
         "score": None,

@@ -73,3 +73,15 @@ def test_reference_inside_prediction_always_matches(noise, ref):
 @given(st.text(max_size=40))
 def test_ruler_clean_is_idempotent(text):
     assert ruler_clean(ruler_clean(text)) == ruler_clean(text)
+
+
+def test_every_judged_metric_has_its_judge_and_every_task_names_a_known_metric():
+    from ctxgate.judge.score import JUDGED
+    from ctxgate.metrics.registry import JUDGED_METRICS, get_metric
+    from ctxgate.tasks import all_tasks
+
+    assert {m.name for m in JUDGED_METRICS} == set(JUDGED)
+    for task in all_tasks():
+        assert task.metric.judged == (task.metric.name in JUDGED)
+        if not task.metric.judged:
+            assert get_metric(task.metric.name) is task.metric

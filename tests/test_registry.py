@@ -14,6 +14,7 @@ from ctxgate.gate.thresholds import Thresholds
 from ctxgate.tasks import registry
 
 TOY = """
+from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.tasks.base import Sample, TaskSpec
 from ctxgate.tasks.registry import register
 
@@ -23,7 +24,7 @@ def _build(ctx, length, index, rng):
 
 
 def _spec(name, suite, category, **extra):
-    return TaskSpec(name=name, suite=suite, category=category, metric="string_match_all", tokens_to_generate=8,
+    return TaskSpec(name=name, suite=suite, category=category, metric=STRING_MATCH_ALL, tokens_to_generate=8,
                     build=_build, **extra)
 
 

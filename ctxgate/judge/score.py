@@ -18,6 +18,7 @@ from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings
 from ctxgate.judge.entail import EntailmentFailed, HFEntailment, LLMEntailment
 from ctxgate.judge.templates import render
 from ctxgate.metrics import judged
+from ctxgate.metrics.registry import ALCE_ASQA, ALCE_QAMPARI, NARRATIVEQA_JUDGE, SUMMARY_JUDGE
 from ctxgate.metrics.text import parse_output
 
 
@@ -149,12 +150,12 @@ class JudgedMetric:
 
 
 JUDGED: dict[str, JudgedMetric] = {
-    "narrativeqa_judge": JudgedMetric(_narrativeqa, "llm", "LLM judge: fluency x correctness / 3 (HELMET Table 10)"),
-    "summary_judge": JudgedMetric(
+    NARRATIVEQA_JUDGE.name: JudgedMetric(_narrativeqa, "llm", "LLM judge: fluency x correctness / 3 (HELMET Table 10)"),
+    SUMMARY_JUDGE.name: JudgedMetric(
         _summary, "llm", "LLM judge: fluency x F1 of key-point recall and sentence precision (Tables 11-13)"
     ),
-    "alce_asqa": JudgedMetric(_alce(False), "entailment", "mean of str_em, citation recall, citation precision"),
-    "alce_qampari": JudgedMetric(_alce(True), "entailment", "mean of rec_top5, citation recall, citation precision"),
+    ALCE_ASQA.name: JudgedMetric(_alce(False), "entailment", "mean of str_em, citation recall, citation precision"),
+    ALCE_QAMPARI.name: JudgedMetric(_alce(True), "entailment", "mean of rec_top5, citation recall, citation precision"),
 }
 
 

@@ -10,9 +10,16 @@ from ctxgate.metrics import helmet, text
 
 @dataclass(frozen=True)
 class Metric:
+    """A task names its metric by this object. ``fn`` scores one output; a judged metric has none here: a judge
+    scores it (``ctxgate.judge.score.JUDGED``, keyed by the same name)."""
+
     name: str
-    fn: Callable[[str, Sequence[str], str | None], tuple[float, str]]
+    fn: Callable[[str, Sequence[str], str | None], tuple[float, str]] | None
     description: str
+
+    @property
+    def judged(self) -> bool:
+        return self.fn is None
 
 
 def _ruler_all(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
@@ -68,27 +75,44 @@ def _choice(
 # --helmet-compat swaps a metric for the reference's own behaviour, bugs included (docs/decisions.md lists them).
 COMPAT = {"mc_accuracy": "mc_accuracy_helmet"}
 
+STRING_MATCH_ALL = Metric("string_match_all", _ruler_all, "RULER: fraction of references contained (case-insensitive)")
+STRING_MATCH_PART = Metric(
+    "string_match_part", _ruler_part, "RULER: 1 if any reference is contained (case-insensitive)"
+)
+HELMET_SUBEM = Metric("helmet_subem", _helmet_subem, "HELMET SubEM on normalized text, max over raw and parsed output")
+LABEL_EM = Metric("label_em", _label_em, "HELMET ICL: normalized exact match of the parsed label")
+ROUGE_L_F1 = Metric("rouge_l_f1", _rouge_l, "ROUGE-L F1 (rouge-score, stemmed), max over references, raw and parsed")
+NDCG_AT_10 = Metric("ndcg_at_10", _ndcg10, "NDCG@10 of HELMET's parsed ranking; references are ID:LABEL judgments")
+MC_ACCURACY = Metric(
+    "mc_accuracy",
+    _choice(helmet.choice_correct),
+    "multiple choice: the gold letter or option; an empty output is wrong",
+)
+MC_ACCURACY_HELMET = Metric(
+    "mc_accuracy_helmet",
+    _choice(helmet.choice_correct_helmet),
+    "HELMET's multiple choice rule, bug included (empty output counts for gold A)",
+)
+# scored by a judge
+NARRATIVEQA_JUDGE = Metric("narrativeqa_judge", None, "LLM judge: fluency x correctness / 3 (HELMET Table 10)")
+SUMMARY_JUDGE = Metric("summary_judge", None, "LLM judge: fluency x F1 of key-point recall and sentence precision")
+ALCE_ASQA = Metric("alce_asqa", None, "mean of str_em, citation recall, citation precision")
+ALCE_QAMPARI = Metric("alce_qampari", None, "mean of rec_top5, citation recall, citation precision")
+
 _METRICS = {
     m.name: m
     for m in (
-        Metric("string_match_all", _ruler_all, "RULER: fraction of references contained (case-insensitive)"),
-        Metric("string_match_part", _ruler_part, "RULER: 1 if any reference is contained (case-insensitive)"),
-        Metric("helmet_subem", _helmet_subem, "HELMET SubEM on normalized text, max over raw and parsed output"),
-        Metric("label_em", _label_em, "HELMET ICL: normalized exact match of the parsed label"),
-        Metric("rouge_l_f1", _rouge_l, "ROUGE-L F1 (rouge-score, stemmed), max over references, raw and parsed"),
-        Metric("ndcg_at_10", _ndcg10, "NDCG@10 of HELMET's parsed ranking; references are ID:LABEL judgments"),
-        Metric(
-            "mc_accuracy",
-            _choice(helmet.choice_correct),
-            "multiple choice: the gold letter or option; an empty output is wrong",
-        ),
-        Metric(
-            "mc_accuracy_helmet",
-            _choice(helmet.choice_correct_helmet),
-            "HELMET's multiple choice rule, bug included (empty output counts for gold A)",
-        ),
+        STRING_MATCH_ALL,
+        STRING_MATCH_PART,
+        HELMET_SUBEM,
+        LABEL_EM,
+        ROUGE_L_F1,
+        NDCG_AT_10,
+        MC_ACCURACY,
+        MC_ACCURACY_HELMET,
     )
 }
+JUDGED_METRICS = (NARRATIVEQA_JUDGE, SUMMARY_JUDGE, ALCE_ASQA, ALCE_QAMPARI)
 
 
 class UnknownMetric(KeyError):
@@ -124,4 +148,6 @@ def score_prediction(
     if not references:
         raise ValueError("a prediction needs at least one reference answer to be scored")
     scored = prefix + prediction if prefix and not chat else prediction
-    return get_metric(metric).fn(scored, references, prefix)
+    fn = get_metric(metric).fn
+    assert fn is not None  # only metrics with a scorer are registered by name
+    return fn(scored, references, prefix)

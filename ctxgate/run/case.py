@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ctxgate.backends.base import ANSWER_KEY, Backend, Generation, GenerationParams, Request, stream
-from ctxgate.judge.score import Judges, compact_input, is_judged, judge_all, judge_one, missing_judge
+from ctxgate.judge.score import Judges, compact_input, judge_all, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
 from ctxgate.run.cache import GenerationCache
@@ -118,7 +118,9 @@ def data_hash(sample_digests: Sequence[str]) -> str:
 def score_sample(
     spec: TaskSpec, sample: Sample, prediction: str, helmet_compat: bool = False, chat: bool = False
 ) -> tuple[float, str]:
-    return score_prediction(resolve(spec.metric, helmet_compat), prediction, sample.answers, spec.scoring_prefix, chat)
+    return score_prediction(
+        resolve(spec.metric.name, helmet_compat), prediction, sample.answers, spec.scoring_prefix, chat
+    )
 
 
 def run_case(
@@ -150,11 +152,11 @@ def run_case(
     waiting: dict[int, tuple[Sample, str, str]] = {}  # sent to the backend: the sample, its digest, its cache key
     from_cache = 0
     chat = task_context(spec, ctx).chat
-    metric = resolve(spec.metric, helmet_compat)
-    judged = is_judged(spec.metric)
+    metric = resolve(spec.metric.name, helmet_compat)
+    judged = spec.metric.judged
     # --sequential on a judged case: each output is judged as it arrives (the judge's cache and retries as usual),
     # so its test sees scores and the case can stop once certain; without its judge it runs its full count.
-    judge_now = stop is not None and judged and missing_judge(spec.metric, judges) is None
+    judge_now = stop is not None and judged and missing_judge(spec.metric.name, judges) is None
     test = CaseTest(*stop) if stop and (judge_now or not judged) else None
     judge_seconds = 0.0
     ways: set[str] = set()
@@ -173,7 +175,7 @@ def run_case(
                 gen.output_tokens,
                 gen.finish_reason,
                 digest,
-                judge_input=compact_input(spec.metric, gen.text, s.meta["judge_input"]),
+                judge_input=compact_input(spec.metric.name, gen.text, s.meta["judge_input"]),
             )
             if judge_now:
                 assert judges is not None

@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from ctxgate.data import words
+from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, TaskTooShort, make_frame
 from ctxgate.tasks.registry import register
 from ctxgate.textcodec import PieceEncoder
@@ -181,7 +182,7 @@ def cwe() -> TaskSpec:
         suite="ruler",
         chat_template=True,
         category="aggregation",
-        metric="string_match_all",
+        metric=STRING_MATCH_ALL,
         tokens_to_generate=120,
         build=build_cwe,
         description="10 common words (30x) among uncommon ones (3x)",
@@ -195,7 +196,7 @@ def fwe() -> TaskSpec:
         suite="ruler",
         chat_template=True,
         category="aggregation",
-        metric="string_match_all",
+        metric=STRING_MATCH_ALL,
         tokens_to_generate=50,
         build=build_fwe,
         description="three most frequent coded words, zeta(2) frequencies",

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from ctxgate.metrics.registry import Metric
 from ctxgate.textcodec import PieceEncoder
 
 T = TypeVar("T")
@@ -148,7 +149,7 @@ class TaskSpec:
     name: str
     suite: str  # "ruler" or "helmet"
     category: str  # RULER category (niah, vt, aggregation, qa) or HELMET category (recall, ...)
-    metric: str
+    metric: Metric
     tokens_to_generate: int
     build: Builder
     markers: tuple[str, ...] = ()  # pytest markers besides those derived below (`marks`), e.g. "judge"

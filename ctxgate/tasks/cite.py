@@ -10,6 +10,7 @@ judge (``--nli-model`` or the LLM judge).
 
 from __future__ import annotations
 
+from ctxgate.metrics.registry import ALCE_ASQA, ALCE_QAMPARI, Metric
 from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.judged import load_alce
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
@@ -73,7 +74,7 @@ def build_cite(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     )
 
 
-def _spec(name: str, metric: str, description: str) -> TaskSpec:
+def _spec(name: str, metric: Metric, description: str) -> TaskSpec:
     return TaskSpec(
         name=name,
         suite="helmet",
@@ -91,9 +92,9 @@ def _spec(name: str, metric: str, description: str) -> TaskSpec:
 
 @register
 def alce_asqa() -> TaskSpec:
-    return _spec("alce_asqa", "alce_asqa", "ALCE ASQA: long answers with citations (str_em, citation rec/prec)")
+    return _spec("alce_asqa", ALCE_ASQA, "ALCE ASQA: long answers with citations (str_em, citation rec/prec)")
 
 
 @register
 def alce_qampari() -> TaskSpec:
-    return _spec("alce_qampari", "alce_qampari", "ALCE QAMPARI: answer lists with citations (rec_top5, citations)")
+    return _spec("alce_qampari", ALCE_QAMPARI, "ALCE QAMPARI: answer lists with citations (rec_top5, citations)")

@@ -9,6 +9,7 @@ the data folder has no file for a length the case skips, and the Recall category
 
 from __future__ import annotations
 
+from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.sources.ruler_files import load_ruler_file, order
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.fitting import cut_document
@@ -56,7 +57,7 @@ def _spec(name: str, replaces: str, description: str) -> TaskSpec:
         name=name,
         suite="helmet",
         category="recall",
-        metric="string_match_all",
+        metric=STRING_MATCH_ALL,
         tokens_to_generate=BUDGETS[name],
         build=lambda ctx, length, index, rng: build(name, ctx, length, index),
         description=description,

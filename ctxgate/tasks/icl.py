@@ -21,6 +21,7 @@ import random
 from collections.abc import Sequence
 
 from ctxgate.memo import memo
+from ctxgate.metrics.registry import LABEL_EM
 from ctxgate.seeding import derive_seed
 from ctxgate.sources import DataUnavailable
 from ctxgate.sources.helmet_files import shuffled
@@ -209,7 +210,7 @@ def _spec(name: str, description: str) -> TaskSpec:
         name=name,
         suite="helmet",
         category="icl",
-        metric="label_em",
+        metric=LABEL_EM,
         tokens_to_generate=GEN,
         build=lambda ctx, L, i, rng: build_icl(name, ctx, L, i),
         scoring_prefix=ANSWER_PREFIX,

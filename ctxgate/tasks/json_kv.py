@@ -13,6 +13,7 @@ import json
 import random
 import uuid
 
+from ctxgate.metrics.registry import HELMET_SUBEM
 from ctxgate.sources.helmet_files import load_json_kv_file
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room
 from ctxgate.tasks.fitting import fit_document
@@ -111,7 +112,7 @@ def json_kv() -> TaskSpec:
         name="json_kv",
         suite="helmet",
         category="recall",
-        metric="helmet_subem",
+        metric=HELMET_SUBEM,
         tokens_to_generate=GEN,
         build=build_json_kv,
         scoring_prefix=ANSWER_PREFIX,

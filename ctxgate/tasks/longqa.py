@@ -15,6 +15,7 @@ The book is cut from the end to what fits at L in the model's tokenizer, ending 
 
 from __future__ import annotations
 
+from ctxgate.metrics.registry import MC_ACCURACY, NARRATIVEQA_JUDGE, ROUGE_L_F1, Metric
 from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.infbench import Book, load_infbench
 from ctxgate.sources.judged import load_narrativeqa
@@ -87,7 +88,7 @@ def build_longqa(task: str, ctx: BuildContext, length: int, index: int) -> Sampl
     )
 
 
-def _spec(name: str, metric: str, description: str) -> TaskSpec:
+def _spec(name: str, metric: Metric, description: str) -> TaskSpec:
     return TaskSpec(
         name=name,
         suite="helmet",
@@ -104,12 +105,12 @@ def _spec(name: str, metric: str, description: str) -> TaskSpec:
 
 @register
 def infbench_qa() -> TaskSpec:
-    return _spec("infbench_qa", "rouge_l_f1", "InfiniteBench book QA with entity replacement (ROUGE-L F1)")
+    return _spec("infbench_qa", ROUGE_L_F1, "InfiniteBench book QA with entity replacement (ROUGE-L F1)")
 
 
 @register
 def infbench_mc() -> TaskSpec:
-    return _spec("infbench_mc", "mc_accuracy", "InfiniteBench book multiple choice (accuracy)")
+    return _spec("infbench_mc", MC_ACCURACY, "InfiniteBench book multiple choice (accuracy)")
 
 
 # NarrativeQA (judged): HELMET's prompt, verbatim; user text and answer prefix joined by one newline.
@@ -167,7 +168,7 @@ def narrativeqa() -> TaskSpec:
         name="narrativeqa",
         suite="helmet",
         category="longqa",
-        metric="narrativeqa_judge",
+        metric=NARRATIVEQA_JUDGE,
         tokens_to_generate=NQA_GEN,
         build=lambda ctx, L, i, rng: build_narrativeqa(ctx, L, i),
         markers=("judge",),

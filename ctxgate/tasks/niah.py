@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from ctxgate.data import words
 from ctxgate.data.haystacks import NOISE_LINE, HaystackError, load_essay
+from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room
 from ctxgate.tasks.registry import register
 
@@ -181,7 +182,7 @@ def _spec(name: str, cfg: NiahConfig, description: str) -> TaskSpec:
         suite="ruler",
         chat_template=True,
         category="niah",
-        metric="string_match_all",
+        metric=STRING_MATCH_ALL,
         tokens_to_generate=gen,
         build=build,
         markers=("niah",),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from ctxgate.data import qa as qa_data
+from ctxgate.metrics.registry import STRING_MATCH_PART
 from ctxgate.seeding import seeded_order
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.registry import register
@@ -79,7 +80,7 @@ def _spec(name: str, description: str) -> TaskSpec:
         suite="ruler",
         chat_template=True,
         category="qa",
-        metric="string_match_part",
+        metric=STRING_MATCH_PART,
         tokens_to_generate=GEN,
         build=build,
         description=description,

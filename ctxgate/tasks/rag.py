@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 
+from ctxgate.metrics.registry import HELMET_SUBEM
 from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.helmet_files import HelmetFile, load_rag_file, pick_demos
 from ctxgate.sources.kilt import Demo, Passage, Pool, load_rag
@@ -174,7 +175,7 @@ def _spec(name: str, description: str) -> TaskSpec:
         name=name,
         suite="helmet",
         category="rag",
-        metric="helmet_subem",
+        metric=HELMET_SUBEM,
         tokens_to_generate=GEN,
         build=build,
         scoring_prefix=ANSWER_PREFIX,

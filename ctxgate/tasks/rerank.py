@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ctxgate.metrics.registry import NDCG_AT_10
 from ctxgate.seeding import derive_seed, seeded_order, seeded_sample
 from ctxgate.sources.helmet_files import HelmetFile, load_msmarco_file, pick_demos
 from ctxgate.sources.kilt import Demo, Passage, load_msmarco
@@ -174,7 +175,7 @@ def msmarco_rerank() -> TaskSpec:
         name="msmarco_rerank",
         suite="helmet",
         category="rerank",
-        metric="ndcg_at_10",
+        metric=NDCG_AT_10,
         tokens_to_generate=GEN,
         build=lambda ctx, L, i, rng: build_rerank(ctx, L, i),
         scoring_prefix=ANSWER_PREFIX,

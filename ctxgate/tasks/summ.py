@@ -14,6 +14,7 @@ the following legal documents.\\n``; 400 new tokens. Chat template on (HELMET's 
 
 from __future__ import annotations
 
+from ctxgate.metrics.registry import SUMMARY_JUDGE
 from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.judged import LongDocSet, load_infbench_sum, load_multi_lexsum
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
@@ -99,7 +100,7 @@ def _spec(name: str, gen: int, description: str) -> TaskSpec:
         name=name,
         suite="helmet",
         category="summ",
-        metric="summary_judge",
+        metric=SUMMARY_JUDGE,
         tokens_to_generate=gen,
         build=build,
         markers=("judge",),

@@ -6,6 +6,7 @@ import random
 import string
 
 from ctxgate.data.haystacks import NOISE_LINE
+from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.registry import register
 
@@ -101,7 +102,7 @@ def vt() -> TaskSpec:
         suite="ruler",
         chat_template=True,
         category="vt",
-        metric="string_match_all",
+        metric=STRING_MATCH_ALL,
         tokens_to_generate=30,
         build=build_vt,
         description="variable tracking, 1 chain x 4 hops",
