@@ -34,7 +34,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from ctxgate.report.schema import REPORT_SCHEMA
+    from ctxgate.records.schema import REPORT_SCHEMA
 
     print(json.dumps(REPORT_SCHEMA, indent=1))
     return 0

@@ -21,7 +21,7 @@ from ctxgate.gate.baseline import Baseline, BaselineError, describe, regression_
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import NOT_GIVEN, floor_failure, gated_reason, judge_failure, passed, unscored_verdict
 from ctxgate.judge.client import JudgeError
-from ctxgate.report.schema import CaseRecord
+from ctxgate.records.schema import CaseRecord
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.stats.sequential import Questions, StopRule

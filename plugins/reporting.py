@@ -26,9 +26,9 @@ import pytest
 
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
+from ctxgate.records.io import atomic_write_all, created_at
+from ctxgate.records.schema import CaseRecord
 from ctxgate.report.build import build_report, prediction_rows
-from ctxgate.report.io import atomic_write_all, created_at
-from ctxgate.report.schema import CaseRecord
 from ctxgate.report.tables import markdown, terminal
 
 from .cases import CASE_RECORD_KEY, NOT_RUN_KEY, case_key, new_record

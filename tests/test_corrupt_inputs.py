@@ -15,7 +15,7 @@ from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint, check
 from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import BaselineError, load_baseline
 from ctxgate.gate.thresholds import ThresholdsError, parse_thresholds
-from ctxgate.report.io import ReportFileError, read_predictions, read_report
+from ctxgate.records.io import ReportFileError, read_predictions, read_report
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import first_bad_line, load_rows
 from ctxgate.tasks.registry import task_names

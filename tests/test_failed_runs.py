@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from ctxgate.cli import main
-from ctxgate.report.schema import REPORT_SCHEMA
+from ctxgate.records.schema import REPORT_SCHEMA
 from tests.conftest import ALL_RIGHT, ROOT
 
 TWO = ("-k", "niah_single_1 or vt")

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import jsonschema
 
-from ctxgate.report.schema import REPORT_SCHEMA
+from ctxgate.records.schema import REPORT_SCHEMA
 from ctxgate.tasks import all_tasks
 from tests.conftest import ALL_RIGHT
 

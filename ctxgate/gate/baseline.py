@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.gate.session import stopped_early
-from ctxgate.report.io import ReportFileError, predictions_path, read_predictions, read_report
+from ctxgate.records.io import ReportFileError, predictions_path, read_predictions, read_report
 from ctxgate.stats.paired import PairedResult, compare
 
 # run-level fields that must match, with the words used in error messages

@@ -19,7 +19,7 @@ from ctxgate.gate.summaries import (
 )
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import session_gates
-from ctxgate.report.schema import CaseRecord
+from ctxgate.records.schema import CaseRecord
 from ctxgate.tasks.registry import Membership, membership
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.lengths import format_length
-from ctxgate.report.schema import BROKEN, BY_DESIGN, NOT_GIVEN, CaseRecord
+from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN, CaseRecord
 
 # Why a selected case has no score, and whether that fails the gates: the one rule every gate, `diff`, `bisect` and
 # `watch` read through the verdict it yields (README, "Which cases count").

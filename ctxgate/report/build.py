@@ -9,7 +9,7 @@ from typing import Any
 
 from ctxgate import __version__
 from ctxgate.gate.session import SessionVerdict
-from ctxgate.report.schema import SCHEMA_VERSION, CaseRecord
+from ctxgate.records.schema import SCHEMA_VERSION, CaseRecord
 
 
 def prediction_rows(case: CaseRecord, samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from typing import Any
 from ctxgate.lengths import format_length
 from ctxgate.tasks.registry import category_label, membership, task_names
 
-# a case without a score, by why (report/schema.py's words): short enough for a table cell
+# a case without a score, by why (records/schema.py's words): short enough for a table cell
 _NO_SCORE = {
     "error": "error",
     "crash": "crash",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxgate.gate.baseline import regression_verdict
-from ctxgate.report.io import atomic_write
+from ctxgate.records.io import atomic_write
 from ctxgate.run.case import CaseResult
 from ctxgate.stats.paired import PairedResult, compare
 

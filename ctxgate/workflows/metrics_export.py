@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ctxgate.report.io import ReportFileError, read_report
+    from ctxgate.records.io import ReportFileError, read_report
 
     try:
         report = read_report(args.report)

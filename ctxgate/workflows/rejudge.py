@@ -19,9 +19,9 @@ from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
 from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
 from ctxgate.judge.client import OPTIONS, JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges, is_judged
+from ctxgate.records.io import ReportFileError, atomic_write_all, predictions_path, read_predictions, read_report
+from ctxgate.records.schema import CaseRecord
 from ctxgate.report.build import build_report, prediction_rows
-from ctxgate.report.io import ReportFileError, atomic_write_all, predictions_path, read_predictions, read_report
-from ctxgate.report.schema import CaseRecord
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.run.case import CaseResult, SampleOutcome, judge_case
 from ctxgate.tasks.registry import task_names

@@ -11,7 +11,7 @@ from pathlib import Path
 from ctxgate.judge.score import is_judged
 from ctxgate.metrics import get_metric, metric_names, score_prediction
 from ctxgate.metrics.registry import UnknownMetric
-from ctxgate.report.io import ReportFileError, read_predictions
+from ctxgate.records.io import ReportFileError, read_predictions
 from ctxgate.tasks.registry import UnknownTask, get_task
 
 

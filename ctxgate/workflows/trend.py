@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.lengths import format_length
-from ctxgate.report.io import ReportFileError, read_report
+from ctxgate.records.io import ReportFileError, read_report
 from ctxgate.workflows.bisect import step_number
 
 CATEGORIES = (("ruler", "RULER avg"), ("helmet_recall", "HELMET Recall"))

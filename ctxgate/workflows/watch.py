@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxgate.report.io import ReportFileError, atomic_write, read_report
+from ctxgate.records.io import ReportFileError, atomic_write, read_report
 from ctxgate.workflows.bisect import step_of
 
 USAGE_ERROR = 4  # pytest's exit code for arguments it refused

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate import __version__
-from ctxgate.report.schema import SCHEMA_VERSION
+from ctxgate.records.schema import SCHEMA_VERSION
 
 
 class ReportFileError(ValueError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-SCHEMA_VERSION = 1  # of the report file; readers refuse another (report.io.read_report)
+SCHEMA_VERSION = 1  # of the report file; readers refuse another (records.io.read_report)
 
 # Why a selected case has no score: the report's words for it. Which of them fail the gates is gate.verdicts' rule.
 BY_DESIGN = ("too_short",)  # the task cannot be built at this length
