@@ -275,10 +275,12 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
             f"ctxgate thresholds: {settings.thresholds_found}; no floors, so the floors gate checks nothing "
             "(pass --thresholds PATH)"
         ]
+    gated = thresholds.default_floor > 0 or any(rule.value > 0 for rule in thresholds.floors)
     return [
         f"ctxgate thresholds: {settings.thresholds_path} ({settings.thresholds_found}; "
         f"{len(thresholds.floors)} floor rule(s), default floor {thresholds.default_floor:g}, rule "
         f"{thresholds.rule!r})"
+        + ("" if gated else "; no floor is above 0, so the floors gate checks nothing (add [[floor]] rules)")
     ]
 
 

@@ -153,6 +153,12 @@ def test_no_thresholds_file_is_said_in_the_header(real_suite, pytester):
     assert "floors gate checks nothing" in result.stdout.str()
 
 
+def test_a_thresholds_file_without_a_floor_is_said_in_the_header(real_suite, pytester):
+    pytester.makefile(".toml", thresholds='[defaults]\nrule = "upper"\n')
+    result = real_suite("-k", "vt", "--lengths", "1k", "--samples", "1", "--thresholds", "thresholds.toml")
+    result.stdout.fnmatch_lines(["*ctxgate thresholds: thresholds.toml*no floor is above 0, so the floors gate*"])
+
+
 def test_a_thresholds_file_the_ini_names_must_exist(real_suite, pytester):
     pytester.makeini("[pytest]\ntestpaths = tests_longctx\nctxgate_thresholds = gates/thresholds.toml\n")
     # --model=PATH in one word: pytest would read a separate absolute path as a test path and take another ini
