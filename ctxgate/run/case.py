@@ -123,6 +123,111 @@ def score_sample(
     )
 
 
+class _Drawing:
+    """One case's samples on their way through the backend: built one at a time, served from the cache or sent
+    to the backend, scored (or judged, under --sequential) as they come back, fed to the case's test."""
+
+    def __init__(
+        self,
+        spec: TaskSpec,
+        ctx: BuildContext,
+        backend: Backend,
+        length: int,
+        n: int,
+        seed: int,
+        cache: GenerationCache | None,
+        helmet_compat: bool,
+        judges: Judges | None,
+        stop: tuple[StopRule, Questions] | None,
+    ) -> None:
+        self.spec, self.ctx, self.length, self.n, self.seed = spec, ctx, length, n, seed
+        self.cache, self.helmet_compat, self.judges = cache, helmet_compat, judges
+        self.params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
+        self.chat = task_context(spec, ctx).chat
+        self.metric = resolve(spec.metric.name, helmet_compat)
+        self.judged = spec.metric.judged
+        # --sequential on a judged case: each output is judged as it arrives (the judge's cache and retries as
+        # usual), so its test sees scores and the case can stop once certain; without its judge it runs its full count
+        self.judge_now = stop is not None and self.judged and missing_judge(spec.metric.name, judges) is None
+        self.test = CaseTest(*stop) if stop and (self.judge_now or not self.judged) else None
+        self.answer_key: dict[tuple[str, int, int], tuple[str, ...]] | None = getattr(backend, ANSWER_KEY, None)
+        self.done: dict[int, SampleOutcome] = {}
+        self.waiting: dict[int, tuple[Sample, str, str]] = {}  # sent: the sample, its digest, its cache key
+        self.from_cache = 0
+        self.build_seconds = self.judge_seconds = 0.0
+        self.prompt_tokens = self.generated_tokens = 0
+        self.ways: set[str] = set()  # how the prompts were built, where a task has two ways
+
+    def requests(self) -> Iterator[Request]:
+        """Samples built one at a time; those the cache has are done at once, the rest go to the backend."""
+        samples = iter_samples(self.spec, self.ctx, self.length, self.n, self.seed)
+        while self.test is None or self.test.verdict is None:
+            started = time.perf_counter()
+            s = next(samples, None)
+            self.build_seconds += time.perf_counter() - started
+            if s is None:
+                return
+            self.ways.update(str(s.meta[k]) for k in ("passages", "source", "demos") if isinstance(s.meta.get(k), str))
+            digest = s.digest()  # hashing 128K ids is not free: once per sample
+            key = self.cache.key(digest, self.params) if self.cache else ""
+            gen = self.cache.get(key) if self.cache else None
+            if gen is not None:
+                self.from_cache += 1
+                self._finish(s, digest, gen)
+                continue
+            self.waiting[s.index] = (s, digest, key)
+            if self.answer_key is not None:
+                self.answer_key[(self.spec.name, self.length, s.index)] = s.answers
+            yield Request(s.input_ids, self.spec.name, self.length, s.index)
+
+    def receive(self, request: Request, gen: Generation) -> None:
+        s, digest, key = self.waiting.pop(request.index)
+        if self.cache:
+            self.cache.put(key, gen)  # at once: a kill loses only the samples in flight
+        self.prompt_tokens += len(s.input_ids)
+        self.generated_tokens += gen.output_tokens
+        self._finish(s, digest, gen)
+
+    def _finish(self, s: Sample, digest: str, gen: Generation) -> None:
+        self.done[s.index] = self._outcome(s, digest, gen)
+        if self.test is not None:
+            self.test.feed(self.done)
+
+    def _outcome(self, s: Sample, digest: str, gen: Generation) -> SampleOutcome:
+        if not self.judged:
+            score, looked_at = score_sample(self.spec, s, gen.text, self.helmet_compat, self.chat)
+            return SampleOutcome(
+                s.index,
+                score,
+                gen.text,
+                looked_at,
+                s.answers,
+                len(s.input_ids),
+                gen.output_tokens,
+                gen.finish_reason,
+                digest,
+            )
+        o = SampleOutcome(
+            s.index,
+            None,
+            gen.text,
+            gen.text,
+            s.answers,
+            len(s.input_ids),
+            gen.output_tokens,
+            gen.finish_reason,
+            digest,
+            judge_input=compact_input(self.spec.metric.name, gen.text, s.meta["judge_input"]),
+        )
+        if not self.judge_now:
+            return o
+        assert self.judges is not None
+        started = time.perf_counter()
+        v = judge_one(self.metric, o.prediction, o.judge_input or {}, self.judges)
+        self.judge_seconds += time.perf_counter() - started
+        return replace(o, score=v.score, parts=v.parts, judge_error=v.error)
+
+
 def run_case(
     spec: TaskSpec,
     ctx: BuildContext,
@@ -146,103 +251,24 @@ def run_case(
     requested = n or spec.default_samples
     n = samples_to_run(spec, ctx, length, requested)
     t0 = time.perf_counter()
-    build_seconds = 0.0
-    params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
-    done: dict[int, SampleOutcome] = {}
-    waiting: dict[int, tuple[Sample, str, str]] = {}  # sent to the backend: the sample, its digest, its cache key
-    from_cache = 0
-    chat = task_context(spec, ctx).chat
-    metric = resolve(spec.metric.name, helmet_compat)
-    judged = spec.metric.judged
-    # --sequential on a judged case: each output is judged as it arrives (the judge's cache and retries as usual),
-    # so its test sees scores and the case can stop once certain; without its judge it runs its full count.
-    judge_now = stop is not None and judged and missing_judge(spec.metric.name, judges) is None
-    test = CaseTest(*stop) if stop and (judge_now or not judged) else None
-    judge_seconds = 0.0
-    ways: set[str] = set()
-    answer_key: dict[tuple[str, int, int], tuple[str, ...]] | None = getattr(backend, ANSWER_KEY, None)
-
-    def outcome(s: Sample, digest: str, gen: Generation) -> SampleOutcome:
-        nonlocal judge_seconds
-        if judged:
-            o = SampleOutcome(
-                s.index,
-                None,
-                gen.text,
-                gen.text,
-                s.answers,
-                len(s.input_ids),
-                gen.output_tokens,
-                gen.finish_reason,
-                digest,
-                judge_input=compact_input(spec.metric.name, gen.text, s.meta["judge_input"]),
-            )
-            if judge_now:
-                assert judges is not None
-                started = time.perf_counter()
-                v = judge_one(metric, o.prediction, o.judge_input or {}, judges)
-                judge_seconds += time.perf_counter() - started
-                o = replace(o, score=v.score, parts=v.parts, judge_error=v.error)
-            return o
-        score, scored = score_sample(spec, s, gen.text, helmet_compat, chat)
-        return SampleOutcome(
-            s.index, score, gen.text, scored, s.answers, len(s.input_ids), gen.output_tokens, gen.finish_reason, digest
-        )
-
-    def to_generate() -> Iterator[Request]:
-        """Samples built one at a time; those the cache has are done at once, the rest go to the backend."""
-        nonlocal build_seconds, from_cache
-        samples = iter_samples(spec, ctx, length, n, seed)
-        while test is None or test.verdict is None:
-            started = time.perf_counter()
-            s = next(samples, None)
-            build_seconds += time.perf_counter() - started
-            if s is None:
-                return
-            ways.update(str(s.meta[k]) for k in ("passages", "source", "demos") if isinstance(s.meta.get(k), str))
-            digest = s.digest()  # hashing 128K ids is not free: once per sample
-            key = cache.key(digest, params) if cache else ""
-            gen = cache.get(key) if cache else None
-            if gen is not None:
-                from_cache += 1
-                done[s.index] = outcome(s, digest, gen)
-                if test is not None:
-                    test.feed(done)
-                continue
-            waiting[s.index] = (s, digest, key)
-            if answer_key is not None:
-                answer_key[(spec.name, length, s.index)] = s.answers
-            yield Request(s.input_ids, spec.name, length, s.index)
-
-    prompt_tokens = generated_tokens = 0
+    draw = _Drawing(spec, ctx, backend, length, n, seed, cache, helmet_compat, judges, stop)
+    name = f"{spec.name}-{length}"
     if progress is not None:  # a 128K sample can take minutes: say at once which case started
-        progress(Progress(f"{spec.name}-{length}", 0, n, 0, 0, 0.0))
-    for request, gen in stream(backend, to_generate(), params):
-        s, digest, key = waiting.pop(request.index)
-        if cache:
-            cache.put(key, gen)  # at once: a kill loses only the samples in flight
-        done[s.index] = outcome(s, digest, gen)
-        prompt_tokens += len(s.input_ids)
-        generated_tokens += gen.output_tokens
-        if test is not None:
-            test.feed(done)
+        progress(Progress(name, 0, n, 0, 0, 0.0))
+    for request, gen in stream(backend, draw.requests(), draw.params):
+        draw.receive(request, gen)
         if progress is not None:
-            progress(
-                Progress(
-                    f"{spec.name}-{length}",
-                    len(done),
-                    n,
-                    from_cache,
-                    generated_tokens,
-                    time.perf_counter() - t0 - build_seconds,
-                )
-            )
-    generating = max(time.perf_counter() - t0 - build_seconds - judge_seconds, 1e-6)  # judging is not counted
-    outcomes = tuple(done[i] for i in sorted(done))
+            elapsed = time.perf_counter() - t0 - draw.build_seconds
+            progress(Progress(name, len(draw.done), n, draw.from_cache, draw.generated_tokens, elapsed))
+    # judging is not generation: it is left out of the throughput
+    generating = max(time.perf_counter() - t0 - draw.build_seconds - draw.judge_seconds, 1e-6)
+    outcomes = tuple(draw.done[i] for i in sorted(draw.done))
     sizes = [o.input_tokens for o in outcomes]
     scores = (
-        judge_samples(metric, outcomes, judges, confidence, judged_already=judge_now, earlier_seconds=judge_seconds)
-        if judged
+        judge_samples(
+            draw.metric, outcomes, judges, confidence, judged_already=draw.judge_now, earlier_seconds=draw.judge_seconds
+        )
+        if draw.judged
         else scored(outcomes, confidence)
     )
     return CaseResult(
@@ -250,31 +276,31 @@ def run_case(
         suite=spec.suite,
         category=spec.category,
         length=length,
-        metric=metric,
+        metric=draw.metric,
         score=scores.score,
         n=scores.n,
         ci=scores.ci,
         seconds=round(time.perf_counter() - t0, 3),
-        build_seconds=round(build_seconds, 3),
+        build_seconds=round(draw.build_seconds, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1),
         input_tokens_max=max(sizes),
         fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4),
         output_tokens=sum(o.output_tokens for o in outcomes),
         data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
         samples=scores.samples,
-        samples_from_cache=from_cache,
+        samples_from_cache=draw.from_cache,
         parts=scores.parts,
         judge=scores.judge,
         throughput={
-            "prompt_tokens_per_s": round(prompt_tokens / generating, 1),
-            "generated_tokens_per_s": round(generated_tokens / generating, 1),
+            "prompt_tokens_per_s": round(draw.prompt_tokens / generating, 1),
+            "generated_tokens_per_s": round(draw.generated_tokens / generating, 1),
         }
-        if prompt_tokens
+        if draw.prompt_tokens
         else None,
-        chat_template=chat,
+        chat_template=draw.chat,
         sample_cap={"requested": requested, "pool": n} if n < requested else None,
-        sequential=_sequential_record(test, stop, judged, len(outcomes), n),
-        built_from=",".join(sorted(ways)) or None,
+        sequential=_sequential_record(draw.test, stop, draw.judged, len(outcomes), n),
+        built_from=",".join(sorted(draw.ways)) or None,
     )
 
 
