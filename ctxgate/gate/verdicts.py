@@ -23,7 +23,7 @@ from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN, CaseRecord
 
 
 def unscored_verdict(cause: str, floor: float, baseline_scored: bool) -> str:
-    """ "skip" or "error" for a case that produced no score because of ``cause`` (one of the sets above)."""
+    """The verdict, skip or error, of a case that produced no score because of ``cause`` (one of the sets above)."""
     if cause in BY_DESIGN:
         return "skip"
     if cause in NOT_GIVEN:
