@@ -79,6 +79,25 @@ def hf_encoder(hf_tokenizer) -> PieceEncoder:
 
 
 @pytest.fixture(scope="session")
+def large_vocab_tokenizer():
+    """Mistral's Tekken tokenizer (131K vocabulary, a real large-vocabulary BPE), built from the vocabulary file the
+    mistral-common package ships, with a ChatML template: no hub is reached."""
+    from importlib import resources
+
+    from transformers.integrations.mistral.tokenizer import convert_tekken_tokenizer
+
+    from fixtures.build_tiny import CHATML
+
+    vocab = resources.files("mistral_common").joinpath("data", "tekken_240911.json")
+    return convert_tekken_tokenizer(str(vocab), chat_template=CHATML)
+
+
+@pytest.fixture(scope="session")
+def large_vocab_encoder(large_vocab_tokenizer) -> PieceEncoder:
+    return PieceEncoder(HFTokenizer(large_vocab_tokenizer))
+
+
+@pytest.fixture(scope="session")
 def byte_encoder() -> PieceEncoder:
     return PieceEncoder(ByteTokenizer())
 

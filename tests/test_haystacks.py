@@ -46,19 +46,74 @@ def test_bad_haystacks_say_what_to_do(tmp_path, content, name, message):
         load_essay(str(tmp_path / name))
 
 
-@pytest.mark.parametrize("length", [16384, 131072])
-def test_the_default_haystack_never_repeats_a_sentence(hf_encoder, length):
-    """RULER never repeats its essays; the shipped Wikipedia prose fills 128K tokens with every sentence once."""
+def _repeated_sentences(encoder, ids) -> tuple[int, list[str]]:
+    """Sentences over 40 characters in a prompt's decoded text, and those among them that occur twice."""
+    import collections
     import re
 
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+", encoder.decode(ids)) if len(x) > 40]
+    return len(sentences), [x for x, n in collections.Counter(sentences).items() if n > 1]
+
+
+@pytest.mark.parametrize("length", [16384, 131072])
+def test_the_default_haystack_never_repeats_a_sentence(hf_encoder, length):
+    """RULER never repeats its essays, and neither does the shipped Wikipedia prose."""
     essay = load_essay(None)
-    assert essay.source == "ctxgate:haystack_wikipedia.txt"
+    assert essay.source == "ctxgate:haystack_wikipedia"
     ctx = BuildContext(encoder=hf_encoder, chat=False)
     s = get_task("niah_single_2").build(ctx, length, 0, sample_rng("niah_single_2", length, 0, 42))
     assert len(s.input_ids) > length - 200
-    body = hf_encoder.decode(s.input_ids)
-    sentences = [x for x in re.split(r"(?<=[.!?])\s+", body) if len(x) > 20]
-    assert len(sentences) > 100 * length // 16384 and len(sentences) == len(set(sentences))
+    count, repeated = _repeated_sentences(hf_encoder, s.input_ids)
+    assert count > 100 * length // 16384 and repeated == []
+
+
+@pytest.mark.parametrize("length", [262144, 1048576])
+@pytest.mark.parametrize("tokenizer", ["shipped", "large vocabulary"])
+def test_essay_prompts_fill_a_million_tokens_without_repeating_a_sentence(
+    request, hf_encoder, large_vocab_encoder, tokenizer, length
+):
+    """The default haystack fills 1M tokens of a 131K-vocabulary tokenizer (Tekken) with every sentence once: the
+    essay tasks reach 1M without --haystack."""
+    encoder = hf_encoder if tokenizer == "shipped" else large_vocab_encoder
+    ctx = BuildContext(encoder=encoder, chat=True)
+    s = get_task("niah_multikey_1").build(ctx, length, 0, sample_rng("niah_multikey_1", length, 0, 42))
+    assert length - 200 < len(s.input_ids) + 128 <= length
+    count, repeated = _repeated_sentences(encoder, s.input_ids)
+    assert count > length // 100 and repeated == []
+
+
+def test_the_second_volume_is_read_only_when_a_prompt_needs_it(monkeypatch, hf_tokenizer):
+    """Start-up and short prompts never decompress the 5 MB volume; a longer prompt reads it and checks its hash."""
+    import lzma
+
+    from ctxgate.data import haystacks
+    from ctxgate.textcodec import HFTokenizer, PieceEncoder
+
+    decompress = lzma.decompress
+
+    def refuse(data):
+        raise AssertionError("volume 2 decompressed")
+
+    monkeypatch.setattr(haystacks.lzma, "decompress", refuse)
+    haystacks._packaged_sentences.cache_clear()
+    encoder = PieceEncoder(HFTokenizer(hf_tokenizer))  # a fresh one: nothing tokenized yet
+    ctx = BuildContext(encoder=encoder, chat=False)
+    essay = load_essay(None)
+    assert len(essay.sha256) == 64  # the report's hash, from the manifest
+    get_task("niah_single_2").build(ctx, 131072, 0, sample_rng("niah_single_2", 131072, 0, 42))
+    with pytest.raises(AssertionError, match="volume 2 decompressed"):
+        get_task("niah_single_2").build(ctx, 524288, 0, sample_rng("niah_single_2", 524288, 0, 42))
+    monkeypatch.setattr(haystacks.lzma, "decompress", decompress)
+    s = get_task("niah_single_2").build(ctx, 524288, 0, sample_rng("niah_single_2", 524288, 0, 42))
+    assert len(s.input_ids) > 524288 - 300
+
+
+def test_a_damaged_volume_is_one_line_naming_it_and_the_fix():
+    from ctxgate.data import haystacks
+
+    volume = haystacks._default_essay().volumes[1]
+    with pytest.raises(HaystackError, match=r"haystack_wikipedia_2.txt.xz does not match its sha256.*reinstall"):
+        haystacks._packaged_sentences(volume.resource, "0" * 64)
 
 
 def test_a_length_beyond_the_haystack_fails_with_the_flag(tmp_path, hf_encoder):

@@ -1,27 +1,36 @@
 """Haystack text: RULER's noise line, the shipped essay text, or text the user supplies (``--haystack``).
 
 RULER uses about 217 Paul Graham essays fetched from the web at generation time, never repeating a sentence.
-ctxgate ships natural English prose from Wikipedia (``data/haystack_wikipedia.txt``, CC BY-SA 3.0, built from the
-excerpt the gensim wheel carries by ``scripts/build_haystack.py``; its source and licence are in
-``data/haystack_wikipedia.SOURCE.md``): 163K words, each sentence once, more than 128K tokens of any common
-tokenizer. It accepts any text or dataset the user points at; the haystack's name and hash go into the report so
-runs on different haystacks never compare silently.
+ctxgate ships natural English prose from Wikipedia in two volumes, built by ``scripts/build_haystack.py`` (sources
+and licences in ``data/haystack_wikipedia.SOURCE.md``): 891K words, each sentence once, 1.2M tokens of Mistral's
+Tekken tokenizer (131K vocabulary). Volume 1 (1 MB, 217K Tekken tokens) is read at once; volume 2 (xz-compressed)
+only when a prompt needs more, so start-up and short lengths never pay for it. The user can point at any text or
+dataset instead; the haystack's name and hash go into the report so runs on different haystacks never compare
+silently.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import json
+import lzma
 import re
+import threading
+import weakref
+from array import array
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from ctxgate.memo import is_dir, is_file, memo, noted
+from ctxgate.textcodec import PieceEncoder
 
 NOISE_LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-DEFAULT = "haystack_wikipedia.txt"
+DEFAULT = "haystack_wikipedia.json"  # the manifest: the volumes, in order, and their hashes
 _TEXT_SUFFIXES = {".txt", ".md"}
 
 
@@ -30,31 +39,74 @@ class HaystackError(ValueError):
 
 
 @dataclass(frozen=True)
-class Essay:
-    """Whitespace-collapsed essay text split into sentences, with a content hash."""
+class Volume:
+    """Part of an essay: its sentences in memory, or a packaged file read (and checked) on first use."""
 
-    sentences: tuple[str, ...]
+    sentences_now: tuple[str, ...] | None = None
+    resource: str | None = None
+    sha256: str | None = None
+
+    def sentences(self) -> tuple[str, ...]:
+        if self.sentences_now is not None:
+            return self.sentences_now
+        assert self.resource is not None and self.sha256 is not None
+        return _packaged_sentences(self.resource, self.sha256)
+
+
+@dataclass(frozen=True)
+class Essay:
+    """Whitespace-collapsed essay text split into sentences, in volumes read in order, with a content hash (of the
+    collapsed volumes joined by a space)."""
+
+    volumes: tuple[Volume, ...]
     sha256: str
     source: str
 
+    @property
+    def sentences(self) -> tuple[str, ...]:
+        """Every sentence; reads every volume."""
+        return tuple(s for v in self.volumes for s in v.sentences())
+
+
+def _sentences(text: str) -> tuple[str, tuple[str, ...]]:
+    collapsed = re.sub(r"\s+", " ", text).strip()
+    return collapsed, tuple(s for s in _SENTENCE_END.split(collapsed) if s)
+
 
 def _split(text: str, source: str) -> Essay:
-    collapsed = re.sub(r"\s+", " ", text).strip()
-    sentences = tuple(s for s in _SENTENCE_END.split(collapsed) if s)
+    collapsed, sentences = _sentences(text)
     if len(sentences) < 8:
         raise HaystackError(
             f"the haystack {source} has {len(sentences)} sentences; essays need at least 8: "
             "point --haystack at a longer text"
         )
-    return Essay(sentences, hashlib.sha256(collapsed.encode("utf-8")).hexdigest(), source)
+    return Essay((Volume(sentences),), hashlib.sha256(collapsed.encode("utf-8")).hexdigest(), source)
+
+
+@lru_cache(maxsize=4)
+def _packaged_sentences(resource: str, sha256: str) -> tuple[str, ...]:
+    raw = resources.files("ctxgate.data").joinpath(resource).read_bytes()
+    text = (lzma.decompress(raw) if resource.endswith(".xz") else raw).decode("utf-8")
+    if hashlib.sha256(text.encode("utf-8")).hexdigest() != sha256:
+        raise HaystackError(
+            f"the shipped haystack volume ctxgate/data/{resource} does not match its sha256 in {DEFAULT}: "
+            "reinstall ctxgate, or rebuild the haystack with scripts/build_haystack.py"
+        )
+    return _sentences(text)[1]
+
+
+@lru_cache(maxsize=1)
+def _default_essay() -> Essay:
+    manifest = json.loads(resources.files("ctxgate.data").joinpath(DEFAULT).read_text("utf-8"))
+    volumes = tuple(Volume(resource=v["file"], sha256=v["sha256"]) for v in manifest["volumes"])
+    return Essay(volumes, manifest["sha256"], f"ctxgate:{DEFAULT.removesuffix('.json')}")
 
 
 @memo(4)
 def load_essay(path: str | None = None) -> Essay:
     """The default essay text, or ``path``: a text file, or a data file/dataset folder with a ``text`` column."""
     if path is None:
-        text = resources.files("ctxgate.data").joinpath(DEFAULT).read_text("utf-8")
-        return _split(text, f"ctxgate:{DEFAULT}")
+        return _default_essay()
     p = Path(path)
     if not noted(p) is not None:
         raise HaystackError(f"--haystack {path!r} does not exist: give a .txt file or a dataset with a 'text' column")
@@ -106,3 +158,63 @@ def _dataset_text(p: Path) -> str:
             f"--haystack {str(p)!r} has columns {ds.column_names} but no 'text' column: rename the column to 'text'"
         )
     return "\n\n".join(str(t) for t in ds["text"])
+
+
+class EssayTokens:
+    """An essay's sentences tokenized behind a separator, as far as prompts have needed them, in one flat array:
+    a prompt's haystack is then a few slices of it, not a list of sentences looked up one by one. One per encoder
+    and essay (``essay_tokens``); sentences are tokenized in order, so any prefix is the same whatever length asked
+    first."""
+
+    BATCH = 512
+
+    def __init__(self, enc: PieceEncoder, essay: Essay, sep: str) -> None:
+        self.enc, self.essay, self.sep = enc, essay, sep
+        self.ids = array("i")  # token ids < 2**31: 4 bytes each
+        self.ends = [0]  # ends[k]: tokens of the first k sentences
+        self.sentences: list[str] = []
+        self.longest = 0
+        self.complete = False
+        self._volumes_read = 0  # each volume is read only when the ones before are used up
+        self._block: tuple[str, ...] = ()
+        self._at = 0
+        self._lock = threading.Lock()
+
+    def fit(self, room: int) -> int:
+        """How many leading sentences fit in ``room`` tokens (tokenizing more as needed)."""
+        with self._lock:
+            while self.ends[-1] <= room and not self.complete:
+                self._more()
+        return bisect.bisect_right(self.ends, room) - 1
+
+    def _more(self) -> None:
+        while self._at >= len(self._block):
+            if self._volumes_read == len(self.essay.volumes):
+                self.complete = True
+                return
+            self._block, self._at = self.essay.volumes[self._volumes_read].sentences(), 0  # may raise: retried
+            self._volumes_read += 1
+        batch = self._block[self._at : self._at + self.BATCH]
+        self._at += len(batch)
+        for sentence, ids in zip(batch, self.enc.encode_fresh([self.sep + s for s in batch])):
+            self.sentences.append(sentence)
+            self.ids.extend(ids)
+            self.ends.append(len(self.ids))
+            self.longest = max(self.longest, len(ids))
+
+    def span(self, start: int, stop: int) -> array:
+        """The ids of sentences [start, stop), each behind the separator."""
+        return self.ids[self.ends[start] : self.ends[stop]]
+
+
+_ESSAY_TOKENS: weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str, str], EssayTokens]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def essay_tokens(enc: PieceEncoder, essay: Essay, sep: str = " ") -> EssayTokens:
+    per_encoder = _ESSAY_TOKENS.setdefault(enc, {})
+    key = (essay.source, essay.sha256, sep)
+    if key not in per_encoder:
+        per_encoder[key] = EssayTokens(enc, essay, sep)
+    return per_encoder[key]

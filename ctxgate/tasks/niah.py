@@ -7,10 +7,11 @@ import uuid
 from dataclasses import dataclass, replace
 
 from ctxgate.data import words
-from ctxgate.data.haystacks import NOISE_LINE, HaystackError, load_essay
+from ctxgate.data.haystacks import NOISE_LINE, HaystackError, essay_tokens, load_essay
 from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room
 from ctxgate.tasks.registry import register
+from ctxgate.textcodec import PieceEncoder
 
 TEMPLATE_HEAD = (
     "Some special magic {type_needle_v} are hidden within the following text. Make sure to memorize it. "
@@ -88,25 +89,16 @@ def build_niah(
     known: dict[str, tuple[int, ...]] = dict(zip(needles, enc.encode_fresh([sep + n for n in needles])))
     room = budget - sum(len(ids) for ids in known.values())
     if cfg.haystack == "essay":
-        lines, depths = _essay_lines(ctx, needles, room, rng)
+        context, placed, units, depths = _essay_context(ctx, name, length, needles, known, room, rng)
     else:
-        lines, depths = _line_haystack(ctx, cfg, keys, needles, room, rng, known), None
-    need_room(name, length, len(lines) - len(needles), 1)
-    needle_set = set(needles)
-    repeated = [sep + line for line in lines[1:] if line not in known]  # haystack units: from the cache
-    cached = dict(zip(repeated, enc.encode_many(repeated)))
-    context: list[int] = list(enc.encode_fresh([lines[0]])[0] if lines[0] in known else enc.encode(lines[0]))
-    offsets: list[int] = [len(frame.pre)] if lines[0] in needle_set else []
-    for line in lines[1:]:
-        if line in needle_set:
-            offsets.append(len(frame.pre) + len(context))
-        context.extend(known[line] if line in known else cached[sep + line])
+        lines = _line_haystack(ctx, cfg, keys, needles, room, rng, known)
+        (context, placed, units), depths = _assemble_lines(enc, name, length, lines, needles, known, sep), None
     ids = frame.pre + tuple(context) + frame.post
     meta = {
-        "needle_offsets": offsets,
-        "needles": [ln for ln in lines if ln in needle_set],
+        "needle_offsets": [len(frame.pre) + at for _, at in placed],
+        "needles": [needle for needle, _ in placed],
         "depths": depths,
-        "haystack_units": len(lines) - len(needles),
+        "haystack_units": units,
     }
     return Sample(name, length, index, ids, answers, answer_prefix, meta)
 
@@ -140,30 +132,70 @@ def _line_haystack(
     return lines
 
 
-def _essay_lines(ctx: BuildContext, needles: list[str], room: int, rng: random.Random) -> tuple[list[str], list[int]]:
+def _assemble_lines(
+    enc: PieceEncoder,
+    name: str,
+    length: int,
+    lines: list[str],
+    needles: list[str],
+    known: dict[str, tuple[int, ...]],
+    sep: str,
+) -> tuple[list[int], list[tuple[str, int]], int]:
+    """A line haystack's ids: the first line bare, every other behind the separator; where the needles landed."""
+    need_room(name, length, len(lines) - len(needles), 1)
+    needle_set = set(needles)
+    repeated = [sep + line for line in lines[1:] if line not in known]  # haystack units: from the cache
+    cached = dict(zip(repeated, enc.encode_many(repeated)))
+    context: list[int] = list(enc.encode_fresh([lines[0]])[0] if lines[0] in known else enc.encode(lines[0]))
+    placed: list[tuple[str, int]] = [(lines[0], 0)] if lines[0] in needle_set else []
+    for line in lines[1:]:
+        if line in needle_set:
+            placed.append((line, len(context)))
+        context.extend(known[line] if line in known else cached[sep + line])
+    return context, placed, len(lines) - len(needles)
+
+
+def _essay_context(
+    ctx: BuildContext,
+    name: str,
+    length: int,
+    needles: list[str],
+    known: dict[str, tuple[int, ...]],
+    room: int,
+    rng: random.Random,
+) -> tuple[list[int], list[tuple[str, int]], int, list[int]]:
+    """The essay's leading sentences that fit in ``room`` (RULER never repeats its haystack, and neither does this),
+    with the needles at RULER's depths: the ids, where each needle landed, the sentences used and the depths."""
     enc = ctx.encoder
     essay = load_essay(ctx.essay_path)
-    unit_ids = enc.encode_many([" " + s for s in essay.sentences])
-    sizes: list[int] = []
-    total = 0
-    for ids in unit_ids:  # RULER never repeats its haystack, and neither does this: no sentence twice
-        if total + len(ids) > room:
-            break
-        total += len(ids)
-        sizes.append(len(ids))
-    else:
-        if room - total > max(len(ids) for ids in unit_ids):
-            raise HaystackError(
-                f"the essay haystack {essay.source} holds {total:,} tokens of this tokenizer, and this length needs "
-                f"{room:,}: it is never repeated; pass --haystack with a longer text (e.g. RULER's Paul Graham "
-                "essays as a .txt)"
-            )
-    sentences = list(essay.sentences[: len(sizes)])
+    tokens = essay_tokens(enc, essay)
+    k = tokens.fit(room)
+    if tokens.complete and k == len(tokens.sentences) and room - tokens.ends[k] > tokens.longest:
+        raise HaystackError(
+            f"the essay haystack {essay.source} holds {tokens.ends[k]:,} tokens of this tokenizer, and this length "
+            f"needs {room:,}: it is never repeated; pass --haystack with a longer text (e.g. RULER's Paul Graham "
+            "essays as a .txt)"
+        )
+    need_room(name, length, k, 1)
     depths = rng.sample(DEPTHS, len(needles))
-    positions = sorted(int(len(sentences) * d / 100) for d in depths)
-    for pos, needle in zip(reversed(positions), reversed(needles)):
-        sentences.insert(pos, needle)
-    return sentences, sorted(depths)
+    positions = sorted(int(k * d / 100) for d in depths)
+    context: list[int] = []
+    placed: list[tuple[str, int]] = []
+
+    def sentences(start: int, stop: int) -> None:
+        if start < stop and not context:  # the prompt's first sentence, with no separator before it
+            context.extend(enc.encode(tokens.sentences[start]))
+            start += 1
+        context.extend(tokens.span(start, stop))
+
+    done = 0
+    for position, needle in zip(positions, needles):  # a needle goes before the sentence at its position
+        sentences(done, position)
+        placed.append((needle, len(context)))
+        context.extend(known[needle] if context else enc.encode_fresh([needle])[0])
+        done = position
+    sentences(done, k)
+    return context, placed, k, sorted(depths)
 
 
 def _recall(spec: TaskSpec) -> TaskSpec:
