@@ -1,126 +1,174 @@
-"""Data-generation speed: ctxgate's token-level builders against a naive re-tokenizing build, same run.
+"""Data-generation time and memory per task, against a previous implementation measured in the same run.
 
-    python bench/datagen.py [--tokenizer fixtures/tiny-llama-niah] [--samples 100] [--lengths 32k,128k]
+    python bench/datagen.py [--lengths 128k,1m] [--samples 100] [--suite ruler] [--workers 2]
+                            [--baseline 48206e8] [--baseline-samples 10] [--tokenizer fixtures/tiny-llama-niah]
 
-For every task and length it prints the seconds to build the samples (a fresh tokenizer cache per length, so the
-one-off haystack tokenization is included). Then two ratios, each against a baseline timed in the same run:
-- niah_multikey_2 (fresh random text every sample) tokenized through the transformers wrapper alone against the
-  verified encode_batch_fast path;
-- a naive build, what the RULER reference does per sample: search the haystack size by building the full prompt
-  text and tokenizing all of it at each probe. It is timed on a few samples of niah_single_2 and scaled to the
-  sample count; the ratio compares it with ctxgate on the same task.
+Each task x length is built in a process of its own, as a suite worker builds a case (the suite's sample iterator,
+seed 42, the fixture QA files, a fresh tokenizer cache, so one-off tokenization of haystacks and word lists is
+counted), holding one sample at a time. A line per task gives its build seconds (imports and tokenizer loading
+left out), the process's peak memory, and the hash of its samples (the report's ``data_sha256``). ``--workers``
+processes build at once, as ``-n 2`` would; the length's wall time and the sum of the concurrent processes' peaks
+(an upper bound on the memory the machine held) close each length.
+
+The previous implementation (``--baseline``, a git ref of this repository; ``none`` skips it) is checked out to a
+temporary folder and timed the same way, on ``--baseline-samples`` samples per task (``--samples`` when 0), and the
+ratio is per sample. Where both built the same samples, their hashes are compared: ``same`` means byte-identical
+prompts and answers; a task the baseline refused or left short is named as such.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+
+# One task x length, in a child process whose ctxgate comes from the root given: JSON on the last line.
+CHILD = r"""
+import hashlib, json, resource, sys, time
+root, tokenizer, task, length, n, squad, hotpot = sys.argv[1:8]
+sys.path.insert(0, root)
 from transformers import AutoTokenizer
-
-from ctxgate.data.haystacks import load_essay
-from ctxgate.lengths import format_length, parse_lengths
-from ctxgate.run.case import build_samples, samples_to_run
-from ctxgate.seeding import sample_rng
-from ctxgate.sources.errors import DataUnavailable
-from ctxgate.tasks import BuildContext, all_tasks, get_task, niah
-from ctxgate.tasks.base import TaskTooShort
+from ctxgate.run.case import iter_samples, samples_to_run
+from ctxgate.tasks import BuildContext, get_task
 from ctxgate.textcodec import HFTokenizer, PieceEncoder
+enc = PieceEncoder(HFTokenizer(AutoTokenizer.from_pretrained(tokenizer)))
+ctx = BuildContext(encoder=enc, chat=enc.has_chat_template, chat_by_task=enc.has_chat_template,
+                   squad_source=squad, hotpotqa_source=hotpot)
+spec, length = get_task(task), int(length)
+out = {"task": task, "length": length}
+t0 = time.perf_counter()
+try:
+    count = samples_to_run(spec, ctx, length, int(n))
+    h, built, fill = hashlib.sha256(), 0, 1.0
+    for s in iter_samples(spec, ctx, length, count, 42):
+        h.update(s.digest().encode("ascii"))
+        built += 1
+        fill = min(fill, (len(s.input_ids) + spec.tokens_to_generate) / length)
+    out.update(n=built, sha256=h.hexdigest(), fill=round(fill, 4), short=fill < 0.98)
+except Exception as exc:
+    out["refused"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:110]}"
+out["seconds"] = round(time.perf_counter() - t0, 3)
+out["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+out["module"] = sys.modules["ctxgate"].__file__
+print(json.dumps(out))
+"""
 
-SQUAD = "fixtures/data/squad_v2_validation_tiny.jsonl"
-HOTPOT = "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl"
+
+def build(root: Path, tokenizer: str, task: str, length: int, n: int) -> dict:
+    args = [str(root), tokenizer, task, str(length), str(n)]
+    args += [str(ROOT / "fixtures/data/squad_v2_validation_tiny.jsonl")]
+    args += [str(ROOT / "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl")]
+    env = {**os.environ, "PYTHONPATH": str(root), "TOKENIZERS_PARALLELISM": "true"}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, *args], cwd=root, env=env, capture_output=True, text=True, check=False
+    )
+    lines = done.stdout.strip().splitlines()
+    if done.returncode or not lines:
+        tail = " ".join(done.stderr.split())[-200:]
+        return {"task": task, "length": length, "refused": f"exit {done.returncode}: {tail}", "seconds": 0.0}
+    result = json.loads(lines[-1])
+    if not str(Path(result.pop("module")).resolve()).startswith(str(root.resolve())):
+        raise SystemExit(f"the child imported ctxgate from outside {root}: run from a checkout")
+    return result
 
 
-def naive_niah_single_2(tok, length: int, index: int, seed: int) -> int:
-    """Reference-style: binary search over the essay size, re-tokenizing the whole prompt at every probe."""
-    rng = sample_rng("naive", length, index, seed)
-    sentences = load_essay(None).sentences
-    key, value = niah.make_key(rng, "words"), niah.make_value(rng, "numbers")
-    needle = niah.NEEDLE.format(type_needle_v="numbers", key=key, value=value)
-    head = niah.singular(niah.TEMPLATE_HEAD).format(type_needle_v="number")
-    tail = niah.singular(niah.TEMPLATE_TAIL).format(type_needle_v="number", query=key)
-    prefix = niah.singular(niah.ANSWER_PREFIX).format(type_needle_v="number", query=key)
+def run_all(root: Path, tokenizer: str, tasks: list[str], length: int, n: int, workers: int) -> tuple[dict, float]:
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        results = list(pool.map(lambda t: build(root, tokenizer, t, length, n), tasks))
+    return {r["task"]: r for r in results}, time.perf_counter() - t0
 
-    def prompt(n: int) -> str:
-        body = [sentences[i % len(sentences)] for i in range(n)]
-        body.insert(int(n * rng.choice(niah.DEPTHS) / 100), needle)
-        return head + " ".join(body) + tail + prefix
 
-    lo, hi = 1, length
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if len(tok(prompt(mid), add_special_tokens=False)["input_ids"]) + 128 <= length:
-            lo = mid
-        else:
-            hi = mid - 1
-    return len(tok(prompt(lo), add_special_tokens=False)["input_ids"])
+def checkout(ref: str) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="ctxgate-baseline-"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tokenizer", default="fixtures/tiny-llama-niah")
-    ap.add_argument(
-        "--data-dir",
-        default=None,
-        help="HELMET data folder (default: a copy of the fixtures with long NarrativeQA / Multi-LexSum "
-        "documents, written to a temporary folder)",
-    )
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokenizer", default=str(ROOT / "fixtures/tiny-llama-niah"))
+    ap.add_argument("--lengths", default="128k,1m")
     ap.add_argument("--samples", type=int, default=100)
-    ap.add_argument("--lengths", default="32k,128k")
-    ap.add_argument("--naive-samples", type=int, default=3)
-    ap.add_argument("--wrapper-samples", type=int, default=10)
+    ap.add_argument(
+        "--suite",
+        default="ruler",
+        help="ruler, helmet or all (HELMET tasks need no data here only where they generate their own)",
+    )
+    ap.add_argument("--tasks", default="", help="comma-separated task names (default: the suite's)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--baseline", default="48206e8", help="git ref of the previous implementation, or none")
+    ap.add_argument("--baseline-samples", type=int, default=10)
     args = ap.parse_args()
-    data_dir = args.data_dir
-    if data_dir is None:  # HELMET's length selection needs long documents, which the committed fixtures lack
-        import sys
-        import tempfile
+    sys.path.insert(0, str(ROOT))
+    from ctxgate.lengths import format_length, parse_lengths
+    from ctxgate.tasks import all_tasks
 
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-        from fixtures.helmet_released import long_documents
-
-        data_dir = str(Path(tempfile.mkdtemp()) / "helmet_data")
-        long_documents(Path(data_dir))
-    tok = AutoTokenizer.from_pretrained(args.tokenizer)
-    print(f"tokenizer {args.tokenizer} ({type(tok).__name__}, vocab {len(tok)}), {args.samples} samples per case")
+    tasks = [t for t in args.tasks.split(",") if t] or [
+        s.name for s in all_tasks(None if args.suite == "all" else args.suite)
+    ]
+    base_root = checkout(args.baseline) if args.baseline != "none" else None
+    print(f"tokenizer {args.tokenizer}; {args.samples} samples per task; {args.workers} processes at once", flush=True)
     for length in parse_lengths(args.lengths):
-        enc = PieceEncoder(HFTokenizer(tok))  # fresh cache: the one-off haystack tokenization is counted
-        ctx = BuildContext(encoder=enc, chat=False, squad_source=SQUAD, hotpotqa_source=HOTPOT, data_dir=data_dir)
-        total, per_task = 0.0, {}
-        for spec in all_tasks():
-            t0 = time.perf_counter()
-            try:  # as the suite builds a case: never more samples than the data holds
-                build_samples(spec, ctx, length, samples_to_run(spec, ctx, length, args.samples), 42)
-            except (DataUnavailable, TaskTooShort) as exc:
-                print(f"  {format_length(length):>5} {spec.name:<16} skipped: {str(exc)[:90]}", flush=True)
+        label = format_length(length)
+        now, wall = run_all(ROOT, args.tokenizer, tasks, length, args.samples, args.workers)
+        base, base_wall = ({}, 0.0)
+        base_n = args.baseline_samples or args.samples
+        if base_root is not None:
+            base, base_wall = run_all(base_root, args.tokenizer, tasks, length, base_n, args.workers)
+        print(
+            f"\n{label}: task               n  build s   per sample  peak MB  fill    | baseline per sample  ratio  "
+            "samples",
+            flush=True,
+        )
+        for task in tasks:
+            r, b = now[task], base.get(task, {})
+            if "refused" in r:
+                print(f"{label}: {task:<16} refused: {r['refused']}")
                 continue
-            per_task[spec.name] = time.perf_counter() - t0
-            total += per_task[spec.name]
-            print(f"  {format_length(length):>5} {spec.name:<16} {per_task[spec.name]:7.2f} s", flush=True)
-        # The same fresh-content task through the transformers wrapper only (no encode_batch_fast path).
-        slow_ctx = BuildContext(encoder=PieceEncoder(HFTokenizer(tok, use_backend=False)), chat=False)
-        timings = []
-        for c in (slow_ctx, ctx):
-            build_samples(get_task("niah_multikey_2"), c, length, 1, 7)  # haystack pieces cached first
-            t0 = time.perf_counter()
-            build_samples(get_task("niah_multikey_2"), c, length, args.wrapper_samples, 42)
-            timings.append(time.perf_counter() - t0)
+            per = r["seconds"] / max(r["n"], 1)
+            row = (
+                f"{label}: {task:<16} {r['n']:>4} {r['seconds']:8.1f} {per:10.3f} s {r['peak_mb']:8.0f} {r['fill']:.4f}"
+            )
+            if base_root is None:
+                print(row)
+                continue
+            if "refused" in b:
+                print(f"{row}  | refused ({b['refused'][:70]})")
+                continue
+            bper = b["seconds"] / max(b["n"], 1)
+            if b.get("short"):
+                same = "baseline short"
+            elif b["n"] == r["n"]:
+                same = "same" if b["sha256"] == r["sha256"] else "DIFFERENT"
+            else:  # the same first samples: rebuild ours at the baseline's count to compare
+                first = build(ROOT, args.tokenizer, task, length, b["n"])
+                same = f"first {b['n']} " + ("same" if first.get("sha256") == b["sha256"] else "DIFFERENT")
+            print(f"{row}  | {bper:10.3f} s {bper / per:6.1f}x  {same}", flush=True)
+        built = [r for r in now.values() if "refused" not in r]
+        peaks = sorted((r["peak_mb"] for r in built), reverse=True)[: args.workers]
         print(
-            f"{format_length(length)}: niah_multikey_2 x {args.wrapper_samples}: wrapper-only tokenization "
-            f"{timings[0]:.2f} s vs encode_batch_fast {timings[1]:.2f} s -> {timings[0] / timings[1]:.1f}x faster",
+            f"{label}: {len(built)} of {len(tasks)} tasks x {args.samples} samples built in {wall:.1f} s wall "
+            f"({args.workers} processes; {sum(r['seconds'] for r in built):.1f} s of building), peak "
+            f"{max(peaks, default=0):.0f} MB per process, at most {sum(peaks):.0f} MB at once",
             flush=True,
         )
-        t0 = time.perf_counter()
-        for i in range(args.naive_samples):
-            naive_niah_single_2(tok, length, i, 42)
-        naive = (time.perf_counter() - t0) / args.naive_samples * args.samples
-        ratio = naive / per_task["niah_single_2"]
-        print(
-            f"{format_length(length)}: all {len(per_task)} tasks x {args.samples} samples in {total:.1f} s; "
-            f"niah_single_2: ctxgate {per_task['niah_single_2']:.2f} s vs naive re-tokenizing "
-            f"{naive:.1f} s (from {args.naive_samples} samples) -> {ratio:.0f}x faster",
-            flush=True,
-        )
+        if base_root is not None:
+            bbuilt = [b for t, b in base.items() if "refused" not in b]
+            print(
+                f"{label}: baseline {args.baseline}: {len(bbuilt)} of {len(tasks)} tasks x {base_n} samples in "
+                f"{base_wall:.1f} s wall, {sum(b['seconds'] for b in bbuilt):.1f} s of building",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ tokens of it; tests state and check that margin.
 from __future__ import annotations
 
 import hashlib
+import itertools
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -158,6 +160,8 @@ class PieceEncoder:
         self.prefix: tuple[int, ...] = tuple(raw.prefix_ids())
         self._chat = raw.chat_parts()
         self.identity = raw.identity()
+        self._joins: dict[str, bool] = {}  # shape -> whether joined piece ids equal the whole text's, as checked
+        self._runs: dict[str, tuple[int, ...]] = {}  # runs of one-off pieces (encode_joined), tokenized once
 
     @property
     def has_chat_template(self) -> bool:
@@ -190,11 +194,58 @@ class PieceEncoder:
 
     def encode_fresh(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
         """Encode one-off pieces (random needles) without growing the cache."""
-        n = len(self._anchor)
+        n, anchor = len(self._anchor), list(self._anchor)
         out = []
         for piece, ids in zip(pieces, self.raw.encode_batch([ANCHOR + p for p in pieces])):
-            out.append(tuple(ids[n:]) if tuple(ids[:n]) == self._anchor else tuple(self.raw.encode_batch([piece])[0]))
+            out.append(tuple(ids[n:]) if list(ids[:n]) == anchor else tuple(self.raw.encode_batch([piece])[0]))
         return out
+
+    JOIN_CHECK = 64  # rows of a new shape checked whole against the joined pieces; later batches check a few
+    JOIN_SPOT = 4
+    RUNS_KEPT = 1 << 20  # memo of runs (below) emptied past this many entries
+
+    def encode_joined(
+        self, rows: Sequence[Sequence[str]], fresh: Sequence[bool | re.Pattern[str]], shape: str
+    ) -> list[tuple[int, ...]]:
+        """Ids of texts given as pieces (a template's parts, a key, a value), one-off like ``encode_fresh``. Where
+        the tokenizer splits each text at its piece boundaries, a text's ids are its pieces' ids joined: pieces that
+        recur (``fresh`` False: template parts, words of a word list) come from the cache; one-off pieces (True:
+        numbers) are tokenized once per distinct value in the batch; a pattern (a UUID's letter and digit runs)
+        cuts a one-off piece into runs that recur, each tokenized once. That the joined ids are the text's own is
+        checked on the first rows of each ``shape`` and on a few of every batch, against the texts encoded whole; a
+        shape that fails once is encoded whole from then on, this batch included."""
+        texts = ["".join(r) for r in rows]
+        if not rows or self._joins.get(shape) is False:
+            return self.encode_fresh(texts)
+        columns = []  # per piece position, each row's ids for it
+        for j, how in enumerate(fresh):
+            pieces = [r[j] for r in rows]
+            values = list(dict.fromkeys(pieces))
+            if how is False:
+                encoded = self.encode_many(values)
+            elif how is True:
+                encoded = self.encode_fresh(values)
+            else:
+                encoded = self._encode_runs(values, how)
+            ids = dict(zip(values, encoded))
+            columns.append([ids[p] for p in pieces])
+        joined = [tuple(itertools.chain.from_iterable(parts)) for parts in zip(*columns)]
+        check = self.JOIN_CHECK if shape not in self._joins else self.JOIN_SPOT
+        if self.encode_fresh(texts[:check]) != joined[:check]:
+            self._joins[shape] = False
+            return self.encode_fresh(texts)
+        self._joins[shape] = True
+        return joined
+
+    def _encode_runs(self, values: Sequence[str], pattern: re.Pattern[str]) -> list[tuple[int, ...]]:
+        split = [pattern.findall(v) for v in values]
+        split = [runs if "".join(runs) == v else [v] for v, runs in zip(values, split)]  # never a piece lost
+        if len(self._runs) > self.RUNS_KEPT:
+            self._runs.clear()
+        new = list({run for runs in split for run in runs if run not in self._runs})
+        self._runs.update(zip(new, self.encode_fresh(new)))
+        get = self._runs.__getitem__
+        return [tuple(itertools.chain.from_iterable(map(get, runs))) for runs in split]
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.raw.decode(ids)

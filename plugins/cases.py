@@ -25,7 +25,7 @@ from ctxgate.records.schema import CaseRecord
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.stats.sequential import Questions, StopRule
-from ctxgate.tasks.base import TaskSpec, TaskTooShort
+from ctxgate.tasks.base import MaterialExhausted, TaskSpec, TaskTooShort
 from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
 
 from .model import LoadedModel
@@ -262,6 +262,8 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
         failure, cause = exc, "data_not_given"
     except DataUnavailable as exc:
         failure, cause = exc, "data_unreadable"
+    except MaterialExhausted as exc:
+        failure, cause = exc, "data_short"
     except JudgeError as exc:
         failure, cause = exc, "judge_failed"
     except (BackendDown, EndpointError, BackendError, HaystackError) as exc:  # one line: the fix

@@ -29,6 +29,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=100)
     ap.add_argument("--suite", default="ruler", help="ruler, helmet, or all")
     ap.add_argument("--tasks", default="", help="comma-separated task names (default: the whole suite)")
+    ap.add_argument("--data-dir", default=None, help="HELMET's data folder (default: none; HELMET tasks then skip)")
     args = ap.parse_args()
 
     from transformers import AutoTokenizer
@@ -47,6 +48,7 @@ def main() -> None:
         chat_by_task=enc.has_chat_template,
         squad_source=str(SQUAD),
         hotpotqa_source=str(HOTPOT),
+        data_dir=args.data_dir,
     )
     wanted = set(filter(None, args.tasks.split(",")))
     specs = [s for s in all_tasks(None if args.suite == "all" else args.suite) if not wanted or s.name in wanted]

@@ -9,7 +9,8 @@ SCHEMA_VERSION = 1  # of the report file; readers refuse another (records.io.rea
 # Why a selected case has no score: the report's words for it. Which of them fail the gates is gate.verdicts' rule.
 BY_DESIGN = ("too_short",)  # the task cannot be built at this length
 NOT_GIVEN = ("data_not_given", "judge_not_given")  # an optional input the run was not given
-BROKEN = ("window", "data_unreadable", "judge_failed")  # the checkpoint or a given input prevents the case
+# the checkpoint or an input prevents the case (data_short: the input ran out before the prompt reached the length)
+BROKEN = ("window", "data_unreadable", "data_short", "judge_failed")
 RUN_FAILURES = ("error", "crash", "not_run")  # the case errored, its worker died, the session never reached it
 
 

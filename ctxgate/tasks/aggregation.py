@@ -11,6 +11,7 @@ import itertools
 import math
 import random
 import string
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 
@@ -62,22 +63,37 @@ def _numbered(items: Sequence[str]) -> list[str]:
     return pieces
 
 
-class _IndexCosts:
-    """Prefix sums of the token counts of " 1.", " 2.", ... for one encoder, grown on demand."""
+class _Pieces:
+    """One encoder's ids for CWE's pieces, each tokenized once: the index pieces "1.", " 2.", ... (grown on demand,
+    with prefix sums of their sizes) and " word" for every word of a word list."""
 
-    def __init__(self) -> None:
-        self.prefix = [0]
+    def __init__(self, enc: PieceEncoder) -> None:
+        self.enc = enc
+        self.index_ids: list[tuple[int, ...]] = [()]  # index_ids[k]: the ids of piece k
+        self.prefix = [0]  # prefix[k]: tokens of pieces 1..k
+        self.words: dict[int, tuple[dict[str, tuple[int, ...]], dict[str, int]]] = {}
+        self.lock = threading.Lock()
 
-    def upto(self, enc: PieceEncoder, m: int) -> int:
-        while len(self.prefix) <= m:
-            start = len(self.prefix)
-            batch = [f"{k}." if k == 1 else f" {k}." for k in range(start, max(m + 1, start * 2))]
-            sums = itertools.accumulate(map(len, enc.encode_many(batch)), initial=self.prefix[-1])
-            self.prefix.extend(list(sums)[1:])
+    def index_upto(self, m: int) -> int:
+        with self.lock:
+            while len(self.prefix) <= m:
+                start = len(self.prefix)
+                batch = [f"{k}." if k == 1 else f" {k}." for k in range(start, max(m + 1, start * 2))]
+                encoded = self.enc.encode_fresh(batch)
+                self.index_ids.extend(encoded)
+                self.prefix.extend(list(itertools.accumulate(map(len, encoded), initial=self.prefix[-1]))[1:])
         return self.prefix[m]
 
+    def word_ids(self, vocab: tuple[str, ...]) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
+        """ " word" -> ids and -> token count, for every word of ``vocab``."""
+        with self.lock:
+            if id(vocab) not in self.words:
+                ids = dict(zip(vocab, self.enc.encode_fresh([" " + w for w in vocab])))
+                self.words[id(vocab)] = ids, {w: len(i) for w, i in ids.items()}
+            return self.words[id(vocab)]
 
-_INDEX_COSTS: weakref.WeakKeyDictionary[PieceEncoder, _IndexCosts] = weakref.WeakKeyDictionary()
+
+_PIECES: weakref.WeakKeyDictionary[PieceEncoder, _Pieces] = weakref.WeakKeyDictionary()
 
 
 def _cwe_list(rng: random.Random, chosen: Sequence[str], cw: int, ucw: int) -> list[str]:
@@ -89,7 +105,7 @@ def _cwe_list(rng: random.Random, chosen: Sequence[str], cw: int, ucw: int) -> l
 def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
     enc = ctx.encoder
     gen = 120
-    index_costs = _INDEX_COSTS.setdefault(enc, _IndexCosts())
+    pieces = _PIECES.setdefault(enc, _Pieces(enc))
     vocab = words.vocabulary()
     short = length < 4096  # RULER: counts 6/1 and a 20-word example under 4K
     plans = [(40, 10, 3, 30, 3)] if not short else [(20, 3, 1, 6, 1)]
@@ -111,20 +127,24 @@ def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) ->
             )
         frame = make_frame(ctx, [example, CWE_HEAD] if example else [CWE_HEAD], [CWE_TAIL], CWE_PREFIX)
         budget = frame.budget(length, gen)
-        order = rng.sample(vocab, len(vocab))
-        word_cost = list(itertools.accumulate(map(len, enc.encode_many([" " + w for w in order])), initial=0))
-
-        def cost(n: int, cw: int = cw, ucw: int = ucw) -> int:
-            m = NUM_CW * cw + (n - NUM_CW) * ucw
-            return index_costs.upto(enc, m) + cw * word_cost[NUM_CW] + ucw * (word_cost[n] - word_cost[NUM_CW])
-
-        n = largest_fitting(cost, NUM_CW, len(vocab), budget)
+        word_list = vocab
+        order, n, cost = _fit_words(pieces, vocab, rng.sample(vocab, len(vocab)), budget, cw, ucw)
+        if n == len(vocab) and not short:
+            # RULER: a length that takes every word of the vocabulary draws all its words from a larger English
+            # list instead
+            word_list = words.english()
+            order, n, cost = _fit_words(pieces, word_list, rng.sample(word_list, len(word_list)), budget, cw, ucw)
         if n >= NUM_CW:
             break
     else:
         raise TaskTooShort(f"cwe cannot be built at length {length}: not even 10 words fit; choose a longer --lengths")
     items = _cwe_list(rng, order[:n], cw, ucw)
-    ids = frame.pre + tuple(i for p in enc.encode_many(_numbered(items)) for i in p) + frame.post
+    pieces.index_upto(len(items))
+    word_ids = pieces.word_ids(word_list)[0]
+    body = itertools.chain.from_iterable(
+        itertools.chain.from_iterable(zip(pieces.index_ids[1 : len(items) + 1], map(word_ids.__getitem__, items)))
+    )
+    ids = frame.pre + tuple(body) + frame.post
     return Sample(
         "cwe",
         length,
@@ -132,8 +152,35 @@ def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) ->
         ids,
         tuple(order[:NUM_CW]),
         CWE_PREFIX,
-        {"num_words": n, "freq_cw": cw, "freq_ucw": ucw, "example_words": ex_words},
+        {
+            "num_words": n,
+            "freq_cw": cw,
+            "freq_ucw": ucw,
+            "example_words": ex_words,
+            "word_list": "wonderwords" if word_list is vocab else "web2",
+            # every word of the list is in the prompt, and one more word with its repeats would have fit
+            "pool_exhausted": n == len(order) and budget - cost(n) >= ucw * 16,
+        },
     )
+
+
+def _fit_words(
+    pieces: _Pieces, vocab: tuple[str, ...], order: list[str], budget: int, cw: int, ucw: int
+) -> tuple[list[str], int, Callable[[int], int]]:
+    """The most words of ``order`` whose list (the first 10 ``cw`` times, the rest ``ucw`` times, numbered) fits
+    ``budget``: a prompt's token count is a sum of cached per-piece counts, whatever the order of its words."""
+    sizes = pieces.word_ids(vocab)[1]
+    word_cost = list(itertools.accumulate(map(sizes.__getitem__, order), initial=0))
+
+    def words_only(n: int) -> int:  # at least one token per index piece: a bound below the cost, no index needed
+        return NUM_CW * cw + (n - NUM_CW) * ucw + cw * word_cost[NUM_CW] + ucw * (word_cost[n] - word_cost[NUM_CW])
+
+    def cost(n: int) -> int:
+        m = NUM_CW * cw + (n - NUM_CW) * ucw
+        return pieces.index_upto(m) + cw * word_cost[NUM_CW] + ucw * (word_cost[n] - word_cost[NUM_CW])
+
+    most = largest_fitting(words_only, NUM_CW, len(order), budget)  # no more than this can fit
+    return order, largest_fitting(cost, NUM_CW, max(most, NUM_CW), budget), cost
 
 
 def build_fwe(ctx: BuildContext, length: int, index: int, rng: random.Random, alpha: float = 2.0) -> Sample:
@@ -148,15 +195,14 @@ def build_fwe(ctx: BuildContext, length: int, index: int, rng: random.Random, al
     vocab[0] = "..."  # the top-ranked "word" is noise
     frame = make_frame(ctx, [FWE_HEAD], [FWE_TAIL], FWE_PREFIX)
     budget = frame.budget(length, gen)
-    sizes = [len(ids) for ids in enc.encode_fresh([" " + w for w in vocab])]
+    piece_ids = dict(zip(vocab, enc.encode_fresh([" " + w for w in vocab])))
+    sizes = [len(piece_ids[w]) for w in vocab]
     weights = [k**-alpha / ZETA_2 for k in range(1, vocab_size + 1)]
 
     def counts(num_words: int) -> list[int]:
         return [int(num_words * w) for w in weights]
 
-    def cost(num_words: int) -> int:
-        return sum(c * s for c, s in zip(counts(num_words), sizes))
-
+    cost = _weighted_cost(weights, sizes)
     num_words = largest_fitting(cost, 1, 4 * max(budget, 1), budget)
     cnt = counts(num_words)
     if num_words < 1 or min(cnt[1:4]) < 1 or cnt[3] == cnt[4]:
@@ -166,13 +212,26 @@ def build_fwe(ctx: BuildContext, length: int, index: int, rng: random.Random, al
         )
     items = [w for w, c in zip(vocab, cnt) for _ in range(c)]
     rng.shuffle(items)
-    piece_ids = dict(zip(vocab, enc.encode_fresh([" " + w for w in vocab])))
     first = enc.encode_fresh([items[0]])[0]
-    context = list(first) + [i for w in items[1:] for i in piece_ids[w]]
+    context = list(first) + list(itertools.chain.from_iterable(map(piece_ids.__getitem__, items[1:])))
     ids = frame.pre + tuple(context) + frame.post
     return Sample(
         "fwe", length, index, ids, tuple(vocab[1:4]), FWE_PREFIX, {"num_words": num_words, "counts_top5": cnt[:5]}
     )
+
+
+def _weighted_cost(weights: list[float], sizes: list[int]) -> Callable[[int], int]:
+    """Tokens of a text holding ``int(n * weight)`` copies of each word: a dot product over the vocabulary, which
+    at 1M tokens holds 21K words and is probed some 25 times per sample. numpy gives the same floats and the
+    same truncation as Python's ``int(n * w)``."""
+    import numpy as np  # only when a sample is built: not on the start-up path
+
+    w, size = np.asarray(weights, dtype=np.float64), np.asarray(sizes, dtype=np.int64)
+
+    def cost(num_words: int) -> int:
+        return int(np.dot((num_words * w).astype(np.int64), size))
+
+    return cost
 
 
 @register

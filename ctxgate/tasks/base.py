@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -22,6 +23,19 @@ T = TypeVar("T")
 
 class TaskTooShort(ValueError):
     """The length cannot hold the task's fixed parts; the case is skipped with this message."""
+
+
+class MaterialExhausted(ValueError):
+    """The task's material (haystack, word list, documents, passages) ran out before the prompt reached the
+    length. A prompt that stops short is never scored as that length: the case fails with what ran out and the fix.
+    """
+
+
+def ran_out(task: str, length: int, what: str, reached: int, fix: str) -> MaterialExhausted:
+    return MaterialExhausted(
+        f"{task} cannot fill length {length}: {what} ran out at {reached:,} tokens "
+        f"({reached / length:.1%} of the length); {fix}"
+    )
 
 
 @dataclass(frozen=True)
@@ -114,14 +128,23 @@ def fill_count(unit_sizes: Sequence[int], budget: int) -> int:
 
 
 def fill_fresh(
-    enc: PieceEncoder, make_line: Callable[[], str], room: int, sep: str, known: dict[str, tuple[int, ...]]
+    enc: PieceEncoder,
+    make_line: Callable[[], tuple[str, ...]],
+    room: int,
+    sep: str,
+    known: dict[str, tuple[int, ...]],
+    fresh: Sequence[bool | re.Pattern[str]],
+    shape: str,
 ) -> list[str]:
-    """One-off lines of random content until ``room`` tokens are used. Each line is tokenized once, behind its
-    separator, and its ids are kept in ``known`` for assembly."""
+    """One-off lines of random content until ``room`` tokens are used. A line comes as its pieces (``fresh``: which
+    of them are one-off, see ``PieceEncoder.encode_joined``); each line is tokenized once, behind its separator,
+    and its ids are kept in ``known`` for assembly. Lines are drawn in batches sized by the room left, so the random
+    draws, and with them the lines, do not depend on how they are tokenized."""
     lines: list[str] = []
     while room > 0:
-        batch = [make_line() for _ in range(max(16, room // 40))]
-        encoded = enc.encode_fresh([sep + b for b in batch])
+        rows = [make_line() for _ in range(max(16, room // 40))]
+        batch = ["".join(r) for r in rows]
+        encoded = enc.encode_joined([(sep + r[0], *r[1:]) for r in rows], fresh, shape)
         n = fill_count([len(ids) for ids in encoded], room)
         lines.extend(batch[:n])
         known.update(zip(batch[:n], encoded[:n]))

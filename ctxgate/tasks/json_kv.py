@@ -78,7 +78,7 @@ def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random
     pairs = [_pair(k, v) for k, v in demos] + [_pair(target_key, target_value)]
     known = dict(zip(pairs, enc.encode_fresh([", " + p for p in pairs])))  # ", "-prefixed ids, kept for assembly
     room = budget - sum(len(ids) for ids in known.values())
-    filler = fill_fresh(enc, lambda: _pair(_uuid(rng), _uuid(rng)), room, ", ", known)
+    filler = fill_fresh(enc, lambda: (_pair(_uuid(rng), _uuid(rng)),), room, ", ", known, (True,), "json-kv-pair")
     others = filler + pairs[:SHOTS]
     rng.shuffle(others)
     depth = DEPTHS[index % len(DEPTHS)]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import random
+import re
 import uuid
 from dataclasses import dataclass, replace
 
 from ctxgate.data import words
-from ctxgate.data.haystacks import NOISE_LINE, HaystackError, essay_tokens, load_essay
+from ctxgate.data.haystacks import NOISE_LINE, essay_tokens, load_essay
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room, ran_out
 from ctxgate.tasks.registry import register
 from ctxgate.textcodec import PieceEncoder
 
@@ -20,6 +21,9 @@ TEMPLATE_HEAD = (
 TEMPLATE_TAIL = "\nWhat are all the special magic {type_needle_v} for {query} mentioned in the provided text?"
 ANSWER_PREFIX = " The special magic {type_needle_v} for {query} mentioned in the provided text are"
 NEEDLE = "One of the special magic {type_needle_v} for {key} is: {value}."
+# A UUID's runs of hex letters or digits (a hyphen or a leading space with the run after it), where byte-level BPE
+# tokenizers split it: each run recurs across UUIDs, so it is tokenized once (PieceEncoder.encode_joined checks)
+UUID_RUNS = re.compile(r" ?-?(?:[a-f]+|[0-9]+)")
 # RULER's 40 evenly spaced insertion depths, rounded to whole percent.
 DEPTHS = tuple(round(i * 100 / 39) for i in range(40))
 
@@ -50,7 +54,7 @@ def make_key(rng: random.Random, kind: str) -> str:
 
 def make_value(rng: random.Random, kind: str) -> str:
     if kind == "numbers":
-        return str(rng.randint(10**6, 10**7 - 1))
+        return str(rng.randrange(10**6, 10**7))  # randint(10**6, 10**7 - 1), the same draw without a call
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
@@ -117,15 +121,26 @@ def _line_haystack(
         lines = [NOISE_LINE] * max(0, room // enc.count("\n" + NOISE_LINE))
     else:  # a haystack made of distractor needles with fresh keys (never one of the real keys)
         used = set(keys)
+        lead = f"One of the special magic {cfg.type_value} for"
+        words_key = cfg.type_key == "words"
+        type_key, type_value = cfg.type_key, cfg.type_value
 
-        def distractor() -> str:
-            key = make_key(rng, cfg.type_key)
+        def distractor() -> tuple[str, ...]:
+            key = make_key(rng, type_key)
             while key in used:
-                key = make_key(rng, cfg.type_key)
+                key = make_key(rng, type_key)
             used.add(key)
-            return NEEDLE.format(type_needle_v=cfg.type_value, key=key, value=make_value(rng, cfg.type_value))
+            value = make_value(rng, type_value)
+            # NEEDLE's text in pieces that tokenizers split at: word keys as " adjective" "-noun" (both from the
+            # word lists, so cached), UUID keys and every value one-off
+            if words_key:
+                adjective, noun = key.split("-", 1)
+                return (lead, " " + adjective, "-" + noun, " is:", " " + value, ".")
+            return (lead, " " + key, " is:", " " + value, ".")
 
-        lines = fill_fresh(enc, distractor, room, "\n", known)
+        value = UUID_RUNS if type_value == "uuids" else True
+        fresh = (False, False, False, False, value, False) if words_key else (False, UUID_RUNS, False, value, False)
+        lines = fill_fresh(enc, distractor, room, "\n", known, fresh, f"niah-needle-{type_key}-{type_value}")
     # RULER: needles go in at random line positions, inserted from the back so positions stay valid.
     for pos, needle in zip(sorted(rng.sample(range(len(lines) + 1), len(needles)), reverse=True), needles):
         lines.insert(pos, needle)
@@ -171,10 +186,12 @@ def _essay_context(
     tokens = essay_tokens(enc, essay)
     k = tokens.fit(room)
     if tokens.complete and k == len(tokens.sentences) and room - tokens.ends[k] > tokens.longest:
-        raise HaystackError(
-            f"the essay haystack {essay.source} holds {tokens.ends[k]:,} tokens of this tokenizer, and this length "
-            f"needs {room:,}: it is never repeated; pass --haystack with a longer text (e.g. RULER's Paul Graham "
-            "essays as a .txt)"
+        raise ran_out(
+            name,
+            length,
+            f"the essay haystack {essay.source} ({tokens.ends[k]:,} tokens of this tokenizer, never repeated)",
+            length - room + tokens.ends[k],
+            "pass --haystack with a longer text (a .txt, or a dataset with a 'text' column)",
         )
     need_room(name, length, k, 1)
     depths = rng.sample(DEPTHS, len(needles))

@@ -1,7 +1,9 @@
-"""RULER qa_1 (SQuAD) and qa_2 (HotpotQA): the gold documents among distractors, filled to the length."""
+"""RULER qa_1 (SQuAD) and qa_2 (HotpotQA): the gold documents among distractors, filled to the length; past the
+data's documents, the whole pool again, as RULER does."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from ctxgate.data import qa as qa_data
@@ -38,14 +40,17 @@ def build_qa(
     others = [d for d in range(len(pool.docs)) if d not in taken]
     rng.shuffle(others)
     candidates = list(q.gold) + related + others
+    # RULER: a length that needs more documents than the data holds gets the whole pool again, as often as it takes
+    # (the gold documents included), so the prompt always fills the length
+    sizes = [len(ids) for ids in enc.encode_many([pool.docs[d] for d in candidates])]
     k, used = 0, 0
-    for n, doc_ids in enumerate(enc.encode_many([pool.docs[d] for d in candidates]), start=1):
-        used += len(doc_ids) + enc.count(_header(n))
+    for n in itertools.count(1):
+        used += sizes[(n - 1) % len(sizes)] + enc.count(_header(n))
         if used > budget:
             break
         k = n
     need_room(name, length, k, len(q.gold), "documents (the gold ones included)")
-    chosen = candidates[:k]
+    chosen = [candidates[i % len(candidates)] for i in range(k)]
     rng.shuffle(chosen)  # per sample, so the gold document is not at the same place in every sample
     pieces = [p for i, d in enumerate(chosen, start=1) for p in (_header(i), pool.docs[d])]
     ids = frame.pre + tuple(i for p in enc.encode_many(pieces) for i in p) + frame.post
@@ -61,7 +66,7 @@ def build_qa(
             "num_docs": k,
             "gold_documents": gold_positions,
             "data_sha256": pool.sha256,
-            "pool_exhausted": k == len(candidates),
+            "pool_passes": -(-k // len(candidates)),  # over 1: the pool was repeated to fill the length
         },
     )
 
