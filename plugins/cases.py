@@ -264,6 +264,7 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
         failure, cause = exc, "data_unreadable"
     except MaterialExhausted as exc:
         failure, cause = exc, "data_short"
+        record["fill_min"] = round(exc.fill, 4)  # the fill it reached, though it has no score
     except JudgeError as exc:
         failure, cause = exc, "judge_failed"
     except (BackendDown, EndpointError, BackendError, HaystackError) as exc:  # one line: the fix

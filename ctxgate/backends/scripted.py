@@ -2,7 +2,10 @@
 
     {"max_positions": 4096, "default": 1.0,
      "accuracy": {"niah_single_1": {"512": 1.0, "2048": 0.0}, "vt": {"*": 0.5}},
-     "calls_log": "calls.txt", "sleep": 0.0}
+     "calls_log": "calls.txt", "sleep": 0.0, "tokenizer": "fixtures/tiny-llama-niah"}
+
+``tokenizer`` (optional, a folder, relative to the script's): prompts are built with that tokenizer, as for the
+checkpoint it belongs to, instead of one token per byte; still no model runs.
 
 ``offset`` shifts which samples are answered right without changing the rate (run-to-run noise, for tests).
 ``calls_log`` (optional) gets one line per generation, flushed at once, so tests can count what was generated
@@ -30,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
-from ctxgate.textcodec import ByteTokenizer
+from ctxgate.textcodec import ByteTokenizer, HFTokenizer, RawTokenizer
 
 
 class ScriptedBackend:
@@ -42,7 +45,11 @@ class ScriptedBackend:
             self.script = json.loads(path.read_text("utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"--backend scripted needs --model pointing at a JSON script; {path}: {exc}") from None
-        self.tokenizer = ByteTokenizer()
+        self.tokenizer: RawTokenizer = ByteTokenizer()
+        if self.script.get("tokenizer"):
+            from transformers import AutoTokenizer
+
+            self.tokenizer = HFTokenizer(AutoTokenizer.from_pretrained(str(path.parent / self.script["tokenizer"])))
         self.fingerprint = {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
         self.max_positions: int | None = self.script.get("max_positions")
         self.concurrency = int(self.script.get("concurrency", 1))

@@ -71,7 +71,7 @@ class _Pieces:
         self.enc = enc
         self.index_ids: list[tuple[int, ...]] = [()]  # index_ids[k]: the ids of piece k
         self.prefix = [0]  # prefix[k]: tokens of pieces 1..k
-        self.words: dict[int, tuple[dict[str, tuple[int, ...]], dict[str, int]]] = {}
+        self.words: dict[tuple[str, ...], tuple[dict[str, tuple[int, ...]], dict[str, int]]] = {}
         self.lock = threading.Lock()
 
     def index_upto(self, m: int) -> int:
@@ -87,10 +87,10 @@ class _Pieces:
     def word_ids(self, vocab: tuple[str, ...]) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
         """ " word" -> ids and -> token count, for every word of ``vocab``."""
         with self.lock:
-            if id(vocab) not in self.words:
+            if vocab not in self.words:
                 ids = dict(zip(vocab, self.enc.encode_fresh([" " + w for w in vocab])))
-                self.words[id(vocab)] = ids, {w: len(i) for w, i in ids.items()}
-            return self.words[id(vocab)]
+                self.words[vocab] = ids, {w: len(i) for w, i in ids.items()}
+            return self.words[vocab]
 
 
 _PIECES: weakref.WeakKeyDictionary[PieceEncoder, _Pieces] = weakref.WeakKeyDictionary()
@@ -131,14 +131,20 @@ def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) ->
         order, n, cost = _fit_words(pieces, vocab, rng.sample(vocab, len(vocab)), budget, cw, ucw)
         if n == len(vocab) and not short:
             # RULER: a length that takes every word of the vocabulary draws all its words from a larger English
-            # list instead
+            # list instead. Its 234K words are shuffled by numpy's generator, seeded from the sample's stream
+            # (Python's shuffle of them costs a fifth of a second a sample)
             word_list = words.english()
-            order, n, cost = _fit_words(pieces, word_list, rng.sample(word_list, len(word_list)), budget, cw, ucw)
+            shuffled = _numpy_rng(rng).permutation(len(word_list))
+            order, n, cost = _fit_words(pieces, word_list, [word_list[i] for i in shuffled], budget, cw, ucw)
         if n >= NUM_CW:
             break
     else:
         raise TaskTooShort(f"cwe cannot be built at length {length}: not even 10 words fit; choose a longer --lengths")
-    items = _cwe_list(rng, order[:n], cw, ucw)
+    if word_list is vocab:
+        items = _cwe_list(rng, order[:n], cw, ucw)
+    else:
+        listed = list(order[:NUM_CW]) * cw + list(order[NUM_CW:n]) * ucw
+        items = [listed[i] for i in _numpy_rng(rng).permutation(len(listed))]
     pieces.index_upto(len(items))
     word_ids = pieces.word_ids(word_list)[0]
     body = itertools.chain.from_iterable(
@@ -162,6 +168,12 @@ def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) ->
             "pool_exhausted": n == len(order) and budget - cost(n) >= ucw * 16,
         },
     )
+
+
+def _numpy_rng(rng: random.Random):  # noqa: ANN202 - numpy is imported here, not at start-up
+    import numpy as np
+
+    return np.random.default_rng(rng.getrandbits(64))
 
 
 def _fit_words(

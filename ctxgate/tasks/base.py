@@ -28,13 +28,18 @@ class TaskTooShort(ValueError):
 class MaterialExhausted(ValueError):
     """The task's material (haystack, word list, documents, passages) ran out before the prompt reached the
     length. A prompt that stops short is never scored as that length: the case fails with what ran out and the fix.
-    """
+    ``fill``: the share of the length the prompt (with its generation budget) reached."""
+
+    def __init__(self, message: str, fill: float) -> None:
+        super().__init__(message)
+        self.fill = fill
 
 
 def ran_out(task: str, length: int, what: str, reached: int, fix: str) -> MaterialExhausted:
     return MaterialExhausted(
         f"{task} cannot fill length {length}: {what} ran out at {reached:,} tokens "
-        f"({reached / length:.1%} of the length); {fix}"
+        f"({reached / length:.1%} of the length); {fix}",
+        reached / length,
     )
 
 
@@ -139,19 +144,25 @@ def fill_fresh(
     """One-off lines of random content until ``room`` tokens are used. A line comes as its pieces (``fresh``: which
     of them are one-off, see ``PieceEncoder.encode_joined``); each line is tokenized once, behind its separator,
     and its ids are kept in ``known`` for assembly. Lines are drawn in batches sized by the room left, so the random
-    draws, and with them the lines, do not depend on how they are tokenized."""
+    draws, and with them the lines, do not depend on how they are tokenized; a batch is tokenized a chunk at a
+    time, and not past the chunk that fills the room."""
     lines: list[str] = []
     while room > 0:
         rows = [make_line() for _ in range(max(16, room // 40))]
-        batch = ["".join(r) for r in rows]
-        encoded = enc.encode_joined([(sep + r[0], *r[1:]) for r in rows], fresh, shape)
-        n = fill_count([len(ids) for ids in encoded], room)
-        lines.extend(batch[:n])
-        known.update(zip(batch[:n], encoded[:n]))
-        room -= sum(len(ids) for ids in encoded[:n])
-        if n < len(batch):
-            break
+        for start in range(0, len(rows), FRESH_CHUNK):
+            chunk = rows[start : start + FRESH_CHUNK]
+            encoded = enc.encode_joined([(sep + r[0], *r[1:]) for r in chunk], fresh, shape)
+            n = fill_count([len(ids) for ids in encoded], room)
+            kept = ["".join(r) for r in chunk[:n]]
+            lines.extend(kept)
+            known.update(zip(kept, encoded[:n]))
+            room -= sum(len(ids) for ids in encoded[:n])
+            if n < len(chunk):
+                return lines
     return lines
+
+
+FRESH_CHUNK = 2048
 
 
 def need_room(task: str, length: int, have: int, needed: int, what: str = "haystack units") -> None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import random
-import uuid
 
 from ctxgate.metrics.registry import HELMET_SUBEM
 from ctxgate.sources.helmet_files import load_json_kv_file
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room
 from ctxgate.tasks.fitting import fit_document
+from ctxgate.tasks.niah import uuid4_text
 from ctxgate.tasks.registry import register
 
 INSTRUCTION = "\n\nExtract the value corresponding to the specified key in the JSON object below.\n\n"
@@ -27,7 +27,7 @@ GEN = 100
 
 
 def _uuid(rng: random.Random) -> str:
-    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    return uuid4_text(rng.getrandbits(128))
 
 
 def _pair(key: str, value: str) -> str:

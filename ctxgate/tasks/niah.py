@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import re
-import uuid
 from dataclasses import dataclass, replace
 
 from ctxgate.data import words
@@ -55,7 +54,18 @@ def make_key(rng: random.Random, kind: str) -> str:
 def make_value(rng: random.Random, kind: str) -> str:
     if kind == "numbers":
         return str(rng.randrange(10**6, 10**7))  # randint(10**6, 10**7 - 1), the same draw without a call
-    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    return uuid4_text(rng.getrandbits(128))
+
+
+_UUID_KEEP = ~((0xC000 << 48) | (0xF000 << 64))
+_UUID_SET = (0x8000 << 48) | (4 << 76)
+
+
+def uuid4_text(bits: int) -> str:
+    """``str(uuid.UUID(int=bits, version=4))`` without building the object: the variant and version bits set, the
+    hex grouped 8-4-4-4-12 (a 1M-token UUID haystack draws some 50,000 a sample)."""
+    h = "%032x" % ((bits & _UUID_KEEP) | _UUID_SET)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def join_query(keys: list[str]) -> str:
@@ -125,17 +135,25 @@ def _line_haystack(
         words_key = cfg.type_key == "words"
         type_key, type_value = cfg.type_key, cfg.type_value
 
+        # make_key and make_value inlined (the same draws, in the same order): a 1M-token haystack is 50,000 lines
+        choice, randrange, getrandbits = rng.choice, rng.randrange, rng.getrandbits
+        adjectives, nouns = words.adjectives(), words.nouns()
+
         def distractor() -> tuple[str, ...]:
-            key = make_key(rng, type_key)
-            while key in used:
-                key = make_key(rng, type_key)
-            used.add(key)
-            value = make_value(rng, type_value)
             # NEEDLE's text in pieces that tokenizers split at: word keys as " adjective" "-noun" (both from the
             # word lists, so cached), UUID keys and every value one-off
             if words_key:
-                adjective, noun = key.split("-", 1)
+                adjective, noun = choice(adjectives), choice(nouns)
+                while f"{adjective}-{noun}" in used:
+                    adjective, noun = choice(adjectives), choice(nouns)
+                used.add(f"{adjective}-{noun}")
+                value = str(randrange(10**6, 10**7)) if type_value == "numbers" else uuid4_text(getrandbits(128))
                 return (lead, " " + adjective, "-" + noun, " is:", " " + value, ".")
+            key = uuid4_text(getrandbits(128))
+            while key in used:
+                key = uuid4_text(getrandbits(128))
+            used.add(key)
+            value = str(randrange(10**6, 10**7)) if type_value == "numbers" else uuid4_text(getrandbits(128))
             return (lead, " " + key, " is:", " " + value, ".")
 
         value = UUID_RUNS if type_value == "uuids" else True
