@@ -156,3 +156,6 @@ def test_every_case_at_1m_fills_its_length_or_says_what_ran_out(suite, tmp_path)
             assert case["verdict"] == "skip" and task not in ruler, (task, case.get("message"))
     assert all(cases[t]["score"] is not None for t in ruler)
     assert any(c.get("error_kind") == "data_short" for c in cases.values())  # the fixture data cannot fill 1M
+    # no prompt is stored: the report and the predictions stay small whatever the length
+    predictions = report.with_suffix(".predictions.jsonl")
+    assert report.stat().st_size < 2_000_000 and predictions.stat().st_size < 100_000
