@@ -3,12 +3,12 @@
     python bench/datagen.py [--lengths 128k,1m] [--samples 100] [--suite ruler] [--workers 2]
                             [--baseline 48206e8] [--baseline-samples 10] [--tokenizer fixtures/tiny-llama-niah]
 
-Each task x length is built in a process of its own, as a suite worker builds a case (the suite's sample iterator,
-seed 42, the fixture QA files, a fresh tokenizer cache, so one-off tokenization of haystacks and word lists is
-counted), holding one sample at a time. A line per task gives its build seconds (imports and tokenizer loading
-left out), the process's peak memory, and the hash of its samples (the report's ``data_sha256``). ``--workers``
-processes build at once, as ``-n 2`` would; the length's wall time and the sum of the concurrent processes' peaks
-(an upper bound on the memory the machine held) close each length.
+``--workers`` processes build the tasks of a length, handed out one at a time, as ``-n 2`` workers build cases: the
+suite's sample iterator, seed 42, the fixture QA files, one tokenizer per worker and length (its one-off
+tokenization of haystacks and word lists is counted in the first task that needs it), one sample in memory at a
+time. A line per task gives its build seconds (imports and tokenizer loading left out), its worker's peak memory
+while it ran (sampled every 20 ms), and the hash of its samples. The length's wall time (worker start-up included)
+and the sum of the workers' peaks (an upper bound on the memory the machine held) close each length.
 
 The previous implementation (``--baseline``, a git ref of this repository; ``none`` skips it) is checked out to a
 temporary folder and timed the same way, on ``--baseline-samples`` samples per task (``--samples`` when 0), and the
@@ -19,22 +19,25 @@ prompts and answers; a task the baseline refused or left short is named as such.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# One task x length, in a child process whose ctxgate comes from the root given: JSON on the last line.
+# A worker: builds the tasks named on its stdin, one JSON line each, with its ctxgate from the root given. Like a
+# suite worker it keeps one tokenizer for the length; its memory is sampled every 20 ms for each task's peak.
 CHILD = r"""
-import hashlib, json, resource, sys, time
+import hashlib, json, sys, threading, time
 from array import array
-root, tokenizer, task, length, n, squad, hotpot = sys.argv[1:8]
+import psutil
+root, tokenizer, length, n, squad, hotpot = sys.argv[1:7]
 sys.path.insert(0, root)
 from transformers import AutoTokenizer
 from ctxgate.run.case import iter_samples, samples_to_run
@@ -43,51 +46,91 @@ from ctxgate.textcodec import HFTokenizer, PieceEncoder
 enc = PieceEncoder(HFTokenizer(AutoTokenizer.from_pretrained(tokenizer)))
 ctx = BuildContext(encoder=enc, chat=enc.has_chat_template, chat_by_task=enc.has_chat_template,
                    squad_source=squad, hotpotqa_source=hotpot)
-spec, length = get_task(task), int(length)
-out = {"task": task, "length": length}
-t0 = time.perf_counter()
-try:
-    count = samples_to_run(spec, ctx, length, int(n))
-    h, built, fill = hashlib.sha256(), 0, 1.0
-    for s in iter_samples(spec, ctx, length, count, 42):
-        # the prompt's ids and what it is scored against: Sample.digest's fields, hashed five times faster
-        h.update(array("q", s.input_ids).tobytes())
-        h.update(repr((s.task, s.length, s.index, s.answers, s.answer_prefix)).encode("utf-8"))
-        built += 1
-        fill = min(fill, (len(s.input_ids) + spec.tokens_to_generate) / length)
-    out.update(n=built, sha256=h.hexdigest(), fill=round(fill, 4), short=fill < 0.98)
-except Exception as exc:
-    out["refused"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:110]}"
-out["seconds"] = round(time.perf_counter() - t0, 3)
-out["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-out["module"] = sys.modules["ctxgate"].__file__
-print(json.dumps(out))
+length = int(length)
+me, peak = psutil.Process(), [0]
+def watch():
+    while True:
+        peak[0] = max(peak[0], me.memory_info().rss)
+        time.sleep(0.02)
+threading.Thread(target=watch, daemon=True).start()
+print("ready", flush=True)
+for line in sys.stdin:
+    task = line.strip()
+    spec, out = get_task(task), {"task": task, "length": length}
+    peak[0] = me.memory_info().rss
+    t0 = time.perf_counter()
+    try:
+        count = samples_to_run(spec, ctx, length, int(n))
+        h, built, fill = hashlib.sha256(), 0, 1.0
+        for s in iter_samples(spec, ctx, length, count, 42):
+            # the prompt's ids and what it is scored against: Sample.digest's fields, hashed five times faster
+            h.update(array("i", s.input_ids).tobytes())
+            h.update(repr((s.task, s.length, s.index, s.answers, s.answer_prefix)).encode("utf-8"))
+            built += 1
+            fill = min(fill, (len(s.input_ids) + spec.tokens_to_generate) / length)
+        out.update(n=built, sha256=h.hexdigest(), fill=round(fill, 4), short=fill < 0.98)
+    except Exception as exc:
+        out["refused"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:110]}"
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    out["peak_mb"] = round(max(peak[0], me.memory_info().rss) / 2**20, 1)
+    out["module"] = sys.modules["ctxgate"].__file__
+    print(json.dumps(out), flush=True)
 """
 
 
-def build(root: Path, tokenizer: str, task: str, length: int, n: int) -> dict:
-    args = [str(root), tokenizer, task, str(length), str(n)]
-    args += [str(ROOT / "fixtures/data/squad_v2_validation_tiny.jsonl")]
-    args += [str(ROOT / "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl")]
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, *args], cwd=root, env=env, capture_output=True, text=True, check=False
-    )
-    lines = done.stdout.strip().splitlines()
-    if done.returncode or not lines:
-        tail = " ".join(done.stderr.split())[-200:]
-        return {"task": task, "length": length, "refused": f"exit {done.returncode}: {tail}", "seconds": 0.0}
-    result = json.loads(lines[-1])
-    if not str(Path(result.pop("module")).resolve()).startswith(str(root.resolve())):
-        raise SystemExit(f"the child imported ctxgate from outside {root}: run from a checkout")
-    return result
-
-
 def run_all(root: Path, tokenizer: str, tasks: list[str], length: int, n: int, workers: int) -> tuple[dict, float]:
+    """The tasks handed out one at a time to ``workers`` processes; their results and the wall time."""
+    todo: queue.Queue[str] = queue.Queue()
+    for task in tasks:
+        todo.put(task)
+    results: dict[str, dict] = {}
+    squad = str(ROOT / "fixtures/data/squad_v2_validation_tiny.jsonl")
+    hotpot = str(ROOT / "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl")
+    args = [str(root), tokenizer, str(length), str(n), squad, hotpot]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+
+    def worker() -> None:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, *args],
+            cwd=root,
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":
+            raise SystemExit(f"a worker for {root} did not start")
+        while True:
+            try:
+                task = todo.get_nowait()
+            except queue.Empty:
+                break
+            proc.stdin.write(task + "\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+            if not line:
+                results[task] = {"task": task, "length": length, "refused": "the worker died", "seconds": 0.0}
+                break
+            result = json.loads(line)
+            if not str(Path(result.pop("module")).resolve()).startswith(str(root.resolve())):
+                raise SystemExit(f"a worker imported ctxgate from outside {root}: run from a checkout")
+            results[task] = result
+        proc.stdin.close()
+        proc.wait()
+
     t0 = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        results = list(pool.map(lambda t: build(root, tokenizer, t, length, n), tasks))
-    return {r["task"]: r for r in results}, time.perf_counter() - t0
+    threads = [threading.Thread(target=worker) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results, time.perf_counter() - t0
+
+
+def build(root: Path, tokenizer: str, task: str, length: int, n: int) -> dict:
+    return run_all(root, tokenizer, [task], length, n, 1)[0][task]
 
 
 def checkout(ref: str) -> Path:
