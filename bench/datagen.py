@@ -80,9 +80,9 @@ for line in sys.stdin:
 
 def run_all(root: Path, tokenizer: str, tasks: list[str], length: int, n: int, workers: int) -> tuple[dict, float]:
     """The tasks handed out one at a time to ``workers`` processes; their results and the wall time."""
-    todo: queue.Queue[str] = queue.Queue()
+    waiting: queue.Queue[str] = queue.Queue()
     for task in tasks:
-        todo.put(task)
+        waiting.put(task)
     results: dict[str, dict] = {}
     squad = str(ROOT / "fixtures/data/squad_v2_validation_tiny.jsonl")
     hotpot = str(ROOT / "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl")
@@ -104,7 +104,7 @@ def run_all(root: Path, tokenizer: str, tasks: list[str], length: int, n: int, w
             raise SystemExit(f"a worker for {root} did not start")
         while True:
             try:
-                task = todo.get_nowait()
+                task = waiting.get_nowait()
             except queue.Empty:
                 break
             proc.stdin.write(task + "\n")

@@ -17,7 +17,7 @@ from ctxgate.run.progress import Progress
 from ctxgate.seeding import sample_rng
 from ctxgate.stats.intervals import interval
 from ctxgate.stats.sequential import CaseTest, Questions, StopRule, full_count_record
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, ran_out
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, check_fill
 
 
 def resolve_chat(setting: str, has_template: bool) -> str:
@@ -88,11 +88,6 @@ class CaseResult:
         return asdict(self)
 
 
-# A sample whose builder used up its material (every passage, document, word or sentence it has) is scored as its
-# length only within this share of it; one that did not run out is within one unit by construction.
-FILL_TOLERANCE = 0.02
-
-
 def iter_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> Iterator[Sample]:
     """Samples one at a time: a case holds one prompt in memory, not n (128K tokens each), and starts generating
     at once. A sample that ran out of material short of the length ends the case (``MaterialExhausted``)."""
@@ -101,30 +96,8 @@ def iter_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: i
         ctx = replace(ctx, seed=seed)
     for i in range(n):
         s = spec.build(ctx, length, i, sample_rng(spec.name, length, i, seed))
-        reached = len(s.input_ids) + spec.tokens_to_generate
-        if s.meta.get("pool_exhausted") and reached < length * (1 - FILL_TOLERANCE):
-            raise ran_out(
-                spec.name,
-                length,
-                f"its data (sample {i}: every {DATA_UNITS.get(spec.category, 'unit')} it has is in the prompt)",
-                reached,
-                f"give it more data ({DATA_FLAGS.get(spec.category, '--data-dir')}), or drop {length} from --lengths",
-            )
+        check_fill(spec, s)
         yield s
-
-
-# what a task of each category runs out of, and the flag that gives more
-DATA_UNITS = {
-    "aggregation": "word of its word list",
-    "qa": "document",
-    "rag": "passage",
-    "rerank": "passage",
-    "cite": "document",
-    "icl": "demonstration",
-    "longqa": "token of the book",
-    "summ": "token of the document",
-}
-DATA_FLAGS = {"aggregation": "no flag: the word list is the suite's", "qa": "--squad / --hotpotqa"}
 
 
 def samples_to_run(spec: TaskSpec, ctx: BuildContext, length: int, requested: int) -> int:

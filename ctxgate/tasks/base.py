@@ -216,3 +216,34 @@ class TaskSpec:
         """The case's pytest markers: its suite, its HELMET category, and its own."""
         derived = (self.suite, *([self.helmet_group] if self.helmet_group else []), *self.markers)
         return tuple(dict.fromkeys(derived))
+
+
+# A sample whose builder used up its material (every passage, document, word or sentence it has) is scored as its
+# length only within this share of it; one that did not run out is within one unit by construction.
+FILL_TOLERANCE = 0.02
+# what a task of each category runs out of, and the flag that gives more
+DATA_UNITS = {
+    "aggregation": "word of its word list",
+    "qa": "document",
+    "rag": "passage",
+    "rerank": "passage",
+    "cite": "document",
+    "icl": "demonstration",
+    "longqa": "token of the book",
+    "summ": "token of the document",
+}
+DATA_FLAGS = {"aggregation": "no flag: the word list is the suite's", "qa": "--squad / --hotpotqa"}
+
+
+def check_fill(spec: TaskSpec, s: Sample) -> None:
+    """Refuse a sample whose builder used up its material (``pool_exhausted``) more than FILL_TOLERANCE short of its
+    length: it is never scored as that length."""
+    reached = len(s.input_ids) + spec.tokens_to_generate
+    if s.meta.get("pool_exhausted") and reached < s.length * (1 - FILL_TOLERANCE):
+        raise ran_out(
+            spec.name,
+            s.length,
+            f"its data (sample {s.index}: every {DATA_UNITS.get(spec.category, 'unit')} it has is in the prompt)",
+            reached,
+            f"give it more data ({DATA_FLAGS.get(spec.category, '--data-dir')}), or drop {s.length} from --lengths",
+        )
