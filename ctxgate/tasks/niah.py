@@ -135,8 +135,8 @@ def _line_haystack(
         words_key = cfg.type_key == "words"
         type_key, type_value = cfg.type_key, cfg.type_value
 
-        # make_key and make_value inlined (the same draws, in the same order): a 1M-token haystack is 50,000 lines
-        choice, randrange, getrandbits = rng.choice, rng.randrange, rng.getrandbits
+        # make_key inlined (the same draws, in the same order): a 1M-token haystack is 50,000 lines
+        choice, getrandbits = rng.choice, rng.getrandbits
         adjectives, nouns = words.adjectives(), words.nouns()
 
         def distractor() -> tuple[str, ...]:
@@ -147,14 +147,14 @@ def _line_haystack(
                 while f"{adjective}-{noun}" in used:
                     adjective, noun = choice(adjectives), choice(nouns)
                 used.add(f"{adjective}-{noun}")
-                value = str(randrange(10**6, 10**7)) if type_value == "numbers" else uuid4_text(getrandbits(128))
-                return (lead, " " + adjective, "-" + noun, " is:", " " + value, ".")
-            key = uuid4_text(getrandbits(128))
-            while key in used:
-                key = uuid4_text(getrandbits(128))
-            used.add(key)
-            value = str(randrange(10**6, 10**7)) if type_value == "numbers" else uuid4_text(getrandbits(128))
-            return (lead, " " + key, " is:", " " + value, ".")
+                key: tuple[str, ...] = (" " + adjective, "-" + noun)
+            else:
+                uuid = uuid4_text(getrandbits(128))
+                while uuid in used:
+                    uuid = uuid4_text(getrandbits(128))
+                used.add(uuid)
+                key = (" " + uuid,)
+            return (lead, *key, " is:", " " + make_value(rng, type_value), ".")
 
         value = UUID_RUNS if type_value == "uuids" else True
         fresh = (False, False, False, False, value, False) if words_key else (False, UUID_RUNS, False, value, False)
