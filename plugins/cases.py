@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from ctxgate.backends.base import BackendDown
+from ctxgate.backends.base import BackendDown, window_of
 from ctxgate.backends.endpoint import EndpointError
 from ctxgate.backends.hf import BackendError
 from ctxgate.data.haystacks import HaystackError
@@ -228,14 +228,14 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
     record = request.node.stash.setdefault(CASE_RECORD_KEY, new_record(name, length, thresholds))
     record["run_meta"] = ctxgate_model.run_meta
     baseline = config.stash.get(BASELINE_KEY, None)
+    window = window_of(ctxgate_model.backend)
     limit = ctxgate_model.backend.max_positions
-    if limit is not None and length > limit and not settings.force_lengths:
+    if window and limit is not None and length > limit and not (settings.force_lengths and window.forceable):
         no_score(
             record,
             "window",
-            f"{name} at {length}: the length exceeds the model's max_position_embeddings "
-            f"({limit}), so the case cannot run; drop {length} from --lengths, or pass --force-lengths to run "
-            "it beyond the window anyway",
+            f"{name} at {length}: the length exceeds {window.what}, so the case cannot run; drop {length} from "
+            f"--lengths, or {window.fix}",
             baseline,
         )
     failure: Exception | None = None  # raised outside the except blocks: no "during handling of..." chain

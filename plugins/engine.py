@@ -47,7 +47,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=8,
         help="requests in flight per server replica (default %(default)s); the engine batches them",
     )
-    g.addoption("--request-timeout", type=float, default=600.0, help="seconds per request (default %(default)s)")
+    g.addoption(
+        "--request-timeout",
+        type=float,
+        default=600.0,
+        help="seconds per request of up to 128K tokens, a longer one in proportion (default %(default)s)",
+    )
     g.addoption(
         "--request-retries",
         type=int,

@@ -114,6 +114,33 @@ def test_a_failing_tokenize_is_refused_not_downgraded(run_openai, server):
     assert "/tokenize answered 401" in out
 
 
+def test_a_length_past_the_servers_max_model_len_names_it_and_force_does_not_pass_it(run_openai, server):
+    """The server would refuse the request: --force-lengths (for positions past the model's) cannot help, so the
+    case is a window error naming the server's limit and how to raise it."""
+    server[1]({"max_model_len": 1024})
+    result = run_openai("-k", "niah_single_1", "--lengths", "1k,2k", "--samples", "1", "--no-cache", "--force-lengths")
+    out = _out(result)
+    result.assert_outcomes(passed=1, errors=1, deselected=66)
+    assert "niah_single_1 at 2048: the length exceeds the server's max model length (1024, as http://127.0.0.1" in out
+    assert "restart the server with a longer one (vLLM: --max-model-len" in out
+
+
+def test_request_timeouts_grow_with_the_prompt_past_128k(run_openai, server):
+    """The read timeout each request carries (the openai client's own header): --request-timeout up to 128K
+    tokens, in proportion beyond."""
+    server[1]({"max_model_len": 300_000})
+    lengths = "1k,256k"
+    result = run_openai(
+        "-k", "niah_single_1", "--lengths", lengths, "--samples", "1", "--no-cache", "--request-timeout", "100"
+    )
+    _out(result)
+    result.assert_outcomes(passed=2, deselected=66)
+    sent = {tokens: timeout for tokens, timeout in server[2]()["requests"]}
+    short, long = min(sent), max(sent)
+    assert short <= 1024 and sent[short] == 100
+    assert long > 250_000 and sent[long] == pytest.approx(100 * long / 131072)
+
+
 def test_a_server_whose_weights_cannot_be_identified_is_not_cached(run_openai, pytester):
     result = run_openai(
         "-k", "vt", "--lengths", "1k", "--samples", "2", "--cache-dir", "cache", "--report", "out/r.json"

@@ -364,3 +364,24 @@ def test_a_killed_controller_takes_its_server_with_it(tmp_path):
     proc.kill()  # kill -9: no teardown runs in the controller
     proc.wait()
     assert wait_gone(family, 60) == []  # nothing of it is left holding memory (a GPU's, on a GPU node)
+
+
+def test_a_cpu_server_gets_a_kv_cache_for_one_sequence_of_its_length(monkeypatch):
+    """The shipped checkpoint (4 layers, 2 KV heads of 32, fp32 on a CPU) takes 2 KiB a token: 1 GiB holds
+    256K tokens, 1M takes 3 GiB with the margin; more than the free memory is refused in one line."""
+    from types import SimpleNamespace
+
+    from ctxgate.backends import vllm_server
+    from ctxgate.backends.vllm_server import EngineError, EngineSpec, cpu_kv_cache_gib, kv_bytes_per_token
+
+    assert kv_bytes_per_token(str(TINY), 4) == 2 * 4 * 2 * 32 * 4
+    assert cpu_kv_cache_gib(EngineSpec("python", str(TINY), 8192)) == 1
+    assert cpu_kv_cache_gib(EngineSpec("python", str(TINY), 262144 + 1200)) == 1
+    assert cpu_kv_cache_gib(EngineSpec("python", str(TINY), 1048576 + 1200)) == 3
+    monkeypatch.setattr(vllm_server.psutil, "virtual_memory", lambda: SimpleNamespace(available=2 * 2**30))
+    with pytest.raises(
+        EngineError,
+        match=r"needs a 3 GiB KV cache for 1049776 tokens, and 2.0 GiB is free: use shorter --lengths, or set "
+        "VLLM_CPU_KVCACHE_SPACE",
+    ):
+        cpu_kv_cache_gib(EngineSpec("python", str(TINY), 1048576 + 1200))

@@ -149,3 +149,12 @@ def test_batching_options_are_checked_at_start(pytester, args, message):
     result = pytester.runpytest_subprocess("--model", str(TINY), *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_a_prompt_past_128k_is_generated_alone_whatever_the_batch_size(tiny_hf):
+    tiny_hf.batch_size = 8
+    try:
+        assert tiny_hf.batch_limit(4096, 50) == 8
+        assert tiny_hf.batch_limit(1_048_576, 50) == 1  # one 1M prompt's activations are a worker's share
+    finally:
+        tiny_hf.batch_size = 1

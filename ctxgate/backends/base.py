@@ -58,7 +58,9 @@ class Backend(Protocol):
     """``concurrency`` (optional, default 1): how many requests the backend wants in flight at once, e.g. an engine
     that batches whatever it is sent; ``generate`` must then be safe to call from several threads.
     ``batch_limit(prompt_tokens, max_new_tokens)`` (optional, default 1): how many prompts of about that length one
-    ``generate`` call should get, for a backend that batches them itself (HF on a GPU)."""
+    ``generate`` call should get, for a backend that batches them itself (HF on a GPU).
+    ``window_of`` (optional, default ``model_window``): what ``max_positions`` is and how to get past it, for the
+    one line a case beyond it gets."""
 
     name: str
     max_positions: int | None  # the model's position limit, None when unknown
@@ -111,3 +113,29 @@ def _batches(
         if len(gens) != len(batch):
             raise RuntimeError(f"backend {backend.name} returned {len(gens)} generations for {len(batch)} prompts")
         yield from zip(batch, gens)
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a backend's ``max_positions`` is, for the message of a case beyond it. ``forceable``: --force-lengths
+    runs the case anyway (positions past the model's are only a risk); a server's max model length is a limit the
+    server enforces, so the fix is to restart it with a longer one."""
+
+    what: str
+    fix: str
+    forceable: bool = True
+
+
+def model_window(limit: int) -> Window:
+    return Window(
+        f"the model's max_position_embeddings ({limit})",
+        "pass --force-lengths to run it beyond the window anyway",
+    )
+
+
+def window_of(backend: Backend) -> Window | None:
+    limit = backend.max_positions
+    if limit is None:
+        return None
+    describe = getattr(backend, "window_of", None)
+    return describe(limit) if describe is not None else model_window(limit)

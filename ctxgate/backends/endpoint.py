@@ -21,12 +21,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Request
+from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Request, Window, model_window
 from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
 from ctxgate.textcodec import HFTokenizer
 
 REPROBE_S = float(os.environ.get("CTXGATE_REPROBE_S", "30"))  # a dropped replica is tried again after this long
 MAX_PROBES = 3  # retry series a replica may fail in a row before it is given up
+TIMEOUT_UNIT_TOKENS = 131072  # prompts up to this long get the configured timeouts; longer ones proportionally more
+
+
+def time_scale(prompt_tokens: int) -> float:
+    """How much longer than the configured timeouts a prompt of this length may take: 1 up to 128K tokens, then
+    in proportion to the length (a 1M-token prompt gets 8x). Linear, not quadratic as long prefills are: the
+    configured 600 s is far above what a 128K prompt takes on any server that can hold one, and a hung server
+    should not hold a 1M case for hours."""
+    return max(1.0, prompt_tokens / TIMEOUT_UNIT_TOKENS)
 
 
 def _completion(resp: Any) -> Any:
@@ -48,8 +57,8 @@ class EndpointSettings:
     base_urls: tuple[str, ...]
     served_model: str | None = None  # None: the one model the server lists
     concurrency: int = 8  # requests in flight per replica
-    timeout_s: float = 600.0  # one request
-    time_limit_s: float = 1800.0  # one sample, retries included
+    timeout_s: float = 600.0  # one request of up to TIMEOUT_UNIT_TOKENS; longer ones get more (time_scale)
+    time_limit_s: float = 1800.0  # one sample, retries included; scaled like timeout_s
     max_retries: int = 4
     key_env: str = "OPENAI_API_KEY"
 
@@ -135,10 +144,10 @@ class EndpointBackend:
     def _root(self, replica: Replica) -> str:
         return replica.url.rstrip("/").removesuffix("/v1")
 
-    def _retrying(self, call: Any, replica: Replica, what: str) -> Any:
+    def _retrying(self, call: Any, replica: Replica, what: str, scale: float = 1.0) -> Any:
         s = self.settings
         try:
-            return call_with_retries(call, self._openai, max_retries=s.max_retries, time_limit_s=s.time_limit_s)
+            return call_with_retries(call, self._openai, max_retries=s.max_retries, time_limit_s=s.time_limit_s * scale)
         except Refused as exc:
             fix = {
                 "auth": f"check {s.key_env}",
@@ -270,6 +279,7 @@ class EndpointBackend:
         return [self._one(r, params) for r in requests]
 
     def _one(self, r: Request, params: GenerationParams) -> Generation:
+        scale = time_scale(len(r.input_ids))
         while True:
             replica = self._pick()
             try:
@@ -281,10 +291,12 @@ class EndpointBackend:
                             max_tokens=params.max_new_tokens,
                             temperature=0.0,
                             stop=list(params.stop_strings) or None,
+                            timeout=self.settings.timeout_s * scale,
                         )
                     ),
                     replica,
                     "a completion",
+                    scale,
                 )
             except BackendDown as exc:
                 why = f"{exc} (at {time.strftime('%H:%M:%S')})"
@@ -303,6 +315,19 @@ class EndpointBackend:
             tokens = int(getattr(resp.usage, "completion_tokens", 0) or 0)
             finish = "length" if choice.finish_reason == "length" else "stop"
             return Generation(choice.text or "", tokens, finish)
+
+    def window_of(self, limit: int) -> Window:
+        """The suite's own servers are started as long as the model's positions allow (--force-lengths: as long as
+        the lengths need); a server the user runs has the max model length it was started with."""
+        if self.name == "vllm":
+            return model_window(limit)
+        urls = ", ".join(str(redact_url(r.url)) for r in self.replicas if r.max_model_len == limit)
+        return Window(
+            f"the server's max model length ({limit}, as {urls} lists it at /models)",
+            "restart the server with a longer one (vLLM: --max-model-len at least the length plus the task's output "
+            "tokens, and VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 past the model's positions)",
+            forceable=False,
+        )
 
     def describe(self) -> dict[str, object]:
         return {

@@ -23,6 +23,7 @@ from ctxgate.textcodec import HFTokenizer
 
 AUTO_BATCH_MAX = 32  # beyond this the decode step stops being bound by weight reads on current GPUs
 AUTO_MEMORY_SHARE = 0.6  # of the free GPU memory, for the batch's KV cache and activations
+ALONE_PAST_TOKENS = 131072  # a longer prompt is generated alone, whatever --batch-size says
 
 
 class BackendError(RuntimeError):
@@ -167,8 +168,11 @@ class HFBackend:
 
     def batch_limit(self, prompt_tokens: int, max_new_tokens: int) -> int:
         """How many prompts of about this length to generate together: ``--batch-size N``, or for ``auto`` 1 on
-        CPU and on a GPU what fits in a share of the free memory (capped); lowered for good after an OOM."""
+        CPU and on a GPU what fits in a share of the free memory (capped); lowered for good after an OOM; 1 past
+        128K tokens."""
         tokens = prompt_tokens + max_new_tokens
+        if prompt_tokens > ALONE_PAST_TOKENS:
+            return 1  # one such prompt's prefill activations are already the most a worker should hold
         if self.batch_size is not None:
             n = self.batch_size
         elif self.input_device.type != "cuda":

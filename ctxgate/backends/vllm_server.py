@@ -12,6 +12,7 @@ started it (Linux ``PR_SET_PDEATHSIG``): a killed controller leaves no server ho
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import socket
@@ -86,6 +87,42 @@ def engine_dtype(dtype: str, on_gpu: bool) -> str:
     return dtype_name(dtype) if dtype != "auto" else ("bfloat16" if on_gpu else "float32")
 
 
+KV_SPACE_ENV = "VLLM_CPU_KVCACHE_SPACE"  # GiB of KV cache a CPU server allocates at start
+KV_MARGIN = 1.25  # over one full-length sequence: vLLM's block rounding, and a second request's prefix
+
+
+def kv_bytes_per_token(model_dir: str, element_size: int) -> int | None:
+    """The KV cache one token takes in every layer, from config.json; None when it does not say."""
+    import json
+
+    try:
+        cfg = json.loads((Path(model_dir) / "config.json").read_text("utf-8"))
+        cfg = cfg.get("text_config") or cfg
+        heads = int(cfg["num_attention_heads"])
+        head_dim = int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads)
+        kv_heads = int(cfg.get("num_key_value_heads") or heads)
+        return 2 * int(cfg["num_hidden_layers"]) * kv_heads * head_dim * element_size
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def cpu_kv_cache_gib(spec: EngineSpec) -> int:
+    """Whole GiB for one sequence of ``max_model_len`` tokens (a CPU server must hold one to start), at least 1;
+    the user's own VLLM_CPU_KVCACHE_SPACE wins. A cache larger than the free memory is refused here, in one line,
+    rather than by the kernel's OOM killer mid-run."""
+    per_token = kv_bytes_per_token(spec.model_dir, 2 if spec.resolved_dtype in ("bfloat16", "float16") else 4)
+    if per_token is None:
+        return 1
+    need = max(1, math.ceil(spec.max_model_len * per_token * KV_MARGIN / 2**30))
+    free = psutil.virtual_memory().available / 2**30
+    if need > 0.8 * free:
+        raise EngineError(
+            f"a vLLM server on the CPU for {spec.model_dir} needs a {need} GiB KV cache for {spec.max_model_len} "
+            f"tokens, and {free:.1f} GiB is free: use shorter --lengths, or set {KV_SPACE_ENV} (GiB) yourself"
+        )
+    return need
+
+
 @dataclass(frozen=True)
 class EngineSpec:
     python: str
@@ -143,8 +180,8 @@ class VLLMServer:
         env = dict(os.environ)
         if self.spec.devices:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(self.spec.devices)
-        else:
-            env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; vLLM's CPU default takes a large share of RAM
+        elif KV_SPACE_ENV not in env:  # vLLM's CPU default takes a large share of RAM; one sequence is what we need
+            env[KV_SPACE_ENV] = str(cpu_kv_cache_gib(self.spec))
         if self.spec.long_context:
             env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

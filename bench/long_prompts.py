@@ -1,0 +1,126 @@
+"""Long prompts end to end: the suite run on the tiny checkpoint at a long length, against a shorter one in the
+same run.
+
+    python bench/long_prompts.py [--lengths 32k,256k] [--backends hf,vllm] [--task niah_single_1]
+
+Each backend x length is one real run of the suite: ``pytest --model fixtures/tiny-llama-niah --backend B
+--lengths L --samples 1 --force-lengths -k TASK`` with a fresh cache, so the sample is built, sent to the model
+(for ``vllm`` a vLLM server the suite starts from .venv-vllm, ``scripts/vllm_env.sh``) and its output scored. A
+line per run gives the wall time, the peak memory of the run's whole process tree (the suite and, for vllm, the
+server and its engine; sampled every 100 ms), the prompt's length in tokens as the report records it, the
+output, and the exit status; each backend closes with the time and memory ratio of its longest length to its
+first, against the ratio of the lengths. The tiny checkpoint's 8K positions are passed with --force-lengths: the
+point is the plumbing and the cost at the length, not the answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ctxgate.lengths import format_length, parse_lengths  # noqa: E402
+
+
+def tree_rss(root: psutil.Process) -> int:
+    total = 0
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def run_one(backend: str, length: int, task: str, model: str) -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        argv = [sys.executable, "-m", "pytest", "--model", model, "--backend", backend]
+        argv += ["--lengths", str(length), "--samples", "1", "--force-lengths", "-k", task, "-q"]
+        argv += ["--cache-dir", str(Path(tmp) / "cache"), "--report", str(report), "-p", "no:cacheprovider"]
+        t0 = time.time()
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        peak = [0]
+        watched = psutil.Process(proc.pid)
+
+        def watch() -> None:
+            while proc.poll() is None:
+                try:
+                    peak[0] = max(peak[0], tree_rss(watched))
+                except psutil.NoSuchProcess:
+                    return
+                time.sleep(0.1)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        out, _ = proc.communicate()
+        wall = time.time() - t0
+        watcher.join()
+        case: dict[str, object] = {}
+        if report.exists():
+            cases = json.loads(report.read_text())["cases"]
+            case = next((c for c in cases if c.get("task") == task), {})
+        predictions = Path(str(report).removesuffix(".json") + ".predictions.jsonl")
+        output = ""
+        if predictions.exists():
+            rows = [json.loads(line) for line in predictions.read_text().splitlines() if line.strip()]
+            output = str(rows[0].get("prediction", "")) if rows else ""
+    return {
+        "backend": backend,
+        "length": length,
+        "wall_s": wall,
+        "peak_mb": peak[0] / 2**20,
+        "prompt_tokens": case.get("input_tokens_max") or case.get("fill_min"),
+        "verdict": case.get("verdict"),
+        "output": output[:40],
+        "exit": proc.returncode,
+        "tail": "" if proc.returncode == 0 else out[-1500:],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lengths", default="32k,256k")
+    ap.add_argument("--backends", default="hf,vllm")
+    ap.add_argument("--task", default="niah_single_1")
+    ap.add_argument("--model", default="fixtures/tiny-llama-niah")
+    args = ap.parse_args()
+    lengths = parse_lengths(args.lengths)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    for backend in args.backends.split(","):
+        rows = []
+        for length in lengths:
+            row = run_one(backend, length, args.task, args.model)
+            rows.append(row)
+            print(
+                f"{backend:5} {format_length(length):>5}: {row['wall_s']:7.1f} s, peak {row['peak_mb']:7.0f} MB "
+                f"(process tree), prompt {row['prompt_tokens']} tokens, {row['verdict']}, output "
+                f"{row['output']!r}, exit {row['exit']}",
+                flush=True,
+            )
+            if row["exit"] not in (0, 1):  # 1: the case ran but failed its floor (the tiny model at 256K)
+                print(row["tail"])
+        first, last = rows[0], rows[-1]
+        if len(rows) > 1:
+            print(
+                f"{backend:5} {format_length(last['length'])}/{format_length(first['length'])}: "  # type: ignore[arg-type]
+                f"{last['length'] / first['length']:.0f}x the length, "  # type: ignore[operator]
+                f"{last['wall_s'] / first['wall_s']:.2f}x the time, "  # type: ignore[operator]
+                f"{last['peak_mb'] / first['peak_mb']:.2f}x the peak memory",  # type: ignore[operator]
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
