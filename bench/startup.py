@@ -2,12 +2,14 @@
 
     python bench/startup.py [--rounds 5] [--model fixtures/tiny-llama-niah]
 
-Each round runs, in alternating order, ``python -c "import torch, transformers"`` (the floor: any HF run pays it)
-and ``pytest --model MODEL --lengths 256 --samples 1 -k niah_single_1`` with a fresh cache folder (so the case is
-generated, not read back). The suite's time is taken when its first case's report is made (a probe plugin writes
-the clock), from just before the process was started. One warm-up of each first: a user's second run finds Python's
-bytecode written, so ``PYTHONDONTWRITEBYTECODE`` is dropped from both commands' environment. Prints each round and
-the ratio of medians.
+Each round runs, in rotating order, ``python -c "import torch, transformers"`` (the baseline the ratio is taken
+against), the same plus loading MODEL's tokenizer and weights with transformers' Auto classes (what any HF run
+pays before its first token: transformers imports its model-loading machinery then, not at ``import
+transformers``), and ``pytest --model MODEL --lengths 256 --samples 1 -k niah_single_1`` with a fresh cache folder
+(so the case is generated, not read back). The suite's time is taken when its first case's report is made (a
+probe plugin writes the clock), from just before the process was started. One warm-up of each first: a user's
+second run finds Python's bytecode written, so ``PYTHONDONTWRITEBYTECODE`` is dropped from every command's
+environment. Prints each round and the ratios of medians.
 """
 
 from __future__ import annotations
@@ -34,9 +36,16 @@ def pytest_runtest_logreport(report):
 """
 
 
-def run_imports(env: dict[str, str]) -> float:
+IMPORTS = "import torch, transformers"
+LOAD = (
+    IMPORTS + "; import sys; transformers.AutoTokenizer.from_pretrained(sys.argv[1]); "
+    "transformers.AutoModelForCausalLM.from_pretrained(sys.argv[1])"
+)
+
+
+def run_python(env: dict[str, str], code: str, *args: str) -> float:
     t0 = time.time()
-    subprocess.run([sys.executable, "-c", "import torch, transformers"], env=env, check=True)
+    subprocess.run([sys.executable, "-c", code, *args], env=env, check=True, cwd=ROOT)
     return time.time() - t0
 
 
@@ -68,26 +77,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as probe:
         probe_dir = Path(probe)
         (probe_dir / "startup_probe.py").write_text(PROBE)
-        run_imports(env), run_suite(env, args.model, probe_dir)  # warm-up: bytecode written, files in the page cache
-        imports, first, whole = [], [], []
+        # warm-up: bytecode written, files in the page cache
+        run_python(env, IMPORTS), run_python(env, LOAD, args.model), run_suite(env, args.model, probe_dir)
+        imports: list[float] = []
+        loads: list[float] = []
+        first: list[tuple[float, float]] = []
         for i in range(args.rounds):
-            pair = [
-                lambda: imports.append(run_imports(env)),
+            steps = [
+                lambda: imports.append(run_python(env, IMPORTS)),
+                lambda: loads.append(run_python(env, LOAD, args.model)),
                 lambda: first.append(run_suite(env, args.model, probe_dir)),
             ]
-            for step in pair if i % 2 == 0 else reversed(pair):  # alternate which goes first
+            for step in steps[i % 3 :] + steps[: i % 3]:  # rotate which goes first
                 step()
-            whole.append(first[-1][1])
             print(
-                f"round {i + 1}: import torch, transformers {imports[-1]:.2f} s; "
-                f"suite's first case {first[-1][0]:.2f} s "
-                f"(process {first[-1][1]:.2f} s)",
+                f"round {i + 1}: import torch, transformers {imports[-1]:.2f} s; + load the model "
+                f"{loads[-1]:.2f} s; suite's first case {first[-1][0]:.2f} s (process {first[-1][1]:.2f} s)",
                 flush=True,
             )
-    a, b = statistics.median(imports), statistics.median(f for f, _ in first)
+    a, b = statistics.median(imports), statistics.median(loads)
+    c = statistics.median(f for f, _ in first)
     print(
-        f"median: import torch, transformers {a:.2f} s; time to the first case finished {b:.2f} s "
-        f"(whole process {statistics.median(whole):.2f} s); ratio {b / a:.2f}x"
+        f"median: import torch, transformers {a:.2f} s; + load the model {b:.2f} s ({b / a:.2f}x); time to the "
+        f"first case finished {c:.2f} s (whole process {statistics.median(w for _, w in first):.2f} s); "
+        f"ratio {c / a:.2f}x the imports, {c / b:.2f}x the imports and the load"
     )
 
 

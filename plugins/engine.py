@@ -10,6 +10,7 @@ says why, with the tail of the server's log.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 
 from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer
 from ctxgate.backends.devices import visible_gpus
+from ctxgate.backends.overrides import OverrideError, applied
 from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python, replica_devices, start_all
 
 from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, Settings
@@ -195,7 +197,7 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
     folder = Path(run.model_dir or "")
     python = find_python(engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent])
     budget = max(t.tokens_to_generate for t in all_tasks())
-    limit = _position_limit(folder)
+    changes, limit = _window(folder, run)
     longest = max(run.lengths) + budget
     max_len = longest if run.force_lengths or limit is None else min(longest, limit)
     specs = [
@@ -208,6 +210,7 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
             run.dtype,
             engine.vllm_args,
             long_context=bool(limit and max_len > limit),
+            hf_overrides=json.dumps(changes, sort_keys=True) if changes else None,
         )
         for devices in replica_devices(visible_gpus(), engine.tp)
     ]
@@ -215,13 +218,12 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
     return start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
 
 
-def _position_limit(folder: Path) -> int | None:
-    import json
-
+def _window(folder: Path, run: Settings) -> tuple[dict[str, Any], int | None]:
+    """The config changes the server gets (--hf-overrides) and the window the config then covers."""
     try:
-        return int(json.loads((folder / "config.json").read_text("utf-8"))["max_position_embeddings"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        return applied(folder, run.overrides)
+    except OverrideError:
+        return {}, None  # an unreadable config: the server's own start says what is wrong
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -8,6 +8,7 @@ registers it, and it holds no assertion worth rewriting.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,6 +16,9 @@ import pytest
 
 from ctxgate.backends.base import DTYPES
 from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, check_checkpoint, resolve_model
+from ctxgate.backends.overrides import ConfigOverrides, OverrideError
+from ctxgate.backends.overrides import applied as apply_overrides
+from ctxgate.backends.overrides import parse as parse_overrides
 from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
@@ -52,6 +56,7 @@ class Settings:
     ignore_remote_code: bool = False
     model_dir: str | None = None  # --model resolved to a local folder (a hub id: its cached snapshot)
     allow_weight_mismatch: bool = False
+    overrides: ConfigOverrides = ConfigOverrides()  # --rope-scaling, --model-override
     thresholds_found: str = ""  # how the thresholds file was found, or where none was: for the header
 
 
@@ -128,6 +133,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "of another shape) as transformers loads it, missing tensors random; refused without it",
     )
     g.addoption("--force-lengths", action="store_true", help="run lengths beyond the model's max positions")
+    g.addoption(
+        "--rope-scaling",
+        default=None,
+        metavar="JSON",
+        help="RoPE settings merged into the checkpoint's own for context extension, e.g. "
+        """'{"rope_type": "yarn", "factor": 4.0}'; the window they give is the length limit""",
+    )
+    g.addoption(
+        "--model-override",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="set a config.json key before loading (VALUE is JSON, else text; repeatable), e.g. rope_theta=1000000",
+    )
     g.addoption("--cache-dir", default=None, help="generation cache folder (default: ./.ctxgate-cache)")
     g.addoption("--no-cache", action="store_true", help="neither read nor write the generation cache")
     g.addoption("--baseline", default=None, help="a previous --report JSON: fail cases that regressed against it")
@@ -227,6 +246,7 @@ def read(config: pytest.Config) -> None:
         helmet_compat=config.getoption("--helmet-compat"),
         ignore_remote_code=config.getoption("--ignore-remote-code"),
         allow_weight_mismatch=config.getoption("--allow-weight-mismatch"),
+        overrides=_overrides(config),
     )
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
@@ -265,18 +285,28 @@ def read(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = _checked_model(config, settings)
 
 
+def _overrides(config: pytest.Config) -> ConfigOverrides:
+    try:
+        return parse_overrides(config.getoption("--rope-scaling"), config.getoption("--model-override"))
+    except OverrideError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     settings = config.stash.get(SETTINGS_KEY, None)
     thresholds = config.stash.get(THRESHOLDS_KEY, None)
     if settings is None or settings.model is None or thresholds is None:
         return None
+    lines = []
+    if settings.overrides:
+        lines.append(f"ctxgate model config overrides: {json.dumps(settings.overrides.describe())}")
     if not settings.thresholds_path:
-        return [
+        return lines + [
             f"ctxgate thresholds: {settings.thresholds_found}; no floors, so the floors gate checks nothing "
             "(pass --thresholds PATH)"
         ]
     gated = thresholds.default_floor > 0 or any(rule.value > 0 for rule in thresholds.floors)
-    return [
+    return lines + [
         f"ctxgate thresholds: {settings.thresholds_path} ({settings.thresholds_found}; "
         f"{len(thresholds.floors)} floor rule(s), default floor {thresholds.default_floor:g}, rule "
         f"{thresholds.rule!r})"
@@ -289,7 +319,9 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     and checked; a broken checkpoint is recorded for the run to report instead of loading it."""
     if settings.backend == "openai":  # a server you run; --model names it, or is its checkpoint's folder
         folder = Path(settings.model or "").expanduser()
-        return replace(settings, model_dir=str(folder) if folder.is_dir() else None)
+        settings = replace(settings, model_dir=str(folder) if folder.is_dir() else None)
+        _check_overrides(settings, settings.model_dir or config.getoption("--tokenizer"))
+        return settings
     if settings.backend == TEST_BACKEND:
         if not Path(settings.model or "").is_file():
             raise pytest.UsageError(
@@ -301,6 +333,7 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     except ModelNotFound as exc:
         raise pytest.UsageError(str(exc)) from None
     settings = replace(settings, model_dir=str(folder))
+    _check_overrides(settings, str(folder))
     try:
         check_checkpoint(
             folder,
@@ -312,6 +345,22 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return settings
     return settings  # --backend vllm: the engine plugin starts its servers on this folder
+
+
+def _check_overrides(settings: Settings, folder: str | None) -> None:
+    """The overrides against the config they change: a key it does not have, or no config to change, is a usage
+    error before anything loads."""
+    if not settings.overrides:
+        return
+    if folder is None or not Path(folder).is_dir():
+        raise pytest.UsageError(
+            "--rope-scaling/--model-override need the checkpoint's config.json: pass --model (or --tokenizer) as the "
+            "served checkpoint's folder"
+        )
+    try:
+        apply_overrides(folder, settings.overrides)
+    except OverrideError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _collect_the_suite(config: pytest.Config) -> None:

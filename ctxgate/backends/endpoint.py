@@ -86,12 +86,14 @@ class EndpointBackend:
         diagnose: Callable[[], str] | None = None,
         name: str = "openai",
         engine: dict[str, Any] | None = None,
+        expected_window: int | None = None,
     ) -> None:
         """``diagnose``: what to add when a server goes away (the suite's own vLLM servers: their log's tail).
         ``name``: "openai" for servers the user runs, "vllm" for the suite's own (reports and cache keys say which).
         ``local_fingerprint``: the checkpoint folder's fingerprint, when the served weights are known to be that
         folder's. ``engine``: every engine setting that changes a generation (dtype, tensor parallelism, the extra
-        server arguments: quantization, KV-cache dtype), for the cache key."""
+        server arguments: quantization, KV-cache dtype), for the cache key. ``expected_window``: the max context
+        the config overrides give; a server whose max model length is another was not started with them."""
         import openai
 
         self.name = name
@@ -117,6 +119,15 @@ class EndpointBackend:
             )
         lengths = [r.max_model_len for r in self.replicas if r.max_model_len]
         self.max_positions: int | None = min(lengths) if lengths else None
+        if expected_window is not None:
+            for r in self.replicas:
+                if r.max_model_len != expected_window:
+                    raise EndpointError(
+                        f"{redact_url(r.url)} serves {r.model!r} with a max model length of {r.max_model_len}, but "
+                        f"--rope-scaling/--model-override give a window of {expected_window}: the server was not "
+                        "started with these settings. Start it with them (vLLM: --hf-overrides with the same "
+                        "JSON; --max-model-len the window), or drop the options"
+                    )
         self.concurrency = settings.concurrency * len(self.replicas)
         served = {
             "model": models[0],

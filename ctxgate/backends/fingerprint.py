@@ -14,6 +14,9 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
+
+from ctxgate.backends.overrides import ConfigOverrides
 
 _META = (
     "config.json",
@@ -72,6 +75,15 @@ def file_digest(path: Path) -> str:
             return digest
     except (OSError, Timeout, UnicodeDecodeError):
         return _hash(path)
+
+
+def with_overrides(fingerprint: dict[str, Any], overrides: ConfigOverrides) -> dict[str, Any]:
+    """The fingerprint of the model as loaded: the checkpoint's, and the config overrides applied to it (two
+    RoPE settings on one checkpoint are two models, and never share cached outputs)."""
+    if not overrides:
+        return fingerprint
+    combined = hashlib.sha256(f"{fingerprint['sha256']}\0{overrides.sha256}".encode()).hexdigest()
+    return {**fingerprint, "sha256": combined, "checkpoint_sha256": fingerprint["sha256"], **overrides.describe()}
 
 
 def checkpoint_fingerprint(model: str) -> dict[str, str]:

@@ -12,13 +12,15 @@ batch-1 speed), so ``auto`` stays at 1 there.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request
+from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request, Window, model_window
 from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint
+from ctxgate.backends.overrides import ConfigOverrides, OverrideError, applied, window
 from ctxgate.textcodec import HFTokenizer
 
 AUTO_BATCH_MAX = 32  # beyond this the decode step stops being bound by weight reads on current GPUs
@@ -82,6 +84,24 @@ def weights_mismatch(info: dict[str, Any], model: str) -> str | None:
     )
 
 
+def check_applied(config: Any, changes: dict[str, Any], model: str) -> None:
+    """transformers may read a setting its own way (a bare ``rope_scaling`` loses ``rope_theta``): each change
+    must be in the loaded config as given, or the run would evaluate another model than the one asked for."""
+    loaded = config.to_dict()
+    for key, value in changes.items():
+        got = loaded.get(key)
+        if isinstance(value, dict) and isinstance(got, dict):
+            differs = {k: (v, got.get(k)) for k, v in value.items() if got.get(k) != v}
+        else:
+            differs = {} if got == value else {key: (value, got)}
+        if differs:
+            k, (wanted, found) = next(iter(differs.items()))
+            raise BackendError(
+                f"{model}: transformers loaded {key}{'.' + k if k != key else ''} as {found!r}, not the {wanted!r} "
+                "asked for: check --rope-scaling/--model-override against the model's config class"
+            )
+
+
 class HFBackend:
     name = "hf"
 
@@ -97,9 +117,11 @@ class HFBackend:
         batch_size: int | None = 1,
         device_map: str | None = None,
         allow_weight_mismatch: bool = False,
+        overrides: ConfigOverrides | None = None,
     ) -> None:
         """``batch_size`` None: ``auto`` (1 on CPU; on a GPU as many as fit, see ``batch_limit``). ``device_map``
-        "auto": the model is spread over every GPU this process sees (accelerate's placement)."""
+        "auto": the model is spread over every GPU this process sees (accelerate's placement). ``overrides``:
+        config changes for context extension, applied before the weights load."""
         import torch
         import transformers
 
@@ -125,12 +147,26 @@ class HFBackend:
             attn = "flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") else "sdpa"
         self.attn = attn
         self.dtype = _pick_dtype(torch, dtype, cuda)
+        self.overrides = overrides or ConfigOverrides()
+        changes: dict[str, Any] = {}
+        if self.overrides:
+            try:
+                changes = applied(model, self.overrides)[0]
+            except OverrideError as exc:
+                raise BackendError(str(exc)) from None
         verbosity = transformers.logging.get_verbosity()
         transformers.logging.set_verbosity_error()  # its load table is replaced by one line below
         try:
             tok = transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
+            extra: dict[str, Any] = {}
+            if changes:
+                extra["config"] = transformers.AutoConfig.from_pretrained(
+                    model, trust_remote_code=trust_remote_code, **changes
+                )
+                check_applied(extra["config"], changes, model)
             loading: Any = transformers.AutoModelForCausalLM.from_pretrained(
                 model,
+                **extra,
                 dtype=self.dtype,
                 attn_implementation=attn,
                 trust_remote_code=trust_remote_code,
@@ -160,7 +196,8 @@ class HFBackend:
         eos.update(gen_eos if isinstance(gen_eos, list) else [gen_eos] if gen_eos is not None else [])
         self.eos_ids = sorted(eos)
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids or [0])[0]
-        self.max_positions: int | None = getattr(self.model.config, "max_position_embeddings", None)
+        # the window the config covers as transformers applies its RoPE settings (a linear or YaRN factor scales it)
+        self.max_positions: int | None = window(self.model.config.to_dict())
         self.model_path = model
         self.batch_size = batch_size
         self.token_cap: int | None = None  # batch tokens known to run out of memory, halved: never tried again
@@ -250,6 +287,14 @@ class HFBackend:
         stopped = bool(new) and new[-1] in self.eos_ids
         text = str(self.hf_tokenizer.decode(new, skip_special_tokens=True))
         return Generation(text, len(new), "stop" if stopped or len(new) < params.max_new_tokens else "length")
+
+    def window_of(self, limit: int) -> Window:
+        if not self.overrides:
+            return model_window(limit)
+        return Window(
+            f"the window the model's config gives with {json.dumps(self.overrides.describe())} ({limit})",
+            "pass --force-lengths to run it beyond the window anyway",
+        )
 
     def cache_identity(self) -> dict[str, Any]:
         """What decides a generation besides the prompt and the weights: the numerics."""

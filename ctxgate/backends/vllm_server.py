@@ -133,6 +133,7 @@ class EngineSpec:
     dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
     extra_args: tuple[str, ...] = ()
     long_context: bool = False  # past the model's position limit (--force-lengths)
+    hf_overrides: str | None = None  # JSON: config changes (--rope-scaling, --model-override)
 
     @property
     def resolved_dtype(self) -> str:
@@ -160,6 +161,8 @@ class EngineSpec:
             "--generation-config",
             "vllm",
         ]  # vLLM's own defaults: no sampling settings from the checkpoint
+        if self.hf_overrides:
+            cmd += ["--hf-overrides", self.hf_overrides]
         if not self.devices:
             cmd.append("--enforce-eager")  # CPU: no graph capture to wait for
         return cmd + list(self.extra_args)

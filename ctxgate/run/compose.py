@@ -18,6 +18,7 @@ from typing import Any
 
 from ctxgate.backends.base import Backend
 from ctxgate.backends.endpoint import EndpointSettings
+from ctxgate.backends.overrides import ConfigOverrides
 from ctxgate.judge.client import JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
@@ -51,6 +52,7 @@ class ModelSpec:
     allow_pickle: bool = False
     allow_weight_mismatch: bool = False
     ignore_remote_code: bool = False
+    overrides: ConfigOverrides = ConfigOverrides()  # context-extension settings applied to the loaded config
     batch_size: int | None = None  # hf: None is auto (1 on CPU)
     device_map: str | None = None
     served: Served | None = None  # openai / vllm
@@ -116,6 +118,7 @@ def load_backend(spec: ModelSpec) -> Backend:
         batch_size=spec.batch_size,
         device_map=spec.device_map,
         allow_weight_mismatch=spec.allow_weight_mismatch,
+        overrides=spec.overrides,
     )
 
 
@@ -123,7 +126,8 @@ def _endpoint_backend(spec: ModelSpec) -> Backend:
     import transformers
 
     from ctxgate.backends.endpoint import EndpointBackend
-    from ctxgate.backends.fingerprint import checkpoint_fingerprint
+    from ctxgate.backends.fingerprint import checkpoint_fingerprint, with_overrides
+    from ctxgate.backends.overrides import applied
     from ctxgate.backends.vllm_server import VLLMServer
 
     assert spec.served is not None, "--backend openai/vllm needs its servers"
@@ -134,14 +138,19 @@ def _endpoint_backend(spec: ModelSpec) -> Backend:
     def server_log() -> str:  # --backend vllm: what the server said before it went away
         return "; ".join(VLLMServer.tail_of(p) for p in logs)
 
+    local = checkpoint_fingerprint(spec.model_dir) if spec.model_dir else None
+    # the window the settings give: a server you run must have been started with them (vLLM derives its max
+    # model length from them); the suite's own servers were
+    expected = applied(spec.model_dir or served.tokenizer, spec.overrides)[1] if spec.overrides else None
     return EndpointBackend(
         served.endpoint,
         tokenizer,
         served.tokenizer,
-        checkpoint_fingerprint(spec.model_dir) if spec.model_dir else None,
+        with_overrides(local, spec.overrides) if local else None,
         diagnose=server_log if logs else None,
         name=spec.backend,
         engine=dict(served.engine),
+        expected_window=expected if spec.backend == "openai" else None,
     )
 
 
@@ -190,7 +199,7 @@ def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedM
 def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str) -> dict[str, Any]:
     from importlib import metadata
 
-    from ctxgate.backends.fingerprint import checkpoint_fingerprint
+    from ctxgate.backends.fingerprint import checkpoint_fingerprint, with_overrides
     from ctxgate.data.haystacks import load_essay
 
     packages = {}
@@ -201,7 +210,7 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
             continue
     template = "".join(encoder.chat_parts()) if chat in ("on", "task") else None
     fingerprint = (
-        checkpoint_fingerprint(spec.model_dir or spec.model)
+        with_overrides(checkpoint_fingerprint(spec.model_dir or spec.model), spec.overrides)
         if spec.backend == "hf"
         else getattr(backend, "fingerprint", None)  # what the server or script says
     )
@@ -210,6 +219,7 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
         "model_fingerprint": fingerprint,
         "backend": backend.describe(),
         "model_dir": spec.model_dir,
+        "model_overrides": spec.overrides.describe() or None,
         "ignore_remote_code": spec.ignore_remote_code,
         "weights_mismatch": getattr(backend, "weights_problem", None),  # let through by --allow-weight-mismatch
         "seed": spec.seed,

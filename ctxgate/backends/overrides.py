@@ -1,0 +1,171 @@
+"""Config overrides for context extension: ``--rope-scaling JSON`` and ``--model-override KEY=VALUE``.
+
+Teams extend a model's context by changing its RoPE settings (linear, dynamic NTK, YaRN, Llama 3 scaling; a
+larger ``rope_theta`` or ``max_position_embeddings``), with no training or after a short run. The settings are
+applied to the loaded config alike for every backend (HF: ``from_pretrained(config=...)``; vLLM:
+``--hf-overrides``), enter the fingerprint and the cache key, and give the window lengths are checked against.
+
+``--rope-scaling`` is merged into the config's own RoPE dictionary (``rope_parameters`` in transformers 5, or a
+legacy ``rope_scaling``), never put in place of it: transformers 5 drops ``rope_theta`` when a bare
+``rope_scaling`` is passed, which would evaluate another model than the one meant.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCALED_BY_FACTOR = ("linear", "dynamic", "yarn")  # window = original positions x factor, as transformers reads them
+
+
+class OverrideError(ValueError):
+    """An override that cannot be applied; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class ConfigOverrides:
+    """The top-level config keys to set, with their JSON values, in the order given (a later one wins)."""
+
+    rope: tuple[tuple[str, Any], ...] = ()  # --rope-scaling, merged into the RoPE dictionary
+    keys: tuple[tuple[str, Any], ...] = ()  # --model-override KEY=VALUE
+
+    def __bool__(self) -> bool:
+        return bool(self.rope or self.keys)
+
+    def describe(self) -> dict[str, Any]:
+        """For the header, the report and the cache key: what was asked, as given."""
+        out: dict[str, Any] = {}
+        if self.rope:
+            out["rope_scaling"] = dict(self.rope)
+        if self.keys:
+            out["overrides"] = dict(self.keys)
+        return out
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(json.dumps(self.describe(), sort_keys=True).encode()).hexdigest()
+
+    def resolve(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The top-level keys to set on ``config`` (a config.json's dictionary): each override, and the RoPE
+        dictionary with ``--rope-scaling`` merged in. The same dictionary goes to transformers and to vLLM."""
+        changes: dict[str, Any] = dict(self.keys)
+        key = rope_key(config)
+        rope = dict(self.rope)
+        if key == "rope_parameters" and "rope_theta" in changes:
+            rope = {"rope_theta": changes.pop("rope_theta"), **rope}  # transformers 5 keeps the base inside
+        if rope:
+            base = changes.get(key, config.get(key))
+            merged = dict(base) if isinstance(base, dict) else {}
+            if key == "rope_parameters" and "rope_theta" not in merged and "rope_theta" in config:
+                merged["rope_theta"] = config["rope_theta"]  # a config that kept it at the top level
+            merged.update(rope)
+            changes[key] = merged
+        return changes
+
+
+def rope_key(config: dict[str, Any]) -> str:
+    """Where the config keeps its RoPE settings: transformers 5's ``rope_parameters``, unless it has only the
+    legacy ``rope_scaling``."""
+    if "rope_parameters" not in config and "rope_scaling" in config:
+        return "rope_scaling"
+    return "rope_parameters"
+
+
+def parse(rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | None) -> ConfigOverrides:
+    """The two options as given on the command line; a malformed one is an OverrideError naming it."""
+    rope: tuple[tuple[str, Any], ...] = ()
+    if rope_scaling:
+        try:
+            given = json.loads(rope_scaling)
+        except json.JSONDecodeError as exc:
+            raise OverrideError(
+                f"--rope-scaling {rope_scaling!r} is not JSON ({exc.msg}): e.g. "
+                """--rope-scaling '{"rope_type": "yarn", "factor": 4.0}'"""
+            ) from None
+        if not isinstance(given, dict) or not given:
+            raise OverrideError(
+                f"--rope-scaling {rope_scaling!r} must be a JSON object: e.g. "
+                """--rope-scaling '{"rope_type": "linear", "factor": 2.0}'"""
+            )
+        if "type" in given and "rope_type" not in given:
+            given["rope_type"] = given.pop("type")  # the legacy spelling
+        rope = tuple(given.items())
+    keys: dict[str, Any] = {}
+    for item in overrides or ():
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not key.isidentifier():
+            raise OverrideError(
+                f"--model-override {item!r} is not KEY=VALUE: e.g. --model-override max_position_embeddings=32768"
+            )
+        try:
+            keys[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            keys[key] = raw  # a plain string: --model-override attn_logit_softcapping=none stays text
+    return ConfigOverrides(rope, tuple(keys.items()))
+
+
+def check_keys(changes: dict[str, Any], known: set[str], where: str) -> None:
+    """A key the config does not have is a typo far more often than a new setting: refused, with the nearest
+    known key."""
+    for key in changes:
+        if key not in known:
+            near = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise OverrideError(
+                f"--model-override {key}: {where} has no such setting{hint}; use a key of its config.json"
+            )
+
+
+def window(config: dict[str, Any]) -> int | None:
+    """The positions a config covers, as transformers applies its RoPE settings: linear, dynamic and YaRN scale
+    the original positions (``original_max_position_embeddings``, else ``max_position_embeddings``) by the
+    factor; Llama 3 and LongRoPE configs state the extended window in ``max_position_embeddings`` already."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    assert isinstance(text, dict)
+    positions = text.get("max_position_embeddings")
+    rope = text.get(rope_key(text)) or {}
+    if not isinstance(positions, int):
+        return None
+    if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in SCALED_BY_FACTOR:
+        factor = rope.get("factor")
+        if isinstance(factor, (int, float)) and factor > 0:
+            original = rope.get("original_max_position_embeddings") or positions
+            return int(original * factor)
+    return positions
+
+
+def read_config(folder: str | Path) -> dict[str, Any]:
+    try:
+        found = json.loads((Path(folder) / "config.json").read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise OverrideError(f"the overrides need {folder}/config.json, which cannot be read ({exc})") from None
+    if not isinstance(found, dict):
+        raise OverrideError(f"{folder}/config.json is not a JSON object")
+    return found
+
+
+# keys a config may leave to its class's defaults but a context extension sets
+EXTENSION_KEYS = frozenset(
+    {
+        "rope_parameters",
+        "rope_scaling",
+        "rope_theta",
+        "max_position_embeddings",
+        "sliding_window",
+        "partial_rotary_factor",
+    }
+)
+
+
+def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, Any], int | None]:
+    """The changes to make to ``folder``'s config, and the window the result covers. A ``--model-override`` key
+    that config.json does not have (nor is one of EXTENSION_KEYS) is refused as a likely typo."""
+    config = read_config(folder)
+    check_keys(dict(overrides.keys), set(config) | EXTENSION_KEYS, f"{folder}/config.json")
+    changes = overrides.resolve(config)
+    return changes, window({**config, **changes})
