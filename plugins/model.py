@@ -42,6 +42,7 @@ def model_spec(config: pytest.Config) -> ModelSpec:
         allow_weight_mismatch=run.allow_weight_mismatch,
         ignore_remote_code=run.ignore_remote_code,
         overrides=run.overrides,
+        base_model=run.base_model,
         batch_size=hf.batch_size,
         device_map=hf.device_map,
         served=_served(run, config.stash[ENGINE_KEY]) if run.backend in ("openai", "vllm") else None,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxgate.backends.adapters import find_adapter, is_adapter
 from ctxgate.backends.base import DTYPES
 from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, check_checkpoint, resolve_model
 from ctxgate.backends.overrides import ConfigOverrides, OverrideError
@@ -57,6 +58,7 @@ class Settings:
     model_dir: str | None = None  # --model resolved to a local folder (a hub id: its cached snapshot)
     allow_weight_mismatch: bool = False
     overrides: ConfigOverrides = ConfigOverrides()  # --rope-scaling, --model-override
+    base_model: str | None = None  # --model is a PEFT adapter: its base model's folder, resolved and checked
     thresholds_found: str = ""  # how the thresholds file was found, or where none was: for the header
 
 
@@ -133,6 +135,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "of another shape) as transformers loads it, missing tensors random; refused without it",
     )
     g.addoption("--force-lengths", action="store_true", help="run lengths beyond the model's max positions")
+    g.addoption(
+        "--base-model",
+        default=None,
+        help="--model is a PEFT adapter folder: its base model (default: the adapter's base_model_name_or_path)",
+    )
     g.addoption(
         "--rope-scaling",
         default=None,
@@ -333,6 +340,18 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     except ModelNotFound as exc:
         raise pytest.UsageError(str(exc)) from None
     settings = replace(settings, model_dir=str(folder))
+    if is_adapter(folder):
+        try:
+            adapter = find_adapter(folder, config.getoption("--base-model"), settings.allow_pickle)
+        except CheckpointError as exc:
+            config.stash[STARTUP_ERROR_KEY] = str(exc)
+            return settings
+        folder = adapter.base
+        settings = replace(settings, base_model=str(folder))
+    elif config.getoption("--base-model"):
+        raise pytest.UsageError(
+            f"--base-model is for a PEFT adapter folder, and {folder} has no adapter_config.json: drop --base-model"
+        )
     _check_overrides(settings, str(folder))
     try:
         check_checkpoint(

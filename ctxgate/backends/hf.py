@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ctxgate.backends.adapters import apply_adapter, find_adapter
 from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request, Window, model_window
 from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint
 from ctxgate.backends.overrides import ConfigOverrides, OverrideError, applied, window
@@ -118,10 +119,12 @@ class HFBackend:
         device_map: str | None = None,
         allow_weight_mismatch: bool = False,
         overrides: ConfigOverrides | None = None,
+        adapter: str | None = None,
     ) -> None:
         """``batch_size`` None: ``auto`` (1 on CPU; on a GPU as many as fit, see ``batch_limit``). ``device_map``
         "auto": the model is spread over every GPU this process sees (accelerate's placement). ``overrides``:
-        config changes for context extension, applied before the weights load."""
+        config changes for context extension, applied before the weights load. ``adapter``: a PEFT adapter folder
+        on ``model`` (checked), merged into its weights."""
         import torch
         import transformers
 
@@ -157,7 +160,10 @@ class HFBackend:
         verbosity = transformers.logging.get_verbosity()
         transformers.logging.set_verbosity_error()  # its load table is replaced by one line below
         try:
-            tok = transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
+            found = find_adapter(Path(adapter), model, allow_pickle) if adapter else None
+            tok = transformers.AutoTokenizer.from_pretrained(
+                str(found.tokenizer_dir) if found else model, trust_remote_code=trust_remote_code
+            )
             extra: dict[str, Any] = {}
             if changes:
                 extra["config"] = transformers.AutoConfig.from_pretrained(
@@ -180,6 +186,12 @@ class HFBackend:
         finally:
             transformers.logging.set_verbosity(verbosity)
         loaded, info = loading
+        if found is not None:
+            try:
+                loaded = apply_adapter(loaded, found)
+            except CheckpointError as exc:
+                raise BackendError(str(exc)) from None
+        self.adapter = found
         problem = weights_mismatch(info, model)
         if problem and not allow_weight_mismatch:
             raise BackendError(problem)
@@ -314,4 +326,5 @@ class HFBackend:
             "batch_size": "auto" if self.batch_size is None else self.batch_size,
             "device_map": self.device_map,
             "devices": sorted({str(p.device) for p in self.model.parameters()}),
+            **({"adapter": {**self.adapter.describe(), "applied": "merged"}} if self.adapter else {}),
         }

@@ -53,6 +53,7 @@ class ModelSpec:
     allow_weight_mismatch: bool = False
     ignore_remote_code: bool = False
     overrides: ConfigOverrides = ConfigOverrides()  # context-extension settings applied to the loaded config
+    base_model: str | None = None  # model_dir is a PEFT adapter on this base model (a checked folder)
     batch_size: int | None = None  # hf: None is auto (1 on CPU)
     device_map: str | None = None
     served: Served | None = None  # openai / vllm
@@ -110,7 +111,8 @@ def load_backend(spec: ModelSpec) -> Backend:
     from ctxgate.backends.hf import HFBackend
 
     return HFBackend(
-        spec.model_dir or spec.model,
+        spec.base_model or spec.model_dir or spec.model,
+        adapter=spec.model_dir if spec.base_model else None,
         dtype=spec.dtype,
         trust_remote_code=spec.trust_remote_code,
         allow_pickle=spec.allow_pickle,
@@ -126,7 +128,6 @@ def _endpoint_backend(spec: ModelSpec) -> Backend:
     import transformers
 
     from ctxgate.backends.endpoint import EndpointBackend
-    from ctxgate.backends.fingerprint import checkpoint_fingerprint, with_overrides
     from ctxgate.backends.overrides import applied
     from ctxgate.backends.vllm_server import VLLMServer
 
@@ -138,15 +139,16 @@ def _endpoint_backend(spec: ModelSpec) -> Backend:
     def server_log() -> str:  # --backend vllm: what the server said before it went away
         return "; ".join(VLLMServer.tail_of(p) for p in logs)
 
-    local = checkpoint_fingerprint(spec.model_dir) if spec.model_dir else None
+    local = local_fingerprint(spec) if spec.model_dir else None
     # the window the settings give: a server you run must have been started with them (vLLM derives its max
     # model length from them); the suite's own servers were
-    expected = applied(spec.model_dir or served.tokenizer, spec.overrides)[1] if spec.overrides else None
+    config_dir = spec.base_model or spec.model_dir or served.tokenizer
+    expected = applied(config_dir, spec.overrides)[1] if spec.overrides else None
     return EndpointBackend(
         served.endpoint,
         tokenizer,
         served.tokenizer,
-        with_overrides(local, spec.overrides) if local else None,
+        local,
         diagnose=server_log if logs else None,
         name=spec.backend,
         engine=dict(served.engine),
@@ -199,7 +201,6 @@ def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedM
 def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str) -> dict[str, Any]:
     from importlib import metadata
 
-    from ctxgate.backends.fingerprint import checkpoint_fingerprint, with_overrides
     from ctxgate.data.haystacks import load_essay
 
     packages = {}
@@ -210,15 +211,14 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
             continue
     template = "".join(encoder.chat_parts()) if chat in ("on", "task") else None
     fingerprint = (
-        with_overrides(checkpoint_fingerprint(spec.model_dir or spec.model), spec.overrides)
-        if spec.backend == "hf"
-        else getattr(backend, "fingerprint", None)  # what the server or script says
-    )
+        local_fingerprint(spec) if spec.backend == "hf" else getattr(backend, "fingerprint", None)
+    )  # else: what the server or script says
     return {
         "model": spec.model,
         "model_fingerprint": fingerprint,
         "backend": backend.describe(),
         "model_dir": spec.model_dir,
+        "base_model": spec.base_model,
         "model_overrides": spec.overrides.describe() or None,
         "ignore_remote_code": spec.ignore_remote_code,
         "weights_mismatch": getattr(backend, "weights_problem", None),  # let through by --allow-weight-mismatch
@@ -232,6 +232,21 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
         "packages": packages,
         "python": sys.version.split()[0],
     }
+
+
+def local_fingerprint(spec: ModelSpec) -> dict[str, Any]:
+    """The model as it is loaded from local files: the checkpoint (a PEFT adapter: its base and the adapter),
+    with the config overrides."""
+    from ctxgate.backends.fingerprint import checkpoint_fingerprint, with_overrides
+
+    if spec.base_model and spec.model_dir:
+        from ctxgate.backends.adapters import adapter_fingerprint, find_adapter
+
+        adapter = find_adapter(Path(spec.model_dir), spec.base_model, spec.allow_pickle)
+        found = adapter_fingerprint(adapter, checkpoint_fingerprint(spec.base_model))
+    else:
+        found = checkpoint_fingerprint(spec.model_dir or spec.model)
+    return with_overrides(found, spec.overrides)
 
 
 def _open_cache(spec: ModelSpec, meta: dict[str, Any], backend: Backend) -> GenerationCache | None:

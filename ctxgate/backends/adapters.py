@@ -1,0 +1,124 @@
+"""PEFT adapter folders as ``--model``: what LoRA fine-tuning and LongLoRA-style context extension save
+(``adapter_config.json`` and ``adapter_model.safetensors``, often with the tokenizer), without the base weights.
+
+The base is the folder ``--base-model`` names, else the adapter's own ``base_model_name_or_path`` (as saved: a
+path, tried as given and beside the adapter, or a hub id already in the local cache). Both are checked before any
+model loads, so a missing base or weights file is one line naming it and the fix. The adapter is applied with the
+``peft`` library and merged into the base weights: the predictions are those of the merged Hugging Face folder
+``merge_and_unload`` would save, and generation runs at the base model's speed. The fingerprint covers the base
+and the adapter, so two adapters on one base never share cached outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxgate.backends.checkpoint import TOKENIZER_FILES, CheckpointError, ModelNotFound, resolve_model
+
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+
+
+@dataclass(frozen=True)
+class Adapter:
+    folder: Path  # what --model named
+    base: Path  # the base model's folder
+    weights: Path
+    peft_type: str
+
+    @property
+    def has_tokenizer(self) -> bool:
+        """Trainer saves the tokenizer beside the adapter when it was given one; else the base's is the one."""
+        return any((self.folder / name).is_file() for name in TOKENIZER_FILES)
+
+    @property
+    def tokenizer_dir(self) -> Path:
+        return self.folder if self.has_tokenizer else self.base
+
+    def describe(self) -> dict[str, Any]:
+        return {"adapter": str(self.folder), "base_model": str(self.base), "peft_type": self.peft_type}
+
+
+def is_adapter(folder: Path) -> bool:
+    return (folder / ADAPTER_CONFIG).is_file() and not (folder / "config.json").is_file()
+
+
+def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = False) -> Adapter:
+    """The adapter in ``folder`` and its base, checked; CheckpointError names what is missing and the fix."""
+    path = folder / ADAPTER_CONFIG
+    try:
+        config = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{path} is not readable JSON ({exc}); restore it from the training run") from None
+    if not isinstance(config, dict) or not config.get("peft_type"):
+        raise CheckpointError(f"{path} names no peft_type: it is not a PEFT adapter config; restore it")
+    weights = next((folder / name for name in ADAPTER_WEIGHTS if (folder / name).is_file()), None)
+    if weights is None:
+        raise CheckpointError(
+            f"{folder} has {ADAPTER_CONFIG} but no adapter weights ({' or '.join(ADAPTER_WEIGHTS)}): the save was "
+            "cut short; restore the file from the training run"
+        )
+    if weights.suffix == ".bin" and not allow_pickle:
+        raise CheckpointError(
+            f"{weights} is a pickle file, which can run code when loaded: pass --allow-pickle if you trust it"
+        )
+    named = base_model or config.get("base_model_name_or_path")
+    if not named:
+        raise CheckpointError(f"{path} names no base_model_name_or_path: pass --base-model PATH (the base model)")
+    return Adapter(folder, _base_folder(str(named), folder, given=base_model is not None), weights, config["peft_type"])
+
+
+def _base_folder(named: str, adapter: Path, given: bool) -> Path:
+    source = "--base-model" if given else f"{adapter / ADAPTER_CONFIG}'s base_model_name_or_path"
+    beside = adapter / named
+    if not Path(named).expanduser().is_dir() and beside.is_dir():
+        return beside
+    try:
+        return resolve_model(named)
+    except ModelNotFound:
+        raise CheckpointError(
+            f"the adapter's base model {named!r} ({source}) is not there: pass --base-model PATH, the folder of the "
+            "model the adapter was trained on"
+        ) from None
+
+
+def adapter_fingerprint(adapter: Adapter, base: dict[str, str]) -> dict[str, Any]:
+    """The base's fingerprint combined with every file of the adapter that changes the outputs."""
+    from ctxgate.backends.fingerprint import file_digest
+
+    parts = {p.name: file_digest(p) for p in sorted(adapter.folder.iterdir()) if p.is_file() and _counts(p)}
+    combined = hashlib.sha256(
+        (base["sha256"] + "".join(f"\n{k}:{v}" for k, v in sorted(parts.items()))).encode()
+    ).hexdigest()
+    return {"sha256": combined, "base_sha256": base["sha256"], **{f"adapter:{k}": v for k, v in parts.items()}}
+
+
+def _counts(path: Path) -> bool:
+    return (
+        path.name in (ADAPTER_CONFIG, *ADAPTER_WEIGHTS)
+        or path.name in TOKENIZER_FILES
+        or path.name
+        in (
+            "tokenizer_config.json",
+            "special_tokens_map.json",
+            "chat_template.jinja",
+        )
+    )
+
+
+def apply_adapter(model: Any, adapter: Adapter) -> Any:
+    """The base model with the adapter merged into its weights."""
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise CheckpointError(
+            f"{adapter.folder} is a PEFT adapter: loading it needs the peft package (pip install 'ctxgate[peft]')"
+        ) from None
+    with warnings.catch_warnings():  # peft asks transformers a deprecated question while it loads
+        warnings.filterwarnings("ignore", category=FutureWarning, message=".*gradient_checkpointing.*")
+        return PeftModel.from_pretrained(model, str(adapter.folder)).merge_and_unload()

@@ -1,0 +1,89 @@
+"""PEFT adapter folders as --model, on adapters a real LoRA Trainer run saves (fixtures/training_runs.py): the
+suite's predictions are the merged Hugging Face folder's, each adapter is its own model for the cache, and a
+missing piece is one line naming it before any model loads."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ctxgate.backends.adapters import find_adapter
+from ctxgate.backends.checkpoint import CheckpointError
+from tests.conftest import TINY
+
+CASES = ("-k", "niah_single_1", "--lengths", "1k", "--samples", "4")
+
+
+@pytest.fixture(scope="module")
+def lora(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path]:
+    """Two saved adapters of one LoRA run (steps 2 and 4) and the step-4 adapter merged into a plain folder."""
+    from fixtures.training_runs import lora_run, merged
+
+    root = tmp_path_factory.mktemp("lora")
+    checkpoints = lora_run(root / "run", steps=4, save_every=2)
+    return checkpoints, merged(checkpoints[-1], root / "merged")
+
+
+def _predictions(report: Path) -> list[str]:
+    rows = report.with_suffix(".predictions.jsonl").read_text().splitlines()
+    return [json.loads(line)["prediction"] for line in rows if line.strip()]
+
+
+def test_an_adapter_predicts_as_its_merged_folder_and_is_its_own_model(lora, real_suite, pytester):
+    (step2, step4), merged = lora
+    reports = {}
+    for name, model in (("base", TINY), ("step2", step2), ("step4", step4), ("merged", merged)):
+        result = real_suite(*CASES, "--cache-dir", "cache", "--report", f"{name}.json", model=model)
+        assert result.ret == 0, result.stdout.str()[-2000:]
+        reports[name] = pytester.path / f"{name}.json"
+    assert _predictions(reports["step4"]) == _predictions(reports["merged"])
+    assert _predictions(reports["step4"]) != _predictions(reports["base"])  # the adapter is applied
+    runs = {k: json.loads(v.read_text())["run"] for k, v in reports.items()}
+    assert runs["step4"]["base_model"] == str(TINY.resolve()) or Path(runs["step4"]["base_model"]) == TINY
+    assert runs["step4"]["backend"]["adapter"]["applied"] == "merged"
+    fingerprints = {k: r["model_fingerprint"]["sha256"] for k, r in runs.items()}
+    assert len(set(fingerprints.values())) == 4
+    assert runs["step2"]["model_fingerprint"]["base_sha256"] == fingerprints["base"]
+    count = sqlite3.connect(pytester.path / "cache" / "generations.sqlite").execute(
+        "SELECT COUNT(DISTINCT namespace) FROM generations"
+    )
+    assert count.fetchone()[0] == 4  # two adapters on one base never share cached outputs
+
+
+def test_an_adapter_whose_base_is_gone_is_one_line_naming_it_and_the_flag(lora, real_suite, tmp_path):
+    (_, step4), _ = lora
+    moved = tmp_path / "adapter"
+    shutil.copytree(step4, moved)
+    config = json.loads((moved / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = str(tmp_path / "gone" / "tiny")
+    (moved / "adapter_config.json").write_text(json.dumps(config))
+    result = real_suite(*CASES, "--no-cache", model=moved)
+    out = result.stdout.str()
+    assert result.ret != 0 and "Traceback" not in out
+    assert f"the adapter's base model '{tmp_path / 'gone' / 'tiny'}'" in out and "pass --base-model PATH" in out
+    fixed = real_suite(*CASES, "--no-cache", "--base-model", str(TINY), model=moved)
+    assert fixed.ret == 0, fixed.stdout.str()[-2000:]
+
+
+def test_an_adapter_without_weights_or_with_pickle_is_named(lora, tmp_path):
+    (_, step4), _ = lora
+    folder = tmp_path / "adapter"
+    shutil.copytree(step4, folder)
+    (folder / "adapter_model.safetensors").rename(folder / "adapter_model.bin")
+    with pytest.raises(CheckpointError, match=r"adapter_model\.bin is a pickle file.*--allow-pickle"):
+        find_adapter(folder, None)
+    (folder / "adapter_model.bin").unlink()
+    with pytest.raises(CheckpointError, match=r"no adapter weights .*restore the file from the training run"):
+        find_adapter(folder, None)
+    (folder / "adapter_config.json").write_text("{}")
+    with pytest.raises(CheckpointError, match="names no peft_type"):
+        find_adapter(folder, None)
+
+
+def test_base_model_without_an_adapter_is_a_usage_error(real_suite):
+    result = real_suite(*CASES, "--base-model", str(TINY))
+    assert result.ret == 4 and "--base-model is for a PEFT adapter folder" in result.stderr.str()
