@@ -11,15 +11,18 @@ says why, with the tail of the server's log.
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ctxgate.backends.adapters import adapter_fingerprint, find_adapter, hf_folder, merged_model
 from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer
 from ctxgate.backends.devices import visible_gpus
 from ctxgate.backends.overrides import OverrideError, applied
+from ctxgate.backends.sharded import distributed_fingerprint, find_distributed, sharded_model
 from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python, replica_devices, start_all
 
 from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, Settings
@@ -176,7 +179,7 @@ def with_servers(config: pytest.Config, engine: EngineSettings, run: Settings) -
     """``--backend vllm`` on a checked checkpoint folder: the servers this process sends to. The controller starts
     them (a server that will not start is a startup error: the run then reports it); a worker gets its replica
     from the controller."""
-    engine = replace(engine, tokenizer=engine.tokenizer or run.model_dir)
+    engine = replace(engine, tokenizer=engine.tokenizer or _tokenizer_dir(run))
     worker = getattr(config, "workerinput", None)
     if worker is not None:
         return replace(engine, base_urls=(worker["ctxgate_vllm_url"],), server_logs=(worker["ctxgate_vllm_log"],))
@@ -194,10 +197,10 @@ def with_servers(config: pytest.Config, engine: EngineSettings, run: Settings) -
 def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list[VLLMServer]:
     from ctxgate.tasks.registry import all_tasks
 
-    folder = Path(run.model_dir or "")
+    folder = _served_folder(config, run)
     python = find_python(engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent])
     budget = max(t.tokens_to_generate for t in all_tasks())
-    changes, limit = _window(folder, run)
+    changes, limit = _window(Path(run.base_model or run.config_from or folder), run)
     longest = max(run.lengths) + budget
     max_len = longest if run.force_lengths or limit is None else min(longest, limit)
     specs = [
@@ -216,6 +219,43 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
     ]
     log_dir = Path(run.report).parent if run.report else Path(config.invocation_params.dir)
     return start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
+
+
+def _tokenizer_dir(run: Settings) -> str | None:
+    if run.base_model and run.model_dir:
+        return str(find_adapter(Path(run.model_dir), run.base_model, run.allow_pickle).tokenizer_dir)
+    if run.config_from and run.model_dir:
+        return str(find_distributed(Path(run.model_dir), run.config_from).tokenizer_dir)
+    return run.model_dir
+
+
+def _served_folder(config: pytest.Config, run: Settings) -> Path:
+    """The folder the servers load: the checkpoint, or for a PEFT adapter (merged into its base) or a torch
+    distributed checkpoint a Hugging Face folder written from it once, kept beside the generation cache (else in
+    a temporary folder removed with the run)."""
+    if not run.model_dir or not (run.base_model or run.config_from):
+        return Path(run.model_dir or "")
+    import tempfile
+
+    from ctxgate.backends.fingerprint import checkpoint_fingerprint
+
+    if run.base_model:
+        adapter = find_adapter(Path(run.model_dir), run.base_model, run.allow_pickle)
+        fingerprint = adapter_fingerprint(adapter, checkpoint_fingerprint(run.base_model))["sha256"]
+        tokenizer, build = adapter.tokenizer_dir, lambda: merged_model(adapter)
+    else:
+        sharded = find_distributed(Path(run.model_dir), run.config_from)
+        fingerprint = distributed_fingerprint(sharded)["sha256"]
+        tokenizer, build = sharded.tokenizer_dir, lambda: sharded_model(sharded)
+    if run.cache_dir:
+        root = Path(run.cache_dir) / "models"
+    else:
+        root = Path(tempfile.mkdtemp(prefix="ctxgate-model-"))
+        config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
+    try:
+        return hf_folder(fingerprint, root, tokenizer, build)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise EngineError(f"{run.model_dir} could not be written as a Hugging Face folder for vLLM: {exc}") from None
 
 
 def _window(folder: Path, run: Settings) -> tuple[dict[str, Any], int | None]:

@@ -43,6 +43,7 @@ def model_spec(config: pytest.Config) -> ModelSpec:
         ignore_remote_code=run.ignore_remote_code,
         overrides=run.overrides,
         base_model=run.base_model,
+        config_from=run.config_from,
         batch_size=hf.batch_size,
         device_map=hf.device_map,
         served=_served(run, config.stash[ENGINE_KEY]) if run.backend in ("openai", "vllm") else None,

@@ -16,10 +16,17 @@ import pytest
 
 from ctxgate.backends.adapters import find_adapter, is_adapter
 from ctxgate.backends.base import DTYPES
-from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, check_checkpoint, resolve_model
+from ctxgate.backends.checkpoint import (
+    CheckpointError,
+    ModelNotFound,
+    check_checkpoint,
+    check_tokenizer,
+    resolve_model,
+)
 from ctxgate.backends.overrides import ConfigOverrides, OverrideError
 from ctxgate.backends.overrides import applied as apply_overrides
 from ctxgate.backends.overrides import parse as parse_overrides
+from ctxgate.backends.sharded import check_shards, dcp_shards, deepspeed_error, find_distributed, is_deepspeed
 from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
@@ -59,6 +66,7 @@ class Settings:
     allow_weight_mismatch: bool = False
     overrides: ConfigOverrides = ConfigOverrides()  # --rope-scaling, --model-override
     base_model: str | None = None  # --model is a PEFT adapter: its base model's folder, resolved and checked
+    config_from: str | None = None  # --model is a torch distributed checkpoint: the folder of its config.json
     thresholds_found: str = ""  # how the thresholds file was found, or where none was: for the header
 
 
@@ -139,6 +147,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--base-model",
         default=None,
         help="--model is a PEFT adapter folder: its base model (default: the adapter's base_model_name_or_path)",
+    )
+    g.addoption(
+        "--config-from",
+        default=None,
+        help="--model is a torch distributed (FSDP) checkpoint: the folder of the config.json to build the model "
+        "from (default: beside the shards, the checkpoint folder, or the run folder above it)",
     )
     g.addoption(
         "--rope-scaling",
@@ -340,6 +354,8 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     except ModelNotFound as exc:
         raise pytest.UsageError(str(exc)) from None
     settings = replace(settings, model_dir=str(folder))
+    if dcp_shards(folder) is not None or is_deepspeed(folder):
+        return _checked_sharded(config, settings, folder)
     if is_adapter(folder):
         try:
             adapter = find_adapter(folder, config.getoption("--base-model"), settings.allow_pickle)
@@ -364,6 +380,23 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return settings
     return settings  # --backend vllm: the engine plugin starts its servers on this folder
+
+
+def _checked_sharded(config: pytest.Config, settings: Settings, folder: Path) -> Settings:
+    """A training run's sharded checkpoint: its config found and its shards all there, or the one line that says
+    what is missing (recorded for the run to report)."""
+    try:
+        if dcp_shards(folder) is None:
+            raise deepspeed_error(folder)
+        found = find_distributed(folder, config.getoption("--config-from"))
+        check_shards(found)
+        check_tokenizer(found.tokenizer_dir)
+    except CheckpointError as exc:
+        config.stash[STARTUP_ERROR_KEY] = str(exc)
+        return settings
+    settings = replace(settings, config_from=str(found.config_dir))
+    _check_overrides(settings, str(found.config_dir))
+    return settings
 
 
 def _check_overrides(settings: Settings, folder: str | None) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,34 @@ def apply_adapter(model: Any, adapter: Adapter) -> Any:
     with warnings.catch_warnings():  # peft asks transformers a deprecated question while it loads
         warnings.filterwarnings("ignore", category=FutureWarning, message=".*gradient_checkpointing.*")
         return PeftModel.from_pretrained(model, str(adapter.folder)).merge_and_unload()
+
+
+def hf_folder(fingerprint: str, root: Path, tokenizer_dir: Path, build: Callable[[], Any]) -> Path:
+    """A plain Hugging Face folder of a model that is not one on disk (an adapter merged into its base, a sharded
+    checkpoint), for an engine that loads folders (the suite's vLLM servers): ``root/model-<fingerprint>``, written
+    once from ``build()`` (atomically, under a lock: concurrent runs write it once) and reused while the
+    fingerprint is the same."""
+    import shutil
+
+    from filelock import FileLock
+
+    target = root / f"model-{fingerprint[:16]}"
+    root.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if (target / "config.json").is_file():
+            return target
+        import transformers
+
+        partial = root / f".{target.name}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        build().save_pretrained(partial)
+        transformers.AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(partial)
+        partial.rename(target)
+    return target
+
+
+def merged_model(adapter: Adapter) -> Any:
+    import torch
+    import transformers
+
+    return apply_adapter(transformers.AutoModelForCausalLM.from_pretrained(adapter.base, dtype=torch.float32), adapter)

@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.adapters import apply_adapter, find_adapter
+from ctxgate.backends.adapters import Adapter, apply_adapter, find_adapter
 from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request, Window, model_window
 from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint
 from ctxgate.backends.overrides import ConfigOverrides, OverrideError, applied, window
+from ctxgate.backends.sharded import DistributedCheckpoint, find_distributed, load_into
 from ctxgate.textcodec import HFTokenizer
 
 AUTO_BATCH_MAX = 32  # beyond this the decode step stops being bound by weight reads on current GPUs
@@ -120,11 +121,13 @@ class HFBackend:
         allow_weight_mismatch: bool = False,
         overrides: ConfigOverrides | None = None,
         adapter: str | None = None,
+        config_from: str | None = None,
     ) -> None:
         """``batch_size`` None: ``auto`` (1 on CPU; on a GPU as many as fit, see ``batch_limit``). ``device_map``
         "auto": the model is spread over every GPU this process sees (accelerate's placement). ``overrides``:
         config changes for context extension, applied before the weights load. ``adapter``: a PEFT adapter folder
-        on ``model`` (checked), merged into its weights."""
+        on ``model`` (checked), merged into its weights. ``config_from``: ``model`` is a torch distributed
+        checkpoint, built from this folder's config.json and filled from its shards."""
         import torch
         import transformers
 
@@ -134,7 +137,12 @@ class HFBackend:
         if not cuda and threads:
             torch.set_num_threads(threads)
         path = Path(model)
-        if path.is_dir():
+        self.adapter: Adapter | None = None
+        self.sharded: DistributedCheckpoint | None = None
+        sharded = find_distributed(path, config_from) if config_from else None
+        if sharded is not None and device_map is not None:
+            raise BackendError(f"{model}: --device-map is not available for a torch distributed checkpoint")
+        if path.is_dir() and sharded is None:
             try:
                 check_checkpoint(
                     path, trust_remote_code=trust_remote_code, ignore_remote_code=True, allow_pickle=allow_pickle
@@ -152,34 +160,38 @@ class HFBackend:
         self.dtype = _pick_dtype(torch, dtype, cuda)
         self.overrides = overrides or ConfigOverrides()
         changes: dict[str, Any] = {}
+        config_dir = str(sharded.config_dir) if sharded else model
         if self.overrides:
             try:
-                changes = applied(model, self.overrides)[0]
+                changes = applied(config_dir, self.overrides)[0]
             except OverrideError as exc:
                 raise BackendError(str(exc)) from None
         verbosity = transformers.logging.get_verbosity()
         transformers.logging.set_verbosity_error()  # its load table is replaced by one line below
         try:
             found = find_adapter(Path(adapter), model, allow_pickle) if adapter else None
-            tok = transformers.AutoTokenizer.from_pretrained(
-                str(found.tokenizer_dir) if found else model, trust_remote_code=trust_remote_code
-            )
+            tokenizer_dir = found.tokenizer_dir if found else sharded.tokenizer_dir if sharded else model
+            tok = transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir), trust_remote_code=trust_remote_code)
             extra: dict[str, Any] = {}
-            if changes:
+            if changes or sharded:
                 extra["config"] = transformers.AutoConfig.from_pretrained(
-                    model, trust_remote_code=trust_remote_code, **changes
+                    config_dir, trust_remote_code=trust_remote_code, **changes
                 )
                 check_applied(extra["config"], changes, model)
-            loading: Any = transformers.AutoModelForCausalLM.from_pretrained(
-                model,
-                **extra,
-                dtype=self.dtype,
-                attn_implementation=attn,
-                trust_remote_code=trust_remote_code,
-                use_safetensors=None if allow_pickle else True,
-                device_map=device_map,
-                output_loading_info=True,
-                ignore_mismatched_sizes=True,
+            loading: Any = (
+                self._from_shards(transformers, extra["config"], sharded, attn)
+                if sharded
+                else transformers.AutoModelForCausalLM.from_pretrained(
+                    model,
+                    **extra,
+                    dtype=self.dtype,
+                    attn_implementation=attn,
+                    trust_remote_code=trust_remote_code,
+                    use_safetensors=None if allow_pickle else True,
+                    device_map=device_map,
+                    output_loading_info=True,
+                    ignore_mismatched_sizes=True,
+                )
             )
         except (OSError, ValueError) as exc:
             raise BackendError(f"cannot load the model {model!r}: {exc}") from exc
@@ -214,6 +226,17 @@ class HFBackend:
         self.batch_size = batch_size
         self.token_cap: int | None = None  # batch tokens known to run out of memory, halved: never tried again
         self._per_token = bytes_per_token(self.model.config, self.torch.tensor([], dtype=self.dtype).element_size())
+
+    def _from_shards(self, transformers: Any, config: Any, sharded: DistributedCheckpoint, attn: str) -> Any:
+        """The model built from its config and filled from a distributed checkpoint's shards: (model, info) as
+        ``from_pretrained`` returns with ``output_loading_info``, every tensor loaded."""
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=self.dtype, attn_implementation=attn)
+        try:
+            load_into(model, sharded)
+        except CheckpointError as exc:
+            raise BackendError(str(exc)) from None
+        self.sharded = sharded
+        return model, {}
 
     def batch_limit(self, prompt_tokens: int, max_new_tokens: int) -> int:
         """How many prompts of about this length to generate together: ``--batch-size N``, or for ``auto`` 1 on
@@ -327,4 +350,5 @@ class HFBackend:
             "device_map": self.device_map,
             "devices": sorted({str(p.device) for p in self.model.parameters()}),
             **({"adapter": {**self.adapter.describe(), "applied": "merged"}} if self.adapter else {}),
+            **({"checkpoint": self.sharded.describe()} if self.sharded else {}),
         }

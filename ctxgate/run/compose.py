@@ -54,6 +54,7 @@ class ModelSpec:
     ignore_remote_code: bool = False
     overrides: ConfigOverrides = ConfigOverrides()  # context-extension settings applied to the loaded config
     base_model: str | None = None  # model_dir is a PEFT adapter on this base model (a checked folder)
+    config_from: str | None = None  # model_dir is a torch distributed checkpoint built from this config folder
     batch_size: int | None = None  # hf: None is auto (1 on CPU)
     device_map: str | None = None
     served: Served | None = None  # openai / vllm
@@ -113,6 +114,7 @@ def load_backend(spec: ModelSpec) -> Backend:
     return HFBackend(
         spec.base_model or spec.model_dir or spec.model,
         adapter=spec.model_dir if spec.base_model else None,
+        config_from=spec.config_from,
         dtype=spec.dtype,
         trust_remote_code=spec.trust_remote_code,
         allow_pickle=spec.allow_pickle,
@@ -142,7 +144,7 @@ def _endpoint_backend(spec: ModelSpec) -> Backend:
     local = local_fingerprint(spec) if spec.model_dir else None
     # the window the settings give: a server you run must have been started with them (vLLM derives its max
     # model length from them); the suite's own servers were
-    config_dir = spec.base_model or spec.model_dir or served.tokenizer
+    config_dir = spec.base_model or spec.config_from or spec.model_dir or served.tokenizer
     expected = applied(config_dir, spec.overrides)[1] if spec.overrides else None
     return EndpointBackend(
         served.endpoint,
@@ -244,6 +246,10 @@ def local_fingerprint(spec: ModelSpec) -> dict[str, Any]:
 
         adapter = find_adapter(Path(spec.model_dir), spec.base_model, spec.allow_pickle)
         found = adapter_fingerprint(adapter, checkpoint_fingerprint(spec.base_model))
+    elif spec.config_from and spec.model_dir:
+        from ctxgate.backends.sharded import distributed_fingerprint, find_distributed
+
+        found = distributed_fingerprint(find_distributed(Path(spec.model_dir), spec.config_from))
     else:
         found = checkpoint_fingerprint(spec.model_dir or spec.model)
     return with_overrides(found, spec.overrides)

@@ -1,0 +1,87 @@
+"""Sharded training checkpoints as --model: an FSDP-style torch distributed checkpoint (written with
+torch.distributed.checkpoint in one process, as Accelerate lays it out) predicts as the Hugging Face folder it was
+saved from; a missing config, shard or tensor and a DeepSpeed folder are one line each, before any model loads."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TINY
+
+CASES = ("-k", "niah_single_1", "--lengths", "1k", "--samples", "4", "--no-cache")
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``run/checkpoint-10/pytorch_model_fsdp_0`` with the tokenizer beside the shards and config.json in ``run/``,
+    where a training run keeps it."""
+    from fixtures.training_runs import fsdp_sharded
+
+    run = tmp_path_factory.mktemp("run")
+    fsdp_sharded(run / "checkpoint-10")
+    shutil.copy(TINY / "config.json", run / "config.json")
+    return run
+
+
+def _predictions(report: Path) -> list[str]:
+    rows = report.with_suffix(".predictions.jsonl").read_text().splitlines()
+    return [json.loads(line)["prediction"] for line in rows if line.strip()]
+
+
+def _out(result: pytest.RunResult) -> str:
+    out = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in out, out[-3000:]
+    return out
+
+
+def test_a_distributed_checkpoint_predicts_as_its_hugging_face_folder(run_folder, real_suite, pytester):
+    sharded = real_suite(*CASES, "--report", "sharded.json", model=run_folder / "checkpoint-10")
+    assert sharded.ret == 0, sharded.stdout.str()[-2000:]
+    folder = real_suite(*CASES, "--report", "folder.json", model=TINY)
+    assert folder.ret == 0
+    assert _predictions(pytester.path / "sharded.json") == _predictions(pytester.path / "folder.json")
+    run = json.loads((pytester.path / "sharded.json").read_text())["run"]
+    assert run["backend"]["checkpoint"]["format"] == "torch_distributed_checkpoint"
+    assert run["backend"]["checkpoint"]["config"] == str(run_folder)
+
+
+def test_a_distributed_checkpoint_without_its_config_names_the_flag(run_folder, real_suite, tmp_path):
+    alone = tmp_path / "checkpoint-10"
+    shutil.copytree(run_folder / "checkpoint-10", alone)
+    out = _out(real_suite(*CASES, model=alone))
+    assert "is a torch distributed checkpoint without the model's config.json" in out and "--config-from" in out
+    fixed = real_suite(*CASES, "--config-from", str(TINY), model=alone)
+    assert fixed.ret == 0, fixed.stdout.str()[-2000:]
+
+
+def test_a_missing_shard_is_named(run_folder, real_suite, tmp_path):
+    broken = tmp_path / "run"
+    shutil.copytree(run_folder, broken)
+    next((broken / "checkpoint-10" / "pytorch_model_fsdp_0").glob("*.distcp")).unlink()
+    out = _out(real_suite(*CASES, model=broken / "checkpoint-10"))
+    assert "__0_0.distcp is missing (named by .metadata)" in out and "restore it from the training run" in out
+
+
+def test_a_config_of_another_model_is_refused_naming_a_tensor(run_folder, real_suite, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    config = json.loads((TINY / "config.json").read_text())
+    config["num_hidden_layers"] = 2
+    (other / "config.json").write_text(json.dumps(config))
+    result = real_suite(*CASES, "--config-from", str(other), model=run_folder / "checkpoint-10")
+    out = _out(result)
+    assert result.ret != 0
+    assert "tensor model.model.layers.2." in out and "is in the checkpoint but not in the model built from" in out
+
+
+def test_a_deepspeed_checkpoint_names_the_extra(real_suite, tmp_path):
+    folder = tmp_path / "checkpoint-5"
+    (folder / "global_step5").mkdir(parents=True)
+    (folder / "global_step5" / "mp_rank_00_model_states.pt").write_bytes(b"\0")
+    (folder / "latest").write_text("global_step5")
+    out = _out(real_suite(*CASES, model=folder))
+    assert "is a DeepSpeed ZeRO checkpoint" in out and "pip install 'ctxgate[deepspeed]'" in out
