@@ -7,8 +7,8 @@ model built from the ``config.json`` found beside the shards, in the checkpoint 
 or given by ``--config-from``; the format is never re-implemented here. Accelerate nests the model's parameters
 under ``model.`` (``{"model": model.state_dict()}``); a flat state dict is read as well. Every tensor the model has
 must be in the checkpoint, and every shard the metadata names must be on disk: checked from the metadata before
-the weights are read. DeepSpeed checkpoints go through DeepSpeed's own converter (``zero_to_fp32``), which needs
-the ``deepspeed`` extra.
+the weights are read. DeepSpeed checkpoints are refused with the command of DeepSpeed's own converter
+(``zero_to_fp32.py``).
 """
 
 from __future__ import annotations
@@ -155,16 +155,9 @@ def distributed_fingerprint(ckpt: DistributedCheckpoint) -> dict[str, Any]:
 
 
 def deepspeed_error(folder: Path) -> CheckpointError:
-    """One line: DeepSpeed's own converter is the way in."""
-    import importlib.util
-
-    if importlib.util.find_spec("deepspeed") is None:
-        return CheckpointError(
-            f"{folder} is a DeepSpeed ZeRO checkpoint: reading it needs DeepSpeed's converter, pip install "
-            "'ctxgate[deepspeed]', or convert it yourself with the zero_to_fp32.py script the run saved beside it"
-        )
+    """One line: DeepSpeed's own converter, saved beside every ZeRO checkpoint, is the way in."""
     return CheckpointError(
-        f"{folder} is a DeepSpeed ZeRO checkpoint: convert it with DeepSpeed's converter first, python "
-        f"{folder / 'zero_to_fp32.py'} {folder} OUT_DIR --safe_serialization, then copy config.json and the "
-        "tokenizer beside the weights and pass --model OUT_DIR"
+        f"{folder} is a DeepSpeed ZeRO checkpoint: convert it with DeepSpeed's own converter first (pip install "
+        f"deepspeed; python {folder / 'zero_to_fp32.py'} {folder} OUT_DIR --safe_serialization), copy config.json "
+        "and the tokenizer beside the weights, and pass --model OUT_DIR"
     )
