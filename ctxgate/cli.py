@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from ctxgate.tasks.registry import all_tasks
-from ctxgate.workflows import bisect, data, diff, metrics_export, rejudge, rescore, trend, watch
+from ctxgate.workflows import bisect, data, diff, init, metrics_export, rejudge, rescore, trend, watch
 
 DESCRIPTION = (
     "ctxgate's command line: rescore, judge or compare stored runs, bisect or watch a training run's "
@@ -49,6 +49,7 @@ def parser() -> argparse.ArgumentParser:
     data.add_parser(sub)
     sub.add_parser("schema", help="print the report's JSON schema").set_defaults(fn=_schema)
     rejudge.add_parser(sub)
+    init.add_parser(sub)
     return p
 
 

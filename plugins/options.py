@@ -37,7 +37,9 @@ DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
 BACKENDS = ("hf", "vllm", "openai")
 # a JSON script instead of a model, for the project's own plumbing tests: accepted, never offered in --help
 TEST_BACKEND = "scripted"
-SUITE_DIR = Path(__file__).resolve().parent.parent / "tests_longctx"  # the suite users run, beside the plugins
+# the suite users run: at the top of a checkout beside the plugins, inside the plugin package when installed
+_CHECKOUT_SUITE = Path(__file__).resolve().parent.parent / "tests_longctx"
+SUITE_DIR = _CHECKOUT_SUITE if _CHECKOUT_SUITE.is_dir() else Path(__file__).resolve().parent / "suite"
 
 
 @dataclass(frozen=True)
@@ -426,7 +428,7 @@ def _collect_the_suite(config: pytest.Config) -> None:
         return  # test paths on the command line, or the ini file's testpaths: the user chose
     if not SUITE_DIR.is_dir():
         raise pytest.UsageError(
-            f"the ctxgate suite is not at {SUITE_DIR}: install ctxgate from its repository "
-            "(pip install -e .) or name the suite's folder, e.g. pytest tests_longctx --model ..."
+            f"the ctxgate suite is not at {SUITE_DIR}: the installation is incomplete; reinstall ctxgate "
+            "(pip install --force-reinstall ctxgate), or name the suite's folder: pytest tests_longctx --model ..."
         )
     config.args[:] = [str(SUITE_DIR)]

@@ -1,0 +1,62 @@
+"""``ctxgate init``: a team's own repository set up to gate with ctxgate, without a fork of ours.
+
+Writes the commented ``thresholds.toml`` the suite ships (the one at the top of ctxgate's repository, which the
+wheel carries as ``ctxgate/templates/thresholds.toml``) and, with ``--ci``, one CI template where that CI looks for
+it. Nothing is overwritten unless ``--force``; every file written is printed, so the change is visible before it is
+committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+# --ci choice: (the template in templates/ci, where it goes in the user's repository)
+CI = {
+    "github": ("github-actions.yml", ".github/workflows/ctxgate.yml"),
+    "gitlab": ("gitlab-ci.yml", ".gitlab-ci.yml"),
+    "slurm": ("slurm.sbatch", "ci/ctxgate.sbatch"),
+    "watch": ("watch.sh", "ci/ctxgate-watch.sh"),
+}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("init", help="write thresholds.toml (and a CI template) into your repository")
+    p.add_argument("folder", nargs="?", default=".", help="the repository to set up (default: here)")
+    p.add_argument("--ci", choices=sorted(CI), default=None, help="also write this CI template")
+    p.add_argument("--force", action="store_true", help="overwrite files that exist")
+    p.set_defaults(fn=main)
+
+
+def plan(folder: Path, ci: str | None) -> list[tuple[Path, Path]]:
+    """(template, destination) pairs."""
+    pairs = [(TEMPLATES / "thresholds.toml", folder / "thresholds.toml")]
+    if ci:
+        name, where = CI[ci]
+        pairs.append((TEMPLATES / "ci" / name, folder / where))
+    return pairs
+
+
+def main(args: argparse.Namespace) -> int:
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        print(f"ctxgate init: {folder} is not a folder: give your repository's folder", file=sys.stderr)
+        return 2
+    pairs = plan(folder, args.ci)
+    existing = [dest for _, dest in pairs if dest.exists()]
+    if existing and not args.force:
+        print(
+            f"ctxgate init: {existing[0]} exists; nothing was written. Pass --force to overwrite it",
+            file=sys.stderr,
+        )
+        return 1
+    for template, dest in pairs:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(template.read_bytes())
+        if template.suffix in (".sh", ".sbatch"):
+            dest.chmod(0o755)
+        print(f"wrote {dest}")
+    print("next: pytest --model PATH/TO/CHECKPOINT (the thresholds are found from here up)")
+    return 0

@@ -1,0 +1,99 @@
+"""Installed anywhere: the wheel carries the suite, the plugin, the shipped data and the templates, so `pytest
+--model` runs the whole suite from an empty folder of a fresh virtualenv, with and without `ctxgate init`'s
+thresholds.
+
+The wheel is built from this checkout and installed without its dependencies into a new virtualenv whose
+dependencies (torch, transformers, ...) come from the test's own environment through a .pth file: what is under
+test is what the wheel carries, and reinstalling torch would add minutes without testing more of it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from ctxgate.workflows import init
+from tests.conftest import ROOT, TINY
+
+RUN = ("--model", str(TINY), "-k", "niah_single_1", "--lengths", "1k", "--samples", "2", "--no-cache")
+
+
+@pytest.fixture(scope="module")
+def fresh_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("install")
+    wheels = root / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q", "-w", str(wheels), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(purelib, "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (wheel,) = wheels.glob("ctxgate-*.whl")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    return python
+
+
+def _run(python: Path, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_the_wheel_runs_the_suite_from_an_empty_folder(fresh_python, tmp_path):
+    where = subprocess.run(
+        [fresh_python, "-c", "import ctxgate, ctxgate_plugins; print(ctxgate.__file__, ctxgate_plugins.__file__)"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    ).stdout
+    assert str(ROOT) not in where  # the installed copy, not this checkout
+    bare = _run(fresh_python, tmp_path, *RUN)
+    assert bare.returncode == 0, bare.stdout[-3000:] + bare.stderr[-2000:]
+    assert "1 passed" in bare.stdout and "ctxgate thresholds: none in" in bare.stdout
+    init_done = subprocess.run(
+        [str(Path(fresh_python).parent / "ctxgate"), "init", "--ci", "github"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert init_done.returncode == 0, init_done.stderr
+    assert (tmp_path / ".github" / "workflows" / "ctxgate.yml").is_file()
+    gated = _run(fresh_python, tmp_path, *RUN, "--report", "out/run.json")
+    assert gated.returncode == 0, gated.stdout[-3000:]
+    assert f"ctxgate thresholds: {tmp_path / 'thresholds.toml'} (found" in gated.stdout
+    assert (tmp_path / "out" / "run.json").is_file()
+
+
+def test_init_writes_the_shipped_thresholds_and_never_overwrites_unasked(tmp_path, capsys):
+    parser = __import__("ctxgate.cli", fromlist=["parser"]).parser()
+    assert init.main(parser.parse_args(["init", str(tmp_path), "--ci", "slurm"])) == 0
+    assert (tmp_path / "thresholds.toml").read_bytes() == (ROOT / "thresholds.toml").read_bytes()
+    assert (tmp_path / "ci" / "ctxgate.sbatch").stat().st_mode & 0o111
+    assert f"wrote {tmp_path / 'thresholds.toml'}" in capsys.readouterr().out
+    (tmp_path / "thresholds.toml").write_text("# mine\n")
+    assert init.main(parser.parse_args(["init", str(tmp_path)])) == 1
+    assert "exists; nothing was written. Pass --force" in capsys.readouterr().err
+    assert (tmp_path / "thresholds.toml").read_text() == "# mine\n"
+    assert init.main(parser.parse_args(["init", str(tmp_path), "--force"])) == 0
+    assert (tmp_path / "thresholds.toml").read_bytes() == (ROOT / "thresholds.toml").read_bytes()
