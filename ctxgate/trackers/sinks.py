@@ -1,0 +1,128 @@
+"""The three trackers, each through its own library, each imported only when asked for.
+
+A tracker is given the step, the metrics, the per-case table and the report file. W&B and MLflow resume a run
+when given its id (``--tracker-run``, else ``WANDB_RUN_ID`` / ``MLFLOW_RUN_ID``: what the training run's own
+logging uses, so the evaluation lands in the training's run); TensorBoard writes beside the training's events when
+given its log folder. W&B logs against ``train/global_step`` (Trainer's own step metric), because a W&B run's own
+step only grows and the evaluation of an earlier checkpoint may arrive after later training steps.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+KINDS = ("wandb", "tensorboard", "mlflow")
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # wandb | tensorboard | mlflow
+    where: str | None  # W&B project, TensorBoard folder, MLflow tracking URI; None: the library's default
+    run: str | None = None  # a run to resume (W&B, MLflow)
+
+    def describe(self) -> str:
+        return self.kind + (f"={self.where}" if self.where else "")
+
+
+class TrackerError(ValueError):
+    """A --log-to value that cannot be used; the message names it and the fix."""
+
+
+def parse_target(text: str, run: str | None) -> Target:
+    kind, _, where = text.partition("=")
+    kind = kind.strip().lower()
+    if kind not in KINDS:
+        raise TrackerError(
+            f"--log-to {text!r}: {kind!r} is not a tracker ctxgate logs to; use one of {', '.join(KINDS)}, e.g. "
+            "--log-to tensorboard=runs/exp42"
+        )
+    env = {"wandb": "WANDB_RUN_ID", "mlflow": "MLFLOW_RUN_ID"}.get(kind)
+    return Target(kind, where.strip() or None, run or (os.environ.get(env) if env else None))
+
+
+def log(
+    target: Target,
+    step: int | None,
+    values: dict[str, float],
+    table: tuple[list[str], list[list[Any]]],
+    report_file: Path,
+    name: str,
+) -> str:
+    """Log to one tracker; returns where it went, for the terminal."""
+    return {"wandb": _wandb, "tensorboard": _tensorboard, "mlflow": _mlflow}[target.kind](
+        target, step, values, table, report_file, name
+    )
+
+
+def _wandb(target: Target, step: int | None, values: dict[str, float], table: Any, report_file: Path, name: str) -> str:
+    import wandb
+
+    run = wandb.init(
+        project=target.where or os.environ.get("WANDB_PROJECT") or "ctxgate",
+        id=target.run,
+        resume="allow" if target.run else None,
+        name=None if target.run else name,
+        job_type="ctxgate",
+        reinit="create_new",
+    )
+    try:
+        run.define_metric("train/global_step")
+        run.define_metric("ctxgate/*", step_metric="train/global_step")
+        columns, rows = table
+        summary = wandb.Table(columns=["metric", "value"], data=[[k, v] for k, v in sorted(values.items())])
+        run.log(
+            {
+                **values,
+                "ctxgate/cases": wandb.Table(columns=columns, data=rows),
+                "ctxgate/summary": summary,  # the same values as a table: readable in the offline run's files
+                "train/global_step": step or 0,
+            }
+        )
+        artifact = wandb.Artifact(f"ctxgate-report-{run.id}", type="ctxgate-report")
+        artifact.add_file(str(report_file), name="report.json")
+        run.log_artifact(artifact)
+        return f"W&B run {run.id} ({run.dir})"
+    finally:
+        run.finish()
+
+
+def _tensorboard(
+    target: Target, step: int | None, values: dict[str, float], table: Any, report_file: Path, name: str
+) -> str:
+    from torch.utils.tensorboard import SummaryWriter
+
+    folder = target.where or "runs/ctxgate"
+    writer = SummaryWriter(log_dir=folder)
+    try:
+        for key, value in values.items():
+            writer.add_scalar(key, value, global_step=step)
+        columns, rows = table
+        lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in rows]
+        writer.add_text("ctxgate/cases", "\n".join(lines), global_step=step)
+        writer.add_text("ctxgate/report", report_file.read_text("utf-8")[:200_000], global_step=step)
+    finally:
+        writer.close()
+    return f"TensorBoard {folder}"
+
+
+def _mlflow(
+    target: Target, step: int | None, values: dict[str, float], table: Any, report_file: Path, name: str
+) -> str:
+    import mlflow
+
+    client_uri = target.where or os.environ.get("MLFLOW_TRACKING_URI")
+    if client_uri:
+        if "://" not in client_uri or client_uri.startswith("file:"):
+            # a file store named on purpose (MLflow 3 keeps it in maintenance and refuses it unless allowed)
+            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+        mlflow.set_tracking_uri(client_uri)
+    with mlflow.start_run(run_id=target.run, run_name=None if target.run else name) as run:
+        mlflow.log_metrics(values, step=step or 0)  # "/" in a name groups metrics in MLflow's UI
+        columns, rows = table
+        mlflow.log_table({c: [r[i] for r in rows] for i, c in enumerate(columns)}, artifact_file="ctxgate/cases.json")
+        mlflow.log_artifact(str(report_file), artifact_path="ctxgate")
+        return f"MLflow run {run.info.run_id} ({mlflow.get_tracking_uri()})"

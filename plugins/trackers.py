@@ -1,0 +1,109 @@
+"""``--log-to wandb|tensorboard|mlflow``: the run's scores in the team's experiment tracker, at the checkpoint's
+training step. Read once into ``TrackerSettings`` under ``TRACKERS_KEY``; logged by the controller after the report
+is built. A tracker that fails (no network, a bad key, a full disk) is one note at the end: it never changes the
+gate's verdict or loses the report."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ctxgate.trackers.sinks import Target, TrackerError, parse_target
+
+from .options import SETTINGS_KEY
+from .reporting import COLLECTOR_KEY
+
+
+@dataclass(frozen=True)
+class TrackerSettings:
+    targets: tuple[Target, ...] = ()
+    step: int | None = None  # --step
+
+
+TRACKERS_KEY = pytest.StashKey[TrackerSettings]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("ctxgate-trackers", "ctxgate experiment trackers")
+    g.addoption(
+        "--log-to",
+        action="append",
+        default=None,
+        metavar="TRACKER[=WHERE]",
+        help="log scores at the training step: wandb[=PROJECT], tensorboard[=LOG_DIR], mlflow[=TRACKING_URI] "
+        "(repeatable; the tracker's extra: pip install 'ctxgate[wandb]' etc.)",
+    )
+    g.addoption(
+        "--tracker-run",
+        default=None,
+        help="a W&B / MLflow run id to log into (default: $WANDB_RUN_ID / $MLFLOW_RUN_ID, else a new run)",
+    )
+    g.addoption(
+        "--step",
+        type=int,
+        default=None,
+        help="the training step of --model (default: trainer_state.json's global_step, else the folder's name)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    run = config.getoption("--tracker-run")
+    try:
+        targets = tuple(parse_target(t, run) for t in config.getoption("--log-to") or ())
+    except TrackerError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    step = config.getoption("--step")
+    if step is not None and step < 0:
+        raise pytest.UsageError(f"--step {step} must be 0 or more: the checkpoint's training step")
+    config.stash[TRACKERS_KEY] = TrackerSettings(targets, step)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """After the reporting plugin built the report (trylast), on the controller only."""
+    config = session.config
+    settings = config.stash.get(TRACKERS_KEY, None)
+    collector = config.stash.get(COLLECTOR_KEY, None)
+    if not settings or not settings.targets or collector is None or collector.report is None:
+        return
+    from ctxgate.trackers.metrics import case_table, metrics, training_step
+    from ctxgate.trackers.sinks import log
+
+    run = config.stash[SETTINGS_KEY]
+    report = collector.report
+    step = training_step(run.model_dir, settings.step)
+    values = metrics(report)
+    if step.tokens_seen is not None:
+        values["ctxgate/tokens_seen"] = float(step.tokens_seen)
+    name = f"ctxgate {Path(run.model or '').name}"
+    with tempfile.TemporaryDirectory() as tmp:
+        report_file = collector.report_path if collector.report_path and collector.report_path.is_file() else None
+        if report_file is None:
+            report_file = Path(tmp) / "report.json"
+            report_file.write_text(json.dumps(report, indent=1, default=str))
+        for target in settings.targets:
+            try:
+                where = log(target, step.value, values, case_table(report), report_file, name)
+            except Exception as exc:  # noqa: BLE001 - a tracker never fails the gate or loses the report
+                text = " ".join(str(exc).split())[:300] or type(exc).__name__
+                collector.notes.append(
+                    f"--log-to {target.describe()} failed ({type(exc).__name__}: {text}); the report is unaffected. "
+                    f"Fix: {_fix(target, exc)}"
+                )
+                continue
+            at = f"step {step.value} ({step.source})" if step.value is not None else "no step (pass --step N)"
+            collector.notes.append(f"logged {len(values)} values to {where} at {at}")
+
+
+def _fix(target: Target, exc: Exception) -> str:
+    if isinstance(exc, ImportError):
+        return f"pip install 'ctxgate[{target.kind}]'"
+    return {
+        "wandb": "check WANDB_API_KEY and the network, or WANDB_MODE=offline and `wandb sync` later",
+        "mlflow": "check the tracking URI and that its server runs",
+        "tensorboard": "check that the log folder is writable",
+    }[target.kind]

@@ -1,0 +1,119 @@
+"""--log-to: the run's scores in W&B (offline), TensorBoard and MLflow (a file store) at the checkpoint's training
+step, each read back with the tracker's own reader; a failing tracker is one note and never fails the gate."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ctxgate.trackers.metrics import metrics, training_step
+from tests.conftest import TINY
+
+CASES = ("-k", "niah_single_1", "--lengths", "512,1k", "--samples", "2", "--no-cache")
+
+
+def test_the_step_comes_from_the_flag_trainer_state_or_the_folder_name(tmp_path):
+    run = tmp_path / "checkpoint-1200"
+    run.mkdir()
+    assert training_step(str(run), None).value == 1200
+    (run / "trainer_state.json").write_text(json.dumps({"global_step": 1250, "num_input_tokens_seen": 5_000_000}))
+    step = training_step(str(run), None)
+    assert (step.value, step.source, step.tokens_seen) == (1250, "trainer_state.json", 5_000_000)
+    assert training_step(str(run), 7).value == 7
+    for name, value in (("global_step300", 300), ("iter_0004000", 4000), ("step-12", 12), ("final", None)):
+        folder = tmp_path / name
+        folder.mkdir()
+        assert training_step(str(folder), None).value == value
+
+
+def test_metrics_leave_out_what_has_no_score():
+    report = {
+        "cases": [
+            {"task": "vt", "length": 8192, "score": 80.0, "n": 100},
+            {"task": "cwe", "length": 8192, "score": None, "n": 0},
+        ],
+        "by_length": {"8192": {"ruler": {"score": 80.0}, "helmet_recall": {"score": None}}},
+        "effective_length": {"value": 8192},
+        "gates": [{"name": "floors", "verdict": "pass"}, {"name": "cases", "verdict": "fail"}],
+    }
+    assert metrics(report) == {
+        "ctxgate/case/vt/8K": 80.0,
+        "ctxgate/case_n/vt/8K": 100.0,
+        "ctxgate/ruler_avg/8K": 80.0,
+        "ctxgate/effective_length": 8192.0,
+        "ctxgate/gate/floors": 1.0,
+        "ctxgate/gate/cases": 0.0,
+    }
+
+
+@pytest.fixture
+def checkpoint(tmp_path) -> Path:
+    """The shipped checkpoint as a Trainer checkpoint at step 40."""
+    folder = tmp_path / "run" / "checkpoint-40"
+    shutil.copytree(TINY, folder)
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 40, "num_input_tokens_seen": 81920}))
+    return folder
+
+
+def test_all_three_trackers_hold_the_ruler_average_per_length_at_the_step(
+    checkpoint, real_suite, pytester, tmp_path, monkeypatch
+):
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    monkeypatch.delenv("WANDB_RUN_ID", raising=False)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    (tmp_path / "wandb").mkdir()
+    result = real_suite(
+        *CASES, "--report", "out/run.json", "--log-to", f"tensorboard={tmp_path / 'tb'}",
+        "--log-to", f"mlflow=file:{tmp_path / 'mlruns'}", "--log-to", "wandb=ctxgate-tests", model=checkpoint,
+    )  # fmt: skip
+    out = result.stdout.str()
+    assert result.ret == 0, out[-3000:]
+    assert out.count("at step 40 (trainer_state.json)") == 3, out[-2000:]
+    report = json.loads((pytester.path / "out" / "run.json").read_text())
+    expected = {L: report["by_length"][str(L)]["ruler"]["score"] for L in (512, 1024)}
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()
+    for length, name in ((512, "512"), (1024, "1K")):
+        assert [(e.step, e.value) for e in events.Scalars(f"ctxgate/ruler_avg/{name}")] == [(40, expected[length])]
+
+    import mlflow
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = mlflow.MlflowClient(tracking_uri=f"file:{tmp_path / 'mlruns'}")
+    (run,) = client.search_runs(experiment_ids=["0"])
+    history = client.get_metric_history(run.info.run_id, "ctxgate/ruler_avg/1K")
+    assert [(m.step, m.value) for m in history] == [(40, expected[1024])]
+    assert run.data.metrics["ctxgate/tokens_seen"] == 81920
+    assert {a.path for a in client.list_artifacts(run.info.run_id, "ctxgate")} >= {"ctxgate/run.json"}
+
+    (files,) = (tmp_path / "wandb").glob("wandb/offline-run-*/files")
+    (table,) = files.glob("media/table/ctxgate/summary_*.table.json")
+    logged = dict(json.loads(table.read_text())["data"])
+    assert logged["ctxgate/ruler_avg/512"] == expected[512] and logged["ctxgate/ruler_avg/1K"] == expected[1024]
+    (records,) = files.parent.glob("run-*.wandb")
+    assert b"train/global_step" in records.read_bytes()
+
+
+def test_a_tracker_that_fails_is_a_note_and_the_gate_stands(checkpoint, real_suite, pytester, tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "online")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc key either
+    result = real_suite(*CASES, "--report", "out/run.json", "--log-to", "wandb", model=checkpoint)
+    out = result.stdout.str()
+    assert result.ret == 0, out[-3000:]
+    assert "note: --log-to wandb failed (" in out and "the report is unaffected. Fix: check WANDB_API_KEY" in out
+    assert (pytester.path / "out" / "run.json").is_file()
+
+
+def test_an_unknown_tracker_is_a_usage_error(real_suite):
+    result = real_suite(*CASES, "--log-to", "neptune")
+    assert result.ret == 4 and "'neptune' is not a tracker ctxgate logs to" in result.stderr.str()
