@@ -35,7 +35,12 @@ TRANSIENT_STATUS = frozenset({408, 409, 425, 429})  # 4xx that a later try can c
 
 
 class Exhausted(RuntimeError):
-    """Transient failures outlasted the retries or the time limit; the message says how many and the last one."""
+    """Transient failures outlasted the retries or the time limit; the message says how many and the last one.
+    ``timed_out``: the last failure was the request's own timeout (the server was too slow, not gone)."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 def call_with_retries(
@@ -74,7 +79,10 @@ def call_with_retries(
         wait = backoff(retry, last)
         spent = time.monotonic() - start
         if retry >= max_retries or spent + wait > time_limit_s:
-            raise Exhausted(f"after {retry + 1} requests in {spent:.0f}s (last: {failure})")
+            raise Exhausted(
+                f"after {retry + 1} requests in {spent:.0f}s (last: {failure})",
+                timed_out=isinstance(last, openai.APITimeoutError),
+            )
         if on_retry is not None:
             on_retry()
         sleep(wait)

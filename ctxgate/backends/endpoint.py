@@ -169,10 +169,13 @@ class EndpointBackend:
                 f"{redact_url(replica.url)} refused {what} ({exc.status}: {exc.detail}); {fix}"
             ) from None
         except Exhausted as exc:
-            raise BackendDown(
-                f"{redact_url(replica.url)} did not answer {what} {exc}; check that the server runs "
-                "and is reachable from here"
-            ) from None
+            fix = (
+                f"each request timed out after {s.timeout_s * scale:.0f} s: raise --request-timeout (it is per "
+                "128K tokens; a long prefill on a slow engine takes longer)"
+                if exc.timed_out
+                else "check that the server runs and is reachable from here"
+            )
+            raise BackendDown(f"{redact_url(replica.url)} did not answer {what} {exc}; {fix}") from None
 
     def _describe_server(self, replica: Replica) -> None:
         listed = self._retrying(lambda: list(replica.client.models.list()), replica, "the model list")
