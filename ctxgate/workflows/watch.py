@@ -35,9 +35,14 @@ class WatchError(RuntimeError):
 
 
 def ready(path: Path, settle: float) -> bool:
+    """A checkpoint --model takes (a model folder, a PEFT adapter, a torch distributed checkpoint) whose files
+    have not changed for ``settle`` seconds."""
+    from ctxgate.backends.sharded import dcp_shards
+
     files = [f for f in path.rglob("*") if f.is_file()]
-    has_weights = any(f.suffix in (".safetensors", ".bin") for f in files)
-    if not (path / "config.json").is_file() or not has_weights:
+    has_weights = any(f.suffix in (".safetensors", ".bin", ".distcp") for f in files)
+    described = any((path / name).is_file() for name in ("config.json", "adapter_config.json"))
+    if not has_weights or not (described or dcp_shards(path) is not None):
         return False
     return time.time() - max(f.stat().st_mtime for f in files) >= settle
 
@@ -117,7 +122,10 @@ def watch(
     once: bool = False,
     trend_dir: str | Path | None = None,
     attempts: int = 3,
+    until: str | Path | None = None,
 ) -> None:
+    """``until``: a file whose appearance ends the watch once a last scan has evaluated what is ready (a training
+    run writes it when it ends)."""
     from ctxgate.workflows.trend import trend
 
     run, out = Path(run_dir), Path(reports)
@@ -132,7 +140,9 @@ def watch(
     state_path = out / "watch-state.json"
     state = WatchState.load(state_path)
     while True:
-        for ckpt in pending(run, state, settle, attempts):
+        last_scan = until is not None and Path(until).exists()  # seen before the scan: nothing written is missed
+        # after training ended nothing is being written: what is there is complete
+        for ckpt in pending(run, state, 0.0 if last_scan else settle, attempts):
             before = signature(ckpt)
             code = evaluate(ckpt, out, pytest_args)
             if code == USAGE_ERROR:
@@ -163,7 +173,7 @@ def watch(
             made = [p for p in sorted(out.glob("*.json")) if p.name != state_path.name and completed(p)]
             if made:
                 trend(made, trend_dir or out / "trend")
-        if once:
+        if once or last_scan:
             return
         time.sleep(interval)
 
@@ -176,6 +186,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--interval", type=float, default=60.0, help="seconds between scans")
     w.add_argument("--settle", type=float, default=30.0, help="seconds a checkpoint must be unchanged")
     w.add_argument("--once", action="store_true", help="scan once and exit")
+    w.add_argument("--until", default=None, help="exit after the scan that follows this file's appearance")
     w.add_argument(
         "--attempts",
         type=int,
@@ -197,6 +208,7 @@ def main(args: argparse.Namespace) -> int:
             args.once,
             args.trend,
             args.attempts,
+            args.until,
         )
     except WatchError as exc:
         print(f"ctxgate watch: {exc}", file=sys.stderr)
