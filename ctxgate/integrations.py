@@ -39,13 +39,15 @@ class CtxgateCallback(TrainerCallback):
         interval: float = 30.0,
         settle: float = 10.0,
         wait_at_end: bool = False,
+        devices: str | None = None,
     ) -> None:
         """``pytest_args``: the suite's options for every checkpoint (lengths, tasks, ``-n``, thresholds...).
-        ``reports``: where the reports go (default ``OUTPUT_DIR/ctxgate``)."""
+        ``reports``: where the reports go (default ``OUTPUT_DIR/ctxgate``). ``devices``: the GPUs the watcher's
+        evaluations use (its ``CUDA_VISIBLE_DEVICES``, e.g. "7" beside training on 0-6); default: inherited."""
         self.pytest_args = list(pytest_args)
         self.log_to = list(log_to)
         self.reports = Path(reports) if reports else None
-        self.interval, self.settle, self.wait_at_end = interval, settle, wait_at_end
+        self.interval, self.settle, self.wait_at_end, self.devices = interval, settle, wait_at_end, devices
         self.process: subprocess.Popen[bytes] | None = None
         self.ended: Path | None = None
 
@@ -87,6 +89,8 @@ class CtxgateCallback(TrainerCallback):
     def _tracker_env(self) -> dict[str, str]:
         """The training's own runs, where the trackers' libraries are loaded and have one."""
         env = dict(os.environ)
+        if self.devices is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.devices
         wandb: Any = sys.modules.get("wandb")
         run = getattr(wandb, "run", None) if wandb else None
         if run is not None:
