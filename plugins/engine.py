@@ -25,7 +25,7 @@ from ctxgate.backends.overrides import OverrideError, applied
 from ctxgate.backends.sharded import distributed_fingerprint, find_distributed, sharded_model
 from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python, replica_devices, start_all
 
-from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, Settings
+from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, Settings, check_overrides
 
 SERVERS_KEY = pytest.StashKey[list[VLLMServer]]()
 
@@ -120,7 +120,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if run.model is None:
         return
     if run.backend == "openai":
-        config.stash[ENGINE_KEY] = checked_openai(engine, run.model)
+        engine = config.stash[ENGINE_KEY] = checked_openai(engine, run.model)
+        if not run.model_dir:
+            check_overrides(run, engine.tokenizer)
     elif run.backend == "vllm" and run.model_dir and STARTUP_ERROR_KEY not in config.stash:
         config.stash[ENGINE_KEY] = with_servers(config, engine, run)
 

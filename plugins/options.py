@@ -343,7 +343,8 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     if settings.backend == "openai":  # a server you run; --model names it, or is its checkpoint's folder
         folder = Path(settings.model or "").expanduser()
         settings = replace(settings, model_dir=str(folder) if folder.is_dir() else None)
-        _check_overrides(settings, settings.model_dir or config.getoption("--tokenizer"))
+        if settings.model_dir:  # else the engine plugin checks them against --tokenizer's config
+            check_overrides(settings, settings.model_dir)
         return settings
     if settings.backend == TEST_BACKEND:
         if not Path(settings.model or "").is_file():
@@ -370,7 +371,7 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         raise pytest.UsageError(
             f"--base-model is for a PEFT adapter folder, and {folder} has no adapter_config.json: drop --base-model"
         )
-    _check_overrides(settings, str(folder))
+    check_overrides(settings, str(folder))
     try:
         check_checkpoint(
             folder,
@@ -397,11 +398,11 @@ def _checked_sharded(config: pytest.Config, settings: Settings, folder: Path) ->
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return settings
     settings = replace(settings, config_from=str(found.config_dir))
-    _check_overrides(settings, str(found.config_dir))
+    check_overrides(settings, str(found.config_dir))
     return settings
 
 
-def _check_overrides(settings: Settings, folder: str | None) -> None:
+def check_overrides(settings: Settings, folder: str | None) -> None:
     """The overrides against the config they change: a key it does not have, or no config to change, is a usage
     error before anything loads."""
     if not settings.overrides:

@@ -32,8 +32,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engines and judges", ("ctxgate.backends", "ctxgate.judge")),
     ("running a case", ("ctxgate.run",)),
     ("gate", ("ctxgate.gate",)),
-    ("report", ("ctxgate.report",)),
-    ("workflows", ("ctxgate.workflows",)),
+    ("report", ("ctxgate.report", "ctxgate.trackers")),
+    ("workflows", ("ctxgate.workflows", "ctxgate.integrations")),
     ("command line", ("ctxgate.cli",)),
 )
 TOP_LEVEL = {
@@ -213,8 +213,12 @@ def test_the_wheel_lists_every_package():
     except ImportError:  # Python 3.10
         import tomli as tomllib
 
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["packages"])
+    setup = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]
+    listed = set(setup["packages"])
     found = {module_name(p.parent) for p in (ROOT / "ctxgate").rglob("__init__.py")} | {"ctxgate_plugins"}
+    # folders of files only (the templates; the suite, mapped from tests_longctx/): packages by their data
+    found |= {name for name in setup["package-data"] if name.startswith("ctxgate.templates")}
+    found |= {name for name in setup["package-dir"] if name == "ctxgate_plugins.suite"}
     assert listed == found, f"add {sorted(found - listed)} to [tool.setuptools] packages; drop {sorted(listed - found)}"
 
 
