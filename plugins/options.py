@@ -14,22 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from ctxgate.backends.adapters import find_adapter, is_adapter
 from ctxgate.backends.base import DTYPES
-from ctxgate.backends.checkpoint import (
-    CheckpointError,
-    ModelNotFound,
-    check_checkpoint,
-    check_tokenizer,
-    resolve_model,
-)
+from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, resolve_model
+from ctxgate.backends.formats import WrongFlag, locate
 from ctxgate.backends.overrides import ConfigOverrides, OverrideError
 from ctxgate.backends.overrides import applied as apply_overrides
 from ctxgate.backends.overrides import parse as parse_overrides
-from ctxgate.backends.sharded import check_shards, dcp_shards, deepspeed_error, find_distributed, is_deepspeed
 from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
-from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
+from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default, nearest_thresholds
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.tasks.registry import HELMET_CATEGORY_LABELS, task_names
 
@@ -180,9 +173,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-THRESHOLDS_FILE = "thresholds.toml"
-
-
 def find_thresholds(config: pytest.Config) -> tuple[Path | None, str]:
     """The thresholds file and how it was found: ``--thresholds``; the ini option ``ctxgate_thresholds`` (relative
     to the ini file: a project that names one expects floors, so a missing one is refused); else the nearest
@@ -202,16 +192,8 @@ def find_thresholds(config: pytest.Config) -> tuple[Path | None, str]:
                 "restore the file, or pass --thresholds PATH"
             )
         return path, f"ctxgate_thresholds in {config.inipath.name}"
-    start = Path(config.invocation_params.dir).resolve()
     tops = {Path(config.rootpath).resolve()} | ({config.inipath.parent.resolve()} if config.inipath else set())
-    searched = []
-    for folder in (start, *start.parents):
-        searched.append(folder)
-        if (folder / THRESHOLDS_FILE).is_file():
-            return folder / THRESHOLDS_FILE, "found" if folder == start else f"found {len(searched) - 1} up"
-        if folder in tops or (folder / ".git").exists():
-            break
-    return None, f"none in {start}" + (f" or its parents up to {searched[-1]}" if len(searched) > 1 else "")
+    return nearest_thresholds(Path(config.invocation_params.dir).resolve(), tops)
 
 
 MAX_SAMPLES = 100_000  # the papers use 100-600; far more is a typo that would first fill memory with prompts
@@ -357,49 +339,27 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     except ModelNotFound as exc:
         raise pytest.UsageError(str(exc)) from None
     settings = replace(settings, model_dir=str(folder))
-    if dcp_shards(folder) is not None or is_deepspeed(folder):
-        return _checked_sharded(config, settings, folder)
-    if is_adapter(folder):
-        try:
-            adapter = find_adapter(folder, config.getoption("--base-model"), settings.allow_pickle)
-        except CheckpointError as exc:
-            config.stash[STARTUP_ERROR_KEY] = str(exc)
-            return settings
-        folder = adapter.base
-        settings = replace(settings, base_model=str(folder))
-    elif config.getoption("--base-model"):
-        raise pytest.UsageError(
-            f"--base-model is for a PEFT adapter folder, and {folder} has no adapter_config.json: drop --base-model"
-        )
-    check_overrides(settings, str(folder))
     try:
-        check_checkpoint(
+        found = locate(
             folder,
+            base_model=config.getoption("--base-model"),
+            config_from=config.getoption("--config-from"),
             trust_remote_code=settings.trust_remote_code,
             ignore_remote_code=settings.ignore_remote_code,
             allow_pickle=settings.allow_pickle,
         )
+    except WrongFlag as exc:
+        raise pytest.UsageError(str(exc)) from None
     except CheckpointError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return settings
-    return settings  # --backend vllm: the engine plugin starts its servers on this folder
-
-
-def _checked_sharded(config: pytest.Config, settings: Settings, folder: Path) -> Settings:
-    """A training run's sharded checkpoint: its config found and its shards all there, or the one line that says
-    what is missing (recorded for the run to report)."""
-    try:
-        if dcp_shards(folder) is None:
-            raise deepspeed_error(folder)
-        found = find_distributed(folder, config.getoption("--config-from"))
-        check_shards(found)
-        check_tokenizer(found.tokenizer_dir)
-    except CheckpointError as exc:
-        config.stash[STARTUP_ERROR_KEY] = str(exc)
-        return settings
-    settings = replace(settings, config_from=str(found.config_dir))
+    settings = replace(
+        settings,
+        base_model=str(found.base_model) if found.base_model else None,
+        config_from=str(found.config_from) if found.config_from else None,
+    )
     check_overrides(settings, str(found.config_dir))
-    return settings
+    return settings  # --backend vllm: the engine plugin starts its servers on this folder
 
 
 def check_overrides(settings: Settings, folder: str | None) -> None:

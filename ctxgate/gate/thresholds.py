@@ -53,6 +53,22 @@ _RULES = ("score", "upper")
 _COMPARE = re.compile(r"^\s*(<=|>=|<|>|==)?\s*(\S+)\s*$")
 
 
+THRESHOLDS_FILE = "thresholds.toml"
+
+
+def nearest_thresholds(start: Path, tops: set[Path]) -> tuple[Path | None, str]:
+    """The nearest thresholds.toml from ``start`` up to the first of ``tops`` or a folder with ``.git`` (as pytest
+    looks up its own ini file), and how it was found; None with where it looked."""
+    searched = []
+    for folder in (start, *start.parents):
+        searched.append(folder)
+        if (folder / THRESHOLDS_FILE).is_file():
+            return folder / THRESHOLDS_FILE, "found" if folder == start else f"found {len(searched) - 1} up"
+        if folder in tops or (folder / ".git").exists():
+            break
+    return None, f"none in {start}" + (f" or its parents up to {searched[-1]}" if len(searched) > 1 else "")
+
+
 class ThresholdsError(ValueError):
     """Malformed thresholds; the message names the file, the key and the fix."""
 
