@@ -8,6 +8,7 @@ test is what the wheel carries, and reinstalling torch would add minutes without
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -25,8 +26,28 @@ RUN = ("--model", str(TINY), "-k", "niah_single_1", "--lengths", "1k", "--sample
 def fresh_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("install")
     wheels = root / "wheels"
+    # built from a copy: a build in the checkout rewrites its ctxgate.egg-info, which every test process on this
+    # machine reads its entry points from (pythonpath "."), while they run
+    source = root / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".git", ".venv*", "build", "*.egg-info", "__pycache__", ".ctxgate-cache", "out"),
+    )
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q", "-w", str(wheels), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-build-isolation",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(wheels),
+            str(source),
+        ],
         check=True,
         capture_output=True,
     )
