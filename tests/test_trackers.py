@@ -4,7 +4,10 @@ step, each read back with the tracker's own reader; a failing tracker is one not
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,21 @@ import pytest
 from ctxgate.trackers.metrics import metrics, training_step
 from tests.conftest import TINY
 
+READ_BACK = """
+import json, sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+import mlflow
+root = sys.argv[1]
+events = EventAccumulator(root + "/tb")
+events.Reload()
+tb = {n: [[e.step, e.value] for e in events.Scalars("ctxgate/ruler_avg/" + n)] for n in ("512", "1K")}
+client = mlflow.MlflowClient(tracking_uri="file:" + root + "/mlruns")
+(run,) = client.search_runs(experiment_ids=["0"])
+history = [[m.step, m.value] for m in client.get_metric_history(run.info.run_id, "ctxgate/ruler_avg/1K")]
+artifacts = [a.path for a in client.list_artifacts(run.info.run_id, "ctxgate")]
+print(json.dumps({"tb": tb, "mlflow": history, "tokens_seen": run.data.metrics["ctxgate/tokens_seen"],
+                  "artifacts": artifacts}))
+"""
 CASES = ("-k", "niah_single_1", "--lengths", "512,1k", "--samples", "2", "--no-cache")
 
 
@@ -77,22 +95,20 @@ def test_all_three_trackers_hold_the_ruler_average_per_length_at_the_step(
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     expected = {L: report["by_length"][str(L)]["ruler"]["score"] for L in (512, 1024)}
 
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    events = EventAccumulator(str(tmp_path / "tb"))
-    events.Reload()
-    for length, name in ((512, "512"), (1024, "1K")):
-        assert [(e.step, e.value) for e in events.Scalars(f"ctxgate/ruler_avg/{name}")] == [(40, expected[length])]
-
-    import mlflow
-
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    client = mlflow.MlflowClient(tracking_uri=f"file:{tmp_path / 'mlruns'}")
-    (run,) = client.search_runs(experiment_ids=["0"])
-    history = client.get_metric_history(run.info.run_id, "ctxgate/ruler_avg/1K")
-    assert [(m.step, m.value) for m in history] == [(40, expected[1024])]
-    assert run.data.metrics["ctxgate/tokens_seen"] == 81920
-    assert {a.path for a in client.list_artifacts(run.info.run_id, "ctxgate")} >= {"ctxgate/run.json"}
+    # read back in a process of its own: the trackers' readers, loaded here, leave this process's package
+    # metadata unusable for later in-process pytest runs (their entry points are not found)
+    read = subprocess.run(
+        [sys.executable, "-c", READ_BACK, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "MLFLOW_ALLOW_FILE_STORE": "true"},
+    )
+    back = json.loads(read.stdout.strip().splitlines()[-1])
+    assert back["tb"] == {"512": [[40, expected[512]]], "1K": [[40, expected[1024]]]}
+    assert back["mlflow"] == [[40, expected[1024]]]
+    assert back["tokens_seen"] == 81920
+    assert "ctxgate/run.json" in back["artifacts"]
 
     (files,) = (tmp_path / "wandb").glob("wandb/offline-run-*/files")
     (table,) = files.glob("media/table/ctxgate/summary_*.table.json")
