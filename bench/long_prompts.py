@@ -16,6 +16,7 @@ point is the plumbing and the cost at the length, not the answer.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -43,8 +44,15 @@ def tree_rss(root: psutil.Process) -> int:
     return total
 
 
-def run_one(backend: str, length: int, task: str, model: str, request_timeout: float) -> dict[str, object]:
-    with tempfile.TemporaryDirectory() as tmp:
+def run_one(
+    backend: str, length: int, task: str, model: str, request_timeout: float, keep: Path | None = None
+) -> dict[str, object]:
+    with contextlib.ExitStack() as stack:
+        if keep is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory())
+        else:
+            tmp = str(keep / f"{backend}-{format_length(length)}")
+            Path(tmp).mkdir(parents=True, exist_ok=True)
         report = Path(tmp) / "report.json"
         argv = [sys.executable, "-m", "pytest", "--model", model, "--backend", backend]
         argv += ["--lengths", str(length), "--samples", "1", "--force-lengths", "-k", task, "-q"]
@@ -104,13 +112,19 @@ def main() -> None:
         help="seconds per request up to 128K tokens (scaled beyond): vLLM on 2 CPU cores takes about 45 minutes "
         "for a 256K prefill of the tiny checkpoint",
     )
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep each run's folder (report, cache, the vLLM server's log) under this folder",
+    )
     args = ap.parse_args()
     lengths = parse_lengths(args.lengths)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     for backend in args.backends.split(","):
         rows = []
         for length in lengths:
-            row = run_one(backend, length, args.task, args.model, args.request_timeout)
+            row = run_one(backend, length, args.task, args.model, args.request_timeout, args.keep)
             rows.append(row)
             print(
                 f"{backend:5} {format_length(length):>5}: {row['wall_s']:7.1f} s, peak {row['peak_mb']:7.0f} MB "

@@ -61,7 +61,7 @@ class Settings:
     allow_weight_mismatch: bool = False
     overrides: ConfigOverrides = ConfigOverrides()  # --rope-scaling, --model-override
     base_model: str | None = None  # --model is a PEFT adapter: its base model's folder, resolved and checked
-    config_from: str | None = None  # --model is a torch distributed checkpoint: the folder of its config.json
+    config_from: str | None = None  # --model is a sharded checkpoint (FSDP, ZeRO): the folder of its config.json
     thresholds_found: str = ""  # how the thresholds file was found, or where none was: for the header
 
 
@@ -130,7 +130,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' "
         "built-in class for its model_type instead, on purpose",
     )
-    g.addoption("--allow-pickle", action="store_true", help="allow loading pickle (.bin) weights")
+    g.addoption("--allow-pickle", action="store_true", help="allow loading pickle weights (.bin, DeepSpeed's .pt)")
     g.addoption(
         "--allow-weight-mismatch",
         action="store_true",
@@ -146,7 +146,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--config-from",
         default=None,
-        help="--model is a torch distributed (FSDP) checkpoint: the folder of the config.json to build the model "
+        help="--model is a sharded checkpoint (FSDP, DeepSpeed ZeRO): the folder of the config.json to build the model "
         "from (default: beside the shards, the checkpoint folder, or the run folder above it)",
     )
     g.addoption(

@@ -13,3 +13,9 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   .venv/bin/python -m pip install -q "${TORCH_SPEC:-torch==2.13.0}"
 fi
 .venv/bin/python -m pip install -q -e ".[dev]"
+# the tests' DeepSpeed checkpoints: DeepSpeed is source only and its setup imports torch, so it is built against the
+# torch above; DS_BUILD_OPS=0 compiles none of its kernels
+if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('deepspeed') is None)"; then
+  .venv/bin/python -m pip install -q setuptools wheel
+  DS_BUILD_OPS=0 .venv/bin/python -m pip install -q --no-build-isolation "deepspeed>=0.16"
+fi

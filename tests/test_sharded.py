@@ -1,6 +1,7 @@
 """Sharded training checkpoints as --model: an FSDP-style torch distributed checkpoint (written with
 torch.distributed.checkpoint in one process, as Accelerate lays it out) predicts as the Hugging Face folder it was
-saved from; a missing config, shard or tensor and a DeepSpeed folder are one line each, before any model loads."""
+saved from, and a DeepSpeed ZeRO-3 checkpoint (a real one-process DeepSpeed run) as the folder of the weights
+DeepSpeed gathers; a missing config, shard, tensor, extra or consent is one line each, before any model loads."""
 
 from __future__ import annotations
 
@@ -78,11 +79,67 @@ def test_a_config_of_another_model_is_refused_naming_a_tensor(run_folder, real_s
     assert "tensor model.model.layers.2." in out and "is in the checkpoint but not in the model built from" in out
 
 
-def test_a_deepspeed_checkpoint_names_the_extra(real_suite, tmp_path):
-    folder = tmp_path / "checkpoint-5"
+@pytest.fixture(scope="module")
+def zero_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    pytest.importorskip("deepspeed", reason="DS_BUILD_OPS=0 pip install --no-build-isolation deepspeed")
+    from fixtures.training_runs import deepspeed_zero
+
+    return deepspeed_zero(tmp_path_factory.mktemp("zero"))
+
+
+def test_a_deepspeed_checkpoint_predicts_as_the_weights_deepspeed_gathers(zero_run, real_suite, pytester):
+    checkpoint, gathered = zero_run
+    assert not any(checkpoint.glob("*.safetensors"))  # ZeRO-3: only each rank's partition was saved
+    zero = real_suite(*CASES, "--allow-pickle", "--report", "zero.json", model=checkpoint)
+    assert zero.ret == 0, zero.stdout.str()[-2000:]
+    assert real_suite(*CASES, "--report", "gathered.json", model=gathered).ret == 0
+    assert real_suite(*CASES, "--report", "tiny.json", model=TINY).ret == 0
+    predicted = _predictions(pytester.path / "zero.json")
+    assert predicted == _predictions(pytester.path / "gathered.json")
+    assert predicted != _predictions(pytester.path / "tiny.json")  # the training steps changed the weights
+    run = json.loads((pytester.path / "zero.json").read_text())["run"]
+    assert run["backend"]["checkpoint"]["format"] == "deepspeed_zero"
+    assert run["backend"]["checkpoint"]["shards"] == str(checkpoint / "global_step2")
+
+
+def test_a_deepspeed_checkpoint_asks_consent_and_names_a_missing_partition(zero_run, real_suite, tmp_path):
+    checkpoint, _ = zero_run
+    out = _out(real_suite(*CASES, model=checkpoint))
+    assert "is a DeepSpeed ZeRO checkpoint, whose *.pt files are pickles" in out and "--allow-pickle" in out
+    broken = tmp_path / "checkpoint-2"
+    shutil.copytree(checkpoint, broken)
+    next((broken / "global_step2").glob("*optim_states.pt")).unlink()
+    out = _out(real_suite(*CASES, "--allow-pickle", model=broken))
+    assert "has no *optim_states.pt (ZeRO keeps the fp32 weights there)" in out and "restore it" in out
+
+
+def _zero_folder(root: Path, *, config: bool = True) -> Path:
+    folder = root / "checkpoint-5"
     (folder / "global_step5").mkdir(parents=True)
     (folder / "global_step5" / "mp_rank_00_model_states.pt").write_bytes(b"\0")
+    (folder / "global_step5" / "zero_pp_rank_0_mp_rank_00_optim_states.pt").write_bytes(b"\0")
     (folder / "latest").write_text("global_step5")
-    out = _out(real_suite(*CASES, model=folder))
-    assert "is a DeepSpeed ZeRO checkpoint: convert it with DeepSpeed's own converter first" in out
-    assert f"zero_to_fp32.py {folder} OUT_DIR" in out
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json") if config else ():
+        shutil.copy(TINY / name, folder / name)
+    return folder
+
+
+def test_without_deepspeed_its_checkpoint_names_the_extra(tmp_path, monkeypatch):
+    import importlib.util
+
+    from ctxgate.backends.checkpoint import CheckpointError
+    from ctxgate.backends.formats import locate
+
+    folder = _zero_folder(tmp_path)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "deepspeed" else real(name, *a))
+    with pytest.raises(CheckpointError, match=r"the deepspeed extra \(DS_BUILD_OPS=0 pip install --no-build-isolation"):
+        locate(folder, allow_pickle=True)
+
+
+def test_a_deepspeed_folder_with_hugging_face_weights_loads_those(tmp_path):
+    from ctxgate.backends.formats import locate
+
+    folder = _zero_folder(tmp_path)
+    shutil.copy(TINY / "model.safetensors", folder / "model.safetensors")
+    assert locate(folder).config_from is None  # what Trainer saves beside a ZeRO-1/2 checkpoint

@@ -141,7 +141,7 @@ class HFBackend:
         self.sharded: DistributedCheckpoint | None = None
         sharded = find_distributed(path, config_from) if config_from else None
         if sharded is not None and device_map is not None:
-            raise BackendError(f"{model}: --device-map is not available for a torch distributed checkpoint")
+            raise BackendError(f"{model}: --device-map is not available for a sharded training checkpoint")
         if path.is_dir() and sharded is None:
             try:
                 check_checkpoint(

@@ -7,13 +7,16 @@ model built from the ``config.json`` found beside the shards, in the checkpoint 
 or given by ``--config-from``; the format is never re-implemented here. Accelerate nests the model's parameters
 under ``model.`` (``{"model": model.state_dict()}``); a flat state dict is read as well. Every tensor the model has
 must be in the checkpoint, and every shard the metadata names must be on disk: checked from the metadata before
-the weights are read. DeepSpeed checkpoints are refused with the command of DeepSpeed's own converter
-(``zero_to_fp32.py``).
+the weights are read. A DeepSpeed ZeRO checkpoint is read the same way through DeepSpeed's own converter
+(``deepspeed.utils.zero_to_fp32``, the ``deepspeed`` extra), which gathers the fp32 master weights of every rank;
+its files are pickles, so it needs ``--allow-pickle``. A folder that also holds Hugging Face weights (what Trainer
+saves beside a ZeRO-1/2 checkpoint) is loaded as a Hugging Face folder instead.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,13 +27,18 @@ from ctxgate.backends.checkpoint import TOKENIZER_FILES, CheckpointError
 FSDP_DIR_PREFIX = "pytorch_model_fsdp_"
 DCP_METADATA = ".metadata"
 NESTED = "model"  # Accelerate saves {"model": state_dict}
+DCP = "torch_distributed_checkpoint"
+ZERO = "deepspeed_zero"
+ZERO_STEP = "global_step"
+ZERO_LATEST = "latest"  # DeepSpeed's pointer to the newest tag in a checkpoint folder
 
 
 @dataclass(frozen=True)
 class DistributedCheckpoint:
     folder: Path  # what --model named
-    shards: Path  # the folder with .metadata and the *.distcp files
+    shards: Path  # the folder with .metadata and the *.distcp files, or a ZeRO tag's global_step* folder
     config_dir: Path  # the folder whose config.json builds the model
+    format: str = DCP
 
     @property
     def tokenizer_dir(self) -> Path:
@@ -40,7 +48,7 @@ class DistributedCheckpoint:
         return self.config_dir
 
     def describe(self) -> dict[str, Any]:
-        return {"format": "torch_distributed_checkpoint", "shards": str(self.shards), "config": str(self.config_dir)}
+        return {"format": self.format, "shards": str(self.shards), "config": str(self.config_dir)}
 
 
 def dcp_shards(folder: Path) -> Path | None:
@@ -52,33 +60,58 @@ def dcp_shards(folder: Path) -> Path | None:
     return found[0] if found else None
 
 
-def is_deepspeed(folder: Path) -> bool:
-    return (folder / "latest").is_file() or any(folder.glob("global_step*/*model_states.pt"))
+def zero_shards(folder: Path) -> Path | None:
+    """The tag folder of a DeepSpeed ZeRO checkpoint (``folder`` itself when it is a ``global_step*`` folder, else
+    the tag ``latest`` names, else the highest step), None when ``folder`` is not one."""
+    if folder.name.startswith(ZERO_STEP) and any(folder.glob("*model_states.pt")):
+        return folder
+    latest = folder / ZERO_LATEST
+    if latest.is_file():
+        tag = latest.read_text("utf-8", errors="replace").strip()
+        if tag and "/" not in tag and (folder / tag).is_dir():
+            return folder / tag
+    steps = [p for p in folder.glob(f"{ZERO_STEP}*") if p.is_dir() and any(p.glob("*model_states.pt"))]
+    return max(steps, key=_step_of) if steps else None
+
+
+def _step_of(folder: Path) -> int:
+    digits = folder.name[len(ZERO_STEP) :]
+    return int(digits) if digits.isdigit() else -1
 
 
 def find_distributed(folder: Path, config_from: str | None) -> DistributedCheckpoint:
-    shards = dcp_shards(folder)
+    shards, kind = dcp_shards(folder), DCP
     if shards is None:
-        raise CheckpointError(f"{folder} holds no torch distributed checkpoint ({DCP_METADATA} and *.distcp files)")
+        shards, kind = zero_shards(folder), ZERO
+    if shards is None:
+        raise CheckpointError(
+            f"{folder} holds no sharded checkpoint (neither {DCP_METADATA} with *.distcp files nor DeepSpeed's "
+            f"{ZERO_STEP}*/ folders)"
+        )
     if config_from:
         config_dir = Path(config_from).expanduser()
         if not (config_dir / "config.json").is_file():
             raise CheckpointError(f"--config-from {config_from}: no config.json there; give the model's config folder")
     else:
-        candidates = [shards, folder, folder.parent]
+        candidates = list(dict.fromkeys([shards, folder, folder.parent]))
         found = next((c for c in candidates if (c / "config.json").is_file()), None)
         if found is None:
+            what = "DeepSpeed ZeRO" if kind == ZERO else "torch distributed"
             raise CheckpointError(
-                f"{folder} is a torch distributed checkpoint without the model's config.json (looked in "
+                f"{folder} is a {what} checkpoint without the model's config.json (looked in "
                 f"{', '.join(str(c) for c in candidates)}): pass --config-from PATH, the folder of the config.json "
                 "the run was trained with"
             )
         config_dir = found
-    return DistributedCheckpoint(folder, shards, config_dir)
+    return DistributedCheckpoint(folder, shards, config_dir, kind)
 
 
 def check_shards(ckpt: DistributedCheckpoint) -> dict[str, Any]:
-    """The metadata read, every shard file it names present: a missing shard is named before anything loads."""
+    """The metadata read, every shard file it names present: a missing shard is named before anything loads.
+    A ZeRO checkpoint: its model states and one optimizer partition per rank, ranks without a gap."""
+    if ckpt.format == ZERO:
+        _check_zero_files(ckpt.shards)
+        return {}
     import torch.distributed.checkpoint as dcp
 
     try:
@@ -97,18 +130,34 @@ def check_shards(ckpt: DistributedCheckpoint) -> dict[str, Any]:
     return dict(metadata.state_dict_metadata)
 
 
-def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
-    """Fill ``model``'s parameters from the checkpoint with ``torch.distributed.checkpoint.load``. A tensor the model
-    has and the checkpoint lacks is refused, naming it (it would stay as initialized)."""
-    import torch.distributed.checkpoint as dcp
+def _check_zero_files(tag: Path) -> None:
+    fix = "a file of the checkpoint was not copied or the save was cut short; restore it from the training run"
+    if not any(tag.glob("*model_states.pt")):
+        raise CheckpointError(f"{tag} has no *model_states.pt: {fix}")
+    optim = sorted(tag.glob("*optim_states.pt"))
+    if not optim:
+        raise CheckpointError(f"{tag} has no *optim_states.pt (ZeRO keeps the fp32 weights there): {fix}")
+    ranks = sorted(int(m.group(1)) for p in optim if (m := re.search(r"zero_pp_rank_(\d+)_", p.name)))
+    gap = next((r for r, want in zip(ranks, range(len(ranks)), strict=True) if r != want), None)
+    if gap is not None:
+        raise CheckpointError(f"{tag}: the optimizer states of rank {gap - 1 if gap else 0} are missing: {fix}")
 
+
+def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
+    """Fill ``model``'s parameters from the checkpoint (``torch.distributed.checkpoint.load``, or DeepSpeed's
+    converter). A tensor the model has and the checkpoint lacks is refused, naming it (it would stay as
+    initialized)."""
     saved = check_shards(ckpt)
+    if ckpt.format == ZERO:
+        saved = zero_state_dict(ckpt)
     own = model.state_dict()
-    nested = all(k.startswith(NESTED + ".") for k in saved)
+    nested = ckpt.format == DCP and all(k.startswith(NESTED + ".") for k in saved)
     wanted = {f"{NESTED}.{k}" if nested else k for k in own}
     config = ckpt.config_dir / "config.json"
     fix = "the config is not the one the run was trained with; pass --config-from with the right one"
     missing, extra = sorted(wanted - set(saved)), sorted(set(saved) - wanted)
+    if ckpt.format == ZERO:  # DeepSpeed saves a tied tensor once
+        missing = [k for k in missing if not _tied(model, k)]
     if missing:
         raise CheckpointError(
             f"{ckpt.shards}: tensor {missing[0]} of the model built from {config} is not in the checkpoint "
@@ -119,6 +168,15 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
             f"{ckpt.shards}: tensor {extra[0]} is in the checkpoint but not in the model built from {config} "
             f"({len(extra)} more): {fix}"
         )
+    if ckpt.format == ZERO:
+        try:  # strict=False: the tied tensors it lacks are the model's own ties
+            model.load_state_dict(saved, strict=False)
+        except RuntimeError as exc:  # a tensor of another shape
+            first = str(exc).strip().splitlines()[-1].strip()[:300]
+            raise CheckpointError(f"{ckpt.shards} does not fit the model from {config} ({first}): {fix}") from None
+        return
+    import torch.distributed.checkpoint as dcp
+
     state = {NESTED: own} if nested else own
     with warnings.catch_warnings():  # one process, no process group: what torch warns about is the intent here
         warnings.filterwarnings("ignore", message=".*assuming the intent is to .* in a single process")
@@ -130,6 +188,32 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
                 f"{ckpt.shards} could not be read into the model from {config} ({first}): {fix}"
             ) from None
     model.load_state_dict(state[NESTED] if nested else state)
+
+
+def zero_state_dict(ckpt: DistributedCheckpoint) -> dict[str, Any]:
+    """The fp32 weights DeepSpeed's own converter gathers from every rank's partition."""
+    import contextlib
+    import io
+
+    try:
+        from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
+    except ImportError:
+        raise CheckpointError(deepspeed_missing(ckpt.folder)) from None
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said):  # the converter prints its progress
+            return dict(get_fp32_state_dict_from_zero_checkpoint(str(ckpt.shards.parent), tag=ckpt.shards.name))
+    except Exception as exc:  # noqa: BLE001 - the converter raises what its unpickler and checks meet
+        first = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(
+            f"{ckpt.shards} could not be converted by DeepSpeed's zero_to_fp32 ({first}): restore the checkpoint's "
+            "files from the training run"
+        ) from None
+
+
+def _tied(model: Any, name: str) -> bool:
+    tied = getattr(model, "_tied_weights_keys", None) or {}
+    return name in tied and bool(getattr(model.config, "tie_word_embeddings", False))
 
 
 def sharded_model(ckpt: DistributedCheckpoint) -> Any:
@@ -154,10 +238,21 @@ def distributed_fingerprint(ckpt: DistributedCheckpoint) -> dict[str, Any]:
     return {"sha256": overall, **{f"file:{Path(k).name}": v for k, v in parts.items()}}
 
 
-def deepspeed_error(folder: Path) -> CheckpointError:
-    """One line: DeepSpeed's own converter, saved beside every ZeRO checkpoint, is the way in."""
-    return CheckpointError(
-        f"{folder} is a DeepSpeed ZeRO checkpoint: convert it with DeepSpeed's own converter first (pip install "
-        f"deepspeed; python {folder / 'zero_to_fp32.py'} {folder} OUT_DIR --safe_serialization), copy config.json "
-        "and the tokenizer beside the weights, and pass --model OUT_DIR"
+def deepspeed_missing(folder: Path) -> str:
+    return (
+        f"{folder} is a DeepSpeed ZeRO checkpoint: reading it needs DeepSpeed's converter, the deepspeed extra "
+        "(DS_BUILD_OPS=0 pip install --no-build-isolation 'ctxgate[deepspeed]')"
     )
+
+
+def check_zero_readable(folder: Path, allow_pickle: bool) -> None:
+    """Before anything loads: DeepSpeed installed, and consent to its pickle files."""
+    import importlib.util
+
+    if importlib.util.find_spec("deepspeed") is None:
+        raise CheckpointError(deepspeed_missing(folder))
+    if not allow_pickle:
+        raise CheckpointError(
+            f"{folder} is a DeepSpeed ZeRO checkpoint, whose *.pt files are pickles that can run code when loaded: "
+            "pass --allow-pickle if you trust it"
+        )
