@@ -15,10 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from ctxgate.tasks.registry import all_tasks
-from ctxgate.workflows import bisect, data, diff, init, metrics_export, rejudge, rescore, trend, watch
+from ctxgate.workflows import bisect, data, diff, html, init, metrics_export, rejudge, rescore, trend, watch
 
 DESCRIPTION = (
-    "ctxgate's command line: rescore, judge or compare stored runs, bisect or watch a training run's "
+    "ctxgate's command line: rescore, judge, compare or draw (HTML) stored runs, bisect or watch a training run's "
     "checkpoints, list tasks, print the report schema. None of these loads the model under test (only "
     "`judge --nli-model` loads its NLI checkpoint)."
 )
@@ -43,7 +43,7 @@ def _schema(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctxgate", description=DESCRIPTION)
     sub = p.add_subparsers(dest="command", required=True)
-    for verb in (rescore, diff, bisect, trend, metrics_export, watch):  # help lists the verbs in this order
+    for verb in (rescore, diff, html, bisect, trend, metrics_export, watch):  # help lists the verbs in this order
         verb.add_parser(sub)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     data.add_parser(sub)

@@ -17,7 +17,7 @@ from ctxgate.backends.base import BackendDown, window_of
 from ctxgate.backends.endpoint import EndpointError
 from ctxgate.backends.hf import BackendError
 from ctxgate.data.haystacks import HaystackError
-from ctxgate.gate.baseline import Baseline, BaselineError, describe, regression_verdict
+from ctxgate.gate.baseline import Baseline, BaselineError, comparison_entry, describe, regression_verdict
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import NOT_GIVEN, floor_failure, gated_reason, judge_failure, passed, unscored_verdict
 from ctxgate.judge.client import JudgeError
@@ -174,19 +174,10 @@ def _against_baseline(
         if test.get("decided")
         else ""
     )
-    return {
-        "score": paired.baseline,
-        "delta": paired.delta,
-        "interval": [paired.low, paired.high],
-        "method": paired.method,
-        "n": paired.n,
-        "tolerance": tolerance,
-        "confidence": thresholds.regression_confidence,
-        "regressed": regressed,
-        "message": message,
-        # a --sequential baseline that stopped this case early: its samples, fewer than this run's
-        **({"baseline_stopped_early": True} if (result.task, result.length) in baseline.stopped_early else {}),
-    }
+    entry = comparison_entry(paired, tolerance, thresholds.regression_confidence, regressed, message)
+    if (result.task, result.length) in baseline.stopped_early:
+        entry["baseline_stopped_early"] = True  # a --sequential baseline's samples, fewer than this run's
+    return entry
 
 
 def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | None) -> tuple[StopRule, Questions] | None:

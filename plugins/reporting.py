@@ -24,9 +24,10 @@ from typing import Any, cast
 import filelock
 import pytest
 
+from ctxgate.gate.baseline import Baseline
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.records.io import atomic_write_all, created_at
+from ctxgate.records.io import atomic_write_all, created_at, predictions_path, read_predictions, read_report
 from ctxgate.records.schema import CaseRecord
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.tables import markdown, terminal
@@ -233,24 +234,44 @@ def _stop_reason(session: pytest.Session, exitstatus: int, run_error: str | None
     return f"the session stopped early ({stopped})" if stopped else "the session ended before this case ran"
 
 
-def _write(collector: Collector, report: dict[str, Any]) -> None:
+def _write(collector: Collector, report: dict[str, Any], baseline: Baseline | None) -> None:
     assert collector.report_path is not None
     path = collector.report_path
     predictions = path.with_suffix(".predictions.jsonl")
-    rows = [
-        json.dumps(row) + "\n"
-        for case in report["cases"]
-        for row in prediction_rows(case, case.pop("samples", None) or [])
-    ]
+    rows = [row for case in report["cases"] for row in prediction_rows(case, case.pop("samples", None) or [])]
     report["predictions"] = predictions.name
-    atomic_write_all(
-        {
-            predictions: "".join(rows),
-            path.with_suffix(".md"): markdown(report),
-            path: json.dumps(report, indent=1) + "\n",
-        }
-    )
+    files = {
+        predictions: "".join(json.dumps(row) + "\n" for row in rows),
+        path.with_suffix(".md"): markdown(report, html_name=path.with_suffix(".html").name),
+        path: json.dumps(report, indent=1) + "\n",
+    }
+    page = _html(collector, report, rows, baseline)
+    if page is not None:
+        files[path.with_suffix(".html")] = page
+    atomic_write_all(files)
     collector.partial.unlink(missing_ok=True)
+
+
+def _html(
+    collector: Collector, report: dict[str, Any], rows: list[dict[str, Any]], baseline: Baseline | None
+) -> str | None:
+    """The HTML report, or None with a note: a page that cannot be drawn never costs the JSON report."""
+    assert collector.report_path is not None
+    from ctxgate.report.page import PageInput, render
+
+    baseline_rows: list[dict[str, Any]] = []
+    try:
+        if baseline is not None:
+            baseline_rows = read_predictions(predictions_path(Path(baseline.path), read_report(Path(baseline.path))))
+        return render(
+            PageInput(report, rows, baseline_rows, baseline.path if baseline else None, (), collector.report_path.name)
+        )
+    except Exception as exc:  # noqa: BLE001 - whatever went wrong drawing it, the JSON report is written
+        collector.notes.append(
+            f"the HTML report was not written ({type(exc).__name__}: {exc}); ctxgate html "
+            f"{collector.report_path} -o {collector.report_path.with_suffix('.html')} draws it from the JSON"
+        )
+        return None
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -280,7 +301,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     collector.report = report
     if collector.report_path:
         try:
-            _write(collector, json.loads(json.dumps(report)))
+            _write(collector, json.loads(json.dumps(report)), config.stash.get(BASELINE_KEY, None))
         except OSError as exc:
             collector.write_error = (
                 f"the report could not be written to {collector.report_path} "
@@ -292,12 +313,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if summary:
         try:
             with open(summary, "a", encoding="utf-8") as f:
-                f.write(markdown(report))
+                f.write(markdown(report, html_name=_html_name(collector)))
         except OSError as exc:
             collector.notes.append(f"GITHUB_STEP_SUMMARY {summary} could not be appended to ({exc.strerror or exc})")
     failed = any(g["verdict"] == "fail" for g in report["gates"])
     if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _html_name(collector: Collector) -> str | None:
+    if collector.report_path is None or collector.write_error:
+        return None
+    return collector.report_path.with_suffix(".html").name
 
 
 def _baseline_summary(config: pytest.Config, cases: list[CaseRecord]) -> dict[str, Any] | None:
@@ -331,4 +358,4 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if collector.write_error:
         terminalreporter.write_line(f"ERROR: {collector.write_error}", red=True)
     elif collector.report_path:
-        terminalreporter.write_line(f"report: {collector.report_path} (+ .predictions.jsonl, .md)")
+        terminalreporter.write_line(f"report: {collector.report_path} (+ .predictions.jsonl, .md, .html)")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: every RULER and HELMET task x 256/512/1K/2K tokens on the shipped tiny
-# checkpoint, with the shipped fixture data, two xdist workers, then the report. The judged tasks (Cite, NarrativeQA,
+# checkpoint, with the shipped fixture data, two xdist workers, then the report (out/demo.json, .md and .html). The judged tasks (Cite, NarrativeQA,
 # Summ) are judged by fixtures/judge_server.py, an offline OpenAI-compatible stand-in started here on 127.0.0.1;
 # a real run passes --judge-model gpt-4o-2024-05-13 (key from OPENAI_API_KEY) or a vLLM/SGLang --judge-base-url.
 # Extra arguments go to pytest (e.g. --samples 100).
@@ -21,3 +21,5 @@ for _ in $(seq 50); do [ -s out/judge-server.url ] && break; sleep 0.1; done
   --report out/demo.json --junitxml out/demo-junit.xml -q "$@"
 echo
 cat out/demo.md
+echo
+echo "HTML report (heatmaps, needle depths, every sample): $(pwd)/out/demo.html"

@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 bash scripts/vllm_env.sh
+bash scripts/browser.sh
 # lint, format and types first: their configuration is in pyproject.toml
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

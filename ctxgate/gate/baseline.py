@@ -158,3 +158,20 @@ def describe(result: PairedResult, tolerance: float) -> str:
         f"(interval {result.low:+.1f} to {result.high:+.1f}, {result.method}, n={result.n}), "
         f"tolerance {tolerance:.1f}"
     )
+
+
+def comparison_entry(
+    result: PairedResult, tolerance: float, confidence: float, regressed: bool, message: str
+) -> dict[str, Any]:
+    """A case's paired comparison as the report records it (``case["baseline"]``)."""
+    return {
+        "score": result.baseline,
+        "delta": result.delta,
+        "interval": [result.low, result.high],
+        "method": result.method,
+        "n": result.n,
+        "tolerance": tolerance,
+        "confidence": confidence,
+        "regressed": regressed,
+        "message": message,
+    }

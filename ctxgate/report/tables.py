@@ -22,13 +22,18 @@ _NO_SCORE = {
 }
 
 
+def no_score_word(case: Mapping[str, Any]) -> str:
+    """Why a skipped or errored case has no score, in a table cell's words."""
+    if case["verdict"] == "skip":
+        return _NO_SCORE.get(case.get("skip_kind", "too_short"), "skip")
+    return _NO_SCORE.get(case.get("error_kind", "error"), "error")
+
+
 def _cell(case: Mapping[str, Any] | None) -> str:
     if case is None:
         return ""
-    if case["verdict"] == "skip":
-        return _NO_SCORE.get(case.get("skip_kind", "too_short"), "skip")
-    if case["verdict"] == "error":
-        return _NO_SCORE.get(case.get("error_kind", "error"), "error")
+    if case["verdict"] in ("skip", "error"):
+        return no_score_word(case)
     mark = " ✗" if case["verdict"] == "fail" else ""
     score = "no score" if case.get("score") is None else f"{case['score']:.1f}"  # e.g. every verdict failed
     return f"{score}{mark}"
@@ -134,11 +139,17 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
     return header, body, notes
 
 
-def markdown(report: Mapping[str, Any]) -> str:
+def markdown(report: Mapping[str, Any], html_name: str | None = None) -> str:
+    """``html_name``: the HTML report beside it, named where CI keeps it (the report folder's artifact)."""
     header, body, notes = rows(report)
-    lines = [
-        f"### ctxgate: {report['run'].get('model', '')}",
-        "",
+    lines = [f"### ctxgate: {report['run'].get('model', '')}", ""]
+    if html_name:
+        lines += [
+            f"Heatmaps, needle depths and every sample: `{html_name}`, beside this report (in CI: the report "
+            "folder's artifact).",
+            "",
+        ]
+    lines += [
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
     ]

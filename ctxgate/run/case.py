@@ -49,6 +49,30 @@ class SampleOutcome:
     parts: dict[str, float] = field(default_factory=dict)  # a judged metric's components
     judge_input: dict[str, Any] | None = None
     judge_error: str | None = None
+    # what a reader needs to see why the sample scored as it did, without its whole prompt: the text around each
+    # needle (with the needle and its depth, percent of the context) and the prompt's end (see ``excerpts``)
+    excerpts: dict[str, Any] | None = None
+    seconds: float | None = None  # from sending the prompt to its output back; None when the cache had it
+
+
+EXCERPT_TOKENS = 40  # tokens of context before a needle (twice as many from it on), and of the prompt's end
+
+
+def excerpts(sample: Sample, decode: Callable[[Sequence[int]], str]) -> dict[str, Any]:
+    ids, meta = sample.input_ids, sample.meta
+    offsets = list(meta.get("needle_offsets") or ())
+    depths = list(meta.get("depths") or ()) or [None] * len(offsets)
+    return {
+        "needles": [
+            {
+                "needle": needle,
+                "depth": depth,
+                "text": decode(ids[max(0, at - EXCERPT_TOKENS) : at + 2 * EXCERPT_TOKENS]),
+            }
+            for needle, at, depth in zip(meta.get("needles") or (), offsets, depths, strict=False)
+        ],
+        "end": decode(ids[-EXCERPT_TOKENS:]),
+    }
 
 
 @dataclass(frozen=True)
@@ -155,6 +179,7 @@ class _Drawing:
         self.answer_key: dict[tuple[str, int, int], tuple[str, ...]] | None = getattr(backend, ANSWER_KEY, None)
         self.done: dict[int, SampleOutcome] = {}
         self.waiting: dict[int, tuple[Sample, str, str]] = {}  # sent: the sample, its digest, its cache key
+        self.sent_at: dict[int, float] = {}
         self.from_cache = 0
         self.build_seconds = self.judge_seconds = 0.0
         self.prompt_tokens = self.generated_tokens = 0
@@ -178,6 +203,7 @@ class _Drawing:
                 self._finish(s, digest, gen)
                 continue
             self.waiting[s.index] = (s, digest, key)
+            self.sent_at[s.index] = time.perf_counter()
             if self.answer_key is not None:
                 self.answer_key[(self.spec.name, self.length, s.index)] = s.answers
             yield Request(s.input_ids, self.spec.name, self.length, s.index)
@@ -188,10 +214,11 @@ class _Drawing:
             self.cache.put(key, gen)  # at once: a kill loses only the samples in flight
         self.prompt_tokens += len(s.input_ids)
         self.generated_tokens += gen.output_tokens
-        self._finish(s, digest, gen)
+        self._finish(s, digest, gen, round(time.perf_counter() - self.sent_at.pop(request.index), 3))
 
-    def _finish(self, s: Sample, digest: str, gen: Generation) -> None:
-        self.done[s.index] = self._outcome(s, digest, gen)
+    def _finish(self, s: Sample, digest: str, gen: Generation, seconds: float | None = None) -> None:
+        shown = excerpts(s, self.ctx.encoder.decode)
+        self.done[s.index] = replace(self._outcome(s, digest, gen), excerpts=shown, seconds=seconds)
         if self.test is not None:
             self.test.feed(self.done)
 

@@ -106,7 +106,9 @@ def build_niah(
         context, placed, units, depths = _essay_context(ctx, name, length, needles, known, room, rng)
     else:
         lines = _line_haystack(ctx, cfg, keys, needles, room, rng, known)
-        (context, placed, units), depths = _assemble_lines(enc, name, length, lines, needles, known, sep), None
+        context, placed, units = _assemble_lines(enc, name, length, lines, needles, known, sep)
+        # RULER puts these needles at random lines, not at its depths: where each landed, in percent of the context
+        depths = [round(100 * at / max(1, len(context))) for _, at in placed]
     ids = frame.pre + tuple(context) + frame.post
     meta = {
         "needle_offsets": [len(frame.pre) + at for _, at in placed],
