@@ -4,13 +4,15 @@ same run.
     python bench/long_prompts.py [--lengths 32k,256k] [--backends hf,vllm] [--task niah_single_1]
 
 Each backend x length is one real run of the suite: ``pytest --model fixtures/tiny-llama-niah --backend B
---lengths L --samples 1 --force-lengths -k TASK`` with a fresh cache, so the sample is built, sent to the model
-(for ``vllm`` a vLLM server the suite starts from .venv-vllm, ``scripts/vllm_env.sh``) and its output scored. A
+--lengths L --samples 1 --model-override max_position_embeddings=N -k TASK`` with a fresh cache, so the sample
+is built, sent to the model (for ``vllm`` a vLLM server the suite starts from .venv-vllm, ``scripts/vllm_env.sh``)
+and its output scored. A
 line per run gives the wall time, the peak memory of the run's whole process tree (the suite and, for vllm, the
 server and its engine; sampled every 100 ms), the prompt's length in tokens as the report records it, the
 output, and the exit status; each backend closes with the time and memory ratio of its longest length to its
-first, against the ratio of the lengths. The tiny checkpoint's 8K positions are passed with --force-lengths: the
-point is the plumbing and the cost at the length, not the answer.
+first, against the ratio of the lengths. The tiny checkpoint's 8K positions are extended to the longest length by
+the override (for HF the same as --force-lengths; vLLM builds its RoPE table that long, and cannot run past it):
+the point is the plumbing and the cost at the length, not the answer.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ def run_one(
             Path(tmp).mkdir(parents=True, exist_ok=True)
         report = Path(tmp) / "report.json"
         argv = [sys.executable, "-m", "pytest", "--model", model, "--backend", backend]
-        argv += ["--lengths", str(length), "--samples", "1", "--force-lengths", "-k", task, "-q"]
+        positions = f"max_position_embeddings={length + 4096}"  # the length, its output and the chat frame
+        argv += ["--lengths", str(length), "--samples", "1", "--model-override", positions, "-k", task, "-q"]
         argv += ["--cache-dir", str(Path(tmp) / "cache"), "--report", str(report), "-p", "no:cacheprovider"]
         if backend != "hf":
             argv += ["--request-timeout", str(request_timeout)]

@@ -204,7 +204,8 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
     budget = max(t.tokens_to_generate for t in all_tasks())
     changes, limit = _window(Path(run.base_model or run.config_from or folder), run)
     longest = max(run.lengths) + budget
-    max_len = longest if run.force_lengths or limit is None else min(longest, limit)
+    # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
+    max_len = longest if limit is None else min(longest, limit)
     specs = [
         EngineSpec(
             python,
@@ -214,7 +215,6 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
             devices,
             run.dtype,
             engine.vllm_args,
-            long_context=bool(limit and max_len > limit),
             hf_overrides=json.dumps(changes, sort_keys=True) if changes else None,
         )
         for devices in replica_devices(visible_gpus(), engine.tp)

@@ -137,7 +137,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="evaluate a checkpoint whose weights do not match its config.json (a tensor missing, extra or "
         "of another shape) as transformers loads it, missing tensors random; refused without it",
     )
-    g.addoption("--force-lengths", action="store_true", help="run lengths beyond the model's max positions")
+    g.addoption(
+        "--force-lengths",
+        action="store_true",
+        help="run lengths beyond the model's max positions with its own RoPE (--backend hf only: vLLM's RoPE table "
+        "ends there; extend it with --model-override max_position_embeddings=N)",
+    )
     g.addoption(
         "--base-model",
         default=None,

@@ -198,3 +198,16 @@ def test_every_engine_setting_is_in_the_cache_namespace(server):
     ]
     assert len({json.dumps(n, sort_keys=True) for n in seen}) == len(seen)
     assert namespace(plain, None) is None  # the served weights unknown: no cache at all
+
+
+def test_a_vllm_window_is_never_forced_past_its_rope_table():
+    """vLLM builds its RoPE table with exactly max_position_embeddings rows: --force-lengths cannot pass it, the
+    fix is to extend the positions (measured: garbage at 32K and a segfault at 256K on the tiny checkpoint)."""
+    from types import SimpleNamespace
+
+    from ctxgate.backends.endpoint import EndpointBackend
+
+    window = EndpointBackend.window_of(SimpleNamespace(name="vllm", replicas=[]), 8192)  # type: ignore[arg-type]
+    assert not window.forceable
+    assert window.what == "the model's max_position_embeddings (8192)"
+    assert "--model-override max_position_embeddings=N or --rope-scaling JSON" in window.fix

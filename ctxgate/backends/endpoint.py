@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Request, Window, model_window
+from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Request, Window
 from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
 from ctxgate.textcodec import HFTokenizer
 
@@ -331,15 +331,24 @@ class EndpointBackend:
             return Generation(choice.text or "", tokens, finish)
 
     def window_of(self, limit: int) -> Window:
-        """The suite's own servers are started as long as the model's positions allow (--force-lengths: as long as
-        the lengths need); a server the user runs has the max model length it was started with."""
+        """The suite's own servers are started as long as the model's positions allow; a server the user runs has
+        the max model length it was started with. Neither is forceable: vLLM's RoPE table has exactly
+        max_position_embeddings rows, and a position past it reads outside the table (VLLM_ALLOW_LONG_MAX_MODEL_LEN
+        only lifts the check): on CPU the outputs were garbage at 32K and the engine segfaulted at 256K."""
+        extend = (
+            "--model-override max_position_embeddings=N or --rope-scaling JSON (vLLM then builds its RoPE table that "
+            "long; past it, it reads outside the table), or use --backend hf"
+        )
         if self.name == "vllm":
-            return model_window(limit)
+            return Window(
+                f"the model's max_position_embeddings ({limit})", f"extend the positions with {extend}", False
+            )
         urls = ", ".join(str(redact_url(r.url)) for r in self.replicas if r.max_model_len == limit)
         return Window(
             f"the server's max model length ({limit}, as {urls} lists it at /models)",
             "restart the server with a longer one (vLLM: --max-model-len at least the length plus the task's output "
-            "tokens, and VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 past the model's positions)",
+            "tokens, and past the model's positions --hf-overrides with a longer max_position_embeddings or "
+            "rope_scaling, never VLLM_ALLOW_LONG_MAX_MODEL_LEN alone)",
             forceable=False,
         )
 

@@ -132,7 +132,6 @@ class EngineSpec:
     devices: tuple[str, ...] | None = None  # CUDA devices for this replica; None: CPU
     dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
     extra_args: tuple[str, ...] = ()
-    long_context: bool = False  # past the model's position limit (--force-lengths)
     hf_overrides: str | None = None  # JSON: config changes (--rope-scaling, --model-override)
 
     @property
@@ -185,8 +184,6 @@ class VLLMServer:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(self.spec.devices)
         elif KV_SPACE_ENV not in env:  # vLLM's CPU default takes a large share of RAM; one sequence is what we need
             env[KV_SPACE_ENV] = str(cpu_kv_cache_gib(self.spec))
-        if self.spec.long_context:
-            env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(

@@ -189,8 +189,10 @@ def case_cell(case: Mapping[str, Any] | None) -> str:
         return '<td class="none">not selected</td>'
     link = f'<a href="#{e(case_key(case["task"], int(case["length"])))}">'
     if case["verdict"] in ("skip", "error") or case.get("score") is None:
-        word = no_score_word(case) if case["verdict"] in ("skip", "error") else "no score"
-        kind = case.get("error_kind") or case.get("skip_kind") or case["verdict"]
+        pending = (case.get("judge") or {}).get("status") == "pending"
+        word = "judge pending" if pending else "no score"
+        word = no_score_word(case) if case["verdict"] in ("skip", "error") else word
+        kind = case.get("error_kind") or case.get("skip_kind") or ("pending" if pending else case["verdict"])
         return _score_td(None, f"{link}{e(word)}</a>", f"status-{e(kind)}", str(case.get("message", "")))
     failed = case["verdict"] == "fail"
     mark = '<span class="fail-mark" aria-label="failed">✗</span>' if failed else ""
