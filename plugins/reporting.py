@@ -240,12 +240,12 @@ def _write(collector: Collector, report: dict[str, Any], baseline: Baseline | No
     predictions = path.with_suffix(".predictions.jsonl")
     rows = [row for case in report["cases"] for row in prediction_rows(case, case.pop("samples", None) or [])]
     report["predictions"] = predictions.name
+    page = _html(collector, report, rows, baseline)
     files = {
         predictions: "".join(json.dumps(row) + "\n" for row in rows),
-        path.with_suffix(".md"): markdown(report, html_name=path.with_suffix(".html").name),
+        path.with_suffix(".md"): markdown(report, html_name=path.with_suffix(".html").name if page else None),
         path: json.dumps(report, indent=1) + "\n",
     }
-    page = _html(collector, report, rows, baseline)
     if page is not None:
         files[path.with_suffix(".html")] = page
     atomic_write_all(files)
@@ -263,9 +263,8 @@ def _html(
     try:
         if baseline is not None:
             baseline_rows = read_predictions(predictions_path(Path(baseline.path), read_report(Path(baseline.path))))
-        return render(
-            PageInput(report, rows, baseline_rows, baseline.path if baseline else None, (), collector.report_path.name)
-        )
+        where = baseline.path if baseline else None
+        return render(PageInput(report, rows, baseline_rows, where, report_name=collector.report_path.name))
     except Exception as exc:  # noqa: BLE001 - whatever went wrong drawing it, the JSON report is written
         collector.notes.append(
             f"the HTML report was not written ({type(exc).__name__}: {exc}); ctxgate html "
@@ -322,9 +321,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _html_name(collector: Collector) -> str | None:
-    if collector.report_path is None or collector.write_error:
-        return None
-    return collector.report_path.with_suffix(".html").name
+    page = collector.report_path.with_suffix(".html") if collector.report_path else None
+    return page.name if page is not None and not collector.write_error and page.is_file() else None
 
 
 def _baseline_summary(config: pytest.Config, cases: list[CaseRecord]) -> dict[str, Any] | None:
