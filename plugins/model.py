@@ -75,11 +75,21 @@ def _served(run: Settings, engine: EngineSettings) -> Served:
             "dtype": engine_dtype(run.dtype, bool(visible_gpus())),
             "tensor_parallel": engine.tp,
             "vllm_args": list(engine.vllm_args),
+            **_served_as(run),
         }
         if run.backend == "vllm"
         else {}
     )
     return Served(endpoint, engine.tokenizer, engine.server_logs, numerics)
+
+
+def _served_as(run: Settings) -> dict[str, str]:
+    """What the suite's servers load when --model is not a plain folder (engine.py's _served_folder)."""
+    if run.base_model:
+        return {"served_as": "the PEFT adapter merged into its base, as a Hugging Face folder"}
+    if run.config_from:
+        return {"served_as": "the sharded checkpoint, as a Hugging Face folder"}
+    return {}
 
 
 def _run_failed(request: pytest.FixtureRequest, what: str, exc: BaseException) -> NoReturn:

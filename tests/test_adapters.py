@@ -87,3 +87,16 @@ def test_an_adapter_without_weights_or_with_pickle_is_named(lora, tmp_path):
 def test_base_model_without_an_adapter_is_a_usage_error(real_suite):
     result = real_suite(*CASES, "--base-model", str(TINY))
     assert result.ret == 4 and "--base-model is for a PEFT adapter folder" in result.stderr.str()
+
+
+def test_vllm_serves_an_adapter_merged_into_its_base(lora, real_suite, pytester):
+    """--backend vllm loads the adapter merged into its base (written once as a Hugging Face folder): the same
+    predictions as the merged folder under HF, and the report says what was served."""
+    (_, step4), merged = lora
+    served = real_suite(*CASES, "--backend", "vllm", "--cache-dir", "cache", "--report", "vllm.json", model=step4)
+    assert served.ret == 0, served.stdout.str()[-3000:]
+    assert real_suite(*CASES, "--no-cache", "--report", "merged.json", model=merged).ret == 0
+    assert _predictions(pytester.path / "vllm.json") == _predictions(pytester.path / "merged.json")
+    run = json.loads((pytester.path / "vllm.json").read_text())["run"]
+    assert "the PEFT adapter merged into its base" in json.dumps(run)
+    assert [p.name for p in (pytester.path / "cache" / "models").iterdir() if p.is_dir()][0].startswith("model-")

@@ -360,4 +360,5 @@ class EndpointBackend:
             "server_version": self.replicas[0].version,
             "max_model_len": self.max_positions,
             "concurrency": self.concurrency,
+            **({"engine": self.engine} if self.engine else {}),  # what the suite's own servers were started with
         }
