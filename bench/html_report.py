@@ -33,7 +33,8 @@ def real_rows(samples: int) -> dict[str, list[dict[str, Any]]]:
     """Per RULER task, ``samples`` rows with real excerpts (built at 4K with the shipped tokenizer)."""
     from transformers import AutoTokenizer
 
-    from ctxgate.run.case import excerpts, iter_samples, samples_to_run
+    from ctxgate.run.case import iter_samples, samples_to_run
+    from ctxgate.run.excerpts import excerpts
     from ctxgate.tasks import BuildContext, all_tasks
     from ctxgate.textcodec import HFTokenizer, PieceEncoder
 

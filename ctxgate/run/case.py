@@ -13,6 +13,7 @@ from ctxgate.judge.score import Judges, compact_input, judge_all, judge_one, mis
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
 from ctxgate.run.cache import GenerationCache
+from ctxgate.run.excerpts import excerpts
 from ctxgate.run.progress import Progress
 from ctxgate.seeding import sample_rng
 from ctxgate.stats.intervals import interval
@@ -53,26 +54,6 @@ class SampleOutcome:
     # needle (with the needle and its depth, percent of the context) and the prompt's end (see ``excerpts``)
     excerpts: dict[str, Any] | None = None
     seconds: float | None = None  # from sending the prompt to its output back; None when the cache had it
-
-
-EXCERPT_TOKENS = 40  # tokens of context before a needle (twice as many from it on), and of the prompt's end
-
-
-def excerpts(sample: Sample, decode: Callable[[Sequence[int]], str]) -> dict[str, Any]:
-    ids, meta = sample.input_ids, sample.meta
-    offsets = list(meta.get("needle_offsets") or ())
-    depths = list(meta.get("depths") or ()) or [None] * len(offsets)
-    return {
-        "needles": [
-            {
-                "needle": needle,
-                "depth": depth,
-                "text": decode(ids[max(0, at - EXCERPT_TOKENS) : at + 2 * EXCERPT_TOKENS]),
-            }
-            for needle, at, depth in zip(meta.get("needles") or (), offsets, depths, strict=False)
-        ],
-        "end": decode(ids[-EXCERPT_TOKENS:]),
-    }
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,76 @@
+"""The cells of the HTML report's tables: a score on the colour scale, a case (its score or what happened to it,
+linked to its samples), a summary with its marks. Every text is escaped here (``e``)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from ctxgate.report import colours
+from ctxgate.report.samples import case_key
+from ctxgate.report.tables import no_score_word
+
+
+def e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def score_td(score: float | None, inner: str, extra_class: str = "", title: str = "") -> str:
+    if score is None:
+        return f'<td class="status {extra_class}"{title_attr(title)}>{inner}</td>'
+    fraction = score / 100
+    return (
+        f'<td class="score {extra_class}" style="background:{colours.colour(fraction)};color:{colours.ink(fraction)}"'
+        f' data-score="{score:.2f}"{title_attr(title)}>{inner}</td>'
+    )
+
+
+def title_attr(text: str) -> str:
+    return f' title="{e(text)}"' if text else ""
+
+
+def case_cell(case: Mapping[str, Any] | None) -> str:
+    """A case in a tasks x lengths table: its score on the colour scale, or what happened to it; a link to it."""
+    if case is None:
+        return '<td class="none">not selected</td>'
+    link = f'<a href="#{e(case_key(case["task"], int(case["length"])))}">'
+    if case["verdict"] in ("skip", "error") or case.get("score") is None:
+        pending = (case.get("judge") or {}).get("status") == "pending"
+        word = "judge pending" if pending else "no score"
+        word = no_score_word(case) if case["verdict"] in ("skip", "error") else word
+        kind = case.get("error_kind") or case.get("skip_kind") or ("pending" if pending else case["verdict"])
+        return score_td(None, f"{link}{e(word)}</a>", f"status-{e(kind)}", str(case.get("message", "")))
+    failed = case["verdict"] == "fail"
+    mark = '<span class="fail-mark" aria-label="failed">✗</span>' if failed else ""
+    return score_td(
+        float(case["score"]),
+        f"{link}{float(case['score']):.1f}</a>{mark}",
+        "failed" if failed else "",
+        str(case.get("message", "")),
+    )
+
+
+def group_td(group: Mapping[str, Any] | None, threshold: float | None = None) -> str:
+    if not group or (group.get("score") is None and not group.get("incomplete")):
+        return '<td class="none">—</td>'
+    score = group.get("score")
+    marks = []
+    why = []
+    if group.get("partial"):
+        marks.append('<span class="partial-mark" aria-label="partial">*</span>')
+        why.append("partial: lacks " + ", ".join(group.get("missing", [])))
+    if group.get("incomplete"):
+        marks.append('<span class="partial-mark" aria-label="incomplete">!</span>')
+        why.append("incomplete: no score for " + ", ".join(group.get("errored", [])))
+    if threshold is not None and score is not None:
+        above = score > threshold
+        marks.append(f'<span class="{"above" if above else "below"}-mark">{"≥" if above else "<"} {threshold:g}</span>')
+    text = "n/a" if score is None else f"{float(score):.1f}"
+    return score_td(None if score is None else float(score), text + "".join(marks), "group", "; ".join(why))
+
+
+def num(value: Any, signed: bool = False) -> str:
+    if value is None:
+        return ""
+    return f"{float(value):+.1f}" if signed else f"{float(value):.1f}"

@@ -1,0 +1,128 @@
+"""The HTML report's heatmaps: tasks x lengths per suite (with RULER's average, threshold and effective length),
+HELMET's categories per length, and needle depth x length per NIAH task."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ctxgate.lengths import format_length
+from ctxgate.report.cells import case_cell, e, group_td, score_td
+from ctxgate.report.samples import DepthGrid, case_key, depth_grids
+from ctxgate.tasks.niah import DEPTHS
+from ctxgate.tasks.registry import category_label, membership, task_names
+
+
+def task_tables(report: Mapping[str, Any]) -> list[str]:
+    cases = report.get("cases", [])
+    lengths = sorted({int(c["length"]) for c in cases})
+    by_key = {(c["task"], int(c["length"])): c for c in cases}
+    known = task_names()
+    eff = report.get("effective_length") or {}
+    out = []
+    for suite, label in (("ruler", "RULER"), ("helmet", "HELMET")):
+        tasks = sorted(
+            {c["task"] for c in cases if c["suite"] == suite},
+            key=lambda t: (t not in known, known.index(t) if t in known else 0, t),
+        )
+        if not tasks:
+            continue
+        head = "".join(_length_th(L, eff if suite == "ruler" else {}) for L in lengths)
+        body = "".join(
+            f'<tr><th scope="row">{e(t)}</th>{"".join(case_cell(by_key.get((t, L))) for L in lengths)}</tr>'
+            for t in tasks
+        )
+        foot = _ruler_average(report, lengths) if suite == "ruler" else ""
+        note = "Score per task and length; follow a cell to its samples."
+        if suite == "ruler" and eff:
+            value = format_length(int(eff["value"])) if eff.get("value") else f"below {format_length(lengths[0])}"
+            note += (
+                f" Effective length <strong>{e(value)}</strong>: the RULER average above {e(eff.get('threshold'))} "
+                "at it and every shorter length"
+                + (" (partial: not every RULER task ran)." if eff.get("partial") else ".")
+            )
+        out.append(
+            f'<section id="{suite}" aria-labelledby="{suite}-h"><h2 id="{suite}-h">{label}</h2>'
+            f'<p class="note">{note}</p>'
+            f'<div class="scroll"><table class="heatmap"><caption>{label} tasks x lengths</caption>'
+            f'<thead><tr><th scope="col">task</th>{head}</tr></thead><tbody>{body}</tbody>{foot}</table></div>'
+            "</section>"
+        )
+    return out
+
+
+def _registry_order(task: str, known: Sequence[str]) -> tuple[int, str]:
+    return (known.index(task) if task in known else len(known), task)
+
+
+def _length_th(length: int, eff: Mapping[str, Any]) -> str:
+    if bool(eff.get("value")) and int(eff["value"]) == length:
+        return (
+            f'<th scope="col" class="effective">{format_length(length)} <span class="eff-mark">◆ effective</span></th>'
+        )
+    return f'<th scope="col">{format_length(length)}</th>'
+
+
+def _ruler_average(report: Mapping[str, Any], lengths: Sequence[int]) -> str:
+    threshold = (report.get("effective_length") or {}).get("threshold")
+    cells = "".join(group_td(report.get("by_length", {}).get(str(L), {}).get("ruler"), threshold) for L in lengths)
+    return f'<tfoot><tr><th scope="row">RULER average</th>{cells}</tr></tfoot>'
+
+
+def helmet_categories(report: Mapping[str, Any]) -> str:
+    by_length = report.get("by_length", {})
+    lengths = sorted(int(L) for L in by_length)
+    keys = [f"helmet_{c}" for c in membership().helmet] + ["helmet_overall"]
+    present = [k for k in keys if any((by_length[str(L)].get(k) or {}).get("score") is not None for L in lengths)]
+    if not present:
+        return ""
+    body = "".join(
+        f'<tr><th scope="row">{"Overall average" if k == "helmet_overall" else e(category_label(k[7:]))}</th>'
+        + "".join(group_td(by_length[str(L)].get(k)) for L in lengths)
+        + "</tr>"
+        for k in present
+    )
+    head = "".join(f'<th scope="col">{format_length(L)}</th>' for L in lengths)
+    return (
+        '<section id="categories" aria-labelledby="categories-h"><h2 id="categories-h">HELMET categories</h2>'
+        '<p class="note">The mean of each category\'s tasks per length; * partial (not every task of it ran).</p>'
+        '<div class="scroll"><table class="heatmap"><caption>HELMET categories x lengths</caption>'
+        f'<thead><tr><th scope="col">category</th>{head}</tr></thead><tbody>{body}</tbody></table></div></section>'
+    )
+
+
+# needle depths ------------------------------------------------------------------------------------------------------
+def depths(rows: Sequence[Mapping[str, Any]]) -> str:
+    grids = depth_grids(rows)
+    if not grids:
+        return ""
+    return (
+        '<section id="depths" aria-labelledby="depths-h"><h2 id="depths-h">Needle depth x length</h2>'
+        '<p class="note">Mean score by needle depth (rows, percent of the context) and length (columns): each '
+        "needle of a sample counts the sample's score at its depth; the line tasks' random positions are rounded to "
+        "the nearest of RULER's 40 depths.</p>" + "".join(_depth_table(g) for g in grids) + "</section>"
+    )
+
+
+def _depth_table(grid: DepthGrid) -> str:
+    head = "".join(f'<th scope="col">{format_length(L)}</th>' for L in grid.lengths)
+    body = []
+    for depth in DEPTHS:
+        cells = []
+        for L in grid.lengths:
+            found = grid.cells.get((depth, L))
+            if found is None:
+                cells.append('<td class="none">·</td>')
+                continue
+            mean, n = found
+            text = f"{mean:.0f}"
+            if grid.task != "all":
+                text = f'<a href="#{e(case_key(grid.task, L))}">{text}</a>'
+            cells.append(score_td(mean, text, "depth", f"{mean:.1f} over {n} needle(s)"))
+        body.append(f'<tr><th scope="row">{depth}%</th>{"".join(cells)}</tr>')
+    name = "All NIAH tasks" if grid.task == "all" else grid.task
+    return (
+        f'<div class="scroll depth-grid" data-task="{e(grid.task)}"><table class="heatmap depth">'
+        f"<caption>{e(name)}</caption>"
+        f'<thead><tr><th scope="col">depth</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    )

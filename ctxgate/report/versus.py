@@ -1,0 +1,168 @@
+"""The HTML report's sections that set runs side by side: the paired comparison with a baseline and the samples
+that flipped, and the trend over several reports against the training step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ctxgate.lengths import format_length
+from ctxgate.report import colours
+from ctxgate.report.cells import e, num, score_td
+from ctxgate.report.samples import Flip, case_key, flips
+
+FLIPS_SHOWN = 200  # per direction; the count says how many there are
+
+
+# against a baseline -------------------------------------------------------------------------------------------------
+def comparison(
+    report: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    baseline_rows: Sequence[Mapping[str, Any]],
+    baseline_path: str | None,
+) -> str:
+    compared = [c for c in report.get("cases", []) if c.get("baseline")]
+    if not compared and not baseline_rows:
+        return ""
+    lines = []
+    for c in compared:
+        b = c["baseline"]
+        low, high = b.get("interval") or (None, None)
+        improved = low is not None and low > b.get("tolerance", 0)
+        verdict = "regressed" if b.get("regressed") else "improved" if improved else "same"
+        lines.append(
+            f'<tr class="{verdict}"><th scope="row"><a href="#{e(case_key(c["task"], int(c["length"])))}">'
+            f"{e(c['task'])}</a></th><td>{format_length(int(c['length']))}</td>"
+            f"<td>{num(b.get('score'))}</td><td>{num(c.get('score'))}</td><td>{num(b.get('delta'), True)}</td>"
+            f"<td>{num(low, True)} .. {num(high, True)}</td><td>{e(b.get('n'))}</td>"
+            f'<td>{num(b.get("tolerance"))}</td><td class="verdict">{verdict.upper()}</td></tr>'
+        )
+    where = f" ({e(baseline_path)})" if baseline_path else ""
+    table = (
+        '<p class="note">Paired per case: the same samples in both runs, the score change with its interval, and '
+        "the baseline gate's verdict.</p>"
+        '<div class="scroll"><table class="comparison"><caption>Cases against the baseline</caption><thead><tr>'
+        + "".join(
+            f'<th scope="col">{h}</th>'
+            for h in ("task", "length", "baseline", "now", "change", "interval", "n", "tolerance", "verdict")
+        )
+        + f"</tr></thead><tbody>{''.join(lines)}</tbody></table></div>"
+        if lines
+        else "<p>No case was compared (none of the baseline's cases ran with the same samples).</p>"
+    )
+    changed = flips(rows, baseline_rows) if baseline_rows else []
+    lost = [f for f in changed if f.lost]
+    gained = [f for f in changed if not f.lost]
+    return (
+        f'<section id="comparison" aria-labelledby="comparison-h"><h2 id="comparison-h">Against the baseline{where}'
+        f"</h2>{table}"
+        + (_flip_table("Right in the baseline, wrong now", "lost", lost) if baseline_rows else "")
+        + (_flip_table("Wrong in the baseline, right now", "gained", gained) if baseline_rows else "")
+        + "</section>"
+    )
+
+
+def _flip_table(title: str, ident: str, found: Sequence[Flip]) -> str:
+    if not found:
+        return f'<h3 id="flips-{ident}">{e(title)}: none</h3>'
+    rows = "".join(
+        f'<tr><th scope="row"><a href="#{e(case_key(f.task, f.length))}">{e(f.task)}</a> '
+        f"{format_length(f.length)} #{f.index}</th>"
+        f"<td>{e(_answers(f.after))}</td>"
+        f'<td class="before">{e(f.before.get("prediction"))} <span class="sc">({100 * float(f.before["score"]):.0f})'
+        f"</span></td>"
+        f'<td class="after">{e(f.after.get("prediction"))} <span class="sc">({100 * float(f.after["score"]):.0f})'
+        "</span></td></tr>"
+        for f in found[:FLIPS_SHOWN]
+    )
+    more = f"<p>… and {len(found) - FLIPS_SHOWN} more in the predictions files.</p>" if len(found) > FLIPS_SHOWN else ""
+    return (
+        f'<h3 id="flips-{ident}">{e(title)}: {len(found)} sample(s)</h3><div class="scroll"><table class="flips" '
+        f'data-flips="{ident}"><caption>{e(title)}</caption><thead><tr><th scope="col">sample</th>'
+        '<th scope="col">answer(s)</th><th scope="col">baseline said (score)</th><th scope="col">now says '
+        f"(score)</th></tr></thead><tbody>{rows}</tbody></table></div>{more}"
+    )
+
+
+def _answers(row: Mapping[str, Any]) -> str:
+    answers = [str(a) for a in row.get("answers") or ()]
+    return " | ".join(answers[:4]) + (f" (+{len(answers) - 4})" if len(answers) > 4 else "")
+
+
+# trend --------------------------------------------------------------------------------------------------------------
+def trend(points: Sequence[Mapping[str, Any]]) -> str:
+    if not points:
+        return ""
+    parts = []
+    for category in dict.fromkeys(str(p["category"]) for p in points):
+        mine = [p for p in points if p["category"] == category]
+        steps = sorted({int(p["step"]) for p in mine})
+        lengths = sorted({int(p["length"]) for p in mine if p["length"] != ""}) or [0]
+        value = {(int(p["step"]), int(p["length"]) if p["length"] != "" else 0): p for p in mine}
+        head = "".join(f'<th scope="col">{format_length(L) if L else "value"}</th>' for L in lengths)
+        body = "".join(
+            f'<tr><th scope="row">{s}</th>' + "".join(_trend_td(value.get((s, L)), category) for L in lengths) + "</tr>"
+            for s in steps
+        )
+        parts.append(
+            f"<h3>{e(category)}</h3>{_trend_svg(category, steps, lengths, value)}"
+            f'<div class="scroll"><table class="trend"><caption>{e(category)}</caption>'
+            f'<thead><tr><th scope="col">step</th>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+        )
+    return (
+        '<section id="trend" aria-labelledby="trend-h"><h2 id="trend-h">Trend over training steps</h2>'
+        "<p>The data of <code>ctxgate trend</code>: each report's step from its checkpoint's name.</p>"
+        + "".join(parts)
+        + "</section>"
+    )
+
+
+def _trend_td(point: Mapping[str, Any] | None, category: str) -> str:
+    if point is None or point.get("score") is None:
+        return '<td class="none">—</td>'
+    mark = '<span class="partial-mark">*</span>' if point.get("partial") else ""
+    if category == "effective length":
+        return f"<td>{format_length(int(point['score'])) if point['score'] else '0'}{mark}</td>"
+    return score_td(float(point["score"]), f"{float(point['score']):.1f}{mark}")
+
+
+def _trend_svg(category: str, steps: Sequence[int], lengths: Sequence[int], value: Mapping[Any, Any]) -> str:
+    width, height, pad = 640, 220, 36
+    top = max([float(p["score"] or 0) for p in value.values()] + [1.0]) if category == "effective length" else 100.0
+    lo, hi = min(steps), max(steps)
+
+    def x(step: int) -> float:
+        return pad + (width - 2 * pad) * ((step - lo) / (hi - lo) if hi > lo else 0.5)
+
+    def y(score: float) -> float:
+        return height - pad - (height - 2 * pad) * score / top
+
+    lines: list[str] = []
+    keys: list[str] = []
+    for i, L in enumerate(lengths):
+        pts = [
+            (x(s), y(float(value[(s, L)]["score"]))) for s in steps if value.get((s, L), {}).get("score") is not None
+        ]
+        if not pts:
+            continue
+        tint = colours.colour(i / max(1, len(lengths) - 1) * 0.85)
+        path = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
+        label = format_length(L) if L else category
+        dash = ("", ' stroke-dasharray="6 3"', ' stroke-dasharray="2 3"')[i % 3]  # not by colour alone
+        lines.append(
+            f'<polyline fill="none" stroke="{tint}" stroke-width="2"{dash} points="{path}"><title>{e(label)}</title>'
+            "</polyline>"
+        )
+        keys.append(f'<li><span style="background:{tint}"></span>{e(label)}</li>')
+    axis = (
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#666"/>'
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#666"/>'
+        f'<text x="{pad}" y="{height - 10}" font-size="11">step {lo}</text>'
+        f'<text x="{width - pad}" y="{height - 10}" font-size="11" text-anchor="end">step {hi}</text>'
+        f'<text x="4" y="{pad}" font-size="11">{top:g}</text>'
+    )
+    return (
+        f'<svg class="trend-chart" role="img" aria-label="{e(category)} against the training step, one line per '
+        f'length (the table below has the numbers)" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}">{axis}{"".join(lines)}</svg><ul class="keys" aria-hidden="true">{"".join(keys)}</ul>'
+    )
