@@ -9,22 +9,19 @@ from typing import Any
 from ctxgate.lengths import format_length
 from ctxgate.report.cells import case_cell, e, group_td, score_td
 from ctxgate.report.samples import DepthGrid, case_key, depth_grids
+from ctxgate.report.tables import in_registry_order
 from ctxgate.tasks.niah import DEPTHS
-from ctxgate.tasks.registry import category_label, membership, task_names
+from ctxgate.tasks.registry import category_label, membership
 
 
 def task_tables(report: Mapping[str, Any]) -> list[str]:
     cases = report.get("cases", [])
     lengths = sorted({int(c["length"]) for c in cases})
     by_key = {(c["task"], int(c["length"])): c for c in cases}
-    known = task_names()
     eff = report.get("effective_length") or {}
     out = []
     for suite, label in (("ruler", "RULER"), ("helmet", "HELMET")):
-        tasks = sorted(
-            {c["task"] for c in cases if c["suite"] == suite},
-            key=lambda t: (t not in known, known.index(t) if t in known else 0, t),
-        )
+        tasks = in_registry_order(c["task"] for c in cases if c["suite"] == suite)
         if not tasks:
             continue
         head = "".join(_length_th(L, eff if suite == "ruler" else {}) for L in lengths)
@@ -49,10 +46,6 @@ def task_tables(report: Mapping[str, Any]) -> list[str]:
             "</section>"
         )
     return out
-
-
-def _registry_order(task: str, known: Sequence[str]) -> tuple[int, str]:
-    return (known.index(task) if task in known else len(known), task)
 
 
 def _length_th(length: int, eff: Mapping[str, Any]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ctxgate.lengths import format_length
@@ -47,13 +47,17 @@ def _group_cell(group: Mapping[str, Any] | None) -> str:
     return score + marks + ("~" if group.get("early") else "")
 
 
+def in_registry_order(tasks: Iterable[str]) -> list[str]:
+    """Tasks as the tables list them: registration order (RULER's, then HELMET's by category), unknown ones after,
+    by name."""
+    known = task_names()
+    return sorted(set(tasks), key=lambda t: (known.index(t) if t in known else len(known), t))
+
+
 def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
     lengths = sorted({c["length"] for c in report["cases"]})
     tasks_now = membership()
-    known = task_names()  # registration order: RULER's, then HELMET's categories
-    tasks = sorted(
-        {c["task"] for c in report["cases"]}, key=lambda t: (known.index(t) if t in known else len(known), t)
-    )
+    tasks = in_registry_order({c["task"] for c in report["cases"]})
     by_key = {(c["task"], c["length"]): c for c in report["cases"]}
     header = ["task"] + [format_length(L) for L in lengths]
     body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] for t in tasks]
