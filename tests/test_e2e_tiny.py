@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import jsonschema
 
 from ctxgate.records.schema import REPORT_SCHEMA
 from ctxgate.tasks import all_tasks
+from tests.browsing import Opened, launch
 
 SECRET = "sk-ctxgate-test-0123456789-never-written"
 
@@ -80,6 +83,26 @@ def test_every_task_and_length_under_xdist_with_all_outputs(
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
     assert len((pytester.path / "out" / "run.predictions.jsonl").read_text().splitlines()) == 3 * len(ran)
+    _the_page_of_every_task_in_a_browser(pytester.path / "out" / "run.html", pytester.path)
+
+
+def _the_page_of_every_task_in_a_browser(page_file: Path, shots: Path) -> None:
+    """The demo's configuration (every task, all HELMET categories, judged cases) as the plugin drew it, opened in
+    Chromium: both suites' heatmaps, the seven categories and their average, the depth grids, a judged case's
+    samples. Skips last (naming the install command) where no browser is installed."""
+    with contextlib.contextmanager(launch)() as browser:
+        opened = Opened(browser, page_file, shots)
+        page = opened.page
+        assert page.locator("#ruler table.heatmap tbody tr").count() == 13
+        rows = page.locator("#categories table tbody th").all_inner_texts()
+        assert len(rows) == 8 and rows[-1] == "Overall average", rows
+        assert page.locator("#categories table tbody td.score").count() >= 8  # each has a score at 2K at least
+        assert page.locator('.depth-grid[data-task="all"] tbody tr').count() == 40
+        opened.shot("categories", "#categories")
+        page.locator('a[href="#case/narrativeqa/2048"]').first.click()
+        page.wait_for_selector("#drill:not([hidden]) table.samples")
+        assert page.locator("table.samples tbody tr").count() == 3
+        opened.clean()
 
 
 def test_chat_template_on_is_applied_and_recorded(real_suite, pytester, tiny_chat):

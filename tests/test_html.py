@@ -1,14 +1,12 @@
 """The HTML report: drawn by the plugin beside --report and by ``ctxgate html`` from stored reports, opened in a
 real headless Chromium (the system's, driven by playwright): no console error, no request leaving the file, a
 failing case's cell with its score linking to its samples, RULER's 40 depth rows, the samples that flipped against
-a baseline. Each view's screenshot is written under the test's folder (and, with CTXGATE_SCREENSHOTS=DIR, there:
-the README's images come from it)."""
+a baseline, a walk through the drill-down by keyboard alone, the print stylesheet. Each view's screenshot is written
+under the test's folder (tests/browsing.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,6 +21,7 @@ from ctxgate.report import colours
 from ctxgate.report.page import PageInput, render
 from ctxgate.report.samples import depth_grids, flips, nearest_depth
 from ctxgate.tasks.niah import DEPTHS
+from tests.browsing import Opened, launch
 from tests.conftest import ROOT, TINY
 
 SELECT = "niah_single_1 or niah_multikey_2 or vt"
@@ -73,53 +72,9 @@ def _report(path: Path) -> dict[str, Any]:
 
 
 # the browser ---------------------------------------------------------------------------------------------------------
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.skip("no Chromium: bash scripts/browser.sh (apt-get install chromium) installs it")
-    return found
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    executable = _chromium()
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the dev extra)")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
-class Opened:
-    """A page opened from disk, with what it said on its console and every request it made."""
-
-    def __init__(self, browser: Any, path: Path, shots: Path) -> None:
-        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
-        self.errors: list[str] = []
-        self.requests: list[str] = []
-        self.shots = shots
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type in ("error", "warning") else None)
-        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.url = path.resolve().as_uri()
-        self.page.goto(self.url)
-
-    def shot(self, name: str, selector: str | None = None) -> None:
-        target = self.shots / f"{name}.png"
-        if selector:
-            self.page.locator(selector).first.screenshot(path=str(target))
-        else:
-            self.page.screenshot(path=str(target))
-        keep = os.environ.get("CTXGATE_SCREENSHOTS")
-        if keep:  # for the README: small, 256 colours
-            from PIL import Image
-
-            Path(keep).mkdir(parents=True, exist_ok=True)
-            Image.open(target).convert("RGB").quantize(256).save(Path(keep) / target.name, optimize=True)
-
-    def clean(self) -> None:
-        assert self.errors == []
-        assert {r.split("#")[0] for r in self.requests} == {self.url}  # nothing but the file itself
+    yield from launch()
 
 
 def test_the_run_page_links_a_failing_cell_to_its_samples(runs, browser, tmp_path):
@@ -169,6 +124,50 @@ def test_the_comparison_shows_the_samples_that_flipped(runs, browser, tmp_path):
     lost = page.locator('table.flips[data-flips="lost"] tbody tr')
     assert lost.count() >= 1 and "niah_single_1" in " ".join(lost.all_inner_texts())
     opened.shot("comparison", "#comparison")
+    opened.clean()
+
+
+def test_the_drill_down_works_by_keyboard_alone(runs, browser, tmp_path):
+    """Tab to the failing cell's link, Enter opens its samples with the focus on their heading, Tab reaches the
+    filter (arrow keys choose) and the sort buttons (Enter sorts)."""
+    report = _report(runs / "run.json")
+    failing = next(c for c in report["cases"] if c["task"] == "niah_single_1" and c["verdict"] == "fail")
+    target = f"#case/niah_single_1/{failing['length']}"
+    opened = Opened(browser, runs / "run.html", tmp_path)
+    page = opened.page
+    focused = ""
+    for _ in range(400):
+        page.keyboard.press("Tab")
+        focused = page.evaluate("document.activeElement.getAttribute('href') || ''")
+        if focused == target:
+            break
+    assert focused == target, "the failing cell's link is never reached by Tab"
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#drill:not([hidden]) table.samples")
+    assert page.evaluate("document.activeElement.id") == "drill-h"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "drill-show"
+    page.keyboard.press("ArrowDown")  # all -> wrong
+    page.wait_for_function("document.getElementById('drill-show').value === 'wrong'")
+    assert page.evaluate("document.activeElement.id") == "drill-show"
+    shown = page.locator("table.samples tbody tr").count()
+    assert 1 <= shown <= failing["n"]
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")  # past "#" to "score"
+    assert page.evaluate("document.activeElement.dataset.sort") == "s"
+    page.keyboard.press("Enter")
+    assert page.locator('th[aria-sort="ascending"] button[data-sort="s"]').count() == 1
+    assert page.evaluate("document.activeElement.dataset.sort") == "s"  # the redraw keeps the focus where it was
+    opened.clean()
+
+
+def test_the_print_stylesheet_hides_the_controls(runs, browser, tmp_path):
+    opened = Opened(browser, runs / "run.html", tmp_path)
+    page = opened.page
+    page.emulate_media(media="print")
+    assert page.evaluate("getComputedStyle(document.querySelector('nav')).display") == "none"
+    heat = page.locator("table.heatmap td.score").first
+    assert heat.evaluate("n => getComputedStyle(n).printColorAdjust") == "exact"  # the colours survive printing
     opened.clean()
 
 

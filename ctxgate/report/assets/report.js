@@ -68,7 +68,7 @@
     button.addEventListener("click", function () {
       state.dir = state.sort === key ? -state.dir : 1;
       state.sort = key;
-      draw();
+      draw('button[data-sort="' + key + '"]');
     });
     th.appendChild(button);
     return th;
@@ -109,7 +109,8 @@
     return nodes;
   }
 
-  function draw() {
+  /* refocus: the control that asked for the redraw, which the redraw replaced (a keyboard user stays on it) */
+  function draw(refocus) {
     var entry = payload.cases[state.key];
     var body = document.getElementById("drill-body");
     body.textContent = "";
@@ -125,9 +126,10 @@
       if (v === state.show) { o.setAttribute("selected", ""); }
       return o;
     }));
-    select.addEventListener("change", function () { state.show = select.value; draw(); });
+    select.addEventListener("change", function () { state.show = select.value; draw("#drill-show"); });
     body.appendChild(el("div", { "class": "controls" }, [el("label", { "for": "drill-show" }, ["Show samples: "]), select]));
     body.appendChild(table(entry.rows));
+    if (refocus) { body.querySelector(refocus).focus(); }
   }
 
   function route() {
