@@ -268,3 +268,48 @@ def test_vt_and_cwe_template_bytes_follow_ruler_head(hf_encoder):
         get_task("cwe").build(ctx_for(hf_encoder), 4096, 0, sample_rng("cwe", 4096, 0, 42)).input_ids
     )
     assert re.search(r"in the list are: 1\. [a-z]+ 2\. [a-z]+", cwe) and "are:1." not in cwe
+
+
+def _ruler_essay_context(sentences: tuple[str, ...], depths: list[int], needles: list[str]) -> str:
+    """RULER HEAD's essay context, by its rule (scripts/data/synthetic/niah.py): the needles, in the order drawn, go
+    before the sentences at ``int(n * (depth / 100))`` for the sorted depths; runs of sentences and needles are
+    joined by single spaces, empty runs included."""
+    n = len(sentences)
+    cuts = [0] + sorted(int(n * (d / 100)) for d in depths) + [n]
+    parts: list[str] = []
+    for i in range(1, len(cuts)):
+        parts.append(" ".join(sentences[cuts[i - 1] : cuts[i]]))
+        if i - 1 < len(needles):
+            parts.append(needles[i - 1])
+    return " ".join(parts)
+
+
+@pytest.mark.parametrize(
+    "task", ["niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multivalue", "niah_multiquery"]
+)
+@pytest.mark.parametrize("edge", [0, 100])
+def test_a_needle_at_either_end_of_the_essay_is_spaced_as_in_ruler(hf_encoder, task, edge):
+    """A needle at depth 0 has a space before it (after the template's newline), one at depth 100 a space after it
+    (before the question's newline): RULER joins an empty run of sentences with its separator."""
+    from ctxgate.data.haystacks import load_essay
+
+    sentences = load_essay().volumes[0].sentences()  # enough for 2K tokens
+    for index in range(400):
+        s = get_task(task).build(ctx_for(hf_encoder), 2048, index, sample_rng(task, 2048, index, 42))
+        if edge in s.meta["depths"]:
+            break
+    else:
+        pytest.fail(f"no sample of {task} drew depth {edge}")
+    text = hf_encoder.decode(s.input_ids)
+    context = text.split("afterwards.\n", 1)[1].rsplit("\nWhat ", 1)[0]
+    want = _ruler_essay_context(sentences[: s.meta["haystack_units"]], s.meta["depths"], s.meta["needles"])
+    assert context == want
+    assert context.startswith(" One of") if edge == 0 else context.endswith(". ")
+
+
+def test_ruler_positions_round_as_ruler_does():
+    from ctxgate.tasks.niah import empty_runs, ruler_positions
+
+    assert ruler_positions(100, [29]) == [28]  # 100 * 0.29 is 28.999...: RULER's int() gives 28
+    assert ruler_positions(300, [41, 0, 100]) == [0, 122, 300]
+    assert empty_runs([0, 5, 5, 9], 9) == 2 and empty_runs([0, 3], 9) == 0

@@ -213,9 +213,15 @@ def _essay_context(
             length - room + tokens.ends[k],
             "pass --haystack with a longer text (a .txt, or a dataset with a 'text' column)",
         )
-    need_room(name, length, k, 1)
     depths = rng.sample(DEPTHS, len(needles))
-    positions = sorted(int(k * d / 100) for d in depths)
+    space = enc.encode(" ")
+    while True:
+        positions = ruler_positions(k, depths)
+        gaps = len(space) * empty_runs(positions, k)
+        if k == 0 or tokens.ends[k] + gaps <= room:
+            break
+        k = min(k - 1, tokens.fit(room - gaps))  # the separators of empty runs take room too
+    need_room(name, length, k, 1)
     context: list[int] = []
     placed: list[tuple[str, int]] = []
 
@@ -225,14 +231,32 @@ def _essay_context(
             start += 1
         context.extend(tokens.span(start, stop))
 
+    # RULER joins [run 0, needle 0, run 1, ..., needle m-1, run m] with single spaces, empty runs of sentences
+    # included: a needle first in the context has a space before it, one last a space after it, and two needles
+    # before the same sentence two spaces between them.
     done = 0
-    for position, needle in zip(positions, needles):  # a needle goes before the sentence at its position
+    for i, (position, needle) in enumerate(zip(positions, needles)):  # a needle goes before the sentence there
+        if i and position == done:
+            context.extend(space)
         sentences(done, position)
         placed.append((needle, len(context)))
-        context.extend(known[needle] if context else enc.encode_fresh([needle])[0])
+        context.extend(known[needle])
         done = position
+    if done == k:
+        context.extend(space)
     sentences(done, k)
     return context, placed, k, sorted(depths)
+
+
+def ruler_positions(sentences: int, depths: list[int]) -> list[int]:
+    """The sentence before which each needle goes, as RULER computes it: ``int(n * (depth / 100))``, whose float
+    rounding differs from ``n * depth // 100`` (100 sentences at depth 29: sentence 28, not 29)."""
+    return sorted(int(sentences * (d / 100)) for d in depths)
+
+
+def empty_runs(positions: list[int], sentences: int) -> int:
+    """How many of the runs of sentences after the first are empty (each still costs RULER's join a separator)."""
+    return sum(1 for a, b in zip(positions, positions[1:]) if a == b) + (positions[-1] == sentences if positions else 0)
 
 
 def _recall(spec: TaskSpec) -> TaskSpec:
