@@ -15,10 +15,23 @@ import sys
 from collections.abc import Sequence
 
 from ctxgate.tasks.registry import all_tasks
-from ctxgate.workflows import bisect, data, diff, html, init, metrics_export, rejudge, rescore, trend, watch
+from ctxgate.workflows import (
+    bisect,
+    data,
+    diff,
+    html,
+    init,
+    metrics_export,
+    published,
+    rejudge,
+    rescore,
+    trend,
+    watch,
+)
 
 DESCRIPTION = (
-    "ctxgate's command line: rescore, judge, compare or draw (HTML) stored runs, bisect or watch a training run's "
+    "ctxgate's command line: rescore, judge, compare (with each other or the papers' numbers) or draw (HTML) "
+    "stored runs, bisect or watch a training run's "
     "checkpoints, list tasks, print the report schema. None of these loads the model under test (only "
     "`judge --nli-model` loads its NLI checkpoint)."
 )
@@ -50,6 +63,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("schema", help="print the report's JSON schema").set_defaults(fn=_schema)
     rejudge.add_parser(sub)
     init.add_parser(sub)
+    published.add_parser(sub)
     return p
 
 

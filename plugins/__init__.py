@@ -2,7 +2,7 @@
 (the run: model, lengths, data, thresholds, baseline), engine (HTTP backends and the vLLM servers), hf (batching and
 placement), judging (the judged tasks' judges), sequential (early stopping), workers (xdist and GPUs), signals
 (SIGTERM/SIGHUP as Ctrl-C, workers that end with their controller), progress (the live line), model, cases
-(gates), reporting, trackers (W&B, TensorBoard, MLflow).
+(gates), reporting, reference (the papers' published numbers), trackers (W&B, TensorBoard, MLflow).
 
 Installed, this package is ``ctxgate_plugins`` and loads through the ``pytest11`` entry point, so ``--model`` works
 from any directory and with any path (pytest reads an absolute ``--model /ckpt`` as a test path before it knows
@@ -27,6 +27,7 @@ pytest_plugins = [
         "model",
         "cases",
         "reporting",
+        "reference",
         "trackers",
     )
 ]

@@ -35,6 +35,7 @@ from ctxgate.report.tables import markdown, terminal
 from .cases import CASE_RECORD_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
 from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
+from .reference import published_section
 from .signals import RECEIVED_KEY
 
 
@@ -297,6 +298,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     baseline = _baseline_summary(config, cases)
     verdict = judge_session(cases, thresholds, complete, baseline=baseline)
     report = build_report(cases, run, verdict, complete, error, baseline)
+    published = published_section(config, report)
+    if published is not None:
+        report["reference"] = published
     collector.report = report
     if collector.report_path:
         try:

@@ -191,5 +191,17 @@ REPORT_SCHEMA: dict[str, Any] = {
             },
         },
         "gates": {"type": "array", "items": {"type": "object", "required": ["name", "verdict", "message"]}},
+        "reference": {  # --reference: the run against a paper's published numbers (information, never a gate)
+            "type": "object",
+            "required": ["model", "matched", "rows"],
+            "properties": {
+                "model": {"type": "string"},
+                "matched": {"type": "string"},
+                "rows": {
+                    "type": "array",
+                    "items": {"type": "object", "required": ["measure", "source", "table", "allowance", "lengths"]},
+                },
+            },
+        },
     },
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ctxgate.gate.published import lines as published_lines
 from ctxgate.lengths import format_length
 from ctxgate.tasks.registry import category_label, membership, task_names
 
@@ -158,7 +159,33 @@ def markdown(report: Mapping[str, Any], html_name: str | None = None) -> str:
         "|" + "---|" * len(header),
     ]
     lines += ["| " + " | ".join(r) + " |" for r in body]
-    return "\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n"
+    return "\n".join(lines + [""] + [f"- {n}" for n in notes] + _published_markdown(report)) + "\n"
+
+
+def _published_markdown(report: Mapping[str, Any]) -> list[str]:
+    section = report.get("reference")
+    if not section or not section.get("rows"):
+        return []
+    out = ["", f"#### Against the published numbers for {section['model']} ({section['matched']})", ""]
+    out += ["| measure | length | published | measured (95% CI) | difference | verdict |", "|---|---|---|---|---|---|"]
+    for row in section["rows"]:
+        for e in row["lengths"]:
+            where = f"{row['label']} ({row['table']})"
+            if e["verdict"] == "not measured":
+                out.append(f"| {where} | {format_length(e['length'])} | {e['published']:.1f} | — | — | not measured |")
+                continue
+            verdict = (
+                f"settings differ: {'; '.join(e['differs'])}"
+                if e["verdict"] == "settings differ"
+                else f"{e['verdict']} [{e['band'][0]:.1f}, {e['band'][1]:.1f}]"
+            )
+            out.append(
+                f"| {where} | {format_length(e['length'])} | {e['published']:.1f} | {e['measured']:.1f} "
+                f"[{e['ci'][0]:.1f}, {e['ci'][1]:.1f}] | {e['difference']:+.1f} | {verdict} |"
+            )
+    allowances = sorted({(r["allowance"], r["allowance_source"]) for r in section["rows"]})
+    out += [""] + [f"- band: the measured interval ±{a:g} points ({why})" for a, why in allowances]
+    return out
 
 
 def terminal(report: Mapping[str, Any]) -> str:
@@ -168,4 +195,6 @@ def terminal(report: Mapping[str, Any]) -> str:
     def fmt(r: list[str]) -> str:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
 
-    return "\n".join([fmt(header), "-" * (sum(widths) + 2 * (len(widths) - 1)), *map(fmt, body), *notes])
+    section = report.get("reference")
+    published = published_lines(section) if section and section.get("rows") else []
+    return "\n".join([fmt(header), "-" * (sum(widths) + 2 * (len(widths) - 1)), *map(fmt, body), *notes, *published])

@@ -1,0 +1,101 @@
+"""The papers' published scores (``published.toml``, written by ``scripts/published_scores.py``): which model
+scored what, per measure and length, and the setting behind each number."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from types import MappingProxyType
+
+import tomllib
+
+from ctxgate.lengths import parse_length
+
+
+@dataclass(frozen=True)
+class Source:
+    """A table of a paper and the setting its numbers come from."""
+
+    key: str
+    paper: str
+    table: str
+    what: str
+    samples: int  # per task; 0: the benchmark's own per-dataset counts (the suite's defaults)
+    length_unit: str
+    allowance: float  # points a reproduction may differ by beyond its own interval
+    allowance_source: str
+
+
+@dataclass(frozen=True)
+class Published:
+    """One model's numbers for one measure (a key of the report's ``by_length``: ``ruler``, ``helmet_rag``...)."""
+
+    source: Source
+    model: str
+    label: str  # the model's row label in the paper
+    measure: str
+    chat_template: str  # on | off: the policy the paper ran the model with
+    scores: Mapping[int, float]  # length in tokens -> percent
+    claimed: str | None = None
+    effective: str | None = None
+    paper_id: str | None = None  # the id the paper gives, where the file files the model under another's
+
+
+class UnknownModel(ValueError):
+    """A --reference that names no model of the papers."""
+
+
+@lru_cache(maxsize=1)
+def all_published() -> tuple[Published, ...]:
+    data = tomllib.loads(resources.files("ctxgate.data").joinpath("published.toml").read_text("utf-8"))
+    sources = {k: Source(key=k, **v) for k, v in data["source"].items()}
+    return tuple(
+        Published(
+            source=sources[row["source"]],
+            model=row["model"],
+            label=row["label"],
+            measure=row["measure"],
+            chat_template=row["chat_template"],
+            scores=MappingProxyType({parse_length(L.lower()): float(s) for L, s in row["scores"].items()}),
+            claimed=row.get("claimed"),
+            effective=row.get("effective"),
+            paper_id=row.get("paper_id"),
+        )
+        for row in data["score"]
+    )
+
+
+def models() -> list[str]:
+    return sorted({p.model for p in all_published()})
+
+
+def _names(p: Published) -> set[str]:
+    ids = [p.model] + ([p.paper_id] if p.paper_id else [])
+    return {n.lower() for i in ids for n in (i, i.rsplit("/", 1)[-1])} | {p.label.lower()}
+
+
+def lookup(name: str) -> str | None:
+    """The model id a name stands for: an id (``meta-llama/Llama-3.1-8B-Instruct``), its last part, or a paper's row
+    label (``Llama3.1 (8B)``), any case; None when no paper has it."""
+    wanted = name.strip().rstrip("/").lower()
+    for p in all_published():
+        if wanted in _names(p):
+            return p.model
+    return None
+
+
+def resolve(name: str) -> str:
+    """``lookup``, or an error naming the nearest known models and where the full list is."""
+    found = lookup(name)
+    if found is not None:
+        return found
+    near = difflib.get_close_matches(name, models(), n=3, cutoff=0.5)
+    hint = f" (nearest: {', '.join(near)})" if near else ""
+    raise UnknownModel(f"{name!r} is no model of the papers' tables{hint}: `ctxgate published` lists them")
+
+
+def rows_for(model: str) -> list[Published]:
+    return [p for p in all_published() if p.model == model]

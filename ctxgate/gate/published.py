@@ -1,0 +1,180 @@
+"""A run against a paper's published numbers: per measure and length, the published score, the measured one with
+its interval, the difference, and whether the published number lies in the band a reproduction allows (the
+measured interval widened by the source's run-to-run allowance). Where the run's setting is not the paper's (fewer
+samples, another chat policy, tasks missing from the average, another length unit) it says how, instead of a
+verdict: a number from another setting neither confirms nor refutes the paper's.
+
+The measured interval of an average is the normal one from its members' intervals: each case's standard error is
+its interval's half width over z, the tasks are independent, and an average of averages (HELMET's overall) weighs
+each category's error by its share."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxgate.data.published import Published
+from ctxgate.lengths import format_length
+from ctxgate.stats.intervals import z_value
+from ctxgate.tasks.registry import get_task, membership
+
+Z = z_value(0.95)
+VERDICTS = ("within", "outside", "settings differ", "not measured")
+RULER_PARTS = {"niah": "NIAH (8 tasks)", "vt": "VT", "aggregation": "aggregation (CWE, FWE)", "qa": "QA"}
+
+
+def measure_label(measure: str) -> str:
+    if measure == "ruler":
+        return "RULER average"
+    if measure.startswith("ruler_"):
+        return f"RULER {RULER_PARTS.get(measure[6:], measure[6:])}"
+    if measure == "helmet_overall":
+        return "HELMET overall"
+    from ctxgate.tasks.registry import category_label
+
+    return f"HELMET {category_label(measure[7:])}"
+
+
+@dataclass(frozen=True)
+class Measured:
+    score: float
+    low: float
+    high: float
+    missing: tuple[str, ...]  # member tasks without a score at this length
+    tasks: tuple[str, ...]  # the tasks that counted
+
+
+def _groups(measure: str, at: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """The tasks an average is over, as groups whose means are averaged (one group, or HELMET's categories)."""
+    if measure == "helmet_overall":
+        return [g for c in membership().helmet for g in _groups(f"helmet_{c}", at)]
+    if measure == "ruler":
+        return [membership().ruler]
+    if measure.startswith("ruler_"):
+        return [tuple(t for t in membership().ruler if get_task(t).category == measure[6:])]
+    group = at.get(measure) or {}
+    if group.get("members") or group.get("missing"):  # as summarised: HELMET's own files or their stand-ins
+        return [tuple(group.get("members") or ()) + tuple(group.get("missing") or ())]
+    return [tuple(membership().helmet.get(measure[7:], ()))]
+
+
+def measure(report: Mapping[str, Any], name: str, length: int) -> Measured | None:
+    cases = {(c["task"], int(c["length"])): c for c in report.get("cases", [])}
+    at = report.get("by_length", {}).get(str(length), {})
+    groups = [g for g in _groups(name, at) if g]
+    if not groups:
+        return None
+    means, variances, missing, counted = [], [], [], []
+    for group in groups:
+        scored = [cases.get((t, length)) for t in group]
+        present = [c for c in scored if c is not None and c.get("score") is not None and c.get("ci")]
+        missing += [t for t, c in zip(group, scored) if c is None or c.get("score") is None or not c.get("ci")]
+        if not present:
+            continue
+        counted += [c["task"] for c in present]
+        means.append(sum(float(c["score"]) for c in present) / len(present))
+        se = [(float(c["ci"][1]) - float(c["ci"][0])) / (2 * Z) for c in present]
+        variances.append(sum(s * s for s in se) / len(present) ** 2)
+    if not means:
+        return None
+    score = sum(means) / len(means)
+    half = Z * math.sqrt(sum(variances)) / len(means)
+    low, high = max(0.0, score - half), min(100.0, score + half)
+    return Measured(round(score, 2), round(low, 2), round(high, 2), tuple(missing), tuple(counted))
+
+
+def _differs(report: Mapping[str, Any], row: Published, got: Measured, length: int) -> list[str]:
+    """How this run's setting differs from the one behind ``row`` at ``length``."""
+    cases = [c for c in report.get("cases", []) if c["task"] in got.tasks and int(c["length"]) == length]
+    why = []
+    if got.missing:
+        why.append(f"not every task of the paper's average has a score (missing: {', '.join(got.missing)})")
+    fewest = min((int(c.get("n") or 0) for c in cases), default=0)
+    if row.source.samples and fewest < row.source.samples:
+        why.append(f"{fewest} samples per task, the paper {row.source.samples}")
+    asked = (report.get("run") or {}).get("samples")
+    if not row.source.samples and asked is not None:
+        why.append(f"--samples {asked}, the paper HELMET's per-dataset counts")
+    chat = {bool(c.get("chat_template")) for c in cases}
+    wanted = row.chat_template == "on"
+    if chat and chat != {wanted}:
+        said = "with" if wanted else "without"
+        why.append(f"the paper ran this model {said} its chat template; this run {'did not' if wanted else 'did'}")
+    if row.source.length_unit == "Llama-2 tokens":
+        why.append("lengths here are counted in this model's tokenizer, the paper's in Llama-2 tokens")
+    if not report.get("complete", True):
+        why.append("the run is incomplete")
+    return why
+
+
+def compare(report: Mapping[str, Any], rows: Sequence[Published]) -> list[dict[str, Any]]:
+    """One entry per published row with a length this run has: its lengths' comparisons."""
+    lengths = sorted({int(L) for L in report.get("by_length", {})})
+    out = []
+    for row in rows:
+        shared = [L for L in lengths if L in row.scores]
+        if not shared:
+            continue
+        entries = []
+        for L in shared:
+            published = row.scores[L]
+            got = measure(report, row.measure, L)
+            if got is None:
+                entries.append({"length": L, "published": published, "verdict": "not measured", "differs": []})
+                continue
+            band = [round(got.low - row.source.allowance, 2), round(got.high + row.source.allowance, 2)]
+            differs = _differs(report, row, got, L)
+            inside = band[0] <= published <= band[1]
+            entries.append(
+                {
+                    "length": L,
+                    "published": published,
+                    "measured": got.score,
+                    "ci": [got.low, got.high],
+                    "difference": round(got.score - published, 2),
+                    "band": band,
+                    "verdict": "settings differ" if differs else ("within" if inside else "outside"),
+                    "differs": differs,
+                }
+            )
+        out.append(
+            {
+                "measure": row.measure,
+                "label": measure_label(row.measure),
+                "source": row.source.key,
+                "paper": row.source.paper,
+                "table": row.source.table,
+                "model_label": row.label,
+                "allowance": row.source.allowance,
+                "allowance_source": row.source.allowance_source,
+                "chat_template": row.chat_template,
+                "claimed": row.claimed,
+                "effective": row.effective,
+                "lengths": entries,
+            }
+        )
+    return out
+
+
+def lines(section: Mapping[str, Any]) -> list[str]:
+    """The comparison in words, a line per measure and length (terminal and Markdown share them)."""
+    out = [f"Against the published numbers for {section['model']} ({section['matched']}):"]
+    for row in section["rows"]:
+        for e in row["lengths"]:
+            head = f"  {row['label']} at {format_length(e['length'])} ({row['table']}): published {e['published']:.1f}"
+            if e["verdict"] == "not measured":
+                out.append(f"{head}, not measured in this run")
+                continue
+            text = (
+                f"{head}, measured {e['measured']:.1f} [{e['ci'][0]:.1f}, {e['ci'][1]:.1f}], "
+                f"difference {e['difference']:+.1f}"
+            )
+            if e["verdict"] == "settings differ":
+                out.append(f"{text}: no verdict, settings differ ({'; '.join(e['differs'])})")
+            else:
+                word = "WITHIN" if e["verdict"] == "within" else "OUTSIDE"
+                band = f"[{e['band'][0]:.1f}, {e['band'][1]:.1f}]"
+                out.append(f"{text}: {word} the band {band} (the interval ±{row['allowance']:g} points)")
+    return out

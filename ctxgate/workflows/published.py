@@ -1,0 +1,59 @@
+"""``ctxgate published [MODEL] [--report REPORT.json]``: the papers' published numbers. Without arguments, the
+models they cover; with MODEL, its numbers; with a stored report too, the report against them (as ``--reference``
+does during a run), exit status 0 either way: a comparison is information, not a gate."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ctxgate.data.published import UnknownModel, all_published, resolve, rows_for
+from ctxgate.gate.published import compare, lines, measure_label
+from ctxgate.lengths import format_length
+from ctxgate.records.io import ReportFileError, read_report
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("published", help="the papers' published scores; a stored report against a model's")
+    p.add_argument("model", nargs="?", help="an id (meta-llama/Llama-3.1-8B-Instruct) or a paper's row label")
+    p.add_argument("--report", default=None, help="a report written by --report, to compare with MODEL's numbers")
+    p.set_defaults(fn=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.model is None:
+        if args.report:
+            print("ctxgate published: --report needs a MODEL to compare with", file=sys.stderr)
+            return 2
+        seen: dict[str, dict[str, list[str]]] = {}
+        for p in all_published():
+            tables = seen.setdefault(p.model, {}).setdefault(f"{p.source.paper.split(' ')[0]} {p.label}", [])
+            tables.append(p.source.table.split(" (")[0])
+        for model, where in sorted(seen.items(), key=lambda kv: kv[0].lower()):
+            said = "; ".join(f"{name}: {', '.join(dict.fromkeys(tables))}" for name, tables in where.items())
+            print(f"{model:<50}{said}")
+        return 0
+    try:
+        model = resolve(args.model)
+    except UnknownModel as exc:
+        print(f"ctxgate published: {exc}", file=sys.stderr)
+        return 2
+    if args.report is None:
+        for p in rows_for(model):
+            scores = ", ".join(f"{format_length(L)} {s:.1f}" for L, s in sorted(p.scores.items()))
+            extra = f"; effective {p.effective} of claimed {p.claimed}" if p.effective else ""
+            print(f"{measure_label(p.measure)} ({p.source.paper}, {p.source.table}): {scores}{extra}")
+        return 0
+    try:
+        report = read_report(Path(args.report))
+    except ReportFileError as exc:
+        print(f"ctxgate published: {exc}", file=sys.stderr)
+        return 2
+    rows = compare(report, rows_for(model))
+    if not rows:
+        have = ", ".join(format_length(int(L)) for L in sorted(report.get("by_length", {}), key=int)) or "none"
+        print(f"{args.report} has no length the papers give for {model} (it has {have}; RULER's are 4K-128K)")
+        return 0
+    print("\n".join(lines({"model": model, "matched": "ctxgate published", "rows": rows})))
+    return 0

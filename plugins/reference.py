@@ -1,0 +1,96 @@
+"""``--reference MODEL``: the run against a paper's published numbers for that model (RULER's Table 3 and its
+appendix, HELMET's Figure 6). By default the model is matched by name: ``--model`` itself (a served model's name, a
+hub id, a hub cache folder ``models--ORG--NAME``) or the ``_name_or_path`` of the checkpoint's config.json; the
+header says which. Read once into ``ReferenceSettings`` under ``REFERENCE_KEY``; the reporting plugin adds the
+comparison to the report. PYTEST_DONT_REWRITE: the reporting plugin imports this module before pytest registers it."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxgate.data.published import UnknownModel, lookup, resolve, rows_for
+
+from .options import SETTINGS_KEY
+
+
+@dataclass(frozen=True)
+class ReferenceSettings:
+    model: str | None  # the papers' id, or None: no comparison
+    how: str  # how it was chosen, for the header and the report
+
+
+REFERENCE_KEY = pytest.StashKey[ReferenceSettings]()
+_HUB_CACHE = re.compile(r"models--([^/]+?)--([^/]+)")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("ctxgate-reference", "ctxgate published scores")
+    g.addoption(
+        "--reference",
+        default="auto",
+        metavar="MODEL|auto|off",
+        help="compare with the papers' published numbers for MODEL (an id such as meta-llama/Llama-3.1-8B-Instruct "
+        "or a paper's row label; `ctxgate published` lists them); auto (default): when --model is one of them",
+    )
+
+
+def candidates(model: str | None) -> list[tuple[str, str]]:
+    """Names a checkpoint goes by, with where each was read."""
+    if not model:
+        return []
+    found = [(model, "--model")]
+    hub = _HUB_CACHE.search(model)
+    if hub:
+        found.append((f"{hub.group(1)}/{hub.group(2)}", "the hub cache folder's name"))
+    config = Path(model) / "config.json"
+    try:
+        named = json.loads(config.read_text("utf-8")).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        named = None
+    if isinstance(named, str) and named:
+        found.append((named, f"{config}'s _name_or_path"))
+    return found
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    wanted = str(config.getoption("--reference")).strip()
+    settings = config.stash.get(SETTINGS_KEY, None)
+    model = settings.model if settings is not None else None
+    if wanted.lower() == "off" or model is None:
+        config.stash[REFERENCE_KEY] = ReferenceSettings(None, "off")
+        return
+    if wanted.lower() != "auto":
+        try:
+            config.stash[REFERENCE_KEY] = ReferenceSettings(resolve(wanted), "--reference")
+        except UnknownModel as exc:
+            raise pytest.UsageError(f"--reference {exc}, or pass --reference off") from None
+        return
+    for name, where in candidates(model):
+        found = lookup(name)
+        if found is not None:
+            config.stash[REFERENCE_KEY] = ReferenceSettings(found, f"matched by name: {where}")
+            return
+    config.stash[REFERENCE_KEY] = ReferenceSettings(None, "no published model matched")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    ref = config.stash.get(REFERENCE_KEY, None)
+    if ref is None or ref.model is None:
+        return None
+    return [f"ctxgate reference: the papers' published numbers for {ref.model} ({ref.how}; --reference off: none)"]
+
+
+def published_section(config: pytest.Config, report: dict[str, Any]) -> dict[str, Any] | None:
+    """The report's ``reference`` section, or None without a reference model."""
+    from ctxgate.gate.published import compare
+
+    ref = config.stash.get(REFERENCE_KEY, None)
+    if ref is None or ref.model is None:
+        return None
+    return {"model": ref.model, "matched": ref.how, "rows": compare(report, rows_for(ref.model))}

@@ -1,0 +1,192 @@
+"""The papers' published numbers (ctxgate/data/published.toml) and a run against them: a stored report whose
+per-length averages are a published row is within the band, one 10 points lower is outside, and a run whose
+setting is not the paper's (fewer samples, another chat policy, tasks missing) gets no verdict but the reasons.
+The plugin matches a checkpoint by its config.json's ``_name_or_path`` and says so in the header."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxgate.data.published import UnknownModel, all_published, lookup, resolve, rows_for
+from ctxgate.gate.published import compare
+from ctxgate.lengths import parse_length
+from ctxgate.records.io import read_report
+from ctxgate.records.schema import SCHEMA_VERSION
+from ctxgate.stats.intervals import interval
+from ctxgate.tasks.registry import membership
+from tests.conftest import ROOT, TINY
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+PAPERS = ROOT.parent / "shared" / "papers"
+
+
+def _row(source: str, measure: str = "ruler", model: str = LLAMA):
+    return next(p for p in rows_for(model) if p.source.key == source and p.measure == measure)
+
+
+def _report(scores: dict[int, float], n: int = 500, chat: bool = True, spread: float = 0.0) -> dict[str, Any]:
+    """A stored report's worth of RULER cases whose per-length averages are ``scores`` (each task within
+    ``spread`` points of it, alternately above and below), n samples each, binary scores."""
+    tasks = membership().ruler
+    cases, by_length = [], {}
+    for length, target in scores.items():
+        for i, task in enumerate(tasks):
+            offset = 0.0 if len(tasks) % 2 and i == len(tasks) - 1 else (spread if i % 2 else -spread)
+            right = round(n * min(100.0, max(0.0, target + offset)) / 100)
+            cases.append(
+                {
+                    "task": task,
+                    "suite": "ruler",
+                    "length": length,
+                    "verdict": "pass",
+                    "score": 100 * right / n,
+                    "n": n,
+                    "floor": 0.0,
+                    "ci": list(interval([1.0] * right + [0.0] * (n - right))),
+                    "chat_template": chat,
+                }
+            )
+        mean = sum(c["score"] for c in cases if c["length"] == length) / len(tasks)
+        by_length[str(length)] = {"ruler": {"score": mean, "partial": False, "members": list(tasks), "missing": []}}
+    run = {"model": "m", "samples": None}
+    return {"schema_version": SCHEMA_VERSION, "complete": True, "run": run, "cases": cases, "by_length": by_length}
+
+
+def _stored(tmp_path: Path, report: dict[str, Any]) -> dict[str, Any]:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(report))
+    return read_report(path)
+
+
+# the data ------------------------------------------------------------------------------------------------------------
+@pytest.mark.skipif(not PAPERS.is_dir(), reason="the papers' text is in ../shared/papers (the project's checkout)")
+def test_the_file_is_what_the_script_reads_from_the_papers():
+    done = subprocess.run(
+        [sys.executable, "scripts/published_scores.py", "--check", "--papers", str(PAPERS)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_rulers_effective_lengths_follow_its_scores_and_thresholds():
+    """Each model's effective length is the longest length above the Llama-2-7B threshold with every shorter one
+    above it too: RULER's own rule, checked on every Table 3 (chat, 85.6) and Table 12 (base, 79.4) row."""
+    thresholds = {"ruler-table3": 85.6, "ruler-table12": 79.4}
+    rows = [p for p in all_published() if p.source.key in thresholds]
+    assert len(rows) == 17 + 7
+    for p in rows:
+        passing = 0
+        for length in sorted(p.scores):
+            if p.scores[length] <= thresholds[p.source.key]:
+                break
+            passing = length
+        want = "<4K" if passing == 0 else (">128K" if passing == max(p.scores) else None)
+        assert p.effective in ((want,) if want else (f"{passing // 1024}K",)), (p.label, p.scores, p.effective)
+
+
+def test_a_row_of_the_papers_reads_as_printed():
+    assert dict(_row("ruler-table3").scores) == {
+        parse_length(k): v
+        for k, v in {"4k": 95.5, "8k": 93.8, "16k": 91.6, "32k": 87.4, "64k": 84.7, "128k": 77.0}.items()
+    }
+    # Figure 6 prints 46.5 for its Avg. at 128K (Table 5 of the same paper says 47.0): the file keeps the figure's
+    assert _row("helmet-figure6", "helmet_overall").scores[131072] == 46.5
+    assert lookup("Meta-Llama-3.1-8B-Instruct") == LLAMA == lookup("llama3.1 (8b)")  # RULER's id and row label
+    with pytest.raises(UnknownModel, match="nearest: meta-llama/Llama-3.1-8B-Instruct"):
+        resolve("meta-llama/Llama-3.1-8B-Instrct")
+
+
+# the comparison ------------------------------------------------------------------------------------------------------
+def test_a_published_row_is_within_the_band_and_ten_points_lower_is_outside(tmp_path):
+    row = _row("ruler-table3")
+    same = compare(_stored(tmp_path, _report(dict(row.scores))), [row])[0]
+    assert [e["verdict"] for e in same["lengths"]] == ["within"] * 6
+    assert all(abs(e["difference"]) < 0.2 and e["differs"] == [] for e in same["lengths"])
+    lower = compare(_stored(tmp_path, _report({L: s - 10 for L, s in row.scores.items()})), [row])[0]
+    assert [e["verdict"] for e in lower["lengths"]] == ["outside"] * 6
+    assert all(e["band"][1] < e["published"] for e in lower["lengths"])  # the published number above the band
+
+
+def test_another_setting_gets_the_reasons_instead_of_a_verdict(tmp_path):
+    row = _row("ruler-table3")
+    few = compare(_stored(tmp_path, _report(dict(row.scores), n=100)), [row])[0]["lengths"]
+    assert {e["verdict"] for e in few} == {"settings differ"}
+    assert "100 samples per task, the paper 500" in few[0]["differs"]
+    plain = compare(_report(dict(row.scores), chat=False), [row])[0]["lengths"]
+    assert "the paper ran this model with its chat template; this run did not" in plain[0]["differs"]
+    subset = _report({4096: row.scores[4096]})
+    subset["cases"] = [c for c in subset["cases"] if c["task"] != "cwe"]
+    (entry,) = compare(subset, [row])[0]["lengths"]
+    assert entry["verdict"] == "settings differ" and "missing: cwe" in entry["differs"][0]
+    helmet = compare(_report({8192: 50.0}), [_row("helmet-figure6", "helmet_recall")])
+    assert helmet == [] or helmet[0]["lengths"][0]["verdict"] in ("settings differ", "not measured")
+
+
+@settings(max_examples=40, deadline=None)
+@given(spread=st.floats(0, 5), length=st.sampled_from([4096, 8192, 16384, 32768, 65536, 131072]))
+def test_tasks_spread_around_the_published_average_stay_within(spread, length):
+    row = _row("ruler-table3")
+    (entry,) = compare(_report({length: row.scores[length]}, spread=spread), [row])[0]["lengths"]
+    assert entry["verdict"] == "within", entry
+    assert entry["ci"][0] <= entry["measured"] <= entry["ci"][1]
+
+
+def test_ctxgate_published_compares_a_stored_report(tmp_path):
+    row = _row("ruler-table3")
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(_report({L: s - 10 for L, s in row.scores.items()})))
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxgate.cli", "published", "Llama3.1 (8B)", "--report", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "RULER average at 4K (Table 3): published 95.5, measured 85.6" in done.stdout
+    average = [line for line in done.stdout.splitlines() if line.startswith("  RULER average at ")]
+    assert len(average) == 6 and all("OUTSIDE the band" in line for line in average)
+    wrong = subprocess.run([sys.executable, "-m", "ctxgate.cli", "published", "nope"], capture_output=True, text=True)
+    assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1 and "'nope' is no model" in wrong.stderr
+
+
+# the plugin ----------------------------------------------------------------------------------------------------------
+def _suite(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--model", str(model), "-k", "vt", "--lengths", "4k", "--samples", "2"]
+        + ["--no-cache", "-p", "no:cacheprovider", "--report", str(out / "run.json"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_a_checkpoint_named_in_its_config_is_compared_and_the_header_says_so(tmp_path, ckpt):
+    config = json.loads((ckpt / "config.json").read_text())
+    (ckpt / "config.json").write_text(json.dumps({**config, "_name_or_path": LLAMA}))
+    done = _suite(ckpt, tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert f"ctxgate reference: the papers' published numbers for {LLAMA} (matched by name:" in done.stdout
+    section = json.loads((tmp_path / "run.json").read_text())["reference"]
+    assert section["model"] == LLAMA and "_name_or_path" in section["matched"]
+    vt = next(r for r in section["rows"] if r["measure"] == "ruler_vt")["lengths"][0]
+    assert vt["verdict"] == "settings differ" and "2 samples per task, the paper 500" in vt["differs"]
+    assert "Against the published numbers" in done.stdout and "#### Against" in (tmp_path / "run.md").read_text()
+
+
+def test_an_unknown_reference_is_one_line_and_off_compares_nothing(tmp_path):
+    done = _suite(TINY, tmp_path, "--reference", "Llama-3.1-8B-Instrct")
+    assert done.returncode == 4
+    line = next(x for x in done.stderr.splitlines() if "--reference" in x)
+    assert "nearest: meta-llama/Llama-3.1-8B-Instruct" in line and "--reference off" in line
+    assert _suite(TINY, tmp_path, "--reference", "off").returncode == 0
+    assert "reference" not in json.loads((tmp_path / "run.json").read_text())
