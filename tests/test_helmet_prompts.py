@@ -26,7 +26,7 @@ RAG = {
     "kilt_nq": ("nq-dev-multikilt_1000_k50_dep6.jsonl", "nq-train-multikilt_1000_k3_dep6.jsonl"),
     "kilt_triviaqa": ("triviaqa-dev-multikilt_1000_k50_dep6.jsonl", "triviaqa-train-multikilt_1000_k3_dep6.jsonl"),
     "kilt_hotpotqa": ("hotpotqa-dev-multikilt_1000_k50_dep3.jsonl", "hotpotqa-train-multikilt_1000_k3_dep3.jsonl"),
-    "kilt_popqa": ("popqa_test_1000_k50_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl"),
+    "kilt_popqa": ("popqa_test_1000_k50_dep6.jsonl", "popqa_test_1000_k3_dep6.jsonl"),  # HELMET HEAD's config
 }
 
 

@@ -151,14 +151,16 @@ def sha256_of(path: Path) -> str:
 
 
 def largest_k(folder: Path, pattern: str) -> Path | None:
-    """Of the files matching ``pattern`` (a regex with one ``(\\d+)`` group for k), the one with the most passages:
-    ctxgate fits passages to the model at each length, so the biggest pool serves every length it can hold."""
+    """Of the files matching ``pattern`` (a regex whose first group that matched is k; alternatives each have one),
+    the one with the most passages, of equal k the first by name: ctxgate fits passages to the model at each
+    length, so the biggest pool serves every length it can hold."""
     if not is_dir(folder):
         return None
     best: tuple[int, Path] | None = None
     regex = re.compile(pattern)
-    for p in folder.iterdir():
+    for p in sorted(folder.iterdir()):
         m = regex.fullmatch(p.name)
-        if m and (best is None or int(m.group(1)) > best[0]):
-            best = (int(m.group(1)), p)
+        k = next((int(g) for g in m.groups() if g is not None), 0) if m else 0
+        if m and (best is None or k > best[0]):
+            best = (k, p)
     return best[1] if best else None

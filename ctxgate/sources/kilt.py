@@ -65,7 +65,13 @@ RAG_FILES = {
         r"hotpotqa-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl",
         r"hotpotqa-train-multikilt_1000_k(\d+)_dep\d+\.jsonl",
     ),
-    "kilt_popqa": ("kilt", r"popqa_test_1000_k(\d+)_dep\d+\.jsonl", r"popqa_train_1000_k(\d+)_dep\d+\.jsonl"),
+    # PopQA has one split: HELMET HEAD's config takes its demos from the test questions' k3 file (the first
+    # release named it popqa_train_...); the demos exclude the question asked
+    "kilt_popqa": (
+        "kilt",
+        r"popqa_test_1000_k(\d+)_dep\d+\.jsonl",
+        r"popqa_test_1000_k(3)_dep6\.jsonl|popqa_train_1000_k(\d+)_dep\d+\.jsonl",
+    ),
 }
 # HELMET HEAD's layout first, then the first release's
 MSMARCO_FOLDERS = ("msmarco", "msmarco/trec2019psg_preprocessed")
