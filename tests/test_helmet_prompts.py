@@ -18,6 +18,7 @@ import datasets
 import pytest
 
 from ctxgate.run.case import build_samples
+from ctxgate.seeding import sample_rng
 from ctxgate.tasks import BuildContext, get_task
 from tests.conftest import HELMET_DATA
 
@@ -207,3 +208,42 @@ def test_icl_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
         kept = mine[len(before) : len(mine) - len(after)]
         assert context.startswith(kept) and len(kept) > len(context) / 4
         assert len(sample.input_ids) + 20 >= L - 8 and sample.meta["context_cut"]
+
+
+ALCE = {"alce_asqa": ("asqa_eval_gtr_top2000.json", "asqa_revised.json")}
+ALCE["alce_qampari"] = ("qampari_eval_gtr_top2000.json", "qampari_revised.json")
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+@pytest.mark.parametrize("task", sorted(ALCE))
+def test_alce_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
+    """HELMET HEAD (eval.py, data.py load_alce): ``random.seed(42)``, then ``data.map`` draws
+    ``random.sample(demos, 2)`` for every test item in file order; then ``data.shuffle(seed=42).select(...)``; the
+    documents (all of them: the fixture's fit at 32K) numbered from 1; ``Answer:`` after a blank line."""
+    test_file, prompt_file = ALCE[task]
+    items = json.loads((HELMET_DATA / "alce" / test_file).read_text("utf-8"))
+    spec = json.loads((HELMET_DATA / "alce" / prompt_file).read_text("utf-8"))
+    doc = spec["doc_prompt"]
+
+    def docs(ds: list[dict]) -> str:
+        return "\n\n".join(doc.format(**d, ID=i + 1) for i, d in enumerate(ds))
+
+    random.seed(42)
+    draws = [random.sample(spec["demos"], 2) for _ in items]
+    order = datasets.Dataset.from_list([{"at": i} for i in range(len(items))]).shuffle(seed=42)["at"]
+    expected = []
+    for at in order:
+        demo_text = (
+            "\n\n\n".join(
+                spec["demo_prompt"].format(**d, instruction=spec["instruction"], context=docs(d["docs"]))
+                for d in draws[at]
+            )
+            + "\n\n\n"
+        )
+        user = f"{demo_text}{spec['instruction']}\n\nQuestion: {items[at]['question']}\n\n{docs(items[at]['docs'])}"
+        expected.append(wrap(hf_tokenizer, user, "", True) if chat else user + "\n\nAnswer:")
+    ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(HELMET_DATA))
+    builder = get_task(task)  # the builder itself: the fixture's documents fill 4K, short of the fill rule at 8K
+    samples = [builder.build(ctx, L, i, sample_rng(task, L, i, 42)) for i in range(len(items))]
+    assert all(s.meta["num_docs"] == len(items[at]["docs"]) for s, at in zip(samples, order))
+    assert [hf_encoder.decode(s.input_ids) for s in samples] == expected

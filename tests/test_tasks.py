@@ -158,6 +158,11 @@ def test_same_inputs_same_bytes_other_seed_other_data(hf_encoder, task):
     b = spec.build(ctx_for(hf_encoder), 2048, i, sample_rng(task, 2048, i, 42))
     c = spec.build(ctx_for(hf_encoder, seed=7), 2048, i, sample_rng(task, 2048, i, 7))
     assert a.digest() == b.digest()
+    if task.startswith("alce_"):  # HELMET's order and demo draws for seed 7 may repeat seed 42's at one index
+        others = [spec.build(ctx_for(hf_encoder, seed=7), 2048, j, sample_rng(task, 2048, j, 7)) for j in range(6)]
+        mine = [spec.build(ctx_for(hf_encoder), 2048, j, sample_rng(task, 2048, j, 42)) for j in range(6)]
+        assert [s.digest() for s in others] != [s.digest() for s in mine]
+        return
     assert a.digest() != c.digest()
 
 

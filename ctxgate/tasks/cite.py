@@ -4,14 +4,17 @@ Prompt (HELMET): ``{demos}\\n\\n\\n{instruction}\\n\\nQuestion: {question}\\n\\n
 line; instruction, demo and document formats come from HELMET's prompt files (``asqa_revised.json``,
 ``qampari_revised.json``), two demos with all their documents, joined by ``\\n\\n\\n``. Documents are numbered from
 1 in retrieval order; ctxgate shows as many whole ones as fit (HELMET: 8/30/75/165/345/700 for 4K-128K, pre-counted
-in Llama-2 tokens). 300 new tokens, chat template on. Correctness needs no judge; citations need an entailment
-judge (``--nli-model`` or the LLM judge).
+in Llama-2 tokens). Samples and demos are HELMET HEAD's (``eval.py``, ``data.py``: the seeded shuffle of the test
+items, and the draws of ``random.sample`` after ``random.seed``). 300 new tokens, chat template on. Correctness
+needs no judge; citations need an entailment judge (``--nli-model`` or the LLM judge).
 """
 
 from __future__ import annotations
 
+import random
+from functools import lru_cache
+
 from ctxgate.metrics.registry import ALCE_ASQA, ALCE_QAMPARI, Metric
-from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.judged import load_alce
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_units
@@ -26,12 +29,28 @@ def _docs(doc_prompt: str, docs: list[tuple[str, str]]) -> list[str]:
     return [doc_prompt.format(ID=i + 1, title=t, text=x) for i, (t, x) in enumerate(docs)]
 
 
+@lru_cache(maxsize=8)
+def helmet_order(items: int, seed: int) -> tuple[int, ...]:
+    """HELMET's ALCE samples: ``data.shuffle(seed=seed)`` (datasets: numpy's default_rng(seed).permutation), the
+    first ``max_test_samples`` of it; ctxgate's sample i is HELMET's sample i."""
+    import numpy as np
+
+    return tuple(int(i) for i in np.random.default_rng(seed).permutation(items))
+
+
+@lru_cache(maxsize=8)
+def helmet_demo_draws(items: int, demos: int, seed: int) -> tuple[tuple[int, ...], ...]:
+    """HELMET's ALCE demos, per test item in file order: ``random.seed(seed)`` before the data loads, then
+    ``data.map`` calls ``random.sample(demos, 2)`` once per item, in order (only indices matter to the draw)."""
+    rng = random.Random(seed)
+    return tuple(tuple(rng.sample(range(demos), SHOTS)) for _ in range(items))
+
+
 def build_cite(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     data = load_alce(task, ctx.data_dir)
-    order = seeded_order(len(data.items), "items", task, ctx.seed)
-    item = data.items[order[index % len(order)]]
-    # HELMET samples the two demos unseeded (random.sample); ctxgate seeds them per test item.
-    picks = seeded_sample(range(len(data.demos)), SHOTS, "demos", task, item.key, ctx.seed)
+    at = helmet_order(len(data.items), ctx.seed)[index % len(data.items)]
+    item = data.items[at]
+    picks = helmet_demo_draws(len(data.items), len(data.demos), ctx.seed)[at]
     demos = "\n\n\n".join(
         data.demo_prompt.format(
             **{
