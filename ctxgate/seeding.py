@@ -11,7 +11,7 @@ import hashlib
 import random
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -36,3 +36,41 @@ def seeded_order(n: int, *salt: object) -> tuple[int, ...]:
 def seeded_sample(items: Sequence[T], k: int, *salt: object) -> list[T]:
     """The first ``k`` of ``items`` in an order fixed by ``salt`` (demos chosen per question, per seed)."""
     return [items[i] for i in seeded_order(len(items), *salt)[:k]]
+
+
+# HELMET HEAD's own choices (its samples and demos), reproduced where its prompts are matched byte for byte ------------
+HELMET_MAX_TEST_SAMPLES = 100  # HELMET's configs: max_test_samples
+
+
+@lru_cache(maxsize=64)
+def helmet_permutation(n: int, seed: int) -> tuple[int, ...]:
+    """``datasets.Dataset.shuffle(seed=seed)`` over ``n`` rows: numpy's ``default_rng(seed).permutation(n)``."""
+    import numpy as np
+
+    return tuple(int(i) for i in np.random.default_rng(seed).permutation(n))
+
+
+def helmet_first(n: int, seed: int, k: int) -> list[int]:
+    """The first ``k`` rows of ``shuffle(seed=seed)`` over ``n`` rows (``.select(range(k))``), uncached: a train
+    split is shuffled afresh for every sample."""
+    import numpy as np
+
+    return [int(i) for i in np.random.default_rng(seed).permutation(n)[:k]]
+
+
+@lru_cache(maxsize=8)
+def helmet_unseeded_seeds(seed: int, count: int) -> tuple[int, ...]:
+    """The seeds of ``count`` successive ``Dataset.shuffle()`` calls without a seed, as HELMET's process makes them:
+    numpy's global generator seeded with ``seed`` when the model loads (``transformers.set_seed``), nothing else
+    drawing from it; each call takes the state's word at its position (the first word past the end) and advances
+    the state by one ``np.random.random()``."""
+    import numpy as np
+
+    state = np.random.RandomState(seed)
+    seeds = []
+    for _ in range(count):
+        legacy: Any = state.get_state(legacy=True)  # ("MT19937", 624 key words, position, ...)
+        key, pos = legacy[1], int(legacy[2])
+        seeds.append(int(key[pos] if pos < 624 else key[0]))
+        state.random_sample()
+    return tuple(seeds)

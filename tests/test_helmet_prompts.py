@@ -15,6 +15,7 @@ import math
 import random
 
 import datasets
+import numpy as np
 import pytest
 
 from ctxgate.run.case import build_samples
@@ -247,3 +248,61 @@ def test_alce_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
     samples = [builder.build(ctx, L, i, sample_rng(task, L, i, 42)) for i in range(len(items))]
     assert all(s.meta["num_docs"] == len(items[at]["docs"]) for s, at in zip(samples, order))
     assert [hf_encoder.decode(s.input_ids) for s in samples] == expected
+
+
+def _long(hf_tokenizer, text: str, more_than: int) -> bool:
+    return len(hf_tokenizer(text)["input_ids"]) > more_than
+
+
+def _rows(n: int) -> datasets.Dataset:
+    return datasets.Dataset.from_list([{"at": i} for i in range(n)])
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+def test_narrativeqa_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, helmet_data_long, chat):
+    """HELMET HEAD (data.py load_narrativeqa): the test split ``shuffle(seed=42)``, its documents over 131072 tokens
+    kept in that order; ``data.map`` then takes two train questions from ``shuffle()`` without a seed for each kept
+    question in order, numpy's global generator seeded with 42 when the model loaded (``transformers.set_seed``)."""
+    test = lines(helmet_data_long / "narrativeqa" / "test.jsonl")
+    train = lines(helmet_data_long / "narrativeqa" / "train.jsonl")
+    np.random.seed(42)
+    order = [
+        i for i in _rows(len(test)).shuffle(seed=42)["at"] if _long(hf_tokenizer, test[i]["document"]["text"], 131072)
+    ]
+    ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(helmet_data_long))
+    samples = build_samples(get_task("narrativeqa"), ctx, 4096, len(order), 42)
+    assert len(order) == 3
+    for at, sample in zip(order, samples):
+        demos = [train[j] for j in _rows(len(train)).shuffle().select(range(2))["at"]]
+        head = (
+            "You are given a story, which can be either a novel or a movie script, and a question. Answer the "
+            "question as concisely as you can, using a single phrase if possible.\n\nFor example:\n\n"
+            + "\n\n".join(f"Question: {d['question']['text']}\nAnswer: {d['answers'][0]['text']}" for d in demos)
+            + "\n\nNow, use the following story to answer the question:\n\n"
+        )
+        text = hf_encoder.decode(sample.input_ids)
+        assert head in text and f"\n\nQuestion: {test[at]['question']['text']}" in text
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+def test_multi_lexsum_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, helmet_data_long, chat):
+    """HELMET HEAD (data.py load_multi_lexsum): the cases with a short summary; ``all_data.map`` over train, then
+    validation, draws two train summaries from an unseeded ``shuffle()`` for every case; the validation cases of at
+    least 65536 tokens are the samples, in file order (no more than 100 here)."""
+    folder = helmet_data_long / "multi_lexsum"
+    train = [r for r in lines(folder / "train.jsonl") if r.get("summary/short") is not None]
+    val = [r for r in lines(folder / "validation.jsonl") if r.get("summary/short") is not None]
+    np.random.seed(42)
+    draws = [_rows(len(train)).shuffle().select(range(2))["at"] for _ in train + val]
+    kept = [j for j, r in enumerate(val) if _long(hf_tokenizer, "\n\n".join(r["sources"]), 65535)]
+    ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(helmet_data_long))
+    samples = build_samples(get_task("multi_lexsum"), ctx, 4096, len(kept), 42)
+    assert len(kept) == 3
+    for j, sample in zip(kept, samples):
+        summaries = "\n\n".join(f"Summary: {train[k]['summary/short']}" for k in draws[len(train) + j])
+        head = (
+            f"Example summaries:\n\n{summaries}\n\nNow, write a summary of the following legal documents.\n"
+            "Legal documents:\n"
+        )
+        text = hf_encoder.decode(sample.input_ids)
+        assert head in text and sample.meta["item_id"] == str(val[j]["id"])

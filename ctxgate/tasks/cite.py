@@ -15,6 +15,7 @@ import random
 from functools import lru_cache
 
 from ctxgate.metrics.registry import ALCE_ASQA, ALCE_QAMPARI, Metric
+from ctxgate.seeding import helmet_permutation
 from ctxgate.sources.judged import load_alce
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_units
@@ -30,15 +31,6 @@ def _docs(doc_prompt: str, docs: list[tuple[str, str]]) -> list[str]:
 
 
 @lru_cache(maxsize=8)
-def helmet_order(items: int, seed: int) -> tuple[int, ...]:
-    """HELMET's ALCE samples: ``data.shuffle(seed=seed)`` (datasets: numpy's default_rng(seed).permutation), the
-    first ``max_test_samples`` of it; ctxgate's sample i is HELMET's sample i."""
-    import numpy as np
-
-    return tuple(int(i) for i in np.random.default_rng(seed).permutation(items))
-
-
-@lru_cache(maxsize=8)
 def helmet_demo_draws(items: int, demos: int, seed: int) -> tuple[tuple[int, ...], ...]:
     """HELMET's ALCE demos, per test item in file order: ``random.seed(seed)`` before the data loads, then
     ``data.map`` calls ``random.sample(demos, 2)`` once per item, in order (only indices matter to the draw)."""
@@ -48,7 +40,7 @@ def helmet_demo_draws(items: int, demos: int, seed: int) -> tuple[tuple[int, ...
 
 def build_cite(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     data = load_alce(task, ctx.data_dir)
-    at = helmet_order(len(data.items), ctx.seed)[index % len(data.items)]
+    at = helmet_permutation(len(data.items), ctx.seed)[index % len(data.items)]  # HELMET's sample i is ours
     item = data.items[at]
     picks = helmet_demo_draws(len(data.items), len(data.demos), ctx.seed)[at]
     demos = "\n\n\n".join(

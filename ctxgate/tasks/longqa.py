@@ -16,7 +16,7 @@ The book is cut from the end to what fits at L in the model's tokenizer, ending 
 from __future__ import annotations
 
 from ctxgate.metrics.registry import MC_ACCURACY, NARRATIVEQA_JUDGE, ROUGE_L_F1, Metric
-from ctxgate.seeding import seeded_order, seeded_sample
+from ctxgate.seeding import helmet_first, helmet_permutation, helmet_unseeded_seeds, seeded_order, seeded_sample
 from ctxgate.sources.infbench import Book, load_infbench
 from ctxgate.sources.judged import load_narrativeqa
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
@@ -123,11 +123,14 @@ NQA_GEN = 100
 
 def build_narrativeqa(ctx: BuildContext, length: int, index: int) -> Sample:
     data = load_narrativeqa(ctx.data_dir)
-    kept = kept_books(ctx)
-    order = seeded_order(len(kept), "items", "narrativeqa", ctx.seed)
-    item = data.items[kept[order[index % len(order)]]]
-    # HELMET draws the two demos from the train split unseeded; ctxgate seeds them per test item.
-    demos = seeded_sample(list(data.demos), SHOTS, "demos", "narrativeqa", item.key, ctx.seed)
+    # HELMET HEAD: the test split shuffled with the seed, its long documents kept in that order; then, per kept
+    # question in order, two train questions from an unseeded shuffle (numpy's global generator, seeded at load)
+    keep = set(kept_books(ctx))
+    order = [i for i in helmet_permutation(len(data.items), ctx.seed) if i in keep]
+    at = index % len(order)
+    item = data.items[order[at]]
+    draw = helmet_unseeded_seeds(ctx.seed, len(order))[at]
+    demos = [data.demos[i] for i in helmet_first(len(data.demos), draw, SHOTS)]
     demo = (
         "For example:\n\n"
         + "\n\n".join(f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)

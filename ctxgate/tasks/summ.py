@@ -15,8 +15,15 @@ the following legal documents.\\n``; 400 new tokens. Chat template on (HELMET's 
 from __future__ import annotations
 
 from ctxgate.metrics.registry import SUMMARY_JUDGE
-from ctxgate.seeding import seeded_order, seeded_sample
-from ctxgate.sources.judged import LongDocSet, load_infbench_sum, load_multi_lexsum
+from ctxgate.seeding import (
+    HELMET_MAX_TEST_SAMPLES,
+    helmet_first,
+    helmet_permutation,
+    helmet_unseeded_seeds,
+    seeded_order,
+    seeded_sample,
+)
+from ctxgate.sources.judged import LongDoc, LongDocSet, load_infbench_sum, load_multi_lexsum
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_document
 from ctxgate.tasks.registry import register
@@ -43,11 +50,27 @@ def kept_items(task: str, data: LongDocSet, ctx: BuildContext) -> list[int]:
     return list(range(len(data.items)))
 
 
+def _helmet_multi_lexsum(data: LongDocSet, kept: list[int], index: int, seed: int) -> tuple[LongDoc, list[LongDoc]]:
+    """HELMET HEAD's sample and demos: ``all_data.map`` shuffles the train split afresh, unseeded, for every case of
+    train, then validation (file order, after the short-summary filter), so validation case j takes draw
+    ``len(train) + j``; the long validation cases are kept in file order, shuffled with the seed only when more than
+    ``max_test_samples``."""
+    order = kept
+    if len(kept) > HELMET_MAX_TEST_SAMPLES:
+        order = [kept[i] for i in helmet_permutation(len(kept), seed)]
+    j = order[index % len(order)]
+    draw = helmet_unseeded_seeds(seed, len(data.demos) + len(data.items))[len(data.demos) + j]
+    return data.items[j], [data.demos[i] for i in helmet_first(len(data.demos), draw, SHOTS)]
+
+
 def build_summary(task: str, data: LongDocSet, ctx: BuildContext, length: int, index: int, gen: int) -> Sample:
     kept = kept_items(task, data, ctx)
-    order = seeded_order(len(kept), "items", task, ctx.seed)
-    item = data.items[kept[order[index % len(order)]]]
-    demos = seeded_sample([d for d in data.demos if d.key != item.key], SHOTS, "demos", task, item.key, ctx.seed)
+    if task == "multi_lexsum":
+        item, demos = _helmet_multi_lexsum(data, kept, index, ctx.seed)
+    else:
+        order = seeded_order(len(kept), "items", task, ctx.seed)
+        item = data.items[kept[order[index % len(order)]]]
+        demos = seeded_sample([d for d in data.demos if d.key != item.key], SHOTS, "demos", task, item.key, ctx.seed)
     if task == "infbench_sum":
         head = (
             BOOK
