@@ -54,6 +54,7 @@ def model_spec(config: pytest.Config) -> ModelSpec:
         hotpotqa=run.hotpotqa,
         data_dir=run.data_dir,
         helmet_compat=run.helmet_compat,
+        helmet_tokenizer=run.helmet_tokenizer,
         cache_dir=run.cache_dir,
         judge=judging.judge,
         nli_model=judging.nli_model,

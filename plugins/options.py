@@ -56,6 +56,7 @@ class Settings:
     baseline: str | None
     data_dir: str | None = None
     helmet_compat: bool = False
+    helmet_tokenizer: str | None = None  # --helmet-tokenizer: a folder, checked
     ignore_remote_code: bool = False
     model_dir: str | None = None  # --model resolved to a local folder (a hub id: its cached snapshot)
     allow_weight_mismatch: bool = False
@@ -115,6 +116,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="HELMET's data folder (its released kilt/ and msmarco/ files; icl/ and infbench/ copies of hub "
         "datasets); the shipped fixtures: fixtures/helmet_data",
+    )
+    g.addoption(
+        "--helmet-tokenizer",
+        default=None,
+        metavar="PATH",
+        help="the tokenizer HELMET's length selections count in (NarrativeQA, Multi-LexSum, InfiniteBench: Llama-2's, "
+        "a local folder of meta-llama/Llama-2-7b-hf); default: the model's own",
     )
     g.addoption(
         "--helmet-compat",
@@ -254,6 +262,7 @@ def read(config: pytest.Config) -> None:
         baseline=config.getoption("--baseline"),
         data_dir=config.getoption("--data-dir"),
         helmet_compat=config.getoption("--helmet-compat"),
+        helmet_tokenizer=config.getoption("--helmet-tokenizer"),
         ignore_remote_code=config.getoption("--ignore-remote-code"),
         allow_weight_mismatch=config.getoption("--allow-weight-mismatch"),
         overrides=_overrides(config),
@@ -286,6 +295,11 @@ def read(config: pytest.Config) -> None:
     if settings.data_dir and not Path(settings.data_dir).is_dir():
         raise pytest.UsageError(
             f"--data-dir {settings.data_dir!r} is not a folder: give HELMET's data folder (or fixtures/helmet_data)"
+        )
+    if settings.helmet_tokenizer and not (Path(settings.helmet_tokenizer) / "tokenizer_config.json").is_file():
+        raise pytest.UsageError(
+            f"--helmet-tokenizer {settings.helmet_tokenizer!r} is not a tokenizer folder (no tokenizer_config.json): "
+            "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
         )
     if settings.haystack:
         try:

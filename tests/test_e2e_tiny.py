@@ -82,7 +82,8 @@ def test_every_task_and_length_under_xdist_with_all_outputs(
     for path in (pytester.path / "out").rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
-    assert len((pytester.path / "out" / "run.predictions.jsonl").read_text().splitlines()) == 3 * len(ran)
+    assert all(c["n"] == 3 for c in ran if c["task"] != "infbench_sum")  # its fixture keeps 2 long books
+    assert len((pytester.path / "out" / "run.predictions.jsonl").read_text().splitlines()) == sum(c["n"] for c in ran)
     _the_page_of_every_task_in_a_browser(pytester.path / "out" / "run.html", pytester.path)
 
 

@@ -254,7 +254,9 @@ def test_a_missing_local_data_file_never_reaches_for_the_hub(real_suite, pyteste
 # 3. Crashes ------------------------------------------------------------------------------------------------------
 
 
-def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(real_suite, pytester, judge_server):
+def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(
+    real_suite, pytester, judge_server, helmet_data_long
+):
     from tests.conftest import script_faults
 
     url, _ = judge_server
@@ -268,7 +270,7 @@ def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(real_suit
         "--samples",
         "2",
         "--data-dir",
-        str(HELMET_DATA),
+        str(helmet_data_long),
         "--judge-model",
         "ctxgate-lexical-judge",
         "--judge-base-url",

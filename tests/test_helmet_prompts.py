@@ -306,3 +306,65 @@ def test_multi_lexsum_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, he
         )
         text = hf_encoder.decode(sample.input_ids)
         assert head in text and sample.meta["item_id"] == str(val[j]["id"])
+
+
+INFBENCH = {
+    "infbench_qa": (
+        "longbook_qa_eng.jsonl",
+        "You are given a story and a question. Answer the question as concisely as you can, using a single phrase "
+        "if possible.\n\n",
+    ),
+    "infbench_mc": (
+        "longbook_choice_eng.jsonl",
+        "You are given a story and a question with multiple choices. Choose the best answer from the options "
+        "provided. Only one of the following options is correct, output the answer using one single letter (A, B, "
+        "C, or D). Don't say anything else.\n\n",
+    ),
+    "infbench_sum": (
+        "longbook_sum_eng.jsonl",
+        "You are given a book and you are tasked to summarize it. Write a summary of about 1000 to 1200 words. Only "
+        "write about the plot and characters of the story. Do not discuss the themes or background of the book. Do "
+        "not provide any analysis or commentary.\n\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+@pytest.mark.parametrize("task", sorted(INFBENCH))
+def test_infbench_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, helmet_data_long, task, chat):
+    """HELMET HEAD (data.py load_infbench): a book's demos are ``data.filter(id != its id).shuffle(seed=42)``'s
+    first two, over every book; the books of at least 65536 tokens are kept (file order) and ``shuffle(seed=42)``
+    orders the samples; demos show ``[story text]`` for their book; MC's answer is the letter."""
+    file, instruction = INFBENCH[task]
+    rows = lines(helmet_data_long / "infbench" / file)
+    books = _rows(len(rows))
+
+    def letter(r: dict) -> str:
+        return "ABCD"[r["options"].index(r["answer"][0])]
+
+    def options(r: dict) -> str:
+        return "A. {}\nB. {}\nC. {}\nD. {}".format(*r["options"])
+
+    def shot(r: dict) -> str:
+        if task == "infbench_qa":
+            return f"[story text]\nQuestion: {r['input']}\nAnswer: {r['answer'][0]}"
+        if task == "infbench_mc":
+            return f"[story text]\nQuestion: {r['input']}\nOptions:\n{options(r)}\nAnswer: {letter(r)}"
+        return f"[story text]\nSummary: {r['answer'][0].strip()}"
+
+    kept = [i for i, r in enumerate(rows) if len(hf_tokenizer(r["context"])["input_ids"]) >= 65536]
+    order = books.select(kept).shuffle(seed=42)["at"]
+    ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(helmet_data_long))
+    samples = build_samples(get_task(task), ctx, 4096, len(order), 42)
+    assert len(order) >= 2 and len(samples) == len(order)  # the fixtures' long books (the others are dropped)
+    for at, sample in zip(order, samples):
+        demos = [rows[j] for j in books.filter(lambda x, at=at: x["at"] != at).shuffle(seed=42).select(range(2))["at"]]
+        head = (
+            instruction + "For example:\n\n" + "\n\n".join(map(shot, demos)) + "\n\nNow, read the following story:\n\n"
+        )
+        r = rows[at]
+        tail = "\n\nNow summarize the book." if task == "infbench_sum" else f"\n\nQuestion: {r['input']}"
+        if task == "infbench_mc":
+            tail += f"\nOptions:\n{options(r)}"
+        text = hf_encoder.decode(sample.input_ids)
+        assert head in text and tail in text and r["context"][:200] in text

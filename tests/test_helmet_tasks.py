@@ -20,6 +20,12 @@ def ctx(hf_encoder) -> BuildContext:
     return BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA))
 
 
+@pytest.fixture
+def long_ctx(hf_encoder, helmet_data_long) -> BuildContext:
+    """The fixtures with long documents: InfiniteBench keeps books of at least 65536 tokens (HELMET's selection)."""
+    return BuildContext(encoder=hf_encoder, chat=False, data_dir=str(helmet_data_long))
+
+
 def text_of(ctx: BuildContext, sample) -> str:
     return ctx.encoder.decode(sample.input_ids)
 
@@ -102,8 +108,9 @@ def test_rerank_balanced_labels_three_orders_and_judgments(ctx):
 
 
 @pytest.mark.parametrize("task", ["msmarco_rerank", "infbench_qa", "infbench_mc"])
-def test_same_seed_same_prompts_and_demos(ctx, task):
-    a, b = (build_samples(get_task(task), ctx, 1024, 4, 42) for _ in range(2))
+def test_same_seed_same_prompts_and_demos(ctx, long_ctx, task):
+    ctx = long_ctx if task.startswith("infbench") else ctx
+    a, b = (build_samples(get_task(task), ctx, 1024, 3, 42) for _ in range(2))
     assert [s.digest() for s in a] == [s.digest() for s in b]
     assert [s.meta["demo_ids"] for s in a] == [s.meta["demo_ids"] for s in b]
 
@@ -159,7 +166,8 @@ def test_icl_shot_targets_follow_helmets_table():
 
 
 @pytest.mark.parametrize("task", ["infbench_qa", "infbench_mc"])
-def test_infbench_cuts_only_the_story(ctx, task):
+def test_infbench_cuts_only_the_story(long_ctx, task):
+    ctx = long_ctx
     for length in (512, 2048):
         s = build_samples(get_task(task), ctx, length, 1, 42)[0]
         prompt = text_of(ctx, s)
@@ -172,8 +180,9 @@ def test_infbench_cuts_only_the_story(ctx, task):
         assert s.meta["book_id"] not in s.meta["demo_ids"]
 
 
-def test_infbench_mc_gold_letter_names_the_right_option(ctx):
-    for s in build_samples(get_task("infbench_mc"), ctx, 1024, 6, 42):
+def test_infbench_mc_gold_letter_names_the_right_option(long_ctx):
+    ctx = long_ctx
+    for s in build_samples(get_task("infbench_mc"), ctx, 1024, 3, 42):
         letter, full = s.answers
         prompt = text_of(ctx, s)
         assert f"\n{full}\n" in prompt or prompt.endswith(f"\n{full}\n\nAnswer:")
@@ -199,7 +208,7 @@ def test_longqa_uses_the_chat_template_under_the_task_policy(hf_encoder):
     assert rerank.ANSWER_PREFIX == "Ranking:"
 
 
-def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer):
+def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer, helmet_data_long):
     """HELMET: the prompt ends at the generation prompt (add_generation_prompt=True, no assistant text); RULER:
     the answer prefix follows the generation prompt (its model templates end with `{answer_prefix}`)."""
     from ctxgate.run.case import task_context
@@ -209,8 +218,7 @@ def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer):
         [{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True
     ).split("x", 1)[1]
     for task in ("infbench_qa", "kilt_nq", "icl_trec_coarse", "json_kv"):
-        on = BuildContext(encoder=hf_encoder, chat=True, data_dir=str(HELMET_DATA))
-        # the builder itself: the fixture book is shorter than 8K, which a run refuses (data_short)
+        on = BuildContext(encoder=hf_encoder, chat=True, data_dir=str(helmet_data_long))
         prompt = hf_encoder.decode(get_task(task).build(on, 8192, 0, sample_rng(task, 8192, 0, 42)).input_ids)
         assert prompt.endswith(generation_prompt), (task, prompt[-80:])
     (niah,) = build_samples(get_task("niah_single_1"), chat, 2048, 1, 42)
@@ -296,3 +304,41 @@ def test_token_count_stops_as_soon_as_it_knows(hf_encoder):
     (ids,) = hf_encoder.encode_fresh([text])
     assert has_tokens(hf_encoder, text, len(ids)) and not has_tokens(hf_encoder, text, len(ids) + 1)
     assert not has_tokens(hf_encoder, "short", 6)  # fewer bytes than tokens asked: no tokenizing at all
+
+
+def test_helmet_selection_counts_in_the_helmet_tokenizer_when_given(hf_encoder, tmp_path):
+    """A 70 KB book is about 20K pieces of the shipped tokenizer (dropped: HELMET keeps at least 65536) and 70K bytes
+    (kept when the selection counts bytes): the tokenizer HELMET counts in decides, and the refusal names it."""
+    import json
+    import shutil
+
+    from ctxgate.sources import DataNotGiven
+    from ctxgate.textcodec import ByteTokenizer, PieceEncoder
+
+    shutil.copytree(HELMET_DATA / "infbench", tmp_path / "infbench")
+    path = tmp_path / "infbench" / "longbook_qa_eng.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    rows[2]["context"] += " More." * 12_000
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    model = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(tmp_path))
+    with pytest.raises(DataNotGiven, match=r"at least 65536 tokens.*counted in the model's tokenizer"):
+        build_samples(get_task("infbench_qa"), model, 2048, 1, 42)
+    helmet = BuildContext(
+        encoder=hf_encoder,
+        chat=False,
+        data_dir=str(tmp_path),
+        helmet_encoder=PieceEncoder(ByteTokenizer()),
+        helmet_tokenizer="bytes",
+    )
+    (sample,) = build_samples(get_task("infbench_qa"), helmet, 2048, 1, 42)
+    assert sample.meta["book_id"] == str(rows[2]["id"])
+
+
+def test_a_helmet_tokenizer_that_is_no_tokenizer_is_refused_in_one_line(pytester):
+    from tests.conftest import TINY
+
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    result = pytester.runpytest_subprocess("--model", str(TINY), "--helmet-tokenizer", str(pytester.path))
+    assert result.ret == 4
+    line = [x for x in result.stderr.lines if "--helmet-tokenizer" in x]
+    assert len(line) == 1 and "no tokenizer_config.json" in line[0] and "Llama-2-7b-hf" in line[0]

@@ -24,7 +24,7 @@ from ctxgate.judge.score import Judges, build_judges
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.run.case import resolve_chat
 from ctxgate.tasks.base import BuildContext
-from ctxgate.textcodec import ChatTemplateError, PieceEncoder
+from ctxgate.textcodec import ChatTemplateError, HFTokenizer, PieceEncoder
 
 TEST_BACKEND = "scripted"  # a JSON script instead of a model, for the project's own plumbing tests
 
@@ -65,6 +65,7 @@ class ModelSpec:
     hotpotqa: str | None = None
     data_dir: str | None = None
     helmet_compat: bool = False
+    helmet_tokenizer: str | None = None  # the folder HELMET's length selections count in (default: the model's)
     cache_dir: str | None = None
     judge: JudgeSettings | None = None
     nli_model: str | None = None
@@ -183,6 +184,8 @@ def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedM
         hotpotqa_source=spec.hotpotqa,
         data_dir=spec.data_dir,
         chat_by_task=chat == "task",
+        helmet_encoder=_helmet_encoder(spec.helmet_tokenizer),
+        helmet_tokenizer=spec.helmet_tokenizer,
     )
     # plain JSON values only: records travel to the xdist controller through execnet
     meta = json.loads(json.dumps({**run_meta(spec, backend, encoder, chat), **(run or {})}, default=str))
@@ -198,6 +201,17 @@ def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedM
     if judges is not None:
         meta["judge"] = judges.describe()
     return LoadedModel(backend, context, chat, meta, cache, judges)
+
+
+def _helmet_encoder(path: str | None) -> PieceEncoder | None:
+    if path is None:
+        return None
+    try:
+        from transformers import AutoTokenizer
+
+        return PieceEncoder(HFTokenizer(AutoTokenizer.from_pretrained(path)))
+    except Exception as exc:  # noqa: BLE001 - whatever transformers raises, one line names the option
+        raise ModelError(f"--helmet-tokenizer {path}", exc) from exc
 
 
 def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str) -> dict[str, Any]:
@@ -227,6 +241,7 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
         "seed": spec.seed,
         "chat_template": chat,
         "helmet_compat": spec.helmet_compat,
+        "helmet_length_tokenizer": spec.helmet_tokenizer or "the model's",
         "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
         "tokenizer_sha256": encoder.identity,
         "haystack": load_essay(spec.haystack).source,

@@ -72,6 +72,8 @@ class BuildContext:
     hotpotqa_source: str | None = None
     data_dir: str | None = None  # HELMET's data folder (released layout) and local copies of hub datasets
     chat_by_task: bool = False  # the task's own chat-template policy decides (TaskSpec.chat_template)
+    helmet_encoder: PieceEncoder | None = None  # --helmet-tokenizer: HELMET's length selections count in it
+    helmet_tokenizer: str | None = None  # its folder, for messages and the report
 
 
 @dataclass(frozen=True)

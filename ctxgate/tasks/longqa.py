@@ -15,14 +15,17 @@ The book is cut from the end to what fits at L in the model's tokenizer, ending 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 from ctxgate.metrics.registry import MC_ACCURACY, NARRATIVEQA_JUDGE, ROUGE_L_F1, Metric
-from ctxgate.seeding import helmet_first, helmet_permutation, helmet_unseeded_seeds, seeded_order, seeded_sample
+from ctxgate.seeding import helmet_first, helmet_permutation, helmet_unseeded_seeds
 from ctxgate.sources.infbench import Book, load_infbench
 from ctxgate.sources.judged import load_narrativeqa
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_document
 from ctxgate.tasks.registry import register
-from ctxgate.tasks.selection import long_documents
+from ctxgate.tasks.selection import Document, helmet_selection
 
 QA_INSTRUCTION = (
     "You are given a story and a question. Answer the question as concisely as you can, using a "
@@ -35,6 +38,7 @@ MC_INSTRUCTION = (
 )
 ANSWER_PREFIX = "Answer:"
 GEN = 10
+B = TypeVar("B", bound=Document)
 SHOTS = 2
 
 
@@ -57,11 +61,19 @@ def demo_block(task: str, demos: list[Book]) -> str:
     return "For example:\n\n" + "\n\n".join(shots) + "\n\nNow, read the following story:\n\n"
 
 
+def helmet_infbench(task: str, books: Sequence[B], digest: str, ctx: BuildContext, index: int) -> tuple[B, list[B]]:
+    """HELMET HEAD's InfiniteBench sample and demos (``data.py`` load_infbench): the demos of a book are the first two
+    of every other book (file order) shuffled with the seed; the samples are the books of at least 65536 tokens,
+    shuffled with the seed."""
+    kept = helmet_selection(task, books, digest, ctx)
+    at = kept[helmet_permutation(len(kept), ctx.seed)[index % len(kept)]]
+    others = [b for i, b in enumerate(books) if i != at]
+    return books[at], [others[i] for i in helmet_first(len(others), ctx.seed, SHOTS)]
+
+
 def build_longqa(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     data = load_infbench(task, ctx.data_dir)
-    order = seeded_order(len(data.books), "books", task, ctx.seed)
-    book = data.books[order[index % len(order)]]
-    demos = seeded_sample([b for b in data.books if b.key != book.key], SHOTS, "demos", task, book.key, ctx.seed)
+    book, demos = helmet_infbench(task, data.books, data.sha256, ctx, index)
     head = (MC_INSTRUCTION if task == "infbench_mc" else QA_INSTRUCTION) + demo_block(task, demos)
     tail = f"\n\nQuestion: {book.question}"
     if task == "infbench_mc":
@@ -185,4 +197,4 @@ def narrativeqa() -> TaskSpec:
 def kept_books(ctx: BuildContext) -> tuple[int, ...]:
     """NarrativeQA items whose document passes HELMET's length selection."""
     data = load_narrativeqa(ctx.data_dir)
-    return long_documents("narrativeqa", data.items, data.sha256, ctx.encoder)
+    return helmet_selection("narrativeqa", data.items, data.sha256, ctx)

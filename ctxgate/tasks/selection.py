@@ -1,22 +1,36 @@
 """HELMET's length selection for its long-document tasks: NarrativeQA keeps documents longer than 131072 tokens,
-Multi-LexSum those of at least 65536 (``data.py``: ``filter_length``), so that at every length the same long
-documents are cut to fit and none enters a length whole.
+Multi-LexSum those of at least 65536, and every InfiniteBench task (QA, MC, Sum) books of at least 65536
+(``data.py``: ``filter_length``), so that at every length the same long documents are cut to fit and none enters a
+length whole.
 
-HELMET counts in Llama-2's tokenizer, which cannot be downloaded here; ctxgate counts in the model's own tokenizer
-(docs/decisions.md). A document is tokenized only as far as the answer needs: fewer bytes than the threshold
-cannot hold that many tokens, and a prefix that already does settles it.
+HELMET counts ``len(tokenizer(text)["input_ids"])`` in Llama-2's tokenizer, which adds a BOS: a document passes
+with one piece fewer than the threshold. ctxgate counts in ``--helmet-tokenizer`` (Llama-2's, as a local folder)
+when given, else in the model's own tokenizer (Llama-2's cannot be downloaded here; docs/decisions.md). A document
+is tokenized only as far as the answer needs: fewer bytes than the threshold cannot hold that many tokens, and a
+prefix that already does settles it.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import Protocol
 
 from ctxgate.sources.errors import DataNotGiven
-from ctxgate.sources.judged import LongDoc
+from ctxgate.tasks.base import BuildContext
 from ctxgate.textcodec import PieceEncoder
 
-MIN_TOKENS = {"narrativeqa": 131073, "multi_lexsum": 65536}  # HELMET: > 131072 and >= 65536
+# the fewest pieces a kept document has (HELMET: len with BOS > 131072, >= 65536)
+MIN_TOKENS = {
+    "narrativeqa": 131072,
+    "multi_lexsum": 65535,
+    "infbench_qa": 65535,
+    "infbench_mc": 65535,
+    "infbench_sum": 65535,
+}
+HELMET_THRESHOLD = {"narrativeqa": "longer than 131072"} | {
+    t: "at least 65536" for t in MIN_TOKENS if t != "narrativeqa"
+}
 _KEPT: dict[tuple[str, str, str], tuple[int, ...]] = {}  # (task, data digest, tokenizer) -> indices kept
 
 
@@ -35,8 +49,16 @@ def has_tokens(enc: PieceEncoder, text: str, n: int) -> bool:
         chars = max(2 * chars, int(chars * n / max(len(ids), 1) * 1.05))
 
 
-def long_documents(task: str, items: Sequence[LongDoc], digest: str, enc: PieceEncoder) -> tuple[int, ...]:
-    """Indices of the items whose document HELMET keeps for ``task``; raises when there is none."""
+class Document(Protocol):
+    @property
+    def context(self) -> str: ...
+
+
+def long_documents(
+    task: str, items: Sequence[Document], digest: str, enc: PieceEncoder, counted_in: str = "the model's tokenizer"
+) -> tuple[int, ...]:
+    """Indices of the items whose document HELMET keeps for ``task``, counted with ``enc`` (``counted_in`` names
+    it); raises when there is none."""
     key = (task, digest, enc.identity)
     if key not in _KEPT:
         verdicts: dict[str, bool] = {}  # NarrativeQA asks many questions of one document: count it once
@@ -50,8 +72,15 @@ def long_documents(task: str, items: Sequence[LongDoc], digest: str, enc: PieceE
         _KEPT[key] = tuple(kept)
     if not _KEPT[key]:
         raise DataNotGiven(
-            f"{task}: no document in the data is {'longer than 131072' if task == 'narrativeqa' else 'at least 65536'}"
-            " tokens, HELMET's selection (counted in the model's tokenizer); give the full dataset with --data-dir "
-            "(the fixtures' long documents: python fixtures/make_helmet_fixtures.py --long-documents DIR)"
+            f"{task}: no document in the data is {HELMET_THRESHOLD[task]} tokens, HELMET's selection (counted in "
+            f"{counted_in}); give the full dataset with --data-dir (the fixtures' long documents: python "
+            "fixtures/make_helmet_fixtures.py --long-documents DIR)"
         )
     return _KEPT[key]
+
+
+def helmet_selection(task: str, items: Sequence[Document], digest: str, ctx: BuildContext) -> tuple[int, ...]:
+    """``long_documents`` counted where HELMET counts: ``--helmet-tokenizer`` when given, else the model's."""
+    if ctx.helmet_encoder is not None:
+        return long_documents(task, items, digest, ctx.helmet_encoder, f"--helmet-tokenizer {ctx.helmet_tokenizer}")
+    return long_documents(task, items, digest, ctx.encoder)

@@ -20,14 +20,13 @@ from ctxgate.seeding import (
     helmet_first,
     helmet_permutation,
     helmet_unseeded_seeds,
-    seeded_order,
-    seeded_sample,
 )
 from ctxgate.sources.judged import LongDoc, LongDocSet, load_infbench_sum, load_multi_lexsum
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_document
+from ctxgate.tasks.longqa import helmet_infbench
 from ctxgate.tasks.registry import register
-from ctxgate.tasks.selection import long_documents
+from ctxgate.tasks.selection import helmet_selection
 
 PREFIX = "Summary:"
 SHOTS = 2
@@ -44,10 +43,8 @@ LEGAL = (
 
 
 def kept_items(task: str, data: LongDocSet, ctx: BuildContext) -> list[int]:
-    """Multi-LexSum: HELMET's selection of long cases; InfBench Sum: every book (all are longer than 128K)."""
-    if task == "multi_lexsum":
-        return list(long_documents(task, data.items, data.sha256, ctx.encoder))
-    return list(range(len(data.items)))
+    """HELMET's selection: Multi-LexSum's cases and InfBench Sum's books of at least 65536 tokens."""
+    return list(helmet_selection(task, data.items, data.sha256, ctx))
 
 
 def _helmet_multi_lexsum(data: LongDocSet, kept: list[int], index: int, seed: int) -> tuple[LongDoc, list[LongDoc]]:
@@ -68,9 +65,7 @@ def build_summary(task: str, data: LongDocSet, ctx: BuildContext, length: int, i
     if task == "multi_lexsum":
         item, demos = _helmet_multi_lexsum(data, kept, index, ctx.seed)
     else:
-        order = seeded_order(len(kept), "items", task, ctx.seed)
-        item = data.items[kept[order[index % len(order)]]]
-        demos = seeded_sample([d for d in data.demos if d.key != item.key], SHOTS, "demos", task, item.key, ctx.seed)
+        item, demos = helmet_infbench(task, data.items, data.sha256, ctx, index)
     if task == "infbench_sum":
         head = (
             BOOK
