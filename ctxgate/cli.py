@@ -24,6 +24,7 @@ from ctxgate.workflows import (
     metrics_export,
     published,
     rejudge,
+    reproduce,
     rescore,
     trend,
     watch,
@@ -64,6 +65,7 @@ def parser() -> argparse.ArgumentParser:
     rejudge.add_parser(sub)
     init.add_parser(sub)
     published.add_parser(sub)
+    reproduce.add_parser(sub)
     return p
 
 

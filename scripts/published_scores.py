@@ -268,7 +268,7 @@ def build(papers: Path) -> str:
                 row["measure"],
                 HELMET_LENGTHS,
                 row["scores"],
-                "on",
+                "task",
                 {},
             )
         )

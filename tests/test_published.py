@@ -190,3 +190,19 @@ def test_an_unknown_reference_is_one_line_and_off_compares_nothing(tmp_path):
     assert "nearest: meta-llama/Llama-3.1-8B-Instruct" in line and "--reference off" in line
     assert _suite(TINY, tmp_path, "--reference", "off").returncode == 0
     assert "reference" not in json.loads((tmp_path / "run.json").read_text())
+
+
+def test_ctxgate_reproduce_prints_the_papers_setting():
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "ctxgate.cli", "reproduce", *args], capture_output=True, text=True)
+
+    both = run("Llama3.1 (8B)", "--checkpoint", "/ckpt", "--gpus", "4")
+    assert both.returncode == 0, both.stderr
+    ruler = next(x for x in both.stdout.splitlines() if x.startswith("pytest") and "-m ruler" in x)
+    assert "--lengths 4k,8k,16k,32k,64k,128k --samples 500 --chat-template on" in ruler
+    assert f"--reference {LLAMA}" in ruler and ruler.endswith("-n 4") and "--model /ckpt" in ruler
+    helmet = next(x for x in both.stdout.splitlines() if x.startswith("pytest") and "-m helmet" in x)
+    assert "--lengths 8k,16k,32k,64k,128k --chat-template task --data-dir data/ --helmet-tokenizer" in helmet
+    base = run("mistralai/Mixtral-8x7B-v0.1").stdout  # a base model of RULER's Table 12, in no HELMET table
+    assert "--chat-template off" in base and "-m helmet" not in base
+    assert run("nope").returncode == 2

@@ -37,7 +37,7 @@ class Published:
     model: str
     label: str  # the model's row label in the paper
     measure: str
-    chat_template: str  # on | off: the policy the paper ran the model with
+    chat_template: str  # on | off | task (each task its own, as HELMET does): the policy the paper ran it with
     scores: Mapping[int, float]  # length in tokens -> percent
     claimed: str | None = None
     effective: str | None = None

@@ -97,11 +97,16 @@ def _differs(report: Mapping[str, Any], row: Published, got: Measured, length: i
     asked = (report.get("run") or {}).get("samples")
     if not row.source.samples and asked is not None:
         why.append(f"--samples {asked}, the paper HELMET's per-dataset counts")
-    chat = {bool(c.get("chat_template")) for c in cases}
-    wanted = row.chat_template == "on"
-    if chat and chat != {wanted}:
-        said = "with" if wanted else "without"
-        why.append(f"the paper ran this model {said} its chat template; this run {'did not' if wanted else 'did'}")
+    if row.chat_template == "task":  # HELMET: each task its own policy (TaskSpec.chat_template)
+        other = sorted({c["task"] for c in cases if bool(c.get("chat_template")) != get_task(c["task"]).chat_template})
+        if other:
+            why.append(f"{', '.join(other)} ran under another chat policy than the paper's per-task one")
+    else:
+        chat = {bool(c.get("chat_template")) for c in cases}
+        wanted = row.chat_template == "on"
+        if chat and chat != {wanted}:
+            said = "with" if wanted else "without"
+            why.append(f"the paper ran this model {said} its chat template; this run {'did not' if wanted else 'did'}")
     if row.source.length_unit == "Llama-2 tokens":
         why.append("lengths here are counted in this model's tokenizer, the paper's in Llama-2 tokens")
     if not report.get("complete", True):
