@@ -144,7 +144,8 @@ def test_decoded_prompt_retokenizes_to_the_same_count(hf_encoder, hf_tokenizer, 
 )
 def test_length_rule_holds_for_any_length_index_and_seed(hf_encoder, task, length, index, seed):
     spec = get_task(task)
-    length = max(length, spec.tokens_to_generate + 800)  # InfBench Sum writes 1200 tokens
+    # InfBench Sum writes 1200 tokens; ALCE's two demos (HELMET's draw for the seed) take up to 1300 with a document
+    length = max(length, spec.tokens_to_generate + (1300 if task.startswith("alce_") else 800))
     s = spec.build(ctx_for(hf_encoder, seed=seed), length, index, sample_rng(task, length, index, seed))
     assert len(s.input_ids) + spec.tokens_to_generate <= length
     assert s.answers and all(s.answers)
