@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxgate.data.published import Published
-from ctxgate.lengths import format_length
 from ctxgate.stats.intervals import z_value
 from ctxgate.tasks.registry import get_task, membership
 
@@ -160,26 +159,4 @@ def compare(report: Mapping[str, Any], rows: Sequence[Published]) -> list[dict[s
                 "lengths": entries,
             }
         )
-    return out
-
-
-def lines(section: Mapping[str, Any]) -> list[str]:
-    """The comparison in words, a line per measure and length (terminal and Markdown share them)."""
-    out = [f"Against the published numbers for {section['model']} ({section['matched']}):"]
-    for row in section["rows"]:
-        for e in row["lengths"]:
-            head = f"  {row['label']} at {format_length(e['length'])} ({row['table']}): published {e['published']:.1f}"
-            if e["verdict"] == "not measured":
-                out.append(f"{head}, not measured in this run")
-                continue
-            text = (
-                f"{head}, measured {e['measured']:.1f} [{e['ci'][0]:.1f}, {e['ci'][1]:.1f}], "
-                f"difference {e['difference']:+.1f}"
-            )
-            if e["verdict"] == "settings differ":
-                out.append(f"{text}: no verdict, settings differ ({'; '.join(e['differs'])})")
-            else:
-                word = "WITHIN" if e["verdict"] == "within" else "OUTSIDE"
-                band = f"[{e['band'][0]:.1f}, {e['band'][1]:.1f}]"
-                out.append(f"{text}: {word} the band {band} (the interval ±{row['allowance']:g} points)")
     return out

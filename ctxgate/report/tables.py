@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ctxgate.gate.published import lines as published_lines
 from ctxgate.lengths import format_length
 from ctxgate.tasks.registry import category_label, membership, task_names
 
@@ -162,6 +161,32 @@ def markdown(report: Mapping[str, Any], html_name: str | None = None) -> str:
     return "\n".join(lines + [""] + [f"- {n}" for n in notes] + _published_markdown(report)) + "\n"
 
 
+def _measured(e: Mapping[str, Any]) -> str:
+    return f"{e['measured']:.1f} [{e['ci'][0]:.1f}, {e['ci'][1]:.1f}]"
+
+
+def _band(e: Mapping[str, Any]) -> str:
+    return f"[{e['band'][0]:.1f}, {e['band'][1]:.1f}]"
+
+
+def published_lines(section: Mapping[str, Any]) -> list[str]:
+    """A run against the papers' numbers (``report["reference"]``) in words, a line per measure and length."""
+    out = [f"Against the published numbers for {section['model']} ({section['matched']}):"]
+    for row in section["rows"]:
+        for e in row["lengths"]:
+            head = f"  {row['label']} at {format_length(e['length'])} ({row['table']}): published {e['published']:.1f}"
+            if e["verdict"] == "not measured":
+                out.append(f"{head}, not measured in this run")
+                continue
+            text = f"{head}, measured {_measured(e)}, difference {e['difference']:+.1f}"
+            if e["verdict"] == "settings differ":
+                out.append(f"{text}: no verdict, settings differ ({'; '.join(e['differs'])})")
+            else:
+                word = "WITHIN" if e["verdict"] == "within" else "OUTSIDE"
+                out.append(f"{text}: {word} the band {_band(e)} (the interval ±{row['allowance']:g} points)")
+    return out
+
+
 def _published_markdown(report: Mapping[str, Any]) -> list[str]:
     section = report.get("reference")
     if not section or not section.get("rows"):
@@ -170,19 +195,14 @@ def _published_markdown(report: Mapping[str, Any]) -> list[str]:
     out += ["| measure | length | published | measured (95% CI) | difference | verdict |", "|---|---|---|---|---|---|"]
     for row in section["rows"]:
         for e in row["lengths"]:
-            where = f"{row['label']} ({row['table']})"
+            cells = [f"{row['label']} ({row['table']})", format_length(e["length"]), f"{e['published']:.1f}"]
             if e["verdict"] == "not measured":
-                out.append(f"| {where} | {format_length(e['length'])} | {e['published']:.1f} | — | — | not measured |")
-                continue
-            verdict = (
-                f"settings differ: {'; '.join(e['differs'])}"
-                if e["verdict"] == "settings differ"
-                else f"{e['verdict']} [{e['band'][0]:.1f}, {e['band'][1]:.1f}]"
-            )
-            out.append(
-                f"| {where} | {format_length(e['length'])} | {e['published']:.1f} | {e['measured']:.1f} "
-                f"[{e['ci'][0]:.1f}, {e['ci'][1]:.1f}] | {e['difference']:+.1f} | {verdict} |"
-            )
+                cells += ["—", "—", "not measured"]
+            else:
+                differs = e["verdict"] == "settings differ"
+                verdict = f"settings differ: {'; '.join(e['differs'])}" if differs else f"{e['verdict']} {_band(e)}"
+                cells += [_measured(e), f"{e['difference']:+.1f}", verdict]
+            out.append("| " + " | ".join(cells) + " |")
     allowances = sorted({(r["allowance"], r["allowance_source"]) for r in section["rows"]})
     out += [""] + [f"- band: the measured interval ±{a:g} points ({why})" for a, why in allowances]
     return out

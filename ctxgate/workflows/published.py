@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 from ctxgate.data.published import UnknownModel, all_published, resolve, rows_for
-from ctxgate.gate.published import compare, lines, measure_label
+from ctxgate.gate.published import compare, measure_label
 from ctxgate.lengths import format_length
 from ctxgate.records.io import ReportFileError, read_report
+from ctxgate.report.tables import published_lines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -55,5 +56,5 @@ def main(args: argparse.Namespace) -> int:
         have = ", ".join(format_length(int(L)) for L in sorted(report.get("by_length", {}), key=int)) or "none"
         print(f"{args.report} has no length the papers give for {model} (it has {have}; RULER's are 4K-128K)")
         return 0
-    print("\n".join(lines({"model": model, "matched": "ctxgate published", "rows": rows})))
+    print("\n".join(published_lines({"model": model, "matched": "ctxgate published", "rows": rows})))
     return 0
