@@ -342,3 +342,13 @@ def test_a_helmet_tokenizer_that_is_no_tokenizer_is_refused_in_one_line(pytester
     assert result.ret == 4
     line = [x for x in result.stderr.lines if "--helmet-tokenizer" in x]
     assert len(line) == 1 and "no tokenizer_config.json" in line[0] and "Llama-2-7b-hf" in line[0]
+
+
+@pytest.mark.parametrize("task", ["infbench_qa", "infbench_mc", "infbench_sum", "narrativeqa", "multi_lexsum"])
+def test_a_long_document_task_runs_each_kept_document_once(long_ctx, task):
+    """Asked for more samples than HELMET's selection keeps, a case runs each kept document once (never a repeat)."""
+    from ctxgate.run.case import samples_to_run
+
+    n = samples_to_run(get_task(task), long_ctx, 2048, 100)
+    ids = [s.meta.get("book_id") or s.meta["item_id"] for s in build_samples(get_task(task), long_ctx, 2048, n, 42)]
+    assert 2 <= n < 6 and len(set(ids)) == n

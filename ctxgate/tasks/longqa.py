@@ -61,6 +61,12 @@ def demo_block(task: str, demos: list[Book]) -> str:
     return "For example:\n\n" + "\n\n".join(shots) + "\n\nNow, read the following story:\n\n"
 
 
+def kept_infbench(task: str, ctx: BuildContext) -> tuple[int, ...]:
+    """The books HELMET keeps for an InfiniteBench QA or MC case (its samples, never repeated)."""
+    data = load_infbench(task, ctx.data_dir)
+    return helmet_selection(task, data.books, data.sha256, ctx)
+
+
 def helmet_infbench(task: str, books: Sequence[B], digest: str, ctx: BuildContext, index: int) -> tuple[B, list[B]]:
     """HELMET HEAD's InfiniteBench sample and demos (``data.py`` load_infbench): the demos of a book are the first two
     of every other book (file order) shuffled with the seed; the samples are the books of at least 65536 tokens,
@@ -111,7 +117,7 @@ def _spec(name: str, metric: Metric, description: str) -> TaskSpec:
         scoring_prefix=ANSWER_PREFIX,
         chat_template=True,
         description=description,
-        pool_size=lambda ctx, length: len(load_infbench(name, ctx.data_dir).books),
+        pool_size=lambda ctx, length: len(kept_infbench(name, ctx)),
     )
 
 

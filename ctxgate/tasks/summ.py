@@ -61,9 +61,8 @@ def _helmet_multi_lexsum(data: LongDocSet, kept: list[int], index: int, seed: in
 
 
 def build_summary(task: str, data: LongDocSet, ctx: BuildContext, length: int, index: int, gen: int) -> Sample:
-    kept = kept_items(task, data, ctx)
     if task == "multi_lexsum":
-        item, demos = _helmet_multi_lexsum(data, kept, index, ctx.seed)
+        item, demos = _helmet_multi_lexsum(data, kept_items(task, data, ctx), index, ctx.seed)
     else:
         item, demos = helmet_infbench(task, data.items, data.sha256, ctx, index)
     if task == "infbench_sum":
