@@ -17,10 +17,9 @@ from typing import Any
 
 from ctxgate.data.published import Published
 from ctxgate.stats.intervals import z_value
-from ctxgate.tasks.registry import get_task, membership
+from ctxgate.tasks.registry import all_tasks, category_label, membership
 
 Z = z_value(0.95)
-VERDICTS = ("within", "outside", "settings differ", "not measured")
 RULER_PARTS = {"niah": "NIAH (8 tasks)", "vt": "VT", "aggregation": "aggregation (CWE, FWE)", "qa": "QA"}
 
 
@@ -31,8 +30,6 @@ def measure_label(measure: str) -> str:
         return f"RULER {RULER_PARTS.get(measure[6:], measure[6:])}"
     if measure == "helmet_overall":
         return "HELMET overall"
-    from ctxgate.tasks.registry import category_label
-
     return f"HELMET {category_label(measure[7:])}"
 
 
@@ -52,7 +49,8 @@ def _groups(measure: str, at: Mapping[str, Any]) -> list[tuple[str, ...]]:
     if measure == "ruler":
         return [membership().ruler]
     if measure.startswith("ruler_"):
-        return [tuple(t for t in membership().ruler if get_task(t).category == measure[6:])]
+        category = {t.name: t.category for t in all_tasks()}
+        return [tuple(t for t in membership().ruler if category[t] == measure[6:])]
     group = at.get(measure) or {}
     if group.get("members") or group.get("missing"):  # as summarised: HELMET's own files or their stand-ins
         return [tuple(group.get("members") or ()) + tuple(group.get("missing") or ())]
@@ -97,7 +95,10 @@ def _differs(report: Mapping[str, Any], row: Published, got: Measured, length: i
     if not row.source.samples and asked is not None:
         why.append(f"--samples {asked}, the paper HELMET's per-dataset counts")
     if row.chat_template == "task":  # HELMET: each task its own policy (TaskSpec.chat_template)
-        other = sorted({c["task"] for c in cases if bool(c.get("chat_template")) != get_task(c["task"]).chat_template})
+        policy = {t.name: t.chat_template for t in all_tasks()}  # a stored report's unknown task: no policy to hold
+        other = sorted(
+            {c["task"] for c in cases if bool(c.get("chat_template")) != policy.get(c["task"], c.get("chat_template"))}
+        )
         if other:
             why.append(f"{', '.join(other)} ran under another chat policy than the paper's per-task one")
     else:
