@@ -97,7 +97,7 @@ def _differs(report: Mapping[str, Any], row: Published, got: Measured, length: i
     if row.chat_template == "task":  # HELMET: each task its own policy (TaskSpec.chat_template)
         policy = {t.name: t.chat_template for t in all_tasks()}  # a stored report's unknown task: no policy to hold
         other = sorted(
-            {c["task"] for c in cases if bool(c.get("chat_template")) != policy.get(c["task"], c.get("chat_template"))}
+            {c["task"] for c in cases if (ran := bool(c.get("chat_template"))) != policy.get(c["task"], ran)}
         )
         if other:
             why.append(f"{', '.join(other)} ran under another chat policy than the paper's per-task one")
