@@ -26,7 +26,7 @@ from ctxgate.run.case import CaseResult, run_case
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec, TaskTooShort
-from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task
+from ctxgate.tasks.registry import HELMET_CATEGORY_LABELS, UnknownTask, all_tasks, get_task
 
 from .model import LoadedModel
 from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
@@ -70,7 +70,13 @@ def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """The markers cases carry (``TaskSpec.marks``), so that ``-m rag`` and ``--strict-markers`` know them."""
     config.addinivalue_line("markers", "ctxgate_suite(name): parametrize ctxgate_case over a suite's tasks x lengths")
+    markers = {"ruler": "RULER tasks", "helmet": "HELMET tasks", "niah": "RULER needle-in-a-haystack tasks"}
+    markers |= {c: f"HELMET {label} category" for c, label in HELMET_CATEGORY_LABELS.items()}
+    markers["judge"] = "model-judged tasks (Cite, NarrativeQA, Summ): -m 'not judge' leaves them out"
+    for name, doc in markers.items():
+        config.addinivalue_line("markers", f"{name}: {doc}")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

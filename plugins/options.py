@@ -22,9 +22,9 @@ from ctxgate.backends.overrides import applied as apply_overrides
 from ctxgate.backends.overrides import parse as parse_overrides
 from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
-from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default, nearest_thresholds
+from ctxgate.gate.thresholds import Thresholds, ThresholdsError, find_thresholds, load_or_default
 from ctxgate.lengths import LengthError, parse_lengths
-from ctxgate.tasks.registry import HELMET_CATEGORY_LABELS, task_names
+from ctxgate.tasks.registry import task_names
 
 DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
 BACKENDS = ("hf", "vllm", "openai")
@@ -186,29 +186,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def find_thresholds(config: pytest.Config) -> tuple[Path | None, str]:
-    """The thresholds file and how it was found: ``--thresholds``; the ini option ``ctxgate_thresholds`` (relative
-    to the ini file: a project that names one expects floors, so a missing one is refused); else the nearest
-    ``thresholds.toml`` from the directory pytest was started in up to the project's top (the ini file's folder,
-    the rootdir, or a folder with ``.git``), as pytest looks up its own ini file. (pytest derives the rootdir from
-    path-like arguments, option values included, so an absolute --model can move it: the walk starts from the
-    invocation directory instead.) None: no file, said in the header and the report."""
-    given = config.getoption("--thresholds")
-    if given:
-        return Path(given), "--thresholds"
-    named = config.getini("ctxgate_thresholds")
-    if named and config.inipath is not None:
-        path = config.inipath.parent / str(named)
-        if not path.is_file():
-            raise pytest.UsageError(
-                f"{config.inipath}: ctxgate_thresholds = {named!r}, but {path} does not exist: "
-                "restore the file, or pass --thresholds PATH"
-            )
-        return path, f"ctxgate_thresholds in {config.inipath.name}"
-    tops = {Path(config.rootpath).resolve()} | ({config.inipath.parent.resolve()} if config.inipath else set())
-    return nearest_thresholds(Path(config.invocation_params.dir).resolve(), tops)
-
-
 MAX_SAMPLES = 100_000  # the papers use 100-600; far more is a typo that would first fill memory with prompts
 
 
@@ -223,11 +200,6 @@ def read(config: pytest.Config) -> None:
     """Every option and input is checked here, before any worker starts or any model loads: a mistake ends as one
     line naming the option and the fix (a UsageError). A checkpoint that exists but cannot be loaded is not a
     usage error: it is recorded (STARTUP_ERROR_KEY) and the run ends with a report that says so."""
-    markers = {"ruler": "RULER tasks", "helmet": "HELMET tasks", "niah": "RULER needle-in-a-haystack tasks"}
-    markers |= {c: f"HELMET {label} category" for c, label in HELMET_CATEGORY_LABELS.items()}
-    markers["judge"] = "model-judged tasks (Cite, NarrativeQA, Summ): -m 'not judge' leaves them out"
-    for name, doc in markers.items():
-        config.addinivalue_line("markers", f"{name}: {doc}")
     backend = config.getoption("--backend")
     if backend not in (*BACKENDS, TEST_BACKEND):
         raise pytest.UsageError(f"--backend {backend!r} is not one of {', '.join(BACKENDS)}: e.g. --backend hf")
@@ -286,7 +258,16 @@ def read(config: pytest.Config) -> None:
             )
         if baseline.sequential_note() and not hasattr(config, "workerinput"):
             config.issue_config_time_warning(pytest.PytestConfigWarning(baseline.sequential_note()), stacklevel=2)
-    path, found = find_thresholds(config)
+    try:
+        path, found = find_thresholds(
+            config.getoption("--thresholds"),
+            str(config.getini("ctxgate_thresholds") or ""),
+            config.inipath,
+            Path(config.rootpath),
+            Path(config.invocation_params.dir),
+        )
+    except ThresholdsError as exc:
+        raise pytest.UsageError(str(exc)) from None
     settings = replace(settings, thresholds_path=str(path) if path else "", thresholds_found=found)
     try:
         config.stash[THRESHOLDS_KEY] = load_or_default(path, task_names())

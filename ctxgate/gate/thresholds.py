@@ -73,6 +73,29 @@ class ThresholdsError(ValueError):
     """Malformed thresholds; the message names the file, the key and the fix."""
 
 
+def find_thresholds(
+    given: str | None, named: str, inifile: Path | None, rootdir: Path, started_in: Path
+) -> tuple[Path | None, str]:
+    """The thresholds file and how it was found: ``given`` (--thresholds); ``named`` (the ini option
+    ``ctxgate_thresholds``, relative to the ini file: a project that names one expects floors, so a missing one is
+    refused); else the nearest ``thresholds.toml`` from the directory pytest was started in up to the project's top
+    (the ini file's folder, the rootdir, or a folder with ``.git``). (pytest derives the rootdir from path-like
+    arguments, option values included, so an absolute --model can move it: the walk starts from the invocation
+    directory instead.) None: no file, said in the header and the report."""
+    if given:
+        return Path(given), "--thresholds"
+    if named and inifile is not None:
+        path = inifile.parent / named
+        if not path.is_file():
+            raise ThresholdsError(
+                f"{inifile}: ctxgate_thresholds = {named!r}, but {path} does not exist: restore the file, or pass "
+                "--thresholds PATH"
+            )
+        return path, f"ctxgate_thresholds in {inifile.name}"
+    tops = {rootdir.resolve()} | ({inifile.parent.resolve()} if inifile else set())
+    return nearest_thresholds(started_in.resolve(), tops)
+
+
 @dataclass(frozen=True)
 class Rule:
     task: str
