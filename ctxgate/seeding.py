@@ -59,6 +59,14 @@ def helmet_first(n: int, seed: int, k: int) -> list[int]:
 
 
 @lru_cache(maxsize=8)
+def helmet_sample_draws(calls: int, n: int, k: int, seed: int) -> tuple[tuple[int, ...], ...]:
+    """``calls`` successive ``random.sample(population, k)`` over ``n`` items after ``random.seed(seed)``, as
+    indices (sampling a list draws the same indices as sampling its range)."""
+    rng = random.Random(seed)
+    return tuple(tuple(rng.sample(range(n), k)) for _ in range(calls))
+
+
+@lru_cache(maxsize=8)
 def helmet_unseeded_seeds(seed: int, count: int) -> tuple[int, ...]:
     """The seeds of ``count`` successive ``Dataset.shuffle()`` calls without a seed, as HELMET's process makes them:
     numpy's global generator seeded with ``seed`` when the model loads (``transformers.set_seed``), nothing else

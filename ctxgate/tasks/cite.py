@@ -11,11 +11,8 @@ needs no judge; citations need an entailment judge (``--nli-model`` or the LLM j
 
 from __future__ import annotations
 
-import random
-from functools import lru_cache
-
 from ctxgate.metrics.registry import ALCE_ASQA, ALCE_QAMPARI, Metric
-from ctxgate.seeding import helmet_permutation
+from ctxgate.seeding import helmet_permutation, helmet_sample_draws
 from ctxgate.sources.judged import load_alce
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_units
@@ -30,19 +27,12 @@ def _docs(doc_prompt: str, docs: list[tuple[str, str]]) -> list[str]:
     return [doc_prompt.format(ID=i + 1, title=t, text=x) for i, (t, x) in enumerate(docs)]
 
 
-@lru_cache(maxsize=8)
-def helmet_demo_draws(items: int, demos: int, seed: int) -> tuple[tuple[int, ...], ...]:
-    """HELMET's ALCE demos, per test item in file order: ``random.seed(seed)`` before the data loads, then
-    ``data.map`` calls ``random.sample(demos, 2)`` once per item, in order (only indices matter to the draw)."""
-    rng = random.Random(seed)
-    return tuple(tuple(rng.sample(range(demos), SHOTS)) for _ in range(items))
-
-
 def build_cite(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     data = load_alce(task, ctx.data_dir)
     at = helmet_permutation(len(data.items), ctx.seed)[index % len(data.items)]  # HELMET's sample i is ours
     item = data.items[at]
-    picks = helmet_demo_draws(len(data.items), len(data.demos), ctx.seed)[at]
+    # HELMET: random.seed before loading, then data.map draws random.sample(demos, 2) once per item in file order
+    picks = helmet_sample_draws(len(data.items), len(data.demos), SHOTS, ctx.seed)[at]
     demos = "\n\n\n".join(
         data.demo_prompt.format(
             **{
