@@ -16,16 +16,16 @@ import pytest
 from ctxgate.backends.base import BackendDown, window_of
 from ctxgate.backends.endpoint import EndpointError
 from ctxgate.backends.hf import BackendError
-from ctxgate.data.haystacks import HaystackError
 from ctxgate.gate.baseline import Baseline, BaselineError, comparison_entry, describe, regression_verdict
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import NOT_GIVEN, floor_failure, gated_reason, judge_failure, passed, unscored_verdict
 from ctxgate.judge.client import JudgeError
+from ctxgate.records.refusal import Refusal
 from ctxgate.records.schema import CaseRecord
 from ctxgate.run.case import CaseResult, run_case
-from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.stats.sequential import Questions, StopRule
-from ctxgate.tasks.base import MaterialExhausted, TaskSpec, TaskTooShort
+from ctxgate.tasks.base import MaterialExhausted, TaskSpec
+from ctxgate.tasks.build import LengthRuleBroken
 from ctxgate.tasks.registry import HELMET_CATEGORY_LABELS, UnknownTask, all_tasks, get_task
 
 from .model import LoadedModel
@@ -253,18 +253,13 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
             progress,
             _stop_rule(config, name, length, record["floor"]),
         )
-    except TaskTooShort as exc:
-        failure, cause = exc, "too_short"
-    except DataNotGiven as exc:
-        failure, cause = exc, "data_not_given"
-    except DataUnavailable as exc:
-        failure, cause = exc, "data_unreadable"
-    except MaterialExhausted as exc:
-        failure, cause = exc, "data_short"
-        record["fill_min"] = round(exc.fill, 4)  # the fill it reached, though it has no score
+    except Refusal as exc:  # a designed refusal: its cause decides the verdict (gate.verdicts.unscored_verdict)
+        failure, cause = exc, exc.cause
+        if isinstance(exc, MaterialExhausted):
+            record["fill_min"] = round(exc.fill, 4)  # the fill it reached, though it has no score
     except JudgeError as exc:
         failure, cause = exc, "judge_failed"
-    except (BackendDown, EndpointError, BackendError, HaystackError) as exc:  # one line: the fix
+    except (BackendDown, EndpointError, BackendError, LengthRuleBroken) as exc:  # one line: the fix
         failure = exc
     finally:
         if progress is not None:

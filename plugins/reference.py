@@ -72,7 +72,12 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--reference {exc}, or pass --reference off") from None
         return
     for name, where in candidates(model):
-        found = lookup(name)
+        try:
+            found = lookup(name)
+        except UnknownModel as exc:  # a name several models go by: the user says which
+            raise pytest.UsageError(
+                f"--reference auto: {where} {exc} with --reference, or pass --reference off"
+            ) from None
         if found is not None:
             config.stash[REFERENCE_KEY] = ReferenceSettings(found, f"matched by name: {where}")
             return

@@ -3,23 +3,25 @@
 # checkpoint, with the shipped fixture data, two xdist workers, then the report (out/demo.json, .md and .html). The judged tasks (Cite, NarrativeQA,
 # Summ) are judged by fixtures/judge_server.py, an offline OpenAI-compatible stand-in started here on 127.0.0.1;
 # a real run passes --judge-model gpt-4o-2024-05-13 (key from OPENAI_API_KEY) or a vLLM/SGLang --judge-base-url.
-# Extra arguments go to pytest (e.g. --samples 100).
+# Extra arguments go to pytest (e.g. --samples 100). DEMO_OUT names the output folder (default: out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-mkdir -p out
+OUT="${DEMO_OUT:-out}"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
 # the fixture data plus long NarrativeQA / Multi-LexSum documents, which HELMET's length selection needs (~7 MB)
-.venv/bin/python fixtures/make_helmet_fixtures.py --long-documents out/helmet_data
-.venv/bin/python fixtures/judge_server.py --port 0 > out/judge-server.url &
+.venv/bin/python fixtures/make_helmet_fixtures.py --long-documents "$OUT/helmet_data"
+.venv/bin/python fixtures/judge_server.py --port 0 > "$OUT/judge-server.url" &
 JUDGE=$!
 trap 'kill $JUDGE 2>/dev/null' EXIT
-for _ in $(seq 50); do [ -s out/judge-server.url ] && break; sleep 0.1; done
+for _ in $(seq 50); do [ -s "$OUT/judge-server.url" ] && break; sleep 0.1; done
 .venv/bin/python -m pytest --model fixtures/tiny-llama-niah --lengths 256,512,1k,2k --samples 20 -n 2 \
   --squad fixtures/data/squad_v2_validation_tiny.jsonl \
-  --hotpotqa fixtures/data/hotpotqa_distractor_validation_tiny.jsonl --data-dir out/helmet_data \
-  --judge-model ctxgate-lexical-judge --judge-base-url "$(head -1 out/judge-server.url)" \
-  --report out/demo.json --junitxml out/demo-junit.xml -q "$@"
+  --hotpotqa fixtures/data/hotpotqa_distractor_validation_tiny.jsonl --data-dir "$OUT/helmet_data" \
+  --judge-model ctxgate-lexical-judge --judge-base-url "$(head -1 "$OUT/judge-server.url")" \
+  --report "$OUT/demo.json" --junitxml "$OUT/demo-junit.xml" -q "$@"
 echo
-cat out/demo.md
+cat "$OUT/demo.md"
 echo
-echo "HTML report (heatmaps, needle depths, every sample): $(pwd)/out/demo.html"
+echo "HTML report (heatmaps, needle depths, every sample): $OUT/demo.html"

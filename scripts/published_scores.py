@@ -49,6 +49,9 @@ RULER_IDS = {
     "Together-base (7B)": "togethercomputer/Llama-2-7B-32K",
 }
 RULER_BASE = {k for k in RULER_IDS if "-base" in k}
+# RULER Table 6 gives Yi its plain template ("Yi/Base: {task_template} {task_answer_prefix}"): no chat format,
+# though Table 4 lists it as aligned
+RULER_PLAIN = RULER_BASE | {"Yi (34B)"}
 # HELMET Figure 6 (all instruction-tuned): row label -> id (Table 15's names; the org where Table 15 has none)
 HELMET_IDS = {
     "GPT-4": "gpt-4-0125-preview",
@@ -254,7 +257,7 @@ def build(papers: Path) -> str:
     for caption, measure, source in tables:
         for row in ruler_table(ruler, caption, measure):
             model = SAME.get(RULER_IDS[row["label"]], RULER_IDS[row["label"]])
-            chat = "off" if row["label"] in RULER_BASE else "on"
+            chat = "off" if row["label"] in RULER_PLAIN else "on"
             extra = {"claimed": row["claimed"], "effective": row["effective"]}
             if model != RULER_IDS[row["label"]]:
                 extra["paper_id"] = RULER_IDS[row["label"]]

@@ -144,9 +144,9 @@ def test_samples_are_built_as_they_are_generated(hf_encoder):
     seen: list[int] = []
     original = spec.build
 
-    def build(ctx, length, index, rng):
-        seen.append(index)
-        return original(ctx, length, index, rng)
+    def build(ctx, job):
+        seen.append(job.index)
+        return original(ctx, job)
 
     ctx = BuildContext(encoder=hf_encoder, chat=False, seed=42)
     result = run_case(replace(spec, build=build), ctx, Counting(), 1024, 5, 42)

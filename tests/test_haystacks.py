@@ -3,8 +3,8 @@ import json
 import pytest
 
 from ctxgate.data.haystacks import HaystackError, load_essay
-from ctxgate.seeding import sample_rng
 from ctxgate.tasks import BuildContext, MaterialExhausted, get_task
+from ctxgate.tasks.build import build_sample
 
 TEXT = " ".join(f"Sentence number {i} talks about rivers and maps." for i in range(40))
 
@@ -26,7 +26,7 @@ def test_text_file_and_dataset_with_text_column(tmp_path):
 def test_user_haystack_is_used_by_essay_tasks(tmp_path, hf_encoder):
     (tmp_path / "h.txt").write_text(" ".join(f"Sentence {i} talks about rivers and maps." for i in range(400)))
     ctx = BuildContext(encoder=hf_encoder, chat=False, essay_path=str(tmp_path / "h.txt"))
-    s = get_task("niah_single_2").build(ctx, 1024, 0, sample_rng("niah_single_2", 1024, 0, 42))
+    s = build_sample(get_task("niah_single_2"), ctx, 1024, 0, 42)
     assert "talks about rivers and maps" in hf_encoder.decode(s.input_ids)
 
 
@@ -61,7 +61,7 @@ def test_the_default_haystack_never_repeats_a_sentence(hf_encoder, length):
     essay = load_essay(None)
     assert essay.source == "ctxgate:haystack_wikipedia"
     ctx = BuildContext(encoder=hf_encoder, chat=False)
-    s = get_task("niah_single_2").build(ctx, length, 0, sample_rng("niah_single_2", length, 0, 42))
+    s = build_sample(get_task("niah_single_2"), ctx, length, 0, 42)
     assert len(s.input_ids) > length - 200
     count, repeated = _repeated_sentences(hf_encoder, s.input_ids)
     assert count > 100 * length // 16384 and repeated == []
@@ -76,7 +76,7 @@ def test_essay_prompts_fill_a_million_tokens_without_repeating_a_sentence(
     essay tasks reach 1M without --haystack."""
     encoder = hf_encoder if tokenizer == "shipped" else large_vocab_encoder
     ctx = BuildContext(encoder=encoder, chat=True)
-    s = get_task("niah_multikey_1").build(ctx, length, 0, sample_rng("niah_multikey_1", length, 0, 42))
+    s = build_sample(get_task("niah_multikey_1"), ctx, length, 0, 42)
     assert length - 200 < len(s.input_ids) + 128 <= length
     count, repeated = _repeated_sentences(encoder, s.input_ids)
     assert count > length // 100 and repeated == []
@@ -100,11 +100,11 @@ def test_the_second_volume_is_read_only_when_a_prompt_needs_it(monkeypatch, hf_t
     ctx = BuildContext(encoder=encoder, chat=False)
     essay = load_essay(None)
     assert len(essay.sha256) == 64  # the report's hash, from the manifest
-    get_task("niah_single_2").build(ctx, 131072, 0, sample_rng("niah_single_2", 131072, 0, 42))
+    build_sample(get_task("niah_single_2"), ctx, 131072, 0, 42)
     with pytest.raises(AssertionError, match="volume 2 decompressed"):
-        get_task("niah_single_2").build(ctx, 524288, 0, sample_rng("niah_single_2", 524288, 0, 42))
+        build_sample(get_task("niah_single_2"), ctx, 524288, 0, 42)
     monkeypatch.setattr(haystacks.lzma, "decompress", decompress)
-    s = get_task("niah_single_2").build(ctx, 524288, 0, sample_rng("niah_single_2", 524288, 0, 42))
+    s = build_sample(get_task("niah_single_2"), ctx, 524288, 0, 42)
     assert len(s.input_ids) > 524288 - 300
 
 
@@ -120,7 +120,7 @@ def test_a_length_beyond_the_haystack_fails_with_the_flag(tmp_path, hf_encoder):
     (tmp_path / "h.txt").write_text(TEXT)  # 40 sentences, about 400 tokens
     ctx = BuildContext(encoder=hf_encoder, chat=False, essay_path=str(tmp_path / "h.txt"))
     with pytest.raises(MaterialExhausted, match=r"ran out at .* pass --haystack with a longer text"):
-        get_task("niah_single_2").build(ctx, 4096, 0, sample_rng("niah_single_2", 4096, 0, 42))
+        build_sample(get_task("niah_single_2"), ctx, 4096, 0, 42)
 
 
 def test_ruler_essays_are_fetched_pinned_and_used(tmp_path, capsys):

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from ctxgate.run.case import build_samples
-from ctxgate.seeding import sample_rng
 from ctxgate.tasks import BuildContext, get_task
+from ctxgate.tasks.build import build_sample
 from tests.conftest import HELMET_DATA
 
 L = 8192
@@ -245,7 +245,7 @@ def test_alce_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
         expected.append(wrap(hf_tokenizer, user, "", True) if chat else user + "\n\nAnswer:")
     ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(HELMET_DATA))
     builder = get_task(task)  # the builder itself: the fixture's documents fill 4K, short of the fill rule at 8K
-    samples = [builder.build(ctx, L, i, sample_rng(task, L, i, 42)) for i in range(len(items))]
+    samples = [build_sample(builder, ctx, L, i, 42, fill_rule=False) for i in range(len(items))]
     assert all(s.meta["num_docs"] == len(items[at]["docs"]) for s, at in zip(samples, order))
     assert [hf_encoder.decode(s.input_ids) for s in samples] == expected
 

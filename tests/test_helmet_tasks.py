@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from ctxgate.run.case import build_samples
-from ctxgate.seeding import sample_rng
 from ctxgate.sources.icl import load_icl
 from ctxgate.sources.kilt import load_msmarco, load_rag
 from ctxgate.tasks import BuildContext, get_task, icl, longqa, rag, rerank
+from ctxgate.tasks.build import build_sample
 from tests.conftest import HELMET_DATA
 
 RAG = ["kilt_nq", "kilt_triviaqa", "kilt_popqa"]
@@ -219,7 +219,7 @@ def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer, h
     ).split("x", 1)[1]
     for task in ("infbench_qa", "kilt_nq", "icl_trec_coarse", "json_kv"):
         on = BuildContext(encoder=hf_encoder, chat=True, data_dir=str(helmet_data_long))
-        prompt = hf_encoder.decode(get_task(task).build(on, 8192, 0, sample_rng(task, 8192, 0, 42)).input_ids)
+        prompt = hf_encoder.decode(build_sample(get_task(task), on, 8192, 0, 42).input_ids)
         assert prompt.endswith(generation_prompt), (task, prompt[-80:])
     (niah,) = build_samples(get_task("niah_single_1"), chat, 2048, 1, 42)
     assert task_context(get_task("niah_single_1"), chat).chat is True  # RULER wraps every task for chat models

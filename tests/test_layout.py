@@ -34,10 +34,11 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("gate", ("ctxgate.gate",)),
     ("report", ("ctxgate.report", "ctxgate.trackers")),
     ("workflows", ("ctxgate.workflows", "ctxgate.integrations")),
-    ("command line", ("ctxgate.cli",)),
+    ("command line", ("ctxgate.cli", "ctxgate.__main__")),
 )
 TOP_LEVEL = {
     "__init__.py",
+    "__main__.py",
     "cli.py",
     "textcodec.py",
     "lengths.py",

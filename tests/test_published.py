@@ -206,3 +206,29 @@ def test_ctxgate_reproduce_prints_the_papers_setting():
     base = run("mistralai/Mixtral-8x7B-v0.1").stdout  # a base model of RULER's Table 12, in no HELMET table
     assert "--chat-template off" in base and "-m helmet" not in base
     assert run("nope").returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "ids"),
+    [
+        ("GPT-4", ("gpt-4-0125-preview", "gpt-4-1106-preview")),
+        ("Gemini-1.5-Pro", ("gemini-1.5-pro", "gemini-1.5-pro-001")),
+    ],
+)
+def test_a_name_several_models_go_by_is_refused_with_the_candidates(name, ids):
+    """Both papers label a row "GPT-4" (another version each) and "Gemini-1.5-Pro": the name is never resolved to
+    one of them silently; an id as written still is."""
+    with pytest.raises(UnknownModel, match=f"{name!r} names 2 models") as refused:
+        resolve(name)
+    assert all(i in str(refused.value) for i in ids)
+    assert [resolve(i) for i in ids] == list(ids)
+    for verb in ("published", "reproduce"):
+        done = subprocess.run([sys.executable, "-m", "ctxgate", verb, name], capture_output=True, text=True)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert all(i in done.stderr for i in ids) and "give one of these ids" in done.stderr
+
+
+def test_yi_ran_with_rulers_plain_template():
+    """RULER Table 6: "Yi/Base: {task_template} {task_answer_prefix}", no chat format, though Table 4 marks it
+    aligned."""
+    assert {p.chat_template for p in rows_for("01-ai/Yi-34B-200K")} == {"off"}

@@ -11,10 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxgate.records.refusal import Refusal
+from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN
 from ctxgate.run.case import build_samples
-from ctxgate.seeding import sample_rng
 from ctxgate.sources.errors import DataNotGiven
 from ctxgate.tasks import BuildContext, MaterialExhausted, TaskTooShort, all_tasks, get_task
+from ctxgate.tasks.build import build_sample
 from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
 
 # essay tasks: a Wikipedia sentence of up to 50 words (~130 tiny tokens); the others as noted
@@ -59,7 +61,6 @@ UNIT = {
 }
 TASKS = [t.name for t in all_tasks()]
 FILE_LENGTHS = {"helmet_multikey_2": (1024, 2048), "helmet_multikey_3": (1024, 2048), "helmet_multivalue": (1024, 2048)}
-ANY_LENGTH = [t for t in TASKS if t not in FILE_LENGTHS]  # HELMET's own RULER files exist at some lengths only
 
 
 DATA = {"dir": str(HELMET_DATA)}
@@ -111,42 +112,53 @@ def test_length_rule_and_fill(hf_encoder, task, length, chat):
     spec = get_task(task)
     ctx = ctx_for(hf_encoder, chat)
     for i in range(3):
-        s = spec.build(ctx, length, i, sample_rng(task, length, i, 42))
+        try:
+            s = build_sample(spec, ctx, length, i, 42)
+        except MaterialExhausted as exc:  # the fixture data ran out more than 2% short of the length
+            assert f"{task} cannot fill length {length}" in str(exc) and exc.fill < 0.98
+            return
         used = len(s.input_ids) + spec.tokens_to_generate
         assert used <= length, f"{task}@{length}: {used} tokens"
         if not s.meta.get("pool_exhausted"):
             assert length - used < UNIT[task], f"{task}@{length}: {length - used} tokens left unfilled"
-        elif used < length * 0.98:
-            with pytest.raises(MaterialExhausted, match=f"{task} cannot fill length {length}"):
-                build_samples(spec, ctx, length, 3, 42)
-            return
+        else:
+            assert used >= length * 0.98
 
 
 @pytest.mark.parametrize(("task", "length"), REFUSED)
 def test_a_length_a_task_cannot_fill_is_refused_naming_the_length(hf_encoder, task, length):
     with pytest.raises((TaskTooShort, DataNotGiven), match=f"{length}"):
-        get_task(task).build(ctx_for(hf_encoder), length, 0, sample_rng(task, length, 0, 42))
+        build_sample(get_task(task), ctx_for(hf_encoder), length, 0, 42)
 
 
 @pytest.mark.parametrize("task", TASKS)
 def test_decoded_prompt_retokenizes_to_the_same_count(hf_encoder, hf_tokenizer, task):
-    s = get_task(task).build(ctx_for(hf_encoder), 2048, 0, sample_rng(task, 2048, 0, 42))
+    s = build_sample(get_task(task), ctx_for(hf_encoder), 2048, 0, 42)
     again = hf_tokenizer(hf_encoder.decode(s.input_ids), add_special_tokens=False)["input_ids"]
     assert abs(len(again) - len(s.input_ids)) <= 2
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    task=st.sampled_from(ANY_LENGTH),
-    length=st.integers(1500, 6000),
+    task=st.sampled_from(TASKS),
+    # every length from 1 token to 8K; one draw in two below 600, where the fixed parts run out of room
+    length=st.one_of(st.integers(1, 600), st.integers(1, 8192)),
     index=st.integers(0, 10_000),
     seed=st.integers(0, 2**31),
+    chat=st.booleans(),
 )
-def test_length_rule_holds_for_any_length_index_and_seed(hf_encoder, task, length, index, seed):
+def test_every_task_at_every_length_builds_a_prompt_within_the_rule_or_refuses(
+    hf_encoder, task, length, index, seed, chat
+):
+    """The length contract, over the whole domain: a prompt whose ids plus the generation budget fit the length,
+    or one of the designed refusals carrying its cause; never another exception."""
     spec = get_task(task)
-    # InfBench Sum writes 1200 tokens; ALCE's two demos (HELMET's draw for the seed) take up to 1300 with a document
-    length = max(length, spec.tokens_to_generate + (1300 if task.startswith("alce_") else 800))
-    s = spec.build(ctx_for(hf_encoder, seed=seed), length, index, sample_rng(task, length, index, seed))
+    try:
+        s = build_sample(spec, ctx_for(hf_encoder, chat, seed=seed), length, index, seed)
+    except Refusal as exc:
+        assert exc.cause in (*BY_DESIGN, *NOT_GIVEN, *BROKEN), exc.cause
+        assert str(exc) and "\n" not in str(exc), str(exc)  # one line, naming what and the fix
+        return
     assert len(s.input_ids) + spec.tokens_to_generate <= length
     assert s.answers and all(s.answers)
 
@@ -155,13 +167,13 @@ def test_length_rule_holds_for_any_length_index_and_seed(hf_encoder, task, lengt
 def test_same_inputs_same_bytes_other_seed_other_data(hf_encoder, task):
     spec = get_task(task)
     i = 0 if task in FILE_LENGTHS else 3  # (six records: seeds 42 and 7 happen to put the same one at index 3)
-    a = spec.build(ctx_for(hf_encoder), 2048, i, sample_rng(task, 2048, i, 42))
-    b = spec.build(ctx_for(hf_encoder), 2048, i, sample_rng(task, 2048, i, 42))
-    c = spec.build(ctx_for(hf_encoder, seed=7), 2048, i, sample_rng(task, 2048, i, 7))
+    a = build_sample(spec, ctx_for(hf_encoder), 2048, i, 42)
+    b = build_sample(spec, ctx_for(hf_encoder), 2048, i, 42)
+    c = build_sample(spec, ctx_for(hf_encoder, seed=7), 2048, i, 7)
     assert a.digest() == b.digest()
     if task.startswith("alce_"):  # HELMET's order and demo draws for seed 7 may repeat seed 42's at one index
-        others = [spec.build(ctx_for(hf_encoder, seed=7), 2048, j, sample_rng(task, 2048, j, 7)) for j in range(6)]
-        mine = [spec.build(ctx_for(hf_encoder), 2048, j, sample_rng(task, 2048, j, 42)) for j in range(6)]
+        others = [build_sample(spec, ctx_for(hf_encoder, seed=7), 2048, j, 7) for j in range(6)]
+        mine = [build_sample(spec, ctx_for(hf_encoder), 2048, j, 42) for j in range(6)]
         assert [s.digest() for s in others] != [s.digest() for s in mine]
         return
     assert a.digest() != c.digest()
@@ -169,7 +181,7 @@ def test_same_inputs_same_bytes_other_seed_other_data(hf_encoder, task):
 
 def test_a_sample_does_not_depend_on_which_others_were_built(hf_encoder):
     spec = get_task("niah_multikey_2")
-    alone = spec.build(ctx_for(hf_encoder), 2048, 5, sample_rng(spec.name, 2048, 5, 42))
+    alone = build_sample(spec, ctx_for(hf_encoder), 2048, 5, 42)
     batch = build_samples(spec, ctx_for(hf_encoder), 2048, 6, 42)
     assert batch[5].digest() == alone.digest()
 
@@ -179,7 +191,7 @@ NIAH = [t for t in TASKS if t.startswith("niah")]
 
 @pytest.mark.parametrize("task", NIAH)
 def test_needles_sit_at_their_recorded_offsets(hf_encoder, task):
-    s = get_task(task).build(ctx_for(hf_encoder), 4096, 1, sample_rng(task, 4096, 1, 42))
+    s = build_sample(get_task(task), ctx_for(hf_encoder), 4096, 1, 42)
     for offset, needle in zip(s.meta["needle_offsets"], s.meta["needles"]):
         window = hf_encoder.decode(s.input_ids[offset : offset + 150])
         assert window.lstrip().startswith(needle)
@@ -190,7 +202,7 @@ def test_needles_sit_at_their_recorded_offsets(hf_encoder, task):
 
 @pytest.mark.parametrize("task", ["niah_single_2", "niah_multikey_1", "niah_multivalue"])
 def test_essay_needles_at_ruler_depths(hf_encoder, task):
-    s = get_task(task).build(ctx_for(hf_encoder), 4096, 2, sample_rng(task, 4096, 2, 42))
+    s = build_sample(get_task(task), ctx_for(hf_encoder), 4096, 2, 42)
     offsets = s.meta["needle_offsets"]
     start, end = offsets[0], len(s.input_ids)
     for depth in s.meta["depths"]:
@@ -201,7 +213,7 @@ def test_essay_needles_at_ruler_depths(hf_encoder, task):
 
 def test_json_kv_target_at_the_depth_its_index_names(hf_encoder):
     for index, depth in enumerate((0.0, 0.2, 0.4, 0.6, 0.8, 1.0)):
-        s = get_task("json_kv").build(ctx_for(hf_encoder), 4096, index, sample_rng("json_kv", 4096, index, 42))
+        s = build_sample(get_task("json_kv"), ctx_for(hf_encoder), 4096, index, 42)
         assert s.meta["depth"] == depth
         n = s.meta["num_kvs"]
         assert abs(s.meta["position"] - round(depth * (n - 1))) <= 1
@@ -211,7 +223,7 @@ def test_json_kv_target_at_the_depth_its_index_names(hf_encoder):
 
 
 def test_vt_chain_in_order_and_answer_names(hf_encoder):
-    s = get_task("vt").build(ctx_for(hf_encoder), 4096, 0, sample_rng("vt", 4096, 0, 42))
+    s = build_sample(get_task("vt"), ctx_for(hf_encoder), 4096, 0, 42)
     text = hf_encoder.decode(s.input_ids)
     positions = [text.rindex(line) for line in s.meta["chain"]]
     assert positions == sorted(positions)
@@ -220,7 +232,7 @@ def test_vt_chain_in_order_and_answer_names(hf_encoder):
 
 
 def test_cwe_common_words_are_most_frequent(hf_encoder):
-    s = get_task("cwe").build(ctx_for(hf_encoder), 4096, 0, sample_rng("cwe", 4096, 0, 42))
+    s = build_sample(get_task("cwe"), ctx_for(hf_encoder), 4096, 0, 42)
     body = hf_encoder.decode(s.input_ids).rsplit("Below is a numbered list", 1)[1]
     counts = {}
     for token in body.split():
@@ -231,7 +243,7 @@ def test_cwe_common_words_are_most_frequent(hf_encoder):
 
 
 def test_fwe_answers_are_ranks_two_to_four(hf_encoder):
-    s = get_task("fwe").build(ctx_for(hf_encoder), 4096, 0, sample_rng("fwe", 4096, 0, 42))
+    s = build_sample(get_task("fwe"), ctx_for(hf_encoder), 4096, 0, 42)
     words = hf_encoder.decode(s.input_ids).split("coded words. ", 1)[1].split("\nQuestion")[0].split()
     ranked = sorted(set(words), key=words.count, reverse=True)
     assert ranked[0] == "..." and tuple(ranked[1:4]) == s.answers
@@ -239,7 +251,7 @@ def test_fwe_answers_are_ranks_two_to_four(hf_encoder):
 
 @pytest.mark.parametrize("task", ["qa_1", "qa_2"])
 def test_qa_gold_documents_present(hf_encoder, task):
-    s = get_task(task).build(ctx_for(hf_encoder), 2048, 0, sample_rng(task, 2048, 0, 42))
+    s = build_sample(get_task(task), ctx_for(hf_encoder), 2048, 0, 42)
     text = hf_encoder.decode(s.input_ids)
     for position in s.meta["gold_documents"]:
         assert f"Document {position}:" in text
@@ -247,7 +259,7 @@ def test_qa_gold_documents_present(hf_encoder, task):
 
 
 def test_singular_rewrite_for_one_value(hf_encoder):
-    s = get_task("niah_single_1").build(ctx_for(hf_encoder), 1024, 0, sample_rng("x", 1024, 0, 42))
+    s = build_sample(get_task("niah_single_1"), ctx_for(hf_encoder), 1024, 0, 42)
     text = hf_encoder.decode(s.input_ids)
     assert text.startswith("A special magic number is hidden")
     assert "What is the special magic number for" in text and text.endswith("mentioned in the provided text is")
@@ -258,7 +270,7 @@ def test_too_short_length_is_a_clear_skip(hf_encoder):
     from ctxgate.tasks import TaskTooShort
 
     with pytest.raises(TaskTooShort, match="choose a longer --lengths"):
-        get_task("vt").build(ctx_for(hf_encoder), 150, 0, sample_rng("vt", 150, 0, 42))
+        build_sample(get_task("vt"), ctx_for(hf_encoder), 150, 0, 42)
 
 
 def test_vt_and_cwe_template_bytes_follow_ruler_head(hf_encoder):
@@ -266,13 +278,11 @@ def test_vt_and_cwe_template_bytes_follow_ruler_head(hf_encoder):
     answer starts one space after the prefix (`are: 1. w`)."""
     import re
 
-    vt = hf_encoder.decode(get_task("vt").build(ctx_for(hf_encoder), 4096, 0, sample_rng("vt", 4096, 0, 42)).input_ids)
+    vt = hf_encoder.decode(build_sample(get_task("vt"), ctx_for(hf_encoder), 4096, 0, 42).input_ids)
     assert len(re.findall(r"VAR [A-Z]{5} = VAR [A-Z]{5} \n", vt)) >= 3  # the task's hops (one may end the context)
     assert re.search(r"VAR [A-Z]{3} = VAR [A-Z]{3} \n", vt)  # the example's
     assert re.search(r"they are:  [A-Z]{3} [A-Z]{3} [A-Z]{3} [A-Z]{3} [A-Z]{3}\n\nMemorize and track", vt)
-    cwe = hf_encoder.decode(
-        get_task("cwe").build(ctx_for(hf_encoder), 4096, 0, sample_rng("cwe", 4096, 0, 42)).input_ids
-    )
+    cwe = hf_encoder.decode(build_sample(get_task("cwe"), ctx_for(hf_encoder), 4096, 0, 42).input_ids)
     assert re.search(r"in the list are: 1\. [a-z]+ 2\. [a-z]+", cwe) and "are:1." not in cwe
 
 
@@ -301,7 +311,7 @@ def test_a_needle_at_either_end_of_the_essay_is_spaced_as_in_ruler(hf_encoder, t
 
     sentences = load_essay().volumes[0].sentences()  # enough for 2K tokens
     for index in range(400):
-        s = get_task(task).build(ctx_for(hf_encoder), 2048, index, sample_rng(task, 2048, index, 42))
+        s = build_sample(get_task(task), ctx_for(hf_encoder), 2048, index, 42)
         if edge in s.meta["depths"]:
             break
     else:

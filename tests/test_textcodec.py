@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxgate.seeding import sample_rng
 from ctxgate.tasks import BuildContext, get_task
+from ctxgate.tasks.build import build_sample
 from ctxgate.textcodec import HFTokenizer, PieceEncoder
 
 
@@ -35,14 +35,14 @@ def test_bos_is_added_once_without_chat_template(bos_tokenizer):
     tok, bos_id = bos_tokenizer
     enc = PieceEncoder(HFTokenizer(tok))
     assert enc.prefix == (bos_id,)
-    s = get_task("niah_single_1").build(BuildContext(enc, chat=False), 1024, 0, sample_rng("a", 1024, 0, 1))
+    s = build_sample(get_task("niah_single_1"), BuildContext(enc, chat=False), 1024, 0, 1)
     assert s.input_ids[0] == bos_id and s.input_ids[1] != bos_id
 
 
 def test_no_double_bos_when_the_chat_template_spells_it(bos_tokenizer):
     tok, bos_id = bos_tokenizer
     enc = PieceEncoder(HFTokenizer(tok))
-    s = get_task("niah_single_1").build(BuildContext(enc, chat=True), 1024, 0, sample_rng("a", 1024, 0, 1))
+    s = build_sample(get_task("niah_single_1"), BuildContext(enc, chat=True), 1024, 0, 1)
     assert s.input_ids[0] == bos_id and s.input_ids[1] != bos_id
     assert "ASSISTANT: The special magic number for" in enc.decode(s.input_ids)  # the prefix follows the template
 

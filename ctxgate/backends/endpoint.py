@@ -71,6 +71,7 @@ class Replica:
     max_model_len: int | None = None
     version: str | None = None
     in_flight: int = 0
+    sent: int = 0  # requests handed to it so far: of replicas equally busy, the one sent fewer takes the next
     down: str | None = None  # why it was dropped
     down_at: float = 0.0  # when (monotonic): it is tried again REPROBE_S later
     failures: int = 0  # retry series it failed in a row
@@ -265,10 +266,10 @@ class EndpointBackend:
 
     # generation --------------------------------------------------------------------------------------------------
     def _pick(self) -> Replica:
-        """The replica with the fewest requests in flight. A dropped one is tried again REPROBE_S after it went
-        down: a burst of 503s while a server restarts must not end a long run. With every replica down, a request
-        waits for the next such try instead of failing; a replica that failed MAX_PROBES tries in a row is gone for
-        good, and with none left every request fails at once."""
+        """The replica with the fewest requests in flight (of equals, the one sent fewer). A dropped one is tried
+        again REPROBE_S after it went down: a burst of 503s while a server restarts must not end a long run. With
+        every replica down, a request waits for the next such try instead of failing; a replica that failed
+        MAX_PROBES tries in a row is gone for good, and with none left every request fails at once."""
         while True:
             with self._lock:
                 now = time.monotonic()
@@ -277,8 +278,10 @@ class EndpointBackend:
                         r.down = None  # its re-probe: this request
                 alive = [r for r in self.replicas if r.down is None]
                 if alive:
-                    chosen = min(alive, key=lambda r: r.in_flight)
+                    # ties (requests that finish before the next is built leave every replica idle) rotate
+                    chosen = min(alive, key=lambda r: (r.in_flight, r.sent))
                     chosen.in_flight += 1
+                    chosen.sent += 1
                     return chosen
                 waiting = [r.down_at + REPROBE_S - now for r in self.replicas if r.failures < MAX_PROBES]
                 if not waiting:

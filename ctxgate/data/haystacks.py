@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 
 from ctxgate.memo import is_dir, is_file, memo, noted
+from ctxgate.records.refusal import Refusal
 from ctxgate.textcodec import PieceEncoder
 
 NOISE_LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
@@ -34,8 +35,10 @@ DEFAULT = "haystack_wikipedia.json"  # the manifest: the volumes, in order, and 
 _TEXT_SUFFIXES = {".txt", ".md"}
 
 
-class HaystackError(ValueError):
+class HaystackError(Refusal, ValueError):
     """The user's haystack cannot be read or is unusable."""
+
+    cause = "data_unreadable"
 
 
 @dataclass(frozen=True)

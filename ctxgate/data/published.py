@@ -48,6 +48,10 @@ class UnknownModel(ValueError):
     """A --reference that names no model of the papers."""
 
 
+class AmbiguousModel(UnknownModel):
+    """A name that several models of the papers go by."""
+
+
 @lru_cache(maxsize=1)
 def all_published() -> tuple[Published, ...]:
     data = tomllib.loads(resources.files("ctxgate.data").joinpath("published.toml").read_text("utf-8"))
@@ -79,12 +83,20 @@ def _names(p: Published) -> set[str]:
 
 def lookup(name: str) -> str | None:
     """The model id a name stands for: an id (``meta-llama/Llama-3.1-8B-Instruct``), its last part, or a paper's row
-    label (``Llama3.1 (8B)``), any case; None when no paper has it."""
+    label (``Llama3.1 (8B)``), any case; None when no paper has it. A name that several models go by (the papers
+    both label a row "GPT-4", each another version) is refused with the candidates, never resolved to one."""
     wanted = name.strip().rstrip("/").lower()
-    for p in all_published():
-        if wanted in _names(p):
-            return p.model
-    return None
+    exact = {p.model for p in all_published() if name.strip().rstrip("/") in (p.model, p.paper_id)}  # as written
+    found = exact or {p.model for p in all_published() if wanted in _names(p)}
+    if len(found) > 1:
+        listed = "; ".join(f"{m} ({', '.join(_tables(m))})" for m in sorted(found))
+        raise AmbiguousModel(f"{name!r} names {len(found)} models of the papers: {listed}; give one of these ids")
+    return next(iter(found), None)
+
+
+def _tables(model: str) -> list[str]:
+    """Where a model's numbers are printed: ``RULER Table 3``, ``HELMET Figure 6``."""
+    return list(dict.fromkeys(f"{p.source.paper.split()[0]} {p.source.table.split(' (')[0]}" for p in rows_for(model)))
 
 
 def resolve(name: str) -> str:

@@ -14,7 +14,7 @@ from ctxgate.lengths import format_length
 from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN, CaseRecord
 
 # Why a selected case has no score, and whether that fails the gates: the one rule every gate, `diff`, `bisect` and
-# `watch` read through the verdict it yields (README, "Which cases count").
+# `watch` read through the verdict it yields (docs/gates.md, "Which cases count").
 #   by design    the task cannot be built at this length (its fixed parts do not fit): "skip", never a failure
 #   not given    an optional input this run was not given (a data file, a judge): "skip", unless the case is gated
 #                (a floor above 0, or a baseline score), then "error"

@@ -15,10 +15,10 @@ from ctxgate.metrics.registry import resolve
 from ctxgate.run.cache import GenerationCache
 from ctxgate.run.excerpts import excerpts
 from ctxgate.run.progress import Progress
-from ctxgate.seeding import sample_rng
 from ctxgate.stats.intervals import interval
 from ctxgate.stats.sequential import CaseTest, Questions, StopRule, full_count_record
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, check_fill
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.build import build_sample, task_context
 
 
 def resolve_chat(setting: str, has_template: bool) -> str:
@@ -27,13 +27,6 @@ def resolve_chat(setting: str, has_template: bool) -> str:
     if setting in ("auto", "task"):
         return ("on" if setting == "auto" else "task") if has_template else "off"
     return setting
-
-
-def task_context(spec: TaskSpec, ctx: BuildContext) -> BuildContext:
-    """With ``--chat-template task``, the task's own policy decides whether its prompt uses the template."""
-    if not ctx.chat_by_task or ctx.chat == spec.chat_template:
-        return ctx
-    return replace(ctx, chat=spec.chat_template)
 
 
 @dataclass(frozen=True)
@@ -96,13 +89,8 @@ class CaseResult:
 def iter_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> Iterator[Sample]:
     """Samples one at a time: a case holds one prompt in memory, not n (128K tokens each), and starts generating
     at once. A sample that ran out of material short of the length ends the case (``MaterialExhausted``)."""
-    ctx = task_context(spec, ctx)
-    if ctx.seed != seed:  # one seed for the whole sample: its rng and the task's seeded choices (order, demos)
-        ctx = replace(ctx, seed=seed)
     for i in range(n):
-        s = spec.build(ctx, length, i, sample_rng(spec.name, length, i, seed))
-        check_fill(spec, s)
-        yield s
+        yield build_sample(spec, ctx, length, i, seed)
 
 
 def samples_to_run(spec: TaskSpec, ctx: BuildContext, length: int, requested: int) -> int:

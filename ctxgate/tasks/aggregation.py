@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from ctxgate.data import words
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, TaskTooShort, make_frame
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, too_short
 from ctxgate.tasks.registry import register
 from ctxgate.textcodec import PieceEncoder
 
@@ -102,9 +102,8 @@ def _cwe_list(rng: random.Random, chosen: Sequence[str], cw: int, ucw: int) -> l
     return items
 
 
-def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
-    enc = ctx.encoder
-    gen = 120
+def build_cwe(ctx: BuildContext, job: Job) -> Sample:
+    enc, rng, length = ctx.encoder, job.rng, job.length
     pieces = _PIECES.setdefault(enc, _Pieces(enc))
     vocab = words.vocabulary()
     short = length < 4096  # RULER: counts 6/1 and a 20-word example under 4K
@@ -126,7 +125,7 @@ def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) ->
                 + "\n"
             )
         frame = make_frame(ctx, [example, CWE_HEAD] if example else [CWE_HEAD], [CWE_TAIL], CWE_PREFIX)
-        budget = frame.budget(length, gen)
+        budget = frame.budget(length, job.gen)
         word_list = vocab
         order, n, cost = _fit_words(pieces, vocab, rng.sample(vocab, len(vocab)), budget, cw, ucw)
         if n == len(vocab) and not short:
@@ -139,7 +138,7 @@ def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) ->
         if n >= NUM_CW:
             break
     else:
-        raise TaskTooShort(f"cwe cannot be built at length {length}: not even 10 words fit; choose a longer --lengths")
+        raise too_short(job, f"not even {NUM_CW} words fit")
     if word_list is vocab:
         items = _cwe_list(rng, order[:n], cw, ucw)
     else:
@@ -151,10 +150,7 @@ def build_cwe(ctx: BuildContext, length: int, index: int, rng: random.Random) ->
         itertools.chain.from_iterable(zip(pieces.index_ids[1 : len(items) + 1], map(word_ids.__getitem__, items)))
     )
     ids = frame.pre + tuple(body) + frame.post
-    return Sample(
-        "cwe",
-        length,
-        index,
+    return job.sample(
         ids,
         tuple(order[:NUM_CW]),
         CWE_PREFIX,
@@ -195,9 +191,8 @@ def _fit_words(
     return order, largest_fitting(cost, NUM_CW, max(most, NUM_CW), budget), cost
 
 
-def build_fwe(ctx: BuildContext, length: int, index: int, rng: random.Random, alpha: float = 2.0) -> Sample:
-    enc = ctx.encoder
-    gen = 50
+def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
+    enc, rng, length = ctx.encoder, job.rng, job.length
     vocab_size = max(5, (length - 50) // 50)
     found: set[str] = set()
     while len(found) < vocab_size:
@@ -206,7 +201,7 @@ def build_fwe(ctx: BuildContext, length: int, index: int, rng: random.Random, al
     rng.shuffle(vocab)
     vocab[0] = "..."  # the top-ranked "word" is noise
     frame = make_frame(ctx, [FWE_HEAD], [FWE_TAIL], FWE_PREFIX)
-    budget = frame.budget(length, gen)
+    budget = frame.budget(length, job.gen)
     piece_ids = dict(zip(vocab, enc.encode_fresh([" " + w for w in vocab])))
     sizes = [len(piece_ids[w]) for w in vocab]
     weights = [k**-alpha / ZETA_2 for k in range(1, vocab_size + 1)]
@@ -215,21 +210,21 @@ def build_fwe(ctx: BuildContext, length: int, index: int, rng: random.Random, al
         return [int(num_words * w) for w in weights]
 
     cost = _weighted_cost(weights, sizes)
-    num_words = largest_fitting(cost, 1, 4 * max(budget, 1), budget)
-    cnt = counts(num_words)
-    if num_words < 1 or min(cnt[1:4]) < 1 or cnt[3] == cnt[4]:
-        raise TaskTooShort(
-            f"fwe cannot be built at length {length}: too few words fit to rank the top three; "
-            "choose a longer --lengths"
-        )
-    items = [w for w, c in zip(vocab, cnt) for _ in range(c)]
-    rng.shuffle(items)
-    first = enc.encode_fresh([items[0]])[0]
-    context = list(first) + list(itertools.chain.from_iterable(map(piece_ids.__getitem__, items[1:])))
+    reserve = 0  # the first word stands without its space, which a tokenizer may spell with a token more
+    while True:
+        num_words = largest_fitting(cost, 1, 4 * max(budget, 1), budget - reserve)
+        cnt = counts(num_words)
+        if num_words < 1 or min(cnt[1:4]) < 1 or cnt[3] == cnt[4]:
+            raise too_short(job, "too few words fit to rank the top three")
+        items = [w for w, c in zip(vocab, cnt) for _ in range(c)]
+        rng.shuffle(items)
+        first = enc.encode_fresh([items[0]])[0]
+        context = list(first) + list(itertools.chain.from_iterable(map(piece_ids.__getitem__, items[1:])))
+        if len(context) <= budget:
+            break
+        reserve += len(context) - budget
     ids = frame.pre + tuple(context) + frame.post
-    return Sample(
-        "fwe", length, index, ids, tuple(vocab[1:4]), FWE_PREFIX, {"num_words": num_words, "counts_top5": cnt[:5]}
-    )
+    return job.sample(ids, tuple(vocab[1:4]), FWE_PREFIX, {"num_words": num_words, "counts_top5": cnt[:5]})
 
 
 def _weighted_cost(weights: list[float], sizes: list[int]) -> Callable[[int], int]:

@@ -16,19 +16,24 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from ctxgate.metrics.registry import Metric
+from ctxgate.records.refusal import Refusal
 from ctxgate.textcodec import PieceEncoder
 
 T = TypeVar("T")
 
 
-class TaskTooShort(ValueError):
+class TaskTooShort(Refusal, ValueError):
     """The length cannot hold the task's fixed parts; the case is skipped with this message."""
 
+    cause = "too_short"
 
-class MaterialExhausted(ValueError):
+
+class MaterialExhausted(Refusal, ValueError):
     """The task's material (haystack, word list, documents, passages) ran out before the prompt reached the
     length. A prompt that stops short is never scored as that length: the case fails with what ran out and the fix.
     ``fill``: the share of the length the prompt (with its generation budget) reached."""
+
+    cause = "data_short"
 
     def __init__(self, message: str, fill: float) -> None:
         super().__init__(message)
@@ -58,6 +63,23 @@ class Sample:
         h.update(repr((self.task, self.length, self.index, self.answers, self.answer_prefix)).encode("utf-8"))
         h.update(",".join(map(str, self.input_ids)).encode("ascii"))
         return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Job:
+    """One sample to build: the task, the length, the sample's index and random stream, and the task's generation
+    budget (``TaskSpec.tokens_to_generate``, the one place it is written; builders read it here)."""
+
+    task: str
+    length: int
+    index: int
+    gen: int
+    rng: random.Random = field(compare=False, repr=False)
+
+    def sample(
+        self, ids: tuple[int, ...], answers: tuple[str, ...], answer_prefix: str, meta: Mapping[str, Any]
+    ) -> Sample:
+        return Sample(self.task, self.length, self.index, ids, answers, answer_prefix, meta)
 
 
 @dataclass(frozen=True)
@@ -167,15 +189,17 @@ def fill_fresh(
 FRESH_CHUNK = 2048
 
 
-def need_room(task: str, length: int, have: int, needed: int, what: str = "haystack units") -> None:
+def need_room(job: Job, have: int, needed: int, what: str = "haystack units") -> None:
     if have < needed:
-        raise TaskTooShort(
-            f"{task} cannot be built at length {length}: its fixed parts leave room for {max(have, 0)} {what} "
-            f"where it needs at least {needed}; choose a longer --lengths value"
-        )
+        raise too_short(job, f"its fixed parts leave room for {max(have, 0)} {what} where it needs at least {needed}")
 
 
-Builder = Callable[[BuildContext, int, int, random.Random], Sample]
+def too_short(job: Job, why: str) -> TaskTooShort:
+    return TaskTooShort(f"{job.task} cannot be built at length {job.length}: {why}; choose a longer --lengths value")
+
+
+# builds one sample; called only through ``tasks.build.build_sample``, which checks the length rule
+Builder = Callable[[BuildContext, Job], Sample]
 
 
 @dataclass(frozen=True)

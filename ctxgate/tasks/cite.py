@@ -14,12 +14,11 @@ from __future__ import annotations
 from ctxgate.metrics.registry import ALCE_ASQA, ALCE_QAMPARI, Metric
 from ctxgate.seeding import helmet_permutation, helmet_sample_draws
 from ctxgate.sources.judged import load_alce
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_units
 from ctxgate.tasks.registry import register
 
 PREFIX = "Answer:"
-GEN = 300
 SHOTS = 2
 
 
@@ -27,9 +26,10 @@ def _docs(doc_prompt: str, docs: list[tuple[str, str]]) -> list[str]:
     return [doc_prompt.format(ID=i + 1, title=t, text=x) for i, (t, x) in enumerate(docs)]
 
 
-def build_cite(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
+def build_cite(ctx: BuildContext, job: Job) -> Sample:
+    task = job.task
     data = load_alce(task, ctx.data_dir)
-    at = helmet_permutation(len(data.items), ctx.seed)[index % len(data.items)]  # HELMET's sample i is ours
+    at = helmet_permutation(len(data.items), ctx.seed)[job.index % len(data.items)]  # HELMET's sample i is ours
     item = data.items[at]
     # HELMET: random.seed before loading, then data.map draws random.sample(demos, 2) once per item in file order
     picks = helmet_sample_draws(len(data.items), len(data.demos), SHOTS, ctx.seed)[at]
@@ -47,14 +47,9 @@ def build_cite(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     )
     head = f"{demos}\n\n\n{data.instruction}\n\nQuestion: {item.question}\n\n"
     units = _docs(data.doc_prompt, list(item.docs))
-    ids, k = fit_units(
-        ctx, task, length, GEN, head, "", PREFIX, "\n\n", units, lambda k: list(range(k)), 1, "documents"
-    )
+    ids, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, lambda k: list(range(k)), 1, "documents")
     qampari = task == "alce_qampari"
-    return Sample(
-        task,
-        length,
-        index,
+    return job.sample(
         ids,
         tuple(a[0] for a in item.answers if a),
         PREFIX,
@@ -81,8 +76,8 @@ def _spec(name: str, metric: Metric, description: str) -> TaskSpec:
         suite="helmet",
         category="cite",
         metric=metric,
-        tokens_to_generate=GEN,
-        build=lambda ctx, L, i, rng: build_cite(name, ctx, L, i),
+        tokens_to_generate=300,
+        build=build_cite,
         markers=("judge",),
         scoring_prefix=PREFIX,
         chat_template=True,

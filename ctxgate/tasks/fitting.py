@@ -9,16 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ctxgate.tasks.base import BuildContext, TaskTooShort, fill_count, make_frame, need_room
+from ctxgate.tasks.base import BuildContext, Job, fill_count, make_frame, need_room, too_short
 
 SEP = "\n\n"
 
 
 def fit_units(
     ctx: BuildContext,
-    task: str,
-    length: int,
-    gen: int,
+    job: Job,
     head: str,
     tail: str,
     answer_prefix: str,
@@ -35,7 +33,7 @@ def fit_units(
     the encoder's cache: at 128K a RAG pool or an ICL shot list is a million distinct strings per case."""
     enc = ctx.encoder
     frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
-    budget = frame.budget(length, gen)
+    budget = frame.budget(job.length, job.gen)
     encoded: list[tuple[int, ...]] = []
     used = 0
     while len(encoded) < len(units) and used <= budget:
@@ -44,7 +42,7 @@ def fit_units(
             encoded.append(ids)
             used += len(ids)
     k = fill_count([len(ids) for ids in encoded], budget)
-    need_room(task, length, k, minimum, what)
+    need_room(job, k, minimum, what)
     while True:
         order = layout(k)
         body = tuple(enc.encode_fresh([units[order[0]]])[0]) if order else ()
@@ -52,10 +50,7 @@ def fit_units(
         if len(body) <= budget:
             return frame.pre + body + frame.post, k
         if k <= minimum:  # tokens merged across a boundary and the must-haves alone overflow
-            raise TaskTooShort(
-                f"{task} cannot be built at length {length}: its fixed parts and {minimum} "
-                f"{what} take {len(body) - budget} tokens too many; choose a longer --lengths value"
-            )
+            raise too_short(job, f"its fixed parts and {minimum} {what} take {len(body) - budget} tokens too many")
         k -= 1
 
 
@@ -65,9 +60,7 @@ MIN_DOCUMENT_TOKENS = 16
 
 def fit_document(
     ctx: BuildContext,
-    task: str,
-    length: int,
-    gen: int,
+    job: Job,
     head: str,
     tail: str,
     answer_prefix: str,
@@ -79,8 +72,8 @@ def fit_document(
     what fits (ending with ``suffix``; HELMET's run-time cut of a pre-built context has none); also the
     document's token count and whether it was cut."""
     frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
-    budget = frame.budget(length, gen)
-    need_room(task, length, budget, MIN_DOCUMENT_TOKENS, "document tokens")
+    budget = frame.budget(job.length, job.gen)
+    need_room(job, budget - len(encoded_suffix(ctx, suffix)), MIN_DOCUMENT_TOKENS, "document tokens")
     doc, cut = cut_document(ctx, text, budget, suffix)
     return frame.pre + doc + frame.post, len(doc), cut
 
@@ -97,5 +90,9 @@ def cut_document(ctx: BuildContext, text: str, budget: int, suffix: str) -> tupl
         chars *= 2
     if len(ids) <= budget and chars >= len(text):
         return ids, False
-    (tail,) = enc.encode_fresh([suffix]) if suffix else ((),)
+    tail = encoded_suffix(ctx, suffix)
     return ids[: max(budget - len(tail), 0)] + tail, True
+
+
+def encoded_suffix(ctx: BuildContext, suffix: str) -> tuple[int, ...]:
+    return ctx.encoder.encode_fresh([suffix])[0] if suffix else ()

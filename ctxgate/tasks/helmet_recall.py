@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.sources.ruler_files import load_ruler_file, order
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.fitting import cut_document
 from ctxgate.tasks.registry import register
 
@@ -27,24 +27,21 @@ MANY = (
     "\nWhat are all the special magic {type_needle_v} for {query} mentioned in the provided text?",
     "The special magic {type_needle_v} for {query} mentioned in the provided text are",
 )
-BUDGETS = {"helmet_multikey_2": 50, "helmet_multikey_3": 100, "helmet_multivalue": 50}
 
 
-def build(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
-    data = load_ruler_file(task, ctx.data_dir, length)
-    record = data.records[order(len(data.records), ctx.seed)[index % len(data.records)]]
+def build(ctx: BuildContext, job: Job) -> Sample:
+    task = job.task
+    data = load_ruler_file(task, ctx.data_dir, job.length)
+    record = data.records[order(len(data.records), ctx.seed)[job.index % len(data.records)]]
     head, tail, prefix = (
         part.format(type_needle_v=record.type_needle_v, query=record.query)
         for part in (MANY if task == "helmet_multivalue" else ONE)
     )
     frame = make_frame(ctx, [head], [tail], prefix, separator="\n", prefix_after_chat=False)
-    budget = frame.budget(length, BUDGETS[task])
-    need_room(task, length, budget, 1, "context tokens")
+    budget = frame.budget(job.length, job.gen)
+    need_room(job, budget, 1, "context tokens")
     context, cut = cut_document(ctx, record.context, budget, "")
-    return Sample(
-        task,
-        length,
-        index,
+    return job.sample(
         frame.pre + context + frame.post,
         record.answers,
         prefix,
@@ -52,14 +49,14 @@ def build(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
     )
 
 
-def _spec(name: str, replaces: str, description: str) -> TaskSpec:
+def _spec(name: str, gen: int, replaces: str, description: str) -> TaskSpec:
     return TaskSpec(
         name=name,
         suite="helmet",
         category="recall",
         metric=STRING_MATCH_ALL,
-        tokens_to_generate=BUDGETS[name],
-        build=lambda ctx, length, index, rng: build(name, ctx, length, index),
+        tokens_to_generate=gen,
+        build=build,
         description=description,
         pool_size=lambda ctx, length: len(load_ruler_file(name, ctx.data_dir, length).records),
         replaces=replaces,
@@ -68,14 +65,14 @@ def _spec(name: str, replaces: str, description: str) -> TaskSpec:
 
 @register
 def helmet_multikey_2() -> TaskSpec:
-    return _spec("helmet_multikey_2", "niah_multikey_2", "HELMET's RULER niah_multikey_2 file (Recall)")
+    return _spec("helmet_multikey_2", 50, "niah_multikey_2", "HELMET's RULER niah_multikey_2 file (Recall)")
 
 
 @register
 def helmet_multikey_3() -> TaskSpec:
-    return _spec("helmet_multikey_3", "niah_multikey_3", "HELMET's RULER niah_multikey_3 file (Recall)")
+    return _spec("helmet_multikey_3", 100, "niah_multikey_3", "HELMET's RULER niah_multikey_3 file (Recall)")
 
 
 @register
 def helmet_multivalue() -> TaskSpec:
-    return _spec("helmet_multivalue", "niah_multivalue", "HELMET's RULER niah_multivalue file (Recall)")
+    return _spec("helmet_multivalue", 50, "niah_multivalue", "HELMET's RULER niah_multivalue file (Recall)")

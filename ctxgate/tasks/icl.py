@@ -26,7 +26,7 @@ from ctxgate.seeding import derive_seed
 from ctxgate.sources import DataUnavailable
 from ctxgate.sources.helmet_files import shuffled
 from ctxgate.sources.icl import SOURCES, ICLData, load_icl
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, interleave
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, interleave
 from ctxgate.tasks.fitting import fit_document, fit_units
 from ctxgate.tasks.registry import register
 
@@ -35,7 +35,6 @@ INSTRUCTION = (
     '"label: {label}" and nothing else. \n\n'
 )
 ANSWER_PREFIX = "label:"
-GEN = 20
 LENGTHS = (4096, 8192, 16384, 32768, 65536, 131072)
 SHOTS = {  # HELMET's shots per length
     "icl_trec_coarse": (200, 400, 800, 1600, 3300, 6600),
@@ -128,24 +127,20 @@ def helmet_test_items(task: str, data_dir: str | None, seed: int) -> tuple[tuple
     return tuple(balance_labels([test[i] for i in shuffled(len(test), seed)], MAX_TEST, seed))
 
 
-def build_helmet(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
+def build_helmet(ctx: BuildContext, job: Job) -> Sample:
     """HELMET's prompt for its test item ``index`` at one of its lengths."""
+    task = job.task
     data = load_icl(task, ctx.data_dir, ctx.seed)
     items = helmet_test_items(task, ctx.data_dir, ctx.seed)
-    question, label = items[index % len(items)]
+    question, label = items[job.index % len(items)]
     local_seed = (int(hashlib.sha256(question.encode("utf-8")).hexdigest(), 16) + ctx.seed) % 2**31
-    shots = SHOTS[task][LENGTHS.index(length)]
+    shots = SHOTS[task][LENGTHS.index(job.length)]
     demos = balance_labels(data.train, shots, local_seed)
     mapping = list(range(SOURCES[task].num_labels))
     random.Random(local_seed).shuffle(mapping)
     context = "\n\n".join(f"{text}\nlabel: {mapping[lab]}" for text, lab in demos)
-    ids, _, cut = fit_document(
-        ctx, task, length, GEN, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", context, suffix=""
-    )
-    return Sample(
-        task,
-        length,
-        index,
+    ids, _, cut = fit_document(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", context, suffix="")
+    return job.sample(
         ids,
         (str(mapping[label]),),
         ANSWER_PREFIX,
@@ -160,23 +155,22 @@ def build_helmet(task: str, ctx: BuildContext, length: int, index: int) -> Sampl
     )
 
 
-def build_icl(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
-    if length in LENGTHS:
-        return build_helmet(task, ctx, length, index)
+def build_icl(ctx: BuildContext, job: Job) -> Sample:
+    task = job.task
+    if job.length in LENGTHS:
+        return build_helmet(ctx, job)
     data = load_icl(task, ctx.data_dir, ctx.seed)
     order = balanced_order(task, ctx.data_dir, ctx.seed)
-    question, label = data.test[order[index % len(order)]]
-    rng = random.Random(derive_seed("sample", task, index, ctx.seed))  # the same demos and mapping at every length
+    question, label = data.test[order[job.index % len(order)]]
+    rng = random.Random(derive_seed("sample", task, job.index, ctx.seed))  # the same demos and mapping at every length
     mapping = list(range(data.num_labels))
     rng.shuffle(mapping)
-    target = target_shots(task, length)
+    target = target_shots(task, job.length)
     demos = demo_rounds(data, question, target, rng)
     units = [f"{text}\nlabel: {mapping[lab]}" for text, lab in demos]
     ids, k = fit_units(
         ctx,
-        task,
-        length,
-        GEN,
+        job,
         INSTRUCTION,
         f"\n\n{question}",
         ANSWER_PREFIX,
@@ -186,10 +180,7 @@ def build_icl(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
         1,
         "demos",
     )
-    return Sample(
-        task,
-        length,
-        index,
+    return job.sample(
         ids,
         (str(mapping[label]),),
         ANSWER_PREFIX,
@@ -211,8 +202,8 @@ def _spec(name: str, description: str) -> TaskSpec:
         suite="helmet",
         category="icl",
         metric=LABEL_EM,
-        tokens_to_generate=GEN,
-        build=lambda ctx, L, i, rng: build_icl(name, ctx, L, i),
+        tokens_to_generate=20,
+        build=build_icl,
         scoring_prefix=ANSWER_PREFIX,
         default_samples=500,
         description=description,

@@ -14,7 +14,7 @@ import random
 
 from ctxgate.metrics.registry import HELMET_SUBEM
 from ctxgate.sources.helmet_files import load_json_kv_file
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, fill_fresh, make_frame, need_room, too_short
 from ctxgate.tasks.fitting import fit_document
 from ctxgate.tasks.niah import uuid4_text
 from ctxgate.tasks.registry import register
@@ -23,7 +23,6 @@ INSTRUCTION = "\n\nExtract the value corresponding to the specified key in the J
 ANSWER_PREFIX = "Corresponding value:"
 DEPTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 SHOTS = 2
-GEN = 100
 
 
 def _uuid(rng: random.Random) -> str:
@@ -34,16 +33,15 @@ def _pair(key: str, value: str) -> str:
     return f"{json.dumps(key)}: {json.dumps(value)}"
 
 
-def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
-    f = load_json_kv_file(ctx.data_dir, length, ctx.seed) if ctx.data_dir else None
+def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
+    rng = job.rng
+    f = load_json_kv_file(ctx.data_dir, job.length, ctx.seed) if ctx.data_dir else None
     if f is not None:  # HELMET's record: its demos as HELMET formats them ("Corresponding value:" + " " + value)
-        row = f.rows[index % len(f.rows)]
+        row = f.rows[job.index % len(f.rows)]
         shown = "".join(f"Key: {k}\nCorresponding value: {v}\n\n" for k, v in row["demos"][:SHOTS])
         ids, _, cut = fit_document(
             ctx,
-            "json_kv",
-            length,
-            GEN,
+            job,
             "",
             INSTRUCTION + shown + f"Key: {row['question']}",
             ANSWER_PREFIX,
@@ -52,10 +50,7 @@ def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random
             suffix="",
         )
         answers = row["answer"] if isinstance(row["answer"], list) else [row["answer"]]
-        return Sample(
-            "json_kv",
-            length,
-            index,
+        return job.sample(
             ids,
             tuple(map(str, answers)),
             ANSWER_PREFIX,
@@ -73,25 +68,24 @@ def build_json_kv(ctx: BuildContext, length: int, index: int, rng: random.Random
     demo_text = "".join(f"Key: {json.dumps(k)}\nCorresponding value: {v}\n\n" for k, v in demos)
     tail = INSTRUCTION + demo_text + f"Key: {json.dumps(target_key)}"
     frame = make_frame(ctx, ["JSON data:\n{"], ["}", tail], ANSWER_PREFIX, separator="\n", prefix_after_chat=False)
-    budget = frame.budget(length, GEN)
+    budget = frame.budget(job.length, job.gen)
     # Demo pairs sit in the object too (their answers are in the context), the target pair once, the rest filler.
     pairs = [_pair(k, v) for k, v in demos] + [_pair(target_key, target_value)]
     known = dict(zip(pairs, enc.encode_fresh([", " + p for p in pairs])))  # ", "-prefixed ids, kept for assembly
     room = budget - sum(len(ids) for ids in known.values())
+    if room < 0:
+        raise too_short(job, f"its instruction, demos and target pair take {-room} tokens more than it holds")
     filler = fill_fresh(enc, lambda: (_pair(_uuid(rng), _uuid(rng)),), room, ", ", known, (True,), "json-kv-pair")
     others = filler + pairs[:SHOTS]
     rng.shuffle(others)
-    depth = DEPTHS[index % len(DEPTHS)]
+    depth = DEPTHS[job.index % len(DEPTHS)]
     position = round(depth * len(others))
     entries = others[:position] + [pairs[SHOTS]] + others[position:]
-    need_room("json_kv", length, len(entries), SHOTS + 1, "key-value pairs")
+    need_room(job, len(entries), SHOTS + 1, "key-value pairs")
     piece_ids = enc.encode_fresh([entries[0]]) + [known[e] for e in entries[1:]]
     offset = len(frame.pre) + sum(len(p) for p in piece_ids[:position])
     ids = frame.pre + tuple(i for p in piece_ids for i in p) + frame.post
-    return Sample(
-        "json_kv",
-        length,
-        index,
+    return job.sample(
         ids,
         (target_value,),
         ANSWER_PREFIX,
@@ -113,7 +107,7 @@ def json_kv() -> TaskSpec:
         suite="helmet",
         category="recall",
         metric=HELMET_SUBEM,
-        tokens_to_generate=GEN,
+        tokens_to_generate=100,
         build=build_json_kv,
         scoring_prefix=ANSWER_PREFIX,
         description="value of a UUID key in a JSON object",

@@ -22,7 +22,7 @@ from ctxgate.metrics.registry import MC_ACCURACY, NARRATIVEQA_JUDGE, ROUGE_L_F1,
 from ctxgate.seeding import helmet_first, helmet_permutation, helmet_unseeded_seeds
 from ctxgate.sources.infbench import Book, load_infbench
 from ctxgate.sources.judged import load_narrativeqa
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_document
 from ctxgate.tasks.registry import register
 from ctxgate.tasks.selection import Document, helmet_selection
@@ -37,7 +37,6 @@ MC_INSTRUCTION = (
     "single letter (A, B, C, or D). Don't say anything else.\n\n"
 )
 ANSWER_PREFIX = "Answer:"
-GEN = 10
 B = TypeVar("B", bound=Document)
 SHOTS = 2
 
@@ -77,9 +76,10 @@ def helmet_infbench(task: str, books: Sequence[B], digest: str, ctx: BuildContex
     return books[at], [others[i] for i in helmet_first(len(others), ctx.seed, SHOTS)]
 
 
-def build_longqa(task: str, ctx: BuildContext, length: int, index: int) -> Sample:
+def build_longqa(ctx: BuildContext, job: Job) -> Sample:
+    task = job.task
     data = load_infbench(task, ctx.data_dir)
-    book, demos = helmet_infbench(task, data.books, data.sha256, ctx, index)
+    book, demos = helmet_infbench(task, data.books, data.sha256, ctx, job.index)
     head = (MC_INSTRUCTION if task == "infbench_mc" else QA_INSTRUCTION) + demo_block(task, demos)
     tail = f"\n\nQuestion: {book.question}"
     if task == "infbench_mc":
@@ -87,11 +87,8 @@ def build_longqa(task: str, ctx: BuildContext, length: int, index: int) -> Sampl
         answers: tuple[str, ...] = (gold_letter(book), f"{gold_letter(book)}. {book.answers[0]}")
     else:
         answers = book.answers
-    ids, story_tokens, cut = fit_document(ctx, task, length, GEN, head, tail, ANSWER_PREFIX, "\n\n", book.context)
-    return Sample(
-        task,
-        length,
-        index,
+    ids, story_tokens, cut = fit_document(ctx, job, head, tail, ANSWER_PREFIX, "\n\n", book.context)
+    return job.sample(
         ids,
         answers,
         ANSWER_PREFIX,
@@ -112,8 +109,8 @@ def _spec(name: str, metric: Metric, description: str) -> TaskSpec:
         suite="helmet",
         category="longqa",
         metric=metric,
-        tokens_to_generate=GEN,
-        build=lambda ctx, L, i, rng: build_longqa(name, ctx, L, i),
+        tokens_to_generate=10,
+        build=build_longqa,
         scoring_prefix=ANSWER_PREFIX,
         chat_template=True,
         description=description,
@@ -136,16 +133,15 @@ NQA_INSTRUCTION = (
     "You are given a story, which can be either a novel or a movie script, and a question. Answer the "
     "question as concisely as you can, using a single phrase if possible.\n\n"
 )
-NQA_GEN = 100
 
 
-def build_narrativeqa(ctx: BuildContext, length: int, index: int) -> Sample:
+def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
     data = load_narrativeqa(ctx.data_dir)
     # HELMET HEAD: the test split shuffled with the seed, its long documents kept in that order; then, per kept
     # question in order, two train questions from an unseeded shuffle (numpy's global generator, seeded at load)
     keep = set(kept_books(ctx))
     order = [i for i in helmet_permutation(len(data.items), ctx.seed) if i in keep]
-    at = index % len(order)
+    at = job.index % len(order)
     item = data.items[order[at]]
     draw = helmet_unseeded_seeds(ctx.seed, len(order))[at]
     demos = [data.demos[i] for i in helmet_first(len(data.demos), draw, SHOTS)]
@@ -156,19 +152,14 @@ def build_narrativeqa(ctx: BuildContext, length: int, index: int) -> Sample:
     )
     ids, story_tokens, cut = fit_document(
         ctx,
-        "narrativeqa",
-        length,
-        NQA_GEN,
+        job,
         NQA_INSTRUCTION + demo,
         f"\n\nQuestion: {item.question}",
         ANSWER_PREFIX,
         "\n",
         item.context,
     )
-    return Sample(
-        "narrativeqa",
-        length,
-        index,
+    return job.sample(
         ids,
         item.answers,
         ANSWER_PREFIX,
@@ -190,8 +181,8 @@ def narrativeqa() -> TaskSpec:
         suite="helmet",
         category="longqa",
         metric=NARRATIVEQA_JUDGE,
-        tokens_to_generate=NQA_GEN,
-        build=lambda ctx, L, i, rng: build_narrativeqa(ctx, L, i),
+        tokens_to_generate=100,
+        build=build_narrativeqa,
         markers=("judge",),
         scoring_prefix=ANSWER_PREFIX,
         chat_template=True,

@@ -9,7 +9,16 @@ from dataclasses import dataclass, replace
 from ctxgate.data import words
 from ctxgate.data.haystacks import NOISE_LINE, essay_tokens, load_essay
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, fill_fresh, make_frame, need_room, ran_out
+from ctxgate.tasks.base import (
+    BuildContext,
+    Job,
+    Sample,
+    TaskSpec,
+    fill_fresh,
+    make_frame,
+    need_room,
+    ran_out,
+)
 from ctxgate.tasks.registry import register
 from ctxgate.textcodec import PieceEncoder
 
@@ -72,10 +81,8 @@ def join_query(keys: list[str]) -> str:
     return keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + ", and " + keys[-1]
 
 
-def build_niah(
-    name: str, cfg: NiahConfig, gen: int, ctx: BuildContext, length: int, index: int, rng: random.Random
-) -> Sample:
-    enc = ctx.encoder
+def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
+    enc, rng = ctx.encoder, job.rng
     keys: list[str] = []
     while len(keys) < cfg.num_keys:
         k = make_key(rng, cfg.type_key)
@@ -96,17 +103,17 @@ def build_niah(
     frame = make_frame(
         ctx, [head.format(type_needle_v=type_v)], [tail.format(type_needle_v=type_v, query=query)], answer_prefix
     )
-    budget = frame.budget(length, gen)
+    budget = frame.budget(job.length, job.gen)
 
     # Every one-off line (needles, distractors) is tokenized once behind its separator and kept here.
     sep = " " if cfg.haystack == "essay" else "\n"
     known: dict[str, tuple[int, ...]] = dict(zip(needles, enc.encode_fresh([sep + n for n in needles])))
     room = budget - sum(len(ids) for ids in known.values())
     if cfg.haystack == "essay":
-        context, placed, units, depths = _essay_context(ctx, name, length, needles, known, room, rng)
+        context, placed, units, depths = _essay_context(ctx, job, needles, known, room)
     else:
         lines = _line_haystack(ctx, cfg, keys, needles, room, rng, known)
-        context, placed, units = _assemble_lines(enc, name, length, lines, needles, known, sep)
+        context, placed, units = _assemble_lines(enc, job, lines, needles, known, sep)
         # RULER puts these needles at random lines, not at its depths: where each landed, in percent of the context
         depths = [round(100 * at / max(1, len(context))) for _, at in placed]
     ids = frame.pre + tuple(context) + frame.post
@@ -116,7 +123,7 @@ def build_niah(
         "depths": depths,
         "haystack_units": units,
     }
-    return Sample(name, length, index, ids, answers, answer_prefix, meta)
+    return job.sample(ids, answers, answer_prefix, meta)
 
 
 def _line_haystack(
@@ -169,15 +176,14 @@ def _line_haystack(
 
 def _assemble_lines(
     enc: PieceEncoder,
-    name: str,
-    length: int,
+    job: Job,
     lines: list[str],
     needles: list[str],
     known: dict[str, tuple[int, ...]],
     sep: str,
 ) -> tuple[list[int], list[tuple[str, int]], int]:
     """A line haystack's ids: the first line bare, every other behind the separator; where the needles landed."""
-    need_room(name, length, len(lines) - len(needles), 1)
+    need_room(job, len(lines) - len(needles), 1)
     needle_set = set(needles)
     repeated = [sep + line for line in lines[1:] if line not in known]  # haystack units: from the cache
     cached = dict(zip(repeated, enc.encode_many(repeated)))
@@ -192,12 +198,10 @@ def _assemble_lines(
 
 def _essay_context(
     ctx: BuildContext,
-    name: str,
-    length: int,
+    job: Job,
     needles: list[str],
     known: dict[str, tuple[int, ...]],
     room: int,
-    rng: random.Random,
 ) -> tuple[list[int], list[tuple[str, int]], int, list[int]]:
     """The essay's leading sentences that fit in ``room`` (RULER never repeats its haystack, and neither does this),
     with the needles at RULER's depths: the ids, where each needle landed, the sentences used and the depths."""
@@ -207,21 +211,22 @@ def _essay_context(
     k = tokens.fit(room)
     if tokens.complete and k == len(tokens.sentences) and room - tokens.ends[k] > tokens.longest:
         raise ran_out(
-            name,
-            length,
+            job.task,
+            job.length,
             f"the essay haystack {essay.source} ({tokens.ends[k]:,} tokens of this tokenizer, never repeated)",
-            length - room + tokens.ends[k],
+            job.length - room + tokens.ends[k],
             "pass --haystack with a longer text (a .txt, or a dataset with a 'text' column)",
         )
-    depths = rng.sample(DEPTHS, len(needles))
+    depths = job.rng.sample(DEPTHS, len(needles))
     space = enc.encode(" ")
+    need_room(job, k, 1, "essay sentences beside the needles")
     while True:
         positions = ruler_positions(k, depths)
         gaps = len(space) * empty_runs(positions, k)
-        if k == 0 or tokens.ends[k] + gaps <= room:
+        if tokens.ends[k] + gaps <= room:
             break
         k = min(k - 1, tokens.fit(room - gaps))  # the separators of empty runs take room too
-    need_room(name, length, k, 1)
+        need_room(job, k, 1, "essay sentences beside the needles")
     context: list[int] = []
     placed: list[tuple[str, int]] = []
 
@@ -265,10 +270,8 @@ def _recall(spec: TaskSpec) -> TaskSpec:
 
 
 def _spec(name: str, cfg: NiahConfig, description: str) -> TaskSpec:
-    gen = 128
-
-    def build(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
-        return build_niah(name, cfg, gen, ctx, length, index, rng)
+    def build(ctx: BuildContext, job: Job) -> Sample:
+        return build_niah(cfg, ctx, job)
 
     return TaskSpec(
         name=name,
@@ -276,7 +279,7 @@ def _spec(name: str, cfg: NiahConfig, description: str) -> TaskSpec:
         chat_template=True,
         category="niah",
         metric=STRING_MATCH_ALL,
-        tokens_to_generate=gen,
+        tokens_to_generate=128,
         build=build,
         markers=("niah",),
         description=description,

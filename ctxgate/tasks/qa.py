@@ -4,12 +4,11 @@ data's documents, the whole pool again, as RULER does."""
 from __future__ import annotations
 
 import itertools
-import random
 
 from ctxgate.data import qa as qa_data
 from ctxgate.metrics.registry import STRING_MATCH_PART
 from ctxgate.seeding import seeded_order
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.registry import register
 
 INSTRUCTION = (
@@ -18,22 +17,19 @@ INSTRUCTION = (
 HEAD = INSTRUCTION + "\n\nThe following are given documents.\n\n"
 TAIL = "\n\n" + INSTRUCTION + "\n\nQuestion: {query}"
 ANSWER_PREFIX = " Answer:"
-GEN = 32
 
 
 def _header(i: int) -> str:
     return f"Document {i}:\n" if i == 1 else f"\n\nDocument {i}:\n"
 
 
-def build_qa(
-    name: str, pool: qa_data.QAPool, ctx: BuildContext, length: int, index: int, seed: int, rng: random.Random
-) -> Sample:
-    enc = ctx.encoder
+def build_qa(pool: qa_data.QAPool, ctx: BuildContext, job: Job) -> Sample:
+    enc, rng = ctx.encoder, job.rng
     # Questions are taken in a seeded order without replacement, so samples of a case ask different questions.
-    order = seeded_order(len(pool.questions), "qa-order", name, seed)
-    q = pool.questions[order[index % len(order)]]
+    order = seeded_order(len(pool.questions), "qa-order", job.task, ctx.seed)
+    q = pool.questions[order[job.index % len(order)]]
     frame = make_frame(ctx, [HEAD], [TAIL.format(query=q.query)], ANSWER_PREFIX)
-    budget = frame.budget(length, GEN)
+    budget = frame.budget(job.length, job.gen)
     related = [d for d in q.related if d not in q.gold]
     rng.shuffle(related)
     taken = set(q.gold) | set(related)
@@ -49,16 +45,13 @@ def build_qa(
         if used > budget:
             break
         k = n
-    need_room(name, length, k, len(q.gold), "documents (the gold ones included)")
+    need_room(job, k, len(q.gold), "documents (the gold ones included)")
     chosen = [candidates[i % len(candidates)] for i in range(k)]
     rng.shuffle(chosen)  # per sample, so the gold document is not at the same place in every sample
     pieces = [p for i, d in enumerate(chosen, start=1) for p in (_header(i), pool.docs[d])]
     ids = frame.pre + tuple(i for p in enc.encode_many(pieces) for i in p) + frame.post
     gold_positions = [chosen.index(g) + 1 for g in q.gold]
-    return Sample(
-        name,
-        length,
-        index,
+    return job.sample(
         ids,
         q.answers,
         ANSWER_PREFIX,
@@ -77,8 +70,8 @@ def _spec(name: str, description: str) -> TaskSpec:
             return qa_data.load_squad(ctx.squad_source or qa_data.DEFAULT_SQUAD)
         return qa_data.load_hotpotqa(ctx.hotpotqa_source or qa_data.DEFAULT_HOTPOTQA)
 
-    def build(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
-        return build_qa(name, load(ctx), ctx, length, index, ctx.seed, rng)
+    def build(ctx: BuildContext, job: Job) -> Sample:
+        return build_qa(load(ctx), ctx, job)
 
     return TaskSpec(
         name=name,
@@ -86,7 +79,7 @@ def _spec(name: str, description: str) -> TaskSpec:
         chat_template=True,
         category="qa",
         metric=STRING_MATCH_PART,
-        tokens_to_generate=GEN,
+        tokens_to_generate=32,
         build=build,
         description=description,
         pool_size=lambda ctx, length: len(load(ctx).questions),

@@ -15,13 +15,11 @@ instead (question i // 3, permutation i % 3). The case record says which (``pass
 
 from __future__ import annotations
 
-import random
-
 from ctxgate.metrics.registry import HELMET_SUBEM
 from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.helmet_files import HelmetFile, load_rag_file, pick_demos
 from ctxgate.sources.kilt import Demo, Passage, Pool, load_rag
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.fitting import SEP, fit_document, fit_units
 from ctxgate.tasks.registry import register
 
@@ -30,7 +28,6 @@ INSTRUCTION = (
     "the following format:\nAnswer: [answer]\n\n"
 )
 ANSWER_PREFIX = "Answer:"
-GEN = 20
 SHOTS = 2
 DEPTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 PERMUTATIONS = 3
@@ -49,9 +46,10 @@ def demo_text(demos: list[Demo]) -> str:
     return SEP.join(blocks) + SEP
 
 
-def build_from_file(task: str, f: HelmetFile, ctx: BuildContext, length: int, index: int) -> Sample:
+def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
     """HELMET's prompt for line ``index`` of its evaluation set at this length."""
-    row = f.rows[index % len(f.rows)]
+    task = job.task
+    row = f.rows[job.index % len(f.rows)]
     key = row[f.key]
     demos = pick_demos(f.demos, f.key, key, SHOTS, exclude_same=task == "kilt_popqa")  # popqa: one split
     demo_block = demo_text(
@@ -68,9 +66,7 @@ def build_from_file(task: str, f: HelmetFile, ctx: BuildContext, length: int, in
     context = SEP.join(passage_text(Passage(c["title"], c["text"])) for c in row["ctxs"])
     ids, _, cut = fit_document(
         ctx,
-        task,
-        length,
-        GEN,
+        job,
         INSTRUCTION + demo_block,
         f"\n\nQuestion: {row['question']}",
         ANSWER_PREFIX,
@@ -78,10 +74,7 @@ def build_from_file(task: str, f: HelmetFile, ctx: BuildContext, length: int, in
         context,
         suffix="",
     )
-    return Sample(
-        task,
-        length,
-        index,
+    return job.sample(
         ids,
         tuple(str(a) for a in row["answers"]),
         ANSWER_PREFIX,
@@ -97,7 +90,8 @@ def build_from_file(task: str, f: HelmetFile, ctx: BuildContext, length: int, in
     )
 
 
-def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int) -> Sample:
+def build_rag(pool: Pool, ctx: BuildContext, job: Job) -> Sample:
+    task, index = job.task, job.index
     multi_gold = task == "kilt_hotpotqa"
     copies = PERMUTATIONS if multi_gold else len(DEPTHS)
     order = seeded_order(len(pool.items), "questions", task, ctx.seed)
@@ -123,9 +117,7 @@ def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int)
 
     ids, k = fit_units(
         ctx,
-        task,
-        length,
-        GEN,
+        job,
         head,
         tail,
         ANSWER_PREFIX,
@@ -136,10 +128,7 @@ def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int)
         "passages (the gold ones included)",
     )
     shown = layout(k)
-    return Sample(
-        task,
-        length,
-        index,
+    return job.sample(
         ids,
         item.answers,
         ANSWER_PREFIX,
@@ -158,11 +147,11 @@ def build_rag(task: str, pool: Pool, ctx: BuildContext, length: int, index: int)
 
 
 def _spec(name: str, description: str) -> TaskSpec:
-    def build(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
-        f = load_rag_file(name, ctx.data_dir or "", length, ctx.seed)
+    def build(ctx: BuildContext, job: Job) -> Sample:
+        f = load_rag_file(name, ctx.data_dir or "", job.length, ctx.seed)
         if f is not None:
-            return build_from_file(name, f, ctx, length, index)
-        return build_rag(name, load_rag(name, ctx.data_dir), ctx, length, index)
+            return build_from_file(f, ctx, job)
+        return build_rag(load_rag(name, ctx.data_dir), ctx, job)
 
     def pool_size(ctx: BuildContext, length: int) -> int:
         f = load_rag_file(name, ctx.data_dir or "", length, ctx.seed)
@@ -176,7 +165,7 @@ def _spec(name: str, description: str) -> TaskSpec:
         suite="helmet",
         category="rag",
         metric=HELMET_SUBEM,
-        tokens_to_generate=GEN,
+        tokens_to_generate=20,
         build=build,
         scoring_prefix=ANSWER_PREFIX,
         description=description,

@@ -22,7 +22,7 @@ from ctxgate.metrics.registry import NDCG_AT_10
 from ctxgate.seeding import derive_seed, seeded_order, seeded_sample
 from ctxgate.sources.helmet_files import HelmetFile, load_msmarco_file, pick_demos
 from ctxgate.sources.kilt import Demo, Passage, load_msmarco
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, interleave
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, interleave
 from ctxgate.tasks.fitting import SEP, fit_document, fit_units
 from ctxgate.tasks.registry import register
 
@@ -33,7 +33,6 @@ INSTRUCTION = (
     "format:\nRanking: ID3 > ID1 > ID2\n\n"
 )
 ANSWER_PREFIX = "Ranking:"
-GEN = 200
 SHOTS = 2
 PERMUTATIONS = 3
 
@@ -62,10 +61,10 @@ def balanced(passages: tuple[Passage, ...], rng: random.Random) -> list[Passage]
     return interleave(queues)
 
 
-def build_from_file(f: HelmetFile, ctx: BuildContext, length: int, index: int) -> Sample:
+def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
     """HELMET's prompt for line ``index`` of its evaluation set at this length. The passage format (with or without
     a title) follows the test line's first passage, for its demos too; rankings sort by label, stably."""
-    row = f.rows[index % len(f.rows)]
+    row = f.rows[job.index % len(f.rows)]
     titled = "title" in row["ctxs"][0]
 
     def passage(c: dict[str, Any]) -> Passage:
@@ -81,9 +80,7 @@ def build_from_file(f: HelmetFile, ctx: BuildContext, length: int, index: int) -
     shown = [passage(c) for c in row["ctxs"]]
     ids, _, cut = fit_document(
         ctx,
-        "msmarco_rerank",
-        length,
-        GEN,
+        job,
         INSTRUCTION + demo_text(demos),
         f"\n\nQuery: {row['query']}",
         ANSWER_PREFIX,
@@ -91,10 +88,7 @@ def build_from_file(f: HelmetFile, ctx: BuildContext, length: int, index: int) -
         SEP.join(passage_text(p) for p in shown),
         suffix="",
     )
-    return Sample(
-        "msmarco_rerank",
-        length,
-        index,
+    return job.sample(
         ids,
         tuple(f"{p.pid}:{p.label}" for p in shown),
         ANSWER_PREFIX,
@@ -111,14 +105,14 @@ def build_from_file(f: HelmetFile, ctx: BuildContext, length: int, index: int) -
     )
 
 
-def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
-    f = load_msmarco_file(ctx.data_dir or "", length, ctx.seed)
+def build_rerank(ctx: BuildContext, job: Job) -> Sample:
+    f = load_msmarco_file(ctx.data_dir or "", job.length, ctx.seed)
     if f is not None:
-        return build_from_file(f, ctx, length, index)
+        return build_from_file(f, ctx, job)
     pool = load_msmarco(ctx.data_dir)
     order = seeded_order(len(pool.items), "queries", "msmarco_rerank", ctx.seed)
-    item = pool.items[order[(index // PERMUTATIONS) % len(order)]]
-    perm = index % PERMUTATIONS
+    item = pool.items[order[(job.index // PERMUTATIONS) % len(order)]]
+    perm = job.index % PERMUTATIONS
     demos = seeded_sample(
         [d for d in pool.demos if d.key != item.key], SHOTS, "demos", "msmarco_rerank", item.key, ctx.seed
     )
@@ -129,9 +123,7 @@ def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
 
     ids, k = fit_units(
         ctx,
-        "msmarco_rerank",
-        length,
-        GEN,
+        job,
         INSTRUCTION + demo_text(demos),
         f"\n\nQuery: {item.question}",
         ANSWER_PREFIX,
@@ -143,10 +135,7 @@ def build_rerank(ctx: BuildContext, length: int, index: int) -> Sample:
     )
     shown = [kept[i] for i in layout(k)]
     qrels = tuple(f"{p.pid}:{p.label}" for p in shown)
-    return Sample(
-        "msmarco_rerank",
-        length,
-        index,
+    return job.sample(
         ids,
         qrels,
         ANSWER_PREFIX,
@@ -176,8 +165,8 @@ def msmarco_rerank() -> TaskSpec:
         suite="helmet",
         category="rerank",
         metric=NDCG_AT_10,
-        tokens_to_generate=GEN,
-        build=lambda ctx, L, i, rng: build_rerank(ctx, L, i),
+        tokens_to_generate=200,
+        build=build_rerank,
         scoring_prefix=ANSWER_PREFIX,
         default_samples=300,
         pool_size=pool_size,

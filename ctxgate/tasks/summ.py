@@ -22,7 +22,7 @@ from ctxgate.seeding import (
     helmet_unseeded_seeds,
 )
 from ctxgate.sources.judged import LongDoc, LongDocSet, load_infbench_sum, load_multi_lexsum
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_document
 from ctxgate.tasks.longqa import helmet_infbench
 from ctxgate.tasks.registry import register
@@ -60,11 +60,12 @@ def _helmet_multi_lexsum(data: LongDocSet, kept: list[int], index: int, seed: in
     return data.items[j], [data.demos[i] for i in helmet_first(len(data.demos), draw, SHOTS)]
 
 
-def build_summary(task: str, data: LongDocSet, ctx: BuildContext, length: int, index: int, gen: int) -> Sample:
+def build_summary(data: LongDocSet, ctx: BuildContext, job: Job) -> Sample:
+    task = job.task
     if task == "multi_lexsum":
-        item, demos = _helmet_multi_lexsum(data, kept_items(task, data, ctx), index, ctx.seed)
+        item, demos = _helmet_multi_lexsum(data, kept_items(task, data, ctx), job.index, ctx.seed)
     else:
-        item, demos = helmet_infbench(task, data.items, data.sha256, ctx, index)
+        item, demos = helmet_infbench(task, data.items, data.sha256, ctx, job.index)
     if task == "infbench_sum":
         head = (
             BOOK
@@ -81,11 +82,8 @@ def build_summary(task: str, data: LongDocSet, ctx: BuildContext, length: int, i
             + "\n\nNow, write a summary of the following legal documents.\nLegal documents:\n"
         )
         tail, style = "\n\nNow please summarize the case.", "legal"
-    ids, doc_tokens, cut = fit_document(ctx, task, length, gen, head, tail, PREFIX, "\n\n", item.context)
-    return Sample(
-        task,
-        length,
-        index,
+    ids, doc_tokens, cut = fit_document(ctx, job, head, tail, PREFIX, "\n\n", item.context)
+    return job.sample(
         ids,
         item.answers,
         PREFIX,
@@ -110,8 +108,8 @@ def _spec(name: str, gen: int, description: str) -> TaskSpec:
     def load(ctx: BuildContext) -> LongDocSet:
         return load_infbench_sum(ctx.data_dir) if name == "infbench_sum" else load_multi_lexsum(ctx.data_dir)
 
-    def build(ctx: BuildContext, length: int, index: int, rng: object) -> Sample:
-        return build_summary(name, load(ctx), ctx, length, index, gen)
+    def build(ctx: BuildContext, job: Job) -> Sample:
+        return build_summary(load(ctx), ctx, job)
 
     return TaskSpec(
         name=name,

@@ -7,7 +7,7 @@ import string
 
 from ctxgate.data.haystacks import NOISE_LINE
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, make_frame, need_room
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.registry import register
 
 HEAD = "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n"
@@ -70,28 +70,21 @@ def _example(ctx: BuildContext, budget: int, rng: random.Random) -> str:
     )
 
 
-def build_vt(ctx: BuildContext, length: int, index: int, rng: random.Random) -> Sample:
-    enc = ctx.encoder
-    gen = 30
+def build_vt(ctx: BuildContext, job: Job) -> Sample:
+    enc, rng = ctx.encoder, job.rng
     # Below RULER's smallest length (4K) the 500-token example would crowd out the task; it shrinks to a quarter.
-    example = _example(ctx, min(EXAMPLE_TOKENS, (length - gen) // 4), rng)
+    example = _example(ctx, min(EXAMPLE_TOKENS, (job.length - job.gen) // 4), rng)
     names, value, chain = _chain(rng, 5)
     answer_prefix = ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value)
     frame = make_frame(ctx, [example, HEAD], [TAIL.format(query=value)], answer_prefix)
-    budget = frame.budget(length, gen) - sum(enc.count("\n" + c) for c in chain)
+    budget = frame.budget(job.length, job.gen) - sum(enc.count("\n" + c) for c in chain)
     n_noise = budget // enc.count("\n" + NOISE_LINE)
-    need_room("vt", length, n_noise, 1)
+    need_room(job, n_noise, 1)
     lines, placed = _noise_with_chain(n_noise, chain, rng)
     pieces = [lines[0]] + ["\n" + line for line in lines[1:]]
     ids = frame.pre + tuple(i for p in enc.encode_many(pieces) for i in p) + frame.post
-    return Sample(
-        "vt",
-        length,
-        index,
-        ids,
-        tuple(names),
-        answer_prefix,
-        {"chain": chain, "chain_lines": placed, "haystack_units": n_noise},
+    return job.sample(
+        ids, tuple(names), answer_prefix, {"chain": chain, "chain_lines": placed, "haystack_units": n_noise}
     )
 
 

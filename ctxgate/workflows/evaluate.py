@@ -8,12 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxgate.records.refusal import Refusal
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.run.compose import ModelSpec, open_model
-from ctxgate.sources.errors import DataUnavailable
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks import all_tasks, get_task
-from ctxgate.tasks.base import TaskTooShort
 
 
 @dataclass(frozen=True)
@@ -111,8 +110,8 @@ def evaluate_checkpoint(
                     helmet_compat=settings.helmet_compat,
                     stop=_stop(settings, (reference or {}).get((t, L)), tolerance, t, L),
                 )
-            except (TaskTooShort, DataUnavailable):
-                continue  # no score: the same for every checkpoint unless the reference has one
+            except Refusal:  # a designed refusal (too short, data missing, short or unreadable): no score, which
+                continue  # the caller reads by gate.verdicts.unscored_verdict's rule, the reference as its baseline
         return results
     finally:
         loaded.close()
