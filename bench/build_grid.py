@@ -8,7 +8,7 @@ shipped tiny tokenizer and the fixture data. A prompt is counted when it obeys t
 budget <= length); a refusal is one of the designed ones (``BuildRefused``: too short, data short, data not given
 or unreadable); everything else is an error, printed with its first traceback line. ``--baseline REF`` builds the
 same grid with the code of a git ref of this repository (through its own sample iterator) in the same run, so the
-before and after counts stand side by side.
+before and after counts stand side by side, and says how many of the prompts both built are byte-identical.
 
 The default grid: every length from 1 to 64, then about 24 lengths per octave up to 8192, and the powers of two.
 """
@@ -52,6 +52,7 @@ except ImportError:  # code from before the entry point: its own iterator and it
         for _ in range(i):
             next(samples)
         return next(samples)
+digests = {}
 counts = collections.Counter()
 errors = collections.Counter()
 first = {}
@@ -84,7 +85,8 @@ for chat in job["chat"]:
                     first.setdefault(key, f"length {length}, sample {i}, chat {chat}: {over} tokens over")
                 else:
                     counts["prompt"] += 1
-print(json.dumps({"counts": counts, "errors": errors, "first": first}))
+                    digests[f"{spec.name}|{length}|{i}|{int(chat)}"] = s.digest()
+print(json.dumps({"counts": counts, "errors": errors, "first": first, "digests": digests}))
 """
 
 
@@ -170,10 +172,21 @@ def main() -> None:
                 capture_output=True,
             )
             try:
-                report(f"baseline {args.baseline}", run(base, job))
+                before = run(base, job)
+                report(f"baseline {args.baseline}", before)
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
-        report("this tree", run(ROOT, job))
+        after = run(ROOT, job)
+        report("this tree", after)
+        if args.baseline:
+            old, new = before["digests"], after["digests"]
+            assert isinstance(old, dict) and isinstance(new, dict)
+            both = set(old) & set(new)
+            changed = sorted(k for k in both if old[k] != new[k])
+            print(
+                f"prompts both built: {len(both)}, byte-identical: {len(both) - len(changed)}"
+                + (f"; changed: {', '.join(changed[:10])}" if changed else "")
+            )
 
 
 if __name__ == "__main__":
