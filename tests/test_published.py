@@ -128,6 +128,12 @@ def test_another_setting_gets_the_reasons_instead_of_a_verdict(tmp_path):
     subset["cases"] = [c for c in subset["cases"] if c["task"] != "cwe"]
     (entry,) = compare(subset, [row])[0]["lengths"]
     assert entry["verdict"] == "settings differ" and "missing: cwe" in entry["differs"][0]
+    shipped = _report(dict(row.scores))
+    shipped["run"]["haystack"] = "ctxgate's Wikipedia prose"
+    (other, *_) = compare(shipped, [row])[0]["lengths"]
+    assert other["verdict"] == "settings differ" and "the paper's Paul Graham's essays" in other["differs"][0]
+    shipped["run"]["haystack"] = "data/ruler/paul_graham_essays.txt"
+    assert compare(shipped, [row])[0]["lengths"][0]["verdict"] == "within"
     helmet = compare(_report({8192: 50.0}), [_row("helmet-figure6", "helmet_recall")])
     assert helmet == [] or helmet[0]["lengths"][0]["verdict"] in ("settings differ", "not measured")
 
@@ -232,3 +238,29 @@ def test_yi_ran_with_rulers_plain_template():
     """RULER Table 6: "Yi/Base: {task_template} {task_answer_prefix}", no chat format, though Table 4 marks it
     aligned."""
     assert {p.chat_template for p in rows_for("01-ai/Yi-34B-200K")} == {"off"}
+
+
+def test_each_ruler_category_table_states_its_bar_and_its_effective_lengths_follow_it():
+    """Tables 13-16 measure against Llama-2-7B's 4K score in the same table (the chat model's for aligned models,
+    the base model's for base ones): the source says which numbers, and each row's effective length is the longest
+    length that reaches its bar, as RULER's caption defines it ("the maximum length passing this threshold")."""
+    import re
+
+    for key in ("ruler-table13", "ruler-table14", "ruler-table15", "ruler-table16"):
+        rows = [p for p in all_published() if p.source.key == key]
+        m = re.search(
+            r"above Llama-2-7B-chat's ([\d.]+) \(aligned models\) or Llama-2-7B's ([\d.]+)", rows[0].source.what
+        )
+        assert m, rows[0].source.what
+        chat, base = float(m.group(1)), float(m.group(2))
+        for p in rows:
+            bar = base if "-base" in p.label else chat
+            # a score equal to the bar counts here (Table 16: LongAlpaca's 49.7 at 16K gives it 16K)
+            passing = max((L for L, s in p.scores.items() if s >= bar), default=0)
+            # at the longest length the tables print "128K" or ">128K", the latter for most models that claim more
+            want = (
+                {"<4K"}
+                if passing == 0
+                else {f"{passing // 1024}K"} | ({">128K"} if passing == max(p.scores) else set())
+            )
+            assert p.effective in want, (key, p.label, p.effective, bar)

@@ -42,6 +42,7 @@ class Published:
     claimed: str | None = None
     effective: str | None = None
     paper_id: str | None = None  # the id the paper gives, where the file files the model under another's
+    effective_bar: str | None = None  # what ``effective`` was measured against, as the table states it
 
 
 class UnknownModel(ValueError):
@@ -67,6 +68,7 @@ def all_published() -> tuple[Published, ...]:
             claimed=row.get("claimed"),
             effective=row.get("effective"),
             paper_id=row.get("paper_id"),
+            effective_bar=row.get("effective_bar"),
         )
         for row in data["score"]
     )

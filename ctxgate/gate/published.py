@@ -107,6 +107,12 @@ def _differs(report: Mapping[str, Any], row: Published, got: Measured, length: i
         if chat and chat != {wanted}:
             said = "with" if wanted else "without"
             why.append(f"the paper ran this model {said} its chat template; this run {'did not' if wanted else 'did'}")
+    haystack = str((report.get("run") or {}).get("haystack") or "")
+    if row.measure in ("ruler", "ruler_niah") and haystack and "paul_graham" not in haystack.lower():
+        why.append(
+            f"the essay haystack is {haystack}, the paper's Paul Graham's essays (5 of the NIAH tasks read it; "
+            "`ctxgate data fetch --ruler-essays` writes them)"
+        )
     if row.source.length_unit == "Llama-2 tokens":
         why.append("lengths here are counted in this model's tokenizer, the paper's in Llama-2 tokens")
     if not report.get("complete", True):
@@ -157,6 +163,7 @@ def compare(report: Mapping[str, Any], rows: Sequence[Published]) -> list[dict[s
                 "chat_template": row.chat_template,
                 "claimed": row.claimed,
                 "effective": row.effective,
+                "effective_bar": row.effective_bar,
                 "lengths": entries,
             }
         )

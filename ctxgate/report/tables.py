@@ -184,7 +184,21 @@ def published_lines(section: Mapping[str, Any]) -> list[str]:
             else:
                 word = "WITHIN" if e["verdict"] == "within" else "OUTSIDE"
                 out.append(f"{text}: {word} the band {_band(e)} (the interval ±{row['allowance']:g} points)")
-    return out
+    return out + [f"  {line}" for line in _reference_notes(section)]
+
+
+def _reference_notes(section: Mapping[str, Any]) -> list[str]:
+    """What the comparison rests on: each table's effective length with the bar it was measured against, and the
+    source of the band's allowance."""
+    notes = [
+        f"{row['label']} ({row['table']}): the paper's effective length {row['effective']}"
+        + (f" (above {row['effective_bar']})" if row.get("effective_bar") else "")
+        + (f", claimed {row['claimed']}" if row.get("claimed") else "")
+        for row in section["rows"]
+        if row.get("effective")
+    ]
+    allowances = sorted({(r["allowance"], r["allowance_source"]) for r in section["rows"]})
+    return notes + [f"band: the measured interval ±{a:g} points ({why})" for a, why in allowances]
 
 
 def _published_markdown(report: Mapping[str, Any]) -> list[str]:
@@ -203,8 +217,7 @@ def _published_markdown(report: Mapping[str, Any]) -> list[str]:
                 verdict = f"settings differ: {'; '.join(e['differs'])}" if differs else f"{e['verdict']} {_band(e)}"
                 cells += [_measured(e), f"{e['difference']:+.1f}", verdict]
             out.append("| " + " | ".join(cells) + " |")
-    allowances = sorted({(r["allowance"], r["allowance_source"]) for r in section["rows"]})
-    out += [""] + [f"- band: the measured interval ±{a:g} points ({why})" for a, why in allowances]
+    out += [""] + [f"- {line}" for line in _reference_notes(section)]
     return out
 
 

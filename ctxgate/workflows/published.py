@@ -43,7 +43,8 @@ def main(args: argparse.Namespace) -> int:
     if args.report is None:
         for p in rows_for(model):
             scores = ", ".join(f"{format_length(L)} {s:.1f}" for L, s in sorted(p.scores.items()))
-            extra = f"; effective {p.effective} of claimed {p.claimed}" if p.effective else ""
+            bar = f" (above {p.effective_bar})" if p.effective_bar else ""
+            extra = f"; effective {p.effective}{bar} of claimed {p.claimed}" if p.effective else ""
             print(f"{measure_label(p.measure)} ({p.source.paper}, {p.source.table}): {scores}{extra}")
         return 0
     try:
