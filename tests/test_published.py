@@ -6,6 +6,8 @@ The plugin matches a checkpoint by its config.json's ``_name_or_path`` and says 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxgate.data.published import UnknownModel, all_published, lookup, resolve, rows_for
+from ctxgate.data.published import UnknownModel, all_published, lookup, models, resolve, rows_for
 from ctxgate.gate.published import compare
 from ctxgate.lengths import parse_length
 from ctxgate.records.io import read_report
@@ -198,20 +200,58 @@ def test_an_unknown_reference_is_one_line_and_off_compares_nothing(tmp_path):
     assert "reference" not in json.loads((tmp_path / "run.json").read_text())
 
 
-def test_ctxgate_reproduce_prints_the_papers_setting():
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "ctxgate.cli", "reproduce", *args], capture_output=True, text=True)
+def _reproduce(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ctxgate", "reproduce", *args], capture_output=True, text=True)
 
-    both = run("Llama3.1 (8B)", "--checkpoint", "/ckpt", "--gpus", "4")
+
+def test_ctxgate_reproduce_prints_the_papers_setting():
+    both = _reproduce("Llama3.1 (8B)", "--checkpoint", "/ckpt", "--gpus", "4")
     assert both.returncode == 0, both.stderr
     ruler = next(x for x in both.stdout.splitlines() if x.startswith("pytest") and "-m ruler" in x)
     assert "--lengths 4k,8k,16k,32k,64k,128k --samples 500 --chat-template on" in ruler
-    assert f"--reference {LLAMA}" in ruler and ruler.endswith("-n 4") and "--model /ckpt" in ruler
+    assert f"--reference {LLAMA}" in ruler and "--backend vllm --tp 1 -n 4" in ruler and "--model /ckpt" in ruler
     helmet = next(x for x in both.stdout.splitlines() if x.startswith("pytest") and "-m helmet" in x)
     assert "--lengths 8k,16k,32k,64k,128k --chat-template task --data-dir data/ --helmet-tokenizer" in helmet
-    base = run("mistralai/Mixtral-8x7B-v0.1").stdout  # a base model of RULER's Table 12, in no HELMET table
-    assert "--chat-template off" in base and "-m helmet" not in base
-    assert run("nope").returncode == 2
+    base = _reproduce("mistralai/Mixtral-8x7B-v0.1").stdout  # a base model of RULER's Table 12, in no HELMET table
+    assert "--chat-template off" in base and "-m helmet" not in base and "--tp 2 -n 4" in base
+    assert _reproduce("nope").returncode == 2
+
+
+def _pytest_options() -> set[str]:
+    shown = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, cwd=ROOT).stdout
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", shown)) | {"-m", "-n"}
+
+
+def test_every_model_of_the_tables_gets_commands_that_run_as_printed_or_one_line_why_not():
+    """For each of the papers' models: no placeholder; each file argument made by a command printed before it;
+    pytest's options all exist; the GPUs per replica hold the weights and divide the node. API-only models are
+    refused in one line naming the key their API needs."""
+    known = _pytest_options()
+    for model in models():
+        done = _reproduce(model, "--gpus", "8")
+        if model.startswith(("gpt-", "gemini-", "claude-")):
+            assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (model, done.stderr)
+            assert "_API_KEY" in done.stderr
+            continue
+        assert done.returncode == 0, (model, done.stderr)
+        made: set[str] = set()
+        for line in done.stdout.splitlines():
+            if line.startswith("#"):
+                continue
+            words = shlex.split(line)
+            assert not [w for w in words if re.fullmatch(r"[A-Z][A-Z0-9_]{2,}", w)], (model, line)  # no placeholder
+            for flag in ("--to", "--local-dir"):
+                if flag in words:
+                    made.add(words[words.index(flag) + 1].rstrip("/"))
+            if words[0] != "pytest":
+                continue
+            assert {w for w in words if w.startswith("-")} <= known, (model, line)
+            for flag in ("--data-dir", "--helmet-tokenizer"):
+                if flag in words:
+                    assert words[words.index(flag) + 1].rstrip("/") in made, (model, flag, line)
+            tp, n = int(words[words.index("--tp") + 1]), int(words[words.index("-n") + 1])
+            assert tp * n == 8 and tp in (1, 2, 4, 8), (model, line)
+    assert "--gpus 8 or more" in _reproduce("databricks/dbrx-instruct", "--gpus", "4").stderr
 
 
 @pytest.mark.parametrize(
@@ -244,7 +284,6 @@ def test_each_ruler_category_table_states_its_bar_and_its_effective_lengths_foll
     """Tables 13-16 measure against Llama-2-7B's 4K score in the same table (the chat model's for aligned models,
     the base model's for base ones): the source says which numbers, and each row's effective length is the longest
     length that reaches its bar, as RULER's caption defines it ("the maximum length passing this threshold")."""
-    import re
 
     for key in ("ruler-table13", "ruler-table14", "ruler-table15", "ruler-table16"):
         rows = [p for p in all_published() if p.source.key == key]

@@ -1,72 +1,138 @@
 """``ctxgate reproduce MODEL``: the commands that run a model of the papers' tables in the papers' own setting
 (data, lengths, samples, chat policy, judge) on a GPU node, each with ``--reference MODEL`` so that the report
 holds the comparison with the published numbers. The setting comes from the published sources
-(``ctxgate/data/published.toml``), so the recipe and the comparison's "settings differ" rules agree."""
+(``ctxgate/data/published.toml``), so the recipe and the comparison's "settings differ" rules agree.
+
+Every command printed runs as printed where its resources are (GPUs, the hub for gated downloads, an API key):
+every file it names ships with ctxgate or is fetched or built by a command printed before it, and there is no
+placeholder. Open models run on vLLM, with tensor parallelism wide enough for their weights and a 128K KV cache;
+models that are only served by their makers' APIs have no command yet and are refused in one line."""
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import shlex
 import sys
 
 from ctxgate.data.published import Published, UnknownModel, resolve, rows_for
 from ctxgate.lengths import format_length
 
+GPU_GB = 80  # one H100 or A100 80GB
+HEADROOM = 1.3  # weights plus a 128K KV cache and activations, as a share of the bf16 weights
+# total parameters (billions) of the models whose id and table label do not spell them out
+PARAMS_B = {
+    "ai21labs/AI21-Jamba-1.5-Mini": 52.0,
+    "aws-prototyping/MegaBeam-Mistral-7B-512k": 7.2,
+    "microsoft/Phi-3-mini-128k-instruct": 3.8,
+    "microsoft/Phi-3-small-128k-instruct": 7.4,
+    "microsoft/Phi-3.5-mini-instruct": 3.8,
+    "mistralai/Mistral-Nemo-Instruct-2407": 12.2,
+    "mistralai/Mixtral-8x7B-v0.1": 46.7,
+    "princeton-nlp/Llama-3-8B-ProLong-512k-Instruct": 8.0,
+}
+# served only by their makers' APIs: the key each needs, for the message
+API_KEYS = {"gpt-": "OPENAI_API_KEY", "gemini-": "GEMINI_API_KEY", "claude-": "ANTHROPIC_API_KEY"}
+LLAMA2_TOKENIZER = "data/llama-2-tokenizer"
+_SIZE = re.compile(r"(?<![x\d.])(\d+(?:\.\d+)?)B\b", re.IGNORECASE)
+
+
+class NoRecipe(ValueError):
+    """A model of the tables that ctxgate cannot run as the paper did."""
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("reproduce", help="print the commands that reproduce a model's published numbers")
     p.add_argument("model", help="an id (meta-llama/Llama-3.1-8B-Instruct) or a paper's row label")
-    p.add_argument("--checkpoint", default=None, help="where the model is (default: the id, from the hub cache)")
-    p.add_argument("--gpus", type=int, default=8, help="xdist workers, one per GPU (default 8)")
+    p.add_argument("--checkpoint", default=None, help="where the model is (default: the id, downloaded first)")
+    p.add_argument("--gpus", type=int, default=8, help="GPUs of 80 GB on the node (default 8)")
     p.set_defaults(fn=main)
+
+
+def params_b(model: str, rows: list[Published]) -> float:
+    """Total parameters in billions: the largest size the id or a table label spells (``39B/141B`` is 141B)."""
+    if model in PARAMS_B:
+        return PARAMS_B[model]
+    sizes = [float(m) for text in [model, *(r.label for r in rows)] for m in _SIZE.findall(text)]
+    if not sizes:
+        raise NoRecipe(f"{model}: no parameter count known to size its GPUs; pass it to ctxgate's PARAMS_B")
+    return max(sizes)
+
+
+def tensor_parallel(billions: float) -> int:
+    """GPUs per replica: the smallest power of two whose memory holds the bf16 weights with HEADROOM."""
+    need = 2 * billions * HEADROOM / GPU_GB
+    return 1 << max(0, math.ceil(math.log2(need))) if need > 1 else 1
 
 
 def _lengths(rows: list[Published]) -> str:
     return ",".join(format_length(L).lower() for L in sorted({L for r in rows for L in r.scores}))
 
 
-def recipe(model: str, checkpoint: str, gpus: int) -> list[str]:
+def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
     rows = rows_for(model)
-    out = []
+    api = next((key for prefix, key in API_KEYS.items() if model.startswith(prefix)), None)
+    if api is not None:
+        raise NoRecipe(
+            f"{model} is served only by its maker's API ({api}), which takes text and counts tokens in a tokenizer "
+            "ctxgate cannot load; ctxgate runs checkpoints and servers that take token ids. Its published numbers "
+            f"are listed by `ctxgate published {model}`"
+        )
+    tp = tensor_parallel(params_b(model, rows))
+    if tp > gpus:
+        raise NoRecipe(
+            f"{model} needs {tp} GPUs of {GPU_GB} GB for its weights and a 128K KV cache (tensor parallel {tp}); "
+            f"--gpus {gpus} is too few: pass --gpus {tp} or more"
+        )
+    ref = shlex.quote(model)
+    out = [
+        "# vLLM in its own environment, once, in a ctxgate checkout (the official CUDA build)",
+        "VLLM_SPEC=vllm bash scripts/vllm_env.sh",
+    ]
+    if checkpoint is None:
+        out += [f"# the weights into the hub cache, which --model {model} reads (a gated model needs HF_TOKEN)"]
+        out += [f"hf download {ref}"]
+    ckpt = shlex.quote(checkpoint or model)
+    engine = f"--backend vllm --tp {tp} -n {gpus // tp}"
     ruler = [r for r in rows if r.source.key.startswith("ruler")]
     helmet = [r for r in rows if r.source.key.startswith("helmet")]
-    ckpt, ref = shlex.quote(checkpoint), shlex.quote(model)
     if ruler:
         r = ruler[0]
         chat = "on" if r.chat_template == "on" else "off"
         out += [
             f"# {r.source.paper}, {', '.join(dict.fromkeys(x.source.table for x in ruler))}: the 13 tasks at "
             f"{_lengths(ruler)}, {r.source.samples} samples each, chat template {chat} (the paper's Table 6 "
-            "templates; ctxgate applies the model's own)",
-            "# RULER's haystack is Paul Graham's essays (ctxgate ships Wikipedia prose); fetch them once:",
-            "ctxgate data fetch --to data/ --ruler-essays DATASET --essays-sha256 HEX",
+            "templates; ctxgate applies the model's own). The essay haystack is ctxgate's Wikipedia prose, not "
+            "RULER's Paul Graham essays: the comparison names that difference instead of a verdict",
             f"pytest --model {ckpt} -m ruler --lengths {_lengths(ruler)} --samples {r.source.samples} "
-            f"--chat-template {chat} --haystack data/ruler/paul_graham_essays.txt --reference {ref} "
-            f"--report out/ruler.json -n {gpus}",
+            f"--chat-template {chat} {engine} --reference {ref} --report out/ruler.json",
         ]
     if helmet:
         h = helmet[0]
         out += [
             f"# {h.source.paper}, {h.source.table}: the seven categories at {_lengths(helmet)}, HELMET's "
-            "per-dataset sample counts, each task's own chat policy, GPT-4o as the judge (OPENAI_API_KEY)",
+            "per-dataset sample counts, each task's own chat policy, GPT-4o as the judge (OPENAI_API_KEY). "
+            "HELMET's data, and Llama-2's tokenizer for its length selections (gated: HF_TOKEN):",
             "ctxgate data fetch --to data/",
+            f"hf download meta-llama/Llama-2-7b-hf tokenizer.json tokenizer_config.json special_tokens_map.json "
+            f"--local-dir {LLAMA2_TOKENIZER}",
             f"pytest --model {ckpt} -m helmet --lengths {_lengths(helmet)} --chat-template task --data-dir data/ "
-            f"--helmet-tokenizer LLAMA2_TOKENIZER_DIR --judge-model gpt-4o-2024-05-13 --reference {ref} "
-            f"--report out/helmet.json -n {gpus}",
-            "# HELMET counts its input lengths in Llama-2 tokens, ctxgate in the model's: the comparison names that "
-            "setting as different rather than giving a verdict",
+            f"--helmet-tokenizer {LLAMA2_TOKENIZER} --judge-model gpt-4o-2024-05-13 {engine} --reference {ref} "
+            "--report out/helmet.json",
         ]
     return out
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        model = resolve(args.model)
-    except UnknownModel as exc:
-        print(f"ctxgate reproduce: {exc}", file=sys.stderr)
-        return 2
     if args.gpus < 1:
         print(f"ctxgate reproduce: --gpus {args.gpus} must be 1 or more", file=sys.stderr)
         return 2
-    print("\n".join(recipe(model, args.checkpoint or model, args.gpus)))
+    try:
+        model = resolve(args.model)
+        lines = recipe(model, args.checkpoint, args.gpus)
+    except (UnknownModel, NoRecipe) as exc:
+        print(f"ctxgate reproduce: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
     return 0
