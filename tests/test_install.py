@@ -9,6 +9,7 @@ configured wheels (on the project machines the local CPU wheel), so no CUDA buil
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,21 @@ def test_the_wheel_runs_the_suite_from_an_empty_folder(fresh_python, tmp_path):
     assert (tmp_path / ".github" / "workflows" / "ctxgate.yml").is_file()
     gated = _run(fresh_python, tmp_path, *RUN, "--report", "out/run.json")
     assert gated.returncode == 0, gated.stdout[-3000:]
+    # the next step init prints runs as printed, path/to/ckpt (the documented placeholder) being the checkpoint
+    lines = init_done.stdout.splitlines()
+    first = next(lines[i + 1].strip() for i, line in enumerate(lines) if line.startswith("next"))
+    (tmp_path / "path" / "to").mkdir(parents=True)
+    (tmp_path / "path" / "to" / "ckpt").symlink_to(TINY)
+    bin_dir = str(Path(fresh_python).parent)
+    checked = subprocess.run(
+        ["bash", "-c", first],
+        cwd=tmp_path,
+        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert checked.returncode == 0 and "1 passed" in checked.stdout, checked.stdout[-3000:] + checked.stderr[-2000:]
     assert f"ctxgate thresholds: {tmp_path / 'thresholds.toml'} (found" in gated.stdout
     assert (tmp_path / "out" / "run.json").is_file()
 

@@ -58,5 +58,12 @@ def main(args: argparse.Namespace) -> int:
         if template.suffix in (".sh", ".sbatch"):
             dest.chmod(0o755)
         print(f"wrote {dest}")
-    print("next: pytest --model PATH/TO/CHECKPOINT (the thresholds are found from here up)")
+    print("next, a first check (path/to/ckpt is your checkpoint folder; the thresholds are found from here up):")
+    print(f"  {FIRST_CHECK}")
+    print("then the whole suite:")
+    print("  pytest --model path/to/ckpt -n 8")
     return 0
+
+
+# the next step printed: one quick case, so a new setup shows it works before a long run
+FIRST_CHECK = "pytest --model path/to/ckpt -k niah_single_1 --lengths 4k --samples 10"
