@@ -8,6 +8,7 @@ node id for the reports that never carry a record (a crashed worker, a case the 
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -201,6 +202,16 @@ def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | Non
     return StopRule(sequential.alpha, sequential.min_samples, max_samples=None), questions
 
 
+def _judge_later(report: str | None) -> str:
+    """How to score a case that waits for its judge: the command, on this run's report (HELMET's judge)."""
+    if report is None:
+        return "run with --report PATH to keep its outputs, then judge them with `ctxgate judge PATH --judge-model ...`"
+    return (
+        f"its outputs are in the report: score them later with `ctxgate judge {shlex.quote(report)} --judge-model "
+        "gpt-4o-2024-05-13` (HELMET's judge; the key from OPENAI_API_KEY), or with --judge-base-url your own server"
+    )
+
+
 def no_score(record: CaseRecord, cause: str, message: str, baseline: Baseline | None) -> NoReturn:
     """End a case that produced no score: skipped or failed by the one rule (``gate.verdicts.unscored_verdict``),
     its cause kept in the record."""
@@ -275,8 +286,7 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
         no_score(
             record,
             "judge_not_given",
-            f"{name} at {length}: {judge['reason']}; its outputs are in the report: "
-            "score them later with `ctxgate judge REPORT.json --judge-model MODEL`",
+            f"{name} at {length}: {judge['reason']}; {_judge_later(settings.report)}",
             baseline,
         )
     if baseline is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -88,6 +89,11 @@ def test_a_corrupt_data_line_fails_the_case_naming_file_and_line(real_suite, pyt
     (case,) = _report(pytester)["cases"]
     assert (case["verdict"], case["error_kind"]) == ("error", "data_unreadable")
     assert f"{test_file}:3: not valid JSON" in case["message"]
+    # the fix it suggests runs, on the data folder (not the file's own subfolder), and finds the damage
+    (fix,) = re.findall(r"`(ctxgate [^`]+)`", case["message"])
+    assert fix == f"ctxgate data verify {data}"
+    checked = subprocess.run([sys.executable, "-m", *fix.split()], capture_output=True, text=True)
+    assert checked.returncode == 1 and "icl/trec/test.jsonl" in checked.stdout, checked.stdout[-2000:]
 
 
 def test_a_judged_case_with_a_floor_and_no_judge_fails(real_suite, pytester):
@@ -103,13 +109,25 @@ def test_a_judged_case_with_a_floor_and_no_judge_fails(real_suite, pytester):
     assert "Gate floors: FAIL" in out
 
 
-def test_without_a_floor_a_case_whose_input_was_not_given_is_a_skip(real_suite, pytester):
+def test_without_a_floor_a_case_whose_input_was_not_given_is_a_skip(real_suite, pytester, judge_server):
     result = real_suite(
         "-k", "alce_asqa", "--lengths", "2k", "--samples", "2", "--data-dir", str(HELMET_DATA), "--report", "out/r.json"
     )
     (case,) = _report(pytester)["cases"]
     assert (case["verdict"], case["skip_kind"]) == ("skip", "judge_not_given")
     assert result.ret == 0
+    # the command it suggests runs as written where the judge's API answers (here the offline judge server, which
+    # the openai client reaches through OPENAI_BASE_URL as it would OpenAI's)
+    (fix,) = re.findall(r"`(ctxgate judge [^`]+)`", case["message"])
+    assert fix == "ctxgate judge out/r.json --judge-model gpt-4o-2024-05-13"
+    url, _ = judge_server
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": url}
+    judged = subprocess.run(
+        [sys.executable, "-m", *fix.split()], cwd=pytester.path, env=env, capture_output=True, text=True
+    )
+    assert judged.returncode == 0, judged.stdout[-2000:] + judged.stderr[-2000:]
+    (case,) = _report(pytester)["cases"]
+    assert case["judge"]["status"] == "judged" and case["score"] is not None
 
 
 # 2. Silent fallbacks -------------------------------------------------------------------------------------------

@@ -44,8 +44,8 @@ def _load(source: str, split: str, config: str | None, fix: str) -> tuple[dict[s
         problem = first_bad_line(p)  # datasets' own message for these names neither the line nor the fix
         if problem:
             raise DataUnavailable(
-                f"{problem}; restore the file (HELMET's release, or the hub dataset's split), "
-                f"then check its folder with `ctxgate data verify {p.parent}`"
+                f"{problem}; restore the file (HELMET's release, or the hub dataset's split)"
+                + verify_hint(p, ", then ")
             )
     import datasets  # heavy: only when a task that needs data is built
 
@@ -125,7 +125,26 @@ def read_jsonl(path: Path) -> tuple[dict[str, Any], ...]:
     """All records of one JSON-lines file of a data folder, in file order."""
     if not is_file(path):
         raise DataNotGiven(f"{path} does not exist; {FETCH_HINT}")
-    return load_rows(str(path), "train", None, f"check it with `ctxgate data verify {path.parent}`")
+    return load_rows(str(path), "train", None, verify_hint(path, "") or "restore the file")
+
+
+# the top folders of HELMET's data layout (its release, plus the suite's local copies of hub data)
+LAYOUT = ("alce", "icl", "infbench", "json_kv", "kilt", "msmarco", "multi_lexsum", "narrativeqa", "ruler")
+
+
+def data_root(path: Path) -> Path | None:
+    """The data folder (what --data-dir names) a file of HELMET's layout lies in; None outside that layout."""
+    for folder in path.parents:
+        if folder.name in LAYOUT:
+            return folder.parent
+    return None
+
+
+def verify_hint(path: Path, lead: str) -> str:
+    """``lead`` and the command that checks the data folder ``path`` lies in; "" for a file outside the layout
+    (a --squad file, say), which that command does not know."""
+    root = data_root(path)
+    return f"{lead}check the folder with `ctxgate data verify {root}`" if root is not None else ""
 
 
 def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str) -> tuple[dict[str, Any], ...]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ctxgate.memo import is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, first_bad_line, load_rows, read_local_or_hub
+from ctxgate.sources.files import FETCH_HINT, first_bad_line, load_rows, read_local_or_hub, verify_hint
 
 
 def _digest(obj: Any) -> str:
@@ -188,7 +188,7 @@ def load_alce(task: str, data_dir: str | None) -> CiteSet:
         raise DataUnavailable(f"{task}: {prompt} lacks {missing}; use HELMET's {prompt_name}")
     qampari = task == "alce_qampari"
     items = []
-    for i, r in enumerate(load_rows(str(test), "train", None, f"check it with `ctxgate data verify {root}`")):
+    for i, r in enumerate(load_rows(str(test), "train", None, verify_hint(test, "") or "restore the file")):
         _need(task, r, ("question", "docs", "answers" if qampari else "qa_pairs"), test, FETCH_HINT)
         answers = (
             tuple(tuple(a) for a in r["answers"])

@@ -16,7 +16,7 @@ from typing import Any
 from ctxgate.memo import is_file, memo
 from ctxgate.metrics.text import helmet_normalize
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, largest_k, read_jsonl, sha256_of
+from ctxgate.sources.files import FETCH_HINT, largest_k, read_jsonl, sha256_of, verify_hint
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def _check(record: dict[str, Any], path: Path, fields: tuple[str, ...]) -> None:
     if missing:
         raise DataUnavailable(
             f"{path}: a record lacks {', '.join(missing)} (has {', '.join(sorted(record))}); "
-            f"HELMET's layout is expected, check it with `ctxgate data verify {path.parent}`"
+            f"HELMET's layout is expected" + verify_hint(path, ", ")
         )
 
 
@@ -143,7 +143,7 @@ def load_rag(task: str, data_dir: str | None) -> Pool:
     if not items:
         raise DataUnavailable(
             f"{test}: no question has a gold passage (ctxs flagged has_answer, or containing an "
-            f"answer); check it with `ctxgate data verify {test.parent}`"
+            "answer)" + verify_hint(test, "; ")
         )
     demos = []
     for r in demo_rows:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ctxgate.memo import is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, read_jsonl
+from ctxgate.sources.files import FETCH_HINT, read_jsonl, verify_hint
 
 FOLDERS = {
     "helmet_multikey_2": "niah_multikey_2",
@@ -56,9 +56,7 @@ def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
     for n, r in enumerate(read_jsonl(path), start=1):
         missing = [k for k in FIELDS if k not in r]
         if missing:
-            raise DataUnavailable(
-                f"{path}: record {n} lacks {', '.join(missing)}; check the folder with `ctxgate data verify {data_dir}`"
-            )
+            raise DataUnavailable(f"{path}: record {n} lacks {', '.join(missing)}" + verify_hint(path, "; "))
         answers = r["outputs"] if isinstance(r["outputs"], list) else [r["outputs"]]
         records.append(RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], tuple(map(str, answers))))
     digest = hashlib.sha256(json.dumps([(x.context, x.query, x.answers) for x in records]).encode()).hexdigest()
