@@ -121,15 +121,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--helmet-tokenizer",
         default=None,
         metavar="PATH",
-        help="the tokenizer HELMET's length selections count in (NarrativeQA, Multi-LexSum, InfiniteBench: Llama-2's, "
-        "a local folder of meta-llama/Llama-2-7b-hf); default: the model's own",
+        help="the tokenizer HELMET's length selections and (with --helmet-compat) its pre-cut of long documents count "
+        "in (NarrativeQA, Multi-LexSum, InfiniteBench: Llama-2's, a local folder of meta-llama/Llama-2-7b-hf); "
+        "default: the model's own",
     )
     g.addoption(
         "--helmet-compat",
         action="store_true",
-        help="score with the reference's own rules, bugs included (multiple choice counts an empty "
-        "answer as right when the gold is A; ALCE reads citation [0] as the last document); see "
-        "docs/decisions.md",
+        help="HELMET's own behaviour where ctxgate's differs: its prompts for the long-document and citation tasks "
+        "(documents pre-cut in --helmet-tokenizer, ALCE's fixed document count, the context cut to fit) and its "
+        "scoring, bugs included (an empty multiple-choice answer right for gold A; ALCE's citation [0] read as "
+        "the last document); see docs/decisions.md",
     )
     g.addoption("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code to run")
     g.addoption(

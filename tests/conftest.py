@@ -98,6 +98,15 @@ def large_vocab_encoder(large_vocab_tokenizer) -> PieceEncoder:
 
 
 @pytest.fixture(scope="session")
+def sp_tokenizer():
+    """A SentencePiece-shaped tokenizer with a BOS (fixtures/sp_tokenizer.py): Llama-2's stand-in for HELMET's
+    length rules."""
+    from fixtures.sp_tokenizer import build_sp_tokenizer
+
+    return build_sp_tokenizer()
+
+
+@pytest.fixture(scope="session")
 def byte_encoder() -> PieceEncoder:
     return PieceEncoder(ByteTokenizer())
 

@@ -21,6 +21,7 @@ import pytest
 from ctxgate.run.case import build_samples
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tasks.build import build_sample
+from ctxgate.textcodec import HFTokenizer, PieceEncoder
 from tests.conftest import HELMET_DATA
 
 L = 8192
@@ -215,64 +216,74 @@ ALCE = {"alce_asqa": ("asqa_eval_gtr_top2000.json", "asqa_revised.json")}
 ALCE["alce_qampari"] = ("qampari_eval_gtr_top2000.json", "qampari_revised.json")
 
 
-@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
-@pytest.mark.parametrize("task", sorted(ALCE))
-def test_alce_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
+def alce_prompts(task: str) -> list[tuple[str, list[str]]]:
     """HELMET HEAD (eval.py, data.py load_alce): ``random.seed(42)``, then ``data.map`` draws
     ``random.sample(demos, 2)`` for every test item in file order; then ``data.shuffle(seed=42).select(...)``; the
-    documents (all of them: the fixture's fit at 32K) numbered from 1; ``Answer:`` after a blank line."""
+    documents numbered from 1. Per sample: the user text before the documents, and the documents."""
     test_file, prompt_file = ALCE[task]
     items = json.loads((HELMET_DATA / "alce" / test_file).read_text("utf-8"))
     spec = json.loads((HELMET_DATA / "alce" / prompt_file).read_text("utf-8"))
-    doc = spec["doc_prompt"]
 
-    def docs(ds: list[dict]) -> str:
-        return "\n\n".join(doc.format(**d, ID=i + 1) for i, d in enumerate(ds))
+    def docs(ds: list[dict]) -> list[str]:
+        return [spec["doc_prompt"].format(**d, ID=i + 1) for i, d in enumerate(ds)]
 
     random.seed(42)
     draws = [random.sample(spec["demos"], 2) for _ in items]
     order = datasets.Dataset.from_list([{"at": i} for i in range(len(items))]).shuffle(seed=42)["at"]
-    expected = []
+    out = []
     for at in order:
         demo_text = (
             "\n\n\n".join(
-                spec["demo_prompt"].format(**d, instruction=spec["instruction"], context=docs(d["docs"]))
+                spec["demo_prompt"].format(**d, instruction=spec["instruction"], context="\n\n".join(docs(d["docs"])))
                 for d in draws[at]
             )
             + "\n\n\n"
         )
-        user = f"{demo_text}{spec['instruction']}\n\nQuestion: {items[at]['question']}\n\n{docs(items[at]['docs'])}"
-        expected.append(wrap(hf_tokenizer, user, "", True) if chat else user + "\n\nAnswer:")
+        out.append(
+            (f"{demo_text}{spec['instruction']}\n\nQuestion: {items[at]['question']}\n\n", docs(items[at]["docs"]))
+        )
+    return out
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+@pytest.mark.parametrize("task", sorted(ALCE))
+def test_alce_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
+    """All the fixture's documents fit at 8K, so ctxgate shows them all, as HELMET's files would; ``Answer:`` after
+    a blank line."""
+    cases = alce_prompts(task)
+    expected = [
+        wrap(hf_tokenizer, head + "\n\n".join(docs), "", True) if chat else head + "\n\n".join(docs) + "\n\nAnswer:"
+        for head, docs in cases
+    ]
     ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(HELMET_DATA))
     builder = get_task(task)  # the builder itself: the fixture's documents fill 4K, short of the fill rule at 8K
-    samples = [build_sample(builder, ctx, L, i, 42, fill_rule=False) for i in range(len(items))]
-    assert all(s.meta["num_docs"] == len(items[at]["docs"]) for s, at in zip(samples, order))
+    samples = [build_sample(builder, ctx, L, i, 42, fill_rule=False) for i in range(len(cases))]
+    assert [s.meta["num_docs"] for s in samples] == [len(docs) for _, docs in cases]
     assert [hf_encoder.decode(s.input_ids) for s in samples] == expected
 
 
-def _long(hf_tokenizer, text: str, more_than: int) -> bool:
-    return len(hf_tokenizer(text)["input_ids"]) > more_than
+def _long(tokenizer, text: str, more_than: int) -> bool:
+    return len(tokenizer(text, verbose=False)["input_ids"]) > more_than
 
 
 def _rows(n: int) -> datasets.Dataset:
     return datasets.Dataset.from_list([{"at": i} for i in range(n)])
 
 
-@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
-def test_narrativeqa_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, helmet_data_long, chat):
+# (user text before the document, the document, user text after it) per sample, in HELMET's sample order
+Parts = list[tuple[str, str, str]]
+
+
+def narrativeqa_parts(folder, counting) -> Parts:
     """HELMET HEAD (data.py load_narrativeqa): the test split ``shuffle(seed=42)``, its documents over 131072 tokens
     kept in that order; ``data.map`` then takes two train questions from ``shuffle()`` without a seed for each kept
     question in order, numpy's global generator seeded with 42 when the model loaded (``transformers.set_seed``)."""
-    test = lines(helmet_data_long / "narrativeqa" / "test.jsonl")
-    train = lines(helmet_data_long / "narrativeqa" / "train.jsonl")
+    test = lines(folder / "narrativeqa" / "test.jsonl")
+    train = lines(folder / "narrativeqa" / "train.jsonl")
     np.random.seed(42)
-    order = [
-        i for i in _rows(len(test)).shuffle(seed=42)["at"] if _long(hf_tokenizer, test[i]["document"]["text"], 131072)
-    ]
-    ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(helmet_data_long))
-    samples = build_samples(get_task("narrativeqa"), ctx, 4096, len(order), 42)
-    assert len(order) == 3
-    for at, sample in zip(order, samples):
+    order = [i for i in _rows(len(test)).shuffle(seed=42)["at"] if _long(counting, test[i]["document"]["text"], 131072)]
+    out = []
+    for at in order:
         demos = [train[j] for j in _rows(len(train)).shuffle().select(range(2))["at"]]
         head = (
             "You are given a story, which can be either a novel or a movie script, and a question. Answer the "
@@ -280,32 +291,33 @@ def test_narrativeqa_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, hel
             + "\n\n".join(f"Question: {d['question']['text']}\nAnswer: {d['answers'][0]['text']}" for d in demos)
             + "\n\nNow, use the following story to answer the question:\n\n"
         )
-        text = hf_encoder.decode(sample.input_ids)
-        assert head in text and f"\n\nQuestion: {test[at]['question']['text']}" in text
+        out.append((head, test[at]["document"]["text"], f"\n\nQuestion: {test[at]['question']['text']}"))
+    return out
 
 
-@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
-def test_multi_lexsum_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, helmet_data_long, chat):
+def multi_lexsum_parts(folder, counting) -> Parts:
     """HELMET HEAD (data.py load_multi_lexsum): the cases with a short summary; ``all_data.map`` over train, then
     validation, draws two train summaries from an unseeded ``shuffle()`` for every case; the validation cases of at
     least 65536 tokens are the samples, in file order (no more than 100 here)."""
-    folder = helmet_data_long / "multi_lexsum"
-    train = [r for r in lines(folder / "train.jsonl") if r.get("summary/short") is not None]
-    val = [r for r in lines(folder / "validation.jsonl") if r.get("summary/short") is not None]
+    train = [r for r in lines(folder / "multi_lexsum" / "train.jsonl") if r.get("summary/short") is not None]
+    val = [r for r in lines(folder / "multi_lexsum" / "validation.jsonl") if r.get("summary/short") is not None]
     np.random.seed(42)
     draws = [_rows(len(train)).shuffle().select(range(2))["at"] for _ in train + val]
-    kept = [j for j, r in enumerate(val) if _long(hf_tokenizer, "\n\n".join(r["sources"]), 65535)]
-    ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(helmet_data_long))
-    samples = build_samples(get_task("multi_lexsum"), ctx, 4096, len(kept), 42)
-    assert len(kept) == 3
-    for j, sample in zip(kept, samples):
+    out = []
+    for j, r in enumerate(val):
+        context = "\n\n".join(r["sources"])
+        if not _long(counting, context, 65535):
+            continue
         summaries = "\n\n".join(f"Summary: {train[k]['summary/short']}" for k in draws[len(train) + j])
         head = (
+            "You are given the legal documents in a civil rights lawsuit, and you are tasked to summarize the case. "
+            "Write a concise summary of one paragraph (200 to 250 words). The summary should contain a short "
+            "description of the background, the parties involved, and the outcomes of the case.\n\n"
             f"Example summaries:\n\n{summaries}\n\nNow, write a summary of the following legal documents.\n"
             "Legal documents:\n"
         )
-        text = hf_encoder.decode(sample.input_ids)
-        assert head in text and sample.meta["item_id"] == str(val[j]["id"])
+        out.append((head, context, "\n\nNow please summarize the case."))
+    return out
 
 
 INFBENCH = {
@@ -329,14 +341,12 @@ INFBENCH = {
 }
 
 
-@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
-@pytest.mark.parametrize("task", sorted(INFBENCH))
-def test_infbench_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, helmet_data_long, task, chat):
+def infbench_parts(task: str, folder, counting) -> Parts:
     """HELMET HEAD (data.py load_infbench): a book's demos are ``data.filter(id != its id).shuffle(seed=42)``'s
     first two, over every book; the books of at least 65536 tokens are kept (file order) and ``shuffle(seed=42)``
     orders the samples; demos show ``[story text]`` for their book; MC's answer is the letter."""
     file, instruction = INFBENCH[task]
-    rows = lines(helmet_data_long / "infbench" / file)
+    rows = lines(folder / "infbench" / file)
     books = _rows(len(rows))
 
     def letter(r: dict) -> str:
@@ -352,12 +362,9 @@ def test_infbench_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, helmet
             return f"[story text]\nQuestion: {r['input']}\nOptions:\n{options(r)}\nAnswer: {letter(r)}"
         return f"[story text]\nSummary: {r['answer'][0].strip()}"
 
-    kept = [i for i, r in enumerate(rows) if len(hf_tokenizer(r["context"])["input_ids"]) >= 65536]
-    order = books.select(kept).shuffle(seed=42)["at"]
-    ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(helmet_data_long))
-    samples = build_samples(get_task(task), ctx, 4096, len(order), 42)
-    assert len(order) >= 2 and len(samples) == len(order)  # the fixtures' long books (the others are dropped)
-    for at, sample in zip(order, samples):
+    kept = [i for i, r in enumerate(rows) if _long(counting, r["context"], 65535)]
+    out = []
+    for at in books.select(kept).shuffle(seed=42)["at"]:
         demos = [rows[j] for j in books.filter(lambda x, at=at: x["at"] != at).shuffle(seed=42).select(range(2))["at"]]
         head = (
             instruction + "For example:\n\n" + "\n\n".join(map(shot, demos)) + "\n\nNow, read the following story:\n\n"
@@ -366,5 +373,126 @@ def test_infbench_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, helmet
         tail = "\n\nNow summarize the book." if task == "infbench_sum" else f"\n\nQuestion: {r['input']}"
         if task == "infbench_mc":
             tail += f"\nOptions:\n{options(r)}"
+        out.append((head, r["context"], tail))
+    return out
+
+
+def long_document_parts(task: str, folder, counting) -> Parts:
+    if task == "narrativeqa":
+        return narrativeqa_parts(folder, counting)
+    if task == "multi_lexsum":
+        return multi_lexsum_parts(folder, counting)
+    return infbench_parts(task, folder, counting)
+
+
+LONG_DOCUMENTS = ["infbench_mc", "infbench_qa", "infbench_sum", "multi_lexsum", "narrativeqa"]
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+@pytest.mark.parametrize("task", LONG_DOCUMENTS)
+def test_long_document_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, helmet_data_long, task, chat):
+    """ctxgate's own fit keeps HELMET's samples, demos and text around the document (the document is cut where the
+    model's tokenizer reaches L)."""
+    parts = long_document_parts(task, helmet_data_long, hf_tokenizer)
+    ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(helmet_data_long))
+    samples = build_samples(get_task(task), ctx, 4096, len(parts), 42)
+    assert len(parts) >= 2 and len(samples) == len(parts)  # the fixtures' long documents (the others are dropped)
+    for (head, context, tail), sample in zip(parts, samples):
         text = hf_encoder.decode(sample.input_ids)
-        assert head in text and tail in text and r["context"][:200] in text
+        assert head in text and tail in text and context[:200] in text
+
+
+# HELMET's configs: the pre-cut slack (L less the length in the dataset's name), the generation budget, and the
+# text between the user turn and the answer prefix without a chat template
+HELMET_CUTS = {
+    "narrativeqa": (300, 100, "\n", "Answer:"),
+    "infbench_qa": (210, 10, "\n\n", "Answer:"),
+    "infbench_mc": (210, 10, "\n\n", "Answer:"),
+    "infbench_sum": (1400, 1200, "\n\n", "Summary:"),
+    "multi_lexsum": (700, 400, "\n\n", "Summary:"),
+    "alce_asqa": (None, 300, "\n\n", "Answer:"),
+    "alce_qampari": (None, 300, "\n\n", "Answer:"),
+}
+OMITTED = " ... [the rest of the text is omitted]"
+
+
+def truncate_llama2(length_tokenizer, context: str, max_length: int) -> str:
+    """data.py ``truncate_llama2``, as written (offsets counted with the BOS)."""
+    separator_length = len(length_tokenizer(OMITTED)["input_ids"])
+    tokens = length_tokenizer(context, return_offsets_mapping=True, verbose=False)
+    if len(tokens["input_ids"]) > max_length:
+        context = context[: tokens["offset_mapping"][max_length - separator_length][1]] + OMITTED
+    return context
+
+
+def helmet_tokenize(tokenizer, head: str, context: str, tail: str, task: str, length: int, chat: bool) -> list[int]:
+    """model_utils.py ``tokenize`` for a fast tokenizer, as written (no system message: HELMET's default)."""
+    _, gen, separator, prefix = HELMET_CUTS[task]
+
+    def format_input(context: str) -> list[int]:
+        if chat:
+            prompt = tokenizer.apply_chat_template(
+                [{"role": "user", "content": head + context + tail}], tokenize=False, add_generation_prompt=True
+            )
+            return tokenizer([prompt], add_special_tokens=False)["input_ids"][0]
+        return tokenizer([head + context + tail + separator + prefix])["input_ids"][0]
+
+    ids = format_input(context)
+    if len(ids) > length - gen:
+        truncate_length = len(ids) - (length - gen)
+        context_tokens = tokenizer([context], return_offsets_mapping=True)
+        context = context[: context_tokens["offset_mapping"][0][-truncate_length][0]]
+        ids = format_input(context)
+    return ids
+
+
+@pytest.fixture(scope="module", params=["sp-length", "sp-model"])
+def tokenizers(request, hf_tokenizer, sp_tokenizer):
+    """(the model's tokenizer, --helmet-tokenizer): a BOS-less BPE model counted in a Llama-2-shaped tokenizer, and
+    the other way round."""
+    from fixtures.build_tiny import CHATML
+
+    sp_tokenizer.chat_template = CHATML
+    return (hf_tokenizer, sp_tokenizer) if request.param == "sp-length" else (sp_tokenizer, hf_tokenizer)
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+@pytest.mark.parametrize("task", LONG_DOCUMENTS)
+def test_helmet_compat_long_documents_are_helmets(tokenizers, helmet_data_long, task, chat):
+    """``--helmet-compat --helmet-tokenizer``: the prompt's ids are HELMET's, its pre-cut in the length tokenizer and
+    the cut of the context to L - gen in the model's included."""
+    model_tok, length_tok = tokenizers
+    encoder = PieceEncoder(HFTokenizer(model_tok))
+    ctx = BuildContext(
+        encoder=encoder,
+        chat=chat,
+        data_dir=str(helmet_data_long),
+        helmet_encoder=PieceEncoder(HFTokenizer(length_tok)),
+        helmet_tokenizer="sp",
+        helmet_compat=True,
+    )
+    parts = long_document_parts(task, helmet_data_long, length_tok)
+    slack = HELMET_CUTS[task][0]
+    for length in (4096, 8192):
+        samples = build_samples(get_task(task), ctx, length, len(parts), 42)
+        assert len(parts) >= 2 and len(samples) == len(parts)
+        for (head, context, tail), sample in zip(parts, samples):
+            cut = truncate_llama2(length_tok, context, length - slack)
+            assert list(sample.input_ids) == helmet_tokenize(model_tok, head, cut, tail, task, length, chat)
+            assert sample.meta["truncated"]
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
+@pytest.mark.parametrize("task", sorted(ALCE))
+def test_helmet_compat_alce_is_helmets(tokenizers, task, chat):
+    """``--helmet-compat``: ALCE shows HELMET's number of documents for the length (8 at 4K, 30 at 8K), the context
+    cut to L - gen in the model's tokenizer when over."""
+    model_tok, _ = tokenizers
+    encoder = PieceEncoder(HFTokenizer(model_tok))
+    ctx = BuildContext(encoder=encoder, chat=chat, data_dir=str(HELMET_DATA), helmet_compat=True)
+    cases = alce_prompts(task)
+    for length, shown in ((4096, 8), (8192, 30)):
+        samples = [build_sample(get_task(task), ctx, length, i, 42, fill_rule=False) for i in range(len(cases))]
+        for (head, docs), sample in zip(cases, samples):
+            expected = helmet_tokenize(model_tok, head, "\n\n".join(docs[:shown]), "", task, length, chat)
+            assert list(sample.input_ids) == expected

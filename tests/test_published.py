@@ -211,7 +211,10 @@ def test_ctxgate_reproduce_prints_the_papers_setting():
     assert "--lengths 4k,8k,16k,32k,64k,128k --samples 500 --chat-template on" in ruler
     assert f"--reference {LLAMA}" in ruler and "--backend vllm --tp 1 -n 4" in ruler and "--model /ckpt" in ruler
     helmet = next(x for x in both.stdout.splitlines() if x.startswith("pytest") and "-m helmet" in x)
-    assert "--lengths 8k,16k,32k,64k,128k --chat-template task --data-dir data/ --helmet-tokenizer" in helmet
+    assert (
+        "--lengths 8k,16k,32k,64k,128k --chat-template task --data-dir data/ --helmet-compat --helmet-tokenizer"
+        in helmet
+    )
     base = _reproduce("mistralai/Mixtral-8x7B-v0.1").stdout  # a base model of RULER's Table 12, in no HELMET table
     assert "--chat-template off" in base and "-m helmet" not in base and "--tp 2 -n 4" in base
     assert _reproduce("nope").returncode == 2

@@ -7,6 +7,8 @@ largest unit of each task with the shipped tiny tokenizer (a noise line is 25 to
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +19,7 @@ from ctxgate.run.case import build_samples
 from ctxgate.sources.errors import DataNotGiven
 from ctxgate.tasks import BuildContext, MaterialExhausted, TaskTooShort, all_tasks, get_task
 from ctxgate.tasks.build import build_sample
+from ctxgate.textcodec import HFTokenizer, PieceEncoder
 from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
 
 # essay tasks: a Wikipedia sentence of up to 50 words (~130 tiny tokens); the others as noted
@@ -158,6 +161,45 @@ def test_every_task_at_every_length_builds_a_prompt_within_the_rule_or_refuses(
     except Refusal as exc:
         assert exc.cause in (*BY_DESIGN, *NOT_GIVEN, *BROKEN), exc.cause
         assert str(exc) and "\n" not in str(exc), str(exc)  # one line, naming what and the fix
+        return
+    assert len(s.input_ids) + spec.tokens_to_generate <= length
+    assert s.answers and all(s.answers)
+
+
+HELMET_COMPAT = [
+    "alce_asqa",
+    "alce_qampari",
+    "infbench_mc",
+    "infbench_qa",
+    "infbench_sum",
+    "multi_lexsum",
+    "narrativeqa",
+]
+
+
+@pytest.fixture(scope="module")
+def sp_encoder(sp_tokenizer) -> PieceEncoder:
+    return PieceEncoder(HFTokenizer(sp_tokenizer))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    task=st.sampled_from(HELMET_COMPAT),
+    length=st.one_of(st.integers(1, 600), st.integers(1, 8192), st.sampled_from([4096, 8192])),
+    index=st.integers(0, 10_000),
+    chat=st.booleans(),
+)
+def test_helmet_compat_at_every_length_builds_a_prompt_within_the_rule_or_refuses(
+    hf_encoder, sp_encoder, task, length, index, chat
+):
+    """The same contract for HELMET's own prompts (``--helmet-compat``, pre-cut in a Llama-2-shaped tokenizer)."""
+    spec = get_task(task)
+    ctx = replace(ctx_for(hf_encoder, chat), helmet_compat=True, helmet_encoder=sp_encoder)
+    try:
+        s = build_sample(spec, ctx, length, index, 42)
+    except Refusal as exc:
+        assert exc.cause in (*BY_DESIGN, *NOT_GIVEN, *BROKEN), exc.cause
+        assert str(exc) and "\n" not in str(exc), str(exc)
         return
     assert len(s.input_ids) + spec.tokens_to_generate <= length
     assert s.answers and all(s.answers)

@@ -186,6 +186,7 @@ def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedM
         chat_by_task=chat == "task",
         helmet_encoder=_helmet_encoder(spec.helmet_tokenizer),
         helmet_tokenizer=spec.helmet_tokenizer,
+        helmet_compat=spec.helmet_compat,
     )
     # plain JSON values only: records travel to the xdist controller through execnet
     meta = json.loads(json.dumps({**run_meta(spec, backend, encoder, chat), **(run or {})}, default=str))

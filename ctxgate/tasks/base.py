@@ -96,6 +96,7 @@ class BuildContext:
     chat_by_task: bool = False  # the task's own chat-template policy decides (TaskSpec.chat_template)
     helmet_encoder: PieceEncoder | None = None  # --helmet-tokenizer: HELMET's length selections count in it
     helmet_tokenizer: str | None = None  # its folder, for messages and the report
+    helmet_compat: bool = False  # HELMET's own prompts where ctxgate's differ (tasks/helmet_compat.py)
 
 
 @dataclass(frozen=True)

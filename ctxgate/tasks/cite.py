@@ -3,10 +3,11 @@
 Prompt (HELMET): ``{demos}\\n\\n\\n{instruction}\\n\\nQuestion: {question}\\n\\n{context}``, ``Answer:`` after a blank
 line; instruction, demo and document formats come from HELMET's prompt files (``asqa_revised.json``,
 ``qampari_revised.json``), two demos with all their documents, joined by ``\\n\\n\\n``. Documents are numbered from
-1 in retrieval order; ctxgate shows as many whole ones as fit (HELMET: 8/30/75/165/345/700 for 4K-128K, pre-counted
-in Llama-2 tokens). Samples and demos are HELMET HEAD's (``eval.py``, ``data.py``: the seeded shuffle of the test
-items, and the draws of ``random.sample`` after ``random.seed``). 300 new tokens, chat template on. Correctness
-needs no judge; citations need an entailment judge (``--nli-model`` or the LLM judge).
+1 in retrieval order; ctxgate shows as many whole ones as fit. HELMET shows 8/30/75/165/345/700 for 4K-128K and
+cuts the end of the context to fit; so does ctxgate under ``--helmet-compat`` (``helmet_compat.py``). Samples and
+demos are HELMET HEAD's (``eval.py``, ``data.py``: the seeded shuffle of the test items, and the draws of
+``random.sample`` after ``random.seed``). 300 new tokens, chat template on. Correctness needs no judge; citations
+need an entailment judge (``--nli-model`` or the LLM judge).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ctxgate.seeding import helmet_permutation, helmet_sample_draws
 from ctxgate.sources.judged import load_alce
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_units
+from ctxgate.tasks.helmet_compat import ALCE_DOCS, helmet_ids
 from ctxgate.tasks.registry import register
 
 PREFIX = "Answer:"
@@ -47,7 +49,11 @@ def build_cite(ctx: BuildContext, job: Job) -> Sample:
     )
     head = f"{demos}\n\n\n{data.instruction}\n\nQuestion: {item.question}\n\n"
     units = _docs(data.doc_prompt, list(item.docs))
-    ids, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, lambda k: list(range(k)), 1, "documents")
+    if ctx.helmet_compat and job.length in ALCE_DOCS:
+        ids, shown = helmet_ids(ctx, job, head, "\n\n".join(units[: ALCE_DOCS[job.length]]), "", PREFIX, "\n\n")
+        k = sum(1 for i in range(len(units)) if len("\n\n".join(units[:i])) < len(shown))  # the last may be cut
+    else:
+        ids, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, lambda k: list(range(k)), 1, "documents")
     qampari = task == "alce_qampari"
     return job.sample(
         ids,

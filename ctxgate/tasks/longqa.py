@@ -23,7 +23,7 @@ from ctxgate.seeding import helmet_first, helmet_permutation, helmet_unseeded_se
 from ctxgate.sources.infbench import Book, load_infbench
 from ctxgate.sources.judged import load_narrativeqa
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
-from ctxgate.tasks.fitting import fit_document
+from ctxgate.tasks.helmet_compat import long_document
 from ctxgate.tasks.registry import register
 from ctxgate.tasks.selection import Document, helmet_selection
 
@@ -87,7 +87,7 @@ def build_longqa(ctx: BuildContext, job: Job) -> Sample:
         answers: tuple[str, ...] = (gold_letter(book), f"{gold_letter(book)}. {book.answers[0]}")
     else:
         answers = book.answers
-    ids, story_tokens, cut = fit_document(ctx, job, head, tail, ANSWER_PREFIX, "\n\n", book.context)
+    ids, story_tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n\n", book.context)
     return job.sample(
         ids,
         answers,
@@ -150,7 +150,7 @@ def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
         + "\n\n".join(f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
         + "\n\nNow, use the following story to answer the question:\n\n"
     )
-    ids, story_tokens, cut = fit_document(
+    ids, story_tokens, cut = long_document(
         ctx,
         job,
         NQA_INSTRUCTION + demo,

@@ -23,7 +23,7 @@ from ctxgate.seeding import (
 )
 from ctxgate.sources.judged import LongDoc, LongDocSet, load_infbench_sum, load_multi_lexsum
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
-from ctxgate.tasks.fitting import fit_document
+from ctxgate.tasks.helmet_compat import long_document
 from ctxgate.tasks.longqa import helmet_infbench
 from ctxgate.tasks.registry import register
 from ctxgate.tasks.selection import helmet_selection
@@ -82,7 +82,7 @@ def build_summary(data: LongDocSet, ctx: BuildContext, job: Job) -> Sample:
             + "\n\nNow, write a summary of the following legal documents.\nLegal documents:\n"
         )
         tail, style = "\n\nNow please summarize the case.", "legal"
-    ids, doc_tokens, cut = fit_document(ctx, job, head, tail, PREFIX, "\n\n", item.context)
+    ids, doc_tokens, cut = long_document(ctx, job, head, tail, PREFIX, "\n\n", item.context)
     return job.sample(
         ids,
         item.answers,

@@ -198,7 +198,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--seed", type=int, default=42)
     b.add_argument("--chat-template", default="task", choices=("task", "auto", "on", "off"))
     b.add_argument("--data-dir", default=None, help="HELMET's data folder, as for pytest")
-    b.add_argument("--helmet-compat", action="store_true", help="score with the reference's own rules")
+    b.add_argument("--helmet-compat", action="store_true", help="HELMET's own prompts and scoring rules")
     b.add_argument("--dtype", default="auto")
     b.add_argument("--thresholds", default=None, help="tolerances and confidence from this thresholds file")
     b.add_argument("--tolerance", type=float, default=None, help="points a case may drop (overrides thresholds)")

@@ -113,13 +113,14 @@ def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
         out += [
             f"# {h.source.paper}, {h.source.table}: the seven categories at {_lengths(helmet)}, HELMET's "
             "per-dataset sample counts, each task's own chat policy, GPT-4o as the judge (OPENAI_API_KEY). "
-            "HELMET's data, and Llama-2's tokenizer for its length selections (gated: HF_TOKEN):",
+            "HELMET's data, its own prompts and scoring, and Llama-2's tokenizer for its length rules "
+            "(gated: HF_TOKEN):",
             "ctxgate data fetch --to data/",
             f"hf download meta-llama/Llama-2-7b-hf tokenizer.json tokenizer_config.json special_tokens_map.json "
             f"--local-dir {LLAMA2_TOKENIZER}",
             f"pytest --model {ckpt} -m helmet --lengths {_lengths(helmet)} --chat-template task --data-dir data/ "
-            f"--helmet-tokenizer {LLAMA2_TOKENIZER} --judge-model gpt-4o-2024-05-13 {engine} --reference {ref} "
-            "--report out/helmet.json",
+            f"--helmet-compat --helmet-tokenizer {LLAMA2_TOKENIZER} --judge-model gpt-4o-2024-05-13 {engine} "
+            f"--reference {ref} --report out/helmet.json",
         ]
     return out
 

@@ -1,0 +1,100 @@
+"""HELMET's own prompts for its long-document and citation tasks (``--helmet-compat``).
+
+HELMET HEAD cuts these seven tasks' prompts twice. ``data.py`` pre-cuts each long document (``truncate_llama2``) in
+Llama-2's tokenizer to the length in its dataset's name, which is L less a slack per task (the configs: NarrativeQA
+300, InfiniteBench QA and MC 210, InfiniteBench Sum 1400, Multi-LexSum 700), ending it with
+`` ... [the rest of the text is omitted]``. ALCE shows a fixed number of documents per length instead. Then
+``model_utils.tokenize`` formats the whole prompt as text and tokenizes it in the model's tokenizer. When that is
+longer than L - gen, it cuts as many tokens from the end of the context (no suffix) and tokenizes once more.
+
+ctxgate's own builds (``fitting.py``) count in the model's tokenizer and join token ids, so a prompt fills L. These
+builds give HELMET's ids instead, for a comparison with HELMET's numbers. Llama-2's pre-cut counts in
+``--helmet-tokenizer`` when given, else in the model's tokenizer. Where HELMET's one re-cut still leaves the prompt
+over L - gen (a token merged at the seam), ctxgate cuts again until the length rule holds (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from ctxgate.tasks.base import BuildContext, Job, need_room, too_short
+from ctxgate.tasks.fitting import MIN_DOCUMENT_TOKENS, OMITTED, fit_document
+from ctxgate.textcodec import PieceEncoder
+
+# L minus the length in HELMET's dataset names (configs/longqa.yaml, summ.yaml and their _short variants)
+PRECUT_SLACK = {"narrativeqa": 300, "infbench_qa": 210, "infbench_mc": 210, "infbench_sum": 1400, "multi_lexsum": 700}
+# the documents ALCE shows at each of HELMET's lengths (configs/cite.yaml, cite_short.yaml; 4K from the paper)
+ALCE_DOCS = {4096: 8, 8192: 30, 16384: 75, 32768: 165, 65536: 345, 131072: 700}
+
+
+def transformers_tokenizer(enc: PieceEncoder, flag: str) -> Any:
+    """The ``transformers`` tokenizer behind ``enc``: HELMET's cuts need its offsets and its chat template."""
+    tok = getattr(enc.raw, "tok", None)
+    if tok is None:
+        raise ValueError(f"{flag} needs a Hugging Face tokenizer, and this backend has none: drop --helmet-compat")
+    return tok
+
+
+def precut(ctx: BuildContext, job: Job, text: str) -> str:
+    """``truncate_llama2``: a document longer than L - slack tokens keeps its first L - slack - len(suffix) tokens
+    (both counted with BOS, as HELMET counts) and ends with the suffix."""
+    enc = ctx.helmet_encoder or ctx.encoder
+    tok = transformers_tokenizer(enc, "--helmet-tokenizer" if ctx.helmet_encoder else "--helmet-compat")
+    keep = job.length - PRECUT_SLACK[job.task]
+    separator = len(tok(OMITTED)["input_ids"])
+    need_room(job, keep - separator, MIN_DOCUMENT_TOKENS, "document tokens after HELMET's pre-cut")
+    return _precut(enc, text, keep, separator)
+
+
+@functools.lru_cache(maxsize=16)
+def _precut(enc: PieceEncoder, text: str, keep: int, separator: int) -> str:
+    # NarrativeQA asks many questions of one script: each document is tokenized once per length
+    tok = transformers_tokenizer(enc, "--helmet-tokenizer")
+    offsets = tok(text, return_offsets_mapping=True, verbose=False)["offset_mapping"]
+    if len(offsets) <= keep:
+        return text
+    return text[: offsets[keep - separator][1]] + OMITTED
+
+
+def helmet_ids(
+    ctx: BuildContext, job: Job, head: str, context: str, tail: str, answer_prefix: str, separator: str
+) -> tuple[tuple[int, ...], str]:
+    """``model_utils.tokenize``: the prompt's ids in the model's tokenizer, the context cut from its end while the
+    prompt is over L - gen; also the context as shown."""
+    tok = transformers_tokenizer(ctx.encoder, "--helmet-compat")
+    limit = job.length - job.gen
+
+    def render(shown: str) -> list[int]:
+        user = head + shown + tail
+        if ctx.chat:
+            chat = tok.apply_chat_template(
+                [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+            )
+            return list(tok(chat, add_special_tokens=False, verbose=False)["input_ids"])
+        return list(tok(user + separator + answer_prefix, verbose=False)["input_ids"])
+
+    ids = render(context)
+    while len(ids) > limit:
+        over = len(ids) - limit
+        if tok.is_fast:
+            starts = [start for start, _ in tok(context, return_offsets_mapping=True, verbose=False)["offset_mapping"]]
+            shorter = context[: starts[-over]] if over <= len(starts) else ""
+        else:  # HELMET decodes the kept ids of a tokenizer without offsets
+            shorter = tok.decode(tok(context, verbose=False)["input_ids"][:-over])
+        if len(shorter) >= len(context) or not shorter:
+            raise too_short(job, f"its fixed parts take {over} tokens more than the context holds")
+        context = shorter
+        ids = render(context)
+    return tuple(ids), context
+
+
+def long_document(
+    ctx: BuildContext, job: Job, head: str, tail: str, answer_prefix: str, separator: str, text: str
+) -> tuple[tuple[int, ...], int, bool]:
+    """A long-document prompt (``fit_document``'s contract): HELMET's under ``--helmet-compat``, else ctxgate's."""
+    if not ctx.helmet_compat:
+        return fit_document(ctx, job, head, tail, answer_prefix, separator, text)
+    ids, shown = helmet_ids(ctx, job, head, precut(ctx, job, text), tail, answer_prefix, separator)
+    (shown_ids,) = ctx.encoder.encode_fresh([shown])
+    return ids, len(shown_ids), shown != text
