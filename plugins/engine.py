@@ -21,6 +21,7 @@ import pytest
 from ctxgate.backends.adapters import adapter_fingerprint, find_adapter, hf_folder, merged_model
 from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer
 from ctxgate.backends.devices import visible_gpus
+from ctxgate.backends.endpoint import ENDPOINT_APIS
 from ctxgate.backends.overrides import OverrideError, applied
 from ctxgate.backends.sharded import distributed_fingerprint, find_distributed, sharded_model
 from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python, replica_devices, start_all
@@ -45,6 +46,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--served-model",
         default=None,
         help="the model name the server serves (default: the only one it lists, or --model when that is not a folder)",
+    )
+    g.addoption(
+        "--endpoint-api",
+        default="completions",
+        choices=ENDPOINT_APIS,
+        help="--backend openai: completions (default: token ids, the tokenizer checked against the server's) or chat "
+        "(one user message of text, for models served only as chat: GPT-4o, Gemini, Claude; --tokenizer counts)",
+    )
+    g.addoption(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="NAME",
+        help="--backend openai: the environment variable holding the server's API key (default %(default)s)",
     )
     g.addoption(
         "--concurrency",
@@ -100,6 +114,8 @@ class EngineSettings:
     server_logs: tuple[str, ...] = ()  # --backend vllm: each server's log, for the error when one dies
     tokenizer: str | None = None
     served_model: str | None = None
+    endpoint_api: str = "completions"
+    api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = 8
     request_timeout: float = 600.0
     request_retries: int = 4
@@ -138,6 +154,12 @@ def read(config: pytest.Config, backend: str) -> EngineSettings:
     for url in urls:
         if not url.startswith(("http://", "https://")):
             raise pytest.UsageError(f"--base-url {url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
+    if config.getoption("--endpoint-api") == "chat" and backend != "openai":
+        raise pytest.UsageError("--endpoint-api chat is for --backend openai (a server you run)")
+    if config.getoption("--endpoint-api") == "chat" and config.getoption("--chat-template") == "off":
+        raise pytest.UsageError(
+            "--endpoint-api chat sends user messages, which the server wraps: drop --chat-template off"
+        )
     if urls and backend != "openai":
         raise pytest.UsageError(
             "--base-url is for --backend openai (a server you run); with --backend vllm the suite starts its own"
@@ -146,6 +168,8 @@ def read(config: pytest.Config, backend: str) -> EngineSettings:
         base_urls=urls,
         tokenizer=config.getoption("--tokenizer"),
         served_model=config.getoption("--served-model"),
+        endpoint_api=config.getoption("--endpoint-api"),
+        api_key_env=config.getoption("--api-key-env"),
         concurrency=config.getoption("--concurrency"),
         request_timeout=config.getoption("--request-timeout"),
         request_retries=config.getoption("--request-retries"),

@@ -70,6 +70,8 @@ def _served(run: Settings, engine: EngineSettings) -> Served:
         engine.concurrency,
         engine.request_timeout,
         max_retries=engine.request_retries,
+        key_env=engine.api_key_env,
+        api=engine.endpoint_api,
     )
     numerics = (  # the suite started these servers: it knows what changes their numerics
         {

@@ -30,15 +30,21 @@ CASES = ("-k", "niah_single_1", "--lengths", "1k,4k", "--samples", "20")
 
 @pytest.fixture(scope="module")
 def vllm_url(tmp_path_factory: pytest.TempPathFactory):
-    """A real vLLM server on the shipped checkpoint, started the way --backend vllm starts its own."""
+    """A real vLLM server on the shipped checkpoint, started the way --backend vllm starts its own. Its chat
+    endpoint renders a user message as the bare text (the checkpoint is a base model without a template), which is
+    what a maker's chat API does with the prompt around its own template."""
+    from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
     from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python
 
     try:
         python = find_python(None, [ROOT])
     except EngineError as exc:
         pytest.fail(f"{exc} (scripts/test.sh installs it)")
+    folder = tmp_path_factory.mktemp("vllm")
+    (folder / "bare.jinja").write_text(BARE_CHAT_TEMPLATE)
     server = VLLMServer(
-        EngineSpec(python, str(TINY), max_model_len=8192), tmp_path_factory.mktemp("vllm") / "server.log"
+        EngineSpec(python, str(TINY), max_model_len=8192, extra_args=("--chat-template", str(folder / "bare.jinja"))),
+        folder / "server.log",
     )
     server.start()
     try:
@@ -174,6 +180,39 @@ def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, t
     for path in (tmp_path / "out").rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_the_chat_api_sends_the_prompt_as_one_user_message_and_matches_hf(proxy, hf_run, tmp_path):
+    """``--endpoint-api chat``: the prompt goes as the text of one user message (RULER's input and answer prefix),
+    the key from --api-key-env; the outputs are the HF backend's, sample for sample."""
+    url, stats = proxy
+    result = run(
+        tmp_path,
+        *CASES,
+        "--backend",
+        "openai",
+        "--endpoint-api",
+        "chat",
+        "--api-key-env",
+        "CTXGATE_TEST_KEY",
+        "--base-url",
+        url,
+        "--report",
+        "out/r.json",
+        "--no-cache",
+        env={"CTXGATE_TEST_KEY": SECRET},
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(hf_run / "hf.predictions.jsonl")
+    seen = stats()
+    assert seen["requests"].get("/v1/chat/completions") == 40 and "/v1/completions" not in seen["requests"]
+    assert "/tokenize" not in seen["requests"]  # a chat API takes text: no ids to check
+    assert all(a == f"Bearer {SECRET}" for a in seen["authorization"])
+    assert json.loads((tmp_path / "out" / "r.json").read_text())["run"]["backend"]["api"] == "chat"
+    off = run(
+        tmp_path, *CASES, "--backend", "openai", "--endpoint-api", "chat", "--base-url", url, "--chat-template", "off"
+    )
+    assert off.returncode == 4 and "drop --chat-template off" in off.stdout + off.stderr
 
 
 def test_vllm_backend_starts_serves_and_stops_its_own_engine(hf_run, tmp_path):

@@ -8,6 +8,12 @@ with the fewest in flight. Transient failures are retried with backoff (``ctxgat
 stays unreachable is dropped, and when none is left every request fails at once with ``BackendDown``. The API key
 is read from the environment and lives only in the openai client; reports record URLs without credentials.
 Decoding is greedy (temperature 0), as the HF backend's.
+
+``api="chat"`` is for models served only as chat (GPT-4o, Gemini, Claude through their OpenAI-compatible APIs). The
+suite then builds every prompt as a chat prompt under a bare template (``BARE_CHAT_TEMPLATE``: the user text as
+is), and sends that text as one user message, which the server wraps in its own template. This is how RULER
+(``input + answer_prefix``) and HELMET (the user template) send prompts to these APIs. The local tokenizer
+(``--tokenizer``: the model's, or the nearest public one) only counts; nothing can check it against the server.
 """
 
 from __future__ import annotations
@@ -61,6 +67,12 @@ class EndpointSettings:
     time_limit_s: float = 1800.0  # one sample, retries included; scaled like timeout_s
     max_retries: int = 4
     key_env: str = "OPENAI_API_KEY"
+    api: str = "completions"  # or "chat": one user message of text (ENDPOINT_APIS)
+
+
+ENDPOINT_APIS = ("completions", "chat")
+# chat API: the suite's chat prompt is the user text alone; the server adds its own template
+BARE_CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"
 
 
 @dataclass
@@ -102,6 +114,9 @@ class EndpointBackend:
         self._openai = openai
         self._lock = threading.Lock()
         self.settings = settings
+        self.chat_api = settings.api == "chat"
+        if self.chat_api:
+            tokenizer.chat_template = BARE_CHAT_TEMPLATE
         self.hf_tokenizer = tokenizer
         self.tokenizer = HFTokenizer(tokenizer)
         key = os.environ.get(settings.key_env) or "EMPTY"  # local servers take any key
@@ -111,7 +126,8 @@ class EndpointBackend:
         ]
         for replica in self.replicas:
             self._describe_server(replica)
-            self._check_tokenizer(replica, tokenizer_name)
+            if not self.chat_api:  # a chat API takes text: there are no ids to compare
+                self._check_tokenizer(replica, tokenizer_name)
         models = sorted({r.model for r in self.replicas})
         if len(models) > 1:
             raise EndpointError(
@@ -150,7 +166,8 @@ class EndpointBackend:
         restarted on other weights under the same name), so its outputs are never cached."""
         if not self._weights_known:
             return None
-        return {"served": self.fingerprint["served"], "engine": self.engine}
+        chat = {"api": "chat"} if self.chat_api else {}  # the same ids sent as text to a chat template
+        return {"served": self.fingerprint["served"], "engine": self.engine, **chat}
 
     # start-up ----------------------------------------------------------------------------------------------------
     def _root(self, replica: Replica) -> str:
@@ -182,6 +199,11 @@ class EndpointBackend:
         listed = self._retrying(lambda: list(replica.client.models.list()), replica, "the model list")
         names = [m.id for m in listed]
         wanted = self.settings.served_model
+        if self.chat_api and wanted is not None and wanted not in names:
+            # a maker's API lists some models under another name ("models/gemini-1.5-pro-001") and takes the plain
+            # one; a wrong name is refused by the first request, naming --served-model
+            replica.model = wanted
+            return
         if not names:
             raise EndpointError(
                 f"{redact_url(replica.url)} lists no model at /models: the server is still loading "
@@ -300,21 +322,7 @@ class EndpointBackend:
         while True:
             replica = self._pick()
             try:
-                resp = self._retrying(
-                    lambda: _completion(
-                        replica.client.completions.create(
-                            model=replica.model,
-                            prompt=list(r.input_ids),
-                            max_tokens=params.max_new_tokens,
-                            temperature=0.0,
-                            stop=list(params.stop_strings) or None,
-                            timeout=self.settings.timeout_s * scale,
-                        )
-                    ),
-                    replica,
-                    "a completion",
-                    scale,
-                )
+                resp = self._retrying(lambda: self._send(replica, r, params, scale), replica, "a completion", scale)
             except BackendDown as exc:
                 why = f"{exc} (at {time.strftime('%H:%M:%S')})"
                 if self._diagnose is not None:
@@ -331,7 +339,24 @@ class EndpointBackend:
             choice = resp.choices[0]  # _completion made sure there is one
             tokens = int(getattr(resp.usage, "completion_tokens", 0) or 0)
             finish = "length" if choice.finish_reason == "length" else "stop"
-            return Generation(choice.text or "", tokens, finish)
+            # a chat reply a provider filtered has no content: an empty output, scored as one
+            text = (choice.message.content if self.chat_api else choice.text) or ""
+            return Generation(text, tokens, finish)
+
+    def _send(self, replica: Replica, r: Request, params: GenerationParams, scale: float) -> Any:
+        common = {
+            "model": replica.model,
+            "max_tokens": params.max_new_tokens,
+            "temperature": 0.0,
+            "stop": list(params.stop_strings) or None,
+            "timeout": self.settings.timeout_s * scale,
+        }
+        if self.chat_api:
+            text = self.hf_tokenizer.decode(list(r.input_ids), skip_special_tokens=True)
+            return _completion(
+                replica.client.chat.completions.create(messages=[{"role": "user", "content": text}], **common)
+            )
+        return _completion(replica.client.completions.create(prompt=list(r.input_ids), **common))
 
     def window_of(self, limit: int) -> Window:
         """The suite's own servers are started as long as the model's positions allow; a server the user runs has
@@ -362,6 +387,7 @@ class EndpointBackend:
             "served_model": self.replicas[0].model,
             "server_version": self.replicas[0].version,
             "max_model_len": self.max_positions,
+            "api": self.settings.api,
             "concurrency": self.concurrency,
             **({"engine": self.engine} if self.engine else {}),  # what the suite's own servers were started with
         }

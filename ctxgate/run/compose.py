@@ -171,6 +171,8 @@ def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedM
     except ChatTemplateError as exc:
         raise ModelError(f"the tokenizer of {spec.model!r}", exc) from exc
     chat = resolve_chat(spec.chat_template, encoder.has_chat_template)
+    if getattr(backend, "chat_api", False):  # every prompt is a user message (the options refuse chat off)
+        chat = "on"
     if chat == "on" and not encoder.has_chat_template:
         raise ModelError(
             "--chat-template on", ValueError(f"{spec.model} has no chat template; use --chat-template off or auto")

@@ -5,8 +5,9 @@ holds the comparison with the published numbers. The setting comes from the publ
 
 Every command printed runs as printed where its resources are (GPUs, the hub for gated downloads, an API key):
 every file it names ships with ctxgate or is fetched or built by a command printed before it, and there is no
-placeholder. Open models run on vLLM, with tensor parallelism wide enough for their weights and a 128K KV cache;
-models that are only served by their makers' APIs have no command yet and are refused in one line."""
+placeholder. Open models run on vLLM, with tensor parallelism wide enough for their weights and a 128K KV cache.
+Models served only by their makers' APIs run through the API's OpenAI-compatible chat endpoint, lengths counted in
+the public copy of the model's tokenizer nearest to it, and only at the lengths the API's window holds."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import math
 import re
 import shlex
 import sys
+from dataclasses import dataclass
 
 from ctxgate.data.published import Published, UnknownModel, resolve, rows_for
 from ctxgate.lengths import format_length
@@ -32,8 +34,39 @@ PARAMS_B = {
     "mistralai/Mixtral-8x7B-v0.1": 46.7,
     "princeton-nlp/Llama-3-8B-ProLong-512k-Instruct": 8.0,
 }
-# served only by their makers' APIs: the key each needs, for the message
-API_KEYS = {"gpt-": "OPENAI_API_KEY", "gemini-": "GEMINI_API_KEY", "claude-": "ANTHROPIC_API_KEY"}
+
+
+@dataclass(frozen=True)
+class Api:
+    """A maker's API serving some of the tables' models: its OpenAI-compatible endpoint, the variable holding its
+    key, its context window (prompt and output), and the hub copy of the tokenizer ctxgate counts lengths in."""
+
+    base_url: str
+    key_env: str
+    window: int
+    tokenizer: str
+    about: str
+
+
+# by model-id prefix, the longest first
+APIS = {
+    "gpt-4o": Api("https://api.openai.com/v1", "OPENAI_API_KEY", 128_000, "Xenova/gpt-4o", "OpenAI's o200k tokenizer"),
+    "gpt-4": Api("https://api.openai.com/v1", "OPENAI_API_KEY", 128_000, "Xenova/gpt-4", "OpenAI's cl100k tokenizer"),
+    "gemini-": Api(
+        "https://generativelanguage.googleapis.com/v1beta/openai/",
+        "GEMINI_API_KEY",
+        1_048_576,
+        "google/gemma-2-9b",
+        "Gemma's tokenizer, a subset of Gemini's vocabulary (gated: HF_TOKEN)",
+    ),
+    "claude-": Api(
+        "https://api.anthropic.com/v1/",
+        "ANTHROPIC_API_KEY",
+        200_000,
+        "Xenova/claude-tokenizer",
+        "Anthropic's published Claude tokenizer, the one HELMET counts in",
+    ),
+}
 LLAMA2_TOKENIZER = "data/llama-2-tokenizer"
 _SIZE = re.compile(r"(?<![x\d.])(\d+(?:\.\d+)?)B\b", re.IGNORECASE)
 
@@ -66,35 +99,58 @@ def tensor_parallel(billions: float) -> int:
     return 1 << max(0, math.ceil(math.log2(need))) if need > 1 else 1
 
 
-def _lengths(rows: list[Published]) -> str:
-    return ",".join(format_length(L).lower() for L in sorted({L for r in rows for L in r.scores}))
+def _lengths(rows: list[Published], window: int | None = None) -> str:
+    """The rows' lengths (prompt and output together, as ctxgate counts them) that ``window`` holds."""
+    fits = sorted(L for L in {L for r in rows for L in r.scores} if window is None or L <= window)
+    return ",".join(format_length(L).lower() for L in fits)
 
 
 def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
     rows = rows_for(model)
-    api = next((key for prefix, key in API_KEYS.items() if model.startswith(prefix)), None)
+    api = next((a for prefix, a in APIS.items() if model.startswith(prefix)), None)
     if api is not None:
-        raise NoRecipe(
-            f"{model} is served only by its maker's API ({api}), which takes text and counts tokens in a tokenizer "
-            "ctxgate cannot load; ctxgate runs checkpoints and servers that take token ids. Its published numbers "
-            f"are listed by `ctxgate published {model}`"
-        )
+        return _api_recipe(model, api, rows)
     tp = tensor_parallel(params_b(model, rows))
     if tp > gpus:
         raise NoRecipe(
             f"{model} needs {tp} GPUs of {GPU_GB} GB for its weights and a 128K KV cache (tensor parallel {tp}); "
             f"--gpus {gpus} is too few: pass --gpus {tp} or more"
         )
-    ref = shlex.quote(model)
     out = [
         "# vLLM in its own environment, once, in a ctxgate checkout (the official CUDA build)",
         "VLLM_SPEC=vllm bash scripts/vllm_env.sh",
     ]
+    ref = shlex.quote(model)
     if checkpoint is None:
         out += [f"# the weights into the hub cache, which --model {model} reads (a gated model needs HF_TOKEN)"]
         out += [f"hf download {ref}"]
-    ckpt = shlex.quote(checkpoint or model)
-    engine = f"--backend vllm --tp {tp} -n {gpus // tp}"
+    return out + _runs(model, shlex.quote(checkpoint or model), rows, f"--backend vllm --tp {tp} -n {gpus // tp}")
+
+
+def _api_recipe(model: str, api: Api, rows: list[Published]) -> list[str]:
+    folder = f"tokenizers/{api.tokenizer.rsplit('/', 1)[-1]}"
+    engine = (
+        f"--backend openai --endpoint-api chat --base-url {api.base_url} --api-key-env {api.key_env} "
+        f"--tokenizer {folder} -n 4"
+    )
+    out = [
+        f"# {model} through its maker's OpenAI-compatible chat API (the key in {api.key_env}), each prompt one user "
+        f"message; lengths counted in {api.tokenizer}, {api.about}",
+        f"hf download {api.tokenizer} --local-dir {folder}",
+    ]
+    dropped = [L for L in sorted({L for r in rows for L in r.scores}) if L > api.window]
+    if dropped:
+        out += [
+            f"# the API's window is {api.window:,} tokens: the {', '.join(format_length(L) for L in dropped)} "
+            "column cannot run at ctxgate's length (prompt and output together), and the comparison says it is missing"
+        ]
+    return out + _runs(model, shlex.quote(model), rows, engine, api.window)
+
+
+def _runs(model: str, ckpt: str, rows: list[Published], engine: str, window: int | None = None) -> list[str]:
+    """The pytest commands for the model's RULER and HELMET rows."""
+    ref = shlex.quote(model)
+    out: list[str] = []
     ruler = [r for r in rows if r.source.key.startswith("ruler")]
     helmet = [r for r in rows if r.source.key.startswith("helmet")]
     if ruler:
@@ -102,25 +158,26 @@ def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
         chat = "on" if r.chat_template == "on" else "off"
         out += [
             f"# {r.source.paper}, {', '.join(dict.fromkeys(x.source.table for x in ruler))}: the 13 tasks at "
-            f"{_lengths(ruler)}, {r.source.samples} samples each, chat template {chat} (the paper's Table 6 "
+            f"{_lengths(ruler, window)}, {r.source.samples} samples each, chat template {chat} (the paper's Table 6 "
             "templates; ctxgate applies the model's own). The essay haystack is ctxgate's Wikipedia prose, not "
             "RULER's Paul Graham essays: the comparison names that difference instead of a verdict",
-            f"pytest --model {ckpt} -m ruler --lengths {_lengths(ruler)} --samples {r.source.samples} "
+            f"pytest --model {ckpt} -m ruler --lengths {_lengths(ruler, window)} --samples {r.source.samples} "
             f"--chat-template {chat} {engine} --reference {ref} --report out/ruler.json",
         ]
     if helmet:
         h = helmet[0]
+        policy = "every prompt a user message" if window else "each task's own chat policy"
         out += [
-            f"# {h.source.paper}, {h.source.table}: the seven categories at {_lengths(helmet)}, HELMET's "
-            "per-dataset sample counts, each task's own chat policy, GPT-4o as the judge (OPENAI_API_KEY). "
+            f"# {h.source.paper}, {h.source.table}: the seven categories at {_lengths(helmet, window)}, HELMET's "
+            f"per-dataset sample counts, {policy}, GPT-4o as the judge (OPENAI_API_KEY). "
             "HELMET's data, its own prompts and scoring, and Llama-2's tokenizer for its length rules "
             "(gated: HF_TOKEN):",
             "ctxgate data fetch --to data/",
             f"hf download meta-llama/Llama-2-7b-hf tokenizer.json tokenizer_config.json special_tokens_map.json "
             f"--local-dir {LLAMA2_TOKENIZER}",
-            f"pytest --model {ckpt} -m helmet --lengths {_lengths(helmet)} --chat-template task --data-dir data/ "
-            f"--helmet-compat --helmet-tokenizer {LLAMA2_TOKENIZER} --judge-model gpt-4o-2024-05-13 {engine} "
-            f"--reference {ref} --report out/helmet.json",
+            f"pytest --model {ckpt} -m helmet --lengths {_lengths(helmet, window)} --chat-template task "
+            f"--data-dir data/ --helmet-compat --helmet-tokenizer {LLAMA2_TOKENIZER} --judge-model gpt-4o-2024-05-13 "
+            f"{engine} --reference {ref} --report out/helmet.json",
         ]
     return out
 
