@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -81,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = p.parse_known_args(argv)
     if unknown:
         hint = (
-            "; pytest arguments go after --: ctxgate watch RUN_DIR --once -- --lengths 8k"
+            f"; pytest arguments go after --: ctxgate {shlex.join(_without(argv, unknown))} -- {shlex.join(unknown)}"
             if args.command == "watch"
             else ""
         )
@@ -120,3 +121,14 @@ def one_line(exc: BaseException) -> str:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _without(argv: Sequence[str], dropped: Sequence[str]) -> list[str]:
+    """``argv`` less the ``dropped`` words, each once, in order."""
+    rest, out = list(dropped), []
+    for word in argv:
+        if rest and word == rest[0]:
+            rest.pop(0)
+        else:
+            out.append(word)
+    return out

@@ -205,7 +205,10 @@ def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | Non
 def _judge_later(report: str | None) -> str:
     """How to score a case that waits for its judge: the command, on this run's report (HELMET's judge)."""
     if report is None:
-        return "run with --report PATH to keep its outputs, then judge them with `ctxgate judge PATH --judge-model ...`"
+        return (
+            "run with --report out/run.json to keep its outputs, then judge them with `ctxgate judge out/run.json "
+            "--judge-model gpt-4o-2024-05-13` (HELMET's judge; the key from OPENAI_API_KEY)"
+        )
     return (
         f"its outputs are in the report: score them later with `ctxgate judge {shlex.quote(report)} --judge-model "
         "gpt-4o-2024-05-13` (HELMET's judge; the key from OPENAI_API_KEY), or with --judge-base-url your own server"

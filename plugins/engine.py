@@ -132,7 +132,7 @@ ENGINE_KEY = pytest.StashKey[EngineSettings]()
 def pytest_configure(config: pytest.Config) -> None:
     """After the options plugin (called first) has checked --model."""
     run = config.stash[SETTINGS_KEY]
-    engine = config.stash[ENGINE_KEY] = read(config, run.backend)
+    engine = config.stash[ENGINE_KEY] = read(config, run)
     if run.model is None:
         return
     if run.backend == "openai":
@@ -143,8 +143,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[ENGINE_KEY] = with_servers(config, engine, run)
 
 
-def read(config: pytest.Config, backend: str) -> EngineSettings:
-    """The engine options, checked."""
+def read(config: pytest.Config, run: Settings) -> EngineSettings:
+    """The engine options, checked (with the run's backend and chat setting)."""
+    backend = run.backend
     for flag in ("--concurrency", "--tp", "--request-timeout", "--vllm-start-timeout"):
         if config.getoption(flag) <= 0:
             raise pytest.UsageError(f"{flag} {config.getoption(flag)} must be positive")
@@ -156,7 +157,7 @@ def read(config: pytest.Config, backend: str) -> EngineSettings:
             raise pytest.UsageError(f"--base-url {url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
     if config.getoption("--endpoint-api") == "chat" and backend != "openai":
         raise pytest.UsageError("--endpoint-api chat is for --backend openai (a server you run)")
-    if config.getoption("--endpoint-api") == "chat" and config.getoption("--chat-template") == "off":
+    if config.getoption("--endpoint-api") == "chat" and run.chat_template == "off":
         raise pytest.UsageError(
             "--endpoint-api chat sends user messages, which the server wraps: drop --chat-template off"
         )

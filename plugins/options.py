@@ -392,6 +392,7 @@ def _collect_the_suite(config: pytest.Config) -> None:
     if not SUITE_DIR.is_dir():
         raise pytest.UsageError(
             f"the ctxgate suite is not at {SUITE_DIR}: the installation is incomplete; reinstall ctxgate "
-            "(pip install --force-reinstall ctxgate), or name the suite's folder: pytest tests_longctx --model ..."
+            "(pip install --force-reinstall ctxgate), or name the suite's folder: "
+            "pytest tests_longctx --model path/to/ckpt"
         )
     config.args[:] = [str(SUITE_DIR)]

@@ -371,3 +371,20 @@ def test_ruler_positions_round_as_ruler_does():
     assert ruler_positions(100, [29]) == [28]  # 100 * 0.29 is 28.999...: RULER's int() gives 28
     assert ruler_positions(300, [41, 0, 100]) == [0, 122, 300]
     assert empty_runs([0, 5, 5, 9], 9) == 2 and empty_runs([0, 3], 9) == 0
+
+
+def test_no_long_document_names_the_command_that_writes_some(hf_encoder, tmp_path, monkeypatch):
+    """The committed fixtures hold no document HELMET's selection keeps: the refusal prints the command that
+    writes fixture data with long ones, and the task builds from what it writes."""
+    import re
+    import shlex
+    import subprocess
+
+    ctx = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA))
+    with pytest.raises(DataNotGiven) as refused:
+        build_sample(get_task("multi_lexsum"), ctx, 4096, 0, 42)
+    (fix,) = re.findall(r"`([^`]+)`, then --data-dir (\S+)\)", str(refused.value))[:1] or [("", "")]
+    command, folder = fix
+    assert subprocess.run(shlex.split(command), cwd=tmp_path, capture_output=True).returncode == 0
+    written = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(tmp_path / folder))
+    assert len(build_sample(get_task("multi_lexsum"), written, 4096, 0, 42).input_ids) + 400 <= 4096

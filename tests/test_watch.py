@@ -4,6 +4,8 @@ again (and again once its files change); arguments pytest refuses stop the watch
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -60,8 +62,12 @@ def test_arguments_pytest_refuses_stop_the_watcher_and_mark_nothing(run_dir, tmp
     assert not (reports / "watch-state.json").exists()
 
 
-def test_pytest_arguments_without_the_separator_are_refused_with_the_fix(run_dir, capsys):
+def test_pytest_arguments_without_the_separator_are_refused_with_the_fix_that_runs(run_dir, tmp_path, capsys):
+    reports = tmp_path / "reports"
+    watch = ["watch", str(run_dir), "--once", "--settle", "0", "--reports", str(reports)]
     with pytest.raises(SystemExit) as stop:
-        main(["watch", str(run_dir), "--once", "--lengths", "8k"])
+        main([*watch, *PYTEST[1:]])  # the pytest arguments without their separator
     assert stop.value.code == 2
-    assert "pytest arguments go after --" in capsys.readouterr().err
+    (fix,) = re.findall(r"pytest arguments go after --: (ctxgate .+)$", capsys.readouterr().err.strip())
+    assert main(shlex.split(fix)[1:]) == 0  # the command it prints, as printed
+    assert state(reports)["done"] == ["checkpoint-100"]

@@ -144,8 +144,8 @@ def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: boo
     if not config_path.is_file():
         inside = sorted(p.name for p in folder.iterdir() if (p / "config.json").is_file())[:3]
         hint = (
-            f" It holds checkpoints ({', '.join(inside)}, ...): pass one of them, or use `ctxgate watch` / "
-            "`ctxgate bisect` for the whole run"
+            f" It holds checkpoints ({', '.join(inside)}, ...): pass one of them (ctxgate watch and ctxgate bisect "
+            "take a whole run: docs/training.md)"
             if inside
             else ""
         )

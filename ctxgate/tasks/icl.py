@@ -81,7 +81,7 @@ def demo_rounds(data: ICLData, question: str, count: int, rng: random.Random) ->
             by_label.setdefault(label, []).append((text, label))
     if not by_label:
         raise DataUnavailable(
-            "the ICL train split has no example to use as a demo; check it with `ctxgate data verify DIR`"
+            "the ICL train split has no example besides the test item itself; give the full train split with --data-dir"
         )
     decks: dict[int, list[tuple[str, int]]] = {lab: [] for lab in by_label}
     demos: list[tuple[str, int]] = []

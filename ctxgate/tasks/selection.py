@@ -13,7 +13,10 @@ prefix that already does settles it.
 from __future__ import annotations
 
 import hashlib
+import shlex
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 from ctxgate.sources.errors import DataNotGiven
@@ -71,10 +74,18 @@ def long_documents(
     if not _KEPT[key]:
         raise DataNotGiven(
             f"{task}: no document in the data is at least {HELMET_MIN_TOKENS[task]} tokens, HELMET's selection "
-            f"(counted in {counted_in}, BOS included); give the full dataset with --data-dir (the fixtures' long "
-            "documents: python fixtures/make_helmet_fixtures.py --long-documents DIR)"
+            f"(counted in {counted_in}, BOS included); give the full dataset with --data-dir{_fixture_hint()}"
         )
     return _KEPT[key]
+
+
+def _fixture_hint() -> str:
+    """In a clone, the command that writes fixture data with long documents."""
+    script = Path(__file__).resolve().parents[2] / "fixtures" / "make_helmet_fixtures.py"
+    if not script.is_file():
+        return ""
+    command = shlex.join([sys.executable, str(script), "--long-documents", "out/helmet_data"])
+    return f" (long fixture documents: `{command}`, then --data-dir out/helmet_data)"
 
 
 def helmet_selection(task: str, items: Sequence[Document], digest: str, ctx: BuildContext) -> tuple[int, ...]:
