@@ -496,3 +496,11 @@ def test_helmet_compat_alce_is_helmets(tokenizers, task, chat):
         for (head, docs), sample in zip(cases, samples):
             expected = helmet_tokenize(model_tok, head, "\n\n".join(docs[:shown]), "", task, length, chat)
             assert list(sample.input_ids) == expected
+
+
+def test_helmet_compat_needs_a_hugging_face_tokenizer(hf_encoder, byte_encoder):
+    from ctxgate.tasks.helmet_compat import check_tokenizers
+
+    check_tokenizers(hf_encoder, hf_encoder)
+    with pytest.raises(ValueError, match="drop --helmet-compat"):
+        check_tokenizers(byte_encoder, None)

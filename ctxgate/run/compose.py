@@ -24,6 +24,7 @@ from ctxgate.judge.score import Judges, build_judges
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.run.case import resolve_chat
 from ctxgate.tasks.base import BuildContext
+from ctxgate.tasks.helmet_compat import check_tokenizers
 from ctxgate.textcodec import ChatTemplateError, HFTokenizer, PieceEncoder
 
 TEST_BACKEND = "scripted"  # a JSON script instead of a model, for the project's own plumbing tests
@@ -177,6 +178,12 @@ def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedM
         raise ModelError(
             "--chat-template on", ValueError(f"{spec.model} has no chat template; use --chat-template off or auto")
         )
+    helmet_encoder = _helmet_encoder(spec.helmet_tokenizer)
+    if spec.helmet_compat:
+        try:
+            check_tokenizers(encoder, helmet_encoder)
+        except ValueError as exc:
+            raise ModelError("--helmet-compat", exc) from exc
     context = BuildContext(
         encoder=encoder,
         chat=chat == "on",
@@ -186,7 +193,7 @@ def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedM
         hotpotqa_source=spec.hotpotqa,
         data_dir=spec.data_dir,
         chat_by_task=chat == "task",
-        helmet_encoder=_helmet_encoder(spec.helmet_tokenizer),
+        helmet_encoder=helmet_encoder,
         helmet_tokenizer=spec.helmet_tokenizer,
         helmet_compat=spec.helmet_compat,
     )

@@ -36,6 +36,18 @@ def transformers_tokenizer(enc: PieceEncoder, flag: str) -> Any:
     return tok
 
 
+def check_tokenizers(model: PieceEncoder, length: PieceEncoder | None) -> None:
+    """Raises ValueError, naming the fix, where HELMET's cuts cannot run: they need the model's Hugging Face
+    tokenizer, and the pre-cut needs offsets from a fast one (a folder with tokenizer.json)."""
+    transformers_tokenizer(model, "--helmet-compat")
+    counted = length or model
+    if not getattr(transformers_tokenizer(counted, "--helmet-compat"), "is_fast", False):
+        flag = "--helmet-tokenizer" if length else "the model's tokenizer"
+        raise ValueError(
+            f"{flag} has no tokenizer.json, and HELMET's pre-cut needs its offsets: give a folder with tokenizer.json"
+        )
+
+
 def precut(ctx: BuildContext, job: Job, text: str) -> str:
     """``truncate_llama2``: a document longer than L - slack tokens keeps its first L - slack - len(suffix) tokens
     (both counted with BOS, as HELMET counts) and ends with the suffix."""
