@@ -140,6 +140,22 @@ def test_another_setting_gets_the_reasons_instead_of_a_verdict(tmp_path):
     assert helmet == [] or helmet[0]["lengths"][0]["verdict"] in ("settings differ", "not measured")
 
 
+@pytest.mark.parametrize("compat", [False, True])
+def test_a_helmet_category_on_ctxgates_own_prompts_says_so(compat):
+    """LongQA's tasks are three of the seven whose prompts --helmet-compat builds HELMET's way; without it the
+    comparison names them instead of a verdict."""
+    row = _row("helmet-figure6", "helmet_longqa")
+    cases = [
+        {"task": t, "length": 8192, "score": 40.0, "n": 100, "ci": [30.0, 50.0], "chat_template": True}
+        for t in ("narrativeqa", "infbench_qa", "infbench_mc")
+    ]
+    report = {"run": {"helmet_compat": compat}, "cases": cases, "by_length": {"8192": {}}, "complete": True}
+    (entry,) = compare(report, [row])[0]["lengths"]
+    named = [d for d in entry["differs"] if "--helmet-compat" in d]
+    said = "infbench_mc, infbench_qa, narrativeqa ran on ctxgate's prompts, not HELMET's (--helmet-compat builds those)"
+    assert named == ([] if compat else [said])
+
+
 @settings(max_examples=40, deadline=None)
 @given(spread=st.floats(0, 5), length=st.sampled_from([4096, 8192, 16384, 32768, 65536, 131072]))
 def test_tasks_spread_around_the_published_average_stay_within(spread, length):

@@ -17,6 +17,7 @@ from typing import Any
 
 from ctxgate.data.published import Published
 from ctxgate.stats.intervals import z_value
+from ctxgate.tasks.helmet_compat import COMPAT_TASKS
 from ctxgate.tasks.registry import all_tasks, category_label, membership
 
 Z = z_value(0.95)
@@ -113,6 +114,9 @@ def _differs(report: Mapping[str, Any], row: Published, got: Measured, length: i
             f"the essay haystack is {haystack}, the paper's Paul Graham's essays (5 of the NIAH tasks read it; "
             "`ctxgate data fetch --ruler-essays` writes them)"
         )
+    compat = sorted(COMPAT_TASKS & set(got.tasks))
+    if row.source.key.startswith("helmet") and compat and not (report.get("run") or {}).get("helmet_compat"):
+        why.append(f"{', '.join(compat)} ran on ctxgate's prompts, not HELMET's (--helmet-compat builds those)")
     if row.source.length_unit == "Llama-2 tokens":
         why.append("lengths here are counted in this model's tokenizer, the paper's in Llama-2 tokens")
     if not report.get("complete", True):

@@ -26,6 +26,8 @@ from ctxgate.textcodec import PieceEncoder
 PRECUT_SLACK = {"narrativeqa": 300, "infbench_qa": 210, "infbench_mc": 210, "infbench_sum": 1400, "multi_lexsum": 700}
 # the documents ALCE shows at each of HELMET's lengths (configs/cite.yaml, cite_short.yaml; 4K from the paper)
 ALCE_DOCS = {4096: 8, 8192: 30, 16384: 75, 32768: 165, 65536: 345, 131072: 700}
+# the tasks whose prompts --helmet-compat changes
+COMPAT_TASKS = frozenset({*PRECUT_SLACK, "alce_asqa", "alce_qampari"})
 
 
 def transformers_tokenizer(enc: PieceEncoder, flag: str) -> Any:
