@@ -70,7 +70,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     collector = config.stash.get(COLLECTOR_KEY, None)
     if not settings or not settings.targets or collector is None or collector.report is None:
         return
-    from ctxgate.trackers.metrics import case_table, metrics, training_step
+    from ctxgate.steps import training_step
+    from ctxgate.trackers.metrics import case_table, metrics
     from ctxgate.trackers.sinks import log
 
     run = config.stash[SETTINGS_KEY]

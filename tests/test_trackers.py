@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxgate.trackers.metrics import metrics, training_step
+from ctxgate.steps import training_step
+from ctxgate.trackers.metrics import metrics
 from tests.conftest import TINY
 
 READ_BACK = """

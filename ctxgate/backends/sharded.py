@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.checkpoint import TOKENIZER_FILES, CheckpointError
+from ctxgate.steps import step_in_name
 
 FSDP_DIR_PREFIX = "pytorch_model_fsdp_"
 DCP_METADATA = ".metadata"
@@ -71,12 +72,7 @@ def zero_shards(folder: Path) -> Path | None:
         if tag and "/" not in tag and (folder / tag).is_dir():
             return folder / tag
     steps = [p for p in folder.glob(f"{ZERO_STEP}*") if p.is_dir() and any(p.glob("*model_states.pt"))]
-    return max(steps, key=_step_of) if steps else None
-
-
-def _step_of(folder: Path) -> int:
-    digits = folder.name[len(ZERO_STEP) :]
-    return int(digits) if digits.isdigit() else -1
+    return max(steps, key=lambda p: -1 if (step := step_in_name(p.name)) is None else step) if steps else None
 
 
 def find_distributed(folder: Path, config_from: str | None) -> DistributedCheckpoint:

@@ -1,4 +1,4 @@
-"""What a tracker is given: the report's numbers under flat names, and the training step they belong to.
+"""What a tracker is given: the report's numbers under flat names (the step they belong to: ``ctxgate.steps``).
 
 Names are ``ctxgate/<what>/<length>`` so a tracker groups them per length (``ctxgate/ruler_avg/128K``,
 ``ctxgate/helmet_recall/32K``, ``ctxgate/case/niah_single_1/8K``); a score without a value (a case that could not
@@ -7,44 +7,9 @@ run, a partial category) is left out rather than logged as 0, which would draw a
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ctxgate.lengths import format_length
-
-# checkpoint-1200 (Trainer), step-1200 / step_1200, global_step1200 (DeepSpeed), iter_0001200 (Megatron)
-STEP_NAME = re.compile(r"(?:checkpoint|global_step|step|iter)[-_]?(\d+)$")
-
-
-@dataclass(frozen=True)
-class Step:
-    value: int | None
-    source: str  # how it was found: --step, trainer_state.json, the folder's name, or none
-    tokens_seen: int | None = None
-
-
-def training_step(model_dir: str | None, given: int | None) -> Step:
-    """``--step``, else Trainer's ``trainer_state.json`` (``global_step``, and ``num_input_tokens_seen`` when the
-    run counted them), else a step in the checkpoint folder's name."""
-    tokens = None
-    folder = Path(model_dir) if model_dir else None
-    if folder is not None and (folder / "trainer_state.json").is_file():
-        try:
-            state = json.loads((folder / "trainer_state.json").read_text("utf-8"))
-        except (OSError, ValueError):
-            state = {}
-        tokens = state.get("num_input_tokens_seen") if isinstance(state, dict) else None
-        tokens = int(tokens) if isinstance(tokens, (int, float)) and tokens > 0 else None
-        if given is None and isinstance(state, dict) and isinstance(state.get("global_step"), int):
-            return Step(state["global_step"], "trainer_state.json", tokens)
-    if given is not None:
-        return Step(given, "--step", tokens)
-    if folder is not None and (m := STEP_NAME.search(folder.resolve().name)):
-        return Step(int(m.group(1)), f"the folder's name ({folder.name})", tokens)
-    return Step(None, "none", tokens)
 
 
 def metrics(report: dict[str, Any]) -> dict[str, float]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +20,7 @@ from ctxgate.gate.baseline import regression_verdict
 from ctxgate.records.io import atomic_write
 from ctxgate.run.case import CaseResult
 from ctxgate.stats.paired import PairedResult, compare
-
-_STEP = re.compile(r"(\d+)(?!.*\d)")
+from ctxgate.steps import training_step
 
 # (checkpoint, the reference's results or None for the reference itself) -> results per case
 Evaluate = Callable[[Path, Mapping[tuple[str, int], CaseResult] | None], Mapping[tuple[str, int], CaseResult]]
@@ -32,16 +30,13 @@ class BisectError(ValueError):
     """Unusable checkpoints or ends; the message says what to pass."""
 
 
-def step_number(name: str) -> int | None:
-    """The last number in a checkpoint's name: checkpoint-1000, step_2000, global_step300."""
-    match = _STEP.search(name)
-    return int(match.group(1)) if match else None
-
-
 def step_of(path: Path) -> int:
-    step = step_number(path.name)
+    step = training_step(path).value
     if step is None:
-        raise BisectError(f"cannot order {path}: its name has no step number (expected e.g. checkpoint-1000)")
+        raise BisectError(
+            f"cannot order {path}: it has no trainer_state.json and its name no step number (expected e.g. "
+            "checkpoint-1000)"
+        )
     return step
 
 

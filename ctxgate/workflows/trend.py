@@ -16,7 +16,7 @@ from typing import Any
 
 from ctxgate.lengths import format_length
 from ctxgate.records.io import ReportFileError, read_report
-from ctxgate.workflows.bisect import step_number
+from ctxgate.steps import training_step
 
 CATEGORIES = (("ruler", "RULER avg"), ("helmet_recall", "HELMET Recall"))
 
@@ -26,7 +26,7 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     for order, path in enumerate(paths):
         report = read_report(path)
         model = str(report["run"].get("model", ""))
-        step = step_number(Path(model).name)
+        step = training_step(model).value if model else None
         step = order if step is None else step
         eff = report.get("effective_length") or {}
         for length, groups in report["by_length"].items():
