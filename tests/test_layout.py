@@ -23,6 +23,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxgate.sqlitefile",
             "ctxgate.retrying",
             "ctxgate.memo",
+            "ctxgate.steps",
             "ctxgate.stats",
             "ctxgate.records",
         ),
@@ -46,6 +47,7 @@ TOP_LEVEL = {
     "sqlitefile.py",
     "retrying.py",
     "memo.py",
+    "steps.py",
 }
 
 

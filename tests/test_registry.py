@@ -11,12 +11,12 @@ import pytest
 
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.tasks import registry
+from ctxgate.tasks import registration, registry
 
 TOY = """
 from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.tasks.base import Sample, TaskSpec
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 
 
 def _build(ctx, length, index, rng):
@@ -48,7 +48,7 @@ def toy_ruler_in_recall():
 def toy_tasks(tmp_path, monkeypatch):
     """The toy module in a temporary package, registered into a copy of the registry."""
     registry.all_tasks()  # the real tasks first, as any run has them
-    monkeypatch.setattr(registry, "_TASKS", dict(registry._TASKS))
+    saved = dict(registration._TASKS)
     package = tmp_path / "toypkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -56,6 +56,8 @@ def toy_tasks(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.import_module("toypkg.toy_tasks")
     yield
+    registration._TASKS.clear()
+    registration._TASKS.update(saved)
     for name in ("toypkg.toy_tasks", "toypkg"):
         sys.modules.pop(name, None)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from ctxgate.data import words
 from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, too_short
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 from ctxgate.textcodec import PieceEncoder
 
 CWE_HEAD = (

@@ -18,7 +18,7 @@ from ctxgate.sources.judged import load_alce
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_units
 from ctxgate.tasks.helmet_compat import ALCE_DOCS, helmet_ids
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 
 PREFIX = "Answer:"
 SHOTS = 2

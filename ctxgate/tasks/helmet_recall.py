@@ -13,7 +13,7 @@ from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.sources.ruler_files import load_ruler_file, order
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room
 from ctxgate.tasks.fitting import cut_document
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 
 ONE = (
     "A special magic {type_needle_v} is hidden within the following text. Make sure to memorize it. I will quiz "

@@ -28,7 +28,7 @@ from ctxgate.sources.helmet_files import shuffled
 from ctxgate.sources.icl import SOURCES, ICLData, load_icl
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, interleave
 from ctxgate.tasks.fitting import fit_document, fit_units
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 
 INSTRUCTION = (
     "Use the provided mapping from the text to label to assign a label to the text. Only output "

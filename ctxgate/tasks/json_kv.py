@@ -17,7 +17,7 @@ from ctxgate.sources.helmet_files import load_json_kv_file
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, fill_fresh, make_frame, need_room, too_short
 from ctxgate.tasks.fitting import fit_document
 from ctxgate.tasks.niah import uuid4_text
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 
 INSTRUCTION = "\n\nExtract the value corresponding to the specified key in the JSON object below.\n\n"
 ANSWER_PREFIX = "Corresponding value:"

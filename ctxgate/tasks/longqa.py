@@ -24,7 +24,7 @@ from ctxgate.sources.infbench import Book, load_infbench
 from ctxgate.sources.judged import load_narrativeqa
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.helmet_compat import long_document
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 from ctxgate.tasks.selection import Document, helmet_selection
 
 QA_INSTRUCTION = (

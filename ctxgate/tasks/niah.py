@@ -19,7 +19,7 @@ from ctxgate.tasks.base import (
     need_room,
     ran_out,
 )
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 from ctxgate.textcodec import PieceEncoder
 
 TEMPLATE_HEAD = (

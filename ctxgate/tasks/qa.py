@@ -9,7 +9,7 @@ from ctxgate.data import qa as qa_data
 from ctxgate.metrics.registry import STRING_MATCH_PART
 from ctxgate.seeding import seeded_order
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 
 INSTRUCTION = (
     "Answer the question based on the given documents. Only give me the answer and do not output any other words."

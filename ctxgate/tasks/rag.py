@@ -21,7 +21,7 @@ from ctxgate.sources.helmet_files import HelmetFile, load_rag_file, pick_demos
 from ctxgate.sources.kilt import Demo, Passage, Pool, load_rag
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.fitting import SEP, fit_document, fit_units
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 
 INSTRUCTION = (
     "Use the given documents to write a concise and short answer to the question. Write your answer in "

@@ -1,29 +1,18 @@
-"""The one registry of tasks, filled by decorated factories in the task modules."""
+"""The one registry of tasks: the task modules' decorated factories (``registration.register``), loaded on first
+use in the suite's order."""
 
 from __future__ import annotations
 
 import difflib
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from ctxgate.tasks.base import TaskSpec
-
-_TASKS: dict[str, TaskSpec] = {}
-
-
-_ORIGINS: dict[str, str] = {}  # task name -> the factory that registered it
-
-
-def register(factory: Callable[[], TaskSpec]) -> Callable[[], TaskSpec]:
-    spec = factory()
-    origin = f"{factory.__module__}.{factory.__qualname__}"
-    if spec.name in _TASKS and _ORIGINS.get(spec.name) != origin:  # the same module imported again replaces it
-        raise RuntimeError(f"task {spec.name!r} is registered twice: by {_ORIGINS.get(spec.name)} and {origin}")
-    _TASKS[spec.name] = spec
-    _ORIGINS[spec.name] = origin
-    return factory
+from ctxgate.tasks.registration import _TASKS
 
 
 def _load() -> None:
@@ -38,11 +27,10 @@ def _load() -> None:
 
     # isort: on
     # any other module of the package registers its tasks after these: adding a task is adding its module
-    import ctxgate.tasks as package
-
-    for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
-        if not hasattr(package, module):  # imported already (a submodule is an attribute of its package)
-            importlib.import_module(f"{package.__name__}.{module}")
+    for module in sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])):
+        name = f"{__package__}.{module}"
+        if name not in sys.modules:
+            importlib.import_module(name)
 
 
 class UnknownTask(KeyError):

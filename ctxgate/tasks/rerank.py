@@ -24,7 +24,7 @@ from ctxgate.sources.helmet_files import HelmetFile, load_msmarco_file, pick_dem
 from ctxgate.sources.kilt import Demo, Passage, load_msmarco
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, interleave
 from ctxgate.tasks.fitting import SEP, fit_document, fit_units
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 
 INSTRUCTION = (
     "You are provided with a list of documents, each indicated by their ID. Rank each document based on "

@@ -25,7 +25,7 @@ from ctxgate.sources.judged import LongDoc, LongDocSet, load_infbench_sum, load_
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.helmet_compat import long_document
 from ctxgate.tasks.longqa import helmet_infbench
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 from ctxgate.tasks.selection import helmet_selection
 
 PREFIX = "Summary:"

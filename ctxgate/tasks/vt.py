@@ -8,7 +8,7 @@ import string
 from ctxgate.data.haystacks import NOISE_LINE
 from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room
-from ctxgate.tasks.registry import register
+from ctxgate.tasks.registration import register
 
 HEAD = "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n"
 TAIL = "\nQuestion: Find all variables that are assigned the value {query} in the text above."
