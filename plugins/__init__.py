@@ -4,30 +4,80 @@ placement), judging (the judged tasks' judges), sequential (early stopping), wor
 (SIGTERM/SIGHUP as Ctrl-C, workers that end with their controller), progress (the live line), model, cases
 (gates), reporting, reference (the papers' published numbers), trackers (W&B, TensorBoard, MLflow).
 
-Installed, this package is ``ctxgate_plugins`` and loads through the ``pytest11`` entry point, so ``--model`` works
-from any directory and with any path (pytest reads an absolute ``--model /ckpt`` as a test path before it knows
-the option, which would skip a rootdir conftest; the options plugin then collects the suite itself). From a bare
-checkout, the root conftest loads it as ``plugins``.
+Its one import name is ``ctxgate_plugins``. Installed, it loads through the ``pytest11`` entry point, so ``--model``
+works from any directory and with any path (pytest reads an absolute ``--model /ckpt`` as a test path before it
+knows the option, which would skip a rootdir conftest; the options plugin then collects the suite itself). From a
+bare checkout, the root conftest imports the folder, which registers itself under that name. The folder imported
+by its own name (``import plugins.options`` with a clone's root on ``sys.path``) hands out the same modules, so
+each plugin and its StashKey exist once in a process. (PYTEST_DONT_REWRITE: a bare checkout's root conftest imports
+this package before pytest would rewrite it; it holds no test assertion.)
 """
 
-pytest_plugins = [
-    f"{__name__}.{name}"
-    # Each reads its own options in its own pytest_configure. The options plugin's runs first: it is tryfirst and
-    # registered after the tryfirst plugins that build on its run settings (pluggy calls the last registered
-    # first), which therefore import it before its registration (its docstring turns assertion rewriting off).
-    for name in (
-        "engine",
-        "hf",
-        "judging",
-        "sequential",
-        "options",
-        "workers",
-        "signals",
-        "progress",
-        "model",
-        "cases",
-        "reporting",
-        "reference",
-        "trackers",
-    )
-]
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+from importlib.machinery import ModuleSpec
+from pathlib import Path
+from types import ModuleType
+
+NAME = "ctxgate_plugins"
+# Each reads its own options in its own pytest_configure. The options plugin's runs first: it is tryfirst and
+# registered after the tryfirst plugins that build on its run settings (pluggy calls the last registered first),
+# which therefore import it before its registration (its docstring turns assertion rewriting off).
+MODULES = (
+    "engine",
+    "hf",
+    "judging",
+    "sequential",
+    "options",
+    "workers",
+    "signals",
+    "progress",
+    "model",
+    "cases",
+    "reporting",
+    "reference",
+    "trackers",
+)
+pytest_plugins = [f"{NAME}.{name}" for name in MODULES]
+
+
+def _installed() -> ModuleType:
+    """``ctxgate_plugins``: the installed package, else this folder loaded under that name."""
+    if NAME in sys.modules:
+        return sys.modules[NAME]
+    if importlib.util.find_spec(NAME) is None:
+        folder = Path(__file__).parent
+        spec = importlib.util.spec_from_file_location(
+            NAME, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[NAME] = module
+        spec.loader.exec_module(module)
+    return importlib.import_module(NAME)
+
+
+class _SameModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``plugins.X`` is ``ctxgate_plugins.X``, imported when first asked for (so pytest still imports each plugin
+    itself, rewriting its asserts)."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
+        if fullname.startswith(f"{self.alias}."):
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
+        return importlib.import_module(NAME + spec.name[len(self.alias) :])
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass  # the module ran under its one name
+
+
+if __name__ != NAME:  # the folder by its own name: the one package, and its plugins on demand
+    sys.meta_path.insert(0, _SameModules(__name__))
+    sys.modules[__name__] = _installed()

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 import pytest
 
 from ctxgate.backends import devices
-from plugins import workers
-from plugins.hf import HF_KEY, HFSettings
-from plugins.options import SETTINGS_KEY
+from ctxgate_plugins import workers
+from ctxgate_plugins.hf import HF_KEY, HFSettings
+from ctxgate_plugins.options import SETTINGS_KEY
 
 
 def stash(**hf):

@@ -99,7 +99,7 @@ def test_cuda_visible_devices_empty_means_no_gpu(monkeypatch):
     from types import SimpleNamespace
 
     from ctxgate.backends import devices
-    from plugins import workers
+    from ctxgate_plugins import workers
 
     monkeypatch.setattr(devices, "gpu_count", lambda: 8)  # the machine has eight
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")

@@ -5,6 +5,7 @@ runner, a report package that never imports a workflow)."""
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -179,7 +180,7 @@ def declared_options(name: str) -> set[str]:
     """The option names (and dests) the plugin module ``plugins.<name>`` adds, through a real parser."""
     import importlib
 
-    module = importlib.import_module(f"plugins.{name}")
+    module = importlib.import_module(f"ctxgate_plugins.{name}")
     hook = getattr(module, "pytest_addoption", None)
     if hook is None:
         return set()
@@ -241,3 +242,46 @@ def test_no_two_packages_depend_on_each_other():
                 edges.setdefault(mine, set()).add(package(target))
     cycles = sorted(f"{a} <-> {b}" for a, targets in edges.items() for b in targets if a in edges.get(b, set()))
     assert not cycles, cycles
+
+
+def test_each_plugin_module_exists_once_however_it_is_imported(pytestconfig):
+    """One import name: the plugin pytest registered (the pytest11 entry point), ``ctxgate_plugins.X`` and the
+    folder's own ``plugins.X`` are one module, with one StashKey."""
+    import ctxgate_plugins
+    from ctxgate_plugins import options
+
+    for name in ctxgate_plugins.MODULES:
+        installed = importlib.import_module(f"ctxgate_plugins.{name}")
+        assert importlib.import_module(f"plugins.{name}") is installed
+        assert pytestconfig.pluginmanager.get_plugin(f"ctxgate_plugins.{name}") is installed
+    assert importlib.import_module("plugins") is ctxgate_plugins
+    assert importlib.import_module("plugins.options").SETTINGS_KEY is options.SETTINGS_KEY
+
+
+BARE_CLONE = """
+import importlib, sys
+# a checkout that was never installed: no finder knows ctxgate_plugins, and no entry point loads it
+sys.meta_path = [f for f in sys.meta_path if "_EditableFinder" not in repr(f)]  # ctxgate itself: from the cwd
+for name in [n for n in sys.modules if n.split(".")[0] in ("ctxgate_plugins", "plugins")]:
+    del sys.modules[name]
+import pytest
+
+class Probe:
+    def pytest_configure(self, config):
+        import plugins.options
+        import ctxgate_plugins.options
+        plugin = config.pluginmanager.get_plugin("ctxgate_plugins.options")
+        print("SAME", plugin is ctxgate_plugins.options is plugins.options)
+
+sys.exit(pytest.main(["-p", "no:ctxgate", "-p", "no:cacheprovider", "--help"], plugins=[Probe()]))
+"""
+
+
+def test_a_bare_checkout_loads_the_plugins_once_by_the_root_conftest():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", BARE_CLONE], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "SAME True" in done.stdout and "--model" in done.stdout
+    assert "cannot be rewritten" not in done.stdout + done.stderr

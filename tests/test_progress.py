@@ -165,7 +165,7 @@ def test_any_write_through_the_terminal_writer_erases_the_line_first_and_reaches
 
     from _pytest._io.terminalwriter import TerminalWriter
 
-    from plugins.progress import CLEAR, LiveLine
+    from ctxgate_plugins.progress import CLEAR, LiveLine
 
     read_fd, write_fd = os.pipe()
     buffered = io.TextIOWrapper(io.BufferedWriter(io.FileIO(os.dup(write_fd), "w"), buffer_size=1 << 16))

@@ -10,7 +10,7 @@ from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown, terminal
-from plugins.reporting import Collector
+from ctxgate_plugins.reporting import Collector
 
 
 def record(task: str, length: int, score: float, verdict: str = "pass") -> dict:
