@@ -140,7 +140,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' "
         "built-in class for its model_type instead, on purpose",
     )
-    g.addoption("--allow-pickle", action="store_true", help="allow loading pickle weights (.bin, DeepSpeed's .pt)")
+    g.addoption(
+        "--allow-pickle",
+        action="store_true",
+        help="allow loading pickles (.bin weights, DeepSpeed's .pt, a distributed checkpoint's .metadata)",
+    )
     g.addoption(
         "--allow-weight-mismatch",
         action="store_true",

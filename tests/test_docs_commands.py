@@ -66,8 +66,10 @@ NOT_RUN: dict[str, str] = {
     "pytest --model runs/lora/checkpoint-400 --base-model /ckpts/base": (
         "a LoRA run's checkpoint: tests/test_adapters.py trains one and runs it"
     ),
-    "pytest --model runs/fsdp/checkpoint-800": "an FSDP run's checkpoint: tests/test_sharded.py saves one and runs it",
-    "pytest --model runs/fsdp/checkpoint-800 --config-from /ckpts/base": (
+    "pytest --model runs/fsdp/checkpoint-800 --allow-pickle": (
+        "an FSDP run's checkpoint: tests/test_sharded.py saves one and runs it"
+    ),
+    "pytest --model runs/fsdp/checkpoint-800 --allow-pickle --config-from /ckpts/base": (
         "an FSDP run's checkpoint: tests/test_sharded.py saves one and runs it"
     ),
     "pytest --model runs/zero3/checkpoint-600 --allow-pickle": (

@@ -40,7 +40,7 @@ def _out(result: pytest.RunResult) -> str:
 
 
 def test_a_distributed_checkpoint_predicts_as_its_hugging_face_folder(run_folder, real_suite, pytester):
-    sharded = real_suite(*CASES, "--report", "sharded.json", model=run_folder / "checkpoint-10")
+    sharded = real_suite(*CASES, "--allow-pickle", "--report", "sharded.json", model=run_folder / "checkpoint-10")
     assert sharded.ret == 0, sharded.stdout.str()[-2000:]
     folder = real_suite(*CASES, "--report", "folder.json", model=TINY)
     assert folder.ret == 0
@@ -50,12 +50,35 @@ def test_a_distributed_checkpoint_predicts_as_its_hugging_face_folder(run_folder
     assert run["backend"]["checkpoint"]["config"] == str(run_folder)
 
 
+class _Payload:
+    """Unpickled, it writes a file: what a hostile .metadata could do instead."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.write_text, (self.marker, "ran"))
+
+
+def test_a_distributed_checkpoint_asks_consent_before_its_pickled_metadata_is_read(run_folder, real_suite, tmp_path):
+    import pickle
+
+    hostile = tmp_path / "run"
+    shutil.copytree(run_folder, hostile)
+    marker = tmp_path / "marker"
+    (hostile / "checkpoint-10" / "pytorch_model_fsdp_0" / ".metadata").write_bytes(pickle.dumps(_Payload(marker)))
+    result = real_suite(*CASES, model=hostile / "checkpoint-10")
+    out = _out(result)
+    assert result.ret != 0 and not marker.exists()
+    assert "whose .metadata is a pickle that can run code when loaded: pass --allow-pickle if you trust it" in out
+
+
 def test_a_distributed_checkpoint_without_its_config_names_the_flag(run_folder, real_suite, tmp_path):
     alone = tmp_path / "checkpoint-10"
     shutil.copytree(run_folder / "checkpoint-10", alone)
     out = _out(real_suite(*CASES, model=alone))
     assert "is a torch distributed checkpoint without the model's config.json" in out and "--config-from" in out
-    fixed = real_suite(*CASES, "--config-from", str(TINY), model=alone)
+    fixed = real_suite(*CASES, "--allow-pickle", "--config-from", str(TINY), model=alone)
     assert fixed.ret == 0, fixed.stdout.str()[-2000:]
 
 
@@ -63,7 +86,7 @@ def test_a_missing_shard_is_named(run_folder, real_suite, tmp_path):
     broken = tmp_path / "run"
     shutil.copytree(run_folder, broken)
     next((broken / "checkpoint-10" / "pytorch_model_fsdp_0").glob("*.distcp")).unlink()
-    out = _out(real_suite(*CASES, model=broken / "checkpoint-10"))
+    out = _out(real_suite(*CASES, "--allow-pickle", model=broken / "checkpoint-10"))
     assert "__0_0.distcp is missing (named by .metadata)" in out and "restore it from the training run" in out
 
 
@@ -73,7 +96,7 @@ def test_a_config_of_another_model_is_refused_naming_a_tensor(run_folder, real_s
     config = json.loads((TINY / "config.json").read_text())
     config["num_hidden_layers"] = 2
     (other / "config.json").write_text(json.dumps(config))
-    result = real_suite(*CASES, "--config-from", str(other), model=run_folder / "checkpoint-10")
+    result = real_suite(*CASES, "--allow-pickle", "--config-from", str(other), model=run_folder / "checkpoint-10")
     out = _out(result)
     assert result.ret != 0
     assert "tensor model.model.layers.2." in out and "is in the checkpoint but not in the model built from" in out

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ctxgate.backends.adapters import find_adapter, is_adapter
 from ctxgate.backends.checkpoint import check_checkpoint, check_tokenizer
-from ctxgate.backends.sharded import ZERO, check_shards, check_zero_readable, dcp_shards, find_distributed, zero_shards
+from ctxgate.backends.sharded import check_readable, check_shards, dcp_shards, find_distributed, zero_shards
 
 
 class WrongFlag(ValueError):
@@ -47,8 +47,7 @@ def locate(
         )
     if sharded:
         found = find_distributed(folder, config_from)
-        if found.format == ZERO:
-            check_zero_readable(folder, allow_pickle)
+        check_readable(found, allow_pickle)
         check_shards(found)
         check_tokenizer(found.tokenizer_dir)
         return Located(folder, found.config_dir, config_from=found.config_dir)

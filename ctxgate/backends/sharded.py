@@ -241,14 +241,19 @@ def deepspeed_missing(folder: Path) -> str:
     )
 
 
-def check_zero_readable(folder: Path, allow_pickle: bool) -> None:
-    """Before anything loads: DeepSpeed installed, and consent to its pickle files."""
+def check_readable(ckpt: DistributedCheckpoint, allow_pickle: bool) -> None:
+    """Before anything is read: consent to the pickles both formats hold (DCP's ``.metadata``, ZeRO's ``*.pt``),
+    and for ZeRO DeepSpeed installed."""
     import importlib.util
 
-    if importlib.util.find_spec("deepspeed") is None:
-        raise CheckpointError(deepspeed_missing(folder))
+    if ckpt.format == ZERO and importlib.util.find_spec("deepspeed") is None:
+        raise CheckpointError(deepspeed_missing(ckpt.folder))
     if not allow_pickle:
+        what = (
+            "a DeepSpeed ZeRO checkpoint, whose *.pt files are pickles"
+            if ckpt.format == ZERO
+            else f"a torch distributed checkpoint, whose {DCP_METADATA} is a pickle"
+        )
         raise CheckpointError(
-            f"{folder} is a DeepSpeed ZeRO checkpoint, whose *.pt files are pickles that can run code when loaded: "
-            "pass --allow-pickle if you trust it"
+            f"{ckpt.folder} is {what} that can run code when loaded: pass --allow-pickle if you trust it"
         )
