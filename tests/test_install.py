@@ -130,3 +130,21 @@ def test_init_writes_the_shipped_thresholds_and_never_overwrites_unasked(tmp_pat
     assert (tmp_path / "thresholds.toml").read_text() == "# mine\n"
     assert init.main(parser.parse_args(["init", str(tmp_path), "--force"])) == 0
     assert (tmp_path / "thresholds.toml").read_bytes() == (ROOT / "thresholds.toml").read_bytes()
+
+
+def test_init_never_writes_through_a_link_and_writes_all_or_nothing(tmp_path, capsys):
+    parser = __import__("ctxgate.cli", fromlist=["parser"]).parser()
+    repo, outside = tmp_path / "repo", tmp_path / "outside.toml"
+    repo.mkdir()
+    (repo / "thresholds.toml").symlink_to(outside)  # dangling: it points to a file outside the folder
+    assert init.main(parser.parse_args(["init", str(repo)])) == 1
+    assert "exists; nothing was written" in capsys.readouterr().err and not outside.exists()
+    assert init.main(parser.parse_args(["init", str(repo), "--force"])) == 0  # replaces the link, not its target
+    assert not outside.exists() and not (repo / "thresholds.toml").is_symlink()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "ci").write_text("a file where the CI template's folder would go\n")
+    assert init.main(parser.parse_args(["init", str(other), "--ci", "slurm"])) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot be written" in err and "nothing was written" in err
+    assert not (other / "thresholds.toml").exists()

@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ctxgate.records.io import atomic_write_all
+
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 # --ci choice: (the template in templates/ci, where it goes in the user's repository)
 CI = {
@@ -45,16 +47,23 @@ def main(args: argparse.Namespace) -> int:
         print(f"ctxgate init: {folder} is not a folder: give your repository's folder", file=sys.stderr)
         return 2
     pairs = plan(folder, args.ci)
-    existing = [dest for _, dest in pairs if dest.exists()]
+    # a link counts as there, dangling or not: the write replaces the link itself, never the file it points to
+    existing = [dest for _, dest in pairs if dest.exists() or dest.is_symlink()]
     if existing and not args.force:
         print(
             f"ctxgate init: {existing[0]} exists; nothing was written. Pass --force to overwrite it",
             file=sys.stderr,
         )
         return 1
+    try:
+        for _, dest in pairs:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_all({dest: template.read_text("utf-8") for template, dest in pairs})  # all of them or none
+    except OSError as exc:
+        where = exc.filename or folder
+        print(f"ctxgate init: {where} cannot be written ({exc.strerror or exc}); nothing was written", file=sys.stderr)
+        return 2
     for template, dest in pairs:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(template.read_bytes())
         if template.suffix in (".sh", ".sbatch"):
             dest.chmod(0o755)
         print(f"wrote {dest}")
