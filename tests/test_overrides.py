@@ -72,6 +72,43 @@ def test_a_malformed_option_is_one_line_with_an_example(rope, items, message):
         parse(rope, items)
 
 
+@pytest.mark.parametrize(
+    ("rope", "message"),
+    [
+        ('{"rope_type": "linear", "factor": 0}', r"factor 0 must be a number of at least 1"),
+        ('{"rope_type": "linear", "factor": -2}', r"factor -2 must be a number of at least 1"),
+        ('{"rope_type": "yarn", "factor": "4"}', r"factor '4' must be a number of at least 1"),
+        ('{"rope_type": "linear", "facter": 8, "factor": 2}', r"does not read 'facter' \(did you mean factor\?\)"),
+        ('{"rope_type": "bogus", "factor": 2}', r"rope_type 'bogus' is not one of default, dynamic, linear"),
+        ('{"rope_type": "yarn"}', r"--rope-scaling yarn needs factor"),
+        ('{"type": "linear"}', r"--rope-scaling linear needs factor"),
+        ('{"rope_type": "linear", "factor": 2, "rope_theta": 0}', r"rope_theta=0 must be a number above 0"),
+    ],
+)
+def test_a_rope_setting_transformers_would_misread_is_refused_with_the_fix(rope, message):
+    with pytest.raises(OverrideError, match=message) as refused:
+        parse(rope, None)
+    assert str(refused.value).endswith("""e.g. --rope-scaling '{"rope_type": "yarn", "factor": 4.0}'""") or (
+        "--model-override" in str(refused.value)
+    )
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("rope_theta=0", r"rope_theta=0 must be a number above 0: e\.g\. --model-override rope_theta=500000"),
+        ("rope_theta=abc", r'rope_theta="abc" must be a number above 0'),
+        ("max_position_embeddings=-5", r"must be a whole number above 0: e\.g\. --model-override max_position"),
+        ("max_position_embeddings=1.5", r"must be a whole number above 0"),
+        ('num_hidden_layers="four"', r'num_hidden_layers="four": .*has 4 there, so give a value of that kind'),
+        ("tie_word_embeddings=1", r"tie_word_embeddings=1: .*has true there"),
+    ],
+)
+def test_an_override_value_of_the_wrong_kind_is_refused_with_an_example(item, message):
+    with pytest.raises(OverrideError, match=message):
+        applied(TINY, parse(None, [item]))
+
+
 def test_a_key_the_config_does_not_have_is_refused_with_the_nearest():
     with pytest.raises(OverrideError, match=r"max_position_embedding: .*config\.json has no such setting \(did you "):
         applied(TINY, parse(None, ["max_position_embedding=16384"]))

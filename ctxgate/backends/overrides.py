@@ -20,6 +20,37 @@ from pathlib import Path
 from typing import Any
 
 SCALED_BY_FACTOR = ("linear", "dynamic", "yarn")  # window = original positions x factor, as transformers reads them
+# per RoPE type, the keys --rope-scaling must give and those it may (transformers 5's modeling_rope_utils validators,
+# which only warn about the rest); rope_type, rope_theta and partial_rotary_factor go with every type
+ROPE_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "default": (frozenset(), frozenset()),
+    "linear": (frozenset({"factor"}), frozenset()),
+    "dynamic": (frozenset({"factor"}), frozenset({"original_max_position_embeddings"})),
+    "yarn": (
+        frozenset({"factor"}),
+        frozenset(
+            {
+                "original_max_position_embeddings",
+                "attention_factor",
+                "beta_fast",
+                "beta_slow",
+                "mscale",
+                "mscale_all_dim",
+                "truncate",
+            }
+        ),
+    ),
+    "longrope": (
+        frozenset({"short_factor", "long_factor"}),
+        frozenset({"original_max_position_embeddings", "attention_factor", "factor"}),
+    ),
+    "llama3": (
+        frozenset({"factor", "low_freq_factor", "high_freq_factor"}),
+        frozenset({"original_max_position_embeddings"}),
+    ),
+}
+ANY_ROPE_KEY = frozenset({"rope_type", "rope_theta", "partial_rotary_factor"})
+ROPE_EXAMPLE = """--rope-scaling '{"rope_type": "yarn", "factor": 4.0}'"""
 
 
 class OverrideError(ValueError):
@@ -93,6 +124,7 @@ def parse(rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | Non
             )
         if "type" in given and "rope_type" not in given:
             given["rope_type"] = given.pop("type")  # the legacy spelling
+        check_rope(given)
         rope = tuple(given.items())
     keys: dict[str, Any] = {}
     for item in overrides or ():
@@ -107,6 +139,86 @@ def parse(rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | Non
         except json.JSONDecodeError:
             keys[key] = raw  # a plain string: --model-override attn_logit_softcapping=none stays text
     return ConfigOverrides(rope, tuple(keys.items()))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_rope(given: dict[str, Any]) -> None:
+    """A --rope-scaling object transformers would take: a known type, its required keys, no key it does not read,
+    and factors that extend (numbers of at least 1)."""
+    kind = given.get("rope_type", "default")
+    if kind not in ROPE_KEYS:
+        raise OverrideError(
+            f"--rope-scaling rope_type {kind!r} is not one of {', '.join(sorted(ROPE_KEYS))}: e.g. {ROPE_EXAMPLE}"
+        )
+    required, optional = ROPE_KEYS[kind]
+    missing = sorted(required - set(given))
+    if missing:
+        raise OverrideError(f"--rope-scaling {kind} needs {', '.join(missing)}: e.g. {ROPE_EXAMPLE}")
+    for key in given:
+        if key not in required | optional | ANY_ROPE_KEY:
+            near = difflib.get_close_matches(key, sorted(required | optional | ANY_ROPE_KEY), n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise OverrideError(f"--rope-scaling {kind} does not read {key!r}{hint}: e.g. {ROPE_EXAMPLE}")
+    for key in ("factor", "low_freq_factor", "high_freq_factor"):
+        if key in given and (not _number(given[key]) or given[key] < (1 if key == "factor" else 0)):
+            bound = "a number of at least 1 (the window grows by it)" if key == "factor" else "a number of 0 or more"
+            raise OverrideError(f"--rope-scaling {key} {given[key]!r} must be {bound}: e.g. {ROPE_EXAMPLE}")
+    for key in ("rope_theta", "original_max_position_embeddings"):
+        if key in given:
+            _check_value(key, given[key], "--rope-scaling")
+
+
+# settings whose values a context extension sets: what each must be, checked before any model loads
+VALUES: dict[str, tuple[Any, str, str]] = {
+    "rope_theta": (lambda v: _number(v) and v > 0, "a number above 0", "rope_theta=500000"),
+    "max_position_embeddings": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
+        "a whole number above 0",
+        "max_position_embeddings=32768",
+    ),
+    "original_max_position_embeddings": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
+        "a whole number above 0",
+        "max_position_embeddings=32768",
+    ),
+    "sliding_window": (
+        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0),
+        "a whole number above 0, or null",
+        "sliding_window=null",
+    ),
+    "partial_rotary_factor": (
+        lambda v: _number(v) and 0 < v <= 1,
+        "a number above 0 and at most 1",
+        "partial_rotary_factor=0.5",
+    ),
+}
+
+
+def _check_value(key: str, value: Any, flag: str) -> None:
+    if key in VALUES:
+        ok, what, example = VALUES[key]
+        if not ok(value):
+            raise OverrideError(f"{flag} {key}={json.dumps(value)} must be {what}: e.g. --model-override {example}")
+
+
+def check_values(changes: dict[str, Any], config: dict[str, Any], where: str) -> None:
+    """Each --model-override value of the kind its setting takes: the extension settings by their rule, any other
+    of the JSON type ``config`` has for it (a number stays a number, text text)."""
+    for key, value in changes.items():
+        _check_value(key, value, "--model-override")
+        current = config.get(key)
+        if key in VALUES or current is None or value is None:
+            continue
+        kinds = [(bool,), (int, float), (str,), (list,), (dict,)]
+        was = next((k for k in kinds if isinstance(current, k)), None)
+        if was is not None and not (isinstance(value, was) and (was == (bool,)) == isinstance(value, bool)):
+            raise OverrideError(
+                f"--model-override {key}={json.dumps(value)}: {where} has {json.dumps(current)} there, so give a "
+                f"value of that kind, e.g. --model-override {key}={json.dumps(current)}"
+            )
 
 
 def check_keys(changes: dict[str, Any], known: set[str], where: str) -> None:
@@ -167,5 +279,6 @@ def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, A
     that config.json does not have (nor is one of EXTENSION_KEYS) is refused as a likely typo."""
     config = read_config(folder)
     check_keys(dict(overrides.keys), set(config) | EXTENSION_KEYS, f"{folder}/config.json")
+    check_values(dict(overrides.keys), config, f"{folder}/config.json")
     changes = overrides.resolve(config)
     return changes, window({**config, **changes})
