@@ -127,6 +127,22 @@ def test_openai_without_a_key_names_the_fix(monkeypatch):
         )
 
 
+@pytest.mark.parametrize("price", ["abc", "2.5", "nan,1", "inf,1", "-1,2", "1,2,3"])
+def test_a_judge_price_that_is_not_two_amounts_is_refused_with_an_example(price):
+    given = {"--judge-model": "m", "--judge-base-url": "http://127.0.0.1:1/v1", "--judge-price": price}
+    with pytest.raises(ValueError, match=r"e\.g\. --judge-price 2\.5,10$"):
+        JudgeSettings.from_options(given.get, None)
+    with pytest.raises(ValueError, match=r"e\.g\. --judge-price 2\.5,10$"):  # with no judge asked for, too
+        JudgeSettings.from_options({"--judge-price": price}.get, None)
+
+
+@pytest.mark.parametrize("flag", ["--judge-price", "--judge-base-url"])
+def test_a_judge_option_without_a_judge_model_is_refused(flag):
+    value = "2.5,10" if flag == "--judge-price" else "http://127.0.0.1:1/v1"
+    with pytest.raises(ValueError, match=f"{flag} sets up a judge: add --judge-model"):
+        JudgeSettings.from_options({flag: value}.get, None)
+
+
 def test_ctxgate_judge_scores_a_pending_run_later_and_again_for_free(
     real_suite, pytester, judge_server, monkeypatch, helmet_data_long
 ):

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -99,6 +100,19 @@ class JudgeUnavailable(RuntimeError):
     """Transient failures outlasted the retries or the time limit for one verdict."""
 
 
+def _price(given: str) -> tuple[float, float]:
+    """``--judge-price IN,OUT``: two finite amounts of 0 or more."""
+    try:
+        a, b = (float(x) for x in given.split(","))
+    except ValueError:
+        a = b = math.nan
+    if not (math.isfinite(a) and math.isfinite(b) and a >= 0 and b >= 0):
+        raise ValueError(
+            f"--judge-price {given!r}: give USD per million input,output tokens, e.g. --judge-price 2.5,10"
+        )
+    return a, b
+
+
 @dataclass(frozen=True)
 class JudgeSettings:
     model: str
@@ -119,7 +133,13 @@ class JudgeSettings:
         """The judge from ``OPTIONS`` as read by ``option(flag)`` (pytest's ``getoption`` or an argparse lookup);
         None without ``--judge-model``. A ValueError names the option and the fix."""
         model, base_url, price = option("--judge-model"), option("--judge-base-url"), option("--judge-price")
+        parsed = None if price is None else _price(price)
         if model is None:
+            if price is not None or base_url is not None:
+                flag = "--judge-price" if price is not None else "--judge-base-url"
+                raise ValueError(
+                    f"{flag} sets up a judge: add --judge-model NAME (e.g. --judge-model gpt-4o-2024-05-13)"
+                )
             return None
         if base_url is not None and not base_url.startswith(("http://", "https://")):
             raise ValueError(f"--judge-base-url {base_url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
@@ -128,15 +148,6 @@ class JudgeSettings:
                 f"--judge-model {model} needs OPENAI_API_KEY in the environment (or --judge-base-url "
                 "for an OpenAI-compatible server)"
             )
-        parsed: tuple[float, float] | None = None
-        if price is not None:
-            try:
-                a, b = (float(x) for x in price.split(","))
-            except ValueError:
-                raise ValueError(
-                    f"--judge-price {price!r}: give USD per million input,output tokens, e.g. --judge-price 2.5,10"
-                ) from None
-            parsed = (a, b)
         for flag in ("--judge-timeout", "--judge-time-limit", "--judge-concurrency"):
             if option(flag) <= 0:
                 raise ValueError(f"{flag} {option(flag)} must be positive")
