@@ -118,3 +118,22 @@ def test_the_shipped_file_and_every_example_in_it_parse(tmp_path):
     edited.write_text(examples)
     loaded = load_or_default(edited, task_names())
     assert len(loaded.floors) == 3 and loaded.tolerance_for("niah_single_1", 65536) == 5
+
+
+def test_a_folder_given_as_the_thresholds_file_names_the_fix_that_works(tmp_path):
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    with pytest.raises(
+        ThresholdsError, match=r"a folder, not a thresholds file\. Fix: write one with `ctxgate init"
+    ) as empty:
+        load_thresholds(tmp_path, [])
+    (command,) = re.findall(r"`([^`]+)`", str(empty.value))
+    assert subprocess.run([sys.executable, "-m", *shlex.split(command)], capture_output=True).returncode == 0
+    with pytest.raises(
+        ThresholdsError, match=f"Fix: pass --thresholds {re.escape(str(tmp_path / 'thresholds.toml'))}$"
+    ):
+        load_thresholds(tmp_path, [])
+    assert load_thresholds(tmp_path / "thresholds.toml", []).path

@@ -295,6 +295,10 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
 
 def load_thresholds(path: str | Path, known_tasks: Sequence[str]) -> Thresholds:
     p = Path(path)
+    if p.is_dir():
+        inside = p / THRESHOLDS_FILE
+        fix = f"pass --thresholds {inside}" if inside.is_file() else f"write one with `ctxgate init {p}`"
+        raise ThresholdsError(f"{p}: a folder, not a thresholds file. Fix: {fix}")
     if not p.is_file():
         raise ThresholdsError(
             f"{p}: no such thresholds file. Fix: pass --thresholds PATH to an existing file, "
