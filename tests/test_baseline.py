@@ -73,3 +73,19 @@ def test_diff_prints_the_same_comparison(run, pytester, capsys):
     assert code == 1
     assert "| vt | 4K | 80.0 | 40.0 | -40.0 |" in out and "REGRESSED" in out
     assert "| niah_single_1 | 4K | 80.0 | 80.0 | +0.0 |" in out
+
+
+def test_a_case_the_baseline_has_no_score_for_is_named_in_the_gate():
+    """Such a case is gated by its floor alone: the baseline gate says which, instead of passing it without a word."""
+    from ctxgate.gate.verdicts import baseline_gate
+
+    cases = [
+        {"task": "vt", "length": 4096, "score": 80.0, "verdict": "pass", "baseline": {"regressed": False}},
+        {"task": "cwe", "length": 4096, "score": 60.0, "verdict": "pass", "baseline": None},
+    ]
+    gate = baseline_gate(cases, {"path": "base.json", "scored": ["vt-4096"]})
+    assert gate["verdict"] == "pass"
+    assert (
+        "1 scored case(s) have no score in the baseline, e.g. cwe-4096: gated by their floors alone" in gate["message"]
+    )
+    assert "no score in the baseline" not in baseline_gate(cases[:1], {"path": "b", "scored": ["vt-4096"]})["message"]

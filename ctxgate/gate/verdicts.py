@@ -227,6 +227,12 @@ def baseline_gate(cases: Sequence[CaseRecord], baseline: Mapping[str, Any]) -> d
             f" (the baseline also scored {len(unselected)} case(s) this run did not select, e.g. "
             f"{unselected[0]}: not compared)"
         )
+    new = [c for c in cases if c.get("score") is not None and _name(c) not in scored and not c.get("baseline")]
+    if new:
+        message += (
+            f" ({len(new)} scored case(s) have no score in the baseline, e.g. {_name(new[0])}: gated by their floors "
+            "alone; run the baseline with them to compare)"
+        )
     return {"name": "baseline", "verdict": "fail" if parts else "pass", "message": message}
 
 
