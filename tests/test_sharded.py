@@ -166,3 +166,26 @@ def test_a_deepspeed_folder_with_hugging_face_weights_loads_those(tmp_path):
     folder = _zero_folder(tmp_path)
     shutil.copy(TINY / "model.safetensors", folder / "model.safetensors")
     assert locate(folder).config_from is None  # what Trainer saves beside a ZeRO-1/2 checkpoint
+
+
+def test_a_cut_short_shard_is_one_line(run_folder, real_suite, tmp_path):
+    broken = tmp_path / "run"
+    shutil.copytree(run_folder, broken)
+    shard = next((broken / "checkpoint-10" / "pytorch_model_fsdp_0").glob("*.distcp"))
+    with shard.open("r+b") as f:
+        f.truncate(shard.stat().st_size // 2)
+    out = _out(real_suite(*CASES, "--allow-pickle", model=broken / "checkpoint-10"))
+    assert "could not be read (RuntimeError: " in out and "a shard is damaged or was cut short; restore it" in out
+
+
+def test_a_config_of_another_shape_names_the_tensor_and_both_shapes(run_folder, real_suite, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    config = json.loads((TINY / "config.json").read_text())
+    config["intermediate_size"] *= 2
+    (other / "config.json").write_text(json.dumps(config))
+    result = real_suite(*CASES, "--allow-pickle", "--config-from", str(other), model=run_folder / "checkpoint-10")
+    out = _out(result)
+    assert (
+        result.ret != 0 and "mlp.gate_proj.weight is (512, 128) in the checkpoint and (1024, 128) in the model" in out
+    )

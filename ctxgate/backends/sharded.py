@@ -171,18 +171,34 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
             first = str(exc).strip().splitlines()[-1].strip()[:300]
             raise CheckpointError(f"{ckpt.shards} does not fit the model from {config} ({first}): {fix}") from None
         return
+    for key, tensor in own.items():  # the metadata records each tensor's shape: compared before anything is read
+        size = getattr(saved.get(f"{NESTED}.{key}" if nested else key), "size", None)
+        if size is not None and tuple(size) != tuple(tensor.shape):
+            raise CheckpointError(
+                f"{ckpt.shards}: tensor {key} is {tuple(size)} in the checkpoint and {tuple(tensor.shape)} in the "
+                f"model built from {config}: {fix}"
+            )
     import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint import logger as dcp_log
+    from torch.distributed.checkpoint.api import CheckpointException
 
     state = {NESTED: own} if nested else own
+    # torch logs each failed read with its traceback; the one line below says it instead
+    quiet, dcp_log._dcp_logger.disabled = dcp_log._dcp_logger.disabled, True
     with warnings.catch_warnings():  # one process, no process group: what torch warns about is the intent here
         warnings.filterwarnings("ignore", message=".*assuming the intent is to .* in a single process")
         try:
             dcp.load(state, checkpoint_id=str(ckpt.shards))
-        except Exception as exc:  # noqa: BLE001 - torch wraps each rank's failure (a shape, a truncated shard)
-            first = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
+        except (Exception, CheckpointException) as exc:  # noqa: BLE001 - torch wraps each rank's failure (a shape,
+            # a truncated shard) in a BaseException, with the rank's traceback as its text: its last error line says it
+            lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+            first = next((line for line in reversed(lines) if "Error" in line), lines[-1] if lines else "")
             raise CheckpointError(
-                f"{ckpt.shards} could not be read into the model from {config} ({first}): {fix}"
+                f"{ckpt.shards} could not be read ({first[:300] or type(exc).__name__}): a shard is damaged or was cut "
+                "short; restore it from the training run"
             ) from None
+        finally:
+            dcp_log._dcp_logger.disabled = quiet
     model.load_state_dict(state[NESTED] if nested else state)
 
 
