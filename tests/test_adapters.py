@@ -100,3 +100,20 @@ def test_vllm_serves_an_adapter_merged_into_its_base(lora, real_suite, pytester)
     run = json.loads((pytester.path / "vllm.json").read_text())["run"]
     assert "the PEFT adapter merged into its base" in json.dumps(run)
     assert [p.name for p in (pytester.path / "cache" / "models").iterdir() if p.is_dir()][0].startswith("model-")
+
+
+def test_an_adapter_on_a_base_of_another_shape_is_one_line_naming_a_tensor(lora, real_suite, tmp_path):
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig.from_pretrained(TINY)
+    config.hidden_size, config.intermediate_size, config.head_dim = 64, 256, 32
+    config.num_attention_heads = config.num_key_value_heads = 2
+    other = tmp_path / "narrow-base"
+    LlamaForCausalLM(config).save_pretrained(other)
+    AutoTokenizer.from_pretrained(TINY).save_pretrained(other)
+    checkpoints, _ = lora
+    result = real_suite(*CASES, "--base-model", str(other), model=checkpoints[-1])
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret != 0 and "Traceback" not in out and "size mismatch" not in out
+    assert f"does not fit the base {other}: " in out and "in the adapter and torch.Size([4, 64]) in the base" in out
+    assert "pass --base-model with the model it was trained on" in out

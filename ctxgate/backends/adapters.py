@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -122,7 +123,23 @@ def apply_adapter(model: Any, adapter: Adapter) -> Any:
         ) from None
     with warnings.catch_warnings():  # peft asks transformers a deprecated question while it loads
         warnings.filterwarnings("ignore", category=FutureWarning, message=".*gradient_checkpointing.*")
-        return PeftModel.from_pretrained(model, str(adapter.folder)).merge_and_unload()
+        try:
+            return PeftModel.from_pretrained(model, str(adapter.folder)).merge_and_unload()
+        except RuntimeError as exc:  # torch lists every tensor that does not fit, one line each
+            found = re.search(
+                r"size mismatch for (\S+): copying a param with shape (.+?) from checkpoint, the shape "
+                r"in current model is (.+?)\.$",
+                str(exc),
+                re.MULTILINE,
+            )
+            if found is None:
+                raise
+            count = str(exc).count("size mismatch for ")
+            raise CheckpointError(
+                f"{adapter.folder} does not fit the base {adapter.base}: {found.group(1)} is {found.group(2)} in the "
+                f"adapter and {found.group(3)} in the base ({count} tensors differ); pass --base-model with the "
+                "model it was trained on"
+            ) from None
 
 
 def hf_folder(fingerprint: str, root: Path, tokenizer_dir: Path, build: Callable[[], Any]) -> Path:
