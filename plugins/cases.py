@@ -27,7 +27,7 @@ from ctxgate.run.case import CaseResult, run_case
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
 from ctxgate.tasks.build import LengthRuleBroken
-from ctxgate.tasks.registry import HELMET_CATEGORY_LABELS, UnknownTask, all_tasks, get_task
+from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task, marker_vocabulary
 
 from .model import LoadedModel
 from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
@@ -73,10 +73,7 @@ def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
 def pytest_configure(config: pytest.Config) -> None:
     """The markers cases carry (``TaskSpec.marks``), so that ``-m rag`` and ``--strict-markers`` know them."""
     config.addinivalue_line("markers", "ctxgate_suite(name): parametrize ctxgate_case over a suite's tasks x lengths")
-    markers = {"ruler": "RULER tasks", "helmet": "HELMET tasks", "niah": "RULER needle-in-a-haystack tasks"}
-    markers |= {c: f"HELMET {label} category" for c, label in HELMET_CATEGORY_LABELS.items()}
-    markers["judge"] = "model-judged tasks (Cite, NarrativeQA, Summ): -m 'not judge' leaves them out"
-    for name, doc in markers.items():
+    for name, doc in marker_vocabulary().items():
         config.addinivalue_line("markers", f"{name}: {doc}")
 
 

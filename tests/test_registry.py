@@ -86,3 +86,10 @@ def test_the_session_summaries_take_the_toy_task_in(toy_tasks):
 def test_without_the_toy_module_nothing_of_it_is_known():
     tasks = registry.membership()
     assert not any(t.startswith("toy_") for t in tasks.ruler) and "toy" not in tasks.helmet
+
+
+def test_the_marker_vocabulary_is_the_markers_the_specs_carry(toy_tasks):
+    vocabulary = registry.marker_vocabulary()
+    assert set(vocabulary) == {m for t in registry.all_tasks() for m in t.marks}
+    assert vocabulary["toy"].endswith(": toy_helmet")  # a new task's own marker is declared with it
+    assert vocabulary["judge"].startswith("-m 'judge' selects, -m 'not judge' leaves out: ")

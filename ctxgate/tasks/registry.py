@@ -99,3 +99,26 @@ def membership() -> Membership:
 
 def category_label(category: str) -> str:
     return HELMET_CATEGORY_LABELS.get(category, category)
+
+
+SUITE_LABELS = {"ruler": "RULER", "helmet": "HELMET"}
+
+
+def marker_vocabulary() -> dict[str, str]:
+    """Every pytest marker a case carries (``TaskSpec.marks``), with what it selects: derived from the specs, so a
+    task's new marker is declared with it (``--strict-markers`` knows it)."""
+    carried: dict[str, list[str]] = {}
+    for task in all_tasks():
+        for mark in task.marks:
+            carried.setdefault(mark, []).append(task.name)
+    out = {}
+    for mark, names in carried.items():
+        if mark in SUITE_LABELS:
+            what = f"{SUITE_LABELS[mark]} tasks"
+        elif mark in HELMET_CATEGORY_LABELS:
+            what = f"HELMET {HELMET_CATEGORY_LABELS[mark]} category"
+        else:
+            what = f"-m '{mark}' selects, -m 'not {mark}' leaves out"
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        out[mark] = f"{what}: {shown}"
+    return out
