@@ -26,13 +26,13 @@ from ctxgate.gate.thresholds import Thresholds, ThresholdsError, find_thresholds
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.tasks.registry import task_names
 
+from .collecting import collect_the_suite
+
 DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
 BACKENDS = ("hf", "vllm", "openai")
 # a JSON script instead of a model, for the project's own plumbing tests: accepted, never offered in --help
 TEST_BACKEND = "scripted"
 # the suite users run: at the top of a checkout beside the plugins, inside the plugin package when installed
-_CHECKOUT_SUITE = Path(__file__).resolve().parent.parent / "tests_longctx"
-SUITE_DIR = _CHECKOUT_SUITE if _CHECKOUT_SUITE.is_dir() else Path(__file__).resolve().parent / "suite"
 
 
 @dataclass(frozen=True)
@@ -248,7 +248,7 @@ def read(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
         return  # the project's own tests: nothing to gate
-    _collect_the_suite(config)
+    collect_the_suite(config)
     if settings.baseline:
         try:
             baseline = config.stash[BASELINE_KEY] = load_baseline(settings.baseline)
@@ -382,21 +382,3 @@ def check_overrides(settings: Settings, folder: str | None) -> None:
         apply_overrides(folder, settings.overrides)
     except OverrideError as exc:
         raise pytest.UsageError(str(exc)) from None
-
-
-def _collect_the_suite(config: pytest.Config) -> None:
-    """Collect the suite, whatever the form of ``--model`` and wherever pytest was started.
-
-    pytest picks its rootdir before plugins can declare options, so it reads the value of ``--model /abs/ckpt`` as
-    a test path (pytest-dev/pytest#8846): the rootdir becomes the checkpoint's folder, the project's ini file is
-    not read, and pytest would collect the working directory. When the user named no test paths and no ini file
-    named any, the suite is what runs."""
-    if config.args_source != pytest.Config.ArgsSource.INVOCATION_DIR:
-        return  # test paths on the command line, or the ini file's testpaths: the user chose
-    if not SUITE_DIR.is_dir():
-        raise pytest.UsageError(
-            f"the ctxgate suite is not at {SUITE_DIR}: the installation is incomplete; reinstall ctxgate "
-            "(pip install --force-reinstall ctxgate), or name the suite's folder: "
-            "pytest tests_longctx --model path/to/ckpt"
-        )
-    config.args[:] = [str(SUITE_DIR)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,37 +172,26 @@ def check_rope(given: dict[str, Any]) -> None:
             _check_value(key, given[key], "--rope-scaling")
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 # settings whose values a context extension sets: what each must be, checked before any model loads
-VALUES: dict[str, tuple[Any, str, str]] = {
-    "rope_theta": (lambda v: _number(v) and v > 0, "a number above 0", "rope_theta=500000"),
-    "max_position_embeddings": (
-        lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
-        "a whole number above 0",
-        "max_position_embeddings=32768",
-    ),
-    "original_max_position_embeddings": (
-        lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
-        "a whole number above 0",
-        "max_position_embeddings=32768",
-    ),
-    "sliding_window": (
-        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0),
-        "a whole number above 0, or null",
-        "sliding_window=null",
-    ),
-    "partial_rotary_factor": (
-        lambda v: _number(v) and 0 < v <= 1,
-        "a number above 0 and at most 1",
-        "partial_rotary_factor=0.5",
-    ),
+VALUES: dict[str, tuple[Callable[[Any], bool], str, str]] = {  # key: (rule, what it must be, a value that works)
+    "rope_theta": (lambda v: _number(v) and v > 0, "a number above 0", "500000"),
+    "max_position_embeddings": (_whole, "a whole number above 0", "32768"),
+    "original_max_position_embeddings": (_whole, "a whole number above 0", "8192"),
+    "sliding_window": (lambda v: v is None or _whole(v), "a whole number above 0, or null", "null"),
+    "partial_rotary_factor": (lambda v: _number(v) and 0 < v <= 1, "a number above 0 and at most 1", "0.5"),
 }
 
 
 def _check_value(key: str, value: Any, flag: str) -> None:
     if key in VALUES:
-        ok, what, example = VALUES[key]
+        ok, what, works = VALUES[key]
         if not ok(value):
-            raise OverrideError(f"{flag} {key}={json.dumps(value)} must be {what}: e.g. --model-override {example}")
+            example = ROPE_EXAMPLE if flag == "--rope-scaling" else f"--model-override {key}={works}"
+            raise OverrideError(f"{flag} {key}={json.dumps(value)} must be {what}: e.g. {example}")
 
 
 def check_values(changes: dict[str, Any], config: dict[str, Any], where: str) -> None:

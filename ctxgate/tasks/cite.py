@@ -12,6 +12,8 @@ need an entailment judge (``--nli-model`` or the LLM judge).
 
 from __future__ import annotations
 
+import itertools
+
 from ctxgate.metrics.registry import ALCE_ASQA, ALCE_QAMPARI, Metric
 from ctxgate.seeding import helmet_permutation, helmet_sample_draws
 from ctxgate.sources.judged import load_alce
@@ -50,8 +52,9 @@ def build_cite(ctx: BuildContext, job: Job) -> Sample:
     head = f"{demos}\n\n\n{data.instruction}\n\nQuestion: {item.question}\n\n"
     units = _docs(data.doc_prompt, list(item.docs))
     if ctx.helmet_compat and job.length in ALCE_DOCS:
-        ids, shown = helmet_ids(ctx, job, head, "\n\n".join(units[: ALCE_DOCS[job.length]]), "", PREFIX, "\n\n")
-        k = sum(1 for i in range(len(units)) if len("\n\n".join(units[:i])) < len(shown))  # the last may be cut
+        ids, shown, _ = helmet_ids(ctx, job, head, "\n\n".join(units[: ALCE_DOCS[job.length]]), "", PREFIX, "\n\n")
+        starts = itertools.accumulate((len(u) + 2 for u in units), initial=0)  # each document's offset, "\n\n" apart
+        k = sum(1 for start, _ in zip(starts, units) if start < len(shown))  # the last shown may be cut
     else:
         ids, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, lambda k: list(range(k)), 1, "documents")
     qampari = task == "alce_qampari"

@@ -73,9 +73,10 @@ def _precut(enc: PieceEncoder, text: str, keep: int, separator: int) -> str:
 
 def helmet_ids(
     ctx: BuildContext, job: Job, head: str, context: str, tail: str, answer_prefix: str, separator: str
-) -> tuple[tuple[int, ...], str]:
+) -> tuple[tuple[int, ...], str, int]:
     """``model_utils.tokenize``: the prompt's ids in the model's tokenizer, the context cut from its end while the
-    prompt is over L - gen; also the context as shown."""
+    prompt is over L - gen; also the context as shown and its tokens (the prompt's less those of the prompt
+    without it, so the context is not tokenized again)."""
     tok = transformers_tokenizer(ctx.encoder, "--helmet-compat")
     limit = job.length - job.gen
 
@@ -100,7 +101,7 @@ def helmet_ids(
             raise too_short(job, f"its fixed parts take {over} tokens more than the context holds")
         context = shorter
         ids = render(context)
-    return tuple(ids), context
+    return tuple(ids), context, len(ids) - len(render(""))
 
 
 def long_document(
@@ -109,6 +110,5 @@ def long_document(
     """A long-document prompt (``fit_document``'s contract): HELMET's under ``--helmet-compat``, else ctxgate's."""
     if not ctx.helmet_compat:
         return fit_document(ctx, job, head, tail, answer_prefix, separator, text)
-    ids, shown = helmet_ids(ctx, job, head, precut(ctx, job, text), tail, answer_prefix, separator)
-    (shown_ids,) = ctx.encoder.encode_fresh([shown])
-    return ids, len(shown_ids), shown != text
+    ids, shown, tokens = helmet_ids(ctx, job, head, precut(ctx, job, text), tail, answer_prefix, separator)
+    return ids, tokens, shown != text
