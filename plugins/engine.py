@@ -18,12 +18,11 @@ from typing import Any
 
 import pytest
 
-from ctxgate.backends.adapters import adapter_fingerprint, find_adapter, hf_folder, merged_model
+from ctxgate.backends.adapters import hf_folder
 from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer
 from ctxgate.backends.devices import visible_gpus
 from ctxgate.backends.endpoint import ENDPOINT_APIS
 from ctxgate.backends.overrides import OverrideError, applied
-from ctxgate.backends.sharded import distributed_fingerprint, find_distributed, sharded_model
 from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python, replica_devices, start_all
 
 from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, Settings, check_overrides
@@ -227,7 +226,7 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
     folder = _served_folder(config, run)
     python = find_python(engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent])
     budget = max(t.tokens_to_generate for t in all_tasks())
-    changes, limit = _window(Path(run.base_model or run.config_from or folder), run)
+    changes, limit = _window(run.checkpoint.config_dir if run.checkpoint else folder, run)
     longest = max(run.lengths) + budget
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
     max_len = longest if limit is None else min(longest, limit)
@@ -249,38 +248,25 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
 
 
 def _tokenizer_dir(run: Settings) -> str | None:
-    if run.base_model and run.model_dir:
-        return str(find_adapter(Path(run.model_dir), run.base_model, run.allow_pickle).tokenizer_dir)
-    if run.config_from and run.model_dir:
-        return str(find_distributed(Path(run.model_dir), run.config_from).tokenizer_dir)
-    return run.model_dir
+    return str(run.checkpoint.tokenizer_dir) if run.checkpoint else run.model_dir
 
 
 def _served_folder(config: pytest.Config, run: Settings) -> Path:
-    """The folder the servers load: the checkpoint, or for a PEFT adapter (merged into its base) or a torch
-    distributed checkpoint a Hugging Face folder written from it once, kept beside the generation cache (else in
-    a temporary folder removed with the run)."""
-    if not run.model_dir or not (run.base_model or run.config_from):
+    """The folder the servers load: the checkpoint, or for one that is not a Hugging Face folder (a PEFT adapter,
+    a sharded checkpoint) a Hugging Face folder written from it once, kept beside the generation cache (else in a
+    temporary folder removed with the run)."""
+    checkpoint = run.checkpoint
+    if checkpoint is None or checkpoint.served_as is None:
         return Path(run.model_dir or "")
     import tempfile
 
-    from ctxgate.backends.fingerprint import checkpoint_fingerprint
-
-    if run.base_model:
-        adapter = find_adapter(Path(run.model_dir), run.base_model, run.allow_pickle)
-        fingerprint = adapter_fingerprint(adapter, checkpoint_fingerprint(run.base_model))["sha256"]
-        tokenizer, build = adapter.tokenizer_dir, lambda: merged_model(adapter)
-    else:
-        sharded = find_distributed(Path(run.model_dir), run.config_from)
-        fingerprint = distributed_fingerprint(sharded)["sha256"]
-        tokenizer, build = sharded.tokenizer_dir, lambda: sharded_model(sharded)
     if run.cache_dir:
         root = Path(run.cache_dir) / "models"
     else:
         root = Path(tempfile.mkdtemp(prefix="ctxgate-model-"))
         config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
     try:
-        return hf_folder(fingerprint, root, tokenizer, build)
+        return hf_folder(checkpoint.fingerprint()["sha256"], root, checkpoint.tokenizer_dir, checkpoint.as_model)
     except (OSError, RuntimeError, ValueError) as exc:
         raise EngineError(f"{run.model_dir} could not be written as a Hugging Face folder for vLLM: {exc}") from None
 

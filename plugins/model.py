@@ -42,8 +42,7 @@ def model_spec(config: pytest.Config) -> ModelSpec:
         allow_weight_mismatch=run.allow_weight_mismatch,
         ignore_remote_code=run.ignore_remote_code,
         overrides=run.overrides,
-        base_model=run.base_model,
-        config_from=run.config_from,
+        checkpoint=run.checkpoint,
         batch_size=hf.batch_size,
         device_map=hf.device_map,
         served=_served(run, config.stash[ENGINE_KEY]) if run.backend in ("openai", "vllm") else None,
@@ -78,21 +77,12 @@ def _served(run: Settings, engine: EngineSettings) -> Served:
             "dtype": engine_dtype(run.dtype, bool(visible_gpus())),
             "tensor_parallel": engine.tp,
             "vllm_args": list(engine.vllm_args),
-            **_served_as(run),
+            **({"served_as": run.checkpoint.served_as} if run.checkpoint and run.checkpoint.served_as else {}),
         }
         if run.backend == "vllm"
         else {}
     )
     return Served(endpoint, engine.tokenizer, engine.server_logs, numerics)
-
-
-def _served_as(run: Settings) -> dict[str, str]:
-    """What the suite's servers load when --model is not a plain folder (engine.py's _served_folder)."""
-    if run.base_model:
-        return {"served_as": "the PEFT adapter merged into its base, as a Hugging Face folder"}
-    if run.config_from:
-        return {"served_as": "the sharded checkpoint, as a Hugging Face folder"}
-    return {}
 
 
 def _run_failed(request: pytest.FixtureRequest, what: str, exc: BaseException) -> NoReturn:

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxgate.backends.base import DTYPES
 from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, resolve_model
-from ctxgate.backends.formats import WrongFlag, locate
+from ctxgate.backends.formats import Checkpoint, WrongFlag, locate
 from ctxgate.backends.overrides import ConfigOverrides, OverrideError
 from ctxgate.backends.overrides import applied as apply_overrides
 from ctxgate.backends.overrides import parse as parse_overrides
@@ -24,11 +23,12 @@ from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, find_thresholds, load_or_default
 from ctxgate.lengths import LengthError, parse_lengths
+from ctxgate.run.options import EVALUATION as RUN_OPTIONS
+from ctxgate.run.options import cache_folder, samples_problem
 from ctxgate.tasks.registry import task_names
 
 from .collecting import collect_the_suite
 
-DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
 BACKENDS = ("hf", "vllm", "openai")
 # a JSON script instead of a model, for the project's own plumbing tests: accepted, never offered in --help
 TEST_BACKEND = "scripted"
@@ -61,8 +61,7 @@ class Settings:
     model_dir: str | None = None  # --model resolved to a local folder (a hub id: its cached snapshot)
     allow_weight_mismatch: bool = False
     overrides: ConfigOverrides = ConfigOverrides()  # --rope-scaling, --model-override
-    base_model: str | None = None  # --model is a PEFT adapter: its base model's folder, resolved and checked
-    config_from: str | None = None  # --model is a sharded checkpoint (FSDP, ZeRO): the folder of its config.json
+    checkpoint: Checkpoint | None = None  # --model resolved and checked (not for --backend openai or scripted)
     thresholds_found: str = ""  # how the thresholds file was found, or where none was: for the header
 
 
@@ -74,6 +73,8 @@ STARTUP_ERROR_KEY = pytest.StashKey[str]()  # why nothing can run (a broken chec
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("ctxgate", "ctxgate long-context suite")
+    for option in RUN_OPTIONS:
+        option.add_to(g)
     g.addoption("--model", default=None, help="checkpoint folder or hub id to evaluate (e.g. fixtures/tiny-llama-niah)")
     g.addoption(
         "--backend",
@@ -82,41 +83,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="hf: transformers in each worker; vllm: vLLM servers the suite starts; openai: an "
         "OpenAI-compatible server you run (--base-url)",
     )
-    g.addoption(
-        "--lengths", default=DEFAULT_LENGTHS, help="comma-separated input lengths: 8192 or 8k (default %(default)s)"
-    )
-    g.addoption(
-        "--samples",
-        type=int,
-        default=None,
-        help="samples per task x length (default: the benchmark's own count, 100 for most tasks, 600 for "
-        "NQ/TriviaQA/PopQA, 300 for HotpotQA and MS MARCO, 500 for ICL)",
-    )
-    g.addoption("--seed", type=int, default=42, help="data seed (default 42)")
-    g.addoption(
-        "--chat-template",
-        default="task",
-        choices=("task", "auto", "on", "off"),
-        help="task (default): HELMET's policy per task, on for LongQA when the model has a template, off "
-        "elsewhere; auto: on for every task when the model has one; on; off",
-    )
-    g.addoption("--dtype", default="auto", choices=DTYPES, help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32")
     g.addoption("--report", default=None, help="write the JSON report here (plus .predictions.jsonl and .md)")
-    g.addoption(
-        "--thresholds",
-        default=None,
-        help="thresholds file (default: the nearest thresholds.toml from here up to the project's top; or "
-        "the ini option ctxgate_thresholds)",
-    )
     g.addoption("--haystack", default=None, help="essay haystack: a .txt file or a dataset with a 'text' column")
     g.addoption("--squad", default=None, help="SQuAD v2 for qa_1: hub id or local file/folder (hub layout)")
     g.addoption("--hotpotqa", default=None, help="HotpotQA distractor for qa_2: hub id or local file/folder")
-    g.addoption(
-        "--data-dir",
-        default=None,
-        help="HELMET's data folder (its released kilt/ and msmarco/ files; icl/ and infbench/ copies of hub "
-        "datasets); the shipped fixtures: fixtures/helmet_data",
-    )
     g.addoption(
         "--helmet-tokenizer",
         default=None,
@@ -126,24 +96,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "default: the model's own",
     )
     g.addoption(
-        "--helmet-compat",
-        action="store_true",
-        help="HELMET's own behaviour where ctxgate's differs: its prompts for the long-document and citation tasks "
-        "(documents pre-cut in --helmet-tokenizer, ALCE's fixed document count, the context cut to fit) and its "
-        "scoring, bugs included (an empty multiple-choice answer right for gold A; ALCE's citation [0] read as "
-        "the last document); see docs/decisions.md",
-    )
-    g.addoption("--trust-remote-code", action="store_true", help="allow the checkpoint's own Python code to run")
-    g.addoption(
         "--ignore-remote-code",
         action="store_true",
         help="a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' "
         "built-in class for its model_type instead, on purpose",
-    )
-    g.addoption(
-        "--allow-pickle",
-        action="store_true",
-        help="allow loading pickles (.bin weights, DeepSpeed's .pt, a distributed checkpoint's .metadata)",
     )
     g.addoption(
         "--allow-weight-mismatch",
@@ -156,17 +112,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="run lengths beyond the model's max positions with its own RoPE (--backend hf only: vLLM's RoPE table "
         "ends there; extend it with --model-override max_position_embeddings=N)",
-    )
-    g.addoption(
-        "--base-model",
-        default=None,
-        help="--model is a PEFT adapter folder: its base model (default: the adapter's base_model_name_or_path)",
-    )
-    g.addoption(
-        "--config-from",
-        default=None,
-        help="--model is a sharded checkpoint (FSDP, DeepSpeed ZeRO): the folder of the config.json to build the model "
-        "from (default: beside the shards, the checkpoint folder, or the run folder above it)",
     )
     g.addoption(
         "--rope-scaling",
@@ -182,17 +127,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="KEY=VALUE",
         help="set a config.json key before loading (VALUE is JSON, else text; repeatable), e.g. rope_theta=1000000",
     )
-    g.addoption("--cache-dir", default=None, help="generation cache folder (default: ./.ctxgate-cache)")
-    g.addoption("--no-cache", action="store_true", help="neither read nor write the generation cache")
     g.addoption("--baseline", default=None, help="a previous --report JSON: fail cases that regressed against it")
     parser.addini(
         "ctxgate_thresholds",
         "the project's thresholds file, relative to this ini file; the run refuses to start without it",
         default="",
     )
-
-
-MAX_SAMPLES = 100_000  # the papers use 100-600; far more is a typo that would first fill memory with prompts
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -214,10 +154,8 @@ def read(config: pytest.Config) -> None:
     except LengthError as exc:
         raise pytest.UsageError(f"--lengths: {exc}") from None
     samples = config.getoption("--samples")
-    if samples is not None and not 1 <= samples <= MAX_SAMPLES:
-        raise pytest.UsageError(
-            f"--samples {samples} must be between 1 and {MAX_SAMPLES:,} (the papers use 100-600), e.g. --samples 100"
-        )
+    if problem := samples_problem(samples):
+        raise pytest.UsageError(problem)
     settings = Settings(
         model=config.getoption("--model"),
         backend=backend,
@@ -234,9 +172,9 @@ def read(config: pytest.Config) -> None:
         trust_remote_code=config.getoption("--trust-remote-code"),
         allow_pickle=config.getoption("--allow-pickle"),
         force_lengths=config.getoption("--force-lengths"),
-        cache_dir=None
-        if config.getoption("--no-cache")
-        else str(config.getoption("--cache-dir") or Path(config.invocation_params.dir) / ".ctxgate-cache"),
+        cache_dir=cache_folder(
+            config.getoption("--cache-dir"), config.getoption("--no-cache"), Path(config.invocation_params.dir)
+        ),
         baseline=config.getoption("--baseline"),
         data_dir=config.getoption("--data-dir"),
         helmet_compat=config.getoption("--helmet-compat"),
@@ -359,11 +297,7 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     except CheckpointError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return settings
-    settings = replace(
-        settings,
-        base_model=str(found.base_model) if found.base_model else None,
-        config_from=str(found.config_from) if found.config_from else None,
-    )
+    settings = replace(settings, checkpoint=found)
     check_overrides(settings, str(found.config_dir))
     return settings  # --backend vllm: the engine plugin starts its servers on this folder
 

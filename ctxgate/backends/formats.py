@@ -1,15 +1,29 @@
-"""Which kind of checkpoint ``--model`` names, from the folder's own files, checked before anything loads: a
-Hugging Face folder, a PEFT adapter (``adapters.py``), a torch distributed checkpoint or a DeepSpeed ZeRO one
-(``sharded.py``). The pytest plugin and the workflows resolve ``--model`` through ``locate`` alone."""
+"""The checkpoint ``--model`` names, resolved once from the folder's own files before anything loads: a Hugging
+Face folder, a PEFT adapter (``adapters.py``), or a torch distributed or DeepSpeed ZeRO checkpoint
+(``sharded.py``). ``locate`` is the only code that decides the kind; everything after it (the pytest plugin, the
+engines, bisect, watch) takes the ``Checkpoint`` it returns: its folders, its fingerprint, how it is described and
+how it becomes a Hugging Face folder for an engine that loads only those."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
-from ctxgate.backends.adapters import find_adapter, is_adapter
+from ctxgate.backends.adapters import Adapter, adapter_fingerprint, find_adapter, is_adapter, merged_model
 from ctxgate.backends.checkpoint import check_checkpoint, check_tokenizer
-from ctxgate.backends.sharded import check_readable, check_shards, dcp_shards, find_distributed, zero_shards
+from ctxgate.backends.sharded import (
+    DistributedCheckpoint,
+    check_readable,
+    check_shards,
+    dcp_shards,
+    distributed_fingerprint,
+    find_distributed,
+    sharded_model,
+    zero_shards,
+)
+
+Kind = Literal["hf", "adapter", "sharded"]
 
 
 class WrongFlag(ValueError):
@@ -17,11 +31,64 @@ class WrongFlag(ValueError):
 
 
 @dataclass(frozen=True)
-class Located:
+class Checkpoint:
     folder: Path  # what --model names
     config_dir: Path  # the folder whose config.json builds the model (what config overrides change)
-    base_model: Path | None = None  # a PEFT adapter's base
-    config_from: Path | None = None  # a sharded (torch distributed or DeepSpeed) checkpoint's config folder
+    tokenizer_dir: Path
+    adapter: Adapter | None = None
+    sharded: DistributedCheckpoint | None = None
+
+    @property
+    def kind(self) -> Kind:
+        return "adapter" if self.adapter else "sharded" if self.sharded else "hf"
+
+    @property
+    def weights_dir(self) -> Path:
+        """The Hugging Face folder ``from_pretrained`` reads (an adapter's base); a sharded checkpoint has none."""
+        return self.adapter.base if self.adapter else self.folder
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What the outputs depend on: an adapter's base and its own files; a sharded checkpoint's shards."""
+        from ctxgate.backends.fingerprint import checkpoint_fingerprint
+
+        if self.adapter:
+            return adapter_fingerprint(self.adapter, checkpoint_fingerprint(str(self.adapter.base)))
+        if self.sharded:
+            return distributed_fingerprint(self.sharded)
+        return checkpoint_fingerprint(str(self.folder))
+
+    def describe(self) -> dict[str, Any]:
+        """For the report: an adapter (with its base) or a sharded checkpoint's format and folders."""
+        if self.adapter:
+            return {"adapter": {**self.adapter.describe(), "applied": "merged"}}
+        if self.sharded:
+            return {"checkpoint": self.sharded.describe()}
+        return {}
+
+    @property
+    def served_as(self) -> str | None:
+        """What an engine that loads only Hugging Face folders is given instead of the folder itself."""
+        if self.adapter:
+            return "the PEFT adapter merged into its base, as a Hugging Face folder"
+        if self.sharded:
+            return "the sharded checkpoint, as a Hugging Face folder"
+        return None
+
+    def as_model(self) -> Any:
+        """The whole model in memory (fp32), for writing it out as a Hugging Face folder."""
+        if self.adapter:
+            return merged_model(self.adapter)
+        assert self.sharded is not None, "a Hugging Face folder is loaded as it is"
+        return sharded_model(self.sharded)
+
+
+def kind_of(folder: Path) -> Kind | None:
+    """The kind of checkpoint ``folder``'s files make it, None when it is none (not yet, or not at all)."""
+    if dcp_shards(folder) is not None or (zero_shards(folder) is not None and not has_hf_weights(folder)):
+        return "sharded"
+    if is_adapter(folder):
+        return "adapter"
+    return "hf" if (folder / "config.json").is_file() else None
 
 
 def locate(
@@ -32,32 +99,33 @@ def locate(
     trust_remote_code: bool = False,
     ignore_remote_code: bool = False,
     allow_pickle: bool = False,
-) -> Located:
-    """The checkpoint in ``folder`` and what builds it. CheckpointError: a piece is missing or broken (named with
-    the fix); WrongFlag: ``--base-model``/``--config-from`` given for another kind of checkpoint."""
-    sharded = dcp_shards(folder) is not None or (zero_shards(folder) is not None and not has_hf_weights(folder))
-    if base_model and not is_adapter(folder):
+) -> Checkpoint:
+    """The checkpoint in ``folder`` and what builds it, every piece checked (pickles only with ``allow_pickle``).
+    CheckpointError: a piece is missing or broken (named with the fix); WrongFlag: ``--base-model`` or
+    ``--config-from`` given for another kind of checkpoint."""
+    kind = kind_of(folder)
+    if base_model and kind != "adapter":
         raise WrongFlag(
             f"--base-model is for a PEFT adapter folder, and {folder} has no adapter_config.json: drop --base-model"
         )
-    if config_from and not sharded:
+    if config_from and kind != "sharded":
         raise WrongFlag(
             f"--config-from is for a sharded checkpoint, and {folder} has none (no .metadata, no "
             "pytorch_model_fsdp_0/, no DeepSpeed global_step*/ without Hugging Face weights): drop --config-from"
         )
-    if sharded:
-        found = find_distributed(folder, config_from)
-        check_readable(found, allow_pickle)
-        check_shards(found)
-        check_tokenizer(found.tokenizer_dir)
-        return Located(folder, found.config_dir, config_from=found.config_dir)
+    if kind == "sharded":
+        sharded = find_distributed(folder, config_from)
+        check_readable(sharded, allow_pickle)
+        check_shards(sharded)
+        check_tokenizer(sharded.tokenizer_dir)
+        return Checkpoint(folder, sharded.config_dir, sharded.tokenizer_dir, sharded=sharded)
     checks = {"trust_remote_code": trust_remote_code, "ignore_remote_code": ignore_remote_code}
-    if is_adapter(folder):
+    if kind == "adapter":
         adapter = find_adapter(folder, base_model, allow_pickle)
         check_checkpoint(adapter.base, **checks, allow_pickle=allow_pickle)
-        return Located(folder, adapter.base, base_model=adapter.base)
+        return Checkpoint(folder, adapter.base, adapter.tokenizer_dir, adapter=adapter)
     check_checkpoint(folder, **checks, allow_pickle=allow_pickle)
-    return Located(folder, folder)
+    return Checkpoint(folder, folder, folder)
 
 
 def has_hf_weights(folder: Path) -> bool:

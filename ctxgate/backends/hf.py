@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.adapters import Adapter, apply_adapter, find_adapter
+from ctxgate.backends.adapters import apply_adapter
 from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request, Window, model_window
-from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint
+from ctxgate.backends.checkpoint import CheckpointError
+from ctxgate.backends.formats import Checkpoint, locate
 from ctxgate.backends.overrides import ConfigOverrides, OverrideError, applied, window
-from ctxgate.backends.sharded import DistributedCheckpoint, find_distributed, load_into
+from ctxgate.backends.sharded import DistributedCheckpoint, load_into
 from ctxgate.textcodec import HFTokenizer
 
 AUTO_BATCH_MAX = 32  # beyond this the decode step stops being bound by weight reads on current GPUs
@@ -109,7 +110,7 @@ class HFBackend:
 
     def __init__(
         self,
-        model: str,
+        model: Checkpoint | str,
         *,
         dtype: str = "auto",
         trust_remote_code: bool = False,
@@ -120,14 +121,12 @@ class HFBackend:
         device_map: str | None = None,
         allow_weight_mismatch: bool = False,
         overrides: ConfigOverrides | None = None,
-        adapter: str | None = None,
-        config_from: str | None = None,
     ) -> None:
         """``batch_size`` None: ``auto`` (1 on CPU; on a GPU as many as fit, see ``batch_limit``). ``device_map``
         "auto": the model is spread over every GPU this process sees (accelerate's placement). ``overrides``:
-        config changes for context extension, applied before the weights load. ``adapter``: a PEFT adapter folder
-        on ``model`` (checked), merged into its weights. ``config_from``: ``model`` is a torch distributed
-        checkpoint, built from this folder's config.json and filled from its shards."""
+        config changes for context extension, applied before the weights load. ``model``: the resolved checkpoint (a
+        PEFT adapter is merged into its base's weights; a sharded one is built from its config and filled from its
+        shards), or a folder, resolved and checked here."""
         import torch
         import transformers
 
@@ -136,19 +135,17 @@ class HFBackend:
         self.device = torch.device("cuda" if cuda else "cpu")
         if not cuda and threads:
             torch.set_num_threads(threads)
-        path = Path(model)
-        self.adapter: Adapter | None = None
-        self.sharded: DistributedCheckpoint | None = None
-        sharded = find_distributed(path, config_from) if config_from else None
-        if sharded is not None and device_map is not None:
-            raise BackendError(f"{model}: --device-map is not available for a sharded training checkpoint")
-        if path.is_dir() and sharded is None:
+        if isinstance(model, str):
             try:
-                check_checkpoint(
-                    path, trust_remote_code=trust_remote_code, ignore_remote_code=True, allow_pickle=allow_pickle
+                model = locate(
+                    Path(model), trust_remote_code=trust_remote_code, ignore_remote_code=True, allow_pickle=allow_pickle
                 )
             except CheckpointError as exc:
                 raise BackendError(str(exc)) from None
+        self.checkpoint = model
+        sharded, found, name = model.sharded, model.adapter, str(model.folder)
+        if sharded is not None and device_map is not None:
+            raise BackendError(f"{name}: --device-map is not available for a sharded training checkpoint")
         if device_map is not None and not importlib.util.find_spec("accelerate"):
             raise BackendError(
                 f"--device-map {device_map} needs the accelerate package: pip install "
@@ -160,7 +157,7 @@ class HFBackend:
         self.dtype = _pick_dtype(torch, dtype, cuda)
         self.overrides = overrides or ConfigOverrides()
         changes: dict[str, Any] = {}
-        config_dir = str(sharded.config_dir) if sharded else model
+        config_dir = str(model.config_dir)
         if self.overrides:
             try:
                 changes = applied(config_dir, self.overrides)[0]
@@ -169,20 +166,20 @@ class HFBackend:
         verbosity = transformers.logging.get_verbosity()
         transformers.logging.set_verbosity_error()  # its load table is replaced by one line below
         try:
-            found = find_adapter(Path(adapter), model, allow_pickle) if adapter else None
-            tokenizer_dir = found.tokenizer_dir if found else sharded.tokenizer_dir if sharded else model
-            tok = transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir), trust_remote_code=trust_remote_code)
+            tok = transformers.AutoTokenizer.from_pretrained(
+                str(model.tokenizer_dir), trust_remote_code=trust_remote_code
+            )
             extra: dict[str, Any] = {}
             if changes or sharded:
                 extra["config"] = transformers.AutoConfig.from_pretrained(
                     config_dir, trust_remote_code=trust_remote_code, **changes
                 )
-                check_applied(extra["config"], changes, model)
+                check_applied(extra["config"], changes, name)
             loading: Any = (
                 self._from_shards(transformers, extra["config"], sharded, attn)
                 if sharded
                 else transformers.AutoModelForCausalLM.from_pretrained(
-                    model,
+                    str(model.weights_dir),
                     **extra,
                     dtype=self.dtype,
                     attn_implementation=attn,
@@ -194,7 +191,7 @@ class HFBackend:
                 )
             )
         except (OSError, ValueError) as exc:
-            raise BackendError(f"cannot load the model {model!r}: {exc}") from exc
+            raise BackendError(f"cannot load the model {name!r}: {exc}") from exc
         finally:
             transformers.logging.set_verbosity(verbosity)
         loaded, info = loading
@@ -203,8 +200,7 @@ class HFBackend:
                 loaded = apply_adapter(loaded, found)
             except CheckpointError as exc:
                 raise BackendError(str(exc)) from None
-        self.adapter = found
-        problem = weights_mismatch(info, model)
+        problem = weights_mismatch(info, name)
         if problem and not allow_weight_mismatch:
             raise BackendError(problem)
         self.weights_problem = problem  # kept for the report when --allow-weight-mismatch let it through
@@ -222,7 +218,6 @@ class HFBackend:
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids or [0])[0]
         # the window the config covers as transformers applies its RoPE settings (a linear or YaRN factor scales it)
         self.max_positions: int | None = window(self.model.config.to_dict())
-        self.model_path = model
         self.batch_size = batch_size
         self.token_cap: int | None = None  # batch tokens known to run out of memory, halved: never tried again
         self._per_token = bytes_per_token(self.model.config, self.torch.tensor([], dtype=self.dtype).element_size())
@@ -235,7 +230,6 @@ class HFBackend:
             load_into(model, sharded)
         except CheckpointError as exc:
             raise BackendError(str(exc)) from None
-        self.sharded = sharded
         return model, {}
 
     def batch_limit(self, prompt_tokens: int, max_new_tokens: int) -> int:
@@ -349,6 +343,5 @@ class HFBackend:
             "batch_size": "auto" if self.batch_size is None else self.batch_size,
             "device_map": self.device_map,
             "devices": sorted({str(p.device) for p in self.model.parameters()}),
-            **({"adapter": {**self.adapter.describe(), "applied": "merged"}} if self.adapter else {}),
-            **({"checkpoint": self.sharded.describe()} if self.sharded else {}),
+            **self.checkpoint.describe(),
         }

@@ -18,6 +18,7 @@ from typing import Any
 
 from ctxgate.backends.base import Backend
 from ctxgate.backends.endpoint import EndpointSettings
+from ctxgate.backends.formats import Checkpoint
 from ctxgate.backends.overrides import ConfigOverrides
 from ctxgate.judge.client import JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges
@@ -54,8 +55,7 @@ class ModelSpec:
     allow_weight_mismatch: bool = False
     ignore_remote_code: bool = False
     overrides: ConfigOverrides = ConfigOverrides()  # context-extension settings applied to the loaded config
-    base_model: str | None = None  # model_dir is a PEFT adapter on this base model (a checked folder)
-    config_from: str | None = None  # model_dir is a torch distributed checkpoint built from this config folder
+    checkpoint: Checkpoint | None = None  # model_dir resolved and checked (hf and vllm: always)
     batch_size: int | None = None  # hf: None is auto (1 on CPU)
     device_map: str | None = None
     served: Served | None = None  # openai / vllm
@@ -114,9 +114,7 @@ def load_backend(spec: ModelSpec) -> Backend:
     from ctxgate.backends.hf import HFBackend
 
     return HFBackend(
-        spec.base_model or spec.model_dir or spec.model,
-        adapter=spec.model_dir if spec.base_model else None,
-        config_from=spec.config_from,
+        spec.checkpoint or spec.model_dir or spec.model,
         dtype=spec.dtype,
         trust_remote_code=spec.trust_remote_code,
         allow_pickle=spec.allow_pickle,
@@ -146,7 +144,7 @@ def _endpoint_backend(spec: ModelSpec) -> Backend:
     local = local_fingerprint(spec) if spec.model_dir else None
     # the window the settings give: a server you run must have been started with them (vLLM derives its max
     # model length from them); the suite's own servers were
-    config_dir = spec.base_model or spec.config_from or spec.model_dir or served.tokenizer
+    config_dir = str(spec.checkpoint.config_dir) if spec.checkpoint else spec.model_dir or served.tokenizer
     expected = applied(config_dir, spec.overrides)[1] if spec.overrides else None
     return EndpointBackend(
         served.endpoint,
@@ -244,7 +242,7 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
         "model_fingerprint": fingerprint,
         "backend": backend.describe(),
         "model_dir": spec.model_dir,
-        "base_model": spec.base_model,
+        "base_model": str(spec.checkpoint.adapter.base) if spec.checkpoint and spec.checkpoint.adapter else None,
         "model_overrides": spec.overrides.describe() or None,
         "ignore_remote_code": spec.ignore_remote_code,
         "weights_mismatch": getattr(backend, "weights_problem", None),  # let through by --allow-weight-mismatch
@@ -262,21 +260,11 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
 
 
 def local_fingerprint(spec: ModelSpec) -> dict[str, Any]:
-    """The model as it is loaded from local files: the checkpoint (a PEFT adapter: its base and the adapter),
-    with the config overrides."""
+    """The model as it is loaded from local files (the resolved checkpoint's fingerprint), with the config
+    overrides."""
     from ctxgate.backends.fingerprint import checkpoint_fingerprint, with_overrides
 
-    if spec.base_model and spec.model_dir:
-        from ctxgate.backends.adapters import adapter_fingerprint, find_adapter
-
-        adapter = find_adapter(Path(spec.model_dir), spec.base_model, spec.allow_pickle)
-        found = adapter_fingerprint(adapter, checkpoint_fingerprint(spec.base_model))
-    elif spec.config_from and spec.model_dir:
-        from ctxgate.backends.sharded import distributed_fingerprint, find_distributed
-
-        found = distributed_fingerprint(find_distributed(Path(spec.model_dir), spec.config_from))
-    else:
-        found = checkpoint_fingerprint(spec.model_dir or spec.model)
+    found = spec.checkpoint.fingerprint() if spec.checkpoint else checkpoint_fingerprint(spec.model_dir or spec.model)
     return with_overrides(found, spec.overrides)
 
 

@@ -16,9 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxgate.backends.formats import kind_of
 from ctxgate.gate.baseline import regression_verdict
 from ctxgate.records.io import atomic_write
 from ctxgate.run.case import CaseResult
+from ctxgate.run.options import EVALUATION, cache_folder, samples_problem
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.steps import training_step
 
@@ -49,8 +51,8 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
             f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} not a folder: give a "
             "folder of checkpoints (checkpoint-100/, checkpoint-200/, ...) or the checkpoint folders"
         )
-    if len(items) == 1 and items[0].is_dir() and not (items[0] / "config.json").is_file():
-        items = [p for p in items[0].iterdir() if p.is_dir() and (p / "config.json").is_file()]
+    if len(items) == 1:  # a run folder: its checkpoints (a folder a training run keeps its config.json in too)
+        items = sorted(p for p in items[0].iterdir() if p.is_dir() and kind_of(p) is not None)
     if len(items) < 2:
         raise BisectError(f"bisect needs at least two checkpoints, found {len(items)} in {', '.join(map(str, paths))}")
     steps = [step_of(p) for p in items]
@@ -188,17 +190,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--good", default=None, help="known-good checkpoint (name or step; default: the first)")
     b.add_argument("--bad", default=None, help="known-bad checkpoint (default: the last, which is then checked)")
     b.add_argument("-k", default=None, help="case selection, pytest -k style over ids like niah_single_1-8192")
-    b.add_argument("--lengths", default="8k")
-    b.add_argument("--samples", type=int, default=None, help="default: each task's own count")
-    b.add_argument("--seed", type=int, default=42)
-    b.add_argument("--chat-template", default="task", choices=("task", "auto", "on", "off"))
-    b.add_argument("--data-dir", default=None, help="HELMET's data folder, as for pytest")
-    b.add_argument("--helmet-compat", action="store_true", help="HELMET's own prompts and scoring rules")
-    b.add_argument("--dtype", default="auto")
-    b.add_argument("--thresholds", default=None, help="tolerances and confidence from this thresholds file")
+    for option in EVALUATION:  # as pytest takes them
+        option.add_to(b)
     b.add_argument("--tolerance", type=float, default=None, help="points a case may drop (overrides thresholds)")
-    b.add_argument("--cache-dir", default=".ctxgate-cache")
-    b.add_argument("--no-cache", action="store_true")
     b.add_argument("--json", default=None, help="also write the path taken as JSON here")
     b.add_argument(
         "--sequential",
@@ -210,23 +204,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ctxgate.gate.thresholds import ThresholdsError, load_or_default
+    from ctxgate.gate.thresholds import ThresholdsError, find_thresholds, load_or_default
     from ctxgate.lengths import LengthError, parse_lengths
     from ctxgate.run.compose import ModelError
     from ctxgate.tasks.registry import task_names
     from ctxgate.workflows.evaluate import EvalSettings, evaluate_checkpoint, select_cases
 
     try:
-        thresholds = load_or_default(args.thresholds, task_names())
+        here = Path.cwd()
+        thresholds = load_or_default(find_thresholds(args.thresholds, "", None, here, here)[0], task_names())
+        if problem := samples_problem(args.samples):
+            raise BisectError(problem)
         settings = EvalSettings(
             lengths=parse_lengths(args.lengths),
             samples=args.samples,
             seed=args.seed,
             chat_template=args.chat_template,
             dtype=args.dtype,
-            cache_dir=None if args.no_cache else args.cache_dir,
+            cache_dir=cache_folder(args.cache_dir, args.no_cache, here),
             data_dir=args.data_dir,
             helmet_compat=args.helmet_compat,
+            allow_pickle=args.allow_pickle,
+            trust_remote_code=args.trust_remote_code,
+            base_model=args.base_model,
+            config_from=args.config_from,
             sequential_alpha=args.sequential_alpha if args.sequential else None,
         )
         cases = select_cases(args.k, settings.lengths)

@@ -8,9 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxgate.backends.checkpoint import CheckpointError
+from ctxgate.backends.formats import WrongFlag, locate
 from ctxgate.records.refusal import Refusal
 from ctxgate.run.case import CaseResult, run_case
-from ctxgate.run.compose import ModelSpec, open_model
+from ctxgate.run.compose import ModelError, ModelSpec, open_model
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks import all_tasks, get_task
 
@@ -32,6 +34,10 @@ class EvalSettings:
     device_map: str | None = None
     sequential_alpha: float | None = None  # --sequential: probes stop once their regression verdict is certain
     sequential_min: int = 10
+    allow_pickle: bool = False  # consent for checkpoints whose files are pickles (DCP metadata, .bin, ZeRO)
+    trust_remote_code: bool = False
+    base_model: str | None = None  # every checkpoint is a PEFT adapter on this base
+    config_from: str | None = None  # every checkpoint is sharded, built from this config folder
 
 
 def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[str, int]]:
@@ -75,10 +81,23 @@ def evaluate_checkpoint(
     the reference by more than the tolerance?" and stops once that is certain. A case that produces no score
     (beyond the model's window, data missing or unreadable, too short to build) is left out of the result: the
     caller decides what its absence means (for bisect, a regression when the reference scored it)."""
+    try:
+        checkpoint = locate(
+            Path(path),
+            base_model=settings.base_model,
+            config_from=settings.config_from,
+            trust_remote_code=settings.trust_remote_code,
+            allow_pickle=settings.allow_pickle,
+        )
+    except (CheckpointError, WrongFlag) as exc:
+        raise ModelError(f"opening {path}", exc) from None
     loaded = open_model(
         ModelSpec(
             model=str(path),
             model_dir=str(path),
+            checkpoint=checkpoint,
+            trust_remote_code=settings.trust_remote_code,
+            allow_pickle=settings.allow_pickle,
             dtype=settings.dtype,
             batch_size=settings.batch_size,
             device_map=settings.device_map,

@@ -35,14 +35,13 @@ class WatchError(RuntimeError):
 
 
 def ready(path: Path, settle: float) -> bool:
-    """A checkpoint --model takes (a model folder, a PEFT adapter, a torch distributed or DeepSpeed checkpoint)
-    whose files have not changed for ``settle`` seconds."""
-    from ctxgate.backends.sharded import dcp_shards, zero_shards
+    """A checkpoint --model takes (``formats.kind_of``: a model folder, a PEFT adapter, a torch distributed or
+    DeepSpeed checkpoint) with weights, whose files have not changed for ``settle`` seconds."""
+    from ctxgate.backends.formats import kind_of
 
     files = [f for f in path.rglob("*") if f.is_file()]
     has_weights = any(f.suffix in (".safetensors", ".bin", ".distcp") or f.name.endswith("_states.pt") for f in files)
-    described = any((path / name).is_file() for name in ("config.json", "adapter_config.json"))
-    if not has_weights or not (described or dcp_shards(path) is not None or zero_shards(path) is not None):
+    if not has_weights or kind_of(path) is None:
         return False
     return time.time() - max(f.stat().st_mtime for f in files) >= settle
 

@@ -1,0 +1,133 @@
+"""The options a run of the suite takes, each declared once (flag, type, default, choices, help): pytest's
+``addoption`` (``plugins/options.py``) and the command-line verbs that evaluate checkpoints themselves
+(``ctxgate bisect``) add them from this table, so a flag is spelled, typed, defaulted and checked the same way
+wherever it is given. (``ctxgate watch`` passes its pytest arguments to pytest itself.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxgate.backends.base import DTYPES
+
+DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
+CACHE_FOLDER = ".ctxgate-cache"  # beside where the run was started, unless --cache-dir says otherwise
+MAX_SAMPLES = 100_000  # the papers use 100-600; far more is a typo that would first fill memory with prompts
+CHAT_TEMPLATES = ("task", "auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    help: str
+    default: Any = None
+    type: Callable[[str], Any] | None = None
+    choices: tuple[str, ...] | None = None
+    action: str | None = None
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+    def add_to(self, target: Any) -> None:
+        """Onto a pytest option group (``addoption``) or an argparse parser (``add_argument``): both take
+        argparse's keywords."""
+        keywords = {
+            "help": self.help,
+            "default": self.default,
+            "type": self.type,
+            "choices": self.choices,
+            "action": self.action,
+            "metavar": self.metavar,
+        }
+        add = target.addoption if hasattr(target, "addoption") else target.add_argument
+        add(self.flag, **{k: v for k, v in keywords.items() if v is not None})
+
+
+LENGTHS = Option(
+    "--lengths", "comma-separated input lengths: 8192 or 8k (default %(default)s)", default=DEFAULT_LENGTHS
+)
+SAMPLES = Option(
+    "--samples",
+    "samples per task x length (default: the benchmark's own count, 100 for most tasks, 600 for NQ/TriviaQA/PopQA, "
+    "300 for HotpotQA and MS MARCO, 500 for ICL)",
+    type=int,
+)
+SEED = Option("--seed", "data seed (default 42)", default=42, type=int)
+CHAT_TEMPLATE = Option(
+    "--chat-template",
+    "task (default): HELMET's policy per task, on for LongQA when the model has a template, off elsewhere; auto: on "
+    "for every task when the model has one; on; off",
+    default="task",
+    choices=CHAT_TEMPLATES,
+)
+DTYPE = Option("--dtype", "auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32", default="auto", choices=DTYPES)
+THRESHOLDS = Option(
+    "--thresholds",
+    "thresholds file (default: the nearest thresholds.toml from here up to the project's top; or the ini option "
+    "ctxgate_thresholds)",
+)
+DATA_DIR = Option(
+    "--data-dir",
+    "HELMET's data folder (its released kilt/ and msmarco/ files; icl/ and infbench/ copies of hub datasets); the "
+    "shipped fixtures: fixtures/helmet_data",
+)
+HELMET_COMPAT = Option(
+    "--helmet-compat",
+    "HELMET's own behaviour where ctxgate's differs: its prompts for the long-document and citation tasks "
+    "(documents pre-cut in --helmet-tokenizer, ALCE's fixed document count, the context cut to fit) and its scoring, "
+    "bugs included (an empty multiple-choice answer right for gold A; ALCE's citation [0] read as the last "
+    "document); see docs/decisions.md",
+    action="store_true",
+)
+TRUST_REMOTE_CODE = Option("--trust-remote-code", "allow the checkpoint's own Python code to run", action="store_true")
+ALLOW_PICKLE = Option(
+    "--allow-pickle",
+    "allow loading pickles (.bin weights, DeepSpeed's .pt, a distributed checkpoint's .metadata)",
+    action="store_true",
+)
+BASE_MODEL = Option(
+    "--base-model",
+    "--model is a PEFT adapter folder: its base model (default: the adapter's base_model_name_or_path)",
+)
+CONFIG_FROM = Option(
+    "--config-from",
+    "--model is a sharded checkpoint (FSDP, DeepSpeed ZeRO): the folder of the config.json to build the model from "
+    "(default: beside the shards, the checkpoint folder, or the run folder above it)",
+)
+CACHE_DIR = Option("--cache-dir", f"generation cache folder (default: ./{CACHE_FOLDER})")
+NO_CACHE = Option("--no-cache", "neither read nor write the generation cache", action="store_true")
+
+# what a run that evaluates checkpoints outside pytest takes (ctxgate bisect), as pytest takes it
+EVALUATION = (
+    LENGTHS,
+    SAMPLES,
+    SEED,
+    CHAT_TEMPLATE,
+    DTYPE,
+    THRESHOLDS,
+    DATA_DIR,
+    HELMET_COMPAT,
+    TRUST_REMOTE_CODE,
+    ALLOW_PICKLE,
+    BASE_MODEL,
+    CONFIG_FROM,
+    CACHE_DIR,
+    NO_CACHE,
+)
+
+
+def samples_problem(samples: int | None) -> str | None:
+    if samples is not None and not 1 <= samples <= MAX_SAMPLES:
+        return f"--samples {samples} must be between 1 and {MAX_SAMPLES:,} (the papers use 100-600), e.g. --samples 100"
+    return None
+
+
+def cache_folder(cache_dir: str | None, no_cache: bool, started_in: Path) -> str | None:
+    """The generation cache's folder (None: no cache), as --cache-dir and --no-cache say."""
+    if no_cache:
+        return None
+    return str(cache_dir or started_in / CACHE_FOLDER)
