@@ -1,7 +1,9 @@
-"""Writes ctxgate/data/published.toml, the papers' published scores, from the papers' text in ../shared/papers
-(RULER: Table 3 and the appendix tables 12-16; HELMET: the numbers printed in Figure 6's cells and Table 5).
+"""Writes ctxgate/data/published.toml, the papers' published scores, from the papers' text (RULER: Table 3 and the
+appendix tables 12-16; HELMET: the numbers printed in Figure 6's cells and Table 5). The lines it reads are kept
+in fixtures/papers, written from the whole papers by --excerpt.
 
-    python scripts/published_scores.py [--papers ../shared/papers] [--check]
+    python scripts/published_scores.py [--papers fixtures/papers] [--check]
+    python scripts/published_scores.py --papers ../shared/papers --excerpt
 
 The model ids are the papers' own (RULER Table 4, HELMET Table 15); where HELMET names a model only by its short
 row label, the id is the model's released instruct checkpoint. --check compares instead of writing (exit 1 when the
@@ -17,6 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "ctxgate" / "data" / "published.toml"
+EXCERPTS = ROOT / "fixtures" / "papers"  # the papers' tables this script reads (--excerpt writes them)
 RULER_LENGTHS = ("4K", "8K", "16K", "32K", "64K", "128K")
 HELMET_LENGTHS = ("8K", "16K", "32K", "64K", "128K")
 
@@ -119,7 +122,7 @@ def ruler_table(text: str, caption: str, measure: str) -> list[dict]:
 def helmet_figure6(text: str) -> list[dict]:
     lines = text.splitlines()
     end = next(i for i, line in enumerate(lines) if line.startswith("Figure 6:"))
-    start = next(i for i in range(end, 0, -1) if lines[i].strip().startswith("Recall\t"))
+    start = next(i for i in range(end, -1, -1) if lines[i].strip().startswith("Recall\t"))
     rows: dict[str, dict[str, list[float]]] = {}
     groups: list[str] = []
     for line in lines[start:end]:
@@ -281,6 +284,24 @@ def bar_text(bars: dict[str, float]) -> str:
     return f"; effective: above {' or '.join(parts)}, {'their' if len(parts) > 1 else 'its'} 4K score in this table"
 
 
+def excerpts(papers: Path) -> dict[str, str]:
+    """The lines of each paper that ``build`` reads (each table from its header row to its caption, Figure 6
+    from its first group row to its caption), for fixtures/papers: the check then runs on any checkout."""
+    ruler = (papers / "ruler-paper.md").read_text("utf-8").splitlines()
+    helmet = (papers / "helmet-paper.md").read_text("utf-8").splitlines()
+    parts = []
+    for caption, _, _ in RULER_TABLES:
+        end = next(i for i, line in enumerate(ruler) if line.startswith(caption))
+        start = max(i for i in range(end) if ruler[i].startswith("Models\t"))
+        parts.append("\n".join(ruler[start : end + 1]))
+    end = next(i for i, line in enumerate(helmet) if line.startswith("Figure 6:"))
+    start = next(i for i in range(end, -1, -1) if helmet[i].strip().startswith("Recall\t"))
+    return {
+        "ruler-paper.md": "\n\n".join(parts) + "\n",
+        "helmet-paper.md": "\n".join(helmet[start : end + 1]) + "\n",
+    }
+
+
 def build(papers: Path) -> str:
     ruler = (papers / "ruler-paper.md").read_text("utf-8")
     helmet = (papers / "helmet-paper.md").read_text("utf-8")
@@ -323,9 +344,15 @@ def build(papers: Path) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--papers", type=Path, default=ROOT.parent / "shared" / "papers")
+    ap.add_argument("--papers", type=Path, default=EXCERPTS)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--excerpt", action="store_true", help=f"write the lines build reads from --papers to {EXCERPTS}")
     args = ap.parse_args()
+    if args.excerpt:
+        for name, text in excerpts(args.papers).items():
+            (EXCERPTS / name).write_text(text, "utf-8")
+        print(f"wrote {EXCERPTS}")
+        return 0
     text = build(args.papers)
     if args.check:
         same = TARGET.exists() and TARGET.read_text("utf-8") == text

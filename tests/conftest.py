@@ -199,3 +199,25 @@ def suite(pytester: pytest.Pytester):
         return pytester.runpytest_subprocess(*argv) if subprocess else pytester.runpytest(*argv)
 
     return run
+
+
+def stored_report(cases: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    """A report as ``--report`` stores it (valid against records.schema), around hand-written ``cases``: each
+    case gets the fields the schema requires that it does not give, and ``fields`` replace top-level ones."""
+    from ctxgate import __version__
+    from ctxgate.records.schema import SCHEMA_VERSION
+
+    run = {"model": "m", "backend": None, "seed": 42, "samples": None, "lengths": [], "chat_template": "task"}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "ctxgate_version": __version__,
+        "created": "2026-11-23T00:00:00+00:00",
+        "complete": True,
+        "run": {**run, "lengths": sorted({c["length"] for c in cases})},
+        "cases": [{"suite": "ruler", "verdict": "pass", "score": None, "n": 0, "floor": 0.0, **c} for c in cases],
+        "by_length": {},
+        "overall": {},
+        "effective_length": None,
+        "gates": [],
+        **fields,
+    }

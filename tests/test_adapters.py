@@ -84,6 +84,42 @@ def test_an_adapter_without_weights_or_with_pickle_is_named(lora, tmp_path):
         find_adapter(folder, None)
 
 
+def _edit_config(folder: Path) -> None:
+    config = json.loads((folder / "adapter_config.json").read_text())
+    (folder / "adapter_config.json").write_text(json.dumps({**config, "peft_type": "NOTAPEFT"}))
+
+
+def _cut_weights(folder: Path) -> None:
+    weights = folder / "adapter_model.safetensors"
+    with weights.open("r+b") as f:
+        f.truncate(weights.stat().st_size // 2)
+
+
+def _empty_weights(folder: Path) -> None:
+    (folder / "adapter_model.safetensors").write_bytes(b"")
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        (
+            _edit_config,
+            r"peft_type 'NOTAPEFT' is not one this peft loads \(e\.g\. LORA, .*restore it from the training",
+        ),
+        (_cut_weights, r"adapter_model\.safetensors is truncated: .*re-copy the file"),
+        (_empty_weights, r"adapter_model\.safetensors is not a safetensors file, or it is cut short \(0 bytes\)"),
+    ],
+    ids=["unknown-peft-type", "truncated-weights", "empty-weights"],
+)
+def test_a_damaged_adapter_is_one_line_before_anything_loads(lora, tmp_path, damage, expected):
+    (_, step4), _ = lora
+    folder = tmp_path / "adapter"
+    shutil.copytree(step4, folder)
+    damage(folder)
+    with pytest.raises(CheckpointError, match=expected):
+        find_adapter(folder, None)
+
+
 def test_base_model_without_an_adapter_is_a_usage_error(real_suite):
     result = real_suite(*CASES, "--base-model", str(TINY))
     assert result.ret == 4 and "--base-model is for a PEFT adapter folder" in result.stderr.str()

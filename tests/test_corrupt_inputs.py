@@ -20,23 +20,15 @@ from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import first_bad_line, load_rows
 from ctxgate.tasks.registry import task_names
 from ctxgate.workflows.watch import WatchError, WatchState
-from tests.conftest import TINY
+from tests.conftest import TINY, stored_report
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 REPORT = json.dumps(
-    {
-        "schema_version": 1,
-        "created": "2026-11-23T00:00:00+00:00",
-        "complete": True,
-        "run": {"model": "m"},
-        "predictions": "r.predictions.jsonl",
-        "by_length": {},
-        "overall": {},
-        "effective_length": None,
-        "gates": [],
-        "cases": [{"task": "vt", "length": 1024, "verdict": "pass", "score": 50.0, "n": 2, "data_sha256": "ab"}],
-    },
+    stored_report(
+        [{"task": "vt", "length": 1024, "verdict": "pass", "score": 50.0, "n": 2, "data_sha256": "ab"}],
+        predictions="r.predictions.jsonl",
+    ),
     indent=1,
 ).encode()
 PREDICTIONS = (

@@ -19,7 +19,7 @@ import psutil
 import pytest
 from safetensors.torch import load_file, save_file
 
-from tests.conftest import HELMET_DATA, ROOT, TINY
+from tests.conftest import HELMET_DATA, ROOT, TINY, stored_report
 
 FLOOR_ALL = '[[floor]]\ntask = "*"\nfloor = 1\n'
 
@@ -485,20 +485,7 @@ def test_an_empty_or_binary_data_file_is_one_line(real_suite, pytester, tmp_path
 def test_every_cli_verb_answers_an_unreadable_input_in_one_line(tmp_path, argv, expected):
     (tmp_path / "empty.json").write_text("")
     (tmp_path / "truncated.json").write_text('{"schema_version": 1, "cases": [')
-    (tmp_path / "good.json").write_text(
-        json.dumps(
-            {
-                "schema_version": 1,
-                "run": {"model": "x"},
-                "cases": [],
-                "by_length": {},
-                "overall": {},
-                "effective_length": None,
-                "gates": [],
-                "complete": True,
-            }
-        )
-    )
+    (tmp_path / "good.json").write_text(json.dumps(stored_report([])))
     paths = {
         "empty": tmp_path / "empty.json",
         "truncated": tmp_path / "truncated.json",
@@ -557,12 +544,9 @@ def test_a_report_whose_predictions_are_a_symlink_is_refused(tmp_path):
     outside.write_text('{"task": "vt", "length": 1024, "index": 0}\n')
     folder = tmp_path / "reports"
     folder.mkdir()
-    report = {
-        "schema_version": 1,
-        "run": {},
-        "predictions": "r.predictions.jsonl",
-        "cases": [{"task": "vt", "length": 1024, "verdict": "pass", "score": 1.0}],
-    }
+    report = stored_report(
+        [{"task": "vt", "length": 1024, "verdict": "pass", "score": 1.0}], predictions="r.predictions.jsonl"
+    )
     (folder / "r.json").write_text(json.dumps(report))
     (folder / "r.predictions.jsonl").symlink_to(outside)
     proc = subprocess.run(
@@ -618,3 +602,31 @@ def test_every_cause_the_report_can_name_has_a_verdict():
         assert cause in case["error_kind"]["enum"] or cause in case["skip_kind"]["enum"]
     with pytest.raises(ValueError, match="unknown cause"):
         unscored_verdict("something_new", 0, False)
+
+
+@pytest.mark.parametrize(
+    ("change", "verb", "expected"),
+    [
+        (lambda r: r.pop("gates"), "html", "the report: 'gates' is a required property"),
+        (lambda r: r["cases"].clear(), "html", "has no cases (its run selected none), so there is nothing to draw"),
+        (lambda r: r["cases"][0].update(score="80.0"), "html", "cases[0].score: '80.0' is not of type 'number'"),
+        (lambda r: r["cases"][0].update(length="8k"), "html", "cases[0].length: '8k' is not of type 'integer'"),
+        (lambda r: r["cases"][0].update(length="8k"), "published", "cases[0].length: '8k' is not of type 'integer'"),
+    ],
+    ids=["no-gates", "no-cases", "score-as-text", "length-as-text", "published-length-as-text"],
+)
+def test_a_report_that_does_not_fit_its_schema_is_one_line_naming_the_field(tmp_path, change, verb, expected):
+    report = stored_report([{"task": "vt", "length": 8192, "verdict": "pass", "score": 80.0, "n": 2}])
+    change(report)
+    (tmp_path / "r.json").write_text(json.dumps(report))
+    argv = (
+        ["html", "r.json"]
+        if verb == "html"
+        else ["published", "meta-llama/Llama-3.1-8B-Instruct", "--report", "r.json"]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctxgate.cli", *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not (tmp_path / "r.html").exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,13 +22,11 @@ from ctxgate.data.published import UnknownModel, all_published, lookup, models, 
 from ctxgate.gate.published import compare
 from ctxgate.lengths import parse_length
 from ctxgate.records.io import read_report
-from ctxgate.records.schema import SCHEMA_VERSION
 from ctxgate.stats.intervals import interval
 from ctxgate.tasks.registry import membership
-from tests.conftest import ROOT, TINY
+from tests.conftest import ROOT, TINY, stored_report
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
-PAPERS = ROOT.parent / "shared" / "papers"
 
 
 def _row(source: str, measure: str = "ruler", model: str = LLAMA):
@@ -57,9 +56,10 @@ def _report(scores: dict[int, float], n: int = 500, chat: bool = True, spread: f
                 }
             )
         mean = sum(c["score"] for c in cases if c["length"] == length) / len(tasks)
-        by_length[str(length)] = {"ruler": {"score": mean, "partial": False, "members": list(tasks), "missing": []}}
-    run = {"model": "m", "samples": None}
-    return {"schema_version": SCHEMA_VERSION, "complete": True, "run": run, "cases": cases, "by_length": by_length}
+        ruler = {"score": mean, "partial": False, "members": list(tasks), "missing": []}
+        recall = {"score": None, "partial": False, "members": [], "missing": []}
+        by_length[str(length)] = {"ruler": ruler, "helmet_recall": recall}
+    return stored_report(cases, by_length=by_length)
 
 
 def _stored(tmp_path: Path, report: dict[str, Any]) -> dict[str, Any]:
@@ -69,15 +69,22 @@ def _stored(tmp_path: Path, report: dict[str, Any]) -> dict[str, Any]:
 
 
 # the data ------------------------------------------------------------------------------------------------------------
-@pytest.mark.skipif(not PAPERS.is_dir(), reason="the papers' text is in ../shared/papers (the project's checkout)")
-def test_the_file_is_what_the_script_reads_from_the_papers():
+def test_the_file_is_what_the_script_reads_from_the_papers_tables(tmp_path):
+    """From the tables kept in fixtures/papers: the same file; one score changed there: a different one."""
     done = subprocess.run(
-        [sys.executable, "scripts/published_scores.py", "--check", "--papers", str(PAPERS)],
+        [sys.executable, "scripts/published_scores.py", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    shutil.copytree(ROOT / "fixtures" / "papers", tmp_path / "papers")
+    ruler = tmp_path / "papers" / "ruler-paper.md"
+    ruler.write_text(ruler.read_text().replace("\t96.7\t", "\t96.8\t", 1))
+    changed = subprocess.run(
+        [sys.executable, "scripts/published_scores.py", "--check", "--papers", str(tmp_path / "papers")],
         cwd=ROOT,
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert changed.returncode == 1 and "differs from the papers" in changed.stdout
 
 
 def test_rulers_effective_lengths_follow_its_scores_and_thresholds():

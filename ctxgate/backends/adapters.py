@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.checkpoint import TOKENIZER_FILES, CheckpointError, ModelNotFound, resolve_model
+from ctxgate.backends.checkpoint import (
+    TOKENIZER_FILES,
+    CheckpointError,
+    ModelNotFound,
+    check_safetensors,
+    resolve_model,
+)
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
@@ -59,12 +65,15 @@ def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = Fals
         raise CheckpointError(f"{path} is not readable JSON ({exc}); restore it from the training run") from None
     if not isinstance(config, dict) or not config.get("peft_type"):
         raise CheckpointError(f"{path} names no peft_type: it is not a PEFT adapter config; restore it")
+    _check_peft_type(path, config["peft_type"])
     weights = next((folder / name for name in ADAPTER_WEIGHTS if (folder / name).is_file()), None)
     if weights is None:
         raise CheckpointError(
             f"{folder} has {ADAPTER_CONFIG} but no adapter weights ({' or '.join(ADAPTER_WEIGHTS)}): the save was "
             "cut short; restore the file from the training run"
         )
+    if weights.suffix == ".safetensors":
+        check_safetensors(weights)
     if weights.suffix == ".bin" and not allow_pickle:
         raise CheckpointError(
             f"{weights} is a pickle file, which can run code when loaded: pass --allow-pickle if you trust it"
@@ -73,6 +82,20 @@ def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = Fals
     if not named:
         raise CheckpointError(f"{path} names no base_model_name_or_path: pass --base-model PATH (the base model)")
     return Adapter(folder, _base_folder(str(named), folder, given=base_model is not None), weights, config["peft_type"])
+
+
+def _check_peft_type(path: Path, peft_type: object) -> None:
+    """A type the installed peft can load (without peft, applying the adapter says which extra to install)."""
+    try:
+        from peft.utils import PeftType
+    except ImportError:
+        return
+    known = sorted((t.value for t in PeftType), key=lambda t: t != "LORA")
+    if peft_type not in known:
+        raise CheckpointError(
+            f"{path}: peft_type {peft_type!r} is not one this peft loads (e.g. {', '.join(known[:4])}): the file was "
+            "edited or comes from another tool; restore it from the training run, or upgrade peft if it is newer"
+        )
 
 
 def _base_folder(named: str, adapter: Path, given: bool) -> Path:

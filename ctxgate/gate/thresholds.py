@@ -316,3 +316,10 @@ def load_thresholds(path: str | Path, known_tasks: Sequence[str]) -> Thresholds:
 def load_or_default(path: str | Path | None, known_tasks: Sequence[str]) -> Thresholds:
     """The thresholds file when one is named, else the defaults (no floors, 2-point tolerance)."""
     return load_thresholds(path, known_tasks) if path else Thresholds(path="(none)")
+
+
+def thresholds_here(given: str | None, known_tasks: Sequence[str]) -> Thresholds:
+    """What a command-line verb gates with: ``--thresholds``, else the file pytest would find when started here
+    (``find_thresholds`` with no ini file)."""
+    here = Path.cwd()
+    return load_or_default(find_thresholds(given, "", None, here, here)[0], known_tasks)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate import __version__
-from ctxgate.records.schema import SCHEMA_VERSION
+from ctxgate.records.schema import REPORT_SCHEMA, SCHEMA_VERSION
 
 
 class ReportFileError(ValueError):
@@ -93,7 +93,23 @@ def read_report(path: str | Path) -> dict[str, Any]:
         )
     if not isinstance(report.get("run"), dict):
         raise ReportFileError(f"{p} has no 'run' table: pass the JSON written by --report")
+    _check_schema(p, report)
     return report
+
+
+def _check_schema(path: Path, report: dict[str, Any]) -> None:
+    """The report against its JSON Schema (``records.schema``), so a reader can trust every field's type: the
+    first field that does not fit is named, where it is and what it should be."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(REPORT_SCHEMA).iter_errors(report))
+    if error is None:
+        return
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
+    raise ReportFileError(
+        f"{path}: {where.lstrip('.') or 'the report'}: {error.message}; the file was edited or written by another "
+        "tool: re-run the checkpoint with --report, or restore the file"
+    )
 
 
 def predictions_path(report_path: str | Path, report: dict[str, Any]) -> Path:

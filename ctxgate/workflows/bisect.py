@@ -204,15 +204,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ctxgate.gate.thresholds import ThresholdsError, find_thresholds, load_or_default
+    from ctxgate.gate.thresholds import ThresholdsError, thresholds_here
     from ctxgate.lengths import LengthError, parse_lengths
     from ctxgate.run.compose import ModelError
     from ctxgate.tasks.registry import task_names
     from ctxgate.workflows.evaluate import EvalSettings, evaluate_checkpoint, select_cases
 
     try:
-        here = Path.cwd()
-        thresholds = load_or_default(find_thresholds(args.thresholds, "", None, here, here)[0], task_names())
+        thresholds = thresholds_here(args.thresholds, task_names())
         if problem := samples_problem(args.samples):
             raise BisectError(problem)
         settings = EvalSettings(
@@ -221,7 +220,7 @@ def main(args: argparse.Namespace) -> int:
             seed=args.seed,
             chat_template=args.chat_template,
             dtype=args.dtype,
-            cache_dir=cache_folder(args.cache_dir, args.no_cache, here),
+            cache_dir=cache_folder(args.cache_dir, args.no_cache, Path.cwd()),
             data_dir=args.data_dir,
             helmet_compat=args.helmet_compat,
             allow_pickle=args.allow_pickle,

@@ -12,8 +12,9 @@ import sys
 from dataclasses import dataclass
 
 from ctxgate.gate.baseline import BaselineError, load_baseline
-from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
+from ctxgate.gate.thresholds import Thresholds, ThresholdsError, thresholds_here
 from ctxgate.lengths import format_length
+from ctxgate.run.options import THRESHOLDS
 from ctxgate.stats.paired import PairedResult
 from ctxgate.tasks.registry import task_names
 
@@ -122,14 +123,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("diff", help="compare two reports case by case, paired (exit 1 on a regression)")
     d.add_argument("base", help="the baseline report (with its .predictions.jsonl beside it)")
     d.add_argument("new", help="the report to compare")
-    d.add_argument("--thresholds", default=None, help="tolerances from this thresholds file (default 2 points)")
+    THRESHOLDS.add_to(d)  # the tolerances of the comparison, found as pytest finds them
     d.add_argument("--markdown", action="store_true", help="print a Markdown table")
     d.set_defaults(fn=main)
 
 
 def main(args: argparse.Namespace) -> int:
     try:
-        thresholds = load_or_default(args.thresholds, task_names())
+        thresholds = thresholds_here(args.thresholds, task_names())
         diff = diff_reports(args.base, args.new, thresholds)
     except (BaselineError, ThresholdsError) as exc:
         print(f"ctxgate diff: {exc}", file=sys.stderr)

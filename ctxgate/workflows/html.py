@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.gate.baseline import BaselineError, comparison_entry, describe
-from ctxgate.gate.thresholds import ThresholdsError, load_or_default
+from ctxgate.gate.thresholds import ThresholdsError, thresholds_here
 from ctxgate.records.io import ReportFileError, atomic_write_all, predictions_path, read_predictions, read_report
 from ctxgate.report.page import PageInput, render
+from ctxgate.run.options import THRESHOLDS
 from ctxgate.tasks.registry import task_names
 from ctxgate.workflows.diff import diff_reports
 from ctxgate.workflows.trend import load_points
@@ -23,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("report", help="a report written by --report, with its .predictions.jsonl beside it")
     p.add_argument("--baseline", default=None, help="a report to compare with, paired, as --baseline does")
     p.add_argument("--trend", nargs="+", default=(), metavar="REPORT", help="reports of several checkpoints")
-    p.add_argument("--thresholds", default=None, help="the tolerances of the comparison (default 2 points)")
+    THRESHOLDS.add_to(p)  # the tolerances of the comparison, found as pytest finds them
     p.add_argument("-o", "--output", default=None, help="where to write it (default: the report's .html)")
     p.set_defaults(fn=main)
 
@@ -31,10 +32,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def build(args: argparse.Namespace) -> str:
     path = Path(args.report)
     report: dict[str, Any] = read_report(path)
+    if not report["cases"]:
+        raise ReportFileError(
+            f"{path} has no cases (its run selected none), so there is nothing to draw: pass the report of a run "
+            "that ran cases"
+        )
     rows = _rows(path, report)
     baseline_rows: list[dict[str, Any]] = []
     if args.baseline:
-        thresholds = load_or_default(args.thresholds, task_names())
+        thresholds = thresholds_here(args.thresholds, task_names())
         diff = diff_reports(args.baseline, str(path), thresholds)
         compared = {(r.task, r.length): r for r in diff.rows if r.result is not None}
         confidence = thresholds.regression_confidence
