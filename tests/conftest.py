@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -109,6 +111,26 @@ def sp_tokenizer():
 @pytest.fixture(scope="session")
 def byte_encoder() -> PieceEncoder:
     return PieceEncoder(ByteTokenizer())
+
+
+def launch_suite(
+    *args: str,
+    model: Path | str = TINY,
+    cwd: Path = ROOT,
+    env: dict[str, str] | None = None,
+    timeout: float = 900,
+    text: bool = True,
+) -> subprocess.CompletedProcess[Any]:
+    """The suite as a user starts it, ``python -m pytest --model=MODEL ARGS`` in ``cwd`` (this checkout's plugins
+    on the path, no pytest cache), in a subprocess: its exit status and output."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", f"--model={model}", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=text,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
 
 
 @pytest.fixture

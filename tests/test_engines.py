@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from ctxgate.backends.vllm_server import process_alive
-from tests.conftest import HOTPOT, ROOT, SQUAD, TINY
+from tests.conftest import HOTPOT, ROOT, SQUAD, TINY, launch_suite
 
 SECRET = "sk-ctxgate-engine-test-never-written"
 CASES = ("-k", "niah_single_1", "--lengths", "1k,4k", "--samples", "20")
@@ -75,28 +75,8 @@ def proxy(vllm_url):
 
 
 def run(cwd: Path, *args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """The suite in a subprocess from ``cwd`` (the shipped checkpoint, QA fixtures, no thresholds file)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        f"--model={TINY}",
-        "--squad",
-        str(SQUAD),
-        "--hotpotqa",
-        str(HOTPOT),
-        "-p",
-        "no:cacheprovider",
-        *args,
-    ]
-    return subprocess.run(
-        cmd,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-    )
+    """The suite from ``cwd`` on the shipped checkpoint with the QA fixtures (no thresholds file)."""
+    return launch_suite("--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *args, cwd=cwd, env=env, timeout=timeout)
 
 
 def server_family(log: Path) -> set[int]:

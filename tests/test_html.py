@@ -22,7 +22,7 @@ from ctxgate.report.page import PageInput, render
 from ctxgate.report.samples import depth_grids, flips, nearest_depth
 from ctxgate.tasks.niah import DEPTHS
 from tests.browsing import Opened, launch
-from tests.conftest import ROOT, TINY
+from tests.conftest import TINY, launch_suite
 
 SELECT = "niah_single_1 or niah_multikey_2 or vt"
 LENGTHS = "256,512,1k"
@@ -31,14 +31,7 @@ FLOOR = 50.0  # niah_single_1's floor in the test's thresholds: the broken check
 
 # the real runs -------------------------------------------------------------------------------------------------------
 def _suite(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "--model", str(model), "-k", SELECT, "--lengths", LENGTHS, "--samples", "6"]
-        + ["--no-cache", "-q", "-p", "no:cacheprovider", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    return launch_suite("-k", SELECT, "--lengths", LENGTHS, "--samples", "6", "--no-cache", "-q", *args, model=model)
 
 
 @pytest.fixture(scope="module")

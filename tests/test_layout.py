@@ -285,3 +285,13 @@ def test_a_bare_checkout_loads_the_plugins_once_by_the_root_conftest():
     assert done.returncode == 0, done.stderr[-2000:]
     assert "SAME True" in done.stdout and "--model" in done.stdout
     assert "cannot be rewritten" not in done.stdout + done.stderr
+
+
+def test_the_module_map_in_the_architecture_doc_is_the_code():
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "scripts/architecture.py", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr + " (run: python scripts/architecture.py)"

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxgate.run.progress import Progress, clock, status_line
-from tests.conftest import ROOT, TINY
+from tests.conftest import ROOT, TINY, launch_suite
 
 SELECT = ("-k", "cwe or vt", "--lengths", "1k", "--samples", "6", "--no-cache", "-p", "no:cacheprovider")
 
@@ -144,12 +144,8 @@ def test_the_line_shows_while_cases_run_and_is_gone_from_the_screen(tmp_path, xd
 
 
 def test_no_line_in_a_pipe_or_with_progress_off(tmp_path):
-    piped = subprocess.run(
-        [sys.executable, "-m", "pytest", f"--model={TINY}", *SELECT, "-n", "2"],
-        cwd=tmp_path,
-        capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "CTXGATE_PROGRESS_INTERVAL": "0.05"},
-        timeout=600,
+    piped = launch_suite(
+        *SELECT, "-n", "2", cwd=tmp_path, env={"CTXGATE_PROGRESS_INTERVAL": "0.05"}, timeout=600, text=False
     )
     assert piped.returncode == 0 and b"\x1b7" not in piped.stdout + piped.stderr
     raw = on_a_terminal(tmp_path, *SELECT, "--progress", "off")

@@ -24,7 +24,7 @@ from ctxgate.lengths import parse_length
 from ctxgate.records.io import read_report
 from ctxgate.stats.intervals import interval
 from ctxgate.tasks.registry import membership
-from tests.conftest import ROOT, TINY, stored_report
+from tests.conftest import ROOT, TINY, launch_suite, stored_report
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -191,14 +191,8 @@ def test_ctxgate_published_compares_a_stored_report(tmp_path):
 
 # the plugin ----------------------------------------------------------------------------------------------------------
 def _suite(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "--model", str(model), "-k", "vt", "--lengths", "4k", "--samples", "2"]
-        + ["--no-cache", "-p", "no:cacheprovider", "--report", str(out / "run.json"), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    select = ("-k", "vt", "--lengths", "4k", "--samples", "2", "--no-cache")
+    return launch_suite(*select, "--report", str(out / "run.json"), *args, model=model, timeout=600)
 
 
 def test_a_checkpoint_named_in_its_config_is_compared_and_the_header_says_so(tmp_path, ckpt):

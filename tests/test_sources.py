@@ -184,3 +184,31 @@ def test_the_case_record_says_whether_helmets_files_built_it(pytester):
     assert run_case(get_task("kilt_nq"), ctx, backend, 4096, 2, 42).built_from == "placed"
     assert run_case(get_task("json_kv"), ctx, backend, 4096, 2, 42).built_from == "generated"
     assert run_case(get_task("niah_single_1"), ctx, backend, 1024, 2, 42).built_from is None
+
+
+def _rewrite_first(path, change) -> None:
+    lines = path.read_text().splitlines()
+    lines[0] = json.dumps(change(json.loads(lines[0])))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_the_loader_and_data_verify_hold_a_file_to_the_same_fields(data):
+    """One declaration per file (``DataFile``, in the module that reads it): a field the loader needs is one
+    ``data verify`` checks, and a record the loader skips by design is no fault for it."""
+    from ctxgate.sources.errors import DataUnavailable
+    from ctxgate.sources.judged import load_multi_lexsum
+    from ctxgate.sources.kilt import load_rag
+
+    popqa = data / "kilt" / "popqa_test_1000_k50_dep6.jsonl"
+    _rewrite_first(popqa, lambda r: {k: v for k, v in r.items() if k != "s_pop"})
+    with pytest.raises(DataUnavailable, match="lacks.*s_pop"):
+        load_rag("kilt_popqa", str(data))
+    (finding,) = [f for f in verify(data) if f.path == "kilt/popqa_test_1000_k50_dep6.jsonl"]
+    assert finding.status == "bad" and "lacks s_pop" in finding.detail
+
+    lexsum = data / "multi_lexsum" / "validation.jsonl"
+    before = len(load_multi_lexsum(str(HELMET_DATA)).items)
+    _rewrite_first(lexsum, lambda r: {**r, "summary/short": None})  # HELMET keeps only cases with a short summary
+    assert len(load_multi_lexsum(str(data)).items) == before - 1
+    (finding,) = [f for f in verify(data) if f.path == "multi_lexsum/validation.jsonl"]
+    assert finding.status != "bad", finding

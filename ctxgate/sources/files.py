@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,19 @@ def read_jsonl(path: Path) -> tuple[dict[str, Any], ...]:
     if not is_file(path):
         raise DataNotGiven(f"{path} does not exist; {FETCH_HINT}")
     return load_rows(str(path), "train", None, verify_hint(path, "") or "restore the file")
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A file a task reads under ``--data-dir``, declared by the module that reads it: its loader checks records
+    against ``fields``, and ``ctxgate data verify`` (``manifest.py``) checks and pins the same files."""
+
+    task: str
+    folder: str
+    pattern: str  # regex over file names in ``folder``
+    fields: tuple[str, ...]  # every record has these
+    hub: str | None = None  # where the task reads from when the folder lacks the file
+    optional: str | None = None  # what the task does without the file (then its absence is no failure)
 
 
 # the top folders of HELMET's data layout (its release, plus the suite's local copies of hub data)

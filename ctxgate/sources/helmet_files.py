@@ -17,26 +17,67 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ctxgate.memo import is_file, memo
-from ctxgate.sources.files import read_jsonl, sha256_of
+from ctxgate.sources.files import DataFile, read_jsonl, sha256_of
 
 MAX_TEST_KEYS = 100  # HELMET's max_test_samples: questions (RAG, re-rank) or records (JSON KV)
 # the k (passages, KV pairs) HELMET's configs use at each length
 RAG_K = {8192: 50, 16384: 105, 32768: 220, 65536: 440, 131072: 1000}
 MSMARCO_K = {8192: 50, 16384: 130, 32768: 285, 65536: 600, 131072: 1000}
 JSON_KV_K = {8192: 105, 16384: 220, 32768: 440, 65536: 900, 131072: 1800}
-RAG_NAMES = {
-    "kilt_nq": ("nq-dev-multikilt_1000", "dep6", ["nq-train-multikilt_1000_k3_dep6.jsonl"]),
-    "kilt_triviaqa": ("triviaqa-dev-multikilt_1000", "dep6", ["triviaqa-train-multikilt_1000_k3_dep6.jsonl"]),
-    "kilt_hotpotqa": ("hotpotqa-dev-multikilt_1000", "dep3", ["hotpotqa-train-multikilt_1000_k3_dep3.jsonl"]),
-    # HEAD draws PopQA's demos from the test file's k3 copy; the first release had a train file
-    "kilt_popqa": ("popqa_test_1000", "dep6", ["popqa_test_1000_k3_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl"]),
+RAG_FOLDER = "kilt"
+
+
+@dataclass(frozen=True)
+class RagSet:
+    """HELMET's files of one RAG task in ``kilt/``: ``{test}_k{K}_{depth}.jsonl`` at each length, and its demo
+    files (HEAD's name first). The one list both readers use: HELMET's own files per length (here) and the largest
+    pool for ctxgate's own placement (``kilt.py``)."""
+
+    test: str
+    depth: str  # the gold depths HELMET's configs read
+    demos: tuple[str, ...]
+
+    @property
+    def test_pattern(self) -> str:
+        """Any k and depth (k, the passages per line, is the group)."""
+        return rf"{re.escape(self.test)}_k(\d+)_dep\d+\.jsonl"
+
+    @property
+    def demo_pattern(self) -> str:
+        return "|".join(
+            re.escape(head) + f"({k})" + re.escape(tail)
+            for head, k, tail in (re.fullmatch(r"(.*_k)(\d+)(_.*)", name).groups() for name in self.demos)  # type: ignore[union-attr]
+        )
+
+
+RAG_SETS = {
+    "kilt_nq": RagSet("nq-dev-multikilt_1000", "dep6", ("nq-train-multikilt_1000_k3_dep6.jsonl",)),
+    "kilt_triviaqa": RagSet("triviaqa-dev-multikilt_1000", "dep6", ("triviaqa-train-multikilt_1000_k3_dep6.jsonl",)),
+    "kilt_hotpotqa": RagSet("hotpotqa-dev-multikilt_1000", "dep3", ("hotpotqa-train-multikilt_1000_k3_dep3.jsonl",)),
+    # PopQA has one split: HEAD draws its demos from the test questions' k3 file (the first release had a train
+    # file); the demos then exclude the question asked
+    "kilt_popqa": RagSet(
+        "popqa_test_1000", "dep6", ("popqa_test_1000_k3_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl")
+    ),
 }
 MSMARCO_DIRS = ("msmarco", "msmarco/trec2019psg_preprocessed")  # HEAD's layout, then the first release's
+MSMARCO_TEST = r"test_reranking_data_k(\d+)_dep\d+\.jsonl"
+MSMARCO_DEMO = "test_reranking_data_k10_dep3.jsonl"
+DATA_FILES = (
+    DataFile(
+        "json_kv",
+        "json_kv",
+        r"test_k\d+_dep\d+\.jsonl",
+        ("context", "question", "answer", "demos"),
+        optional="JSON KV is generated",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -93,8 +134,8 @@ def _digest(*paths: Path) -> str:
 def rag_path(task: str, data_dir: str | None, length: int) -> Path | None:
     if not data_dir or length not in RAG_K:
         return None
-    prefix, dep, _ = RAG_NAMES[task]
-    path = Path(data_dir) / "kilt" / f"{prefix}_k{RAG_K[length]}_{dep}.jsonl"
+    rag = RAG_SETS[task]
+    path = Path(data_dir) / RAG_FOLDER / f"{rag.test}_k{RAG_K[length]}_{rag.depth}.jsonl"
     return path if is_file(path) else None
 
 
@@ -105,7 +146,7 @@ def load_rag_file(task: str, data_dir: str, length: int, seed: int) -> HelmetFil
     path = rag_path(task, data_dir, length)
     if path is None:
         return None
-    demo_path = next((p for name in RAG_NAMES[task][2] if is_file(p := Path(data_dir) / "kilt" / name)), None)
+    demo_path = next((p for name in RAG_SETS[task].demos if is_file(p := Path(data_dir) / RAG_FOLDER / name)), None)
     if demo_path is None:
         return None
     rows, demos = read_jsonl(path), read_jsonl(demo_path)
@@ -122,7 +163,7 @@ def load_msmarco_file(data_dir: str, length: int, seed: int) -> HelmetFile | Non
         return None
     for folder in MSMARCO_DIRS:
         path = Path(data_dir) / folder / f"test_reranking_data_k{MSMARCO_K[length]}_dep3.jsonl"
-        demo_path = path.with_name("test_reranking_data_k10_dep3.jsonl")
+        demo_path = path.with_name(MSMARCO_DEMO)
         if is_file(path) and is_file(demo_path):
             rows, demos = read_jsonl(path), read_jsonl(demo_path)
             key = "qid" if rows and "qid" in rows[0] else "query"

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import read_local_or_hub
+from ctxgate.sources.files import DataFile, read_local_or_hub
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,17 @@ SOURCES = {
     "icl_clinic150": ICLSource("clinc150", "clinc/clinc_oos", "plus", "text", "intent", "validation", 151),
     "icl_nlu": ICLSource("nlu", "xingkunliuxtracta/nlu_evaluation_data", None, "text", "label", "", 68),
 }
+DATA_FILES = tuple(
+    DataFile(
+        task,
+        f"icl/{src.folder}",
+        re.escape(f"{split}.jsonl"),
+        (src.text_field, src.label_field),
+        f"{src.hub_id} ({split})",
+    )
+    for task, src in SOURCES.items()
+    for split in (("train", src.test_split) if src.test_split else ("train",))
+)
 
 
 @dataclass(frozen=True)

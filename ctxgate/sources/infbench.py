@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import read_local_or_hub
+from ctxgate.sources.files import DataFile, read_local_or_hub
 
 HUB_ID = "xinrongzhang2022/InfiniteBench"
 SUBSETS = {"infbench_qa": "longbook_qa_eng", "infbench_mc": "longbook_choice_eng"}
+FIELDS = ("id", "context", "input", "answer")
+DATA_FILES = tuple(
+    DataFile(task, "infbench", re.escape(f"{subset}.jsonl"), FIELDS, f"{HUB_ID} ({subset})")
+    for task, subset in SUBSETS.items()
+)
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,7 @@ def load_infbench(task: str, data_dir: str | None) -> BookSet:
     )
     books = []
     for r in read_local_or_hub(local, HUB_ID, None, subset, hint):
-        missing = [f for f in ("id", "context", "input", "answer") if f not in r]
+        missing = [f for f in FIELDS if f not in r]
         if missing or (task == "infbench_mc" and len(r.get("options") or ()) != 4):
             raise DataUnavailable(f"{task}: a record in {local} lacks {missing or ['4 options']}; {hint}")
         answers = r["answer"] if isinstance(r["answer"], list) else [r["answer"]]

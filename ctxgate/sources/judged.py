@@ -17,13 +17,62 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ctxgate.memo import is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, first_bad_line, load_rows, read_local_or_hub, verify_hint
+from ctxgate.sources.files import FETCH_HINT, DataFile, first_bad_line, load_rows, read_local_or_hub, verify_hint
+from ctxgate.sources.infbench import HUB_ID
+
+NARRATIVEQA_FIELDS = ("document", "question", "answers")
+INFBENCH_SUM_FIELDS = ("id", "context", "answer")
+LEXSUM_FIELDS = ("id", "sources", "summary/long")  # rows without summary/short are skipped, as HELMET does
+ALCE_FILES = {
+    "alce_asqa": ("asqa_eval_gtr_top2000.json", "asqa_revised.json"),
+    "alce_qampari": ("qampari_eval_gtr_top2000.json", "qampari_revised.json"),
+}
+ALCE_FIELDS = {"alce_asqa": ("question", "docs", "qa_pairs"), "alce_qampari": ("question", "docs", "answers")}
+ALCE_PROMPT_FIELDS = ("instruction", "demo_prompt", "doc_prompt", "demos")
+
+
+def _hub_splits(task: str, hub: str, fields: tuple[str, ...], splits: tuple[str, ...]) -> tuple[DataFile, ...]:
+    """A hub dataset's splits as local copies in the task's folder (``{split}.jsonl``)."""
+    return tuple(DataFile(task, task, re.escape(f"{s}.jsonl"), fields, f"{hub} ({s})") for s in splits)
+
+
+DATA_FILES = (
+    *_hub_splits("narrativeqa", "deepmind/narrativeqa", NARRATIVEQA_FIELDS, ("test", "train")),
+    DataFile(
+        "infbench_sum",
+        "infbench",
+        re.escape("longbook_sum_eng.jsonl"),
+        INFBENCH_SUM_FIELDS,
+        f"{HUB_ID} (longbook_sum_eng)",
+    ),
+    DataFile(
+        "infbench_sum",
+        "infbench",
+        re.escape("longbook_sum_eng_keypoints.jsonl"),
+        ("id", "keypoints"),
+        optional="the judge writes key points from the gold summary",
+    ),
+    *_hub_splits("multi_lexsum", "allenai/multi_lexsum", LEXSUM_FIELDS, ("validation", "train")),
+    DataFile(
+        "multi_lexsum",
+        "multi_lexsum",
+        re.escape("multi_lexsum_val.jsonl"),
+        ("id", "summary/short_keypoints"),
+        optional="the judge writes key points from the short summary",
+    ),
+    *(
+        DataFile(task, "alce", re.escape(name), fields)
+        for task, (test, prompt) in ALCE_FILES.items()
+        for name, fields in ((test, ALCE_FIELDS[task]), (prompt, ALCE_PROMPT_FIELDS))
+    ),
+)
 
 
 def _digest(obj: Any) -> str:
@@ -71,7 +120,7 @@ def load_narrativeqa(data_dir: str | None) -> LongDocSet:
     def read(split: str) -> list[LongDoc]:
         out = []
         for i, r in enumerate(read_local_or_hub(folder / f"{split}.jsonl", "deepmind/narrativeqa", None, split, hint)):
-            _need("narrativeqa", r, ("document", "question", "answers"), folder, hint)
+            _need("narrativeqa", r, NARRATIVEQA_FIELDS, folder, hint)
             out.append(
                 LongDoc(
                     str(r.get("document", {}).get("id", "")) + f"#{i}",
@@ -97,10 +146,8 @@ def load_infbench_sum(data_dir: str | None) -> LongDocSet:
         else {}
     )
     items = []
-    for r in read_local_or_hub(
-        folder / "longbook_sum_eng.jsonl", "xinrongzhang2022/InfiniteBench", None, "longbook_sum_eng", hint
-    ):
-        _need("infbench_sum", r, ("id", "context", "answer"), folder, hint)
+    for r in read_local_or_hub(folder / "longbook_sum_eng.jsonl", HUB_ID, None, "longbook_sum_eng", hint):
+        _need("infbench_sum", r, INFBENCH_SUM_FIELDS, folder, hint)
         gold = (r["answer"][0] if isinstance(r["answer"], list) else r["answer"]).strip()
         items.append(LongDoc(str(r["id"]), r["context"], "", (gold,), gold, keypoints.get(str(r["id"]), ()), gold))
     return LongDocSet(tuple(items), tuple(items), _digest([(d.key, d.answers, d.keypoints, d.context) for d in items]))
@@ -116,7 +163,7 @@ def load_multi_lexsum(data_dir: str | None) -> LongDocSet:
         for r in read_local_or_hub(folder / f"{split}.jsonl", "allenai/multi_lexsum", "v20230518", split, hint):
             if r.get("summary/short") is None:  # HELMET keeps only cases with a short summary
                 continue
-            _need("multi_lexsum", r, ("id", "sources", "summary/long"), folder, hint)
+            _need("multi_lexsum", r, LEXSUM_FIELDS, folder, hint)
             out.append(
                 LongDoc(
                     str(r["id"]),
@@ -160,12 +207,6 @@ class CiteSet:
     sha256: str
 
 
-ALCE_FILES = {
-    "alce_asqa": ("asqa_eval_gtr_top2000.json", "asqa_revised.json"),
-    "alce_qampari": ("qampari_eval_gtr_top2000.json", "qampari_revised.json"),
-}
-
-
 @memo(4)
 def load_alce(task: str, data_dir: str | None) -> CiteSet:
     root = Path(data_dir or ".")
@@ -183,13 +224,13 @@ def load_alce(task: str, data_dir: str | None) -> CiteSet:
     spec = json.loads(prompt.read_text(encoding="utf-8"))
     if not isinstance(spec, dict):
         raise DataUnavailable(f"{prompt}: not a JSON object; use HELMET's {prompt_name}")
-    missing = [k for k in ("instruction", "demo_prompt", "doc_prompt", "demos") if k not in spec]
+    missing = [k for k in ALCE_PROMPT_FIELDS if k not in spec]
     if missing:
         raise DataUnavailable(f"{task}: {prompt} lacks {missing}; use HELMET's {prompt_name}")
     qampari = task == "alce_qampari"
     items = []
     for i, r in enumerate(load_rows(str(test), "train", None, verify_hint(test, "") or "restore the file")):
-        _need(task, r, ("question", "docs", "answers" if qampari else "qa_pairs"), test, FETCH_HINT)
+        _need(task, r, ALCE_FIELDS[task], test, FETCH_HINT)
         answers = (
             tuple(tuple(a) for a in r["answers"])
             if qampari

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from typing import Any
 from ctxgate.memo import is_file, memo
 from ctxgate.metrics.text import helmet_normalize
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, largest_k, read_jsonl, sha256_of, verify_hint
+from ctxgate.sources.files import FETCH_HINT, DataFile, largest_k, read_jsonl, sha256_of, verify_hint
+from ctxgate.sources.helmet_files import MSMARCO_DEMO, MSMARCO_DIRS, MSMARCO_TEST, RAG_FOLDER, RAG_SETS
 
 
 @dataclass(frozen=True)
@@ -52,31 +54,19 @@ class Pool:
     source: str
 
 
-# task -> (folder under the data dir, test-file regex, demo-file regex); (\d+) is k, the passages per line.
-RAG_FILES = {
-    "kilt_nq": ("kilt", r"nq-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl", r"nq-train-multikilt_1000_k(\d+)_dep\d+\.jsonl"),
-    "kilt_triviaqa": (
-        "kilt",
-        r"triviaqa-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl",
-        r"triviaqa-train-multikilt_1000_k(\d+)_dep\d+\.jsonl",
-    ),
-    "kilt_hotpotqa": (
-        "kilt",
-        r"hotpotqa-dev-multikilt_1000_k(\d+)_dep\d+\.jsonl",
-        r"hotpotqa-train-multikilt_1000_k(\d+)_dep\d+\.jsonl",
-    ),
-    # PopQA has one split: HELMET HEAD's config takes its demos from the test questions' k3 file (the first
-    # release named it popqa_train_...); the demos exclude the question asked
-    "kilt_popqa": (
-        "kilt",
-        r"popqa_test_1000_k(\d+)_dep\d+\.jsonl",
-        r"popqa_test_1000_k(3)_dep6\.jsonl|popqa_train_1000_k(\d+)_dep\d+\.jsonl",
-    ),
-}
-# HELMET HEAD's layout first, then the first release's
-MSMARCO_FOLDERS = ("msmarco", "msmarco/trec2019psg_preprocessed")
-MSMARCO_TEST = r"test_reranking_data_k(\d+)_dep\d+\.jsonl"
-MSMARCO_DEMO = "test_reranking_data_k10_dep3.jsonl"
+RAG_FIELDS = {task: ("question", "answers", "ctxs") + (("s_pop",) if task == "kilt_popqa" else ()) for task in RAG_SETS}
+MSMARCO_FIELDS = ("qid", "query", "ctxs")
+DATA_FILES = tuple(
+    DataFile(task, RAG_FOLDER, pattern, RAG_FIELDS[task])
+    for task, rag in RAG_SETS.items()
+    for pattern in (rag.test_pattern, rag.demo_pattern)
+) + tuple(  # either layout serves: each is optional alone
+    DataFile(
+        "msmarco_rerank", folder, pattern, MSMARCO_FIELDS, optional=f"HELMET's other layout keeps them in {other}/"
+    )
+    for folder, other in (MSMARCO_DIRS, MSMARCO_DIRS[::-1])
+    for pattern in (MSMARCO_TEST, re.escape(MSMARCO_DEMO))
+)
 POPQA_MAX_LOG_POPULARITY = 3.0  # HELMET's kilt_popqa_3: subject entities with popularity below 10^3
 
 
@@ -108,25 +98,29 @@ def _digest(*paths: Path) -> str:
 
 
 def _check(record: dict[str, Any], path: Path, fields: tuple[str, ...]) -> None:
-    missing = [f for f in fields if f not in record]
+    missing = [f for f in fields if record.get(f) is None]  # the datasets reader fills a missing key with None
     if missing:
+        has = ", ".join(k for k in sorted(record) if record[k] is not None)
         raise DataUnavailable(
-            f"{path}: a record lacks {', '.join(missing)} (has {', '.join(sorted(record))}); "
+            f"{path}: a record lacks {', '.join(missing)} (has {has}); "
             f"HELMET's layout is expected" + verify_hint(path, ", ")
         )
 
 
 @memo(8)
 def load_rag(task: str, data_dir: str | None) -> Pool:
-    folder, test_re, demo_re = RAG_FILES[task]
-    test, demo_path = _files(data_dir, task, folder, test_re, demo_re)
+    rag = RAG_SETS[task]
+    test, demo_path = _files(data_dir, task, RAG_FOLDER, rag.test_pattern, rag.demo_pattern)
     rows, demo_rows = list(read_jsonl(test)), list(read_jsonl(demo_path))
+    for r in rows:
+        _check(r, test, RAG_FIELDS[task])
+    for r in demo_rows:
+        _check(r, demo_path, RAG_FIELDS[task])
     if task == "kilt_popqa":
         rows = [r for r in rows if math.log10(r["s_pop"]) < POPQA_MAX_LOG_POPULARITY]
         demo_rows = [r for r in demo_rows if math.log10(r["s_pop"]) < POPQA_MAX_LOG_POPULARITY]
     grouped: dict[str, dict[str, Any]] = {}
     for r in rows:
-        _check(r, test, ("question", "answers", "ctxs"))
         key = str(r.get("id", r["question"]))
         answers = tuple(str(a) for a in r["answers"])
         normalized = tuple(helmet_normalize(a) for a in answers)
@@ -147,7 +141,6 @@ def load_rag(task: str, data_dir: str | None) -> Pool:
         )
     demos = []
     for r in demo_rows:
-        _check(r, demo_path, ("question", "answers", "ctxs"))
         demos.append(
             Demo(
                 str(r.get("id", r["question"])),
@@ -169,19 +162,19 @@ def _dedupe(demos: list[Demo]) -> list[Demo]:
 @memo(4)
 def load_msmarco(data_dir: str | None) -> Pool:
     folder = next(
-        (f for f in MSMARCO_FOLDERS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)), MSMARCO_FOLDERS[0]
+        (f for f in MSMARCO_DIRS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)), MSMARCO_DIRS[0]
     )
     test, demo_path = _files(data_dir, "msmarco_rerank", folder, MSMARCO_TEST, MSMARCO_DEMO)
     grouped: dict[str, dict[str, Any]] = {}
     for r in read_jsonl(test):
-        _check(r, test, ("qid", "query", "ctxs"))
+        _check(r, test, MSMARCO_FIELDS)
         entry = grouped.setdefault(str(r["qid"]), {"query": r["query"], "ctxs": {}})
         for c in r["ctxs"]:
             entry["ctxs"].setdefault(str(c["id"]), _passage(c))
     items = tuple(RagItem(q, e["query"], (), (), tuple(e["ctxs"].values())) for q, e in grouped.items())
     demos = []
     for r in read_jsonl(demo_path):
-        _check(r, demo_path, ("qid", "query", "ctxs"))
+        _check(r, demo_path, MSMARCO_FIELDS)
         passages = tuple(_passage(c) for c in r["ctxs"])
         ranking = " > ".join(p.pid for p in sorted(passages, key=lambda p: p.label, reverse=True))
         demos.append(Demo(str(r["qid"]), r["query"], ranking, passages))

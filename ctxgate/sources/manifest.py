@@ -12,137 +12,22 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxgate.sources import helmet_files, icl, infbench, judged, kilt, ruler_files
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import first_bad_line, sha256_of
-from ctxgate.sources.icl import SOURCES as ICL_SOURCES
-from ctxgate.sources.infbench import HUB_ID as INFBENCH_HUB
-from ctxgate.sources.infbench import SUBSETS as INFBENCH_SUBSETS
-from ctxgate.sources.judged import ALCE_FILES
-from ctxgate.sources.kilt import MSMARCO_DEMO, MSMARCO_FOLDERS, MSMARCO_TEST, RAG_FILES
-from ctxgate.sources.ruler_files import FOLDERS as RULER_FOLDERS
+from ctxgate.sources.files import DataFile, first_bad_line, sha256_of
 
 LOCK_NAME = "ctxgate-data.lock.json"
 
 
-@dataclass(frozen=True)
-class Expected:
-    task: str
-    folder: str
-    pattern: str  # regex over file names in ``folder``
-    fields: tuple[str, ...]  # every record has these
-    hub: str | None = None  # where the task reads from when the folder lacks the file
-    optional: str | None = None  # what the task does without the file (then its absence is no failure)
-
-
-def _expected() -> list[Expected]:
-    out = []
-    for task, (folder, test, demo) in RAG_FILES.items():
-        fields = ("question", "answers", "ctxs") + (("s_pop",) if task == "kilt_popqa" else ())
-        out += [Expected(task, folder, test, fields), Expected(task, folder, demo, fields)]
-    head, first = MSMARCO_FOLDERS  # either layout serves: each is optional alone
-    for folder, other in ((head, first), (first, head)):
-        out += [
-            Expected(
-                "msmarco_rerank",
-                folder,
-                pattern,
-                ("qid", "query", "ctxs"),
-                optional=f"HELMET's other layout keeps them in {other}/",
-            )
-            for pattern in (MSMARCO_TEST, re.escape(MSMARCO_DEMO))
-        ]
-    for task, src in ICL_SOURCES.items():
-        for split in ("train", src.test_split) if src.test_split else ("train",):
-            out.append(
-                Expected(
-                    task,
-                    f"icl/{src.folder}",
-                    re.escape(f"{split}.jsonl"),
-                    (src.text_field, src.label_field),
-                    f"{src.hub_id} ({split})",
-                )
-            )
-    for task, subset in INFBENCH_SUBSETS.items():
-        out.append(
-            Expected(
-                task,
-                "infbench",
-                re.escape(f"{subset}.jsonl"),
-                ("id", "context", "input", "answer"),
-                f"{INFBENCH_HUB} ({subset})",
-            )
-        )
-    out += [
-        Expected(
-            "narrativeqa",
-            "narrativeqa",
-            re.escape(f"{split}.jsonl"),
-            ("document", "question", "answers"),
-            f"deepmind/narrativeqa ({split})",
-        )
-        for split in ("test", "train")
-    ]
-    out.append(
-        Expected(
-            "infbench_sum",
-            "infbench",
-            re.escape("longbook_sum_eng.jsonl"),
-            ("id", "context", "answer"),
-            f"{INFBENCH_HUB} (longbook_sum_eng)",
-        )
-    )
-    out += [
-        Expected(
-            "multi_lexsum",
-            "multi_lexsum",
-            re.escape(f"{split}.jsonl"),
-            ("id", "sources", "summary/long", "summary/short"),
-            f"allenai/multi_lexsum ({split})",
-        )
-        for split in ("validation", "train")
-    ]
-    out += [
-        Expected(
-            "multi_lexsum",
-            "multi_lexsum",
-            re.escape("multi_lexsum_val.jsonl"),
-            ("id", "summary/short_keypoints"),
-            optional="the judge writes key points from the short summary",
-        ),
-        Expected(
-            "infbench_sum",
-            "infbench",
-            re.escape("longbook_sum_eng_keypoints.jsonl"),
-            ("id", "keypoints"),
-            optional="the judge writes key points from the gold summary",
-        ),
-        Expected(
-            "json_kv",
-            "json_kv",
-            r"test_k\d+_dep\d+\.jsonl",
-            ("context", "question", "answer", "demos"),
-            optional="JSON KV is generated",
-        ),
-    ]
-    out += [
-        Expected(
-            task,
-            f"ruler/{folder}",
-            r"validation_\d+\.jsonl",
-            ("context", "query", "outputs"),
-            optional="HELMET Recall uses the suite's RULER cases",
-        )
-        for task, folder in RULER_FOLDERS.items()
-    ]
-    for task, (test, prompt) in ALCE_FILES.items():
-        out += [
-            Expected(task, "alce", re.escape(test), ("question", "docs")),
-            Expected(task, "alce", re.escape(prompt), ("instruction", "demo_prompt", "doc_prompt", "demos")),
-        ]
-    return out
-
-
-EXPECTED = _expected()
+# every file a task reads, as the module that reads it declares it
+EXPECTED: tuple[DataFile, ...] = (
+    *kilt.DATA_FILES,
+    *icl.DATA_FILES,
+    *infbench.DATA_FILES,
+    *judged.DATA_FILES,
+    *helmet_files.DATA_FILES,
+    *ruler_files.DATA_FILES,
+)
 
 
 @dataclass(frozen=True)
@@ -157,7 +42,7 @@ class Finding:
         return self.status in ("changed", "missing", "bad")
 
 
-def _matches(root: Path, e: Expected) -> list[Path]:
+def _matches(root: Path, e: DataFile) -> list[Path]:
     folder = root / e.folder
     if not folder.is_dir():
         return []

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ctxgate.memo import is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, read_jsonl, verify_hint
+from ctxgate.sources.files import FETCH_HINT, DataFile, read_jsonl, verify_hint
 
 FOLDERS = {
     "helmet_multikey_2": "niah_multikey_2",
@@ -22,6 +22,12 @@ FOLDERS = {
     "helmet_multivalue": "niah_multivalue",
 }
 FIELDS = ("context", "query", "outputs", "type_needle_v")
+DATA_FILES = tuple(
+    DataFile(
+        task, f"ruler/{folder}", r"validation_\d+\.jsonl", FIELDS, optional="HELMET Recall uses the suite's RULER cases"
+    )
+    for task, folder in FOLDERS.items()
+)
 
 
 @dataclass(frozen=True)
