@@ -206,7 +206,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from ctxgate.gate.thresholds import ThresholdsError, thresholds_here
     from ctxgate.lengths import LengthError, parse_lengths
-    from ctxgate.run.compose import ModelError
+    from ctxgate.run.compose import ModelError, ModelSpec
     from ctxgate.tasks.registry import task_names
     from ctxgate.workflows.evaluate import EvalSettings, evaluate_checkpoint, select_cases
 
@@ -214,20 +214,24 @@ def main(args: argparse.Namespace) -> int:
         thresholds = thresholds_here(args.thresholds, task_names())
         if problem := samples_problem(args.samples):
             raise BisectError(problem)
-        settings = EvalSettings(
-            lengths=parse_lengths(args.lengths),
-            samples=args.samples,
-            seed=args.seed,
-            chat_template=args.chat_template,
+        opening = ModelSpec(
+            model="",
             dtype=args.dtype,
-            cache_dir=cache_folder(args.cache_dir, args.no_cache, Path.cwd()),
+            trust_remote_code=args.trust_remote_code,
+            allow_pickle=args.allow_pickle,
+            chat_template=args.chat_template,
+            seed=args.seed,
             data_dir=args.data_dir,
             helmet_compat=args.helmet_compat,
-            allow_pickle=args.allow_pickle,
-            trust_remote_code=args.trust_remote_code,
+            cache_dir=cache_folder(args.cache_dir, args.no_cache, Path.cwd()),
+        )
+        settings = EvalSettings(
+            opening,
+            parse_lengths(args.lengths),
+            samples=args.samples,
+            sequential_alpha=args.sequential_alpha if args.sequential else None,
             base_model=args.base_model,
             config_from=args.config_from,
-            sequential_alpha=args.sequential_alpha if args.sequential else None,
         )
         cases = select_cases(args.k, settings.lengths)
         if not cases:

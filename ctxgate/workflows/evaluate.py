@@ -5,7 +5,7 @@ cache and checks."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ctxgate.backends.checkpoint import CheckpointError
@@ -19,23 +19,14 @@ from ctxgate.tasks import all_tasks, get_task
 
 @dataclass(frozen=True)
 class EvalSettings:
+    """How every checkpoint is evaluated: ``opening`` as pytest would open it (its ``model`` and ``checkpoint``
+    are each checkpoint's own), at these lengths and samples."""
+
+    opening: ModelSpec
     lengths: tuple[int, ...]
     samples: int | None = None  # None: each task's own count
-    seed: int = 42
-    chat_template: str = "task"
-    dtype: str = "auto"
-    cache_dir: str | None = ".ctxgate-cache"
-    haystack: str | None = None
-    squad: str | None = None
-    hotpotqa: str | None = None
-    data_dir: str | None = None
-    helmet_compat: bool = False
-    batch_size: int | None = None  # as pytest's --batch-size auto
-    device_map: str | None = None
     sequential_alpha: float | None = None  # --sequential: probes stop once their regression verdict is certain
     sequential_min: int = 10
-    allow_pickle: bool = False  # consent for checkpoints whose files are pickles (DCP metadata, .bin, ZeRO)
-    trust_remote_code: bool = False
     base_model: str | None = None  # every checkpoint is a PEFT adapter on this base
     config_from: str | None = None  # every checkpoint is sharded, built from this config folder
 
@@ -81,36 +72,18 @@ def evaluate_checkpoint(
     the reference by more than the tolerance?" and stops once that is certain. A case that produces no score
     (beyond the model's window, data missing or unreadable, too short to build) is left out of the result: the
     caller decides what its absence means (for bisect, a regression when the reference scored it)."""
+    spec = settings.opening
     try:
         checkpoint = locate(
             Path(path),
             base_model=settings.base_model,
             config_from=settings.config_from,
-            trust_remote_code=settings.trust_remote_code,
-            allow_pickle=settings.allow_pickle,
+            trust_remote_code=spec.trust_remote_code,
+            allow_pickle=spec.allow_pickle,
         )
     except (CheckpointError, WrongFlag) as exc:
         raise ModelError(f"opening {path}", exc) from None
-    loaded = open_model(
-        ModelSpec(
-            model=str(path),
-            model_dir=str(path),
-            checkpoint=checkpoint,
-            trust_remote_code=settings.trust_remote_code,
-            allow_pickle=settings.allow_pickle,
-            dtype=settings.dtype,
-            batch_size=settings.batch_size,
-            device_map=settings.device_map,
-            chat_template=settings.chat_template,
-            seed=settings.seed,
-            haystack=settings.haystack,
-            squad=settings.squad,
-            hotpotqa=settings.hotpotqa,
-            data_dir=settings.data_dir,
-            helmet_compat=settings.helmet_compat,
-            cache_dir=settings.cache_dir,
-        )
-    )
+    loaded = open_model(replace(spec, model=str(path), model_dir=str(path), checkpoint=checkpoint))
     backend, ctx, cache = loaded.backend, loaded.context, loaded.cache
     results: dict[tuple[str, int], CaseResult] = {}
     try:
@@ -124,9 +97,9 @@ def evaluate_checkpoint(
                     backend,
                     L,
                     settings.samples,
-                    settings.seed,
+                    spec.seed,
                     cache=cache,
-                    helmet_compat=settings.helmet_compat,
+                    helmet_compat=spec.helmet_compat,
                     stop=_stop(settings, (reference or {}).get((t, L)), tolerance, t, L),
                 )
             except Refusal:  # a designed refusal (too short, data missing, short or unreadable): no score, which
