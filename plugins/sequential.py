@@ -8,13 +8,15 @@ from dataclasses import dataclass
 
 import pytest
 
+from ctxgate.run.options import SEQUENTIAL_ALPHA, SEQUENTIAL_MIN, SEQUENTIAL_OPTIONS, sequential_problem
+
 from .options import SETTINGS_KEY, THRESHOLDS_KEY
 
 
 @dataclass(frozen=True)
 class SequentialSettings:
-    alpha: float = 0.05  # the error rate of each case's early verdict
-    min_samples: int = 10
+    alpha: float = SEQUENTIAL_ALPHA.default  # the error rate of each case's early verdict
+    min_samples: int = SEQUENTIAL_MIN.default
 
     def describe(self) -> dict[str, float | int]:
         return {"alpha": self.alpha, "min_samples": self.min_samples}
@@ -25,24 +27,8 @@ SEQUENTIAL_KEY = pytest.StashKey[SequentialSettings | None]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("ctxgate-sequential", "ctxgate --sequential: stop a case once its verdict is certain")
-    g.addoption(
-        "--sequential",
-        action="store_true",
-        help="stop a case as soon as its floor verdict is certain at --sequential-alpha (a test by betting, "
-        "valid however early it stops); fewer generations for clear cases; docs/decisions.md",
-    )
-    g.addoption(
-        "--sequential-alpha",
-        type=float,
-        default=SequentialSettings.alpha,
-        help="--sequential: the error rate of each case's early verdict (default %(default)s)",
-    )
-    g.addoption(
-        "--sequential-min",
-        type=int,
-        default=SequentialSettings.min_samples,
-        help="--sequential: never stop a case before this many samples (default %(default)s)",
-    )
+    for option in SEQUENTIAL_OPTIONS:
+        option.add_to(g)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -63,8 +49,6 @@ def read(config: pytest.Config) -> SequentialSettings | None:
     if not config.getoption("--sequential"):
         return None
     alpha, minimum = config.getoption("--sequential-alpha"), config.getoption("--sequential-min")
-    if not 0 < alpha < 0.5:
-        raise pytest.UsageError(f"--sequential-alpha {alpha} must be in (0, 0.5), e.g. --sequential-alpha 0.05")
-    if minimum < 1:
-        raise pytest.UsageError(f"--sequential-min {minimum} must be at least 1, e.g. --sequential-min 10")
+    if problem := sequential_problem(alpha, minimum):
+        raise pytest.UsageError(problem)
     return SequentialSettings(alpha, minimum)

@@ -73,3 +73,28 @@ def test_bisect_under_sequential_finds_the_same_checkpoint_with_fewer_samples(ch
     fixed, seq = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("fixed", "seq"))
     assert seq["first_bad_index"] == fixed["first_bad_index"] == 5
     assert sum(p["samples"] for p in seq["path"]) < sum(p["samples"] for p in fixed["path"])
+
+
+def test_the_options_bisect_shares_with_pytest_are_the_same_options():
+    """Declared once (run/options.py): pytest's plugins and bisect's parser give each the same default, type,
+    choices and help."""
+    import argparse
+
+    import ctxgate_plugins.options
+    import ctxgate_plugins.sequential
+    from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS
+    from ctxgate.workflows.bisect import add_parser
+
+    parser = argparse.ArgumentParser()
+    subparsers = parser.add_subparsers()
+    add_parser(subparsers)
+    bisect = subparsers.choices["bisect"]._option_string_actions
+    plugins = pytest.Parser(_ispytest=True)
+    for plugin in (ctxgate_plugins.options, ctxgate_plugins.sequential):
+        plugin.pytest_addoption(plugins)
+    declared = {name: o for g in plugins._groups for o in g.options for name in o.names()}
+    for option in (*EVALUATION, *SEQUENTIAL_OPTIONS):
+        mine, theirs = bisect[option.flag], declared[option.flag].attrs()
+        assert mine.help == theirs["help"] == option.help
+        assert mine.default == theirs.get("default", False if option.action else None)
+        assert (mine.choices, mine.type) == (theirs.get("choices"), theirs.get("type"))

@@ -98,6 +98,22 @@ CONFIG_FROM = Option(
     "--model is a sharded checkpoint (FSDP, DeepSpeed ZeRO): the folder of the config.json to build the model from "
     "(default: beside the shards, the checkpoint folder, or the run folder above it)",
 )
+SEQUENTIAL = Option(
+    "--sequential",
+    "stop a case as soon as its verdict is certain at --sequential-alpha (a test by betting, valid however early it "
+    "stops): the floor verdict under pytest, the regression verdict of a bisect probe; fewer generations for clear "
+    "cases; docs/decisions.md",
+    action="store_true",
+)
+SEQUENTIAL_ALPHA = Option(
+    "--sequential-alpha",
+    "--sequential: the error rate of each case's early verdict (default %(default)s)",
+    default=0.05,
+    type=float,
+)
+SEQUENTIAL_MIN = Option(
+    "--sequential-min", "--sequential: never stop a case before this many samples (default %(default)s)", 10, int
+)
 CACHE_DIR = Option("--cache-dir", f"generation cache folder (default: ./{CACHE_FOLDER})")
 NO_CACHE = Option("--no-cache", "neither read nor write the generation cache", action="store_true")
 
@@ -118,11 +134,20 @@ EVALUATION = (
     CACHE_DIR,
     NO_CACHE,
 )
+SEQUENTIAL_OPTIONS = (SEQUENTIAL, SEQUENTIAL_ALPHA, SEQUENTIAL_MIN)
 
 
 def samples_problem(samples: int | None) -> str | None:
     if samples is not None and not 1 <= samples <= MAX_SAMPLES:
         return f"--samples {samples} must be between 1 and {MAX_SAMPLES:,} (the papers use 100-600), e.g. --samples 100"
+    return None
+
+
+def sequential_problem(alpha: float, minimum: int) -> str | None:
+    if not 0 < alpha < 0.5:
+        return f"--sequential-alpha {alpha} must be in (0, 0.5), e.g. --sequential-alpha 0.05"
+    if minimum < 1:
+        return f"--sequential-min {minimum} must be at least 1, e.g. --sequential-min 10"
     return None
 
 

@@ -20,7 +20,7 @@ from ctxgate.backends.formats import kind_of
 from ctxgate.gate.baseline import regression_verdict
 from ctxgate.records.io import atomic_write
 from ctxgate.run.case import CaseResult
-from ctxgate.run.options import EVALUATION, cache_folder, samples_problem
+from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, cache_folder, samples_problem, sequential_problem
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.steps import training_step
 
@@ -194,12 +194,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         option.add_to(b)
     b.add_argument("--tolerance", type=float, default=None, help="points a case may drop (overrides thresholds)")
     b.add_argument("--json", default=None, help="also write the path taken as JSON here")
-    b.add_argument(
-        "--sequential",
-        action="store_true",
-        help="stop each probe's case once its regression verdict is certain (as pytest --sequential)",
-    )
-    b.add_argument("--sequential-alpha", type=float, default=0.05, help="--sequential: error rate per verdict")
+    for option in SEQUENTIAL_OPTIONS:
+        option.add_to(b)
     b.set_defaults(fn=main)
 
 
@@ -212,7 +208,7 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         thresholds = thresholds_here(args.thresholds, task_names())
-        if problem := samples_problem(args.samples):
+        if problem := samples_problem(args.samples) or sequential_problem(args.sequential_alpha, args.sequential_min):
             raise BisectError(problem)
         opening = ModelSpec(
             model="",
@@ -230,6 +226,7 @@ def main(args: argparse.Namespace) -> int:
             parse_lengths(args.lengths),
             samples=args.samples,
             sequential_alpha=args.sequential_alpha if args.sequential else None,
+            sequential_min=args.sequential_min,
             base_model=args.base_model,
             config_from=args.config_from,
         )
