@@ -136,9 +136,9 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if run.backend == "openai":
         engine = config.stash[ENGINE_KEY] = checked_openai(engine, run.model)
-        if not run.model_dir:
+        if not run.opening.model_dir:
             check_overrides(run, engine.tokenizer)
-    elif run.backend == "vllm" and run.model_dir and STARTUP_ERROR_KEY not in config.stash:
+    elif run.backend == "vllm" and run.opening.model_dir and STARTUP_ERROR_KEY not in config.stash:
         config.stash[ENGINE_KEY] = with_servers(config, engine, run)
 
 
@@ -156,7 +156,7 @@ def read(config: pytest.Config, run: Settings) -> EngineSettings:
             raise pytest.UsageError(f"--base-url {url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
     if config.getoption("--endpoint-api") == "chat" and backend != "openai":
         raise pytest.UsageError("--endpoint-api chat is for --backend openai (a server you run)")
-    if config.getoption("--endpoint-api") == "chat" and run.chat_template == "off":
+    if config.getoption("--endpoint-api") == "chat" and run.opening.chat_template == "off":
         raise pytest.UsageError(
             "--endpoint-api chat sends user messages, which the server wraps: drop --chat-template off"
         )
@@ -226,7 +226,7 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
     folder = _served_folder(config, run)
     python = find_python(engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent])
     budget = max(t.tokens_to_generate for t in all_tasks())
-    changes, limit = _window(run.checkpoint.config_dir if run.checkpoint else folder, run)
+    changes, limit = _window(run.opening.checkpoint.config_dir if run.opening.checkpoint else folder, run)
     longest = max(run.lengths) + budget
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
     max_len = longest if limit is None else min(longest, limit)
@@ -237,7 +237,7 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
             max_len,
             engine.tp,
             devices,
-            run.dtype,
+            run.opening.dtype,
             engine.vllm_args,
             hf_overrides=json.dumps(changes, sort_keys=True) if changes else None,
         )
@@ -248,33 +248,35 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
 
 
 def _tokenizer_dir(run: Settings) -> str | None:
-    return str(run.checkpoint.tokenizer_dir) if run.checkpoint else run.model_dir
+    return str(run.opening.checkpoint.tokenizer_dir) if run.opening.checkpoint else run.opening.model_dir
 
 
 def _served_folder(config: pytest.Config, run: Settings) -> Path:
     """The folder the servers load: the checkpoint, or for one that is not a Hugging Face folder (a PEFT adapter,
     a sharded checkpoint) a Hugging Face folder written from it once, kept beside the generation cache (else in a
     temporary folder removed with the run)."""
-    checkpoint = run.checkpoint
+    checkpoint = run.opening.checkpoint
     if checkpoint is None or checkpoint.served_as is None:
-        return Path(run.model_dir or "")
+        return Path(run.opening.model_dir or "")
     import tempfile
 
-    if run.cache_dir:
-        root = Path(run.cache_dir) / "models"
+    if run.opening.cache_dir:
+        root = Path(run.opening.cache_dir) / "models"
     else:
         root = Path(tempfile.mkdtemp(prefix="ctxgate-model-"))
         config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
     try:
         return hf_folder(checkpoint.fingerprint()["sha256"], root, checkpoint.tokenizer_dir, checkpoint.as_model)
     except (OSError, RuntimeError, ValueError) as exc:
-        raise EngineError(f"{run.model_dir} could not be written as a Hugging Face folder for vLLM: {exc}") from None
+        raise EngineError(
+            f"{run.opening.model_dir} could not be written as a Hugging Face folder for vLLM: {exc}"
+        ) from None
 
 
 def _window(folder: Path, run: Settings) -> tuple[dict[str, Any], int | None]:
     """The config changes the server gets (--hf-overrides) and the window the config then covers."""
     try:
-        return applied(folder, run.overrides)
+        return applied(folder, run.opening.overrides)
     except OverrideError:
         return {}, None  # an unreadable config: the server's own start says what is wrong
 

@@ -33,7 +33,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     run = config.stash[SETTINGS_KEY]
     try:
-        judge = JudgeSettings.from_options(config.getoption, run.cache_dir)
+        judge = JudgeSettings.from_options(config.getoption, run.opening.cache_dir)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     nli_model = config.getoption("--nli-model")
@@ -46,6 +46,6 @@ def pytest_configure(config: pytest.Config) -> None:
             "TRUE model)"
         )
     try:  # the judge's checkpoint passes the same checks as --model's (pickle, checkpoint code)
-        check_checkpoint(Path(nli_model), allow_pickle=run.allow_pickle)
+        check_checkpoint(Path(nli_model), allow_pickle=run.opening.allow_pickle)
     except CheckpointError as exc:
         raise pytest.UsageError(f"--nli-model: {exc}") from None

@@ -8,6 +8,7 @@ the error once.
 from __future__ import annotations
 
 import traceback
+from dataclasses import replace
 from typing import NoReturn
 
 import pytest
@@ -32,29 +33,11 @@ def model_spec(config: pytest.Config) -> ModelSpec:
     """The checkpoint and how to evaluate it, from every plugin's settings."""
     run, hf, judging = config.stash[SETTINGS_KEY], config.stash[HF_KEY], config.stash[JUDGING_KEY]
     assert run.model is not None
-    return ModelSpec(
-        model=run.model,
-        backend=run.backend,
-        model_dir=run.model_dir,
-        dtype=run.dtype,
-        trust_remote_code=run.trust_remote_code,
-        allow_pickle=run.allow_pickle,
-        allow_weight_mismatch=run.allow_weight_mismatch,
-        ignore_remote_code=run.ignore_remote_code,
-        overrides=run.overrides,
-        checkpoint=run.checkpoint,
+    return replace(
+        run.opening,
         batch_size=hf.batch_size,
         device_map=hf.device_map,
         served=_served(run, config.stash[ENGINE_KEY]) if run.backend in ("openai", "vllm") else None,
-        chat_template=run.chat_template,
-        seed=run.seed,
-        haystack=run.haystack,
-        squad=run.squad,
-        hotpotqa=run.hotpotqa,
-        data_dir=run.data_dir,
-        helmet_compat=run.helmet_compat,
-        helmet_tokenizer=run.helmet_tokenizer,
-        cache_dir=run.cache_dir,
         judge=judging.judge,
         nli_model=judging.nli_model,
         judge_max_failure_rate=config.stash[THRESHOLDS_KEY].judge_max_failure_rate,
@@ -63,6 +46,7 @@ def model_spec(config: pytest.Config) -> ModelSpec:
 
 def _served(run: Settings, engine: EngineSettings) -> Served:
     assert engine.tokenizer is not None
+    served_as = run.opening.checkpoint.served_as if run.opening.checkpoint else None
     endpoint = EndpointSettings(
         engine.base_urls,
         engine.served_model,
@@ -74,10 +58,10 @@ def _served(run: Settings, engine: EngineSettings) -> Served:
     )
     numerics = (  # the suite started these servers: it knows what changes their numerics
         {
-            "dtype": engine_dtype(run.dtype, bool(visible_gpus())),
+            "dtype": engine_dtype(run.opening.dtype, bool(visible_gpus())),
             "tensor_parallel": engine.tp,
             "vllm_args": list(engine.vllm_args),
-            **({"served_as": run.checkpoint.served_as} if run.checkpoint and run.checkpoint.served_as else {}),
+            **({"served_as": served_as} if served_as else {}),
         }
         if run.backend == "vllm"
         else {}

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, resolve_model
-from ctxgate.backends.formats import Checkpoint, WrongFlag, locate
+from ctxgate.backends.formats import WrongFlag, locate
 from ctxgate.backends.overrides import ConfigOverrides, OverrideError
 from ctxgate.backends.overrides import applied as apply_overrides
 from ctxgate.backends.overrides import parse as parse_overrides
@@ -23,6 +24,7 @@ from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, find_thresholds, load_or_default
 from ctxgate.lengths import LengthError, parse_lengths
+from ctxgate.run.compose import ModelSpec
 from ctxgate.run.options import EVALUATION as RUN_OPTIONS
 from ctxgate.run.options import cache_folder, samples_problem
 from ctxgate.tasks.registry import task_names
@@ -37,31 +39,19 @@ TEST_BACKEND = "scripted"
 
 @dataclass(frozen=True)
 class Settings:
+    """The run: which cases, where the report goes, what gates it; ``opening`` is how the checkpoint is opened and
+    its cases built (``run/compose.py``'s ModelSpec, which ``ctxgate bisect`` builds from the same options), with
+    the other plugins' parts (engine, hf, judging) added by ``plugins/model.py``."""
+
     model: str | None
     backend: str
     lengths: tuple[int, ...]
     samples: int | None  # None: each task's HELMET/RULER count
-    seed: int
-    chat_template: str  # task | auto | on | off
-    dtype: str
     report: str | None
-    thresholds_path: str  # "" when none was found
-    haystack: str | None
-    squad: str | None
-    hotpotqa: str | None
-    trust_remote_code: bool
-    allow_pickle: bool
     force_lengths: bool
-    cache_dir: str | None  # None: no cache
     baseline: str | None
-    data_dir: str | None = None
-    helmet_compat: bool = False
-    helmet_tokenizer: str | None = None  # --helmet-tokenizer: a folder, checked
-    ignore_remote_code: bool = False
-    model_dir: str | None = None  # --model resolved to a local folder (a hub id: its cached snapshot)
-    allow_weight_mismatch: bool = False
-    overrides: ConfigOverrides = ConfigOverrides()  # --rope-scaling, --model-override
-    checkpoint: Checkpoint | None = None  # --model resolved and checked (not for --backend openai or scripted)
+    opening: ModelSpec
+    thresholds_path: str = ""  # "" when none was found
     thresholds_found: str = ""  # how the thresholds file was found, or where none was: for the header
 
 
@@ -156,32 +146,36 @@ def read(config: pytest.Config) -> None:
     samples = config.getoption("--samples")
     if problem := samples_problem(samples):
         raise pytest.UsageError(problem)
+    opening = ModelSpec(
+        model=config.getoption("--model") or "",
+        backend=backend,
+        dtype=config.getoption("--dtype"),
+        trust_remote_code=config.getoption("--trust-remote-code"),
+        allow_pickle=config.getoption("--allow-pickle"),
+        allow_weight_mismatch=config.getoption("--allow-weight-mismatch"),
+        ignore_remote_code=config.getoption("--ignore-remote-code"),
+        overrides=_overrides(config),
+        chat_template=config.getoption("--chat-template"),
+        seed=config.getoption("--seed"),
+        haystack=config.getoption("--haystack"),
+        squad=config.getoption("--squad"),
+        hotpotqa=config.getoption("--hotpotqa"),
+        data_dir=config.getoption("--data-dir"),
+        helmet_compat=config.getoption("--helmet-compat"),
+        helmet_tokenizer=config.getoption("--helmet-tokenizer"),
+        cache_dir=cache_folder(
+            config.getoption("--cache-dir"), config.getoption("--no-cache"), Path(config.invocation_params.dir)
+        ),
+    )
     settings = Settings(
         model=config.getoption("--model"),
         backend=backend,
         lengths=lengths,
         samples=samples,
-        seed=config.getoption("--seed"),
-        chat_template=config.getoption("--chat-template"),
-        dtype=config.getoption("--dtype"),
         report=config.getoption("--report"),
-        thresholds_path="",
-        haystack=config.getoption("--haystack"),
-        squad=config.getoption("--squad"),
-        hotpotqa=config.getoption("--hotpotqa"),
-        trust_remote_code=config.getoption("--trust-remote-code"),
-        allow_pickle=config.getoption("--allow-pickle"),
         force_lengths=config.getoption("--force-lengths"),
-        cache_dir=cache_folder(
-            config.getoption("--cache-dir"), config.getoption("--no-cache"), Path(config.invocation_params.dir)
-        ),
         baseline=config.getoption("--baseline"),
-        data_dir=config.getoption("--data-dir"),
-        helmet_compat=config.getoption("--helmet-compat"),
-        helmet_tokenizer=config.getoption("--helmet-tokenizer"),
-        ignore_remote_code=config.getoption("--ignore-remote-code"),
-        allow_weight_mismatch=config.getoption("--allow-weight-mismatch"),
-        overrides=_overrides(config),
+        opening=opening,
     )
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
@@ -217,18 +211,19 @@ def read(config: pytest.Config) -> None:
         config.stash[THRESHOLDS_KEY] = load_or_default(path, task_names())
     except ThresholdsError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if settings.data_dir and not Path(settings.data_dir).is_dir():
+    opening = settings.opening
+    if opening.data_dir and not Path(opening.data_dir).is_dir():
         raise pytest.UsageError(
-            f"--data-dir {settings.data_dir!r} is not a folder: give HELMET's data folder (or fixtures/helmet_data)"
+            f"--data-dir {opening.data_dir!r} is not a folder: give HELMET's data folder (or fixtures/helmet_data)"
         )
-    if settings.helmet_tokenizer and not (Path(settings.helmet_tokenizer) / "tokenizer_config.json").is_file():
+    if opening.helmet_tokenizer and not (Path(opening.helmet_tokenizer) / "tokenizer_config.json").is_file():
         raise pytest.UsageError(
-            f"--helmet-tokenizer {settings.helmet_tokenizer!r} is not a tokenizer folder (no tokenizer_config.json): "
+            f"--helmet-tokenizer {opening.helmet_tokenizer!r} is not a tokenizer folder (no tokenizer_config.json): "
             "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
         )
-    if settings.haystack:
+    if opening.haystack:
         try:
-            load_essay(settings.haystack)
+            load_essay(opening.haystack)
         except HaystackError as exc:
             raise pytest.UsageError(f"--haystack: {exc}") from None
     config.stash[SETTINGS_KEY] = _checked_model(config, settings)
@@ -247,8 +242,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if settings is None or settings.model is None or thresholds is None:
         return None
     lines = []
-    if settings.overrides:
-        lines.append(f"ctxgate model config overrides: {json.dumps(settings.overrides.describe())}")
+    if settings.opening.overrides:
+        lines.append(f"ctxgate model config overrides: {json.dumps(settings.opening.overrides.describe())}")
     if not settings.thresholds_path:
         return lines + [
             f"ctxgate thresholds: {settings.thresholds_found}; no floors, so the floors gate checks nothing "
@@ -268,9 +263,9 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     and checked; a broken checkpoint is recorded for the run to report instead of loading it."""
     if settings.backend == "openai":  # a server you run; --model names it, or is its checkpoint's folder
         folder = Path(settings.model or "").expanduser()
-        settings = replace(settings, model_dir=str(folder) if folder.is_dir() else None)
-        if settings.model_dir:  # else the engine plugin checks them against --tokenizer's config
-            check_overrides(settings, settings.model_dir)
+        settings = _opening(settings, model_dir=str(folder) if folder.is_dir() else None)
+        if settings.opening.model_dir:  # else the engine plugin checks them against --tokenizer's config
+            check_overrides(settings, settings.opening.model_dir)
         return settings
     if settings.backend == TEST_BACKEND:
         if not Path(settings.model or "").is_file():
@@ -282,30 +277,34 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         folder = resolve_model(settings.model or "")
     except ModelNotFound as exc:
         raise pytest.UsageError(str(exc)) from None
-    settings = replace(settings, model_dir=str(folder))
+    settings = _opening(settings, model_dir=str(folder))
     try:
         found = locate(
             folder,
             base_model=config.getoption("--base-model"),
             config_from=config.getoption("--config-from"),
-            trust_remote_code=settings.trust_remote_code,
-            ignore_remote_code=settings.ignore_remote_code,
-            allow_pickle=settings.allow_pickle,
+            trust_remote_code=settings.opening.trust_remote_code,
+            ignore_remote_code=settings.opening.ignore_remote_code,
+            allow_pickle=settings.opening.allow_pickle,
         )
     except WrongFlag as exc:
         raise pytest.UsageError(str(exc)) from None
     except CheckpointError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return settings
-    settings = replace(settings, checkpoint=found)
+    settings = _opening(settings, checkpoint=found)
     check_overrides(settings, str(found.config_dir))
     return settings  # --backend vllm: the engine plugin starts its servers on this folder
+
+
+def _opening(settings: Settings, **changes: Any) -> Settings:
+    return replace(settings, opening=replace(settings.opening, **changes))
 
 
 def check_overrides(settings: Settings, folder: str | None) -> None:
     """The overrides against the config they change: a key it does not have, or no config to change, is a usage
     error before anything loads."""
-    if not settings.overrides:
+    if not settings.opening.overrides:
         return
     if folder is None or not Path(folder).is_dir():
         raise pytest.UsageError(
@@ -313,6 +312,6 @@ def check_overrides(settings: Settings, folder: str | None) -> None:
             "served checkpoint's folder"
         )
     try:
-        apply_overrides(folder, settings.overrides)
+        apply_overrides(folder, settings.opening.overrides)
     except OverrideError as exc:
         raise pytest.UsageError(str(exc)) from None

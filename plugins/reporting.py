@@ -285,10 +285,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = collector.run_meta or {
         "model": settings.model,
         "backend": None,
-        "seed": settings.seed,
+        "seed": settings.opening.seed,
         "samples": settings.samples,
         "lengths": list(settings.lengths),
-        "chat_template": "off" if settings.chat_template == "auto" else settings.chat_template,
+        "chat_template": "off" if settings.opening.chat_template == "auto" else settings.opening.chat_template,
     }
     run = {**run, "thresholds": thresholds.path, "data_sha256": _combined([c.get("data_sha256") for c in cases])}
     if "cache" in run:

@@ -76,7 +76,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
     run = config.stash[SETTINGS_KEY]
     report = collector.report
-    step = training_step(run.model_dir, settings.step)
+    step = training_step(run.opening.model_dir, settings.step)
     values = metrics(report)
     if step.tokens_seen is not None:
         values["ctxgate/tokens_seen"] = float(step.tokens_seen)
