@@ -86,12 +86,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "default: the model's own",
     )
     g.addoption(
-        "--ignore-remote-code",
-        action="store_true",
-        help="a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' "
-        "built-in class for its model_type instead, on purpose",
-    )
-    g.addoption(
         "--allow-weight-mismatch",
         action="store_true",
         help="evaluate a checkpoint whose weights do not match its config.json (a tensor missing, extra or "

@@ -23,7 +23,7 @@ def first_sentence(path: Path) -> str:
     doc = ast.get_docstring(ast.parse(path.read_text("utf-8"))) or ""
     paragraph = " ".join(doc.split("\n\n")[0].split())
     found = re.search(r"^(.+?[.:;])(\s|$)", paragraph)
-    return (found.group(1) if found else paragraph).rstrip(":;") + ("" if paragraph.endswith(".") else "")
+    return (found.group(1) if found else paragraph).rstrip(":;")
 
 
 def module_of(path: str) -> str:

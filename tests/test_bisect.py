@@ -53,6 +53,13 @@ def test_bisect_refuses_an_unusable_selection(checkpoint_sequence, capsys):
     assert "selects no case" in capsys.readouterr().err
 
 
+def test_a_flag_that_does_not_fit_the_checkpoints_is_a_usage_error_not_a_bad_checkpoint(checkpoint_sequence, capsys):
+    args = ["bisect", str(checkpoint_sequence), "-k", "niah_single_1", "--lengths", "256", "--no-cache"]
+    assert main([*args, "--config-from", str(checkpoint_sequence / "checkpoint-100")]) == 2
+    err = capsys.readouterr().err
+    assert "--config-from is for a sharded checkpoint" in err and "drop --config-from" in err
+
+
 def test_bisect_under_sequential_finds_the_same_checkpoint_with_fewer_samples(checkpoint_sequence, tmp_path):
     args = [
         str(checkpoint_sequence),

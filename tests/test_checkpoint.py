@@ -69,8 +69,21 @@ def test_pickle_only_weights_need_the_flag(ckpt):
 
 
 def test_a_run_folder_is_not_a_checkpoint_and_says_which_are(tmp_path, ckpt):
-    with pytest.raises(CheckpointError, match=r"It holds checkpoints \(ckpt, \.\.\.\): pass one of them"):
-        check_checkpoint(tmp_path)
+    from ctxgate.backends.formats import locate
+
+    adapter = tmp_path / "adapter-10"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text('{"peft_type": "LORA"}')
+    with pytest.raises(CheckpointError, match=r"is a training run.*\(adapter-10, ckpt, \.\.\.\); pass one of them"):
+        locate(tmp_path)
+
+
+def test_the_hf_backend_given_a_name_that_is_no_folder_says_so_in_one_line(tmp_path, monkeypatch):
+    from ctxgate.backends.hf import BackendError, HFBackend
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    with pytest.raises(BackendError, match="no-such-org/no-such-model"):
+        HFBackend("no-such-org/no-such-model")
 
 
 def test_own_model_code_needs_a_decision(ckpt):

@@ -137,3 +137,16 @@ def test_a_folder_given_as_the_thresholds_file_names_the_fix_that_works(tmp_path
     ):
         load_thresholds(tmp_path, [])
     assert load_thresholds(tmp_path / "thresholds.toml", []).path
+
+
+def test_the_verbs_find_thresholds_as_pytest_does_from_a_subfolder(tmp_path, monkeypatch):
+    from ctxgate.gate.thresholds import thresholds_here
+    from ctxgate.tasks.registry import task_names
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "thresholds.toml").write_text("[regression]\ntolerance = 7.0\n")
+    (tmp_path / "runs" / "exp1").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "runs" / "exp1")
+    assert thresholds_here(None, task_names()).tolerance == 7.0
+    (tmp_path / "runs" / ".git").mkdir()  # a repository of its own below: its top ends the search
+    assert thresholds_here(None, task_names()).tolerance == 2.0

@@ -142,16 +142,9 @@ def _check_chat_template(folder: Path) -> None:
 def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: bool) -> None:
     config_path = folder / "config.json"
     if not config_path.is_file():
-        inside = sorted(p.name for p in folder.iterdir() if (p / "config.json").is_file())[:3]
-        hint = (
-            f" It holds checkpoints ({', '.join(inside)}, ...): pass one of them (ctxgate watch and ctxgate bisect "
-            "take a whole run: docs/training.md)"
-            if inside
-            else ""
-        )
         raise CheckpointError(
             f"{config_path} is missing: --model must be a checkpoint folder with the config.json "
-            f"saved beside the weights.{hint}"
+            "saved beside the weights."
         )
     config = _read_json(
         config_path,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ctxgate.backends.adapters import Adapter, adapter_fingerprint, find_adapter, is_adapter, merged_model
-from ctxgate.backends.checkpoint import check_checkpoint, check_tokenizer
+from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint, check_tokenizer
 from ctxgate.backends.sharded import (
     DistributedCheckpoint,
     check_readable,
@@ -78,8 +78,9 @@ class Checkpoint:
         """The whole model in memory (fp32), for writing it out as a Hugging Face folder."""
         if self.adapter:
             return merged_model(self.adapter)
-        assert self.sharded is not None, "a Hugging Face folder is loaded as it is"
-        return sharded_model(self.sharded)
+        if self.sharded:
+            return sharded_model(self.sharded)
+        raise TypeError(f"{self.folder} is a Hugging Face folder already: load it as it is")
 
 
 def kind_of(folder: Path) -> Kind | None:
@@ -119,6 +120,13 @@ def locate(
         check_shards(sharded)
         check_tokenizer(sharded.tokenizer_dir)
         return Checkpoint(folder, sharded.config_dir, sharded.tokenizer_dir, sharded=sharded)
+    if kind is None and folder.is_dir():
+        inside = sorted(p.name for p in folder.iterdir() if p.is_dir() and kind_of(p) is not None)[:3]
+        if inside:
+            raise CheckpointError(
+                f"{folder} is a training run, not a checkpoint: it holds checkpoints ({', '.join(inside)}, ...); pass "
+                "one of them (ctxgate watch and ctxgate bisect take a whole run: docs/training.md)"
+            )
     checks = {"trust_remote_code": trust_remote_code, "ignore_remote_code": ignore_remote_code}
     if kind == "adapter":
         adapter = find_adapter(folder, base_model, allow_pickle)

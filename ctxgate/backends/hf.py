@@ -15,12 +15,11 @@ import importlib.util
 import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.adapters import apply_adapter
 from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request, Window, model_window
-from ctxgate.backends.checkpoint import CheckpointError
+from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, resolve_model
 from ctxgate.backends.formats import Checkpoint, locate
 from ctxgate.backends.overrides import ConfigOverrides, OverrideError, applied, window
 from ctxgate.backends.sharded import DistributedCheckpoint, load_into
@@ -135,12 +134,15 @@ class HFBackend:
         self.device = torch.device("cuda" if cuda else "cpu")
         if not cuda and threads:
             torch.set_num_threads(threads)
-        if isinstance(model, str):
+        if isinstance(model, str):  # a folder or a hub id in the local cache
             try:
                 model = locate(
-                    Path(model), trust_remote_code=trust_remote_code, ignore_remote_code=True, allow_pickle=allow_pickle
+                    resolve_model(model),
+                    trust_remote_code=trust_remote_code,
+                    ignore_remote_code=True,
+                    allow_pickle=allow_pickle,
                 )
-            except CheckpointError as exc:
+            except (CheckpointError, ModelNotFound) as exc:
                 raise BackendError(str(exc)) from None
         self.checkpoint = model
         sharded, found, name = model.sharded, model.adapter, str(model.folder)

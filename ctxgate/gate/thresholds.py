@@ -319,7 +319,7 @@ def load_or_default(path: str | Path | None, known_tasks: Sequence[str]) -> Thre
 
 
 def thresholds_here(given: str | None, known_tasks: Sequence[str]) -> Thresholds:
-    """What a command-line verb gates with: ``--thresholds``, else the file pytest would find when started here
-    (``find_thresholds`` with no ini file)."""
-    here = Path.cwd()
-    return load_or_default(find_thresholds(given, "", None, here, here)[0], known_tasks)
+    """What a command-line verb gates with: ``--thresholds``, else the nearest thresholds.toml from here up to the
+    repository's top, as pytest finds it (the verbs read no pytest ini file)."""
+    here = Path.cwd().resolve()
+    return load_or_default(find_thresholds(given, "", None, Path(here.anchor), here)[0], known_tasks)

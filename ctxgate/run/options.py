@@ -67,8 +67,8 @@ CHAT_TEMPLATE = Option(
 DTYPE = Option("--dtype", "auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32", default="auto", choices=DTYPES)
 THRESHOLDS = Option(
     "--thresholds",
-    "thresholds file (default: the nearest thresholds.toml from here up to the project's top; or the ini option "
-    "ctxgate_thresholds)",
+    "thresholds file (default: the nearest thresholds.toml from here up to the repository's top; under pytest, "
+    "first the ini option ctxgate_thresholds)",
 )
 DATA_DIR = Option(
     "--data-dir",
@@ -78,9 +78,15 @@ DATA_DIR = Option(
 HELMET_COMPAT = Option(
     "--helmet-compat",
     "HELMET's own behaviour where ctxgate's differs: its prompts for the long-document and citation tasks "
-    "(documents pre-cut in --helmet-tokenizer, ALCE's fixed document count, the context cut to fit) and its scoring, "
+    "(documents pre-cut in Llama-2's tokens, ALCE's fixed document count, the context cut to fit) and its scoring, "
     "bugs included (an empty multiple-choice answer right for gold A; ALCE's citation [0] read as the last "
     "document); see docs/decisions.md",
+    action="store_true",
+)
+IGNORE_REMOTE_CODE = Option(
+    "--ignore-remote-code",
+    "a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' built-in class for "
+    "its model_type instead, on purpose",
     action="store_true",
 )
 TRUST_REMOTE_CODE = Option("--trust-remote-code", "allow the checkpoint's own Python code to run", action="store_true")
@@ -91,11 +97,11 @@ ALLOW_PICKLE = Option(
 )
 BASE_MODEL = Option(
     "--base-model",
-    "--model is a PEFT adapter folder: its base model (default: the adapter's base_model_name_or_path)",
+    "the checkpoint is a PEFT adapter folder: its base model (default: the adapter's base_model_name_or_path)",
 )
 CONFIG_FROM = Option(
     "--config-from",
-    "--model is a sharded checkpoint (FSDP, DeepSpeed ZeRO): the folder of the config.json to build the model from "
+    "the checkpoint is a sharded one (FSDP, DeepSpeed ZeRO): the folder of the config.json to build the model from "
     "(default: beside the shards, the checkpoint folder, or the run folder above it)",
 )
 SEQUENTIAL = Option(
@@ -112,7 +118,10 @@ SEQUENTIAL_ALPHA = Option(
     type=float,
 )
 SEQUENTIAL_MIN = Option(
-    "--sequential-min", "--sequential: never stop a case before this many samples (default %(default)s)", 10, int
+    "--sequential-min",
+    "--sequential: never stop a case before this many samples (default %(default)s)",
+    default=10,
+    type=int,
 )
 CACHE_DIR = Option("--cache-dir", f"generation cache folder (default: ./{CACHE_FOLDER})")
 NO_CACHE = Option("--no-cache", "neither read nor write the generation cache", action="store_true")
@@ -128,6 +137,7 @@ EVALUATION = (
     DATA_DIR,
     HELMET_COMPAT,
     TRUST_REMOTE_CODE,
+    IGNORE_REMOTE_CODE,
     ALLOW_PICKLE,
     BASE_MODEL,
     CONFIG_FROM,

@@ -142,6 +142,12 @@ class DataFile:
     optional: str | None = None  # what the task does without the file (then its absence is no failure)
 
 
+def missing_fields(record: object, fields: tuple[str, ...]) -> list[str]:
+    """The ``fields`` a record lacks: absent or null (the datasets reader fills a key a line lacks with None), the
+    one rule the loaders and ``ctxgate data verify`` apply."""
+    return [f for f in fields if not isinstance(record, dict) or record.get(f) is None]
+
+
 # the top folders of HELMET's data layout (its release, plus the suite's local copies of hub data)
 LAYOUT = ("alce", "icl", "infbench", "json_kv", "kilt", "msmarco", "multi_lexsum", "narrativeqa", "ruler")
 

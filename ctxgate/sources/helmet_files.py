@@ -50,10 +50,15 @@ class RagSet:
 
     @property
     def demo_pattern(self) -> str:
-        return "|".join(
-            re.escape(head) + f"({k})" + re.escape(tail)
-            for head, k, tail in (re.fullmatch(r"(.*_k)(\d+)(_.*)", name).groups() for name in self.demos)  # type: ignore[union-attr]
-        )
+        """The demo files by name, k (the group) as each name has it."""
+        parts = []
+        for name in self.demos:
+            found = re.fullmatch(r"(.*_k)(\d+)(_.*)", name)
+            if found is None:
+                raise ValueError(f"{name}: HELMET's demo files are named ..._k<passages>_...")
+            head, k, tail = found.groups()
+            parts.append(re.escape(head) + f"({k})" + re.escape(tail))
+        return "|".join(parts)
 
 
 RAG_SETS = {

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import DataFile, read_local_or_hub
+from ctxgate.sources.files import DataFile, missing_fields, read_local_or_hub
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def _rows(task: str, src: ICLSource, data_dir: str | None, split: str) -> list[t
     rows = read_local_or_hub(local, src.hub_id, src.config, split, hint)
     out = []
     for r in rows:
-        if src.text_field not in r or src.label_field not in r:
+        if missing_fields(r, (src.text_field, src.label_field)):
             raise DataUnavailable(
                 f"{task}: {local} records need {src.text_field!r} and {src.label_field!r} "
                 f"(have {', '.join(sorted(r))}); {hint}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import DataFile, read_local_or_hub
+from ctxgate.sources.files import DataFile, missing_fields, read_local_or_hub
 
 HUB_ID = "xinrongzhang2022/InfiniteBench"
 SUBSETS = {"infbench_qa": "longbook_qa_eng", "infbench_mc": "longbook_choice_eng"}
@@ -46,7 +46,7 @@ def load_infbench(task: str, data_dir: str | None) -> BookSet:
     )
     books = []
     for r in read_local_or_hub(local, HUB_ID, None, subset, hint):
-        missing = [f for f in FIELDS if f not in r]
+        missing = missing_fields(r, FIELDS)
         if missing or (task == "infbench_mc" and len(r.get("options") or ()) != 4):
             raise DataUnavailable(f"{task}: a record in {local} lacks {missing or ['4 options']}; {hint}")
         answers = r["answer"] if isinstance(r["answer"], list) else [r["answer"]]

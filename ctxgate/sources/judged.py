@@ -24,7 +24,15 @@ from typing import Any
 
 from ctxgate.memo import is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, DataFile, first_bad_line, load_rows, read_local_or_hub, verify_hint
+from ctxgate.sources.files import (
+    FETCH_HINT,
+    DataFile,
+    first_bad_line,
+    load_rows,
+    missing_fields,
+    read_local_or_hub,
+    verify_hint,
+)
 from ctxgate.sources.infbench import HUB_ID
 
 NARRATIVEQA_FIELDS = ("document", "question", "answers")
@@ -107,7 +115,7 @@ def _hint(what: str, where: Path) -> str:
 
 
 def _need(task: str, r: dict[str, Any], fields: tuple[str, ...], where: Path, hint: str) -> None:
-    missing = [f for f in fields if r.get(f) is None]
+    missing = missing_fields(r, fields)
     if missing:
         raise DataUnavailable(f"{task}: a record in {where} lacks {missing}; {hint}")
 
@@ -224,7 +232,7 @@ def load_alce(task: str, data_dir: str | None) -> CiteSet:
     spec = json.loads(prompt.read_text(encoding="utf-8"))
     if not isinstance(spec, dict):
         raise DataUnavailable(f"{prompt}: not a JSON object; use HELMET's {prompt_name}")
-    missing = [k for k in ALCE_PROMPT_FIELDS if k not in spec]
+    missing = missing_fields(spec, ALCE_PROMPT_FIELDS)
     if missing:
         raise DataUnavailable(f"{task}: {prompt} lacks {missing}; use HELMET's {prompt_name}")
     qampari = task == "alce_qampari"

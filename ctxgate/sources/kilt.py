@@ -17,7 +17,7 @@ from typing import Any
 from ctxgate.memo import is_file, memo
 from ctxgate.metrics.text import helmet_normalize
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, DataFile, largest_k, read_jsonl, sha256_of, verify_hint
+from ctxgate.sources.files import FETCH_HINT, DataFile, largest_k, missing_fields, read_jsonl, sha256_of, verify_hint
 from ctxgate.sources.helmet_files import MSMARCO_DEMO, MSMARCO_DIRS, MSMARCO_TEST, RAG_FOLDER, RAG_SETS
 
 
@@ -98,7 +98,7 @@ def _digest(*paths: Path) -> str:
 
 
 def _check(record: dict[str, Any], path: Path, fields: tuple[str, ...]) -> None:
-    missing = [f for f in fields if record.get(f) is None]  # the datasets reader fills a missing key with None
+    missing = missing_fields(record, fields)
     if missing:
         has = ", ".join(k for k in sorted(record) if record[k] is not None)
         raise DataUnavailable(

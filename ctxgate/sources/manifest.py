@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ctxgate.sources import helmet_files, icl, infbench, judged, kilt, ruler_files
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import DataFile, first_bad_line, sha256_of
+from ctxgate.sources.files import DataFile, first_bad_line, missing_fields, sha256_of
 
 LOCK_NAME = "ctxgate-data.lock.json"
 
@@ -61,7 +61,7 @@ def _check_records(path: Path, fields: tuple[str, ...]) -> str:
         except UnicodeDecodeError:
             return "not UTF-8 text"
         for n, record in enumerate(data if isinstance(data, list) else [data], start=1):
-            missing = [k for k in fields if not isinstance(record, dict) or k not in record]
+            missing = missing_fields(record, fields)
             if missing:
                 return f"record {n} lacks {', '.join(missing)}"
         return ""
@@ -73,7 +73,7 @@ def _check_records(path: Path, fields: tuple[str, ...]) -> str:
             if not line.strip():
                 continue
             record = json.loads(line)
-            missing = [k for k in fields if not isinstance(record, dict) or k not in record]
+            missing = missing_fields(record, fields)
             if missing:
                 return f"line {n} lacks {', '.join(missing)}"
     return ""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ctxgate.memo import is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, DataFile, read_jsonl, verify_hint
+from ctxgate.sources.files import FETCH_HINT, DataFile, missing_fields, read_jsonl, verify_hint
 
 FOLDERS = {
     "helmet_multikey_2": "niah_multikey_2",
@@ -60,7 +60,7 @@ def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
         )
     records = []
     for n, r in enumerate(read_jsonl(path), start=1):
-        missing = [k for k in FIELDS if k not in r]
+        missing = missing_fields(r, FIELDS)
         if missing:
             raise DataUnavailable(f"{path}: record {n} lacks {', '.join(missing)}" + verify_hint(path, "; "))
         answers = r["outputs"] if isinstance(r["outputs"], list) else [r["outputs"]]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxgate.backends.formats import kind_of
+from ctxgate.backends.formats import WrongFlag, kind_of
 from ctxgate.gate.baseline import regression_verdict
 from ctxgate.records.io import atomic_write
 from ctxgate.run.case import CaseResult
@@ -54,7 +54,10 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
     if len(items) == 1:  # a run folder: its checkpoints (a folder a training run keeps its config.json in too)
         items = sorted(p for p in items[0].iterdir() if p.is_dir() and kind_of(p) is not None)
     if len(items) < 2:
-        raise BisectError(f"bisect needs at least two checkpoints, found {len(items)} in {', '.join(map(str, paths))}")
+        raise BisectError(
+            f"bisect needs at least two checkpoints (model folders, PEFT adapters, FSDP or DeepSpeed checkpoints), "
+            f"found {len(items)} in {', '.join(map(str, paths))}"
+        )
     steps = [step_of(p) for p in items]
     if len(set(steps)) != len(steps):
         raise BisectError("two checkpoints share a step number: " + ", ".join(sorted(p.name for p in items)))
@@ -208,12 +211,14 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         thresholds = thresholds_here(args.thresholds, task_names())
-        if problem := samples_problem(args.samples) or sequential_problem(args.sequential_alpha, args.sequential_min):
+        sequential = args.sequential and sequential_problem(args.sequential_alpha, args.sequential_min)
+        if problem := samples_problem(args.samples) or sequential:
             raise BisectError(problem)
         opening = ModelSpec(
             model="",
             dtype=args.dtype,
             trust_remote_code=args.trust_remote_code,
+            ignore_remote_code=args.ignore_remote_code,
             allow_pickle=args.allow_pickle,
             chat_template=args.chat_template,
             seed=args.seed,
@@ -252,7 +257,7 @@ def main(args: argparse.Namespace) -> int:
                 return {}
 
         result = bisect(checkpoints, good, bad, evaluate, tolerance_for, thresholds.regression_confidence)
-    except (BisectError, ThresholdsError, LengthError) as exc:
+    except (BisectError, ThresholdsError, LengthError, WrongFlag) as exc:
         print(f"ctxgate bisect: {exc}", file=sys.stderr)
         return 2
     print(result.render())

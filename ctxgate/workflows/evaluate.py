@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ctxgate.backends.checkpoint import CheckpointError
-from ctxgate.backends.formats import WrongFlag, locate
+from ctxgate.backends.formats import locate
 from ctxgate.records.refusal import Refusal
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.run.compose import ModelError, ModelSpec, open_model
@@ -71,7 +71,8 @@ def evaluate_checkpoint(
     """``reference`` and ``tolerance`` (bisect probes under --sequential): each case asks "did it drop against
     the reference by more than the tolerance?" and stops once that is certain. A case that produces no score
     (beyond the model's window, data missing or unreadable, too short to build) is left out of the result: the
-    caller decides what its absence means (for bisect, a regression when the reference scored it)."""
+    caller decides what its absence means (for bisect, a regression when the reference scored it). WrongFlag:
+    --base-model or --config-from does not fit the checkpoint."""
     spec = settings.opening
     try:
         checkpoint = locate(
@@ -79,9 +80,10 @@ def evaluate_checkpoint(
             base_model=settings.base_model,
             config_from=settings.config_from,
             trust_remote_code=spec.trust_remote_code,
+            ignore_remote_code=spec.ignore_remote_code,
             allow_pickle=spec.allow_pickle,
         )
-    except (CheckpointError, WrongFlag) as exc:
+    except CheckpointError as exc:  # a WrongFlag is the caller's usage error, not this checkpoint's
         raise ModelError(f"opening {path}", exc) from None
     loaded = open_model(replace(spec, model=str(path), model_dir=str(path), checkpoint=checkpoint))
     backend, ctx, cache = loaded.backend, loaded.context, loaded.cache
