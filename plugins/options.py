@@ -63,8 +63,6 @@ STARTUP_ERROR_KEY = pytest.StashKey[str]()  # why nothing can run (a broken chec
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("ctxgate", "ctxgate long-context suite")
-    for option in RUN_OPTIONS:
-        option.add_to(g)
     g.addoption("--model", default=None, help="checkpoint folder or hub id to evaluate (e.g. fixtures/tiny-llama-niah)")
     g.addoption(
         "--backend",
@@ -73,6 +71,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="hf: transformers in each worker; vllm: vLLM servers the suite starts; openai: an "
         "OpenAI-compatible server you run (--base-url)",
     )
+    for option in RUN_OPTIONS:
+        option.add_to(g)
     g.addoption("--report", default=None, help="write the JSON report here (plus .predictions.jsonl and .md)")
     g.addoption("--haystack", default=None, help="essay haystack: a .txt file or a dataset with a 'text' column")
     g.addoption("--squad", default=None, help="SQuAD v2 for qa_1: hub id or local file/folder (hub layout)")

@@ -113,6 +113,15 @@ def byte_encoder() -> PieceEncoder:
     return PieceEncoder(ByteTokenizer())
 
 
+def suite_command(*args: str, model: Path | str = TINY) -> list[str]:
+    """``python -m pytest --model=MODEL ARGS`` as a user starts the suite (no pytest cache); run it with
+    ``SUITE_ENV`` so this checkout's plugins are on the path."""
+    return [sys.executable, "-m", "pytest", f"--model={model}", "-p", "no:cacheprovider", *args]
+
+
+SUITE_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
 def launch_suite(
     *args: str,
     model: Path | str = TINY,
@@ -121,15 +130,14 @@ def launch_suite(
     timeout: float = 900,
     text: bool = True,
 ) -> subprocess.CompletedProcess[Any]:
-    """The suite as a user starts it, ``python -m pytest --model=MODEL ARGS`` in ``cwd`` (this checkout's plugins
-    on the path, no pytest cache), in a subprocess: its exit status and output."""
+    """``suite_command`` run to the end in ``cwd``: its exit status and output."""
     return subprocess.run(
-        [sys.executable, "-m", "pytest", f"--model={model}", "-p", "no:cacheprovider", *args],
+        suite_command(*args, model=model),
         cwd=cwd,
         capture_output=True,
         text=text,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        env={**SUITE_ENV, **(env or {})},
     )
 
 

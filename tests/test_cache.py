@@ -9,14 +9,13 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 
 import pytest
 
 from ctxgate.backends.base import Generation, GenerationParams
 from ctxgate.run.cache import FILE_NAME, CacheWarning, GenerationCache
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SUITE_ENV, suite_command
 
 PARAMS = GenerationParams(max_new_tokens=8)
 
@@ -121,10 +120,13 @@ def test_another_checkpoint_never_hits_this_cache(scripted):
 def test_kill_9_mid_case_loses_at_most_the_sample_in_flight(scripted, in_flight):
     pytester, script, calls = scripted
     script(sleep=0.05 * in_flight, concurrency=in_flight)
-    args = [sys.executable, "-m", "pytest", "--model", "script.json", *ARGS, "-p", "no:cacheprovider"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        args, cwd=pytester.path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        suite_command(*ARGS, model="script.json"),
+        cwd=pytester.path,
+        env=SUITE_ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     deadline = time.time() + 60
     while len(calls()) < 20 and time.time() < deadline:  # kill in the middle of the fourth case

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from ctxgate.backends.vllm_server import process_alive
-from tests.conftest import HOTPOT, ROOT, SQUAD, TINY, launch_suite
+from tests.conftest import HOTPOT, ROOT, SQUAD, SUITE_ENV, TINY, launch_suite, suite_command
 
 SECRET = "sk-ctxgate-engine-test-never-written"
 CASES = ("-k", "niah_single_1", "--lengths", "1k,4k", "--samples", "20")
@@ -366,11 +366,10 @@ def test_a_server_that_will_not_start_is_one_error_with_its_log(tmp_path):
 
 
 def test_a_killed_controller_takes_its_server_with_it(tmp_path):
-    cmd = [sys.executable, "-m", "pytest", f"--model={TINY}", *CASES, "--backend", "vllm", "-p", "no:cacheprovider"]
     proc = subprocess.Popen(
-        cmd,
+        suite_command(*CASES, "--backend", "vllm"),
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=SUITE_ENV,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -9,7 +9,6 @@ import pty
 import re
 import select
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -18,9 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxgate.run.progress import Progress, clock, status_line
-from tests.conftest import ROOT, TINY, launch_suite
+from tests.conftest import SUITE_ENV, launch_suite, suite_command
 
-SELECT = ("-k", "cwe or vt", "--lengths", "1k", "--samples", "6", "--no-cache", "-p", "no:cacheprovider")
+SELECT = ("-k", "cwe or vt", "--lengths", "1k", "--samples", "6", "--no-cache")
 
 
 def test_a_case_line_says_samples_rate_and_eta():
@@ -99,9 +98,9 @@ def screen(raw: bytes) -> list[str]:
 def on_a_terminal(cwd: Path, *args: str) -> bytes:
     """The suite with a pseudo-terminal as stdout and stderr; every byte the user's terminal would get."""
     master, slave = pty.openpty()
-    env = {**os.environ, "COLUMNS": "150", "CTXGATE_PROGRESS_INTERVAL": "0.05", "PYTHONPATH": str(ROOT)}
+    env = {**SUITE_ENV, "COLUMNS": "150", "CTXGATE_PROGRESS_INTERVAL": "0.05"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", f"--model={TINY}", *args],
+        suite_command(*args),
         stdout=slave,
         stderr=slave,
         stdin=subprocess.DEVNULL,
@@ -145,7 +144,7 @@ def test_the_line_shows_while_cases_run_and_is_gone_from_the_screen(tmp_path, xd
 
 def test_no_line_in_a_pipe_or_with_progress_off(tmp_path):
     piped = launch_suite(
-        *SELECT[:-2], "-n", "2", cwd=tmp_path, env={"CTXGATE_PROGRESS_INTERVAL": "0.05"}, timeout=600, text=False
+        *SELECT, "-n", "2", cwd=tmp_path, env={"CTXGATE_PROGRESS_INTERVAL": "0.05"}, timeout=600, text=False
     )
     assert piped.returncode == 0 and b"\x1b7" not in piped.stdout + piped.stderr
     raw = on_a_terminal(tmp_path, *SELECT, "--progress", "off")
