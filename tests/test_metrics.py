@@ -81,6 +81,7 @@ def test_every_judged_metric_has_its_judge_and_every_task_names_a_known_metric()
     from ctxgate.tasks import all_tasks
 
     assert {m.name for m in JUDGED_METRICS} == set(JUDGED)
+    assert all(m.judge in ("llm", "entailment") for m in JUDGED_METRICS)
     for task in all_tasks():
         assert task.metric.judged == (task.metric.name in JUDGED)
         if not task.metric.judged:

@@ -18,7 +18,7 @@ from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings
 from ctxgate.judge.entail import EntailmentFailed, HFEntailment, LLMEntailment
 from ctxgate.judge.templates import render
 from ctxgate.metrics import judged
-from ctxgate.metrics.registry import ALCE_ASQA, ALCE_QAMPARI, NARRATIVEQA_JUDGE, SUMMARY_JUDGE
+from ctxgate.metrics.registry import ALCE_ASQA, ALCE_QAMPARI, JUDGED_METRICS, NARRATIVEQA_JUDGE, SUMMARY_JUDGE
 from ctxgate.metrics.text import parse_output
 
 
@@ -142,21 +142,14 @@ def _alce(qampari: bool) -> Callable[[str, Mapping[str, Any], Judges], SampleJud
     return score
 
 
-@dataclass(frozen=True)
-class JudgedMetric:
-    fn: Callable[[str, Mapping[str, Any], Judges], SampleJudgement]
-    needs: str  # llm | entailment
-    description: str
-
-
-JUDGED: dict[str, JudgedMetric] = {
-    NARRATIVEQA_JUDGE.name: JudgedMetric(_narrativeqa, "llm", "LLM judge: fluency x correctness / 3 (HELMET Table 10)"),
-    SUMMARY_JUDGE.name: JudgedMetric(
-        _summary, "llm", "LLM judge: fluency x F1 of key-point recall and sentence precision (Tables 11-13)"
-    ),
-    ALCE_ASQA.name: JudgedMetric(_alce(False), "entailment", "mean of str_em, citation recall, citation precision"),
-    ALCE_QAMPARI.name: JudgedMetric(_alce(True), "entailment", "mean of rec_top5, citation recall, citation precision"),
+# the scorer of each judged metric; its description and the judge it needs are the metric's (metrics/registry.py)
+JUDGED: dict[str, Callable[[str, Mapping[str, Any], Judges], SampleJudgement]] = {
+    NARRATIVEQA_JUDGE.name: _narrativeqa,
+    SUMMARY_JUDGE.name: _summary,
+    ALCE_ASQA.name: _alce(False),
+    ALCE_QAMPARI.name: _alce(True),
 }
+_NEEDS = {m.name: m.judge for m in JUDGED_METRICS}
 
 
 def is_judged(metric: str) -> bool:
@@ -165,7 +158,7 @@ def is_judged(metric: str) -> bool:
 
 def missing_judge(metric: str, judges: Judges | None) -> str | None:
     """Why this metric cannot be scored with these judges (None: it can)."""
-    need = JUDGED[metric].needs
+    need = _NEEDS[metric]
     if need == "llm" and (judges is None or judges.client is None):
         return "needs an LLM judge: pass --judge-model (and --judge-base-url for a local server)"
     if need == "entailment" and (judges is None or judges.entail is None):
@@ -191,7 +184,7 @@ def compact_input(metric: str, prediction: str, judge_input: Mapping[str, Any]) 
 
 def judge_one(metric: str, prediction: str, judge_input: Mapping[str, Any], judges: Judges) -> SampleJudgement:
     try:
-        return JUDGED[metric].fn(prediction, judge_input, judges)
+        return JUDGED[metric](prediction, judge_input, judges)
     except _Failed as exc:
         return SampleJudgement(None, {}, str(exc))
 

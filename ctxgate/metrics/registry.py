@@ -10,12 +10,14 @@ from ctxgate.metrics import helmet, text
 
 @dataclass(frozen=True)
 class Metric:
-    """A task names its metric by this object. ``fn`` scores one output; a judged metric has none here: a judge
-    scores it (``ctxgate.judge.score.JUDGED``, keyed by the same name)."""
+    """A task names its metric by this object. ``fn`` scores one output; a judged metric has none here: the judge
+    it names (``llm`` or ``entailment``) scores it, by the scorer ``ctxgate.judge.score.JUDGED`` keeps under the
+    same name."""
 
     name: str
     fn: Callable[[str, Sequence[str], str | None], tuple[float, str]] | None
     description: str
+    judge: str | None = None  # llm | entailment
 
     @property
     def judged(self) -> bool:
@@ -94,10 +96,17 @@ MC_ACCURACY_HELMET = Metric(
     "HELMET's multiple choice rule, bug included (empty output counts for gold A)",
 )
 # scored by a judge
-NARRATIVEQA_JUDGE = Metric("narrativeqa_judge", None, "LLM judge: fluency x correctness / 3 (HELMET Table 10)")
-SUMMARY_JUDGE = Metric("summary_judge", None, "LLM judge: fluency x F1 of key-point recall and sentence precision")
-ALCE_ASQA = Metric("alce_asqa", None, "mean of str_em, citation recall, citation precision")
-ALCE_QAMPARI = Metric("alce_qampari", None, "mean of rec_top5, citation recall, citation precision")
+NARRATIVEQA_JUDGE = Metric(
+    "narrativeqa_judge", None, "LLM judge: fluency x correctness / 3 (HELMET Table 10)", judge="llm"
+)
+SUMMARY_JUDGE = Metric(
+    "summary_judge",
+    None,
+    "LLM judge: fluency x F1 of key-point recall and sentence precision (HELMET Tables 11-13)",
+    judge="llm",
+)
+ALCE_ASQA = Metric("alce_asqa", None, "mean of str_em, citation recall, citation precision", judge="entailment")
+ALCE_QAMPARI = Metric("alce_qampari", None, "mean of rec_top5, citation recall, citation precision", judge="entailment")
 
 _METRICS = {
     m.name: m
