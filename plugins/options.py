@@ -43,8 +43,6 @@ class Settings:
     its cases built (``run/compose.py``'s ModelSpec, which ``ctxgate bisect`` builds from the same options), with
     the other plugins' parts (engine, hf, judging) added by ``plugins/model.py``."""
 
-    model: str | None
-    backend: str
     lengths: tuple[int, ...]
     samples: int | None  # None: each task's HELMET/RULER count
     report: str | None
@@ -53,6 +51,15 @@ class Settings:
     opening: ModelSpec
     thresholds_path: str = ""  # "" when none was found
     thresholds_found: str = ""  # how the thresholds file was found, or where none was: for the header
+
+    @property
+    def model(self) -> str | None:
+        """--model; None: no model (the project's own tests, which run no case)."""
+        return self.opening.model or None
+
+    @property
+    def backend(self) -> str:
+        return self.opening.backend
 
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -137,6 +144,8 @@ def read(config: pytest.Config) -> None:
         lengths = parse_lengths(config.getoption("--lengths"))
     except LengthError as exc:
         raise pytest.UsageError(f"--lengths: {exc}") from None
+    if config.getoption("--model") == "":
+        raise pytest.UsageError("--model is empty: give a checkpoint folder, e.g. --model fixtures/tiny-llama-niah")
     samples = config.getoption("--samples")
     if problem := samples_problem(samples):
         raise pytest.UsageError(problem)
@@ -162,8 +171,6 @@ def read(config: pytest.Config) -> None:
         ),
     )
     settings = Settings(
-        model=config.getoption("--model"),
-        backend=backend,
         lengths=lengths,
         samples=samples,
         report=config.getoption("--report"),

@@ -211,8 +211,10 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         thresholds = thresholds_here(args.thresholds, task_names())
-        sequential = args.sequential and sequential_problem(args.sequential_alpha, args.sequential_min)
-        if problem := samples_problem(args.samples) or sequential:
+        problem = samples_problem(args.samples)
+        if args.sequential:
+            problem = problem or sequential_problem(args.sequential_alpha, args.sequential_min)
+        if problem:
             raise BisectError(problem)
         opening = ModelSpec(
             model="",
