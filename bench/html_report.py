@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctxgate.lengths import format_length, parse_lengths  # noqa: E402
+from ctxgate.records.schema import Report, adapter_for  # noqa: E402
 
 
 def real_rows(samples: int) -> dict[str, list[dict[str, Any]]]:
@@ -57,7 +59,7 @@ def real_rows(samples: int) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def report_and_rows(samples: int, lengths: list[int]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def report_and_rows(samples: int, lengths: Sequence[int]) -> tuple[Report, list[dict[str, Any]]]:
     rng = random.Random(0)
     built = real_rows(samples)
     cases, rows = [], []
@@ -110,18 +112,21 @@ def report_and_rows(samples: int, lengths: list[int]) -> tuple[dict[str, Any], l
                     "fill_min": 0.99,
                 }
             )
+    run = {"model": "bench/checkpoint", "backend": None, "lengths": lengths, "seed": 42, "samples": samples}
     report = {
+        "ctxgate_version": "bench",
         "complete": True,
         "created": "2026-01-01T00:00:00+00:00",
-        "run": {"model": "bench/checkpoint", "lengths": lengths, "seed": 42, "samples": samples},
+        "run": {**run, "chat_template": "off"},
         "cases": cases,
         "by_length": {
             str(L): {"ruler": {"score": 70.0, "partial": False, "members": list(built), "missing": []}} for L in lengths
         },
         "effective_length": {"value": lengths[-1], "max_passing": lengths[-1], "threshold": 85.6},
+        "overall": {},
         "gates": [{"name": "floors", "verdict": "pass", "message": "bench"}],
     }
-    return report, rows
+    return adapter_for(Report).validate_python(report), rows
 
 
 def main() -> None:
@@ -149,7 +154,7 @@ def main() -> None:
     full.write_text(page, "utf-8")
     blank = folder / "blank.html"
     blank.write_text("<!DOCTYPE html><title>blank</title><!--" + "x" * (len(page.encode()) - 60) + "-->", "utf-8")
-    largest = max(report["cases"], key=lambda c: c["length"])
+    largest = max(report.cases, key=lambda c: c.length)
     loads: dict[str, list[float]] = {"run": [], "blank": []}
     opens: list[float] = []
     with sync_playwright() as p:
@@ -162,14 +167,14 @@ def main() -> None:
                 loads[name].append(float(timing) / 1000)
                 if name == "run":
                     t0 = time.perf_counter()
-                    tab.evaluate(f"() => {{ location.hash = 'case/{largest['task']}/{largest['length']}'; }}")
+                    tab.evaluate(f"() => {{ location.hash = 'case/{largest.task}/{largest.length}'; }}")
                     tab.wait_for_selector("#drill:not([hidden]) table.samples")
                     opens.append(time.perf_counter() - t0)
                 tab.close()
         browser.close()
     size = full.stat().st_size
     print(
-        f"{len(report['cases'])} cases ({len({c['task'] for c in report['cases']})} tasks x "
+        f"{len(report.cases)} cases ({len({c.task for c in report.cases})} tasks x "
         f"{', '.join(format_length(L) for L in lengths)}), {len(rows)} samples: built in {built:.1f} s, drawn in "
         f"{drawn:.2f} s"
     )
@@ -179,7 +184,7 @@ def main() -> None:
         f"load event: {run:.2f} s (median of {args.rounds}; a blank page of the same size: {base:.2f} s, "
         f"ratio {run / base:.2f}x)"
     )
-    case = f"{largest['task']} at {format_length(largest['length'])}"
+    case = f"{largest.task} at {format_length(largest.length)}"
     print(f"opening {case}'s samples: {statistics.median(opens):.2f} s")
     shutil.rmtree(folder, ignore_errors=True)
 

@@ -49,9 +49,9 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from ctxgate.records.schema import REPORT_SCHEMA
+    from ctxgate.records.schema import report_schema
 
-    print(json.dumps(REPORT_SCHEMA, indent=1))
+    print(json.dumps(report_schema(), indent=1))
     return 0
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NoReturn
 
 import pytest
@@ -22,7 +22,7 @@ from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import NOT_GIVEN, floor_failure, gated_reason, judge_failure, passed, unscored_verdict
 from ctxgate.judge.client import JudgeError
 from ctxgate.records.refusal import Refusal
-from ctxgate.records.schema import CaseRecord
+from ctxgate.records.schema import CaseRecord, Comparison, RunInfo, adapter_for, to_json
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
@@ -34,7 +34,23 @@ from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_K
 from .progress import reporter_for
 from .sequential import SEQUENTIAL_KEY
 
-CASE_RECORD_KEY = pytest.StashKey[CaseRecord]()
+
+@dataclass
+class CaseState:
+    """What a case's item learns as it runs, carried to the controller on its test report: its record, each
+    sample's outcome (for the predictions file), and the run's own record and error, which ride on the cases."""
+
+    record: CaseRecord
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    run_meta: dict[str, Any] | None = None
+    run_error: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """Plain JSON values: what execnet carries from an xdist worker."""
+        return {**vars(self), "record": to_json(self.record)}
+
+
+CASE_STATE_KEY = pytest.StashKey[CaseState]()
 NOT_RUN_KEY = pytest.StashKey[list[str]]()  # node ids of selected cases that will not run (broken checkpoint)
 _CASE_ID = re.compile(r"\[(?P<task>[A-Za-z0-9_.]+)-(?P<length>\d+)\]$")
 
@@ -54,20 +70,9 @@ def case_key(nodeid: str) -> tuple[str, int] | None:
 def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
     """A case's record before anything ran: verdict "error" until the case says otherwise."""
     spec = get_task(task)
-    return {
-        "task": spec.name,
-        "suite": spec.suite,
-        "category": spec.category,
-        "length": length,
-        "metric": spec.metric.name,
-        "verdict": "error",
-        "message": "",
-        "score": None,
-        "n": 0,
-        "floor": thresholds.floor_for(task, length),
-        "ci": None,
-        "samples_from_cache": 0,
-    }
+    return CaseRecord(
+        spec.name, spec.suite, length, spec.category, spec.metric.name, floor=thresholds.floor_for(task, length)
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -117,7 +122,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     key = case_key(item.nodeid)
     if key is not None and "ctxgate_case" in getattr(item, "fixturenames", ()):
-        item.stash[CASE_RECORD_KEY] = new_record(*key, item.config.stash[THRESHOLDS_KEY])
+        item.stash[CASE_STATE_KEY] = CaseState(new_record(*key, item.config.stash[THRESHOLDS_KEY]))
 
 
 @dataclass
@@ -125,34 +130,33 @@ class Case:
     spec: TaskSpec
     length: int
     thresholds: Thresholds
-    record: CaseRecord = field(default_factory=lambda: CaseRecord())
+    state: CaseState
 
     def assert_gate(self) -> None:
         """Fail when the score is below the floor (or, with rule "upper", when the whole interval is), or when
         it dropped against the baseline by more than the tolerance with the stated confidence."""
-        r = self.record
+        r = self.state.record
         message = judge_failure(r)
         if message:
-            r["verdict"], r["message"] = "fail", f"{self.spec.name} at {self.length}: {message}"
-            pytest.fail(r["message"], pytrace=False)
-        base = r.get("baseline")
-        if base and base["regressed"]:
-            r["verdict"] = "fail"
-            r["message"] = f"{self.spec.name} at {self.length} regressed: {base['message']}"
-            pytest.fail(r["message"], pytrace=False)
+            self._fail(f"{self.spec.name} at {self.length}: {message}")
+        if r.baseline and r.baseline.regressed:
+            self._fail(f"{self.spec.name} at {self.length} regressed: {r.baseline.message}")
         message = floor_failure(r, self.thresholds)
         if message:
-            r["verdict"], r["message"] = "fail", message
-            pytest.fail(r["message"], pytrace=False)
-        r["verdict"], r["message"] = "pass", passed(r)
+            self._fail(message)
+        self.state.record = replace(r, verdict="pass", message=passed(r))
+
+    def _fail(self, message: str) -> NoReturn:
+        self.state.record = replace(self.state.record, verdict="fail", message=message)
+        pytest.fail(message, pytrace=False)
 
 
 def _against_baseline(
     baseline: Baseline, result: CaseResult, run_meta: dict[str, Any], thresholds: Thresholds
-) -> dict[str, Any] | None:
+) -> Comparison | None:
     refused: BaselineError | None = None
     try:
-        baseline.check_run(run_meta)
+        baseline.check_run(adapter_for(RunInfo).validate_python(run_meta))
         paired = baseline.compare_case(
             result.task,
             result.length,
@@ -178,10 +182,8 @@ def _against_baseline(
         if test.get("decided")
         else ""
     )
-    entry = comparison_entry(paired, tolerance, thresholds.regression_confidence, regressed, message)
-    if (result.task, result.length) in baseline.stopped_early:
-        entry["baseline_stopped_early"] = True  # a --sequential baseline's samples, fewer than this run's
-    return entry
+    stopped_early = (result.task, result.length) in baseline.stopped_early
+    return comparison_entry(paired, tolerance, thresholds.regression_confidence, regressed, message, stopped_early)
 
 
 def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | None) -> tuple[StopRule, Questions] | None:
@@ -212,15 +214,16 @@ def _judge_later(report: str | None) -> str:
     )
 
 
-def no_score(record: CaseRecord, cause: str, message: str, baseline: Baseline | None) -> NoReturn:
+def no_score(state: CaseState, cause: str, message: str, baseline: Baseline | None) -> NoReturn:
     """End a case that produced no score: skipped or failed by the one rule (``gate.verdicts.unscored_verdict``),
     its cause kept in the record."""
-    base = baseline.cases.get((record["task"], record["length"])) if baseline is not None else None
-    verdict = unscored_verdict(cause, record["floor"] or 0.0, base is not None)
+    record = state.record
+    base = baseline.cases.get((record.task, record.length)) if baseline is not None else None
+    verdict = unscored_verdict(cause, record.floor or 0.0, base is not None)
     if verdict == "error" and cause in NOT_GIVEN:
-        message = f"{message}; {gated_reason(record['floor'] or 0.0, base is not None)}"
-    record["verdict"], record["message"] = verdict, message
-    record["error_kind" if verdict == "error" else "skip_kind"] = cause
+        message = f"{message}; {gated_reason(record.floor or 0.0, base is not None)}"
+    kind = {"error_kind": cause} if verdict == "error" else {"skip_kind": cause}
+    state.record = replace(record, verdict=verdict, message=message, **kind)  # type: ignore[arg-type]
     if verdict == "skip":
         pytest.skip(message)
     pytest.fail(message, pytrace=False)
@@ -233,14 +236,14 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
     settings = config.stash[SETTINGS_KEY]
     thresholds = config.stash[THRESHOLDS_KEY]
     spec = get_task(name)
-    record = request.node.stash.setdefault(CASE_RECORD_KEY, new_record(name, length, thresholds))
-    record["run_meta"] = ctxgate_model.run_meta
+    state = request.node.stash.setdefault(CASE_STATE_KEY, CaseState(new_record(name, length, thresholds)))
+    state.run_meta = ctxgate_model.run_meta
     baseline = config.stash.get(BASELINE_KEY, None)
     window = window_of(ctxgate_model.backend)
     limit = ctxgate_model.backend.max_positions
     if window and limit is not None and length > limit and not (settings.force_lengths and window.forceable):
         no_score(
-            record,
+            state,
             "window",
             f"{name} at {length}: the length exceeds {window.what}, so the case cannot run; drop {length} from "
             f"--lengths, or {window.fix}",
@@ -262,12 +265,12 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
             settings.opening.helmet_compat,
             ctxgate_model.judges,
             progress,
-            _stop_rule(config, name, length, record["floor"]),
+            _stop_rule(config, name, length, state.record.floor),
         )
     except Refusal as exc:  # a designed refusal: its cause decides the verdict (gate.verdicts.unscored_verdict)
         failure, cause = exc, exc.cause
         if isinstance(exc, MaterialExhausted):
-            record["fill_min"] = round(exc.fill, 4)  # the fill it reached, though it has no score
+            state.record = replace(state.record, fill_min=round(exc.fill, 4))  # the fill it reached, unscored
     except JudgeError as exc:
         failure, cause = exc, "judge_failed"
     except (BackendDown, EndpointError, BackendError, LengthRuleBroken) as exc:  # one line: the fix
@@ -276,22 +279,23 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
         if progress is not None:
             progress(None)  # the case is over, however it ended
     if cause:
-        no_score(record, cause, str(failure) if cause == "too_short" else f"{name} at {length}: {failure}", baseline)
+        no_score(state, cause, str(failure) if cause == "too_short" else f"{name} at {length}: {failure}", baseline)
     if failure is not None:
         pytest.fail(f"{name} at {length}: {failure}", pytrace=False)
-    record.update(result.to_dict())
-    record["ci"] = list(result.ci)
+    state.record = result.onto(state.record)
+    state.samples = [asdict(o) for o in result.samples]
     judge = result.judge or {}
     if judge.get("status") == "pending":
         no_score(
-            record,
+            state,
             "judge_not_given",
             f"{name} at {length}: {judge['reason']}; {_judge_later(settings.report)}",
             baseline,
         )
     if baseline is not None:
-        record["baseline"] = _against_baseline(baseline, result, ctxgate_model.run_meta, thresholds)
-    for key in ("score", "floor", "n"):
-        request.node.user_properties.append((key, record[key]))
+        compared = _against_baseline(baseline, result, ctxgate_model.run_meta, thresholds)
+        state.record = replace(state.record, baseline=compared)
+    record = state.record
+    request.node.user_properties += [("score", record.score), ("floor", record.floor), ("n", record.n)]
     request.node.user_properties.append(("ci", f"{result.ci[0]}-{result.ci[1]}"))
-    return Case(spec, length, thresholds, record)
+    return Case(spec, length, thresholds, state)

@@ -10,11 +10,11 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ctxgate.data.published import UnknownModel, lookup, resolve, rows_for
+from ctxgate.records.schema import Reference, Report
 
 from .options import SETTINGS_KEY
 
@@ -91,11 +91,11 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     return [f"ctxgate reference: the papers' published numbers for {ref.model} ({ref.how}; --reference off: none)"]
 
 
-def published_section(config: pytest.Config, report: dict[str, Any]) -> dict[str, Any] | None:
+def published_section(config: pytest.Config, report: Report) -> Reference | None:
     """The report's ``reference`` section, or None without a reference model."""
     from ctxgate.gate.published import compare
 
     ref = config.stash.get(REFERENCE_KEY, None)
     if ref is None or ref.model is None:
         return None
-    return {"model": ref.model, "matched": ref.how, "rows": compare(report, rows_for(ref.model))}
+    return Reference(ref.model, ref.how, tuple(compare(report, rows_for(ref.model))))

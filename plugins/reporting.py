@@ -18,8 +18,9 @@ import json
 import os
 import time
 from collections.abc import Generator
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import filelock
 import pytest
@@ -28,11 +29,11 @@ from ctxgate.gate.baseline import Baseline
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.records.io import atomic_write_all, created_at, predictions_path, read_predictions, read_report
-from ctxgate.records.schema import CaseRecord
+from ctxgate.records.schema import BaselineRun, CaseRecord, Report, RunError, RunInfo, adapter_for, to_json
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.tables import markdown, terminal
 
-from .cases import CASE_RECORD_KEY, NOT_RUN_KEY, case_key, new_record
+from .cases import CASE_STATE_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
 from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
 from .reference import published_section
@@ -42,12 +43,13 @@ from .signals import RECEIVED_KEY
 class Collector:
     def __init__(self, report_path: str | None, thresholds: Thresholds | None = None) -> None:
         self.records: dict[tuple[str, int], CaseRecord] = {}
+        self.samples: dict[tuple[str, int], list[dict[str, Any]]] = {}  # each case's, for the predictions file
         self.selected: dict[tuple[str, int], None] = {}  # an ordered set: the selection, in collection order
         self.thresholds = thresholds or Thresholds(path="(none)")
         self.run_meta: dict[str, Any] | None = None
         self.run_error: str | None = None
         self.report_path = Path(report_path) if report_path else None
-        self.report: dict[str, Any] | None = None
+        self.report: Report | None = None
         self.notes: list[str] = []  # said once at the end: a kept partial file, a replaced report
         self.partial_error: str | None = None  # the partial file could not be written (full disk): stop trying
         self.write_error: str | None = None  # the report could not be written
@@ -129,26 +131,24 @@ class Collector:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """On the controller: every case record arrives here, from this process or from an xdist worker."""
-        record = getattr(report, "ctxgate_case", None)
-        if record is not None:
-            self.add(record)
+        wire = getattr(report, "ctxgate_case", None)
+        if wire is not None:
+            self.add(wire)
             return
         key = case_key(report.nodeid)
         if key is not None and report.failed and key not in self.records:
             # No record: the process running the case died (xdist reports the crash, when "???").
             kind = "crash" if report.when == "???" else "error"
             why = "its worker process died (killed, out of memory, or crashed): " if kind == "crash" else ""
-            self.add(self.unscored(key, kind, why + str(report.longrepr)[-2000:]))
+            self.add({"record": to_json(self.unscored(key, kind, why + str(report.longrepr)[-2000:]))})
 
     def unscored(self, key: tuple[str, int], kind: str, message: str) -> CaseRecord:
-        record = new_record(*key, self.thresholds)
-        record["error_kind"], record["message"] = kind, message
-        return record
+        return replace(new_record(*key, self.thresholds), error_kind=kind, message=message)  # type: ignore[arg-type]
 
-    def add(self, record: CaseRecord | dict[str, Any]) -> None:  # from a worker: plain JSON
-        record = dict(record)
-        meta = record.pop("run_meta", None)
-        error = record.pop("run_error", None)
+    def add(self, wire: dict[str, Any]) -> None:
+        """A case as ``CaseState.to_wire`` sends it (from this process or an xdist worker: plain JSON)."""
+        record = adapter_for(CaseRecord).validate_python(wire["record"])
+        meta, error = wire.get("run_meta"), wire.get("run_error")
         if error and self.run_error is None:
             self.run_error = error
         if meta and self.run_meta is None:
@@ -156,9 +156,10 @@ class Collector:
         if meta and self.run_meta is not None and "cache" in meta:  # workers may each set a broken file aside
             seen = self.run_meta.setdefault("cache", dict(meta["cache"])).setdefault("set_aside", [])
             seen.extend(p for p in meta["cache"].get("set_aside", []) if p not in seen)
-        self.records[(record["task"], record["length"])] = cast(CaseRecord, record)
+        self.records[(record.task, record.length)] = record
+        self.samples[(record.task, record.length)] = wire.get("samples") or []
         if self.report_path and self.partial_error is None:
-            line = json.dumps(record) + "\n"
+            line = json.dumps(wire["record"]) + "\n"
             size = self.partial.stat().st_size if self.partial.exists() else 0
             try:
                 with self.partial.open("a", encoding="utf-8") as f:
@@ -209,18 +210,15 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report: pytest.TestReport = yield
-    record = item.stash.get(CASE_RECORD_KEY, None)
+    state = item.stash.get(CASE_STATE_KEY, None)
     final = report.when == "call" or (report.when == "setup" and not report.passed)
-    if record is not None and final:
-        if report.failed and record["verdict"] != "fail" and not record.get("error_kind"):
-            record["verdict"] = "error"
-            record["error_kind"] = "error"
-            record["message"] = str(report.longrepr)[-2000:]
-            run_error = item.session.stash.get(RUN_ERROR_KEY, None)
-            if run_error:
-                record["run_error"] = run_error
+    if state is not None and final:
+        record = state.record
+        if report.failed and record.verdict != "fail" and not record.error_kind:
+            state.record = replace(record, verdict="error", error_kind="error", message=str(report.longrepr)[-2000:])
+            state.run_error = item.session.stash.get(RUN_ERROR_KEY, None)
         # A plain attribute travels through xdist's report serialization (and stays out of junit).
-        report.ctxgate_case = record  # type: ignore[attr-defined]
+        report.ctxgate_case = state.to_wire()  # type: ignore[attr-defined]
     return report
 
 
@@ -235,17 +233,21 @@ def _stop_reason(session: pytest.Session, exitstatus: int, run_error: str | None
     return f"the session stopped early ({stopped})" if stopped else "the session ended before this case ran"
 
 
-def _write(collector: Collector, report: dict[str, Any], baseline: Baseline | None) -> None:
+def _write(collector: Collector, report: Report, baseline: Baseline | None) -> None:
     assert collector.report_path is not None
     path = collector.report_path
     predictions = path.with_suffix(".predictions.jsonl")
-    rows = [row for case in report["cases"] for row in prediction_rows(case, case.pop("samples", None) or [])]
-    report["predictions"] = predictions.name
+    rows = [
+        row
+        for case in report.cases
+        for row in prediction_rows(case, collector.samples.get((case.task, case.length), []))
+    ]
+    report = replace(report, predictions=predictions.name)
     page = _html(collector, report, rows, baseline)
     files = {
         predictions: "".join(json.dumps(row) + "\n" for row in rows),
         path.with_suffix(".md"): markdown(report, html_name=path.with_suffix(".html").name if page else None),
-        path: json.dumps(report, indent=1) + "\n",
+        path: json.dumps(to_json(report), indent=1) + "\n",
     }
     if page is not None:
         files[path.with_suffix(".html")] = page
@@ -253,9 +255,7 @@ def _write(collector: Collector, report: dict[str, Any], baseline: Baseline | No
     collector.partial.unlink(missing_ok=True)
 
 
-def _html(
-    collector: Collector, report: dict[str, Any], rows: list[dict[str, Any]], baseline: Baseline | None
-) -> str | None:
+def _html(collector: Collector, report: Report, rows: list[dict[str, Any]], baseline: Baseline | None) -> str | None:
     """The HTML report, or None with a note: a page that cannot be drawn never costs the JSON report."""
     assert collector.report_path is not None
     from ctxgate.report.page import PageInput, render
@@ -282,7 +282,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     thresholds = config.stash[THRESHOLDS_KEY]
     settings = config.stash[SETTINGS_KEY]
     cases = collector.finish(_stop_reason(session, exitstatus, collector.run_error))
-    run = collector.run_meta or {
+    meta = collector.run_meta or {
         "model": settings.model,
         "backend": None,
         "seed": settings.opening.seed,
@@ -290,21 +290,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "lengths": list(settings.lengths),
         "chat_template": "off" if settings.opening.chat_template == "auto" else settings.opening.chat_template,
     }
-    run = {**run, "thresholds": thresholds.path, "data_sha256": _combined([c.get("data_sha256") for c in cases])}
-    if "cache" in run:
-        run["cache"] = {**run["cache"], "samples_from_cache": sum(c.get("samples_from_cache", 0) for c in cases)}
+    meta = {**meta, "thresholds": thresholds.path, "data_sha256": _combined([c.data_sha256 for c in cases])}
+    if meta.get("cache"):
+        meta["cache"] = {**meta["cache"], "samples_from_cache": sum(c.samples_from_cache for c in cases)}
+    run = adapter_for(RunInfo).validate_python(meta)
     complete = exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-    error = {"message": collector.run_error} if collector.run_error else None
+    error = RunError(collector.run_error) if collector.run_error else None
     baseline = _baseline_summary(config, cases)
     verdict = judge_session(cases, thresholds, complete, baseline=baseline)
     report = build_report(cases, run, verdict, complete, error, baseline)
-    published = published_section(config, report)
-    if published is not None:
-        report["reference"] = published
+    report = replace(report, reference=published_section(config, report))
     collector.report = report
     if collector.report_path:
         try:
-            _write(collector, json.loads(json.dumps(report)), config.stash.get(BASELINE_KEY, None))
+            _write(collector, report, config.stash.get(BASELINE_KEY, None))
         except OSError as exc:
             collector.write_error = (
                 f"the report could not be written to {collector.report_path} "
@@ -319,7 +318,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 f.write(markdown(report, html_name=_html_name(collector)))
         except OSError as exc:
             collector.notes.append(f"GITHUB_STEP_SUMMARY {summary} could not be appended to ({exc.strerror or exc})")
-    failed = any(g["verdict"] == "fail" for g in report["gates"])
+    failed = any(g.verdict == "fail" for g in report.gates)
     if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -329,20 +328,20 @@ def _html_name(collector: Collector) -> str | None:
     return page.name if page is not None and not collector.write_error and page.is_file() else None
 
 
-def _baseline_summary(config: pytest.Config, cases: list[CaseRecord]) -> dict[str, Any] | None:
+def _baseline_summary(config: pytest.Config, cases: list[CaseRecord]) -> BaselineRun | None:
     baseline = config.stash.get(BASELINE_KEY, None)
     if baseline is None:
         return None
-    selected = {(c["task"], c["length"]) for c in cases}
+    selected = {(c.task, c.length) for c in cases}
     scored = sorted(baseline.cases)
-    return {
-        "path": baseline.path,
-        "scored": [f"{t}-{L}" for t, L in scored if (t, L) in selected],
-        "not_selected": [f"{t}-{L}" for t, L in scored if (t, L) not in selected],
-    }
+    return BaselineRun(
+        baseline.path,
+        tuple(f"{t}-{L}" for t, L in scored if (t, L) in selected),
+        tuple(f"{t}-{L}" for t, L in scored if (t, L) not in selected),
+    )
 
 
-def _combined(hashes: list[Any]) -> str | None:
+def _combined(hashes: list[str | None]) -> str | None:
     import hashlib
 
     present = sorted(h for h in hashes if h)

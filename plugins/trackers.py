@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxgate.records.schema import to_json
 from ctxgate.trackers.sinks import Target, TrackerError, parse_target
 
 from .options import SETTINGS_KEY
@@ -85,7 +86,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         report_file = collector.report_path if collector.report_path and collector.report_path.is_file() else None
         if report_file is None:
             report_file = Path(tmp) / "report.json"
-            report_file.write_text(json.dumps(report, indent=1, default=str))
+            report_file.write_text(json.dumps(to_json(report), indent=1))
         for target in settings.targets:
             try:
                 where = log(target, step.value, values, case_table(report), report_file, name)

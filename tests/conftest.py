@@ -10,7 +10,7 @@ import sys
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +22,9 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 import datasets  # noqa: E402,F401
 
 from ctxgate.textcodec import ByteTokenizer, HFTokenizer, PieceEncoder
+
+if TYPE_CHECKING:
+    from ctxgate.records.schema import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "fixtures" / "tiny-llama-niah"
@@ -233,7 +236,8 @@ def suite(pytester: pytest.Pytester):
 
 def stored_report(cases: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
     """A report as ``--report`` stores it (valid against records.schema), around hand-written ``cases``: each
-    case gets the fields the schema requires that it does not give, and ``fields`` replace top-level ones."""
+    case gets the fields the schema requires that it does not give, and ``fields`` replace top-level ones (``run``:
+    its fields)."""
     from ctxgate import __version__
     from ctxgate.records.schema import SCHEMA_VERSION
 
@@ -243,7 +247,7 @@ def stored_report(cases: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
         "ctxgate_version": __version__,
         "created": "2026-11-23T00:00:00+00:00",
         "complete": True,
-        "run": {**run, "lengths": sorted({c["length"] for c in cases})},
+        "run": {**run, "lengths": sorted({c["length"] for c in cases}), **fields.pop("run", {})},
         "cases": [{"suite": "ruler", "verdict": "pass", "score": None, "n": 0, "floor": 0.0, **c} for c in cases],
         "by_length": {},
         "overall": {},
@@ -251,3 +255,10 @@ def stored_report(cases: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
         "gates": [],
         **fields,
     }
+
+
+def typed_report(cases: list[dict[str, Any]], **fields: Any) -> Report:
+    """``stored_report`` as ``read_report`` returns it: the typed records."""
+    from ctxgate.records.schema import Report, adapter_for
+
+    return adapter_for(Report).validate_python(stored_report(cases, **fields))

@@ -78,14 +78,14 @@ def test_diff_prints_the_same_comparison(run, pytester, capsys):
 def test_a_case_the_baseline_has_no_score_for_is_named_in_the_gate():
     """Such a case is gated by its floor alone: the baseline gate says which, instead of passing it without a word."""
     from ctxgate.gate.verdicts import baseline_gate
+    from ctxgate.records.schema import BaselineRun, CaseRecord, Comparison
 
+    same = Comparison(80.0, 0.0, (-1.0, 1.0), "paired", 10, 5.0, 0.95, False, "same")
     cases = [
-        {"task": "vt", "length": 4096, "score": 80.0, "verdict": "pass", "baseline": {"regressed": False}},
-        {"task": "cwe", "length": 4096, "score": 60.0, "verdict": "pass", "baseline": None},
+        CaseRecord("vt", "ruler", 4096, score=80.0, verdict="pass", baseline=same),
+        CaseRecord("cwe", "ruler", 4096, score=60.0, verdict="pass"),
     ]
-    gate = baseline_gate(cases, {"path": "base.json", "scored": ["vt-4096"]})
-    assert gate["verdict"] == "pass"
-    assert (
-        "1 scored case(s) have no score in the baseline, e.g. cwe-4096: gated by their floors alone" in gate["message"]
-    )
-    assert "no score in the baseline" not in baseline_gate(cases[:1], {"path": "b", "scored": ["vt-4096"]})["message"]
+    gate = baseline_gate(cases, BaselineRun("base.json", ("vt-4096",)))
+    assert gate.verdict == "pass"
+    assert "1 scored case(s) have no score in the baseline, e.g. cwe-4096: gated by their floors alone" in gate.message
+    assert "no score in the baseline" not in baseline_gate(cases[:1], BaselineRun("b", ("vt-4096",))).message

@@ -594,12 +594,12 @@ def test_the_one_rule_for_a_case_without_a_score(cause, floor, baseline, verdict
 
 def test_every_cause_the_report_can_name_has_a_verdict():
     from ctxgate.gate.verdicts import unscored_verdict
-    from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN, REPORT_SCHEMA
+    from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN, report_schema
 
-    case = REPORT_SCHEMA["properties"]["cases"]["items"]["properties"]
+    case = json.dumps(report_schema()["$defs"]["CaseRecord"]["properties"])
     for cause in (*BY_DESIGN, *NOT_GIVEN, *BROKEN):
         assert unscored_verdict(cause, 0, False) in ("skip", "error")
-        assert cause in case["error_kind"]["enum"] or cause in case["skip_kind"]["enum"]
+        assert f'"{cause}"' in case
     with pytest.raises(ValueError, match="unknown cause"):
         unscored_verdict("something_new", 0, False)
 
@@ -607,11 +607,23 @@ def test_every_cause_the_report_can_name_has_a_verdict():
 @pytest.mark.parametrize(
     ("change", "verb", "expected"),
     [
-        (lambda r: r.pop("gates"), "html", "the report: 'gates' is a required property"),
+        (lambda r: r.pop("gates"), "html", "gates: Field required"),
         (lambda r: r["cases"].clear(), "html", "has no cases (its run selected none), so there is nothing to draw"),
-        (lambda r: r["cases"][0].update(score="80.0"), "html", "cases[0].score: '80.0' is not of type 'number'"),
-        (lambda r: r["cases"][0].update(length="8k"), "html", "cases[0].length: '8k' is not of type 'integer'"),
-        (lambda r: r["cases"][0].update(length="8k"), "published", "cases[0].length: '8k' is not of type 'integer'"),
+        (
+            lambda r: r["cases"][0].update(score="80.0"),
+            "html",
+            "cases[0].score: Input should be a valid number (it is '80.0')",
+        ),
+        (
+            lambda r: r["cases"][0].update(length="8k"),
+            "html",
+            "cases[0].length: Input should be a valid integer (it is '8k')",
+        ),
+        (
+            lambda r: r["cases"][0].update(length="8k"),
+            "published",
+            "cases[0].length: Input should be a valid integer (it is '8k')",
+        ),
     ],
     ids=["no-gates", "no-cases", "score-as-text", "length-as-text", "published-length-as-text"],
 )

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from ctxgate.cli import main
-from ctxgate.records.schema import REPORT_SCHEMA
+from ctxgate.records.schema import report_schema
 from tests.conftest import ALL_RIGHT, ROOT
 
 TWO = ("-k", "niah_single_1 or vt")
@@ -25,7 +25,7 @@ NEED_4K = '[session]\nmin_effective_length = "4k"\n'
 
 def read(pytester: pytest.Pytester, name: str = "out/r.json") -> dict:
     report = json.loads((pytester.path / name).read_text())
-    jsonschema.validate(report, REPORT_SCHEMA)
+    jsonschema.validate(report, report_schema())
     return report
 
 
@@ -162,11 +162,10 @@ def test_diff_marks_a_case_the_new_run_lost_and_fails(suite, pytester, capsys):
 
 def test_a_session_interrupted_after_its_last_case_still_cannot_pass():
     from ctxgate.gate.verdicts import cases_gate
+    from ctxgate.records.schema import CaseRecord, Gate
 
-    finished = [{"task": "vt", "length": 4096, "verdict": "pass", "score": 100.0}]
-    assert cases_gate(finished)["verdict"] == "pass"
-    assert cases_gate(finished, complete=False) == {
-        "name": "cases",
-        "verdict": "fail",
-        "message": "the session did not finish (it was interrupted)",
-    }
+    finished = [CaseRecord("vt", "ruler", 4096, verdict="pass", score=100.0)]
+    assert cases_gate(finished).verdict == "pass"
+    assert cases_gate(finished, complete=False) == Gate(
+        "cases", "fail", "the session did not finish (it was interrupted)"
+    )

@@ -22,7 +22,7 @@ from ctxgate.report.page import PageInput, render
 from ctxgate.report.samples import depth_grids, flips, nearest_depth
 from ctxgate.tasks.niah import DEPTHS
 from tests.browsing import Opened, launch
-from tests.conftest import TINY, launch_suite
+from tests.conftest import TINY, launch_suite, typed_report
 
 SELECT = "niah_single_1 or niah_multikey_2 or vt"
 LENGTHS = "256,512,1k"
@@ -246,24 +246,9 @@ TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=40) | st.sampled_
 @settings(max_examples=40, deadline=None)
 @given(model=TEXT, message=TEXT, prediction=TEXT)
 def test_no_text_of_a_run_reaches_the_page_as_markup(model, message, prediction):
-    report = {
-        "complete": True,
-        "run": {"model": model, "lengths": [256]},
-        "cases": [
-            {
-                "task": "vt",
-                "suite": "ruler",
-                "length": 256,
-                "verdict": "fail",
-                "score": 10.0,
-                "n": 1,
-                "floor": 50.0,
-                "message": message,
-            }
-        ],
-        "by_length": {"256": {}},
-        "gates": [{"name": "floors", "verdict": "fail", "message": message}],
-    }
+    case = {"task": "vt", "length": 256, "verdict": "fail", "score": 10.0, "n": 1, "floor": 50.0, "message": message}
+    gates = [{"name": "floors", "verdict": "fail", "message": message}]
+    report = typed_report([case], gates=gates, run={"model": model})
     row = {**_row("vt", 256, 0, 0.1), "prediction": prediction}
     page = render(PageInput(report, [row]))
     # the page's own elements only: the run's texts are escaped in the markup and encoded in the data

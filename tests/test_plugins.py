@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import jsonschema
 
-from ctxgate.records.schema import REPORT_SCHEMA
+from ctxgate.records.schema import report_schema
 from ctxgate.tasks import all_tasks
 from tests.conftest import ALL_RIGHT
 
@@ -16,7 +16,7 @@ def test_report_json_junit_markdown_under_xdist(suite, pytester):
     result = suite(ALL_RIGHT, "-n", "2", "--report", "out/run.json", "--junitxml", "out/junit.xml", subprocess=True)
     assert result.ret == 0, result.stdout.str()
     report = json.loads((pytester.path / "out" / "run.json").read_text())
-    jsonschema.validate(report, REPORT_SCHEMA)
+    jsonschema.validate(report, report_schema())
     ids = {(c["task"], c["length"]) for c in report["cases"]}
     assert ("niah_multikey_2", 8192) in ids and ("json_kv", 4096) in ids and len(ids) == 2 * len(all_tasks())
     ran = [c for c in report["cases"] if c["verdict"] == "pass"]

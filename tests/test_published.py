@@ -18,10 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxgate.data.published import UnknownModel, all_published, lookup, models, resolve, rows_for
-from ctxgate.gate.published import compare
+from ctxgate.data.published import Published, UnknownModel, all_published, lookup, models, resolve, rows_for
+from ctxgate.gate.published import compare as compare_typed
 from ctxgate.lengths import parse_length
 from ctxgate.records.io import read_report
+from ctxgate.records.schema import Report, adapter_for
 from ctxgate.stats.intervals import interval
 from ctxgate.tasks.registry import membership
 from tests.conftest import ROOT, TINY, launch_suite, stored_report
@@ -62,7 +63,12 @@ def _report(scores: dict[int, float], n: int = 500, chat: bool = True, spread: f
     return stored_report(cases, by_length=by_length)
 
 
-def _stored(tmp_path: Path, report: dict[str, Any]) -> dict[str, Any]:
+def compare(report: dict[str, Any] | Report, rows: list[Published]) -> list[dict[str, Any]]:
+    """The comparison of a report as stored (a hand-built one read as the file would be)."""
+    return compare_typed(report if isinstance(report, Report) else adapter_for(Report).validate_python(report), rows)
+
+
+def _stored(tmp_path: Path, report: dict[str, Any]) -> Report:
     path = tmp_path / "run.json"
     path.write_text(json.dumps(report))
     return read_report(path)
@@ -156,7 +162,7 @@ def test_a_helmet_category_on_ctxgates_own_prompts_says_so(compat):
         {"task": t, "length": 8192, "score": 40.0, "n": 100, "ci": [30.0, 50.0], "chat_template": True}
         for t in ("narrativeqa", "infbench_qa", "infbench_mc")
     ]
-    report = {"run": {"helmet_compat": compat}, "cases": cases, "by_length": {"8192": {}}, "complete": True}
+    report = stored_report(cases, run={"helmet_compat": compat}, by_length={"8192": {}})
     (entry,) = compare(report, [row])[0]["lengths"]
     named = [d for d in entry["differs"] if "--helmet-compat" in d]
     said = "infbench_mc, infbench_qa, narrativeqa ran on ctxgate's prompts, not HELMET's (--helmet-compat builds those)"
@@ -214,7 +220,7 @@ def test_an_unknown_reference_is_one_line_and_off_compares_nothing(tmp_path):
     line = next(x for x in done.stderr.splitlines() if "--reference" in x)
     assert "nearest: meta-llama/Llama-3.1-8B-Instruct" in line and "--reference off" in line
     assert _suite(TINY, tmp_path, "--reference", "off").returncode == 0
-    assert "reference" not in json.loads((tmp_path / "run.json").read_text())
+    assert json.loads((tmp_path / "run.json").read_text())["reference"] is None
 
 
 def _reproduce(*args: str) -> subprocess.CompletedProcess[str]:

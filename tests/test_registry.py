@@ -11,6 +11,7 @@ import pytest
 
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
+from ctxgate.records.schema import CaseRecord
 from ctxgate.tasks import registration, registry
 
 TOY = """
@@ -74,13 +75,12 @@ def test_a_toy_task_counts_where_its_spec_says(toy_tasks):
 
 def test_the_session_summaries_take_the_toy_task_in(toy_tasks):
     cases = [
-        {"task": t, "length": 1024, "score": 50.0, "verdict": "pass", "suite": registry.get_task(t).suite}
-        for t in ("toy_ruler", "toy_helmet")
+        CaseRecord(t, registry.get_task(t).suite, 1024, score=50.0, verdict="pass") for t in ("toy_ruler", "toy_helmet")
     ]
     verdict = judge_session(cases, Thresholds(path="(none)"), True)
     at = verdict.by_length["1024"]
-    assert at["ruler"]["members"] == ["toy_ruler"] and at["ruler"]["partial"]
-    assert at["helmet_toy"]["members"] == ["toy_helmet"] and at["helmet_toy"]["score"] == 50.0
+    assert at["ruler"].members == ("toy_ruler",) and at["ruler"].partial
+    assert at["helmet_toy"].members == ("toy_helmet",) and at["helmet_toy"].score == 50.0
 
 
 def test_without_the_toy_module_nothing_of_it_is_known():

@@ -8,38 +8,27 @@ import pytest
 
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
+from ctxgate.records.schema import CaseRecord, Report, RunInfo, to_json
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown, terminal
+from ctxgate_plugins.cases import CaseState
 from ctxgate_plugins.reporting import Collector
 
 
-def record(task: str, length: int, score: float, verdict: str = "pass") -> dict:
-    return {
-        "task": task,
-        "suite": "helmet" if task == "json_kv" else "ruler",
-        "category": "x",
-        "length": length,
-        "metric": "m",
-        "verdict": verdict,
-        "message": "",
-        "score": score,
-        "n": 10,
-        "floor": 0.0,
-        "ci": [0.0, 100.0],
-        "samples_from_cache": 0,
-        "samples": [],
-        "run_meta": {"model": "m"},
-    }
+def record(task: str, length: int, score: float, verdict: str = "pass") -> CaseRecord:
+    suite = "helmet" if task == "json_kv" else "ruler"
+    return CaseRecord(task, suite, length, "x", "m", verdict, score=score, n=10, floor=0.0, ci=(0.0, 100.0))
 
 
-def _report(cases: list[dict]) -> dict:
-    return build_report(cases, {"model": "tiny"}, judge_session(cases, Thresholds(path="(none)"), True), True)
+def _report(cases: list[CaseRecord]) -> Report:
+    run = RunInfo("tiny", None, 42, None, (), "off")
+    return build_report(cases, run, judge_session(cases, Thresholds(path="(none)"), True), True)
 
 
 def test_each_case_is_on_disk_as_soon_as_it_arrives(tmp_path):
     c = Collector(str(tmp_path / "r.json"))
-    c.add(record("vt", 512, 50.0))
-    c.add(record("cwe", 512, 10.0))
+    c.add(CaseState(record("vt", 512, 50.0), run_meta={"model": "m"}).to_wire())
+    c.add(CaseState(record("cwe", 512, 10.0)).to_wire())
     lines = (tmp_path / "r.partial.jsonl").read_text().splitlines()
     assert [json.loads(x)["task"] for x in lines] == ["vt", "cwe"]
     assert c.run_meta == {"model": "m"} and "run_meta" not in json.loads(lines[0])
@@ -83,7 +72,7 @@ def test_helmet_categories_are_plain_means_and_partial_when_a_member_is_missing(
     }
     cases = [record(t, 1024, s) for t, s in scores.items()]
     report = _report(cases)
-    at = report["by_length"]["1024"]
+    at = to_json(report)["by_length"]["1024"]
     assert at["helmet_rag"] == {
         "score": 30.0,
         "partial": False,

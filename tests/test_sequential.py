@@ -223,14 +223,13 @@ def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester)
 
     from ctxgate.gate.session import judge_session
     from ctxgate.gate.thresholds import Thresholds
+    from ctxgate.records.schema import CaseRecord
     from ctxgate.tasks.registry import membership
 
     early = {"decided": "pass", "used": 10, "budget": 100, "alpha": 0.05}
-    cases = [
-        {"task": t, "length": 512, "score": 100.0, "verdict": "pass", "suite": "ruler", "sequential": early}
-        for t in membership().ruler
-    ]
+    cases = [CaseRecord(t, "ruler", 512, score=100.0, verdict="pass", sequential=early) for t in membership().ruler]
     verdict = judge_session(cases, Thresholds(path="t.toml", min_effective_length=512), True)
-    gate = next(g for g in verdict.gates if g["name"] == "min_effective_length")
-    assert verdict.by_length["512"]["ruler"]["score"] == 100.0 and verdict.effective_length["early"] == [512]
-    assert gate["verdict"] == "fail" and "stopped a RULER task there early" in gate["message"]
+    gate = next(g for g in verdict.gates if g.name == "min_effective_length")
+    eff = verdict.effective_length
+    assert verdict.by_length["512"]["ruler"].score == 100.0 and eff is not None and eff.early == (512,)
+    assert gate.verdict == "fail" and "stopped a RULER task there early" in gate.message

@@ -9,7 +9,7 @@ import pytest
 
 from ctxgate.cli import main
 from ctxgate.sources.manifest import LOCK_NAME, verify
-from tests.conftest import HELMET_DATA
+from tests.conftest import HELMET_DATA, typed_report
 
 
 @pytest.fixture
@@ -132,8 +132,10 @@ def test_a_pool_smaller_than_samples_runs_each_record_once(pytester):
         ).sample_cap
         is None
     )
-    record = {**result.to_dict(), "verdict": "pass"}
-    _, _, notes = rows({"cases": [record], "by_length": {}})
+    from ctxgate.records.schema import CaseRecord, to_json
+
+    record = to_json(result.onto(CaseRecord("msmarco_rerank", "helmet", 2048, verdict="pass")))
+    _, _, notes = rows(typed_report([record]))
     assert "msmarco_rerank at 2K ran 24 of 100" in " ".join(notes)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from ctxgate.steps import training_step
 from ctxgate.trackers.metrics import metrics
-from tests.conftest import TINY
+from tests.conftest import TINY, typed_report
 
 READ_BACK = """
 import json, sys
@@ -49,15 +49,15 @@ def test_the_step_comes_from_the_flag_trainer_state_or_the_folder_name(tmp_path)
 
 
 def test_metrics_leave_out_what_has_no_score():
-    report = {
-        "cases": [
-            {"task": "vt", "length": 8192, "score": 80.0, "n": 100},
-            {"task": "cwe", "length": 8192, "score": None, "n": 0},
+    report = typed_report(
+        [{"task": "vt", "length": 8192, "score": 80.0, "n": 100}, {"task": "cwe", "length": 8192, "score": None}],
+        by_length={"8192": {"ruler": {"score": 80.0, "members": []}, "helmet_recall": {"score": None, "members": []}}},
+        effective_length={"value": 8192, "max_passing": 8192, "threshold": 85.6},
+        gates=[
+            {"name": "floors", "verdict": "pass", "message": ""},
+            {"name": "cases", "verdict": "fail", "message": ""},
         ],
-        "by_length": {"8192": {"ruler": {"score": 80.0}, "helmet_recall": {"score": None}}},
-        "effective_length": {"value": 8192},
-        "gates": [{"name": "floors", "verdict": "pass"}, {"name": "cases", "verdict": "fail"}],
-    }
+    )
     assert metrics(report) == {
         "ctxgate/case/vt/8K": 80.0,
         "ctxgate/case_n/vt/8K": 100.0,

@@ -13,6 +13,7 @@ from typing import Any
 
 from ctxgate.gate.session import stopped_early
 from ctxgate.records.io import ReportFileError, predictions_path, read_predictions, read_report
+from ctxgate.records.schema import Comparison, RunInfo
 from ctxgate.stats.paired import PairedResult, compare
 
 # run-level fields that must match, with the words used in error messages
@@ -41,7 +42,7 @@ class BaselineCase:
 @dataclass(frozen=True)
 class Baseline:
     path: str
-    run: Mapping[str, Any]
+    run: RunInfo
     cases: Mapping[tuple[str, int], BaselineCase]
     complete: bool = True
     unscored: Mapping[tuple[str, int], str] = field(default_factory=dict)  # selected, no score: why
@@ -69,11 +70,11 @@ class Baseline:
         named = ", ".join(f"{t}-{L} ({why})" for (t, L), why in sorted(self.unscored.items())[:5])
         return f"{self.path} is incomplete" + (f": no score for {named}" if named else " (its run was interrupted)")
 
-    def check_run(self, run: Mapping[str, Any]) -> None:
+    def check_run(self, run: RunInfo) -> None:
         differ = [
-            f"{words} ({self.run.get(key)!r} in the baseline, {run.get(key)!r} now)"
+            f"{words} ({getattr(self.run, key)!r} in the baseline, {getattr(run, key)!r} now)"
             for key, words in _RUN_KEYS.items()
-            if self.run.get(key) != run.get(key)
+            if getattr(self.run, key) != getattr(run, key)
         ]
         if differ:
             raise BaselineError(
@@ -123,24 +124,22 @@ def load_baseline(path: str | Path) -> Baseline:
             if r.get("sample_sha256"):
                 digests.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = str(r["sample_sha256"])
         cases, unscored, skipped, early = {}, {}, {}, {}
-        for c in report["cases"]:
-            key = (c["task"], int(c["length"]))
-            if stopped_early(c):
-                early[key] = (int(c["sequential"]["used"]), int(c["sequential"]["budget"]))
+        for c in report.cases:
+            key = (c.task, c.length)
+            if stopped_early(c) and c.sequential:
+                early[key] = (int(c.sequential["used"]), int(c.sequential["budget"]))
             if key in per_case:
-                cases[key] = BaselineCase(
-                    c["task"], int(c["length"]), c.get("data_sha256"), per_case[key], digests.get(key, {})
-                )
-            elif c.get("verdict") == "error":
-                unscored[key] = c.get("error_kind") or "error"
-            elif c.get("verdict") == "skip":
-                skipped[key] = f"skipped: {c.get('skip_kind') or 'skip'}"
+                cases[key] = BaselineCase(c.task, c.length, c.data_sha256, per_case[key], digests.get(key, {}))
+            elif c.verdict == "error":
+                unscored[key] = c.error_kind or "error"
+            elif c.verdict == "skip":
+                skipped[key] = f"skipped: {c.skip_kind or 'skip'}"
     except (ReportFileError, KeyError, TypeError, ValueError) as exc:
         raise BaselineError(
             f"cannot read the report {p} with its predictions ({exc}); pass a report written by "
             "ctxgate --report, with its .predictions.jsonl beside it"
         ) from None
-    return Baseline(str(p), report.get("run", {}), cases, bool(report.get("complete", True)), unscored, skipped, early)
+    return Baseline(str(p), report.run, cases, report.complete, unscored, skipped, early)
 
 
 def regression_verdict(result: PairedResult, tolerance: float, sequential: Mapping[str, Any] | None) -> bool:
@@ -161,17 +160,23 @@ def describe(result: PairedResult, tolerance: float) -> str:
 
 
 def comparison_entry(
-    result: PairedResult, tolerance: float, confidence: float, regressed: bool, message: str
-) -> dict[str, Any]:
-    """A case's paired comparison as the report records it (``case["baseline"]``)."""
-    return {
-        "score": result.baseline,
-        "delta": result.delta,
-        "interval": [result.low, result.high],
-        "method": result.method,
-        "n": result.n,
-        "tolerance": tolerance,
-        "confidence": confidence,
-        "regressed": regressed,
-        "message": message,
-    }
+    result: PairedResult,
+    tolerance: float,
+    confidence: float,
+    regressed: bool,
+    message: str,
+    baseline_stopped_early: bool = False,
+) -> Comparison:
+    """A case's paired comparison as the report records it."""
+    return Comparison(
+        result.baseline,
+        result.delta,
+        (result.low, result.high),
+        result.method,
+        result.n,
+        tolerance,
+        confidence,
+        regressed,
+        message,
+        baseline_stopped_early,
+    )

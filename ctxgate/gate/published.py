@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxgate.data.published import Published
+from ctxgate.records.schema import GroupScore, Report
 from ctxgate.stats.intervals import z_value
 from ctxgate.tasks.helmet_compat import COMPAT_TASKS
 from ctxgate.tasks.registry import all_tasks, category_label, membership
@@ -43,7 +44,7 @@ class Measured:
     tasks: tuple[str, ...]  # the tasks that counted
 
 
-def _groups(measure: str, at: Mapping[str, Any]) -> list[tuple[str, ...]]:
+def _groups(measure: str, at: Mapping[str, GroupScore]) -> list[tuple[str, ...]]:
     """The tasks an average is over, as groups whose means are averaged (one group, or HELMET's categories)."""
     if measure == "helmet_overall":
         return [g for c in membership().helmet for g in _groups(f"helmet_{c}", at)]
@@ -52,28 +53,28 @@ def _groups(measure: str, at: Mapping[str, Any]) -> list[tuple[str, ...]]:
     if measure.startswith("ruler_"):
         category = {t.name: t.category for t in all_tasks()}
         return [tuple(t for t in membership().ruler if category[t] == measure[6:])]
-    group = at.get(measure) or {}
-    if group.get("members") or group.get("missing"):  # as summarised: HELMET's own files or their stand-ins
-        return [tuple(group.get("members") or ()) + tuple(group.get("missing") or ())]
+    group = at.get(measure)
+    if group and (group.members or group.missing):  # as summarised: HELMET's own files or their stand-ins
+        return [group.members + group.missing]
     return [tuple(membership().helmet.get(measure[7:], ()))]
 
 
-def measure(report: Mapping[str, Any], name: str, length: int) -> Measured | None:
-    cases = {(c["task"], int(c["length"])): c for c in report.get("cases", [])}
-    at = report.get("by_length", {}).get(str(length), {})
+def measure(report: Report, name: str, length: int) -> Measured | None:
+    cases = {(c.task, c.length): c for c in report.cases}
+    at = report.by_length.get(str(length), {})
     groups = [g for g in _groups(name, at) if g]
     if not groups:
         return None
     means, variances, missing, counted = [], [], [], []
     for group in groups:
         scored = [cases.get((t, length)) for t in group]
-        present = [c for c in scored if c is not None and c.get("score") is not None and c.get("ci")]
-        missing += [t for t, c in zip(group, scored) if c is None or c.get("score") is None or not c.get("ci")]
+        present = [(c.task, c.score, c.ci) for c in scored if c is not None and c.score is not None and c.ci]
+        missing += [t for t, c in zip(group, scored) if c is None or c.score is None or not c.ci]
         if not present:
             continue
-        counted += [c["task"] for c in present]
-        means.append(sum(float(c["score"]) for c in present) / len(present))
-        se = [(float(c["ci"][1]) - float(c["ci"][0])) / (2 * Z) for c in present]
+        counted += [task for task, _, _ in present]
+        means.append(sum(score for _, score, _ in present) / len(present))
+        se = [(ci[1] - ci[0]) / (2 * Z) for _, _, ci in present]
         variances.append(sum(s * s for s in se) / len(present) ** 2)
     if not means:
         return None
@@ -83,50 +84,48 @@ def measure(report: Mapping[str, Any], name: str, length: int) -> Measured | Non
     return Measured(round(score, 2), round(low, 2), round(high, 2), tuple(missing), tuple(counted))
 
 
-def _differs(report: Mapping[str, Any], row: Published, got: Measured, length: int) -> list[str]:
+def _differs(report: Report, row: Published, got: Measured, length: int) -> list[str]:
     """How this run's setting differs from the one behind ``row`` at ``length``."""
-    cases = [c for c in report.get("cases", []) if c["task"] in got.tasks and int(c["length"]) == length]
+    cases = [c for c in report.cases if c.task in got.tasks and c.length == length]
     why = []
     if got.missing:
         why.append(f"not every task of the paper's average has a score (missing: {', '.join(got.missing)})")
-    fewest = min((int(c.get("n") or 0) for c in cases), default=0)
+    fewest = min((c.n for c in cases), default=0)
     if row.source.samples and fewest < row.source.samples:
         why.append(f"{fewest} samples per task, the paper {row.source.samples}")
-    asked = (report.get("run") or {}).get("samples")
+    asked = report.run.samples
     if not row.source.samples and asked is not None:
         why.append(f"--samples {asked}, the paper HELMET's per-dataset counts")
     if row.chat_template == "task":  # HELMET: each task its own policy (TaskSpec.chat_template)
         policy = {t.name: t.chat_template for t in all_tasks()}  # a stored report's unknown task: no policy to hold
-        other = sorted(
-            {c["task"] for c in cases if (ran := bool(c.get("chat_template"))) != policy.get(c["task"], ran)}
-        )
+        other = sorted({c.task for c in cases if (ran := bool(c.chat_template)) != policy.get(c.task, ran)})
         if other:
             why.append(f"{', '.join(other)} ran under another chat policy than the paper's per-task one")
     else:
-        chat = {bool(c.get("chat_template")) for c in cases}
+        chat = {bool(c.chat_template) for c in cases}
         wanted = row.chat_template == "on"
         if chat and chat != {wanted}:
             said = "with" if wanted else "without"
             why.append(f"the paper ran this model {said} its chat template; this run {'did not' if wanted else 'did'}")
-    haystack = str((report.get("run") or {}).get("haystack") or "")
+    haystack = report.run.haystack or ""
     if row.measure in ("ruler", "ruler_niah") and haystack and "paul_graham" not in haystack.lower():
         why.append(
             f"the essay haystack is {haystack}, the paper's Paul Graham's essays (5 of the NIAH tasks read it; "
             "`ctxgate data fetch --ruler-essays` writes them)"
         )
     compat = sorted(COMPAT_TASKS & set(got.tasks))
-    if row.source.key.startswith("helmet") and compat and not (report.get("run") or {}).get("helmet_compat"):
+    if row.source.key.startswith("helmet") and compat and not report.run.helmet_compat:
         why.append(f"{', '.join(compat)} ran on ctxgate's prompts, not HELMET's (--helmet-compat builds those)")
     if row.source.length_unit == "Llama-2 tokens":
         why.append("lengths here are counted in this model's tokenizer, the paper's in Llama-2 tokens")
-    if not report.get("complete", True):
+    if not report.complete:
         why.append("the run is incomplete")
     return why
 
 
-def compare(report: Mapping[str, Any], rows: Sequence[Published]) -> list[dict[str, Any]]:
+def compare(report: Report, rows: Sequence[Published]) -> list[dict[str, Any]]:
     """One entry per published row with a length this run has: its lengths' comparisons."""
-    lengths = sorted({int(L) for L in report.get("by_length", {})})
+    lengths = sorted({int(L) for L in report.by_length})
     out = []
     for row in rows:
         shared = [L for L in lengths if L in row.scores]

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ctxgate.gate.summaries import (
-    EffectiveLength,
-    GroupScore,
     effective_length,
     helmet_categories,
     helmet_overall,
@@ -19,52 +16,40 @@ from ctxgate.gate.summaries import (
 )
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import session_gates
-from ctxgate.records.schema import CaseRecord
+from ctxgate.records.schema import BaselineRun, CaseRecord, EffectiveLength, Gate, GroupScore, Overall
 from ctxgate.tasks.registry import Membership, membership
 
 
 @dataclass(frozen=True)
 class SessionVerdict:
     complete: bool  # the session finished and every selected case has its verdict
-    by_length: dict[str, Any]
-    overall: dict[str, Any]
-    effective_length: dict[str, Any] | None
-    gates: list[dict[str, str]]
+    by_length: dict[str, dict[str, GroupScore]]
+    overall: Overall
+    effective_length: EffectiveLength | None
+    gates: tuple[Gate, ...]
 
 
 def stopped_early(case: CaseRecord) -> bool:
     """``--sequential`` stopped the case before its sample count: its mean is biased by the stopping."""
-    seq = case.get("sequential") or {}
+    seq = case.sequential or {}
     return bool(seq.get("decided")) and int(seq.get("used", 0)) < int(seq.get("budget", 0))
-
-
-def _group(g: GroupScore) -> dict[str, Any]:
-    return {
-        "score": g.score,
-        "partial": g.partial,
-        "members": list(g.members),
-        "missing": list(g.missing),
-        "incomplete": g.incomplete,
-        "errored": list(g.errored),
-        "early": list(g.early),
-    }
 
 
 def _length_summary(
     ruler: GroupScore, scores: Mapping[str, float], errored: set[str], early: set[str], tasks: Membership
-) -> dict[str, Any]:
+) -> dict[str, GroupScore]:
     categories = helmet_categories(scores, errored, early, tasks)
-    recall = helmet_recall(scores, errored, early, tasks)  # always shown, as RULER's average is (the schema's)
-    out = {"ruler": _group(ruler), "helmet_recall": _group(recall)}
-    out |= {f"helmet_{name}": _group(g) for name, g in categories.items() if name != "recall"}
+    recall = helmet_recall(scores, errored, early, tasks)  # always shown, as RULER's average is
+    out = {"ruler": ruler, "helmet_recall": recall}
+    out |= {f"helmet_{name}": g for name, g in categories.items() if name != "recall"}
     if categories:
-        out["helmet_overall"] = _group(helmet_overall(categories, tasks))
+        out["helmet_overall"] = helmet_overall(categories, tasks)
     return out
 
 
 def summarize(
     cases: Sequence[CaseRecord], threshold: float
-) -> tuple[dict[str, Any], dict[str, Any], EffectiveLength | None]:
+) -> tuple[dict[str, dict[str, GroupScore]], Overall, EffectiveLength | None]:
     """Scores per length from the cases that have one; a case with verdict "error" (no score: it failed, its worker
     crashed, or the run stopped first) makes every summary it belongs to incomplete."""
     tasks = membership()
@@ -72,26 +57,24 @@ def summarize(
     errored: dict[int, set[str]] = {}
     early: dict[int, set[str]] = {}
     for c in cases:
-        length = int(c["length"])
-        score = c.get("score")
-        if score is not None and c.get("verdict") in ("pass", "fail"):
-            scored.setdefault(length, {})[c["task"]] = float(score)
+        if c.score is not None and c.verdict in ("pass", "fail"):
+            scored.setdefault(c.length, {})[c.task] = c.score
             if stopped_early(c):
-                early.setdefault(length, set()).add(c["task"])
-        elif c.get("verdict") == "error":
-            errored.setdefault(length, set()).add(c["task"])
+                early.setdefault(c.length, set()).add(c.task)
+        elif c.verdict == "error":
+            errored.setdefault(c.length, set()).add(c.task)
     lengths = sorted(set(scored) | set(errored))
     facts = {L: (scored.get(L, {}), errored.get(L, set()), early.get(L, set())) for L in lengths}
     ruler = {L: ruler_average(*facts[L], tasks=tasks) for L in lengths}
     by_length = {str(L): _length_summary(ruler[L], *facts[L], tasks) for L in lengths}
     ruler_scores = {L: g.score for L, g in ruler.items() if g.score is not None}
-    overall = {
-        "ruler_avg": round(sum(ruler_scores.values()) / len(ruler_scores), 2) if ruler_scores else None,
-        "ruler_wavg_inc": weighted_average(ruler_scores, True),
-        "ruler_wavg_dec": weighted_average(ruler_scores, False),
-        "incomplete": any(g.incomplete for g in ruler.values()),
-        "early": any(g.early for g in ruler.values()),
-    }
+    overall = Overall(
+        ruler_avg=round(sum(ruler_scores.values()) / len(ruler_scores), 2) if ruler_scores else None,
+        ruler_wavg_inc=weighted_average(ruler_scores, True),
+        ruler_wavg_dec=weighted_average(ruler_scores, False),
+        incomplete=any(g.incomplete for g in ruler.values()),
+        early=any(bool(g.early) for g in ruler.values()),
+    )
     return by_length, overall, effective_length(ruler, threshold)
 
 
@@ -100,25 +83,12 @@ def judge_session(
     thresholds: Thresholds,
     complete: bool,
     threshold: float | None = None,
-    baseline: Mapping[str, Any] | None = None,
+    baseline: BaselineRun | None = None,
 ) -> SessionVerdict:
     """``complete``: the session finished (a case that errored, crashed or was left unrun makes the verdict
     incomplete too). ``threshold``: the effective-length bar when not the thresholds' own (a report judged again
     keeps its). ``baseline``: the ``--baseline`` run's path and the cases it scored, for the baseline gate."""
     by_length, overall, eff = summarize(cases, thresholds.effective_threshold if threshold is None else threshold)
-    eff_record = (
-        None
-        if eff is None
-        else {
-            "value": eff.value,
-            "max_passing": eff.max_passing,
-            "threshold": eff.threshold,
-            "partial": eff.partial,
-            "incomplete": list(eff.incomplete),
-            "early": list(eff.early),
-            "per_length": {str(k): v for k, v in eff.per_length.items()},
-        }
-    )
-    gates = session_gates(cases, complete, eff_record, baseline, thresholds)
-    finished = complete and not any(c.get("verdict") == "error" for c in cases)
-    return SessionVerdict(finished, by_length, overall, eff_record, gates)
+    gates = session_gates(cases, complete, eff, baseline, thresholds)
+    finished = complete and not any(c.verdict == "error" for c in cases)
+    return SessionVerdict(finished, by_length, overall, eff, gates)

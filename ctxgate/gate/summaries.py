@@ -16,42 +16,11 @@ a guarantee.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 
+from ctxgate.records.schema import EffectiveLength, GroupScore
 from ctxgate.tasks.registry import Membership, membership
 
 RULER_THRESHOLD = 85.6  # Llama-2-7B at 4K, the RULER paper's bar
-
-
-@dataclass(frozen=True)
-class GroupScore:
-    score: float | None  # the mean over the members that have a score
-    members: tuple[str, ...]
-    missing: tuple[str, ...] = ()  # not selected in this run
-    errored: tuple[str, ...] = ()  # selected, but no score
-    early: tuple[str, ...] = ()  # scored, but stopped early by --sequential: their means are biased
-
-    @property
-    def partial(self) -> bool:
-        return bool(self.missing)
-
-    @property
-    def incomplete(self) -> bool:
-        return bool(self.errored)
-
-
-@dataclass(frozen=True)
-class EffectiveLength:
-    """``value``: the largest tested length such that it and every shorter tested length score > threshold
-    (0 if the shortest fails). ``max_passing``: the largest passing length, gaps allowed (the looser reading)."""
-
-    value: int
-    max_passing: int
-    threshold: float
-    per_length: Mapping[int, bool] = field(default_factory=dict)
-    partial: bool = False
-    incomplete: tuple[int, ...] = ()  # lengths with a RULER task that produced no score: counted as failing
-    early: tuple[int, ...] = ()  # lengths with a RULER task stopped early by --sequential: counted as failing
 
 
 def group(
@@ -147,7 +116,7 @@ def effective_length(
         value,
         max_passing,
         threshold,
-        passing,
+        dict(passing),
         any(g.partial for g in scored.values()),
         tuple(L for L, g in scored.items() if g.incomplete),
         tuple(L for L, g in scored.items() if g.early),

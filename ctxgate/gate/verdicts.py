@@ -6,12 +6,11 @@ it) fails the ``cases`` gate and counts against the floors, and a run in which n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN, CaseRecord
+from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN, BaselineRun, CaseRecord, EffectiveLength, Gate
 
 # Why a selected case has no score, and whether that fails the gates: the one rule every gate, `diff`, `bisect` and
 # `watch` read through the verdict it yields (docs/gates.md, "Which cases count").
@@ -42,13 +41,13 @@ def gated_reason(floor: float, baseline_scored: bool) -> str:
 
 def judge_failure(record: CaseRecord) -> str | None:
     """Too many failed verdicts fail a judged case whatever its score: its mean would rest on too few samples."""
-    judge = record.get("judge") or {}
+    judge = record.judge or {}
     if judge.get("status") not in ("judged", "failed"):
         return None
     if judge["status"] == "failed" or judge["failure_rate"] > judge["max_failure_rate"]:
         first = judge["failed_samples"][0] if judge["failed_samples"] else {}
         return (
-            f"{judge['failed']} of {judge['failed'] + record['n']} verdicts failed (rate "
+            f"{judge['failed']} of {judge['failed'] + record.n} verdicts failed (rate "
             f"{judge['failure_rate']:.0%} > max {judge['max_failure_rate']:.0%}); first: sample "
             f"{first.get('index')}: {first.get('error')}. Check the judge server, or raise [judge] "
             "max_failure_rate in thresholds.toml"
@@ -59,148 +58,144 @@ def judge_failure(record: CaseRecord) -> str | None:
 def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
     """Below the floor (with rule "upper": the whole interval below it). Under --sequential a case whose test
     became certain is decided by it; one that spent its budget undecided by the fixed-n rule."""
-    floor = record["floor"]
-    seq = record.get("sequential") or {}
+    floor = record.floor or 0.0
+    seq = record.sequential or {}
     test = seq.get("floor") or {}
     if test.get("decided") == "above":
         return None
     if test.get("decided") == "below":
-        length = record["length"]
+        length = record.length
         return (
-            f"{record['task']} at {length} ({format_length(length)}): below the floor {floor:.1f}, certain at "
+            f"{record.task} at {length} ({format_length(length)}): below the floor {floor:.1f}, certain at "
             f"error rate {seq['alpha']} after {seq['used']} of {seq['budget']} samples (--sequential; interval "
-            f"{test['interval'][0]:.1f}-{test['interval'][1]:.1f}, score {record['score']:.1f})"
+            f"{test['interval'][0]:.1f}-{test['interval'][1]:.1f}, score {record.score or 0.0:.1f})"
         )
-    ci, score = record.get("ci"), record.get("score")
+    ci, score = record.ci, record.score
     if ci is None or score is None:
-        raise ValueError(f"{record['task']} at {record['length']} has no score to hold against its floor")
+        raise ValueError(f"{record.task} at {record.length} has no score to hold against its floor")
     low, high = ci
     judged = high if thresholds.rule == "upper" else score
     if judged >= floor:
         return None
-    length = record["length"]
+    length = record.length
     return (
-        f"{record['task']} at {length} ({format_length(length)}): score {record['score']:.1f} < floor "
-        f"{floor:.1f} (n={record['n']}, {int(thresholds.confidence * 100)}% CI {low:.1f}-{high:.1f}, rule "
+        f"{record.task} at {length} ({format_length(length)}): score {score:.1f} < floor "
+        f"{floor:.1f} (n={record.n}, {int(thresholds.confidence * 100)}% CI {low:.1f}-{high:.1f}, rule "
         f"{thresholds.rule!r}, floors from {thresholds.path})"
     )
 
 
 def passed(record: CaseRecord) -> str:
-    seq = record.get("sequential") or {}
+    seq = record.sequential or {}
+    score, floor = record.score or 0.0, record.floor or 0.0
     if seq.get("decided") == "pass":
         return (
             f"certain it passes at error rate {seq['alpha']} after {seq['used']} of {seq['budget']} samples "
-            f"(--sequential; score {record['score']:.1f}, floor {record['floor']:.1f})"
+            f"(--sequential; score {score:.1f}, floor {floor:.1f})"
         )
-    return f"score {record['score']:.1f} >= floor {record['floor']:.1f}"
+    return f"score {score:.1f} >= floor {floor:.1f}"
 
 
 def _pending(case: CaseRecord) -> bool:
-    return (case.get("judge") or {}).get("status") == "pending"
+    return case.judge_status == "pending"
 
 
-def _name(case: CaseRecord) -> str:
-    return f"{case['task']}-{case['length']}"
-
-
-def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> dict[str, str]:
+def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
     """Every selected case finished, and at least one ran (a judged case waiting for its judge has run).
     ``complete`` false (the session was interrupted, even after its last case) fails it too."""
-    unscored = [c for c in cases if c["verdict"] == "error"]
-    ran = [c for c in cases if c["verdict"] in ("pass", "fail") or _pending(c)]
+    unscored = [c for c in cases if c.verdict == "error"]
+    ran = [c for c in cases if c.verdict in ("pass", "fail") or _pending(c)]
     if not cases:
-        return {
-            "name": "cases",
-            "verdict": "fail",
-            "message": "no case was selected: -k/-m or --lengths left nothing to run",
-        }
+        return Gate(
+            "cases",
+            "fail",
+            "no case was selected: -k/-m or --lengths left nothing to run",
+        )
     if unscored:
-        shown = ", ".join(f"{_name(c)} ({c.get('error_kind', 'error')})" for c in unscored[:5])
+        shown = ", ".join(f"{c.name} ({c.error_kind or 'error'})" for c in unscored[:5])
         more = f" and {len(unscored) - 5} more" if len(unscored) > 5 else ""
         # the first case that failed for a cause of its own (a crash or an unrun case is said elsewhere, once)
-        own = next((c for c in unscored if c.get("error_kind") in (*NOT_GIVEN, *BROKEN)), None)
-        first = ((own or {}).get("message") or "").strip().splitlines()
-        return {
-            "name": "cases",
-            "verdict": "fail",
-            "message": f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}{more}"
+        own = next((c for c in unscored if c.error_kind in (*NOT_GIVEN, *BROKEN)), None)
+        first = (own.message if own else "").strip().splitlines()
+        return Gate(
+            "cases",
+            "fail",
+            f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}{more}"
             + (f"; the first said: {first[0]}" if first else ""),
-        }
+        )
     if not ran:
-        return {
-            "name": "cases",
-            "verdict": "fail",
-            "message": f"no case ran: all {len(cases)} selected cases were skipped; the first said: "
-            f"{cases[0].get('message', '')}",
-        }
+        return Gate(
+            "cases",
+            "fail",
+            f"no case ran: all {len(cases)} selected cases were skipped; the first said: {cases[0].message}",
+        )
     if not complete:
-        return {"name": "cases", "verdict": "fail", "message": "the session did not finish (it was interrupted)"}
-    skipped = sum(c["verdict"] == "skip" and not _pending(c) for c in cases)
+        return Gate("cases", "fail", "the session did not finish (it was interrupted)")
+    skipped = sum(c.verdict == "skip" and not _pending(c) for c in cases)
     pending = sum(_pending(c) for c in cases)
-    return {
-        "name": "cases",
-        "verdict": "pass",
-        "message": f"all {len(cases)} selected cases finished ({len(cases) - skipped - pending} scored, "
+    return Gate(
+        "cases",
+        "pass",
+        f"all {len(cases)} selected cases finished ({len(cases) - skipped - pending} scored, "
         f"{skipped} skipped, {pending} waiting for a judge)",
-    }
+    )
 
 
-def floors_gate(cases: Sequence[CaseRecord]) -> dict[str, str]:
-    failed = [c for c in cases if c["verdict"] == "fail"]
-    unscored = [c for c in cases if c["verdict"] == "error"]
-    ran = [c for c in cases if c["verdict"] in ("pass", "fail", "error")]
+def floors_gate(cases: Sequence[CaseRecord]) -> Gate:
+    failed = [c for c in cases if c.verdict == "fail"]
+    unscored = [c for c in cases if c.verdict == "error"]
+    ran = [c for c in cases if c.verdict in ("pass", "fail", "error")]
     pending = sum(_pending(c) for c in cases)
     if not ran and not pending:
-        return {"name": "floors", "verdict": "fail", "message": "no case was scored, so no floor was checked"}
+        return Gate("floors", "fail", "no case was scored, so no floor was checked")
     message = f"{len(failed)} of {len(ran)} cases below their floor"
     if unscored:
         message += f", {len(unscored)} without a score (counted as failing)"
     if pending:
         message += f", {pending} waiting for a judge"
-    return {"name": "floors", "verdict": "fail" if failed or unscored else "pass", "message": message}
+    return Gate("floors", "fail" if failed or unscored else "pass", message)
 
 
-def effective_length_gate(eff: Mapping[str, Any] | None, thresholds: Thresholds) -> dict[str, str] | None:
+def effective_length_gate(eff: EffectiveLength | None, thresholds: Thresholds) -> Gate | None:
     if not thresholds.min_effective_length:
         return None
     need = format_length(thresholds.min_effective_length)
     if eff is None:
-        return {
-            "name": "min_effective_length",
-            "verdict": "fail",
-            "message": f"no RULER case ran, so the effective length cannot reach {need}",
-        }
-    ok = eff["value"] >= thresholds.min_effective_length
-    got = format_length(eff["value"]) if eff["value"] else "0 (the shortest length fails)"
+        return Gate(
+            "min_effective_length",
+            "fail",
+            f"no RULER case ran, so the effective length cannot reach {need}",
+        )
+    ok = eff.value >= thresholds.min_effective_length
+    got = format_length(eff.value) if eff.value else "0 (the shortest length fails)"
     note = ""
-    if eff.get("incomplete"):
+    if eff.incomplete:
         note = (
-            f"; {', '.join(format_length(L) for L in eff['incomplete'])} counted as failing: a RULER task "
+            f"; {', '.join(format_length(L) for L in eff.incomplete)} counted as failing: a RULER task "
             "there produced no score"
         )
-    if eff.get("early"):
+    if eff.early:
         note += (
-            f"; {', '.join(format_length(L) for L in eff['early'])} counted as failing: --sequential stopped a "
+            f"; {', '.join(format_length(L) for L in eff.early)} counted as failing: --sequential stopped a "
             "RULER task there early, and an average of early-stopped means has no guarantee"
         )
-    return {
-        "name": "min_effective_length",
-        "verdict": "pass" if ok else "fail",
-        "message": f"effective length {got} {'>=' if ok else '<'} required {need} (threshold "
-        f"{eff['threshold']}, from {thresholds.path}){note}",
-    }
+    return Gate(
+        "min_effective_length",
+        "pass" if ok else "fail",
+        f"effective length {got} {'>=' if ok else '<'} required {need} (threshold "
+        f"{eff.threshold}, from {thresholds.path}){note}",
+    )
 
 
-def baseline_gate(cases: Sequence[CaseRecord], baseline: Mapping[str, Any]) -> dict[str, str]:
+def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
     """Against ``--baseline``: a selected case the baseline scored that has no score now is a regression, as is a
     case that dropped by more than its tolerance. ``baseline``: its path and the ``task-length`` names it scored."""
-    scored = set(baseline.get("scored", ()))
-    lost = [c for c in cases if _name(c) in scored and (c.get("score") is None or c["verdict"] not in ("pass", "fail"))]
-    regressed = [c for c in cases if (c.get("baseline") or {}).get("regressed")]
+    scored = set(baseline.scored)
+    lost = [c for c in cases if c.name in scored and (c.score is None or c.verdict not in ("pass", "fail"))]
+    regressed = [c for c in cases if c.baseline and c.baseline.regressed]
     parts = []
     if lost:
-        shown = ", ".join(f"{_name(c)} ({c.get('error_kind') or c.get('skip_kind') or c['verdict']})" for c in lost[:5])
+        shown = ", ".join(f"{c.name} ({c.error_kind or c.skip_kind or c.verdict})" for c in lost[:5])
         parts.append(
             f"{len(lost)} case(s) the baseline scored have no score now: {shown}"
             + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
@@ -208,41 +203,41 @@ def baseline_gate(cases: Sequence[CaseRecord], baseline: Mapping[str, Any]) -> d
     if regressed:
         parts.append(
             f"{len(regressed)} case(s) dropped by more than their tolerance: "
-            + ", ".join(_name(c) for c in regressed[:5])
+            + ", ".join(c.name for c in regressed[:5])
         )
-    thin = [c for c in cases if (c.get("baseline") or {}).get("baseline_stopped_early")]
+    thin = [c for c in cases if c.baseline and c.baseline.baseline_stopped_early]
     if thin:
         parts_note = (
             f"; {len(thin)} case(s) compared on fewer samples because the baseline was a --sequential run that "
-            f"stopped them early (e.g. {_name(thin[0])}): re-run the baseline without --sequential"
+            f"stopped them early (e.g. {thin[0].name}): re-run the baseline without --sequential"
         )
     else:
         parts_note = ""
-    unselected = baseline.get("not_selected") or []
-    compared = sum(1 for c in cases if c.get("baseline"))
-    message = "; ".join(parts) or f"{compared} case(s) compared with {baseline.get('path')}, none regressed"
+    unselected = baseline.not_selected
+    compared = sum(1 for c in cases if c.baseline)
+    message = "; ".join(parts) or f"{compared} case(s) compared with {baseline.path}, none regressed"
     message += parts_note
     if unselected:
         message += (
             f" (the baseline also scored {len(unselected)} case(s) this run did not select, e.g. "
             f"{unselected[0]}: not compared)"
         )
-    new = [c for c in cases if c.get("score") is not None and _name(c) not in scored and not c.get("baseline")]
+    new = [c for c in cases if c.score is not None and c.name not in scored and not c.baseline]
     if new:
         message += (
-            f" ({len(new)} scored case(s) have no score in the baseline, e.g. {_name(new[0])}: gated by their floors "
+            f" ({len(new)} scored case(s) have no score in the baseline, e.g. {new[0].name}: gated by their floors "
             "alone; run the baseline with them to compare)"
         )
-    return {"name": "baseline", "verdict": "fail" if parts else "pass", "message": message}
+    return Gate("baseline", "fail" if parts else "pass", message)
 
 
 def session_gates(
     cases: Sequence[CaseRecord],
     complete: bool,
-    eff: Mapping[str, Any] | None,
-    baseline: Mapping[str, Any] | None,
+    eff: EffectiveLength | None,
+    baseline: BaselineRun | None,
     thresholds: Thresholds,
-) -> list[dict[str, str]]:
+) -> tuple[Gate, ...]:
     gates = [cases_gate(cases, complete), floors_gate(cases)]
     eff_gate = effective_length_gate(eff, thresholds)
-    return gates + ([eff_gate] if eff_gate else []) + ([baseline_gate(cases, baseline)] if baseline else [])
+    return (*gates, *([eff_gate] if eff_gate else []), *([baseline_gate(cases, baseline)] if baseline else []))

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import reprlib
 from pathlib import Path
 from typing import Any
 
 from ctxgate import __version__
-from ctxgate.records.schema import REPORT_SCHEMA, SCHEMA_VERSION
+from ctxgate.records.schema import SCHEMA_VERSION, Report, adapter_for
 
 
 class ReportFileError(ValueError):
@@ -56,7 +57,7 @@ def created_at(path: Path) -> str:
     return found.group(1) if found else "an unknown time (it is not a readable report)"
 
 
-def read_report(path: str | Path) -> dict[str, Any]:
+def read_report(path: str | Path) -> Report:
     """A report written by ``--report`` in this version's schema; anything else is one error naming the file."""
     p = Path(path)
     if not p.is_file():
@@ -91,29 +92,30 @@ def read_report(path: str | Path) -> dict[str, Any]:
             f"version {SCHEMA_VERSION}: re-run that checkpoint with this version, or use the "
             "ctxgate that wrote it"
         )
-    _check_schema(p, report)
-    return report
+    return _typed(p, text)
 
 
-def _check_schema(path: Path, report: dict[str, Any]) -> None:
-    """The report against its JSON Schema (``records.schema``), so a reader can trust every field's type: the
-    first field that does not fit is named, where it is and what it should be."""
-    import jsonschema
+def _typed(path: Path, text: str) -> Report:
+    """The report as its records (``records.schema``), so a reader can trust every field's type: the first field
+    that does not fit is named, where it is and what it should be."""
+    from pydantic import ValidationError
 
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(REPORT_SCHEMA).iter_errors(report))
-    if error is None:
-        return
-    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
+    try:
+        return adapter_for(Report).validate_json(text, strict=True)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
+    found = "" if error["type"] == "missing" else f" (it is {reprlib.repr(error['input'])})"
     raise ReportFileError(
-        f"{path}: {where.lstrip('.') or 'the report'}: {error.message}; the file was edited or written by another "
-        "tool: re-run the checkpoint with --report, or restore the file"
+        f"{path}: {where.lstrip('.') or 'the report'}: {error['msg']}{found}; the file was edited or written by "
+        "another tool: re-run the checkpoint with --report, or restore the file"
     )
 
 
-def predictions_path(report_path: str | Path, report: dict[str, Any]) -> Path:
+def predictions_path(report_path: str | Path, report: Report) -> Path:
     """The report's predictions file: a bare file name in the report's own folder, nothing else."""
     p = Path(report_path)
-    name = report.get("predictions") or p.with_suffix(".predictions.jsonl").name
+    name = report.predictions or p.with_suffix(".predictions.jsonl").name
     if not isinstance(name, str) or Path(name).name != name or name in (".", ".."):
         raise ReportFileError(
             f"{p}: its 'predictions' field {name!r} is not a file name beside the report; a "

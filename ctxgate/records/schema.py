@@ -1,207 +1,239 @@
-"""JSON Schema (draft 2020-12) of the report written by ``--report``. Bump SCHEMA_VERSION on breaking changes."""
+"""The report written by ``--report``, declared once as frozen records: the runner fills them, the gates read them,
+the renderers and every verb that reads a report file use their attributes, and the JSON Schema
+(``ctxgate schema``) is derived from them. Bump SCHEMA_VERSION on breaking changes."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, get_args
 
-SCHEMA_VERSION = 1  # of the report file; readers refuse another (records.io.read_report)
+from annotated_types import Ge
 
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+SCHEMA_VERSION: Final = 1  # of the report file; readers refuse another (records.io.read_report)
+
+Suite = Literal["ruler", "helmet"]
+Verdict = Literal["pass", "fail", "skip", "error"]
 # Why a selected case has no score: the report's words for it. Which of them fail the gates is gate.verdicts' rule.
-BY_DESIGN = ("too_short",)  # the task cannot be built at this length
-NOT_GIVEN = ("data_not_given", "judge_not_given")  # an optional input the run was not given
+ByDesign = Literal["too_short"]  # the task cannot be built at this length
+NotGiven = Literal["data_not_given", "judge_not_given"]  # an optional input the run was not given
 # the checkpoint or an input prevents the case (data_short: the input ran out before the prompt reached the length)
-BROKEN = ("window", "data_unreadable", "data_short", "judge_failed")
-RUN_FAILURES = ("error", "crash", "not_run")  # the case errored, its worker died, the session never reached it
+Broken = Literal["window", "data_unreadable", "data_short", "judge_failed"]
+RunFailure = Literal["error", "crash", "not_run"]  # the case errored, its worker died, the session never reached it
+BY_DESIGN: tuple[str, ...] = get_args(ByDesign)
+NOT_GIVEN: tuple[str, ...] = get_args(NotGiven)
+BROKEN: tuple[str, ...] = get_args(Broken)
+RUN_FAILURES: tuple[str, ...] = get_args(RunFailure)
+
+T = TypeVar("T")
+Json = dict[str, Any]  # a part whose shape belongs to another piece (a backend's description, a test's state)
 
 
-class CaseRecord(TypedDict, total=False):
-    """One case as it travels from the runner (plugins/cases.py) through the gates (gate/) to the report (report/)
-    and back from a report file (``ctxgate judge``, ``diff``, ``--baseline``). The first block is always there;
-    the rest once the case ran. ``_CASE`` below is the same record as JSON Schema."""
+@dataclass(frozen=True)
+class Comparison:
+    """A case against the ``--baseline`` run: paired over the samples both scored."""
+
+    score: float  # the baseline's
+    delta: float
+    interval: tuple[float, float]
+    method: str
+    n: int
+    tolerance: float
+    confidence: float
+    regressed: bool
+    message: str
+    baseline_stopped_early: bool = False  # a --sequential baseline's samples, fewer than this run's
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    """One task at one length, as it travels from the runner (plugins/cases.py) through the gates (gate/) to the
+    report (report/) and back from a report file (``ctxgate judge``, ``diff``, ``--baseline``). Until the case
+    runs it is an error: a case that never reports keeps that verdict."""
 
     task: str
-    suite: str
-    category: str
-    length: int
-    metric: str
-    verdict: str  # pass | fail | skip | error
+    suite: Suite
+    length: Annotated[int, Ge(1)]
+    category: str = ""
+    metric: str = ""
+    verdict: Verdict = "error"
+    message: str = ""
+    score: float | None = None  # percent
+    n: int = 0
+    floor: float | None = None
+    ci: tuple[float, float] | None = None
+    samples_from_cache: int = 0
+    error_kind: RunFailure | NotGiven | Broken | None = None  # why it has no score
+    skip_kind: ByDesign | NotGiven | None = None  # why it was skipped
+    seconds: float | None = None
+    build_seconds: float | None = None
+    input_tokens_mean: float | None = None
+    input_tokens_max: int | None = None
+    fill_min: float | None = None
+    output_tokens: int | None = None
+    data_sha256: str | None = None
+    parts: dict[str, float] = field(default_factory=dict)
+    judge: Json | None = None  # judged tasks: status, failures, usage, the judge's settings
+    throughput: dict[str, float] | None = None
+    chat_template: bool | None = None
+    sample_cap: dict[str, int] | None = None
+    sequential: Json | None = None
+    built_from: str | None = None
+    baseline: Comparison | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.task}-{self.length}"
+
+    @property
+    def judge_status(self) -> str | None:
+        return (self.judge or {}).get("status")
+
+
+@dataclass(frozen=True)
+class GroupScore:
+    """A summary's score at one length (RULER's average, a HELMET category): the mean over its members that have
+    a score. ``partial``: a member was not selected; ``incomplete``: a member was selected but has no score."""
+
+    score: float | None
+    members: tuple[str, ...]
+    missing: tuple[str, ...] = ()  # not selected in this run
+    errored: tuple[str, ...] = ()  # selected, but no score
+    early: tuple[str, ...] = ()  # scored, but stopped early by --sequential: their means are biased
+    partial: bool = False  # written for readers of the file; always derived from the fields above
+    incomplete: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partial", bool(self.missing))
+        object.__setattr__(self, "incomplete", bool(self.errored))
+
+
+@dataclass(frozen=True)
+class EffectiveLength:
+    """``value``: the largest tested length such that it and every shorter tested length score > threshold
+    (0 if the shortest fails). ``max_passing``: the largest passing length, gaps allowed (the looser reading)."""
+
+    value: int
+    max_passing: int
+    threshold: float
+    per_length: dict[int, bool] = field(default_factory=dict)
+    partial: bool = False
+    incomplete: tuple[int, ...] = ()  # lengths with a RULER task that produced no score: counted as failing
+    early: tuple[int, ...] = ()  # lengths with a RULER task stopped early by --sequential: counted as failing
+
+
+@dataclass(frozen=True)
+class Overall:
+    ruler_avg: float | None = None
+    ruler_wavg_inc: float | None = None
+    ruler_wavg_dec: float | None = None
+    incomplete: bool = False
+    early: bool = False
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str
+    verdict: Literal["pass", "fail"]
     message: str
-    score: float | None  # percent
-    n: int
-    floor: float
-    ci: list[float] | tuple[float, float] | None
-    samples_from_cache: int
-    error_kind: str  # why it has no score (RUN_FAILURES, NOT_GIVEN, BROKEN)
-    skip_kind: str  # why it was skipped (BY_DESIGN, NOT_GIVEN)
-    seconds: float
-    build_seconds: float
-    input_tokens_mean: float
-    input_tokens_max: int
-    fill_min: float
-    output_tokens: int
-    data_sha256: str
-    parts: dict[str, float]
-    judge: dict[str, Any] | None
-    throughput: dict[str, float] | None
-    chat_template: bool | None
-    sample_cap: dict[str, int] | None
-    sequential: dict[str, Any] | None
-    built_from: str | None
-    baseline: dict[str, Any]  # --baseline: the paired comparison
-    run_meta: dict[str, Any]  # on the worker only: the run's record, carried to the controller once
-    run_error: str
 
 
-_NUM_OR_NULL = {"type": ["number", "null"]}
-_GROUP = {
-    "type": "object",
-    "required": ["score", "partial", "members", "missing"],
-    "properties": {
-        "score": _NUM_OR_NULL,
-        "partial": {"type": "boolean"},
-        "members": {"type": "array", "items": {"type": "string"}},
-        "missing": {"type": "array", "items": {"type": "string"}},
-        "incomplete": {"type": "boolean"},
-        "errored": {"type": "array", "items": {"type": "string"}},
-        "early": {"type": "array", "items": {"type": "string"}},
-    },
-}
-_CASE = {
-    "type": "object",
-    "required": ["task", "suite", "length", "verdict", "score", "n", "floor"],
-    "properties": {
-        "task": {"type": "string"},
-        "suite": {"enum": ["ruler", "helmet"]},
-        "category": {"type": "string"},
-        "length": {"type": "integer", "minimum": 1},
-        "metric": {"type": "string"},
-        "verdict": {"enum": ["pass", "fail", "skip", "error"]},
-        "message": {"type": "string"},
-        "error_kind": {"enum": [*RUN_FAILURES, *NOT_GIVEN, *BROKEN]},
-        "skip_kind": {"enum": [*BY_DESIGN, *NOT_GIVEN]},
-        "score": _NUM_OR_NULL,
-        "n": {"type": "integer", "minimum": 0},
-        "floor": _NUM_OR_NULL,
-        "ci": {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
-        "seconds": _NUM_OR_NULL,
-        "build_seconds": _NUM_OR_NULL,
-        "input_tokens_mean": _NUM_OR_NULL,
-        "input_tokens_max": {"type": ["integer", "null"]},
-        "fill_min": _NUM_OR_NULL,
-        "output_tokens": {"type": ["integer", "null"]},
-        "data_sha256": {"type": ["string", "null"]},
-        "samples_from_cache": {"type": "integer"},
-        "chat_template": {"type": ["boolean", "null"]},
-        "sequential": {"type": ["object", "null"]},
-        "built_from": {"type": ["string", "null"]},
-        "sample_cap": {
-            "type": ["object", "null"],
-            "properties": {"requested": {"type": "integer"}, "pool": {"type": "integer"}},
-        },
-        "throughput": {
-            "type": ["object", "null"],
-            "properties": {"prompt_tokens_per_s": {"type": "number"}, "generated_tokens_per_s": {"type": "number"}},
-        },
-        "parts": {"type": "object", "additionalProperties": {"type": "number"}},
-        "judge": {
-            "type": ["object", "null"],
-            "properties": {
-                "status": {"enum": ["pending", "judged", "failed"]},
-                "failed": {"type": "integer", "minimum": 0},
-                "failure_rate": {"type": "number"},
-                "max_failure_rate": {"type": "number"},
-                "failed_samples": {"type": "array"},
-                "usage": {"type": ["object", "null"]},
-            },
-        },
-    },
-}
-REPORT_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "ctxgate run report",
-    "type": "object",
-    "required": [
-        "schema_version",
-        "ctxgate_version",
-        "created",
-        "complete",
-        "run",
-        "cases",
-        "by_length",
-        "overall",
-        "effective_length",
-        "gates",
-    ],
-    "properties": {
-        "schema_version": {"const": SCHEMA_VERSION},
-        "ctxgate_version": {"type": "string"},
-        "created": {"type": "string"},
-        "complete": {"type": "boolean"},
-        "session_complete": {"type": "boolean"},
-        "baseline": {
-            "type": "object",
-            "required": ["path", "scored"],
-            "properties": {
-                "path": {"type": "string"},
-                "scored": {"type": "array", "items": {"type": "string"}},
-                "not_selected": {"type": "array", "items": {"type": "string"}},
-            },
-        },
-        "error": {"type": ["object", "null"], "required": ["message"], "properties": {"message": {"type": "string"}}},
-        "run": {
-            "type": "object",
-            "required": ["model", "backend", "seed", "samples", "lengths", "chat_template"],
-            "properties": {
-                "model": {"type": "string"},
-                "model_fingerprint": {"type": ["object", "null"]},
-                "backend": {"type": ["object", "null"]},
-                "seed": {"type": "integer"},
-                "samples": {"type": ["integer", "null"]},
-                "lengths": {"type": "array", "items": {"type": "integer"}},
-                "chat_template": {"enum": ["task", "on", "off"]},
-                "chat_template_sha256": {"type": ["string", "null"]},
-                "tokenizer_sha256": {"type": ["string", "null"]},
-                "haystack_sha256": {"type": ["string", "null"]},
-                "haystack": {"type": ["string", "null"]},
-                "data_sha256": {"type": ["string", "null"]},
-                "packages": {"type": "object"},
-                "thresholds": {"type": ["string", "null"]},
-            },
-        },
-        "cases": {"type": "array", "items": _CASE},
-        "by_length": {
-            "type": "object",
-            "additionalProperties": {
-                "type": "object",
-                "required": ["ruler", "helmet_recall"],
-                "properties": {"ruler": _GROUP, "helmet_recall": _GROUP},
-                "patternProperties": {"^helmet_[a-z]+$": _GROUP},
-            },
-        },
-        "overall": {"type": "object"},
-        "effective_length": {
-            "type": ["object", "null"],
-            "required": ["value", "max_passing", "threshold"],
-            "properties": {
-                "value": {"type": "integer"},
-                "max_passing": {"type": "integer"},
-                "threshold": {"type": "number"},
-                "partial": {"type": "boolean"},
-                "incomplete": {"type": "array", "items": {"type": "integer"}},
-            },
-        },
-        "gates": {"type": "array", "items": {"type": "object", "required": ["name", "verdict", "message"]}},
-        "reference": {  # --reference: the run against a paper's published numbers (information, never a gate)
-            "type": "object",
-            "required": ["model", "matched", "rows"],
-            "properties": {
-                "model": {"type": "string"},
-                "matched": {"type": "string"},
-                "rows": {
-                    "type": "array",
-                    "items": {"type": "object", "required": ["measure", "source", "table", "allowance", "lengths"]},
-                },
-            },
-        },
-    },
-}
+@dataclass(frozen=True)
+class BaselineRun:
+    """The ``--baseline`` run: its path and the ``task-length`` names it scored."""
+
+    path: str
+    scored: tuple[str, ...]
+    not_selected: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunError:
+    message: str
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What ran: the checkpoint, how it was loaded and prompted, and the selection."""
+
+    model: str
+    backend: Json | None
+    seed: int
+    samples: int | None
+    lengths: tuple[int, ...]
+    chat_template: Literal["task", "on", "off"]
+    model_fingerprint: Json | None = None
+    model_dir: str | None = None
+    base_model: str | None = None
+    model_overrides: Json | None = None
+    ignore_remote_code: bool = False
+    weights_mismatch: str | None = None
+    helmet_compat: bool = False
+    helmet_length_tokenizer: str | None = None
+    chat_template_sha256: str | None = None
+    tokenizer_sha256: str | None = None
+    haystack: str | None = None
+    haystack_sha256: str | None = None
+    packages: dict[str, str] = field(default_factory=dict)
+    python: str | None = None
+    sequential: Json | None = None
+    judge: Json | None = None
+    cache: Json | None = None
+    thresholds: str | None = None
+    data_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """``--reference``: the run against a paper's published numbers (information, never a gate)."""
+
+    model: str
+    matched: str
+    rows: tuple[Json, ...]
+
+
+@dataclass(frozen=True)
+class Report:
+    ctxgate_version: str
+    created: str
+    complete: bool
+    run: RunInfo
+    cases: tuple[CaseRecord, ...]
+    by_length: dict[str, dict[str, GroupScore]]
+    overall: Overall
+    effective_length: EffectiveLength | None
+    gates: tuple[Gate, ...]
+    schema_version: Literal[1] = SCHEMA_VERSION
+    session_complete: bool = True  # the session itself finished (cases may still lack scores)
+    error: RunError | None = None  # what stopped the whole run (the model could not be loaded)
+    baseline: BaselineRun | None = None
+    reference: Reference | None = None
+    predictions: str | None = None  # the .predictions.jsonl beside the report, by bare file name
+
+    def case(self, task: str, length: int) -> CaseRecord | None:
+        return next((c for c in self.cases if c.task == task and c.length == length), None)
+
+
+def report_schema() -> dict[str, Any]:
+    schema = adapter_for(Report).json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "ctxgate run report"}
+
+
+def to_json(record: Any) -> Any:
+    """A record as plain JSON values, every field written (null where it has none)."""
+    return adapter_for(type(record)).dump_python(record, mode="json")
+
+
+_ADAPTERS: dict[type, Any] = {}
+
+
+def adapter_for(kind: type[T]) -> TypeAdapter[T]:
+    """Reads and writes a record (pydantic, imported only by what reads or writes one); built once per type."""
+    if kind not in _ADAPTERS:
+        from pydantic import TypeAdapter
+
+        _ADAPTERS[kind] = TypeAdapter(kind)
+    adapter: TypeAdapter[T] = _ADAPTERS[kind]
+    return adapter

@@ -4,9 +4,9 @@ linked to its samples), a summary with its marks. Every text is escaped here (``
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
 from typing import Any
 
+from ctxgate.records.schema import CaseRecord, GroupScore
 from ctxgate.report import colours
 from ctxgate.report.samples import case_key
 from ctxgate.report.tables import no_score_word
@@ -30,39 +30,36 @@ def title_attr(text: str) -> str:
     return f' title="{e(text)}"' if text else ""
 
 
-def case_cell(case: Mapping[str, Any] | None) -> str:
+def case_cell(case: CaseRecord | None) -> str:
     """A case in a tasks x lengths table: its score on the colour scale, or what happened to it; a link to it."""
     if case is None:
         return '<td class="none">not selected</td>'
-    link = f'<a href="#{e(case_key(case["task"], int(case["length"])))}">'
-    if case["verdict"] in ("skip", "error") or case.get("score") is None:
-        pending = (case.get("judge") or {}).get("status") == "pending"
+    link = f'<a href="#{e(case_key(case.task, case.length))}">'
+    if case.verdict in ("skip", "error") or case.score is None:
+        pending = case.judge_status == "pending"
         word = "judge pending" if pending else "no score"
-        word = no_score_word(case) if case["verdict"] in ("skip", "error") else word
-        kind = case.get("error_kind") or case.get("skip_kind") or ("pending" if pending else case["verdict"])
-        return score_td(None, f"{link}{e(word)}</a>", f"status-{e(kind)}", str(case.get("message", "")))
-    failed = case["verdict"] == "fail"
+        word = no_score_word(case) if case.verdict in ("skip", "error") else word
+        kind = case.error_kind or case.skip_kind or ("pending" if pending else case.verdict)
+        return score_td(None, f"{link}{e(word)}</a>", f"status-{e(kind)}", case.message)
+    failed = case.verdict == "fail"
     mark = '<span class="fail-mark" aria-label="failed">✗</span>' if failed else ""
     return score_td(
-        float(case["score"]),
-        f"{link}{float(case['score']):.1f}</a>{mark}",
-        "failed" if failed else "",
-        str(case.get("message", "")),
+        float(case.score), f"{link}{float(case.score):.1f}</a>{mark}", "failed" if failed else "", case.message
     )
 
 
-def group_td(group: Mapping[str, Any] | None, threshold: float | None = None) -> str:
-    if not group or (group.get("score") is None and not group.get("incomplete")):
+def group_td(group: GroupScore | None, threshold: float | None = None) -> str:
+    if group is None or (group.score is None and not group.incomplete):
         return '<td class="none">—</td>'
-    score = group.get("score")
+    score = group.score
     marks = []
     why = []
-    if group.get("partial"):
+    if group.partial:
         marks.append('<span class="partial-mark" aria-label="partial">*</span>')
-        why.append("partial: lacks " + ", ".join(group.get("missing", [])))
-    if group.get("incomplete"):
+        why.append("partial: lacks " + ", ".join(group.missing))
+    if group.incomplete:
         marks.append('<span class="partial-mark" aria-label="incomplete">!</span>')
-        why.append("incomplete: no score for " + ", ".join(group.get("errored", [])))
+        why.append("incomplete: no score for " + ", ".join(group.errored))
     if threshold is not None and score is not None:
         above = score > threshold
         marks.append(f'<span class="{"above" if above else "below"}-mark">{"≥" if above else "<"} {threshold:g}</span>')

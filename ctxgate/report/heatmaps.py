@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxgate.lengths import format_length
+from ctxgate.records.schema import EffectiveLength, Report
 from ctxgate.report.cells import case_cell, e, group_td, score_td
 from ctxgate.report.samples import DepthGrid, case_key, depth_grids
 from ctxgate.report.tables import in_registry_order
@@ -14,17 +15,17 @@ from ctxgate.tasks.niah import DEPTHS
 from ctxgate.tasks.registry import category_label, membership
 
 
-def task_tables(report: Mapping[str, Any]) -> list[str]:
-    cases = report.get("cases", [])
-    lengths = sorted({int(c["length"]) for c in cases})
-    by_key = {(c["task"], int(c["length"])): c for c in cases}
-    eff = report.get("effective_length") or {}
+def task_tables(report: Report) -> list[str]:
+    cases = report.cases
+    lengths = sorted({c.length for c in cases})
+    by_key = {(c.task, c.length): c for c in cases}
+    eff = report.effective_length
     out = []
     for suite, label in (("ruler", "RULER"), ("helmet", "HELMET")):
-        tasks = in_registry_order(c["task"] for c in cases if c["suite"] == suite)
+        tasks = in_registry_order(c.task for c in cases if c.suite == suite)
         if not tasks:
             continue
-        head = "".join(_length_th(L, eff if suite == "ruler" else {}) for L in lengths)
+        head = "".join(_length_th(L, eff if suite == "ruler" else None) for L in lengths)
         body = "".join(
             f'<tr><th scope="row">{e(t)}</th>{"".join(case_cell(by_key.get((t, L))) for L in lengths)}</tr>'
             for t in tasks
@@ -32,11 +33,10 @@ def task_tables(report: Mapping[str, Any]) -> list[str]:
         foot = _ruler_average(report, lengths) if suite == "ruler" else ""
         note = "Score per task and length; follow a cell to its samples."
         if suite == "ruler" and eff:
-            value = format_length(int(eff["value"])) if eff.get("value") else f"below {format_length(lengths[0])}"
+            value = format_length(eff.value) if eff.value else f"below {format_length(lengths[0])}"
             note += (
-                f" Effective length <strong>{e(value)}</strong>: the RULER average above {e(eff.get('threshold'))} "
-                "at it and every shorter length"
-                + (" (partial: not every RULER task ran)." if eff.get("partial") else ".")
+                f" Effective length <strong>{e(value)}</strong>: the RULER average above {e(eff.threshold)} "
+                "at it and every shorter length" + (" (partial: not every RULER task ran)." if eff.partial else ".")
             )
         out.append(
             f'<section id="{suite}" aria-labelledby="{suite}-h"><h2 id="{suite}-h">{label}</h2>'
@@ -48,25 +48,25 @@ def task_tables(report: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _length_th(length: int, eff: Mapping[str, Any]) -> str:
-    if bool(eff.get("value")) and int(eff["value"]) == length:
+def _length_th(length: int, eff: EffectiveLength | None) -> str:
+    if eff and eff.value == length:
         return (
             f'<th scope="col" class="effective">{format_length(length)} <span class="eff-mark">◆ effective</span></th>'
         )
     return f'<th scope="col">{format_length(length)}</th>'
 
 
-def _ruler_average(report: Mapping[str, Any], lengths: Sequence[int]) -> str:
-    threshold = (report.get("effective_length") or {}).get("threshold")
-    cells = "".join(group_td(report.get("by_length", {}).get(str(L), {}).get("ruler"), threshold) for L in lengths)
+def _ruler_average(report: Report, lengths: Sequence[int]) -> str:
+    threshold = report.effective_length.threshold if report.effective_length else None
+    cells = "".join(group_td(report.by_length.get(str(L), {}).get("ruler"), threshold) for L in lengths)
     return f'<tfoot><tr><th scope="row">RULER average</th>{cells}</tr></tfoot>'
 
 
-def helmet_categories(report: Mapping[str, Any]) -> str:
-    by_length = report.get("by_length", {})
+def helmet_categories(report: Report) -> str:
+    by_length = report.by_length
     lengths = sorted(int(L) for L in by_length)
     keys = [f"helmet_{c}" for c in membership().helmet] + ["helmet_overall"]
-    present = [k for k in keys if any((by_length[str(L)].get(k) or {}).get("score") is not None for L in lengths)]
+    present = [k for k in keys if any((g := by_length[str(L)].get(k)) and g.score is not None for L in lengths)]
     if not present:
         return ""
     body = "".join(

@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 from ctxgate.lengths import format_length
+from ctxgate.records.schema import Report, to_json
 from ctxgate.report import colours
 from ctxgate.report.cells import e
 from ctxgate.report.heatmaps import depths, helmet_categories, task_tables
@@ -28,7 +29,7 @@ from ctxgate.report.versus import comparison, trend
 
 @dataclass(frozen=True)
 class PageInput:
-    report: Mapping[str, Any]
+    report: Report
     rows: Sequence[Mapping[str, Any]] = ()  # the run's .predictions.jsonl
     baseline_rows: Sequence[Mapping[str, Any]] = ()  # the baseline's, for the samples that flipped
     baseline_path: str | None = None
@@ -42,8 +43,7 @@ def _asset(name: str) -> str:
 
 def render(page: PageInput) -> str:
     report = page.report
-    run = report.get("run", {})
-    title = f"ctxgate: {run.get('model', '')}"
+    title = f"ctxgate: {report.run.model}"
     sections = [
         _header(report, page.report_name),
         _legend(),
@@ -97,25 +97,24 @@ _NAV = (
 
 
 # header -----------------------------------------------------------------------------------------------------------
-def _header(report: Mapping[str, Any], report_name: str) -> str:
-    run = report.get("run", {})
-    gates = report.get("gates", [])
-    complete = bool(report.get("complete", True))
-    passed = complete and all(g.get("verdict") == "pass" for g in gates)
-    backend = run.get("backend") or {}
-    fingerprint = (run.get("model_fingerprint") or {}).get("sha256")
-    lengths = ", ".join(format_length(int(L)) for L in run.get("lengths", []))
+def _header(report: Report, report_name: str) -> str:
+    run = report.run
+    complete = report.complete
+    passed = complete and all(g.verdict == "pass" for g in report.gates)
+    backend = run.backend or {}
+    fingerprint = (run.model_fingerprint or {}).get("sha256")
+    lengths = ", ".join(format_length(L) for L in run.lengths)
     facts = [
-        ("Checkpoint", run.get("model")),
+        ("Checkpoint", run.model),
         ("Fingerprint", (fingerprint or "")[:16] + ("…" if fingerprint else "")),
         ("Backend", " ".join(str(backend.get(k)) for k in ("backend", "device", "dtype") if backend.get(k))),
         ("Lengths", lengths),
-        ("Samples per case", run.get("samples")),
-        ("Seed", run.get("seed")),
-        ("Chat template", run.get("chat_template")),
-        ("Overrides", json.dumps(run["model_overrides"]) if run.get("model_overrides") else None),
-        ("Created", report.get("created")),
-        ("ctxgate", report.get("ctxgate_version")),
+        ("Samples per case", run.samples),
+        ("Seed", run.seed),
+        ("Chat template", run.chat_template),
+        ("Overrides", json.dumps(run.model_overrides) if run.model_overrides else None),
+        ("Created", report.created),
+        ("ctxgate", report.ctxgate_version),
     ]
     if report_name:
         facts.append(("JSON report", f'<a href="{e(report_name)}">{e(report_name)}</a>'))
@@ -125,16 +124,16 @@ def _header(report: Mapping[str, Any], report_name: str) -> str:
         else '<p class="banner incomplete" role="alert">INCOMPLETE: not every selected case finished; this run '
         "cannot pass</p>"
     )
-    error = (report.get("error") or {}).get("message")
+    error = report.error.message if report.error else None
     rows = "".join(
-        f'<tr class="{e(g.get("verdict"))}"><th scope="row">{e(g.get("name"))}</th>'
-        f'<td class="verdict">{e(str(g.get("verdict", "")).upper())}</td><td>{e(g.get("message"))}</td></tr>'
-        for g in gates
+        f'<tr class="{e(g.verdict)}"><th scope="row">{e(g.name)}</th>'
+        f'<td class="verdict">{e(g.verdict.upper())}</td><td>{e(g.message)}</td></tr>'
+        for g in report.gates
     )
     return (
         '<section id="run" aria-labelledby="run-h">'
         f'<h1 id="run-h">ctxgate <span class="overall {"pass" if passed else "fail"}">'
-        f"{'PASS' if passed else 'FAIL'}</span> {e(run.get('model'))}</h1>"
+        f"{'PASS' if passed else 'FAIL'}</span> {e(run.model)}</h1>"
         + banner
         + (f'<p class="banner incomplete" role="alert">Run error: {e(error)}</p>' if error else "")
         + '<dl class="facts">'
@@ -174,11 +173,11 @@ def _payload(page: PageInput) -> str:
     """Every case's record and samples, as the script reads them: gzip-compressed JSON in base64."""
     rows = by_case(page.rows)
     cases = {}
-    for c in page.report.get("cases", []):
-        key = (c["task"], int(c["length"]))
+    for c in page.report.cases:
+        key, record = (c.task, c.length), to_json(c)
         cases[case_key(*key)] = {
             "case": {
-                k: c.get(k)
+                k: record[k]
                 for k in (
                     "task",
                     "suite",

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ctxgate.lengths import format_length
+from ctxgate.records.schema import CaseRecord, GroupScore, Reference, Report
 from ctxgate.tasks.registry import category_label, membership, task_names
 
 # a case without a score, by why (records/schema.py's words): short enough for a table cell
@@ -22,29 +23,29 @@ _NO_SCORE = {
 }
 
 
-def no_score_word(case: Mapping[str, Any]) -> str:
+def no_score_word(case: CaseRecord) -> str:
     """Why a skipped or errored case has no score, in a table cell's words."""
-    if case["verdict"] == "skip":
-        return _NO_SCORE.get(case.get("skip_kind", "too_short"), "skip")
-    return _NO_SCORE.get(case.get("error_kind", "error"), "error")
+    if case.verdict == "skip":
+        return _NO_SCORE.get(case.skip_kind or "too_short", "skip")
+    return _NO_SCORE.get(case.error_kind or "error", "error")
 
 
-def _cell(case: Mapping[str, Any] | None) -> str:
+def _cell(case: CaseRecord | None) -> str:
     if case is None:
         return ""
-    if case["verdict"] in ("skip", "error"):
+    if case.verdict in ("skip", "error"):
         return no_score_word(case)
-    mark = " ✗" if case["verdict"] == "fail" else ""
-    score = "no score" if case.get("score") is None else f"{case['score']:.1f}"  # e.g. every verdict failed
+    mark = " ✗" if case.verdict == "fail" else ""
+    score = "no score" if case.score is None else f"{case.score:.1f}"  # e.g. every verdict failed
     return f"{score}{mark}"
 
 
-def _group_cell(group: Mapping[str, Any] | None) -> str:
-    if not group or (group["score"] is None and not group.get("incomplete")):
+def _group_cell(group: GroupScore | None) -> str:
+    if group is None or (group.score is None and not group.incomplete):
         return ""
-    score = "n/a" if group["score"] is None else f"{group['score']:.1f}"
-    marks = ("*" if group["partial"] else "") + ("!" if group.get("incomplete") else "")
-    return score + marks + ("~" if group.get("early") else "")
+    score = "n/a" if group.score is None else f"{group.score:.1f}"
+    marks = ("*" if group.partial else "") + ("!" if group.incomplete else "")
+    return score + marks + ("~" if group.early else "")
 
 
 def in_registry_order(tasks: Iterable[str]) -> list[str]:
@@ -54,11 +55,11 @@ def in_registry_order(tasks: Iterable[str]) -> list[str]:
     return sorted(set(tasks), key=lambda t: (known.index(t) if t in known else len(known), t))
 
 
-def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
-    lengths = sorted({c["length"] for c in report["cases"]})
+def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
+    lengths = sorted({c.length for c in report.cases})
     tasks_now = membership()
-    tasks = in_registry_order({c["task"] for c in report["cases"]})
-    by_key = {(c["task"], c["length"]): c for c in report["cases"]}
+    tasks = in_registry_order({c.task for c in report.cases})
+    by_key = {(c.task, c.length): c for c in report.cases}
     header = ["task"] + [format_length(L) for L in lengths]
     body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] for t in tasks]
     groups = (
@@ -67,48 +68,46 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
         + [("HELMET overall", "helmet_overall")]
     )
     for label, key in groups:
-        cells = [_group_cell(report["by_length"].get(str(L), {}).get(key)) for L in lengths]
+        cells = [_group_cell(report.by_length.get(str(L), {}).get(key)) for L in lengths]
         if any(cells):
             body.append([label] + cells)
     notes = []
-    if report.get("error"):
-        notes.append(f"Run error: {report['error']['message'].splitlines()[0]}")
-    if not report.get("complete", True):
+    if report.error:
+        notes.append(f"Run error: {report.error.message.splitlines()[0]}")
+    if not report.complete:
         notes.append("INCOMPLETE: not every selected case finished; this run cannot pass")
-    eff = report.get("effective_length")
+    eff = report.effective_length
     if eff:
-        value = format_length(eff["value"]) if eff["value"] else f"< {format_length(lengths[0])}"
+        value = format_length(eff.value) if eff.value else f"< {format_length(lengths[0])}"
         notes.append(
-            f"Effective length (RULER avg > {eff['threshold']}, every shorter length too): {value}"
-            + (f" (partial: not all {len(tasks_now.ruler)} RULER tasks ran)" if eff.get("partial") else "")
+            f"Effective length (RULER avg > {eff.threshold}, every shorter length too): {value}"
+            + (f" (partial: not all {len(tasks_now.ruler)} RULER tasks ran)" if eff.partial else "")
             + (
-                f" (incomplete: {', '.join(format_length(L) for L in eff['incomplete'])} counted as "
+                f" (incomplete: {', '.join(format_length(L) for L in eff.incomplete)} counted as "
                 "failing, a RULER task there has no score)"
-                if eff.get("incomplete")
+                if eff.incomplete
                 else ""
             )
         )
     partial: dict[str, list[str]] = {}
     for label, key in groups:
-        for v in report["by_length"].values():
+        for v in report.by_length.values():
             g = v.get(key)
-            if g and g["score"] is not None and g["partial"]:
+            if g and g.score is not None and g.partial:
                 partial.setdefault(label, [])
-                partial[label] += [m for m in g["missing"] if m not in partial[label]]
+                partial[label] += [m for m in g.missing if m not in partial[label]]
     if partial:
         what = "; ".join(f"{label} lacks {', '.join(missing)}" for label, missing in partial.items())
         notes.append(f"* partial (the mean of the members that ran, not the category score): {what}")
-    unscored = [
-        f"{c['task']} at {format_length(c['length'])} ({_cell(c)})" for c in report["cases"] if c["verdict"] == "error"
-    ]
+    unscored = [f"{c.task} at {format_length(c.length)} ({_cell(c)})" for c in report.cases if c.verdict == "error"]
     if unscored:
         shown = ", ".join(unscored[:8]) + (f" and {len(unscored) - 8} more" if len(unscored) > 8 else "")
         notes.append(f"! incomplete (the mean of the members with a score; the others have none): {shown}")
     stand_in = sorted(
         {
             format_length(int(L))
-            for L, v in report["by_length"].items()
-            if set(v.get("helmet_recall", {}).get("members", ())) & set(tasks_now.stand_ins.values())
+            for L, v in report.by_length.items()
+            if (g := v.get("helmet_recall")) and set(g.members) & set(tasks_now.stand_ins.values())
         }
     )
     if stand_in:
@@ -117,9 +116,9 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
             f"({', '.join(sorted(set(tasks_now.stand_ins.values())))}): HELMET's own ruler/ files were not in "
             "--data-dir for those lengths"
         )
-    seq = [c["sequential"] for c in report["cases"] if c.get("sequential")]
+    seq = [c.sequential for c in report.cases if c.sequential]
     if seq:
-        drawn = sum(c["n"] for c in report["cases"] if c.get("sequential"))  # every sample scored, in flight too
+        drawn = sum(c.n for c in report.cases if c.sequential)  # every sample scored, in flight too
         budget = sum(s["budget"] for s in seq)
         early = sum(1 for s in seq if s["decided"])
         notes.append(
@@ -130,23 +129,23 @@ def rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[st
             "never counts as effective"
         )
     capped = [
-        f"{c['task']} at {format_length(c['length'])} ran {c['sample_cap']['pool']} of {c['sample_cap']['requested']}"
-        for c in report["cases"]
-        if c.get("sample_cap")
+        f"{c.task} at {format_length(c.length)} ran {c.sample_cap['pool']} of {c.sample_cap['requested']}"
+        for c in report.cases
+        if c.sample_cap
     ]
     if capped:
         notes.append(
             "Fewer samples than asked (the data holds no more distinct ones; none is repeated): " + "; ".join(capped)
         )
-    for gate in report.get("gates", []):
-        notes.append(f"Gate {gate['name']}: {gate['verdict'].upper()} - {gate['message']}")
+    for gate in report.gates:
+        notes.append(f"Gate {gate.name}: {gate.verdict.upper()} - {gate.message}")
     return header, body, notes
 
 
-def markdown(report: Mapping[str, Any], html_name: str | None = None) -> str:
+def markdown(report: Report, html_name: str | None = None) -> str:
     """``html_name``: the HTML report beside it, named where CI keeps it (the report folder's artifact)."""
     header, body, notes = rows(report)
-    lines = [f"### ctxgate: {report['run'].get('model', '')}", ""]
+    lines = [f"### ctxgate: {report.run.model}", ""]
     if html_name:
         lines += [
             f"Heatmaps, needle depths and every sample: `{html_name}`, beside this report (in CI: the report "
@@ -169,10 +168,10 @@ def _band(e: Mapping[str, Any]) -> str:
     return f"[{e['band'][0]:.1f}, {e['band'][1]:.1f}]"
 
 
-def published_lines(section: Mapping[str, Any]) -> list[str]:
-    """A run against the papers' numbers (``report["reference"]``) in words, a line per measure and length."""
-    out = [f"Against the published numbers for {section['model']} ({section['matched']}):"]
-    for row in section["rows"]:
+def published_lines(section: Reference) -> list[str]:
+    """A run against the papers' numbers (``report.reference``) in words, a line per measure and length."""
+    out = [f"Against the published numbers for {section.model} ({section.matched}):"]
+    for row in section.rows:
         for e in row["lengths"]:
             head = f"  {row['label']} at {format_length(e['length'])} ({row['table']}): published {e['published']:.1f}"
             if e["verdict"] == "not measured":
@@ -187,27 +186,27 @@ def published_lines(section: Mapping[str, Any]) -> list[str]:
     return out + [f"  {line}" for line in _reference_notes(section)]
 
 
-def _reference_notes(section: Mapping[str, Any]) -> list[str]:
+def _reference_notes(section: Reference) -> list[str]:
     """What the comparison rests on: each table's effective length with the bar it was measured against, and the
     source of the band's allowance."""
     notes = [
         f"{row['label']} ({row['table']}): the paper's effective length {row['effective']}"
         + (f" (above {row['effective_bar']})" if row.get("effective_bar") else "")
         + (f", claimed {row['claimed']}" if row.get("claimed") else "")
-        for row in section["rows"]
+        for row in section.rows
         if row.get("effective")
     ]
-    allowances = sorted({(r["allowance"], r["allowance_source"]) for r in section["rows"]})
+    allowances = sorted({(r["allowance"], r["allowance_source"]) for r in section.rows})
     return notes + [f"band: the measured interval ±{a:g} points ({why})" for a, why in allowances]
 
 
-def _published_markdown(report: Mapping[str, Any]) -> list[str]:
-    section = report.get("reference")
-    if not section or not section.get("rows"):
+def _published_markdown(report: Report) -> list[str]:
+    section = report.reference
+    if not section or not section.rows:
         return []
-    out = ["", f"#### Against the published numbers for {section['model']} ({section['matched']})", ""]
+    out = ["", f"#### Against the published numbers for {section.model} ({section.matched})", ""]
     out += ["| measure | length | published | measured (95% CI) | difference | verdict |", "|---|---|---|---|---|---|"]
-    for row in section["rows"]:
+    for row in section.rows:
         for e in row["lengths"]:
             cells = [f"{row['label']} ({row['table']})", format_length(e["length"]), f"{e['published']:.1f}"]
             if e["verdict"] == "not measured":
@@ -221,13 +220,13 @@ def _published_markdown(report: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def terminal(report: Mapping[str, Any]) -> str:
+def terminal(report: Report) -> str:
     header, body, notes = rows(report)
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 
     def fmt(r: list[str]) -> str:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
 
-    section = report.get("reference")
-    published = published_lines(section) if section and section.get("rows") else []
+    section = report.reference
+    published = published_lines(section) if section and section.rows else []
     return "\n".join([fmt(header), "-" * (sum(widths) + 2 * (len(widths) - 1)), *map(fmt, body), *notes, *published])

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxgate.lengths import format_length
+from ctxgate.records.schema import Report
 from ctxgate.report import colours
 from ctxgate.report.cells import e, num, score_td
 from ctxgate.report.samples import Flip, case_key, flips
@@ -16,26 +17,24 @@ FLIPS_SHOWN = 200  # per direction; the count says how many there are
 
 # against a baseline -------------------------------------------------------------------------------------------------
 def comparison(
-    report: Mapping[str, Any],
+    report: Report,
     rows: Sequence[Mapping[str, Any]],
     baseline_rows: Sequence[Mapping[str, Any]],
     baseline_path: str | None,
 ) -> str:
-    compared = [c for c in report.get("cases", []) if c.get("baseline")]
+    compared = [(c, c.baseline) for c in report.cases if c.baseline]
     if not compared and not baseline_rows:
         return ""
     lines = []
-    for c in compared:
-        b = c["baseline"]
-        low, high = b.get("interval") or (None, None)
-        improved = low is not None and low > b.get("tolerance", 0)
-        verdict = "regressed" if b.get("regressed") else "improved" if improved else "same"
+    for c, b in compared:
+        low, high = b.interval
+        verdict = "regressed" if b.regressed else "improved" if low > b.tolerance else "same"
         lines.append(
-            f'<tr class="{verdict}"><th scope="row"><a href="#{e(case_key(c["task"], int(c["length"])))}">'
-            f"{e(c['task'])}</a></th><td>{format_length(int(c['length']))}</td>"
-            f"<td>{num(b.get('score'))}</td><td>{num(c.get('score'))}</td><td>{num(b.get('delta'), True)}</td>"
-            f"<td>{num(low, True)} .. {num(high, True)}</td><td>{e(b.get('n'))}</td>"
-            f'<td>{num(b.get("tolerance"))}</td><td class="verdict">{verdict.upper()}</td></tr>'
+            f'<tr class="{verdict}"><th scope="row"><a href="#{e(case_key(c.task, c.length))}">'
+            f"{e(c.task)}</a></th><td>{format_length(c.length)}</td>"
+            f"<td>{num(b.score)}</td><td>{num(c.score)}</td><td>{num(b.delta, True)}</td>"
+            f"<td>{num(low, True)} .. {num(high, True)}</td><td>{e(b.n)}</td>"
+            f'<td>{num(b.tolerance)}</td><td class="verdict">{verdict.upper()}</td></tr>'
         )
     where = f" ({e(baseline_path)})" if baseline_path else ""
     table = (

@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ctxgate.backends.base import ANSWER_KEY, Backend, Generation, GenerationParams, Request, stream
 from ctxgate.judge.score import Judges, compact_input, judge_all, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
+from ctxgate.records.schema import CaseRecord
 from ctxgate.run.cache import GenerationCache
 from ctxgate.run.excerpts import excerpts
 from ctxgate.run.progress import Progress
@@ -82,8 +83,10 @@ class CaseResult:
     # sampling, at its lengths) or "placed" / "generated" (the suite's fitting); None for single-way tasks
     built_from: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def onto(self, record: CaseRecord) -> CaseRecord:
+        """The record with what this run of the case measured (every field but the samples)."""
+        measured = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "samples"}
+        return replace(record, **measured)
 
 
 def iter_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> Iterator[Sample]:

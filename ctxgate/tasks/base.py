@@ -17,6 +17,7 @@ from typing import Any, TypeVar, cast
 
 from ctxgate.metrics.registry import Metric
 from ctxgate.records.refusal import Refusal
+from ctxgate.records.schema import Suite
 from ctxgate.textcodec import PieceEncoder
 
 T = TypeVar("T")
@@ -208,7 +209,7 @@ class TaskSpec:
     """One benchmark task: how to build a sample and how to score it."""
 
     name: str
-    suite: str  # "ruler" or "helmet"
+    suite: Suite
     category: str  # RULER category (niah, vt, aggregation, qa) or HELMET category (recall, ...)
     metric: Metric
     tokens_to_generate: int

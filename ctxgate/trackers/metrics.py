@@ -10,31 +10,31 @@ from __future__ import annotations
 from typing import Any
 
 from ctxgate.lengths import format_length
+from ctxgate.records.schema import Report
 
 
-def metrics(report: dict[str, Any]) -> dict[str, float]:
+def metrics(report: Report) -> dict[str, float]:
     out: dict[str, float] = {}
-    for case in report.get("cases", []):
-        if case.get("score") is not None:
-            at = format_length(int(case["length"]))
-            out[f"ctxgate/case/{case['task']}/{at}"] = float(case["score"])
-            out[f"ctxgate/case_n/{case['task']}/{at}"] = float(case.get("n") or 0)
-    for length, groups in (report.get("by_length") or {}).items():
+    for case in report.cases:
+        if case.score is not None:
+            at = format_length(case.length)
+            out[f"ctxgate/case/{case.task}/{at}"] = float(case.score)
+            out[f"ctxgate/case_n/{case.task}/{at}"] = float(case.n)
+    for length, groups in report.by_length.items():
         at = format_length(int(length))
         for group, summary in groups.items():
-            if isinstance(summary, dict) and summary.get("score") is not None:
+            if summary.score is not None:
                 name = "ruler_avg" if group == "ruler" else group
-                out[f"ctxgate/{name}/{at}"] = float(summary["score"])
-    effective = (report.get("effective_length") or {}).get("value")
-    if effective is not None:
-        out["ctxgate/effective_length"] = float(effective)
-    for gate in report.get("gates") or []:
-        out[f"ctxgate/gate/{gate['name']}"] = 1.0 if gate.get("verdict") == "pass" else 0.0
+                out[f"ctxgate/{name}/{at}"] = float(summary.score)
+    if report.effective_length is not None:
+        out["ctxgate/effective_length"] = float(report.effective_length.value)
+    for gate in report.gates:
+        out[f"ctxgate/gate/{gate.name}"] = 1.0 if gate.verdict == "pass" else 0.0
     return out
 
 
-def case_table(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+def case_table(report: Report) -> tuple[list[str], list[list[Any]]]:
     """The per-case table: columns and rows, for a tracker's table view."""
     columns = ["task", "length", "score", "n", "floor", "verdict", "fill_min", "message"]
-    rows = [[c.get(k) for k in columns] for c in report.get("cases", [])]
+    rows = [[getattr(c, k) for k in columns] for c in report.cases]
     return columns, rows

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ctxgate.gate.baseline import BaselineError, comparison_entry, describe
 from ctxgate.gate.thresholds import ThresholdsError, thresholds_here
 from ctxgate.records.io import ReportFileError, atomic_write_all, predictions_path, read_predictions, read_report
+from ctxgate.records.schema import Report
 from ctxgate.report.page import PageInput, render
 from ctxgate.run.options import THRESHOLDS
 from ctxgate.tasks.registry import task_names
@@ -31,8 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def build(args: argparse.Namespace) -> str:
     path = Path(args.report)
-    report: dict[str, Any] = read_report(path)
-    if not report["cases"]:
+    report = read_report(path)
+    if not report.cases:
         raise ReportFileError(
             f"{path} has no cases (its run selected none), so there is nothing to draw: pass the report of a run "
             "that ran cases"
@@ -44,18 +46,22 @@ def build(args: argparse.Namespace) -> str:
         diff = diff_reports(args.baseline, str(path), thresholds)
         compared = {(r.task, r.length): r for r in diff.rows if r.result is not None}
         confidence = thresholds.regression_confidence
-        for case in report["cases"]:
-            row = compared.get((case["task"], int(case["length"])))
+        cases = []
+        for case in report.cases:
+            row = compared.get((case.task, case.length))
             if row is not None and row.result is not None:
                 message = describe(row.result, row.tolerance)
                 regressed = row.verdict == "REGRESSED"
-                case["baseline"] = comparison_entry(row.result, row.tolerance, confidence, regressed, message)
+                entry = comparison_entry(row.result, row.tolerance, confidence, regressed, message)
+                case = replace(case, baseline=entry)
+            cases.append(case)
+        report = replace(report, cases=tuple(cases))
         baseline_rows = _rows(Path(args.baseline), read_report(Path(args.baseline)))
     trend = load_points(args.trend) if args.trend else []
     return render(PageInput(report, rows, baseline_rows, args.baseline, trend, path.name))
 
 
-def _rows(path: Path, report: dict[str, Any]) -> list[dict[str, Any]]:
+def _rows(path: Path, report: Report) -> list[dict[str, Any]]:
     predictions = predictions_path(path, report)
     return read_predictions(predictions) if predictions.is_file() else []
 

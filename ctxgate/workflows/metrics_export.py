@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
 from typing import Any
+
+from ctxgate.records.schema import Report
 
 
 def _labels(**labels: Any) -> str:
@@ -15,32 +16,30 @@ def _labels(**labels: Any) -> str:
     return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in labels.items()) + "}"
 
 
-def openmetrics(report: Mapping[str, Any]) -> str:
-    model = report["run"].get("model", "")
+def openmetrics(report: Report) -> str:
+    model = report.run.model
     lines = [
         "# TYPE ctxgate_case_score gauge",
         "# UNIT ctxgate_case_score percent",
         "# HELP ctxgate_case_score Score of one task at one input length.",
     ]
-    for c in report["cases"]:
-        if c.get("score") is not None:
-            lines.append(f"ctxgate_case_score{_labels(model=model, task=c['task'], length=c['length'])} {c['score']}")
+    for c in report.cases:
+        if c.score is not None:
+            lines.append(f"ctxgate_case_score{_labels(model=model, task=c.task, length=c.length)} {c.score}")
     lines += ["# TYPE ctxgate_category_score gauge", "# HELP ctxgate_category_score Category score per length."]
-    for length, groups in report["by_length"].items():
+    for length, groups in report.by_length.items():
         for key, group in groups.items():
-            if group.get("score") is not None:
-                lines.append(
-                    f"ctxgate_category_score{_labels(model=model, category=key, length=length)} {group['score']}"
-                )
-    eff = report.get("effective_length")
+            if group.score is not None:
+                lines.append(f"ctxgate_category_score{_labels(model=model, category=key, length=length)} {group.score}")
+    eff = report.effective_length
     if eff:
         lines += [
             "# TYPE ctxgate_effective_length gauge",
             "# HELP ctxgate_effective_length RULER effective length.",
-            f"ctxgate_effective_length{_labels(model=model)} {eff['value']}",
+            f"ctxgate_effective_length{_labels(model=model)} {eff.value}",
         ]
-    failed = sum(1 for c in report["cases"] if c["verdict"] == "fail")
-    unscored = sum(1 for c in report["cases"] if c["verdict"] == "error")
+    failed = sum(1 for c in report.cases if c.verdict == "fail")
+    unscored = sum(1 for c in report.cases if c.verdict == "error")
     lines += [
         "# TYPE ctxgate_failed_cases gauge",
         f"ctxgate_failed_cases{_labels(model=model)} {failed}",
@@ -49,7 +48,7 @@ def openmetrics(report: Mapping[str, Any]) -> str:
         f"ctxgate_unscored_cases{_labels(model=model)} {unscored}",
         "# TYPE ctxgate_complete gauge",
         "# HELP ctxgate_complete 1 when every selected case finished.",
-        f"ctxgate_complete{_labels(model=model)} {int(bool(report.get('complete', True)))}",
+        f"ctxgate_complete{_labels(model=model)} {int(report.complete)}",
         "# EOF",
     ]
     return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ from ctxgate.data.published import UnknownModel, all_published, resolve, rows_fo
 from ctxgate.gate.published import compare, measure_label
 from ctxgate.lengths import format_length
 from ctxgate.records.io import ReportFileError, read_report
+from ctxgate.records.schema import Reference
 from ctxgate.report.tables import published_lines
 
 
@@ -54,8 +55,8 @@ def main(args: argparse.Namespace) -> int:
         return 2
     rows = compare(report, rows_for(model))
     if not rows:
-        have = ", ".join(format_length(int(L)) for L in sorted(report.get("by_length", {}), key=int)) or "none"
+        have = ", ".join(format_length(int(L)) for L in sorted(report.by_length, key=int)) or "none"
         print(f"{args.report} has no length the papers give for {model} (it has {have}; RULER's are 4K-128K)")
         return 0
-    print("\n".join(published_lines({"model": model, "matched": "ctxgate published", "rows": rows})))
+    print("\n".join(published_lines(Reference(model, "ctxgate published", tuple(rows)))))
     return 0

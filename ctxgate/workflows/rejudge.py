@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
@@ -20,7 +21,7 @@ from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
 from ctxgate.judge.client import OPTIONS, JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges, is_judged
 from ctxgate.records.io import ReportFileError, atomic_write_all, predictions_path, read_predictions, read_report
-from ctxgate.records.schema import CaseRecord
+from ctxgate.records.schema import CaseRecord, Report, to_json
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.run.case import CaseResult, SampleOutcome, judge_case
@@ -53,7 +54,7 @@ def _judges(args: argparse.Namespace, thresholds: Thresholds, helmet_compat: boo
     return judges
 
 
-def _load(report_path: Path) -> tuple[dict[str, Any], Path, list[dict[str, Any]]]:
+def _load(report_path: Path) -> tuple[Report, Path, list[dict[str, Any]]]:
     try:
         report = read_report(report_path)
         predictions = predictions_path(report_path, report)
@@ -65,43 +66,45 @@ def _load(report_path: Path) -> tuple[dict[str, Any], Path, list[dict[str, Any]]
 _SAMPLE_FIELDS = SampleOutcome.__dataclass_fields__
 
 
-def _case_result(record: CaseRecord, rows: list[dict[str, Any]]) -> CaseResult:
-    case = cast(dict[str, Any], record)
-
+def _case_result(case: CaseRecord, rows: list[dict[str, Any]]) -> CaseResult:
     def sample(row: dict[str, Any]) -> SampleOutcome:
         given: dict[str, Any] = {k: (tuple(v) if k == "answers" else v) for k, v in row.items() if k in _SAMPLE_FIELDS}
         return SampleOutcome(**given)
 
     samples = tuple(sample(r) for r in sorted(rows, key=lambda r: r["index"]))
-    fields: dict[str, Any] = {k: case.get(k) for k in CaseResult.__dataclass_fields__ if k not in ("samples", "ci")}
-    return CaseResult(**fields, ci=tuple(case.get("ci") or (0.0, 0.0)), samples=samples)
+    fields: dict[str, Any] = {
+        k: getattr(case, k) for k in CaseResult.__dataclass_fields__ if k not in ("samples", "ci")
+    }
+    return CaseResult(**fields, ci=case.ci or (0.0, 0.0), samples=samples)
 
 
-def _verdict(case: CaseRecord, thresholds: Thresholds) -> None:
+def _verdict(case: CaseRecord, thresholds: Thresholds) -> CaseRecord:
     """The plugin's gates, minus the baseline (a later judging has no paired baseline run to compare with)."""
-    case["floor"] = thresholds.floor_for(case["task"], case["length"])
-    case.pop("error_kind", None)  # why it had no score (no judge in its run): it has one now
-    case.pop("skip_kind", None)
+    # why it had no score (no judge in its run) is gone: it has one now
+    case = replace(case, floor=thresholds.floor_for(case.task, case.length), error_kind=None, skip_kind=None)
     message = judge_failure(case)
     if message:
-        case["verdict"], case["message"] = "fail", f"{case['task']} at {case['length']}: {message}"
-        return
+        return replace(case, verdict="fail", message=f"{case.task} at {case.length}: {message}")
     message = floor_failure(case, thresholds)
-    case["verdict"], case["message"] = ("fail", message) if message else ("pass", passed(case))
+    return (
+        replace(case, verdict="fail", message=message)
+        if message
+        else replace(case, verdict="pass", message=passed(case))
+    )
 
 
 class NothingToJudge(Exception):
     """Every judged case is already judged: the report is left as it is."""
 
 
-def _to_judge(report: dict[str, Any], report_path: Path, everything: bool) -> list[CaseRecord]:
-    judged = [c for c in report["cases"] if is_judged(c.get("metric", ""))]
+def _to_judge(report: Report, report_path: Path, everything: bool) -> list[CaseRecord]:
+    judged = [c for c in report.cases if is_judged(c.metric)]
     if not judged:
         raise RejudgeError(
             f"{report_path} has no judged case (Cite, NarrativeQA, Summ): nothing to judge, and the "
             "report is left as it is. Run the suite with those tasks (-m judge) first"
         )
-    chosen = [c for c in judged if everything or (c.get("judge") or {}).get("status") == "pending"]
+    chosen = [c for c in judged if everything or c.judge_status == "pending"]
     if not chosen:
         raise NothingToJudge(
             f"{report_path}: all {len(judged)} judged case(s) are judged already; the report is "
@@ -110,45 +113,43 @@ def _to_judge(report: dict[str, Any], report_path: Path, everything: bool) -> li
     return chosen
 
 
-def judge_report(args: argparse.Namespace) -> tuple[dict[str, Any], int, int]:
+def judge_report(args: argparse.Namespace) -> tuple[Report, int, int]:
     """The rewritten report, how many cases were judged, how many cases fail."""
     report_path = Path(args.report)
     report, predictions, rows = _load(report_path)
     chosen = _to_judge(report, report_path, args.all)
-    run = report.get("run", {})
     try:
-        path = args.thresholds or run.get("thresholds")
+        path = args.thresholds or report.run.thresholds
         thresholds = load_or_default(path if path and Path(path).is_file() else None, task_names())
     except ThresholdsError as exc:
         raise RejudgeError(str(exc)) from None
-    judges = _judges(args, thresholds, bool(run.get("helmet_compat")))
+    judges = _judges(args, thresholds, report.run.helmet_compat)
     by_case: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for r in rows:
         by_case.setdefault((r["task"], int(r["length"])), []).append(r)
+    judged: dict[tuple[str, int], CaseRecord] = {}
     for case in chosen:
-        case_rows = by_case.get((case["task"], case["length"]))
+        case_rows = by_case.get((case.task, case.length))
         if not case_rows:
-            raise RejudgeError(f"{predictions} has no samples for {case['task']} at {case['length']}")
+            raise RejudgeError(f"{predictions} has no samples for {case.task} at {case.length}")
         result = judge_case(_case_result(case, case_rows), judges, thresholds.confidence)
-        updated = result.to_dict()
-        by_case[(case["task"], case["length"])] = prediction_rows(case, updated.pop("samples"))
-        case.update(cast(CaseRecord, updated))
-        case["ci"] = list(result.ci)
-        _verdict(case, thresholds)
-    run = {**run, "judge": judges.describe()}
-    threshold = (report.get("effective_length") or {}).get("threshold", thresholds.effective_threshold)
-    session_complete = report.get("session_complete", report.get("complete", True))
-    verdict = judge_session(report["cases"], thresholds, session_complete, threshold, report.get("baseline"))
-    new = build_report(report["cases"], run, verdict, session_complete, report.get("error"), report.get("baseline"))
-    failed = [c for c in new["cases"] if c["verdict"] == "fail"]
+        by_case[(case.task, case.length)] = prediction_rows(case, [asdict(o) for o in result.samples])
+        judged[(case.task, case.length)] = _verdict(result.onto(case), thresholds)
+    cases = [judged.get((c.task, c.length), c) for c in report.cases]
+    run = replace(report.run, judge=judges.describe())
+    eff = report.effective_length
+    threshold = eff.threshold if eff else thresholds.effective_threshold
+    verdict = judge_session(cases, thresholds, report.session_complete, threshold, report.baseline)
+    new = build_report(cases, run, verdict, report.session_complete, report.error, report.baseline)
+    failed = [c for c in new.cases if c.verdict == "fail"]
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")
-    new["predictions"] = out_predictions.name
+    new = replace(new, predictions=out_predictions.name)
     atomic_write_all(
         {
             out_predictions: "".join(json.dumps(r) + "\n" for rs in by_case.values() for r in rs),
             out.with_suffix(".md"): markdown(new),
-            out: json.dumps(new, indent=1) + "\n",
+            out: json.dumps(to_json(new), indent=1) + "\n",
         }
     )
     return new, len(chosen), len(failed)
@@ -164,7 +165,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"ctxgate judge: {exc}", file=sys.stderr)
         return 2
     print(terminal(report))
-    usage = [c["judge"]["usage"] for c in report["cases"] if (c.get("judge") or {}).get("usage")]
+    usage = [c.judge["usage"] for c in report.cases if c.judge and c.judge.get("usage")]
     if usage:
         total = {
             k: sum(u[k] or 0 for u in usage)

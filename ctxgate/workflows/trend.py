@@ -25,14 +25,14 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     rows = []
     for order, path in enumerate(paths):
         report = read_report(path)
-        model = str(report["run"].get("model", ""))
+        model = report.run.model
         step = training_step(model).value if model else None
         step = order if step is None else step
-        eff = report.get("effective_length") or {}
-        for length, groups in report["by_length"].items():
+        eff = report.effective_length
+        for length, groups in report.by_length.items():
             for key, label in CATEGORIES:
-                group = groups.get(key) or {}
-                if group.get("score") is not None:
+                group = groups.get(key)
+                if group is not None and group.score is not None:
                     rows.append(
                         {
                             "report": str(path),
@@ -40,8 +40,8 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
                             "step": step,
                             "length": int(length),
                             "category": label,
-                            "score": group["score"],
-                            "partial": group.get("partial", False) or group.get("incomplete", False),
+                            "score": group.score,
+                            "partial": group.partial or group.incomplete,
                         }
                     )
         if eff:
@@ -52,8 +52,8 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
                     "step": step,
                     "length": "",
                     "category": "effective length",
-                    "score": eff.get("value"),
-                    "partial": eff.get("partial", False),
+                    "score": eff.value,
+                    "partial": eff.partial,
                 }
             )
     return sorted(rows, key=lambda r: (r["step"], r["category"], str(r["length"])))

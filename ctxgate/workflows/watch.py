@@ -107,7 +107,7 @@ def evaluate(checkpoint: Path, reports: Path, pytest_args: Sequence[str]) -> int
 def completed(report: Path) -> bool:
     """A report of this schema that says every selected case finished (a broken or foreign file is not done)."""
     try:
-        return bool(read_report(report).get("complete"))
+        return read_report(report).complete
     except ReportFileError:
         return False
 
