@@ -22,7 +22,7 @@ from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import NOT_GIVEN, floor_failure, gated_reason, judge_failure, passed, unscored_verdict
 from ctxgate.judge.client import JudgeError
 from ctxgate.records.refusal import Refusal
-from ctxgate.records.schema import CaseRecord, Comparison, RunInfo, adapter_for, to_json
+from ctxgate.records.schema import CaseRecord, Comparison, RunInfo, to_json
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
@@ -152,11 +152,11 @@ class Case:
 
 
 def _against_baseline(
-    baseline: Baseline, result: CaseResult, run_meta: dict[str, Any], thresholds: Thresholds
+    baseline: Baseline, result: CaseResult, run: RunInfo, thresholds: Thresholds
 ) -> Comparison | None:
     refused: BaselineError | None = None
     try:
-        baseline.check_run(adapter_for(RunInfo).validate_python(run_meta))
+        baseline.check_run(run)
         paired = baseline.compare_case(
             result.task,
             result.length,
@@ -293,7 +293,7 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
             baseline,
         )
     if baseline is not None:
-        compared = _against_baseline(baseline, result, ctxgate_model.run_meta, thresholds)
+        compared = _against_baseline(baseline, result, ctxgate_model.run_info, thresholds)
         state.record = replace(state.record, baseline=compared)
     record = state.record
     request.node.user_properties += [("score", record.score), ("floor", record.floor), ("n", record.n)]

@@ -28,7 +28,14 @@ import pytest
 from ctxgate.gate.baseline import Baseline
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.records.io import atomic_write_all, created_at, predictions_path, read_predictions, read_report
+from ctxgate.records.io import (
+    atomic_write_all,
+    created_at,
+    predictions_path,
+    read_predictions,
+    read_report,
+    report_text,
+)
 from ctxgate.records.schema import BaselineRun, CaseRecord, Report, RunError, RunInfo, adapter_for, to_json
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.tables import markdown, terminal
@@ -247,7 +254,7 @@ def _write(collector: Collector, report: Report, baseline: Baseline | None) -> N
     files = {
         predictions: "".join(json.dumps(row) + "\n" for row in rows),
         path.with_suffix(".md"): markdown(report, html_name=path.with_suffix(".html").name if page else None),
-        path: json.dumps(to_json(report), indent=1) + "\n",
+        path: report_text(report),
     }
     if page is not None:
         files[path.with_suffix(".html")] = page

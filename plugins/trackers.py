@@ -5,14 +5,13 @@ gate's verdict or loses the report."""
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from ctxgate.records.schema import to_json
+from ctxgate.records.io import report_text
 from ctxgate.trackers.sinks import Target, TrackerError, parse_target
 
 from .options import SETTINGS_KEY
@@ -86,7 +85,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         report_file = collector.report_path if collector.report_path and collector.report_path.is_file() else None
         if report_file is None:
             report_file = Path(tmp) / "report.json"
-            report_file.write_text(json.dumps(to_json(report), indent=1))
+            report_file.write_text(report_text(report))
         for target in settings.targets:
             try:
                 where = log(target, step.value, values, case_table(report), report_file, name)

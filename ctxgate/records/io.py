@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate import __version__
-from ctxgate.records.schema import SCHEMA_VERSION, Report, adapter_for
+from ctxgate.records.schema import SCHEMA_VERSION, Report, adapter_for, to_json
 
 
 class ReportFileError(ValueError):
@@ -43,6 +43,11 @@ def atomic_write_all(files: dict[Path, str]) -> None:
         for tmp in tmps.values():
             tmp.unlink(missing_ok=True)
         raise
+
+
+def report_text(report: Report) -> str:
+    """The report file's text: every field of its records, as JSON."""
+    return json.dumps(to_json(report), indent=1) + "\n"
 
 
 def created_at(path: Path) -> str:

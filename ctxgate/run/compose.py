@@ -13,6 +13,7 @@ import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from ctxgate.backends.formats import Checkpoint
 from ctxgate.backends.overrides import ConfigOverrides
 from ctxgate.judge.client import JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges
+from ctxgate.records.schema import RunInfo, adapter_for
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.run.case import resolve_chat
 from ctxgate.tasks.base import BuildContext
@@ -81,6 +83,11 @@ class LoadedModel:
     run_meta: dict[str, Any]
     cache: GenerationCache | None
     judges: Judges | None = None
+
+    @cached_property
+    def run_info(self) -> RunInfo:
+        """The run's record as the report keeps it (read once: a baseline is checked against it per case)."""
+        return adapter_for(RunInfo).validate_python(self.run_meta)
 
     def close(self) -> None:
         if self.cache is not None:

@@ -20,8 +20,15 @@ from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
 from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
 from ctxgate.judge.client import OPTIONS, JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges, is_judged
-from ctxgate.records.io import ReportFileError, atomic_write_all, predictions_path, read_predictions, read_report
-from ctxgate.records.schema import CaseRecord, Report, to_json
+from ctxgate.records.io import (
+    ReportFileError,
+    atomic_write_all,
+    predictions_path,
+    read_predictions,
+    read_report,
+    report_text,
+)
+from ctxgate.records.schema import CaseRecord, Report
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.run.case import CaseResult, SampleOutcome, judge_case
@@ -149,7 +156,7 @@ def judge_report(args: argparse.Namespace) -> tuple[Report, int, int]:
         {
             out_predictions: "".join(json.dumps(r) + "\n" for rs in by_case.values() for r in rs),
             out.with_suffix(".md"): markdown(new),
-            out: json.dumps(to_json(new), indent=1) + "\n",
+            out: report_text(new),
         }
     )
     return new, len(chosen), len(failed)
