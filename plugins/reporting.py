@@ -166,7 +166,8 @@ class Collector:
         self.records[(record.task, record.length)] = record
         self.samples[(record.task, record.length)] = wire.get("samples") or []
         if self.report_path and self.partial_error is None:
-            line = json.dumps(wire["record"]) + "\n"
+            # with its samples' outputs: what an interrupted run cannot regenerate without the model
+            line = json.dumps({**wire["record"], "samples": wire.get("samples") or []}) + "\n"
             size = self.partial.stat().st_size if self.partial.exists() else 0
             try:
                 with self.partial.open("a", encoding="utf-8") as f:

@@ -27,11 +27,12 @@ def _report(cases: list[CaseRecord]) -> Report:
 
 def test_each_case_is_on_disk_as_soon_as_it_arrives(tmp_path):
     c = Collector(str(tmp_path / "r.json"))
-    c.add(CaseState(record("vt", 512, 50.0), run_meta={"model": "m"}).to_wire())
+    c.add(CaseState(record("vt", 512, 50.0), [{"index": 0, "prediction": "x"}], run_meta={"model": "m"}).to_wire())
     c.add(CaseState(record("cwe", 512, 10.0)).to_wire())
     lines = (tmp_path / "r.partial.jsonl").read_text().splitlines()
     assert [json.loads(x)["task"] for x in lines] == ["vt", "cwe"]
     assert c.run_meta == {"model": "m"} and "run_meta" not in json.loads(lines[0])
+    assert json.loads(lines[0])["samples"] == [{"index": 0, "prediction": "x"}]  # the outputs survive a crash too
 
 
 def test_tables_mark_failures_partials_and_effective_length():
