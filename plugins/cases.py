@@ -172,14 +172,13 @@ def _against_baseline(
     if paired is None:
         return None
     tolerance = thresholds.tolerance_for(result.task, result.length)
-    test = (result.sequential or {}).get("baseline") or {}
-    regressed = regression_verdict(paired, tolerance, result.sequential)
+    seq = result.sequential
+    test = seq.baseline if seq else None
+    regressed = regression_verdict(paired, tolerance, seq)
     message = describe(paired, tolerance) + (
         f"; --sequential: certain {'it dropped by more than' if regressed else 'it did not drop by more than'} the "
-        f"tolerance at error rate {(result.sequential or {}).get('alpha')} (paired interval "
-        f"{test['interval'][0]:+.1f} to "
-        f"{test['interval'][1]:+.1f})"
-        if test.get("decided")
+        f"tolerance at error rate {seq.alpha} (paired interval {test.interval[0]:+.1f} to {test.interval[1]:+.1f})"
+        if seq and test and test.decided
         else ""
     )
     stopped_early = (result.task, result.length) in baseline.stopped_early
@@ -284,12 +283,11 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
         pytest.fail(f"{name} at {length}: {failure}", pytrace=False)
     state.record = result.onto(state.record)
     state.samples = [asdict(o) for o in result.samples]
-    judge = result.judge or {}
-    if judge.get("status") == "pending":
+    if result.judge and result.judge.status == "pending":
         no_score(
             state,
             "judge_not_given",
-            f"{name} at {length}: {judge['reason']}; {_judge_later(settings.report)}",
+            f"{name} at {length}: {result.judge.reason}; {_judge_later(settings.report)}",
             baseline,
         )
     if baseline is not None:

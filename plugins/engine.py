@@ -273,7 +273,7 @@ def _served_folder(config: pytest.Config, run: Settings) -> Path:
         ) from None
 
 
-def _window(folder: Path, run: Settings) -> tuple[dict[str, Any], int | None]:
+def _window(folder: Path, run: Settings) -> tuple[dict[str, object], int | None]:
     """The config changes the server gets (--hf-overrides) and the window the config then covers."""
     try:
         return applied(folder, run.opening.overrides)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxgate.records.schema import SequentialRecord
 from ctxgate.stats.sequential import Bettor, StopRule
 
 scores = st.lists(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1)), min_size=1, max_size=150)
@@ -142,13 +143,14 @@ def test_a_case_fails_on_the_first_certain_failure_and_passes_only_when_every_qu
     both = CaseTest(rule, Questions(floor=0.5, baseline=same, tolerance=0.05))
     feed(both, [1.0] * 100)  # far above the floor, and no drop: both claims needed
     assert both.verdict == "pass" and both.used > 10
-    assert both.record(100)["floor"]["decided"] == "above" and both.record(100)["baseline"]["decided"] == "above"
+    record = both.record(100)
+    assert record.floor and record.floor.decided == "above" and record.baseline and record.baseline.decided == "above"
     dropped = CaseTest(rule, Questions(floor=0.5, baseline=same, tolerance=0.05))
     feed(dropped, [0.0] * 100)  # below the floor and dropped: fails at the minimum
     assert (dropped.verdict, dropped.used) == ("fail", 10)
     gap = CaseTest(rule, Questions(baseline={i: 1.0 for i in range(5)}, tolerance=0.05))
     feed(gap, [1.0] * 100)  # the baseline has 5 samples only: nothing more to pair, the case runs its budget
-    assert gap.verdict is None and gap.used == 100 and "baseline" not in gap.record(100)
+    assert gap.verdict is None and gap.used == 100 and gap.record(100).baseline is None
 
 
 def _judged_case(tmp_path, accuracy: float, judges, n: int = 6, stop=None):  # noqa: ANN001, ANN202
@@ -173,15 +175,9 @@ def test_a_judged_case_without_its_judge_runs_its_full_count_and_says_why(tmp_pa
 
     stop = (StopRule(alpha=0.05, min_samples=2), Questions(floor=0.5))
     result = _judged_case(tmp_path, 0.0, None, n=4, stop=stop)
-    assert len(result.samples) == 4 and result.judge == {"status": "pending", "reason": result.judge["reason"]}
-    assert result.sequential == {
-        "alpha": 0.05,
-        "min_samples": 2,
-        "used": 4,
-        "budget": 4,
-        "decided": None,
-        "stopped": "judged, with no judge in this run: no scores to test, so it runs its full count",
-    }
+    assert len(result.samples) == 4 and result.judge and result.judge.status == "pending"
+    why = "judged, with no judge in this run: no scores to test, so it runs its full count"
+    assert result.sequential == SequentialRecord(alpha=0.05, min_samples=2, used=4, budget=4, decided=None, stopped=why)
 
 
 @pytest.mark.parametrize(("accuracy", "floor", "verdict"), [(0.0, 0.5, "fail"), (1.0, 0.05, "pass")])
@@ -205,8 +201,8 @@ def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
     before = stats()["requests"]
     # the fixture's pool is 6 samples: a lenient rate and minimum, so that a certain verdict can come before the end
     seq = _judged_case(tmp_path, accuracy, judges("seq"), stop=(StopRule(0.2, 2), Questions(floor=floor)))
-    assert seq.sequential["decided"] == verdict and seq.sequential["used"] < len(fixed.samples)
-    assert len(seq.samples) < len(fixed.samples) and seq.judge["status"] == "judged"
+    assert seq.sequential and seq.sequential.decided == verdict and seq.sequential.used < len(fixed.samples)
+    assert len(seq.samples) < len(fixed.samples) and seq.judge and seq.judge.status == "judged"
     assert [o.score for o in seq.samples] == [o.score for o in fixed.samples[: len(seq.samples)]]
     per_sample = before / len(fixed.samples)  # the judge requests one verdict costs here
     assert stats()["requests"] - before == per_sample * len(seq.samples)  # each judged once, as it arrived
@@ -223,10 +219,12 @@ def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester)
 
     from ctxgate.gate.session import judge_session
     from ctxgate.gate.thresholds import Thresholds
-    from ctxgate.records.schema import CaseRecord
+    from ctxgate.records.schema import CaseRecord, SequentialRecord
     from ctxgate.tasks.registry import membership
 
-    early = {"decided": "pass", "used": 10, "budget": 100, "alpha": 0.05}
+    early = SequentialRecord(
+        alpha=0.05, min_samples=10, used=10, budget=100, decided="pass", stopped="certain it passes"
+    )
     cases = [CaseRecord(t, "ruler", 512, score=100.0, verdict="pass", sequential=early) for t in membership().ruler]
     verdict = judge_session(cases, Thresholds(path="t.toml", min_effective_length=512), True)
     gate = next(g for g in verdict.gates if g.name == "min_effective_length")

@@ -48,7 +48,7 @@ class Adapter:
     def tokenizer_dir(self) -> Path:
         return self.folder if self.has_tokenizer else self.base
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {"adapter": str(self.folder), "base_model": str(self.base), "peft_type": self.peft_type}
 
 
@@ -114,7 +114,7 @@ def _base_folder(named: str, adapter: Path, given: bool) -> Path:
         ) from None
 
 
-def adapter_fingerprint(adapter: Adapter, base: dict[str, str]) -> dict[str, Any]:
+def adapter_fingerprint(adapter: Adapter, base: dict[str, str]) -> dict[str, object]:
     """The base's fingerprint combined with every file of the adapter that changes the outputs."""
     from ctxgate.backends.fingerprint import file_digest
 

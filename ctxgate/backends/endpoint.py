@@ -95,10 +95,10 @@ class EndpointBackend:
         settings: EndpointSettings,
         tokenizer: Any,
         tokenizer_name: str,
-        local_fingerprint: dict[str, Any] | None = None,
+        local_fingerprint: dict[str, object] | None = None,
         diagnose: Callable[[], str] | None = None,
         name: str = "openai",
-        engine: dict[str, Any] | None = None,
+        engine: dict[str, object] | None = None,
         expected_window: int | None = None,
     ) -> None:
         """``diagnose``: what to add when a server goes away (the suite's own vLLM servers: their log's tail).
@@ -160,7 +160,7 @@ class EndpointBackend:
         self.engine = dict(engine or {})
         self._weights_known = local_fingerprint is not None
 
-    def cache_identity(self) -> dict[str, Any] | None:
+    def cache_identity(self) -> dict[str, object] | None:
         """What decides a generation besides the prompt: the served weights and the engine's settings. None when
         the weights cannot be identified (a server you run, with no local checkpoint folder: it may have been
         restarted on other weights under the same name), so its outputs are never cached."""
@@ -222,11 +222,12 @@ class EndpointBackend:
         replica.model = chosen.id
         extra = getattr(chosen, "model_extra", None) or {}
         replica.max_model_len = extra.get("max_model_len")
-        replica.version = self._get_json(replica, "/version").get("version")
+        version = self._get_json(replica, "/version").get("version")
+        replica.version = version if isinstance(version, str) else None
 
     def _get_json(
-        self, replica: Replica, path: str, body: dict[str, Any] | None = None, required: bool = False
-    ) -> dict[str, Any]:
+        self, replica: Replica, path: str, body: dict[str, object] | None = None, required: bool = False
+    ) -> dict[str, object]:
         """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize); {} where the server has
         none (404, 405, 501). ``required``: any other failure (a refused key, a 500, no network, a body that is
         not JSON) is an EndpointError naming the URL, instead of the weaker check that {} leads to."""
@@ -263,7 +264,9 @@ class EndpointBackend:
         remote = self._get_json(
             replica, "/tokenize", {"model": replica.model, "prompt": PROBE, "add_special_tokens": False}, required=True
         ).get("tokens")
-        if remote is None:  # no /tokenize: the prompt-token count of the probe, special tokens on both sides
+        if not isinstance(
+            remote, list
+        ):  # no /tokenize: the prompt-token count of the probe, special tokens on both sides
             local = self.tokenizer.prefix_ids() + local
             usage = self._retrying(
                 lambda: (

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from ctxgate.backends.overrides import ConfigOverrides
 
@@ -77,11 +77,11 @@ def file_digest(path: Path) -> str:
         return _hash(path)
 
 
-def with_overrides(fingerprint: dict[str, Any], overrides: ConfigOverrides) -> dict[str, Any]:
+def with_overrides(fingerprint: Mapping[str, object], overrides: ConfigOverrides) -> dict[str, object]:
     """The fingerprint of the model as loaded: the checkpoint's, and the config overrides applied to it (two
     RoPE settings on one checkpoint are two models, and never share cached outputs)."""
     if not overrides:
-        return fingerprint
+        return dict(fingerprint)
     combined = hashlib.sha256(f"{fingerprint['sha256']}\0{overrides.sha256}".encode()).hexdigest()
     return {**fingerprint, "sha256": combined, "checkpoint_sha256": fingerprint["sha256"], **overrides.describe()}
 

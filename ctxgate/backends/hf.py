@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxgate.backends.adapters import apply_adapter
@@ -62,7 +62,7 @@ def bytes_per_token(config: Any, element_size: int) -> int:
     return kv + activations
 
 
-def weights_mismatch(info: dict[str, Any], model: str) -> str | None:
+def weights_mismatch(info: Mapping[str, Iterable[object]], model: str) -> str | None:
     """One line naming the first tensor the weights and the model's config disagree on, and the fix; None when
     every weight was loaded as saved. (transformers would fill a missing tensor with random values and go on.)"""
     kinds = [
@@ -86,7 +86,7 @@ def weights_mismatch(info: dict[str, Any], model: str) -> str | None:
     )
 
 
-def check_applied(config: Any, changes: dict[str, Any], model: str) -> None:
+def check_applied(config: Any, changes: dict[str, object], model: str) -> None:
     """transformers may read a setting its own way (a bare ``rope_scaling`` loses ``rope_theta``): each change
     must be in the loaded config as given, or the run would evaluate another model than the one asked for."""
     loaded = config.to_dict()
@@ -158,7 +158,7 @@ class HFBackend:
         self.attn = attn
         self.dtype = _pick_dtype(torch, dtype, cuda)
         self.overrides = overrides or ConfigOverrides()
-        changes: dict[str, Any] = {}
+        changes: dict[str, object] = {}
         config_dir = str(model.config_dir)
         if self.overrides:
             try:
@@ -171,7 +171,7 @@ class HFBackend:
             tok = transformers.AutoTokenizer.from_pretrained(
                 str(model.tokenizer_dir), trust_remote_code=trust_remote_code
             )
-            extra: dict[str, Any] = {}
+            extra: dict[str, object] = {}
             if changes or sharded:
                 extra["config"] = transformers.AutoConfig.from_pretrained(
                     config_dir, trust_remote_code=trust_remote_code, **changes
@@ -327,7 +327,7 @@ class HFBackend:
             "pass --force-lengths to run it beyond the window anyway",
         )
 
-    def cache_identity(self) -> dict[str, Any]:
+    def cache_identity(self) -> dict[str, object]:
         """What decides a generation besides the prompt and the weights: the numerics."""
         return {"dtype": str(self.dtype).replace("torch.", ""), "attn": self.attn}
 

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 SCALED_BY_FACTOR = ("linear", "dynamic", "yarn")  # window = original positions x factor, as transformers reads them
 # per RoPE type, the keys --rope-scaling must give and those it may (transformers 5's modeling_rope_utils validators,
@@ -68,9 +68,9 @@ class ConfigOverrides:
     def __bool__(self) -> bool:
         return bool(self.rope or self.keys)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """For the header, the report and the cache key: what was asked, as given."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         if self.rope:
             out["rope_scaling"] = dict(self.rope)
         if self.keys:
@@ -81,10 +81,10 @@ class ConfigOverrides:
     def sha256(self) -> str:
         return hashlib.sha256(json.dumps(self.describe(), sort_keys=True).encode()).hexdigest()
 
-    def resolve(self, config: dict[str, Any]) -> dict[str, Any]:
+    def resolve(self, config: dict[str, object]) -> dict[str, object]:
         """The top-level keys to set on ``config`` (a config.json's dictionary): each override, and the RoPE
         dictionary with ``--rope-scaling`` merged in. The same dictionary goes to transformers and to vLLM."""
-        changes: dict[str, Any] = dict(self.keys)
+        changes: dict[str, object] = dict(self.keys)
         key = rope_key(config)
         rope = dict(self.rope)
         if key == "rope_parameters" and "rope_theta" in changes:
@@ -99,7 +99,7 @@ class ConfigOverrides:
         return changes
 
 
-def rope_key(config: dict[str, Any]) -> str:
+def rope_key(config: dict[str, object]) -> str:
     """Where the config keeps its RoPE settings: transformers 5's ``rope_parameters``, unless it has only the
     legacy ``rope_scaling``."""
     if "rope_parameters" not in config and "rope_scaling" in config:
@@ -127,7 +127,7 @@ def parse(rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | Non
             given["rope_type"] = given.pop("type")  # the legacy spelling
         check_rope(given)
         rope = tuple(given.items())
-    keys: dict[str, Any] = {}
+    keys: dict[str, object] = {}
     for item in overrides or ():
         key, sep, raw = item.partition("=")
         key = key.strip()
@@ -142,11 +142,11 @@ def parse(rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | Non
     return ConfigOverrides(rope, tuple(keys.items()))
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def check_rope(given: dict[str, Any]) -> None:
+def check_rope(given: dict[str, object]) -> None:
     """A --rope-scaling object transformers would take: a known type, its required keys, no key it does not read,
     and factors that extend (numbers of at least 1)."""
     kind = given.get("rope_type", "default")
@@ -164,9 +164,10 @@ def check_rope(given: dict[str, Any]) -> None:
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise OverrideError(f"--rope-scaling {kind} does not read {key!r}{hint}: e.g. {ROPE_EXAMPLE}")
     for key in ("factor", "low_freq_factor", "high_freq_factor"):
-        if key in given and (not _number(given[key]) or given[key] < (1 if key == "factor" else 0)):
+        value = given.get(key, 1)
+        if not _number(value) or value < (1 if key == "factor" else 0):
             bound = "a number of at least 1 (the window grows by it)" if key == "factor" else "a number of 0 or more"
-            raise OverrideError(f"--rope-scaling {key} {given[key]!r} must be {bound}: e.g. {ROPE_EXAMPLE}")
+            raise OverrideError(f"--rope-scaling {key} {value!r} must be {bound}: e.g. {ROPE_EXAMPLE}")
     for key in ("rope_theta", "original_max_position_embeddings"):
         if key in given:
             _check_value(key, given[key], "--rope-scaling")
@@ -194,7 +195,7 @@ def _check_value(key: str, value: Any, flag: str) -> None:
             raise OverrideError(f"{flag} {key}={json.dumps(value)} must be {what}: e.g. {example}")
 
 
-def check_values(changes: dict[str, Any], config: dict[str, Any], where: str) -> None:
+def check_values(changes: dict[str, object], config: dict[str, object], where: str) -> None:
     """Each --model-override value of the kind its setting takes: the extension settings by their rule, any other
     of the JSON type ``config`` has for it (a number stays a number, text text)."""
     for key, value in changes.items():
@@ -211,7 +212,7 @@ def check_values(changes: dict[str, Any], config: dict[str, Any], where: str) ->
             )
 
 
-def check_keys(changes: dict[str, Any], known: set[str], where: str) -> None:
+def check_keys(changes: dict[str, object], known: set[str], where: str) -> None:
     """A key the config does not have is a typo far more often than a new setting: refused, with the nearest
     known key."""
     for key in changes:
@@ -223,7 +224,7 @@ def check_keys(changes: dict[str, Any], known: set[str], where: str) -> None:
             )
 
 
-def window(config: dict[str, Any]) -> int | None:
+def window(config: dict[str, object]) -> int | None:
     """The positions a config covers, as transformers applies its RoPE settings: linear, dynamic and YaRN scale
     the original positions (``original_max_position_embeddings``, else ``max_position_embeddings``) by the
     factor; Llama 3 and LongRoPE configs state the extended window in ``max_position_embeddings`` already."""
@@ -241,7 +242,7 @@ def window(config: dict[str, Any]) -> int | None:
     return positions
 
 
-def read_config(folder: str | Path) -> dict[str, Any]:
+def read_config(folder: str | Path) -> dict[str, object]:
     try:
         found = json.loads((Path(folder) / "config.json").read_text("utf-8"))
     except (OSError, ValueError) as exc:
@@ -264,7 +265,7 @@ EXTENSION_KEYS = frozenset(
 )
 
 
-def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, Any], int | None]:
+def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, object], int | None]:
     """The changes to make to ``folder``'s config, and the window the result covers. A ``--model-override`` key
     that config.json does not have (nor is one of EXTENSION_KEYS) is refused as a likely typo."""
     config = read_config(folder)

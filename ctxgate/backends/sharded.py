@@ -48,7 +48,7 @@ class DistributedCheckpoint:
                 return folder
         return self.config_dir
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {"format": self.format, "shards": str(self.shards), "config": str(self.config_dir)}
 
 
@@ -102,7 +102,7 @@ def find_distributed(folder: Path, config_from: str | None) -> DistributedCheckp
     return DistributedCheckpoint(folder, shards, config_dir, kind)
 
 
-def check_shards(ckpt: DistributedCheckpoint) -> dict[str, Any]:
+def check_shards(ckpt: DistributedCheckpoint) -> dict[str, object]:
     """The metadata read, every shard file it names present: a missing shard is named before anything loads.
     A ZeRO checkpoint: its model states and one optimizer partition per rank, ranks without a gap."""
     if ckpt.format == ZERO:
@@ -202,7 +202,7 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
     model.load_state_dict(state[NESTED] if nested else state)
 
 
-def zero_state_dict(ckpt: DistributedCheckpoint) -> dict[str, Any]:
+def zero_state_dict(ckpt: DistributedCheckpoint) -> dict[str, object]:
     """The fp32 weights DeepSpeed's own converter gathers from every rank's partition."""
     import contextlib
     import io
@@ -239,7 +239,7 @@ def sharded_model(ckpt: DistributedCheckpoint) -> Any:
     return model
 
 
-def distributed_fingerprint(ckpt: DistributedCheckpoint) -> dict[str, Any]:
+def distributed_fingerprint(ckpt: DistributedCheckpoint) -> dict[str, object]:
     from ctxgate.backends.fingerprint import file_digest
 
     files = [p for p in sorted(ckpt.shards.iterdir()) if p.is_file()]

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ctxgate.gate.session import stopped_early
 from ctxgate.records.io import ReportFileError, predictions_path, read_predictions, read_report
-from ctxgate.records.schema import Comparison, RunInfo
+from ctxgate.records.schema import Comparison, RunInfo, SequentialRecord
 from ctxgate.stats.paired import PairedResult, compare
 
 # run-level fields that must match, with the words used in error messages
@@ -127,7 +126,7 @@ def load_baseline(path: str | Path) -> Baseline:
         for c in report.cases:
             key = (c.task, c.length)
             if stopped_early(c) and c.sequential:
-                early[key] = (int(c.sequential["used"]), int(c.sequential["budget"]))
+                early[key] = (c.sequential.used, c.sequential.budget)
             if key in per_case:
                 cases[key] = BaselineCase(c.task, c.length, c.data_sha256, per_case[key], digests.get(key, {}))
             elif c.verdict == "error":
@@ -142,11 +141,11 @@ def load_baseline(path: str | Path) -> Baseline:
     return Baseline(str(p), report.run, cases, report.complete, unscored, skipped, early)
 
 
-def regression_verdict(result: PairedResult, tolerance: float, sequential: Mapping[str, Any] | None) -> bool:
+def regression_verdict(result: PairedResult, tolerance: float, sequential: SequentialRecord | None) -> bool:
     """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's claim when it made
     one (``sequential["baseline"]``), else the fixed-n paired rule on the samples drawn."""
-    claim = ((sequential or {}).get("baseline") or {}).get("decided")
-    if claim in ("below", "above"):
+    claim = sequential.baseline.decided if sequential and sequential.baseline else None
+    if claim is not None:
         return claim == "below"
     return result.regressed(tolerance)
 

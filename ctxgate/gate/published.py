@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ctxgate.data.published import Published
 from ctxgate.records.schema import GroupScore, Report
@@ -123,7 +122,7 @@ def _differs(report: Report, row: Published, got: Measured, length: int) -> list
     return why
 
 
-def compare(report: Report, rows: Sequence[Published]) -> list[dict[str, Any]]:
+def compare(report: Report, rows: Sequence[Published]) -> list[dict[str, object]]:
     """One entry per published row with a length this run has: its lengths' comparisons."""
     lengths = sorted({int(L) for L in report.by_length})
     out = []

@@ -31,8 +31,7 @@ class SessionVerdict:
 
 def stopped_early(case: CaseRecord) -> bool:
     """``--sequential`` stopped the case before its sample count: its mean is biased by the stopping."""
-    seq = case.sequential or {}
-    return bool(seq.get("decided")) and int(seq.get("used", 0)) < int(seq.get("budget", 0))
+    return case.sequential is not None and case.sequential.early
 
 
 def _length_summary(

@@ -181,7 +181,7 @@ def _floor(path: str, key: str, value: Any) -> float:
     return floor
 
 
-def _check_keys(path: str, section: str, table: dict[str, Any], allowed: Sequence[str]) -> None:
+def _check_keys(path: str, section: str, table: dict[str, object], allowed: Sequence[str]) -> None:
     for key in table:
         if key not in allowed:
             raise _fail(

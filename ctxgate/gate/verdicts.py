@@ -41,34 +41,32 @@ def gated_reason(floor: float, baseline_scored: bool) -> str:
 
 def judge_failure(record: CaseRecord) -> str | None:
     """Too many failed verdicts fail a judged case whatever its score: its mean would rest on too few samples."""
-    judge = record.judge or {}
-    if judge.get("status") not in ("judged", "failed"):
+    judge = record.judge
+    if judge is None or not judge.too_many_failed:
         return None
-    if judge["status"] == "failed" or judge["failure_rate"] > judge["max_failure_rate"]:
-        first = judge["failed_samples"][0] if judge["failed_samples"] else {}
-        return (
-            f"{judge['failed']} of {judge['failed'] + record.n} verdicts failed (rate "
-            f"{judge['failure_rate']:.0%} > max {judge['max_failure_rate']:.0%}); first: sample "
-            f"{first.get('index')}: {first.get('error')}. Check the judge server, or raise [judge] "
-            "max_failure_rate in thresholds.toml"
-        )
-    return None
+    first = judge.failed_samples[0] if judge.failed_samples else None
+    return (
+        f"{judge.failed} of {judge.failed + record.n} verdicts failed (rate "
+        f"{judge.failure_rate:.0%} > max {judge.max_failure_rate or 0.0:.0%}); first: sample "
+        f"{first and first.index}: {first and first.error}. Check the judge server, or raise [judge] "
+        "max_failure_rate in thresholds.toml"
+    )
 
 
 def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
     """Below the floor (with rule "upper": the whole interval below it). Under --sequential a case whose test
     became certain is decided by it; one that spent its budget undecided by the fixed-n rule."""
     floor = record.floor or 0.0
-    seq = record.sequential or {}
-    test = seq.get("floor") or {}
-    if test.get("decided") == "above":
+    seq = record.sequential
+    test = seq.floor if seq else None
+    if test and test.decided == "above":
         return None
-    if test.get("decided") == "below":
+    if seq and test and test.decided == "below":
         length = record.length
         return (
             f"{record.task} at {length} ({format_length(length)}): below the floor {floor:.1f}, certain at "
-            f"error rate {seq['alpha']} after {seq['used']} of {seq['budget']} samples (--sequential; interval "
-            f"{test['interval'][0]:.1f}-{test['interval'][1]:.1f}, score {record.score or 0.0:.1f})"
+            f"error rate {seq.alpha} after {seq.used} of {seq.budget} samples (--sequential; interval "
+            f"{test.interval[0]:.1f}-{test.interval[1]:.1f}, score {record.score or 0.0:.1f})"
         )
     ci, score = record.ci, record.score
     if ci is None or score is None:
@@ -86,11 +84,11 @@ def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
 
 
 def passed(record: CaseRecord) -> str:
-    seq = record.sequential or {}
+    seq = record.sequential
     score, floor = record.score or 0.0, record.floor or 0.0
-    if seq.get("decided") == "pass":
+    if seq and seq.decided == "pass":
         return (
-            f"certain it passes at error rate {seq['alpha']} after {seq['used']} of {seq['budget']} samples "
+            f"certain it passes at error rate {seq.alpha} after {seq.used} of {seq.budget} samples "
             f"(--sequential; score {score:.1f}, floor {floor:.1f})"
         )
     return f"score {score:.1f} >= floor {floor:.1f}"

@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from ctxgate.judge.cache import CachedReply, JudgeCache
 from ctxgate.judge.verdict import Unparseable, last_object
+from ctxgate.records.schema import JudgeUsage
 from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
 from ctxgate.sqlitefile import CacheWarning, StoreUnavailable
 
@@ -42,7 +43,7 @@ PRICES: dict[str, tuple[float, float]] = {
 
 
 # The judge's command-line options: the pytest plugin and `ctxgate judge` add the same ones from here.
-OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+OPTIONS: tuple[tuple[str, dict[str, object]], ...] = (
     (
         "--judge-model",
         {
@@ -167,7 +168,7 @@ class JudgeSettings:
     def price(self) -> tuple[float, float] | None:
         return self.price_per_mtok or PRICES.get(self.model)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """What a report records about the judge: never the key, and the URL without credentials or query."""
         d = asdict(self)
         d["base_url"] = redact_url(self.base_url)
@@ -195,8 +196,8 @@ class Usage:
             return None
         return round((self.prompt_tokens * price[0] + self.completion_tokens * price[1]) / 1e6, 6)
 
-    def to_dict(self, price: tuple[float, float] | None) -> dict[str, Any]:
-        return {**asdict(self), "seconds": round(self.seconds, 3), "cost_usd": self.cost(price)}
+    def record(self, price: tuple[float, float] | None) -> JudgeUsage:
+        return JudgeUsage(**{**asdict(self), "seconds": round(self.seconds, 3), "cost_usd": self.cost(price)})
 
     def add(self, other: Usage) -> None:
         for name, value in asdict(other).items():
@@ -263,7 +264,7 @@ class JudgeClient:
                 setattr(self._ledger.usage, name, getattr(self._ledger.usage, name) + value)
 
     # verdicts --------------------------------------------------------------------------------------------
-    def ask(self, prompt: str, check: Callable[[dict[str, Any]], T]) -> Verdict[T]:
+    def ask(self, prompt: str, check: Callable[[dict[str, object]], T]) -> Verdict[T]:
         error, text = "", ""
         for attempt in range(self.settings.parse_retries + 1):
             try:

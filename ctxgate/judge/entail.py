@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint
 from ctxgate.judge import verdict
@@ -35,7 +34,7 @@ class LLMEntailment:
             raise EntailmentFailed(v.error or "no verdict")
         return v.value
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {"kind": "llm", "model": self.client.settings.model}
 
 
@@ -110,5 +109,5 @@ class HFEntailment:
             logits = self.model(**enc).logits[0]
             return int(logits.argmax()) == self.entail_index
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {"kind": "nli", "path": self.path, "generative": self.generative}

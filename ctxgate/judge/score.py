@@ -29,11 +29,14 @@ class Judges:
     max_failure_rate: float = 0.05
     helmet_compat: bool = False  # ALCE: read [0] as the last document, as the reference does
 
-    def describe(self) -> dict[str, Any]:
-        entail = getattr(self.entail, "describe", lambda: None)()
+    def entailment(self) -> dict[str, object] | None:
+        describe: Callable[[], dict[str, object]] | None = getattr(self.entail, "describe", None)
+        return describe() if describe else None
+
+    def describe(self) -> dict[str, object]:
         return {
             "llm": self.client.settings.describe() if self.client else None,
-            "entailment": entail,
+            "entailment": self.entailment(),
             "max_failure_rate": self.max_failure_rate,
         }
 
@@ -67,7 +70,7 @@ class _Failed(Exception):
     pass
 
 
-def _ask(judges: Judges, rubric: str, check: Callable[[dict[str, Any]], Any], **values: str) -> Any:
+def _ask(judges: Judges, rubric: str, check: Callable[[dict[str, object]], Any], **values: str) -> Any:
     assert judges.client is not None
     v = judges.client.ask(render(rubric, **values), check)
     if v.value is None:
@@ -166,7 +169,7 @@ def missing_judge(metric: str, judges: Judges | None) -> str | None:
     return None
 
 
-def compact_input(metric: str, prediction: str, judge_input: Mapping[str, Any]) -> dict[str, Any]:
+def compact_input(metric: str, prediction: str, judge_input: Mapping[str, Any]) -> dict[str, object]:
     """What to store for the judge: citation checks read only the documents the output cites."""
     if metric not in ("alce_asqa", "alce_qampari"):
         return dict(judge_input)

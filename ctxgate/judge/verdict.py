@@ -11,7 +11,6 @@ import ast
 import json
 import re
 from collections.abc import Callable
-from typing import Any
 
 _OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
 
@@ -20,7 +19,7 @@ class Unparseable(ValueError):
     """The reply holds no usable verdict; the message says what was wrong."""
 
 
-def last_object(text: str) -> dict[str, Any]:
+def last_object(text: str) -> dict[str, object]:
     for candidate in reversed(_OBJECT.findall(text)):
         for parse in (json.loads, ast.literal_eval):
             try:
@@ -32,7 +31,7 @@ def last_object(text: str) -> dict[str, Any]:
     raise Unparseable(f"no JSON object in the reply: {text[-200:]!r}")
 
 
-def _integer(d: dict[str, Any], key: str, low: int, high: int | None) -> int:
+def _integer(d: dict[str, object], key: str, low: int, high: int | None) -> int:
     if key not in d:
         raise Unparseable(f"the verdict lacks {key!r}: {d}")
     value = d[key]
@@ -44,34 +43,34 @@ def _integer(d: dict[str, Any], key: str, low: int, high: int | None) -> int:
     return value
 
 
-def longqa(d: dict[str, Any]) -> tuple[int, int]:
+def longqa(d: dict[str, object]) -> tuple[int, int]:
     """(fluency 0/1, correctness 0-3)."""
     return _integer(d, "fluency", 0, 1), _integer(d, "correctness", 0, 3)
 
 
-def fluency(d: dict[str, Any]) -> int:
+def fluency(d: dict[str, object]) -> int:
     return _integer(d, "fluency", 0, 1)
 
 
-def recall(n_keypoints: int) -> Callable[[dict[str, Any]], int]:
-    def check(d: dict[str, Any]) -> int:
+def recall(n_keypoints: int) -> Callable[[dict[str, object]], int]:
+    def check(d: dict[str, object]) -> int:
         return _integer(d, "recall", 0, n_keypoints)
 
     return check
 
 
-def precision(d: dict[str, Any]) -> tuple[int, int]:
+def precision(d: dict[str, object]) -> tuple[int, int]:
     """(supported sentences, sentence count), the judge's own count of the summary's sentences."""
     count = _integer(d, "sentence_count", 0, None)
     return _integer(d, "precision", 0, count), count
 
 
-def keypoints(d: dict[str, Any]) -> tuple[str, ...]:
+def keypoints(d: dict[str, object]) -> tuple[str, ...]:
     points = d.get("key_points")
     if not isinstance(points, list) or not points or not all(isinstance(p, str) and p.strip() for p in points):
         raise Unparseable(f"'key_points' must be a non-empty list of strings, got {points!r}")
     return tuple(p.strip() for p in points)
 
 
-def entailment(d: dict[str, Any]) -> bool:
+def entailment(d: dict[str, object]) -> bool:
     return bool(_integer(d, "entailment", 0, 1))

@@ -48,6 +48,77 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class QuestionTest:
+    """One question a ``--sequential`` case tested (its floor, its drop against the baseline): what it became
+    certain of, if anything, and its confidence sequence at stopping (percent; points of delta for the baseline)."""
+
+    decided: Literal["above", "below"] | None
+    interval: tuple[float, float]
+    tolerance: float | None = None  # the baseline question's, points
+
+
+@dataclass(frozen=True)
+class SequentialRecord:
+    """How ``--sequential`` ran a case: how many of its samples the test used and why it stopped."""
+
+    alpha: float  # the case's error rate
+    min_samples: int
+    used: int
+    budget: int
+    decided: Literal["pass", "fail"] | None
+    stopped: str
+    claim_alpha: float | None = None  # each question's share of alpha
+    floor: QuestionTest | None = None
+    baseline: QuestionTest | None = None
+
+    @property
+    def early(self) -> bool:
+        """Stopped before its sample count: the case's mean is biased by the stopping."""
+        return self.decided is not None and self.used < self.budget
+
+
+@dataclass(frozen=True)
+class FailedVerdict:
+    index: int
+    error: str
+
+
+@dataclass(frozen=True)
+class JudgeUsage:
+    requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    verdicts: int = 0
+    failed_verdicts: int = 0
+    seconds: float = 0.0
+    cost_usd: float | None = None  # None: no price known for the judge model
+
+
+@dataclass(frozen=True)
+class JudgeRecord:
+    """A judged case's judging: pending (no judge in the run, and why), judged, or failed (no verdict usable)."""
+
+    status: Literal["pending", "judged", "failed"]
+    reason: str | None = None
+    failed: int = 0
+    failure_rate: float = 0.0
+    max_failure_rate: float | None = None
+    failed_samples: tuple[FailedVerdict, ...] = ()
+    usage: JudgeUsage | None = None
+    seconds: float | None = None
+    llm: dict[str, object] | None = None  # the LLM judge's settings, never its key
+    entailment: dict[str, object] | None = None  # the entailment judge: the NLI model, or the LLM judge
+
+    @property
+    def too_many_failed(self) -> bool:
+        return self.status == "failed" or (
+            self.status == "judged" and self.failure_rate > (self.max_failure_rate or 0.0)
+        )
+
+
+@dataclass(frozen=True)
 class CaseRecord:
     """One task at one length, as it travels from the runner (plugins/cases.py) through the gates (gate/) to the
     report (report/) and back from a report file (``ctxgate judge``, ``diff``, ``--baseline``). Until the case
@@ -75,11 +146,11 @@ class CaseRecord:
     output_tokens: int | None = None
     data_sha256: str | None = None
     parts: dict[str, float] = field(default_factory=dict)
-    judge: Json | None = None  # judged tasks: status, failures, usage, the judge's settings
+    judge: JudgeRecord | None = None
     throughput: dict[str, float] | None = None
     chat_template: bool | None = None
     sample_cap: dict[str, int] | None = None
-    sequential: Json | None = None
+    sequential: SequentialRecord | None = None
     built_from: str | None = None
     baseline: Comparison | None = None
 
@@ -89,7 +160,7 @@ class CaseRecord:
 
     @property
     def judge_status(self) -> str | None:
-        return (self.judge or {}).get("status")
+        return self.judge.status if self.judge else None
 
 
 @dataclass(frozen=True)

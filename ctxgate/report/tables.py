@@ -119,10 +119,10 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     seq = [c.sequential for c in report.cases if c.sequential]
     if seq:
         drawn = sum(c.n for c in report.cases if c.sequential)  # every sample scored, in flight too
-        budget = sum(s["budget"] for s in seq)
-        early = sum(1 for s in seq if s["decided"])
+        budget = sum(s.budget for s in seq)
+        early = sum(1 for s in seq if s.decided)
         notes.append(
-            f"Sequential (error rate {seq[0]['alpha']} per case): {early} of {len(seq)} cases "
+            f"Sequential (error rate {seq[0].alpha} per case): {early} of {len(seq)} cases "
             f"decided early; {drawn} samples scored where fixed n takes {budget} ({budget - drawn} saved). "
             "A case stopped early reports an estimate biased by the stopping (its interval is the confidence "
             "sequence, valid at any stop): summaries marked ~ average such estimates, and a length with one "

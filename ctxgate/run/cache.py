@@ -26,7 +26,7 @@ FILE_NAME = "generations.sqlite"
 __all__ = ["FILE_NAME", "CacheStats", "CacheWarning", "GenerationCache", "StoreUnavailable", "namespace_for"]
 
 
-def namespace_for(fingerprint: str, backend: Any) -> dict[str, Any] | None:
+def namespace_for(fingerprint: str, backend: Any) -> dict[str, object] | None:
     """What, besides the prompt, decides a generation: the weights, the backend and every setting of it that
     changes numerics (``backend.cache_identity()``). None: the backend cannot say which weights answer (no cache)."""
     identity = backend.cache_identity() if hasattr(backend, "cache_identity") else {}

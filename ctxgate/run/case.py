@@ -12,7 +12,7 @@ from ctxgate.backends.base import ANSWER_KEY, Backend, Generation, GenerationPar
 from ctxgate.judge.score import Judges, compact_input, judge_all, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
-from ctxgate.records.schema import CaseRecord
+from ctxgate.records.schema import CaseRecord, FailedVerdict, JudgeRecord, SequentialRecord
 from ctxgate.run.cache import GenerationCache
 from ctxgate.run.excerpts import excerpts
 from ctxgate.run.progress import Progress
@@ -70,7 +70,7 @@ class CaseResult:
     samples: tuple[SampleOutcome, ...]
     samples_from_cache: int = 0
     parts: dict[str, float] = field(default_factory=dict)  # case means of a judged metric's components, percent
-    judge: dict[str, Any] | None = None  # judged tasks: status, failures, usage, judge settings
+    judge: JudgeRecord | None = None
     # tokens through the model per second of the case's generation time (its seconds less building prompts), over
     # the samples generated now (not those from the cache); None when the cache had them all
     throughput: dict[str, float] | None = None
@@ -78,7 +78,7 @@ class CaseResult:
     # {"requested": N, "pool": P} when the task's data holds fewer distinct samples than asked: the case ran P
     sample_cap: dict[str, int] | None = None
     # --sequential: the question, how many samples the test used, why the case stopped, the interval at stopping
-    sequential: dict[str, Any] | None = None
+    sequential: SequentialRecord | None = None
     # how the prompts were built where a task has two ways: "helmet_file" / "helmet" (HELMET's own files and
     # sampling, at its lengths) or "placed" / "generated" (the suite's fitting); None for single-way tasks
     built_from: str | None = None
@@ -307,7 +307,7 @@ def run_case(
 
 def _sequential_record(
     test: CaseTest | None, stop: tuple[StopRule, Questions] | None, judged: bool, used: int, budget: int
-) -> dict[str, Any] | None:
+) -> SequentialRecord | None:
     if test is not None:
         return test.record(budget)
     if stop is not None and stop[1].asked and judged:
@@ -326,14 +326,14 @@ class Scored:
     n: int
     ci: tuple[float, float]
     parts: dict[str, float] = field(default_factory=dict)
-    judge: dict[str, Any] | None = None
+    judge: JudgeRecord | None = None
 
 
 def scored(
     samples: tuple[SampleOutcome, ...],
     confidence: float,
     parts: dict[str, float] | None = None,
-    judge: dict[str, Any] | None = None,
+    judge: JudgeRecord | None = None,
 ) -> Scored:
     """The case score, its interval and n over the samples that have a score."""
     scores = [o.score for o in samples if o.score is not None]
@@ -357,7 +357,7 @@ def judge_samples(
     ``earlier_seconds``; only those without one are judged now."""
     reason = missing_judge(metric, judges)
     if reason is not None:
-        return Scored(samples, None, 0, (0.0, 0.0), judge={"status": "pending", "reason": reason})
+        return Scored(samples, None, 0, (0.0, 0.0), judge=JudgeRecord("pending", reason))
     assert judges is not None
     t0 = time.perf_counter()
     todo = [i for i, o in enumerate(samples) if not (judged_already and (o.score is not None or o.judge_error))]
@@ -366,22 +366,23 @@ def judge_samples(
     for i, v in zip(todo, verdicts):
         judged[i] = replace(judged[i], score=v.score, parts=v.parts, judge_error=v.error)
     samples = tuple(judged)
-    failed = [{"index": o.index, "error": o.judge_error} for o in samples if o.judge_error]
+    failed = tuple(FailedVerdict(o.index, o.judge_error) for o in samples if o.judge_error)
     ok = [o for o in samples if o.score is not None]
     names = sorted({k for o in ok for k in o.parts})
     parts = {k: round(100 * sum(o.parts[k] for o in ok) / len(ok), 2) for k in names} if ok else {}
     usage = judges.client.take_usage() if judges.client else None
     price = judges.client.settings.price() if judges.client else None
-    judge = {
-        "status": "judged" if ok else "failed",
-        "failed": len(failed),
-        "failure_rate": round(len(failed) / len(samples), 4),
-        "max_failure_rate": judges.max_failure_rate,
-        "failed_samples": failed,
-        "usage": usage.to_dict(price) if usage else None,
-        "seconds": round(time.perf_counter() - t0 + earlier_seconds, 3),
-        **judges.describe(),
-    }
+    judge = JudgeRecord(
+        "judged" if ok else "failed",
+        failed=len(failed),
+        failure_rate=round(len(failed) / len(samples), 4),
+        max_failure_rate=judges.max_failure_rate,
+        failed_samples=failed,
+        usage=usage.record(price) if usage else None,
+        seconds=round(time.perf_counter() - t0 + earlier_seconds, 3),
+        llm=judges.client.settings.describe() if judges.client else None,
+        entailment=judges.entailment(),
+    )
     return scored(samples, confidence, parts, judge)
 
 

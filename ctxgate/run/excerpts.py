@@ -4,14 +4,13 @@ around each needle, with the needle and its depth, and the prompt's end. The HTM
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ctxgate.tasks.base import Sample
 
 EXCERPT_TOKENS = 40  # tokens of context before a needle (twice as many from it on), and of the prompt's end
 
 
-def excerpts(sample: Sample, decode: Callable[[Sequence[int]], str]) -> dict[str, Any]:
+def excerpts(sample: Sample, decode: Callable[[Sequence[int]], str]) -> dict[str, object]:
     ids, meta = sample.input_ids, sample.meta
     offsets = list(meta.get("needle_offsets") or ())
     depths = list(meta.get("depths") or ()) or [None] * len(offsets)

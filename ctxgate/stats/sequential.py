@@ -23,7 +23,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from ctxgate.records.schema import QuestionTest, SequentialRecord
 
 BET_CAP = 0.9  # fraction of the largest bet that cannot lose everything on one sample
 
@@ -81,7 +83,7 @@ class Bettor:
         margin = (log_term + self._penalty) / self._lam_sum
         self.low, self.high = max(self.low, centre - margin), min(self.high, centre + margin)
 
-    def decided(self) -> str | None:
+    def decided(self) -> Literal["above", "below"] | None:
         if self.up >= 1.0 / self.alpha:
             return "above"
         if self.down >= 1.0 / self.alpha:
@@ -153,7 +155,7 @@ class CaseTest:
             Bettor((1.0 - questions.tolerance) / 2.0, self.claim_alpha) if questions.baseline is not None else None
         )
         self.used = 0
-        self.verdict: str | None = None  # "pass" | "fail" | None
+        self.verdict: Literal["pass", "fail"] | None = None
 
     def feed(self, done: Mapping[int, Any]) -> None:
         """``done``: sample index -> outcome with a ``score``; consumes the next indices while they are there."""
@@ -170,7 +172,7 @@ class CaseTest:
             if self.used >= self.rule.min_samples:
                 self.verdict = self._decide()
 
-    def _decide(self) -> str | None:
+    def _decide(self) -> Literal["pass", "fail"] | None:
         answers = [t.decided() for t in (self.floor, self.drop) if t is not None]
         if "below" in answers:
             return "fail"
@@ -178,39 +180,25 @@ class CaseTest:
             return "pass"
         return None
 
-    def record(self, budget: int) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "alpha": self.rule.alpha,  # the case's verdict
-            "claim_alpha": round(self.claim_alpha, 6),  # each question's claim
-            "min_samples": self.rule.min_samples,
-            "used": self.used,
-            "budget": budget,
-            "decided": self.verdict,
-            "stopped": {"pass": "certain it passes", "fail": "certain it fails", None: "budget"}[self.verdict],
-        }
+    def record(self, budget: int) -> SequentialRecord:
+        stopped = {"pass": "certain it passes", "fail": "certain it fails", None: "budget"}[self.verdict]
+        floor = drop = None
         if self.floor is not None:
-            out["floor"] = {"decided": self.floor.decided(), "interval": _percent(self.floor.low, self.floor.high)}
+            floor = QuestionTest(self.floor.decided(), _percent(self.floor.low, self.floor.high))
         if self.drop is not None:
-            out["baseline"] = {
-                "decided": self.drop.decided(),
-                "tolerance": round(self.questions.tolerance * 100, 2),
-                "interval": _percent(2 * self.drop.low - 1, 2 * self.drop.high - 1),
-            }
-        return out
+            interval = _percent(2 * self.drop.low - 1, 2 * self.drop.high - 1)
+            drop = QuestionTest(self.drop.decided(), interval, round(self.questions.tolerance * 100, 2))
+        return SequentialRecord(
+            self.rule.alpha, self.rule.min_samples, self.used, budget, self.verdict, stopped,
+            round(self.claim_alpha, 6), floor, drop,
+        )  # fmt: skip
 
 
-def full_count_record(rule: StopRule, used: int, budget: int, why: str) -> dict[str, Any]:
+def full_count_record(rule: StopRule, used: int, budget: int, why: str) -> SequentialRecord:
     """The record of a case that --sequential ran in full although it has a gate question (a judged case with no
     judge in the run: no scores to test), so the report says why it did not stop."""
-    return {
-        "alpha": rule.alpha,
-        "min_samples": rule.min_samples,
-        "used": used,
-        "budget": budget,
-        "decided": None,
-        "stopped": why,
-    }
+    return SequentialRecord(rule.alpha, rule.min_samples, used, budget, None, why)
 
 
-def _percent(low: float, high: float) -> list[float]:
-    return [round(low * 100, 2), round(high * 100, 2)]
+def _percent(low: float, high: float) -> tuple[float, float]:
+    return round(low * 100, 2), round(high * 100, 2)

@@ -172,18 +172,18 @@ def main(args: argparse.Namespace) -> int:
         print(f"ctxgate judge: {exc}", file=sys.stderr)
         return 2
     print(terminal(report))
-    usage = [c.judge["usage"] for c in report.cases if c.judge and c.judge.get("usage")]
+    usage = [c.judge.usage for c in report.cases if c.judge and c.judge.usage]
     if usage:
         total = {
-            k: sum(u[k] or 0 for u in usage)
+            k: sum(getattr(u, k) for u in usage)
             for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens", "failed_verdicts")
         }
-        cost = [u["cost_usd"] for u in usage]
+        cost = [u.cost_usd for u in usage]
         print(
             f"judged {judged} case(s): {total['requests']} requests, {total['cache_hits']} cache hits, "
             f"{total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
             f"{total['failed_verdicts']} failed verdicts, cost "
-            + (f"${sum(cost):.4f}" if None not in cost else "unknown (pass --judge-price IN,OUT)")
+            + (f"${sum(c or 0.0 for c in cost):.4f}" if None not in cost else "unknown (pass --judge-price IN,OUT)")
         )
     print(f"report: {args.out or args.report}")
     return 1 if failed else 0
