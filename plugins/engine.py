@@ -266,7 +266,7 @@ def _served_folder(config: pytest.Config, run: Settings) -> Path:
         root = Path(tempfile.mkdtemp(prefix="ctxgate-model-"))
         config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
     try:
-        return hf_folder(checkpoint.fingerprint()["sha256"], root, checkpoint.tokenizer_dir, checkpoint.as_model)
+        return hf_folder(str(checkpoint.fingerprint()["sha256"]), root, checkpoint.tokenizer_dir, checkpoint.as_model)
     except (OSError, RuntimeError, ValueError) as exc:
         raise EngineError(
             f"{run.opening.model_dir} could not be written as a Hugging Face folder for vLLM: {exc}"

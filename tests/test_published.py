@@ -22,7 +22,7 @@ from ctxgate.data.published import Published, UnknownModel, all_published, looku
 from ctxgate.gate.published import compare as compare_typed
 from ctxgate.lengths import parse_length
 from ctxgate.records.io import read_report
-from ctxgate.records.schema import Report, adapter_for
+from ctxgate.records.schema import Report, adapter_for, to_json
 from ctxgate.stats.intervals import interval
 from ctxgate.tasks.registry import membership
 from tests.conftest import ROOT, TINY, launch_suite, stored_report
@@ -64,8 +64,9 @@ def _report(scores: dict[int, float], n: int = 500, chat: bool = True, spread: f
 
 
 def compare(report: dict[str, Any] | Report, rows: list[Published]) -> list[dict[str, Any]]:
-    """The comparison of a report as stored (a hand-built one read as the file would be)."""
-    return compare_typed(report if isinstance(report, Report) else adapter_for(Report).validate_python(report), rows)
+    """The comparison of a report as stored (a hand-built one read as the file would be), as the file writes it."""
+    typed = report if isinstance(report, Report) else adapter_for(Report).validate_python(report)
+    return [to_json(row) for row in compare_typed(typed, rows)]
 
 
 def _stored(tmp_path: Path, report: dict[str, Any]) -> Report:

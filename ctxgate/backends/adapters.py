@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,13 +114,13 @@ def _base_folder(named: str, adapter: Path, given: bool) -> Path:
         ) from None
 
 
-def adapter_fingerprint(adapter: Adapter, base: dict[str, str]) -> dict[str, object]:
+def adapter_fingerprint(adapter: Adapter, base: Mapping[str, object]) -> dict[str, object]:
     """The base's fingerprint combined with every file of the adapter that changes the outputs."""
     from ctxgate.backends.fingerprint import file_digest
 
     parts = {p.name: file_digest(p) for p in sorted(adapter.folder.iterdir()) if p.is_file() and _counts(p)}
     combined = hashlib.sha256(
-        (base["sha256"] + "".join(f"\n{k}:{v}" for k, v in sorted(parts.items()))).encode()
+        (str(base["sha256"]) + "".join(f"\n{k}:{v}" for k, v in sorted(parts.items()))).encode()
     ).hexdigest()
     return {"sha256": combined, "base_sha256": base["sha256"], **{f"adapter:{k}": v for k, v in parts.items()}}
 

@@ -86,7 +86,7 @@ def with_overrides(fingerprint: Mapping[str, object], overrides: ConfigOverrides
     return {**fingerprint, "sha256": combined, "checkpoint_sha256": fingerprint["sha256"], **overrides.describe()}
 
 
-def checkpoint_fingerprint(model: str) -> dict[str, str]:
+def checkpoint_fingerprint(model: str) -> dict[str, object]:
     path = Path(model)
     if not path.is_dir():
         return {"model_id": model, "sha256": hashlib.sha256(model.encode()).hexdigest()}

@@ -47,7 +47,7 @@ class Checkpoint:
         """The Hugging Face folder ``from_pretrained`` reads (an adapter's base); a sharded checkpoint has none."""
         return self.adapter.base if self.adapter else self.folder
 
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> dict[str, object]:
         """What the outputs depend on: an adapter's base and its own files; a sharded checkpoint's shards."""
         from ctxgate.backends.fingerprint import checkpoint_fingerprint
 
@@ -57,7 +57,7 @@ class Checkpoint:
             return distributed_fingerprint(self.sharded)
         return checkpoint_fingerprint(str(self.folder))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """For the report: an adapter (with its base) or a sharded checkpoint's format and folders."""
         if self.adapter:
             return {"adapter": {**self.adapter.describe(), "applied": "merged"}}

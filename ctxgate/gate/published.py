@@ -13,14 +13,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from ctxgate.data.published import Published
-from ctxgate.records.schema import GroupScore, Report
+from ctxgate.records.schema import GroupScore, PublishedLength, PublishedRow, Report
 from ctxgate.stats.intervals import z_value
 from ctxgate.tasks.helmet_compat import COMPAT_TASKS
 from ctxgate.tasks.registry import all_tasks, category_label, membership
 
 Z = z_value(0.95)
+Verdict = Literal["within", "outside", "settings differ"]
 RULER_PARTS = {"niah": "NIAH (8 tasks)", "vt": "VT", "aggregation": "aggregation (CWE, FWE)", "qa": "QA"}
 
 
@@ -122,7 +124,7 @@ def _differs(report: Report, row: Published, got: Measured, length: int) -> list
     return why
 
 
-def compare(report: Report, rows: Sequence[Published]) -> list[dict[str, object]]:
+def compare(report: Report, rows: Sequence[Published]) -> list[PublishedRow]:
     """One entry per published row with a length this run has: its lengths' comparisons."""
     lengths = sorted({int(L) for L in report.by_length})
     out = []
@@ -135,38 +137,32 @@ def compare(report: Report, rows: Sequence[Published]) -> list[dict[str, object]
             published = row.scores[L]
             got = measure(report, row.measure, L)
             if got is None:
-                entries.append({"length": L, "published": published, "verdict": "not measured", "differs": []})
+                entries.append(PublishedLength(L, published, "not measured"))
                 continue
-            band = [round(got.low - row.source.allowance, 2), round(got.high + row.source.allowance, 2)]
-            differs = _differs(report, row, got, L)
+            band = (round(got.low - row.source.allowance, 2), round(got.high + row.source.allowance, 2))
+            differs = tuple(_differs(report, row, got, L))
             inside = band[0] <= published <= band[1]
+            verdict: Verdict = "settings differ" if differs else ("within" if inside else "outside")
+            difference = round(got.score - published, 2)
             entries.append(
-                {
-                    "length": L,
-                    "published": published,
-                    "measured": got.score,
-                    "ci": [got.low, got.high],
-                    "difference": round(got.score - published, 2),
-                    "band": band,
-                    "verdict": "settings differ" if differs else ("within" if inside else "outside"),
-                    "differs": differs,
-                }
+                PublishedLength(L, published, verdict, differs, got.score, (got.low, got.high), difference, band)
             )
+        src = row.source
         out.append(
-            {
-                "measure": row.measure,
-                "label": measure_label(row.measure),
-                "source": row.source.key,
-                "paper": row.source.paper,
-                "table": row.source.table,
-                "model_label": row.label,
-                "allowance": row.source.allowance,
-                "allowance_source": row.source.allowance_source,
-                "chat_template": row.chat_template,
-                "claimed": row.claimed,
-                "effective": row.effective,
-                "effective_bar": row.effective_bar,
-                "lengths": entries,
-            }
+            PublishedRow(
+                row.measure,
+                measure_label(row.measure),
+                src.key,
+                src.paper,
+                src.table,
+                row.label,
+                src.allowance,
+                src.allowance_source,
+                row.chat_template,
+                tuple(entries),
+                row.claimed,
+                row.effective,
+                row.effective_bar,
+            )  # fmt: skip
         )
     return out

@@ -28,7 +28,7 @@ BROKEN: tuple[str, ...] = get_args(Broken)
 RUN_FAILURES: tuple[str, ...] = get_args(RunFailure)
 
 T = TypeVar("T")
-Json = dict[str, Any]  # a part whose shape belongs to another piece (a backend's description, a test's state)
+Json = dict[str, object]  # a part whose shape belongs to another piece (a backend's description, a test's state)
 
 
 @dataclass(frozen=True)
@@ -257,12 +257,46 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class PublishedLength:
+    """A published score at one length against this run's: ``verdict`` is within/outside the band (the measured
+    interval widened by the table's allowance), settings differ (``differs`` says how), or not measured."""
+
+    length: int
+    published: float
+    verdict: Literal["within", "outside", "settings differ", "not measured"]
+    differs: tuple[str, ...] = ()
+    measured: float | None = None
+    ci: tuple[float, float] | None = None
+    difference: float | None = None
+    band: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class PublishedRow:
+    """One published row (a model's numbers for one measure, from one table) with the lengths this run has."""
+
+    measure: str
+    label: str
+    source: str
+    paper: str
+    table: str
+    model_label: str
+    allowance: float
+    allowance_source: str
+    chat_template: str
+    lengths: tuple[PublishedLength, ...]
+    claimed: str | None = None
+    effective: str | None = None
+    effective_bar: str | None = None
+
+
+@dataclass(frozen=True)
 class Reference:
     """``--reference``: the run against a paper's published numbers (information, never a gate)."""
 
     model: str
     matched: str
-    rows: tuple[Json, ...]
+    rows: tuple[PublishedRow, ...]
 
 
 @dataclass(frozen=True)
@@ -287,7 +321,7 @@ class Report:
         return next((c for c in self.cases if c.task == task and c.length == length), None)
 
 
-def report_schema() -> dict[str, Any]:
+def report_schema() -> dict[str, object]:
     schema = adapter_for(Report).json_schema()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "ctxgate run report"}
 

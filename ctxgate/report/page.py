@@ -102,7 +102,7 @@ def _header(report: Report, report_name: str) -> str:
     complete = report.complete
     passed = complete and all(g.verdict == "pass" for g in report.gates)
     backend = run.backend or {}
-    fingerprint = (run.model_fingerprint or {}).get("sha256")
+    fingerprint = str((run.model_fingerprint or {}).get("sha256") or "")
     lengths = ", ".join(format_length(L) for L in run.lengths)
     facts = [
         ("Checkpoint", run.model),

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import CaseRecord, GroupScore, Reference, Report
+from ctxgate.records.schema import CaseRecord, GroupScore, PublishedLength, Reference, Report
 from ctxgate.tasks.registry import category_label, membership, task_names
 
 # a case without a score, by why (records/schema.py's words): short enough for a table cell
@@ -160,29 +159,31 @@ def markdown(report: Report, html_name: str | None = None) -> str:
     return "\n".join(lines + [""] + [f"- {n}" for n in notes] + _published_markdown(report)) + "\n"
 
 
-def _measured(e: Mapping[str, Any]) -> str:
-    return f"{e['measured']:.1f} [{e['ci'][0]:.1f}, {e['ci'][1]:.1f}]"
+def _measured(e: PublishedLength) -> str:
+    low, high = e.ci or (0.0, 0.0)
+    return f"{e.measured or 0.0:.1f} [{low:.1f}, {high:.1f}]"
 
 
-def _band(e: Mapping[str, Any]) -> str:
-    return f"[{e['band'][0]:.1f}, {e['band'][1]:.1f}]"
+def _band(e: PublishedLength) -> str:
+    low, high = e.band or (0.0, 0.0)
+    return f"[{low:.1f}, {high:.1f}]"
 
 
 def published_lines(section: Reference) -> list[str]:
     """A run against the papers' numbers (``report.reference``) in words, a line per measure and length."""
     out = [f"Against the published numbers for {section.model} ({section.matched}):"]
     for row in section.rows:
-        for e in row["lengths"]:
-            head = f"  {row['label']} at {format_length(e['length'])} ({row['table']}): published {e['published']:.1f}"
-            if e["verdict"] == "not measured":
+        for e in row.lengths:
+            head = f"  {row.label} at {format_length(e.length)} ({row.table}): published {e.published:.1f}"
+            if e.verdict == "not measured":
                 out.append(f"{head}, not measured in this run")
                 continue
-            text = f"{head}, measured {_measured(e)}, difference {e['difference']:+.1f}"
-            if e["verdict"] == "settings differ":
-                out.append(f"{text}: no verdict, settings differ ({'; '.join(e['differs'])})")
+            text = f"{head}, measured {_measured(e)}, difference {e.difference or 0.0:+.1f}"
+            if e.verdict == "settings differ":
+                out.append(f"{text}: no verdict, settings differ ({'; '.join(e.differs)})")
             else:
-                word = "WITHIN" if e["verdict"] == "within" else "OUTSIDE"
-                out.append(f"{text}: {word} the band {_band(e)} (the interval ±{row['allowance']:g} points)")
+                word = "WITHIN" if e.verdict == "within" else "OUTSIDE"
+                out.append(f"{text}: {word} the band {_band(e)} (the interval ±{row.allowance:g} points)")
     return out + [f"  {line}" for line in _reference_notes(section)]
 
 
@@ -190,13 +191,13 @@ def _reference_notes(section: Reference) -> list[str]:
     """What the comparison rests on: each table's effective length with the bar it was measured against, and the
     source of the band's allowance."""
     notes = [
-        f"{row['label']} ({row['table']}): the paper's effective length {row['effective']}"
-        + (f" (above {row['effective_bar']})" if row.get("effective_bar") else "")
-        + (f", claimed {row['claimed']}" if row.get("claimed") else "")
+        f"{row.label} ({row.table}): the paper's effective length {row.effective}"
+        + (f" (above {row.effective_bar})" if row.effective_bar else "")
+        + (f", claimed {row.claimed}" if row.claimed else "")
         for row in section.rows
-        if row.get("effective")
+        if row.effective
     ]
-    allowances = sorted({(r["allowance"], r["allowance_source"]) for r in section.rows})
+    allowances = sorted({(r.allowance, r.allowance_source) for r in section.rows})
     return notes + [f"band: the measured interval ±{a:g} points ({why})" for a, why in allowances]
 
 
@@ -207,14 +208,14 @@ def _published_markdown(report: Report) -> list[str]:
     out = ["", f"#### Against the published numbers for {section.model} ({section.matched})", ""]
     out += ["| measure | length | published | measured (95% CI) | difference | verdict |", "|---|---|---|---|---|---|"]
     for row in section.rows:
-        for e in row["lengths"]:
-            cells = [f"{row['label']} ({row['table']})", format_length(e["length"]), f"{e['published']:.1f}"]
-            if e["verdict"] == "not measured":
+        for e in row.lengths:
+            cells = [f"{row.label} ({row.table})", format_length(e.length), f"{e.published:.1f}"]
+            if e.verdict == "not measured":
                 cells += ["—", "—", "not measured"]
             else:
-                differs = e["verdict"] == "settings differ"
-                verdict = f"settings differ: {'; '.join(e['differs'])}" if differs else f"{e['verdict']} {_band(e)}"
-                cells += [_measured(e), f"{e['difference']:+.1f}", verdict]
+                differs = e.verdict == "settings differ"
+                verdict = f"settings differ: {'; '.join(e.differs)}" if differs else f"{e.verdict} {_band(e)}"
+                cells += [_measured(e), f"{e.difference or 0.0:+.1f}", verdict]
             out.append("| " + " | ".join(cells) + " |")
     out += [""] + [f"- {line}" for line in _reference_notes(section)]
     return out

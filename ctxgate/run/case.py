@@ -6,7 +6,6 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
 
 from ctxgate.backends.base import ANSWER_KEY, Backend, Generation, GenerationParams, Request, stream
 from ctxgate.judge.score import Judges, compact_input, judge_all, judge_one, missing_judge
@@ -42,11 +41,11 @@ class SampleOutcome:
     finish_reason: str
     sample_sha256: str
     parts: dict[str, float] = field(default_factory=dict)  # a judged metric's components
-    judge_input: dict[str, Any] | None = None
+    judge_input: dict[str, object] | None = None
     judge_error: str | None = None
     # what a reader needs to see why the sample scored as it did, without its whole prompt: the text around each
     # needle (with the needle and its depth, percent of the context) and the prompt's end (see ``excerpts``)
-    excerpts: dict[str, Any] | None = None
+    excerpts: dict[str, object] | None = None
     seconds: float | None = None  # from sending the prompt to its output back; None when the cache had it
 
 
