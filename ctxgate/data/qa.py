@@ -13,15 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxgate.memo import memo
-from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import load_rows
 
 DEFAULT_SQUAD = "rajpurkar/squad_v2"
 DEFAULT_HOTPOTQA = "hotpotqa/hotpot_qa"
-
-
-# The loaders raise the data sources' one error; the name stays for callers of this module.
-QADataError = DataUnavailable
 
 
 @dataclass(frozen=True)
