@@ -264,9 +264,8 @@ class EndpointBackend:
         remote = self._get_json(
             replica, "/tokenize", {"model": replica.model, "prompt": PROBE, "add_special_tokens": False}, required=True
         ).get("tokens")
-        if not isinstance(
-            remote, list
-        ):  # no /tokenize: the prompt-token count of the probe, special tokens on both sides
+        # no /tokenize: the prompt-token count of the probe, special tokens on both sides
+        if not isinstance(remote, list):
             local = self.tokenizer.prefix_ids() + local
             usage = self._retrying(
                 lambda: (

@@ -143,7 +143,7 @@ def load_baseline(path: str | Path) -> Baseline:
 
 def regression_verdict(result: PairedResult, tolerance: float, sequential: SequentialRecord | None) -> bool:
     """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's claim when it made
-    one (``sequential["baseline"]``), else the fixed-n paired rule on the samples drawn."""
+    one (``sequential.baseline``), else the fixed-n paired rule on the samples drawn."""
     claim = sequential.baseline.decided if sequential and sequential.baseline else None
     if claim is not None:
         return claim == "below"

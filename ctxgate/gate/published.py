@@ -163,6 +163,6 @@ def compare(report: Report, rows: Sequence[Published]) -> list[PublishedRow]:
                 row.claimed,
                 row.effective,
                 row.effective_bar,
-            )  # fmt: skip
+            )
         )
     return out

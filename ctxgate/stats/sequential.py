@@ -189,9 +189,16 @@ class CaseTest:
             interval = _percent(2 * self.drop.low - 1, 2 * self.drop.high - 1)
             drop = QuestionTest(self.drop.decided(), interval, round(self.questions.tolerance * 100, 2))
         return SequentialRecord(
-            self.rule.alpha, self.rule.min_samples, self.used, budget, self.verdict, stopped,
-            round(self.claim_alpha, 6), floor, drop,
-        )  # fmt: skip
+            self.rule.alpha,
+            self.rule.min_samples,
+            self.used,
+            budget,
+            self.verdict,
+            stopped,
+            round(self.claim_alpha, 6),
+            floor,
+            drop,
+        )
 
 
 def full_count_record(rule: StopRule, used: int, budget: int, why: str) -> SequentialRecord:
