@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ctxgate.judge import verdict
-from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings
+from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings, cost
 from ctxgate.judge.templates import render
 from tests.conftest import script_faults
 
@@ -105,7 +105,7 @@ def test_the_key_is_sent_but_never_stored(client_for, judge_server, tmp_path):
     for path in (tmp_path / "cache").iterdir():
         assert KEY.encode() not in path.read_bytes()
     usage = client.take_usage()
-    assert usage.cost((2.5, 10.0)) == pytest.approx(
+    assert cost(usage, (2.5, 10.0)) == pytest.approx(
         (usage.prompt_tokens * 2.5 + usage.completion_tokens * 10) / 1e6, abs=1e-6
     )
 

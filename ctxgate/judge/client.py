@@ -17,7 +17,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ctxgate.judge.cache import CachedReply, JudgeCache
@@ -180,28 +180,15 @@ class JudgeSettings:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
 
 
-@dataclass
-class Usage:
-    requests: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    verdicts: int = 0
-    failed_verdicts: int = 0
-    seconds: float = 0.0
+def cost(usage: JudgeUsage, price: tuple[float, float] | None) -> float | None:
+    if price is None:
+        return None
+    return round((usage.prompt_tokens * price[0] + usage.completion_tokens * price[1]) / 1e6, 6)
 
-    def cost(self, price: tuple[float, float] | None) -> float | None:
-        if price is None:
-            return None
-        return round((self.prompt_tokens * price[0] + self.completion_tokens * price[1]) / 1e6, 6)
 
-    def record(self, price: tuple[float, float] | None) -> JudgeUsage:
-        return JudgeUsage(**{**asdict(self), "seconds": round(self.seconds, 3), "cost_usd": self.cost(price)})
-
-    def add(self, other: Usage) -> None:
-        for name, value in asdict(other).items():
-            setattr(self, name, getattr(self, name) + value)
+def priced(usage: JudgeUsage, price: tuple[float, float] | None) -> JudgeUsage:
+    """The usage as a case's record states it: seconds rounded, and its cost where the price is known."""
+    return replace(usage, seconds=round(usage.seconds, 3), cost_usd=cost(usage, price))
 
 
 @dataclass(frozen=True)
@@ -217,7 +204,7 @@ class Verdict(Generic[T]):
 
 @dataclass
 class _Ledger:
-    usage: Usage = field(default_factory=Usage)
+    usage: JudgeUsage = field(default_factory=JudgeUsage)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -252,16 +239,16 @@ class JudgeClient:
         self._ledger = _Ledger()
 
     # usage -----------------------------------------------------------------------------------------------
-    def take_usage(self) -> Usage:
+    def take_usage(self) -> JudgeUsage:
         """What was spent since the last call (one case's worth, when called once per case)."""
         with self._ledger.lock:
-            usage, self._ledger.usage = self._ledger.usage, Usage()
+            usage, self._ledger.usage = self._ledger.usage, JudgeUsage()
         return usage
 
     def _count(self, **delta: float) -> None:
         with self._ledger.lock:
-            for name, value in delta.items():
-                setattr(self._ledger.usage, name, getattr(self._ledger.usage, name) + value)
+            now = self._ledger.usage
+            self._ledger.usage = replace(now, **{name: getattr(now, name) + value for name, value in delta.items()})
 
     # verdicts --------------------------------------------------------------------------------------------
     def ask(self, prompt: str, check: Callable[[dict[str, object]], T]) -> Verdict[T]:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 
 from ctxgate.backends.base import ANSWER_KEY, Backend, Generation, GenerationParams, Request, stream
+from ctxgate.judge.client import priced
 from ctxgate.judge.score import Judges, compact_input, judge_all, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
@@ -377,7 +378,7 @@ def judge_samples(
         failure_rate=round(len(failed) / len(samples), 4),
         max_failure_rate=judges.max_failure_rate,
         failed_samples=failed,
-        usage=usage.record(price) if usage else None,
+        usage=priced(usage, price) if usage else None,
         seconds=round(time.perf_counter() - t0 + earlier_seconds, 3),
         llm=judges.client.settings.describe() if judges.client else None,
         entailment=judges.entailment(),
