@@ -164,7 +164,9 @@ def check_rope(given: dict[str, object]) -> None:
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise OverrideError(f"--rope-scaling {kind} does not read {key!r}{hint}: e.g. {ROPE_EXAMPLE}")
     for key in ("factor", "low_freq_factor", "high_freq_factor"):
-        value = given.get(key, 1)
+        if key not in given:
+            continue
+        value = given[key]
         if not _number(value) or value < (1 if key == "factor" else 0):
             bound = "a number of at least 1 (the window grows by it)" if key == "factor" else "a number of 0 or more"
             raise OverrideError(f"--rope-scaling {key} {value!r} must be {bound}: e.g. {ROPE_EXAMPLE}")
