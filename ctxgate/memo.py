@@ -72,27 +72,25 @@ def memo(maxsize: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
             with lock:
                 hit = entries.get(key)
             if hit is not None and all(identity(p) == was for p, was in hit[1].items()):
+                result, consulted = hit
                 with lock:
                     if key in entries:
                         entries.move_to_end(key)
-                if outer is not None:
-                    for p, was in hit[1].items():
-                        outer.setdefault(p, was)
-                return hit[0]
-            consulted: dict[str, Identity] = {}
-            token = _CONSULTED.set(consulted)
-            try:
-                result = fn(*args, **kwargs)
-            finally:
-                _CONSULTED.reset(token)
-            if outer is not None:
+            else:
+                consulted = {}
+                token = _CONSULTED.set(consulted)
+                try:
+                    result = fn(*args, **kwargs)
+                finally:
+                    _CONSULTED.reset(token)
+                with lock:
+                    entries[key] = (result, consulted)
+                    entries.move_to_end(key)
+                    while len(entries) > maxsize:
+                        entries.popitem(last=False)
+            if outer is not None:  # the files this memo consulted, passed up to the loaders that called it
                 for p, was in consulted.items():
                     outer.setdefault(p, was)
-            with lock:
-                entries[key] = (result, consulted)
-                entries.move_to_end(key)
-                while len(entries) > maxsize:
-                    entries.popitem(last=False)
             return result
 
         wrapper.cache_clear = entries.clear  # type: ignore[attr-defined]

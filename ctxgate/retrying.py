@@ -62,10 +62,8 @@ def call_with_retries(
             raise Refused("auth", exc.status_code, str(exc)[:200]) from None
         except openai.NotFoundError as exc:
             raise Refused("not_found", exc.status_code, str(exc)[:200]) from None
-        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-            raise Refused("bad_request", exc.status_code, str(exc)[:200]) from None
         except openai.APIStatusError as exc:
-            if exc.status_code < 500 and exc.status_code not in TRANSIENT_STATUS:
+            if exc.status_code < 500 and exc.status_code not in TRANSIENT_STATUS:  # 400, 422 and the like
                 raise Refused("bad_request", exc.status_code, str(exc)[:200]) from None
             failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
         except (
@@ -105,6 +103,5 @@ def redact_url(url: str | None) -> str | None:
     if not url:
         return url
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

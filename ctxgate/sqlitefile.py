@@ -15,8 +15,7 @@ import sqlite3
 import time
 import uuid
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,8 +73,8 @@ class SqliteFile:
         except OSError as exc:
             raise StoreUnavailable(f"cannot use the {self.WHAT} in {self.dir} ({exc}); {self.FIX}") from None
 
-    def _connect(self, path: Path | None = None) -> sqlite3.Connection:
-        conn = sqlite3.connect(path or self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_SECONDS * 1000)}")
         return conn
 
@@ -93,7 +92,9 @@ class SqliteFile:
                 conn = self._connect()
                 problem = self._problem(conn)
                 if problem is None:
-                    self._probe_write(conn)
+                    # a read-only file or folder is found now, not at the first write in the middle of a case
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.execute("ROLLBACK")
                     return conn
                 conn.close()
             except sqlite3.Error as exc:
@@ -132,22 +133,14 @@ class SqliteFile:
             return "integrity check failed"
         return None
 
-    def _probe_write(self, conn: sqlite3.Connection) -> None:
-        """A read-only file or folder is found now, not at the first write in the middle of a case."""
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("ROLLBACK")
-
-    @contextmanager
-    def _creation_lock(self) -> Iterator[None]:
-        with filelock.FileLock(self.dir / f"{self.FILE_NAME}.lock"):  # an flock: released on exit, also on kill -9
-            yield
+    def _creation_lock(self) -> filelock.BaseFileLock:
+        return filelock.FileLock(self.dir / f"{self.FILE_NAME}.lock")  # an flock: released on exit, also on kill -9
 
     def _create(self) -> None:
         """Build the whole file privately, then rename it into place: nobody sees it half made."""
         tmp = self.dir / f".{self.FILE_NAME}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         try:
-            conn = sqlite3.connect(tmp, isolation_level=None)
-            try:
+            with closing(sqlite3.connect(tmp, isolation_level=None)) as conn:
                 conn.execute("PRAGMA journal_mode = WAL")  # stored in the file header: it moves with the file
                 conn.execute(f"PRAGMA application_id = {self.APPLICATION_ID}")
                 conn.execute("BEGIN")
@@ -156,8 +149,6 @@ class SqliteFile:
                 for table in self.TABLES:
                     conn.execute(table)
                 conn.execute("COMMIT")
-            finally:
-                conn.close()
             os.replace(tmp, self.path)
         finally:
             for suffix in ("", "-wal", "-shm", "-journal"):
@@ -169,11 +160,8 @@ class SqliteFile:
         with self._creation_lock():
             if self.path.exists():
                 try:
-                    conn = self._connect()
-                    try:
+                    with closing(self._connect()) as conn:
                         still = self._problem(conn)
-                    finally:
-                        conn.close()
                 except sqlite3.Error as exc:
                     if error_kind(exc) != "corrupt":
                         return  # busy or unreadable now: the caller's loop decides, nothing is moved

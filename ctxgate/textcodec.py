@@ -42,7 +42,7 @@ class RawTokenizer(Protocol):
 class HFTokenizer:
     """Adapter over a ``transformers`` tokenizer (imported by the caller, never here)."""
 
-    def __init__(self, tokenizer: Any, use_backend: bool = True) -> None:
+    def __init__(self, tokenizer: Any) -> None:
         self.tok = tokenizer
         # The Rust backend's encode_batch_fast (no offsets, no Python-side conversion) tokenizes the random-content
         # haystacks of a 128K prompt 1.5-1.7x faster (bench/datagen.py). It is trusted only after it matched the
@@ -50,8 +50,7 @@ class HFTokenizer:
         # truncation set differs.
         backend = getattr(tokenizer, "backend_tokenizer", None)
         usable = (
-            use_backend
-            and backend is not None
+            backend is not None
             and hasattr(backend, "encode_batch_fast")
             and backend.truncation is None
             and backend.padding is None
@@ -80,9 +79,7 @@ class HFTokenizer:
     def prefix_ids(self) -> list[int]:
         with_special = list(self.tok("a", add_special_tokens=True)["input_ids"])
         bare = list(self.tok("a", add_special_tokens=False)["input_ids"])
-        if with_special[-len(bare) :] == bare:
-            return with_special[: len(with_special) - len(bare)]
-        return []
+        return with_special[: len(with_special) - len(bare)] if with_special[-len(bare) :] == bare else []
 
     def chat_parts(self) -> tuple[str, str] | None:
         if not getattr(self.tok, "chat_template", None):
@@ -93,11 +90,8 @@ class HFTokenizer:
             )
         except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
             where = Path(str(getattr(self.tok, "name_or_path", "") or "."))
-            source = (
-                where / "chat_template.jinja"
-                if (where / "chat_template.jinja").is_file()
-                else where / "tokenizer_config.json"
-            )
+            jinja = where / "chat_template.jinja"
+            source = jinja if jinja.is_file() else where / "tokenizer_config.json"
             message = " ".join(str(exc).split())[:200]
             raise ChatTemplateError(
                 f"the chat template ({source}) fails on a one-message chat ({type(exc).__name__}"
@@ -178,12 +172,7 @@ class PieceEncoder:
     def encode_many(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
         missing = list(dict.fromkeys(p for p in pieces if p not in self._cache))
         if missing:
-            n = len(self._anchor)
-            for piece, ids in zip(missing, self.raw.encode_batch([ANCHOR + p for p in missing])):
-                if tuple(ids[:n]) == self._anchor:
-                    self._cache[piece] = tuple(ids[n:])
-                else:  # the anchor merged with the piece: fall back to plain encoding
-                    self._cache[piece] = tuple(self.raw.encode_batch([piece])[0])
+            self._cache.update(zip(missing, self.encode_fresh(missing)))
         return [self._cache[p] for p in pieces]
 
     def encode(self, piece: str) -> tuple[int, ...]:
@@ -194,10 +183,11 @@ class PieceEncoder:
 
     def encode_fresh(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
         """Encode one-off pieces (random needles) without growing the cache."""
-        n, anchor = len(self._anchor), list(self._anchor)
+        n = len(self._anchor)
         out = []
         for piece, ids in zip(pieces, self.raw.encode_batch([ANCHOR + p for p in pieces])):
-            out.append(tuple(ids[n:]) if list(ids[:n]) == anchor else tuple(self.raw.encode_batch([piece])[0]))
+            # where the anchor merged with the piece, the piece is encoded plainly
+            out.append(tuple(ids[n:]) if tuple(ids[:n]) == self._anchor else tuple(self.raw.encode_batch([piece])[0]))
         return out
 
     JOIN_CHECK = 64  # rows of a new shape checked whole against the joined pieces; later batches check a few

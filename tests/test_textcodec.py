@@ -80,6 +80,5 @@ def test_a_backend_with_padding_set_is_never_used_directly():
     tok.backend_tokenizer.enable_padding(length=64)
     adapter = HFTokenizer(tok)
     assert adapter._backend is None
-    assert HFTokenizer(tok, use_backend=False)._backend is None
     unpadded = len(tok("a b c", add_special_tokens=False)["input_ids"])
     assert [len(ids) for ids in adapter.encode_batch(["a b c"] * 10)] == [unpadded] * 10

@@ -26,10 +26,14 @@ from ctxgate.backends.checkpoint import (
     ModelNotFound,
     check_safetensors,
     resolve_model,
+    tokenizer_files,
 )
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+TOKENIZER_EXTRAS = ("tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja")
+# the files of an adapter's folder that change the outputs, and so its fingerprint
+COUNTED = frozenset((ADAPTER_CONFIG, *ADAPTER_WEIGHTS, *TOKENIZER_FILES, *TOKENIZER_EXTRAS))
 
 
 @dataclass(frozen=True)
@@ -40,13 +44,9 @@ class Adapter:
     peft_type: str
 
     @property
-    def has_tokenizer(self) -> bool:
-        """Trainer saves the tokenizer beside the adapter when it was given one; else the base's is the one."""
-        return any((self.folder / name).is_file() for name in TOKENIZER_FILES)
-
-    @property
     def tokenizer_dir(self) -> Path:
-        return self.folder if self.has_tokenizer else self.base
+        """Trainer saves the tokenizer beside the adapter when it was given one; else the base's is the one."""
+        return self.folder if tokenizer_files(self.folder) else self.base
 
     def describe(self) -> dict[str, object]:
         return {"adapter": str(self.folder), "base_model": str(self.base), "peft_type": self.peft_type}
@@ -118,24 +118,11 @@ def adapter_fingerprint(adapter: Adapter, base: Mapping[str, object]) -> dict[st
     """The base's fingerprint combined with every file of the adapter that changes the outputs."""
     from ctxgate.backends.fingerprint import file_digest
 
-    parts = {p.name: file_digest(p) for p in sorted(adapter.folder.iterdir()) if p.is_file() and _counts(p)}
+    parts = {p.name: file_digest(p) for p in sorted(adapter.folder.iterdir()) if p.is_file() and p.name in COUNTED}
     combined = hashlib.sha256(
         (str(base["sha256"]) + "".join(f"\n{k}:{v}" for k, v in sorted(parts.items()))).encode()
     ).hexdigest()
     return {"sha256": combined, "base_sha256": base["sha256"], **{f"adapter:{k}": v for k, v in parts.items()}}
-
-
-def _counts(path: Path) -> bool:
-    return (
-        path.name in (ADAPTER_CONFIG, *ADAPTER_WEIGHTS)
-        or path.name in TOKENIZER_FILES
-        or path.name
-        in (
-            "tokenizer_config.json",
-            "special_tokens_map.json",
-            "chat_template.jinja",
-        )
-    )
 
 
 def apply_adapter(model: Any, adapter: Adapter) -> Any:

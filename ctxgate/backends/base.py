@@ -15,8 +15,11 @@ DTYPES = ("auto", "bf16", "fp16", "fp32", "bfloat16", "float16", "float32")  # -
 _DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
-def dtype_name(dtype: str) -> str:
-    """--dtype as engines spell it (vLLM accepts only the long names): bf16 -> bfloat16; auto stays auto."""
+def engine_dtype(dtype: str, on_gpu: bool) -> str:
+    """--dtype as engines spell it (vLLM accepts only the long names, torch has them as attributes): bf16 ->
+    bfloat16; auto is bfloat16 on GPUs, float32 on the CPU."""
+    if dtype == "auto":
+        return "bfloat16" if on_gpu else "float32"
     return _DTYPE_NAMES.get(dtype, dtype)
 
 
@@ -137,5 +140,4 @@ def window_of(backend: Backend) -> Window | None:
     limit = backend.max_positions
     if limit is None:
         return None
-    describe = getattr(backend, "window_of", None)
-    return describe(limit) if describe is not None else model_window(limit)
+    return getattr(backend, "window_of", model_window)(limit)

@@ -36,40 +36,24 @@ def resolve_model(model: str) -> Path:
         return path
     if path.exists():
         raise ModelNotFound(f"--model {model!r} is a file; give the checkpoint folder (the one with config.json)")
-    looks_like_path = model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model
-    if looks_like_path:
+    if model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model:  # a path, not a hub id
         raise ModelNotFound(
             f"--model {model!r} does not exist: give a checkpoint folder (with config.json) or a "
             "hub id such as org/name"
         )
-    cached = _hub_snapshot(model)
-    if cached is not None:
-        return cached
+    from huggingface_hub import constants, try_to_load_from_cache  # a dependency of transformers
+
+    try:
+        cached = try_to_load_from_cache(model, "config.json")
+    except ValueError:  # not a valid repo id
+        cached = None
+    if isinstance(cached, str):
+        return Path(cached).parent
     raise ModelNotFound(
         f"--model {model!r}: there is no folder of that name in {Path.cwd()}, and no hub model {model!r} in the "
-        f"local Hugging Face cache ({_hub_cache_dir()}). Give the checkpoint's folder, or download it first "
+        f"local Hugging Face cache ({constants.HF_HUB_CACHE}). Give the checkpoint's folder, or download it first "
         f"(`hf download {model}`); ctxgate does not download models during a run"
     )
-
-
-def _hub_cache_dir() -> str:
-    try:
-        from huggingface_hub import constants
-    except ImportError:  # pragma: no cover - a transformers install brings it
-        return "~/.cache/huggingface/hub"
-    return str(constants.HF_HUB_CACHE)
-
-
-def _hub_snapshot(repo_id: str) -> Path | None:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover
-        return None
-    try:
-        found = try_to_load_from_cache(repo_id, "config.json")
-    except ValueError:  # not a valid repo id
-        return None
-    return Path(found).parent if isinstance(found, str) else None
 
 
 def _read_json(path: Path, what: str, fix: str) -> Any:
@@ -238,10 +222,13 @@ def check_safetensors(path: Path) -> None:
         raise CheckpointError(f"{path} is truncated: {size:,} bytes, but its header describes {expected:,}: {fix}")
 
 
+def tokenizer_files(folder: Path) -> list[str]:
+    """Those of TOKENIZER_FILES that ``folder`` holds."""
+    return [name for name in TOKENIZER_FILES if (folder / name).is_file()]
+
+
 def check_tokenizer(folder: Path) -> None:
-    present = [name for name in TOKENIZER_FILES if (folder / name).is_file()] + [
-        p.name for p in folder.glob("*.tiktoken")
-    ]
+    present = tokenizer_files(folder) + [p.name for p in folder.glob("*.tiktoken")]
     if not present:
         raise CheckpointError(
             f"{folder} has no tokenizer ({', '.join(TOKENIZER_FILES[:3])} or the like): trainers often save it only "

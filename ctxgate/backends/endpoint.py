@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Request, Window
+from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Request, Window, model_window
 from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
 from ctxgate.textcodec import HFTokenizer
 
@@ -134,8 +134,7 @@ class EndpointBackend:
                 f"the --base-url replicas serve different models ({', '.join(models)}); replicas "
                 "must serve one checkpoint"
             )
-        lengths = [r.max_model_len for r in self.replicas if r.max_model_len]
-        self.max_positions: int | None = min(lengths) if lengths else None
+        self.max_positions: int | None = min((r.max_model_len for r in self.replicas if r.max_model_len), default=None)
         if expected_window is not None:
             for r in self.replicas:
                 if r.max_model_len != expected_window:
@@ -170,9 +169,6 @@ class EndpointBackend:
         return {"served": self.fingerprint["served"], "engine": self.engine, **chat}
 
     # start-up ----------------------------------------------------------------------------------------------------
-    def _root(self, replica: Replica) -> str:
-        return replica.url.rstrip("/").removesuffix("/v1")
-
     def _retrying(self, call: Any, replica: Replica, what: str, scale: float = 1.0) -> Any:
         s = self.settings
         try:
@@ -220,8 +216,7 @@ class EndpointBackend:
             )
         chosen = next(m for m in listed if m.id == (wanted or names[0]))
         replica.model = chosen.id
-        extra = getattr(chosen, "model_extra", None) or {}
-        replica.max_model_len = extra.get("max_model_len")
+        replica.max_model_len = (getattr(chosen, "model_extra", None) or {}).get("max_model_len")
         version = self._get_json(replica, "/version").get("version")
         replica.version = version if isinstance(version, str) else None
 
@@ -239,8 +234,8 @@ class EndpointBackend:
             "Content-Type": "application/json",
         }
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self._root(replica) + path, data=data, headers=headers)
-        url = redact_url(self._root(replica) + path)
+        url = replica.url.rstrip("/").removesuffix("/v1") + path
+        request = urllib.request.Request(url, data=data, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=30) as resp:
                 found = json.loads(resp.read())
@@ -248,13 +243,13 @@ class EndpointBackend:
             if exc.code in (404, 405, 501) or not required:
                 return {}
             raise EndpointError(
-                f"{url} answered {exc.code} ({exc.reason}); check {self.settings.key_env} and the server"
+                f"{redact_url(url)} answered {exc.code} ({exc.reason}); check {self.settings.key_env} and the server"
             ) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             if not required:
                 return {}
             raise EndpointError(
-                f"{url} failed ({type(exc).__name__}: {str(exc)[:120]}); check that the server "
+                f"{redact_url(url)} failed ({type(exc).__name__}: {str(exc)[:120]}); check that the server "
                 "runs and is reachable from here"
             ) from None
         return found if isinstance(found, dict) else {}
@@ -370,9 +365,7 @@ class EndpointBackend:
             "long; past it, it reads outside the table), or use --backend hf"
         )
         if self.name == "vllm":
-            return Window(
-                f"the model's max_position_embeddings ({limit})", f"extend the positions with {extend}", False
-            )
+            return Window(model_window(limit).what, f"extend the positions with {extend}", False)
         urls = ", ".join(str(redact_url(r.url)) for r in self.replicas if r.max_model_len == limit)
         return Window(
             f"the server's max model length ({limit}, as {urls} lists it at /models)",

@@ -62,8 +62,7 @@ def file_digest(path: Path) -> str:
         from filelock import FileLock, Timeout
 
         memo.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(memo) + ".lock", timeout=3600)
-        with lock:
+        with FileLock(str(memo) + ".lock", timeout=3600):
             if memo.is_file():
                 known = memo.read_text("ascii").strip()
                 if len(known) == 64:
@@ -90,13 +89,8 @@ def checkpoint_fingerprint(model: str) -> dict[str, object]:
     path = Path(model)
     if not path.is_dir():
         return {"model_id": model, "sha256": hashlib.sha256(model.encode()).hexdigest()}
-    parts: dict[str, str] = {}
-    for name in _META:
-        if (path / name).is_file():
-            parts[name] = file_digest(path / name)
-    for weights in sorted([*path.glob("*.safetensors"), *path.glob("*.bin")]):
-        parts[weights.name] = file_digest(weights)
-    for code in sorted(path.glob("*.py")):
-        parts[code.name] = file_digest(code)
+    files = [path / name for name in _META if (path / name).is_file()]
+    files += sorted([*path.glob("*.safetensors"), *path.glob("*.bin")]) + sorted(path.glob("*.py"))
+    parts = {p.name: file_digest(p) for p in files}
     overall = hashlib.sha256("\n".join(f"{k}:{v}" for k, v in sorted(parts.items())).encode()).hexdigest()
     return {"sha256": overall, **{f"file:{k}": v for k, v in parts.items()}}

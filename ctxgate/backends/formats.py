@@ -127,13 +127,12 @@ def locate(
                 f"{folder} is a training run, not a checkpoint: it holds checkpoints ({', '.join(inside)}, ...); pass "
                 "one of them (ctxgate watch and ctxgate bisect take a whole run: docs/training.md)"
             )
-    checks = {"trust_remote_code": trust_remote_code, "ignore_remote_code": ignore_remote_code}
-    if kind == "adapter":
-        adapter = find_adapter(folder, base_model, allow_pickle)
-        check_checkpoint(adapter.base, **checks, allow_pickle=allow_pickle)
-        return Checkpoint(folder, adapter.base, adapter.tokenizer_dir, adapter=adapter)
-    check_checkpoint(folder, **checks, allow_pickle=allow_pickle)
-    return Checkpoint(folder, folder, folder)
+    adapter = find_adapter(folder, base_model, allow_pickle) if kind == "adapter" else None
+    weights = adapter.base if adapter else folder  # an adapter's base is checked as a Hugging Face folder
+    check_checkpoint(
+        weights, trust_remote_code=trust_remote_code, ignore_remote_code=ignore_remote_code, allow_pickle=allow_pickle
+    )
+    return Checkpoint(folder, weights, adapter.tokenizer_dir if adapter else folder, adapter=adapter)
 
 
 def has_hf_weights(folder: Path) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxgate.backends.adapters import apply_adapter
-from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request, Window, model_window
+from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request, Window, engine_dtype, model_window
 from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, resolve_model
 from ctxgate.backends.formats import Checkpoint, locate
 from ctxgate.backends.overrides import ConfigOverrides, OverrideError, applied, window
@@ -35,19 +35,9 @@ class BackendError(RuntimeError):
 
 
 def _pick_dtype(torch: Any, requested: str, cuda: bool) -> Any:
-    if requested == "auto":
-        return torch.bfloat16 if cuda else torch.float32
-    table = {
-        "bf16": torch.bfloat16,
-        "bfloat16": torch.bfloat16,
-        "fp16": torch.float16,
-        "float16": torch.float16,
-        "fp32": torch.float32,
-        "float32": torch.float32,
-    }
-    if requested not in table:
+    if requested not in DTYPES:
         raise BackendError(f"--dtype {requested!r} is not supported; use one of {', '.join(DTYPES)}")
-    return table[requested]
+    return getattr(torch, engine_dtype(requested, cuda))
 
 
 def bytes_per_token(config: Any, element_size: int) -> int:
@@ -192,6 +182,8 @@ class HFBackend:
                     ignore_mismatched_sizes=True,
                 )
             )
+        except CheckpointError as exc:  # load_into's one line: a shard or tensor the checkpoint lacks
+            raise BackendError(str(exc)) from None
         except (OSError, ValueError) as exc:
             raise BackendError(f"cannot load the model {name!r}: {exc}") from exc
         finally:
@@ -228,10 +220,7 @@ class HFBackend:
         """The model built from its config and filled from a distributed checkpoint's shards: (model, info) as
         ``from_pretrained`` returns with ``output_loading_info``, every tensor loaded."""
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=self.dtype, attn_implementation=attn)
-        try:
-            load_into(model, sharded)
-        except CheckpointError as exc:
-            raise BackendError(str(exc)) from None
+        load_into(model, sharded)
         return model, {}
 
     def batch_limit(self, prompt_tokens: int, max_new_tokens: int) -> int:
@@ -258,34 +247,25 @@ class HFBackend:
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         torch = self.torch
-        if len(requests) == 1:
-            return [self._generate_one(requests[0], params)]
         try:
             return self._generate_batch(requests, params)
-        except torch.cuda.OutOfMemoryError:
-            # a batch too large for this length: halve it, and never try that many tokens at once again
+        except torch.cuda.OutOfMemoryError as exc:
             torch.cuda.empty_cache()
+            if len(requests) == 1:
+                raise BackendError(
+                    f"CUDA out of memory at {len(requests[0].input_ids)} input tokens ({exc}); run fewer "
+                    "workers per GPU, a shorter --lengths, a smaller --dtype, or spread the model over "
+                    "more GPUs with --device-map auto"
+                ) from None
+            # a batch too large for this length: halve it, and never try that many tokens at once again
             half = len(requests) // 2
             self.token_cap = half * (max(len(r.input_ids) for r in requests) + params.max_new_tokens)
             return self.generate(requests[:half], params) + self.generate(requests[half:], params)
 
-    def _generate_one(self, r: Request, params: GenerationParams) -> Generation:
-        torch = self.torch
-        ids = torch.tensor([r.input_ids], device=self.input_device)
-        try:
-            seq = self._run(ids, torch.ones_like(ids), params)
-        except torch.cuda.OutOfMemoryError as exc:
-            torch.cuda.empty_cache()
-            raise BackendError(
-                f"CUDA out of memory at {len(r.input_ids)} input tokens ({exc}); run fewer "
-                "workers per GPU, a shorter --lengths, a smaller --dtype, or spread the model over "
-                "more GPUs with --device-map auto"
-            ) from None
-        return self._finish(seq[0, len(r.input_ids) :].tolist(), params)
-
     def _generate_batch(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         """Left padded to the longest, masked: each row's positions start at its first real token, so its
-        greedy output is the one it gets alone (up to the numerics of the wider matmuls)."""
+        greedy output is the one it gets alone (up to the numerics of the wider matmuls). One prompt alone is a
+        batch of one, without padding."""
         torch = self.torch
         width = max(len(r.input_ids) for r in requests)
         rows = [[self.pad_id] * (width - len(r.input_ids)) + list(r.input_ids) for r in requests]

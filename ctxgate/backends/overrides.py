@@ -70,12 +70,8 @@ class ConfigOverrides:
 
     def describe(self) -> dict[str, object]:
         """For the header, the report and the cache key: what was asked, as given."""
-        out: dict[str, object] = {}
-        if self.rope:
-            out["rope_scaling"] = dict(self.rope)
-        if self.keys:
-            out["overrides"] = dict(self.keys)
-        return out
+        given = {"rope_scaling": self.rope, "overrides": self.keys}
+        return {name: dict(items) for name, items in given.items() if items}
 
     @property
     def sha256(self) -> str:
@@ -115,8 +111,7 @@ def parse(rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | Non
             given = json.loads(rope_scaling)
         except json.JSONDecodeError as exc:
             raise OverrideError(
-                f"--rope-scaling {rope_scaling!r} is not JSON ({exc.msg}): e.g. "
-                """--rope-scaling '{"rope_type": "yarn", "factor": 4.0}'"""
+                f"--rope-scaling {rope_scaling!r} is not JSON ({exc.msg}): e.g. {ROPE_EXAMPLE}"
             ) from None
         if not isinstance(given, dict) or not given:
             raise OverrideError(

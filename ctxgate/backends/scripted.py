@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
 from ctxgate.textcodec import ByteTokenizer, HFTokenizer, RawTokenizer
@@ -60,13 +61,9 @@ class ScriptedBackend:
         # ctxgate.backends.base): a production Request never carries them
         self.answer_key: dict[tuple[str, int, int], tuple[str, ...]] = {}
 
-    def _lookup(self, directive: str, r: Request) -> object:
+    def _lookup(self, directive: str, r: Request, default: object = None) -> Any:
         table = self.script.get(directive, {}).get(r.task, {})
-        return table.get(str(r.length), table.get("*"))
-
-    def accuracy(self, task: str, length: int) -> float:
-        table = self.script.get("accuracy", {}).get(task, {})
-        return float(table.get(str(length), table.get("*", self.script.get("default", 1.0))))
+        return table.get(str(r.length), table.get("*", default))
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         out = []
@@ -85,10 +82,9 @@ class ScriptedBackend:
                     )
             if self._lookup("kill", r):  # a worker that dies mid-case (out of memory, a segfault)
                 os.kill(os.getpid(), signal.SIGKILL)
-            message = self._lookup("raise", r)
-            if message:
+            if message := self._lookup("raise", r):
                 raise RuntimeError(message)
-            p = self.accuracy(r.task, r.length)
+            p = float(self._lookup("accuracy", r, self.script.get("default", 1.0)))
             i = r.index + int(self.script.get("offset", 0))  # another offset: same rate, other samples right
             right = math.floor((i + 1) * p + 1e-9) > math.floor(i * p + 1e-9)
             with self._lock:

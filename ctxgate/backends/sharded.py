@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.checkpoint import TOKENIZER_FILES, CheckpointError
+from ctxgate.backends.checkpoint import CheckpointError, tokenizer_files
 from ctxgate.steps import step_in_name
 
 FSDP_DIR_PREFIX = "pytorch_model_fsdp_"
@@ -43,10 +43,7 @@ class DistributedCheckpoint:
 
     @property
     def tokenizer_dir(self) -> Path:
-        for folder in (self.folder, self.config_dir):
-            if any((folder / name).is_file() for name in TOKENIZER_FILES):
-                return folder
-        return self.config_dir
+        return next((f for f in (self.folder, self.config_dir) if tokenizer_files(f)), self.config_dir)
 
     def describe(self) -> dict[str, object]:
         return {"format": self.format, "shards": str(self.shards), "config": str(self.config_dir)}
@@ -242,12 +239,11 @@ def sharded_model(ckpt: DistributedCheckpoint) -> Any:
 def distributed_fingerprint(ckpt: DistributedCheckpoint) -> dict[str, object]:
     from ctxgate.backends.fingerprint import file_digest
 
-    files = [p for p in sorted(ckpt.shards.iterdir()) if p.is_file()]
-    files += [ckpt.config_dir / "config.json"]
-    files += [ckpt.tokenizer_dir / n for n in TOKENIZER_FILES if (ckpt.tokenizer_dir / n).is_file()]
-    parts = {str(p): file_digest(p) for p in files}
-    overall = hashlib.sha256("\n".join(f"{Path(k).name}:{v}" for k, v in parts.items()).encode()).hexdigest()
-    return {"sha256": overall, **{f"file:{Path(k).name}": v for k, v in parts.items()}}
+    files = [p for p in sorted(ckpt.shards.iterdir()) if p.is_file()] + [ckpt.config_dir / "config.json"]
+    files += [ckpt.tokenizer_dir / n for n in tokenizer_files(ckpt.tokenizer_dir)]
+    parts = {p: file_digest(p) for p in files}  # a file met twice (config.json beside the shards) counts once
+    overall = hashlib.sha256("\n".join(f"{p.name}:{v}" for p, v in parts.items()).encode()).hexdigest()
+    return {"sha256": overall, **{f"file:{p.name}": v for p, v in parts.items()}}
 
 
 def deepspeed_missing(folder: Path) -> str:

@@ -12,6 +12,7 @@ started it (Linux ``PR_SET_PDEATHSIG``): a killed controller leaves no server ho
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-from ctxgate.backends.base import dtype_name
+from ctxgate.backends.base import engine_dtype
 
 ENV_PYTHON = "CTXGATE_VLLM_PYTHON"
 VENV = ".venv-vllm"  # what scripts/vllm_env.sh creates
@@ -74,17 +75,10 @@ def _free_port() -> int:
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child, before exec
     os.setsid()
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the controller's teardown is the only stop
         import ctypes
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # not Linux: the controller's teardown is the only stop
-
-
-def engine_dtype(dtype: str, on_gpu: bool) -> str:
-    """The --dtype a vLLM server gets: auto is bfloat16 on GPUs, float32 on the CPU."""
-    return dtype_name(dtype) if dtype != "auto" else ("bfloat16" if on_gpu else "float32")
 
 
 KV_SPACE_ENV = "VLLM_CPU_KVCACHE_SPACE"  # GiB of KV cache a CPU server allocates at start
@@ -139,27 +133,11 @@ class EngineSpec:
         return engine_dtype(self.dtype, bool(self.devices))
 
     def command(self, port: int) -> list[str]:
-        dtype = self.resolved_dtype
-        cmd = [
-            self.python,
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            self.model_dir,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--dtype",
-            dtype,
-            "--max-model-len",
-            str(self.max_model_len),
-            "--enable-prefix-caching",
-            "--tensor-parallel-size",
-            str(self.tensor_parallel),
-            "--generation-config",
-            "vllm",
-        ]  # vLLM's own defaults: no sampling settings from the checkpoint
+        cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir]
+        cmd += ["--host", "127.0.0.1", "--port", str(port), "--dtype", self.resolved_dtype]
+        cmd += ["--max-model-len", str(self.max_model_len), "--enable-prefix-caching"]
+        cmd += ["--tensor-parallel-size", str(self.tensor_parallel)]
+        cmd += ["--generation-config", "vllm"]  # vLLM's own defaults: no sampling settings from the checkpoint
         if self.hf_overrides:
             cmd += ["--hf-overrides", self.hf_overrides]
         if not self.devices:
@@ -204,27 +182,22 @@ class VLLMServer:
             problem = self.exited()
             if problem:
                 raise EngineError(
-                    f"the vLLM server for {self.spec.model_dir} {problem} while starting. {self.log_tail()}"
+                    f"the vLLM server for {self.spec.model_dir} {problem} while starting. {self.tail_of(self.log_path)}"
                 )
-            try:
+            with contextlib.suppress(urllib.error.URLError, OSError):
                 with urllib.request.urlopen(self.url.removesuffix("/v1") + "/health", timeout=2) as resp:
                     if resp.status == 200:
                         return
-            except (urllib.error.URLError, OSError):
-                pass
             time.sleep(0.5)
         self.stop()
         raise EngineError(
             f"the vLLM server for {self.spec.model_dir} was not ready after {timeout_s:.0f} s "
-            f"(--vllm-start-timeout). {self.log_tail()}"
+            f"(--vllm-start-timeout). {self.tail_of(self.log_path)}"
         )
 
     def exited(self) -> str | None:
         code = self.proc.poll() if self.proc else None
         return None if code is None else f"exited with code {code}"
-
-    def log_tail(self, lines: int = 15) -> str:
-        return self.tail_of(self.log_path, lines)
 
     @staticmethod
     def tail_of(path: Path, lines: int = 15) -> str:
@@ -248,15 +221,11 @@ class VLLMServer:
             family = []
         for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
             if self.proc.poll() is None:  # not yet reaped: its PID, which names the group, cannot be reused
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.proc.pid, sig)  # the whole group: the API server and its engine processes
-                except ProcessLookupError:
-                    pass
             for process in family:
-                try:
+                with contextlib.suppress(psutil.NoSuchProcess):
                     process.send_signal(sig)
-                except psutil.NoSuchProcess:
-                    pass
             family = [p for p in family if p.pid != self.proc.pid]  # the leader is reaped below, not waited on
             _, alive = psutil.wait_procs(family, timeout=wait)
             if self.proc.poll() is None:

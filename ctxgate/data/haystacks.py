@@ -111,7 +111,7 @@ def load_essay(path: str | None = None) -> Essay:
     if path is None:
         return _default_essay()
     p = Path(path)
-    if not noted(p) is not None:
+    if noted(p) is None:
         raise HaystackError(f"--haystack {path!r} does not exist: give a .txt file or a dataset with a 'text' column")
     if is_file(p) and p.suffix.lower() in _TEXT_SUFFIXES:
         try:

@@ -59,16 +59,11 @@ def all_published() -> tuple[Published, ...]:
     sources = {k: Source(key=k, **v) for k, v in data["source"].items()}
     return tuple(
         Published(
-            source=sources[row["source"]],
-            model=row["model"],
-            label=row["label"],
-            measure=row["measure"],
-            chat_template=row["chat_template"],
-            scores=MappingProxyType({parse_length(L.lower()): float(s) for L, s in row["scores"].items()}),
-            claimed=row.get("claimed"),
-            effective=row.get("effective"),
-            paper_id=row.get("paper_id"),
-            effective_bar=row.get("effective_bar"),
+            **{
+                **row,  # a row's keys are the record's fields (an optional one absent where the paper gives none)
+                "source": sources[row["source"]],
+                "scores": MappingProxyType({parse_length(L.lower()): float(s) for L, s in row["scores"].items()}),
+            }
         )
         for row in data["score"]
     )

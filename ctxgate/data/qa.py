@@ -35,15 +35,9 @@ class QAPool:
     source: str
 
 
-def _load_rows(source: str, flag: str, split: str, config: str | None) -> list[dict]:
-    return list(
-        load_rows(
-            source,
-            split,
-            config,
-            f"pass {flag} PATH with a local copy in the hub's layout (a .jsonl/.parquet file or a save_to_disk folder)",
-        )
-    )
+def _load_rows(source: str, flag: str, config: str | None) -> tuple[dict[str, Any], ...]:
+    fix = f"pass {flag} PATH with a local copy in the hub's layout (a .jsonl/.parquet file or a save_to_disk folder)"
+    return load_rows(source, "validation", config, fix)
 
 
 def _pool(
@@ -61,7 +55,7 @@ def _pool(
 
 @memo(4)
 def load_squad(source: str = DEFAULT_SQUAD) -> QAPool:
-    rows = _load_rows(source, "--squad", "validation", None)
+    rows = _load_rows(source, "--squad", None)
     by_title: dict[str, dict[str, None]] = {}  # ordered, de-duplicated paragraphs per article
     for r in rows:
         by_title.setdefault(r["title"], {})[r["context"]] = None
@@ -75,7 +69,7 @@ def load_squad(source: str = DEFAULT_SQUAD) -> QAPool:
 
 @memo(4)
 def load_hotpotqa(source: str = DEFAULT_HOTPOTQA) -> QAPool:
-    rows = _load_rows(source, "--hotpotqa", "validation", "distractor")
+    rows = _load_rows(source, "--hotpotqa", "distractor")
     docs: list[str] = []
     questions: list[Any] = []
     for r in rows:

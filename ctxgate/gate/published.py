@@ -94,8 +94,7 @@ def _differs(report: Report, row: Published, got: Measured, length: int) -> list
     fewest = min((c.n for c in cases), default=0)
     if row.source.samples and fewest < row.source.samples:
         why.append(f"{fewest} samples per task, the paper {row.source.samples}")
-    asked = report.run.samples
-    if not row.source.samples and asked is not None:
+    if not row.source.samples and (asked := report.run.samples) is not None:
         why.append(f"--samples {asked}, the paper HELMET's per-dataset counts")
     if row.chat_template == "task":  # HELMET: each task its own policy (TaskSpec.chat_template)
         policy = {t.name: t.chat_template for t in all_tasks()}  # a stored report's unknown task: no policy to hold

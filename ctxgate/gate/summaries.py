@@ -42,14 +42,6 @@ def ruler_average(
     return group(scores, (tasks or membership()).ruler, errored, early)
 
 
-def recall_members(
-    scores: Mapping[str, float], errored: Collection[str] = (), tasks: Membership | None = None
-) -> tuple[str, ...]:
-    """HELMET Recall: HELMET's own RULER files when any ran at this length, in place of the suite's RULER cases of
-    the same tasks (the report's member list says which)."""
-    return category_members("recall", scores, errored, tasks or membership())
-
-
 def category_members(
     category: str, scores: Mapping[str, float], errored: Collection[str], tasks: Membership
 ) -> tuple[str, ...]:
@@ -66,7 +58,9 @@ def helmet_recall(
     early: Collection[str] = (),
     tasks: Membership | None = None,
 ) -> GroupScore:
-    return group(scores, recall_members(scores, errored, tasks), errored, early)
+    """HELMET Recall: HELMET's own RULER files when any ran at this length, in place of the suite's RULER cases of
+    the same tasks (the report's member list says which)."""
+    return group(scores, category_members("recall", scores, errored, tasks or membership()), errored, early)
 
 
 def helmet_categories(
@@ -111,12 +105,11 @@ def effective_length(
         if not ok:
             break
         value = L
-    max_passing = max((L for L, ok in passing.items() if ok), default=0)
     return EffectiveLength(
         value,
-        max_passing,
+        max((L for L, ok in passing.items() if ok), default=0),
         threshold,
-        dict(passing),
+        passing,
         any(g.partial for g in scored.values()),
         tuple(L for L, g in scored.items() if g.incomplete),
         tuple(L for L, g in scored.items() if g.early),

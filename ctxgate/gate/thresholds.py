@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import operator
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,22 +52,18 @@ else:  # pragma: no cover
 
 _RULES = ("score", "upper")
 _COMPARE = re.compile(r"^\s*(<=|>=|<|>|==)?\s*(\S+)\s*$")
+_OPERATORS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq}
+# each table's allowed keys, in the order they are checked
+_SECTIONS = {
+    "defaults": ("floor", "confidence", "rule"),
+    "effective_length": ("threshold",),
+    "session": ("min_effective_length",),
+    "regression": ("tolerance", "confidence"),
+    "judge": ("max_failure_rate",),
+}
 
 
 THRESHOLDS_FILE = "thresholds.toml"
-
-
-def nearest_thresholds(start: Path, tops: set[Path]) -> tuple[Path | None, str]:
-    """The nearest thresholds.toml from ``start`` up to the first of ``tops`` or a folder with ``.git`` (as pytest
-    looks up its own ini file), and how it was found; None with where it looked."""
-    searched = []
-    for folder in (start, *start.parents):
-        searched.append(folder)
-        if (folder / THRESHOLDS_FILE).is_file():
-            return folder / THRESHOLDS_FILE, "found" if folder == start else f"found {len(searched) - 1} up"
-        if folder in tops or (folder / ".git").exists():
-            break
-    return None, f"none in {start}" + (f" or its parents up to {searched[-1]}" if len(searched) > 1 else "")
 
 
 class ThresholdsError(ValueError):
@@ -79,9 +76,10 @@ def find_thresholds(
     """The thresholds file and how it was found: ``given`` (--thresholds); ``named`` (the ini option
     ``ctxgate_thresholds``, relative to the ini file: a project that names one expects floors, so a missing one is
     refused); else the nearest ``thresholds.toml`` from the directory pytest was started in up to the project's top
-    (the ini file's folder, the rootdir, or a folder with ``.git``). (pytest derives the rootdir from path-like
-    arguments, option values included, so an absolute --model can move it: the walk starts from the invocation
-    directory instead.) None: no file, said in the header and the report."""
+    (the ini file's folder, the rootdir, or a folder with ``.git``, as pytest looks up its own ini file). (pytest
+    derives the rootdir from path-like arguments, option values included, so an absolute --model can move it: the
+    walk starts from the invocation directory instead.) None: no file, with where it looked, said in the header and
+    the report."""
     if given:
         return Path(given), "--thresholds"
     if named and inifile is not None:
@@ -93,7 +91,13 @@ def find_thresholds(
             )
         return path, f"ctxgate_thresholds in {inifile.name}"
     tops = {rootdir.resolve()} | ({inifile.parent.resolve()} if inifile else set())
-    return nearest_thresholds(started_in.resolve(), tops)
+    start = started_in.resolve()
+    for up, folder in enumerate((start, *start.parents)):
+        if (folder / THRESHOLDS_FILE).is_file():
+            return folder / THRESHOLDS_FILE, f"found {up} up" if up else "found"
+        if folder in tops or (folder / ".git").exists():
+            break
+    return None, f"none in {start}" + (f" or its parents up to {folder}" if up else "")
 
 
 @dataclass(frozen=True)
@@ -114,10 +118,10 @@ class Thresholds:
     rule: str = "score"
     effective_threshold: float = RULER_THRESHOLD
     min_effective_length: int = 0
-    floors: tuple[Rule, ...] = field(default_factory=tuple)
+    floors: tuple[Rule, ...] = ()
     tolerance: float = 2.0
     regression_confidence: float = 0.95
-    tolerances: tuple[Rule, ...] = field(default_factory=tuple)
+    tolerances: tuple[Rule, ...] = ()
     judge_max_failure_rate: float = 0.05  # share of a case's samples whose verdict failed, above which it fails
 
     def floor_for(self, task: str, length: int) -> float:
@@ -128,26 +132,17 @@ class Thresholds:
 
 
 def _last_match(rules: Sequence[Rule], task: str, length: int, default: float) -> float:
-    value = default
-    for rule in rules:
-        if rule.matches(task, length):
-            value = rule.value
-    return value
+    return next((rule.value for rule in reversed(rules) if rule.matches(task, length)), default)
 
 
 def _length_matches(spec: str, length: int) -> bool:
+    """Raises LengthError on a spec that is not a length pattern (checked at load)."""
     if spec.strip() == "*":
         return True
     m = _COMPARE.match(spec)
-    assert m  # validated at load
-    op, value = m.group(1) or "==", parse_length(m.group(2))
-    return {
-        "<=": length <= value,
-        ">=": length >= value,
-        "<": length < value,
-        ">": length > value,
-        "==": length == value,
-    }[op]
+    if not m:
+        raise LengthError(spec)
+    return bool(_OPERATORS[m.group(1) or "=="](length, parse_length(m.group(2))))
 
 
 def _fail(path: str, key: str, problem: str, fix: str) -> ThresholdsError:
@@ -206,16 +201,9 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     _check_keys(
         path, "", data, ("defaults", "effective_length", "session", "floor", "regression", "tolerance", "judge")
     )
-    defaults = data.get("defaults", {})
-    _check_keys(path, "defaults", defaults, ("floor", "confidence", "rule"))
-    eff = data.get("effective_length", {})
-    _check_keys(path, "effective_length", eff, ("threshold",))
-    session = data.get("session", {})
-    _check_keys(path, "session", session, ("min_effective_length",))
-    regression = data.get("regression", {})
-    _check_keys(path, "regression", regression, ("tolerance", "confidence"))
-    judge = data.get("judge", {})
-    _check_keys(path, "judge", judge, ("max_failure_rate",))
+    for section, allowed in _SECTIONS.items():
+        _check_keys(path, section, data.get(section, {}), allowed)
+    defaults, eff, session, regression, judge = (data.get(section, {}) for section in _SECTIONS)
     rule = defaults.get("rule", "score")
     if rule not in _RULES:
         raise _fail(path, "defaults.rule", f"{rule!r} is not a rule", 'write rule = "score" or rule = "upper"')
@@ -269,25 +257,20 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
                 f"use a task name such as {', '.join(close or known_tasks[:3])} or a glob like 'niah_*'",
             )
         length = str(entry.get("length", "*"))
-        m = _COMPARE.match(length)
         try:
-            if length.strip() != "*":
-                if not m:
-                    raise LengthError(length)
-                parse_length(m.group(2))
+            _length_matches(length, 0)
         except LengthError:
             raise _fail(
                 path, f"{where}.length", f"{length!r} is not a length pattern", 'write "*", "8k", "<=32k" or ">4096"'
             ) from None
+        key = f"{where}.{value_key}"
         example = 80 if value_key == "floor" else 5
         if value_key not in entry:
-            raise _fail(
-                path, f"{where}.{value_key}", "is missing", f"add {value_key} = <points>, e.g. {value_key} = {example}"
-            )
+            raise _fail(path, key, "is missing", f"add {value_key} = <points>, e.g. {value_key} = {example}")
         value = (
-            _floor(path, f"{where}.floor", entry[value_key])
+            _floor(path, key, entry[value_key])
             if value_key == "floor"
-            else _number(path, f"{where}.{value_key}", entry[value_key], 0, 100, example)
+            else _number(path, key, entry[value_key], 0, 100, example)
         )
         rules.append(Rule(task, length, value))
     return tuple(rules)

@@ -61,12 +61,12 @@ def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
     test = seq.floor if seq else None
     if test and test.decided == "above":
         return None
+    case = f"{record.task} at {record.length} ({format_length(record.length)})"
     if seq and test and test.decided == "below":
-        length = record.length
         return (
-            f"{record.task} at {length} ({format_length(length)}): below the floor {floor:.1f}, certain at "
-            f"error rate {seq.alpha} after {seq.used} of {seq.budget} samples (--sequential; interval "
-            f"{test.interval[0]:.1f}-{test.interval[1]:.1f}, score {record.score or 0.0:.1f})"
+            f"{case}: below the floor {floor:.1f}, certain at error rate {seq.alpha} after {seq.used} of "
+            f"{seq.budget} samples (--sequential; interval {test.interval[0]:.1f}-{test.interval[1]:.1f}, score "
+            f"{record.score or 0.0:.1f})"
         )
     ci, score = record.ci, record.score
     if ci is None or score is None:
@@ -75,11 +75,9 @@ def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
     judged = high if thresholds.rule == "upper" else score
     if judged >= floor:
         return None
-    length = record.length
     return (
-        f"{record.task} at {length} ({format_length(length)}): score {score:.1f} < floor "
-        f"{floor:.1f} (n={record.n}, {int(thresholds.confidence * 100)}% CI {low:.1f}-{high:.1f}, rule "
-        f"{thresholds.rule!r}, floors from {thresholds.path})"
+        f"{case}: score {score:.1f} < floor {floor:.1f} (n={record.n}, {int(thresholds.confidence * 100)}% CI "
+        f"{low:.1f}-{high:.1f}, rule {thresholds.rule!r}, floors from {thresholds.path})"
     )
 
 
@@ -98,27 +96,27 @@ def _pending(case: CaseRecord) -> bool:
     return case.judge_status == "pending"
 
 
+def _first_five(named: Sequence[str]) -> str:
+    """The first five of ``named``, and how many more there are."""
+    return ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+
+
 def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
     """Every selected case finished, and at least one ran (a judged case waiting for its judge has run).
     ``complete`` false (the session was interrupted, even after its last case) fails it too."""
     unscored = [c for c in cases if c.verdict == "error"]
     ran = [c for c in cases if c.verdict in ("pass", "fail") or _pending(c)]
     if not cases:
-        return Gate(
-            "cases",
-            "fail",
-            "no case was selected: -k/-m or --lengths left nothing to run",
-        )
+        return Gate("cases", "fail", "no case was selected: -k/-m or --lengths left nothing to run")
     if unscored:
-        shown = ", ".join(f"{c.name} ({c.error_kind or 'error'})" for c in unscored[:5])
-        more = f" and {len(unscored) - 5} more" if len(unscored) > 5 else ""
+        shown = _first_five([f"{c.name} ({c.error_kind or 'error'})" for c in unscored])
         # the first case that failed for a cause of its own (a crash or an unrun case is said elsewhere, once)
         own = next((c for c in unscored if c.error_kind in (*NOT_GIVEN, *BROKEN)), None)
         first = (own.message if own else "").strip().splitlines()
         return Gate(
             "cases",
             "fail",
-            f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}{more}"
+            f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}"
             + (f"; the first said: {first[0]}" if first else ""),
         )
     if not ran:
@@ -159,16 +157,12 @@ def effective_length_gate(eff: EffectiveLength | None, thresholds: Thresholds) -
         return None
     need = format_length(thresholds.min_effective_length)
     if eff is None:
-        return Gate(
-            "min_effective_length",
-            "fail",
-            f"no RULER case ran, so the effective length cannot reach {need}",
-        )
+        return Gate("min_effective_length", "fail", f"no RULER case ran, so the effective length cannot reach {need}")
     ok = eff.value >= thresholds.min_effective_length
     got = format_length(eff.value) if eff.value else "0 (the shortest length fails)"
     note = ""
     if eff.incomplete:
-        note = (
+        note += (
             f"; {', '.join(format_length(L) for L in eff.incomplete)} counted as failing: a RULER task "
             "there produced no score"
         )
@@ -193,35 +187,25 @@ def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
     regressed = [c for c in cases if c.baseline and c.baseline.regressed]
     parts = []
     if lost:
-        shown = ", ".join(f"{c.name} ({c.error_kind or c.skip_kind or c.verdict})" for c in lost[:5])
-        parts.append(
-            f"{len(lost)} case(s) the baseline scored have no score now: {shown}"
-            + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
-        )
+        shown = _first_five([f"{c.name} ({c.error_kind or c.skip_kind or c.verdict})" for c in lost])
+        parts.append(f"{len(lost)} case(s) the baseline scored have no score now: {shown}")
     if regressed:
         parts.append(
-            f"{len(regressed)} case(s) dropped by more than their tolerance: "
-            + ", ".join(c.name for c in regressed[:5])
+            f"{len(regressed)} case(s) dropped by more than their tolerance: {', '.join(c.name for c in regressed[:5])}"
         )
-    thin = [c for c in cases if c.baseline and c.baseline.baseline_stopped_early]
-    if thin:
-        parts_note = (
+    compared = sum(1 for c in cases if c.baseline)
+    message = "; ".join(parts) or f"{compared} case(s) compared with {baseline.path}, none regressed"
+    if thin := [c for c in cases if c.baseline and c.baseline.baseline_stopped_early]:
+        message += (
             f"; {len(thin)} case(s) compared on fewer samples because the baseline was a --sequential run that "
             f"stopped them early (e.g. {thin[0].name}): re-run the baseline without --sequential"
         )
-    else:
-        parts_note = ""
-    unselected = baseline.not_selected
-    compared = sum(1 for c in cases if c.baseline)
-    message = "; ".join(parts) or f"{compared} case(s) compared with {baseline.path}, none regressed"
-    message += parts_note
-    if unselected:
+    if unselected := baseline.not_selected:
         message += (
             f" (the baseline also scored {len(unselected)} case(s) this run did not select, e.g. "
             f"{unselected[0]}: not compared)"
         )
-    new = [c for c in cases if c.score is not None and c.name not in scored and not c.baseline]
-    if new:
+    if new := [c for c in cases if c.score is not None and c.name not in scored and not c.baseline]:
         message += (
             f" ({len(new)} scored case(s) have no score in the baseline, e.g. {new[0].name}: gated by their floors "
             "alone; run the baseline with them to compare)"
@@ -236,6 +220,5 @@ def session_gates(
     baseline: BaselineRun | None,
     thresholds: Thresholds,
 ) -> tuple[Gate, ...]:
-    gates = [cases_gate(cases, complete), floors_gate(cases)]
-    eff_gate = effective_length_gate(eff, thresholds)
-    return (*gates, *([eff_gate] if eff_gate else []), *([baseline_gate(cases, baseline)] if baseline else []))
+    gates = (cases_gate(cases, complete), floors_gate(cases), effective_length_gate(eff, thresholds))
+    return (*[g for g in gates if g], *([baseline_gate(cases, baseline)] if baseline else []))

@@ -62,11 +62,10 @@ class CtxgateCallback(TrainerCallback):
         command = [sys.executable, "-m", "ctxgate.cli", "watch", str(run_dir), "--reports", str(reports)]
         command += ["--interval", str(self.interval), "--settle", str(self.settle), "--until", str(self.ended)]
         command += ["--", *self.pytest_args, *self._tracker_args(args)]
-        log = (reports / "watch.log").open("ab")
-        self.process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=self._tracker_env(), start_new_session=True
-        )
-        log.close()
+        with (reports / "watch.log").open("ab") as log:
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, env=self._tracker_env(), start_new_session=True
+            )
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.process is None or self.ended is None:
@@ -91,8 +90,7 @@ class CtxgateCallback(TrainerCallback):
         env = dict(os.environ)
         if self.devices is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.devices
-        wandb: Any = sys.modules.get("wandb")
-        run = getattr(wandb, "run", None) if wandb else None
+        run = getattr(sys.modules.get("wandb"), "run", None)
         if run is not None:
             env.setdefault("WANDB_RUN_ID", str(run.id))
             env.setdefault("WANDB_PROJECT", str(run.project))

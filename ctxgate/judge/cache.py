@@ -12,7 +12,7 @@ import hashlib
 import json
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from ctxgate.sqlitefile import SqliteFile
@@ -62,16 +62,9 @@ class JudgeCache(SqliteFile):
             return CachedReply(text, p, c)
 
     def put(self, key: str, model: str, reply: CachedReply) -> None:
+        fields = astuple(reply)  # text, prompt_tokens, completion_tokens
         with self._lock:
             self.execute(
                 "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    model,
-                    reply.text,
-                    reply.prompt_tokens,
-                    reply.completion_tokens,
-                    self._checksum(reply.text, reply.prompt_tokens, reply.completion_tokens),
-                    time.time(),
-                ),
+                (key, model, *fields, self._checksum(*fields), time.time()),
             )

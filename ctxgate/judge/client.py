@@ -17,7 +17,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from ctxgate.judge.cache import CachedReply, JudgeCache
@@ -170,11 +170,8 @@ class JudgeSettings:
 
     def describe(self) -> dict[str, object]:
         """What a report records about the judge: never the key, and the URL without credentials or query."""
-        d = asdict(self)
-        d["base_url"] = redact_url(self.base_url)
         price = self.price()
-        d["price_per_mtok"] = list(price) if price else None
-        return d
+        return {**asdict(self), "base_url": redact_url(self.base_url), "price_per_mtok": list(price) if price else None}
 
     def sampling(self) -> dict[str, object]:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
@@ -200,12 +197,6 @@ class Verdict(Generic[T]):
     @property
     def ok(self) -> bool:
         return self.error is None
-
-
-@dataclass
-class _Ledger:
-    usage: JudgeUsage = field(default_factory=JudgeUsage)
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def _open_cache(directory: str | None) -> JudgeCache | None:
@@ -236,19 +227,20 @@ class JudgeClient:
         self.settings = settings
         self.cache = _open_cache(settings.cache_dir)
         self._sleep = sleep
-        self._ledger = _Ledger()
+        self._usage = JudgeUsage()
+        self._usage_lock = threading.Lock()
 
     # usage -----------------------------------------------------------------------------------------------
     def take_usage(self) -> JudgeUsage:
         """What was spent since the last call (one case's worth, when called once per case)."""
-        with self._ledger.lock:
-            usage, self._ledger.usage = self._ledger.usage, JudgeUsage()
+        with self._usage_lock:
+            usage, self._usage = self._usage, JudgeUsage()
         return usage
 
     def _count(self, **delta: float) -> None:
-        with self._ledger.lock:
-            now = self._ledger.usage
-            self._ledger.usage = replace(now, **{name: getattr(now, name) + value for name, value in delta.items()})
+        with self._usage_lock:
+            now = self._usage
+            self._usage = replace(now, **{name: getattr(now, name) + value for name, value in delta.items()})
 
     # verdicts --------------------------------------------------------------------------------------------
     def ask(self, prompt: str, check: Callable[[dict[str, object]], T]) -> Verdict[T]:

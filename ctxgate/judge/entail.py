@@ -61,13 +61,12 @@ class HFEntailment:
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         classifier = any("SequenceClassification" in a for a in (config.architectures or []))
         self.generative = bool(getattr(config, "is_encoder_decoder", False)) and not classifier
+        safetensors = None if allow_pickle else True
         if self.generative:
-            self.model = AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=None if allow_pickle else True)
+            self.model = AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=safetensors)
             self.entail_index = -1
         else:
-            self.model = AutoModelForSequenceClassification.from_pretrained(
-                path, use_safetensors=None if allow_pickle else True
-            )
+            self.model = AutoModelForSequenceClassification.from_pretrained(path, use_safetensors=safetensors)
             labels = {int(i): str(name) for i, name in (config.id2label or {}).items()}
             hits = [i for i, name in labels.items() if name.lower().startswith("entail")]
             if len(hits) != 1:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ctxgate.judge import verdict
@@ -121,36 +122,33 @@ def _summary(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJ
     return SampleJudgement(s.score, {"fluency": fluency, "recall": s.recall, "precision": s.precision, "f1": s.f1})
 
 
-def _alce(qampari: bool) -> Callable[[str, Mapping[str, Any], Judges], SampleJudgement]:
-    def score(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
-        assert judges.entail is not None
-        docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}
-        try:
-            cite = judged.citation_scores(
-                prediction, ref["question"], docs, int(ref["n_docs"]), judges.entail, qampari, judges.helmet_compat
-            )
-        except EntailmentFailed as exc:
-            raise _Failed(f"entailment: {exc}") from None
-        correct = (
-            judged.qampari_rec_top5(prediction, ref["answers"])
-            if qampari
-            else judged.asqa_str_em(prediction, ref["short_answers"])
+def _alce(qampari: bool, prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+    assert judges.entail is not None
+    docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}
+    try:
+        cite = judged.citation_scores(
+            prediction, ref["question"], docs, int(ref["n_docs"]), judges.entail, qampari, judges.helmet_compat
         )
-        name = "rec_top5" if qampari else "str_em"
-        return SampleJudgement(
-            (correct + cite.recall + cite.precision) / 3,
-            {name: correct, "citation_rec": cite.recall, "citation_prec": cite.precision},
-        )
-
-    return score
+    except EntailmentFailed as exc:
+        raise _Failed(f"entailment: {exc}") from None
+    correct = (
+        judged.qampari_rec_top5(prediction, ref["answers"])
+        if qampari
+        else judged.asqa_str_em(prediction, ref["short_answers"])
+    )
+    name = "rec_top5" if qampari else "str_em"
+    return SampleJudgement(
+        (correct + cite.recall + cite.precision) / 3,
+        {name: correct, "citation_rec": cite.recall, "citation_prec": cite.precision},
+    )
 
 
 # the scorer of each judged metric; its description and the judge it needs are the metric's (metrics/registry.py)
 JUDGED: dict[str, Callable[[str, Mapping[str, Any], Judges], SampleJudgement]] = {
     NARRATIVEQA_JUDGE.name: _narrativeqa,
     SUMMARY_JUDGE.name: _summary,
-    ALCE_ASQA.name: _alce(False),
-    ALCE_QAMPARI.name: _alce(True),
+    ALCE_ASQA.name: partial(_alce, False),
+    ALCE_QAMPARI.name: partial(_alce, True),
 }
 _NEEDS = {m.name: m.judge for m in JUDGED_METRICS}
 

@@ -53,10 +53,7 @@ def fluency(d: dict[str, object]) -> int:
 
 
 def recall(n_keypoints: int) -> Callable[[dict[str, object]], int]:
-    def check(d: dict[str, object]) -> int:
-        return _integer(d, "recall", 0, n_keypoints)
-
-    return check
+    return lambda d: _integer(d, "recall", 0, n_keypoints)
 
 
 def precision(d: dict[str, object]) -> tuple[int, int]:

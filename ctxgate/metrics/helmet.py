@@ -45,10 +45,7 @@ def parse_rankings(output: str) -> dict[str, int]:
     first mention of a duplicate keeps its place. With no digits at all, the whole cleaned text is one unmatched id.
     """
     cleaned = _RANK_NOISE.sub("", output).lower().replace("id", "")
-    longest = ""
-    for match in _CHAIN.finditer(cleaned):
-        if len(match.group(0)) > len(longest):
-            longest = match.group(0)
+    longest = max((match.group(0) for match in _CHAIN.finditer(cleaned)), key=len, default="")
     ranked = [n.strip() for n in longest.split(">") if n.strip().isdigit()] if longest else [cleaned]
     scores: dict[str, int] = {}
     for position, pid in enumerate(ranked):

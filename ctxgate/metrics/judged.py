@@ -129,10 +129,6 @@ def cited(sentence: str, n_docs: int | None = None, helmet_compat: bool = False)
     return [n_docs - 1 if r == -1 and helmet_compat and n_docs else r for r in refs]
 
 
-def format_doc(title: str, text: str) -> str:
-    return f"Title: {title}\n{text}"
-
-
 @dataclass(frozen=True)
 class CitationScore:
     recall: float
@@ -165,7 +161,7 @@ def citation_scores(
         return CitationScore(0.0, 0.0, 0, 0)
 
     def passage(ids: Sequence[int]) -> str:
-        return "\n".join(format_doc(*docs[i]) for i in ids)
+        return "\n".join(f"Title: {title}\n{text}" for title, text in (docs[i] for i in ids))
 
     supported = credited = total = 0
     for sent in sents:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from ctxgate.metrics import helmet, text
 
+Scorer = Callable[[str, Sequence[str], str | None], tuple[float, str]]  # (output, references, answer prefix)
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -15,7 +17,7 @@ class Metric:
     same name."""
 
     name: str
-    fn: Callable[[str, Sequence[str], str | None], tuple[float, str]] | None
+    fn: Scorer | None
     description: str
     judge: str | None = None  # llm | entailment
 
@@ -36,25 +38,25 @@ def _ruler_part(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[flo
 
 def _helmet_subem(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
     """max(score on the raw output, score on the parsed output), HELMET's rule."""
-    raw, parsed = _with_parsed(pred, prefix)
-    return max(text.substring_exact_match(raw, refs), text.substring_exact_match(parsed, refs)), parsed
+    parsed = _parsed(pred, prefix)
+    return max(text.substring_exact_match(pred, refs), text.substring_exact_match(parsed, refs)), parsed
 
 
-def _with_parsed(pred: str, prefix: str | None) -> tuple[str, str]:
-    """The text HELMET scores raw and the rest of its line after the answer prefix (else its first line). The
-    caller has already put the prefix in front of a completion-mode output (``score_prediction``)."""
-    return pred, text.parse_output(pred, prefix or "Answer:")
+def _parsed(pred: str, prefix: str | None) -> str:
+    """The rest of the output's line after the answer prefix (else its first line), which HELMET scores besides the
+    raw output. The caller has already put the prefix in front of a completion-mode output (``score_prediction``)."""
+    return text.parse_output(pred, prefix or "Answer:")
 
 
 def _label_em(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
     """ICL: EM on the parsed output only, as HELMET scores its classification tasks."""
-    _, parsed = _with_parsed(pred, prefix)
+    parsed = _parsed(pred, prefix)
     return helmet.exact_match(parsed, refs), parsed
 
 
 def _rouge_l(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
-    raw, parsed = _with_parsed(pred, prefix)
-    return max(helmet.rouge_l_f1(raw, refs), helmet.rouge_l_f1(parsed, refs)), parsed
+    parsed = _parsed(pred, prefix)
+    return max(helmet.rouge_l_f1(pred, refs), helmet.rouge_l_f1(parsed, refs)), parsed
 
 
 def _ndcg10(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
@@ -62,14 +64,12 @@ def _ndcg10(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, 
     return helmet.ndcg_at(ranking, helmet.qrels_from_references(refs), 10), " > ".join(ranking)
 
 
-def _choice(
-    rule: Callable[[Sequence[str], str, str], float],
-) -> Callable[[str, Sequence[str], str | None], tuple[float, str]]:
+def _choice(rule: Callable[[Sequence[str], str, str], float]) -> Scorer:
     def score(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
         if len(refs) != 2:
             raise ValueError(f"multiple choice needs references (letter, 'L. option'), got {list(refs)!r}")
-        raw, parsed = _with_parsed(pred, prefix)
-        return rule([raw, parsed], refs[0], refs[1]), parsed
+        parsed = _parsed(pred, prefix)
+        return rule([pred, parsed], refs[0], refs[1]), parsed
 
     return score
 

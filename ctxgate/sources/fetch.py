@@ -8,6 +8,7 @@ outside the target. ``--archive`` takes an archive already downloaded (machines 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tarfile
 from pathlib import Path, PurePosixPath
 
@@ -40,8 +41,7 @@ def extract(archive: Path, target: Path) -> list[str]:
     except (tarfile.TarError, OSError) as exc:
         raise DataUnavailable(
             f"{archive} is not a readable tar archive ({' '.join(str(exc).split())}): pass "
-            f"HELMET's {ARCHIVE} (download "
-            f"it again if it was cut short)"
+            f"HELMET's {ARCHIVE} (download it again if it was cut short)"
         ) from None
     with tar:
         for member in tar:
@@ -54,8 +54,7 @@ def extract(archive: Path, target: Path) -> list[str]:
             source = tar.extractfile(member)
             assert source is not None  # a regular file always has content
             with source, dest.open("wb") as out:
-                while block := source.read(1 << 20):
-                    out.write(block)
+                shutil.copyfileobj(source, out, 1 << 20)
             written.append("/".join(parts))
     if not written:
         raise DataUnavailable(
@@ -70,12 +69,8 @@ def fetch_essays(source: str, target: Path, expected_sha256: str | None) -> tupl
     ``expected_sha256`` a different copy is refused, so two teams' "exact" runs read the same text."""
     from ctxgate.sources.files import load_rows
 
-    rows = load_rows(
-        source,
-        "train",
-        None,
-        "give a hub dataset or a local .jsonl/.parquet with a 'text' column, one essay per record",
-    )
+    fix = "give a hub dataset or a local .jsonl/.parquet with a 'text' column, one essay per record"
+    rows = load_rows(source, "train", None, fix)
     text = "\n\n".join(str(r["text"]).strip() for r in rows if str(r.get("text") or "").strip()) + "\n"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if expected_sha256 and digest != expected_sha256.lower():

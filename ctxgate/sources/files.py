@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,14 +21,6 @@ FETCH_HINT = (
 )
 
 
-def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[dict[str, Any], ...]:
-    """The records of ``source``: a .jsonl/.json/.parquet file, a ``save_to_disk`` folder, or a hub id (``split``,
-    ``config``) found in the local cache. Successes are remembered while the file is unchanged (``ctxgate.memo``), so
-    an edited file is read again; failures are not remembered, so a file fixed between two runs of one process is
-    seen. Errors end with ``fix``."""
-    return _load(source, split, config, fix)
-
-
 def _go_offline() -> None:
     """Both libraries read their offline switch once at import; a run flips them for good."""
     import datasets
@@ -39,7 +32,11 @@ def _go_offline() -> None:
 
 
 @memo(32)
-def _load(source: str, split: str, config: str | None, fix: str) -> tuple[dict[str, Any], ...]:
+def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[dict[str, Any], ...]:
+    """The records of ``source``: a .jsonl/.json/.parquet file, a ``save_to_disk`` folder, or a hub id (``split``,
+    ``config``) found in the local cache. Successes are remembered while the file is unchanged (``ctxgate.memo``), so
+    an edited file is read again; failures are not remembered, so a file fixed between two runs of one process is
+    seen. Errors end with ``fix``."""
     p = Path(source)
     if is_file(p) and p.suffix.lower() in (".jsonl", ".json"):
         problem = first_bad_line(p)  # datasets' own message for these names neither the line nor the fix
@@ -72,7 +69,8 @@ def _load(source: str, split: str, config: str | None, fix: str) -> tuple[dict[s
     except DataUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - the datasets library raises many types for "not readable"
-        raise DataUnavailable(f"cannot read {source} ({type(exc).__name__}: {_one_line(exc)}); {fix}") from None
+        message = " ".join(str(exc).split())[:200] or "no message"
+        raise DataUnavailable(f"cannot read {source} ({type(exc).__name__}: {message}); {fix}") from None
     return tuple(ds)
 
 
@@ -82,11 +80,6 @@ def _looks_like_path(source: str) -> bool:
         or source.count("/") > 1
         or Path(source).suffix in (".jsonl", ".json", ".parquet")
     )
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:200] or "no message"
 
 
 def first_bad_line(path: Path) -> str | None:
@@ -142,6 +135,13 @@ class DataFile:
     optional: str | None = None  # what the task does without the file (then its absence is no failure)
 
 
+def hub_splits(
+    task: str, folder: str, hub: str, fields: tuple[str, ...], splits: Iterable[str]
+) -> tuple[DataFile, ...]:
+    """A hub dataset's splits (or subsets) as local copies in ``folder`` (``{split}.jsonl``)."""
+    return tuple(DataFile(task, folder, re.escape(f"{s}.jsonl"), fields, f"{hub} ({s})") for s in splits)
+
+
 def missing_fields(record: object, fields: tuple[str, ...]) -> list[str]:
     """The ``fields`` a record lacks: absent or null (the datasets reader fills a key a line lacks with None), the
     one rule the loaders and ``ctxgate data verify`` apply."""
@@ -152,19 +152,19 @@ def missing_fields(record: object, fields: tuple[str, ...]) -> list[str]:
 LAYOUT = ("alce", "icl", "infbench", "json_kv", "kilt", "msmarco", "multi_lexsum", "narrativeqa", "ruler")
 
 
-def data_root(path: Path) -> Path | None:
-    """The data folder (what --data-dir names) a file of HELMET's layout lies in; None outside that layout."""
-    for folder in path.parents:
-        if folder.name in LAYOUT:
-            return folder.parent
-    return None
-
-
 def verify_hint(path: Path, lead: str) -> str:
-    """``lead`` and the command that checks the data folder ``path`` lies in; "" for a file outside the layout
-    (a --squad file, say), which that command does not know."""
-    root = data_root(path)
+    """``lead`` and the command that checks the data folder (what --data-dir names) ``path`` lies in; "" for a file
+    outside the layout (a --squad file, say), which that command does not know."""
+    root = next((folder.parent for folder in path.parents if folder.name in LAYOUT), None)
     return f"{lead}check the folder with `ctxgate data verify {root}`" if root is not None else ""
+
+
+def hub_hint(what: str, where: object) -> str:
+    """The fix for a hub dataset's file that is neither at ``where`` nor in the local hub cache."""
+    return (
+        f"put {what} at {where} and pass --data-dir (or have the hub dataset in the local cache); the shipped "
+        "fixtures: --data-dir fixtures/helmet_data"
+    )
 
 
 def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str) -> tuple[dict[str, Any], ...]:
@@ -189,17 +189,24 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
+def sha256_of_files(*paths: Path) -> str:
+    return hashlib.sha256("".join(sha256_of(p) for p in paths).encode()).hexdigest()
+
+
+def sha256_of_json(obj: object) -> str:
+    return hashlib.sha256(json.dumps(obj).encode()).hexdigest()
+
+
 def largest_k(folder: Path, pattern: str) -> Path | None:
     """Of the files matching ``pattern`` (a regex whose first group that matched is k; alternatives each have one),
     the one with the most passages, of equal k the first by name: ctxgate fits passages to the model at each
     length, so the biggest pool serves every length it can hold."""
     if not is_dir(folder):
         return None
-    best: tuple[int, Path] | None = None
     regex = re.compile(pattern)
-    for p in sorted(folder.iterdir()):
-        m = regex.fullmatch(p.name)
-        k = next((int(g) for g in m.groups() if g is not None), 0) if m else 0
-        if m and (best is None or k > best[0]):
-            best = (k, p)
-    return best[1] if best else None
+    ks = {
+        p: next((int(g) for g in m.groups() if g is not None), 0)
+        for p in sorted(folder.iterdir())
+        if (m := regex.fullmatch(p.name))
+    }
+    return max(ks, key=ks.__getitem__, default=None)  # max keeps the first of equal k

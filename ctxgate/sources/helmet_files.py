@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.memo import is_file, memo
-from ctxgate.sources.files import DataFile, read_jsonl, sha256_of
+from ctxgate.sources.files import DataFile, read_jsonl, sha256_of_files
 
 MAX_TEST_KEYS = 100  # HELMET's max_test_samples: questions (RAG, re-rank) or records (JSON KV)
 # the k (passages, KV pairs) HELMET's configs use at each length
@@ -114,16 +114,12 @@ def pick_demos(
     """``shots`` demos for one question: the demo file shuffled with the question's seed, repeated keys dropped
     (the first kept), the question itself left out first when ``exclude_same``."""
     pool = [d for d in demos if not exclude_same or d[key_field] != key]
-    out: list[dict[str, Any]] = []
-    seen: set[object] = set()
+    firsts: dict[object, dict[str, Any]] = {}  # by key, in shuffled order
     for i in shuffled(len(pool), key_seed(key)):
-        d = pool[i]
-        if d[key_field] not in seen:
-            seen.add(d[key_field])
-            out.append(d)
-            if len(out) == shots:
-                break
-    return out
+        firsts.setdefault(pool[i][key_field], pool[i])
+        if len(firsts) == shots:
+            break
+    return list(firsts.values())
 
 
 def _select(rows: tuple[dict[str, Any], ...], key_field: str, seed: int) -> tuple[dict[str, Any], ...]:
@@ -132,34 +128,27 @@ def _select(rows: tuple[dict[str, Any], ...], key_field: str, seed: int) -> tupl
     return tuple(r for r in rows if r[key_field] in chosen)
 
 
-def _digest(*paths: Path) -> str:
-    return hashlib.sha256("".join(sha256_of(p) for p in paths).encode()).hexdigest()
-
-
-def rag_path(task: str, data_dir: str | None, length: int) -> Path | None:
-    if not data_dir or length not in RAG_K:
-        return None
-    rag = RAG_SETS[task]
-    path = Path(data_dir) / RAG_FOLDER / f"{rag.test}_k{RAG_K[length]}_{rag.depth}.jsonl"
-    return path if is_file(path) else None
+def popqa_3(task: str, rows: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+    """HELMET's kilt_popqa_3 keeps the entities with popularity below 10^3; every other task keeps every row."""
+    return rows if task != "kilt_popqa" else tuple(r for r in rows if math.log10(r["s_pop"]) < 3)
 
 
 @memo(16)
 def load_rag_file(task: str, data_dir: str, length: int, seed: int) -> HelmetFile | None:
     """HELMET's RAG file for this length, or None when the data folder has none (the suite then places passages
     itself)."""
-    path = rag_path(task, data_dir, length)
-    if path is None:
+    if not data_dir or length not in RAG_K:
         return None
-    demo_path = next((p for name in RAG_SETS[task].demos if is_file(p := Path(data_dir) / RAG_FOLDER / name)), None)
+    rag = RAG_SETS[task]
+    path = Path(data_dir) / RAG_FOLDER / f"{rag.test}_k{RAG_K[length]}_{rag.depth}.jsonl"
+    if not is_file(path):
+        return None
+    demo_path = next((p for name in rag.demos if is_file(p := Path(data_dir) / RAG_FOLDER / name)), None)
     if demo_path is None:
         return None
-    rows, demos = read_jsonl(path), read_jsonl(demo_path)
-    if task == "kilt_popqa":  # HELMET's kilt_popqa_3: entities with popularity below 10^3
-        rows = tuple(r for r in rows if math.log10(r["s_pop"]) < 3)
-        demos = tuple(r for r in demos if math.log10(r["s_pop"]) < 3)
+    rows, demos = popqa_3(task, read_jsonl(path)), popqa_3(task, read_jsonl(demo_path))
     key = "id" if rows and "id" in rows[0] else "question"
-    return HelmetFile(_select(rows, key, seed), demos, key, str(path), _digest(path, demo_path))
+    return HelmetFile(_select(rows, key, seed), demos, key, str(path), sha256_of_files(path, demo_path))
 
 
 @memo(8)
@@ -176,7 +165,7 @@ def load_msmarco_file(data_dir: str, length: int, seed: int) -> HelmetFile | Non
             if len(demos) > 2 * len(selected):  # HELMET then drops the test questions from the demos at once
                 qids = {r["qid"] for r in selected}
                 demos = tuple(d for d in demos if d["qid"] not in qids)
-            return HelmetFile(selected, demos, key, str(path), _digest(path, demo_path))
+            return HelmetFile(selected, demos, key, str(path), sha256_of_files(path, demo_path))
     return None
 
 
@@ -189,4 +178,4 @@ def load_json_kv_file(data_dir: str, length: int, seed: int) -> HelmetFile | Non
         return None
     rows = read_jsonl(path)
     order = shuffled(len(rows), seed)[:MAX_TEST_KEYS]
-    return HelmetFile(tuple(rows[i] for i in order), (), "question", str(path), _digest(path))
+    return HelmetFile(tuple(rows[i] for i in order), (), "question", str(path), sha256_of_files(path))

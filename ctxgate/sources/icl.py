@@ -6,15 +6,13 @@ is tried. Labels are kept as the dataset's integer ids: tasks remap them to shuf
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import DataFile, missing_fields, read_local_or_hub
+from ctxgate.sources.files import DataFile, hub_hint, missing_fields, read_local_or_hub, sha256_of_json
 
 
 @dataclass(frozen=True)
@@ -58,13 +56,9 @@ class ICLData:
 
 def _rows(task: str, src: ICLSource, data_dir: str | None, split: str) -> list[tuple[str, int]]:
     local = Path(data_dir or ".") / "icl" / src.folder / f"{split}.jsonl"
-    hint = (
-        f"put {src.hub_id}'s {split} split at {local} (hub column names) and pass --data-dir (or have the hub "
-        f"dataset in the local cache); the shipped fixtures: --data-dir fixtures/helmet_data"
-    )
-    rows = read_local_or_hub(local, src.hub_id, src.config, split, hint)
+    hint = hub_hint(f"{src.hub_id}'s {split} split", f"{local} (hub column names)")
     out = []
-    for r in rows:
+    for r in read_local_or_hub(local, src.hub_id, src.config, split, hint):
         if missing_fields(r, (src.text_field, src.label_field)):
             raise DataUnavailable(
                 f"{task}: {local} records need {src.text_field!r} and {src.label_field!r} "
@@ -86,13 +80,11 @@ def load_icl(task: str, data_dir: str | None, seed: int) -> ICLData:
         split = datasets.Dataset.from_dict(
             {"text": [t for t, _ in rows], "label": [lab for _, lab in rows]}
         ).train_test_split(test_size=0.1, seed=seed)
-        train = list(zip(split["train"]["text"], split["train"]["label"]))
-        test = list(zip(split["test"]["text"], split["test"]["label"]))
+        train, test = (list(zip(split[part]["text"], split[part]["label"])) for part in ("train", "test"))
     labels = {lab for _, lab in train}
     bad = sorted({lab for _, lab in train + test if not 0 <= lab < src.num_labels})
     if bad:
         raise DataUnavailable(
             f"{task}: labels {bad[:5]} fall outside 0..{src.num_labels - 1}; is {src.label_field!r} the right column?"
         )
-    digest = hashlib.sha256(json.dumps([train, test]).encode()).hexdigest()
-    return ICLData(tuple(train), tuple(test), max(len(labels), max(labels) + 1), digest)
+    return ICLData(tuple(train), tuple(test), max(len(labels), max(labels) + 1), sha256_of_json([train, test]))

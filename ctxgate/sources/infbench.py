@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import DataFile, missing_fields, read_local_or_hub
+from ctxgate.sources.files import hub_hint, hub_splits, missing_fields, read_local_or_hub, sha256_of_json
 
 HUB_ID = "xinrongzhang2022/InfiniteBench"
 SUBSETS = {"infbench_qa": "longbook_qa_eng", "infbench_mc": "longbook_choice_eng"}
 FIELDS = ("id", "context", "input", "answer")
 DATA_FILES = tuple(
-    DataFile(task, "infbench", re.escape(f"{subset}.jsonl"), FIELDS, f"{HUB_ID} ({subset})")
-    for task, subset in SUBSETS.items()
+    f for task, subset in SUBSETS.items() for f in hub_splits(task, "infbench", HUB_ID, FIELDS, [subset])
 )
 
 
@@ -40,30 +36,17 @@ class BookSet:
 def load_infbench(task: str, data_dir: str | None) -> BookSet:
     subset = SUBSETS[task]
     local = Path(data_dir or ".") / "infbench" / f"{subset}.jsonl"
-    hint = (
-        f"put InfiniteBench's {subset}.jsonl at {local} and pass --data-dir (or have the hub dataset "
-        f"in the local cache); the shipped fixtures: --data-dir fixtures/helmet_data"
-    )
+    hint = hub_hint(f"InfiniteBench's {subset}.jsonl", local)
     books = []
     for r in read_local_or_hub(local, HUB_ID, None, subset, hint):
         missing = missing_fields(r, FIELDS)
         if missing or (task == "infbench_mc" and len(r.get("options") or ()) != 4):
             raise DataUnavailable(f"{task}: a record in {local} lacks {missing or ['4 options']}; {hint}")
         answers = r["answer"] if isinstance(r["answer"], list) else [r["answer"]]
-        books.append(
-            Book(
-                str(r["id"]),
-                r["context"],
-                r["input"],
-                tuple(map(str, answers)),
-                tuple(map(str, r.get("options") or ())),
-            )
-        )
+        options = tuple(map(str, r.get("options") or ()))
+        books.append(Book(str(r["id"]), r["context"], r["input"], tuple(map(str, answers)), options))
     if task == "infbench_mc":
         for b in books:
             if b.answers[0] not in b.options:
                 raise DataUnavailable(f"{task}: record {b.key}'s answer {b.answers[0]!r} is not one of its options")
-    digest = hashlib.sha256(
-        json.dumps([(b.key, b.question, b.answers, b.options, b.context) for b in books]).encode()
-    ).hexdigest()
-    return BookSet(tuple(books), digest)
+    return BookSet(tuple(books), sha256_of_json([(b.key, b.question, b.answers, b.options, b.context) for b in books]))

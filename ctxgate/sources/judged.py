@@ -23,15 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.memo import is_file, memo
+from ctxgate.records.schema import Json
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import (
     FETCH_HINT,
     DataFile,
     first_bad_line,
+    hub_hint,
+    hub_splits,
     load_rows,
     missing_fields,
+    read_jsonl,
     read_local_or_hub,
-    verify_hint,
 )
 from ctxgate.sources.infbench import HUB_ID
 
@@ -46,20 +49,9 @@ ALCE_FIELDS = {"alce_asqa": ("question", "docs", "qa_pairs"), "alce_qampari": ("
 ALCE_PROMPT_FIELDS = ("instruction", "demo_prompt", "doc_prompt", "demos")
 
 
-def _hub_splits(task: str, hub: str, fields: tuple[str, ...], splits: tuple[str, ...]) -> tuple[DataFile, ...]:
-    """A hub dataset's splits as local copies in the task's folder (``{split}.jsonl``)."""
-    return tuple(DataFile(task, task, re.escape(f"{s}.jsonl"), fields, f"{hub} ({s})") for s in splits)
-
-
 DATA_FILES = (
-    *_hub_splits("narrativeqa", "deepmind/narrativeqa", NARRATIVEQA_FIELDS, ("test", "train")),
-    DataFile(
-        "infbench_sum",
-        "infbench",
-        re.escape("longbook_sum_eng.jsonl"),
-        INFBENCH_SUM_FIELDS,
-        f"{HUB_ID} (longbook_sum_eng)",
-    ),
+    *hub_splits("narrativeqa", "narrativeqa", "deepmind/narrativeqa", NARRATIVEQA_FIELDS, ("test", "train")),
+    *hub_splits("infbench_sum", "infbench", HUB_ID, INFBENCH_SUM_FIELDS, ("longbook_sum_eng",)),
     DataFile(
         "infbench_sum",
         "infbench",
@@ -67,7 +59,7 @@ DATA_FILES = (
         ("id", "keypoints"),
         optional="the judge writes key points from the gold summary",
     ),
-    *_hub_splits("multi_lexsum", "allenai/multi_lexsum", LEXSUM_FIELDS, ("validation", "train")),
+    *hub_splits("multi_lexsum", "multi_lexsum", "allenai/multi_lexsum", LEXSUM_FIELDS, ("validation", "train")),
     DataFile(
         "multi_lexsum",
         "multi_lexsum",
@@ -107,14 +99,7 @@ class LongDocSet:
     sha256: str
 
 
-def _hint(what: str, where: Path) -> str:
-    return (
-        f"put {what} at {where} and pass --data-dir (or have the hub dataset in the local cache); the shipped "
-        "fixtures: --data-dir fixtures/helmet_data"
-    )
-
-
-def _need(task: str, r: dict[str, Any], fields: tuple[str, ...], where: Path, hint: str) -> None:
+def _need(task: str, r: Json, fields: tuple[str, ...], where: Path, hint: str) -> None:
     missing = missing_fields(r, fields)
     if missing:
         raise DataUnavailable(f"{task}: a record in {where} lacks {missing}; {hint}")
@@ -123,7 +108,7 @@ def _need(task: str, r: dict[str, Any], fields: tuple[str, ...], where: Path, hi
 @memo(4)
 def load_narrativeqa(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "narrativeqa"
-    hint = _hint("NarrativeQA's test.jsonl and train.jsonl (hub columns)", folder)
+    hint = hub_hint("NarrativeQA's test.jsonl and train.jsonl (hub columns)", folder)
 
     def read(split: str) -> list[LongDoc]:
         out = []
@@ -146,7 +131,7 @@ def load_narrativeqa(data_dir: str | None) -> LongDocSet:
 @memo(4)
 def load_infbench_sum(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "infbench"
-    hint = _hint("InfiniteBench's longbook_sum_eng.jsonl", folder)
+    hint = hub_hint("InfiniteBench's longbook_sum_eng.jsonl", folder)
     keyfile = folder / "longbook_sum_eng_keypoints.jsonl"
     keypoints = (
         {str(r["id"]): tuple(r["keypoints"]) for r in load_rows(str(keyfile), "train", None, hint)}
@@ -164,7 +149,7 @@ def load_infbench_sum(data_dir: str | None) -> LongDocSet:
 @memo(4)
 def load_multi_lexsum(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "multi_lexsum"
-    hint = _hint("Multi-LexSum's validation.jsonl and train.jsonl (hub columns)", folder)
+    hint = hub_hint("Multi-LexSum's validation.jsonl and train.jsonl (hub columns)", folder)
 
     def read(split: str) -> list[LongDoc]:
         out = []
@@ -237,19 +222,15 @@ def load_alce(task: str, data_dir: str | None) -> CiteSet:
         raise DataUnavailable(f"{task}: {prompt} lacks {missing}; use HELMET's {prompt_name}")
     qampari = task == "alce_qampari"
     items = []
-    for i, r in enumerate(load_rows(str(test), "train", None, verify_hint(test, "") or "restore the file")):
+    for i, r in enumerate(read_jsonl(test)):
         _need(task, r, ALCE_FIELDS[task], test, FETCH_HINT)
-        answers = (
-            tuple(tuple(a) for a in r["answers"])
-            if qampari
-            else tuple(tuple(p["short_answers"]) for p in r["qa_pairs"])
-        )
+        answers = r["answers"] if qampari else [p["short_answers"] for p in r["qa_pairs"]]
         items.append(
             CiteItem(
                 str(r.get("sample_id") or r.get("id") or i),
                 r["question"],
                 tuple((d["title"], d["text"]) for d in r["docs"]),
-                answers,
+                tuple(tuple(a) for a in answers),
             )
         )
     return CiteSet(

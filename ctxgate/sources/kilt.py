@@ -7,18 +7,26 @@ in retrieval order (first seen), and forgets where the file put the gold.
 
 from __future__ import annotations
 
-import hashlib
-import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ctxgate.memo import is_file, memo
 from ctxgate.metrics.text import helmet_normalize
+from ctxgate.records.schema import Json
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, DataFile, largest_k, missing_fields, read_jsonl, sha256_of, verify_hint
-from ctxgate.sources.helmet_files import MSMARCO_DEMO, MSMARCO_DIRS, MSMARCO_TEST, RAG_FOLDER, RAG_SETS
+from ctxgate.sources.files import (
+    FETCH_HINT,
+    DataFile,
+    largest_k,
+    missing_fields,
+    read_jsonl,
+    sha256_of_files,
+    verify_hint,
+)
+from ctxgate.sources.helmet_files import MSMARCO_DEMO, MSMARCO_DIRS, MSMARCO_TEST, RAG_FOLDER, RAG_SETS, popqa_3
 
 
 @dataclass(frozen=True)
@@ -67,7 +75,6 @@ DATA_FILES = tuple(
     for folder, other in (MSMARCO_DIRS, MSMARCO_DIRS[::-1])
     for pattern in (MSMARCO_TEST, re.escape(MSMARCO_DEMO))
 )
-POPQA_MAX_LOG_POPULARITY = 3.0  # HELMET's kilt_popqa_3: subject entities with popularity below 10^3
 
 
 def _files(data_dir: str | None, task: str, folder: str, test_re: str, demo_re: str) -> tuple[Path, Path]:
@@ -86,77 +93,64 @@ def _passage(c: dict[str, Any]) -> Passage:
     return Passage(str(c.get("title") or ""), str(c["text"]), str(c.get("id", "")), int(c.get("label") or 0))
 
 
-def _is_gold(c: dict[str, Any], normalized_answers: tuple[str, ...], flagged: bool) -> bool:
+def _is_gold(c: Json, normalized_answers: tuple[str, ...], flagged: bool) -> bool:
     if flagged:
         return bool(c.get("has_answer"))
     text = helmet_normalize(str(c["text"]))
     return any(a and a in text for a in normalized_answers)
 
 
-def _digest(*paths: Path) -> str:
-    return hashlib.sha256("".join(sha256_of(p) for p in paths).encode()).hexdigest()
-
-
-def _check(record: dict[str, Any], path: Path, fields: tuple[str, ...]) -> None:
-    missing = missing_fields(record, fields)
-    if missing:
-        has = ", ".join(k for k in sorted(record) if record[k] is not None)
-        raise DataUnavailable(
-            f"{path}: a record lacks {', '.join(missing)} (has {has}); "
-            f"HELMET's layout is expected" + verify_hint(path, ", ")
-        )
+def _checked(path: Path, fields: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    """The records of ``path``, each checked for ``fields``."""
+    records = read_jsonl(path)
+    for record in records:
+        missing = missing_fields(record, fields)
+        if missing:
+            has = ", ".join(k for k in sorted(record) if record[k] is not None)
+            raise DataUnavailable(
+                f"{path}: a record lacks {', '.join(missing)} (has {has}); "
+                f"HELMET's layout is expected" + verify_hint(path, ", ")
+            )
+    return records
 
 
 @memo(8)
 def load_rag(task: str, data_dir: str | None) -> Pool:
     rag = RAG_SETS[task]
     test, demo_path = _files(data_dir, task, RAG_FOLDER, rag.test_pattern, rag.demo_pattern)
-    rows, demo_rows = list(read_jsonl(test)), list(read_jsonl(demo_path))
+    rows, demo_rows = _checked(test, RAG_FIELDS[task]), _checked(demo_path, RAG_FIELDS[task])
+    rows, demo_rows = popqa_3(task, rows), popqa_3(task, demo_rows)
+    # per question: its question and answers as first seen, its gold and other passages by (title, text)
+    grouped: dict[str, tuple[str, tuple[str, ...], dict[tuple[str, str], Passage], dict[tuple[str, str], Passage]]] = {}
     for r in rows:
-        _check(r, test, RAG_FIELDS[task])
-    for r in demo_rows:
-        _check(r, demo_path, RAG_FIELDS[task])
-    if task == "kilt_popqa":
-        rows = [r for r in rows if math.log10(r["s_pop"]) < POPQA_MAX_LOG_POPULARITY]
-        demo_rows = [r for r in demo_rows if math.log10(r["s_pop"]) < POPQA_MAX_LOG_POPULARITY]
-    grouped: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        key = str(r.get("id", r["question"]))
         answers = tuple(str(a) for a in r["answers"])
         normalized = tuple(helmet_normalize(a) for a in answers)
         flagged = any("has_answer" in c for c in r["ctxs"])
-        entry = grouped.setdefault(key, {"question": r["question"], "answers": answers, "gold": {}, "other": {}})
+        _, _, gold, other = grouped.setdefault(str(r.get("id", r["question"])), (r["question"], answers, {}, {}))
         for c in r["ctxs"]:
             p = _passage(c)
-            (entry["gold"] if _is_gold(c, normalized, flagged) else entry["other"]).setdefault((p.title, p.text), p)
-    items = tuple(
-        RagItem(k, e["question"], e["answers"], tuple(e["gold"].values()), tuple(e["other"].values()))
-        for k, e in grouped.items()
-        if e["gold"]
-    )
+            (gold if _is_gold(c, normalized, flagged) else other).setdefault((p.title, p.text), p)
+    items = tuple(RagItem(k, q, a, tuple(g.values()), tuple(o.values())) for k, (q, a, g, o) in grouped.items() if g)
     if not items:
         raise DataUnavailable(
             f"{test}: no question has a gold passage (ctxs flagged has_answer, or containing an "
             "answer)" + verify_hint(test, "; ")
         )
-    demos = []
-    for r in demo_rows:
-        demos.append(
-            Demo(
-                str(r.get("id", r["question"])),
-                r["question"],
-                str(r["answers"][0]),
-                tuple(_passage(c) for c in r["ctxs"]),
-            )
+    demos = (
+        Demo(
+            str(r.get("id", r["question"])), r["question"], str(r["answers"][0]), tuple(_passage(c) for c in r["ctxs"])
         )
-    return Pool(items, tuple(_dedupe(demos)), _digest(test, demo_path), str(test))
+        for r in demo_rows
+    )
+    return Pool(items, _dedupe(demos), sha256_of_files(test, demo_path), str(test))
 
 
-def _dedupe(demos: list[Demo]) -> list[Demo]:
+def _dedupe(demos: Iterable[Demo]) -> tuple[Demo, ...]:
+    """The first demo of each key."""
     seen: dict[str, Demo] = {}
     for d in demos:
         seen.setdefault(d.key, d)
-    return list(seen.values())
+    return tuple(seen.values())
 
 
 @memo(4)
@@ -165,17 +159,15 @@ def load_msmarco(data_dir: str | None) -> Pool:
         (f for f in MSMARCO_DIRS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)), MSMARCO_DIRS[0]
     )
     test, demo_path = _files(data_dir, "msmarco_rerank", folder, MSMARCO_TEST, MSMARCO_DEMO)
-    grouped: dict[str, dict[str, Any]] = {}
-    for r in read_jsonl(test):
-        _check(r, test, MSMARCO_FIELDS)
-        entry = grouped.setdefault(str(r["qid"]), {"query": r["query"], "ctxs": {}})
+    grouped: dict[str, tuple[str, dict[str, Passage]]] = {}  # per qid: the query, the passages by id
+    for r in _checked(test, MSMARCO_FIELDS):
+        _, ctxs = grouped.setdefault(str(r["qid"]), (r["query"], {}))
         for c in r["ctxs"]:
-            entry["ctxs"].setdefault(str(c["id"]), _passage(c))
-    items = tuple(RagItem(q, e["query"], (), (), tuple(e["ctxs"].values())) for q, e in grouped.items())
+            ctxs.setdefault(str(c["id"]), _passage(c))
+    items = tuple(RagItem(qid, query, (), (), tuple(ctxs.values())) for qid, (query, ctxs) in grouped.items())
     demos = []
-    for r in read_jsonl(demo_path):
-        _check(r, demo_path, MSMARCO_FIELDS)
+    for r in _checked(demo_path, MSMARCO_FIELDS):
         passages = tuple(_passage(c) for c in r["ctxs"])
         ranking = " > ".join(p.pid for p in sorted(passages, key=lambda p: p.label, reverse=True))
         demos.append(Demo(str(r["qid"]), r["query"], ranking, passages))
-    return Pool(items, tuple(_dedupe(demos)), _digest(test, demo_path), str(test))
+    return Pool(items, _dedupe(demos), sha256_of_files(test, demo_path), str(test))

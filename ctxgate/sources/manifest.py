@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +54,7 @@ def _matches(root: Path, e: DataFile) -> list[Path]:
 def _check_records(path: Path, fields: tuple[str, ...]) -> str:
     """'' when every line (a .json file: every element, or the one object) is a JSON object with ``fields``, else
     what is wrong and where."""
+    records: Iterable[tuple[int, object]]
     if path.suffix == ".json":
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -60,22 +62,17 @@ def _check_records(path: Path, fields: tuple[str, ...]) -> str:
             return f"not JSON ({exc.msg} at line {exc.lineno})"
         except UnicodeDecodeError:
             return "not UTF-8 text"
-        for n, record in enumerate(data if isinstance(data, list) else [data], start=1):
-            missing = missing_fields(record, fields)
-            if missing:
-                return f"record {n} lacks {', '.join(missing)}"
-        return ""
-    problem = first_bad_line(path)
-    if problem:
-        return problem.removeprefix(f"{path}:").strip()
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            missing = missing_fields(record, fields)
-            if missing:
-                return f"line {n} lacks {', '.join(missing)}"
+        what, records = "record", enumerate(data if isinstance(data, list) else [data], start=1)
+    else:
+        problem = first_bad_line(path)
+        if problem:
+            return problem.removeprefix(f"{path}:").strip()
+        lines = path.read_text(encoding="utf-8").split("\n")  # the file's lines, as iterating over it reads them
+        what, records = "line", ((n, json.loads(line)) for n, line in enumerate(lines, start=1) if line.strip())
+    for n, record in records:
+        missing = missing_fields(record, fields)
+        if missing:
+            return f"{what} {n} lacks {', '.join(missing)}"
     return ""
 
 
@@ -96,16 +93,12 @@ def verify(root: Path) -> list[Finding]:
     seen: set[str] = set()
     for e in EXPECTED:
         paths = _matches(root, e)
-        if not paths:
-            status = "hub" if e.hub else "optional" if e.optional else "missing"
-            detail = (
-                f"read from the hub: {e.hub}"
-                if e.hub
-                else f"absent: {e.optional}"
-                if e.optional
-                else f"no file matching {e.pattern!r}"
-            )
-            findings.append(Finding(e.task, f"{e.folder}/", status, detail))
+        if not paths and e.hub:
+            findings.append(Finding(e.task, f"{e.folder}/", "hub", f"read from the hub: {e.hub}"))
+        elif not paths and e.optional:
+            findings.append(Finding(e.task, f"{e.folder}/", "optional", f"absent: {e.optional}"))
+        elif not paths:
+            findings.append(Finding(e.task, f"{e.folder}/", "missing", f"no file matching {e.pattern!r}"))
         for p in paths:
             rel = p.relative_to(root).as_posix()
             if rel in seen:  # a demo file can match the test pattern too (msmarco k10)
@@ -120,8 +113,7 @@ def verify(root: Path) -> list[Finding]:
                 findings.append(Finding(e.task, rel, "changed", f"sha256 differs from the pin {pins[rel][:12]}..."))
             else:
                 findings.append(Finding(e.task, rel, "ok"))
-    for rel in sorted(set(pins) - seen):
-        findings.append(Finding("-", rel, "missing", f"pinned in {LOCK_NAME} but absent"))
+    findings += [Finding("-", rel, "missing", f"pinned in {LOCK_NAME} but absent") for rel in sorted(set(pins) - seen)]
     return findings
 
 

@@ -7,14 +7,13 @@ HELMET evaluates the first 100 records after ``datasets``' ``shuffle(seed)``, wh
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from ctxgate.memo import is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, DataFile, missing_fields, read_jsonl, verify_hint
+from ctxgate.sources.files import FETCH_HINT, DataFile, missing_fields, read_jsonl, sha256_of_json, verify_hint
+from ctxgate.sources.helmet_files import shuffled
 
 FOLDERS = {
     "helmet_multikey_2": "niah_multikey_2",
@@ -45,16 +44,13 @@ class RulerFile:
     sha256: str
 
 
-def ruler_path(task: str, data_dir: str | None, length: int) -> Path:
-    return Path(data_dir or ".") / "ruler" / FOLDERS[task] / f"validation_{length}.jsonl"
-
-
 @memo(16)
 def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
-    path = ruler_path(task, data_dir, length)
+    relative = Path("ruler", FOLDERS[task], f"validation_{length}.jsonl")
+    path = Path(data_dir or ".") / relative
     if not data_dir or not is_file(path):
         raise DataNotGiven(
-            f"{task} reads HELMET's {path.relative_to(Path(data_dir or '.'))} (none for length "
+            f"{task} reads HELMET's {relative} (none for length "
             f"{length}; HELMET ships 8K-128K); the suite's RULER cases stand in for HELMET Recall "
             f"without it; {FETCH_HINT}"
         )
@@ -65,13 +61,10 @@ def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
             raise DataUnavailable(f"{path}: record {n} lacks {', '.join(missing)}" + verify_hint(path, "; "))
         answers = r["outputs"] if isinstance(r["outputs"], list) else [r["outputs"]]
         records.append(RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], tuple(map(str, answers))))
-    digest = hashlib.sha256(json.dumps([(x.context, x.query, x.answers) for x in records]).encode()).hexdigest()
-    return RulerFile(tuple(records), str(path), digest)
+    return RulerFile(tuple(records), str(path), sha256_of_json([(x.context, x.query, x.answers) for x in records]))
 
 
 @memo(16)
 def order(count: int, seed: int) -> tuple[int, ...]:
     """The record order of ``datasets.Dataset.shuffle(seed=seed)``."""
-    import numpy as np
-
-    return tuple(int(i) for i in np.random.default_rng(seed).permutation(count))
+    return tuple(shuffled(count, seed))

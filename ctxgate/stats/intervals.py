@@ -35,12 +35,10 @@ def interval(scores: Sequence[float], confidence: float = 0.95) -> tuple[float, 
         denom = 1 + z * z / n
         centre = (mean + z * z / (2 * n)) / denom
         half = z * math.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / denom
-        low, high = centre - half, centre + half
     else:
         pseudo = z * z / 2
         size = n + 2 * pseudo
         centre = (sum(scores) + pseudo) / size
         spread = sum((s - centre) ** 2 for s in scores) + pseudo * (centre**2 + (1 - centre) ** 2)
         half = z * math.sqrt(spread / size / size)
-        low, high = centre - half, centre + half
-    return (round(max(0.0, low) * 100, 2), round(min(1.0, high) * 100, 2))
+    return (round(max(0.0, centre - half) * 100, 2), round(min(1.0, centre + half) * 100, 2))

@@ -24,6 +24,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from statistics import NormalDist
 
 CONTINUITY = 0.5  # samples the numerator moves towards 0; 0 is the plain score interval
@@ -64,9 +65,7 @@ def tango_interval(c: int, b: int, n: int, confidence: float) -> tuple[float, fl
     decreasing in delta, so each end is found by bisection."""
     z = NormalDist().inv_cdf(confidence)
     edge = 1 - 1e-12
-
-    def statistic(delta: float) -> float:
-        return tango_statistic(c, b, n, delta)
+    statistic = partial(tango_statistic, c, b, n)
 
     def bisect(inside: float, outside: float, kept: Callable[[float], bool]) -> float:
         for _ in range(60):
@@ -87,27 +86,15 @@ def compare(
         raise ValueError(f"paired comparison needs the same samples: {len(current)} vs {len(baseline)}")
     n = len(current)
     cur, base = 100 * sum(current) / n, 100 * sum(baseline) / n
+    shared = (n, round(cur, 2), round(base, 2), round(cur - base, 2))  # n and the means, whichever the method
     if all(v in (0.0, 1.0) for v in (*current, *baseline)):
         c = sum(1 for x, y in zip(current, baseline) if x > y)
         b = sum(1 for x, y in zip(current, baseline) if x < y)
         low, high = tango_interval(c, b, n, confidence)
-        return PairedResult(
-            n,
-            round(cur, 2),
-            round(base, 2),
-            round(cur - base, 2),
-            round(100 * low, 2),
-            round(100 * high, 2),
-            "tango-score",
-            c,
-            b,
-        )
+        return PairedResult(*shared, round(100 * low, 2), round(100 * high, 2), "tango-score", c, b)
     diffs = [x - y for x, y in zip(current, baseline)]
     rng = random.Random(seed)
     means = sorted(100 * sum(rng.choice(diffs) for _ in range(n)) / n for _ in range(resamples))
-    tail = 1 - confidence
-    low = means[int(tail * (resamples - 1))]
+    low = means[int((1 - confidence) * (resamples - 1))]
     high = means[int(confidence * (resamples - 1))]
-    return PairedResult(
-        n, round(cur, 2), round(base, 2), round(cur - base, 2), round(low, 2), round(high, 2), "paired-bootstrap"
-    )
+    return PairedResult(*shared, round(low, 2), round(high, 2), "paired-bootstrap")

@@ -111,16 +111,13 @@ class StopRule:
         generates lazily generates no more than needed."""
         to_unit = (lambda v: (v + 1.0) / 2.0) if paired else (lambda v: v)
         bettor = Bettor(to_unit(threshold), self.alpha)
+        answer = None
         for x in scores:
             bettor.observe(to_unit(x))
             if bettor.n >= self.min_samples and (answer := bettor.decided()):
-                return self._verdict(answer, bettor, paired)
+                break
             if self.max_samples is not None and bettor.n >= self.max_samples:
                 break
-        return self._verdict(None, bettor, paired)
-
-    @staticmethod
-    def _verdict(answer: str | None, bettor: Bettor, paired: bool) -> Verdict:
         low, high = (2 * bettor.low - 1, 2 * bettor.high - 1) if paired else (bettor.low, bettor.high)
         return Verdict(answer, bettor.n, round(low, 6), round(high, 6))
 

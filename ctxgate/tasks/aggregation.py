@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from ctxgate.data import words
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, too_short
+from ctxgate.tasks.base import BuildContext, Builder, Job, Sample, TaskSpec, make_frame, too_short
 from ctxgate.tasks.registration import register
 from ctxgate.textcodec import PieceEncoder
 
@@ -54,13 +54,9 @@ def largest_fitting(cost: Callable[[int], int], lo: int, hi: int, budget: int) -
     return lo
 
 
-def _numbered(items: Sequence[str]) -> list[str]:
-    """Pieces of "1. w 2. w ...": index pieces and word pieces, each cacheable on its own."""
-    pieces = []
-    for i, w in enumerate(items):
-        pieces.append(f"{i + 1}." if i == 0 else f" {i + 1}.")
-        pieces.append(" " + w)
-    return pieces
+def _numbered(items: Sequence[str]) -> str:
+    """A list numbered as RULER writes it: "1. w 2. w ..."."""
+    return " ".join(f"{i + 1}. {w}" for i, w in enumerate(items))
 
 
 class _Pieces:
@@ -107,22 +103,15 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
     pieces = _PIECES.setdefault(enc, _Pieces(enc))
     vocab = words.vocabulary()
     short = length < 4096  # RULER: counts 6/1 and a 20-word example under 4K
-    plans = [(40, 10, 3, 30, 3)] if not short else [(20, 3, 1, 6, 1)]
-    if short:  # below RULER's lengths: drop the example, then fewer repeats, before giving up
-        plans += [(0, 0, 0, f, 1) for f in (6, 5, 4, 3, 2)]
+    # below RULER's lengths: drop the example, then fewer repeats, before giving up
+    plans = [(20, 3, 1, 6, 1)] + [(0, 0, 0, f, 1) for f in (6, 5, 4, 3, 2)] if short else [(40, 10, 3, 30, 3)]
     for ex_words, ex_cw, ex_ucw, cw, ucw in plans:
         example = ""
         if ex_words:
             ex_chosen = rng.sample(vocab, ex_words)
             ex_items = _cwe_list(rng, ex_chosen, ex_cw, ex_ucw)
             example = (
-                CWE_HEAD
-                + "".join(_numbered(ex_items))
-                + CWE_TAIL
-                + CWE_PREFIX
-                + " "
-                + " ".join(f"{i + 1}. {w}" for i, w in enumerate(ex_chosen[:NUM_CW]))
-                + "\n"
+                CWE_HEAD + _numbered(ex_items) + CWE_TAIL + CWE_PREFIX + " " + _numbered(ex_chosen[:NUM_CW]) + "\n"
             )
         frame = make_frame(ctx, [example, CWE_HEAD] if example else [CWE_HEAD], [CWE_TAIL], CWE_PREFIX)
         budget = frame.budget(length, job.gen)
@@ -241,29 +230,24 @@ def _weighted_cost(weights: list[float], sizes: list[int]) -> Callable[[int], in
     return cost
 
 
-@register
-def cwe() -> TaskSpec:
+def _spec(name: str, gen: int, build: Builder, description: str) -> TaskSpec:
     return TaskSpec(
-        name="cwe",
+        name=name,
         suite="ruler",
         chat_template=True,
         category="aggregation",
         metric=STRING_MATCH_ALL,
-        tokens_to_generate=120,
-        build=build_cwe,
-        description="10 common words (30x) among uncommon ones (3x)",
+        tokens_to_generate=gen,
+        build=build,
+        description=description,
     )
+
+
+@register
+def cwe() -> TaskSpec:
+    return _spec("cwe", 120, build_cwe, "10 common words (30x) among uncommon ones (3x)")
 
 
 @register
 def fwe() -> TaskSpec:
-    return TaskSpec(
-        name="fwe",
-        suite="ruler",
-        chat_template=True,
-        category="aggregation",
-        metric=STRING_MATCH_ALL,
-        tokens_to_generate=50,
-        build=build_fwe,
-        description="three most frequent coded words, zeta(2) frequencies",
-    )
+    return _spec("fwe", 50, build_fwe, "three most frequent coded words, zeta(2) frequencies")

@@ -7,6 +7,7 @@ with haystack units, so a prompt lands within one unit (a line, sentence, docume
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import random
@@ -150,12 +151,7 @@ def interleave(groups: Sequence[Sequence[T]]) -> list[T]:
 
 def fill_count(unit_sizes: Sequence[int], budget: int) -> int:
     """How many leading units fit in ``budget`` tokens."""
-    total = 0
-    for n, size in enumerate(unit_sizes):
-        total += size
-        if total > budget:
-            return n
-    return len(unit_sizes)
+    return bisect.bisect_right(list(itertools.accumulate(unit_sizes)), budget)
 
 
 def fill_fresh(

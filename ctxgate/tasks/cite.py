@@ -56,7 +56,7 @@ def build_cite(ctx: BuildContext, job: Job) -> Sample:
         starts = itertools.accumulate((len(u) + 2 for u in units), initial=0)  # each document's offset, "\n\n" apart
         k = sum(1 for start, _ in zip(starts, units) if start < len(shown))  # the last shown may be cut
     else:
-        ids, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, lambda k: list(range(k)), 1, "documents")
+        ids, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, 1, "documents")
     qampari = task == "alce_qampari"
     return job.sample(
         ids,

@@ -22,12 +22,12 @@ def fit_units(
     answer_prefix: str,
     separator: str,
     units: Sequence[str],
-    layout: Callable[[int], list[int]],
     minimum: int,
     what: str,
+    layout: Callable[[int], list[int]] | None = None,
 ) -> tuple[tuple[int, ...], int]:
     """Prompt ids and the number of units used. ``units`` are the candidates in the order they are kept (the
-    must-haves first); ``layout(k)`` gives the display order of the first k as indices.
+    must-haves first); ``layout(k)`` gives the display order of the first k as indices (none: the order kept).
 
     Units are tokenized once per sample behind their separator, only as far as the room reaches, and never enter
     the encoder's cache: at 128K a RAG pool or an ICL shot list is a million distinct strings per case."""
@@ -44,7 +44,7 @@ def fit_units(
     k = fill_count([len(ids) for ids in encoded], budget)
     need_room(job, k, minimum, what)
     while True:
-        order = layout(k)
+        order = layout(k) if layout else list(range(k))
         body = tuple(enc.encode_fresh([units[order[0]]])[0]) if order else ()
         body += tuple(i for j in order[1:] for i in encoded[j])
         if len(body) <= budget:
@@ -76,6 +76,16 @@ def fit_document(
     need_room(job, budget - len(encoded_suffix(ctx, suffix)), MIN_DOCUMENT_TOKENS, "document tokens")
     doc, cut = cut_document(ctx, text, budget, suffix)
     return frame.pre + doc + frame.post, len(doc), cut
+
+
+def fit_context(
+    ctx: BuildContext, job: Job, head: str, tail: str, answer_prefix: str, context: str
+) -> tuple[tuple[int, ...], bool]:
+    """Prompt ids with a context HELMET pre-built (its released files, its demos) cut from its end to what fits,
+    as HELMET cuts it at run time (no suffix; user text and answer prefix joined by a newline); also whether it was
+    cut."""
+    ids, _, cut = fit_document(ctx, job, head, tail, answer_prefix, "\n", context, suffix="")
+    return ids, cut
 
 
 def cut_document(ctx: BuildContext, text: str, budget: int, suffix: str) -> tuple[tuple[int, ...], bool]:

@@ -15,6 +15,7 @@ count interpolated from the table, and test items are taken round-robin over the
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import random
@@ -27,7 +28,7 @@ from ctxgate.sources import DataUnavailable
 from ctxgate.sources.helmet_files import shuffled
 from ctxgate.sources.icl import SOURCES, ICLData, load_icl
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, interleave
-from ctxgate.tasks.fitting import fit_document, fit_units
+from ctxgate.tasks.fitting import fit_context, fit_units
 from ctxgate.tasks.registration import register
 
 INSTRUCTION = (
@@ -52,10 +53,9 @@ def target_shots(task: str, length: int) -> int:
         return max(1, round(table[0] * length / LENGTHS[0]))
     if length >= LENGTHS[-1]:
         return round(table[-1] * length / LENGTHS[-1])
-    for (l0, s0), (l1, s1) in zip(zip(LENGTHS, table), zip(LENGTHS[1:], table[1:])):
-        if l0 <= length <= l1:
-            return round(s0 + (s1 - s0) * (length - l0) / (l1 - l0))
-    raise AssertionError("unreachable")
+    i = bisect.bisect_left(LENGTHS, length)  # LENGTHS[i - 1] < length <= LENGTHS[i]
+    (l0, s0), (l1, s1) = (LENGTHS[i - 1], table[i - 1]), (LENGTHS[i], table[i])
+    return round(s0 + (s1 - s0) * (length - l0) / (l1 - l0))
 
 
 @memo(16)
@@ -139,7 +139,7 @@ def build_helmet(ctx: BuildContext, job: Job) -> Sample:
     mapping = list(range(SOURCES[task].num_labels))
     random.Random(local_seed).shuffle(mapping)
     context = "\n\n".join(f"{text}\nlabel: {mapping[lab]}" for text, lab in demos)
-    ids, _, cut = fit_document(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", context, suffix="")
+    ids, cut = fit_context(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, context)
     return job.sample(
         ids,
         (str(mapping[label]),),
@@ -168,18 +168,7 @@ def build_icl(ctx: BuildContext, job: Job) -> Sample:
     target = target_shots(task, job.length)
     demos = demo_rounds(data, question, target, rng)
     units = [f"{text}\nlabel: {mapping[lab]}" for text, lab in demos]
-    ids, k = fit_units(
-        ctx,
-        job,
-        INSTRUCTION,
-        f"\n\n{question}",
-        ANSWER_PREFIX,
-        "\n",
-        units,
-        lambda k: list(range(k)),
-        1,
-        "demos",
-    )
+    ids, k = fit_units(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", units, 1, "demos")
     return job.sample(
         ids,
         (str(mapping[label]),),

@@ -15,7 +15,7 @@ import random
 from ctxgate.metrics.registry import HELMET_SUBEM
 from ctxgate.sources.helmet_files import load_json_kv_file
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, fill_fresh, make_frame, need_room, too_short
-from ctxgate.tasks.fitting import fit_document
+from ctxgate.tasks.fitting import fit_context
 from ctxgate.tasks.niah import uuid4_text
 from ctxgate.tasks.registration import register
 
@@ -39,15 +39,8 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
     if f is not None:  # HELMET's record: its demos as HELMET formats them ("Corresponding value:" + " " + value)
         row = f.rows[job.index % len(f.rows)]
         shown = "".join(f"Key: {k}\nCorresponding value: {v}\n\n" for k, v in row["demos"][:SHOTS])
-        ids, _, cut = fit_document(
-            ctx,
-            job,
-            "",
-            INSTRUCTION + shown + f"Key: {row['question']}",
-            ANSWER_PREFIX,
-            "\n",
-            row["context"],
-            suffix="",
+        ids, cut = fit_context(
+            ctx, job, "", INSTRUCTION + shown + f"Key: {row['question']}", ANSWER_PREFIX, row["context"]
         )
         answers = row["answer"] if isinstance(row["answer"], list) else [row["answer"]]
         return job.sample(
@@ -100,6 +93,12 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
     )
 
 
+def pool_size(ctx: BuildContext, length: int) -> int | None:
+    """HELMET's records at a length it has a file for; generated data has no limit (None)."""
+    f = load_json_kv_file(ctx.data_dir, length, ctx.seed) if ctx.data_dir else None
+    return len(f.rows) if f is not None else None
+
+
 @register
 def json_kv() -> TaskSpec:
     return TaskSpec(
@@ -111,11 +110,5 @@ def json_kv() -> TaskSpec:
         build=build_json_kv,
         scoring_prefix=ANSWER_PREFIX,
         description="value of a UUID key in a JSON object",
-        pool_size=lambda ctx, length: pool_size(ctx.data_dir, length, ctx.seed),
+        pool_size=pool_size,
     )
-
-
-def pool_size(data_dir: str | None, length: int, seed: int) -> int | None:
-    """HELMET's records at a length it has a file for; generated data has no limit (None)."""
-    f = load_json_kv_file(data_dir, length, seed) if data_dir else None
-    return len(f.rows) if f is not None else None

@@ -145,20 +145,14 @@ def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
     item = data.items[order[at]]
     draw = helmet_unseeded_seeds(ctx.seed, len(order))[at]
     demos = [data.demos[i] for i in helmet_first(len(data.demos), draw, SHOTS)]
-    demo = (
-        "For example:\n\n"
+    head = (
+        NQA_INSTRUCTION
+        + "For example:\n\n"
         + "\n\n".join(f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
         + "\n\nNow, use the following story to answer the question:\n\n"
     )
-    ids, story_tokens, cut = long_document(
-        ctx,
-        job,
-        NQA_INSTRUCTION + demo,
-        f"\n\nQuestion: {item.question}",
-        ANSWER_PREFIX,
-        "\n",
-        item.context,
-    )
+    tail = f"\n\nQuestion: {item.question}"
+    ids, story_tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n", item.context)
     return job.sample(
         ids,
         item.answers,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ctxgate.data import words
 from ctxgate.data.haystacks import NOISE_LINE, essay_tokens, load_essay
@@ -264,15 +265,7 @@ def empty_runs(positions: list[int], sentences: int) -> int:
     return sum(1 for a, b in zip(positions, positions[1:]) if a == b) + (positions[-1] == sentences if positions else 0)
 
 
-def _recall(spec: TaskSpec) -> TaskSpec:
-    """These three also count toward HELMET's Recall category."""
-    return replace(spec, helmet_category="recall")
-
-
-def _spec(name: str, cfg: NiahConfig, description: str) -> TaskSpec:
-    def build(ctx: BuildContext, job: Job) -> Sample:
-        return build_niah(cfg, ctx, job)
-
+def _spec(name: str, cfg: NiahConfig, description: str, helmet_category: str | None = None) -> TaskSpec:
     return TaskSpec(
         name=name,
         suite="ruler",
@@ -280,9 +273,10 @@ def _spec(name: str, cfg: NiahConfig, description: str) -> TaskSpec:
         category="niah",
         metric=STRING_MATCH_ALL,
         tokens_to_generate=128,
-        build=build,
+        build=functools.partial(build_niah, cfg),
         markers=("niah",),
         description=description,
+        helmet_category=helmet_category,
     )
 
 
@@ -308,23 +302,23 @@ def niah_multikey_1() -> TaskSpec:
     )
 
 
+# niah_multikey_2, niah_multikey_3 and niah_multivalue also count toward HELMET's Recall category
 @register
 def niah_multikey_2() -> TaskSpec:
-    spec = _spec("niah_multikey_2", NiahConfig("needle", "words", "numbers"), "line retrieval: all distractors")
-    return _recall(spec)
+    cfg = NiahConfig("needle", "words", "numbers")
+    return _spec("niah_multikey_2", cfg, "line retrieval: all distractors", helmet_category="recall")
 
 
 @register
 def niah_multikey_3() -> TaskSpec:
-    spec = _spec("niah_multikey_3", NiahConfig("needle", "uuids", "uuids"), "KV retrieval: UUID keys and values")
-    return _recall(spec)
+    cfg = NiahConfig("needle", "uuids", "uuids")
+    return _spec("niah_multikey_3", cfg, "KV retrieval: UUID keys and values", helmet_category="recall")
 
 
 @register
 def niah_multivalue() -> TaskSpec:
-    return _recall(
-        _spec("niah_multivalue", NiahConfig("essay", "words", "numbers", num_values=4), "four values for one key")
-    )
+    cfg = NiahConfig("essay", "words", "numbers", num_values=4)
+    return _spec("niah_multivalue", cfg, "four values for one key", helmet_category="recall")
 
 
 @register

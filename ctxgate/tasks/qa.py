@@ -50,14 +50,13 @@ def build_qa(pool: qa_data.QAPool, ctx: BuildContext, job: Job) -> Sample:
     rng.shuffle(chosen)  # per sample, so the gold document is not at the same place in every sample
     pieces = [p for i, d in enumerate(chosen, start=1) for p in (_header(i), pool.docs[d])]
     ids = frame.pre + tuple(i for p in enc.encode_many(pieces) for i in p) + frame.post
-    gold_positions = [chosen.index(g) + 1 for g in q.gold]
     return job.sample(
         ids,
         q.answers,
         ANSWER_PREFIX,
         {
             "num_docs": k,
-            "gold_documents": gold_positions,
+            "gold_documents": [chosen.index(g) + 1 for g in q.gold],
             "data_sha256": pool.sha256,
             "pool_passes": -(-k // len(candidates)),  # over 1: the pool was repeated to fill the length
         },

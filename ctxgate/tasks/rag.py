@@ -20,7 +20,7 @@ from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.helmet_files import HelmetFile, load_rag_file, pick_demos
 from ctxgate.sources.kilt import Demo, Passage, Pool, load_rag
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
-from ctxgate.tasks.fitting import SEP, fit_document, fit_units
+from ctxgate.tasks.fitting import SEP, fit_context, fit_units
 from ctxgate.tasks.registration import register
 
 INSTRUCTION = (
@@ -38,12 +38,14 @@ def passage_text(p: Passage) -> str:
 
 
 def demo_text(demos: list[Demo]) -> str:
-    if not demos:
-        return ""
-    blocks = [
-        SEP.join(passage_text(p) for p in d.passages) + f"\n\nQuestion: {d.question}\nAnswer: {d.answer}" for d in demos
-    ]
-    return SEP.join(blocks) + SEP
+    return "".join(
+        SEP.join(passage_text(p) for p in d.passages) + f"\n\nQuestion: {d.question}\nAnswer: {d.answer}" + SEP
+        for d in demos
+    )
+
+
+def passages(ctxs: list[dict[str, str]]) -> tuple[Passage, ...]:
+    return tuple(Passage(c["title"], c["text"]) for c in ctxs)
 
 
 def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
@@ -53,26 +55,11 @@ def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
     key = row[f.key]
     demos = pick_demos(f.demos, f.key, key, SHOTS, exclude_same=task == "kilt_popqa")  # popqa: one split
     demo_block = demo_text(
-        [
-            Demo(
-                str(d[f.key]),
-                d["question"],
-                str(d["answers"][0]),
-                tuple(Passage(c["title"], c["text"]) for c in d["ctxs"]),
-            )
-            for d in demos
-        ]
+        [Demo(str(d[f.key]), d["question"], str(d["answers"][0]), passages(d["ctxs"])) for d in demos]
     )
-    context = SEP.join(passage_text(Passage(c["title"], c["text"])) for c in row["ctxs"])
-    ids, _, cut = fit_document(
-        ctx,
-        job,
-        INSTRUCTION + demo_block,
-        f"\n\nQuestion: {row['question']}",
-        ANSWER_PREFIX,
-        "\n",
-        context,
-        suffix="",
+    context = SEP.join(map(passage_text, passages(row["ctxs"])))
+    ids, cut = fit_context(
+        ctx, job, INSTRUCTION + demo_block, f"\n\nQuestion: {row['question']}", ANSWER_PREFIX, context
     )
     return job.sample(
         ids,
@@ -116,16 +103,7 @@ def build_rag(pool: Pool, ctx: BuildContext, job: Job) -> Sample:
         return list(range(1, where + 1)) + [0] + list(range(where + 1, k))
 
     ids, k = fit_units(
-        ctx,
-        job,
-        head,
-        tail,
-        ANSWER_PREFIX,
-        "\n",
-        candidates,
-        layout,
-        len(gold),
-        "passages (the gold ones included)",
+        ctx, job, head, tail, ANSWER_PREFIX, "\n", candidates, len(gold), "passages (the gold ones included)", layout
     )
     shown = layout(k)
     return job.sample(
@@ -159,7 +137,6 @@ def _spec(name: str, description: str) -> TaskSpec:
             return len(f.rows)
         return len(load_rag(name, ctx.data_dir).items) * (PERMUTATIONS if name == "kilt_hotpotqa" else len(DEPTHS))
 
-    samples = 300 if name == "kilt_hotpotqa" else 600  # HELMET: 100 questions x every depth or permutation
     return TaskSpec(
         name=name,
         suite="helmet",
@@ -169,7 +146,7 @@ def _spec(name: str, description: str) -> TaskSpec:
         build=build,
         scoring_prefix=ANSWER_PREFIX,
         description=description,
-        default_samples=samples,
+        default_samples=300 if name == "kilt_hotpotqa" else 600,  # HELMET: 100 questions x every depth or permutation
         pool_size=pool_size,
     )
 

@@ -16,14 +16,14 @@ three seeded orders (sample i: query i // 3, permutation i % 3). The case record
 from __future__ import annotations
 
 import random
-from typing import Any
 
 from ctxgate.metrics.registry import NDCG_AT_10
 from ctxgate.seeding import derive_seed, seeded_order, seeded_sample
+from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.helmet_files import HelmetFile, load_msmarco_file, pick_demos
 from ctxgate.sources.kilt import Demo, Passage, load_msmarco
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, interleave
-from ctxgate.tasks.fitting import SEP, fit_document, fit_units
+from ctxgate.tasks.fitting import SEP, fit_context, fit_units
 from ctxgate.tasks.registration import register
 
 INSTRUCTION = (
@@ -67,27 +67,22 @@ def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
     row = f.rows[job.index % len(f.rows)]
     titled = "title" in row["ctxs"][0]
 
-    def passage(c: dict[str, Any]) -> Passage:
-        return Passage(str(c["title"]) if titled else "", str(c["text"]), str(c["id"]), int(c["label"]))
+    def passage(c: dict[str, object]) -> Passage:
+        label = c["label"]
+        if not isinstance(label, (int, float, str)):
+            raise DataUnavailable(f"{f.path}: a passage's label is {label!r}, where HELMET's files hold a number")
+        return Passage(str(c["title"]) if titled else "", str(c["text"]), str(c["id"]), int(label))
 
-    def ranking(ctxs: list[dict[str, Any]]) -> str:
-        return " > ".join(str(c["id"]) for c in sorted(ctxs, key=lambda c: c["label"], reverse=True))
+    def demo(qid: object, query: str, ctxs: list[dict[str, object]]) -> Demo:
+        passages = tuple(map(passage, ctxs))
+        ranking = " > ".join(p.pid for p in sorted(passages, key=lambda p: p.label, reverse=True))
+        return Demo(str(qid), query, ranking, passages)
 
-    demos = [
-        Demo(str(d["qid"]), d["query"], ranking(d["ctxs"]), tuple(passage(c) for c in d["ctxs"]))
-        for d in pick_demos(f.demos, "qid", row["qid"], SHOTS, exclude_same=True)
-    ]
+    picked = pick_demos(f.demos, "qid", row["qid"], SHOTS, exclude_same=True)
+    demos = [demo(d["qid"], d["query"], d["ctxs"]) for d in picked]
     shown = [passage(c) for c in row["ctxs"]]
-    ids, _, cut = fit_document(
-        ctx,
-        job,
-        INSTRUCTION + demo_text(demos),
-        f"\n\nQuery: {row['query']}",
-        ANSWER_PREFIX,
-        "\n",
-        SEP.join(passage_text(p) for p in shown),
-        suffix="",
-    )
+    head, tail = INSTRUCTION + demo_text(demos), f"\n\nQuery: {row['query']}"
+    ids, cut = fit_context(ctx, job, head, tail, ANSWER_PREFIX, SEP.join(map(passage_text, shown)))
     return job.sample(
         ids,
         tuple(f"{p.pid}:{p.label}" for p in shown),
@@ -121,23 +116,14 @@ def build_rerank(ctx: BuildContext, job: Job) -> Sample:
     def layout(k: int) -> list[int]:
         return list(seeded_order(k, "permutation", item.key, perm, k, ctx.seed))
 
+    head, tail = INSTRUCTION + demo_text(demos), f"\n\nQuery: {item.question}"
     ids, k = fit_units(
-        ctx,
-        job,
-        INSTRUCTION + demo_text(demos),
-        f"\n\nQuery: {item.question}",
-        ANSWER_PREFIX,
-        "\n",
-        [passage_text(p) for p in kept],
-        layout,
-        2,
-        "passages",
+        ctx, job, head, tail, ANSWER_PREFIX, "\n", [passage_text(p) for p in kept], 2, "passages", layout
     )
     shown = [kept[i] for i in layout(k)]
-    qrels = tuple(f"{p.pid}:{p.label}" for p in shown)
     return job.sample(
         ids,
-        qrels,
+        tuple(f"{p.pid}:{p.label}" for p in shown),
         ANSWER_PREFIX,
         {
             "qid": item.key,

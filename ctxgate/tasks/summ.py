@@ -62,11 +62,8 @@ def _helmet_multi_lexsum(data: LongDocSet, kept: list[int], index: int, seed: in
 
 def build_summary(data: LongDocSet, ctx: BuildContext, job: Job) -> Sample:
     task = job.task
-    if task == "multi_lexsum":
-        item, demos = _helmet_multi_lexsum(data, kept_items(task, data, ctx), job.index, ctx.seed)
-    else:
-        item, demos = helmet_infbench(task, data.items, data.sha256, ctx, job.index)
     if task == "infbench_sum":
+        item, demos = helmet_infbench(task, data.items, data.sha256, ctx, job.index)
         head = (
             BOOK
             + "For example:\n\n"
@@ -75,6 +72,7 @@ def build_summary(data: LongDocSet, ctx: BuildContext, job: Job) -> Sample:
         )
         tail, style = "\n\nNow summarize the book.", "book"
     else:
+        item, demos = _helmet_multi_lexsum(data, kept_items(task, data, ctx), job.index, ctx.seed)
         head = (
             LEGAL
             + "Example summaries:\n\n"

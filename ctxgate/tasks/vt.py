@@ -37,10 +37,9 @@ def _noise_with_chain(n_noise: int, chain: list[str], rng: random.Random) -> tup
     positions = (
         sorted(rng.sample(range(n_noise + 1), len(chain))) if n_noise + 1 >= len(chain) else list(range(len(chain)))
     )
-    placed = []
-    for j, (pos, line) in enumerate(zip(positions, chain)):
-        lines.insert(pos + j, line)
-        placed.append(pos + j)
+    placed = [pos + j for j, pos in enumerate(positions)]  # each line goes in after those before it
+    for at, line in zip(placed, chain):
+        lines.insert(at, line)
     return lines, placed
 
 
@@ -49,25 +48,10 @@ def _example(ctx: BuildContext, budget: int, rng: random.Random) -> str:
     example with a newline and joins it to the task with another, so a blank line separates them."""
     enc = ctx.encoder
     names, value, chain = _chain(rng, 3)
-    shell = (
-        HEAD
-        + TAIL.format(query=value)
-        + ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value)
-        + " "
-        + " ".join(names)
-        + "\n\n"
-    )
-    room = budget - enc.count(shell) - sum(enc.count("\n" + c) for c in chain)
+    answered = TAIL.format(query=value) + ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value) + " " + " ".join(names)
+    room = budget - enc.count(HEAD + answered + "\n\n") - sum(enc.count("\n" + c) for c in chain)
     lines, _ = _noise_with_chain(max(0, room // enc.count("\n" + NOISE_LINE)), chain, rng)
-    return (
-        HEAD
-        + "\n".join(lines)
-        + TAIL.format(query=value)
-        + ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value)
-        + " "
-        + " ".join(names)
-        + "\n\n"
-    )
+    return HEAD + "\n".join(lines) + answered + "\n\n"
 
 
 def build_vt(ctx: BuildContext, job: Job) -> Sample:

@@ -36,5 +36,4 @@ def metrics(report: Report) -> dict[str, float]:
 def case_table(report: Report) -> tuple[list[str], list[list[Any]]]:
     """The per-case table: columns and rows, for a tracker's table view."""
     columns = ["task", "length", "score", "n", "floor", "verdict", "fill_min", "message"]
-    rows = [[getattr(c, k) for k in columns] for c in report.cases]
-    return columns, rows
+    return columns, [[getattr(c, k) for k in columns] for c in report.cases]

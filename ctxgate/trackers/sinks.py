@@ -95,8 +95,7 @@ def _tensorboard(
     from torch.utils.tensorboard import SummaryWriter
 
     folder = target.where or "runs/ctxgate"
-    writer = SummaryWriter(log_dir=folder)
-    try:
+    with SummaryWriter(log_dir=folder) as writer:
         for key, value in values.items():
             writer.add_scalar(key, value, global_step=step)
         columns, rows = table
@@ -104,8 +103,6 @@ def _tensorboard(
         lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in rows]
         writer.add_text("ctxgate/cases", "\n".join(lines), global_step=step)
         writer.add_text("ctxgate/report", report_file.read_text("utf-8")[:200_000], global_step=step)
-    finally:
-        writer.close()
     return f"TensorBoard {folder}"
 
 
