@@ -33,9 +33,8 @@ from ctxgate.workflows import (
 
 DESCRIPTION = (
     "ctxgate's command line: rescore, judge, compare (with each other or the papers' numbers) or draw (HTML) "
-    "stored runs, bisect or watch a training run's "
-    "checkpoints, list tasks, print the report schema. None of these loads the model under test (only "
-    "`judge --nli-model` loads its NLI checkpoint)."
+    "stored runs, bisect or watch a training run's checkpoints, list tasks, print the report schema. None of these "
+    "loads the model under test (only `judge --nli-model` loads its NLI checkpoint)."
 )
 
 
@@ -51,7 +50,7 @@ def _tasks(args: argparse.Namespace) -> int:
 def _schema(args: argparse.Namespace) -> int:
     from ctxgate.records.schema import report_schema
 
-    print(json.dumps(report_schema(), indent=1))
+    print(json.dumps(report_schema(args.predictions), indent=1))
     return 0
 
 
@@ -62,11 +61,11 @@ def parser() -> argparse.ArgumentParser:
         verb.add_parser(sub)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     data.add_parser(sub)
-    sub.add_parser("schema", help="print the report's JSON schema").set_defaults(fn=_schema)
-    rejudge.add_parser(sub)
-    init.add_parser(sub)
-    published.add_parser(sub)
-    reproduce.add_parser(sub)
+    schema = sub.add_parser("schema", help="print the report's JSON schema")
+    schema.add_argument("--predictions", action="store_true", help="that of a .predictions.jsonl line instead")
+    schema.set_defaults(fn=_schema)
+    for verb in (rejudge, init, published, reproduce):
+        verb.add_parser(sub)
     return p
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 import pytest
@@ -22,7 +22,7 @@ from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import NOT_GIVEN, floor_failure, gated_reason, judge_failure, passed, unscored_verdict
 from ctxgate.judge.client import JudgeError
 from ctxgate.records.refusal import Refusal
-from ctxgate.records.schema import CaseRecord, Comparison, RunInfo, to_json
+from ctxgate.records.schema import CaseRecord, Comparison, RunInfo, SampleOutcome, to_json
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
@@ -31,7 +31,7 @@ from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task, marker_voca
 
 from .model import LoadedModel
 from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
-from .progress import reporter_for
+from .progress import REPORTER_KEY
 from .sequential import SEQUENTIAL_KEY
 
 
@@ -41,13 +41,13 @@ class CaseState:
     sample's outcome (for the predictions file), and the run's own record and error, which ride on the cases."""
 
     record: CaseRecord
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    samples: tuple[SampleOutcome, ...] = ()
     run_meta: dict[str, Any] | None = None
     run_error: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """Plain JSON values: what execnet carries from an xdist worker."""
-        return {**vars(self), "record": to_json(self.record)}
+        return {**vars(self), "record": to_json(self.record), "samples": to_json(self.samples)}
 
 
 CASE_STATE_KEY = pytest.StashKey[CaseState]()
@@ -136,13 +136,11 @@ class Case:
         """Fail when the score is below the floor (or, with rule "upper", when the whole interval is), or when
         it dropped against the baseline by more than the tolerance with the stated confidence."""
         r = self.state.record
-        message = judge_failure(r)
-        if message:
+        if message := judge_failure(r):
             self._fail(f"{self.spec.name} at {self.length}: {message}")
         if r.baseline and r.baseline.regressed:
             self._fail(f"{self.spec.name} at {self.length} regressed: {r.baseline.message}")
-        message = floor_failure(r, self.thresholds)
-        if message:
+        if message := floor_failure(r, self.thresholds):
             self._fail(message)
         self.state.record = replace(r, verdict="pass", message=passed(r))
 
@@ -250,7 +248,7 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
         )
     failure: Exception | None = None  # raised outside the except blocks: no "during handling of..." chain
     cause = ""
-    progress = reporter_for(config)
+    progress = config.stash.get(REPORTER_KEY, None)
     try:
         result = run_case(
             spec,
@@ -282,7 +280,7 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
     if failure is not None:
         pytest.fail(f"{name} at {length}: {failure}", pytrace=False)
     state.record = result.onto(state.record)
-    state.samples = [asdict(o) for o in result.samples]
+    state.samples = result.samples
     if result.judge and result.judge.status == "pending":
         no_score(
             state,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from ctxgate.backends.endpoint import ENDPOINT_APIS
 from ctxgate.backends.overrides import OverrideError, applied
 from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python, replica_devices, start_all
 
-from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, Settings, check_overrides
+from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, Settings, check_overrides, usage_errors
 
 SERVERS_KEY = pytest.StashKey[list[VLLMServer]]()
 
@@ -164,19 +164,12 @@ def read(config: pytest.Config, run: Settings) -> EngineSettings:
         raise pytest.UsageError(
             "--base-url is for --backend openai (a server you run); with --backend vllm the suite starts its own"
         )
+    # the fields named as their options' dests; the servers' URLs and logs and the vLLM arguments are not
+    as_given = {f.name for f in fields(EngineSettings)} - {"base_urls", "server_logs", "vllm_args"}
     return EngineSettings(
         base_urls=urls,
-        tokenizer=config.getoption("--tokenizer"),
-        served_model=config.getoption("--served-model"),
-        endpoint_api=config.getoption("--endpoint-api"),
-        api_key_env=config.getoption("--api-key-env"),
-        concurrency=config.getoption("--concurrency"),
-        request_timeout=config.getoption("--request-timeout"),
-        request_retries=config.getoption("--request-retries"),
-        tp=config.getoption("tp"),
-        vllm_python=config.getoption("--vllm-python"),
         vllm_args=tuple(config.getoption("--vllm-arg") or ()),
-        vllm_start_timeout=config.getoption("--vllm-start-timeout"),
+        **{dest: config.getoption(dest) for dest in as_given},
     )
 
 
@@ -194,10 +187,8 @@ def checked_openai(engine: EngineSettings, model: str) -> EngineSettings:
             f"--backend openai: --model {model!r} is not a folder, so pass --tokenizer with the "
             "served model's tokenizer folder"
         )
-    try:
+    with usage_errors(CheckpointError, prefix=f"--tokenizer {tokenizer}: "):
         check_tokenizer(Path(tokenizer))
-    except CheckpointError as exc:
-        raise pytest.UsageError(f"--tokenizer {tokenizer}: {exc}") from None
     return replace(engine, tokenizer=tokenizer, served_model=engine.served_model or (None if folder else model))
 
 
@@ -205,7 +196,9 @@ def with_servers(config: pytest.Config, engine: EngineSettings, run: Settings) -
     """``--backend vllm`` on a checked checkpoint folder: the servers this process sends to. The controller starts
     them (a server that will not start is a startup error: the run then reports it); a worker gets its replica
     from the controller."""
-    engine = replace(engine, tokenizer=engine.tokenizer or _tokenizer_dir(run))
+    checkpoint = run.opening.checkpoint
+    tokenizer = str(checkpoint.tokenizer_dir) if checkpoint else run.opening.model_dir
+    engine = replace(engine, tokenizer=engine.tokenizer or tokenizer)
     worker = getattr(config, "workerinput", None)
     if worker is not None:
         return replace(engine, base_urls=(worker["ctxgate_vllm_url"],), server_logs=(worker["ctxgate_vllm_log"],))
@@ -226,7 +219,12 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
     folder = _served_folder(config, run)
     python = find_python(engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent])
     budget = max(t.tokens_to_generate for t in all_tasks())
-    changes, limit = _window(run.opening.checkpoint.config_dir if run.opening.checkpoint else folder, run)
+    try:  # the config changes the server gets (--hf-overrides) and the window the config then covers
+        changes, limit = applied(
+            run.opening.checkpoint.config_dir if run.opening.checkpoint else folder, run.opening.overrides
+        )
+    except OverrideError:
+        changes, limit = {}, None  # an unreadable config: the server's own start says what is wrong
     longest = max(run.lengths) + budget
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
     max_len = longest if limit is None else min(longest, limit)
@@ -245,10 +243,6 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
     ]
     log_dir = Path(run.report).parent if run.report else Path(config.invocation_params.dir)
     return start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
-
-
-def _tokenizer_dir(run: Settings) -> str | None:
-    return str(run.opening.checkpoint.tokenizer_dir) if run.opening.checkpoint else run.opening.model_dir
 
 
 def _served_folder(config: pytest.Config, run: Settings) -> Path:
@@ -271,14 +265,6 @@ def _served_folder(config: pytest.Config, run: Settings) -> Path:
         raise EngineError(
             f"{run.opening.model_dir} could not be written as a Hugging Face folder for vLLM: {exc}"
         ) from None
-
-
-def _window(folder: Path, run: Settings) -> tuple[dict[str, object], int | None]:
-    """The config changes the server gets (--hf-overrides) and the window the config then covers."""
-    try:
-        return applied(folder, run.opening.overrides)
-    except OverrideError:
-        return {}, None  # an unreadable config: the server's own start says what is wrong
 
 
 @pytest.hookimpl(optionalhook=True)

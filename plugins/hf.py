@@ -54,14 +54,11 @@ def read(config: pytest.Config) -> HFSettings:
     """The options, checked: they are --backend hf's."""
     backend = config.stash[SETTINGS_KEY].backend
     given = str(config.getoption("--batch-size")).strip().lower()
-    if given == "auto":
-        batch_size = None
-    elif given.isdigit() and int(given) > 0:
-        batch_size = int(given)
-    else:
+    if given != "auto" and not (given.isdigit() and int(given) > 0):
         raise pytest.UsageError(
             f"--batch-size {given!r} is neither auto nor a positive number: e.g. --batch-size auto or --batch-size 8"
         )
+    batch_size = None if given == "auto" else int(given)
     device_map, per_replica = config.getoption("--device-map"), config.getoption("--gpus-per-replica")
     if backend != "hf":
         if batch_size is not None or device_map or per_replica:

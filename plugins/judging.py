@@ -11,7 +11,7 @@ import pytest
 from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint
 from ctxgate.judge.client import OPTIONS, JudgeSettings
 
-from .options import SETTINGS_KEY
+from .options import SETTINGS_KEY, usage_errors
 
 
 @dataclass(frozen=True)
@@ -32,10 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     run = config.stash[SETTINGS_KEY]
-    try:
+    with usage_errors(ValueError):
         judge = JudgeSettings.from_options(config.getoption, run.opening.cache_dir)
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
     nli_model = config.getoption("--nli-model")
     config.stash[JUDGING_KEY] = JudgingSettings(judge, nli_model)
     if run.model is None or not nli_model:
@@ -45,7 +43,6 @@ def pytest_configure(config: pytest.Config) -> None:
             f"--nli-model {nli_model!r} is not a folder: give a local NLI checkpoint (an MNLI classifier or a T5 "
             "TRUE model)"
         )
-    try:  # the judge's checkpoint passes the same checks as --model's (pickle, checkpoint code)
+    # the judge's checkpoint passes the same checks as --model's (pickle, checkpoint code)
+    with usage_errors(CheckpointError, prefix="--nli-model: "):
         check_checkpoint(Path(nli_model), allow_pickle=run.opening.allow_pickle)
-    except CheckpointError as exc:
-        raise pytest.UsageError(f"--nli-model: {exc}") from None

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,8 @@ from ctxgate.run.progress import Progress, status_line
 
 from .options import SETTINGS_KEY
 
-REPORTER_KEY = pytest.StashKey[Callable[[Progress | None], None]]()  # how this process reports its running case
+# what a case calls after each sample (and with None when it ends); absent when nobody is watching
+REPORTER_KEY = pytest.StashKey[Callable[[Progress | None], None]]()
 INTERVAL = float(os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5"))  # seconds between redraws and file writes
 SAVE, RESTORE, CLEAR = b"\x1b7", b"\x1b8", b"\x1b[K"
 
@@ -125,7 +127,7 @@ class LiveLine:
         found = []
         for path in self.folder.glob("gw*.json"):
             try:
-                found.append((path.stem, Progress.from_dict(json.loads(path.read_text("utf-8")))))
+                found.append((path.stem, Progress(**json.loads(path.read_text("utf-8")))))
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # being replaced, or the worker has no case now
         return found
@@ -203,7 +205,7 @@ class FileReporter:
                 self.path.unlink(missing_ok=True)
                 return
             tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(progress.to_dict()), "utf-8")
+            tmp.write_text(json.dumps(asdict(progress)), "utf-8")
             os.replace(tmp, self.path)
         except OSError:
             pass  # progress is a courtesy: a full disk must not fail the case
@@ -240,8 +242,3 @@ def _is_terminal() -> bool:
         return sys.stdout.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def reporter_for(config: pytest.Config) -> Callable[[Progress | None], None] | None:
-    """What a case calls after each sample (and with None when it ends); None when nobody is watching."""
-    return config.stash.get(REPORTER_KEY, None)

@@ -16,7 +16,7 @@ import pytest
 from ctxgate.data.published import UnknownModel, lookup, resolve, rows_for
 from ctxgate.records.schema import Reference, Report
 
-from .options import SETTINGS_KEY
+from .options import SETTINGS_KEY, usage_errors
 
 
 @dataclass(frozen=True)
@@ -66,18 +66,15 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[REFERENCE_KEY] = ReferenceSettings(None, "off")
         return
     if wanted.lower() != "auto":
-        try:
+        with usage_errors(UnknownModel, prefix="--reference ", suffix=", or pass --reference off"):
             config.stash[REFERENCE_KEY] = ReferenceSettings(resolve(wanted), "--reference")
-        except UnknownModel as exc:
-            raise pytest.UsageError(f"--reference {exc}, or pass --reference off") from None
         return
     for name, where in candidates(model):
-        try:
+        # a name several models go by: the user says which
+        with usage_errors(
+            UnknownModel, prefix=f"--reference auto: {where} ", suffix=" with --reference, or pass --reference off"
+        ):
             found = lookup(name)
-        except UnknownModel as exc:  # a name several models go by: the user says which
-            raise pytest.UsageError(
-                f"--reference auto: {where} {exc} with --reference, or pass --reference off"
-            ) from None
         if found is not None:
             config.stash[REFERENCE_KEY] = ReferenceSettings(found, f"matched by name: {where}")
             return

@@ -14,6 +14,7 @@ are written atomically, and a lock beside the report stops two runs from writing
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import time
@@ -36,7 +37,17 @@ from ctxgate.records.io import (
     read_report,
     report_text,
 )
-from ctxgate.records.schema import BaselineRun, CaseRecord, Report, RunError, RunInfo, adapter_for, to_json
+from ctxgate.records.schema import (
+    BaselineRun,
+    CaseRecord,
+    Prediction,
+    Report,
+    RunError,
+    RunInfo,
+    SampleOutcome,
+    adapter_for,
+    to_json,
+)
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.tables import markdown, terminal
 
@@ -50,7 +61,7 @@ from .signals import RECEIVED_KEY
 class Collector:
     def __init__(self, report_path: str | None, thresholds: Thresholds | None = None) -> None:
         self.records: dict[tuple[str, int], CaseRecord] = {}
-        self.samples: dict[tuple[str, int], list[dict[str, Any]]] = {}  # each case's, for the predictions file
+        self.samples: dict[tuple[str, int], tuple[SampleOutcome, ...]] = {}  # each case's, for the predictions file
         self.selected: dict[tuple[str, int], None] = {}  # an ordered set: the selection, in collection order
         self.thresholds = thresholds or Thresholds(path="(none)")
         self.run_meta: dict[str, Any] | None = None
@@ -93,7 +104,7 @@ class Collector:
         assert self.report_path is not None
         return self.report_path.parent / f".{self.report_path.name}.lock"
 
-    def _take_lock(self, path: Path) -> filelock.BaseFileLock:
+    def _take_lock(self, path: Path) -> None:
         """An exclusive lock on a file beside the report (filelock: an flock, released on exit, also on kill -9)."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +124,6 @@ class Collector:
                 f"--report {path}: cannot write there ({exc.strerror or exc}); give a writable path"
             ) from None
         self._lock = lock
-        return lock
 
     def release(self) -> None:
         if self._lock is not None:
@@ -164,7 +174,9 @@ class Collector:
             seen = self.run_meta.setdefault("cache", dict(meta["cache"])).setdefault("set_aside", [])
             seen.extend(p for p in meta["cache"].get("set_aside", []) if p not in seen)
         self.records[(record.task, record.length)] = record
-        self.samples[(record.task, record.length)] = wire.get("samples") or []
+        self.samples[(record.task, record.length)] = adapter_for(tuple[SampleOutcome, ...]).validate_python(
+            wire.get("samples") or ()
+        )
         if self.report_path and self.partial_error is None:
             # with its samples' outputs: what an interrupted run cannot regenerate without the model
             line = json.dumps({**wire["record"], "samples": wire.get("samples") or []}) + "\n"
@@ -189,13 +201,9 @@ class Collector:
 COLLECTOR_KEY = pytest.StashKey[Collector]()
 
 
-def _is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
 def pytest_configure(config: pytest.Config) -> None:
     settings = config.stash[SETTINGS_KEY]
-    if settings.model is None or _is_worker(config) or config.getoption("collectonly"):
+    if settings.model is None or hasattr(config, "workerinput") or config.getoption("collectonly"):
         return
     collector = Collector(settings.report, config.stash[THRESHOLDS_KEY])
     if collector.report_path:
@@ -248,12 +256,12 @@ def _write(collector: Collector, report: Report, baseline: Baseline | None) -> N
     rows = [
         row
         for case in report.cases
-        for row in prediction_rows(case, collector.samples.get((case.task, case.length), []))
+        for row in prediction_rows(case, collector.samples.get((case.task, case.length), ()))
     ]
     report = replace(report, predictions=predictions.name)
     page = _html(collector, report, rows, baseline)
     files = {
-        predictions: "".join(json.dumps(row) + "\n" for row in rows),
+        predictions: "".join(json.dumps(to_json(row)) + "\n" for row in rows),
         path.with_suffix(".md"): markdown(report, html_name=path.with_suffix(".html").name if page else None),
         path: report_text(report),
     }
@@ -263,12 +271,12 @@ def _write(collector: Collector, report: Report, baseline: Baseline | None) -> N
     collector.partial.unlink(missing_ok=True)
 
 
-def _html(collector: Collector, report: Report, rows: list[dict[str, Any]], baseline: Baseline | None) -> str | None:
+def _html(collector: Collector, report: Report, rows: list[Prediction], baseline: Baseline | None) -> str | None:
     """The HTML report, or None with a note: a page that cannot be drawn never costs the JSON report."""
     assert collector.report_path is not None
     from ctxgate.report.page import PageInput, render
 
-    baseline_rows: list[dict[str, Any]] = []
+    baseline_rows: list[Prediction] = []
     try:
         if baseline is not None:
             baseline_rows = read_predictions(predictions_path(Path(baseline.path), read_report(Path(baseline.path))))
@@ -287,8 +295,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     collector = config.stash.get(COLLECTOR_KEY, None)
     if collector is None:
         return
-    thresholds = config.stash[THRESHOLDS_KEY]
-    settings = config.stash[SETTINGS_KEY]
+    thresholds, settings = collector.thresholds, config.stash[SETTINGS_KEY]  # the run's (pytest_configure)
     cases = collector.finish(_stop_reason(session, exitstatus, collector.run_error))
     meta = collector.run_meta or {
         "model": settings.model,
@@ -350,8 +357,6 @@ def _baseline_summary(config: pytest.Config, cases: list[CaseRecord]) -> Baselin
 
 
 def _combined(hashes: list[str | None]) -> str | None:
-    import hashlib
-
     present = sorted(h for h in hashes if h)
     return hashlib.sha256("".join(present).encode()).hexdigest() if present else None
 

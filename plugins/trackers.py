@@ -14,7 +14,7 @@ import pytest
 from ctxgate.records.io import report_text
 from ctxgate.trackers.sinks import Target, TrackerError, parse_target
 
-from .options import SETTINGS_KEY
+from .options import SETTINGS_KEY, usage_errors
 from .reporting import COLLECTOR_KEY
 
 
@@ -52,10 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     run = config.getoption("--tracker-run")
-    try:
+    with usage_errors(TrackerError):
         targets = tuple(parse_target(t, run) for t in config.getoption("--log-to") or ())
-    except TrackerError as exc:
-        raise pytest.UsageError(str(exc)) from None
     step = config.getoption("--step")
     if step is not None and step < 0:
         raise pytest.UsageError(f"--step {step} must be 0 or more: the checkpoint's training step")

@@ -24,7 +24,7 @@ import datasets  # noqa: E402,F401
 from ctxgate.textcodec import ByteTokenizer, HFTokenizer, PieceEncoder
 
 if TYPE_CHECKING:
-    from ctxgate.records.schema import Report
+    from ctxgate.records.schema import Prediction, Report
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "fixtures" / "tiny-llama-niah"
@@ -255,6 +255,24 @@ def stored_report(cases: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
         "gates": [],
         **fields,
     }
+
+
+def prediction(task: str, length: int, index: int, score: float | None, **fields: Any) -> Prediction:
+    """A line of a ``.predictions.jsonl`` as ``read_predictions`` returns it; ``fields`` replace the made-up ones."""
+    from ctxgate.records.schema import Prediction
+
+    made_up: dict[str, Any] = {
+        "metric": "ruler_string_match_all",
+        "chat_template": False,
+        "prediction": "p",
+        "scored_text": "p",
+        "answers": ("a",),
+        "input_tokens": length,
+        "output_tokens": 1,
+        "finish_reason": "stop",
+        "sample_sha256": "d",
+    }
+    return Prediction(task=task, length=length, index=index, score=score, **{**made_up, **fields})
 
 
 def typed_report(cases: list[dict[str, Any]], **fields: Any) -> Report:

@@ -82,6 +82,23 @@ def test_bisect_under_sequential_finds_the_same_checkpoint_with_fewer_samples(ch
     assert sum(p["samples"] for p in seq["path"]) < sum(p["samples"] for p in fixed["path"])
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "names"),
+    [
+        ("--rope-scaling", '{"rope_type": "linear", "factor": 0}', "--rope-scaling"),
+        ("--model-override", "rope_theta=0", "rope_theta"),
+        ("--haystack", "no/such/essay.txt", "--haystack"),
+        ("--data-dir", "no/such/folder", "--data-dir"),
+    ],
+)
+def test_bisect_refuses_a_bad_option_in_the_words_pytest_uses(checkpoint_sequence, capsys, flag, value, names):
+    """The option table checks a value once (run/options.opening) for pytest and bisect alike."""
+    args = ["bisect", str(checkpoint_sequence), "-k", "niah_single_1", "--lengths", "256", "--no-cache"]
+    assert main([*args, flag, value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("ctxgate bisect: ") and names in err
+
+
 def test_the_options_bisect_shares_with_pytest_are_the_same_options():
     """Declared once (run/options.py): pytest's plugins and bisect's parser give each the same default, type,
     choices and help."""

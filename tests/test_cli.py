@@ -1,6 +1,8 @@
 import json
 
 from ctxgate.cli import main
+from ctxgate.records.schema import to_json
+from tests.conftest import prediction
 
 
 def test_score_one_prediction(capsys):
@@ -32,25 +34,13 @@ def test_score_unknown_metric_lists_choices(capsys):
 
 def test_rescore_from_predictions(tmp_path, capsys):
     rows = [
-        {
-            "task": "niah_single_1",
-            "length": 512,
-            "metric": "string_match_all",
-            "prediction": " 1234567",
-            "answers": ["1234567"],
-            "score": 0.0,
-        },
-        {
-            "task": "json_kv",
-            "length": 512,
-            "metric": "helmet_subem",
-            "prediction": " abc-1",
-            "answers": ["ABC 1"],
-            "score": 1.0,
-        },
+        prediction(
+            "niah_single_1", 512, 0, 0.0, metric="string_match_all", prediction=" 1234567", answers=("1234567",)
+        ),
+        prediction("json_kv", 512, 0, 1.0, metric="helmet_subem", prediction=" abc-1", answers=("ABC 1",)),
     ]
     path = tmp_path / "p.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    path.write_text("\n".join(json.dumps(to_json(r)) for r in rows) + "\n")
     assert main(["rescore", str(path), "--json"]) == 0
     out = {r["task"]: r for r in json.loads(capsys.readouterr().out)}
     assert out["niah_single_1"]["rescored"] == 100.0 and out["niah_single_1"]["delta"] == 100.0
@@ -70,3 +60,5 @@ def test_tasks_and_schema_commands(capsys):
     assert "niah_multikey_3" in capsys.readouterr().out
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out)["title"] == "ctxgate run report"
+    assert main(["schema", "--predictions"]) == 0
+    assert json.loads(capsys.readouterr().out)["title"] == "ctxgate prediction line"

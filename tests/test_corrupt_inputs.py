@@ -16,11 +16,12 @@ from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import BaselineError, load_baseline
 from ctxgate.gate.thresholds import ThresholdsError, parse_thresholds
 from ctxgate.records.io import ReportFileError, read_predictions, read_report
+from ctxgate.records.schema import to_json
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import first_bad_line, load_rows
 from ctxgate.tasks.registry import task_names
 from ctxgate.workflows.watch import WatchError, WatchState
-from tests.conftest import TINY, stored_report
+from tests.conftest import TINY, prediction, stored_report
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -31,10 +32,10 @@ REPORT = json.dumps(
     ),
     indent=1,
 ).encode()
-PREDICTIONS = (
-    b'{"task": "vt", "length": 1024, "index": 0, "score": 1.0, "sample_sha256": "a"}\n'
-    b'{"task": "vt", "length": 1024, "index": 1, "score": 0.0, "sample_sha256": "b"}\n'
-)
+PREDICTIONS = "".join(
+    json.dumps(to_json(prediction("vt", 1024, i, score, sample_sha256=digest))) + "\n"
+    for i, (score, digest) in enumerate([(1.0, "a"), (0.0, "b")])
+).encode()
 THRESHOLDS = (
     b'[defaults]\nfloor = 10\nrule = "score"\n[[floor]]\ntask = "niah_*"\nlength = "<=32k"\nfloor = 90\n'
     b'[regression]\ntolerance = 2.0\n[[tolerance]]\ntask = "vt"\npoints = 5\n'

@@ -59,6 +59,9 @@ def test_every_task_and_length_under_xdist_with_all_outputs(
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     jsonschema.validate(report, report_schema())
+    lines = (pytester.path / "out" / "run.predictions.jsonl").read_text().splitlines()
+    for line in lines:
+        jsonschema.validate(json.loads(line), report_schema(predictions=True))
     expected = {(t.name, L) for t in all_tasks() for L in (1024, 2048)}
     assert {(c["task"], c["length"]) for c in report["cases"]} == expected
     ran = [c for c in report["cases"] if c["verdict"] == "pass"]

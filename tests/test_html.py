@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from ctxgate.report.page import PageInput, render
 from ctxgate.report.samples import depth_grids, flips, nearest_depth
 from ctxgate.tasks.niah import DEPTHS
 from tests.browsing import Opened, launch
-from tests.conftest import TINY, launch_suite, typed_report
+from tests.conftest import TINY, launch_suite, prediction, typed_report
 
 SELECT = "niah_single_1 or niah_multikey_2 or vt"
 LENGTHS = "256,512,1k"
@@ -210,16 +211,7 @@ def test_the_colour_scale_is_matplotlibs_viridis():
 
 def _row(task: str, length: int, index: int, score: float | None, depth: float | None = None, digest: str = "d"):
     needles = [] if depth is None else [{"needle": "N", "depth": depth, "text": "a N b"}]
-    return {
-        "task": task,
-        "length": length,
-        "index": index,
-        "score": score,
-        "sample_sha256": digest,
-        "prediction": "p",
-        "answers": ["a"],
-        "excerpts": {"needles": needles, "end": "e"},
-    }
+    return prediction(task, length, index, score, sample_sha256=digest, excerpts={"needles": needles, "end": "e"})
 
 
 @given(st.lists(st.tuples(st.floats(0, 100), st.sampled_from([0.0, 1.0])), min_size=1, max_size=30))
@@ -249,7 +241,7 @@ def test_no_text_of_a_run_reaches_the_page_as_markup(model, message, prediction)
     case = {"task": "vt", "length": 256, "verdict": "fail", "score": 10.0, "n": 1, "floor": 50.0, "message": message}
     gates = [{"name": "floors", "verdict": "fail", "message": message}]
     report = typed_report([case], gates=gates, run={"model": model})
-    row = {**_row("vt", 256, 0, 0.1), "prediction": prediction}
+    row = replace(_row("vt", 256, 0, 0.1), prediction=prediction)
     page = render(PageInput(report, [row]))
     # the page's own elements only: the run's texts are escaped in the markup and encoded in the data
     assert page.count("<script") == 2 and page.count("<img") == 0

@@ -8,7 +8,7 @@ import pytest
 
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.records.schema import CaseRecord, Report, RunInfo, to_json
+from ctxgate.records.schema import CaseRecord, Report, RunInfo, SampleOutcome, to_json
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown, terminal
 from ctxgate_plugins.cases import CaseState
@@ -27,12 +27,13 @@ def _report(cases: list[CaseRecord]) -> Report:
 
 def test_each_case_is_on_disk_as_soon_as_it_arrives(tmp_path):
     c = Collector(str(tmp_path / "r.json"))
-    c.add(CaseState(record("vt", 512, 50.0), [{"index": 0, "prediction": "x"}], run_meta={"model": "m"}).to_wire())
+    sample = SampleOutcome(0, 1.0, "x", "x", ("x",), 512, 1, "stop", "d")
+    c.add(CaseState(record("vt", 512, 50.0), (sample,), run_meta={"model": "m"}).to_wire())
     c.add(CaseState(record("cwe", 512, 10.0)).to_wire())
     lines = (tmp_path / "r.partial.jsonl").read_text().splitlines()
     assert [json.loads(x)["task"] for x in lines] == ["vt", "cwe"]
     assert c.run_meta == {"model": "m"} and "run_meta" not in json.loads(lines[0])
-    assert json.loads(lines[0])["samples"] == [{"index": 0, "prediction": "x"}]  # the outputs survive a crash too
+    assert json.loads(lines[0])["samples"] == [to_json(sample)]  # the outputs survive a crash too
 
 
 def test_tables_mark_failures_partials_and_effective_length():

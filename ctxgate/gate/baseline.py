@@ -77,10 +77,8 @@ class Baseline:
         ]
         if differ:
             raise BaselineError(
-                f"cannot compare with baseline {self.path}: the prompts differ in "
-                + "; ".join(differ)
-                + ". Re-run the baseline with the same settings, or drop "
-                "--baseline"
+                f"cannot compare with baseline {self.path}: the prompts differ in {'; '.join(differ)}. Re-run the "
+                "baseline with the same settings, or drop --baseline"
             )
 
     def compare_case(
@@ -97,8 +95,8 @@ class Baseline:
         base = self.cases.get((task, length))
         if base is None:
             return None
-        same_prefix = (
-            bool(digests) and bool(base.digests) and all(base.digests.get(i) == d for i, d in (digests or {}).items())
+        same_prefix = bool(digests and base.digests) and all(
+            base.digests.get(i) == d for i, d in (digests or {}).items()
         )
         if base.data_sha256 != data_sha256 and not same_prefix:
             raise BaselineError(
@@ -118,10 +116,9 @@ def load_baseline(path: str | Path) -> Baseline:
         per_case: dict[tuple[str, int], dict[int, float]] = {}
         digests: dict[tuple[str, int], dict[int, str]] = {}
         for r in rows:
-            if r.get("score") is not None:
-                per_case.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = float(r["score"])
-            if r.get("sample_sha256"):
-                digests.setdefault((r["task"], int(r["length"])), {})[int(r["index"])] = str(r["sample_sha256"])
+            if r.score is not None:
+                per_case.setdefault((r.task, r.length), {})[r.index] = r.score
+            digests.setdefault((r.task, r.length), {})[r.index] = r.sample_sha256
         cases, unscored, skipped, early = {}, {}, {}, {}
         for c in report.cases:
             key = (c.task, c.length)
@@ -145,9 +142,7 @@ def regression_verdict(result: PairedResult, tolerance: float, sequential: Seque
     """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's claim when it made
     one (``sequential.baseline``), else the fixed-n paired rule on the samples drawn."""
     claim = sequential.baseline.decided if sequential and sequential.baseline else None
-    if claim is not None:
-        return claim == "below"
-    return result.regressed(tolerance)
+    return claim == "below" if claim is not None else result.regressed(tolerance)
 
 
 def describe(result: PairedResult, tolerance: float) -> str:

@@ -11,10 +11,13 @@ import os
 import re
 import reprlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxgate import __version__
-from ctxgate.records.schema import SCHEMA_VERSION, Report, adapter_for, to_json
+from ctxgate.records.schema import SCHEMA_VERSION, Prediction, Report, adapter_for, to_json
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class ReportFileError(ValueError):
@@ -108,13 +111,18 @@ def _typed(path: Path, text: str) -> Report:
     try:
         return adapter_for(Report).validate_json(text, strict=True)
     except ValidationError as exc:
-        error = exc.errors()[0]
+        raise ReportFileError(
+            f"{path}: {_first_error(exc, 'the report')}; the file was edited or written by another tool: re-run the "
+            "checkpoint with --report, or restore the file"
+        ) from None
+
+
+def _first_error(exc: ValidationError, whole: str = "the line") -> str:
+    """Where the first misfit is, what it should be and what it is."""
+    error = exc.errors()[0]
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
     found = "" if error["type"] == "missing" else f" (it is {reprlib.repr(error['input'])})"
-    raise ReportFileError(
-        f"{path}: {where.lstrip('.') or 'the report'}: {error['msg']}{found}; the file was edited or written by "
-        "another tool: re-run the checkpoint with --report, or restore the file"
-    )
+    return f"{where.lstrip('.') or whole}: {error['msg']}{found}"
 
 
 def predictions_path(report_path: str | Path, report: Report) -> Path:
@@ -136,26 +144,25 @@ def predictions_path(report_path: str | Path, report: Report) -> Path:
     return found
 
 
-def read_predictions(path: Path, fields: tuple[str, ...] = ("task", "length", "index")) -> list[dict[str, Any]]:
-    """The rows of a ``.predictions.jsonl``; each must have ``fields``. Errors name the file and the line."""
+def read_predictions(path: Path) -> list[Prediction]:
+    """The rows of a ``.predictions.jsonl`` as records; the first line or field that does not fit is named."""
+    from pydantic import ValidationError
+
     if not path.is_file():
         raise ReportFileError(f"{path} is missing: the .predictions.jsonl written beside a --report is needed")
+    adapter = adapter_for(Prediction)
     rows = []
     with path.open(encoding="utf-8", errors="strict") as f:
         for line_no, line in enumerate(_lines(path, f), start=1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-                lacking = [k for k in fields if not isinstance(row, dict) or k not in row]
-                if lacking:
-                    raise ValueError(f"no {', '.join(lacking)}")
-            except ValueError as exc:  # json.JSONDecodeError is one
+                rows.append(adapter.validate_json(line, strict=True))
+            except ValidationError as exc:
                 raise ReportFileError(
-                    f"{path}:{line_no}: {exc}; each line must be a prediction record written by "
-                    f"ctxgate ({', '.join(fields)}, ...)"
+                    f"{path}:{line_no}: {_first_error(exc)}; each line must be a prediction record written by "
+                    "ctxgate: restore the file from the run, or re-run with --report"
                 ) from None
-            rows.append(row)
     return rows
 
 

@@ -25,7 +25,6 @@ RunFailure = Literal["error", "crash", "not_run"]  # the case errored, its worke
 BY_DESIGN: tuple[str, ...] = get_args(ByDesign)
 NOT_GIVEN: tuple[str, ...] = get_args(NotGiven)
 BROKEN: tuple[str, ...] = get_args(Broken)
-RUN_FAILURES: tuple[str, ...] = get_args(RunFailure)
 
 T = TypeVar("T")
 Json = dict[str, object]  # a part whose shape belongs to another piece (a backend's description, a test's state)
@@ -116,6 +115,45 @@ class JudgeRecord:
         return self.status == "failed" or (
             self.status == "judged" and self.failure_rate > (self.max_failure_rate or 0.0)
         )
+
+
+@dataclass(frozen=True)
+class SampleOutcome:
+    """One sample of a case as it was generated and scored."""
+
+    index: int
+    score: float | None  # None: a judged sample not (yet, or not successfully) judged
+    prediction: str
+    scored_text: str
+    answers: tuple[str, ...]
+    input_tokens: int
+    output_tokens: int
+    finish_reason: str
+    sample_sha256: str
+    parts: dict[str, float] = field(default_factory=dict)  # a judged metric's components
+    judge_input: Json | None = None
+    judge_error: str | None = None
+    # what a reader needs to see why the sample scored as it did, without its whole prompt: the text around each
+    # needle (with the needle and its depth, percent of the context) and the prompt's end (see ``excerpts``)
+    excerpts: Json | None = None
+    seconds: float | None = None  # from sending the prompt to its output back; None when the cache had it
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleCase:
+    """The case a sample belongs to, and whether its prompt had the chat template (which decides how HELMET scores
+    the output)."""
+
+    task: str
+    length: int
+    metric: str
+    chat_template: bool | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prediction(SampleOutcome, SampleCase):
+    """A line of the ``.predictions.jsonl`` beside a report: the sample's case, then the sample (the base classes
+    in that order put the case's fields first in the line)."""
 
 
 @dataclass(frozen=True)
@@ -317,13 +355,12 @@ class Report:
     reference: Reference | None = None
     predictions: str | None = None  # the .predictions.jsonl beside the report, by bare file name
 
-    def case(self, task: str, length: int) -> CaseRecord | None:
-        return next((c for c in self.cases if c.task == task and c.length == length), None)
 
-
-def report_schema() -> dict[str, object]:
-    schema = adapter_for(Report).json_schema()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "ctxgate run report"}
+def report_schema(predictions: bool = False) -> dict[str, object]:
+    """The report's JSON Schema, or with ``predictions`` that of a line of its ``.predictions.jsonl``."""
+    schema = adapter_for(Prediction if predictions else Report).json_schema()
+    title = "ctxgate prediction line" if predictions else "ctxgate run report"
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": title}
 
 
 def to_json(record: Any) -> Any:

@@ -4,19 +4,27 @@ them."""
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import fields
 
 from ctxgate import __version__
 from ctxgate.gate.session import SessionVerdict
-from ctxgate.records.schema import BaselineRun, CaseRecord, Report, RunError, RunInfo
+from ctxgate.records.schema import BaselineRun, CaseRecord, Prediction, Report, RunError, RunInfo, SampleOutcome
 
 
-def prediction_rows(case: CaseRecord, samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The ``.predictions.jsonl`` lines of one case: each sample's record with the case's task, length, metric and
-    whether its prompt had the chat template (which decides how HELMET scores the output)."""
-    head = {"task": case.task, "length": case.length, "metric": case.metric, "chat_template": case.chat_template}
-    return [{**head, **s} for s in samples]
+def prediction_rows(case: CaseRecord, samples: Sequence[SampleOutcome]) -> list[Prediction]:
+    """The ``.predictions.jsonl`` lines of one case: each sample with its case's task, length, metric and chat
+    template."""
+    return [
+        Prediction(
+            **{f.name: getattr(s, f.name) for f in fields(SampleOutcome)},
+            task=case.task,
+            length=case.length,
+            metric=case.metric,
+            chat_template=case.chat_template,
+        )
+        for s in samples
+    ]
 
 
 def build_report(

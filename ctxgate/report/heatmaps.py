@@ -3,11 +3,10 @@ HELMET's categories per length, and needle depth x length per NIAH task."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import EffectiveLength, Report
+from ctxgate.records.schema import EffectiveLength, Prediction, Report
 from ctxgate.report.cells import case_cell, e, group_td, score_td
 from ctxgate.report.samples import DepthGrid, case_key, depth_grids
 from ctxgate.report.tables import in_registry_order
@@ -85,7 +84,7 @@ def helmet_categories(report: Report) -> str:
 
 
 # needle depths ------------------------------------------------------------------------------------------------------
-def depths(rows: Sequence[Mapping[str, Any]]) -> str:
+def depths(rows: Sequence[Prediction]) -> str:
     grids = depth_grids(rows)
     if not grids:
         return ""

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import Report, to_json
+from ctxgate.records.schema import Prediction, Report, to_json
 from ctxgate.report import colours
 from ctxgate.report.cells import e
 from ctxgate.report.heatmaps import depths, helmet_categories, task_tables
@@ -30,8 +30,8 @@ from ctxgate.report.versus import comparison, trend
 @dataclass(frozen=True)
 class PageInput:
     report: Report
-    rows: Sequence[Mapping[str, Any]] = ()  # the run's .predictions.jsonl
-    baseline_rows: Sequence[Mapping[str, Any]] = ()  # the baseline's, for the samples that flipped
+    rows: Sequence[Prediction] = ()  # the run's .predictions.jsonl
+    baseline_rows: Sequence[Prediction] = ()  # the baseline's, for the samples that flipped
     baseline_path: str | None = None
     trend: Sequence[Mapping[str, Any]] = ()  # ctxgate trend's points (workflows.trend.load_points)
     report_name: str = ""  # the JSON report's file name, linked from the page
@@ -99,16 +99,14 @@ _NAV = (
 # header -----------------------------------------------------------------------------------------------------------
 def _header(report: Report, report_name: str) -> str:
     run = report.run
-    complete = report.complete
-    passed = complete and all(g.verdict == "pass" for g in report.gates)
+    passed = report.complete and all(g.verdict == "pass" for g in report.gates)
     backend = run.backend or {}
     fingerprint = str((run.model_fingerprint or {}).get("sha256") or "")
-    lengths = ", ".join(format_length(L) for L in run.lengths)
     facts = [
         ("Checkpoint", run.model),
-        ("Fingerprint", (fingerprint or "")[:16] + ("…" if fingerprint else "")),
+        ("Fingerprint", fingerprint[:16] + ("…" if fingerprint else "")),
         ("Backend", " ".join(str(backend.get(k)) for k in ("backend", "device", "dtype") if backend.get(k))),
-        ("Lengths", lengths),
+        ("Lengths", ", ".join(format_length(L) for L in run.lengths)),
         ("Samples per case", run.samples),
         ("Seed", run.seed),
         ("Chat template", run.chat_template),
@@ -120,7 +118,7 @@ def _header(report: Report, report_name: str) -> str:
         facts.append(("JSON report", f'<a href="{e(report_name)}">{e(report_name)}</a>'))
     banner = (
         '<p class="banner complete" role="status">COMPLETE: every selected case finished</p>'
-        if complete
+        if report.complete
         else '<p class="banner incomplete" role="alert">INCOMPLETE: not every selected case finished; this run '
         "cannot pass</p>"
     )

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from ctxgate.records.schema import Prediction
 from ctxgate.tasks.niah import DEPTHS
 
 RIGHT = 0.5  # a sample counts as right at half its metric or more (the metrics' per-sample scores are in 0..1)
@@ -21,33 +21,32 @@ def case_key(task: str, length: int) -> str:
     return f"case/{task}/{length}"
 
 
-def _clip(text: Any, limit: int = PREDICTION_CHARS) -> str:
-    text = "" if text is None else str(text)
+def _clip(text: str, limit: int = PREDICTION_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters]"
 
 
-def page_row(row: Mapping[str, Any]) -> dict[str, Any]:
+def page_row(row: Prediction) -> dict[str, object]:
     """One sample as the drill-down shows it."""
-    answers = [_clip(a, 200) for a in list(row.get("answers") or ())[:ANSWERS_SHOWN]]
-    more = len(row.get("answers") or ()) - ANSWERS_SHOWN
+    answers = [_clip(a, 200) for a in row.answers[:ANSWERS_SHOWN]]
+    more = len(row.answers) - ANSWERS_SHOWN
     return {
-        "i": row.get("index"),
-        "s": row.get("score"),
-        "p": _clip(row.get("prediction")),
+        "i": row.index,
+        "s": row.score,
+        "p": _clip(row.prediction),
         "a": answers + ([f"… {more} more"] if more > 0 else []),
-        "x": row.get("excerpts"),
-        "o": row.get("output_tokens"),
-        "t": row.get("seconds"),
-        "e": row.get("judge_error"),
+        "x": row.excerpts,
+        "o": row.output_tokens,
+        "t": row.seconds,
+        "e": row.judge_error,
     }
 
 
-def by_case(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], list[Mapping[str, Any]]]:
-    cases: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+def by_case(rows: Iterable[Prediction]) -> dict[tuple[str, int], list[Prediction]]:
+    cases: dict[tuple[str, int], list[Prediction]] = {}
     for row in rows:
-        cases.setdefault((str(row["task"]), int(row["length"])), []).append(row)
+        cases.setdefault((row.task, row.length), []).append(row)
     for found in cases.values():
-        found.sort(key=lambda r: int(r.get("index", 0)))
+        found.sort(key=lambda r: r.index)
     return cases
 
 
@@ -65,20 +64,21 @@ class DepthGrid:
     cells: Mapping[tuple[int, int], tuple[float, int]]  # (depth, length) -> (mean percent, needles)
 
 
-def depth_grids(rows: Iterable[Mapping[str, Any]]) -> list[DepthGrid]:
+def depth_grids(rows: Iterable[Prediction]) -> list[DepthGrid]:
     """A grid per task whose samples record needle depths, then one of all of them: each needle of a sample
     counts its sample's score at its depth."""
     sums: dict[str, dict[tuple[int, int], list[float]]] = {}
     for row in rows:
-        needles = (row.get("excerpts") or {}).get("needles") or ()
-        if row.get("score") is None:
+        needles = (row.excerpts or {}).get("needles")
+        if row.score is None or not isinstance(needles, list):
             continue
         for needle in needles:
-            if needle.get("depth") is None:
+            depth = needle.get("depth") if isinstance(needle, dict) else None
+            if not isinstance(depth, (int, float)):
                 continue
-            key = (nearest_depth(float(needle["depth"])), int(row["length"]))
-            for task in (str(row["task"]), "all"):
-                sums.setdefault(task, {}).setdefault(key, []).append(float(row["score"]))
+            key = (nearest_depth(float(depth)), row.length)
+            for task in (row.task, "all"):
+                sums.setdefault(task, {}).setdefault(key, []).append(row.score)
     grids = []
     for task in sorted(sums, key=lambda t: (t == "all", t)):
         if task == "all" and len(sums) == 2:
@@ -93,26 +93,24 @@ class Flip:
     task: str
     length: int
     index: int
-    before: Mapping[str, Any]  # the baseline's row
-    after: Mapping[str, Any]
+    before: Prediction  # the baseline's row
+    after: Prediction
 
     @property
     def lost(self) -> bool:
         """Right in the baseline, wrong now."""
-        return float(self.before["score"]) >= RIGHT > float(self.after["score"])
+        return (self.before.score or 0.0) >= RIGHT > (self.after.score or 0.0)
 
 
-def flips(rows: Sequence[Mapping[str, Any]], baseline_rows: Sequence[Mapping[str, Any]]) -> list[Flip]:
+def flips(rows: Sequence[Prediction], baseline_rows: Sequence[Prediction]) -> list[Flip]:
     """Samples right in one run and wrong in the other, paired on the same sample (its sha256)."""
-    before = {(str(r["task"]), int(r["length"]), int(r["index"])): r for r in baseline_rows}
+    before = {(r.task, r.length, r.index): r for r in baseline_rows}
     found = []
     for row in rows:
-        key = (str(row["task"]), int(row["length"]), int(row["index"]))
+        key = (row.task, row.length, row.index)
         old = before.get(key)
-        if old is None or row.get("score") is None or old.get("score") is None:
+        if old is None or row.score is None or old.score is None or old.sample_sha256 != row.sample_sha256:
             continue
-        if old.get("sample_sha256") != row.get("sample_sha256"):
-            continue
-        if (float(old["score"]) >= RIGHT) != (float(row["score"]) >= RIGHT):
+        if (old.score >= RIGHT) != (row.score >= RIGHT):
             found.append(Flip(*key, old, row))
     return sorted(found, key=lambda f: (f.task, f.length, f.index))

@@ -75,8 +75,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         notes.append(f"Run error: {report.error.message.splitlines()[0]}")
     if not report.complete:
         notes.append("INCOMPLETE: not every selected case finished; this run cannot pass")
-    eff = report.effective_length
-    if eff:
+    if eff := report.effective_length:
         value = format_length(eff.value) if eff.value else f"< {format_length(lengths[0])}"
         notes.append(
             f"Effective length (RULER avg > {eff.threshold}, every shorter length too): {value}"
@@ -91,10 +90,9 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     partial: dict[str, list[str]] = {}
     for label, key in groups:
         for v in report.by_length.values():
-            g = v.get(key)
-            if g and g.score is not None and g.partial:
-                partial.setdefault(label, [])
-                partial[label] += [m for m in g.missing if m not in partial[label]]
+            if (g := v.get(key)) and g.score is not None and g.partial:
+                seen = partial.setdefault(label, [])
+                seen += [m for m in g.missing if m not in seen]
     if partial:
         what = "; ".join(f"{label} lacks {', '.join(missing)}" for label, missing in partial.items())
         notes.append(f"* partial (the mean of the members that ran, not the category score): {what}")
@@ -151,10 +149,7 @@ def markdown(report: Report, html_name: str | None = None) -> str:
             "folder's artifact).",
             "",
         ]
-    lines += [
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-    ]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     return "\n".join(lines + [""] + [f"- {n}" for n in notes] + _published_markdown(report)) + "\n"
 

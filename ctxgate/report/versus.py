@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import Report
+from ctxgate.records.schema import Prediction, Report
 from ctxgate.report import colours
 from ctxgate.report.cells import e, num, score_td
 from ctxgate.report.samples import Flip, case_key, flips
@@ -18,8 +18,8 @@ FLIPS_SHOWN = 200  # per direction; the count says how many there are
 # against a baseline -------------------------------------------------------------------------------------------------
 def comparison(
     report: Report,
-    rows: Sequence[Mapping[str, Any]],
-    baseline_rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Prediction],
+    baseline_rows: Sequence[Prediction],
     baseline_path: str | None,
 ) -> str:
     compared = [(c, c.baseline) for c in report.cases if c.baseline]
@@ -68,9 +68,9 @@ def _flip_table(title: str, ident: str, found: Sequence[Flip]) -> str:
         f'<tr><th scope="row"><a href="#{e(case_key(f.task, f.length))}">{e(f.task)}</a> '
         f"{format_length(f.length)} #{f.index}</th>"
         f"<td>{e(_answers(f.after))}</td>"
-        f'<td class="before">{e(f.before.get("prediction"))} <span class="sc">({100 * float(f.before["score"]):.0f})'
+        f'<td class="before">{e(f.before.prediction)} <span class="sc">({100 * (f.before.score or 0):.0f})'
         f"</span></td>"
-        f'<td class="after">{e(f.after.get("prediction"))} <span class="sc">({100 * float(f.after["score"]):.0f})'
+        f'<td class="after">{e(f.after.prediction)} <span class="sc">({100 * (f.after.score or 0):.0f})'
         "</span></td></tr>"
         for f in found[:FLIPS_SHOWN]
     )
@@ -83,8 +83,8 @@ def _flip_table(title: str, ident: str, found: Sequence[Flip]) -> str:
     )
 
 
-def _answers(row: Mapping[str, Any]) -> str:
-    answers = [str(a) for a in row.get("answers") or ()]
+def _answers(row: Prediction) -> str:
+    answers = row.answers
     return " | ".join(answers[:4]) + (f" (+{len(answers) - 4})" if len(answers) > 4 else "")
 
 

@@ -12,7 +12,7 @@ from ctxgate.judge.client import priced
 from ctxgate.judge.score import Judges, compact_input, judge_all, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
-from ctxgate.records.schema import CaseRecord, FailedVerdict, JudgeRecord, SequentialRecord
+from ctxgate.records.schema import CaseRecord, FailedVerdict, JudgeRecord, SampleOutcome, SequentialRecord
 from ctxgate.run.cache import GenerationCache
 from ctxgate.run.excerpts import excerpts
 from ctxgate.run.progress import Progress
@@ -28,26 +28,6 @@ def resolve_chat(setting: str, has_template: bool) -> str:
     if setting in ("auto", "task"):
         return ("on" if setting == "auto" else "task") if has_template else "off"
     return setting
-
-
-@dataclass(frozen=True)
-class SampleOutcome:
-    index: int
-    score: float | None  # None: a judged sample not (yet, or not successfully) judged
-    prediction: str
-    scored_text: str
-    answers: tuple[str, ...]
-    input_tokens: int
-    output_tokens: int
-    finish_reason: str
-    sample_sha256: str
-    parts: dict[str, float] = field(default_factory=dict)  # a judged metric's components
-    judge_input: dict[str, object] | None = None
-    judge_error: str | None = None
-    # what a reader needs to see why the sample scored as it did, without its whole prompt: the text around each
-    # needle (with the needle and its depth, percent of the context) and the prompt's end (see ``excerpts``)
-    excerpts: dict[str, object] | None = None
-    seconds: float | None = None  # from sending the prompt to its output back; None when the cache had it
 
 
 @dataclass(frozen=True)
@@ -111,14 +91,6 @@ def data_hash(sample_digests: Sequence[str]) -> str:
     for digest in sample_digests:
         h.update(digest.encode("ascii"))
     return h.hexdigest()
-
-
-def score_sample(
-    spec: TaskSpec, sample: Sample, prediction: str, helmet_compat: bool = False, chat: bool = False
-) -> tuple[float, str]:
-    return score_prediction(
-        resolve(spec.metric.name, helmet_compat), prediction, sample.answers, spec.scoring_prefix, chat
-    )
 
 
 class _Drawing:
@@ -195,31 +167,13 @@ class _Drawing:
             self.test.feed(self.done)
 
     def _outcome(self, s: Sample, digest: str, gen: Generation) -> SampleOutcome:
-        if not self.judged:
-            score, looked_at = score_sample(self.spec, s, gen.text, self.helmet_compat, self.chat)
-            return SampleOutcome(
-                s.index,
-                score,
-                gen.text,
-                looked_at,
-                s.answers,
-                len(s.input_ids),
-                gen.output_tokens,
-                gen.finish_reason,
-                digest,
-            )
         o = SampleOutcome(
-            s.index,
-            None,
-            gen.text,
-            gen.text,
-            s.answers,
-            len(s.input_ids),
-            gen.output_tokens,
-            gen.finish_reason,
-            digest,
-            judge_input=compact_input(self.spec.metric.name, gen.text, s.meta["judge_input"]),
+            s.index, None, gen.text, gen.text, s.answers, len(s.input_ids), gen.output_tokens, gen.finish_reason, digest
         )
+        if not self.judged:
+            score, looked_at = score_prediction(self.metric, gen.text, s.answers, self.spec.scoring_prefix, self.chat)
+            return replace(o, score=score, scored_text=looked_at)
+        o = replace(o, judge_input=compact_input(self.spec.metric.name, gen.text, s.meta["judge_input"]))
         if not self.judge_now:
             return o
         assert self.judges is not None

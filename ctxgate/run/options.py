@@ -6,11 +6,15 @@ wherever it is given. (``ctxgate watch`` passes its pytest arguments to pytest i
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import DTYPES
+from ctxgate.backends.overrides import OverrideError
+from ctxgate.backends.overrides import parse as parse_overrides
+from ctxgate.data.haystacks import HaystackError, load_essay
+from ctxgate.run.compose import ModelSpec
 
 DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
 CACHE_FOLDER = ".ctxgate-cache"  # beside where the run was started, unless --cache-dir says otherwise
@@ -35,14 +39,7 @@ class Option:
     def add_to(self, target: Any) -> None:
         """Onto a pytest option group (``addoption``) or an argparse parser (``add_argument``): both take
         argparse's keywords."""
-        keywords = {
-            "help": self.help,
-            "default": self.default,
-            "type": self.type,
-            "choices": self.choices,
-            "action": self.action,
-            "metavar": self.metavar,
-        }
+        keywords = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "flag"}  # named as argparse's
         add = target.addoption if hasattr(target, "addoption") else target.add_argument
         add(self.flag, **{k: v for k, v in keywords.items() if v is not None})
 
@@ -123,6 +120,34 @@ SEQUENTIAL_MIN = Option(
     default=10,
     type=int,
 )
+HAYSTACK = Option("--haystack", "essay haystack: a .txt file or a dataset with a 'text' column")
+SQUAD = Option("--squad", "SQuAD v2 for qa_1: hub id or local file/folder (hub layout)")
+HOTPOTQA = Option("--hotpotqa", "HotpotQA distractor for qa_2: hub id or local file/folder")
+HELMET_TOKENIZER = Option(
+    "--helmet-tokenizer",
+    "the tokenizer HELMET's length selections and (with --helmet-compat) its pre-cut of long documents count in "
+    "(NarrativeQA, Multi-LexSum, InfiniteBench: Llama-2's, a local folder of meta-llama/Llama-2-7b-hf); default: the "
+    "model's own",
+    metavar="PATH",
+)
+ALLOW_WEIGHT_MISMATCH = Option(
+    "--allow-weight-mismatch",
+    "evaluate a checkpoint whose weights do not match its config.json (a tensor missing, extra or of another shape) "
+    "as transformers loads it, missing tensors random; refused without it",
+    action="store_true",
+)
+ROPE_SCALING = Option(
+    "--rope-scaling",
+    "RoPE settings merged into the checkpoint's own for context extension, e.g. "
+    """'{"rope_type": "yarn", "factor": 4.0}'; the window they give is the length limit""",
+    metavar="JSON",
+)
+MODEL_OVERRIDE = Option(
+    "--model-override",
+    "set a config.json key before loading (VALUE is JSON, else text; repeatable), e.g. rope_theta=1000000",
+    action="append",
+    metavar="KEY=VALUE",
+)
 CACHE_DIR = Option("--cache-dir", f"generation cache folder (default: ./{CACHE_FOLDER})")
 NO_CACHE = Option("--no-cache", "neither read nor write the generation cache", action="store_true")
 
@@ -139,12 +164,55 @@ EVALUATION = (
     TRUST_REMOTE_CODE,
     IGNORE_REMOTE_CODE,
     ALLOW_PICKLE,
+    ALLOW_WEIGHT_MISMATCH,
     BASE_MODEL,
     CONFIG_FROM,
+    HAYSTACK,
+    SQUAD,
+    HOTPOTQA,
+    HELMET_TOKENIZER,
+    ROPE_SCALING,
+    MODEL_OVERRIDE,
     CACHE_DIR,
     NO_CACHE,
 )
 SEQUENTIAL_OPTIONS = (SEQUENTIAL, SEQUENTIAL_ALPHA, SEQUENTIAL_MIN)
+# the options that are ModelSpec's fields as they are; the cache folder and the config overrides are read from theirs
+_AS_GIVEN = {o.dest for o in EVALUATION} & {f.name for f in fields(ModelSpec)} - {"cache_dir"}
+
+
+class OptionError(ValueError):
+    """An option's value cannot be used; the message names the option and the fix."""
+
+
+def opening(value: Callable[[str], Any], started_in: Path, **given: Any) -> ModelSpec:
+    """How a checkpoint is opened and its cases built, from this table's options as pytest or argparse read them
+    (``value(dest)``), plus ``given`` (the model, the backend). The one resolve step ``pytest`` and ``ctxgate
+    bisect`` share: a value that cannot be used is one OptionError before any model is loaded."""
+    try:
+        overrides = parse_overrides(value("rope_scaling"), value("model_override"))
+    except OverrideError as exc:
+        raise OptionError(str(exc)) from None
+    spec = ModelSpec(
+        **{"model": "", **{dest: value(dest) for dest in _AS_GIVEN}, **given},
+        overrides=overrides,
+        cache_dir=cache_folder(value("cache_dir"), value("no_cache"), started_in),
+    )
+    if spec.data_dir and not Path(spec.data_dir).is_dir():
+        raise OptionError(
+            f"--data-dir {spec.data_dir!r} is not a folder: give HELMET's data folder (or fixtures/helmet_data)"
+        )
+    if spec.helmet_tokenizer and not (Path(spec.helmet_tokenizer) / "tokenizer_config.json").is_file():
+        raise OptionError(
+            f"--helmet-tokenizer {spec.helmet_tokenizer!r} is not a tokenizer folder (no tokenizer_config.json): "
+            "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
+        )
+    if spec.haystack:
+        try:
+            load_essay(spec.haystack)
+        except HaystackError as exc:
+            raise OptionError(f"--haystack: {exc}") from None
+    return spec
 
 
 def samples_problem(samples: int | None) -> str | None:

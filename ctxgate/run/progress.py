@@ -6,8 +6,7 @@ Pure values and formatting: the pytest side (plugins/progress.py) moves them bet
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -21,13 +20,6 @@ class Progress:
     from_cache: int
     generated_tokens: int
     seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Progress:
-        return cls(**{k: data[k] for k in ("case", "done", "total", "from_cache", "generated_tokens", "seconds")})
 
     def eta_seconds(self) -> float | None:
         """Seconds until the case's last sample, at this run's pace so far; None before the first generation."""

@@ -20,9 +20,17 @@ from ctxgate.backends.formats import WrongFlag, kind_of
 from ctxgate.gate.baseline import regression_verdict
 from ctxgate.records.io import atomic_write
 from ctxgate.run.case import CaseResult
-from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, cache_folder, samples_problem, sequential_problem
+from ctxgate.run.options import (
+    EVALUATION,
+    SEQUENTIAL_OPTIONS,
+    OptionError,
+    opening,
+    samples_problem,
+    sequential_problem,
+)
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.steps import training_step
+from ctxgate.workflows import refuse
 
 # (checkpoint, the reference's results or None for the reference itself) -> results per case
 Evaluate = Callable[[Path, Mapping[tuple[str, int], CaseResult] | None], Mapping[tuple[str, int], CaseResult]]
@@ -64,9 +72,7 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
     return [p for _, p in sorted(zip(steps, items))]
 
 
-def resolve_end(checkpoints: Sequence[Path], name: str | None, default: int) -> int:
-    if name is None:
-        return default
+def resolve_end(checkpoints: Sequence[Path], name: str) -> int:
     for i, p in enumerate(checkpoints):
         if name in (str(p), p.name) or (name.isdigit() and step_of(p) == int(name)):
             return i
@@ -120,8 +126,7 @@ def is_bad(
 ) -> tuple[bool, dict[tuple[str, int], PairedResult]]:
     comparisons, bad = {}, False
     for key, ref in reference.items():
-        mine = probe.get(key)
-        if mine is None:  # the reference scored it, this checkpoint could not run it: a regression
+        if (mine := probe.get(key)) is None:  # the reference scored it, this checkpoint could not run it: a regression
             bad = True
             continue
         ref_samples = {s.index: s for s in ref.samples}
@@ -135,8 +140,7 @@ def is_bad(
             )
         pairs = [(s.score, ref_samples[s.index].score) for s in mine.samples]
         scored = [(a, b) for a, b in pairs if a is not None and b is not None]
-        result = compare([a for a, _ in scored], [b for _, b in scored], confidence)
-        comparisons[key] = result
+        comparisons[key] = result = compare([a for a, _ in scored], [b for _, b in scored], confidence)
         bad = bad or regression_verdict(result, tolerance(*key), mine.sequential)
     return bad, comparisons
 
@@ -160,12 +164,9 @@ def bisect(
     reference = evaluate(checkpoints[good], None)
     if not reference:
         raise BisectError("the case selection matched no case: check -k and --lengths")
-    probes = [Probe(good, checkpoints[good], False, {}, (), *_cached(reference))]
-    evaluations = 1
+    probes = [Probe(good, checkpoints[good], False, {}, (), *_cached(reference))]  # one per evaluation
 
     def probe(i: int) -> bool:
-        nonlocal evaluations
-        evaluations += 1
         results = evaluate(checkpoints[i], reference)
         verdict, comparisons = is_bad(reference, results, tolerance, confidence)
         unscored = tuple(k for k in reference if k not in results)
@@ -184,7 +185,7 @@ def bisect(
             hi = mid
         else:
             lo = mid
-    return BisectResult(hi, checkpoints, probes, evaluations)
+    return BisectResult(hi, checkpoints, probes, len(probes))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -205,7 +206,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from ctxgate.gate.thresholds import ThresholdsError, thresholds_here
     from ctxgate.lengths import LengthError, parse_lengths
-    from ctxgate.run.compose import ModelError, ModelSpec
+    from ctxgate.run.compose import ModelError
     from ctxgate.tasks.registry import task_names
     from ctxgate.workflows.evaluate import EvalSettings, evaluate_checkpoint, select_cases
 
@@ -216,20 +217,8 @@ def main(args: argparse.Namespace) -> int:
             problem = problem or sequential_problem(args.sequential_alpha, args.sequential_min)
         if problem:
             raise BisectError(problem)
-        opening = ModelSpec(
-            model="",
-            dtype=args.dtype,
-            trust_remote_code=args.trust_remote_code,
-            ignore_remote_code=args.ignore_remote_code,
-            allow_pickle=args.allow_pickle,
-            chat_template=args.chat_template,
-            seed=args.seed,
-            data_dir=args.data_dir,
-            helmet_compat=args.helmet_compat,
-            cache_dir=cache_folder(args.cache_dir, args.no_cache, Path.cwd()),
-        )
         settings = EvalSettings(
-            opening,
+            opening(lambda dest: getattr(args, dest), Path.cwd()),
             parse_lengths(args.lengths),
             samples=args.samples,
             sequential_alpha=args.sequential_alpha if args.sequential else None,
@@ -241,11 +230,10 @@ def main(args: argparse.Namespace) -> int:
         if not cases:
             raise BisectError(f"-k {args.k!r} selects no case at lengths {args.lengths}")
         checkpoints = order_checkpoints(args.checkpoints)
-        good = resolve_end(checkpoints, args.good, 0)
-        bad = None if args.bad is None else resolve_end(checkpoints, args.bad, len(checkpoints) - 1)
+        good = 0 if args.good is None else resolve_end(checkpoints, args.good)
+        bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
 
-        tolerance = args.tolerance
-        tolerance_for = (lambda t, L: tolerance) if tolerance is not None else thresholds.tolerance_for
+        tolerance_for = (lambda t, L: args.tolerance) if args.tolerance is not None else thresholds.tolerance_for
 
         def evaluate(path, reference):  # noqa: ANN001, ANN202
             print(f"evaluating {path.name} ...", flush=True)
@@ -259,37 +247,32 @@ def main(args: argparse.Namespace) -> int:
                 return {}
 
         result = bisect(checkpoints, good, bad, evaluate, tolerance_for, thresholds.regression_confidence)
-    except (BisectError, ThresholdsError, LengthError, WrongFlag) as exc:
-        print(f"ctxgate bisect: {exc}", file=sys.stderr)
-        return 2
+    except (BisectError, ThresholdsError, LengthError, WrongFlag, OptionError) as exc:
+        return refuse("bisect", exc)
     print(result.render())
     if args.json:
-        atomic_write(
-            Path(args.json),
-            json.dumps(
-                {
-                    "first_bad": str(result.checkpoints[result.first_bad]),
-                    "first_bad_index": result.first_bad,
-                    "evaluations": result.evaluations,
-                    "cases": [f"{t}-{L}" for t, L in cases],
-                    "sequential": args.sequential,
-                    "path": [
-                        {
-                            "index": p.index,
-                            "checkpoint": str(p.path),
-                            "bad": p.bad,
-                            "from_cache": p.from_cache,
-                            "samples": p.samples,
-                            "cases": {
-                                f"{t}-{L}": {"score": r.current, "delta": r.delta, "upper": r.high}
-                                for (t, L), r in p.comparisons.items()
-                            },
-                            "unscored": [f"{t}-{L}" for t, L in p.unscored],
-                        }
-                        for p in result.probes
-                    ],
+        path = [
+            {
+                "index": p.index,
+                "checkpoint": str(p.path),
+                "bad": p.bad,
+                "from_cache": p.from_cache,
+                "samples": p.samples,
+                "cases": {
+                    f"{t}-{L}": {"score": r.current, "delta": r.delta, "upper": r.high}
+                    for (t, L), r in p.comparisons.items()
                 },
-                indent=1,
-            ),
-        )
+                "unscored": [f"{t}-{L}" for t, L in p.unscored],
+            }
+            for p in result.probes
+        ]
+        document = {
+            "first_bad": str(result.checkpoints[result.first_bad]),
+            "first_bad_index": result.first_bad,
+            "evaluations": result.evaluations,
+            "cases": [f"{t}-{L}" for t, L in cases],
+            "sequential": args.sequential,
+            "path": path,
+        }
+        atomic_write(Path(args.json), json.dumps(document, indent=1))
     return 0

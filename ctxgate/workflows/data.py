@@ -4,8 +4,9 @@ folder against its pinned checksums (the sources package reads and checks; this 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from ctxgate.workflows import refuse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,8 +43,7 @@ def fetch(args: argparse.Namespace) -> int:
         archive = Path(args.archive) if args.archive else download(args.revision)
         written = extract(archive, Path(args.to))
     except (DataUnavailable, OSError) as exc:
-        print(f"ctxgate data fetch: {exc}", file=sys.stderr)
-        return 2
+        return refuse("data fetch", exc)
     print(f"extracted {len(written)} files into {args.to}; next: ctxgate data verify {args.to} --write-lock")
     return 0
 
@@ -53,12 +53,9 @@ def verify(args: argparse.Namespace) -> int:
 
     root = Path(args.folder)
     if not root.is_dir():
-        print(
-            f"ctxgate data verify: {args.folder!r} is not a folder; give HELMET's data folder "
-            "(e.g. fixtures/helmet_data)",
-            file=sys.stderr,
+        return refuse(
+            "data verify", f"{args.folder!r} is not a folder; give HELMET's data folder (e.g. fixtures/helmet_data)"
         )
-        return 2
     if args.write_lock:
         print(f"wrote {write_lock(root)}")
     findings = verify(root)

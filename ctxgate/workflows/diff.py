@@ -8,7 +8,6 @@ that lost cases must never compare as "same".
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
 
 from ctxgate.gate.baseline import BaselineError, load_baseline
@@ -17,6 +16,7 @@ from ctxgate.lengths import format_length
 from ctxgate.run.options import THRESHOLDS
 from ctxgate.stats.paired import PairedResult
 from ctxgate.tasks.registry import task_names
+from ctxgate.workflows import refuse
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,6 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
         )
         if result is not None:
             rows.append(DiffRow(case.task, case.length, result, thresholds.tolerance_for(case.task, case.length)))
-    lost = sorted(set(base.cases) - set(new.cases))
     rows += [
         DiffRow(
             t,
@@ -65,7 +64,7 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
             thresholds.tolerance_for(t, L),
             new.unscored.get((t, L)) or new.skipped.get((t, L), "not in the new run"),
         )
-        for t, L in lost
+        for t, L in sorted(set(base.cases) - set(new.cases))  # lost: the baseline scored them, the new run did not
     ]
     if not rows:
         raise BaselineError(f"{base_path} and {new_path} have no case in common: run the same tasks and lengths")
@@ -92,24 +91,17 @@ def render(diff: Diff, markdown: bool, confidence: float) -> str:
     ]
     body = []
     for r in diff.rows:
-        if r.result is None:
-            body.append(
-                [r.task, format_length(r.length), "", "", "", "", "", f"{r.tolerance:.1f}", f"MISSING ({r.missing})"]
-            )
-            continue
-        body.append(
-            [
-                r.task,
-                format_length(r.length),
-                f"{r.result.baseline:.1f}",
-                f"{r.result.current:.1f}",
-                f"{r.result.delta:+.1f}",
-                f"{r.result.low:+.1f} .. {r.result.high:+.1f}",
-                str(r.result.n),
-                f"{r.tolerance:.1f}",
-                r.verdict,
+        p, numbers = r.result, ["", "", "", "", ""]  # no numbers where the new run has no score
+        if p is not None:
+            numbers = [
+                f"{p.baseline:.1f}",
+                f"{p.current:.1f}",
+                f"{p.delta:+.1f}",
+                f"{p.low:+.1f} .. {p.high:+.1f}",
+                str(p.n),
             ]
-        )
+        verdict = r.verdict if p is not None else f"MISSING ({r.missing})"
+        body.append([r.task, format_length(r.length), *numbers, f"{r.tolerance:.1f}", verdict])
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         table = "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body]) + "\n"
@@ -133,7 +125,6 @@ def main(args: argparse.Namespace) -> int:
         thresholds = thresholds_here(args.thresholds, task_names())
         diff = diff_reports(args.base, args.new, thresholds)
     except (BaselineError, ThresholdsError) as exc:
-        print(f"ctxgate diff: {exc}", file=sys.stderr)
-        return 2
+        return refuse("diff", exc)
     print(render(diff, args.markdown, thresholds.regression_confidence), end="")
     return 1 if diff.failed else 0

@@ -39,12 +39,7 @@ def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[s
     from _pytest.mark.expression import Expression  # pytest's own -k grammar, so both read the same way
 
     compiled = Expression.compile(expression)
-    selected = []
-    for task, length in ids:
-        name = f"{task}-{length}"
-        if compiled.evaluate(_matcher(name)):
-            selected.append((task, length))
-    return selected
+    return [(task, length) for task, length in ids if compiled.evaluate(_matcher(f"{task}-{length}"))]
 
 
 def _stop(

@@ -5,18 +5,17 @@ with a baseline and the samples that flipped, and the trend over several reports
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ctxgate.gate.baseline import BaselineError, comparison_entry, describe
 from ctxgate.gate.thresholds import ThresholdsError, thresholds_here
 from ctxgate.records.io import ReportFileError, atomic_write_all, predictions_path, read_predictions, read_report
-from ctxgate.records.schema import Report
+from ctxgate.records.schema import Prediction, Report
 from ctxgate.report.page import PageInput, render
 from ctxgate.run.options import THRESHOLDS
 from ctxgate.tasks.registry import task_names
+from ctxgate.workflows import refuse
 from ctxgate.workflows.diff import diff_reports
 from ctxgate.workflows.trend import load_points
 
@@ -40,28 +39,26 @@ def build(args: argparse.Namespace) -> str:
             "that ran cases"
         )
     rows = _rows(path, report)
-    baseline_rows: list[dict[str, Any]] = []
+    baseline_rows: list[Prediction] = []
     if args.baseline:
         thresholds = thresholds_here(args.thresholds, task_names())
         diff = diff_reports(args.baseline, str(path), thresholds)
-        compared = {(r.task, r.length): r for r in diff.rows if r.result is not None}
         confidence = thresholds.regression_confidence
-        cases = []
-        for case in report.cases:
-            row = compared.get((case.task, case.length))
-            if row is not None and row.result is not None:
-                message = describe(row.result, row.tolerance)
-                regressed = row.verdict == "REGRESSED"
-                entry = comparison_entry(row.result, row.tolerance, confidence, regressed, message)
-                case = replace(case, baseline=entry)
-            cases.append(case)
-        report = replace(report, cases=tuple(cases))
+        entries = {  # each compared case's entry, as a run with --baseline records it
+            (r.task, r.length): comparison_entry(
+                r.result, r.tolerance, confidence, r.verdict == "REGRESSED", describe(r.result, r.tolerance)
+            )
+            for r in diff.rows
+            if r.result is not None
+        }
+        cases = tuple(replace(c, baseline=entries.get((c.task, c.length), c.baseline)) for c in report.cases)
+        report = replace(report, cases=cases)
         baseline_rows = _rows(Path(args.baseline), read_report(Path(args.baseline)))
     trend = load_points(args.trend) if args.trend else []
     return render(PageInput(report, rows, baseline_rows, args.baseline, trend, path.name))
 
 
-def _rows(path: Path, report: Report) -> list[dict[str, Any]]:
+def _rows(path: Path, report: Report) -> list[Prediction]:
     predictions = predictions_path(path, report)
     return read_predictions(predictions) if predictions.is_file() else []
 
@@ -70,13 +67,11 @@ def main(args: argparse.Namespace) -> int:
     try:
         page = build(args)
     except (ReportFileError, BaselineError, ThresholdsError) as exc:
-        print(f"ctxgate html: {exc}", file=sys.stderr)
-        return 2
+        return refuse("html", exc)
     out = Path(args.output) if args.output else Path(args.report).with_suffix(".html")
     try:
         atomic_write_all({out: page})
     except OSError as exc:
-        print(f"ctxgate html: cannot write {out} ({exc.strerror or exc}): pass a writable -o FILE", file=sys.stderr)
-        return 2
+        return refuse("html", f"cannot write {out} ({exc.strerror or exc}): pass a writable -o FILE")
     print(out)
     return 0

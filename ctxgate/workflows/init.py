@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ctxgate.records.io import atomic_write_all
+from ctxgate.workflows import refuse
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 # --ci choice: (the template in templates/ci, where it goes in the user's repository)
@@ -44,8 +45,7 @@ def plan(folder: Path, ci: str | None) -> list[tuple[Path, Path]]:
 def main(args: argparse.Namespace) -> int:
     folder = Path(args.folder)
     if not folder.is_dir():
-        print(f"ctxgate init: {folder} is not a folder: give your repository's folder", file=sys.stderr)
-        return 2
+        return refuse("init", f"{folder} is not a folder: give your repository's folder")
     pairs = plan(folder, args.ci)
     # a link counts as there, dangling or not: the write replaces the link itself, never the file it points to
     existing = [dest for _, dest in pairs if dest.exists() or dest.is_symlink()]
@@ -61,8 +61,7 @@ def main(args: argparse.Namespace) -> int:
         atomic_write_all({dest: template.read_text("utf-8") for template, dest in pairs})  # all of them or none
     except OSError as exc:
         where = exc.filename or folder
-        print(f"ctxgate init: {where} cannot be written ({exc.strerror or exc}); nothing was written", file=sys.stderr)
-        return 2
+        return refuse("init", f"{where} cannot be written ({exc.strerror or exc}); nothing was written")
     for template, dest in pairs:
         if template.suffix in (".sh", ".sbatch"):
             dest.chmod(0o755)

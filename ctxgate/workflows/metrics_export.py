@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from ctxgate.records.schema import Report
+from ctxgate.workflows import refuse
 
 
 def _labels(**labels: Any) -> str:
@@ -31,8 +31,7 @@ def openmetrics(report: Report) -> str:
         for key, group in groups.items():
             if group.score is not None:
                 lines.append(f"ctxgate_category_score{_labels(model=model, category=key, length=length)} {group.score}")
-    eff = report.effective_length
-    if eff:
+    if eff := report.effective_length:
         lines += [
             "# TYPE ctxgate_effective_length gauge",
             "# HELP ctxgate_effective_length RULER effective length.",
@@ -66,7 +65,6 @@ def main(args: argparse.Namespace) -> int:
     try:
         report = read_report(args.report)
     except ReportFileError as exc:
-        print(f"ctxgate metrics: {exc}", file=sys.stderr)
-        return 2
+        return refuse("metrics", exc)
     print(openmetrics(report), end="")
     return 0

@@ -5,7 +5,6 @@ does during a run), exit status 0 either way: a comparison is information, not a
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from ctxgate.data.published import UnknownModel, all_published, resolve, rows_for
@@ -14,6 +13,7 @@ from ctxgate.lengths import format_length
 from ctxgate.records.io import ReportFileError, read_report
 from ctxgate.records.schema import Reference
 from ctxgate.report.tables import published_lines
+from ctxgate.workflows import refuse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,8 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.model is None:
         if args.report:
-            print("ctxgate published: --report needs a MODEL to compare with", file=sys.stderr)
-            return 2
+            return refuse("published", "--report needs a MODEL to compare with")
         seen: dict[str, dict[str, list[str]]] = {}
         for p in all_published():
             tables = seen.setdefault(p.model, {}).setdefault(f"{p.source.paper.split(' ')[0]} {p.label}", [])
@@ -39,8 +38,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         model = resolve(args.model)
     except UnknownModel as exc:
-        print(f"ctxgate published: {exc}", file=sys.stderr)
-        return 2
+        return refuse("published", exc)
     if args.report is None:
         for p in rows_for(model):
             scores = ", ".join(f"{format_length(L)} {s:.1f}" for L, s in sorted(p.scores.items()))
@@ -51,8 +49,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         report = read_report(Path(args.report))
     except ReportFileError as exc:
-        print(f"ctxgate published: {exc}", file=sys.stderr)
-        return 2
+        return refuse("published", exc)
     rows = compare(report, rows_for(model))
     if not rows:
         have = ", ".join(format_length(int(L)) for L in sorted(report.by_length, key=int)) or "none"

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from dataclasses import asdict, replace
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any
 
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, load_or_default
@@ -28,11 +26,12 @@ from ctxgate.records.io import (
     read_report,
     report_text,
 )
-from ctxgate.records.schema import CaseRecord, Report
+from ctxgate.records.schema import CaseRecord, Prediction, Report, to_json
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.tables import markdown, terminal
-from ctxgate.run.case import CaseResult, SampleOutcome, judge_case
+from ctxgate.run.case import CaseResult, judge_case
 from ctxgate.tasks.registry import task_names
+from ctxgate.workflows import refuse
 
 
 class RejudgeError(ValueError):
@@ -61,7 +60,7 @@ def _judges(args: argparse.Namespace, thresholds: Thresholds, helmet_compat: boo
     return judges
 
 
-def _load(report_path: Path) -> tuple[Report, Path, list[dict[str, Any]]]:
+def _load(report_path: Path) -> tuple[Report, Path, list[Prediction]]:
     try:
         report = read_report(report_path)
         predictions = predictions_path(report_path, report)
@@ -70,19 +69,10 @@ def _load(report_path: Path) -> tuple[Report, Path, list[dict[str, Any]]]:
         raise RejudgeError(str(exc)) from None
 
 
-_SAMPLE_FIELDS = SampleOutcome.__dataclass_fields__
-
-
-def _case_result(case: CaseRecord, rows: list[dict[str, Any]]) -> CaseResult:
-    def sample(row: dict[str, Any]) -> SampleOutcome:
-        given: dict[str, Any] = {k: (tuple(v) if k == "answers" else v) for k, v in row.items() if k in _SAMPLE_FIELDS}
-        return SampleOutcome(**given)
-
-    samples = tuple(sample(r) for r in sorted(rows, key=lambda r: r["index"]))
-    fields: dict[str, Any] = {
-        k: getattr(case, k) for k in CaseResult.__dataclass_fields__ if k not in ("samples", "ci")
-    }
-    return CaseResult(**fields, ci=case.ci or (0.0, 0.0), samples=samples)
+def _case_result(case: CaseRecord, rows: list[Prediction]) -> CaseResult:
+    measured = {f.name: getattr(case, f.name) for f in fields(CaseResult) if f.name not in ("samples", "ci")}
+    samples = tuple(sorted(rows, key=lambda r: r.index))
+    return CaseResult(**measured, ci=case.ci or (0.0, 0.0), samples=samples)
 
 
 def _verdict(case: CaseRecord, thresholds: Thresholds) -> CaseRecord:
@@ -93,11 +83,9 @@ def _verdict(case: CaseRecord, thresholds: Thresholds) -> CaseRecord:
     if message:
         return replace(case, verdict="fail", message=f"{case.task} at {case.length}: {message}")
     message = floor_failure(case, thresholds)
-    return (
-        replace(case, verdict="fail", message=message)
-        if message
-        else replace(case, verdict="pass", message=passed(case))
-    )
+    if message:
+        return replace(case, verdict="fail", message=message)
+    return replace(case, verdict="pass", message=passed(case))
 
 
 class NothingToJudge(Exception):
@@ -131,16 +119,16 @@ def judge_report(args: argparse.Namespace) -> tuple[Report, int, int]:
     except ThresholdsError as exc:
         raise RejudgeError(str(exc)) from None
     judges = _judges(args, thresholds, report.run.helmet_compat)
-    by_case: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    by_case: dict[tuple[str, int], list[Prediction]] = {}
     for r in rows:
-        by_case.setdefault((r["task"], int(r["length"])), []).append(r)
+        by_case.setdefault((r.task, r.length), []).append(r)
     judged: dict[tuple[str, int], CaseRecord] = {}
     for case in chosen:
         case_rows = by_case.get((case.task, case.length))
         if not case_rows:
             raise RejudgeError(f"{predictions} has no samples for {case.task} at {case.length}")
         result = judge_case(_case_result(case, case_rows), judges, thresholds.confidence)
-        by_case[(case.task, case.length)] = prediction_rows(case, [asdict(o) for o in result.samples])
+        by_case[(case.task, case.length)] = prediction_rows(case, result.samples)
         judged[(case.task, case.length)] = _verdict(result.onto(case), thresholds)
     cases = [judged.get((c.task, c.length), c) for c in report.cases]
     run = replace(report.run, judge=judges.describe())
@@ -148,18 +136,17 @@ def judge_report(args: argparse.Namespace) -> tuple[Report, int, int]:
     threshold = eff.threshold if eff else thresholds.effective_threshold
     verdict = judge_session(cases, thresholds, report.session_complete, threshold, report.baseline)
     new = build_report(cases, run, verdict, report.session_complete, report.error, report.baseline)
-    failed = [c for c in new.cases if c.verdict == "fail"]
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")
     new = replace(new, predictions=out_predictions.name)
     atomic_write_all(
         {
-            out_predictions: "".join(json.dumps(r) + "\n" for rs in by_case.values() for r in rs),
+            out_predictions: "".join(json.dumps(to_json(r)) + "\n" for rs in by_case.values() for r in rs),
             out.with_suffix(".md"): markdown(new),
             out: report_text(new),
         }
     )
-    return new, len(chosen), len(failed)
+    return new, len(chosen), sum(c.verdict == "fail" for c in new.cases)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -169,8 +156,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"ctxgate judge: {exc}")
         return 0
     except (RejudgeError, JudgeError) as exc:
-        print(f"ctxgate judge: {exc}", file=sys.stderr)
-        return 2
+        return refuse("judge", exc)
     print(terminal(report))
     usage = [c.judge.usage for c in report.cases if c.judge and c.judge.usage]
     if usage:

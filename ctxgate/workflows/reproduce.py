@@ -15,11 +15,11 @@ import argparse
 import math
 import re
 import shlex
-import sys
 from dataclasses import dataclass
 
 from ctxgate.data.published import Published, UnknownModel, resolve, rows_for
 from ctxgate.lengths import format_length
+from ctxgate.workflows import refuse
 
 GPU_GB = 80  # one H100 or A100 80GB
 HEADROOM = 1.3  # weights plus a 128K KV cache and activations, as a share of the bf16 weights
@@ -120,10 +120,9 @@ def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
         "# vLLM in its own environment, once, in a ctxgate checkout (the official CUDA build)",
         "VLLM_SPEC=vllm bash scripts/vllm_env.sh",
     ]
-    ref = shlex.quote(model)
     if checkpoint is None:
         out += [f"# the weights into the hub cache, which --model {model} reads (a gated model needs HF_TOKEN)"]
-        out += [f"hf download {ref}"]
+        out += [f"hf download {shlex.quote(model)}"]
     return out + _runs(model, shlex.quote(checkpoint or model), rows, f"--backend vllm --tp {tp} -n {gpus // tp}")
 
 
@@ -184,13 +183,11 @@ def _runs(model: str, ckpt: str, rows: list[Published], engine: str, window: int
 
 def main(args: argparse.Namespace) -> int:
     if args.gpus < 1:
-        print(f"ctxgate reproduce: --gpus {args.gpus} must be 1 or more", file=sys.stderr)
-        return 2
+        return refuse("reproduce", f"--gpus {args.gpus} must be 1 or more")
     try:
         model = resolve(args.model)
         lines = recipe(model, args.checkpoint, args.gpus)
     except (UnknownModel, NoRecipe) as exc:
-        print(f"ctxgate reproduce: {exc}", file=sys.stderr)
-        return 2
+        return refuse("reproduce", exc)
     print("\n".join(lines))
     return 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from ctxgate.judge.score import is_judged
@@ -13,6 +12,7 @@ from ctxgate.metrics import get_metric, metric_names, score_prediction
 from ctxgate.metrics.registry import UnknownMetric
 from ctxgate.records.io import ReportFileError, read_predictions
 from ctxgate.tasks.registry import UnknownTask, get_task
+from ctxgate.workflows import refuse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,29 +33,22 @@ def rescore(args: argparse.Namespace) -> int:
     path = Path(args.predictions)
     cases: dict[tuple[str, int], list[tuple[float, float]]] = {}
     try:
-        for row in read_predictions(path, ("task", "length", "metric", "prediction", "answers", "score")):
-            if is_judged(row["metric"]):
+        for row in read_predictions(path):
+            if is_judged(row.metric) or row.score is None:
                 continue  # a judge scores these: `ctxgate judge REPORT.json`
-            try:
-                spec = get_task(row["task"])
-                new, _ = score_prediction(
-                    args.metric or row["metric"],
-                    row["prediction"],
-                    row["answers"],
-                    spec.scoring_prefix,
-                    bool(row.get("chat_template")),
-                )
-            except (UnknownTask, UnknownMetric) as exc:
-                raise ReportFileError(f"{path}: {exc}") from None
-            cases.setdefault((row["task"], int(row["length"])), []).append((float(row["score"]), new))
+            prefix = get_task(row.task).scoring_prefix
+            new, _ = score_prediction(
+                args.metric or row.metric, row.prediction, row.answers, prefix, bool(row.chat_template)
+            )
+            cases.setdefault((row.task, row.length), []).append((row.score, new))
     except ReportFileError as exc:
-        print(f"ctxgate rescore: {exc}", file=sys.stderr)
-        return 2
+        return refuse("rescore", exc)
+    except (UnknownTask, UnknownMetric) as exc:
+        return refuse("rescore", f"{path}: {exc}")
     out = []
     for (task, length), pairs in sorted(cases.items()):
         old = 100 * sum(p[0] for p in pairs) / len(pairs)
         new = 100 * sum(p[1] for p in pairs) / len(pairs)
-        changed = sum(1 for a, b in pairs if a != b)
         out.append(
             {
                 "task": task,
@@ -64,7 +57,7 @@ def rescore(args: argparse.Namespace) -> int:
                 "stored": round(old, 2),
                 "rescored": round(new, 2),
                 "delta": round(new - old, 2),
-                "changed_samples": changed,
+                "changed_samples": sum(1 for a, b in pairs if a != b),
             }
         )
     if args.json:
@@ -84,7 +77,6 @@ def score(args: argparse.Namespace) -> int:
         get_metric(args.metric)
         value, looked_at = score_prediction(args.metric, args.prediction, args.answer, args.prefix)
     except (UnknownMetric, ValueError) as exc:
-        print(f"ctxgate score: {exc}", file=sys.stderr)
-        return 2
+        return refuse("score", exc)
     print(json.dumps({"metric": args.metric, "score": value, "scored_text": looked_at, "answers": args.answer}))
     return 0

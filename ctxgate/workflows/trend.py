@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from ctxgate.lengths import format_length
 from ctxgate.records.io import ReportFileError, read_report
 from ctxgate.steps import training_step
+from ctxgate.workflows import refuse
 
 CATEGORIES = (("ruler", "RULER avg"), ("helmet_recall", "HELMET Recall"))
 
@@ -28,33 +28,17 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
         model = report.run.model
         step = training_step(model).value if model else None
         step = order if step is None else step
-        eff = report.effective_length
+        same = {"report": str(path), "model": model, "step": step}  # the columns every point of this report shares
         for length, groups in report.by_length.items():
             for key, label in CATEGORIES:
-                group = groups.get(key)
-                if group is not None and group.score is not None:
+                if (group := groups.get(key)) is not None and group.score is not None:
+                    partial = group.partial or group.incomplete
                     rows.append(
-                        {
-                            "report": str(path),
-                            "model": model,
-                            "step": step,
-                            "length": int(length),
-                            "category": label,
-                            "score": group.score,
-                            "partial": group.partial or group.incomplete,
-                        }
+                        {**same, "length": int(length), "category": label, "score": group.score, "partial": partial}
                     )
-        if eff:
+        if eff := report.effective_length:
             rows.append(
-                {
-                    "report": str(path),
-                    "model": model,
-                    "step": step,
-                    "length": "",
-                    "category": "effective length",
-                    "score": eff.value,
-                    "partial": eff.partial,
-                }
+                {**same, "length": "", "category": "effective length", "score": eff.value, "partial": eff.partial}
             )
     return sorted(rows, key=lambda r: (r["step"], r["category"], str(r["length"])))
 
@@ -122,13 +106,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         csv_path, png_path = trend(args.reports, args.out)
     except ReportFileError as exc:
-        print(f"ctxgate trend: {exc}", file=sys.stderr)
-        return 2
+        return refuse("trend", exc)
     except OSError as exc:
-        print(
-            f"ctxgate trend: cannot write {args.out} ({exc.strerror or exc}): pass a writable --out folder",
-            file=sys.stderr,
-        )
-        return 2
+        return refuse("trend", f"cannot write {args.out} ({exc.strerror or exc}): pass a writable --out folder")
     print(f"wrote {csv_path} and {png_path}")
     return 0

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.records.io import ReportFileError, atomic_write, read_report
+from ctxgate.workflows import refuse
 from ctxgate.workflows.bisect import step_of
 
 USAGE_ERROR = 4  # pytest's exit code for arguments it refused
@@ -149,9 +150,8 @@ def watch(
                     f"pytest refused the arguments for {ckpt.name} (exit {code}, its message is above); "
                     "fix the arguments after --. Nothing was marked done"
                 )
-            report = out / f"{ckpt.name}.json"
             state.last = ckpt.name
-            if completed(report):
+            if completed(out / f"{ckpt.name}.json"):
                 state.done.add(ckpt.name)
                 state.failed.pop(ckpt.name, None)
             else:
@@ -210,6 +210,5 @@ def main(args: argparse.Namespace) -> int:
             args.until,
         )
     except WatchError as exc:
-        print(f"ctxgate watch: {exc}", file=sys.stderr)
-        return 2
+        return refuse("watch", exc)
     return 0
