@@ -13,9 +13,9 @@ from typing import NoReturn
 
 import pytest
 
+from ctxgate.backends.base import engine_dtype
 from ctxgate.backends.devices import visible_gpus
 from ctxgate.backends.endpoint import EndpointSettings
-from ctxgate.backends.vllm_server import engine_dtype
 from ctxgate.run.compose import LoadedModel, ModelError, ModelSpec, Served, open_model
 
 from .engine import ENGINE_KEY, EngineSettings

@@ -120,8 +120,8 @@ def pytest_configure(config: pytest.Config) -> None:
     samples = config.getoption("--samples")
     if problem := samples_problem(samples):
         raise pytest.UsageError(problem)
+    started_in = Path(config.invocation_params.dir)
     with usage_errors(OptionError):
-        started_in = Path(config.invocation_params.dir)
         opening = read_opening(config.getoption, started_in, model=config.getoption("--model") or "", backend=backend)
     settings = Settings(
         lengths=lengths,

@@ -7,13 +7,11 @@ sorted document pool plus questions pointing into it, the structure RULER's QA g
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from ctxgate.memo import memo
-from ctxgate.sources.files import load_rows
+from ctxgate.sources.files import load_rows, sha256_of_json
 
 DEFAULT_SQUAD = "rajpurkar/squad_v2"
 DEFAULT_HOTPOTQA = "hotpotqa/hotpot_qa"
@@ -49,7 +47,7 @@ def _pool(
         Question(q, a, tuple(where[d] for d in gold), tuple(where[d] for d in related if d not in gold))
         for q, a, gold, related in raw_questions
     )
-    digest = hashlib.sha256(json.dumps([pool, [(q.query, q.answers, q.gold) for q in questions]]).encode()).hexdigest()
+    digest = sha256_of_json([pool, [(q.query, q.answers, q.gold) for q in questions]])
     return QAPool(tuple(pool), questions, digest, source)
 
 

@@ -94,8 +94,11 @@ class Probe:
 class BisectResult:
     first_bad: int
     checkpoints: list[Path]
-    probes: list[Probe]
-    evaluations: int
+    probes: list[Probe]  # one per checkpoint evaluated
+
+    @property
+    def evaluations(self) -> int:
+        return len(self.probes)
 
     def render(self) -> str:
         lines = []
@@ -164,7 +167,7 @@ def bisect(
     reference = evaluate(checkpoints[good], None)
     if not reference:
         raise BisectError("the case selection matched no case: check -k and --lengths")
-    probes = [Probe(good, checkpoints[good], False, {}, (), *_cached(reference))]  # one per evaluation
+    probes = [Probe(good, checkpoints[good], False, {}, (), *_cached(reference))]
 
     def probe(i: int) -> bool:
         results = evaluate(checkpoints[i], reference)
@@ -185,7 +188,7 @@ def bisect(
             hi = mid
         else:
             lo = mid
-    return BisectResult(hi, checkpoints, probes, len(probes))
+    return BisectResult(hi, checkpoints, probes)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
