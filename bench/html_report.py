@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctxgate.lengths import format_length, parse_lengths  # noqa: E402
-from ctxgate.records.schema import Report, adapter_for  # noqa: E402
+from ctxgate.records.schema import Prediction, Report, adapter_for  # noqa: E402
 
 
 def real_rows(samples: int) -> dict[str, list[dict[str, Any]]]:
@@ -59,7 +59,7 @@ def real_rows(samples: int) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def report_and_rows(samples: int, lengths: Sequence[int]) -> tuple[Report, list[dict[str, Any]]]:
+def report_and_rows(samples: int, lengths: Sequence[int]) -> tuple[Report, list[Prediction]]:
     rng = random.Random(0)
     built = real_rows(samples)
     cases, rows = [], []
@@ -72,26 +72,23 @@ def report_and_rows(samples: int, lengths: Sequence[int]) -> tuple[Report, list[
                 scores.append(score)
                 answer = example["answers"][0] if example["answers"] else ""
                 rows.append(
-                    {
-                        "task": task,
-                        "length": length,
-                        "metric": "string_match_all",
-                        "chat_template": False,
-                        "index": i,
-                        "score": score,
-                        "prediction": " " + (answer if score else str(rng.randrange(10**7))),
-                        "scored_text": answer,
-                        "answers": example["answers"],
-                        "input_tokens": length - 50,
-                        "output_tokens": 8,
-                        "finish_reason": "stop",
-                        "sample_sha256": f"{rng.getrandbits(256):064x}",
-                        "parts": {},
-                        "judge_input": None,
-                        "judge_error": None,
-                        "excerpts": example["excerpts"],
-                        "seconds": round(rng.uniform(0.1, 30), 3),
-                    }
+                    Prediction(
+                        task=task,
+                        length=length,
+                        metric="string_match_all",
+                        chat_template=False,
+                        index=i,
+                        score=score,
+                        prediction=" " + (answer if score else str(rng.randrange(10**7))),
+                        scored_text=answer,
+                        answers=tuple(example["answers"]),
+                        input_tokens=length - 50,
+                        output_tokens=8,
+                        finish_reason="stop",
+                        sample_sha256=f"{rng.getrandbits(256):064x}",
+                        excerpts=example["excerpts"],
+                        seconds=round(rng.uniform(0.1, 30), 3),
+                    )
                 )
             mean = 100 * sum(scores) / len(scores)
             cases.append(
