@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, NoReturn
 
 import pytest
 
-from ctxgate.backends.base import BackendDown, window_of
+from ctxgate.backends.base import BackendDown, Window, window_of
 from ctxgate.backends.endpoint import EndpointError
 from ctxgate.backends.hf import BackendError
 from ctxgate.gate.baseline import Baseline, BaselineError, comparison_entry, describe, regression_verdict
@@ -23,6 +25,7 @@ from ctxgate.gate.verdicts import NOT_GIVEN, floor_failure, gated_reason, judge_
 from ctxgate.judge.client import JudgeError
 from ctxgate.records.refusal import Refusal
 from ctxgate.records.schema import CaseRecord, Comparison, RunInfo, SampleOutcome, to_json
+from ctxgate.run.ahead import Ahead
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
@@ -112,9 +115,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.stash[NOT_RUN_KEY] = [i.nodeid for i in cases]
         items[:] = [i for i in items if not case_key(i.nodeid)]
         config.hook.pytest_deselected(items=cases)
-    if hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput") or config.stash[SETTINGS_KEY].opening.ray:
         # Under xdist, the longest cases first (every worker sorts alike, so the collections still match): with the
         # workers plugin's one-at-a-time scheduling, no worker is left grinding a 128K case while the others idle.
+        # On a Ray cluster, the items in the order their cases are started (ctxgate_ahead).
         items.sort(key=lambda item: -(case_key(item.nodeid) or ("", 0))[1])
 
 
@@ -226,8 +230,55 @@ def no_score(state: CaseState, cause: str, message: str, baseline: Baseline | No
     pytest.fail(message, pytrace=False)
 
 
+def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Window | None:
+    """The window a case of this length cannot run past (None: it runs)."""
+    window, limit = window_of(model.backend), model.backend.max_positions
+    force = config.stash[SETTINGS_KEY].force_lengths
+    if window and limit is not None and length > limit and not (force and window.forceable):
+        return window
+    return None
+
+
+def _case_run(config: pytest.Config, model: LoadedModel, name: str, length: int) -> Callable[[], CaseResult]:
+    """The case's run, ready to start: in the item's own turn, or ahead of it (``ctxgate_ahead``)."""
+    settings, thresholds = config.stash[SETTINGS_KEY], config.stash[THRESHOLDS_KEY]
+    stop = _stop_rule(config, name, length, thresholds.floor_for(name, length))
+    return partial(
+        run_case,
+        get_task(name),
+        model.context,
+        model.backend,
+        length,
+        settings.samples,
+        settings.opening.seed,
+        thresholds.confidence,
+        model.cache,
+        settings.opening.helmet_compat,
+        model.judges,
+        config.stash.get(REPORTER_KEY, None),
+        stop,
+    )
+
+
+@pytest.fixture(scope="session")
+def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> Iterator[Ahead | None]:
+    """For a backend that serves several cases at once (``cases_at_once``, e.g. replicas on a Ray cluster): the
+    selected cases, longest first, started ahead of their items; None for the others. Stopped before the model is."""
+    width = int(getattr(ctxgate_model.backend, "cases_at_once", 1))
+    if width <= 1:
+        yield None
+        return
+    config = request.config
+    cases = [case_key(i.nodeid) for i in request.session.items if "ctxgate_case" in getattr(i, "fixturenames", ())]
+    runnable = dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1]))
+    keys = sorted(runnable, key=lambda k: -k[1])
+    ahead = Ahead([(k, _case_run(config, ctxgate_model, *k)) for k in keys], width)
+    yield ahead
+    ahead.close()
+
+
 @pytest.fixture
-def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> Case:
+def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctxgate_ahead: Ahead | None) -> Case:
     name, length = request.param
     config = request.config
     settings = config.stash[SETTINGS_KEY]
@@ -236,9 +287,7 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
     state = request.node.stash.setdefault(CASE_STATE_KEY, CaseState(new_record(name, length, thresholds)))
     state.run_meta = ctxgate_model.run_meta
     baseline = config.stash.get(BASELINE_KEY, None)
-    window = window_of(ctxgate_model.backend)
-    limit = ctxgate_model.backend.max_positions
-    if window and limit is not None and length > limit and not (settings.force_lengths and window.forceable):
+    if window := _beyond_window(config, ctxgate_model, length):
         no_score(
             state,
             "window",
@@ -250,20 +299,10 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> 
     cause = ""
     progress = config.stash.get(REPORTER_KEY, None)
     try:
-        result = run_case(
-            spec,
-            ctxgate_model.context,
-            ctxgate_model.backend,
-            length,
-            settings.samples,
-            settings.opening.seed,
-            thresholds.confidence,
-            ctxgate_model.cache,
-            settings.opening.helmet_compat,
-            ctxgate_model.judges,
-            progress,
-            _stop_rule(config, name, length, state.record.floor),
-        )
+        if ctxgate_ahead is not None and (name, length) in ctxgate_ahead:
+            result = ctxgate_ahead.take((name, length))
+        else:
+            result = _case_run(config, ctxgate_model, name, length)()
     except Refusal as exc:  # a designed refusal: its cause decides the verdict (gate.verdicts.unscored_verdict)
         failure, cause = exc, exc.cause
         if isinstance(exc, MaterialExhausted):

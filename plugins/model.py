@@ -8,8 +8,9 @@ the error once.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -25,6 +26,8 @@ from .options import SETTINGS_KEY, THRESHOLDS_KEY, Settings
 from .sequential import SEQUENTIAL_KEY
 
 RUN_ERROR_KEY = pytest.StashKey[str]()  # on the session: why no case can run in this process (the model, the judge)
+# a backend with its own line at the end of the run (replicas on a cluster: where they ran, what the queue did)
+SUMMARY_KEY = pytest.StashKey[Callable[[], str]]()
 
 __all__ = ["RUN_ERROR_KEY", "LoadedModel", "ctxgate_model", "model_spec"]
 
@@ -80,7 +83,7 @@ def _run_failed(request: pytest.FixtureRequest, what: str, exc: BaseException) -
 
 
 @pytest.fixture(scope="session")
-def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> LoadedModel:
+def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Iterator[LoadedModel]:
     run, sequential = pytestconfig.stash[SETTINGS_KEY], pytestconfig.stash[SEQUENTIAL_KEY]
     selection = {
         "samples": run.samples,
@@ -89,7 +92,17 @@ def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -
     }
     failure: ModelError | None = None  # failed outside the except block: no "during handling of..." chain
     try:
-        return open_model(model_spec(pytestconfig), selection)
+        loaded = open_model(model_spec(pytestconfig), selection)
     except ModelError as exc:
         failure = exc
-    _run_failed(request, failure.what, failure.cause)
+    if failure is not None:
+        _run_failed(request, failure.what, failure.cause)
+    if hasattr(loaded.backend, "summary"):
+        pytestconfig.stash[SUMMARY_KEY] = loaded.backend.summary
+    yield loaded
+    loaded.close()  # the backend's processes and actors end with the session, not with the interpreter
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if (summary := config.stash.get(SUMMARY_KEY, None)) is not None:
+        terminalreporter.write_line(f"ctxgate: {summary()}")

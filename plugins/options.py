@@ -123,6 +123,10 @@ def pytest_configure(config: pytest.Config) -> None:
     started_in = Path(config.invocation_params.dir)
     with usage_errors(OptionError):
         opening = read_opening(config.getoption, started_in, model=config.getoption("--model") or "", backend=backend)
+    if opening.ray is not None and (config.getoption("numprocesses", None) or hasattr(config, "workerinput")):
+        raise pytest.UsageError(
+            f"--ray {opening.ray} runs every case from this one pytest process, on the cluster's replicas: drop -n"
+        )
     settings = Settings(
         lengths=lengths,
         samples=samples,

@@ -27,6 +27,10 @@ class BackendDown(RuntimeError):
     """The backend cannot serve any more requests (its server is gone): no later case can run either."""
 
 
+class Withdrawn(Exception):
+    """A request taken back before it ran (``withdraw``: its case was decided); ``stream`` passes over it."""
+
+
 @dataclass(frozen=True)
 class GenerationParams:
     """Greedy decoding; stops at EOS or after ``max_new_tokens``."""
@@ -63,7 +67,13 @@ class Backend(Protocol):
     ``batch_limit(prompt_tokens, max_new_tokens)`` (optional, default 1): how many prompts of about that length one
     ``generate`` call should get, for a backend that batches them itself (HF on a GPU).
     ``window_of`` (optional, default ``model_window``): what ``max_positions`` is and how to get past it, for the
-    one line a case beyond it gets."""
+    one line a case beyond it gets.
+    ``withdraw(task, length)`` (optional): the case is decided, so its requests not yet started need not run; each
+    one's ``generate`` then raises ``Withdrawn``.
+    ``cases_at_once`` (optional, default 1): how many cases the session should have in flight together, for a
+    backend that serves several at once (replicas on a cluster): the next case's requests queue while the current
+    one's last samples finish.
+    ``close()`` (optional): release what the backend holds (processes, actors) at the end of the run."""
 
     name: str
     max_positions: int | None  # the model's position limit, None when unknown
@@ -97,7 +107,12 @@ def stream(
                     return
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    yield pending.pop(future), future.result()[0]
+                    request = pending.pop(future)
+                    try:
+                        generation = future.result()[0]
+                    except Withdrawn:
+                        continue
+                    yield request, generation
         finally:
             for future in pending:  # a failure or an interrupt: start nothing more
                 future.cancel()

@@ -200,7 +200,7 @@ def run_case(
     """Each generation goes to the cache as soon as it exists, so an interrupted case resumes where it stopped.
     ``progress`` hears where the case stands after each generation. ``stop`` (--sequential): a stop rule and the
     case's questions (its floor, its baseline); the samples are fed to the tests in index order (the fixed-n run's
-    order) and no further sample is built once the verdict is certain; the score still uses every sample drawn.
+    order) and no further sample is built once the verdict is certain; the score uses the samples the test used.
     ``n`` None: the task's own sample count. A judged task is scored by ``judges``; without the judge it needs,
     its case comes back with score None and its judge inputs stored, for ``ctxgate judge`` later."""
     requested = n or spec.default_samples
@@ -210,14 +210,21 @@ def run_case(
     name = f"{spec.name}-{length}"
     if progress is not None:  # a 128K sample can take minutes: say at once which case started
         progress(Progress(name, 0, n, 0, 0, 0.0))
+    withdraw = getattr(backend, "withdraw", None)
     for request, gen in stream(backend, draw.requests(), draw.params):
         draw.receive(request, gen)
+        if withdraw is not None and draw.test is not None and draw.test.verdict is not None:
+            withdraw(spec.name, length)  # decided: what is still queued never runs, on any replica
+            withdraw = None
         if progress is not None:
             elapsed = time.perf_counter() - t0 - draw.build_seconds
             progress(Progress(name, len(draw.done), n, draw.from_cache, draw.generated_tokens, elapsed))
     # judging is not generation: it is left out of the throughput
     generating = max(time.perf_counter() - t0 - draw.build_seconds - draw.judge_seconds, 1e-6)
-    outcomes = tuple(draw.done[i] for i in sorted(draw.done))
+    # a decided case is scored on the samples its test used, whatever else was in flight when it decided: the
+    # same samples, score and verdict however many requests the backend had out at once
+    used = draw.test.used if draw.test is not None and draw.test.verdict is not None else None
+    outcomes = tuple(draw.done[i] for i in sorted(draw.done) if used is None or i < used)
     sizes = [o.input_tokens for o in outcomes]
     scores = (
         judge_samples(

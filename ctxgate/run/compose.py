@@ -73,6 +73,8 @@ class ModelSpec:
     judge: JudgeSettings | None = None
     nli_model: str | None = None
     judge_max_failure_rate: float = 0.05
+    ray: str | None = None  # a Ray cluster's address (or auto, local): the model as replicas on its nodes
+    ray_resource: str = "GPU"  # the resource each replica takes one of
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ class LoadedModel:
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
+        if hasattr(self.backend, "close"):
+            self.backend.close()
 
 
 class ModelError(RuntimeError):
@@ -112,6 +116,10 @@ def threads_per_worker() -> int | None:
 
 
 def load_backend(spec: ModelSpec) -> Backend:
+    if spec.ray is not None:
+        from ctxgate.run.cluster import RayPool
+
+        return RayPool(spec)
     if spec.backend == TEST_BACKEND:
         from ctxgate.backends.scripted import ScriptedBackend
 

@@ -148,6 +148,19 @@ MODEL_OVERRIDE = Option(
     action="append",
     metavar="KEY=VALUE",
 )
+RAY = Option(
+    "--ray",
+    "run the cases on a Ray cluster, the model as one replica per --ray-resource on its nodes: the head's ADDRESS "
+    "(host:port), auto (the cluster this machine belongs to), or local (a cluster of this machine, for the run); "
+    "needs pip install 'ctxgate[ray]'; docs/distributed.md",
+    metavar="ADDRESS",
+)
+RAY_RESOURCE = Option(
+    "--ray-resource",
+    "--ray: the resource each model replica takes one of (default %(default)s), e.g. CPU on nodes without GPUs",
+    default="GPU",
+    metavar="NAME",
+)
 CACHE_DIR = Option("--cache-dir", f"generation cache folder (default: ./{CACHE_FOLDER})")
 NO_CACHE = Option("--no-cache", "neither read nor write the generation cache", action="store_true")
 
@@ -175,6 +188,8 @@ EVALUATION = (
     MODEL_OVERRIDE,
     CACHE_DIR,
     NO_CACHE,
+    RAY,
+    RAY_RESOURCE,
 )
 SEQUENTIAL_OPTIONS = (SEQUENTIAL, SEQUENTIAL_ALPHA, SEQUENTIAL_MIN)
 # the options that are ModelSpec's fields as they are; the cache folder and the config overrides are read from theirs
@@ -207,12 +222,32 @@ def opening(value: Callable[[str], Any], started_in: Path, **given: Any) -> Mode
             f"--helmet-tokenizer {spec.helmet_tokenizer!r} is not a tokenizer folder (no tokenizer_config.json): "
             "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
         )
+    if spec.ray is not None:
+        _check_ray(spec)
     if spec.haystack:
         try:
             load_essay(spec.haystack)
         except HaystackError as exc:
             raise OptionError(f"--haystack: {exc}") from None
     return spec
+
+
+def _check_ray(spec: ModelSpec) -> None:
+    import importlib.util
+
+    if not spec.ray:
+        raise OptionError("--ray is empty: give the Ray head's address (host:6379), auto, or local")
+    if importlib.util.find_spec("ray") is None:
+        raise OptionError(f"--ray {spec.ray} needs Ray, which is not installed here: pip install 'ctxgate[ray]'")
+    if spec.backend == "openai":
+        raise OptionError(
+            "--ray with --backend openai: the servers are the replicas; drop --ray and give each with --base-url"
+        )
+    if spec.backend == "vllm":
+        raise OptionError(
+            "--ray with --backend vllm is not supported yet: run --backend hf replicas with --ray, or start a vLLM "
+            "server per node and give each with --base-url under --backend openai"
+        )
 
 
 def samples_problem(samples: int | None) -> str | None:

@@ -1,0 +1,383 @@
+"""Model replicas on a Ray cluster, seen by the session as one backend (``--ray``).
+
+Each replica is a long-lived Ray actor that loads the checkpoint on its node (``load_backend``, as a local run
+does), placed by Ray on a node that has the resource ``--ray-resource`` names. The session keeps everything else:
+it builds the prompts, reads and writes the generation cache, scores, and writes every report; a replica only
+generates. Requests wait in one queue, the longest case's first, and each goes to whichever replica frees first, so
+a slow 128K sample never holds back the ones behind it the way static shards would. A replica lost with its node
+has its requests put back in the queue for the others; one that cannot load the model is one error naming its node
+and the cause. Ray itself is imported only here, and only when ``--ray`` is given.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Request, Window, Withdrawn, window_of
+from ctxgate.backends.hf import BackendError
+from ctxgate.run.compose import ModelSpec, load_backend
+from ctxgate.textcodec import HFTokenizer, RawTokenizer
+
+LOCAL = "local"  # --ray local: a cluster of this machine, started for the run and stopped with it
+MAX_TRIES = 3  # replicas a request may lose before the run stops trusting the cluster with it
+START_TIMEOUT_S = float(os.environ.get("CTXGATE_RAY_START_TIMEOUT", "900"))  # a replica placed and loaded
+CASES_AT_ONCE = 2  # the next case's samples queue while the current one finishes: no replica idles between cases
+
+
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """What a replica says about itself once it has loaded (or failed to load) the model."""
+
+    node_ip: str
+    node_id: str
+    pid: int
+    error: str | None = None
+    name: str = ""
+    max_positions: int | None = None
+    window: Window | None = None
+    description: dict[str, object] = field(default_factory=dict)
+    cache_identity: dict[str, object] | None = None
+    weights_problem: str | None = None
+    concurrency: int = 1
+
+
+class ReplicaWorker:
+    """The actor body: one model on one node. It never raises while loading: the session asks each replica how its
+    load went and names the node in the one error a failed load gets."""
+
+    def __init__(self, spec: ModelSpec, started_in: str) -> None:
+        import ray
+
+        context = ray.get_runtime_context()
+        self.where = (ray.util.get_node_ip_address(), context.get_node_id(), os.getpid())
+        try:
+            # the session's relative paths (--model fixtures/..., --config-from) mean what they meant where it was
+            # started: a cluster's nodes share that folder (a shared filesystem), as they share the checkpoint
+            os.chdir(started_in)
+            self.backend: Any = load_backend(spec)
+            self.error: str | None = None
+        except Exception as exc:  # noqa: BLE001 - whatever the loader raises is the replica's one-line cause
+            self.backend, self.error = None, f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
+
+    def info(self) -> ReplicaInfo:
+        ip, node, pid = self.where
+        if self.backend is None:
+            return ReplicaInfo(ip, node, pid, error=self.error)
+        b = self.backend
+        identity = b.cache_identity() if hasattr(b, "cache_identity") else {}
+        return ReplicaInfo(
+            ip,
+            node,
+            pid,
+            name=b.name,
+            max_positions=b.max_positions,
+            window=window_of(b),
+            description=b.describe(),
+            cache_identity=identity,
+            weights_problem=getattr(b, "weights_problem", None),
+            concurrency=max(1, int(getattr(b, "concurrency", 1))),
+        )
+
+    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        return list(self.backend.generate(requests, params))
+
+
+@dataclass(eq=False)
+class _Job:
+    request: Request
+    params: GenerationParams
+    done: Future[Generation] = field(default_factory=Future)
+    lost_on: list[str] = field(default_factory=list)  # the replicas it was running on when they were lost
+
+
+@dataclass(eq=False)
+class _Replica:
+    handle: Any
+    info: ReplicaInfo
+    lost: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"node {self.info.node_ip} ({self.info.node_id[:12]})"
+
+
+def connect(address: str) -> bool:
+    """Join the cluster ``--ray`` names (or start one for ``local``). False when this process was connected
+    already (whoever connected it disconnects it)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+    try:
+        if address == LOCAL:
+            ray.init(include_dashboard=False, **quiet)
+        else:
+            ray.init(address=address, **quiet)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise BackendError(
+            f"--ray {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with "
+            "`ray start --head` and pass its address, or pass --ray local for a cluster of this machine"
+        ) from None
+    return True
+
+
+class RayPool:
+    """The replicas behind the backend interface: ``generate`` queues its requests and waits for them; one thread
+    hands the queue to free replicas and collects what they return."""
+
+    cases_at_once = CASES_AT_ONCE
+
+    def __init__(self, spec: ModelSpec) -> None:
+        import ray
+
+        assert spec.ray is not None
+        self.address = spec.ray
+        self._connected = connect(spec.ray)
+        self.replicas: list[_Replica] = []
+        try:
+            self._place(replace(spec, ray=None), spec.ray_resource)
+        except BaseException:
+            self._release()
+            raise
+        first = self.replicas[0].info
+        self.name = first.name
+        self.max_positions = first.max_positions
+        self.weights_problem = first.weights_problem
+        self._window, self._description, self._identity = first.window, first.description, first.cache_identity
+        self.concurrency = sum(r.info.concurrency for r in self.replicas)
+        self.tokenizer: RawTokenizer = _tokenizer(spec)
+        self.withdrawn = 0  # requests taken back from the queue once their case was decided
+        self.generated = 0
+        self.retried = 0
+        self._placed = list(self.replicas)  # every replica this run had, kept for the summary after close
+        self._queue: list[tuple[int, int, _Job]] = []  # a heap: (-case length, arrival, job)
+        self._arrival = itertools.count()
+        self._free = [r for r in self.replicas for _ in range(r.info.concurrency)]
+        self._running: dict[Any, tuple[_Job, _Replica]] = {}  # the dispatcher's own: never touched elsewhere
+        self._cond = threading.Condition()
+        self._closed: str | None = None
+        self._ray = ray
+        self._thread = threading.Thread(target=self._dispatch, name="ctxgate-ray", daemon=True)
+        self._thread.start()
+
+    # placing the replicas --------------------------------------------------------------------------------------
+    def _place(self, spec: ModelSpec, resource: str) -> None:
+        ray = self._ray_module()
+        total = ray.cluster_resources().get(resource, 0)
+        count = int(total)
+        if count < 1:
+            have = ", ".join(sorted(k for k in ray.cluster_resources() if "node:" not in k and "memory" not in k))
+            raise BackendError(
+                f"the Ray cluster at {self.address} has no {resource!r} resource for a model replica (it has: "
+                f"{have}); pass --ray-resource with one its nodes have, e.g. --ray-resource CPU on nodes without GPUs"
+            )
+        options: dict[str, Any] = {"max_restarts": 0, "max_concurrency": 1}
+        if resource == "GPU":
+            options.update(num_gpus=1, num_cpus=0)
+        elif resource == "CPU":
+            options.update(num_cpus=1)
+        else:
+            options.update(num_cpus=0, resources={resource: 1})
+        actor = ray.remote(ReplicaWorker).options(**options)
+        handles = [actor.remote(spec, os.getcwd()) for _ in range(count)]
+        pending = {h.info.remote(): h for h in handles}
+        ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=START_TIMEOUT_S)
+        for ref in late:
+            ray.kill(pending[ref])
+        failed: dict[str, list[str]] = {}  # the cause: where (replicas on one node usually fail alike)
+        for ref in ready:
+            try:
+                info = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                failed.setdefault(f"its process died ({str(exc).splitlines()[0]})", []).append("a node")
+                continue
+            replica = _Replica(pending[ref], info)
+            if info.error:
+                failed.setdefault(info.error, []).append(replica.where)
+                ray.kill(replica.handle)
+                continue
+            self.replicas.append(replica)
+        if failed:
+            raise BackendError(
+                "; ".join(
+                    f"the model replica on {', '.join(dict.fromkeys(where))} could not load the model: {cause}"
+                    for cause, where in failed.items()
+                )
+            )
+        if not self.replicas:
+            raise BackendError(
+                f"no model replica started on the Ray cluster at {self.address} within {START_TIMEOUT_S:.0f}s: "
+                f"its {resource!r} resources are taken; free them, or set CTXGATE_RAY_START_TIMEOUT higher"
+            )
+
+    def _ray_module(self) -> Any:
+        import ray
+
+        return ray
+
+    # the backend interface ---------------------------------------------------------------------------------------
+    def describe(self) -> dict[str, object]:
+        return dict(self._description)
+
+    def cache_identity(self) -> dict[str, object] | None:
+        return self._identity
+
+    def window_of(self, limit: int) -> Window:
+        assert self._window is not None
+        return self._window
+
+    def summary(self) -> str:
+        """One line for the end of the run: where the replicas ran, and what the queue did."""
+        where = ", ".join(
+            f"{r.info.node_ip} node {r.info.node_id[:12]} pid {r.info.pid}{' (lost)' if r.lost else ''}"
+            for r in self._placed
+        )
+        return (
+            f"Ray cluster {self.address}: {len(self._placed)} replicas ({where}); {self.generated} generated, "
+            f"{self.retried} retried after a lost replica, {self.withdrawn} withdrawn by --sequential"
+        )
+
+    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        jobs = [_Job(r, params) for r in requests]
+        with self._cond:
+            if self._closed is not None:
+                raise BackendDown(self._closed)
+            for job in jobs:
+                heapq.heappush(self._queue, (-job.request.length, next(self._arrival), job))
+            self._cond.notify()
+        return [job.done.result() for job in jobs]
+
+    def withdraw(self, task: str, length: int) -> None:
+        """The case (task, length) is decided: its queued requests never start. Those running finish."""
+        with self._cond:
+            kept = []
+            for entry in self._queue:
+                request = entry[2].request
+                if (request.task, request.length) == (task, length):
+                    entry[2].done.set_exception(Withdrawn(f"{task} at {length} is decided"))
+                    self.withdrawn += 1
+                else:
+                    kept.append(entry)
+            heapq.heapify(kept)
+            self._queue = kept
+
+    # the dispatcher ----------------------------------------------------------------------------------------------
+    def _dispatch(self) -> None:
+        ray = self._ray
+        while True:
+            with self._cond:
+                while self._closed is None and not self._running and not (self._queue and self._free):
+                    self._cond.wait()
+                if self._closed is not None:
+                    return
+                starting = []
+                while self._queue and self._free:
+                    replica = self._free.pop(0)
+                    if replica.lost is None:
+                        starting.append((heapq.heappop(self._queue)[2], replica))
+            for job, replica in starting:
+                self._running[replica.handle.generate.remote([job.request], job.params)] = (job, replica)
+            if self._running:
+                ready, _ = ray.wait(list(self._running), num_returns=1, timeout=0.1)
+                for ref in ready:
+                    self._collect(ref)
+
+    def _collect(self, ref: Any) -> None:
+        ray = self._ray
+        job, replica = self._running.pop(ref)
+        try:
+            generation = ray.get(ref)[0]
+        except ray.exceptions.RayTaskError as exc:  # the model's own error on this sample (out of memory...)
+            self._give_back(replica)
+            job.done.set_exception(exc.cause if isinstance(exc.cause, Exception) else exc)
+            return
+        except ray.exceptions.RayError as exc:  # the replica is gone: its node, its process, its connection
+            self._lose(replica, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+            self._retry(job, replica)
+            return
+        self.generated += 1
+        self._give_back(replica)
+        job.done.set_result(generation)
+
+    def _give_back(self, replica: _Replica) -> None:
+        with self._cond:
+            self._free.append(replica)
+
+    def _lose(self, replica: _Replica, why: str) -> None:
+        if replica.lost is not None:
+            return
+        replica.lost = f"the replica on {replica.where} was lost ({why})"
+        with self._cond:
+            self._free = [r for r in self._free if r is not replica]
+            if all(r.lost is not None for r in self.replicas):
+                self._fail_all(
+                    "every model replica on the Ray cluster was lost: " + "; ".join(str(r.lost) for r in self.replicas)
+                )
+
+    def _retry(self, job: _Job, replica: _Replica) -> None:
+        job.lost_on.append(replica.where)
+        with self._cond:
+            if self._closed is not None:
+                job.done.set_exception(BackendDown(self._closed))
+            elif len(job.lost_on) >= MAX_TRIES:
+                job.done.set_exception(
+                    BackendDown(
+                        f"{job.request.task} at {job.request.length} (sample {job.request.index}) lost "
+                        f"{MAX_TRIES} replicas in a row ({', '.join(job.lost_on)}): the cluster is unstable"
+                    )
+                )
+            else:
+                self.retried += 1
+                heapq.heappush(self._queue, (-job.request.length, next(self._arrival), job))
+                self._cond.notify()
+
+    def _fail_all(self, why: str) -> None:
+        """Under the lock: nothing more can run; every waiting request fails with ``why``."""
+        self._closed = why
+        for _, _, job in self._queue:
+            job.done.set_exception(BackendDown(why))
+        self._queue = []
+        self._cond.notify_all()
+
+    def close(self) -> None:
+        """Stop the dispatcher, end every waiting request, stop the replicas (and the cluster, if this run started
+        it): no Ray process of this run outlives it."""
+        with self._cond:
+            if self._closed is None:
+                self._fail_all("the session ended")
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        for job, _ in self._running.values():
+            if not job.done.done():
+                job.done.set_exception(BackendDown("the session ended"))
+        self._running.clear()
+        self._release()
+
+    def _release(self) -> None:
+        ray = self._ray_module()
+        for replica in self.replicas:
+            try:
+                ray.kill(replica.handle)
+            except ray.exceptions.RayError:
+                pass
+        self.replicas = []
+        if self._connected and ray.is_initialized():
+            ray.shutdown()
+
+
+def _tokenizer(spec: ModelSpec) -> RawTokenizer:
+    """The session's own copy of the checkpoint's tokenizer: it builds the prompts the replicas are sent."""
+    import transformers
+
+    folder = spec.checkpoint.tokenizer_dir if spec.checkpoint else spec.model_dir or spec.model
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), trust_remote_code=spec.trust_remote_code)
+    return HFTokenizer(tokenizer)

@@ -1,0 +1,277 @@
+"""``--ray``: the suite on a real Ray cluster of this machine (``ray.cluster_utils.Cluster``: a head, and worker
+nodes with a custom resource standing in for a GPU; the tiny checkpoint on CPU; every address on the loopback).
+One cluster for the file; each run is the suite as users start it, in its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.conftest import SUITE_ENV, TINY, launch_suite, suite_command
+
+RESOURCE = "fake_gpu"
+CASES = ("-k", "niah_single_1 or vt", "--lengths", "512,1k")
+RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # else Ray turns 127.0.0.1 into the interface address
+THRESHOLDS = """
+[[floor]]
+task = "niah_single_1"
+length = "*"
+floor = 20
+
+[[floor]]
+task = "vt"
+length = "*"
+floor = 30
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """A head without the resource and one worker node with two of it: two replicas, both on the worker."""
+    pytest.importorskip("ray")
+    saved = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+    os.environ.update(RAY_ENV)
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1"})
+    c.worker = c.add_node(num_cpus=1, resources={RESOURCE: 2}, node_ip_address="127.0.0.1")
+    c.wait_for_nodes()
+    yield c
+    c.shutdown()
+    if saved is None:
+        os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+
+
+def on_ray(cluster: Any, *args: str) -> tuple[str, ...]:
+    return (*args, "--ray", cluster.address, "--ray-resource", RESOURCE)
+
+
+def run(cwd: Path, *args: str, model: Path | str = TINY) -> subprocess.CompletedProcess[str]:
+    return launch_suite(*args, model=model, cwd=cwd, env=RAY_ENV, timeout=600)
+
+
+def summary(out: str) -> dict[str, Any]:
+    """The run's Ray line: each replica's node and pid, and the queue's counts."""
+    line = next(x for x in out.splitlines() if x.startswith("ctxgate: Ray cluster"))
+    replicas = re.findall(r"127\.0\.0\.1 node (\w+) pid (\d+)( \(lost\))?", line)
+    counts = re.search(r"(\d+) generated, (\d+) retried after a lost replica, (\d+) withdrawn", line)
+    assert counts, line
+    return {
+        "nodes": [n for n, _, _ in replicas],
+        "pids": [int(p) for _, p, _ in replicas],
+        "lost": sum(bool(lost) for _, _, lost in replicas),
+        "generated": int(counts[1]),
+        "retried": int(counts[2]),
+        "withdrawn": int(counts[3]),
+    }
+
+
+def without_timings(text: str) -> str:
+    """A report or predictions file with its timings (and the file's own name and time) blanked, byte for byte
+    otherwise."""
+    text = re.sub(r'"(seconds|build_seconds|created)": ("[^"]*"|[0-9.e-]+|null)', r'"\1": _', text)
+    text = re.sub(r'"throughput": \{[^}]*\}', '"throughput": _', text)
+    return re.sub(r'"predictions": "[^"]*"', '"predictions": _', text)
+
+
+def replica_processes() -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        if any("ReplicaWorker" in part for part in p.info["cmdline"] or ()):
+            found.append(p)
+    return found
+
+
+def gone(pids: list[int], within: float = 30.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def cached(cache: Path) -> int:
+    try:
+        with sqlite3.connect(cache / "generations.sqlite", timeout=5) as db:
+            return int(db.execute("SELECT COUNT(*) FROM generations").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def test_the_cluster_gives_the_serial_files_byte_for_byte_from_replicas_only_on_the_resource(cluster, tmp_path):
+    serial = run(tmp_path, *CASES, "--samples", "6", "--report", "serial.json", "--no-cache")
+    ray = run(tmp_path, *on_ray(cluster, *CASES, "--samples", "6", "--report", "ray.json", "--no-cache"))
+    assert serial.returncode == ray.returncode == 0, ray.stdout[-3000:] + ray.stderr[-3000:]
+    for suffix in (".json", ".predictions.jsonl"):
+        a = without_timings((tmp_path / f"serial{suffix}").read_text())
+        b = without_timings((tmp_path / f"ray{suffix}").read_text())
+        assert a == b
+    cases = json.loads((tmp_path / "ray.json").read_text())["cases"]
+    assert len(cases) == 4 and all(c["verdict"] == "pass" and c["n"] == 6 for c in cases)
+    placed = summary(ray.stdout)
+    assert placed["nodes"] == [cluster.worker.node_id[:12]] * 2  # the head has no fake_gpu: nothing there
+    assert placed["generated"] == 24 and placed["retried"] == 0
+    assert gone(placed["pids"]), "a replica outlived its session"
+
+
+def test_sequential_cancels_a_decided_cases_queue_and_gives_the_serial_verdicts(cluster, tmp_path):
+    (tmp_path / "thresholds.toml").write_text(THRESHOLDS)
+    select = (*CASES, "--samples", "30", "--thresholds", "thresholds.toml", "--sequential", "--no-cache")
+    serial = run(tmp_path, *select, "--report", "serial.json")
+    ray = run(tmp_path, *on_ray(cluster, *select, "--report", "ray.json"))
+    assert serial.returncode == ray.returncode == 0, ray.stdout[-3000:]
+
+    def cases(name: str) -> dict[tuple[str, int], Any]:
+        return {(c["task"], c["length"]): c for c in json.loads((tmp_path / name).read_text())["cases"]}
+
+    a, b = cases("serial.json"), cases("ray.json")
+    assert {k: c["verdict"] for k, c in a.items()} == {k: c["verdict"] for k, c in b.items()}
+    # the same samples decide, so the same score: what else was in flight when a case decided is not counted
+    assert {k: (c["score"], c["sequential"]["used"]) for k, c in a.items()} == {
+        k: (c["score"], c["sequential"]["used"]) for k, c in b.items()
+    }
+    assert any(c["sequential"]["used"] < 30 for c in b.values())
+    counts = summary(ray.stdout)
+    assert counts["generated"] < 4 * 30
+    assert counts["generated"] <= sum(c["sequential"]["used"] for c in b.values()) + 4 * 2  # at most 2 in flight
+
+
+def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twice(cluster, tmp_path):
+    extra = cluster.add_node(num_cpus=1, resources={RESOURCE: 1}, node_ip_address="127.0.0.1")
+    cluster.wait_for_nodes()
+    select = ("-k", "niah_single_1 or vt", "--lengths", "1k,2k", "--samples", "16")
+    serial = run(tmp_path, *select, "--report", "serial.json", "--no-cache")
+    assert serial.returncode == 0, serial.stdout[-2000:]
+    cache = tmp_path / "cache"
+    proc = subprocess.Popen(
+        suite_command(*on_ray(cluster, *select, "--report", "ray.json", "--cache-dir", str(cache))),
+        cwd=tmp_path,
+        env={**SUITE_ENV, **RAY_ENV},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while cached(cache) < 6 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        cluster.remove_node(extra)
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out[-3000:]
+    lost = summary(out)
+    assert lost["lost"] == 1 and len(lost["nodes"]) == 3
+    report = json.loads((tmp_path / "ray.json").read_text())
+    assert report["complete"] and all(c["n"] == 16 for c in report["cases"])
+    rows = [json.loads(line) for line in (tmp_path / "ray.predictions.jsonl").read_text().splitlines()]
+    keys = [(r["task"], r["length"], r["index"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 4 * 16
+    assert without_timings((tmp_path / "ray.predictions.jsonl").read_text()) == without_timings(
+        (tmp_path / "serial.predictions.jsonl").read_text()
+    )
+
+
+def test_a_killed_driver_keeps_every_finished_sample_and_a_rerun_resumes(cluster, tmp_path):
+    select = on_ray(cluster, *CASES, "--samples", "20", "--report", "r.json", "--cache-dir", "cache")
+    proc = subprocess.Popen(
+        suite_command(*select), cwd=tmp_path, env={**SUITE_ENV, **RAY_ENV}, stdout=subprocess.DEVNULL, text=True
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while cached(tmp_path / "cache") < 8 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    done = cached(tmp_path / "cache")
+    assert done >= 8
+    assert gone([p.pid for p in replica_processes()]), "a replica outlived its killed driver"
+    rerun = run(tmp_path, *select)
+    assert rerun.returncode == 0, rerun.stdout[-3000:]
+    cases = json.loads((tmp_path / "r.json").read_text())["cases"]
+    assert sum(c["samples_from_cache"] for c in cases) >= done
+    assert summary(rerun.stdout)["generated"] == 4 * 20 - sum(c["samples_from_cache"] for c in cases)
+
+
+def test_a_replica_that_cannot_load_is_one_error_naming_its_node_and_the_gate_fails(cluster, tmp_path):
+    """The config claims a wider MLP than the weights hold: the session's checks pass (they read headers), the
+    replica's load fails."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in TINY.iterdir():
+        (broken / f.name).write_bytes(f.read_bytes())
+    config = json.loads((broken / "config.json").read_text())
+    config["intermediate_size"] *= 2
+    (broken / "config.json").write_text(json.dumps(config))
+    result = run(tmp_path, *on_ray(cluster, *CASES, "--samples", "2", "--report", "r.json"), model=broken)
+    assert result.returncode == 2  # interrupted: no case can run without the model, as for a local load
+    assert "the model replica on node 127.0.0.1" in result.stdout and "do not match config.json" in result.stdout
+    assert "Traceback" not in result.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert not report["complete"] and all(c["verdict"] != "pass" for c in report["cases"])
+    assert gone([p.pid for p in replica_processes()])
+
+
+def test_ray_local_starts_a_cluster_for_the_run_and_leaves_no_process(tmp_path):
+    """--ray local on this machine: without a GPU, the default resource is absent and the line names the fix; with
+    --ray-resource CPU it runs, and every process it started is gone when it ends."""
+    before = {p.pid for p in psutil.process_iter()}
+    missing = run(tmp_path, *CASES, "--samples", "2", "--ray", "local", "--no-cache")
+    assert missing.returncode == 2
+    assert "has no 'GPU' resource" in missing.stdout and "--ray-resource CPU" in missing.stdout
+    proc = subprocess.Popen(
+        suite_command(*CASES, "--samples", "2", "--ray", "local", "--ray-resource", "CPU", "--no-cache"),
+        cwd=tmp_path,
+        env={**SUITE_ENV, **RAY_ENV},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    started: set[int] = set()
+    while proc.poll() is None:
+        try:
+            started |= {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.2)
+    out = proc.communicate()[0]
+    assert proc.returncode == 0, out[-3000:]
+    assert started and gone(sorted(started - before)), "a process of the run's own cluster was left behind"
+
+
+def test_ray_is_refused_with_xdist_and_without_an_address(tmp_path):
+    xdist = run(tmp_path, *CASES, "--ray", "local", "-n", "2")
+    assert xdist.returncode == 4 and "drop -n" in xdist.stderr
+    empty = run(tmp_path, *CASES, "--ray=")
+    assert empty.returncode == 4 and "--ray is empty" in empty.stderr
+
+
+def test_without_ray_installed_the_option_names_the_extra(monkeypatch):
+    import importlib.util
+
+    from ctxgate.run.options import OptionError, opening
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    given = {"ray": "auto"}
+    with pytest.raises(
+        OptionError, match=re.escape("--ray auto needs Ray, which is not installed here: pip install 'ctxgate[ray]'")
+    ):
+        opening(
+            lambda dest: given.get(dest, {"ray_resource": "GPU", "seed": 42}.get(dest)), Path.cwd(), model=str(TINY)
+        )
