@@ -122,3 +122,30 @@ def test_the_options_bisect_shares_with_pytest_are_the_same_options():
         assert mine.help == theirs["help"] == option.help
         assert mine.default == theirs.get("default", False if option.action else None)
         assert (mine.choices, mine.type) == (theirs.get("choices"), theirs.get("type"))
+
+
+@pytest.mark.parametrize("fan_out", [1, 2, 3, 4, 7, 16])
+def test_a_fan_out_finds_the_plain_bisections_checkpoint_in_no_more_rounds(fan_out):
+    """Every length of run from 2 checkpoints to 70, every place the break can be: the same first bad checkpoint
+    as the plain bisection (fan-out 1), in no more rounds, and in log_(k+1) N rounds at most."""
+    from ctxgate.workflows.bisect import search
+
+    def counted(size: int, first_bad: int, fan: int) -> tuple[int, int, set[int]]:
+        probed: list[list[int]] = []
+
+        def probe_round(points: list[int]) -> dict[int, bool]:
+            assert points and all(0 < p < size - 1 for p in points)
+            probed.append(points)
+            return {p: p >= first_bad for p in points}
+
+        found = search(0, size - 1, probe_round, fan)
+        return found, len(probed), {p for r in probed for p in r}
+
+    for size in range(2, 71):
+        for first_bad in range(1, size):
+            plain, plain_rounds, _ = counted(size, first_bad, 1)
+            found, rounds, seen = counted(size, first_bad, fan_out)
+            assert found == plain == first_bad
+            assert rounds <= plain_rounds
+            assert rounds <= math.ceil(math.log(size - 1, fan_out + 1)) + 1 if size > 2 else rounds == 0
+            assert len(seen) <= rounds * fan_out

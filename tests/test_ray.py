@@ -10,6 +10,7 @@ import re
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -275,3 +276,29 @@ def test_without_ray_installed_the_option_names_the_extra(monkeypatch):
         opening(
             lambda dest: given.get(dest, {"ray_resource": "GPU", "seed": 42}.get(dest)), Path.cwd(), model=str(TINY)
         )
+
+
+def test_bisect_on_the_cluster_probes_side_by_side_and_names_the_serial_bisects_checkpoint(
+    cluster, checkpoint_sequence, tmp_path
+):
+    def bisect(*args: str) -> dict[str, Any]:
+        command = [sys.executable, "-m", "ctxgate", "bisect", str(checkpoint_sequence), "-k", "niah_single_1"]
+        command += ["--lengths", "256", "--samples", "12", "--no-cache", "--json", "out.json", *args]
+        done = subprocess.run(command, cwd=tmp_path, env={**SUITE_ENV, **RAY_ENV}, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return json.loads((tmp_path / "out.json").read_text())
+
+    serial = bisect()
+    ray = bisect("--ray", cluster.address, "--ray-resource", RESOURCE)  # two replicas: two probes a round
+    assert ray["first_bad_index"] == serial["first_bad_index"] == 5
+    assert ray["rounds"] < serial["rounds"] == serial["evaluations"]
+
+
+def test_the_simulation_at_scale_puts_the_dynamic_queue_at_the_flop_limit_and_static_shards_behind():
+    from bench.distributed import dynamic, full_ruler, static
+
+    costs = full_ruler()
+    for gpus in (8, 32, 128):
+        limit = sum(costs) / gpus
+        assert limit <= dynamic(costs, gpus) <= limit + max(costs)  # list scheduling's bound, longest first
+        assert static(costs, gpus) > dynamic(costs, gpus)

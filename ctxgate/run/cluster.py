@@ -109,25 +109,58 @@ class _Replica:
         return f"node {self.info.node_ip} ({self.info.node_id[:12]})"
 
 
+_connection = threading.Lock()
+_users = 0  # pools of this process using the connection it opened (bisect probes run side by side)
+
+
 def connect(address: str) -> bool:
     """Join the cluster ``--ray`` names (or start one for ``local``). False when this process was connected
-    already (whoever connected it disconnects it)."""
+    already by someone else (who disconnects it); True when the caller must ``disconnect``."""
     import ray
 
-    if ray.is_initialized():
-        return False
-    quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+    global _users
+    with _connection:
+        if _users:
+            _users += 1
+            return True
+        if ray.is_initialized():
+            return False
+        quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+        try:
+            if address == LOCAL:
+                ray.init(include_dashboard=False, **quiet)
+            else:
+                ray.init(address=address, **quiet)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise BackendError(
+                f"--ray {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with "
+                "`ray start --head` and pass its address, or pass --ray local for a cluster of this machine"
+            ) from None
+        _users = 1
+        return True
+
+
+def disconnect() -> None:
+    """The last of this process's pools gone: leave the cluster (and stop it, for --ray local)."""
+    import ray
+
+    global _users
+    with _connection:
+        _users -= 1
+        if _users == 0 and ray.is_initialized():
+            ray.shutdown()
+
+
+def slots(address: str, resource: str) -> int:
+    """How many replicas the cluster holds: one per unit of the resource (bisect probes that many at once)."""
+    import ray
+
+    owned = connect(address)
     try:
-        if address == LOCAL:
-            ray.init(include_dashboard=False, **quiet)
-        else:
-            ray.init(address=address, **quiet)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise BackendError(
-            f"--ray {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with "
-            "`ray start --head` and pass its address, or pass --ray local for a cluster of this machine"
-        ) from None
-    return True
+        return int(ray.cluster_resources().get(resource, 0))
+    finally:
+        if owned:
+            disconnect()
 
 
 class RayPool:
@@ -144,7 +177,7 @@ class RayPool:
         self._connected = connect(spec.ray)
         self.replicas: list[_Replica] = []
         try:
-            self._place(replace(spec, ray=None), spec.ray_resource)
+            self._place(replace(spec, ray=None, ray_replicas=None), spec.ray_resource, spec.ray_replicas)
         except BaseException:
             self._release()
             raise
@@ -170,10 +203,10 @@ class RayPool:
         self._thread.start()
 
     # placing the replicas --------------------------------------------------------------------------------------
-    def _place(self, spec: ModelSpec, resource: str) -> None:
+    def _place(self, spec: ModelSpec, resource: str, replicas: int | None) -> None:
         ray = self._ray_module()
         total = ray.cluster_resources().get(resource, 0)
-        count = int(total)
+        count = int(total) if replicas is None else min(int(total), replicas)
         if count < 1:
             have = ", ".join(sorted(k for k in ray.cluster_resources() if "node:" not in k and "memory" not in k))
             raise BackendError(
@@ -370,8 +403,9 @@ class RayPool:
             except ray.exceptions.RayError:
                 pass
         self.replicas = []
-        if self._connected and ray.is_initialized():
-            ray.shutdown()
+        if self._connected:
+            self._connected = False
+            disconnect()
 
 
 def _tokenizer(spec: ModelSpec) -> RawTokenizer:

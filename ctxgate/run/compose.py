@@ -75,6 +75,7 @@ class ModelSpec:
     judge_max_failure_rate: float = 0.05
     ray: str | None = None  # a Ray cluster's address (or auto, local): the model as replicas on its nodes
     ray_resource: str = "GPU"  # the resource each replica takes one of
+    ray_replicas: int | None = None  # at most this many replicas (None: one per unit of the resource)
 
 
 @dataclass(frozen=True)

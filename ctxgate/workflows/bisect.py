@@ -13,7 +13,8 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ctxgate.backends.formats import WrongFlag, kind_of
@@ -32,8 +33,9 @@ from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.steps import training_step
 from ctxgate.workflows import refuse
 
-# (checkpoint, the reference's results or None for the reference itself) -> results per case
-Evaluate = Callable[[Path, Mapping[tuple[str, int], CaseResult] | None], Mapping[tuple[str, int], CaseResult]]
+# (checkpoint, the reference's results or None for the reference itself, how many checkpoints are evaluated side by
+# side with it) -> results per case
+Evaluate = Callable[[Path, Mapping[tuple[str, int], CaseResult] | None, int], Mapping[tuple[str, int], CaseResult]]
 
 
 class BisectError(ValueError):
@@ -95,6 +97,7 @@ class BisectResult:
     first_bad: int
     checkpoints: list[Path]
     probes: list[Probe]  # one per checkpoint evaluated
+    rounds: int = 0  # evaluations one after another: with a fan-out, each round probes several checkpoints at once
 
     @property
     def evaluations(self) -> int:
@@ -116,7 +119,7 @@ class BisectResult:
             )
         lines.append(
             f"first bad checkpoint: {self.checkpoints[self.first_bad]} (index {self.first_bad}, "
-            f"{self.evaluations} evaluations)"
+            f"{self.evaluations} evaluations in {self.rounds} rounds)"
         )
         return "\n".join(lines)
 
@@ -152,6 +155,13 @@ def _cached(results: Mapping[tuple[str, int], CaseResult]) -> tuple[int, int]:
     return sum(r.samples_from_cache for r in results.values()), sum(r.n for r in results.values())
 
 
+def probe_points(lo: int, hi: int, fan_out: int) -> list[int]:
+    """The checkpoints strictly between a good ``lo`` and a bad ``hi`` to probe in one round: ``fan_out`` of them
+    (at most every one left), evenly spaced; one is the midpoint, as a plain bisection takes."""
+    k = min(fan_out, hi - lo - 1)
+    return [lo + (hi - lo) * j // (k + 1) for j in range(1, k + 1)]
+
+
 def bisect(
     checkpoints: Sequence[Path],
     good: int,
@@ -159,36 +169,54 @@ def bisect(
     evaluate: Evaluate,
     tolerance: Callable[[str, int], float],
     confidence: float = 0.95,
+    fan_out: int = 1,
 ) -> BisectResult:
+    """``fan_out`` > 1 (replicas on a cluster): each round evaluates that many checkpoints side by side, which
+    splits the interval left into fan_out + 1 parts instead of two: log_(k+1) N rounds instead of log_2 N, the
+    same answer where badness, once it starts, stays."""
     checkpoints = list(checkpoints)
     end = len(checkpoints) - 1 if bad is None else bad
     if not 0 <= good < end < len(checkpoints):
         raise BisectError(f"the good checkpoint ({good}) must come before the bad one ({end})")
-    reference = evaluate(checkpoints[good], None)
+    reference = evaluate(checkpoints[good], None, 1)
     if not reference:
         raise BisectError("the case selection matched no case: check -k and --lengths")
     probes = [Probe(good, checkpoints[good], False, {}, (), *_cached(reference))]
+    rounds = 1
 
-    def probe(i: int) -> bool:
-        results = evaluate(checkpoints[i], reference)
-        verdict, comparisons = is_bad(reference, results, tolerance, confidence)
-        unscored = tuple(k for k in reference if k not in results)
-        probes.append(Probe(i, checkpoints[i], verdict, comparisons, unscored, *_cached(results)))
-        return verdict
+    def probe_round(indices: list[int]) -> dict[int, bool]:
+        nonlocal rounds
+        rounds += 1
+        together = len(indices)
+        if together == 1:
+            found = [evaluate(checkpoints[indices[0]], reference, 1)]
+        else:
+            with ThreadPoolExecutor(together, thread_name_prefix="ctxgate-probe") as pool:
+                found = list(pool.map(lambda i: evaluate(checkpoints[i], reference, together), indices))
+        verdicts = {}
+        for i, results in zip(indices, found):
+            verdict, comparisons = is_bad(reference, results, tolerance, confidence)
+            unscored = tuple(k for k in reference if k not in results)
+            probes.append(Probe(i, checkpoints[i], verdict, comparisons, unscored, *_cached(results)))
+            verdicts[i] = verdict
+        return verdicts
 
-    if bad is None and not probe(end):
+    if bad is None and not probe_round([end])[end]:
         raise BisectError(
             f"the last checkpoint {checkpoints[end].name} is not worse than {checkpoints[good].name} "
             "by the gate's rule: nothing to bisect (or pass --bad, --tolerance)"
         )
-    lo, hi = good, end  # invariant: lo good, hi bad
+    return BisectResult(search(good, end, probe_round, fan_out), checkpoints, probes, rounds)
+
+
+def search(lo: int, hi: int, probe_round: Callable[[list[int]], Mapping[int, bool]], fan_out: int = 1) -> int:
+    """The first bad index after a good ``lo``, before or at a bad ``hi``: each round probes ``probe_points`` and
+    keeps the part between the last good and the first bad of them."""
     while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if probe(mid):
-            hi = mid
-        else:
-            lo = mid
-    return BisectResult(hi, checkpoints, probes)
+        verdicts = probe_round(probe_points(lo, hi, fan_out))
+        hi = min((i for i, bad in verdicts.items() if bad), default=hi)
+        lo = max((i for i, bad in verdicts.items() if not bad and i < hi), default=lo)
+    return hi
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -236,12 +264,23 @@ def main(args: argparse.Namespace) -> int:
         good = 0 if args.good is None else resolve_end(checkpoints, args.good)
         bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
 
+        spec, fan_out = settings.opening, 1
+        if spec.ray is not None:  # a probe per replica the cluster holds, each round
+            from ctxgate.backends.hf import BackendError
+            from ctxgate.run.cluster import slots
+
+            try:
+                fan_out = max(1, slots(spec.ray, spec.ray_resource))
+            except BackendError as exc:
+                raise BisectError(str(exc)) from None
         tolerance_for = (lambda t, L: args.tolerance) if args.tolerance is not None else thresholds.tolerance_for
 
-        def evaluate(path, reference):  # noqa: ANN001, ANN202
+        def evaluate(path, reference, together):  # noqa: ANN001, ANN202
             print(f"evaluating {path.name} ...", flush=True)
+            # on a cluster, the checkpoints probed side by side share its replicas
+            mine = replace(settings, opening=replace(spec, ray_replicas=max(1, fan_out // together)))
             try:
-                return evaluate_checkpoint(path, cases, settings, reference, tolerance_for)
+                return evaluate_checkpoint(path, cases, mine, reference, tolerance_for)
             except ModelError as exc:
                 if reference is None:
                     raise BisectError(f"the good checkpoint {path.name} cannot be evaluated: {exc}") from None
@@ -249,7 +288,9 @@ def main(args: argparse.Namespace) -> int:
                 print(f"  {path.name} cannot be evaluated ({exc}): it counts as bad", file=sys.stderr, flush=True)
                 return {}
 
-        result = bisect(checkpoints, good, bad, evaluate, tolerance_for, thresholds.regression_confidence)
+        result = bisect(
+            checkpoints, good, bad, evaluate, tolerance_for, thresholds.regression_confidence, fan_out=fan_out
+        )
     except (BisectError, ThresholdsError, LengthError, WrongFlag, OptionError) as exc:
         return refuse("bisect", exc)
     print(result.render())
@@ -273,6 +314,7 @@ def main(args: argparse.Namespace) -> int:
             "first_bad": str(result.checkpoints[result.first_bad]),
             "first_bad_index": result.first_bad,
             "evaluations": result.evaluations,
+            "rounds": result.rounds,
             "cases": [f"{t}-{L}" for t, L in cases],
             "sequential": args.sequential,
             "path": path,
