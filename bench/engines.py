@@ -9,6 +9,14 @@ how many greedy outputs equal HF batch 1's.
 
 On a GPU node: `VLLM_SPEC=vllm bash scripts/vllm_env.sh`, then the same command (bf16 + flash-attention for HF,
 vLLM CUDA); the GPU is named in the output.
+
+``--suite`` (or ``--suite-only``) adds the suite against the engine: the demo's RULER cases (13 tasks at
+256-2K, 20 samples) run by the suite as users run it (``--backend openai`` at a vLLM server, no cache), timed from
+its first case's start to its last case's end, against the same prompts given to the engine all at once; both on a
+server of their own without the prefix cache. The ratio is the suite's samples per second over the engine's: how
+full the suite keeps the engine's batch across cases (the next case's requests go in while one is scored).
+
+    python bench/engines.py --suite-only [--suite-concurrency 256]
 """
 
 from __future__ import annotations
@@ -48,13 +56,50 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=8, help="HF batched: prompts per generate call")
     ap.add_argument("--vllm-python", default=None)
+    ap.add_argument("--suite", action="store_true", help="also: the suite on the demo's cases against the engine")
+    ap.add_argument("--suite-only", action="store_true", help="only that (no per-engine rounds)")
+    ap.add_argument(
+        "--suite-concurrency",
+        type=int,
+        default=256,
+        help="the suite's --concurrency (default 256: vLLM's default max_num_seqs, its largest batch)",
+    )
     args = ap.parse_args()
+    args.suite = args.suite or args.suite_only
     lengths = parse_lengths(args.lengths)
     hf = HFBackend(args.model)
     ctx = BuildContext(PieceEncoder(hf.tokenizer), chat=False)
     budget = max(get_task(t).tokens_to_generate for t in args.tasks.split(","))
     spec = EngineSpec(find_python(args.vllm_python, [Path.cwd()]), args.model, max(lengths) + budget)
     server = VLLMServer(spec, Path(tempfile.mkdtemp()) / "vllm.log")
+    if not args.suite_only:
+        rounds(args, lengths, hf, ctx, server)
+    if args.suite:
+        # its own server, without the prefix cache: the second of the two runs would otherwise find the first's
+        # prompts cached
+        spec = EngineSpec(
+            find_python(args.vllm_python, [Path.cwd()]),
+            args.model,
+            parse_lengths(DEMO_LENGTHS)[-1] + budget_of_ruler(),
+            extra_args=("--no-enable-prefix-caching",),
+        )
+        server = VLLMServer(spec, Path(tempfile.mkdtemp()) / "vllm.log")
+        server.start()
+        try:
+            server.wait_ready(900)
+            suite_against_engine(args, server.url, hf)
+        finally:
+            server.stop()
+
+
+def budget_of_ruler() -> int:
+    from ctxgate.tasks.registry import all_tasks
+
+    return max(t.tokens_to_generate for t in all_tasks("ruler"))
+
+
+def rounds(args: argparse.Namespace, lengths: list[int], hf: HFBackend, ctx: BuildContext, server: VLLMServer) -> None:
+    """The per-engine rounds: the same prompts through each engine, fresh prompts every round."""
     server.start()
     try:
         server.wait_ready(900)
@@ -69,7 +114,7 @@ def main() -> None:
             f"{args.samples} in flight; {args.samples} prompts per round, median of {args.rounds} rounds; "
             "speed = HF batch 1 time / its time, in the same rounds"
         )
-        for task in args.tasks.split(","):
+        for task in [] if args.suite_only else args.tasks.split(","):
             params = GenerationParams(max_new_tokens=get_task(task).tokens_to_generate)
             for length in lengths:
                 times: dict[str, list[float]] = {name: [] for name in engines}
@@ -99,6 +144,65 @@ def main() -> None:
                 )
     finally:
         server.stop()
+
+
+DEMO_LENGTHS = "256,512,1k,2k"  # scripts/demo.sh's lengths and samples; its RULER cases
+DEMO_SAMPLES = 20
+
+
+def suite_against_engine(args: argparse.Namespace, url: str, hf: HFBackend) -> None:
+    """The demo's RULER cases through the suite as users run it (``--backend openai`` at this server, no cache),
+    timed from its first case's start to its last case's end, against the same prompts given to the engine all at
+    once (every one in flight): the suite's samples per second over the engine's."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ctxgate.records.refusal import Refusal
+    from ctxgate.tasks.registry import all_tasks
+
+    root = Path(__file__).resolve().parent.parent
+    model = str(Path(args.model).resolve())  # the suite runs in a scratch folder
+    squad = root / "fixtures" / "data" / "squad_v2_validation_tiny.jsonl"
+    hotpot = root / "fixtures" / "data" / "hotpotqa_distractor_validation_tiny.jsonl"
+    ctx = BuildContext(PieceEncoder(hf.tokenizer), chat=False, squad_source=str(squad), hotpotqa_source=str(hotpot))
+    lengths = parse_lengths(DEMO_LENGTHS)
+    by_budget: dict[int, list[Request]] = {}
+    for spec in all_tasks("ruler"):
+        for length in lengths:
+            try:
+                built = build_samples(spec, ctx, length, DEMO_SAMPLES, seed=42)
+            except Refusal:  # too short to build at this length: the suite skips it too
+                continue
+            batch = by_budget.setdefault(spec.tokens_to_generate, [])
+            batch += [Request(s.input_ids, spec.name, length, s.index) for s in built]
+    count = sum(len(r) for r in by_budget.values())
+    engine = EndpointBackend(EndpointSettings((url,), concurrency=count), hf.hf_tokenizer, args.model, name="vllm")
+    started = time.perf_counter()
+    for budget, requests in by_budget.items():  # every prompt of a generation budget in flight at once
+        for _ in stream(engine, requests, GenerationParams(max_new_tokens=budget)):
+            pass
+    alone = time.perf_counter() - started
+    with tempfile.TemporaryDirectory() as scratch:
+        span = Path(scratch) / "span.json"
+        command = [
+            sys.executable, "-m", "pytest", str(root / "tests_longctx" / "test_ruler.py"), f"--model={model}",
+            "--backend", "openai", "--base-url", url, "--tokenizer", model, "--lengths", DEMO_LENGTHS,
+            "--samples", str(DEMO_SAMPLES), "--squad", str(squad), "--hotpotqa", str(hotpot), "--no-cache",
+            "--concurrency", str(args.suite_concurrency), "-p", "bench.suite_span", "-p", "no:cacheprovider", "-q",
+        ]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": str(root), "CTXGATE_SPAN_FILE": str(span)}
+        done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)
+        if not span.exists():
+            raise SystemExit(f"the suite did not run ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+        suite = json.loads(span.read_text())["seconds"]
+    print(
+        f"the demo's RULER cases ({count} samples at {DEMO_LENGTHS}): the engine given them all at once "
+        f"{count / alone:.1f} samples/s ({alone:.1f} s); the suite (--concurrency {args.suite_concurrency}) "
+        f"{count / suite:.1f} samples/s ({suite:.1f} s); suite / engine {alone / suite:.2f}x",
+        flush=True,
+    )
 
 
 def _gpu_name() -> str:

@@ -23,6 +23,7 @@ GPU = "needs a GPU node"
 SERVED = "needs a model served at the URL it names"
 KEY = "needs an API key and the provider's network"
 NET = "downloads from the hub, which this machine cannot reach"
+CLUSTER = "needs a Ray cluster of several nodes"
 
 # command (as written, without its trailing comment) -> why the test command does not run it here
 NOT_RUN: dict[str, str] = {
@@ -86,6 +87,13 @@ NOT_RUN: dict[str, str] = {
     ),
     "ctxgate watch /shared/runs/exp42 --interval 120 -- --backend vllm --tp 2 -n auto --lengths 8k,32k,128k "
     "--log-to wandb=exp42 --tracker-run $WANDB_RUN_ID": f"{GPU}, and runs until stopped; tests/test_watch.py watches",
+    "ray start --head --port=6379": (
+        f"{CLUSTER}: starts a Ray head that outlives the command; tests/test_ray.py starts a cluster of this machine"
+    ),
+    "ray start --address=head-node:6379": f"{CLUSTER}; tests/test_ray.py adds and removes worker nodes",
+    "pytest --model /shared/ckpts/step-12000 --ray head-node:6379 --report out/run.json": (
+        f"{CLUSTER} and a checkpoint on its shared filesystem; tests/test_ray.py runs the suite on a Ray cluster"
+    ),
 }
 
 PLACEHOLDERS = {

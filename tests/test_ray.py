@@ -132,7 +132,7 @@ def test_sequential_cancels_a_decided_cases_queue_and_gives_the_serial_verdicts(
     select = (*CASES, "--samples", "30", "--thresholds", "thresholds.toml", "--sequential", "--no-cache")
     serial = run(tmp_path, *select, "--report", "serial.json")
     ray = run(tmp_path, *on_ray(cluster, *select, "--report", "ray.json"))
-    assert serial.returncode == ray.returncode == 0, ray.stdout[-3000:]
+    assert serial.returncode == ray.returncode == 1, ray.stdout[-3000:]  # vt is certain to be below its floor
 
     def cases(name: str) -> dict[tuple[str, int], Any]:
         return {(c["task"], c["length"]): c for c in json.loads((tmp_path / name).read_text())["cases"]}

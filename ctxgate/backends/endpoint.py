@@ -112,7 +112,7 @@ class EndpointBackend:
         self.name = name
         self._diagnose = diagnose
         self._openai = openai
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # also wakes a request waiting for a replica with a free slot
         self.settings = settings
         self.chat_api = settings.api == "chat"
         if self.chat_api:
@@ -145,6 +145,9 @@ class EndpointBackend:
                         "JSON; --max-model-len the window), or drop the options"
                     )
         self.concurrency = settings.concurrency * len(self.replicas)
+        # the next case's requests go in while the current one's last finish and it is scored: the engine's batch
+        # stays full across cases, and _pick keeps each server at its --concurrency
+        self.cases_at_once = 2
         served = {
             "model": models[0],
             "versions": sorted({str(r.version) for r in self.replicas}),
@@ -296,6 +299,10 @@ class EndpointBackend:
                     if r.down is not None and r.failures < MAX_PROBES and now - r.down_at >= REPROBE_S:
                         r.down = None  # its re-probe: this request
                 alive = [r for r in self.replicas if r.down is None]
+                if alive and min(r.in_flight for r in alive) >= self.settings.concurrency:
+                    # every live replica has its --concurrency in flight (two cases send at once): wait for a slot
+                    self._lock.wait(timeout=1.0)
+                    continue
                 if alive:
                     # ties (requests that finish before the next is built leave every replica idle) rotate
                     chosen = min(alive, key=lambda r: (r.in_flight, r.sent))
@@ -332,6 +339,7 @@ class EndpointBackend:
             finally:
                 with self._lock:
                     replica.in_flight -= 1
+                    self._lock.notify()
             replica.failures = 0
             choice = resp.choices[0]  # _completion made sure there is one
             tokens = int(getattr(resp.usage, "completion_tokens", 0) or 0)

@@ -127,8 +127,8 @@ def connect(address: str) -> bool:
             return False
         quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
         try:
-            if address == LOCAL:
-                ray.init(include_dashboard=False, **quiet)
+            if address == LOCAL:  # a new cluster, never one this machine already runs (RAY_ADDRESS, ray start)
+                ray.init(address="local", include_dashboard=False, **quiet)
             else:
                 ray.init(address=address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
