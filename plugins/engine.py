@@ -122,6 +122,7 @@ class EngineSettings:
     vllm_python: str | None = None
     vllm_args: tuple[str, ...] = ()
     vllm_start_timeout: float = 900.0
+    launch: EngineSpec | None = None  # --backend vllm --ray: how each replica starts its server
 
 
 ENGINE_KEY = pytest.StashKey[EngineSettings]()
@@ -165,7 +166,7 @@ def read(config: pytest.Config, run: Settings) -> EngineSettings:
             "--base-url is for --backend openai (a server you run); with --backend vllm the suite starts its own"
         )
     # the fields named as their options' dests; the servers' URLs and logs and the vLLM arguments are not
-    as_given = {f.name for f in fields(EngineSettings)} - {"base_urls", "server_logs", "vllm_args"}
+    as_given = {f.name for f in fields(EngineSettings)} - {"base_urls", "server_logs", "vllm_args", "launch"}
     return EngineSettings(
         base_urls=urls,
         vllm_args=tuple(config.getoption("--vllm-arg") or ()),
@@ -205,6 +206,8 @@ def with_servers(config: pytest.Config, engine: EngineSettings, run: Settings) -
     if config.getoption("collectonly") or config.getoption("help"):
         return engine  # nothing will run
     try:
+        if run.opening.ray is not None:  # each replica on the cluster starts its own server, on its GPUs
+            return replace(engine, launch=launch_template(config, engine, run))
         servers = _start(config, engine, run)
     except EngineError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
@@ -214,6 +217,15 @@ def with_servers(config: pytest.Config, engine: EngineSettings, run: Settings) -
 
 
 def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list[VLLMServer]:
+    template = launch_template(config, engine, run)
+    specs = [replace(template, devices=devices) for devices in replica_devices(visible_gpus(), engine.tp)]
+    log_dir = Path(run.report).parent if run.report else Path(config.invocation_params.dir)
+    return start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
+
+
+def launch_template(config: pytest.Config, engine: EngineSettings, run: Settings) -> EngineSpec:
+    """How a replica's server is started, but for its GPUs: here for each visible GPU set, or on a cluster by each
+    replica for the GPUs Ray gives it."""
     from ctxgate.tasks.registry import all_tasks
 
     folder = _served_folder(config, run)
@@ -228,21 +240,16 @@ def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list
     longest = max(run.lengths) + budget
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
     max_len = longest if limit is None else min(longest, limit)
-    specs = [
-        EngineSpec(
-            python,
-            str(folder),
-            max_len,
-            engine.tp,
-            devices,
-            run.opening.dtype,
-            engine.vllm_args,
-            hf_overrides=json.dumps(changes, sort_keys=True) if changes else None,
-        )
-        for devices in replica_devices(visible_gpus(), engine.tp)
-    ]
-    log_dir = Path(run.report).parent if run.report else Path(config.invocation_params.dir)
-    return start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
+    return EngineSpec(
+        python,
+        str(folder),
+        max_len,
+        engine.tp,
+        None,
+        run.opening.dtype,
+        engine.vllm_args,
+        hf_overrides=json.dumps(changes, sort_keys=True) if changes else None,
+    )
 
 
 def _served_folder(config: pytest.Config, run: Settings) -> Path:

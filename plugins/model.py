@@ -69,7 +69,7 @@ def _served(run: Settings, engine: EngineSettings) -> Served:
         if run.backend == "vllm"
         else {}
     )
-    return Served(endpoint, engine.tokenizer, engine.server_logs, numerics)
+    return Served(endpoint, engine.tokenizer, engine.server_logs, numerics, engine.launch, engine.vllm_start_timeout)
 
 
 def _run_failed(request: pytest.FixtureRequest, what: str, exc: BaseException) -> NoReturn:

@@ -185,6 +185,37 @@ def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twic
     )
 
 
+def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_backend(cluster, tmp_path):
+    """--backend vllm on the cluster: each replica starts its own vLLM server (CPU here) for the GPUs Ray gave it;
+    --tp 2 makes one replica span the worker's two units. The outputs are the HF backend's, and no server
+    outlives the run."""
+    select = (*CASES, "--samples", "4", "--no-cache")
+    hf = run(tmp_path, *select, "--report", "hf.json")
+    ray = run(tmp_path, *on_ray(cluster, *select, "--backend", "vllm", "--tp", "2", "--report", "vllm.json"))
+    assert hf.returncode == ray.returncode == 0, ray.stdout[-3000:]
+
+    def outputs(name: str) -> list[tuple[Any, ...]]:
+        rows = [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
+        return [(r["task"], r["length"], r["index"], r["prediction"], r["score"], r["finish_reason"]) for r in rows]
+
+    assert outputs("vllm.predictions.jsonl") == outputs("hf.predictions.jsonl")
+    report = json.loads((tmp_path / "vllm.json").read_text())
+    assert report["run"]["backend"]["backend"] == "vllm"
+    placed = summary(ray.stdout)
+    assert placed["nodes"] == [cluster.worker.node_id[:12]]  # one replica, two units of the resource
+    assert gone(placed["pids"])
+    # this run's servers: their window is the longest length plus the largest generation budget of any task
+    from ctxgate.tasks.registry import all_tasks
+
+    window = f"--max-model-len {1024 + max(t.tokens_to_generate for t in all_tasks())} "
+    servers = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if "vllm.entrypoints" in (line := " ".join(p.info["cmdline"] or ()) + " ") and window in line
+    ]
+    assert gone(servers), "a replica's vLLM server outlived the run"
+
+
 def test_a_killed_driver_keeps_every_finished_sample_and_a_rerun_resumes(cluster, tmp_path):
     select = on_ray(cluster, *CASES, "--samples", "20", "--report", "r.json", "--cache-dir", "cache")
     proc = subprocess.Popen(

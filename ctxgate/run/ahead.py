@@ -1,12 +1,15 @@
 """Cases run ahead of the pytest items that report them, for a backend that serves several cases at once.
 
-Such a backend (``cases_at_once``: model replicas on a cluster) gets the next cases' samples queued while a case's
-last samples finish, so no replica idles between cases. Each case's item still reports it, in its turn."""
+Such a backend (``cases_at_once``: model replicas on a cluster, a server's engine) gets the next cases' samples
+queued while a case's last samples finish and it is scored, so nothing idles between cases. Each case's item still
+reports it, in its turn."""
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 from ctxgate.run.case import CaseResult
 
@@ -14,11 +17,29 @@ CaseKey = tuple[str, int]
 
 
 class Ahead:
-    """Each case's run in a thread, at most ``width`` at once, started in the order given (longest first)."""
+    """Each case's run on one of ``width`` threads, started in the order given (longest first). The threads are
+    daemons: an interrupted session exits without waiting for the cases still running (their finished samples
+    are in the cache already)."""
 
     def __init__(self, jobs: Sequence[tuple[CaseKey, Callable[[], CaseResult]]], width: int) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=max(1, width), thread_name_prefix="ctxgate-case")
-        self._futures: dict[CaseKey, Future[CaseResult]] = {key: self._pool.submit(job) for key, job in jobs}
+        self._futures: dict[CaseKey, Future[CaseResult]] = {key: Future() for key, _ in jobs}
+        self._todo = deque((self._futures[key], job) for key, job in jobs)
+        self._lock = threading.Lock()
+        for i in range(max(1, min(width, len(jobs)))):
+            threading.Thread(target=self._work, name=f"ctxgate-case-{i}", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if not self._todo:
+                    return
+                future, job = self._todo.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled: the session is over
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # noqa: BLE001 - the case's item re-raises it, in the session's thread
+                future.set_exception(exc)
 
     def __contains__(self, key: object) -> bool:
         return key in self._futures
@@ -31,4 +52,3 @@ class Ahead:
         """Start no other case (the session is over, or stopped); cases running end with their backend."""
         for future in self._futures.values():
             future.cancel()
-        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -15,15 +15,18 @@ import heapq
 import itertools
 import logging
 import os
+import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import BackendDown, Generation, GenerationParams, Request, Window, Withdrawn, window_of
 from ctxgate.backends.hf import BackendError
-from ctxgate.run.compose import ModelSpec, load_backend
+from ctxgate.backends.vllm_server import VLLMServer
+from ctxgate.run.compose import ModelSpec, Served, load_backend
 from ctxgate.textcodec import HFTokenizer, RawTokenizer
 
 LOCAL = "local"  # --ray local: a cluster of this machine, started for the run and stopped with it
@@ -46,7 +49,8 @@ class ReplicaInfo:
     description: dict[str, object] = field(default_factory=dict)
     cache_identity: dict[str, object] | None = None
     weights_problem: str | None = None
-    concurrency: int = 1
+    concurrency: int = 1  # requests it takes at once (a server's --concurrency; one for a model in the process)
+    fingerprint: dict[str, object] | None = None  # what a server says it serves (the report's model_fingerprint)
 
 
 class ReplicaWorker:
@@ -62,10 +66,31 @@ class ReplicaWorker:
             # the session's relative paths (--model fixtures/..., --config-from) mean what they meant where it was
             # started: a cluster's nodes share that folder (a shared filesystem), as they share the checkpoint
             os.chdir(started_in)
+            self.server: VLLMServer | None = None
+            if spec.served is not None and spec.served.launch is not None:
+                spec = self._own_server(spec, spec.served)
             self.backend: Any = load_backend(spec)
             self.error: str | None = None
         except Exception as exc:  # noqa: BLE001 - whatever the loader raises is the replica's one-line cause
             self.backend, self.error = None, f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
+
+    def _own_server(self, spec: ModelSpec, served: Served) -> ModelSpec:
+        """--backend vllm: this replica's server, on the GPUs Ray gave it (tensor parallel across them), and the
+        spec that sends to it. It dies with this actor's process (``VLLMServer``)."""
+        import ray
+
+        assert served.launch is not None
+        gpus = tuple(str(g) for g in ray.get_gpu_ids())
+        launch = replace(served.launch, devices=gpus or None, tensor_parallel=len(gpus) or 1)
+        log = Path(tempfile.gettempdir()) / f"ctxgate-vllm-ray-{os.getpid()}.log"
+        self.server = VLLMServer(launch, log)
+        self.server.start()
+        self.server.wait_ready(served.launch_timeout_s)
+        endpoint = replace(served.endpoint, base_urls=(self.server.url,))
+        # the numerics as this node runs them (the session may have no GPU to resolve --dtype auto against)
+        engine = {**served.engine, "dtype": launch.resolved_dtype, "tensor_parallel": launch.tensor_parallel}
+        chosen = replace(served, endpoint=endpoint, server_logs=(str(log),), engine=engine, launch=None)
+        return replace(spec, served=chosen)
 
     def info(self) -> ReplicaInfo:
         ip, node, pid = self.where
@@ -84,6 +109,7 @@ class ReplicaWorker:
             cache_identity=identity,
             weights_problem=getattr(b, "weights_problem", None),
             concurrency=max(1, int(getattr(b, "concurrency", 1))),
+            fingerprint=getattr(b, "fingerprint", None),
         )
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
@@ -185,6 +211,8 @@ class RayPool:
         self.name = first.name
         self.max_positions = first.max_positions
         self.weights_problem = first.weights_problem
+        if first.fingerprint is not None:
+            self.fingerprint = first.fingerprint
         self._window, self._description, self._identity = first.window, first.description, first.cache_identity
         self.concurrency = sum(r.info.concurrency for r in self.replicas)
         self.tokenizer: RawTokenizer = _tokenizer(spec)
@@ -204,23 +232,29 @@ class RayPool:
 
     # placing the replicas --------------------------------------------------------------------------------------
     def _place(self, spec: ModelSpec, resource: str, replicas: int | None) -> None:
-        ray = self._ray_module()
+        import ray
+
         total = ray.cluster_resources().get(resource, 0)
-        count = int(total) if replicas is None else min(int(total), replicas)
+        served = spec.served if spec.served is not None and spec.served.launch is not None else None
+        size = served.launch.tensor_parallel if served and served.launch else 1  # units a replica's server spans
+        count = int(total) // size if replicas is None else min(int(total) // size, replicas)
         if count < 1:
             have = ", ".join(sorted(k for k in ray.cluster_resources() if "node:" not in k and "memory" not in k))
+            lacks = f"no {resource!r} resource" if size == 1 else f"fewer than {size} {resource!r} (--tp {size})"
             raise BackendError(
-                f"the Ray cluster at {self.address} has no {resource!r} resource for a model replica (it has: "
-                f"{have}); pass --ray-resource with one its nodes have, e.g. --ray-resource CPU on nodes without GPUs"
+                f"the Ray cluster at {self.address} has {lacks} for a model replica (it has: {have}); pass "
+                "--ray-resource with one its nodes have, e.g. --ray-resource CPU on nodes without GPUs"
             )
-        options: dict[str, Any] = {"max_restarts": 0, "max_concurrency": 1}
+        # a server's replica takes its --concurrency requests at once (the engine batches them); a model in the
+        # actor's own process, one
+        options: dict[str, Any] = {"max_restarts": 0, "max_concurrency": served.endpoint.concurrency if served else 1}
         if resource == "GPU":
-            options.update(num_gpus=1, num_cpus=0)
+            options.update(num_gpus=size, num_cpus=0)
         elif resource == "CPU":
-            options.update(num_cpus=1)
+            options.update(num_cpus=size)
         else:
-            options.update(num_cpus=0, resources={resource: 1})
-        actor = ray.remote(ReplicaWorker).options(**options)
+            options.update(num_cpus=0, resources={resource: size})
+        actor: Any = ray.remote(ReplicaWorker).options(**options)  # Ray's stubs do not follow .options()
         handles = [actor.remote(spec, os.getcwd()) for _ in range(count)]
         pending = {h.info.remote(): h for h in handles}
         ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=START_TIMEOUT_S)
@@ -251,11 +285,6 @@ class RayPool:
                 f"no model replica started on the Ray cluster at {self.address} within {START_TIMEOUT_S:.0f}s: "
                 f"its {resource!r} resources are taken; free them, or set CTXGATE_RAY_START_TIMEOUT higher"
             )
-
-    def _ray_module(self) -> Any:
-        import ray
-
-        return ray
 
     # the backend interface ---------------------------------------------------------------------------------------
     def describe(self) -> dict[str, object]:
@@ -396,7 +425,8 @@ class RayPool:
         self._release()
 
     def _release(self) -> None:
-        ray = self._ray_module()
+        import ray
+
         for replica in self.replicas:
             try:
                 ray.kill(replica.handle)

@@ -21,6 +21,7 @@ from ctxgate.backends.base import Backend
 from ctxgate.backends.endpoint import EndpointSettings
 from ctxgate.backends.formats import Checkpoint
 from ctxgate.backends.overrides import ConfigOverrides
+from ctxgate.backends.vllm_server import EngineSpec
 from ctxgate.judge.client import JudgeError, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges
 from ctxgate.records.schema import RunInfo, adapter_for
@@ -42,6 +43,8 @@ class Served:
     tokenizer: str
     server_logs: tuple[str, ...] = ()
     engine: Mapping[str, Any] = field(default_factory=dict)
+    launch: EngineSpec | None = None  # --ray: the server each replica starts on its node, but for its GPUs
+    launch_timeout_s: float = 900.0
 
 
 @dataclass(frozen=True)

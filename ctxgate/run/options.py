@@ -243,11 +243,6 @@ def _check_ray(spec: ModelSpec) -> None:
         raise OptionError(
             "--ray with --backend openai: the servers are the replicas; drop --ray and give each with --base-url"
         )
-    if spec.backend == "vllm":
-        raise OptionError(
-            "--ray with --backend vllm is not supported yet: run --backend hf replicas with --ray, or start a vLLM "
-            "server per node and give each with --base-url under --backend openai"
-        )
 
 
 def samples_problem(samples: int | None) -> str | None:
