@@ -333,3 +333,13 @@ def test_the_simulation_at_scale_puts_the_dynamic_queue_at_the_flop_limit_and_st
         limit = sum(costs) / gpus
         assert limit <= dynamic(costs, gpus) <= limit + max(costs)  # list scheduling's bound, longest first
         assert static(costs, gpus) > dynamic(costs, gpus)
+
+
+def test_ray_auto_joins_the_cluster_ray_address_names(cluster, tmp_path):
+    """--ray auto, as in a Ray job's entrypoint: the cluster RAY_ADDRESS names."""
+    done = launch_suite(
+        *CASES, "--samples", "2", "--no-cache", "--ray", "auto", "--ray-resource", RESOURCE,
+        cwd=tmp_path, env={**RAY_ENV, "RAY_ADDRESS": cluster.address}, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert summary(done.stdout)["nodes"] == [cluster.worker.node_id[:12]] * 2
