@@ -263,8 +263,9 @@ def _case_run(config: pytest.Config, model: LoadedModel, name: str, length: int)
 @pytest.fixture(scope="session")
 def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> Iterator[Ahead | None]:
     """For a backend that serves several cases at once (``cases_at_once``: replicas on a Ray cluster, a server's
-    engine): the selected cases, longest first, started ahead of their items, as many at once as the backend asks
-    and as its ``concurrency`` needs to stay full; None for the others. Stopped before the model is."""
+    engine): the selected cases started ahead of their items, in the items' order (under --ray, longest first), as
+    many at once as the backend asks and as its ``concurrency`` needs to stay full; None for the others. Stopped
+    before the model is."""
     backend = ctxgate_model.backend
     wish = int(getattr(backend, "cases_at_once", 1))
     if wish <= 1:
@@ -272,8 +273,8 @@ def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) ->
         return
     config = request.config
     cases = [case_key(i.nodeid) for i in request.session.items if "ctxgate_case" in getattr(i, "fixturenames", ())]
-    runnable = dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1]))
-    keys = sorted(runnable, key=lambda k: -k[1])
+    # an item waits for its own case only: starting the cases in another order would leave it waiting for others
+    keys = list(dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1])))
     samples = config.stash[SETTINGS_KEY].samples or min((get_task(t).default_samples for t, _ in keys), default=1)
     width = max(wish, -(-int(getattr(backend, "concurrency", 1)) // samples) + 1)
     ahead = Ahead([(k, _case_run(config, ctxgate_model, *k)) for k in keys], width)

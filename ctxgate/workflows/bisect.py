@@ -188,11 +188,8 @@ def bisect(
         nonlocal rounds
         rounds += 1
         together = len(indices)
-        if together == 1:
-            found = [evaluate(checkpoints[indices[0]], reference, 1)]
-        else:
-            with ThreadPoolExecutor(together, thread_name_prefix="ctxgate-probe") as pool:
-                found = list(pool.map(lambda i: evaluate(checkpoints[i], reference, together), indices))
+        with ThreadPoolExecutor(together, thread_name_prefix="ctxgate-probe") as pool:
+            found = list(pool.map(lambda i: evaluate(checkpoints[i], reference, together), indices))
         verdicts = {}
         for i, results in zip(indices, found):
             verdict, comparisons = is_bad(reference, results, tolerance, confidence)

@@ -1,0 +1,100 @@
+"""The actor body of a model replica on a Ray cluster node (``--ray``), and what it reports about itself.
+
+This is what runs on the nodes: the checkpoint loaded through ``load_backend`` as a local run loads it (with
+``--backend vllm``, a server of its own first, on the GPUs Ray gave it). The queue that feeds the replicas is the
+session's (``cluster.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ctxgate.backends.base import Generation, GenerationParams, Request, Window, window_of
+from ctxgate.backends.vllm_server import VLLMServer
+from ctxgate.run.compose import ModelSpec, Served, load_backend
+
+
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """What a replica says about itself once it has loaded (or failed to load) the model."""
+
+    node_ip: str
+    node_id: str
+    pid: int
+    error: str | None = None
+    name: str = ""
+    max_positions: int | None = None
+    window: Window | None = None
+    description: dict[str, object] = field(default_factory=dict)
+    cache_identity: dict[str, object] | None = None
+    weights_problem: str | None = None
+    concurrency: int = 1  # requests it takes at once (a server's --concurrency; one for a model in the process)
+    fingerprint: dict[str, object] | None = None  # what a server says it serves (the report's model_fingerprint)
+
+
+class ReplicaWorker:
+    """The actor body: one model on one node. It never raises while loading: the session asks each replica how its
+    load went and names the node in the one error a failed load gets."""
+
+    def __init__(self, spec: ModelSpec, started_in: str) -> None:
+        import ray
+
+        context = ray.get_runtime_context()
+        self.where = (ray.util.get_node_ip_address(), context.get_node_id(), os.getpid())
+        try:
+            # the session's relative paths (--model fixtures/..., --config-from) mean what they meant where it was
+            # started: a cluster's nodes share that folder (a shared filesystem), as they share the checkpoint
+            os.chdir(started_in)
+            self.server: VLLMServer | None = None
+            if spec.served is not None and spec.served.launch is not None:
+                spec = self._own_server(spec, spec.served)
+            self.backend: Any = load_backend(spec)
+            self.error: str | None = None
+        except Exception as exc:  # noqa: BLE001 - whatever the loader raises is the replica's one-line cause
+            self.backend, self.error = None, str(exc) or type(exc).__name__
+
+    def _own_server(self, spec: ModelSpec, served: Served) -> ModelSpec:
+        """--backend vllm: this replica's server, on the GPUs Ray gave it (tensor parallel across them), and the
+        spec that sends to it. It dies with this actor's process (``VLLMServer``)."""
+        import ray
+
+        assert served.launch is not None
+        gpus = tuple(str(g) for g in ray.get_gpu_ids())
+        launch = replace(served.launch, devices=gpus or None, tensor_parallel=len(gpus) or 1)
+        log = Path(tempfile.gettempdir()) / f"ctxgate-vllm-ray-{os.getpid()}.log"
+        self.server = VLLMServer(launch, log)
+        self.server.start()
+        self.server.wait_ready(served.launch_timeout_s)
+        endpoint = replace(served.endpoint, base_urls=(self.server.url,))
+        # the numerics as this node runs them (the session may have no GPU to resolve --dtype auto against)
+        engine = {**served.engine, "dtype": launch.resolved_dtype, "tensor_parallel": launch.tensor_parallel}
+        chosen = replace(served, endpoint=endpoint, server_logs=(str(log),), engine=engine, launch=None)
+        return replace(spec, served=chosen)
+
+    def info(self) -> ReplicaInfo:
+        ip, node, pid = self.where
+        if self.backend is None:
+            return ReplicaInfo(ip, node, pid, error=self.error)
+        b = self.backend
+        identity = b.cache_identity() if hasattr(b, "cache_identity") else {}
+        return ReplicaInfo(
+            ip,
+            node,
+            pid,
+            name=b.name,
+            max_positions=b.max_positions,
+            window=window_of(b),
+            description=b.describe(),
+            cache_identity=identity,
+            weights_problem=getattr(b, "weights_problem", None),
+            concurrency=max(1, int(getattr(b, "concurrency", 1))),
+            fingerprint=getattr(b, "fingerprint", None),
+        )
+
+    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        return list(self.backend.generate(requests, params))
