@@ -1,6 +1,6 @@
 """ctxgate's pytest plugins, one module per concern, each with its own options, settings and stash key: options
 (the run: model, lengths, data, thresholds, baseline), engine (HTTP backends and the vLLM servers), hf (batching and
-placement), judging (the judged tasks' judges), sequential (early stopping), workers (xdist and GPUs), signals
+placement), judging (the judged tasks' judges), workers (xdist and GPUs), signals
 (SIGTERM/SIGHUP as Ctrl-C, workers that end with their controller), progress (the live line), model, cases
 (gates), reporting, reference (the papers' published numbers), trackers (W&B, TensorBoard, MLflow).
 
@@ -29,7 +29,6 @@ MODULES = (
     "engine",
     "hf",
     "judging",
-    "sequential",
     "options",
     "workers",
     "signals",

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import pytest
 
 from ctxgate.backends.base import BackendDown, Window, window_of
-from ctxgate.backends.endpoint import EndpointError
+from ctxgate.backends.endpoint_probe import EndpointError
 from ctxgate.backends.hf import BackendError
 from ctxgate.gate.baseline import Baseline, BaselineError, comparison_entry, describe, regression_verdict
 from ctxgate.gate.thresholds import Thresholds
@@ -34,9 +34,8 @@ from ctxgate.tasks.build import LengthRuleBroken
 from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task, marker_vocabulary
 
 from .model import LoadedModel
-from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
+from .options import SETTINGS_KEY, STARTUP_ERROR_KEY
 from .progress import REPORTER_KEY
-from .sequential import SEQUENTIAL_KEY
 
 
 @dataclass
@@ -127,7 +126,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     key = case_key(item.nodeid)
     if key is not None and "ctxgate_case" in getattr(item, "fixturenames", ()):
-        item.stash[CASE_STATE_KEY] = CaseState(new_record(*key, item.config.stash[THRESHOLDS_KEY]))
+        item.stash[CASE_STATE_KEY] = CaseState(new_record(*key, item.config.stash[SETTINGS_KEY].plan.thresholds))
 
 
 @dataclass
@@ -191,16 +190,15 @@ def _against_baseline(
 def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | None) -> tuple[StopRule, Questions] | None:
     """--sequential asks the case's gate questions: is the true score above the floor? with --baseline, did it drop
     by more than the tolerance (paired, sample by sample)? A case with neither runs its full count."""
-    sequential = config.stash[SEQUENTIAL_KEY]
-    if sequential is None:
+    plan = config.stash[SETTINGS_KEY].plan
+    if plan.sequential is None:
         return None
-    baseline = config.stash.get(BASELINE_KEY, None)
-    base = baseline.cases.get((task, length)) if baseline is not None else None
-    tolerance = config.stash[THRESHOLDS_KEY].tolerance_for(task, length)
+    base = plan.baseline.cases.get((task, length)) if plan.baseline is not None else None
+    tolerance = plan.thresholds.tolerance_for(task, length)
     questions = Questions(floor / 100 if floor else None, base.scores if base else None, tolerance / 100)
     if not questions.asked:
         return None
-    return StopRule(sequential.alpha, sequential.min_samples, max_samples=None), questions
+    return StopRule(plan.sequential.alpha, plan.sequential.min_samples, max_samples=None), questions
 
 
 def _judge_later(report: str | None) -> str:
@@ -242,7 +240,8 @@ def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Wi
 
 def _case_run(config: pytest.Config, model: LoadedModel, name: str, length: int) -> Callable[[], CaseResult]:
     """The case's run, ready to start: in the item's own turn, or ahead of it (``ctxgate_ahead``)."""
-    settings, thresholds = config.stash[SETTINGS_KEY], config.stash[THRESHOLDS_KEY]
+    settings = config.stash[SETTINGS_KEY]
+    thresholds = settings.plan.thresholds
     stop = _stop_rule(config, name, length, thresholds.floor_for(name, length))
     return partial(
         run_case,
@@ -290,11 +289,10 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctx
     name, length = request.param
     config = request.config
     settings = config.stash[SETTINGS_KEY]
-    thresholds = config.stash[THRESHOLDS_KEY]
+    thresholds, baseline = settings.plan.thresholds, settings.plan.baseline
     spec = get_task(name)
     state = request.node.stash.setdefault(CASE_STATE_KEY, CaseState(new_record(name, length, thresholds)))
     state.run_meta = ctxgate_model.run_meta
-    baseline = config.stash.get(BASELINE_KEY, None)
     if window := _beyond_window(config, ctxgate_model, length):
         no_score(
             state,

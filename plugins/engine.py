@@ -22,7 +22,8 @@ from ctxgate.backends.adapters import hf_folder
 from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer
 from ctxgate.backends.devices import visible_gpus
 from ctxgate.backends.endpoint import ENDPOINT_APIS, OPENAI_CONCURRENCY
-from ctxgate.backends.overrides import OverrideError, applied
+from ctxgate.backends.override_rules import OverrideError
+from ctxgate.backends.overrides import applied
 from ctxgate.backends.vllm_server import (
     ENGINE_BATCH,
     EngineError,

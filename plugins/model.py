@@ -23,8 +23,7 @@ from ctxgate.run.loading import ModelSpec, Served
 from .engine import ENGINE_KEY, EngineSettings
 from .hf import HF_KEY
 from .judging import JUDGING_KEY
-from .options import SETTINGS_KEY, THRESHOLDS_KEY, Settings
-from .sequential import SEQUENTIAL_KEY
+from .options import SETTINGS_KEY, Settings
 
 RUN_ERROR_KEY = pytest.StashKey[str]()  # on the session: why no case can run in this process (the model, the judge)
 # a backend with its own line at the end of the run (replicas on a cluster: where they ran, what the queue did)
@@ -45,7 +44,7 @@ def model_spec(config: pytest.Config) -> ModelSpec:
         served=_served(run, config.stash[ENGINE_KEY]) if run.backend in ("openai", "vllm") else None,
         judge=judging.judge,
         nli_model=judging.nli_model,
-        judge_max_failure_rate=config.stash[THRESHOLDS_KEY].judge_max_failure_rate,
+        judge_max_failure_rate=run.plan.thresholds.judge_max_failure_rate,
     )
 
 
@@ -86,7 +85,8 @@ def _run_failed(request: pytest.FixtureRequest, what: str, exc: BaseException) -
 
 @pytest.fixture(scope="session")
 def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Iterator[LoadedModel]:
-    run, sequential = pytestconfig.stash[SETTINGS_KEY], pytestconfig.stash[SEQUENTIAL_KEY]
+    run = pytestconfig.stash[SETTINGS_KEY]
+    sequential = run.plan.sequential
     selection = {
         "samples": run.samples,
         "lengths": list(run.lengths),

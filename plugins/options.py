@@ -1,5 +1,6 @@
-"""The run's options (checkpoint, lengths, samples, data, thresholds, baseline), read once in ``pytest_configure``
-into a frozen ``Settings`` kept in ``config.stash``; the engine, hf, judging and sequential plugins read their own.
+"""The run's options (checkpoint, lengths, samples, data, thresholds, baseline, --sequential), read once in
+``pytest_configure`` into the run's plan (``ctxgate.gate.plan``, as ``ctxgate bisect`` reads them) in a frozen
+``Settings`` kept in ``config.stash``; the engine, hf and judging plugins read their own.
 
 Thresholds, the baseline, data folders and the checkpoint are checked here too, so a mistake stops the run before
 any model is loaded. PYTEST_DONT_REWRITE: the plugins that build on these settings import this module before pytest
@@ -18,23 +19,13 @@ from typing import Any
 import pytest
 
 from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, resolve_model
-from ctxgate.backends.formats import WrongFlag, locate
-from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
-from ctxgate.gate.thresholds import (
-    INI_OPTION,
-    PytestConfig,
-    Thresholds,
-    ThresholdsError,
-    find_thresholds,
-    load_or_default,
-)
-from ctxgate.lengths import LengthError, parse_lengths
+from ctxgate.backends.formats import WrongFlag
+from ctxgate.gate.plan import Plan, make_plan
+from ctxgate.gate.thresholds import INI_OPTION, PytestConfig
 from ctxgate.run.loading import TEST_BACKEND, ModelSpec
-from ctxgate.run.options import BASELINE, OptionError, samples_problem
+from ctxgate.run.options import BASELINE, SEQUENTIAL_OPTIONS, OptionError
 from ctxgate.run.options import EVALUATION as RUN_OPTIONS
 from ctxgate.run.options import check_overrides as check_against_config
-from ctxgate.run.options import opening as read_opening
-from ctxgate.tasks.registry import task_names
 
 from .collecting import collect_the_suite
 
@@ -43,18 +34,17 @@ BACKENDS = ("hf", "vllm", "openai")  # and TEST_BACKEND: accepted, never offered
 
 @dataclass(frozen=True)
 class Settings:
-    """The run: which cases, where the report goes, what gates it; ``opening`` is how the checkpoint is opened and
-    its cases built (``run/compose.py``'s ModelSpec, which ``ctxgate bisect`` builds from the same options), with
-    the other plugins' parts (engine, hf, judging) added by ``plugins/model.py``."""
+    """The run: its ``plan`` (``ctxgate.gate.plan``, which ``ctxgate bisect`` makes from the same options: how the
+    checkpoint is opened, the cases, the thresholds, the baseline), where the report goes, and whether lengths
+    beyond the model's window run. The other plugins' parts (engine, hf, judging) are added by ``plugins/model.py``."""
 
-    lengths: tuple[int, ...]
-    samples: int | None  # None: each task's HELMET/RULER count
-    report: str | None
-    force_lengths: bool
-    baseline: str | None
-    opening: ModelSpec
-    thresholds_path: str = ""  # "" when none was found
-    thresholds_found: str = ""  # how the thresholds file was found, or where none was: for the header
+    plan: Plan
+    report: str | None = None
+    force_lengths: bool = False
+
+    @property
+    def opening(self) -> ModelSpec:
+        return self.plan.opening
 
     @property
     def model(self) -> str | None:
@@ -65,10 +55,16 @@ class Settings:
     def backend(self) -> str:
         return self.opening.backend
 
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        return self.plan.lengths
+
+    @property
+    def samples(self) -> int | None:
+        return self.plan.samples
+
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
-THRESHOLDS_KEY = pytest.StashKey[Thresholds]()
-BASELINE_KEY = pytest.StashKey[Baseline]()
 STARTUP_ERROR_KEY = pytest.StashKey[str]()  # why nothing can run (a broken checkpoint, an engine that will not start)
 
 
@@ -102,6 +98,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "ends there; extend it with --model-override max_position_embeddings=N)",
     )
     BASELINE.add_to(g)
+    sequential = parser.getgroup("ctxgate-sequential", "ctxgate --sequential: stop a case once its verdict is certain")
+    for option in SEQUENTIAL_OPTIONS:
+        option.add_to(sequential)
     parser.addini(
         INI_OPTION,
         "the project's thresholds file, relative to this ini file; the run refuses to start without it",
@@ -119,72 +118,61 @@ def pytest_configure(config: pytest.Config) -> None:
     backend = config.getoption("--backend")
     if backend not in (*BACKENDS, TEST_BACKEND):
         raise pytest.UsageError(f"--backend {backend!r} is not one of {', '.join(BACKENDS)}: e.g. --backend hf")
-    with usage_errors(LengthError, prefix="--lengths: "):
-        lengths = parse_lengths(config.getoption("--lengths"))
-    if config.getoption("--model") == "":
+    model = config.getoption("--model")
+    if model == "":
         raise pytest.UsageError("--model is empty: give a checkpoint folder, e.g. --model fixtures/tiny-llama-niah")
-    samples = config.getoption("--samples")
-    if problem := samples_problem(samples):
-        raise pytest.UsageError(problem)
-    started_in = Path(config.invocation_params.dir)
+    ini = PytestConfig(config.inipath, str(config.getini(INI_OPTION) or ""))
     with usage_errors(OptionError):
-        opening = read_opening(config.getoption, started_in, model=config.getoption("--model") or "", backend=backend)
-    if opening.ray is not None and (config.getoption("numprocesses", None) or hasattr(config, "workerinput")):
-        raise pytest.UsageError(
-            f"--ray {opening.ray} runs every case from this one pytest process, on the cluster's replicas: drop -n"
+        plan = make_plan(
+            config.getoption,
+            Path(config.invocation_params.dir),
+            ini,
+            gated=bool(model),
+            model=model or "",
+            backend=backend,
         )
-    settings = Settings(
-        lengths=lengths,
-        samples=samples,
-        report=config.getoption("--report"),
-        force_lengths=config.getoption("--force-lengths"),
-        baseline=config.getoption("--baseline"),
-        opening=opening,
-    )
+    if plan.opening.ray is not None and (config.getoption("numprocesses", None) or hasattr(config, "workerinput")):
+        raise pytest.UsageError(
+            f"--ray {plan.opening.ray} runs every case from this one pytest process, on the cluster's replicas: drop -n"
+        )
+    settings = Settings(plan, config.getoption("--report"), config.getoption("--force-lengths"))
     config.stash[SETTINGS_KEY] = settings
     if settings.model is None:
         return  # the project's own tests: nothing to gate
-    collect_the_suite(config)
-    if settings.baseline:
-        with usage_errors(BaselineError, prefix=f"--baseline {settings.baseline}: "):
-            baseline = config.stash[BASELINE_KEY] = load_baseline(settings.baseline)
-        if baseline.incompleteness() and not hasattr(config, "workerinput"):
-            config.issue_config_time_warning(
-                pytest.PytestConfigWarning(
-                    f"--baseline {baseline.incompleteness()}; cases without a baseline score are gated by their floors "
-                    "only"
-                ),
-                stacklevel=2,
-            )
-        if baseline.sequential_note() and not hasattr(config, "workerinput"):
-            config.issue_config_time_warning(pytest.PytestConfigWarning(baseline.sequential_note()), stacklevel=2)
-    with usage_errors(ThresholdsError):
-        path, found = find_thresholds(
-            config.getoption("--thresholds"),
-            Path(config.invocation_params.dir),
-            PytestConfig(config.inipath, str(config.getini(INI_OPTION) or "")),
+    if plan.sequential is not None and plan.thresholds.min_effective_length:
+        raise pytest.UsageError(
+            f"--sequential cannot check min_effective_length ({plan.thresholds.path}): the effective length averages "
+            "RULER's tasks, and an average of means that stopped early is biased, with no guarantee. Drop "
+            "--sequential, or pass --thresholds with a file whose [session] min_effective_length is 0"
         )
-        config.stash[THRESHOLDS_KEY] = load_or_default(path, task_names())
-    settings = replace(settings, thresholds_path=str(path) if path else "", thresholds_found=found)
+    collect_the_suite(config)
+    if plan.baseline is not None and not hasattr(config, "workerinput"):
+        incomplete = plan.baseline.incompleteness()
+        for note in (
+            incomplete and f"--baseline {incomplete}; cases without a baseline score are gated by their floors only",
+            plan.baseline.sequential_note(),
+        ):
+            if note:
+                config.issue_config_time_warning(pytest.PytestConfigWarning(note), stacklevel=2)
     config.stash[SETTINGS_KEY] = _checked_model(config, settings)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     settings = config.stash.get(SETTINGS_KEY, None)
-    thresholds = config.stash.get(THRESHOLDS_KEY, None)
-    if settings is None or settings.model is None or thresholds is None:
+    if settings is None or settings.model is None:
         return None
+    plan, thresholds = settings.plan, settings.plan.thresholds
     lines = []
     if settings.opening.overrides:
         lines.append(f"ctxgate model config overrides: {json.dumps(settings.opening.overrides.describe())}")
-    if not settings.thresholds_path:
+    if not plan.thresholds_path:
         return lines + [
-            f"ctxgate thresholds: {settings.thresholds_found}; no floors, so the floors gate checks nothing "
+            f"ctxgate thresholds: {plan.thresholds_found}; no floors, so the floors gate checks nothing "
             "(pass --thresholds PATH)"
         ]
     gated = thresholds.default_floor > 0 or any(rule.value > 0 for rule in thresholds.floors)
     return lines + [
-        f"ctxgate thresholds: {settings.thresholds_path} ({settings.thresholds_found}; "
+        f"ctxgate thresholds: {plan.thresholds_path} ({plan.thresholds_found}; "
         f"{len(thresholds.floors)} floor rule(s), default floor {thresholds.default_floor:g}, rule "
         f"{thresholds.rule!r})"
         + ("" if gated else "; no floor is above 0, so the floors gate checks nothing (add [[floor]] rules)")
@@ -210,14 +198,7 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         folder = resolve_model(settings.model or "")
     settings = _opening(settings, model_dir=str(folder))
     try:
-        found = locate(
-            folder,
-            base_model=config.getoption("--base-model"),
-            config_from=config.getoption("--config-from"),
-            trust_remote_code=settings.opening.trust_remote_code,
-            ignore_remote_code=settings.opening.ignore_remote_code,
-            allow_pickle=settings.opening.allow_pickle,
-        )
+        found = settings.opening.locate(folder)
     except WrongFlag as exc:
         raise pytest.UsageError(str(exc)) from None
     except CheckpointError as exc:
@@ -229,7 +210,7 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
 
 
 def _opening(settings: Settings, **changes: Any) -> Settings:
-    return replace(settings, opening=replace(settings.opening, **changes))
+    return replace(settings, plan=replace(settings.plan, opening=replace(settings.opening, **changes)))
 
 
 def check_overrides(settings: Settings, folder: str | None) -> None:

@@ -53,7 +53,7 @@ from ctxgate.report.tables import markdown, terminal
 
 from .cases import CASE_STATE_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
-from .options import BASELINE_KEY, SETTINGS_KEY, STARTUP_ERROR_KEY, THRESHOLDS_KEY
+from .options import SETTINGS_KEY, STARTUP_ERROR_KEY
 from .reference import published_section
 from .signals import RECEIVED_KEY
 
@@ -205,7 +205,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = config.stash[SETTINGS_KEY]
     if settings.model is None or hasattr(config, "workerinput") or config.getoption("collectonly"):
         return
-    collector = Collector(settings.report, config.stash[THRESHOLDS_KEY])
+    collector = Collector(settings.report, settings.plan.thresholds)
     if collector.report_path:
         collector.claim()
     collector.run_error = config.stash.get(STARTUP_ERROR_KEY, None)
@@ -318,7 +318,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     collector.report = report
     if collector.report_path:
         try:
-            _write(collector, report, config.stash.get(BASELINE_KEY, None))
+            _write(collector, report, config.stash[SETTINGS_KEY].plan.baseline)
         except OSError as exc:
             collector.write_error = (
                 f"the report could not be written to {collector.report_path} "
@@ -344,7 +344,7 @@ def _html_name(collector: Collector) -> str | None:
 
 
 def _baseline_summary(config: pytest.Config, cases: list[CaseRecord]) -> BaselineRun | None:
-    baseline = config.stash.get(BASELINE_KEY, None)
+    baseline = config.stash[SETTINGS_KEY].plan.baseline
     if baseline is None:
         return None
     selected = {(c.task, c.length) for c in cases}

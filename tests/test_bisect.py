@@ -105,7 +105,6 @@ def test_the_options_bisect_shares_with_pytest_are_the_same_options():
     import argparse
 
     import ctxgate_plugins.options
-    import ctxgate_plugins.sequential
     from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS
     from ctxgate.workflows.bisect import add_parser
 
@@ -114,8 +113,7 @@ def test_the_options_bisect_shares_with_pytest_are_the_same_options():
     add_parser(subparsers)
     bisect = subparsers.choices["bisect"]._option_string_actions
     plugins = pytest.Parser(_ispytest=True)
-    for plugin in (ctxgate_plugins.options, ctxgate_plugins.sequential):
-        plugin.pytest_addoption(plugins)
+    ctxgate_plugins.options.pytest_addoption(plugins)
     declared = {name: o for g in plugins._groups for o in g.options for name in o.names()}
     for option in (*EVALUATION, *SEQUENTIAL_OPTIONS):
         mine, theirs = bisect[option.flag], declared[option.flag].attrs()

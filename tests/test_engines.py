@@ -217,7 +217,7 @@ def other_tokenizer(tmp_path: Path) -> Path:
             shutil.copy(TINY / name, folder / name)
     from tokenizers import Tokenizer
 
-    from ctxgate.backends.endpoint import PROBE
+    from ctxgate.backends.endpoint_probe import PROBE
 
     pieces = Tokenizer.from_file(str(folder / "tokenizer.json")).encode(PROBE, add_special_tokens=False).tokens
     a, b = pieces[0], next(p for p in pieces if p != pieces[0])  # two pieces the probe is made of

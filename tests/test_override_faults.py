@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ctxgate.backends.overrides import ANY_ROPE_KEY, ROPE_KEYS, OverrideError, applied, parse
+from ctxgate.backends.override_rules import ANY_ROPE_KEY, ROPE_KEYS, OverrideError
+from ctxgate.backends.overrides import applied, parse
 from tests.conftest import TINY, run_ctxgate
 
 CASES = ("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache")
@@ -295,7 +296,7 @@ def _transformers_takes(changes: dict[str, object], said: list[str]) -> None:
         assert bool(torch.isfinite(frequencies).all()) and frequencies.numel() > 0 and math.isfinite(scale)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.one_of(
         rope_dicts(noise=False),

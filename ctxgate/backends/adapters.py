@@ -161,10 +161,10 @@ def _misfit(adapter: Adapter, error: str) -> str | None:
     )
     if not found:
         return None
-    base = [(n, s, b) for n, s, b in found if not _rank_only(n, _dims(s), _dims(b))]
+    base = [(n, s, b) for n, s, b in found if _rank_dimension(n, _dims(s), _dims(b)) is None]
     if not base:
         name, saved, built = found[0]
-        rank = RANK_DIMENSION[_factor(name) or ""]
+        rank = _rank_dimension(name, _dims(saved), _dims(built)) or 0
         return (
             f"{adapter.folder}: its {ADAPTER_CONFIG} makes {name} rank {_dims(built)[rank]}, but its own weights "
             f"are rank {_dims(saved)[rank]} ({len(found)} tensors): the adapter is damaged or its config was edited; "
@@ -181,17 +181,14 @@ def _dims(shape: str) -> tuple[int, ...]:
     return tuple(int(d) for d in re.findall(r"\d+", shape))
 
 
-def _factor(name: str) -> str | None:
-    return next((part for part in name.split(".") if part in RANK_DIMENSION), None)
-
-
-def _rank_only(name: str, saved: tuple[int, ...], built: tuple[int, ...]) -> bool:
-    """Whether a LoRA factor's two shapes differ in its rank dimension alone."""
-    factor = _factor(name)
+def _rank_dimension(name: str, saved: tuple[int, ...], built: tuple[int, ...]) -> int | None:
+    """The rank dimension of a LoRA factor whose two shapes differ in it alone; None for any other mismatch."""
+    factor = next((part for part in name.split(".") if part in RANK_DIMENSION), None)
     if factor is None or len(saved) != len(built):
-        return False
+        return None
     rank = RANK_DIMENSION[factor]
-    return [d for i, d in enumerate(saved) if i != rank] == [d for i, d in enumerate(built) if i != rank]
+    same = [d for i, d in enumerate(saved) if i != rank] == [d for i, d in enumerate(built) if i != rank]
+    return rank if same else None
 
 
 def hf_folder(fingerprint: str, root: Path, tokenizer_dir: Path, build: Callable[[], Any]) -> Path:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
-from typing import Any
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tiktoken.model", "vocab.txt")
@@ -54,13 +53,6 @@ def resolve_model(model: str) -> Path:
         f"local Hugging Face cache ({constants.HF_HUB_CACHE}). Give the checkpoint's folder, or download it first "
         f"(`hf download {model}`); ctxgate does not download models during a run"
     )
-
-
-def _read_json(path: Path, what: str, fix: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path} is not readable JSON ({exc}); {what}. Fix: {fix}") from None
 
 
 def check_checkpoint(
@@ -130,11 +122,7 @@ def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: boo
             f"{config_path} is missing: --model must be a checkpoint folder with the config.json "
             "saved beside the weights."
         )
-    config = _read_json(
-        config_path,
-        "the model's architecture cannot be known",
-        "restore config.json from the training run or the base model",
-    )
+    config = json.loads(config_path.read_text(encoding="utf-8"))  # readable: _check_json_files read it
     if not isinstance(config, dict) or not (config.get("model_type") or config.get("architectures")):
         raise CheckpointError(
             f"{config_path} names no model_type or architectures: restore config.json from the "
@@ -167,7 +155,7 @@ def _check_weights(folder: Path, allow_pickle: bool) -> None:
     index = folder / SAFETENSORS_INDEX
     shards = sorted(folder.glob("*.safetensors"))
     if index.is_file():
-        data = _read_json(index, "the weight shards cannot be found", "restore the index saved with the shards")
+        data = json.loads(index.read_text(encoding="utf-8"))  # readable: _check_json_files read it
         weight_map = data.get("weight_map") if isinstance(data, dict) else None
         if not isinstance(weight_map, dict):
             raise CheckpointError(f"{index} has no weight_map: restore the index saved with the shards")
@@ -234,7 +222,13 @@ def check_tokenizer(folder: Path) -> None:
             f"{folder} has no tokenizer ({', '.join(TOKENIZER_FILES[:3])} or the like): trainers often save it only "
             "with the final checkpoint. Copy the tokenizer files of the base model into this folder"
         )
-    if "tokenizer.json" in present:
-        _read_json(
-            folder / "tokenizer.json", "the tokenizer cannot be built", "copy tokenizer.json again from the base model"
-        )
+    if "tokenizer.json" not in present:
+        return
+    path = folder / "tokenizer.json"
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(
+            f"{path} is not readable JSON ({exc}); the tokenizer cannot be built. Fix: copy tokenizer.json again "
+            "from the base model"
+        ) from None

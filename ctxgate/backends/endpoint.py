@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ctxgate.backends.base import (
@@ -37,6 +38,7 @@ from ctxgate.backends.base import (
     Withdrawn,
     model_window,
 )
+from ctxgate.backends.endpoint_probe import EndpointError, check_tokenizer, describe_server
 from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
 from ctxgate.textcodec import HFTokenizer
 
@@ -52,20 +54,6 @@ def time_scale(prompt_tokens: int) -> float:
     configured 600 s is far above what a 128K prompt takes on any server that can hold one, and a hung server
     should not hold a 1M case for hours."""
     return max(1.0, prompt_tokens / TIMEOUT_UNIT_TOKENS)
-
-
-def _completion(resp: Any) -> Any:
-    """A completion with at least one choice; one without is a reply the server got wrong (retried)."""
-    if not getattr(resp, "choices", None):
-        raise Malformed("the completion has no choices")
-    return resp
-
-
-PROBE = "ctxgate probe: the special magic number is 7392641.\n Ünïcödé — ✓ 東京\tend  two spaces"
-
-
-class EndpointError(RuntimeError):
-    """A server cannot be used as configured; the message names the URL and the fix."""
 
 
 @dataclass(frozen=True)
@@ -137,10 +125,13 @@ class EndpointBackend:
             Replica(url, openai.OpenAI(base_url=url, api_key=key, timeout=settings.timeout_s, max_retries=0))
             for url in settings.base_urls
         ]
-        for replica in self.replicas:
-            self._describe_server(replica)
+        for r in self.replicas:
+            ask = partial(self._retrying, r)
+            r.model, r.max_model_len, r.version = describe_server(
+                r.url, r.client, ask, settings.served_model, self.chat_api, settings.key_env
+            )
             if not self.chat_api:  # a chat API takes text: there are no ids to compare
-                self._check_tokenizer(replica, tokenizer_name)
+                check_tokenizer(r.url, r.client, r.model, ask, self.tokenizer, tokenizer_name, settings.key_env)
         models = sorted({r.model for r in self.replicas})
         if len(models) > 1:
             raise EndpointError(
@@ -186,8 +177,7 @@ class EndpointBackend:
         chat = {"api": "chat"} if self.chat_api else {}  # the same ids sent as text to a chat template
         return {"served": self.fingerprint["served"], "engine": self.engine, **chat}
 
-    # start-up ----------------------------------------------------------------------------------------------------
-    def _retrying(self, call: Any, replica: Replica, what: str, scale: float = 1.0) -> Any:
+    def _retrying(self, replica: Replica, call: Any, what: str, scale: float = 1.0) -> Any:
         s = self.settings
         try:
             return call_with_retries(call, self._openai, max_retries=s.max_retries, time_limit_s=s.time_limit_s * scale)
@@ -208,98 +198,6 @@ class EndpointBackend:
                 else "check that the server runs and is reachable from here"
             )
             raise BackendDown(f"{redact_url(replica.url)} did not answer {what} {exc}; {fix}") from None
-
-    def _describe_server(self, replica: Replica) -> None:
-        listed = self._retrying(lambda: list(replica.client.models.list()), replica, "the model list")
-        names = [m.id for m in listed]
-        wanted = self.settings.served_model
-        if self.chat_api and wanted is not None and wanted not in names:
-            # a maker's API lists some models under another name ("models/gemini-1.5-pro-001") and takes the plain
-            # one; a wrong name is refused by the first request, naming --served-model
-            replica.model = wanted
-            return
-        if not names:
-            raise EndpointError(
-                f"{redact_url(replica.url)} lists no model at /models: the server is still loading "
-                "one, or serves none; wait until it lists the model (or start it with --model)"
-            )
-        if wanted is None and len(names) != 1:
-            raise EndpointError(
-                f"{redact_url(replica.url)} serves {len(names)} models ({', '.join(names)}): pass --served-model NAME"
-            )
-        if wanted is not None and wanted not in names:
-            raise EndpointError(
-                f"{redact_url(replica.url)} does not serve {wanted!r} (it serves "
-                f"{', '.join(names)}): check --served-model"
-            )
-        chosen = next(m for m in listed if m.id == (wanted or names[0]))
-        replica.model = chosen.id
-        replica.max_model_len = (getattr(chosen, "model_extra", None) or {}).get("max_model_len")
-        version = self._get_json(replica, "/version").get("version")
-        replica.version = version if isinstance(version, str) else None
-
-    def _get_json(
-        self, replica: Replica, path: str, body: dict[str, object] | None = None, required: bool = False
-    ) -> dict[str, object]:
-        """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize); {} where the server has
-        none (404, 405, 501). ``required``: any other failure (a refused key, a 500, no network, a body that is
-        not JSON) is an EndpointError naming the URL, instead of the weaker check that {} leads to."""
-        import urllib.error
-        import urllib.request
-
-        headers = {
-            "Authorization": f"Bearer {os.environ.get(self.settings.key_env) or 'EMPTY'}",
-            "Content-Type": "application/json",
-        }
-        data = None if body is None else json.dumps(body).encode()
-        url = replica.url.rstrip("/").removesuffix("/v1") + path
-        request = urllib.request.Request(url, data=data, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as resp:
-                found = json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
-            if exc.code in (404, 405, 501) or not required:
-                return {}
-            raise EndpointError(
-                f"{redact_url(url)} answered {exc.code} ({exc.reason}); check {self.settings.key_env} and the server"
-            ) from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            if not required:
-                return {}
-            raise EndpointError(
-                f"{redact_url(url)} failed ({type(exc).__name__}: {str(exc)[:120]}); check that the server "
-                "runs and is reachable from here"
-            ) from None
-        return found if isinstance(found, dict) else {}
-
-    def _check_tokenizer(self, replica: Replica, tokenizer_name: str) -> None:
-        local = self.tokenizer.encode_batch([PROBE])[0]
-        remote = self._get_json(
-            replica, "/tokenize", {"model": replica.model, "prompt": PROBE, "add_special_tokens": False}, required=True
-        ).get("tokens")
-        # no /tokenize: the prompt-token count of the probe, special tokens on both sides
-        if not isinstance(remote, list):
-            local = self.tokenizer.prefix_ids() + local
-            usage = self._retrying(
-                lambda: (
-                    replica.client.completions.create(
-                        model=replica.model, prompt=PROBE, max_tokens=1, temperature=0.0
-                    ).usage
-                ),
-                replica,
-                "the probe",
-            )
-            remote = [None] * int(getattr(usage, "prompt_tokens", 0) or 0)
-            same = len(remote) == len(local)
-        else:
-            same = list(remote) == list(local)
-        if not same:
-            raise EndpointError(
-                f"{redact_url(replica.url)} (serving {replica.model!r}) tokenizes a probe text into {len(remote)} "
-                f"ids {list(remote)[:8]}..., the local tokenizer {tokenizer_name} into {len(local)} ids "
-                f"{local[:8]}...: the server would not see the suite's prompts. Pass --tokenizer with the served "
-                "model's tokenizer"
-            )
 
     # generation --------------------------------------------------------------------------------------------------
     def summary(self) -> str:
@@ -375,7 +273,7 @@ class EndpointBackend:
             # the engine works through the prompts sent before this one too: its time limit counts them
             scale = time_scale(len(r.input_ids) + ahead)
             try:
-                resp = self._retrying(lambda: self._send(replica, r, params, scale), replica, "a completion", scale)
+                resp = self._retrying(replica, lambda: self._send(replica, r, params, scale), "a completion", scale)
             except BackendDown as exc:
                 why = f"{exc} (at {time.strftime('%H:%M:%S')})"
                 if self._diagnose is not None:
@@ -394,7 +292,7 @@ class EndpointBackend:
             with self._lock:
                 replica.failures = 0
                 replica.answered += 1
-            choice = resp.choices[0]  # _completion made sure there is one
+            choice = resp.choices[0]  # _send made sure there is one
             tokens = int(getattr(resp.usage, "completion_tokens", 0) or 0)
             finish = "length" if choice.finish_reason == "length" else "stop"
             # a chat reply a provider filtered has no content: an empty output, scored as one
@@ -411,10 +309,12 @@ class EndpointBackend:
         }
         if self.chat_api:
             text = self.hf_tokenizer.decode(list(r.input_ids), skip_special_tokens=True)
-            return _completion(
-                replica.client.chat.completions.create(messages=[{"role": "user", "content": text}], **common)
-            )
-        return _completion(replica.client.completions.create(prompt=list(r.input_ids), **common))
+            resp = replica.client.chat.completions.create(messages=[{"role": "user", "content": text}], **common)
+        else:
+            resp = replica.client.completions.create(prompt=list(r.input_ids), **common)
+        if not getattr(resp, "choices", None):  # a reply the server got wrong: retried
+            raise Malformed("the completion has no choices")
+        return resp
 
     def window_of(self, limit: int) -> Window:
         """The suite's own servers are started as long as the model's positions allow; a server the user runs has

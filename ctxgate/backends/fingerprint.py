@@ -18,23 +18,16 @@ from pathlib import Path
 
 from ctxgate.backends.overrides import ConfigOverrides
 
-_META = (
-    "config.json",
-    "generation_config.json",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "chat_template.jinja",
-    "special_tokens_map.json",
-    "tokenizer.model",
-    "model.safetensors.index.json",
+_META = tuple(
+    "config.json generation_config.json tokenizer.json tokenizer_config.json chat_template.jinja "
+    "special_tokens_map.json tokenizer.model model.safetensors.index.json".split()
 )
 _BLOCK = 8 * 1024 * 1024
 _MEMO_MIN = 1024 * 1024  # smaller files are hashed each time: cheaper than the memo's own file
 
 
 def _memo_dir() -> Path:
-    given = os.environ.get("CTXGATE_HASH_CACHE")
-    if given:
+    if given := os.environ.get("CTXGATE_HASH_CACHE"):
         return Path(given)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "ctxgate" / "file-hashes"

@@ -21,8 +21,9 @@ from ctxgate.backends.adapters import apply_adapter
 from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request, Window, engine_dtype, model_window
 from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, resolve_model
 from ctxgate.backends.formats import Checkpoint, locate
-from ctxgate.backends.overrides import ConfigOverrides, OverrideError, applied, is_structural, window
-from ctxgate.backends.sharded import DistributedCheckpoint, load_into
+from ctxgate.backends.override_rules import OverrideError, is_structural
+from ctxgate.backends.overrides import ConfigOverrides, applied, window
+from ctxgate.backends.sharded import load_into
 from ctxgate.textcodec import HFTokenizer
 
 AUTO_BATCH_MAX = 32  # beyond this the decode step stops being bound by weight reads on current GPUs
@@ -32,12 +33,6 @@ ALONE_PAST_TOKENS = 131072  # a longer prompt is generated alone, whatever --bat
 
 class BackendError(RuntimeError):
     """A model that cannot be loaded or run; the message says what to change."""
-
-
-def _pick_dtype(torch: Any, requested: str, cuda: bool) -> Any:
-    if requested not in DTYPES:
-        raise BackendError(f"--dtype {requested!r} is not supported; use one of {', '.join(DTYPES)}")
-    return getattr(torch, engine_dtype(requested, cuda))
 
 
 def bytes_per_token(config: Any, element_size: int) -> int:
@@ -68,13 +63,14 @@ def weights_mismatch(
         return None
     what, keys = found[0]
     first = keys[0]
+    resizing = _resizing(overrides)
     if isinstance(first, (tuple, list)):  # mismatched: (name, shape saved, shape the config makes)
         name, saved, wanted = (list(first) + [None, None])[:3]
-        source = "the overridden config" if _resizing(overrides) else "config.json"
+        source = "the overridden config" if resizing else "config.json"
         first, what = name, f"{tuple(saved or ())} in the weights but {tuple(wanted or ())} by {source}"
     detail = ", ".join(f"{len(k)} {w.split(' (')[0].split(' by ')[0]}" for w, k in found)
-    if overrides is not None and _resizing(overrides):
-        return _load_failed(model, f"tensor {first} is {what} ({detail})", overrides)
+    if resizing:
+        return _load_failed(model, f"tensor {first} is {what} ({detail})", resizing)
     return (
         f"{model}: tensor {first} is {what} ({detail}): the weights do not match config.json. Restore the "
         "checkpoint's own config.json and weights (a save cut short, or a config from another size), or pass "
@@ -105,10 +101,9 @@ def _resizing(overrides: ConfigOverrides | None) -> list[tuple[str, object]]:
     return [(k, v) for k, v in overrides.keys if is_structural(k)] if overrides is not None else []
 
 
-def _load_failed(model: str, cause: object, overrides: ConfigOverrides) -> str:
-    """Why the model did not load; with --model-override keys that resize its tensors, they are the likely cause:
-    named, with the fix."""
-    resizing = _resizing(overrides)
+def _load_failed(model: str, cause: object, resizing: list[tuple[str, object]]) -> str:
+    """Why the model did not load; with --model-override keys that resize its tensors (``resizing``), they are the
+    likely cause: named, with the fix."""
     if not resizing:
         return f"cannot load the model {model!r}: {cause}"
     given = " ".join(f"--model-override {k}={json.dumps(v)}" for k, v in resizing)
@@ -167,7 +162,9 @@ class HFBackend:
         if attn == "auto":
             attn = "flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") else "sdpa"
         self.attn = attn
-        self.dtype = _pick_dtype(torch, dtype, cuda)
+        if dtype not in DTYPES:
+            raise BackendError(f"--dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}")
+        self.dtype = getattr(torch, engine_dtype(dtype, cuda))
         self.overrides = overrides or ConfigOverrides()
         changes: dict[str, object] = {}
         config_dir = str(model.config_dir)
@@ -188,10 +185,12 @@ class HFBackend:
                     config_dir, trust_remote_code=trust_remote_code, **changes
                 )
                 check_applied(extra["config"], changes, name)
-            loading: Any = (
-                self._from_shards(transformers, extra["config"], sharded, attn)
-                if sharded
-                else transformers.AutoModelForCausalLM.from_pretrained(
+            auto: Any = transformers.AutoModelForCausalLM  # its from_pretrained gives (model, info) as asked below
+            if sharded:  # built from its config and filled from the shards: every tensor loaded
+                loaded, info = auto.from_config(extra["config"], dtype=self.dtype, attn_implementation=attn), {}
+                load_into(loaded, sharded)
+            else:
+                loaded, info = auto.from_pretrained(
                     str(model.weights_dir),
                     **extra,
                     dtype=self.dtype,
@@ -202,16 +201,15 @@ class HFBackend:
                     output_loading_info=True,
                     ignore_mismatched_sizes=True,
                 )
-            )
         except CheckpointError as exc:  # load_into's one line: a shard or tensor the checkpoint lacks
             raise BackendError(str(exc)) from None
         except Exception as exc:
-            if not _resizing(self.overrides) and not isinstance(exc, (OSError, ValueError)):
+            resizing = _resizing(self.overrides)
+            if not resizing and not isinstance(exc, (OSError, ValueError)):
                 raise
-            raise BackendError(_load_failed(name, exc, self.overrides)) from exc
+            raise BackendError(_load_failed(name, exc, resizing)) from exc
         finally:
             transformers.logging.set_verbosity(verbosity)
-        loaded, info = loading
         if found is not None:
             try:
                 loaded = apply_adapter(loaded, found)
@@ -238,13 +236,6 @@ class HFBackend:
         self.batch_size = batch_size
         self.token_cap: int | None = None  # batch tokens known to run out of memory, halved: never tried again
         self._per_token = bytes_per_token(self.model.config, self.torch.tensor([], dtype=self.dtype).element_size())
-
-    def _from_shards(self, transformers: Any, config: Any, sharded: DistributedCheckpoint, attn: str) -> Any:
-        """The model built from its config and filled from a distributed checkpoint's shards: (model, info) as
-        ``from_pretrained`` returns with ``output_loading_info``, every tensor loaded."""
-        model = transformers.AutoModelForCausalLM.from_config(config, dtype=self.dtype, attn_implementation=attn)
-        load_into(model, sharded)
-        return model, {}
 
     def batch_limit(self, prompt_tokens: int, max_new_tokens: int) -> int:
         """How many prompts of about this length to generate together: ``--batch-size N``, or for ``auto`` 1 on

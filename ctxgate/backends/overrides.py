@@ -12,60 +12,31 @@ legacy ``rope_scaling``), never put in place of it: transformers 5 drops ``rope_
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
+
+from ctxgate.backends.override_rules import (
+    MAX_POSITIONS,
+    ROPE_DICTS,
+    ROPE_EXAMPLE,
+    VALUES,
+    OverrideError,
+    check_rope,
+    check_setting,
+    did_you_mean,
+    is_finite,
+    is_whole,
+)
 
 SCALED_BY_FACTOR = ("linear", "dynamic", "yarn")  # window = original positions x factor, as transformers reads them
-# per RoPE type, the keys --rope-scaling must give and those it may (transformers 5's modeling_rope_utils validators,
-# which only warn about the rest); rope_type, rope_theta and partial_rotary_factor go with every type
-ROPE_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "default": (frozenset(), frozenset()),
-    "linear": (frozenset({"factor"}), frozenset()),
-    "dynamic": (frozenset({"factor"}), frozenset()),  # transformers 5 reads max_position_embeddings, not original
-    "yarn": (
-        frozenset({"factor"}),
-        frozenset(
-            {
-                "original_max_position_embeddings",
-                "attention_factor",
-                "beta_fast",
-                "beta_slow",
-                "mscale",
-                "mscale_all_dim",
-                "truncate",
-            }
-        ),
-    ),
-    "longrope": (  # transformers asks for the factor when it is left to be derived
-        frozenset({"short_factor", "long_factor", "factor"}),
-        frozenset({"original_max_position_embeddings", "attention_factor"}),
-    ),
-    "llama3": (
-        frozenset({"factor", "low_freq_factor", "high_freq_factor"}),
-        frozenset({"original_max_position_embeddings"}),
-    ),
-}
-ANY_ROPE_KEY = frozenset({"rope_type", "rope_theta", "partial_rotary_factor"})
-ROPE_EXAMPLE = """--rope-scaling '{"rope_type": "yarn", "factor": 4.0}'"""
-ROPE_DICTS = ("rope_parameters", "rope_scaling")  # where a config keeps its RoPE settings
-# more positions than any model covers, and the most 32-bit position arithmetic holds (vLLM's max model length):
-# a bound on every window, size and count, so no product of them overflows
-MAX_POSITIONS = 2**31 - 1
-# the range of the RoPE knobs below (YaRN's rotation counts, LongRoPE's factors; the most for the scales): far
-# wider than every published recipe, and short of where transformers' YaRN and LongRoPE arithmetic overflows
-MOST_KNOB = 10_000
-LEAST_KNOB = 0.001
 ROTARY_MIN = 4  # the fewest rotated dimensions per head: dynamic NTK divides by (dimensions - 2)
-
-
-class OverrideError(ValueError):
-    """An override that cannot be applied; the message names it and the fix."""
+# keys a config may leave to its class's defaults but a context extension sets
+EXTENSION_KEYS = frozenset(
+    "rope_parameters rope_scaling rope_theta max_position_embeddings sliding_window partial_rotary_factor".split()
+)
 
 
 @dataclass(frozen=True)
@@ -149,189 +120,17 @@ def parse(rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | Non
     return ConfigOverrides(rope, tuple(keys.items()))
 
 
-def _number(value: object) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _finite(value: object) -> TypeGuard[int | float]:
-    """A number and not NaN or an infinity (JSON has neither, Python's json reads both)."""
-    return _number(value) and (isinstance(value, int) or math.isfinite(value))
-
-
-def _whole(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-@dataclass(frozen=True)
-class Rule:
-    """What a setting's value must be: ``ok`` says whether it is; ``what`` says it in the refusal; ``most``, when
-    set, is the largest a number may be, ``beyond`` a number it must be more than; ``works`` is a value that works
-    (None: none that fits every model)."""
-
-    ok: Callable[[Any], bool]
-    what: str
-    works: str | None
-    most: int | None = None
-    beyond: float | None = None
-
-
-def _at_least(low: float) -> Callable[[Any], bool]:
-    return lambda v: _number(v) and v >= low
-
-
-def _above(low: float) -> Callable[[Any], bool]:
-    return lambda v: _number(v) and v > low
-
-
-def _knobs(v: Any) -> bool:
-    return isinstance(v, list) and bool(v) and all(_number(x) and LEAST_KNOB <= x <= MOST_KNOB for x in v)
-
-
-# top-level config settings that a context extension sets (also inside --rope-scaling, as transformers 5 keeps them)
-VALUES: dict[str, Rule] = {
-    # the base of the rotary frequencies: at 1 or below they no longer fall with the dimension (YaRN divides by its
-    # log; far below 1, float32 makes them infinite)
-    "rope_theta": Rule(_above(0), "a number above 0", "500000", beyond=1),
-    # windows: LongRoPE divides by the log of the original one
-    "max_position_embeddings": Rule(_whole, "a whole number above 0", "32768", MAX_POSITIONS, beyond=1),
-    "original_max_position_embeddings": Rule(_whole, "a whole number above 0", "8192", MAX_POSITIONS, beyond=1),
-    "sliding_window": Rule(lambda v: v is None or _whole(v), "a whole number above 0, or null", "null", MAX_POSITIONS),
-    "partial_rotary_factor": Rule(lambda v: _number(v) and 0 < v <= 1, "a number above 0 and at most 1", "0.5"),
-}
-# a size or count of the model's tensors (vocab_size, num_attention_heads, head_dim...): a number that is not a whole
-# one above 0, or null, fails to load with a message about a tensor; text, a list... is the kind check's (check_values)
-STRUCTURAL = Rule(
-    lambda v: _whole(v) or not (_number(v) or v is None),
-    "a whole number above 0 (a size or count in the model)",
-    None,
-    MAX_POSITIONS,
-)
-# the other numbers of the RoPE types' dictionaries, as transformers 5's validators and RoPE functions read them;
-# works: the key's value in the refusal's example
-ROPE_VALUES: dict[str, Rule] = {
-    "factor": Rule(_at_least(1), "a number of at least 1 (the window grows by it)", "4.0", MAX_POSITIONS),
-    "attention_factor": Rule(_above(0), "a number above 0 (it scales the attention logits)", "1.0", MOST_KNOB),
-    "beta_fast": Rule(_at_least(LEAST_KNOB), f"a number of at least {LEAST_KNOB} (YaRN's is 32)", "32", MOST_KNOB),
-    "beta_slow": Rule(_at_least(LEAST_KNOB), f"a number of at least {LEAST_KNOB} (YaRN's is 1)", "1", MOST_KNOB),
-    "mscale": Rule(_at_least(0), "a number of 0 or more", "1.0", MOST_KNOB),
-    "mscale_all_dim": Rule(_at_least(0), "a number of 0 or more", "1.0", MOST_KNOB),
-    "truncate": Rule(lambda v: isinstance(v, bool), "true or false", "true"),
-    "low_freq_factor": Rule(_above(0), "a number above 0 (Llama 3.1's is 1.0)", "1.0", MOST_KNOB),
-    "high_freq_factor": Rule(_above(0), "a number above 0 (Llama 3.1's is 4.0)", "4.0", MOST_KNOB),
-    "short_factor": Rule(_knobs, f"a list of numbers from {LEAST_KNOB} to {MOST_KNOB}", "[1.0, ...]"),
-    "long_factor": Rule(_knobs, f"a list of numbers from {LEAST_KNOB} to {MOST_KNOB}", "[4.0, ...]"),
-}
-
-
-def _shown(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else json.dumps(value)
-
-
-def _refusal(named: str, value: Any, rule: Rule, fix: str) -> str | None:
-    """Why ``value`` breaks ``rule`` (``named``: the flag and the setting as the user wrote them), ending with
-    ``fix``; None when it keeps it."""
-    if _number(value) and not _finite(value):
-        return f"{named} must be {rule.what}, and finite: {fix}"
-    if not rule.ok(value):
-        return f"{named} must be {rule.what}: {fix}"
-    if rule.beyond is not None and _number(value) and value <= rule.beyond:
-        return f"{named} must be {rule.what}, and more than {rule.beyond:g}: {fix}"
-    if rule.most is not None and _number(value) and value > rule.most:
-        return f"{named} must be {rule.what}, at most {rule.most:,}: {fix}"
-    return None
-
-
-def _rope_example(kind: str, key: str) -> str:
-    """--rope-scaling with ``key`` set to a value that works, in a dictionary of ``kind`` (YaRN's where it reads
-    the key too) with its other required keys."""
-    kind = "yarn" if key in ROPE_KEYS["yarn"][0] | ROPE_KEYS["yarn"][1] else kind
-    names = ["factor", *sorted(ROPE_KEYS[kind][0] - {"factor"}), key]
-    members = [f'"rope_type": "{kind}"'] + [
-        f'"{name}": {ROPE_VALUES[name].works}' for name in dict.fromkeys(names) if name in ROPE_KEYS[kind][0] | {key}
-    ]
-    return f"--rope-scaling '{{{', '.join(members)}}}'"
-
-
-def check_rope(given: dict[str, object], flag: str = "--rope-scaling") -> None:
-    """A RoPE dictionary transformers would take (``--rope-scaling``, or one a ``--model-override`` sets): a known
-    type, its required keys, no key it does not read, and each value a finite number in the range transformers'
-    validators and RoPE functions need."""
-    kind = given.get("rope_type", given.get("type", "default"))
-    if not isinstance(kind, str) or kind not in ROPE_KEYS:
-        raise OverrideError(
-            f"{flag} rope_type {kind!r} is not one of {', '.join(sorted(ROPE_KEYS))}: e.g. {ROPE_EXAMPLE}"
-        )
-    required, optional = ROPE_KEYS[kind]
-    missing = sorted(required - set(given))
-    if missing:
-        raise OverrideError(f"{flag} {kind} needs {', '.join(missing)}: e.g. {ROPE_EXAMPLE}")
-    known = required | optional | ANY_ROPE_KEY | ({"type"} if "rope_type" not in given else set())
-    for key in given:
+def check_keys(changes: dict[str, object], config: dict[str, object], where: str) -> None:
+    """Each --model-override against the config ``where`` holds. A key it does not have (nor one of EXTENSION_KEYS)
+    is a typo far more often than a new setting: refused, with the nearest known key. A value without a rule of its
+    own must be of the JSON type the config has for it (a number stays a number, text text)."""
+    known = set(config) | EXTENSION_KEYS
+    for key in changes:
         if key not in known:
-            near = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
-            raise OverrideError(f"{flag} {kind} does not read {key!r}{hint}: e.g. {ROPE_EXAMPLE}")
-    for key, value in given.items():
-        if key in ROPE_VALUES:
-            example = f"e.g. {_rope_example(kind, key)}"
-            problem = _refusal(f"{flag} {key} {_shown(value)}", value, ROPE_VALUES[key], example)
-        elif key in VALUES:
-            problem = _refusal(f"{flag} {key}={json.dumps(value)}", value, VALUES[key], f"e.g. {ROPE_EXAMPLE}")
-        else:
-            continue
-        if problem:
-            raise OverrideError(problem)
-    _check_rope_together(given, kind, flag)
-
-
-def _check_rope_together(given: dict[str, object], kind: str, flag: str) -> None:
-    """What transformers' validators require of two keys together, or of a key's type beyond being a number."""
-    if kind == "yarn" and isinstance(given.get("attention_factor"), int):
-        value = given["attention_factor"]
-        raise OverrideError(
-            f"{flag} attention_factor {value} must be written with a decimal point for yarn (transformers reads "
-            f"only a float there): e.g. {_rope_example(kind, 'attention_factor')}"
-        )
-    fast, slow = given.get("beta_fast") or 32, given.get("beta_slow") or 1  # transformers' defaults
-    if kind == "yarn" and isinstance(fast, (int, float)) and isinstance(slow, (int, float)) and fast < slow:
-        raise OverrideError(
-            f"{flag} beta_fast {fast} is below beta_slow {slow} (YaRN interpolates between them, fast above slow; "
-            f"the defaults are 32 and 1): e.g. {_rope_example(kind, 'beta_fast')}"
-        )
-    low, high = given.get("low_freq_factor"), given.get("high_freq_factor")
-    if kind == "llama3" and _number(low) and _number(high) and high <= low:
-        raise OverrideError(
-            f"{flag} high_freq_factor {high} must be above low_freq_factor {low} (Llama 3.1's are 4.0 and 1.0): "
-            f"e.g. {_rope_example(kind, 'high_freq_factor')}"
-        )
-
-
-def is_structural(key: str) -> bool:
-    """A size or count of the model's tensors, by the names configs give them."""
-    return key.startswith("num_") or key.endswith(("_size", "_heads", "_layers", "head_dim"))
-
-
-def check_setting(key: str, value: Any) -> None:
-    """A --model-override value that no config could take: the extension settings by their rule, a size or count
-    as a whole number, a RoPE dictionary as --rope-scaling's. Independent of the checkpoint, so checked when the
-    options are read."""
-    if key in ROPE_DICTS and isinstance(value, dict) and not any(isinstance(v, dict) for v in value.values()):
-        check_rope(value, f"--model-override {key}")  # a per-layer-type dictionary is left to transformers
-    rule = VALUES.get(key) or (STRUCTURAL if is_structural(key) else None)
-    if rule is None:
-        return
-    fix = (
-        f"e.g. --model-override {key}={rule.works}"
-        if rule.works is not None
-        else f"correct it, or drop --model-override {key}=... to keep the checkpoint's own"
-    )
-    if problem := _refusal(f"--model-override {key}={json.dumps(value)}", value, rule, fix):
-        raise OverrideError(problem)
-
-
-def check_values(changes: dict[str, object], config: dict[str, object], where: str) -> None:
-    """Each --model-override value without a rule of its own of the JSON type ``config`` has for it (a number
-    stays a number, text text)."""
+            raise OverrideError(
+                f"--model-override {key}: {where} has no such setting{did_you_mean(key, known)}; use a key of its "
+                "config.json"
+            )
     for key, value in changes.items():
         current = config.get(key)
         if key in VALUES or current is None or value is None:
@@ -345,18 +144,6 @@ def check_values(changes: dict[str, object], config: dict[str, object], where: s
             )
 
 
-def check_keys(changes: dict[str, object], known: set[str], where: str) -> None:
-    """A key the config does not have is a typo far more often than a new setting: refused, with the nearest
-    known key."""
-    for key in changes:
-        if key not in known:
-            near = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
-            raise OverrideError(
-                f"--model-override {key}: {where} has no such setting{hint}; use a key of its config.json"
-            )
-
-
 def window(config: dict[str, object]) -> int | None:
     """The positions a config covers, as transformers applies its RoPE settings: linear, dynamic and YaRN scale
     the original positions (``original_max_position_embeddings``, else ``max_position_embeddings``) by the
@@ -365,12 +152,12 @@ def window(config: dict[str, object]) -> int | None:
     assert isinstance(text, dict)
     positions = text.get("max_position_embeddings")
     rope = text.get(rope_key(text)) or {}
-    if not _whole(positions):
+    if not is_whole(positions):
         return None
     if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in SCALED_BY_FACTOR:
         factor = rope.get("factor")
         original = rope.get("original_max_position_embeddings") or positions
-        if _finite(factor) and factor > 0 and _whole(original):
+        if is_finite(factor) and factor > 0 and is_whole(original):
             try:
                 return int(original * factor)
             except OverflowError:  # a config's own absurd numbers: no window to tell
@@ -388,25 +175,11 @@ def read_config(folder: str | Path) -> dict[str, object]:
     return found
 
 
-# keys a config may leave to its class's defaults but a context extension sets
-EXTENSION_KEYS = frozenset(
-    {
-        "rope_parameters",
-        "rope_scaling",
-        "rope_theta",
-        "max_position_embeddings",
-        "sliding_window",
-        "partial_rotary_factor",
-    }
-)
-
-
 def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, object], int | None]:
-    """The changes to make to ``folder``'s config, and the window the result covers. A ``--model-override`` key
-    that config.json does not have (nor is one of EXTENSION_KEYS) is refused as a likely typo."""
+    """The changes to make to ``folder``'s config, and the window the result covers; the overrides checked
+    against it first (``check_keys``)."""
     config = read_config(folder)
-    check_keys(dict(overrides.keys), set(config) | EXTENSION_KEYS, f"{folder}/config.json")
-    check_values(dict(overrides.keys), config, f"{folder}/config.json")
+    check_keys(dict(overrides.keys), config, f"{folder}/config.json")
     changes = overrides.resolve(config)
     result = {**config, **changes}
     if any(key in changes for key in (*ROPE_DICTS, "partial_rotary_factor")):
@@ -435,10 +208,10 @@ def _check_rope_in(config: dict[str, object], overrides: ConfigOverrides) -> Non
     flags = _flags(overrides)
     kind = rope.get("rope_type", rope.get("type", "default"))
     positions = config.get("max_position_embeddings")
-    if kind == "llama3" and _whole(positions):
+    if kind == "llama3" and is_whole(positions):
         original = rope.get("original_max_position_embeddings", positions)
         factor = rope.get("factor")
-        if _whole(original) and original >= positions and _finite(factor):
+        if is_whole(original) and original >= positions and is_finite(factor):
             raise OverrideError(
                 f"{flags}: llama3 reads the extended window from max_position_embeddings, which is {positions}, "
                 f"not above the original {original} positions: also pass --model-override "
@@ -469,9 +242,9 @@ def _rotary_dims(config: dict[str, object], rope: dict[str, object]) -> tuple[in
     partial_rotary_factor (the RoPE dictionary's, else the config's); None when the config does not say."""
     head = config.get("head_dim")
     hidden, heads = config.get("hidden_size"), config.get("num_attention_heads")
-    if not _whole(head):
-        head = hidden // heads if _whole(hidden) and _whole(heads) else None
+    if not is_whole(head):
+        head = hidden // heads if is_whole(hidden) and is_whole(heads) else None
     share = rope.get("partial_rotary_factor", config.get("partial_rotary_factor", 1.0))
-    if not _whole(head) or not _finite(share):
+    if not is_whole(head) or not is_finite(share):
         return None
     return int(head * share), head, share

@@ -207,10 +207,10 @@ class VLLMServer:
 
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            problem = self.exited()
-            if problem:
+            if self.proc is not None and (code := self.proc.poll()) is not None:
                 raise EngineError(
-                    f"the vLLM server for {self.spec.model_dir} {problem} while starting. {self.tail_of(self.log_path)}"
+                    f"the vLLM server for {self.spec.model_dir} exited with code {code} while starting. "
+                    f"{self.tail_of(self.log_path)}"
                 )
             with contextlib.suppress(urllib.error.URLError, OSError):
                 with urllib.request.urlopen(self.url.removesuffix("/v1") + "/health", timeout=2) as resp:
@@ -222,10 +222,6 @@ class VLLMServer:
             f"the vLLM server for {self.spec.model_dir} was not ready after {timeout_s:.0f} s "
             f"(--vllm-start-timeout). {self.tail_of(self.log_path)}"
         )
-
-    def exited(self) -> str | None:
-        code = self.proc.poll() if self.proc else None
-        return None if code is None else f"exited with code {code}"
 
     @staticmethod
     def tail_of(path: Path, lines: int = 15) -> str:

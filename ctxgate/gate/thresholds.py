@@ -123,16 +123,17 @@ def checked_file(path: str | Path, given_as: str = "--thresholds") -> Path:
     return p
 
 
-def find_thresholds(given: str | None, started_in: Path, config: PytestConfig) -> tuple[Path | None, str]:
+def find_thresholds(given: str | None, started_in: Path, config: PytestConfig | None = None) -> tuple[Path | None, str]:
     """The thresholds file and how it was found: the one rule the suite and every verb follow. ``given``
     (--thresholds), which must be a file; else the file ``config``'s ini option ``ctxgate_thresholds`` names,
     relative to the ini file (a project that names one expects floors, so a missing one is refused); else the
     nearest ``thresholds.toml`` from ``started_in`` up to the project's top: the config file's folder, else the
     nearest folder with ``.git``. (pytest's rootdir is not the top: it moves with path-like arguments, an absolute
     --model included, and with no config file it is the start itself.) None: no file, with where it looked, said in
-    the suite's header and the report."""
+    the suite's header and the report. ``config`` None (a verb): the config file pytest started there would read."""
     if given:
         return checked_file(given), "--thresholds"
+    config = config or pytest_config(started_in.resolve())
     inifile = config.inifile
     if config.named:  # relative to the ini file (given by -o with no ini file: to where pytest started)
         path = (inifile.parent if inifile else started_in) / config.named
@@ -350,6 +351,4 @@ def load_or_default(path: str | Path | None, known_tasks: Sequence[str]) -> Thre
 def thresholds_here(given: str | None, known_tasks: Sequence[str], started_in: Path | None = None) -> Thresholds:
     """What a command-line verb gates with, found by ``find_thresholds`` from ``started_in`` (default: here) with
     the ini option pytest would read there, as the suite started there finds it."""
-    here = (started_in or Path.cwd()).resolve()
-    config = PytestConfig() if given else pytest_config(here)  # a given file needs no config file read
-    return load_or_default(find_thresholds(given, here, config)[0], known_tasks)
+    return load_or_default(find_thresholds(given, (started_in or Path.cwd()).resolve())[0], known_tasks)

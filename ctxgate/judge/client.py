@@ -42,53 +42,32 @@ PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+def _option(flag: str, help: str, default: object = None, kind: type | None = None) -> tuple[str, dict[str, object]]:
+    """A flag and its ``addoption``/``add_argument`` keywords."""
+    return flag, {"default": default, "help": help, **({"type": kind} if kind else {})}
+
+
 # The judge's command-line options: the pytest plugin and `ctxgate judge` add the same ones from here.
 OPTIONS: tuple[tuple[str, dict[str, object]], ...] = (
-    (
-        "--judge-model",
-        {
-            "default": None,
-            "help": "LLM judge for NarrativeQA and summaries (HELMET: gpt-4o-2024-05-13); key from OPENAI_API_KEY",
-        },
+    _option(
+        "--judge-model", "LLM judge for NarrativeQA and summaries (HELMET: gpt-4o-2024-05-13); key from OPENAI_API_KEY"
     ),
-    (
+    _option(
         "--judge-base-url",
-        {
-            "default": None,
-            "help": "an OpenAI-compatible server instead of OpenAI, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang)",
-        },
+        "an OpenAI-compatible server instead of OpenAI, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang)",
     ),
-    ("--judge-timeout", {"type": float, "default": 120.0, "help": "seconds per judge request (default %(default)s)"}),
-    (
-        "--judge-time-limit",
-        {"type": float, "default": 600.0, "help": "seconds per verdict, retries included (default %(default)s)"},
+    _option("--judge-timeout", "seconds per judge request (default %(default)s)", 120.0, float),
+    _option("--judge-time-limit", "seconds per verdict, retries included (default %(default)s)", 600.0, float),
+    _option(
+        "--judge-retries", "retries after 429/5xx/timeouts, with exponential backoff (default %(default)s)", 6, int
     ),
-    (
-        "--judge-retries",
-        {
-            "type": int,
-            "default": 6,
-            "help": "retries after 429/5xx/timeouts, with exponential backoff (default %(default)s)",
-        },
+    _option("--judge-concurrency", "verdicts in flight at once (default %(default)s)", 4, int),
+    _option(
+        "--judge-price", "USD per million input,output tokens for the cost line, e.g. 2.5,10 (default: a built-in list)"
     ),
-    ("--judge-concurrency", {"type": int, "default": 4, "help": "verdicts in flight at once (default %(default)s)"}),
-    (
-        "--judge-price",
-        {
-            "default": None,
-            "help": "USD per million input,output tokens for the cost line, e.g. 2.5,10 (default: a built-in list)",
-        },
-    ),
-    (
-        "--judge-cache",
-        {"default": None, "help": "judge cache folder (default: the generation cache folder, ./.ctxgate-cache)"},
-    ),
-    (
-        "--nli-model",
-        {
-            "default": None,
-            "help": "local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge",
-        },
+    _option("--judge-cache", "judge cache folder (default: the generation cache folder, ./.ctxgate-cache)"),
+    _option(
+        "--nli-model", "local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge"
     ),
 )
 
@@ -305,11 +284,9 @@ class JudgeClient:
                 on_retry=lambda: self._count(retries=1),
             )
         except Refused as exc:
-            raise JudgeError(
-                _REFUSED[exc.kind].format(
-                    url=redact_url(s.base_url) or "api.openai.com", model=s.model, status=exc.status, detail=exc.detail
-                )
-            ) from None
+            url = redact_url(s.base_url) or "api.openai.com"
+            message = _REFUSED[exc.kind].format(url=url, model=s.model, status=exc.status, detail=exc.detail)
+            raise JudgeError(message) from None
         except Exhausted as exc:
             self._count(seconds=time.monotonic() - start)
             raise JudgeUnavailable(

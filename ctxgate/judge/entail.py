@@ -71,9 +71,8 @@ class HFEntailment:
             hits = [i for i, name in labels.items() if name.lower().startswith("entail")]
             if len(hits) != 1:
                 raise ValueError(
-                    f"--nli-model {path}: its labels {labels} do not name exactly one entailment "
-                    "class; use an MNLI-style classifier (labels such as entailment/neutral/"
-                    "contradiction)"
+                    f"--nli-model {path}: its labels {labels} do not name exactly one entailment class; use an "
+                    "MNLI-style classifier (labels such as entailment/neutral/contradiction)"
                 )
             self.entail_index = hits[0]
         self.model.to(self.device).eval()
@@ -89,21 +88,18 @@ class HFEntailment:
             return self._memo[key]
 
     def _run(self, premise: str, hypothesis: str) -> bool:
-        torch = self._torch
-        with torch.inference_mode():
+        with self._torch.inference_mode():
             if self.generative:
                 # never cut: the reference feeds the T5 TRUE model the whole premise, however long
-                enc = self.tokenizer(f"premise: {premise} hypothesis: {hypothesis}", return_tensors="pt").to(
-                    self.device
-                )
+                text = f"premise: {premise} hypothesis: {hypothesis}"
+                enc = self.tokenizer(text, return_tensors="pt").to(self.device)
                 out = self.model.generate(**enc, max_new_tokens=10, do_sample=False)
                 return str(self.tokenizer.decode(out[0], skip_special_tokens=True)).strip() == "1"
             enc = self.tokenizer(premise, hypothesis, return_tensors="pt").to(self.device)
             if enc["input_ids"].shape[1] > self.max_length:  # a classifier cannot read past its positions
                 raise EntailmentFailed(
-                    f"premise and claim are {enc['input_ids'].shape[1]} tokens, more than "
-                    f"--nli-model {self.path} reads ({self.max_length}); use a T5 TRUE model "
-                    "(HELMET's judge), which reads any length"
+                    f"premise and claim are {enc['input_ids'].shape[1]} tokens, more than --nli-model {self.path} "
+                    f"reads ({self.max_length}); use a T5 TRUE model (HELMET's judge), which reads any length"
                 )
             logits = self.model(**enc).logits[0]
             return int(logits.argmax()) == self.entail_index

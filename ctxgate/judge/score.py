@@ -15,19 +15,11 @@ from functools import partial
 from typing import Any
 
 from ctxgate.judge import verdict
-from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings
+from ctxgate.judge.client import JudgeClient, JudgeSettings
 from ctxgate.judge.entail import EntailmentFailed, HFEntailment, LLMEntailment
 from ctxgate.judge.templates import render
-from ctxgate.metrics import judged
-from ctxgate.metrics.registry import (
-    ALCE_ASQA,
-    ALCE_QAMPARI,
-    NARRATIVEQA_JUDGE,
-    SUMMARY_JUDGE,
-    Metric,
-    UnknownMetric,
-    get_metric,
-)
+from ctxgate.metrics import judged, registry
+from ctxgate.metrics.registry import Metric, UnknownMetric, get_metric
 from ctxgate.metrics.text import parse_output
 
 
@@ -89,18 +81,12 @@ def _ask(judges: Judges, rubric: str, check: Callable[[dict[str, object]], Any],
 
 def _narrativeqa(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
     # HELMET's judge script flattens newlines before taking the text after "Answer:"
-    answer = parse_output(prediction.replace("\n", " "), "Answer:")
+    answer, gold = parse_output(prediction.replace("\n", " "), "Answer:"), str(list(ref["answers"]))
     fluency, correctness = _ask(
-        judges,
-        "longqa",
-        verdict.longqa,
-        question=ref["question"],
-        correct_answers=str(list(ref["answers"])),
-        parsed_output=answer,
+        judges, "longqa", verdict.longqa, question=ref["question"], correct_answers=gold, parsed_output=answer
     )
-    return SampleJudgement(
-        judged.narrativeqa_score(fluency, correctness), {"fluency": fluency, "correctness": correctness}
-    )
+    parts = {"fluency": fluency, "correctness": correctness}
+    return SampleJudgement(judged.narrativeqa_score(fluency, correctness), parts)
 
 
 def keypoints_for(ref: Mapping[str, Any], judges: Judges) -> tuple[str, ...]:
@@ -116,13 +102,8 @@ def _summary(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJ
     text = prediction.strip()
     points = keypoints_for(ref, judges)
     fluency = _ask(judges, f"fluency_{style}", verdict.fluency, text=text)
-    found = _ask(
-        judges,
-        f"recall_{style}",
-        verdict.recall(len(points)),
-        keypoints="\n".join(f"{i + 1}. {p}" for i, p in enumerate(points)),
-        summary=text,
-    )
+    numbered = "\n".join(f"{i + 1}. {p}" for i, p in enumerate(points))
+    found = _ask(judges, f"recall_{style}", verdict.recall(len(points)), keypoints=numbered, summary=text)
     supported, count = _ask(
         judges, f"precision_{style}", verdict.precision, expert_summary=ref["expert_summary"], summary=text
     )
@@ -139,24 +120,20 @@ def _alce(qampari: bool, prediction: str, ref: Mapping[str, Any], judges: Judges
         )
     except EntailmentFailed as exc:
         raise _Failed(f"entailment: {exc}") from None
-    correct = (
-        judged.qampari_rec_top5(prediction, ref["answers"])
-        if qampari
-        else judged.asqa_str_em(prediction, ref["short_answers"])
-    )
-    name = "rec_top5" if qampari else "str_em"
-    return SampleJudgement(
-        (correct + cite.recall + cite.precision) / 3,
-        {name: correct, "citation_rec": cite.recall, "citation_prec": cite.precision},
-    )
+    if qampari:
+        name, correct = "rec_top5", judged.qampari_rec_top5(prediction, ref["answers"])
+    else:
+        name, correct = "str_em", judged.asqa_str_em(prediction, ref["short_answers"])
+    parts = {name: correct, "citation_rec": cite.recall, "citation_prec": cite.precision}
+    return SampleJudgement((correct + cite.recall + cite.precision) / 3, parts)
 
 
 # the scorer of each judged metric; its description and the judge it needs are the metric's (metrics/registry.py)
 JUDGED: dict[Metric, Callable[[str, Mapping[str, Any], Judges], SampleJudgement]] = {
-    NARRATIVEQA_JUDGE: _narrativeqa,
-    SUMMARY_JUDGE: _summary,
-    ALCE_ASQA: partial(_alce, False),
-    ALCE_QAMPARI: partial(_alce, True),
+    registry.NARRATIVEQA_JUDGE: _narrativeqa,
+    registry.SUMMARY_JUDGE: _summary,
+    registry.ALCE_ASQA: partial(_alce, False),
+    registry.ALCE_QAMPARI: partial(_alce, True),
 }
 
 
@@ -208,17 +185,3 @@ def judge_all(metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judge
         return [judge_one(metric, p, ref, judges) for p, ref in items]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(lambda item: judge_one(metric, item[0], item[1], judges), items))
-
-
-__all__ = [
-    "JUDGED",
-    "JudgeError",
-    "Judges",
-    "SampleJudgement",
-    "build_judges",
-    "compact_input",
-    "is_judged",
-    "judge_all",
-    "judge_one",
-    "missing_judge",
-]

@@ -13,29 +13,13 @@ import re
 from functools import cache
 from importlib import resources
 
-RUBRICS = (
-    "longqa",
-    "fluency_legal",
-    "fluency_book",
-    "recall_legal",
-    "recall_book",
-    "precision_legal",
-    "precision_book",
-    "keypoints",
-    "entailment",
+RUBRICS = tuple(
+    "longqa fluency_legal fluency_book recall_legal recall_book precision_legal precision_book keypoints "
+    "entailment".split()
 )
-FIELDS = (
-    "question",
-    "correct_answers",
-    "parsed_output",
-    "text",
-    "keypoints",
-    "summary",
-    "expert_summary",
-    "premise",
-    "hypothesis",
+_FIELD = re.compile(
+    r"\{(question|correct_answers|parsed_output|text|keypoints|summary|expert_summary|premise|hypothesis)\}"
 )
-_FIELD = re.compile(r"\{(" + "|".join(FIELDS) + r")\}")
 
 
 @cache

@@ -110,9 +110,7 @@ def split_sentences(text: str) -> list[str]:
         if not _ABBREV.search(pieces[i]):
             out.append(buf)
             buf = ""
-    if buf:
-        out.append(buf)
-    return [s for s in out if s]
+    return [s for s in [*out, buf] if s]
 
 
 def citation_sentences(output: str, question: str, qampari: bool) -> list[str]:

@@ -108,23 +108,7 @@ SUMMARY_JUDGE = Metric(
 ALCE_ASQA = Metric("alce_asqa", None, "mean of str_em, citation recall, citation precision", judge="entailment")
 ALCE_QAMPARI = Metric("alce_qampari", None, "mean of rec_top5, citation recall, citation precision", judge="entailment")
 
-_METRICS = {
-    m.name: m
-    for m in (
-        STRING_MATCH_ALL,
-        STRING_MATCH_PART,
-        HELMET_SUBEM,
-        LABEL_EM,
-        ROUGE_L_F1,
-        NDCG_AT_10,
-        MC_ACCURACY,
-        MC_ACCURACY_HELMET,
-        NARRATIVEQA_JUDGE,
-        SUMMARY_JUDGE,
-        ALCE_ASQA,
-        ALCE_QAMPARI,
-    )
-}
+_METRICS = {m.name: m for m in list(globals().values()) if isinstance(m, Metric)}  # every metric above, in order
 JUDGED_METRICS = tuple(m for m in _METRICS.values() if m.judged)
 
 

@@ -46,8 +46,8 @@ def atomic_write_all(files: dict[Path, str]) -> None:
                     f.write(text)
                     f.flush()
                     os.fsync(f.fileno())
-            except OSError as exc:
-                raise _naming(exc, path) from None
+            except OSError as exc:  # about the destination, not the temporary file (the same OSError subclass)
+                raise (OSError(exc.errno, exc.strerror or str(exc), str(path)) if exc.errno else exc) from None
         for path, tmp in tmps.items():
             os.replace(tmp, path)
     except BaseException:
@@ -64,11 +64,6 @@ def _check_replaceable(path: Path) -> None:
         raise OSError(problem, os.strerror(problem), str(path))
     if path.is_dir() and not path.is_symlink():
         raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-
-
-def _naming(exc: OSError, path: Path) -> OSError:
-    """``exc`` about ``path`` instead of the temporary file it was raised for (the same OSError subclass)."""
-    return OSError(exc.errno, exc.strerror or str(exc), str(path)) if exc.errno else exc
 
 
 def report_text(report: Report) -> str:
@@ -119,9 +114,8 @@ def read_report(path: str | Path) -> Report:
     version = report.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ReportFileError(
-            f"{p} has report schema_version {version!r}; this ctxgate {__version__} reads "
-            f"version {SCHEMA_VERSION}: re-run that checkpoint with this version, or use the "
-            "ctxgate that wrote it"
+            f"{p} has report schema_version {version!r}; this ctxgate {__version__} reads version {SCHEMA_VERSION}: "
+            "re-run that checkpoint with this version, or use the ctxgate that wrote it"
         )
     return _typed(p, text)
 

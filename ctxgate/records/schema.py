@@ -388,5 +388,4 @@ def adapter_for(kind: type[T]) -> TypeAdapter[T]:
         from pydantic import TypeAdapter
 
         _ADAPTERS[kind] = TypeAdapter(kind)
-    adapter: TypeAdapter[T] = _ADAPTERS[kind]
-    return adapter
+    return _ADAPTERS[kind]

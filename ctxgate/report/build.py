@@ -13,8 +13,7 @@ from ctxgate.records.schema import BaselineRun, CaseRecord, Prediction, Report, 
 
 
 def prediction_rows(case: CaseRecord, samples: Sequence[SampleOutcome]) -> list[Prediction]:
-    """The ``.predictions.jsonl`` lines of one case: each sample with its case's task, length, metric and chat
-    template."""
+    """The ``.predictions.jsonl`` lines of one case: each sample under its case."""
     return [
         Prediction(
             **{f.name: getattr(s, f.name) for f in fields(SampleOutcome)},
@@ -35,9 +34,8 @@ def build_report(
     error: RunError | None = None,
     baseline: BaselineRun | None = None,
 ) -> Report:
-    """The report: the run, its cases, and the session's summaries and gates as ``gate`` judged them.
-    ``session_complete``: the session itself finished. ``error``: what stopped the whole run (the model could not
-    be loaded), or None. ``baseline``: the ``--baseline`` run's path and the cases it scored."""
+    """The report: the run, its cases, and the session's summaries and gates as ``gate`` judged them (the other
+    fields are the report's own, records.schema.Report)."""
     return Report(
         ctxgate_version=__version__,
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -1,5 +1,6 @@
 """The cells of the HTML report's tables: a score on the colour scale, a case (its score or what happened to it,
-linked to its samples), a summary with its marks. Every text is escaped here (``e``)."""
+linked to its samples), a summary with its marks; and the boxes around them (``table``, ``section``), so every table
+and section of the page is marked up alike. Every text is escaped here (``e``)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,19 @@ def score_td(score: float | None, inner: str, extra_class: str = "", title: str 
 
 def title_attr(text: str) -> str:
     return f' title="{e(text)}"' if text else ""
+
+
+def table(attrs: str, caption: str, head: str, body: str, foot: str = "", box: str = 'class="scroll"') -> str:
+    """A table in a box that scrolls sideways: ``head`` its heading cells and ``body`` its rows, as markup."""
+    return (
+        f"<div {box}><table {attrs}><caption>{caption}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+        f"{foot}</table></div>"
+    )
+
+
+def section(ident: str, title: str, inner: str) -> str:
+    """A section of the page under its heading; the page's navigation links to it by ``ident``."""
+    return f'<section id="{ident}" aria-labelledby="{ident}-h"><h2 id="{ident}-h">{title}</h2>{inner}</section>'
 
 
 def case_cell(case: CaseRecord | None) -> str:
@@ -68,6 +82,4 @@ def group_td(group: GroupScore | None, threshold: float | None = None) -> str:
 
 
 def num(value: Any, signed: bool = False) -> str:
-    if value is None:
-        return ""
-    return f"{float(value):+.1f}" if signed else f"{float(value):.1f}"
+    return "" if value is None else format(float(value), "+.1f" if signed else ".1f")

@@ -6,53 +6,19 @@ from the full table is at most 3/255 in a channel (checked against matplotlib in
 
 from __future__ import annotations
 
-VIRIDIS = (
-    "#440154",
-    "#470d60",
-    "#48186a",
-    "#482374",
-    "#472d7b",
-    "#453781",
-    "#424086",
-    "#3e4989",
-    "#3b528b",
-    "#375b8d",
-    "#33638d",
-    "#2f6b8e",
-    "#2c728e",
-    "#297a8e",
-    "#26828e",
-    "#23898e",
-    "#21918c",
-    "#1f988b",
-    "#1fa088",
-    "#22a785",
-    "#28ae80",
-    "#32b67a",
-    "#3fbc73",
-    "#4ec36b",
-    "#5ec962",
-    "#70cf57",
-    "#84d44b",
-    "#98d83e",
-    "#addc30",
-    "#c2df23",
-    "#d8e219",
-    "#ece51b",
-    "#fde725",
+VIRIDIS = tuple(
+    "#440154 #470d60 #48186a #482374 #472d7b #453781 #424086 #3e4989 #3b528b #375b8d #33638d #2f6b8e #2c728e "
+    "#297a8e #26828e #23898e #21918c #1f988b #1fa088 #22a785 #28ae80 #32b67a #3fbc73 #4ec36b #5ec962 #70cf57 "
+    "#84d44b #98d83e #addc30 #c2df23 #d8e219 #ece51b #fde725".split()
 )
 NAME = "viridis"
-
-
-def _rgb(hex_colour: str) -> tuple[int, int, int]:
-    return int(hex_colour[1:3], 16), int(hex_colour[3:5], 16), int(hex_colour[5:7], 16)
 
 
 def colour(fraction: float) -> str:
     """The scale's colour at ``fraction`` (clamped to 0..1) as ``#rrggbb``."""
     t = min(1.0, max(0.0, fraction)) * (len(VIRIDIS) - 1)
     i = min(int(t), len(VIRIDIS) - 2)
-    low, high = _rgb(VIRIDIS[i]), _rgb(VIRIDIS[i + 1])
+    low, high = bytes.fromhex(VIRIDIS[i][1:]), bytes.fromhex(VIRIDIS[i + 1][1:])
     mixed = (round(a + (b - a) * (t - i)) for a, b in zip(low, high, strict=True))
     return "#" + "".join(f"{c:02x}" for c in mixed)
 

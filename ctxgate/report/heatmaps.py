@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ctxgate.lengths import format_length
 from ctxgate.records.schema import EffectiveLength, Prediction, Report
-from ctxgate.report.cells import case_cell, e, group_td, score_td
+from ctxgate.report.cells import case_cell, e, group_td, score_td, section, table
 from ctxgate.report.samples import DepthGrid, case_key, depth_grids
 from ctxgate.report.tables import in_registry_order
 from ctxgate.tasks.niah import DEPTHS
@@ -37,13 +37,8 @@ def task_tables(report: Report) -> list[str]:
                 f" Effective length <strong>{e(value)}</strong>: the RULER average above {e(eff.threshold)} "
                 "at it and every shorter length" + (" (partial: not every RULER task ran)." if eff.partial else ".")
             )
-        out.append(
-            f'<section id="{suite}" aria-labelledby="{suite}-h"><h2 id="{suite}-h">{label}</h2>'
-            f'<p class="note">{note}</p>'
-            f'<div class="scroll"><table class="heatmap"><caption>{label} tasks x lengths</caption>'
-            f'<thead><tr><th scope="col">task</th>{head}</tr></thead><tbody>{body}</tbody>{foot}</table></div>'
-            "</section>"
-        )
+        grid = table('class="heatmap"', f"{label} tasks x lengths", f'<th scope="col">task</th>{head}', body, foot)
+        out.append(section(suite, label, f'<p class="note">{note}</p>{grid}'))
     return out
 
 
@@ -76,12 +71,9 @@ def helmet_categories(report: Report) -> str:
         for k in present
     )
     head = "".join(f'<th scope="col">{format_length(L)}</th>' for L in lengths)
-    return (
-        '<section id="categories" aria-labelledby="categories-h"><h2 id="categories-h">HELMET categories</h2>'
-        '<p class="note">The mean of each category\'s tasks per length; * partial (not every task of it ran).</p>'
-        '<div class="scroll"><table class="heatmap"><caption>HELMET categories x lengths</caption>'
-        f'<thead><tr><th scope="col">category</th>{head}</tr></thead><tbody>{body}</tbody></table></div></section>'
-    )
+    note = '<p class="note">The mean of each category\'s tasks per length; * partial (not every task of it ran).</p>'
+    grid = table('class="heatmap"', "HELMET categories x lengths", f'<th scope="col">category</th>{head}', body)
+    return section("categories", "HELMET categories", note + grid)
 
 
 # needle depths ------------------------------------------------------------------------------------------------------
@@ -89,12 +81,12 @@ def depths(rows: Sequence[Prediction]) -> str:
     grids = depth_grids(rows)
     if not grids:
         return ""
-    return (
-        '<section id="depths" aria-labelledby="depths-h"><h2 id="depths-h">Needle depth x length</h2>'
+    note = (
         '<p class="note">Mean score by needle depth (rows, percent of the context) and length (columns): each '
         "needle of a sample counts the sample's score at its depth; the line tasks' random positions are rounded to "
-        "the nearest of RULER's 40 depths.</p>" + "".join(_depth_table(g) for g in grids) + "</section>"
+        "the nearest of RULER's 40 depths.</p>"
     )
+    return section("depths", "Needle depth x length", note + "".join(_depth_table(g) for g in grids))
 
 
 def _depth_table(grid: DepthGrid) -> str:
@@ -114,8 +106,5 @@ def _depth_table(grid: DepthGrid) -> str:
             cells.append(score_td(mean, text, "depth", f"{mean:.1f} over {n} needle(s)"))
         body.append(f'<tr><th scope="row">{depth}%</th>{"".join(cells)}</tr>')
     name = "All NIAH tasks" if grid.task == "all" else grid.task
-    return (
-        f'<div class="scroll depth-grid" data-task="{e(grid.task)}"><table class="heatmap depth">'
-        f"<caption>{e(name)}</caption>"
-        f'<thead><tr><th scope="col">depth</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
-    )
+    box = f'class="scroll depth-grid" data-task="{e(grid.task)}"'
+    return table('class="heatmap depth"', e(name), f'<th scope="col">depth</th>{head}', "".join(body), box=box)

@@ -2,11 +2,10 @@
 that shows a run at a glance and every sample on demand.
 
 The tables are real ``<table>`` elements written in Python (``heatmaps.py``, ``versus.py``, their cells in
-``cells.py``), readable without the script (print, a viewer that blocks
-scripts); the script (``assets/report.js``) only opens a case's samples, which travel gzip-compressed and base64
-encoded in the page and are unpacked by the browser's own ``DecompressionStream``, so a full 128K run stays a few
-MB. Scores are coloured on viridis (``colours.py``); a case without a score is marked by what happened to it, never
-by a colour of the scale."""
+``cells.py``), readable without the script (print, a viewer that blocks scripts); the script (``assets/report.js``) only
+opens a case's samples, which travel gzip-compressed and base64 encoded in the page and are unpacked by the browser's
+own ``DecompressionStream``, so a full 128K run stays a few MB. Scores are coloured on viridis (``colours.py``); a case
+without a score is marked by what happened to it, never by a colour of the scale."""
 
 from __future__ import annotations
 
@@ -52,7 +51,7 @@ def render(page: PageInput) -> str:
         depths(page.rows),
         comparison(report, page.rows, page.baseline_rows, page.baseline_path),
         trend(page.trend),
-        _drill_shell(),
+        _DRILL_SHELL,
     ]
     nav = [(ident, label) for ident, label in _NAV if any(f'id="{ident}"' in s for s in sections)]
     return "\n".join(
@@ -160,11 +159,17 @@ def _legend() -> str:
 
 
 # the samples --------------------------------------------------------------------------------------------------------
-def _drill_shell() -> str:
-    return (
-        '<section id="drill" aria-labelledby="drill-h" hidden><h2 id="drill-h" tabindex="-1">Samples</h2>'
-        '<div id="drill-body" aria-live="polite"></div></section>'
-    )
+_DRILL_SHELL = (
+    '<section id="drill" aria-labelledby="drill-h" hidden><h2 id="drill-h" tabindex="-1">Samples</h2>'
+    '<div id="drill-body" aria-live="polite"></div></section>'
+)
+
+
+# the fields of a case's record the page carries for its script
+_CASE_FIELDS = tuple(
+    "task suite length metric verdict message score ci n floor seconds input_tokens_max fill_min output_tokens "
+    "samples_from_cache baseline".split()
+)
 
 
 def _payload(page: PageInput) -> str:
@@ -174,27 +179,7 @@ def _payload(page: PageInput) -> str:
     for c in page.report.cases:
         key, record = (c.task, c.length), to_json(c)
         cases[case_key(*key)] = {
-            "case": {
-                k: record[k]
-                for k in (
-                    "task",
-                    "suite",
-                    "length",
-                    "metric",
-                    "verdict",
-                    "message",
-                    "score",
-                    "ci",
-                    "n",
-                    "floor",
-                    "seconds",
-                    "input_tokens_max",
-                    "fill_min",
-                    "output_tokens",
-                    "samples_from_cache",
-                    "baseline",
-                )
-            },
+            "case": {k: record[k] for k in _CASE_FIELDS},
             "rows": [page_row(r) for r in rows.get(key, [])],
         }
     text = json.dumps({"cases": cases}, separators=(",", ":"), ensure_ascii=False)

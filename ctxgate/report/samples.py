@@ -43,10 +43,8 @@ def page_row(row: Prediction) -> dict[str, object]:
 
 def by_case(rows: Iterable[Prediction]) -> dict[tuple[str, int], list[Prediction]]:
     cases: dict[tuple[str, int], list[Prediction]] = {}
-    for row in rows:
+    for row in sorted(rows, key=lambda r: r.index):
         cases.setdefault((row.task, row.length), []).append(row)
-    for found in cases.values():
-        found.sort(key=lambda r: r.index)
     return cases
 
 

@@ -101,18 +101,13 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     if unscored:
         shown = ", ".join(unscored[:8]) + (f" and {len(unscored) - 8} more" if len(unscored) > 8 else "")
         notes.append(f"! incomplete (the mean of the members with a score; the others have none): {shown}")
-    stand_in = sorted(
-        {
-            format_length(L)
-            for L, v in summaries.items()
-            if (g := v.get("helmet_recall")) and set(g.members) & set(tasks_now.stand_ins.values())
-        }
-    )
+    stand_ins = set(tasks_now.stand_ins.values())
+    recall = [(L, v.get("helmet_recall")) for L, v in summaries.items()]
+    stand_in = sorted({format_length(L) for L, g in recall if g and stand_ins & set(g.members)})
     if stand_in:
         notes.append(
-            f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases "
-            f"({', '.join(sorted(set(tasks_now.stand_ins.values())))}): HELMET's own ruler/ files were not in "
-            "--data-dir for those lengths"
+            f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases ({', '.join(sorted(stand_ins))}): "
+            "HELMET's own ruler/ files were not in --data-dir for those lengths"
         )
     seq = [c.sequential for c in report.cases if c.sequential]
     if seq:
@@ -120,11 +115,10 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         budget = sum(s.budget for s in seq)
         early = sum(1 for s in seq if s.decided)
         notes.append(
-            f"Sequential (error rate {seq[0].alpha} per case): {early} of {len(seq)} cases "
-            f"decided early; {drawn} samples scored where fixed n takes {budget} ({budget - drawn} saved). "
-            "A case stopped early reports an estimate biased by the stopping (its interval is the confidence "
-            "sequence, valid at any stop): summaries marked ~ average such estimates, and a length with one "
-            "never counts as effective"
+            f"Sequential (error rate {seq[0].alpha} per case): {early} of {len(seq)} cases decided early; {drawn} "
+            f"samples scored where fixed n takes {budget} ({budget - drawn} saved). A case stopped early reports an "
+            "estimate biased by the stopping (its interval is the confidence sequence, valid at any stop): summaries "
+            "marked ~ average such estimates, and a length with one never counts as effective"
         )
     capped = [
         f"{c.task} at {format_length(c.length)} ran {c.sample_cap['pool']} of {c.sample_cap['requested']}"
@@ -135,8 +129,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         notes.append(
             "Fewer samples than asked (the data holds no more distinct ones; none is repeated): " + "; ".join(capped)
         )
-    for gate in report.gates:
-        notes.append(f"Gate {gate.name}: {gate.verdict.upper()} - {gate.message}")
+    notes += [f"Gate {gate.name}: {gate.verdict.upper()} - {gate.message}" for gate in report.gates]
     return header, body, notes
 
 
@@ -156,12 +149,11 @@ def markdown(report: Report, html_name: str | None = None) -> str:
 
 
 def _measured(e: PublishedLength) -> str:
-    low, high = e.ci or (0.0, 0.0)
-    return f"{e.measured or 0.0:.1f} [{low:.1f}, {high:.1f}]"
+    return f"{e.measured or 0.0:.1f} {_interval(e.ci)}"
 
 
-def _band(e: PublishedLength) -> str:
-    low, high = e.band or (0.0, 0.0)
+def _interval(bounds: tuple[float, float] | None) -> str:
+    low, high = bounds or (0.0, 0.0)
     return f"[{low:.1f}, {high:.1f}]"
 
 
@@ -179,7 +171,7 @@ def published_lines(section: Reference) -> list[str]:
                 out.append(f"{text}: no verdict, settings differ ({'; '.join(e.differs)})")
             else:
                 word = "WITHIN" if e.verdict == "within" else "OUTSIDE"
-                out.append(f"{text}: {word} the band {_band(e)} (the interval ±{row.allowance:g} points)")
+                out.append(f"{text}: {word} the band {_interval(e.band)} (the interval ±{row.allowance:g} points)")
     return out + [f"  {line}" for line in _reference_notes(section)]
 
 
@@ -210,7 +202,7 @@ def _published_markdown(report: Report) -> list[str]:
                 cells += ["—", "—", "not measured"]
             else:
                 differs = e.verdict == "settings differ"
-                verdict = f"settings differ: {'; '.join(e.differs)}" if differs else f"{e.verdict} {_band(e)}"
+                verdict = f"settings differ: {'; '.join(e.differs)}" if differs else f"{e.verdict} {_interval(e.band)}"
                 cells += [_measured(e), f"{e.difference or 0.0:+.1f}", verdict]
             out.append("| " + " | ".join(cells) + " |")
     out += [""] + [f"- {line}" for line in _reference_notes(section)]

@@ -9,7 +9,7 @@ from typing import Any
 from ctxgate.lengths import format_length
 from ctxgate.records.schema import Prediction, Report
 from ctxgate.report import colours
-from ctxgate.report.cells import e, num, score_td
+from ctxgate.report.cells import e, num, score_td, section, table
 from ctxgate.report.samples import Flip, case_key, flips
 
 FLIPS_SHOWN = 200  # per direction; the count says how many there are
@@ -17,10 +17,7 @@ FLIPS_SHOWN = 200  # per direction; the count says how many there are
 
 # against a baseline -------------------------------------------------------------------------------------------------
 def comparison(
-    report: Report,
-    rows: Sequence[Prediction],
-    baseline_rows: Sequence[Prediction],
-    baseline_path: str | None,
+    report: Report, rows: Sequence[Prediction], baseline_rows: Sequence[Prediction], baseline_path: str | None
 ) -> str:
     compared = [(c, c.baseline) for c in report.cases if c.baseline]
     if not compared and not baseline_rows:
@@ -37,28 +34,24 @@ def comparison(
             f'<td>{num(b.tolerance)}</td><td class="verdict">{verdict.upper()}</td></tr>'
         )
     where = f" ({e(baseline_path)})" if baseline_path else ""
-    table = (
+    head = "".join(
+        f'<th scope="col">{h}</th>' for h in "task length baseline now change interval n tolerance verdict".split()
+    )
+    compared_table = (
         '<p class="note">Paired per case: the same samples in both runs, the score change with its interval, and '
         "the baseline gate's verdict.</p>"
-        '<div class="scroll"><table class="comparison"><caption>Cases against the baseline</caption><thead><tr>'
-        + "".join(
-            f'<th scope="col">{h}</th>'
-            for h in ("task", "length", "baseline", "now", "change", "interval", "n", "tolerance", "verdict")
-        )
-        + f"</tr></thead><tbody>{''.join(lines)}</tbody></table></div>"
+        + table('class="comparison"', "Cases against the baseline", head, "".join(lines))
         if lines
         else "<p>No case was compared (none of the baseline's cases ran with the same samples).</p>"
     )
-    changed = flips(rows, baseline_rows) if baseline_rows else []
-    lost = [f for f in changed if f.lost]
-    gained = [f for f in changed if not f.lost]
-    return (
-        f'<section id="comparison" aria-labelledby="comparison-h"><h2 id="comparison-h">Against the baseline{where}'
-        f"</h2>{table}"
-        + (_flip_table("Right in the baseline, wrong now", "lost", lost) if baseline_rows else "")
-        + (_flip_table("Wrong in the baseline, right now", "gained", gained) if baseline_rows else "")
-        + "</section>"
+    changed = flips(rows, baseline_rows)
+    flipped = (
+        _flip_table("Right in the baseline, wrong now", "lost", [f for f in changed if f.lost])
+        + _flip_table("Wrong in the baseline, right now", "gained", [f for f in changed if not f.lost])
+        if baseline_rows
+        else ""
     )
+    return section("comparison", f"Against the baseline{where}", compared_table + flipped)
 
 
 def _flip_table(title: str, ident: str, found: Sequence[Flip]) -> str:
@@ -75,12 +68,11 @@ def _flip_table(title: str, ident: str, found: Sequence[Flip]) -> str:
         for f in found[:FLIPS_SHOWN]
     )
     more = f"<p>… and {len(found) - FLIPS_SHOWN} more in the predictions files.</p>" if len(found) > FLIPS_SHOWN else ""
-    return (
-        f'<h3 id="flips-{ident}">{e(title)}: {len(found)} sample(s)</h3><div class="scroll"><table class="flips" '
-        f'data-flips="{ident}"><caption>{e(title)}</caption><thead><tr><th scope="col">sample</th>'
-        '<th scope="col">answer(s)</th><th scope="col">baseline said (score)</th><th scope="col">now says '
-        f"(score)</th></tr></thead><tbody>{rows}</tbody></table></div>{more}"
+    head = "".join(
+        f'<th scope="col">{h}</th>' for h in ("sample", "answer(s)", "baseline said (score)", "now says (score)")
     )
+    flipped = table(f'class="flips" data-flips="{ident}"', e(title), head, rows)
+    return f'<h3 id="flips-{ident}">{e(title)}: {len(found)} sample(s)</h3>{flipped}{more}'
 
 
 def _answers(row: Prediction) -> str:
@@ -103,17 +95,10 @@ def trend(points: Sequence[Mapping[str, Any]]) -> str:
             f'<tr><th scope="row">{s}</th>' + "".join(_trend_td(value.get((s, L)), category) for L in lengths) + "</tr>"
             for s in steps
         )
-        parts.append(
-            f"<h3>{e(category)}</h3>{_trend_svg(category, steps, lengths, value)}"
-            f'<div class="scroll"><table class="trend"><caption>{e(category)}</caption>'
-            f'<thead><tr><th scope="col">step</th>{head}</tr></thead><tbody>{body}</tbody></table></div>'
-        )
-    return (
-        '<section id="trend" aria-labelledby="trend-h"><h2 id="trend-h">Trend over training steps</h2>'
-        "<p>The data of <code>ctxgate trend</code>: each report's step from its checkpoint's name.</p>"
-        + "".join(parts)
-        + "</section>"
-    )
+        steps_table = table('class="trend"', e(category), f'<th scope="col">step</th>{head}', body)
+        parts.append(f"<h3>{e(category)}</h3>{_trend_svg(category, steps, lengths, value)}{steps_table}")
+    note = "<p>The data of <code>ctxgate trend</code>: each report's step from its checkpoint's name.</p>"
+    return section("trend", "Trend over training steps", note + "".join(parts))
 
 
 def _trend_td(point: Mapping[str, Any] | None, category: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ctxgate.backends.base import Backend
 from ctxgate.backends.endpoint import EndpointSettings
-from ctxgate.backends.formats import Checkpoint
+from ctxgate.backends.formats import Checkpoint, locate
 from ctxgate.backends.overrides import ConfigOverrides
 from ctxgate.backends.vllm_server import EngineSpec
 from ctxgate.judge.client import JudgeSettings
@@ -48,6 +48,8 @@ class ModelSpec:
     ignore_remote_code: bool = False
     overrides: ConfigOverrides = ConfigOverrides()  # context-extension settings applied to the loaded config
     checkpoint: Checkpoint | None = None  # model_dir resolved and checked (hf and vllm: always)
+    base_model: str | None = None  # the checkpoint is a PEFT adapter on this base
+    config_from: str | None = None  # the checkpoint is sharded, built from this config folder
     batch_size: int | None = None  # hf: None is auto (1 on CPU)
     device_map: str | None = None
     served: Served | None = None  # openai / vllm
@@ -66,6 +68,18 @@ class ModelSpec:
     ray: str | None = None  # a Ray cluster's address (or auto, local): the model as replicas on its nodes
     ray_resource: str = "GPU"  # the resource each replica takes one of
     ray_replicas: int | None = None  # at most this many replicas (None: one per unit of the resource)
+
+    def locate(self, folder: str | Path) -> Checkpoint:
+        """The checkpoint in ``folder`` as these options open it: CheckpointError (broken, named with the fix) or
+        WrongFlag (--base-model or --config-from for another kind)."""
+        return locate(
+            Path(folder),
+            base_model=self.base_model,
+            config_from=self.config_from,
+            trust_remote_code=self.trust_remote_code,
+            ignore_remote_code=self.ignore_remote_code,
+            allow_pickle=self.allow_pickle,
+        )
 
 
 def threads_per_worker() -> int | None:

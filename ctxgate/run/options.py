@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import DTYPES
-from ctxgate.backends.overrides import ConfigOverrides, OverrideError, applied
+from ctxgate.backends.override_rules import OverrideError
+from ctxgate.backends.overrides import ConfigOverrides, applied
 from ctxgate.backends.overrides import parse as parse_overrides
 from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.run.loading import ModelSpec

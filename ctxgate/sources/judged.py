@@ -105,6 +105,13 @@ def _need(task: str, r: Json, fields: tuple[str, ...], where: Path, hint: str) -
         raise DataUnavailable(f"{task}: a record in {where} lacks {missing}; {hint}")
 
 
+def _shipped_keypoints(path: Path, field: str, hint: str) -> dict[str, tuple[str, ...]]:
+    """HELMET's released key points by id, where its file is present."""
+    if not is_file(path):
+        return {}
+    return {str(r["id"]): tuple(r.get(field) or ()) for r in load_rows(str(path), "train", None, hint)}
+
+
 @memo(4)
 def load_narrativeqa(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "narrativeqa"
@@ -132,12 +139,7 @@ def load_narrativeqa(data_dir: str | None) -> LongDocSet:
 def load_infbench_sum(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "infbench"
     hint = hub_hint("InfiniteBench's longbook_sum_eng.jsonl", folder)
-    keyfile = folder / "longbook_sum_eng_keypoints.jsonl"
-    keypoints = (
-        {str(r["id"]): tuple(r["keypoints"]) for r in load_rows(str(keyfile), "train", None, hint)}
-        if is_file(keyfile)
-        else {}
-    )
+    keypoints = _shipped_keypoints(folder / "longbook_sum_eng_keypoints.jsonl", "keypoints", hint)
     items = []
     for r in read_local_or_hub(folder / "longbook_sum_eng.jsonl", HUB_ID, None, "longbook_sum_eng", hint):
         _need("infbench_sum", r, INFBENCH_SUM_FIELDS, folder, hint)
@@ -172,13 +174,8 @@ def load_multi_lexsum(data_dir: str | None) -> LongDocSet:
 
     items, demos = read("validation"), read("train")
     # HELMET's key points for the validation cases (scripts/eval_gpt4_summ.py reads them from this file)
-    keyfile = folder / "multi_lexsum_val.jsonl"
-    if is_file(keyfile):
-        shipped = {
-            str(r["id"]): tuple(r.get("summary/short_keypoints") or ())
-            for r in load_rows(str(keyfile), "train", None, hint)
-        }
-        items = [replace(d, keypoints=shipped.get(d.key) or d.keypoints) for d in items]
+    shipped = _shipped_keypoints(folder / "multi_lexsum_val.jsonl", "summary/short_keypoints", hint)
+    items = [replace(d, keypoints=shipped.get(d.key) or d.keypoints) for d in items]
     return LongDocSet(tuple(items), tuple(demos), _digest([(d.key, d.answers, d.keypoints, d.context) for d in items]))
 
 

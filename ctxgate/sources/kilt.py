@@ -165,9 +165,13 @@ def load_msmarco(data_dir: str | None) -> Pool:
         for c in r["ctxs"]:
             ctxs.setdefault(str(c["id"]), _passage(c))
     items = tuple(RagItem(qid, query, (), (), tuple(ctxs.values())) for qid, (query, ctxs) in grouped.items())
-    demos = []
-    for r in _checked(demo_path, MSMARCO_FIELDS):
-        passages = tuple(_passage(c) for c in r["ctxs"])
-        ranking = " > ".join(p.pid for p in sorted(passages, key=lambda p: p.label, reverse=True))
-        demos.append(Demo(str(r["qid"]), r["query"], ranking, passages))
+    demos = (
+        ranked_demo(str(r["qid"]), r["query"], tuple(map(_passage, r["ctxs"])))
+        for r in _checked(demo_path, MSMARCO_FIELDS)
+    )
     return Pool(items, _dedupe(demos), sha256_of_files(test, demo_path), str(test))
+
+
+def ranked_demo(key: str, query: str, passages: tuple[Passage, ...]) -> Demo:
+    """A re-rank demo, whose answer ranks its passages by label (stably, the most relevant first)."""
+    return Demo(key, query, " > ".join(p.pid for p in sorted(passages, key=lambda p: p.label, reverse=True)), passages)

@@ -15,11 +15,7 @@ from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import FETCH_HINT, DataFile, missing_fields, read_jsonl, sha256_of_json, verify_hint
 from ctxgate.sources.helmet_files import shuffled
 
-FOLDERS = {
-    "helmet_multikey_2": "niah_multikey_2",
-    "helmet_multikey_3": "niah_multikey_3",
-    "helmet_multivalue": "niah_multivalue",
-}
+FOLDERS = {f"helmet_{name}": f"niah_{name}" for name in ("multikey_2", "multikey_3", "multivalue")}
 FIELDS = ("context", "query", "outputs", "type_needle_v")
 DATA_FILES = tuple(
     DataFile(

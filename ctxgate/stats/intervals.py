@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 
 _Z = {0.90: 1.6449, 0.95: 1.9600, 0.99: 2.5758}
 
 
 def z_value(confidence: float) -> float:
-    if confidence in _Z:
-        return _Z[confidence]
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(0.5 + confidence / 2)
+    return _Z.get(confidence) or NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
 def interval(scores: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:

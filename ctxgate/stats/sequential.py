@@ -185,16 +185,9 @@ class CaseTest:
         if self.drop is not None:
             interval = _percent(2 * self.drop.low - 1, 2 * self.drop.high - 1)
             drop = QuestionTest(self.drop.decided(), interval, round(self.questions.tolerance * 100, 2))
+        claim_alpha = round(self.claim_alpha, 6)
         return SequentialRecord(
-            self.rule.alpha,
-            self.rule.min_samples,
-            self.used,
-            budget,
-            self.verdict,
-            stopped,
-            round(self.claim_alpha, 6),
-            floor,
-            drop,
+            self.rule.alpha, self.rule.min_samples, self.used, budget, self.verdict, stopped, claim_alpha, floor, drop
         )
 
 

@@ -7,6 +7,7 @@ of a re-tokenization of the whole text.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import random
@@ -17,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from ctxgate.data import words
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import BuildContext, Builder, Job, Sample, TaskSpec, make_frame, too_short
+from ctxgate.tasks.base import BuildContext, Builder, Job, Sample, TaskSpec, distinct, make_frame, too_short
 from ctxgate.tasks.registration import register
 from ctxgate.textcodec import PieceEncoder
 
@@ -43,15 +44,7 @@ ZETA_2 = math.pi**2 / 6
 
 def largest_fitting(cost: Callable[[int], int], lo: int, hi: int, budget: int) -> int:
     """Largest n in [lo, hi] with cost(n) <= budget (cost non-decreasing), or lo - 1 if none."""
-    if cost(lo) > budget:
-        return lo - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if cost(mid) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return lo - 1 + bisect.bisect_right(range(lo, hi + 1), budget, key=cost)
 
 
 def _numbered(items: Sequence[str]) -> str:
@@ -143,15 +136,13 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
         ids,
         tuple(order[:NUM_CW]),
         CWE_PREFIX,
-        {
-            "num_words": n,
-            "freq_cw": cw,
-            "freq_ucw": ucw,
-            "example_words": ex_words,
-            "word_list": "wonderwords" if word_list is vocab else "web2",
-            # every word of the list is in the prompt, and one more word with its repeats would have fit
-            "pool_exhausted": n == len(order) and budget - cost(n) >= ucw * 16,
-        },
+        num_words=n,
+        freq_cw=cw,
+        freq_ucw=ucw,
+        example_words=ex_words,
+        word_list="wonderwords" if word_list is vocab else "web2",
+        # every word of the list is in the prompt, and one more word with its repeats would have fit
+        pool_exhausted=n == len(order) and budget - cost(n) >= ucw * 16,
     )
 
 
@@ -183,10 +174,7 @@ def _fit_words(
 def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
     enc, rng, length = ctx.encoder, job.rng, job.length
     vocab_size = max(5, (length - 50) // 50)
-    found: set[str] = set()
-    while len(found) < vocab_size:
-        found.add("".join(rng.choices(string.ascii_lowercase, k=6)))
-    vocab = sorted(found)
+    vocab = sorted(distinct(lambda: "".join(rng.choices(string.ascii_lowercase, k=6)), vocab_size))
     rng.shuffle(vocab)
     vocab[0] = "..."  # the top-ranked "word" is noise
     frame = make_frame(ctx, [FWE_HEAD], [FWE_TAIL], FWE_PREFIX)
@@ -213,7 +201,7 @@ def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
             break
         reserve += len(context) - budget
     ids = frame.pre + tuple(context) + frame.post
-    return job.sample(ids, tuple(vocab[1:4]), FWE_PREFIX, {"num_words": num_words, "counts_top5": cnt[:5]})
+    return job.sample(ids, tuple(vocab[1:4]), FWE_PREFIX, num_words=num_words, counts_top5=cnt[:5])
 
 
 def _weighted_cost(weights: list[float], sizes: list[int]) -> Callable[[int], int]:

@@ -78,9 +78,7 @@ class Job:
     gen: int
     rng: random.Random = field(compare=False, repr=False)
 
-    def sample(
-        self, ids: tuple[int, ...], answers: tuple[str, ...], answer_prefix: str, meta: Mapping[str, Any]
-    ) -> Sample:
+    def sample(self, ids: tuple[int, ...], answers: tuple[str, ...], answer_prefix: str, **meta: Any) -> Sample:
         return Sample(self.task, self.length, self.index, ids, answers, answer_prefix, meta)
 
 
@@ -147,6 +145,14 @@ def interleave(groups: Sequence[Sequence[T]]) -> list[T]:
     """Round-robin over the groups, in the order given: any prefix is as balanced over the groups as can be."""
     rows = itertools.zip_longest(*groups, fillvalue=_GAP)
     return [cast(T, x) for row in rows for x in row if x is not _GAP]
+
+
+def distinct(draw: Callable[[], T], n: int) -> list[T]:
+    """``n`` distinct draws in the order first drawn: a repeat is drawn again."""
+    found: dict[T, None] = {}
+    while len(found) < n:
+        found[draw()] = None
+    return list(found)
 
 
 def fill_count(unit_sizes: Sequence[int], budget: int) -> int:

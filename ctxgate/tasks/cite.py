@@ -13,6 +13,8 @@ need an entailment judge (``--nli-model`` or the LLM judge).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
+from typing import Any
 
 from ctxgate.metrics.registry import ALCE_ASQA, ALCE_QAMPARI, Metric
 from ctxgate.seeding import helmet_permutation, helmet_sample_draws
@@ -26,55 +28,45 @@ PREFIX = "Answer:"
 SHOTS = 2
 
 
-def _docs(doc_prompt: str, docs: list[tuple[str, str]]) -> list[str]:
+def _docs(doc_prompt: str, docs: Iterable[tuple[str, str]]) -> list[str]:
     return [doc_prompt.format(ID=i + 1, title=t, text=x) for i, (t, x) in enumerate(docs)]
 
 
 def build_cite(ctx: BuildContext, job: Job) -> Sample:
-    task = job.task
-    data = load_alce(task, ctx.data_dir)
+    data = load_alce(job.task, ctx.data_dir)
     at = helmet_permutation(len(data.items), ctx.seed)[job.index % len(data.items)]  # HELMET's sample i is ours
     item = data.items[at]
     # HELMET: random.seed before loading, then data.map draws random.sample(demos, 2) once per item in file order
     picks = helmet_sample_draws(len(data.items), len(data.demos), SHOTS, ctx.seed)[at]
-    demos = "\n\n\n".join(
-        data.demo_prompt.format(
-            **{
-                **data.demos[i],
-                "instruction": data.instruction,
-                "context": "\n\n".join(
-                    _docs(data.doc_prompt, [(d["title"], d["text"]) for d in data.demos[i]["docs"]])
-                ),
-            }
-        )
-        for i in picks
-    )
+
+    def demo(d: dict[str, Any]) -> str:
+        context = "\n\n".join(_docs(data.doc_prompt, ((x["title"], x["text"]) for x in d["docs"])))
+        return data.demo_prompt.format(**{**d, "instruction": data.instruction, "context": context})
+
+    demos = "\n\n\n".join(demo(data.demos[i]) for i in picks)
     head = f"{demos}\n\n\n{data.instruction}\n\nQuestion: {item.question}\n\n"
-    units = _docs(data.doc_prompt, list(item.docs))
+    units = _docs(data.doc_prompt, item.docs)
     if ctx.helmet_compat and job.length in ALCE_DOCS:
         ids, shown, _ = helmet_ids(ctx, job, head, "\n\n".join(units[: ALCE_DOCS[job.length]]), "", PREFIX, "\n\n")
         starts = itertools.accumulate((len(u) + 2 for u in units), initial=0)  # each document's offset, "\n\n" apart
         k = sum(1 for start, _ in zip(starts, units) if start < len(shown))  # the last shown may be cut
     else:
         ids, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, 1, "documents")
-    qampari = task == "alce_qampari"
     return job.sample(
         ids,
         tuple(a[0] for a in item.answers if a),
         PREFIX,
-        {
-            "item_id": item.key,
-            "num_docs": k,
-            "pool_exhausted": k == len(item.docs),
-            "demo_indices": list(picks),
-            "data_sha256": data.sha256,
-            # every document of the record: a citation to one not shown is still checked against it,
-            # as the reference does (only the cited ones are stored: judge.score.compact_input)
-            "judge_input": {
-                "question": item.question,
-                "docs": [list(d) for d in item.docs],
-                ("answers" if qampari else "short_answers"): [list(a) for a in item.answers],
-            },
+        item_id=item.key,
+        num_docs=k,
+        pool_exhausted=k == len(item.docs),
+        demo_indices=list(picks),
+        data_sha256=data.sha256,
+        # every document of the record: a citation to one not shown is still checked against it,
+        # as the reference does (only the cited ones are stored: judge.score.compact_input)
+        judge_input={
+            "question": item.question,
+            "docs": [list(d) for d in item.docs],
+            ("answers" if job.task == "alce_qampari" else "short_answers"): [list(a) for a in item.answers],
         },
     )
 

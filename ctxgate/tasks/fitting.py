@@ -7,8 +7,9 @@ cut still falls only on the context, never on the instruction, the demos or the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
+from ctxgate.sources.kilt import Demo, Passage
 from ctxgate.tasks.base import BuildContext, Job, fill_count, make_frame, need_room, too_short
 
 SEP = "\n\n"
@@ -54,6 +55,14 @@ def fit_units(
         k -= 1
 
 
+def passage_demos(demos: Iterable[Demo], passage_text: Callable[[Passage], str], question: str, answer: str) -> str:
+    """HELMET's demos for RAG and re-rank: each one's passages, then its question and answer, behind blank lines."""
+    return "".join(
+        SEP.join(map(passage_text, d.passages)) + f"\n\n{question}: {d.question}\n{answer}: {d.answer}" + SEP
+        for d in demos
+    )
+
+
 OMITTED = " ... [the rest of the text is omitted]"  # HELMET's suffix for a cut document
 MIN_DOCUMENT_TOKENS = 16
 
@@ -67,13 +76,15 @@ def fit_document(
     separator: str,
     text: str,
     suffix: str = OMITTED,
+    minimum: int = MIN_DOCUMENT_TOKENS,
+    what: str = "document tokens",
 ) -> tuple[tuple[int, ...], int, bool]:
     """Prompt ids with one long document (a book, a script, case files) between ``head`` and ``tail``, cut to
     what fits (ending with ``suffix``; HELMET's run-time cut of a pre-built context has none); also the
-    document's token count and whether it was cut."""
+    document's token count and whether it was cut. Fewer than ``minimum`` tokens of room is too short."""
     frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
     budget = frame.budget(job.length, job.gen)
-    need_room(job, budget - len(encoded_suffix(ctx, suffix)), MIN_DOCUMENT_TOKENS, "document tokens")
+    need_room(job, budget - len(encoded_suffix(ctx, suffix)), minimum, what)
     doc, cut = cut_document(ctx, text, budget, suffix)
     return frame.pre + doc + frame.post, len(doc), cut
 

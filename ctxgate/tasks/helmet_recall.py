@@ -11,22 +11,14 @@ from __future__ import annotations
 
 from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.sources.ruler_files import load_ruler_file, order
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room
-from ctxgate.tasks.fitting import cut_document
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
+from ctxgate.tasks.fitting import fit_document
+from ctxgate.tasks.niah import ANSWER_PREFIX, TEMPLATE_HEAD, TEMPLATE_TAIL, singular
 from ctxgate.tasks.registration import register
 
-ONE = (
-    "A special magic {type_needle_v} is hidden within the following text. Make sure to memorize it. I will quiz "
-    "you about the {type_needle_v} afterwards.\n",
-    "\nWhat is the special magic {type_needle_v} for {query} mentioned in the provided text?",
-    "The special magic {type_needle_v} for {query} mentioned in the provided text is",
-)
-MANY = (
-    "Some special magic {type_needle_v} are hidden within the following text. Make sure to memorize it. I will "
-    "quiz you about the {type_needle_v} afterwards.\n",
-    "\nWhat are all the special magic {type_needle_v} for {query} mentioned in the provided text?",
-    "The special magic {type_needle_v} for {query} mentioned in the provided text are",
-)
+# RULER's templates (niah.py), the answer prefix without its leading space; singular for one value
+MANY = (TEMPLATE_HEAD, TEMPLATE_TAIL, ANSWER_PREFIX.removeprefix(" "))
+ONE = tuple(map(singular, MANY))
 
 
 def build(ctx: BuildContext, job: Job) -> Sample:
@@ -37,15 +29,15 @@ def build(ctx: BuildContext, job: Job) -> Sample:
         part.format(type_needle_v=record.type_needle_v, query=record.query)
         for part in (MANY if task == "helmet_multivalue" else ONE)
     )
-    frame = make_frame(ctx, [head], [tail], prefix, separator="\n", prefix_after_chat=False)
-    budget = frame.budget(job.length, job.gen)
-    need_room(job, budget, 1, "context tokens")
-    context, cut = cut_document(ctx, record.context, budget, "")
+    ids, _, cut = fit_document(ctx, job, head, tail, prefix, "\n", record.context, "", 1, "context tokens")
     return job.sample(
-        frame.pre + context + frame.post,
+        ids,
         record.answers,
         prefix,
-        {"query": record.query, "context_cut": cut, "data_file": data.path, "data_sha256": data.sha256},
+        query=record.query,
+        context_cut=cut,
+        data_file=data.path,
+        data_sha256=data.sha256,
     )
 
 

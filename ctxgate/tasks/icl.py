@@ -127,61 +127,43 @@ def helmet_test_items(task: str, data_dir: str | None, seed: int) -> tuple[tuple
     return tuple(balance_labels([test[i] for i in shuffled(len(test), seed)], MAX_TEST, seed))
 
 
-def build_helmet(ctx: BuildContext, job: Job) -> Sample:
-    """HELMET's prompt for its test item ``index`` at one of its lengths."""
-    task = job.task
-    data = load_icl(task, ctx.data_dir, ctx.seed)
-    items = helmet_test_items(task, ctx.data_dir, ctx.seed)
-    question, label = items[job.index % len(items)]
-    local_seed = (int(hashlib.sha256(question.encode("utf-8")).hexdigest(), 16) + ctx.seed) % 2**31
-    shots = SHOTS[task][LENGTHS.index(job.length)]
-    demos = balance_labels(data.train, shots, local_seed)
-    mapping = list(range(SOURCES[task].num_labels))
-    random.Random(local_seed).shuffle(mapping)
-    context = "\n\n".join(f"{text}\nlabel: {mapping[lab]}" for text, lab in demos)
-    ids, cut = fit_context(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, context)
-    return job.sample(
-        ids,
-        (str(mapping[label]),),
-        ANSWER_PREFIX,
-        {
-            "shots_target": shots,
-            "demos": "helmet",
-            "context_cut": cut,
-            "label": label,
-            "mapped_label": mapping[label],
-            "data_sha256": data.sha256,
-        },
-    )
-
-
 def build_icl(ctx: BuildContext, job: Job) -> Sample:
-    task = job.task
-    if job.length in LENGTHS:
-        return build_helmet(ctx, job)
+    """At HELMET's lengths, HELMET's prompt for its test item ``index``, the demos' end cut to fit; at others, the
+    sample's own label mapping and demos (the same at every length), as many whole demos as fit."""
+    task, helmet = job.task, job.length in LENGTHS
     data = load_icl(task, ctx.data_dir, ctx.seed)
-    order = balanced_order(task, ctx.data_dir, ctx.seed)
-    question, label = data.test[order[job.index % len(order)]]
-    rng = random.Random(derive_seed("sample", task, job.index, ctx.seed))  # the same demos and mapping at every length
-    mapping = list(range(data.num_labels))
-    rng.shuffle(mapping)
-    target = target_shots(task, job.length)
-    demos = demo_rounds(data, question, target, rng)
+    if helmet:
+        items = helmet_test_items(task, ctx.data_dir, ctx.seed)
+        question, label = items[job.index % len(items)]
+        local_seed = (int(hashlib.sha256(question.encode("utf-8")).hexdigest(), 16) + ctx.seed) % 2**31
+        target = SHOTS[task][LENGTHS.index(job.length)]
+        demos = balance_labels(data.train, target, local_seed)
+        mapping = list(range(SOURCES[task].num_labels))
+        random.Random(local_seed).shuffle(mapping)
+    else:
+        order = balanced_order(task, ctx.data_dir, ctx.seed)
+        question, label = data.test[order[job.index % len(order)]]
+        rng = random.Random(derive_seed("sample", task, job.index, ctx.seed))
+        mapping = list(range(data.num_labels))
+        rng.shuffle(mapping)
+        target = target_shots(task, job.length)
+        demos = demo_rounds(data, question, target, rng)
     units = [f"{text}\nlabel: {mapping[lab]}" for text, lab in demos]
-    ids, k = fit_units(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", units, 1, "demos")
+    if helmet:
+        ids, cut = fit_context(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n\n".join(units))
+        how: dict[str, object] = {"demos": "helmet", "context_cut": cut}
+    else:
+        ids, k = fit_units(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", units, 1, "demos")
+        how = {"shots": k, "rounds": k / data.num_labels, "demos": "placed"}
     return job.sample(
         ids,
         (str(mapping[label]),),
         ANSWER_PREFIX,
-        {
-            "shots_target": target,
-            "shots": k,
-            "label": label,
-            "mapped_label": mapping[label],
-            "rounds": k / data.num_labels,
-            "demos": "placed",
-            "data_sha256": data.sha256,
-        },
+        shots_target=target,
+        label=label,
+        mapped_label=mapping[label],
+        data_sha256=data.sha256,
+        **how,
     )
 
 

@@ -47,13 +47,11 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
             ids,
             tuple(map(str, answers)),
             ANSWER_PREFIX,
-            {
-                "source": "helmet_file",
-                "context_cut": cut,
-                "num_kvs": row.get("num_kvs"),
-                "data_file": f.path,
-                "data_sha256": f.sha256,
-            },
+            source="helmet_file",
+            context_cut=cut,
+            num_kvs=row.get("num_kvs"),
+            data_file=f.path,
+            data_sha256=f.sha256,
         )
     enc = ctx.encoder
     target_key, target_value = _uuid(rng), _uuid(rng)
@@ -82,14 +80,12 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
         ids,
         (target_value,),
         ANSWER_PREFIX,
-        {
-            "depth": depth,
-            "position": position,
-            "num_kvs": len(entries),
-            "target_offset": offset,
-            "key": target_key,
-            "source": "generated",
-        },
+        depth=depth,
+        position=position,
+        num_kvs=len(entries),
+        target_offset=offset,
+        key=target_key,
+        source="generated",
     )
 
 

@@ -1,13 +1,8 @@
 """HELMET LongQA: InfiniteBench English book QA (ROUGE-L F1), multiple choice (accuracy) and NarrativeQA (judged).
 
-Prompts (HELMET, verbatim; its user text and the answer prefix are joined by a blank line):
-QA ``You are given a story and a question. Answer the question as concisely as you can, using a single phrase if
-possible.\\n\\n{demo}{context}\\n\\nQuestion: {question}\\n\\nAnswer:``; MC ``You are given a story and a question with
-multiple choices. Choose the best answer from the options provided. Only one of the following options is correct,
-output the answer using one single letter (A, B, C, or D). Don't say anything else.\\n\\n{demo}{context}\\n\\nQuestion:
-{question}\\nOptions:\\n{options}\\n\\nAnswer:``. The two demos show other questions with ``[story text]`` in place of
-their book, between ``For example:\\n\\n`` and ``\\n\\nNow, read the following story:\\n\\n``. The chat template is on
-(HELMET's policy for LongQA) when the model has one; 10 new tokens.
+Prompts (HELMET's, verbatim: the texts below; user text and answer prefix joined by a blank line): the instruction,
+two demos that show other questions with ``[story text]`` in place of their book, the book, then the question (and
+the options). The chat template is on (HELMET's policy for LongQA) when the model has one; 10 new tokens.
 
 The book is cut from the end to what fits at L in the model's tokenizer, ending with
 `` ... [the rest of the text is omitted]``; everything else is kept whole.
@@ -15,7 +10,8 @@ The book is cut from the end to what fits at L in the model's tokenizer, ending 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from ctxgate.metrics.registry import MC_ACCURACY, NARRATIVEQA_JUDGE, ROUGE_L_F1, Metric
@@ -49,15 +45,18 @@ def gold_letter(book: Book) -> str:
     return "ABCD"[book.options.index(book.answers[0])]
 
 
+def for_example(shots: Iterable[str], then: str = "read the following story") -> str:
+    """HELMET's demos for a long document: shots with ``[story text]`` or nothing for their own document."""
+    return "For example:\n\n" + "\n\n".join(shots) + f"\n\nNow, {then}:\n\n"
+
+
 def demo_block(task: str, demos: list[Book]) -> str:
     if task == "infbench_mc":
-        shots = [
+        return for_example(
             f"[story text]\nQuestion: {d.question}\nOptions:\n{options_text(d)}\nAnswer: {gold_letter(d)}"
             for d in demos
-        ]
-    else:
-        shots = [f"[story text]\nQuestion: {d.question}\nAnswer: {d.answers[0]}" for d in demos]
-    return "For example:\n\n" + "\n\n".join(shots) + "\n\nNow, read the following story:\n\n"
+        )
+    return for_example(f"[story text]\nQuestion: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
 
 
 def kept_infbench(task: str, ctx: BuildContext) -> tuple[int, ...]:
@@ -92,14 +91,12 @@ def build_longqa(ctx: BuildContext, job: Job) -> Sample:
         ids,
         answers,
         ANSWER_PREFIX,
-        {
-            "book_id": book.key,
-            "story_tokens": story_tokens,
-            "truncated": cut,
-            "pool_exhausted": not cut,
-            "demo_ids": [d.key for d in demos],
-            "data_sha256": data.sha256,
-        },
+        book_id=book.key,
+        story_tokens=story_tokens,
+        truncated=cut,
+        pool_exhausted=not cut,
+        demo_ids=[d.key for d in demos],
+        data_sha256=data.sha256,
     )
 
 
@@ -145,42 +142,31 @@ def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
     item = data.items[order[at]]
     draw = helmet_unseeded_seeds(ctx.seed, len(order))[at]
     demos = [data.demos[i] for i in helmet_first(len(data.demos), draw, SHOTS)]
-    head = (
-        NQA_INSTRUCTION
-        + "For example:\n\n"
-        + "\n\n".join(f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
-        + "\n\nNow, use the following story to answer the question:\n\n"
-    )
+    shots = (f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
+    head = NQA_INSTRUCTION + for_example(shots, "use the following story to answer the question")
     tail = f"\n\nQuestion: {item.question}"
     ids, story_tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n", item.context)
     return job.sample(
         ids,
         item.answers,
         ANSWER_PREFIX,
-        {
-            "item_id": item.key,
-            "story_tokens": story_tokens,
-            "truncated": cut,
-            "pool_exhausted": not cut,
-            "data_sha256": data.sha256,
-            "judge_input": {"question": item.question, "answers": list(item.answers)},
-        },
+        item_id=item.key,
+        story_tokens=story_tokens,
+        truncated=cut,
+        pool_exhausted=not cut,
+        data_sha256=data.sha256,
+        judge_input={"question": item.question, "answers": list(item.answers)},
     )
 
 
 @register
 def narrativeqa() -> TaskSpec:
-    return TaskSpec(
-        name="narrativeqa",
-        suite="helmet",
-        category="longqa",
-        metric=NARRATIVEQA_JUDGE,
+    description = "NarrativeQA over whole books and scripts (LLM judge: fluency x correctness)"
+    return replace(
+        _spec("narrativeqa", NARRATIVEQA_JUDGE, description),
         tokens_to_generate=100,
         build=build_narrativeqa,
         markers=("judge",),
-        scoring_prefix=ANSWER_PREFIX,
-        chat_template=True,
-        description="NarrativeQA over whole books and scripts (LLM judge: fluency x correctness)",
         pool_size=lambda ctx, length: len(kept_books(ctx)),
     )
 

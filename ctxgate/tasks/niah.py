@@ -10,16 +10,7 @@ from dataclasses import dataclass
 from ctxgate.data import words
 from ctxgate.data.haystacks import NOISE_LINE, essay_tokens, load_essay
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import (
-    BuildContext,
-    Job,
-    Sample,
-    TaskSpec,
-    fill_fresh,
-    make_frame,
-    need_room,
-    ran_out,
-)
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, distinct, fill_fresh, make_frame, need_room, ran_out
 from ctxgate.tasks.registration import register
 from ctxgate.textcodec import PieceEncoder
 
@@ -84,11 +75,7 @@ def join_query(keys: list[str]) -> str:
 
 def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     enc, rng = ctx.encoder, job.rng
-    keys: list[str] = []
-    while len(keys) < cfg.num_keys:
-        k = make_key(rng, cfg.type_key)
-        if k not in keys:
-            keys.append(k)
+    keys = distinct(lambda: make_key(rng, cfg.type_key), cfg.num_keys)
     values = [[make_value(rng, cfg.type_value) for _ in range(cfg.num_values)] for _ in keys]
     needles = [NEEDLE.format(type_needle_v=cfg.type_value, key=k, value=v) for k, vs in zip(keys, values) for v in vs]
     rng.shuffle(needles)
@@ -118,13 +105,15 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
         # RULER puts these needles at random lines, not at its depths: where each landed, in percent of the context
         depths = [round(100 * at / max(1, len(context))) for _, at in placed]
     ids = frame.pre + tuple(context) + frame.post
-    meta = {
-        "needle_offsets": [len(frame.pre) + at for _, at in placed],
-        "needles": [needle for needle, _ in placed],
-        "depths": depths,
-        "haystack_units": units,
-    }
-    return job.sample(ids, answers, answer_prefix, meta)
+    return job.sample(
+        ids,
+        answers,
+        answer_prefix,
+        needle_offsets=[len(frame.pre) + at for _, at in placed],
+        needles=[needle for needle, _ in placed],
+        depths=depths,
+        haystack_units=units,
+    )
 
 
 def _line_haystack(
@@ -176,12 +165,7 @@ def _line_haystack(
 
 
 def _assemble_lines(
-    enc: PieceEncoder,
-    job: Job,
-    lines: list[str],
-    needles: list[str],
-    known: dict[str, tuple[int, ...]],
-    sep: str,
+    enc: PieceEncoder, job: Job, lines: list[str], needles: list[str], known: dict[str, tuple[int, ...]], sep: str
 ) -> tuple[list[int], list[tuple[str, int]], int]:
     """A line haystack's ids: the first line bare, every other behind the separator; where the needles landed."""
     need_room(job, len(lines) - len(needles), 1)
@@ -198,11 +182,7 @@ def _assemble_lines(
 
 
 def _essay_context(
-    ctx: BuildContext,
-    job: Job,
-    needles: list[str],
-    known: dict[str, tuple[int, ...]],
-    room: int,
+    ctx: BuildContext, job: Job, needles: list[str], known: dict[str, tuple[int, ...]], room: int
 ) -> tuple[list[int], list[tuple[str, int]], int, list[int]]:
     """The essay's leading sentences that fit in ``room`` (RULER never repeats its haystack, and neither does this),
     with the needles at RULER's depths: the ids, where each needle landed, the sentences used and the depths."""

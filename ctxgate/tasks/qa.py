@@ -23,8 +23,14 @@ def _header(i: int) -> str:
     return f"Document {i}:\n" if i == 1 else f"\n\nDocument {i}:\n"
 
 
-def build_qa(pool: qa_data.QAPool, ctx: BuildContext, job: Job) -> Sample:
-    enc, rng = ctx.encoder, job.rng
+def load_pool(task: str, ctx: BuildContext) -> qa_data.QAPool:
+    if task == "qa_1":
+        return qa_data.load_squad(ctx.squad_source or qa_data.DEFAULT_SQUAD)
+    return qa_data.load_hotpotqa(ctx.hotpotqa_source or qa_data.DEFAULT_HOTPOTQA)
+
+
+def build_qa(ctx: BuildContext, job: Job) -> Sample:
+    enc, rng, pool = ctx.encoder, job.rng, load_pool(job.task, ctx)
     # Questions are taken in a seeded order without replacement, so samples of a case ask different questions.
     order = seeded_order(len(pool.questions), "qa-order", job.task, ctx.seed)
     q = pool.questions[order[job.index % len(order)]]
@@ -39,12 +45,8 @@ def build_qa(pool: qa_data.QAPool, ctx: BuildContext, job: Job) -> Sample:
     # RULER: a length that needs more documents than the data holds gets the whole pool again, as often as it takes
     # (the gold documents included), so the prompt always fills the length
     sizes = [len(ids) for ids in enc.encode_many([pool.docs[d] for d in candidates])]
-    k, used = 0, 0
-    for n in itertools.count(1):
-        used += sizes[(n - 1) % len(sizes)] + enc.count(_header(n))
-        if used > budget:
-            break
-        k = n
+    used = itertools.accumulate(sizes[(n - 1) % len(sizes)] + enc.count(_header(n)) for n in itertools.count(1))
+    k = sum(1 for _ in itertools.takewhile(lambda total: total <= budget, used))
     need_room(job, k, len(q.gold), "documents (the gold ones included)")
     chosen = [candidates[i % len(candidates)] for i in range(k)]
     rng.shuffle(chosen)  # per sample, so the gold document is not at the same place in every sample
@@ -54,24 +56,14 @@ def build_qa(pool: qa_data.QAPool, ctx: BuildContext, job: Job) -> Sample:
         ids,
         q.answers,
         ANSWER_PREFIX,
-        {
-            "num_docs": k,
-            "gold_documents": [chosen.index(g) + 1 for g in q.gold],
-            "data_sha256": pool.sha256,
-            "pool_passes": -(-k // len(candidates)),  # over 1: the pool was repeated to fill the length
-        },
+        num_docs=k,
+        gold_documents=[chosen.index(g) + 1 for g in q.gold],
+        data_sha256=pool.sha256,
+        pool_passes=-(-k // len(candidates)),  # over 1: the pool was repeated to fill the length
     )
 
 
 def _spec(name: str, description: str) -> TaskSpec:
-    def load(ctx: BuildContext) -> qa_data.QAPool:
-        if name == "qa_1":
-            return qa_data.load_squad(ctx.squad_source or qa_data.DEFAULT_SQUAD)
-        return qa_data.load_hotpotqa(ctx.hotpotqa_source or qa_data.DEFAULT_HOTPOTQA)
-
-    def build(ctx: BuildContext, job: Job) -> Sample:
-        return build_qa(load(ctx), ctx, job)
-
     return TaskSpec(
         name=name,
         suite="ruler",
@@ -79,9 +71,9 @@ def _spec(name: str, description: str) -> TaskSpec:
         category="qa",
         metric=STRING_MATCH_PART,
         tokens_to_generate=32,
-        build=build,
+        build=build_qa,
         description=description,
-        pool_size=lambda ctx, length: len(load(ctx).questions),
+        pool_size=lambda ctx, length: len(load_pool(name, ctx).questions),
     )
 
 

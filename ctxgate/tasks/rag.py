@@ -1,9 +1,8 @@
 """HELMET RAG: NQ, TriviaQA, PopQA and HotpotQA over hard-negative passages (KILT Wikipedia).
 
-Prompt (HELMET, verbatim): ``Use the given documents to write a concise and short answer to the question. Write
-your answer in the following format:\\nAnswer: [answer]\\n\\n{demos}{context}\\n\\nQuestion: {question}\\nAnswer:``,
-passages ``Document (Title: {title}): {text}`` joined by blank lines, two demos
-``{passages}\\n\\nQuestion: {q}\\nAnswer: {a}``. No chat template; 20 new tokens; SubEM.
+Prompt (HELMET's, ``INSTRUCTION`` verbatim): ``{INSTRUCTION}{demos}{context}\\n\\nQuestion: {question}\\nAnswer:``,
+passages ``Document (Title: {title}): {text}`` joined by blank lines, two demos ``{passages}\\n\\nQuestion:
+{q}\\nAnswer: {a}``. No chat template; 20 new tokens; SubEM.
 
 At a length HELMET has a file for (``kilt/*_k50`` at 8K ... ``_k1000`` at 128K) the prompt is HELMET's own: the
 file's lines for its 100 sampled questions in file order, each line's passages as placed, the context's end cut
@@ -18,9 +17,9 @@ from __future__ import annotations
 from ctxgate.metrics.registry import HELMET_SUBEM
 from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.helmet_files import HelmetFile, load_rag_file, pick_demos
-from ctxgate.sources.kilt import Demo, Passage, Pool, load_rag
+from ctxgate.sources.kilt import Demo, Passage, load_rag
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
-from ctxgate.tasks.fitting import SEP, fit_context, fit_units
+from ctxgate.tasks.fitting import SEP, fit_context, fit_units, passage_demos
 from ctxgate.tasks.registration import register
 
 INSTRUCTION = (
@@ -38,10 +37,7 @@ def passage_text(p: Passage) -> str:
 
 
 def demo_text(demos: list[Demo]) -> str:
-    return "".join(
-        SEP.join(passage_text(p) for p in d.passages) + f"\n\nQuestion: {d.question}\nAnswer: {d.answer}" + SEP
-        for d in demos
-    )
+    return passage_demos(demos, passage_text, "Question", "Answer")
 
 
 def passages(ctxs: list[dict[str, str]]) -> tuple[Passage, ...]:
@@ -65,25 +61,31 @@ def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
         ids,
         tuple(str(a) for a in row["answers"]),
         ANSWER_PREFIX,
-        {
-            "question_id": str(key),
-            "num_passages": len(row["ctxs"]),
-            "passages": "helmet_file",
-            "context_cut": cut,
-            "data_file": f.path,
-            "demo_ids": [str(d[f.key]) for d in demos],
-            "data_sha256": f.sha256,
-        },
+        question_id=str(key),
+        num_passages=len(row["ctxs"]),
+        passages="helmet_file",
+        context_cut=cut,
+        data_file=f.path,
+        demo_ids=[str(d[f.key]) for d in demos],
+        data_sha256=f.sha256,
     )
 
 
-def build_rag(pool: Pool, ctx: BuildContext, job: Job) -> Sample:
+def copies(task: str) -> int:
+    """Samples per question: one per gold depth, or per permutation of HotpotQA's passages."""
+    return PERMUTATIONS if task == "kilt_hotpotqa" else len(DEPTHS)
+
+
+def build_rag(ctx: BuildContext, job: Job) -> Sample:
     task, index = job.task, job.index
+    f = load_rag_file(task, ctx.data_dir or "", job.length, ctx.seed)
+    if f is not None:
+        return build_from_file(f, ctx, job)
+    pool = load_rag(task, ctx.data_dir)
     multi_gold = task == "kilt_hotpotqa"
-    copies = PERMUTATIONS if multi_gold else len(DEPTHS)
     order = seeded_order(len(pool.items), "questions", task, ctx.seed)
-    item = pool.items[order[(index // copies) % len(order)]]
-    copy = index % copies
+    item = pool.items[order[(index // copies(task)) % len(order)]]
+    copy = index % copies(task)
     # Two demos per question, the same at every depth and length, never the question itself.
     avoid = {item.key, item.question}
     demos = seeded_sample(
@@ -110,32 +112,22 @@ def build_rag(pool: Pool, ctx: BuildContext, job: Job) -> Sample:
         ids,
         item.answers,
         ANSWER_PREFIX,
-        {
-            "question_id": item.key,
-            "num_passages": k,
-            "gold_positions": [shown.index(g) + 1 for g in range(len(gold))],
-            "depth": None if multi_gold else DEPTHS[copy],
-            "permutation": copy if multi_gold else None,
-            "demo_ids": [d.key for d in demos],
-            "pool_exhausted": k == len(candidates),
-            "passages": "placed",
-            "data_sha256": pool.sha256,
-        },
+        question_id=item.key,
+        num_passages=k,
+        gold_positions=[shown.index(g) + 1 for g in range(len(gold))],
+        depth=None if multi_gold else DEPTHS[copy],
+        permutation=copy if multi_gold else None,
+        demo_ids=[d.key for d in demos],
+        pool_exhausted=k == len(candidates),
+        passages="placed",
+        data_sha256=pool.sha256,
     )
 
 
 def _spec(name: str, description: str) -> TaskSpec:
-    def build(ctx: BuildContext, job: Job) -> Sample:
-        f = load_rag_file(name, ctx.data_dir or "", job.length, ctx.seed)
-        if f is not None:
-            return build_from_file(f, ctx, job)
-        return build_rag(load_rag(name, ctx.data_dir), ctx, job)
-
     def pool_size(ctx: BuildContext, length: int) -> int:
         f = load_rag_file(name, ctx.data_dir or "", length, ctx.seed)
-        if f is not None:
-            return len(f.rows)
-        return len(load_rag(name, ctx.data_dir).items) * (PERMUTATIONS if name == "kilt_hotpotqa" else len(DEPTHS))
+        return len(f.rows) if f is not None else len(load_rag(name, ctx.data_dir).items) * copies(name)
 
     return TaskSpec(
         name=name,
@@ -143,10 +135,10 @@ def _spec(name: str, description: str) -> TaskSpec:
         category="rag",
         metric=HELMET_SUBEM,
         tokens_to_generate=20,
-        build=build,
+        build=build_rag,
         scoring_prefix=ANSWER_PREFIX,
         description=description,
-        default_samples=300 if name == "kilt_hotpotqa" else 600,  # HELMET: 100 questions x every depth or permutation
+        default_samples=100 * copies(name),  # HELMET: 100 questions x every depth or permutation
         pool_size=pool_size,
     )
 

@@ -1,11 +1,8 @@
 """HELMET Re-rank: MS MARCO passages (TREC DL 2019 judgments), ranked by the model, scored by NDCG@10.
 
-Prompt (HELMET, verbatim, "relelvant" included): ``You are provided with a list of documents, each indicated by
-their ID. Rank each document based on their relevance to the question in descending order from most relelvant to
-least relevant texts. Include all documents in the rankings. Write your answer using the unique IDs, with the
-following format:\\nRanking: ID3 > ID1 > ID2\\n\\n{demos}{context}\\n\\nQuery: {question}\\nRanking:``; passages
-``[ID: {id}] Document (Title: {title}): {text}`` (no title: ``[ID: {id}] Document: {text}``); two demos of another
-query with their gold ranking. No chat template; 200 new tokens.
+Prompt (HELMET's, ``INSTRUCTION`` verbatim, "relelvant" included): ``{INSTRUCTION}{demos}{context}\\n\\nQuery:
+{question}\\nRanking:``; passages ``[ID: {id}] Document (Title: {title}): {text}`` (no title: ``[ID: {id}] Document:
+{text}``); two demos of another query with their gold ranking. No chat template; 200 new tokens.
 
 At a length HELMET has a file for (``msmarco/test_reranking_data_k50_dep3.jsonl`` at 8K ... ``_k1000`` at 128K)
 the prompt is HELMET's own, from the file's lines as placed (``sources/helmet_files.py``). At other lengths the
@@ -21,9 +18,9 @@ from ctxgate.metrics.registry import NDCG_AT_10
 from ctxgate.seeding import derive_seed, seeded_order, seeded_sample
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.helmet_files import HelmetFile, load_msmarco_file, pick_demos
-from ctxgate.sources.kilt import Demo, Passage, load_msmarco
+from ctxgate.sources.kilt import Passage, load_msmarco, ranked_demo
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, interleave
-from ctxgate.tasks.fitting import SEP, fit_context, fit_units
+from ctxgate.tasks.fitting import SEP, fit_context, fit_units, passage_demos
 from ctxgate.tasks.registration import register
 
 INSTRUCTION = (
@@ -41,13 +38,6 @@ def passage_text(p: Passage) -> str:
     if p.title:
         return f"[ID: {p.pid}] Document (Title: {p.title}): {p.text}"
     return f"[ID: {p.pid}] Document: {p.text}"
-
-
-def demo_text(demos: list[Demo]) -> str:
-    return "".join(
-        SEP.join(passage_text(p) for p in d.passages) + f"\n\nQuery: {d.question}\nRanking: {d.answer}" + SEP
-        for d in demos
-    )
 
 
 def balanced(passages: tuple[Passage, ...], rng: random.Random) -> list[Passage]:
@@ -73,30 +63,23 @@ def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
             raise DataUnavailable(f"{f.path}: a passage's label is {label!r}, where HELMET's files hold a number")
         return Passage(str(c["title"]) if titled else "", str(c["text"]), str(c["id"]), int(label))
 
-    def demo(qid: object, query: str, ctxs: list[dict[str, object]]) -> Demo:
-        passages = tuple(map(passage, ctxs))
-        ranking = " > ".join(p.pid for p in sorted(passages, key=lambda p: p.label, reverse=True))
-        return Demo(str(qid), query, ranking, passages)
-
     picked = pick_demos(f.demos, "qid", row["qid"], SHOTS, exclude_same=True)
-    demos = [demo(d["qid"], d["query"], d["ctxs"]) for d in picked]
+    demos = [ranked_demo(str(d["qid"]), d["query"], tuple(map(passage, d["ctxs"]))) for d in picked]
     shown = [passage(c) for c in row["ctxs"]]
-    head, tail = INSTRUCTION + demo_text(demos), f"\n\nQuery: {row['query']}"
+    head, tail = INSTRUCTION + passage_demos(demos, passage_text, "Query", "Ranking"), f"\n\nQuery: {row['query']}"
     ids, cut = fit_context(ctx, job, head, tail, ANSWER_PREFIX, SEP.join(map(passage_text, shown)))
     return job.sample(
         ids,
         tuple(f"{p.pid}:{p.label}" for p in shown),
         ANSWER_PREFIX,
-        {
-            "qid": str(row["qid"]),
-            "num_passages": len(shown),
-            "passages": "helmet_file",
-            "context_cut": cut,
-            "shown_ids": [p.pid for p in shown],
-            "demo_ids": [d.key for d in demos],
-            "data_file": f.path,
-            "data_sha256": f.sha256,
-        },
+        qid=str(row["qid"]),
+        num_passages=len(shown),
+        passages="helmet_file",
+        context_cut=cut,
+        shown_ids=[p.pid for p in shown],
+        demo_ids=[d.key for d in demos],
+        data_file=f.path,
+        data_sha256=f.sha256,
     )
 
 
@@ -116,7 +99,7 @@ def build_rerank(ctx: BuildContext, job: Job) -> Sample:
     def layout(k: int) -> list[int]:
         return list(seeded_order(k, "permutation", item.key, perm, k, ctx.seed))
 
-    head, tail = INSTRUCTION + demo_text(demos), f"\n\nQuery: {item.question}"
+    head, tail = INSTRUCTION + passage_demos(demos, passage_text, "Query", "Ranking"), f"\n\nQuery: {item.question}"
     ids, k = fit_units(
         ctx, job, head, tail, ANSWER_PREFIX, "\n", [passage_text(p) for p in kept], 2, "passages", layout
     )
@@ -125,17 +108,15 @@ def build_rerank(ctx: BuildContext, job: Job) -> Sample:
         ids,
         tuple(f"{p.pid}:{p.label}" for p in shown),
         ANSWER_PREFIX,
-        {
-            "qid": item.key,
-            "num_passages": k,
-            "permutation": perm,
-            "pool_exhausted": k == len(kept),
-            "shown_ids": [p.pid for p in shown],
-            "labels": {str(lab): sum(p.label == lab for p in shown) for lab in sorted({p.label for p in shown})},
-            "demo_ids": [d.key for d in demos],
-            "passages": "placed",
-            "data_sha256": pool.sha256,
-        },
+        qid=item.key,
+        num_passages=k,
+        permutation=perm,
+        pool_exhausted=k == len(kept),
+        shown_ids=[p.pid for p in shown],
+        labels={str(lab): sum(p.label == lab for p in shown) for lab in sorted({p.label for p in shown})},
+        demo_ids=[d.key for d in demos],
+        passages="placed",
+        data_sha256=pool.sha256,
     )
 
 

@@ -27,10 +27,7 @@ from ctxgate.textcodec import PieceEncoder
 # fewer than this without the BOS
 HELMET_MIN_TOKENS = {
     "narrativeqa": 131073,
-    "multi_lexsum": 65536,
-    "infbench_qa": 65536,
-    "infbench_mc": 65536,
-    "infbench_sum": 65536,
+    **dict.fromkeys(("multi_lexsum", "infbench_qa", "infbench_mc", "infbench_sum"), 65536),
 }
 _KEPT: dict[tuple[str, str, str], tuple[int, ...]] = {}  # (task, data digest, tokenizer) -> indices kept
 

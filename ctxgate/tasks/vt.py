@@ -7,7 +7,7 @@ import string
 
 from ctxgate.data.haystacks import NOISE_LINE
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, distinct, make_frame, need_room
 from ctxgate.tasks.registration import register
 
 HEAD = "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n"
@@ -21,11 +21,7 @@ EXAMPLE_TOKENS = 500  # RULER builds its one-shot example at about 500 tokens
 
 
 def _chain(rng: random.Random, name_len: int) -> tuple[list[str], str, list[str]]:
-    names: list[str] = []
-    while len(names) < NUM_HOPS + 1:
-        name = "".join(rng.choices(string.ascii_uppercase, k=name_len))
-        if name not in names:
-            names.append(name)
+    names = distinct(lambda: "".join(rng.choices(string.ascii_uppercase, k=name_len)), NUM_HOPS + 1)
     value = str(rng.randint(10000, 99999))
     # RULER writes each hop with a trailing space ("VAR B = VAR A "), the first binding without
     lines = [f"VAR {names[0]} = {value}"] + [f"VAR {names[j + 1]} = VAR {names[j]} " for j in range(NUM_HOPS)]
@@ -67,9 +63,7 @@ def build_vt(ctx: BuildContext, job: Job) -> Sample:
     lines, placed = _noise_with_chain(n_noise, chain, rng)
     pieces = [lines[0]] + ["\n" + line for line in lines[1:]]
     ids = frame.pre + tuple(i for p in enc.encode_many(pieces) for i in p) + frame.post
-    return job.sample(
-        ids, tuple(names), answer_prefix, {"chain": chain, "chain_lines": placed, "haystack_units": n_noise}
-    )
+    return job.sample(ids, tuple(names), answer_prefix, chain=chain, chain_lines=placed, haystack_units=n_noise)
 
 
 @register

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 KINDS = ("wandb", "tensorboard", "mlflow")
+Table = tuple[list[str], list[list[Any]]]  # the per-case table: columns, rows
 
 
 @dataclass(frozen=True)
@@ -43,14 +44,7 @@ def parse_target(text: str, run: str | None) -> Target:
     return Target(kind, where.strip() or None, run or (os.environ.get(env) if env else None))
 
 
-def log(
-    target: Target,
-    step: int | None,
-    values: dict[str, float],
-    table: tuple[list[str], list[list[Any]]],
-    report_file: Path,
-    name: str,
-) -> str:
+def log(target: Target, step: int | None, values: dict[str, float], table: Table, report_file: Path, name: str) -> str:
     """Log to one tracker; returns where it went, for the terminal."""
     return {"wandb": _wandb, "tensorboard": _tensorboard, "mlflow": _mlflow}[target.kind](
         target, step, values, table, report_file, name
@@ -72,15 +66,10 @@ def _wandb(target: Target, step: int | None, values: dict[str, float], table: An
         run.define_metric("train/global_step")
         run.define_metric("ctxgate/*", step_metric="train/global_step")
         columns, rows = table
+        cases = wandb.Table(columns=columns, data=rows)
+        # the same values as a table: readable in the offline run's files
         summary = wandb.Table(columns=["metric", "value"], data=[[k, v] for k, v in sorted(values.items())])
-        run.log(
-            {
-                **values,
-                "ctxgate/cases": wandb.Table(columns=columns, data=rows),
-                "ctxgate/summary": summary,  # the same values as a table: readable in the offline run's files
-                "train/global_step": step or 0,
-            }
-        )
+        run.log({**values, "ctxgate/cases": cases, "ctxgate/summary": summary, "train/global_step": step or 0})
         artifact = wandb.Artifact(f"ctxgate-report-{run.id}", type="ctxgate-report")
         artifact.add_file(str(report_file), name="report.json")
         run.log_artifact(artifact)
@@ -90,7 +79,7 @@ def _wandb(target: Target, step: int | None, values: dict[str, float], table: An
 
 
 def _tensorboard(
-    target: Target, step: int | None, values: dict[str, float], table: Any, report_file: Path, name: str
+    target: Target, step: int | None, values: dict[str, float], table: Table, report_file: Path, name: str
 ) -> str:
     from torch.utils.tensorboard import SummaryWriter
 
@@ -107,7 +96,7 @@ def _tensorboard(
 
 
 def _mlflow(
-    target: Target, step: int | None, values: dict[str, float], table: Any, report_file: Path, name: str
+    target: Target, step: int | None, values: dict[str, float], table: Table, report_file: Path, name: str
 ) -> str:
     import mlflow
 

@@ -21,14 +21,7 @@ from ctxgate.backends.formats import WrongFlag, kind_of
 from ctxgate.gate.baseline import regression_verdict
 from ctxgate.records.io import atomic_write
 from ctxgate.run.case import CaseResult
-from ctxgate.run.options import (
-    EVALUATION,
-    SEQUENTIAL_OPTIONS,
-    OptionError,
-    opening,
-    samples_problem,
-    sequential_problem,
-)
+from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, OptionError
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.steps import training_step
 from ctxgate.workflows import refuse
@@ -232,37 +225,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ctxgate.gate.thresholds import ThresholdsError, thresholds_here
-    from ctxgate.lengths import LengthError, parse_lengths
+    from ctxgate.gate.plan import make_plan
     from ctxgate.run.compose import ModelError
-    from ctxgate.tasks.registry import task_names
-    from ctxgate.workflows.evaluate import EvalSettings, check_overrides_on, evaluate_checkpoint, select_cases
+    from ctxgate.workflows.evaluate import check_overrides_on, evaluate_checkpoint, select_cases
 
     try:
-        thresholds = thresholds_here(args.thresholds, task_names())
-        problem = samples_problem(args.samples)
-        if args.sequential:
-            problem = problem or sequential_problem(args.sequential_alpha, args.sequential_min)
-        if problem:
-            raise BisectError(problem)
-        settings = EvalSettings(
-            opening(lambda dest: getattr(args, dest), Path.cwd()),
-            parse_lengths(args.lengths),
-            samples=args.samples,
-            sequential_alpha=args.sequential_alpha if args.sequential else None,
-            sequential_min=args.sequential_min,
-            base_model=args.base_model,
-            config_from=args.config_from,
-        )
-        cases = select_cases(args.k, settings.lengths)
+        plan = make_plan(lambda dest: getattr(args, dest, None), Path.cwd())
+        cases = select_cases(args.k, plan.lengths)
         if not cases:
             raise BisectError(f"-k {args.k!r} selects no case at lengths {args.lengths}")
         checkpoints = order_checkpoints(args.checkpoints)
         good = 0 if args.good is None else resolve_end(checkpoints, args.good)
         bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
-        check_overrides_on(checkpoints[good], settings)  # the reference's config: every probe is compared with it
-
-        spec, fan_out = settings.opening, 1
+        spec, fan_out = plan.opening, 1
+        check_overrides_on(checkpoints[good], spec)  # the reference's config: every probe is compared with it
         if spec.ray is not None:  # a probe per replica the cluster holds, each round
             from ctxgate.backends.hf import BackendError
             from ctxgate.run.cluster import slots
@@ -271,12 +247,13 @@ def main(args: argparse.Namespace) -> int:
                 fan_out = max(1, slots(spec.ray, spec.ray_resource))
             except BackendError as exc:
                 raise BisectError(str(exc)) from None
-        tolerance_for = (lambda t, L: args.tolerance) if args.tolerance is not None else thresholds.tolerance_for
+        thresholds = plan.thresholds
+        tolerance_for = thresholds.tolerance_for if args.tolerance is None else (lambda t, L: args.tolerance)
 
         def evaluate(path, reference, together):  # noqa: ANN001, ANN202
             print(f"evaluating {path.name} ...", flush=True)
             # on a cluster, the checkpoints probed side by side share its replicas
-            mine = replace(settings, opening=replace(spec, ray_replicas=max(1, fan_out // together)))
+            mine = replace(plan, opening=replace(spec, ray_replicas=max(1, fan_out // together)))
             try:
                 return evaluate_checkpoint(path, cases, mine, reference, tolerance_for)
             except ModelError as exc:
@@ -289,7 +266,7 @@ def main(args: argparse.Namespace) -> int:
         result = bisect(
             checkpoints, good, bad, evaluate, tolerance_for, thresholds.regression_confidence, fan_out=fan_out
         )
-    except (BisectError, ThresholdsError, LengthError, WrongFlag, OptionError) as exc:
+    except (BisectError, WrongFlag, OptionError) as exc:
         return refuse("bisect", exc)
     print(result.render())
     if args.json:

@@ -5,11 +5,11 @@ cache and checks."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ctxgate.backends.checkpoint import CheckpointError
-from ctxgate.backends.formats import Checkpoint, locate
+from ctxgate.gate.plan import Plan
 from ctxgate.records.refusal import Refusal
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.run.compose import ModelError, open_model
@@ -17,20 +17,6 @@ from ctxgate.run.loading import ModelSpec
 from ctxgate.run.options import check_overrides
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks import all_tasks, get_task
-
-
-@dataclass(frozen=True)
-class EvalSettings:
-    """How every checkpoint is evaluated: ``opening`` as pytest would open it (its ``model`` and ``checkpoint``
-    are each checkpoint's own), at these lengths and samples."""
-
-    opening: ModelSpec
-    lengths: tuple[int, ...]
-    samples: int | None = None  # None: each task's own count
-    sequential_alpha: float | None = None  # --sequential: probes stop once their regression verdict is certain
-    sequential_min: int = 10
-    base_model: str | None = None  # every checkpoint is a PEFT adapter on this base
-    config_from: str | None = None  # every checkpoint is sharded, built from this config folder
 
 
 def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[str, int]]:
@@ -45,23 +31,23 @@ def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[s
 
 
 def _stop(
-    settings: EvalSettings,
+    plan: Plan,
     reference: CaseResult | None,
     tolerance: Callable[[str, int], float] | None,
     task: str,
     length: int,
 ) -> tuple[StopRule, Questions] | None:
-    if settings.sequential_alpha is None or reference is None or tolerance is None:
+    if plan.sequential is None or reference is None or tolerance is None:
         return None
     base = {o.index: o.score for o in reference.samples if o.score is not None}
-    rule = StopRule(settings.sequential_alpha, settings.sequential_min, max_samples=None)
+    rule = StopRule(plan.sequential.alpha, plan.sequential.min_samples, max_samples=None)
     return rule, Questions(baseline=base, tolerance=tolerance(task, length) / 100)
 
 
 def evaluate_checkpoint(
     path: str | Path,
     cases: Sequence[tuple[str, int]],
-    settings: EvalSettings,
+    plan: Plan,
     reference: Mapping[tuple[str, int], CaseResult] | None = None,
     tolerance: Callable[[str, int], float] | None = None,
 ) -> dict[tuple[str, int], CaseResult]:
@@ -70,9 +56,9 @@ def evaluate_checkpoint(
     (beyond the model's window, data missing or unreadable, too short to build) is left out of the result: the
     caller decides what its absence means (for bisect, a regression when the reference scored it). WrongFlag:
     --base-model or --config-from does not fit the checkpoint."""
-    spec = settings.opening
+    spec = plan.opening
     try:
-        checkpoint = _locate(path, settings)
+        checkpoint = spec.locate(path)
     except CheckpointError as exc:  # a WrongFlag is the caller's usage error, not this checkpoint's
         raise ModelError(f"opening {path}", exc) from None
     loaded = open_model(replace(spec, model=str(path), model_dir=str(path), checkpoint=checkpoint))
@@ -88,11 +74,11 @@ def evaluate_checkpoint(
                     ctx,
                     backend,
                     L,
-                    settings.samples,
+                    plan.samples,
                     spec.seed,
                     cache=cache,
                     helmet_compat=spec.helmet_compat,
-                    stop=_stop(settings, (reference or {}).get((t, L)), tolerance, t, L),
+                    stop=_stop(plan, (reference or {}).get((t, L)), tolerance, t, L),
                 )
             except Refusal:  # a designed refusal (too short, data missing, short or unreadable): no score, which
                 continue  # the caller reads by gate.verdicts.unscored_verdict's rule, the reference as its baseline
@@ -101,28 +87,16 @@ def evaluate_checkpoint(
         loaded.close()
 
 
-def check_overrides_on(path: str | Path, settings: EvalSettings) -> None:
+def check_overrides_on(path: str | Path, spec: ModelSpec) -> None:
     """The config overrides against ``path``'s config, before any model loads: OptionError, as under pytest. A
     checkpoint that cannot be opened is left to its evaluation to report."""
-    if not settings.opening.overrides:
+    if not spec.overrides:
         return
     try:
-        checkpoint = _locate(path, settings)
+        checkpoint = spec.locate(path)
     except CheckpointError:
         return
-    check_overrides(settings.opening.overrides, checkpoint.config_dir)
-
-
-def _locate(path: str | Path, settings: EvalSettings) -> Checkpoint:
-    spec = settings.opening
-    return locate(
-        Path(path),
-        base_model=settings.base_model,
-        config_from=settings.config_from,
-        trust_remote_code=spec.trust_remote_code,
-        ignore_remote_code=spec.ignore_remote_code,
-        allow_pickle=spec.allow_pickle,
-    )
+    check_overrides(spec.overrides, checkpoint.config_dir)
 
 
 def _matcher(name: str) -> Callable[..., bool]:
