@@ -69,6 +69,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _without(argv: Sequence[str], dropped: Sequence[str]) -> list[str]:
+    """``argv`` less the ``dropped`` words, each once, in order."""
+    rest, out = list(dropped), []
+    for word in argv:
+        if rest and word == rest[0]:
+            rest.pop(0)
+        else:
+            out.append(word)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Arguments after the first ``--`` are passed through (``ctxgate watch ... -- PYTEST ARGS``), so the verb's own
     options may come before them in any order."""
@@ -102,32 +113,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2 if isinstance(exc, (OSError, ValueError)) else 3
 
 
+# what to do about an OSError, by errno (ENOENT, EACCES, ENOSPC, EROFS)
+_OS_FIXES = {2: "check the path", 13: "check the permissions", 28: "free some space", 30: "write somewhere writable"}
+
+
 def one_line(exc: BaseException) -> str:
     """A failure no verb turned into its own message: what failed, on which file, and how to see more. (A verb's
     own errors name the file and the fix; this is for what slipped past them: a full disk, a permission.)"""
     if isinstance(exc, OSError) and exc.filename:
         what = exc.strerror or str(exc)
-        fix = {
-            28: "free some space",
-            13: "check the permissions",
-            30: "write somewhere writable",
-            2: "check the path",
-        }.get(exc.errno or 0, "check the file")
-        return f"{exc.filename}: {what}: {fix} and run it again"
+        return f"{exc.filename}: {what}: {_OS_FIXES.get(exc.errno or 0, 'check the file')} and run it again"
     text = " ".join(str(exc).split()) or "no message"
     return f"{text} ({type(exc).__name__}; set CTXGATE_DEBUG=1 to see the traceback)"
 
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def _without(argv: Sequence[str], dropped: Sequence[str]) -> list[str]:
-    """``argv`` less the ``dropped`` words, each once, in order."""
-    rest, out = list(dropped), []
-    for word in argv:
-        if rest and word == rest[0]:
-            rest.pop(0)
-        else:
-            out.append(word)
-    return out

@@ -1,8 +1,8 @@
-"""ctxgate's pytest plugins, one module per concern, each with its own options, settings and stash key: options
-(the run: model, lengths, data, thresholds, baseline), engine (HTTP backends and the vLLM servers), hf (batching and
-placement), judging (the judged tasks' judges), workers (xdist and GPUs), signals
-(SIGTERM/SIGHUP as Ctrl-C, workers that end with their controller), progress (the live line), model, cases
-(gates), reporting, reference (the papers' published numbers), trackers (W&B, TensorBoard, MLflow).
+"""ctxgate's pytest plugins, one module per concern, each with its own options, settings and stash key: options (the
+run: model, lengths, data, thresholds, baseline), engine (HTTP backends and the vLLM servers), hf (batching and
+placement), judging (the judged tasks' judges), workers (xdist and GPUs), signals (SIGTERM/SIGHUP as Ctrl-C, workers
+that end with their controller), progress (the live line), model, cases (gates), reporting, reference (the papers'
+published numbers), trackers (W&B, TensorBoard, MLflow).
 
 Its one import name is ``ctxgate_plugins``. Installed, it loads through the ``pytest11`` entry point, so ``--model``
 works from any directory and with any path (pytest reads an absolute ``--model /ckpt`` as a test path before it
@@ -25,28 +25,13 @@ NAME = "ctxgate_plugins"
 # Each reads its own options in its own pytest_configure. The options plugin's runs first: it is tryfirst and
 # registered after the tryfirst plugins that build on its run settings (pluggy calls the last registered first),
 # which therefore import it before its registration (its docstring turns assertion rewriting off).
-MODULES = (
-    "engine",
-    "hf",
-    "judging",
-    "options",
-    "workers",
-    "signals",
-    "progress",
-    "model",
-    "cases",
-    "reporting",
-    "reference",
-    "trackers",
-)
+MODULES = tuple("engine hf judging options workers signals progress model cases reporting reference trackers".split())
 pytest_plugins = [f"{NAME}.{name}" for name in MODULES]
 
 
 def _installed() -> ModuleType:
     """``ctxgate_plugins``: the installed package, else this folder loaded under that name."""
-    if NAME in sys.modules:
-        return sys.modules[NAME]
-    if importlib.util.find_spec(NAME) is None:
+    if importlib.util.find_spec(NAME) is None:  # (a module already imported is found)
         folder = Path(__file__).parent
         spec = importlib.util.spec_from_file_location(
             NAME, folder / "__init__.py", submodule_search_locations=[str(folder)]

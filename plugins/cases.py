@@ -27,13 +27,13 @@ from ctxgate.records.refusal import Refusal
 from ctxgate.records.schema import CaseRecord, Comparison, RunInfo, SampleOutcome, to_json
 from ctxgate.run.ahead import Ahead
 from ctxgate.run.case import CaseResult, run_case
+from ctxgate.run.compose import LoadedModel
 from ctxgate.run.progress import case_label
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
 from ctxgate.tasks.build import LengthRuleBroken
-from ctxgate.tasks.registry import UnknownTask, all_tasks, get_task, marker_vocabulary
+from ctxgate.tasks.registry import all_tasks, get_task, marker_vocabulary, task_names
 
-from .model import LoadedModel
 from .options import SETTINGS_KEY, STARTUP_ERROR_KEY
 from .progress import REPORTER_KEY
 
@@ -61,13 +61,7 @@ _CASE_ID = re.compile(r"\[(?P<task>[A-Za-z0-9_.]+)-(?P<length>\d+)\]$")
 def case_key(nodeid: str) -> tuple[str, int] | None:
     """``tests_longctx/test_ruler.py::test_ruler[vt-8192]`` -> ("vt", 8192); None for anything else."""
     m = _CASE_ID.search(nodeid)
-    if not m:
-        return None
-    try:
-        get_task(m["task"])
-    except UnknownTask:
-        return None
-    return m["task"], int(m["length"])
+    return (m["task"], int(m["length"])) if m and m["task"] in task_names() else None
 
 
 def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
@@ -91,7 +85,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("ctxgate_suite")
     if marker is None:
         raise pytest.UsageError(f"{metafunc.definition.nodeid} uses ctxgate_case without @pytest.mark.ctxgate_suite")
-    lengths = metafunc.config.stash[SETTINGS_KEY].lengths
+    lengths = metafunc.config.stash[SETTINGS_KEY].plan.lengths
     params = [
         pytest.param((t.name, L), id=f"{t.name}-{L}", marks=[getattr(pytest.mark, m) for m in t.marks])
         for t in all_tasks(marker.args[0])
@@ -156,21 +150,14 @@ class Case:
 def _against_baseline(
     baseline: Baseline, result: CaseResult, run: RunInfo, thresholds: Thresholds
 ) -> Comparison | None:
-    refused: BaselineError | None = None
+    scores = {o.index: o.score for o in result.samples if o.score is not None}
+    hashes = {o.index: o.sample_sha256 for o in result.samples}
+    confidence = thresholds.regression_confidence
     try:
         baseline.check_run(run)
-        paired = baseline.compare_case(
-            result.task,
-            result.length,
-            result.data_sha256,
-            {o.index: o.score for o in result.samples if o.score is not None},
-            thresholds.regression_confidence,
-            {o.index: o.sample_sha256 for o in result.samples},
-        )
+        paired = baseline.compare_case(result.task, result.length, result.data_sha256, scores, confidence, hashes)
     except BaselineError as exc:
-        refused = exc
-    if refused is not None:
-        pytest.fail(str(refused), pytrace=False)
+        raise pytest.fail.Exception(str(exc), pytrace=False) from None  # no "during handling of..." chain
     if paired is None:
         return None
     tolerance = thresholds.tolerance_for(result.task, result.length)
@@ -184,7 +171,7 @@ def _against_baseline(
         else ""
     )
     stopped_early = (result.task, result.length) in baseline.stopped_early
-    return comparison_entry(paired, tolerance, thresholds.regression_confidence, regressed, message, stopped_early)
+    return comparison_entry(paired, tolerance, confidence, regressed, message, stopped_early)
 
 
 def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | None) -> tuple[StopRule, Questions] | None:
@@ -203,15 +190,13 @@ def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | Non
 
 def _judge_later(report: str | None) -> str:
     """How to score a case that waits for its judge: the command, on this run's report (HELMET's judge)."""
-    if report is None:
-        return (
-            "run with --report out/run.json to keep its outputs, then judge them with `ctxgate judge out/run.json "
-            "--judge-model gpt-4o-2024-05-13` (HELMET's judge; the key from OPENAI_API_KEY)"
-        )
-    return (
-        f"its outputs are in the report: score them later with `ctxgate judge {shlex.quote(report)} --judge-model "
-        "gpt-4o-2024-05-13` (HELMET's judge; the key from OPENAI_API_KEY), or with --judge-base-url your own server"
+    command = (
+        f"`ctxgate judge {shlex.quote(report or 'out/run.json')} --judge-model gpt-4o-2024-05-13` (HELMET's judge; the "
+        "key from OPENAI_API_KEY)"
     )
+    if report is None:
+        return f"run with --report out/run.json to keep its outputs, then judge them with {command}"
+    return f"its outputs are in the report: score them later with {command}, or with --judge-base-url your own server"
 
 
 def no_score(state: CaseState, cause: str, message: str, baseline: Baseline | None) -> NoReturn:
@@ -233,30 +218,27 @@ def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Wi
     """The window a case of this length cannot run past (None: it runs)."""
     window, limit = window_of(model.backend), model.backend.max_positions
     force = config.stash[SETTINGS_KEY].force_lengths
-    if window and limit is not None and length > limit and not (force and window.forceable):
-        return window
-    return None
+    return window if window and limit is not None and length > limit and not (force and window.forceable) else None
 
 
 def _case_run(config: pytest.Config, model: LoadedModel, name: str, length: int) -> Callable[[], CaseResult]:
     """The case's run, ready to start: in the item's own turn, or ahead of it (``ctxgate_ahead``)."""
     settings = config.stash[SETTINGS_KEY]
     thresholds = settings.plan.thresholds
-    stop = _stop_rule(config, name, length, thresholds.floor_for(name, length))
     return partial(
         run_case,
         get_task(name),
         model.context,
         model.backend,
         length,
-        settings.samples,
+        settings.plan.samples,
         settings.opening.seed,
         thresholds.confidence,
         model.cache,
         settings.opening.helmet_compat,
         model.judges,
         config.stash.get(REPORTER_KEY, None),
-        stop,
+        _stop_rule(config, name, length, thresholds.floor_for(name, length)),
     )
 
 
@@ -277,7 +259,7 @@ def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) ->
     cases = [case_key(i.nodeid) for i in request.session.items if "ctxgate_case" in getattr(i, "fixturenames", ())]
     # an item waits for its own case only: starting the cases in another order would leave it waiting for others
     keys = list(dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1])))
-    samples = config.stash[SETTINGS_KEY].samples or min((get_task(t).default_samples for t, _ in keys), default=1)
+    samples = config.stash[SETTINGS_KEY].plan.samples or min((get_task(t).default_samples for t, _ in keys), default=1)
     width = max(wish, -(-int(getattr(backend, "concurrency", 1)) // samples) + 1)
     ahead = Ahead([(k, _case_run(config, ctxgate_model, *k)) for k in keys], width)
     yield ahead
@@ -290,17 +272,11 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctx
     config = request.config
     settings = config.stash[SETTINGS_KEY]
     thresholds, baseline = settings.plan.thresholds, settings.plan.baseline
-    spec = get_task(name)
     state = request.node.stash.setdefault(CASE_STATE_KEY, CaseState(new_record(name, length, thresholds)))
     state.run_meta = ctxgate_model.run_meta
     if window := _beyond_window(config, ctxgate_model, length):
-        no_score(
-            state,
-            "window",
-            f"{name} at {length}: the length exceeds {window.what}, so the case cannot run; drop {length} from "
-            f"--lengths, or {window.fix}",
-            baseline,
-        )
+        unrunnable = f"so the case cannot run; drop {length} from --lengths, or {window.fix}"
+        no_score(state, "window", f"{name} at {length}: the length exceeds {window.what}, {unrunnable}", baseline)
     failure: Exception | None = None  # raised outside the except blocks: no "during handling of..." chain
     cause = ""
     progress = config.stash.get(REPORTER_KEY, None)
@@ -327,16 +303,12 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctx
     state.record = result.onto(state.record)
     state.samples = result.samples
     if result.judge and result.judge.status == "pending":
-        no_score(
-            state,
-            "judge_not_given",
-            f"{name} at {length}: {result.judge.reason}; {_judge_later(settings.report)}",
-            baseline,
-        )
+        waiting = f"{result.judge.reason}; {_judge_later(settings.report)}"
+        no_score(state, "judge_not_given", f"{name} at {length}: {waiting}", baseline)
     if baseline is not None:
         compared = _against_baseline(baseline, result, ctxgate_model.run_info, thresholds)
         state.record = replace(state.record, baseline=compared)
     record = state.record
     request.node.user_properties += [("score", record.score), ("floor", record.floor), ("n", record.n)]
     request.node.user_properties.append(("ci", f"{result.ci[0]}-{result.ci[1]}"))
-    return Case(spec, length, thresholds, state)
+    return Case(get_task(name), length, thresholds, state)

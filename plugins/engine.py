@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -45,15 +46,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--base-url",
         action="append",
-        default=None,
         help="--backend openai: an OpenAI-compatible server, e.g. http://gpu7:8000/v1; repeat for replicas",
     )
-    g.addoption(
-        "--tokenizer", default=None, help="the served model's tokenizer folder (default: --model when it is a folder)"
-    )
+    g.addoption("--tokenizer", help="the served model's tokenizer folder (default: --model when it is a folder)")
     g.addoption(
         "--served-model",
-        default=None,
         help="the model name the server serves (default: the only one it lists, or --model when that is not a folder)",
     )
     g.addoption(
@@ -72,7 +69,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--concurrency",
         type=int,
-        default=None,
         help=f"requests in flight per server replica, which the engine batches (default: {OPENAI_CONCURRENCY} for "
         f"--backend openai; for --backend vllm the engine's batch, {ENGINE_BATCH} unless --vllm-arg sets "
         "--max-num-seqs, shared by the xdist workers on a server)",
@@ -92,20 +88,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--tp",
         "--tensor-parallel-size",
-        dest="tp",
         type=int,
         default=1,
         help="--backend vllm: GPUs per replica (default %(default)s); replicas = visible GPUs / tp",
     )
     g.addoption(
         "--vllm-python",
-        default=None,
         help="--backend vllm: the python with vLLM (default: $CTXGATE_VLLM_PYTHON, else .venv-vllm)",
     )
     g.addoption(
         "--vllm-arg",
         action="append",
-        default=None,
         help="--backend vllm: one more argument for the vLLM server, e.g. --vllm-arg=--gpu-memory-utilization=0.8",
     )
     g.addoption(
@@ -218,28 +211,23 @@ def with_servers(config: pytest.Config, engine: EngineSettings, run: Settings) -
     checkpoint = run.opening.checkpoint
     tokenizer = str(checkpoint.tokenizer_dir) if checkpoint else run.opening.model_dir
     engine = replace(engine, tokenizer=engine.tokenizer or tokenizer)
-    worker = getattr(config, "workerinput", None)
-    if worker is not None:
+    if (worker := getattr(config, "workerinput", None)) is not None:
         engine = replace(engine, concurrency=worker.get("ctxgate_vllm_concurrency", engine.concurrency))
         return replace(engine, base_urls=(worker["ctxgate_vllm_url"],), server_logs=(worker["ctxgate_vllm_log"],))
     if config.getoption("collectonly") or config.getoption("help"):
         return engine  # nothing will run
     try:
+        template = launch_template(config, engine, run)
         if run.opening.ray is not None:  # each replica on the cluster starts its own server, on its GPUs
-            return replace(engine, launch=launch_template(config, engine, run))
-        servers = _start(config, engine, run)
+            return replace(engine, launch=template)
+        specs = [replace(template, devices=devices) for devices in replica_devices(visible_gpus(), engine.tp)]
+        log_dir = Path(run.report).parent if run.report else Path(config.invocation_params.dir)
+        servers = start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
     except EngineError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return engine
     config.stash[SERVERS_KEY] = servers
     return replace(engine, base_urls=tuple(s.url for s in servers), server_logs=tuple(str(s.log_path) for s in servers))
-
-
-def _start(config: pytest.Config, engine: EngineSettings, run: Settings) -> list[VLLMServer]:
-    template = launch_template(config, engine, run)
-    specs = [replace(template, devices=devices) for devices in replica_devices(visible_gpus(), engine.tp)]
-    log_dir = Path(run.report).parent if run.report else Path(config.invocation_params.dir)
-    return start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
 
 
 def launch_template(config: pytest.Config, engine: EngineSettings, run: Settings) -> EngineSpec:
@@ -256,19 +244,11 @@ def launch_template(config: pytest.Config, engine: EngineSettings, run: Settings
         )
     except OverrideError:
         changes, limit = {}, None  # an unreadable config: the server's own start says what is wrong
-    longest = max(run.lengths) + budget
+    longest = max(run.plan.lengths) + budget
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
     max_len = longest if limit is None else min(longest, limit)
-    return EngineSpec(
-        python,
-        str(folder),
-        max_len,
-        engine.tp,
-        None,
-        run.opening.dtype,
-        engine.vllm_args,
-        hf_overrides=json.dumps(changes, sort_keys=True) if changes else None,
-    )
+    overrides = json.dumps(changes, sort_keys=True) if changes else None
+    return EngineSpec(python, str(folder), max_len, engine.tp, None, run.opening.dtype, engine.vllm_args, overrides)
 
 
 def _served_folder(config: pytest.Config, run: Settings) -> Path:
@@ -278,8 +258,6 @@ def _served_folder(config: pytest.Config, run: Settings) -> Path:
     checkpoint = run.opening.checkpoint
     if checkpoint is None or checkpoint.served_as is None:
         return Path(run.opening.model_dir or "")
-    import tempfile
-
     if run.opening.cache_dir:
         root = Path(run.opening.cache_dir) / "models"
     else:

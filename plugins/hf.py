@@ -30,7 +30,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     h.addoption(
         "--device-map",
-        default=None,
         choices=("auto",),
         help="auto: spread each worker's model over several GPUs (a model larger than one GPU); -n then "
         "counts model replicas",
@@ -38,7 +37,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     h.addoption(
         "--gpus-per-replica",
         type=int,
-        default=None,
         help="with --device-map auto: GPUs each worker's model spans (default: visible GPUs / workers); "
         "-n auto runs visible GPUs / this many workers",
     )
@@ -46,12 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """After the options plugin (called first) has read the backend."""
-    config.stash[HF_KEY] = read(config)
-
-
-def read(config: pytest.Config) -> HFSettings:
-    """The options, checked: they are --backend hf's."""
+    """After the options plugin (called first) has read the backend: these options are --backend hf's."""
     backend = config.stash[SETTINGS_KEY].backend
     given = str(config.getoption("--batch-size")).strip().lower()
     if given != "auto" and not (given.isdigit() and int(given) > 0):
@@ -66,10 +59,11 @@ def read(config: pytest.Config) -> HFSettings:
             raise pytest.UsageError(
                 f"--batch-size/--device-map/--gpus-per-replica are for --backend hf; with --backend {backend} use {fix}"
             )
-        return HFSettings()
+        config.stash[HF_KEY] = HFSettings()
+        return
     if per_replica is not None and (device_map is None or per_replica <= 0):
         raise pytest.UsageError(
             f"--gpus-per-replica {per_replica} needs --device-map auto and a positive count, e.g."
             " --device-map auto --gpus-per-replica 4"
         )
-    return HFSettings(batch_size, device_map, per_replica)
+    config.stash[HF_KEY] = HFSettings(batch_size, device_map, per_replica)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
@@ -30,8 +30,6 @@ RUN_ERROR_KEY = pytest.StashKey[str]()  # on the session: why no case can run in
 SUMMARY_KEY = pytest.StashKey[Callable[[], str]]()
 WORKER_SUMMARIES_KEY = pytest.StashKey[list[str]]()  # on the controller: each xdist worker's line, "gwN: ..."
 
-__all__ = ["RUN_ERROR_KEY", "LoadedModel", "ctxgate_model", "model_spec"]
-
 
 def model_spec(config: pytest.Config) -> ModelSpec:
     """The checkpoint and how to evaluate it, from every plugin's settings."""
@@ -50,7 +48,6 @@ def model_spec(config: pytest.Config) -> ModelSpec:
 
 def _served(run: Settings, engine: EngineSettings) -> Served:
     assert engine.tokenizer is not None
-    served_as = run.opening.checkpoint.served_as if run.opening.checkpoint else None
     endpoint = EndpointSettings(
         engine.base_urls,
         engine.served_model,
@@ -60,27 +57,16 @@ def _served(run: Settings, engine: EngineSettings) -> Served:
         key_env=engine.api_key_env,
         api=engine.endpoint_api,
     )
-    numerics = (  # the suite started these servers: it knows what changes their numerics
-        {
+    numerics: dict[str, Any] = {}
+    if run.backend == "vllm":  # the suite started these servers: it knows what changes their numerics
+        numerics = {
             "dtype": engine_dtype(run.opening.dtype, bool(visible_gpus())),
             "tensor_parallel": engine.tp,
             "vllm_args": list(engine.vllm_args),
-            **({"served_as": served_as} if served_as else {}),
         }
-        if run.backend == "vllm"
-        else {}
-    )
+        if run.opening.checkpoint and run.opening.checkpoint.served_as:
+            numerics["served_as"] = run.opening.checkpoint.served_as
     return Served(endpoint, engine.tokenizer, engine.server_logs, numerics, engine.launch, engine.vllm_start_timeout)
-
-
-def _run_failed(request: pytest.FixtureRequest, what: str, exc: BaseException) -> NoReturn:
-    """One line per run: stop the session (nothing else can run without the model) and fail this case."""
-    message = f"ctxgate: {what}: {exc}"
-    if request.config.getoption("verbose") > 0:
-        message += "\n" + "".join(traceback.format_exception(exc))
-    request.session.stash[RUN_ERROR_KEY] = message
-    request.session.shouldstop = f"ctxgate: {what}"
-    pytest.fail(message, pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -88,17 +74,19 @@ def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -
     run = pytestconfig.stash[SETTINGS_KEY]
     sequential = run.plan.sequential
     selection = {
-        "samples": run.samples,
-        "lengths": list(run.lengths),
+        "samples": run.plan.samples,
+        "lengths": list(run.plan.lengths),
         "sequential": sequential.describe() if sequential else None,
     }
-    failure: ModelError | None = None  # failed outside the except block: no "during handling of..." chain
     try:
         loaded = open_model(model_spec(pytestconfig), selection)
-    except ModelError as exc:
-        failure = exc
-    if failure is not None:
-        _run_failed(request, failure.what, failure.cause)
+    except ModelError as exc:  # one line per run: the session stops, as nothing else can run without the model
+        message = f"ctxgate: {exc.what}: {exc.cause}"
+        if pytestconfig.getoption("verbose") > 0:
+            message += "\n" + "".join(traceback.format_exception(exc.cause))
+        request.session.stash[RUN_ERROR_KEY] = message
+        request.session.shouldstop = f"ctxgate: {exc.what}"
+        raise pytest.fail.Exception(message, pytrace=False) from None  # no "during handling of..." chain
     if hasattr(loaded.backend, "summary"):
         pytestconfig.stash[SUMMARY_KEY] = loaded.backend.summary
     yield loaded

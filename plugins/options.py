@@ -3,8 +3,9 @@
 ``Settings`` kept in ``config.stash``; the engine, hf and judging plugins read their own.
 
 Thresholds, the baseline, data folders and the checkpoint are checked here too, so a mistake stops the run before
-any model is loaded. PYTEST_DONT_REWRITE: the plugins that build on these settings import this module before pytest
-registers it, and it holds no assertion worth rewriting.
+any model is loaded, and the suite is collected whatever the form of ``--model``. PYTEST_DONT_REWRITE: the plugins
+that build on these settings import this module before pytest registers it, and it holds no assertion worth
+rewriting.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from ctxgate.run.options import BASELINE, SEQUENTIAL_OPTIONS, OptionError
 from ctxgate.run.options import EVALUATION as RUN_OPTIONS
 from ctxgate.run.options import check_overrides as check_against_config
 
-from .collecting import collect_the_suite
-
 BACKENDS = ("hf", "vllm", "openai")  # and TEST_BACKEND: accepted, never offered in --help
+_CHECKOUT_SUITE = Path(__file__).resolve().parent.parent / "tests_longctx"
+# installed, the suite ships inside the plugins' package (pyproject.toml: ctxgate_plugins.suite)
+SUITE_DIR = _CHECKOUT_SUITE if _CHECKOUT_SUITE.is_dir() else Path(__file__).resolve().parent / "suite"
 
 
 @dataclass(frozen=True)
@@ -55,14 +57,6 @@ class Settings:
     def backend(self) -> str:
         return self.opening.backend
 
-    @property
-    def lengths(self) -> tuple[int, ...]:
-        return self.plan.lengths
-
-    @property
-    def samples(self) -> int | None:
-        return self.plan.samples
-
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 STARTUP_ERROR_KEY = pytest.StashKey[str]()  # why nothing can run (a broken checkpoint, an engine that will not start)
@@ -80,7 +74,7 @@ def usage_errors(*kinds: type[Exception], prefix: str = "", suffix: str = "") ->
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("ctxgate", "ctxgate long-context suite")
-    g.addoption("--model", default=None, help="checkpoint folder or hub id to evaluate (e.g. fixtures/tiny-llama-niah)")
+    g.addoption("--model", help="checkpoint folder or hub id to evaluate (e.g. fixtures/tiny-llama-niah)")
     g.addoption(
         "--backend",
         default="hf",
@@ -90,7 +84,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     for option in RUN_OPTIONS:
         option.add_to(g)
-    g.addoption("--report", default=None, help="write the JSON report here (plus .predictions.jsonl and .md)")
+    g.addoption("--report", help="write the JSON report here (plus .predictions.jsonl and .md)")
     g.addoption(
         "--force-lengths",
         action="store_true",
@@ -110,27 +104,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """First of all (tryfirst, and registered after the tryfirst plugins that build on these settings: pluggy
-    calls the last registered first). Every option and input is checked here, before any worker starts or any model
-    loads: a mistake ends as one line naming the option and the fix (a UsageError). A checkpoint that exists but
-    cannot be loaded is not a usage error: it is recorded (STARTUP_ERROR_KEY) and the run ends with a report that
-    says so."""
+    """First of all (``plugins.MODULES`` says why). A mistake ends as one UsageError line naming the option and the
+    fix, before any worker starts or any model loads; a checkpoint that exists but cannot be loaded is recorded
+    (STARTUP_ERROR_KEY) for the run's report."""
     backend = config.getoption("--backend")
     if backend not in (*BACKENDS, TEST_BACKEND):
         raise pytest.UsageError(f"--backend {backend!r} is not one of {', '.join(BACKENDS)}: e.g. --backend hf")
     model = config.getoption("--model")
     if model == "":
         raise pytest.UsageError("--model is empty: give a checkpoint folder, e.g. --model fixtures/tiny-llama-niah")
-    ini = PytestConfig(config.inipath, str(config.getini(INI_OPTION) or ""))
+    here, ini = Path(config.invocation_params.dir), PytestConfig(config.inipath, str(config.getini(INI_OPTION) or ""))
     with usage_errors(OptionError):
-        plan = make_plan(
-            config.getoption,
-            Path(config.invocation_params.dir),
-            ini,
-            gated=bool(model),
-            model=model or "",
-            backend=backend,
-        )
+        plan = make_plan(config.getoption, here, ini, gated=bool(model), model=model or "", backend=backend)
     if plan.opening.ray is not None and (config.getoption("numprocesses", None) or hasattr(config, "workerinput")):
         raise pytest.UsageError(
             f"--ray {plan.opening.ray} runs every case from this one pytest process, on the cluster's replicas: drop -n"
@@ -179,6 +164,21 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ]
 
 
+def collect_the_suite(config: pytest.Config) -> None:
+    """Collect the suite when the user named no test paths and no ini file named any, whatever the form of
+    ``--model``: pytest picks its rootdir before plugins declare options, so it reads ``--model /abs/ckpt`` as a test
+    path (pytest-dev/pytest#8846), reads no ini file of the project, and would collect the working directory."""
+    if config.args_source != pytest.Config.ArgsSource.INVOCATION_DIR:
+        return  # test paths on the command line, or the ini file's testpaths: the user chose
+    if not SUITE_DIR.is_dir():
+        raise pytest.UsageError(
+            f"the ctxgate suite is not at {SUITE_DIR}: the installation is incomplete; reinstall ctxgate "
+            "(pip install --force-reinstall ctxgate), or name the suite's folder: "
+            "pytest tests_longctx --model path/to/ckpt"
+        )
+    config.args[:] = [str(SUITE_DIR)]
+
+
 def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
     """``--model`` resolved to a folder (a name that is neither a folder nor a cached hub model is a usage error)
     and checked; a broken checkpoint is recorded for the run to report instead of loading it."""
@@ -198,9 +198,8 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         folder = resolve_model(settings.model or "")
     settings = _opening(settings, model_dir=str(folder))
     try:
-        found = settings.opening.locate(folder)
-    except WrongFlag as exc:
-        raise pytest.UsageError(str(exc)) from None
+        with usage_errors(WrongFlag):
+            found = settings.opening.locate(folder)
     except CheckpointError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return settings

@@ -6,18 +6,14 @@ Workers report after every sample: in one process straight to the line; under xd
 JSON file per running case (``gwN.CASE.json`` in a folder the controller hands it) that the controller's drawing
 thread reads, because xdist carries no messages from a worker while a test runs. The line is drawn only on a
 terminal (never into a pipe, a CI log or junit), after whatever pytest last wrote, with the cursor put back where it
-was; it is erased before pytest writes anything, under one lock, so ``-q`` dots, ``-v`` lines and the summary come
-out as without it.
-
-"Anything" means every write through pytest's terminal writer, whoever makes it (pytest, xdist, other plugins):
-its file is wrapped so that each write erases the line first and reaches the terminal (flushed) before the lock is
-let go. Wrapping only pytest's known hooks was not enough: a write buffered in ``sys.stdout`` but not yet flushed
-when the drawing thread wrote the line straight to the terminal arrived after it, at the restored cursor, over the
-line's first characters, and left the rest of the line beside pytest's dots.
+was. Every write through pytest's terminal writer, whoever makes it (pytest, xdist, other plugins), erases the line
+first and reaches the terminal (flushed) before the lock is let go, so ``-q`` dots, ``-v`` lines and the summary come
+out as without it: a write left in ``sys.stdout``'s buffer would reach the terminal after the line, over it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -26,10 +22,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 
@@ -37,16 +32,8 @@ from ctxgate.run.progress import Progress, status_line
 
 from .options import SETTINGS_KEY
 
-
-class Reporter(Protocol):
-    """What a case calls after each sample, and ``end`` when it is over, however it ended."""
-
-    def __call__(self, progress: Progress) -> None: ...
-
-    def end(self, case: str) -> None: ...
-
-
-REPORTER_KEY = pytest.StashKey[Reporter]()  # absent when nobody is watching
+# what a case calls after each sample, and ``end`` when it is over, however it ended; absent when nobody is watching
+REPORTER_KEY = pytest.StashKey["LocalReporter | FileReporter"]()
 INTERVAL = float(os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5"))  # seconds between redraws and file writes
 SAVE, RESTORE, CLEAR = b"\x1b7", b"\x1b8", b"\x1b[K"
 
@@ -115,7 +102,7 @@ class LiveLine:
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
 
-    @contextmanager
+    @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
         """Around pytest's own writes: the line is gone before they start and not drawn until they end."""
         with self.lock:
@@ -159,16 +146,13 @@ class LiveLine:
         with self.paused():
             return (yield)
 
+    pytest_runtest_logfinish = pytest_runtest_logstart
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Any:
         with self.paused():
             if report.when == "teardown":
                 self.finished += 1
-            return (yield)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_logfinish(self) -> Any:
-        with self.paused():
             return (yield)
 
     @pytest.hookimpl(wrapper=True, optionalhook=True)
@@ -230,12 +214,10 @@ class FileReporter:
             return
         self.last[progress.case] = now
         path = self.path(progress.case)
-        try:
+        with contextlib.suppress(OSError):  # progress is a courtesy: a full disk must not fail the case
             tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps(asdict(progress)), "utf-8")
             os.replace(tmp, path)
-        except OSError:
-            pass  # progress is a courtesy: a full disk must not fail the case
 
     def end(self, case: str) -> None:
         self.last.pop(case, None)
@@ -244,10 +226,8 @@ class FileReporter:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        folder = workerinput.get("ctxgate_progress_dir")
-        if folder:
+    if (workerinput := getattr(config, "workerinput", None)) is not None:
+        if folder := workerinput.get("ctxgate_progress_dir"):
             config.stash[REPORTER_KEY] = FileReporter(Path(folder), workerinput["workerid"])
         return
     terminal = config.pluginmanager.get_plugin("terminalreporter")

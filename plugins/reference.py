@@ -60,8 +60,7 @@ def candidates(model: str | None) -> list[tuple[str, str]]:
 
 def pytest_configure(config: pytest.Config) -> None:
     wanted = str(config.getoption("--reference")).strip()
-    settings = config.stash.get(SETTINGS_KEY, None)
-    model = settings.model if settings is not None else None
+    model = config.stash[SETTINGS_KEY].model
     if wanted.lower() == "off" or model is None:
         config.stash[REFERENCE_KEY] = ReferenceSettings(None, "off")
         return

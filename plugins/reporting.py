@@ -74,6 +74,7 @@ class Collector:
         self._lock: filelock.BaseFileLock | None = None
         if self.report_path:
             self.partial = self.report_path.with_suffix(".partial.jsonl")
+            self.lock_path = self.report_path.parent / f".{self.report_path.name}.lock"
 
     # the report file -------------------------------------------------------------------------------------------
     def claim(self) -> None:
@@ -87,11 +88,27 @@ class Collector:
                 f"--report {path} exists and is not a regular file (a device, a pipe); give a "
                 "file path such as out/run.json"
             )
-        self._take_lock(path)
-        try:  # the lock file is held, not truncated by contenders: it can say who holds it
-            self._lock_path().write_text(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-        except OSError:
-            pass  # who holds the lock is a courtesy for the next run's message; a full disk must not stop this one
+        try:  # an exclusive lock on a file beside the report (filelock: an flock, released on exit, also on kill -9)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock = filelock.FileLock(self.lock_path, timeout=0)
+            lock.acquire()
+        except filelock.Timeout:
+            holder = "another process"
+            with contextlib.suppress(OSError):
+                holder = self.lock_path.read_text("utf-8").strip() or holder
+            raise pytest.UsageError(
+                f"--report {path} is being written by another ctxgate run ({holder}); wait for it to finish, or pass "
+                "another --report"
+            ) from None
+        except OSError as exc:
+            raise pytest.UsageError(
+                f"--report {path}: cannot write there ({exc.strerror or exc}); give a writable path"
+            ) from None
+        self._lock = lock
+        # the lock file is held, not truncated by contenders: it can say who holds it (a courtesy for the next run's
+        # message, which a full disk must not turn into a failure of this one)
+        with contextlib.suppress(OSError):
+            self.lock_path.write_text(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
         if self.partial.exists() and self.partial.stat().st_size:
             stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.partial.stat().st_mtime))
             kept = self.partial.with_name(f"{path.stem}.partial-{stamp}.jsonl")
@@ -100,36 +117,11 @@ class Collector:
         if path.exists():
             self.notes.append(f"{path} replaces the report written at {created_at(path)}")
 
-    def _lock_path(self) -> Path:
-        assert self.report_path is not None
-        return self.report_path.parent / f".{self.report_path.name}.lock"
-
-    def _take_lock(self, path: Path) -> None:
-        """An exclusive lock on a file beside the report (filelock: an flock, released on exit, also on kill -9)."""
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            lock = filelock.FileLock(self._lock_path(), timeout=0)
-            lock.acquire()
-        except filelock.Timeout:
-            try:
-                holder = self._lock_path().read_text("utf-8").strip() or "another process"
-            except OSError:
-                holder = "another process"
-            raise pytest.UsageError(
-                f"--report {path} is being written by another ctxgate run ({holder}); wait "
-                "for it to finish, or pass another --report"
-            ) from None
-        except OSError as exc:
-            raise pytest.UsageError(
-                f"--report {path}: cannot write there ({exc.strerror or exc}); give a writable path"
-            ) from None
-        self._lock = lock
-
     def release(self) -> None:
         if self._lock is not None:
             # removed while still held, so no run is left locking a file no path names: filelock's acquire checks
             # that the file it locked is still linked, and tries again when not
-            self._lock_path().unlink(missing_ok=True)
+            self.lock_path.unlink(missing_ok=True)
             self._lock.release()
             self._lock = None
 
@@ -301,8 +293,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "model": settings.model,
         "backend": None,
         "seed": settings.opening.seed,
-        "samples": settings.samples,
-        "lengths": list(settings.lengths),
+        "samples": settings.plan.samples,
+        "lengths": list(settings.plan.lengths),
         "chat_template": "off" if settings.opening.chat_template == "auto" else settings.opening.chat_template,
     }
     meta = {**meta, "thresholds": thresholds.path, "data_sha256": _combined([c.data_sha256 for c in cases])}
@@ -318,29 +310,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     collector.report = report
     if collector.report_path:
         try:
-            _write(collector, report, config.stash[SETTINGS_KEY].plan.baseline)
+            _write(collector, report, settings.plan.baseline)
         except OSError as exc:
             collector.write_error = (
-                f"the report could not be written to {collector.report_path} "
-                f"({exc.strerror or exc}); nothing half-written was left: free space or pass "
-                "a writable --report, then re-run (the generation cache keeps what ran)"
+                f"the report could not be written to {collector.report_path} ({exc.strerror or exc}); nothing "
+                "half-written was left: free space or pass a writable --report, then re-run (the generation cache "
+                "keeps what ran)"
             )
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
+    if summary := os.environ.get("GITHUB_STEP_SUMMARY"):
+        page = collector.report_path.with_suffix(".html") if collector.report_path else None
+        html_name = page.name if page is not None and not collector.write_error and page.is_file() else None
         try:
             with open(summary, "a", encoding="utf-8") as f:
-                f.write(markdown(report, html_name=_html_name(collector)))
+                f.write(markdown(report, html_name=html_name))
         except OSError as exc:
             collector.notes.append(f"GITHUB_STEP_SUMMARY {summary} could not be appended to ({exc.strerror or exc})")
     failed = any(g.verdict == "fail" for g in report.gates)
     if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _html_name(collector: Collector) -> str | None:
-    page = collector.report_path.with_suffix(".html") if collector.report_path else None
-    return page.name if page is not None and not collector.write_error and page.is_file() else None
 
 
 def _baseline_summary(config: pytest.Config, cases: list[CaseRecord]) -> BaselineRun | None:

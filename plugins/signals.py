@@ -31,7 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.stash[SETTINGS_KEY].model is None:
         return
     if hasattr(config, "workerinput"):
-        _watch_parent()
+        threading.Thread(target=_watch_parent, args=(os.getppid(),), name="ctxgate-parent-watch", daemon=True).start()
         return
     if threading.current_thread() is not threading.main_thread():
         return  # signal handlers can only be set from the main thread (pytest run inside a thread)
@@ -52,14 +52,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         signal.signal(sig, previous)
 
 
-def _watch_parent() -> None:
+def _watch_parent(parent: int) -> None:
     """Exit when the process that started this worker is gone (its pid is then no longer our parent)."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while True:
-            time.sleep(PARENT_POLL_S)
-            if os.getppid() != parent:
-                os._exit(3)  # the controller died: nobody reads this worker's results; cached rows are committed
-
-    threading.Thread(target=watch, name="ctxgate-parent-watch", daemon=True).start()
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != parent:
+            os._exit(3)  # the controller died: nobody reads this worker's results; cached rows are committed

@@ -32,20 +32,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--log-to",
         action="append",
-        default=None,
         metavar="TRACKER[=WHERE]",
         help="log scores at the training step: wandb[=PROJECT], tensorboard[=LOG_DIR], mlflow[=TRACKING_URI] "
         "(repeatable; the tracker's extra: pip install 'ctxgate[wandb]' etc.)",
     )
     g.addoption(
         "--tracker-run",
-        default=None,
         help="a W&B / MLflow run id to log into (default: $WANDB_RUN_ID / $MLFLOW_RUN_ID, else a new run)",
     )
     g.addoption(
         "--step",
         type=int,
-        default=None,
         help="the training step of --model (default: trainer_state.json's global_step, else the folder's name)",
     )
 

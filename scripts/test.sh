@@ -2,9 +2,9 @@
 # The project's own checks: ruff (lint and format) and mypy, then the tests (unit, Hypothesis, pytester, end-to-end
 # on the tiny checkpoint, the engines against a real vLLM server). --dist loadfile: a test file runs in one xdist worker, so the vLLM tests share one server. (Not
 # loadgroup: under pytest 9.2 xdist 3.8's xdist_group marker no longer groups anything, since the item ids it
-# rewrites are not what pytest 9.2 reads, and the engine tests ran on both workers with a server each.) Three workers
-# on CI's two cores: much of the tests' time is spent waiting (servers and Ray clusters starting, suites in
-# subprocesses), which a third worker fills.
+# rewrites are not what pytest 9.2 reads, and the engine tests ran on both workers with a server each.) Two workers:
+# a third on CI's two cores made the Ray tests slower by more than it saved. --no-loadscope-reorder: files start in the order tests/conftest.py
+# collects them, the longest first, not xdist's order by test count (which left the Ray tests to run alone last).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
@@ -14,4 +14,4 @@ bash scripts/browser.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
-exec .venv/bin/python -m pytest tests -n 3 --dist loadfile -q "$@"
+exec .venv/bin/python -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder -q "$@"

@@ -34,6 +34,31 @@ HOTPOT = ROOT / "fixtures" / "data" / "hotpotqa_distractor_validation_tiny.jsonl
 HELMET_DATA = ROOT / "fixtures" / "helmet_data"
 
 pytest_plugins = ["pytester"]
+# --dist loadfile gives each file to one worker, in the order collected (scripts/test.sh turns off xdist's own order,
+# by test count): the files that take longest go first, so no worker is left running one of them alone at the end.
+# By --durations on the CI machine; the order changes no result, only when a file starts.
+LONGEST_FIRST = (
+    "test_ray.py",
+    "test_engines.py",
+    "test_install.py",
+    "test_adapters.py",
+    "test_e2e_tiny.py",
+    "test_endpoint_faults.py",
+    "test_docs_commands.py",
+    "test_e2e_failures.py",
+    "test_fail_closed.py",
+    "test_checkpoint_kinds.py",
+    "test_progress.py",
+    "test_sharded.py",
+    "test_demo.py",
+    "test_long_lengths.py",
+    "test_overrides.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file's own order is kept
 
 
 @pytest.fixture(scope="session")

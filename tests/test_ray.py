@@ -151,7 +151,7 @@ def test_sequential_cancels_a_decided_cases_queue_and_gives_the_serial_verdicts(
 def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twice(cluster, tmp_path):
     extra = cluster.add_node(num_cpus=1, resources={RESOURCE: 1}, node_ip_address="127.0.0.1")
     cluster.wait_for_nodes()
-    select = ("-k", "niah_single_1 or vt", "--lengths", "1k,2k", "--samples", "16")
+    select = ("-k", "niah_single_1 or vt", "--lengths", "1k,2k", "--samples", "10")
     serial = run(tmp_path, *select, "--report", "serial.json", "--no-cache")
     assert serial.returncode == 0, serial.stdout[-2000:]
     cache = tmp_path / "cache"
@@ -170,10 +170,10 @@ def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twic
     lost = summary(out)
     assert lost["lost"] == 1 and len(lost["nodes"]) == 3
     report = json.loads((tmp_path / "ray.json").read_text())
-    assert report["complete"] and all(c["n"] == 16 for c in report["cases"])
+    assert report["complete"] and all(c["n"] == 10 for c in report["cases"])
     rows = [json.loads(line) for line in (tmp_path / "ray.predictions.jsonl").read_text().splitlines()]
     keys = [(r["task"], r["length"], r["index"]) for r in rows]
-    assert len(keys) == len(set(keys)) == 4 * 16
+    assert len(keys) == len(set(keys)) == 4 * 10
     assert without_timings((tmp_path / "ray.predictions.jsonl").read_text()) == without_timings(
         (tmp_path / "serial.predictions.jsonl").read_text()
     )
@@ -211,7 +211,7 @@ def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_ba
 
 
 def test_a_killed_driver_keeps_every_finished_sample_and_a_rerun_resumes(cluster, tmp_path):
-    select = on_ray(cluster, *CASES, "--samples", "20", "--report", "r.json", "--cache-dir", "cache")
+    select = on_ray(cluster, *CASES, "--samples", "12", "--report", "r.json", "--cache-dir", "cache")
     proc = start_suite(*select, cwd=tmp_path, env=RAY_ENV, stdout=subprocess.DEVNULL, stderr=None)
     try:
         deadline = time.monotonic() + 300
@@ -229,7 +229,7 @@ def test_a_killed_driver_keeps_every_finished_sample_and_a_rerun_resumes(cluster
     assert rerun.returncode == 0, rerun.stdout[-3000:]
     cases = json.loads((tmp_path / "r.json").read_text())["cases"]
     assert sum(c["samples_from_cache"] for c in cases) >= done
-    assert summary(rerun.stdout)["generated"] == 4 * 20 - sum(c["samples_from_cache"] for c in cases)
+    assert summary(rerun.stdout)["generated"] == 4 * 12 - sum(c["samples_from_cache"] for c in cases)
 
 
 def test_a_replica_that_cannot_load_is_one_error_naming_its_node_and_the_gate_fails(cluster, tmp_path):

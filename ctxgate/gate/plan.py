@@ -43,12 +43,7 @@ class Plan:
 
 
 def make_plan(
-    value: Callable[[str], Any],
-    started_in: Path,
-    ini: PytestConfig | None = None,
-    *,
-    gated: bool = True,
-    **given: Any,
+    value: Callable[[str], Any], started_in: Path, ini: PytestConfig | None = None, *, gated: bool = True, **given: Any
 ) -> Plan:
     """The plan from the option table's values as pytest or argparse read them (``value(dest)``; an option the
     caller does not take reads None) plus ``given`` (the model, the backend). ``ini``: the config file pytest

@@ -6,14 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ctxgate.gate.summaries import (
-    effective_length,
-    helmet_categories,
-    helmet_overall,
-    helmet_recall,
-    ruler_average,
-    weighted_average,
-)
+from ctxgate.gate import summaries
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import session_gates
 from ctxgate.records.schema import BaselineRun, CaseRecord, EffectiveLength, Gate, GroupScore, Overall
@@ -37,12 +30,12 @@ def stopped_early(case: CaseRecord) -> bool:
 def _length_summary(
     ruler: GroupScore, scores: Mapping[str, float], errored: set[str], early: set[str], tasks: Membership
 ) -> dict[str, GroupScore]:
-    categories = helmet_categories(scores, errored, early, tasks)
-    recall = helmet_recall(scores, errored, early, tasks)  # always shown, as RULER's average is
+    categories = summaries.helmet_categories(scores, errored, early, tasks)
+    recall = summaries.helmet_recall(scores, errored, early, tasks)  # always shown, as RULER's average is
     out = {"ruler": ruler, "helmet_recall": recall}
     out |= {f"helmet_{name}": g for name, g in categories.items() if name != "recall"}
     if categories:
-        out["helmet_overall"] = helmet_overall(categories, tasks)
+        out["helmet_overall"] = summaries.helmet_overall(categories, tasks)
     return out
 
 
@@ -64,17 +57,17 @@ def summarize(
             errored.setdefault(c.length, set()).add(c.task)
     lengths = sorted(set(scored) | set(errored))
     facts = {L: (scored.get(L, {}), errored.get(L, set()), early.get(L, set())) for L in lengths}
-    ruler = {L: ruler_average(*facts[L], tasks=tasks) for L in lengths}
+    ruler = {L: summaries.ruler_average(*facts[L], tasks=tasks) for L in lengths}
     by_length = {str(L): _length_summary(ruler[L], *facts[L], tasks) for L in lengths}
     ruler_scores = {L: g.score for L, g in ruler.items() if g.score is not None}
     overall = Overall(
         ruler_avg=round(sum(ruler_scores.values()) / len(ruler_scores), 2) if ruler_scores else None,
-        ruler_wavg_inc=weighted_average(ruler_scores, True),
-        ruler_wavg_dec=weighted_average(ruler_scores, False),
+        ruler_wavg_inc=summaries.weighted_average(ruler_scores, True),
+        ruler_wavg_dec=summaries.weighted_average(ruler_scores, False),
         incomplete=any(g.incomplete for g in ruler.values()),
         early=any(bool(g.early) for g in ruler.values()),
     )
-    return by_length, overall, effective_length(ruler, threshold)
+    return by_length, overall, summaries.effective_length(ruler, threshold)
 
 
 def judge_session(

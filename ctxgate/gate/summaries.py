@@ -64,25 +64,21 @@ def helmet_recall(
 
 
 def helmet_categories(
-    scores: Mapping[str, float],
-    errored: Collection[str] = (),
-    early: Collection[str] = (),
-    tasks: Membership | None = None,
+    scores: Mapping[str, float], errored: Collection[str], early: Collection[str], tasks: Membership
 ) -> dict[str, GroupScore]:
     """Every HELMET category with at least one member that ran or was meant to. A Cite task's score is already the
     mean of its three numbers (correctness, citation recall, citation precision), so the category equals HELMET's
     mean of six."""
-    tasks = tasks or membership()
     groups = {c: group(scores, category_members(c, scores, errored, tasks), errored, early) for c in tasks.helmet}
     return {name: g for name, g in groups.items() if g.score is not None or g.errored}
 
 
-def helmet_overall(categories: Mapping[str, GroupScore], tasks: Membership | None = None) -> GroupScore:
+def helmet_overall(categories: Mapping[str, GroupScore], tasks: Membership) -> GroupScore:
     """HELMET's overall score: the mean of the category scores. Partial when a category is missing or is itself
     partial (its missing tasks are named as ``category/task``)."""
     present = {c: g for c, g in categories.items() if g.score is not None}
     errored = tuple(f"{c}/{t}" for c, g in categories.items() for t in g.errored)
-    missing = tuple(c for c in (tasks or membership()).helmet if c not in categories)
+    missing = tuple(c for c in tasks.helmet if c not in categories)
     missing += tuple(f"{c}/{t}" for c, g in present.items() for t in g.missing)
     early = tuple(f"{c}/{t}" for c, g in present.items() for t in g.early)
     value = round(sum(g.score for g in present.values() if g.score is not None) / len(present), 2) if present else None

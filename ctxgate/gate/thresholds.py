@@ -208,12 +208,8 @@ def _fail(path: str, key: str, problem: str, fix: str) -> ThresholdsError:
 def _number(path: str, key: str, value: Any, lo: float, hi: float, example: float) -> float:
     """``example``: a sensible value for this key, shown in the fix (a midpoint of the range often is not one)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
-        raise _fail(
-            path,
-            key,
-            f"{value!r} is not a number in [{lo:g}, {hi:g}]",
-            f"write e.g. {key.split('.')[-1]} = {example:g}",
-        )
+        fix = f"write e.g. {key.split('.')[-1]} = {example:g}"
+        raise _fail(path, key, f"{value!r} is not a number in [{lo:g}, {hi:g}]", fix)
     return float(value)
 
 
@@ -235,12 +231,8 @@ def _floor(path: str, key: str, value: Any) -> float:
 def _check_keys(path: str, section: str, table: dict[str, object], allowed: Sequence[str]) -> None:
     for key in table:
         if key not in allowed:
-            raise _fail(
-                path,
-                f"{section}.{key}" if section else key,
-                "unknown key",
-                f"use one of {', '.join(allowed)} (or delete the line)",
-            )
+            fix = f"use one of {', '.join(allowed)} (or delete the line)"
+            raise _fail(path, f"{section}.{key}" if section else key, "unknown key", fix)
 
 
 def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresholds:
@@ -254,9 +246,7 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
             "Fix: write the floors (see thresholds.toml in the ctxgate repository), or delete "
             "the file to run without floors"
         )
-    _check_keys(
-        path, "", data, ("defaults", "effective_length", "session", "floor", "regression", "tolerance", "judge")
-    )
+    _check_keys(path, "", data, tuple("defaults effective_length session floor regression tolerance judge".split()))
     for section, allowed in _SECTIONS.items():
         _check_keys(path, section, data.get(section, {}), allowed)
     defaults, eff, session, regression, judge = (data.get(section, {}) for section in _SECTIONS)
@@ -267,12 +257,8 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     try:
         min_eff_tokens = 0 if min_eff in (0, "0") else parse_length(min_eff)
     except LengthError:
-        raise _fail(
-            path,
-            "session.min_effective_length",
-            f"{min_eff!r} is not a length",
-            'write e.g. min_effective_length = "32k"',
-        ) from None
+        problem = f"{min_eff!r} is not a length"
+        raise _fail(path, "session.min_effective_length", problem, 'write e.g. min_effective_length = "32k"') from None
     floors = _rules(path, data.get("floor", []), "floor", "floor", known_tasks)
     tolerances = _rules(path, data.get("tolerance", []), "tolerance", "points", known_tasks)
     return Thresholds(
@@ -306,12 +292,8 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
         task = entry.get("task", "*")
         if not isinstance(task, str) or not any(fnmatch.fnmatchcase(t, task) for t in known_tasks):
             close = difflib.get_close_matches(str(task), known_tasks, n=3)
-            raise _fail(
-                path,
-                f"{where}.task",
-                f"{task!r} matches no task",
-                f"use a task name such as {', '.join(close or known_tasks[:3])} or a glob like 'niah_*'",
-            )
+            fix = f"use a task name such as {', '.join(close or known_tasks[:3])} or a glob like 'niah_*'"
+            raise _fail(path, f"{where}.task", f"{task!r} matches no task", fix)
         length = str(entry.get("length", "*"))
         try:
             _length_matches(length, 0)
@@ -323,12 +305,10 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
         example = 80 if value_key == "floor" else 5
         if value_key not in entry:
             raise _fail(path, key, "is missing", f"add {value_key} = <points>, e.g. {value_key} = {example}")
-        value = (
-            _floor(path, key, entry[value_key])
-            if value_key == "floor"
-            else _number(path, key, entry[value_key], 0, 100, example)
-        )
-        rules.append(Rule(task, length, value))
+        if value_key == "floor":
+            rules.append(Rule(task, length, _floor(path, key, entry[value_key])))
+        else:
+            rules.append(Rule(task, length, _number(path, key, entry[value_key], 0, 100, example)))
     return tuple(rules)
 
 

@@ -140,9 +140,7 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
 def _regressed_only(case: CaseRecord, thresholds: Thresholds) -> bool:
     """The case failed only by dropping against the baseline: its judge held and its score is at or above its
     floor. Anything the floor cannot be checked on (no score or interval) is not, so it still counts as failing."""
-    if not (case.baseline and case.baseline.regressed) or judge_failure(case):
-        return False
-    if case.score is None or case.ci is None:
+    if not (case.baseline and case.baseline.regressed) or judge_failure(case) or case.score is None or case.ci is None:
         return False
     return floor_failure(case, thresholds) is None
 

@@ -78,15 +78,6 @@ class GenerationCache(SqliteFile):
         return Generation(text, output_tokens, finish_reason)
 
     def put(self, key: str, gen: Generation) -> None:
-        self.execute(
-            "INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                self.namespace,
-                gen.text,
-                gen.output_tokens,
-                gen.finish_reason,
-                _checksum(gen.text, gen.output_tokens, gen.finish_reason),
-                time.time(),
-            ),
-        )
+        checksum = _checksum(gen.text, gen.output_tokens, gen.finish_reason)
+        row = (key, self.namespace, gen.text, gen.output_tokens, gen.finish_reason, checksum, time.time())
+        self.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?, ?, ?)", row)

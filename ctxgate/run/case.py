@@ -87,10 +87,7 @@ def build_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: 
 
 
 def data_hash(sample_digests: Sequence[str]) -> str:
-    h = hashlib.sha256()
-    for digest in sample_digests:
-        h.update(digest.encode("ascii"))
-    return h.hexdigest()
+    return hashlib.sha256("".join(sample_digests).encode("ascii")).hexdigest()
 
 
 class _Drawing:
@@ -226,13 +223,10 @@ def run_case(
     used = draw.test.used if draw.test is not None and draw.test.verdict is not None else None
     outcomes = tuple(draw.done[i] for i in sorted(draw.done) if used is None or i < used)
     sizes = [o.input_tokens for o in outcomes]
-    scores = (
-        judge_samples(
-            draw.metric, outcomes, judges, confidence, judged_already=draw.judge_now, earlier_seconds=draw.judge_seconds
-        )
-        if draw.judged
-        else scored(outcomes, confidence)
-    )
+    if draw.judged:
+        scores = judge_samples(draw.metric, outcomes, judges, confidence, draw.judge_now, draw.judge_seconds)
+    else:
+        scores = scored(outcomes, confidence)
     return CaseResult(
         task=spec.name,
         suite=spec.suite,

@@ -56,21 +56,16 @@ class ModelError(RuntimeError):
         self.what, self.cause = what, cause
 
 
-def _backend(spec: ModelSpec) -> Backend:
-    """This process's model, or with ``--ray`` the replicas on the cluster's nodes (each loads it as this process
-    would: ``load_backend``)."""
-    if spec.ray is not None:
-        from ctxgate.run.cluster import RayPool
-
-        return RayPool(spec)
-    return load_backend(spec)
-
-
 def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedModel:
     """The model ready to run cases: ``run`` adds to its record (the selection: lengths, samples, --sequential).
     Raises ModelError naming the stage that failed."""
-    try:
-        backend = _backend(spec)
+    try:  # with --ray, the replicas on the cluster's nodes (each loads it as this process would: load_backend)
+        if spec.ray is not None:
+            from ctxgate.run.cluster import RayPool
+
+            backend: Backend = RayPool(spec)
+        else:
+            backend = load_backend(spec)
     except Exception as exc:  # noqa: BLE001 - whatever the loader raises, the run reports it in one line
         raise ModelError(f"the model {spec.model!r} could not be loaded", exc) from exc
     try:
@@ -142,9 +137,8 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
         except metadata.PackageNotFoundError:
             continue
     template = "".join(encoder.chat_parts()) if chat in ("on", "task") else None
-    fingerprint = (
-        local_fingerprint(spec) if spec.backend == "hf" else getattr(backend, "fingerprint", None)
-    )  # else: what the server or script says
+    # hf: the local files; else what the server or script says
+    fingerprint = local_fingerprint(spec) if spec.backend == "hf" else getattr(backend, "fingerprint", None)
     return {
         "model": spec.model,
         "model_fingerprint": fingerprint,

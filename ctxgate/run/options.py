@@ -217,7 +217,7 @@ def opening(value: Callable[[str], Any], started_in: Path, **given: Any) -> Mode
     spec = ModelSpec(
         **{"model": "", **{dest: value(dest) for dest in _AS_GIVEN}, **given},
         overrides=overrides,
-        cache_dir=cache_folder(value("cache_dir"), value("no_cache"), started_in),
+        cache_dir=None if value("no_cache") else str(value("cache_dir") or started_in / CACHE_FOLDER),
     )
     if spec.data_dir and not Path(spec.data_dir).is_dir():
         raise OptionError(
@@ -275,10 +275,3 @@ def sequential_problem(alpha: float, minimum: int) -> str | None:
     if minimum < 1:
         return f"--sequential-min {minimum} must be at least 1, e.g. --sequential-min 10"
     return None
-
-
-def cache_folder(cache_dir: str | None, no_cache: bool, started_in: Path) -> str | None:
-    """The generation cache's folder (None: no cache), as --cache-dir and --no-cache say."""
-    if no_cache:
-        return None
-    return str(cache_dir or started_in / CACHE_FOLDER)

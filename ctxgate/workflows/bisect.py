@@ -247,8 +247,7 @@ def main(args: argparse.Namespace) -> int:
                 fan_out = max(1, slots(spec.ray, spec.ray_resource))
             except BackendError as exc:
                 raise BisectError(str(exc)) from None
-        thresholds = plan.thresholds
-        tolerance_for = thresholds.tolerance_for if args.tolerance is None else (lambda t, L: args.tolerance)
+        tolerance_for = plan.thresholds.tolerance_for if args.tolerance is None else (lambda t, L: args.tolerance)
 
         def evaluate(path, reference, together):  # noqa: ANN001, ANN202
             print(f"evaluating {path.name} ...", flush=True)
@@ -264,7 +263,7 @@ def main(args: argparse.Namespace) -> int:
                 return {}
 
         result = bisect(
-            checkpoints, good, bad, evaluate, tolerance_for, thresholds.regression_confidence, fan_out=fan_out
+            checkpoints, good, bad, evaluate, tolerance_for, plan.thresholds.regression_confidence, fan_out=fan_out
         )
     except (BisectError, WrongFlag, OptionError) as exc:
         return refuse("bisect", exc)

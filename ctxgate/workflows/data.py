@@ -63,13 +63,10 @@ def verify(args: argparse.Namespace) -> int:
         print(f"{f.status:<9} {f.task:<16} {f.path}" + (f"  ({f.detail})" if f.detail else ""))
     failed = [f for f in findings if f.failed]
     unpinned = sum(f.status == "unpinned" for f in findings)
-    print(
-        f"{len(failed)} problem(s), {unpinned} unpinned file(s)"
-        + (f"; pin them with `ctxgate data verify {args.folder} --write-lock`" if unpinned else "")
-        + (
-            f"; a changed file differs from {LOCK_NAME}: restore it, or re-pin deliberately"
-            if any(f.status == "changed" for f in failed)
-            else ""
-        )
-    )
+    said = f"{len(failed)} problem(s), {unpinned} unpinned file(s)"
+    if unpinned:
+        said += f"; pin them with `ctxgate data verify {args.folder} --write-lock`"
+    if any(f.status == "changed" for f in failed):
+        said += f"; a changed file differs from {LOCK_NAME}: restore it, or re-pin deliberately"
+    print(said)
     return 1 if failed else 0

@@ -53,21 +53,12 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
     rows = []
     for key in sorted(set(base.cases) & set(new.cases)):
         case = new.cases[key]
-        result = base.compare_case(
-            case.task, case.length, case.data_sha256, case.scores, thresholds.regression_confidence
-        )
+        result = base.compare_case(*key, case.data_sha256, case.scores, thresholds.regression_confidence)
         if result is not None:
-            rows.append(DiffRow(case.task, case.length, result, thresholds.tolerance_for(case.task, case.length)))
-    rows += [
-        DiffRow(
-            t,
-            L,
-            None,
-            thresholds.tolerance_for(t, L),
-            new.unscored.get((t, L)) or new.skipped.get((t, L), "not in the new run"),
-        )
-        for t, L in sorted(set(base.cases) - set(new.cases))  # lost: the baseline scored them, the new run did not
-    ]
+            rows.append(DiffRow(*key, result, thresholds.tolerance_for(*key)))
+    for t, L in sorted(set(base.cases) - set(new.cases)):  # lost: the baseline scored them, the new run did not
+        why = new.unscored.get((t, L)) or new.skipped.get((t, L), "not in the new run")
+        rows.append(DiffRow(t, L, None, thresholds.tolerance_for(t, L), why))
     if not rows:
         raise BaselineError(f"{base_path} and {new_path} have no case in common: run the same tasks and lengths")
     notes = []
@@ -83,28 +74,13 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
 
 
 def render(diff: Diff, markdown: bool, confidence: float) -> str:
-    header = [
-        "task",
-        "length",
-        "base",
-        "new",
-        "delta",
-        f"{int(confidence * 100)}% interval",
-        "n",
-        "tolerance",
-        "verdict",
-    ]
+    header = [*"task length base new delta".split(), f"{int(confidence * 100)}% interval", "n", "tolerance", "verdict"]
     body = []
     for r in diff.rows:
         p, numbers = r.result, ["", "", "", "", ""]  # no numbers where the new run has no score
         if p is not None:
-            numbers = [
-                f"{p.baseline:.1f}",
-                f"{p.current:.1f}",
-                f"{p.delta:+.1f}",
-                f"{p.low:+.1f} .. {p.high:+.1f}",
-                str(p.n),
-            ]
+            interval = f"{p.low:+.1f} .. {p.high:+.1f}"
+            numbers = [f"{p.baseline:.1f}", f"{p.current:.1f}", f"{p.delta:+.1f}", interval, str(p.n)]
         verdict = r.verdict if p is not None else f"MISSING ({r.missing})"
         body.append([r.task, format_length(r.length), *numbers, f"{r.tolerance:.1f}", verdict])
     if markdown:

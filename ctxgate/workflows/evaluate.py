@@ -31,11 +31,7 @@ def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[s
 
 
 def _stop(
-    plan: Plan,
-    reference: CaseResult | None,
-    tolerance: Callable[[str, int], float] | None,
-    task: str,
-    length: int,
+    plan: Plan, reference: CaseResult | None, tolerance: Callable[[str, int], float] | None, task: str, length: int
 ) -> tuple[StopRule, Questions] | None:
     if plan.sequential is None or reference is None or tolerance is None:
         return None
@@ -101,8 +97,4 @@ def check_overrides_on(path: str | Path, spec: ModelSpec) -> None:
 
 def _matcher(name: str) -> Callable[..., bool]:
     """pytest's -k matching: a word matches a case id that contains it, case-insensitively."""
-
-    def matches(word: str, /, **_: object) -> bool:
-        return word.lower() in name.lower()
-
-    return matches
+    return lambda word, /, **_: word.lower() in name.lower()

@@ -42,10 +42,9 @@ def build(args: argparse.Namespace) -> str:
     baseline_rows: list[Prediction] = []
     # a --thresholds given is checked with or without --baseline (a mistake is said at once); a page without a
     # comparison needs no thresholds, so a broken file found on the way does not stop it
-    if args.thresholds and not args.baseline:
-        thresholds_here(args.thresholds, task_names())
-    if args.baseline:
+    if args.thresholds or args.baseline:
         thresholds = thresholds_here(args.thresholds, task_names())
+    if args.baseline:
         diff = diff_reports(args.baseline, str(path), thresholds)
         confidence = thresholds.regression_confidence
         entries = {  # each compared case's entry, as a run with --baseline records it

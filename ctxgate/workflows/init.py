@@ -33,20 +33,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(fn=main)
 
 
-def plan(folder: Path, ci: str | None) -> list[tuple[Path, Path]]:
-    """(template, destination) pairs."""
-    pairs = [(TEMPLATES / "thresholds.toml", folder / "thresholds.toml")]
-    if ci:
-        name, where = CI[ci]
-        pairs.append((TEMPLATES / "ci" / name, folder / where))
-    return pairs
-
-
 def main(args: argparse.Namespace) -> int:
     folder = Path(args.folder)
     if not folder.is_dir():
         return refuse("init", f"{folder} is not a folder: give your repository's folder")
-    pairs = plan(folder, args.ci)
+    pairs = [(TEMPLATES / "thresholds.toml", folder / "thresholds.toml")]  # (template, destination)
+    if args.ci:
+        ci_template, ci_destination = CI[args.ci]
+        pairs.append((TEMPLATES / "ci" / ci_template, folder / ci_destination))
     # --force replaces files, never a folder (with whatever is in it): one where a file goes is the user's to move
     taken = next((dest for _, dest in pairs if dest.is_dir() and not dest.is_symlink()), None)
     if taken is not None:
@@ -58,10 +52,7 @@ def main(args: argparse.Namespace) -> int:
     # a link counts as there, dangling or not: the write replaces the link itself, never the file it points to
     existing = [dest for _, dest in pairs if dest.exists() or dest.is_symlink()]
     if existing and not args.force:
-        print(
-            f"ctxgate init: {existing[0]} exists; nothing was written. Pass --force to overwrite it",
-            file=sys.stderr,
-        )
+        print(f"ctxgate init: {existing[0]} exists; nothing was written. Pass --force to overwrite it", file=sys.stderr)
         return 1
     try:
         for _, dest in pairs:
@@ -74,12 +65,9 @@ def main(args: argparse.Namespace) -> int:
         if template.suffix in (".sh", ".sbatch"):
             dest.chmod(0o755)
         print(f"wrote {dest}")
+    # one quick case first, so a new setup shows it works before a long run
     print("next, a first check (path/to/ckpt is your checkpoint folder; the thresholds are found from here up):")
-    print(f"  {FIRST_CHECK}")
+    print("  pytest --model path/to/ckpt -k niah_single_1 --lengths 4k --samples 10")
     print("then the whole suite:")
     print("  pytest --model path/to/ckpt -n 8")
     return 0
-
-
-# the next step printed: one quick case, so a new setup shows it works before a long run
-FIRST_CHECK = "pytest --model path/to/ckpt -k niah_single_1 --lengths 4k --samples 10"

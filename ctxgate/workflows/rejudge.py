@@ -85,15 +85,6 @@ def _judges(args: argparse.Namespace, thresholds: Thresholds, helmet_compat: boo
     return judges
 
 
-def _load(report_path: Path) -> tuple[Report, Path, list[Prediction]]:
-    try:
-        report = read_report(report_path)
-        predictions = predictions_path(report_path, report)
-        return report, predictions, read_predictions(predictions)
-    except ReportFileError as exc:
-        raise RejudgeError(str(exc)) from None
-
-
 def _case_result(case: CaseRecord, rows: list[Prediction]) -> CaseResult:
     measured = {f.name: getattr(case, f.name) for f in fields(CaseResult) if f.name not in ("samples", "ci")}
     samples = tuple(sorted(rows, key=lambda r: r.index))
@@ -104,11 +95,9 @@ def _verdict(case: CaseRecord, thresholds: Thresholds) -> CaseRecord:
     """The plugin's gates, minus the baseline (a later judging has no paired baseline run to compare with)."""
     # why it had no score (no judge in its run) is gone: it has one now
     case = replace(case, floor=thresholds.floor_for(case.task, case.length), error_kind=None, skip_kind=None)
-    message = judge_failure(case)
-    if message:
+    if message := judge_failure(case):
         return replace(case, verdict="fail", message=f"{case.task} at {case.length}: {message}")
-    message = floor_failure(case, thresholds)
-    if message:
+    if message := floor_failure(case, thresholds):
         return replace(case, verdict="fail", message=message)
     return replace(case, verdict="pass", message=passed(case))
 
@@ -136,14 +125,13 @@ def _to_judge(report: Report, report_path: Path, everything: bool) -> list[CaseR
 def judge_report(args: argparse.Namespace) -> tuple[Report, int, int]:
     """The rewritten report, how many cases were judged, how many cases fail."""
     report_path = Path(args.report)
-    report, predictions, rows = _load(report_path)
-    try:
-        # a --thresholds given is checked even when nothing turns out to need judging
-        given = thresholds_here(args.thresholds, task_names()) if args.thresholds else None
-        chosen = _to_judge(report, report_path, args.all)
-        thresholds = given or _runs_thresholds(report, report_path)
-    except ThresholdsError as exc:
-        raise RejudgeError(str(exc)) from None
+    report = read_report(report_path)
+    predictions = predictions_path(report_path, report)
+    rows = read_predictions(predictions)
+    # a --thresholds given is checked even when nothing turns out to need judging
+    given = thresholds_here(args.thresholds, task_names()) if args.thresholds else None
+    chosen = _to_judge(report, report_path, args.all)
+    thresholds = given or _runs_thresholds(report, report_path)
     judges = _judges(args, thresholds, report.run.helmet_compat)
     by_case: dict[tuple[str, int], list[Prediction]] = {}
     for r in rows:
@@ -181,7 +169,7 @@ def main(args: argparse.Namespace) -> int:
     except NothingToJudge as exc:
         print(f"ctxgate judge: {exc}")
         return 0
-    except (RejudgeError, JudgeError) as exc:
+    except (RejudgeError, JudgeError, ReportFileError, ThresholdsError) as exc:
         return refuse("judge", exc)
     print(terminal(report))
     usage = [c.judge.usage for c in report.cases if c.judge and c.judge.usage]

@@ -67,17 +67,14 @@ def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
                 label=format_length(length),
             )
         ax.set_title(label + (" (partial)" if any(r["partial"] for r in rows if r["category"] == label) else ""))
-        ax.set_xlabel("training step")
-        ax.set_ylabel("score")
-        ax.set_ylim(-2, 102)
+        ax.set(xlabel="training step", ylabel="score", ylim=(-2, 102))
         ax.grid(alpha=0.3)
         if lengths:
             ax.legend(title="length", fontsize=8)
     eff = [(r["step"], r["score"]) for r in rows if r["category"] == "effective length"]
     if eff:
         axes[2].plot(*zip(*eff), marker="o", color="black")
-    axes[2].set_title("effective length (tokens)")
-    axes[2].set_xlabel("training step")
+    axes[2].set(title="effective length (tokens)", xlabel="training step")
     axes[2].grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -77,9 +77,8 @@ class WatchState:
 
     def save(self, path: Path) -> None:
         try:
-            atomic_write(
-                path, json.dumps({"done": sorted(self.done), "failed": self.failed, "last": self.last}, indent=1)
-            )
+            state = {"done": sorted(self.done), "failed": self.failed, "last": self.last}
+            atomic_write(path, json.dumps(state, indent=1))
         except OSError as exc:
             raise WatchError(
                 f"cannot write {path} ({exc.strerror or exc}): free space or give a writable --reports folder"
@@ -159,16 +158,10 @@ def watch(
                 prior = state.failed.get(ckpt.name, {})
                 tries = prior.get("attempts", 0) + 1 if prior.get("signature") == before else 1
                 state.failed[ckpt.name] = {"attempts": tries, "exit_code": code, "signature": before}
-                left = attempts - tries
-                print(
-                    f"ctxgate watch: {ckpt.name} was not evaluated completely (exit {code}); "
-                    + (
-                        f"trying again at the next scan ({left} attempt(s) left)"
-                        if left > 0
-                        else "no attempts left until its files change"
-                    ),
-                    flush=True,
-                )
+                then = "no attempts left until its files change"
+                if (left := attempts - tries) > 0:
+                    then = f"trying again at the next scan ({left} attempt(s) left)"
+                print(f"ctxgate watch: {ckpt.name} was not evaluated completely (exit {code}); {then}", flush=True)
             state.save(state_path)
             made = [p for p in sorted(out.glob("*.json")) if p.name != state_path.name and completed(p)]
             if made:
