@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,112 +22,14 @@ import pytest
 from ctxgate.backends.adapters import hf_folder
 from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer
 from ctxgate.backends.devices import visible_gpus
-from ctxgate.backends.endpoint import ENDPOINT_APIS, OPENAI_CONCURRENCY
 from ctxgate.backends.override_rules import OverrideError
 from ctxgate.backends.overrides import applied
-from ctxgate.backends.vllm_server import (
-    ENGINE_BATCH,
-    EngineError,
-    EngineSpec,
-    VLLMServer,
-    engine_batch,
-    find_python,
-    replica_devices,
-    start_all,
-)
+from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python, replica_devices, start_all
+from ctxgate.run.serving import EngineSettings
 
 from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, Settings, check_overrides, usage_errors
 
 SERVERS_KEY = pytest.StashKey[list[VLLMServer]]()
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    g = parser.getgroup("ctxgate-engine", "ctxgate engines: --backend openai / vllm")
-    g.addoption(
-        "--base-url",
-        action="append",
-        help="--backend openai: an OpenAI-compatible server, e.g. http://gpu7:8000/v1; repeat for replicas",
-    )
-    g.addoption("--tokenizer", help="the served model's tokenizer folder (default: --model when it is a folder)")
-    g.addoption(
-        "--served-model",
-        help="the model name the server serves (default: the only one it lists, or --model when that is not a folder)",
-    )
-    g.addoption(
-        "--endpoint-api",
-        default="completions",
-        choices=ENDPOINT_APIS,
-        help="--backend openai: completions (default: token ids, the tokenizer checked against the server's) or chat "
-        "(one user message of text, for models served only as chat: GPT-4o, Gemini, Claude; --tokenizer counts)",
-    )
-    g.addoption(
-        "--api-key-env",
-        default="OPENAI_API_KEY",
-        metavar="NAME",
-        help="--backend openai: the environment variable holding the server's API key (default %(default)s)",
-    )
-    g.addoption(
-        "--concurrency",
-        type=int,
-        help=f"requests in flight per server replica, which the engine batches (default: {OPENAI_CONCURRENCY} for "
-        f"--backend openai; for --backend vllm the engine's batch, {ENGINE_BATCH} unless --vllm-arg sets "
-        "--max-num-seqs, shared by the xdist workers on a server)",
-    )
-    g.addoption(
-        "--request-timeout",
-        type=float,
-        default=600.0,
-        help="seconds per request of up to 128K tokens, a longer one in proportion (default %(default)s)",
-    )
-    g.addoption(
-        "--request-retries",
-        type=int,
-        default=4,
-        help="retries after 429/5xx/timeouts/dropped connections, with backoff (default %(default)s)",
-    )
-    g.addoption(
-        "--tp",
-        "--tensor-parallel-size",
-        type=int,
-        default=1,
-        help="--backend vllm: GPUs per replica (default %(default)s); replicas = visible GPUs / tp",
-    )
-    g.addoption(
-        "--vllm-python",
-        help="--backend vllm: the python with vLLM (default: $CTXGATE_VLLM_PYTHON, else .venv-vllm)",
-    )
-    g.addoption(
-        "--vllm-arg",
-        action="append",
-        help="--backend vllm: one more argument for the vLLM server, e.g. --vllm-arg=--gpu-memory-utilization=0.8",
-    )
-    g.addoption(
-        "--vllm-start-timeout",
-        type=float,
-        default=900.0,
-        help="--backend vllm: seconds a server may take to start (default %(default)s)",
-    )
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    """Where requests go and how: the servers (given by --base-url, or started here for --backend vllm), the
-    tokenizer to check them against, the served model's name, and the request and vLLM options."""
-
-    base_urls: tuple[str, ...] = ()
-    server_logs: tuple[str, ...] = ()  # --backend vllm: each server's log, for the error when one dies
-    tokenizer: str | None = None
-    served_model: str | None = None
-    endpoint_api: str = "completions"
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = OPENAI_CONCURRENCY
-    request_timeout: float = 600.0
-    request_retries: int = 4
-    tp: int = 1
-    vllm_python: str | None = None
-    vllm_args: tuple[str, ...] = ()
-    vllm_start_timeout: float = 900.0
-    launch: EngineSpec | None = None  # --backend vllm --ray: how each replica starts its server
 
 
 ENGINE_KEY = pytest.StashKey[EngineSettings]()
@@ -137,7 +39,7 @@ ENGINE_KEY = pytest.StashKey[EngineSettings]()
 def pytest_configure(config: pytest.Config) -> None:
     """After the options plugin (called first) has checked --model."""
     run = config.stash[SETTINGS_KEY]
-    engine = config.stash[ENGINE_KEY] = read(config, run)
+    engine = config.stash[ENGINE_KEY] = run.plan.engine
     if run.model is None:
         return
     if run.backend == "openai":
@@ -146,43 +48,6 @@ def pytest_configure(config: pytest.Config) -> None:
             check_overrides(run, engine.tokenizer)
     elif run.backend == "vllm" and run.opening.model_dir and STARTUP_ERROR_KEY not in config.stash:
         config.stash[ENGINE_KEY] = with_servers(config, engine, run)
-
-
-def read(config: pytest.Config, run: Settings) -> EngineSettings:
-    """The engine options, checked (with the run's backend and chat setting)."""
-    backend = run.backend
-    for flag in ("--concurrency", "--tp", "--request-timeout", "--vllm-start-timeout"):
-        if config.getoption(flag) is not None and config.getoption(flag) <= 0:
-            raise pytest.UsageError(f"{flag} {config.getoption(flag)} must be positive")
-    if config.getoption("--request-retries") < 0:
-        raise pytest.UsageError("--request-retries must be 0 or more")
-    urls = tuple(config.getoption("--base-url") or ())
-    for url in urls:
-        if not url.startswith(("http://", "https://")):
-            raise pytest.UsageError(f"--base-url {url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
-    if config.getoption("--endpoint-api") == "chat" and backend != "openai":
-        raise pytest.UsageError("--endpoint-api chat is for --backend openai (a server you run)")
-    if config.getoption("--endpoint-api") == "chat" and run.opening.chat_template == "off":
-        raise pytest.UsageError(
-            "--endpoint-api chat sends user messages, which the server wraps: drop --chat-template off"
-        )
-    if urls and backend != "openai":
-        raise pytest.UsageError(
-            "--base-url is for --backend openai (a server you run); with --backend vllm the suite starts its own"
-        )
-    vllm_args = tuple(config.getoption("--vllm-arg") or ())
-    with usage_errors(ValueError):
-        batch = engine_batch(vllm_args)
-    # the fields named as their options' dests; the servers' URLs and logs, the vLLM arguments and the requests in
-    # flight (by default, what fills the engine's batch) are not
-    as_given = {f.name for f in fields(EngineSettings)} - {"base_urls", "server_logs", "vllm_args", "launch"}
-    as_given -= {"concurrency"}
-    return EngineSettings(
-        base_urls=urls,
-        vllm_args=vllm_args,
-        concurrency=config.getoption("--concurrency") or (batch if backend == "vllm" else OPENAI_CONCURRENCY),
-        **{dest: config.getoption(dest) for dest in as_given},
-    )
 
 
 def checked_openai(engine: EngineSettings, model: str) -> EngineSettings:
@@ -280,10 +145,12 @@ def pytest_configure_node(node: Any) -> None:
         server = servers[index % len(servers)]
         node.workerinput["ctxgate_vllm_url"] = server.url
         node.workerinput["ctxgate_vllm_log"] = str(server.log_path)
-        if node.config.getoption("--concurrency") is None:
-            batch = node.config.stash[ENGINE_KEY].concurrency
+        engine = node.config.stash[ENGINE_KEY]
+        if engine.fills_batch:
             workers = int(node.workerinput["workercount"])
-            node.workerinput["ctxgate_vllm_concurrency"] = worker_share(batch, index, workers, len(servers))
+            node.workerinput["ctxgate_vllm_concurrency"] = worker_share(
+                engine.concurrency, index, workers, len(servers)
+            )
 
 
 def worker_share(batch: int, index: int, workers: int, servers: int) -> int:

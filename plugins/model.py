@@ -14,16 +14,13 @@ from typing import Any
 
 import pytest
 
-from ctxgate.backends.base import engine_dtype
-from ctxgate.backends.devices import visible_gpus
-from ctxgate.backends.endpoint import EndpointSettings
 from ctxgate.run.compose import LoadedModel, ModelError, open_model
-from ctxgate.run.loading import ModelSpec, Served
+from ctxgate.run.loading import ModelSpec
 
-from .engine import ENGINE_KEY, EngineSettings
+from .engine import ENGINE_KEY
 from .hf import HF_KEY
 from .judging import JUDGING_KEY
-from .options import SETTINGS_KEY, Settings
+from .options import SETTINGS_KEY
 
 RUN_ERROR_KEY = pytest.StashKey[str]()  # on the session: why no case can run in this process (the model, the judge)
 # a backend with its own line at the end of the run (replicas on a cluster: where they ran, what the queue did)
@@ -39,34 +36,11 @@ def model_spec(config: pytest.Config) -> ModelSpec:
         run.opening,
         batch_size=hf.batch_size,
         device_map=hf.device_map,
-        served=_served(run, config.stash[ENGINE_KEY]) if run.backend in ("openai", "vllm") else None,
+        served=config.stash[ENGINE_KEY].served(run.opening) if run.backend in ("openai", "vllm") else None,
         judge=judging.judge,
         nli_model=judging.nli_model,
         judge_max_failure_rate=run.plan.thresholds.judge_max_failure_rate,
     )
-
-
-def _served(run: Settings, engine: EngineSettings) -> Served:
-    assert engine.tokenizer is not None
-    endpoint = EndpointSettings(
-        engine.base_urls,
-        engine.served_model,
-        engine.concurrency,
-        engine.request_timeout,
-        max_retries=engine.request_retries,
-        key_env=engine.api_key_env,
-        api=engine.endpoint_api,
-    )
-    numerics: dict[str, Any] = {}
-    if run.backend == "vllm":  # the suite started these servers: it knows what changes their numerics
-        numerics = {
-            "dtype": engine_dtype(run.opening.dtype, bool(visible_gpus())),
-            "tensor_parallel": engine.tp,
-            "vllm_args": list(engine.vllm_args),
-        }
-        if run.opening.checkpoint and run.opening.checkpoint.served_as:
-            numerics["served_as"] = run.opening.checkpoint.served_as
-    return Served(endpoint, engine.tokenizer, engine.server_logs, numerics, engine.launch, engine.vllm_start_timeout)
 
 
 @pytest.fixture(scope="session")

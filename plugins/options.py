@@ -1,6 +1,7 @@
-"""The run's options (checkpoint, lengths, samples, data, thresholds, baseline, --sequential), read once in
+"""The run's options (checkpoint, lengths, samples, data, thresholds, baseline, engine, --sequential), read once in
 ``pytest_configure`` into the run's plan (``ctxgate.gate.plan``, as ``ctxgate bisect`` reads them) in a frozen
-``Settings`` kept in ``config.stash``; the engine, hf and judging plugins read their own.
+``Settings`` kept in ``config.stash``; the hf and judging plugins read their own, and the engine plugin starts
+the servers the plan's engine names.
 
 Thresholds, the baseline, data folders and the checkpoint are checked here too, so a mistake stops the run before
 any model is loaded, and the suite is collected whatever the form of ``--model``. PYTEST_DONT_REWRITE: the plugins
@@ -27,6 +28,7 @@ from ctxgate.run.loading import TEST_BACKEND, ModelSpec
 from ctxgate.run.options import BASELINE, SEQUENTIAL_OPTIONS, OptionError
 from ctxgate.run.options import EVALUATION as RUN_OPTIONS
 from ctxgate.run.options import check_overrides as check_against_config
+from ctxgate.run.serving import ENGINE
 
 BACKENDS = ("hf", "vllm", "openai")  # and TEST_BACKEND: accepted, never offered in --help
 _CHECKOUT_SUITE = Path(__file__).resolve().parent.parent / "tests_longctx"
@@ -92,6 +94,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "ends there; extend it with --model-override max_position_embeddings=N)",
     )
     BASELINE.add_to(g)
+    engine = parser.getgroup("ctxgate-engine", "ctxgate engines: --backend openai / vllm")
+    for option in ENGINE:
+        option.add_to(engine)
     sequential = parser.getgroup("ctxgate-sequential", "ctxgate --sequential: stop a case once its verdict is certain")
     for option in SEQUENTIAL_OPTIONS:
         option.add_to(sequential)

@@ -1,7 +1,7 @@
 """A run's plan, resolved once from the option table's values: how the checkpoint is opened, the lengths and
-samples, the ``--sequential`` stop rule, the thresholds and the baseline. pytest (``plugins/options.py``) and
-``ctxgate bisect`` both call ``make_plan``, so the same options give the same plan and a bad value is the same
-OptionError, before any model loads."""
+samples, the ``--sequential`` stop rule, the engine (``--backend openai``/``vllm``), the thresholds and the
+baseline. pytest (``plugins/options.py``) and ``ctxgate bisect`` both call ``make_plan``, so the same options give
+the same plan and a bad value is the same OptionError, before any model loads."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.run.loading import ModelSpec
 from ctxgate.run.options import SEQUENTIAL_ALPHA, SEQUENTIAL_MIN, OptionError, opening, samples_problem
 from ctxgate.run.options import sequential_problem as _sequential_problem
+from ctxgate.run.serving import EngineSettings, read_engine
 from ctxgate.tasks.registry import task_names
 
 
@@ -37,6 +38,7 @@ class Plan:
     samples: int | None  # None: each task's HELMET/RULER count
     sequential: Sequential | None  # None: every case runs its samples
     thresholds: Thresholds
+    engine: EngineSettings = EngineSettings()  # the options of --backend openai/vllm, checked
     thresholds_path: str = ""  # "" when none was found
     thresholds_found: str = ""  # how the thresholds file was found, or where none was
     baseline: Baseline | None = None
@@ -60,7 +62,9 @@ def make_plan(
         problem = problem or _sequential_problem(sequential.alpha, sequential.min_samples)
     if problem:
         raise OptionError(problem)
-    plan = Plan(opening(value, started_in, **given), lengths, samples, sequential, load_or_default(None, ()))
+    spec = opening(value, started_in, **given)
+    engine = read_engine(value, spec.backend, spec.chat_template)
+    plan = Plan(spec, lengths, samples, sequential, load_or_default(None, ()), engine)
     if not gated:
         return plan
     baseline = None
@@ -74,4 +78,4 @@ def make_plan(
         thresholds = load_or_default(path, task_names())
     except ThresholdsError as exc:
         raise OptionError(str(exc)) from None
-    return Plan(plan.opening, lengths, samples, sequential, thresholds, str(path) if path else "", found, baseline)
+    return Plan(spec, lengths, samples, sequential, thresholds, engine, str(path) if path else "", found, baseline)

@@ -32,6 +32,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     action: str | None = None
     metavar: str | None = None
+    aliases: tuple[str, ...] = ()  # other spellings of the flag (the dest is the flag's)
 
     @property
     def dest(self) -> str:
@@ -40,9 +41,9 @@ class Option:
     def add_to(self, target: Any) -> None:
         """Onto a pytest option group (``addoption``) or an argparse parser (``add_argument``): both take
         argparse's keywords."""
-        keywords = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "flag"}  # named as argparse's
+        keywords = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("flag", "aliases")}
         add = target.addoption if hasattr(target, "addoption") else target.add_argument
-        add(self.flag, **{k: v for k, v in keywords.items() if v is not None})
+        add(self.flag, *self.aliases, **{k: v for k, v in keywords.items() if v is not None})
 
 
 LENGTHS = Option(
