@@ -18,9 +18,15 @@ import pytest
 # No test may reach the hub: a task whose data is not local skips at once instead of waiting on timeouts.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-# pytester's in-process runs drop modules first imported during the run; numpy and pyarrow cannot be imported twice
-# in one process, so they are imported here, before any such run.
+# pytester's in-process runs drop modules first imported during the run (a test with the pytester fixture, through
+# its teardown); numpy and pyarrow cannot be imported twice in one process, and matplotlib imported twice checks its
+# own classes against the stale copies (ctxgate trend draws in-process), so they are imported here, before any such
+# run.
 import datasets  # noqa: E402,F401
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")  # as ctxgate trend sets it, before pyplot
+import matplotlib.pyplot  # noqa: E402,F401
 
 from ctxgate.textcodec import ByteTokenizer, HFTokenizer, PieceEncoder
 
