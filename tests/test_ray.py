@@ -4,6 +4,7 @@ One cluster for the file; each run is the suite as users start it, in its own pr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -208,6 +209,15 @@ def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_ba
         if "vllm.entrypoints" in (line := " ".join(p.info["cmdline"] or ()) + " ") and window in line
     ]
     assert gone(servers), "a replica's vLLM server outlived the run"
+    # nor did its engine processes (they rename themselves VLLM::EngineCore, VLLM::Worker), which run where the
+    # replica ran: in the session's folder
+    engines = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            title = " ".join(p.info["cmdline"] or ()) or p.info["name"] or ""
+            if title.startswith("VLLM::") and Path(p.cwd()) == tmp_path:
+                engines.append(p.pid)
+    assert gone(engines), "a replica's vLLM engine processes outlived the run"
 
 
 def test_a_killed_driver_keeps_every_finished_sample_and_a_rerun_resumes(cluster, tmp_path):

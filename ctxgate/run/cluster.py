@@ -38,6 +38,7 @@ from ctxgate.textcodec import HFTokenizer, RawTokenizer
 LOCAL = "local"  # --ray local: a cluster of this machine, started for the run and stopped with it
 MAX_TRIES = 3  # replicas a request may lose before the run stops trusting the cluster with it
 START_TIMEOUT_S = float(os.environ.get("CTXGATE_RAY_START_TIMEOUT", "900"))  # a replica placed and loaded
+STOP_TIMEOUT_S = 60.0  # the replicas' servers stopping (VLLMServer.stop waits up to 30 s for its processes)
 CASES_AT_ONCE = 2  # the next case's samples queue while the current one finishes: no replica idles between cases
 
 
@@ -127,6 +128,7 @@ class RayPool:
         self.address = spec.ray
         self._connected = connect(spec.ray)
         self.replicas: list[_Replica] = []
+        self._servers = False
         try:
             self._place(replace(spec, ray=None, ray_replicas=None), spec.ray_resource, spec.ray_replicas)
         except BaseException:
@@ -173,6 +175,7 @@ class RayPool:
             )
         # a server's replica takes its --concurrency requests at once (the engine batches them); a model in the
         # actor's own process, one
+        self._servers = served is not None  # the replicas start servers of their own: stopped before the kill
         options: dict[str, Any] = {"max_restarts": 0, "max_concurrency": served.endpoint.concurrency if served else 1}
         if resource == "GPU":
             options.update(num_gpus=size, num_cpus=0)
@@ -196,7 +199,7 @@ class RayPool:
             replica = _Replica(pending[ref], info)
             if info.error:
                 failed.setdefault(info.error, []).append(replica.where)
-                ray.kill(replica.handle)
+                ray.kill(replica.handle)  # its server, if it started one, stopped when the load failed
                 continue
             self.replicas.append(replica)
         if failed:
@@ -353,6 +356,9 @@ class RayPool:
     def _release(self) -> None:
         import ray
 
+        if self._servers and self.replicas:  # each server stopped by its own replica, its engine processes too
+            stopping = [r.handle.stop.remote() for r in self.replicas]
+            ray.wait(stopping, num_returns=len(stopping), timeout=STOP_TIMEOUT_S)
         for replica in self.replicas:
             try:
                 ray.kill(replica.handle)

@@ -46,17 +46,18 @@ class ReplicaWorker:
 
         context = ray.get_runtime_context()
         self.where = (ray.util.get_node_ip_address(), context.get_node_id(), os.getpid())
+        self.server: VLLMServer | None = None
         try:
             # the session's relative paths (--model fixtures/..., --config-from) mean what they meant where it was
             # started: a cluster's nodes share that folder (a shared filesystem), as they share the checkpoint
             os.chdir(started_in)
-            self.server: VLLMServer | None = None
             if spec.served is not None and spec.served.launch is not None:
                 spec = self._own_server(spec, spec.served)
             self.backend: Any = load_backend(spec)
             self.error: str | None = None
         except Exception as exc:  # noqa: BLE001 - whatever the loader raises is the replica's one-line cause
             self.backend, self.error = None, str(exc) or type(exc).__name__
+            self.stop()  # a server started for a model that then failed to load is of no use to anyone
 
     def _own_server(self, spec: ModelSpec, served: Served) -> ModelSpec:
         """--backend vllm: this replica's server, on the GPUs Ray gave it (tensor parallel across them), and the
@@ -75,6 +76,13 @@ class ReplicaWorker:
         engine = {**served.engine, "dtype": launch.resolved_dtype, "tensor_parallel": launch.tensor_parallel}
         chosen = replace(served, endpoint=endpoint, server_logs=(str(log),), engine=engine, launch=None)
         return replace(spec, served=chosen)
+
+    def stop(self) -> None:
+        """Stop this replica's own server, its engine processes included, before the actor is killed: a killed
+        actor's server gets its death signal, but vLLM's engine processes can outlive it, holding GPU memory."""
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
 
     def info(self) -> ReplicaInfo:
         ip, node, pid = self.where
