@@ -7,8 +7,9 @@
 suite's sample iterator, seed 42, the fixture QA files, one tokenizer per worker and length (its one-off
 tokenization of haystacks and word lists is counted in the first task that needs it), one sample in memory at a
 time. A line per task gives its build seconds (imports and tokenizer loading left out), its worker's peak memory
-while it ran (sampled every 20 ms), and the hash of its samples. The length's wall time (worker start-up included)
-and the sum of the workers' peaks (an upper bound on the memory the machine held) close each length.
+while it ran (sampled every 20 ms), and the hash of its samples (its first 16 hex digits, to set beside another
+run's). The length's wall time (worker start-up included) and the sum of the workers' peaks (an upper bound on the
+memory the machine held) close each length.
 
 The previous implementation (``--baseline``, a git ref of this repository; ``none`` skips it) is checked out to a
 temporary folder and timed the same way, on ``--baseline-samples`` samples per task (``--samples`` when 0), and the
@@ -42,7 +43,11 @@ sys.path.insert(0, root)
 from transformers import AutoTokenizer
 from ctxgate.run.case import iter_samples, samples_to_run
 from ctxgate.tasks import BuildContext, get_task
-from ctxgate.textcodec import HFTokenizer, PieceEncoder
+from ctxgate.textcodec import PieceEncoder
+try:
+    from ctxgate.tokenizing import HFTokenizer
+except ImportError:  # a baseline from before the tokenizers had a module of their own
+    from ctxgate.textcodec import HFTokenizer
 enc = PieceEncoder(HFTokenizer(AutoTokenizer.from_pretrained(tokenizer)))
 ctx = BuildContext(encoder=enc, chat=enc.has_chat_template, chat_by_task=enc.has_chat_template,
                    squad_source=squad, hotpotqa_source=hotpot)
@@ -172,8 +177,8 @@ def main() -> None:
         if base_root is not None:
             base, base_wall = run_all(base_root, args.tokenizer, tasks, length, base_n, args.workers)
         print(
-            f"\n{label}: task               n  build s   per sample  peak MB  fill    | baseline per sample  ratio  "
-            "samples",
+            f"\n{label}: task               n  build s   per sample  peak MB  fill   samples sha256    "
+            "| baseline per sample  ratio  samples",
             flush=True,
         )
         for task in tasks:
@@ -184,6 +189,7 @@ def main() -> None:
             per = r["seconds"] / max(r["n"], 1)
             row = (
                 f"{label}: {task:<16} {r['n']:>4} {r['seconds']:8.1f} {per:10.3f} s {r['peak_mb']:8.0f} {r['fill']:.4f}"
+                f"  {r['sha256'][:16]}"  # the samples' hash, to compare by eye with another run's
             )
             if base_root is None:
                 print(row)

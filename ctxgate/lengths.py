@@ -1,6 +1,7 @@
 """Input lengths as users write them (``8k``) and as the benchmarks mean them (8192).
 
-RULER and HELMET use binary thousands: "128K" is 131072 tokens, not 128000.
+RULER and HELMET use binary thousands: "128K" is 131072 tokens, not 128000. Length 0 is BABILong's "0k": a task's
+bare form, its facts without background text (``TaskSpec.bare``); every other task skips it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ class LengthError(ValueError):
 
 
 def parse_length(text: str | int) -> int:
-    """``"8k"`` -> 8192, ``"8192"`` -> 8192, ``"1m"`` -> 1048576."""
+    """``"8k"`` -> 8192, ``"8192"`` -> 8192, ``"1m"`` -> 1048576, ``"0"`` -> 0 (the bare form)."""
     if isinstance(text, int):
         value = text
     else:
@@ -27,8 +28,8 @@ def parse_length(text: str | int) -> int:
                 "binary-thousands form such as 8k (=8192) or 128k (=131072)"
             )
         value = int(match.group(1)) * _UNITS[match.group(2).lower()]
-    if value <= 0:
-        raise LengthError(f"the length {text!r} must be a positive number of tokens, e.g. 8k")
+    if value < 0:
+        raise LengthError(f"the length {text!r} must be a number of tokens, e.g. 8k")
     return value
 
 
@@ -41,9 +42,9 @@ def parse_lengths(text: str) -> tuple[int, ...]:
 
 
 def format_length(tokens: int) -> str:
-    """131072 -> "128K", 1000 -> "1000": a short label for tables."""
-    if tokens % (1024 * 1024) == 0:
+    """131072 -> "128K", 1000 -> "1000", 0 -> "0": a short label for tables."""
+    if tokens and tokens % (1024 * 1024) == 0:
         return f"{tokens // (1024 * 1024)}M"
-    if tokens % 1024 == 0:
+    if tokens and tokens % 1024 == 0:
         return f"{tokens // 1024}K"
     return str(tokens)

@@ -12,136 +12,27 @@ tokens of it; tests state and check that margin.
 
 from __future__ import annotations
 
-import hashlib
-import itertools
+import functools
 import re
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
+
+from ctxgate.chatturns import ChatTurns
+from ctxgate.tokenids import (
+    ONE_INT,
+    RUN_END,
+    JoinedIds,
+    RunStore,
+    Spans,
+    gather,
+    spans,
+)
+from ctxgate.tokenizing import RawTokenizer
+
+if TYPE_CHECKING:
+    pass
 
 ANCHOR = "\u00a7"
-_SENTINEL = "\u27e6CTXGATE-USER-TURN\u27e7"
-
-
-class RawTokenizer(Protocol):
-    """What ctxgate needs from a tokenizer; adapters below provide it."""
-
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]: ...
-
-    def decode(self, ids: Sequence[int]) -> str: ...
-
-    def prefix_ids(self) -> list[int]: ...
-
-    def chat_parts(self) -> tuple[str, str] | None: ...
-
-    def eos_ids(self) -> list[int]: ...
-
-    def identity(self) -> str: ...
-
-
-class HFTokenizer:
-    """Adapter over a ``transformers`` tokenizer (imported by the caller, never here)."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tok = tokenizer
-        # The Rust backend's encode_batch_fast (no offsets, no Python-side conversion) tokenizes the random-content
-        # haystacks of a 128K prompt 1.5-1.7x faster (bench/datagen.py). It is trusted only after it matched the
-        # wrapper on a real batch: some wrappers pre-process text in Python, and a backend with padding or
-        # truncation set differs.
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-        usable = (
-            backend is not None
-            and hasattr(backend, "encode_batch_fast")
-            and backend.truncation is None
-            and backend.padding is None
-        )
-        self._backend = backend if usable else None
-        self._backend_checked = False
-
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        if not texts:
-            return []
-        texts = list(texts)
-        if self._backend is not None and self._backend_checked:
-            return [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
-        slow = [list(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
-        if self._backend is not None:
-            fast = [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
-            if fast != slow:
-                self._backend = None
-            elif len(texts) >= 8:
-                self._backend_checked = True
-        return slow
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return str(self.tok.decode(list(ids), skip_special_tokens=False))
-
-    def prefix_ids(self) -> list[int]:
-        with_special = list(self.tok("a", add_special_tokens=True)["input_ids"])
-        bare = list(self.tok("a", add_special_tokens=False)["input_ids"])
-        return with_special[: len(with_special) - len(bare)] if with_special[-len(bare) :] == bare else []
-
-    def chat_parts(self) -> tuple[str, str] | None:
-        if not getattr(self.tok, "chat_template", None):
-            return None
-        try:
-            text = self.tok.apply_chat_template(
-                [{"role": "user", "content": _SENTINEL}], add_generation_prompt=True, tokenize=False
-            )
-        except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
-            where = Path(str(getattr(self.tok, "name_or_path", "") or "."))
-            jinja = where / "chat_template.jinja"
-            source = jinja if jinja.is_file() else where / "tokenizer_config.json"
-            message = " ".join(str(exc).split())[:200]
-            raise ChatTemplateError(
-                f"the chat template ({source}) fails on a one-message chat ({type(exc).__name__}"
-                f": {message}): fix the template, or pass --chat-template off"
-            ) from None
-        head, _, tail = str(text).partition(_SENTINEL)
-        return head, tail
-
-    def eos_ids(self) -> list[int]:
-        eos = self.tok.eos_token_id
-        if eos is None:
-            return []
-        return list(eos) if isinstance(eos, (list, tuple)) else [int(eos)]
-
-    def identity(self) -> str:
-        parts = [
-            type(self.tok).__name__,
-            str(len(self.tok)),
-            str(getattr(self.tok, "chat_template", "") or ""),
-            self.tok.backend_tokenizer.to_str() if hasattr(self.tok, "backend_tokenizer") else "",
-        ]
-        return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
-
-
-class ChatTemplateError(ValueError):
-    """The tokenizer's chat template cannot render a plain user message; the message names its file."""
-
-
-class ByteTokenizer:
-    """One token per UTF-8 byte (ids 0-255, EOS 256): a dependency-free tokenizer for plumbing tests."""
-
-    EOS = 256
-
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [list(t.encode("utf-8")) for t in texts]
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return bytes(i for i in ids if i < 256).decode("utf-8", errors="replace")
-
-    def prefix_ids(self) -> list[int]:
-        return []
-
-    def chat_parts(self) -> tuple[str, str] | None:
-        return ("<user>\n", "\n</user>\n<assistant>\n")
-
-    def eos_ids(self) -> list[int]:
-        return [self.EOS]
-
-    def identity(self) -> str:
-        return "byte-tokenizer-v1"
 
 
 class PieceEncoder:
@@ -155,7 +46,7 @@ class PieceEncoder:
         self._chat = raw.chat_parts()
         self.identity = raw.identity()
         self._joins: dict[str, bool] = {}  # shape -> whether joined piece ids equal the whole text's, as checked
-        self._runs: dict[str, tuple[int, ...]] = {}  # runs of one-off pieces (encode_joined), tokenized once
+        self._batched: dict[re.Pattern[str], re.Pattern[str] | None] = {}  # a pattern's runs found in one pass
 
     @property
     def has_chat_template(self) -> bool:
@@ -168,6 +59,26 @@ class PieceEncoder:
                 "use --chat-template off (or auto)"
             )
         return self._chat
+
+    @functools.cached_property
+    def _runs(self) -> RunStore:
+        """Runs of one-off pieces (``encode_joined``), tokenized once; made on first use (numpy is not imported
+        before a sample is built). Two threads that both make one only tokenize some runs twice."""
+        return RunStore()
+
+    @functools.cached_property
+    def _turns(self) -> ChatTurns | None:
+        return self.raw.chat_turns()  # found on first use: a task without conversations never renders one
+
+    def chat_turns(self) -> ChatTurns:
+        """The template's turns for a multi-turn conversation; ``ChatTemplateError`` where it cannot be split."""
+        turns = self._turns
+        if turns is None:
+            raise ValueError(
+                "the tokenizer has no chat template, so --chat-template on cannot be honoured: "
+                "use --chat-template off (or auto)"
+            )
+        return turns
 
     def encode_many(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
         missing = list(dict.fromkeys(p for p in pieces if p not in self._cache))
@@ -182,12 +93,19 @@ class PieceEncoder:
         return len(self.encode(piece))
 
     def encode_fresh(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
-        """Encode one-off pieces (random needles) without growing the cache."""
-        n = len(self._anchor)
+        """Encode one-off pieces (random needles) without growing the cache. The ids are the process's one int
+        object per token id (``ONE_INT``)."""
+        n, anchor, anchor_list = len(self._anchor), self._anchor, list(self._anchor)
+        one = ONE_INT.__getitem__
         out = []
         for piece, ids in zip(pieces, self.raw.encode_batch([ANCHOR + p for p in pieces])):
-            # where the anchor merged with the piece, the piece is encoded plainly
-            out.append(tuple(ids[n:]) if tuple(ids[:n]) == self._anchor else tuple(self.raw.encode_batch([piece])[0]))
+            # where the anchor merged with the piece, the piece is encoded plainly (a list's head is compared as a
+            # list: no tuple made for each of a 1M-token haystack's 50,000 one-off pieces)
+            head = ids[:n]
+            if head == anchor_list if type(head) is list else tuple(head) == anchor:
+                out.append(tuple(map(one, ids[n:])))
+            else:
+                out.append(tuple(map(one, self.raw.encode_batch([piece])[0])))
         return out
 
     JOIN_CHECK = 64  # rows of a new shape checked whole against the joined pieces; later batches check a few
@@ -204,38 +122,125 @@ class PieceEncoder:
         cuts a one-off piece into runs that recur, each tokenized once. That the joined ids are the text's own is
         checked on the first rows of each ``shape`` and on a few of every batch, against the texts encoded whole; a
         shape that fails once is encoded whole from then on, this batch included."""
-        texts = ["".join(r) for r in rows]
+        return self.encode_columns(rows, fresh, shape).tuples()
+
+    def encode_columns(
+        self, rows: Sequence[Sequence[str]], fresh: Sequence[bool | re.Pattern[str]], shape: str, sep: str = ""
+    ) -> JoinedIds:
+        """``encode_joined``'s ids as one array, with where each row ends; ``sep`` goes before each row's first
+        piece (a line's separator). The rows' ids are gathered from their pieces' in one numpy step: a 1M-token
+        haystack of 50,000 lines then makes no tuple per line or per piece, and ``sep`` is added to the first
+        piece's distinct values, not to each row."""
+        import numpy as np
+
         if not rows or self._joins.get(shape) is False:
-            return self.encode_fresh(texts)
-        columns = []  # per piece position, each row's ids for it
-        for j, how in enumerate(fresh):
-            pieces = [r[j] for r in rows]
+            return self._whole(rows, sep)
+        sources, starts, sizes = [], [], []  # per piece position: its values' ids, each row's start and size in them
+        base = 0
+        for j, (pieces, how) in enumerate(zip(zip(*rows), fresh)):
             values = list(dict.fromkeys(pieces))
+            texts = [sep + v for v in values] if j == 0 and sep else values
             if how is False:
-                encoded = self.encode_many(values)
+                flat, at, size = spans(self.encode_many(texts))
             elif how is True:
-                encoded = self.encode_fresh(values)
+                flat, at, size = self.encode_spans(texts)
             else:
-                encoded = self._encode_runs(values, how)
-            ids = dict(zip(values, encoded))
-            columns.append([ids[p] for p in pieces])
-        joined = [tuple(itertools.chain.from_iterable(parts)) for parts in zip(*columns)]
-        check = self.JOIN_CHECK if shape not in self._joins else self.JOIN_SPOT
-        if self.encode_fresh(texts[:check]) != joined[:check]:
+                flat, at, size = self._runs_spans(texts, how)
+            which = dict(zip(values, range(len(values))))
+            row = np.fromiter(map(which.__getitem__, pieces), dtype=np.int64, count=len(pieces))
+            sources.append(flat)
+            starts.append(at[row] + base)
+            sizes.append(size[row])
+            base += len(flat)
+        if not sources:
             self._joins[shape] = False
-            return self.encode_fresh(texts)
+            return self._whole(rows, sep)
+        size = np.stack(sizes, axis=1)  # rows x pieces, read row by row
+        ids = gather(np.concatenate(sources), np.stack(starts, axis=1).ravel(), size.ravel())
+        joined = JoinedIds(ids, np.concatenate([[0], np.cumsum(size.sum(axis=1))]))
+        check = self.JOIN_CHECK if shape not in self._joins else self.JOIN_SPOT
+        if self.encode_fresh([sep + "".join(r) for r in rows[:check]]) != joined.tuples(check):
+            self._joins[shape] = False
+            return self._whole(rows, sep)
         self._joins[shape] = True
         return joined
 
-    def _encode_runs(self, values: Sequence[str], pattern: re.Pattern[str]) -> list[tuple[int, ...]]:
-        split = [pattern.findall(v) for v in values]
-        split = [runs if "".join(runs) == v else [v] for v, runs in zip(values, split)]  # never a piece lost
-        if len(self._runs) > self.RUNS_KEPT:
-            self._runs.clear()
-        new = list({run for runs in split for run in runs if run not in self._runs})
-        self._runs.update(zip(new, self.encode_fresh(new)))
-        get = self._runs.__getitem__
-        return [tuple(itertools.chain.from_iterable(map(get, runs))) for runs in split]
+    def _whole(self, rows: Sequence[Sequence[str]], sep: str) -> JoinedIds:
+        import numpy as np
+
+        flat, starts, sizes = self.encode_spans([sep + "".join(r) for r in rows])
+        return JoinedIds(gather(flat, starts, sizes), np.concatenate([[0], np.cumsum(sizes)]))
+
+    def encode_spans(self, pieces: Sequence[str]) -> Spans:
+        """``encode_fresh``'s ids as one array, with where each piece's start and how many: the same ids, without a
+        tuple per piece (for the many one-off pieces of a long prompt, or a word list)."""
+        import numpy as np
+
+        texts = [ANCHOR + p for p in pieces]
+        encode_flat = getattr(self.raw, "encode_flat", None)  # HFTokenizer's, without a list per text
+        flat, starts, sizes = encode_flat(texts) if encode_flat is not None else spans(self.raw.encode_batch(texts))
+        n = len(self._anchor)
+        ok = np.flatnonzero(sizes >= n)
+        for k, anchor_id in enumerate(self._anchor):
+            ok = ok[flat[starts[ok] + k] == anchor_id]
+        starts[ok] += n
+        sizes[ok] -= n
+        merged = np.setdiff1d(np.arange(len(pieces)), ok)  # where the anchor merged with the piece: the piece plainly
+        if len(merged):
+            plain, plain_starts, plain_sizes = spans(self.raw.encode_batch([pieces[i] for i in merged]))
+            starts[merged], sizes[merged] = plain_starts + len(flat), plain_sizes
+            flat = np.concatenate([flat, plain])
+        return flat, starts, sizes
+
+    def _runs_spans(self, values: Sequence[str], pattern: re.Pattern[str]) -> Spans:
+        """Each value's ids as its runs' ids joined (``encode_joined``), as spans of one array: each run's ids come
+        from the memo of runs, gathered for all values at once."""
+        import numpy as np
+
+        if not values:
+            return spans([])
+        runs = self._split_runs(values, pattern)
+        store = self._runs
+        with store.lock:
+            if len(store.slot) > self.RUNS_KEPT:
+                store.clear()
+            new = list(set(runs).difference(store.slot))
+            if new:
+                flat, starts, sizes = self.encode_spans(new)
+                store.add(new, gather(flat, starts, sizes), sizes)
+            slots = np.fromiter(map(store.slot.__getitem__, runs), dtype=np.int64, count=len(runs))
+            run_sizes = store.sizes[slots]
+            flat = gather(store.ids, store.starts[slots], run_sizes)
+        ends = np.cumsum(run_sizes)[slots == 0]  # a value ends at its end mark, which has no ids
+        starts = np.concatenate([[0], ends[:-1]])
+        return flat, starts, ends - starts
+
+    def _split_runs(self, values: Sequence[str], pattern: re.Pattern[str]) -> list[str]:
+        """Every value's runs (``pattern``'s matches; the value itself where they are not all of it), each value's
+        followed by ``RUN_END``. The values are searched as one text, each ended by ``RUN_END``, which the
+        pattern is extended to match alone: one call instead of one per value (17 runs each for a UUID). That is
+        taken only where each value is found ended and whole, and the first few values' runs are as found alone
+        (a pattern that looks past a value's ends would find others); otherwise, value by value."""
+        if pattern not in self._batched:
+            self._batched[pattern] = re.compile(f"(?:{pattern.pattern})|{RUN_END}", pattern.flags)
+        batched = self._batched[pattern]
+        text = RUN_END.join(values) + RUN_END
+        if batched is not None and text.count(RUN_END) == len(values):
+            runs = batched.findall(text)
+            if runs.count(RUN_END) == len(values) and len("".join(runs)) == len(text):
+                alone: list[str] = []
+                for v in values[: self.JOIN_SPOT]:
+                    found = pattern.findall(v)
+                    alone.extend(found if "".join(found) == v else [v])
+                    alone.append(RUN_END)
+                if runs[: len(alone)] == alone:
+                    return runs
+                self._batched[pattern] = None
+        runs = []
+        for v, found in zip(values, map(pattern.findall, values)):
+            runs.extend(found if "".join(found) == v else [v])  # never a piece lost
+            runs.append(RUN_END)
+        return runs
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.raw.decode(ids)

@@ -135,6 +135,12 @@ def pytest_configure(config: pytest.Config) -> None:
             "RULER's tasks, and an average of means that stopped early is biased, with no guarantee. Drop "
             "--sequential, or pass --thresholds with a file whose [session] min_effective_length is 0"
         )
+    if plan.sequential is not None and plan.thresholds.relative_min_length:
+        raise pytest.UsageError(
+            f"--sequential cannot check [relative_effective_length.min_length] ({plan.thresholds.path}): a relative "
+            "effective length compares averages of means, and means that stopped early are biased, with no "
+            "guarantee. Drop --sequential, or pass --thresholds with a file without that table"
+        )
     collect_the_suite(config)
     if plan.baseline is not None and not hasattr(config, "workerinput"):
         incomplete = plan.baseline.incompleteness()

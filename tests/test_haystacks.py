@@ -87,7 +87,8 @@ def test_the_second_volume_is_read_only_when_a_prompt_needs_it(monkeypatch, hf_t
     import lzma
 
     from ctxgate.data import haystacks
-    from ctxgate.textcodec import HFTokenizer, PieceEncoder
+    from ctxgate.textcodec import PieceEncoder
+    from ctxgate.tokenizing import HFTokenizer
 
     decompress = lzma.decompress
 

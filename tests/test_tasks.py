@@ -19,7 +19,8 @@ from ctxgate.run.case import build_samples
 from ctxgate.sources.errors import DataNotGiven
 from ctxgate.tasks import BuildContext, MaterialExhausted, TaskTooShort, all_tasks, get_task
 from ctxgate.tasks.build import build_sample
-from ctxgate.textcodec import HFTokenizer, PieceEncoder
+from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokenizing import HFTokenizer
 from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
 
 # essay tasks: a Wikipedia sentence of up to 50 words (~130 tiny tokens); the others as noted
@@ -61,9 +62,42 @@ UNIT = {
     "helmet_multikey_2": 1,
     "helmet_multikey_3": 1,
     "helmet_multivalue": 1,
+    # NoLiMa-style: a Wikipedia sentence of the haystack, the longest 196 tiny tokens (nolima: its needle set read
+    # from the data folder)
+    "ctx_nolima": 200,
+    "ctx_nolima_direct": 200,
+    "nolima": 200,
+    # BABILong-style: a Wikipedia sentence of the haystack; released records are sent whole (the fixtures leave <100)
+    "ctx_babi_qa1": 140,
+    "ctx_babi_qa2": 140,
+    "ctx_babi_qa3": 140,
+    "ctx_babi_qa4": 140,
+    "ctx_babi_qa5": 140,
+    "babilong_qa1": 100,
+    "babilong_qa2": 100,
+    "babilong_qa3": 100,
+    "babilong_qa4": 100,
+    "babilong_qa5": 100,
+    # MRCR-style: a conversation turn (request, answer, the template between: up to ~143 tiny tokens); OpenAI MRCR's
+    # rows are sent whole, never cut, each in its length's bin (L/2, L] as OpenAI bins them: at 4K, half of it
+    "ctx_mrcr_2": 150,
+    "ctx_mrcr_4": 150,
+    "ctx_mrcr_8": 150,
+    "mrcr_2needle": 2049,
+    "mrcr_4needle": 2049,
+    "mrcr_8needle": 2049,
 }
 TASKS = [t.name for t in all_tasks()]
-FILE_LENGTHS = {"helmet_multikey_2": (1024, 2048), "helmet_multikey_3": (1024, 2048), "helmet_multivalue": (1024, 2048)}
+FILE_LENGTHS = {
+    "helmet_multikey_2": (1024, 2048),
+    "helmet_multikey_3": (1024, 2048),
+    "helmet_multivalue": (1024, 2048),
+    "mrcr_2needle": (4096, 8192),
+    "mrcr_4needle": (4096, 8192),
+    "mrcr_8needle": (4096, 8192),
+}
+# the length each task is built at where one length serves every task: OpenAI MRCR's 2048-token budget fills 2K
+PROBE = {"mrcr_2needle": 4096, "mrcr_4needle": 4096, "mrcr_8needle": 4096}
 
 
 DATA = {"dir": str(HELMET_DATA)}
@@ -103,7 +137,15 @@ def _by_whether_they_fit() -> tuple[list[tuple[str, int]], list[tuple[str, int]]
 
 
 # generating 300-1200 tokens, these leave a 1K prompt no room for one document
-TOO_SHORT = {"alce_asqa": (1024,), "alce_qampari": (1024,), "infbench_sum": (1024,)}
+TOO_SHORT = {
+    "alce_asqa": (1024,),
+    "alce_qampari": (1024,),
+    "infbench_sum": (1024,),
+    # MRCR-style: two worked examples, the needle turns and a 250-token budget take more than 1K
+    "ctx_mrcr_2": (1024,),
+    "ctx_mrcr_4": (1024,),
+    "ctx_mrcr_8": (1024,),
+}
 FITS, REFUSED = _by_whether_they_fit()
 
 
@@ -136,7 +178,7 @@ def test_a_length_a_task_cannot_fill_is_refused_naming_the_length(hf_encoder, ta
 
 @pytest.mark.parametrize("task", TASKS)
 def test_decoded_prompt_retokenizes_to_the_same_count(hf_encoder, hf_tokenizer, task):
-    s = build_sample(get_task(task), ctx_for(hf_encoder), 2048, 0, 42)
+    s = build_sample(get_task(task), ctx_for(hf_encoder), PROBE.get(task, 2048), 0, 42)
     again = hf_tokenizer(hf_encoder.decode(s.input_ids), add_special_tokens=False)["input_ids"]
     assert abs(len(again) - len(s.input_ids)) <= 2
 
@@ -144,8 +186,8 @@ def test_decoded_prompt_retokenizes_to_the_same_count(hf_encoder, hf_tokenizer, 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     task=st.sampled_from(TASKS),
-    # every length from 1 token to 8K; one draw in two below 600, where the fixed parts run out of room
-    length=st.one_of(st.integers(1, 600), st.integers(1, 8192)),
+    # every length from 0 (the bare form) to 8K; one draw in two below 600, where the fixed parts run out of room
+    length=st.one_of(st.integers(0, 600), st.integers(0, 8192)),
     index=st.integers(0, 10_000),
     seed=st.integers(0, 2**31),
     chat=st.booleans(),
@@ -161,8 +203,9 @@ def test_every_task_at_every_length_builds_a_prompt_within_the_rule_or_refuses(
     except Refusal as exc:
         assert exc.cause in (*BY_DESIGN, *NOT_GIVEN, *BROKEN), exc.cause
         assert str(exc) and "\n" not in str(exc), str(exc)  # one line, naming what and the fix
+        assert length or exc.cause == "too_short" or spec.bare, exc  # at 0 a task without a bare form is too short
         return
-    assert len(s.input_ids) + spec.tokens_to_generate <= length
+    assert length and len(s.input_ids) + spec.tokens_to_generate <= length or spec.bare and not length
     assert s.answers and all(s.answers)
 
 
@@ -209,9 +252,10 @@ def test_helmet_compat_at_every_length_builds_a_prompt_within_the_rule_or_refuse
 def test_same_inputs_same_bytes_other_seed_other_data(hf_encoder, task):
     spec = get_task(task)
     i = 0 if task in FILE_LENGTHS else 3  # (six records: seeds 42 and 7 happen to put the same one at index 3)
-    a = build_sample(spec, ctx_for(hf_encoder), 2048, i, 42)
-    b = build_sample(spec, ctx_for(hf_encoder), 2048, i, 42)
-    c = build_sample(spec, ctx_for(hf_encoder, seed=7), 2048, i, 7)
+    length = PROBE.get(task, 2048)
+    a = build_sample(spec, ctx_for(hf_encoder), length, i, 42)
+    b = build_sample(spec, ctx_for(hf_encoder), length, i, 42)
+    c = build_sample(spec, ctx_for(hf_encoder, seed=7), length, i, 7)
     assert a.digest() == b.digest()
     if task.startswith("alce_"):  # HELMET's order and demo draws for seed 7 may repeat seed 42's at one index
         others = [build_sample(spec, ctx_for(hf_encoder, seed=7), 2048, j, 7) for j in range(6)]

@@ -6,7 +6,8 @@ import pytest
 
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tasks.build import build_sample
-from ctxgate.textcodec import HFTokenizer, PieceEncoder
+from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokenizing import HFTokenizer
 
 
 @pytest.fixture(scope="module")

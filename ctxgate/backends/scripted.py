@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
-from ctxgate.textcodec import ByteTokenizer, HFTokenizer, RawTokenizer
+from ctxgate.tokenizing import ByteTokenizer, HFTokenizer, RawTokenizer
 
 
 class ScriptedBackend:

@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from ctxgate.gate import summaries
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import session_gates
-from ctxgate.records.schema import BaselineRun, CaseRecord, EffectiveLength, Gate, GroupScore, Overall
+from ctxgate.records.schema import (
+    BaselineRun,
+    CaseRecord,
+    EffectiveLength,
+    Gate,
+    GroupScore,
+    Overall,
+    RelativeEffectiveLength,
+)
 from ctxgate.tasks.registry import Membership, membership
 
 
@@ -20,6 +28,7 @@ class SessionVerdict:
     overall: Overall
     effective_length: EffectiveLength | None
     gates: tuple[Gate, ...]
+    relative_effective_length: dict[str, RelativeEffectiveLength]
 
 
 def stopped_early(case: CaseRecord) -> bool:
@@ -36,7 +45,7 @@ def _length_summary(
     out |= {f"helmet_{name}": g for name, g in categories.items() if name != "recall"}
     if categories:
         out["helmet_overall"] = summaries.helmet_overall(categories, tasks)
-    return out
+    return out | summaries.families(scores, errored, early, tasks)
 
 
 def summarize(
@@ -81,6 +90,20 @@ def judge_session(
     incomplete too). ``threshold``: the effective-length bar when not the thresholds' own (a report judged again
     keeps its). ``baseline``: the ``--baseline`` run's path and the cases it scored, for the baseline gate."""
     by_length, overall, eff = summarize(cases, thresholds.effective_threshold if threshold is None else threshold)
-    gates = session_gates(cases, complete, eff, baseline, thresholds)
+    relative = relative_lengths(by_length, thresholds)
+    gates = session_gates(cases, complete, eff, baseline, thresholds, relative)
     finished = complete and not any(c.verdict == "error" for c in cases)
-    return SessionVerdict(finished, by_length, overall, eff, gates)
+    return SessionVerdict(finished, by_length, overall, eff, gates, relative)
+
+
+def relative_lengths(
+    by_length: Mapping[str, Mapping[str, GroupScore]], thresholds: Thresholds
+) -> dict[str, RelativeEffectiveLength]:
+    """Each summary's effective length relative to its own short-context score, where it has a base."""
+    out = {}
+    for name in summaries.summary_names():
+        scores = {int(L): groups[name] for L, groups in by_length.items() if name in groups}
+        found = summaries.relative_effective_length(scores, thresholds.relative_share, thresholds.relative_base_up_to)
+        if found is not None:
+            out[name] = found
+    return out

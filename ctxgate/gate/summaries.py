@@ -1,4 +1,5 @@
-"""Per-length summaries: RULER's average and effective length, HELMET's categories and overall score.
+"""Per-length summaries: RULER's average and effective length, HELMET's categories and overall score, and the
+mean of each task family beyond them (MRCR-, BABILong- and NoLiMa-style).
 
 Membership comes from the task registry (``ctxgate.tasks.registry.membership``): a task's spec says which summary
 its score counts in. Aggregation is over the tasks that ran. A summary built from fewer than all of its member
@@ -17,10 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from ctxgate.records.schema import EffectiveLength, GroupScore
+from ctxgate.records.schema import EffectiveLength, GroupScore, RelativeEffectiveLength
 from ctxgate.tasks.registry import Membership, membership
 
 RULER_THRESHOLD = 85.6  # Llama-2-7B at 4K, the RULER paper's bar
+
+
+def summary_names(tasks: Membership | None = None) -> list[str]:
+    """The names of the summaries per length, as the report's ``by_length`` keys them."""
+    tasks = tasks or membership()
+    return ["ruler", *(f"helmet_{c}" for c in tasks.helmet), "helmet_overall", *tasks.families]
 
 
 def group(
@@ -45,6 +52,8 @@ def ruler_average(
 def category_members(
     category: str, scores: Mapping[str, float], errored: Collection[str], tasks: Membership
 ) -> tuple[str, ...]:
+    """A HELMET category's members, with HELMET's own files' tasks in place of the tasks they stand in for when any
+    of them ran at this length (HELMET's Recall is either its own files or the suite's RULER cases)."""
     members = tasks.helmet.get(category, ())
     own = {stand_in: task for stand_in, task in tasks.stand_ins.items() if task in members}
     if any(t in scores or t in errored for t in own):
@@ -70,6 +79,24 @@ def helmet_categories(
     mean of its three numbers (correctness, citation recall, citation precision), so the category equals HELMET's
     mean of six."""
     groups = {c: group(scores, category_members(c, scores, errored, tasks), errored, early) for c in tasks.helmet}
+    return {name: g for name, g in groups.items() if g.score is not None or g.errored}
+
+
+def _stand_in(member: str, ran: Collection[str], tasks: Membership) -> str:
+    """The published data's task in place of the generated ``member`` where it ran, else the member."""
+    return next((s for s, task in tasks.stand_ins.items() if task == member and s in ran), member)
+
+
+def families(
+    scores: Mapping[str, float], errored: Collection[str], early: Collection[str], tasks: Membership
+) -> dict[str, GroupScore]:
+    """Each task family beyond RULER and HELMET (its suite) with a member that ran or was meant to: the mean of its
+    members, each generated task's published twin in its place where that ran."""
+    ran = set(scores) | set(errored)
+    groups = {
+        f: group(scores, tuple(_stand_in(m, ran, tasks) for m in members), errored, early)
+        for f, members in tasks.families.items()
+    }
     return {name: g for name, g in groups.items() if g.score is not None or g.errored}
 
 
@@ -107,6 +134,42 @@ def effective_length(
         threshold,
         passing,
         any(g.partial for g in scored.values()),
+        tuple(L for L, g in scored.items() if g.incomplete),
+        tuple(L for L, g in scored.items() if g.early),
+    )
+
+
+RELATIVE_SHARE = 0.85  # NoLiMa: a length is effective while the score keeps 85% of the short-context base
+BASE_UP_TO = 1024  # NoLiMa's base: the mean at 250, 500 and 1K tokens
+
+
+def relative_effective_length(
+    by_length: Mapping[int, GroupScore], share: float = RELATIVE_SHARE, base_up_to: int = BASE_UP_TO
+) -> RelativeEffectiveLength | None:
+    """A summary's effective length against its own short-context score; None when no length up to ``base_up_to``
+    has a complete score (the base needs one; a base of 0 is no base: every share of it passes)."""
+    scored = {L: g for L, g in sorted(by_length.items()) if g.score is not None or g.incomplete}
+    base_lengths = tuple(L for L, g in scored.items() if L <= base_up_to and g.score is not None and not g.incomplete)
+    base = sum(scored[L].score or 0.0 for L in base_lengths) / len(base_lengths) if base_lengths else 0.0
+    if base <= 0:
+        return None
+    passing = {
+        L: g.score is not None and g.score >= share * base and not g.incomplete and not g.early
+        for L, g in scored.items()
+    }
+    value = 0
+    for L, ok in passing.items():
+        if not ok:
+            break
+        value = L
+    longer = [g.score for L, g in scored.items() if L > base_up_to and g.score is not None]
+    return RelativeEffectiveLength(
+        value,
+        round(base, 2),
+        base_lengths,
+        share,
+        passing,
+        round(sum((x - base) / base for x in longer) / len(longer), 4) if longer else None,
         tuple(L for L, g in scored.items() if g.incomplete),
         tuple(L for L, g in scored.items() if g.early),
     )

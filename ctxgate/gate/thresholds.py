@@ -27,6 +27,13 @@
     [judge]
     max_failure_rate = 0.05   # a judged case fails when more of its verdicts than this failed
 
+    [relative_effective_length]   # NoLiMa's rule, for any summary (RULER, a HELMET category, a task family)
+    share = 0.85           # a length is effective while the score keeps this share of the model's own base ...
+    base_up_to = "1k"      # ... its mean over the run's lengths up to this one
+
+    [relative_effective_length.min_length]   # the session fails when a summary's is shorter
+    nolima = "8k"
+
 Errors name the file, the key and the fix, and are raised before any model is loaded.
 """
 
@@ -42,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.gate.summaries import RULER_THRESHOLD
+from ctxgate.gate.summaries import BASE_UP_TO, RELATIVE_SHARE, RULER_THRESHOLD, summary_names
 from ctxgate.lengths import LengthError, parse_length
 
 if sys.version_info >= (3, 11):
@@ -60,6 +67,7 @@ _SECTIONS = {
     "session": ("min_effective_length",),
     "regression": ("tolerance", "confidence"),
     "judge": ("max_failure_rate",),
+    "relative_effective_length": ("share", "base_up_to", "min_length"),
 }
 
 
@@ -179,6 +187,9 @@ class Thresholds:
     regression_confidence: float = 0.95
     tolerances: tuple[Rule, ...] = ()
     judge_max_failure_rate: float = 0.05  # share of a case's samples whose verdict failed, above which it fails
+    relative_share: float = RELATIVE_SHARE
+    relative_base_up_to: int = BASE_UP_TO
+    relative_min_length: tuple[tuple[str, int], ...] = ()  # (summary, length): the session fails below it
 
     def floor_for(self, task: str, length: int) -> float:
         return _last_match(self.floors, task, length, self.default_floor)
@@ -246,10 +257,10 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
             "Fix: write the floors (see thresholds.toml in the ctxgate repository), or delete "
             "the file to run without floors"
         )
-    _check_keys(path, "", data, tuple("defaults effective_length session floor regression tolerance judge".split()))
+    _check_keys(path, "", data, ("floor", "tolerance", *_SECTIONS))
     for section, allowed in _SECTIONS.items():
         _check_keys(path, section, data.get(section, {}), allowed)
-    defaults, eff, session, regression, judge = (data.get(section, {}) for section in _SECTIONS)
+    defaults, eff, session, regression, judge, relative = (data.get(section, {}) for section in _SECTIONS)
     rule = defaults.get("rule", "score")
     if rule not in _RULES:
         raise _fail(path, "defaults.rule", f"{rule!r} is not a rule", 'write rule = "score" or rule = "upper"')
@@ -277,7 +288,33 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
         ),
         tolerances=tolerances,
         judge_max_failure_rate=_number(path, "judge.max_failure_rate", judge.get("max_failure_rate", 0.05), 0, 1, 0.05),
+        relative_share=_number(
+            path, "relative_effective_length.share", relative.get("share", RELATIVE_SHARE), 0.01, 1, RELATIVE_SHARE
+        ),
+        relative_base_up_to=_length(path, "relative_effective_length.base_up_to", relative.get("base_up_to", "1k")),
+        relative_min_length=_min_lengths(path, relative.get("min_length", {})),
     )
+
+
+def _length(path: str, key: str, value: Any) -> int:
+    try:
+        return parse_length(value)
+    except LengthError:
+        raise _fail(path, key, f"{value!r} is not a length", f'write e.g. {key.split(".")[-1]} = "1k"') from None
+
+
+def _min_lengths(path: str, table: Any) -> tuple[tuple[str, int], ...]:
+    """``[relative_effective_length.min_length]``: a summary's name (``by_length``'s keys) = the length it must
+    reach."""
+    key = "relative_effective_length.min_length"
+    if not isinstance(table, dict):
+        raise _fail(path, key, "is not a table", f'write [{key}] with lines such as nolima = "8k"')
+    known = summary_names()
+    for name in table:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            raise _fail(path, f"{key}.{name}", "is no summary", f"use one of {', '.join(close or known)}")
+    return tuple((name, _length(path, f"{key}.{name}", value)) for name, value in table.items())
 
 
 def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Sequence[str]) -> tuple[Rule, ...]:

@@ -6,11 +6,20 @@ it) fails the ``cases`` gate and counts against the floors, and a run in which n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN, BaselineRun, CaseRecord, EffectiveLength, Gate
+from ctxgate.records.schema import (
+    BROKEN,
+    BY_DESIGN,
+    NOT_GIVEN,
+    BaselineRun,
+    CaseRecord,
+    EffectiveLength,
+    Gate,
+    RelativeEffectiveLength,
+)
 
 # Why a selected case has no score, and whether that fails the gates: the one rule every gate, `diff`, `bisect` and
 # `watch` read through the verdict it yields (docs/gates.md, "Which cases count").
@@ -243,7 +252,41 @@ def session_gates(
     eff: EffectiveLength | None,
     baseline: BaselineRun | None,
     thresholds: Thresholds,
+    relative: Mapping[str, RelativeEffectiveLength] | None = None,
 ) -> tuple[Gate, ...]:
     floors = floors_gate(cases, thresholds, baseline_gated=baseline is not None)
     gates = (cases_gate(cases, complete), floors, effective_length_gate(eff, thresholds))
-    return (*[g for g in gates if g], *([baseline_gate(cases, baseline)] if baseline else []))
+    return (
+        *[g for g in gates if g],
+        *[
+            relative_length_gate(name, need, (relative or {}).get(name), thresholds)
+            for name, need in thresholds.relative_min_length
+        ],
+        *([baseline_gate(cases, baseline)] if baseline else []),
+    )
+
+
+def relative_length_gate(name: str, need: int, found: RelativeEffectiveLength | None, thresholds: Thresholds) -> Gate:
+    """``[relative_effective_length.min_length]``: the summary ``name`` keeps ``share`` of its own short-context score
+    up to at least ``need``. No base (no length up to ``base_up_to`` scored) cannot show it."""
+    gate = f"min_relative_effective_length.{name}"
+    up_to = format_length(thresholds.relative_base_up_to)
+    if found is None:
+        return Gate(
+            gate,
+            "fail",
+            f"{name} has no score at a length up to {up_to} (or scores 0 there), so its relative effective length "
+            f"cannot reach {format_length(need)}: add such a length to --lengths, e.g. --lengths 256,512,1k,...",
+        )
+    ok = found.value >= need
+    got = format_length(found.value) if found.value else "0 (the shortest length falls short)"
+    counted = [*found.incomplete, *found.early]
+    note = (
+        f"; {', '.join(map(format_length, counted))} counted as failing (no score, or stopped early)" if counted else ""
+    )
+    return Gate(
+        gate,
+        "pass" if ok else "fail",
+        f"{name}: relative effective length {got} {'>=' if ok else '<'} required {format_length(need)} ("
+        f"{found.share:.0%} of its base {found.base:g}, its mean up to {up_to}, from {thresholds.path}){note}",
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ctxgate.metrics import helmet, text
+from ctxgate.metrics import babilong, helmet, mrcr, nolima, text
 
 Scorer = Callable[[str, Sequence[str], str | None], tuple[float, str]]  # (output, references, answer prefix)
 
@@ -83,8 +83,10 @@ STRING_MATCH_PART = Metric(
 )
 HELMET_SUBEM = Metric("helmet_subem", _helmet_subem, "HELMET SubEM on normalized text, max over raw and parsed output")
 LABEL_EM = Metric("label_em", _label_em, "HELMET ICL: normalized exact match of the parsed label")
+NOLIMA_CONTAINS = Metric("nolima_contains", nolima.score, "NoLiMa: a gold name in the raw output, case-sensitive")
 ROUGE_L_F1 = Metric("rouge_l_f1", _rouge_l, "ROUGE-L F1 (rouge-score, stemmed), max over references, raw and parsed")
 NDCG_AT_10 = Metric("ndcg_at_10", _ndcg10, "NDCG@10 of HELMET's parsed ranking; references are ID:LABEL judgments")
+BABILONG_MATCH = Metric("babilong_match", babilong.score, "BABILong's rule: the target is the only label in the output")
 MC_ACCURACY = Metric(
     "mc_accuracy",
     _choice(helmet.choice_correct),
@@ -94,6 +96,12 @@ MC_ACCURACY_HELMET = Metric(
     "mc_accuracy_helmet",
     _choice(helmet.choice_correct_helmet),
     "HELMET's multiple choice rule, bug included (empty output counts for gold A)",
+)
+MRCR_RATIO = Metric(
+    "mrcr_ratio",
+    mrcr.score,
+    "OpenAI MRCR's grade: 0 unless the output starts with the random string, else difflib's SequenceMatcher ratio "
+    "of the rest to the answer's rest; references are (answer, random string)",
 )
 # scored by a judge
 NARRATIVEQA_JUDGE = Metric(

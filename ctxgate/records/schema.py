@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION: Final = 1  # of the report file; readers refuse another (records.io.read_report)
 
-Suite = Literal["ruler", "helmet"]
+# RULER, HELMET, and the task families beyond them (MRCR-, BABILong- and NoLiMa-style; docs/tasks.md)
+Suite = Literal["ruler", "helmet", "mrcr", "babilong", "nolima"]
 Verdict = Literal["pass", "fail", "skip", "error"]
 # Why a selected case has no score: the report's words for it. Which of them fail the gates is gate.verdicts' rule.
 ByDesign = Literal["too_short"]  # the task cannot be built at this length
@@ -164,7 +165,7 @@ class CaseRecord:
 
     task: str
     suite: Suite
-    length: Annotated[int, Ge(1)]
+    length: Annotated[int, Ge(0)]  # 0: the bare form (BABILong's 0k)
     category: str = ""
     metric: str = ""
     verdict: Verdict = "error"
@@ -231,6 +232,24 @@ class EffectiveLength:
     partial: bool = False
     incomplete: tuple[int, ...] = ()  # lengths with a RULER task that produced no score: counted as failing
     early: tuple[int, ...] = ()  # lengths with a RULER task stopped early by --sequential: counted as failing
+
+
+@dataclass(frozen=True)
+class RelativeEffectiveLength:
+    """A summary's effective length against the model's own short-context score (NoLiMa's rule): ``base`` is the
+    summary's mean over the run's lengths up to the base's limit (NoLiMa: 250, 500 and 1K tokens); a length is
+    effective when its score is at least ``share`` of the base, and ``value`` is the longest length with it and every
+    shorter one effective (0: the shortest is not). ``long_score``: 100-LongBench's LongScore, the mean over the
+    lengths past the base of each one's change from the base relative to it."""
+
+    value: int
+    base: float
+    base_lengths: tuple[int, ...]
+    share: float
+    per_length: dict[int, bool] = field(default_factory=dict)
+    long_score: float | None = None
+    incomplete: tuple[int, ...] = ()  # lengths with a member that produced no score: counted as failing
+    early: tuple[int, ...] = ()  # lengths with a member stopped early by --sequential: counted as failing
 
 
 @dataclass(frozen=True)
@@ -348,6 +367,8 @@ class Report:
     overall: Overall
     effective_length: EffectiveLength | None
     gates: tuple[Gate, ...]
+    # each summary (``by_length``'s keys) with a base: its effective length relative to its own short-context score
+    relative_effective_length: dict[str, RelativeEffectiveLength] = field(default_factory=dict)
     schema_version: Literal[1] = SCHEMA_VERSION
     session_complete: bool = True  # the session itself finished (cases may still lack scores)
     error: RunError | None = None  # what stopped the whole run (the model could not be loaded)
@@ -364,7 +385,7 @@ class Report:
 
 def is_length_key(key: str) -> bool:
     """A ``by_length`` key as the runner writes it: a length in tokens, in plain decimal digits."""
-    return key.isascii() and key.isdigit() and not key.startswith("0")
+    return key == "0" or (key.isascii() and key.isdigit() and not key.startswith("0"))
 
 
 def report_schema(predictions: bool = False) -> dict[str, object]:

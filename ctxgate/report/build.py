@@ -47,6 +47,7 @@ def build_report(
         by_length=verdict.by_length,
         overall=verdict.overall,
         effective_length=verdict.effective_length,
+        relative_effective_length=verdict.relative_effective_length,
         baseline=baseline,
         gates=verdict.gates,
     )

@@ -1,4 +1,5 @@
-"""The HTML report's heatmaps: tasks x lengths per suite (with RULER's average, threshold and effective length),
+"""The HTML report's heatmaps: tasks x lengths per suite (with RULER's average, threshold and effective length, and
+each task family's mean),
 HELMET's categories per length, and needle depth x length per NIAH task."""
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from ctxgate.lengths import format_length
 from ctxgate.records.schema import EffectiveLength, Prediction, Report
 from ctxgate.report.cells import case_cell, e, group_td, score_td, section, table
 from ctxgate.report.samples import DepthGrid, case_key, depth_grids
-from ctxgate.report.tables import in_registry_order
+from ctxgate.report.tables import effective_lengths, in_registry_order
 from ctxgate.tasks.niah import DEPTHS
-from ctxgate.tasks.registry import category_label, membership
+from ctxgate.tasks.registry import category_label, membership, suite_label
 
 
 def task_tables(report: Report) -> list[str]:
@@ -20,7 +21,8 @@ def task_tables(report: Report) -> list[str]:
     by_key = {(c.task, c.length): c for c in cases}
     eff = report.effective_length
     out = []
-    for suite, label in (("ruler", "RULER"), ("helmet", "HELMET")):
+    for suite in ("ruler", "helmet", *membership().families):
+        label = suite_label(suite)
         tasks = in_registry_order(c.task for c in cases if c.suite == suite)
         if not tasks:
             continue
@@ -29,7 +31,7 @@ def task_tables(report: Report) -> list[str]:
             f'<tr><th scope="row">{e(t)}</th>{"".join(case_cell(by_key.get((t, L))) for L in lengths)}</tr>'
             for t in tasks
         )
-        foot = _ruler_average(report, lengths) if suite == "ruler" else ""
+        foot = "" if suite == "helmet" else _average(report, lengths, suite)
         note = "Score per task and length; follow a cell to its samples."
         if suite == "ruler" and eff:
             value = format_length(eff.value) if eff.value else f"below {format_length(lengths[0])}"
@@ -50,11 +52,12 @@ def _length_th(length: int, eff: EffectiveLength | None) -> str:
     return f'<th scope="col">{format_length(length)}</th>'
 
 
-def _ruler_average(report: Report, lengths: Sequence[int]) -> str:
-    threshold = report.effective_length.threshold if report.effective_length else None
+def _average(report: Report, lengths: Sequence[int], suite: str) -> str:
+    """RULER's average (against its threshold), or a task family's mean, per length."""
+    threshold = report.effective_length.threshold if report.effective_length and suite == "ruler" else None
     summaries = report.length_summaries
-    cells = "".join(group_td(summaries.get(L, {}).get("ruler"), threshold) for L in lengths)
-    return f'<tfoot><tr><th scope="row">RULER average</th>{cells}</tr></tfoot>'
+    cells = "".join(group_td(summaries.get(L, {}).get(suite), threshold) for L in lengths)
+    return f'<tfoot><tr><th scope="row">{e(suite_label(suite))} average</th>{cells}</tr></tfoot>'
 
 
 def helmet_categories(report: Report) -> str:
@@ -74,6 +77,27 @@ def helmet_categories(report: Report) -> str:
     note = '<p class="note">The mean of each category\'s tasks per length; * partial (not every task of it ran).</p>'
     grid = table('class="heatmap"', "HELMET categories x lengths", f'<th scope="col">category</th>{head}', body)
     return section("categories", "HELMET categories", note + grid)
+
+
+def effective_table(report: Report) -> str:
+    """The absolute effective length (RULER's bar) and each summary's relative one (a share of its own base),
+    side by side."""
+    found = effective_lengths(report)
+    if not found:
+        return ""
+    body = "".join(
+        f'<tr><th scope="row">{e(row[0])}</th>{"".join(f"<td>{e(c)}</td>" for c in row[1:])}</tr>' for row in found
+    )
+    head = "".join(f'<th scope="col">{c}</th>' for c in ("summary", "absolute", "relative", "LongScore"))
+    note = (
+        '<p class="note">Absolute: the longest length with RULER\'s average above the bar there and at every shorter '
+        "length. Relative: the longest length keeping the share of the model's own short-context score (its base) "
+        "there and at every shorter length (NoLiMa's rule); LongScore: the mean change from the base, relative to it, "
+        "over the longer lengths (100-LongBench).</p>"
+    )
+    return section(
+        "effective", "Effective length", note + table("", "Effective length, absolute and relative", head, body)
+    )
 
 
 # needle depths ------------------------------------------------------------------------------------------------------

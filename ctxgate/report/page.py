@@ -21,9 +21,10 @@ from ctxgate.lengths import format_length
 from ctxgate.records.schema import Prediction, Report, to_json
 from ctxgate.report import colours
 from ctxgate.report.cells import e
-from ctxgate.report.heatmaps import depths, helmet_categories, task_tables
+from ctxgate.report.heatmaps import depths, effective_table, helmet_categories, task_tables
 from ctxgate.report.samples import by_case, case_key, page_row
 from ctxgate.report.versus import comparison, trend
+from ctxgate.tasks.registry import membership, suite_label
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,18 @@ def render(page: PageInput) -> str:
         _legend(),
         *task_tables(report),
         helmet_categories(report),
+        effective_table(report),
         depths(page.rows),
         comparison(report, page.rows, page.baseline_rows, page.baseline_path),
         trend(page.trend),
         _DRILL_SHELL,
     ]
-    nav = [(ident, label) for ident, label in _NAV if any(f'id="{ident}"' in s for s in sections)]
+    families = [(f, suite_label(f)) for f in membership().families]
+    nav = [
+        (ident, label)
+        for ident, label in (*_NAV[:3], *families, *_NAV[3:])
+        if any(f'id="{ident}"' in s for s in sections)
+    ]
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -89,6 +96,7 @@ _NAV = (
     ("ruler", "RULER"),
     ("helmet", "HELMET"),
     ("categories", "HELMET categories"),
+    ("effective", "Effective length"),
     ("depths", "Needle depths"),
     ("comparison", "Against the baseline"),
     ("trend", "Trend"),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ctxgate.records.schema import Prediction
 from ctxgate.tasks.niah import DEPTHS
+from ctxgate.tasks.registry import UnknownTask, get_task
 
 RIGHT = 0.5  # a sample counts as right at half its metric or more (the metrics' per-sample scores are in 0..1)
 PREDICTION_CHARS = 600  # of a prediction or an answer on the page; the predictions file keeps them whole
@@ -62,9 +63,16 @@ class DepthGrid:
     cells: Mapping[tuple[int, int], tuple[float, int]]  # (depth, length) -> (mean percent, needles)
 
 
+def _is_niah(task: str) -> bool:
+    try:
+        return get_task(task).category == "niah"
+    except UnknownTask:  # a report of a task this version does not have
+        return False
+
+
 def depth_grids(rows: Iterable[Prediction]) -> list[DepthGrid]:
-    """A grid per task whose samples record needle depths, then one of all of them: each needle of a sample
-    counts its sample's score at its depth."""
+    """A grid per task whose samples record needle depths (RULER's NIAH tasks, the NoLiMa-style ones), then one of
+    all of RULER's NIAH tasks: each needle of a sample counts its sample's score at its depth."""
     sums: dict[str, dict[tuple[int, int], list[float]]] = {}
     for row in rows:
         needles = (row.excerpts or {}).get("needles")
@@ -75,12 +83,12 @@ def depth_grids(rows: Iterable[Prediction]) -> list[DepthGrid]:
             if not isinstance(depth, (int, float)):
                 continue
             key = (nearest_depth(float(depth)), row.length)
-            for task in (row.task, "all"):
+            for task in (row.task, *(["all"] if _is_niah(row.task) else [])):
                 sums.setdefault(task, {}).setdefault(key, []).append(row.score)
     grids = []
     for task in sorted(sums, key=lambda t: (t == "all", t)):
-        if task == "all" and len(sums) == 2:
-            continue  # one task: its own grid says it all
+        if task == "all" and sum(map(_is_niah, sums)) == 1:
+            continue  # one NIAH task: its own grid says it all
         cells = {k: (100 * sum(v) / len(v), len(v)) for k, v in sums[task].items()}
         grids.append(DepthGrid(task, tuple(sorted({L for _, L in cells})), cells))
     return grids

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from ctxgate.lengths import format_length
 from ctxgate.records.schema import CaseRecord, GroupScore, PublishedLength, Reference, Report
-from ctxgate.tasks.registry import category_label, membership, task_names
+from ctxgate.tasks.registry import category_label, membership, suite_label, task_names
 
 # a case without a score, by why (records/schema.py's words): short enough for a table cell
 _NO_SCORE = {
@@ -54,6 +54,37 @@ def in_registry_order(tasks: Iterable[str]) -> list[str]:
     return sorted(set(tasks), key=lambda t: (known.index(t) if t in known else len(known), t))
 
 
+def summary_labels() -> list[tuple[str, str]]:
+    """(label, key) of each summary per length, in the tables' order; the keys are the report's ``by_length``'s."""
+    tasks = membership()
+    return [
+        ("RULER avg", "ruler"),
+        *[(f"HELMET {category_label(c)}", f"helmet_{c}") for c in tasks.helmet],
+        ("HELMET overall", "helmet_overall"),
+        *[(f"{suite_label(f)} avg", f) for f in tasks.families],
+    ]
+
+
+def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
+    """Each summary with an effective length: (label, absolute, relative, LongScore), side by side. The absolute one
+    is RULER's (its average above the bar); the relative one keeps a share of the summary's own base."""
+    eff, out = report.effective_length, []
+    for label, key in summary_labels():
+        rel = report.relative_effective_length.get(key)
+        absolute = ""
+        if key == "ruler" and eff is not None:
+            absolute = f"{format_length(eff.value) if eff.value else '0'} (avg > {eff.threshold:g})"
+        if rel is None and not absolute:
+            continue
+        relative = long_score = ""
+        if rel is not None:
+            value, up_to = format_length(rel.value) if rel.value else "0", format_length(max(rel.base_lengths))
+            relative = f"{value} (>= {rel.share:.0%} of {rel.base:g}, its mean up to {up_to})"
+            long_score = "" if rel.long_score is None else f"{rel.long_score:+.3f}"
+        out.append((label, absolute or "—", relative or "—", long_score or "—"))
+    return out
+
+
 def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     lengths = sorted({c.length for c in report.cases})
     tasks_now = membership()
@@ -62,11 +93,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     summaries = report.length_summaries
     header = ["task"] + [format_length(L) for L in lengths]
     body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] for t in tasks]
-    groups = (
-        [("RULER avg", "ruler")]
-        + [(f"HELMET {category_label(c)}", f"helmet_{c}") for c in tasks_now.helmet]
-        + [("HELMET overall", "helmet_overall")]
-    )
+    groups = summary_labels()
     for label, key in groups:
         cells = [_group_cell(summaries.get(L, {}).get(key)) for L in lengths]
         if any(cells):
@@ -88,6 +115,11 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
                 else ""
             )
         )
+    relative = [row for row in effective_lengths(report) if row[2] != "—"]
+    notes += [
+        f"Effective length, {label}: absolute {absolute}, relative {rel}; LongScore {ls}"
+        for label, absolute, rel, ls in relative
+    ]
     partial: dict[str, list[str]] = {}
     for label, key in groups:
         for v in summaries.values():
@@ -101,7 +133,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     if unscored:
         shown = ", ".join(unscored[:8]) + (f" and {len(unscored) - 8} more" if len(unscored) > 8 else "")
         notes.append(f"! incomplete (the mean of the members with a score; the others have none): {shown}")
-    stand_ins = set(tasks_now.stand_ins.values())
+    stand_ins = set(tasks_now.stand_ins.values()) & set(tasks_now.helmet.get("recall", ()))  # RULER's, in Recall
     recall = [(L, v.get("helmet_recall")) for L, v in summaries.items()]
     stand_in = sorted({format_length(L) for L, g in recall if g and stand_ins & set(g.members)})
     if stand_in:

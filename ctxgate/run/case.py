@@ -19,7 +19,7 @@ from ctxgate.run.progress import Progress, case_label
 from ctxgate.stats.intervals import interval
 from ctxgate.stats.sequential import CaseTest, Questions, StopRule, full_count_record
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
-from ctxgate.tasks.build import build_sample, task_context
+from ctxgate.tasks.build import build_sample, fits_at_all, task_context
 
 
 def resolve_chat(setting: str, has_template: bool) -> str:
@@ -44,7 +44,7 @@ class CaseResult:
     build_seconds: float
     input_tokens_mean: float
     input_tokens_max: int
-    fill_min: float  # smallest (input + generation budget) / length over the samples
+    fill_min: float | None  # smallest (input + generation budget) / length over the samples (None at length 0)
     output_tokens: int
     data_sha256: str
     samples: tuple[SampleOutcome, ...]
@@ -78,7 +78,8 @@ def iter_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: i
 
 def samples_to_run(spec: TaskSpec, ctx: BuildContext, length: int, requested: int) -> int:
     """``requested``, or the task's pool when its data holds fewer distinct samples: never a repeat."""
-    pool = spec.pool_size(task_context(spec, ctx), length) if spec.pool_size else None
+    # a length the task cannot take at all is refused by build_sample before its data (and its pool) is read
+    pool = spec.pool_size(task_context(spec, ctx), length) if spec.pool_size and fits_at_all(spec, length) else None
     return requested if pool is None else min(requested, pool)
 
 
@@ -240,7 +241,7 @@ def run_case(
         build_seconds=round(draw.build_seconds, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1),
         input_tokens_max=max(sizes),
-        fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4),
+        fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4) if length else None,
         output_tokens=sum(o.output_tokens for o in outcomes),
         data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
         samples=scores.samples,

@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from ctxgate.backends.base import Backend
+from ctxgate.chatturns import ChatTemplateError
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
 from ctxgate.records.schema import RunInfo, adapter_for
@@ -24,7 +25,8 @@ from ctxgate.run.case import resolve_chat
 from ctxgate.run.loading import ModelSpec, load_backend, local_fingerprint
 from ctxgate.tasks.base import BuildContext
 from ctxgate.tasks.helmet_compat import check_tokenizers
-from ctxgate.textcodec import ChatTemplateError, HFTokenizer, PieceEncoder
+from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokenizing import HFTokenizer
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxgate.sources import helmet_files, icl, infbench, judged, kilt, ruler_files
+from ctxgate.sources import (
+    babilong_files,
+    helmet_files,
+    icl,
+    infbench,
+    judged,
+    kilt,
+    mrcr_files,
+    nolima_files,
+    ruler_files,
+)
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import DataFile, first_bad_line, missing_fields, sha256_of
 
@@ -28,6 +38,9 @@ EXPECTED: tuple[DataFile, ...] = (
     *judged.DATA_FILES,
     *helmet_files.DATA_FILES,
     *ruler_files.DATA_FILES,
+    *babilong_files.DATA_FILES,
+    *mrcr_files.DATA_FILES,
+    *nolima_files.DATA_FILES,
 )
 
 
@@ -55,6 +68,15 @@ def _check_records(path: Path, fields: tuple[str, ...]) -> str:
     """'' when every line (a .json file: every element, or the one object) is a JSON object with ``fields``, else
     what is wrong and where."""
     records: Iterable[tuple[int, object]]
+    if path.suffix == ".parquet":  # its columns; each row's values are the reader's to check
+        import pyarrow.parquet
+
+        try:
+            columns = pyarrow.parquet.read_schema(path).names
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            return f"not a parquet file ({exc})"
+        missing = [f for f in fields if f not in columns]
+        return f"lacks the column(s) {', '.join(missing)}" if missing else ""
     if path.suffix == ".json":
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

@@ -8,6 +8,7 @@ of a re-tokenization of the whole text.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import random
@@ -15,12 +16,27 @@ import string
 import threading
 import weakref
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ctxgate.data import words
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import BuildContext, Builder, Job, Sample, TaskSpec, distinct, make_frame, too_short
+from ctxgate.tasks.base import (
+    BuildContext,
+    Builder,
+    Job,
+    Sample,
+    TaskSpec,
+    distinct,
+    make_frame,
+    shuffle,
+    too_short,
+)
 from ctxgate.tasks.registration import register
 from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokenids import gather, id_list
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CWE_HEAD = (
     "Below is a numbered list of words. In these words, some appear more often than others. "
@@ -54,41 +70,68 @@ def _numbered(items: Sequence[str]) -> str:
 
 class _Pieces:
     """One encoder's ids for CWE's pieces, each tokenized once: the index pieces "1.", " 2.", ... (grown on demand,
-    with prefix sums of their sizes) and " word" for every word of a word list."""
+    with prefix sums of their sizes) and " word" for every word of a word list. Each is kept as one flat array of
+    ids with offsets, so a prompt's body (index, word, index, word, ...) is gathered in one numpy step rather than
+    joined from a million small tuples (an English list of 234K words as tuples also took some 100 MB)."""
 
     def __init__(self, enc: PieceEncoder) -> None:
+        import numpy as np
+
         self.enc = enc
-        self.index_ids: list[tuple[int, ...]] = [()]  # index_ids[k]: the ids of piece k
-        self.prefix = [0]  # prefix[k]: tokens of pieces 1..k
-        self.words: dict[tuple[str, ...], tuple[dict[str, tuple[int, ...]], dict[str, int]]] = {}
+        self.index_ids = np.zeros(0, dtype=np.int64)  # the ids of pieces 1, 2, ... one after another
+        self.prefix = [0]  # prefix[k]: tokens of pieces 1..k, so piece k is index_ids[prefix[k - 1]:prefix[k]]
+        self.words: dict[tuple[str, ...], _Words] = {}
         self.lock = threading.Lock()
+        self._prefix_array: np.ndarray | None = None
 
     def index_upto(self, m: int) -> int:
+        import numpy as np
+
         with self.lock:
             while len(self.prefix) <= m:
                 start = len(self.prefix)
                 batch = [f"{k}." if k == 1 else f" {k}." for k in range(start, max(m + 1, start * 2))]
-                encoded = self.enc.encode_fresh(batch)
-                self.index_ids.extend(encoded)
-                self.prefix.extend(list(itertools.accumulate(map(len, encoded), initial=self.prefix[-1]))[1:])
+                flat, starts, sizes = self.enc.encode_spans(batch)
+                self.index_ids = np.concatenate([self.index_ids, gather(flat, starts, sizes)])
+                self.prefix.extend(list(itertools.accumulate(sizes.tolist(), initial=self.prefix[-1]))[1:])
+                self._prefix_array = None
         return self.prefix[m]
 
-    def word_ids(self, vocab: tuple[str, ...]) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
-        """ " word" -> ids and -> token count, for every word of ``vocab``."""
+    def word_ids(self, vocab: tuple[str, ...]) -> _Words:
+        """The ids of " word" for every word of ``vocab``, by the word's position in it."""
         with self.lock:
             if vocab not in self.words:
-                ids = dict(zip(vocab, self.enc.encode_fresh([" " + w for w in vocab])))
-                self.words[vocab] = ids, {w: len(i) for w, i in ids.items()}
+                self.words[vocab] = _Words(*self.enc.encode_spans([" " + w for w in vocab]))
             return self.words[vocab]
+
+    def body(self, vocab: tuple[str, ...], items: Sequence[int] | np.ndarray) -> list[int]:
+        """The ids of "1. w 2. w ...", the words given by their positions in ``vocab``."""
+        import numpy as np
+
+        m = len(items)
+        self.index_upto(m)
+        words_ = self.word_ids(vocab)
+        with self.lock:
+            if self._prefix_array is None:
+                self._prefix_array = np.array(self.prefix, dtype=np.int64)
+            index_ids, prefix = self.index_ids, self._prefix_array
+        at = np.asarray(items, dtype=np.int64)
+        # the pieces in order, index k then word k, as where each starts in ``source`` and how long it is
+        source = np.concatenate([index_ids[: prefix[m]], words_.flat])
+        starts, sizes = np.empty(2 * m, dtype=np.int64), np.empty(2 * m, dtype=np.int64)
+        starts[0::2], sizes[0::2] = prefix[:m], np.diff(prefix[: m + 1])
+        starts[1::2], sizes[1::2] = words_.starts[at] + prefix[m], words_.sizes[at]
+        return id_list(gather(source, starts, sizes))
+
+
+class _Words:
+    """A word list's " word" ids in one flat array: word i is ``flat[starts[i]:starts[i] + sizes[i]]``."""
+
+    def __init__(self, flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> None:
+        self.flat, self.starts, self.sizes = flat, starts, sizes
 
 
 _PIECES: weakref.WeakKeyDictionary[PieceEncoder, _Pieces] = weakref.WeakKeyDictionary()
-
-
-def _cwe_list(rng: random.Random, chosen: Sequence[str], cw: int, ucw: int) -> list[str]:
-    items = list(chosen[:NUM_CW]) * cw + list(chosen[NUM_CW:]) * ucw
-    rng.shuffle(items)
-    return items
 
 
 def build_cwe(ctx: BuildContext, job: Job) -> Sample:
@@ -109,32 +152,33 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
         frame = make_frame(ctx, [example, CWE_HEAD] if example else [CWE_HEAD], [CWE_TAIL], CWE_PREFIX)
         budget = frame.budget(length, job.gen)
         word_list = vocab
-        order, n, cost = _fit_words(pieces, vocab, rng.sample(vocab, len(vocab)), budget, cw, ucw)
+        # the words by their positions in the list: sampling the positions draws as sampling the words does
+        order: Sequence[int] | np.ndarray = rng.sample(range(len(vocab)), len(vocab))
+        n, cost = _fit_words(pieces, vocab, order, budget, cw, ucw)
         if n == len(vocab) and not short:
             # RULER: a length that takes every word of the vocabulary draws all its words from a larger English
             # list instead. Its 234K words are shuffled by numpy's generator, seeded from the sample's stream
             # (Python's shuffle of them costs a fifth of a second a sample)
             word_list = words.english()
-            shuffled = _numpy_rng(rng).permutation(len(word_list))
-            order, n, cost = _fit_words(pieces, word_list, [word_list[i] for i in shuffled], budget, cw, ucw)
+            order = _numpy_rng(rng).permutation(len(word_list))
+            n, cost = _fit_words(pieces, word_list, order, budget, cw, ucw)
         if n >= NUM_CW:
             break
     else:
         raise too_short(job, f"not even {NUM_CW} words fit")
+    items: list[int] | np.ndarray
     if word_list is vocab:
-        items = _cwe_list(rng, order[:n], cw, ucw)
+        items = list(order[:NUM_CW]) * cw + list(order[NUM_CW:n]) * ucw
+        shuffle(rng, items)
     else:
-        listed = list(order[:NUM_CW]) * cw + list(order[NUM_CW:n]) * ucw
-        items = [listed[i] for i in _numpy_rng(rng).permutation(len(listed))]
-    pieces.index_upto(len(items))
-    word_ids = pieces.word_ids(word_list)[0]
-    body = itertools.chain.from_iterable(
-        itertools.chain.from_iterable(zip(pieces.index_ids[1 : len(items) + 1], map(word_ids.__getitem__, items)))
-    )
-    ids = frame.pre + tuple(body) + frame.post
+        import numpy as np
+
+        listed = np.concatenate([np.tile(order[:NUM_CW], cw), np.tile(order[NUM_CW:n], ucw)])
+        items = listed[_numpy_rng(rng).permutation(len(listed))]
+    ids = frame.around(pieces.body(word_list, items))
     return job.sample(
         ids,
-        tuple(order[:NUM_CW]),
+        tuple(word_list[i] for i in order[:NUM_CW]),
         CWE_PREFIX,
         num_words=n,
         freq_cw=cw,
@@ -146,19 +190,28 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
     )
 
 
-def _numpy_rng(rng: random.Random):  # noqa: ANN202 - numpy is imported here, not at start-up
-    import numpy as np
+def _cwe_list(rng: random.Random, chosen: Sequence[str], cw: int, ucw: int) -> list[str]:
+    items = list(chosen[:NUM_CW]) * cw + list(chosen[NUM_CW:]) * ucw
+    rng.shuffle(items)
+    return items
+
+
+def _numpy_rng(rng: random.Random) -> np.random.Generator:
+    import numpy as np  # only when a sample is built: not on the start-up path
 
     return np.random.default_rng(rng.getrandbits(64))
 
 
 def _fit_words(
-    pieces: _Pieces, vocab: tuple[str, ...], order: list[str], budget: int, cw: int, ucw: int
-) -> tuple[list[str], int, Callable[[int], int]]:
-    """The most words of ``order`` whose list (the first 10 ``cw`` times, the rest ``ucw`` times, numbered) fits
-    ``budget``: a prompt's token count is a sum of cached per-piece counts, whatever the order of its words."""
-    sizes = pieces.word_ids(vocab)[1]
-    word_cost = list(itertools.accumulate(map(sizes.__getitem__, order), initial=0))
+    pieces: _Pieces, vocab: tuple[str, ...], order: Sequence[int] | np.ndarray, budget: int, cw: int, ucw: int
+) -> tuple[int, Callable[[int], int]]:
+    """The most words of ``order`` (positions in ``vocab``) whose list (the first 10 ``cw`` times, the rest ``ucw``
+    times, numbered) fits ``budget``: a prompt's token count is a sum of cached per-piece counts, whatever the
+    order of its words."""
+    import numpy as np
+
+    sizes = pieces.word_ids(vocab).sizes
+    word_cost = np.concatenate([[0], np.cumsum(sizes[np.asarray(order, dtype=np.int64)])]).tolist()
 
     def words_only(n: int) -> int:  # at least one token per index piece: a bound below the cost, no index needed
         return NUM_CW * cw + (n - NUM_CW) * ucw + cw * word_cost[NUM_CW] + ucw * (word_cost[n] - word_cost[NUM_CW])
@@ -168,46 +221,65 @@ def _fit_words(
         return pieces.index_upto(m) + cw * word_cost[NUM_CW] + ucw * (word_cost[n] - word_cost[NUM_CW])
 
     most = largest_fitting(words_only, NUM_CW, len(order), budget)  # no more than this can fit
-    return order, largest_fitting(cost, NUM_CW, max(most, NUM_CW), budget), cost
+    return largest_fitting(cost, NUM_CW, max(most, NUM_CW), budget), cost
 
 
 def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
     enc, rng, length = ctx.encoder, job.rng, job.length
     vocab_size = max(5, (length - 50) // 50)
-    vocab = sorted(distinct(lambda: "".join(rng.choices(string.ascii_lowercase, k=6)), vocab_size))
-    rng.shuffle(vocab)
+    vocab = sorted(distinct(_coded_word(rng), vocab_size))
+    shuffle(rng, vocab)
     vocab[0] = "..."  # the top-ranked "word" is noise
     frame = make_frame(ctx, [FWE_HEAD], [FWE_TAIL], FWE_PREFIX)
     budget = frame.budget(length, job.gen)
-    piece_ids = dict(zip(vocab, enc.encode_fresh([" " + w for w in vocab])))
-    sizes = [len(piece_ids[w]) for w in vocab]
-    weights = [k**-alpha / ZETA_2 for k in range(1, vocab_size + 1)]
-
-    def counts(num_words: int) -> list[int]:
-        return [int(num_words * w) for w in weights]
-
-    cost = _weighted_cost(weights, sizes)
+    most = 4 * max(budget, 1)  # the most words the search below tries
+    weights = _zipf(vocab_size, alpha)
+    # Only the leading words have a copy at the most words tried: int(n * w) is 0 for every n <= most past them
+    # (weights fall with rank; a product falls with either factor), so their sizes never count and they are never
+    # in the text. At 1M tokens that is some 1,600 of 21,000 words: only those are tokenized.
+    seen = max(5, bisect.bisect_right(weights, -1.0, key=lambda w: -(most * w)))  # the ranks with most * w >= 1
+    piece_ids = dict(zip(vocab[:seen], enc.encode_fresh([" " + w for w in vocab[:seen]])))
+    cost = _weighted_cost(weights[:seen], [len(piece_ids[w]) for w in vocab[:seen]])
     reserve = 0  # the first word stands without its space, which a tokenizer may spell with a token more
     while True:
-        num_words = largest_fitting(cost, 1, 4 * max(budget, 1), budget - reserve)
-        cnt = counts(num_words)
+        num_words = largest_fitting(cost, 1, most, budget - reserve)
+        cnt = [int(num_words * w) for w in weights[:seen]]  # the rest are 0
         if num_words < 1 or min(cnt[1:4]) < 1 or cnt[3] == cnt[4]:
             raise too_short(job, "too few words fit to rank the top three")
         items = [w for w, c in zip(vocab, cnt) for _ in range(c)]
-        rng.shuffle(items)
+        shuffle(rng, items)
         first = enc.encode_fresh([items[0]])[0]
-        context = list(first) + list(itertools.chain.from_iterable(map(piece_ids.__getitem__, items[1:])))
+        context = list(first)
+        context.extend(itertools.chain.from_iterable(map(piece_ids.__getitem__, itertools.islice(items, 1, None))))
         if len(context) <= budget:
             break
         reserve += len(context) - budget
-    ids = frame.pre + tuple(context) + frame.post
+    ids = frame.around(context)
     return job.sample(ids, tuple(vocab[1:4]), FWE_PREFIX, num_words=num_words, counts_top5=cnt[:5])
 
 
-def _weighted_cost(weights: list[float], sizes: list[int]) -> Callable[[int], int]:
-    """Tokens of a text holding ``int(n * weight)`` copies of each word: a dot product over the vocabulary, which
-    at 1M tokens holds 21K words and is probed some 25 times per sample. numpy gives the same floats and the
-    same truncation as Python's ``int(n * w)``."""
+def _coded_word(rng: random.Random) -> Callable[[], str]:
+    """``"".join(rng.choices(string.ascii_lowercase, k=6))`` as a draw: ``choices`` without weights takes
+    ``letters[floor(random() * 26.0)]`` six times, done here without its call and its checks (a 1M-token FWE sample
+    draws 21,000 words)."""
+    letters, draw = string.ascii_lowercase, rng.random
+
+    def word() -> str:
+        return "".join([letters[int(draw() * 26.0)] for _ in range(6)])  # int is floor for these non-negatives
+
+    return word
+
+
+@functools.lru_cache(maxsize=16)
+def _zipf(vocab_size: int, alpha: float) -> tuple[float, ...]:
+    """FWE's word frequencies by rank, k^-alpha / zeta(2), the same for every sample of a length."""
+    return tuple(k**-alpha / ZETA_2 for k in range(1, vocab_size + 1))
+
+
+def _weighted_cost(weights: Sequence[float], sizes: list[int]) -> Callable[[int], int]:
+    """Tokens of a text holding ``int(n * weight)`` copies of each word: a dot product over the vocabulary's words
+    that can occur, probed some 25 times per sample. numpy gives the same floats and the same truncation as
+    Python's ``int(n * w)``."""
     import numpy as np  # only when a sample is built: not on the start-up path
 
     w, size = np.asarray(weights, dtype=np.float64), np.asarray(sizes, dtype=np.int64)

@@ -8,11 +8,13 @@ with haystack units, so a prompt lands within one unit (a line, sentence, docume
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import hashlib
 import itertools
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -63,8 +65,20 @@ class Sample:
     def digest(self) -> str:
         h = hashlib.sha256()
         h.update(repr((self.task, self.length, self.index, self.answers, self.answer_prefix)).encode("utf-8"))
-        h.update(",".join(map(str, self.input_ids)).encode("ascii"))
+        h.update(",".join(map(_ID_TEXT.__getitem__, self.input_ids)).encode("ascii"))
         return h.hexdigest()
+
+
+class _IdText(dict[int, str]):
+    """Token id -> ``str(id)``, each made once: a 1M-token prompt's digest wrote a million ints as text, some 0.14 s
+    a sample, where looking each up takes under a third of that."""
+
+    def __missing__(self, key: int) -> str:
+        text = self[key] = str(key)
+        return text
+
+
+_ID_TEXT = _IdText()
 
 
 @dataclass(frozen=True)
@@ -108,6 +122,15 @@ class Frame:
 
     def budget(self, length: int, tokens_to_generate: int) -> int:
         return length - tokens_to_generate - len(self.pre) - len(self.post)
+
+    def around(self, body: Iterable[int]) -> tuple[int, ...]:
+        """The prompt's ids, ``pre + body + post``, made in one list and copied into the tuple once: a 1M-token body
+        made a tuple and then added to on both sides is copied three times, which took some 40% of an essay
+        prompt's time."""
+        ids = list(self.pre)
+        ids.extend(body)
+        ids.extend(self.post)
+        return tuple(ids)
 
 
 def make_frame(
@@ -155,6 +178,29 @@ def distinct(draw: Callable[[], T], n: int) -> list[T]:
     return list(found)
 
 
+def shuffle(rng: random.Random, items: list[T]) -> None:
+    """``rng.shuffle(items)``: the same draws and swaps, without a Python call per item. ``Random.shuffle`` calls
+    ``_randbelow(i + 1)`` for i from the end down, which for ``random.Random`` is ``getrandbits(k)`` of the bound's
+    bit length, drawn again while at or past the bound; here that loop is inline, k computed once per power of two
+    (a 1M-token FWE prompt shuffles 250,000 words, which ``Random.shuffle`` takes twice as long for). A subclass of
+    ``Random`` may draw otherwise, so it is left to its own ``shuffle``."""
+    if type(rng) is not random.Random:
+        rng.shuffle(items)
+        return
+    getrandbits = rng.getrandbits
+    top = len(items)  # the bound, i + 1, runs from len(items) down to 2
+    while top >= 2:
+        k = top.bit_length()
+        low = max(1 << (k - 1), 2)  # the bounds of this bit length: low..top
+        for bound in range(top, low - 1, -1):
+            j = getrandbits(k)
+            while j >= bound:
+                j = getrandbits(k)
+            i = bound - 1
+            items[i], items[j] = items[j], items[i]
+        top = low - 1
+
+
 def fill_count(unit_sizes: Sequence[int], budget: int) -> int:
     """How many leading units fit in ``budget`` tokens."""
     return bisect.bisect_right(list(itertools.accumulate(unit_sizes)), budget)
@@ -169,28 +215,81 @@ def fill_fresh(
     fresh: Sequence[bool | re.Pattern[str]],
     shape: str,
 ) -> list[str]:
-    """One-off lines of random content until ``room`` tokens are used. A line comes as its pieces (``fresh``: which
-    of them are one-off, see ``PieceEncoder.encode_joined``); each line is tokenized once, behind its separator,
-    and its ids are kept in ``known`` for assembly. Lines are drawn in batches sized by the room left, so the random
-    draws, and with them the lines, do not depend on how they are tokenized; a batch is tokenized a chunk at a
-    time, and not past the chunk that fills the room."""
-    lines: list[str] = []
+    """One-off lines of random content until ``room`` tokens are used (``fresh_lines``), as texts; each line's ids,
+    behind its separator, are kept in ``known`` for assembly."""
+    rows, ids, sizes = fresh_lines(enc, make_line, room, sep, fresh, shape)
+    lines = ["".join(r) for r in rows]
+    ends = list(itertools.accumulate(sizes, initial=0))
+    known.update((line, tuple(ids[a:b])) for line, a, b in zip(lines, ends, ends[1:]))
+    return lines
+
+
+def fresh_lines(
+    enc: PieceEncoder,
+    make_line: Callable[[], tuple[str, ...]],
+    room: int,
+    sep: str,
+    fresh: Sequence[bool | re.Pattern[str]],
+    shape: str,
+    every_row: bool = True,
+) -> tuple[list[tuple[str, ...]], list[int], list[int]]:
+    """One-off lines of random content until ``room`` tokens are used: the lines kept (each as its pieces; only the
+    first with ``every_row`` False, all a caller that joins the ids needs), their ids one after another (each line
+    tokenized once, behind its separator) and each line's size. A line comes as its pieces (``fresh``: which of
+    them are one-off, see ``PieceEncoder.encode_joined``). Lines are drawn in batches sized by the room left, so
+    the random draws, and with them the lines, do not depend on how they are tokenized; a batch is tokenized a
+    chunk at a time, and not past the chunk that fills the room. The ids come as one list
+    (``PieceEncoder.encode_columns``), so a 1M-token haystack of 50,000 lines makes no tuple per line."""
+    with collection_paused():
+        return _fresh_lines(enc, make_line, room, sep, fresh, shape, every_row)
+
+
+def _fresh_lines(
+    enc: PieceEncoder,
+    make_line: Callable[[], tuple[str, ...]],
+    room: int,
+    sep: str,
+    fresh: Sequence[bool | re.Pattern[str]],
+    shape: str,
+    every_row: bool,
+) -> tuple[list[tuple[str, ...]], list[int], list[int]]:
+    kept: list[tuple[str, ...]] = []
+    ids: list[int] = []
+    sizes: list[int] = []
     while room > 0:
         rows = [make_line() for _ in range(max(16, room // 40))]
         for start in range(0, len(rows), FRESH_CHUNK):
             chunk = rows[start : start + FRESH_CHUNK]
-            encoded = enc.encode_joined([(sep + r[0], *r[1:]) for r in chunk], fresh, shape)
-            n = fill_count([len(ids) for ids in encoded], room)
-            kept = ["".join(r) for r in chunk[:n]]
-            lines.extend(kept)
-            known.update(zip(kept, encoded[:n]))
-            room -= sum(len(ids) for ids in encoded[:n])
+            joined = enc.encode_columns(chunk, fresh, shape, sep)
+            n = joined.fit(room)
+            chunk_ids, chunk_sizes = joined.head(n)
+            kept.extend(chunk[:n] if every_row or not kept else ())
+            ids.extend(chunk_ids)
+            sizes.extend(chunk_sizes)
+            room -= len(chunk_ids)
             if n < len(chunk):
-                return lines
-    return lines
+                return kept, ids, sizes
+    return kept, ids, sizes
 
 
 FRESH_CHUNK = 2048
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while a haystack's lines are made: each of its 50,000 lines is
+    a tuple, and the collections those allocations set off walked every one of them again and again (a seventh of
+    a 1M-token distractor haystack's time). What is made here holds no reference cycle, so nothing waits on the
+    collector; it runs again at the next allocations after (the fewer made here that live on, the less it has to
+    walk then)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def need_room(job: Job, have: int, needed: int, what: str = "haystack units") -> None:
@@ -232,6 +331,9 @@ class TaskSpec:
     # that task in its HELMET category when it ran.
     helmet_category: str | None = None  # None: ``category`` for a HELMET task, no category for a RULER task
     replaces: str | None = None
+    # length 0 builds the task's bare form, with no length limit (BABILong's "0k": the facts without background
+    # text); a task without one skips length 0
+    bare: bool = False
 
     @property
     def in_ruler_average(self) -> bool:

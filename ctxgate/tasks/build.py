@@ -2,9 +2,10 @@
 designed refusal (``ctxgate.records.refusal.Refusal``) carrying its cause.
 
 The length rule, as RULER and HELMET count it: the model's input ids (BOS, chat template, instruction, context,
-question, answer prefix) plus the task's generation budget fit in the length. Every caller - the pytest cases,
-the CLI workflows, the benches and the fixtures' builders - comes through ``build_sample``, so the rule is checked
-in one place and a builder cannot hand out a prompt that breaks it."""
+question, answer prefix) plus the task's generation budget fit in the length. Length 0 is the bare form of a task
+that has one (``TaskSpec.bare``: BABILong's "0k", the facts without background text), which no length limits.
+Every caller - the pytest cases, the CLI workflows, the benches and the fixtures' builders - comes through
+``build_sample``, so the rule is checked in one place and a builder cannot hand out a prompt that breaks it."""
 
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ def task_context(spec: TaskSpec, ctx: BuildContext) -> BuildContext:
     return replace(ctx, chat=spec.chat_template)
 
 
+def fits_at_all(spec: TaskSpec, length: int) -> bool:
+    """Whether a sample of ``spec`` can be built at ``length`` at all: its bare form at 0, else a length its
+    generation budget does not fill. ``build_sample`` refuses the others before the task reads any data."""
+    return spec.bare if length == 0 else length > spec.tokens_to_generate
+
+
 def build_sample(
     spec: TaskSpec, ctx: BuildContext, length: int, index: int, seed: int, *, fill_rule: bool = True
 ) -> Sample:
@@ -36,9 +43,13 @@ def build_sample(
     if ctx.seed != seed:
         ctx = replace(ctx, seed=seed)
     job = Job(spec.name, length, index, spec.tokens_to_generate, sample_rng(spec.name, length, index, seed))
-    if length <= spec.tokens_to_generate:
+    if not fits_at_all(spec, length):
+        if length == 0:
+            raise too_short(job, "length 0 is the bare form (the facts alone, BABILong's 0k) of tasks that have one")
         raise too_short(job, f"its generation budget of {spec.tokens_to_generate} tokens fills it")
     s = spec.build(ctx, job)
+    if length == 0:
+        return s
     over = len(s.input_ids) + spec.tokens_to_generate - length
     if over > 0:
         raise LengthRuleBroken(

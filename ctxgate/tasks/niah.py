@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import random
 import re
 from dataclasses import dataclass
@@ -10,7 +11,17 @@ from dataclasses import dataclass
 from ctxgate.data import words
 from ctxgate.data.haystacks import NOISE_LINE, essay_tokens, load_essay
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, distinct, fill_fresh, make_frame, need_room, ran_out
+from ctxgate.tasks.base import (
+    BuildContext,
+    Job,
+    Sample,
+    TaskSpec,
+    distinct,
+    fresh_lines,
+    make_frame,
+    need_room,
+    ran_out,
+)
 from ctxgate.tasks.registration import register
 from ctxgate.textcodec import PieceEncoder
 
@@ -65,7 +76,7 @@ _UUID_SET = (0x8000 << 48) | (4 << 76)
 def uuid4_text(bits: int) -> str:
     """``str(uuid.UUID(int=bits, version=4))`` without building the object: the variant and version bits set, the
     hex grouped 8-4-4-4-12 (a 1M-token UUID haystack draws some 50,000 a sample)."""
-    h = "%032x" % ((bits & _UUID_KEEP) | _UUID_SET)
+    h = ((bits & _UUID_KEEP) | _UUID_SET).to_bytes(16, "big").hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
@@ -100,11 +111,10 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     if cfg.haystack == "essay":
         context, placed, units, depths = _essay_context(ctx, job, needles, known, room)
     else:
-        lines = _line_haystack(ctx, cfg, keys, needles, room, rng, known)
-        context, placed, units = _assemble_lines(enc, job, lines, needles, known, sep)
+        context, placed, units = _line_context(ctx, cfg, job, keys, needles, room, known)
         # RULER puts these needles at random lines, not at its depths: where each landed, in percent of the context
         depths = [round(100 * at / max(1, len(context))) for _, at in placed]
-    ids = frame.pre + tuple(context) + frame.post
+    ids = frame.around(context)
     return job.sample(
         ids,
         answers,
@@ -116,69 +126,127 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     )
 
 
-def _line_haystack(
+def _line_context(
     ctx: BuildContext,
     cfg: NiahConfig,
+    job: Job,
     keys: list[str],
     needles: list[str],
     room: int,
-    rng: random.Random,
     known: dict[str, tuple[int, ...]],
-) -> list[str]:
-    enc = ctx.encoder
+) -> tuple[list[int], list[tuple[str, int]], int]:
+    """A line haystack (RULER's noise line repeated, or distractor needles) with the needles at random lines: its
+    ids (the first line bare, every other behind a newline), where each needle landed, and the haystack's lines."""
+    enc, rng = ctx.encoder, job.rng
+    lines: list[str | int]  # the noise line, or a distractor by its index in ``rows``; and the needles
     if cfg.haystack == "noise":
         lines = [NOISE_LINE] * max(0, room // enc.count("\n" + NOISE_LINE))
+        rows: list[tuple[str, ...]] = []
+        ids: list[int] = []
+        ends = [0]
     else:  # a haystack made of distractor needles with fresh keys (never one of the real keys)
-        used = set(keys)
-        lead = f"One of the special magic {cfg.type_value} for"
-        words_key = cfg.type_key == "words"
-        type_key, type_value = cfg.type_key, cfg.type_value
-
-        # make_key inlined (the same draws, in the same order): a 1M-token haystack is 50,000 lines
-        choice, getrandbits = rng.choice, rng.getrandbits
-        adjectives, nouns = words.adjectives(), words.nouns()
-
-        def distractor() -> tuple[str, ...]:
-            # NEEDLE's text in pieces that tokenizers split at: word keys as " adjective" "-noun" (both from the
-            # word lists, so cached), UUID keys and every value one-off
-            if words_key:
-                adjective, noun = choice(adjectives), choice(nouns)
-                while f"{adjective}-{noun}" in used:
-                    adjective, noun = choice(adjectives), choice(nouns)
-                used.add(f"{adjective}-{noun}")
-                key: tuple[str, ...] = (" " + adjective, "-" + noun)
-            else:
-                uuid = uuid4_text(getrandbits(128))
-                while uuid in used:
-                    uuid = uuid4_text(getrandbits(128))
-                used.add(uuid)
-                key = (" " + uuid,)
-            return (lead, *key, " is:", " " + make_value(rng, type_value), ".")
-
-        value = UUID_RUNS if type_value == "uuids" else True
-        fresh = (False, False, False, False, value, False) if words_key else (False, UUID_RUNS, False, value, False)
-        lines = fill_fresh(enc, distractor, room, "\n", known, fresh, f"niah-needle-{type_key}-{type_value}")
+        rows, ids, sizes = _distractors(enc, cfg, keys, room, rng)  # rows: the first only
+        lines = list(range(len(sizes)))
+        ends = list(itertools.accumulate(sizes, initial=0))  # distractor r is ids[ends[r]:ends[r + 1]]
     # RULER: needles go in at random line positions, inserted from the back so positions stay valid.
     for pos, needle in zip(sorted(rng.sample(range(len(lines) + 1), len(needles)), reverse=True), needles):
         lines.insert(pos, needle)
-    return lines
-
-
-def _assemble_lines(
-    enc: PieceEncoder, job: Job, lines: list[str], needles: list[str], known: dict[str, tuple[int, ...]], sep: str
-) -> tuple[list[int], list[tuple[str, int]], int]:
-    """A line haystack's ids: the first line bare, every other behind the separator; where the needles landed."""
     need_room(job, len(lines) - len(needles), 1)
+    noise = enc.encode("\n" + NOISE_LINE) if cfg.haystack == "noise" else ()
     needle_set = set(needles)
-    repeated = [sep + line for line in lines[1:] if line not in known]  # haystack units: from the cache
-    cached = dict(zip(repeated, enc.encode_many(repeated)))
-    context: list[int] = list(enc.encode_fresh([lines[0]])[0] if lines[0] in known else enc.encode(lines[0]))
-    placed: list[tuple[str, int]] = [(lines[0], 0)] if lines[0] in needle_set else []
-    for line in lines[1:]:
-        if line in needle_set:
+    context: list[int] = []
+    placed: list[tuple[str, int]] = []
+
+    def haystack(a: int, b: int) -> None:
+        """Lines [a, b), none of them a needle, each behind its newline: the noise line's ids repeated, or the
+        distractors' ids, which run on from one line to the next."""
+        if a < b:
+            first = lines[a]
+            context.extend(noise * (b - a) if isinstance(first, str) else ids[ends[first] : ends[first + b - a]])
+
+    # The prompt's first line stands bare, without the newline
+    first = lines[0]
+    if first in needle_set:
+        placed.append((str(first), 0))
+    text = first if isinstance(first, str) else "".join(rows[first])
+    context.extend(enc.encode_fresh([text])[0] if first in needle_set or isinstance(first, int) else enc.encode(text))
+    done = 1
+    for at, line in enumerate(lines):
+        if at and isinstance(line, str) and line in needle_set:
+            haystack(done, at)
             placed.append((line, len(context)))
-        context.extend(known[line] if line in known else cached[sep + line])
+            context.extend(known[line])
+            done = at + 1
+    haystack(done, len(lines))
     return context, placed, len(lines) - len(needles)
+
+
+def _distractors(
+    enc: PieceEncoder, cfg: NiahConfig, keys: list[str], room: int, rng: random.Random
+) -> tuple[list[tuple[str, ...]], list[int], list[int]]:
+    """Distractor needles with fresh keys until ``room`` is used (``fresh_lines``): the first line as its pieces,
+    the lines' ids behind a newline one after another, and each line's size."""
+    used = set(keys)
+    lead = f"One of the special magic {cfg.type_value} for"
+    words_key, numbers = cfg.type_key == "words", cfg.type_value == "numbers"
+    adjectives, nouns = words.adjectives(), words.nouns()
+    spaced, dashed = [" " + a for a in adjectives], ["-" + n for n in nouns]  # the key's pieces, made once
+    # make_key and make_value inlined: the same draws, in the same order (a 1M-token haystack is 50,000 lines).
+    # ``choice(seq)`` and ``randrange(a, b)`` are ``seq[_randbelow(len(seq))]`` and ``a + _randbelow(b - a)``, and
+    # ``_randbelow(n)`` of ``random.Random`` draws ``getrandbits(n.bit_length())`` until below n: that loop is
+    # written out here. A subclass of Random may draw otherwise, and keeps its own calls.
+    getrandbits = rng.getrandbits
+    plain = type(rng) is random.Random
+    n_adj, n_noun, n_num = len(adjectives), len(nouns), 9 * 10**6
+    k_adj, k_noun, k_num = n_adj.bit_length(), n_noun.bit_length(), n_num.bit_length()
+
+    def below(n: int, k: int) -> int:
+        if not plain:
+            return rng._randbelow(n)  # type: ignore[attr-defined]  # Random's own, as choice and randrange call it
+        r = getrandbits(k)
+        while r >= n:
+            r = getrandbits(k)
+        return r
+
+    def distractor() -> tuple[str, ...]:
+        # NEEDLE's text in pieces that tokenizers split at: word keys as " adjective" "-noun" (both from the word
+        # lists, so cached), UUID keys and every value one-off
+        if words_key:
+            if plain:
+                a = getrandbits(k_adj)
+                while a >= n_adj:
+                    a = getrandbits(k_adj)
+                b = getrandbits(k_noun)
+                while b >= n_noun:
+                    b = getrandbits(k_noun)
+            else:
+                a, b = below(n_adj, k_adj), below(n_noun, k_noun)
+            while f"{adjectives[a]}-{nouns[b]}" in used:
+                a, b = below(n_adj, k_adj), below(n_noun, k_noun)
+            used.add(f"{adjectives[a]}-{nouns[b]}")
+        else:
+            uuid = uuid4_text(getrandbits(128))
+            while uuid in used:
+                uuid = uuid4_text(getrandbits(128))
+            used.add(uuid)
+        if not numbers:
+            value = " " + uuid4_text(getrandbits(128))
+        else:
+            if plain:
+                v = getrandbits(k_num)
+                while v >= n_num:
+                    v = getrandbits(k_num)
+            else:
+                v = below(n_num, k_num)
+            value = f" {10**6 + v}"
+        if words_key:
+            return (lead, spaced[a], dashed[b], " is:", value, ".")
+        return (lead, " " + uuid, " is:", value, ".")
+
+    how = UUID_RUNS if not numbers else True
+    fresh = (False, False, False, False, how, False) if words_key else (False, UUID_RUNS, False, how, False)
+    shape = f"niah-needle-{cfg.type_key}-{cfg.type_value}"
+    return fresh_lines(enc, distractor, room, "\n", fresh, shape, every_row=False)
 
 
 def _essay_context(
@@ -215,7 +283,7 @@ def _essay_context(
         if start < stop and not context:  # the prompt's first sentence, with no separator before it
             context.extend(enc.encode(tokens.sentences[start]))
             start += 1
-        context.extend(tokens.span(start, stop))
+        context.extend(tokens.span_list(start, stop))
 
     # RULER joins [run 0, needle 0, run 1, ..., needle m-1, run m] with single spaces, empty runs of sentences
     # included: a needle first in the context has a space before it, one last a space after it, and two needles

@@ -4,12 +4,15 @@ data's documents, the whole pool again, as RULER does."""
 from __future__ import annotations
 
 import itertools
+import threading
+import weakref
 
 from ctxgate.data import qa as qa_data
 from ctxgate.metrics.registry import STRING_MATCH_PART
 from ctxgate.seeding import seeded_order
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room, shuffle
 from ctxgate.tasks.registration import register
+from ctxgate.textcodec import PieceEncoder
 
 INSTRUCTION = (
     "Answer the question based on the given documents. Only give me the answer and do not output any other words."
@@ -21,6 +24,34 @@ ANSWER_PREFIX = " Answer:"
 
 def _header(i: int) -> str:
     return f"Document {i}:\n" if i == 1 else f"\n\nDocument {i}:\n"
+
+
+class _Headers:
+    """One encoder's ids of the document headers, by number, kept in a list as they are first needed: a 1M-token
+    prompt holds some 25,000 documents, each header looked up twice (to fit, then to assemble)."""
+
+    def __init__(self, enc: PieceEncoder) -> None:
+        self.enc = enc
+        self.ids: list[tuple[int, ...]] = [()]  # ids[i]: _header(i)'s, from the encoder's piece cache
+        self.lock = threading.Lock()
+
+    def __call__(self, i: int) -> tuple[int, ...]:
+        if i >= len(self.ids):
+            with self.lock:
+                while i >= len(self.ids):
+                    more = range(len(self.ids), max(i + 1, 2 * len(self.ids)))
+                    self.ids.extend(self.enc.encode_many([_header(n) for n in more]))
+        return self.ids[i]
+
+
+_HEADERS: weakref.WeakKeyDictionary[PieceEncoder, _Headers] = weakref.WeakKeyDictionary()
+
+
+def _headers(enc: PieceEncoder) -> _Headers:
+    found = _HEADERS.get(enc)
+    if found is None:
+        found = _HEADERS.setdefault(enc, _Headers(enc))
+    return found
 
 
 def load_pool(task: str, ctx: BuildContext) -> qa_data.QAPool:
@@ -44,14 +75,17 @@ def build_qa(ctx: BuildContext, job: Job) -> Sample:
     candidates = list(q.gold) + related + others
     # RULER: a length that needs more documents than the data holds gets the whole pool again, as often as it takes
     # (the gold documents included), so the prompt always fills the length
-    sizes = [len(ids) for ids in enc.encode_many([pool.docs[d] for d in candidates])]
-    used = itertools.accumulate(sizes[(n - 1) % len(sizes)] + enc.count(_header(n)) for n in itertools.count(1))
+    doc_ids = enc.encode_many([pool.docs[d] for d in candidates])
+    sizes = [len(ids) for ids in doc_ids]
+    headers = _headers(enc)
+    used = itertools.accumulate(sizes[(n - 1) % len(sizes)] + len(headers(n)) for n in itertools.count(1))
     k = sum(1 for _ in itertools.takewhile(lambda total: total <= budget, used))
     need_room(job, k, len(q.gold), "documents (the gold ones included)")
     chosen = [candidates[i % len(candidates)] for i in range(k)]
-    rng.shuffle(chosen)  # per sample, so the gold document is not at the same place in every sample
-    pieces = [p for i, d in enumerate(chosen, start=1) for p in (_header(i), pool.docs[d])]
-    ids = frame.pre + tuple(i for p in enc.encode_many(pieces) for i in p) + frame.post
+    shuffle(rng, chosen)  # per sample, so the gold document is not at the same place in every sample
+    by_doc = dict(zip(candidates, doc_ids))
+    pieces = itertools.chain.from_iterable(zip(map(headers, range(1, k + 1)), map(by_doc.__getitem__, chosen)))
+    ids = frame.around(itertools.chain.from_iterable(pieces))
     return job.sample(
         ids,
         q.answers,

@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxgate.tasks.base import TaskSpec
@@ -19,11 +19,13 @@ def _load() -> None:
     # Importing the modules runs their @register decorators. A lazy import rather than entry points, on purpose:
     # the usual plugin-registry shape, cheap until a task is asked for (``pytest --help`` imports no task), and
     # the import order is the registration order, which is the order of cases and report rows (RULER's order,
-    # then HELMET's categories). Keep these lines as they are: an import sorter would reorder the suite.
+    # then HELMET's categories, then the MRCR-, BABILong- and NoLiMa-style families). Keep these lines as they
+    # are: an import sorter would reorder the suite.
     # isort: off
     from ctxgate.tasks import niah, vt, aggregation, qa, json_kv  # noqa: F401  (RULER order)
     from ctxgate.tasks import rag, rerank, cite, icl, longqa, summ  # noqa: F401  (HELMET application categories)
     from ctxgate.tasks import helmet_recall  # noqa: F401  (HELMET's own RULER files, when present)
+    from ctxgate.tasks import mrcr, babilong, nolima  # noqa: F401  (the families beyond RULER and HELMET)
 
     # isort: on
     # any other module of the package registers its tasks after these: adding a task is adding its module
@@ -77,7 +79,10 @@ class Membership:
 
     ruler: tuple[str, ...]
     helmet: Mapping[str, tuple[str, ...]]  # category -> its members, categories in the paper's order
-    stand_ins: Mapping[str, str]  # HELMET's own file of a task -> the RULER task it replaces in its category
+    # a released file's task -> the task it stands in for where it ran (HELMET's own RULER files in Recall; a
+    # family's official data in place of the project's generated tasks)
+    stand_ins: Mapping[str, str]
+    families: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # each suite beyond RULER and HELMET
 
     @classmethod
     def of(cls, specs: list[TaskSpec]) -> Membership:
@@ -86,10 +91,15 @@ class Membership:
         for t in sorted(specs, key=lambda t: t.suite != "helmet"):
             if t.helmet_group and not t.replaces:
                 helmet.setdefault(t.helmet_group, []).append(t.name)
+        families: dict[str, list[str]] = {}
+        for t in specs:
+            if t.suite not in ("ruler", "helmet") and not t.replaces:
+                families.setdefault(t.suite, []).append(t.name)
         return cls(
             tuple(t.name for t in specs if t.in_ruler_average),
             {c: tuple(m) for c, m in helmet.items() if m},
             {t.name: t.replaces for t in specs if t.replaces},
+            {suite: tuple(m) for suite, m in families.items()},
         )
 
 
@@ -101,7 +111,17 @@ def category_label(category: str) -> str:
     return HELMET_CATEGORY_LABELS.get(category, category)
 
 
-SUITE_LABELS = {"ruler": "RULER", "helmet": "HELMET"}
+SUITE_LABELS = {
+    "ruler": "RULER",
+    "helmet": "HELMET",
+    "mrcr": "MRCR-style",
+    "babilong": "BABILong-style",
+    "nolima": "NoLiMa-style",
+}
+
+
+def suite_label(suite: str) -> str:
+    return SUITE_LABELS.get(suite, suite)
 
 
 def marker_vocabulary() -> dict[str, str]:
@@ -114,7 +134,7 @@ def marker_vocabulary() -> dict[str, str]:
     out = {}
     for mark, names in carried.items():
         if mark in SUITE_LABELS:
-            what = f"{SUITE_LABELS[mark]} tasks"
+            what = f"{suite_label(mark)} tasks"
         elif mark in HELMET_CATEGORY_LABELS:
             what = f"HELMET {HELMET_CATEGORY_LABELS[mark]} category"
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import string
 
@@ -61,8 +62,10 @@ def build_vt(ctx: BuildContext, job: Job) -> Sample:
     n_noise = budget // enc.count("\n" + NOISE_LINE)
     need_room(job, n_noise, 1)
     lines, placed = _noise_with_chain(n_noise, chain, rng)
-    pieces = [lines[0]] + ["\n" + line for line in lines[1:]]
-    ids = frame.pre + tuple(i for p in enc.encode_many(pieces) for i in p) + frame.post
+    # a few distinct lines (the noise line and the chain's), each tokenized once behind its newline, then joined
+    behind = {line: enc.encode("\n" + line) for line in dict.fromkeys(lines[1:])}
+    body = itertools.chain(enc.encode(lines[0]), itertools.chain.from_iterable(map(behind.__getitem__, lines[1:])))
+    ids = frame.around(body)
     return job.sample(ids, tuple(names), answer_prefix, chain=chain, chain_lines=placed, haystack_units=n_noise)
 
 

@@ -28,6 +28,8 @@ def metrics(report: Report) -> dict[str, float]:
                 out[f"ctxgate/{name}/{at}"] = float(summary.score)
     if report.effective_length is not None:
         out["ctxgate/effective_length"] = float(report.effective_length.value)
+    for name, relative in report.relative_effective_length.items():
+        out[f"ctxgate/relative_effective_length/{name}"] = float(relative.value)
     for gate in report.gates:
         out[f"ctxgate/gate/{gate.name}"] = 1.0 if gate.verdict == "pass" else 0.0
     return out

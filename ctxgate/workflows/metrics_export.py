@@ -37,6 +37,16 @@ def openmetrics(report: Report) -> str:
             "# HELP ctxgate_effective_length RULER effective length.",
             f"ctxgate_effective_length{_labels(model=model)} {eff.value}",
         ]
+    if report.relative_effective_length:
+        lines += [
+            "# TYPE ctxgate_relative_effective_length gauge",
+            "# HELP ctxgate_relative_effective_length A summary's effective length against its own short-context "
+            "score.",
+        ]
+        lines += [
+            f"ctxgate_relative_effective_length{_labels(model=model, summary=name)} {relative.value}"
+            for name, relative in report.relative_effective_length.items()
+        ]
     failed = sum(1 for c in report.cases if c.verdict == "fail")
     unscored = sum(1 for c in report.cases if c.verdict == "error")
     lines += [

@@ -1,0 +1,222 @@
+"""OpenAI MRCR's released parquet files, read from ``<data-dir>/mrcr/`` through ``datasets``, never downloaded.
+
+The layout is the hub dataset's (openai/mrcr): ``{n}needle/{n}needle_0.parquet``, ``{n}needle_1.parquet``, ... (the
+files of one needle count, read in the order of their numbers and concatenated, as the dataset card's example does),
+or the first release's single ``{n}needle.parquet``. A row: ``prompt`` (a JSON list of {role, content} messages:
+the worked examples, the conversation, the final question), ``answer`` (the random string, then the needle's
+answer), ``random_string_to_prepend``, ``n_needles``, ``desired_msg_index``, ``total_messages`` and ``n_chars``.
+The files are memory-mapped: a row's prompt (up to 5 MB of text) is read only when it is used.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxgate.memo import is_dir, is_file, memo
+from ctxgate.sources.errors import DataNotGiven, DataUnavailable
+from ctxgate.sources.files import DataFile, missing_fields, sha256_of_files
+
+NEEDLES = (2, 4, 8)
+FIELDS = ("prompt", "answer", "random_string_to_prepend", "n_needles")
+ROLES = ("user", "assistant")
+HUB = "openai/mrcr (huggingface.co/datasets/openai/mrcr)"
+
+
+# for ``ctxgate data verify`` (sources/manifest.py): each needle count's files, both layouts
+DATA_FILES = tuple(
+    DataFile(
+        f"mrcr_{n}needle",
+        f"mrcr/{n}needle",
+        rf"{n}needle_\d+\.parquet",
+        FIELDS,
+        optional=f"its cases skip; ctx_mrcr_{n} runs",
+    )
+    for n in NEEDLES
+)
+
+
+def fix(folder: Path, needles: int) -> str:
+    return f"put {HUB}'s {needles}needle/ parquet files in {folder}/ and pass --data-dir"
+
+
+@dataclass(frozen=True)
+class MrcrRow:
+    """One row, parsed and checked: its messages as (role, content)."""
+
+    index: int  # in the concatenated files
+    where: str  # the file and its row, for messages
+    messages: tuple[tuple[str, str], ...]
+    answer: str
+    prefix: str
+    desired_msg_index: int | None
+    total_messages: int | None
+
+
+@dataclass(frozen=True)
+class MrcrFile:
+    """The rows of one needle count: ``parts`` are the files' ``datasets.Dataset`` objects, in order."""
+
+    needles: int
+    paths: tuple[str, ...]
+    sha256: str
+    parts: tuple[Any, ...]
+    n_chars: tuple[int, ...]  # each row's size in characters (n_chars, else its prompt's)
+
+    def __len__(self) -> int:
+        return len(self.n_chars)
+
+    def row(self, index: int) -> MrcrRow:
+        part, local = self._locate(index)
+        record, where = self.parts[part][local], f"{self.paths[part]}: row {local + 1}"
+        missing = missing_fields(record, FIELDS)
+        if missing:
+            raise DataUnavailable(f"{where} lacks {', '.join(missing)}; restore the file from {HUB}")
+        if record["n_needles"] != self.needles:
+            raise DataUnavailable(
+                f"{where} has n_needles {record['n_needles']!r} in the {self.needles}needle files; put each needle "
+                f"count's files in its own folder, as {HUB} does"
+            )
+        for field in ("answer", "random_string_to_prepend"):
+            if not isinstance(record[field], str):
+                raise DataUnavailable(f"{where}: field {field} is not text; restore the file from {HUB}")
+        return MrcrRow(
+            index,
+            where,
+            parse_messages(record["prompt"], where),
+            record["answer"],
+            record["random_string_to_prepend"],
+            _optional_int(record.get("desired_msg_index")),
+            _optional_int(record.get("total_messages")),
+        )
+
+    def answers(self, count: int) -> tuple[str, ...]:
+        """The first ``count`` answers, their random strings taken off: text to measure a tokenizer by."""
+        found: list[str] = []
+        for part in self.parts:
+            rows = part.select_columns(["answer", "random_string_to_prepend"])[: count - len(found)]
+            for answer, prefix in zip(rows["answer"], rows["random_string_to_prepend"]):
+                if isinstance(answer, str) and isinstance(prefix, str):
+                    found.append(answer.removeprefix(prefix))
+        return tuple(found)
+
+    def _locate(self, index: int) -> tuple[int, int]:
+        for part, rows in enumerate(self.parts):
+            if index < len(rows):
+                return part, index
+            index -= len(rows)
+        raise IndexError(index)
+
+
+def _optional_int(value: object) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+def parse_messages(prompt: object, where: str) -> tuple[tuple[str, str], ...]:
+    """A row's ``prompt``: a JSON list of {role: user|assistant, content: text} that starts and ends with a user
+    message, with no two assistant messages in a row; anything else names the field and the fix."""
+    if not isinstance(prompt, str):
+        raise DataUnavailable(f"{where}: field prompt is not text; restore the file from {HUB}")
+    try:
+        messages = json.loads(prompt)
+    except json.JSONDecodeError as exc:
+        raise DataUnavailable(
+            f"{where}: field prompt is not JSON ({exc.msg} at character {exc.pos}); restore the file from {HUB}"
+        ) from None
+    if not isinstance(messages, list) or not messages:
+        raise DataUnavailable(f"{where}: field prompt is not a list of messages; restore the file from {HUB}")
+    parsed: list[tuple[str, str]] = []
+    for n, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
+            raise DataUnavailable(
+                f"{where}: field prompt, message {n}, is not a {{role: user|assistant, content: text}} object; "
+                f"restore the file from {HUB}"
+            )
+        if m["role"] == "assistant" and parsed and parsed[-1][0] == "assistant":
+            raise DataUnavailable(
+                f"{where}: field prompt, messages {n - 1} and {n}, are two assistant messages in a row, which no "
+                f"conversation has; restore the file from {HUB}"
+            )
+        parsed.append((m["role"], m["content"]))
+    if parsed[0][0] != "user" or parsed[-1][0] != "user":
+        raise DataUnavailable(
+            f"{where}: field prompt does not start and end with a user message; restore the file from {HUB}"
+        )
+    return tuple(parsed)
+
+
+def mrcr_paths(data_dir: str | None, needles: int) -> tuple[Path, ...]:
+    """The files of one needle count under ``<data-dir>/mrcr/``: the numbered files of ``{n}needle/``, else the
+    single ``{n}needle.parquet``; none when neither is there."""
+    folder = Path(data_dir or ".") / "mrcr"
+    numbered = folder / f"{needles}needle"
+    if is_dir(numbered):
+        found = [p for p in numbered.iterdir() if p.suffix == ".parquet" and is_file(p)]
+        if found:
+            return tuple(sorted(found, key=_natural))
+    single = folder / f"{needles}needle.parquet"
+    return (single,) if is_file(single) else ()
+
+
+def _natural(path: Path) -> tuple[Any, ...]:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name))
+
+
+def not_given(data_dir: str | None, needles: int, length: int | None = None) -> DataNotGiven:
+    folder = Path(data_dir or ".") / "mrcr"
+    at = f" (for length {length})" if length is not None else ""
+    return DataNotGiven(
+        f"mrcr_{needles}needle reads {folder}/{needles}needle/*.parquet, which is not there{at}: "
+        f"{fix(folder, needles)}; the generated ctx_mrcr_{needles} needs no files"
+    )
+
+
+@memo(6)
+def load_mrcr(data_dir: str | None, needles: int) -> MrcrFile:
+    """The files of ``needles`` under ``--data-dir``, checked for their columns; rows are checked as they are
+    read (``MrcrFile.row``)."""
+    if needles not in NEEDLES:
+        raise ValueError(f"MRCR has 2, 4 and 8 needles, not {needles}")
+    paths = mrcr_paths(data_dir, needles) if data_dir else ()
+    if not paths:
+        raise not_given(data_dir, needles)
+    folder = Path(data_dir or ".") / "mrcr"
+    parts = tuple(_read(p, needles, folder) for p in paths)
+    return MrcrFile(
+        needles,
+        tuple(str(p) for p in paths),
+        sha256_of_files(*paths),
+        parts,
+        tuple(n for part in parts for n in _sizes(part)),
+    )
+
+
+def _read(path: Path, needles: int, folder: Path) -> Any:
+    import datasets  # heavy: only when MRCR's files are read
+
+    from ctxgate.sources.files import _go_offline
+
+    _go_offline()
+    try:
+        rows = datasets.load_dataset("parquet", data_files=str(path), split="train")
+    except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types for an unreadable file
+        message = " ".join(str(exc).split())[:200] or "no message"
+        raise DataUnavailable(f"cannot read {path} ({type(exc).__name__}: {message}); {fix(folder, needles)}") from None
+    absent = [f for f in FIELDS if f not in rows.column_names]
+    if absent:
+        raise DataUnavailable(
+            f"{path} has no column {', '.join(absent)} (it has {', '.join(rows.column_names)}); {fix(folder, needles)}"
+        )
+    return rows
+
+
+def _sizes(rows: Any) -> Sequence[int]:
+    if "n_chars" in rows.column_names:
+        sizes = rows["n_chars"]
+        if all(isinstance(n, int) for n in sizes):
+            return tuple(sizes)
+    return tuple(len(p) if isinstance(p, str) else 0 for p in rows["prompt"])

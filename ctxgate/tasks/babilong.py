@@ -1,0 +1,293 @@
+"""BABILong (Kuratov et al., 2024): bAbI stories whose facts are spread through long background text, asked in
+BABILong's prompt and scored by its answer rule, for its qa1-qa5.
+
+``ctx_babi_qa1``-``ctx_babi_qa5`` are built here: a story from ``data/babi.py``, its facts placed between the
+sentences of the suite's haystack the way BABILong's ``NoiseInjectionDataset`` places them (each before a sentence
+drawn at random, with repeats, the facts in the story's order), from a random sentence of the haystack on. Length 0
+is BABILong's ``0k``: the bare story, no background, no length cap. ``babilong_qa1``-``babilong_qa5`` read
+BABILong's released sets (``sources/babilong_files.py``) and send each record whole, in BABILong's prompt.
+"""
+
+from __future__ import annotations
+
+import functools
+from array import array
+
+from ctxgate.data.babi import make_story
+from ctxgate.data.haystacks import EssayTokens, essay_tokens, load_essay
+from ctxgate.memo import memo
+from ctxgate.metrics.babilong import TASK_LABELS, references
+from ctxgate.metrics.registry import BABILONG_MATCH
+from ctxgate.sources.babilong_files import PROMPTS, BabilongSet, Record, input_tokens, load_set, tail
+from ctxgate.sources.ruler_files import order
+from ctxgate.tasks.base import (
+    BuildContext,
+    Frame,
+    Job,
+    Sample,
+    TaskSpec,
+    make_frame,
+    need_room,
+    ran_out,
+    too_short,
+)
+from ctxgate.tasks.registration import register
+from ctxgate.textcodec import PieceEncoder
+
+GENERATE = 20  # BABILong's max_new_tokens
+
+
+def _frame(ctx: BuildContext, split: str, question: str) -> Frame:
+    """BABILong's template around the context; with the chat template, one user turn and the generation prompt."""
+    return make_frame(ctx, [PROMPTS[split].head()], [tail(question)], "", prefix_after_chat=False)
+
+
+class _Haystack:
+    """The haystack's ``count`` sentences from ``start`` on, wrapping to the essay's first sentence at its end."""
+
+    def __init__(self, tokens: EssayTokens, start: int, count: int) -> None:
+        self.tokens, self.start, self.count = tokens, start, count
+
+    @property
+    def first(self) -> int:
+        """How many come before the wrap."""
+        return min(self.count, len(self.tokens.sentences) - self.start)
+
+    def sentence(self, i: int) -> str:
+        return self.tokens.sentences[self.start + i if i < self.first else i - self.first]
+
+    def spans(self, a: int, b: int) -> list[array]:
+        """The ids of sentences [a, b), each behind its space."""
+        t, parts = self.tokens, []
+        if a < min(b, self.first):
+            parts.append(t.span(self.start + a, self.start + min(b, self.first)))
+        if b > max(a, self.first):
+            parts.append(t.span(max(a, self.first) - self.first, b - self.first))
+        return parts
+
+
+def _haystack(ctx: BuildContext, job: Job, room: int) -> _Haystack:
+    """As many sentences as fit in ``room`` tokens, from a random sentence of the essay's first volume on (BABILong
+    draws its background from a random place in a random book for every sample)."""
+    essay = load_essay(ctx.essay_path)
+    tokens = essay_tokens(ctx.encoder, essay)
+    start = job.rng.randrange(len(essay.volumes[0].sentences()))
+    while len(tokens.ends) <= start:  # the sentences before the start are tokenized too: their ids are one array
+        tokens.fit(tokens.ends[-1])
+    stop = tokens.fit(room + tokens.ends[start])
+    count = stop - start
+    if tokens.complete and stop == len(tokens.sentences):
+        left = room - (tokens.ends[stop] - tokens.ends[start])
+        count += min(tokens.fit(left), start)
+        if count == len(tokens.sentences) and left - tokens.ends[start] > tokens.longest:
+            raise ran_out(
+                job.task,
+                job.length,
+                f"the essay haystack {essay.source} ({tokens.ends[-1]:,} tokens of this tokenizer, never repeated)",
+                job.length - left + tokens.ends[start],
+                "pass --haystack with a longer text (a .txt, or a dataset with a 'text' column)",
+            )
+    return _Haystack(tokens, start, count)
+
+
+def _assemble(
+    enc: PieceEncoder, hay: _Haystack, facts: tuple[str, ...], spaced: list[tuple[int, ...]], positions: list[int]
+) -> tuple[list[int], list[int]]:
+    """The context's ids - each fact before the sentence at its position, everything behind a space but the
+    first unit (BABILong strips the input) - and each fact's offset in it."""
+    context: list[int] = []
+    offsets: list[int] = []
+
+    def sentences(a: int, b: int) -> None:
+        if a < b and not context:
+            context.extend(enc.encode_fresh([hay.sentence(a)])[0])
+            a += 1
+        for part in hay.spans(a, b):
+            context.extend(part)
+
+    done = 0
+    for fact, ids, position in zip(facts, spaced, positions):
+        sentences(done, position)
+        done = position
+        offsets.append(len(context))
+        context.extend(ids if context else enc.encode(fact))
+    sentences(done, hay.count)
+    return context, offsets
+
+
+def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
+    enc = ctx.encoder
+    story = make_story(split, job.rng)
+    frame = _frame(ctx, split, story.question)
+    spaced = enc.encode_many([" " + fact for fact in story.facts])
+    answers = references(story.answer, story.question, TASK_LABELS[split])
+    meta = {"facts": list(story.facts), "question": story.question, "supporting": list(story.supporting)}
+    if job.length == 0:  # BABILong's 0k: the story alone
+        bare: list[int] = []
+        offsets = []
+        for fact, ids in zip(story.facts, spaced):
+            offsets.append(len(frame.pre) + len(bare))
+            bare.extend(ids if bare else enc.encode(fact))
+        return job.sample(frame.pre + tuple(bare) + frame.post, answers, "", **meta, fact_offsets=offsets)
+    budget = frame.budget(job.length, job.gen)
+    room = budget - sum(map(len, spaced))
+    if room < 0:
+        raise too_short(job, f"its prompt and the story's {len(spaced)} facts take {-room} tokens more than it holds")
+    hay = _haystack(ctx, job, room)
+    positions = sorted(job.rng.choices(range(hay.count + 1), k=len(spaced)))
+    while True:
+        need_room(job, hay.count, 1, "haystack sentences beside the story")
+        context, offsets = _assemble(enc, hay, story.facts, spaced, positions)
+        if len(context) <= budget:
+            break
+        # the room counted every unit behind its space, but the first has none (BABILong strips the input) and can
+        # take a token more: the last sentence makes way, and the facts placed before it move to the end
+        hay.count -= 1
+        positions = [min(p, hay.count) for p in positions]
+    return job.sample(
+        frame.pre + tuple(context) + frame.post,
+        answers,
+        "",
+        **meta,
+        fact_offsets=[len(frame.pre) + o for o in offsets],
+        fact_positions=positions,
+        depths=[round(100 * o / len(context)) for o in offsets],
+        haystack_units=hay.count,
+        haystack_start=hay.start,
+    )
+
+
+def _prompt(ctx: BuildContext, split: str, record: Record) -> tuple[int, ...]:
+    """A record whole in BABILong's prompt (its input stripped, as ``get_formatted_input`` strips the context)."""
+    frame = _frame(ctx, split, record.question)
+    context = record.input.strip()
+    return frame.pre + (ctx.encoder.encode_fresh([context])[0] if context else ()) + frame.post
+
+
+@memo(32)
+def _sizes(task: str, split: str, data_dir: str | None, enc: PieceEncoder, chat: bool, length: int) -> tuple[int, ...]:
+    """Each record's prompt, in tokens of this tokenizer, for the set read at ``length``."""
+    ctx = BuildContext(encoder=enc, chat=chat)
+    return tuple(len(_prompt(ctx, split, r)) for r in load_set(task, split, data_dir, length).records)
+
+
+def _refuse_unless_every_record_fits(split: str, ctx: BuildContext, job: Job, data: BabilongSet) -> None:
+    """A set runs only where each of its records, whole, fits the length: BABILong sized them in GPT-2 tokens, a
+    cut can drop a fact the answer needs, and running only those that fit would score a subset the tokenizer
+    picked (the records whose text it happens to encode compactly). The whole set is weighed at the first sample,
+    so a case that cannot run is refused before anything is generated."""
+    sizes = [n + job.gen for n in _sizes(job.task, split, ctx.data_dir, ctx.encoder, ctx.chat, job.length)]
+    fit = sum(n <= job.length for n in sizes)
+    if fit < len(sizes):
+        worst = max(range(len(sizes)), key=sizes.__getitem__)
+        raise too_short(
+            job,
+            f"{fit} of the {len(sizes)} records of BABILong's {data.config} set of {split} ({', '.join(data.paths)}) "
+            f"fit it in this tokenizer, and a set runs only where every record does: record {worst} takes "
+            f"{sizes[worst]:,} tokens with its prompt and the {job.gen} to generate (BABILong sized the set's inputs "
+            f"to {input_tokens(data.config):,} GPT-2 tokens; a record is never cut, as a cut can drop a fact the "
+            f"answer needs; ctx_babi_{split} fills any length in any tokenizer)",
+        )
+
+
+def build_official(split: str, ctx: BuildContext, job: Job) -> Sample:
+    data = load_set(job.task, split, ctx.data_dir, job.length)
+    if job.length:  # 0k, the bare stories, has no cap
+        _refuse_unless_every_record_fits(split, ctx, job, data)
+    index = order(len(data.records), ctx.seed)[job.index % len(data.records)]  # a full run takes every record once
+    record = data.records[index]
+    answers = references(record.target, record.question, TASK_LABELS[split])
+    return job.sample(
+        _prompt(ctx, split, record),
+        answers,
+        "",
+        question=record.question,
+        record=index,
+        data_file=", ".join(data.paths),
+        data_sha256=data.sha256,
+    )
+
+
+def _pool_size(task: str, split: str, ctx: BuildContext, length: int) -> int:
+    return len(load_set(task, split, ctx.data_dir, length).records)
+
+
+def _generated(split: str, description: str) -> TaskSpec:
+    return TaskSpec(
+        name=f"ctx_babi_{split}",
+        suite="babilong",
+        category="reasoning",
+        metric=BABILONG_MATCH,
+        tokens_to_generate=GENERATE,
+        build=functools.partial(build_generated, split),
+        description=f"BABILong-style {split}, generated: {description} in the suite's haystack",
+        chat_template=True,
+        bare=True,
+    )
+
+
+def _official(split: str) -> TaskSpec:
+    name = f"babilong_{split}"
+    return TaskSpec(
+        name=name,
+        suite="babilong",
+        category="reasoning",
+        metric=BABILONG_MATCH,
+        tokens_to_generate=GENERATE,
+        build=functools.partial(build_official, split),
+        description=f"BABILong's released {split} sets (--data-dir DIR/babilong)",
+        chat_template=True,
+        bare=True,
+        pool_size=functools.partial(_pool_size, name, split),
+        replaces=f"ctx_babi_{split}",
+    )
+
+
+@register
+def ctx_babi_qa1() -> TaskSpec:
+    return _generated("qa1", "one supporting fact")
+
+
+@register
+def ctx_babi_qa2() -> TaskSpec:
+    return _generated("qa2", "two supporting facts")
+
+
+@register
+def ctx_babi_qa3() -> TaskSpec:
+    return _generated("qa3", "three supporting facts")
+
+
+@register
+def ctx_babi_qa4() -> TaskSpec:
+    return _generated("qa4", "two-argument relations")
+
+
+@register
+def ctx_babi_qa5() -> TaskSpec:
+    return _generated("qa5", "three-argument relations")
+
+
+@register
+def babilong_qa1() -> TaskSpec:
+    return _official("qa1")
+
+
+@register
+def babilong_qa2() -> TaskSpec:
+    return _official("qa2")
+
+
+@register
+def babilong_qa3() -> TaskSpec:
+    return _official("qa3")
+
+
+@register
+def babilong_qa4() -> TaskSpec:
+    return _official("qa4")
+
+
+@register
+def babilong_qa5() -> TaskSpec:
+    return _official("qa5")

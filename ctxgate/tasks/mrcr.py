@@ -1,0 +1,197 @@
+"""MRCR-style multi-round co-reference, generated offline (``ctx_mrcr_2``, ``ctx_mrcr_4``, ``ctx_mrcr_8``), and
+OpenAI MRCR's released rows (``mrcr_2needle``, ``mrcr_4needle``, ``mrcr_8needle``, in ``mrcr_official.py``).
+
+A generated sample is a conversation in OpenAI MRCR's shape: a first user message of two worked examples, then user
+requests for a piece of writing, each followed by the assistant's answer, all drawn from one writer
+(``data/conversations.py``); N of the requests (2, 4 or 8) are the same request, spread through the conversation
+(the k-th in the k-th of N equal stretches of it). The last user message asks for the i-th of them with a random
+string prepended, in MRCR's words; the gold answer is that string and the i-th answer. Distractor turns fill the
+length to within one turn. Rendered with the model's chat template (its turns, ``PieceEncoder.chat_turns``; where the
+template refuses two user messages in a row, the worked examples open the first request's message), or as the plain
+transcript.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+
+from ctxgate.data import conversations as conv
+from ctxgate.metrics.registry import MRCR_RATIO
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, distinct, too_short
+from ctxgate.tasks.mrcr_official import build_official, conversation_turns, lead, pool_size
+from ctxgate.tasks.registration import register
+from ctxgate.textcodec import PieceEncoder
+
+GENERATED_BUDGET = conv.MAX_ANSWER_CHARS + conv.PREFIX_CHARS  # the longest answer, at most a token a character
+# OpenAI MRCR's longest answer is 3.89K characters: at two characters a token at least, with the prefix, 2,048
+OFFICIAL_BUDGET = 2048
+
+Ids = tuple[int, ...]
+_UNITS: weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str], tuple[Ids, ...]]] = weakref.WeakKeyDictionary()
+
+
+def unit_ids(enc: PieceEncoder, sentences: conv.Sentences, sep: str) -> tuple[Ids, ...]:
+    """Every answer sentence behind ``sep``, tokenized once per encoder and haystack."""
+    per_encoder = _UNITS.setdefault(enc, {})
+    key = (sentences.key, sep)
+    if key not in per_encoder:
+        if len(per_encoder) >= 40:  # the ten forms' separators of a few haystacks (--haystack changes per run)
+            per_encoder.clear()
+        per_encoder[key] = tuple(enc.encode_fresh([sep + u for u in sentences.texts]))
+    return per_encoder[key]
+
+
+class Pieces:
+    """Ids of a sample's recurring pieces (requests, answers' openings and closings): the encoder's cache, looked
+    up once per distinct piece of the sample (a 1M-token conversation has some 12,000 turns)."""
+
+    def __init__(self, enc: PieceEncoder) -> None:
+        self.enc, self.known = enc, dict[str, Ids]()
+
+    def __call__(self, text: str) -> Ids:
+        found = self.known.get(text)
+        if found is None:
+            found = self.known[text] = self.enc.encode(text)
+        return found
+
+    def answer(self, a: conv.Answer) -> list[int]:
+        body = unit_ids(self.enc, a.body, a.request.form.sep)
+        ids = list(self(a.head))
+        for u in a.units:
+            ids.extend(body[u])
+        if a.tail:
+            ids.extend(self(a.tail))
+        return ids
+
+
+def build(n: int, ctx: BuildContext, job: Job) -> Sample:
+    enc, rng = ctx.encoder, job.rng
+    turns = conversation_turns(enc, ctx.chat, job.task)
+    sentences = conv.units(ctx.essay_path)
+    # every draw that does not depend on the tokenizer comes first: the needles, the question, the examples
+    pool = conv.topic_pool(rng)
+    needle = conv.needle_request(rng, pool)
+    answers = distinct(lambda: conv.answer(rng, needle, sentences), n)
+    nth = rng.randint(1, n)
+    prefix = conv.random_prefix(rng)
+    examples = conv.preamble(rng, needle, pool, sentences)
+    spread = [rng.random() for _ in range(n)]
+
+    joined = turns.user_user is None  # the template refuses two user messages in a row
+    first = enc.encode(turns.user_user) if turns.user_user else ()
+    # joined, the examples open the first request's message: only the message's ends are trimmed
+    opening = examples if joined else turns.content(examples)
+    asked = turns.content(conv.question(prefix, nth, needle))
+    head = (*lead(enc, turns), *enc.encode(turns.start), *enc.encode_fresh([opening])[0])
+    before, after = enc.encode(turns.assistant_user), enc.encode(turns.user_assistant)
+    tail = (*before, *enc.encode_fresh([asked])[0], *enc.encode(turns.end))
+
+    piece = Pieces(enc)
+
+    def turn(a: conv.Answer) -> tuple[Ids, list[int]]:
+        return piece(a.request.text), piece.answer(a)
+
+    needle_turns = [turn(a) for a in answers]
+    cost = len(before) + len(after)
+    room = job.length - job.gen - len(head) - len(tail) - (len(first) - len(before))
+    room -= sum(cost + len(r) + len(a) for r, a in needle_turns)
+    if room < 0:
+        raise too_short(
+            job,
+            f"its worked examples, {n} needle turns and question, with the {job.gen}-token generation budget, "
+            f"take {job.length - room:,} tokens, {-room:,} more than the length",
+        )
+    fill: list[tuple[Ids, list[int]]] = []
+    while True:
+        r, a = turn(conv.answer(rng, conv.distractor_request(rng, needle, pool), sentences))
+        if cost + len(r) + len(a) > room:
+            break
+        room -= cost + len(r) + len(a)
+        fill.append((r, a))
+
+    total = len(fill) + n
+    bounds = [k * total // n for k in range(n + 1)]
+    at = {bounds[k] + int(spread[k] * (bounds[k + 1] - bounds[k])): k for k in range(n)}
+    ids, offsets, rest = list(head), [], iter(fill)
+    for t in range(total):
+        r, a = needle_turns[at[t]] if t in at else next(rest)
+        ids.extend(first if t == 0 else before)
+        ids.extend(r)
+        ids.extend(after)
+        if t in at:
+            offsets.append(len(ids))
+        ids.extend(a)
+    ids.extend(tail)
+    gold = answers[nth - 1]
+    return job.sample(
+        tuple(ids),
+        (prefix + gold.text, prefix),
+        "",
+        request=needle.text,
+        nth=nth,
+        random_string=prefix,
+        needle_turns=sorted(t + 1 for t in at),
+        needle_offsets=offsets,
+        turns=total,
+        examples="in the first request's message" if joined else "own message",
+        answer_chars=len(gold.text),
+    )
+
+
+def _generated(n: int) -> TaskSpec:
+    return TaskSpec(
+        name=f"ctx_mrcr_{n}",
+        suite="mrcr",
+        category="coreference",
+        metric=MRCR_RATIO,
+        tokens_to_generate=GENERATED_BUDGET,
+        build=functools.partial(build, n),
+        description=f"MRCR-style, generated: the i-th of {n} identical writing requests in a long conversation",
+        chat_template=True,
+    )
+
+
+def _official(n: int) -> TaskSpec:
+    return TaskSpec(
+        name=f"mrcr_{n}needle",
+        suite="mrcr",
+        category="coreference",
+        metric=MRCR_RATIO,
+        tokens_to_generate=OFFICIAL_BUDGET,
+        build=functools.partial(build_official, n),
+        description=f"OpenAI MRCR's {n}needle rows (--data-dir mrcr/), binned by this model's tokens",
+        chat_template=True,
+        pool_size=functools.partial(pool_size, n, OFFICIAL_BUDGET),
+        replaces=f"ctx_mrcr_{n}",
+    )
+
+
+@register
+def ctx_mrcr_2() -> TaskSpec:
+    return _generated(2)
+
+
+@register
+def ctx_mrcr_4() -> TaskSpec:
+    return _generated(4)
+
+
+@register
+def ctx_mrcr_8() -> TaskSpec:
+    return _generated(8)
+
+
+@register
+def mrcr_2needle() -> TaskSpec:
+    return _official(2)
+
+
+@register
+def mrcr_4needle() -> TaskSpec:
+    return _official(4)
+
+
+@register
+def mrcr_8needle() -> TaskSpec:
+    return _official(8)

@@ -1,0 +1,174 @@
+"""OpenAI MRCR's own rows (``mrcr_2needle``, ``mrcr_4needle``, ``mrcr_8needle``), and the conversation rendering
+both MRCR families share.
+
+A row's messages are rendered as ``apply_chat_template(messages, add_generation_prompt=True)`` renders them, from
+the template's turns (``PieceEncoder.chat_turns``) and the messages' contents, each tokenized once; without the
+template, as the plain transcript (``conversations.PLAIN``). BOS is added where the rendering does not spell it,
+as for every task. The references are (answer, random_string_to_prepend), which ``mrcr_ratio`` grades.
+
+Which rows a length holds: OpenAI MRCR bins its rows by tokens, each bin from half its upper edge (4K-8K, 8K-16K,
+..., 512K-1M). At length L, the task's rows are those whose prompt, rendered for this model and counted in its
+tokenizer, plus the generation budget, is more than L/2 and at most L: the length rule holds, and a row belongs to
+one power-of-two length. Only rows whose size in characters (``n_chars``) puts them near the bin are tokenized to
+decide; sample i is the i-th row of the bin in the order ``datasets``' ``shuffle(seed)`` gives.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from ctxgate.chatturns import ChatTemplateError, ChatTurns
+from ctxgate.data.conversations import PLAIN
+from ctxgate.lengths import format_length
+from ctxgate.memo import memo
+from ctxgate.records.refusal import Refusal
+from ctxgate.sources.mrcr_files import load_mrcr, mrcr_paths, not_given
+from ctxgate.sources.ruler_files import order
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskTooShort
+from ctxgate.textcodec import PieceEncoder
+
+# a row whose size in characters, at the tokenizer's characters per token, is more than this factor off the bin
+# is not tokenized to decide (MRCR's text is GPT-4o prose: its characters per token vary far less)
+MARGIN = 1.5
+COUNTS_KEPT = 50_000  # contents whose token counts are remembered while rows are binned (repeated requests)
+
+
+class TemplateRefused(Refusal, ValueError):
+    """The model's chat template cannot render the task's conversation turn by turn; the message names the template
+    and ``--chat-template off``. The report has no word of its own for a template: like a ``--haystack`` that
+    cannot be used, an input the run was given that cannot be used is ``data_unreadable``, an error."""
+
+    cause = "data_unreadable"
+
+
+def conversation_turns(enc: PieceEncoder, chat: bool, task: str) -> ChatTurns:
+    """The model's chat template's turns, or the plain transcript's; a template that cannot be split into turns
+    refuses the case, naming the fix."""
+    if not chat:
+        return PLAIN
+    if not enc.has_chat_template:
+        raise TemplateRefused(
+            f"{task}: the tokenizer has no chat template to render the conversation with: pass --chat-template off "
+            "for the plain transcript"
+        )
+    try:
+        return enc.chat_turns()
+    except ChatTemplateError as exc:
+        raise TemplateRefused(f"{task}: {exc}") from None
+
+
+def lead(enc: PieceEncoder, turns: ChatTurns) -> tuple[int, ...]:
+    """BOS, where the rendering does not start with it (a template that spells it supplies it): the one rule."""
+    start = enc.encode(turns.start) if turns.start else ()
+    return enc.prefix if enc.prefix and start[: len(enc.prefix)] != enc.prefix else ()
+
+
+def render_ids(enc: PieceEncoder, turns: ChatTurns, messages: Sequence[tuple[str, str]]) -> list[int]:
+    texts, contents = turns.pieces(messages)
+    distinct = list(dict.fromkeys(contents))
+    found = dict(zip(distinct, enc.encode_fresh(distinct)))
+    between = {text: enc.encode(text) for text in set(texts)}  # a handful: start, the turns, the end
+    ids = list(lead(enc, turns))
+    for text, content in zip(texts, contents):
+        ids.extend(between[text])
+        ids.extend(found[content])
+    ids.extend(between[texts[-1]])
+    return ids
+
+
+def count_ids(enc: PieceEncoder, turns: ChatTurns, messages: Sequence[tuple[str, str]], counts: dict[str, int]) -> int:
+    """``len(render_ids(...))``, with the contents' counts remembered in ``counts`` across rows."""
+    texts, contents = turns.pieces(messages)
+    new = [c for c in dict.fromkeys(contents) if c not in counts]
+    if len(counts) + len(new) > COUNTS_KEPT:
+        counts.clear()
+    counts.update(zip(new, map(len, enc.encode_fresh(new))))
+    between = {text: len(enc.encode(text)) for text in set(texts)}
+    return len(lead(enc, turns)) + sum(between[t] for t in texts) + sum(counts[c] for c in contents)
+
+
+def _turns(enc: PieceEncoder, chat: bool, needles: int) -> ChatTurns:
+    task = f"mrcr_{needles}needle"
+    turns = conversation_turns(enc, chat, task)
+    if turns.user_user is None:
+        raise TemplateRefused(
+            f"{task}: the chat template refuses two user messages in a row, which every OpenAI MRCR prompt starts "
+            "with (the worked examples, then the first request), so its prompts cannot be rendered as the template "
+            "renders them: pass --chat-template off for the plain transcript"
+        )
+    return turns
+
+
+def _lengths_of(sizes: Iterable[int], chars_per_token: float, gen: int) -> list[int]:
+    """The power-of-two lengths a row of these sizes in characters can belong to: those whose bins ``rows_for``
+    tokenizes it for (within ``MARGIN``). No row belongs to another."""
+    found = set()
+    for size in sizes:
+        estimate = size / chars_per_token + gen
+        length = 1 << max(0, math.ceil(math.log2(estimate / MARGIN)))
+        while length / (2 * MARGIN) < estimate:
+            found.add(length)
+            length <<= 1
+    return sorted(found)
+
+
+@memo(32)
+def rows_for(
+    data_dir: str | None, needles: int, enc: PieceEncoder, chat: bool, length: int, gen: int
+) -> tuple[int, ...]:
+    """The rows of the length's bin, in file order."""
+    if not data_dir or not mrcr_paths(data_dir, needles):
+        raise not_given(data_dir, needles, length)
+    data = load_mrcr(data_dir, needles)
+    turns = _turns(enc, chat, needles)
+    sample = [a for a in data.answers(16) if a]
+    chars_per_token = sum(map(len, sample)) / max(1, sum(map(len, enc.encode_fresh(sample)))) or 1.0
+    low, counts, chosen = length / 2, dict[str, int](), list[int]()
+    for i, size in enumerate(data.n_chars):
+        if not low / MARGIN < size / chars_per_token + gen <= length * MARGIN:
+            continue
+        need = count_ids(enc, turns, data.row(i).messages, counts) + gen
+        if low < need <= length:
+            chosen.append(i)
+    if not chosen:
+        # by design, as a length too short for a task's fixed parts: the data covers other lengths than this one
+        # (none at or below the budget, which alone fills those)
+        others = [n for n in _lengths_of(data.n_chars, chars_per_token, gen) if n != length and n > gen]
+        where = (
+            f"by their sizes its rows can only be at --lengths {','.join(format_length(n).lower() for n in others)}"
+            if others
+            else f"choose a --lengths value twice or half {length}"
+        )
+        raise TaskTooShort(
+            f"mrcr_{needles}needle has no row at length {length}: none of the {len(data)} rows of "
+            f"{', '.join(data.paths)} has a prompt that, with the {gen}-token generation budget, takes more than "
+            f"{length // 2} and at most {length} tokens of this tokenizer (each row belongs to one power-of-two "
+            f"length); {where}"
+        )
+    return tuple(chosen)
+
+
+def pool_size(needles: int, gen: int, ctx: BuildContext, length: int) -> int:
+    return len(rows_for(ctx.data_dir, needles, ctx.encoder, ctx.chat, length, gen))
+
+
+def build_official(needles: int, ctx: BuildContext, job: Job) -> Sample:
+    rows = rows_for(ctx.data_dir, needles, ctx.encoder, ctx.chat, job.length, job.gen)
+    data = load_mrcr(ctx.data_dir, needles)
+    row = data.row(rows[order(len(rows), ctx.seed)[job.index % len(rows)]])
+    ids = render_ids(ctx.encoder, _turns(ctx.encoder, ctx.chat, needles), row.messages)
+    return job.sample(
+        tuple(ids),
+        (row.answer, row.prefix),
+        "",
+        row=row.where,
+        random_string=row.prefix,
+        desired_msg_index=row.desired_msg_index,
+        total_messages=row.total_messages,
+        messages=len(row.messages),
+        prompt_tokens=len(ids),
+        answer_tokens=len(ctx.encoder.encode_fresh([row.answer])[0]),
+        data_file=", ".join(data.paths),
+        data_sha256=data.sha256,
+    )

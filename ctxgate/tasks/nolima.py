@@ -1,0 +1,431 @@
+"""NoLiMa-style latent-association needles (Modarressi et al., 2025): the needle and the question share no content
+word, so that finding the needle takes one associative hop (a landmark -> its city, a dish -> its country).
+
+``ctx_nolima`` asks the project's own needle set's one-hop questions (``ctxgate/data/nolima_needles.json``, held to
+the overlap cap of ``data.lexical_overlap``); ``ctx_nolima_direct`` asks the same needles literally, NoLiMa's
+"direct" control; ``nolima`` reads NoLiMa's own needle set from ``--data-dir`` (never shipped: its licence is
+non-commercial) and asks every question type but the direct one, as NoLiMa's results do.
+
+As NoLiMa's ``evaluation/`` HEAD builds a test: its task template, the default system prompt (with the chat
+template), the character drawn per placement from the record's names, 26 needle depths (``np.linspace(0, 100,
+26)``), the needle put after the last whole haystack unit before the depth, 192 tokens to generate and the
+``contains`` metric. The haystack is the shipped Wikipedia essay, its sentences that name the test's arguments,
+keywords or characters left out (NoLiMa strips such words from its books), cut at a sentence and counted with the
+prompt around it (the suite's length rule). Encyclopedic prose names no one, where NoLiMa's novels name characters
+throughout, so everyday sentences about the record's other characters (``FILLERS``) are spread through it: without
+them the needle would be the one sentence about a person, and "which character?" would need no hop.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import re
+import threading
+import weakref
+from array import array
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ctxgate.data.haystacks import EssayTokens, essay_tokens, load_essay
+from ctxgate.data.lexical_overlap import LiteralOverlap, check_pair, fold, overlap
+from ctxgate.metrics.registry import NOLIMA_CONTAINS
+from ctxgate.seeding import seeded_order
+from ctxgate.sources.errors import DataNotGiven, DataUnavailable
+from ctxgate.sources.nolima_files import CHARACTER, NeedleCase, NeedleSet, load_official, load_project
+from ctxgate.tasks.base import BuildContext, Frame, Job, Sample, TaskSpec, need_room, ran_out, too_short
+from ctxgate.tasks.registration import register
+from ctxgate.textcodec import PieceEncoder
+
+DEPTHS = tuple(4 * i for i in range(26))  # np.linspace(0, 100, 26), in percent: 0, 4, ..., 100
+# NoLiMa's connector's SYSTEM_PROMPT, which its generate_response puts first for every provider whose connector sets
+# one (all but Claude on AWS; the vllm provider, how a local model runs, among them)
+SYSTEM_PROMPT = "You are a helpful assistant"
+TOKENS_TO_GENERATE = 192  # max_tokens of every model config
+PROJECT_PAIRS = 36  # the shipped set's one-hop pairs (tests/test_nolima.py checks it against the file)
+_USER = "\u27e6CTXGATE-NOLIMA-USER\u27e7"
+
+# Everyday sentences about the record's other characters, each tied to no place, language, dish, sport, journey or
+# work of art (so to no answer of any question), written to share no content word with any question or needle of the
+# project's set; ``usable_fillers`` also drops, per case, any that would give its question a literal hook.
+FILLERS = (
+    "{CHAR} fixed the squeaky hinge on the garden gate.",
+    "{CHAR} sorted a drawer of old letters into shoeboxes.",
+    "{CHAR} left the umbrella by the door again.",
+    "{CHAR} finally repainted the hallway a pale green.",
+    "{CHAR} stayed up late with a thick detective novel.",
+    "{CHAR} lost the spare key and had to call a locksmith.",
+    "{CHAR} brushed the dog on the back step.",
+    "{CHAR} replaced the flat tyre on an old bicycle.",
+    "{CHAR} answered a pile of emails before noon.",
+    "{CHAR} rearranged the bookshelves by colour.",
+    "{CHAR} fell asleep on the sofa halfway through a film.",
+    "{CHAR} wrapped the presents in brown paper.",
+    "{CHAR} searched an hour for the missing glasses.",
+    "{CHAR} mowed the lawn before the neighbours woke up.",
+    "{CHAR} ironed a stack of shirts with the radio on.",
+    "{CHAR} borrowed a ladder to clear the gutters.",
+    "{CHAR} wound the grandfather clock on Sundays.",
+    "{CHAR} had a tooth filled at the dentist.",
+    "{CHAR} sewed a loose button back onto a coat.",
+    "{CHAR} changed the bulb in the bedside lamp.",
+    "{CHAR} kept a notebook of the birds at the feeder.",
+    "{CHAR} untangled a drawer full of cables.",
+    "{CHAR} joined a pottery class.",
+    "{CHAR} washed the windows until they squeaked.",
+    "{CHAR} assembled a wardrobe without reading the instructions.",
+    "{CHAR} swept the leaves off the front steps.",
+    "{CHAR} renewed a library card that had long expired.",
+    "{CHAR} wrote a long letter to an old school friend.",
+    "{CHAR} practised piano scales for an hour.",
+    "{CHAR} patched a hole in the shed roof.",
+    "{CHAR} counted the coins saved in a jar.",
+    "{CHAR} sorted the recycling into three bins.",
+    "{CHAR} finished a thousand-piece jigsaw puzzle.",
+    "{CHAR} knitted a scarf for the coming winter.",
+    "{CHAR} fed the neighbour's cat twice a day.",
+    "{CHAR} put up new curtains in the bedroom.",
+    "{CHAR} filed the tax forms just before the deadline.",
+    "{CHAR} tuned the old guitar and played a few chords.",
+    "{CHAR} repotted the ferns on the windowsill.",
+    "{CHAR} defrosted the freezer and wiped it clean.",
+    "{CHAR} unblocked the bathroom sink with a plunger.",
+    "{CHAR} cancelled an unused gym membership.",
+    "{CHAR} ordered a new mattress after months of back pain.",
+    "{CHAR} cleaned the car inside and out.",
+    "{CHAR} glued the handle back onto a mug.",
+    "{CHAR} set up a new printer after much grumbling.",
+    "{CHAR} taught the parrot to whistle.",
+    "{CHAR} replaced the batteries in the smoke alarm.",
+)
+FILLER_SPACING = 400  # haystack tokens per filler sentence, up to one of each
+MIN_FILLERS = 2  # where they fit, the needle's character is one of at least three named in the prompt
+FILLER_SHARE = 4  # the fillers take at most 1/4 of the haystack's room (short lengths keep mostly essay text)
+
+Cases = Callable[[BuildContext], tuple[NeedleCase, ...]]
+
+
+def case_and_depth(count: int, index: int, task: str, seed: int) -> tuple[int, int]:
+    """Sample ``index``'s case (of ``count``, in an order fixed by the seed) and depth: the first ``count`` samples
+    ask every case once, and ``count`` x 26 samples every case at every depth once."""
+    turn, at = divmod(index, count)
+    return seeded_order(count, "nolima-order", task, seed)[at], DEPTHS[(at + turn) % len(DEPTHS)]
+
+
+_SYSTEM_PARTS: weakref.WeakKeyDictionary[PieceEncoder, tuple[str, str]] = weakref.WeakKeyDictionary()
+
+
+def system_chat_parts(enc: PieceEncoder) -> tuple[str, str]:
+    """The chat template around one user message after NoLiMa's system message, where the tokenizer's template
+    renders a system turn; else the user message alone (``PieceEncoder.chat_parts``)."""
+    if enc in _SYSTEM_PARTS:
+        return _SYSTEM_PARTS[enc]
+    head, tail = parts = enc.chat_parts()
+    # The encoder renders user turns only, so a transformers tokenizer's template is asked directly; an encoder
+    # without one (ByteTokenizer, a chat API's) has no system turn to give.
+    tok = getattr(enc.raw, "tok", None)
+    if tok is not None:
+        import jinja2  # transformers renders chat templates with it, so it is there wherever a template is
+
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": _USER}]
+        try:
+            text = str(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
+        except jinja2.TemplateError:  # raise_exception(...): the template refuses a system role (Gemma's does)
+            text = ""
+        except Exception as exc:  # noqa: BLE001 - any other failure is the template's bug, reported as the case's
+            message = " ".join(str(exc).split())[:200]
+            raise DataUnavailable(
+                f"the chat template fails on NoLiMa's system message ({type(exc).__name__}: {message}): fix the "
+                "template, or pass --chat-template off"
+            ) from None
+        system_head, found, system_tail = text.partition(_USER)
+        # a template that only concatenates messages (a chat API's bare one) gives the system text no turn
+        if found and system_tail == tail and SYSTEM_PROMPT in system_head and system_head != SYSTEM_PROMPT + head:
+            parts = (system_head, system_tail)
+    _SYSTEM_PARTS[enc] = parts
+    return parts
+
+
+def frame(ctx: BuildContext, head: str, tail: str) -> Frame:
+    """The ids around the haystack: the chat head (system turn included) and the template's head; its tail with
+    the question, and the generation prompt. No answer prefix: NoLiMa's model answers freely."""
+    enc = ctx.encoder
+    chat_head, chat_tail = system_chat_parts(enc) if ctx.chat else ("", "")
+    pre = tuple(i for ids in enc.encode_many([p for p in (chat_head, head) if p]) for i in ids)
+    post = tuple(i for ids in enc.encode_many([p for p in (tail, chat_tail) if p]) for i in ids)
+    if enc.prefix and pre[: len(enc.prefix)] != enc.prefix:  # never a double BOS
+        pre = enc.prefix + pre
+    return Frame(pre, post)
+
+
+def keyword_pattern(case: NeedleCase) -> re.Pattern[str]:
+    """A sentence that names one of the case's keywords (at a word's start, in any case, accents or none) or one of
+    its characters (the whole name) would give the question a literal hook or a second answer: it is left out."""
+    phrases = {k.strip() for k in case.keywords}
+    phrases = {p[4:] if p.lower().startswith("the ") else p for p in phrases}
+    words = sorted({form for p in phrases for form in (p.lower(), fold(p))}, key=len, reverse=True)
+    parts = [r"(?i:\b(?:" + "|".join(map(re.escape, words)) + "))"]
+    if case.characters:
+        parts.append(r"\b(?:" + "|".join(map(re.escape, case.characters)) + r")\b")
+    return re.compile("|".join(parts))
+
+
+@functools.lru_cache(maxsize=256)
+def usable_fillers(case: NeedleCase) -> tuple[str, ...]:
+    """The fillers that are distractor-free for this case in NoLiMa's sense: no content word shared with its
+    question or its needle (``data.lexical_overlap``), none of its keywords named."""
+    pattern = keyword_pattern(case)
+    return tuple(
+        f
+        for f in FILLERS
+        if not overlap(case.question, f).count
+        and not overlap(f, case.needle).count
+        and not pattern.search(f.replace(CHARACTER, ""))
+    )
+
+
+def draw_fillers(
+    enc: PieceEncoder, case: NeedleCase, character: str | None, room: int, rng: random.Random
+) -> list[tuple[str, tuple[int, ...]]]:
+    """The filler sentences of one sample, each about one of the record's characters other than the needle's: one
+    per ``FILLER_SPACING`` haystack tokens (at least ``MIN_FILLERS``, each filler at most once), as many as fit in
+    a ``FILLER_SHARE`` of the room. None where the needle names no character or the record has no other."""
+    others = [c for c in case.characters if c != character]
+    usable = usable_fillers(case)
+    if character is None or not others or not usable:
+        return []
+    n = min(len(usable), max(MIN_FILLERS, round(room / FILLER_SPACING)))
+    texts = [t.replace(CHARACTER, rng.choice(others)) for t in rng.sample(usable, n)]
+    ids = enc.encode_many([" " + t for t in texts])  # at most fillers x names pieces: cached like the frame's
+    while n and sum(len(i) for i in ids[:n]) > room // FILLER_SHARE:
+        n -= 1
+    return list(zip(texts[:n], ids[:n]))
+
+
+_LEFT_OUT: weakref.WeakKeyDictionary[EssayTokens, dict[str, bytearray]] = weakref.WeakKeyDictionary()
+_LEFT_OUT_LOCK = threading.Lock()
+
+
+def left_out(tokens: EssayTokens, pattern: re.Pattern[str], n: int) -> np.ndarray:
+    """Which of the first ``n`` tokenized sentences the pattern leaves out; each sentence is searched once per
+    pattern and process."""
+    with _LEFT_OUT_LOCK:
+        seen = _LEFT_OUT.setdefault(tokens, {}).setdefault(pattern.pattern, bytearray())
+        seen.extend(1 if pattern.search(s) else 0 for s in tokens.sentences[len(seen) : n])
+        return np.frombuffer(bytes(seen[:n]), dtype=np.uint8).astype(bool)
+
+
+def fit_sentences(tokens: EssayTokens, pattern: re.Pattern[str], room: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The leading sentences kept (not left out) whose tokens fit in ``room``, stopping at the first kept one that
+    does not: their indices, their token counts, and whether the essay ended first."""
+    target = room
+    while True:
+        tokens.fit(target)
+        n = len(tokens.ends) - 1
+        lengths = np.diff(np.asarray(tokens.ends[: n + 1], dtype=np.int64))
+        out = left_out(tokens, pattern, n)
+        used = np.cumsum(np.where(out, 0, lengths))
+        total = int(used[-1]) if n else 0
+        if total > room or tokens.complete:
+            break
+        target = tokens.ends[n] + room - total + 1  # past what the left-out sentences took
+    stop = int(np.searchsorted(used, room, side="right"))
+    kept = np.flatnonzero(~out[:stop])
+    return kept, lengths[kept], stop == n
+
+
+# a haystack unit: an essay sentence (its index in the essay's tokens) or a filler sentence (its ids)
+Unit = int | tuple[int, ...]
+
+
+def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
+    enc = ctx.encoder
+    try:
+        pool = cases(ctx)
+    except DataNotGiven as exc:  # the case's length in the skip's one line
+        raise DataNotGiven(f"{job.task} at length {job.length}: {exc}") from None
+    at, depth = case_and_depth(len(pool), job.index, job.task, ctx.seed)
+    case = pool[at]
+    character = job.rng.choice(case.characters) if case.characters else None
+    needle = case.needle.replace(CHARACTER, character) if character else case.needle
+    question = case.question.replace(CHARACTER, character) if character else case.question
+    head, tail = case.template.split("{haystack}")
+    f = frame(ctx, head.replace("{question}", question), tail.replace("{question}", question))
+    needle_ids = enc.encode_fresh([" " + needle])[0]  # NoLiMa: the needle after a space, at a unit's end
+    room = f.budget(job.length, job.gen) - len(needle_ids)
+    if room <= 0:
+        raise too_short(job, f"its template, question and needle leave {max(room, 0)} tokens for the haystack")
+    fillers = draw_fillers(enc, case, character, room, job.rng)
+    essay_room = room - sum(len(ids) for _, ids in fillers)
+    essay = load_essay(ctx.essay_path)
+    tokens = essay_tokens(enc, essay)
+    kept, lengths, ended = fit_sentences(tokens, keyword_pattern(case), essay_room)
+    if ended and tokens.complete and essay_room - int(lengths.sum()) > tokens.longest:
+        raise ran_out(
+            job.task,
+            job.length,
+            f"the essay haystack {essay.source} (never repeated, its sentences naming the needle's keywords or "
+            "characters left out)",
+            job.length - essay_room + int(lengths.sum()),
+            "pass --haystack with a longer text (a .txt, or a dataset with a 'text' column)",
+        )
+    need_room(job, len(kept), 1, "haystack sentences beside the needle")
+    units, sizes = _interleave(kept, lengths, fillers, job.rng)
+    context, offset, units = _assemble(enc, tokens, units, sizes, depth, needle_ids, room)
+    essay_units = sum(isinstance(u, int) for u in units)
+    need_room(job, essay_units, 1, "haystack sentences beside the needle")
+    texts = {ids: text for text, ids in fillers}
+    answers = (character,) if character else case.gold
+    return job.sample(
+        f.pre + tuple(context) + f.post,
+        answers,
+        "",
+        case=case.name,
+        question=question,
+        character=character,
+        needles=[needle],
+        needle_offsets=[len(f.pre) + offset],
+        depths=[depth],
+        haystack_units=len(units),
+        fillers=[texts[u] for u in units if not isinstance(u, int)],
+    )
+
+
+def _interleave(
+    kept: np.ndarray, lengths: np.ndarray, fillers: Sequence[tuple[str, tuple[int, ...]]], rng: random.Random
+) -> tuple[list[Unit], list[int]]:
+    """The haystack's units in order: the kept essay sentences, each filler after a sentence drawn for it (never
+    before the first, so the haystack opens on the essay's own text)."""
+    slots = range(1, len(kept) + 1)
+    drawn = rng.sample(slots, len(fillers)) if len(fillers) <= len(slots) else rng.choices(slots, k=len(fillers))
+    after: dict[int, list[tuple[int, ...]]] = {}
+    for slot, (_, ids) in zip(drawn, fillers):
+        after.setdefault(slot, []).append(ids)
+    units: list[Unit] = []
+    sizes: list[int] = []
+    for k, (index, size) in enumerate(zip(kept.tolist(), lengths.tolist()), start=1):
+        units.append(index)
+        sizes.append(size)
+        for ids in after.get(k, ()):
+            units.append(ids)
+            sizes.append(len(ids))
+    return units, sizes
+
+
+def _assemble(
+    enc: PieceEncoder,
+    tokens: EssayTokens,
+    units: list[Unit],
+    sizes: list[int],
+    depth: int,
+    needle_ids: Sequence[int],
+    room: int,
+) -> tuple[array, int, list[Unit]]:
+    """The haystack's ids with the needle before the first unit at or past ``depth`` percent of the haystack's
+    tokens (NoLiMa: the first line break at or past the depth); where the needle lands; the units used. The
+    prompt's first sentence has no separator before it, which may change its count: the haystack then loses units
+    from its end until it fits."""
+    while True:
+        before = np.concatenate(([0], np.cumsum(np.asarray(sizes, dtype=np.int64))))
+        place = int(np.searchsorted(before * 100, depth * before[-1], side="left"))
+        opening = units[0] if place and units else None  # an essay sentence: no filler goes first
+        first = enc.encode(tokens.sentences[opening]) if isinstance(opening, int) else ()
+        extra = len(first) - sizes[0] if first else 0
+        if not units or before[-1] + extra <= room:
+            break
+        units, sizes = units[:-1], sizes[:-1]
+    context = array("i", first)
+    _extend(context, tokens, units[1:place] if place else [])
+    offset = len(context)
+    context.extend(needle_ids)
+    _extend(context, tokens, units[place:])
+    return context, offset, units
+
+
+def _extend(context: array, tokens: EssayTokens, units: Sequence[Unit]) -> None:
+    """The units' ids appended: consecutive essay sentences as one slice of the essay's ids."""
+    start = stop = -1
+    for unit in units:
+        if isinstance(unit, int) and unit == stop:
+            stop += 1
+            continue
+        if stop > start:
+            context.extend(tokens.span(start, stop))
+        if isinstance(unit, int):
+            start, stop = unit, unit + 1
+        else:
+            start = stop = -1
+            context.extend(unit)
+    if stop > start:
+        context.extend(tokens.span(start, stop))
+
+
+def _pool(cases: Cases, ctx: BuildContext, length: int) -> int:
+    return len(cases(ctx)) * len(DEPTHS)
+
+
+def _spec(name: str, cases: Cases, default: int, about: str, replaces: str | None = None) -> TaskSpec:
+    return TaskSpec(
+        name=name,
+        suite="nolima",
+        category="latent",
+        metric=NOLIMA_CONTAINS,
+        tokens_to_generate=TOKENS_TO_GENERATE,
+        build=functools.partial(build, cases),
+        description=about,
+        default_samples=default,
+        chat_template=True,  # NoLiMa evaluates instruction-tuned models through their chat APIs
+        pool_size=functools.partial(_pool, cases),
+        replaces=replaces,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def project_set() -> NeedleSet:
+    """The project's needle set, every latent pair held to the overlap cap when it is first used (and in the
+    tests); a pair over the cap refuses ``ctx_nolima``'s cases, never the registry's import."""
+    needles = load_project()
+    try:
+        for case in needles.of_kind(True):
+            check_pair(case.question, case.needle, f"{needles.path} {case.name}")
+    except LiteralOverlap as exc:
+        raise DataUnavailable(str(exc)) from None
+    return needles
+
+
+def _project(latent: bool, ctx: BuildContext) -> tuple[NeedleCase, ...]:
+    # the direct control is literal by design: the cap is the latent questions' alone
+    return project_set().of_kind(True) if latent else load_project().of_kind(False)
+
+
+def _official(ctx: BuildContext) -> tuple[NeedleCase, ...]:
+    needles = load_official(ctx.data_dir)
+    if not needles.of_kind(True):
+        raise DataUnavailable(
+            f"{needles.path}: every question is a direct one (the literal control NoLiMa's score leaves out); give "
+            "NoLiMa's needle_set.json"
+        )
+    return needles.of_kind(True)
+
+
+PROJECT_SAMPLES = PROJECT_PAIRS * len(DEPTHS)  # every pair at every depth: 36 x 26
+
+
+@register
+def ctx_nolima() -> TaskSpec:
+    cases = functools.partial(_project, True)
+    return _spec("ctx_nolima", cases, PROJECT_SAMPLES, "latent one-hop needles (the project's set)")
+
+
+@register
+def ctx_nolima_direct() -> TaskSpec:
+    cases = functools.partial(_project, False)
+    return _spec("ctx_nolima_direct", cases, PROJECT_SAMPLES, "the same needles asked literally")
+
+
+@register
+def nolima() -> TaskSpec:
+    # NoLiMa's set has fewer cases than this: the pool (every case at every depth) is what runs
+    about = "NoLiMa's own needle set (--data-dir)"
+    return _spec("nolima", _official, 100 * len(DEPTHS), about, replaces="ctx_nolima")

@@ -1,0 +1,208 @@
+"""The task families beyond RULER and HELMET as the summaries, gates and reports see them: each family's mean per
+length (its official data standing in for its generated tasks), length 0 (the bare form), and the effective length
+relative to the model's own short-context score (NoLiMa's rule, 100-LongBench's LongScore) for every summary."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxgate.gate.session import judge_session, relative_lengths
+from ctxgate.gate.summaries import relative_effective_length, summary_names
+from ctxgate.gate.thresholds import Thresholds, ThresholdsError, parse_thresholds
+from ctxgate.records.schema import CaseRecord, GroupScore
+from ctxgate.report.build import build_report
+from ctxgate.report.tables import markdown, terminal
+from ctxgate.tasks.base import BuildContext, TaskTooShort
+from ctxgate.tasks.build import build_sample
+from ctxgate.tasks.registry import all_tasks, get_task, membership, task_names
+from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokenizing import ByteTokenizer
+
+FAMILIES = ("mrcr", "babilong", "nolima")
+
+
+def test_each_family_is_a_suite_with_its_own_summary_and_test_file():
+    from tests.conftest import ROOT
+
+    tasks = membership()
+    for family in FAMILIES:
+        members = tasks.families[family]
+        assert members and all(get_task(t).suite == family and not get_task(t).replaces for t in members)
+        assert family in summary_names()
+        assert f'ctxgate_suite("{family}")' in (ROOT / "tests_longctx" / f"test_{family}.py").read_text()
+        # the official data's tasks stand in for the generated ones, never beside them in the mean
+        official = [t.name for t in all_tasks(family) if t.replaces]
+        assert official and all(tasks.stand_ins[t] in members for t in official)
+        assert not set(members) & set(tasks.ruler) and family not in tasks.helmet
+
+
+def _case(task: str, length: int, score: float | None, verdict: str = "pass") -> CaseRecord:
+    spec = get_task(task)
+    return CaseRecord(task, spec.suite, length, spec.category, spec.metric.name, verdict=verdict, score=score)  # type: ignore[arg-type]
+
+
+def test_a_family_is_the_mean_of_its_members_and_its_official_data_stands_in_where_it_ran():
+    family = "babilong"
+    members = membership().families[family]
+    cases = [_case(t, 1024, 40.0 + 10 * i) for i, t in enumerate(members)]
+    verdict = judge_session(cases, Thresholds(path="t"), True)
+    group = verdict.by_length["1024"][family]
+    assert group.score == pytest.approx(sum(40.0 + 10 * i for i in range(len(members))) / len(members), abs=0.01)
+    assert group.members == members and not group.partial
+    official = next(t for t in all_tasks(family) if t.replaces == members[0])
+    verdict = judge_session([*cases, _case(official.name, 1024, 100.0)], Thresholds(path="t"), True)
+    # the published twin in its generated task's place, the other generated tasks where they were
+    assert verdict.by_length["1024"][family].members == (official.name, *members[1:])
+    # a family none of whose members ran has no summary; an errored member makes it incomplete
+    assert "mrcr" not in verdict.by_length["1024"]
+    errored = judge_session([_case(members[0], 2048, None, "error")], Thresholds(path="t"), False)
+    assert errored.by_length["2048"][family].incomplete
+
+
+def test_length_zero_is_the_bare_form_of_the_tasks_that_have_one_and_a_skip_for_the_others():
+    ctx = BuildContext(PieceEncoder(ByteTokenizer()), chat=False)
+    bare = [t for t in all_tasks() if t.bare]
+    assert bare and all(t.suite == "babilong" for t in bare)
+    sample = build_sample(bare[0], ctx, 0, 0, 42)
+    assert sample.length == 0 and sample.input_ids and sample.answers
+    with pytest.raises(TaskTooShort, match="length 0 is the bare form"):
+        build_sample(get_task("niah_single_1"), ctx, 0, 0, 42)
+
+
+def _groups(scores: dict[int, float | None]) -> dict[int, GroupScore]:
+    return {L: GroupScore(s, ("t",), errored=() if s is not None else ("t",)) for L, s in scores.items()}
+
+
+def test_relative_effective_length_keeps_a_share_of_the_base_at_every_shorter_length():
+    # NoLiMa's rule: the base is the mean up to 1K; 85% of it is the bar
+    found = relative_effective_length(_groups({256: 90.0, 512: 80.0, 1024: 70.0, 2048: 68.0, 4096: 60.0, 8192: 70.0}))
+    assert found is not None and found.base == 80.0 and found.base_lengths == (256, 512, 1024)
+    assert found.value == 2048  # 68 >= 0.85 * 80; 4096 is below, so 8192 does not count
+    assert found.per_length[1024] and not found.per_length[4096] and found.per_length[8192]
+    assert found.long_score == pytest.approx(((68 - 80) / 80 + (60 - 80) / 80 + (70 - 80) / 80) / 3, abs=1e-4)
+    # no length up to 1K scored: no base
+    assert relative_effective_length(_groups({2048: 50.0})) is None
+    # a base length whose member has no score fails there, and is no part of the base
+    incomplete = relative_effective_length(_groups({256: 90.0, 512: None, 2048: 90.0}))
+    assert incomplete is not None and incomplete.value == 256 and incomplete.incomplete == (512,)
+
+
+@given(
+    st.dictionaries(
+        st.integers(min_value=0, max_value=1 << 20), st.one_of(st.none(), st.floats(0, 100)), min_size=1, max_size=12
+    ),
+    st.floats(0.01, 1.0),
+    st.integers(min_value=0, max_value=1 << 20),
+)
+def test_the_relative_effective_length_is_a_tested_length_with_every_shorter_one_passing(scores, share, up_to):
+    found = relative_effective_length(_groups(scores), share, up_to)
+    base_lengths = [L for L, s in scores.items() if L <= up_to and s is not None]
+    if not base_lengths or sum(scores[L] or 0 for L in base_lengths) == 0:
+        assert found is None
+        return
+    assert found is not None and found.base_lengths == tuple(sorted(base_lengths))
+    assert found.value == 0 or found.value in scores
+    for L in sorted(scores):
+        if 0 < L <= found.value:  # 0 is the bare form's length, and a value of 0 says no longer length is effective
+            assert scores[L] is not None and scores[L] >= share * found.base - 0.01
+    first_failing = next((L for L in sorted(scores) if not found.per_length[L]), None)
+    assert first_failing is None or found.value < first_failing or found.value == first_failing == 0
+
+
+def test_the_gate_fails_below_its_length_and_without_a_base_names_the_lengths_to_add():
+    text = '[relative_effective_length]\nshare = 0.5\n[relative_effective_length.min_length]\nbabilong = "2k"\n'
+    thresholds = parse_thresholds(text, "t.toml", task_names())
+    assert thresholds.relative_share == 0.5 and thresholds.relative_min_length == (("babilong", 2048),)
+    task = membership().families["babilong"][0]
+    good = [_case(task, 512, 80.0), _case(task, 2048, 50.0), _case(task, 4096, 10.0)]
+    verdict = judge_session(good, thresholds, True)
+    gate = next(g for g in verdict.gates if g.name == "min_relative_effective_length.babilong")
+    assert gate.verdict == "pass" and "2K >= required 2K" in gate.message
+    bad = judge_session([_case(task, 512, 80.0), _case(task, 2048, 30.0)], thresholds, True)
+    assert next(g for g in bad.gates if g.name.startswith("min_relative")).verdict == "fail"
+    none = judge_session([_case(task, 4096, 80.0)], thresholds, True)
+    gate = next(g for g in none.gates if g.name.startswith("min_relative"))
+    assert gate.verdict == "fail" and "--lengths 256,512,1k" in gate.message
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "fix"),
+    [
+        ("[relative_effective_length]\nshare = 85\n", "relative_effective_length.share", "share = 0.85"),
+        ("[relative_effective_length]\nbase_up_to = 'short'\n", "relative_effective_length.base_up_to", '"1k"'),
+        ("[relative_effective_length]\nbase = 1\n", "relative_effective_length.base", "base_up_to"),
+        (
+            "[relative_effective_length.min_length]\nnolimma = '8k'\n",
+            "relative_effective_length.min_length.nolimma",
+            "nolima",
+        ),
+        ("[relative_effective_length.min_length]\nruler = 'far'\n", "min_length.ruler", '"1k"'),
+    ],
+)
+def test_a_bad_relative_setting_names_its_key_and_the_fix(text, key, fix):
+    with pytest.raises(ThresholdsError) as err:
+        parse_thresholds(text, "t.toml", task_names())
+    assert key in str(err.value) and fix in str(err.value)
+
+
+def test_the_report_shows_the_absolute_and_the_relative_effective_length_side_by_side():
+    from ctxgate.records.schema import RunInfo
+    from ctxgate.report.page import PageInput, render
+
+    ruler = membership().ruler
+    nolima = membership().families["nolima"][0]
+    cases = [_case(t, L, s) for t in ruler for L, s in ((512, 95.0), (1024, 90.0), (2048, 80.0))]
+    cases += [_case(nolima, L, s) for L, s in ((512, 90.0), (1024, 80.0), (2048, 40.0))]
+    verdict = judge_session(cases, Thresholds(path="t"), True)
+    assert set(relative_lengths(verdict.by_length, Thresholds(path="t"))) >= {"ruler", "nolima"}
+    report = build_report(cases, RunInfo("m", None, 42, 3, (512, 1024, 2048), "task"), verdict, True)
+    for text in (markdown(report), terminal(report)):
+        assert "Effective length, RULER avg: absolute 1K (avg > 85.6), relative 2K (>= 85% of 92.5" in text
+        assert "Effective length, NoLiMa-style avg: absolute —, relative 1K (>= 85% of 85" in text
+        assert "NoLiMa-style avg" in text
+        # the note on HELMET Recall names RULER's cases in it, never a family's generated tasks
+        (recall,) = [line for line in text.splitlines() if "HELMET Recall at" in line]
+        assert "niah_multikey_2" in recall and "ctx_" not in recall
+    page = render(PageInput(report))
+    assert 'id="effective"' in page and 'id="nolima"' in page and "LongScore" in page
+
+
+def test_the_suite_runs_the_families_from_length_0_into_every_report_file(real_suite, pytester):
+    """The real tiny checkpoint, the fixture data in the published layouts: the bare form at 0 is a scored case,
+    the families' means and relative effective lengths reach the JSON, the Markdown and the HTML page, and the
+    report reads back (``ctxgate html``)."""
+    import json
+
+    from ctxgate.cli import main
+    from tests.conftest import HELMET_DATA
+
+    data = ("--data-dir", str(HELMET_DATA), "--lengths", "0,512,1k", "--samples", "2", "--report", "out/r.json")
+    result = real_suite("-k", "ctx_babi_qa1 or babilong_qa1 or ctx_nolima or niah_single_1", *data)
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    report = json.loads((pytester.path / "out" / "r.json").read_text())
+    cases = {(c["task"], c["length"]): c for c in report["cases"]}
+    assert cases[("ctx_babi_qa1", 0)]["verdict"] == "pass" and cases[("ctx_babi_qa1", 0)]["fill_min"] is None
+    assert cases[("niah_single_1", 0)]["skip_kind"] == "too_short"
+    assert cases[("babilong_qa1", 1024)]["verdict"] == "pass"  # the released 1k set, from the fixture data
+    assert {"babilong", "nolima"} <= set(report["by_length"]["1024"]) and "babilong" in report["by_length"]["0"]
+    assert report["by_length"]["1024"]["babilong"]["members"] == ["babilong_qa1"]  # the released set stands in
+    # a family the tiny model scores 0 on up to 1K has no base to keep a share of; RULER's passkey has one
+    assert "ruler" in report["relative_effective_length"] and "babilong" not in report["relative_effective_length"]
+    assert "BABILong-style avg" in (pytester.path / "out" / "r.md").read_text()
+    assert 'id="babilong"' in (pytester.path / "out" / "r.html").read_text()
+    page = pytester.path / "again.html"
+    assert main(["html", str(pytester.path / "out" / "r.json"), "-o", str(page)]) == 0
+    assert 'id="effective"' in page.read_text()
+
+
+def test_a_sequential_run_cannot_gate_a_relative_effective_length(scripted_suite, pytester):
+    """A relative effective length compares averages of means; --sequential's early means are biased, so the two
+    together are refused before anything runs, naming the table and the fix."""
+    pytester.makefile(".toml", thresholds='[relative_effective_length.min_length]\nruler = "1k"\n')
+    refused = scripted_suite(
+        "r", {"default": 1.0}, "--lengths", "512", "--sequential", "--thresholds", "thresholds.toml"
+    )
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*--sequential cannot check [[]relative_effective_length.min_length[]]*Drop*"])
