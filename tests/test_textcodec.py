@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tasks.build import build_sample
@@ -83,3 +85,34 @@ def test_a_backend_with_padding_set_is_never_used_directly():
     assert adapter._backend is None
     unpadded = len(tok("a b c", add_special_tokens=False)["input_ids"])
     assert [len(ids) for ids in adapter.encode_batch(["a b c"] * 10)] == [unpadded] * 10
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.text(max_size=40), min_size=1, max_size=300))
+@example(texts=["a</s>b", "<s>", "x<|endoftext|>", "<unk>", " </s> ", "", "\n", *[f" {i}" for i in range(200)]])
+def test_texts_tokenized_many_at_once_get_each_texts_own_ids(hf_tokenizer, large_vocab_tokenizer, texts):
+    """The fast path for many short texts (packed behind one of the tokenizer's special tokens, the ids cut at it)
+    gives every text its own ids, whatever the texts hold (the separator's text itself included): with the shipped
+    and a 131K-vocabulary tokenizer."""
+    for tok in (hf_tokenizer, large_vocab_tokenizer):
+        expected = [list(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
+        adapter = HFTokenizer(tok)
+        assert adapter.encode_batch(texts) == expected
+        assert adapter.encode_batch(texts[::-1]) == expected[::-1]  # the checked path, then the trusted one
+        flat, starts, sizes = adapter.encode_flat(texts)
+        assert [flat[a : a + n].tolist() for a, n in zip(starts, sizes)] == expected
+
+
+@given(seed=st.integers(0, 2**64), n=st.integers(0, 5000))
+def test_the_inline_shuffle_draws_and_swaps_as_random_shuffle(seed, n):
+    """The builders' shuffle (``tasks.base.shuffle``) is ``random.Random.shuffle``, draw for draw: the same order and
+    the same state after, so every later draw of a sample is too."""
+    import random
+
+    from ctxgate.tasks.base import shuffle
+
+    mine, theirs = random.Random(seed), random.Random(seed)
+    a, b = list(range(n)), list(range(n))
+    shuffle(mine, a)
+    theirs.shuffle(b)
+    assert a == b and mine.getstate() == theirs.getstate()
