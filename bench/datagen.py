@@ -153,7 +153,8 @@ def main() -> None:
     ap.add_argument(
         "--suite",
         default="ruler",
-        help="ruler, helmet or all (HELMET tasks need no data here only where they generate their own)",
+        help="ruler, helmet, mrcr, babilong, nolima, families (the last three) or all; a task that reads released "
+        "data (HELMET's, the families' published sets) builds here only where it needs none",
     )
     ap.add_argument("--tasks", default="", help="comma-separated task names (default: the suite's)")
     ap.add_argument("--workers", type=int, default=2)
@@ -164,9 +165,8 @@ def main() -> None:
     from ctxgate.lengths import format_length, parse_lengths
     from ctxgate.tasks import all_tasks
 
-    tasks = [t for t in args.tasks.split(",") if t] or [
-        s.name for s in all_tasks(None if args.suite == "all" else args.suite)
-    ]
+    suites = {"all": (None,), "families": ("mrcr", "babilong", "nolima")}.get(args.suite, (args.suite,))
+    tasks = [t for t in args.tasks.split(",") if t] or [s.name for suite in suites for s in all_tasks(suite)]
     base_root = checkout(args.baseline) if args.baseline != "none" else None
     print(f"tokenizer {args.tokenizer}; {args.samples} samples per task; {args.workers} processes at once", flush=True)
     for length in parse_lengths(args.lengths):

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ctxgate.tasks.registry import all_tasks
 from tests.conftest import TINY
 
 
@@ -97,7 +98,7 @@ def test_a_replica_dropped_by_a_burst_of_503s_is_tried_again(run_openai, server)
     before = server[2]()["completions"]
     result = run_openai("-k", "vt or niah_single_1", "--lengths", "1k", "--samples", "1", "--no-cache")
     _out(result)
-    result.assert_outcomes(passed=2, deselected=32)
+    result.assert_outcomes(passed=2, deselected=len(all_tasks()) - 2)
     assert server[2]()["completions"] - before == 4  # two 503s, then one completion per case
 
 
@@ -120,7 +121,7 @@ def test_a_length_past_the_servers_max_model_len_names_it_and_force_does_not_pas
     server[1]({"max_model_len": 1024})
     result = run_openai("-k", "niah_single_1", "--lengths", "1k,2k", "--samples", "1", "--no-cache", "--force-lengths")
     out = _out(result)
-    result.assert_outcomes(passed=1, errors=1, deselected=66)
+    result.assert_outcomes(passed=1, errors=1, deselected=2 * len(all_tasks()) - 2)
     assert "niah_single_1 at 2048: the length exceeds the server's max model length (1024, as http://127.0.0.1" in out
     assert "restart the server with a longer one (vLLM: --max-model-len" in out
 
@@ -136,7 +137,7 @@ def test_request_timeouts_grow_with_the_prompt_past_128k(run_openai, server):
         "--concurrency", "1",
     )  # fmt: skip
     _out(result)
-    result.assert_outcomes(passed=2, deselected=66)
+    result.assert_outcomes(passed=2, deselected=2 * len(all_tasks()) - 2)
     sent = {tokens: timeout for tokens, timeout in server[2]()["requests"]}
     short, long = min(sent), max(sent)
     assert short <= 1024 and sent[short] == 100

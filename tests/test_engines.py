@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from ctxgate.backends.vllm_server import process_alive
+from ctxgate.tasks.registry import all_tasks
 from tests.conftest import HOTPOT, ROOT, SQUAD, TINY, launch_suite, start_suite
 
 SECRET = "sk-ctxgate-engine-test-never-written"
@@ -199,7 +200,9 @@ def test_vllm_backend_starts_serves_and_stops_its_own_engine(hf_run, tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
     assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(hf_run / "hf.predictions.jsonl")
     report = json.loads((tmp_path / "out" / "r.json").read_text())
-    assert report["run"]["backend"]["backend"] == "vllm" and report["run"]["backend"]["max_model_len"] == 4096 + 1200
+    longest_budget = max(t.tokens_to_generate for t in all_tasks())  # the server's window: any task at the length
+    assert report["run"]["backend"]["backend"] == "vllm"
+    assert report["run"]["backend"]["max_model_len"] == 4096 + longest_budget
     logs = list((tmp_path / "out" / "ctxgate-vllm").glob("vllm-*.log"))
     assert len(logs) == 1  # one replica on a machine without GPUs, shared by both workers
     family = server_family(logs[0])

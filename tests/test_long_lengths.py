@@ -135,8 +135,9 @@ def test_a_tokenizer_that_merges_across_pieces_gets_whole_texts_encoded():
 
 def test_every_case_at_1m_fills_its_length_or_says_what_ran_out(suite, tmp_path):
     """The suite at 1M with the shipped tokenizer and no model (the scripted backend builds every prompt): every
-    RULER task scores with its prompt filling the length; a HELMET task whose fixture data cannot fill 1M fails
-    as data_short with the fill it reached, never a score; the report states each case's fill."""
+    RULER task and every generated task of the three families scores with its prompt filling the length; a HELMET
+    task whose fixture data cannot fill 1M fails as data_short with the fill it reached, never a score; the report
+    states each case's fill."""
     import json
 
     from tests.conftest import TINY
@@ -155,6 +156,9 @@ def test_every_case_at_1m_fills_its_length_or_says_what_ran_out(suite, tmp_path)
         else:  # a skip by design or for want of data the run was not given
             assert case["verdict"] == "skip" and task not in ruler, (task, case.get("message"))
     assert all(cases[t]["score"] is not None for t in ruler)
+    # and the three families' generated tasks (MRCR-, BABILong-, NoLiMa-style) fill 1M as RULER's do
+    generated = [t for t, c in cases.items() if c["suite"] in ("mrcr", "babilong", "nolima") and t.startswith("ctx_")]
+    assert len(generated) == 10 and all(cases[t]["score"] is not None for t in generated), generated
     assert any(c.get("error_kind") == "data_short" for c in cases.values())  # the fixture data cannot fill 1M
     # no prompt is stored: the report and the predictions stay small whatever the length
     predictions = report.with_suffix(".predictions.jsonl")

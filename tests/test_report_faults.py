@@ -51,12 +51,18 @@ def test_a_by_length_key_that_is_no_length_is_refused_in_one_line_by_every_verb(
     assert not (tmp_path / "x.html").exists() and not (tmp_path / "trend" / "trend.csv").exists()
 
 
-@pytest.mark.parametrize("key", ["1024.0", "-4096", "0", "01024", " 512", "", "\u0661\u0662"])
+@pytest.mark.parametrize("key", ["1024.0", "-4096", "00", "01024", " 512", "", "\u0661\u0662"])
 def test_only_a_length_in_plain_digits_is_a_by_length_key(tmp_path, key):
     report = tmp_path / "r.json"
     report.write_text(json.dumps(stored_report([], by_length={key: {"ruler": RULER}})))
     with pytest.raises(ReportFileError, match=f"by_length key {re.escape(repr(key))} is not a length in tokens"):
         read_report(report)
+
+
+def test_length_0_the_bare_form_is_a_by_length_key(tmp_path):
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps(stored_report([], by_length={"0": {"ruler": RULER}, "512": {"ruler": RULER}})))
+    assert list(read_report(report).length_summaries) == [0, 512]
 
 
 def test_lengths_are_read_as_numbers_whatever_their_order_in_the_file(tmp_path):

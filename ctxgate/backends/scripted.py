@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
+from ctxgate.tasks.registry import get_task
 from ctxgate.tokenizing import ByteTokenizer, HFTokenizer, RawTokenizer
 
 
@@ -89,21 +90,9 @@ class ScriptedBackend:
             right = math.floor((i + 1) * p + 1e-9) > math.floor(i * p + 1e-9)
             with self._lock:
                 answers = self.answer_key.pop((r.task, r.length, r.index), ())
-            text = _right_answer(answers) if right else ""
+            text = "" if not right else get_task(r.task).metric.right(answers) if answers else " "
             out.append(Generation(text, len(text.encode("utf-8")), "stop"))
         return out
 
     def describe(self) -> dict[str, object]:
         return {"backend": self.name, "script": self.script}
-
-
-def _right_answer(answers: Sequence[str]) -> str:
-    """A right output: the answers, or for re-rank judgments (``ID:LABEL``, read by the metric's own parser) the
-    IDs by falling label."""
-    from ctxgate.metrics.helmet import qrels_from_references
-
-    try:
-        qrels = qrels_from_references(answers)
-    except ValueError:
-        return " " + " ".join(answers)
-    return " " + " > ".join(sorted(qrels, key=lambda pid: -qrels[pid]))

@@ -20,6 +20,8 @@ class Metric:
     fn: Scorer | None
     description: str
     judge: str | None = None  # llm | entailment
+    # an output this metric scores in full, from a sample's references: what the scripted plumbing backend answers
+    right: Callable[[Sequence[str]], str] = lambda refs: " " + " ".join(refs)
 
     @property
     def judged(self) -> bool:
@@ -64,6 +66,11 @@ def _ndcg10(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, 
     return helmet.ndcg_at(ranking, helmet.qrels_from_references(refs), 10), " > ".join(ranking)
 
 
+def _best_first(qrels: dict[str, int]) -> list[str]:
+    """The passage IDs by falling relevance: the ranking NDCG scores in full."""
+    return sorted(qrels, key=lambda pid: -qrels[pid])
+
+
 def _choice(rule: Callable[[Sequence[str], str, str], float]) -> Scorer:
     def score(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
         if len(refs) != 2:
@@ -85,8 +92,18 @@ HELMET_SUBEM = Metric("helmet_subem", _helmet_subem, "HELMET SubEM on normalized
 LABEL_EM = Metric("label_em", _label_em, "HELMET ICL: normalized exact match of the parsed label")
 NOLIMA_CONTAINS = Metric("nolima_contains", nolima.score, "NoLiMa: a gold name in the raw output, case-sensitive")
 ROUGE_L_F1 = Metric("rouge_l_f1", _rouge_l, "ROUGE-L F1 (rouge-score, stemmed), max over references, raw and parsed")
-NDCG_AT_10 = Metric("ndcg_at_10", _ndcg10, "NDCG@10 of HELMET's parsed ranking; references are ID:LABEL judgments")
-BABILONG_MATCH = Metric("babilong_match", babilong.score, "BABILong's rule: the target is the only label in the output")
+NDCG_AT_10 = Metric(
+    "ndcg_at_10",
+    _ndcg10,
+    "NDCG@10 of HELMET's parsed ranking; references are ID:LABEL judgments",
+    right=lambda refs: " " + " > ".join(_best_first(helmet.qrels_from_references(refs))),
+)
+BABILONG_MATCH = Metric(
+    "babilong_match",
+    babilong.score,
+    "BABILong's rule: the target is the only label in the output",
+    right=lambda refs: refs[0],  # the target; the other references are the rule's question and labels
+)
 MC_ACCURACY = Metric(
     "mc_accuracy",
     _choice(helmet.choice_correct),
@@ -102,6 +119,7 @@ MRCR_RATIO = Metric(
     mrcr.score,
     "OpenAI MRCR's grade: 0 unless the output starts with the random string, else difflib's SequenceMatcher ratio "
     "of the rest to the answer's rest; references are (answer, random string)",
+    right=lambda refs: refs[0],  # the answer, its random string first
 )
 # scored by a judge
 NARRATIVEQA_JUDGE = Metric(

@@ -43,7 +43,7 @@ DEPTHS = tuple(4 * i for i in range(26))  # np.linspace(0, 100, 26), in percent:
 # one (all but Claude on AWS; the vllm provider, how a local model runs, among them)
 SYSTEM_PROMPT = "You are a helpful assistant"
 TOKENS_TO_GENERATE = 192  # max_tokens of every model config
-PROJECT_PAIRS = 36  # the shipped set's one-hop pairs (tests/test_nolima.py checks it against the file)
+PROJECT_PAIRS = 36  # the shipped set's one-hop pairs (tests/test_family_nolima.py checks it against the file)
 _USER = "\u27e6CTXGATE-NOLIMA-USER\u27e7"
 
 # Everyday sentences about the record's other characters, each tied to no place, language, dish, sport, journey or
