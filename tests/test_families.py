@@ -206,3 +206,22 @@ def test_a_sequential_run_cannot_gate_a_relative_effective_length(scripted_suite
     )
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*--sequential cannot check [[]relative_effective_length.min_length[]]*Drop*"])
+
+
+def test_a_family_case_is_gated_against_a_baseline_and_stopped_early_as_any_case(scripted_suite, pytester):
+    """The families are cases like RULER's: a drop against a --baseline fails the case and the baseline gate, and
+    --sequential stops a clear case early (plumbing: the scripted backend)."""
+    import json
+
+    select = ("-k", "ctx_babi_qa4 or ctx_nolima_direct", "--lengths", "2k", "--samples", "40", "--no-cache")
+    assert scripted_suite("good", {"default": 1.0}, *select).ret == 0
+    worse = scripted_suite("worse", {"default": 0.2}, *select, "--baseline", "good.json")
+    assert worse.ret == 1
+    gates = {g["name"]: g["verdict"] for g in json.loads((pytester.path / "worse.json").read_text())["gates"]}
+    assert gates["baseline"] == "fail"
+    pytester.makefile(".toml", floors='[[floor]]\ntask = "ctx_*"\nfloor = 50\n')
+    early = scripted_suite("early", {"default": 1.0}, *select, "--sequential", "--thresholds", "floors.toml")
+    assert early.ret == 0
+    cases = json.loads((pytester.path / "early.json").read_text())["cases"]
+    assert {c["task"]: c["verdict"] for c in cases} == {"ctx_babi_qa4": "pass", "ctx_nolima_direct": "pass"}
+    assert all(c["n"] < 40 and c["sequential"]["decided"] == "pass" for c in cases)
