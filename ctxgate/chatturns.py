@@ -96,15 +96,10 @@ def turns_of(render: Render, source: Path) -> ChatTurns:
     ``source``: its file, for messages), found by rendering conversations whose contents are sentinels, then
     checked: the turns joined must reproduce the template's own rendering of a longer conversation."""
     alternating = ("user", "assistant", "user", "assistant", "user")
-    try:
-        parts = _between_sentinels(_sentinels(render, alternating), len(alternating))
-    except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
-        message = " ".join(str(exc).split())[:200]
-        raise ChatTemplateError(
-            f"the chat template ({source}) fails on a five-message conversation "
-            f"({type(exc).__name__}: {message}): fix the template, or pass --chat-template off for the plain "
-            "transcript"
-        ) from None
+    sentinels = [{"role": r, "content": _turn_sentinel(i)} for i, r in enumerate(alternating)]
+    parts = _between_sentinels(
+        _rendered(render, sentinels, source, "fails on a five-message conversation"), len(alternating)
+    )
     if parts is None or parts[1] != parts[3] or parts[2] != parts[4]:
         raise ChatTemplateError(
             f"the chat template ({source}) does not write the same text between every user "
@@ -124,15 +119,8 @@ def turns_of(render: Render, source: Path) -> ChatTurns:
     turns = ChatTurns(start, user_assistant, assistant_user, _user_user(render, source, parts), end)
     roles = ("user", "assistant", "user", "assistant", "user", "assistant", "user")
     padded = [f" \n{_turn_sentinel(i)}\n " for i in range(len(roles))]
-    try:
-        whole = render([{"role": r, "content": c} for r, c in zip(roles, padded)])
-    except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
-        message = " ".join(str(exc).split())[:200]
-        raise ChatTemplateError(
-            f"the chat template ({source}) renders five messages but fails on seven "
-            f"({type(exc).__name__}: {message}): fix the template, or pass --chat-template off for the plain "
-            "transcript"
-        ) from None
+    seven = [{"role": r, "content": c} for r, c in zip(roles, padded)]
+    whole = _rendered(render, seven, source, "renders five messages but fails on seven")
     for trims in (False, True):
         if replace(turns, trims=trims).render(list(zip(roles, padded))) == whole:
             return replace(turns, trims=trims)
@@ -141,6 +129,18 @@ def turns_of(render: Render, source: Path) -> ChatTurns:
         "its turns joined (it treats messages by position, or alters their contents): pass --chat-template off "
         "for the plain transcript"
     )
+
+
+def _rendered(render: Render, messages: list[dict[str, str]], source: Path, what: str) -> str:
+    """The template's rendering of ``messages``, or a ChatTemplateError saying it ``what`` and why."""
+    try:
+        return render(messages)
+    except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
+        message = " ".join(str(exc).split())[:200]
+        raise ChatTemplateError(
+            f"the chat template ({source}) {what} ({type(exc).__name__}: {message}): fix the template, or pass "
+            "--chat-template off for the plain transcript"
+        ) from None
 
 
 def _user_user(render: Render, source: Path, parts: list[str]) -> str | None:
