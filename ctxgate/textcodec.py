@@ -1,21 +1,21 @@
 """Token-level text assembly with the model's own tokenizer.
 
 Generators build prompts from *pieces* (instruction, haystack lines, needles, answer prefix). Each distinct piece
-is tokenized once and cached; a prompt's token ids are the concatenation of its pieces' ids. That is what makes
-128K-token generation cheap: a haystack is tokenized once per tokenizer, never per sample.
+is tokenized once and cached; a prompt's pieces' ids joined are what make 128K-token generation cheap: a haystack is
+tokenized once per tokenizer, never per sample. They are counts to fill a length with; the ids a prompt is sent as
+are the tokenizer's own for the prompt's whole text (``whole``), as the references tokenize it, except where
+joining was found to give exactly those (``joins_hold``; ``tasks.build`` decides).
 
 Pieces are encoded behind a fixed anchor (``ANCHOR + piece``, anchor ids stripped) so that a SentencePiece
 tokenizer does not add its word-start marker to every piece, and pieces are designed to start at whitespace, where
-byte-level BPE never merges across. The decoded text of the ids re-tokenizes to the same count, or within a few
-tokens of it; tests state and check that margin.
+byte-level BPE never merges across.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable, Sequence
 
 from ctxgate.chatturns import ChatTurns
 from ctxgate.tokenids import (
@@ -28,9 +28,6 @@ from ctxgate.tokenids import (
     spans,
 )
 from ctxgate.tokenizing import RawTokenizer
-
-if TYPE_CHECKING:
-    pass
 
 ANCHOR = "\u00a7"
 
@@ -47,6 +44,7 @@ class PieceEncoder:
         self.identity = raw.identity()
         self._joins: dict[str, bool] = {}  # shape -> whether joined piece ids equal the whole text's, as checked
         self._batched: dict[re.Pattern[str], re.Pattern[str] | None] = {}  # a pattern's runs found in one pass
+        self._joins_hold: dict[Hashable, bool] = {}
 
     @property
     def has_chat_template(self) -> bool:
@@ -244,3 +242,18 @@ class PieceEncoder:
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.raw.decode(ids)
+
+    def whole(self, text: str, bos: bool = True) -> tuple[int, ...]:
+        """A prompt's ids: the tokenizer's for its whole text, behind the prefix (BOS) it adds, unless the text
+        spells that out (a chat template that writes BOS) or ``bos`` is False."""
+        ids = tuple(map(ONE_INT.__getitem__, self.raw.encode(text)))
+        n = len(self.prefix)
+        return ids if not bos or n and ids[:n] == self.prefix else self.prefix + ids
+
+    def joins_hold(self, key: Hashable, probe: Callable[[], bool]) -> bool:
+        """Whether prompts of ``key`` (a task in a build context) get the whole text's ids from their pieces' ids
+        joined, as ``probe`` finds once for this tokenizer."""
+        found = self._joins_hold.get(key)
+        if found is None:
+            found = self._joins_hold.setdefault(key, probe())
+        return found

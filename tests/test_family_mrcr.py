@@ -206,7 +206,9 @@ def test_a_template_that_spells_bos_gets_no_second_one(sp_tokenizer, mrcr_dir):
         for spec, at in ((get_task("ctx_mrcr_2"), 4096), (official, length)):
             s = build_sample(spec, ctx(enc, True, str(folder)), at, 0, 42)
             assert s.input_ids[0] == bos and s.input_ids.count(bos) == 1, spec.name  # one BOS, the first id
-            assert enc.decode(s.input_ids).startswith("<s>[INST] " + conv.PREAMBLE_HEAD)
+            # the rendering as the template writes it, tokenized whole: "[INST]" opens the text unless BOS does
+            assert s.text.removeprefix("<s>" if enc is spelled else "").startswith("[INST] " + conv.PREAMBLE_HEAD)
+            assert s.input_ids == enc.whole(s.text)
 
 
 def test_byte_and_missing_templates(hf_tokenizer):
@@ -425,9 +427,8 @@ def test_an_official_row_is_rendered_as_the_template_renders_it(hf_encoder, hf_t
                 want = hf_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
             else:
                 want = conv.PLAIN.render([(m["role"], m["content"]) for m in messages])
-            assert hf_encoder.decode(s.input_ids) == want
+            assert hf_encoder.decode(s.input_ids) == want == s.text
             assert s.answers == (row["answer"], row["random_string_to_prepend"])
-            assert s.meta["prompt_tokens"] == len(s.input_ids)
             if not chat:  # the examples end at a newline: the plain transcript trims it
                 assert want.count("======END EXAMPLE======\n\nUser:\nwrite a ") == 1 and "\n\n\n" not in want
             assert length // 2 < len(s.input_ids) + spec.tokens_to_generate <= length  # the length's bin

@@ -175,9 +175,9 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
 
         listed = np.concatenate([np.tile(order[:NUM_CW], cw), np.tile(order[NUM_CW:n], ucw)])
         items = listed[_numpy_rng(rng).permutation(len(listed))]
-    ids = frame.around(pieces.body(word_list, items))
+    listed = items if isinstance(items, list) else items.tolist()
     return job.sample(
-        ids,
+        frame.around(pieces.body(word_list, items), _numbered([word_list[i] for i in listed])),
         tuple(word_list[i] for i in order[:NUM_CW]),
         CWE_PREFIX,
         num_words=n,
@@ -230,7 +230,8 @@ def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
     vocab = sorted(distinct(_coded_word(rng), vocab_size))
     shuffle(rng, vocab)
     vocab[0] = "..."  # the top-ranked "word" is noise
-    frame = make_frame(ctx, [FWE_HEAD], [FWE_TAIL], FWE_PREFIX)
+    # the head's last space goes with the first word, where tokenizers split the text: every word is " word"
+    frame = make_frame(ctx, [FWE_HEAD.removesuffix(" ")], [FWE_TAIL], FWE_PREFIX)
     budget = frame.budget(length, job.gen)
     most = 4 * max(budget, 1)  # the most words the search below tries
     weights = _zipf(vocab_size, alpha)
@@ -240,22 +241,15 @@ def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
     seen = max(5, bisect.bisect_right(weights, -1.0, key=lambda w: -(most * w)))  # the ranks with most * w >= 1
     piece_ids = dict(zip(vocab[:seen], enc.encode_fresh([" " + w for w in vocab[:seen]])))
     cost = _weighted_cost(weights[:seen], [len(piece_ids[w]) for w in vocab[:seen]])
-    reserve = 0  # the first word stands without its space, which a tokenizer may spell with a token more
-    while True:
-        num_words = largest_fitting(cost, 1, most, budget - reserve)
-        cnt = [int(num_words * w) for w in weights[:seen]]  # the rest are 0
-        if num_words < 1 or min(cnt[1:4]) < 1 or cnt[3] == cnt[4]:
-            raise too_short(job, "too few words fit to rank the top three")
-        items = [w for w, c in zip(vocab, cnt) for _ in range(c)]
-        shuffle(rng, items)
-        first = enc.encode_fresh([items[0]])[0]
-        context = list(first)
-        context.extend(itertools.chain.from_iterable(map(piece_ids.__getitem__, itertools.islice(items, 1, None))))
-        if len(context) <= budget:
-            break
-        reserve += len(context) - budget
-    ids = frame.around(context)
-    return job.sample(ids, tuple(vocab[1:4]), FWE_PREFIX, num_words=num_words, counts_top5=cnt[:5])
+    num_words = largest_fitting(cost, 1, most, budget)
+    cnt = [int(num_words * w) for w in weights[:seen]]  # the rest are 0
+    if num_words < 1 or min(cnt[1:4]) < 1 or cnt[3] == cnt[4]:
+        raise too_short(job, "too few words fit to rank the top three")
+    items = [w for w, c in zip(vocab, cnt) for _ in range(c)]
+    shuffle(rng, items)
+    context = list(itertools.chain.from_iterable(map(piece_ids.__getitem__, items)))
+    prompt = frame.around(context, " " + " ".join(items))
+    return job.sample(prompt, tuple(vocab[1:4]), FWE_PREFIX, num_words=num_words, counts_top5=cnt[:5])
 
 
 def _coded_word(rng: random.Random) -> Callable[[], str]:

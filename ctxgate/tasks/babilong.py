@@ -24,6 +24,7 @@ from ctxgate.tasks.base import (
     BuildContext,
     Frame,
     Job,
+    Prompt,
     Sample,
     TaskSpec,
     make_frame,
@@ -92,13 +93,15 @@ def _haystack(ctx: BuildContext, job: Job, room: int) -> _Haystack:
 
 def _assemble(
     enc: PieceEncoder, hay: _Haystack, facts: tuple[str, ...], spaced: list[tuple[int, ...]], positions: list[int]
-) -> tuple[list[int], list[int]]:
+) -> tuple[list[int], str, list[int]]:
     """The context's ids - each fact before the sentence at its position, everything behind a space but the
-    first unit (BABILong strips the input) - and each fact's offset in it."""
+    first unit (BABILong strips the input) - its text, and each fact's offset in it."""
     context: list[int] = []
     offsets: list[int] = []
+    units: list[str] = []
 
     def sentences(a: int, b: int) -> None:
+        units.extend(map(hay.sentence, range(a, b)))
         if a < b and not context:
             context.extend(enc.encode_fresh([hay.sentence(a)])[0])
             a += 1
@@ -111,8 +114,9 @@ def _assemble(
         done = position
         offsets.append(len(context))
         context.extend(ids if context else enc.encode(fact))
+        units.append(fact)
     sentences(done, hay.count)
-    return context, offsets
+    return context, " ".join(units), offsets
 
 
 def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
@@ -128,7 +132,8 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
         for fact, ids in zip(story.facts, spaced):
             offsets.append(len(frame.pre) + len(bare))
             bare.extend(ids if bare else enc.encode(fact))
-        return job.sample(frame.pre + tuple(bare) + frame.post, answers, "", **meta, fact_offsets=offsets)
+        prompt = frame.around(bare, " ".join(story.facts))
+        return job.sample(prompt, answers, "", **meta, fact_offsets=offsets)
     budget = frame.budget(job.length, job.gen)
     room = budget - sum(map(len, spaced))
     if room < 0:
@@ -137,7 +142,7 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
     positions = sorted(job.rng.choices(range(hay.count + 1), k=len(spaced)))
     while True:
         need_room(job, hay.count, 1, "haystack sentences beside the story")
-        context, offsets = _assemble(enc, hay, story.facts, spaced, positions)
+        context, text, offsets = _assemble(enc, hay, story.facts, spaced, positions)
         if len(context) <= budget:
             break
         # the room counted every unit behind its space, but the first has none (BABILong strips the input) and can
@@ -145,7 +150,7 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
         hay.count -= 1
         positions = [min(p, hay.count) for p in positions]
     return job.sample(
-        frame.pre + tuple(context) + frame.post,
+        frame.around(context, text),
         answers,
         "",
         **meta,
@@ -157,18 +162,18 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
     )
 
 
-def _prompt(ctx: BuildContext, split: str, record: Record) -> tuple[int, ...]:
+def _prompt(ctx: BuildContext, split: str, record: Record) -> Prompt:
     """A record whole in BABILong's prompt (its input stripped, as ``get_formatted_input`` strips the context)."""
     frame = _frame(ctx, split, record.question)
     context = record.input.strip()
-    return frame.pre + (ctx.encoder.encode_fresh([context])[0] if context else ()) + frame.post
+    return frame.around(ctx.encoder.encode_fresh([context])[0] if context else (), context)
 
 
 @memo(32)
 def _sizes(task: str, split: str, data_dir: str | None, enc: PieceEncoder, chat: bool, length: int) -> tuple[int, ...]:
     """Each record's prompt, in tokens of this tokenizer, for the set read at ``length``."""
     ctx = BuildContext(encoder=enc, chat=chat)
-    return tuple(len(_prompt(ctx, split, r)) for r in load_set(task, split, data_dir, length).records)
+    return tuple(len(enc.whole(_prompt(ctx, split, r).text)) for r in load_set(task, split, data_dir, length).records)
 
 
 def _refuse_unless_every_record_fits(split: str, ctx: BuildContext, job: Job, data: BabilongSet) -> None:

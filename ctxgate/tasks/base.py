@@ -16,7 +16,7 @@ import random
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from ctxgate.metrics.registry import Metric
 from ctxgate.records.refusal import Refusal
@@ -52,6 +52,17 @@ def ran_out(task: str, length: int, what: str, reached: int, fix: str) -> Materi
     )
 
 
+class Prompt(NamedTuple):
+    """A prompt as a builder assembles it: its pieces' token ids joined, and its rendered text, the pieces' texts
+    joined (a chat template's text included, BOS the tokenizer adds not). ``tasks.build.build_sample`` turns it into
+    the model tokenizer's own ids for that text. ``bos``: the tokenizer's BOS goes before a text that does not spell
+    it (ctxgate's rule; HELMET's chat prompts, as ``apply_chat_template`` tokenizes, have none)."""
+
+    ids: Sequence[int]
+    text: str
+    bos: bool = True
+
+
 @dataclass(frozen=True)
 class Sample:
     task: str
@@ -61,6 +72,8 @@ class Sample:
     answers: tuple[str, ...]
     answer_prefix: str
     meta: Mapping[str, Any] = field(default_factory=dict)
+    text: str = field(default="", repr=False)  # the rendered prompt, whose tokenization input_ids are
+    bos: bool = True  # BOS added before a text that does not spell it (Prompt.bos)
 
     def digest(self) -> str:
         h = hashlib.sha256()
@@ -92,8 +105,9 @@ class Job:
     gen: int
     rng: random.Random = field(compare=False, repr=False)
 
-    def sample(self, ids: tuple[int, ...], answers: tuple[str, ...], answer_prefix: str, **meta: Any) -> Sample:
-        return Sample(self.task, self.length, self.index, ids, answers, answer_prefix, meta)
+    def sample(self, prompt: Prompt, answers: tuple[str, ...], answer_prefix: str, **meta: Any) -> Sample:
+        ids = prompt.ids if isinstance(prompt.ids, tuple) else tuple(prompt.ids)
+        return Sample(self.task, self.length, self.index, ids, answers, answer_prefix, meta, prompt.text, prompt.bos)
 
 
 @dataclass(frozen=True)
@@ -115,22 +129,25 @@ class BuildContext:
 
 @dataclass(frozen=True)
 class Frame:
-    """Token ids around a task's variable part: BOS/chat head + instruction, then question + answer prefix."""
+    """Token ids around a task's variable part: BOS/chat head + instruction, then question + answer prefix; and
+    their texts."""
 
     pre: tuple[int, ...]
     post: tuple[int, ...]
+    pre_text: str
+    post_text: str
 
     def budget(self, length: int, tokens_to_generate: int) -> int:
         return length - tokens_to_generate - len(self.pre) - len(self.post)
 
-    def around(self, body: Iterable[int]) -> tuple[int, ...]:
-        """The prompt's ids, ``pre + body + post``, made in one list and copied into the tuple once: a 1M-token body
-        made a tuple and then added to on both sides is copied three times, which took some 40% of an essay
+    def around(self, body: Iterable[int], body_text: str) -> Prompt:
+        """The prompt, ``pre + body + post``, its ids made in one list and copied into the tuple once: a 1M-token
+        body made a tuple and then added to on both sides is copied three times, which took some 40% of an essay
         prompt's time."""
         ids = list(self.pre)
         ids.extend(body)
         ids.extend(self.post)
-        return tuple(ids)
+        return Prompt(tuple(ids), self.pre_text + body_text + self.post_text)
 
 
 def make_frame(
@@ -153,12 +170,13 @@ def make_frame(
     else:
         pre_pieces = list(head)
         post_pieces = [*tail, separator + answer_prefix]
-    pre = tuple(i for ids in enc.encode_many([p for p in pre_pieces if p]) for i in ids)
-    post = tuple(i for ids in enc.encode_many([p for p in post_pieces if p]) for i in ids)
-    # Never a double BOS: a chat template that spells out BOS already supplies it.
-    if enc.prefix and pre[: len(enc.prefix)] != enc.prefix:
-        pre = enc.prefix + pre
-    return Frame(pre, post)
+    return text_frame(enc, "".join(pre_pieces), "".join(post_pieces))
+
+
+def text_frame(enc: PieceEncoder, pre: str, post: str) -> Frame:
+    """The frame of these texts: the prompt's opening tokenized as a text's start (BOS, where the text does not
+    spell it), the end as a piece."""
+    return Frame(enc.whole(pre), enc.encode(post) if post else (), pre, post)
 
 
 _GAP = object()  # fills the rows of exhausted groups; never a real item
@@ -231,17 +249,16 @@ def fresh_lines(
     sep: str,
     fresh: Sequence[bool | re.Pattern[str]],
     shape: str,
-    every_row: bool = True,
 ) -> tuple[list[tuple[str, ...]], list[int], list[int]]:
-    """One-off lines of random content until ``room`` tokens are used: the lines kept (each as its pieces; only the
-    first with ``every_row`` False, all a caller that joins the ids needs), their ids one after another (each line
-    tokenized once, behind its separator) and each line's size. A line comes as its pieces (``fresh``: which of
+    """One-off lines of random content until ``room`` tokens are used: the lines kept (each as its pieces), their
+    ids one after another (each line tokenized once, behind its separator) and each line's size. A line comes as
+    its pieces (``fresh``: which of
     them are one-off, see ``PieceEncoder.encode_joined``). Lines are drawn in batches sized by the room left, so
     the random draws, and with them the lines, do not depend on how they are tokenized; a batch is tokenized a
     chunk at a time, and not past the chunk that fills the room. The ids come as one list
     (``PieceEncoder.encode_columns``), so a 1M-token haystack of 50,000 lines makes no tuple per line."""
     with collection_paused():
-        return _fresh_lines(enc, make_line, room, sep, fresh, shape, every_row)
+        return _fresh_lines(enc, make_line, room, sep, fresh, shape)
 
 
 def _fresh_lines(
@@ -251,7 +268,6 @@ def _fresh_lines(
     sep: str,
     fresh: Sequence[bool | re.Pattern[str]],
     shape: str,
-    every_row: bool,
 ) -> tuple[list[tuple[str, ...]], list[int], list[int]]:
     kept: list[tuple[str, ...]] = []
     ids: list[int] = []
@@ -263,7 +279,7 @@ def _fresh_lines(
             joined = enc.encode_columns(chunk, fresh, shape, sep)
             n = joined.fit(room)
             chunk_ids, chunk_sizes = joined.head(n)
-            kept.extend(chunk[:n] if every_row or not kept else ())
+            kept.extend(chunk[:n])
             ids.extend(chunk_ids)
             sizes.extend(chunk_sizes)
             room -= len(chunk_ids)

@@ -5,14 +5,25 @@ The length rule, as RULER and HELMET count it: the model's input ids (BOS, chat 
 question, answer prefix) plus the task's generation budget fit in the length. Length 0 is the bare form of a task
 that has one (``TaskSpec.bare``: BABILong's "0k", the facts without background text), which no length limits.
 Every caller - the pytest cases, the CLI workflows, the benches and the fixtures' builders - comes through
-``build_sample``, so the rule is checked in one place and a builder cannot hand out a prompt that breaks it."""
+``build_sample``, so the rule is checked in one place and a builder cannot hand out a prompt that breaks it.
+
+A prompt's ids are the model tokenizer's own for its rendered text, as RULER and HELMET tokenize a prompt whole
+(``PieceEncoder.whole``). The builder's ids, its pieces' ids joined, are its count; where the whole text takes more
+tokens than they did, the sample is built again with that many held back from its room. Past ``WHOLE_UP_TO`` tokens
+a case keeps its samples' joined ids where the task's first sample at its length (at most ``PROBE_UP_TO``) has its
+whole text's, and tokenizes every sample whole where it has not: a 1M-token text takes a second or more to tokenize
+(and some 300 MB the allocator keeps), its pieces' ids are joined in a fiftieth of that."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from ctxgate.records.refusal import Refusal
 from ctxgate.seeding import sample_rng
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, check_fill, too_short
+
+WHOLE_UP_TO = 32768  # every prompt up to this length is tokenized whole
+PROBE_UP_TO = 131072
 
 
 class LengthRuleBroken(RuntimeError):
@@ -47,7 +58,7 @@ def build_sample(
         if length == 0:
             raise too_short(job, "length 0 is the bare form (the facts alone, BABILong's 0k) of tasks that have one")
         raise too_short(job, f"its generation budget of {spec.tokens_to_generate} tokens fills it")
-    s = spec.build(ctx, job)
+    s = _tokenized_whole(spec, ctx, job)
     if length == 0:
         return s
     over = len(s.input_ids) + spec.tokens_to_generate - length
@@ -60,3 +71,35 @@ def build_sample(
     if fill_rule:
         check_fill(spec, s)
     return s
+
+
+def _tokenized_whole(spec: TaskSpec, ctx: BuildContext, job: Job) -> Sample:
+    """The builder's sample with its text's own ids; built again, as many tokens held back as the whole text took
+    past the length, while it does (joined and whole ids differ by a token or two at a few piece boundaries)."""
+    while True:
+        s = spec.build(ctx, job)
+        ids = _ids(spec, ctx, s)
+        over = len(ids) + spec.tokens_to_generate - job.length
+        if job.length == 0 or over <= 0 or len(ids) <= len(s.input_ids):
+            return s if ids is s.input_ids else replace(s, input_ids=ids)
+        rng = sample_rng(spec.name, job.length, job.index, ctx.seed)
+        job = replace(job, gen=job.gen + over, rng=rng)
+
+
+def _ids(spec: TaskSpec, ctx: BuildContext, s: Sample) -> tuple[int, ...]:
+    enc = ctx.encoder
+    probe = min(s.length, PROBE_UP_TO)
+    if s.length > WHOLE_UP_TO and enc.joins_hold((spec.name, ctx, probe), lambda: _joins_hold(spec, ctx, s, probe)):
+        return s.input_ids
+    return enc.whole(s.text, s.bos)
+
+
+def _joins_hold(spec: TaskSpec, ctx: BuildContext, s: Sample, length: int) -> bool:
+    """Whether the task's first sample at ``length`` has its text's own ids as its pieces' ids joined."""
+    if s.index or s.length != length:
+        rng = sample_rng(spec.name, length, 0, ctx.seed)
+        try:
+            s = spec.build(ctx, Job(spec.name, length, 0, spec.tokens_to_generate, rng))
+        except Refusal:
+            return False
+    return s.input_ids == ctx.encoder.whole(s.text, s.bos)

@@ -47,13 +47,13 @@ def build_cite(ctx: BuildContext, job: Job) -> Sample:
     head = f"{demos}\n\n\n{data.instruction}\n\nQuestion: {item.question}\n\n"
     units = _docs(data.doc_prompt, item.docs)
     if ctx.helmet_compat and job.length in ALCE_DOCS:
-        ids, shown, _ = helmet_ids(ctx, job, head, "\n\n".join(units[: ALCE_DOCS[job.length]]), "", PREFIX, "\n\n")
+        prompt, shown, _ = helmet_ids(ctx, job, head, "\n\n".join(units[: ALCE_DOCS[job.length]]), "", PREFIX, "\n\n")
         starts = itertools.accumulate((len(u) + 2 for u in units), initial=0)  # each document's offset, "\n\n" apart
         k = sum(1 for start, _ in zip(starts, units) if start < len(shown))  # the last shown may be cut
     else:
-        ids, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, 1, "documents")
+        prompt, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, 1, "documents")
     return job.sample(
-        ids,
+        prompt,
         tuple(a[0] for a in item.answers if a),
         PREFIX,
         item_id=item.key,

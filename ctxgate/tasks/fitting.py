@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from ctxgate.sources.kilt import Demo, Passage
-from ctxgate.tasks.base import BuildContext, Job, fill_count, make_frame, need_room, too_short
+from ctxgate.tasks.base import BuildContext, Job, Prompt, fill_count, make_frame, need_room, too_short
 
 SEP = "\n\n"
 
@@ -26,8 +26,8 @@ def fit_units(
     minimum: int,
     what: str,
     layout: Callable[[int], list[int]] | None = None,
-) -> tuple[tuple[int, ...], int]:
-    """Prompt ids and the number of units used. ``units`` are the candidates in the order they are kept (the
+) -> tuple[Prompt, int]:
+    """The prompt and the number of units used. ``units`` are the candidates in the order they are kept (the
     must-haves first); ``layout(k)`` gives the display order of the first k as indices (none: the order kept).
 
     Units are tokenized once per sample behind their separator, only as far as the room reaches, and never enter
@@ -49,7 +49,7 @@ def fit_units(
         body = tuple(enc.encode_fresh([units[order[0]]])[0]) if order else ()
         body += tuple(i for j in order[1:] for i in encoded[j])
         if len(body) <= budget:
-            return frame.pre + body + frame.post, k
+            return frame.around(body, SEP.join(units[j] for j in order)), k
         if k <= minimum:  # tokens merged across a boundary and the must-haves alone overflow
             raise too_short(job, f"its fixed parts and {minimum} {what} take {len(body) - budget} tokens too many")
         k -= 1
@@ -78,30 +78,32 @@ def fit_document(
     suffix: str = OMITTED,
     minimum: int = MIN_DOCUMENT_TOKENS,
     what: str = "document tokens",
-) -> tuple[tuple[int, ...], int, bool]:
-    """Prompt ids with one long document (a book, a script, case files) between ``head`` and ``tail``, cut to
+) -> tuple[Prompt, int, bool]:
+    """The prompt with one long document (a book, a script, case files) between ``head`` and ``tail``, cut to
     what fits (ending with ``suffix``; HELMET's run-time cut of a pre-built context has none); also the
     document's token count and whether it was cut. Fewer than ``minimum`` tokens of room is too short."""
     frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
     budget = frame.budget(job.length, job.gen)
     need_room(job, budget - len(encoded_suffix(ctx, suffix)), minimum, what)
-    doc, cut = cut_document(ctx, text, budget, suffix)
-    return frame.pre + doc + frame.post, len(doc), cut
+    doc, shown, cut = cut_document(ctx, text, budget, suffix)
+    return frame.around(doc, shown), len(doc), cut
 
 
 def fit_context(
     ctx: BuildContext, job: Job, head: str, tail: str, answer_prefix: str, context: str
-) -> tuple[tuple[int, ...], bool]:
-    """Prompt ids with a context HELMET pre-built (its released files, its demos) cut from its end to what fits,
+) -> tuple[Prompt, bool]:
+    """The prompt with a context HELMET pre-built (its released files, its demos) cut from its end to what fits,
     as HELMET cuts it at run time (no suffix; user text and answer prefix joined by a newline); also whether it was
     cut."""
-    ids, _, cut = fit_document(ctx, job, head, tail, answer_prefix, "\n", context, suffix="")
-    return ids, cut
+    prompt, _, cut = fit_document(ctx, job, head, tail, answer_prefix, "\n", context, suffix="")
+    return prompt, cut
 
 
-def cut_document(ctx: BuildContext, text: str, budget: int, suffix: str) -> tuple[tuple[int, ...], bool]:
-    """The first ``budget`` tokens of a document; a longer one is cut and ends with ``suffix`` (HELMET's
-    " ... [the rest of the text is omitted]"). Long books are encoded in growing prefixes, never whole."""
+def cut_document(ctx: BuildContext, text: str, budget: int, suffix: str) -> tuple[tuple[int, ...], str, bool]:
+    """The first ``budget`` tokens of a document, their text, and whether it was cut: a longer one is cut and ends
+    with ``suffix`` (HELMET's " ... [the rest of the text is omitted]"); its text is the kept tokens decoded, as
+    HELMET cuts a document (``tokenizer.decode`` of the first tokens). Long books are encoded in growing prefixes,
+    never whole."""
     enc = ctx.encoder
     chars = max(budget * 6, 1024)
     while True:
@@ -110,9 +112,9 @@ def cut_document(ctx: BuildContext, text: str, budget: int, suffix: str) -> tupl
             break
         chars *= 2
     if len(ids) <= budget and chars >= len(text):
-        return ids, False
-    tail = encoded_suffix(ctx, suffix)
-    return ids[: max(budget - len(tail), 0)] + tail, True
+        return ids, text, False
+    kept = ids[: max(budget - len(encoded_suffix(ctx, suffix)), 0)]
+    return kept + encoded_suffix(ctx, suffix), enc.decode(kept) + suffix, True
 
 
 def encoded_suffix(ctx: BuildContext, suffix: str) -> tuple[int, ...]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ctxgate.tasks.base import BuildContext, Job, need_room, too_short
+from ctxgate.tasks.base import BuildContext, Job, Prompt, need_room, too_short
 from ctxgate.tasks.fitting import MIN_DOCUMENT_TOKENS, OMITTED, fit_document
 from ctxgate.textcodec import PieceEncoder
 
@@ -73,21 +73,22 @@ def _precut(enc: PieceEncoder, text: str, keep: int, separator: int) -> str:
 
 def helmet_ids(
     ctx: BuildContext, job: Job, head: str, context: str, tail: str, answer_prefix: str, separator: str
-) -> tuple[tuple[int, ...], str, int]:
-    """``model_utils.tokenize``: the prompt's ids in the model's tokenizer, the context cut from its end while the
-    prompt is over L - gen; also the context as shown and its tokens (the prompt's less those of the prompt
-    without it, so the context is not tokenized again)."""
+) -> tuple[Prompt, str, int]:
+    """``model_utils.tokenize``: the prompt, the context cut from its end while the prompt is over L - gen; also
+    the context as shown and its tokens (the prompt's less those of the prompt without it, so the context is not
+    tokenized again)."""
     tok = transformers_tokenizer(ctx.encoder, "--helmet-compat")
     limit = job.length - job.gen
 
-    def render(shown: str) -> list[int]:
+    def rendered(shown: str) -> str:
         user = head + shown + tail
         if ctx.chat:
-            chat = tok.apply_chat_template(
-                [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
-            )
-            return list(tok(chat, add_special_tokens=False, verbose=False)["input_ids"])
-        return list(tok(user + separator + answer_prefix, verbose=False)["input_ids"])
+            messages = [{"role": "user", "content": user}]
+            return str(tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+        return user + separator + answer_prefix
+
+    def render(shown: str) -> tuple[int, ...]:
+        return ctx.encoder.whole(rendered(shown), not ctx.chat)  # a chat prompt as apply_chat_template tokenizes
 
     ids = render(context)
     while len(ids) > limit:
@@ -101,14 +102,14 @@ def helmet_ids(
             raise too_short(job, f"its fixed parts take {over} tokens more than the context holds")
         context = shorter
         ids = render(context)
-    return tuple(ids), context, len(ids) - len(render(""))
+    return Prompt(ids, rendered(context), not ctx.chat), context, len(ids) - len(render(""))
 
 
 def long_document(
     ctx: BuildContext, job: Job, head: str, tail: str, answer_prefix: str, separator: str, text: str
-) -> tuple[tuple[int, ...], int, bool]:
+) -> tuple[Prompt, int, bool]:
     """A long-document prompt (``fit_document``'s contract): HELMET's under ``--helmet-compat``, else ctxgate's."""
     if not ctx.helmet_compat:
         return fit_document(ctx, job, head, tail, answer_prefix, separator, text)
-    ids, shown, tokens = helmet_ids(ctx, job, head, precut(ctx, job, text), tail, answer_prefix, separator)
-    return ids, tokens, shown != text
+    prompt, shown, tokens = helmet_ids(ctx, job, head, precut(ctx, job, text), tail, answer_prefix, separator)
+    return prompt, tokens, shown != text

@@ -29,9 +29,9 @@ def build(ctx: BuildContext, job: Job) -> Sample:
         part.format(type_needle_v=record.type_needle_v, query=record.query)
         for part in (MANY if task == "helmet_multivalue" else ONE)
     )
-    ids, _, cut = fit_document(ctx, job, head, tail, prefix, "\n", record.context, "", 1, "context tokens")
+    prompt, _, cut = fit_document(ctx, job, head, tail, prefix, "\n", record.context, "", 1, "context tokens")
     return job.sample(
-        ids,
+        prompt,
         record.answers,
         prefix,
         query=record.query,

@@ -150,13 +150,13 @@ def build_icl(ctx: BuildContext, job: Job) -> Sample:
         demos = demo_rounds(data, question, target, rng)
     units = [f"{text}\nlabel: {mapping[lab]}" for text, lab in demos]
     if helmet:
-        ids, cut = fit_context(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n\n".join(units))
+        prompt, cut = fit_context(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n\n".join(units))
         how: dict[str, object] = {"demos": "helmet", "context_cut": cut}
     else:
-        ids, k = fit_units(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", units, 1, "demos")
+        prompt, k = fit_units(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", units, 1, "demos")
         how = {"shots": k, "rounds": k / data.num_labels, "demos": "placed"}
     return job.sample(
-        ids,
+        prompt,
         (str(mapping[label]),),
         ANSWER_PREFIX,
         shots_target=target,

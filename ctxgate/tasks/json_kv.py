@@ -39,12 +39,12 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
     if f is not None:  # HELMET's record: its demos as HELMET formats them ("Corresponding value:" + " " + value)
         row = f.rows[job.index % len(f.rows)]
         shown = "".join(f"Key: {k}\nCorresponding value: {v}\n\n" for k, v in row["demos"][:SHOTS])
-        ids, cut = fit_context(
+        prompt, cut = fit_context(
             ctx, job, "", INSTRUCTION + shown + f"Key: {row['question']}", ANSWER_PREFIX, row["context"]
         )
         answers = row["answer"] if isinstance(row["answer"], list) else [row["answer"]]
         return job.sample(
-            ids,
+            prompt,
             tuple(map(str, answers)),
             ANSWER_PREFIX,
             source="helmet_file",
@@ -75,9 +75,9 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
     need_room(job, len(entries), SHOTS + 1, "key-value pairs")
     piece_ids = enc.encode_fresh([entries[0]]) + [known[e] for e in entries[1:]]
     offset = len(frame.pre) + sum(len(p) for p in piece_ids[:position])
-    ids = frame.pre + tuple(i for p in piece_ids for i in p) + frame.post
+    prompt = frame.around((i for p in piece_ids for i in p), ", ".join(entries))
     return job.sample(
-        ids,
+        prompt,
         (target_value,),
         ANSWER_PREFIX,
         depth=depth,

@@ -86,9 +86,9 @@ def build_longqa(ctx: BuildContext, job: Job) -> Sample:
         answers: tuple[str, ...] = (gold_letter(book), f"{gold_letter(book)}. {book.answers[0]}")
     else:
         answers = book.answers
-    ids, story_tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n\n", book.context)
+    prompt, story_tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n\n", book.context)
     return job.sample(
-        ids,
+        prompt,
         answers,
         ANSWER_PREFIX,
         book_id=book.key,
@@ -145,9 +145,9 @@ def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
     shots = (f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
     head = NQA_INSTRUCTION + for_example(shots, "use the following story to answer the question")
     tail = f"\n\nQuestion: {item.question}"
-    ids, story_tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n", item.context)
+    prompt, story_tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n", item.context)
     return job.sample(
-        ids,
+        prompt,
         item.answers,
         ANSWER_PREFIX,
         item_id=item.key,

@@ -18,8 +18,8 @@ import weakref
 
 from ctxgate.data import conversations as conv
 from ctxgate.metrics.registry import MRCR_RATIO
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, distinct, too_short
-from ctxgate.tasks.mrcr_official import build_official, conversation_turns, lead, pool_size
+from ctxgate.tasks.base import BuildContext, Job, Prompt, Sample, TaskSpec, distinct, too_short
+from ctxgate.tasks.mrcr_official import build_official, conversation_turns, pool_size
 from ctxgate.tasks.registration import register
 from ctxgate.textcodec import PieceEncoder
 
@@ -83,49 +83,53 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     # joined, the examples open the first request's message: only the message's ends are trimmed
     opening = examples if joined else turns.content(examples)
     asked = turns.content(conv.question(prefix, nth, needle))
-    head = (*lead(enc, turns), *enc.encode(turns.start), *enc.encode_fresh([opening])[0])
+    head = enc.whole(turns.start + opening)
     before, after = enc.encode(turns.assistant_user), enc.encode(turns.user_assistant)
     tail = (*before, *enc.encode_fresh([asked])[0], *enc.encode(turns.end))
 
     piece = Pieces(enc)
 
-    def turn(a: conv.Answer) -> tuple[Ids, list[int]]:
-        return piece(a.request.text), piece.answer(a)
+    def turn(a: conv.Answer) -> tuple[Ids, list[int], conv.Answer]:
+        return piece(a.request.text), piece.answer(a), a
 
     needle_turns = [turn(a) for a in answers]
     cost = len(before) + len(after)
     room = job.length - job.gen - len(head) - len(tail) - (len(first) - len(before))
-    room -= sum(cost + len(r) + len(a) for r, a in needle_turns)
+    room -= sum(cost + len(r) + len(a) for r, a, _ in needle_turns)
     if room < 0:
         raise too_short(
             job,
             f"its worked examples, {n} needle turns and question, with the {job.gen}-token generation budget, "
             f"take {job.length - room:,} tokens, {-room:,} more than the length",
         )
-    fill: list[tuple[Ids, list[int]]] = []
+    fill: list[tuple[Ids, list[int], conv.Answer]] = []
     while True:
-        r, a = turn(conv.answer(rng, conv.distractor_request(rng, needle, pool), sentences))
+        r, a, answer = turn(conv.answer(rng, conv.distractor_request(rng, needle, pool), sentences))
         if cost + len(r) + len(a) > room:
             break
         room -= cost + len(r) + len(a)
-        fill.append((r, a))
+        fill.append((r, a, answer))
 
     total = len(fill) + n
     bounds = [k * total // n for k in range(n + 1)]
     at = {bounds[k] + int(spread[k] * (bounds[k + 1] - bounds[k])): k for k in range(n)}
     ids, offsets, rest = list(head), [], iter(fill)
+    text = [turns.start, opening]
     for t in range(total):
-        r, a = needle_turns[at[t]] if t in at else next(rest)
+        r, a, answer = needle_turns[at[t]] if t in at else next(rest)
         ids.extend(first if t == 0 else before)
         ids.extend(r)
         ids.extend(after)
         if t in at:
             offsets.append(len(ids))
         ids.extend(a)
+        text.extend(((turns.user_user or "") if t == 0 else turns.assistant_user, answer.request.text))
+        text.extend((turns.user_assistant, answer.text))
     ids.extend(tail)
+    text.extend((turns.assistant_user, asked, turns.end))
     gold = answers[nth - 1]
     return job.sample(
-        tuple(ids),
+        Prompt(ids, "".join(text)),
         (prefix + gold.text, prefix),
         "",
         request=needle.text,

@@ -25,7 +25,7 @@ from ctxgate.memo import memo
 from ctxgate.records.refusal import Refusal
 from ctxgate.sources.mrcr_files import load_mrcr, mrcr_paths, not_given
 from ctxgate.sources.ruler_files import order
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskTooShort
+from ctxgate.tasks.base import BuildContext, Job, Prompt, Sample, TaskTooShort
 from ctxgate.textcodec import PieceEncoder
 
 # a row whose size in characters, at the tokenizer's characters per token, is more than this factor off the bin
@@ -58,20 +58,16 @@ def conversation_turns(enc: PieceEncoder, chat: bool, task: str) -> ChatTurns:
         raise TemplateRefused(f"{task}: {exc}") from None
 
 
-def lead(enc: PieceEncoder, turns: ChatTurns) -> tuple[int, ...]:
-    """BOS, where the rendering does not start with it (a template that spells it supplies it): the one rule."""
-    start = enc.encode(turns.start) if turns.start else ()
-    return enc.prefix if enc.prefix and start[: len(enc.prefix)] != enc.prefix else ()
-
-
 def render_ids(enc: PieceEncoder, turns: ChatTurns, messages: Sequence[tuple[str, str]]) -> list[int]:
+    """The rendering's pieces' ids joined: its start as a text's start (BOS where it does not spell it), the turns
+    between the messages and the contents each tokenized once."""
     texts, contents = turns.pieces(messages)
     distinct = list(dict.fromkeys(contents))
     found = dict(zip(distinct, enc.encode_fresh(distinct)))
-    between = {text: enc.encode(text) for text in set(texts)}  # a handful: start, the turns, the end
-    ids = list(lead(enc, turns))
-    for text, content in zip(texts, contents):
-        ids.extend(between[text])
+    between = {text: enc.encode(text) for text in set(texts[1:])}  # a handful: the turns, the end
+    ids = list(enc.whole(texts[0]))
+    for text, content in zip(["", *texts[1:]], contents):
+        ids.extend(between[text] if text else ())
         ids.extend(found[content])
     ids.extend(between[texts[-1]])
     return ids
@@ -84,8 +80,11 @@ def count_ids(enc: PieceEncoder, turns: ChatTurns, messages: Sequence[tuple[str,
     if len(counts) + len(new) > COUNTS_KEPT:
         counts.clear()
     counts.update(zip(new, map(len, enc.encode_fresh(new))))
-    between = {text: len(enc.encode(text)) for text in set(texts)}
-    return len(lead(enc, turns)) + sum(between[t] for t in texts) + sum(counts[c] for c in contents)
+    between = {text: len(enc.encode(text)) for text in set(texts[1:])}
+    return len(enc.whole(texts[0])) + sum(between[t] for t in texts[1:]) + sum(counts[c] for c in contents)
+
+
+EDGE_PER_MESSAGE = 4  # tokens a row's pieces' ids joined may be off its whole text's, per message (its two seams)
 
 
 def _turns(enc: PieceEncoder, chat: bool, needles: int) -> ChatTurns:
@@ -128,7 +127,10 @@ def rows_for(
     for i, size in enumerate(data.n_chars):
         if not low / MARGIN < size / chars_per_token + gen <= length * MARGIN:
             continue
-        need = count_ids(enc, turns, data.row(i).messages, counts) + gen
+        messages = data.row(i).messages
+        need = count_ids(enc, turns, messages, counts) + gen
+        if min(abs(need - low), abs(need - length)) <= EDGE_PER_MESSAGE * len(messages):
+            need = len(enc.whole(turns.render(messages))) + gen  # near a bin's edge: as the prompt is sent
         if low < need <= length:
             chosen.append(i)
     if not chosen:
@@ -157,9 +159,10 @@ def build_official(needles: int, ctx: BuildContext, job: Job) -> Sample:
     rows = rows_for(ctx.data_dir, needles, ctx.encoder, ctx.chat, job.length, job.gen)
     data = load_mrcr(ctx.data_dir, needles)
     row = data.row(rows[order(len(rows), ctx.seed)[job.index % len(rows)]])
-    ids = render_ids(ctx.encoder, _turns(ctx.encoder, ctx.chat, needles), row.messages)
+    turns = _turns(ctx.encoder, ctx.chat, needles)
+    ids = render_ids(ctx.encoder, turns, row.messages)
     return job.sample(
-        tuple(ids),
+        Prompt(ids, turns.render(row.messages)),
         (row.answer, row.prefix),
         "",
         row=row.where,
@@ -167,7 +170,6 @@ def build_official(needles: int, ctx: BuildContext, job: Job) -> Sample:
         desired_msg_index=row.desired_msg_index,
         total_messages=row.total_messages,
         messages=len(row.messages),
-        prompt_tokens=len(ids),
         answer_tokens=len(ctx.encoder.encode_fresh([row.answer])[0]),
         data_file=", ".join(data.paths),
         data_sha256=data.sha256,

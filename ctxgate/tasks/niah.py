@@ -109,14 +109,13 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     known: dict[str, tuple[int, ...]] = dict(zip(needles, enc.encode_fresh([sep + n for n in needles])))
     room = budget - sum(len(ids) for ids in known.values())
     if cfg.haystack == "essay":
-        context, placed, units, depths = _essay_context(ctx, job, needles, known, room)
+        context, text, placed, units, depths = _essay_context(ctx, job, needles, known, room)
     else:
-        context, placed, units = _line_context(ctx, cfg, job, keys, needles, room, known)
+        context, text, placed, units = _line_context(ctx, cfg, job, keys, needles, room, known)
         # RULER puts these needles at random lines, not at its depths: where each landed, in percent of the context
         depths = [round(100 * at / max(1, len(context))) for _, at in placed]
-    ids = frame.around(context)
     return job.sample(
-        ids,
+        frame.around(context, text),
         answers,
         answer_prefix,
         needle_offsets=[len(frame.pre) + at for _, at in placed],
@@ -134,9 +133,10 @@ def _line_context(
     needles: list[str],
     room: int,
     known: dict[str, tuple[int, ...]],
-) -> tuple[list[int], list[tuple[str, int]], int]:
+) -> tuple[list[int], str, list[tuple[str, int]], int]:
     """A line haystack (RULER's noise line repeated, or distractor needles) with the needles at random lines: its
-    ids (the first line bare, every other behind a newline), where each needle landed, and the haystack's lines."""
+    ids (the first line bare, every other behind a newline), its text, where each needle landed, and the
+    haystack's lines."""
     enc, rng = ctx.encoder, job.rng
     lines: list[str | int]  # the noise line, or a distractor by its index in ``rows``; and the needles
     if cfg.haystack == "noise":
@@ -145,7 +145,7 @@ def _line_context(
         ids: list[int] = []
         ends = [0]
     else:  # a haystack made of distractor needles with fresh keys (never one of the real keys)
-        rows, ids, sizes = _distractors(enc, cfg, keys, room, rng)  # rows: the first only
+        rows, ids, sizes = _distractors(enc, cfg, keys, room, rng)
         lines = list(range(len(sizes)))
         ends = list(itertools.accumulate(sizes, initial=0))  # distractor r is ids[ends[r]:ends[r + 1]]
     # RULER: needles go in at random line positions, inserted from the back so positions stay valid.
@@ -178,14 +178,15 @@ def _line_context(
             context.extend(known[line])
             done = at + 1
     haystack(done, len(lines))
-    return context, placed, len(lines) - len(needles)
+    text = "\n".join(line if isinstance(line, str) else "".join(rows[line]) for line in lines)
+    return context, text, placed, len(lines) - len(needles)
 
 
 def _distractors(
     enc: PieceEncoder, cfg: NiahConfig, keys: list[str], room: int, rng: random.Random
 ) -> tuple[list[tuple[str, ...]], list[int], list[int]]:
-    """Distractor needles with fresh keys until ``room`` is used (``fresh_lines``): the first line as its pieces,
-    the lines' ids behind a newline one after another, and each line's size."""
+    """Distractor needles with fresh keys until ``room`` is used (``fresh_lines``): the lines as their pieces, the
+    lines' ids behind a newline one after another, and each line's size."""
     used = set(keys)
     lead = f"One of the special magic {cfg.type_value} for"
     words_key, numbers = cfg.type_key == "words", cfg.type_value == "numbers"
@@ -246,14 +247,15 @@ def _distractors(
     how = UUID_RUNS if not numbers else True
     fresh = (False, False, False, False, how, False) if words_key else (False, UUID_RUNS, False, how, False)
     shape = f"niah-needle-{cfg.type_key}-{cfg.type_value}"
-    return fresh_lines(enc, distractor, room, "\n", fresh, shape, every_row=False)
+    return fresh_lines(enc, distractor, room, "\n", fresh, shape)
 
 
 def _essay_context(
     ctx: BuildContext, job: Job, needles: list[str], known: dict[str, tuple[int, ...]], room: int
-) -> tuple[list[int], list[tuple[str, int]], int, list[int]]:
+) -> tuple[list[int], str, list[tuple[str, int]], int, list[int]]:
     """The essay's leading sentences that fit in ``room`` (RULER never repeats its haystack, and neither does this),
-    with the needles at RULER's depths: the ids, where each needle landed, the sentences used and the depths."""
+    with the needles at RULER's depths: the ids, the text, where each needle landed, the sentences used and the
+    depths."""
     enc = ctx.encoder
     essay = load_essay(ctx.essay_path)
     tokens = essay_tokens(enc, essay)
@@ -278,6 +280,7 @@ def _essay_context(
         need_room(job, k, 1, "essay sentences beside the needles")
     context: list[int] = []
     placed: list[tuple[str, int]] = []
+    runs: list[str] = []  # RULER's join: the runs of sentences and the needles between them, joined by spaces
 
     def sentences(start: int, stop: int) -> None:
         if start < stop and not context:  # the prompt's first sentence, with no separator before it
@@ -293,13 +296,15 @@ def _essay_context(
         if i and position == done:
             context.extend(space)
         sentences(done, position)
+        runs.extend((" ".join(tokens.sentences[done:position]), needle))
         placed.append((needle, len(context)))
         context.extend(known[needle])
         done = position
     if done == k:
         context.extend(space)
     sentences(done, k)
-    return context, placed, k, sorted(depths)
+    runs.append(" ".join(tokens.sentences[done:k]))
+    return context, " ".join(runs), placed, k, sorted(depths)
 
 
 def ruler_positions(sentences: int, depths: list[int]) -> list[int]:

@@ -34,7 +34,7 @@ from ctxgate.metrics.registry import NOLIMA_CONTAINS
 from ctxgate.seeding import seeded_order
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.nolima_files import CHARACTER, NeedleCase, NeedleSet, load_official, load_project
-from ctxgate.tasks.base import BuildContext, Frame, Job, Sample, TaskSpec, need_room, ran_out, too_short
+from ctxgate.tasks.base import BuildContext, Frame, Job, Sample, TaskSpec, need_room, ran_out, text_frame, too_short
 from ctxgate.tasks.registration import register
 from ctxgate.textcodec import PieceEncoder
 
@@ -150,13 +150,8 @@ def system_chat_parts(enc: PieceEncoder) -> tuple[str, str]:
 def frame(ctx: BuildContext, head: str, tail: str) -> Frame:
     """The ids around the haystack: the chat head (system turn included) and the template's head; its tail with
     the question, and the generation prompt. No answer prefix: NoLiMa's model answers freely."""
-    enc = ctx.encoder
-    chat_head, chat_tail = system_chat_parts(enc) if ctx.chat else ("", "")
-    pre = tuple(i for ids in enc.encode_many([p for p in (chat_head, head) if p]) for i in ids)
-    post = tuple(i for ids in enc.encode_many([p for p in (tail, chat_tail) if p]) for i in ids)
-    if enc.prefix and pre[: len(enc.prefix)] != enc.prefix:  # never a double BOS
-        pre = enc.prefix + pre
-    return Frame(pre, post)
+    chat_head, chat_tail = system_chat_parts(ctx.encoder) if ctx.chat else ("", "")
+    return text_frame(ctx.encoder, chat_head + head, tail + chat_tail)
 
 
 def keyword_pattern(case: NeedleCase) -> re.Pattern[str]:
@@ -272,13 +267,15 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
         )
     need_room(job, len(kept), 1, "haystack sentences beside the needle")
     units, sizes = _interleave(kept, lengths, fillers, job.rng)
-    context, offset, units = _assemble(enc, tokens, units, sizes, depth, needle_ids, room)
+    context, offset, place, units = _assemble(enc, tokens, units, sizes, depth, needle_ids, room)
     essay_units = sum(isinstance(u, int) for u in units)
     need_room(job, essay_units, 1, "haystack sentences beside the needle")
     texts = {ids: text for text, ids in fillers}
+    shown = [tokens.sentences[u] if isinstance(u, int) else texts[u] for u in units]
+    haystack = " ".join([*shown[:place], needle, *shown[place:]])  # the first unit bare, the rest behind a space
     answers = (character,) if character else case.gold
     return job.sample(
-        f.pre + tuple(context) + f.post,
+        f.around(context, haystack if place else " " + haystack),
         answers,
         "",
         case=case.name,
@@ -321,9 +318,10 @@ def _assemble(
     depth: int,
     needle_ids: Sequence[int],
     room: int,
-) -> tuple[array, int, list[Unit]]:
+) -> tuple[array, int, int, list[Unit]]:
     """The haystack's ids with the needle before the first unit at or past ``depth`` percent of the haystack's
-    tokens (NoLiMa: the first line break at or past the depth); where the needle lands; the units used. The
+    tokens (NoLiMa: the first line break at or past the depth); where the needle lands, in tokens and in units;
+    the units used. The
     prompt's first sentence has no separator before it, which may change its count: the haystack then loses units
     from its end until it fits."""
     while True:
@@ -340,7 +338,7 @@ def _assemble(
     offset = len(context)
     context.extend(needle_ids)
     _extend(context, tokens, units[place:])
-    return context, offset, units
+    return context, offset, place, units
 
 
 def _extend(context: array, tokens: EssayTokens, units: Sequence[Unit]) -> None:

@@ -85,9 +85,9 @@ def build_qa(ctx: BuildContext, job: Job) -> Sample:
     shuffle(rng, chosen)  # per sample, so the gold document is not at the same place in every sample
     by_doc = dict(zip(candidates, doc_ids))
     pieces = itertools.chain.from_iterable(zip(map(headers, range(1, k + 1)), map(by_doc.__getitem__, chosen)))
-    ids = frame.around(itertools.chain.from_iterable(pieces))
+    text = "".join(_header(n) + pool.docs[d] for n, d in enumerate(chosen, 1))
     return job.sample(
-        ids,
+        frame.around(itertools.chain.from_iterable(pieces), text),
         q.answers,
         ANSWER_PREFIX,
         num_docs=k,

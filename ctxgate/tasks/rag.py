@@ -54,11 +54,11 @@ def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
         [Demo(str(d[f.key]), d["question"], str(d["answers"][0]), passages(d["ctxs"])) for d in demos]
     )
     context = SEP.join(map(passage_text, passages(row["ctxs"])))
-    ids, cut = fit_context(
+    prompt, cut = fit_context(
         ctx, job, INSTRUCTION + demo_block, f"\n\nQuestion: {row['question']}", ANSWER_PREFIX, context
     )
     return job.sample(
-        ids,
+        prompt,
         tuple(str(a) for a in row["answers"]),
         ANSWER_PREFIX,
         question_id=str(key),
@@ -104,12 +104,12 @@ def build_rag(ctx: BuildContext, job: Job) -> Sample:
         where = round(DEPTHS[copy] * (k - 1))
         return list(range(1, where + 1)) + [0] + list(range(where + 1, k))
 
-    ids, k = fit_units(
+    prompt, k = fit_units(
         ctx, job, head, tail, ANSWER_PREFIX, "\n", candidates, len(gold), "passages (the gold ones included)", layout
     )
     shown = layout(k)
     return job.sample(
-        ids,
+        prompt,
         item.answers,
         ANSWER_PREFIX,
         question_id=item.key,

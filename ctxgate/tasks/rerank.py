@@ -67,9 +67,9 @@ def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
     demos = [ranked_demo(str(d["qid"]), d["query"], tuple(map(passage, d["ctxs"]))) for d in picked]
     shown = [passage(c) for c in row["ctxs"]]
     head, tail = INSTRUCTION + passage_demos(demos, passage_text, "Query", "Ranking"), f"\n\nQuery: {row['query']}"
-    ids, cut = fit_context(ctx, job, head, tail, ANSWER_PREFIX, SEP.join(map(passage_text, shown)))
+    prompt, cut = fit_context(ctx, job, head, tail, ANSWER_PREFIX, SEP.join(map(passage_text, shown)))
     return job.sample(
-        ids,
+        prompt,
         tuple(f"{p.pid}:{p.label}" for p in shown),
         ANSWER_PREFIX,
         qid=str(row["qid"]),
@@ -100,12 +100,12 @@ def build_rerank(ctx: BuildContext, job: Job) -> Sample:
         return list(seeded_order(k, "permutation", item.key, perm, k, ctx.seed))
 
     head, tail = INSTRUCTION + passage_demos(demos, passage_text, "Query", "Ranking"), f"\n\nQuery: {item.question}"
-    ids, k = fit_units(
+    prompt, k = fit_units(
         ctx, job, head, tail, ANSWER_PREFIX, "\n", [passage_text(p) for p in kept], 2, "passages", layout
     )
     shown = [kept[i] for i in layout(k)]
     return job.sample(
-        ids,
+        prompt,
         tuple(f"{p.pid}:{p.label}" for p in shown),
         ANSWER_PREFIX,
         qid=item.key,

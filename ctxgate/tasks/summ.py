@@ -64,9 +64,9 @@ def build_summary(ctx: BuildContext, job: Job) -> Sample:
         head = f"{LEGAL}Example summaries:\n\n{shots}\n\nNow, write a summary of the following legal documents.\n"
         head += "Legal documents:\n"  # HELMET's context template begins with it
         tail, style = "\n\nNow please summarize the case.", "legal"
-    ids, doc_tokens, cut = long_document(ctx, job, head, tail, PREFIX, "\n\n", item.context)
+    prompt, doc_tokens, cut = long_document(ctx, job, head, tail, PREFIX, "\n\n", item.context)
     return job.sample(
-        ids,
+        prompt,
         item.answers,
         PREFIX,
         item_id=item.key,

@@ -65,8 +65,8 @@ def build_vt(ctx: BuildContext, job: Job) -> Sample:
     # a few distinct lines (the noise line and the chain's), each tokenized once behind its newline, then joined
     behind = {line: enc.encode("\n" + line) for line in dict.fromkeys(lines[1:])}
     body = itertools.chain(enc.encode(lines[0]), itertools.chain.from_iterable(map(behind.__getitem__, lines[1:])))
-    ids = frame.around(body)
-    return job.sample(ids, tuple(names), answer_prefix, chain=chain, chain_lines=placed, haystack_units=n_noise)
+    prompt = frame.around(body, "\n".join(lines))
+    return job.sample(prompt, tuple(names), answer_prefix, chain=chain, chain_lines=placed, haystack_units=n_noise)
 
 
 @register
