@@ -1,8 +1,8 @@
 """ctxgate's pytest plugins, one module per concern, each with its own options, settings and stash key: options (the
 run: model, lengths, data, thresholds, baseline), engine (HTTP backends and the vLLM servers), hf (batching and
 placement), judging (the judged tasks' judges), workers (xdist and GPUs), signals (SIGTERM/SIGHUP as Ctrl-C, workers
-that end with their controller), progress (the live line), model, cases (gates), reporting, reference (the papers'
-published numbers), trackers (W&B, TensorBoard, MLflow).
+that end with their controller), progress (the live line), model, cases (gates), reporting, junit (the summaries and
+session gates in the junit file), reference (the papers' published numbers), trackers (W&B, TensorBoard, MLflow).
 
 Its one import name is ``ctxgate_plugins``. Installed, it loads through the ``pytest11`` entry point, so ``--model``
 works from any directory and with any path (pytest reads an absolute ``--model /ckpt`` as a test path before it
@@ -25,7 +25,9 @@ NAME = "ctxgate_plugins"
 # Each reads its own options in its own pytest_configure. The options plugin's runs first: it is tryfirst and
 # registered after the tryfirst plugins that build on its run settings (pluggy calls the last registered first),
 # which therefore import it before its registration (its docstring turns assertion rewriting off).
-MODULES = tuple("engine hf judging options workers signals progress model cases reporting reference trackers".split())
+MODULES = tuple(
+    "engine hf judging options workers signals progress model cases reporting junit reference trackers".split()
+)
 pytest_plugins = [f"{NAME}.{name}" for name in MODULES]
 
 

@@ -282,11 +282,21 @@ def _html(collector: Collector, report: Report, rows: list[Prediction], baseline
         return None
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
+    """The session's report, made once at its end by the first hook that asks: the junit plugin's, before pytest
+    writes the junit file, else ``pytest_sessionfinish`` below. None where nothing is reported (an xdist worker, no
+    ``--model``)."""
     config = session.config
     collector = config.stash.get(COLLECTOR_KEY, None)
     if collector is None:
-        return
+        return None
+    if collector.report is None:
+        collector.report = _judged(session, exitstatus, collector)
+    return collector.report
+
+
+def _judged(session: pytest.Session, exitstatus: int, collector: Collector) -> Report:
+    config = session.config
     thresholds, settings = collector.thresholds, config.stash[SETTINGS_KEY]  # the run's (pytest_configure)
     cases = collector.finish(_stop_reason(session, exitstatus, collector.run_error))
     meta = collector.run_meta or {
@@ -306,8 +316,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     baseline = _baseline_summary(config, cases)
     verdict = judge_session(cases, thresholds, complete, baseline=baseline)
     report = build_report(cases, run, verdict, complete, error, baseline)
-    report = replace(report, reference=published_section(config, report))
-    collector.report = report
+    return replace(report, reference=published_section(config, report))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    report = session_report(session, exitstatus)
+    if report is None:
+        return
+    collector, settings = session.config.stash[COLLECTOR_KEY], session.config.stash[SETTINGS_KEY]
     if collector.report_path:
         try:
             _write(collector, report, settings.plan.baseline)

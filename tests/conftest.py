@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -214,6 +215,25 @@ def start_suite(
         start_new_session=new_session,
         preexec_fn=_ctrl_c_as_a_terminal_sends_it if ctrl_c else None,
     )
+
+
+def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
+    """Start the suite in its own process group, wait until it is mid-run, press Ctrl-C (SIGINT to the group)."""
+    log = pytester.path / "calls.txt"
+    # 0.2 s a generation: once 10 are logged, the other 44 need seconds more, time for the interrupt to land even
+    # on a loaded machine
+    (pytester.path / "script.json").write_text(json.dumps({**ALL_RIGHT, "sleep": 0.2, "calls_log": str(log)}))
+    proc = start_suite(
+        "--backend", "scripted", "--lengths", "4k", "--samples", "6", "-k", "niah or vt", "--report", "out/r.json",
+        *args,
+        model="script.json", cwd=pytester.path, new_session=True, ctrl_c=True,
+    )  # fmt: skip
+    deadline = time.time() + 120
+    while (not log.exists() or len(log.read_text().splitlines()) < 10) and time.time() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    return proc.returncode, out
 
 
 def run_ctxgate(

@@ -6,16 +6,13 @@ These use the scripted backend (plumbing); tests/test_e2e_failures.py does the s
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
 
 import jsonschema
 import pytest
 
 from ctxgate.cli import main
 from ctxgate.records.schema import report_schema
-from tests.conftest import ALL_RIGHT, start_suite
+from tests.conftest import ALL_RIGHT, interrupt
 
 TWO = ("-k", "niah_single_1 or vt")
 NEED_4K = '[session]\nmin_effective_length = "4k"\n'
@@ -83,25 +80,6 @@ def test_a_run_that_selects_nothing_fails(suite, pytester):
     result = suite(ALL_RIGHT, "-k", "no_such_task", "--report", "out/r.json")
     assert result.ret == 1
     assert gates(read(pytester))["cases"] == "fail"
-
-
-def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
-    """Start the suite in its own process group, wait until it is mid-run, press Ctrl-C (SIGINT to the group)."""
-    log = pytester.path / "calls.txt"
-    # 0.2 s a generation: once 10 are logged, the other 44 need seconds more, time for the interrupt to land even
-    # on a loaded machine
-    (pytester.path / "script.json").write_text(json.dumps({**ALL_RIGHT, "sleep": 0.2, "calls_log": str(log)}))
-    proc = start_suite(
-        "--backend", "scripted", "--lengths", "4k", "--samples", "6", "-k", "niah or vt", "--report", "out/r.json",
-        *args,
-        model="script.json", cwd=pytester.path, new_session=True, ctrl_c=True,
-    )  # fmt: skip
-    deadline = time.time() + 120
-    while (not log.exists() or len(log.read_text().splitlines()) < 10) and time.time() < deadline:
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGINT)
-    out, _ = proc.communicate(timeout=120)
-    return proc.returncode, out
 
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])

@@ -13,7 +13,9 @@ from tests.conftest import ALL_RIGHT
 
 
 def test_report_json_junit_markdown_under_xdist(suite, pytester):
-    result = suite(ALL_RIGHT, "-n", "2", "--report", "out/run.json", "--junitxml", "out/junit.xml", subprocess=True)
+    # xunit1: the junit family whose testcases carry the case's properties (tests/test_junit.py reads xunit2's)
+    junit = ("--junitxml", "out/junit.xml", "-o", "junit_family=xunit1")
+    result = suite(ALL_RIGHT, "-n", "2", "--report", "out/run.json", *junit, subprocess=True)
     assert result.ret == 0, result.stdout.str()
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     jsonschema.validate(report, report_schema())
@@ -28,11 +30,10 @@ def test_report_json_junit_markdown_under_xdist(suite, pytester):
     pending = [c for c in report["cases"] if (c.get("judge") or {}).get("status") == "pending"]
     assert len(predictions) == sum(c["n"] for c in ran) + 4 * len(pending)  # pending judged cases keep their outputs
     assert "| niah_single_1 |" in (pytester.path / "out" / "run.md").read_text()
-    cases = ET.parse(pytester.path / "out" / "junit.xml").getroot().iter("testcase")
+    cases = list(ET.parse(pytester.path / "out" / "junit.xml").getroot().iter("testcase"))
     names = {c.get("name") for c in cases}
     assert "test_ruler[niah_multikey_2-8192]" in names
-    props = [p.get("name") for p in ET.parse(pytester.path / "out" / "junit.xml").getroot().iter("property")]
-    assert {"score", "floor", "n", "ci"} <= set(props)
+    assert {"score", "floor", "n", "ci"} <= {p.get("name") for c in cases for p in c.iter("property")}
     assert "ctxgate" in result.stdout.str() and "RULER avg" in result.stdout.str()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import CaseRecord, GroupScore, PublishedLength, Reference, Report
+from ctxgate.records.schema import CaseRecord, Gate, GroupScore, PublishedLength, Reference, Report
 from ctxgate.tasks.registry import category_label, membership, suite_label, task_names
 
 # a case without a score, by why (records/schema.py's words): short enough for a table cell
@@ -161,8 +161,13 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         notes.append(
             "Fewer samples than asked (the data holds no more distinct ones; none is repeated): " + "; ".join(capped)
         )
-    notes += [f"Gate {gate.name}: {gate.verdict.upper()} - {gate.message}" for gate in report.gates]
+    notes += [gate_line(gate) for gate in report.gates]
     return header, body, notes
+
+
+def gate_line(gate: Gate) -> str:
+    """A session gate's verdict line, as the terminal, the Markdown and the junit file say it."""
+    return f"Gate {gate.name}: {gate.verdict.upper()} - {gate.message}"
 
 
 def markdown(report: Report, html_name: str | None = None) -> str:
