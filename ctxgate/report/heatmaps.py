@@ -80,8 +80,8 @@ def helmet_categories(report: Report) -> str:
 
 
 def effective_table(report: Report) -> str:
-    """The absolute effective length (RULER's bar) and each summary's relative one (a share of its own base),
-    side by side."""
+    """The absolute effective length (RULER's bar), each summary's relative one (a share of its own base) and its
+    LongScore, side by side."""
     found = effective_lengths(report)
     if not found:
         return ""
@@ -92,8 +92,9 @@ def effective_table(report: Report) -> str:
     note = (
         '<p class="note">Absolute: the longest length with RULER\'s average above the bar there and at every shorter '
         "length. Relative: the longest length keeping the share of the model's own short-context score (its base) "
-        "there and at every shorter length (NoLiMa's rule); LongScore: the mean change from the base, relative to it, "
-        "over the longer lengths (100-LongBench).</p>"
+        "there and at every shorter length (NoLiMa's rule; the base is the mean up to 1K). LongScore: 100-LongBench's, "
+        "in percent: the mean over the lengths of 8K or more of 100 x (score - base) / base, its base the mean over "
+        "the lengths below 8K.</p>"
     )
     return section(
         "effective", "Effective length", note + table("", "Effective length, absolute and relative", head, body)

@@ -66,22 +66,23 @@ def summary_labels() -> list[tuple[str, str]]:
 
 
 def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
-    """Each summary with an effective length: (label, absolute, relative, LongScore), side by side. The absolute one
-    is RULER's (its average above the bar); the relative one keeps a share of the summary's own base."""
+    """Each summary with an effective length or a LongScore: (label, absolute, relative, LongScore), side by side.
+    The absolute one is RULER's (its average above the bar); the relative one keeps a share of the summary's own
+    base (NoLiMa's, up to 1K); LongScore is 100-LongBench's, against its own base (the mean below 8K)."""
     eff, out = report.effective_length, []
     for label, key in summary_labels():
-        rel = report.relative_effective_length.get(key)
-        absolute = ""
+        rel, ls = report.relative_effective_length.get(key), report.long_score.get(key)
+        absolute = relative = long_score = "—"
         if key == "ruler" and eff is not None:
             absolute = f"{format_length(eff.value) if eff.value else '0'} (avg > {eff.threshold:g})"
-        if rel is None and not absolute:
-            continue
-        relative = long_score = ""
         if rel is not None:
             value, up_to = format_length(rel.value) if rel.value else "0", format_length(max(rel.base_lengths))
             relative = f"{value} (>= {rel.share:.0%} of {rel.base:g}, its mean up to {up_to})"
-            long_score = "" if rel.long_score is None else f"{rel.long_score:+.3f}"
-        out.append((label, absolute or "—", relative or "—", long_score or "—"))
+        if ls is not None:
+            base = f"base {ls.base:g}, its mean below 8K" if ls.base is not None else ""
+            long_score = f"{ls.value:+.2f}% ({base})" if ls.value is not None else f"— ({ls.why})"
+        if (absolute, relative) != ("—", "—") or (ls is not None and ls.value is not None):
+            out.append((label, absolute, relative, long_score))
     return out
 
 
@@ -115,10 +116,10 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
                 else ""
             )
         )
-    relative = [row for row in effective_lengths(report) if row[2] != "—"]
     notes += [
         f"Effective length, {label}: absolute {absolute}, relative {rel}; LongScore {ls}"
-        for label, absolute, rel, ls in relative
+        for label, absolute, rel, ls in effective_lengths(report)
+        if (rel, ls[:1]) != ("—", "—")
     ]
     partial: dict[str, list[str]] = {}
     for label, key in groups:
