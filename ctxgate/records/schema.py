@@ -172,6 +172,7 @@ class CaseRecord:
     message: str = ""
     score: float | None = None  # percent
     n: int = 0
+    chance: float | None = None  # percent: a random answer's expected score (TaskSpec.chance); None: an older report
     floor: float | None = None
     ci: tuple[float, float] | None = None
     samples_from_cache: int = 0

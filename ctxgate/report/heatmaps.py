@@ -10,7 +10,7 @@ from ctxgate.lengths import format_length
 from ctxgate.records.schema import EffectiveLength, Prediction, Report
 from ctxgate.report.cells import case_cell, e, group_td, score_td, section, table
 from ctxgate.report.samples import DepthGrid, case_key, depth_grids
-from ctxgate.report.tables import effective_lengths, in_registry_order
+from ctxgate.report.tables import chances, effective_lengths, in_registry_order
 from ctxgate.tasks.niah import DEPTHS
 from ctxgate.tasks.registry import category_label, membership, suite_label
 
@@ -20,6 +20,7 @@ def task_tables(report: Report) -> list[str]:
     lengths = sorted({c.length for c in cases})
     by_key = {(c.task, c.length): c for c in cases}
     eff = report.effective_length
+    chance = chances(report)
     out = []
     for suite in ("ruler", "helmet", *membership().families):
         label = suite_label(suite)
@@ -27,12 +28,17 @@ def task_tables(report: Report) -> list[str]:
         if not tasks:
             continue
         head = "".join(_length_th(L, eff if suite == "ruler" else None) for L in lengths)
+        head += '<th scope="col" title="a random answer\'s expected score">chance</th>'
         body = "".join(
-            f'<tr><th scope="row">{e(t)}</th>{"".join(case_cell(by_key.get((t, L))) for L in lengths)}</tr>'
+            f'<tr><th scope="row">{e(t)}</th>{"".join(case_cell(by_key.get((t, L))) for L in lengths)}'
+            f'<td class="chance">{e(chance[t])}</td></tr>'
             for t in tasks
         )
         foot = "" if suite == "helmet" else _average(report, lengths, suite)
-        note = "Score per task and length; follow a cell to its samples."
+        note = (
+            "Score per task and length; follow a cell to its samples. Chance: the score a random answer gets on "
+            "average (docs/tasks.md); a floor at or below it gates nothing."
+        )
         if suite == "ruler" and eff:
             value = format_length(eff.value) if eff.value else f"below {format_length(lengths[0])}"
             note += (
@@ -57,7 +63,7 @@ def _average(report: Report, lengths: Sequence[int], suite: str) -> str:
     threshold = report.effective_length.threshold if report.effective_length and suite == "ruler" else None
     summaries = report.length_summaries
     cells = "".join(group_td(summaries.get(L, {}).get(suite), threshold) for L in lengths)
-    return f'<tfoot><tr><th scope="row">{e(suite_label(suite))} average</th>{cells}</tr></tfoot>'
+    return f'<tfoot><tr><th scope="row">{e(suite_label(suite))} average</th>{cells}<td></td></tr></tfoot>'
 
 
 def helmet_categories(report: Report) -> str:

@@ -86,19 +86,26 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def chances(report: Report) -> dict[str, str]:
+    """Each task's chance score (its cases', ``TaskSpec.chance``) as a table cell; "" where the report has none."""
+    found = {c.task: c.chance for c in report.cases if c.chance is not None}
+    return {t: f"{found[t]:.1f}" if t in found else "" for t in {c.task for c in report.cases}}
+
+
 def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     lengths = sorted({c.length for c in report.cases})
     tasks_now = membership()
     tasks = in_registry_order({c.task for c in report.cases})
     by_key = {(c.task, c.length): c for c in report.cases}
     summaries = report.length_summaries
-    header = ["task"] + [format_length(L) for L in lengths]
-    body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] for t in tasks]
+    chance = chances(report)
+    header = ["task"] + [format_length(L) for L in lengths] + ["chance"]
+    body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] + [chance[t]] for t in tasks]
     groups = summary_labels()
     for label, key in groups:
         cells = [_group_cell(summaries.get(L, {}).get(key)) for L in lengths]
         if any(cells):
-            body.append([label] + cells)
+            body.append([label] + cells + [""])
     notes = []
     if report.error:
         notes.append(f"Run error: {report.error.message.splitlines()[0]}")
@@ -116,6 +123,8 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
                 else ""
             )
         )
+    if any(chance.values()):
+        notes.append("chance: a random answer's expected score (docs/tasks.md); a floor at or below it gates nothing")
     notes += [
         f"Effective length, {label}: absolute {absolute}, relative {rel}; LongScore {ls}"
         for label, absolute, rel, ls in effective_lengths(report)
@@ -247,7 +256,7 @@ def terminal(report: Report) -> str:
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 
     def fmt(r: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
 
     section = report.reference
     published = published_lines(section) if section and section.rows else []
