@@ -67,9 +67,8 @@ def case_key(nodeid: str) -> tuple[str, int] | None:
 def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
     """A case's record before anything ran: verdict "error" until the case says otherwise."""
     spec = get_task(task)
-    return CaseRecord(
-        spec.name, spec.suite, length, spec.category, spec.metric.name, floor=thresholds.floor_for(task, length)
-    )
+    floor = thresholds.floor_for(task, length)
+    return CaseRecord(spec.name, spec.suite, length, spec.category, spec.metric.name, chance=spec.chance, floor=floor)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -17,9 +17,11 @@ import psutil
 import pytest
 from safetensors.torch import load_file, save_file
 
+from ctxgate.tasks.registry import all_tasks
 from tests.conftest import HELMET_DATA, ROOT, TINY, launch_suite, run_ctxgate, start_suite, stored_report
 
-FLOOR_ALL = '[[floor]]\ntask = "*"\nfloor = 1\n'
+# a floor on every case, above every task's chance score (thresholds.toml refuses one at or below it)
+FLOOR_ALL = f'[[floor]]\ntask = "*"\nfloor = {max(t.chance for t in all_tasks()) + 1:g}\n'
 
 
 def _report(pytester: pytest.Pytester, name: str = "r.json") -> dict:

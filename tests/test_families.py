@@ -1,6 +1,6 @@
 """The task families beyond RULER and HELMET as the summaries, gates and reports see them: each family's mean per
 length (its official data standing in for its generated tasks), length 0 (the bare form), and the effective length
-relative to the model's own short-context score (NoLiMa's rule, 100-LongBench's LongScore) for every summary."""
+relative to the model's own short-context score (NoLiMa's rule) and 100-LongBench's LongScore for every summary."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxgate.gate.session import judge_session, relative_lengths
-from ctxgate.gate.summaries import relative_effective_length, summary_names
+from ctxgate.gate.summaries import long_score, relative_effective_length, summary_names
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, parse_thresholds
 from ctxgate.records.schema import CaseRecord, GroupScore
 from ctxgate.report.build import build_report
@@ -81,7 +81,6 @@ def test_relative_effective_length_keeps_a_share_of_the_base_at_every_shorter_le
     assert found is not None and found.base == 80.0 and found.base_lengths == (256, 512, 1024)
     assert found.value == 2048  # 68 >= 0.85 * 80; 4096 is below, so 8192 does not count
     assert found.per_length[1024] and not found.per_length[4096] and found.per_length[8192]
-    assert found.long_score == pytest.approx(((68 - 80) / 80 + (60 - 80) / 80 + (70 - 80) / 80) / 3, abs=1e-4)
     # no length up to 1K scored: no base
     assert relative_effective_length(_groups({2048: 50.0})) is None
     # a base length whose member has no score fails there, and is no part of the base
@@ -109,6 +108,41 @@ def test_the_relative_effective_length_is_a_tested_length_with_every_shorter_one
             assert scores[L] is not None and scores[L] >= share * found.base - 0.01
     first_failing = next((L for L in sorted(scores) if not found.per_length[L]), None)
     assert first_failing is None or found.value < first_failing or found.value == first_failing == 0
+
+
+def test_long_score_is_100_longbenchs_in_percent_against_the_mean_below_8k():
+    # by hand, as 100-LongBench's rank() computes it: base = the 0-8K bucket's score, (2K + 4K) / 2 = 70; each
+    # length from 8K on: 100 * (score - 70) / 70, rounded to 2 places (-10, -20, +5); LongScore: their mean, -8.33
+    found = long_score(_groups({2048: 60.0, 4096: 80.0, 8192: 63.0, 16384: 56.0, 32768: 73.5}))
+    assert found is not None and found.base == 70.0 and found.base_lengths == (2048, 4096)
+    assert found.per_length == {8192: -10.0, 16384: -20.0, 32768: 5.0} and found.value == -8.33 and found.why is None
+    # 1K is in the bucket, as the 0-8K bucket's short samples are; a length with an unscored member is in neither
+    mixed = long_score(_groups({1024: 90.0, 4096: None, 8192: 45.0}))
+    assert mixed is not None and mixed.base_lengths == (1024,) and mixed.per_length == {8192: -50.0}
+    # no invented base: without a length below 8K (or one of 8K or more, or with a base of 0) there is no value
+    for scores, why in (
+        ({8192: 50.0, 16384: 40.0}, "no length below 8K, its base"),
+        ({512: 50.0, 2048: 40.0}, "no length of 8K or more"),
+        ({4096: 0.0, 8192: 10.0}, "a base of 0"),
+    ):
+        none = long_score(_groups(scores))
+        assert none is not None and none.value is None and none.why == why and not none.per_length
+    assert long_score(_groups({4096: None})) is None
+
+
+@given(st.dictionaries(st.sampled_from([0, 256, 1024, 4096, 8192, 16384, 131072]), st.floats(0.5, 100), min_size=1))
+def test_long_score_is_the_mean_relative_change_of_the_lengths_from_8k_against_those_below(scores):
+    found = long_score(_groups(scores))
+    assert found is not None
+    below = [s for L, s in scores.items() if L < 8192]
+    longer = {L: s for L, s in scores.items() if L >= 8192}
+    assert found.base_lengths == tuple(sorted(L for L in scores if L < 8192))
+    if not below or not longer:
+        assert found.value is None and found.why
+        return
+    base = sum(below) / len(below)
+    assert found.per_length == pytest.approx({L: 100 * (s - base) / base for L, s in longer.items()}, abs=0.006)
+    assert found.value == pytest.approx(sum(found.per_length.values()) / len(longer), abs=0.006)
 
 
 def test_the_gate_fails_below_its_length_and_without_a_base_names_the_lengths_to_add():
@@ -165,8 +199,24 @@ def test_the_report_shows_the_absolute_and_the_relative_effective_length_side_by
         # the note on HELMET Recall names RULER's cases in it, never a family's generated tasks
         (recall,) = [line for line in text.splitlines() if "HELMET Recall at" in line]
         assert "niah_multikey_2" in recall and "ctx_" not in recall
+        assert "LongScore — (no length of 8K or more)" in text
     page = render(PageInput(report))
     assert 'id="effective"' in page and 'id="nolima"' in page and "LongScore" in page
+    # with lengths on both sides of 8K, LongScore has its base and value; a summary with no relative effective
+    # length (no length up to 1K) still shows it
+    long = [_case(t, L, s) for t in ruler for L, s in ((4096, 80.0), (8192, 60.0), (16384, 40.0))]
+    report = build_report(
+        long,
+        RunInfo("m", None, 42, 3, (4096, 8192, 16384), "task"),
+        judge_session(long, Thresholds(path="t"), True),
+        True,
+    )
+    assert report.long_score["ruler"].value == -37.5 and "ruler" not in report.relative_effective_length
+    assert (
+        "Effective length, RULER avg: absolute 0 (avg > 85.6), relative —; "
+        "LongScore -37.50% (base 80, its mean below 8K)" in markdown(report)
+    )
+    assert "-37.50% (base 80, its mean below 8K)" in render(PageInput(report))
 
 
 def test_the_suite_runs_the_families_from_length_0_into_every_report_file(real_suite, pytester):

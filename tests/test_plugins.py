@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import jsonschema
 
 from ctxgate.records.schema import report_schema
-from ctxgate.tasks import all_tasks
+from ctxgate.tasks import all_tasks, get_task
 from tests.conftest import ALL_RIGHT
 
 
@@ -30,6 +30,7 @@ def test_report_json_junit_markdown_under_xdist(suite, pytester):
     pending = [c for c in report["cases"] if (c.get("judge") or {}).get("status") == "pending"]
     assert len(predictions) == sum(c["n"] for c in ran) + 4 * len(pending)  # pending judged cases keep their outputs
     assert "| niah_single_1 |" in (pytester.path / "out" / "run.md").read_text()
+    assert all(c["chance"] == get_task(c["task"]).chance for c in report["cases"])  # each case's, from its spec
     cases = list(ET.parse(pytester.path / "out" / "junit.xml").getroot().iter("testcase"))
     names = {c.get("name") for c in cases}
     assert "test_ruler[niah_multikey_2-8192]" in names

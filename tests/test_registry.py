@@ -26,7 +26,7 @@ def _build(ctx, length, index, rng):
 
 def _spec(name, suite, category, **extra):
     return TaskSpec(name=name, suite=suite, category=category, metric=STRING_MATCH_ALL, tokens_to_generate=8,
-                    build=_build, **extra)
+                    build=_build, chance=0.0, **extra)
 
 
 @register

@@ -15,6 +15,7 @@ from ctxgate.records.schema import (
     EffectiveLength,
     Gate,
     GroupScore,
+    LongScore,
     Overall,
     RelativeEffectiveLength,
 )
@@ -29,6 +30,7 @@ class SessionVerdict:
     effective_length: EffectiveLength | None
     gates: tuple[Gate, ...]
     relative_effective_length: dict[str, RelativeEffectiveLength]
+    long_score: dict[str, LongScore]
 
 
 def stopped_early(case: CaseRecord) -> bool:
@@ -93,17 +95,27 @@ def judge_session(
     relative = relative_lengths(by_length, thresholds)
     gates = session_gates(cases, complete, eff, baseline, thresholds, relative)
     finished = complete and not any(c.verdict == "error" for c in cases)
-    return SessionVerdict(finished, by_length, overall, eff, gates, relative)
+    return SessionVerdict(finished, by_length, overall, eff, gates, relative, long_scores(by_length))
+
+
+def _per_summary(by_length: Mapping[str, Mapping[str, GroupScore]]) -> dict[str, dict[int, GroupScore]]:
+    """Each summary's scores by length, in the summaries' order."""
+    return {
+        name: {int(L): groups[name] for L, groups in by_length.items() if name in groups}
+        for name in summaries.summary_names()
+    }
 
 
 def relative_lengths(
     by_length: Mapping[str, Mapping[str, GroupScore]], thresholds: Thresholds
 ) -> dict[str, RelativeEffectiveLength]:
     """Each summary's effective length relative to its own short-context score, where it has a base."""
-    out = {}
-    for name in summaries.summary_names():
-        scores = {int(L): groups[name] for L, groups in by_length.items() if name in groups}
-        found = summaries.relative_effective_length(scores, thresholds.relative_share, thresholds.relative_base_up_to)
-        if found is not None:
-            out[name] = found
-    return out
+    share, up_to = thresholds.relative_share, thresholds.relative_base_up_to
+    found = {name: summaries.relative_effective_length(s, share, up_to) for name, s in _per_summary(by_length).items()}
+    return {name: f for name, f in found.items() if f is not None}
+
+
+def long_scores(by_length: Mapping[str, Mapping[str, GroupScore]]) -> dict[str, LongScore]:
+    """Each summary's LongScore (100-LongBench's), with why it has none where a length it needs is missing."""
+    found = {name: summaries.long_score(scores) for name, scores in _per_summary(by_length).items()}
+    return {name: f for name, f in found.items() if f is not None}

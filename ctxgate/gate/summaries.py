@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from ctxgate.records.schema import EffectiveLength, GroupScore, RelativeEffectiveLength
+from ctxgate.records.schema import EffectiveLength, GroupScore, LongScore, RelativeEffectiveLength
 from ctxgate.tasks.registry import Membership, membership
 
 RULER_THRESHOLD = 85.6  # Llama-2-7B at 4K, the RULER paper's bar
@@ -162,17 +162,37 @@ def relative_effective_length(
         if not ok:
             break
         value = L
-    longer = [g.score for L, g in scored.items() if L > base_up_to and g.score is not None]
     return RelativeEffectiveLength(
         value,
         round(base, 2),
         base_lengths,
         share,
         passing,
-        round(sum((x - base) / base for x in longer) / len(longer), 4) if longer else None,
         tuple(L for L, g in scored.items() if g.incomplete),
         tuple(L for L, g in scored.items() if g.early),
     )
+
+
+LONGBENCH_BUCKET = 8192  # 100-LongBench's base: its "0-8k" data, every sample shorter than its first length, 8K
+
+
+def long_score(by_length: Mapping[int, GroupScore]) -> LongScore | None:
+    """100-LongBench's LongScore (analysis/utils.py's ``rank``), in percent: each length of 8K or more scores
+    100 * (score - base) / base, rounded to 2 places, and LongScore is their mean, rounded again; the base is the
+    summary's mean over the run's lengths below 8K, where 100-LongBench pools its 0-8K bucket's samples (the same
+    mean when each length has the same n). A length where a member has no score counts in neither. None: no length
+    has a full score."""
+    scored = {L: g.score for L, g in sorted(by_length.items()) if g.score is not None and not g.incomplete}
+    if not scored:
+        return None
+    below = tuple(L for L in scored if L < LONGBENCH_BUCKET)
+    longer = [L for L in scored if L >= LONGBENCH_BUCKET]
+    base = sum(scored[L] for L in below) / len(below) if below else None
+    if base is None or not longer or base == 0:
+        why = "no length below 8K, its base" if not below else "a base of 0" if longer else "no length of 8K or more"
+        return LongScore(None, None if base is None else round(base, 2), below, why=why)
+    per_length = {L: round(100 * (scored[L] - base) / base, 2) for L in longer}
+    return LongScore(round(sum(per_length.values()) / len(per_length), 2), round(base, 2), below, per_length)
 
 
 def weighted_average(by_length: Mapping[int, float], increasing: bool = True) -> float | None:

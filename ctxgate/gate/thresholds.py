@@ -14,7 +14,7 @@
     [[floor]]              # later entries win over earlier ones
     task = "niah_*"        # a task name or a glob over task names
     length = "<=32k"       # "*", a length ("8k"), or a comparison ("<=32k", ">4096")
-    floor = 90
+    floor = 90             # above the chance score of every task it matches (TaskSpec.chance), or refused
 
     [regression]           # with --baseline REPORT.json
     tolerance = 2.0        # points a case may drop before it fails ...
@@ -51,6 +51,7 @@ from typing import Any
 
 from ctxgate.gate.summaries import BASE_UP_TO, RELATIVE_SHARE, RULER_THRESHOLD, summary_names
 from ctxgate.lengths import LengthError, parse_length
+from ctxgate.tasks.registry import all_tasks
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -270,7 +271,7 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     except LengthError:
         problem = f"{min_eff!r} is not a length"
         raise _fail(path, "session.min_effective_length", problem, 'write e.g. min_effective_length = "32k"') from None
-    floors = _rules(path, data.get("floor", []), "floor", "floor", known_tasks)
+    floors = _above_chance(path, _rules(path, data.get("floor", []), "floor", "floor", known_tasks), known_tasks)
     tolerances = _rules(path, data.get("tolerance", []), "tolerance", "points", known_tasks)
     return Thresholds(
         path=path,
@@ -347,6 +348,35 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
         else:
             rules.append(Rule(task, length, _number(path, key, entry[value_key], 0, 100, example)))
     return tuple(rules)
+
+
+def _above_chance(path: str, rules: tuple[Rule, ...], known_tasks: Sequence[str]) -> tuple[Rule, ...]:
+    """A floor above 0 that a random answer reaches (a task's chance score, ``TaskSpec.chance``) gates nothing for
+    that task, so a rule that sets one is refused, naming the task of the highest chance among those it matches.
+    A task that a later rule of length "*" matches is that rule's at every length, so it is left out."""
+    chance = {t.name: t.chance for t in all_tasks()}
+    for i, rule in enumerate(rules):
+        later = [r.task for r in rules[i + 1 :] if r.length.strip() == "*"]
+        matched = [
+            t
+            for t in known_tasks
+            if fnmatch.fnmatchcase(t, rule.task) and not any(fnmatch.fnmatchcase(t, g) for g in later)
+        ]
+        reached = sorted((t for t in matched if 0 < rule.value <= chance.get(t, 0.0)), key=lambda t: -chance[t])
+        if not reached:
+            continue
+        worst, at = reached[0], f"{chance[reached[0]]:.3g}"
+        also = f", and that of {len(reached) - 1} more task(s) it matches" if len(reached) > 1 else ""
+        own = f'narrow task {rule.task!r}, or give {worst} a rule of its own, length "*", after it'
+        fix = "drop the rule" if rule.task == worst else f"leave {worst} out: {own}"
+        raise _fail(
+            path,
+            f"floor[{i}].floor",
+            f"{rule.value:g} (task {rule.task!r}, length {rule.length!r}) is at or below the chance score of "
+            f"{worst}, {at}{also}: a random answer reaches it, so it gates nothing there",
+            f"raise the floor above {at}, or {fix} (docs/tasks.md lists each task's chance score)",
+        )
+    return rules
 
 
 def load_thresholds(path: str | Path, known_tasks: Sequence[str]) -> Thresholds:

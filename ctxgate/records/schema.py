@@ -172,6 +172,7 @@ class CaseRecord:
     message: str = ""
     score: float | None = None  # percent
     n: int = 0
+    chance: float | None = None  # percent: a random answer's expected score (TaskSpec.chance); None: an older report
     floor: float | None = None
     ci: tuple[float, float] | None = None
     samples_from_cache: int = 0
@@ -239,17 +240,29 @@ class RelativeEffectiveLength:
     """A summary's effective length against the model's own short-context score (NoLiMa's rule): ``base`` is the
     summary's mean over the run's lengths up to the base's limit (NoLiMa: 250, 500 and 1K tokens); a length is
     effective when its score is at least ``share`` of the base, and ``value`` is the longest length with it and every
-    shorter one effective (0: the shortest is not). ``long_score``: 100-LongBench's LongScore, the mean over the
-    lengths past the base of each one's change from the base relative to it."""
+    shorter one effective (0: the shortest is not)."""
 
     value: int
     base: float
     base_lengths: tuple[int, ...]
     share: float
     per_length: dict[int, bool] = field(default_factory=dict)
-    long_score: float | None = None
     incomplete: tuple[int, ...] = ()  # lengths with a member that produced no score: counted as failing
     early: tuple[int, ...] = ()  # lengths with a member stopped early by --sequential: counted as failing
+
+
+@dataclass(frozen=True)
+class LongScore:
+    """100-LongBench's LongScore of a summary, in percent: ``base`` is its mean over the run's lengths below 8K
+    (100-LongBench's 0-8K bucket, ``base_lengths``), ``per_length`` each length of 8K or more's change from the base,
+    100 * (score - base) / base, and ``value`` their mean. ``value`` None: ``why`` (no length below 8K, none of 8K
+    or more, or a base of 0). A length where a member has no score is in neither."""
+
+    value: float | None
+    base: float | None
+    base_lengths: tuple[int, ...]
+    per_length: dict[int, float] = field(default_factory=dict)
+    why: str | None = None
 
 
 @dataclass(frozen=True)
@@ -369,6 +382,7 @@ class Report:
     gates: tuple[Gate, ...]
     # each summary (``by_length``'s keys) with a base: its effective length relative to its own short-context score
     relative_effective_length: dict[str, RelativeEffectiveLength] = field(default_factory=dict)
+    long_score: dict[str, LongScore] = field(default_factory=dict)  # each summary with a score at a full length
     schema_version: Literal[1] = SCHEMA_VERSION
     session_complete: bool = True  # the session itself finished (cases may still lack scores)
     error: RunError | None = None  # what stopped the whole run (the model could not be loaded)

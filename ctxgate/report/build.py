@@ -48,6 +48,7 @@ def build_report(
         overall=verdict.overall,
         effective_length=verdict.effective_length,
         relative_effective_length=verdict.relative_effective_length,
+        long_score=verdict.long_score,
         baseline=baseline,
         gates=verdict.gates,
     )

@@ -57,9 +57,9 @@ def case_cell(case: CaseRecord | None) -> str:
         return score_td(None, f"{link}{e(word)}</a>", f"status-{e(kind)}", case.message)
     failed = case.verdict == "fail"
     mark = '<span class="fail-mark" aria-label="failed">✗</span>' if failed else ""
-    return score_td(
-        float(case.score), f"{link}{float(case.score):.1f}</a>{mark}", "failed" if failed else "", case.message
-    )
+    chance = "" if case.chance is None else f"chance {case.chance:.1f}"
+    title = "; ".join(t for t in (case.message, chance) if t)
+    return score_td(float(case.score), f"{link}{float(case.score):.1f}</a>{mark}", "failed" if failed else "", title)
 
 
 def group_td(group: GroupScore | None, threshold: float | None = None) -> str:

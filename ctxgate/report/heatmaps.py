@@ -10,7 +10,7 @@ from ctxgate.lengths import format_length
 from ctxgate.records.schema import EffectiveLength, Prediction, Report
 from ctxgate.report.cells import case_cell, e, group_td, score_td, section, table
 from ctxgate.report.samples import DepthGrid, case_key, depth_grids
-from ctxgate.report.tables import effective_lengths, in_registry_order
+from ctxgate.report.tables import chances, effective_lengths, in_registry_order
 from ctxgate.tasks.niah import DEPTHS
 from ctxgate.tasks.registry import category_label, membership, suite_label
 
@@ -20,6 +20,7 @@ def task_tables(report: Report) -> list[str]:
     lengths = sorted({c.length for c in cases})
     by_key = {(c.task, c.length): c for c in cases}
     eff = report.effective_length
+    chance = chances(report)
     out = []
     for suite in ("ruler", "helmet", *membership().families):
         label = suite_label(suite)
@@ -27,12 +28,17 @@ def task_tables(report: Report) -> list[str]:
         if not tasks:
             continue
         head = "".join(_length_th(L, eff if suite == "ruler" else None) for L in lengths)
+        head += '<th scope="col" title="a random answer\'s expected score">chance</th>'
         body = "".join(
-            f'<tr><th scope="row">{e(t)}</th>{"".join(case_cell(by_key.get((t, L))) for L in lengths)}</tr>'
+            f'<tr><th scope="row">{e(t)}</th>{"".join(case_cell(by_key.get((t, L))) for L in lengths)}'
+            f'<td class="chance">{e(chance[t])}</td></tr>'
             for t in tasks
         )
         foot = "" if suite == "helmet" else _average(report, lengths, suite)
-        note = "Score per task and length; follow a cell to its samples."
+        note = (
+            "Score per task and length; follow a cell to its samples. Chance: the score a random answer gets on "
+            "average (docs/tasks.md); a floor at or below it gates nothing."
+        )
         if suite == "ruler" and eff:
             value = format_length(eff.value) if eff.value else f"below {format_length(lengths[0])}"
             note += (
@@ -57,7 +63,7 @@ def _average(report: Report, lengths: Sequence[int], suite: str) -> str:
     threshold = report.effective_length.threshold if report.effective_length and suite == "ruler" else None
     summaries = report.length_summaries
     cells = "".join(group_td(summaries.get(L, {}).get(suite), threshold) for L in lengths)
-    return f'<tfoot><tr><th scope="row">{e(suite_label(suite))} average</th>{cells}</tr></tfoot>'
+    return f'<tfoot><tr><th scope="row">{e(suite_label(suite))} average</th>{cells}<td></td></tr></tfoot>'
 
 
 def helmet_categories(report: Report) -> str:
@@ -80,8 +86,8 @@ def helmet_categories(report: Report) -> str:
 
 
 def effective_table(report: Report) -> str:
-    """The absolute effective length (RULER's bar) and each summary's relative one (a share of its own base),
-    side by side."""
+    """The absolute effective length (RULER's bar), each summary's relative one (a share of its own base) and its
+    LongScore, side by side."""
     found = effective_lengths(report)
     if not found:
         return ""
@@ -92,8 +98,9 @@ def effective_table(report: Report) -> str:
     note = (
         '<p class="note">Absolute: the longest length with RULER\'s average above the bar there and at every shorter '
         "length. Relative: the longest length keeping the share of the model's own short-context score (its base) "
-        "there and at every shorter length (NoLiMa's rule); LongScore: the mean change from the base, relative to it, "
-        "over the longer lengths (100-LongBench).</p>"
+        "there and at every shorter length (NoLiMa's rule; the base is the mean up to 1K). LongScore: 100-LongBench's, "
+        "in percent: the mean over the lengths of 8K or more of 100 x (score - base) / base, its base the mean over "
+        "the lengths below 8K.</p>"
     )
     return section(
         "effective", "Effective length", note + table("", "Effective length, absolute and relative", head, body)

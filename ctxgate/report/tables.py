@@ -66,23 +66,30 @@ def summary_labels() -> list[tuple[str, str]]:
 
 
 def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
-    """Each summary with an effective length: (label, absolute, relative, LongScore), side by side. The absolute one
-    is RULER's (its average above the bar); the relative one keeps a share of the summary's own base."""
+    """Each summary with an effective length or a LongScore: (label, absolute, relative, LongScore), side by side.
+    The absolute one is RULER's (its average above the bar); the relative one keeps a share of the summary's own
+    base (NoLiMa's, up to 1K); LongScore is 100-LongBench's, against its own base (the mean below 8K)."""
     eff, out = report.effective_length, []
     for label, key in summary_labels():
-        rel = report.relative_effective_length.get(key)
-        absolute = ""
+        rel, ls = report.relative_effective_length.get(key), report.long_score.get(key)
+        absolute = relative = long_score = "—"
         if key == "ruler" and eff is not None:
             absolute = f"{format_length(eff.value) if eff.value else '0'} (avg > {eff.threshold:g})"
-        if rel is None and not absolute:
-            continue
-        relative = long_score = ""
         if rel is not None:
             value, up_to = format_length(rel.value) if rel.value else "0", format_length(max(rel.base_lengths))
             relative = f"{value} (>= {rel.share:.0%} of {rel.base:g}, its mean up to {up_to})"
-            long_score = "" if rel.long_score is None else f"{rel.long_score:+.3f}"
-        out.append((label, absolute or "—", relative or "—", long_score or "—"))
+        if ls is not None:
+            base = f"base {ls.base:g}, its mean below 8K" if ls.base is not None else ""
+            long_score = f"{ls.value:+.2f}% ({base})" if ls.value is not None else f"— ({ls.why})"
+        if (absolute, relative) != ("—", "—") or (ls is not None and ls.value is not None):
+            out.append((label, absolute, relative, long_score))
     return out
+
+
+def chances(report: Report) -> dict[str, str]:
+    """Each task's chance score (its cases', ``TaskSpec.chance``) as a table cell; "" where the report has none."""
+    found = {c.task: c.chance for c in report.cases if c.chance is not None}
+    return {t: f"{found[t]:.1f}" if t in found else "" for t in {c.task for c in report.cases}}
 
 
 def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
@@ -91,13 +98,14 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     tasks = in_registry_order({c.task for c in report.cases})
     by_key = {(c.task, c.length): c for c in report.cases}
     summaries = report.length_summaries
-    header = ["task"] + [format_length(L) for L in lengths]
-    body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] for t in tasks]
+    chance = chances(report)
+    header = ["task"] + [format_length(L) for L in lengths] + ["chance"]
+    body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] + [chance[t]] for t in tasks]
     groups = summary_labels()
     for label, key in groups:
         cells = [_group_cell(summaries.get(L, {}).get(key)) for L in lengths]
         if any(cells):
-            body.append([label] + cells)
+            body.append([label] + cells + [""])
     notes = []
     if report.error:
         notes.append(f"Run error: {report.error.message.splitlines()[0]}")
@@ -115,10 +123,12 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
                 else ""
             )
         )
-    relative = [row for row in effective_lengths(report) if row[2] != "—"]
+    if any(chance.values()):
+        notes.append("chance: a random answer's expected score (docs/tasks.md); a floor at or below it gates nothing")
     notes += [
         f"Effective length, {label}: absolute {absolute}, relative {rel}; LongScore {ls}"
-        for label, absolute, rel, ls in relative
+        for label, absolute, rel, ls in effective_lengths(report)
+        if (rel, ls[:1]) != ("—", "—")
     ]
     partial: dict[str, list[str]] = {}
     for label, key in groups:
@@ -251,7 +261,7 @@ def terminal(report: Report) -> str:
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 
     def fmt(r: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
 
     section = report.reference
     published = published_lines(section) if section and section.rows else []

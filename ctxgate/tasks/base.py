@@ -331,6 +331,12 @@ class TaskSpec:
     metric: Metric
     tokens_to_generate: int
     build: Builder
+    # The expected score (percent) of a random answer: one drawn as the task draws its distractors (a distractor
+    # needle's value, an answer to another request, one of the words, labels or characters the prompt offers), or
+    # the share one of its labels or choices gets right. Each factory says how it was found: measured for the
+    # generated tasks (bench/chance.py), derived for the rest. A floor at or below it gates nothing, so
+    # thresholds.toml may not set one (gate/thresholds.py); the report shows it beside each case.
+    chance: float
     markers: tuple[str, ...] = ()  # pytest markers besides those derived below (`marks`), e.g. "judge"
     scoring_prefix: str | None = None  # HELMET: prepended to the output, which is then parsed after it
     description: str = ""

@@ -79,6 +79,7 @@ def _spec(name: str, metric: Metric, description: str) -> TaskSpec:
         metric=metric,
         tokens_to_generate=300,
         build=build_cite,
+        chance=0.0,  # scored by entailment, and no random answer is judged here: 0, so no floor is refused for it
         markers=("judge",),
         scoring_prefix=PREFIX,
         chat_template=True,

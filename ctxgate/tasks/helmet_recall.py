@@ -49,6 +49,7 @@ def _spec(name: str, gen: int, replaces: str, description: str) -> TaskSpec:
         metric=STRING_MATCH_ALL,
         tokens_to_generate=gen,
         build=build,
+        chance=0.0,  # RULER's needles: as niah_multikey_2/3 and niah_multivalue's
         description=description,
         pool_size=lambda ctx, length: len(load_ruler_file(name, ctx.data_dir, length).records),
         replaces=replaces,

@@ -175,6 +175,7 @@ def _spec(name: str, description: str) -> TaskSpec:
         metric=LABEL_EM,
         tokens_to_generate=20,
         build=build_icl,
+        chance=100 / SOURCES[name].num_labels,  # one of its labels drawn at random is right 1 in that many times
         scoring_prefix=ANSWER_PREFIX,
         default_samples=500,
         description=description,

@@ -104,6 +104,7 @@ def json_kv() -> TaskSpec:
         metric=HELMET_SUBEM,
         tokens_to_generate=100,
         build=build_json_kv,
+        chance=0.0,  # a UUID drawn as the other pairs' values are is never the target's: measured (generated)
         scoring_prefix=ANSWER_PREFIX,
         description="value of a UUID key in a JSON object",
         pool_size=pool_size,

@@ -26,6 +26,11 @@ from ctxgate.textcodec import PieceEncoder
 GENERATED_BUDGET = conv.MAX_ANSWER_CHARS + conv.PREFIX_CHARS  # the longest answer, at most a token a character
 # OpenAI MRCR's longest answer is 3.89K characters: at two characters a token at least, with the prefix, 2,048
 OFFICIAL_BUDGET = 2048
+# The random string and an answer to a distractor request, drawn by the conversation writer and graded against the
+# needle's: the forms' shared openings and closings and the haystack's common words give it 24.8 (measured, the same
+# for 2, 4 and 8 needles: bench/chance.py). Another answer to the needle's own request, the wrong needle, gets about
+# 38. OpenAI's rows are not shipped: their tasks are declared at their generated twins' figure.
+CHANCE = 24.8
 
 Ids = tuple[int, ...]
 _UNITS: weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str], tuple[Ids, ...]]] = weakref.WeakKeyDictionary()
@@ -151,6 +156,7 @@ def _generated(n: int) -> TaskSpec:
         metric=MRCR_RATIO,
         tokens_to_generate=GENERATED_BUDGET,
         build=functools.partial(build, n),
+        chance=CHANCE,
         description=f"MRCR-style, generated: the i-th of {n} identical writing requests in a long conversation",
         chat_template=True,
     )
@@ -164,6 +170,7 @@ def _official(n: int) -> TaskSpec:
         metric=MRCR_RATIO,
         tokens_to_generate=OFFICIAL_BUDGET,
         build=functools.partial(build_official, n),
+        chance=CHANCE,
         description=f"OpenAI MRCR's {n}needle rows (--data-dir mrcr/), binned by this model's tokens",
         chat_template=True,
         pool_size=functools.partial(pool_size, n, OFFICIAL_BUDGET),

@@ -327,6 +327,8 @@ def _spec(name: str, cfg: NiahConfig, description: str, helmet_category: str | N
         metric=STRING_MATCH_ALL,
         tokens_to_generate=128,
         build=functools.partial(build_niah, cfg),
+        # values drawn as the distractor needles' are (7-digit numbers, UUIDs) are never the needle's: 0, measured
+        chance=0.0,
         markers=("niah",),
         description=description,
         helmet_category=helmet_category,

@@ -92,6 +92,7 @@ def _spec(name: str, gen: int, description: str) -> TaskSpec:
         metric=SUMMARY_JUDGE,
         tokens_to_generate=gen,
         build=build_summary,
+        chance=0.0,  # judged by an LLM, and no random summary is judged here: 0, so no floor is refused for it
         markers=("judge",),
         scoring_prefix=PREFIX,
         chat_template=True,

@@ -1,0 +1,203 @@
+"""The chance score of each generated task, measured: random answers drawn as the task draws its distractors, scored
+by the task's own metric, beside the chance its spec declares (``TaskSpec.chance``, percent).
+
+    python bench/chance.py [--length 8k] [--samples 100] [--draws 20] [--tasks cwe,ctx_mrcr_2]
+
+``--samples`` samples of each task are built at ``--length`` (the shipped tokenizer, seed 42, no chat template), and
+each is answered ``--draws`` times at random:
+
+- RULER's needles: a value drawn as the distractor needles' values are (a 7-digit number or a UUID) for each one
+  asked; JSON KV: a UUID, as its other pairs' values; VT: five names drawn as its chain's are;
+- CWE: 10 words of the prompt's list, FWE: 3 of the prompt's coded words (a guess among the words shown);
+- MRCR-style: the random string and an answer to a distractor request, drawn by the conversation writer; and, in
+  its own column, another answer to the needle's request (the wrong needle);
+- BABILong-style: one of the task's labels the question does not name (BABILong's rule ignores those);
+- NoLiMa-style: one of the record's characters.
+
+A line per task: the declared chance, the measured one with its standard error over the samples, and the
+difference. ``tests/test_chance.py`` runs it on a few samples and holds each declaration to its measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import statistics
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxgate.data import conversations as conv
+from ctxgate.lengths import parse_length
+from ctxgate.metrics.babilong import TASK_LABELS
+from ctxgate.metrics.registry import score_prediction
+from ctxgate.sources.nolima_files import load_project
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.build import build_sample
+from ctxgate.tasks.registry import get_task, task_names
+from ctxgate.textcodec import PieceEncoder
+
+ROOT = Path(__file__).resolve().parent.parent
+Guess = Callable[[Sample, random.Random], str]
+# The task modules (niah, aggregation) are imported where used, after the registry has loaded them: importing one
+# first would register its tasks first, and reorder the suite.
+
+
+def needle_values(s: Sample, rng: random.Random) -> str:
+    from ctxgate.tasks.niah import make_value
+
+    return " ".join(make_value(rng, "uuids" if "-" in a else "numbers") for a in s.answers)
+
+
+def chain_names(s: Sample, rng: random.Random) -> str:
+    return " ".join("".join(rng.choices(string.ascii_uppercase, k=len(a))) for a in s.answers)
+
+
+def json_value(s: Sample, rng: random.Random) -> str:
+    from ctxgate.tasks.niah import uuid4_text
+
+    return " " + uuid4_text(rng.getrandbits(128))
+
+
+def _between(text: str, head: str, tail: str) -> str:
+    return text.rsplit(head, 1)[1].split(tail, 1)[0]
+
+
+def prompt_words(k: int, words: Callable[[str], list[str]]) -> Callable[[PieceEncoder], Guess]:
+    """``k`` distinct words of those the prompt lists, read back from its text."""
+
+    def guess_with(enc: PieceEncoder) -> Guess:
+        def guess(s: Sample, rng: random.Random) -> str:
+            return " " + " ".join(rng.sample(words(enc.decode(s.input_ids)), k))
+
+        return guess
+
+    return guess_with
+
+
+def cwe_words(text: str) -> list[str]:
+    from ctxgate.tasks.aggregation import CWE_HEAD, CWE_TAIL
+
+    listed = _between(text, CWE_HEAD, CWE_TAIL)  # the task's list, after its example's
+    return sorted(set(re.findall(r"(?:^|\s)\d+\. (\S+)", listed)))
+
+
+def fwe_words(text: str) -> list[str]:
+    from ctxgate.tasks.aggregation import FWE_HEAD, FWE_TAIL
+
+    return sorted(set(_between(text, FWE_HEAD, FWE_TAIL).split()) - {"..."})
+
+
+def _needle(s: Sample) -> conv.Request:
+    form, topic = s.meta["request"].removeprefix("write a ").rsplit(" about ", 1)
+    return conv.Request(next(f for f in conv.FORMS if f.name == form), topic)
+
+
+def mrcr_distractor(s: Sample, rng: random.Random) -> str:
+    """An answer to a request drawn as the conversation's distractors are, from a pool of 32 topics that holds the
+    needle's, as the sample's does."""
+    needle = _needle(s)
+    pool = (needle.topic, *rng.sample([t for t in conv.topics() if t != needle.topic], 31))
+    request = conv.distractor_request(rng, needle, pool)
+    return s.meta["random_string"] + conv.answer(rng, request, conv.units()).text
+
+
+def mrcr_wrong_needle(s: Sample, rng: random.Random) -> str:
+    needle, gold = _needle(s), s.answers[0]
+    while (text := s.meta["random_string"] + conv.answer(rng, needle, conv.units()).text) == gold:
+        pass
+    return text
+
+
+def babi_label(s: Sample, rng: random.Random) -> str:
+    split = s.task.rsplit("_", 1)[1]
+    question = s.meta["question"].lower()
+    return rng.choice([label for label in TASK_LABELS[split] if label.lower() not in question])
+
+
+def nolima_character(s: Sample, rng: random.Random) -> str:
+    cases = {c.name: c for latent in (True, False) for c in load_project().of_kind(latent)}
+    return rng.choice(cases[s.meta["case"]].characters)
+
+
+def guesses(enc: PieceEncoder) -> dict[str, Guess]:
+    """Each generated task's random answer, in the registry's order."""
+    by_prefix: dict[str, Guess] = {
+        "niah_": needle_values,
+        "vt": chain_names,
+        "cwe": prompt_words(10, cwe_words)(enc),
+        "fwe": prompt_words(3, fwe_words)(enc),
+        "json_kv": json_value,
+        "ctx_mrcr_": mrcr_distractor,
+        "ctx_babi_": babi_label,
+        "ctx_nolima": nolima_character,
+    }
+    return {t: g for t in task_names() for p, g in by_prefix.items() if t.startswith(p)}
+
+
+@dataclass(frozen=True)
+class Measured:
+    task: str
+    declared: float
+    measured: float  # percent
+    stderr: float  # of the mean over the samples, percent
+    wrong_needle: float | None = None  # MRCR: another answer to the needle's own request
+
+
+def _mean_and_error(per_sample: list[float]) -> tuple[float, float]:
+    error = statistics.stdev(per_sample) / len(per_sample) ** 0.5 if len(per_sample) > 1 else 0.0
+    return 100 * statistics.fmean(per_sample), 100 * error
+
+
+def measure(spec: TaskSpec, guess: Guess, ctx: BuildContext, length: int, samples: int, draws: int) -> Measured:
+    rng = random.Random(f"chance:{spec.name}")
+    metric, prefix = spec.metric.name, spec.scoring_prefix
+
+    def mean_score(s: Sample, answer: Guess) -> float:
+        return statistics.fmean(score_prediction(metric, answer(s, rng), s.answers, prefix)[0] for _ in range(draws))
+
+    built = [build_sample(spec, ctx, length, i, 42) for i in range(samples)]
+    measured, stderr = _mean_and_error([mean_score(s, guess) for s in built])
+    wrong = None
+    if spec.name.startswith("ctx_mrcr_"):
+        wrong = _mean_and_error([mean_score(s, mrcr_wrong_needle) for s in built])[0]
+    return Measured(spec.name, spec.chance, measured, stderr, wrong)
+
+
+def shipped_context() -> BuildContext:
+    from transformers import AutoTokenizer
+
+    from ctxgate.tokenizing import HFTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(ROOT / "fixtures" / "tiny-llama-niah")
+    return BuildContext(encoder=PieceEncoder(HFTokenizer(tokenizer)), chat=False)
+
+
+def run(length: int, samples: int, draws: int, tasks: list[str] | None = None) -> list[Measured]:
+    ctx = shipped_context()
+    found = guesses(ctx.encoder)
+    return [measure(get_task(t), found[t], ctx, length, samples, draws) for t in tasks or found]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--length", default="8k")
+    parser.add_argument("--samples", type=int, default=100)
+    parser.add_argument("--draws", type=int, default=20)
+    parser.add_argument("--tasks", default="", help="comma-separated; default: every generated task")
+    args = parser.parse_args()
+    length = parse_length(args.length)
+    print(f"chance at {args.length}: {args.samples} samples x {args.draws} random answers, percent")
+    print(f"{'task':<20} {'declared':>8} {'measured':>8} {'± s.e.':>7} {'diff':>7} {'wrong needle':>13}")
+    for m in run(length, args.samples, args.draws, [t for t in args.tasks.split(",") if t] or None):
+        wrong = "" if m.wrong_needle is None else f"{m.wrong_needle:>13.2f}"
+        print(
+            f"{m.task:<20} {m.declared:>8.2f} {m.measured:>8.2f} {m.stderr:>7.2f} "
+            f"{m.measured - m.declared:>+7.2f} {wrong}"
+        )
+
+
+if __name__ == "__main__":
+    main()
