@@ -69,8 +69,9 @@ def properties(report: Report) -> list[tuple[str, str]]:
         out.append(("ctxgate.effective_length.ruler", _value(eff.value, *_marks(eff))))
     for key, rel in report.relative_effective_length.items():
         out.append((f"ctxgate.relative_effective_length.{key}", _value(rel.value, *_marks(rel))))
-        if rel.long_score is not None:
-            out.append((f"ctxgate.long_score.{key}", _value(rel.long_score)))
+    for key, long in report.long_score.items():
+        if long.value is not None:
+            out.append((f"ctxgate.long_score.{key}", _value(long.value)))
     return out
 
 
