@@ -2,8 +2,8 @@
 this module lists the verbs, adds the two that only print (``tasks``, ``schema``), and passes arguments after
 ``--`` through to the verb that takes them.
 
-None of the verbs loads the model under test (only ``judge --nli-model`` loads its NLI checkpoint), and building
-the parser imports no heavy library, so ``ctxgate --help`` is instant.
+``bisect`` loads each checkpoint it probes and ``watch`` runs pytest on each new one; no other verb loads the model
+under test. Building the parser imports no heavy library, so ``ctxgate --help`` is instant.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from ctxgate.workflows import (
 
 DESCRIPTION = (
     "ctxgate's command line: rescore, judge, compare (with each other or the papers' numbers) or draw (HTML) "
-    "stored runs, bisect or watch a training run's checkpoints, list tasks, print the report schema. None of these "
-    "loads the model under test (only `judge --nli-model` loads its NLI checkpoint)."
+    "stored runs, bisect or watch a training run's checkpoints, list tasks, print the report schema. bisect loads "
+    "each checkpoint it probes and watch runs pytest on each new one; no other verb loads the model under test "
+    "(`judge --nli-model` loads its NLI checkpoint)."
 )
 
 
