@@ -1,8 +1,10 @@
 import json
+import subprocess
+import sys
 
 from ctxgate.cli import main
 from ctxgate.records.schema import to_json
-from tests.conftest import prediction
+from tests.conftest import ROOT, prediction
 
 
 def test_score_one_prediction(capsys):
@@ -62,3 +64,11 @@ def test_tasks_and_schema_commands(capsys):
     assert json.loads(capsys.readouterr().out)["title"] == "ctxgate run report"
     assert main(["schema", "--predictions"]) == 0
     assert json.loads(capsys.readouterr().out)["title"] == "ctxgate prediction line"
+
+
+def test_every_report_field_is_described_in_the_schema_and_the_report_doc_shows_it():
+    """docs/report.md's field tables are written from the schema's descriptions (the records' docstrings)."""
+    done = subprocess.run(
+        [sys.executable, "scripts/report_doc.py", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr + " (run: python scripts/report_doc.py)"

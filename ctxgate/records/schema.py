@@ -29,47 +29,73 @@ BROKEN: tuple[str, ...] = get_args(Broken)
 
 T = TypeVar("T")
 Json = dict[str, object]  # a part whose shape belongs to another piece (a backend's description, a test's state)
+# pydantic's config for the records the schema starts from: a field's docstring is its description in the schema
+DESCRIBED: Final = {"use_attribute_docstrings": True}
 
 
 @dataclass(frozen=True)
 class Comparison:
     """A case against the ``--baseline`` run: paired over the samples both scored."""
 
-    score: float  # the baseline's
+    score: float
+    """The baseline's score, percent."""
     delta: float
+    """This run's score less the baseline's, percentage points."""
     interval: tuple[float, float]
+    """The interval of ``delta`` at ``confidence``, each end one-sided, points."""
     method: str
+    """``tango-score`` (0/1 scores: Tango's interval, continuity-corrected) or ``paired-bootstrap``."""
     n: int
+    """Samples paired (the same prompt, checked by its hash)."""
     tolerance: float
+    """The drop allowed, points (``[regression]`` in thresholds.toml)."""
     confidence: float
+    """One-sided confidence of each end of ``interval`` (``[regression] confidence``)."""
     regressed: bool
+    """The whole interval lies below ``-tolerance`` (or, under ``--sequential``, its paired test said so)."""
     message: str
-    baseline_stopped_early: bool = False  # a --sequential baseline's samples, fewer than this run's
+    """The comparison in words, as the terminal shows it."""
+    baseline_stopped_early: bool = False
+    """The baseline ran under ``--sequential`` and stopped this case early: fewer samples to pair, a biased mean."""
 
 
 @dataclass(frozen=True)
 class QuestionTest:
     """One question a ``--sequential`` case tested (its floor, its drop against the baseline): what it became
-    certain of, if anything, and its confidence sequence at stopping (percent; points of delta for the baseline)."""
+    certain of, if anything, and its confidence sequence at stopping."""
 
     decided: Literal["above", "below"] | None
+    """Certain the true score is above or below the floor (the drop within or past the tolerance); null: neither."""
     interval: tuple[float, float]
-    tolerance: float | None = None  # the baseline question's, points
+    """The confidence sequence at stopping: percent for the floor, points of delta for the baseline."""
+    tolerance: float | None = None
+    """The baseline question's tolerance, points."""
 
 
 @dataclass(frozen=True)
 class SequentialRecord:
-    """How ``--sequential`` ran a case: how many of its samples the test used and why it stopped."""
+    """How ``--sequential`` ran a case (one with a floor or a baseline): how many of its samples the test used and
+    why it stopped."""
 
-    alpha: float  # the case's error rate
+    alpha: float
+    """The case's error rate (``--sequential-alpha``)."""
     min_samples: int
+    """No decision before this many samples (``--sequential-min``)."""
     used: int
+    """Samples the test used; the case is scored on these."""
     budget: int
+    """The case's fixed-n sample count."""
     decided: Literal["pass", "fail"] | None
+    """What the test was certain of; null: it spent its budget undecided (judged by the fixed-n rule)."""
     stopped: str
-    claim_alpha: float | None = None  # each question's share of alpha
+    """``certain it passes``, ``certain it fails`` or ``budget``; for a judged case with no judge in the run, why it
+    ran its full count."""
+    claim_alpha: float | None = None
+    """Each question's share of ``alpha`` (alpha over the questions asked)."""
     floor: QuestionTest | None = None
+    """The floor question: is the true score above the floor?"""
     baseline: QuestionTest | None = None
+    """The baseline question (paired): did the score drop by more than the tolerance?"""
 
     @property
     def early(self) -> bool:
@@ -79,21 +105,36 @@ class SequentialRecord:
 
 @dataclass(frozen=True)
 class FailedVerdict:
+    """A sample whose judge verdict failed."""
+
     index: int
+    """The sample's index in its case."""
     error: str
+    """Why its verdict failed."""
 
 
 @dataclass(frozen=True)
 class JudgeUsage:
+    """What judging a case cost."""
+
     requests: int = 0
+    """Requests sent to the judge."""
     cache_hits: int = 0
+    """Verdicts the judge cache had."""
     retries: int = 0
+    """Requests sent again after a transient failure or an unusable reply."""
     prompt_tokens: int = 0
+    """As the judge's API counts them."""
     completion_tokens: int = 0
+    """As the judge's API counts them."""
     verdicts: int = 0
+    """Verdicts asked for (a sample may need several)."""
     failed_verdicts: int = 0
+    """Verdicts still failed after retries."""
     seconds: float = 0.0
-    cost_usd: float | None = None  # None: no price known for the judge model
+    """Time spent in requests to the judge."""
+    cost_usd: float | None = None
+    """Null: no price known for the judge model."""
 
 
 @dataclass(frozen=True)
@@ -101,15 +142,25 @@ class JudgeRecord:
     """A judged case's judging: pending (no judge in the run, and why), judged, or failed (no verdict usable)."""
 
     status: Literal["pending", "judged", "failed"]
+    """``pending`` (no judge in the run), ``judged``, or ``failed`` (no verdict usable)."""
     reason: str | None = None
+    """Why it is pending: ``ctxgate judge`` judges it later from the stored inputs."""
     failed: int = 0
+    """Samples whose verdict failed after retries."""
     failure_rate: float = 0.0
+    """``failed`` over the samples."""
     max_failure_rate: float | None = None
+    """Past this rate the case fails (``[judge] max_failure_rate``)."""
     failed_samples: tuple[FailedVerdict, ...] = ()
+    """The samples whose verdict failed."""
     usage: JudgeUsage | None = None
+    """What the judging cost."""
     seconds: float | None = None
-    llm: dict[str, object] | None = None  # the LLM judge's settings, never its key
-    entailment: dict[str, object] | None = None  # the entailment judge: the NLI model, or the LLM judge
+    """Time spent judging the case."""
+    llm: dict[str, object] | None = None
+    """The LLM judge's settings (model, sampling, base URL without credentials, price), never its key."""
+    entailment: dict[str, object] | None = None
+    """The citation judge: the NLI model (``--nli-model``), or the LLM judge."""
 
     @property
     def too_many_failed(self) -> bool:
@@ -122,22 +173,37 @@ class JudgeRecord:
 class SampleOutcome:
     """One sample of a case as it was generated and scored."""
 
+    __pydantic_config__ = DESCRIBED
     index: int
-    score: float | None  # None: a judged sample not (yet, or not successfully) judged
+    """The sample's index in its case."""
+    score: float | None
+    """0-1; null: a judged sample not (yet, or not successfully) judged."""
     prediction: str
+    """The raw output."""
     scored_text: str
+    """What the metric looked at: the output cleaned or parsed."""
     answers: tuple[str, ...]
+    """The references."""
     input_tokens: int
+    """The prompt's ids as sent, BOS and chat template included."""
     output_tokens: int
+    """Tokens generated."""
     finish_reason: str
+    """``stop`` (EOS or a stop string) or ``length`` (the generation budget)."""
     sample_sha256: str
-    parts: dict[str, float] = field(default_factory=dict)  # a judged metric's components
+    """A hash of the task, length, index, answers, answer prefix and prompt ids: the same prompt in two runs."""
+    parts: dict[str, float] = field(default_factory=dict)
+    """A judged metric's components."""
     judge_input: Json | None = None
+    """What the judge reads (question and answers, gold summary and key points, the documents cited), so that
+    ``ctxgate judge`` needs no data."""
     judge_error: str | None = None
-    # what a reader needs to see why the sample scored as it did, without its whole prompt: the text around each
-    # needle (with the needle and its depth, percent of the context) and the prompt's end (see ``excerpts``)
+    """Why the sample's verdict failed."""
     excerpts: Json | None = None
-    seconds: float | None = None  # from sending the prompt to its output back; None when the cache had it
+    """Why the sample scored as it did, without its whole prompt: ``needles`` (each needle's ``needle``, its
+    ``depth`` in percent of the context and the ``text`` around it) and ``end`` (the prompt's last tokens)."""
+    seconds: float | None = None
+    """From sending the prompt to its output back; null when the cache had it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,10 +211,15 @@ class SampleCase:
     """The case a sample belongs to, and whether its prompt had the chat template (which decides how HELMET scores
     the output)."""
 
+    __pydantic_config__ = DESCRIBED
     task: str
+    """The task's name."""
     length: int
+    """In tokens."""
     metric: str
+    """The metric that scored the sample."""
     chat_template: bool | None
+    """Whether the prompt had the model's chat template."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,38 +232,73 @@ class Prediction(SampleOutcome, SampleCase):
 class CaseRecord:
     """One task at one length, as it travels from the runner (plugins/cases.py) through the gates (gate/) to the
     report (report/) and back from a report file (``ctxgate judge``, ``diff``, ``--baseline``). Until the case
-    runs it is an error: a case that never reports keeps that verdict."""
+    runs it is an error: a case that never reports keeps that verdict. Every selected case is in the report."""
 
     task: str
+    """The task's name (``ctxgate tasks`` lists them)."""
     suite: Suite
-    length: Annotated[int, Ge(0)]  # 0: the bare form (BABILong's 0k)
+    """The suite the task belongs to."""
+    length: Annotated[int, Ge(0)]
+    """In tokens; 0: the bare form (BABILong's 0k)."""
     category: str = ""
+    """The task's category (a HELMET category, or RULER's niah, vt, aggregation, qa)."""
     metric: str = ""
+    """The metric its scores come from (``--helmet-compat`` may swap it for HELMET's own)."""
     verdict: Verdict = "error"
+    """``skip``: no score and none expected (``skip_kind``); ``error``: no score, which fails the gates
+    (``error_kind``)."""
     message: str = ""
-    score: float | None = None  # percent
+    """Why the verdict is what it is, in one line."""
+    score: float | None = None
+    """Percent: the mean of the samples' scores."""
     n: int = 0
-    chance: float | None = None  # percent: a random answer's expected score (TaskSpec.chance); None: an older report
+    """Samples scored."""
+    chance: float | None = None
+    """Percent: a random answer's expected score (``TaskSpec.chance``, docs/tasks.md); null: an older report."""
     floor: float | None = None
+    """The floor thresholds.toml sets for the case, percent."""
     ci: tuple[float, float] | None = None
+    """The score's interval, percent."""
     samples_from_cache: int = 0
-    error_kind: RunFailure | NotGiven | Broken | None = None  # why it has no score
-    skip_kind: ByDesign | NotGiven | None = None  # why it was skipped
+    """Samples whose output the generation cache had."""
+    error_kind: RunFailure | NotGiven | Broken | None = None
+    """Why an ``error`` has no score: it raised (``error``), its worker died (``crash``), the run stopped first
+    (``not_run``), an input it needs was not given while a floor or baseline expected its score, or the checkpoint
+    or an input prevents it (docs/gates.md)."""
+    skip_kind: ByDesign | NotGiven | None = None
+    """Why it was skipped: the task cannot be built at this length, or an optional input was not given."""
     seconds: float | None = None
+    """Wall time of the case."""
     build_seconds: float | None = None
+    """Of ``seconds``, building prompts."""
     input_tokens_mean: float | None = None
+    """Prompt tokens per sample, as sent."""
     input_tokens_max: int | None = None
+    """The longest prompt, in tokens as sent."""
     fill_min: float | None = None
+    """The smallest (input + generation budget) / length over the samples."""
     output_tokens: int | None = None
+    """Tokens generated over the samples."""
     data_sha256: str | None = None
+    """A hash of its samples' ``sample_sha256``: the same prompts in two runs."""
     parts: dict[str, float] = field(default_factory=dict)
+    """A judged metric's components, means over the samples, percent."""
     judge: JudgeRecord | None = None
+    """Judged tasks only."""
     throughput: dict[str, float] | None = None
+    """``prompt_tokens_per_s`` and ``generated_tokens_per_s`` over the samples generated in this run, per second of
+    generation (``seconds`` less building and judging); null when the cache had every sample."""
     chat_template: bool | None = None
+    """Whether its prompts had the model's chat template."""
     sample_cap: dict[str, int] | None = None
+    """``requested`` and ``pool``: the data held fewer distinct samples than asked, and the case ran each once."""
     sequential: SequentialRecord | None = None
+    """How ``--sequential`` ran it: with a floor or a baseline only."""
     built_from: str | None = None
+    """How its prompts were built where a task has two ways: ``helmet_file`` or ``helmet`` (HELMET's own files or
+    sampling, at its lengths), ``placed`` or ``generated`` (ctxgate's fit); several joined by commas."""
     baseline: Comparison | None = None
+    """Against ``--baseline``, when the baseline scored the case."""
 
     @property
     def name(self) -> str:
@@ -205,16 +311,24 @@ class CaseRecord:
 
 @dataclass(frozen=True)
 class GroupScore:
-    """A summary's score at one length (RULER's average, a HELMET category): the mean over its members that have
-    a score. ``partial``: a member was not selected; ``incomplete``: a member was selected but has no score."""
+    """A summary's score at one length (RULER's average, a HELMET category, a task family). A HELMET category or
+    task family appears when one of its members ran or errored."""
 
     score: float | None
+    """The mean over ``members`` that have a score, percent; a family's official data, where it ran, stands in for
+    the generated task it replaces."""
     members: tuple[str, ...]
-    missing: tuple[str, ...] = ()  # not selected in this run
-    errored: tuple[str, ...] = ()  # selected, but no score
-    early: tuple[str, ...] = ()  # scored, but stopped early by --sequential: their means are biased
-    partial: bool = False  # written for readers of the file; always derived from the fields above
+    """The tasks that count in it at this length."""
+    missing: tuple[str, ...] = ()
+    """Members not selected in this run."""
+    errored: tuple[str, ...] = ()
+    """Members selected but without a score."""
+    early: tuple[str, ...] = ()
+    """Members stopped early by ``--sequential``: their means are biased."""
+    partial: bool = False
+    """``missing`` is not empty (written for readers of the file; derived)."""
     incomplete: bool = False
+    """``errored`` is not empty (derived)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "partial", bool(self.missing))
@@ -223,76 +337,110 @@ class GroupScore:
 
 @dataclass(frozen=True)
 class EffectiveLength:
-    """``value``: the largest tested length such that it and every shorter tested length score > threshold
-    (0 if the shortest fails). ``max_passing``: the largest passing length, gaps allowed (the looser reading)."""
+    """RULER's effective length over the tested lengths (docs/gates.md)."""
 
     value: int
+    """The largest tested length such that it and every shorter one score above ``threshold``; 0: the shortest
+    fails."""
     max_passing: int
+    """The largest passing length, gaps allowed (the looser reading)."""
     threshold: float
+    """The bar a length's RULER average must pass, percent."""
     per_length: dict[int, bool] = field(default_factory=dict)
+    """Whether each tested length passed."""
     partial: bool = False
-    incomplete: tuple[int, ...] = ()  # lengths with a RULER task that produced no score: counted as failing
-    early: tuple[int, ...] = ()  # lengths with a RULER task stopped early by --sequential: counted as failing
+    """A RULER task was not selected: the value is over fewer than 13 tasks."""
+    incomplete: tuple[int, ...] = ()
+    """Lengths with a RULER task that produced no score: counted as failing."""
+    early: tuple[int, ...] = ()
+    """Lengths with a RULER task stopped early by ``--sequential``: counted as failing."""
 
 
 @dataclass(frozen=True)
 class RelativeEffectiveLength:
-    """A summary's effective length against the model's own short-context score (NoLiMa's rule): ``base`` is the
-    summary's mean over the run's lengths up to the base's limit (NoLiMa: 250, 500 and 1K tokens); a length is
-    effective when its score is at least ``share`` of the base, and ``value`` is the longest length with it and every
-    shorter one effective (0: the shortest is not)."""
+    """A summary's effective length against the model's own short-context score (NoLiMa's rule, docs/gates.md)."""
 
     value: int
+    """The longest length that, with every shorter one, keeps ``share`` of ``base``; 0: the shortest does not."""
     base: float
+    """The summary's mean over ``base_lengths``, percent."""
     base_lengths: tuple[int, ...]
+    """The run's lengths up to ``[relative_effective_length] base_up_to`` (NoLiMa: 250, 500 and 1K tokens)."""
     share: float
+    """The share of ``base`` a length must keep (``[relative_effective_length] share``)."""
     per_length: dict[int, bool] = field(default_factory=dict)
-    incomplete: tuple[int, ...] = ()  # lengths with a member that produced no score: counted as failing
-    early: tuple[int, ...] = ()  # lengths with a member stopped early by --sequential: counted as failing
+    """Whether each length kept the share."""
+    incomplete: tuple[int, ...] = ()
+    """Lengths with a member that produced no score: counted as failing."""
+    early: tuple[int, ...] = ()
+    """Lengths with a member stopped early by ``--sequential``: counted as failing."""
 
 
 @dataclass(frozen=True)
 class LongScore:
-    """100-LongBench's LongScore of a summary, in percent: ``base`` is its mean over the run's lengths below 8K
-    (100-LongBench's 0-8K bucket, ``base_lengths``), ``per_length`` each length of 8K or more's change from the base,
-    100 * (score - base) / base, and ``value`` their mean. ``value`` None: ``why`` (no length below 8K, none of 8K
-    or more, or a base of 0). A length where a member has no score is in neither."""
+    """100-LongBench's LongScore of a summary, percent. A length where a member has no score is in neither the base
+    nor the mean."""
 
     value: float | None
+    """The mean of ``per_length``; null: see ``why``."""
     base: float | None
+    """The summary's mean over ``base_lengths``."""
     base_lengths: tuple[int, ...]
+    """The run's lengths below 8K (100-LongBench's 0-8K bucket)."""
     per_length: dict[int, float] = field(default_factory=dict)
+    """Each length of 8K or more: 100 * (score - base) / base."""
     why: str | None = None
+    """No length below 8K, none of 8K or more, or a base of 0."""
 
 
 @dataclass(frozen=True)
 class Overall:
+    """RULER's averages over the tested lengths."""
+
     ruler_avg: float | None = None
+    """RULER's average over the tested lengths, percent."""
     ruler_wavg_inc: float | None = None
+    """Weighted by length rank, 1..n from the shortest."""
     ruler_wavg_dec: float | None = None
+    """Weighted by length rank, 1..n from the longest."""
     incomplete: bool = False
+    """A length's RULER average is incomplete."""
     early: bool = False
+    """A RULER case stopped early by ``--sequential``."""
 
 
 @dataclass(frozen=True)
 class Gate:
+    """One gate: ``cases`` (every selected case finished and one ran), ``floors`` (cases below their floor; a case
+    without a score or with too many failed judge verdicts counts as failing), ``baseline``,
+    ``min_effective_length``, ``min_relative_effective_length.SUMMARY``."""
+
     name: str
+    """Which gate."""
     verdict: Literal["pass", "fail"]
+    """Whether it passed."""
     message: str
+    """What it found, in one line."""
 
 
 @dataclass(frozen=True)
 class BaselineRun:
-    """The ``--baseline`` run: its path and the ``task-length`` names it scored."""
+    """The ``--baseline`` run."""
 
     path: str
+    """The baseline report's path."""
     scored: tuple[str, ...]
+    """The ``task-length`` names it scored that this run selected."""
     not_selected: tuple[str, ...] = ()
+    """Those it scored that this run did not select: named, not failed."""
 
 
 @dataclass(frozen=True)
 class RunError:
+    """What stopped the whole run."""
+
     message: str
+    """The checkpoint or model could not be loaded, and why."""
 
 
 @dataclass(frozen=True)
@@ -300,45 +448,85 @@ class RunInfo:
     """What ran: the checkpoint, how it was loaded and prompted, and the selection."""
 
     model: str
+    """``--model`` as given."""
     backend: Json | None
+    """The engine: ``backend`` (hf, vllm, openai); for hf its ``device``, ``dtype``, ``attn_implementation``,
+    ``batch_size``, ``device_map``, ``devices``, library versions and ``cuda_visible_devices``; for a server its
+    ``endpoints``, ``served_model``, ``server_version``, ``max_model_len``, ``api`` and ``concurrency``; an adapter's
+    or a sharded checkpoint's format and folders."""
     seed: int
+    """``--seed``: every sample's random stream derives from it."""
     samples: int | None
+    """``--samples``; null: each task's own count."""
     lengths: tuple[int, ...]
+    """In tokens."""
     chat_template: Literal["task", "on", "off"]
+    """``--chat-template`` as applied: ``task`` is each paper's policy per task, and a model without a template runs
+    ``off``."""
     model_fingerprint: Json | None = None
+    """``sha256`` over every file of the checkpoint that the outputs depend on (config, generation config,
+    tokenizer, chat template, weights, model code), each hashed whole, and ``file:NAME`` each file's digest;
+    with ``--model-override`` or ``--rope-scaling``, ``checkpoint_sha256`` is the checkpoint's own and the settings
+    are added."""
     model_dir: str | None = None
+    """``--model`` resolved to a local folder, when it is one."""
     base_model: str | None = None
+    """A PEFT adapter's base model folder."""
     model_overrides: Json | None = None
+    """``--rope-scaling`` and ``--model-override`` as given."""
     ignore_remote_code: bool = False
+    """``--ignore-remote-code``: the checkpoint's own model code was replaced by transformers' built-in class."""
     weights_mismatch: str | None = None
+    """Weights missing, unexpected or of another shape, evaluated anyway under ``--allow-weight-mismatch``."""
     helmet_compat: bool = False
+    """``--helmet-compat``: HELMET's prompts for its long-document and citation tasks and its scoring rules."""
     helmet_length_tokenizer: str | None = None
+    """What HELMET's long-document length filter counted in: ``--helmet-tokenizer``, else ``the model's``."""
     chat_template_sha256: str | None = None
+    """Of the chat template the prompts used; null when none was."""
     tokenizer_sha256: str | None = None
+    """The tokenizer's identity."""
     haystack: str | None = None
+    """The essay text: ``ctxgate:haystack_wikipedia`` (shipped) or the ``--haystack`` path."""
     haystack_sha256: str | None = None
+    """Of the whitespace-collapsed text."""
     packages: dict[str, str] = field(default_factory=dict)
+    """Versions of ctxgate and the libraries the outputs depend on."""
     python: str | None = None
+    """The Python version."""
     sequential: Json | None = None
+    """Null for fixed n; ``alpha`` and ``min_samples`` under ``--sequential``."""
     judge: Json | None = None
+    """The judges: ``llm``, ``entailment``, ``max_failure_rate``."""
     cache: Json | None = None
+    """``dir``, ``set_aside`` (broken files moved aside), ``samples_from_cache``, and ``disabled`` (why the run went
+    without a cache)."""
     thresholds: str | None = None
+    """The thresholds file."""
     data_sha256: str | None = None
+    """A hash of every case's ``data_sha256``."""
 
 
 @dataclass(frozen=True)
 class PublishedLength:
-    """A published score at one length against this run's: ``verdict`` is within/outside the band (the measured
-    interval widened by the table's allowance), settings differ (``differs`` says how), or not measured."""
+    """A published score at one length against this run's."""
 
     length: int
+    """In tokens."""
     published: float
+    """The paper's score, percent."""
     verdict: Literal["within", "outside", "settings differ", "not measured"]
+    """Whether the published score lies in ``band``; ``settings differ`` when the run's setting is not the paper's."""
     differs: tuple[str, ...] = ()
+    """How the setting differs."""
     measured: float | None = None
+    """This run's score for the measure, percent."""
     ci: tuple[float, float] | None = None
+    """The measured score's 95% interval."""
     difference: float | None = None
+    """Measured less published, points."""
     band: tuple[float, float] | None = None
+    """``ci`` widened by the table's ``allowance``."""
 
 
 @dataclass(frozen=True)
@@ -346,18 +534,31 @@ class PublishedRow:
     """One published row (a model's numbers for one measure, from one table) with the lengths this run has."""
 
     measure: str
+    """A ``by_length`` summary (``ruler``, ``helmet_rag``, ...) or a RULER part (``ruler_niah``, ...)."""
     label: str
+    """The measure's name in words."""
     source: str
+    """The published table's key in ``ctxgate/data/published.toml``."""
     paper: str
+    """The paper."""
     table: str
+    """The table or figure."""
     model_label: str
+    """The model's row label in the paper."""
     allowance: float
+    """Points a reproduction may differ by beyond its own interval."""
     allowance_source: str
+    """Where ``allowance`` comes from."""
     chat_template: str
+    """The paper's policy for the model: ``on``, ``off``, or ``task`` (each task its own)."""
     lengths: tuple[PublishedLength, ...]
+    """The row's lengths that this run has."""
     claimed: str | None = None
+    """The claimed context length."""
     effective: str | None = None
+    """The paper's effective length."""
     effective_bar: str | None = None
+    """What ``effective`` was measured against."""
 
 
 @dataclass(frozen=True)
@@ -365,30 +566,55 @@ class Reference:
     """``--reference``: the run against a paper's published numbers (information, never a gate)."""
 
     model: str
+    """The papers' id for the model."""
     matched: str
+    """How the model was chosen: ``--reference``, or the name it was matched by."""
     rows: tuple[PublishedRow, ...]
+    """Every published row for the model with a length this run has."""
 
 
 @dataclass(frozen=True)
 class Report:
+    """The report ``--report`` writes (``run.json``)."""
+
+    __pydantic_config__ = DESCRIBED
     ctxgate_version: str
+    """The version of ctxgate that wrote it."""
     created: str
+    """UTC time, ISO 8601."""
     complete: bool
+    """Every selected case finished (passed, failed, skipped, or waits for a judge); false after an error, a crashed
+    worker, an interrupt, or a checkpoint that could not load."""
     run: RunInfo
+    """What ran."""
     cases: tuple[CaseRecord, ...]
-    by_length: dict[str, dict[str, GroupScore]]  # keys: lengths in tokens, as JSON writes them (is_length_key)
+    """Every selected case."""
+    by_length: dict[str, dict[str, GroupScore]]
+    """Per length (a key in plain digits, as JSON keys are strings; ``0``: the bare form) the summaries that ran:
+    ``ruler``, ``helmet_recall``, ``helmet_rag``, ``helmet_rerank``, ``helmet_icl``, ``helmet_longqa``, ``mrcr``,
+    ``babilong``, ``nolima``... A reader refuses any other key, naming it."""
     overall: Overall
+    """RULER's averages over the lengths."""
     effective_length: EffectiveLength | None
+    """RULER's effective length; null when no RULER case ran."""
     gates: tuple[Gate, ...]
-    # each summary (``by_length``'s keys) with a base: its effective length relative to its own short-context score
+    """The gates and their verdicts."""
     relative_effective_length: dict[str, RelativeEffectiveLength] = field(default_factory=dict)
-    long_score: dict[str, LongScore] = field(default_factory=dict)  # each summary with a score at a full length
+    """Each summary with a base."""
+    long_score: dict[str, LongScore] = field(default_factory=dict)
+    """Each summary with a full score at some length."""
     schema_version: Literal[1] = SCHEMA_VERSION
-    session_complete: bool = True  # the session itself finished (cases may still lack scores)
-    error: RunError | None = None  # what stopped the whole run (the model could not be loaded)
+    """The report format's version: readers refuse another."""
+    session_complete: bool = True
+    """The session itself finished (not interrupted); cases may still lack scores."""
+    error: RunError | None = None
+    """What stopped the whole run; null when nothing did."""
     baseline: BaselineRun | None = None
+    """The ``--baseline`` run, when one was given."""
     reference: Reference | None = None
-    predictions: str | None = None  # the .predictions.jsonl beside the report, by bare file name
+    """The run against the papers' published numbers (``--reference``)."""
+    predictions: str | None = None
+    """The ``.predictions.jsonl`` beside the report, by bare file name."""
 
     @property
     def length_summaries(self) -> dict[int, dict[str, GroupScore]]:
@@ -405,6 +631,11 @@ def is_length_key(key: str) -> bool:
 def report_schema(predictions: bool = False) -> dict[str, object]:
     """The report's JSON Schema, or with ``predictions`` that of a line of its ``.predictions.jsonl``."""
     schema = adapter_for(Prediction if predictions else Report).json_schema()
+    if predictions:  # pydantic reads the docstrings of a class's own fields, and a line's are its bases', in order
+        bases = [adapter_for(base).json_schema()["properties"] for base in (SampleCase, SampleOutcome)]
+        schema["properties"] = {
+            name: {**schema["properties"][name], **prop} for part in bases for name, prop in part.items()
+        }
     title = "ctxgate prediction line" if predictions else "ctxgate run report"
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": title}
 
