@@ -2,7 +2,7 @@
 
 ``resolve_model`` turns ``--model`` into a folder: a local path, or a hub id already in the local Hugging Face cache.
 It never goes to the network: a run on a GPU node should not wait on hub retries to learn that a name is a typo,
-and eight xdist workers should not download one checkpoint eight times at once (docs/decisions.md).
+and eight xdist workers should not download one checkpoint eight times at once.
 
 ``check_checkpoint`` reads only JSON files and safetensors headers (standard library, milliseconds), so a broken
 checkpoint ends as one message naming the file and the fix, before workers start and before weights are read:

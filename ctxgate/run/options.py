@@ -112,7 +112,7 @@ SEQUENTIAL = Option(
     "--sequential",
     "stop a case as soon as its verdict is certain at --sequential-alpha (a test by betting, valid however early it "
     "stops): the floor verdict under pytest, the regression verdict of a bisect probe; fewer generations for clear "
-    "cases; docs/decisions.md",
+    "cases; docs/training.md",
     action="store_true",
 )
 SEQUENTIAL_ALPHA = Option(

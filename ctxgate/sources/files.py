@@ -1,6 +1,6 @@
 """Reading records, always through ``datasets``: a local file or ``save_to_disk`` folder, or a hub dataset already
 in the local cache. A run never downloads: a source that is neither local nor cached fails at once, naming the path
-that was expected (docs/decisions.md, "Failed runs and inputs")."""
+that was expected (docs/gates.md, "Which cases count")."""
 
 from __future__ import annotations
 
