@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,8 @@ def tables(schema: dict[str, Any], title: str) -> tuple[list[str], list[str]]:
         lines += [f"### {heading}", ""]
         about = text(record.get("description", ""))
         if paths or about:
-            lines += [" ".join(x for x in (f"At {paths}." if paths else "", about) if x), ""]
+            intro = " ".join(x for x in (f"At {paths}." if paths else "", about) if x)
+            lines += [textwrap.fill(intro, 120, break_long_words=False, break_on_hyphens=False), ""]
         lines += ["| key | type | description |", "|---|---|---|"]
         for field, prop in record["properties"].items():
             if not prop.get("description"):
