@@ -32,11 +32,11 @@ sys.path.insert(0, root)
 job = json.loads(spec_json)
 from transformers import AutoTokenizer
 from ctxgate.tasks import BuildContext, all_tasks
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 try:
-    from ctxgate.tokenizing import HFTokenizer
+    from ctxgate.tokens.tokenizers import HFTokenizer
 except ImportError:  # a baseline from before the tokenizers had a module of their own
-    from ctxgate.textcodec import HFTokenizer
+    from ctxgate.tokens.codec import HFTokenizer
 from fixtures.build_tiny import CHATML
 tok = AutoTokenizer.from_pretrained(job["tokenizer"])
 tok.chat_template = CHATML

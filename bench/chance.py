@@ -37,7 +37,7 @@ from ctxgate.sources.nolima_files import load_project
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.registry import get_task, task_names
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 ROOT = Path(__file__).resolve().parent.parent
 Guess = Callable[[Sample, random.Random], str]
@@ -169,7 +169,7 @@ def measure(spec: TaskSpec, guess: Guess, ctx: BuildContext, length: int, sample
 def shipped_context() -> BuildContext:
     from transformers import AutoTokenizer
 
-    from ctxgate.tokenizing import HFTokenizer
+    from ctxgate.tokens.tokenizers import HFTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(ROOT / "fixtures" / "tiny-llama-niah")
     return BuildContext(encoder=PieceEncoder(HFTokenizer(tokenizer)), chat=False)

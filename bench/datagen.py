@@ -43,11 +43,11 @@ sys.path.insert(0, root)
 from transformers import AutoTokenizer
 from ctxgate.run.case import iter_samples, samples_to_run
 from ctxgate.tasks import BuildContext, get_task
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 try:
-    from ctxgate.tokenizing import HFTokenizer
+    from ctxgate.tokens.tokenizers import HFTokenizer
 except ImportError:  # a baseline from before the tokenizers had a module of their own
-    from ctxgate.textcodec import HFTokenizer
+    from ctxgate.tokens.codec import HFTokenizer
 enc = PieceEncoder(HFTokenizer(AutoTokenizer.from_pretrained(tokenizer)))
 ctx = BuildContext(encoder=enc, chat=enc.has_chat_template, chat_by_task=enc.has_chat_template,
                    squad_source=squad, hotpotqa_source=hotpot)

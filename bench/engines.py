@@ -36,7 +36,7 @@ from ctxgate.backends.vllm_server import EngineSpec, VLLMServer, find_python
 from ctxgate.lengths import format_length, parse_lengths
 from ctxgate.run.case import build_samples
 from ctxgate.tasks import BuildContext, get_task
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 
 def timed(backend, requests: list[Request], params: GenerationParams) -> tuple[float, dict[int, str]]:

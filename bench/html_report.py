@@ -38,8 +38,8 @@ def real_rows(samples: int) -> dict[str, list[dict[str, Any]]]:
     from ctxgate.run.case import iter_samples, samples_to_run
     from ctxgate.run.excerpts import excerpts
     from ctxgate.tasks import BuildContext, all_tasks
-    from ctxgate.textcodec import PieceEncoder
-    from ctxgate.tokenizing import HFTokenizer
+    from ctxgate.tokens.codec import PieceEncoder
+    from ctxgate.tokens.tokenizers import HFTokenizer
 
     enc = PieceEncoder(HFTokenizer(AutoTokenizer.from_pretrained(ROOT / "fixtures" / "tiny-llama-niah")))
     data = ROOT / "fixtures" / "data"

@@ -12,7 +12,7 @@ from ctxgate.backends.hf import HFBackend
 from ctxgate.lengths import parse_lengths
 from ctxgate.run.case import run_case
 from ctxgate.tasks import BuildContext, get_task
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 
 def main() -> None:

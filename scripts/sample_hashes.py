@@ -38,8 +38,8 @@ def main() -> None:
     from ctxgate.lengths import format_length, parse_lengths
     from ctxgate.run.case import build_samples, data_hash, samples_to_run
     from ctxgate.tasks import BuildContext, all_tasks
-    from ctxgate.textcodec import PieceEncoder
-    from ctxgate.tokenizing import HFTokenizer
+    from ctxgate.tokens.codec import PieceEncoder
+    from ctxgate.tokens.tokenizers import HFTokenizer
 
     print(f"# ctxgate from {Path(ctxgate.__file__).resolve().parent.parent}", file=sys.stderr)
     enc = PieceEncoder(HFTokenizer(AutoTokenizer.from_pretrained(args.tokenizer)))

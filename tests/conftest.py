@@ -29,8 +29,8 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")  # as ctxgate trend sets it, before pyplot
 import matplotlib.pyplot  # noqa: E402,F401
 
-from ctxgate.textcodec import PieceEncoder
-from ctxgate.tokenizing import ByteTokenizer, HFTokenizer
+from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer
 
 if TYPE_CHECKING:
     from ctxgate.records.schema import Prediction, Report

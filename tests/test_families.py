@@ -17,8 +17,8 @@ from ctxgate.report.tables import markdown, terminal
 from ctxgate.tasks.base import BuildContext, TaskTooShort
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.registry import all_tasks, get_task, membership, task_names
-from ctxgate.textcodec import PieceEncoder
-from ctxgate.tokenizing import ByteTokenizer
+from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.tokenizers import ByteTokenizer
 
 FAMILIES = ("mrcr", "babilong", "nolima")
 

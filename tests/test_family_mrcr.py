@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
-from ctxgate.chatturns import ChatTemplateError, ChatTurns
 from ctxgate.data import conversations as conv
 from ctxgate.data.haystacks import HaystackError
 from ctxgate.metrics.mrcr import grade
@@ -24,8 +23,9 @@ from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.tasks import BuildContext, TaskTooShort, get_task
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.mrcr_official import TemplateRefused, rows_for
-from ctxgate.textcodec import PieceEncoder
-from ctxgate.tokenizing import ByteTokenizer, HFTokenizer
+from ctxgate.tokens.chat import ChatTemplateError, ChatTurns
+from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer
 from fixtures.make_family_fixtures import official_row, write_mrcr
 
 GENERATED = ["ctx_mrcr_2", "ctx_mrcr_4", "ctx_mrcr_8"]

@@ -42,8 +42,8 @@ from ctxgate.tasks.nolima import (
     system_chat_parts,
     usable_fillers,
 )
-from ctxgate.textcodec import PieceEncoder
-from ctxgate.tokenizing import ByteTokenizer, HFTokenizer
+from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer
 from fixtures.make_family_fixtures import NOLIMA_NEEDLES
 
 TASKS = ("ctx_nolima", "ctx_nolima_direct")

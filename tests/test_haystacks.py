@@ -87,8 +87,8 @@ def test_the_second_volume_is_read_only_when_a_prompt_needs_it(monkeypatch, hf_t
     import lzma
 
     from ctxgate.data import haystacks
-    from ctxgate.textcodec import PieceEncoder
-    from ctxgate.tokenizing import HFTokenizer
+    from ctxgate.tokens.codec import PieceEncoder
+    from ctxgate.tokens.tokenizers import HFTokenizer
 
     decompress = lzma.decompress
 

@@ -21,8 +21,8 @@ import pytest
 from ctxgate.run.case import build_samples
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tasks.build import build_sample
-from ctxgate.textcodec import PieceEncoder
-from ctxgate.tokenizing import HFTokenizer
+from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.tokenizers import HFTokenizer
 from tests.conftest import HELMET_DATA
 
 L = 8192

@@ -60,7 +60,7 @@ def prompts(tiny_hf) -> list[Request]:
     from ctxgate.run.case import iter_samples
     from ctxgate.tasks.base import BuildContext
     from ctxgate.tasks.registry import get_task
-    from ctxgate.textcodec import PieceEncoder
+    from ctxgate.tokens.codec import PieceEncoder
 
     ctx = BuildContext(encoder=PieceEncoder(tiny_hf.tokenizer), chat=False, seed=42)
     made = [Request(s.input_ids, "vt", 1024, s.index) for s in iter_samples(get_task("vt"), ctx, 1024, 6, 42)]

@@ -15,8 +15,8 @@ from ctxgate.run.case import build_samples, iter_samples
 from ctxgate.tasks import BuildContext, MaterialExhausted, get_task
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.niah import NEEDLE, UUID_RUNS, make_key, make_value
-from ctxgate.textcodec import PieceEncoder
-from ctxgate.tokenizing import ByteTokenizer
+from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.tokenizers import ByteTokenizer
 from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
 
 

@@ -19,8 +19,8 @@ from ctxgate.tasks import BuildContext, all_tasks, get_task
 from ctxgate.tasks.base import Job
 from ctxgate.tasks.build import WHOLE_UP_TO, build_sample, task_context
 from ctxgate.tasks.helmet_compat import COMPAT_TASKS
-from ctxgate.textcodec import PieceEncoder
-from ctxgate.tokenizing import ByteTokenizer, HFTokenizer
+from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer
 from fixtures.tokenizer_shapes import TEMPLATES, llama3_tokenizer, with_template
 from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
 

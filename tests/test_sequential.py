@@ -158,8 +158,8 @@ def _judged_case(tmp_path, accuracy: float, judges, n: int = 6, stop=None):  # n
     from ctxgate.backends.scripted import ScriptedBackend
     from ctxgate.run.case import run_case
     from ctxgate.tasks import BuildContext, get_task
-    from ctxgate.textcodec import PieceEncoder
-    from ctxgate.tokenizing import ByteTokenizer
+    from ctxgate.tokens.codec import PieceEncoder
+    from ctxgate.tokens.tokenizers import ByteTokenizer
     from tests.conftest import HELMET_DATA
 
     (tmp_path / "s.json").write_text(json.dumps({"default": accuracy, "max_positions": 100000}))

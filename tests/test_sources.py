@@ -71,8 +71,8 @@ def test_helmet_compat_reproduces_the_empty_answer_bug(pytester, helmet_data_lon
     from ctxgate.backends.scripted import ScriptedBackend
     from ctxgate.run.case import run_case
     from ctxgate.tasks import BuildContext, get_task
-    from ctxgate.textcodec import PieceEncoder
-    from ctxgate.tokenizing import ByteTokenizer
+    from ctxgate.tokens.codec import PieceEncoder
+    from ctxgate.tokens.tokenizers import ByteTokenizer
 
     (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
     backend = ScriptedBackend(str(pytester.path / "s.json"))
@@ -119,8 +119,8 @@ def test_a_pool_smaller_than_samples_runs_each_record_once(pytester):
     from ctxgate.report.tables import rows
     from ctxgate.run.case import run_case
     from ctxgate.tasks import BuildContext, get_task
-    from ctxgate.textcodec import PieceEncoder
-    from ctxgate.tokenizing import ByteTokenizer
+    from ctxgate.tokens.codec import PieceEncoder
+    from ctxgate.tokens.tokenizers import ByteTokenizer
 
     (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
     ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
@@ -179,8 +179,8 @@ def test_the_case_record_says_whether_helmets_files_built_it(pytester):
     from ctxgate.backends.scripted import ScriptedBackend
     from ctxgate.run.case import run_case
     from ctxgate.tasks import BuildContext, get_task
-    from ctxgate.textcodec import PieceEncoder
-    from ctxgate.tokenizing import ByteTokenizer
+    from ctxgate.tokens.codec import PieceEncoder
+    from ctxgate.tokens.tokenizers import ByteTokenizer
 
     (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
     backend = ScriptedBackend(str(pytester.path / "s.json"))

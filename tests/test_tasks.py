@@ -19,8 +19,8 @@ from ctxgate.run.case import build_samples
 from ctxgate.sources.errors import DataNotGiven
 from ctxgate.tasks import BuildContext, MaterialExhausted, TaskTooShort, all_tasks, get_task
 from ctxgate.tasks.build import build_sample
-from ctxgate.textcodec import PieceEncoder
-from ctxgate.tokenizing import HFTokenizer
+from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.tokenizers import HFTokenizer
 from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
 
 # essay tasks: a Wikipedia sentence of up to 50 words (~130 tiny tokens); the others as noted

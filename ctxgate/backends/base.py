@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Protocol
 
-from ctxgate.tokenizing import RawTokenizer
+from ctxgate.tokens.tokenizers import RawTokenizer
 
 DTYPES = ("auto", "bf16", "fp16", "fp32", "bfloat16", "float16", "float32")  # --dtype's choices
 _DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}

@@ -40,7 +40,7 @@ from ctxgate.backends.base import (
 )
 from ctxgate.backends.endpoint_probe import EndpointError, check_tokenizer, describe_server
 from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
-from ctxgate.tokenizing import HFTokenizer
+from ctxgate.tokens.tokenizers import HFTokenizer
 
 REPROBE_S = float(os.environ.get("CTXGATE_REPROBE_S", "30"))  # a dropped replica is tried again after this long
 MAX_PROBES = 3  # retry series a replica may fail in a row before it is given up

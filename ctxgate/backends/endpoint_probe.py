@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ctxgate.retrying import redact_url
-from ctxgate.tokenizing import HFTokenizer
+from ctxgate.tokens.tokenizers import HFTokenizer
 
 PROBE = "ctxgate probe: the special magic number is 7392641.\n Ünïcödé — ✓ 東京\tend  two spaces"
 # a call to the server, made with the retries and time limit of every call to it; the text names what it asks for

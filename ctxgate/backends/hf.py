@@ -24,7 +24,7 @@ from ctxgate.backends.formats import Checkpoint, locate
 from ctxgate.backends.override_rules import OverrideError, is_structural
 from ctxgate.backends.overrides import ConfigOverrides, applied, window
 from ctxgate.backends.sharded import load_into
-from ctxgate.tokenizing import HFTokenizer
+from ctxgate.tokens.tokenizers import HFTokenizer
 
 AUTO_BATCH_MAX = 32  # beyond this the decode step stops being bound by weight reads on current GPUs
 AUTO_MEMORY_SHARE = 0.6  # of the free GPU memory, for the batch's KV cache and activations

@@ -35,7 +35,7 @@ from typing import Any
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
 from ctxgate.tasks.registry import get_task
-from ctxgate.tokenizing import ByteTokenizer, HFTokenizer, RawTokenizer
+from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer, RawTokenizer
 
 
 class ScriptedBackend:

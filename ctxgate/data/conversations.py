@@ -20,9 +20,9 @@ import string
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ctxgate.chatturns import ChatTurns
 from ctxgate.data import words
 from ctxgate.data.haystacks import HaystackError, load_essay
+from ctxgate.tokens.chat import ChatTurns
 
 MAX_ANSWER_CHARS = 240
 PREFIX_CHARS = 10  # OpenAI MRCR's random_string_to_prepend: 10 letters and digits

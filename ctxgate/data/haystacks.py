@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ctxgate.memo import is_dir, is_file, memo, noted
 from ctxgate.records.refusal import Refusal
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 NOISE_LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 

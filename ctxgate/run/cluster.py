@@ -33,7 +33,7 @@ from ctxgate.backends.base import (
 from ctxgate.backends.hf import BackendError
 from ctxgate.run.loading import ModelSpec
 from ctxgate.run.replica import ReplicaInfo, ReplicaWorker
-from ctxgate.tokenizing import HFTokenizer, RawTokenizer
+from ctxgate.tokens.tokenizers import HFTokenizer, RawTokenizer
 
 LOCAL = "local"  # --ray local: a cluster of this machine, started for the run and stopped with it
 MAX_TRIES = 3  # replicas a request may lose before the run stops trusting the cluster with it

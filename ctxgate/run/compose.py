@@ -16,7 +16,6 @@ from functools import cached_property
 from typing import Any
 
 from ctxgate.backends.base import Backend
-from ctxgate.chatturns import ChatTemplateError
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
 from ctxgate.records.schema import RunInfo, adapter_for
@@ -25,8 +24,9 @@ from ctxgate.run.case import resolve_chat
 from ctxgate.run.loading import ModelSpec, load_backend, local_fingerprint
 from ctxgate.tasks.base import BuildContext
 from ctxgate.tasks.helmet_compat import check_tokenizers
-from ctxgate.textcodec import PieceEncoder
-from ctxgate.tokenizing import HFTokenizer
+from ctxgate.tokens.chat import ChatTemplateError
+from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.tokenizers import HFTokenizer
 
 
 @dataclass(frozen=True)

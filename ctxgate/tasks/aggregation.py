@@ -32,8 +32,8 @@ from ctxgate.tasks.base import (
     too_short,
 )
 from ctxgate.tasks.registration import register
-from ctxgate.textcodec import PieceEncoder
-from ctxgate.tokenids import gather, id_list
+from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.ids import gather, id_list
 
 if TYPE_CHECKING:
     import numpy as np

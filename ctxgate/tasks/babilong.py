@@ -33,7 +33,7 @@ from ctxgate.tasks.base import (
     too_short,
 )
 from ctxgate.tasks.registration import register
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 GENERATE = 20  # BABILong's max_new_tokens
 # One of the task's labels the question does not name (the rule ignores those), drawn at random: 1 of 6 rooms, 1 of

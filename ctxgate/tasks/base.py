@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, TypeVar, cast
 from ctxgate.metrics.registry import Metric
 from ctxgate.records.refusal import Refusal
 from ctxgate.records.schema import Suite
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 T = TypeVar("T")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from ctxgate.tasks.base import BuildContext, Job, Prompt, need_room, too_short
 from ctxgate.tasks.fitting import MIN_DOCUMENT_TOKENS, OMITTED, fit_document
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 # L minus the length in HELMET's dataset names (configs/longqa.yaml, summ.yaml and their _short variants)
 PRECUT_SLACK = {"narrativeqa": 300, "infbench_qa": 210, "infbench_mc": 210, "infbench_sum": 1400, "multi_lexsum": 700}

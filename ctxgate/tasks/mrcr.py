@@ -21,7 +21,7 @@ from ctxgate.metrics.registry import MRCR_RATIO
 from ctxgate.tasks.base import BuildContext, Job, Prompt, Sample, TaskSpec, distinct, too_short
 from ctxgate.tasks.mrcr_official import build_official, conversation_turns, pool_size
 from ctxgate.tasks.registration import register
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 GENERATED_BUDGET = conv.MAX_ANSWER_CHARS + conv.PREFIX_CHARS  # the longest answer, at most a token a character
 # OpenAI MRCR's longest answer is 3.89K characters: at two characters a token at least, with the prefix, 2,048

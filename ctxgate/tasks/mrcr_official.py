@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from ctxgate.chatturns import ChatTemplateError, ChatTurns
 from ctxgate.data.conversations import PLAIN
 from ctxgate.lengths import format_length
 from ctxgate.memo import memo
@@ -26,7 +25,8 @@ from ctxgate.records.refusal import Refusal
 from ctxgate.sources.mrcr_files import load_mrcr, mrcr_paths, not_given
 from ctxgate.sources.ruler_files import order
 from ctxgate.tasks.base import BuildContext, Job, Prompt, Sample, TaskTooShort
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.chat import ChatTemplateError, ChatTurns
+from ctxgate.tokens.codec import PieceEncoder
 
 # a row whose size in characters, at the tokenizer's characters per token, is more than this factor off the bin
 # is not tokenized to decide (MRCR's text is GPT-4o prose: its characters per token vary far less)

@@ -23,7 +23,7 @@ from ctxgate.tasks.base import (
     ran_out,
 )
 from ctxgate.tasks.registration import register
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 TEMPLATE_HEAD = (
     "Some special magic {type_needle_v} are hidden within the following text. Make sure to memorize it. "

@@ -36,7 +36,7 @@ from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.nolima_files import CHARACTER, NeedleCase, NeedleSet, load_official, load_project
 from ctxgate.tasks.base import BuildContext, Frame, Job, Sample, TaskSpec, need_room, ran_out, text_frame, too_short
 from ctxgate.tasks.registration import register
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 DEPTHS = tuple(4 * i for i in range(26))  # np.linspace(0, 100, 26), in percent: 0, 4, ..., 100
 # NoLiMa's connector's SYSTEM_PROMPT, which its generate_response puts first for every provider whose connector sets

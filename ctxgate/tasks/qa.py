@@ -12,7 +12,7 @@ from ctxgate.metrics.registry import STRING_MATCH_PART
 from ctxgate.seeding import seeded_order
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room, shuffle
 from ctxgate.tasks.registration import register
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 INSTRUCTION = (
     "Answer the question based on the given documents. Only give me the answer and do not output any other words."

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from ctxgate.sources.errors import DataNotGiven
 from ctxgate.tasks.base import BuildContext
-from ctxgate.textcodec import PieceEncoder
+from ctxgate.tokens.codec import PieceEncoder
 
 # HELMET's thresholds as it counts, BOS included (NarrativeQA: longer than 131072): a kept document has one piece
 # fewer than this without the BOS

@@ -1,6 +1,6 @@
 """A chat template's turns: the fixed text it writes around the messages of a conversation, found once from the
 template itself, so that a conversation of thousands of messages is assembled from pieces each tokenized once, as
-the template would render it whole (``textcodec.PieceEncoder.chat_turns``)."""
+the template would render it whole (``codec.PieceEncoder.chat_turns``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The tokenizers ctxgate reads through: what it needs of one (``RawTokenizer``), transformers' (``HFTokenizer``,
-with its fast paths for many short texts) and a byte tokenizer for plumbing tests. ``textcodec.PieceEncoder``
+with its fast paths for many short texts) and a byte tokenizer for plumbing tests. ``codec.PieceEncoder``
 assembles prompts on top of them."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ctxgate.chatturns import ChatTemplateError, ChatTurns, turns_of
-from ctxgate.tokenids import Spans, packing_separator, spans, split_at
+from ctxgate.tokens.chat import ChatTemplateError, ChatTurns, turns_of
+from ctxgate.tokens.ids import Spans, packing_separator, spans, split_at
 
 _SENTINEL = "\u27e6CTXGATE-USER-TURN\u27e7"
 

@@ -17,8 +17,8 @@ import functools
 import re
 from collections.abc import Callable, Hashable, Sequence
 
-from ctxgate.chatturns import ChatTurns
-from ctxgate.tokenids import (
+from ctxgate.tokens.chat import ChatTurns
+from ctxgate.tokens.ids import (
     ONE_INT,
     RUN_END,
     JoinedIds,
@@ -27,7 +27,7 @@ from ctxgate.tokenids import (
     gather,
     spans,
 )
-from ctxgate.tokenizing import RawTokenizer
+from ctxgate.tokens.tokenizers import RawTokenizer
 
 ANCHOR = "\u00a7"
 

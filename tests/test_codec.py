@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tasks.build import build_sample
-from ctxgate.textcodec import PieceEncoder
-from ctxgate.tokenizing import HFTokenizer
+from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.tokenizers import HFTokenizer
 
 
 @pytest.fixture(scope="module")

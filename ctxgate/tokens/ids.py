@@ -1,5 +1,5 @@
 """Token ids in bulk: the spans of many texts' ids in one array, one-off pieces' runs tokenized once, one int
-object per id, and many short texts tokenized as one (``textcodec``'s fast paths, which 1M-token prompts take)."""
+object per id, and many short texts tokenized as one (``codec``'s fast paths, which 1M-token prompts take)."""
 
 from __future__ import annotations
 
