@@ -24,13 +24,13 @@ from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, resolve_
 from ctxgate.backends.formats import WrongFlag
 from ctxgate.gate.plan import Plan, make_plan
 from ctxgate.gate.thresholds import INI_OPTION, PytestConfig
-from ctxgate.run.loading import TEST_BACKEND, ModelSpec
+from ctxgate.run.loading import ModelSpec, factory_of
 from ctxgate.run.options import BASELINE, SEQUENTIAL_OPTIONS, OptionError
 from ctxgate.run.options import EVALUATION as RUN_OPTIONS
 from ctxgate.run.options import check_overrides as check_against_config
 from ctxgate.run.serving import ENGINE
 
-BACKENDS = ("hf", "vllm", "openai")  # and TEST_BACKEND: accepted, never offered in --help
+BACKENDS = ("hf", "vllm", "openai")  # and MODULE:FACTORY, a backend of one's own
 _CHECKOUT_SUITE = Path(__file__).resolve().parent.parent / "tests_longctx"
 # installed, the suite ships inside the plugins' package (pyproject.toml: ctxgate_plugins.suite)
 SUITE_DIR = _CHECKOUT_SUITE if _CHECKOUT_SUITE.is_dir() else Path(__file__).resolve().parent / "suite"
@@ -80,9 +80,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--backend",
         default="hf",
-        metavar="{" + ",".join(BACKENDS) + "}",
+        metavar="{" + ",".join(BACKENDS) + ",MODULE:FACTORY}",
         help="hf: transformers in each worker; vllm: vLLM servers the suite starts; openai: an "
-        "OpenAI-compatible server you run (--base-url)",
+        "OpenAI-compatible server you run (--base-url); MODULE:FACTORY: a backend of your own, made from the run's "
+        "options (docs/architecture.md)",
     )
     for option in RUN_OPTIONS:
         option.add_to(g)
@@ -113,8 +114,9 @@ def pytest_configure(config: pytest.Config) -> None:
     fix, before any worker starts or any model loads; a checkpoint that exists but cannot be loaded is recorded
     (STARTUP_ERROR_KEY) for the run's report."""
     backend = config.getoption("--backend")
-    if backend not in (*BACKENDS, TEST_BACKEND):
-        raise pytest.UsageError(f"--backend {backend!r} is not one of {', '.join(BACKENDS)}: e.g. --backend hf")
+    if backend not in BACKENDS:
+        with usage_errors(ValueError):
+            factory_of(backend)
     model = config.getoption("--model")
     if model == "":
         raise pytest.UsageError("--model is empty: give a checkpoint folder, e.g. --model fixtures/tiny-llama-niah")
@@ -199,11 +201,7 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         if settings.opening.model_dir:  # else the engine plugin checks them against --tokenizer's config
             check_overrides(settings, settings.opening.model_dir)
         return settings
-    if settings.backend == TEST_BACKEND:
-        if not Path(settings.model or "").is_file():
-            raise pytest.UsageError(
-                f"--model {settings.model!r} does not exist: --backend scripted needs a JSON script"
-            )
+    if settings.backend not in BACKENDS:  # a backend of one's own takes --model as given
         return settings
     with usage_errors(ModelNotFound):
         folder = resolve_model(settings.model or "")

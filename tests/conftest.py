@@ -224,7 +224,7 @@ def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
     # on a loaded machine
     (pytester.path / "script.json").write_text(json.dumps({**ALL_RIGHT, "sleep": 0.2, "calls_log": str(log)}))
     proc = start_suite(
-        "--backend", "scripted", "--lengths", "4k", "--samples", "6", "-k", "niah or vt", "--report", "out/r.json",
+        "--backend", SCRIPTED, "--lengths", "4k", "--samples", "6", "-k", "niah or vt", "--report", "out/r.json",
         *args,
         model="script.json", cwd=pytester.path, new_session=True, ctrl_c=True,
     )  # fmt: skip
@@ -252,6 +252,15 @@ def run_ctxgate(
     )
 
 
+@pytest.fixture(autouse=True)
+def _checkout_on_the_path_of_pytesters_runs(request: pytest.FixtureRequest) -> None:
+    """A pytester run in a process of its own imports this checkout's tests package (the scripted backend, SCRIPTED)
+    as the suite's launchers do (SUITE_ENV)."""
+    if "pytester" in request.fixturenames:
+        paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
+        request.getfixturevalue("monkeypatch").setenv("PYTHONPATH", os.pathsep.join(filter(None, paths)))
+
+
 @pytest.fixture
 def real_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
     """The user-facing suite copied into a pytester dir; ``run(*args, model=...)`` runs it in a subprocess."""
@@ -275,7 +284,7 @@ def scripted_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]
 
     def run(name: str, script: dict[str, Any], *args: str) -> pytest.RunResult:
         (pytester.path / f"{name}.script.json").write_text(json.dumps(script))
-        model = ("--model", f"{name}.script.json", "--backend", "scripted", "--report", f"{name}.json")
+        model = ("--model", f"{name}.script.json", "--backend", SCRIPTED, "--report", f"{name}.json")
         return pytester.runpytest(*model, *args)
 
     return run
@@ -320,6 +329,7 @@ def script_faults(url: str, faults: list[dict[str, Any]]) -> None:
 
 
 ALL_RIGHT = {"max_positions": 100000, "default": 1.0}  # a scripted model that answers everything right
+SCRIPTED = "tests.scripted:ScriptedBackend"  # --backend of the plumbing tests: tests/scripted.py
 
 
 @pytest.fixture
@@ -337,7 +347,7 @@ def suite(pytester: pytest.Pytester):
             (pytester.path / "thresholds.toml").write_text(thresholds)
         argv = [
             "--backend",
-            "scripted",
+            SCRIPTED,
             "--model",
             "script.json",
             "--lengths",

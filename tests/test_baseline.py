@@ -7,6 +7,7 @@ import json
 import pytest
 
 from ctxgate.cli import main
+from tests.conftest import SCRIPTED
 
 ARGS = ["--lengths", "4k", "--samples", "40", "-k", "niah_single_1 or vt", "--no-cache"]
 
@@ -50,7 +51,7 @@ def test_different_prompts_are_an_error_naming_what_differs(run):
 
 def test_unreadable_baseline_is_a_usage_error(run, pytester):
     (pytester.path / "nope.json").write_text("{}")
-    result = pytester.runpytest("--backend", "scripted", "--model", "x.json", "--baseline", "missing.json")
+    result = pytester.runpytest("--backend", SCRIPTED, "--model", "x.json", "--baseline", "missing.json")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--baseline missing.json: cannot read the report*"])
 

@@ -15,7 +15,7 @@ import pytest
 
 from ctxgate.backends.base import Generation, GenerationParams
 from ctxgate.run.cache import FILE_NAME, CacheWarning, GenerationCache
-from tests.conftest import ROOT, SUITE_ENV, suite_command
+from tests.conftest import ROOT, SCRIPTED, SUITE_ENV, suite_command
 
 PARAMS = GenerationParams(max_new_tokens=8)
 
@@ -77,7 +77,7 @@ def scripted(pytester: pytest.Pytester):
     return pytester, script, calls
 
 
-ARGS = ["--backend", "scripted", "--lengths", "4k", "--samples", "6", "-k", "niah or vt"]
+ARGS = ["--backend", SCRIPTED, "--lengths", "4k", "--samples", "6", "-k", "niah or vt"]
 
 
 def test_rerun_regenerates_nothing_and_reports_it(scripted):

@@ -18,7 +18,7 @@ from ctxgate.report.tables import markdown, terminal
 from ctxgate.sources.errors import DataNotGiven
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.registry import all_tasks, get_task, task_names
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SCRIPTED
 
 
 def test_every_generated_tasks_chance_is_what_random_answers_drawn_as_its_distractors_score(tmp_path):
@@ -80,7 +80,7 @@ def test_a_floor_above_chance_a_zero_floor_and_a_task_a_later_rule_floors_everyw
 
 def test_the_suite_refuses_such_a_floor_before_the_model_loads(suite, pytester):
     (pytester.path / "chance.toml").write_text('[[floor]]\ntask = "icl_*"\nfloor = 10\n')
-    result = pytester.runpytest("--backend", "scripted", "--model", "missing.json", "--thresholds", "chance.toml")
+    result = pytester.runpytest("--backend", SCRIPTED, "--model", "missing.json", "--thresholds", "chance.toml")
     assert result.ret == 4
     result.stderr.fnmatch_lines(
         ["*chance.toml: floor[[]0[]].floor: 10 (task 'icl_*', length '*') is at or below the chance score of "

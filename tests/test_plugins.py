@@ -6,10 +6,11 @@ import json
 import xml.etree.ElementTree as ET
 
 import jsonschema
+import pytest
 
 from ctxgate.records.schema import report_schema
 from ctxgate.tasks import all_tasks, get_task
-from tests.conftest import ALL_RIGHT
+from tests.conftest import ALL_RIGHT, SCRIPTED
 
 
 def test_report_json_junit_markdown_under_xdist(suite, pytester):
@@ -92,12 +93,26 @@ def test_markers_select_helmet_recall(suite):
 
 def test_bad_thresholds_stop_before_the_model_loads(suite, pytester):
     (pytester.path / "script.json").unlink(missing_ok=True)
-    result = pytester.runpytest("--backend", "scripted", "--model", "missing.json", "--thresholds", "bad.toml")
+    result = pytester.runpytest("--backend", SCRIPTED, "--model", "missing.json", "--thresholds", "bad.toml")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--thresholds bad.toml does not exist: pass --thresholds PATH*"])
     (pytester.path / "bad.toml").write_text('[[floor]]\ntask = "niah_singel_1"\nfloor = 3\n')
-    result = pytester.runpytest("--backend", "scripted", "--model", "missing.json", "--thresholds", "bad.toml")
+    result = pytester.runpytest("--backend", SCRIPTED, "--model", "missing.json", "--thresholds", "bad.toml")
     result.stderr.fnmatch_lines(["*floor[[]0[]].task: 'niah_singel_1' matches no task*niah_single_1*"])
+
+
+@pytest.mark.parametrize(
+    ("backend", "said"),
+    [
+        ("hff", "*--backend 'hff' is not hf, vllm, openai or an importable MODULE:FACTORY*e.g. --backend hf*"),
+        ("tests.scripted:Missing", "*'tests.scripted:Missing'*has no attribute 'Missing'*mypackage.engine:MyBackend*"),
+        ("tests.conftest:ALL_RIGHT", "*--backend 'tests.conftest:ALL_RIGHT': ALL_RIGHT is not callable*"),
+    ],
+)
+def test_a_backend_that_is_none_of_the_suites_and_not_importable_is_one_line(suite, pytester, backend, said):
+    result = pytester.runpytest("--backend", backend, "--model", "x.json")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines([said])
 
 
 def test_suite_without_model_says_how_to_give_one(suite, pytester):
@@ -132,7 +147,7 @@ def test_missing_model_path_is_a_usage_error_before_workers_start(suite, pyteste
 
 def test_unloadable_model_errors_every_case_with_one_message(suite, pytester):
     (pytester.path / "broken.json").write_text("{not json")
-    result = pytester.runpytest("--backend", "scripted", "--model", "broken.json", "--lengths", "4k", "-k", "vt")
+    result = pytester.runpytest("--backend", SCRIPTED, "--model", "broken.json", "--lengths", "4k", "-k", "vt")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [

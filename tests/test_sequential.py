@@ -155,17 +155,25 @@ def test_a_case_fails_on_the_first_certain_failure_and_passes_only_when_every_qu
 
 def _judged_case(tmp_path, accuracy: float, judges, n: int = 6, stop=None):  # noqa: ANN001, ANN202
     """alce_asqa at 8K on the fixture data (a pool of 6 questions), the outputs scripted."""
-    from ctxgate.backends.scripted import ScriptedBackend
     from ctxgate.run.case import run_case
+    from ctxgate.run.loading import ModelSpec
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.tokens.codec import PieceEncoder
     from ctxgate.tokens.tokenizers import ByteTokenizer
     from tests.conftest import HELMET_DATA
+    from tests.scripted import ScriptedBackend
 
     (tmp_path / "s.json").write_text(json.dumps({"default": accuracy, "max_positions": 100000}))
     ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
     return run_case(
-        get_task("alce_asqa"), ctx, ScriptedBackend(str(tmp_path / "s.json")), 8192, n, 42, judges=judges, stop=stop
+        get_task("alce_asqa"),
+        ctx,
+        ScriptedBackend(ModelSpec(str(tmp_path / "s.json")), ctx),
+        8192,
+        n,
+        42,
+        judges=judges,
+        stop=stop,
     )
 
 

@@ -439,13 +439,14 @@ SCORED = [t for t in TASKS if not get_task(t).metric.judged]
 
 @pytest.mark.parametrize("task", SCORED)
 def test_the_output_a_metric_calls_right_scores_in_full(hf_encoder, task):
-    """``Metric.right`` (what the scripted plumbing backend answers when it answers right) is an output the task's
-    metric scores 1 on the task's own references, with and without the chat template."""
+    """What the scripted plumbing backend answers when it answers right (``tests.scripted.right``) is an output the
+    task's metric scores 1 on the task's own references, with and without the chat template."""
     from ctxgate.metrics.registry import score_prediction
+    from tests.scripted import right
 
     spec = get_task(task)
     length = PROBE.get(task, 2048)
     for chat in (False, True):
         s = build_sample(spec, ctx_for(hf_encoder, chat), length, 0, 42)
-        output = spec.metric.right(s.answers)
+        output = right(spec.metric.name, s.answers)
         assert score_prediction(spec.metric.name, output, s.answers, s.answer_prefix, chat=chat)[0] == 1.0

@@ -16,7 +16,7 @@ import pytest
 from ctxgate.gate.thresholds import PytestConfig, ThresholdsError, find_thresholds, thresholds_here
 from ctxgate.records.io import atomic_write_all
 from ctxgate.tasks.registry import task_names
-from tests.conftest import ALL_RIGHT, SUITE_ENV, run_ctxgate, stored_report, suite_command
+from tests.conftest import ALL_RIGHT, SCRIPTED, SUITE_ENV, run_ctxgate, stored_report, suite_command
 
 STRICT = "[regression]\ntolerance = 7.0\n"
 LOOSE = "[regression]\ntolerance = 3.0\n"
@@ -129,7 +129,7 @@ def test_pytest_and_the_verbs_walk_up_to_the_repository_top_without_a_config_fil
     start = tmp_path / "runs" / "exp1"
     start.mkdir(parents=True)
     (start / "script.json").write_text(json.dumps(ALL_RIGHT))
-    args = ("--backend", "scripted", "--model=script.json", "-k", "vt", "--lengths", "4k", "--co")
+    args = ("--backend", SCRIPTED, "--model=script.json", "-k", "vt", "--lengths", "4k", "--co")
     listed = subprocess.run(
         suite_command(*args, model=None), cwd=start, env=SUITE_ENV, capture_output=True, text=True, timeout=600
     )

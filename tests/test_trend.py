@@ -7,7 +7,7 @@ import json
 import shutil
 
 from ctxgate.cli import main
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SCRIPTED
 
 
 def test_trend_writes_csv_and_png_and_metrics_export(pytester, tmp_path, capsys):
@@ -19,7 +19,7 @@ def test_trend_writes_csv_and_png_and_metrics_export(pytester, tmp_path, capsys)
         script.write_text(json.dumps({"default": acc}))
         pytester.runpytest(
             "--backend",
-            "scripted",
+            SCRIPTED,
             "--model",
             script.name,
             "--lengths",

@@ -56,10 +56,6 @@ class Generation:
     finish_reason: str  # "stop" (EOS or stop string) or "length"
 
 
-# The one backend that answers from the gold (the scripted plumbing-test backend) has a dict under this name; the
-# runner puts each sample's answers there, keyed by (task, length, index), before sending its request.
-ANSWER_KEY = "answer_key"
-
 # Prompt tokens one case keeps in flight per server replica. The request count that fills an engine's batch of short
 # prompts would, at 1M tokens a prompt, hold about 9 GB of token ids in the session; an engine cannot batch more than
 # its KV cache holds anyway (a few 128K-token sequences on one GPU), and 4M tokens is 32 of them.

@@ -20,8 +20,6 @@ class Metric:
     fn: Scorer | None
     description: str
     judge: str | None = None  # llm | entailment
-    # an output this metric scores in full, from a sample's references: what the scripted plumbing backend answers
-    right: Callable[[Sequence[str]], str] = lambda refs: " " + " ".join(refs)
 
     @property
     def judged(self) -> bool:
@@ -66,11 +64,6 @@ def _ndcg10(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, 
     return helmet.ndcg_at(ranking, helmet.qrels_from_references(refs), 10), " > ".join(ranking)
 
 
-def _best_first(qrels: dict[str, int]) -> list[str]:
-    """The passage IDs by falling relevance: the ranking NDCG scores in full."""
-    return sorted(qrels, key=lambda pid: -qrels[pid])
-
-
 def _choice(rule: Callable[[Sequence[str], str, str], float]) -> Scorer:
     def score(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
         if len(refs) != 2:
@@ -96,13 +89,11 @@ NDCG_AT_10 = Metric(
     "ndcg_at_10",
     _ndcg10,
     "NDCG@10 of HELMET's parsed ranking; references are ID:LABEL judgments",
-    right=lambda refs: " " + " > ".join(_best_first(helmet.qrels_from_references(refs))),
 )
 BABILONG_MATCH = Metric(
     "babilong_match",
     babilong.score,
     "BABILong's rule: the target is the only label in the output",
-    right=lambda refs: refs[0],  # the target; the other references are the rule's question and labels
 )
 MC_ACCURACY = Metric(
     "mc_accuracy",
@@ -119,7 +110,6 @@ MRCR_RATIO = Metric(
     mrcr.score,
     "OpenAI MRCR's grade: 0 unless the output starts with the random string, else difflib's SequenceMatcher ratio "
     "of the rest to the answer's rest; references are (answer, random string)",
-    right=lambda refs: refs[0],  # the answer, its random string first
 )
 # scored by a judge
 NARRATIVEQA_JUDGE = Metric(

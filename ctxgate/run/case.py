@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 
-from ctxgate.backends.base import ANSWER_KEY, Backend, Generation, GenerationParams, Request, stream
+from ctxgate.backends.base import Backend, Generation, GenerationParams, Request, stream
 from ctxgate.judge.client import priced
 from ctxgate.judge.score import Judges, compact_input, judge_all, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
@@ -118,7 +118,6 @@ class _Drawing:
         # usual), so its test sees scores and the case can stop once certain; without its judge it runs its full count
         self.judge_now = stop is not None and self.judged and missing_judge(spec.metric.name, judges) is None
         self.test = CaseTest(*stop) if stop and (self.judge_now or not self.judged) else None
-        self.answer_key: dict[tuple[str, int, int], tuple[str, ...]] | None = getattr(backend, ANSWER_KEY, None)
         self.done: dict[int, SampleOutcome] = {}
         self.waiting: dict[int, tuple[Sample, str, str]] = {}  # sent: the sample, its digest, its cache key
         self.sent_at: dict[int, float] = {}
@@ -146,8 +145,6 @@ class _Drawing:
                 continue
             self.waiting[s.index] = (s, digest, key)
             self.sent_at[s.index] = time.perf_counter()
-            if self.answer_key is not None:
-                self.answer_key[(self.spec.name, self.length, s.index)] = s.answers
             yield Request(s.input_ids, self.spec.name, self.length, s.index)
 
     def receive(self, request: Request, gen: Generation) -> None:

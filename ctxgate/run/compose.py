@@ -81,25 +81,12 @@ def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedM
         raise ModelError(
             "--chat-template on", ValueError(f"{spec.model} has no chat template; use --chat-template off or auto")
         )
-    helmet_encoder = _helmet_encoder(spec.helmet_tokenizer)
+    context = prompt_context(spec, encoder, chat)
     if spec.helmet_compat:
         try:
-            check_tokenizers(encoder, helmet_encoder)
+            check_tokenizers(encoder, context.helmet_encoder)
         except ValueError as exc:
             raise ModelError("--helmet-compat", exc) from exc
-    context = BuildContext(
-        encoder=encoder,
-        chat=chat == "on",
-        seed=spec.seed,
-        essay_path=spec.haystack,
-        squad_source=spec.squad,
-        hotpotqa_source=spec.hotpotqa,
-        data_dir=spec.data_dir,
-        chat_by_task=chat == "task",
-        helmet_encoder=helmet_encoder,
-        helmet_tokenizer=spec.helmet_tokenizer,
-        helmet_compat=spec.helmet_compat,
-    )
     # plain JSON values only: records travel to the xdist controller through execnet
     meta = json.loads(json.dumps({**run_meta(spec, backend, encoder, chat), **(run or {})}, default=str))
     cache = _open_cache(spec, meta, backend)
@@ -114,6 +101,24 @@ def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedM
     if judges is not None:
         meta["judge"] = judges.describe()
     return LoadedModel(backend, context, chat, meta, cache, judges)
+
+
+def prompt_context(spec: ModelSpec, encoder: PieceEncoder, chat: str) -> BuildContext:
+    """What the run's prompts are built from: the model's tokenizer, the chat template as resolved (on, off, task),
+    the data and the seed."""
+    return BuildContext(
+        encoder=encoder,
+        chat=chat == "on",
+        seed=spec.seed,
+        essay_path=spec.haystack,
+        squad_source=spec.squad,
+        hotpotqa_source=spec.hotpotqa,
+        data_dir=spec.data_dir,
+        chat_by_task=chat == "task",
+        helmet_encoder=_helmet_encoder(spec.helmet_tokenizer),
+        helmet_tokenizer=spec.helmet_tokenizer,
+        helmet_compat=spec.helmet_compat,
+    )
 
 
 def _helmet_encoder(path: str | None) -> PieceEncoder | None:

@@ -5,11 +5,12 @@ spec through ``load_backend`` on its node, so both load a checkpoint one way.
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ctxgate.backends.base import Backend
 from ctxgate.backends.endpoint import EndpointSettings
@@ -17,8 +18,6 @@ from ctxgate.backends.formats import Checkpoint, locate
 from ctxgate.backends.overrides import ConfigOverrides
 from ctxgate.backends.vllm_server import EngineSpec
 from ctxgate.judge.client import JudgeSettings
-
-TEST_BACKEND = "scripted"  # a JSON script instead of a model, for the project's own plumbing tests
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,7 @@ class ModelSpec:
     """What to evaluate and how; every field has the default pytest's options have."""
 
     model: str
-    backend: str = "hf"  # hf | openai | vllm | scripted
+    backend: str = "hf"  # hf | openai | vllm, or MODULE:FACTORY (``factory_of``)
     model_dir: str | None = None  # ``model`` resolved to a local folder, when it is one
     dtype: str = "auto"
     trust_remote_code: bool = False
@@ -91,12 +90,26 @@ def threads_per_worker() -> int | None:
     return max(1, (os.cpu_count() or 1) // workers)
 
 
-def load_backend(spec: ModelSpec) -> Backend:
-    """The backend in this process: the checkpoint, the servers it is sent to, or a plumbing test's script."""
-    if spec.backend == TEST_BACKEND:
-        from ctxgate.backends.scripted import ScriptedBackend
+def factory_of(backend: str) -> Callable[[ModelSpec], Backend]:
+    """``--backend MODULE:FACTORY``: a backend of one's own, the callable that makes it from the run's spec (its
+    ``model`` as given); ValueError, naming the fix, where it cannot be imported."""
+    module, _, name = backend.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(
+            f"--backend {backend!r} is not hf, vllm, openai or an importable MODULE:FACTORY ({exc}): e.g. "
+            "--backend hf, or --backend mypackage.engine:MyBackend with mypackage on the path"
+        ) from None
+    if not callable(found):
+        raise ValueError(f"--backend {backend!r}: {name} is not callable: name a class or function of {module}")
+    return cast(Callable[[ModelSpec], Backend], found)
 
-        return ScriptedBackend(spec.model)
+
+def load_backend(spec: ModelSpec) -> Backend:
+    """The backend in this process: the checkpoint, the servers it is sent to, or one of one's own."""
+    if ":" in spec.backend:
+        return factory_of(spec.backend)(spec)
     if spec.backend in ("openai", "vllm"):
         return _endpoint_backend(spec)
     from ctxgate.backends.hf import HFBackend

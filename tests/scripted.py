@@ -1,4 +1,5 @@
-"""A scripted backend for plumbing tests: no model, outputs decided by a JSON script.
+"""A scripted backend for plumbing tests: no model, outputs decided by a JSON script. The suite runs on it as on any
+backend of one's own, ``--backend tests.scripted:ScriptedBackend --model SCRIPT.json`` (``SCRIPTED`` in conftest).
 
     {"max_positions": 4096, "default": 1.0,
      "accuracy": {"niah_single_1": {"512": 1.0, "2048": 0.0}, "vt": {"*": 0.5}},
@@ -16,8 +17,10 @@ kill a run mid-case; ``raise``
 ``kill`` (``{"vt": {"*": true}}``) kills the process running the case, as the kernel's OOM killer would.
 
 For a case with accuracy p, sample i is answered right when floor((i + 1) * p) > floor(i * p), which spreads
-round-down(p * n) right answers evenly over any n samples; the others get an empty string. It is never evidence
-that a feature works on a model.
+round-down(p * n) right answers evenly over any n samples; the others get an empty string. A right answer is what
+the task's metric scores in full, from the sample's references: the backend builds the sample again, from the
+request's task, length and index and the run's options, as the suite built it (the suite never hands a backend the
+gold). It is never evidence that a feature works on a model.
 """
 
 from __future__ import annotations
@@ -34,19 +37,40 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
+from ctxgate.metrics import helmet
+from ctxgate.run.case import resolve_chat
+from ctxgate.run.compose import prompt_context
+from ctxgate.run.loading import ModelSpec
+from ctxgate.tasks.base import BuildContext
+from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.registry import get_task
+from ctxgate.tokens.codec import PieceEncoder
 from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer, RawTokenizer
 
 
+def right(metric: str, references: Sequence[str]) -> str:
+    """An output ``metric`` scores in full, from a sample's references."""
+    if metric == "ndcg_at_10":  # the passages by falling relevance
+        qrels = helmet.qrels_from_references(references)
+        return " " + " > ".join(sorted(qrels, key=lambda pid: -qrels[pid]))
+    if metric in ("babilong_match", "mrcr_ratio"):  # the target (the rest are the rule's); the answer, string first
+        return references[0]
+    return " " + " ".join(references)
+
+
 class ScriptedBackend:
+    """``spec.model``: the script. ``context``: the prompts' build context where a test runs a case itself (by
+    default, the run's, made from ``spec`` as the suite makes it)."""
+
     name = "scripted"
 
-    def __init__(self, script_path: str) -> None:
-        path = Path(script_path)
+    def __init__(self, spec: ModelSpec, context: BuildContext | None = None) -> None:
+        path = Path(spec.model)
         try:
             self.script = json.loads(path.read_text("utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"--backend scripted needs --model pointing at a JSON script; {path}: {exc}") from None
+        self.spec, self._context = spec, context
         self.tokenizer: RawTokenizer = ByteTokenizer()
         if self.script.get("tokenizer"):
             from transformers import AutoTokenizer
@@ -58,9 +82,6 @@ class ScriptedBackend:
         self.calls = 0
         self._active = 0
         self._lock = threading.Lock()
-        # gold answers by (task, length, index), told by the runner before each request (``ANSWER_KEY`` in
-        # ctxgate.backends.base): a production Request never carries them
-        self.answer_key: dict[tuple[str, int, int], tuple[str, ...]] = {}
 
     def _lookup(self, directive: str, r: Request, default: object = None) -> Any:
         table = self.script.get(directive, {}).get(r.task, {})
@@ -88,11 +109,21 @@ class ScriptedBackend:
             p = float(self._lookup("accuracy", r, self.script.get("default", 1.0)))
             i = r.index + int(self.script.get("offset", 0))  # another offset: same rate, other samples right
             right = math.floor((i + 1) * p + 1e-9) > math.floor(i * p + 1e-9)
-            with self._lock:
-                answers = self.answer_key.pop((r.task, r.length, r.index), ())
-            text = "" if not right else get_task(r.task).metric.right(answers) if answers else " "
+            text = self._right(r) if right else ""
             out.append(Generation(text, len(text.encode("utf-8")), "stop"))
         return out
+
+    def _right(self, r: Request) -> str:
+        """The output the request's sample scores in full with: its task's metric's, from the sample built again."""
+        spec = get_task(r.task)
+        with self._lock:
+            if self._context is None:
+                encoder = PieceEncoder(self.tokenizer)
+                self._context = prompt_context(
+                    self.spec, encoder, resolve_chat(self.spec.chat_template, encoder.has_chat_template)
+                )
+            context = self._context
+        return right(spec.metric.name, build_sample(spec, context, r.length, r.index, context.seed).answers)
 
     def describe(self) -> dict[str, object]:
         return {"backend": self.name, "script": self.script}
