@@ -15,6 +15,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.registry import all_tasks
 from ctxgate.workflows import (
     bisect,
@@ -83,7 +84,8 @@ def _without(argv: Sequence[str], dropped: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Arguments after the first ``--`` are passed through (``ctxgate watch ... -- PYTEST ARGS``), so the verb's own
-    options may come before them in any order."""
+    options may come before them in any order. Every verb's refusals (``CtxgateError``) end here, as one line
+    ``ctxgate VERB: message`` and exit status 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
     passthrough: list[str] = []
     if "--" in argv:
@@ -110,8 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last word on any failure: one line, the traceback on request
         if os.environ.get("CTXGATE_DEBUG", "") not in ("", "0"):
             raise
-        print(f"ctxgate {args.command}: {one_line(exc)}", file=sys.stderr)
-        return 2 if isinstance(exc, (OSError, ValueError)) else 3
+        verb = " ".join(filter(None, (args.command, getattr(args, "data_command", None))))
+        print(f"ctxgate {verb}: {one_line(exc)}", file=sys.stderr)
+        return 2 if isinstance(exc, (CtxgateError, OSError, ValueError)) else 3
 
 
 # what to do about an OSError, by errno (ENOENT, EACCES, ENOSPC, EROFS)
@@ -119,8 +122,10 @@ _OS_FIXES = {2: "check the path", 13: "check the permissions", 28: "free some sp
 
 
 def one_line(exc: BaseException) -> str:
-    """A failure no verb turned into its own message: what failed, on which file, and how to see more. (A verb's
-    own errors name the file and the fix; this is for what slipped past them: a full disk, a permission.)"""
+    """A refusal's own message (it names the bad value and the fix); for anything else, what failed, on which file,
+    and how to see more (a full disk, a permission: what no refusal foresaw)."""
+    if isinstance(exc, CtxgateError):
+        return exc.line
     if isinstance(exc, OSError) and exc.filename:
         what = exc.strerror or str(exc)
         return f"{exc.filename}: {what}: {_OS_FIXES.get(exc.errno or 0, 'check the file')} and run it again"

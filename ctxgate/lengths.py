@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 
+from ctxgate.records.refusal import CtxgateError
+
 _LENGTH = re.compile(r"^\s*(\d+)\s*([kKmM]?)\s*$")
 _UNITS = {"": 1, "k": 1024, "m": 1024 * 1024}
 
 
-class LengthError(ValueError):
+class LengthError(CtxgateError, ValueError):
     """A length value that cannot be understood."""
 
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import filelock
 
+from ctxgate.records.refusal import CtxgateError
+
 SCHEMA_VERSION = 1
 BUSY_SECONDS = 120.0
 
@@ -30,7 +32,7 @@ class CacheWarning(UserWarning):
     """A store was set aside, a row was dropped, or the store was given up for this run."""
 
 
-class StoreUnavailable(RuntimeError):
+class StoreUnavailable(CtxgateError, RuntimeError):
     """The file cannot be opened or written (permissions, read-only media, a full disk, busy for too long)."""
 
 

@@ -34,7 +34,7 @@ from ctxgate.tasks.base import MaterialExhausted, TaskSpec
 from ctxgate.tasks.build import LengthRuleBroken
 from ctxgate.tasks.registry import all_tasks, get_task, marker_vocabulary, task_names
 
-from .options import SETTINGS_KEY, STARTUP_ERROR_KEY
+from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 from .progress import REPORTER_KEY
 
 
@@ -71,6 +71,7 @@ def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
     return CaseRecord(spec.name, spec.suite, length, spec.category, spec.metric.name, chance=spec.chance, floor=floor)
 
 
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     """The markers cases carry (``TaskSpec.marks``), so that ``-m rag`` and ``--strict-markers`` know them."""
     config.addinivalue_line("markers", "ctxgate_suite(name): parametrize ctxgate_case over a suite's tasks x lengths")

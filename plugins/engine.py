@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 
 from ctxgate.backends.adapters import hf_folder
-from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer
+from ctxgate.backends.checkpoint import check_tokenizer
 from ctxgate.backends.devices import visible_gpus
 from ctxgate.backends.override_rules import OverrideError
 from ctxgate.backends.overrides import applied
 from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python, replica_devices, start_all
 from ctxgate.run.serving import EngineSettings
 
-from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, Settings, check_overrides, usage_errors
+from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, Settings, check_overrides, refusals_are_usage_errors
 
 SERVERS_KEY = pytest.StashKey[list[VLLMServer]]()
 
@@ -36,6 +36,7 @@ ENGINE_KEY = pytest.StashKey[EngineSettings]()
 
 
 @pytest.hookimpl(tryfirst=True)
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     """After the options plugin (called first) has checked --model."""
     run = config.stash[SETTINGS_KEY]
@@ -64,8 +65,7 @@ def checked_openai(engine: EngineSettings, model: str) -> EngineSettings:
             f"--backend openai: --model {model!r} is not a folder, so pass --tokenizer with the "
             "served model's tokenizer folder"
         )
-    with usage_errors(CheckpointError, prefix=f"--tokenizer {tokenizer}: "):
-        check_tokenizer(Path(tokenizer))
+    check_tokenizer(Path(tokenizer), "--tokenizer")
     return replace(engine, tokenizer=tokenizer, served_model=engine.served_model or (None if folder else model))
 
 

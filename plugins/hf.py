@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from .options import SETTINGS_KEY
+from .options import SETTINGS_KEY, refusals_are_usage_errors
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     """After the options plugin (called first) has read the backend: these options are --backend hf's."""
     backend = config.stash[SETTINGS_KEY].backend

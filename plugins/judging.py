@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint
 from ctxgate.judge.client import OPTIONS, JudgeSettings
+from ctxgate.judge.entail import check_nli_model
 
-from .options import SETTINGS_KEY, usage_errors
+from .options import SETTINGS_KEY, refusals_are_usage_errors
 
 
 @dataclass(frozen=True)
@@ -30,19 +29,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     run = config.stash[SETTINGS_KEY]
-    with usage_errors(ValueError):
-        judge = JudgeSettings.from_options(config.getoption, run.opening.cache_dir)
+    judge = JudgeSettings.from_options(config.getoption, run.opening.cache_dir)
     nli_model = config.getoption("--nli-model")
     config.stash[JUDGING_KEY] = JudgingSettings(judge, nli_model)
-    if run.model is None or not nli_model:
-        return
-    if not Path(nli_model).is_dir():
-        raise pytest.UsageError(
-            f"--nli-model {nli_model!r} is not a folder: give a local NLI checkpoint (an MNLI classifier or a T5 "
-            "TRUE model)"
-        )
-    # the judge's checkpoint passes the same checks as --model's (pickle, checkpoint code)
-    with usage_errors(CheckpointError, prefix="--nli-model: "):
-        check_checkpoint(Path(nli_model), allow_pickle=run.opening.allow_pickle)
+    if run.model is not None and nli_model:
+        check_nli_model(nli_model, run.opening.allow_pickle)

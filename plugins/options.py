@@ -11,21 +11,21 @@ rewriting.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, resolve_model
-from ctxgate.backends.formats import WrongFlag
+from ctxgate.backends.checkpoint import CheckpointError, resolve_model
 from ctxgate.gate.plan import Plan, make_plan
 from ctxgate.gate.thresholds import INI_OPTION, PytestConfig
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.run.loading import ModelSpec, factory_of
-from ctxgate.run.options import BASELINE, SEQUENTIAL_OPTIONS, OptionError
+from ctxgate.run.options import BASELINE, SEQUENTIAL_OPTIONS
 from ctxgate.run.options import EVALUATION as RUN_OPTIONS
 from ctxgate.run.options import check_overrides as check_against_config
 from ctxgate.run.serving import ENGINE
@@ -64,14 +64,19 @@ SETTINGS_KEY = pytest.StashKey[Settings]()
 STARTUP_ERROR_KEY = pytest.StashKey[str]()  # why nothing can run (a broken checkpoint, an engine that will not start)
 
 
-@contextmanager
-def usage_errors(*kinds: type[Exception], prefix: str = "", suffix: str = "") -> Iterator[None]:
-    """An error of ``kinds`` raised inside, as the one line a UsageError shows: ``prefix``, its message, ``suffix``
-    (its message already names the bad value and the fix; no traceback)."""
-    try:
-        yield
-    except kinds as exc:
-        raise pytest.UsageError(f"{prefix}{exc}{suffix}") from None
+def refusals_are_usage_errors(configure: Callable[[pytest.Config], None]) -> Callable[[pytest.Config], None]:
+    """Every plugin's ``pytest_configure``: a refusal raised while it reads its options (``CtxgateError``, whose
+    message names the bad value and the fix) ends the run before anything starts, as pytest's one ``ERROR:`` line
+    and exit status 4. Each plugin's own is wrapped because pluggy allows no wrapper around a historic hook."""
+
+    @functools.wraps(configure)
+    def refusing(config: pytest.Config) -> None:
+        try:
+            configure(config)
+        except CtxgateError as exc:
+            raise pytest.UsageError(exc.line) from None
+
+    return refusing
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -109,20 +114,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     """First of all (``plugins.MODULES`` says why). A mistake ends as one UsageError line naming the option and the
     fix, before any worker starts or any model loads; a checkpoint that exists but cannot be loaded is recorded
     (STARTUP_ERROR_KEY) for the run's report."""
     backend = config.getoption("--backend")
     if backend not in BACKENDS:
-        with usage_errors(ValueError):
-            factory_of(backend)
+        factory_of(backend)
     model = config.getoption("--model")
     if model == "":
         raise pytest.UsageError("--model is empty: give a checkpoint folder, e.g. --model fixtures/tiny-llama-niah")
     here, ini = Path(config.invocation_params.dir), PytestConfig(config.inipath, str(config.getini(INI_OPTION) or ""))
-    with usage_errors(OptionError):
-        plan = make_plan(config.getoption, here, ini, gated=bool(model), model=model or "", backend=backend)
+    plan = make_plan(config.getoption, here, ini, gated=bool(model), model=model or "", backend=backend)
     if plan.opening.ray is not None and (config.getoption("numprocesses", None) or hasattr(config, "workerinput")):
         raise pytest.UsageError(
             f"--ray {plan.opening.ray} runs every case from this one pytest process, on the cluster's replicas: drop -n"
@@ -203,13 +207,11 @@ def _checked_model(config: pytest.Config, settings: Settings) -> Settings:
         return settings
     if settings.backend not in BACKENDS:  # a backend of one's own takes --model as given
         return settings
-    with usage_errors(ModelNotFound):
-        folder = resolve_model(settings.model or "")
+    folder = resolve_model(settings.model or "")
     settings = _opening(settings, model_dir=str(folder))
     try:
-        with usage_errors(WrongFlag):
-            found = settings.opening.locate(folder)
-    except CheckpointError as exc:
+        found = settings.opening.locate(folder)
+    except CheckpointError as exc:  # a broken checkpoint is the run's result, in its report; a WrongFlag is usage
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return settings
     settings = _opening(settings, checkpoint=found)
@@ -231,5 +233,4 @@ def check_overrides(settings: Settings, folder: str | None) -> None:
             "--rope-scaling/--model-override need the checkpoint's config.json: pass --model (or --tokenizer) as the "
             "served checkpoint's folder"
         )
-    with usage_errors(OptionError):
-        check_against_config(settings.opening.overrides, folder)
+    check_against_config(settings.opening.overrides, folder)

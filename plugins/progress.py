@@ -30,7 +30,7 @@ import pytest
 
 from ctxgate.run.progress import Progress, status_line
 
-from .options import SETTINGS_KEY
+from .options import SETTINGS_KEY, refusals_are_usage_errors
 
 # what a case calls after each sample, and ``end`` when it is over, however it ended; absent when nobody is watching
 REPORTER_KEY = pytest.StashKey["LocalReporter | FileReporter"]()
@@ -225,6 +225,7 @@ class FileReporter:
 
 
 @pytest.hookimpl(trylast=True)
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     if (workerinput := getattr(config, "workerinput", None)) is not None:
         if folder := workerinput.get("ctxgate_progress_dir"):

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxgate.data.published import UnknownModel, lookup, resolve, rows_for
+from ctxgate.data.published import lookup, resolve, rows_for
 from ctxgate.records.schema import Reference, Report
 
-from .options import SETTINGS_KEY, usage_errors
+from .options import SETTINGS_KEY, refusals_are_usage_errors
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ def candidates(model: str | None) -> list[tuple[str, str]]:
     return found
 
 
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     wanted = str(config.getoption("--reference")).strip()
     model = config.stash[SETTINGS_KEY].model
@@ -65,15 +66,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[REFERENCE_KEY] = ReferenceSettings(None, "off")
         return
     if wanted.lower() != "auto":
-        with usage_errors(UnknownModel, prefix="--reference ", suffix=", or pass --reference off"):
-            config.stash[REFERENCE_KEY] = ReferenceSettings(resolve(wanted), "--reference")
+        named = resolve(wanted, "--reference ", ", or pass --reference off")
+        config.stash[REFERENCE_KEY] = ReferenceSettings(named, "--reference")
         return
-    for name, where in candidates(model):
-        # a name several models go by: the user says which
-        with usage_errors(
-            UnknownModel, prefix=f"--reference auto: {where} ", suffix=" with --reference, or pass --reference off"
-        ):
-            found = lookup(name)
+    for name, where in candidates(model):  # a name several models go by: the user says which
+        found = lookup(name, f"--reference auto: {where} ", " with --reference, or pass --reference off")
         if found is not None:
             config.stash[REFERENCE_KEY] = ReferenceSettings(found, f"matched by name: {where}")
             return

@@ -53,7 +53,7 @@ from ctxgate.report.tables import markdown, terminal
 
 from .cases import CASE_STATE_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
-from .options import SETTINGS_KEY, STARTUP_ERROR_KEY
+from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 from .reference import published_section
 from .signals import RECEIVED_KEY
 
@@ -193,6 +193,7 @@ class Collector:
 COLLECTOR_KEY = pytest.StashKey[Collector]()
 
 
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     settings = config.stash[SETTINGS_KEY]
     if settings.model is None or hasattr(config, "workerinput") or config.getoption("collectonly"):

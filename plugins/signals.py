@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .options import SETTINGS_KEY
+from .options import SETTINGS_KEY, refusals_are_usage_errors
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
 _PREVIOUS_KEY = pytest.StashKey[dict[int, Any]]()
@@ -27,6 +27,7 @@ RECEIVED_KEY = pytest.StashKey[list[str]]()  # the signal that ended the run, fo
 PARENT_POLL_S = 0.5
 
 
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     if config.stash[SETTINGS_KEY].model is None:
         return

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ctxgate.records.io import report_text
-from ctxgate.trackers.sinks import Target, TrackerError, parse_target
+from ctxgate.trackers.sinks import Target, parse_target
 
-from .options import SETTINGS_KEY, usage_errors
+from .options import SETTINGS_KEY, refusals_are_usage_errors
 from .reporting import COLLECTOR_KEY
 
 
@@ -47,10 +47,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     run = config.getoption("--tracker-run")
-    with usage_errors(TrackerError):
-        targets = tuple(parse_target(t, run) for t in config.getoption("--log-to") or ())
+    targets = tuple(parse_target(t, run) for t in config.getoption("--log-to") or ())
     step = config.getoption("--step")
     if step is not None and step < 0:
         raise pytest.UsageError(f"--step {step} must be 0 or more: the checkpoint's training step")

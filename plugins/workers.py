@@ -14,9 +14,10 @@ import pytest
 from ctxgate.backends.devices import visible_gpus
 
 from .hf import HF_KEY
-from .options import SETTINGS_KEY, STARTUP_ERROR_KEY
+from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 
 
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     """After the options plugin (tryfirst) has read the settings, before xdist (trylast) starts its session."""
     if config.stash[SETTINGS_KEY].model is None:

@@ -120,7 +120,7 @@ def test_openai_without_a_key_names_the_fix(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(JudgeError, match="OPENAI_API_KEY"):
         JudgeClient(JudgeSettings(model="gpt-4o-2024-05-13"))
-    with pytest.raises(ValueError, match="--judge-price '2.5'"):
+    with pytest.raises(JudgeError, match="--judge-price '2.5'"):
         JudgeSettings.from_options(
             {"--judge-model": "m", "--judge-base-url": "http://127.0.0.1:1/v1", "--judge-price": "2.5"}.get, None
         )
@@ -129,16 +129,16 @@ def test_openai_without_a_key_names_the_fix(monkeypatch):
 @pytest.mark.parametrize("price", ["abc", "2.5", "nan,1", "inf,1", "-1,2", "1,2,3"])
 def test_a_judge_price_that_is_not_two_amounts_is_refused_with_an_example(price):
     given = {"--judge-model": "m", "--judge-base-url": "http://127.0.0.1:1/v1", "--judge-price": price}
-    with pytest.raises(ValueError, match=r"e\.g\. --judge-price 2\.5,10$"):
+    with pytest.raises(JudgeError, match=r"e\.g\. --judge-price 2\.5,10$"):
         JudgeSettings.from_options(given.get, None)
-    with pytest.raises(ValueError, match=r"e\.g\. --judge-price 2\.5,10$"):  # with no judge asked for, too
+    with pytest.raises(JudgeError, match=r"e\.g\. --judge-price 2\.5,10$"):  # with no judge asked for, too
         JudgeSettings.from_options({"--judge-price": price}.get, None)
 
 
 @pytest.mark.parametrize("flag", ["--judge-price", "--judge-base-url"])
 def test_a_judge_option_without_a_judge_model_is_refused(flag):
     value = "2.5,10" if flag == "--judge-price" else "http://127.0.0.1:1/v1"
-    with pytest.raises(ValueError, match=f"{flag} sets up a judge: add --judge-model"):
+    with pytest.raises(JudgeError, match=f"{flag} sets up a judge: add --judge-model"):
         JudgeSettings.from_options({flag: value}.get, None)
 
 

@@ -16,15 +16,17 @@ import json
 import struct
 from pathlib import Path
 
+from ctxgate.records.refusal import CtxgateError
+
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tiktoken.model", "vocab.txt")
 
 
-class ModelNotFound(ValueError):
+class ModelNotFound(CtxgateError, ValueError):
     """``--model`` names nothing that can be loaded without the network."""
 
 
-class CheckpointError(ValueError):
+class CheckpointError(CtxgateError, ValueError):
     """The checkpoint folder cannot be loaded as it is; the message names the file and the fix."""
 
 
@@ -215,12 +217,14 @@ def tokenizer_files(folder: Path) -> list[str]:
     return [name for name in TOKENIZER_FILES if (folder / name).is_file()]
 
 
-def check_tokenizer(folder: Path) -> None:
+def check_tokenizer(folder: Path, flag: str = "") -> None:
+    """``flag``: the option that named the folder, where it is not the checkpoint's own (``--tokenizer``)."""
+    given = f"{flag} {folder}: " if flag else ""
     present = tokenizer_files(folder) + [p.name for p in folder.glob("*.tiktoken")]
     if not present:
         raise CheckpointError(
-            f"{folder} has no tokenizer ({', '.join(TOKENIZER_FILES[:3])} or the like): trainers often save it only "
-            "with the final checkpoint. Copy the tokenizer files of the base model into this folder"
+            f"{given}{folder} has no tokenizer ({', '.join(TOKENIZER_FILES[:3])} or the like): trainers often save it "
+            "only with the final checkpoint. Copy the tokenizer files of the base model into this folder"
         )
     if "tokenizer.json" not in present:
         return
@@ -229,6 +233,6 @@ def check_tokenizer(folder: Path) -> None:
         json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CheckpointError(
-            f"{path} is not readable JSON ({exc}); the tokenizer cannot be built. Fix: copy tokenizer.json again "
-            "from the base model"
+            f"{given}{path} is not readable JSON ({exc}); the tokenizer cannot be built. Fix: copy tokenizer.json "
+            "again from the base model"
         ) from None

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.retrying import redact_url
 from ctxgate.tokens.tokenizers import HFTokenizer
 
@@ -16,7 +17,7 @@ PROBE = "ctxgate probe: the special magic number is 7392641.\n Ünïcödé — �
 Ask = Callable[[Callable[[], Any], str], Any]
 
 
-class EndpointError(RuntimeError):
+class EndpointError(CtxgateError, RuntimeError):
     """A server cannot be used as configured; the message names the URL and the fix."""
 
 

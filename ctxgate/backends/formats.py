@@ -22,11 +22,12 @@ from ctxgate.backends.sharded import (
     sharded_model,
     zero_shards,
 )
+from ctxgate.records.refusal import CtxgateError
 
 Kind = Literal["hf", "adapter", "sharded"]
 
 
-class WrongFlag(ValueError):
+class WrongFlag(CtxgateError, ValueError):
     """A flag that does not fit the checkpoint (a usage error, not a broken checkpoint)."""
 
 

@@ -24,6 +24,7 @@ from ctxgate.backends.formats import Checkpoint, locate
 from ctxgate.backends.override_rules import OverrideError, is_structural
 from ctxgate.backends.overrides import ConfigOverrides, applied, window
 from ctxgate.backends.sharded import load_into
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.tokens.tokenizers import HFTokenizer
 
 AUTO_BATCH_MAX = 32  # beyond this the decode step stops being bound by weight reads on current GPUs
@@ -31,7 +32,7 @@ AUTO_MEMORY_SHARE = 0.6  # of the free GPU memory, for the batch's KV cache and 
 ALONE_PAST_TOKENS = 131072  # a longer prompt is generated alone, whatever --batch-size says
 
 
-class BackendError(RuntimeError):
+class BackendError(CtxgateError, RuntimeError):
     """A model that cannot be loaded or run; the message says what to change."""
 
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from ctxgate.records.refusal import CtxgateError
+
 YARN_OPTIONAL = "original_max_position_embeddings attention_factor beta_fast beta_slow mscale mscale_all_dim truncate"
 # per RoPE type, the keys --rope-scaling must give and those it may (transformers 5's modeling_rope_utils validators,
 # which only warn about the rest); rope_type, rope_theta and partial_rotary_factor go with every type
@@ -42,7 +44,7 @@ MOST_KNOB = 10_000
 LEAST_KNOB = 0.001
 
 
-class OverrideError(ValueError):
+class OverrideError(CtxgateError, ValueError):
     """An override that cannot be applied; the message names it and the fix."""
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import psutil
 
 from ctxgate.backends.base import engine_dtype
+from ctxgate.records.refusal import CtxgateError
 
 ENV_PYTHON = "CTXGATE_VLLM_PYTHON"
 VENV = ".venv-vllm"  # what scripts/vllm_env.sh creates
@@ -36,7 +37,7 @@ VENV = ".venv-vllm"  # what scripts/vllm_env.sh creates
 ENGINE_BATCH = 256
 
 
-class EngineError(RuntimeError):
+class EngineError(CtxgateError, RuntimeError):
     """A vLLM server could not be started or died; the message has the tail of its log."""
 
 

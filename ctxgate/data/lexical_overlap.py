@@ -23,6 +23,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from ctxgate.records.refusal import CtxgateError
+
 CHARACTER_PLACEHOLDER = "{CHAR}"
 MAX_SHARED = 0
 
@@ -108,7 +110,7 @@ def overlap(question: str, needle: str) -> Overlap:
     return Overlap(tuple(pairs))
 
 
-class LiteralOverlap(ValueError):
+class LiteralOverlap(CtxgateError, ValueError):
     """A question shares content words with its needle beyond the cap."""
 
 

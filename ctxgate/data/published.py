@@ -13,6 +13,7 @@ from types import MappingProxyType
 import tomllib
 
 from ctxgate.lengths import parse_length
+from ctxgate.records.refusal import CtxgateError
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class Published:
     effective_bar: str | None = None  # what ``effective`` was measured against, as the table states it
 
 
-class UnknownModel(ValueError):
+class UnknownModel(CtxgateError, ValueError):
     """A --reference that names no model of the papers."""
 
 
@@ -78,16 +79,19 @@ def _names(p: Published) -> set[str]:
     return {n.lower() for i in ids for n in (i, i.rsplit("/", 1)[-1])} | {p.label.lower()}
 
 
-def lookup(name: str) -> str | None:
+def lookup(name: str, given: str = "", fix: str = "") -> str | None:
     """The model id a name stands for: an id (``meta-llama/Llama-3.1-8B-Instruct``), its last part, or a paper's row
     label (``Llama3.1 (8B)``), any case; None when no paper has it. A name that several models go by (the papers
-    both label a row "GPT-4", each another version) is refused with the candidates, never resolved to one."""
+    both label a row "GPT-4", each another version) is refused with the candidates, never resolved to one. A refusal
+    says ``given`` (where the name came from) before the name and ``fix`` (another way out) at its end."""
     wanted = name.strip().rstrip("/").lower()
     exact = {p.model for p in all_published() if name.strip().rstrip("/") in (p.model, p.paper_id)}  # as written
     found = exact or {p.model for p in all_published() if wanted in _names(p)}
     if len(found) > 1:
         listed = "; ".join(f"{m} ({', '.join(_tables(m))})" for m in sorted(found))
-        raise AmbiguousModel(f"{name!r} names {len(found)} models of the papers: {listed}; give one of these ids")
+        raise AmbiguousModel(
+            f"{given}{name!r} names {len(found)} models of the papers: {listed}; give one of these ids{fix}"
+        )
     return next(iter(found), None)
 
 
@@ -96,14 +100,14 @@ def _tables(model: str) -> list[str]:
     return list(dict.fromkeys(f"{p.source.paper.split()[0]} {p.source.table.split(' (')[0]}" for p in rows_for(model)))
 
 
-def resolve(name: str) -> str:
+def resolve(name: str, given: str = "", fix: str = "") -> str:
     """``lookup``, or an error naming the nearest known models and where the full list is."""
-    found = lookup(name)
+    found = lookup(name, given, fix)
     if found is not None:
         return found
     near = difflib.get_close_matches(name, models(), n=3, cutoff=0.5)
     hint = f" (nearest: {', '.join(near)})" if near else ""
-    raise UnknownModel(f"{name!r} is no model of the papers' tables{hint}: `ctxgate published` lists them")
+    raise UnknownModel(f"{given}{name!r} is no model of the papers' tables{hint}: `ctxgate published` lists them{fix}")
 
 
 def rows_for(model: str) -> list[Published]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ctxgate.gate.session import stopped_early
 from ctxgate.records.io import ReportFileError, predictions_path, read_predictions, read_report
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import Comparison, RunInfo, SequentialRecord
 from ctxgate.stats.paired import PairedResult, compare
 
@@ -25,7 +26,7 @@ _RUN_KEYS = {
 }
 
 
-class BaselineError(ValueError):
+class BaselineError(CtxgateError, ValueError):
     """The baseline cannot be used; the message names what differs and what to do."""
 
 

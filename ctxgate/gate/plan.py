@@ -1,7 +1,7 @@
 """A run's plan, resolved once from the option table's values: how the checkpoint is opened, the lengths and
 samples, the ``--sequential`` stop rule, the engine (``--backend openai``/``vllm``), the thresholds and the
 baseline. pytest (``plugins/options.py``) and ``ctxgate bisect`` both call ``make_plan``, so the same options give
-the same plan and a bad value is the same OptionError, before any model loads."""
+the same plan and a bad value is the same refusal, before any model loads."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
-from ctxgate.gate.thresholds import PytestConfig, Thresholds, ThresholdsError, find_thresholds, load_or_default
+from ctxgate.gate.thresholds import PytestConfig, Thresholds, find_thresholds, load_or_default
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.run.loading import ModelSpec
 from ctxgate.run.options import SEQUENTIAL_ALPHA, SEQUENTIAL_MIN, OptionError, opening, samples_problem
@@ -73,9 +73,6 @@ def make_plan(
             baseline = load_baseline(value("baseline"))
         except BaselineError as exc:
             raise OptionError(f"--baseline {value('baseline')}: {exc}") from None
-    try:
-        path, found = find_thresholds(value("thresholds"), started_in, ini)
-        thresholds = load_or_default(path, task_names())
-    except ThresholdsError as exc:
-        raise OptionError(str(exc)) from None
+    path, found = find_thresholds(value("thresholds"), started_in, ini)
+    thresholds = load_or_default(path, task_names())
     return Plan(spec, lengths, samples, sequential, thresholds, engine, str(path) if path else "", found, baseline)

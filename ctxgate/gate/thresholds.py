@@ -51,6 +51,7 @@ from typing import Any
 
 from ctxgate.gate.summaries import BASE_UP_TO, RELATIVE_SHARE, RULER_THRESHOLD, summary_names
 from ctxgate.lengths import LengthError, parse_length
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.registry import all_tasks
 
 if sys.version_info >= (3, 11):
@@ -77,7 +78,7 @@ INI_OPTION = "ctxgate_thresholds"  # the pytest ini option that names the projec
 NO_THRESHOLDS = "(none)"  # the path of the defaults, as a report records it
 
 
-class ThresholdsError(ValueError):
+class ThresholdsError(CtxgateError, ValueError):
     """Malformed thresholds, or a thresholds file named that is not there; the message names it and the fix."""
 
 

@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from ctxgate.judge.cache import CachedReply, JudgeCache
 from ctxgate.judge.verdict import Unparseable, last_object
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import JudgeUsage
 from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
 from ctxgate.sqlitefile import CacheWarning, StoreUnavailable
@@ -72,7 +73,7 @@ OPTIONS: tuple[tuple[str, dict[str, object]], ...] = (
 )
 
 
-class JudgeError(RuntimeError):
+class JudgeError(CtxgateError, RuntimeError):
     """The judge cannot work as configured; the message names the fix."""
 
 
@@ -87,7 +88,7 @@ def _price(given: str) -> tuple[float, float]:
     except ValueError:
         a = b = math.nan
     if not (math.isfinite(a) and math.isfinite(b) and a >= 0 and b >= 0):
-        raise ValueError(
+        raise JudgeError(
             f"--judge-price {given!r}: give USD per million input,output tokens, e.g. --judge-price 2.5,10"
         )
     return a, b
@@ -111,28 +112,28 @@ class JudgeSettings:
     @classmethod
     def from_options(cls, option: Callable[[str], Any], cache_dir: str | None) -> JudgeSettings | None:
         """The judge from ``OPTIONS`` as read by ``option(flag)`` (pytest's ``getoption`` or an argparse lookup);
-        None without ``--judge-model``. A ValueError names the option and the fix."""
+        None without ``--judge-model``. A JudgeError names the option and the fix."""
         model, base_url, price = option("--judge-model"), option("--judge-base-url"), option("--judge-price")
         parsed = None if price is None else _price(price)
         if model is None:
             if price is not None or base_url is not None:
                 flag = "--judge-price" if price is not None else "--judge-base-url"
-                raise ValueError(
+                raise JudgeError(
                     f"{flag} sets up a judge: add --judge-model NAME (e.g. --judge-model gpt-4o-2024-05-13)"
                 )
             return None
         if base_url is not None and not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"--judge-base-url {base_url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
+            raise JudgeError(f"--judge-base-url {base_url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
         if base_url is None and not os.environ.get("OPENAI_API_KEY"):
-            raise ValueError(
+            raise JudgeError(
                 f"--judge-model {model} needs OPENAI_API_KEY in the environment (or --judge-base-url "
                 "for an OpenAI-compatible server)"
             )
         for flag in ("--judge-timeout", "--judge-time-limit", "--judge-concurrency"):
             if option(flag) <= 0:
-                raise ValueError(f"{flag} {option(flag)} must be positive")
+                raise JudgeError(f"{flag} {option(flag)} must be positive")
         if option("--judge-retries") < 0:
-            raise ValueError(f"--judge-retries {option('--judge-retries')} must be 0 or more")
+            raise JudgeError(f"--judge-retries {option('--judge-retries')} must be 0 or more")
         return cls(
             model=model,
             base_url=base_url,

@@ -24,6 +24,20 @@ class EntailmentFailed(RuntimeError):
     pass
 
 
+def check_nli_model(path: str, allow_pickle: bool = False) -> None:
+    """``--nli-model`` passes the same checks as ``--model`` before anything loads: no pickle weights without
+    ``allow_pickle``, and no checkpoint code (``auto_map``) silently replaced by a built-in class."""
+    if not Path(path).is_dir():
+        raise CheckpointError(
+            f"--nli-model {path!r} is not a folder: give a local NLI checkpoint (an MNLI classifier or a T5 "
+            "TRUE-style model)"
+        )
+    try:
+        check_checkpoint(Path(path), allow_pickle=allow_pickle)
+    except CheckpointError as exc:  # its messages speak of --model
+        raise CheckpointError(f"--nli-model: {exc}") from None
+
+
 class LLMEntailment:
     def __init__(self, client: JudgeClient) -> None:
         self.client = client
@@ -40,17 +54,7 @@ class LLMEntailment:
 
 class HFEntailment:
     def __init__(self, path: str, device: str | None = None, allow_pickle: bool = False) -> None:
-        """The NLI checkpoint passes the same checks as ``--model`` before anything loads: no pickle weights
-        without ``allow_pickle``, and no checkpoint code (``auto_map``) silently replaced by a built-in class."""
-        if not Path(path).is_dir():
-            raise ValueError(
-                f"--nli-model {path!r} is not a folder: give a local NLI checkpoint (an MNLI "
-                "classifier or a T5 TRUE-style model)"
-            )
-        try:
-            check_checkpoint(Path(path), allow_pickle=allow_pickle)
-        except CheckpointError as exc:
-            raise ValueError(f"--nli-model: {exc}") from None
+        check_nli_model(path, allow_pickle)
         import torch
         from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
 

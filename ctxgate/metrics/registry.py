@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ctxgate.metrics import babilong, helmet, mrcr, nolima, text
+from ctxgate.records.refusal import CtxgateError
 
 Scorer = Callable[[str, Sequence[str], str | None], tuple[float, str]]  # (output, references, answer prefix)
 
@@ -128,7 +129,7 @@ _METRICS = {m.name: m for m in list(globals().values()) if isinstance(m, Metric)
 JUDGED_METRICS = tuple(m for m in _METRICS.values() if m.judged)
 
 
-class UnknownMetric(KeyError):
+class UnknownMetric(CtxgateError, KeyError):
     def __str__(self) -> str:
         return str(self.args[0])
 

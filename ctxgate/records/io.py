@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxgate import __version__
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import SCHEMA_VERSION, Prediction, Report, adapter_for, is_length_key, to_json
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
 
-class ReportFileError(ValueError):
+class ReportFileError(CtxgateError, ValueError):
     """A report or its predictions cannot be read; the message names the file and the fix."""
 
 

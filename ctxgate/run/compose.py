@@ -18,6 +18,7 @@ from typing import Any
 from ctxgate.backends.base import Backend
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import RunInfo, adapter_for
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.run.case import resolve_chat
@@ -50,7 +51,7 @@ class LoadedModel:
             self.backend.close()
 
 
-class ModelError(RuntimeError):
+class ModelError(CtxgateError, RuntimeError):
     """The model cannot be evaluated: ``what`` failed (loading it, its tokenizer, its chat template, the judge)."""
 
     def __init__(self, what: str, cause: BaseException) -> None:

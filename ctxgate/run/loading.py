@@ -18,6 +18,7 @@ from ctxgate.backends.formats import Checkpoint, locate
 from ctxgate.backends.overrides import ConfigOverrides
 from ctxgate.backends.vllm_server import EngineSpec
 from ctxgate.judge.client import JudgeSettings
+from ctxgate.records.refusal import CtxgateError
 
 
 @dataclass(frozen=True)
@@ -92,17 +93,17 @@ def threads_per_worker() -> int | None:
 
 def factory_of(backend: str) -> Callable[[ModelSpec], Backend]:
     """``--backend MODULE:FACTORY``: a backend of one's own, the callable that makes it from the run's spec (its
-    ``model`` as given); ValueError, naming the fix, where it cannot be imported."""
+    ``model`` as given); a CtxgateError, naming the fix, where it cannot be imported."""
     module, _, name = backend.partition(":")
     try:
         found = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(
+        raise CtxgateError(
             f"--backend {backend!r} is not hf, vllm, openai or an importable MODULE:FACTORY ({exc}): e.g. "
             "--backend hf, or --backend mypackage.engine:MyBackend with mypackage on the path"
         ) from None
     if not callable(found):
-        raise ValueError(f"--backend {backend!r}: {name} is not callable: name a class or function of {module}")
+        raise CtxgateError(f"--backend {backend!r}: {name} is not callable: name a class or function of {module}")
     return cast(Callable[[ModelSpec], Backend], found)
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import DTYPES
-from ctxgate.backends.override_rules import OverrideError
 from ctxgate.backends.overrides import ConfigOverrides, applied
 from ctxgate.backends.overrides import parse as parse_overrides
 from ctxgate.data.haystacks import HaystackError, load_essay
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.run.loading import ModelSpec
 
 DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
@@ -203,18 +203,15 @@ SEQUENTIAL_OPTIONS = (SEQUENTIAL, SEQUENTIAL_ALPHA, SEQUENTIAL_MIN)
 _AS_GIVEN = {o.dest for o in EVALUATION} & {f.name for f in fields(ModelSpec)} - {"cache_dir"}
 
 
-class OptionError(ValueError):
+class OptionError(CtxgateError, ValueError):
     """An option's value cannot be used; the message names the option and the fix."""
 
 
 def opening(value: Callable[[str], Any], started_in: Path, **given: Any) -> ModelSpec:
     """How a checkpoint is opened and its cases built, from this table's options as pytest or argparse read them
     (``value(dest)``), plus ``given`` (the model, the backend). The one resolve step ``pytest`` and ``ctxgate
-    bisect`` share: a value that cannot be used is one OptionError before any model is loaded."""
-    try:
-        overrides = parse_overrides(value("rope_scaling"), value("model_override"))
-    except OverrideError as exc:
-        raise OptionError(str(exc)) from None
+    bisect`` share: a value that cannot be used is one refusal before any model is loaded."""
+    overrides = parse_overrides(value("rope_scaling"), value("model_override"))
     spec = ModelSpec(
         **{"model": "", **{dest: value(dest) for dest in _AS_GIVEN}, **given},
         overrides=overrides,
@@ -243,12 +240,8 @@ def check_overrides(overrides: ConfigOverrides, config_dir: str | Path) -> None:
     """The config overrides against the config they change (a key it lacks, a value of another kind, RoPE
     settings the rest of it does not fit), before any model loads: the second half of ``opening``'s check, once
     the checkpoint's config folder is known."""
-    if not overrides:
-        return
-    try:
+    if overrides:
         applied(config_dir, overrides)
-    except OverrideError as exc:
-        raise OptionError(str(exc)) from None
 
 
 def _check_ray(spec: ModelSpec) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.base import TaskSpec
 from ctxgate.tasks.registration import _TASKS
 
@@ -35,7 +36,7 @@ def _load() -> None:
             importlib.import_module(name)
 
 
-class UnknownTask(KeyError):
+class UnknownTask(CtxgateError, KeyError):
     def __str__(self) -> str:
         return str(self.args[0])
 

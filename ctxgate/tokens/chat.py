@@ -9,10 +9,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ctxgate.records.refusal import CtxgateError
+
 Render = Callable[[list[dict[str, str]]], str]  # messages -> the template's text, with the generation prompt
 
 
-class ChatTemplateError(ValueError):
+class ChatTemplateError(CtxgateError, ValueError):
     """The tokenizer's chat template cannot render a plain user message; the message names its file."""
 
 

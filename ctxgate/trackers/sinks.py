@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxgate.records.refusal import CtxgateError
+
 KINDS = ("wandb", "tensorboard", "mlflow")
 Table = tuple[list[str], list[list[Any]]]  # the per-case table: columns, rows
 
@@ -28,7 +30,7 @@ class Target:
         return self.kind + (f"={self.where}" if self.where else "")
 
 
-class TrackerError(ValueError):
+class TrackerError(CtxgateError, ValueError):
     """A --log-to value that cannot be used; the message names it and the fix."""
 
 

@@ -17,21 +17,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ctxgate.backends.formats import WrongFlag, kind_of
+from ctxgate.backends.formats import kind_of
 from ctxgate.gate.baseline import regression_verdict
 from ctxgate.records.io import atomic_write
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.run.case import CaseResult
-from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, OptionError
+from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.steps import training_step
-from ctxgate.workflows import refuse
 
 # (checkpoint, the reference's results or None for the reference itself, how many checkpoints are evaluated side by
 # side with it) -> results per case
 Evaluate = Callable[[Path, Mapping[tuple[str, int], CaseResult] | None, int], Mapping[tuple[str, int], CaseResult]]
 
 
-class BisectError(ValueError):
+class BisectError(CtxgateError, ValueError):
     """Unusable checkpoints or ends; the message says what to pass."""
 
 
@@ -229,44 +229,37 @@ def main(args: argparse.Namespace) -> int:
     from ctxgate.run.compose import ModelError
     from ctxgate.workflows.evaluate import check_overrides_on, evaluate_checkpoint, select_cases
 
-    try:
-        plan = make_plan(lambda dest: getattr(args, dest, None), Path.cwd())
-        cases = select_cases(args.k, plan.lengths)
-        if not cases:
-            raise BisectError(f"-k {args.k!r} selects no case at lengths {args.lengths}")
-        checkpoints = order_checkpoints(args.checkpoints)
-        good = 0 if args.good is None else resolve_end(checkpoints, args.good)
-        bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
-        spec, fan_out = plan.opening, 1
-        check_overrides_on(checkpoints[good], spec)  # the reference's config: every probe is compared with it
-        if spec.ray is not None:  # a probe per replica the cluster holds, each round
-            from ctxgate.backends.hf import BackendError
-            from ctxgate.run.cluster import slots
+    plan = make_plan(lambda dest: getattr(args, dest, None), Path.cwd())
+    cases = select_cases(args.k, plan.lengths)
+    if not cases:
+        raise BisectError(f"-k {args.k!r} selects no case at lengths {args.lengths}")
+    checkpoints = order_checkpoints(args.checkpoints)
+    good = 0 if args.good is None else resolve_end(checkpoints, args.good)
+    bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
+    spec, fan_out = plan.opening, 1
+    check_overrides_on(checkpoints[good], spec)  # the reference's config: every probe is compared with it
+    if spec.ray is not None:  # a probe per replica the cluster holds, each round
+        from ctxgate.run.cluster import slots
 
-            try:
-                fan_out = max(1, slots(spec.ray, spec.ray_resource))
-            except BackendError as exc:
-                raise BisectError(str(exc)) from None
-        tolerance_for = plan.thresholds.tolerance_for if args.tolerance is None else (lambda t, L: args.tolerance)
+        fan_out = max(1, slots(spec.ray, spec.ray_resource))
+    tolerance_for = plan.thresholds.tolerance_for if args.tolerance is None else (lambda t, L: args.tolerance)
 
-        def evaluate(path, reference, together):  # noqa: ANN001, ANN202
-            print(f"evaluating {path.name} ...", flush=True)
-            # on a cluster, the checkpoints probed side by side share its replicas
-            mine = replace(plan, opening=replace(spec, ray_replicas=max(1, fan_out // together)))
-            try:
-                return evaluate_checkpoint(path, cases, mine, reference, tolerance_for)
-            except ModelError as exc:
-                if reference is None:
-                    raise BisectError(f"the good checkpoint {path.name} cannot be evaluated: {exc}") from None
-                # nothing the good checkpoint scored runs here: bad, by the rule for unscored cases
-                print(f"  {path.name} cannot be evaluated ({exc}): it counts as bad", file=sys.stderr, flush=True)
-                return {}
+    def evaluate(path, reference, together):  # noqa: ANN001, ANN202
+        print(f"evaluating {path.name} ...", flush=True)
+        # on a cluster, the checkpoints probed side by side share its replicas
+        mine = replace(plan, opening=replace(spec, ray_replicas=max(1, fan_out // together)))
+        try:
+            return evaluate_checkpoint(path, cases, mine, reference, tolerance_for)
+        except ModelError as exc:
+            if reference is None:
+                raise BisectError(f"the good checkpoint {path.name} cannot be evaluated: {exc}") from None
+            # nothing the good checkpoint scored runs here: bad, by the rule for unscored cases
+            print(f"  {path.name} cannot be evaluated ({exc}): it counts as bad", file=sys.stderr, flush=True)
+            return {}
 
-        result = bisect(
-            checkpoints, good, bad, evaluate, tolerance_for, plan.thresholds.regression_confidence, fan_out=fan_out
-        )
-    except (BisectError, WrongFlag, OptionError) as exc:
-        return refuse("bisect", exc)
+    result = bisect(
+        checkpoints, good, bad, evaluate, tolerance_for, plan.thresholds.regression_confidence, fan_out=fan_out
+    )
     print(result.render())
     if args.json:
         path = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ctxgate.workflows import refuse
+from ctxgate.records.refusal import CtxgateError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,19 +31,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def fetch(args: argparse.Namespace) -> int:
-    from ctxgate.sources import DataUnavailable
     from ctxgate.sources.fetch import download, extract, fetch_essays
 
-    try:
-        if args.ruler_essays:
-            path, digest = fetch_essays(args.ruler_essays, Path(args.to), args.essays_sha256)
-            print(f"wrote {path} (sha256 {digest}); run RULER on it with --haystack {path}")
-            if not args.archive:
-                return 0
-        archive = Path(args.archive) if args.archive else download(args.revision)
-        written = extract(archive, Path(args.to))
-    except (DataUnavailable, OSError) as exc:
-        return refuse("data fetch", exc)
+    if args.ruler_essays:
+        path, digest = fetch_essays(args.ruler_essays, Path(args.to), args.essays_sha256)
+        print(f"wrote {path} (sha256 {digest}); run RULER on it with --haystack {path}")
+        if not args.archive:
+            return 0
+    archive = Path(args.archive) if args.archive else download(args.revision)
+    written = extract(archive, Path(args.to))
     print(f"extracted {len(written)} files into {args.to}; next: ctxgate data verify {args.to} --write-lock")
     return 0
 
@@ -53,9 +49,7 @@ def verify(args: argparse.Namespace) -> int:
 
     root = Path(args.folder)
     if not root.is_dir():
-        return refuse(
-            "data verify", f"{args.folder!r} is not a folder; give HELMET's data folder (e.g. fixtures/helmet_data)"
-        )
+        raise CtxgateError(f"{args.folder!r} is not a folder; give HELMET's data folder (e.g. fixtures/helmet_data)")
     if args.write_lock:
         print(f"wrote {write_lock(root)}")
     findings = verify(root)

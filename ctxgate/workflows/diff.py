@@ -12,13 +12,12 @@ import argparse
 from dataclasses import dataclass
 
 from ctxgate.gate.baseline import BaselineError, load_baseline
-from ctxgate.gate.thresholds import Thresholds, ThresholdsError, thresholds_here
+from ctxgate.gate.thresholds import Thresholds, thresholds_here
 from ctxgate.gate.verdicts import not_in_baseline
 from ctxgate.lengths import format_length
 from ctxgate.run.options import THRESHOLDS
 from ctxgate.stats.paired import PairedResult
 from ctxgate.tasks.registry import task_names
-from ctxgate.workflows import refuse
 
 
 @dataclass(frozen=True)
@@ -102,10 +101,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        thresholds = thresholds_here(args.thresholds, task_names())
-        diff = diff_reports(args.base, args.new, thresholds)
-    except (BaselineError, ThresholdsError) as exc:
-        return refuse("diff", exc)
+    thresholds = thresholds_here(args.thresholds, task_names())
+    diff = diff_reports(args.base, args.new, thresholds)
     print(render(diff, args.markdown, thresholds.regression_confidence), end="")
     return 1 if diff.failed else 0

@@ -84,7 +84,7 @@ def evaluate_checkpoint(
 
 
 def check_overrides_on(path: str | Path, spec: ModelSpec) -> None:
-    """The config overrides against ``path``'s config, before any model loads: OptionError, as under pytest. A
+    """The config overrides against ``path``'s config, before any model loads: an OverrideError, as under pytest. A
     checkpoint that cannot be opened is left to its evaluation to report."""
     if not spec.overrides:
         return

@@ -8,14 +8,14 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from ctxgate.gate.baseline import BaselineError, comparison_entry, describe
-from ctxgate.gate.thresholds import ThresholdsError, thresholds_here
+from ctxgate.gate.baseline import comparison_entry, describe
+from ctxgate.gate.thresholds import thresholds_here
 from ctxgate.records.io import ReportFileError, atomic_write_all, predictions_path, read_predictions, read_report
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import Prediction, Report
 from ctxgate.report.page import PageInput, render
 from ctxgate.run.options import BASELINE, THRESHOLDS
 from ctxgate.tasks.registry import task_names
-from ctxgate.workflows import refuse
 from ctxgate.workflows.diff import diff_reports
 from ctxgate.workflows.trend import load_points
 
@@ -67,14 +67,11 @@ def _rows(path: Path, report: Report) -> list[Prediction]:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        page = build(args)
-    except (ReportFileError, BaselineError, ThresholdsError) as exc:
-        return refuse("html", exc)
+    page = build(args)
     out = Path(args.output) if args.output else Path(args.report).with_suffix(".html")
     try:
         atomic_write_all({out: page})
     except OSError as exc:
-        return refuse("html", f"cannot write {out} ({exc.strerror or exc}): pass a writable -o FILE")
+        raise CtxgateError(f"cannot write {out} ({exc.strerror or exc}): pass a writable -o FILE") from None
     print(out)
     return 0

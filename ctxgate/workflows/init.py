@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ctxgate.records.io import atomic_write_all
-from ctxgate.workflows import refuse
+from ctxgate.records.refusal import CtxgateError
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 # --ci choice: (the template in templates/ci, where it goes in the user's repository)
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     folder = Path(args.folder)
     if not folder.is_dir():
-        return refuse("init", f"{folder} is not a folder: give your repository's folder")
+        raise CtxgateError(f"{folder} is not a folder: give your repository's folder")
     pairs = [(TEMPLATES / "thresholds.toml", folder / "thresholds.toml")]  # (template, destination)
     if args.ci:
         ci_template, ci_destination = CI[args.ci]
@@ -44,10 +44,9 @@ def main(args: argparse.Namespace) -> int:
     # --force replaces files, never a folder (with whatever is in it): one where a file goes is the user's to move
     taken = next((dest for _, dest in pairs if dest.is_dir() and not dest.is_symlink()), None)
     if taken is not None:
-        return refuse(
-            "init",
+        raise CtxgateError(
             f"{taken} is a folder, but ctxgate init writes a file there; nothing was written: move or remove the "
-            "folder, then run ctxgate init again",
+            "folder, then run ctxgate init again"
         )
     # a link counts as there, dangling or not: the write replaces the link itself, never the file it points to
     existing = [dest for _, dest in pairs if dest.exists() or dest.is_symlink()]
@@ -60,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
         atomic_write_all({dest: template.read_text("utf-8") for template, dest in pairs})  # all of them or none
     except OSError as exc:
         where = exc.filename or folder
-        return refuse("init", f"{where} cannot be written ({exc.strerror or exc}); nothing was written")
+        raise CtxgateError(f"{where} cannot be written ({exc.strerror or exc}); nothing was written") from None
     for template, dest in pairs:
         if template.suffix in (".sh", ".sbatch"):
             dest.chmod(0o755)

@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from ctxgate.records.schema import Report
-from ctxgate.workflows import refuse
 
 
 def _labels(**labels: Any) -> str:
@@ -70,11 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ctxgate.records.io import ReportFileError, read_report
+    from ctxgate.records.io import read_report
 
-    try:
-        report = read_report(args.report)
-    except ReportFileError as exc:
-        return refuse("metrics", exc)
-    print(openmetrics(report), end="")
+    print(openmetrics(read_report(args.report)), end="")
     return 0

@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ctxgate.data.published import UnknownModel, all_published, resolve, rows_for
+from ctxgate.data.published import all_published, resolve, rows_for
 from ctxgate.gate.published import compare, measure_label
 from ctxgate.lengths import format_length
-from ctxgate.records.io import ReportFileError, read_report
+from ctxgate.records.io import read_report
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import Reference
 from ctxgate.report.tables import published_lines
-from ctxgate.workflows import refuse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.model is None:
         if args.report:
-            return refuse("published", "--report needs a MODEL to compare with")
+            raise CtxgateError("--report needs a MODEL to compare with")
         seen: dict[str, dict[str, list[str]]] = {}
         for p in all_published():
             tables = seen.setdefault(p.model, {}).setdefault(f"{p.source.paper.split(' ')[0]} {p.label}", [])
@@ -35,10 +35,7 @@ def main(args: argparse.Namespace) -> int:
             said = "; ".join(f"{name}: {', '.join(dict.fromkeys(tables))}" for name, tables in where.items())
             print(f"{model:<50}{said}")
         return 0
-    try:
-        model = resolve(args.model)
-    except UnknownModel as exc:
-        return refuse("published", exc)
+    model = resolve(args.model)
     if args.report is None:
         for p in rows_for(model):
             scores = ", ".join(f"{format_length(L)} {s:.1f}" for L, s in sorted(p.scores.items()))
@@ -46,10 +43,7 @@ def main(args: argparse.Namespace) -> int:
             extra = f"; effective {p.effective}{bar} of claimed {p.claimed}" if p.effective else ""
             print(f"{measure_label(p.measure)} ({p.source.paper}, {p.source.table}): {scores}{extra}")
         return 0
-    try:
-        report = read_report(Path(args.report))
-    except ReportFileError as exc:
-        return refuse("published", exc)
+    report = read_report(Path(args.report))
     rows = compare(report, rows_for(model))
     if not rows:
         have = ", ".join(format_length(L) for L in report.length_summaries) or "none"

@@ -14,35 +14,21 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from ctxgate.gate.session import judge_session
-from ctxgate.gate.thresholds import (
-    NO_THRESHOLDS,
-    Thresholds,
-    ThresholdsError,
-    checked_file,
-    load_thresholds,
-    thresholds_here,
-)
+from ctxgate.gate.thresholds import NO_THRESHOLDS, Thresholds, checked_file, load_thresholds, thresholds_here
 from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
-from ctxgate.judge.client import OPTIONS, JudgeError, JudgeSettings
+from ctxgate.judge.client import OPTIONS, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges, is_judged
-from ctxgate.records.io import (
-    ReportFileError,
-    atomic_write_all,
-    predictions_path,
-    read_predictions,
-    read_report,
-    report_text,
-)
+from ctxgate.records.io import atomic_write_all, predictions_path, read_predictions, read_report, report_text
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import CaseRecord, Prediction, Report, to_json
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.run.case import CaseResult, judge_case
 from ctxgate.run.options import THRESHOLDS
 from ctxgate.tasks.registry import task_names
-from ctxgate.workflows import refuse
 
 
-class RejudgeError(ValueError):
+class RejudgeError(CtxgateError, ValueError):
     """A report or its predictions cannot be judged; the message names the file and the fix."""
 
 
@@ -78,7 +64,7 @@ def _judges(args: argparse.Namespace, thresholds: Thresholds, helmet_compat: boo
     try:
         settings = JudgeSettings.from_options(lambda flag: getattr(args, flag[2:].replace("-", "_")), ".ctxgate-cache")
         judges = build_judges(settings, args.nli_model, thresholds.judge_max_failure_rate, helmet_compat)
-    except (ValueError, JudgeError, OSError) as exc:
+    except (ValueError, OSError) as exc:  # what transformers raises loading the NLI checkpoint
         raise RejudgeError(str(exc)) from None
     if judges is None:
         raise RejudgeError("pass --judge-model (and --judge-base-url for a local server) and/or --nli-model PATH")
@@ -169,8 +155,6 @@ def main(args: argparse.Namespace) -> int:
     except NothingToJudge as exc:
         print(f"ctxgate judge: {exc}")
         return 0
-    except (RejudgeError, JudgeError, ReportFileError, ThresholdsError) as exc:
-        return refuse("judge", exc)
     print(terminal(report))
     usage = [c.judge.usage for c in report.cases if c.judge and c.judge.usage]
     if usage:

@@ -17,9 +17,9 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from ctxgate.data.published import Published, UnknownModel, resolve, rows_for
+from ctxgate.data.published import Published, resolve, rows_for
 from ctxgate.lengths import format_length
-from ctxgate.workflows import refuse
+from ctxgate.records.refusal import CtxgateError
 
 GPU_GB = 80  # one H100 or A100 80GB
 HEADROOM = 1.3  # weights plus a 128K KV cache and activations, as a share of the bf16 weights
@@ -71,7 +71,7 @@ LLAMA2_TOKENIZER = "data/llama-2-tokenizer"
 _SIZE = re.compile(r"(?<![x\d.])(\d+(?:\.\d+)?)B\b", re.IGNORECASE)
 
 
-class NoRecipe(ValueError):
+class NoRecipe(CtxgateError, ValueError):
     """A model of the tables that ctxgate cannot run as the paper did."""
 
 
@@ -183,11 +183,6 @@ def _runs(model: str, ckpt: str, rows: list[Published], engine: str, window: int
 
 def main(args: argparse.Namespace) -> int:
     if args.gpus < 1:
-        return refuse("reproduce", f"--gpus {args.gpus} must be 1 or more")
-    try:
-        model = resolve(args.model)
-        lines = recipe(model, args.checkpoint, args.gpus)
-    except (UnknownModel, NoRecipe) as exc:
-        return refuse("reproduce", exc)
-    print("\n".join(lines))
+        raise CtxgateError(f"--gpus {args.gpus} must be 1 or more")
+    print("\n".join(recipe(resolve(args.model), args.checkpoint, args.gpus)))
     return 0

@@ -10,9 +10,9 @@ from pathlib import Path
 from ctxgate.judge.score import is_judged
 from ctxgate.metrics import get_metric, metric_names, score_prediction
 from ctxgate.metrics.registry import UnknownMetric
-from ctxgate.records.io import ReportFileError, read_predictions
+from ctxgate.records.io import read_predictions
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.registry import UnknownTask, get_task
-from ctxgate.workflows import refuse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,10 +41,8 @@ def rescore(args: argparse.Namespace) -> int:
                 args.metric or row.metric, row.prediction, row.answers, prefix, bool(row.chat_template)
             )
             cases.setdefault((row.task, row.length), []).append((row.score, new))
-    except ReportFileError as exc:
-        return refuse("rescore", exc)
-    except (UnknownTask, UnknownMetric) as exc:
-        return refuse("rescore", f"{path}: {exc}")
+    except (UnknownTask, UnknownMetric) as exc:  # a row of a task or metric this version does not have
+        raise CtxgateError(f"{path}: {exc}") from None
     out = []
     for (task, length), pairs in sorted(cases.items()):
         old = 100 * sum(p[0] for p in pairs) / len(pairs)
@@ -73,10 +71,10 @@ def rescore(args: argparse.Namespace) -> int:
 
 
 def score(args: argparse.Namespace) -> int:
+    get_metric(args.metric)
     try:
-        get_metric(args.metric)
         value, looked_at = score_prediction(args.metric, args.prediction, args.answer, args.prefix)
-    except (UnknownMetric, ValueError) as exc:
-        return refuse("score", exc)
+    except ValueError as exc:  # the metric cannot score the answers given
+        raise CtxgateError(str(exc)) from None
     print(json.dumps({"metric": args.metric, "score": value, "scored_text": looked_at, "answers": args.answer}))
     return 0

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.lengths import format_length
-from ctxgate.records.io import ReportFileError, read_report
+from ctxgate.records.io import read_report
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.steps import training_step
-from ctxgate.workflows import refuse
 
 CATEGORIES = (("ruler", "RULER avg"), ("helmet_recall", "HELMET Recall"))
 
@@ -100,9 +100,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         csv_path, png_path = trend(args.reports, args.out)
-    except ReportFileError as exc:
-        return refuse("trend", exc)
     except OSError as exc:
-        return refuse("trend", f"cannot write {args.out} ({exc.strerror or exc}): pass a writable --out folder")
+        raise CtxgateError(f"cannot write {args.out} ({exc.strerror or exc}): pass a writable --out folder") from None
     print(f"wrote {csv_path} and {png_path}")
     return 0

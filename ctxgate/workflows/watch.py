@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.records.io import ReportFileError, atomic_write, read_report
-from ctxgate.workflows import refuse
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.workflows.bisect import step_of
 
 USAGE_ERROR = 4  # pytest's exit code for arguments it refused
 
 
-class WatchError(RuntimeError):
+class WatchError(CtxgateError, RuntimeError):
     """The watcher cannot go on (its pytest arguments are refused); nothing was marked done."""
 
 
@@ -191,20 +191,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        incomplete = watch(
-            args.run_dir,
-            args.reports,
-            args.pytest_args,
-            args.interval,
-            args.settle,
-            args.once,
-            args.trend,
-            args.attempts,
-            args.until,
-        )
-    except WatchError as exc:
-        return refuse("watch", exc)
+    incomplete = watch(
+        args.run_dir,
+        args.reports,
+        args.pytest_args,
+        args.interval,
+        args.settle,
+        args.once,
+        args.trend,
+        args.attempts,
+        args.until,
+    )
     if incomplete:  # a run that could not be evaluated must not pass a CI step as if it had been
         print(
             f"ctxgate watch: {len(incomplete)} checkpoint(s) not evaluated completely: {', '.join(incomplete)} "

@@ -1,0 +1,135 @@
+"""One error base: every exception class ctxgate defines is a refusal (``CtxgateError``) or is named here with the
+reason it is not, and a refusal ends as one line and its exit status at each boundary (``ctxgate``'s ``main``, and
+pytest's configure)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+
+import ctxgate
+from ctxgate import cli
+from ctxgate.records.refusal import CtxgateError, Refusal
+
+# what is raised and caught inside ctxgate, never shown to the user as it is
+NOT_REFUSALS = {
+    "ctxgate.backends.base.BackendDown": "control flow: the backend's server is gone; the case reports it and the "
+    "session stops",
+    "ctxgate.backends.base.Withdrawn": "control flow: a request taken back before it ran; stream passes over it",
+    "ctxgate.retrying.Refused": "control flow: the server refused for good; the endpoint and judge name the fix",
+    "ctxgate.retrying.Malformed": "control flow: a reply that cannot be used, retried like a 5xx",
+    "ctxgate.retrying.Exhausted": "control flow: retries ran out; the endpoint and judge name the fix",
+    "ctxgate.judge.client.JudgeUnavailable": "control flow: one verdict failed; JudgeClient.ask records it",
+    "ctxgate.judge.entail.EntailmentFailed": "control flow: one entailment verdict failed; the sample counts as failed",
+    "ctxgate.judge.score._Failed": "control flow: one rubric's verdict failed; the sample counts as failed",
+    "ctxgate.judge.verdict.Unparseable": "control flow: a reply without a verdict; the judge asks again",
+    "ctxgate.workflows.rejudge.NothingToJudge": "control flow: every judged case is judged already, exit status 0",
+    "ctxgate.tasks.build.LengthRuleBroken": "a bug: a builder made a prompt longer than its length allows",
+    "ctxgate.sqlitefile.CacheWarning": "a warning: the run goes on without the store",
+}
+
+
+def _modules() -> list[str]:
+    from plugins import MODULES  # registers the folder as ctxgate_plugins when it is not installed
+
+    found = [m.name for m in pkgutil.walk_packages(ctxgate.__path__, "ctxgate.") if m.name != "ctxgate.__main__"]
+    return found + ["ctxgate_plugins"] + [f"ctxgate_plugins.{name}" for name in MODULES]
+
+
+def _exception_classes() -> dict[str, type[BaseException]]:
+    found = {}
+    for name in _modules():
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if inspect.isclass(value) and issubclass(value, BaseException) and value.__module__ == module.__name__:
+                found[f"{name}.{attr}"] = value
+    return found
+
+
+def test_every_exception_class_is_a_refusal_or_named_with_its_reason():
+    classes = _exception_classes()
+    assert len(classes) > 30 and "ctxgate.run.options.OptionError" in classes  # the walk found them
+    loose = sorted(n for n, c in classes.items() if not issubclass(c, CtxgateError) and n not in NOT_REFUSALS)
+    assert not loose, "derive these from ctxgate.records.refusal.CtxgateError, or name them in NOT_REFUSALS:\n" + (
+        "\n".join(loose)
+    )
+    named_but_refusals = sorted(n for n in NOT_REFUSALS if n not in classes or issubclass(classes[n], CtxgateError))
+    assert not named_but_refusals, f"NOT_REFUSALS names what is gone or is a refusal: {named_but_refusals}"
+
+
+def test_a_case_refusal_is_a_refusal_with_a_cause_and_other_errors_have_none():
+    from ctxgate.backends.hf import BackendError
+    from ctxgate.sources import DataNotGiven
+
+    assert issubclass(DataNotGiven, Refusal) and DataNotGiven.cause == "data_not_given"
+    assert not issubclass(BackendError, Refusal)  # the plugin's `except Refusal` must not take it for a case's
+
+
+def test_a_refusal_in_a_verb_is_one_line_with_exit_status_2(capsys, tmp_path):
+    assert cli.main(["published", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ctxgate published: 'nope' is no model") and err.count("\n") == 1
+    # a refusal that is a RuntimeError too is still a refusal, not a crash (3)
+    assert cli.main(["watch", str(tmp_path / "nowhere"), "--once"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ctxgate watch: ") and "is not a folder" in err and err.count("\n") == 1
+    (tmp_path / "empty.tar.gz").write_bytes(b"")
+    assert cli.main(["data", "fetch", "--archive", str(tmp_path / "empty.tar.gz"), "--to", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("ctxgate data fetch: ")
+
+
+def test_main_prints_a_refusal_on_one_line_and_anything_else_as_a_crash(monkeypatch, capsys):
+    from ctxgate.workflows import rescore
+
+    def refuses(args: object) -> int:
+        raise CtxgateError("--metric x\n  is bad:   pass --metric em")
+
+    monkeypatch.setattr(rescore, "score", refuses)
+    assert cli.main(["score", "--metric", "x", "--prediction", "p", "--answer", "a"]) == 2
+    assert capsys.readouterr().err == "ctxgate score: --metric x is bad: pass --metric em\n"
+
+    def crashes(args: object) -> int:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(rescore, "score", crashes)
+    assert cli.main(["score", "--metric", "x", "--prediction", "p", "--answer", "a"]) == 3
+    assert "a bug (RuntimeError; set CTXGATE_DEBUG=1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--lengths", "8kb"), "ERROR: --lengths: *'8kb'*"),  # the options plugin, through make_plan
+        (("--log-to", "nowhere"), "ERROR: --log-to 'nowhere': *is not a tracker*"),  # the trackers plugin
+    ],
+)
+def test_a_refusal_while_the_plugins_configure_is_one_usage_error_line(pytester, args, expected):
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
+    out = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out[-3000:]
+
+
+def test_every_plugins_configure_turns_a_refusal_into_one_usage_error():
+    """pluggy wraps no historic hook, so each plugin's pytest_configure is wrapped itself: all of them are."""
+    from ctxgate_plugins.options import refusals_are_usage_errors
+    from plugins import MODULES
+
+    wrapped = refusals_are_usage_errors(lambda config: None).__code__
+    hooks = {
+        name: getattr(importlib.import_module(f"ctxgate_plugins.{name}"), "pytest_configure", None) for name in MODULES
+    }
+    unwrapped = [name for name, hook in hooks.items() if hook is not None and hook.__code__ is not wrapped]
+    assert not unwrapped, f"wrap their pytest_configure in @refusals_are_usage_errors: {unwrapped}"
+
+    @refusals_are_usage_errors
+    def configure(config: pytest.Config) -> None:
+        raise CtxgateError("--flag x\n is bad:  pass --flag y")
+
+    with pytest.raises(pytest.UsageError) as refused:
+        configure(None)  # type: ignore[arg-type]
+    assert refused.value.args == ("--flag x is bad: pass --flag y",) and refused.value.__suppress_context__
