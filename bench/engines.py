@@ -30,7 +30,9 @@ import time
 from pathlib import Path
 
 from ctxgate.backends.base import GenerationParams, Request, stream
+from ctxgate.backends.checkpoint import resolve_model
 from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
+from ctxgate.backends.formats import locate
 from ctxgate.backends.hf import HFBackend
 from ctxgate.backends.vllm_server import EngineSpec, VLLMServer, find_python
 from ctxgate.lengths import format_length, parse_lengths
@@ -69,7 +71,7 @@ def main() -> None:
     args = ap.parse_args()
     args.suite = args.suite or args.suite_only
     lengths = parse_lengths(args.lengths)
-    hf = HFBackend(args.model)
+    hf = HFBackend(locate(resolve_model(args.model)))
     ctx = BuildContext(PieceEncoder(hf.tokenizer), chat=False)
     budget = max(get_task(t).tokens_to_generate for t in args.tasks.split(","))
     spec = EngineSpec(find_python(args.vllm_python, [Path.cwd()]), args.model, max(lengths) + budget)

@@ -1,6 +1,6 @@
 """ctxgate's pytest plugins, one module per concern, each with its own options, settings and stash key: options (the
-run: model, lengths, data, thresholds, baseline), engine (HTTP backends and the vLLM servers), hf (batching and
-placement), judging (the judged tasks' judges), workers (xdist and GPUs), signals (SIGTERM/SIGHUP as Ctrl-C, workers
+run's plan: model, lengths, data, thresholds, baseline, engine, HF settings, judge), engine (the servers HTTP
+backends send to: the vLLM servers), workers (xdist and GPUs), signals (SIGTERM/SIGHUP as Ctrl-C, workers
 that end with their controller), progress (the live line), model, cases (gates), reporting, junit (the summaries and
 session gates in the junit file), reference (the papers' published numbers), trackers (W&B, TensorBoard, MLflow).
 
@@ -25,9 +25,7 @@ NAME = "ctxgate_plugins"
 # Each reads its own options in its own pytest_configure. The options plugin's runs first: it is tryfirst and
 # registered after the tryfirst plugins that build on its run settings (pluggy calls the last registered first),
 # which therefore import it before its registration (its docstring turns assertion rewriting off).
-MODULES = tuple(
-    "engine hf judging options workers signals progress model cases reporting junit reference trackers".split()
-)
+MODULES = tuple("engine options workers signals progress model cases reporting junit reference trackers".split())
 pytest_plugins = [f"{NAME}.{name}" for name in MODULES]
 
 

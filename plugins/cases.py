@@ -34,7 +34,7 @@ from ctxgate.tasks.base import MaterialExhausted, TaskSpec
 from ctxgate.tasks.build import LengthRuleBroken
 from ctxgate.tasks.registry import all_tasks, get_task, marker_vocabulary, task_names
 
-from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
+from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 from .progress import REPORTER_KEY
 
 
@@ -85,7 +85,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("ctxgate_suite")
     if marker is None:
         raise pytest.UsageError(f"{metafunc.definition.nodeid} uses ctxgate_case without @pytest.mark.ctxgate_suite")
-    lengths = metafunc.config.stash[SETTINGS_KEY].plan.lengths
+    lengths = metafunc.config.stash[PLAN_KEY].lengths
     params = [
         pytest.param((t.name, L), id=f"{t.name}-{L}", marks=[getattr(pytest.mark, m) for m in t.marks])
         for t in all_tasks(marker.args[0])
@@ -96,9 +96,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected: what is left is the selection
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.stash[SETTINGS_KEY].model is None and any(
-        "ctxgate_case" in getattr(i, "fixturenames", ()) for i in items
-    ):
+    if not config.stash[PLAN_KEY].model.model and any("ctxgate_case" in getattr(i, "fixturenames", ()) for i in items):
         raise pytest.UsageError(
             "the long-context suite needs a checkpoint: add --model PATH_OR_ID "
             "(the shipped demo: --model fixtures/tiny-llama-niah --lengths 512,1k,2k)"
@@ -109,7 +107,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.stash[NOT_RUN_KEY] = [i.nodeid for i in cases]
         items[:] = [i for i in items if not case_key(i.nodeid)]
         config.hook.pytest_deselected(items=cases)
-    if hasattr(config, "workerinput") or config.stash[SETTINGS_KEY].opening.ray:
+    if hasattr(config, "workerinput") or config.stash[PLAN_KEY].model.ray:
         # Under xdist, the longest cases first (every worker sorts alike, so the collections still match): with the
         # workers plugin's one-at-a-time scheduling, no worker is left grinding a 128K case while the others idle.
         # On a Ray cluster, the items in the order their cases are started (ctxgate_ahead).
@@ -120,7 +118,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     key = case_key(item.nodeid)
     if key is not None and "ctxgate_case" in getattr(item, "fixturenames", ()):
-        item.stash[CASE_STATE_KEY] = CaseState(new_record(*key, item.config.stash[SETTINGS_KEY].plan.thresholds))
+        item.stash[CASE_STATE_KEY] = CaseState(new_record(*key, item.config.stash[PLAN_KEY].thresholds))
 
 
 @dataclass
@@ -177,7 +175,7 @@ def _against_baseline(
 def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | None) -> tuple[StopRule, Questions] | None:
     """--sequential asks the case's gate questions: is the true score above the floor? with --baseline, did it drop
     by more than the tolerance (paired, sample by sample)? A case with neither runs its full count."""
-    plan = config.stash[SETTINGS_KEY].plan
+    plan = config.stash[PLAN_KEY]
     if plan.sequential is None:
         return None
     base = plan.baseline.cases.get((task, length)) if plan.baseline is not None else None
@@ -217,25 +215,25 @@ def no_score(state: CaseState, cause: str, message: str, baseline: Baseline | No
 def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Window | None:
     """The window a case of this length cannot run past (None: it runs)."""
     window, limit = window_of(model.backend), model.backend.max_positions
-    force = config.stash[SETTINGS_KEY].force_lengths
+    force = config.stash[PLAN_KEY].force_lengths
     return window if window and limit is not None and length > limit and not (force and window.forceable) else None
 
 
 def _case_run(config: pytest.Config, model: LoadedModel, name: str, length: int) -> Callable[[], CaseResult]:
     """The case's run, ready to start: in the item's own turn, or ahead of it (``ctxgate_ahead``)."""
-    settings = config.stash[SETTINGS_KEY]
-    thresholds = settings.plan.thresholds
+    plan = config.stash[PLAN_KEY]
+    thresholds = plan.thresholds
     return partial(
         run_case,
         get_task(name),
         model.context,
         model.backend,
         length,
-        settings.plan.samples,
-        settings.opening.seed,
+        plan.samples,
+        plan.model.seed,
         thresholds.confidence,
         model.cache,
-        settings.opening.helmet_compat,
+        plan.model.helmet_compat,
         model.judges,
         config.stash.get(REPORTER_KEY, None),
         _stop_rule(config, name, length, thresholds.floor_for(name, length)),
@@ -259,7 +257,7 @@ def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) ->
     cases = [case_key(i.nodeid) for i in request.session.items if "ctxgate_case" in getattr(i, "fixturenames", ())]
     # an item waits for its own case only: starting the cases in another order would leave it waiting for others
     keys = list(dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1])))
-    samples = config.stash[SETTINGS_KEY].plan.samples or min((get_task(t).default_samples for t, _ in keys), default=1)
+    samples = config.stash[PLAN_KEY].samples or min((get_task(t).default_samples for t, _ in keys), default=1)
     width = max(wish, -(-int(getattr(backend, "concurrency", 1)) // samples) + 1)
     ahead = Ahead([(k, _case_run(config, ctxgate_model, *k)) for k in keys], width)
     yield ahead
@@ -270,8 +268,8 @@ def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) ->
 def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctxgate_ahead: Ahead | None) -> Case:
     name, length = request.param
     config = request.config
-    settings = config.stash[SETTINGS_KEY]
-    thresholds, baseline = settings.plan.thresholds, settings.plan.baseline
+    plan = config.stash[PLAN_KEY]
+    thresholds, baseline = plan.thresholds, plan.baseline
     state = request.node.stash.setdefault(CASE_STATE_KEY, CaseState(new_record(name, length, thresholds)))
     state.run_meta = ctxgate_model.run_meta
     if window := _beyond_window(config, ctxgate_model, length):
@@ -303,7 +301,7 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctx
     state.record = result.onto(state.record)
     state.samples = result.samples
     if result.judge and result.judge.status == "pending":
-        waiting = f"{result.judge.reason}; {_judge_later(settings.report)}"
+        waiting = f"{result.judge.reason}; {_judge_later(plan.report)}"
         no_score(state, "judge_not_given", f"{name} at {length}: {waiting}", baseline)
     if baseline is not None:
         compared = _against_baseline(baseline, result, ctxgate_model.run_info, thresholds)

@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from ctxgate.run.compose import LoadedModel, ModelError, open_model
-from ctxgate.run.loading import ModelSpec
 
-from .engine import ENGINE_KEY
-from .hf import HF_KEY
-from .judging import JUDGING_KEY
-from .options import SETTINGS_KEY
+from .engine import SERVED_KEY
+from .options import PLAN_KEY
 
 RUN_ERROR_KEY = pytest.StashKey[str]()  # on the session: why no case can run in this process (the model, the judge)
 # a backend with its own line at the end of the run (replicas on a cluster: where they ran, what the queue did)
@@ -28,32 +24,16 @@ SUMMARY_KEY = pytest.StashKey[Callable[[], str]]()
 WORKER_SUMMARIES_KEY = pytest.StashKey[list[str]]()  # on the controller: each xdist worker's line, "gwN: ..."
 
 
-def model_spec(config: pytest.Config) -> ModelSpec:
-    """The checkpoint and how to evaluate it, from every plugin's settings."""
-    run, hf, judging = config.stash[SETTINGS_KEY], config.stash[HF_KEY], config.stash[JUDGING_KEY]
-    assert run.model is not None
-    return replace(
-        run.opening,
-        batch_size=hf.batch_size,
-        device_map=hf.device_map,
-        served=config.stash[ENGINE_KEY].served(run.opening) if run.backend in ("openai", "vllm") else None,
-        judge=judging.judge,
-        nli_model=judging.nli_model,
-        judge_max_failure_rate=run.plan.thresholds.judge_max_failure_rate,
-    )
-
-
 @pytest.fixture(scope="session")
 def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Iterator[LoadedModel]:
-    run = pytestconfig.stash[SETTINGS_KEY]
-    sequential = run.plan.sequential
+    plan = pytestconfig.stash[PLAN_KEY]
     selection = {
-        "samples": run.plan.samples,
-        "lengths": list(run.plan.lengths),
-        "sequential": sequential.describe() if sequential else None,
+        "samples": plan.samples,
+        "lengths": list(plan.lengths),
+        "sequential": plan.sequential.describe() if plan.sequential else None,
     }
     try:
-        loaded = open_model(model_spec(pytestconfig), selection)
+        loaded = open_model(plan.model, pytestconfig.stash.get(SERVED_KEY, None), selection)
     except ModelError as exc:  # one line per run: the session stops, as nothing else can run without the model
         message = f"ctxgate: {exc.what}: {exc.cause}"
         if pytestconfig.getoption("verbose") > 0:

@@ -28,9 +28,10 @@ from typing import Any
 
 import pytest
 
+from ctxgate.run.options import PROGRESS
 from ctxgate.run.progress import Progress, status_line
 
-from .options import SETTINGS_KEY, refusals_are_usage_errors
+from .options import PLAN_KEY, refusals_are_usage_errors
 
 # what a case calls after each sample, and ``end`` when it is over, however it ended; absent when nobody is watching
 REPORTER_KEY = pytest.StashKey["LocalReporter | FileReporter"]()
@@ -39,13 +40,7 @@ SAVE, RESTORE, CLEAR = b"\x1b7", b"\x1b8", b"\x1b[K"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("ctxgate").addoption(
-        "--progress",
-        default="auto",
-        choices=("auto", "off"),
-        help="auto (default): a live line with each worker's case, samples done, tokens/s and ETA, when the output "
-        "is a terminal; off: never",
-    )
+    PROGRESS.add_to(parser.getgroup("ctxgate"))
 
 
 class _ErasingFile:
@@ -233,8 +228,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     if (
-        config.stash[SETTINGS_KEY].model is None
-        or config.getoption("--progress") == "off"
+        not config.stash[PLAN_KEY].model.model
+        or PROGRESS.read(config.getoption(PROGRESS.dest)) == "off"
         or terminal is None
         or config.getoption("collectonly")
         or not _is_terminal()

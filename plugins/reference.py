@@ -15,8 +15,9 @@ import pytest
 
 from ctxgate.data.published import lookup, resolve, rows_for
 from ctxgate.records.schema import Reference, Report
+from ctxgate.run.options import REFERENCE
 
-from .options import SETTINGS_KEY, refusals_are_usage_errors
+from .options import PLAN_KEY, refusals_are_usage_errors
 
 
 @dataclass(frozen=True)
@@ -30,14 +31,7 @@ _HUB_CACHE = re.compile(r"models--([^/]+?)--([^/]+)")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    g = parser.getgroup("ctxgate-reference", "ctxgate published scores")
-    g.addoption(
-        "--reference",
-        default="auto",
-        metavar="MODEL|auto|off",
-        help="compare with the papers' published numbers for MODEL (an id such as meta-llama/Llama-3.1-8B-Instruct "
-        "or a paper's row label; `ctxgate published` lists them); auto (default): when --model is one of them",
-    )
+    REFERENCE.add_to(parser.getgroup("ctxgate-reference", "ctxgate published scores"))
 
 
 def candidates(model: str | None) -> list[tuple[str, str]]:
@@ -60,8 +54,8 @@ def candidates(model: str | None) -> list[tuple[str, str]]:
 
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    wanted = str(config.getoption("--reference")).strip()
-    model = config.stash[SETTINGS_KEY].model
+    wanted = str(REFERENCE.read(config.getoption(REFERENCE.dest))).strip()
+    model = config.stash[PLAN_KEY].model.model or None
     if wanted.lower() == "off" or model is None:
         config.stash[REFERENCE_KEY] = ReferenceSettings(None, "off")
         return

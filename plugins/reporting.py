@@ -53,7 +53,7 @@ from ctxgate.report.tables import markdown, terminal
 
 from .cases import CASE_STATE_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
-from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
+from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 from .reference import published_section
 from .signals import RECEIVED_KEY
 
@@ -195,10 +195,10 @@ COLLECTOR_KEY = pytest.StashKey[Collector]()
 
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    settings = config.stash[SETTINGS_KEY]
-    if settings.model is None or hasattr(config, "workerinput") or config.getoption("collectonly"):
+    plan = config.stash[PLAN_KEY]
+    if not plan.model.model or hasattr(config, "workerinput") or config.getoption("collectonly"):
         return
-    collector = Collector(settings.report, settings.plan.thresholds)
+    collector = Collector(plan.report, plan.thresholds)
     if collector.report_path:
         collector.claim()
     collector.run_error = config.stash.get(STARTUP_ERROR_KEY, None)
@@ -298,15 +298,15 @@ def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
 
 def _judged(session: pytest.Session, exitstatus: int, collector: Collector) -> Report:
     config = session.config
-    thresholds, settings = collector.thresholds, config.stash[SETTINGS_KEY]  # the run's (pytest_configure)
+    thresholds, plan = collector.thresholds, config.stash[PLAN_KEY]  # the run's (pytest_configure)
     cases = collector.finish(_stop_reason(session, exitstatus, collector.run_error))
     meta = collector.run_meta or {
-        "model": settings.model,
+        "model": plan.model.model,
         "backend": None,
-        "seed": settings.opening.seed,
-        "samples": settings.plan.samples,
-        "lengths": list(settings.plan.lengths),
-        "chat_template": "off" if settings.opening.chat_template == "auto" else settings.opening.chat_template,
+        "seed": plan.model.seed,
+        "samples": plan.samples,
+        "lengths": list(plan.lengths),
+        "chat_template": "off" if plan.model.chat_template == "auto" else plan.model.chat_template,
     }
     meta = {**meta, "thresholds": thresholds.path, "data_sha256": _combined([c.data_sha256 for c in cases])}
     if meta.get("cache"):
@@ -324,10 +324,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     report = session_report(session, exitstatus)
     if report is None:
         return
-    collector, settings = session.config.stash[COLLECTOR_KEY], session.config.stash[SETTINGS_KEY]
+    collector, plan = session.config.stash[COLLECTOR_KEY], session.config.stash[PLAN_KEY]
     if collector.report_path:
         try:
-            _write(collector, report, settings.plan.baseline)
+            _write(collector, report, plan.baseline)
         except OSError as exc:
             collector.write_error = (
                 f"the report could not be written to {collector.report_path} ({exc.strerror or exc}); nothing "
@@ -349,7 +349,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _baseline_summary(config: pytest.Config, cases: list[CaseRecord]) -> BaselineRun | None:
-    baseline = config.stash[SETTINGS_KEY].plan.baseline
+    baseline = config.stash[PLAN_KEY].baseline
     if baseline is None:
         return None
     selected = {(c.task, c.length) for c in cases}

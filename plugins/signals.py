@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .options import SETTINGS_KEY, refusals_are_usage_errors
+from .options import PLAN_KEY, refusals_are_usage_errors
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
 _PREVIOUS_KEY = pytest.StashKey[dict[int, Any]]()
@@ -29,7 +29,7 @@ PARENT_POLL_S = 0.5
 
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    if config.stash[SETTINGS_KEY].model is None:
+    if not config.stash[PLAN_KEY].model.model:
         return
     if hasattr(config, "workerinput"):
         threading.Thread(target=_watch_parent, args=(os.getppid(),), name="ctxgate-parent-watch", daemon=True).start()

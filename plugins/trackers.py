@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from ctxgate.records.io import report_text
+from ctxgate.run.options import LOG_TO, STEP, TRACKER_RUN, TRACKERS
 from ctxgate.trackers.sinks import Target, parse_target
 
-from .options import SETTINGS_KEY, refusals_are_usage_errors
+from .options import PLAN_KEY, refusals_are_usage_errors
 from .reporting import COLLECTOR_KEY
 
 
@@ -29,32 +30,15 @@ TRACKERS_KEY = pytest.StashKey[TrackerSettings]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("ctxgate-trackers", "ctxgate experiment trackers")
-    g.addoption(
-        "--log-to",
-        action="append",
-        metavar="TRACKER[=WHERE]",
-        help="log scores at the training step: wandb[=PROJECT], tensorboard[=LOG_DIR], mlflow[=TRACKING_URI] "
-        "(repeatable; the tracker's extra: pip install 'ctxgate[wandb]' etc.)",
-    )
-    g.addoption(
-        "--tracker-run",
-        help="a W&B / MLflow run id to log into (default: $WANDB_RUN_ID / $MLFLOW_RUN_ID, else a new run)",
-    )
-    g.addoption(
-        "--step",
-        type=int,
-        help="the training step of --model (default: trainer_state.json's global_step, else the folder's name)",
-    )
+    for option in TRACKERS:
+        option.add_to(g)
 
 
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    run = config.getoption("--tracker-run")
-    targets = tuple(parse_target(t, run) for t in config.getoption("--log-to") or ())
-    step = config.getoption("--step")
-    if step is not None and step < 0:
-        raise pytest.UsageError(f"--step {step} must be 0 or more: the checkpoint's training step")
-    config.stash[TRACKERS_KEY] = TrackerSettings(targets, step)
+    run = TRACKER_RUN.read(config.getoption(TRACKER_RUN.dest))
+    targets = tuple(parse_target(t, run) for t in LOG_TO.read(config.getoption(LOG_TO.dest)) or ())
+    config.stash[TRACKERS_KEY] = TrackerSettings(targets, STEP.read(config.getoption(STEP.dest)))
 
 
 @pytest.hookimpl(trylast=True)
@@ -69,13 +53,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from ctxgate.trackers.metrics import case_table, metrics
     from ctxgate.trackers.sinks import log
 
-    run = config.stash[SETTINGS_KEY]
+    spec = config.stash[PLAN_KEY].model
     report = collector.report
-    step = training_step(run.opening.model_dir, settings.step)
+    step = training_step(spec.checkpoint.folder if spec.checkpoint else None, settings.step)
     values = metrics(report)
     if step.tokens_seen is not None:
         values["ctxgate/tokens_seen"] = float(step.tokens_seen)
-    name = f"ctxgate {Path(run.model or '').name}"
+    name = f"ctxgate {Path(spec.model).name}"
     with tempfile.TemporaryDirectory() as tmp:
         report_file = collector.report_path if collector.report_path and collector.report_path.is_file() else None
         if report_file is None:

@@ -12,15 +12,15 @@ import os
 import pytest
 
 from ctxgate.backends.devices import visible_gpus
+from ctxgate.run.options import BACKEND, DEVICE_MAP, GPUS_PER_REPLICA, MODEL, TP, OptionError, read
 
-from .hf import HF_KEY
-from .options import SETTINGS_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
+from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 
 
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     """After the options plugin (tryfirst) has read the settings, before xdist (trylast) starts its session."""
-    if config.stash[SETTINGS_KEY].model is None:
+    if not config.stash[PLAN_KEY].model.model:
         return
     if STARTUP_ERROR_KEY in config.stash and not hasattr(config, "workerinput"):
         # Nothing will run (the cases plugin records every case as not run), so start no workers: xdist's own
@@ -40,8 +40,8 @@ def _pin_gpu(config: pytest.Config) -> None:
     """Under xdist, worker gwN sees only its own GPUs (set before anything initializes CUDA): GPU N, or with
     ``--device-map auto`` its slice of them. Not for backends whose GPUs belong to a server (vllm, openai): their
     workers only send requests."""
-    settings, hf = config.stash[SETTINGS_KEY], config.stash[HF_KEY]
-    if settings.backend != "hf":
+    hf = config.stash[PLAN_KEY].model
+    if hf.backend != "hf":
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER") if hasattr(config, "workerinput") else None
     devices = visible_gpus()
@@ -68,17 +68,21 @@ def _pin_gpu(config: pytest.Config) -> None:
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto``: one worker per model replica, i.e. visible GPUs / GPUs per replica (``--tp`` for vLLM,
     ``--gpus-per-replica`` for ``--device-map auto``, where it defaults to all of them); on a machine without
-    GPUs, xdist's own default. (Runs before pytest_configure: the options are read raw.)"""
-    if config.getoption("--model", None) is None:
+    GPUs, xdist's own default. (Runs before pytest_configure, which makes the plan: the options are read here
+    through the table, and a bad value is left to the plan's one line.)"""
+    if config.getoption(MODEL.dest, None) is None:
         return None
     count = len(visible_gpus())  # CUDA_VISIBLE_DEVICES="" (forcing the CPU) is no GPU, not "unset"
     if not count:
         return None
-    backend = config.getoption("--backend", "hf")
-    if backend == "vllm":
-        per = config.getoption("tp", 1) or 1
-    elif backend == "hf" and config.getoption("--device-map", None):
-        per = config.getoption("--gpus-per-replica", None) or count
+    try:
+        given = read((BACKEND, TP, DEVICE_MAP, GPUS_PER_REPLICA), lambda dest: config.getoption(dest, None))
+    except OptionError:
+        return None
+    if given["backend"] == "vllm":
+        per = given["tp"]
+    elif given["backend"] == "hf" and given["device_map"]:
+        per = given["gpus_per_replica"] or count
     else:
         per = 1
     return max(1, count // per)

@@ -78,12 +78,12 @@ def test_a_run_folder_is_not_a_checkpoint_and_says_which_are(tmp_path, ckpt):
         locate(tmp_path)
 
 
-def test_the_hf_backend_given_a_name_that_is_no_folder_says_so_in_one_line(tmp_path, monkeypatch):
-    from ctxgate.backends.hf import BackendError, HFBackend
+def test_a_model_name_that_is_no_folder_nor_in_the_hub_cache_says_so_in_one_line(tmp_path, monkeypatch):
+    from ctxgate.backends.checkpoint import ModelNotFound, resolve_model
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
-    with pytest.raises(BackendError, match="no-such-org/no-such-model"):
-        HFBackend("no-such-org/no-such-model")
+    with pytest.raises(ModelNotFound, match="no-such-org/no-such-model"):
+        resolve_model("no-such-org/no-such-model")
 
 
 def test_own_model_code_needs_a_decision(ckpt):

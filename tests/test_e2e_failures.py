@@ -98,8 +98,8 @@ def test_a_broken_checkpoint_names_the_file_and_the_fix(real_suite, pytester, ck
 @pytest.mark.parametrize(
     "args, expected",
     [
-        (("--dtype", "nonsense"), "argument --dtype: invalid choice: 'nonsense'"),
-        (("--samples", "100000000"), "--samples 100000000 must be between 1 and 100,000"),
+        (("--dtype", "nonsense"), "--dtype 'nonsense' is not one of auto, bf16, fp16, fp32"),
+        (("--samples", "100000000"), "--samples '100000000' is not a whole number from 1 to 100,000"),
         (("--report", "out"), "--report out is a folder; give a file path such as out/run.json"),
     ],
 )

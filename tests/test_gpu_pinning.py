@@ -7,12 +7,12 @@ import pytest
 
 from ctxgate.backends import devices
 from ctxgate_plugins import workers
-from ctxgate_plugins.hf import HF_KEY, HFSettings
-from ctxgate_plugins.options import SETTINGS_KEY
+from ctxgate_plugins.options import PLAN_KEY
 
 
 def stash(**hf):
-    return {SETTINGS_KEY: SimpleNamespace(backend="hf"), HF_KEY: HFSettings(**hf)}
+    model = {"backend": "hf", "device_map": None, "gpus_per_replica": None, **hf}
+    return {PLAN_KEY: SimpleNamespace(model=SimpleNamespace(**model))}
 
 
 def worker_config():
@@ -47,7 +47,7 @@ def test_without_gpus_nothing_is_pinned(monkeypatch):
 
 def test_auto_workers_is_the_gpu_count(monkeypatch):
     # the options as pytest gives them before configure: only --model set, every other option at its default
-    given = {"--model": "ckpt"}
+    given = {"model": "ckpt"}
     config = SimpleNamespace(getoption=lambda name, default=None: given.get(name, default))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
     assert workers.pytest_xdist_auto_num_workers(config) == 3
@@ -99,14 +99,14 @@ def test_too_many_replicas_for_the_gpus_is_told_the_fix(monkeypatch):
     ("options", "expected"),
     [
         ({}, 8),
-        ({"--device-map": "auto"}, 1),
-        ({"--device-map": "auto", "--gpus-per-replica": 2}, 4),
-        ({"--backend": "vllm", "tp": 4}, 2),
-        ({"--backend": "openai"}, 8),
+        ({"device_map": "auto"}, 1),
+        ({"device_map": "auto", "gpus_per_replica": "2"}, 4),
+        ({"backend": "vllm", "tp": "4"}, 2),
+        ({"backend": "openai"}, 8),
     ],
 )
 def test_auto_workers_count_model_replicas(monkeypatch, options, expected):
-    given = {"--model": "ckpt", "--backend": "hf", **options}
+    given = {"model": "ckpt", "backend": "hf", **options}  # by dest, as pytest's getoption also takes them
     config = SimpleNamespace(getoption=lambda name, default=None: given.get(name, default))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")
     assert workers.pytest_xdist_auto_num_workers(config) == expected

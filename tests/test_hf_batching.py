@@ -49,9 +49,10 @@ def test_a_stream_hands_the_backend_batches_in_order_pulling_no_further_ahead():
 
 @pytest.fixture(scope="module")
 def tiny_hf():
+    from ctxgate.backends.formats import locate
     from ctxgate.backends.hf import HFBackend
 
-    return HFBackend(str(TINY))
+    return HFBackend(locate(TINY))
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +132,7 @@ def test_the_suite_batched_on_a_device_map_scores_as_batch_one(real_suite, pytes
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--batch-size", "0"), "--batch-size '0' is neither auto nor a positive number: e.g. --batch-size auto"),
+        (("--batch-size", "0"), "--batch-size '0' is neither auto nor a whole number above 0: e.g. --batch-size auto"),
         (
             ("--batch-size", "4", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"),
             "with --backend openai use --concurrency N",

@@ -127,10 +127,10 @@ def test_the_vllm_concurrency_defaults_to_the_engines_batch(pytester: pytest.Pyt
     --backend openai's own default otherwise, and a bad --max-num-seqs is one usage line."""
     pytester.makeconftest(
         """
-from ctxgate_plugins.engine import ENGINE_KEY
+from ctxgate_plugins.options import PLAN_KEY
 
 def pytest_collection_finish(session):
-    print("CONCURRENCY", session.config.stash[ENGINE_KEY].concurrency)
+    print("CONCURRENCY", session.config.stash[PLAN_KEY].engine.concurrency)
 """
     )
     pytester.makepyfile("def test_x(): pass")
@@ -140,9 +140,9 @@ def pytest_collection_finish(session):
         (("--vllm-arg=--max-num-seqs=48",), 48),
         (("--concurrency", "5"), 5),
     ]:
-        result = pytester.runpytest_subprocess(model, "--backend", "vllm", "--collect-only", *extra)
+        result = pytester.runpytest(model, "--backend", "vllm", "--collect-only", *extra)
         assert f"CONCURRENCY {expected}" in result.stdout.str(), result.stdout.str()[-2000:]
-    bad = pytester.runpytest_subprocess(model, "--backend", "vllm", "--collect-only", "--vllm-arg=--max-num-seqs=lots")
+    bad = pytester.runpytest(model, "--backend", "vllm", "--collect-only", "--vllm-arg=--max-num-seqs=lots")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert "--vllm-arg --max-num-seqs 'lots' is not a positive whole number: e.g. --max-num-seqs=256" in (
         bad.stderr.str()

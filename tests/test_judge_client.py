@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -120,26 +121,32 @@ def test_openai_without_a_key_names_the_fix(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(JudgeError, match="OPENAI_API_KEY"):
         JudgeClient(JudgeSettings(model="gpt-4o-2024-05-13"))
-    with pytest.raises(JudgeError, match="--judge-price '2.5'"):
-        JudgeSettings.from_options(
-            {"--judge-model": "m", "--judge-base-url": "http://127.0.0.1:1/v1", "--judge-price": "2.5"}.get, None
-        )
+
+
+def judge_from(given: dict[str, str]) -> JudgeSettings | None:
+    """The judge the options give, read as pytest and ``ctxgate judge`` read them (the table, then the plan)."""
+    from ctxgate.gate.plan import judge_settings
+    from ctxgate.run.options import JUDGE, read
+
+    return judge_settings(read(JUDGE, lambda dest: given.get("--" + dest.replace("_", "-"))), None)
 
 
 @pytest.mark.parametrize("price", ["abc", "2.5", "nan,1", "inf,1", "-1,2", "1,2,3"])
 def test_a_judge_price_that_is_not_two_amounts_is_refused_with_an_example(price):
+    from ctxgate.run.options import OptionError
+
     given = {"--judge-model": "m", "--judge-base-url": "http://127.0.0.1:1/v1", "--judge-price": price}
-    with pytest.raises(JudgeError, match=r"e\.g\. --judge-price 2\.5,10$"):
-        JudgeSettings.from_options(given.get, None)
-    with pytest.raises(JudgeError, match=r"e\.g\. --judge-price 2\.5,10$"):  # with no judge asked for, too
-        JudgeSettings.from_options({"--judge-price": price}.get, None)
+    with pytest.raises(OptionError, match=rf"--judge-price '{re.escape(price)}' .*e\.g\. --judge-price 2\.5,10$"):
+        judge_from(given)
+    with pytest.raises(OptionError, match=r"e\.g\. --judge-price 2\.5,10$"):  # with no judge asked for, too
+        judge_from({"--judge-price": price})
 
 
 @pytest.mark.parametrize("flag", ["--judge-price", "--judge-base-url"])
 def test_a_judge_option_without_a_judge_model_is_refused(flag):
     value = "2.5,10" if flag == "--judge-price" else "http://127.0.0.1:1/v1"
     with pytest.raises(JudgeError, match=f"{flag} sets up a judge: add --judge-model"):
-        JudgeSettings.from_options({flag: value}.get, None)
+        judge_from({flag: value})
 
 
 def test_ctxgate_judge_scores_a_pending_run_later_and_again_for_free(

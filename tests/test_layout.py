@@ -276,7 +276,7 @@ def test_each_plugin_module_exists_once_however_it_is_imported(pytestconfig):
         assert importlib.import_module(f"plugins.{name}") is installed
         assert pytestconfig.pluginmanager.get_plugin(f"ctxgate_plugins.{name}") is installed
     assert importlib.import_module("plugins") is ctxgate_plugins
-    assert importlib.import_module("plugins.options").SETTINGS_KEY is options.SETTINGS_KEY
+    assert importlib.import_module("plugins.options").PLAN_KEY is options.PLAN_KEY
 
 
 BARE_CLONE = """
@@ -316,3 +316,50 @@ def test_the_module_map_in_the_architecture_doc_is_the_code():
         [sys.executable, "scripts/architecture.py", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stdout + done.stderr + " (run: python scripts/architecture.py)"
+
+
+def test_the_model_fixtures_path_goes_down_the_floors():
+    """From the fixture to a loaded model no code calls a function on a higher floor than its own: the path reads
+    from the top floor down. A decorator's wrapper (``memo``) is not a step of its own: it is read through."""
+    import sys
+    import threading
+
+    from ctxgate.gate.plan import make_plan
+    from ctxgate.run.compose import open_model
+    from tests.conftest import TINY
+
+    plan = make_plan({"model": str(TINY)}.get, ROOT, gated=False)
+
+    def module(frame):
+        name = Path(frame.f_code.co_filename)
+        if ROOT not in name.parents or name.parts[len(ROOT.parts)] not in ("ctxgate", "plugins"):
+            return None
+        return ".".join(name.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+    def floor(name):
+        return PLUGIN_FLOOR if name.startswith("plugins") else floor_of(name)
+
+    visited, upward = set(), set()
+
+    def watch(frame, event, _arg):
+        callee = module(frame) if event == "call" else None
+        if callee is None:
+            return
+        visited.add(callee)
+        back = frame.f_back
+        while back is not None and module(back) in (None, "ctxgate.memo"):
+            back = back.f_back
+        caller = module(back) if back is not None else None
+        if caller is not None and floor(callee) > floor(caller):
+            upward.add(f"{caller} calls {callee}.{frame.f_code.co_name}")
+
+    sys.setprofile(watch)
+    threading.setprofile(watch)
+    try:
+        loaded = open_model(plan.model, None, {})
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    loaded.close()
+    assert {"ctxgate.run.compose", "ctxgate.backends.hf"} <= visited
+    assert not upward, "a call climbs back up a floor:\n" + "\n".join(sorted(upward))

@@ -123,7 +123,9 @@ def test_suite_without_model_says_how_to_give_one(suite, pytester):
 
 def test_bad_lengths_and_samples_are_usage_errors(suite, pytester):
     pytester.runpytest("--lengths", "8kb").stderr.fnmatch_lines(["*--lengths*'8kb'*8k*"])
-    pytester.runpytest("--samples", "0").stderr.fnmatch_lines(["*--samples 0 must be between 1 and 100,000*"])
+    pytester.runpytest("--samples", "0").stderr.fnmatch_lines(
+        ["*--samples '0' is not a whole number from 1 to 100,000*"]
+    )
 
 
 def test_markdown_goes_to_the_github_step_summary(suite, pytester, monkeypatch):

@@ -293,17 +293,16 @@ def test_ray_is_refused_with_xdist_and_without_an_address(tmp_path):
 def test_without_ray_installed_the_option_names_the_extra(monkeypatch):
     import importlib.util
 
-    from ctxgate.run.options import OptionError, opening
+    from ctxgate.gate.plan import make_plan
+    from ctxgate.run.options import OptionError
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
-    given = {"ray": "auto"}
+    given = {"ray": "auto", "model": str(TINY)}
     with pytest.raises(
         OptionError, match=re.escape("--ray auto needs Ray, which is not installed here: pip install 'ctxgate[ray]'")
     ):
-        opening(
-            lambda dest: given.get(dest, {"ray_resource": "GPU", "seed": 42}.get(dest)), Path.cwd(), model=str(TINY)
-        )
+        make_plan(given.get, Path.cwd(), gated=False)
 
 
 def test_bisect_on_the_cluster_probes_side_by_side_and_names_the_serial_bisects_checkpoint(

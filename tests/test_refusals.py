@@ -102,7 +102,7 @@ def test_main_prints_a_refusal_on_one_line_and_anything_else_as_a_crash(monkeypa
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("--lengths", "8kb"), "ERROR: --lengths: *'8kb'*"),  # the options plugin, through make_plan
+        (("--lengths", "8kb"), "ERROR: --lengths '8kb' is not a list of lengths*"),  # the options plugin, through make_plan
         (("--log-to", "nowhere"), "ERROR: --log-to 'nowhere': *is not a tracker*"),  # the trackers plugin
     ],
 )

@@ -51,14 +51,14 @@ def test_tables_mark_failures_partials_and_effective_length():
 
 
 def test_pickle_weights_are_refused_without_the_flag(tmp_path):
-    pytest.importorskip("torch")
-    from ctxgate.backends.hf import BackendError, HFBackend
+    from ctxgate.backends.checkpoint import CheckpointError
+    from ctxgate.backends.formats import locate
 
     (tmp_path / "config.json").write_text('{"model_type": "llama"}')
     (tmp_path / "tokenizer.json").write_text("{}")
     (tmp_path / "pytorch_model.bin").write_bytes(b"not really")
-    with pytest.raises(BackendError, match="--allow-pickle"):
-        HFBackend(str(tmp_path))
+    with pytest.raises(CheckpointError, match="--allow-pickle"):
+        locate(tmp_path)
 
 
 def test_helmet_categories_are_plain_means_and_partial_when_a_member_is_missing():

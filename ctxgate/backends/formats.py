@@ -136,6 +136,15 @@ def locate(
     return Checkpoint(folder, weights, adapter.tokenizer_dir if adapter else folder, adapter=adapter)
 
 
+def written(folder: Path) -> bool:
+    """Whether ``folder`` holds a checkpoint ``--model`` takes with its weights: a Hugging Face folder's, a PEFT
+    adapter's, or the shards that make a sharded checkpoint one (what a watcher waits for)."""
+    kind = kind_of(folder)
+    if kind == "adapter":
+        return any(folder.glob("adapter_model.*"))
+    return kind == "sharded" or kind == "hf" and has_hf_weights(folder)
+
+
 def has_hf_weights(folder: Path) -> bool:
     """Weights ``from_pretrained`` reads (what Trainer saves beside a ZeRO-1/2 checkpoint): such a folder is loaded
     as a Hugging Face folder."""

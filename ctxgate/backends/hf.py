@@ -19,8 +19,8 @@ from typing import Any
 
 from ctxgate.backends.adapters import apply_adapter
 from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request, Window, engine_dtype, model_window
-from ctxgate.backends.checkpoint import CheckpointError, ModelNotFound, resolve_model
-from ctxgate.backends.formats import Checkpoint, locate
+from ctxgate.backends.checkpoint import CheckpointError
+from ctxgate.backends.formats import Checkpoint
 from ctxgate.backends.override_rules import OverrideError, is_structural
 from ctxgate.backends.overrides import ConfigOverrides, applied, window
 from ctxgate.backends.sharded import load_into
@@ -116,7 +116,7 @@ class HFBackend:
 
     def __init__(
         self,
-        model: Checkpoint | str,
+        model: Checkpoint,
         *,
         dtype: str = "auto",
         trust_remote_code: bool = False,
@@ -130,9 +130,9 @@ class HFBackend:
     ) -> None:
         """``batch_size`` None: ``auto`` (1 on CPU; on a GPU as many as fit, see ``batch_limit``). ``device_map``
         "auto": the model is spread over every GPU this process sees (accelerate's placement). ``overrides``:
-        config changes for context extension, applied before the weights load. ``model``: the resolved checkpoint (a
+        config changes for context extension, applied before the weights load. ``model``: the located checkpoint (a
         PEFT adapter is merged into its base's weights; a sharded one is built from its config and filled from its
-        shards), or a folder, resolved and checked here."""
+        shards)."""
         import torch
         import transformers
 
@@ -141,16 +141,6 @@ class HFBackend:
         self.device = torch.device("cuda" if cuda else "cpu")
         if not cuda and threads:
             torch.set_num_threads(threads)
-        if isinstance(model, str):  # a folder or a hub id in the local cache
-            try:
-                model = locate(
-                    resolve_model(model),
-                    trust_remote_code=trust_remote_code,
-                    ignore_remote_code=True,
-                    allow_pickle=allow_pickle,
-                )
-            except (CheckpointError, ModelNotFound) as exc:
-                raise BackendError(str(exc)) from None
         self.checkpoint = model
         sharded, found, name = model.sharded, model.adapter, str(model.folder)
         if sharded is not None and device_map is not None:

@@ -1,23 +1,51 @@
-"""A run's plan, resolved once from the option table's values: how the checkpoint is opened, the lengths and
-samples, the ``--sequential`` stop rule, the engine (``--backend openai``/``vllm``), the thresholds and the
-baseline. pytest (``plugins/options.py``) and ``ctxgate bisect`` both call ``make_plan``, so the same options give
-the same plan and a bad value is the same refusal, before any model loads."""
+"""A run's plan, made once from the option table's values (``run/options.py``) and frozen: the checkpoint located
+and checked, how it is served and run (the engine and its tokenizer, the HF settings, the judge), the lengths and
+samples, the ``--sequential`` stop rule, the thresholds and the baseline. pytest (``plugins/options.py``) and
+``ctxgate bisect`` both call ``make_plan``, so the same options give the same plan and a bad value is the same one
+line, before any model loads; nothing after it reads the options again or changes the plan."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib.util
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer, resolve_model
+from ctxgate.backends.formats import Checkpoint
+from ctxgate.backends.overrides import ConfigOverrides, applied
+from ctxgate.backends.overrides import parse as parse_overrides
+from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.gate.thresholds import PytestConfig, Thresholds, find_thresholds, load_or_default
-from ctxgate.lengths import LengthError, parse_lengths
-from ctxgate.run.loading import ModelSpec
-from ctxgate.run.options import SEQUENTIAL_ALPHA, SEQUENTIAL_MIN, OptionError, opening, samples_problem
-from ctxgate.run.options import sequential_problem as _sequential_problem
+from ctxgate.judge.client import JudgeError, JudgeSettings
+from ctxgate.judge.entail import check_nli_model
+from ctxgate.run.loading import ModelSpec, factory_of
+from ctxgate.run.options import (
+    BACKEND,
+    BACKENDS,
+    BASELINE,
+    CACHE_FOLDER,
+    ENGINE,
+    EVALUATION,
+    FORCE_LENGTHS,
+    HF,
+    JUDGE,
+    MODEL,
+    REPORT,
+    SEQUENTIAL_ALPHA,
+    SEQUENTIAL_MIN,
+    SEQUENTIAL_OPTIONS,
+    Get,
+    OptionError,
+    read,
+)
 from ctxgate.run.serving import EngineSettings, read_engine
 from ctxgate.tasks.registry import task_names
+
+OPTIONS = (MODEL, BACKEND, *EVALUATION, *SEQUENTIAL_OPTIONS, *ENGINE, *HF, *JUDGE, REPORT, FORCE_LENGTHS, BASELINE)
 
 
 @dataclass(frozen=True)
@@ -33,46 +61,241 @@ class Sequential:
 
 @dataclass(frozen=True)
 class Plan:
-    opening: ModelSpec
+    """``model``: what to evaluate and how (its ``model`` "" where no --model was given: the project's own tests).
+    ``startup_error``: why nothing can run (a checkpoint that cannot be opened), reported for every case."""
+
+    model: ModelSpec
     lengths: tuple[int, ...]
     samples: int | None  # None: each task's HELMET/RULER count
     sequential: Sequential | None  # None: every case runs its samples
     thresholds: Thresholds
-    engine: EngineSettings = EngineSettings()  # the options of --backend openai/vllm, checked
+    engine: EngineSettings = EngineSettings()  # --backend openai/vllm
     thresholds_path: str = ""  # "" when none was found
     thresholds_found: str = ""  # how the thresholds file was found, or where none was
     baseline: Baseline | None = None
+    report: str | None = None
+    force_lengths: bool = False
+    startup_error: str | None = None
 
 
-def make_plan(
-    value: Callable[[str], Any], started_in: Path, ini: PytestConfig | None = None, *, gated: bool = True, **given: Any
-) -> Plan:
-    """The plan from the option table's values as pytest or argparse read them (``value(dest)``; an option the
-    caller does not take reads None) plus ``given`` (the model, the backend). ``ini``: the config file pytest
-    read (None: found as pytest started in ``started_in`` would find it). ``gated=False`` (no model: the project's
-    own tests) looks for no thresholds or baseline."""
+def make_plan(get: Get, started_in: Path, ini: PytestConfig | None = None, *, gated: bool | None = None) -> Plan:
+    """The plan from the options as pytest or argparse read them (``get(dest)``; an option the caller does not take
+    reads None, its default). ``ini``: the config file pytest read (None: found as pytest started in
+    ``started_in`` would find it). ``gated``: whether it has thresholds and a baseline (None: when --model is given;
+    the project's own tests run pytest without one)."""
+    values = read(OPTIONS, get)
+    backend, model = values[BACKEND.dest], values[MODEL.dest]
+    if backend not in BACKENDS:
+        factory_of(backend)
+    if model == "":
+        raise OptionError("--model is empty: give a checkpoint folder, e.g. --model fixtures/tiny-llama-niah")
+    checkpoint, startup_error = _located(values, backend, model) if model else (None, None)
+    tokenizer = str(checkpoint.tokenizer_dir) if checkpoint else None
+    engine = read_engine(values, backend, values["chat_template"], tokenizer)
+    sequential = Sequential(values["sequential_alpha"], values["sequential_min"]) if values["sequential"] else None
+    path, found, thresholds, baseline = None, "", load_or_default(None, ()), None
+    if model if gated is None else gated:
+        path, found = find_thresholds(values["thresholds"], started_in, ini)
+        thresholds = load_or_default(path, task_names())
+        baseline = _baseline(values["baseline"])
+        _check_sequential(sequential, thresholds)
+    spec = _spec(values, model or "", checkpoint, backend, started_in, thresholds.judge_max_failure_rate)
+    if model and startup_error is None:
+        _check_served(spec, engine)
+    return Plan(
+        spec,
+        values["lengths"],
+        values["samples"],
+        sequential,
+        thresholds,
+        engine,
+        str(path) if path else "",
+        found,
+        baseline,
+        values[REPORT.dest],
+        values[FORCE_LENGTHS.dest],
+        startup_error,
+    )
+
+
+def _located(values: Mapping[str, Any], backend: str, model: str) -> tuple[Checkpoint | None, str | None]:
+    """The checkpoint --model names, located and checked as the options open it: hf and vllm load it, openai
+    fingerprints it where --model is its folder, a backend of one's own takes --model as given. A checkpoint that
+    cannot be opened is the run's startup error (reported for every case), not a usage error."""
+    if backend not in BACKENDS or (backend == "openai" and not Path(model).expanduser().is_dir()):
+        return None, None
+    folder = resolve_model(model)
+    opener = ModelSpec(
+        model,
+        base_model=values["base_model"],
+        config_from=values["config_from"],
+        trust_remote_code=values["trust_remote_code"],
+        ignore_remote_code=values["ignore_remote_code"],
+        allow_pickle=values["allow_pickle"],
+    )
     try:
-        lengths = parse_lengths(value("lengths"))
-    except LengthError as exc:
-        raise OptionError(f"--lengths: {exc}") from None
-    samples = value("samples")
-    problem = samples_problem(samples)
-    sequential = Sequential(value("sequential_alpha"), value("sequential_min")) if value("sequential") else None
-    if sequential is not None:
-        problem = problem or _sequential_problem(sequential.alpha, sequential.min_samples)
-    if problem:
-        raise OptionError(problem)
-    spec = opening(value, started_in, **given)
-    engine = read_engine(value, spec.backend, spec.chat_template)
-    plan = Plan(spec, lengths, samples, sequential, load_or_default(None, ()), engine)
-    if not gated:
-        return plan
-    baseline = None
-    if value("baseline"):
+        return opener.locate(folder), None
+    except CheckpointError as exc:
+        return None, str(exc)
+
+
+def _spec(
+    values: Mapping[str, Any],
+    model: str,
+    checkpoint: Checkpoint | None,
+    backend: str,
+    started_in: Path,
+    judge_max_failure_rate: float,
+) -> ModelSpec:
+    overrides = parse_overrides(values["rope_scaling"], values["model_override"])
+    if checkpoint is not None:
+        check_overrides(overrides, checkpoint.config_dir)
+    _check_hf(values, backend)
+    for folder, flag, fix in (
+        (values["data_dir"], "--data-dir", "give HELMET's data folder (or fixtures/helmet_data)"),
+        (values["helmet_tokenizer"], "--helmet-tokenizer", "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"),
+    ):
+        if folder and not Path(folder).is_dir():
+            raise OptionError(f"{flag} {folder!r} is not a folder: {fix}")
+    if values["helmet_tokenizer"] and not (Path(values["helmet_tokenizer"]) / "tokenizer_config.json").is_file():
+        raise OptionError(
+            f"--helmet-tokenizer {values['helmet_tokenizer']!r} is not a tokenizer folder (no tokenizer_config.json): "
+            "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
+        )
+    if values["ray"] is not None:
+        _check_ray(values["ray"], backend)
+    if values["haystack"]:
         try:
-            baseline = load_baseline(value("baseline"))
-        except BaselineError as exc:
-            raise OptionError(f"--baseline {value('baseline')}: {exc}") from None
-    path, found = find_thresholds(value("thresholds"), started_in, ini)
-    thresholds = load_or_default(path, task_names())
-    return Plan(spec, lengths, samples, sequential, thresholds, engine, str(path) if path else "", found, baseline)
+            load_essay(values["haystack"])
+        except HaystackError as exc:
+            raise OptionError(f"--haystack: {exc}") from None
+    cache_dir = None if values["no_cache"] else str(values["cache_dir"] or started_in / CACHE_FOLDER)
+    return ModelSpec(
+        model,
+        checkpoint,
+        backend,
+        dtype=values["dtype"],
+        trust_remote_code=values["trust_remote_code"],
+        allow_pickle=values["allow_pickle"],
+        allow_weight_mismatch=values["allow_weight_mismatch"],
+        ignore_remote_code=values["ignore_remote_code"],
+        overrides=overrides,
+        base_model=values["base_model"],
+        config_from=values["config_from"],
+        batch_size=values["batch_size"],
+        device_map=values["device_map"],
+        gpus_per_replica=values["gpus_per_replica"],
+        chat_template=values["chat_template"],
+        seed=values["seed"],
+        haystack=values["haystack"],
+        squad=values["squad"],
+        hotpotqa=values["hotpotqa"],
+        data_dir=values["data_dir"],
+        helmet_compat=values["helmet_compat"],
+        helmet_tokenizer=values["helmet_tokenizer"],
+        cache_dir=cache_dir,
+        judge=judge_settings(values, cache_dir),
+        nli_model=_nli_model(values),
+        judge_max_failure_rate=judge_max_failure_rate,
+        ray=values["ray"],
+        ray_resource=values["ray_resource"],
+    )
+
+
+def check_overrides(overrides: ConfigOverrides, config_dir: str | Path) -> None:
+    """The config overrides against the config they change (a key it lacks, a value of another kind, RoPE settings
+    the rest of it does not fit), before any model loads."""
+    if overrides:
+        applied(config_dir, overrides)
+
+
+def _check_served(spec: ModelSpec, engine: EngineSettings) -> None:
+    """--backend openai: the tokenizer to check the servers against, and the config the overrides change."""
+    if spec.backend != "openai":
+        return
+    if engine.tokenizer is None:
+        raise OptionError(
+            f"--backend openai: --model {spec.model!r} is not a folder, so pass --tokenizer with the served model's "
+            "tokenizer folder"
+        )
+    check_tokenizer(Path(engine.tokenizer), "--tokenizer")
+    if spec.overrides and spec.checkpoint is None:
+        check_overrides(spec.overrides, engine.tokenizer)
+
+
+def _check_hf(values: Mapping[str, Any], backend: str) -> None:
+    batch_size, device_map, per_replica = values["batch_size"], values["device_map"], values["gpus_per_replica"]
+    if backend != "hf" and (batch_size is not None or device_map or per_replica):
+        fix = "--concurrency N (requests in flight per replica)" if backend in ("vllm", "openai") else "nothing"
+        raise OptionError(
+            f"--batch-size/--device-map/--gpus-per-replica are for --backend hf; with --backend {backend} use {fix}"
+        )
+    if per_replica is not None and device_map is None:
+        raise OptionError(
+            f"--gpus-per-replica {per_replica} needs --device-map auto, e.g. --device-map auto --gpus-per-replica 4"
+        )
+
+
+def _check_ray(ray: str, backend: str) -> None:
+    if not ray:
+        raise OptionError("--ray is empty: give the Ray head's address (host:6379), auto, or local")
+    if importlib.util.find_spec("ray") is None:
+        raise OptionError(f"--ray {ray} needs Ray, which is not installed here: pip install 'ctxgate[ray]'")
+    if backend == "openai":
+        raise OptionError(
+            "--ray with --backend openai: the servers are the replicas; drop --ray and give each with --base-url"
+        )
+
+
+def judge_settings(values: Mapping[str, Any], cache_dir: str | None) -> JudgeSettings | None:
+    """The judge from the judge options (``run/options.JUDGE``, by dest); None without --judge-model."""
+    model, base_url, price = values["judge_model"], values["judge_base_url"], values["judge_price"]
+    if model is None:
+        if price is not None or base_url is not None:
+            flag = "--judge-price" if price is not None else "--judge-base-url"
+            raise JudgeError(f"{flag} sets up a judge: add --judge-model NAME (e.g. --judge-model gpt-4o-2024-05-13)")
+        return None
+    if base_url is None and not os.environ.get("OPENAI_API_KEY"):
+        raise JudgeError(
+            f"--judge-model {model} needs OPENAI_API_KEY in the environment (or --judge-base-url for an "
+            "OpenAI-compatible server)"
+        )
+    return JudgeSettings(
+        model=model,
+        base_url=base_url,
+        timeout_s=values["judge_timeout"],
+        time_limit_s=values["judge_time_limit"],
+        max_retries=values["judge_retries"],
+        concurrency=values["judge_concurrency"],
+        price_per_mtok=price,
+        cache_dir=values["judge_cache"] or cache_dir,
+    )
+
+
+def _nli_model(values: Mapping[str, Any]) -> str | None:
+    if values["nli_model"]:
+        check_nli_model(values["nli_model"], values["allow_pickle"])
+    return values["nli_model"]
+
+
+def _baseline(given: str | None) -> Baseline | None:
+    try:
+        return load_baseline(given) if given else None
+    except BaselineError as exc:
+        raise OptionError(f"--baseline {given}: {exc}") from None
+
+
+def _check_sequential(sequential: Sequential | None, thresholds: Thresholds) -> None:
+    """--sequential cannot check a gate over averages of cases: means that stopped early are biased."""
+    if sequential is not None and thresholds.min_effective_length:
+        raise OptionError(
+            f"--sequential cannot check min_effective_length ({thresholds.path}): the effective length averages "
+            "RULER's tasks, and an average of means that stopped early is biased, with no guarantee. Drop "
+            "--sequential, or pass --thresholds with a file whose [session] min_effective_length is 0"
+        )
+    if sequential is not None and thresholds.relative_min_length:
+        raise OptionError(
+            f"--sequential cannot check [relative_effective_length.min_length] ({thresholds.path}): a relative "
+            "effective length compares averages of means, and means that stopped early are biased, with no "
+            "guarantee. Drop --sequential, or pass --thresholds with a file without that table"
+        )

@@ -26,6 +26,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from ctxgate.run.options import INTERVAL, SETTLE
+
 ENDED = ".training-ended"
 
 
@@ -36,8 +38,8 @@ class CtxgateCallback(TrainerCallback):
         *,
         log_to: Sequence[str] = (),
         reports: str | os.PathLike[str] | None = None,
-        interval: float = 30.0,
-        settle: float = 10.0,
+        interval: float = INTERVAL.default,
+        settle: float = SETTLE.default,
         wait_at_end: bool = False,
         devices: str | None = None,
     ) -> None:

@@ -11,14 +11,13 @@
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from ctxgate.judge.cache import CachedReply, JudgeCache
 from ctxgate.judge.verdict import Unparseable, last_object
@@ -43,55 +42,12 @@ PRICES: dict[str, tuple[float, float]] = {
 }
 
 
-def _option(flag: str, help: str, default: object = None, kind: type | None = None) -> tuple[str, dict[str, object]]:
-    """A flag and its ``addoption``/``add_argument`` keywords."""
-    return flag, {"default": default, "help": help, **({"type": kind} if kind else {})}
-
-
-# The judge's command-line options: the pytest plugin and `ctxgate judge` add the same ones from here.
-OPTIONS: tuple[tuple[str, dict[str, object]], ...] = (
-    _option(
-        "--judge-model", "LLM judge for NarrativeQA and summaries (HELMET: gpt-4o-2024-05-13); key from OPENAI_API_KEY"
-    ),
-    _option(
-        "--judge-base-url",
-        "an OpenAI-compatible server instead of OpenAI, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang)",
-    ),
-    _option("--judge-timeout", "seconds per judge request (default %(default)s)", 120.0, float),
-    _option("--judge-time-limit", "seconds per verdict, retries included (default %(default)s)", 600.0, float),
-    _option(
-        "--judge-retries", "retries after 429/5xx/timeouts, with exponential backoff (default %(default)s)", 6, int
-    ),
-    _option("--judge-concurrency", "verdicts in flight at once (default %(default)s)", 4, int),
-    _option(
-        "--judge-price", "USD per million input,output tokens for the cost line, e.g. 2.5,10 (default: a built-in list)"
-    ),
-    _option("--judge-cache", "judge cache folder (default: the generation cache folder, ./.ctxgate-cache)"),
-    _option(
-        "--nli-model", "local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge"
-    ),
-)
-
-
 class JudgeError(CtxgateError, RuntimeError):
     """The judge cannot work as configured; the message names the fix."""
 
 
 class JudgeUnavailable(RuntimeError):
     """Transient failures outlasted the retries or the time limit for one verdict."""
-
-
-def _price(given: str) -> tuple[float, float]:
-    """``--judge-price IN,OUT``: two finite amounts of 0 or more."""
-    try:
-        a, b = (float(x) for x in given.split(","))
-    except ValueError:
-        a = b = math.nan
-    if not (math.isfinite(a) and math.isfinite(b) and a >= 0 and b >= 0):
-        raise JudgeError(
-            f"--judge-price {given!r}: give USD per million input,output tokens, e.g. --judge-price 2.5,10"
-        )
-    return a, b
 
 
 @dataclass(frozen=True)
@@ -108,42 +64,6 @@ class JudgeSettings:
     concurrency: int = 4
     price_per_mtok: tuple[float, float] | None = None
     cache_dir: str | None = None
-
-    @classmethod
-    def from_options(cls, option: Callable[[str], Any], cache_dir: str | None) -> JudgeSettings | None:
-        """The judge from ``OPTIONS`` as read by ``option(flag)`` (pytest's ``getoption`` or an argparse lookup);
-        None without ``--judge-model``. A JudgeError names the option and the fix."""
-        model, base_url, price = option("--judge-model"), option("--judge-base-url"), option("--judge-price")
-        parsed = None if price is None else _price(price)
-        if model is None:
-            if price is not None or base_url is not None:
-                flag = "--judge-price" if price is not None else "--judge-base-url"
-                raise JudgeError(
-                    f"{flag} sets up a judge: add --judge-model NAME (e.g. --judge-model gpt-4o-2024-05-13)"
-                )
-            return None
-        if base_url is not None and not base_url.startswith(("http://", "https://")):
-            raise JudgeError(f"--judge-base-url {base_url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/v1")
-        if base_url is None and not os.environ.get("OPENAI_API_KEY"):
-            raise JudgeError(
-                f"--judge-model {model} needs OPENAI_API_KEY in the environment (or --judge-base-url "
-                "for an OpenAI-compatible server)"
-            )
-        for flag in ("--judge-timeout", "--judge-time-limit", "--judge-concurrency"):
-            if option(flag) <= 0:
-                raise JudgeError(f"{flag} {option(flag)} must be positive")
-        if option("--judge-retries") < 0:
-            raise JudgeError(f"--judge-retries {option('--judge-retries')} must be 0 or more")
-        return cls(
-            model=model,
-            base_url=base_url,
-            timeout_s=option("--judge-timeout"),
-            time_limit_s=option("--judge-time-limit"),
-            max_retries=option("--judge-retries"),
-            concurrency=option("--judge-concurrency"),
-            price_per_mtok=parsed,
-            cache_dir=option("--judge-cache") or cache_dir,
-        )
 
     def price(self) -> tuple[float, float] | None:
         return self.price_per_mtok or PRICES.get(self.model)

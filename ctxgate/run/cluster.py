@@ -18,7 +18,7 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxgate.backends.base import (
@@ -31,7 +31,7 @@ from ctxgate.backends.base import (
     Withdrawn,
 )
 from ctxgate.backends.hf import BackendError
-from ctxgate.run.loading import ModelSpec
+from ctxgate.run.loading import ModelSpec, Served
 from ctxgate.run.replica import ReplicaInfo, ReplicaWorker
 from ctxgate.tokens.tokenizers import HFTokenizer, RawTokenizer
 
@@ -121,7 +121,8 @@ class RayPool:
 
     cases_at_once = CASES_AT_ONCE
 
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ModelSpec, served: Served | None = None, replicas: int | None = None) -> None:
+        """``replicas``: at most this many (None: one per unit of ``spec.ray_resource``)."""
         import ray
 
         assert spec.ray is not None
@@ -130,7 +131,7 @@ class RayPool:
         self.replicas: list[_Replica] = []
         self._servers = False
         try:
-            self._place(replace(spec, ray=None, ray_replicas=None), spec.ray_resource, spec.ray_replicas)
+            self._place(spec, served, spec.ray_resource, replicas)
         except BaseException:
             self._release()
             raise
@@ -159,11 +160,11 @@ class RayPool:
         self._thread.start()
 
     # placing the replicas --------------------------------------------------------------------------------------
-    def _place(self, spec: ModelSpec, resource: str, replicas: int | None) -> None:
+    def _place(self, spec: ModelSpec, served: Served | None, resource: str, replicas: int | None) -> None:
         import ray
 
         total = ray.cluster_resources().get(resource, 0)
-        served = spec.served if spec.served is not None and spec.served.launch is not None else None
+        served = served if served is not None and served.launch is not None else None
         size = served.launch.tensor_parallel if served and served.launch else 1  # units a replica's server spans
         count = int(total) // size if replicas is None else min(int(total) // size, replicas)
         if count < 1:
@@ -184,7 +185,7 @@ class RayPool:
         else:
             options.update(num_cpus=0, resources={resource: size})
         actor: Any = ray.remote(ReplicaWorker).options(**options)  # Ray's stubs do not follow .options()
-        handles = [actor.remote(spec, os.getcwd()) for _ in range(count)]
+        handles = [actor.remote(spec, served, os.getcwd()) for _ in range(count)]
         pending = {h.info.remote(): h for h in handles}
         ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=START_TIMEOUT_S)
         for ref in late:
@@ -374,6 +375,7 @@ def _tokenizer(spec: ModelSpec) -> RawTokenizer:
     """The session's own copy of the checkpoint's tokenizer: it builds the prompts the replicas are sent."""
     import transformers
 
-    folder = spec.checkpoint.tokenizer_dir if spec.checkpoint else spec.model_dir or spec.model
+    assert spec.checkpoint is not None, "--ray runs a located checkpoint (the plan refuses other backends)"
+    folder = spec.checkpoint.tokenizer_dir
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), trust_remote_code=spec.trust_remote_code)
     return HFTokenizer(tokenizer)

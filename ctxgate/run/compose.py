@@ -22,7 +22,7 @@ from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import RunInfo, adapter_for
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.run.case import resolve_chat
-from ctxgate.run.loading import ModelSpec, load_backend, local_fingerprint
+from ctxgate.run.loading import ModelSpec, Served, load_backend, local_fingerprint
 from ctxgate.tasks.base import BuildContext
 from ctxgate.tasks.helmet_compat import check_tokenizers
 from ctxgate.tokens.chat import ChatTemplateError
@@ -59,16 +59,19 @@ class ModelError(CtxgateError, RuntimeError):
         self.what, self.cause = what, cause
 
 
-def open_model(spec: ModelSpec, run: Mapping[str, Any] | None = None) -> LoadedModel:
-    """The model ready to run cases: ``run`` adds to its record (the selection: lengths, samples, --sequential).
-    Raises ModelError naming the stage that failed."""
+def open_model(
+    spec: ModelSpec, served: Served | None = None, run: Mapping[str, Any] | None = None, replicas: int | None = None
+) -> LoadedModel:
+    """The model ready to run cases, sending to ``served`` (--backend openai/vllm), on at most ``replicas`` of a
+    cluster's (--ray): ``run`` adds to its record (the selection: lengths, samples, --sequential). Raises ModelError
+    naming the stage that failed."""
     try:  # with --ray, the replicas on the cluster's nodes (each loads it as this process would: load_backend)
         if spec.ray is not None:
             from ctxgate.run.cluster import RayPool
 
-            backend: Backend = RayPool(spec)
+            backend: Backend = RayPool(spec, served, replicas)
         else:
-            backend = load_backend(spec)
+            backend = load_backend(spec, served)
     except Exception as exc:  # noqa: BLE001 - whatever the loader raises, the run reports it in one line
         raise ModelError(f"the model {spec.model!r} could not be loaded", exc) from exc
     try:
@@ -151,7 +154,7 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
         "model": spec.model,
         "model_fingerprint": fingerprint,
         "backend": backend.describe(),
-        "model_dir": spec.model_dir,
+        "model_dir": str(spec.checkpoint.folder) if spec.checkpoint else None,
         "base_model": str(spec.checkpoint.adapter.base) if spec.checkpoint and spec.checkpoint.adapter else None,
         "model_overrides": spec.overrides.describe() or None,
         "ignore_remote_code": spec.ignore_remote_code,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,8 +23,10 @@ from ctxgate.records.refusal import CtxgateError
 
 @dataclass(frozen=True)
 class Served:
-    """``--backend openai``/``vllm``: where requests go, the tokenizer to check the server against, each server's
-    log (vllm), and what the suite knows of the engine's numerics (vllm: dtype, tensor parallel, arguments)."""
+    """``--backend openai``/``vllm`` as this process sends to it: the servers (given, or started for the run), the
+    tokenizer to check them against, each server's log (vllm), what the suite knows of the engine's numerics (vllm:
+    dtype, tensor parallel, arguments), and how a cluster replica starts a server of its own (``launch``). Made at
+    run time from the plan's engine settings (``run/serving.py``): servers the suite starts are not in the plan."""
 
     endpoint: EndpointSettings
     tokenizer: str
@@ -36,23 +38,25 @@ class Served:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What to evaluate and how; every field has the default pytest's options have."""
+    """What to evaluate and how, resolved once (``gate/plan.py``): ``checkpoint``, the checkpoint ``model`` names,
+    located and checked (hf and vllm: always; openai: where --model is its folder; a backend of one's own: never),
+    and ``model`` as the user gave it (the report's record, a served model's name, the input of a backend of one's
+    own). Every other field has the default the option table gives it."""
 
     model: str
+    checkpoint: Checkpoint | None = None
     backend: str = "hf"  # hf | openai | vllm, or MODULE:FACTORY (``factory_of``)
-    model_dir: str | None = None  # ``model`` resolved to a local folder, when it is one
     dtype: str = "auto"
     trust_remote_code: bool = False
     allow_pickle: bool = False
     allow_weight_mismatch: bool = False
     ignore_remote_code: bool = False
     overrides: ConfigOverrides = ConfigOverrides()  # context-extension settings applied to the loaded config
-    checkpoint: Checkpoint | None = None  # model_dir resolved and checked (hf and vllm: always)
     base_model: str | None = None  # the checkpoint is a PEFT adapter on this base
     config_from: str | None = None  # the checkpoint is sharded, built from this config folder
     batch_size: int | None = None  # hf: None is auto (1 on CPU)
     device_map: str | None = None
-    served: Served | None = None  # openai / vllm
+    gpus_per_replica: int | None = None  # hf with device_map auto: GPUs each worker's model spans
     chat_template: str = "task"
     seed: int = 42
     haystack: str | None = None
@@ -67,7 +71,6 @@ class ModelSpec:
     judge_max_failure_rate: float = 0.05
     ray: str | None = None  # a Ray cluster's address (or auto, local): the model as replicas on its nodes
     ray_resource: str = "GPU"  # the resource each replica takes one of
-    ray_replicas: int | None = None  # at most this many replicas (None: one per unit of the resource)
 
     def locate(self, folder: str | Path) -> Checkpoint:
         """The checkpoint in ``folder`` as these options open it: CheckpointError (broken, named with the fix) or
@@ -80,6 +83,10 @@ class ModelSpec:
             ignore_remote_code=self.ignore_remote_code,
             allow_pickle=self.allow_pickle,
         )
+
+    def at(self, folder: str | Path) -> ModelSpec:
+        """The same evaluation of another checkpoint (bisect's and watch's each), located as these options open it."""
+        return replace(self, model=str(folder), checkpoint=self.locate(folder))
 
 
 def threads_per_worker() -> int | None:
@@ -107,16 +114,18 @@ def factory_of(backend: str) -> Callable[[ModelSpec], Backend]:
     return cast(Callable[[ModelSpec], Backend], found)
 
 
-def load_backend(spec: ModelSpec) -> Backend:
-    """The backend in this process: the checkpoint, the servers it is sent to, or one of one's own."""
+def load_backend(spec: ModelSpec, served: Served | None = None) -> Backend:
+    """The backend in this process: the checkpoint, the servers it is sent to (``served``), or one of one's own."""
     if ":" in spec.backend:
         return factory_of(spec.backend)(spec)
     if spec.backend in ("openai", "vllm"):
-        return _endpoint_backend(spec)
+        assert served is not None, "--backend openai/vllm needs its servers"
+        return _endpoint_backend(spec, served)
     from ctxgate.backends.hf import HFBackend
 
+    assert spec.checkpoint is not None, "--backend hf loads a located checkpoint"
     return HFBackend(
-        spec.checkpoint or spec.model_dir or spec.model,
+        spec.checkpoint,
         dtype=spec.dtype,
         trust_remote_code=spec.trust_remote_code,
         allow_pickle=spec.allow_pickle,
@@ -128,25 +137,23 @@ def load_backend(spec: ModelSpec) -> Backend:
     )
 
 
-def _endpoint_backend(spec: ModelSpec) -> Backend:
+def _endpoint_backend(spec: ModelSpec, served: Served) -> Backend:
     import transformers
 
     from ctxgate.backends.endpoint import EndpointBackend
     from ctxgate.backends.overrides import applied
     from ctxgate.backends.vllm_server import VLLMServer
 
-    assert spec.served is not None, "--backend openai/vllm needs its servers"
-    served = spec.served
     tokenizer = transformers.AutoTokenizer.from_pretrained(served.tokenizer, trust_remote_code=spec.trust_remote_code)
     logs = [Path(p) for p in served.server_logs]
 
     def server_log() -> str:  # --backend vllm: what the server said before it went away
         return "; ".join(VLLMServer.tail_of(p) for p in logs)
 
-    local = local_fingerprint(spec) if spec.model_dir else None
+    local = local_fingerprint(spec) if spec.checkpoint else None
     # the window the settings give: a server you run must have been started with them (vLLM derives its max
     # model length from them); the suite's own servers were
-    config_dir = str(spec.checkpoint.config_dir) if spec.checkpoint else spec.model_dir or served.tokenizer
+    config_dir = str(spec.checkpoint.config_dir) if spec.checkpoint else served.tokenizer
     expected = applied(config_dir, spec.overrides)[1] if spec.overrides else None
     return EndpointBackend(
         served.endpoint,
@@ -160,10 +167,9 @@ def _endpoint_backend(spec: ModelSpec) -> Backend:
     )
 
 
-def local_fingerprint(spec: ModelSpec) -> dict[str, Any]:
-    """The model as it is loaded from local files (the resolved checkpoint's fingerprint), with the config
-    overrides."""
-    from ctxgate.backends.fingerprint import checkpoint_fingerprint, with_overrides
+def local_fingerprint(spec: ModelSpec) -> dict[str, Any] | None:
+    """The model as it is loaded from local files (the located checkpoint's fingerprint), with the config
+    overrides; None without local files."""
+    from ctxgate.backends.fingerprint import with_overrides
 
-    found = spec.checkpoint.fingerprint() if spec.checkpoint else checkpoint_fingerprint(spec.model_dir or spec.model)
-    return with_overrides(found, spec.overrides)
+    return with_overrides(spec.checkpoint.fingerprint(), spec.overrides) if spec.checkpoint else None

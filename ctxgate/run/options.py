@@ -1,67 +1,205 @@
-"""The options a run of the suite takes, each declared once (flag, type, default, choices, help): pytest's
-``addoption`` (``plugins/options.py``) and the command-line verbs that evaluate checkpoints themselves
-(``ctxgate bisect``) add them from this table, so a flag is spelled, typed, defaulted and checked the same way
-wherever it is given. (``ctxgate watch`` passes its pytest arguments to pytest itself.)"""
+"""Every option ctxgate takes, declared once: its flag, its parser (the text given to a value, or an ``OptionError``
+that names the flag, the value and the fix), its default, choices and help. pytest's plugins and the command-line
+verbs add them from here and read them through ``Option.read``, so a flag is spelled, parsed, defaulted and checked
+the same way wherever it is given. Checks across options, and of the files options name, are made once, where the
+run's plan is made (``gate/plan.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, fields
-from pathlib import Path
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from ctxgate.backends.base import DTYPES
-from ctxgate.backends.overrides import ConfigOverrides, applied
-from ctxgate.backends.overrides import parse as parse_overrides
-from ctxgate.data.haystacks import HaystackError, load_essay
+from ctxgate.backends.endpoint import ENDPOINT_APIS, OPENAI_CONCURRENCY
+from ctxgate.backends.vllm_server import ENGINE_BATCH
+from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.records.refusal import CtxgateError
-from ctxgate.run.loading import ModelSpec
 
-DEFAULT_LENGTHS = "8k,16k,32k,64k,128k"
 CACHE_FOLDER = ".ctxgate-cache"  # beside where the run was started, unless --cache-dir says otherwise
 MAX_SAMPLES = 100_000  # the papers use 100-600; far more is a typo that would first fill memory with prompts
-CHAT_TEMPLATES = ("task", "auto", "on", "off")
+
+
+class OptionError(CtxgateError, ValueError):
+    """An option's value cannot be used; the message names the option and the fix."""
 
 
 @dataclass(frozen=True)
 class Option:
+    """``parse`` turns the text given into the value, raising ValueError with what is wrong (the flag, the value
+    and an example are added here); ``example``: the value the fix shows (default: ``default``)."""
+
     flag: str
     help: str
     default: Any = None
-    type: Callable[[str], Any] | None = None
+    parse: Callable[[str], Any] | None = None
     choices: tuple[str, ...] | None = None
-    action: str | None = None
+    action: str | None = None  # store_true | append
     metavar: str | None = None
     aliases: tuple[str, ...] = ()  # other spellings of the flag (the dest is the flag's)
+    example: str | None = None
 
     @property
     def dest(self) -> str:
         return self.flag.removeprefix("--").replace("-", "_")
 
     def add_to(self, target: Any) -> None:
-        """Onto a pytest option group (``addoption``) or an argparse parser (``add_argument``): both take
-        argparse's keywords."""
-        keywords = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("flag", "aliases")}
+        """Onto a pytest option group (``addoption``) or an argparse parser (``add_argument``): as text, parsed by
+        ``read``, so that a bad value is this table's one line, not the parser's usage message."""
+        metavar = self.metavar or ("{" + ",".join(self.choices) + "}" if self.choices else None)
+        keywords = {"help": self.help.replace("%(default)s", str(self.default)), "action": self.action}
         add = target.addoption if hasattr(target, "addoption") else target.add_argument
-        add(self.flag, *self.aliases, **{k: v for k, v in keywords.items() if v is not None})
+        add(self.flag, *self.aliases, **{k: v for k, v in {**keywords, "metavar": metavar}.items() if v is not None})
+
+    def read(self, given: Any) -> Any:
+        """The value from what the command line gave (None: not given, the default); an append option's values as
+        a tuple."""
+        if self.action == "store_true":
+            return bool(given)
+        if given is None or given == []:
+            return self.default
+        values = [str(v) for v in (given if self.action == "append" else [given])]
+        parsed = [self._one(text) for text in values]
+        return tuple(parsed) if self.action == "append" else parsed[0]
+
+    def _one(self, text: str) -> Any:
+        example = self.example or (self.choices[0] if self.choices and self.default is None else self.default)
+        if self.choices is not None and text not in self.choices:
+            raise OptionError(
+                f"{self.flag} {text!r} is not one of {', '.join(self.choices)}: e.g. {self.flag} {example}"
+            )
+        try:
+            return self.parse(text) if self.parse is not None else text
+        except ValueError as exc:
+            raise OptionError(f"{self.flag} {text!r} {exc}: e.g. {self.flag} {example}") from None
 
 
+Get = Callable[[str], Any]  # an option's value as pytest or argparse read it, by its dest (None: not given)
+
+
+def read(options: Sequence[Option], get: Get) -> dict[str, Any]:
+    """The options' values by dest, each through its parser."""
+    return {o.dest: o.read(get(o.dest)) for o in options}
+
+
+def _whole(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise ValueError(f"is not a whole number of {minimum} or more")
+        return value
+
+    return parse
+
+
+def _number(text: str, zero: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+        raise ValueError("is not a number of 0 or more" if zero else "is not a number above 0")
+    return value
+
+
+def _positive(text: str) -> float:
+    return _number(text, zero=False)
+
+
+def _not_negative(text: str) -> float:
+    return _number(text, zero=True)
+
+
+def _http_url(text: str) -> str:
+    try:
+        parts = urlsplit(text)
+        port = parts.port  # ValueError past 65535
+    except ValueError:
+        parts, port = urlsplit(""), None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise ValueError("is not an http(s) URL with a host (and a port from 1 to 65535)")
+    return text
+
+
+def _lengths(text: str) -> tuple[int, ...]:
+    try:
+        return parse_lengths(text)
+    except LengthError:
+        raise ValueError("is not a list of lengths such as 8192, 8k (=8192) or 128k (=131072)") from None
+
+
+def _samples(text: str) -> int:
+    try:
+        value = _whole(1)(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_SAMPLES:
+        raise ValueError(f"is not a whole number from 1 to {MAX_SAMPLES:,} (the papers use 100-600)")
+    return value
+
+
+def _alpha(text: str) -> float:
+    value = _positive(text)
+    if value >= 0.5:
+        raise ValueError("must be between 0 and 0.5")
+    return value
+
+
+def _batch_size(text: str) -> int | None:
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        return _whole(1)(text)
+    except ValueError:
+        raise ValueError("is neither auto nor a whole number above 0") from None
+
+
+def _price(text: str) -> tuple[float, float]:
+    try:
+        a, b = (float(x) for x in text.split(","))
+    except ValueError:
+        a = b = math.nan
+    if not (math.isfinite(a) and math.isfinite(b) and a >= 0 and b >= 0):
+        raise ValueError("is not USD per million input,output tokens")
+    return a, b
+
+
+# --- the checkpoint and the run ------------------------------------------------------------------------------------
+MODEL = Option("--model", "checkpoint folder or hub id to evaluate (e.g. fixtures/tiny-llama-niah)")
+BACKENDS = ("hf", "vllm", "openai")
+BACKEND = Option(
+    "--backend",
+    "hf: transformers in each worker; vllm: vLLM servers the suite starts; openai: an OpenAI-compatible server you "
+    "run (--base-url); MODULE:FACTORY: a backend of your own, made from the run's options (docs/architecture.md)",
+    default="hf",
+    metavar="{" + ",".join(BACKENDS) + ",MODULE:FACTORY}",
+)
 LENGTHS = Option(
-    "--lengths", "comma-separated input lengths: 8192 or 8k (default %(default)s)", default=DEFAULT_LENGTHS
+    "--lengths",
+    "comma-separated input lengths: 8192 or 8k (default 8k,16k,32k,64k,128k)",
+    default=(8192, 16384, 32768, 65536, 131072),
+    parse=_lengths,
+    example="8k,32k",
 )
 SAMPLES = Option(
     "--samples",
     "samples per task x length (default: the benchmark's own count, 100 for most tasks, 600 for NQ/TriviaQA/PopQA, "
     "300 for HotpotQA and MS MARCO, 500 for ICL)",
-    type=int,
+    parse=_samples,
+    example="100",
 )
-SEED = Option("--seed", "data seed (default 42)", default=42, type=int)
+SEED = Option("--seed", "data seed (default %(default)s)", default=42, parse=_whole(0))
 CHAT_TEMPLATE = Option(
     "--chat-template",
     "task (default): HELMET's policy per task, on for LongQA when the model has a template, off elsewhere; auto: on "
     "for every task when the model has one; on; off",
     default="task",
-    choices=CHAT_TEMPLATES,
+    choices=("task", "auto", "on", "off"),
 )
 DTYPE = Option("--dtype", "auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32", default="auto", choices=DTYPES)
 THRESHOLDS = Option(
@@ -108,25 +246,6 @@ CONFIG_FROM = Option(
     "the checkpoint is a sharded one (FSDP, DeepSpeed ZeRO): the folder of the config.json to build the model from "
     "(default: beside the shards, the checkpoint folder, or the run folder above it)",
 )
-SEQUENTIAL = Option(
-    "--sequential",
-    "stop a case as soon as its verdict is certain at --sequential-alpha (a test by betting, valid however early it "
-    "stops): the floor verdict under pytest, the regression verdict of a bisect probe; fewer generations for clear "
-    "cases; docs/training.md",
-    action="store_true",
-)
-SEQUENTIAL_ALPHA = Option(
-    "--sequential-alpha",
-    "--sequential: the error rate of each case's early verdict (default %(default)s)",
-    default=0.05,
-    type=float,
-)
-SEQUENTIAL_MIN = Option(
-    "--sequential-min",
-    "--sequential: never stop a case before this many samples (default %(default)s)",
-    default=10,
-    type=int,
-)
 HAYSTACK = Option("--haystack", "essay haystack: a .txt file or a dataset with a 'text' column")
 SQUAD = Option("--squad", "SQuAD v2 for qa_1: hub id or local file/folder (hub layout)")
 HOTPOTQA = Option("--hotpotqa", "HotpotQA distractor for qa_2: hub id or local file/folder")
@@ -170,8 +289,210 @@ RAY_RESOURCE = Option(
 )
 CACHE_DIR = Option("--cache-dir", f"generation cache folder (default: ./{CACHE_FOLDER})")
 NO_CACHE = Option("--no-cache", "neither read nor write the generation cache", action="store_true")
+REPORT = Option("--report", "write the JSON report here (plus .predictions.jsonl and .md)")
+FORCE_LENGTHS = Option(
+    "--force-lengths",
+    "run lengths beyond the model's max positions with its own RoPE (--backend hf only: vLLM's RoPE table ends there; "
+    "extend it with --model-override max_position_embeddings=N)",
+    action="store_true",
+)
+PROGRESS = Option(
+    "--progress",
+    "auto (default): a live line with each worker's case, samples done, tokens/s and ETA, when the output is a "
+    "terminal; off: never",
+    default="auto",
+    choices=("auto", "off"),
+)
+REFERENCE = Option(
+    "--reference",
+    "compare with the papers' published numbers for MODEL (an id such as meta-llama/Llama-3.1-8B-Instruct or a "
+    "paper's row label; `ctxgate published` lists them); auto (default): when --model is one of them",
+    default="auto",
+    metavar="MODEL|auto|off",
+)
 
-# what a run that evaluates checkpoints outside pytest takes (ctxgate bisect), as pytest takes it
+# --- --sequential ----------------------------------------------------------------------------------------------------
+SEQUENTIAL = Option(
+    "--sequential",
+    "stop a case as soon as its verdict is certain at --sequential-alpha (a test by betting, valid however early it "
+    "stops): the floor verdict under pytest, the regression verdict of a bisect probe; fewer generations for clear "
+    "cases; docs/training.md",
+    action="store_true",
+)
+SEQUENTIAL_ALPHA = Option(
+    "--sequential-alpha",
+    "--sequential: the error rate of each case's early verdict (default %(default)s)",
+    default=0.05,
+    parse=_alpha,
+)
+SEQUENTIAL_MIN = Option(
+    "--sequential-min",
+    "--sequential: never stop a case before this many samples (default %(default)s)",
+    default=10,
+    parse=_whole(1),
+)
+
+# --- --backend openai / vllm ----------------------------------------------------------------------------------------
+BASE_URL = Option(
+    "--base-url",
+    "--backend openai: an OpenAI-compatible server, e.g. http://gpu7:8000/v1; repeat for replicas",
+    action="append",
+    parse=_http_url,
+    example="http://127.0.0.1:8000/v1",
+)
+TOKENIZER = Option("--tokenizer", "the served model's tokenizer folder (default: --model when it is a folder)")
+SERVED_MODEL = Option(
+    "--served-model",
+    "the model name the server serves (default: the only one it lists, or --model when that is not a folder)",
+)
+ENDPOINT_API = Option(
+    "--endpoint-api",
+    "--backend openai: completions (default: token ids, the tokenizer checked against the server's) or chat (one "
+    "user message of text, for models served only as chat: GPT-4o, Gemini, Claude; --tokenizer counts)",
+    default="completions",
+    choices=ENDPOINT_APIS,
+)
+API_KEY_ENV = Option(
+    "--api-key-env",
+    "--backend openai: the environment variable holding the server's API key (default %(default)s)",
+    default="OPENAI_API_KEY",
+    metavar="NAME",
+)
+CONCURRENCY = Option(
+    "--concurrency",
+    f"requests in flight per server replica, which the engine batches (default: {OPENAI_CONCURRENCY} for --backend "
+    f"openai; for --backend vllm the engine's batch, {ENGINE_BATCH} unless --vllm-arg sets --max-num-seqs, shared "
+    "by the xdist workers on a server)",
+    parse=_whole(1),
+    example="8",
+)
+REQUEST_TIMEOUT = Option(
+    "--request-timeout",
+    "seconds per request of up to 128K tokens, a longer one in proportion (default %(default)s)",
+    default=600.0,
+    parse=_positive,
+)
+REQUEST_RETRIES = Option(
+    "--request-retries",
+    "retries after 429/5xx/timeouts/dropped connections, with backoff (default %(default)s)",
+    default=4,
+    parse=_whole(0),
+)
+TP = Option(
+    "--tp",
+    "--backend vllm: GPUs per replica (default %(default)s); replicas = visible GPUs / tp",
+    default=1,
+    parse=_whole(1),
+    aliases=("--tensor-parallel-size",),
+)
+VLLM_PYTHON = Option(
+    "--vllm-python", "--backend vllm: the python with vLLM (default: $CTXGATE_VLLM_PYTHON, else .venv-vllm)"
+)
+VLLM_ARG = Option(
+    "--vllm-arg",
+    "--backend vllm: one more argument for the vLLM server, e.g. --vllm-arg=--gpu-memory-utilization=0.8",
+    action="append",
+)
+VLLM_START_TIMEOUT = Option(
+    "--vllm-start-timeout",
+    "--backend vllm: seconds a server may take to start (default %(default)s)",
+    default=900.0,
+    parse=_positive,
+)
+
+# --- --backend hf ----------------------------------------------------------------------------------------------------
+BATCH_SIZE = Option(
+    "--batch-size",
+    "prompts of one case generated together: auto (default: 1 on CPU, on a GPU as many as fit its free memory, at "
+    "most 32) or a number; 1 is the papers' HF path",
+    default=None,
+    parse=_batch_size,
+    example="auto",
+)
+DEVICE_MAP = Option(
+    "--device-map",
+    "auto: spread each worker's model over several GPUs (a model larger than one GPU); -n then counts model replicas",
+    choices=("auto",),
+)
+GPUS_PER_REPLICA = Option(
+    "--gpus-per-replica",
+    "with --device-map auto: GPUs each worker's model spans (default: visible GPUs / workers); -n auto runs visible "
+    "GPUs / this many workers",
+    parse=_whole(1),
+    example="4",
+)
+
+# --- the judge (Cite, NarrativeQA, Summ) ----------------------------------------------------------------------------
+JUDGE_MODEL = Option(
+    "--judge-model", "LLM judge for NarrativeQA and summaries (HELMET: gpt-4o-2024-05-13); key from OPENAI_API_KEY"
+)
+JUDGE_BASE_URL = Option(
+    "--judge-base-url",
+    "an OpenAI-compatible server instead of OpenAI, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang)",
+    parse=_http_url,
+    example="http://127.0.0.1:8000/v1",
+)
+JUDGE_TIMEOUT = Option(
+    "--judge-timeout", "seconds per judge request (default %(default)s)", default=120.0, parse=_positive
+)
+JUDGE_TIME_LIMIT = Option(
+    "--judge-time-limit", "seconds per verdict, retries included (default %(default)s)", default=600.0, parse=_positive
+)
+JUDGE_RETRIES = Option(
+    "--judge-retries",
+    "retries after 429/5xx/timeouts, with exponential backoff (default %(default)s)",
+    default=6,
+    parse=_whole(0),
+)
+JUDGE_CONCURRENCY = Option(
+    "--judge-concurrency", "verdicts in flight at once (default %(default)s)", default=4, parse=_whole(1)
+)
+JUDGE_PRICE = Option(
+    "--judge-price",
+    "USD per million input,output tokens for the cost line, e.g. 2.5,10 (default: a built-in list)",
+    parse=_price,
+    example="2.5,10",
+)
+JUDGE_CACHE = Option("--judge-cache", f"judge cache folder (default: the generation cache folder, ./{CACHE_FOLDER})")
+NLI_MODEL = Option(
+    "--nli-model", "local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge"
+)
+
+# --- experiment trackers ---------------------------------------------------------------------------------------------
+LOG_TO = Option(
+    "--log-to",
+    "log scores at the training step: wandb[=PROJECT], tensorboard[=LOG_DIR], mlflow[=TRACKING_URI] (repeatable; "
+    "the tracker's extra: pip install 'ctxgate[wandb]' etc.)",
+    action="append",
+    metavar="TRACKER[=WHERE]",
+)
+TRACKER_RUN = Option(
+    "--tracker-run", "a W&B / MLflow run id to log into (default: $WANDB_RUN_ID / $MLFLOW_RUN_ID, else a new run)"
+)
+STEP = Option(
+    "--step",
+    "the training step of --model (default: trainer_state.json's global_step, else the folder's name)",
+    parse=_whole(0),
+    example="500",
+)
+
+# --- ctxgate watch ---------------------------------------------------------------------------------------------------
+INTERVAL = Option("--interval", "seconds between scans (default %(default)s)", default=60.0, parse=_positive)
+SETTLE = Option(
+    "--settle", "seconds a checkpoint must be unchanged (default %(default)s)", default=30.0, parse=_not_negative
+)
+ATTEMPTS = Option(
+    "--attempts",
+    "evaluations of one checkpoint that may fail before it waits for its files to change (default %(default)s)",
+    default=3,
+    parse=_whole(1),
+)
+# --- ctxgate bisect --------------------------------------------------------------------------------------------------
+TOLERANCE = Option(
+    "--tolerance", "points a case may drop (default: the thresholds' tolerances)", parse=_positive, example="2"
+)
+
+# the groups, as each plugin and verb adds them
 EVALUATION = (
     LENGTHS,
     SAMPLES,
@@ -199,73 +520,31 @@ EVALUATION = (
     RAY_RESOURCE,
 )
 SEQUENTIAL_OPTIONS = (SEQUENTIAL, SEQUENTIAL_ALPHA, SEQUENTIAL_MIN)
-# the options that are ModelSpec's fields as they are; the cache folder and the config overrides are read from theirs
-_AS_GIVEN = {o.dest for o in EVALUATION} & {f.name for f in fields(ModelSpec)} - {"cache_dir"}
-
-
-class OptionError(CtxgateError, ValueError):
-    """An option's value cannot be used; the message names the option and the fix."""
-
-
-def opening(value: Callable[[str], Any], started_in: Path, **given: Any) -> ModelSpec:
-    """How a checkpoint is opened and its cases built, from this table's options as pytest or argparse read them
-    (``value(dest)``), plus ``given`` (the model, the backend). The one resolve step ``pytest`` and ``ctxgate
-    bisect`` share: a value that cannot be used is one refusal before any model is loaded."""
-    overrides = parse_overrides(value("rope_scaling"), value("model_override"))
-    spec = ModelSpec(
-        **{"model": "", **{dest: value(dest) for dest in _AS_GIVEN}, **given},
-        overrides=overrides,
-        cache_dir=None if value("no_cache") else str(value("cache_dir") or started_in / CACHE_FOLDER),
-    )
-    if spec.data_dir and not Path(spec.data_dir).is_dir():
-        raise OptionError(
-            f"--data-dir {spec.data_dir!r} is not a folder: give HELMET's data folder (or fixtures/helmet_data)"
-        )
-    if spec.helmet_tokenizer and not (Path(spec.helmet_tokenizer) / "tokenizer_config.json").is_file():
-        raise OptionError(
-            f"--helmet-tokenizer {spec.helmet_tokenizer!r} is not a tokenizer folder (no tokenizer_config.json): "
-            "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
-        )
-    if spec.ray is not None:
-        _check_ray(spec)
-    if spec.haystack:
-        try:
-            load_essay(spec.haystack)
-        except HaystackError as exc:
-            raise OptionError(f"--haystack: {exc}") from None
-    return spec
-
-
-def check_overrides(overrides: ConfigOverrides, config_dir: str | Path) -> None:
-    """The config overrides against the config they change (a key it lacks, a value of another kind, RoPE
-    settings the rest of it does not fit), before any model loads: the second half of ``opening``'s check, once
-    the checkpoint's config folder is known."""
-    if overrides:
-        applied(config_dir, overrides)
-
-
-def _check_ray(spec: ModelSpec) -> None:
-    import importlib.util
-
-    if not spec.ray:
-        raise OptionError("--ray is empty: give the Ray head's address (host:6379), auto, or local")
-    if importlib.util.find_spec("ray") is None:
-        raise OptionError(f"--ray {spec.ray} needs Ray, which is not installed here: pip install 'ctxgate[ray]'")
-    if spec.backend == "openai":
-        raise OptionError(
-            "--ray with --backend openai: the servers are the replicas; drop --ray and give each with --base-url"
-        )
-
-
-def samples_problem(samples: int | None) -> str | None:
-    if samples is not None and not 1 <= samples <= MAX_SAMPLES:
-        return f"--samples {samples} must be between 1 and {MAX_SAMPLES:,} (the papers use 100-600), e.g. --samples 100"
-    return None
-
-
-def sequential_problem(alpha: float, minimum: int) -> str | None:
-    if not 0 < alpha < 0.5:
-        return f"--sequential-alpha {alpha} must be in (0, 0.5), e.g. --sequential-alpha 0.05"
-    if minimum < 1:
-        return f"--sequential-min {minimum} must be at least 1, e.g. --sequential-min 10"
-    return None
+ENGINE = (
+    BASE_URL,
+    TOKENIZER,
+    SERVED_MODEL,
+    ENDPOINT_API,
+    API_KEY_ENV,
+    CONCURRENCY,
+    REQUEST_TIMEOUT,
+    REQUEST_RETRIES,
+    TP,
+    VLLM_PYTHON,
+    VLLM_ARG,
+    VLLM_START_TIMEOUT,
+)
+HF = (BATCH_SIZE, DEVICE_MAP, GPUS_PER_REPLICA)
+JUDGE = (
+    JUDGE_MODEL,
+    JUDGE_BASE_URL,
+    JUDGE_TIMEOUT,
+    JUDGE_TIME_LIMIT,
+    JUDGE_RETRIES,
+    JUDGE_CONCURRENCY,
+    JUDGE_PRICE,
+    JUDGE_CACHE,
+    NLI_MODEL,
+)
+TRACKERS = (LOG_TO, TRACKER_RUN, STEP)
+WATCH = (INTERVAL, SETTLE, ATTEMPTS)

@@ -41,7 +41,7 @@ class ReplicaWorker:
     """The actor body: one model on one node. It never raises while loading: the session asks each replica how its
     load went and names the node in the one error a failed load gets."""
 
-    def __init__(self, spec: ModelSpec, started_in: str) -> None:
+    def __init__(self, spec: ModelSpec, served: Served | None, started_in: str) -> None:
         import ray
 
         context = ray.get_runtime_context()
@@ -51,17 +51,17 @@ class ReplicaWorker:
             # the session's relative paths (--model fixtures/..., --config-from) mean what they meant where it was
             # started: a cluster's nodes share that folder (a shared filesystem), as they share the checkpoint
             os.chdir(started_in)
-            if spec.served is not None and spec.served.launch is not None:
-                spec = self._own_server(spec, spec.served)
-            self.backend: Any = load_backend(spec)
+            if served is not None and served.launch is not None:
+                served = self._own_server(served)
+            self.backend: Any = load_backend(spec, served)
             self.error: str | None = None
         except Exception as exc:  # noqa: BLE001 - whatever the loader raises is the replica's one-line cause
             self.backend, self.error = None, str(exc) or type(exc).__name__
             self.stop()  # a server started for a model that then failed to load is of no use to anyone
 
-    def _own_server(self, spec: ModelSpec, served: Served) -> ModelSpec:
-        """--backend vllm: this replica's server, on the GPUs Ray gave it (tensor parallel across them), and the
-        spec that sends to it. It dies with this actor's process (``VLLMServer``)."""
+    def _own_server(self, served: Served) -> Served:
+        """--backend vllm: this replica's server, on the GPUs Ray gave it (tensor parallel across them), as the
+        backend sends to it. It dies with this actor's process (``VLLMServer``)."""
         import ray
 
         assert served.launch is not None
@@ -74,8 +74,7 @@ class ReplicaWorker:
         endpoint = replace(served.endpoint, base_urls=(self.server.url,))
         # the numerics as this node runs them (the session may have no GPU to resolve --dtype auto against)
         engine = {**served.engine, "dtype": launch.resolved_dtype, "tensor_parallel": launch.tensor_parallel}
-        chosen = replace(served, endpoint=endpoint, server_logs=(str(log),), engine=engine, launch=None)
-        return replace(spec, served=chosen)
+        return replace(served, endpoint=endpoint, server_logs=(str(log),), engine=engine, launch=None)
 
     def stop(self) -> None:
         """Stop this replica's own server, its engine processes included, before the actor is killed: a killed

@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxgate.backends.formats import kind_of
@@ -22,7 +22,7 @@ from ctxgate.gate.baseline import regression_verdict
 from ctxgate.records.io import atomic_write
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.run.case import CaseResult
-from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS
+from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, TOLERANCE
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.steps import training_step
 
@@ -217,7 +217,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("-k", default=None, help="case selection, pytest -k style over ids like niah_single_1-8192")
     for option in EVALUATION:  # as pytest takes them
         option.add_to(b)
-    b.add_argument("--tolerance", type=float, default=None, help="points a case may drop (overrides thresholds)")
+    TOLERANCE.add_to(b)
     b.add_argument("--json", default=None, help="also write the path taken as JSON here")
     for option in SEQUENTIAL_OPTIONS:
         option.add_to(b)
@@ -229,27 +229,27 @@ def main(args: argparse.Namespace) -> int:
     from ctxgate.run.compose import ModelError
     from ctxgate.workflows.evaluate import check_overrides_on, evaluate_checkpoint, select_cases
 
-    plan = make_plan(lambda dest: getattr(args, dest, None), Path.cwd())
+    plan = make_plan(lambda dest: getattr(args, dest, None), Path.cwd(), gated=True)
     cases = select_cases(args.k, plan.lengths)
     if not cases:
-        raise BisectError(f"-k {args.k!r} selects no case at lengths {args.lengths}")
+        raise BisectError(f"-k {args.k!r} selects no case at lengths {','.join(map(str, plan.lengths))}")
     checkpoints = order_checkpoints(args.checkpoints)
     good = 0 if args.good is None else resolve_end(checkpoints, args.good)
     bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
-    spec, fan_out = plan.opening, 1
+    spec, fan_out = plan.model, 1
     check_overrides_on(checkpoints[good], spec)  # the reference's config: every probe is compared with it
     if spec.ray is not None:  # a probe per replica the cluster holds, each round
         from ctxgate.run.cluster import slots
 
         fan_out = max(1, slots(spec.ray, spec.ray_resource))
-    tolerance_for = plan.thresholds.tolerance_for if args.tolerance is None else (lambda t, L: args.tolerance)
+    tolerance = TOLERANCE.read(args.tolerance)
+    tolerance_for = plan.thresholds.tolerance_for if tolerance is None else (lambda t, L: tolerance)
 
     def evaluate(path, reference, together):  # noqa: ANN001, ANN202
         print(f"evaluating {path.name} ...", flush=True)
         # on a cluster, the checkpoints probed side by side share its replicas
-        mine = replace(plan, opening=replace(spec, ray_replicas=max(1, fan_out // together)))
         try:
-            return evaluate_checkpoint(path, cases, mine, reference, tolerance_for)
+            return evaluate_checkpoint(path, cases, plan, reference, tolerance_for, max(1, fan_out // together))
         except ModelError as exc:
             if reference is None:
                 raise BisectError(f"the good checkpoint {path.name} cannot be evaluated: {exc}") from None
@@ -283,7 +283,7 @@ def main(args: argparse.Namespace) -> int:
             "evaluations": result.evaluations,
             "rounds": result.rounds,
             "cases": [f"{t}-{L}" for t, L in cases],
-            "sequential": args.sequential,
+            "sequential": plan.sequential is not None,
             "path": path,
         }
         atomic_write(Path(args.json), json.dumps(document, indent=1))

@@ -5,16 +5,14 @@ cache and checks."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from ctxgate.backends.checkpoint import CheckpointError
-from ctxgate.gate.plan import Plan
+from ctxgate.gate.plan import Plan, check_overrides
 from ctxgate.records.refusal import Refusal
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.run.compose import ModelError, open_model
 from ctxgate.run.loading import ModelSpec
-from ctxgate.run.options import check_overrides
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks import all_tasks, get_task
 
@@ -46,18 +44,18 @@ def evaluate_checkpoint(
     plan: Plan,
     reference: Mapping[tuple[str, int], CaseResult] | None = None,
     tolerance: Callable[[str, int], float] | None = None,
+    replicas: int | None = None,
 ) -> dict[tuple[str, int], CaseResult]:
     """``reference`` and ``tolerance`` (bisect probes under --sequential): each case asks "did it drop against
     the reference by more than the tolerance?" and stops once that is certain. A case that produces no score
     (beyond the model's window, data missing or unreadable, too short to build) is left out of the result: the
     caller decides what its absence means (for bisect, a regression when the reference scored it). WrongFlag:
     --base-model or --config-from does not fit the checkpoint."""
-    spec = plan.opening
     try:
-        checkpoint = spec.locate(path)
+        spec = plan.model.at(path)
     except CheckpointError as exc:  # a WrongFlag is the caller's usage error, not this checkpoint's
         raise ModelError(f"opening {path}", exc) from None
-    loaded = open_model(replace(spec, model=str(path), model_dir=str(path), checkpoint=checkpoint))
+    loaded = open_model(spec, replicas=replicas)
     backend, ctx, cache = loaded.backend, loaded.context, loaded.cache
     results: dict[tuple[str, int], CaseResult] = {}
     try:

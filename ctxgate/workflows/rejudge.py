@@ -16,7 +16,6 @@ from pathlib import Path
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import NO_THRESHOLDS, Thresholds, checked_file, load_thresholds, thresholds_here
 from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
-from ctxgate.judge.client import OPTIONS, JudgeSettings
 from ctxgate.judge.score import Judges, build_judges, is_judged
 from ctxgate.records.io import atomic_write_all, predictions_path, read_predictions, read_report, report_text
 from ctxgate.records.refusal import CtxgateError
@@ -24,7 +23,7 @@ from ctxgate.records.schema import CaseRecord, Prediction, Report, to_json
 from ctxgate.report.build import build_report, prediction_rows
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.run.case import CaseResult, judge_case
-from ctxgate.run.options import THRESHOLDS
+from ctxgate.run.options import ALLOW_PICKLE, CACHE_FOLDER, JUDGE, THRESHOLDS, read
 from ctxgate.tasks.registry import task_names
 
 
@@ -36,8 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("judge", help="score a run's judged cases (Cite, NarrativeQA, Summ) from its stored outputs")
     p.set_defaults(fn=main)
     p.add_argument("report", help="a --report JSON whose .predictions.jsonl sits beside it")
-    for flag, kwargs in OPTIONS:
-        p.add_argument(flag, **kwargs)
+    for option in (*JUDGE, ALLOW_PICKLE):
+        option.add_to(p)
     replace(THRESHOLDS, help=THRESHOLDS_HELP).add_to(p)
     p.add_argument("--all", action="store_true", help="judge every judged case again, not only pending ones")
     p.add_argument("--out", default=None, help="write the judged report here instead of over REPORT")
@@ -60,10 +59,20 @@ def _runs_thresholds(report: Report, report_path: Path) -> Thresholds:
     return load_thresholds(checked_file(recorded, f"{report_path}: run.thresholds"), task_names())
 
 
-def _judges(args: argparse.Namespace, thresholds: Thresholds, helmet_compat: bool) -> Judges:
+def _judges(args: argparse.Namespace, thresholds: Thresholds, report: Report) -> Judges:
+    """The judges the options name; their cache, by default, the one the run's generation cache folder holds."""
+    from ctxgate.gate.plan import judge_settings  # the plan's one reading of the judge options
+
+    values = read((*JUDGE, ALLOW_PICKLE), lambda dest: getattr(args, dest, None))
+    cache_dir = str((report.run.cache or {}).get("dir") or CACHE_FOLDER)
     try:
-        settings = JudgeSettings.from_options(lambda flag: getattr(args, flag[2:].replace("-", "_")), ".ctxgate-cache")
-        judges = build_judges(settings, args.nli_model, thresholds.judge_max_failure_rate, helmet_compat)
+        judges = build_judges(
+            judge_settings(values, cache_dir),
+            values["nli_model"],
+            thresholds.judge_max_failure_rate,
+            report.run.helmet_compat,
+            values["allow_pickle"],
+        )
     except (ValueError, OSError) as exc:  # what transformers raises loading the NLI checkpoint
         raise RejudgeError(str(exc)) from None
     if judges is None:
@@ -118,7 +127,7 @@ def judge_report(args: argparse.Namespace) -> tuple[Report, int, int]:
     given = thresholds_here(args.thresholds, task_names()) if args.thresholds else None
     chosen = _to_judge(report, report_path, args.all)
     thresholds = given or _runs_thresholds(report, report_path)
-    judges = _judges(args, thresholds, report.run.helmet_compat)
+    judges = _judges(args, thresholds, report)
     by_case: dict[tuple[str, int], list[Prediction]] = {}
     for r in rows:
         by_case.setdefault((r.task, r.length), []).append(r)

@@ -26,6 +26,7 @@ from typing import Any
 
 from ctxgate.records.io import ReportFileError, atomic_write, read_report
 from ctxgate.records.refusal import CtxgateError
+from ctxgate.run.options import ATTEMPTS, INTERVAL, SETTLE, WATCH, read
 from ctxgate.workflows.bisect import step_of
 
 USAGE_ERROR = 4  # pytest's exit code for arguments it refused
@@ -36,15 +37,13 @@ class WatchError(CtxgateError, RuntimeError):
 
 
 def ready(path: Path, settle: float) -> bool:
-    """A checkpoint --model takes (``formats.kind_of``: a model folder, a PEFT adapter, a torch distributed or
-    DeepSpeed checkpoint) with weights, whose files have not changed for ``settle`` seconds."""
-    from ctxgate.backends.formats import kind_of
+    """A checkpoint --model takes, with its weights (``formats.written``: the resolver's rule), whose files have not
+    changed for ``settle`` seconds."""
+    from ctxgate.backends.formats import written
 
-    files = [f for f in path.rglob("*") if f.is_file()]
-    has_weights = any(f.suffix in (".safetensors", ".bin", ".distcp") or f.name.endswith("_states.pt") for f in files)
-    if not has_weights or kind_of(path) is None:
+    if not written(path):
         return False
-    return time.time() - max(f.stat().st_mtime for f in files) >= settle
+    return time.time() - max(f.stat().st_mtime for f in path.rglob("*") if f.is_file()) >= settle
 
 
 def signature(path: Path) -> str:
@@ -116,11 +115,11 @@ def watch(
     run_dir: str | Path,
     reports: str | Path,
     pytest_args: Sequence[str],
-    interval: float = 60.0,
-    settle: float = 30.0,
+    interval: float = INTERVAL.default,
+    settle: float = SETTLE.default,
     once: bool = False,
     trend_dir: str | Path | None = None,
-    attempts: int = 3,
+    attempts: int = ATTEMPTS.default,
     until: str | Path | None = None,
 ) -> list[str]:
     """``until``: a file whose appearance ends the watch once a last scan has evaluated what is ready (a training
@@ -176,30 +175,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     w.add_argument("run_dir", help="the training output folder that checkpoints appear in")
     w.add_argument("--reports", default="reports", help="folder for one report per checkpoint")
     w.add_argument("--trend", default=None, help="trend output folder (default REPORTS/trend)")
-    w.add_argument("--interval", type=float, default=60.0, help="seconds between scans")
-    w.add_argument("--settle", type=float, default=30.0, help="seconds a checkpoint must be unchanged")
+    for option in WATCH:
+        option.add_to(w)
     w.add_argument("--once", action="store_true", help="scan once and exit")
     w.add_argument("--until", default=None, help="exit after the scan that follows this file's appearance")
-    w.add_argument(
-        "--attempts",
-        type=int,
-        default=3,
-        help="evaluations of one checkpoint that may fail before it waits for its files to change",
-    )
     w.set_defaults(fn=main, pytest_args=[])
     w.epilog = "pytest arguments go after --, e.g. ctxgate watch RUN_DIR --once -- --lengths 8k,32k -n auto"
 
 
 def main(args: argparse.Namespace) -> int:
+    given = read(WATCH, lambda dest: getattr(args, dest))
     incomplete = watch(
         args.run_dir,
         args.reports,
         args.pytest_args,
-        args.interval,
-        args.settle,
+        given["interval"],
+        given["settle"],
         args.once,
         args.trend,
-        args.attempts,
+        given["attempts"],
         args.until,
     )
     if incomplete:  # a run that could not be evaluated must not pass a CI step as if it had been
