@@ -339,7 +339,7 @@ def test_a_helmet_tokenizer_that_is_no_tokenizer_is_refused_in_one_line(pytester
     from tests.conftest import TINY
 
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
-    result = pytester.runpytest_subprocess("--model", str(TINY), "--helmet-tokenizer", str(pytester.path))
+    result = pytester.runpytest("--model", str(TINY), "--helmet-tokenizer", str(pytester.path))
     assert result.ret == 4
     line = [x for x in result.stderr.lines if "--helmet-tokenizer" in x]
     assert len(line) == 1 and "no tokenizer_config.json" in line[0] and "Llama-2-7b-hf" in line[0]
