@@ -55,8 +55,12 @@ class _World:
         self.moved_at: dict[str, int] = {}  # person -> the fact that put them in their room
         self.holder: dict[str, str] = {}  # object -> the person carrying it
         self.taken_at: dict[str, int] = {}  # object -> the fact that gave it to its holder
-        self.lying: dict[str, tuple[str, tuple[int, ...]]] = {}  # object -> (room, facts) where it was dropped
-        self.trail: dict[str, list[tuple[str, tuple[int, ...]]]] = {}  # object -> rooms it was in, and why
+        self.lying: dict[
+            str, tuple[str, tuple[int, ...]]
+        ] = {}  # object -> (room, facts) where it was dropped
+        self.trail: dict[
+            str, list[tuple[str, tuple[int, ...]]]
+        ] = {}  # object -> rooms it was in, and why
         self.gives: list[tuple[int, str, str, str]] = []  # (fact, giver, object, receiver)
 
     def _say(self, fact: str) -> int:
@@ -96,7 +100,9 @@ class _World:
 
     def step(self, weights: dict[str, int]) -> None:
         """One random event among those the world allows, drawn by ``weights`` (move, take, drop, give)."""
-        options: dict[str, list[Callable[[], None]]] = {"move": [partial(self.move, p) for p in self.people]}
+        options: dict[str, list[Callable[[], None]]] = {
+            "move": [partial(self.move, p) for p in self.people]
+        }
         options["take"] = [
             partial(self.take, p, o)
             for p in self.where
@@ -104,7 +110,12 @@ class _World:
             if o not in self.holder and self.lying.get(o, (self.where[p],))[0] == self.where[p]
         ]
         options["drop"] = [partial(self.drop, p, o) for o, p in self.holder.items()]
-        options["give"] = [partial(self.give, g, o, r) for o, g in self.holder.items() for r in self.people if r != g]
+        options["give"] = [
+            partial(self.give, g, o, r)
+            for o, g in self.holder.items()
+            for r in self.people
+            if r != g
+        ]
         kinds = [k for k in weights if options.get(k)]
         kind = self.rng.choices(kinds, [weights[k] for k in kinds])[0]
         self.rng.choice(options[kind])()
@@ -118,7 +129,9 @@ CARRYING = {"move": 3, "take": 2, "drop": 1}
 
 def _qa1(rng: random.Random) -> Story | None:
     world = _World(rng, PEOPLE)
-    for _ in range(rng.choice((2, 4, 6, 8, 10))):  # bAbI's qa1 stories, cut at each of their questions
+    for _ in range(
+        rng.choice((2, 4, 6, 8, 10))
+    ):  # bAbI's qa1 stories, cut at each of their questions
         world.move(rng.choice(PEOPLE))
     person = rng.choice(list(world.where))
     return world.story("qa1", f"Where is {person}?", world.where[person], (world.moved_at[person],))
@@ -146,12 +159,16 @@ def _qa3(rng: random.Random) -> Story | None:
     for _ in range(rng.randint(4, 32)):
         world.step(CARRYING)
     # the room it is in now must be one it was in only once, so that "before" names one room
-    travelled = [o for o, t in world.trail.items() if len(t) >= 2 and [r for r, _ in t].count(t[-1][0]) == 1]
+    travelled = [
+        o for o, t in world.trail.items() if len(t) >= 2 and [r for r, _ in t].count(t[-1][0]) == 1
+    ]
     if not travelled:
         return None
     obj = rng.choice(travelled)
     (before, why_before), (now, why_now) = world.trail[obj][-2:]
-    return world.story("qa3", f"Where was the {obj} before the {now}?", before, why_before + why_now)
+    return world.story(
+        "qa3", f"Where was the {obj} before the {now}?", before, why_before + why_now
+    )
 
 
 def _qa4(rng: random.Random) -> Story | None:

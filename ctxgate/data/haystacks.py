@@ -28,7 +28,9 @@ from ctxgate.memo import is_dir, is_file, memo, noted
 from ctxgate.records.refusal import Refusal
 from ctxgate.tokens.codec import PieceEncoder
 
-NOISE_LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+NOISE_LINE = (
+    "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+)
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 DEFAULT = "haystack_wikipedia.json"  # the manifest: the volumes, in order, and their hashes
@@ -83,7 +85,9 @@ def _split(text: str, source: str) -> Essay:
             f"the haystack {source} has {len(sentences)} sentences; essays need at least 8: "
             "point --haystack at a longer text"
         )
-    return Essay((Volume(sentences),), hashlib.sha256(collapsed.encode("utf-8")).hexdigest(), source)
+    return Essay(
+        (Volume(sentences),), hashlib.sha256(collapsed.encode("utf-8")).hexdigest(), source
+    )
 
 
 @lru_cache(maxsize=4)
@@ -112,7 +116,9 @@ def load_essay(path: str | None = None) -> Essay:
         return _default_essay()
     p = Path(path)
     if noted(p) is None:
-        raise HaystackError(f"--haystack {path!r} does not exist: give a .txt file or a dataset with a 'text' column")
+        raise HaystackError(
+            f"--haystack {path!r} does not exist: give a .txt file or a dataset with a 'text' column"
+        )
     if is_file(p) and p.suffix.lower() in _TEXT_SUFFIXES:
         try:
             return _split(p.read_text("utf-8"), str(p))
@@ -125,7 +131,9 @@ def load_essay(path: str | None = None) -> Essay:
                 f"iconv -f latin1 -t utf-8"
             ) from None
         except OSError as exc:
-            raise HaystackError(f"--haystack {path!r} cannot be read ({exc.strerror or exc})") from None
+            raise HaystackError(
+                f"--haystack {path!r} cannot be read ({exc.strerror or exc})"
+            ) from None
     try:
         return _split(_dataset_text(p), str(p))
     except HaystackError:
@@ -148,7 +156,9 @@ def _dataset_text(p: Path) -> str:
         except FileNotFoundError:
             ds = datasets.load_dataset(str(p), split="train")
     else:
-        kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(p.suffix.lower())
+        kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(
+            p.suffix.lower()
+        )
         if kind is None:
             raise HaystackError(
                 f"--haystack {str(p)!r}: unknown file type {p.suffix!r}; use .txt, .jsonl, .json, .parquet or .csv"
@@ -198,7 +208,10 @@ class EssayTokens:
             if self._volumes_read == len(self.essay.volumes):
                 self.complete = True
                 return
-            self._block, self._at = self.essay.volumes[self._volumes_read].sentences(), 0  # may raise: retried
+            self._block, self._at = (
+                self.essay.volumes[self._volumes_read].sentences(),
+                0,
+            )  # may raise: retried
             self._volumes_read += 1
         batch = self._block[self._at : self._at + self.BATCH]
         self._at += len(batch)

@@ -38,12 +38,18 @@ class Published:
     model: str
     label: str  # the model's row label in the paper
     measure: str
-    chat_template: str  # on | off | task (each task its own, as HELMET does): the policy the paper ran it with
+    chat_template: (
+        str  # on | off | task (each task its own, as HELMET does): the policy the paper ran it with
+    )
     scores: Mapping[int, float]  # length in tokens -> percent
     claimed: str | None = None
     effective: str | None = None
-    paper_id: str | None = None  # the id the paper gives, where the file files the model under another's
-    effective_bar: str | None = None  # what ``effective`` was measured against, as the table states it
+    paper_id: str | None = (
+        None  # the id the paper gives, where the file files the model under another's
+    )
+    effective_bar: str | None = (
+        None  # what ``effective`` was measured against, as the table states it
+    )
 
 
 class UnknownModel(CtxgateError, ValueError):
@@ -56,14 +62,18 @@ class AmbiguousModel(UnknownModel):
 
 @lru_cache(maxsize=1)
 def all_published() -> tuple[Published, ...]:
-    data = tomllib.loads(resources.files("ctxgate.data").joinpath("published.toml").read_text("utf-8"))
+    data = tomllib.loads(
+        resources.files("ctxgate.data").joinpath("published.toml").read_text("utf-8")
+    )
     sources = {k: Source(key=k, **v) for k, v in data["source"].items()}
     return tuple(
         Published(
             **{
                 **row,  # a row's keys are the record's fields (an optional one absent where the paper gives none)
                 "source": sources[row["source"]],
-                "scores": MappingProxyType({parse_length(L.lower()): float(s) for L, s in row["scores"].items()}),
+                "scores": MappingProxyType(
+                    {parse_length(L.lower()): float(s) for L, s in row["scores"].items()}
+                ),
             }
         )
         for row in data["score"]
@@ -85,7 +95,9 @@ def lookup(name: str, given: str = "", fix: str = "") -> str | None:
     both label a row "GPT-4", each another version) is refused with the candidates, never resolved to one. A refusal
     says ``given`` (where the name came from) before the name and ``fix`` (another way out) at its end."""
     wanted = name.strip().rstrip("/").lower()
-    exact = {p.model for p in all_published() if name.strip().rstrip("/") in (p.model, p.paper_id)}  # as written
+    exact = {
+        p.model for p in all_published() if name.strip().rstrip("/") in (p.model, p.paper_id)
+    }  # as written
     found = exact or {p.model for p in all_published() if wanted in _names(p)}
     if len(found) > 1:
         listed = "; ".join(f"{m} ({', '.join(_tables(m))})" for m in sorted(found))
@@ -97,7 +109,11 @@ def lookup(name: str, given: str = "", fix: str = "") -> str | None:
 
 def _tables(model: str) -> list[str]:
     """Where a model's numbers are printed: ``RULER Table 3``, ``HELMET Figure 6``."""
-    return list(dict.fromkeys(f"{p.source.paper.split()[0]} {p.source.table.split(' (')[0]}" for p in rows_for(model)))
+    return list(
+        dict.fromkeys(
+            f"{p.source.paper.split()[0]} {p.source.table.split(' (')[0]}" for p in rows_for(model)
+        )
+    )
 
 
 def resolve(name: str, given: str = "", fix: str = "") -> str:
@@ -107,7 +123,9 @@ def resolve(name: str, given: str = "", fix: str = "") -> str:
         return found
     near = difflib.get_close_matches(name, models(), n=3, cutoff=0.5)
     hint = f" (nearest: {', '.join(near)})" if near else ""
-    raise UnknownModel(f"{given}{name!r} is no model of the papers' tables{hint}: `ctxgate published` lists them{fix}")
+    raise UnknownModel(
+        f"{given}{name!r} is no model of the papers' tables{hint}: `ctxgate published` lists them{fix}"
+    )
 
 
 def rows_for(model: str) -> list[Published]:

@@ -39,12 +39,16 @@ def _load_rows(source: str, flag: str, config: str | None) -> tuple[dict[str, An
 
 
 def _pool(
-    docs: list[str], raw_questions: list[tuple[str, tuple[str, ...], list[str], list[str]]], source: str
+    docs: list[str],
+    raw_questions: list[tuple[str, tuple[str, ...], list[str], list[str]]],
+    source: str,
 ) -> QAPool:
     pool = sorted(set(docs))
     where = {d: i for i, d in enumerate(pool)}
     questions = tuple(
-        Question(q, a, tuple(where[d] for d in gold), tuple(where[d] for d in related if d not in gold))
+        Question(
+            q, a, tuple(where[d] for d in gold), tuple(where[d] for d in related if d not in gold)
+        )
         for q, a, gold, related in raw_questions
     )
     digest = sha256_of_json([pool, [(q.query, q.answers, q.gold) for q in questions]])

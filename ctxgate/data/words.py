@@ -15,7 +15,9 @@ from importlib import resources
 
 def _read(name: str) -> tuple[str, ...]:
     text = resources.files("ctxgate.data").joinpath("words").joinpath(name).read_text("utf-8")
-    return tuple(w for w in (line.strip() for line in text.splitlines()) if w.isalpha() and w.islower())
+    return tuple(
+        w for w in (line.strip() for line in text.splitlines()) if w.isalpha() and w.islower()
+    )
 
 
 @lru_cache(maxsize=1)
@@ -37,5 +39,10 @@ def vocabulary() -> tuple[str, ...]:
 @lru_cache(maxsize=1)
 def english() -> tuple[str, ...]:
     """Webster's Second word list, lowercase ASCII words, sorted (234,448 words): CWE's words past the vocabulary."""
-    raw = resources.files("ctxgate.data").joinpath("words").joinpath("english_web2.txt.xz").read_bytes()
+    raw = (
+        resources.files("ctxgate.data")
+        .joinpath("words")
+        .joinpath("english_web2.txt.xz")
+        .read_bytes()
+    )
     return tuple(lzma.decompress(raw).decode("ascii").split())

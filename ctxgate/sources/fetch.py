@@ -71,7 +71,9 @@ def fetch_essays(source: str, target: Path, expected_sha256: str | None) -> tupl
 
     fix = "give a hub dataset or a local .jsonl/.parquet with a 'text' column, one essay per record"
     rows = load_rows(source, "train", None, fix)
-    text = "\n\n".join(str(r["text"]).strip() for r in rows if str(r.get("text") or "").strip()) + "\n"
+    text = (
+        "\n\n".join(str(r["text"]).strip() for r in rows if str(r.get("text") or "").strip()) + "\n"
+    )
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if expected_sha256 and digest != expected_sha256.lower():
         raise DataUnavailable(

@@ -39,7 +39,9 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[di
     seen. Errors end with ``fix``."""
     p = Path(source)
     if is_file(p) and p.suffix.lower() in (".jsonl", ".json"):
-        problem = first_bad_line(p)  # datasets' own message for these names neither the line nor the fix
+        problem = first_bad_line(
+            p
+        )  # datasets' own message for these names neither the line nor the fix
         if problem:
             raise DataUnavailable(
                 f"{problem}; restore the file (HELMET's release, or the hub dataset's split)"
@@ -54,7 +56,9 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[di
             if isinstance(ds, datasets.DatasetDict):
                 ds = ds[split] if split in ds else ds[next(iter(ds))]
         elif is_file(p):
-            kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}.get(p.suffix.lower(), "json")
+            kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}.get(
+                p.suffix.lower(), "json"
+            )
             ds = datasets.load_dataset(kind, data_files=str(p), split="train")
         elif _looks_like_path(source):
             raise DataNotGiven(f"{source} does not exist; {fix}")
@@ -70,7 +74,9 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[di
         raise
     except Exception as exc:  # noqa: BLE001 - the datasets library raises many types for "not readable"
         message = " ".join(str(exc).split())[:200] or "no message"
-        raise DataUnavailable(f"cannot read {source} ({type(exc).__name__}: {message}); {fix}") from None
+        raise DataUnavailable(
+            f"cannot read {source} ({type(exc).__name__}: {message}); {fix}"
+        ) from None
     return tuple(ds)
 
 
@@ -93,7 +99,9 @@ def first_bad_line(path: Path) -> str | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line_no = raw[: exc.start].count(b"\n") + 1
-        return f"{path}:{line_no}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
+        return (
+            f"{path}:{line_no}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
+        )
     if not text.strip():
         return f"{path}: is empty (0 records)"
     if path.suffix.lower() == ".json":
@@ -102,7 +110,11 @@ def first_bad_line(path: Path) -> str | None:
         except json.JSONDecodeError:
             pass  # JSON lines under a .json name: checked line by line below
         else:
-            return None if isinstance(doc, (list, dict)) else f"{path}: holds a JSON {type(doc).__name__}, not records"
+            return (
+                None
+                if isinstance(doc, (list, dict))
+                else f"{path}: holds a JSON {type(doc).__name__}, not records"
+            )
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -132,14 +144,18 @@ class DataFile:
     pattern: str  # regex over file names in ``folder``
     fields: tuple[str, ...]  # every record has these
     hub: str | None = None  # where the task reads from when the folder lacks the file
-    optional: str | None = None  # what the task does without the file (then its absence is no failure)
+    optional: str | None = (
+        None  # what the task does without the file (then its absence is no failure)
+    )
 
 
 def hub_splits(
     task: str, folder: str, hub: str, fields: tuple[str, ...], splits: Iterable[str]
 ) -> tuple[DataFile, ...]:
     """A hub dataset's splits (or subsets) as local copies in ``folder`` (``{split}.jsonl``)."""
-    return tuple(DataFile(task, folder, re.escape(f"{s}.jsonl"), fields, f"{hub} ({s})") for s in splits)
+    return tuple(
+        DataFile(task, folder, re.escape(f"{s}.jsonl"), fields, f"{hub} ({s})") for s in splits
+    )
 
 
 def missing_fields(record: object, fields: tuple[str, ...]) -> list[str]:
@@ -149,7 +165,17 @@ def missing_fields(record: object, fields: tuple[str, ...]) -> list[str]:
 
 
 # the top folders of HELMET's data layout (its release, plus the suite's local copies of hub data)
-LAYOUT = ("alce", "icl", "infbench", "json_kv", "kilt", "msmarco", "multi_lexsum", "narrativeqa", "ruler")
+LAYOUT = (
+    "alce",
+    "icl",
+    "infbench",
+    "json_kv",
+    "kilt",
+    "msmarco",
+    "multi_lexsum",
+    "narrativeqa",
+    "ruler",
+)
 
 
 def verify_hint(path: Path, lead: str) -> str:
@@ -167,7 +193,9 @@ def hub_hint(what: str, where: object) -> str:
     )
 
 
-def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str) -> tuple[dict[str, Any], ...]:
+def read_local_or_hub(
+    local: Path, hub_id: str, config: str | None, split: str, fix: str
+) -> tuple[dict[str, Any], ...]:
     """``local`` (JSON lines in the hub's layout) when it exists, else the hub dataset from the local cache; a
     source in neither names ``local``, the path that was expected."""
     if is_file(local):

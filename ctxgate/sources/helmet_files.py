@@ -63,15 +63,24 @@ class RagSet:
 
 RAG_SETS = {
     "kilt_nq": RagSet("nq-dev-multikilt_1000", "dep6", ("nq-train-multikilt_1000_k3_dep6.jsonl",)),
-    "kilt_triviaqa": RagSet("triviaqa-dev-multikilt_1000", "dep6", ("triviaqa-train-multikilt_1000_k3_dep6.jsonl",)),
-    "kilt_hotpotqa": RagSet("hotpotqa-dev-multikilt_1000", "dep3", ("hotpotqa-train-multikilt_1000_k3_dep3.jsonl",)),
+    "kilt_triviaqa": RagSet(
+        "triviaqa-dev-multikilt_1000", "dep6", ("triviaqa-train-multikilt_1000_k3_dep6.jsonl",)
+    ),
+    "kilt_hotpotqa": RagSet(
+        "hotpotqa-dev-multikilt_1000", "dep3", ("hotpotqa-train-multikilt_1000_k3_dep3.jsonl",)
+    ),
     # PopQA has one split: HEAD draws its demos from the test questions' k3 file (the first release had a train
     # file); the demos then exclude the question asked
     "kilt_popqa": RagSet(
-        "popqa_test_1000", "dep6", ("popqa_test_1000_k3_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl")
+        "popqa_test_1000",
+        "dep6",
+        ("popqa_test_1000_k3_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl"),
     ),
 }
-MSMARCO_DIRS = ("msmarco", "msmarco/trec2019psg_preprocessed")  # HEAD's layout, then the first release's
+MSMARCO_DIRS = (
+    "msmarco",
+    "msmarco/trec2019psg_preprocessed",
+)  # HEAD's layout, then the first release's
 MSMARCO_TEST = r"test_reranking_data_k(\d+)_dep\d+\.jsonl"
 MSMARCO_DEMO = "test_reranking_data_k10_dep3.jsonl"
 DATA_FILES = (
@@ -122,7 +131,9 @@ def pick_demos(
     return list(firsts.values())
 
 
-def _select(rows: tuple[dict[str, Any], ...], key_field: str, seed: int) -> tuple[dict[str, Any], ...]:
+def _select(
+    rows: tuple[dict[str, Any], ...], key_field: str, seed: int
+) -> tuple[dict[str, Any], ...]:
     keys = sorted({r[key_field] for r in rows})
     chosen = set(random.Random(seed).sample(keys, min(MAX_TEST_KEYS, len(keys))))
     return tuple(r for r in rows if r[key_field] in chosen)
@@ -143,12 +154,16 @@ def load_rag_file(task: str, data_dir: str, length: int, seed: int) -> HelmetFil
     path = Path(data_dir) / RAG_FOLDER / f"{rag.test}_k{RAG_K[length]}_{rag.depth}.jsonl"
     if not is_file(path):
         return None
-    demo_path = next((p for name in rag.demos if is_file(p := Path(data_dir) / RAG_FOLDER / name)), None)
+    demo_path = next(
+        (p for name in rag.demos if is_file(p := Path(data_dir) / RAG_FOLDER / name)), None
+    )
     if demo_path is None:
         return None
     rows, demos = popqa_3(task, read_jsonl(path)), popqa_3(task, read_jsonl(demo_path))
     key = "id" if rows and "id" in rows[0] else "question"
-    return HelmetFile(_select(rows, key, seed), demos, key, str(path), sha256_of_files(path, demo_path))
+    return HelmetFile(
+        _select(rows, key, seed), demos, key, str(path), sha256_of_files(path, demo_path)
+    )
 
 
 @memo(8)
@@ -162,7 +177,9 @@ def load_msmarco_file(data_dir: str, length: int, seed: int) -> HelmetFile | Non
             rows, demos = read_jsonl(path), read_jsonl(demo_path)
             key = "qid" if rows and "qid" in rows[0] else "query"
             selected = _select(rows, key, seed)
-            if len(demos) > 2 * len(selected):  # HELMET then drops the test questions from the demos at once
+            if len(demos) > 2 * len(
+                selected
+            ):  # HELMET then drops the test questions from the demos at once
                 qids = {r["qid"] for r in selected}
                 demos = tuple(d for d in demos if d["qid"] not in qids)
             return HelmetFile(selected, demos, key, str(path), sha256_of_files(path, demo_path))
@@ -178,4 +195,6 @@ def load_json_kv_file(data_dir: str, length: int, seed: int) -> HelmetFile | Non
         return None
     rows = read_jsonl(path)
     order = shuffled(len(rows), seed)[:MAX_TEST_KEYS]
-    return HelmetFile(tuple(rows[i] for i in order), (), "question", str(path), sha256_of_files(path))
+    return HelmetFile(
+        tuple(rows[i] for i in order), (), "question", str(path), sha256_of_files(path)
+    )

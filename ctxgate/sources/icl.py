@@ -12,7 +12,13 @@ from pathlib import Path
 
 from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import DataFile, hub_hint, missing_fields, read_local_or_hub, sha256_of_json
+from ctxgate.sources.files import (
+    DataFile,
+    hub_hint,
+    missing_fields,
+    read_local_or_hub,
+    sha256_of_json,
+)
 
 
 @dataclass(frozen=True)
@@ -30,8 +36,12 @@ SOURCES = {
     "icl_trec_coarse": ICLSource("trec", "CogComp/trec", None, "text", "coarse_label", "test", 6),
     "icl_trec_fine": ICLSource("trec", "CogComp/trec", None, "text", "fine_label", "test", 50),
     "icl_banking77": ICLSource("banking77", "PolyAI/banking77", None, "text", "label", "test", 77),
-    "icl_clinic150": ICLSource("clinc150", "clinc/clinc_oos", "plus", "text", "intent", "validation", 151),
-    "icl_nlu": ICLSource("nlu", "xingkunliuxtracta/nlu_evaluation_data", None, "text", "label", "", 68),
+    "icl_clinic150": ICLSource(
+        "clinc150", "clinc/clinc_oos", "plus", "text", "intent", "validation", 151
+    ),
+    "icl_nlu": ICLSource(
+        "nlu", "xingkunliuxtracta/nlu_evaluation_data", None, "text", "label", "", 68
+    ),
 }
 DATA_FILES = tuple(
     DataFile(
@@ -72,7 +82,10 @@ def _rows(task: str, src: ICLSource, data_dir: str | None, split: str) -> list[t
 def load_icl(task: str, data_dir: str | None, seed: int) -> ICLData:
     src = SOURCES[task]
     if src.test_split:
-        train, test = _rows(task, src, data_dir, "train"), _rows(task, src, data_dir, src.test_split)
+        train, test = (
+            _rows(task, src, data_dir, "train"),
+            _rows(task, src, data_dir, src.test_split),
+        )
     else:
         import datasets
 
@@ -80,11 +93,15 @@ def load_icl(task: str, data_dir: str | None, seed: int) -> ICLData:
         split = datasets.Dataset.from_dict(
             {"text": [t for t, _ in rows], "label": [lab for _, lab in rows]}
         ).train_test_split(test_size=0.1, seed=seed)
-        train, test = (list(zip(split[part]["text"], split[part]["label"])) for part in ("train", "test"))
+        train, test = (
+            list(zip(split[part]["text"], split[part]["label"])) for part in ("train", "test")
+        )
     labels = {lab for _, lab in train}
     bad = sorted({lab for _, lab in train + test if not 0 <= lab < src.num_labels})
     if bad:
         raise DataUnavailable(
             f"{task}: labels {bad[:5]} fall outside 0..{src.num_labels - 1}; is {src.label_field!r} the right column?"
         )
-    return ICLData(tuple(train), tuple(test), max(len(labels), max(labels) + 1), sha256_of_json([train, test]))
+    return ICLData(
+        tuple(train), tuple(test), max(len(labels), max(labels) + 1), sha256_of_json([train, test])
+    )

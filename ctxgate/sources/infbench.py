@@ -7,13 +7,21 @@ from pathlib import Path
 
 from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import hub_hint, hub_splits, missing_fields, read_local_or_hub, sha256_of_json
+from ctxgate.sources.files import (
+    hub_hint,
+    hub_splits,
+    missing_fields,
+    read_local_or_hub,
+    sha256_of_json,
+)
 
 HUB_ID = "xinrongzhang2022/InfiniteBench"
 SUBSETS = {"infbench_qa": "longbook_qa_eng", "infbench_mc": "longbook_choice_eng"}
 FIELDS = ("id", "context", "input", "answer")
 DATA_FILES = tuple(
-    f for task, subset in SUBSETS.items() for f in hub_splits(task, "infbench", HUB_ID, FIELDS, [subset])
+    f
+    for task, subset in SUBSETS.items()
+    for f in hub_splits(task, "infbench", HUB_ID, FIELDS, [subset])
 )
 
 
@@ -41,12 +49,21 @@ def load_infbench(task: str, data_dir: str | None) -> BookSet:
     for r in read_local_or_hub(local, HUB_ID, None, subset, hint):
         missing = missing_fields(r, FIELDS)
         if missing or (task == "infbench_mc" and len(r.get("options") or ()) != 4):
-            raise DataUnavailable(f"{task}: a record in {local} lacks {missing or ['4 options']}; {hint}")
+            raise DataUnavailable(
+                f"{task}: a record in {local} lacks {missing or ['4 options']}; {hint}"
+            )
         answers = r["answer"] if isinstance(r["answer"], list) else [r["answer"]]
         options = tuple(map(str, r.get("options") or ()))
-        books.append(Book(str(r["id"]), r["context"], r["input"], tuple(map(str, answers)), options))
+        books.append(
+            Book(str(r["id"]), r["context"], r["input"], tuple(map(str, answers)), options)
+        )
     if task == "infbench_mc":
         for b in books:
             if b.answers[0] not in b.options:
-                raise DataUnavailable(f"{task}: record {b.key}'s answer {b.answers[0]!r} is not one of its options")
-    return BookSet(tuple(books), sha256_of_json([(b.key, b.question, b.answers, b.options, b.context) for b in books]))
+                raise DataUnavailable(
+                    f"{task}: record {b.key}'s answer {b.answers[0]!r} is not one of its options"
+                )
+    return BookSet(
+        tuple(books),
+        sha256_of_json([(b.key, b.question, b.answers, b.options, b.context) for b in books]),
+    )

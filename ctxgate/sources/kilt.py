@@ -26,7 +26,14 @@ from ctxgate.sources.files import (
     sha256_of_files,
     verify_hint,
 )
-from ctxgate.sources.helmet_files import MSMARCO_DEMO, MSMARCO_DIRS, MSMARCO_TEST, RAG_FOLDER, RAG_SETS, popqa_3
+from ctxgate.sources.helmet_files import (
+    MSMARCO_DEMO,
+    MSMARCO_DIRS,
+    MSMARCO_TEST,
+    RAG_FOLDER,
+    RAG_SETS,
+    popqa_3,
+)
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,10 @@ class Pool:
     source: str
 
 
-RAG_FIELDS = {task: ("question", "answers", "ctxs") + (("s_pop",) if task == "kilt_popqa" else ()) for task in RAG_SETS}
+RAG_FIELDS = {
+    task: ("question", "answers", "ctxs") + (("s_pop",) if task == "kilt_popqa" else ())
+    for task in RAG_SETS
+}
 MSMARCO_FIELDS = ("qid", "query", "ctxs")
 DATA_FILES = tuple(
     DataFile(task, RAG_FOLDER, pattern, RAG_FIELDS[task])
@@ -70,14 +80,20 @@ DATA_FILES = tuple(
     for pattern in (rag.test_pattern, rag.demo_pattern)
 ) + tuple(  # either layout serves: each is optional alone
     DataFile(
-        "msmarco_rerank", folder, pattern, MSMARCO_FIELDS, optional=f"HELMET's other layout keeps them in {other}/"
+        "msmarco_rerank",
+        folder,
+        pattern,
+        MSMARCO_FIELDS,
+        optional=f"HELMET's other layout keeps them in {other}/",
     )
     for folder, other in (MSMARCO_DIRS, MSMARCO_DIRS[::-1])
     for pattern in (MSMARCO_TEST, re.escape(MSMARCO_DEMO))
 )
 
 
-def _files(data_dir: str | None, task: str, folder: str, test_re: str, demo_re: str) -> tuple[Path, Path]:
+def _files(
+    data_dir: str | None, task: str, folder: str, test_re: str, demo_re: str
+) -> tuple[Path, Path]:
     if not data_dir:
         raise DataNotGiven(f"{task} needs HELMET's released data; {FETCH_HINT}")
     where = Path(data_dir) / folder
@@ -90,7 +106,9 @@ def _files(data_dir: str | None, task: str, folder: str, test_re: str, demo_re: 
 
 
 def _passage(c: dict[str, Any]) -> Passage:
-    return Passage(str(c.get("title") or ""), str(c["text"]), str(c.get("id", "")), int(c.get("label") or 0))
+    return Passage(
+        str(c.get("title") or ""), str(c["text"]), str(c.get("id", "")), int(c.get("label") or 0)
+    )
 
 
 def _is_gold(c: Json, normalized_answers: tuple[str, ...], flagged: bool) -> bool:
@@ -121,16 +139,25 @@ def load_rag(task: str, data_dir: str | None) -> Pool:
     rows, demo_rows = _checked(test, RAG_FIELDS[task]), _checked(demo_path, RAG_FIELDS[task])
     rows, demo_rows = popqa_3(task, rows), popqa_3(task, demo_rows)
     # per question: its question and answers as first seen, its gold and other passages by (title, text)
-    grouped: dict[str, tuple[str, tuple[str, ...], dict[tuple[str, str], Passage], dict[tuple[str, str], Passage]]] = {}
+    grouped: dict[
+        str,
+        tuple[str, tuple[str, ...], dict[tuple[str, str], Passage], dict[tuple[str, str], Passage]],
+    ] = {}
     for r in rows:
         answers = tuple(str(a) for a in r["answers"])
         normalized = tuple(helmet_normalize(a) for a in answers)
         flagged = any("has_answer" in c for c in r["ctxs"])
-        _, _, gold, other = grouped.setdefault(str(r.get("id", r["question"])), (r["question"], answers, {}, {}))
+        _, _, gold, other = grouped.setdefault(
+            str(r.get("id", r["question"])), (r["question"], answers, {}, {})
+        )
         for c in r["ctxs"]:
             p = _passage(c)
             (gold if _is_gold(c, normalized, flagged) else other).setdefault((p.title, p.text), p)
-    items = tuple(RagItem(k, q, a, tuple(g.values()), tuple(o.values())) for k, (q, a, g, o) in grouped.items() if g)
+    items = tuple(
+        RagItem(k, q, a, tuple(g.values()), tuple(o.values()))
+        for k, (q, a, g, o) in grouped.items()
+        if g
+    )
     if not items:
         raise DataUnavailable(
             f"{test}: no question has a gold passage (ctxs flagged has_answer, or containing an "
@@ -138,7 +165,10 @@ def load_rag(task: str, data_dir: str | None) -> Pool:
         )
     demos = (
         Demo(
-            str(r.get("id", r["question"])), r["question"], str(r["answers"][0]), tuple(_passage(c) for c in r["ctxs"])
+            str(r.get("id", r["question"])),
+            r["question"],
+            str(r["answers"][0]),
+            tuple(_passage(c) for c in r["ctxs"]),
         )
         for r in demo_rows
     )
@@ -156,15 +186,20 @@ def _dedupe(demos: Iterable[Demo]) -> tuple[Demo, ...]:
 @memo(4)
 def load_msmarco(data_dir: str | None) -> Pool:
     folder = next(
-        (f for f in MSMARCO_DIRS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)), MSMARCO_DIRS[0]
+        (f for f in MSMARCO_DIRS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)),
+        MSMARCO_DIRS[0],
     )
     test, demo_path = _files(data_dir, "msmarco_rerank", folder, MSMARCO_TEST, MSMARCO_DEMO)
-    grouped: dict[str, tuple[str, dict[str, Passage]]] = {}  # per qid: the query, the passages by id
+    grouped: dict[
+        str, tuple[str, dict[str, Passage]]
+    ] = {}  # per qid: the query, the passages by id
     for r in _checked(test, MSMARCO_FIELDS):
         _, ctxs = grouped.setdefault(str(r["qid"]), (r["query"], {}))
         for c in r["ctxs"]:
             ctxs.setdefault(str(c["id"]), _passage(c))
-    items = tuple(RagItem(qid, query, (), (), tuple(ctxs.values())) for qid, (query, ctxs) in grouped.items())
+    items = tuple(
+        RagItem(qid, query, (), (), tuple(ctxs.values())) for qid, (query, ctxs) in grouped.items()
+    )
     demos = (
         ranked_demo(str(r["qid"]), r["query"], tuple(map(_passage, r["ctxs"])))
         for r in _checked(demo_path, MSMARCO_FIELDS)
@@ -174,4 +209,9 @@ def load_msmarco(data_dir: str | None) -> Pool:
 
 def ranked_demo(key: str, query: str, passages: tuple[Passage, ...]) -> Demo:
     """A re-rank demo, whose answer ranks its passages by label (stably, the most relevant first)."""
-    return Demo(key, query, " > ".join(p.pid for p in sorted(passages, key=lambda p: p.label, reverse=True)), passages)
+    return Demo(
+        key,
+        query,
+        " > ".join(p.pid for p in sorted(passages, key=lambda p: p.label, reverse=True)),
+        passages,
+    )

@@ -89,8 +89,13 @@ def _check_records(path: Path, fields: tuple[str, ...]) -> str:
         problem = first_bad_line(path)
         if problem:
             return problem.removeprefix(f"{path}:").strip()
-        lines = path.read_text(encoding="utf-8").split("\n")  # the file's lines, as iterating over it reads them
-        what, records = "line", ((n, json.loads(line)) for n, line in enumerate(lines, start=1) if line.strip())
+        lines = path.read_text(encoding="utf-8").split(
+            "\n"
+        )  # the file's lines, as iterating over it reads them
+        what, records = (
+            "line",
+            ((n, json.loads(line)) for n, line in enumerate(lines, start=1) if line.strip()),
+        )
     for n, record in records:
         missing = missing_fields(record, fields)
         if missing:
@@ -120,7 +125,9 @@ def verify(root: Path) -> list[Finding]:
         elif not paths and e.optional:
             findings.append(Finding(e.task, f"{e.folder}/", "optional", f"absent: {e.optional}"))
         elif not paths:
-            findings.append(Finding(e.task, f"{e.folder}/", "missing", f"no file matching {e.pattern!r}"))
+            findings.append(
+                Finding(e.task, f"{e.folder}/", "missing", f"no file matching {e.pattern!r}")
+            )
         for p in paths:
             rel = p.relative_to(root).as_posix()
             if rel in seen:  # a demo file can match the test pattern too (msmarco k10)
@@ -132,16 +139,25 @@ def verify(root: Path) -> list[Finding]:
             elif rel not in pins:
                 findings.append(Finding(e.task, rel, "unpinned", "no checksum in " + LOCK_NAME))
             elif pins[rel] != sha256_of(p):
-                findings.append(Finding(e.task, rel, "changed", f"sha256 differs from the pin {pins[rel][:12]}..."))
+                findings.append(
+                    Finding(
+                        e.task, rel, "changed", f"sha256 differs from the pin {pins[rel][:12]}..."
+                    )
+                )
             else:
                 findings.append(Finding(e.task, rel, "ok"))
-    findings += [Finding("-", rel, "missing", f"pinned in {LOCK_NAME} but absent") for rel in sorted(set(pins) - seen)]
+    findings += [
+        Finding("-", rel, "missing", f"pinned in {LOCK_NAME} but absent")
+        for rel in sorted(set(pins) - seen)
+    ]
     return findings
 
 
 def write_lock(root: Path) -> Path:
     """Pin every file the manifest recognizes; returns the lock file's path."""
-    files = {p.relative_to(root).as_posix(): sha256_of(p) for e in EXPECTED for p in _matches(root, e)}
+    files = {
+        p.relative_to(root).as_posix(): sha256_of(p) for e in EXPECTED for p in _matches(root, e)
+    }
     path = root / LOCK_NAME
     path.write_text(json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n")
     return path

@@ -75,7 +75,9 @@ class MrcrFile:
         record, where = self.parts[part][local], f"{self.paths[part]}: row {local + 1}"
         missing = missing_fields(record, FIELDS)
         if missing:
-            raise DataUnavailable(f"{where} lacks {', '.join(missing)}; restore the file from {HUB}")
+            raise DataUnavailable(
+                f"{where} lacks {', '.join(missing)}; restore the file from {HUB}"
+            )
         if record["n_needles"] != self.needles:
             raise DataUnavailable(
                 f"{where} has n_needles {record['n_needles']!r} in the {self.needles}needle files; put each needle "
@@ -83,7 +85,9 @@ class MrcrFile:
             )
         for field in ("answer", "random_string_to_prepend"):
             if not isinstance(record[field], str):
-                raise DataUnavailable(f"{where}: field {field} is not text; restore the file from {HUB}")
+                raise DataUnavailable(
+                    f"{where}: field {field} is not text; restore the file from {HUB}"
+                )
         return MrcrRow(
             index,
             where,
@@ -128,10 +132,16 @@ def parse_messages(prompt: object, where: str) -> tuple[tuple[str, str], ...]:
             f"{where}: field prompt is not JSON ({exc.msg} at character {exc.pos}); restore the file from {HUB}"
         ) from None
     if not isinstance(messages, list) or not messages:
-        raise DataUnavailable(f"{where}: field prompt is not a list of messages; restore the file from {HUB}")
+        raise DataUnavailable(
+            f"{where}: field prompt is not a list of messages; restore the file from {HUB}"
+        )
     parsed: list[tuple[str, str]] = []
     for n, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
+        if (
+            not isinstance(m, dict)
+            or m.get("role") not in ROLES
+            or not isinstance(m.get("content"), str)
+        ):
             raise DataUnavailable(
                 f"{where}: field prompt, message {n}, is not a {{role: user|assistant, content: text}} object; "
                 f"restore the file from {HUB}"
@@ -205,7 +215,9 @@ def _read(path: Path, needles: int, folder: Path) -> Any:
         rows = datasets.load_dataset("parquet", data_files=str(path), split="train")
     except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types for an unreadable file
         message = " ".join(str(exc).split())[:200] or "no message"
-        raise DataUnavailable(f"cannot read {path} ({type(exc).__name__}: {message}); {fix(folder, needles)}") from None
+        raise DataUnavailable(
+            f"cannot read {path} ({type(exc).__name__}: {message}); {fix(folder, needles)}"
+        ) from None
     absent = [f for f in FIELDS if f not in rows.column_names]
     if absent:
         raise DataUnavailable(

@@ -12,14 +12,25 @@ from pathlib import Path
 
 from ctxgate.memo import is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import FETCH_HINT, DataFile, missing_fields, read_jsonl, sha256_of_json, verify_hint
+from ctxgate.sources.files import (
+    FETCH_HINT,
+    DataFile,
+    missing_fields,
+    read_jsonl,
+    sha256_of_json,
+    verify_hint,
+)
 from ctxgate.sources.helmet_files import shuffled
 
 FOLDERS = {f"helmet_{name}": f"niah_{name}" for name in ("multikey_2", "multikey_3", "multivalue")}
 FIELDS = ("context", "query", "outputs", "type_needle_v")
 DATA_FILES = tuple(
     DataFile(
-        task, f"ruler/{folder}", r"validation_\d+\.jsonl", FIELDS, optional="HELMET Recall uses the suite's RULER cases"
+        task,
+        f"ruler/{folder}",
+        r"validation_\d+\.jsonl",
+        FIELDS,
+        optional="HELMET Recall uses the suite's RULER cases",
     )
     for task, folder in FOLDERS.items()
 )
@@ -54,10 +65,18 @@ def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
     for n, r in enumerate(read_jsonl(path), start=1):
         missing = missing_fields(r, FIELDS)
         if missing:
-            raise DataUnavailable(f"{path}: record {n} lacks {', '.join(missing)}" + verify_hint(path, "; "))
+            raise DataUnavailable(
+                f"{path}: record {n} lacks {', '.join(missing)}" + verify_hint(path, "; ")
+            )
         answers = r["outputs"] if isinstance(r["outputs"], list) else [r["outputs"]]
-        records.append(RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], tuple(map(str, answers))))
-    return RulerFile(tuple(records), str(path), sha256_of_json([(x.context, x.query, x.answers) for x in records]))
+        records.append(
+            RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], tuple(map(str, answers)))
+        )
+    return RulerFile(
+        tuple(records),
+        str(path),
+        sha256_of_json([(x.context, x.query, x.answers) for x in records]),
+    )
 
 
 @memo(16)
