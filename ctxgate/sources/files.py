@@ -15,6 +15,7 @@ from typing import Any
 from ctxgate.memo import is_dir, is_file, memo, noted
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 
+Rows = tuple[dict[str, Any], ...]
 FETCH_HINT = (
     "run `ctxgate data fetch --to data/helmet` (hub access, or --archive data.tar.gz) and pass "
     "--data-dir data/helmet; the shipped fixtures: --data-dir fixtures/helmet_data"
@@ -32,7 +33,7 @@ def _go_offline() -> None:
 
 
 @memo(32)
-def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[dict[str, Any], ...]:
+def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
     """The records of a .jsonl/.json/.parquet file, a ``save_to_disk`` folder, or a cached hub id.
     Remembered while the file is unchanged (``ctxgate.memo``); failures are not, so a file fixed
     between two runs of one process is seen. Errors end with ``fix``."""
@@ -121,7 +122,7 @@ def first_bad_line(path: Path) -> str | None:
     return None
 
 
-def read_jsonl(path: Path) -> tuple[dict[str, Any], ...]:
+def read_jsonl(path: Path) -> Rows:
     """All records of one JSON-lines file of a data folder, in file order."""
     if not is_file(path):
         raise DataNotGiven(f"{path} does not exist; {FETCH_HINT}")
@@ -176,9 +177,7 @@ def hub_hint(what: str, where: object) -> str:
     )
 
 
-def read_local_or_hub(
-    local: Path, hub_id: str, config: str | None, split: str, fix: str
-) -> tuple[dict[str, Any], ...]:
+def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str) -> Rows:
     """``local`` (JSON lines in the hub's layout) when it exists, else the cached hub dataset; a
     source in neither names ``local``, the path that was expected."""
     if is_file(local):
