@@ -1,8 +1,6 @@
-"""Word lists, shipped with the package so that data never depend on a library version.
-
-The lists are the noun, adjective and verb lists of wonderwords 3.0.1 (MIT licence, see data/words/), which is
-what RULER draws its keys and CWE vocabulary from, and, for CWE at lengths that need more distinct words than those,
-Webster's Second International word list (public domain; ``english_web2.txt.xz``, built by
+"""Word lists, shipped so that data never depend on a library version: wonderwords 3.0.1's nouns,
+adjectives and verbs (MIT licence, see data/words/), which RULER draws its keys and CWE vocabulary
+from, and for CWE past those, Webster's Second word list (public domain; ``english_web2.txt.xz`` by
 ``scripts/build_words.py``), where RULER switches to a larger English list of its own.
 """
 

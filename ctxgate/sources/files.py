@@ -191,6 +191,11 @@ def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, 
         ) from None
 
 
+def as_texts(value: object) -> tuple[str, ...]:
+    """One answer or a list of them, as text."""
+    return tuple(map(str, value if isinstance(value, list) else [value]))
+
+
 def sha256_of(path: Path) -> str:
     noted(path)
     h = hashlib.sha256()

@@ -1,4 +1,5 @@
-"""InfiniteBench's English book QA and multiple choice, in the hub layout (id, context, input, answer, options)."""
+"""InfiniteBench's English book QA and multiple choice, in the hub layout (id, context, input,
+answer, options)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from ctxgate.memo import memo
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import (
+    as_texts,
     hub_hint,
     hub_splits,
     missing_fields,
@@ -52,18 +54,13 @@ def load_infbench(task: str, data_dir: str | None) -> BookSet:
             raise DataUnavailable(
                 f"{task}: a record in {local} lacks {missing or ['4 options']}; {hint}"
             )
-        answers = r["answer"] if isinstance(r["answer"], list) else [r["answer"]]
         options = tuple(map(str, r.get("options") or ()))
-        books.append(
-            Book(str(r["id"]), r["context"], r["input"], tuple(map(str, answers)), options)
-        )
+        books.append(Book(str(r["id"]), r["context"], r["input"], as_texts(r["answer"]), options))
     if task == "infbench_mc":
         for b in books:
             if b.answers[0] not in b.options:
                 raise DataUnavailable(
                     f"{task}: record {b.key}'s answer {b.answers[0]!r} is not one of its options"
                 )
-    return BookSet(
-        tuple(books),
-        sha256_of_json([(b.key, b.question, b.answers, b.options, b.context) for b in books]),
-    )
+    digest = sha256_of_json([(b.key, b.question, b.answers, b.options, b.context) for b in books])
+    return BookSet(tuple(books), digest)

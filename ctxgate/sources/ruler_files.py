@@ -1,8 +1,8 @@
-"""HELMET's own RULER-format files, which its Recall category reads: ``ruler/{task}/validation_{L}.jsonl`` in the
-released data folder, one file per length (records: context, query, outputs, type_needle_v).
+"""HELMET's own RULER-format files, which its Recall category reads: one
+``ruler/{task}/validation_{L}.jsonl`` per length (context, query, outputs, type_needle_v).
 
-HELMET evaluates the first 100 records after ``datasets``' ``shuffle(seed)``, which is numpy's
-``default_rng(seed).permutation``; ``order`` reproduces it, so sample i is the record HELMET evaluates i-th.
+HELMET evaluates the first 100 records after ``shuffle(seed)``; ``order`` reproduces it, so sample
+i is the record HELMET evaluates i-th.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import (
     FETCH_HINT,
     DataFile,
+    as_texts,
     missing_fields,
     read_jsonl,
     sha256_of_json,
@@ -24,14 +25,9 @@ from ctxgate.sources.helmet_files import shuffled
 
 FOLDERS = {f"helmet_{name}": f"niah_{name}" for name in ("multikey_2", "multikey_3", "multivalue")}
 FIELDS = ("context", "query", "outputs", "type_needle_v")
+_WITHOUT = "HELMET Recall uses the suite's RULER cases"
 DATA_FILES = tuple(
-    DataFile(
-        task,
-        f"ruler/{folder}",
-        r"validation_\d+\.jsonl",
-        FIELDS,
-        optional="HELMET Recall uses the suite's RULER cases",
-    )
+    DataFile(task, f"ruler/{folder}", r"validation_\d+\.jsonl", FIELDS, optional=_WITHOUT)
     for task, folder in FOLDERS.items()
 )
 
@@ -68,15 +64,10 @@ def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
             raise DataUnavailable(
                 f"{path}: record {n} lacks {', '.join(missing)}" + verify_hint(path, "; ")
             )
-        answers = r["outputs"] if isinstance(r["outputs"], list) else [r["outputs"]]
-        records.append(
-            RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], tuple(map(str, answers)))
-        )
-    return RulerFile(
-        tuple(records),
-        str(path),
-        sha256_of_json([(x.context, x.query, x.answers) for x in records]),
-    )
+        answers = as_texts(r["outputs"])
+        records.append(RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], answers))
+    digest = sha256_of_json([(x.context, x.query, x.answers) for x in records])
+    return RulerFile(tuple(records), str(path), digest)
 
 
 @memo(16)
