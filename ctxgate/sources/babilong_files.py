@@ -10,7 +10,9 @@ read from ``<data-dir>/babilong/`` as the hub repository ``RMT-team/babilong`` (
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from ctxgate.memo import is_dir, memo
@@ -19,11 +21,11 @@ from ctxgate.sources.files import DataFile, load_rows, missing_fields, sha256_of
 
 FOLDER = "babilong"
 FIELDS = ("input", "question", "target")
-SKIPS = "its cases skip; ctx_babi_* run"
+_SKIPS = "its cases skip; ctx_babi_* run"
 DOWNLOAD = "huggingface-cli download RMT-team/babilong --repo-type dataset --local-dir {folder}"
 # the JSON form, which ``ctxgate data verify`` can check record by record (not the parquet ones)
 DATA_FILES = tuple(
-    DataFile(f"babilong_{s}", f"{FOLDER}/data/{s}", r"\d+[kM]\.json", FIELDS, optional=SKIPS)
+    DataFile(f"babilong_{s}", f"{FOLDER}/data/{s}", r"\d+[kM]\.json", FIELDS, optional=_SKIPS)
     for s in ("qa1", "qa2", "qa3", "qa4", "qa5")
 )
 
@@ -52,77 +54,9 @@ def format_input(prompt: Prompt, context: str, question: str) -> str:
     return prompt.head() + context.strip() + tail(question)
 
 
-_QA23 = (
-    "You need to answer the question based only on the information from the facts.\nIf a person "
-    "got an item in the first location and travelled to the second location the item is also in "
-    "the second location. If a person dropped an item in the first location and moved to the "
-    "second location the item remains in the first location."
-)
-_QA23_LEAD = (
-    "I give you context with the facts about locations and actions of different persons hidden in "
-    "some random "
-)
-_ONLY_FACTS = "You need to answer the question based only on the information from the facts."
-
-PROMPTS: dict[str, Prompt] = {
-    "qa1": Prompt(
-        "I will give you context with the facts about positions of different persons hidden in "
-        f"some random text and a question. {_ONLY_FACTS} If a person was in different locations, "
-        "use the latest location to answer the question.",
-        "<example>\nCharlie went to the hallway. Judith come back to the kitchen. Charlie "
-        "travelled to balcony. Where is Charlie?\nAnswer: The most recent location of Charlie is "
-        "balcony.\n</example>\n\n<example>\nAlan moved to the garage. Charlie went to the beach. "
-        "Alan went to the shop. Rouse travelled to balcony. Where is Alan?\nAnswer: The most "
-        "recent location of Alan is shop.\n</example>",
-        "Always return your answer in the following format: The most recent location of "
-        "\u2019person\u2019 is \u2019location\u2019. Do not write anything else after that.",
-    ),
-    # the missing space after "question." is the reference's
-    "qa2": Prompt(
-        f"{_QA23_LEAD}text and a question.{_QA23}",
-        "<example>\nCharlie went to the kitchen. Charlie got a bottle. Charlie moved to the "
-        "balcony. Where is the bottle?\nAnswer: The bottle is in the balcony.\n</example>\n"
-        "<example>\nAlan moved to the garage. Alan got a screw driver. Alan moved to the kitchen. "
-        "Where is the screw driver?\nAnswer: The screw driver is in the kitchen.\n</example>",
-        "Always return your answer in the following format: The \u2019item\u2019 is in "
-        "\u2019location\u2019. Do not write anything else after that.",
-    ),
-    "qa3": Prompt(
-        f"{_QA23_LEAD}text and a question. {_QA23}",
-        "<example>\nJohn journeyed to the bedroom. Mary grabbed the apple. Mary went back to the "
-        "bathroom. Daniel journeyed to the bedroom. Daniel moved to the garden. Mary travelled to "
-        "the kitchen. Where was the apple before the kitchen?\nAnswer: Before the kitchen the "
-        "apple was in the bathroom.\n</example>\n<example>\nJohn went back to the bedroom. John "
-        "went back to the garden. John went back to the kitchen. Sandra took the football. Sandra "
-        "travelled to the garden. Sandra journeyed to the bedroom. Where was the football before "
-        "the bedroom?\nAnswer: Before the bedroom the football was in the garden.\n</example>",
-        "Always return your answer in the following format: Before the $location_1$ the $item$ "
-        "was in the $location_2$. Do not write anything else after that.",
-    ),
-    "qa4": Prompt(
-        "I will give you context with the facts about different people, their location and "
-        f"actions, hidden in some random text and a question. {_ONLY_FACTS}",
-        "<example>\nThe hallway is south of the kitchen. The bedroom is north of the kitchen. "
-        "What is the kitchen south of?\nAnswer: bedroom\n</example>\n<example>\nThe garden is "
-        "west of the bedroom. The bedroom is west of the kitchen. What is west of the bedroom?\n"
-        "Answer: garden\n</example>",
-        "Your answer should contain only one word - location. Do not write anything else after "
-        "that.",
-    ),
-    "qa5": Prompt(
-        "I will give you context with the facts about locations and their relations hidden in "
-        f"some random text and a question. {_ONLY_FACTS}",
-        "<example>\nMary picked up the apple there. Mary gave the apple to Fred. Mary moved to "
-        "the bedroom. Bill took the milk there. Who did Mary give the apple to?\nAnswer: Fred\n"
-        "</example>\n<example>\nJeff took the football there. Jeff passed the football to Fred. "
-        "Jeff got the milk there. Bill travelled to the bedroom. Who gave the football?\nAnswer: "
-        "Jeff\n</example>\n<example>\nFred picked up the apple there. Fred handed the apple to "
-        "Bill. Bill journeyed to the bedroom. Jeff went back to the garden. What did Fred give to "
-        "Bill?\nAnswer: apple\n</example>",
-        "Your answer should contain only one word. Do not write anything else after that. Do not "
-        "explain your answer.",
-    ),
-}
+# BABILong's DEFAULT_PROMPTS verbatim (down to qa2's missing space after "question.")
+_PROMPTS_FILE = resources.files("ctxgate.data").joinpath("babilong_prompts.json")
+PROMPTS = {task: Prompt(**p) for task, p in json.loads(_PROMPTS_FILE.read_text("utf-8")).items()}
 
 
 @dataclass(frozen=True)

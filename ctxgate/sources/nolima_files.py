@@ -1,5 +1,5 @@
-"""NoLiMa needle sets in NoLiMa's schema: its released ``needle_set.json`` (from ``--data-dir`` only,
-never shipped or fetched: non-commercial licence) and the project's own ``nolima_needles.json``.
+"""NoLiMa needle sets in NoLiMa's schema: its released ``needle_set.json`` (from ``--data-dir``
+only, never shipped or fetched: non-commercial licence) and the project's ``nolima_needles.json``.
 
 A set is a JSON list of records: ``id`` (four leading digits seed NoLiMa's draw), ``needle`` (with
 ``{CHAR}`` and ``{1}``, ``{2}``, ...), ``questions`` (type -> template), ``character_set``,
