@@ -6,7 +6,8 @@ the lengths HELMET built them for the suite's prompts are HELMET's prompts.
   keeps the lines of ``random.Random(seed).sample(sorted(keys), 100)`` in file order, and picks a
   line's two demos by shuffling the demo file with ``sha256(key) % 2**31`` as seed, dropping
   repeated keys.
-* JSON KV ``json_kv/test_k{K}_dep6.jsonl``: HELMET's order is ``shuffle(seed)``.
+* JSON KV ``json_kv/test_k{K}_dep6.jsonl`` and RULER ``ruler/{task}/validation_{L}.jsonl``: HELMET
+  takes the first 100 records after ``shuffle(seed)`` (``order``: sample i is HELMET's i-th).
 
 ``datasets``' ``shuffle(seed)`` is numpy's ``default_rng(seed).permutation``, reproduced here.
 """
@@ -22,7 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.memo import is_file, memo
-from ctxgate.sources.files import DataFile, Rows, read_jsonl, sha256_of_files
+from ctxgate.sources.errors import DataNotGiven, DataUnavailable
+from ctxgate.sources.files import (
+    FETCH_HINT,
+    DataFile,
+    Rows,
+    as_texts,
+    missing_fields,
+    read_jsonl,
+    sha256_of_files,
+    sha256_of_json,
+    verify_hint,
+)
 
 MAX_TEST_KEYS = 100  # HELMET's max_test_samples: questions (RAG, re-rank) or records (JSON KV)
 # the k (passages, KV pairs) HELMET's configs use at each length
@@ -79,10 +91,19 @@ RAG_SETS = {
 MSMARCO_DIRS = ("msmarco", "msmarco/trec2019psg_preprocessed")
 MSMARCO_TEST = r"test_reranking_data_k(\d+)_dep\d+\.jsonl"
 MSMARCO_DEMO = "test_reranking_data_k10_dep3.jsonl"
+# HELMET's own RULER-format files, which its Recall category reads: one
+# ``ruler/{task}/validation_{L}.jsonl`` per length
+RULER_FOLDERS = {f"helmet_{n}": f"niah_{n}" for n in ("multikey_2", "multikey_3", "multivalue")}
+RULER_FIELDS = ("context", "query", "outputs", "type_needle_v")
+_RECALL = "HELMET Recall uses the suite's RULER cases"
 _JSON_KV = ("context", "question", "answer", "demos")
 DATA_FILES = (
     DataFile(
         "json_kv", "json_kv", r"test_k\d+_dep\d+\.jsonl", _JSON_KV, optional="JSON KV is generated"
+    ),
+    *(
+        DataFile(task, f"ruler/{folder}", r"validation_\d+\.jsonl", RULER_FIELDS, optional=_RECALL)
+        for task, folder in RULER_FOLDERS.items()
     ),
 )
 
@@ -181,6 +202,49 @@ def load_json_kv_file(data_dir: str, length: int, seed: int) -> HelmetFile | Non
     if not is_file(path):
         return None
     rows = read_jsonl(path)
-    order = shuffled(len(rows), seed)[:MAX_TEST_KEYS]
-    selected = tuple(rows[i] for i in order)
+    selected = tuple(rows[i] for i in shuffled(len(rows), seed)[:MAX_TEST_KEYS])
     return HelmetFile(selected, (), "question", str(path), sha256_of_files(path))
+
+
+@dataclass(frozen=True)
+class RulerRecord:
+    context: str
+    query: str
+    type_needle_v: str
+    answers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RulerFile:
+    records: tuple[RulerRecord, ...]
+    path: str
+    sha256: str
+
+
+@memo(16)
+def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
+    relative = Path("ruler", RULER_FOLDERS[task], f"validation_{length}.jsonl")
+    path = Path(data_dir or ".") / relative
+    if not data_dir or not is_file(path):
+        raise DataNotGiven(
+            f"{task} reads HELMET's {relative} (none for length "
+            f"{length}; HELMET ships 8K-128K); the suite's RULER cases stand in for HELMET Recall "
+            f"without it; {FETCH_HINT}"
+        )
+    records = []
+    for n, r in enumerate(read_jsonl(path), start=1):
+        missing = missing_fields(r, RULER_FIELDS)
+        if missing:
+            raise DataUnavailable(
+                f"{path}: record {n} lacks {', '.join(missing)}" + verify_hint(path, "; ")
+            )
+        answers = as_texts(r["outputs"])
+        records.append(RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], answers))
+    digest = sha256_of_json([(x.context, x.query, x.answers) for x in records])
+    return RulerFile(tuple(records), str(path), digest)
+
+
+@memo(16)
+def order(count: int, seed: int) -> tuple[int, ...]:
+    """The record order of ``datasets.Dataset.shuffle(seed=seed)``."""
+    return tuple(shuffled(count, seed))

@@ -1,4 +1,5 @@
-"""Data of HELMET's judged tasks: NarrativeQA, InfiniteBench Sum and Multi-LexSum (hub layouts,
+"""InfiniteBench's English book QA and multiple choice, and the data of HELMET's judged tasks:
+NarrativeQA, InfiniteBench Sum and Multi-LexSum (hub layouts,
 local JSON-lines copies under ``--data-dir`` first, with HELMET's released key points where present)
 and ALCE (HELMET's ``alce/*_eval_gtr_top2000.json`` and its prompt files).
 """
@@ -18,6 +19,7 @@ from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import (
     FETCH_HINT,
     DataFile,
+    as_texts,
     first_bad_line,
     hub_hint,
     hub_splits,
@@ -25,9 +27,12 @@ from ctxgate.sources.files import (
     missing_fields,
     read_jsonl,
     read_local_or_hub,
+    sha256_of_json,
 )
-from ctxgate.sources.infbench import HUB_ID
 
+HUB_ID = "xinrongzhang2022/InfiniteBench"
+SUBSETS = {"infbench_qa": "longbook_qa_eng", "infbench_mc": "longbook_choice_eng"}
+INFBENCH_FIELDS = ("id", "context", "input", "answer")
 NARRATIVEQA_HUB, LEXSUM_HUB = "deepmind/narrativeqa", "allenai/multi_lexsum"
 NARRATIVEQA_FIELDS = ("document", "question", "answers")
 INFBENCH_SUM_FIELDS = ("id", "context", "answer")
@@ -50,6 +55,11 @@ def _keypoints(task: str, folder: str, name: str, field: str, summary: str) -> D
 
 
 DATA_FILES = (
+    *(
+        f
+        for task, sub in SUBSETS.items()
+        for f in hub_splits(task, "infbench", HUB_ID, INFBENCH_FIELDS, [sub])
+    ),
     *hub_splits(
         "narrativeqa", "narrativeqa", NARRATIVEQA_HUB, NARRATIVEQA_FIELDS, ("test", "train")
     ),
@@ -69,6 +79,45 @@ DATA_FILES = (
 
 def _digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Book:
+    key: str
+    context: str
+    question: str
+    answers: tuple[str, ...]
+    options: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BookSet:
+    books: tuple[Book, ...]
+    sha256: str
+
+
+@memo(4)
+def load_infbench(task: str, data_dir: str | None) -> BookSet:
+    subset = SUBSETS[task]
+    local = Path(data_dir or ".") / "infbench" / f"{subset}.jsonl"
+    hint = hub_hint(f"InfiniteBench's {subset}.jsonl", local)
+    books = []
+    for r in read_local_or_hub(local, HUB_ID, None, subset, hint):
+        missing = missing_fields(r, INFBENCH_FIELDS)
+        if missing or (task == "infbench_mc" and len(r.get("options") or ()) != 4):
+            raise DataUnavailable(
+                f"{task}: a record in {local} lacks {missing or ['4 options']}; {hint}"
+            )
+        options = tuple(map(str, r.get("options") or ()))
+        books.append(Book(str(r["id"]), r["context"], r["input"], as_texts(r["answer"]), options))
+    if task == "infbench_mc":
+        for b in books:
+            if b.answers[0] not in b.options:
+                raise DataUnavailable(
+                    f"{task}: record {b.key}'s answer {b.answers[0]!r} is not one of its options"
+                )
+    digest = sha256_of_json([(b.key, b.question, b.answers, b.options, b.context) for b in books])
+    return BookSet(tuple(books), digest)
 
 
 @dataclass(frozen=True)

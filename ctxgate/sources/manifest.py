@@ -1,4 +1,4 @@
-"""``ctxgate data verify``: what a HELMET data folder must hold, its records' fields and checksums.
+"""What a HELMET data folder must hold, and ``ctxgate data verify``: records' fields and checksums.
 
 Checksums are pinned in ``ctxgate-data.lock.json`` beside the data (``{"files": {path: sha256}}``),
 written by ``ctxgate data verify DIR --write-lock`` from a copy you trust. A file whose bytes differ
@@ -21,7 +21,7 @@ LOCK_NAME = "ctxgate-data.lock.json"
 
 
 # every file a task reads, as the module that reads it declares it (its ``DATA_FILES``)
-READERS = "kilt icl infbench judged helmet_files ruler_files babilong_files mrcr_files nolima_files"
+READERS = "kilt icl judged helmet_files babilong_files mrcr_files nolima_files"
 EXPECTED: tuple[DataFile, ...] = tuple(
     f for m in READERS.split() for f in importlib.import_module(f"ctxgate.sources.{m}").DATA_FILES
 )
