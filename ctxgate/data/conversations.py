@@ -80,8 +80,7 @@ class Request:
 
 @dataclass(frozen=True, eq=False)
 class Sentences:
-    """One haystack's answer sentences (``units``), compared by identity so answers hash cheaply;
-    ids made of them are cached under ``key`` (the haystack's source and hash)."""
+    """One haystack's answer sentences, compared by identity; ids cached under ``key``."""
 
     key: str
     texts: tuple[str, ...]
@@ -133,8 +132,7 @@ def plural(noun: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def topics() -> tuple[str, ...]:
-    """The regular plurals of the nouns of 3-12 ASCII letters (answers stay ASCII, closings short),
-    as OpenAI MRCR's topics mostly are."""
+    """Regular plurals of the 3-12-letter ASCII nouns, as OpenAI MRCR's topics mostly are."""
     found = (plural(w) for w in words.nouns() if 3 <= len(w) <= 12 and w.isascii())
     return tuple(dict.fromkeys(p for p in found if p))
 
@@ -143,8 +141,7 @@ _SENTENCES: dict[tuple[str, str], Sentences] = {}
 
 
 def units(essay_path: str | None = None) -> Sentences:
-    """The first haystack volume's whole sentences (``_whole``), in order, each once; found once per
-    haystack."""
+    """The first haystack volume's ``_whole`` sentences, in order, each once; once per haystack."""
     essay = load_essay(essay_path)
     key = (essay.source, essay.sha256)
     found = _SENTENCES.get(key)

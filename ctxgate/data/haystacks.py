@@ -59,8 +59,7 @@ class Volume:
 
 @dataclass(frozen=True)
 class Essay:
-    """Whitespace-collapsed sentences in volumes read in order; ``sha256``: of the collapsed
-    volumes joined by a space."""
+    """Collapsed sentences in volumes read in order; ``sha256`` of the volumes joined by a space."""
 
     volumes: tuple[Volume, ...]
     sha256: str
@@ -117,36 +116,35 @@ def load_essay(path: str | None = None) -> Essay:
         return _default_essay()
     p = Path(path)
     if noted(p) is None:
-        raise HaystackError(
-            f"--haystack {path!r} does not exist: give a .txt file or a dataset with a 'text' "
-            "column"
-        )
+        raise _refused(path, " does not exist: give a .txt file or a dataset with a 'text' column")
     if is_file(p) and p.suffix.lower() in _TEXT_SUFFIXES:
         try:
             return _split(p.read_text("utf-8"), str(p))
         except UnicodeDecodeError as exc:
             raw = p.read_bytes()
             line = raw[: exc.start].count(b"\n") + 1
-            raise HaystackError(
-                f"--haystack {path!r} line {line} is not UTF-8 text "
-                f"(byte {raw[exc.start]:#04x} at offset {exc.start}): convert it to UTF-8, e.g. "
-                "iconv -f latin1 -t utf-8"
+            raise _refused(
+                path,
+                f" line {line} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset "
+                f"{exc.start}): convert it to UTF-8, e.g. iconv -f latin1 -t utf-8",
             ) from None
         except OSError as exc:
-            raise HaystackError(
-                f"--haystack {path!r} cannot be read ({exc.strerror or exc})"
-            ) from None
+            raise _refused(path, f" cannot be read ({exc.strerror or exc})") from None
     try:
         return _split(_dataset_text(p), str(p))
     except HaystackError:
         raise
     except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types
         text = " ".join(str(exc).split())[:200]
-        raise HaystackError(
-            f"--haystack {path!r} cannot be read as a dataset ({type(exc).__name__}: {text}): give "
-            "a UTF-8 .txt file, or a .jsonl/.parquet/.csv or save_to_disk folder with a 'text' "
-            "column"
+        raise _refused(
+            path,
+            f" cannot be read as a dataset ({type(exc).__name__}: {text}): give a UTF-8 .txt "
+            "file, or a .jsonl/.parquet/.csv or save_to_disk folder with a 'text' column",
         ) from None
+
+
+def _refused(path: object, problem: str) -> HaystackError:
+    return HaystackError(f"--haystack {str(path)!r}{problem}")
 
 
 def _dataset_text(p: Path) -> str:
@@ -160,18 +158,14 @@ def _dataset_text(p: Path) -> str:
     else:
         kind = _DATASET_KINDS.get(p.suffix.lower())
         if kind is None:
-            raise HaystackError(
-                f"--haystack {str(p)!r}: unknown file type {p.suffix!r}; use .txt, .jsonl, .json, "
-                ".parquet or .csv"
-            )
+            use = "use .txt, .jsonl, .json, .parquet or .csv"
+            raise _refused(p, f": unknown file type {p.suffix!r}; {use}")
         ds = datasets.load_dataset(kind, data_files=str(p), split="train")
     if isinstance(ds, datasets.DatasetDict):
         ds = ds[next(iter(ds))]
     if "text" not in ds.column_names:
-        raise HaystackError(
-            f"--haystack {str(p)!r} has columns {ds.column_names} but no 'text' column: rename the "
-            "column to 'text'"
-        )
+        problem = f" has columns {ds.column_names} but no 'text' column"
+        raise _refused(p, f"{problem}: rename the column to 'text'")
     return "\n\n".join(str(t) for t in ds["text"])
 
 

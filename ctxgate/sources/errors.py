@@ -5,14 +5,12 @@ from ctxgate.records.refusal import Refusal
 
 
 class DataUnavailable(Refusal, RuntimeError):
-    """A task's data was given but cannot be used; the message names the file (and line) and ends
-    with the fix."""
+    """Data given but unusable; the message names the file (and line) and ends with the fix."""
 
     cause = "data_unreadable"
 
 
 class DataNotGiven(DataUnavailable):
-    """A task's data was not provided (a run never downloads); the message names the path that was
-    expected and the flag that provides it."""
+    """Data not provided (a run never downloads); the message names the expected path and flag."""
 
     cause = "data_not_given"

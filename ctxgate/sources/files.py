@@ -88,8 +88,7 @@ def _looks_like_path(source: str) -> bool:
 
 
 def first_bad_line(path: Path) -> str | None:
-    """Why a JSON or JSON-lines file cannot be read, naming its line; None when every record parses.
-    (A ``.json`` file is one JSON document or JSON lines, as ``datasets`` reads it.)"""
+    """Why a .json/.jsonl file cannot be read, naming its line; None when every record parses."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -153,8 +152,7 @@ def hub_splits(
 
 
 def missing_fields(record: object, fields: tuple[str, ...]) -> list[str]:
-    """The ``fields`` a record lacks: absent or null (datasets fills a key a line lacks with None),
-    the one rule the loaders and ``ctxgate data verify`` apply."""
+    """Fields absent or null (datasets fills a key a line lacks with None): the loaders' rule."""
     return [f for f in fields if not isinstance(record, dict) or record.get(f) is None]
 
 
@@ -178,8 +176,7 @@ def hub_hint(what: str, where: object) -> str:
 
 
 def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str) -> Rows:
-    """``local`` (JSON lines in the hub's layout) when it exists, else the cached hub dataset; a
-    source in neither names ``local``, the path that was expected."""
+    """``local`` if it exists, else the cached hub dataset; a source in neither names ``local``."""
     if is_file(local):
         return load_rows(str(local), split, config, fix)
     try:

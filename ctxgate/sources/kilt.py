@@ -104,9 +104,8 @@ def _files(
 
 
 def _passage(c: dict[str, Any]) -> Passage:
-    return Passage(
-        str(c.get("title") or ""), str(c["text"]), str(c.get("id", "")), int(c.get("label") or 0)
-    )
+    title, pid = str(c.get("title") or ""), str(c.get("id", ""))
+    return Passage(title, str(c["text"]), pid, int(c.get("label") or 0))
 
 
 def _is_gold(c: Json, normalized_answers: tuple[str, ...], flagged: bool) -> bool:
@@ -187,9 +186,7 @@ def load_msmarco(data_dir: str | None) -> Pool:
         _, ctxs = grouped.setdefault(str(r["qid"]), (r["query"], {}))
         for c in r["ctxs"]:
             ctxs.setdefault(str(c["id"]), _passage(c))
-    items = tuple(
-        RagItem(qid, query, (), (), tuple(ctxs.values())) for qid, (query, ctxs) in grouped.items()
-    )
+    items = tuple(RagItem(qid, q, (), (), tuple(c.values())) for qid, (q, c) in grouped.items())
     demos = (
         ranked_demo(str(r["qid"]), r["query"], tuple(map(_passage, r["ctxs"])))
         for r in _checked(demo_path, MSMARCO_FIELDS)

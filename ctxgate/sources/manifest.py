@@ -48,8 +48,7 @@ def _matches(root: Path, e: DataFile) -> list[Path]:
 
 
 def _check_records(path: Path, fields: tuple[str, ...]) -> str:
-    """'' when every line (of a .json file: every element, or the one object) is a JSON object
-    with ``fields``, else what is wrong and where."""
+    """'' when every record (line, or .json element) is an object with ``fields``, else why not."""
     records: Iterable[tuple[int, object]]
     if path.suffix == ".parquet":  # its columns; each row's values are the reader's to check
         import pyarrow.parquet
