@@ -55,11 +55,8 @@ def _keypoints(task: str, folder: str, name: str, field: str, summary: str) -> D
 
 
 DATA_FILES = (
-    *(
-        f
-        for task, sub in SUBSETS.items()
-        for f in hub_splits(task, "infbench", HUB_ID, INFBENCH_FIELDS, [sub])
-    ),
+    *hub_splits("infbench_qa", "infbench", HUB_ID, INFBENCH_FIELDS, [SUBSETS["infbench_qa"]]),
+    *hub_splits("infbench_mc", "infbench", HUB_ID, INFBENCH_FIELDS, [SUBSETS["infbench_mc"]]),
     *hub_splits(
         "narrativeqa", "narrativeqa", NARRATIVEQA_HUB, NARRATIVEQA_FIELDS, ("test", "train")
     ),
@@ -275,11 +272,6 @@ def load_alce(task: str, data_dir: str | None) -> CiteSet:
         key = str(r.get("sample_id") or r.get("id") or i)
         docs = tuple((d["title"], d["text"]) for d in r["docs"])
         items.append(CiteItem(key, r["question"], docs, tuple(tuple(a) for a in answers)))
-    return CiteSet(
-        tuple(items),
-        spec["instruction"],
-        spec["demo_prompt"],
-        spec["doc_prompt"],
-        tuple(spec["demos"]),
-        _digest([spec, [(c.key, c.question, c.docs, c.answers) for c in items]]),
-    )
+    parts = (spec["instruction"], spec["demo_prompt"], spec["doc_prompt"])
+    digest = _digest([spec, [(c.key, c.question, c.docs, c.answers) for c in items]])
+    return CiteSet(tuple(items), *parts, tuple(spec["demos"]), digest)

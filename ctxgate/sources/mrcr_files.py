@@ -86,15 +86,11 @@ class MrcrFile:
         for field in ("answer", "random_string_to_prepend"):
             if not isinstance(record[field], str):
                 raise _restore(f"{where}: field {field} is not text")
-        return MrcrRow(
-            index,
-            where,
-            parse_messages(record["prompt"], where),
-            record["answer"],
-            record["random_string_to_prepend"],
-            _optional_int(record.get("desired_msg_index")),
-            _optional_int(record.get("total_messages")),
-        )
+        messages = parse_messages(record["prompt"], where)
+        wanted = _optional_int(record.get("desired_msg_index"))
+        total = _optional_int(record.get("total_messages"))
+        prefix = record["random_string_to_prepend"]
+        return MrcrRow(index, where, messages, record["answer"], prefix, wanted, total)
 
     def answers(self, count: int) -> tuple[str, ...]:
         """The first ``count`` answers without their random strings: to measure a tokenizer by."""
