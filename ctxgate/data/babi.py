@@ -1,13 +1,7 @@
-"""bAbI-style stories (Weston et al., 2015) for BABILong's qa1-qa5, generated here: people move
-between rooms, pick objects up, drop them and hand them over; rooms lie north, south, east or west
-of each other. ``make_story`` is a pure function of the random stream. Words and sentence forms are
-bAbI's, so answers range over BABILong's labels (``metrics.babilong.TASK_LABELS``: its metric only
-credits those) and stories read like BABILong's prompt examples; which events happen is ours.
-
-- qa1: where a person is (their latest move). qa2: where an object is (who took or dropped it, and
-  where that person went). qa3: where an object was before the room it is in now.
-- qa4: which room lies in a direction of another, or which room another lies in a direction of.
-- qa5: who gave what to whom, asked so that exactly one handover in the story fits the question.
+"""bAbI-style stories (Weston et al., 2015) for BABILong's qa1-qa5, generated here: bAbI's people,
+rooms, objects and sentence forms, so answers range over BABILong's labels (its metric only credits
+those) and stories read like BABILong's prompt examples. ``make_story`` is a pure function
+of the random stream; a qa5 question fits exactly one handover in its story.
 """
 
 from __future__ import annotations

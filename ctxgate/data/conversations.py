@@ -1,11 +1,9 @@
-"""The offline writer of MRCR-style conversations: requests for a piece of writing (a form about a
-topic) and the answers, drawn from one generator so the needles look like the distractors around
-them. Requests and the final question are worded as in OpenAI MRCR's data; topics are the word
-list's nouns in the plural; an answer is its form's opening, one to three whole haystack sentences
-and its closing, ASCII and at most ``MAX_ANSWER_CHARS`` characters, so with its prefix it fits
-``MAX_ANSWER_CHARS + PREFIX_CHARS`` tokens of any tokenizer that spells an ASCII character in at
-most one token. Answers are held as sentence indexes: prompt ids are assembled from pieces each
-tokenized once per tokenizer, never from text tokenized whole.
+"""The offline writer of MRCR-style conversations: requests for a piece of writing worded as in
+OpenAI MRCR's data, and answers (a form's opening, 1-3 whole haystack sentences, its closing) drawn
+from one generator, so needles look like their distractors. An answer is ASCII and at most
+``MAX_ANSWER_CHARS``, so with its prefix it fits ``MAX_ANSWER_CHARS + PREFIX_CHARS`` tokens of any
+tokenizer spelling an ASCII character in one token at most; prompt ids are assembled from pieces
+tokenized once per tokenizer.
 """
 
 from __future__ import annotations
@@ -113,8 +111,6 @@ _IRREGULAR = frozenset(
     "aircraft cattle child deer fish foot goose louse moose mouse people person police salmon "
     "series sheep species swine tooth trout".split()
 )
-
-
 _IRREGULAR_ENDINGS = ("s", "f", "fe", "o", "um", "man", "ex", "ix", "z", "logy", "ness", "ism")
 
 

@@ -1,10 +1,8 @@
 """Haystack text: RULER's noise line, the shipped essay text, or the user's (``--haystack``).
 
-RULER fetches about 217 Paul Graham essays at generation time. ctxgate ships Wikipedia prose in two
-volumes (``scripts/build_haystack.py``; sources in ``data/haystack_wikipedia.SOURCE.md``), each
-sentence once, 1.2M Tekken tokens; volume 2 (xz) is read only when a prompt needs more, so start-up
-and short lengths never pay for it. The haystack's name and hash go into the report, so runs on
-different haystacks never compare silently.
+ctxgate ships Wikipedia prose (``data/haystack_wikipedia.SOURCE.md``) where RULER fetches Paul
+Graham essays; volume 2 is read only when a prompt needs more. The haystack's name and hash go into
+the report, so runs on different haystacks never compare silently.
 """
 
 from __future__ import annotations

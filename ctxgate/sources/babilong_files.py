@@ -1,11 +1,8 @@
 """BABILong's prompts and its released sets (Kuratov et al., 2024; github.com/booydar/babilong).
 
-The prompt is BABILong's ``get_formatted_input`` with its ``DEFAULT_TEMPLATE`` and per-task
-``DEFAULT_PROMPTS``, as its evaluation script uses them for instruction-tuned models. A released set
-(one task at one length, named as BABILong names lengths: ``0k``, ``1k``, ... ``128k``, ``1M``) is
-read from ``<data-dir>/babilong/`` as the hub repository ``RMT-team/babilong`` (or
-``babilong-1k-samples``) lays it out, in any of its three forms (``set_files``); records hold
-``input``, ``question`` and ``target`` and are read in file order.
+The prompt is ``get_formatted_input`` with ``DEFAULT_TEMPLATE`` and ``DEFAULT_PROMPTS``, as its
+evaluation script uses them for instruction-tuned models; a set (one task at one length: ``0k``,
+``1k``, ... ``1M``) is read from ``<data-dir>/babilong/`` in any of the hub's three layouts.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """OpenAI MRCR's released parquet files, read from ``<data-dir>/mrcr/`` (never downloaded).
 
-The layout is the hub dataset's (openai/mrcr): ``{n}needle/{n}needle_0.parquet``, ``..._1``, ...
-(concatenated in number order, as the dataset card does), or the first release's single
-``{n}needle.parquet``. A row's ``prompt`` is a JSON list of {role, content} messages; its ``answer``
-is the random string, then the needle's answer. The files are memory-mapped: a row's prompt (up to
-5 MB) is read only when it is used.
+The hub's ``{n}needle/{n}needle_*.parquet`` are concatenated in number order (as the dataset card
+does); the first release's single ``{n}needle.parquet`` also serves. Files are memory-mapped: a
+row's prompt (up to 5 MB) is read only when it is used.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""NoLiMa needle sets in NoLiMa's schema: its released ``needle_set.json`` (from ``--data-dir``
-only, never shipped or fetched: non-commercial licence) and the project's ``nolima_needles.json``.
-
-A set is a JSON list of records: ``id`` (four leading digits seed NoLiMa's draw), ``needle`` (with
-``{CHAR}`` and ``{1}``, ``{2}``, ...), ``questions`` (type -> template), ``character_set``,
-``tests`` (id -> ``input_args``; ``gold_answers`` where the needle names no character; the
-project's ``keywords``: more words whose haystack sentences are left out), and optionally
-``task_template`` and ``system_prompt`` (never sent, as NoLiMa's vllm provider does). Cases are in
-``run_tests.py``'s order: records, then question types, then tests.
+"""NoLiMa needle sets in NoLiMa's schema (docs/tasks.md): its released ``needle_set.json`` (from
+``--data-dir`` only, never shipped or fetched: non-commercial licence) and the project's
+``nolima_needles.json``. ``system_prompt`` is never sent, as NoLiMa's vllm provider does; cases are
+in ``run_tests.py``'s order: records, then question types, then tests.
 """
 
 from __future__ import annotations
