@@ -16,7 +16,7 @@ from typing import Any
 
 from ctxgate.memo import is_dir, is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import DataFile, missing_fields, sha256_of_files
+from ctxgate.sources.files import DataFile, missing_fields, sha256_of_files, unreadable
 
 NEEDLES = (2, 4, 8)
 FIELDS = ("prompt", "answer", "random_string_to_prepend", "n_needles")
@@ -187,7 +187,7 @@ def load_mrcr(data_dir: str | None, needles: int) -> MrcrFile:
 def _read(path: Path, needles: int, folder: Path) -> Any:
     import datasets  # heavy: only when MRCR's files are read
 
-    from ctxgate.sources.files import _go_offline, unreadable
+    from ctxgate.sources.files import _go_offline
 
     _go_offline()
     try:

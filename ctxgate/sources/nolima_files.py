@@ -44,6 +44,7 @@ FETCH = (
     "licence, get needlesets/needle_set.json from the hub dataset amodaresi/NoLiMa yourself and "
     "put it at DATA_DIR/nolima/needlesets/needle_set.json, then pass --data-dir DATA_DIR"
 )
+_SCHEMA = " (NoLiMa's schema)"
 _PLACEHOLDERS = tuple(f"{{{p}}}" for p in range(1, 10))
 
 
@@ -100,31 +101,27 @@ def _read(source: str, project: bool) -> NeedleSet:
         try:
             raw = Path(source).read_bytes()
         except OSError as exc:
-            raise DataUnavailable(
-                f"{source}: cannot be read ({exc.strerror or exc}); restore the file"
-            ) from None
+            raise _restore(source, f"cannot be read ({exc.strerror or exc})") from None
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataUnavailable(
-            f"{source}: not a JSON document ({exc}); restore the file ({FETCH})"
-        ) from None
+        raise _restore(source, f"not a JSON document ({exc})", f" ({FETCH})") from None
     return NeedleSet(parse(doc, source), source, hashlib.sha256(raw).hexdigest())
 
 
 def parse(doc: object, source: str) -> tuple[NeedleCase, ...]:
     """Every case of a needle set, checked; errors name the record, the field and the fix."""
     if not isinstance(doc, list) or not doc:
-        raise DataUnavailable(
-            f"{source}: a needle set is a non-empty JSON list of records; restore the file"
-        )
+        raise _restore(source, "a needle set is a non-empty JSON list of records")
     return tuple(c for n, r in enumerate(doc, start=1) for c in _cases(r, f"{source}: record {n}"))
 
 
+def _restore(where: str, problem: str, fix: str = "") -> DataUnavailable:
+    return DataUnavailable(f"{where}: {problem}; restore the file{fix}")
+
+
 def _bad(where: str, field: str, want: str) -> DataUnavailable:
-    return DataUnavailable(
-        f"{where}: field {field!r} must be {want}; restore the file (NoLiMa's schema)"
-    )
+    return _restore(where, f"field {field!r} must be {want}", _SCHEMA)
 
 
 def _filled(value: object) -> TypeGuard[str]:
@@ -146,9 +143,7 @@ def _texts(value: object, field: str, where: str) -> tuple[str, ...]:
 
 def _cases(record: object, where: str) -> list[NeedleCase]:
     if not isinstance(record, dict):
-        raise DataUnavailable(
-            f"{where}: a record is a JSON object; restore the file (NoLiMa's schema)"
-        )
+        raise _restore(where, "a record is a JSON object", _SCHEMA)
     rid = _text(record, "id", where)
     where = f"{where} ({rid!r})"  # repr: an id may hold a line break, and a message is one line
     if record.get("distractors"):
