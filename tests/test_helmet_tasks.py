@@ -235,7 +235,7 @@ def test_helmet_recall_reads_helmets_own_ruler_files_in_helmets_order(ctx):
     the order of datasets' shuffle(seed)."""
     import datasets
 
-    from ctxgate.sources.ruler_files import load_ruler_file, order
+    from ctxgate.sources.helmet_files import load_ruler_file, order
 
     assert list(order(6, 42)) == datasets.Dataset.from_dict({"i": list(range(6))}).shuffle(seed=42)["i"]
     records = load_ruler_file("helmet_multikey_2", str(HELMET_DATA), 1024).records

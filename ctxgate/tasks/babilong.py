@@ -19,7 +19,7 @@ from ctxgate.memo import memo
 from ctxgate.metrics.babilong import TASK_LABELS, references
 from ctxgate.metrics.registry import BABILONG_MATCH
 from ctxgate.sources.babilong_files import PROMPTS, BabilongSet, Record, input_tokens, load_set, tail
-from ctxgate.sources.ruler_files import order
+from ctxgate.sources.helmet_files import order
 from ctxgate.tasks.base import (
     BuildContext,
     Frame,

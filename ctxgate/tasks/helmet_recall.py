@@ -10,7 +10,7 @@ the data folder has no file for a length the case skips, and the Recall category
 from __future__ import annotations
 
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.sources.ruler_files import load_ruler_file, order
+from ctxgate.sources.helmet_files import load_ruler_file, order
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_document
 from ctxgate.tasks.niah import ANSWER_PREFIX, TEMPLATE_HEAD, TEMPLATE_TAIL, singular

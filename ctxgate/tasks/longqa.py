@@ -16,8 +16,7 @@ from typing import TypeVar
 
 from ctxgate.metrics.registry import MC_ACCURACY, NARRATIVEQA_JUDGE, ROUGE_L_F1, Metric
 from ctxgate.seeding import helmet_first, helmet_permutation, helmet_unseeded_seeds
-from ctxgate.sources.infbench import Book, load_infbench
-from ctxgate.sources.judged import load_narrativeqa
+from ctxgate.sources.judged import Book, load_infbench, load_narrativeqa
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.helmet_compat import long_document
 from ctxgate.tasks.registration import register
