@@ -1,39 +1,50 @@
-"""MRCR-style multi-round co-reference, generated offline (``ctx_mrcr_2``, ``ctx_mrcr_4``, ``ctx_mrcr_8``), and
-OpenAI MRCR's released rows (``mrcr_2needle``, ``mrcr_4needle``, ``mrcr_8needle``, in ``mrcr_official.py``).
+"""MRCR-style multi-round co-reference, generated offline (``ctx_mrcr_2``/``4``/``8``), and OpenAI
+MRCR's released rows (``mrcr_2needle``/``4``/``8``, in ``mrcr_official.py``).
 
-A generated sample is a conversation in OpenAI MRCR's shape: a first user message of two worked examples, then user
-requests for a piece of writing, each followed by the assistant's answer, all drawn from one writer
-(``data/conversations.py``); N of the requests (2, 4 or 8) are the same request, spread through the conversation
-(the k-th in the k-th of N equal stretches of it). The last user message asks for the i-th of them with a random
-string prepended, in MRCR's words; the gold answer is that string and the i-th answer. Distractor turns fill the
-length to within one turn. Rendered with the model's chat template (its turns, ``PieceEncoder.chat_turns``; where the
-template refuses two user messages in a row, the worked examples open the first request's message), or as the plain
-transcript.
-"""
+A generated sample is a conversation in OpenAI MRCR's shape (``data/conversations.py``): two worked
+examples, then writing requests and answers, N of them the same request, the k-th in the k-th of N
+equal stretches; the last message asks for the i-th of them with a random string prepended, in
+MRCR's words. Distractor turns fill the length to within one turn. Rendered in the model's chat
+template (``PieceEncoder.chat_turns``; where it refuses two user messages in a row, the examples
+open the first request's message), or as the plain transcript."""
 
 from __future__ import annotations
 
 import functools
 import weakref
+from typing import Any
 
 from ctxgate.data import conversations as conv
 from ctxgate.metrics.registry import MRCR_RATIO
-from ctxgate.tasks.base import BuildContext, Job, Prompt, Sample, TaskSpec, distinct, too_short
+from ctxgate.tasks.base import (
+    BuildContext,
+    Builder,
+    Job,
+    Prompt,
+    Sample,
+    TaskSpec,
+    distinct,
+    too_short,
+)
 from ctxgate.tasks.mrcr_official import build_official, conversation_turns, pool_size
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 
-GENERATED_BUDGET = conv.MAX_ANSWER_CHARS + conv.PREFIX_CHARS  # the longest answer, at most a token a character
-# OpenAI MRCR's longest answer is 3.89K characters: at two characters a token at least, with the prefix, 2,048
+# the longest answer, at most a token a character
+GENERATED_BUDGET = conv.MAX_ANSWER_CHARS + conv.PREFIX_CHARS
+# OpenAI MRCR's longest answer is 3.89K characters: at two characters a token at least, with the
+# prefix
 OFFICIAL_BUDGET = 2048
-# The random string and an answer to a distractor request, drawn by the conversation writer and graded against the
-# needle's: the forms' shared openings and closings and the haystack's common words give it 24.8 (measured, the same
-# for 2, 4 and 8 needles: bench/chance.py). Another answer to the needle's own request, the wrong needle, gets about
-# 38. OpenAI's rows are not shipped: their tasks are declared at their generated twins' figure.
+# The random string and an answer to a distractor request, graded against the needle's: the forms'
+# shared openings and closings and common words give it 24.8 (measured for 2, 4 and 8 needles:
+# bench/chance.py); the wrong needle gets about 38. OpenAI's rows are declared at their twins'
+# figure.
 CHANCE = 24.8
 
 Ids = tuple[int, ...]
-_UNITS: weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str], tuple[Ids, ...]]] = weakref.WeakKeyDictionary()
+_UNITS: weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str], tuple[Ids, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def unit_ids(enc: PieceEncoder, sentences: conv.Sentences, sep: str) -> tuple[Ids, ...]:
@@ -41,15 +52,15 @@ def unit_ids(enc: PieceEncoder, sentences: conv.Sentences, sep: str) -> tuple[Id
     per_encoder = _UNITS.setdefault(enc, {})
     key = (sentences.key, sep)
     if key not in per_encoder:
-        if len(per_encoder) >= 40:  # the ten forms' separators of a few haystacks (--haystack changes per run)
+        if len(per_encoder) >= 40:  # the ten forms' separators of a few haystacks
             per_encoder.clear()
         per_encoder[key] = tuple(enc.encode_fresh([sep + u for u in sentences.texts]))
     return per_encoder[key]
 
 
 class Pieces:
-    """Ids of a sample's recurring pieces (requests, answers' openings and closings): the encoder's cache, looked
-    up once per distinct piece of the sample (a 1M-token conversation has some 12,000 turns)."""
+    """Ids of a sample's recurring pieces (requests, answers' openings and closings), looked up in
+    the encoder's cache once per distinct piece (a 1M-token conversation has some 12,000 turns)."""
 
     def __init__(self, enc: PieceEncoder) -> None:
         self.enc, self.known = enc, dict[str, Ids]()
@@ -74,7 +85,7 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     enc, rng = ctx.encoder, job.rng
     turns = conversation_turns(enc, ctx.chat, job.task)
     sentences = conv.units(ctx.essay_path)
-    # every draw that does not depend on the tokenizer comes first: the needles, the question, the examples
+    # every draw that does not depend on the tokenizer comes first
     pool = conv.topic_pool(rng)
     needle = conv.needle_request(rng, pool)
     answers = distinct(lambda: conv.answer(rng, needle, sentences), n)
@@ -85,7 +96,7 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
 
     joined = turns.user_user is None  # the template refuses two user messages in a row
     first = enc.encode(turns.user_user) if turns.user_user else ()
-    # joined, the examples open the first request's message: only the message's ends are trimmed
+    # joined, the examples open the first request's message, only its ends trimmed
     opening = examples if joined else turns.content(examples)
     asked = turns.content(conv.question(prefix, nth, needle))
     head = enc.whole(turns.start + opening)
@@ -104,12 +115,14 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     if room < 0:
         raise too_short(
             job,
-            f"its worked examples, {n} needle turns and question, with the {job.gen}-token generation budget, "
+            f"its worked examples, {n} needle turns and question, with the {job.gen}-token "
+            "generation budget, "
             f"take {job.length - room:,} tokens, {-room:,} more than the length",
         )
     fill: list[tuple[Ids, list[int], conv.Answer]] = []
     while True:
-        r, a, answer = turn(conv.answer(rng, conv.distractor_request(rng, needle, pool), sentences))
+        request = conv.distractor_request(rng, needle, pool)
+        r, a, answer = turn(conv.answer(rng, request, sentences))
         if cost + len(r) + len(a) > room:
             break
         room -= cost + len(r) + len(a)
@@ -128,7 +141,9 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
         if t in at:
             offsets.append(len(ids))
         ids.extend(a)
-        text.extend(((turns.user_user or "") if t == 0 else turns.assistant_user, answer.request.text))
+        text.extend(
+            ((turns.user_user or "") if t == 0 else turns.assistant_user, answer.request.text)
+        )
         text.extend((turns.user_assistant, answer.text))
     ids.extend(tail)
     text.extend((turns.assistant_user, asked, turns.end))
@@ -148,61 +163,37 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     )
 
 
-def _generated(n: int) -> TaskSpec:
+def _spec(name: str, gen: int, build: Builder, description: str, **more: Any) -> TaskSpec:
     return TaskSpec(
-        name=f"ctx_mrcr_{n}",
+        name=name,
         suite="mrcr",
         category="coreference",
         metric=MRCR_RATIO,
-        tokens_to_generate=GENERATED_BUDGET,
-        build=functools.partial(build, n),
+        tokens_to_generate=gen,
+        build=build,
         chance=CHANCE,
-        description=f"MRCR-style, generated: the i-th of {n} identical writing requests in a long conversation",
+        description=description,
         chat_template=True,
+        **more,
     )
 
 
+def _generated(n: int) -> TaskSpec:
+    about = (
+        f"MRCR-style, generated: the i-th of {n} identical writing requests in a long conversation"
+    )
+    return _spec(f"ctx_mrcr_{n}", GENERATED_BUDGET, functools.partial(build, n), about)
+
+
 def _official(n: int) -> TaskSpec:
-    return TaskSpec(
-        name=f"mrcr_{n}needle",
-        suite="mrcr",
-        category="coreference",
-        metric=MRCR_RATIO,
-        tokens_to_generate=OFFICIAL_BUDGET,
-        build=functools.partial(build_official, n),
-        chance=CHANCE,
-        description=f"OpenAI MRCR's {n}needle rows (--data-dir mrcr/), binned by this model's tokens",
-        chat_template=True,
+    return _spec(
+        f"mrcr_{n}needle",
+        OFFICIAL_BUDGET,
+        functools.partial(build_official, n),
+        f"OpenAI MRCR's {n}needle rows (--data-dir mrcr/), binned by this model's tokens",
         pool_size=functools.partial(pool_size, n, OFFICIAL_BUDGET),
         replaces=f"ctx_mrcr_{n}",
     )
 
 
-@register
-def ctx_mrcr_2() -> TaskSpec:
-    return _generated(2)
-
-
-@register
-def ctx_mrcr_4() -> TaskSpec:
-    return _generated(4)
-
-
-@register
-def ctx_mrcr_8() -> TaskSpec:
-    return _generated(8)
-
-
-@register
-def mrcr_2needle() -> TaskSpec:
-    return _official(2)
-
-
-@register
-def mrcr_4needle() -> TaskSpec:
-    return _official(4)
-
-
-@register
-def mrcr_8needle() -> TaskSpec:
-    return _official(8)
+register_all(__name__, [*map(_generated, (2, 4, 8)), *map(_official, (2, 4, 8))])
