@@ -1,6 +1,5 @@
-"""RULER aggregation: common words extraction (CWE) and frequent words extraction (FWE). Both fit
-the length by searching the word count, each step a sum of cached per-word token counts (a prompt's
-count does not depend on the order of its words)."""
+"""RULER aggregation: common words (CWE) and frequent words (FWE) extraction, fit to the length by
+searching the word count, each step a sum of cached per-word token counts."""
 
 from __future__ import annotations
 
@@ -67,9 +66,7 @@ def _numbered(items: Sequence[str]) -> str:
 
 
 class _Pieces:
-    """One encoder's ids of CWE's pieces, each tokenized once: the index pieces "1.", " 2.", ...
-    (grown on demand) and " word" for every word of a list, as flat arrays, so a body is gathered in
-    one numpy step rather than joined from a million small tuples."""
+    """One encoder's ids of CWE's index pieces and " word"s, as flat arrays for numpy."""
 
     def __init__(self, enc: PieceEncoder) -> None:
         import numpy as np
@@ -210,8 +207,7 @@ def _fit_words(
     cw: int,
     ucw: int,
 ) -> tuple[int, Callable[[int], int]]:
-    """The most words of ``order`` whose list (the first 10 ``cw`` times, the rest ``ucw`` times)
-    fits ``budget``, and its cost: a sum of cached per-piece counts, whatever the order."""
+    """The most words of ``order`` whose list fits ``budget``, and the cost function."""
     import numpy as np
 
     sizes = pieces.word_ids(vocab).sizes
@@ -236,8 +232,7 @@ def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
     vocab = sorted(distinct(_coded_word(rng), vocab_size))
     shuffle(rng, vocab)
     vocab[0] = "..."  # the top-ranked "word" is noise
-    # the head's last space goes with the first word, where tokenizers split the text: every word is
-    # " word"
+    # the head's last space goes with the first word, as tokenizers split it: every word is " word"
     frame = make_frame(ctx, [FWE_HEAD.removesuffix(" ")], [FWE_TAIL], FWE_PREFIX)
     budget = frame.budget(length, job.gen)
     most = 4 * max(budget, 1)  # the most words the search below tries
@@ -263,8 +258,7 @@ def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
 
 
 def _coded_word(rng: random.Random) -> Callable[[], str]:
-    """``"".join(rng.choices(string.ascii_lowercase, k=6))``, the same ``floor(random() * 26.0)``
-    draws without its call and checks (a 1M-token FWE sample draws 21,000 words)."""
+    """``"".join(rng.choices(string.ascii_lowercase, k=6))``'s draws, without its checks."""
     letters, draw = string.ascii_lowercase, rng.random
 
     def word() -> str:
@@ -280,8 +274,7 @@ def _zipf(vocab_size: int, alpha: float) -> tuple[float, ...]:
 
 
 def _weighted_cost(weights: Sequence[float], sizes: list[int]) -> Callable[[int], int]:
-    """Tokens of a text of ``int(n * weight)`` copies of each word (numpy truncates as Python
-    does)."""
+    """Tokens of ``int(n * weight)`` copies of each word (numpy truncates as Python)."""
     import numpy as np
 
     w, size = np.asarray(weights, dtype=np.float64), np.asarray(sizes, dtype=np.int64)
@@ -309,8 +302,7 @@ def _spec(name: str, gen: int, build: Builder, description: str, chance: float) 
 register_all(
     __name__,
     [
-        # 10 words of the prompt's list, measured at 8K with the shipped tokenizer
-        # (bench/chance.py); it falls as more words fit (docs/tasks.md gives it at other lengths)
+        # 10 of the prompt's words, measured at 8K (bench/chance.py; docs/tasks.md: other lengths)
         _spec("cwe", 120, build_cwe, "10 common words (30x) among uncommon ones (3x)", 3.0),
         # 3 of the prompt's coded words, measured at 8K as CWE's
         _spec("fwe", 50, build_fwe, "three most frequent coded words, zeta(2) frequencies", 9.1),

@@ -1,11 +1,7 @@
-"""BABILong (Kuratov et al., 2024): bAbI stories whose facts are spread through long background
-text, in BABILong's prompt and answer rule, for its qa1-qa5.
-
-``ctx_babi_qa1``-``5`` are generated: a story from ``data/babi.py``, its facts placed between the
-haystack's sentences as BABILong's ``NoiseInjectionDataset`` places them (each before a random
-sentence, in the story's order), from a random sentence on. Length 0 is BABILong's ``0k``: the bare
-story, no length cap. ``babilong_qa1``-``5`` send each record of BABILong's released sets whole
-(``sources/babilong_files.py``)."""
+"""BABILong (Kuratov et al., 2024) qa1-qa5 in BABILong's prompt and answer rule:
+``ctx_babi_qa*`` spread a generated bAbI story's facts through the haystack as its
+``NoiseInjectionDataset`` does (length 0: the bare story), ``babilong_qa*`` send its released
+records whole."""
 
 from __future__ import annotations
 
@@ -44,10 +40,8 @@ from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 
 GENERATE = 20  # BABILong's max_new_tokens
-# One of the task's labels the question does not name, drawn at random: 1 of 6 rooms, 1 of 5 where
-# the question names one (qa3, qa4); qa5's 1 of 5 or 6 people and objects, measured
-# (bench/chance.py, on the generated stories; BABILong's sets ask the same questions of the same
-# labels).
+# A label the question does not name, drawn at random: 1 of 6 rooms, 1 of 5 where it names one
+# (qa3, qa4); qa5's 1 of 5 or 6 people and objects, measured (bench/chance.py).
 CHANCE = {"qa1": 100 / 6, "qa2": 100 / 6, "qa3": 20.0, "qa4": 20.0, "qa5": 19.7}
 
 
@@ -81,8 +75,7 @@ class _Haystack:
 
 
 def _haystack(ctx: BuildContext, job: Job, room: int) -> _Haystack:
-    """As many sentences as fit in ``room``, from a random sentence of the essay's first volume on
-    (BABILong draws each sample's background from a random place in a random book)."""
+    """The sentences that fit in ``room`` from a random one (BABILong's random place)."""
     essay = load_essay(ctx.essay_path)
     tokens = essay_tokens(ctx.encoder, essay)
     start = job.rng.randrange(len(essay.volumes[0].sentences()))
@@ -106,8 +99,7 @@ def _assemble(
     spaced: list[tuple[int, ...]],
     positions: list[int],
 ) -> tuple[list[int], str, list[int]]:
-    """The context's ids (each fact before the sentence at its position, all behind a space but the
-    first unit: BABILong strips the input), its text, and each fact's offset in it."""
+    """The context's ids (all behind a space but the first unit), text, and facts' offsets."""
     context: list[int] = []
     offsets: list[int] = []
     units: list[str] = []
@@ -164,8 +156,7 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
         context, text, offsets = _assemble(enc, hay, story.facts, spaced, positions)
         if len(context) <= budget:
             break
-        # the room counted every unit behind its space, but the first has none and can take a token
-        # more: the last sentence makes way, and the facts placed before it move to the end
+        # the first unit has no space and may take a token more: the last sentence makes way
         hay.count -= 1
         positions = [min(p, hay.count) for p in positions]
     return job.sample(
@@ -201,9 +192,7 @@ def _sizes(
 def _refuse_unless_every_record_fits(
     split: str, ctx: BuildContext, job: Job, data: BabilongSet
 ) -> None:
-    """A set runs only where each record, whole, fits: a cut can drop a fact the answer needs, and
-    only those that fit would be a subset the tokenizer picked. Weighed at the first sample, before
-    anything is generated."""
+    """A set runs only where every record fits whole: a cut can drop a needed fact."""
     prompts = _sizes(job.task, split, ctx.data_dir, ctx.encoder, ctx.chat, job.length)
     sizes = [n + job.gen for n in prompts]
     fit = sum(n <= job.length for n in sizes)

@@ -1,13 +1,13 @@
-"""What every task shares: the sample, the build context, the prompt frame and the length budget.
+"""What every task shares: the sample, the build context, the prompt frame, the length budget.
 
 RULER's length rule, for every task: the input ids (BOS, chat template, instruction, context,
-question, answer prefix) plus the generation budget fit in L tokens; haystack units fill the rest,
-so a prompt lands within one unit of the limit."""
+question, answer prefix) plus the generation budget fit in L tokens."""
 
 from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import gc
 import hashlib
 import itertools
@@ -32,8 +32,7 @@ class TaskTooShort(Refusal, ValueError):
 
 
 class MaterialExhausted(Refusal, ValueError):
-    """The task's material ran out before the prompt reached the length, which it is then never
-    scored as. ``fill``: the share of the length the prompt (with its generation budget) reached."""
+    """The material ran out short of the length; ``fill``: the share of it the prompt reached."""
 
     cause = "data_short"
 
@@ -51,9 +50,8 @@ def ran_out(task: str, length: int, what: str, reached: int, fix: str) -> Materi
 
 
 class Prompt(NamedTuple):
-    """A builder's prompt: its pieces' ids joined and its rendered text (``build_sample`` turns that
-    into the tokenizer's own ids). ``bos``: BOS goes before a text that does not spell it (HELMET's
-    chat prompts, as ``apply_chat_template`` tokenizes them, have none)."""
+    """A builder's prompt: its pieces' ids joined and its text. ``bos``: BOS goes before a text that
+    does not spell it (HELMET's chat prompts, as ``apply_chat_template`` tokenizes, have none)."""
 
     ids: Sequence[int]
     text: str
@@ -69,38 +67,23 @@ class Sample:
     answers: tuple[str, ...]
     answer_prefix: str
     meta: Mapping[str, Any] = field(default_factory=dict)
-    text: str = field(
-        default="", repr=False
-    )  # the rendered prompt, whose tokenization input_ids are
+    text: str = field(default="", repr=False)  # the rendered prompt, tokenized as input_ids
     bos: bool = True  # BOS added before a text that does not spell it (Prompt.bos)
 
     def digest(self) -> str:
-        h = hashlib.sha256()
-        h.update(
-            repr((self.task, self.length, self.index, self.answers, self.answer_prefix)).encode(
-                "utf-8"
-            )
-        )
-        h.update(",".join(map(_ID_TEXT.__getitem__, self.input_ids)).encode("ascii"))
+        fields = (self.task, self.length, self.index, self.answers, self.answer_prefix)
+        h = hashlib.sha256(repr(fields).encode("utf-8"))
+        h.update(",".join(map(_id_text, self.input_ids)).encode("ascii"))
         return h.hexdigest()
 
 
-class _IdText(dict[int, str]):
-    """Token id -> ``str(id)``, made once: a 1M-token digest looks them up in a third of the
-    time."""
-
-    def __missing__(self, key: int) -> str:
-        text = self[key] = str(key)
-        return text
-
-
-_ID_TEXT = _IdText()
+# token id -> str(id), each made once: a 1M-token digest takes a third of the time
+_id_text = functools.cache(str)
 
 
 @dataclass(frozen=True)
 class Job:
-    """One sample to build; ``gen`` is the task's generation budget
-    (``TaskSpec.tokens_to_generate``)."""
+    """One sample to build; ``gen``: the task's generation budget."""
 
     task: str
     length: int
@@ -111,24 +94,13 @@ class Job:
     def sample(
         self, prompt: Prompt, answers: tuple[str, ...], answer_prefix: str, **meta: Any
     ) -> Sample:
-        ids = tuple(prompt.ids)
-        return Sample(
-            self.task,
-            self.length,
-            self.index,
-            ids,
-            answers,
-            answer_prefix,
-            meta,
-            prompt.text,
-            prompt.bos,
-        )
+        head = (self.task, self.length, self.index, tuple(prompt.ids))
+        return Sample(*head, answers, answer_prefix, meta, prompt.text, prompt.bos)
 
 
 @dataclass(frozen=True)
 class BuildContext:
-    """Everything a builder needs besides the job: the tokenizer, the prompt format, the data
-    sources."""
+    """Everything a builder needs besides the job."""
 
     encoder: PieceEncoder
     chat: bool
@@ -136,25 +108,16 @@ class BuildContext:
     essay_path: str | None = None
     squad_source: str | None = None
     hotpotqa_source: str | None = None
-    data_dir: str | None = (
-        None  # HELMET's data folder (released layout) and local copies of hub datasets
-    )
-    chat_by_task: bool = (
-        False  # the task's own chat-template policy decides (TaskSpec.chat_template)
-    )
-    helmet_encoder: PieceEncoder | None = (
-        None  # --helmet-tokenizer: HELMET's length selections count in it
-    )
+    data_dir: str | None = None  # HELMET's data folder, local copies of hub datasets
+    chat_by_task: bool = False  # the task's own policy decides (TaskSpec.chat_template)
+    helmet_encoder: PieceEncoder | None = None  # --helmet-tokenizer, HELMET's lengths' count
     helmet_tokenizer: str | None = None  # its folder, for messages and the report
-    helmet_compat: bool = (
-        False  # HELMET's own prompts where ctxgate's differ (tasks/helmet_compat.py)
-    )
+    helmet_compat: bool = False  # HELMET's own prompts where ctxgate's differ
 
 
 @dataclass(frozen=True)
 class Frame:
-    """Ids and texts around a task's variable part: head + instruction, then question + answer
-    prefix."""
+    """Ids and texts around a task's variable part."""
 
     pre: tuple[int, ...]
     post: tuple[int, ...]
@@ -165,8 +128,7 @@ class Frame:
         return length - tokens_to_generate - len(self.pre) - len(self.post)
 
     def around(self, body: Iterable[int], body_text: str) -> Prompt:
-        """``pre + body + post``, copied into the tuple once (tuple additions took 40% of an essay
-        prompt)."""
+        """``pre + body + post``, copied into a tuple once (tuple additions took 40%)."""
         ids = list(self.pre)
         ids.extend(body)
         ids.extend(self.post)
@@ -182,8 +144,7 @@ def make_frame(
     prefix_after_chat: bool = True,
 ) -> Frame:
     """The fixed ids. ``separator`` joins user text and answer prefix without a chat template
-    (RULER: none; HELMET: a newline). With one, RULER puts the prefix after the generation prompt;
-    HELMET ends there (``prefix_after_chat=False``)."""
+    (RULER: none; HELMET: a newline); with one, HELMET ends at the generation prompt."""
     enc = ctx.encoder
     if ctx.chat:
         chat_head, chat_tail = enc.chat_parts()
@@ -218,8 +179,7 @@ def distinct(draw: Callable[[], T], n: int) -> list[T]:
 
 
 def shuffle(rng: random.Random, items: list[T]) -> None:
-    """``rng.shuffle(items)`` at twice its speed: the same ``getrandbits`` draws of ``_randbelow``,
-    inline. A subclass of ``Random`` may draw otherwise, so it keeps its own ``shuffle``."""
+    """``rng.shuffle(items)``'s draws at twice its speed (a subclass keeps its own)."""
     if type(rng) is not random.Random:
         rng.shuffle(items)
         return
@@ -242,23 +202,6 @@ def fill_count(unit_sizes: Sequence[int], budget: int) -> int:
     return bisect.bisect_right(list(itertools.accumulate(unit_sizes)), budget)
 
 
-def fill_fresh(
-    enc: PieceEncoder,
-    make_line: Callable[[], tuple[str, ...]],
-    room: int,
-    sep: str,
-    known: dict[str, tuple[int, ...]],
-    fresh: Sequence[bool | re.Pattern[str]],
-    shape: str,
-) -> list[str]:
-    """``fresh_lines`` as texts; each line's ids, behind its separator, are kept in ``known``."""
-    rows, ids, sizes = fresh_lines(enc, make_line, room, sep, fresh, shape)
-    lines = ["".join(r) for r in rows]
-    ends = list(itertools.accumulate(sizes, initial=0))
-    known.update((line, tuple(ids[a:b])) for line, a, b in zip(lines, ends, ends[1:]))
-    return lines
-
-
 def fresh_lines(
     enc: PieceEncoder,
     make_line: Callable[[], tuple[str, ...]],
@@ -267,11 +210,9 @@ def fresh_lines(
     fresh: Sequence[bool | re.Pattern[str]],
     shape: str,
 ) -> tuple[list[tuple[str, ...]], list[int], list[int]]:
-    """One-off lines until ``room`` tokens are used: the lines kept (as their pieces; ``fresh``:
-    which are one-off, see ``PieceEncoder.encode_joined``), their ids behind ``sep`` one after
-    another, and each one's size. Lines are drawn in batches sized by the room left, so the draws do
-    not depend on the tokenizer. The cyclic collector is held off meanwhile: it walked the 50,000
-    line tuples of a 1M-token haystack again and again, and nothing made here holds a cycle."""
+    """One-off lines until ``room`` is used: the lines (as pieces), their ids behind ``sep``
+    and sizes. Batches are drawn by the room left, so the draws never depend on the tokenizer. The
+    collector is held off: it walked a 1M-token haystack's 50,000 tuples again and again."""
     kept: list[tuple[str, ...]] = []
     ids: list[int] = []
     sizes: list[int] = []
@@ -340,31 +281,20 @@ class TaskSpec:
     metric: Metric
     tokens_to_generate: int
     build: Builder
-    # The expected score (percent) of a random answer drawn as the task draws its distractors, or
-    # the share one of its labels gets right: measured for generated tasks (bench/chance.py),
-    # derived for the rest. A floor at or below it gates nothing, so thresholds.toml may not set one
-    # (gate/thresholds.py).
+    # The expected score (percent) of a random answer drawn as the task draws its distractors
+    # (bench/chance.py), or derived; a floor at or below it gates nothing (gate/thresholds.py).
     chance: float
     markers: tuple[str, ...] = ()  # pytest markers besides those derived (`marks`), e.g. "judge"
     scoring_prefix: str | None = None  # HELMET: prepended to the output, which is parsed after it
     description: str = ""
     default_samples: int = 100  # HELMET's count for the task, used when --samples is not given
-    # under --chat-template task: wrap in the model's chat template. RULER wraps every task for chat
-    # models (its config_models.sh); HELMET configures it per task
-    chat_template: bool = False
-    # distinct samples the data gives at (context, length); None: generated, no limit. A case never
-    # runs more: a repeat would inflate n and narrow every interval
+    chat_template: bool = False  # under --chat-template task (RULER: all; HELMET: per task)
+    # distinct samples at (context, length), None: no limit; a repeat would narrow every interval
     pool_size: Callable[[BuildContext, int], int | None] | None = None
-    # Where the score counts: RULER's average takes every RULER task; a HELMET task counts in its
-    # own category, a RULER task may count in one too (Recall takes three). ``replaces``: the task a
-    # released data file's task stands in for where it ran.
-    helmet_category: str | None = (
-        None  # None: ``category`` for a HELMET task, none for a RULER task
-    )
-    replaces: str | None = None
-    bare: bool = (
-        False  # length 0 builds the task's bare form, no limit (BABILong's "0k"); else it skips
-    )
+    # a HELMET category a RULER task also counts in (HELMET's own tasks count in ``category``)
+    helmet_category: str | None = None
+    replaces: str | None = None  # the task a released data file's task stands in for where it ran
+    bare: bool = False  # length 0 builds the bare form, no limit (BABILong's "0k"); else it skips
 
     @property
     def in_ruler_average(self) -> bool:
@@ -398,7 +328,7 @@ DATA_FLAGS = {"aggregation": "no flag: the word list is the suite's", "qa": "--s
 
 
 def check_fill(spec: TaskSpec, s: Sample) -> None:
-    """Refuse a sample that used up its material (``pool_exhausted``) over FILL_TOLERANCE short."""
+    """Refuse a sample that used up its material more than FILL_TOLERANCE short."""
     reached = len(s.input_ids) + spec.tokens_to_generate
     if s.meta.get("pool_exhausted") and reached < s.length * (1 - FILL_TOLERANCE):
         unit = DATA_UNITS.get(spec.category, "unit")

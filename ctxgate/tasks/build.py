@@ -1,13 +1,7 @@
-"""The one way a sample is built: (task, length, index, seed) in, a prompt that obeys the length
-rule out, or a designed refusal (``records.refusal.Refusal``). Every caller comes through
-``build_sample``, so the rule is checked in one place. Length 0 is a task's bare form
-(``TaskSpec.bare``), which no length limits.
-
-A prompt's ids are the tokenizer's own for its whole text, as RULER and HELMET tokenize it; where
-that takes more tokens than the builder's joined piece ids, the sample is built again with that many
-held back. Past ``WHOLE_UP_TO`` a case keeps the joined ids where its first sample's (at most
-``PROBE_UP_TO``) equal the whole text's: a 1M-token text takes a second or more to tokenize, its
-pieces' ids join in a fiftieth of that."""
+"""The one way a sample is built, so the length rule is checked in one place: a prompt that obeys
+it, or a designed refusal (``Refusal``). Its ids are the tokenizer's own for the whole text, as
+RULER and HELMET tokenize it; past ``WHOLE_UP_TO``, the joined ids where the case's first sample's
+equal them (a 1M-token text takes seconds to tokenize, its pieces join in a fiftieth of that)."""
 
 from __future__ import annotations
 
@@ -26,8 +20,7 @@ class LengthRuleBroken(RuntimeError):
 
 
 def task_context(spec: TaskSpec, ctx: BuildContext) -> BuildContext:
-    """With ``--chat-template task``, the task's own policy decides whether its prompt uses the
-    template."""
+    """With ``--chat-template task``, the task's own policy decides."""
     if not ctx.chat_by_task or ctx.chat == spec.chat_template:
         return ctx
     return replace(ctx, chat=spec.chat_template)
@@ -41,8 +34,7 @@ def fits_at_all(spec: TaskSpec, length: int) -> bool:
 def build_sample(
     spec: TaskSpec, ctx: BuildContext, length: int, index: int, seed: int, *, fill_rule: bool = True
 ) -> Sample:
-    """Sample ``index`` of ``spec``: it depends on the seed alone, never on which others were built.
-    ``fill_rule=False`` keeps a prompt whose data ran out short (tests); a case never runs one."""
+    """Sample ``index`` of ``spec``, from the seed alone; ``fill_rule=False``: tests only."""
     ctx = task_context(spec, ctx)
     if ctx.seed != seed:
         ctx = replace(ctx, seed=seed)
@@ -77,8 +69,7 @@ def build_sample(
 
 
 def _tokenized_whole(spec: TaskSpec, ctx: BuildContext, job: Job) -> Sample:
-    """The sample with its text's own ids; built again, holding back what the whole text took past
-    the length, while it does (joined and whole ids differ by a token or two at a few seams)."""
+    """The sample with its whole text's ids, rebuilt with any excess held back."""
     while True:
         s = spec.build(ctx, job)
         ids = _ids(spec, ctx, s)

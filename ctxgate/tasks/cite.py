@@ -1,11 +1,6 @@
-"""HELMET Cite: ALCE ASQA and QAMPARI, answers with citations to retrieved passages, in HELMET's
-prompt (its ``asqa_revised.json``, ``qampari_revised.json``), two demos; 300 new tokens, chat
-template on.
-
-Documents are numbered from 1 in retrieval order; ctxgate shows as many whole ones as fit, HELMET
-8/30/75/165/345/700 at 4K-128K, cutting the context's end (so does ``--helmet-compat``). Samples and
-demos are HELMET HEAD's seeded draws. Citations need an entailment judge (``--nli-model`` or the LLM
-judge)."""
+"""HELMET Cite: ALCE ASQA and QAMPARI, answers citing retrieved passages, in HELMET's prompt; as
+many whole documents as fit (``--helmet-compat``: HELMET's count, the context's end cut). Samples
+and demos are HELMET HEAD's seeded draws; citations need an entailment judge."""
 
 from __future__ import annotations
 
@@ -59,8 +54,7 @@ def build_cite(ctx: BuildContext, job: Job) -> Sample:
         pool_exhausted=k == len(item.docs),
         demo_indices=list(picks),
         data_sha256=data.sha256,
-        # every document: a citation to one not shown is still checked against it, as the reference
-        # does (only the cited ones are stored: judge.score.compact_input)
+        # every document: a citation to one not shown is checked against it, as the reference does
         judge_input={
             "question": item.question,
             "docs": [list(d) for d in item.docs],

@@ -1,6 +1,5 @@
-"""HELMET-style prompts: fixed head and tail, a middle of whole units (passages, demos) fitted to
-the length. HELMET cuts the tail of a context pre-built in Llama-2 tokens; ctxgate counts in the
-model's tokenizer and keeps whole units, so the cut falls only on the context, never mid-passage."""
+"""HELMET-style prompts: fixed head and tail, a middle of whole units fitted to the length,
+counted in the model's tokenizer, so a cut falls only on the context, never mid-passage."""
 
 from __future__ import annotations
 
@@ -32,10 +31,8 @@ def fit_units(
     what: str,
     layout: Callable[[int], list[int]] | None = None,
 ) -> tuple[Prompt, int]:
-    """The prompt and the number of units used. ``units``: the candidates in the order kept
-    (must-haves first); ``layout(k)``: the display order of the first k. Units are tokenized behind
-    ``SEP`` as far as the room reaches, outside the encoder's cache (at 128K a case has a million
-    distinct ones)."""
+    """The prompt and the units used: ``units`` in the order kept (must-haves first), shown in
+    ``layout(k)`` order, tokenized as far as the room reaches, outside the encoder's cache."""
     enc = ctx.encoder
     frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
     budget = frame.budget(job.length, job.gen)
@@ -63,8 +60,7 @@ def fit_units(
 def passage_demos(
     demos: Iterable[Demo], passage_text: Callable[[Passage], str], question: str, answer: str
 ) -> str:
-    """HELMET's demos for RAG and re-rank: passages, then question and answer, behind blank
-    lines."""
+    """HELMET's demos for RAG and re-rank: passages, then question and answer."""
     return "".join(
         f"{SEP.join(map(passage_text, d.passages))}\n\n{question}: {d.question}\n{answer}: "
         f"{d.answer}{SEP}"
@@ -88,8 +84,7 @@ def fit_document(
     minimum: int = MIN_DOCUMENT_TOKENS,
     what: str = "document tokens",
 ) -> tuple[Prompt, int, bool]:
-    """The prompt with one long document between ``head`` and ``tail``, cut to fit (ending with
-    ``suffix``); also the document's tokens and whether it was cut."""
+    """One long document cut to fit (ending with ``suffix``), its tokens, whether it was cut."""
     frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
     budget = frame.budget(job.length, job.gen)
     need_room(job, budget - len(encoded_suffix(ctx, suffix)), minimum, what)
@@ -100,8 +95,7 @@ def fit_document(
 def fit_context(
     ctx: BuildContext, job: Job, head: str, tail: str, answer_prefix: str, context: str
 ) -> tuple[Prompt, bool]:
-    """A context HELMET pre-built, cut from its end as HELMET cuts it at run time (no suffix; a
-    newline before the answer prefix); also whether it was cut."""
+    """A pre-built context cut from its end, as HELMET cuts it at run time; whether cut."""
     prompt, _, cut = fit_document(ctx, job, head, tail, answer_prefix, "\n", context, suffix="")
     return prompt, cut
 
@@ -109,9 +103,8 @@ def fit_context(
 def cut_document(
     ctx: BuildContext, text: str, budget: int, suffix: str
 ) -> tuple[tuple[int, ...], str, bool]:
-    """The first ``budget`` tokens of a document (a longer one ends with ``suffix``), their text
-    (decoded, as HELMET cuts), and whether it was cut. Long books are encoded in growing prefixes,
-    never whole."""
+    """The first ``budget`` tokens (a longer text ends with ``suffix``), their text decoded,
+    as HELMET cuts, and whether it was cut; long books are encoded in growing prefixes."""
     enc = ctx.encoder
     chars = max(budget * 6, 1024)
     while True:

@@ -1,10 +1,7 @@
-"""HELMET's own prompts for its long-document and citation tasks (``--helmet-compat``).
-
-HELMET HEAD cuts twice: ``data.py`` pre-cuts each document in Llama-2 tokens to L less a per-task
-slack, ending it with `` ... [the rest of the text is omitted]`` (ALCE shows a fixed number of
-documents instead); ``model_utils.tokenize`` then cuts the end of the context while the prompt is
-over L - gen. These builds give HELMET's ids, for comparison with its numbers; where its one re-cut
-still leaves the prompt over L - gen, ctxgate cuts again (docs/decisions.md)."""
+"""HELMET's own prompts for its long-document and citation tasks (``--helmet-compat``): the
+pre-cut of ``data.py`` in Llama-2 tokens (ALCE: a fixed number of documents), then
+``model_utils.tokenize``'s cut of the context's end, and ctxgate's further cuts while the prompt is
+still over L - gen (docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -15,25 +12,18 @@ from ctxgate.tasks.base import BuildContext, Job, Prompt, need_room, too_short
 from ctxgate.tasks.fitting import MIN_DOCUMENT_TOKENS, OMITTED, fit_document
 from ctxgate.tokens.codec import PieceEncoder
 
-# L minus the length in HELMET's dataset names (configs/longqa.yaml, summ.yaml, their _short
-# variants)
-PRECUT_SLACK = {
-    "narrativeqa": 300,
-    "infbench_qa": 210,
-    "infbench_mc": 210,
-    "infbench_sum": 1400,
-    "multi_lexsum": 700,
-}
-# ALCE's documents at each of HELMET's lengths (configs/cite.yaml, cite_short.yaml; 4K from the
-# paper)
+# L minus the length in HELMET's dataset names (configs/longqa.yaml, summ.yaml, _short)
+PRECUT_SLACK = dict(
+    narrativeqa=300, infbench_qa=210, infbench_mc=210, infbench_sum=1400, multi_lexsum=700
+)
+# ALCE's documents at HELMET's lengths (configs/cite.yaml, cite_short.yaml; 4K: the paper)
 ALCE_DOCS = {4096: 8, 8192: 30, 16384: 75, 32768: 165, 65536: 345, 131072: 700}
 # the tasks whose prompts --helmet-compat changes
 COMPAT_TASKS = frozenset({*PRECUT_SLACK, "alce_asqa", "alce_qampari"})
 
 
 def transformers_tokenizer(enc: PieceEncoder, flag: str) -> Any:
-    """The ``transformers`` tokenizer behind ``enc``: HELMET's cuts need its offsets and chat
-    template."""
+    """The ``transformers`` tokenizer behind ``enc``, for its offsets and template."""
     tok = getattr(enc.raw, "tok", None)
     if tok is None:
         raise ValueError(
@@ -44,8 +34,7 @@ def transformers_tokenizer(enc: PieceEncoder, flag: str) -> Any:
 
 
 def check_tokenizers(model: PieceEncoder, length: PieceEncoder | None) -> None:
-    """Raises ValueError where HELMET's cuts cannot run: the pre-cut needs a fast tokenizer's
-    offsets."""
+    """Raises ValueError where HELMET's cuts cannot run (no fast tokenizer's offsets)."""
     transformers_tokenizer(model, "--helmet-compat")
     counted = length or model
     if not getattr(transformers_tokenizer(counted, "--helmet-compat"), "is_fast", False):
@@ -57,8 +46,7 @@ def check_tokenizers(model: PieceEncoder, length: PieceEncoder | None) -> None:
 
 
 def precut(ctx: BuildContext, job: Job, text: str) -> str:
-    """``truncate_llama2``: a document over L - slack tokens keeps L - slack - len(suffix), then the
-    suffix (counted with BOS, as HELMET counts)."""
+    """``truncate_llama2``: keep L - slack - len(suffix) tokens of a longer document."""
     enc = ctx.helmet_encoder or ctx.encoder
     tok = transformers_tokenizer(
         enc, "--helmet-tokenizer" if ctx.helmet_encoder else "--helmet-compat"
@@ -88,8 +76,7 @@ def helmet_ids(
     answer_prefix: str,
     separator: str,
 ) -> tuple[Prompt, str, int]:
-    """``model_utils.tokenize``: the prompt, the context cut from its end while the prompt is over L
-    - gen; the context as shown, and its tokens (the prompt's less the prompt's without it)."""
+    """``model_utils.tokenize``'s prompt, context shown and context tokens."""
     tok = transformers_tokenizer(ctx.encoder, "--helmet-compat")
     limit = job.length - job.gen
 

@@ -1,7 +1,5 @@
-"""HELMET Recall's RULER tasks from HELMET's own files (``ruler/niah_multikey_2|3``,
-``ruler/niah_multivalue``), as HELMET's ``load_ruler`` formats them (the answer prefix after a
-newline), the context's end cut to fit. Without a file for a length the case skips, and Recall uses
-the suite's RULER cases (``aggregate.recall_members``)."""
+"""HELMET Recall's RULER tasks from HELMET's own files, as its ``load_ruler`` formats them; a
+length without a file skips, and Recall uses the RULER cases (``aggregate.recall_members``)."""
 
 from __future__ import annotations
 

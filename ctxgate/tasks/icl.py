@@ -1,12 +1,6 @@
-"""HELMET many-shot ICL: TREC coarse/fine, BANKING77, CLINC150 and NLU, labels remapped to shuffled
-integers, in HELMET's prompt (verbatim, the trailing space included); no chat template, 20 new
-tokens, EM.
-
-At HELMET's lengths (its shot table, 4K-128K) the prompts are HELMET HEAD's (``data.py``): its test
-items, and per item a seed ``(sha256(text) + seed) % 2**31`` that draws label-balanced demos and the
-label mapping; the demos' end is cut to fit. Elsewhere each sample draws its own mapping and demos
-(rounds of one per label, never the test text), as many whole demos as fit the interpolated shot
-count."""
+"""HELMET many-shot ICL, labels remapped to shuffled integers. At HELMET's lengths its own prompts
+(``data.py`` HEAD: test items, per-item seeded demos and mapping, the demos' end cut); elsewhere
+each sample's own mapping and demos, as many whole as fit the interpolated shot count."""
 
 from __future__ import annotations
 
@@ -71,8 +65,7 @@ def balanced_order(task: str, data_dir: str | None, seed: int) -> tuple[int, ...
 def demo_rounds(
     data: ICLData, question: str, count: int, rng: random.Random
 ) -> list[tuple[str, int]]:
-    """``count`` demos in rounds of one per label, each label's drawn without replacement till used
-    up."""
+    """``count`` demos in rounds of one per label, each label's without replacement."""
     by_label: dict[int, list[tuple[str, int]]] = {}
     for text, label in data.train:
         if text.strip() != question.strip():  # never the test item itself
@@ -102,9 +95,8 @@ MAX_TEST = 500  # HELMET's max_test_samples for ICL
 def balance_labels(
     items: Sequence[tuple[str, int]], shots: int, seed: int
 ) -> list[tuple[str, int]]:
-    """HELMET's ``balance_labels``: ceil(shots / labels) rounds of one example per label (in order
-    of first appearance; a label short of examples draws them again), each shuffled, the first
-    ``shots`` kept."""
+    """HELMET's ``balance_labels``: rounds of one example per label (in order of first
+    appearance, redrawn when short), each shuffled, the first ``shots`` kept."""
     rand = random.Random(seed)
     by_label: dict[int, list[tuple[str, int]]] = {}
     for item in items:
@@ -131,8 +123,7 @@ def helmet_test_items(task: str, data_dir: str | None, seed: int) -> tuple[tuple
 
 
 def build_icl(ctx: BuildContext, job: Job) -> Sample:
-    """HELMET's prompt at its lengths (the demos' end cut to fit); at others, the sample's own label
-    mapping and demos, as many whole ones as fit."""
+    """HELMET's prompt at its lengths; elsewhere the sample's own mapping and demos."""
     task, helmet = job.task, job.length in LENGTHS
     data = load_icl(task, ctx.data_dir, ctx.seed)
     if helmet:

@@ -1,10 +1,9 @@
-"""HELMET's JSON KV retrieval: a JSON object of UUID pairs, the queried key at one of six evenly
-spaced depths, in HELMET's prompt (after Liu et al.'s lost-in-the-middle), without the chat
-template. HELMET pre-builds one dictionary per six questions; ctxgate builds one per sample, the
-depth cycling with the index."""
+"""HELMET's JSON KV retrieval: a JSON object of UUID pairs, the queried key at one of six depths
+(cycling with the index), one object per sample where HELMET builds one per six questions."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 
@@ -15,7 +14,7 @@ from ctxgate.tasks.base import (
     Job,
     Sample,
     TaskSpec,
-    fill_fresh,
+    fresh_lines,
     make_frame,
     need_room,
     too_short,
@@ -79,7 +78,10 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
     def filler_pair() -> tuple[str]:
         return (_pair(_uuid(rng), _uuid(rng)),)
 
-    filler = fill_fresh(enc, filler_pair, room, ", ", known, (True,), "json-kv-pair")
+    rows, ids, sizes = fresh_lines(enc, filler_pair, room, ", ", (True,), "json-kv-pair")
+    filler = [row[0] for row in rows]
+    ends = list(itertools.accumulate(sizes, initial=0))
+    known.update((pair, tuple(ids[a:b])) for pair, a, b in zip(filler, ends, ends[1:]))
     others = filler + pairs[:SHOTS]
     rng.shuffle(others)
     depth = DEPTHS[job.index % len(DEPTHS)]

@@ -1,7 +1,6 @@
-"""HELMET LongQA: InfiniteBench English book QA (ROUGE-L F1) and multiple choice (accuracy),
-NarrativeQA (judged), in HELMET's prompts (verbatim): the instruction, two demos with ``[story
-text]`` for their book, the book, the question; chat template on, 10 new tokens. The book is cut
-from its end to fit, ending with `` ... [the rest of the text is omitted]``."""
+"""HELMET LongQA: InfiniteBench book QA and multiple choice, NarrativeQA (judged), in HELMET's
+prompts; the book cut from its end to fit, ending with `` ... [the rest of the text is
+omitted]``."""
 
 from __future__ import annotations
 
@@ -66,8 +65,7 @@ def kept_infbench(task: str, ctx: BuildContext) -> tuple[int, ...]:
 def helmet_infbench(
     task: str, books: Sequence[B], digest: str, ctx: BuildContext, index: int
 ) -> tuple[B, list[B]]:
-    """HELMET HEAD's InfiniteBench sample and demos (``data.py`` load_infbench): the long books
-    shuffled with the seed; the demos, the first two of the other books shuffled with the seed."""
+    """HELMET HEAD's InfiniteBench sample and demos (``data.py`` load_infbench)."""
     kept = helmet_selection(task, books, digest, ctx)
     at = kept[helmet_permutation(len(kept), ctx.seed)[index % len(kept)]]
     others = [b for i, b in enumerate(books) if i != at]
@@ -117,8 +115,7 @@ def _spec(name: str, metric: Metric, description: str, chance: float) -> TaskSpe
     )
 
 
-# NarrativeQA (judged): HELMET's prompt, verbatim; user text and answer prefix joined by one
-# newline.
+# NarrativeQA (judged): HELMET's prompt; user text and answer prefix joined by one newline
 NQA_INSTRUCTION = (
     "You are given a story, which can be either a novel or a movie script, and a question. "
     "Answer the question as concisely as you can, using a single phrase if possible.\n\n"
@@ -127,9 +124,8 @@ NQA_INSTRUCTION = (
 
 def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
     data = load_narrativeqa(ctx.data_dir)
-    # HELMET HEAD: the test split shuffled with the seed, its long documents kept; per kept
-    # question, two train questions from an unseeded shuffle (numpy's global generator, seeded at
-    # load)
+    # HELMET HEAD: the long documents of the seeded shuffle; per question, two train questions from
+    # an unseeded shuffle (numpy's global generator, seeded at load)
     keep = set(kept_books(ctx))
     order = [i for i in helmet_permutation(len(data.items), ctx.seed) if i in keep]
     at = job.index % len(order)
@@ -164,8 +160,7 @@ def kept_books(ctx: BuildContext) -> tuple[int, ...]:
 register_all(
     __name__,
     [
-        # an answer to another question of the book: not measured (the books are not shipped),
-        # declared 0, so no floor is refused for it
+        # another answer from the book: not measured, declared 0, so no floor is refused for it
         _spec(
             "infbench_qa",
             ROUGE_L_F1,
@@ -175,8 +170,7 @@ register_all(
         # one of its four options
         _spec("infbench_mc", MC_ACCURACY, "InfiniteBench book multiple choice (accuracy)", 25.0),
         replace(
-            # judged by an LLM, and no random answer is judged here: 0, so no floor is refused for
-            # it
+            # no random answer is judged here: 0, so no floor is refused for it
             _spec(
                 "narrativeqa",
                 NARRATIVEQA_JUDGE,

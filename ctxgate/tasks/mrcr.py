@@ -1,12 +1,7 @@
-"""MRCR-style multi-round co-reference, generated offline (``ctx_mrcr_2``/``4``/``8``), and OpenAI
-MRCR's released rows (``mrcr_2needle``/``4``/``8``, in ``mrcr_official.py``).
-
-A generated sample is a conversation in OpenAI MRCR's shape (``data/conversations.py``): two worked
-examples, then writing requests and answers, N of them the same request, the k-th in the k-th of N
-equal stretches; the last message asks for the i-th of them with a random string prepended, in
-MRCR's words. Distractor turns fill the length to within one turn. Rendered in the model's chat
-template (``PieceEncoder.chat_turns``; where it refuses two user messages in a row, the examples
-open the first request's message), or as the plain transcript."""
+"""MRCR-style multi-round co-reference, generated offline (``ctx_mrcr_*``), and OpenAI MRCR's rows
+(``mrcr_*needle``, ``mrcr_official.py``). A generated sample is a conversation in MRCR's shape
+(``data/conversations.py``): N identical requests spread through it, the last message asking for
+the i-th answer with a random string prepended; distractor turns fill the length."""
 
 from __future__ import annotations
 
@@ -32,13 +27,10 @@ from ctxgate.tokens.codec import PieceEncoder
 
 # the longest answer, at most a token a character
 GENERATED_BUDGET = conv.MAX_ANSWER_CHARS + conv.PREFIX_CHARS
-# OpenAI MRCR's longest answer is 3.89K characters: at two characters a token at least, with the
-# prefix
-OFFICIAL_BUDGET = 2048
-# The random string and an answer to a distractor request, graded against the needle's: the forms'
-# shared openings and closings and common words give it 24.8 (measured for 2, 4 and 8 needles:
-# bench/chance.py); the wrong needle gets about 38. OpenAI's rows are declared at their twins'
-# figure.
+OFFICIAL_BUDGET = 2048  # OpenAI MRCR's longest answer, 3.89K characters, at 2 a token at least
+# The random string and an answer to a distractor request, graded against the needle's: shared
+# openings, closings and words give it 24.8 (measured for 2, 4 and 8 needles: bench/chance.py); the
+# wrong needle gets about 38. OpenAI's rows are declared at their twins' figure.
 CHANCE = 24.8
 
 Ids = tuple[int, ...]
@@ -56,29 +48,6 @@ def unit_ids(enc: PieceEncoder, sentences: conv.Sentences, sep: str) -> tuple[Id
             per_encoder.clear()
         per_encoder[key] = tuple(enc.encode_fresh([sep + u for u in sentences.texts]))
     return per_encoder[key]
-
-
-class Pieces:
-    """Ids of a sample's recurring pieces (requests, answers' openings and closings), looked up in
-    the encoder's cache once per distinct piece (a 1M-token conversation has some 12,000 turns)."""
-
-    def __init__(self, enc: PieceEncoder) -> None:
-        self.enc, self.known = enc, dict[str, Ids]()
-
-    def __call__(self, text: str) -> Ids:
-        found = self.known.get(text)
-        if found is None:
-            found = self.known[text] = self.enc.encode(text)
-        return found
-
-    def answer(self, a: conv.Answer) -> list[int]:
-        body = unit_ids(self.enc, a.body, a.request.form.sep)
-        ids = list(self(a.head))
-        for u in a.units:
-            ids.extend(body[u])
-        if a.tail:
-            ids.extend(self(a.tail))
-        return ids
 
 
 def build(n: int, ctx: BuildContext, job: Job) -> Sample:
@@ -103,10 +72,18 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     before, after = enc.encode(turns.assistant_user), enc.encode(turns.user_assistant)
     tail = (*before, *enc.encode_fresh([asked])[0], *enc.encode(turns.end))
 
-    piece = Pieces(enc)
+    # a sample's recurring pieces (requests, answers' openings and closings), each looked up once
+    piece = functools.cache(enc.encode)
 
     def turn(a: conv.Answer) -> tuple[Ids, list[int], conv.Answer]:
-        return piece(a.request.text), piece.answer(a), a
+        request = piece(a.request.text)
+        body = unit_ids(enc, a.body, a.request.form.sep)
+        ids = list(piece(a.head))
+        for u in a.units:
+            ids.extend(body[u])
+        if a.tail:
+            ids.extend(piece(a.tail))
+        return request, ids, a
 
     needle_turns = [turn(a) for a in answers]
     cost = len(before) + len(after)

@@ -1,12 +1,6 @@
-"""OpenAI MRCR's own rows (``mrcr_2needle``/``4``/``8``), and the conversation rendering both MRCR
-families share: a row renders as ``apply_chat_template(messages, add_generation_prompt=True)`` does,
-from the template's turns and the contents, each tokenized once; without the template, as the plain
-transcript.
-
-Which rows a length holds: OpenAI MRCR bins rows by tokens, each bin from half its upper edge. At
-length L, the rows whose prompt, counted in this tokenizer, plus the generation budget, is more than
-L/2 and at most L; only rows near the bin by size in characters are tokenized to decide. Sample i is
-the i-th row of the bin in ``datasets``' ``shuffle(seed)`` order."""
+"""OpenAI MRCR's own rows, and the conversation rendering both MRCR families share. At length L a
+task's rows are those whose prompt (in this tokenizer) plus the budget is over L/2 and at most L,
+as MRCR bins rows; sample i is the bin's i-th row in ``datasets``' ``shuffle(seed)`` order."""
 
 from __future__ import annotations
 
@@ -23,15 +17,13 @@ from ctxgate.tasks.base import BuildContext, Job, Prompt, Sample, TaskTooShort
 from ctxgate.tokens.chat import ChatTemplateError, ChatTurns
 from ctxgate.tokens.codec import PieceEncoder
 
-# a row whose size in characters, at the tokenizer's characters per token, is more than this factor
-# off the bin is not tokenized to decide (MRCR's GPT-4o prose varies far less)
+# a row this factor off the bin by its characters is not tokenized (GPT-4o prose varies less)
 MARGIN = 1.5
 COUNTS_KEPT = 50_000  # contents whose token counts are remembered while rows are binned
 
 
 class TemplateRefused(Refusal, ValueError):
-    """The chat template cannot render the conversation turn by turn: an input the run was given
-    that cannot be used, like a bad ``--haystack``, so ``data_unreadable``, an error."""
+    """The chat template cannot render the conversation turn by turn (an unusable input)."""
 
     cause = "data_unreadable"
 
@@ -54,8 +46,7 @@ def conversation_turns(enc: PieceEncoder, chat: bool, task: str) -> ChatTurns:
 def render_ids(
     enc: PieceEncoder, turns: ChatTurns, messages: Sequence[tuple[str, str]]
 ) -> list[int]:
-    """The rendering's pieces' ids joined: its start as a text's start, turns and contents once
-    each."""
+    """The rendering's pieces' ids joined, each turn and content tokenized once."""
     texts, contents = turns.pieces(messages)
     distinct = list(dict.fromkeys(contents))
     found = dict(zip(distinct, enc.encode_fresh(distinct)))
@@ -100,8 +91,7 @@ def _turns(enc: PieceEncoder, chat: bool, needles: int) -> ChatTurns:
 
 
 def _lengths_of(sizes: Iterable[int], chars_per_token: float, gen: int) -> list[int]:
-    """The power-of-two lengths rows of these sizes in characters can belong to (within
-    ``MARGIN``)."""
+    """The power-of-two lengths rows of these sizes in characters may belong to."""
     found = set()
     for size in sizes:
         estimate = size / chars_per_token + gen

@@ -34,8 +34,7 @@ TEMPLATE_TAIL = (
 )
 ANSWER_PREFIX = " The special magic {type_needle_v} for {query} mentioned in the provided text are"
 NEEDLE = "One of the special magic {type_needle_v} for {key} is: {value}."
-# A UUID's runs of hex letters or digits, where byte-level BPE splits it: each run recurs across
-# UUIDs, so it is tokenized once (PieceEncoder.encode_joined checks)
+# A UUID's runs of hex letters or digits, where byte-level BPE splits it (each recurs, cached)
 UUID_RUNS = re.compile(r" ?-?(?:[a-f]+|[0-9]+)")
 # RULER's 40 evenly spaced insertion depths, rounded to whole percent.
 DEPTHS = tuple(round(i * 100 / 39) for i in range(40))
@@ -52,8 +51,8 @@ class NiahConfig:
 
 
 def singular(text: str) -> str:
-    """RULER's rewrite for one expected value, of the task template only (the reference also
-    rewrites the chat template, which mangles any system prompt containing "are")."""
+    """RULER's rewrite for one value, of the task template only (the reference's rewrite of the
+    chat template mangles a system prompt containing "are")."""
     for old, new in (("Some", "A"), ("are all", "is"), ("are", "is"), ("answers", "answer")):
         text = text.replace(old, new)
     return text
@@ -78,8 +77,7 @@ _UUID_SET = (0x8000 << 48) | (4 << 76)
 
 
 def uuid4_text(bits: int) -> str:
-    """``str(uuid.UUID(int=bits, version=4))`` without the object (a 1M-token haystack draws
-    50,000)."""
+    """``str(uuid.UUID(int=bits, version=4))`` without the object."""
     h = ((bits & _UUID_KEEP) | _UUID_SET).to_bytes(16, "big").hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
@@ -140,9 +138,7 @@ def _line_context(
     room: int,
     known: dict[str, tuple[int, ...]],
 ) -> tuple[list[int], str, list[tuple[str, int]], int]:
-    """A line haystack (the noise line, or distractor needles), the needles at random lines: its
-    ids (the first line bare, the rest behind a newline), its text, where each needle landed, its
-    lines."""
+    """A line haystack, the needles at random lines: its ids, text, the needles' places, lines."""
     enc, rng = ctx.encoder, job.rng
     lines: list[
         str | int
@@ -203,58 +199,28 @@ def _distractors(
     lead = f"One of the special magic {cfg.type_value} for"
     words_key, numbers = cfg.type_key == "words", cfg.type_value == "numbers"
     adjectives, nouns = words.adjectives(), words.nouns()
-    spaced, dashed = (
-        [" " + a for a in adjectives],
-        ["-" + n for n in nouns],
-    )  # the key's pieces, made once
-    # make_key and make_value inlined, the same draws (a 1M-token haystack is 50,000 lines):
-    # ``choice`` and ``randrange`` are ``_randbelow``, which for ``random.Random`` draws
-    # ``getrandbits(n.bit_length())`` until below n. A subclass of Random may draw otherwise, and
-    # keeps its own calls.
+    spaced, dashed = [" " + a for a in adjectives], ["-" + n for n in nouns]  # the key's pieces
+    # make_key and make_value's draws by index: ``choice(seq)`` is ``seq[_randbelow(len(seq))]``,
+    # ``randrange(a, b)`` is ``a + _randbelow(b - a)``
+    below = rng._randbelow  # type: ignore[attr-defined]
     getrandbits = rng.getrandbits
-    plain = type(rng) is random.Random
-    n_adj, n_noun, n_num = len(adjectives), len(nouns), 9 * 10**6
-    k_adj, k_noun, k_num = n_adj.bit_length(), n_noun.bit_length(), n_num.bit_length()
-
-    def below(n: int, k: int) -> int:
-        if not plain:
-            return rng._randbelow(n)  # type: ignore[attr-defined]
-        r = getrandbits(k)
-        while r >= n:
-            r = getrandbits(k)
-        return r
 
     def distractor() -> tuple[str, ...]:
-        # NEEDLE in the pieces tokenizers split at: word keys as " adjective" "-noun" (cached), UUID
-        # keys and values one-off
+        # NEEDLE in the pieces tokenizers split at; UUID keys and values one-off
         if words_key:
-            if plain:
-                a = getrandbits(k_adj)
-                while a >= n_adj:
-                    a = getrandbits(k_adj)
-                b = getrandbits(k_noun)
-                while b >= n_noun:
-                    b = getrandbits(k_noun)
-            else:
-                a, b = below(n_adj, k_adj), below(n_noun, k_noun)
+            a, b = below(len(adjectives)), below(len(nouns))
             while f"{adjectives[a]}-{nouns[b]}" in used:
-                a, b = below(n_adj, k_adj), below(n_noun, k_noun)
+                a, b = below(len(adjectives)), below(len(nouns))
             used.add(f"{adjectives[a]}-{nouns[b]}")
         else:
             uuid = uuid4_text(getrandbits(128))
             while uuid in used:
                 uuid = uuid4_text(getrandbits(128))
             used.add(uuid)
-        if not numbers:
-            value = " " + uuid4_text(getrandbits(128))
+        if numbers:
+            value = f" {10**6 + below(9 * 10**6)}"
         else:
-            if plain:
-                v = getrandbits(k_num)
-                while v >= n_num:
-                    v = getrandbits(k_num)
-            else:
-                v = below(n_num, k_num)
-            value = f" {10**6 + v}"
+            value = " " + uuid4_text(getrandbits(128))
         if words_key:
             return (lead, spaced[a], dashed[b], " is:", value, ".")
         return (lead, " " + uuid, " is:", value, ".")
@@ -272,9 +238,7 @@ def _distractors(
 def _essay_context(
     ctx: BuildContext, job: Job, needles: list[str], known: dict[str, tuple[int, ...]], room: int
 ) -> tuple[list[int], str, list[tuple[str, int]], int, list[int]]:
-    """The essay's leading sentences that fit in ``room`` (never repeated, as RULER's), the
-    needles at RULER's depths: the ids, the text, where each needle landed, the sentences used,
-    the depths."""
+    """The essay's leading sentences that fit, the needles at RULER's depths."""
     enc = ctx.encoder
     essay = load_essay(ctx.essay_path)
     tokens = essay_tokens(enc, essay)
@@ -322,8 +286,7 @@ def _essay_context(
 
 
 def ruler_positions(sentences: int, depths: list[int]) -> list[int]:
-    """The sentence each needle goes before, ``int(n * (depth / 100))`` as RULER rounds it (100
-    sentences at depth 29: 28, where ``n * depth // 100`` is 29)."""
+    """The sentence before each needle, ``int(n * (depth / 100))`` as RULER rounds it."""
     return sorted(int(sentences * (d / 100)) for d in depths)
 
 

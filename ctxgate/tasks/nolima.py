@@ -1,15 +1,8 @@
 """NoLiMa-style latent-association needles (Modarressi et al., 2025): needle and question share no
-content word, so finding the needle takes one associative hop (a landmark -> its city).
-
-``ctx_nolima`` asks the project's needle set's one-hop questions (``data/nolima_needles.json``, held
-to the overlap cap of ``data.lexical_overlap``); ``ctx_nolima_direct`` asks them literally, NoLiMa's
-control; ``nolima`` reads NoLiMa's own set from ``--data-dir`` (non-commercial: never shipped),
-every question type but the direct one. Tests are built as NoLiMa's ``evaluation/`` HEAD builds them
-(its template, system prompt, 26 depths, the needle after the last whole unit before the depth, 192
-tokens, ``contains``). The haystack is the shipped essay, less the sentences naming the test's
-keywords or characters, with everyday sentences about the record's other characters (``FILLERS``)
-spread through it: without them the needle would be the one sentence about a person, and "which
-character?" would need no hop."""
+content word, so finding it takes one associative hop. ``ctx_nolima``: the project's set;
+``ctx_nolima_direct``: the same asked literally; ``nolima``: NoLiMa's own (``--data-dir``). Built as
+NoLiMa's ``evaluation/`` HEAD builds a test; the essay haystack, less sentences naming the test's
+keywords, holds ``FILLERS`` about other characters, so "which character?" needs a hop."""
 
 from __future__ import annotations
 
@@ -50,17 +43,14 @@ from ctxgate.tasks.registration import register
 from ctxgate.tokens.codec import PieceEncoder
 
 DEPTHS = tuple(4 * i for i in range(26))  # np.linspace(0, 100, 26), in percent: 0, 4, ..., 100
-# NoLiMa's connector's SYSTEM_PROMPT, which generate_response puts first for every provider that
-# sets one (all but Claude on AWS; vllm, how a local model runs, among them)
+# NoLiMa's SYSTEM_PROMPT, first for every provider but Claude on AWS (vllm, a local model's)
 SYSTEM_PROMPT = "You are a helpful assistant"
 TOKENS_TO_GENERATE = 192  # max_tokens of every model config
 PROJECT_PAIRS = 36  # the shipped set's one-hop pairs (tests/test_family_nolima.py checks the file)
 _USER = "\u27e6CTXGATE-NOLIMA-USER\u27e7"
 
-# Everyday sentences about the record's other characters, tied to no place, language, dish, sport,
-# journey or work of art (no answer of any question), sharing no content word with the project's
-# questions and needles; ``usable_fillers`` also drops, per case, any that would give its question a
-# literal hook.
+# Everyday sentences about the record's other characters, tied to no answer of any question, with
+# no content word of the project's questions and needles (``usable_fillers`` checks each case).
 FILLERS = (
     "{CHAR} fixed the squeaky hinge on the garden gate.",
     "{CHAR} sorted a drawer of old letters into shoeboxes.",
@@ -112,17 +102,14 @@ FILLERS = (
     "{CHAR} replaced the batteries in the smoke alarm.",
 )
 FILLER_SPACING = 400  # haystack tokens per filler sentence, up to one of each
-MIN_FILLERS = (
-    2  # where they fit, the needle's character is one of at least three named in the prompt
-)
+MIN_FILLERS = 2  # where they fit, the needle's character is one of three named or more
 FILLER_SHARE = 4  # the fillers take at most 1/4 of the haystack's room
 
 Cases = Callable[[BuildContext], tuple[NeedleCase, ...]]
 
 
 def case_and_depth(count: int, index: int, task: str, seed: int) -> tuple[int, int]:
-    """Sample ``index``'s case (in a seeded order) and depth: the first ``count`` samples ask every
-    case once, ``count`` x 26 every case at every depth once."""
+    """Sample ``index``'s case (seeded order) and depth: every case, then every depth."""
     turn, at = divmod(index, count)
     return seeded_order(count, "nolima-order", task, seed)[at], DEPTHS[(at + turn) % len(DEPTHS)]
 
@@ -133,8 +120,7 @@ _SYSTEM_PARTS: weakref.WeakKeyDictionary[PieceEncoder, tuple[str, str]] = (
 
 
 def system_chat_parts(enc: PieceEncoder) -> tuple[str, str]:
-    """The chat template around one user message after NoLiMa's system message, where it renders a
-    system turn; else around the user message alone (``PieceEncoder.chat_parts``)."""
+    """The chat template around a user message after NoLiMa's system message."""
     if enc in _SYSTEM_PARTS:
         return _SYSTEM_PARTS[enc]
     head, tail = parts = enc.chat_parts()
@@ -169,15 +155,13 @@ def system_chat_parts(enc: PieceEncoder) -> tuple[str, str]:
 
 
 def frame(ctx: BuildContext, head: str, tail: str) -> Frame:
-    """The ids around the haystack, the chat's included; no answer prefix (NoLiMa's model answers
-    freely)."""
+    """The ids around the haystack; no answer prefix (NoLiMa's model answers freely)."""
     chat_head, chat_tail = system_chat_parts(ctx.encoder) if ctx.chat else ("", "")
     return text_frame(ctx.encoder, chat_head + head, tail + chat_tail)
 
 
 def keyword_pattern(case: NeedleCase) -> re.Pattern[str]:
-    """Sentences naming a keyword (at a word's start, any case, accents or none) or a character (the
-    whole name) would give a literal hook or a second answer: they are left out."""
+    """Sentences naming a keyword or a character (a literal hook, a second answer)."""
     phrases = {k.strip() for k in case.keywords}
     phrases = {p[4:] if p.lower().startswith("the ") else p for p in phrases}
     words = sorted({form for p in phrases for form in (p.lower(), fold(p))}, key=len, reverse=True)
@@ -189,8 +173,7 @@ def keyword_pattern(case: NeedleCase) -> re.Pattern[str]:
 
 @functools.lru_cache(maxsize=256)
 def usable_fillers(case: NeedleCase) -> tuple[str, ...]:
-    """The fillers with no content word of the case's question or needle, none of its keywords
-    named."""
+    """The fillers sharing no content word with the case, naming none of its keywords."""
     pattern = keyword_pattern(case)
     return tuple(
         f
@@ -204,9 +187,7 @@ def usable_fillers(case: NeedleCase) -> tuple[str, ...]:
 def draw_fillers(
     enc: PieceEncoder, case: NeedleCase, character: str | None, room: int, rng: random.Random
 ) -> list[tuple[str, tuple[int, ...]]]:
-    """A sample's fillers, each about a character other than the needle's: one per
-    ``FILLER_SPACING`` tokens (at least ``MIN_FILLERS``, each at most once), as many as fit in a
-    ``FILLER_SHARE`` of the room."""
+    """A sample's fillers about other characters, one per ``FILLER_SPACING`` tokens."""
     others = [c for c in case.characters if c != character]
     usable = usable_fillers(case)
     if character is None or not others or not usable:
@@ -236,8 +217,7 @@ def left_out(tokens: EssayTokens, pattern: re.Pattern[str], n: int) -> np.ndarra
 def fit_sentences(
     tokens: EssayTokens, pattern: re.Pattern[str], room: int
 ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """The leading kept sentences that fit in ``room``: their indices, their token counts, and
-    whether the essay ended first."""
+    """The leading kept sentences that fit: indices, token counts, whether the essay ended."""
     target = room
     while True:
         tokens.fit(target)
@@ -254,8 +234,7 @@ def fit_sentences(
     return kept, lengths[kept], stop == n
 
 
-# a haystack unit: an essay sentence (its index in the essay's tokens) or a filler sentence (its
-# ids)
+# a haystack unit: an essay sentence (its index) or a filler sentence (its ids)
 Unit = int | tuple[int, ...]
 
 
@@ -321,8 +300,7 @@ def _interleave(
     fillers: Sequence[tuple[str, tuple[int, ...]]],
     rng: random.Random,
 ) -> tuple[list[Unit], list[int]]:
-    """The haystack's units in order: the kept essay sentences, each filler after a sentence drawn
-    for it (never before the first: the haystack opens on the essay's own text)."""
+    """The kept sentences, each filler after a sentence drawn for it (never first)."""
     slots = range(1, len(kept) + 1)
     if len(fillers) <= len(slots):
         drawn = rng.sample(slots, len(fillers))
@@ -351,10 +329,8 @@ def _assemble(
     needle_ids: Sequence[int],
     room: int,
 ) -> tuple[array, int, int, list[Unit]]:
-    """The haystack's ids, the needle before the first unit at or past ``depth`` percent of its
-    tokens (NoLiMa: the first line break past the depth); where it lands, in tokens and units; the
-    units used. The first sentence has no separator, which may change its count: units then go from
-    the end till it fits."""
+    """The haystack's ids, the needle before the first unit at or past ``depth`` percent
+    (NoLiMa: the first line break past it); its place in tokens and units; the units used."""
     while True:
         before = np.concatenate(([0], np.cumsum(np.asarray(sizes, dtype=np.int64))))
         place = int(np.searchsorted(before * 100, depth * before[-1], side="left"))
@@ -416,8 +392,7 @@ def _spec(
 
 @functools.lru_cache(maxsize=1)
 def project_set() -> NeedleSet:
-    """The project's needle set, its latent pairs held to the overlap cap on first use: a pair over
-    it refuses ``ctx_nolima``'s cases, never the registry's import."""
+    """The project's needle set, held to the overlap cap on first use, not at import."""
     needles = load_project()
     try:
         for case in needles.of_kind(True):

@@ -28,8 +28,7 @@ def _header(i: int) -> str:
 
 
 class _Headers:
-    """One encoder's ids of the document headers, by number (a 1M-token prompt has 25,000
-    documents)."""
+    """One encoder's ids of the document headers, by number."""
 
     def __init__(self, enc: PieceEncoder) -> None:
         self.enc = enc
@@ -71,8 +70,7 @@ def build_qa(ctx: BuildContext, job: Job) -> Sample:
     others = [d for d in range(len(pool.docs)) if d not in taken]
     rng.shuffle(others)
     candidates = list(q.gold) + related + others
-    # RULER: a length that needs more documents than the data holds gets the whole pool again, as
-    # often as it takes (the gold ones included), so the prompt always fills the length
+    # RULER: past the data's documents, the whole pool again (gold included), to fill the length
     doc_ids = enc.encode_many([pool.docs[d] for d in candidates])
     sizes = [len(ids) for ids in doc_ids]
     headers = _headers(enc)
@@ -108,8 +106,7 @@ def _spec(name: str, description: str) -> TaskSpec:
         metric=STRING_MATCH_PART,
         tokens_to_generate=32,
         build=build_qa,
-        # another question's answer scores only where it contains this one's: not measured (the
-        # shipped QA files are invented), declared 0, so no floor is refused for it
+        # another answer scores only where it contains this one's: declared 0 (invented files)
         chance=0.0,
         description=description,
         pool_size=lambda ctx, length: len(load_pool(name, ctx).questions),

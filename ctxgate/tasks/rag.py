@@ -1,11 +1,6 @@
-"""HELMET RAG: NQ, TriviaQA, PopQA and HotpotQA over hard-negative KILT passages, in HELMET's
-prompt; two demos, no chat template, 20 new tokens, SubEM.
-
-At a length HELMET has a file for (``kilt/*_k50`` at 8K ... ``_k1000`` at 128K) the prompt is
-HELMET's own, the context's end cut to fit (``sources/helmet_files.py``). Elsewhere the gold passage
-and the best-retrieved distractors that fit, the gold at one of six depths (sample i: question i //
-6, depth i % 6); HotpotQA's two gold passages in three shuffles instead (question i // 3). The
-record says which."""
+"""HELMET RAG: NQ, TriviaQA, PopQA and HotpotQA over KILT passages, in HELMET's prompt; HELMET's own
+at the lengths it has a file for, else the gold and the best distractors that fit, the gold at one
+of six depths (sample i: question i // 6; HotpotQA: three shuffles, question i // 3)."""
 
 from __future__ import annotations
 
@@ -133,8 +128,7 @@ def _spec(name: str, description: str) -> TaskSpec:
         metric=HELMET_SUBEM,
         tokens_to_generate=20,
         build=build_rag,
-        # another question's answer scores only where it contains this one's: not measured (HELMET's
-        # files are not shipped), declared 0, so no floor is refused for it
+        # another answer scores only where it contains this one's: declared 0 (files not shipped)
         chance=0.0,
         scoring_prefix=ANSWER_PREFIX,
         description=description,

@@ -15,22 +15,19 @@ from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.base import TaskSpec
 from ctxgate.tasks.registration import _TASKS
 
+# Importing a module registers its tasks, and the import order is the order of cases and report
+# rows: RULER's, HELMET's categories, HELMET's own RULER files, the families beyond; then any other
+# module of the package.
+SUITE_ORDER = (
+    *("niah", "vt", "aggregation", "qa", "json_kv"),
+    *("rag", "rerank", "cite", "icl", "longqa", "summ", "helmet_recall"),
+    *("mrcr", "babilong", "nolima"),
+)
+
 
 def _load() -> None:
-    # Importing the modules registers their tasks: cheap until a task is asked for (``pytest
-    # --help`` imports none), and the import order is the order of cases and report rows (RULER's,
-    # HELMET's categories, then the other families). Keep these lines as they are: a sorter would
-    # reorder the suite.
-    # isort: off
-    from ctxgate.tasks import niah, vt, aggregation, qa, json_kv  # noqa: F401
-    from ctxgate.tasks import rag, rerank, cite, icl, longqa, summ  # noqa: F401
-    from ctxgate.tasks import helmet_recall  # noqa: F401  (HELMET's own RULER files)
-    from ctxgate.tasks import mrcr, babilong, nolima  # noqa: F401  (beyond RULER and HELMET)
-
-    # isort: on
-    # any other module of the package registers its tasks after these: adding a task is adding its
-    # module
-    for module in sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])):
+    others = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]))
+    for module in (*SUITE_ORDER, *others):
         name = f"{__package__}.{module}"
         if name not in sys.modules:
             importlib.import_module(name)
@@ -64,8 +61,7 @@ def task_names() -> list[str]:
     return [t.name for t in all_tasks()]
 
 
-# HELMET's seven categories in the paper's order, with its names; any other is summarized after
-# them.
+# HELMET's seven categories in the paper's order, with its names; others are summarized after
 HELMET_CATEGORY_LABELS = {
     "recall": "Recall",
     "rag": "RAG",

@@ -1,10 +1,6 @@
-"""HELMET Re-rank: MS MARCO passages (TREC DL 2019 judgments) ranked by the model, scored by
-NDCG@10, in HELMET's prompt ("relelvant" included); two demos, no chat template, 200 new tokens.
-
-At a length HELMET has a file for (``msmarco/test_reranking_data_k50_dep3.jsonl`` at 8K ...
-``_k1000`` at 128K) the prompt is HELMET's own. Elsewhere the query's judged passages, round-robin
-over the labels, as many as fit, in one of three seeded orders (sample i: query i // 3). The record
-says which."""
+"""HELMET Re-rank: MS MARCO passages ranked by the model (NDCG@10), in HELMET's prompt
+("relelvant" included); HELMET's own at the lengths it has a file for, else the query's judged
+passages balanced over labels, in one of three seeded orders (sample i: query i // 3)."""
 
 from __future__ import annotations
 
@@ -37,8 +33,7 @@ def passage_text(p: Passage) -> str:
 
 
 def balanced(passages: tuple[Passage, ...], rng: random.Random) -> list[Passage]:
-    """Round-robin over the labels, each's passages in a seeded order: any prefix is
-    label-balanced."""
+    """Round-robin over the labels, each label's passages in a seeded order."""
     by_label: dict[int, list[Passage]] = {}
     for p in passages:
         by_label.setdefault(p.label, []).append(p)
@@ -49,8 +44,7 @@ def balanced(passages: tuple[Passage, ...], rng: random.Random) -> list[Passage]
 
 
 def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
-    """HELMET's prompt for line ``index`` of its file. The passage format (with or without a title)
-    follows the line's first passage, for its demos too."""
+    """HELMET's prompt for line ``index`` of its file (titles as its first passage has)."""
     row = f.rows[job.index % len(f.rows)]
     titled = "title" in row["ctxs"][0]
 
@@ -136,8 +130,7 @@ def msmarco_rerank() -> TaskSpec:
         metric=NDCG_AT_10,
         tokens_to_generate=200,
         build=build_rerank,
-        # a random order of the passages shown, whose labels 0-3 are balanced: its expected label is
-        # 1.5 at every rank, the ideal's 3 (ten or more of the top label), so NDCG@10 = 50%
+        # a random order of balanced labels 0-3: 1.5 expected at every rank, the ideal's 3: 50%
         chance=50.0,
         scoring_prefix=ANSWER_PREFIX,
         default_samples=300,

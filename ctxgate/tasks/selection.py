@@ -1,8 +1,6 @@
-"""HELMET's length selection for its long-document tasks (``data.py``: ``filter_length``):
-NarrativeQA keeps documents over 131072 tokens, Multi-LexSum and InfiniteBench at least 65536, so
-every length cuts the same documents. HELMET counts in Llama-2's tokenizer with BOS; ctxgate in
-``--helmet-tokenizer`` when given, else the model's (docs/decisions.md), tokenizing a document only
-as far as the answer needs."""
+"""HELMET's length selection (``data.py``: ``filter_length``): NarrativeQA's documents over 131072
+tokens, Multi-LexSum's and InfiniteBench's of at least 65536, counted in ``--helmet-tokenizer`` or
+the model's (docs/decisions.md), each only as far as the answer needs."""
 
 from __future__ import annotations
 
@@ -53,7 +51,7 @@ def long_documents(
     enc: PieceEncoder,
     counted_in: str = "the model's tokenizer",
 ) -> tuple[int, ...]:
-    """Indices of the items whose document HELMET keeps for ``task``, counted with ``enc``."""
+    """Indices of the items HELMET keeps for ``task``, counted with ``enc``."""
     key = (task, digest, enc.identity)
     if key not in _KEPT:
         verdicts: dict[
@@ -87,7 +85,7 @@ def _fixture_hint() -> str:
 def helmet_selection(
     task: str, items: Sequence[Document], digest: str, ctx: BuildContext
 ) -> tuple[int, ...]:
-    """``long_documents`` counted in ``--helmet-tokenizer`` when given, else the model's."""
+    """``long_documents`` counted in ``--helmet-tokenizer``, else the model's."""
     if ctx.helmet_encoder is not None:
         where = f"--helmet-tokenizer {ctx.helmet_tokenizer}"
         return long_documents(task, items, digest, ctx.helmet_encoder, where)

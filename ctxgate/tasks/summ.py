@@ -1,6 +1,4 @@
-"""HELMET Summ: InfiniteBench Sum (novels) and Multi-LexSum (civil-rights case files), LLM-judged,
-in HELMET's prompts (verbatim): the instruction, two demos, the document (cut to fit), the request.
-1200 new tokens for a book, 400 for a case; chat template on."""
+"""HELMET Summ: InfiniteBench Sum and Multi-LexSum, LLM-judged, in HELMET's prompts."""
 
 from __future__ import annotations
 
@@ -41,10 +39,7 @@ def kept_items(task: str, data: LongDocSet, ctx: BuildContext) -> list[int]:
 def _helmet_multi_lexsum(
     data: LongDocSet, kept: list[int], index: int, seed: int
 ) -> tuple[LongDoc, list[LongDoc]]:
-    """HELMET HEAD's sample and demos: ``all_data.map`` shuffles the train split afresh, unseeded,
-    for every case of train then validation, so validation case j takes draw ``len(train) + j``; the
-    long validation cases in file order, shuffled with the seed only when more than
-    ``max_test_samples``."""
+    """HELMET HEAD's sample and demos (one unseeded train shuffle per case, train first)."""
     order = kept
     if len(kept) > HELMET_MAX_TEST_SAMPLES:
         order = [kept[i] for i in helmet_permutation(len(kept), seed)]

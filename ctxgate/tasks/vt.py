@@ -47,8 +47,7 @@ def _noise_with_chain(
 
 
 def _example(ctx: BuildContext, budget: int, rng: random.Random) -> str:
-    """The one-shot demo: 3-letter names, its own value, its answer appended; a blank line after it,
-    as RULER ends it with a newline and joins it to the task with another."""
+    """The one-shot demo (3-letter names, its own value, answered), then a blank line."""
     enc = ctx.encoder
     names, value, chain = _chain(rng, 3)
     prefix = ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value)
@@ -60,8 +59,7 @@ def _example(ctx: BuildContext, budget: int, rng: random.Random) -> str:
 
 def build_vt(ctx: BuildContext, job: Job) -> Sample:
     enc, rng = ctx.encoder, job.rng
-    # below RULER's smallest length (4K) the 500-token example would crowd out the task: at most a
-    # quarter
+    # below 4K the 500-token example would crowd out the task: at most a quarter
     example = _example(ctx, min(EXAMPLE_TOKENS, (job.length - job.gen) // 4), rng)
     names, value, chain = _chain(rng, 5)
     answer_prefix = ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value)
