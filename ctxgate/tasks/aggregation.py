@@ -143,7 +143,8 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
         example = ""
         if ex_words:
             ex_chosen = rng.sample(vocab, ex_words)
-            ex_items = _cwe_list(rng, ex_chosen, ex_cw, ex_ucw)
+            ex_items = list(ex_chosen[:NUM_CW]) * ex_cw + list(ex_chosen[NUM_CW:]) * ex_ucw
+            rng.shuffle(ex_items)
             answer = _numbered(ex_chosen[:NUM_CW])
             example = f"{CWE_HEAD}{_numbered(ex_items)}{CWE_TAIL}{CWE_PREFIX} {answer}\n"
         head = [example, CWE_HEAD] if example else [CWE_HEAD]
@@ -185,12 +186,6 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
         # every word is in the prompt, and one more with its repeats would have fit
         pool_exhausted=n == len(order) and budget - cost(n) >= ucw * 16,
     )
-
-
-def _cwe_list(rng: random.Random, chosen: Sequence[str], cw: int, ucw: int) -> list[str]:
-    items = list(chosen[:NUM_CW]) * cw + list(chosen[NUM_CW:]) * ucw
-    rng.shuffle(items)
-    return items
 
 
 def _numpy_rng(rng: random.Random) -> np.random.Generator:

@@ -229,10 +229,6 @@ def build_official(split: str, ctx: BuildContext, job: Job) -> Sample:
     )
 
 
-def _pool_size(task: str, split: str, ctx: BuildContext, length: int) -> int:
-    return len(load_set(task, split, ctx.data_dir, length).records)
-
-
 def _spec(
     name: str,
     split: str,
@@ -267,7 +263,7 @@ def _official(split: str) -> TaskSpec:
         split,
         build_official,
         f"BABILong's released {split} sets (--data-dir DIR/babilong)",
-        pool_size=functools.partial(_pool_size, name, split),
+        pool_size=lambda ctx, length: len(load_set(name, split, ctx.data_dir, length).records),
         replaces=f"ctx_babi_{split}",
     )
 

@@ -82,10 +82,6 @@ def uuid4_text(bits: int) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def join_query(keys: list[str]) -> str:
-    return keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + ", and " + keys[-1]
-
-
 def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     enc, rng = ctx.encoder, job.rng
     keys = distinct(lambda: make_key(rng, cfg.type_key), cfg.num_keys)
@@ -97,7 +93,8 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     ]
     rng.shuffle(needles)
     queried = sorted(rng.sample(range(cfg.num_keys), cfg.num_queries))
-    query = join_query([keys[i] for i in queried])
+    asked = [keys[i] for i in queried]
+    query = asked[0] if len(asked) == 1 else ", ".join(asked[:-1]) + ", and " + asked[-1]
     answers = tuple(v for i in queried for v in values[i])
 
     head, tail, prefix = TEMPLATE_HEAD, TEMPLATE_TAIL, ANSWER_PREFIX

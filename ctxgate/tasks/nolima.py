@@ -366,10 +366,6 @@ def _extend(context: array, tokens: EssayTokens, units: Sequence[Unit]) -> None:
         context.extend(tokens.span(start, stop))
 
 
-def _pool(cases: Cases, ctx: BuildContext, length: int) -> int:
-    return len(cases(ctx)) * len(DEPTHS)
-
-
 def _spec(
     name: str, cases: Cases, default: int, about: str, replaces: str | None = None
 ) -> TaskSpec:
@@ -385,7 +381,7 @@ def _spec(
         description=about,
         default_samples=default,
         chat_template=True,  # NoLiMa evaluates instruction-tuned models through their chat APIs
-        pool_size=functools.partial(_pool, cases),
+        pool_size=lambda ctx, length: len(cases(ctx)) * len(DEPTHS),
         replaces=replaces,
     )
 
