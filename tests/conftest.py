@@ -252,6 +252,36 @@ def run_ctxgate(
     )
 
 
+def call_ctxgate(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``ctxgate ARGS`` in this process: the CLI's ``main()`` as the console script calls it, in ``cwd`` with ``env``
+    added to the environment (both restored after), its stdout and stderr captured. What ``run_ctxgate`` returns,
+    without a Python start and its imports, for a verb that starts no process of its own (not watch, bisect):
+    refusals, option checks, the verbs that read and write files."""
+    import contextlib
+    import io
+
+    from ctxgate.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), Path.cwd()
+    try:
+        os.environ.update(env or {})
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(list(args))
+            except SystemExit as exit_:  # argparse's refusal of an option, as the console script ends on it
+                status = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["ctxgate", *args], status, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture(autouse=True)
 def _checkout_on_the_path_of_pytesters_runs(request: pytest.FixtureRequest) -> None:
     """A pytester run in a process of its own imports this checkout's tests package (the scripted backend, SCRIPTED)
@@ -263,14 +293,17 @@ def _checkout_on_the_path_of_pytesters_runs(request: pytest.FixtureRequest) -> N
 
 @pytest.fixture
 def real_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
-    """The user-facing suite copied into a pytester dir; ``run(*args, model=...)`` runs it in a subprocess."""
+    """The user-facing suite copied into a pytester dir; ``run(*args, model=...)`` runs it in a subprocess.
+    ``in_process=True`` runs it in this process (pytester's ``runpytest``): for a run the suite refuses before any
+    model loads (an option, a file, a consent), where a process of its own adds only its start-up."""
     shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
     pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
 
-    def run(*args: str, model: Path = TINY) -> pytest.RunResult:
-        return pytester.runpytest_subprocess(
-            "--model", str(model), "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *args, timeout=900
-        )
+    def run(*args: str, model: Path = TINY, in_process: bool = False) -> pytest.RunResult:
+        argv = ("--model", str(model), "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *args)
+        if in_process:
+            return pytester.runpytest(*argv)
+        return pytester.runpytest_subprocess(*argv, timeout=900)
 
     return run
 

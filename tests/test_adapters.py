@@ -13,6 +13,7 @@ import pytest
 
 from ctxgate.backends.adapters import find_adapter
 from ctxgate.backends.checkpoint import CheckpointError
+from ctxgate.steps import Step
 from tests.conftest import TINY
 
 CASES = ("-k", "niah_single_1", "--lengths", "1k", "--samples", "4")
@@ -52,6 +53,16 @@ def test_an_adapter_predicts_as_its_merged_folder_and_is_its_own_model(lora, rea
         "SELECT COUNT(DISTINCT namespace) FROM generations"
     )
     assert count.fetchone()[0] == 4  # two adapters on one base never share cached outputs
+
+
+def test_the_trainer_runs_checkpoints_give_the_step_their_trainer_state_says(lora):
+    """The real run behind tests/test_steps.py's hand-written Trainer folder: each saved checkpoint's
+    trainer_state.json gives its step, whatever the folder is called."""
+    from ctxgate.steps import TRAINER_STATE, training_step
+
+    (step2, step4), _ = lora
+    assert [training_step(c) for c in (step2, step4)] == [Step(2, TRAINER_STATE), Step(4, TRAINER_STATE)]
+    assert json.loads((step4 / TRAINER_STATE).read_text())["global_step"] == 4
 
 
 def test_an_adapter_whose_base_is_gone_is_one_line_naming_it_and_the_flag(lora, real_suite, tmp_path):
@@ -121,7 +132,7 @@ def test_a_damaged_adapter_is_one_line_before_anything_loads(lora, tmp_path, dam
 
 
 def test_base_model_without_an_adapter_is_a_usage_error(real_suite):
-    result = real_suite(*CASES, "--base-model", str(TINY))
+    result = real_suite(*CASES, "--base-model", str(TINY), in_process=True)
     assert result.ret == 4 and "--base-model is for a PEFT adapter folder" in result.stderr.str()
 
 

@@ -18,7 +18,7 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 from ctxgate.tasks.registry import all_tasks
-from tests.conftest import HELMET_DATA, ROOT, TINY, launch_suite, run_ctxgate, start_suite, stored_report
+from tests.conftest import HELMET_DATA, ROOT, TINY, call_ctxgate, launch_suite, start_suite, stored_report
 
 # a floor on every case, above every task's chance score (thresholds.toml refuses one at or below it)
 FLOOR_ALL = f'[[floor]]\ntask = "*"\nfloor = {max(t.chance for t in all_tasks()) + 1:g}\n'
@@ -92,7 +92,7 @@ def test_a_corrupt_data_line_fails_the_case_naming_file_and_line(real_suite, pyt
     # the fix it suggests runs, on the data folder (not the file's own subfolder), and finds the damage
     (fix,) = re.findall(r"`(ctxgate [^`]+)`", case["message"])
     assert fix == f"ctxgate data verify {data}"
-    checked = run_ctxgate(*fix.split()[1:])
+    checked = call_ctxgate(*fix.split()[1:])
     assert checked.returncode == 1 and "icl/trec/test.jsonl" in checked.stdout, checked.stdout[-2000:]
 
 
@@ -121,7 +121,9 @@ def test_without_a_floor_a_case_whose_input_was_not_given_is_a_skip(real_suite, 
     (fix,) = re.findall(r"`(ctxgate judge [^`]+)`", case["message"])
     assert fix == "ctxgate judge out/r.json --judge-model gpt-4o-2024-05-13"
     url, _ = judge_server
-    judged = run_ctxgate(*fix.split()[1:], cwd=pytester.path, env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": url})
+    judged = call_ctxgate(
+        *fix.split()[1:], cwd=pytester.path, env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": url}
+    )
     assert judged.returncode == 0, judged.stdout[-2000:] + judged.stderr[-2000:]
     (case,) = _report(pytester)["cases"]
     assert case["judge"]["status"] == "judged" and case["score"] is not None
@@ -158,7 +160,7 @@ def test_a_thresholds_file_without_a_floor_is_said_in_the_header(real_suite, pyt
 def test_a_thresholds_file_the_ini_names_must_exist(real_suite, pytester):
     pytester.makeini("[pytest]\ntestpaths = tests_longctx\nctxgate_thresholds = gates/thresholds.toml\n")
     # --model=PATH in one word: pytest would read a separate absolute path as a test path and take another ini
-    result = pytester.runpytest_subprocess(f"--model={TINY}", "-k", "vt", "--lengths", "1k", timeout=600)
+    result = pytester.runpytest(f"--model={TINY}", "-k", "vt", "--lengths", "1k")
     assert result.ret == 4 and "gates/thresholds.toml does not exist" in result.stderr.str()
 
 
@@ -173,7 +175,7 @@ def test_a_thresholds_file_the_ini_names_must_exist(real_suite, pytester):
 )
 def test_an_empty_file_and_a_fractional_floor_are_refused(real_suite, pytester, text, expected):
     (pytester.path / "thresholds.toml").write_text(text)
-    result = real_suite("-k", "vt", "--lengths", "1k")
+    result = real_suite("-k", "vt", "--lengths", "1k", in_process=True)
     assert result.ret == 4 and expected in result.stderr.str(), result.stderr.str()
 
 
@@ -213,7 +215,7 @@ def test_a_json_file_of_the_checkpoint_that_does_not_parse_is_named_with_its_lin
 def test_diff_refuses_a_report_of_another_schema(tmp_path):
     old = {"schema_version": 0, "run": {}, "cases": [{"task": "vt", "length": 1024, "verdict": "pass"}]}
     (tmp_path / "old.json").write_text(json.dumps(old))
-    proc = run_ctxgate("diff", str(tmp_path / "old.json"), str(tmp_path / "old.json"), cwd=ROOT)
+    proc = call_ctxgate("diff", str(tmp_path / "old.json"), str(tmp_path / "old.json"), cwd=ROOT)
     assert proc.returncode == 2 and "schema_version 0" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -372,13 +374,13 @@ def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_half_fil
 
 
 def test_a_report_path_that_is_a_device_is_refused(real_suite):
-    result = real_suite("-k", "vt", "--lengths", "1k", "--report", "/dev/full")
+    result = real_suite("-k", "vt", "--lengths", "1k", "--report", "/dev/full", in_process=True)
     assert result.ret == 4 and "/dev/full exists and is not a regular file" in result.stderr.str()
 
 
 def test_a_haystack_that_is_not_utf8_is_one_line(real_suite, pytester):
     (pytester.path / "hay.txt").write_bytes(b"Good text. " * 20 + b"\xff\xfe bad bytes.\n")
-    result = real_suite("-k", "vt", "--lengths", "1k", "--haystack", "hay.txt")
+    result = real_suite("-k", "vt", "--lengths", "1k", "--haystack", "hay.txt", in_process=True)
     assert result.ret == 4 and "line 1 is not UTF-8 text" in result.stderr.str()
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
@@ -419,7 +421,7 @@ def test_every_cli_verb_answers_an_unreadable_input_in_one_line(tmp_path, argv, 
         "missing": tmp_path / "nope",
         "out": tmp_path / "out",
     }
-    proc = run_ctxgate(*[a.format(**paths) for a in argv], cwd=ROOT, timeout=120)
+    proc = call_ctxgate(*[a.format(**paths) for a in argv], cwd=ROOT)
     assert proc.returncode == 2, proc.stderr
     assert expected in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -455,7 +457,7 @@ def test_the_nli_model_passes_the_checks_of_model(real_suite, pytester, tmp_path
         config["auto_map"] = {"AutoModelForSequenceClassification": "modeling_x.XForNLI"}
         (nli / "config.json").write_text(json.dumps(config))
         expected = "auto_map names the checkpoint's own model code"
-    result = real_suite("-k", "vt", "--lengths", "1k", "--nli-model", str(nli))
+    result = real_suite("-k", "vt", "--lengths", "1k", "--nli-model", str(nli), in_process=True)
     assert result.ret == 4 and expected in result.stderr.str()
 
 
@@ -469,9 +471,9 @@ def test_a_report_whose_predictions_are_a_symlink_is_refused(tmp_path):
     )
     (folder / "r.json").write_text(json.dumps(report))
     (folder / "r.predictions.jsonl").symlink_to(outside)
-    proc = run_ctxgate(
+    proc = call_ctxgate(
         "judge", str(folder / "r.json"), "--judge-model", "m", "--judge-base-url", "http://127.0.0.1:9/v1",
-        cwd=ROOT, timeout=120,
+        cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 2 and "is a symbolic link" in proc.stderr, proc.stderr
 
@@ -543,7 +545,7 @@ def test_a_report_that_does_not_fit_its_schema_is_one_line_naming_the_field(tmp_
         if verb == "html"
         else ["published", "meta-llama/Llama-3.1-8B-Instruct", "--report", "r.json"]
     )
-    proc = run_ctxgate(*argv, cwd=tmp_path, timeout=120)
+    proc = call_ctxgate(*argv, cwd=tmp_path)
     assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert not (tmp_path / "r.html").exists()

@@ -21,7 +21,7 @@ from ctxgate.metrics.registry import score_prediction
 from ctxgate.records.refusal import Refusal
 from ctxgate.sources.babilong_files import PROMPTS, config_name, format_input, input_tokens
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.ruler_files import order
+from ctxgate.sources.helmet_files import order
 from ctxgate.tasks import BuildContext, MaterialExhausted, TaskTooShort, get_task
 from ctxgate.tasks.base import Sample
 from ctxgate.tasks.build import build_sample

@@ -235,7 +235,7 @@ def test_helmet_recall_reads_helmets_own_ruler_files_in_helmets_order(ctx):
     the order of datasets' shuffle(seed)."""
     import datasets
 
-    from ctxgate.sources.ruler_files import load_ruler_file, order
+    from ctxgate.sources.helmet_files import load_ruler_file, order
 
     assert list(order(6, 42)) == datasets.Dataset.from_dict({"i": list(range(6))}).shuffle(seed=42)["i"]
     records = load_ruler_file("helmet_multikey_2", str(HELMET_DATA), 1024).records
@@ -339,7 +339,7 @@ def test_a_helmet_tokenizer_that_is_no_tokenizer_is_refused_in_one_line(pytester
     from tests.conftest import TINY
 
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
-    result = pytester.runpytest_subprocess("--model", str(TINY), "--helmet-tokenizer", str(pytester.path))
+    result = pytester.runpytest("--model", str(TINY), "--helmet-tokenizer", str(pytester.path))
     assert result.ret == 4
     line = [x for x in result.stderr.lines if "--helmet-tokenizer" in x]
     assert len(line) == 1 and "no tokenizer_config.json" in line[0] and "Llama-2-7b-hf" in line[0]

@@ -22,7 +22,7 @@ from ctxgate.report.page import PageInput, render
 from ctxgate.report.samples import depth_grids, flips, nearest_depth
 from ctxgate.tasks.niah import DEPTHS
 from tests.browsing import Opened, launch
-from tests.conftest import TINY, launch_suite, prediction, run_ctxgate, typed_report
+from tests.conftest import TINY, call_ctxgate, launch_suite, prediction, typed_report
 
 SELECT = "niah_single_1 or niah_multikey_2 or vt"
 LENGTHS = "256,512,1k"
@@ -172,7 +172,7 @@ def test_ctxgate_html_draws_the_comparison_and_the_trend_from_stored_reports(run
     report.pop("baseline", None)
     plain.write_text(json.dumps(report))
     out = tmp_path / "page.html"
-    done = run_ctxgate(
+    done = call_ctxgate(
         "html", str(plain), "--baseline", str(runs / "base.json"),
         "--trend", str(runs / "base.json"), str(runs / "run.json"), "-o", str(out),
     )  # fmt: skip
@@ -188,7 +188,7 @@ def test_ctxgate_html_draws_the_comparison_and_the_trend_from_stored_reports(run
 
 
 def test_ctxgate_html_refuses_a_missing_report_in_one_line(tmp_path):
-    done = run_ctxgate("html", str(tmp_path / "nope.json"))
+    done = call_ctxgate("html", str(tmp_path / "nope.json"))
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "nope.json does not exist" in done.stderr
 

@@ -11,7 +11,7 @@ import pytest
 from ctxgate.judge import verdict
 from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings, cost
 from ctxgate.judge.templates import render
-from tests.conftest import run_ctxgate, script_faults
+from tests.conftest import call_ctxgate, script_faults
 
 KEY = "sk-judge-test-key-4242-do-not-store"
 FLUENCY = render("fluency_legal", text="The court approved the settlement and the library reopened.")
@@ -185,7 +185,7 @@ def test_ctxgate_judge_scores_a_pending_run_later_and_again_for_free(
     key = {"OPENAI_API_KEY": KEY}
 
     def judge(*more: str) -> subprocess.CompletedProcess[str]:
-        return run_ctxgate(*cmd, *more, cwd=pytester.path, env=key, timeout=300)
+        return call_ctxgate(*cmd, *more, cwd=pytester.path, env=key)
 
     done = judge()
     assert done.returncode == 0, done.stderr

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from ctxgate.backends.override_rules import ANY_ROPE_KEY, ROPE_KEYS, OverrideError
 from ctxgate.backends.overrides import applied, parse
-from tests.conftest import TINY, run_ctxgate
+from tests.conftest import TINY, call_ctxgate, run_ctxgate
 
 CASES = ("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache")
 BISECT = ("-k", "niah_single_1", "--lengths", "256", "--samples", "2", "--no-cache")
@@ -74,9 +74,14 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return run_ctxgate(*args, cwd=cwd, timeout=600)
 
 
+def _refused(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A bisect refused before anything loads: its CLI in this process."""
+    return call_ctxgate(*args, cwd=cwd)
+
+
 @pytest.mark.parametrize(("flag", "value", "line"), REFUSED)
 def test_pytest_refuses_it_in_one_line_before_loading(real_suite, flag, value, line):
-    result = real_suite(*CASES, flag, value)
+    result = real_suite(*CASES, flag, value, in_process=True)
     err = result.stderr.str()
     assert result.ret == 4, result.stdout.str()[-2000:] + err
     assert line in err and "Traceback" not in err + result.stdout.str()
@@ -85,7 +90,7 @@ def test_pytest_refuses_it_in_one_line_before_loading(real_suite, flag, value, l
 
 @pytest.mark.parametrize(("flag", "value", "line"), REFUSED)
 def test_bisect_refuses_it_in_the_same_line_before_loading(checkpoint_sequence, tmp_path, flag, value, line):
-    result = _cli("bisect", str(checkpoint_sequence), *BISECT, flag, value, cwd=tmp_path)
+    result = _refused("bisect", str(checkpoint_sequence), *BISECT, flag, value, cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.startswith("ctxgate bisect: ") and result.stderr.count("\n") == 1
     assert line in result.stderr
@@ -93,7 +98,7 @@ def test_bisect_refuses_it_in_the_same_line_before_loading(checkpoint_sequence, 
 
 
 def test_bisect_checks_a_key_against_the_good_checkpoints_config_before_loading(checkpoint_sequence, tmp_path):
-    result = _cli(
+    result = _refused(
         "bisect", str(checkpoint_sequence), *BISECT, "--model-override", "max_position_embedding=16384", cwd=tmp_path
     )
     assert result.returncode == 2, result.stdout + result.stderr

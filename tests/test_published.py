@@ -25,7 +25,7 @@ from ctxgate.records.io import read_report
 from ctxgate.records.schema import Report, adapter_for, to_json
 from ctxgate.stats.intervals import interval
 from ctxgate.tasks.registry import membership
-from tests.conftest import ROOT, TINY, launch_suite, run_ctxgate, stored_report
+from tests.conftest import ROOT, TINY, call_ctxgate, launch_suite, stored_report
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -183,12 +183,12 @@ def test_ctxgate_published_compares_a_stored_report(tmp_path):
     row = _row("ruler-table3")
     path = tmp_path / "run.json"
     path.write_text(json.dumps(_report({L: s - 10 for L, s in row.scores.items()})))
-    done = run_ctxgate("published", "Llama3.1 (8B)", "--report", str(path))
+    done = call_ctxgate("published", "Llama3.1 (8B)", "--report", str(path))
     assert done.returncode == 0, done.stderr
     assert "RULER average at 4K (Table 3): published 95.5, measured 85.6" in done.stdout
     average = [line for line in done.stdout.splitlines() if line.startswith("  RULER average at ")]
     assert len(average) == 6 and all("OUTSIDE the band" in line for line in average)
-    wrong = run_ctxgate("published", "nope")
+    wrong = call_ctxgate("published", "nope")
     assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1 and "'nope' is no model" in wrong.stderr
 
 
@@ -221,7 +221,7 @@ def test_an_unknown_reference_is_one_line_and_off_compares_nothing(tmp_path):
 
 
 def _reproduce(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_ctxgate("reproduce", *args)
+    return call_ctxgate("reproduce", *args)
 
 
 def test_ctxgate_reproduce_prints_the_papers_setting():
@@ -294,7 +294,7 @@ def test_a_name_several_models_go_by_is_refused_with_the_candidates(name, ids):
     assert all(i in str(refused.value) for i in ids)
     assert [resolve(i) for i in ids] == list(ids)
     for verb in ("published", "reproduce"):
-        done = run_ctxgate(verb, name)
+        done = call_ctxgate(verb, name)
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert all(i in done.stderr for i in ids) and "give one of these ids" in done.stderr
 

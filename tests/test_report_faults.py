@@ -17,7 +17,7 @@ from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import floors_gate
 from ctxgate.records.io import ReportFileError, read_report
 from ctxgate.records.schema import CaseRecord, Comparison, JudgeRecord
-from tests.conftest import ROOT, run_ctxgate, stored_report
+from tests.conftest import ROOT, call_ctxgate, stored_report
 
 RULER = {"score": 80.0, "members": ["vt"]}
 VERBS = {
@@ -35,7 +35,7 @@ def write_report(path: Path, by_length: dict[str, dict]) -> Path:
 
 
 def ctxgate(*argv: str) -> subprocess.CompletedProcess[str]:
-    return run_ctxgate(*argv, cwd=ROOT)
+    return call_ctxgate(*argv, cwd=ROOT)
 
 
 @pytest.mark.parametrize("verb", sorted(VERBS))

@@ -222,7 +222,9 @@ def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester)
     biases (10 of 10 right reads 100%). So the two together are refused before anything runs, and a report whose
     RULER average holds an early-stopped case never counts that length as effective when it is gated again."""
     pytester.makefile(".toml", thresholds='[session]\nmin_effective_length = "512"\n')
-    refused = real_suite("-k", "niah_single_1", "--lengths", "512", "--sequential", "--thresholds", "thresholds.toml")
+    refused = real_suite(
+        "-k", "niah_single_1", "--lengths", "512", "--sequential", "--thresholds", "thresholds.toml", in_process=True
+    )
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*--sequential cannot check min_effective_length*Drop --sequential*"])
 

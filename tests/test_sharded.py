@@ -132,6 +132,21 @@ def test_a_deepspeed_checkpoint_predicts_as_the_weights_deepspeed_gathers(zero_r
     assert run["backend"]["checkpoint"]["shards"] == str(checkpoint / "global_step2")
 
 
+def test_the_deepspeed_runs_checkpoint_gives_its_step_by_its_name_its_tag_and_its_latest(zero_run, tmp_path):
+    """The real run behind tests/test_steps.py's hand-written ZeRO folders: the checkpoint folder, its tag folder,
+    and the folder under a name of the user's (the step then comes from ``latest``)."""
+    from ctxgate.steps import training_step
+
+    checkpoint, _ = zero_run
+    tag = checkpoint / "global_step2"
+    assert (checkpoint / "latest").read_text().strip() == tag.name
+    assert list(tag.glob("*_model_states.pt")) and list(tag.glob("*_optim_states.pt")), sorted(tag.iterdir())
+    assert training_step(checkpoint).value == training_step(tag).value == 2
+    renamed = tmp_path / "zero-run"
+    shutil.copytree(checkpoint, renamed, symlinks=True)
+    assert (training_step(renamed).value, training_step(renamed).source) == (2, "DeepSpeed's latest (global_step2)")
+
+
 def test_a_deepspeed_checkpoint_asks_consent_and_names_a_missing_partition(zero_run, real_suite, tmp_path):
     checkpoint, _ = zero_run
     out = _out(real_suite(*CASES, model=checkpoint))

@@ -6,7 +6,6 @@ oddly named ones."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,51 +18,89 @@ STATE = "trainer_state.json"
 NONE = "none"
 
 
-@pytest.fixture(scope="module")
-def trainer_run(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """A real LoRA run of transformers' Trainer: checkpoint-2/ and checkpoint-4/, each with its trainer_state.json."""
-    from fixtures.training_runs import lora_run
-
-    return lora_run(tmp_path_factory.mktemp("trainer") / "run", steps=4, save_every=2)
+# Hand-written folders with the files the step rule reads, laid out and named as the trainers write them (the
+# real runs' folders give the same steps: test_adapters.py reads a LoRA Trainer run's, test_sharded.py a DeepSpeed
+# ZeRO-3 run's). Training a run to read a number from a file it writes would add half a minute and prove nothing
+# more about the rule.
 
 
-@pytest.fixture(scope="module")
-def zero_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real one-process DeepSpeed ZeRO-3 run's checkpoint-2/: ``latest`` naming the tag ``global_step2`` and
-    ``global_step2/`` holding the rank's ``*_model_states.pt`` and ``*_optim_states.pt``, as DeepSpeed writes them."""
-    pytest.importorskip("deepspeed", reason="DS_BUILD_OPS=0 pip install --no-build-isolation deepspeed")
-    from fixtures.training_runs import deepspeed_zero
+def trainer_state(global_step: int) -> dict[str, object]:
+    """trainer_state.json as transformers' Trainer saves it at ``global_step`` (save_steps 2, one log a step)."""
+    return {
+        "best_global_step": None,
+        "best_metric": None,
+        "best_model_checkpoint": None,
+        "epoch": global_step / 8,
+        "eval_steps": 500,
+        "global_step": global_step,
+        "is_hyper_param_search": False,
+        "is_local_process_zero": True,
+        "is_world_process_zero": True,
+        "log_history": [
+            {"epoch": s / 8, "grad_norm": 1.0, "learning_rate": 0.02, "loss": 5.0, "step": s}
+            for s in range(1, global_step + 1)
+        ],
+        "logging_steps": 1,
+        "max_steps": global_step,
+        "num_input_tokens_seen": 0,  # unless the run counted them (include_num_input_tokens_seen)
+        "num_train_epochs": 1,
+        "save_steps": 2,
+        "stateful_callbacks": {"TrainerControl": {"args": {"should_save": True}, "attributes": {}}},
+        "total_flos": 1024.0,
+        "train_batch_size": 2,
+        "trial_name": None,
+        "trial_params": None,
+    }
 
-    checkpoint, _ = deepspeed_zero(tmp_path_factory.mktemp("zero"), steps=2)
-    tag = checkpoint / "global_step2"
-    assert (checkpoint / "latest").read_text().strip() == tag.name
-    assert list(tag.glob("*_model_states.pt")) and list(tag.glob("*_optim_states.pt")), sorted(tag.iterdir())
-    return checkpoint
 
-
-def _empty(request: pytest.FixtureRequest, target: Path) -> None:
+def _empty(target: Path) -> None:
     target.mkdir()
 
 
-def _trainer(request: pytest.FixtureRequest, target: Path) -> None:
-    shutil.copytree(request.getfixturevalue("trainer_run")[-1], target)  # its trainer_state.json says step 4
+def _trainer(target: Path) -> None:
+    """A LoRA Trainer run's checkpoint-4/: the adapter, the optimizer's state and trainer_state.json saying step 4."""
+    target.mkdir()
+    for name in (
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "optimizer.pt",
+        "rng_state.pth",
+        "scheduler.pt",
+        "training_args.bin",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ):
+        (target / name).write_bytes(b"")
+    (target / STATE).write_text(json.dumps(trainer_state(4), indent=2))
 
 
-def _fsdp(request: pytest.FixtureRequest, target: Path) -> None:
-    from fixtures.training_runs import fsdp_sharded
-
-    fsdp_sharded(target)
-
-
-def _zero(request: pytest.FixtureRequest, target: Path) -> None:
-    shutil.copytree(request.getfixturevalue("zero_checkpoint"), target)
+def _fsdp(target: Path) -> None:
+    """Accelerate's FSDP save with SHARDED_STATE_DICT: pytorch_model_fsdp_0/ of torch.distributed.checkpoint files."""
+    shards = target / "pytorch_model_fsdp_0"
+    shards.mkdir(parents=True)
+    (shards / ".metadata").write_bytes(b"")
+    (shards / "__0_0.distcp").write_bytes(b"")
 
 
-def _zero_tag(request: pytest.FixtureRequest, target: Path) -> None:
-    shutil.copytree(request.getfixturevalue("zero_checkpoint") / "global_step2", target)
+def _zero_files(tag: Path) -> None:
+    """A one-process ZeRO-3 tag folder: the rank's model states and its partition of the optimizer's."""
+    tag.mkdir(parents=True)
+    (tag / "zero_pp_rank_0_mp_rank_00_model_states.pt").write_bytes(b"")
+    (tag / "zero_pp_rank_0_mp_rank_00_optim_states.pt").write_bytes(b"")
 
 
-Build = Callable[[pytest.FixtureRequest, Path], None]
+def _zero(target: Path) -> None:
+    """engine.save_checkpoint(target, tag="global_step2"): ``latest`` naming the tag, and the tag's folder."""
+    _zero_files(target / "global_step2")
+    (target / "latest").write_text("global_step2")
+    (target / "config.json").write_text("{}")
+
+
+def _zero_tag(target: Path) -> None:
+    _zero_files(target)
+
+
+Build = Callable[[Path], None]
 
 # (what the folder holds, its name, the step, where the step comes from)
 FOLDERS: list[tuple[Build, str, int | None, str]] = [
@@ -95,9 +132,9 @@ FOLDERS: list[tuple[Build, str, int | None, str]] = [
 @pytest.mark.parametrize(
     ("build", "name", "step", "source"), FOLDERS, ids=[f"{b.__name__.strip('_')}-{n}" for b, n, *_ in FOLDERS]
 )
-def test_a_checkpoint_folder_gives_its_step_by_the_one_rule(request, tmp_path, build, name, step, source):
+def test_a_checkpoint_folder_gives_its_step_by_the_one_rule(tmp_path, build, name, step, source):
     folder = tmp_path / name
-    build(request, folder)
+    build(folder)
     found = training_step(folder)
     said = f"the folder's name ({name})" if source == "name" else source
     assert (found.value, found.source) == (step, said)

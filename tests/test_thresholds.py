@@ -2,7 +2,7 @@ import pytest
 
 from ctxgate.gate.thresholds import ThresholdsError, load_thresholds, parse_thresholds
 from ctxgate.tasks import task_names
-from tests.conftest import run_ctxgate
+from tests.conftest import call_ctxgate
 
 GOOD = """
 [defaults]
@@ -131,7 +131,7 @@ def test_a_folder_given_as_the_thresholds_file_names_the_fix_that_works(tmp_path
         load_thresholds(tmp_path, [])
     (command,) = re.findall(r"`([^`]+)`", str(empty.value))
     word, *args = shlex.split(command)
-    assert word == "ctxgate" and run_ctxgate(*args).returncode == 0
+    assert word == "ctxgate" and call_ctxgate(*args).returncode == 0
     with pytest.raises(ThresholdsError, match=f"e.g. --thresholds {re.escape(str(tmp_path / 'thresholds.toml'))}$"):
         load_thresholds(tmp_path, [])
     assert load_thresholds(tmp_path / "thresholds.toml", []).path

@@ -16,7 +16,7 @@ import pytest
 from ctxgate.gate.thresholds import PytestConfig, ThresholdsError, find_thresholds, thresholds_here
 from ctxgate.records.io import atomic_write_all
 from ctxgate.tasks.registry import task_names
-from tests.conftest import ALL_RIGHT, SCRIPTED, SUITE_ENV, run_ctxgate, stored_report, suite_command
+from tests.conftest import ALL_RIGHT, SCRIPTED, SUITE_ENV, call_ctxgate, stored_report, suite_command
 
 STRICT = "[regression]\ntolerance = 7.0\n"
 LOOSE = "[regression]\ntolerance = 3.0\n"
@@ -100,7 +100,7 @@ def test_pytest_and_diff_gate_with_the_file_the_ini_names_over_the_nearest_one(s
     strict = pytester.path / "ci" / "strict.toml"
     ran.stdout.fnmatch_lines([f"ctxgate thresholds: {strict} (ctxgate_thresholds in tox.ini;*"])
     assert json.loads((pytester.path / "base.json").read_text())["run"]["thresholds"] == str(strict)
-    diff = run_ctxgate("diff", "base.json", "base.json", cwd=pytester.path)
+    diff = call_ctxgate("diff", "base.json", "base.json", cwd=pytester.path)
     assert diff.returncode == 0, diff.stderr
     assert "  7.0  " in diff.stdout and "3.0" not in diff.stdout, diff.stdout
 
@@ -156,18 +156,18 @@ def test_every_verb_refuses_a_thresholds_folder_or_missing_file_in_one_line(tmp_
         ("gates", "--thresholds gates is a folder: pass the thresholds file, e.g. --thresholds gates/thresholds.toml"),
         ("gone.toml", "--thresholds gone.toml does not exist: pass --thresholds PATH to an existing thresholds file"),
     ):
-        refused = run_ctxgate(*verb_arguments(verb, report, given), cwd=tmp_path)
+        refused = call_ctxgate(*verb_arguments(verb, report, given), cwd=tmp_path)
         assert refused.returncode == 2, refused.stdout + refused.stderr
         assert refused.stderr.startswith(f"ctxgate {verb}: {message}") and refused.stderr.count("\n") == 1
     assert not (tmp_path / "j.json").exists() and not (tmp_path / "run.html").exists()
-    assert run_ctxgate("html", str(report), cwd=tmp_path).returncode == 0  # without the bad option it draws
+    assert call_ctxgate("html", str(report), cwd=tmp_path).returncode == 0  # without the bad option it draws
 
 
 @pytest.mark.parametrize("recorded", ["gone/thresholds.toml", "gates"])
 def test_judge_refuses_the_runs_own_thresholds_file_when_it_is_gone(tmp_path, recorded):
     (tmp_path / "gates").mkdir()
     report = pending_report(tmp_path, thresholds=recorded)
-    refused = run_ctxgate("judge", str(report), *JUDGE, cwd=tmp_path)
+    refused = call_ctxgate("judge", str(report), *JUDGE, cwd=tmp_path)
     assert refused.returncode == 2
     problem = "is a folder" if recorded == "gates" else "does not exist"
     assert refused.stderr.startswith(f"ctxgate judge: {report}: run.thresholds {recorded} {problem}: pass")
@@ -176,16 +176,16 @@ def test_judge_refuses_the_runs_own_thresholds_file_when_it_is_gone(tmp_path, re
 
 def test_judge_refuses_a_bad_thresholds_option_even_with_nothing_to_judge(tmp_path):
     report = pending_report(tmp_path, status="judged")
-    idle = run_ctxgate("judge", str(report), *JUDGE, cwd=tmp_path)
+    idle = call_ctxgate("judge", str(report), *JUDGE, cwd=tmp_path)
     assert idle.returncode == 0 and "judged already" in idle.stdout, idle.stderr
-    refused = run_ctxgate("judge", str(report), "--thresholds", "gone.toml", *JUDGE, cwd=tmp_path)
+    refused = call_ctxgate("judge", str(report), "--thresholds", "gone.toml", *JUDGE, cwd=tmp_path)
     assert refused.returncode == 2 and "--thresholds gone.toml does not exist" in refused.stderr
 
 
 def test_judge_reads_the_ini_option_for_a_run_gated_without_a_file(tmp_path):
     (tmp_path / "pytest.ini").write_text(INI_FILES["pytest.ini"])
     report = pending_report(tmp_path, thresholds="(none)")
-    refused = run_ctxgate("judge", str(report), *JUDGE, cwd=tmp_path)
+    refused = call_ctxgate("judge", str(report), *JUDGE, cwd=tmp_path)
     assert refused.returncode == 2
     assert "ctxgate_thresholds = 'ci/strict.toml', but" in refused.stderr and "does not exist" in refused.stderr
 
@@ -193,7 +193,7 @@ def test_judge_reads_the_ini_option_for_a_run_gated_without_a_file(tmp_path):
 @pytest.mark.parametrize(("ci", "where"), [("gitlab", ".gitlab-ci.yml"), ("slurm", "ci/ctxgate.sbatch")])
 def test_init_refuses_a_folder_where_a_file_goes_and_writes_nothing(tmp_path, ci, where):
     (tmp_path / where).mkdir(parents=True)
-    refused = run_ctxgate("init", str(tmp_path), "--ci", ci, "--force", cwd=tmp_path)
+    refused = call_ctxgate("init", str(tmp_path), "--ci", ci, "--force", cwd=tmp_path)
     assert refused.returncode == 2
     assert refused.stderr == (
         f"ctxgate init: {tmp_path / where} is a folder, but ctxgate init writes a file there; nothing was written: "

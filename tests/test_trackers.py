@@ -132,5 +132,5 @@ def test_a_tracker_that_fails_is_a_note_and_the_gate_stands(checkpoint, real_sui
 
 
 def test_an_unknown_tracker_is_a_usage_error(real_suite):
-    result = real_suite(*CASES, "--log-to", "neptune")
+    result = real_suite(*CASES, "--log-to", "neptune", in_process=True)
     assert result.ret == 4 and "'neptune' is not a tracker ctxgate logs to" in result.stderr.str()

@@ -1,20 +1,7 @@
-"""bAbI-style stories (Weston et al., 2015) for BABILong's qa1-qa5, generated here: people move between rooms, pick
-objects up, drop them and hand them to each other; rooms lie north, south, east or west of each other.
-
-``make_story(task, rng)`` is a pure function of the random stream: the story's facts (one sentence each, in order),
-its one question, the answer, and which facts support it. The words and sentence forms are bAbI's: its people
-(Mary, John, Daniel and Sandra; qa5's Bill, Fred, Jeff and Mary), rooms, objects and verbs, so that the answers
-range over BABILong's labels for the task (``metrics.babilong.TASK_LABELS``: its metric only credits those words)
-and the stories read like the examples in BABILong's prompts. The stories are this module's: which events happen,
-how many, and which question is asked.
-
-- qa1, one supporting fact: where a person is (the person's latest move).
-- qa2, two supporting facts: where an object is (who took or dropped it, and where that person went).
-- qa3, three supporting facts: where an object was before the room it is in now.
-- qa4, two-argument relations: which room lies in a direction of another, or which room another lies in a
-  direction of (read from one of two stated relations, or from its converse).
-- qa5, three-argument relations: who gave what to whom, asked about the latest handover, so that exactly one
-  handover in the story fits the question.
+"""bAbI-style stories (Weston et al., 2015) for BABILong's qa1-qa5, generated here: bAbI's people,
+rooms, objects and sentence forms, so answers range over BABILong's labels (its metric only credits
+those) and stories read like BABILong's prompt examples. ``make_story`` is a pure function
+of the random stream; a qa5 question fits exactly one handover in its story.
 """
 
 from __future__ import annotations
@@ -36,6 +23,9 @@ OPPOSITE = {"north": "south", "south": "north", "east": "west", "west": "east"}
 TASKS = ("qa1", "qa2", "qa3", "qa4", "qa5")
 
 
+_Place = tuple[str, tuple[int, ...]]  # a room, and the facts that put an object there
+
+
 @dataclass(frozen=True)
 class Story:
     task: str
@@ -46,7 +36,7 @@ class Story:
 
 
 class _World:
-    """People, rooms and objects as the facts so far leave them, and which facts established each thing."""
+    """People, rooms and objects as the facts so far leave them, and the facts behind each."""
 
     def __init__(self, rng: random.Random, people: tuple[str, ...]) -> None:
         self.rng, self.people = rng, people
@@ -55,8 +45,8 @@ class _World:
         self.moved_at: dict[str, int] = {}  # person -> the fact that put them in their room
         self.holder: dict[str, str] = {}  # object -> the person carrying it
         self.taken_at: dict[str, int] = {}  # object -> the fact that gave it to its holder
-        self.lying: dict[str, tuple[str, tuple[int, ...]]] = {}  # object -> (room, facts) where it was dropped
-        self.trail: dict[str, list[tuple[str, tuple[int, ...]]]] = {}  # object -> rooms it was in, and why
+        self.lying: dict[str, _Place] = {}  # object -> where it was dropped
+        self.trail: dict[str, list[_Place]] = {}  # object -> the rooms it was in
         self.gives: list[tuple[int, str, str, str]] = []  # (fact, giver, object, receiver)
 
     def _say(self, fact: str) -> int:
@@ -95,16 +85,19 @@ class _World:
         self.gives.append((at, giver, obj, receiver))
 
     def step(self, weights: dict[str, int]) -> None:
-        """One random event among those the world allows, drawn by ``weights`` (move, take, drop, give)."""
-        options: dict[str, list[Callable[[], None]]] = {"move": [partial(self.move, p) for p in self.people]}
-        options["take"] = [
-            partial(self.take, p, o)
-            for p in self.where
-            for o in OBJECTS
-            if o not in self.holder and self.lying.get(o, (self.where[p],))[0] == self.where[p]
-        ]
-        options["drop"] = [partial(self.drop, p, o) for o, p in self.holder.items()]
-        options["give"] = [partial(self.give, g, o, r) for o, g in self.holder.items() for r in self.people if r != g]
+        """One random event among those the world allows, drawn by ``weights``."""
+        held = self.holder.items()
+        options: dict[str, list[Callable[[], None]]] = {
+            "move": [partial(self.move, p) for p in self.people],
+            "take": [
+                partial(self.take, p, o)
+                for p in self.where
+                for o in OBJECTS
+                if o not in self.holder and self.lying.get(o, (self.where[p],))[0] == self.where[p]
+            ],
+            "drop": [partial(self.drop, p, o) for o, p in held],
+            "give": [partial(self.give, g, o, r) for o, g in held for r in self.people if r != g],
+        }
         kinds = [k for k in weights if options.get(k)]
         kind = self.rng.choices(kinds, [weights[k] for k in kinds])[0]
         self.rng.choice(options[kind])()
@@ -118,7 +111,8 @@ CARRYING = {"move": 3, "take": 2, "drop": 1}
 
 def _qa1(rng: random.Random) -> Story | None:
     world = _World(rng, PEOPLE)
-    for _ in range(rng.choice((2, 4, 6, 8, 10))):  # bAbI's qa1 stories, cut at each of their questions
+    # bAbI's qa1 stories, cut at each of their questions
+    for _ in range(rng.choice((2, 4, 6, 8, 10))):
         world.move(rng.choice(PEOPLE))
     person = rng.choice(list(world.where))
     return world.story("qa1", f"Where is {person}?", world.where[person], (world.moved_at[person],))
@@ -146,12 +140,15 @@ def _qa3(rng: random.Random) -> Story | None:
     for _ in range(rng.randint(4, 32)):
         world.step(CARRYING)
     # the room it is in now must be one it was in only once, so that "before" names one room
-    travelled = [o for o, t in world.trail.items() if len(t) >= 2 and [r for r, _ in t].count(t[-1][0]) == 1]
+    travelled = [
+        o for o, t in world.trail.items() if len(t) >= 2 and [r for r, _ in t].count(t[-1][0]) == 1
+    ]
     if not travelled:
         return None
     obj = rng.choice(travelled)
     (before, why_before), (now, why_now) = world.trail[obj][-2:]
-    return world.story("qa3", f"Where was the {obj} before the {now}?", before, why_before + why_now)
+    question = f"Where was the {obj} before the {now}?"
+    return world.story("qa3", question, before, why_before + why_now)
 
 
 def _qa4(rng: random.Random) -> Story | None:
@@ -194,17 +191,13 @@ def _qa5(rng: random.Random) -> Story | None:
     return world.story("qa5", question, answer, (last[0],))
 
 
-_MAKERS: dict[str, Callable[[random.Random], Story | None]] = {
-    "qa1": _qa1,
-    "qa2": _qa2,
-    "qa3": _qa3,
-    "qa4": _qa4,
-    "qa5": _qa5,
-}
+_MAKERS: dict[str, Callable[[random.Random], Story | None]] = dict(
+    zip(TASKS, (_qa1, _qa2, _qa3, _qa4, _qa5))
+)
 
 
 def make_story(task: str, rng: random.Random) -> Story:
-    """A story for ``task`` (qa1-qa5) drawn from ``rng``; a draw that leaves no question to ask is drawn again."""
+    """A story for ``task`` drawn from ``rng``; a draw that leaves no question is drawn again."""
     if task not in _MAKERS:
         raise ValueError(f"no bAbI story generator for {task!r}: choose one of {', '.join(TASKS)}")
     while True:

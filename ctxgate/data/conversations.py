@@ -1,16 +1,9 @@
-"""The offline writer of MRCR-style conversations: user requests for a piece of writing (a form about a topic) and
-the assistant's answers, all drawn from one generator, so the repeated request (the needles) looks like the
-distractors around it.
-
-A request is worded as in OpenAI MRCR's data (``write a {form} about {topic}``, "a" before every form), and so is the
-final question (``Prepend {prefix} to the {ordinal} (1 indexed) {form} about {topic}. Do not include any other text
-in your response.``). Topics are the shipped word list's nouns in their plural, as OpenAI MRCR's mostly are ("about
-horses"); an answer is its form's opening line, one to three whole sentences of the haystack (``units``: the
-shipped Wikipedia text, or ``--haystack``) behind the form's separator, and its form's closing.
-Every answer is ASCII and at most ``MAX_ANSWER_CHARS`` characters, so with its 10-character prefix it fits
-``MAX_ANSWER_CHARS + PREFIX_CHARS`` tokens of any tokenizer that spells an ASCII character in at most one token. An
-answer is held as the indexes of its sentences: a prompt's ids are assembled from pieces each tokenized once per
-tokenizer (the form's lines, separator + sentence), never from text tokenized whole.
+"""The offline writer of MRCR-style conversations: requests for a piece of writing worded as in
+OpenAI MRCR's data, and answers (a form's opening, 1-3 whole haystack sentences, its closing) drawn
+from one generator, so needles look like their distractors. An answer is ASCII and at most
+``MAX_ANSWER_CHARS``, so with its prefix it fits ``MAX_ANSWER_CHARS + PREFIX_CHARS`` tokens of any
+tokenizer spelling an ASCII character in one token at most; prompt ids are assembled from pieces
+tokenized once per tokenizer.
 """
 
 from __future__ import annotations
@@ -27,24 +20,26 @@ from ctxgate.tokens.chat import ChatTurns
 MAX_ANSWER_CHARS = 240
 PREFIX_CHARS = 10  # OpenAI MRCR's random_string_to_prepend: 10 letters and digits
 UNIT_CHARS = (30, 100)  # the sentences answers are made of
-MIN_UNITS = 32  # a haystack with fewer such sentences repeats them too often to tell eight needle answers apart
+MIN_UNITS = 32  # fewer sentences repeat too often to tell eight needle answers apart
 PREFIX_ALPHABET = string.ascii_letters + string.digits
 
-# Base models read a plain transcript. Each role's name stands on its own line, so the prompt ends at a newline and
-# the answer's first character (the prefix the grade looks for) is the model's first, with no space before it. The
-# contents are trimmed: OpenAI MRCR's first message ends at a newline ("======END EXAMPLE======\n"), which would
-# otherwise leave two blank lines before the next "User:".
-PLAIN = ChatTurns("User:\n", "\n\nAssistant:\n", "\n\nUser:\n", "\n\nUser:\n", "\n\nAssistant:\n", trims=True)
+# Base models read a plain transcript. Each role's name stands on its own line, so the answer's
+# first character (the prefix the grade looks for) is the model's first. Contents are trimmed:
+# OpenAI MRCR's first message ends at a newline, which would leave two blank lines before "User:".
+_USER, _ASSISTANT = "\n\nUser:\n", "\n\nAssistant:\n"
+PLAIN = ChatTurns("User:\n", _ASSISTANT, _USER, _USER, _ASSISTANT, trims=True)
 
-PREAMBLE_HEAD = "Here are some examples of conversations succeeded by a follow-up question answered correctly:\n"
+PREAMBLE_HEAD = (
+    "Here are some examples of conversations succeeded by a follow-up question "
+    "answered correctly:\n"
+)
 EXAMPLE_START = "======EXAMPLE======\n"
 EXAMPLE_END = "======END EXAMPLE======\n"
 
 
 @dataclass(frozen=True)
 class Form:
-    """A kind of writing: its name in requests, its opening (no leading whitespace), the separator before each
-    sentence and its closing (both start with whitespace, so pieces meet where tokenizers split)."""
+    """A kind of writing; ``sep`` and ``tail`` start with whitespace, where tokenizers split."""
 
     name: str
     head: str
@@ -83,9 +78,7 @@ class Request:
 
 @dataclass(frozen=True, eq=False)
 class Sentences:
-    """The sentences answers are made of, from one haystack (``units``); one object per haystack, compared by
-    identity, so an answer that holds it hashes cheaply. ``key`` names the haystack (its source and hash): ids made
-    of these sentences are cached under it."""
+    """One haystack's answer sentences, compared by identity; ids cached under ``key``."""
 
     key: str
     texts: tuple[str, ...]
@@ -93,8 +86,7 @@ class Sentences:
 
 @dataclass(frozen=True)
 class Answer:
-    """An answer to ``request``: its form's opening, the sentences ``units`` (indexes into ``body``), its
-    closing."""
+    """An answer: its form's opening, the sentences ``units`` of ``body``, its closing."""
 
     request: Request
     units: tuple[int, ...]
@@ -116,16 +108,16 @@ class Answer:
 
 # nouns whose plural the regular rule gets wrong, or which are plural already
 _IRREGULAR = frozenset(
-    "aircraft cattle child deer fish foot goose louse moose mouse people person police salmon series sheep species "
-    "swine tooth trout".split()
+    "aircraft cattle child deer fish foot goose louse moose mouse people person police salmon "
+    "series sheep species swine tooth trout".split()
 )
+_IRREGULAR_ENDINGS = ("s", "f", "fe", "o", "um", "man", "ex", "ix", "z", "logy", "ness", "ism")
 
 
 def plural(noun: str) -> str | None:
-    """The noun's regular English plural, or None where English may form it otherwise (endings in s: plural
-    already, or -us/-is; f/fe: leaves; o: potatoes; um: data; man: men; ex/ix: indices; z: quizzes) or rarely
-    uses one (the mass nouns of -logy, -ness and -ism)."""
-    if noun in _IRREGULAR or noun.endswith(("s", "f", "fe", "o", "um", "man", "ex", "ix", "z", "logy", "ness", "ism")):
+    """The noun's regular plural, or None where English may form it otherwise (s, f/fe, o, um,
+    man, ex/ix, z) or rarely uses one (the mass nouns of -logy, -ness and -ism)."""
+    if noun in _IRREGULAR or noun.endswith(_IRREGULAR_ENDINGS):
         return None
     if noun.endswith(("x", "ch", "sh")):
         return noun + "es"
@@ -136,9 +128,7 @@ def plural(noun: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def topics() -> tuple[str, ...]:
-    """What a request is about: the plural of each noun of 3-12 ASCII letters (every answer stays ASCII, and its
-    closing short) whose plural is regular. OpenAI MRCR's topics are mostly plural ("horses", "records", "fields");
-    the word list does not mark mass nouns, so a few read oddly in the plural."""
+    """Regular plurals of the 3-12-letter ASCII nouns, as OpenAI MRCR's topics mostly are."""
     found = (plural(w) for w in words.nouns() if 3 <= len(w) <= 12 and w.isascii())
     return tuple(dict.fromkeys(p for p in found if p))
 
@@ -147,10 +137,7 @@ _SENTENCES: dict[tuple[str, str], Sentences] = {}
 
 
 def units(essay_path: str | None = None) -> Sentences:
-    """The haystack's (``--haystack``, else the shipped text's first volume) whole sentences (a capital first, a
-    full stop after a word of three letters or more: no abbreviation cut) of six words or more and 30-100 ASCII
-    characters, without the characters a transcript or the examples' markers use, or brackets and quotes that may
-    be unbalanced, in order, each once. Found once per haystack."""
+    """The first haystack volume's ``_whole`` sentences, in order, each once; once per haystack."""
     essay = load_essay(essay_path)
     key = (essay.source, essay.sha256)
     found = _SENTENCES.get(key)
@@ -159,10 +146,10 @@ def units(essay_path: str | None = None) -> Sentences:
         if len(texts) < MIN_UNITS:
             low, high = UNIT_CHARS
             raise HaystackError(
-                f"the haystack {essay.source} has {len(texts)} sentences an MRCR answer can use (whole ASCII "
-                f"sentences of {low}-{high} characters and six words or more, no brackets, quotes, colons or =) "
-                f"where it needs {MIN_UNITS}: point --haystack at a longer English text, or leave it out for the "
-                "shipped one"
+                f"the haystack {essay.source} has {len(texts)} sentences an MRCR answer can use "
+                f"(whole ASCII sentences of {low}-{high} characters and six words or more, no "
+                f"brackets, quotes, colons or =) where it needs {MIN_UNITS}: point --haystack at a "
+                "longer English text, or leave it out for the shipped one"
             )
         if len(_SENTENCES) >= 4:
             _SENTENCES.clear()
@@ -171,17 +158,14 @@ def units(essay_path: str | None = None) -> Sentences:
 
 
 def _whole(s: str) -> bool:
+    """A capital first, a full stop after a word of 3+ letters (no abbreviation cut), six words or
+    more, 30-100 ASCII characters, none that a transcript or the markers use, no brackets or quotes
+    (they may be unbalanced)."""
     low, high = UNIT_CHARS
     words_ = s.split()
-    return (
-        low <= len(s) <= high
-        and s.isascii()
-        and s[0].isupper()
-        and s.endswith(".")
-        and len(words_) >= 6
-        and len(words_[-1]) >= 4
-        and not any(c in s for c in ':=()[]"')
-    )
+    if not (low <= len(s) <= high and s.isascii() and s[0].isupper() and s.endswith(".")):
+        return False
+    return len(words_) >= 6 and len(words_[-1]) >= 4 and not any(c in s for c in ':=()[]"')
 
 
 def topic_pool(rng: random.Random, size: int = 32) -> tuple[str, ...]:
@@ -194,8 +178,8 @@ def needle_request(rng: random.Random, pool: tuple[str, ...]) -> Request:
 
 
 def distractor_request(rng: random.Random, needle: Request, pool: tuple[str, ...]) -> Request:
-    """A request other than the needle's: one in four of its form about another topic, one in four about its topic
-    in another form (the near misses), the rest any form about any topic of the pool."""
+    """A request other than the needle's: a quarter its form, a quarter its topic (near misses),
+    the rest any form about any topic of the pool."""
     draw = rng.random
     while True:
         near = draw()
@@ -207,8 +191,9 @@ def distractor_request(rng: random.Random, needle: Request, pool: tuple[str, ...
 
 
 def answer(rng: random.Random, request: Request, sentences: Sentences, most: int = 3) -> Answer:
-    """One to ``most`` of ``sentences``, as many of those drawn as keep the answer within ``MAX_ANSWER_CHARS``."""
-    body, draw = sentences.texts, rng.random  # random() scaled, not randrange: a 1M-token conversation draws 100,000
+    """One to ``most`` sentences, as many as keep the answer within ``MAX_ANSWER_CHARS``."""
+    # random() scaled, not randrange: a 1M-token conversation draws 100,000
+    body, draw = sentences.texts, rng.random
     drawn = [int(draw() * len(body)) for _ in range(1 + int(draw() * most))]
     form = request.form
     size = len(form.head) + len(form.tail) + 2 * len(request.topic)
@@ -226,7 +211,6 @@ def random_prefix(rng: random.Random) -> str:
 
 
 def ordinal(n: int) -> str:
-    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
 
@@ -238,10 +222,11 @@ def question(prefix: str, nth: int, request: Request) -> str:
     )
 
 
-def preamble(rng: random.Random, needle: Request, pool: tuple[str, ...], sentences: Sentences) -> str:
-    """The first user message: two worked examples, each a short conversation in which one request comes twice
-    and a distractor once (one-sentence answers), then the question for one of the two and its correct answer.
-    Neither example asks for the conversation's own needle."""
+def preamble(
+    rng: random.Random, needle: Request, pool: tuple[str, ...], sentences: Sentences
+) -> str:
+    """Two worked examples: one request twice and a distractor once, then the question for one of
+    the two and its correct answer; neither asks for the conversation's own needle."""
     parts = [PREAMBLE_HEAD]
     for _ in range(2):
         request = distractor_request(rng, needle, pool)

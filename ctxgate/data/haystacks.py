@@ -1,12 +1,8 @@
-"""Haystack text: RULER's noise line, the shipped essay text, or text the user supplies (``--haystack``).
+"""Haystack text: RULER's noise line, the shipped essay text, or the user's (``--haystack``).
 
-RULER uses about 217 Paul Graham essays fetched from the web at generation time, never repeating a sentence.
-ctxgate ships natural English prose from Wikipedia in two volumes, built by ``scripts/build_haystack.py`` (sources
-and licences in ``data/haystack_wikipedia.SOURCE.md``): 891K words, each sentence once, 1.2M tokens of Mistral's
-Tekken tokenizer (131K vocabulary). Volume 1 (1 MB, 217K Tekken tokens) is read at once; volume 2 (xz-compressed)
-only when a prompt needs more, so start-up and short lengths never pay for it. The user can point at any text or
-dataset instead; the haystack's name and hash go into the report so runs on different haystacks never compare
-silently.
+ctxgate ships Wikipedia prose (``data/haystack_wikipedia.SOURCE.md``) where RULER fetches Paul
+Graham essays; volume 2 is read only when a prompt needs more. The haystack's name and hash go into
+the report, so runs on different haystacks never compare silently.
 """
 
 from __future__ import annotations
@@ -28,11 +24,14 @@ from ctxgate.memo import is_dir, is_file, memo, noted
 from ctxgate.records.refusal import Refusal
 from ctxgate.tokens.codec import PieceEncoder
 
-NOISE_LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+NOISE_LINE = (
+    "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+)
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 DEFAULT = "haystack_wikipedia.json"  # the manifest: the volumes, in order, and their hashes
 _TEXT_SUFFIXES = {".txt", ".md"}
+_DATASET_KINDS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
 class HaystackError(Refusal, ValueError):
@@ -43,7 +42,7 @@ class HaystackError(Refusal, ValueError):
 
 @dataclass(frozen=True)
 class Volume:
-    """Part of an essay: its sentences in memory, or a packaged file read (and checked) on first use."""
+    """Part of an essay: its sentences, or a packaged file read (and checked) on first use."""
 
     sentences_now: tuple[str, ...] | None = None
     resource: str | None = None
@@ -58,8 +57,7 @@ class Volume:
 
 @dataclass(frozen=True)
 class Essay:
-    """Whitespace-collapsed essay text split into sentences, in volumes read in order, with a content hash (of the
-    collapsed volumes joined by a space)."""
+    """Collapsed sentences in volumes read in order; ``sha256`` of the volumes joined by a space."""
 
     volumes: tuple[Volume, ...]
     sha256: str
@@ -83,17 +81,21 @@ def _split(text: str, source: str) -> Essay:
             f"the haystack {source} has {len(sentences)} sentences; essays need at least 8: "
             "point --haystack at a longer text"
         )
-    return Essay((Volume(sentences),), hashlib.sha256(collapsed.encode("utf-8")).hexdigest(), source)
+    return Essay((Volume(sentences),), _sha256(collapsed), source)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @lru_cache(maxsize=4)
 def _packaged_sentences(resource: str, sha256: str) -> tuple[str, ...]:
     raw = resources.files("ctxgate.data").joinpath(resource).read_bytes()
     text = (lzma.decompress(raw) if resource.endswith(".xz") else raw).decode("utf-8")
-    if hashlib.sha256(text.encode("utf-8")).hexdigest() != sha256:
+    if _sha256(text) != sha256:
         raise HaystackError(
-            f"the shipped haystack volume ctxgate/data/{resource} does not match its sha256 in {DEFAULT}: "
-            "reinstall ctxgate, or rebuild the haystack with scripts/build_haystack.py"
+            f"the shipped haystack volume ctxgate/data/{resource} does not match its sha256 in "
+            f"{DEFAULT}: reinstall ctxgate, or rebuild the haystack with scripts/build_haystack.py"
         )
     return _sentences(text)[1]
 
@@ -107,36 +109,40 @@ def _default_essay() -> Essay:
 
 @memo(4)
 def load_essay(path: str | None = None) -> Essay:
-    """The default essay text, or ``path``: a text file, or a data file/dataset folder with a ``text`` column."""
+    """The default essay, or ``path``: a text file, or a data file/folder with a ``text`` column."""
     if path is None:
         return _default_essay()
     p = Path(path)
     if noted(p) is None:
-        raise HaystackError(f"--haystack {path!r} does not exist: give a .txt file or a dataset with a 'text' column")
+        raise _refused(path, " does not exist: give a .txt file or a dataset with a 'text' column")
     if is_file(p) and p.suffix.lower() in _TEXT_SUFFIXES:
         try:
             return _split(p.read_text("utf-8"), str(p))
         except UnicodeDecodeError as exc:
             raw = p.read_bytes()
             line = raw[: exc.start].count(b"\n") + 1
-            raise HaystackError(
-                f"--haystack {path!r} line {line} is not UTF-8 text "
-                f"(byte {raw[exc.start]:#04x} at offset {exc.start}): convert it to UTF-8, e.g. "
-                f"iconv -f latin1 -t utf-8"
+            raise _refused(
+                path,
+                f" line {line} is not UTF-8 text (byte {raw[exc.start]:#04x} at offset "
+                f"{exc.start}): convert it to UTF-8, e.g. iconv -f latin1 -t utf-8",
             ) from None
         except OSError as exc:
-            raise HaystackError(f"--haystack {path!r} cannot be read ({exc.strerror or exc})") from None
+            raise _refused(path, f" cannot be read ({exc.strerror or exc})") from None
     try:
         return _split(_dataset_text(p), str(p))
     except HaystackError:
         raise
-    except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types for an unreadable file
+    except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types
         text = " ".join(str(exc).split())[:200]
-        raise HaystackError(
-            f"--haystack {path!r} cannot be read as a dataset ({type(exc).__name__}: {text}): give "
-            "a UTF-8 .txt file, or a .jsonl/.parquet/.csv or save_to_disk folder with a 'text' "
-            "column"
+        raise _refused(
+            path,
+            f" cannot be read as a dataset ({type(exc).__name__}: {text}): give a UTF-8 .txt "
+            "file, or a .jsonl/.parquet/.csv or save_to_disk folder with a 'text' column",
         ) from None
+
+
+def _refused(path: object, problem: str) -> HaystackError:
+    return HaystackError(f"--haystack {str(path)!r}{problem}")
 
 
 def _dataset_text(p: Path) -> str:
@@ -148,34 +154,31 @@ def _dataset_text(p: Path) -> str:
         except FileNotFoundError:
             ds = datasets.load_dataset(str(p), split="train")
     else:
-        kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(p.suffix.lower())
+        kind = _DATASET_KINDS.get(p.suffix.lower())
         if kind is None:
-            raise HaystackError(
-                f"--haystack {str(p)!r}: unknown file type {p.suffix!r}; use .txt, .jsonl, .json, .parquet or .csv"
-            )
+            use = "use .txt, .jsonl, .json, .parquet or .csv"
+            raise _refused(p, f": unknown file type {p.suffix!r}; {use}")
         ds = datasets.load_dataset(kind, data_files=str(p), split="train")
     if isinstance(ds, datasets.DatasetDict):
         ds = ds[next(iter(ds))]
     if "text" not in ds.column_names:
-        raise HaystackError(
-            f"--haystack {str(p)!r} has columns {ds.column_names} but no 'text' column: rename the column to 'text'"
-        )
+        problem = f" has columns {ds.column_names} but no 'text' column"
+        raise _refused(p, f"{problem}: rename the column to 'text'")
     return "\n\n".join(str(t) for t in ds["text"])
 
 
 class EssayTokens:
-    """An essay's sentences tokenized behind a separator, as far as prompts have needed them, in one flat array:
-    a prompt's haystack is then a few slices of it, not a list of sentences looked up one by one. One per encoder
-    and essay (``essay_tokens``); sentences are tokenized in order, so any prefix is the same whatever length asked
-    first."""
+    """An essay's sentences tokenized behind a separator, as far as prompts have needed them, in one
+    flat array a prompt's haystack is a few slices of. One per encoder and essay (``essay_tokens``);
+    tokenized in order, so any prefix is the same whatever length asked first."""
 
     BATCH = 512
 
     def __init__(self, enc: PieceEncoder, essay: Essay, sep: str) -> None:
         self.enc, self.essay, self.sep = enc, essay, sep
         self.ids = array("i")  # token ids < 2**31: 4 bytes each
-        # the same ids as the encoder's one int object per id (8 bytes each): a prompt's haystack is a slice of it,
-        # copied at memory speed, where ints made anew from ``ids`` took half an essay prompt's time at 1M tokens
+        # the same ids as the encoder's int objects: a prompt's haystack is a slice of it, copied at
+        # memory speed, where ints made anew from ``ids`` took half a 1M-token prompt's time
         self.id_list: list[int] = []
         self.ends = [0]  # ends[k]: tokens of the first k sentences
         self.sentences: list[str] = []
@@ -198,7 +201,8 @@ class EssayTokens:
             if self._volumes_read == len(self.essay.volumes):
                 self.complete = True
                 return
-            self._block, self._at = self.essay.volumes[self._volumes_read].sentences(), 0  # may raise: retried
+            # may raise: retried
+            self._block, self._at = self.essay.volumes[self._volumes_read].sentences(), 0
             self._volumes_read += 1
         batch = self._block[self._at : self._at + self.BATCH]
         self._at += len(batch)

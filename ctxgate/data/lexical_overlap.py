@@ -1,20 +1,7 @@
-"""Word overlap between a question and its needle, measured and capped: the latent-association needles must not be
-findable by literal matching (NoLiMa's premise).
-
-The measure, in three documented steps:
-
-1. Words: the text with the character placeholder ``{CHAR}`` removed, accents folded (NFKD, combining marks
-   dropped), lower-cased, cut into runs of letters and digits (an apostrophe ends a word: ``Rembrandt's`` gives
-   ``rembrandt`` and ``s``). Words of one character and the words of ``STOP_WORDS`` are not content words.
-2. Light stemming (``stem``): one suffix rule, the first that applies: ``-ies``/``-ied`` to ``-y``; ``-ing``,
-   ``-ed``, ``-ly`` dropped; ``-es`` dropped after s, x, z, ch or sh; a final ``-s`` dropped except after s, u or i.
-   A rule applies only where at least three letters remain.
-3. Two content words are shared (``related``) when their stems are equal, when one stem begins with the other and
-   the shorter has at least four letters (``thai``/``thailand``), or when the stems begin with the same five
-   letters (``japan``/``japanese``, ``portugal``/``portuguese``). This errs toward calling words shared: a false
-   alarm only makes the needle set stricter.
-
-A question may share at most ``MAX_SHARED`` content words with its needle (0: none).
+"""Word overlap between a question and its needle, measured and capped: the latent-association
+needles must not be findable by literal matching (NoLiMa's premise). The measure's three steps
+(docs/tasks.md, "The overlap filter") err toward calling words shared: a false alarm only makes the
+needle set stricter. A question may share at most ``MAX_SHARED`` content words with its needle.
 """
 
 from __future__ import annotations
@@ -31,12 +18,13 @@ MAX_SHARED = 0
 # English function words, auxiliaries and question words: they carry no lexical cue to the needle.
 STOP_WORDS = frozenset(
     """
-    a about above after again against all am an and any are as at be been before being below between both but by
-    can could did do does doing down during each few for from further had has have having he her here hers herself
-    him himself his how i if in into is it its itself just me more most my myself no nor not now of off on once
-    only or other our ours ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were what when where
-    which while who whom whose why will with would you your yours yourself yourselves
+    a about above after again against all am an and any are as at be been before being below between
+    both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more
+    most my myself no nor not now of off on once only or other our ours ourselves out over own same
+    she should so some such than that the their theirs them themselves then there these they this
+    those through to too under until up very was we were what when where which while who whom whose
+    why will with would you your yours yourself yourselves
     """.split()
 )
 
@@ -51,13 +39,15 @@ def fold(text: str) -> str:
 
 
 def content_words(text: str) -> tuple[str, ...]:
-    """The content words of ``text`` in order, repeats kept (step 1)."""
+    """Step 1: the words of ``text`` in order, repeats kept, ``{CHAR}`` removed, accents folded,
+    runs of letters and digits (``Rembrandt's``: ``rembrandt``, ``s``), none of one letter or of
+    ``STOP_WORDS``."""
     words = _WORD.findall(fold(text.replace(CHARACTER_PLACEHOLDER, " ")))
     return tuple(w for w in words if len(w) > 1 and w not in STOP_WORDS)
 
 
 def stem(word: str) -> str:
-    """Step 2: the first suffix rule that applies, where at least three letters remain."""
+    """Step 2, light stemming: the first suffix rule that applies, where 3+ letters remain."""
 
     def keeps(suffix: str) -> bool:
         return word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM
@@ -75,14 +65,13 @@ def stem(word: str) -> str:
 
 
 def related(a: str, b: str) -> bool:
-    """Step 3: whether two content words count as shared."""
+    """Step 3: equal stems, one a prefix of the other of 4+ letters (``thai``/``thailand``), or the
+    same first five letters (``japan``/``japanese``)."""
     sa, sb = stem(a), stem(b)
-    if sa == sb:
-        return True
     short, long = sorted((sa, sb), key=len)
     if len(short) >= 4 and long.startswith(short):
         return True
-    return len(short) >= 5 and sa[:5] == sb[:5]
+    return sa == sb or len(short) >= 5 and sa[:5] == sb[:5]
 
 
 @dataclass(frozen=True)
@@ -100,7 +89,7 @@ class Overlap:
 
 
 def overlap(question: str, needle: str) -> Overlap:
-    """The content words of ``question`` shared with ``needle`` (each question word once, in order)."""
+    """The content words of ``question`` shared with ``needle``, each once, in order."""
     needle_words = tuple(dict.fromkeys(content_words(needle)))
     pairs: list[tuple[str, str]] = []
     for q in dict.fromkeys(content_words(question)):
@@ -115,13 +104,12 @@ class LiteralOverlap(CtxgateError, ValueError):
 
 
 def check_pair(question: str, needle: str, where: str, cap: int = MAX_SHARED) -> Overlap:
-    """The pair's overlap; ``LiteralOverlap`` (one line, naming the shared words and the fix) when it is over
-    ``cap``."""
+    """The pair's overlap; ``LiteralOverlap`` (naming the shared words and the fix) over ``cap``."""
     found = overlap(question, needle)
     if found.count > cap:
         raise LiteralOverlap(
-            f"{where}: the question {question!r} shares {found.count} content word(s) with the needle {needle!r} "
-            f"({found.describe()}; at most {cap} allowed): reword the question so that only the association leads "
-            "to the needle"
+            f"{where}: the question {question!r} shares {found.count} content word(s) with the "
+            f"needle {needle!r} ({found.describe()}; at most {cap} allowed): reword the question "
+            "so that only the association leads to the needle"
         )
     return found

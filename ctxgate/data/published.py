@@ -1,5 +1,5 @@
-"""The papers' published scores (``published.toml``, written by ``scripts/published_scores.py``): which model
-scored what, per measure and length, and the setting behind each number."""
+"""The papers' published scores (``published.toml``, by ``scripts/published_scores.py``): which
+model scored what, per measure and length, and the setting behind each number."""
 
 from __future__ import annotations
 
@@ -32,18 +32,24 @@ class Source:
 
 @dataclass(frozen=True)
 class Published:
-    """One model's numbers for one measure (a key of the report's ``by_length``: ``ruler``, ``helmet_rag``...)."""
+    """One model's numbers for one measure (a key of the report's ``by_length``: ``ruler``...)."""
 
     source: Source
     model: str
     label: str  # the model's row label in the paper
     measure: str
-    chat_template: str  # on | off | task (each task its own, as HELMET does): the policy the paper ran it with
+    chat_template: (
+        str  # on | off | task (each task its own, as HELMET does): the policy the paper ran it with
+    )
     scores: Mapping[int, float]  # length in tokens -> percent
     claimed: str | None = None
     effective: str | None = None
-    paper_id: str | None = None  # the id the paper gives, where the file files the model under another's
-    effective_bar: str | None = None  # what ``effective`` was measured against, as the table states it
+    paper_id: str | None = (
+        None  # the id the paper gives, where the file files the model under another's
+    )
+    effective_bar: str | None = (
+        None  # what ``effective`` was measured against, as the table states it
+    )
 
 
 class UnknownModel(CtxgateError, ValueError):
@@ -54,20 +60,19 @@ class AmbiguousModel(UnknownModel):
     """A name that several models of the papers go by."""
 
 
+_TOML = "published.toml"
+
+
 @lru_cache(maxsize=1)
 def all_published() -> tuple[Published, ...]:
-    data = tomllib.loads(resources.files("ctxgate.data").joinpath("published.toml").read_text("utf-8"))
+    data = tomllib.loads(resources.files("ctxgate.data").joinpath(_TOML).read_text("utf-8"))
     sources = {k: Source(key=k, **v) for k, v in data["source"].items()}
-    return tuple(
-        Published(
-            **{
-                **row,  # a row's keys are the record's fields (an optional one absent where the paper gives none)
-                "source": sources[row["source"]],
-                "scores": MappingProxyType({parse_length(L.lower()): float(s) for L, s in row["scores"].items()}),
-            }
-        )
-        for row in data["score"]
-    )
+    found = []
+    for row in data["score"]:  # a row's keys are the record's fields (optional ones may be absent)
+        scores = {parse_length(L.lower()): float(s) for L, s in row["scores"].items()}
+        row = {**row, "source": sources[row["source"]], "scores": MappingProxyType(scores)}
+        found.append(Published(**row))
+    return tuple(found)
 
 
 def models() -> list[str]:
@@ -80,24 +85,28 @@ def _names(p: Published) -> set[str]:
 
 
 def lookup(name: str, given: str = "", fix: str = "") -> str | None:
-    """The model id a name stands for: an id (``meta-llama/Llama-3.1-8B-Instruct``), its last part, or a paper's row
-    label (``Llama3.1 (8B)``), any case; None when no paper has it. A name that several models go by (the papers
-    both label a row "GPT-4", each another version) is refused with the candidates, never resolved to one. A refusal
-    says ``given`` (where the name came from) before the name and ``fix`` (another way out) at its end."""
-    wanted = name.strip().rstrip("/").lower()
-    exact = {p.model for p in all_published() if name.strip().rstrip("/") in (p.model, p.paper_id)}  # as written
-    found = exact or {p.model for p in all_published() if wanted in _names(p)}
+    """The model id a name stands for: an id, its last part, or a paper's row label
+    (``Llama3.1 (8B)``), any case; None when no paper has it. A name that several models go by (two
+    papers' "GPT-4") is refused with the candidates. A refusal says ``given`` (where the name came
+    from) before the name and ``fix`` (another way out) at its end."""
+    written = name.strip().rstrip("/")
+    exact = {p.model for p in all_published() if written in (p.model, p.paper_id)}
+    found = exact or {p.model for p in all_published() if written.lower() in _names(p)}
     if len(found) > 1:
         listed = "; ".join(f"{m} ({', '.join(_tables(m))})" for m in sorted(found))
         raise AmbiguousModel(
-            f"{given}{name!r} names {len(found)} models of the papers: {listed}; give one of these ids{fix}"
+            f"{given}{name!r} names {len(found)} models of the papers: {listed}; give one of "
+            f"these ids{fix}"
         )
     return next(iter(found), None)
 
 
 def _tables(model: str) -> list[str]:
     """Where a model's numbers are printed: ``RULER Table 3``, ``HELMET Figure 6``."""
-    return list(dict.fromkeys(f"{p.source.paper.split()[0]} {p.source.table.split(' (')[0]}" for p in rows_for(model)))
+    tables = (
+        f"{p.source.paper.split()[0]} {p.source.table.split(' (')[0]}" for p in rows_for(model)
+    )
+    return list(dict.fromkeys(tables))
 
 
 def resolve(name: str, given: str = "", fix: str = "") -> str:
@@ -107,7 +116,10 @@ def resolve(name: str, given: str = "", fix: str = "") -> str:
         return found
     near = difflib.get_close_matches(name, models(), n=3, cutoff=0.5)
     hint = f" (nearest: {', '.join(near)})" if near else ""
-    raise UnknownModel(f"{given}{name!r} is no model of the papers' tables{hint}: `ctxgate published` lists them{fix}")
+    raise UnknownModel(
+        f"{given}{name!r} is no model of the papers' tables{hint}: `ctxgate published` lists "
+        f"them{fix}"
+    )
 
 
 def rows_for(model: str) -> list[Published]:

@@ -1,8 +1,7 @@
 """SQuAD v2 and HotpotQA (distractor) for RULER's qa_1 and qa_2, read through ``datasets``.
 
-A source is a hub id (``rajpurkar/squad_v2``, ``hotpotqa/hotpot_qa``), a local data file in the hub's layout
-(.jsonl, .json, .parquet), or a folder saved with ``save_to_disk``. Either way it becomes a deduplicated,
-sorted document pool plus questions pointing into it, the structure RULER's QA generator works on.
+A hub id, a local file in the hub's layout or a ``save_to_disk`` folder becomes a deduplicated,
+sorted document pool plus questions pointing into it: the structure RULER's QA generator works on.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxgate.memo import memo
-from ctxgate.sources.files import load_rows, sha256_of_json
+from ctxgate.sources.files import Rows, load_rows, sha256_of_json
 
 DEFAULT_SQUAD = "rajpurkar/squad_v2"
 DEFAULT_HOTPOTQA = "hotpotqa/hotpot_qa"
@@ -33,22 +32,27 @@ class QAPool:
     source: str
 
 
-def _load_rows(source: str, flag: str, config: str | None) -> tuple[dict[str, Any], ...]:
-    fix = f"pass {flag} PATH with a local copy in the hub's layout (a .jsonl/.parquet file or a save_to_disk folder)"
+def _load_rows(source: str, flag: str, config: str | None) -> Rows:
+    fix = (
+        f"pass {flag} PATH with a local copy in the hub's layout (a .jsonl/.parquet file or a "
+        "save_to_disk folder)"
+    )
     return load_rows(source, "validation", config, fix)
 
 
-def _pool(
-    docs: list[str], raw_questions: list[tuple[str, tuple[str, ...], list[str], list[str]]], source: str
-) -> QAPool:
+# a question, its answers, the documents that answer it and those of its article
+_RawQuestion = tuple[str, tuple[str, ...], list[str], list[str]]
+
+
+def _pool(docs: list[str], raw_questions: list[_RawQuestion], source: str) -> QAPool:
     pool = sorted(set(docs))
     where = {d: i for i, d in enumerate(pool)}
-    questions = tuple(
-        Question(q, a, tuple(where[d] for d in gold), tuple(where[d] for d in related if d not in gold))
-        for q, a, gold, related in raw_questions
-    )
+    questions = []
+    for q, a, gold, near in raw_questions:
+        others = tuple(where[d] for d in near if d not in gold)
+        questions.append(Question(q, a, tuple(where[d] for d in gold), others))
     digest = sha256_of_json([pool, [(q.query, q.answers, q.gold) for q in questions]])
-    return QAPool(tuple(pool), questions, digest, source)
+    return QAPool(tuple(pool), tuple(questions), digest, source)
 
 
 @memo(4)

@@ -1,8 +1,6 @@
-"""Word lists, shipped with the package so that data never depend on a library version.
-
-The lists are the noun, adjective and verb lists of wonderwords 3.0.1 (MIT licence, see data/words/), which is
-what RULER draws its keys and CWE vocabulary from, and, for CWE at lengths that need more distinct words than those,
-Webster's Second International word list (public domain; ``english_web2.txt.xz``, built by
+"""Word lists, shipped so that data never depend on a library version: wonderwords 3.0.1's nouns,
+adjectives and verbs (MIT licence, see data/words/), which RULER draws its keys and CWE vocabulary
+from, and for CWE past those, Webster's Second word list (public domain; ``english_web2.txt.xz`` by
 ``scripts/build_words.py``), where RULER switches to a larger English list of its own.
 """
 
@@ -13,9 +11,13 @@ from functools import lru_cache
 from importlib import resources
 
 
+def _resource(name: str) -> bytes:
+    return resources.files("ctxgate.data").joinpath("words").joinpath(name).read_bytes()
+
+
 def _read(name: str) -> tuple[str, ...]:
-    text = resources.files("ctxgate.data").joinpath("words").joinpath(name).read_text("utf-8")
-    return tuple(w for w in (line.strip() for line in text.splitlines()) if w.isalpha() and w.islower())
+    lines = (line.strip() for line in _resource(name).decode("utf-8").splitlines())
+    return tuple(w for w in lines if w.isalpha() and w.islower())
 
 
 @lru_cache(maxsize=1)
@@ -36,6 +38,5 @@ def vocabulary() -> tuple[str, ...]:
 
 @lru_cache(maxsize=1)
 def english() -> tuple[str, ...]:
-    """Webster's Second word list, lowercase ASCII words, sorted (234,448 words): CWE's words past the vocabulary."""
-    raw = resources.files("ctxgate.data").joinpath("words").joinpath("english_web2.txt.xz").read_bytes()
-    return tuple(lzma.decompress(raw).decode("ascii").split())
+    """Webster's Second list, lowercase ASCII, sorted (234,448 words): CWE's words past those."""
+    return tuple(lzma.decompress(_resource("english_web2.txt.xz")).decode("ascii").split())

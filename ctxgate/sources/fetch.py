@@ -1,8 +1,7 @@
-"""``ctxgate data fetch``: HELMET's released ``data.tar.gz`` (princeton-nlp/HELMET on the hub) into a data folder.
+"""``ctxgate data fetch``: HELMET's released ``data.tar.gz`` (princeton-nlp/HELMET) into a folder.
 
-Every folder HELMET's tasks read is extracted (``kilt/``, ``msmarco/``, ``alce/``, ``json_kv/``, ``ruler/``,
-``multi_lexsum/`` and ``infbench/`` with their key points), member by member, refusing any path that would land
-outside the target. ``--archive`` takes an archive already downloaded (machines without hub access).
+Every folder HELMET's tasks read is extracted member by member, refusing any path that would land
+outside the target. ``--archive`` takes an archive already downloaded (no hub access).
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ def download(revision: str | None) -> Path:
 
 
 def extract(archive: Path, target: Path) -> list[str]:
-    """Extract the wanted members (``data/kilt/...`` or ``kilt/...``) under ``target``; returns what was written."""
+    """Extract the wanted members (``data/kilt/...`` or ``kilt/...``); returns what was written."""
     written = []
     target.mkdir(parents=True, exist_ok=True)
     try:
@@ -58,20 +57,22 @@ def extract(archive: Path, target: Path) -> list[str]:
             written.append("/".join(parts))
     if not written:
         raise DataUnavailable(
-            f"{archive} holds none of the folders HELMET's tasks read ({', '.join(WANTED)}); is it HELMET's {ARCHIVE}?"
+            f"{archive} holds none of the folders HELMET's tasks read ({', '.join(WANTED)}); is it "
+            f"HELMET's {ARCHIVE}?"
         )
     return written
 
 
 def fetch_essays(source: str, target: Path, expected_sha256: str | None) -> tuple[Path, str]:
-    """RULER's own haystack for exact RULER runs: the essays of a dataset with a ``text`` column (a hub id, or a
-    local file or folder), one per paragraph, written to ``target/ruler/paul_graham_essays.txt``. With
-    ``expected_sha256`` a different copy is refused, so two teams' "exact" runs read the same text."""
+    """RULER's own haystack for exact RULER runs: the ``text`` column of a dataset, one essay per
+    paragraph, written to ``target/ruler/paul_graham_essays.txt``. A copy other than
+    ``expected_sha256`` is refused, so two teams' "exact" runs read the same text."""
     from ctxgate.sources.files import load_rows
 
     fix = "give a hub dataset or a local .jsonl/.parquet with a 'text' column, one essay per record"
     rows = load_rows(source, "train", None, fix)
-    text = "\n\n".join(str(r["text"]).strip() for r in rows if str(r.get("text") or "").strip()) + "\n"
+    essays = (str(r["text"]).strip() for r in rows if str(r.get("text") or "").strip())
+    text = "\n\n".join(essays) + "\n"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if expected_sha256 and digest != expected_sha256.lower():
         raise DataUnavailable(

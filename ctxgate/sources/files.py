@@ -1,6 +1,6 @@
-"""Reading records, always through ``datasets``: a local file or ``save_to_disk`` folder, or a hub dataset already
-in the local cache. A run never downloads: a source that is neither local nor cached fails at once, naming the path
-that was expected (docs/gates.md, "Which cases count")."""
+"""Reading records, always through ``datasets``: a local file or ``save_to_disk`` folder, or a hub
+dataset already in the local cache. A run never downloads: a source that is neither fails at once,
+naming the path that was expected (docs/gates.md, "Which cases count")."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 from ctxgate.memo import is_dir, is_file, memo, noted
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 
+Rows = tuple[dict[str, Any], ...]
 FETCH_HINT = (
     "run `ctxgate data fetch --to data/helmet` (hub access, or --archive data.tar.gz) and pass "
     "--data-dir data/helmet; the shipped fixtures: --data-dir fixtures/helmet_data"
@@ -32,14 +33,14 @@ def _go_offline() -> None:
 
 
 @memo(32)
-def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[dict[str, Any], ...]:
-    """The records of ``source``: a .jsonl/.json/.parquet file, a ``save_to_disk`` folder, or a hub id (``split``,
-    ``config``) found in the local cache. Successes are remembered while the file is unchanged (``ctxgate.memo``), so
-    an edited file is read again; failures are not remembered, so a file fixed between two runs of one process is
-    seen. Errors end with ``fix``."""
+def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
+    """The records of a .jsonl/.json/.parquet file, a ``save_to_disk`` folder, or a cached hub id.
+    Remembered while the file is unchanged (``ctxgate.memo``); failures are not, so a file fixed
+    between two runs of one process is seen. Errors end with ``fix``."""
     p = Path(source)
     if is_file(p) and p.suffix.lower() in (".jsonl", ".json"):
-        problem = first_bad_line(p)  # datasets' own message for these names neither the line nor the fix
+        # datasets' own message for these names neither the line nor the fix
+        problem = first_bad_line(p)
         if problem:
             raise DataUnavailable(
                 f"{problem}; restore the file (HELMET's release, or the hub dataset's split)"
@@ -54,24 +55,28 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> tuple[di
             if isinstance(ds, datasets.DatasetDict):
                 ds = ds[split] if split in ds else ds[next(iter(ds))]
         elif is_file(p):
-            kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}.get(p.suffix.lower(), "json")
+            kind = "parquet" if p.suffix.lower() == ".parquet" else "json"
             ds = datasets.load_dataset(kind, data_files=str(p), split="train")
         elif _looks_like_path(source):
             raise DataNotGiven(f"{source} does not exist; {fix}")
         else:
             try:
                 ds = datasets.load_dataset(source, config, split=split)
-            except Exception as exc:  # noqa: BLE001 - offline, "not in the cache" comes as many types
+            except Exception as exc:  # noqa: BLE001 - "not in the cache" comes as many types
                 raise DataNotGiven(
                     f"{source!r} is not a local path and not in the local hub cache (a run never "
                     f"downloads: {type(exc).__name__}); {fix}"
                 ) from None
     except DataUnavailable:
         raise
-    except Exception as exc:  # noqa: BLE001 - the datasets library raises many types for "not readable"
-        message = " ".join(str(exc).split())[:200] or "no message"
-        raise DataUnavailable(f"cannot read {source} ({type(exc).__name__}: {message}); {fix}") from None
+    except Exception as exc:  # noqa: BLE001 - datasets raises many types for "not readable"
+        raise unreadable(source, exc, fix) from None
     return tuple(ds)
+
+
+def unreadable(source: object, exc: Exception, fix: str) -> DataUnavailable:
+    message = " ".join(str(exc).split())[:200] or "no message"
+    return DataUnavailable(f"cannot read {source} ({type(exc).__name__}: {message}); {fix}")
 
 
 def _looks_like_path(source: str) -> bool:
@@ -83,8 +88,7 @@ def _looks_like_path(source: str) -> bool:
 
 
 def first_bad_line(path: Path) -> str | None:
-    """Why a JSON or JSON-lines file cannot be read, naming its line; None when every record parses. (A ``.json``
-    file is either one JSON document or JSON lines, as ``datasets`` reads it.)"""
+    """Why a .json/.jsonl file cannot be read, naming its line; None when every record parses."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -92,8 +96,8 @@ def first_bad_line(path: Path) -> str | None:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line_no = raw[: exc.start].count(b"\n") + 1
-        return f"{path}:{line_no}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
+        lineno = raw[: exc.start].count(b"\n") + 1
+        return f"{path}:{lineno}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
     if not text.strip():
         return f"{path}: is empty (0 records)"
     if path.suffix.lower() == ".json":
@@ -102,7 +106,9 @@ def first_bad_line(path: Path) -> str | None:
         except json.JSONDecodeError:
             pass  # JSON lines under a .json name: checked line by line below
         else:
-            return None if isinstance(doc, (list, dict)) else f"{path}: holds a JSON {type(doc).__name__}, not records"
+            if isinstance(doc, (list, dict)):
+                return None
+            return f"{path}: holds a JSON {type(doc).__name__}, not records"
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -115,7 +121,7 @@ def first_bad_line(path: Path) -> str | None:
     return None
 
 
-def read_jsonl(path: Path) -> tuple[dict[str, Any], ...]:
+def read_jsonl(path: Path) -> Rows:
     """All records of one JSON-lines file of a data folder, in file order."""
     if not is_file(path):
         raise DataNotGiven(f"{path} does not exist; {FETCH_HINT}")
@@ -124,37 +130,39 @@ def read_jsonl(path: Path) -> tuple[dict[str, Any], ...]:
 
 @dataclass(frozen=True)
 class DataFile:
-    """A file a task reads under ``--data-dir``, declared by the module that reads it: its loader checks records
-    against ``fields``, and ``ctxgate data verify`` (``manifest.py``) checks and pins the same files."""
+    """A file a task reads under ``--data-dir``, declared by the module that reads it: its loader
+    checks records for ``fields``, and ``ctxgate data verify`` checks and pins the same files."""
 
     task: str
     folder: str
     pattern: str  # regex over file names in ``folder``
     fields: tuple[str, ...]  # every record has these
     hub: str | None = None  # where the task reads from when the folder lacks the file
-    optional: str | None = None  # what the task does without the file (then its absence is no failure)
+    # what the task does without the file (then its absence is no failure)
+    optional: str | None = None
 
 
 def hub_splits(
     task: str, folder: str, hub: str, fields: tuple[str, ...], splits: Iterable[str]
 ) -> tuple[DataFile, ...]:
     """A hub dataset's splits (or subsets) as local copies in ``folder`` (``{split}.jsonl``)."""
-    return tuple(DataFile(task, folder, re.escape(f"{s}.jsonl"), fields, f"{hub} ({s})") for s in splits)
+    return tuple(
+        DataFile(task, folder, re.escape(f"{s}.jsonl"), fields, f"{hub} ({s})") for s in splits
+    )
 
 
 def missing_fields(record: object, fields: tuple[str, ...]) -> list[str]:
-    """The ``fields`` a record lacks: absent or null (the datasets reader fills a key a line lacks with None), the
-    one rule the loaders and ``ctxgate data verify`` apply."""
+    """Fields absent or null (datasets fills a key a line lacks with None): the loaders' rule."""
     return [f for f in fields if not isinstance(record, dict) or record.get(f) is None]
 
 
 # the top folders of HELMET's data layout (its release, plus the suite's local copies of hub data)
-LAYOUT = ("alce", "icl", "infbench", "json_kv", "kilt", "msmarco", "multi_lexsum", "narrativeqa", "ruler")
+LAYOUT = tuple("alce icl infbench json_kv kilt msmarco multi_lexsum narrativeqa ruler".split())
 
 
 def verify_hint(path: Path, lead: str) -> str:
-    """``lead`` and the command that checks the data folder (what --data-dir names) ``path`` lies in; "" for a file
-    outside the layout (a --squad file, say), which that command does not know."""
+    """``lead`` and the command that checks the data folder ``path`` lies in; "" for a file outside
+    the layout (a --squad file, say), which that command does not know."""
     root = next((folder.parent for folder in path.parents if folder.name in LAYOUT), None)
     return f"{lead}check the folder with `ctxgate data verify {root}`" if root is not None else ""
 
@@ -162,22 +170,27 @@ def verify_hint(path: Path, lead: str) -> str:
 def hub_hint(what: str, where: object) -> str:
     """The fix for a hub dataset's file that is neither at ``where`` nor in the local hub cache."""
     return (
-        f"put {what} at {where} and pass --data-dir (or have the hub dataset in the local cache); the shipped "
-        "fixtures: --data-dir fixtures/helmet_data"
+        f"put {what} at {where} and pass --data-dir (or have the hub dataset in the local cache); "
+        "the shipped fixtures: --data-dir fixtures/helmet_data"
     )
 
 
-def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str) -> tuple[dict[str, Any], ...]:
-    """``local`` (JSON lines in the hub's layout) when it exists, else the hub dataset from the local cache; a
-    source in neither names ``local``, the path that was expected."""
+def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str) -> Rows:
+    """``local`` if it exists, else the cached hub dataset; a source in neither names ``local``."""
     if is_file(local):
         return load_rows(str(local), split, config, fix)
     try:
         return load_rows(hub_id, split, config, fix)
     except DataNotGiven:
         raise DataNotGiven(
-            f"{local} does not exist, and {hub_id!r} is not in the local hub cache (a run never downloads); {fix}"
+            f"{local} does not exist, and {hub_id!r} is not in the local hub cache (a run never "
+            f"downloads); {fix}"
         ) from None
+
+
+def as_texts(value: object) -> tuple[str, ...]:
+    """One answer or a list of them, as text."""
+    return tuple(map(str, value if isinstance(value, list) else [value]))
 
 
 def sha256_of(path: Path) -> str:
@@ -198,9 +211,9 @@ def sha256_of_json(obj: object) -> str:
 
 
 def largest_k(folder: Path, pattern: str) -> Path | None:
-    """Of the files matching ``pattern`` (a regex whose first group that matched is k; alternatives each have one),
-    the one with the most passages, of equal k the first by name: ctxgate fits passages to the model at each
-    length, so the biggest pool serves every length it can hold."""
+    """Of the files matching ``pattern`` (its first group that matched is k), the one with the most
+    passages, of equal k the first by name: ctxgate fits passages to the model at each length, so
+    the biggest pool serves every length it can hold."""
     if not is_dir(folder):
         return None
     regex = re.compile(pattern)

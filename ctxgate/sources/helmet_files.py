@@ -1,15 +1,15 @@
-"""HELMET's released per-length files, read the way HELMET's ``data.py`` (HEAD) reads them, so that at the lengths
-HELMET built them for the suite's prompts are HELMET's prompts.
+"""HELMET's released per-length files, read as HELMET's ``data.py`` (HEAD) reads them, so that at
+the lengths HELMET built them for the suite's prompts are HELMET's prompts.
 
-* RAG ``kilt/{set}-dev-multikilt_1000_k{K}_dep{d}.jsonl`` and re-rank ``msmarco/test_reranking_data_k{K}_dep3.jsonl``
-  (first release: ``msmarco/trec2019psg_preprocessed/``): each line is one question at one gold depth, its ``ctxs``
-  already placed. HELMET keeps the lines of ``random.sample(sorted(keys), 100)`` after ``random.seed(seed)``, in
-  file order, and picks each line's two demos by shuffling the demo file with ``sha256(key) % 2**31`` as seed,
-  dropping repeated keys, taking the first two.
-* JSON KV ``json_kv/test_k{K}_dep6.jsonl``: context, question, answer, demos; HELMET's order is ``shuffle(seed)``.
+* RAG ``kilt/{set}-dev-multikilt_1000_k{K}_dep{d}.jsonl`` and re-rank
+  ``msmarco/test_reranking_data_k{K}_dep3.jsonl``: a line is one question at one gold depth. HELMET
+  keeps the lines of ``random.Random(seed).sample(sorted(keys), 100)`` in file order, and picks a
+  line's two demos by shuffling the demo file with ``sha256(key) % 2**31`` as seed, dropping
+  repeated keys.
+* JSON KV ``json_kv/test_k{K}_dep6.jsonl`` and RULER ``ruler/{task}/validation_{L}.jsonl``: HELMET
+  takes the first 100 records after ``shuffle(seed)`` (``order``: sample i is HELMET's i-th).
 
-``datasets``' ``shuffle(seed)`` is numpy's ``default_rng(seed).permutation``; Python's ``random.seed`` followed by
-``random.sample`` is ``random.Random(seed).sample``. Both are reproduced here without the datasets library.
+``datasets``' ``shuffle(seed)`` is numpy's ``default_rng(seed).permutation``, reproduced here.
 """
 
 from __future__ import annotations
@@ -23,7 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.memo import is_file, memo
-from ctxgate.sources.files import DataFile, read_jsonl, sha256_of_files
+from ctxgate.sources.errors import DataNotGiven, DataUnavailable
+from ctxgate.sources.files import (
+    FETCH_HINT,
+    DataFile,
+    Rows,
+    as_texts,
+    missing_fields,
+    read_jsonl,
+    sha256_of_files,
+    sha256_of_json,
+    verify_hint,
+)
 
 MAX_TEST_KEYS = 100  # HELMET's max_test_samples: questions (RAG, re-rank) or records (JSON KV)
 # the k (passages, KV pairs) HELMET's configs use at each length
@@ -35,9 +46,8 @@ RAG_FOLDER = "kilt"
 
 @dataclass(frozen=True)
 class RagSet:
-    """HELMET's files of one RAG task in ``kilt/``: ``{test}_k{K}_{depth}.jsonl`` at each length, and its demo
-    files (HEAD's name first). The one list both readers use: HELMET's own files per length (here) and the largest
-    pool for ctxgate's own placement (``kilt.py``)."""
+    """One RAG task's files in ``kilt/``: ``{test}_k{K}_{depth}.jsonl`` per length, and its demo
+    files (HEAD's name first); read here per length and by ``kilt.py`` for ctxgate's placement."""
 
     test: str
     depth: str  # the gold depths HELMET's configs read
@@ -63,24 +73,37 @@ class RagSet:
 
 RAG_SETS = {
     "kilt_nq": RagSet("nq-dev-multikilt_1000", "dep6", ("nq-train-multikilt_1000_k3_dep6.jsonl",)),
-    "kilt_triviaqa": RagSet("triviaqa-dev-multikilt_1000", "dep6", ("triviaqa-train-multikilt_1000_k3_dep6.jsonl",)),
-    "kilt_hotpotqa": RagSet("hotpotqa-dev-multikilt_1000", "dep3", ("hotpotqa-train-multikilt_1000_k3_dep3.jsonl",)),
-    # PopQA has one split: HEAD draws its demos from the test questions' k3 file (the first release had a train
-    # file); the demos then exclude the question asked
+    "kilt_triviaqa": RagSet(
+        "triviaqa-dev-multikilt_1000", "dep6", ("triviaqa-train-multikilt_1000_k3_dep6.jsonl",)
+    ),
+    "kilt_hotpotqa": RagSet(
+        "hotpotqa-dev-multikilt_1000", "dep3", ("hotpotqa-train-multikilt_1000_k3_dep3.jsonl",)
+    ),
+    # PopQA has one split: HEAD draws its demos from the test questions' k3 file (the first
+    # release had a train file); the demos then exclude the question asked
     "kilt_popqa": RagSet(
-        "popqa_test_1000", "dep6", ("popqa_test_1000_k3_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl")
+        "popqa_test_1000",
+        "dep6",
+        ("popqa_test_1000_k3_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl"),
     ),
 }
-MSMARCO_DIRS = ("msmarco", "msmarco/trec2019psg_preprocessed")  # HEAD's layout, then the first release's
+# HEAD's layout, then the first release's
+MSMARCO_DIRS = ("msmarco", "msmarco/trec2019psg_preprocessed")
 MSMARCO_TEST = r"test_reranking_data_k(\d+)_dep\d+\.jsonl"
 MSMARCO_DEMO = "test_reranking_data_k10_dep3.jsonl"
+# HELMET's own RULER-format files, which its Recall category reads: one
+# ``ruler/{task}/validation_{L}.jsonl`` per length
+RULER_FOLDERS = {f"helmet_{n}": f"niah_{n}" for n in ("multikey_2", "multikey_3", "multivalue")}
+RULER_FIELDS = ("context", "query", "outputs", "type_needle_v")
+_RECALL = "HELMET Recall uses the suite's RULER cases"
+_JSON_KV = ("context", "question", "answer", "demos")
 DATA_FILES = (
     DataFile(
-        "json_kv",
-        "json_kv",
-        r"test_k\d+_dep\d+\.jsonl",
-        ("context", "question", "answer", "demos"),
-        optional="JSON KV is generated",
+        "json_kv", "json_kv", r"test_k\d+_dep\d+\.jsonl", _JSON_KV, optional="JSON KV is generated"
+    ),
+    *(
+        DataFile(task, f"ruler/{folder}", r"validation_\d+\.jsonl", RULER_FIELDS, optional=_RECALL)
+        for task, folder in RULER_FOLDERS.items()
     ),
 )
 
@@ -89,8 +112,8 @@ DATA_FILES = (
 class HelmetFile:
     """The lines HELMET evaluates (in its order), the demo lines, and where they came from."""
 
-    rows: tuple[dict[str, Any], ...]
-    demos: tuple[dict[str, Any], ...]
+    rows: Rows
+    demos: Rows
     key: str  # the field that names a question: id / question / qid / query
     path: str
     sha256: str
@@ -109,10 +132,10 @@ def key_seed(key: object) -> int:
 
 
 def pick_demos(
-    demos: tuple[dict[str, Any], ...], key_field: str, key: object, shots: int, exclude_same: bool
+    demos: Rows, key_field: str, key: object, shots: int, exclude_same: bool
 ) -> list[dict[str, Any]]:
-    """``shots`` demos for one question: the demo file shuffled with the question's seed, repeated keys dropped
-    (the first kept), the question itself left out first when ``exclude_same``."""
+    """``shots`` demos for one question: the demo file shuffled with the question's seed, repeated
+    keys dropped (the first kept), the question itself left out first when ``exclude_same``."""
     pool = [d for d in demos if not exclude_same or d[key_field] != key]
     firsts: dict[object, dict[str, Any]] = {}  # by key, in shuffled order
     for i in shuffled(len(pool), key_seed(key)):
@@ -122,33 +145,34 @@ def pick_demos(
     return list(firsts.values())
 
 
-def _select(rows: tuple[dict[str, Any], ...], key_field: str, seed: int) -> tuple[dict[str, Any], ...]:
+def _select(rows: Rows, key_field: str, seed: int) -> Rows:
     keys = sorted({r[key_field] for r in rows})
     chosen = set(random.Random(seed).sample(keys, min(MAX_TEST_KEYS, len(keys))))
     return tuple(r for r in rows if r[key_field] in chosen)
 
 
-def popqa_3(task: str, rows: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
-    """HELMET's kilt_popqa_3 keeps the entities with popularity below 10^3; every other task keeps every row."""
+def popqa_3(task: str, rows: Rows) -> Rows:
+    """HELMET's kilt_popqa_3 keeps the entities with popularity below 10^3; others keep all."""
     return rows if task != "kilt_popqa" else tuple(r for r in rows if math.log10(r["s_pop"]) < 3)
 
 
 @memo(16)
 def load_rag_file(task: str, data_dir: str, length: int, seed: int) -> HelmetFile | None:
-    """HELMET's RAG file for this length, or None when the data folder has none (the suite then places passages
-    itself)."""
+    """HELMET's RAG file for this length, or None (the suite then places passages itself)."""
     if not data_dir or length not in RAG_K:
         return None
     rag = RAG_SETS[task]
-    path = Path(data_dir) / RAG_FOLDER / f"{rag.test}_k{RAG_K[length]}_{rag.depth}.jsonl"
+    folder = Path(data_dir) / RAG_FOLDER
+    path = folder / f"{rag.test}_k{RAG_K[length]}_{rag.depth}.jsonl"
     if not is_file(path):
         return None
-    demo_path = next((p for name in rag.demos if is_file(p := Path(data_dir) / RAG_FOLDER / name)), None)
+    demo_path = next((p for name in rag.demos if is_file(p := folder / name)), None)
     if demo_path is None:
         return None
     rows, demos = popqa_3(task, read_jsonl(path)), popqa_3(task, read_jsonl(demo_path))
     key = "id" if rows and "id" in rows[0] else "question"
-    return HelmetFile(_select(rows, key, seed), demos, key, str(path), sha256_of_files(path, demo_path))
+    digest = sha256_of_files(path, demo_path)
+    return HelmetFile(_select(rows, key, seed), demos, key, str(path), digest)
 
 
 @memo(8)
@@ -162,7 +186,8 @@ def load_msmarco_file(data_dir: str, length: int, seed: int) -> HelmetFile | Non
             rows, demos = read_jsonl(path), read_jsonl(demo_path)
             key = "qid" if rows and "qid" in rows[0] else "query"
             selected = _select(rows, key, seed)
-            if len(demos) > 2 * len(selected):  # HELMET then drops the test questions from the demos at once
+            # HELMET then drops the test questions from the demos at once
+            if len(demos) > 2 * len(selected):
                 qids = {r["qid"] for r in selected}
                 demos = tuple(d for d in demos if d["qid"] not in qids)
             return HelmetFile(selected, demos, key, str(path), sha256_of_files(path, demo_path))
@@ -177,5 +202,49 @@ def load_json_kv_file(data_dir: str, length: int, seed: int) -> HelmetFile | Non
     if not is_file(path):
         return None
     rows = read_jsonl(path)
-    order = shuffled(len(rows), seed)[:MAX_TEST_KEYS]
-    return HelmetFile(tuple(rows[i] for i in order), (), "question", str(path), sha256_of_files(path))
+    selected = tuple(rows[i] for i in shuffled(len(rows), seed)[:MAX_TEST_KEYS])
+    return HelmetFile(selected, (), "question", str(path), sha256_of_files(path))
+
+
+@dataclass(frozen=True)
+class RulerRecord:
+    context: str
+    query: str
+    type_needle_v: str
+    answers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RulerFile:
+    records: tuple[RulerRecord, ...]
+    path: str
+    sha256: str
+
+
+@memo(16)
+def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
+    relative = Path("ruler", RULER_FOLDERS[task], f"validation_{length}.jsonl")
+    path = Path(data_dir or ".") / relative
+    if not data_dir or not is_file(path):
+        raise DataNotGiven(
+            f"{task} reads HELMET's {relative} (none for length "
+            f"{length}; HELMET ships 8K-128K); the suite's RULER cases stand in for HELMET Recall "
+            f"without it; {FETCH_HINT}"
+        )
+    records = []
+    for n, r in enumerate(read_jsonl(path), start=1):
+        missing = missing_fields(r, RULER_FIELDS)
+        if missing:
+            raise DataUnavailable(
+                f"{path}: record {n} lacks {', '.join(missing)}" + verify_hint(path, "; ")
+            )
+        answers = as_texts(r["outputs"])
+        records.append(RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], answers))
+    digest = sha256_of_json([(x.context, x.query, x.answers) for x in records])
+    return RulerFile(tuple(records), str(path), digest)
+
+
+@memo(16)
+def order(count: int, seed: int) -> tuple[int, ...]:
+    """The record order of ``datasets.Dataset.shuffle(seed=seed)``."""
+    return tuple(shuffled(count, seed))

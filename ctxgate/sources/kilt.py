@@ -1,8 +1,8 @@
-"""HELMET's released RAG (``kilt/``) and re-rank (``msmarco/``) files, read into per-question passage pools.
+"""HELMET's released RAG (``kilt/``) and re-rank (``msmarco/``) files as per-question passage pools.
 
-A released file holds one line per question x gold depth, each with k passages already placed for Llama-2 tokens.
-ctxgate re-places them for the model under test, so it keeps, per question, the gold passage(s) and the distractors
-in retrieval order (first seen), and forgets where the file put the gold.
+A released line is one question at one gold depth, its k passages placed for Llama-2 tokens. ctxgate
+re-places them for the model under test, so it keeps per question the gold passage(s) and the
+distractors in retrieval order (first seen), and forgets where the file put the gold.
 """
 
 from __future__ import annotations
@@ -26,7 +26,14 @@ from ctxgate.sources.files import (
     sha256_of_files,
     verify_hint,
 )
-from ctxgate.sources.helmet_files import MSMARCO_DEMO, MSMARCO_DIRS, MSMARCO_TEST, RAG_FOLDER, RAG_SETS, popqa_3
+from ctxgate.sources.helmet_files import (
+    MSMARCO_DEMO,
+    MSMARCO_DIRS,
+    MSMARCO_TEST,
+    RAG_FOLDER,
+    RAG_SETS,
+    popqa_3,
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,9 @@ class Demo:
     passages: tuple[Passage, ...]
 
 
+_ByText = dict[tuple[str, str], Passage]  # passages by (title, text)
+
+
 @dataclass(frozen=True)
 class Pool:
     items: tuple[RagItem, ...]
@@ -62,22 +72,26 @@ class Pool:
     source: str
 
 
-RAG_FIELDS = {task: ("question", "answers", "ctxs") + (("s_pop",) if task == "kilt_popqa" else ()) for task in RAG_SETS}
+RAG_FIELDS = {
+    task: ("question", "answers", "ctxs") + (("s_pop",) if task == "kilt_popqa" else ())
+    for task in RAG_SETS
+}
 MSMARCO_FIELDS = ("qid", "query", "ctxs")
+_ELSEWHERE = "HELMET's other layout keeps them in {}/"
 DATA_FILES = tuple(
     DataFile(task, RAG_FOLDER, pattern, RAG_FIELDS[task])
     for task, rag in RAG_SETS.items()
     for pattern in (rag.test_pattern, rag.demo_pattern)
 ) + tuple(  # either layout serves: each is optional alone
-    DataFile(
-        "msmarco_rerank", folder, pattern, MSMARCO_FIELDS, optional=f"HELMET's other layout keeps them in {other}/"
-    )
+    DataFile("msmarco_rerank", folder, pattern, MSMARCO_FIELDS, optional=_ELSEWHERE.format(other))
     for folder, other in (MSMARCO_DIRS, MSMARCO_DIRS[::-1])
     for pattern in (MSMARCO_TEST, re.escape(MSMARCO_DEMO))
 )
 
 
-def _files(data_dir: str | None, task: str, folder: str, test_re: str, demo_re: str) -> tuple[Path, Path]:
+def _files(
+    data_dir: str | None, task: str, folder: str, test_re: str, demo_re: str
+) -> tuple[Path, Path]:
     if not data_dir:
         raise DataNotGiven(f"{task} needs HELMET's released data; {FETCH_HINT}")
     where = Path(data_dir) / folder
@@ -90,7 +104,8 @@ def _files(data_dir: str | None, task: str, folder: str, test_re: str, demo_re: 
 
 
 def _passage(c: dict[str, Any]) -> Passage:
-    return Passage(str(c.get("title") or ""), str(c["text"]), str(c.get("id", "")), int(c.get("label") or 0))
+    title, pid = str(c.get("title") or ""), str(c.get("id", ""))
+    return Passage(title, str(c["text"]), pid, int(c.get("label") or 0))
 
 
 def _is_gold(c: Json, normalized_answers: tuple[str, ...], flagged: bool) -> bool:
@@ -120,29 +135,35 @@ def load_rag(task: str, data_dir: str | None) -> Pool:
     test, demo_path = _files(data_dir, task, RAG_FOLDER, rag.test_pattern, rag.demo_pattern)
     rows, demo_rows = _checked(test, RAG_FIELDS[task]), _checked(demo_path, RAG_FIELDS[task])
     rows, demo_rows = popqa_3(task, rows), popqa_3(task, demo_rows)
-    # per question: its question and answers as first seen, its gold and other passages by (title, text)
-    grouped: dict[str, tuple[str, tuple[str, ...], dict[tuple[str, str], Passage], dict[tuple[str, str], Passage]]] = {}
+    # per question: its question and answers as first seen, its gold and other passages
+    grouped: dict[str, tuple[str, tuple[str, ...], _ByText, _ByText]] = {}
     for r in rows:
         answers = tuple(str(a) for a in r["answers"])
         normalized = tuple(helmet_normalize(a) for a in answers)
         flagged = any("has_answer" in c for c in r["ctxs"])
-        _, _, gold, other = grouped.setdefault(str(r.get("id", r["question"])), (r["question"], answers, {}, {}))
+        _, _, gold, other = grouped.setdefault(_key(r), (r["question"], answers, {}, {}))
         for c in r["ctxs"]:
             p = _passage(c)
             (gold if _is_gold(c, normalized, flagged) else other).setdefault((p.title, p.text), p)
-    items = tuple(RagItem(k, q, a, tuple(g.values()), tuple(o.values())) for k, (q, a, g, o) in grouped.items() if g)
+    items = tuple(
+        RagItem(k, q, a, tuple(g.values()), tuple(o.values()))
+        for k, (q, a, g, o) in grouped.items()
+        if g
+    )
     if not items:
         raise DataUnavailable(
             f"{test}: no question has a gold passage (ctxs flagged has_answer, or containing an "
             "answer)" + verify_hint(test, "; ")
         )
     demos = (
-        Demo(
-            str(r.get("id", r["question"])), r["question"], str(r["answers"][0]), tuple(_passage(c) for c in r["ctxs"])
-        )
+        Demo(_key(r), r["question"], str(r["answers"][0]), tuple(map(_passage, r["ctxs"])))
         for r in demo_rows
     )
     return Pool(items, _dedupe(demos), sha256_of_files(test, demo_path), str(test))
+
+
+def _key(r: Json) -> str:
+    return str(r.get("id", r["question"]))
 
 
 def _dedupe(demos: Iterable[Demo]) -> tuple[Demo, ...]:
@@ -156,15 +177,16 @@ def _dedupe(demos: Iterable[Demo]) -> tuple[Demo, ...]:
 @memo(4)
 def load_msmarco(data_dir: str | None) -> Pool:
     folder = next(
-        (f for f in MSMARCO_DIRS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)), MSMARCO_DIRS[0]
+        (f for f in MSMARCO_DIRS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)),
+        MSMARCO_DIRS[0],
     )
     test, demo_path = _files(data_dir, "msmarco_rerank", folder, MSMARCO_TEST, MSMARCO_DEMO)
-    grouped: dict[str, tuple[str, dict[str, Passage]]] = {}  # per qid: the query, the passages by id
+    grouped: dict[str, tuple[str, dict[str, Passage]]] = {}  # qid -> query, passages by id
     for r in _checked(test, MSMARCO_FIELDS):
         _, ctxs = grouped.setdefault(str(r["qid"]), (r["query"], {}))
         for c in r["ctxs"]:
             ctxs.setdefault(str(c["id"]), _passage(c))
-    items = tuple(RagItem(qid, query, (), (), tuple(ctxs.values())) for qid, (query, ctxs) in grouped.items())
+    items = tuple(RagItem(qid, q, (), (), tuple(c.values())) for qid, (q, c) in grouped.items())
     demos = (
         ranked_demo(str(r["qid"]), r["query"], tuple(map(_passage, r["ctxs"])))
         for r in _checked(demo_path, MSMARCO_FIELDS)
@@ -173,5 +195,6 @@ def load_msmarco(data_dir: str | None) -> Pool:
 
 
 def ranked_demo(key: str, query: str, passages: tuple[Passage, ...]) -> Demo:
-    """A re-rank demo, whose answer ranks its passages by label (stably, the most relevant first)."""
-    return Demo(key, query, " > ".join(p.pid for p in sorted(passages, key=lambda p: p.label, reverse=True)), passages)
+    """A re-rank demo, whose answer ranks its passages by label (stably, most relevant first)."""
+    ranking = " > ".join(p.pid for p in sorted(passages, key=lambda p: p.label, reverse=True))
+    return Demo(key, query, ranking, passages)

@@ -1,46 +1,27 @@
-"""What a HELMET data folder must hold, and ``ctxgate data verify``: presence, record fields and pinned checksums.
-
-Checksums live in ``ctxgate-data.lock.json`` beside the data (``{"files": {relative path: sha256}}``), written by
-``ctxgate data verify DIR --write-lock`` from a copy you trust and committed with your CI config. A file whose bytes
-differ from its pin fails verification: results from different data are not comparable.
+"""What a HELMET data folder must hold, and ``ctxgate data verify``: records' fields and checksums,
+pinned in ``ctxgate-data.lock.json`` beside the data (``--write-lock``, from a copy you trust). A
+file whose bytes differ from its pin fails: results from different data are not comparable.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxgate.sources import (
-    babilong_files,
-    helmet_files,
-    icl,
-    infbench,
-    judged,
-    kilt,
-    mrcr_files,
-    nolima_files,
-    ruler_files,
-)
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import DataFile, first_bad_line, missing_fields, sha256_of
 
 LOCK_NAME = "ctxgate-data.lock.json"
 
 
-# every file a task reads, as the module that reads it declares it
-EXPECTED: tuple[DataFile, ...] = (
-    *kilt.DATA_FILES,
-    *icl.DATA_FILES,
-    *infbench.DATA_FILES,
-    *judged.DATA_FILES,
-    *helmet_files.DATA_FILES,
-    *ruler_files.DATA_FILES,
-    *babilong_files.DATA_FILES,
-    *mrcr_files.DATA_FILES,
-    *nolima_files.DATA_FILES,
+# every file a task reads, as the module that reads it declares it (its ``DATA_FILES``)
+READERS = "kilt icl judged helmet_files babilong_files mrcr_files nolima_files"
+EXPECTED: tuple[DataFile, ...] = tuple(
+    f for m in READERS.split() for f in importlib.import_module(f"ctxgate.sources.{m}").DATA_FILES
 )
 
 
@@ -65,8 +46,7 @@ def _matches(root: Path, e: DataFile) -> list[Path]:
 
 
 def _check_records(path: Path, fields: tuple[str, ...]) -> str:
-    """'' when every line (a .json file: every element, or the one object) is a JSON object with ``fields``, else
-    what is wrong and where."""
+    """'' when every record (line, or .json element) is an object with ``fields``, else why not."""
     records: Iterable[tuple[int, object]]
     if path.suffix == ".parquet":  # its columns; each row's values are the reader's to check
         import pyarrow.parquet
@@ -89,8 +69,9 @@ def _check_records(path: Path, fields: tuple[str, ...]) -> str:
         problem = first_bad_line(path)
         if problem:
             return problem.removeprefix(f"{path}:").strip()
-        lines = path.read_text(encoding="utf-8").split("\n")  # the file's lines, as iterating over it reads them
-        what, records = "line", ((n, json.loads(line)) for n, line in enumerate(lines, start=1) if line.strip())
+        # the file's lines, as iterating over it reads them
+        lines = enumerate(path.read_text(encoding="utf-8").split("\n"), start=1)
+        what, records = "line", ((n, json.loads(line)) for n, line in lines if line.strip())
     for n, record in records:
         missing = missing_fields(record, fields)
         if missing:
@@ -120,7 +101,8 @@ def verify(root: Path) -> list[Finding]:
         elif not paths and e.optional:
             findings.append(Finding(e.task, f"{e.folder}/", "optional", f"absent: {e.optional}"))
         elif not paths:
-            findings.append(Finding(e.task, f"{e.folder}/", "missing", f"no file matching {e.pattern!r}"))
+            missing = f"no file matching {e.pattern!r}"
+            findings.append(Finding(e.task, f"{e.folder}/", "missing", missing))
         for p in paths:
             rel = p.relative_to(root).as_posix()
             if rel in seen:  # a demo file can match the test pattern too (msmarco k10)
@@ -132,16 +114,19 @@ def verify(root: Path) -> list[Finding]:
             elif rel not in pins:
                 findings.append(Finding(e.task, rel, "unpinned", "no checksum in " + LOCK_NAME))
             elif pins[rel] != sha256_of(p):
-                findings.append(Finding(e.task, rel, "changed", f"sha256 differs from the pin {pins[rel][:12]}..."))
+                changed = f"sha256 differs from the pin {pins[rel][:12]}..."
+                findings.append(Finding(e.task, rel, "changed", changed))
             else:
                 findings.append(Finding(e.task, rel, "ok"))
-    findings += [Finding("-", rel, "missing", f"pinned in {LOCK_NAME} but absent") for rel in sorted(set(pins) - seen)]
+    absent = f"pinned in {LOCK_NAME} but absent"
+    findings += [Finding("-", rel, "missing", absent) for rel in sorted(set(pins) - seen)]
     return findings
 
 
 def write_lock(root: Path) -> Path:
     """Pin every file the manifest recognizes; returns the lock file's path."""
-    files = {p.relative_to(root).as_posix(): sha256_of(p) for e in EXPECTED for p in _matches(root, e)}
+    paths = [p for e in EXPECTED for p in _matches(root, e)]
+    files = {p.relative_to(root).as_posix(): sha256_of(p) for p in paths}
     path = root / LOCK_NAME
     path.write_text(json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n")
     return path

@@ -1,11 +1,8 @@
-"""OpenAI MRCR's released parquet files, read from ``<data-dir>/mrcr/`` through ``datasets``, never downloaded.
+"""OpenAI MRCR's released parquet files, read from ``<data-dir>/mrcr/`` (never downloaded).
 
-The layout is the hub dataset's (openai/mrcr): ``{n}needle/{n}needle_0.parquet``, ``{n}needle_1.parquet``, ... (the
-files of one needle count, read in the order of their numbers and concatenated, as the dataset card's example does),
-or the first release's single ``{n}needle.parquet``. A row: ``prompt`` (a JSON list of {role, content} messages:
-the worked examples, the conversation, the final question), ``answer`` (the random string, then the needle's
-answer), ``random_string_to_prepend``, ``n_needles``, ``desired_msg_index``, ``total_messages`` and ``n_chars``.
-The files are memory-mapped: a row's prompt (up to 5 MB of text) is read only when it is used.
+The hub's ``{n}needle/{n}needle_*.parquet`` are concatenated in number order (as the dataset card
+does); the first release's single ``{n}needle.parquet`` also serves. Files are memory-mapped: a
+row's prompt (up to 5 MB) is read only when it is used.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from typing import Any
 
 from ctxgate.memo import is_dir, is_file, memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import DataFile, missing_fields, sha256_of_files
+from ctxgate.sources.files import DataFile, missing_fields, sha256_of_files, unreadable
 
 NEEDLES = (2, 4, 8)
 FIELDS = ("prompt", "answer", "random_string_to_prepend", "n_needles")
@@ -27,7 +24,6 @@ ROLES = ("user", "assistant")
 HUB = "openai/mrcr (huggingface.co/datasets/openai/mrcr)"
 
 
-# for ``ctxgate data verify`` (sources/manifest.py): each needle count's files, both layouts
 DATA_FILES = tuple(
     DataFile(
         f"mrcr_{n}needle",
@@ -42,6 +38,10 @@ DATA_FILES = tuple(
 
 def fix(folder: Path, needles: int) -> str:
     return f"put {HUB}'s {needles}needle/ parquet files in {folder}/ and pass --data-dir"
+
+
+def _restore(problem: str) -> DataUnavailable:
+    return DataUnavailable(f"{problem}; restore the file from {HUB}")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class MrcrRow:
 
 @dataclass(frozen=True)
 class MrcrFile:
-    """The rows of one needle count: ``parts`` are the files' ``datasets.Dataset`` objects, in order."""
+    """The rows of one needle count; ``parts``: the files' ``datasets.Dataset``s, in order."""
 
     needles: int
     paths: tuple[str, ...]
@@ -75,27 +75,23 @@ class MrcrFile:
         record, where = self.parts[part][local], f"{self.paths[part]}: row {local + 1}"
         missing = missing_fields(record, FIELDS)
         if missing:
-            raise DataUnavailable(f"{where} lacks {', '.join(missing)}; restore the file from {HUB}")
+            raise _restore(f"{where} lacks {', '.join(missing)}")
         if record["n_needles"] != self.needles:
             raise DataUnavailable(
-                f"{where} has n_needles {record['n_needles']!r} in the {self.needles}needle files; put each needle "
-                f"count's files in its own folder, as {HUB} does"
+                f"{where} has n_needles {record['n_needles']!r} in the {self.needles}needle files; "
+                f"put each needle count's files in its own folder, as {HUB} does"
             )
         for field in ("answer", "random_string_to_prepend"):
             if not isinstance(record[field], str):
-                raise DataUnavailable(f"{where}: field {field} is not text; restore the file from {HUB}")
-        return MrcrRow(
-            index,
-            where,
-            parse_messages(record["prompt"], where),
-            record["answer"],
-            record["random_string_to_prepend"],
-            _optional_int(record.get("desired_msg_index")),
-            _optional_int(record.get("total_messages")),
-        )
+                raise _restore(f"{where}: field {field} is not text")
+        messages = parse_messages(record["prompt"], where)
+        wanted = _optional_int(record.get("desired_msg_index"))
+        total = _optional_int(record.get("total_messages"))
+        prefix = record["random_string_to_prepend"]
+        return MrcrRow(index, where, messages, record["answer"], prefix, wanted, total)
 
     def answers(self, count: int) -> tuple[str, ...]:
-        """The first ``count`` answers, their random strings taken off: text to measure a tokenizer by."""
+        """The first ``count`` answers without their random strings: to measure a tokenizer by."""
         found: list[str] = []
         for part in self.parts:
             rows = part.select_columns(["answer", "random_string_to_prepend"])[: count - len(found)]
@@ -117,41 +113,40 @@ def _optional_int(value: object) -> int | None:
 
 
 def parse_messages(prompt: object, where: str) -> tuple[tuple[str, str], ...]:
-    """A row's ``prompt``: a JSON list of {role: user|assistant, content: text} that starts and ends with a user
-    message, with no two assistant messages in a row; anything else names the field and the fix."""
+    """A row's ``prompt``: a JSON list of {role: user|assistant, content: text} that starts and
+    ends with a user message, with no two assistant messages in a row."""
+    field = f"{where}: field prompt"
     if not isinstance(prompt, str):
-        raise DataUnavailable(f"{where}: field prompt is not text; restore the file from {HUB}")
+        raise _restore(f"{field} is not text")
     try:
         messages = json.loads(prompt)
     except json.JSONDecodeError as exc:
-        raise DataUnavailable(
-            f"{where}: field prompt is not JSON ({exc.msg} at character {exc.pos}); restore the file from {HUB}"
-        ) from None
+        raise _restore(f"{field} is not JSON ({exc.msg} at character {exc.pos})") from None
     if not isinstance(messages, list) or not messages:
-        raise DataUnavailable(f"{where}: field prompt is not a list of messages; restore the file from {HUB}")
+        raise _restore(f"{field} is not a list of messages")
     parsed: list[tuple[str, str]] = []
     for n, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
-            raise DataUnavailable(
-                f"{where}: field prompt, message {n}, is not a {{role: user|assistant, content: text}} object; "
-                f"restore the file from {HUB}"
+        if (
+            not isinstance(m, dict)
+            or m.get("role") not in ROLES
+            or not isinstance(m.get("content"), str)
+        ):
+            raise _restore(
+                f"{field}, message {n}, is not a {{role: user|assistant, content: text}} object"
             )
         if m["role"] == "assistant" and parsed and parsed[-1][0] == "assistant":
-            raise DataUnavailable(
-                f"{where}: field prompt, messages {n - 1} and {n}, are two assistant messages in a row, which no "
-                f"conversation has; restore the file from {HUB}"
+            raise _restore(
+                f"{field}, messages {n - 1} and {n}, are two assistant messages in a row, which no "
+                "conversation has"
             )
         parsed.append((m["role"], m["content"]))
     if parsed[0][0] != "user" or parsed[-1][0] != "user":
-        raise DataUnavailable(
-            f"{where}: field prompt does not start and end with a user message; restore the file from {HUB}"
-        )
+        raise _restore(f"{field} does not start and end with a user message")
     return tuple(parsed)
 
 
 def mrcr_paths(data_dir: str | None, needles: int) -> tuple[Path, ...]:
-    """The files of one needle count under ``<data-dir>/mrcr/``: the numbered files of ``{n}needle/``, else the
-    single ``{n}needle.parquet``; none when neither is there."""
+    """The numbered files of ``mrcr/{n}needle/``, else the single ``mrcr/{n}needle.parquet``."""
     folder = Path(data_dir or ".") / "mrcr"
     numbered = folder / f"{needles}needle"
     if is_dir(numbered):
@@ -177,8 +172,7 @@ def not_given(data_dir: str | None, needles: int, length: int | None = None) -> 
 
 @memo(6)
 def load_mrcr(data_dir: str | None, needles: int) -> MrcrFile:
-    """The files of ``needles`` under ``--data-dir``, checked for their columns; rows are checked as they are
-    read (``MrcrFile.row``)."""
+    """The files of ``needles``, checked for their columns; rows are checked as they are read."""
     if needles not in NEEDLES:
         raise ValueError(f"MRCR has 2, 4 and 8 needles, not {needles}")
     paths = mrcr_paths(data_dir, needles) if data_dir else ()
@@ -186,13 +180,8 @@ def load_mrcr(data_dir: str | None, needles: int) -> MrcrFile:
         raise not_given(data_dir, needles)
     folder = Path(data_dir or ".") / "mrcr"
     parts = tuple(_read(p, needles, folder) for p in paths)
-    return MrcrFile(
-        needles,
-        tuple(str(p) for p in paths),
-        sha256_of_files(*paths),
-        parts,
-        tuple(n for part in parts for n in _sizes(part)),
-    )
+    sizes = tuple(n for part in parts for n in _sizes(part))
+    return MrcrFile(needles, tuple(map(str, paths)), sha256_of_files(*paths), parts, sizes)
 
 
 def _read(path: Path, needles: int, folder: Path) -> Any:
@@ -203,13 +192,13 @@ def _read(path: Path, needles: int, folder: Path) -> Any:
     _go_offline()
     try:
         rows = datasets.load_dataset("parquet", data_files=str(path), split="train")
-    except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types for an unreadable file
-        message = " ".join(str(exc).split())[:200] or "no message"
-        raise DataUnavailable(f"cannot read {path} ({type(exc).__name__}: {message}); {fix(folder, needles)}") from None
+    except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types
+        raise unreadable(path, exc, fix(folder, needles)) from None
     absent = [f for f in FIELDS if f not in rows.column_names]
     if absent:
         raise DataUnavailable(
-            f"{path} has no column {', '.join(absent)} (it has {', '.join(rows.column_names)}); {fix(folder, needles)}"
+            f"{path} has no column {', '.join(absent)} (it has {', '.join(rows.column_names)}); "
+            f"{fix(folder, needles)}"
         )
     return rows
 

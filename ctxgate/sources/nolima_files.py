@@ -1,16 +1,7 @@
-"""NoLiMa needle sets: NoLiMa's released ``needle_set.json`` (read from ``--data-dir`` only, never shipped or
-fetched: its licence is non-commercial) and the project's own set (``ctxgate/data/nolima_needles.json``), in the one
-schema both use.
-
-A needle set is a JSON list of records: ``id``, ``needle`` (a template with ``{CHAR}`` and ``{1}``, ``{2}``, ...),
-``questions`` (question type -> template), ``character_set`` (the names ``{CHAR}`` is drawn from), ``tests`` (test
-id -> ``input_args``, the values of ``{1}``, ``{2}``, ...; ``gold_answers`` where the needle names no character),
-and optionally ``task_template`` (with ``{haystack}`` and ``{question}``) and ``system_prompt`` (which NoLiMa's
-connector sends only where it has no default system prompt of its own, Claude on AWS: ctxgate does as its vllm
-provider does and never sends it). An ``id`` starts with four digits, which NoLiMa's ``run_tests.py`` reads as a
-number for the draw's seed. The project's set adds ``keywords`` to a test: words whose haystack sentences are
-left out besides the test's own arguments. A case is one (record, question type, test), in NoLiMa's order
-(``run_tests.py``: records, then question types, then tests).
+"""NoLiMa needle sets in NoLiMa's schema (docs/tasks.md): its released ``needle_set.json`` (from
+``--data-dir`` only, never shipped or fetched: non-commercial licence) and the project's
+``nolima_needles.json``. ``system_prompt`` is never sent, as NoLiMa's vllm provider does; cases are
+in ``run_tests.py``'s order: records, then question types, then tests.
 """
 
 from __future__ import annotations
@@ -21,7 +12,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ctxgate.memo import is_file, memo, noted
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
@@ -29,7 +20,6 @@ from ctxgate.sources.files import DataFile
 
 OFFICIAL = Path("nolima", "needlesets", "needle_set.json")  # under --data-dir
 CHARACTER = "{CHAR}"  # the needle's placeholder for the name drawn per sample
-# for ``ctxgate data verify`` (sources/manifest.py): the file, its records' fields, and what runs without it
 DATA_FILES = (
     DataFile(
         "nolima",
@@ -42,23 +32,25 @@ DATA_FILES = (
 PROJECT = "nolima_needles.json"  # in ctxgate.data
 # NoLiMa's default template (evaluation/run_tests.py, DEFAULT_TASK_TEMPLATE)
 TASK_TEMPLATE = (
-    "You will answer a question based on the following book snippet:\n\n{haystack}\n\nUse the information "
-    "provided in the book snippet to answer the question. Your answer should be short and based on either "
-    "explicitly stated facts or strong, logical inferences.\n\nQuestion: {question}\n\n Return only the final "
-    "answer with no additional explanation or reasoning."
+    "You will answer a question based on the following book snippet:\n\n{haystack}\n\nUse the "
+    "information provided in the book snippet to answer the question. Your answer should be short "
+    "and based on either explicitly stated facts or strong, logical inferences.\n\nQuestion: "
+    "{question}\n\n Return only the final answer with no additional explanation or reasoning."
 )
 # NoLiMa's results leave out every question type named "direct" (the literal controls)
 DIRECT = "direct"
 FETCH = (
-    "NoLiMa's needle set is not shipped and never downloaded (non-commercial licence): accept its licence, get "
-    "needlesets/needle_set.json from the hub dataset amodaresi/NoLiMa yourself and put it at "
-    "DATA_DIR/nolima/needlesets/needle_set.json, then pass --data-dir DATA_DIR"
+    "NoLiMa's needle set is not shipped and never downloaded (non-commercial licence): accept its "
+    "licence, get needlesets/needle_set.json from the hub dataset amodaresi/NoLiMa yourself and "
+    "put it at DATA_DIR/nolima/needlesets/needle_set.json, then pass --data-dir DATA_DIR"
 )
+_SCHEMA = " (NoLiMa's schema)"
+_PLACEHOLDERS = tuple(f"{{{p}}}" for p in range(1, 10))
 
 
 @dataclass(frozen=True)
 class NeedleCase:
-    """One (record, question type, test) with the test's arguments filled in; ``{CHAR}`` is left to the sample."""
+    """One (record, question type, test), arguments filled in; ``{CHAR}`` is left to the sample."""
 
     record: str
     test: str
@@ -67,7 +59,7 @@ class NeedleCase:
     question: str
     characters: tuple[str, ...]
     gold: tuple[str, ...]  # used only where the needle names no character
-    keywords: tuple[str, ...]  # the test's arguments and extra keywords: haystack sentences naming one are left out
+    keywords: tuple[str, ...]  # haystack sentences naming one are left out
     template: str
 
     @property
@@ -82,19 +74,21 @@ class NeedleSet:
     sha256: str
 
     def of_kind(self, latent: bool) -> tuple[NeedleCase, ...]:
-        """The latent cases (every question type but NoLiMa's direct controls), or the direct ones."""
+        """The latent cases (all but NoLiMa's direct controls), or the direct ones."""
         return tuple(c for c in self.cases if (DIRECT not in c.kind) == latent)
 
 
 def load_official(data_dir: str | None) -> NeedleSet:
     path = Path(data_dir or ".") / OFFICIAL
     if not data_dir or not is_file(path):
-        raise DataNotGiven(f"nolima reads {OFFICIAL} under --data-dir, and there is none at {path}; {FETCH}")
+        raise DataNotGiven(
+            f"nolima reads {OFFICIAL} under --data-dir, and there is none at {path}; {FETCH}"
+        )
     return _read(str(path), False)
 
 
 def load_project() -> NeedleSet:
-    """The project's own set (its task holds the latent questions to the overlap cap of ``data.lexical_overlap``)."""
+    """The project's own set (its latent questions held to ``data.lexical_overlap``'s cap)."""
     return _read(f"ctxgate:{PROJECT}", True)
 
 
@@ -107,55 +101,61 @@ def _read(source: str, project: bool) -> NeedleSet:
         try:
             raw = Path(source).read_bytes()
         except OSError as exc:
-            raise DataUnavailable(f"{source}: cannot be read ({exc.strerror or exc}); restore the file") from None
+            raise _restore(source, f"cannot be read ({exc.strerror or exc})") from None
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataUnavailable(f"{source}: not a JSON document ({exc}); restore the file ({FETCH})") from None
-    cases = parse(doc, source)
-    return NeedleSet(cases, source, hashlib.sha256(raw).hexdigest())
+        raise _restore(source, f"not a JSON document ({exc})", f" ({FETCH})") from None
+    return NeedleSet(parse(doc, source), source, hashlib.sha256(raw).hexdigest())
 
 
 def parse(doc: object, source: str) -> tuple[NeedleCase, ...]:
-    """Every case of a needle set, checked; ``DataUnavailable`` names the record, the field and the fix."""
+    """Every case of a needle set, checked; errors name the record, the field and the fix."""
     if not isinstance(doc, list) or not doc:
-        raise DataUnavailable(f"{source}: a needle set is a non-empty JSON list of records; restore the file")
-    cases: list[NeedleCase] = []
-    for n, record in enumerate(doc, start=1):
-        cases.extend(_cases(record, f"{source}: record {n}"))
-    return tuple(cases)
+        raise _restore(source, "a needle set is a non-empty JSON list of records")
+    return tuple(c for n, r in enumerate(doc, start=1) for c in _cases(r, f"{source}: record {n}"))
+
+
+def _restore(where: str, problem: str, fix: str = "") -> DataUnavailable:
+    return DataUnavailable(f"{where}: {problem}; restore the file{fix}")
 
 
 def _bad(where: str, field: str, want: str) -> DataUnavailable:
-    return DataUnavailable(f"{where}: field {field!r} must be {want}; restore the file (NoLiMa's schema)")
+    return _restore(where, f"field {field!r} must be {want}", _SCHEMA)
+
+
+def _filled(value: object) -> TypeGuard[str]:
+    return isinstance(value, str) and bool(value.strip())
 
 
 def _text(record: dict[str, Any], field: str, where: str) -> str:
     value = record.get(field)
-    if not isinstance(value, str) or not value.strip():
+    if not _filled(value):
         raise _bad(where, field, "a non-empty string")
     return value
 
 
 def _texts(value: object, field: str, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+    if not isinstance(value, list) or not value or not all(map(_filled, value)):
         raise _bad(where, field, "a non-empty list of non-empty strings")
     return tuple(value)
 
 
 def _cases(record: object, where: str) -> list[NeedleCase]:
     if not isinstance(record, dict):
-        raise DataUnavailable(f"{where}: a record is a JSON object; restore the file (NoLiMa's schema)")
+        raise _restore(where, "a record is a JSON object", _SCHEMA)
     rid = _text(record, "id", where)
     where = f"{where} ({rid!r})"  # repr: an id may hold a line break, and a message is one line
     if record.get("distractors"):
         raise DataUnavailable(
-            f"{where}: field 'distractors' is NoLiMa's distractor variant, which ctxgate does not build; use "
-            "needle_set.json"
+            f"{where}: field 'distractors' is NoLiMa's distractor variant, which ctxgate does not "
+            "build; use needle_set.json"
         )
     needle = _text(record, "needle", where)
     template = record.get("task_template", TASK_TEMPLATE)
-    if not isinstance(template, str) or [template.count("{haystack}"), template.count("{question}")] != [1, 1]:
+    if not isinstance(template, str) or any(
+        template.count(p) != 1 for p in ("{haystack}", "{question}")
+    ):
         raise _bad(where, "task_template", "a string with {haystack} and {question} once each")
     questions, tests = record.get("questions"), record.get("tests")
     if not isinstance(questions, dict) or not questions:
@@ -166,43 +166,49 @@ def _cases(record: object, where: str) -> list[NeedleCase]:
     characters = _texts(record.get("character_set"), "character_set", where) if named else ()
     out = []
     for kind, question in questions.items():
-        if not isinstance(question, str) or not question.strip():
+        if not _filled(question):
             raise _bad(where, f"questions.{kind}", "a non-empty string")
         for test_id, test in tests.items():
+            at = f"tests.{test_id}"
             if not isinstance(test, dict):
-                raise _bad(where, f"tests.{test_id}", "an object with input_args")
-            args = _texts(test.get("input_args"), f"tests.{test_id}.input_args", where)
-            gold = () if named else _gold(test.get("gold_answers"), f"tests.{test_id}.gold_answers", where)
-            extra = _texts(test["keywords"], f"tests.{test_id}.keywords", where) if "keywords" in test else ()
-            filled_needle, filled_question = fill(needle, question, args, f"{where} tests.{test_id}")
+                raise _bad(where, at, "an object with input_args")
+            args = _texts(test.get("input_args"), f"{at}.input_args", where)
+            gold = () if named else _gold(test.get("gold_answers"), f"{at}.gold_answers", where)
+            extra = _texts(test["keywords"], f"{at}.keywords", where) if "keywords" in test else ()
+            filled = fill(needle, question, args, f"{where} {at}")
             keywords = tuple(dict.fromkeys((*args, *extra)))
-            case = NeedleCase(
-                rid, str(test_id), str(kind), filled_needle, filled_question, characters, gold, keywords, template
+            out.append(
+                NeedleCase(
+                    rid, str(test_id), str(kind), *filled, characters, gold, keywords, template
+                )
             )
-            out.append(case)
     return out
 
 
 def _gold(value: object, field: str, where: str) -> tuple[str, ...]:
-    # one string is one answer; NoLiMa's contains iterates over it letter by letter (docs/decisions.md)
+    # one string is one answer; NoLiMa's contains iterates it letter by letter (docs/decisions.md)
     return (value,) if isinstance(value, str) and value else _texts(value, field, where)
 
 
 def fill(needle: str, question: str, args: tuple[str, ...], where: str) -> tuple[str, str]:
-    """The test's arguments put in, as NoLiMa's ``run_tests.py`` does: into the needle one after another, and into
-    the question each from the template again, so that only a question's last argument would survive; a question
-    with two argument placeholders is refused for that reason, and so is a placeholder no argument fills."""
+    """The arguments put in as ``run_tests.py`` does: into the needle one after another, into the
+    question each from the template again (only its last would survive, so a question with two
+    placeholders is refused), and a placeholder no argument fills is refused."""
     filled_question = question
     for number, arg in enumerate(args, start=1):
-        placeholder = "{" + str(number) + "}"
+        placeholder = f"{{{number}}}"
         if placeholder in question:
             filled_question = question.replace(placeholder, arg)
         needle = needle.replace(placeholder, arg)
-    in_question = [p for p in range(1, 10) if "{" + str(p) + "}" in question]
+    in_question = [p for p in _PLACEHOLDERS if p in question]
     if len(in_question) > 1:
-        raise DataUnavailable(f"{where}: the question names {len(in_question)} arguments, NoLiMa fills only one")
+        raise DataUnavailable(
+            f"{where}: the question names {len(in_question)} arguments, NoLiMa fills only one"
+        )
     for text, what in ((needle, "needle"), (filled_question, "question")):
-        left = [f"{{{p}}}" for p in range(1, 10) if "{" + str(p) + "}" in text]
+        left = [p for p in _PLACEHOLDERS if p in text]
         if left:
-            raise DataUnavailable(f"{where}: the {what} keeps {', '.join(left)}: input_args has too few values")
+            raise DataUnavailable(
+                f"{where}: the {what} keeps {', '.join(left)}: input_args has too few values"
+            )
     return needle, filled_question

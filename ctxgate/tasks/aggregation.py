@@ -1,9 +1,5 @@
-"""RULER aggregation: common words extraction (CWE) and frequent words extraction (FWE).
-
-Both fit the length by searching the word count. A prompt's token count does not depend on the order of its
-words, only on which words and how often, so each search step is a sum over cached per-word token counts instead
-of a re-tokenization of the whole text.
-"""
+"""RULER aggregation: common words (CWE) and frequent words (FWE) extraction, fit to the length by
+searching the word count, each step a sum of cached per-word token counts."""
 
 from __future__ import annotations
 
@@ -31,7 +27,7 @@ from ctxgate.tasks.base import (
     shuffle,
     too_short,
 )
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 from ctxgate.tokens.ids import gather, id_list
 
@@ -51,35 +47,33 @@ FWE_HEAD = (
     "frequently appeared coded words. "
 )
 FWE_TAIL = (
-    "\nQuestion: Do not provide any explanation. Please ignore the dots '....'. What are the three most "
-    "frequently appeared words in the above coded text?"
+    "\nQuestion: Do not provide any explanation. Please ignore the dots '....'. What are the "
+    "three most frequently appeared words in the above coded text?"
 )
-FWE_PREFIX = " Answer: According to the coded text above, the three most frequently appeared words are:"
+FWE_PREFIX = (
+    " Answer: According to the coded text above, the three most frequently appeared words are:"
+)
 ZETA_2 = math.pi**2 / 6
 
 
 def largest_fitting(cost: Callable[[int], int], lo: int, hi: int, budget: int) -> int:
-    """Largest n in [lo, hi] with cost(n) <= budget (cost non-decreasing), or lo - 1 if none."""
+    """Largest n in [lo, hi] with cost(n) <= budget (cost non-decreasing), or lo - 1."""
     return lo - 1 + bisect.bisect_right(range(lo, hi + 1), budget, key=cost)
 
 
 def _numbered(items: Sequence[str]) -> str:
-    """A list numbered as RULER writes it: "1. w 2. w ..."."""
     return " ".join(f"{i + 1}. {w}" for i, w in enumerate(items))
 
 
 class _Pieces:
-    """One encoder's ids for CWE's pieces, each tokenized once: the index pieces "1.", " 2.", ... (grown on demand,
-    with prefix sums of their sizes) and " word" for every word of a word list. Each is kept as one flat array of
-    ids with offsets, so a prompt's body (index, word, index, word, ...) is gathered in one numpy step rather than
-    joined from a million small tuples (an English list of 234K words as tuples also took some 100 MB)."""
+    """One encoder's ids of CWE's index pieces and " word"s, as flat arrays for numpy."""
 
     def __init__(self, enc: PieceEncoder) -> None:
         import numpy as np
 
         self.enc = enc
-        self.index_ids = np.zeros(0, dtype=np.int64)  # the ids of pieces 1, 2, ... one after another
-        self.prefix = [0]  # prefix[k]: tokens of pieces 1..k, so piece k is index_ids[prefix[k - 1]:prefix[k]]
+        self.index_ids = np.zeros(0, dtype=np.int64)  # the ids of pieces 1, 2, ...
+        self.prefix = [0]  # piece k is index_ids[prefix[k - 1]:prefix[k]]
         self.words: dict[tuple[str, ...], _Words] = {}
         self.lock = threading.Lock()
         self._prefix_array: np.ndarray | None = None
@@ -90,15 +84,16 @@ class _Pieces:
         with self.lock:
             while len(self.prefix) <= m:
                 start = len(self.prefix)
-                batch = [f"{k}." if k == 1 else f" {k}." for k in range(start, max(m + 1, start * 2))]
+                stop = max(m + 1, start * 2)
+                batch = [f"{k}." if k == 1 else f" {k}." for k in range(start, stop)]
                 flat, starts, sizes = self.enc.encode_spans(batch)
                 self.index_ids = np.concatenate([self.index_ids, gather(flat, starts, sizes)])
-                self.prefix.extend(list(itertools.accumulate(sizes.tolist(), initial=self.prefix[-1]))[1:])
+                last = self.prefix[-1]
+                self.prefix.extend(last + n for n in itertools.accumulate(sizes.tolist()))
                 self._prefix_array = None
         return self.prefix[m]
 
     def word_ids(self, vocab: tuple[str, ...]) -> _Words:
-        """The ids of " word" for every word of ``vocab``, by the word's position in it."""
         with self.lock:
             if vocab not in self.words:
                 self.words[vocab] = _Words(*self.enc.encode_spans([" " + w for w in vocab]))
@@ -116,7 +111,7 @@ class _Pieces:
                 self._prefix_array = np.array(self.prefix, dtype=np.int64)
             index_ids, prefix = self.index_ids, self._prefix_array
         at = np.asarray(items, dtype=np.int64)
-        # the pieces in order, index k then word k, as where each starts in ``source`` and how long it is
+        # index k then word k, as where each starts in ``source`` and its size
         source = np.concatenate([index_ids[: prefix[m]], words_.flat])
         starts, sizes = np.empty(2 * m, dtype=np.int64), np.empty(2 * m, dtype=np.int64)
         starts[0::2], sizes[0::2] = prefix[:m], np.diff(prefix[: m + 1])
@@ -125,7 +120,7 @@ class _Pieces:
 
 
 class _Words:
-    """A word list's " word" ids in one flat array: word i is ``flat[starts[i]:starts[i] + sizes[i]]``."""
+    """A word list's " word" ids: word i is ``flat[starts[i]:starts[i] + sizes[i]]``."""
 
     def __init__(self, flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> None:
         self.flat, self.starts, self.sizes = flat, starts, sizes
@@ -140,25 +135,28 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
     vocab = words.vocabulary()
     short = length < 4096  # RULER: counts 6/1 and a 20-word example under 4K
     # below RULER's lengths: drop the example, then fewer repeats, before giving up
-    plans = [(20, 3, 1, 6, 1)] + [(0, 0, 0, f, 1) for f in (6, 5, 4, 3, 2)] if short else [(40, 10, 3, 30, 3)]
+    if short:
+        plans = [(20, 3, 1, 6, 1)] + [(0, 0, 0, f, 1) for f in (6, 5, 4, 3, 2)]
+    else:
+        plans = [(40, 10, 3, 30, 3)]
     for ex_words, ex_cw, ex_ucw, cw, ucw in plans:
         example = ""
         if ex_words:
             ex_chosen = rng.sample(vocab, ex_words)
-            ex_items = _cwe_list(rng, ex_chosen, ex_cw, ex_ucw)
-            example = (
-                CWE_HEAD + _numbered(ex_items) + CWE_TAIL + CWE_PREFIX + " " + _numbered(ex_chosen[:NUM_CW]) + "\n"
-            )
-        frame = make_frame(ctx, [example, CWE_HEAD] if example else [CWE_HEAD], [CWE_TAIL], CWE_PREFIX)
+            ex_items = list(ex_chosen[:NUM_CW]) * ex_cw + list(ex_chosen[NUM_CW:]) * ex_ucw
+            rng.shuffle(ex_items)
+            answer = _numbered(ex_chosen[:NUM_CW])
+            example = f"{CWE_HEAD}{_numbered(ex_items)}{CWE_TAIL}{CWE_PREFIX} {answer}\n"
+        head = [example, CWE_HEAD] if example else [CWE_HEAD]
+        frame = make_frame(ctx, head, [CWE_TAIL], CWE_PREFIX)
         budget = frame.budget(length, job.gen)
         word_list = vocab
-        # the words by their positions in the list: sampling the positions draws as sampling the words does
+        # the words by their positions: sampling the positions draws as sampling the words does
         order: Sequence[int] | np.ndarray = rng.sample(range(len(vocab)), len(vocab))
         n, cost = _fit_words(pieces, vocab, order, budget, cw, ucw)
         if n == len(vocab) and not short:
-            # RULER: a length that takes every word of the vocabulary draws all its words from a larger English
-            # list instead. Its 234K words are shuffled by numpy's generator, seeded from the sample's stream
-            # (Python's shuffle of them costs a fifth of a second a sample)
+            # RULER: a length that takes every word draws from a larger English list instead, its
+            # 234K words shuffled by numpy (Python's shuffle costs a fifth of a second a sample)
             word_list = words.english()
             order = _numpy_rng(rng).permutation(len(word_list))
             n, cost = _fit_words(pieces, word_list, order, budget, cw, ucw)
@@ -173,8 +171,8 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
     else:
         import numpy as np
 
-        listed = np.concatenate([np.tile(order[:NUM_CW], cw), np.tile(order[NUM_CW:n], ucw)])
-        items = listed[_numpy_rng(rng).permutation(len(listed))]
+        tiled = np.concatenate([np.tile(order[:NUM_CW], cw), np.tile(order[NUM_CW:n], ucw)])
+        items = tiled[_numpy_rng(rng).permutation(len(tiled))]
     listed = items if isinstance(items, list) else items.tolist()
     return job.sample(
         frame.around(pieces.body(word_list, items), _numbered([word_list[i] for i in listed])),
@@ -185,40 +183,39 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
         freq_ucw=ucw,
         example_words=ex_words,
         word_list="wonderwords" if word_list is vocab else "web2",
-        # every word of the list is in the prompt, and one more word with its repeats would have fit
+        # every word is in the prompt, and one more with its repeats would have fit
         pool_exhausted=n == len(order) and budget - cost(n) >= ucw * 16,
     )
 
 
-def _cwe_list(rng: random.Random, chosen: Sequence[str], cw: int, ucw: int) -> list[str]:
-    items = list(chosen[:NUM_CW]) * cw + list(chosen[NUM_CW:]) * ucw
-    rng.shuffle(items)
-    return items
-
-
 def _numpy_rng(rng: random.Random) -> np.random.Generator:
-    import numpy as np  # only when a sample is built: not on the start-up path
+    import numpy as np  # not on the start-up path
 
     return np.random.default_rng(rng.getrandbits(64))
 
 
 def _fit_words(
-    pieces: _Pieces, vocab: tuple[str, ...], order: Sequence[int] | np.ndarray, budget: int, cw: int, ucw: int
+    pieces: _Pieces,
+    vocab: tuple[str, ...],
+    order: Sequence[int] | np.ndarray,
+    budget: int,
+    cw: int,
+    ucw: int,
 ) -> tuple[int, Callable[[int], int]]:
-    """The most words of ``order`` (positions in ``vocab``) whose list (the first 10 ``cw`` times, the rest ``ucw``
-    times, numbered) fits ``budget``: a prompt's token count is a sum of cached per-piece counts, whatever the
-    order of its words."""
+    """The most words of ``order`` whose list fits ``budget``, and the cost function."""
     import numpy as np
 
     sizes = pieces.word_ids(vocab).sizes
     word_cost = np.concatenate([[0], np.cumsum(sizes[np.asarray(order, dtype=np.int64)])]).tolist()
 
-    def words_only(n: int) -> int:  # at least one token per index piece: a bound below the cost, no index needed
-        return NUM_CW * cw + (n - NUM_CW) * ucw + cw * word_cost[NUM_CW] + ucw * (word_cost[n] - word_cost[NUM_CW])
+    def word_tokens(n: int) -> int:
+        return cw * word_cost[NUM_CW] + ucw * (word_cost[n] - word_cost[NUM_CW])
+
+    def words_only(n: int) -> int:  # a bound below the cost: at least one token per index piece
+        return NUM_CW * cw + (n - NUM_CW) * ucw + word_tokens(n)
 
     def cost(n: int) -> int:
-        m = NUM_CW * cw + (n - NUM_CW) * ucw
-        return pieces.index_upto(m) + cw * word_cost[NUM_CW] + ucw * (word_cost[n] - word_cost[NUM_CW])
+        return pieces.index_upto(NUM_CW * cw + (n - NUM_CW) * ucw) + word_tokens(n)
 
     most = largest_fitting(words_only, NUM_CW, len(order), budget)  # no more than this can fit
     return largest_fitting(cost, NUM_CW, max(most, NUM_CW), budget), cost
@@ -230,15 +227,16 @@ def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
     vocab = sorted(distinct(_coded_word(rng), vocab_size))
     shuffle(rng, vocab)
     vocab[0] = "..."  # the top-ranked "word" is noise
-    # the head's last space goes with the first word, where tokenizers split the text: every word is " word"
+    # the head's last space goes with the first word, as tokenizers split it: every word is " word"
     frame = make_frame(ctx, [FWE_HEAD.removesuffix(" ")], [FWE_TAIL], FWE_PREFIX)
     budget = frame.budget(length, job.gen)
     most = 4 * max(budget, 1)  # the most words the search below tries
     weights = _zipf(vocab_size, alpha)
-    # Only the leading words have a copy at the most words tried: int(n * w) is 0 for every n <= most past them
-    # (weights fall with rank; a product falls with either factor), so their sizes never count and they are never
-    # in the text. At 1M tokens that is some 1,600 of 21,000 words: only those are tokenized.
-    seen = max(5, bisect.bisect_right(weights, -1.0, key=lambda w: -(most * w)))  # the ranks with most * w >= 1
+    # Only the leading words have a copy at the most words tried (int(n * w) is 0 past them, weights
+    # falling with rank): only those are tokenized, some 1,600 of 21,000 at 1M tokens.
+    seen = max(
+        5, bisect.bisect_right(weights, -1.0, key=lambda w: -(most * w))
+    )  # the ranks with most * w >= 1
     piece_ids = dict(zip(vocab[:seen], enc.encode_fresh([" " + w for w in vocab[:seen]])))
     cost = _weighted_cost(weights[:seen], [len(piece_ids[w]) for w in vocab[:seen]])
     num_words = largest_fitting(cost, 1, most, budget)
@@ -249,32 +247,30 @@ def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
     shuffle(rng, items)
     context = list(itertools.chain.from_iterable(map(piece_ids.__getitem__, items)))
     prompt = frame.around(context, " " + " ".join(items))
-    return job.sample(prompt, tuple(vocab[1:4]), FWE_PREFIX, num_words=num_words, counts_top5=cnt[:5])
+    return job.sample(
+        prompt, tuple(vocab[1:4]), FWE_PREFIX, num_words=num_words, counts_top5=cnt[:5]
+    )
 
 
 def _coded_word(rng: random.Random) -> Callable[[], str]:
-    """``"".join(rng.choices(string.ascii_lowercase, k=6))`` as a draw: ``choices`` without weights takes
-    ``letters[floor(random() * 26.0)]`` six times, done here without its call and its checks (a 1M-token FWE sample
-    draws 21,000 words)."""
+    """``"".join(rng.choices(string.ascii_lowercase, k=6))``'s draws, without its checks."""
     letters, draw = string.ascii_lowercase, rng.random
 
     def word() -> str:
-        return "".join([letters[int(draw() * 26.0)] for _ in range(6)])  # int is floor for these non-negatives
+        return "".join([letters[int(draw() * 26.0)] for _ in range(6)])  # int: floor, non-negative
 
     return word
 
 
 @functools.lru_cache(maxsize=16)
 def _zipf(vocab_size: int, alpha: float) -> tuple[float, ...]:
-    """FWE's word frequencies by rank, k^-alpha / zeta(2), the same for every sample of a length."""
+    """FWE's word frequencies by rank, k^-alpha / zeta(2)."""
     return tuple(k**-alpha / ZETA_2 for k in range(1, vocab_size + 1))
 
 
 def _weighted_cost(weights: Sequence[float], sizes: list[int]) -> Callable[[int], int]:
-    """Tokens of a text holding ``int(n * weight)`` copies of each word: a dot product over the vocabulary's words
-    that can occur, probed some 25 times per sample. numpy gives the same floats and the same truncation as
-    Python's ``int(n * w)``."""
-    import numpy as np  # only when a sample is built: not on the start-up path
+    """Tokens of ``int(n * weight)`` copies of each word (numpy truncates as Python)."""
+    import numpy as np
 
     w, size = np.asarray(weights, dtype=np.float64), np.asarray(sizes, dtype=np.int64)
 
@@ -298,15 +294,12 @@ def _spec(name: str, gen: int, build: Builder, description: str, chance: float) 
     )
 
 
-@register
-def cwe() -> TaskSpec:
-    # 10 words of the prompt's list, measured at 8K with the shipped tokenizer (bench/chance.py). It falls as more
-    # words fit, with the length and with a tokenizer that spends fewer tokens a word: 8K is the default lengths'
-    # highest (docs/tasks.md gives it at other lengths)
-    return _spec("cwe", 120, build_cwe, "10 common words (30x) among uncommon ones (3x)", 3.0)
-
-
-@register
-def fwe() -> TaskSpec:
-    # 3 of the prompt's coded words, measured at 8K as CWE's (it falls as more words fit, as CWE's)
-    return _spec("fwe", 50, build_fwe, "three most frequent coded words, zeta(2) frequencies", 9.1)
+register_all(
+    __name__,
+    [
+        # 10 of the prompt's words, measured at 8K (bench/chance.py; docs/tasks.md: other lengths)
+        _spec("cwe", 120, build_cwe, "10 common words (30x) among uncommon ones (3x)", 3.0),
+        # 3 of the prompt's coded words, measured at 8K as CWE's
+        _spec("fwe", 50, build_fwe, "three most frequent coded words, zeta(2) frequencies", 9.1),
+    ],
+)

@@ -1,25 +1,29 @@
-"""BABILong (Kuratov et al., 2024): bAbI stories whose facts are spread through long background text, asked in
-BABILong's prompt and scored by its answer rule, for its qa1-qa5.
-
-``ctx_babi_qa1``-``ctx_babi_qa5`` are built here: a story from ``data/babi.py``, its facts placed between the
-sentences of the suite's haystack the way BABILong's ``NoiseInjectionDataset`` places them (each before a sentence
-drawn at random, with repeats, the facts in the story's order), from a random sentence of the haystack on. Length 0
-is BABILong's ``0k``: the bare story, no background, no length cap. ``babilong_qa1``-``babilong_qa5`` read
-BABILong's released sets (``sources/babilong_files.py``) and send each record whole, in BABILong's prompt.
-"""
+"""BABILong (Kuratov et al., 2024) qa1-qa5 in BABILong's prompt and answer rule:
+``ctx_babi_qa*`` spread a generated bAbI story's facts through the haystack as its
+``NoiseInjectionDataset`` does (length 0: the bare story), ``babilong_qa*`` send its released
+records whole."""
 
 from __future__ import annotations
 
 import functools
 from array import array
+from collections.abc import Callable
+from typing import Any
 
 from ctxgate.data.babi import make_story
 from ctxgate.data.haystacks import EssayTokens, essay_tokens, load_essay
 from ctxgate.memo import memo
 from ctxgate.metrics.babilong import TASK_LABELS, references
 from ctxgate.metrics.registry import BABILONG_MATCH
-from ctxgate.sources.babilong_files import PROMPTS, BabilongSet, Record, input_tokens, load_set, tail
-from ctxgate.sources.ruler_files import order
+from ctxgate.sources.babilong_files import (
+    PROMPTS,
+    BabilongSet,
+    Record,
+    input_tokens,
+    load_set,
+    tail,
+)
+from ctxgate.sources.helmet_files import order
 from ctxgate.tasks.base import (
     BuildContext,
     Frame,
@@ -27,29 +31,27 @@ from ctxgate.tasks.base import (
     Prompt,
     Sample,
     TaskSpec,
+    essay_ran_out,
     make_frame,
     need_room,
-    ran_out,
     too_short,
 )
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 
 GENERATE = 20  # BABILong's max_new_tokens
-# One of the task's labels the question does not name (the rule ignores those), drawn at random: 1 of 6 rooms, 1 of
-# 5 where the question names one (qa3's "before the kitchen", qa4's "north of the kitchen"); qa5's 1 of 5 or 6 of
-# its people and objects, by question form, measured. bench/chance.py measures them all on the generated stories;
-# BABILong's sets ask the same questions of the same labels.
+# A label the question does not name, drawn at random: 1 of 6 rooms, 1 of 5 where it names one
+# (qa3, qa4); qa5's 1 of 5 or 6 people and objects, measured (bench/chance.py).
 CHANCE = {"qa1": 100 / 6, "qa2": 100 / 6, "qa3": 20.0, "qa4": 20.0, "qa5": 19.7}
 
 
 def _frame(ctx: BuildContext, split: str, question: str) -> Frame:
-    """BABILong's template around the context; with the chat template, one user turn and the generation prompt."""
+    """BABILong's template around the context (with the chat template, one user turn)."""
     return make_frame(ctx, [PROMPTS[split].head()], [tail(question)], "", prefix_after_chat=False)
 
 
 class _Haystack:
-    """The haystack's ``count`` sentences from ``start`` on, wrapping to the essay's first sentence at its end."""
+    """The haystack's ``count`` sentences from ``start`` on, wrapping to the essay's start."""
 
     def __init__(self, tokens: EssayTokens, start: int, count: int) -> None:
         self.tokens, self.start, self.count = tokens, start, count
@@ -73,12 +75,11 @@ class _Haystack:
 
 
 def _haystack(ctx: BuildContext, job: Job, room: int) -> _Haystack:
-    """As many sentences as fit in ``room`` tokens, from a random sentence of the essay's first volume on (BABILong
-    draws its background from a random place in a random book for every sample)."""
+    """The sentences that fit in ``room`` from a random one (BABILong's random place)."""
     essay = load_essay(ctx.essay_path)
     tokens = essay_tokens(ctx.encoder, essay)
     start = job.rng.randrange(len(essay.volumes[0].sentences()))
-    while len(tokens.ends) <= start:  # the sentences before the start are tokenized too: their ids are one array
+    while len(tokens.ends) <= start:  # those before the start too: their ids are one array
         tokens.fit(tokens.ends[-1])
     stop = tokens.fit(room + tokens.ends[start])
     count = stop - start
@@ -86,21 +87,19 @@ def _haystack(ctx: BuildContext, job: Job, room: int) -> _Haystack:
         left = room - (tokens.ends[stop] - tokens.ends[start])
         count += min(tokens.fit(left), start)
         if count == len(tokens.sentences) and left - tokens.ends[start] > tokens.longest:
-            raise ran_out(
-                job.task,
-                job.length,
-                f"the essay haystack {essay.source} ({tokens.ends[-1]:,} tokens of this tokenizer, never repeated)",
-                job.length - left + tokens.ends[start],
-                "pass --haystack with a longer text (a .txt, or a dataset with a 'text' column)",
-            )
+            what = f"{essay.source} ({tokens.ends[-1]:,} tokens of this tokenizer, never repeated)"
+            raise essay_ran_out(job, what, job.length - left + tokens.ends[start])
     return _Haystack(tokens, start, count)
 
 
 def _assemble(
-    enc: PieceEncoder, hay: _Haystack, facts: tuple[str, ...], spaced: list[tuple[int, ...]], positions: list[int]
+    enc: PieceEncoder,
+    hay: _Haystack,
+    facts: tuple[str, ...],
+    spaced: list[tuple[int, ...]],
+    positions: list[int],
 ) -> tuple[list[int], str, list[int]]:
-    """The context's ids - each fact before the sentence at its position, everything behind a space but the
-    first unit (BABILong strips the input) - its text, and each fact's offset in it."""
+    """The context's ids (all behind a space but the first unit), text, and facts' offsets."""
     context: list[int] = []
     offsets: list[int] = []
     units: list[str] = []
@@ -130,7 +129,11 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
     frame = _frame(ctx, split, story.question)
     spaced = enc.encode_many([" " + fact for fact in story.facts])
     answers = references(story.answer, story.question, TASK_LABELS[split])
-    meta = {"facts": list(story.facts), "question": story.question, "supporting": list(story.supporting)}
+    meta = {
+        "facts": list(story.facts),
+        "question": story.question,
+        "supporting": list(story.supporting),
+    }
     if job.length == 0:  # BABILong's 0k: the story alone
         bare: list[int] = []
         offsets = []
@@ -142,7 +145,10 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
     budget = frame.budget(job.length, job.gen)
     room = budget - sum(map(len, spaced))
     if room < 0:
-        raise too_short(job, f"its prompt and the story's {len(spaced)} facts take {-room} tokens more than it holds")
+        why = (
+            f"its prompt and the story's {len(spaced)} facts take {-room} tokens more than it holds"
+        )
+        raise too_short(job, why)
     hay = _haystack(ctx, job, room)
     positions = sorted(job.rng.choices(range(hay.count + 1), k=len(spaced)))
     while True:
@@ -150,8 +156,7 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
         context, text, offsets = _assemble(enc, hay, story.facts, spaced, positions)
         if len(context) <= budget:
             break
-        # the room counted every unit behind its space, but the first has none (BABILong strips the input) and can
-        # take a token more: the last sentence makes way, and the facts placed before it move to the end
+        # the first unit has no space and may take a token more: the last sentence makes way
         hay.count -= 1
         positions = [min(p, hay.count) for p in positions]
     return job.sample(
@@ -168,35 +173,40 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
 
 
 def _prompt(ctx: BuildContext, split: str, record: Record) -> Prompt:
-    """A record whole in BABILong's prompt (its input stripped, as ``get_formatted_input`` strips the context)."""
+    """A record whole in BABILong's prompt (its input stripped, as ``get_formatted_input`` does)."""
     frame = _frame(ctx, split, record.question)
     context = record.input.strip()
     return frame.around(ctx.encoder.encode_fresh([context])[0] if context else (), context)
 
 
 @memo(32)
-def _sizes(task: str, split: str, data_dir: str | None, enc: PieceEncoder, chat: bool, length: int) -> tuple[int, ...]:
+def _sizes(
+    task: str, split: str, data_dir: str | None, enc: PieceEncoder, chat: bool, length: int
+) -> tuple[int, ...]:
     """Each record's prompt, in tokens of this tokenizer, for the set read at ``length``."""
     ctx = BuildContext(encoder=enc, chat=chat)
-    return tuple(len(enc.whole(_prompt(ctx, split, r).text)) for r in load_set(task, split, data_dir, length).records)
+    records = load_set(task, split, data_dir, length).records
+    return tuple(len(enc.whole(_prompt(ctx, split, r).text)) for r in records)
 
 
-def _refuse_unless_every_record_fits(split: str, ctx: BuildContext, job: Job, data: BabilongSet) -> None:
-    """A set runs only where each of its records, whole, fits the length: BABILong sized them in GPT-2 tokens, a
-    cut can drop a fact the answer needs, and running only those that fit would score a subset the tokenizer
-    picked (the records whose text it happens to encode compactly). The whole set is weighed at the first sample,
-    so a case that cannot run is refused before anything is generated."""
-    sizes = [n + job.gen for n in _sizes(job.task, split, ctx.data_dir, ctx.encoder, ctx.chat, job.length)]
+def _refuse_unless_every_record_fits(
+    split: str, ctx: BuildContext, job: Job, data: BabilongSet
+) -> None:
+    """A set runs only where every record fits whole: a cut can drop a needed fact."""
+    prompts = _sizes(job.task, split, ctx.data_dir, ctx.encoder, ctx.chat, job.length)
+    sizes = [n + job.gen for n in prompts]
     fit = sum(n <= job.length for n in sizes)
     if fit < len(sizes):
         worst = max(range(len(sizes)), key=sizes.__getitem__)
         raise too_short(
             job,
-            f"{fit} of the {len(sizes)} records of BABILong's {data.config} set of {split} ({', '.join(data.paths)}) "
-            f"fit it in this tokenizer, and a set runs only where every record does: record {worst} takes "
-            f"{sizes[worst]:,} tokens with its prompt and the {job.gen} to generate (BABILong sized the set's inputs "
-            f"to {input_tokens(data.config):,} GPT-2 tokens; a record is never cut, as a cut can drop a fact the "
-            f"answer needs; ctx_babi_{split} fills any length in any tokenizer)",
+            f"{fit} of the {len(sizes)} records of BABILong's {data.config} set of {split} "
+            f"({', '.join(data.paths)}) fit it in this tokenizer, and a set runs only where every "
+            f"record does: record {worst} takes {sizes[worst]:,} tokens with its prompt and the "
+            f"{job.gen} to generate (BABILong sized the set's inputs to "
+            f"{input_tokens(data.config):,} GPT-2 tokens; a "
+            "record is never cut, as a cut can drop a fact the answer needs; "
+            f"ctx_babi_{split} fills any length in any tokenizer)",
         )
 
 
@@ -204,7 +214,8 @@ def build_official(split: str, ctx: BuildContext, job: Job) -> Sample:
     data = load_set(job.task, split, ctx.data_dir, job.length)
     if job.length:  # 0k, the bare stories, has no cap
         _refuse_unless_every_record_fits(split, ctx, job, data)
-    index = order(len(data.records), ctx.seed)[job.index % len(data.records)]  # a full run takes every record once
+    # a full run takes every record once
+    index = order(len(data.records), ctx.seed)[job.index % len(data.records)]
     record = data.records[index]
     answers = references(record.target, record.question, TASK_LABELS[split])
     return job.sample(
@@ -218,88 +229,53 @@ def build_official(split: str, ctx: BuildContext, job: Job) -> Sample:
     )
 
 
-def _pool_size(task: str, split: str, ctx: BuildContext, length: int) -> int:
-    return len(load_set(task, split, ctx.data_dir, length).records)
-
-
-def _generated(split: str, description: str) -> TaskSpec:
-    return TaskSpec(
-        name=f"ctx_babi_{split}",
-        suite="babilong",
-        category="reasoning",
-        metric=BABILONG_MATCH,
-        tokens_to_generate=GENERATE,
-        build=functools.partial(build_generated, split),
-        chance=CHANCE[split],
-        description=f"BABILong-style {split}, generated: {description} in the suite's haystack",
-        chat_template=True,
-        bare=True,
-    )
-
-
-def _official(split: str) -> TaskSpec:
-    name = f"babilong_{split}"
+def _spec(
+    name: str,
+    split: str,
+    build: Callable[[str, BuildContext, Job], Sample],
+    description: str,
+    **more: Any,
+) -> TaskSpec:
     return TaskSpec(
         name=name,
         suite="babilong",
         category="reasoning",
         metric=BABILONG_MATCH,
         tokens_to_generate=GENERATE,
-        build=functools.partial(build_official, split),
+        build=functools.partial(build, split),
         chance=CHANCE[split],
-        description=f"BABILong's released {split} sets (--data-dir DIR/babilong)",
+        description=description,
         chat_template=True,
         bare=True,
-        pool_size=functools.partial(_pool_size, name, split),
+        **more,
+    )
+
+
+def _generated(split: str, description: str) -> TaskSpec:
+    about = f"BABILong-style {split}, generated: {description} in the suite's haystack"
+    return _spec(f"ctx_babi_{split}", split, build_generated, about)
+
+
+def _official(split: str) -> TaskSpec:
+    name = f"babilong_{split}"
+    return _spec(
+        name,
+        split,
+        build_official,
+        f"BABILong's released {split} sets (--data-dir DIR/babilong)",
+        pool_size=lambda ctx, length: len(load_set(name, split, ctx.data_dir, length).records),
         replaces=f"ctx_babi_{split}",
     )
 
 
-@register
-def ctx_babi_qa1() -> TaskSpec:
-    return _generated("qa1", "one supporting fact")
-
-
-@register
-def ctx_babi_qa2() -> TaskSpec:
-    return _generated("qa2", "two supporting facts")
-
-
-@register
-def ctx_babi_qa3() -> TaskSpec:
-    return _generated("qa3", "three supporting facts")
-
-
-@register
-def ctx_babi_qa4() -> TaskSpec:
-    return _generated("qa4", "two-argument relations")
-
-
-@register
-def ctx_babi_qa5() -> TaskSpec:
-    return _generated("qa5", "three-argument relations")
-
-
-@register
-def babilong_qa1() -> TaskSpec:
-    return _official("qa1")
-
-
-@register
-def babilong_qa2() -> TaskSpec:
-    return _official("qa2")
-
-
-@register
-def babilong_qa3() -> TaskSpec:
-    return _official("qa3")
-
-
-@register
-def babilong_qa4() -> TaskSpec:
-    return _official("qa4")
-
-
-@register
-def babilong_qa5() -> TaskSpec:
-    return _official("qa5")
+SPLITS = {
+    "qa1": "one supporting fact",
+    "qa2": "two supporting facts",
+    "qa3": "three supporting facts",
+    "qa4": "two-argument relations",
+    "qa5": "three-argument relations",
+}
+register_all(
+    __name__,
+    [*(_generated(s, d) for s, d in SPLITS.items()), *(_official(s) for s in SPLITS)],
+)

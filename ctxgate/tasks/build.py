@@ -1,18 +1,7 @@
-"""The one way a sample is built: (task, length, index, seed) in, a prompt that obeys the length rule out, or a
-designed refusal (``ctxgate.records.refusal.Refusal``) carrying its cause.
-
-The length rule, as RULER and HELMET count it: the model's input ids (BOS, chat template, instruction, context,
-question, answer prefix) plus the task's generation budget fit in the length. Length 0 is the bare form of a task
-that has one (``TaskSpec.bare``: BABILong's "0k", the facts without background text), which no length limits.
-Every caller - the pytest cases, the CLI workflows, the benches and the fixtures' builders - comes through
-``build_sample``, so the rule is checked in one place and a builder cannot hand out a prompt that breaks it.
-
-A prompt's ids are the model tokenizer's own for its rendered text, as RULER and HELMET tokenize a prompt whole
-(``PieceEncoder.whole``). The builder's ids, its pieces' ids joined, are its count; where the whole text takes more
-tokens than they did, the sample is built again with that many held back from its room. Past ``WHOLE_UP_TO`` tokens
-a case keeps its samples' joined ids where the task's first sample at its length (at most ``PROBE_UP_TO``) has its
-whole text's, and tokenizes every sample whole where it has not: a 1M-token text takes a second or more to tokenize
-(and some 300 MB the allocator keeps), its pieces' ids are joined in a fiftieth of that."""
+"""The one way a sample is built, so the length rule is checked in one place: a prompt that obeys
+it, or a designed refusal (``Refusal``). Its ids are the tokenizer's own for the whole text, as
+RULER and HELMET tokenize it; past ``WHOLE_UP_TO``, the joined ids where the case's first sample's
+equal them (a 1M-token text takes seconds to tokenize, its pieces join in a fiftieth of that)."""
 
 from __future__ import annotations
 
@@ -27,36 +16,41 @@ PROBE_UP_TO = 131072
 
 
 class LengthRuleBroken(RuntimeError):
-    """A builder produced a prompt longer than its length allows: a bug in the builder, never a refusal."""
+    """A builder's prompt broke the length rule: a bug, never a refusal."""
 
 
 def task_context(spec: TaskSpec, ctx: BuildContext) -> BuildContext:
-    """With ``--chat-template task``, the task's own policy decides whether its prompt uses the template."""
+    """With ``--chat-template task``, the task's own policy decides."""
     if not ctx.chat_by_task or ctx.chat == spec.chat_template:
         return ctx
     return replace(ctx, chat=spec.chat_template)
 
 
 def fits_at_all(spec: TaskSpec, length: int) -> bool:
-    """Whether a sample of ``spec`` can be built at ``length`` at all: its bare form at 0, else a length its
-    generation budget does not fill. ``build_sample`` refuses the others before the task reads any data."""
+    """Its bare form at 0, else a length its generation budget does not fill."""
     return spec.bare if length == 0 else length > spec.tokens_to_generate
 
 
 def build_sample(
     spec: TaskSpec, ctx: BuildContext, length: int, index: int, seed: int, *, fill_rule: bool = True
 ) -> Sample:
-    """Sample ``index`` of ``spec`` at ``length`` for ``seed``: its random stream and the task's seeded choices
-    (order, demos) come from the seed alone, so a sample never depends on which others were built.
-    ``fill_rule=False`` keeps a prompt whose data ran out short of the length (tests that compare a prompt's
-    bytes with the reference's); a case never runs one."""
+    """Sample ``index`` of ``spec``, from the seed alone; ``fill_rule=False``: tests only."""
     ctx = task_context(spec, ctx)
     if ctx.seed != seed:
         ctx = replace(ctx, seed=seed)
-    job = Job(spec.name, length, index, spec.tokens_to_generate, sample_rng(spec.name, length, index, seed))
+    job = Job(
+        spec.name,
+        length,
+        index,
+        spec.tokens_to_generate,
+        sample_rng(spec.name, length, index, seed),
+    )
     if not fits_at_all(spec, length):
         if length == 0:
-            raise too_short(job, "length 0 is the bare form (the facts alone, BABILong's 0k) of tasks that have one")
+            why = (
+                "length 0 is the bare form (the facts alone, BABILong's 0k) of tasks that have one"
+            )
+            raise too_short(job, why)
         raise too_short(job, f"its generation budget of {spec.tokens_to_generate} tokens fills it")
     s = _tokenized_whole(spec, ctx, job)
     if length == 0:
@@ -64,8 +58,9 @@ def build_sample(
     over = len(s.input_ids) + spec.tokens_to_generate - length
     if over > 0:
         raise LengthRuleBroken(
-            f"{spec.name} built sample {index} at length {length} {over} tokens over the length rule (prompt "
-            f"{len(s.input_ids)} + generation budget {spec.tokens_to_generate}); this is a ctxgate bug: please "
+            f"{spec.name} built sample {index} at length {length} {over} tokens over the length "
+            f"rule (prompt {len(s.input_ids)} + generation budget {spec.tokens_to_generate}); "
+            "this is a ctxgate bug: please "
             "report it with the command that ran"
         )
     if fill_rule:
@@ -74,8 +69,7 @@ def build_sample(
 
 
 def _tokenized_whole(spec: TaskSpec, ctx: BuildContext, job: Job) -> Sample:
-    """The builder's sample with its text's own ids; built again, as many tokens held back as the whole text took
-    past the length, while it does (joined and whole ids differ by a token or two at a few piece boundaries)."""
+    """The sample with its whole text's ids, rebuilt with any excess held back."""
     while True:
         s = spec.build(ctx, job)
         ids = _ids(spec, ctx, s)
@@ -89,13 +83,14 @@ def _tokenized_whole(spec: TaskSpec, ctx: BuildContext, job: Job) -> Sample:
 def _ids(spec: TaskSpec, ctx: BuildContext, s: Sample) -> tuple[int, ...]:
     enc = ctx.encoder
     probe = min(s.length, PROBE_UP_TO)
-    if s.length > WHOLE_UP_TO and enc.joins_hold((spec.name, ctx, probe), lambda: _joins_hold(spec, ctx, s, probe)):
+    key = (spec.name, ctx, probe)
+    if s.length > WHOLE_UP_TO and enc.joins_hold(key, lambda: _joins_hold(spec, ctx, s, probe)):
         return s.input_ids
     return enc.whole(s.text, s.bos)
 
 
 def _joins_hold(spec: TaskSpec, ctx: BuildContext, s: Sample, length: int) -> bool:
-    """Whether the task's first sample at ``length`` has its text's own ids as its pieces' ids joined."""
+    """Whether the task's first sample at ``length`` has its whole text's ids as its joined ids."""
     if s.index or s.length != length:
         rng = sample_rng(spec.name, length, 0, ctx.seed)
         try:

@@ -1,14 +1,6 @@
-"""HELMET Cite: ALCE ASQA and QAMPARI, answers with citations to retrieved passages.
-
-Prompt (HELMET): ``{demos}\\n\\n\\n{instruction}\\n\\nQuestion: {question}\\n\\n{context}``, ``Answer:`` after a blank
-line; instruction, demo and document formats come from HELMET's prompt files (``asqa_revised.json``,
-``qampari_revised.json``), two demos with all their documents, joined by ``\\n\\n\\n``. Documents are numbered from
-1 in retrieval order; ctxgate shows as many whole ones as fit. HELMET shows 8/30/75/165/345/700 for 4K-128K and
-cuts the end of the context to fit; so does ctxgate under ``--helmet-compat`` (``helmet_compat.py``). Samples and
-demos are HELMET HEAD's (``eval.py``, ``data.py``: the seeded shuffle of the test items, and the draws of
-``random.sample`` after ``random.seed``). 300 new tokens, chat template on. Correctness needs no judge; citations
-need an entailment judge (``--nli-model`` or the LLM judge).
-"""
+"""HELMET Cite: ALCE ASQA and QAMPARI, answers citing retrieved passages, in HELMET's prompt; as
+many whole documents as fit (``--helmet-compat``: HELMET's count, the context's end cut). Samples
+and demos are HELMET HEAD's seeded draws; citations need an entailment judge."""
 
 from __future__ import annotations
 
@@ -22,7 +14,7 @@ from ctxgate.sources.judged import load_alce
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.fitting import fit_units
 from ctxgate.tasks.helmet_compat import ALCE_DOCS, helmet_ids
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register_all
 
 PREFIX = "Answer:"
 SHOTS = 2
@@ -34,9 +26,9 @@ def _docs(doc_prompt: str, docs: Iterable[tuple[str, str]]) -> list[str]:
 
 def build_cite(ctx: BuildContext, job: Job) -> Sample:
     data = load_alce(job.task, ctx.data_dir)
-    at = helmet_permutation(len(data.items), ctx.seed)[job.index % len(data.items)]  # HELMET's sample i is ours
+    at = helmet_permutation(len(data.items), ctx.seed)[job.index % len(data.items)]
     item = data.items[at]
-    # HELMET: random.seed before loading, then data.map draws random.sample(demos, 2) once per item in file order
+    # HELMET: random.seed before loading, then random.sample(demos, 2) per item in file order
     picks = helmet_sample_draws(len(data.items), len(data.demos), SHOTS, ctx.seed)[at]
 
     def demo(d: dict[str, Any]) -> str:
@@ -47,9 +39,10 @@ def build_cite(ctx: BuildContext, job: Job) -> Sample:
     head = f"{demos}\n\n\n{data.instruction}\n\nQuestion: {item.question}\n\n"
     units = _docs(data.doc_prompt, item.docs)
     if ctx.helmet_compat and job.length in ALCE_DOCS:
-        prompt, shown, _ = helmet_ids(ctx, job, head, "\n\n".join(units[: ALCE_DOCS[job.length]]), "", PREFIX, "\n\n")
-        starts = itertools.accumulate((len(u) + 2 for u in units), initial=0)  # each document's offset, "\n\n" apart
-        k = sum(1 for start, _ in zip(starts, units) if start < len(shown))  # the last shown may be cut
+        context = "\n\n".join(units[: ALCE_DOCS[job.length]])
+        prompt, shown, _ = helmet_ids(ctx, job, head, context, "", PREFIX, "\n\n")
+        starts = itertools.accumulate((len(u) + 2 for u in units), initial=0)
+        k = sum(1 for start, _ in zip(starts, units) if start < len(shown))  # the last may be cut
     else:
         prompt, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, 1, "documents")
     return job.sample(
@@ -61,12 +54,13 @@ def build_cite(ctx: BuildContext, job: Job) -> Sample:
         pool_exhausted=k == len(item.docs),
         demo_indices=list(picks),
         data_sha256=data.sha256,
-        # every document of the record: a citation to one not shown is still checked against it,
-        # as the reference does (only the cited ones are stored: judge.score.compact_input)
+        # every document: a citation to one not shown is checked against it, as the reference does
         judge_input={
             "question": item.question,
             "docs": [list(d) for d in item.docs],
-            ("answers" if job.task == "alce_qampari" else "short_answers"): [list(a) for a in item.answers],
+            ("answers" if job.task == "alce_qampari" else "short_answers"): [
+                list(a) for a in item.answers
+            ],
         },
     )
 
@@ -79,7 +73,7 @@ def _spec(name: str, metric: Metric, description: str) -> TaskSpec:
         metric=metric,
         tokens_to_generate=300,
         build=build_cite,
-        chance=0.0,  # scored by entailment, and no random answer is judged here: 0, so no floor is refused for it
+        chance=0.0,  # no random answer is judged here: 0, so no floor is refused for it
         markers=("judge",),
         scoring_prefix=PREFIX,
         chat_template=True,
@@ -88,11 +82,18 @@ def _spec(name: str, metric: Metric, description: str) -> TaskSpec:
     )
 
 
-@register
-def alce_asqa() -> TaskSpec:
-    return _spec("alce_asqa", ALCE_ASQA, "ALCE ASQA: long answers with citations (str_em, citation rec/prec)")
-
-
-@register
-def alce_qampari() -> TaskSpec:
-    return _spec("alce_qampari", ALCE_QAMPARI, "ALCE QAMPARI: answer lists with citations (rec_top5, citations)")
+register_all(
+    __name__,
+    [
+        _spec(
+            "alce_asqa",
+            ALCE_ASQA,
+            "ALCE ASQA: long answers with citations (str_em, citation rec/prec)",
+        ),
+        _spec(
+            "alce_qampari",
+            ALCE_QAMPARI,
+            "ALCE QAMPARI: answer lists with citations (rec_top5, citations)",
+        ),
+    ],
+)

@@ -1,16 +1,20 @@
-"""HELMET-style prompts: fixed head and tail, a middle of whole units (passages, demos) fitted to the length.
-
-HELMET pre-builds each file for a number of passages or shots counted in Llama-2 tokens and then cuts the tail of
-the context to the model's window. ctxgate counts in the model's own tokenizer instead and keeps whole units, so the
-cut still falls only on the context, never on the instruction, the demos or the question, and never mid-passage.
-"""
+"""HELMET-style prompts: fixed head and tail, a middle of whole units fitted to the length,
+counted in the model's tokenizer, so a cut falls only on the context, never mid-passage."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
 from ctxgate.sources.kilt import Demo, Passage
-from ctxgate.tasks.base import BuildContext, Job, Prompt, fill_count, make_frame, need_room, too_short
+from ctxgate.tasks.base import (
+    BuildContext,
+    Job,
+    Prompt,
+    fill_count,
+    make_frame,
+    need_room,
+    too_short,
+)
 
 SEP = "\n\n"
 
@@ -27,11 +31,8 @@ def fit_units(
     what: str,
     layout: Callable[[int], list[int]] | None = None,
 ) -> tuple[Prompt, int]:
-    """The prompt and the number of units used. ``units`` are the candidates in the order they are kept (the
-    must-haves first); ``layout(k)`` gives the display order of the first k as indices (none: the order kept).
-
-    Units are tokenized once per sample behind their separator, only as far as the room reaches, and never enter
-    the encoder's cache: at 128K a RAG pool or an ICL shot list is a million distinct strings per case."""
+    """The prompt and the units used: ``units`` in the order kept (must-haves first), shown in
+    ``layout(k)`` order, tokenized as far as the room reaches, outside the encoder's cache."""
     enc = ctx.encoder
     frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
     budget = frame.budget(job.length, job.gen)
@@ -51,14 +52,18 @@ def fit_units(
         if len(body) <= budget:
             return frame.around(body, SEP.join(units[j] for j in order)), k
         if k <= minimum:  # tokens merged across a boundary and the must-haves alone overflow
-            raise too_short(job, f"its fixed parts and {minimum} {what} take {len(body) - budget} tokens too many")
+            why = f"its fixed parts and {minimum} {what} take {len(body) - budget} tokens too many"
+            raise too_short(job, why)
         k -= 1
 
 
-def passage_demos(demos: Iterable[Demo], passage_text: Callable[[Passage], str], question: str, answer: str) -> str:
-    """HELMET's demos for RAG and re-rank: each one's passages, then its question and answer, behind blank lines."""
+def passage_demos(
+    demos: Iterable[Demo], passage_text: Callable[[Passage], str], question: str, answer: str
+) -> str:
+    """HELMET's demos for RAG and re-rank: passages, then question and answer."""
     return "".join(
-        SEP.join(map(passage_text, d.passages)) + f"\n\n{question}: {d.question}\n{answer}: {d.answer}" + SEP
+        f"{SEP.join(map(passage_text, d.passages))}\n\n{question}: {d.question}\n{answer}: "
+        f"{d.answer}{SEP}"
         for d in demos
     )
 
@@ -79,9 +84,7 @@ def fit_document(
     minimum: int = MIN_DOCUMENT_TOKENS,
     what: str = "document tokens",
 ) -> tuple[Prompt, int, bool]:
-    """The prompt with one long document (a book, a script, case files) between ``head`` and ``tail``, cut to
-    what fits (ending with ``suffix``; HELMET's run-time cut of a pre-built context has none); also the
-    document's token count and whether it was cut. Fewer than ``minimum`` tokens of room is too short."""
+    """One long document cut to fit (ending with ``suffix``), its tokens, whether it was cut."""
     frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
     budget = frame.budget(job.length, job.gen)
     need_room(job, budget - len(encoded_suffix(ctx, suffix)), minimum, what)
@@ -92,18 +95,16 @@ def fit_document(
 def fit_context(
     ctx: BuildContext, job: Job, head: str, tail: str, answer_prefix: str, context: str
 ) -> tuple[Prompt, bool]:
-    """The prompt with a context HELMET pre-built (its released files, its demos) cut from its end to what fits,
-    as HELMET cuts it at run time (no suffix; user text and answer prefix joined by a newline); also whether it was
-    cut."""
+    """A pre-built context cut from its end, as HELMET cuts it at run time; whether cut."""
     prompt, _, cut = fit_document(ctx, job, head, tail, answer_prefix, "\n", context, suffix="")
     return prompt, cut
 
 
-def cut_document(ctx: BuildContext, text: str, budget: int, suffix: str) -> tuple[tuple[int, ...], str, bool]:
-    """The first ``budget`` tokens of a document, their text, and whether it was cut: a longer one is cut and ends
-    with ``suffix`` (HELMET's " ... [the rest of the text is omitted]"); its text is the kept tokens decoded, as
-    HELMET cuts a document (``tokenizer.decode`` of the first tokens). Long books are encoded in growing prefixes,
-    never whole."""
+def cut_document(
+    ctx: BuildContext, text: str, budget: int, suffix: str
+) -> tuple[tuple[int, ...], str, bool]:
+    """The first ``budget`` tokens (a longer text ends with ``suffix``), their text decoded,
+    as HELMET cuts, and whether it was cut; long books are encoded in growing prefixes."""
     enc = ctx.encoder
     chars = max(budget * 6, 1024)
     while True:

@@ -1,17 +1,7 @@
-"""HELMET's own prompts for its long-document and citation tasks (``--helmet-compat``).
-
-HELMET HEAD cuts these seven tasks' prompts twice. ``data.py`` pre-cuts each long document (``truncate_llama2``) in
-Llama-2's tokenizer to the length in its dataset's name, which is L less a slack per task (the configs: NarrativeQA
-300, InfiniteBench QA and MC 210, InfiniteBench Sum 1400, Multi-LexSum 700), ending it with
-`` ... [the rest of the text is omitted]``. ALCE shows a fixed number of documents per length instead. Then
-``model_utils.tokenize`` formats the whole prompt as text and tokenizes it in the model's tokenizer. When that is
-longer than L - gen, it cuts as many tokens from the end of the context (no suffix) and tokenizes once more.
-
-ctxgate's own builds (``fitting.py``) count in the model's tokenizer and join token ids, so a prompt fills L. These
-builds give HELMET's ids instead, for a comparison with HELMET's numbers. Llama-2's pre-cut counts in
-``--helmet-tokenizer`` when given, else in the model's tokenizer. Where HELMET's one re-cut still leaves the prompt
-over L - gen (a token merged at the seam), ctxgate cuts again until the length rule holds (docs/decisions.md).
-"""
+"""HELMET's own prompts for its long-document and citation tasks (``--helmet-compat``): the
+pre-cut of ``data.py`` in Llama-2 tokens (ALCE: a fixed number of documents), then
+``model_utils.tokenize``'s cut of the context's end, and ctxgate's further cuts while the prompt is
+still over L - gen (docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -22,39 +12,45 @@ from ctxgate.tasks.base import BuildContext, Job, Prompt, need_room, too_short
 from ctxgate.tasks.fitting import MIN_DOCUMENT_TOKENS, OMITTED, fit_document
 from ctxgate.tokens.codec import PieceEncoder
 
-# L minus the length in HELMET's dataset names (configs/longqa.yaml, summ.yaml and their _short variants)
-PRECUT_SLACK = {"narrativeqa": 300, "infbench_qa": 210, "infbench_mc": 210, "infbench_sum": 1400, "multi_lexsum": 700}
-# the documents ALCE shows at each of HELMET's lengths (configs/cite.yaml, cite_short.yaml; 4K from the paper)
+# L minus the length in HELMET's dataset names (configs/longqa.yaml, summ.yaml, _short)
+PRECUT_SLACK = dict(
+    narrativeqa=300, infbench_qa=210, infbench_mc=210, infbench_sum=1400, multi_lexsum=700
+)
+# ALCE's documents at HELMET's lengths (configs/cite.yaml, cite_short.yaml; 4K: the paper)
 ALCE_DOCS = {4096: 8, 8192: 30, 16384: 75, 32768: 165, 65536: 345, 131072: 700}
 # the tasks whose prompts --helmet-compat changes
 COMPAT_TASKS = frozenset({*PRECUT_SLACK, "alce_asqa", "alce_qampari"})
 
 
 def transformers_tokenizer(enc: PieceEncoder, flag: str) -> Any:
-    """The ``transformers`` tokenizer behind ``enc``: HELMET's cuts need its offsets and its chat template."""
+    """The ``transformers`` tokenizer behind ``enc``, for its offsets and template."""
     tok = getattr(enc.raw, "tok", None)
     if tok is None:
-        raise ValueError(f"{flag} needs a Hugging Face tokenizer, and this backend has none: drop --helmet-compat")
+        raise ValueError(
+            f"{flag} needs a Hugging Face tokenizer, and this backend has none: drop "
+            "--helmet-compat"
+        )
     return tok
 
 
 def check_tokenizers(model: PieceEncoder, length: PieceEncoder | None) -> None:
-    """Raises ValueError, naming the fix, where HELMET's cuts cannot run: they need the model's Hugging Face
-    tokenizer, and the pre-cut needs offsets from a fast one (a folder with tokenizer.json)."""
+    """Raises ValueError where HELMET's cuts cannot run (no fast tokenizer's offsets)."""
     transformers_tokenizer(model, "--helmet-compat")
     counted = length or model
     if not getattr(transformers_tokenizer(counted, "--helmet-compat"), "is_fast", False):
         flag = "--helmet-tokenizer" if length else "the model's tokenizer"
         raise ValueError(
-            f"{flag} has no tokenizer.json, and HELMET's pre-cut needs its offsets: give a folder with tokenizer.json"
+            f"{flag} has no tokenizer.json, and HELMET's pre-cut needs its offsets: "
+            "give a folder with tokenizer.json"
         )
 
 
 def precut(ctx: BuildContext, job: Job, text: str) -> str:
-    """``truncate_llama2``: a document longer than L - slack tokens keeps its first L - slack - len(suffix) tokens
-    (both counted with BOS, as HELMET counts) and ends with the suffix."""
+    """``truncate_llama2``: keep L - slack - len(suffix) tokens of a longer document."""
     enc = ctx.helmet_encoder or ctx.encoder
-    tok = transformers_tokenizer(enc, "--helmet-tokenizer" if ctx.helmet_encoder else "--helmet-compat")
+    tok = transformers_tokenizer(
+        enc, "--helmet-tokenizer" if ctx.helmet_encoder else "--helmet-compat"
+    )
     keep = job.length - PRECUT_SLACK[job.task]
     separator = len(tok(OMITTED)["input_ids"])
     need_room(job, keep - separator, MIN_DOCUMENT_TOKENS, "document tokens after HELMET's pre-cut")
@@ -72,11 +68,15 @@ def _precut(enc: PieceEncoder, text: str, keep: int, separator: int) -> str:
 
 
 def helmet_ids(
-    ctx: BuildContext, job: Job, head: str, context: str, tail: str, answer_prefix: str, separator: str
+    ctx: BuildContext,
+    job: Job,
+    head: str,
+    context: str,
+    tail: str,
+    answer_prefix: str,
+    separator: str,
 ) -> tuple[Prompt, str, int]:
-    """``model_utils.tokenize``: the prompt, the context cut from its end while the prompt is over L - gen; also
-    the context as shown and its tokens (the prompt's less those of the prompt without it, so the context is not
-    tokenized again)."""
+    """``model_utils.tokenize``'s prompt, context shown and context tokens."""
     tok = transformers_tokenizer(ctx.encoder, "--helmet-compat")
     limit = job.length - job.gen
 
@@ -84,22 +84,27 @@ def helmet_ids(
         user = head + shown + tail
         if ctx.chat:
             messages = [{"role": "user", "content": user}]
-            return str(tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+            return str(
+                tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            )
         return user + separator + answer_prefix
 
     def render(shown: str) -> tuple[int, ...]:
-        return ctx.encoder.whole(rendered(shown), not ctx.chat)  # a chat prompt as apply_chat_template tokenizes
+        # a chat prompt as apply_chat_template tokenizes it, without BOS
+        return ctx.encoder.whole(rendered(shown), not ctx.chat)
 
     ids = render(context)
     while len(ids) > limit:
         over = len(ids) - limit
         if tok.is_fast:
-            starts = [start for start, _ in tok(context, return_offsets_mapping=True, verbose=False)["offset_mapping"]]
+            offsets = tok(context, return_offsets_mapping=True, verbose=False)["offset_mapping"]
+            starts = [start for start, _ in offsets]
             shorter = context[: starts[-over]] if over <= len(starts) else ""
         else:  # HELMET decodes the kept ids of a tokenizer without offsets
             shorter = tok.decode(tok(context, verbose=False)["input_ids"][:-over])
         if len(shorter) >= len(context) or not shorter:
-            raise too_short(job, f"its fixed parts take {over} tokens more than the context holds")
+            why = f"its fixed parts take {over} tokens more than the context holds"
+            raise too_short(job, why)
         context = shorter
         ids = render(context)
     return Prompt(ids, rendered(context), not ctx.chat), context, len(ids) - len(render(""))
@@ -108,8 +113,9 @@ def helmet_ids(
 def long_document(
     ctx: BuildContext, job: Job, head: str, tail: str, answer_prefix: str, separator: str, text: str
 ) -> tuple[Prompt, int, bool]:
-    """A long-document prompt (``fit_document``'s contract): HELMET's under ``--helmet-compat``, else ctxgate's."""
+    """``fit_document``'s prompt, or HELMET's under ``--helmet-compat``."""
     if not ctx.helmet_compat:
         return fit_document(ctx, job, head, tail, answer_prefix, separator, text)
-    prompt, shown, tokens = helmet_ids(ctx, job, head, precut(ctx, job, text), tail, answer_prefix, separator)
+    precut_text = precut(ctx, job, text)
+    prompt, shown, tokens = helmet_ids(ctx, job, head, precut_text, tail, answer_prefix, separator)
     return prompt, tokens, shown != text

@@ -1,17 +1,6 @@
-"""HELMET many-shot ICL: TREC coarse/fine, BANKING77, CLINC150 and NLU with labels remapped to shuffled integers.
-
-Prompt (HELMET, verbatim, the trailing space included): ``Use the provided mapping from the text to label to assign a
-label to the text. Only output "label: {label}" and nothing else. \\n\\n{demos}\\n\\n{question}\\nlabel:`` with demos
-``{text}\\nlabel: {n}`` joined by blank lines. No chat template; 20 new tokens; EM on the parsed label.
-
-At HELMET's lengths (its shot table, 4K-128K) the prompts are HELMET's (``data.py`` HEAD): test items as HELMET
-takes them (the split itself when it has at most 500, else ``shuffle(seed)`` then label-balanced rounds), and per
-item a seed ``(sha256(text) + seed) % 2**31`` that draws its demos in label-balanced rounds (``balance_labels``,
-re-drawing a label's examples once they run out) and shuffles the label mapping over HELMET's label count; the
-demos' end is cut to fit. At other lengths each sample draws its own label permutation and demos (rounds of one
-example per label, each round in random order, none with the test text), as many whole demos as fit the shot
-count interpolated from the table, and test items are taken round-robin over the labels.
-"""
+"""HELMET many-shot ICL, labels remapped to shuffled integers. At HELMET's lengths its own prompts
+(``data.py`` HEAD: test items, per-item seeded demos and mapping, the demos' end cut); elsewhere
+each sample's own mapping and demos, as many whole as fit the interpolated shot count."""
 
 from __future__ import annotations
 
@@ -29,7 +18,7 @@ from ctxgate.sources.helmet_files import shuffled
 from ctxgate.sources.icl import SOURCES, ICLData, load_icl
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, interleave
 from ctxgate.tasks.fitting import fit_context, fit_units
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register_all
 
 INSTRUCTION = (
     "Use the provided mapping from the text to label to assign a label to the text. Only output "
@@ -47,7 +36,7 @@ SHOTS = {  # HELMET's shots per length
 
 
 def target_shots(task: str, length: int) -> int:
-    """HELMET's count at its lengths; linear in L between them and proportional outside."""
+    """HELMET's count at its lengths; linear in L between them, proportional outside."""
     table = SHOTS[task]
     if length <= LENGTHS[0]:
         return max(1, round(table[0] * length / LENGTHS[0]))
@@ -60,7 +49,7 @@ def target_shots(task: str, length: int) -> int:
 
 @memo(16)
 def balanced_order(task: str, data_dir: str | None, seed: int) -> tuple[int, ...]:
-    """Test indices round-robin over labels (labels and each label's items in a seeded order); once per case."""
+    """Test indices round-robin over labels (labels and their items in a seeded order)."""
     data = load_icl(task, data_dir, seed)
     rng = random.Random(derive_seed("test-order", task, seed))
     by_label: dict[int, list[int]] = {}
@@ -73,15 +62,18 @@ def balanced_order(task: str, data_dir: str | None, seed: int) -> tuple[int, ...
     return tuple(interleave([by_label[lab] for lab in labels]))
 
 
-def demo_rounds(data: ICLData, question: str, count: int, rng: random.Random) -> list[tuple[str, int]]:
-    """``count`` demos in rounds of one per label; within a label, examples come without replacement until used up."""
+def demo_rounds(
+    data: ICLData, question: str, count: int, rng: random.Random
+) -> list[tuple[str, int]]:
+    """``count`` demos in rounds of one per label, each label's without replacement."""
     by_label: dict[int, list[tuple[str, int]]] = {}
     for text, label in data.train:
         if text.strip() != question.strip():  # never the test item itself
             by_label.setdefault(label, []).append((text, label))
     if not by_label:
         raise DataUnavailable(
-            "the ICL train split has no example besides the test item itself; give the full train split with --data-dir"
+            "the ICL train split has no example besides the test item itself; "
+            "give the full train split with --data-dir"
         )
     decks: dict[int, list[tuple[str, int]]] = {lab: [] for lab in by_label}
     demos: list[tuple[str, int]] = []
@@ -100,9 +92,11 @@ def demo_rounds(data: ICLData, question: str, count: int, rng: random.Random) ->
 MAX_TEST = 500  # HELMET's max_test_samples for ICL
 
 
-def balance_labels(items: Sequence[tuple[str, int]], shots: int, seed: int) -> list[tuple[str, int]]:
-    """HELMET's ``balance_labels``: ceil(shots / labels) rounds, one example per label each (labels in order of
-    first appearance; a label short of examples draws them again), each round shuffled, the first ``shots`` kept."""
+def balance_labels(
+    items: Sequence[tuple[str, int]], shots: int, seed: int
+) -> list[tuple[str, int]]:
+    """HELMET's ``balance_labels``: rounds of one example per label (in order of first
+    appearance, redrawn when short), each shuffled, the first ``shots`` kept."""
     rand = random.Random(seed)
     by_label: dict[int, list[tuple[str, int]]] = {}
     for item in items:
@@ -111,7 +105,8 @@ def balance_labels(items: Sequence[tuple[str, int]], shots: int, seed: int) -> l
     for examples in by_label.values():
         picks = rand.sample(range(len(examples)), len(rounds) % len(examples))
         while len(picks) < len(rounds):
-            picks += rand.sample(range(len(examples)), min(len(rounds) - len(picks), len(examples)))
+            more = min(len(rounds) - len(picks), len(examples))
+            picks += rand.sample(range(len(examples)), more)
         for r, i in zip(rounds, picks):
             r.append(examples[i])
     for r in rounds:
@@ -128,14 +123,14 @@ def helmet_test_items(task: str, data_dir: str | None, seed: int) -> tuple[tuple
 
 
 def build_icl(ctx: BuildContext, job: Job) -> Sample:
-    """At HELMET's lengths, HELMET's prompt for its test item ``index``, the demos' end cut to fit; at others, the
-    sample's own label mapping and demos (the same at every length), as many whole demos as fit."""
+    """HELMET's prompt at its lengths; elsewhere the sample's own mapping and demos."""
     task, helmet = job.task, job.length in LENGTHS
     data = load_icl(task, ctx.data_dir, ctx.seed)
     if helmet:
         items = helmet_test_items(task, ctx.data_dir, ctx.seed)
         question, label = items[job.index % len(items)]
-        local_seed = (int(hashlib.sha256(question.encode("utf-8")).hexdigest(), 16) + ctx.seed) % 2**31
+        digest = int(hashlib.sha256(question.encode("utf-8")).hexdigest(), 16)
+        local_seed = (digest + ctx.seed) % 2**31
         target = SHOTS[task][LENGTHS.index(job.length)]
         demos = balance_labels(data.train, target, local_seed)
         mapping = list(range(SOURCES[task].num_labels))
@@ -149,11 +144,12 @@ def build_icl(ctx: BuildContext, job: Job) -> Sample:
         target = target_shots(task, job.length)
         demos = demo_rounds(data, question, target, rng)
     units = [f"{text}\nlabel: {mapping[lab]}" for text, lab in demos]
+    tail = f"\n\n{question}"
     if helmet:
-        prompt, cut = fit_context(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n\n".join(units))
+        prompt, cut = fit_context(ctx, job, INSTRUCTION, tail, ANSWER_PREFIX, "\n\n".join(units))
         how: dict[str, object] = {"demos": "helmet", "context_cut": cut}
     else:
-        prompt, k = fit_units(ctx, job, INSTRUCTION, f"\n\n{question}", ANSWER_PREFIX, "\n", units, 1, "demos")
+        prompt, k = fit_units(ctx, job, INSTRUCTION, tail, ANSWER_PREFIX, "\n", units, 1, "demos")
         how = {"shots": k, "rounds": k / data.num_labels, "demos": "placed"}
     return job.sample(
         prompt,
@@ -175,7 +171,7 @@ def _spec(name: str, description: str) -> TaskSpec:
         metric=LABEL_EM,
         tokens_to_generate=20,
         build=build_icl,
-        chance=100 / SOURCES[name].num_labels,  # one of its labels drawn at random is right 1 in that many times
+        chance=100 / SOURCES[name].num_labels,  # one of its labels drawn at random
         scoring_prefix=ANSWER_PREFIX,
         default_samples=500,
         description=description,
@@ -187,26 +183,13 @@ def _spec(name: str, description: str) -> TaskSpec:
     )
 
 
-@register
-def icl_trec_coarse() -> TaskSpec:
-    return _spec("icl_trec_coarse", "TREC question type, 6 labels, many-shot")
-
-
-@register
-def icl_trec_fine() -> TaskSpec:
-    return _spec("icl_trec_fine", "TREC fine question type, 50 labels, many-shot")
-
-
-@register
-def icl_banking77() -> TaskSpec:
-    return _spec("icl_banking77", "BANKING77 intents, 77 labels, many-shot")
-
-
-@register
-def icl_clinic150() -> TaskSpec:
-    return _spec("icl_clinic150", "CLINC150 intents, 151 labels, many-shot")
-
-
-@register
-def icl_nlu() -> TaskSpec:
-    return _spec("icl_nlu", "NLU intents, 68 labels, many-shot")
+register_all(
+    __name__,
+    [
+        _spec("icl_trec_coarse", "TREC question type, 6 labels, many-shot"),
+        _spec("icl_trec_fine", "TREC fine question type, 50 labels, many-shot"),
+        _spec("icl_banking77", "BANKING77 intents, 77 labels, many-shot"),
+        _spec("icl_clinic150", "CLINC150 intents, 151 labels, many-shot"),
+        _spec("icl_nlu", "NLU intents, 68 labels, many-shot"),
+    ],
+)

@@ -1,25 +1,31 @@
-"""HELMET's JSON KV retrieval: a JSON object of UUID pairs, the queried key at one of six evenly spaced depths.
-
-Prompt (HELMET, after Liu et al.'s lost-in-the-middle):
-``{context}\\n\\nExtract the value corresponding to the specified key in the JSON object below.\\n\\n{demos}Key:
-{question}\\nCorresponding value:`` with the context ``JSON data:\\n{...}`` and two demos
-``Key: "k"\\nCorresponding value: v``. HELMET runs it without the chat template. HELMET pre-builds one dictionary
-per six questions; ctxgate builds a fresh dictionary per sample and cycles the depth with the sample index.
-"""
+"""HELMET's JSON KV retrieval: a JSON object of UUID pairs, the queried key at one of six depths
+(cycling with the index), one object per sample where HELMET builds one per six questions."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 
 from ctxgate.metrics.registry import HELMET_SUBEM
 from ctxgate.sources.helmet_files import load_json_kv_file
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, fill_fresh, make_frame, need_room, too_short
+from ctxgate.tasks.base import (
+    BuildContext,
+    Job,
+    Sample,
+    TaskSpec,
+    fresh_lines,
+    make_frame,
+    need_room,
+    too_short,
+)
 from ctxgate.tasks.fitting import fit_context
 from ctxgate.tasks.niah import uuid4_text
 from ctxgate.tasks.registration import register
 
-INSTRUCTION = "\n\nExtract the value corresponding to the specified key in the JSON object below.\n\n"
+INSTRUCTION = (
+    "\n\nExtract the value corresponding to the specified key in the JSON object below.\n\n"
+)
 ANSWER_PREFIX = "Corresponding value:"
 DEPTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 SHOTS = 2
@@ -36,12 +42,11 @@ def _pair(key: str, value: str) -> str:
 def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
     rng = job.rng
     f = load_json_kv_file(ctx.data_dir, job.length, ctx.seed) if ctx.data_dir else None
-    if f is not None:  # HELMET's record: its demos as HELMET formats them ("Corresponding value:" + " " + value)
+    if f is not None:  # HELMET's record, its demos as HELMET formats them
         row = f.rows[job.index % len(f.rows)]
         shown = "".join(f"Key: {k}\nCorresponding value: {v}\n\n" for k, v in row["demos"][:SHOTS])
-        prompt, cut = fit_context(
-            ctx, job, "", INSTRUCTION + shown + f"Key: {row['question']}", ANSWER_PREFIX, row["context"]
-        )
+        tail = INSTRUCTION + shown + f"Key: {row['question']}"
+        prompt, cut = fit_context(ctx, job, "", tail, ANSWER_PREFIX, row["context"])
         answers = row["answer"] if isinstance(row["answer"], list) else [row["answer"]]
         return job.sample(
             prompt,
@@ -58,15 +63,25 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
     demos = [(_uuid(rng), _uuid(rng)) for _ in range(SHOTS)]
     demo_text = "".join(f"Key: {json.dumps(k)}\nCorresponding value: {v}\n\n" for k, v in demos)
     tail = INSTRUCTION + demo_text + f"Key: {json.dumps(target_key)}"
-    frame = make_frame(ctx, ["JSON data:\n{"], ["}", tail], ANSWER_PREFIX, separator="\n", prefix_after_chat=False)
+    frame = make_frame(
+        ctx, ["JSON data:\n{"], ["}", tail], ANSWER_PREFIX, separator="\n", prefix_after_chat=False
+    )
     budget = frame.budget(job.length, job.gen)
-    # Demo pairs sit in the object too (their answers are in the context), the target pair once, the rest filler.
+    # the demo pairs sit in the object too (their answers are in the context), the target once
     pairs = [_pair(k, v) for k, v in demos] + [_pair(target_key, target_value)]
-    known = dict(zip(pairs, enc.encode_fresh([", " + p for p in pairs])))  # ", "-prefixed ids, kept for assembly
+    known = dict(zip(pairs, enc.encode_fresh([", " + p for p in pairs])))
     room = budget - sum(len(ids) for ids in known.values())
     if room < 0:
-        raise too_short(job, f"its instruction, demos and target pair take {-room} tokens more than it holds")
-    filler = fill_fresh(enc, lambda: (_pair(_uuid(rng), _uuid(rng)),), room, ", ", known, (True,), "json-kv-pair")
+        why = f"its instruction, demos and target pair take {-room} tokens more than it holds"
+        raise too_short(job, why)
+
+    def filler_pair() -> tuple[str]:
+        return (_pair(_uuid(rng), _uuid(rng)),)
+
+    rows, ids, sizes = fresh_lines(enc, filler_pair, room, ", ", (True,), "json-kv-pair")
+    filler = [row[0] for row in rows]
+    ends = list(itertools.accumulate(sizes, initial=0))
+    known.update((pair, tuple(ids[a:b])) for pair, a, b in zip(filler, ends, ends[1:]))
     others = filler + pairs[:SHOTS]
     rng.shuffle(others)
     depth = DEPTHS[job.index % len(DEPTHS)]
@@ -90,7 +105,6 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
 
 
 def pool_size(ctx: BuildContext, length: int) -> int | None:
-    """HELMET's records at a length it has a file for; generated data has no limit (None)."""
     f = load_json_kv_file(ctx.data_dir, length, ctx.seed) if ctx.data_dir else None
     return len(f.rows) if f is not None else None
 
@@ -104,7 +118,7 @@ def json_kv() -> TaskSpec:
         metric=HELMET_SUBEM,
         tokens_to_generate=100,
         build=build_json_kv,
-        chance=0.0,  # a UUID drawn as the other pairs' values are is never the target's: measured (generated)
+        chance=0.0,  # a UUID drawn as the other values are is never the target's: measured
         scoring_prefix=ANSWER_PREFIX,
         description="value of a UUID key in a JSON object",
         pool_size=pool_size,

@@ -1,12 +1,6 @@
-"""HELMET LongQA: InfiniteBench English book QA (ROUGE-L F1), multiple choice (accuracy) and NarrativeQA (judged).
-
-Prompts (HELMET's, verbatim: the texts below; user text and answer prefix joined by a blank line): the instruction,
-two demos that show other questions with ``[story text]`` in place of their book, the book, then the question (and
-the options). The chat template is on (HELMET's policy for LongQA) when the model has one; 10 new tokens.
-
-The book is cut from the end to what fits at L in the model's tokenizer, ending with
-`` ... [the rest of the text is omitted]``; everything else is kept whole.
-"""
+"""HELMET LongQA: InfiniteBench book QA and multiple choice, NarrativeQA (judged), in HELMET's
+prompts; the book cut from its end to fit, ending with `` ... [the rest of the text is
+omitted]``."""
 
 from __future__ import annotations
 
@@ -16,11 +10,10 @@ from typing import TypeVar
 
 from ctxgate.metrics.registry import MC_ACCURACY, NARRATIVEQA_JUDGE, ROUGE_L_F1, Metric
 from ctxgate.seeding import helmet_first, helmet_permutation, helmet_unseeded_seeds
-from ctxgate.sources.infbench import Book, load_infbench
-from ctxgate.sources.judged import load_narrativeqa
+from ctxgate.sources.judged import Book, load_infbench, load_narrativeqa
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.helmet_compat import long_document
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register_all
 from ctxgate.tasks.selection import Document, helmet_selection
 
 QA_INSTRUCTION = (
@@ -46,29 +39,32 @@ def gold_letter(book: Book) -> str:
 
 
 def for_example(shots: Iterable[str], then: str = "read the following story") -> str:
-    """HELMET's demos for a long document: shots with ``[story text]`` or nothing for their own document."""
+    """HELMET's demos for a long document: shots with ``[story text]`` or nothing for their own."""
     return "For example:\n\n" + "\n\n".join(shots) + f"\n\nNow, {then}:\n\n"
 
 
 def demo_block(task: str, demos: list[Book]) -> str:
     if task == "infbench_mc":
         return for_example(
-            f"[story text]\nQuestion: {d.question}\nOptions:\n{options_text(d)}\nAnswer: {gold_letter(d)}"
+            f"[story text]\nQuestion: {d.question}\nOptions:\n{options_text(d)}\n"
+            f"Answer: {gold_letter(d)}"
             for d in demos
         )
-    return for_example(f"[story text]\nQuestion: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
+    return for_example(
+        f"[story text]\nQuestion: {d.question}\nAnswer: {d.answers[0]}" for d in demos
+    )
 
 
 def kept_infbench(task: str, ctx: BuildContext) -> tuple[int, ...]:
-    """The books HELMET keeps for an InfiniteBench QA or MC case (its samples, never repeated)."""
+    """The books HELMET keeps for an InfiniteBench QA or MC case."""
     data = load_infbench(task, ctx.data_dir)
     return helmet_selection(task, data.books, data.sha256, ctx)
 
 
-def helmet_infbench(task: str, books: Sequence[B], digest: str, ctx: BuildContext, index: int) -> tuple[B, list[B]]:
-    """HELMET HEAD's InfiniteBench sample and demos (``data.py`` load_infbench): the demos of a book are the first two
-    of every other book (file order) shuffled with the seed; the samples are the books of at least 65536 tokens,
-    shuffled with the seed."""
+def helmet_infbench(
+    task: str, books: Sequence[B], digest: str, ctx: BuildContext, index: int
+) -> tuple[B, list[B]]:
+    """HELMET HEAD's InfiniteBench sample and demos (``data.py`` load_infbench)."""
     kept = helmet_selection(task, books, digest, ctx)
     at = kept[helmet_permutation(len(kept), ctx.seed)[index % len(kept)]]
     others = [b for i, b in enumerate(books) if i != at]
@@ -86,7 +82,9 @@ def build_longqa(ctx: BuildContext, job: Job) -> Sample:
         answers: tuple[str, ...] = (gold_letter(book), f"{gold_letter(book)}. {book.answers[0]}")
     else:
         answers = book.answers
-    prompt, story_tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n\n", book.context)
+    prompt, story_tokens, cut = long_document(
+        ctx, job, head, tail, ANSWER_PREFIX, "\n\n", book.context
+    )
     return job.sample(
         prompt,
         answers,
@@ -116,30 +114,17 @@ def _spec(name: str, metric: Metric, description: str, chance: float) -> TaskSpe
     )
 
 
-@register
-def infbench_qa() -> TaskSpec:
-    # an answer to another question of the book: not measured (the books are not shipped), declared 0, so no floor
-    # is refused for it
-    return _spec("infbench_qa", ROUGE_L_F1, "InfiniteBench book QA with entity replacement (ROUGE-L F1)", 0.0)
-
-
-@register
-def infbench_mc() -> TaskSpec:
-    # one of its four options: 25%
-    return _spec("infbench_mc", MC_ACCURACY, "InfiniteBench book multiple choice (accuracy)", chance=25.0)
-
-
-# NarrativeQA (judged): HELMET's prompt, verbatim; user text and answer prefix joined by one newline.
+# NarrativeQA (judged): HELMET's prompt; user text and answer prefix joined by one newline
 NQA_INSTRUCTION = (
-    "You are given a story, which can be either a novel or a movie script, and a question. Answer the "
-    "question as concisely as you can, using a single phrase if possible.\n\n"
+    "You are given a story, which can be either a novel or a movie script, and a question. "
+    "Answer the question as concisely as you can, using a single phrase if possible.\n\n"
 )
 
 
 def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
     data = load_narrativeqa(ctx.data_dir)
-    # HELMET HEAD: the test split shuffled with the seed, its long documents kept in that order; then, per kept
-    # question in order, two train questions from an unseeded shuffle (numpy's global generator, seeded at load)
+    # HELMET HEAD: the long documents of the seeded shuffle; per question, two train questions from
+    # an unseeded shuffle (numpy's global generator, seeded at load)
     keep = set(kept_books(ctx))
     order = [i for i in helmet_permutation(len(data.items), ctx.seed) if i in keep]
     at = job.index % len(order)
@@ -149,7 +134,9 @@ def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
     shots = (f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
     head = NQA_INSTRUCTION + for_example(shots, "use the following story to answer the question")
     tail = f"\n\nQuestion: {item.question}"
-    prompt, story_tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n", item.context)
+    prompt, story_tokens, cut = long_document(
+        ctx, job, head, tail, ANSWER_PREFIX, "\n", item.context
+    )
     return job.sample(
         prompt,
         item.answers,
@@ -163,20 +150,36 @@ def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
     )
 
 
-@register
-def narrativeqa() -> TaskSpec:
-    description = "NarrativeQA over whole books and scripts (LLM judge: fluency x correctness)"
-    return replace(
-        # judged by an LLM, and no random answer is judged here: 0, so no floor is refused for it
-        _spec("narrativeqa", NARRATIVEQA_JUDGE, description, 0.0),
-        tokens_to_generate=100,
-        build=build_narrativeqa,
-        markers=("judge",),
-        pool_size=lambda ctx, length: len(kept_books(ctx)),
-    )
-
-
 def kept_books(ctx: BuildContext) -> tuple[int, ...]:
     """NarrativeQA items whose document passes HELMET's length selection."""
     data = load_narrativeqa(ctx.data_dir)
     return helmet_selection("narrativeqa", data.items, data.sha256, ctx)
+
+
+register_all(
+    __name__,
+    [
+        # another answer from the book: not measured, declared 0, so no floor is refused for it
+        _spec(
+            "infbench_qa",
+            ROUGE_L_F1,
+            "InfiniteBench book QA with entity replacement (ROUGE-L F1)",
+            0.0,
+        ),
+        # one of its four options
+        _spec("infbench_mc", MC_ACCURACY, "InfiniteBench book multiple choice (accuracy)", 25.0),
+        replace(
+            # no random answer is judged here: 0, so no floor is refused for it
+            _spec(
+                "narrativeqa",
+                NARRATIVEQA_JUDGE,
+                "NarrativeQA over whole books and scripts (LLM judge: fluency x correctness)",
+                0.0,
+            ),
+            tokens_to_generate=100,
+            build=build_narrativeqa,
+            markers=("judge",),
+            pool_size=lambda ctx, length: len(kept_books(ctx)),
+        ),
+    ],
+)

@@ -1,39 +1,42 @@
-"""MRCR-style multi-round co-reference, generated offline (``ctx_mrcr_2``, ``ctx_mrcr_4``, ``ctx_mrcr_8``), and
-OpenAI MRCR's released rows (``mrcr_2needle``, ``mrcr_4needle``, ``mrcr_8needle``, in ``mrcr_official.py``).
-
-A generated sample is a conversation in OpenAI MRCR's shape: a first user message of two worked examples, then user
-requests for a piece of writing, each followed by the assistant's answer, all drawn from one writer
-(``data/conversations.py``); N of the requests (2, 4 or 8) are the same request, spread through the conversation
-(the k-th in the k-th of N equal stretches of it). The last user message asks for the i-th of them with a random
-string prepended, in MRCR's words; the gold answer is that string and the i-th answer. Distractor turns fill the
-length to within one turn. Rendered with the model's chat template (its turns, ``PieceEncoder.chat_turns``; where the
-template refuses two user messages in a row, the worked examples open the first request's message), or as the plain
-transcript.
-"""
+"""MRCR-style multi-round co-reference, generated offline (``ctx_mrcr_*``), and OpenAI MRCR's rows
+(``mrcr_*needle``, ``mrcr_official.py``). A generated sample is a conversation in MRCR's shape
+(``data/conversations.py``): N identical requests spread through it, the last message asking for
+the i-th answer with a random string prepended; distractor turns fill the length."""
 
 from __future__ import annotations
 
 import functools
 import weakref
+from typing import Any
 
 from ctxgate.data import conversations as conv
 from ctxgate.metrics.registry import MRCR_RATIO
-from ctxgate.tasks.base import BuildContext, Job, Prompt, Sample, TaskSpec, distinct, too_short
+from ctxgate.tasks.base import (
+    BuildContext,
+    Builder,
+    Job,
+    Prompt,
+    Sample,
+    TaskSpec,
+    distinct,
+    too_short,
+)
 from ctxgate.tasks.mrcr_official import build_official, conversation_turns, pool_size
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 
-GENERATED_BUDGET = conv.MAX_ANSWER_CHARS + conv.PREFIX_CHARS  # the longest answer, at most a token a character
-# OpenAI MRCR's longest answer is 3.89K characters: at two characters a token at least, with the prefix, 2,048
-OFFICIAL_BUDGET = 2048
-# The random string and an answer to a distractor request, drawn by the conversation writer and graded against the
-# needle's: the forms' shared openings and closings and the haystack's common words give it 24.8 (measured, the same
-# for 2, 4 and 8 needles: bench/chance.py). Another answer to the needle's own request, the wrong needle, gets about
-# 38. OpenAI's rows are not shipped: their tasks are declared at their generated twins' figure.
+# the longest answer, at most a token a character
+GENERATED_BUDGET = conv.MAX_ANSWER_CHARS + conv.PREFIX_CHARS
+OFFICIAL_BUDGET = 2048  # OpenAI MRCR's longest answer, 3.89K characters, at 2 a token at least
+# The random string and an answer to a distractor request, graded against the needle's: shared
+# openings, closings and words give it 24.8 (measured for 2, 4 and 8 needles: bench/chance.py); the
+# wrong needle gets about 38. OpenAI's rows are declared at their twins' figure.
 CHANCE = 24.8
 
 Ids = tuple[int, ...]
-_UNITS: weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str], tuple[Ids, ...]]] = weakref.WeakKeyDictionary()
+_UNITS: weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str], tuple[Ids, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def unit_ids(enc: PieceEncoder, sentences: conv.Sentences, sep: str) -> tuple[Ids, ...]:
@@ -41,40 +44,17 @@ def unit_ids(enc: PieceEncoder, sentences: conv.Sentences, sep: str) -> tuple[Id
     per_encoder = _UNITS.setdefault(enc, {})
     key = (sentences.key, sep)
     if key not in per_encoder:
-        if len(per_encoder) >= 40:  # the ten forms' separators of a few haystacks (--haystack changes per run)
+        if len(per_encoder) >= 40:  # the ten forms' separators of a few haystacks
             per_encoder.clear()
         per_encoder[key] = tuple(enc.encode_fresh([sep + u for u in sentences.texts]))
     return per_encoder[key]
-
-
-class Pieces:
-    """Ids of a sample's recurring pieces (requests, answers' openings and closings): the encoder's cache, looked
-    up once per distinct piece of the sample (a 1M-token conversation has some 12,000 turns)."""
-
-    def __init__(self, enc: PieceEncoder) -> None:
-        self.enc, self.known = enc, dict[str, Ids]()
-
-    def __call__(self, text: str) -> Ids:
-        found = self.known.get(text)
-        if found is None:
-            found = self.known[text] = self.enc.encode(text)
-        return found
-
-    def answer(self, a: conv.Answer) -> list[int]:
-        body = unit_ids(self.enc, a.body, a.request.form.sep)
-        ids = list(self(a.head))
-        for u in a.units:
-            ids.extend(body[u])
-        if a.tail:
-            ids.extend(self(a.tail))
-        return ids
 
 
 def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     enc, rng = ctx.encoder, job.rng
     turns = conversation_turns(enc, ctx.chat, job.task)
     sentences = conv.units(ctx.essay_path)
-    # every draw that does not depend on the tokenizer comes first: the needles, the question, the examples
+    # every draw that does not depend on the tokenizer comes first
     pool = conv.topic_pool(rng)
     needle = conv.needle_request(rng, pool)
     answers = distinct(lambda: conv.answer(rng, needle, sentences), n)
@@ -85,17 +65,25 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
 
     joined = turns.user_user is None  # the template refuses two user messages in a row
     first = enc.encode(turns.user_user) if turns.user_user else ()
-    # joined, the examples open the first request's message: only the message's ends are trimmed
+    # joined, the examples open the first request's message, only its ends trimmed
     opening = examples if joined else turns.content(examples)
     asked = turns.content(conv.question(prefix, nth, needle))
     head = enc.whole(turns.start + opening)
     before, after = enc.encode(turns.assistant_user), enc.encode(turns.user_assistant)
     tail = (*before, *enc.encode_fresh([asked])[0], *enc.encode(turns.end))
 
-    piece = Pieces(enc)
+    # a sample's recurring pieces (requests, answers' openings and closings), each looked up once
+    piece = functools.cache(enc.encode)
 
     def turn(a: conv.Answer) -> tuple[Ids, list[int], conv.Answer]:
-        return piece(a.request.text), piece.answer(a), a
+        request = piece(a.request.text)
+        body = unit_ids(enc, a.body, a.request.form.sep)
+        ids = list(piece(a.head))
+        for u in a.units:
+            ids.extend(body[u])
+        if a.tail:
+            ids.extend(piece(a.tail))
+        return request, ids, a
 
     needle_turns = [turn(a) for a in answers]
     cost = len(before) + len(after)
@@ -104,12 +92,14 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     if room < 0:
         raise too_short(
             job,
-            f"its worked examples, {n} needle turns and question, with the {job.gen}-token generation budget, "
+            f"its worked examples, {n} needle turns and question, with the {job.gen}-token "
+            "generation budget, "
             f"take {job.length - room:,} tokens, {-room:,} more than the length",
         )
     fill: list[tuple[Ids, list[int], conv.Answer]] = []
     while True:
-        r, a, answer = turn(conv.answer(rng, conv.distractor_request(rng, needle, pool), sentences))
+        request = conv.distractor_request(rng, needle, pool)
+        r, a, answer = turn(conv.answer(rng, request, sentences))
         if cost + len(r) + len(a) > room:
             break
         room -= cost + len(r) + len(a)
@@ -128,7 +118,9 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
         if t in at:
             offsets.append(len(ids))
         ids.extend(a)
-        text.extend(((turns.user_user or "") if t == 0 else turns.assistant_user, answer.request.text))
+        text.extend(
+            ((turns.user_user or "") if t == 0 else turns.assistant_user, answer.request.text)
+        )
         text.extend((turns.user_assistant, answer.text))
     ids.extend(tail)
     text.extend((turns.assistant_user, asked, turns.end))
@@ -148,61 +140,37 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     )
 
 
-def _generated(n: int) -> TaskSpec:
+def _spec(name: str, gen: int, build: Builder, description: str, **more: Any) -> TaskSpec:
     return TaskSpec(
-        name=f"ctx_mrcr_{n}",
+        name=name,
         suite="mrcr",
         category="coreference",
         metric=MRCR_RATIO,
-        tokens_to_generate=GENERATED_BUDGET,
-        build=functools.partial(build, n),
+        tokens_to_generate=gen,
+        build=build,
         chance=CHANCE,
-        description=f"MRCR-style, generated: the i-th of {n} identical writing requests in a long conversation",
+        description=description,
         chat_template=True,
+        **more,
     )
 
 
+def _generated(n: int) -> TaskSpec:
+    about = (
+        f"MRCR-style, generated: the i-th of {n} identical writing requests in a long conversation"
+    )
+    return _spec(f"ctx_mrcr_{n}", GENERATED_BUDGET, functools.partial(build, n), about)
+
+
 def _official(n: int) -> TaskSpec:
-    return TaskSpec(
-        name=f"mrcr_{n}needle",
-        suite="mrcr",
-        category="coreference",
-        metric=MRCR_RATIO,
-        tokens_to_generate=OFFICIAL_BUDGET,
-        build=functools.partial(build_official, n),
-        chance=CHANCE,
-        description=f"OpenAI MRCR's {n}needle rows (--data-dir mrcr/), binned by this model's tokens",
-        chat_template=True,
+    return _spec(
+        f"mrcr_{n}needle",
+        OFFICIAL_BUDGET,
+        functools.partial(build_official, n),
+        f"OpenAI MRCR's {n}needle rows (--data-dir mrcr/), binned by this model's tokens",
         pool_size=functools.partial(pool_size, n, OFFICIAL_BUDGET),
         replaces=f"ctx_mrcr_{n}",
     )
 
 
-@register
-def ctx_mrcr_2() -> TaskSpec:
-    return _generated(2)
-
-
-@register
-def ctx_mrcr_4() -> TaskSpec:
-    return _generated(4)
-
-
-@register
-def ctx_mrcr_8() -> TaskSpec:
-    return _generated(8)
-
-
-@register
-def mrcr_2needle() -> TaskSpec:
-    return _official(2)
-
-
-@register
-def mrcr_4needle() -> TaskSpec:
-    return _official(4)
-
-
-@register
-def mrcr_8needle() -> TaskSpec:
-    return _official(8)
+register_all(__name__, [*map(_generated, (2, 4, 8)), *map(_official, (2, 4, 8))])

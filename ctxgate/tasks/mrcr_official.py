@@ -1,17 +1,6 @@
-"""OpenAI MRCR's own rows (``mrcr_2needle``, ``mrcr_4needle``, ``mrcr_8needle``), and the conversation rendering
-both MRCR families share.
-
-A row's messages are rendered as ``apply_chat_template(messages, add_generation_prompt=True)`` renders them, from
-the template's turns (``PieceEncoder.chat_turns``) and the messages' contents, each tokenized once; without the
-template, as the plain transcript (``conversations.PLAIN``). BOS is added where the rendering does not spell it,
-as for every task. The references are (answer, random_string_to_prepend), which ``mrcr_ratio`` grades.
-
-Which rows a length holds: OpenAI MRCR bins its rows by tokens, each bin from half its upper edge (4K-8K, 8K-16K,
-..., 512K-1M). At length L, the task's rows are those whose prompt, rendered for this model and counted in its
-tokenizer, plus the generation budget, is more than L/2 and at most L: the length rule holds, and a row belongs to
-one power-of-two length. Only rows whose size in characters (``n_chars``) puts them near the bin are tokenized to
-decide; sample i is the i-th row of the bin in the order ``datasets``' ``shuffle(seed)`` gives.
-"""
+"""OpenAI MRCR's own rows, and the conversation rendering both MRCR families share. At length L a
+task's rows are those whose prompt (in this tokenizer) plus the budget is over L/2 and at most L,
+as MRCR bins rows; sample i is the bin's i-th row in ``datasets``' ``shuffle(seed)`` order."""
 
 from __future__ import annotations
 
@@ -22,35 +11,31 @@ from ctxgate.data.conversations import PLAIN
 from ctxgate.lengths import format_length
 from ctxgate.memo import memo
 from ctxgate.records.refusal import Refusal
+from ctxgate.sources.helmet_files import order
 from ctxgate.sources.mrcr_files import load_mrcr, mrcr_paths, not_given
-from ctxgate.sources.ruler_files import order
 from ctxgate.tasks.base import BuildContext, Job, Prompt, Sample, TaskTooShort
 from ctxgate.tokens.chat import ChatTemplateError, ChatTurns
 from ctxgate.tokens.codec import PieceEncoder
 
-# a row whose size in characters, at the tokenizer's characters per token, is more than this factor off the bin
-# is not tokenized to decide (MRCR's text is GPT-4o prose: its characters per token vary far less)
+# a row this factor off the bin by its characters is not tokenized (GPT-4o prose varies less)
 MARGIN = 1.5
-COUNTS_KEPT = 50_000  # contents whose token counts are remembered while rows are binned (repeated requests)
+COUNTS_KEPT = 50_000  # contents whose token counts are remembered while rows are binned
 
 
 class TemplateRefused(Refusal, ValueError):
-    """The model's chat template cannot render the task's conversation turn by turn; the message names the template
-    and ``--chat-template off``. The report has no word of its own for a template: like a ``--haystack`` that
-    cannot be used, an input the run was given that cannot be used is ``data_unreadable``, an error."""
+    """The chat template cannot render the conversation turn by turn (an unusable input)."""
 
     cause = "data_unreadable"
 
 
 def conversation_turns(enc: PieceEncoder, chat: bool, task: str) -> ChatTurns:
-    """The model's chat template's turns, or the plain transcript's; a template that cannot be split into turns
-    refuses the case, naming the fix."""
+    """The chat template's turns, or the plain transcript's."""
     if not chat:
         return PLAIN
     if not enc.has_chat_template:
         raise TemplateRefused(
-            f"{task}: the tokenizer has no chat template to render the conversation with: pass --chat-template off "
-            "for the plain transcript"
+            f"{task}: the tokenizer has no chat template to render the conversation with: "
+            "pass --chat-template off for the plain transcript"
         )
     try:
         return enc.chat_turns()
@@ -58,9 +43,10 @@ def conversation_turns(enc: PieceEncoder, chat: bool, task: str) -> ChatTurns:
         raise TemplateRefused(f"{task}: {exc}") from None
 
 
-def render_ids(enc: PieceEncoder, turns: ChatTurns, messages: Sequence[tuple[str, str]]) -> list[int]:
-    """The rendering's pieces' ids joined: its start as a text's start (BOS where it does not spell it), the turns
-    between the messages and the contents each tokenized once."""
+def render_ids(
+    enc: PieceEncoder, turns: ChatTurns, messages: Sequence[tuple[str, str]]
+) -> list[int]:
+    """The rendering's pieces' ids joined, each turn and content tokenized once."""
     texts, contents = turns.pieces(messages)
     distinct = list(dict.fromkeys(contents))
     found = dict(zip(distinct, enc.encode_fresh(distinct)))
@@ -73,18 +59,21 @@ def render_ids(enc: PieceEncoder, turns: ChatTurns, messages: Sequence[tuple[str
     return ids
 
 
-def count_ids(enc: PieceEncoder, turns: ChatTurns, messages: Sequence[tuple[str, str]], counts: dict[str, int]) -> int:
-    """``len(render_ids(...))``, with the contents' counts remembered in ``counts`` across rows."""
+def count_ids(
+    enc: PieceEncoder, turns: ChatTurns, messages: Sequence[tuple[str, str]], counts: dict[str, int]
+) -> int:
+    """``len(render_ids(...))``, the contents' counts remembered in ``counts`` across rows."""
     texts, contents = turns.pieces(messages)
     new = [c for c in dict.fromkeys(contents) if c not in counts]
     if len(counts) + len(new) > COUNTS_KEPT:
         counts.clear()
     counts.update(zip(new, map(len, enc.encode_fresh(new))))
     between = {text: len(enc.encode(text)) for text in set(texts[1:])}
-    return len(enc.whole(texts[0])) + sum(between[t] for t in texts[1:]) + sum(counts[c] for c in contents)
+    fixed = len(enc.whole(texts[0])) + sum(between[t] for t in texts[1:])
+    return fixed + sum(counts[c] for c in contents)
 
 
-EDGE_PER_MESSAGE = 4  # tokens a row's pieces' ids joined may be off its whole text's, per message (its two seams)
+EDGE_PER_MESSAGE = 4  # tokens a row's joined ids may be off its whole text's, per message
 
 
 def _turns(enc: PieceEncoder, chat: bool, needles: int) -> ChatTurns:
@@ -92,16 +81,17 @@ def _turns(enc: PieceEncoder, chat: bool, needles: int) -> ChatTurns:
     turns = conversation_turns(enc, chat, task)
     if turns.user_user is None:
         raise TemplateRefused(
-            f"{task}: the chat template refuses two user messages in a row, which every OpenAI MRCR prompt starts "
-            "with (the worked examples, then the first request), so its prompts cannot be rendered as the template "
-            "renders them: pass --chat-template off for the plain transcript"
+            f"{task}: the chat template refuses two user messages in a row, which every OpenAI "
+            "MRCR "
+            "prompt starts with (the worked examples, then the first request), so its prompts "
+            "cannot be rendered as the template renders them: pass --chat-template off for the "
+            "plain transcript"
         )
     return turns
 
 
 def _lengths_of(sizes: Iterable[int], chars_per_token: float, gen: int) -> list[int]:
-    """The power-of-two lengths a row of these sizes in characters can belong to: those whose bins ``rows_for``
-    tokenizes it for (within ``MARGIN``). No row belongs to another."""
+    """The power-of-two lengths rows of these sizes in characters may belong to."""
     found = set()
     for size in sizes:
         estimate = size / chars_per_token + gen
@@ -130,23 +120,25 @@ def rows_for(
         messages = data.row(i).messages
         need = count_ids(enc, turns, messages, counts) + gen
         if min(abs(need - low), abs(need - length)) <= EDGE_PER_MESSAGE * len(messages):
-            need = len(enc.whole(turns.render(messages))) + gen  # near a bin's edge: as the prompt is sent
+            # near a bin's edge: as the prompt is sent
+            need = len(enc.whole(turns.render(messages))) + gen
         if low < need <= length:
             chosen.append(i)
     if not chosen:
-        # by design, as a length too short for a task's fixed parts: the data covers other lengths than this one
-        # (none at or below the budget, which alone fills those)
-        others = [n for n in _lengths_of(data.n_chars, chars_per_token, gen) if n != length and n > gen]
+        # by design, as a length too short for a task's fixed parts: the data covers other lengths
+        fits = _lengths_of(data.n_chars, chars_per_token, gen)
+        others = ",".join(format_length(n).lower() for n in fits if n != length and n > gen)
         where = (
-            f"by their sizes its rows can only be at --lengths {','.join(format_length(n).lower() for n in others)}"
+            f"by their sizes its rows can only be at --lengths {others}"
             if others
             else f"choose a --lengths value twice or half {length}"
         )
         raise TaskTooShort(
             f"mrcr_{needles}needle has no row at length {length}: none of the {len(data)} rows of "
-            f"{', '.join(data.paths)} has a prompt that, with the {gen}-token generation budget, takes more than "
-            f"{length // 2} and at most {length} tokens of this tokenizer (each row belongs to one power-of-two "
-            f"length); {where}"
+            f"{', '.join(data.paths)} has a prompt that, with the {gen}-token generation budget, "
+            "takes more than "
+            f"{length // 2} and at most {length} tokens of this tokenizer (each row belongs to one "
+            f"power-of-two length); {where}"
         )
     return tuple(chosen)
 

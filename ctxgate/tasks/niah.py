@@ -17,23 +17,24 @@ from ctxgate.tasks.base import (
     Sample,
     TaskSpec,
     distinct,
+    essay_ran_out,
     fresh_lines,
     make_frame,
     need_room,
-    ran_out,
 )
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 
 TEMPLATE_HEAD = (
-    "Some special magic {type_needle_v} are hidden within the following text. Make sure to memorize it. "
-    "I will quiz you about the {type_needle_v} afterwards.\n"
+    "Some special magic {type_needle_v} are hidden within the following text. Make sure to "
+    "memorize it. I will quiz you about the {type_needle_v} afterwards.\n"
 )
-TEMPLATE_TAIL = "\nWhat are all the special magic {type_needle_v} for {query} mentioned in the provided text?"
+TEMPLATE_TAIL = (
+    "\nWhat are all the special magic {type_needle_v} for {query} mentioned in the provided text?"
+)
 ANSWER_PREFIX = " The special magic {type_needle_v} for {query} mentioned in the provided text are"
 NEEDLE = "One of the special magic {type_needle_v} for {key} is: {value}."
-# A UUID's runs of hex letters or digits (a hyphen or a leading space with the run after it), where byte-level BPE
-# tokenizers split it: each run recurs across UUIDs, so it is tokenized once (PieceEncoder.encode_joined checks)
+# A UUID's runs of hex letters or digits, where byte-level BPE splits it (each recurs, cached)
 UUID_RUNS = re.compile(r" ?-?(?:[a-f]+|[0-9]+)")
 # RULER's 40 evenly spaced insertion depths, rounded to whole percent.
 DEPTHS = tuple(round(i * 100 / 39) for i in range(40))
@@ -50,8 +51,8 @@ class NiahConfig:
 
 
 def singular(text: str) -> str:
-    """RULER's rewrite for one expected value, applied to the task template (not to the chat template: the
-    reference also rewrites the model's template, which mangles any system prompt containing "are")."""
+    """RULER's rewrite for one value, of the task template only (the reference's rewrite of the
+    chat template mangles a system prompt containing "are")."""
     for old, new in (("Some", "A"), ("are all", "is"), ("are", "is"), ("answers", "answer")):
         text = text.replace(old, new)
     return text
@@ -65,7 +66,9 @@ def make_key(rng: random.Random, kind: str) -> str:
 
 def make_value(rng: random.Random, kind: str) -> str:
     if kind == "numbers":
-        return str(rng.randrange(10**6, 10**7))  # randint(10**6, 10**7 - 1), the same draw without a call
+        return str(
+            rng.randrange(10**6, 10**7)
+        )  # randint(10**6, 10**7 - 1), the same draw without a call
     return uuid4_text(rng.getrandbits(128))
 
 
@@ -74,24 +77,24 @@ _UUID_SET = (0x8000 << 48) | (4 << 76)
 
 
 def uuid4_text(bits: int) -> str:
-    """``str(uuid.UUID(int=bits, version=4))`` without building the object: the variant and version bits set, the
-    hex grouped 8-4-4-4-12 (a 1M-token UUID haystack draws some 50,000 a sample)."""
+    """``str(uuid.UUID(int=bits, version=4))`` without the object."""
     h = ((bits & _UUID_KEEP) | _UUID_SET).to_bytes(16, "big").hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def join_query(keys: list[str]) -> str:
-    return keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + ", and " + keys[-1]
 
 
 def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     enc, rng = ctx.encoder, job.rng
     keys = distinct(lambda: make_key(rng, cfg.type_key), cfg.num_keys)
     values = [[make_value(rng, cfg.type_value) for _ in range(cfg.num_values)] for _ in keys]
-    needles = [NEEDLE.format(type_needle_v=cfg.type_value, key=k, value=v) for k, vs in zip(keys, values) for v in vs]
+    needles = [
+        NEEDLE.format(type_needle_v=cfg.type_value, key=k, value=v)
+        for k, vs in zip(keys, values)
+        for v in vs
+    ]
     rng.shuffle(needles)
     queried = sorted(rng.sample(range(cfg.num_keys), cfg.num_queries))
-    query = join_query([keys[i] for i in queried])
+    asked = [keys[i] for i in queried]
+    query = asked[0] if len(asked) == 1 else ", ".join(asked[:-1]) + ", and " + asked[-1]
     answers = tuple(v for i in queried for v in values[i])
 
     head, tail, prefix = TEMPLATE_HEAD, TEMPLATE_TAIL, ANSWER_PREFIX
@@ -99,20 +102,18 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     if cfg.num_values * cfg.num_queries == 1:
         head, tail, prefix, type_v = singular(head), singular(tail), singular(prefix), type_v[:-1]
     answer_prefix = prefix.format(type_needle_v=type_v, query=query)
-    frame = make_frame(
-        ctx, [head.format(type_needle_v=type_v)], [tail.format(type_needle_v=type_v, query=query)], answer_prefix
-    )
+    tail = tail.format(type_needle_v=type_v, query=query)
+    frame = make_frame(ctx, [head.format(type_needle_v=type_v)], [tail], answer_prefix)
     budget = frame.budget(job.length, job.gen)
 
-    # Every one-off line (needles, distractors) is tokenized once behind its separator and kept here.
     sep = " " if cfg.haystack == "essay" else "\n"
-    known: dict[str, tuple[int, ...]] = dict(zip(needles, enc.encode_fresh([sep + n for n in needles])))
+    known = dict(zip(needles, enc.encode_fresh([sep + n for n in needles])))
     room = budget - sum(len(ids) for ids in known.values())
     if cfg.haystack == "essay":
         context, text, placed, units, depths = _essay_context(ctx, job, needles, known, room)
     else:
         context, text, placed, units = _line_context(ctx, cfg, job, keys, needles, room, known)
-        # RULER puts these needles at random lines, not at its depths: where each landed, in percent of the context
+        # RULER puts these needles at random lines: where each landed, in percent of the context
         depths = [round(100 * at / max(1, len(context))) for _, at in placed]
     return job.sample(
         frame.around(context, text),
@@ -134,22 +135,25 @@ def _line_context(
     room: int,
     known: dict[str, tuple[int, ...]],
 ) -> tuple[list[int], str, list[tuple[str, int]], int]:
-    """A line haystack (RULER's noise line repeated, or distractor needles) with the needles at random lines: its
-    ids (the first line bare, every other behind a newline), its text, where each needle landed, and the
-    haystack's lines."""
+    """A line haystack, the needles at random lines: its ids, text, the needles' places, lines."""
     enc, rng = ctx.encoder, job.rng
-    lines: list[str | int]  # the noise line, or a distractor by its index in ``rows``; and the needles
+    lines: list[
+        str | int
+    ]  # the noise line, or a distractor by its index in ``rows``; and the needles
     if cfg.haystack == "noise":
         lines = [NOISE_LINE] * max(0, room // enc.count("\n" + NOISE_LINE))
         rows: list[tuple[str, ...]] = []
         ids: list[int] = []
         ends = [0]
-    else:  # a haystack made of distractor needles with fresh keys (never one of the real keys)
+    else:  # distractor needles with fresh keys
         rows, ids, sizes = _distractors(enc, cfg, keys, room, rng)
         lines = list(range(len(sizes)))
-        ends = list(itertools.accumulate(sizes, initial=0))  # distractor r is ids[ends[r]:ends[r + 1]]
-    # RULER: needles go in at random line positions, inserted from the back so positions stay valid.
-    for pos, needle in zip(sorted(rng.sample(range(len(lines) + 1), len(needles)), reverse=True), needles):
+        ends = list(
+            itertools.accumulate(sizes, initial=0)
+        )  # distractor r is ids[ends[r]:ends[r + 1]]
+    # RULER: needles go in at random lines, inserted from the back so positions stay valid
+    at_lines = sorted(rng.sample(range(len(lines) + 1), len(needles)), reverse=True)
+    for pos, needle in zip(at_lines, needles):
         lines.insert(pos, needle)
     need_room(job, len(lines) - len(needles), 1)
     noise = enc.encode("\n" + NOISE_LINE) if cfg.haystack == "noise" else ()
@@ -158,18 +162,20 @@ def _line_context(
     placed: list[tuple[str, int]] = []
 
     def haystack(a: int, b: int) -> None:
-        """Lines [a, b), none of them a needle, each behind its newline: the noise line's ids repeated, or the
-        distractors' ids, which run on from one line to the next."""
+        """Lines [a, b), no needle among them, each behind its newline."""
         if a < b:
             first = lines[a]
-            context.extend(noise * (b - a) if isinstance(first, str) else ids[ends[first] : ends[first + b - a]])
+            if isinstance(first, str):
+                context.extend(noise * (b - a))
+            else:
+                context.extend(ids[ends[first] : ends[first + b - a]])
 
-    # The prompt's first line stands bare, without the newline
-    first = lines[0]
+    first = lines[0]  # bare, without the newline
     if first in needle_set:
         placed.append((str(first), 0))
     text = first if isinstance(first, str) else "".join(rows[first])
-    context.extend(enc.encode_fresh([text])[0] if first in needle_set or isinstance(first, int) else enc.encode(text))
+    one_off = first in needle_set or isinstance(first, int)
+    context.extend(enc.encode_fresh([text])[0] if one_off else enc.encode(text))
     done = 1
     for at, line in enumerate(lines):
         if at and isinstance(line, str) and line in needle_set:
@@ -185,67 +191,43 @@ def _line_context(
 def _distractors(
     enc: PieceEncoder, cfg: NiahConfig, keys: list[str], room: int, rng: random.Random
 ) -> tuple[list[tuple[str, ...]], list[int], list[int]]:
-    """Distractor needles with fresh keys until ``room`` is used (``fresh_lines``): the lines as their pieces, the
-    lines' ids behind a newline one after another, and each line's size."""
+    """Distractor needles with fresh keys until ``room`` is used (``fresh_lines``)."""
     used = set(keys)
     lead = f"One of the special magic {cfg.type_value} for"
     words_key, numbers = cfg.type_key == "words", cfg.type_value == "numbers"
     adjectives, nouns = words.adjectives(), words.nouns()
-    spaced, dashed = [" " + a for a in adjectives], ["-" + n for n in nouns]  # the key's pieces, made once
-    # make_key and make_value inlined: the same draws, in the same order (a 1M-token haystack is 50,000 lines).
-    # ``choice(seq)`` and ``randrange(a, b)`` are ``seq[_randbelow(len(seq))]`` and ``a + _randbelow(b - a)``, and
-    # ``_randbelow(n)`` of ``random.Random`` draws ``getrandbits(n.bit_length())`` until below n: that loop is
-    # written out here. A subclass of Random may draw otherwise, and keeps its own calls.
+    spaced, dashed = [" " + a for a in adjectives], ["-" + n for n in nouns]  # the key's pieces
+    # make_key and make_value's draws by index: ``choice(seq)`` is ``seq[_randbelow(len(seq))]``,
+    # ``randrange(a, b)`` is ``a + _randbelow(b - a)``
+    below = rng._randbelow  # type: ignore[attr-defined]
     getrandbits = rng.getrandbits
-    plain = type(rng) is random.Random
-    n_adj, n_noun, n_num = len(adjectives), len(nouns), 9 * 10**6
-    k_adj, k_noun, k_num = n_adj.bit_length(), n_noun.bit_length(), n_num.bit_length()
-
-    def below(n: int, k: int) -> int:
-        if not plain:
-            return rng._randbelow(n)  # type: ignore[attr-defined]  # Random's own, as choice and randrange call it
-        r = getrandbits(k)
-        while r >= n:
-            r = getrandbits(k)
-        return r
 
     def distractor() -> tuple[str, ...]:
-        # NEEDLE's text in pieces that tokenizers split at: word keys as " adjective" "-noun" (both from the word
-        # lists, so cached), UUID keys and every value one-off
+        # NEEDLE in the pieces tokenizers split at; UUID keys and values one-off
         if words_key:
-            if plain:
-                a = getrandbits(k_adj)
-                while a >= n_adj:
-                    a = getrandbits(k_adj)
-                b = getrandbits(k_noun)
-                while b >= n_noun:
-                    b = getrandbits(k_noun)
-            else:
-                a, b = below(n_adj, k_adj), below(n_noun, k_noun)
+            a, b = below(len(adjectives)), below(len(nouns))
             while f"{adjectives[a]}-{nouns[b]}" in used:
-                a, b = below(n_adj, k_adj), below(n_noun, k_noun)
+                a, b = below(len(adjectives)), below(len(nouns))
             used.add(f"{adjectives[a]}-{nouns[b]}")
         else:
             uuid = uuid4_text(getrandbits(128))
             while uuid in used:
                 uuid = uuid4_text(getrandbits(128))
             used.add(uuid)
-        if not numbers:
-            value = " " + uuid4_text(getrandbits(128))
+        if numbers:
+            value = f" {10**6 + below(9 * 10**6)}"
         else:
-            if plain:
-                v = getrandbits(k_num)
-                while v >= n_num:
-                    v = getrandbits(k_num)
-            else:
-                v = below(n_num, k_num)
-            value = f" {10**6 + v}"
+            value = " " + uuid4_text(getrandbits(128))
         if words_key:
             return (lead, spaced[a], dashed[b], " is:", value, ".")
         return (lead, " " + uuid, " is:", value, ".")
 
     how = UUID_RUNS if not numbers else True
-    fresh = (False, False, False, False, how, False) if words_key else (False, UUID_RUNS, False, how, False)
+    fresh = (
+        (False, False, False, False, how, False)
+        if words_key
+        else (False, UUID_RUNS, False, how, False)
+    )
     shape = f"niah-needle-{cfg.type_key}-{cfg.type_value}"
     return fresh_lines(enc, distractor, room, "\n", fresh, shape)
 
@@ -253,21 +235,14 @@ def _distractors(
 def _essay_context(
     ctx: BuildContext, job: Job, needles: list[str], known: dict[str, tuple[int, ...]], room: int
 ) -> tuple[list[int], str, list[tuple[str, int]], int, list[int]]:
-    """The essay's leading sentences that fit in ``room`` (RULER never repeats its haystack, and neither does this),
-    with the needles at RULER's depths: the ids, the text, where each needle landed, the sentences used and the
-    depths."""
+    """The essay's leading sentences that fit, the needles at RULER's depths."""
     enc = ctx.encoder
     essay = load_essay(ctx.essay_path)
     tokens = essay_tokens(enc, essay)
     k = tokens.fit(room)
     if tokens.complete and k == len(tokens.sentences) and room - tokens.ends[k] > tokens.longest:
-        raise ran_out(
-            job.task,
-            job.length,
-            f"the essay haystack {essay.source} ({tokens.ends[k]:,} tokens of this tokenizer, never repeated)",
-            job.length - room + tokens.ends[k],
-            "pass --haystack with a longer text (a .txt, or a dataset with a 'text' column)",
-        )
+        what = f"{essay.source} ({tokens.ends[k]:,} tokens of this tokenizer, never repeated)"
+        raise essay_ran_out(job, what, job.length - room + tokens.ends[k])
     depths = job.rng.sample(DEPTHS, len(needles))
     space = enc.encode(" ")
     need_room(job, k, 1, "essay sentences beside the needles")
@@ -280,19 +255,19 @@ def _essay_context(
         need_room(job, k, 1, "essay sentences beside the needles")
     context: list[int] = []
     placed: list[tuple[str, int]] = []
-    runs: list[str] = []  # RULER's join: the runs of sentences and the needles between them, joined by spaces
+    runs: list[str] = []
 
     def sentences(start: int, stop: int) -> None:
-        if start < stop and not context:  # the prompt's first sentence, with no separator before it
+        if start < stop and not context:  # the first sentence, with no separator
             context.extend(enc.encode(tokens.sentences[start]))
             start += 1
         context.extend(tokens.span_list(start, stop))
 
-    # RULER joins [run 0, needle 0, run 1, ..., needle m-1, run m] with single spaces, empty runs of sentences
-    # included: a needle first in the context has a space before it, one last a space after it, and two needles
-    # before the same sentence two spaces between them.
+    # RULER joins [run 0, needle 0, run 1, ..., run m] with single spaces, empty runs included: a
+    # needle first has a space before it, one last a space after it, two at one place two spaces
+    # between them
     done = 0
-    for i, (position, needle) in enumerate(zip(positions, needles)):  # a needle goes before the sentence there
+    for i, (position, needle) in enumerate(zip(positions, needles)):
         if i and position == done:
             context.extend(space)
         sentences(done, position)
@@ -308,17 +283,19 @@ def _essay_context(
 
 
 def ruler_positions(sentences: int, depths: list[int]) -> list[int]:
-    """The sentence before which each needle goes, as RULER computes it: ``int(n * (depth / 100))``, whose float
-    rounding differs from ``n * depth // 100`` (100 sentences at depth 29: sentence 28, not 29)."""
+    """The sentence before each needle, ``int(n * (depth / 100))`` as RULER rounds it."""
     return sorted(int(sentences * (d / 100)) for d in depths)
 
 
 def empty_runs(positions: list[int], sentences: int) -> int:
-    """How many of the runs of sentences after the first are empty (each still costs RULER's join a separator)."""
-    return sum(1 for a, b in zip(positions, positions[1:]) if a == b) + (positions[-1] == sentences if positions else 0)
+    """Empty runs of sentences after the first (each still costs RULER's join a separator)."""
+    last = positions[-1] == sentences if positions else 0
+    return sum(1 for a, b in zip(positions, positions[1:]) if a == b) + last
 
 
-def _spec(name: str, cfg: NiahConfig, description: str, helmet_category: str | None = None) -> TaskSpec:
+def _spec(
+    name: str, cfg: NiahConfig, description: str, helmet_category: str | None = None
+) -> TaskSpec:
     return TaskSpec(
         name=name,
         suite="ruler",
@@ -327,7 +304,7 @@ def _spec(name: str, cfg: NiahConfig, description: str, helmet_category: str | N
         metric=STRING_MATCH_ALL,
         tokens_to_generate=128,
         build=functools.partial(build_niah, cfg),
-        # values drawn as the distractor needles' are (7-digit numbers, UUIDs) are never the needle's: 0, measured
+        # values drawn as the distractors' (7-digit numbers, UUIDs) are never the needle's: measured
         chance=0.0,
         markers=("niah",),
         description=description,
@@ -335,49 +312,44 @@ def _spec(name: str, cfg: NiahConfig, description: str, helmet_category: str | N
     )
 
 
-@register
-def niah_single_1() -> TaskSpec:
-    return _spec("niah_single_1", NiahConfig("noise", "words", "numbers"), "passkey retrieval in repeated noise")
-
-
-@register
-def niah_single_2() -> TaskSpec:
-    return _spec("niah_single_2", NiahConfig("essay", "words", "numbers"), "vanilla NIAH in essays")
-
-
-@register
-def niah_single_3() -> TaskSpec:
-    return _spec("niah_single_3", NiahConfig("essay", "words", "uuids"), "UUID value in essays")
-
-
-@register
-def niah_multikey_1() -> TaskSpec:
-    return _spec(
-        "niah_multikey_1", NiahConfig("essay", "words", "numbers", num_keys=4), "one key among three distractor needles"
-    )
-
-
-# niah_multikey_2, niah_multikey_3 and niah_multivalue also count toward HELMET's Recall category
-@register
-def niah_multikey_2() -> TaskSpec:
-    cfg = NiahConfig("needle", "words", "numbers")
-    return _spec("niah_multikey_2", cfg, "line retrieval: all distractors", helmet_category="recall")
-
-
-@register
-def niah_multikey_3() -> TaskSpec:
-    cfg = NiahConfig("needle", "uuids", "uuids")
-    return _spec("niah_multikey_3", cfg, "KV retrieval: UUID keys and values", helmet_category="recall")
-
-
-@register
-def niah_multivalue() -> TaskSpec:
-    cfg = NiahConfig("essay", "words", "numbers", num_values=4)
-    return _spec("niah_multivalue", cfg, "four values for one key", helmet_category="recall")
-
-
-@register
-def niah_multiquery() -> TaskSpec:
-    return _spec(
-        "niah_multiquery", NiahConfig("essay", "words", "numbers", num_keys=4, num_queries=4), "four keys queried"
-    )
+register_all(
+    __name__,
+    [
+        _spec(
+            "niah_single_1",
+            NiahConfig("noise", "words", "numbers"),
+            "passkey retrieval in repeated noise",
+        ),
+        _spec("niah_single_2", NiahConfig("essay", "words", "numbers"), "vanilla NIAH in essays"),
+        _spec("niah_single_3", NiahConfig("essay", "words", "uuids"), "UUID value in essays"),
+        _spec(
+            "niah_multikey_1",
+            NiahConfig("essay", "words", "numbers", num_keys=4),
+            "one key among three distractor needles",
+        ),
+        # niah_multikey_2, niah_multikey_3 and niah_multivalue also count toward HELMET's Recall
+        _spec(
+            "niah_multikey_2",
+            NiahConfig("needle", "words", "numbers"),
+            "line retrieval: all distractors",
+            helmet_category="recall",
+        ),
+        _spec(
+            "niah_multikey_3",
+            NiahConfig("needle", "uuids", "uuids"),
+            "KV retrieval: UUID keys and values",
+            helmet_category="recall",
+        ),
+        _spec(
+            "niah_multivalue",
+            NiahConfig("essay", "words", "numbers", num_values=4),
+            "four values for one key",
+            helmet_category="recall",
+        ),
+        _spec(
+            "niah_multiquery",
+            NiahConfig("essay", "words", "numbers", num_keys=4, num_queries=4),
+            "four keys queried",
+        ),
+    ],
+)

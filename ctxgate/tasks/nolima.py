@@ -1,20 +1,8 @@
-"""NoLiMa-style latent-association needles (Modarressi et al., 2025): the needle and the question share no content
-word, so that finding the needle takes one associative hop (a landmark -> its city, a dish -> its country).
-
-``ctx_nolima`` asks the project's own needle set's one-hop questions (``ctxgate/data/nolima_needles.json``, held to
-the overlap cap of ``data.lexical_overlap``); ``ctx_nolima_direct`` asks the same needles literally, NoLiMa's
-"direct" control; ``nolima`` reads NoLiMa's own needle set from ``--data-dir`` (never shipped: its licence is
-non-commercial) and asks every question type but the direct one, as NoLiMa's results do.
-
-As NoLiMa's ``evaluation/`` HEAD builds a test: its task template, the default system prompt (with the chat
-template), the character drawn per placement from the record's names, 26 needle depths (``np.linspace(0, 100,
-26)``), the needle put after the last whole haystack unit before the depth, 192 tokens to generate and the
-``contains`` metric. The haystack is the shipped Wikipedia essay, its sentences that name the test's arguments,
-keywords or characters left out (NoLiMa strips such words from its books), cut at a sentence and counted with the
-prompt around it (the suite's length rule). Encyclopedic prose names no one, where NoLiMa's novels name characters
-throughout, so everyday sentences about the record's other characters (``FILLERS``) are spread through it: without
-them the needle would be the one sentence about a person, and "which character?" would need no hop.
-"""
+"""NoLiMa-style latent-association needles (Modarressi et al., 2025): needle and question share no
+content word, so finding it takes one associative hop. ``ctx_nolima``: the project's set;
+``ctx_nolima_direct``: the same asked literally; ``nolima``: NoLiMa's own (``--data-dir``). Built as
+NoLiMa's ``evaluation/`` HEAD builds a test; the essay haystack, less sentences naming the test's
+keywords, holds ``FILLERS`` about other characters, so "which character?" needs a hop."""
 
 from __future__ import annotations
 
@@ -33,22 +21,36 @@ from ctxgate.data.lexical_overlap import LiteralOverlap, check_pair, fold, overl
 from ctxgate.metrics.registry import NOLIMA_CONTAINS
 from ctxgate.seeding import seeded_order
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.nolima_files import CHARACTER, NeedleCase, NeedleSet, load_official, load_project
-from ctxgate.tasks.base import BuildContext, Frame, Job, Sample, TaskSpec, need_room, ran_out, text_frame, too_short
+from ctxgate.sources.nolima_files import (
+    CHARACTER,
+    NeedleCase,
+    NeedleSet,
+    load_official,
+    load_project,
+)
+from ctxgate.tasks.base import (
+    BuildContext,
+    Frame,
+    Job,
+    Sample,
+    TaskSpec,
+    essay_ran_out,
+    need_room,
+    text_frame,
+    too_short,
+)
 from ctxgate.tasks.registration import register
 from ctxgate.tokens.codec import PieceEncoder
 
 DEPTHS = tuple(4 * i for i in range(26))  # np.linspace(0, 100, 26), in percent: 0, 4, ..., 100
-# NoLiMa's connector's SYSTEM_PROMPT, which its generate_response puts first for every provider whose connector sets
-# one (all but Claude on AWS; the vllm provider, how a local model runs, among them)
+# NoLiMa's SYSTEM_PROMPT, first for every provider but Claude on AWS (vllm, a local model's)
 SYSTEM_PROMPT = "You are a helpful assistant"
 TOKENS_TO_GENERATE = 192  # max_tokens of every model config
-PROJECT_PAIRS = 36  # the shipped set's one-hop pairs (tests/test_family_nolima.py checks it against the file)
+PROJECT_PAIRS = 36  # the shipped set's one-hop pairs (tests/test_family_nolima.py checks the file)
 _USER = "\u27e6CTXGATE-NOLIMA-USER\u27e7"
 
-# Everyday sentences about the record's other characters, each tied to no place, language, dish, sport, journey or
-# work of art (so to no answer of any question), written to share no content word with any question or needle of the
-# project's set; ``usable_fillers`` also drops, per case, any that would give its question a literal hook.
+# Everyday sentences about the record's other characters, tied to no answer of any question, with
+# no content word of the project's questions and needles (``usable_fillers`` checks each case).
 FILLERS = (
     "{CHAR} fixed the squeaky hinge on the garden gate.",
     "{CHAR} sorted a drawer of old letters into shoeboxes.",
@@ -100,63 +102,66 @@ FILLERS = (
     "{CHAR} replaced the batteries in the smoke alarm.",
 )
 FILLER_SPACING = 400  # haystack tokens per filler sentence, up to one of each
-MIN_FILLERS = 2  # where they fit, the needle's character is one of at least three named in the prompt
-FILLER_SHARE = 4  # the fillers take at most 1/4 of the haystack's room (short lengths keep mostly essay text)
+MIN_FILLERS = 2  # where they fit, the needle's character is one of three named or more
+FILLER_SHARE = 4  # the fillers take at most 1/4 of the haystack's room
 
 Cases = Callable[[BuildContext], tuple[NeedleCase, ...]]
 
 
 def case_and_depth(count: int, index: int, task: str, seed: int) -> tuple[int, int]:
-    """Sample ``index``'s case (of ``count``, in an order fixed by the seed) and depth: the first ``count`` samples
-    ask every case once, and ``count`` x 26 samples every case at every depth once."""
+    """Sample ``index``'s case (seeded order) and depth: every case, then every depth."""
     turn, at = divmod(index, count)
     return seeded_order(count, "nolima-order", task, seed)[at], DEPTHS[(at + turn) % len(DEPTHS)]
 
 
-_SYSTEM_PARTS: weakref.WeakKeyDictionary[PieceEncoder, tuple[str, str]] = weakref.WeakKeyDictionary()
+_SYSTEM_PARTS: weakref.WeakKeyDictionary[PieceEncoder, tuple[str, str]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def system_chat_parts(enc: PieceEncoder) -> tuple[str, str]:
-    """The chat template around one user message after NoLiMa's system message, where the tokenizer's template
-    renders a system turn; else the user message alone (``PieceEncoder.chat_parts``)."""
+    """The chat template around a user message after NoLiMa's system message."""
     if enc in _SYSTEM_PARTS:
         return _SYSTEM_PARTS[enc]
     head, tail = parts = enc.chat_parts()
-    # The encoder renders user turns only, so a transformers tokenizer's template is asked directly; an encoder
-    # without one (ByteTokenizer, a chat API's) has no system turn to give.
+    # The encoder renders user turns only, so a transformers tokenizer's template is asked directly
     tok = getattr(enc.raw, "tok", None)
     if tok is not None:
-        import jinja2  # transformers renders chat templates with it, so it is there wherever a template is
+        import jinja2  # there wherever a template is: transformers renders them with it
 
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": _USER}]
+        messages = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": _USER},
+        ]
         try:
-            text = str(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
-        except jinja2.TemplateError:  # raise_exception(...): the template refuses a system role (Gemma's does)
+            text = str(
+                tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            )
+        except jinja2.TemplateError:  # the template refuses a system role (Gemma's does)
             text = ""
-        except Exception as exc:  # noqa: BLE001 - any other failure is the template's bug, reported as the case's
+        except Exception as exc:  # noqa: BLE001 - the template's bug, reported as the case's
             message = " ".join(str(exc).split())[:200]
             raise DataUnavailable(
-                f"the chat template fails on NoLiMa's system message ({type(exc).__name__}: {message}): fix the "
-                "template, or pass --chat-template off"
+                f"the chat template fails on NoLiMa's system message ({type(exc).__name__}: "
+                f"{message}): fix the template, or pass --chat-template off"
             ) from None
         system_head, found, system_tail = text.partition(_USER)
-        # a template that only concatenates messages (a chat API's bare one) gives the system text no turn
-        if found and system_tail == tail and SYSTEM_PROMPT in system_head and system_head != SYSTEM_PROMPT + head:
+        # a template that only concatenates messages gives the system text no turn
+        turn = SYSTEM_PROMPT in system_head and system_head != SYSTEM_PROMPT + head
+        if found and system_tail == tail and turn:
             parts = (system_head, system_tail)
     _SYSTEM_PARTS[enc] = parts
     return parts
 
 
 def frame(ctx: BuildContext, head: str, tail: str) -> Frame:
-    """The ids around the haystack: the chat head (system turn included) and the template's head; its tail with
-    the question, and the generation prompt. No answer prefix: NoLiMa's model answers freely."""
+    """The ids around the haystack; no answer prefix (NoLiMa's model answers freely)."""
     chat_head, chat_tail = system_chat_parts(ctx.encoder) if ctx.chat else ("", "")
     return text_frame(ctx.encoder, chat_head + head, tail + chat_tail)
 
 
 def keyword_pattern(case: NeedleCase) -> re.Pattern[str]:
-    """A sentence that names one of the case's keywords (at a word's start, in any case, accents or none) or one of
-    its characters (the whole name) would give the question a literal hook or a second answer: it is left out."""
+    """Sentences naming a keyword or a character (a literal hook, a second answer)."""
     phrases = {k.strip() for k in case.keywords}
     phrases = {p[4:] if p.lower().startswith("the ") else p for p in phrases}
     words = sorted({form for p in phrases for form in (p.lower(), fold(p))}, key=len, reverse=True)
@@ -168,8 +173,7 @@ def keyword_pattern(case: NeedleCase) -> re.Pattern[str]:
 
 @functools.lru_cache(maxsize=256)
 def usable_fillers(case: NeedleCase) -> tuple[str, ...]:
-    """The fillers that are distractor-free for this case in NoLiMa's sense: no content word shared with its
-    question or its needle (``data.lexical_overlap``), none of its keywords named."""
+    """The fillers sharing no content word with the case, naming none of its keywords."""
     pattern = keyword_pattern(case)
     return tuple(
         f
@@ -183,37 +187,37 @@ def usable_fillers(case: NeedleCase) -> tuple[str, ...]:
 def draw_fillers(
     enc: PieceEncoder, case: NeedleCase, character: str | None, room: int, rng: random.Random
 ) -> list[tuple[str, tuple[int, ...]]]:
-    """The filler sentences of one sample, each about one of the record's characters other than the needle's: one
-    per ``FILLER_SPACING`` haystack tokens (at least ``MIN_FILLERS``, each filler at most once), as many as fit in
-    a ``FILLER_SHARE`` of the room. None where the needle names no character or the record has no other."""
+    """A sample's fillers about other characters, one per ``FILLER_SPACING`` tokens."""
     others = [c for c in case.characters if c != character]
     usable = usable_fillers(case)
     if character is None or not others or not usable:
         return []
     n = min(len(usable), max(MIN_FILLERS, round(room / FILLER_SPACING)))
     texts = [t.replace(CHARACTER, rng.choice(others)) for t in rng.sample(usable, n)]
-    ids = enc.encode_many([" " + t for t in texts])  # at most fillers x names pieces: cached like the frame's
+    ids = enc.encode_many([" " + t for t in texts])  # at most fillers x names pieces: cached
     while n and sum(len(i) for i in ids[:n]) > room // FILLER_SHARE:
         n -= 1
     return list(zip(texts[:n], ids[:n]))
 
 
-_LEFT_OUT: weakref.WeakKeyDictionary[EssayTokens, dict[str, bytearray]] = weakref.WeakKeyDictionary()
+_LEFT_OUT: weakref.WeakKeyDictionary[EssayTokens, dict[str, bytearray]] = (
+    weakref.WeakKeyDictionary()
+)
 _LEFT_OUT_LOCK = threading.Lock()
 
 
 def left_out(tokens: EssayTokens, pattern: re.Pattern[str], n: int) -> np.ndarray:
-    """Which of the first ``n`` tokenized sentences the pattern leaves out; each sentence is searched once per
-    pattern and process."""
+    """Which of the first ``n`` sentences the pattern leaves out, each searched once per pattern."""
     with _LEFT_OUT_LOCK:
         seen = _LEFT_OUT.setdefault(tokens, {}).setdefault(pattern.pattern, bytearray())
         seen.extend(1 if pattern.search(s) else 0 for s in tokens.sentences[len(seen) : n])
         return np.frombuffer(bytes(seen[:n]), dtype=np.uint8).astype(bool)
 
 
-def fit_sentences(tokens: EssayTokens, pattern: re.Pattern[str], room: int) -> tuple[np.ndarray, np.ndarray, bool]:
-    """The leading sentences kept (not left out) whose tokens fit in ``room``, stopping at the first kept one that
-    does not: their indices, their token counts, and whether the essay ended first."""
+def fit_sentences(
+    tokens: EssayTokens, pattern: re.Pattern[str], room: int
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The leading kept sentences that fit: indices, token counts, whether the essay ended."""
     target = room
     while True:
         tokens.fit(target)
@@ -230,7 +234,7 @@ def fit_sentences(tokens: EssayTokens, pattern: re.Pattern[str], room: int) -> t
     return kept, lengths[kept], stop == n
 
 
-# a haystack unit: an essay sentence (its index in the essay's tokens) or a filler sentence (its ids)
+# a haystack unit: an essay sentence (its index) or a filler sentence (its ids)
 Unit = int | tuple[int, ...]
 
 
@@ -247,24 +251,24 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
     question = case.question.replace(CHARACTER, character) if character else case.question
     head, tail = case.template.split("{haystack}")
     f = frame(ctx, head.replace("{question}", question), tail.replace("{question}", question))
-    needle_ids = enc.encode_fresh([" " + needle])[0]  # NoLiMa: the needle after a space, at a unit's end
+    needle_ids = enc.encode_fresh([" " + needle])[
+        0
+    ]  # NoLiMa: the needle after a space, at a unit's end
     room = f.budget(job.length, job.gen) - len(needle_ids)
     if room <= 0:
-        raise too_short(job, f"its template, question and needle leave {max(room, 0)} tokens for the haystack")
+        why = f"its template, question and needle leave {max(room, 0)} tokens for the haystack"
+        raise too_short(job, why)
     fillers = draw_fillers(enc, case, character, room, job.rng)
     essay_room = room - sum(len(ids) for _, ids in fillers)
     essay = load_essay(ctx.essay_path)
     tokens = essay_tokens(enc, essay)
     kept, lengths, ended = fit_sentences(tokens, keyword_pattern(case), essay_room)
     if ended and tokens.complete and essay_room - int(lengths.sum()) > tokens.longest:
-        raise ran_out(
-            job.task,
-            job.length,
-            f"the essay haystack {essay.source} (never repeated, its sentences naming the needle's keywords or "
-            "characters left out)",
-            job.length - essay_room + int(lengths.sum()),
-            "pass --haystack with a longer text (a .txt, or a dataset with a 'text' column)",
+        what = (
+            f"{essay.source} (never repeated, its sentences naming the needle's keywords or "
+            "characters left out)"
         )
+        raise essay_ran_out(job, what, job.length - essay_room + int(lengths.sum()))
     need_room(job, len(kept), 1, "haystack sentences beside the needle")
     units, sizes = _interleave(kept, lengths, fillers, job.rng)
     context, offset, place, units = _assemble(enc, tokens, units, sizes, depth, needle_ids, room)
@@ -272,7 +276,8 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
     need_room(job, essay_units, 1, "haystack sentences beside the needle")
     texts = {ids: text for text, ids in fillers}
     shown = [tokens.sentences[u] if isinstance(u, int) else texts[u] for u in units]
-    haystack = " ".join([*shown[:place], needle, *shown[place:]])  # the first unit bare, the rest behind a space
+    # the first unit bare, the rest behind a space
+    haystack = " ".join([*shown[:place], needle, *shown[place:]])
     answers = (character,) if character else case.gold
     return job.sample(
         f.around(context, haystack if place else " " + haystack),
@@ -290,12 +295,17 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
 
 
 def _interleave(
-    kept: np.ndarray, lengths: np.ndarray, fillers: Sequence[tuple[str, tuple[int, ...]]], rng: random.Random
+    kept: np.ndarray,
+    lengths: np.ndarray,
+    fillers: Sequence[tuple[str, tuple[int, ...]]],
+    rng: random.Random,
 ) -> tuple[list[Unit], list[int]]:
-    """The haystack's units in order: the kept essay sentences, each filler after a sentence drawn for it (never
-    before the first, so the haystack opens on the essay's own text)."""
+    """The kept sentences, each filler after a sentence drawn for it (never first)."""
     slots = range(1, len(kept) + 1)
-    drawn = rng.sample(slots, len(fillers)) if len(fillers) <= len(slots) else rng.choices(slots, k=len(fillers))
+    if len(fillers) <= len(slots):
+        drawn = rng.sample(slots, len(fillers))
+    else:
+        drawn = rng.choices(slots, k=len(fillers))
     after: dict[int, list[tuple[int, ...]]] = {}
     for slot, (_, ids) in zip(drawn, fillers):
         after.setdefault(slot, []).append(ids)
@@ -319,11 +329,8 @@ def _assemble(
     needle_ids: Sequence[int],
     room: int,
 ) -> tuple[array, int, int, list[Unit]]:
-    """The haystack's ids with the needle before the first unit at or past ``depth`` percent of the haystack's
-    tokens (NoLiMa: the first line break at or past the depth); where the needle lands, in tokens and in units;
-    the units used. The
-    prompt's first sentence has no separator before it, which may change its count: the haystack then loses units
-    from its end until it fits."""
+    """The haystack's ids, the needle before the first unit at or past ``depth`` percent
+    (NoLiMa: the first line break past it); its place in tokens and units; the units used."""
     while True:
         before = np.concatenate(([0], np.cumsum(np.asarray(sizes, dtype=np.int64))))
         place = int(np.searchsorted(before * 100, depth * before[-1], side="left"))
@@ -342,7 +349,7 @@ def _assemble(
 
 
 def _extend(context: array, tokens: EssayTokens, units: Sequence[Unit]) -> None:
-    """The units' ids appended: consecutive essay sentences as one slice of the essay's ids."""
+    """The units' ids appended, consecutive essay sentences as one slice."""
     start = stop = -1
     for unit in units:
         if isinstance(unit, int) and unit == stop:
@@ -359,11 +366,9 @@ def _extend(context: array, tokens: EssayTokens, units: Sequence[Unit]) -> None:
         context.extend(tokens.span(start, stop))
 
 
-def _pool(cases: Cases, ctx: BuildContext, length: int) -> int:
-    return len(cases(ctx)) * len(DEPTHS)
-
-
-def _spec(name: str, cases: Cases, default: int, about: str, replaces: str | None = None) -> TaskSpec:
+def _spec(
+    name: str, cases: Cases, default: int, about: str, replaces: str | None = None
+) -> TaskSpec:
     return TaskSpec(
         name=name,
         suite="nolima",
@@ -371,21 +376,19 @@ def _spec(name: str, cases: Cases, default: int, about: str, replaces: str | Non
         metric=NOLIMA_CONTAINS,
         tokens_to_generate=TOKENS_TO_GENERATE,
         build=functools.partial(build, cases),
-        # one of the record's characters, the names the fillers use: ten in the project's set and in NoLiMa's
-        # (measured on the project's, bench/chance.py)
+        # one of the record's ten characters (measured on the project's set, bench/chance.py)
         chance=10.0,
         description=about,
         default_samples=default,
         chat_template=True,  # NoLiMa evaluates instruction-tuned models through their chat APIs
-        pool_size=functools.partial(_pool, cases),
+        pool_size=lambda ctx, length: len(cases(ctx)) * len(DEPTHS),
         replaces=replaces,
     )
 
 
 @functools.lru_cache(maxsize=1)
 def project_set() -> NeedleSet:
-    """The project's needle set, every latent pair held to the overlap cap when it is first used (and in the
-    tests); a pair over the cap refuses ``ctx_nolima``'s cases, never the registry's import."""
+    """The project's needle set, held to the overlap cap on first use, not at import."""
     needles = load_project()
     try:
         for case in needles.of_kind(True):
@@ -404,8 +407,8 @@ def _official(ctx: BuildContext) -> tuple[NeedleCase, ...]:
     needles = load_official(ctx.data_dir)
     if not needles.of_kind(True):
         raise DataUnavailable(
-            f"{needles.path}: every question is a direct one (the literal control NoLiMa's score leaves out); give "
-            "NoLiMa's needle_set.json"
+            f"{needles.path}: every question is a direct one (the literal control NoLiMa's score "
+            "leaves out); give NoLiMa's needle_set.json"
         )
     return needles.of_kind(True)
 

@@ -1,5 +1,5 @@
-"""RULER qa_1 (SQuAD) and qa_2 (HotpotQA): the gold documents among distractors, filled to the length; past the
-data's documents, the whole pool again, as RULER does."""
+"""RULER qa_1 (SQuAD) and qa_2 (HotpotQA): the gold documents among distractors, filled to the
+length; past the data's documents, the whole pool again, as RULER does."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from ctxgate.data import qa as qa_data
 from ctxgate.metrics.registry import STRING_MATCH_PART
 from ctxgate.seeding import seeded_order
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room, shuffle
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 
 INSTRUCTION = (
-    "Answer the question based on the given documents. Only give me the answer and do not output any other words."
+    "Answer the question based on the given documents. "
+    "Only give me the answer and do not output any other words."
 )
 HEAD = INSTRUCTION + "\n\nThe following are given documents.\n\n"
 TAIL = "\n\n" + INSTRUCTION + "\n\nQuestion: {query}"
@@ -27,12 +28,11 @@ def _header(i: int) -> str:
 
 
 class _Headers:
-    """One encoder's ids of the document headers, by number, kept in a list as they are first needed: a 1M-token
-    prompt holds some 25,000 documents, each header looked up twice (to fit, then to assemble)."""
+    """One encoder's ids of the document headers, by number."""
 
     def __init__(self, enc: PieceEncoder) -> None:
         self.enc = enc
-        self.ids: list[tuple[int, ...]] = [()]  # ids[i]: _header(i)'s, from the encoder's piece cache
+        self.ids: list[tuple[int, ...]] = [()]  # ids[i]: _header(i)'s
         self.lock = threading.Lock()
 
     def __call__(self, i: int) -> tuple[int, ...]:
@@ -48,10 +48,7 @@ _HEADERS: weakref.WeakKeyDictionary[PieceEncoder, _Headers] = weakref.WeakKeyDic
 
 
 def _headers(enc: PieceEncoder) -> _Headers:
-    found = _HEADERS.get(enc)
-    if found is None:
-        found = _HEADERS.setdefault(enc, _Headers(enc))
-    return found
+    return _HEADERS.get(enc) or _HEADERS.setdefault(enc, _Headers(enc))
 
 
 def load_pool(task: str, ctx: BuildContext) -> qa_data.QAPool:
@@ -62,7 +59,7 @@ def load_pool(task: str, ctx: BuildContext) -> qa_data.QAPool:
 
 def build_qa(ctx: BuildContext, job: Job) -> Sample:
     enc, rng, pool = ctx.encoder, job.rng, load_pool(job.task, ctx)
-    # Questions are taken in a seeded order without replacement, so samples of a case ask different questions.
+    # a seeded order without replacement: samples of a case ask different questions
     order = seeded_order(len(pool.questions), "qa-order", job.task, ctx.seed)
     q = pool.questions[order[job.index % len(order)]]
     frame = make_frame(ctx, [HEAD], [TAIL.format(query=q.query)], ANSWER_PREFIX)
@@ -73,18 +70,21 @@ def build_qa(ctx: BuildContext, job: Job) -> Sample:
     others = [d for d in range(len(pool.docs)) if d not in taken]
     rng.shuffle(others)
     candidates = list(q.gold) + related + others
-    # RULER: a length that needs more documents than the data holds gets the whole pool again, as often as it takes
-    # (the gold documents included), so the prompt always fills the length
+    # RULER: past the data's documents, the whole pool again (gold included), to fill the length
     doc_ids = enc.encode_many([pool.docs[d] for d in candidates])
     sizes = [len(ids) for ids in doc_ids]
     headers = _headers(enc)
-    used = itertools.accumulate(sizes[(n - 1) % len(sizes)] + len(headers(n)) for n in itertools.count(1))
+    used = itertools.accumulate(
+        sizes[(n - 1) % len(sizes)] + len(headers(n)) for n in itertools.count(1)
+    )
     k = sum(1 for _ in itertools.takewhile(lambda total: total <= budget, used))
     need_room(job, k, len(q.gold), "documents (the gold ones included)")
     chosen = [candidates[i % len(candidates)] for i in range(k)]
-    shuffle(rng, chosen)  # per sample, so the gold document is not at the same place in every sample
+    shuffle(rng, chosen)  # per sample: the gold document is not at the same place in every one
     by_doc = dict(zip(candidates, doc_ids))
-    pieces = itertools.chain.from_iterable(zip(map(headers, range(1, k + 1)), map(by_doc.__getitem__, chosen)))
+    pieces = itertools.chain.from_iterable(
+        zip(map(headers, range(1, k + 1)), map(by_doc.__getitem__, chosen))
+    )
     text = "".join(_header(n) + pool.docs[d] for n, d in enumerate(chosen, 1))
     return job.sample(
         frame.around(itertools.chain.from_iterable(pieces), text),
@@ -106,19 +106,17 @@ def _spec(name: str, description: str) -> TaskSpec:
         metric=STRING_MATCH_PART,
         tokens_to_generate=32,
         build=build_qa,
-        # another question's answer scores only where it contains this one's (a year, a number): not measured (the
-        # shipped QA files are invented), declared 0, so no floor is refused for it
+        # another answer scores only where it contains this one's: declared 0 (invented files)
         chance=0.0,
         description=description,
         pool_size=lambda ctx, length: len(load_pool(name, ctx).questions),
     )
 
 
-@register
-def qa_1() -> TaskSpec:
-    return _spec("qa_1", "single-hop QA over SQuAD v2 documents")
-
-
-@register
-def qa_2() -> TaskSpec:
-    return _spec("qa_2", "multi-hop QA over HotpotQA distractor documents")
+register_all(
+    __name__,
+    [
+        _spec("qa_1", "single-hop QA over SQuAD v2 documents"),
+        _spec("qa_2", "multi-hop QA over HotpotQA distractor documents"),
+    ],
+)

@@ -1,16 +1,6 @@
-"""HELMET RAG: NQ, TriviaQA, PopQA and HotpotQA over hard-negative passages (KILT Wikipedia).
-
-Prompt (HELMET's, ``INSTRUCTION`` verbatim): ``{INSTRUCTION}{demos}{context}\\n\\nQuestion: {question}\\nAnswer:``,
-passages ``Document (Title: {title}): {text}`` joined by blank lines, two demos ``{passages}\\n\\nQuestion:
-{q}\\nAnswer: {a}``. No chat template; 20 new tokens; SubEM.
-
-At a length HELMET has a file for (``kilt/*_k50`` at 8K ... ``_k1000`` at 128K) the prompt is HELMET's own: the
-file's lines for its 100 sampled questions in file order, each line's passages as placed, the context's end cut
-to fit (``sources/helmet_files.py``). At other lengths the passages that fit are the gold one plus the
-best-retrieved distractors, k in all; the gold sits at one of six evenly spaced depths (sample i: question
-i // 6, depth i % 6). HotpotQA's two gold passages and k - 2 distractors are shuffled into three permutations
-instead (question i // 3, permutation i % 3). The case record says which (``passages``).
-"""
+"""HELMET RAG: NQ, TriviaQA, PopQA and HotpotQA over KILT passages, in HELMET's prompt; HELMET's own
+at the lengths it has a file for, else the gold and the best distractors that fit, the gold at one
+of six depths (sample i: question i // 6; HotpotQA: three shuffles, question i // 3)."""
 
 from __future__ import annotations
 
@@ -20,11 +10,11 @@ from ctxgate.sources.helmet_files import HelmetFile, load_rag_file, pick_demos
 from ctxgate.sources.kilt import Demo, Passage, load_rag
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.fitting import SEP, fit_context, fit_units, passage_demos
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register_all
 
 INSTRUCTION = (
-    "Use the given documents to write a concise and short answer to the question. Write your answer in "
-    "the following format:\nAnswer: [answer]\n\n"
+    "Use the given documents to write a concise and short answer to the question. Write your "
+    "answer in the following format:\nAnswer: [answer]\n\n"
 )
 ANSWER_PREFIX = "Answer:"
 SHOTS = 2
@@ -45,18 +35,19 @@ def passages(ctxs: list[dict[str, str]]) -> tuple[Passage, ...]:
 
 
 def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
-    """HELMET's prompt for line ``index`` of its evaluation set at this length."""
     task = job.task
     row = f.rows[job.index % len(f.rows)]
     key = row[f.key]
-    demos = pick_demos(f.demos, f.key, key, SHOTS, exclude_same=task == "kilt_popqa")  # popqa: one split
+    demos = pick_demos(f.demos, f.key, key, SHOTS, exclude_same=task == "kilt_popqa")  # one split
     demo_block = demo_text(
-        [Demo(str(d[f.key]), d["question"], str(d["answers"][0]), passages(d["ctxs"])) for d in demos]
+        [
+            Demo(str(d[f.key]), d["question"], str(d["answers"][0]), passages(d["ctxs"]))
+            for d in demos
+        ]
     )
     context = SEP.join(map(passage_text, passages(row["ctxs"])))
-    prompt, cut = fit_context(
-        ctx, job, INSTRUCTION + demo_block, f"\n\nQuestion: {row['question']}", ANSWER_PREFIX, context
-    )
+    tail = f"\n\nQuestion: {row['question']}"
+    prompt, cut = fit_context(ctx, job, INSTRUCTION + demo_block, tail, ANSWER_PREFIX, context)
     return job.sample(
         prompt,
         tuple(str(a) for a in row["answers"]),
@@ -86,11 +77,10 @@ def build_rag(ctx: BuildContext, job: Job) -> Sample:
     order = seeded_order(len(pool.items), "questions", task, ctx.seed)
     item = pool.items[order[(index // copies(task)) % len(order)]]
     copy = index % copies(task)
-    # Two demos per question, the same at every depth and length, never the question itself.
+    # two demos per question, the same at every depth and length, never the question itself
     avoid = {item.key, item.question}
-    demos = seeded_sample(
-        [d for d in pool.demos if not avoid & {d.key, d.question}], SHOTS, "demos", task, item.key, ctx.seed
-    )
+    allowed = [d for d in pool.demos if not avoid & {d.key, d.question}]
+    demos = seeded_sample(allowed, SHOTS, "demos", task, item.key, ctx.seed)
     head = INSTRUCTION + demo_text(demos)
     tail = f"\n\nQuestion: {item.question}"
     gold = [passage_text(p) for p in item.gold[: 2 if multi_gold else 1]]
@@ -98,14 +88,14 @@ def build_rag(ctx: BuildContext, job: Job) -> Sample:
     candidates = gold + others
 
     def layout(k: int) -> list[int]:
-        """Display order of the first k candidates (gold first among them)."""
         if multi_gold:
             return list(seeded_order(k, "permutation", task, item.key, copy, k, ctx.seed))
         where = round(DEPTHS[copy] * (k - 1))
         return list(range(1, where + 1)) + [0] + list(range(where + 1, k))
 
+    what = "passages (the gold ones included)"
     prompt, k = fit_units(
-        ctx, job, head, tail, ANSWER_PREFIX, "\n", candidates, len(gold), "passages (the gold ones included)", layout
+        ctx, job, head, tail, ANSWER_PREFIX, "\n", candidates, len(gold), what, layout
     )
     shown = layout(k)
     return job.sample(
@@ -127,7 +117,9 @@ def build_rag(ctx: BuildContext, job: Job) -> Sample:
 def _spec(name: str, description: str) -> TaskSpec:
     def pool_size(ctx: BuildContext, length: int) -> int:
         f = load_rag_file(name, ctx.data_dir or "", length, ctx.seed)
-        return len(f.rows) if f is not None else len(load_rag(name, ctx.data_dir).items) * copies(name)
+        if f is not None:
+            return len(f.rows)
+        return len(load_rag(name, ctx.data_dir).items) * copies(name)
 
     return TaskSpec(
         name=name,
@@ -136,8 +128,7 @@ def _spec(name: str, description: str) -> TaskSpec:
         metric=HELMET_SUBEM,
         tokens_to_generate=20,
         build=build_rag,
-        # another question's answer scores only where it contains this one's: not measured (HELMET's files are not
-        # shipped), declared 0, so no floor is refused for it
+        # another answer scores only where it contains this one's: declared 0 (files not shipped)
         chance=0.0,
         scoring_prefix=ANSWER_PREFIX,
         description=description,
@@ -146,21 +137,12 @@ def _spec(name: str, description: str) -> TaskSpec:
     )
 
 
-@register
-def kilt_nq() -> TaskSpec:
-    return _spec("kilt_nq", "Natural Questions over retrieved Wikipedia passages")
-
-
-@register
-def kilt_triviaqa() -> TaskSpec:
-    return _spec("kilt_triviaqa", "TriviaQA over retrieved Wikipedia passages")
-
-
-@register
-def kilt_popqa() -> TaskSpec:
-    return _spec("kilt_popqa", "PopQA long-tail entities (popularity < 10^3) over retrieved passages")
-
-
-@register
-def kilt_hotpotqa() -> TaskSpec:
-    return _spec("kilt_hotpotqa", "HotpotQA multi-hop: two gold passages among retrieved ones")
+register_all(
+    __name__,
+    [
+        _spec("kilt_nq", "Natural Questions over retrieved Wikipedia passages"),
+        _spec("kilt_triviaqa", "TriviaQA over retrieved Wikipedia passages"),
+        _spec("kilt_popqa", "PopQA long-tail entities (popularity < 10^3) over retrieved passages"),
+        _spec("kilt_hotpotqa", "HotpotQA multi-hop: two gold passages among retrieved ones"),
+    ],
+)

@@ -1,5 +1,5 @@
-"""The one registry of tasks: the task modules' decorated factories (``registration.register``), loaded on first
-use in the suite's order."""
+"""The one registry of tasks: the task modules' registrations, loaded on first use in the suite's
+order."""
 
 from __future__ import annotations
 
@@ -15,22 +15,19 @@ from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.base import TaskSpec
 from ctxgate.tasks.registration import _TASKS
 
+# Importing a module registers its tasks, and the import order is the order of cases and report
+# rows: RULER's, HELMET's categories, HELMET's own RULER files, the families beyond; then any other
+# module of the package.
+SUITE_ORDER = (
+    *("niah", "vt", "aggregation", "qa", "json_kv"),
+    *("rag", "rerank", "cite", "icl", "longqa", "summ", "helmet_recall"),
+    *("mrcr", "babilong", "nolima"),
+)
+
 
 def _load() -> None:
-    # Importing the modules runs their @register decorators. A lazy import rather than entry points, on purpose:
-    # the usual plugin-registry shape, cheap until a task is asked for (``pytest --help`` imports no task), and
-    # the import order is the registration order, which is the order of cases and report rows (RULER's order,
-    # then HELMET's categories, then the MRCR-, BABILong- and NoLiMa-style families). Keep these lines as they
-    # are: an import sorter would reorder the suite.
-    # isort: off
-    from ctxgate.tasks import niah, vt, aggregation, qa, json_kv  # noqa: F401  (RULER order)
-    from ctxgate.tasks import rag, rerank, cite, icl, longqa, summ  # noqa: F401  (HELMET application categories)
-    from ctxgate.tasks import helmet_recall  # noqa: F401  (HELMET's own RULER files, when present)
-    from ctxgate.tasks import mrcr, babilong, nolima  # noqa: F401  (the families beyond RULER and HELMET)
-
-    # isort: on
-    # any other module of the package registers its tasks after these: adding a task is adding its module
-    for module in sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])):
+    others = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]))
+    for module in (*SUITE_ORDER, *others):
         name = f"{__package__}.{module}"
         if name not in sys.modules:
             importlib.import_module(name)
@@ -47,8 +44,12 @@ def get_task(name: str) -> TaskSpec:
         return _TASKS[name]
     except KeyError:
         close = difflib.get_close_matches(name, _TASKS, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; known tasks: {', '.join(sorted(_TASKS))}"
-        raise UnknownTask(f"unknown task {name!r}{hint}") from None
+        hint = (
+            f"did you mean {', '.join(close)}?"
+            if close
+            else f"known tasks: {', '.join(sorted(_TASKS))}"
+        )
+        raise UnknownTask(f"unknown task {name!r}; {hint}") from None
 
 
 def all_tasks(suite: str | None = None) -> list[TaskSpec]:
@@ -60,8 +61,7 @@ def task_names() -> list[str]:
     return [t.name for t in all_tasks()]
 
 
-# HELMET's seven categories in the paper's order, with its names for them. A task may name a category not listed
-# here: it is summarized after these, under its own name.
+# HELMET's seven categories in the paper's order, with its names; others are summarized after
 HELMET_CATEGORY_LABELS = {
     "recall": "Recall",
     "rag": "RAG",
@@ -75,20 +75,21 @@ HELMET_CATEGORY_LABELS = {
 
 @dataclass(frozen=True)
 class Membership:
-    """Which tasks each summary averages, derived from the specs (``TaskSpec.in_ruler_average``,
-    ``helmet_group``, ``replaces``), in registration order."""
+    """Which tasks each summary averages, derived from the specs, in registration order."""
 
     ruler: tuple[str, ...]
-    helmet: Mapping[str, tuple[str, ...]]  # category -> its members, categories in the paper's order
-    # a released file's task -> the task it stands in for where it ran (HELMET's own RULER files in Recall; a
-    # family's official data in place of the project's generated tasks)
-    stand_ins: Mapping[str, str]
-    families: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # each suite beyond RULER and HELMET
+    helmet: Mapping[
+        str, tuple[str, ...]
+    ]  # category -> its members, categories in the paper's order
+    stand_ins: Mapping[str, str]  # a released file's task -> the task it stands in for where it ran
+    families: Mapping[str, tuple[str, ...]] = field(
+        default_factory=dict
+    )  # suites beyond RULER, HELMET
 
     @classmethod
     def of(cls, specs: list[TaskSpec]) -> Membership:
         helmet: dict[str, list[str]] = {c: [] for c in HELMET_CATEGORY_LABELS}
-        # a category lists HELMET's own tasks first, then the RULER tasks it borrows (Recall: JSON KV, then RULER's)
+        # HELMET's own tasks first, then the RULER tasks it borrows (Recall: JSON KV, then RULER's)
         for t in sorted(specs, key=lambda t: t.suite != "helmet"):
             if t.helmet_group and not t.replaces:
                 helmet.setdefault(t.helmet_group, []).append(t.name)
@@ -126,8 +127,7 @@ def suite_label(suite: str) -> str:
 
 
 def marker_vocabulary() -> dict[str, str]:
-    """Every pytest marker a case carries (``TaskSpec.marks``), with what it selects: derived from the specs, so a
-    task's new marker is declared with it (``--strict-markers`` knows it)."""
+    """Every pytest marker a case carries (``TaskSpec.marks``), with what it selects."""
     carried: dict[str, list[str]] = {}
     for task in all_tasks():
         for mark in task.marks:

@@ -1,14 +1,6 @@
-"""HELMET Re-rank: MS MARCO passages (TREC DL 2019 judgments), ranked by the model, scored by NDCG@10.
-
-Prompt (HELMET's, ``INSTRUCTION`` verbatim, "relelvant" included): ``{INSTRUCTION}{demos}{context}\\n\\nQuery:
-{question}\\nRanking:``; passages ``[ID: {id}] Document (Title: {title}): {text}`` (no title: ``[ID: {id}] Document:
-{text}``); two demos of another query with their gold ranking. No chat template; 200 new tokens.
-
-At a length HELMET has a file for (``msmarco/test_reranking_data_k50_dep3.jsonl`` at 8K ... ``_k1000`` at 128K)
-the prompt is HELMET's own, from the file's lines as placed (``sources/helmet_files.py``). At other lengths the
-query's judged passages are taken round-robin over the labels (balanced), as many as fit, and shown in one of
-three seeded orders (sample i: query i // 3, permutation i % 3). The case record says which (``passages``).
-"""
+"""HELMET Re-rank: MS MARCO passages ranked by the model (NDCG@10), in HELMET's prompt
+("relelvant" included); HELMET's own at the lengths it has a file for, else the query's judged
+passages balanced over labels, in one of three seeded orders (sample i: query i // 3)."""
 
 from __future__ import annotations
 
@@ -24,10 +16,10 @@ from ctxgate.tasks.fitting import SEP, fit_context, fit_units, passage_demos
 from ctxgate.tasks.registration import register
 
 INSTRUCTION = (
-    "You are provided with a list of documents, each indicated by their ID. Rank each document based on "
-    "their relevance to the question in descending order from most relelvant to least relevant texts. "
-    "Include all documents in the rankings. Write your answer using the unique IDs, with the following "
-    "format:\nRanking: ID3 > ID1 > ID2\n\n"
+    "You are provided with a list of documents, each indicated by their ID. Rank each document "
+    "based on their relevance to the question in descending order from most relelvant to least "
+    "relevant texts. Include all documents in the rankings. Write your answer using the unique "
+    "IDs, with the following format:\nRanking: ID3 > ID1 > ID2\n\n"
 )
 ANSWER_PREFIX = "Ranking:"
 SHOTS = 2
@@ -41,7 +33,7 @@ def passage_text(p: Passage) -> str:
 
 
 def balanced(passages: tuple[Passage, ...], rng: random.Random) -> list[Passage]:
-    """Round-robin over the labels (each label's passages in a seeded order), so any prefix is label-balanced."""
+    """Round-robin over the labels, each label's passages in a seeded order."""
     by_label: dict[int, list[Passage]] = {}
     for p in passages:
         by_label.setdefault(p.label, []).append(p)
@@ -52,22 +44,24 @@ def balanced(passages: tuple[Passage, ...], rng: random.Random) -> list[Passage]
 
 
 def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
-    """HELMET's prompt for line ``index`` of its evaluation set at this length. The passage format (with or without
-    a title) follows the test line's first passage, for its demos too; rankings sort by label, stably."""
+    """HELMET's prompt for line ``index`` of its file (titles as its first passage has)."""
     row = f.rows[job.index % len(f.rows)]
     titled = "title" in row["ctxs"][0]
 
     def passage(c: dict[str, object]) -> Passage:
         label = c["label"]
         if not isinstance(label, (int, float, str)):
-            raise DataUnavailable(f"{f.path}: a passage's label is {label!r}, where HELMET's files hold a number")
+            raise DataUnavailable(
+                f"{f.path}: a passage's label is {label!r}, where HELMET's files hold a number"
+            )
         return Passage(str(c["title"]) if titled else "", str(c["text"]), str(c["id"]), int(label))
 
     picked = pick_demos(f.demos, "qid", row["qid"], SHOTS, exclude_same=True)
     demos = [ranked_demo(str(d["qid"]), d["query"], tuple(map(passage, d["ctxs"]))) for d in picked]
     shown = [passage(c) for c in row["ctxs"]]
-    head, tail = INSTRUCTION + passage_demos(demos, passage_text, "Query", "Ranking"), f"\n\nQuery: {row['query']}"
-    prompt, cut = fit_context(ctx, job, head, tail, ANSWER_PREFIX, SEP.join(map(passage_text, shown)))
+    head = INSTRUCTION + passage_demos(demos, passage_text, "Query", "Ranking")
+    context = SEP.join(map(passage_text, shown))
+    prompt, cut = fit_context(ctx, job, head, f"\n\nQuery: {row['query']}", ANSWER_PREFIX, context)
     return job.sample(
         prompt,
         tuple(f"{p.pid}:{p.label}" for p in shown),
@@ -91,18 +85,16 @@ def build_rerank(ctx: BuildContext, job: Job) -> Sample:
     order = seeded_order(len(pool.items), "queries", "msmarco_rerank", ctx.seed)
     item = pool.items[order[(job.index // PERMUTATIONS) % len(order)]]
     perm = job.index % PERMUTATIONS
-    demos = seeded_sample(
-        [d for d in pool.demos if d.key != item.key], SHOTS, "demos", "msmarco_rerank", item.key, ctx.seed
-    )
+    others = [d for d in pool.demos if d.key != item.key]
+    demos = seeded_sample(others, SHOTS, "demos", "msmarco_rerank", item.key, ctx.seed)
     kept = balanced(item.distractors, random.Random(derive_seed("balance", item.key, ctx.seed)))
 
     def layout(k: int) -> list[int]:
         return list(seeded_order(k, "permutation", item.key, perm, k, ctx.seed))
 
-    head, tail = INSTRUCTION + passage_demos(demos, passage_text, "Query", "Ranking"), f"\n\nQuery: {item.question}"
-    prompt, k = fit_units(
-        ctx, job, head, tail, ANSWER_PREFIX, "\n", [passage_text(p) for p in kept], 2, "passages", layout
-    )
+    head = INSTRUCTION + passage_demos(demos, passage_text, "Query", "Ranking")
+    tail, units = f"\n\nQuery: {item.question}", [passage_text(p) for p in kept]
+    prompt, k = fit_units(ctx, job, head, tail, ANSWER_PREFIX, "\n", units, 2, "passages", layout)
     shown = [kept[i] for i in layout(k)]
     return job.sample(
         prompt,
@@ -113,7 +105,9 @@ def build_rerank(ctx: BuildContext, job: Job) -> Sample:
         permutation=perm,
         pool_exhausted=k == len(kept),
         shown_ids=[p.pid for p in shown],
-        labels={str(lab): sum(p.label == lab for p in shown) for lab in sorted({p.label for p in shown})},
+        labels={
+            str(lab): sum(p.label == lab for p in shown) for lab in sorted({p.label for p in shown})
+        },
         demo_ids=[d.key for d in demos],
         passages="placed",
         data_sha256=pool.sha256,
@@ -122,7 +116,9 @@ def build_rerank(ctx: BuildContext, job: Job) -> Sample:
 
 def pool_size(ctx: BuildContext, length: int) -> int:
     f = load_msmarco_file(ctx.data_dir or "", length, ctx.seed)
-    return len(f.rows) if f is not None else len(load_msmarco(ctx.data_dir).items) * PERMUTATIONS
+    if f is not None:
+        return len(f.rows)
+    return len(load_msmarco(ctx.data_dir).items) * PERMUTATIONS
 
 
 @register
@@ -134,8 +130,7 @@ def msmarco_rerank() -> TaskSpec:
         metric=NDCG_AT_10,
         tokens_to_generate=200,
         build=build_rerank,
-        # a random order of the passages shown, whose labels 0-3 are balanced (HELMET's files, and the draw here):
-        # its expected label is 1.5 at every rank, the ideal's 3 (ten or more of the top label), so NDCG@10 = 50%
+        # a random order of balanced labels 0-3: 1.5 expected at every rank, the ideal's 3: 50%
         chance=50.0,
         scoring_prefix=ANSWER_PREFIX,
         default_samples=300,

@@ -1,14 +1,6 @@
-"""HELMET's length selection for its long-document tasks: NarrativeQA keeps documents longer than 131072 tokens,
-Multi-LexSum those of at least 65536, and every InfiniteBench task (QA, MC, Sum) books of at least 65536
-(``data.py``: ``filter_length``), so that at every length the same long documents are cut to fit and none enters a
-length whole.
-
-HELMET counts ``len(tokenizer(text)["input_ids"])`` in Llama-2's tokenizer, which adds a BOS: a document passes
-with one piece fewer than the threshold. ctxgate counts in ``--helmet-tokenizer`` (Llama-2's, as a local folder)
-when given, else in the model's own tokenizer (Llama-2's cannot be downloaded here; docs/decisions.md). A document
-is tokenized only as far as the answer needs: fewer bytes than the threshold cannot hold that many tokens, and a
-prefix that already does settles it.
-"""
+"""HELMET's length selection (``data.py``: ``filter_length``): NarrativeQA's documents over 131072
+tokens, Multi-LexSum's and InfiniteBench's of at least 65536, counted in ``--helmet-tokenizer`` or
+the model's (docs/decisions.md), each only as far as the answer needs."""
 
 from __future__ import annotations
 
@@ -23,17 +15,17 @@ from ctxgate.sources.errors import DataNotGiven
 from ctxgate.tasks.base import BuildContext
 from ctxgate.tokens.codec import PieceEncoder
 
-# HELMET's thresholds as it counts, BOS included (NarrativeQA: longer than 131072): a kept document has one piece
-# fewer than this without the BOS
+# HELMET's thresholds, BOS included (NarrativeQA: longer than 131072)
 HELMET_MIN_TOKENS = {
     "narrativeqa": 131073,
     **dict.fromkeys(("multi_lexsum", "infbench_qa", "infbench_mc", "infbench_sum"), 65536),
 }
-_KEPT: dict[tuple[str, str, str], tuple[int, ...]] = {}  # (task, data digest, tokenizer) -> indices kept
+_KEPT: dict[
+    tuple[str, str, str], tuple[int, ...]
+] = {}  # (task, data digest, tokenizer) -> indices kept
 
 
 def has_tokens(enc: PieceEncoder, text: str, n: int) -> bool:
-    """Whether ``text`` is at least ``n`` tokens long."""
     if len(text.encode("utf-8")) < n:  # every token covers at least one byte
         return False
     chars = n
@@ -53,13 +45,18 @@ class Document(Protocol):
 
 
 def long_documents(
-    task: str, items: Sequence[Document], digest: str, enc: PieceEncoder, counted_in: str = "the model's tokenizer"
+    task: str,
+    items: Sequence[Document],
+    digest: str,
+    enc: PieceEncoder,
+    counted_in: str = "the model's tokenizer",
 ) -> tuple[int, ...]:
-    """Indices of the items whose document HELMET keeps for ``task``, counted with ``enc`` (``counted_in`` names
-    it); raises when there is none."""
+    """Indices of the items HELMET keeps for ``task``, counted with ``enc``."""
     key = (task, digest, enc.identity)
     if key not in _KEPT:
-        verdicts: dict[str, bool] = {}  # NarrativeQA asks many questions of one document: count it once
+        verdicts: dict[
+            str, bool
+        ] = {}  # NarrativeQA asks many questions of one document: count it once
         kept = []
         for i, item in enumerate(items):
             doc = hashlib.sha256(item.context.encode("utf-8")).hexdigest()
@@ -70,14 +67,14 @@ def long_documents(
         _KEPT[key] = tuple(kept)
     if not _KEPT[key]:
         raise DataNotGiven(
-            f"{task}: no document in the data is at least {HELMET_MIN_TOKENS[task]} tokens, HELMET's selection "
-            f"(counted in {counted_in}, BOS included); give the full dataset with --data-dir{_fixture_hint()}"
+            f"{task}: no document in the data is at least {HELMET_MIN_TOKENS[task]} tokens, "
+            f"HELMET's selection (counted in {counted_in}, BOS included); give the full dataset "
+            f"with --data-dir{_fixture_hint()}"
         )
     return _KEPT[key]
 
 
 def _fixture_hint() -> str:
-    """In a clone, the command that writes fixture data with long documents."""
     script = Path(__file__).resolve().parents[2] / "fixtures" / "make_helmet_fixtures.py"
     if not script.is_file():
         return ""
@@ -85,8 +82,11 @@ def _fixture_hint() -> str:
     return f" (long fixture documents: `{command}`, then --data-dir out/helmet_data)"
 
 
-def helmet_selection(task: str, items: Sequence[Document], digest: str, ctx: BuildContext) -> tuple[int, ...]:
-    """``long_documents`` counted where HELMET counts: ``--helmet-tokenizer`` when given, else the model's."""
+def helmet_selection(
+    task: str, items: Sequence[Document], digest: str, ctx: BuildContext
+) -> tuple[int, ...]:
+    """``long_documents`` counted in ``--helmet-tokenizer``, else the model's."""
     if ctx.helmet_encoder is not None:
-        return long_documents(task, items, digest, ctx.helmet_encoder, f"--helmet-tokenizer {ctx.helmet_tokenizer}")
+        where = f"--helmet-tokenizer {ctx.helmet_tokenizer}"
+        return long_documents(task, items, digest, ctx.helmet_encoder, where)
     return long_documents(task, items, digest, ctx.encoder)

@@ -1,45 +1,45 @@
-"""HELMET Summ: InfiniteBench Sum (novels) and Multi-LexSum (civil-rights case files), scored by an LLM judge.
-
-Prompts (HELMET's, verbatim: ``BOOK`` and ``LEGAL`` below; user text and ``Summary:`` joined by a blank line): the
-instruction, two demos (the gold summaries of other books, or other cases' short ones), the document, the request.
-1200 new tokens for a book, 400 for a case. Chat template on (HELMET's policy). The document is cut to fit.
-"""
+"""HELMET Summ: InfiniteBench Sum and Multi-LexSum, LLM-judged, in HELMET's prompts."""
 
 from __future__ import annotations
 
 from ctxgate.metrics.registry import SUMMARY_JUDGE
-from ctxgate.seeding import HELMET_MAX_TEST_SAMPLES, helmet_first, helmet_permutation, helmet_unseeded_seeds
+from ctxgate.seeding import (
+    HELMET_MAX_TEST_SAMPLES,
+    helmet_first,
+    helmet_permutation,
+    helmet_unseeded_seeds,
+)
 from ctxgate.sources.judged import LongDoc, LongDocSet, load_infbench_sum, load_multi_lexsum
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
 from ctxgate.tasks.helmet_compat import long_document
 from ctxgate.tasks.longqa import for_example, helmet_infbench
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register_all
 from ctxgate.tasks.selection import helmet_selection
 
 PREFIX = "Summary:"
 SHOTS = 2
 BOOK = (
-    "You are given a book and you are tasked to summarize it. Write a summary of about 1000 to 1200 words. Only "
-    "write about the plot and characters of the story. Do not discuss the themes or background of the book. Do "
-    "not provide any analysis or commentary.\n\n"
+    "You are given a book and you are tasked to summarize it. Write a summary of about 1000 to "
+    "1200 words. Only write about the plot and characters of the story. Do not discuss the "
+    "themes or background of the book. Do not provide any analysis or commentary.\n\n"
 )
 LEGAL = (
-    "You are given the legal documents in a civil rights lawsuit, and you are tasked to summarize the case. "
-    "Write a concise summary of one paragraph (200 to 250 words). The summary should contain a short "
-    "description of the background, the parties involved, and the outcomes of the case.\n\n"
+    "You are given the legal documents in a civil rights lawsuit, and you are tasked to "
+    "summarize the case. Write a concise summary of one paragraph (200 to 250 words). The "
+    "summary should contain a short description of the background, the parties involved, and the "
+    "outcomes of the case.\n\n"
 )
 
 
 def kept_items(task: str, data: LongDocSet, ctx: BuildContext) -> list[int]:
-    """HELMET's selection: Multi-LexSum's cases and InfBench Sum's books of at least 65536 tokens."""
+    """HELMET's selection: the cases and books of at least 65536 tokens."""
     return list(helmet_selection(task, data.items, data.sha256, ctx))
 
 
-def _helmet_multi_lexsum(data: LongDocSet, kept: list[int], index: int, seed: int) -> tuple[LongDoc, list[LongDoc]]:
-    """HELMET HEAD's sample and demos: ``all_data.map`` shuffles the train split afresh, unseeded, for every case of
-    train, then validation (file order, after the short-summary filter), so validation case j takes draw
-    ``len(train) + j``; the long validation cases are kept in file order, shuffled with the seed only when more than
-    ``max_test_samples``."""
+def _helmet_multi_lexsum(
+    data: LongDocSet, kept: list[int], index: int, seed: int
+) -> tuple[LongDoc, list[LongDoc]]:
+    """HELMET HEAD's sample and demos (one unseeded train shuffle per case, train first)."""
     order = kept
     if len(kept) > HELMET_MAX_TEST_SAMPLES:
         order = [kept[i] for i in helmet_permutation(len(kept), seed)]
@@ -49,7 +49,9 @@ def _helmet_multi_lexsum(data: LongDocSet, kept: list[int], index: int, seed: in
 
 
 def load_documents(task: str, ctx: BuildContext) -> LongDocSet:
-    return load_infbench_sum(ctx.data_dir) if task == "infbench_sum" else load_multi_lexsum(ctx.data_dir)
+    if task == "infbench_sum":
+        return load_infbench_sum(ctx.data_dir)
+    return load_multi_lexsum(ctx.data_dir)
 
 
 def build_summary(ctx: BuildContext, job: Job) -> Sample:
@@ -61,7 +63,8 @@ def build_summary(ctx: BuildContext, job: Job) -> Sample:
     else:
         item, demos = _helmet_multi_lexsum(data, kept_items(task, data, ctx), job.index, ctx.seed)
         shots = "\n\n".join(f"Summary: {d.answers[0]}" for d in demos)
-        head = f"{LEGAL}Example summaries:\n\n{shots}\n\nNow, write a summary of the following legal documents.\n"
+        head = f"{LEGAL}Example summaries:\n\n{shots}\n\n"
+        head += "Now, write a summary of the following legal documents.\n"
         head += "Legal documents:\n"  # HELMET's context template begins with it
         tail, style = "\n\nNow please summarize the case.", "legal"
     prompt, doc_tokens, cut = long_document(ctx, job, head, tail, PREFIX, "\n\n", item.context)
@@ -92,7 +95,7 @@ def _spec(name: str, gen: int, description: str) -> TaskSpec:
         metric=SUMMARY_JUDGE,
         tokens_to_generate=gen,
         build=build_summary,
-        chance=0.0,  # judged by an LLM, and no random summary is judged here: 0, so no floor is refused for it
+        chance=0.0,  # no random summary is judged here: 0, so no floor is refused for it
         markers=("judge",),
         scoring_prefix=PREFIX,
         chat_template=True,
@@ -101,11 +104,16 @@ def _spec(name: str, gen: int, description: str) -> TaskSpec:
     )
 
 
-@register
-def infbench_sum() -> TaskSpec:
-    return _spec("infbench_sum", 1200, "InfiniteBench novel summaries (LLM judge: fluency x key-point F1)")
-
-
-@register
-def multi_lexsum() -> TaskSpec:
-    return _spec("multi_lexsum", 400, "Multi-LexSum case summaries (LLM judge: fluency x key-point F1)")
+register_all(
+    __name__,
+    [
+        _spec(
+            "infbench_sum",
+            1200,
+            "InfiniteBench novel summaries (LLM judge: fluency x key-point F1)",
+        ),
+        _spec(
+            "multi_lexsum", 400, "Multi-LexSum case summaries (LLM judge: fluency x key-point F1)"
+        ),
+    ],
+)
