@@ -43,7 +43,7 @@ class PairedResult:
 
 
 def tango_statistic(c: int, b: int, n: int, delta: float, continuity: float = CONTINUITY) -> float:
-    """Tango's statistic for ``delta`` = P(flip to right) - P(flip to wrong), ``delta`` in (-1, 1)."""
+    """Tango's statistic for ``delta`` = P(flip to right) - P(flip to wrong), in (-1, 1)."""
     a_, b_ = 2 * n, -c - b + (2 * n - c + b) * delta
     c_ = -b * delta * (1 - delta)
     q = (-b_ + math.sqrt(max(b_ * b_ - 4 * a_ * c_, 0.0))) / (2 * a_)
