@@ -45,8 +45,7 @@ def compare_answers(target: str, output: str, question: str, task_labels: Iterab
 
 
 def references(target: str, question: str, labels: Sequence[str]) -> tuple[str, str, str]:
-    """A sample's references: the target, then the question and the labels, tagged so a report reads
-    them."""
+    """A sample's references: the target, then the question and the labels, tagged."""
     return target, QUESTION + question, LABELS + LABEL_SEP.join(labels)
 
 
@@ -62,8 +61,7 @@ def parse_references(refs: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
 
 
 def score(output: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
-    """1.0 or 0.0 by ``compare_answers`` on the output as BABILong reads it (stripped), and the text
-    it looked at."""
+    """``compare_answers`` (1.0 or 0.0) on the stripped output, and the text it looked at."""
     target, question, labels = parse_references(refs)
     output = output.strip()
     return float(compare_answers(target, output, question, labels)), preprocess_output(output)

@@ -34,8 +34,7 @@ def _rouge() -> Any:
 
 
 def rouge_l_f1(prediction: str, references: Sequence[str]) -> float:
-    """rouge-score's rougeL F-measure with the Porter stemmer, the best over the references
-    (HELMET's setting)."""
+    """rouge-score's rougeL F-measure, Porter-stemmed, best over the references (as HELMET)."""
     scorer = _rouge()
     return max(scorer.score(target=r, prediction=prediction)["rougeL"].fmeasure for r in references)
 

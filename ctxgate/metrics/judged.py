@@ -69,8 +69,7 @@ def clean_alce_output(output: str) -> str:
 
 
 def remove_citations(text: str) -> str:
-    """ALCE's rule: drop ``[N`` (with one space before it, if any), the `` |`` separators, and every
-    ``]``."""
+    """ALCE's rule: drop ``[N`` (and one space before it), the `` |`` separators, every ``]``."""
     return re.sub(r" ?\[\d+", "", text).replace(" |", "").replace("]", "")
 
 

@@ -22,8 +22,7 @@ def grade(output: str, answer: str, prefix: str) -> float:
 
 
 def score(output: str, references: Sequence[str], answer_prefix: str | None) -> tuple[float, str]:
-    """The registry's scorer: ``references`` are (answer, random string); the task has no answer
-    prefix."""
+    """The registry's scorer: ``references`` are (answer, random string); no answer prefix."""
     if len(references) != 2:
         raise ValueError(
             "MRCR needs references (answer, random string to prepend), "

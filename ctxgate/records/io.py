@@ -96,8 +96,7 @@ def created_at(path: Path) -> str:
 
 
 def read_report(path: str | Path) -> Report:
-    """A report written by ``--report`` in this version's schema; anything else is one error naming
-    the file."""
+    """A report written by ``--report`` in this schema; anything else is one error naming it."""
     p = Path(path)
     if not p.is_file():
         raise _not_a_report(f"{p} does not exist or is not a file")
@@ -185,8 +184,7 @@ def predictions_path(report_path: str | Path, report: Report) -> Path:
 
 
 def read_predictions(path: Path) -> list[Prediction]:
-    """The rows of a ``.predictions.jsonl`` as records; the first line or field that does not fit is
-    named."""
+    """The rows of a ``.predictions.jsonl`` as records; the first line or field amiss is named."""
     from pydantic import ValidationError
 
     if not path.is_file():

@@ -52,8 +52,7 @@ def section(ident: str, title: str, inner: str) -> str:
 
 
 def case_cell(case: CaseRecord | None) -> str:
-    """A case in a tasks x lengths table: its score on the colour scale, or what happened to it,
-    linked to its samples."""
+    """A case in a tasks x lengths table: its coloured score or what happened, linked to it."""
     if case is None:
         return '<td class="none">not selected</td>'
     link = f'<a href="#{e(case_key(case.task, case.length))}">'

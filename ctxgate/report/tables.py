@@ -48,15 +48,13 @@ def _group_cell(group: GroupScore | None) -> str:
 
 
 def in_registry_order(tasks: Iterable[str]) -> list[str]:
-    """Tasks as the tables list them: registration order (RULER's, then HELMET's by category),
-    unknown ones after, by name."""
+    """Registration order (RULER's, then HELMET's by category), unknown tasks after by name."""
     known = task_names()
     return sorted(set(tasks), key=lambda t: (known.index(t) if t in known else len(known), t))
 
 
 def summary_labels() -> list[tuple[str, str]]:
-    """(label, key) of each summary per length, in the tables' order; the keys are the report's
-    ``by_length``'s."""
+    """(label, ``by_length`` key) of each summary per length, in the tables' order."""
     tasks = membership()
     return [
         ("RULER avg", "ruler"),
@@ -78,10 +76,8 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
         if key == "ruler" and eff is not None:
             absolute = f"{format_length(eff.value) if eff.value else '0'} (avg > {eff.threshold:g})"
         if rel is not None:
-            value, up_to = (
-                format_length(rel.value) if rel.value else "0",
-                format_length(max(rel.base_lengths)),
-            )
+            value = format_length(rel.value) if rel.value else "0"
+            up_to = format_length(max(rel.base_lengths))
             relative = f"{value} (>= {rel.share:.0%} of {rel.base:g}, its mean up to {up_to})"
         if ls is not None:
             base = f"base {ls.base:g}, its mean below 8K" if ls.base is not None else ""
@@ -92,8 +88,7 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
 
 
 def chances(report: Report) -> dict[str, str]:
-    """Each task's chance score (its cases', ``TaskSpec.chance``) as a table cell; "" where the
-    report has none."""
+    """Each task's chance score (``TaskSpec.chance``) as a table cell; "" where it has none."""
     found = {c.task: c.chance for c in report.cases if c.chance is not None}
     return {t: f"{found[t]:.1f}" if t in found else "" for t in {c.task for c in report.cases}}
 
@@ -200,8 +195,7 @@ def gate_line(gate: Gate) -> str:
 
 
 def markdown(report: Report, html_name: str | None = None) -> str:
-    """``html_name``: the HTML report beside it, named where CI keeps it (the report folder's
-    artifact)."""
+    """``html_name``: the HTML report beside it (in CI: the report folder's artifact)."""
     header, body, notes = rows(report)
     lines = [f"### ctxgate: {report.run.model}", ""]
     if html_name:
@@ -228,8 +222,7 @@ def _interval(bounds: tuple[float, float] | None) -> str:
 
 
 def published_lines(section: Reference) -> list[str]:
-    """A run against the papers' numbers (``report.reference``) in words, a line per measure and
-    length."""
+    """``report.reference`` in words, a line per measure and length."""
     out = [f"Against the published numbers for {section.model} ({section.matched}):"]
     for row in section.rows:
         for e in row.lengths:

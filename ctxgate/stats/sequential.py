@@ -35,8 +35,7 @@ class Verdict:
 
 
 class Bettor:
-    """Wealth for "mean > m" and "mean < m" over observations in [0, 1], and the EB confidence
-    sequence."""
+    """Wealth for "mean > m" and "mean < m" over observations in [0, 1], and the EB CS."""
 
     def __init__(self, m: float, alpha: float) -> None:
         if not 0.0 <= m <= 1.0:
@@ -195,18 +194,9 @@ class CaseTest:
             interval = _percent(2 * self.drop.low - 1, 2 * self.drop.high - 1)
             tolerance = round(self.questions.tolerance * 100, 2)
             drop = QuestionTest(self.drop.decided(), interval, tolerance)
-        rule = self.rule
-        return SequentialRecord(
-            rule.alpha,
-            rule.min_samples,
-            self.used,
-            budget,
-            self.verdict,
-            stopped[self.verdict],
-            round(self.claim_alpha, 6),
-            floor,
-            drop,
-        )
+        rule, verdict = self.rule, self.verdict
+        run = (rule.alpha, rule.min_samples, self.used, budget, verdict, stopped[verdict])
+        return SequentialRecord(*run, round(self.claim_alpha, 6), floor, drop)
 
 
 def full_count_record(rule: StopRule, used: int, budget: int, why: str) -> SequentialRecord:
