@@ -1,20 +1,20 @@
-"""BABILong's answer rule (``babilong/metrics.py``: ``compare_answers``, ``TASK_LABELS``), for its qa1-qa5.
+"""BABILong's answer rule (``babilong/metrics.py``: ``compare_answers``, ``TASK_LABELS``), for its
+qa1-qa5.
 
-An output is right when, of the task's labels (the words an answer can be), the first sentence of the output names
-the target and no other label besides those the question itself names; for a target of several labels (bAbI's qa8
-lists), exactly those. The rule needs the question and the labels besides the target, so a sample's references
-carry all three (``references`` writes them, ``parse_references`` reads them back)."""
+An output is right when, of the task's labels (the words an answer can be), the first sentence of
+the output names the target and no other label besides those the question itself names; for a target
+of several labels (bAbI's qa8 lists), exactly those. The rule needs the question and the labels
+besides the target, so a sample's references carry all three (``references`` writes them,
+``parse_references`` reads them back)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
 # BABILong's TASK_LABELS for the tasks ctxgate runs: every answer a task's questions can have
+_ROOMS = ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office")
 TASK_LABELS: dict[str, tuple[str, ...]] = {
-    "qa1": ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office"),
-    "qa2": ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office"),
-    "qa3": ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office"),
-    "qa4": ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office"),
+    **dict.fromkeys(("qa1", "qa2", "qa3", "qa4"), _ROOMS),
     "qa5": ("Bill", "Fred", "Jeff", "Mary", "apple", "football", "milk"),
 }
 
@@ -24,9 +24,9 @@ LABEL_SEP = " | "
 
 
 def preprocess_output(output: str) -> str:
-    """The part of an output the rule reads: lower case, up to the first full stop, and before any ``<context>`` or
-    ``<example>`` the model went on to write. (The reference also cuts at "Question", after lowering the text, so
-    that cut never applies; it is left out here.)"""
+    """The part of an output the rule reads: lower case, up to the first full stop, before any
+    ``<context>`` or ``<example>`` the model went on to write. (The reference also cuts at
+    "Question" after lowering the text, so that cut never applies.)"""
     output = output.lower().split(".")[0]
     return output.split("<context>")[0].split("<example>")[0]
 
@@ -45,14 +45,15 @@ def compare_answers(target: str, output: str, question: str, task_labels: Iterab
 
 
 def references(target: str, question: str, labels: Sequence[str]) -> tuple[str, str, str]:
-    """A sample's references: the target, then the question and the labels, tagged so a report reads them."""
+    """A sample's references: the target, then the question and the labels, tagged."""
     return target, QUESTION + question, LABELS + LABEL_SEP.join(labels)
 
 
 def parse_references(refs: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
     if len(refs) != 3 or not refs[1].startswith(QUESTION) or not refs[2].startswith(LABELS):
         raise ValueError(
-            f"BABILong references are (target, 'question: ...', 'labels: a | b'), got {list(refs)!r}: "
+            "BABILong references are (target, 'question: ...', 'labels: a | b'), "
+            f"got {list(refs)!r}: "
             "build them with ctxgate.metrics.babilong.references"
         )
     labels = tuple(label for label in refs[2].removeprefix(LABELS).split(LABEL_SEP) if label)
@@ -60,7 +61,7 @@ def parse_references(refs: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
 
 
 def score(output: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
-    """1.0 or 0.0 by ``compare_answers`` on the output as BABILong reads it (stripped), and the text it looked at."""
+    """``compare_answers`` (1.0 or 0.0) on the stripped output, and the text it looked at."""
     target, question, labels = parse_references(refs)
     output = output.strip()
     return float(compare_answers(target, output, question, labels)), preprocess_output(output)

@@ -1,7 +1,7 @@
-"""HELMET's application metrics: label exact match, ROUGE-L F1, NDCG@10 over a parsed ranking, multiple choice.
+"""HELMET's application metrics: label EM, ROUGE-L F1, NDCG@10 of a parsed ranking, multiple choice.
 
-Each is a small pure function over strings. Where HELMET takes the better of the raw output and the output parsed
-after the answer prefix, the registry wrapper does that, not these functions.
+Each is a small pure function over strings. Where HELMET takes the better of the raw output and the
+output parsed after the answer prefix, the registry wrapper does that, not these functions.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ _CHAIN = re.compile(r"(\d+)(?:\s*>\s*(\d+))*")
 
 
 def exact_match(prediction: str, references: Sequence[str]) -> float:
-    """HELMET EM: normalized prediction equals some normalized reference ("1" does not match "10")."""
+    """HELMET EM: the normalized prediction is a normalized reference ("1" does not match "10")."""
     pred = helmet_normalize(prediction)
     return max(float(pred == helmet_normalize(r)) for r in references)
 
@@ -34,19 +34,20 @@ def _rouge() -> Any:
 
 
 def rouge_l_f1(prediction: str, references: Sequence[str]) -> float:
-    """rouge-score's rougeL F-measure with the Porter stemmer, the best over the references (HELMET's setting)."""
+    """rouge-score's rougeL F-measure, Porter-stemmed, best over the references (as HELMET)."""
     scorer = _rouge()
     return max(scorer.score(target=r, prediction=prediction)["rougeL"].fmeasure for r in references)
 
 
 def parse_rankings(output: str) -> dict[str, int]:
-    """HELMET's ranking parser. Brackets and colons go, the text is lowercased and every "id" removed; the longest
-    ``n > n > ...`` chain wins (the first of equal length). Scores fall with the position (length - position) and the
-    first mention of a duplicate keeps its place. With no digits at all, the whole cleaned text is one unmatched id.
-    """
+    """HELMET's ranking parser. Brackets and colons go, the text is lowercased and every "id"
+    removed; the longest ``n > n > ...`` chain wins (the first of equal length). Scores fall with
+    the position (length - position) and the first mention of a duplicate keeps its place. With no
+    digits at all, the whole cleaned text is one unmatched id."""
     cleaned = _RANK_NOISE.sub("", output).lower().replace("id", "")
     longest = max((match.group(0) for match in _CHAIN.finditer(cleaned)), key=len, default="")
-    ranked = [n.strip() for n in longest.split(">") if n.strip().isdigit()] if longest else [cleaned]
+    ranked = [n.strip() for n in longest.split(">") if n.strip().isdigit()]
+    ranked = ranked if longest else [cleaned]
     scores: dict[str, int] = {}
     for position, pid in enumerate(ranked):
         scores.setdefault(pid, len(ranked) - position)
@@ -54,10 +55,11 @@ def parse_rankings(output: str) -> dict[str, int]:
 
 
 def ndcg_at(scores: Mapping[str, float], qrels: Mapping[str, int], k: int = 10) -> float:
-    """trec_eval's ndcg_cut_k as pytrec_eval computes it: documents by falling score (ties: larger id first), gain =
-    relevance label, discount log2(rank + 1); the ideal ranking is every judged document by falling label."""
+    """trec_eval's ndcg_cut_k as pytrec_eval computes it: documents by falling score (ties: larger
+    id first), gain = relevance label, discount log2(rank + 1); the ideal ranking is every judged
+    document by falling label."""
     by_id = sorted(scores.items(), key=lambda kv: kv[0], reverse=True)
-    ranked = sorted(by_id, key=lambda kv: -kv[1])[:k]  # stable: equal scores keep the larger id first
+    ranked = sorted(by_id, key=lambda kv: -kv[1])[:k]  # stable: ties keep the larger id first
     dcg = sum(qrels.get(pid, 0) / math.log2(rank + 2) for rank, (pid, _) in enumerate(ranked))
     ideal = sorted((rel for rel in qrels.values() if rel > 0), reverse=True)[:k]
     idcg = sum(rel / math.log2(rank + 2) for rank, rel in enumerate(ideal))
@@ -81,8 +83,8 @@ def _plain(text: str) -> str:
 
 
 def choice_correct(outputs: Sequence[str], letter: str, option: str) -> float:
-    """Multiple choice, fixed: an output (raw or parsed) that is the gold letter or the full gold option, or that
-    contains the lettered option ("B. text"). An empty output is never correct."""
+    """Multiple choice, fixed: an output (raw or parsed) that is the gold letter or the full gold
+    option, or that contains the lettered option ("B. text"). An empty output is never correct."""
     wanted = {_plain(letter), _plain(option)}
     if any(o.strip() and _plain(o) in wanted for o in outputs):
         return 1.0
@@ -90,7 +92,7 @@ def choice_correct(outputs: Sequence[str], letter: str, option: str) -> float:
 
 
 def choice_correct_helmet(outputs: Sequence[str], letter: str, option: str) -> float:
-    """HELMET's multiple-choice rule, bug included: EM after its normalization, which deletes the article "a", so
-    gold "A" and an empty output both normalize to "" and match."""
+    """HELMET's multiple-choice rule, bug included: EM after its normalization, which deletes the
+    article "a", so gold "A" and an empty output both normalize to "" and match."""
     em = max(exact_match(o, [letter, option]) for o in outputs)
     return float(em or any(option.lower() in o.lower() for o in outputs))

@@ -1,19 +1,22 @@
-"""HELMET's model-judged metrics as pure functions of verdicts, and ALCE's citation and correctness metrics as pure
-functions of an entailment callable. No client, no model here: the judge supplies the verdicts.
+"""HELMET's model-judged metrics as pure functions of verdicts, and ALCE's citation and
+correctness metrics as pure functions of an entailment callable: the judge supplies the verdicts.
 
-* NarrativeQA: fluency (0/1) x correctness (0-3) / 3, so the case mean x 100 is the paper's score x 100/3.
-* Summaries: recall = supported key points / key points; precision = supported sentences / the judge's sentence
-  count; F1 of the two, times fluency. (Zero denominators give 0, as the reference.)
-* ALCE, as the reference evaluates it: newlines become spaces and ``<|im_end|>`` is dropped first; correctness
-  reads the output with citations removed (ASQA str_em: share of QA pairs with a normalized short answer inside;
-  QAMPARI rec_top5: answers found among the comma-separated items, over min(5, number of answers)). Citations:
-  sentences (QAMPARI: the question plus each comma item) under 5 characters are dropped; a sentence's recall is 1
-  when its first 3 citations jointly entail it (a repeated citation counts, and reads its document twice; a
-  citation is in range when the record has that document, shown in the prompt or not); its precision credits
-  each citation unless the sentence has several, is jointly entailed, the citation alone does not entail it and
-  the others still do without that one occurrence (so ``[1][2][2]`` credits a needed ``[2]`` once, not twice).
-  ``[0]`` is out of range; the reference reads it as the record's last document (a negative index), which
-  ``helmet_compat`` reproduces.
+* NarrativeQA: fluency (0/1) x correctness (0-3) / 3, so the case mean x 100 is the paper's score
+  x 100/3.
+* Summaries: recall = supported key points / key points; precision = supported sentences / the
+  judge's sentence count; F1 of the two, times fluency. (Zero denominators give 0, as the
+  reference.)
+* ALCE, as the reference evaluates it: newlines become spaces and ``<|im_end|>`` is dropped first;
+  correctness reads the output with citations removed (ASQA str_em: share of QA pairs with a
+  normalized short answer inside; QAMPARI rec_top5: answers found among the comma-separated items,
+  over min(5, number of answers)). Citations: sentences (QAMPARI: the question plus each comma item)
+  under 5 characters are dropped; a sentence's recall is 1 when its first 3 citations jointly entail
+  it (a repeated citation counts, and reads its document twice; a citation is in range when the
+  record has that document, shown in the prompt or not); its precision credits each citation unless
+  the sentence has several, is jointly entailed, the citation alone does not entail it and the
+  others still do without that one occurrence (so ``[1][2][2]`` credits a needed ``[2]`` once, not
+  twice). ``[0]`` is out of range; the reference reads it as the record's last document (a negative
+  index), which ``helmet_compat`` reproduces.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ def clean_alce_output(output: str) -> str:
 
 
 def remove_citations(text: str) -> str:
-    """ALCE's rule: drop ``[N`` (with one space before it, if any), the `` |`` separators, and every ``]``."""
+    """ALCE's rule: drop ``[N`` (and one space before it), the `` |`` separators, every ``]``."""
     return re.sub(r" ?\[\d+", "", text).replace(" |", "").replace("]", "")
 
 
@@ -86,7 +89,8 @@ def qampari_items(output: str) -> list[str]:
 def qampari_rec_top5(output: str, answers: Sequence[Sequence[str]]) -> float:
     if not answers:
         return 0.0
-    preds = {p for p in (helmet_normalize(x) for x in qampari_items(remove_citations(clean_alce_output(output)))) if p}
+    items = qampari_items(remove_citations(clean_alce_output(output)))
+    preds = {p for p in map(helmet_normalize, items) if p}
     found = sum(any(helmet_normalize(alias) in preds for alias in aliases) for aliases in answers)
     return min(5, found) / min(5, len(answers))
 
@@ -98,9 +102,9 @@ _ABBREV = re.compile(
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentence split in the spirit of NLTK's Punkt (the reference's splitter, whose model cannot be downloaded
-    here): break after . ! or ? (and any closing quotes or citation brackets) before whitespace, except after
-    common abbreviations and initials."""
+    """Sentence split in the spirit of NLTK's Punkt (the reference's splitter, whose model cannot be
+    downloaded here): break after . ! or ? (and any closing quotes or citation brackets) before
+    whitespace, except after common abbreviations and initials."""
     pieces = re.split(r"(?<=[.!?])((?:[\"')\]]|\[\d+\])*)\s+", text.strip())
     out: list[str] = []
     buf = ""
@@ -122,7 +126,8 @@ def citation_sentences(output: str, question: str, qampari: bool) -> list[str]:
 
 def cited(sentence: str, n_docs: int | None = None, helmet_compat: bool = False) -> list[int]:
     """0-based document indices in citation order (``[3]`` is document 2); ``[0]`` is -1, or under
-    ``helmet_compat`` the last of ``n_docs`` documents, as the reference's Python indexing reads it."""
+    ``helmet_compat`` the last of ``n_docs`` documents, as the reference's Python indexing reads it.
+    """
     refs = [int(m) - 1 for m in re.findall(r"\[(\d+)", sentence)]
     return [n_docs - 1 if r == -1 and helmet_compat and n_docs else r for r in refs]
 
@@ -136,10 +141,11 @@ class CitationScore:
 
 
 def cited_documents(output: str, question: str, qampari: bool) -> set[int]:
-    """The documents a citation check can read: the first 3 citations of each sentence (what a stored
-    prediction must keep for the judge to score it later)."""
-    return {r for s in citation_sentences(output, question, qampari) for r in cited(s)[:AT_MOST_CITATIONS]}
-    # (-1 is ``[0]``: the caller keeps the last document for a --helmet-compat judgement)
+    """The documents a citation check can read: the first 3 citations of each sentence (what a
+    stored prediction must keep for the judge to score it later)."""
+    # -1 is ``[0]``: the caller keeps the last document for a --helmet-compat judgement
+    sentences = citation_sentences(output, question, qampari)
+    return {r for s in sentences for r in cited(s)[:AT_MOST_CITATIONS]}
 
 
 def citation_scores(
@@ -151,9 +157,9 @@ def citation_scores(
     qampari: bool = False,
     helmet_compat: bool = False,
 ) -> CitationScore:
-    """``docs``: (title, text) by 0-based position in the record's document list (at least those cited),
-    ``n_docs`` how many the record has. An output with no sentence scores 0 (the reference leaves it out of the
-    average instead; docs/decisions.md)."""
+    """``docs``: (title, text) by 0-based position in the record's document list (at least those
+    cited), ``n_docs`` how many the record has. An output with no sentence scores 0 (the reference
+    leaves it out of the average instead; docs/decisions.md)."""
     sents = citation_sentences(output, question, qampari)
     if not sents:
         return CitationScore(0.0, 0.0, 0, 0)
@@ -174,8 +180,10 @@ def citation_scores(
         if joint and len(refs) > 1:
             for i, r in enumerate(refs):
                 alone = entails(passage([r]), claim)
-                if alone or not entails(passage(refs[:i] + refs[i + 1 :]), claim):  # this occurrence left out
+                # needed unless the others entail it with this occurrence left out
+                if alone or not entails(passage(refs[:i] + refs[i + 1 :]), claim):
                     credited += 1
         else:
             credited += joint
-    return CitationScore(supported / len(sents), credited / total if total else 0.0, len(sents), total)
+    precision = credited / total if total else 0.0
+    return CitationScore(supported / len(sents), precision, len(sents), total)

@@ -1,10 +1,11 @@
-"""OpenAI MRCR's grade, as its dataset card defines it: an output that does not start with the sample's random
-string scores 0; otherwise the random string is taken off the output and off the answer (where the answer starts
-with it), and the score is difflib's ``SequenceMatcher(None, output, answer).ratio()``, in that order (the ratio is
-not symmetric: difflib's junk heuristic looks at the second sequence only). Nothing is stripped or normalized.
+"""OpenAI MRCR's grade, as its dataset card defines it: an output that does not start with the
+sample's random string scores 0; otherwise the random string is taken off the output and off the
+answer (where the answer starts with it), and the score is difflib's ``SequenceMatcher(None, output,
+answer).ratio()``, in that order (the ratio is not symmetric: difflib's junk heuristic looks at the
+second sequence only). Nothing is stripped or normalized.
 
-A task's references for this metric are ``(answer, random string)``: the answer as the data gives it, the random
-string included."""
+A task's references for this metric are ``(answer, random string)``: the answer as the data gives
+it, the random string included."""
 
 from __future__ import annotations
 
@@ -21,11 +22,12 @@ def grade(output: str, answer: str, prefix: str) -> float:
 
 
 def score(output: str, references: Sequence[str], answer_prefix: str | None) -> tuple[float, str]:
-    """The registry's scorer: ``references`` are (answer, random string); the task has no answer prefix."""
+    """The registry's scorer: ``references`` are (answer, random string); no answer prefix."""
     if len(references) != 2:
         raise ValueError(
-            f"MRCR needs references (answer, random string to prepend), got {list(references)!r}: give both, "
-            "the answer first (ctxgate score --metric mrcr_ratio --answer ANSWER --answer RANDOM_STRING)"
+            "MRCR needs references (answer, random string to prepend), "
+            f"got {list(references)!r}: give both, the answer first "
+            "(ctxgate score --metric mrcr_ratio --answer ANSWER --answer RANDOM_STRING)"
         )
     answer, prefix = references
     return grade(output, answer, prefix), output

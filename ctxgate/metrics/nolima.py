@@ -1,6 +1,6 @@
-"""NoLiMa's metric: ``contains`` (evaluation/async_evaluate.py, ``_evaluate_response``), the one its run configs
-use: 1 when any gold answer (the needle's character name) is a substring of the raw response, else 0. No
-normalization: case, whitespace and punctuation count, as in the reference."""
+"""NoLiMa's metric: ``contains`` (evaluation/async_evaluate.py, ``_evaluate_response``), the one its
+run configs use: 1 when any gold answer (the needle's character name) is a substring of the raw
+response, else 0. No normalization: case, whitespace and punctuation count, as in the reference."""
 
 from __future__ import annotations
 
@@ -12,5 +12,5 @@ def contains(response: str, gold_answers: Sequence[str]) -> float:
 
 
 def score(prediction: str, references: Sequence[str], prefix: str | None) -> tuple[float, str]:
-    """The registry's scorer: the response is scored as it came (NoLiMa's prompts have no answer prefix)."""
+    """The registry's scorer: the response as it came (NoLiMa's prompts have no answer prefix)."""
     return contains(prediction, references), prediction

@@ -8,14 +8,16 @@ from dataclasses import dataclass
 from ctxgate.metrics import babilong, helmet, mrcr, nolima, text
 from ctxgate.records.refusal import CtxgateError
 
-Scorer = Callable[[str, Sequence[str], str | None], tuple[float, str]]  # (output, references, answer prefix)
+# (output, references, answer prefix) -> (score, the text scored)
+Scorer = Callable[[str, Sequence[str], str | None], tuple[float, str]]
+Match = Callable[[str, Sequence[str]], float]
 
 
 @dataclass(frozen=True)
 class Metric:
-    """A task names its metric by this object. ``fn`` scores one output; a judged metric has none here: the judge
-    it names (``llm`` or ``entailment``) scores it, by the scorer ``ctxgate.judge.score.JUDGED`` keeps for this
-    metric (the judges are a floor above the metrics, so the scorer that calls them lives with them)."""
+    """A task names its metric by this object. ``fn`` scores one output; a judged metric has none:
+    the judge it names (``llm`` or ``entailment``) scores it, by the scorer that
+    ``ctxgate.judge.score.JUDGED`` keeps for it (the judges are a floor above the metrics)."""
 
     name: str
     fn: Scorer | None
@@ -27,37 +29,35 @@ class Metric:
         return self.fn is None
 
 
-def _ruler_all(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
-    cleaned = text.ruler_clean(pred)
-    return text.string_match_all(cleaned, refs), cleaned
+def _ruler(match: Match) -> Scorer:
+    def score(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+        cleaned = text.ruler_clean(pred)
+        return match(cleaned, refs), cleaned
 
-
-def _ruler_part(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
-    cleaned = text.ruler_clean(pred)
-    return text.string_match_part(cleaned, refs), cleaned
-
-
-def _helmet_subem(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
-    """max(score on the raw output, score on the parsed output), HELMET's rule."""
-    parsed = _parsed(pred, prefix)
-    return max(text.substring_exact_match(pred, refs), text.substring_exact_match(parsed, refs)), parsed
+    return score
 
 
 def _parsed(pred: str, prefix: str | None) -> str:
-    """The rest of the output's line after the answer prefix (else its first line), which HELMET scores besides the
-    raw output. The caller has already put the prefix in front of a completion-mode output (``score_prediction``)."""
+    """The rest of the output's line after the answer prefix (else its first line), which HELMET
+    scores besides the raw output. ``score_prediction`` has already put the prefix in front of a
+    completion-mode output."""
     return text.parse_output(pred, prefix or "Answer:")
+
+
+def _raw_or_parsed(match: Match) -> Scorer:
+    """max(score on the raw output, score on the parsed output), HELMET's rule."""
+
+    def score(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+        parsed = _parsed(pred, prefix)
+        return max(match(pred, refs), match(parsed, refs)), parsed
+
+    return score
 
 
 def _label_em(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
     """ICL: EM on the parsed output only, as HELMET scores its classification tasks."""
     parsed = _parsed(pred, prefix)
     return helmet.exact_match(parsed, refs), parsed
-
-
-def _rouge_l(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
-    parsed = _parsed(pred, prefix)
-    return max(helmet.rouge_l_f1(pred, refs), helmet.rouge_l_f1(parsed, refs)), parsed
 
 
 def _ndcg10(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
@@ -68,33 +68,48 @@ def _ndcg10(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, 
 def _choice(rule: Callable[[Sequence[str], str, str], float]) -> Scorer:
     def score(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
         if len(refs) != 2:
-            raise ValueError(f"multiple choice needs references (letter, 'L. option'), got {list(refs)!r}")
+            raise ValueError(
+                f"multiple choice needs references (letter, 'L. option'), got {list(refs)!r}"
+            )
         parsed = _parsed(pred, prefix)
         return rule([pred, parsed], refs[0], refs[1]), parsed
 
     return score
 
 
-# --helmet-compat swaps a metric for the reference's own behaviour, bugs included (docs/decisions.md lists them).
+# --helmet-compat swaps a metric for the reference's own behaviour, bugs included
+# (docs/decisions.md lists them).
 COMPAT = {"mc_accuracy": "mc_accuracy_helmet"}
 
-STRING_MATCH_ALL = Metric("string_match_all", _ruler_all, "RULER: fraction of references contained (case-insensitive)")
-STRING_MATCH_PART = Metric(
-    "string_match_part", _ruler_part, "RULER: 1 if any reference is contained (case-insensitive)"
+STRING_MATCH_ALL = Metric(
+    "string_match_all",
+    _ruler(text.string_match_all),
+    "RULER: fraction of references contained (case-insensitive)",
 )
-HELMET_SUBEM = Metric("helmet_subem", _helmet_subem, "HELMET SubEM on normalized text, max over raw and parsed output")
+STRING_MATCH_PART = Metric(
+    "string_match_part",
+    _ruler(text.string_match_part),
+    "RULER: 1 if any reference is contained (case-insensitive)",
+)
+HELMET_SUBEM = Metric(
+    "helmet_subem",
+    _raw_or_parsed(text.substring_exact_match),
+    "HELMET SubEM on normalized text, max over raw and parsed output",
+)
 LABEL_EM = Metric("label_em", _label_em, "HELMET ICL: normalized exact match of the parsed label")
-NOLIMA_CONTAINS = Metric("nolima_contains", nolima.score, "NoLiMa: a gold name in the raw output, case-sensitive")
-ROUGE_L_F1 = Metric("rouge_l_f1", _rouge_l, "ROUGE-L F1 (rouge-score, stemmed), max over references, raw and parsed")
+NOLIMA_CONTAINS = Metric(
+    "nolima_contains", nolima.score, "NoLiMa: a gold name in the raw output, case-sensitive"
+)
+ROUGE_L_F1 = Metric(
+    "rouge_l_f1",
+    _raw_or_parsed(helmet.rouge_l_f1),
+    "ROUGE-L F1 (rouge-score, stemmed), max over references, raw and parsed",
+)
 NDCG_AT_10 = Metric(
-    "ndcg_at_10",
-    _ndcg10,
-    "NDCG@10 of HELMET's parsed ranking; references are ID:LABEL judgments",
+    "ndcg_at_10", _ndcg10, "NDCG@10 of HELMET's parsed ranking; references are ID:LABEL judgments"
 )
 BABILONG_MATCH = Metric(
-    "babilong_match",
-    babilong.score,
-    "BABILong's rule: the target is the only label in the output",
+    "babilong_match", babilong.score, "BABILong's rule: the target is the only label in the output"
 )
 MC_ACCURACY = Metric(
     "mc_accuracy",
@@ -109,8 +124,9 @@ MC_ACCURACY_HELMET = Metric(
 MRCR_RATIO = Metric(
     "mrcr_ratio",
     mrcr.score,
-    "OpenAI MRCR's grade: 0 unless the output starts with the random string, else difflib's SequenceMatcher ratio "
-    "of the rest to the answer's rest; references are (answer, random string)",
+    "OpenAI MRCR's grade: 0 unless the output starts with the random string, else difflib's "
+    "SequenceMatcher ratio of the rest to the answer's rest; "
+    "references are (answer, random string)",
 )
 # scored by a judge
 NARRATIVEQA_JUDGE = Metric(
@@ -122,10 +138,18 @@ SUMMARY_JUDGE = Metric(
     "LLM judge: fluency x F1 of key-point recall and sentence precision (HELMET Tables 11-13)",
     judge="llm",
 )
-ALCE_ASQA = Metric("alce_asqa", None, "mean of str_em, citation recall, citation precision", judge="entailment")
-ALCE_QAMPARI = Metric("alce_qampari", None, "mean of rec_top5, citation recall, citation precision", judge="entailment")
+ALCE_ASQA = Metric(
+    "alce_asqa", None, "mean of str_em, citation recall, citation precision", judge="entailment"
+)
+ALCE_QAMPARI = Metric(
+    "alce_qampari",
+    None,
+    "mean of rec_top5, citation recall, citation precision",
+    judge="entailment",
+)
 
-_METRICS = {m.name: m for m in list(globals().values()) if isinstance(m, Metric)}  # every metric above, in order
+# every metric above, in order
+_METRICS = {m.name: m for m in list(globals().values()) if isinstance(m, Metric)}
 JUDGED_METRICS = tuple(m for m in _METRICS.values() if m.judged)
 
 
@@ -138,7 +162,8 @@ def get_metric(name: str) -> Metric:
     try:
         return _METRICS[name]
     except KeyError:
-        raise UnknownMetric(f"unknown metric {name!r}; choose one of {', '.join(sorted(_METRICS))}") from None
+        choices = ", ".join(sorted(_METRICS))
+        raise UnknownMetric(f"unknown metric {name!r}; choose one of {choices}") from None
 
 
 def metric_names() -> list[str]:
@@ -152,18 +177,24 @@ def resolve(metric: str, helmet_compat: bool = False) -> str:
 
 
 def score_prediction(
-    metric: str, prediction: str, references: Sequence[str], prefix: str | None = None, chat: bool = False
+    metric: str,
+    prediction: str,
+    references: Sequence[str],
+    prefix: str | None = None,
+    chat: bool = False,
 ) -> tuple[float, str]:
-    """Score one prediction in [0, 1]; also returns the text the metric looked at (cleaned or parsed).
+    """Score one prediction in [0, 1]; also returns the text the metric looked at.
 
-    ``prefix``: the task's answer prefix (HELMET's ``system_template``). Without the chat template the prompt ended
-    with it and the model completed it, so HELMET scores ``prefix + output``, no space added; with the template
-    the prompt ends at the generation prompt and the output is scored as it is (``chat``), parsed after the
-    prefix when the model wrote one."""
+    ``prefix``: the task's answer prefix (HELMET's ``system_template``). Without the chat template
+    the prompt ended with it and the model completed it, so HELMET scores ``prefix + output``, no
+    space added; with it (``chat``) the output is scored as it is, parsed after the prefix when the
+    model wrote one."""
     if not references:
         raise ValueError("a prediction needs at least one reference answer to be scored")
     scored = prefix + prediction if prefix and not chat else prediction
     fn = get_metric(metric).fn
     if fn is None:
-        raise ValueError(f"{metric} is scored by its judge, not here: ctxgate judge REPORT scores it")
+        raise ValueError(
+            f"{metric} is scored by its judge, not here: ctxgate judge REPORT scores it"
+        )
     return fn(scored, references, prefix)

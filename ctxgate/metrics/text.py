@@ -29,19 +29,20 @@ def string_match_part(prediction: str, references: Sequence[str]) -> float:
 
 
 def helmet_normalize(text: str) -> str:
-    """HELMET (SQuAD-style): lowercase, drop ASCII punctuation, drop the words a/an/the, collapse whitespace."""
+    """HELMET (SQuAD-style): lowercase, drop ASCII punctuation and a/an/the, collapse spaces."""
     return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
 
 
 def substring_exact_match(prediction: str, references: Sequence[str]) -> float:
-    """HELMET SubEM: some normalized reference is a substring of the normalized prediction ("1" matches "10")."""
+    """HELMET SubEM: a normalized reference is in the normalized prediction ("1" matches "10")."""
     pred = helmet_normalize(prediction)
     return max(float(helmet_normalize(r) in pred) for r in references)
 
 
 def parse_output(output: str, prefix: str = "Answer:") -> str:
-    """HELMET: the rest of the line after the first case-insensitive ``prefix``, else the first line; a repeated
-    prefix at the start of that rest is dropped too (chat models sometimes echo it)."""
+    """HELMET: the rest of the line after the first case-insensitive ``prefix``, else the first
+    line; a repeated prefix at the start of that rest is dropped too (chat models sometimes echo
+    it)."""
     match = re.search(f"(?:{re.escape(prefix)})(.*)(?:\n|$)", output, flags=re.IGNORECASE)
     if match is None:
         match = re.search(r"^(.*)(?:\n|$)", output)

@@ -1,7 +1,7 @@
 """Reading and writing report files: atomically on the way out, suspiciously on the way in.
 
-A report names its predictions file; that name is trusted only as a plain file name beside the report, so a
-report from elsewhere cannot make ``ctxgate`` read (or rewrite) an arbitrary file.
+A report names its predictions file; that name is trusted only as a plain file name beside the
+report, so a report from elsewhere cannot make ``ctxgate`` read (or rewrite) an arbitrary file.
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from ctxgate import __version__
 from ctxgate.records.refusal import CtxgateError
-from ctxgate.records.schema import SCHEMA_VERSION, Prediction, Report, adapter_for, is_length_key, to_json
+from ctxgate.records.schema import (
+    SCHEMA_VERSION,
+    Prediction,
+    Report,
+    adapter_for,
+    is_length_key,
+    to_json,
+)
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -27,16 +34,17 @@ class ReportFileError(CtxgateError, ValueError):
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of one: a crash, a full disk or a read-only folder
-    mid-write leaves the old file and no temporary one (the OSError goes to the caller)."""
+    """Readers see the old file or the new one, never half of one: a crash, a full disk or a
+    read-only folder mid-write leaves the old file and no temporary one (the OSError is raised)."""
     atomic_write_all({path: text})
 
 
 def atomic_write_all(files: dict[Path, str]) -> None:
-    """Several files that belong together (a report and its predictions): every destination is checked to be
-    replaceable, every one is written in full to a temporary file beside it, and only then are they renamed into
-    place, so a full disk, or a folder where a file should go, leaves all the old ones. An OSError names the
-    destination that cannot be written, never a temporary file."""
+    """Several files that belong together (a report and its predictions): every destination is
+    checked to be replaceable, every one is written in full to a temporary file beside it, and only
+    then are they renamed into place, so a full disk, or a folder where a file should go, leaves all
+    the old ones. An OSError names the destination that cannot be written, never a temporary
+    file."""
     for path in files:
         _check_replaceable(path)
     tmps = {path: path.with_name(f".{path.name}.{os.getpid()}.tmp") for path in files}
@@ -47,8 +55,10 @@ def atomic_write_all(files: dict[Path, str]) -> None:
                     f.write(text)
                     f.flush()
                     os.fsync(f.fileno())
-            except OSError as exc:  # about the destination, not the temporary file (the same OSError subclass)
-                raise (OSError(exc.errno, exc.strerror or str(exc), str(path)) if exc.errno else exc) from None
+            except OSError as exc:  # about the destination, not the temporary file (same subclass)
+                if not exc.errno:
+                    raise
+                raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
         for path, tmp in tmps.items():
             os.replace(tmp, path)
     except BaseException:
@@ -58,8 +68,9 @@ def atomic_write_all(files: dict[Path, str]) -> None:
 
 
 def _check_replaceable(path: Path) -> None:
-    """A rename onto ``path`` would succeed: its folder exists and it is not a folder (a link, to anything, is
-    replaced itself). Checked for all the files before the first rename, so none is renamed unless all can be."""
+    """A rename onto ``path`` would succeed: its folder exists and it is not a folder (a link, to
+    anything, is replaced itself). Checked for all the files before the first rename, so none is
+    renamed unless all can be."""
     if not path.parent.is_dir():
         problem = errno.ENOTDIR if path.parent.exists() else errno.ENOENT
         raise OSError(problem, os.strerror(problem), str(path))
@@ -73,8 +84,8 @@ def report_text(report: Report) -> str:
 
 
 def created_at(path: Path) -> str:
-    """When an existing report was written, read from its first bytes only (a report is not read whole to say
-    what it replaces: the path may be a huge or endless file)."""
+    """When an existing report was written, read from its first bytes only (a report is not read
+    whole to say what it replaces: the path may be a huge or endless file)."""
     try:
         with path.open("rb") as f:
             head = f.read(4096).decode("utf-8", errors="replace")
@@ -85,14 +96,14 @@ def created_at(path: Path) -> str:
 
 
 def read_report(path: str | Path) -> Report:
-    """A report written by ``--report`` in this version's schema; anything else is one error naming the file."""
+    """A report written by ``--report`` in this schema; anything else is one error naming it."""
     p = Path(path)
     if not p.is_file():
-        raise ReportFileError(f"{p} does not exist or is not a file: pass the JSON written by --report")
+        raise _not_a_report(f"{p} does not exist or is not a file")
     try:
         text = p.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ReportFileError(f"{p} cannot be read ({exc}): pass the JSON written by --report") from None
+        raise _not_a_report(f"{p} cannot be read ({exc})") from None
     if not text.strip():
         raise ReportFileError(
             f"{p} is empty (0 bytes of JSON): the run that wrote it did not finish; re-run it "
@@ -101,42 +112,46 @@ def read_report(path: str | Path) -> Report:
     try:
         report = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ReportFileError(
-            f"{p}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); the file is "
-            "cut short or was edited: pass the JSON written by --report"
-        ) from None
+        where = f"{p}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
+        raise _not_a_report(f"{where}; the file is cut short or was edited") from None
     cases = report.get("cases") if isinstance(report, dict) else None
     if not isinstance(cases, list) or not all(
         isinstance(c, dict) and {"task", "length", "verdict"} <= c.keys() for c in cases
     ):
-        raise ReportFileError(
-            f"{p} is JSON but not a ctxgate report (no 'cases' list of case records): pass the JSON written by --report"
+        raise _not_a_report(
+            f"{p} is JSON but not a ctxgate report (no 'cases' list of case records)"
         )
     version = report.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ReportFileError(
-            f"{p} has report schema_version {version!r}; this ctxgate {__version__} reads version {SCHEMA_VERSION}: "
-            "re-run that checkpoint with this version, or use the ctxgate that wrote it"
+            f"{p} has report schema_version {version!r}; this ctxgate {__version__} reads version "
+            f"{SCHEMA_VERSION}: re-run that checkpoint with this version, or use the ctxgate that "
+            "wrote it"
         )
     return _typed(p, text)
 
 
+def _not_a_report(problem: str) -> ReportFileError:
+    return ReportFileError(f"{problem}: pass the JSON written by --report")
+
+
 def _typed(path: Path, text: str) -> Report:
-    """The report as its records (``records.schema``), so a reader can trust every field's type: the first field
-    that does not fit is named, where it is and what it should be."""
+    """The report as its records (``records.schema``), so a reader can trust every field's type:
+    the first field that does not fit is named, where it is and what it should be."""
     from pydantic import ValidationError
 
     try:
         report = adapter_for(Report).validate_json(text, strict=True)
     except ValidationError as exc:
         raise ReportFileError(
-            f"{path}: {_first_error(exc, 'the report')}; the file was edited or written by another tool: re-run the "
-            "checkpoint with --report, or restore the file"
+            f"{path}: {_first_error(exc, 'the report')}; the file was edited or written by another "
+            "tool: re-run the checkpoint with --report, or restore the file"
         ) from None
     if (bad := next((key for key in report.by_length if not is_length_key(key)), None)) is not None:
         raise ReportFileError(
-            f"{path}: by_length key {reprlib.repr(bad)} is not a length in tokens: the report was edited or damaged; "
-            "re-run the checkpoint with --report to write it again, or restore the file"
+            f"{path}: by_length key {reprlib.repr(bad)} is not a length in tokens: the report was "
+            "edited or damaged; re-run the checkpoint with --report to write it again, or restore "
+            "the file"
         )
     return report
 
@@ -169,11 +184,13 @@ def predictions_path(report_path: str | Path, report: Report) -> Path:
 
 
 def read_predictions(path: Path) -> list[Prediction]:
-    """The rows of a ``.predictions.jsonl`` as records; the first line or field that does not fit is named."""
+    """The rows of a ``.predictions.jsonl`` as records; the first line or field amiss is named."""
     from pydantic import ValidationError
 
     if not path.is_file():
-        raise ReportFileError(f"{path} is missing: the .predictions.jsonl written beside a --report is needed")
+        raise ReportFileError(
+            f"{path} is missing: the .predictions.jsonl written beside a --report is needed"
+        )
     adapter = adapter_for(Prediction)
     rows = []
     with path.open(encoding="utf-8", errors="strict") as f:
@@ -184,8 +201,8 @@ def read_predictions(path: Path) -> list[Prediction]:
                 rows.append(adapter.validate_json(line, strict=True))
             except ValidationError as exc:
                 raise ReportFileError(
-                    f"{path}:{line_no}: {_first_error(exc)}; each line must be a prediction record written by "
-                    "ctxgate: restore the file from the run, or re-run with --report"
+                    f"{path}:{line_no}: {_first_error(exc)}; each line must be a prediction record "
+                    "written by ctxgate: restore the file from the run, or re-run with --report"
                 ) from None
     return rows
 

@@ -1,5 +1,5 @@
-"""The report written by ``--report``, declared once as frozen records: the runner fills them, the gates read them,
-the renderers and every verb that reads a report file use their attributes, and the JSON Schema
+"""The report written by ``--report``, declared once as frozen records: the runner fills them, the
+gates, the renderers and every verb that reads a report file read them, and the JSON Schema
 (``ctxgate schema``) is derived from them. Bump SCHEMA_VERSION on breaking changes."""
 
 from __future__ import annotations
@@ -14,22 +14,23 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION: Final = 1  # of the report file; readers refuse another (records.io.read_report)
 
-# RULER, HELMET, and the task families beyond them (MRCR-, BABILong- and NoLiMa-style; docs/tasks.md)
+# RULER, HELMET, and the task families beyond them (docs/tasks.md)
 Suite = Literal["ruler", "helmet", "mrcr", "babilong", "nolima"]
 Verdict = Literal["pass", "fail", "skip", "error"]
-# Why a selected case has no score: the report's words for it. Which of them fail the gates is gate.verdicts' rule.
+# Why a selected case has no score, in the report's words; which fail the gates is gate.verdicts'.
 ByDesign = Literal["too_short"]  # the task cannot be built at this length
 NotGiven = Literal["data_not_given", "judge_not_given"]  # an optional input the run was not given
-# the checkpoint or an input prevents the case (data_short: the input ran out before the prompt reached the length)
+# the checkpoint or an input prevents the case (data_short: the input ran out before the length)
 Broken = Literal["window", "data_unreadable", "data_short", "judge_failed"]
-RunFailure = Literal["error", "crash", "not_run"]  # the case errored, its worker died, the session never reached it
+# the case errored, its worker died, the session never reached it
+RunFailure = Literal["error", "crash", "not_run"]
 BY_DESIGN: tuple[str, ...] = get_args(ByDesign)
 NOT_GIVEN: tuple[str, ...] = get_args(NotGiven)
 BROKEN: tuple[str, ...] = get_args(Broken)
 
 T = TypeVar("T")
-Json = dict[str, object]  # a part whose shape belongs to another piece (a backend's description, a test's state)
-# pydantic's config for the records the schema starts from: a field's docstring is its description in the schema
+Json = dict[str, object]  # a part whose shape belongs to another piece (a backend's description)
+# pydantic's config for the schema's root records: a field's docstring is its description
 DESCRIBED: Final = {"use_attribute_docstrings": True}
 
 
@@ -44,7 +45,7 @@ class Comparison:
     interval: tuple[float, float]
     """The interval of ``delta`` at ``confidence``, each end one-sided, points."""
     method: str
-    """``tango-score`` (0/1 scores: Tango's interval, continuity-corrected) or ``paired-bootstrap``."""
+    """``tango-score`` (0/1 scores: Tango's interval, corrected) or ``paired-bootstrap``."""
     n: int
     """Samples paired (the same prompt, checked by its hash)."""
     tolerance: float
@@ -52,30 +53,30 @@ class Comparison:
     confidence: float
     """One-sided confidence of each end of ``interval`` (``[regression] confidence``)."""
     regressed: bool
-    """The whole interval lies below ``-tolerance`` (or, under ``--sequential``, its paired test said so)."""
+    """The interval lies below ``-tolerance`` (or ``--sequential``'s paired test said so)."""
     message: str
     """The comparison in words, as the terminal shows it."""
     baseline_stopped_early: bool = False
-    """The baseline ran under ``--sequential`` and stopped this case early: fewer samples to pair, a biased mean."""
+    """The baseline's ``--sequential`` stopped this case early: fewer samples, a biased mean."""
 
 
 @dataclass(frozen=True)
 class QuestionTest:
-    """One question a ``--sequential`` case tested (its floor, its drop against the baseline): what it became
-    certain of, if anything, and its confidence sequence at stopping."""
+    """One question a ``--sequential`` case tested (its floor, its drop against the baseline): what
+    it became certain of, if anything, and its confidence sequence at stopping."""
 
     decided: Literal["above", "below"] | None
-    """Certain the true score is above or below the floor (the drop within or past the tolerance); null: neither."""
+    """Certain the true score is above or below the floor (the drop within or past the
+    tolerance); null: neither."""
     interval: tuple[float, float]
-    """The confidence sequence at stopping: percent for the floor, points of delta for the baseline."""
+    """The confidence sequence at stopping: percent (floor) or points of delta (baseline)."""
     tolerance: float | None = None
     """The baseline question's tolerance, points."""
 
 
 @dataclass(frozen=True)
 class SequentialRecord:
-    """How ``--sequential`` ran a case (one with a floor or a baseline): how many of its samples the test used and
-    why it stopped."""
+    """How ``--sequential`` ran a case with a floor or a baseline: samples used, why it stopped."""
 
     alpha: float
     """The case's error rate (``--sequential-alpha``)."""
@@ -86,10 +87,10 @@ class SequentialRecord:
     budget: int
     """The case's fixed-n sample count."""
     decided: Literal["pass", "fail"] | None
-    """What the test was certain of; null: it spent its budget undecided (judged by the fixed-n rule)."""
+    """What the test was certain of; null: it spent its budget undecided (the fixed-n rule)."""
     stopped: str
-    """``certain it passes``, ``certain it fails`` or ``budget``; for a judged case with no judge in the run, why it
-    ran its full count."""
+    """``certain it passes``, ``certain it fails`` or ``budget``; for a judged case with no judge
+    in the run, why it ran its full count."""
     claim_alpha: float | None = None
     """Each question's share of ``alpha`` (alpha over the questions asked)."""
     floor: QuestionTest | None = None
@@ -139,7 +140,7 @@ class JudgeUsage:
 
 @dataclass(frozen=True)
 class JudgeRecord:
-    """A judged case's judging: pending (no judge in the run, and why), judged, or failed (no verdict usable)."""
+    """A judged case's judging: pending (no judge in the run), judged, or failed."""
 
     status: Literal["pending", "judged", "failed"]
     """``pending`` (no judge in the run), ``judged``, or ``failed`` (no verdict usable)."""
@@ -158,7 +159,7 @@ class JudgeRecord:
     seconds: float | None = None
     """Time spent judging the case."""
     llm: dict[str, object] | None = None
-    """The LLM judge's settings (model, sampling, base URL without credentials, price), never its key."""
+    """The LLM judge's settings (model, sampling, base URL without credentials, price), no key."""
     entailment: dict[str, object] | None = None
     """The citation judge: the NLI model (``--nli-model``), or the LLM judge."""
 
@@ -191,25 +192,25 @@ class SampleOutcome:
     finish_reason: str
     """``stop`` (EOS or a stop string) or ``length`` (the generation budget)."""
     sample_sha256: str
-    """A hash of the task, length, index, answers, answer prefix and prompt ids: the same prompt in two runs."""
+    """A hash of the task, length, index, answers, answer prefix and prompt ids (same prompt)."""
     parts: dict[str, float] = field(default_factory=dict)
     """A judged metric's components."""
     judge_input: Json | None = None
-    """What the judge reads (question and answers, gold summary and key points, the documents cited), so that
-    ``ctxgate judge`` needs no data."""
+    """What the judge reads (question and answers, gold summary and key points, the documents
+    cited), so that ``ctxgate judge`` needs no data."""
     judge_error: str | None = None
     """Why the sample's verdict failed."""
     excerpts: Json | None = None
-    """Why the sample scored as it did, without its whole prompt: ``needles`` (each needle's ``needle``, its
-    ``depth`` in percent of the context and the ``text`` around it) and ``end`` (the prompt's last tokens)."""
+    """Why the sample scored as it did, without its whole prompt: ``needles`` (each needle's
+    ``needle``, its ``depth`` in percent of the context and the ``text`` around it) and ``end``
+    (the prompt's last tokens)."""
     seconds: float | None = None
     """From sending the prompt to its output back; null when the cache had it."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class SampleCase:
-    """The case a sample belongs to, and whether its prompt had the chat template (which decides how HELMET scores
-    the output)."""
+    """A sample's case, and whether its prompt had the chat template (how HELMET scores it)."""
 
     __pydantic_config__ = DESCRIBED
     task: str
@@ -224,15 +225,15 @@ class SampleCase:
 
 @dataclass(frozen=True, kw_only=True)
 class Prediction(SampleOutcome, SampleCase):
-    """A line of the ``.predictions.jsonl`` beside a report: the sample's case, then the sample (the base classes
-    in that order put the case's fields first in the line)."""
+    """A line of the ``.predictions.jsonl`` beside a report: the sample's case, then the sample
+    (the base classes in that order put the case's fields first)."""
 
 
 @dataclass(frozen=True)
 class CaseRecord:
-    """One task at one length, as it travels from the runner (plugins/cases.py) through the gates (gate/) to the
-    report (report/) and back from a report file (``ctxgate judge``, ``diff``, ``--baseline``). Until the case
-    runs it is an error: a case that never reports keeps that verdict. Every selected case is in the report."""
+    """One task at one length, from the runner (plugins/cases.py) through the gates (gate/) to the
+    report (report/) and back from a report file (``ctxgate judge``, ``diff``, ``--baseline``).
+    Until it runs it is an error, kept if it never reports. Every selected case is in the report."""
 
     task: str
     """The task's name (``ctxgate tasks`` lists them)."""
@@ -245,8 +246,8 @@ class CaseRecord:
     metric: str = ""
     """The metric its scores come from (``--helmet-compat`` may swap it for HELMET's own)."""
     verdict: Verdict = "error"
-    """``skip``: no score and none expected (``skip_kind``); ``error``: no score, which fails the gates
-    (``error_kind``)."""
+    """``skip``: no score and none expected (``skip_kind``); ``error``: no score, which fails the
+    gates (``error_kind``)."""
     message: str = ""
     """Why the verdict is what it is, in one line."""
     score: float | None = None
@@ -254,7 +255,7 @@ class CaseRecord:
     n: int = 0
     """Samples scored."""
     chance: float | None = None
-    """Percent: a random answer's expected score (``TaskSpec.chance``, docs/tasks.md); null: an older report."""
+    """Percent: a random answer's expected score (``TaskSpec.chance``); null: an older report."""
     floor: float | None = None
     """The floor thresholds.toml sets for the case, percent."""
     ci: tuple[float, float] | None = None
@@ -262,11 +263,11 @@ class CaseRecord:
     samples_from_cache: int = 0
     """Samples whose output the generation cache had."""
     error_kind: RunFailure | NotGiven | Broken | None = None
-    """Why an ``error`` has no score: it raised (``error``), its worker died (``crash``), the run stopped first
-    (``not_run``), an input it needs was not given while a floor or baseline expected its score, or the checkpoint
-    or an input prevents it (docs/gates.md)."""
+    """Why an ``error`` has no score: it raised (``error``), its worker died (``crash``), the run
+    stopped first (``not_run``), an input it needs was not given while a floor or baseline expected
+    its score, or the checkpoint or an input prevents it (docs/gates.md)."""
     skip_kind: ByDesign | NotGiven | None = None
-    """Why it was skipped: the task cannot be built at this length, or an optional input was not given."""
+    """Why it was skipped: it cannot be built at this length, or an optional input was not given."""
     seconds: float | None = None
     """Wall time of the case."""
     build_seconds: float | None = None
@@ -286,17 +287,18 @@ class CaseRecord:
     judge: JudgeRecord | None = None
     """Judged tasks only."""
     throughput: dict[str, float] | None = None
-    """``prompt_tokens_per_s`` and ``generated_tokens_per_s`` over the samples generated in this run, per second of
-    generation (``seconds`` less building and judging); null when the cache had every sample."""
+    """``prompt_tokens_per_s`` and ``generated_tokens_per_s`` over the samples generated in this
+    run, per second of generation (``seconds`` less building and judging); null: all cached."""
     chat_template: bool | None = None
     """Whether its prompts had the model's chat template."""
     sample_cap: dict[str, int] | None = None
-    """``requested`` and ``pool``: the data held fewer distinct samples than asked, and the case ran each once."""
+    """``requested`` and ``pool``: the data held fewer distinct samples; each ran once."""
     sequential: SequentialRecord | None = None
     """How ``--sequential`` ran it: with a floor or a baseline only."""
     built_from: str | None = None
-    """How its prompts were built where a task has two ways: ``helmet_file`` or ``helmet`` (HELMET's own files or
-    sampling, at its lengths), ``placed`` or ``generated`` (ctxgate's fit); several joined by commas."""
+    """How its prompts were built where a task has two ways: ``helmet_file`` or ``helmet`` (HELMET's
+    own files or sampling, at its lengths), ``placed`` or ``generated`` (ctxgate's fit); several
+    joined by commas."""
     baseline: Comparison | None = None
     """Against ``--baseline``, when the baseline scored the case."""
 
@@ -311,12 +313,12 @@ class CaseRecord:
 
 @dataclass(frozen=True)
 class GroupScore:
-    """A summary's score at one length (RULER's average, a HELMET category, a task family). A HELMET category or
-    task family appears when one of its members ran or errored."""
+    """A summary's score at one length (RULER's average, a HELMET category, a task family),
+    present when one of its members ran or errored."""
 
     score: float | None
-    """The mean over ``members`` that have a score, percent; a family's official data, where it ran, stands in for
-    the generated task it replaces."""
+    """The mean over ``members`` that have a score, percent; a family's official data, where it
+    ran, stands in for the generated task it replaces."""
     members: tuple[str, ...]
     """The tasks that count in it at this length."""
     missing: tuple[str, ...] = ()
@@ -340,8 +342,8 @@ class EffectiveLength:
     """RULER's effective length over the tested lengths (docs/gates.md)."""
 
     value: int
-    """The largest tested length such that it and every shorter one score above ``threshold``; 0: the shortest
-    fails."""
+    """The largest tested length that, with every shorter one, scores above ``threshold``; 0: the
+    shortest fails."""
     max_passing: int
     """The largest passing length, gaps allowed (the looser reading)."""
     threshold: float
@@ -358,14 +360,14 @@ class EffectiveLength:
 
 @dataclass(frozen=True)
 class RelativeEffectiveLength:
-    """A summary's effective length against the model's own short-context score (NoLiMa's rule, docs/gates.md)."""
+    """A summary's effective length against the model's own short-context score (NoLiMa's rule)."""
 
     value: int
-    """The longest length that, with every shorter one, keeps ``share`` of ``base``; 0: the shortest does not."""
+    """The longest length that, with every shorter one, keeps ``share`` of ``base``; 0: none."""
     base: float
     """The summary's mean over ``base_lengths``, percent."""
     base_lengths: tuple[int, ...]
-    """The run's lengths up to ``[relative_effective_length] base_up_to`` (NoLiMa: 250, 500 and 1K tokens)."""
+    """The run's lengths up to ``[relative_effective_length] base_up_to`` (NoLiMa: up to 1K)."""
     share: float
     """The share of ``base`` a length must keep (``[relative_effective_length] share``)."""
     per_length: dict[int, bool] = field(default_factory=dict)
@@ -378,8 +380,8 @@ class RelativeEffectiveLength:
 
 @dataclass(frozen=True)
 class LongScore:
-    """100-LongBench's LongScore of a summary, percent. A length where a member has no score is in neither the base
-    nor the mean."""
+    """100-LongBench's LongScore of a summary, percent. A length where a member has no score is in
+    neither the base nor the mean."""
 
     value: float | None
     """The mean of ``per_length``; null: see ``why``."""
@@ -411,9 +413,9 @@ class Overall:
 
 @dataclass(frozen=True)
 class Gate:
-    """One gate: ``cases`` (every selected case finished and one ran), ``floors`` (cases below their floor; a case
-    without a score or with too many failed judge verdicts counts as failing), ``baseline``,
-    ``min_effective_length``, ``min_relative_effective_length.SUMMARY``."""
+    """One gate: ``cases`` (every selected case finished and one ran), ``floors`` (cases below
+    their floor; a case without a score or with too many failed judge verdicts counts as failing),
+    ``baseline``, ``min_effective_length``, ``min_relative_effective_length.SUMMARY``."""
 
     name: str
     """Which gate."""
@@ -450,10 +452,11 @@ class RunInfo:
     model: str
     """``--model`` as given."""
     backend: Json | None
-    """The engine: ``backend`` (hf, vllm, openai); for hf its ``device``, ``dtype``, ``attn_implementation``,
-    ``batch_size``, ``device_map``, ``devices``, library versions and ``cuda_visible_devices``; for a server its
-    ``endpoints``, ``served_model``, ``server_version``, ``max_model_len``, ``api`` and ``concurrency``; an adapter's
-    or a sharded checkpoint's format and folders."""
+    """The engine: ``backend`` (hf, vllm, openai); for hf its ``device``, ``dtype``,
+    ``attn_implementation``, ``batch_size``, ``device_map``, ``devices``, library versions and
+    ``cuda_visible_devices``; for a server its ``endpoints``, ``served_model``, ``server_version``,
+    ``max_model_len``, ``api`` and ``concurrency``; an adapter's or a sharded checkpoint's format
+    and folders."""
     seed: int
     """``--seed``: every sample's random stream derives from it."""
     samples: int | None
@@ -461,13 +464,13 @@ class RunInfo:
     lengths: tuple[int, ...]
     """In tokens."""
     chat_template: Literal["task", "on", "off"]
-    """``--chat-template`` as applied: ``task`` is each paper's policy per task, and a model without a template runs
-    ``off``."""
+    """``--chat-template`` as applied: ``task`` is each paper's policy per task; a model without a
+    template runs ``off``."""
     model_fingerprint: Json | None = None
-    """``sha256`` over every file of the checkpoint that the outputs depend on (config, generation config,
-    tokenizer, chat template, weights, model code), each hashed whole, and ``file:NAME`` each file's digest;
-    with ``--model-override`` or ``--rope-scaling``, ``checkpoint_sha256`` is the checkpoint's own and the settings
-    are added."""
+    """``sha256`` over every checkpoint file the outputs depend on (config, generation config,
+    tokenizer, chat template, weights, model code), each hashed whole, and ``file:NAME`` each file's
+    digest; with ``--model-override`` or ``--rope-scaling``, ``checkpoint_sha256`` is the
+    checkpoint's own and the settings are added."""
     model_dir: str | None = None
     """``--model`` resolved to a local folder, when it is one."""
     base_model: str | None = None
@@ -475,13 +478,14 @@ class RunInfo:
     model_overrides: Json | None = None
     """``--rope-scaling`` and ``--model-override`` as given."""
     ignore_remote_code: bool = False
-    """``--ignore-remote-code``: the checkpoint's own model code was replaced by transformers' built-in class."""
+    """``--ignore-remote-code``: transformers' built-in class replaced the checkpoint's code."""
     weights_mismatch: str | None = None
-    """Weights missing, unexpected or of another shape, evaluated anyway under ``--allow-weight-mismatch``."""
+    """Weights missing, unexpected or misshapen, run anyway (``--allow-weight-mismatch``)."""
     helmet_compat: bool = False
-    """``--helmet-compat``: HELMET's prompts for its long-document and citation tasks and its scoring rules."""
+    """``--helmet-compat``: HELMET's long-document and citation prompts and its scoring rules."""
     helmet_length_tokenizer: str | None = None
-    """What HELMET's long-document length filter counted in: ``--helmet-tokenizer``, else ``the model's``."""
+    """What HELMET's long-document length filter counted in: ``--helmet-tokenizer``, else
+    ``the model's``."""
     chat_template_sha256: str | None = None
     """Of the chat template the prompts used; null when none was."""
     tokenizer_sha256: str | None = None
@@ -499,8 +503,8 @@ class RunInfo:
     judge: Json | None = None
     """The judges: ``llm``, ``entailment``, ``max_failure_rate``."""
     cache: Json | None = None
-    """``dir``, ``set_aside`` (broken files moved aside), ``samples_from_cache``, and ``disabled`` (why the run went
-    without a cache)."""
+    """``dir``, ``set_aside`` (broken files moved aside), ``samples_from_cache``, and ``disabled``
+    (why the run went without a cache)."""
     thresholds: str | None = None
     """The thresholds file."""
     data_sha256: str | None = None
@@ -516,7 +520,7 @@ class PublishedLength:
     published: float
     """The paper's score, percent."""
     verdict: Literal["within", "outside", "settings differ", "not measured"]
-    """Whether the published score lies in ``band``; ``settings differ`` when the run's setting is not the paper's."""
+    """Whether the published score lies in ``band``; ``settings differ``: not the paper's."""
     differs: tuple[str, ...] = ()
     """How the setting differs."""
     measured: float | None = None
@@ -531,10 +535,10 @@ class PublishedLength:
 
 @dataclass(frozen=True)
 class PublishedRow:
-    """One published row (a model's numbers for one measure, from one table) with the lengths this run has."""
+    """A published row (a model's numbers for one measure, from one table) at this run's lengths."""
 
     measure: str
-    """A ``by_length`` summary (``ruler``, ``helmet_rag``, ...) or a RULER part (``ruler_niah``, ...)."""
+    """A ``by_length`` summary (``ruler``, ``helmet_rag``, ...) or a RULER part (``ruler_niah``)."""
     label: str
     """The measure's name in words."""
     source: str
@@ -583,16 +587,17 @@ class Report:
     created: str
     """UTC time, ISO 8601."""
     complete: bool
-    """Every selected case finished (passed, failed, skipped, or waits for a judge); false after an error, a crashed
-    worker, an interrupt, or a checkpoint that could not load."""
+    """Every selected case finished (passed, failed, skipped, or waits for a judge); false after an
+    error, a crashed worker, an interrupt, or a checkpoint that could not load."""
     run: RunInfo
     """What ran."""
     cases: tuple[CaseRecord, ...]
     """Every selected case."""
     by_length: dict[str, dict[str, GroupScore]]
-    """Per length (a key in plain digits, as JSON keys are strings; ``0``: the bare form) the summaries that ran:
-    ``ruler``, ``helmet_recall``, ``helmet_rag``, ``helmet_rerank``, ``helmet_icl``, ``helmet_longqa``, ``mrcr``,
-    ``babilong``, ``nolima``... A reader refuses any other key, naming it."""
+    """Per length (a key in plain digits, as JSON keys are strings; ``0``: the bare form) the
+    summaries that ran: ``ruler``, ``helmet_recall``, ``helmet_rag``, ``helmet_rerank``,
+    ``helmet_icl``, ``helmet_longqa``, ``mrcr``, ``babilong``, ``nolima``... A reader refuses any
+    other key, naming it."""
     overall: Overall
     """RULER's averages over the lengths."""
     effective_length: EffectiveLength | None
@@ -618,23 +623,30 @@ class Report:
 
     @property
     def length_summaries(self) -> dict[int, dict[str, GroupScore]]:
-        """``by_length`` keyed by the length in tokens, shortest first: read this, never ``by_length`` (its keys
-        are strings because JSON's are; records.io.read_report refuses a key that is no length)."""
-        return {int(L): groups for L, groups in sorted(self.by_length.items(), key=lambda item: int(item[0]))}
+        """``by_length`` keyed by the length in tokens, shortest first: read this, never
+        ``by_length`` (JSON's keys are strings; records.io.read_report refuses a key that is no
+        length)."""
+        by_length = sorted(self.by_length.items(), key=lambda item: int(item[0]))
+        return {int(L): groups for L, groups in by_length}
 
 
 def is_length_key(key: str) -> bool:
-    """A ``by_length`` key as the runner writes it: a length in tokens, in plain decimal digits."""
+    """A ``by_length`` key as the runner writes it: a length in tokens, in plain digits."""
     return key == "0" or (key.isascii() and key.isdigit() and not key.startswith("0"))
 
 
 def report_schema(predictions: bool = False) -> dict[str, object]:
-    """The report's JSON Schema, or with ``predictions`` that of a line of its ``.predictions.jsonl``."""
+    """The report's JSON Schema, or with ``predictions`` that of a ``.predictions.jsonl`` line."""
     schema = adapter_for(Prediction if predictions else Report).json_schema()
-    if predictions:  # pydantic reads the docstrings of a class's own fields, and a line's are its bases', in order
-        bases = [adapter_for(base).json_schema()["properties"] for base in (SampleCase, SampleOutcome)]
+    # pydantic reads the docstrings of a class's own fields, and a line's are its bases', in order
+    if predictions:
+        bases = [
+            adapter_for(base).json_schema()["properties"] for base in (SampleCase, SampleOutcome)
+        ]
         schema["properties"] = {
-            name: {**schema["properties"][name], **prop} for part in bases for name, prop in part.items()
+            name: {**schema["properties"][name], **prop}
+            for part in bases
+            for name, prop in part.items()
         }
     title = "ctxgate prediction line" if predictions else "ctxgate run report"
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": title}
@@ -649,7 +661,7 @@ _ADAPTERS: dict[type, Any] = {}
 
 
 def adapter_for(kind: type[T]) -> TypeAdapter[T]:
-    """Reads and writes a record (pydantic, imported only by what reads or writes one); built once per type."""
+    """Reads and writes a record (pydantic, imported only when used); built once per type."""
     if kind not in _ADAPTERS:
         from pydantic import TypeAdapter
 

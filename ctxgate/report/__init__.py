@@ -1,1 +1,1 @@
-"""Run reports: the JSON document (schema in ``schema.py``), per-sample predictions, Markdown and terminal tables."""
+"""Run reports: the JSON document, per-sample predictions, HTML, Markdown and terminal tables."""

@@ -1,5 +1,4 @@
-"""Assemble the report from case records gathered on the controller and the session verdict ``gate`` computed from
-them."""
+"""Assemble the report from the controller's case records and the session verdict ``gate`` gave."""
 
 from __future__ import annotations
 
@@ -9,7 +8,15 @@ from dataclasses import fields
 
 from ctxgate import __version__
 from ctxgate.gate.session import SessionVerdict
-from ctxgate.records.schema import BaselineRun, CaseRecord, Prediction, Report, RunError, RunInfo, SampleOutcome
+from ctxgate.records.schema import (
+    BaselineRun,
+    CaseRecord,
+    Prediction,
+    Report,
+    RunError,
+    RunInfo,
+    SampleOutcome,
+)
 
 
 def prediction_rows(case: CaseRecord, samples: Sequence[SampleOutcome]) -> list[Prediction]:
@@ -34,8 +41,8 @@ def build_report(
     error: RunError | None = None,
     baseline: BaselineRun | None = None,
 ) -> Report:
-    """The report: the run, its cases, and the session's summaries and gates as ``gate`` judged them (the other
-    fields are the report's own, records.schema.Report)."""
+    """The report: the run, its cases, and the session's summaries and gates as ``gate`` judged them
+    (the other fields are the report's own, records.schema.Report)."""
     return Report(
         ctxgate_version=__version__,
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

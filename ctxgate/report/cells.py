@@ -1,6 +1,7 @@
-"""The cells of the HTML report's tables: a score on the colour scale, a case (its score or what happened to it,
-linked to its samples), a summary with its marks; and the boxes around them (``table``, ``section``), so every table
-and section of the page is marked up alike. Every text is escaped here (``e``)."""
+"""The cells of the HTML report's tables: a score on the colour scale, a case (its score or what
+happened to it, linked to its samples), a summary with its marks; and the boxes around them
+(``table``, ``section``), so every table and section of the page is marked up alike. Every text is
+escaped here (``e``)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def score_td(score: float | None, inner: str, extra_class: str = "", title: str 
         return f'<td class="status {extra_class}"{title_attr(title)}>{inner}</td>'
     fraction = score / 100
     return (
-        f'<td class="score {extra_class}" style="background:{colours.colour(fraction)};color:{colours.ink(fraction)}"'
+        f'<td class="score {extra_class}" '
+        f'style="background:{colours.colour(fraction)};color:{colours.ink(fraction)}"'
         f' data-score="{score:.2f}"{title_attr(title)}>{inner}</td>'
     )
 
@@ -31,21 +33,26 @@ def title_attr(text: str) -> str:
     return f' title="{e(text)}"' if text else ""
 
 
-def table(attrs: str, caption: str, head: str, body: str, foot: str = "", box: str = 'class="scroll"') -> str:
-    """A table in a box that scrolls sideways: ``head`` its heading cells and ``body`` its rows, as markup."""
-    return (
-        f"<div {box}><table {attrs}><caption>{caption}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
-        f"{foot}</table></div>"
-    )
+def table(
+    attrs: str, caption: str, head: str, body: str, foot: str = "", box: str = 'class="scroll"'
+) -> str:
+    """A table in a box that scrolls sideways: ``head`` its heading cells, ``body`` its rows."""
+    inner = f"<caption>{caption}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+    return f"<div {box}><table {attrs}>{inner}{foot}</table></div>"
+
+
+def col_heads(*names: str) -> str:
+    return "".join(f'<th scope="col">{name}</th>' for name in names)
 
 
 def section(ident: str, title: str, inner: str) -> str:
     """A section of the page under its heading; the page's navigation links to it by ``ident``."""
-    return f'<section id="{ident}" aria-labelledby="{ident}-h"><h2 id="{ident}-h">{title}</h2>{inner}</section>'
+    heading = f'<h2 id="{ident}-h">{title}</h2>'
+    return f'<section id="{ident}" aria-labelledby="{ident}-h">{heading}{inner}</section>'
 
 
 def case_cell(case: CaseRecord | None) -> str:
-    """A case in a tasks x lengths table: its score on the colour scale, or what happened to it; a link to it."""
+    """A case in a tasks x lengths table: its coloured score or what happened, linked to it."""
     if case is None:
         return '<td class="none">not selected</td>'
     link = f'<a href="#{e(case_key(case.task, case.length))}">'
@@ -59,15 +66,15 @@ def case_cell(case: CaseRecord | None) -> str:
     mark = '<span class="fail-mark" aria-label="failed">✗</span>' if failed else ""
     chance = "" if case.chance is None else f"chance {case.chance:.1f}"
     title = "; ".join(t for t in (case.message, chance) if t)
-    return score_td(float(case.score), f"{link}{float(case.score):.1f}</a>{mark}", "failed" if failed else "", title)
+    score = float(case.score)
+    return score_td(score, f"{link}{score:.1f}</a>{mark}", "failed" if failed else "", title)
 
 
 def group_td(group: GroupScore | None, threshold: float | None = None) -> str:
     if group is None or (group.score is None and not group.incomplete):
         return '<td class="none">—</td>'
-    score = group.score
-    marks = []
-    why = []
+    score = None if group.score is None else float(group.score)
+    marks, why = [], []
     if group.partial:
         marks.append('<span class="partial-mark" aria-label="partial">*</span>')
         why.append("partial: lacks " + ", ".join(group.missing))
@@ -75,10 +82,10 @@ def group_td(group: GroupScore | None, threshold: float | None = None) -> str:
         marks.append('<span class="partial-mark" aria-label="incomplete">!</span>')
         why.append("incomplete: no score for " + ", ".join(group.errored))
     if threshold is not None and score is not None:
-        above = score > threshold
-        marks.append(f'<span class="{"above" if above else "below"}-mark">{"≥" if above else "<"} {threshold:g}</span>')
-    text = "n/a" if score is None else f"{float(score):.1f}"
-    return score_td(None if score is None else float(score), text + "".join(marks), "group", "; ".join(why))
+        side, sign = ("above", "≥") if score > threshold else ("below", "<")
+        marks.append(f'<span class="{side}-mark">{sign} {threshold:g}</span>')
+    text = "n/a" if score is None else f"{score:.1f}"
+    return score_td(score, text + "".join(marks), "group", "; ".join(why))
 
 
 def num(value: Any, signed: bool = False) -> str:

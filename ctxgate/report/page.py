@@ -1,11 +1,12 @@
-"""The HTML report: one self-contained file (its CSS, script and data inline; nothing is fetched when it opens)
-that shows a run at a glance and every sample on demand.
+"""The HTML report: one self-contained file (its CSS, script and data inline; nothing is fetched
+when it opens) that shows a run at a glance and every sample on demand.
 
-The tables are real ``<table>`` elements written in Python (``heatmaps.py``, ``versus.py``, their cells in
-``cells.py``), readable without the script (print, a viewer that blocks scripts); the script (``assets/report.js``) only
-opens a case's samples, which travel gzip-compressed and base64 encoded in the page and are unpacked by the browser's
-own ``DecompressionStream``, so a full 128K run stays a few MB. Scores are coloured on viridis (``colours.py``); a case
-without a score is marked by what happened to it, never by a colour of the scale."""
+The tables are real ``<table>`` elements written in Python (``heatmaps.py``, ``versus.py``, their
+cells in ``cells.py``), readable without the script (print, a viewer that blocks scripts); the
+script (``assets/report.js``) only opens a case's samples, which travel gzip-compressed and base64
+encoded in the page and are unpacked by the browser's own ``DecompressionStream``, so a full 128K
+run stays a few MB. Scores are coloured on viridis (``colours.py``); a case without a score is
+marked by what happened to it, never by a colour of the scale."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import Any
 from ctxgate.lengths import format_length
 from ctxgate.records.schema import Prediction, Report, to_json
 from ctxgate.report import colours
-from ctxgate.report.cells import e
+from ctxgate.report.cells import e, title_attr
 from ctxgate.report.heatmaps import depths, effective_table, helmet_categories, task_tables
 from ctxgate.report.samples import by_case, case_key, page_row
 from ctxgate.report.versus import comparison, trend
@@ -68,7 +69,7 @@ def render(page: PageInput) -> str:
             "<head>",
             '<meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            # no request may leave the file: nothing is loaded from anywhere, not even this page's own origin
+            # no request may leave the file: nothing is loaded, not even from the page's own origin
             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
             "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
             f"<title>{e(title)}</title>",
@@ -82,7 +83,8 @@ def render(page: PageInput) -> str:
             '<main id="main">',
             *[s for s in sections if s],
             "</main>",
-            f'<script type="application/octet-stream" id="ctxgate-samples">{_payload(page)}</script>',
+            f'<script type="application/octet-stream" id="ctxgate-samples">{_payload(page)}'
+            "</script>",
             f"<script>\n{_asset('report.js')}\n</script>",
             "</body>",
             "</html>",
@@ -103,16 +105,16 @@ _NAV = (
 )
 
 
-# header -----------------------------------------------------------------------------------------------------------
 def _header(report: Report, report_name: str) -> str:
     run = report.run
     passed = report.complete and all(g.verdict == "pass" for g in report.gates)
     backend = run.backend or {}
+    engine = " ".join(str(backend.get(k)) for k in ("backend", "device", "dtype") if backend.get(k))
     fingerprint = str((run.model_fingerprint or {}).get("sha256") or "")
     facts = [
         ("Checkpoint", run.model),
         ("Fingerprint", fingerprint[:16] + ("…" if fingerprint else "")),
-        ("Backend", " ".join(str(backend.get(k)) for k in ("backend", "device", "dtype") if backend.get(k))),
+        ("Backend", engine),
         ("Lengths", ", ".join(format_length(L) for L in run.lengths)),
         ("Samples per case", run.samples),
         ("Seed", run.seed),
@@ -126,8 +128,8 @@ def _header(report: Report, report_name: str) -> str:
     banner = (
         '<p class="banner complete" role="status">COMPLETE: every selected case finished</p>'
         if report.complete
-        else '<p class="banner incomplete" role="alert">INCOMPLETE: not every selected case finished; this run '
-        "cannot pass</p>"
+        else '<p class="banner incomplete" role="alert">INCOMPLETE: not every selected case '
+        "finished; this run cannot pass</p>"
     )
     error = report.error.message if report.error else None
     rows = "".join(
@@ -143,7 +145,7 @@ def _header(report: Report, report_name: str) -> str:
         + (f'<p class="banner incomplete" role="alert">Run error: {e(error)}</p>' if error else "")
         + '<dl class="facts">'
         + "".join(
-            f"<div><dt>{e(k)}</dt><dd{' title=' + chr(34) + e(fingerprint) + chr(34) if k == 'Fingerprint' else ''}>"
+            f"<div><dt>{e(k)}</dt><dd{title_attr(fingerprint) if k == 'Fingerprint' else ''}>"
             f"{v if k == 'JSON report' else e(v)}</dd></div>"
             for k, v in facts
             if v not in (None, "")
@@ -156,27 +158,30 @@ def _header(report: Report, report_name: str) -> str:
 
 
 def _legend() -> str:
-    stops = ", ".join(f"{c} {100 * i / (len(colours.VIRIDIS) - 1):.0f}%" for i, c in enumerate(colours.VIRIDIS))
+    stops = ", ".join(
+        f"{c} {100 * i / (len(colours.VIRIDIS) - 1):.0f}%" for i, c in enumerate(colours.VIRIDIS)
+    )
     return (
         '<p class="legend"><span class="ramp" style="background: linear-gradient(to right, '
-        f'{stops})" aria-hidden="true"></span> score 0 to 100, on {colours.NAME} (perceptually uniform, readable '
-        'with colour-vision deficiencies). <span class="status-sample">crash</span> a case without a score, by what '
-        'happened to it; <span class="fail-mark">✗</span> below its floor; <span class="partial-mark">*</span> '
+        f'{stops})" aria-hidden="true"></span> score 0 to 100, on {colours.NAME} (perceptually '
+        'uniform, readable with colour-vision deficiencies). <span class="status-sample">crash'
+        "</span> a case without a score, by what happened to it; "
+        '<span class="fail-mark">✗</span> below its floor; <span class="partial-mark">*</span> '
         "partial (not every member ran).</p>"
     )
 
 
-# the samples --------------------------------------------------------------------------------------------------------
 _DRILL_SHELL = (
-    '<section id="drill" aria-labelledby="drill-h" hidden><h2 id="drill-h" tabindex="-1">Samples</h2>'
-    '<div id="drill-body" aria-live="polite"></div></section>'
+    '<section id="drill" aria-labelledby="drill-h" hidden>'
+    '<h2 id="drill-h" tabindex="-1">Samples</h2><div id="drill-body" aria-live="polite"></div>'
+    "</section>"
 )
 
 
 # the fields of a case's record the page carries for its script
 _CASE_FIELDS = tuple(
-    "task suite length metric verdict message score ci n floor seconds input_tokens_max fill_min output_tokens "
-    "samples_from_cache baseline".split()
+    "task suite length metric verdict message score ci n floor seconds input_tokens_max fill_min "
+    "output_tokens samples_from_cache baseline".split()
 )
 
 
@@ -191,4 +196,5 @@ def _payload(page: PageInput) -> str:
             "rows": [page_row(r) for r in rows.get(key, [])],
         }
     text = json.dumps({"cases": cases}, separators=(",", ":"), ensure_ascii=False)
-    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+    packed = gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
+    return base64.b64encode(packed).decode("ascii")

@@ -1,5 +1,6 @@
-"""What the HTML report shows of the samples (``.predictions.jsonl`` rows): each case's rows, trimmed for the page;
-the needle depth x length grid of the NIAH tasks; the samples that flipped against a baseline.
+"""What the HTML report shows of the samples (``.predictions.jsonl`` rows): each case's rows,
+trimmed for the page; the needle depth x length grid of the NIAH tasks; the samples that flipped
+against a baseline.
 
 Pure functions of the rows, so the page and its tests share them."""
 
@@ -12,8 +13,10 @@ from ctxgate.records.schema import Prediction
 from ctxgate.tasks.niah import DEPTHS
 from ctxgate.tasks.registry import UnknownTask, get_task
 
-RIGHT = 0.5  # a sample counts as right at half its metric or more (the metrics' per-sample scores are in 0..1)
-PREDICTION_CHARS = 600  # of a prediction or an answer on the page; the predictions file keeps them whole
+# a sample counts as right at half its metric or more (per-sample scores are in 0..1)
+RIGHT = 0.5
+# of a prediction or an answer on the page; the predictions file keeps them whole
+PREDICTION_CHARS = 600
 ANSWERS_SHOWN = 8
 
 
@@ -23,7 +26,9 @@ def case_key(task: str, length: int) -> str:
 
 
 def _clip(text: str, limit: int = PREDICTION_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters]"
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit} more characters]"
 
 
 def page_row(row: Prediction) -> dict[str, object]:
@@ -50,13 +55,13 @@ def by_case(rows: Iterable[Prediction]) -> dict[tuple[str, int], list[Prediction
 
 
 def nearest_depth(depth: float) -> int:
-    """RULER's depth (of its 40) closest to ``depth`` percent: the line tasks place needles at random lines."""
+    """RULER's depth (of 40) nearest ``depth`` percent (the line tasks place needles at random)."""
     return min(DEPTHS, key=lambda d: (abs(d - depth), d))
 
 
 @dataclass(frozen=True)
 class DepthGrid:
-    """Mean sample score per (RULER depth, length) of the samples with a needle there, in percent."""
+    """Mean score per (RULER depth, length) of the samples with a needle there, in percent."""
 
     task: str  # a task, or "all" for every NIAH task together
     lengths: tuple[int, ...]
@@ -71,8 +76,9 @@ def _is_niah(task: str) -> bool:
 
 
 def depth_grids(rows: Iterable[Prediction]) -> list[DepthGrid]:
-    """A grid per task whose samples record needle depths (RULER's NIAH tasks, the NoLiMa-style ones), then one of
-    all of RULER's NIAH tasks: each needle of a sample counts its sample's score at its depth."""
+    """A grid per task whose samples record needle depths (RULER's NIAH tasks, the NoLiMa-style
+    ones), then one of all of RULER's NIAH tasks: each needle of a sample counts its sample's score
+    at its depth."""
     sums: dict[str, dict[tuple[int, int], list[float]]] = {}
     for row in rows:
         needles = (row.excerpts or {}).get("needles")
@@ -115,8 +121,8 @@ def flips(rows: Sequence[Prediction], baseline_rows: Sequence[Prediction]) -> li
     for row in rows:
         key = (row.task, row.length, row.index)
         old = before.get(key)
-        if old is None or row.score is None or old.score is None or old.sample_sha256 != row.sample_sha256:
+        if old is None or old.score is None or row.score is None:
             continue
-        if (old.score >= RIGHT) != (row.score >= RIGHT):
+        if old.sample_sha256 == row.sample_sha256 and (old.score >= RIGHT) != (row.score >= RIGHT):
             found.append(Flip(*key, old, row))
     return sorted(found, key=lambda f: (f.task, f.length, f.index))

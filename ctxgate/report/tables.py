@@ -48,14 +48,13 @@ def _group_cell(group: GroupScore | None) -> str:
 
 
 def in_registry_order(tasks: Iterable[str]) -> list[str]:
-    """Tasks as the tables list them: registration order (RULER's, then HELMET's by category), unknown ones after,
-    by name."""
+    """Registration order (RULER's, then HELMET's by category), unknown tasks after by name."""
     known = task_names()
     return sorted(set(tasks), key=lambda t: (known.index(t) if t in known else len(known), t))
 
 
 def summary_labels() -> list[tuple[str, str]]:
-    """(label, key) of each summary per length, in the tables' order; the keys are the report's ``by_length``'s."""
+    """(label, ``by_length`` key) of each summary per length, in the tables' order."""
     tasks = membership()
     return [
         ("RULER avg", "ruler"),
@@ -66,9 +65,10 @@ def summary_labels() -> list[tuple[str, str]]:
 
 
 def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
-    """Each summary with an effective length or a LongScore: (label, absolute, relative, LongScore), side by side.
-    The absolute one is RULER's (its average above the bar); the relative one keeps a share of the summary's own
-    base (NoLiMa's, up to 1K); LongScore is 100-LongBench's, against its own base (the mean below 8K)."""
+    """Each summary with an effective length or a LongScore: (label, absolute, relative, LongScore),
+    side by side. The absolute one is RULER's (its average above the bar); the relative one keeps a
+    share of the summary's own base (NoLiMa's, up to 1K); LongScore is 100-LongBench's, against its
+    own base (the mean below 8K)."""
     eff, out = report.effective_length, []
     for label, key in summary_labels():
         rel, ls = report.relative_effective_length.get(key), report.long_score.get(key)
@@ -76,7 +76,8 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
         if key == "ruler" and eff is not None:
             absolute = f"{format_length(eff.value) if eff.value else '0'} (avg > {eff.threshold:g})"
         if rel is not None:
-            value, up_to = format_length(rel.value) if rel.value else "0", format_length(max(rel.base_lengths))
+            value = format_length(rel.value) if rel.value else "0"
+            up_to = format_length(max(rel.base_lengths))
             relative = f"{value} (>= {rel.share:.0%} of {rel.base:g}, its mean up to {up_to})"
         if ls is not None:
             base = f"base {ls.base:g}, its mean below 8K" if ls.base is not None else ""
@@ -87,7 +88,7 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
 
 
 def chances(report: Report) -> dict[str, str]:
-    """Each task's chance score (its cases', ``TaskSpec.chance``) as a table cell; "" where the report has none."""
+    """Each task's chance score (``TaskSpec.chance``) as a table cell; "" where it has none."""
     found = {c.task: c.chance for c in report.cases if c.chance is not None}
     return {t: f"{found[t]:.1f}" if t in found else "" for t in {c.task for c in report.cases}}
 
@@ -113,18 +114,18 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         notes.append("INCOMPLETE: not every selected case finished; this run cannot pass")
     if eff := report.effective_length:
         value = format_length(eff.value) if eff.value else f"< {format_length(lengths[0])}"
-        notes.append(
-            f"Effective length (RULER avg > {eff.threshold}, every shorter length too): {value}"
-            + (f" (partial: not all {len(tasks_now.ruler)} RULER tasks ran)" if eff.partial else "")
-            + (
-                f" (incomplete: {', '.join(format_length(L) for L in eff.incomplete)} counted as "
-                "failing, a RULER task there has no score)"
-                if eff.incomplete
-                else ""
-            )
-        )
+        note = f"Effective length (RULER avg > {eff.threshold}, every shorter length too): {value}"
+        if eff.partial:
+            note += f" (partial: not all {len(tasks_now.ruler)} RULER tasks ran)"
+        if eff.incomplete:
+            failing = ", ".join(format_length(L) for L in eff.incomplete)
+            note += f" (incomplete: {failing} counted as failing, a RULER task there has no score)"
+        notes.append(note)
     if any(chance.values()):
-        notes.append("chance: a random answer's expected score (docs/tasks.md); a floor at or below it gates nothing")
+        notes.append(
+            "chance: a random answer's expected score (docs/tasks.md); "
+            "a floor at or below it gates nothing"
+        )
     notes += [
         f"Effective length, {label}: absolute {absolute}, relative {rel}; LongScore {ls}"
         for label, absolute, rel, ls in effective_lengths(report)
@@ -137,18 +138,25 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
                 seen = partial.setdefault(label, [])
                 seen += [m for m in g.missing if m not in seen]
     if partial:
-        what = "; ".join(f"{label} lacks {', '.join(missing)}" for label, missing in partial.items())
-        notes.append(f"* partial (the mean of the members that ran, not the category score): {what}")
-    unscored = [f"{c.task} at {format_length(c.length)} ({_cell(c)})" for c in report.cases if c.verdict == "error"]
+        what = "; ".join(f"{label} lacks {', '.join(lack)}" for label, lack in partial.items())
+        notes.append(
+            f"* partial (the mean of the members that ran, not the category score): {what}"
+        )
+    unscored = [_at(c, f"({_cell(c)})") for c in report.cases if c.verdict == "error"]
     if unscored:
-        shown = ", ".join(unscored[:8]) + (f" and {len(unscored) - 8} more" if len(unscored) > 8 else "")
-        notes.append(f"! incomplete (the mean of the members with a score; the others have none): {shown}")
-    stand_ins = set(tasks_now.stand_ins.values()) & set(tasks_now.helmet.get("recall", ()))  # RULER's, in Recall
+        shown = ", ".join(unscored[:8])
+        shown += f" and {len(unscored) - 8} more" if len(unscored) > 8 else ""
+        notes.append(
+            f"! incomplete (the mean of the members with a score; the others have none): {shown}"
+        )
+    # RULER's cases standing in for HELMET's own in Recall
+    stand_ins = set(tasks_now.stand_ins.values()) & set(tasks_now.helmet.get("recall", ()))
     recall = [(L, v.get("helmet_recall")) for L, v in summaries.items()]
     stand_in = sorted({format_length(L) for L, g in recall if g and stand_ins & set(g.members)})
     if stand_in:
         notes.append(
-            f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases ({', '.join(sorted(stand_ins))}): "
+            f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases "
+            f"({', '.join(sorted(stand_ins))}): "
             "HELMET's own ruler/ files were not in --data-dir for those lengths"
         )
     seq = [c.sequential for c in report.cases if c.sequential]
@@ -157,22 +165,28 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         budget = sum(s.budget for s in seq)
         early = sum(1 for s in seq if s.decided)
         notes.append(
-            f"Sequential (error rate {seq[0].alpha} per case): {early} of {len(seq)} cases decided early; {drawn} "
-            f"samples scored where fixed n takes {budget} ({budget - drawn} saved). A case stopped early reports an "
-            "estimate biased by the stopping (its interval is the confidence sequence, valid at any stop): summaries "
+            f"Sequential (error rate {seq[0].alpha} per case): {early} of {len(seq)} cases "
+            f"decided early; {drawn} samples scored where fixed n takes {budget} "
+            f"({budget - drawn} saved). A case stopped early reports an estimate biased by the "
+            "stopping (its interval is the confidence sequence, valid at any stop): summaries "
             "marked ~ average such estimates, and a length with one never counts as effective"
         )
     capped = [
-        f"{c.task} at {format_length(c.length)} ran {c.sample_cap['pool']} of {c.sample_cap['requested']}"
+        _at(c, f"ran {c.sample_cap['pool']} of {c.sample_cap['requested']}")
         for c in report.cases
         if c.sample_cap
     ]
     if capped:
         notes.append(
-            "Fewer samples than asked (the data holds no more distinct ones; none is repeated): " + "; ".join(capped)
+            "Fewer samples than asked (the data holds no more distinct ones; none is repeated): "
+            + "; ".join(capped)
         )
     notes += [gate_line(gate) for gate in report.gates]
     return header, body, notes
+
+
+def _at(case: CaseRecord, what: str) -> str:
+    return f"{case.task} at {format_length(case.length)} {what}"
 
 
 def gate_line(gate: Gate) -> str:
@@ -181,18 +195,21 @@ def gate_line(gate: Gate) -> str:
 
 
 def markdown(report: Report, html_name: str | None = None) -> str:
-    """``html_name``: the HTML report beside it, named where CI keeps it (the report folder's artifact)."""
+    """``html_name``: the HTML report beside it (in CI: the report folder's artifact)."""
     header, body, notes = rows(report)
     lines = [f"### ctxgate: {report.run.model}", ""]
     if html_name:
         lines += [
-            f"Heatmaps, needle depths and every sample: `{html_name}`, beside this report (in CI: the report "
-            "folder's artifact).",
+            f"Heatmaps, needle depths and every sample: `{html_name}`, beside this report "
+            "(in CI: the report folder's artifact).",
             "",
         ]
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in body]
-    return "\n".join(lines + [""] + [f"- {n}" for n in notes] + _published_markdown(report)) + "\n"
+    lines += [_md_row(header), "|" + "---|" * len(header), *map(_md_row, body), ""]
+    return "\n".join(lines + [f"- {n}" for n in notes] + _published_markdown(report)) + "\n"
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def _measured(e: PublishedLength) -> str:
@@ -205,26 +222,27 @@ def _interval(bounds: tuple[float, float] | None) -> str:
 
 
 def published_lines(section: Reference) -> list[str]:
-    """A run against the papers' numbers (``report.reference``) in words, a line per measure and length."""
+    """``report.reference`` in words, a line per measure and length."""
     out = [f"Against the published numbers for {section.model} ({section.matched}):"]
     for row in section.rows:
         for e in row.lengths:
-            head = f"  {row.label} at {format_length(e.length)} ({row.table}): published {e.published:.1f}"
+            head = f"  {row.label} at {format_length(e.length)} ({row.table})"
+            head += f": published {e.published:.1f}"
+            text = f"{head}, measured {_measured(e)}, difference {e.difference or 0.0:+.1f}"
             if e.verdict == "not measured":
                 out.append(f"{head}, not measured in this run")
-                continue
-            text = f"{head}, measured {_measured(e)}, difference {e.difference or 0.0:+.1f}"
-            if e.verdict == "settings differ":
+            elif e.verdict == "settings differ":
                 out.append(f"{text}: no verdict, settings differ ({'; '.join(e.differs)})")
             else:
                 word = "WITHIN" if e.verdict == "within" else "OUTSIDE"
-                out.append(f"{text}: {word} the band {_interval(e.band)} (the interval ±{row.allowance:g} points)")
+                band = f"the band {_interval(e.band)} (the interval ±{row.allowance:g} points)"
+                out.append(f"{text}: {word} {band}")
     return out + [f"  {line}" for line in _reference_notes(section)]
 
 
 def _reference_notes(section: Reference) -> list[str]:
-    """What the comparison rests on: each table's effective length with the bar it was measured against, and the
-    source of the band's allowance."""
+    """What the comparison rests on: each table's effective length with the bar it was measured
+    against, and the source of the band's allowance."""
     notes = [
         f"{row.label} ({row.table}): the paper's effective length {row.effective}"
         + (f" (above {row.effective_bar})" if row.effective_bar else "")
@@ -241,19 +259,22 @@ def _published_markdown(report: Report) -> list[str]:
     if not section or not section.rows:
         return []
     out = ["", f"#### Against the published numbers for {section.model} ({section.matched})", ""]
-    out += ["| measure | length | published | measured (95% CI) | difference | verdict |", "|---|---|---|---|---|---|"]
+    out += [
+        "| measure | length | published | measured (95% CI) | difference | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in section.rows:
         for e in row.lengths:
             cells = [f"{row.label} ({row.table})", format_length(e.length), f"{e.published:.1f}"]
             if e.verdict == "not measured":
                 cells += ["—", "—", "not measured"]
             else:
-                differs = e.verdict == "settings differ"
-                verdict = f"settings differ: {'; '.join(e.differs)}" if differs else f"{e.verdict} {_interval(e.band)}"
+                verdict = f"{e.verdict} {_interval(e.band)}"
+                if e.verdict == "settings differ":
+                    verdict = f"settings differ: {'; '.join(e.differs)}"
                 cells += [_measured(e), f"{e.difference or 0.0:+.1f}", verdict]
-            out.append("| " + " | ".join(cells) + " |")
-    out += [""] + [f"- {line}" for line in _reference_notes(section)]
-    return out
+            out.append(_md_row(cells))
+    return out + [""] + [f"- {line}" for line in _reference_notes(section)]
 
 
 def terminal(report: Report) -> str:
@@ -261,8 +282,10 @@ def terminal(report: Report) -> str:
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 
     def fmt(r: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        cells = (c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        return "  ".join(cells).rstrip()
 
     section = report.reference
     published = published_lines(section) if section and section.rows else []
-    return "\n".join([fmt(header), "-" * (sum(widths) + 2 * (len(widths) - 1)), *map(fmt, body), *notes, *published])
+    rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
+    return "\n".join([fmt(header), rule, *map(fmt, body), *notes, *published])

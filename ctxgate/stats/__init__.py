@@ -1,1 +1,1 @@
-"""Statistics, pure functions: intervals, paired differences, sequential tests. Imports nothing of ctxgate."""
+"""Statistics, pure functions: intervals, paired differences, sequential tests."""

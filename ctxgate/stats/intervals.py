@@ -14,14 +14,13 @@ def z_value(confidence: float) -> float:
 
 
 def interval(scores: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Interval for the mean of per-sample scores in [0, 1], returned in percent.
+    """Interval for the mean of per-sample scores in [0, 1], in percent.
 
-    Binary outcomes get the Wilson score interval (sensible at 0% and 100%, unlike the normal one). Fractional
-    outcomes (string_match_all over several references, ROUGE, judged scores) get Agresti and Coull's adjustment
-    carried over to bounded scores: z^2/2 pseudo-samples at 0 and as many at 1 are added before the normal interval
-    of the mean is taken. On binary data that is exactly the Agresti-Coull interval; on fractional data it is never
-    zero-width (one sample, or every score equal, would make the plain normal interval a point, and ``rule =
-    "upper"`` a point gate there) and shrinks to the normal interval as n grows.
+    Binary outcomes get the Wilson score interval (sensible at 0% and 100%). Fractional ones get
+    Agresti and Coull's adjustment carried over to bounded scores: z^2/2 pseudo-samples at 0 and as
+    many at 1 before the normal interval of the mean. It is never zero-width (one sample, or all
+    scores equal, would make the plain normal interval a point, and ``rule = "upper"`` a point gate
+    there) and shrinks to the normal interval as n grows.
     """
     n = len(scores)
     if n == 0:

@@ -1,21 +1,17 @@
 """Paired comparison of a case with the same case of a baseline run, sample by sample.
 
-Both runs score the same samples (same data hash), so the right test is paired. Binary outcomes use Tango's score
-interval for the difference of paired proportions (Tango 1998, Statistics in Medicine 17:891-908): of n samples, c
-flipped to right and b to wrong; the statistic for a hypothesised delta d is
+Binary outcomes use Tango's score interval for the difference of paired proportions (Tango 1998,
+Statistics in Medicine 17:891-908): of n samples, c flipped to right and b to wrong, and the
+interval is every delta d with |T(d)| < z, where T(d) = (c - b - n d) / sqrt(n (2 q(d) + d (1 - d)))
+and q(d) is the maximum-likelihood probability of a flip to wrong given d. Unlike an interval
+conditional on the number of discordant pairs, it carries that number's own sampling variance. A
+half-unit continuity correction (as Yates's for McNemar's test) keeps the one-sided error at or
+below its level at the suite's sample counts; without it the interval claims regressions up to 1.5x
+too often when few samples flip (tests/test_paired.py simulates both). Fractional outcomes use a
+seeded paired bootstrap.
 
-    T(d) = (c - b - n d) / sqrt(n (2 q(d) + d (1 - d)))
-
-with q(d) the maximum-likelihood probability of a flip to wrong under the constraint that the delta is d, and the
-interval is every d with |T(d)| < z. Unlike an interval conditional on the number of discordant pairs, it carries
-that number's own sampling variance. A half-unit continuity correction (the numerator moved half a sample towards
-0, as Yates's for McNemar's test) keeps the one-sided error at or below its level at the sample counts the suite
-uses; without it the score interval claims regressions up to 1.5x too often when few samples flip
-(tests/test_paired.py simulates both). Fractional outcomes use a paired bootstrap (seeded, so the verdict is
-reproducible).
-
-A case regresses when the drop is larger than its tolerance *with the stated confidence*: the upper end of the
-one-sided interval for (current - baseline) lies below -tolerance. Noise alone therefore does not fail a case.
+A case regresses when the upper end of the one-sided interval for (current - baseline) lies below
+-tolerance: the drop exceeds the tolerance *with the stated confidence*; noise alone fails nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +32,7 @@ class PairedResult:
     current: float  # percent
     baseline: float
     delta: float  # percentage points, current - baseline
-    low: float  # each end one-sided at the confidence (together: two-sided at 2 confidence - 1), in points
+    low: float  # each end one-sided at the confidence (two-sided at 2 confidence - 1), points
     high: float
     method: str
     flipped_to_right: int | None = None
@@ -47,13 +43,14 @@ class PairedResult:
 
 
 def tango_statistic(c: int, b: int, n: int, delta: float, continuity: float = CONTINUITY) -> float:
-    """Tango's score statistic for ``delta`` = P(flip to right) - P(flip to wrong), from c flips to right and b to
-    wrong in n pairs; ``delta`` in the open interval (-1, 1)."""
+    """Tango's statistic for ``delta`` = P(flip to right) - P(flip to wrong), in (-1, 1)."""
     a_, b_ = 2 * n, -c - b + (2 * n - c + b) * delta
     c_ = -b * delta * (1 - delta)
     q = (-b_ + math.sqrt(max(b_ * b_ - 4 * a_ * c_, 0.0))) / (2 * a_)
     numerator = c - b - n * delta
-    numerator = max(numerator - continuity, 0.0) if numerator > 0 else min(numerator + continuity, 0.0)
+    numerator = (
+        max(numerator - continuity, 0.0) if numerator > 0 else min(numerator + continuity, 0.0)
+    )
     variance = n * (2 * q + delta * (1 - delta))
     if variance <= 0:
         return 0.0 if numerator == 0 else math.copysign(math.inf, numerator)
@@ -61,8 +58,8 @@ def tango_statistic(c: int, b: int, n: int, delta: float, continuity: float = CO
 
 
 def tango_interval(c: int, b: int, n: int, confidence: float) -> tuple[float, float]:
-    """The deltas not rejected one-sidedly at ``confidence`` on either side (two-sided at 2 confidence - 1): T is
-    decreasing in delta, so each end is found by bisection."""
+    """The deltas not rejected one-sidedly at ``confidence`` on either side; T falls with delta, so
+    each end is found by bisection."""
     z = NormalDist().inv_cdf(confidence)
     edge = 1 - 1e-12
     statistic = partial(tango_statistic, c, b, n)
@@ -80,18 +77,24 @@ def tango_interval(c: int, b: int, n: int, confidence: float) -> tuple[float, fl
 
 
 def compare(
-    current: Sequence[float], baseline: Sequence[float], confidence: float = 0.95, resamples: int = 4000, seed: int = 0
+    current: Sequence[float],
+    baseline: Sequence[float],
+    confidence: float = 0.95,
+    resamples: int = 4000,
+    seed: int = 0,
 ) -> PairedResult:
     if len(current) != len(baseline) or not current:
-        raise ValueError(f"paired comparison needs the same samples: {len(current)} vs {len(baseline)}")
+        raise ValueError(
+            f"paired comparison needs the same samples: {len(current)} vs {len(baseline)}"
+        )
     n = len(current)
     cur, base = 100 * sum(current) / n, 100 * sum(baseline) / n
-    shared = (n, round(cur, 2), round(base, 2), round(cur - base, 2))  # n and the means, whichever the method
+    shared = (n, round(cur, 2), round(base, 2), round(cur - base, 2))
     if all(v in (0.0, 1.0) for v in (*current, *baseline)):
         c = sum(1 for x, y in zip(current, baseline) if x > y)
         b = sum(1 for x, y in zip(current, baseline) if x < y)
-        low, high = tango_interval(c, b, n, confidence)
-        return PairedResult(*shared, round(100 * low, 2), round(100 * high, 2), "tango-score", c, b)
+        low, high = (round(100 * end, 2) for end in tango_interval(c, b, n, confidence))
+        return PairedResult(*shared, low, high, "tango-score", c, b)
     diffs = [x - y for x, y in zip(current, baseline)]
     rng = random.Random(seed)
     means = sorted(100 * sum(rng.choice(diffs) for _ in range(n)) / n for _ in range(resamples))

@@ -1,21 +1,17 @@
 """Sequential gate decisions that keep their error rate under optional stopping: testing by betting.
 
-A case's question is one-sided and fixed before it runs: is the true mean score above the floor, or below it?
-(With a baseline: did it drop by more than the tolerance?) For each answer a nonnegative wealth process bets on it,
-
-    W_t = prod_{i <= t} (1 + lambda_i (x_i - m))       (bets that the mean exceeds m)
-
-with ``lambda_i`` chosen from the samples before i only. If the mean is at most m, W is a nonnegative
-supermartingale starting at 1, and by Ville's inequality P(sup_t W_t >= 1/alpha) <= alpha: stopping the first time
-the wealth reaches 1/alpha claims "above m" wrongly with probability at most alpha, however the stopping time is
-chosen (Shafer 2021, "Testing by betting", JRSS-A; Waudby-Smith & Ramdas 2024, "Estimating means of bounded random
-variables by betting", JRSS-B, Sec. 5). The mirror process bets on "below m". The bet size is their aGRAPA rule
-(the growth-optimal bet to second order), ``(mu - m) / (var + (mu - m)^2)`` from the running mean and variance,
-clipped to [0, c/m] (or c/(1-m)) with c = 0.9, so no single sample can ruin the bettor.
-
-The interval reported at stopping is the predictable plug-in empirical-Bernstein confidence sequence of the same
-paper (Thm. 2), also valid at every t at once. Scores live in [0, 1]; a paired difference in [-1, 1] is mapped to
-[0, 1] first.
+A case's one-sided question is fixed before it runs: is the true mean above the floor (with a
+baseline: did it drop by more than the tolerance)? A nonnegative wealth W_t = prod_{i <= t} (1 +
+lambda_i (x_i - m)) bets that the mean exceeds m, ``lambda_i`` chosen from the earlier samples only.
+If the mean is at most m, W is a nonnegative supermartingale from 1, so by Ville's inequality
+stopping when it reaches 1/alpha claims "above m" wrongly with probability at most alpha, however
+the stopping time is chosen (Shafer 2021, "Testing by betting", JRSS-A; Waudby-Smith & Ramdas 2024,
+"Estimating means of bounded random variables by betting", JRSS-B, Sec. 5). The mirror process bets
+on "below m". The bet is their aGRAPA rule, ``(mu - m) / (var + (mu - m)^2)`` from the running mean
+and variance, clipped to [0, c/m] (or c/(1-m)) with c = 0.9, so no single sample can ruin the
+bettor. The interval reported at stopping is the same paper's predictable plug-in
+empirical-Bernstein confidence sequence (Thm. 2), valid at every t at once. Scores live in [0, 1]; a
+paired difference in [-1, 1] is mapped to [0, 1] first.
 """
 
 from __future__ import annotations
@@ -39,18 +35,22 @@ class Verdict:
 
 
 class Bettor:
-    """Wealth for "mean > m" and for "mean < m" over observations in [0, 1], and the EB confidence sequence."""
+    """Wealth for "mean > m" and "mean < m" over observations in [0, 1], and the EB CS."""
 
     def __init__(self, m: float, alpha: float) -> None:
         if not 0.0 <= m <= 1.0:
-            raise ValueError(f"the threshold {m} is outside [0, 1]: scores are fractions here (a floor of 80 is 0.8)")
+            raise ValueError(
+                f"the threshold {m} is outside [0, 1]: scores are fractions here "
+                "(a floor of 80 is 0.8)"
+            )
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha {alpha} must be in (0, 1), e.g. 0.05")
         self.m, self.alpha = m, alpha
         self.up = self.down = 1.0
         self.n = 0
         self._sum = 0.0
-        self._mean, self._var = 0.5, 0.25  # the running estimates before any sample (the paper's priors)
+        # the running estimates before any sample (the paper's priors)
+        self._mean, self._var = 0.5, 0.25
         self._sq = 0.25
         self._lam_sum = self._lam_x = self._penalty = 0.0
         self.low, self.high = 0.0, 1.0
@@ -72,13 +72,14 @@ class Bettor:
         self._mean, self._var = mean, self._sq / (self.n + 1)
 
     def _confidence_sequence(self, x: float) -> None:
-        """One step of the predictable plug-in empirical-Bernstein CS, two-sided at level alpha, intersected."""
+        """One step of the predictable plug-in EB CS, two-sided at level alpha, intersected."""
         t = self.n + 1
         log_term = math.log(2.0 / self.alpha)
         lam = min(math.sqrt(2.0 * log_term / (self._var * t * math.log(1.0 + t))), 0.5)
         self._lam_sum += lam
         self._lam_x += lam * x
-        self._penalty += (x - self._mean) ** 2 * (-math.log(1.0 - lam) - lam)  # psi_E(lam), the paper's 4s cancel
+        # psi_E(lam); the paper's 4s cancel
+        self._penalty += (x - self._mean) ** 2 * (-math.log(1.0 - lam) - lam)
         centre = self._lam_x / self._lam_sum
         margin = (log_term + self._penalty) / self._lam_sum
         self.low, self.high = max(self.low, centre - margin), min(self.high, centre + margin)
@@ -93,22 +94,26 @@ class Bettor:
 
 @dataclass(frozen=True)
 class StopRule:
-    """``alpha``: the error rate of each claim; ``min_samples``: never stop before this many; ``max_samples``: the
-    fixed-n budget of ``run``, after which it ends undecided (None: the scores' own end, as for a case, whose
-    budget is its sample count)."""
+    """``alpha``: each claim's error rate; never stop before ``min_samples``; ``max_samples``: the
+    fixed-n budget of ``run``, after which it ends undecided (None: the scores' own end)."""
 
     alpha: float = 0.05
     min_samples: int = 10
     max_samples: int | None = 100
 
     def __post_init__(self) -> None:
-        if self.min_samples < 1 or (self.max_samples is not None and self.min_samples > self.max_samples):
-            raise ValueError(f"min_samples {self.min_samples} must be between 1 and max_samples {self.max_samples}")
+        if self.min_samples < 1 or (
+            self.max_samples is not None and self.min_samples > self.max_samples
+        ):
+            raise ValueError(
+                f"min_samples {self.min_samples} must be between 1 "
+                f"and max_samples {self.max_samples}"
+            )
 
     def run(self, scores: Iterable[float], threshold: float, paired: bool = False) -> Verdict:
-        """Observe ``scores`` (in [0, 1]; with ``paired``, differences in [-1, 1] against ``threshold`` in [-1, 1])
-        until the answer is certain or the budget is spent; the scores are pulled one at a time, so a caller that
-        generates lazily generates no more than needed."""
+        """Observe ``scores`` (in [0, 1]; ``paired``: differences and ``threshold`` in [-1, 1]) one
+        at a time, so a lazy caller generates no more than needed, until certain or out of budget.
+        """
         to_unit = (lambda v: (v + 1.0) / 2.0) if paired else (lambda v: v)
         bettor = Bettor(to_unit(threshold), self.alpha)
         answer = None
@@ -118,14 +123,16 @@ class StopRule:
                 break
             if self.max_samples is not None and bettor.n >= self.max_samples:
                 break
-        low, high = (2 * bettor.low - 1, 2 * bettor.high - 1) if paired else (bettor.low, bettor.high)
+        low, high = (bettor.low, bettor.high)
+        if paired:
+            low, high = 2 * low - 1, 2 * high - 1
         return Verdict(answer, bettor.n, round(low, 6), round(high, 6))
 
 
 @dataclass(frozen=True)
 class Questions:
-    """What a case's gate asks: is the mean above ``floor`` (a fraction)? did it drop against ``baseline`` (sample
-    index -> score) by more than ``tolerance`` (a fraction), paired on the same samples?"""
+    """A case's gate questions: is the mean above ``floor`` (a fraction)? did it drop against
+    ``baseline`` (index -> score, paired) by more than ``tolerance`` (a fraction)?"""
 
     floor: float | None = None
     baseline: Mapping[int, float] | None = None
@@ -137,26 +144,27 @@ class Questions:
 
 
 class CaseTest:
-    """--sequential for one case: its samples' scores fed in index order (the fixed-n run's order) to a test per
-    question. The case fails as soon as one test is certain it fails, and passes when every test is certain it
-    passes; its verdict is wrong at most alpha of the time."""
+    """--sequential for one case: its scores fed in index order to a test per question. It fails as
+    soon as one test is certain it fails, passes when all are certain it passes."""
 
     def __init__(self, rule: StopRule, questions: Questions) -> None:
         self.rule, self.questions = rule, questions
-        # Each question's test runs at alpha / (questions asked), so the case's verdict, which any one claim can
-        # decide, is wrong at most alpha of the time (a union bound), as the docs and messages state.
+        # Each question's test runs at alpha / (questions asked), so the case's verdict, which any
+        # one claim can decide, is wrong at most alpha of the time (a union bound).
         asked = bool(questions.floor) + (questions.baseline is not None)
         self.claim_alpha = rule.alpha / max(asked, 1)
         self.floor = Bettor(questions.floor, self.claim_alpha) if questions.floor else None
-        self.drop = (
-            Bettor((1.0 - questions.tolerance) / 2.0, self.claim_alpha) if questions.baseline is not None else None
-        )
+        self.drop = None
+        if questions.baseline is not None:
+            self.drop = Bettor((1.0 - questions.tolerance) / 2.0, self.claim_alpha)
         self.used = 0
         self.verdict: Literal["pass", "fail"] | None = None
 
     def feed(self, done: Mapping[int, Any]) -> None:
-        """``done``: sample index -> outcome with a ``score``; consumes the next indices while they are there."""
-        while self.verdict is None and (o := done.get(self.used)) is not None and o.score is not None:
+        """``done``: index -> outcome with a ``score``; consumes the next indices while there."""
+        while (
+            self.verdict is None and (o := done.get(self.used)) is not None and o.score is not None
+        ):
             if self.floor is not None:
                 self.floor.observe(o.score)
             base = self.questions.baseline
@@ -178,22 +186,22 @@ class CaseTest:
         return None
 
     def record(self, budget: int) -> SequentialRecord:
-        stopped = {"pass": "certain it passes", "fail": "certain it fails", None: "budget"}[self.verdict]
+        stopped = {"pass": "certain it passes", "fail": "certain it fails", None: "budget"}
         floor = drop = None
         if self.floor is not None:
             floor = QuestionTest(self.floor.decided(), _percent(self.floor.low, self.floor.high))
         if self.drop is not None:
             interval = _percent(2 * self.drop.low - 1, 2 * self.drop.high - 1)
-            drop = QuestionTest(self.drop.decided(), interval, round(self.questions.tolerance * 100, 2))
-        claim_alpha = round(self.claim_alpha, 6)
-        return SequentialRecord(
-            self.rule.alpha, self.rule.min_samples, self.used, budget, self.verdict, stopped, claim_alpha, floor, drop
-        )
+            tolerance = round(self.questions.tolerance * 100, 2)
+            drop = QuestionTest(self.drop.decided(), interval, tolerance)
+        rule, verdict = self.rule, self.verdict
+        run = (rule.alpha, rule.min_samples, self.used, budget, verdict, stopped[verdict])
+        return SequentialRecord(*run, round(self.claim_alpha, 6), floor, drop)
 
 
 def full_count_record(rule: StopRule, used: int, budget: int, why: str) -> SequentialRecord:
-    """The record of a case that --sequential ran in full although it has a gate question (a judged case with no
-    judge in the run: no scores to test), so the report says why it did not stop."""
+    """A case --sequential ran in full despite a gate question (a judged case with no judge in the
+    run: no scores to test), with why it did not stop."""
     return SequentialRecord(rule.alpha, rule.min_samples, used, budget, None, why)
 
 
