@@ -115,7 +115,12 @@ def run(root: Path, job: dict[str, object]) -> dict[str, object]:
         cwd=root,
         capture_output=True,
         text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+        env={
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        },
     )
     if out.returncode != 0:
         sys.exit(f"the build grid at {root} failed:\n{out.stderr[-3000:]}")
@@ -137,12 +142,20 @@ def report(label: str, result: dict[str, object]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lengths", default="1-8192", help="LO-HI for the default grid, or a list such as 256,1k")
+    ap.add_argument(
+        "--lengths", default="1-8192", help="LO-HI for the default grid, or a list such as 256,1k"
+    )
     ap.add_argument("--samples", type=int, default=2)
     ap.add_argument("--chat", choices=("off", "on", "both"), default="both")
     ap.add_argument("--tasks", default="", help="comma-separated task names (default: every task)")
-    ap.add_argument("--data-dir", default="", help="HELMET's data folder (default: the fixtures plus long documents)")
-    ap.add_argument("--baseline", default="", help="a git ref of this repository, built on the same grid")
+    ap.add_argument(
+        "--data-dir",
+        default="",
+        help="HELMET's data folder (default: the fixtures plus long documents)",
+    )
+    ap.add_argument(
+        "--baseline", default="", help="a git ref of this repository, built on the same grid"
+    )
     args = ap.parse_args()
     data_dir = args.data_dir
     with tempfile.TemporaryDirectory() as tmp:
@@ -166,7 +179,9 @@ def main() -> None:
         }
         lengths = job["lengths"]
         assert isinstance(lengths, list)
-        print(f"{len(lengths)} lengths from {lengths[0]} to {lengths[-1]}, {args.samples} samples, chat {args.chat}")
+        print(
+            f"{len(lengths)} lengths from {lengths[0]} to {lengths[-1]}, {args.samples} samples, chat {args.chat}"
+        )
         if args.baseline:
             base = Path(tmp) / "baseline"
             subprocess.run(
@@ -179,7 +194,11 @@ def main() -> None:
                 before = run(base, job)
                 report(f"baseline {args.baseline}", before)
             finally:
-                subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
+                subprocess.run(
+                    ["git", "worktree", "remove", "--force", str(base)],
+                    cwd=ROOT,
+                    capture_output=True,
+                )
         after = run(ROOT, job)
         report("this tree", after)
         if args.baseline:

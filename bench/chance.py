@@ -151,12 +151,16 @@ def _mean_and_error(per_sample: list[float]) -> tuple[float, float]:
     return 100 * statistics.fmean(per_sample), 100 * error
 
 
-def measure(spec: TaskSpec, guess: Guess, ctx: BuildContext, length: int, samples: int, draws: int) -> Measured:
+def measure(
+    spec: TaskSpec, guess: Guess, ctx: BuildContext, length: int, samples: int, draws: int
+) -> Measured:
     rng = random.Random(f"chance:{spec.name}")
     metric, prefix = spec.metric.name, spec.scoring_prefix
 
     def mean_score(s: Sample, answer: Guess) -> float:
-        return statistics.fmean(score_prediction(metric, answer(s, rng), s.answers, prefix)[0] for _ in range(draws))
+        return statistics.fmean(
+            score_prediction(metric, answer(s, rng), s.answers, prefix)[0] for _ in range(draws)
+        )
 
     built = [build_sample(spec, ctx, length, i, 42) for i in range(samples)]
     measured, stderr = _mean_and_error([mean_score(s, guess) for s in built])
@@ -186,11 +190,15 @@ def main() -> None:
     parser.add_argument("--length", default="8k")
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--draws", type=int, default=20)
-    parser.add_argument("--tasks", default="", help="comma-separated; default: every generated task")
+    parser.add_argument(
+        "--tasks", default="", help="comma-separated; default: every generated task"
+    )
     args = parser.parse_args()
     length = parse_length(args.length)
     print(f"chance at {args.length}: {args.samples} samples x {args.draws} random answers, percent")
-    print(f"{'task':<20} {'declared':>8} {'measured':>8} {'± s.e.':>7} {'diff':>7} {'wrong needle':>13}")
+    print(
+        f"{'task':<20} {'declared':>8} {'measured':>8} {'± s.e.':>7} {'diff':>7} {'wrong needle':>13}"
+    )
     for m in run(length, args.samples, args.draws, [t for t in args.tasks.split(",") if t] or None):
         wrong = "" if m.wrong_needle is None else f"{m.wrong_needle:>13.2f}"
         print(

@@ -83,7 +83,9 @@ for line in sys.stdin:
 """
 
 
-def run_all(root: Path, tokenizer: str, tasks: list[str], length: int, n: int, workers: int) -> tuple[dict, float]:
+def run_all(
+    root: Path, tokenizer: str, tasks: list[str], length: int, n: int, workers: int
+) -> tuple[dict, float]:
     """The tasks handed out one at a time to ``workers`` processes; their results and the wall time."""
     waiting: queue.Queue[str] = queue.Queue()
     for task in tasks:
@@ -116,11 +118,18 @@ def run_all(root: Path, tokenizer: str, tasks: list[str], length: int, n: int, w
             proc.stdin.flush()
             line = proc.stdout.readline()
             if not line:
-                results[task] = {"task": task, "length": length, "refused": "the worker died", "seconds": 0.0}
+                results[task] = {
+                    "task": task,
+                    "length": length,
+                    "refused": "the worker died",
+                    "seconds": 0.0,
+                }
                 break
             result = json.loads(line)
             if not str(Path(result.pop("module")).resolve()).startswith(str(root.resolve())):
-                raise SystemExit(f"a worker imported ctxgate from outside {root}: run from a checkout")
+                raise SystemExit(
+                    f"a worker imported ctxgate from outside {root}: run from a checkout"
+                )
             results[task] = result
         proc.stdin.close()
         proc.wait()
@@ -140,13 +149,17 @@ def build(root: Path, tokenizer: str, task: str, length: int, n: int) -> dict:
 
 def checkout(ref: str) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="ctxgate-baseline-"))
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return folder
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--tokenizer", default=str(ROOT / "fixtures/tiny-llama-niah"))
     ap.add_argument("--lengths", default="128k,1m")
     ap.add_argument("--samples", type=int, default=100)
@@ -158,24 +171,35 @@ def main() -> None:
     )
     ap.add_argument("--tasks", default="", help="comma-separated task names (default: the suite's)")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--baseline", default="48206e8", help="git ref of the previous implementation, or none")
+    ap.add_argument(
+        "--baseline", default="48206e8", help="git ref of the previous implementation, or none"
+    )
     ap.add_argument("--baseline-samples", type=int, default=10)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from ctxgate.lengths import format_length, parse_lengths
     from ctxgate.tasks import all_tasks
 
-    suites = {"all": (None,), "families": ("mrcr", "babilong", "nolima")}.get(args.suite, (args.suite,))
-    tasks = [t for t in args.tasks.split(",") if t] or [s.name for suite in suites for s in all_tasks(suite)]
+    suites = {"all": (None,), "families": ("mrcr", "babilong", "nolima")}.get(
+        args.suite, (args.suite,)
+    )
+    tasks = [t for t in args.tasks.split(",") if t] or [
+        s.name for suite in suites for s in all_tasks(suite)
+    ]
     base_root = checkout(args.baseline) if args.baseline != "none" else None
-    print(f"tokenizer {args.tokenizer}; {args.samples} samples per task; {args.workers} processes at once", flush=True)
+    print(
+        f"tokenizer {args.tokenizer}; {args.samples} samples per task; {args.workers} processes at once",
+        flush=True,
+    )
     for length in parse_lengths(args.lengths):
         label = format_length(length)
         now, wall = run_all(ROOT, args.tokenizer, tasks, length, args.samples, args.workers)
         base, base_wall = ({}, 0.0)
         base_n = args.baseline_samples or args.samples
         if base_root is not None:
-            base, base_wall = run_all(base_root, args.tokenizer, tasks, length, base_n, args.workers)
+            base, base_wall = run_all(
+                base_root, args.tokenizer, tasks, length, base_n, args.workers
+            )
         print(
             f"\n{label}: task               n  build s   per sample  peak MB  fill   samples sha256    "
             "| baseline per sample  ratio  samples",
@@ -204,7 +228,9 @@ def main() -> None:
                 same = "same" if b["sha256"] == r["sha256"] else "DIFFERENT"
             else:  # the same first samples: rebuild ours at the baseline's count to compare
                 first = build(ROOT, args.tokenizer, task, length, b["n"])
-                same = f"first {b['n']} " + ("same" if first.get("sha256") == b["sha256"] else "DIFFERENT")
+                same = f"first {b['n']} " + (
+                    "same" if first.get("sha256") == b["sha256"] else "DIFFERENT"
+                )
             print(f"{row}  | {bper:10.3f} s {bper / per:6.1f}x  {same}", flush=True)
         built = [r for r in now.values() if "refused" not in r]
         peaks = sorted((r["peak_mb"] for r in built), reverse=True)[: args.workers]

@@ -45,7 +45,12 @@ def prefill_seconds(tokens: int) -> float:
 
 def full_ruler() -> list[float]:
     """Every sample's cost, in the order the suite lists the cases (task by task, lengths ascending)."""
-    return [prefill_seconds(L) for _ in range(RULER_TASKS) for L in RULER_LENGTHS for _ in range(RULER_SAMPLES)]
+    return [
+        prefill_seconds(L)
+        for _ in range(RULER_TASKS)
+        for L in RULER_LENGTHS
+        for _ in range(RULER_SAMPLES)
+    ]
 
 
 def dynamic(costs: list[float], gpus: int) -> float:
@@ -70,7 +75,9 @@ def simulate() -> None:
         f"{PEAK_FLOPS / 1e12:.0f} TFLOP/s (one 128K sample {prefill_seconds(131072):.1f} s, one 4K "
         f"{prefill_seconds(4096):.2f} s)"
     )
-    print(f"{'nodes x GPUs':>13} {'FLOP limit':>11} {'dynamic':>9} {'static':>9} {'dyn/limit':>10} {'static/dyn':>11}")
+    print(
+        f"{'nodes x GPUs':>13} {'FLOP limit':>11} {'dynamic':>9} {'static':>9} {'dyn/limit':>10} {'static/dyn':>11}"
+    )
     for nodes in (1, 4, 16):
         gpus = nodes * GPUS_PER_NODE
         limit, dyn, sta = total / gpus, dynamic(costs, gpus), static(costs, gpus)
@@ -82,31 +89,57 @@ def simulate() -> None:
 
 def suite(cwd: Path, *args: str) -> float:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
-    command = [sys.executable, "-m", "pytest", f"--model={TINY}", "-p", "no:cacheprovider", "-q", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--model={TINY}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *args,
+    ]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode not in (0, 1):  # 1: a case below its floor is still a measured run
-        raise SystemExit(f"the suite failed ({done.returncode}): {' '.join(command)}\n{done.stdout[-2000:]}")
+        raise SystemExit(
+            f"the suite failed ({done.returncode}): {' '.join(command)}\n{done.stdout[-2000:]}"
+        )
     return seconds
 
 
 def measure(tasks: str, lengths: str, samples: int) -> None:
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # the cluster stays on the loopback address
+    # the cluster stays on the loopback address
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     from ray.cluster_utils import Cluster
 
-    selection = ("-k", " or ".join(tasks.split(",")), "--lengths", lengths, "--samples", str(samples), "--no-cache")
+    selection = (
+        "-k",
+        " or ".join(tasks.split(",")),
+        "--lengths",
+        lengths,
+        "--samples",
+        str(samples),
+        "--no-cache",
+    )
     count = len(tasks.split(",")) * len(lengths.split(",")) * samples
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1"})
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1"}
+    )
     try:
         cluster.add_node(num_cpus=1, resources={"fake_gpu": 2}, node_ip_address="127.0.0.1")
         cluster.wait_for_nodes()
         with tempfile.TemporaryDirectory() as scratch:
             serial = suite(Path(scratch), *selection)
-            ray = suite(Path(scratch), *selection, "--ray", cluster.address, "--ray-resource", "fake_gpu")
+            ray = suite(
+                Path(scratch), *selection, "--ray", cluster.address, "--ray-resource", "fake_gpu"
+            )
     finally:
         cluster.shutdown()
-    print(f"(a) {count} samples ({tasks} at {lengths}), the tiny checkpoint on CPU, each run from start to exit:")
+    print(
+        f"(a) {count} samples ({tasks} at {lengths}), the tiny checkpoint on CPU, each run from start to exit:"
+    )
     print(f"    serial (one process)             {serial:7.1f} s  {count / serial:6.2f} samples/s")
     print(f"    --ray, 2 nodes, 2 replicas       {ray:7.1f} s  {count / ray:6.2f} samples/s")
     print(f"    ratio serial / cluster           {serial / ray:7.2f}x")
@@ -117,7 +150,9 @@ def main() -> None:
     parser.add_argument("--tasks", default="niah_single_1,vt,cwe")
     parser.add_argument("--lengths", default="512,1k")
     parser.add_argument("--samples", type=int, default=10)
-    parser.add_argument("--skip-measured", action="store_true", help="only the simulation (no Ray needed)")
+    parser.add_argument(
+        "--skip-measured", action="store_true", help="only the simulation (no Ray needed)"
+    )
     args = parser.parse_args()
     if not args.skip_measured:
         measure(args.tasks, args.lengths, args.samples)

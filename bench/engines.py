@@ -41,7 +41,9 @@ from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tokens.codec import PieceEncoder
 
 
-def timed(backend, requests: list[Request], params: GenerationParams) -> tuple[float, dict[int, str]]:
+def timed(
+    backend, requests: list[Request], params: GenerationParams
+) -> tuple[float, dict[int, str]]:
     if isinstance(backend, tuple):  # (the HF backend, the batch size to run it at)
         hf, size = backend
         hf.batch_size = size
@@ -52,15 +54,23 @@ def timed(backend, requests: list[Request], params: GenerationParams) -> tuple[f
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--model", default="fixtures/tiny-llama-niah")
     ap.add_argument("--tasks", default="niah_single_1,vt,niah_multikey_2")
     ap.add_argument("--lengths", default="1k,4k")
     ap.add_argument("--samples", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--batch-size", type=int, default=8, help="HF batched: prompts per generate call")
+    ap.add_argument(
+        "--batch-size", type=int, default=8, help="HF batched: prompts per generate call"
+    )
     ap.add_argument("--vllm-python", default=None)
-    ap.add_argument("--suite", action="store_true", help="also: the suite on the demo's cases against the engine")
+    ap.add_argument(
+        "--suite",
+        action="store_true",
+        help="also: the suite on the demo's cases against the engine",
+    )
     ap.add_argument("--suite-only", action="store_true", help="only that (no per-engine rounds)")
     ap.add_argument(
         "--suite-concurrency",
@@ -74,7 +84,9 @@ def main() -> None:
     hf = HFBackend(locate(resolve_model(args.model)))
     ctx = BuildContext(PieceEncoder(hf.tokenizer), chat=False)
     budget = max(get_task(t).tokens_to_generate for t in args.tasks.split(","))
-    spec = EngineSpec(find_python(args.vllm_python, [Path.cwd()]), args.model, max(lengths) + budget)
+    spec = EngineSpec(
+        find_python(args.vllm_python, [Path.cwd()]), args.model, max(lengths) + budget
+    )
     server = VLLMServer(spec, Path(tempfile.mkdtemp()) / "vllm.log")
     if not args.suite_only:
         rounds(args, lengths, hf, ctx, server)
@@ -82,13 +94,22 @@ def main() -> None:
         suite_against_engine(args, hf)
 
 
-def rounds(args: argparse.Namespace, lengths: list[int], hf: HFBackend, ctx: BuildContext, server: VLLMServer) -> None:
+def rounds(
+    args: argparse.Namespace,
+    lengths: list[int],
+    hf: HFBackend,
+    ctx: BuildContext,
+    server: VLLMServer,
+) -> None:
     """The per-engine rounds: the same prompts through each engine, fresh prompts every round."""
     server.start()
     try:
         server.wait_ready(900)
         vllm = EndpointBackend(
-            EndpointSettings((server.url,), concurrency=args.samples), hf.hf_tokenizer, args.model, name="vllm"
+            EndpointSettings((server.url,), concurrency=args.samples),
+            hf.hf_tokenizer,
+            args.model,
+            name="vllm",
         )
         batched = f"HF batch {args.batch_size}"
         engines = {"HF batch 1": (hf, 1), batched: (hf, args.batch_size), "vLLM": vllm}
@@ -105,16 +126,22 @@ def rounds(args: argparse.Namespace, lengths: list[int], hf: HFBackend, ctx: Bui
                 same = dict.fromkeys(engines, 0)
                 total = 0
                 for round_ in range(args.rounds):
-                    samples = build_samples(get_task(task), ctx, length, args.samples, seed=1000 + round_)
+                    samples = build_samples(
+                        get_task(task), ctx, length, args.samples, seed=1000 + round_
+                    )
                     requests = [Request(s.input_ids, task, length, s.index) for s in samples]
                     names = list(engines)
-                    order = names[round_ % 3 :] + names[: round_ % 3]  # each engine first once every three rounds
+                    order = (
+                        names[round_ % 3 :] + names[: round_ % 3]
+                    )  # each engine first once every three rounds
                     outputs = {}
                     for name in order:
                         seconds, outputs[name] = timed(engines[name], requests, params)
                         times[name].append(seconds)
                     for name in engines:
-                        same[name] += sum(outputs[name][i] == outputs["HF batch 1"][i] for i in outputs[name])
+                        same[name] += sum(
+                            outputs[name][i] == outputs["HF batch 1"][i] for i in outputs[name]
+                        )
                     total += len(requests)
                 base = statistics.median(times["HF batch 1"])
                 cells = [
@@ -124,7 +151,9 @@ def rounds(args: argparse.Namespace, lengths: list[int], hf: HFBackend, ctx: Bui
                     if name != "HF batch 1"
                 ]
                 print(
-                    f"{task:<16} {format_length(length):>5}: HF batch 1 {base:6.2f} s; " + "; ".join(cells), flush=True
+                    f"{task:<16} {format_length(length):>5}: HF batch 1 {base:6.2f} s; "
+                    + "; ".join(cells),
+                    flush=True,
                 )
     finally:
         server.stop()
@@ -151,7 +180,9 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
     python = find_python(args.vllm_python, [Path.cwd()])
     squad = root / "fixtures" / "data" / "squad_v2_validation_tiny.jsonl"
     hotpot = root / "fixtures" / "data" / "hotpotqa_distractor_validation_tiny.jsonl"
-    ctx = BuildContext(PieceEncoder(hf.tokenizer), chat=False, squad_source=str(squad), hotpotqa_source=str(hotpot))
+    ctx = BuildContext(
+        PieceEncoder(hf.tokenizer), chat=False, squad_source=str(squad), hotpotqa_source=str(hotpot)
+    )
     lengths = parse_lengths(DEMO_LENGTHS)
     by_budget: dict[int, list[Request]] = {}
     for spec in all_tasks("ruler"):
@@ -164,9 +195,12 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
             batch += [Request(s.input_ids, spec.name, length, s.index) for s in built]
     count = sum(len(r) for r in by_budget.values())
     no_prefix_cache = "--no-enable-prefix-caching"
-    longest = lengths[-1] + max(t.tokens_to_generate for t in all_tasks())  # the window the suite's server gets
+    longest = lengths[-1] + max(
+        t.tokens_to_generate for t in all_tasks()
+    )  # the window the suite's server gets
     server = VLLMServer(
-        EngineSpec(python, model, longest, extra_args=(no_prefix_cache,)), Path(tempfile.mkdtemp()) / "vllm.log"
+        EngineSpec(python, model, longest, extra_args=(no_prefix_cache,)),
+        Path(tempfile.mkdtemp()) / "vllm.log",
     )
     server.start()
     try:
@@ -175,13 +209,18 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
             EndpointSettings((server.url,), concurrency=count), hf.hf_tokenizer, model, name="vllm"
         )
         started = time.perf_counter()
-        for budget, requests in by_budget.items():  # every prompt of a generation budget in flight at once
+        for (
+            budget,
+            requests,
+        ) in by_budget.items():  # every prompt of a generation budget in flight at once
             for _ in stream(engine, requests, GenerationParams(max_new_tokens=budget)):
                 pass
         alone = time.perf_counter() - started
     finally:
         server.stop()
-    concurrency = [] if args.suite_concurrency is None else ["--concurrency", str(args.suite_concurrency)]
+    concurrency = (
+        [] if args.suite_concurrency is None else ["--concurrency", str(args.suite_concurrency)]
+    )
     with tempfile.TemporaryDirectory() as scratch:
         span = Path(scratch) / "span.json"
         command = [
@@ -193,9 +232,15 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
         env = {**os.environ, "PYTHONPATH": str(root), "CTXGATE_SPAN_FILE": str(span)}
         done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)
         if not span.exists():
-            raise SystemExit(f"the suite did not run ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+            raise SystemExit(
+                f"the suite did not run ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+            )
         suite = json.loads(span.read_text())["seconds"]
-    how = "its defaults" if args.suite_concurrency is None else f"--concurrency {args.suite_concurrency}"
+    how = (
+        "its defaults"
+        if args.suite_concurrency is None
+        else f"--concurrency {args.suite_concurrency}"
+    )
     print(
         f"the demo's RULER cases ({count} samples at {DEMO_LENGTHS}): the engine given them all at once "
         f"{count / alone:.1f} samples/s ({alone:.1f} s); the suite (--backend vllm, {how}) "

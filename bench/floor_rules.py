@@ -33,11 +33,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--confidence", type=float, default=0.95)
     args = parser.parse_args()
-    print(f"{'n':>4} {'floor':>5} {'true':>5} {'score':>7} {'upper':>7}   (share of runs in which the case fails)")
+    print(
+        f"{'n':>4} {'floor':>5} {'true':>5} {'score':>7} {'upper':>7}   (share of runs in which the case fails)"
+    )
     for n in (100, 500):
         for floor, trues in ((90, (0.90, 0.92, 0.95)), (50, (0.50, 0.55, 0.60))):
             for true in trues:
-                rates = [fail_rate(n, true, floor, rule, args.confidence) for rule in ("score", "upper")]
+                rates = [
+                    fail_rate(n, true, floor, rule, args.confidence) for rule in ("score", "upper")
+                ]
                 print(f"{n:>4} {floor:>5} {true * 100:>5.0f} {rates[0]:>7.1%} {rates[1]:>7.1%}")
     cases = 65
     at = fail_rate(100, 0.92, 90, "score", args.confidence)

@@ -41,7 +41,9 @@ def real_rows(samples: int) -> dict[str, list[dict[str, Any]]]:
     from ctxgate.tokens.codec import PieceEncoder
     from ctxgate.tokens.tokenizers import HFTokenizer
 
-    enc = PieceEncoder(HFTokenizer(AutoTokenizer.from_pretrained(ROOT / "fixtures" / "tiny-llama-niah")))
+    enc = PieceEncoder(
+        HFTokenizer(AutoTokenizer.from_pretrained(ROOT / "fixtures" / "tiny-llama-niah"))
+    )
     data = ROOT / "fixtures" / "data"
     ctx = BuildContext(
         encoder=enc,
@@ -110,7 +112,13 @@ def report_and_rows(samples: int, lengths: Sequence[int]) -> tuple[Report, list[
                     "fill_min": 0.99,
                 }
             )
-    run = {"model": "bench/checkpoint", "backend": None, "lengths": lengths, "seed": 42, "samples": samples}
+    run = {
+        "model": "bench/checkpoint",
+        "backend": None,
+        "lengths": lengths,
+        "seed": 42,
+        "samples": samples,
+    }
     report = {
         "ctxgate_version": "bench",
         "complete": True,
@@ -118,7 +126,10 @@ def report_and_rows(samples: int, lengths: Sequence[int]) -> tuple[Report, list[
         "run": {**run, "chat_template": "off"},
         "cases": cases,
         "by_length": {
-            str(L): {"ruler": {"score": 70.0, "partial": False, "members": list(built), "missing": []}} for L in lengths
+            str(L): {
+                "ruler": {"score": 70.0, "partial": False, "members": list(built), "missing": []}
+            }
+            for L in lengths
         },
         "effective_length": {"value": lengths[-1], "max_passing": lengths[-1], "threshold": 85.6},
         "overall": {},
@@ -128,7 +139,9 @@ def report_and_rows(samples: int, lengths: Sequence[int]) -> tuple[Report, list[
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--samples", type=int, default=100)
     ap.add_argument("--lengths", default="4k,8k,16k,32k,64k,128k")
     ap.add_argument("--rounds", type=int, default=3)
@@ -151,7 +164,9 @@ def main() -> None:
     full = folder / "run.html"
     full.write_text(page, "utf-8")
     blank = folder / "blank.html"
-    blank.write_text("<!DOCTYPE html><title>blank</title><!--" + "x" * (len(page.encode()) - 60) + "-->", "utf-8")
+    blank.write_text(
+        "<!DOCTYPE html><title>blank</title><!--" + "x" * (len(page.encode()) - 60) + "-->", "utf-8"
+    )
     largest = max(report.cases, key=lambda c: c.length)
     loads: dict[str, list[float]] = {"run": [], "blank": []}
     opens: list[float] = []
@@ -161,11 +176,15 @@ def main() -> None:
             for name, path in (("blank", blank), ("run", full)):
                 tab = browser.new_page()
                 tab.goto(path.as_uri(), wait_until="load")
-                timing = tab.evaluate("() => performance.getEntriesByType('navigation')[0].loadEventEnd")
+                timing = tab.evaluate(
+                    "() => performance.getEntriesByType('navigation')[0].loadEventEnd"
+                )
                 loads[name].append(float(timing) / 1000)
                 if name == "run":
                     t0 = time.perf_counter()
-                    tab.evaluate(f"() => {{ location.hash = 'case/{largest.task}/{largest.length}'; }}")
+                    tab.evaluate(
+                        f"() => {{ location.hash = 'case/{largest.task}/{largest.length}'; }}"
+                    )
                     tab.wait_for_selector("#drill:not([hidden]) table.samples")
                     opens.append(time.perf_counter() - t0)
                 tab.close()

@@ -47,7 +47,12 @@ def tree_rss(root: psutil.Process) -> int:
 
 
 def run_one(
-    backend: str, length: int, task: str, model: str, request_timeout: float, keep: Path | None = None
+    backend: str,
+    length: int,
+    task: str,
+    model: str,
+    request_timeout: float,
+    keep: Path | None = None,
 ) -> dict[str, object]:
     with contextlib.ExitStack() as stack:
         if keep is None:
@@ -57,13 +62,33 @@ def run_one(
             Path(tmp).mkdir(parents=True, exist_ok=True)
         report = Path(tmp) / "report.json"
         argv = [sys.executable, "-m", "pytest", "--model", model, "--backend", backend]
-        positions = f"max_position_embeddings={length + 4096}"  # the length, its output and the chat frame
-        argv += ["--lengths", str(length), "--samples", "1", "--model-override", positions, "-k", task, "-q"]
-        argv += ["--cache-dir", str(Path(tmp) / "cache"), "--report", str(report), "-p", "no:cacheprovider"]
+        # the length, its output and the chat frame
+        positions = f"max_position_embeddings={length + 4096}"
+        argv += [
+            "--lengths",
+            str(length),
+            "--samples",
+            "1",
+            "--model-override",
+            positions,
+            "-k",
+            task,
+            "-q",
+        ]
+        argv += [
+            "--cache-dir",
+            str(Path(tmp) / "cache"),
+            "--report",
+            str(report),
+            "-p",
+            "no:cacheprovider",
+        ]
         if backend != "hf":
             argv += ["--request-timeout", str(request_timeout)]
         t0 = time.time()
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         peak = [0]
         watched = psutil.Process(proc.pid)
 
@@ -87,7 +112,9 @@ def run_one(
         predictions = Path(str(report).removesuffix(".json") + ".predictions.jsonl")
         output = ""
         if predictions.exists():
-            rows = [json.loads(line) for line in predictions.read_text().splitlines() if line.strip()]
+            rows = [
+                json.loads(line) for line in predictions.read_text().splitlines() if line.strip()
+            ]
             output = str(rows[0].get("prediction", "")) if rows else ""
     return {
         "backend": backend,
@@ -103,7 +130,9 @@ def run_one(
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--lengths", default="32k,256k")
     ap.add_argument("--backends", default="hf,vllm")
     ap.add_argument("--task", default="niah_single_1")

@@ -118,7 +118,12 @@ def replay(samples: int) -> None:
     out = Path(tempfile.mkdtemp(prefix="ctxgate-seq-"))
     (out / "thresholds.toml").write_text(FLOORS)
     subprocess.run(
-        [sys.executable, str(ROOT / "fixtures/make_helmet_fixtures.py"), "--long-documents", str(out / "helmet_data")],
+        [
+            sys.executable,
+            str(ROOT / "fixtures/make_helmet_fixtures.py"),
+            "--long-documents",
+            str(out / "helmet_data"),
+        ],
         cwd=ROOT,
         check=True,
         capture_output=True,
@@ -138,7 +143,9 @@ def _replay(out: Path, samples: int, tiny: Path, build_sequence: Any) -> None:
     )
     n = ("--samples", str(samples))
     compare_runs(
-        "floors, shipped checkpoint", suite(tiny, out, "fixed", *n), suite(tiny, out, "seq", *n, "--sequential")
+        "floors, shipped checkpoint",
+        suite(tiny, out, "fixed", *n),
+        suite(tiny, out, "seq", *n, "--sequential"),
     )
     run = out / "run"
     build_sequence(run, count=8, break_at=5)
@@ -167,7 +174,13 @@ def _replay(out: Path, samples: int, tiny: Path, build_sequence: Any) -> None:
     ]
     for mode in ((), ("--sequential",)):
         path = out / f"bisect{len(mode)}.json"
-        subprocess.run([*bisect, *mode, "--json", str(path)], cwd=ROOT, capture_output=True, text=True, check=False)
+        subprocess.run(
+            [*bisect, *mode, "--json", str(path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         result = json.loads(path.read_text())
         print(
             f"bisect {'--sequential' if mode else 'fixed n'}: first bad {Path(result['first_bad']).name} "
@@ -178,13 +191,17 @@ def _replay(out: Path, samples: int, tiny: Path, build_sequence: Any) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--cases", type=int, default=10_000)
     ap.add_argument("--floor", type=float, default=0.8)
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--max-samples", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--replay", action="store_true", help="real generations on the shipped checkpoint sequence")
+    ap.add_argument(
+        "--replay", action="store_true", help="real generations on the shipped checkpoint sequence"
+    )
     ap.add_argument("--samples", type=int, default=24, help="--replay: samples per case")
     args = ap.parse_args()
     if args.replay:
@@ -213,7 +230,9 @@ def main() -> None:
             def draw() -> float:
                 if kind == "bernoulli":
                     return float(rng.random() < p)
-                return rng.betavariate(4 * p / (1 - p), 4) if p < 1 else 1.0  # mean p, bounded in [0, 1]
+                return (
+                    rng.betavariate(4 * p / (1 - p), 4) if p < 1 else 1.0
+                )  # mean p, bounded in [0, 1]
 
             fixed_wrong = seq_wrong = claims_wrong = 0
             used = []

@@ -53,7 +53,17 @@ def run_suite(env: dict[str, str], model: str, probe_dir: Path) -> tuple[float, 
     out = probe_dir / "first_case.txt"
     out.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as cache:
-        argv = [sys.executable, "-m", "pytest", "--model", model, "--lengths", "256", "--samples", "1"]
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--model",
+            model,
+            "--lengths",
+            "256",
+            "--samples",
+            "1",
+        ]
         argv += ["-k", "niah_single_1", "-q", "-p", "startup_probe", "--cache-dir", cache]
         env = {
             **env,
@@ -64,12 +74,16 @@ def run_suite(env: dict[str, str], model: str, probe_dir: Path) -> tuple[float, 
         done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
         total = time.time() - t0
     if not out.exists():
-        raise SystemExit(f"the suite finished no case (exit {done.returncode}):\n{done.stdout[-2000:]}")
+        raise SystemExit(
+            f"the suite finished no case (exit {done.returncode}):\n{done.stdout[-2000:]}"
+        )
     return float(out.read_text()) - t0, total
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--model", default="fixtures/tiny-llama-niah")
     args = ap.parse_args()
@@ -78,7 +92,11 @@ def main() -> None:
         probe_dir = Path(probe)
         (probe_dir / "startup_probe.py").write_text(PROBE)
         # warm-up: bytecode written, files in the page cache
-        run_python(env, IMPORTS), run_python(env, LOAD, args.model), run_suite(env, args.model, probe_dir)
+        (
+            run_python(env, IMPORTS),
+            run_python(env, LOAD, args.model),
+            run_suite(env, args.model, probe_dir),
+        )
         imports: list[float] = []
         loads: list[float] = []
         first: list[tuple[float, float]] = []

@@ -59,12 +59,22 @@ def _schema(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctxgate", description=DESCRIPTION)
     sub = p.add_subparsers(dest="command", required=True)
-    for verb in (rescore, diff, html, bisect, trend, metrics_export, watch):  # help lists the verbs in this order
+    for verb in (
+        rescore,
+        diff,
+        html,
+        bisect,
+        trend,
+        metrics_export,
+        watch,
+    ):  # help lists the verbs in this order
         verb.add_parser(sub)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     data.add_parser(sub)
     schema = sub.add_parser("schema", help="print the report's JSON schema")
-    schema.add_argument("--predictions", action="store_true", help="that of a .predictions.jsonl line instead")
+    schema.add_argument(
+        "--predictions", action="store_true", help="that of a .predictions.jsonl line instead"
+    )
     schema.set_defaults(fn=_schema)
     for verb in (rejudge, init, published, reproduce):
         verb.add_parser(sub)
@@ -118,7 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # what to do about an OSError, by errno (ENOENT, EACCES, ENOSPC, EROFS)
-_OS_FIXES = {2: "check the path", 13: "check the permissions", 28: "free some space", 30: "write somewhere writable"}
+_OS_FIXES = {
+    2: "check the path",
+    13: "check the permissions",
+    28: "free some space",
+    30: "write somewhere writable",
+}
 
 
 def one_line(exc: BaseException) -> str:

@@ -24,7 +24,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 Identity = tuple[str, int, int] | None  # (kind, size or entry count, mtime_ns); None: absent
 
-_CONSULTED: ContextVar[dict[str, Identity] | None] = ContextVar("ctxgate_memo_consulted", default=None)
+_CONSULTED: ContextVar[dict[str, Identity] | None] = ContextVar(
+    "ctxgate_memo_consulted", default=None
+)
 
 
 def identity(path: str | os.PathLike[str]) -> Identity:
@@ -88,7 +90,9 @@ def memo(maxsize: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
                     entries.move_to_end(key)
                     while len(entries) > maxsize:
                         entries.popitem(last=False)
-            if outer is not None:  # the files this memo consulted, passed up to the loaders that called it
+            if (
+                outer is not None
+            ):  # the files this memo consulted, passed up to the loaders that called it
                 for p, was in consulted.items():
                     outer.setdefault(p, was)
             return result

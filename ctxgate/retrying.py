@@ -63,7 +63,9 @@ def call_with_retries(
         except openai.NotFoundError as exc:
             raise Refused("not_found", exc.status_code, str(exc)[:200]) from None
         except openai.APIStatusError as exc:
-            if exc.status_code < 500 and exc.status_code not in TRANSIENT_STATUS:  # 400, 422 and the like
+            if (
+                exc.status_code < 500 and exc.status_code not in TRANSIENT_STATUS
+            ):  # 400, 422 and the like
                 raise Refused("bad_request", exc.status_code, str(exc)[:200]) from None
             failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
         except (

@@ -50,7 +50,11 @@ def error_kind(exc: sqlite3.Error) -> str:
     text = str(exc).lower()
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text or "busy" in text:
         return "busy"
-    if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or "not a database" in text or "malformed" in text:
+    if (
+        name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT"))
+        or "not a database" in text
+        or "malformed" in text
+    ):
         return "corrupt"
     return "unusable"
 
@@ -68,15 +72,20 @@ class SqliteFile:
         self.dir = Path(directory)
         self.path = self.dir / self.FILE_NAME
         self.stats = CacheStats()
-        self.disabled: str | None = None  # set when a write fails mid-run: the rest of the run goes without
+        # set when a write fails mid-run: the rest of the run goes without
+        self.disabled: str | None = None
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             self.conn = self._open()
         except OSError as exc:
-            raise StoreUnavailable(f"cannot use the {self.WHAT} in {self.dir} ({exc}); {self.FIX}") from None
+            raise StoreUnavailable(
+                f"cannot use the {self.WHAT} in {self.dir} ({exc}); {self.FIX}"
+            ) from None
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
+        )
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_SECONDS * 1000)}")
         return conn
 
@@ -104,7 +113,9 @@ class SqliteFile:
                     conn.close()
                 kind = error_kind(exc)
                 if kind == "unusable":
-                    raise StoreUnavailable(f"cannot use the {self.WHAT} {self.path} ({exc}); {self.FIX}") from None
+                    raise StoreUnavailable(
+                        f"cannot use the {self.WHAT} {self.path} ({exc}); {self.FIX}"
+                    ) from None
                 if kind == "busy":
                     if time.monotonic() > deadline:
                         raise StoreUnavailable(
@@ -115,7 +126,9 @@ class SqliteFile:
                     continue
                 problem = str(exc)
             if replaced >= 3:
-                raise StoreUnavailable(f"the {self.WHAT} {self.path} keeps failing its checks ({problem}); {self.FIX}")
+                raise StoreUnavailable(
+                    f"the {self.WHAT} {self.path} keeps failing its checks ({problem}); {self.FIX}"
+                )
             replaced += 1
             self._replace(problem)
 
@@ -124,7 +137,9 @@ class SqliteFile:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         version = (
-            conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if "meta" in tables else None
+            conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if "meta" in tables
+            else None
         )
         if app_id != self.APPLICATION_ID or version is None or version[0] != str(SCHEMA_VERSION):
             return (
@@ -136,18 +151,24 @@ class SqliteFile:
         return None
 
     def _creation_lock(self) -> filelock.BaseFileLock:
-        return filelock.FileLock(self.dir / f"{self.FILE_NAME}.lock")  # an flock: released on exit, also on kill -9
+        return filelock.FileLock(
+            self.dir / f"{self.FILE_NAME}.lock"
+        )  # an flock: released on exit, also on kill -9
 
     def _create(self) -> None:
         """Build the whole file privately, then rename it into place: nobody sees it half made."""
         tmp = self.dir / f".{self.FILE_NAME}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         try:
             with closing(sqlite3.connect(tmp, isolation_level=None)) as conn:
-                conn.execute("PRAGMA journal_mode = WAL")  # stored in the file header: it moves with the file
+                conn.execute(
+                    "PRAGMA journal_mode = WAL"
+                )  # stored in the file header: it moves with the file
                 conn.execute(f"PRAGMA application_id = {self.APPLICATION_ID}")
                 conn.execute("BEGIN")
                 conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
-                conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                conn.execute(
+                    "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                )
                 for table in self.TABLES:
                     conn.execute(table)
                 conn.execute("COMMIT")

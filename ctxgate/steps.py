@@ -41,7 +41,11 @@ def training_step(folder: str | Path | None, given: int | None = None) -> Step:
     path = Path(folder) if folder else None
     state = _trainer_state(path) if path is not None else {}
     seen = state.get("num_input_tokens_seen")
-    tokens = int(seen) if isinstance(seen, (int, float)) and not isinstance(seen, bool) and seen > 0 else None
+    tokens = (
+        int(seen)
+        if isinstance(seen, (int, float)) and not isinstance(seen, bool) and seen > 0
+        else None
+    )
     if given is not None:
         return Step(given, "--step", tokens)
     step = state.get("global_step")

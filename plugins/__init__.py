@@ -25,7 +25,9 @@ NAME = "ctxgate_plugins"
 # Each reads its own options in its own pytest_configure. The options plugin's runs first: it is tryfirst and
 # registered after the tryfirst plugins that build on its run settings (pluggy calls the last registered first),
 # which therefore import it before its registration (its docstring turns assertion rewriting off).
-MODULES = tuple("engine options workers signals progress model cases reporting junit reference trackers".split())
+MODULES = tuple(
+    "engine options workers signals progress model cases reporting junit reference trackers".split()
+)
 pytest_plugins = [f"{NAME}.{name}" for name in MODULES]
 
 
@@ -50,7 +52,9 @@ class _SameModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, alias: str) -> None:
         self.alias = alias
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> ModuleSpec | None:
         if fullname.startswith(f"{self.alias}."):
             return importlib.util.spec_from_loader(fullname, self)
         return None

@@ -19,9 +19,22 @@ import pytest
 from ctxgate.backends.base import BackendDown, Window, window_of
 from ctxgate.backends.endpoint_probe import EndpointError
 from ctxgate.backends.hf import BackendError
-from ctxgate.gate.baseline import Baseline, BaselineError, comparison_entry, describe, regression_verdict
+from ctxgate.gate.baseline import (
+    Baseline,
+    BaselineError,
+    comparison_entry,
+    describe,
+    regression_verdict,
+)
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.gate.verdicts import NOT_GIVEN, floor_failure, gated_reason, judge_failure, passed, unscored_verdict
+from ctxgate.gate.verdicts import (
+    NOT_GIVEN,
+    floor_failure,
+    gated_reason,
+    judge_failure,
+    passed,
+    unscored_verdict,
+)
 from ctxgate.judge.client import JudgeError
 from ctxgate.records.refusal import Refusal
 from ctxgate.records.schema import CaseRecord, Comparison, RunInfo, SampleOutcome, to_json
@@ -54,7 +67,9 @@ class CaseState:
 
 
 CASE_STATE_KEY = pytest.StashKey[CaseState]()
-NOT_RUN_KEY = pytest.StashKey[list[str]]()  # node ids of selected cases that will not run (broken checkpoint)
+NOT_RUN_KEY = pytest.StashKey[
+    list[str]
+]()  # node ids of selected cases that will not run (broken checkpoint)
 _CASE_ID = re.compile(r"\[(?P<task>[A-Za-z0-9_.]+)-(?P<length>\d+)\]$")
 
 
@@ -68,13 +83,23 @@ def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
     """A case's record before anything ran: verdict "error" until the case says otherwise."""
     spec = get_task(task)
     floor = thresholds.floor_for(task, length)
-    return CaseRecord(spec.name, spec.suite, length, spec.category, spec.metric.name, chance=spec.chance, floor=floor)
+    return CaseRecord(
+        spec.name,
+        spec.suite,
+        length,
+        spec.category,
+        spec.metric.name,
+        chance=spec.chance,
+        floor=floor,
+    )
 
 
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     """The markers cases carry (``TaskSpec.marks``), so that ``-m rag`` and ``--strict-markers`` know them."""
-    config.addinivalue_line("markers", "ctxgate_suite(name): parametrize ctxgate_case over a suite's tasks x lengths")
+    config.addinivalue_line(
+        "markers", "ctxgate_suite(name): parametrize ctxgate_case over a suite's tasks x lengths"
+    )
     for name, doc in marker_vocabulary().items():
         config.addinivalue_line("markers", f"{name}: {doc}")
 
@@ -84,10 +109,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     marker = metafunc.definition.get_closest_marker("ctxgate_suite")
     if marker is None:
-        raise pytest.UsageError(f"{metafunc.definition.nodeid} uses ctxgate_case without @pytest.mark.ctxgate_suite")
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid} uses ctxgate_case without @pytest.mark.ctxgate_suite"
+        )
     lengths = metafunc.config.stash[PLAN_KEY].lengths
     params = [
-        pytest.param((t.name, L), id=f"{t.name}-{L}", marks=[getattr(pytest.mark, m) for m in t.marks])
+        pytest.param(
+            (t.name, L), id=f"{t.name}-{L}", marks=[getattr(pytest.mark, m) for m in t.marks]
+        )
         for t in all_tasks(marker.args[0])
         for L in lengths
     ]
@@ -96,7 +125,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected: what is left is the selection
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.stash[PLAN_KEY].model.model and any("ctxgate_case" in getattr(i, "fixturenames", ()) for i in items):
+    if not config.stash[PLAN_KEY].model.model and any(
+        "ctxgate_case" in getattr(i, "fixturenames", ()) for i in items
+    ):
         raise pytest.UsageError(
             "the long-context suite needs a checkpoint: add --model PATH_OR_ID "
             "(the shipped demo: --model fixtures/tiny-llama-niah --lengths 512,1k,2k)"
@@ -118,7 +149,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     key = case_key(item.nodeid)
     if key is not None and "ctxgate_case" in getattr(item, "fixturenames", ()):
-        item.stash[CASE_STATE_KEY] = CaseState(new_record(*key, item.config.stash[PLAN_KEY].thresholds))
+        item.stash[CASE_STATE_KEY] = CaseState(
+            new_record(*key, item.config.stash[PLAN_KEY].thresholds)
+        )
 
 
 @dataclass
@@ -153,9 +186,13 @@ def _against_baseline(
     confidence = thresholds.regression_confidence
     try:
         baseline.check_run(run)
-        paired = baseline.compare_case(result.task, result.length, result.data_sha256, scores, confidence, hashes)
+        paired = baseline.compare_case(
+            result.task, result.length, result.data_sha256, scores, confidence, hashes
+        )
     except BaselineError as exc:
-        raise pytest.fail.Exception(str(exc), pytrace=False) from None  # no "during handling of..." chain
+        raise pytest.fail.Exception(
+            str(exc), pytrace=False
+        ) from None  # no "during handling of..." chain
     if paired is None:
         return None
     tolerance = thresholds.tolerance_for(result.task, result.length)
@@ -172,7 +209,9 @@ def _against_baseline(
     return comparison_entry(paired, tolerance, confidence, regressed, message, stopped_early)
 
 
-def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | None) -> tuple[StopRule, Questions] | None:
+def _stop_rule(
+    config: pytest.Config, task: str, length: int, floor: float | None
+) -> tuple[StopRule, Questions] | None:
     """--sequential asks the case's gate questions: is the true score above the floor? with --baseline, did it drop
     by more than the tolerance (paired, sample by sample)? A case with neither runs its full count."""
     plan = config.stash[PLAN_KEY]
@@ -180,7 +219,9 @@ def _stop_rule(config: pytest.Config, task: str, length: int, floor: float | Non
         return None
     base = plan.baseline.cases.get((task, length)) if plan.baseline is not None else None
     tolerance = plan.thresholds.tolerance_for(task, length)
-    questions = Questions(floor / 100 if floor else None, base.scores if base else None, tolerance / 100)
+    questions = Questions(
+        floor / 100 if floor else None, base.scores if base else None, tolerance / 100
+    )
     if not questions.asked:
         return None
     return StopRule(plan.sequential.alpha, plan.sequential.min_samples, max_samples=None), questions
@@ -216,10 +257,16 @@ def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Wi
     """The window a case of this length cannot run past (None: it runs)."""
     window, limit = window_of(model.backend), model.backend.max_positions
     force = config.stash[PLAN_KEY].force_lengths
-    return window if window and limit is not None and length > limit and not (force and window.forceable) else None
+    return (
+        window
+        if window and limit is not None and length > limit and not (force and window.forceable)
+        else None
+    )
 
 
-def _case_run(config: pytest.Config, model: LoadedModel, name: str, length: int) -> Callable[[], CaseResult]:
+def _case_run(
+    config: pytest.Config, model: LoadedModel, name: str, length: int
+) -> Callable[[], CaseResult]:
     """The case's run, ready to start: in the item's own turn, or ahead of it (``ctxgate_ahead``)."""
     plan = config.stash[PLAN_KEY]
     thresholds = plan.thresholds
@@ -241,7 +288,9 @@ def _case_run(config: pytest.Config, model: LoadedModel, name: str, length: int)
 
 
 @pytest.fixture(scope="session")
-def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> Iterator[Ahead | None]:
+def ctxgate_ahead(
+    request: pytest.FixtureRequest, ctxgate_model: LoadedModel
+) -> Iterator[Ahead | None]:
     """For a backend that serves several cases at once (``cases_at_once``: replicas on a Ray cluster, a server's
     engine): the selected cases started ahead of their items, in the items' order (under --ray, longest first), as
     many at once as the backend asks and as its ``concurrency`` needs to stay full; None for the others. Stopped
@@ -254,10 +303,18 @@ def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) ->
     if wish <= 1 or hasattr(config, "workerinput"):
         yield None
         return
-    cases = [case_key(i.nodeid) for i in request.session.items if "ctxgate_case" in getattr(i, "fixturenames", ())]
+    cases = [
+        case_key(i.nodeid)
+        for i in request.session.items
+        if "ctxgate_case" in getattr(i, "fixturenames", ())
+    ]
     # an item waits for its own case only: starting the cases in another order would leave it waiting for others
-    keys = list(dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1])))
-    samples = config.stash[PLAN_KEY].samples or min((get_task(t).default_samples for t, _ in keys), default=1)
+    keys = list(
+        dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1]))
+    )
+    samples = config.stash[PLAN_KEY].samples or min(
+        (get_task(t).default_samples for t, _ in keys), default=1
+    )
     width = max(wish, -(-int(getattr(backend, "concurrency", 1)) // samples) + 1)
     ahead = Ahead([(k, _case_run(config, ctxgate_model, *k)) for k in keys], width)
     yield ahead
@@ -265,17 +322,27 @@ def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) ->
 
 
 @pytest.fixture
-def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctxgate_ahead: Ahead | None) -> Case:
+def ctxgate_case(
+    request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctxgate_ahead: Ahead | None
+) -> Case:
     name, length = request.param
     config = request.config
     plan = config.stash[PLAN_KEY]
     thresholds, baseline = plan.thresholds, plan.baseline
-    state = request.node.stash.setdefault(CASE_STATE_KEY, CaseState(new_record(name, length, thresholds)))
+    state = request.node.stash.setdefault(
+        CASE_STATE_KEY, CaseState(new_record(name, length, thresholds))
+    )
     state.run_meta = ctxgate_model.run_meta
     if window := _beyond_window(config, ctxgate_model, length):
         unrunnable = f"so the case cannot run; drop {length} from --lengths, or {window.fix}"
-        no_score(state, "window", f"{name} at {length}: the length exceeds {window.what}, {unrunnable}", baseline)
-    failure: Exception | None = None  # raised outside the except blocks: no "during handling of..." chain
+        no_score(
+            state,
+            "window",
+            f"{name} at {length}: the length exceeds {window.what}, {unrunnable}",
+            baseline,
+        )
+    # raised outside the except blocks: no "during handling of..." chain
+    failure: Exception | None = None
     cause = ""
     progress = config.stash.get(REPORTER_KEY, None)
     try:
@@ -283,10 +350,14 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctx
             result = ctxgate_ahead.take((name, length))
         else:
             result = _case_run(config, ctxgate_model, name, length)()
-    except Refusal as exc:  # a designed refusal: its cause decides the verdict (gate.verdicts.unscored_verdict)
+    except (
+        Refusal
+    ) as exc:  # a designed refusal: its cause decides the verdict (gate.verdicts.unscored_verdict)
         failure, cause = exc, exc.cause
         if isinstance(exc, MaterialExhausted):
-            state.record = replace(state.record, fill_min=round(exc.fill, 4))  # the fill it reached, unscored
+            state.record = replace(
+                state.record, fill_min=round(exc.fill, 4)
+            )  # the fill it reached, unscored
     except JudgeError as exc:
         failure, cause = exc, "judge_failed"
     except (BackendDown, EndpointError, BackendError, LengthRuleBroken) as exc:  # one line: the fix
@@ -295,7 +366,12 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctx
         if progress is not None:
             progress.end(case_label(name, length))
     if cause:
-        no_score(state, cause, str(failure) if cause == "too_short" else f"{name} at {length}: {failure}", baseline)
+        no_score(
+            state,
+            cause,
+            str(failure) if cause == "too_short" else f"{name} at {length}: {failure}",
+            baseline,
+        )
     if failure is not None:
         pytest.fail(f"{name} at {length}: {failure}", pytrace=False)
     state.record = result.onto(state.record)
@@ -310,6 +386,10 @@ def ctxgate_case(request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctx
     # on the case's junit testcase only where its family has testcase properties (xunit1): xunit2, pytest's default,
     # follows junit-10.xsd, which has none (pytest's record_property warns so), and CI servers that check it refuse them
     if config.getini("junit_family") in ("xunit1", "legacy"):
-        request.node.user_properties += [("score", record.score), ("floor", record.floor), ("n", record.n)]
+        request.node.user_properties += [
+            ("score", record.score),
+            ("floor", record.floor),
+            ("n", record.n),
+        ]
         request.node.user_properties.append(("ci", f"{result.ci[0]}-{result.ci[1]}"))
     return Case(get_task(name), length, thresholds, state)

@@ -23,7 +23,14 @@ from ctxgate.backends.adapters import hf_folder
 from ctxgate.backends.devices import visible_gpus
 from ctxgate.backends.override_rules import OverrideError
 from ctxgate.backends.overrides import applied
-from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python, replica_devices, start_all
+from ctxgate.backends.vllm_server import (
+    EngineError,
+    EngineSpec,
+    VLLMServer,
+    find_python,
+    replica_devices,
+    start_all,
+)
 from ctxgate.gate.plan import Plan
 from ctxgate.run.loading import Served
 from ctxgate.run.serving import served
@@ -59,21 +66,33 @@ def vllm_servers(config: pytest.Config, plan: Plan) -> Served | None:
     engine, spec = plan.engine, plan.model
     if (worker := getattr(config, "workerinput", None)) is not None:
         concurrency = worker.get("ctxgate_vllm_concurrency")
-        return served(engine, spec, (worker["ctxgate_vllm_url"],), (worker["ctxgate_vllm_log"],), None, concurrency)
+        return served(
+            engine,
+            spec,
+            (worker["ctxgate_vllm_url"],),
+            (worker["ctxgate_vllm_log"],),
+            None,
+            concurrency,
+        )
     if config.getoption("collectonly") or config.getoption("help"):
         return None
     try:
         template = launch_template(config, plan)
         if spec.ray is not None:  # each replica on the cluster starts its own server, on its GPUs
             return served(engine, spec, (), launch=template)
-        specs = [replace(template, devices=devices) for devices in replica_devices(visible_gpus(), engine.tp)]
+        specs = [
+            replace(template, devices=devices)
+            for devices in replica_devices(visible_gpus(), engine.tp)
+        ]
         log_dir = Path(plan.report).parent if plan.report else Path(config.invocation_params.dir)
         servers = start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
     except EngineError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return None
     config.stash[SERVERS_KEY] = servers
-    return served(engine, spec, tuple(s.url for s in servers), tuple(str(s.log_path) for s in servers))
+    return served(
+        engine, spec, tuple(s.url for s in servers), tuple(str(s.log_path) for s in servers)
+    )
 
 
 def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
@@ -84,7 +103,9 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
     engine, spec = plan.engine, plan.model
     assert spec.checkpoint is not None, "--backend vllm serves a located checkpoint"
     folder = _served_folder(config, plan)
-    python = find_python(engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent])
+    python = find_python(
+        engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent]
+    )
     budget = max(t.tokens_to_generate for t in all_tasks())
     try:  # the config changes the server gets (--hf-overrides) and the window the config then covers
         changes, limit = applied(spec.checkpoint.config_dir, spec.overrides)
@@ -94,7 +115,9 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
     max_len = longest if limit is None else min(longest, limit)
     overrides = json.dumps(changes, sort_keys=True) if changes else None
-    return EngineSpec(python, str(folder), max_len, engine.tp, None, spec.dtype, engine.vllm_args, overrides)
+    return EngineSpec(
+        python, str(folder), max_len, engine.tp, None, spec.dtype, engine.vllm_args, overrides
+    )
 
 
 def _served_folder(config: pytest.Config, plan: Plan) -> Path:
@@ -111,7 +134,12 @@ def _served_folder(config: pytest.Config, plan: Plan) -> Path:
         root = Path(tempfile.mkdtemp(prefix="ctxgate-model-"))
         config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
     try:
-        return hf_folder(str(checkpoint.fingerprint()["sha256"]), root, checkpoint.tokenizer_dir, checkpoint.as_model)
+        return hf_folder(
+            str(checkpoint.fingerprint()["sha256"]),
+            root,
+            checkpoint.tokenizer_dir,
+            checkpoint.as_model,
+        )
     except (OSError, RuntimeError, ValueError) as exc:
         raise EngineError(
             f"{checkpoint.folder} could not be written as a Hugging Face folder for vLLM: {exc}"

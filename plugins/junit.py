@@ -15,7 +15,13 @@ import xml.etree.ElementTree as ET
 import pytest
 from _pytest.junitxml import LogXML, bin_xml_escape, shorten_message, xml_key
 
-from ctxgate.records.schema import EffectiveLength, Gate, GroupScore, RelativeEffectiveLength, Report
+from ctxgate.records.schema import (
+    EffectiveLength,
+    Gate,
+    GroupScore,
+    RelativeEffectiveLength,
+    Report,
+)
 from ctxgate.report.tables import gate_line
 
 from .reporting import session_report
@@ -59,12 +65,18 @@ def properties(report: Report) -> list[tuple[str, str]]:
         (f"ctxgate.{'ruler_avg' if key == 'ruler' else key}.{length}", _value(g.score, *_marks(g)))
         for length, groups in report.length_summaries.items()
         for key, g in groups.items()
-        if g.score is not None or g.incomplete  # as the tables: no cell for a summary none of whose members ran
+        if g.score is not None
+        or g.incomplete  # as the tables: no cell for a summary none of whose members ran
     ]
     overall = report.overall
     for name in ("ruler_avg", "ruler_wavg_inc", "ruler_wavg_dec"):
         if (score := getattr(overall, name)) is not None:
-            out.append((f"ctxgate.{name}", _value(score, incomplete=overall.incomplete, early=overall.early)))
+            out.append(
+                (
+                    f"ctxgate.{name}",
+                    _value(score, incomplete=overall.incomplete, early=overall.early),
+                )
+            )
     if eff := report.effective_length:
         out.append(("ctxgate.effective_length.ruler", _value(eff.value, *_marks(eff))))
     for key, rel in report.relative_effective_length.items():
@@ -75,13 +87,21 @@ def properties(report: Report) -> list[tuple[str, str]]:
     return out
 
 
-def _marks(found: GroupScore | EffectiveLength | RelativeEffectiveLength) -> tuple[bool, bool, bool]:
+def _marks(
+    found: GroupScore | EffectiveLength | RelativeEffectiveLength,
+) -> tuple[bool, bool, bool]:
     return getattr(found, "partial", False), bool(found.incomplete), bool(found.early)
 
 
-def _value(number: float | None, partial: bool = False, incomplete: bool = False, early: bool = False) -> str:
+def _value(
+    number: float | None, partial: bool = False, incomplete: bool = False, early: bool = False
+) -> str:
     """The number as the report's JSON writes it, and what the report marks it with (the tables' ``*``, ``!`` and
     ``~``) in words, so that a partial mean is never read as the benchmark's score."""
-    marks = [word for word, on in (("partial", partial), ("incomplete", incomplete), ("stopped early", early)) if on]
+    marks = [
+        word
+        for word, on in (("partial", partial), ("incomplete", incomplete), ("stopped early", early))
+        if on
+    ]
     text = "n/a" if number is None else str(number)
     return f"{text} ({', '.join(marks)})" if marks else text

@@ -18,14 +18,20 @@ from ctxgate.run.compose import LoadedModel, ModelError, open_model
 from .engine import SERVED_KEY
 from .options import PLAN_KEY
 
-RUN_ERROR_KEY = pytest.StashKey[str]()  # on the session: why no case can run in this process (the model, the judge)
+RUN_ERROR_KEY = pytest.StashKey[
+    str
+]()  # on the session: why no case can run in this process (the model, the judge)
 # a backend with its own line at the end of the run (replicas on a cluster: where they ran, what the queue did)
 SUMMARY_KEY = pytest.StashKey[Callable[[], str]]()
-WORKER_SUMMARIES_KEY = pytest.StashKey[list[str]]()  # on the controller: each xdist worker's line, "gwN: ..."
+WORKER_SUMMARIES_KEY = pytest.StashKey[
+    list[str]
+]()  # on the controller: each xdist worker's line, "gwN: ..."
 
 
 @pytest.fixture(scope="session")
-def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Iterator[LoadedModel]:
+def ctxgate_model(
+    request: pytest.FixtureRequest, pytestconfig: pytest.Config
+) -> Iterator[LoadedModel]:
     plan = pytestconfig.stash[PLAN_KEY]
     selection = {
         "samples": plan.samples,
@@ -34,13 +40,17 @@ def ctxgate_model(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -
     }
     try:
         loaded = open_model(plan.model, pytestconfig.stash.get(SERVED_KEY, None), selection)
-    except ModelError as exc:  # one line per run: the session stops, as nothing else can run without the model
+    except (
+        ModelError
+    ) as exc:  # one line per run: the session stops, as nothing else can run without the model
         message = f"ctxgate: {exc.what}: {exc.cause}"
         if pytestconfig.getoption("verbose") > 0:
             message += "\n" + "".join(traceback.format_exception(exc.cause))
         request.session.stash[RUN_ERROR_KEY] = message
         request.session.shouldstop = f"ctxgate: {exc.what}"
-        raise pytest.fail.Exception(message, pytrace=False) from None  # no "during handling of..." chain
+        raise pytest.fail.Exception(
+            message, pytrace=False
+        ) from None  # no "during handling of..." chain
     if hasattr(loaded.backend, "summary"):
         pytestconfig.stash[SUMMARY_KEY] = loaded.backend.summary
     yield loaded
@@ -63,7 +73,10 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    workers = sorted(config.stash.get(WORKER_SUMMARIES_KEY, None) or (), key=lambda line: int(line[2:].split(":")[0]))
+    workers = sorted(
+        config.stash.get(WORKER_SUMMARIES_KEY, None) or (),
+        key=lambda line: int(line[2:].split(":")[0]),
+    )
     here = config.stash.get(SUMMARY_KEY, None)
     for line in filter(None, [here() if here else "", *workers]):
         terminalreporter.write_line(f"ctxgate: {line}")

@@ -37,14 +37,20 @@ from ctxgate.run.options import (
 
 _CHECKOUT_SUITE = Path(__file__).resolve().parent.parent / "tests_longctx"
 # installed, the suite ships inside the plugins' package (pyproject.toml: ctxgate_plugins.suite)
-SUITE_DIR = _CHECKOUT_SUITE if _CHECKOUT_SUITE.is_dir() else Path(__file__).resolve().parent / "suite"
+SUITE_DIR = (
+    _CHECKOUT_SUITE if _CHECKOUT_SUITE.is_dir() else Path(__file__).resolve().parent / "suite"
+)
 
 
 PLAN_KEY = pytest.StashKey[Plan]()
-STARTUP_ERROR_KEY = pytest.StashKey[str]()  # why nothing can run (a broken checkpoint, an engine that will not start)
+STARTUP_ERROR_KEY = pytest.StashKey[
+    str
+]()  # why nothing can run (a broken checkpoint, an engine that will not start)
 
 
-def refusals_are_usage_errors(configure: Callable[[pytest.Config], None]) -> Callable[[pytest.Config], None]:
+def refusals_are_usage_errors(
+    configure: Callable[[pytest.Config], None],
+) -> Callable[[pytest.Config], None]:
     """Every plugin's ``pytest_configure``: a refusal raised while it reads its options (``CtxgateError``, whose
     message names the bad value and the fix) ends the run before anything starts, as pytest's one ``ERROR:`` line
     and exit status 4. Each plugin's own is wrapped because pluggy allows no wrapper around a historic hook."""
@@ -61,11 +67,19 @@ def refusals_are_usage_errors(configure: Callable[[pytest.Config], None]) -> Cal
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     groups = (
-        ("ctxgate", "ctxgate long-context suite", (MODEL, BACKEND, *EVALUATION, REPORT, FORCE_LENGTHS, BASELINE)),
+        (
+            "ctxgate",
+            "ctxgate long-context suite",
+            (MODEL, BACKEND, *EVALUATION, REPORT, FORCE_LENGTHS, BASELINE),
+        ),
         ("ctxgate-engine", "ctxgate engines: --backend openai / vllm", ENGINE),
         ("ctxgate-hf", "ctxgate --backend hf: batching and placement", HF),
         ("ctxgate-judge", "ctxgate judged tasks (Cite, NarrativeQA, Summ)", JUDGE),
-        ("ctxgate-sequential", "ctxgate --sequential: stop a case once its verdict is certain", SEQUENTIAL_OPTIONS),
+        (
+            "ctxgate-sequential",
+            "ctxgate --sequential: stop a case once its verdict is certain",
+            SEQUENTIAL_OPTIONS,
+        ),
     )
     for name, description, options in groups:
         group = parser.getgroup(name, description)
@@ -84,9 +98,14 @@ def pytest_configure(config: pytest.Config) -> None:
     """First of all (``plugins.MODULES`` says why). A mistake ends as one UsageError line naming the option and the
     fix, before any worker starts or any model loads; a checkpoint that exists but cannot be opened is the plan's
     startup error, recorded for the run's report."""
-    here, ini = Path(config.invocation_params.dir), PytestConfig(config.inipath, str(config.getini(INI_OPTION) or ""))
+    here, ini = (
+        Path(config.invocation_params.dir),
+        PytestConfig(config.inipath, str(config.getini(INI_OPTION) or "")),
+    )
     plan = make_plan(config.getoption, here, ini)
-    if plan.model.ray is not None and (config.getoption("numprocesses", None) or hasattr(config, "workerinput")):
+    if plan.model.ray is not None and (
+        config.getoption("numprocesses", None) or hasattr(config, "workerinput")
+    ):
         raise pytest.UsageError(
             f"--ray {plan.model.ray} runs every case from this one pytest process, on the cluster's replicas: drop -n"
         )
@@ -99,7 +118,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if plan.baseline is not None and not hasattr(config, "workerinput"):
         incomplete = plan.baseline.incompleteness()
         for note in (
-            incomplete and f"--baseline {incomplete}; cases without a baseline score are gated by their floors only",
+            incomplete
+            and f"--baseline {incomplete}; cases without a baseline score are gated by their floors only",
             plan.baseline.sequential_note(),
         ):
             if note:
@@ -113,7 +133,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     thresholds = plan.thresholds
     lines = []
     if plan.model.overrides:
-        lines.append(f"ctxgate model config overrides: {json.dumps(plan.model.overrides.describe())}")
+        lines.append(
+            f"ctxgate model config overrides: {json.dumps(plan.model.overrides.describe())}"
+        )
     if not plan.thresholds_path:
         return lines + [
             f"ctxgate thresholds: {plan.thresholds_found}; no floors, so the floors gate checks nothing "
@@ -124,7 +146,11 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"ctxgate thresholds: {plan.thresholds_path} ({plan.thresholds_found}; "
         f"{len(thresholds.floors)} floor rule(s), default floor {thresholds.default_floor:g}, rule "
         f"{thresholds.rule!r})"
-        + ("" if gated else "; no floor is above 0, so the floors gate checks nothing (add [[floor]] rules)")
+        + (
+            ""
+            if gated
+            else "; no floor is above 0, so the floors gate checks nothing (add [[floor]] rules)"
+        )
     ]
 
 

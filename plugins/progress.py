@@ -35,7 +35,9 @@ from .options import PLAN_KEY, refusals_are_usage_errors
 
 # what a case calls after each sample, and ``end`` when it is over, however it ended; absent when nobody is watching
 REPORTER_KEY = pytest.StashKey["LocalReporter | FileReporter"]()
-INTERVAL = float(os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5"))  # seconds between redraws and file writes
+INTERVAL = float(
+    os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5")
+)  # seconds between redraws and file writes
 SAVE, RESTORE, CLEAR = b"\x1b7", b"\x1b8", b"\x1b[K"
 
 
@@ -119,7 +121,9 @@ class LiveLine:
         found = [("", p) for p in list(self.local.values())]
         for path in self.folder.glob("gw*.json") if self.folder is not None else ():
             try:
-                found.append((path.name.split(".")[0], Progress(**json.loads(path.read_text("utf-8")))))
+                found.append(
+                    (path.name.split(".")[0], Progress(**json.loads(path.read_text("utf-8"))))
+                )
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # being replaced, or the worker has no case now
         return [(worker, p) for worker, p in found if p.done < p.total]
@@ -132,7 +136,9 @@ class LiveLine:
                 if not line:
                     self.erase()
                 elif not self.drawn or line != self.shown:
-                    os.write(self.fd, SAVE + CLEAR + b" " + line.encode("utf-8", "replace") + RESTORE)
+                    os.write(
+                        self.fd, SAVE + CLEAR + b" " + line.encode("utf-8", "replace") + RESTORE
+                    )
                     self.drawn, self.shown = True, line
 
     # the hooks in which pytest and xdist write to the terminal: none of them writes over the line
@@ -209,7 +215,9 @@ class FileReporter:
             return
         self.last[progress.case] = now
         path = self.path(progress.case)
-        with contextlib.suppress(OSError):  # progress is a courtesy: a full disk must not fail the case
+        with contextlib.suppress(
+            OSError
+        ):  # progress is a courtesy: a full disk must not fail the case
             tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps(asdict(progress)), "utf-8")
             os.replace(tmp, path)

@@ -64,7 +64,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[REFERENCE_KEY] = ReferenceSettings(named, "--reference")
         return
     for name, where in candidates(model):  # a name several models go by: the user says which
-        found = lookup(name, f"--reference auto: {where} ", " with --reference, or pass --reference off")
+        found = lookup(
+            name, f"--reference auto: {where} ", " with --reference, or pass --reference off"
+        )
         if found is not None:
             config.stash[REFERENCE_KEY] = ReferenceSettings(found, f"matched by name: {where}")
             return
@@ -75,7 +77,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ref = config.stash.get(REFERENCE_KEY, None)
     if ref is None or ref.model is None:
         return None
-    return [f"ctxgate reference: the papers' published numbers for {ref.model} ({ref.how}; --reference off: none)"]
+    return [
+        f"ctxgate reference: the papers' published numbers for {ref.model} ({ref.how}; --reference off: none)"
+    ]
 
 
 def published_section(config: pytest.Config, report: Report) -> Reference | None:

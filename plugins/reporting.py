@@ -61,15 +61,20 @@ from .signals import RECEIVED_KEY
 class Collector:
     def __init__(self, report_path: str | None, thresholds: Thresholds | None = None) -> None:
         self.records: dict[tuple[str, int], CaseRecord] = {}
-        self.samples: dict[tuple[str, int], tuple[SampleOutcome, ...]] = {}  # each case's, for the predictions file
-        self.selected: dict[tuple[str, int], None] = {}  # an ordered set: the selection, in collection order
+        self.samples: dict[
+            tuple[str, int], tuple[SampleOutcome, ...]
+        ] = {}  # each case's, for the predictions file
+        self.selected: dict[
+            tuple[str, int], None
+        ] = {}  # an ordered set: the selection, in collection order
         self.thresholds = thresholds or Thresholds(path="(none)")
         self.run_meta: dict[str, Any] | None = None
         self.run_error: str | None = None
         self.report_path = Path(report_path) if report_path else None
         self.report: Report | None = None
         self.notes: list[str] = []  # said once at the end: a kept partial file, a replaced report
-        self.partial_error: str | None = None  # the partial file could not be written (full disk): stop trying
+        # the partial file could not be written (full disk): stop trying
+        self.partial_error: str | None = None
         self.write_error: str | None = None  # the report could not be written
         self._lock: filelock.BaseFileLock | None = None
         if self.report_path:
@@ -82,7 +87,9 @@ class Collector:
         assert self.report_path is not None
         path = self.report_path
         if path.is_dir():
-            raise pytest.UsageError(f"--report {path} is a folder; give a file path such as {path / 'run.json'}")
+            raise pytest.UsageError(
+                f"--report {path} is a folder; give a file path such as {path / 'run.json'}"
+            )
         if path.exists() and not path.is_file():
             raise pytest.UsageError(
                 f"--report {path} exists and is not a regular file (a device, a pipe); give a "
@@ -108,7 +115,9 @@ class Collector:
         # the lock file is held, not truncated by contenders: it can say who holds it (a courtesy for the next run's
         # message, which a full disk must not turn into a failure of this one)
         with contextlib.suppress(OSError):
-            self.lock_path.write_text(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            self.lock_path.write_text(
+                f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+            )
         if self.partial.exists() and self.partial.stat().st_size:
             stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.partial.stat().st_mtime))
             kept = self.partial.with_name(f"{path.stem}.partial-{stamp}.jsonl")
@@ -148,8 +157,14 @@ class Collector:
         if key is not None and report.failed and key not in self.records:
             # No record: the process running the case died (xdist reports the crash, when "???").
             kind = "crash" if report.when == "???" else "error"
-            why = "its worker process died (killed, out of memory, or crashed): " if kind == "crash" else ""
-            self.add({"record": to_json(self.unscored(key, kind, why + str(report.longrepr)[-2000:]))})
+            why = (
+                "its worker process died (killed, out of memory, or crashed): "
+                if kind == "crash"
+                else ""
+            )
+            self.add(
+                {"record": to_json(self.unscored(key, kind, why + str(report.longrepr)[-2000:]))}
+            )
 
     def unscored(self, key: tuple[str, int], kind: str, message: str) -> CaseRecord:
         return replace(new_record(*key, self.thresholds), error_kind=kind, message=message)  # type: ignore[arg-type]
@@ -162,13 +177,17 @@ class Collector:
             self.run_error = error
         if meta and self.run_meta is None:
             self.run_meta = meta
-        if meta and self.run_meta is not None and "cache" in meta:  # workers may each set a broken file aside
-            seen = self.run_meta.setdefault("cache", dict(meta["cache"])).setdefault("set_aside", [])
+        if (
+            meta and self.run_meta is not None and "cache" in meta
+        ):  # workers may each set a broken file aside
+            seen = self.run_meta.setdefault("cache", dict(meta["cache"])).setdefault(
+                "set_aside", []
+            )
             seen.extend(p for p in meta["cache"].get("set_aside", []) if p not in seen)
         self.records[(record.task, record.length)] = record
-        self.samples[(record.task, record.length)] = adapter_for(tuple[SampleOutcome, ...]).validate_python(
-            wire.get("samples") or ()
-        )
+        self.samples[(record.task, record.length)] = adapter_for(
+            tuple[SampleOutcome, ...]
+        ).validate_python(wire.get("samples") or ())
         if self.report_path and self.partial_error is None:
             # with its samples' outputs: what an interrupted run cannot regenerate without the model
             line = json.dumps({**wire["record"], "samples": wire.get("samples") or []}) + "\n"
@@ -178,9 +197,13 @@ class Collector:
                     f.write(line)
             except OSError as exc:  # a full disk: the records are still in memory for the report
                 self.partial_error = f"cannot append to {self.partial} ({exc.strerror or exc})"
-                self.notes.append(f"{self.partial_error}; unfinished cases are no longer saved as they finish")
+                self.notes.append(
+                    f"{self.partial_error}; unfinished cases are no longer saved as they finish"
+                )
                 with contextlib.suppress(OSError):
-                    os.truncate(self.partial, size)  # no record cut in half: the file ends at its last whole line
+                    os.truncate(
+                        self.partial, size
+                    )  # no record cut in half: the file ends at its last whole line
 
     def finish(self, reason: str) -> list[CaseRecord]:
         """Every selected case: the ones that reported, and the ones that never did, as not run, with ``reason``."""
@@ -224,7 +247,9 @@ def pytest_runtest_makereport(
     if state is not None and final:
         record = state.record
         if report.failed and record.verdict != "fail" and not record.error_kind:
-            state.record = replace(record, verdict="error", error_kind="error", message=str(report.longrepr)[-2000:])
+            state.record = replace(
+                record, verdict="error", error_kind="error", message=str(report.longrepr)[-2000:]
+            )
             state.run_error = item.session.stash.get(RUN_ERROR_KEY, None)
         # A plain attribute travels through xdist's report serialization (and stays out of junit).
         report.ctxgate_case = state.to_wire()  # type: ignore[attr-defined]
@@ -239,7 +264,11 @@ def _stop_reason(session: pytest.Session, exitstatus: int, run_error: str | None
         how = f" ({received[0]})" if received else ""
         return f"the session was interrupted{how} before this case finished"
     stopped = session.shouldfail or session.shouldstop
-    return f"the session stopped early ({stopped})" if stopped else "the session ended before this case ran"
+    return (
+        f"the session stopped early ({stopped})"
+        if stopped
+        else "the session ended before this case ran"
+    )
 
 
 def _write(collector: Collector, report: Report, baseline: Baseline | None) -> None:
@@ -255,7 +284,9 @@ def _write(collector: Collector, report: Report, baseline: Baseline | None) -> N
     page = _html(collector, report, rows, baseline)
     files = {
         predictions: "".join(json.dumps(to_json(row)) + "\n" for row in rows),
-        path.with_suffix(".md"): markdown(report, html_name=path.with_suffix(".html").name if page else None),
+        path.with_suffix(".md"): markdown(
+            report, html_name=path.with_suffix(".html").name if page else None
+        ),
         path: report_text(report),
     }
     if page is not None:
@@ -264,7 +295,9 @@ def _write(collector: Collector, report: Report, baseline: Baseline | None) -> N
     collector.partial.unlink(missing_ok=True)
 
 
-def _html(collector: Collector, report: Report, rows: list[Prediction], baseline: Baseline | None) -> str | None:
+def _html(
+    collector: Collector, report: Report, rows: list[Prediction], baseline: Baseline | None
+) -> str | None:
     """The HTML report, or None with a note: a page that cannot be drawn never costs the JSON report."""
     assert collector.report_path is not None
     from ctxgate.report.page import PageInput, render
@@ -272,9 +305,13 @@ def _html(collector: Collector, report: Report, rows: list[Prediction], baseline
     baseline_rows: list[Prediction] = []
     try:
         if baseline is not None:
-            baseline_rows = read_predictions(predictions_path(Path(baseline.path), read_report(Path(baseline.path))))
+            baseline_rows = read_predictions(
+                predictions_path(Path(baseline.path), read_report(Path(baseline.path)))
+            )
         where = baseline.path if baseline else None
-        return render(PageInput(report, rows, baseline_rows, where, report_name=collector.report_path.name))
+        return render(
+            PageInput(report, rows, baseline_rows, where, report_name=collector.report_path.name)
+        )
     except Exception as exc:  # noqa: BLE001 - whatever went wrong drawing it, the JSON report is written
         collector.notes.append(
             f"the HTML report was not written ({type(exc).__name__}: {exc}); ctxgate html "
@@ -308,9 +345,16 @@ def _judged(session: pytest.Session, exitstatus: int, collector: Collector) -> R
         "lengths": list(plan.lengths),
         "chat_template": "off" if plan.model.chat_template == "auto" else plan.model.chat_template,
     }
-    meta = {**meta, "thresholds": thresholds.path, "data_sha256": _combined([c.data_sha256 for c in cases])}
+    meta = {
+        **meta,
+        "thresholds": thresholds.path,
+        "data_sha256": _combined([c.data_sha256 for c in cases]),
+    }
     if meta.get("cache"):
-        meta["cache"] = {**meta["cache"], "samples_from_cache": sum(c.samples_from_cache for c in cases)}
+        meta["cache"] = {
+            **meta["cache"],
+            "samples_from_cache": sum(c.samples_from_cache for c in cases),
+        }
     run = adapter_for(RunInfo).validate_python(meta)
     complete = exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
     error = RunError(collector.run_error) if collector.run_error else None
@@ -337,12 +381,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if summary := os.environ.get("GITHUB_STEP_SUMMARY"):
         page = collector.report_path.with_suffix(".html") if collector.report_path else None
-        html_name = page.name if page is not None and not collector.write_error and page.is_file() else None
+        html_name = (
+            page.name if page is not None and not collector.write_error and page.is_file() else None
+        )
         try:
             with open(summary, "a", encoding="utf-8") as f:
                 f.write(markdown(report, html_name=html_name))
         except OSError as exc:
-            collector.notes.append(f"GITHUB_STEP_SUMMARY {summary} could not be appended to ({exc.strerror or exc})")
+            collector.notes.append(
+                f"GITHUB_STEP_SUMMARY {summary} could not be appended to ({exc.strerror or exc})"
+            )
     failed = any(g.verdict == "fail" for g in report.gates)
     if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -377,4 +425,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if collector.write_error:
         terminalreporter.write_line(f"ERROR: {collector.write_error}", red=True)
     elif collector.report_path:
-        terminalreporter.write_line(f"report: {collector.report_path} (+ .predictions.jsonl, .md, .html)")
+        terminalreporter.write_line(
+            f"report: {collector.report_path} (+ .predictions.jsonl, .md, .html)"
+        )

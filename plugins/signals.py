@@ -23,7 +23,9 @@ from .options import PLAN_KEY, refusals_are_usage_errors
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
 _PREVIOUS_KEY = pytest.StashKey[dict[int, Any]]()
-RECEIVED_KEY = pytest.StashKey[list[str]]()  # the signal that ended the run, for the report's reason
+RECEIVED_KEY = pytest.StashKey[
+    list[str]
+]()  # the signal that ended the run, for the report's reason
 PARENT_POLL_S = 0.5
 
 
@@ -32,7 +34,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.stash[PLAN_KEY].model.model:
         return
     if hasattr(config, "workerinput"):
-        threading.Thread(target=_watch_parent, args=(os.getppid(),), name="ctxgate-parent-watch", daemon=True).start()
+        threading.Thread(
+            target=_watch_parent, args=(os.getppid(),), name="ctxgate-parent-watch", daemon=True
+        ).start()
         return
     if threading.current_thread() is not threading.main_thread():
         return  # signal handlers can only be set from the main thread (pytest run inside a thread)
@@ -58,4 +62,6 @@ def _watch_parent(parent: int) -> None:
     while True:
         time.sleep(PARENT_POLL_S)
         if os.getppid() != parent:
-            os._exit(3)  # the controller died: nobody reads this worker's results; cached rows are committed
+            os._exit(
+                3
+            )  # the controller died: nobody reads this worker's results; cached rows are committed

@@ -61,7 +61,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         values["ctxgate/tokens_seen"] = float(step.tokens_seen)
     name = f"ctxgate {Path(spec.model).name}"
     with tempfile.TemporaryDirectory() as tmp:
-        report_file = collector.report_path if collector.report_path and collector.report_path.is_file() else None
+        report_file = (
+            collector.report_path
+            if collector.report_path and collector.report_path.is_file()
+            else None
+        )
         if report_file is None:
             report_file = Path(tmp) / "report.json"
             report_file.write_text(report_text(report))
@@ -75,7 +79,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                     f"Fix: {_fix(target, exc)}"
                 )
                 continue
-            at = f"step {step.value} ({step.source})" if step.value is not None else "no step (pass --step N)"
+            at = (
+                f"step {step.value} ({step.source})"
+                if step.value is not None
+                else "no step (pass --step N)"
+            )
             collector.notes.append(f"logged {len(values)} values to {where} at {at}")
 
 

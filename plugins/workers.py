@@ -76,7 +76,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if not count:
         return None
     try:
-        given = read((BACKEND, TP, DEVICE_MAP, GPUS_PER_REPLICA), lambda dest: config.getoption(dest, None))
+        given = read(
+            (BACKEND, TP, DEVICE_MAP, GPUS_PER_REPLICA), lambda dest: config.getoption(dest, None)
+        )
     except OptionError:
         return None
     if given["backend"] == "vllm":

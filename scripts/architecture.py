@@ -16,7 +16,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
-START, END = "<!-- module map: written by scripts/architecture.py -->", "<!-- end of the module map -->"
+START, END = (
+    "<!-- module map: written by scripts/architecture.py -->",
+    "<!-- end of the module map -->",
+)
 
 
 def first_sentence(path: Path) -> str:
@@ -35,34 +38,52 @@ def module_map() -> str:
     from tests.test_layout import FLOORS, floor_of
 
     files = subprocess.run(
-        ["git", "ls-files", "ctxgate", "plugins"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["git", "ls-files", "ctxgate", "plugins"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     modules = sorted(f for f in files if f.endswith(".py"))
     lines = [START, ""]
     for level, (name, _) in reversed(list(enumerate(FLOORS))):
         lines += [f"**{name}**", ""]
-        for path in (p for p in modules if p.startswith("ctxgate/") and floor_of(module_of(p)) == level):
+        for path in (
+            p for p in modules if p.startswith("ctxgate/") and floor_of(module_of(p)) == level
+        ):
             lines.append(f"- `{path.removeprefix('ctxgate/')}`: {first_sentence(ROOT / path)}")
         lines.append("")
-    lines += ["**the pytest plugins** (`plugins/`, installed as `ctxgate_plugins`; on the report floor)", ""]
+    lines += [
+        "**the pytest plugins** (`plugins/`, installed as `ctxgate_plugins`; on the report floor)",
+        "",
+    ]
     for path in (p for p in modules if p.startswith("plugins/")):
         lines.append(f"- `{path}`: {first_sentence(ROOT / path)}")
     return "\n".join([*lines, "", END])
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true", help="exit 1 when the map in the doc differs from the code")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--check", action="store_true", help="exit 1 when the map in the doc differs from the code"
+    )
     args = ap.parse_args()
     text = DOC.read_text("utf-8")
     if START not in text or END not in text:
-        print(f"{DOC} has no module map between {START!r} and {END!r}: add the two lines", file=sys.stderr)
+        print(
+            f"{DOC} has no module map between {START!r} and {END!r}: add the two lines",
+            file=sys.stderr,
+        )
         return 2
     head, rest = text.split(START, 1)
     updated = head + module_map() + rest.split(END, 1)[1]
     if args.check:
         same = updated == text
-        print(f"{DOC}: {'the module map is up to date' if same else 'the module map differs from the code'}")
+        print(
+            f"{DOC}: {'the module map is up to date' if same else 'the module map differs from the code'}"
+        )
         return 0 if same else 1
     DOC.write_text(updated, "utf-8")
     print(f"wrote the module map in {DOC}")

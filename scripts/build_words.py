@@ -31,25 +31,32 @@ OUT = Path(__file__).resolve().parent.parent / "ctxgate" / "data" / "words" / "e
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--wheel", type=Path, default=None)
     args = ap.parse_args()
     wheel = args.wheel
     if wheel is None:
         folder = Path(tempfile.mkdtemp())
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder), WHEEL], check=True
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder), WHEEL],
+            check=True,
         )
         wheel = next(folder.glob("english_words-*.whl"))
     raw = wheel.read_bytes()
     if hashlib.sha256(raw).hexdigest() != WHEEL_SHA256:
-        raise SystemExit(f"{wheel} is not the {WHEEL} wheel this list was built from (sha256 differs)")
+        raise SystemExit(
+            f"{wheel} is not the {WHEEL} wheel this list was built from (sha256 differs)"
+        )
     with zipfile.ZipFile(io.BytesIO(raw)) as z:
         words = pickle.loads(z.read(MEMBER))  # noqa: S301 - the pinned wheel, checked above
     kept = sorted(w for w in words if w.isascii() and w.isalpha() and w.islower())
     text = "\n".join(kept) + "\n"
     OUT.write_bytes(lzma.compress(text.encode("ascii"), preset=9 | lzma.PRESET_EXTREME))
-    print(f"wrote {OUT}: {len(kept):,} words, sha256 of the text {hashlib.sha256(text.encode()).hexdigest()}")
+    print(
+        f"wrote {OUT}: {len(kept):,} words, sha256 of the text {hashlib.sha256(text.encode()).hexdigest()}"
+    )
 
 
 if __name__ == "__main__":

@@ -31,7 +31,9 @@ def stable(value: Any) -> Any:
         return {k: stable(v) for k, v in sorted(value.items()) if not VOLATILE.search(k)}
     if isinstance(value, list):
         return [stable(v) for v in value]
-    if isinstance(value, str) and re.fullmatch(r"/\S+", value):  # an absolute path: where the checkout lies
+    if isinstance(value, str) and re.fullmatch(
+        r"/\S+", value
+    ):  # an absolute path: where the checkout lies
         return Path(value).name
     if isinstance(value, str):  # a temporary folder named in a message
         return re.sub(r"/tmp/[^\s'\")]+", "<tmp>", value)
@@ -43,9 +45,13 @@ def digest(value: Any) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("report", type=Path)
-    ap.add_argument("--write", type=Path, help="also write the normalized report here (to diff two of them)")
+    ap.add_argument(
+        "--write", type=Path, help="also write the normalized report here (to diff two of them)"
+    )
     args = ap.parse_args()
     report = json.loads(args.report.read_text())
     for c in sorted(report["cases"], key=lambda c: (c["task"], c["length"])):
@@ -55,7 +61,11 @@ def main() -> None:
         )
     normalized = stable(report)
     predictions = args.report.with_suffix(".predictions.jsonl")
-    rows = [stable(json.loads(line)) for line in predictions.read_text().splitlines()] if predictions.exists() else []
+    rows = (
+        [stable(json.loads(line)) for line in predictions.read_text().splitlines()]
+        if predictions.exists()
+        else []
+    )
     print(
         f"cases: {len(report['cases'])}; report minus timings: {digest(normalized)}; "
         f"predictions ({len(rows)} rows): {digest(rows)}"

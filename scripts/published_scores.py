@@ -19,7 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "ctxgate" / "data" / "published.toml"
-EXCERPTS = ROOT / "fixtures" / "papers"  # the papers' tables this script reads (--excerpt writes them)
+EXCERPTS = (
+    ROOT / "fixtures" / "papers"
+)  # the papers' tables this script reads (--excerpt writes them)
 RULER_LENGTHS = ("4K", "8K", "16K", "32K", "64K", "128K")
 HELMET_LENGTHS = ("8K", "16K", "32K", "64K", "128K")
 
@@ -115,7 +117,15 @@ def ruler_table(text: str, caption: str, measure: str) -> list[dict]:
         scores = [value(x) for x in c[3:9]]
         if None in scores or not LENGTH.match(effective):
             continue
-        rows.append({"label": c[0], "claimed": claimed, "effective": effective, "scores": scores, "measure": measure})
+        rows.append(
+            {
+                "label": c[0],
+                "claimed": claimed,
+                "effective": effective,
+                "scores": scores,
+                "measure": measure,
+            }
+        )
     return rows
 
 
@@ -325,7 +335,11 @@ def build(papers: Path) -> str:
             }
             if model != RULER_IDS[row["label"]]:
                 extra["paper_id"] = RULER_IDS[row["label"]]
-            out.append(toml_row(source, model, row["label"], measure, RULER_LENGTHS, row["scores"], chat, extra))
+            out.append(
+                toml_row(
+                    source, model, row["label"], measure, RULER_LENGTHS, row["scores"], chat, extra
+                )
+            )
     for row in helmet_figure6(helmet):
         out.append(
             toml_row(
@@ -343,10 +357,16 @@ def build(papers: Path) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--papers", type=Path, default=EXCERPTS)
     ap.add_argument("--check", action="store_true")
-    ap.add_argument("--excerpt", action="store_true", help=f"write the lines build reads from --papers to {EXCERPTS}")
+    ap.add_argument(
+        "--excerpt",
+        action="store_true",
+        help=f"write the lines build reads from --papers to {EXCERPTS}",
+    )
     args = ap.parse_args()
     if args.excerpt:
         for name, text in excerpts(args.papers).items():

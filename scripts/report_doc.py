@@ -17,7 +17,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "report.md"
-START, END = "<!-- report fields: written by scripts/report_doc.py -->", "<!-- end of the report fields -->"
+START, END = (
+    "<!-- report fields: written by scripts/report_doc.py -->",
+    "<!-- end of the report fields -->",
+)
 
 
 def text(doc: str) -> str:
@@ -31,7 +34,9 @@ def kind(prop: dict[str, Any]) -> str:
         name = prop["$ref"].rsplit("/", 1)[1]
         return f"[{name}](#{name.lower()})"
     if "anyOf" in prop:  # the values of several literal types as one list
-        values = [v for p in prop["anyOf"] for v in p.get("enum", [p["const"]] if "const" in p else [])]
+        values = [
+            v for p in prop["anyOf"] for v in p.get("enum", [p["const"]] if "const" in p else [])
+        ]
         rest = [kind(p) for p in prop["anyOf"] if "enum" not in p and "const" not in p]
         return " or ".join(([kind({"enum": values})] if values else []) + rest)
     if "const" in prop or "enum" in prop:
@@ -73,7 +78,10 @@ def records(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
                 visit(ref, at, defs[ref])
 
     visit(schema["title"], "", schema)
-    return [(name, ", ".join(f"`{p}`" for p in paths[name] if p), record) for name, (_, record) in found.items()]
+    return [
+        (name, ", ".join(f"`{p}`" for p in paths[name] if p), record)
+        for name, (_, record) in found.items()
+    ]
 
 
 def tables(schema: dict[str, Any], title: str) -> tuple[list[str], list[str]]:
@@ -122,22 +130,36 @@ def fields() -> tuple[str, list[str]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true", help="exit 1 when the tables in the doc differ from the schema")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when the tables in the doc differ from the schema",
+    )
     args = ap.parse_args()
     written, missing = fields()
     if missing:
-        print(f"give these fields a docstring in ctxgate/records/schema.py: {', '.join(missing)}", file=sys.stderr)
+        print(
+            f"give these fields a docstring in ctxgate/records/schema.py: {', '.join(missing)}",
+            file=sys.stderr,
+        )
         return 1
     text_now = DOC.read_text("utf-8")
     if START not in text_now or END not in text_now:
-        print(f"{DOC} has no field tables between {START!r} and {END!r}: add the two lines", file=sys.stderr)
+        print(
+            f"{DOC} has no field tables between {START!r} and {END!r}: add the two lines",
+            file=sys.stderr,
+        )
         return 2
     head, rest = text_now.split(START, 1)
     updated = head + written + rest.split(END, 1)[1]
     if args.check:
         same = updated == text_now
-        print(f"{DOC}: {'the field tables are up to date' if same else 'the field tables differ from the schema'}")
+        print(
+            f"{DOC}: {'the field tables are up to date' if same else 'the field tables differ from the schema'}"
+        )
         return 0 if same else 1
     DOC.write_text(updated, "utf-8")
     print(f"wrote the field tables in {DOC}")

@@ -23,13 +23,21 @@ HOTPOT = ROOT / "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--tokenizer", default=str(ROOT / "fixtures/tiny-llama-niah"))
     ap.add_argument("--lengths", default="4k,8k,16k,32k,64k,128k")
     ap.add_argument("--samples", type=int, default=100)
     ap.add_argument("--suite", default="ruler", help="ruler, helmet, or all")
-    ap.add_argument("--tasks", default="", help="comma-separated task names (default: the whole suite)")
-    ap.add_argument("--data-dir", default=None, help="HELMET's data folder (default: none; HELMET tasks then skip)")
+    ap.add_argument(
+        "--tasks", default="", help="comma-separated task names (default: the whole suite)"
+    )
+    ap.add_argument(
+        "--data-dir",
+        default=None,
+        help="HELMET's data folder (default: none; HELMET tasks then skip)",
+    )
     args = ap.parse_args()
 
     from transformers import AutoTokenizer
@@ -52,7 +60,11 @@ def main() -> None:
         data_dir=args.data_dir,
     )
     wanted = set(filter(None, args.tasks.split(",")))
-    specs = [s for s in all_tasks(None if args.suite == "all" else args.suite) if not wanted or s.name in wanted]
+    specs = [
+        s
+        for s in all_tasks(None if args.suite == "all" else args.suite)
+        if not wanted or s.name in wanted
+    ]
     lines = []
     for length in parse_lengths(args.lengths):
         for spec in specs:

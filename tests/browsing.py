@@ -23,7 +23,9 @@ def chromium() -> str:
 def launch() -> Iterator[Any]:
     """One browser for a module's tests (the fixture's body: ``yield from launch()``)."""
     executable = chromium()
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the dev extra)")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="pip install playwright (the dev extra)"
+    )
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         yield b
@@ -38,7 +40,10 @@ class Opened:
         self.errors: list[str] = []
         self.requests: list[str] = []
         self.shots = shots
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type in ("error", "warning") else None)
+        self.page.on(
+            "console",
+            lambda m: self.errors.append(m.text) if m.type in ("error", "warning") else None,
+        )
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
         self.page.on("request", lambda r: self.requests.append(r.url))
         self.url = path.resolve().as_uri()
@@ -55,7 +60,9 @@ class Opened:
             from PIL import Image
 
             Path(keep).mkdir(parents=True, exist_ok=True)
-            Image.open(target).convert("RGB").quantize(256).save(Path(keep) / target.name, optimize=True)
+            Image.open(target).convert("RGB").quantize(256).save(
+                Path(keep) / target.name, optimize=True
+            )
 
     def clean(self) -> None:
         assert self.errors == []

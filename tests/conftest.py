@@ -66,7 +66,9 @@ LONGEST_FIRST = (
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file's own order is kept
+    items.sort(
+        key=lambda item: rank.get(item.path.name, len(rank))
+    )  # stable: a file's own order is kept
 
 
 @pytest.fixture(scope="session")
@@ -150,7 +152,9 @@ def byte_encoder() -> PieceEncoder:
     return PieceEncoder(ByteTokenizer())
 
 
-def suite_command(*args: str, model: Path | str | None = TINY, python: Path | str = sys.executable) -> list[str]:
+def suite_command(
+    *args: str, model: Path | str | None = TINY, python: Path | str = sys.executable
+) -> list[str]:
     """``python -m pytest --model=MODEL ARGS`` as a user starts the suite (no pytest cache); run it with
     ``SUITE_ENV`` so this checkout's plugins are on the path. ``model=None`` leaves ``--model`` to ``args``, for a
     test of the option's own forms; ``python``: another environment's interpreter (an installed wheel's)."""
@@ -222,7 +226,9 @@ def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
     log = pytester.path / "calls.txt"
     # 0.2 s a generation: once 10 are logged, the other 44 need seconds more, time for the interrupt to land even
     # on a loaded machine
-    (pytester.path / "script.json").write_text(json.dumps({**ALL_RIGHT, "sleep": 0.2, "calls_log": str(log)}))
+    (pytester.path / "script.json").write_text(
+        json.dumps({**ALL_RIGHT, "sleep": 0.2, "calls_log": str(log)})
+    )
     proc = start_suite(
         "--backend", SCRIPTED, "--lengths", "4k", "--samples", "6", "-k", "niah or vt", "--report", "out/r.json",
         *args,
@@ -273,7 +279,9 @@ def call_ctxgate(
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 status = main(list(args))
-            except SystemExit as exit_:  # argparse's refusal of an option, as the console script ends on it
+            except (
+                SystemExit
+            ) as exit_:  # argparse's refusal of an option, as the console script ends on it
                 status = exit_.code if isinstance(exit_.code, int) else 1
     finally:
         os.chdir(saved_cwd)
@@ -288,7 +296,9 @@ def _checkout_on_the_path_of_pytesters_runs(request: pytest.FixtureRequest) -> N
     as the suite's launchers do (SUITE_ENV)."""
     if "pytester" in request.fixturenames:
         paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
-        request.getfixturevalue("monkeypatch").setenv("PYTHONPATH", os.pathsep.join(filter(None, paths)))
+        request.getfixturevalue("monkeypatch").setenv(
+            "PYTHONPATH", os.pathsep.join(filter(None, paths))
+        )
 
 
 @pytest.fixture
@@ -317,7 +327,14 @@ def scripted_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]
 
     def run(name: str, script: dict[str, Any], *args: str) -> pytest.RunResult:
         (pytester.path / f"{name}.script.json").write_text(json.dumps(script))
-        model = ("--model", f"{name}.script.json", "--backend", SCRIPTED, "--report", f"{name}.json")
+        model = (
+            "--model",
+            f"{name}.script.json",
+            "--backend",
+            SCRIPTED,
+            "--report",
+            f"{name}.json",
+        )
         return pytester.runpytest(*model, *args)
 
     return run
@@ -361,7 +378,10 @@ def script_faults(url: str, faults: list[dict[str, Any]]) -> None:
     urllib.request.urlopen(req).read()
 
 
-ALL_RIGHT = {"max_positions": 100000, "default": 1.0}  # a scripted model that answers everything right
+ALL_RIGHT = {
+    "max_positions": 100000,
+    "default": 1.0,
+}  # a scripted model that answers everything right
 SCRIPTED = "tests.scripted:ScriptedBackend"  # --backend of the plumbing tests: tests/scripted.py
 
 
@@ -373,7 +393,11 @@ def suite(pytester: pytest.Pytester):
     pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
 
     def run(
-        script: dict, *args: str, thresholds: str | None = None, lengths: str = "4k,8k", subprocess: bool = False
+        script: dict,
+        *args: str,
+        thresholds: str | None = None,
+        lengths: str = "4k,8k",
+        subprocess: bool = False,
     ) -> pytest.RunResult:
         (pytester.path / "script.json").write_text(json.dumps(script))
         if thresholds is not None:
@@ -407,14 +431,24 @@ def stored_report(cases: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
     from ctxgate import __version__
     from ctxgate.records.schema import SCHEMA_VERSION
 
-    run = {"model": "m", "backend": None, "seed": 42, "samples": None, "lengths": [], "chat_template": "task"}
+    run = {
+        "model": "m",
+        "backend": None,
+        "seed": 42,
+        "samples": None,
+        "lengths": [],
+        "chat_template": "task",
+    }
     return {
         "schema_version": SCHEMA_VERSION,
         "ctxgate_version": __version__,
         "created": "2026-11-23T00:00:00+00:00",
         "complete": True,
         "run": {**run, "lengths": sorted({c["length"] for c in cases}), **fields.pop("run", {})},
-        "cases": [{"suite": "ruler", "verdict": "pass", "score": None, "n": 0, "floor": 0.0, **c} for c in cases],
+        "cases": [
+            {"suite": "ruler", "verdict": "pass", "score": None, "n": 0, "floor": 0.0, **c}
+            for c in cases
+        ],
         "by_length": {},
         "overall": {},
         "effective_length": None,
@@ -423,7 +457,9 @@ def stored_report(cases: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
     }
 
 
-def prediction(task: str, length: int, index: int, score: float | None, **fields: Any) -> Prediction:
+def prediction(
+    task: str, length: int, index: int, score: float | None, **fields: Any
+) -> Prediction:
     """A line of a ``.predictions.jsonl`` as ``read_predictions`` returns it; ``fields`` replace the made-up ones."""
     from ctxgate.records.schema import Prediction
 

@@ -53,7 +53,10 @@ def right(metric: str, references: Sequence[str]) -> str:
     if metric == "ndcg_at_10":  # the passages by falling relevance
         qrels = helmet.qrels_from_references(references)
         return " " + " > ".join(sorted(qrels, key=lambda pid: -qrels[pid]))
-    if metric in ("babilong_match", "mrcr_ratio"):  # the target (the rest are the rule's); the answer, string first
+    if metric in (
+        "babilong_match",
+        "mrcr_ratio",
+    ):  # the target (the rest are the rule's); the answer, string first
         return references[0]
     return " " + " ".join(references)
 
@@ -69,13 +72,17 @@ class ScriptedBackend:
         try:
             self.script = json.loads(path.read_text("utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"--backend scripted needs --model pointing at a JSON script; {path}: {exc}") from None
+            raise ValueError(
+                f"--backend scripted needs --model pointing at a JSON script; {path}: {exc}"
+            ) from None
         self.spec, self._context = spec, context
         self.tokenizer: RawTokenizer = ByteTokenizer()
         if self.script.get("tokenizer"):
             from transformers import AutoTokenizer
 
-            self.tokenizer = HFTokenizer(AutoTokenizer.from_pretrained(str(path.parent / self.script["tokenizer"])))
+            self.tokenizer = HFTokenizer(
+                AutoTokenizer.from_pretrained(str(path.parent / self.script["tokenizer"]))
+            )
         self.fingerprint = {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
         self.max_positions: int | None = self.script.get("max_positions")
         self.concurrency = int(self.script.get("concurrency", 1))
@@ -107,7 +114,9 @@ class ScriptedBackend:
             if message := self._lookup("raise", r):
                 raise RuntimeError(message)
             p = float(self._lookup("accuracy", r, self.script.get("default", 1.0)))
-            i = r.index + int(self.script.get("offset", 0))  # another offset: same rate, other samples right
+            i = r.index + int(
+                self.script.get("offset", 0)
+            )  # another offset: same rate, other samples right
             right = math.floor((i + 1) * p + 1e-9) > math.floor(i * p + 1e-9)
             text = self._right(r) if right else ""
             out.append(Generation(text, len(text.encode("utf-8")), "stop"))
@@ -120,10 +129,14 @@ class ScriptedBackend:
             if self._context is None:
                 encoder = PieceEncoder(self.tokenizer)
                 self._context = prompt_context(
-                    self.spec, encoder, resolve_chat(self.spec.chat_template, encoder.has_chat_template)
+                    self.spec,
+                    encoder,
+                    resolve_chat(self.spec.chat_template, encoder.has_chat_template),
                 )
             context = self._context
-        return right(spec.metric.name, build_sample(spec, context, r.length, r.index, context.seed).answers)
+        return right(
+            spec.metric.name, build_sample(spec, context, r.length, r.index, context.seed).answers
+        )
 
     def describe(self) -> dict[str, object]:
         return {"backend": self.name, "script": self.script}

@@ -44,7 +44,10 @@ def test_an_adapter_predicts_as_its_merged_folder_and_is_its_own_model(lora, rea
     assert _predictions(reports["step4"]) == _predictions(reports["merged"])
     assert _predictions(reports["step4"]) != _predictions(reports["base"])  # the adapter is applied
     runs = {k: json.loads(v.read_text())["run"] for k, v in reports.items()}
-    assert runs["step4"]["base_model"] == str(TINY.resolve()) or Path(runs["step4"]["base_model"]) == TINY
+    assert (
+        runs["step4"]["base_model"] == str(TINY.resolve())
+        or Path(runs["step4"]["base_model"]) == TINY
+    )
     assert runs["step4"]["backend"]["adapter"]["applied"] == "merged"
     fingerprints = {k: r["model_fingerprint"]["sha256"] for k, r in runs.items()}
     assert len(set(fingerprints.values())) == 4
@@ -61,11 +64,16 @@ def test_the_trainer_runs_checkpoints_give_the_step_their_trainer_state_says(lor
     from ctxgate.steps import TRAINER_STATE, training_step
 
     (step2, step4), _ = lora
-    assert [training_step(c) for c in (step2, step4)] == [Step(2, TRAINER_STATE), Step(4, TRAINER_STATE)]
+    assert [training_step(c) for c in (step2, step4)] == [
+        Step(2, TRAINER_STATE),
+        Step(4, TRAINER_STATE),
+    ]
     assert json.loads((step4 / TRAINER_STATE).read_text())["global_step"] == 4
 
 
-def test_an_adapter_whose_base_is_gone_is_one_line_naming_it_and_the_flag(lora, real_suite, tmp_path):
+def test_an_adapter_whose_base_is_gone_is_one_line_naming_it_and_the_flag(
+    lora, real_suite, tmp_path
+):
     (_, step4), _ = lora
     moved = tmp_path / "adapter"
     shutil.copytree(step4, moved)
@@ -75,7 +83,10 @@ def test_an_adapter_whose_base_is_gone_is_one_line_naming_it_and_the_flag(lora, 
     result = real_suite(*CASES, "--no-cache", model=moved)
     out = result.stdout.str()
     assert result.ret != 0 and "Traceback" not in out
-    assert f"the adapter's base model '{tmp_path / 'gone' / 'tiny'}'" in out and "pass --base-model PATH" in out
+    assert (
+        f"the adapter's base model '{tmp_path / 'gone' / 'tiny'}'" in out
+        and "pass --base-model PATH" in out
+    )
     fixed = real_suite(*CASES, "--no-cache", "--base-model", str(TINY), model=moved)
     assert fixed.ret == 0, fixed.stdout.str()[-2000:]
 
@@ -85,10 +96,14 @@ def test_an_adapter_without_weights_or_with_pickle_is_named(lora, tmp_path):
     folder = tmp_path / "adapter"
     shutil.copytree(step4, folder)
     (folder / "adapter_model.safetensors").rename(folder / "adapter_model.bin")
-    with pytest.raises(CheckpointError, match=r"adapter_model\.bin is a pickle file.*--allow-pickle"):
+    with pytest.raises(
+        CheckpointError, match=r"adapter_model\.bin is a pickle file.*--allow-pickle"
+    ):
         find_adapter(folder, None)
     (folder / "adapter_model.bin").unlink()
-    with pytest.raises(CheckpointError, match=r"no adapter weights .*restore the file from the training run"):
+    with pytest.raises(
+        CheckpointError, match=r"no adapter weights .*restore the file from the training run"
+    ):
         find_adapter(folder, None)
     (folder / "adapter_config.json").write_text("{}")
     with pytest.raises(CheckpointError, match="names no peft_type"):
@@ -118,7 +133,10 @@ def _empty_weights(folder: Path) -> None:
             r"peft_type 'NOTAPEFT' is not one this peft loads \(e\.g\. LORA, .*restore it from the training",
         ),
         (_cut_weights, r"adapter_model\.safetensors is truncated: .*re-copy the file"),
-        (_empty_weights, r"adapter_model\.safetensors is not a safetensors file, or it is cut short \(0 bytes\)"),
+        (
+            _empty_weights,
+            r"adapter_model\.safetensors is not a safetensors file, or it is cut short \(0 bytes\)",
+        ),
     ],
     ids=["unknown-peft-type", "truncated-weights", "empty-weights"],
 )
@@ -140,16 +158,22 @@ def test_vllm_serves_an_adapter_merged_into_its_base(lora, real_suite, pytester)
     """--backend vllm loads the adapter merged into its base (written once as a Hugging Face folder): the same
     predictions as the merged folder under HF, and the report says what was served."""
     (_, step4), merged = lora
-    served = real_suite(*CASES, "--backend", "vllm", "--cache-dir", "cache", "--report", "vllm.json", model=step4)
+    served = real_suite(
+        *CASES, "--backend", "vllm", "--cache-dir", "cache", "--report", "vllm.json", model=step4
+    )
     assert served.ret == 0, served.stdout.str()[-3000:]
     assert real_suite(*CASES, "--no-cache", "--report", "merged.json", model=merged).ret == 0
     assert _predictions(pytester.path / "vllm.json") == _predictions(pytester.path / "merged.json")
     run = json.loads((pytester.path / "vllm.json").read_text())["run"]
     assert "the PEFT adapter merged into its base" in json.dumps(run)
-    assert [p.name for p in (pytester.path / "cache" / "models").iterdir() if p.is_dir()][0].startswith("model-")
+    assert [p.name for p in (pytester.path / "cache" / "models").iterdir() if p.is_dir()][
+        0
+    ].startswith("model-")
 
 
-def test_an_adapter_on_a_base_of_another_shape_is_one_line_naming_a_tensor(lora, real_suite, tmp_path):
+def test_an_adapter_on_a_base_of_another_shape_is_one_line_naming_a_tensor(
+    lora, real_suite, tmp_path
+):
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig.from_pretrained(TINY)
@@ -162,5 +186,8 @@ def test_an_adapter_on_a_base_of_another_shape_is_one_line_naming_a_tensor(lora,
     result = real_suite(*CASES, "--base-model", str(other), model=checkpoints[-1])
     out = result.stdout.str() + result.stderr.str()
     assert result.ret != 0 and "Traceback" not in out and "size mismatch" not in out
-    assert f"does not fit the base {other}: " in out and "in the adapter and torch.Size([4, 64]) in the base" in out
+    assert (
+        f"does not fit the base {other}: " in out
+        and "in the adapter and torch.Size([4, 64]) in the base" in out
+    )
     assert "pass --base-model with the model it was trained on" in out

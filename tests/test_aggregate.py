@@ -26,12 +26,23 @@ def test_ruler_average_is_plain_mean_and_partial_is_marked():
 
 
 def test_helmet_recall_members():
-    g = helmet_recall({"json_kv": 40.0, "niah_multikey_2": 60.0, "niah_multikey_3": 80.0, "niah_multivalue": 100.0})
+    g = helmet_recall(
+        {
+            "json_kv": 40.0,
+            "niah_multikey_2": 60.0,
+            "niah_multikey_3": 80.0,
+            "niah_multivalue": 100.0,
+        }
+    )
     assert g.score == 70.0 and not g.partial
 
 
 def test_effective_length_needs_every_shorter_length():
-    by_length = {4096: GroupScore(90.0, ()), 8192: GroupScore(85.6, ()), 16384: GroupScore(95.0, ())}
+    by_length = {
+        4096: GroupScore(90.0, ()),
+        8192: GroupScore(85.6, ()),
+        16384: GroupScore(95.0, ()),
+    }
     eff = effective_length(by_length)
     assert eff.value == 4096  # 85.6 is not strictly above 85.6, so 8K fails and 16K does not count
     assert eff.max_passing == 16384
@@ -43,7 +54,14 @@ def test_effective_length_zero_when_shortest_fails():
 
 
 def test_weighted_averages_match_ruler_definition():
-    scores = {4096: 96.6, 8192: 96.3, 16384: 95.2, 32768: 93.2, 65536: 87.0, 131072: 81.2}  # GPT-4, Table 3
+    scores = {
+        4096: 96.6,
+        8192: 96.3,
+        16384: 95.2,
+        32768: 93.2,
+        65536: 87.0,
+        131072: 81.2,
+    }  # GPT-4, Table 3
     assert weighted_average(scores, True) == pytest.approx(89.0, abs=0.05)
     assert weighted_average(scores, False) == pytest.approx(94.1, abs=0.05)
 
@@ -73,12 +91,27 @@ def test_a_fractional_interval_narrows_towards_the_mean_as_samples_grow():
 def test_rulers_average_is_its_thirteen_tasks_and_helmets_recall_takes_three_of_them():
     tasks = membership()
     assert len(tasks.ruler) == 13 and "vt" in tasks.ruler and "json_kv" not in tasks.ruler
-    assert set(tasks.helmet["recall"]) == {"json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue"}
-    assert list(tasks.helmet) == ["recall", "rag", "rerank", "cite", "longqa", "summ", "icl"]  # the paper's order
+    assert set(tasks.helmet["recall"]) == {
+        "json_kv",
+        "niah_multikey_2",
+        "niah_multikey_3",
+        "niah_multivalue",
+    }
+    assert list(tasks.helmet) == [
+        "recall",
+        "rag",
+        "rerank",
+        "cite",
+        "longqa",
+        "summ",
+        "icl",
+    ]  # the paper's order
 
 
 def test_a_length_with_an_early_stopped_ruler_task_never_counts_as_effective():
     early = ruler_average(full(99.0), early={"vt"})
     assert early.score == 99.0 and early.early == ("vt",)
-    eff = effective_length({4096: ruler_average(full(99.0)), 8192: early, 16384: ruler_average(full(99.0))})
+    eff = effective_length(
+        {4096: ruler_average(full(99.0)), 8192: early, 16384: ruler_average(full(99.0))}
+    )
     assert eff.value == 4096 and eff.early == (8192,) and eff.per_length[8192] is False

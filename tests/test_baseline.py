@@ -24,7 +24,9 @@ def test_noise_passes_and_a_real_drop_fails_with_the_statistics(run, pytester):
     case = json.loads((pytester.path / "noisy.json").read_text())["cases"][0]
     assert case["baseline"]["delta"] == 0.0 and not case["baseline"]["regressed"]
     assert case["baseline"]["method"] == "tango-score"
-    dropped = run("drop", {"default": 0.8, "accuracy": {"vt": {"*": 0.4}}}, "--baseline", "base.json")
+    dropped = run(
+        "drop", {"default": 0.8, "accuracy": {"vt": {"*": 0.4}}}, "--baseline", "base.json"
+    )
     dropped.assert_outcomes(passed=1, failed=1)
     dropped.stdout.fnmatch_lines(
         [
@@ -37,21 +39,27 @@ def test_noise_passes_and_a_real_drop_fails_with_the_statistics(run, pytester):
 def test_tolerance_comes_from_thresholds(run, pytester):
     run("base", {"default": 0.8}).assert_outcomes(passed=2)
     (pytester.path / "thresholds.toml").write_text('[[tolerance]]\ntask = "vt"\npoints = 60\n')
-    run("drop", {"default": 0.8, "accuracy": {"vt": {"*": 0.4}}}, "--baseline", "base.json").assert_outcomes(passed=2)
+    run(
+        "drop", {"default": 0.8, "accuracy": {"vt": {"*": 0.4}}}, "--baseline", "base.json"
+    ).assert_outcomes(passed=2)
 
 
 def test_different_prompts_are_an_error_naming_what_differs(run):
     run("base", {"default": 1.0}).assert_outcomes(passed=2)
     result = run("other", {"default": 1.0}, "--baseline", "base.json", "--chat-template", "on")
     result.assert_outcomes(errors=2)
-    result.stdout.fnmatch_lines(["*the prompts differ in chat-template setting ('task' in the baseline, 'on' now)*"])
+    result.stdout.fnmatch_lines(
+        ["*the prompts differ in chat-template setting ('task' in the baseline, 'on' now)*"]
+    )
     result = run("seed", {"default": 1.0}, "--baseline", "base.json", "--seed", "7")
     result.stdout.fnmatch_lines(["*data seed (42 in the baseline, 7 now)*"])
 
 
 def test_unreadable_baseline_is_a_usage_error(run, pytester):
     (pytester.path / "nope.json").write_text("{}")
-    result = pytester.runpytest("--backend", SCRIPTED, "--model", "x.json", "--baseline", "missing.json")
+    result = pytester.runpytest(
+        "--backend", SCRIPTED, "--model", "x.json", "--baseline", "missing.json"
+    )
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--baseline missing.json: cannot read the report*"])
 
@@ -60,7 +68,9 @@ def test_diff_prints_the_same_comparison(run, pytester, capsys):
     run("base", {"default": 0.8}).assert_outcomes(passed=2)
     run("new", {"default": 0.8, "accuracy": {"vt": {"*": 0.4}}}).assert_outcomes(passed=2)
     capsys.readouterr()
-    code = main(["diff", str(pytester.path / "base.json"), str(pytester.path / "new.json"), "--markdown"])
+    code = main(
+        ["diff", str(pytester.path / "base.json"), str(pytester.path / "new.json"), "--markdown"]
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert "| vt | 4K | 80.0 | 40.0 | -40.0 |" in out and "REGRESSED" in out
@@ -79,5 +89,11 @@ def test_a_case_the_baseline_has_no_score_for_is_named_in_the_gate():
     ]
     gate = baseline_gate(cases, BaselineRun("base.json", ("vt-4096",)))
     assert gate.verdict == "pass"
-    assert "1 scored case(s) have no score in the baseline, e.g. cwe-4096: gated by their floors alone" in gate.message
-    assert "no score in the baseline" not in baseline_gate(cases[:1], BaselineRun("b", ("vt-4096",))).message
+    assert (
+        "1 scored case(s) have no score in the baseline, e.g. cwe-4096: gated by their floors alone"
+        in gate.message
+    )
+    assert (
+        "no score in the baseline"
+        not in baseline_gate(cases[:1], BaselineRun("b", ("vt-4096",))).message
+    )

@@ -12,14 +12,23 @@ SELECT = ("-k", "niah_single_1", "--lengths", "256", "--samples", "40", "--no-ca
 
 
 def test_the_baseline_gate_on_real_checkpoints(real_suite, pytester, checkpoint_sequence):
-    (pytester.path / "thresholds.toml").write_text("[regression]\ntolerance = 5\nconfidence = 0.95\n")
-    real_suite(*SELECT, "--report", "base.json", model=checkpoint_sequence / "checkpoint-100").assert_outcomes(passed=1)
+    (pytester.path / "thresholds.toml").write_text(
+        "[regression]\ntolerance = 5\nconfidence = 0.95\n"
+    )
+    real_suite(
+        *SELECT, "--report", "base.json", model=checkpoint_sequence / "checkpoint-100"
+    ).assert_outcomes(passed=1)
     base = str(pytester.path / "base.json")
     base_score = json.loads((pytester.path / "base.json").read_text())["cases"][0]["score"]
 
     # Same behaviour, different weights: the paired difference is noise and the case passes.
     real_suite(
-        *SELECT, "--baseline", base, "--report", "same.json", model=checkpoint_sequence / "checkpoint-200"
+        *SELECT,
+        "--baseline",
+        base,
+        "--report",
+        "same.json",
+        model=checkpoint_sequence / "checkpoint-200",
     ).assert_outcomes(passed=1)
     (case,) = json.loads((pytester.path / "same.json").read_text())["cases"]
     paired = case["baseline"]
@@ -28,7 +37,12 @@ def test_the_baseline_gate_on_real_checkpoints(real_suite, pytester, checkpoint_
 
     # Broken retrieval: the case fails with both scores, the delta, its interval and n.
     result = real_suite(
-        *SELECT, "--baseline", base, "--report", "broken.json", model=checkpoint_sequence / "checkpoint-600"
+        *SELECT,
+        "--baseline",
+        base,
+        "--report",
+        "broken.json",
+        model=checkpoint_sequence / "checkpoint-600",
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -55,11 +69,21 @@ def test_the_baseline_gate_on_real_checkpoints(real_suite, pytester, checkpoint_
     result.assert_outcomes(failed=1)
     (case,) = json.loads((pytester.path / "seq.json").read_text())["cases"]
     seq = case["sequential"]
-    assert case["baseline"]["regressed"] and seq["decided"] == "fail" and seq["baseline"]["decided"] == "below"
+    assert (
+        case["baseline"]["regressed"]
+        and seq["decided"] == "fail"
+        and seq["baseline"]["decided"] == "below"
+    )
     assert 10 <= seq["used"] == case["n"] < 40 and case["baseline"]["n"] == case["n"]
-    result.stdout.fnmatch_lines(["*regressed*--sequential: certain it dropped by more than the tolerance*"])
+    result.stdout.fnmatch_lines(
+        ["*regressed*--sequential: certain it dropped by more than the tolerance*"]
+    )
 
     # Other data (another seed) cannot be paired: the error names the data hash instead of comparing.
-    result = real_suite(*SELECT, "--seed", "7", "--baseline", base, model=checkpoint_sequence / "checkpoint-200")
+    result = real_suite(
+        *SELECT, "--seed", "7", "--baseline", base, model=checkpoint_sequence / "checkpoint-200"
+    )
     result.assert_outcomes(errors=1)  # raised while setting the case up, before any generation
-    result.stdout.fnmatch_lines(["*the prompts differ in data seed (42 in the baseline, 7 now)*drop --baseline*"])
+    result.stdout.fnmatch_lines(
+        ["*the prompts differ in data seed (42 in the baseline, 7 now)*drop --baseline*"]
+    )

@@ -15,7 +15,11 @@ def test_checkpoints_are_ordered_by_step(tmp_path):
     for name in ("step_2000", "checkpoint-300", "global_step1000"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.json").write_text("{}")
-    assert [p.name for p in order_checkpoints([tmp_path])] == ["checkpoint-300", "global_step1000", "step_2000"]
+    assert [p.name for p in order_checkpoints([tmp_path])] == [
+        "checkpoint-300",
+        "global_step1000",
+        "step_2000",
+    ]
     with pytest.raises(BisectError, match="no step number"):
         step_of(tmp_path / "final")
 
@@ -49,18 +53,43 @@ def test_bisect_names_the_first_damaged_checkpoint(checkpoint_sequence, tmp_path
 
 
 def test_bisect_refuses_an_unusable_selection(checkpoint_sequence, capsys):
-    assert main(["bisect", str(checkpoint_sequence), "-k", "no_such_task", "--lengths", "256", "--no-cache"]) == 2
+    assert (
+        main(
+            [
+                "bisect",
+                str(checkpoint_sequence),
+                "-k",
+                "no_such_task",
+                "--lengths",
+                "256",
+                "--no-cache",
+            ]
+        )
+        == 2
+    )
     assert "selects no case" in capsys.readouterr().err
 
 
-def test_a_flag_that_does_not_fit_the_checkpoints_is_a_usage_error_not_a_bad_checkpoint(checkpoint_sequence, capsys):
-    args = ["bisect", str(checkpoint_sequence), "-k", "niah_single_1", "--lengths", "256", "--no-cache"]
+def test_a_flag_that_does_not_fit_the_checkpoints_is_a_usage_error_not_a_bad_checkpoint(
+    checkpoint_sequence, capsys
+):
+    args = [
+        "bisect",
+        str(checkpoint_sequence),
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "256",
+        "--no-cache",
+    ]
     assert main([*args, "--config-from", str(checkpoint_sequence / "checkpoint-100")]) == 2
     err = capsys.readouterr().err
     assert "--config-from is for a sharded checkpoint" in err and "drop --config-from" in err
 
 
-def test_bisect_under_sequential_finds_the_same_checkpoint_with_fewer_samples(checkpoint_sequence, tmp_path):
+def test_bisect_under_sequential_finds_the_same_checkpoint_with_fewer_samples(
+    checkpoint_sequence, tmp_path
+):
     args = [
         str(checkpoint_sequence),
         "--good",
@@ -91,9 +120,19 @@ def test_bisect_under_sequential_finds_the_same_checkpoint_with_fewer_samples(ch
         ("--data-dir", "no/such/folder", "--data-dir"),
     ],
 )
-def test_bisect_refuses_a_bad_option_in_the_words_pytest_uses(checkpoint_sequence, capsys, flag, value, names):
+def test_bisect_refuses_a_bad_option_in_the_words_pytest_uses(
+    checkpoint_sequence, capsys, flag, value, names
+):
     """The option table checks a value once (run/options.opening) for pytest and bisect alike."""
-    args = ["bisect", str(checkpoint_sequence), "-k", "niah_single_1", "--lengths", "256", "--no-cache"]
+    args = [
+        "bisect",
+        str(checkpoint_sequence),
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "256",
+        "--no-cache",
+    ]
     assert main([*args, flag, value]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("ctxgate bisect: ") and names in err
@@ -117,8 +156,14 @@ def test_the_options_bisect_shares_with_pytest_are_the_same_options():
     declared = {name: o for g in plugins._groups for o in g.options for name in o.names()}
     for option in (*EVALUATION, *SEQUENTIAL_OPTIONS):
         mine, theirs = bisect[option.flag], declared[option.flag].attrs()
-        assert mine.help == theirs["help"] == option.help.replace("%(default)s", str(option.default))
-        assert mine.metavar == theirs.get("metavar") and mine.type is None and theirs.get("type") is None
+        assert (
+            mine.help == theirs["help"] == option.help.replace("%(default)s", str(option.default))
+        )
+        assert (
+            mine.metavar == theirs.get("metavar")
+            and mine.type is None
+            and theirs.get("type") is None
+        )
 
 
 @pytest.mark.parametrize("fan_out", [1, 2, 3, 4, 7, 16])
@@ -144,5 +189,9 @@ def test_a_fan_out_finds_the_plain_bisections_checkpoint_in_no_more_rounds(fan_o
             found, rounds, seen = counted(size, first_bad, fan_out)
             assert found == plain == first_bad
             assert rounds <= plain_rounds
-            assert rounds <= math.ceil(math.log(size - 1, fan_out + 1)) + 1 if size > 2 else rounds == 0
+            assert (
+                rounds <= math.ceil(math.log(size - 1, fan_out + 1)) + 1
+                if size > 2
+                else rounds == 0
+            )
             assert len(seen) <= rounds * fan_out

@@ -31,7 +31,9 @@ def test_put_get_and_namespaces(tmp_path):
     assert a.key("p123", GenerationParams(max_new_tokens=9)) != key
 
 
-@pytest.mark.parametrize("content", [b"this is not a database", b"SQLite format 3\x00" + b"\x00" * 50])
+@pytest.mark.parametrize(
+    "content", [b"this is not a database", b"SQLite format 3\x00" + b"\x00" * 50]
+)
 def test_corrupt_file_is_set_aside(tmp_path, content):
     (tmp_path / FILE_NAME).write_bytes(content)
     with pytest.warns(CacheWarning, match="moved to"):
@@ -68,7 +70,9 @@ def scripted(pytester: pytest.Pytester):
     log = pytester.path / "calls.txt"
 
     def script(**extra) -> str:
-        (pytester.path / "script.json").write_text(json.dumps({"default": 1.0, "calls_log": str(log), **extra}))
+        (pytester.path / "script.json").write_text(
+            json.dumps({"default": 1.0, "calls_log": str(log), **extra})
+        )
         return "script.json"
 
     def calls() -> list[str]:
@@ -85,7 +89,9 @@ def test_rerun_regenerates_nothing_and_reports_it(scripted):
     pytester.runpytest("--model", script(), *ARGS, "--report", "a.json").assert_outcomes(passed=9)
     first = len(calls())
     assert first == 9 * 6
-    pytester.runpytest("--model", "script.json", *ARGS, "--report", "b.json").assert_outcomes(passed=9)
+    pytester.runpytest("--model", "script.json", *ARGS, "--report", "b.json").assert_outcomes(
+        passed=9
+    )
     assert len(calls()) == first
     report = json.loads((pytester.path / "b.json").read_text())
     assert report["run"]["cache"]["samples_from_cache"] == 54
@@ -105,7 +111,9 @@ def test_concurrent_workers_lose_nothing(scripted):
         .fetchone()[0]
     )
     assert rows == 54
-    pytester.runpytest_subprocess("--model", "script.json", *ARGS, "-n", "2").assert_outcomes(passed=9)
+    pytester.runpytest_subprocess("--model", "script.json", *ARGS, "-n", "2").assert_outcomes(
+        passed=9
+    )
     assert len(calls()) == 54
 
 
@@ -137,4 +145,6 @@ def test_kill_9_mid_case_loses_at_most_the_sample_in_flight(scripted, in_flight)
     assert 20 <= done_before < 54
     pytester.runpytest("--model", "script.json", *ARGS).assert_outcomes(passed=9)
     regenerated = len(calls()) - done_before
-    assert regenerated <= 54 - done_before + in_flight  # what was not generated, and at most those in flight
+    assert (
+        regenerated <= 54 - done_before + in_flight
+    )  # what was not generated, and at most those in flight

@@ -49,7 +49,16 @@ def test_processes_creating_one_cache_at_once_lose_no_row(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(tmp_path), str(w), str(PROCESSES), str(TRIALS), str(ROWS)],
+            [
+                sys.executable,
+                "-c",
+                WORKER,
+                str(tmp_path),
+                str(w),
+                str(PROCESSES),
+                str(TRIALS),
+                str(ROWS),
+            ],
             env=env,
             stderr=subprocess.PIPE,
             text=True,
@@ -57,10 +66,16 @@ def test_processes_creating_one_cache_at_once_lose_no_row(tmp_path):
         for w in range(PROCESSES)
     ]
     errors = [p.communicate(timeout=1200)[1] for p in procs]
-    assert all(p.returncode == 0 for p in procs) and not any("CacheWarning" in e for e in errors), errors
+    assert all(p.returncode == 0 for p in procs) and not any("CacheWarning" in e for e in errors), (
+        errors
+    )
     for t in range(TRIALS):
         folder = tmp_path / f"trial-{t}"
-        rows = sqlite3.connect(folder / FILE_NAME).execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+        rows = (
+            sqlite3.connect(folder / FILE_NAME)
+            .execute("SELECT COUNT(*) FROM generations")
+            .fetchone()[0]
+        )
         assert rows == PROCESSES * ROWS, f"trial {t}: {rows} rows"
         assert not list(folder.glob("*set-aside*")) and not list(folder.glob("*.tmp"))
 
@@ -131,8 +146,12 @@ def test_read_only_cache_is_unavailable_not_a_traceback(open_folder, what):
     if what == "writable":
         assert outcome == "opened | warnings: 0"
         return
-    assert outcome.startswith("unavailable:") and "--no-cache or another --cache-dir" in outcome, outcome
-    assert outcome.endswith("warnings: 0")  # nothing was set aside: the file is fine, only not writable here
+    assert outcome.startswith("unavailable:") and "--no-cache or another --cache-dir" in outcome, (
+        outcome
+    )
+    assert outcome.endswith(
+        "warnings: 0"
+    )  # nothing was set aside: the file is fine, only not writable here
 
 
 def test_a_write_that_fails_mid_run_gives_the_cache_up_with_one_warning(tmp_path):

@@ -55,7 +55,14 @@ def test_a_header_that_is_json_but_not_tensors_is_refused(tmp_path):
 def test_missing_shards_are_named(ckpt):
     (ckpt / "model.safetensors").rename(ckpt / "model-00001-of-00002.safetensors")
     (ckpt / "model.safetensors.index.json").write_text(
-        json.dumps({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})
+        json.dumps(
+            {
+                "weight_map": {
+                    "a": "model-00001-of-00002.safetensors",
+                    "b": "model-00002-of-00002.safetensors",
+                }
+            }
+        )
     )
     with pytest.raises(CheckpointError, match="model-00002-of-00002.safetensors is not in"):
         check_checkpoint(ckpt)
@@ -74,11 +81,15 @@ def test_a_run_folder_is_not_a_checkpoint_and_says_which_are(tmp_path, ckpt):
     adapter = tmp_path / "adapter-10"
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text('{"peft_type": "LORA"}')
-    with pytest.raises(CheckpointError, match=r"is a training run.*\(adapter-10, ckpt, \.\.\.\); pass one of them"):
+    with pytest.raises(
+        CheckpointError, match=r"is a training run.*\(adapter-10, ckpt, \.\.\.\); pass one of them"
+    ):
         locate(tmp_path)
 
 
-def test_a_model_name_that_is_no_folder_nor_in_the_hub_cache_says_so_in_one_line(tmp_path, monkeypatch):
+def test_a_model_name_that_is_no_folder_nor_in_the_hub_cache_says_so_in_one_line(
+    tmp_path, monkeypatch
+):
     from ctxgate.backends.checkpoint import ModelNotFound, resolve_model
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))

@@ -13,7 +13,16 @@ import pytest
 from tests.conftest import run_ctxgate
 
 BREAK_AT = 2  # checkpoint-300 of checkpoint-100 .. -400
-CASES = ("-k", "niah_single_1", "--lengths", "256", "--samples", "10", "--no-cache", "--allow-pickle")
+CASES = (
+    "-k",
+    "niah_single_1",
+    "--lengths",
+    "256",
+    "--samples",
+    "10",
+    "--no-cache",
+    "--allow-pickle",
+)
 
 
 @pytest.fixture(scope="module", params=["adapter_sequence", "sharded_sequence"])
@@ -28,7 +37,9 @@ def run_folder(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 def test_pytest_watch_and_bisect_give_the_same_verdicts(run_folder, real_suite, pytester):
     thresholds = pytester.path / "thresholds.toml"
     thresholds.write_text("[regression]\ntolerance = 5.0\n")
-    reference = real_suite(*CASES, "--report", "reference.json", model=run_folder / "checkpoint-100")
+    reference = real_suite(
+        *CASES, "--report", "reference.json", model=run_folder / "checkpoint-100"
+    )
     assert reference.ret == 0, reference.stdout.str()[-2000:]
     gated = (*CASES, f"--thresholds={thresholds}", f"--baseline={pytester.path / 'reference.json'}")
 

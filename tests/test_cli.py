@@ -37,9 +37,17 @@ def test_score_unknown_metric_lists_choices(capsys):
 def test_rescore_from_predictions(tmp_path, capsys):
     rows = [
         prediction(
-            "niah_single_1", 512, 0, 0.0, metric="string_match_all", prediction=" 1234567", answers=("1234567",)
+            "niah_single_1",
+            512,
+            0,
+            0.0,
+            metric="string_match_all",
+            prediction=" 1234567",
+            answers=("1234567",),
         ),
-        prediction("json_kv", 512, 0, 1.0, metric="helmet_subem", prediction=" abc-1", answers=("ABC 1",)),
+        prediction(
+            "json_kv", 512, 0, 1.0, metric="helmet_subem", prediction=" abc-1", answers=("ABC 1",)
+        ),
     ]
     path = tmp_path / "p.jsonl"
     path.write_text("\n".join(json.dumps(to_json(r)) for r in rows) + "\n")
@@ -69,6 +77,10 @@ def test_tasks_and_schema_commands(capsys):
 def test_every_report_field_is_described_in_the_schema_and_the_report_doc_shows_it():
     """docs/report.md's field tables are written from the schema's descriptions (the records' docstrings)."""
     done = subprocess.run(
-        [sys.executable, "scripts/report_doc.py", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "scripts/report_doc.py", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr + " (run: python scripts/report_doc.py)"

@@ -15,7 +15,15 @@ from tests.conftest import ROOT, TINY, launch_suite
 def collect(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``args`` name the model in the form under test."""
     return launch_suite(
-        *args, "--lengths", "512", "--collect-only", "-q", model=None, cwd=cwd, timeout=300, checkout_on_path=False
+        *args,
+        "--lengths",
+        "512",
+        "--collect-only",
+        "-q",
+        model=None,
+        cwd=cwd,
+        timeout=300,
+        checkout_on_path=False,
     )
 
 
@@ -31,13 +39,17 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("form", ["--model PATH", "--model=PATH"])
 def test_an_absolute_model_path_collects_only_the_suite(outside, tmp_path, where, form):
     cwd = ROOT if where == "repo root" else tmp_path
-    (tmp_path / "test_not_ours.py").write_text("def test_x():\n    pass\n")  # the other folder's own tests
+    (tmp_path / "test_not_ours.py").write_text(
+        "def test_x():\n    pass\n"
+    )  # the other folder's own tests
     model = ["--model", str(outside)] if form == "--model PATH" else [f"--model={outside}"]
     result = collect(cwd, *model)
     ids = [line for line in result.stdout.splitlines() if "::" in line]
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert len(ids) == len(all_tasks()), ids[:5]
-    suites = {t.suite for t in all_tasks()}  # each suite's cases are its file's: test_ruler[...], test_mrcr[...]
+    suites = {
+        t.suite for t in all_tasks()
+    }  # each suite's cases are its file's: test_ruler[...], test_mrcr[...]
     assert all(any(f"test_{suite}[" in i for suite in suites) for i in ids)
     assert f"{len(all_tasks())} tests collected" in result.stdout
 

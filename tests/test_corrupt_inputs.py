@@ -23,11 +23,22 @@ from ctxgate.tasks.registry import task_names
 from ctxgate.workflows.watch import WatchError, WatchState
 from tests.conftest import TINY, prediction, stored_report
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 REPORT = json.dumps(
     stored_report(
-        [{"task": "vt", "length": 1024, "verdict": "pass", "score": 50.0, "n": 2, "data_sha256": "ab"}],
+        [
+            {
+                "task": "vt",
+                "length": 1024,
+                "verdict": "pass",
+                "score": 50.0,
+                "n": 2,
+                "data_sha256": "ab",
+            }
+        ],
         predictions="r.predictions.jsonl",
     ),
     indent=1,
@@ -58,7 +69,11 @@ def damaged(draw: st.DrawFn, valid: bytes) -> bytes:
         return bytes(data)
     if how == "insert":
         i = draw(st.integers(0, len(valid)))
-        return valid[:i] + draw(st.sampled_from([b"\xff", b"\xc3(", b"\x00", b"{", b'"', b"\n\n]"])) + valid[i:]
+        return (
+            valid[:i]
+            + draw(st.sampled_from([b"\xff", b"\xc3(", b"\x00", b"{", b'"', b"\n\n]"]))
+            + valid[i:]
+        )
     if how == "garbage":
         return draw(st.binary(max_size=300))
     return b""
@@ -145,11 +160,14 @@ def test_jsonl_data(tmp_path, data):
     assert str(path) in str(caught.value)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     records=st.lists(
         st.dictionaries(
-            st.sampled_from("abc"), st.one_of(st.integers(), st.text(max_size=3), st.lists(st.integers(), max_size=2))
+            st.sampled_from("abc"),
+            st.one_of(st.integers(), st.text(max_size=3), st.lists(st.integers(), max_size=2)),
         ),
         min_size=1,
         max_size=4,
@@ -175,7 +193,14 @@ def checkpoint_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @SETTINGS
 @given(
-    name=st.sampled_from(["config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json"]),
+    name=st.sampled_from(
+        [
+            "config.json",
+            "generation_config.json",
+            "tokenizer_config.json",
+            "special_tokens_map.json",
+        ]
+    ),
     data=st.data(),
 )
 def test_checkpoint_json_files(checkpoint_copy, name, data):

@@ -69,9 +69,9 @@ def unregistered(flags: list[str]) -> list[str]:
 
 
 def test_the_flag_check_knows_the_suites_options_and_only_those() -> None:
-    assert unregistered(["--model", "--ray", "--ray-resource", "--report", "--junitxml", "--no-such-flag"]) == [
-        "--no-such-flag"
-    ]
+    assert unregistered(
+        ["--model", "--ray", "--ray-resource", "--report", "--junitxml", "--no-such-flag"]
+    ) == ["--no-such-flag"]
 
 
 def batch_pytest_line(script: str) -> str:
@@ -91,12 +91,16 @@ def test_the_page_shows_both_files_byte_for_byte() -> None:
 
 
 def test_the_batch_script_is_bash_that_starts_ray_then_runs_the_suite_on_it() -> None:
-    assert subprocess.run(["bash", "-n", str(SBATCH)], capture_output=True, text=True).returncode == 0
+    assert (
+        subprocess.run(["bash", "-n", str(SBATCH)], capture_output=True, text=True).returncode == 0
+    )
     script = SBATCH.read_text("utf-8")
     assert script.startswith("#!/bin/bash\n")
     directives = dict(re.findall(r"^#SBATCH (--[\w-]+)=(\S+)", script, flags=re.M))
     assert int(directives["--nodes"]) > 1 and int(directives["--gpus-per-node"]) >= 1
-    assert re.findall(r"^GPUS_PER_NODE=(\d+)", script, flags=re.M) == [directives["--gpus-per-node"]]
+    assert re.findall(r"^GPUS_PER_NODE=(\d+)", script, flags=re.M) == [
+        directives["--gpus-per-node"]
+    ]
     assert "ray start --head" in script and "ray start --address=" in script and "--block" in script
     assert re.search(r"^trap \w+ EXIT$", script, flags=re.M) and "ray stop" in script
     command = batch_pytest_line(script)
@@ -128,7 +132,9 @@ exit "${PYTEST_STATUS:-0}"
 }
 
 
-def run_batch(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+def run_batch(
+    tmp_path: Path, *args: str, **env: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     """The batch script as Slurm runs it on the first node of a 4-node allocation, Slurm, Ray and Python stood in
     for: its exit status and what each stand-in was asked, in order."""
     bin_dir = tmp_path / "bin"
@@ -150,23 +156,34 @@ def run_batch(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.Comple
     work = tmp_path / "submitted-from"
     work.mkdir()
     done = subprocess.run(
-        ["bash", str(SBATCH), *args], cwd=work, env=environ, capture_output=True, text=True, timeout=120
+        ["bash", str(SBATCH), *args],
+        cwd=work,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     return done, log.read_text().splitlines()
 
 
 @pytest.mark.parametrize("status", [0, 1])
-def test_the_batch_script_starts_the_head_then_every_worker_and_ends_with_pytests_status(tmp_path, status) -> None:
+def test_the_batch_script_starts_the_head_then_every_worker_and_ends_with_pytests_status(
+    tmp_path, status
+) -> None:
     baseline = ("reports/last-good/run.json",) if status else ()
     done, log = run_batch(tmp_path, "/ckpts/step-12000", *baseline, PYTEST_STATUS=str(status))
     assert done.returncode == status, done.stdout + done.stderr
-    starts = {line.split(":")[0].removeprefix("srun "): line for line in log if ": ray start" in line}
+    starts = {
+        line.split(":")[0].removeprefix("srun "): line for line in log if ": ray start" in line
+    }
     assert set(starts) == {"node1", "node2", "node3", "node4"}
     head = shlex.split(starts.pop("node1").split(": ", 1)[1])
     assert head[:3] == ["ray", "start", "--head"]
     assert {"--port=6379", "--num-gpus=8", "--node-ip-address=10.1.2.3", "--block"} <= set(head)
     for worker in starts.values():
-        assert {"--address=10.1.2.3:6379", "--num-gpus=8", "--block"} <= set(shlex.split(worker.split(": ", 1)[1]))
+        assert {"--address=10.1.2.3:6379", "--num-gpus=8", "--block"} <= set(
+            shlex.split(worker.split(": ", 1)[1])
+        )
     (suite,) = [shlex.split(line) for line in log if line.startswith("python -m pytest")]
     given = dict(zip(suite[3::2], suite[4::2]))
     assert given["--model"] == "/ckpts/step-12000" and given["--ray"] == "10.1.2.3:6379"
@@ -226,7 +243,9 @@ def test_the_rayjob_runs_the_suite_on_gpu_workers_that_share_the_checkpoint_and_
     assert not unregistered(flags), f"not pytest options: {unregistered(flags)}"
     given = dict(zip(suite, suite[1:]))
     started_in = next((s[1] for s in steps if s[0] == "cd"), None)
-    assert started_in, "the entrypoint starts pytest in a folder every pod shares (the replicas resolve paths there)"
+    assert started_in, (
+        "the entrypoint starts pytest in a folder every pod shares (the replicas resolve paths there)"
+    )
 
     cluster = spec["rayClusterSpec"]
     head = cluster["headGroupSpec"]["template"]
@@ -237,8 +256,12 @@ def test_the_rayjob_runs_the_suite_on_gpu_workers_that_share_the_checkpoint_and_
         assert int(container["resources"]["limits"]["nvidia.com/gpu"]) >= 1
         assert int(group["replicas"]) >= 1
     images = {c["image"] for t in (head, *workers) for c in t["spec"]["containers"]}
-    assert len(images) == 1 and all(images), "one image: the same ctxgate, torch and transformers on every node"
+    assert len(images) == 1 and all(images), (
+        "one image: the same ctxgate, torch and transformers on every node"
+    )
     for path in (given["--model"], given["--report"], started_in):
         assert path.startswith("/")
         where = {on_claim(t, path) for t in (head, *workers)}
-        assert len(where) == 1, f"{path} is not the same shared file on the head and the workers: {where}"
+        assert len(where) == 1, (
+            f"{path} is not the same shared file on the head and the workers: {where}"
+        )

@@ -170,7 +170,9 @@ def test_every_command_of_the_page_runs_as_written(page: Path, tmp_path: Path) -
         if bare(command) in NOT_RUN:
             continue
         expected = int(m.group(1)) if (m := _EXIT.search(command)) else 0
-        done = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=900
+        )
         assert done.returncode == expected, (
             f"{page.relative_to(ROOT)}:{line}: `{command}` exited {done.returncode}, not {expected}\n"
             f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"

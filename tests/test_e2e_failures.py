@@ -29,13 +29,21 @@ def test_kill_9_of_a_real_worker_mid_case_fails_the_run(real_suite, pytester):
     db = pytester.path / "cache" / "generations.sqlite"
     deadline = time.time() + 240
     rows = 0
-    while rows < 40 and time.time() < deadline and proc.poll() is None:  # both workers are generating by then
+    while (
+        rows < 40 and time.time() < deadline and proc.poll() is None
+    ):  # both workers are generating by then
         time.sleep(0.2)
         try:
-            rows = sqlite3.connect(db, timeout=1).execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+            rows = (
+                sqlite3.connect(db, timeout=1)
+                .execute("SELECT COUNT(*) FROM generations")
+                .fetchone()[0]
+            )
         except sqlite3.Error:
             rows = 0
-    workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    workers = subprocess.run(
+        ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
+    ).stdout.split()
     assert len(workers) == 2, workers
     os.kill(int(workers[0]), signal.SIGKILL)
     out, _ = proc.communicate(timeout=600)
@@ -54,7 +62,15 @@ def test_a_truncated_checkpoint_ends_as_one_message_and_a_report(real_suite, pyt
     with weights.open("r+b") as f:
         f.truncate(weights.stat().st_size // 2)
     result = real_suite(
-        "-k", "niah_single_1 or vt", "--lengths", "512", "-n", "2", "--report", "out/r.json", model=ckpt
+        "-k",
+        "niah_single_1 or vt",
+        "--lengths",
+        "512",
+        "-n",
+        "2",
+        "--report",
+        "out/r.json",
+        model=ckpt,
     )
     out = result.stdout.str() + result.stderr.str()
     assert result.ret == 1
@@ -62,7 +78,9 @@ def test_a_truncated_checkpoint_ends_as_one_message_and_a_report(real_suite, pyt
     assert out.count("is truncated") == 1 and "re-copy the file" in out
     report = json.loads((pytester.path / "out" / "r.json").read_text())
     assert "model.safetensors is truncated" in report["error"]["message"]
-    assert [c["error_kind"] for c in report["cases"]] == ["not_run", "not_run"] and not report["complete"]
+    assert [c["error_kind"] for c in report["cases"]] == ["not_run", "not_run"] and not report[
+        "complete"
+    ]
     assert not (pytester.path / "out" / "r.partial.jsonl").exists()
 
 
@@ -74,7 +92,9 @@ def test_a_truncated_checkpoint_ends_as_one_message_and_a_report(real_suite, pyt
         ("config", "config.json is missing"),
     ],
 )
-def test_a_broken_checkpoint_names_the_file_and_the_fix(real_suite, pytester, ckpt, damage, expected):
+def test_a_broken_checkpoint_names_the_file_and_the_fix(
+    real_suite, pytester, ckpt, damage, expected
+):
     if damage == "tokenizer":
         for name in ("tokenizer.json", "tokenizer_config.json"):
             (ckpt / name).unlink()
@@ -90,16 +110,19 @@ def test_a_broken_checkpoint_names_the_file_and_the_fix(real_suite, pytester, ck
     assert "sentencepiece" not in out
     if damage == "auto_map":
         assert "--trust-remote-code" in out and "--ignore-remote-code" in out
-        real_suite("-k", "vt", "--lengths", "1k", "--samples", "2", "--ignore-remote-code", model=ckpt).assert_outcomes(
-            passed=1
-        )
+        real_suite(
+            "-k", "vt", "--lengths", "1k", "--samples", "2", "--ignore-remote-code", model=ckpt
+        ).assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize(
     "args, expected",
     [
         (("--dtype", "nonsense"), "--dtype 'nonsense' is not one of auto, bf16, fp16, fp32"),
-        (("--samples", "100000000"), "--samples '100000000' is not a whole number from 1 to 100,000"),
+        (
+            ("--samples", "100000000"),
+            "--samples '100000000' is not a whole number from 1 to 100,000",
+        ),
         (("--report", "out"), "--report out is a folder; give a file path such as out/run.json"),
     ],
 )
@@ -140,4 +163,7 @@ def test_an_unwritable_cache_means_no_cache_and_one_warning(real_suite, pytester
     result.assert_outcomes(passed=1)
     out = result.stdout.str()
     assert out.count("running without a cache") == 1 and "Traceback" not in out
-    assert "a_file/cache" in json.loads((pytester.path / "r.json").read_text())["run"]["cache"]["disabled"]
+    assert (
+        "a_file/cache"
+        in json.loads((pytester.path / "r.json").read_text())["run"]["cache"]["disabled"]
+    )

@@ -17,7 +17,9 @@ from tests.conftest import TINY
 
 
 @pytest.fixture
-def server() -> Iterator[tuple[str, Callable[[dict[str, Any]], None], Callable[[], dict[str, int]]]]:
+def server() -> Iterator[
+    tuple[str, Callable[[dict[str, Any]], None], Callable[[], dict[str, int]]]
+]:
     from fixtures.completions_server import start
 
     url, httpd = start()
@@ -80,7 +82,10 @@ def test_a_completion_without_choices_is_one_line(run_openai, server):
 def test_a_server_that_lists_no_model_is_told_it_is_loading(run_openai, server):
     server[1]({"models": []})
     out = _out(run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache"))
-    assert "lists no model at /models" in out and "--served-model" not in out.split("lists no model")[1][:200]
+    assert (
+        "lists no model at /models" in out
+        and "--served-model" not in out.split("lists no model")[1][:200]
+    )
 
 
 def test_a_4xx_is_refused_at_once_and_not_retried(run_openai, server):
@@ -88,15 +93,21 @@ def test_a_4xx_is_refused_at_once_and_not_retried(run_openai, server):
     before = server[2]()["completions"]
     out = _out(run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache"))
     assert "refused a completion (413" in out
-    assert server[2]()["completions"] - before == 1  # one request: a 413 does not get better by asking again
+    assert (
+        server[2]()["completions"] - before == 1
+    )  # one request: a 413 does not get better by asking again
 
 
 def test_a_replica_dropped_by_a_burst_of_503s_is_tried_again(run_openai, server):
     """A burst of 503s longer than the retries (a server restarting) drops the only replica; the request waits
     for its re-probe (CTXGATE_REPROBE_S later) instead of failing this case and every later one."""
-    server[1]({"completions": [{"status": 503}] * 2})  # --request-retries 1: two requests, the series is spent
+    server[1](
+        {"completions": [{"status": 503}] * 2}
+    )  # --request-retries 1: two requests, the series is spent
     before = server[2]()["completions"]
-    result = run_openai("-k", "vt or niah_single_1", "--lengths", "1k", "--samples", "1", "--no-cache")
+    result = run_openai(
+        "-k", "vt or niah_single_1", "--lengths", "1k", "--samples", "1", "--no-cache"
+    )
     _out(result)
     result.assert_outcomes(passed=2, deselected=len(all_tasks()) - 2)
     assert server[2]()["completions"] - before == 4  # two 503s, then one completion per case
@@ -115,14 +126,28 @@ def test_a_failing_tokenize_is_refused_not_downgraded(run_openai, server):
     assert "/tokenize answered 401" in out
 
 
-def test_a_length_past_the_servers_max_model_len_names_it_and_force_does_not_pass_it(run_openai, server):
+def test_a_length_past_the_servers_max_model_len_names_it_and_force_does_not_pass_it(
+    run_openai, server
+):
     """The server would refuse the request: --force-lengths (for positions past the model's) cannot help, so the
     case is a window error naming the server's limit and how to raise it."""
     server[1]({"max_model_len": 1024})
-    result = run_openai("-k", "niah_single_1", "--lengths", "1k,2k", "--samples", "1", "--no-cache", "--force-lengths")
+    result = run_openai(
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "1k,2k",
+        "--samples",
+        "1",
+        "--no-cache",
+        "--force-lengths",
+    )
     out = _out(result)
     result.assert_outcomes(passed=1, errors=1, deselected=2 * len(all_tasks()) - 2)
-    assert "niah_single_1 at 2048: the length exceeds the server's max model length (1024, as http://127.0.0.1" in out
+    assert (
+        "niah_single_1 at 2048: the length exceeds the server's max model length (1024, as http://127.0.0.1"
+        in out
+    )
     assert "restart the server with a longer one (vLLM: --max-model-len" in out
 
 
@@ -146,7 +171,9 @@ def test_request_timeouts_grow_with_the_prompt_past_128k(run_openai, server):
 
 def test_a_server_too_slow_for_the_timeout_names_the_flag(run_openai, server):
     server[1]({"completions": [{"delay_s": 3}] * 20})
-    result = run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache", "--request-timeout", "1")
+    result = run_openai(
+        "-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache", "--request-timeout", "1"
+    )
     out = _out(result)
     assert result.ret != 0
     assert "each request timed out after 1 s: raise --request-timeout (it is per 128K tokens" in out
@@ -154,7 +181,16 @@ def test_a_server_too_slow_for_the_timeout_names_the_flag(run_openai, server):
 
 def test_a_server_whose_weights_cannot_be_identified_is_not_cached(run_openai, pytester):
     result = run_openai(
-        "-k", "vt", "--lengths", "1k", "--samples", "2", "--cache-dir", "cache", "--report", "out/r.json"
+        "-k",
+        "vt",
+        "--lengths",
+        "1k",
+        "--samples",
+        "2",
+        "--cache-dir",
+        "cache",
+        "--report",
+        "out/r.json",
     )
     assert result.ret == 0
     report = json.loads((pytester.path / "out" / "r.json").read_text())
@@ -165,7 +201,9 @@ def test_a_server_whose_weights_cannot_be_identified_is_not_cached(run_openai, p
         .execute("SELECT COUNT(*) FROM generations")
         .fetchone()[0]
     )
-    cached = run_openai("-k", "vt", "--lengths", "1k", "--samples", "2", "--cache-dir", "cache", model=str(TINY))
+    cached = run_openai(
+        "-k", "vt", "--lengths", "1k", "--samples", "2", "--cache-dir", "cache", model=str(TINY)
+    )
     assert cached.ret == 0
     rows = (
         sqlite3.connect(pytester.path / "cache" / "generations.sqlite")
@@ -187,7 +225,12 @@ def test_every_engine_setting_is_in_the_cache_namespace(server):
 
     def namespace(engine: dict[str, Any], fingerprint: dict[str, Any] | None = local) -> Any:
         backend = EndpointBackend(
-            EndpointSettings((server[0],), "tiny"), tok, str(TINY), fingerprint, name="vllm", engine=engine
+            EndpointSettings((server[0],), "tiny"),
+            tok,
+            str(TINY),
+            fingerprint,
+            name="vllm",
+            engine=engine,
         )
         return namespace_for(backend.fingerprint["sha256"], backend)
 

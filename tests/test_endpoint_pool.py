@@ -35,7 +35,9 @@ def start_servers(count: int, **script: Any) -> list[tuple[str, Any]]:
     for _ in range(count):
         url, httpd = start()
         plan = json.dumps({"echo": True, **script}).encode()
-        request = urllib.request.Request(url.removesuffix("/v1") + "/_script", data=plan, method="POST")
+        request = urllib.request.Request(
+            url.removesuffix("/v1") + "/_script", data=plan, method="POST"
+        )
         urllib.request.urlopen(request, timeout=10).read()
         started.append((url, httpd))
     return started
@@ -83,13 +85,17 @@ def run_pool(cwd: Path, urls: list[str], *args: str) -> subprocess.CompletedProc
     )
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
-    assert "Traceback" not in out and "During handling" not in out and "Run error" not in out, out[-3000:]
+    assert "Traceback" not in out and "During handling" not in out and "Run error" not in out, out[
+        -3000:
+    ]
     return result
 
 
 def predictions(cwd: Path) -> dict[tuple[str, int, int], str]:
     """Each sample's output, by (task, length, index); a sample twice in the file fails."""
-    rows = [json.loads(line) for line in (cwd / "out" / "r.predictions.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (cwd / "out" / "r.predictions.jsonl").read_text().splitlines()
+    ]
     keys = Counter((r["task"], r["length"], r["index"]) for r in rows)
     assert all(n == 1 for n in keys.values()), [k for k, n in keys.items() if n > 1]
     return {(r["task"], r["length"], r["index"]): r["prediction"] for r in rows}
@@ -99,7 +105,9 @@ def complete_report(cwd: Path, urls: list[str]) -> dict[str, Any]:
     report = json.loads((cwd / "out" / "r.json").read_text())
     assert report["complete"], report.get("error")
     assert sorted(c["task"] for c in report["cases"]) == ["niah_single_1", "vt"]
-    assert all(c["verdict"] == "pass" and c["n"] == SAMPLES for c in report["cases"]), report["cases"]
+    assert all(c["verdict"] == "pass" and c["n"] == SAMPLES for c in report["cases"]), report[
+        "cases"
+    ]
     assert report["run"]["backend"]["endpoints"] == urls
     return report
 
@@ -118,7 +126,9 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int, 
     outputs = predictions(cwd)
     assert len(outputs) == TOTAL and stats["answered"] == TOTAL
     assert Counter(outputs.values()) == Counter(stats["answers"])
-    assert len(set(outputs.values())) == TOTAL  # every prompt is its own: an output names the sample it answered
+    assert (
+        len(set(outputs.values())) == TOTAL
+    )  # every prompt is its own: an output names the sample it answered
     return outputs
 
 
@@ -146,7 +156,9 @@ def test_samples_are_balanced_over_the_servers(servers, reference, tmp_path):
     counts = [state.stats["answered"] for _, state in pool]
     assert sum(counts) == TOTAL and min(counts) >= TOTAL // 3 - 2, counts
     served = Counter(text for _, state in pool for text in state.stats["answers"])
-    assert served == Counter(outputs.values())  # no sample was generated twice, on one server or two
+    assert served == Counter(
+        outputs.values()
+    )  # no sample was generated twice, on one server or two
     for _, state in pool:  # no request failed, so none was sent twice
         assert state.stats["completions"] == state.stats["answered"]
     answered, lines = answered_by(result.stdout)
@@ -154,7 +166,9 @@ def test_samples_are_balanced_over_the_servers(servers, reference, tmp_path):
     assert answered == {url: state.stats["answered"] for url, state in pool}
 
 
-def test_a_server_that_dies_mid_run_has_its_samples_moved_to_the_others(servers, reference, tmp_path):
+def test_a_server_that_dies_mid_run_has_its_samples_moved_to_the_others(
+    servers, reference, tmp_path
+):
     """The first of three servers crashes after answering 3 completions: the next request sent to it goes unanswered
     and its port then refuses connections. The pool drops it (re-probing it every 0.5 s until it gives it up) and
     the other two answer every remaining sample, that one included: the run passes as if nothing had happened."""
@@ -167,14 +181,23 @@ def test_a_server_that_dies_mid_run_has_its_samples_moved_to_the_others(servers,
     outputs = predictions(tmp_path)
     assert outputs == reference  # every sample exactly once, with its own output
     answered, [line] = answered_by(result.stdout)  # the run's last word names the server it lost
-    assert re.search(rf"{re.escape(dying[0])} answered {died_after}, dropped \d+ time\(s\)(, given up)? \(last: ", line)
+    assert re.search(
+        rf"{re.escape(dying[0])} answered {died_after}, dropped \d+ time\(s\)(, given up)? \(last: ",
+        line,
+    )
     assert answered == {url: state.stats["answered"] for url, state in (dying, *others)}
     assert dying[1].dead and dying[1].stats["answered"] == died_after
-    assert dying[1].stats["completions"] > died_after  # it did die mid-run, with requests sent to it
+    assert (
+        dying[1].stats["completions"] > died_after
+    )  # it did die mid-run, with requests sent to it
     moved = [state.stats["answered"] for _, state in others]
     assert sum(moved) == TOTAL - died_after, moved
-    assert min(moved) >= (TOTAL - died_after) // 2 - 2, moved  # shared between the two that are left
+    assert min(moved) >= (TOTAL - died_after) // 2 - 2, (
+        moved
+    )  # shared between the two that are left
     served = Counter(text for _, state in (dying, *others) for text in state.stats["answers"])
-    assert served == Counter(outputs.values())  # what the dead one answered was kept, the rest answered once
+    assert served == Counter(
+        outputs.values()
+    )  # what the dead one answered was kept, the rest answered once
     with pytest.raises(OSError):  # it is gone: its port refuses connections
         urllib.request.urlopen(dying[0].removesuffix("/v1") + "/v1/models", timeout=5)

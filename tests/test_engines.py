@@ -43,7 +43,12 @@ def vllm_url(tmp_path_factory: pytest.TempPathFactory):
     folder = tmp_path_factory.mktemp("vllm")
     (folder / "bare.jinja").write_text(BARE_CHAT_TEMPLATE)
     server = VLLMServer(
-        EngineSpec(python, str(TINY), max_model_len=8192, extra_args=("--chat-template", str(folder / "bare.jinja"))),
+        EngineSpec(
+            python,
+            str(TINY),
+            max_model_len=8192,
+            extra_args=("--chat-template", str(folder / "bare.jinja")),
+        ),
         folder / "server.log",
     )
     server.start()
@@ -64,7 +69,9 @@ def proxy(vllm_url):
     def control(script: dict | None = None) -> dict:
         root = url.removesuffix("/v1")
         if script is not None:
-            req = urllib.request.Request(root + "/_script", data=json.dumps(script).encode(), method="POST")
+            req = urllib.request.Request(
+                root + "/_script", data=json.dumps(script).encode(), method="POST"
+            )
             urllib.request.urlopen(req).read()
         with urllib.request.urlopen(root + "/_stats") as resp:
             return json.loads(resp.read())
@@ -74,14 +81,21 @@ def proxy(vllm_url):
     server.server_close()
 
 
-def run(cwd: Path, *args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def run(
+    cwd: Path, *args: str, env: dict | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
     """The suite from ``cwd`` on the shipped checkpoint with the QA fixtures (no thresholds file)."""
-    return launch_suite("--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *args, cwd=cwd, env=env, timeout=timeout)
+    return launch_suite(
+        "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *args, cwd=cwd, env=env, timeout=timeout
+    )
 
 
 def server_family(log: Path) -> set[int]:
     """The processes a vLLM server's log names: its API server, engine core and workers ("(EngineCore pid=N)")."""
-    return {int(pid) for pid in re.findall(r"\(\w+ pid=(\d+)\)", log.read_text("utf-8", errors="replace"))}
+    return {
+        int(pid)
+        for pid in re.findall(r"\(\w+ pid=(\d+)\)", log.read_text("utf-8", errors="replace"))
+    }
 
 
 def alive(pids: set[int]) -> list[int]:
@@ -99,7 +113,15 @@ def wait_gone(pids: set[int], seconds: float) -> list[int]:
 def samples(path: Path) -> list[tuple]:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     return [
-        (r["task"], r["length"], r["index"], r["prediction"], r["score"], r["output_tokens"], r["finish_reason"])
+        (
+            r["task"],
+            r["length"],
+            r["index"],
+            r["prediction"],
+            r["score"],
+            r["output_tokens"],
+            r["finish_reason"],
+        )
         for r in rows
     ]
 
@@ -140,11 +162,20 @@ def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, t
         env=env,
     )
     assert result.returncode == 0, result.stdout[-3000:]
-    assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(hf_run / "hf.predictions.jsonl")
+    assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(
+        hf_run / "hf.predictions.jsonl"
+    )
     report = json.loads((tmp_path / "out" / "r.json").read_text())
-    assert report["complete"] and all(c["baseline"] and not c["baseline"]["regressed"] for c in report["cases"])
-    assert report["run"]["backend"]["backend"] == "openai" and report["run"]["backend"]["server_version"]
-    assert report["run"]["model_fingerprint"]["local"]["sha256"]  # the local checkpoint's, beside the server's
+    assert report["complete"] and all(
+        c["baseline"] and not c["baseline"]["regressed"] for c in report["cases"]
+    )
+    assert (
+        report["run"]["backend"]["backend"] == "openai"
+        and report["run"]["backend"]["server_version"]
+    )
+    assert report["run"]["model_fingerprint"]["local"][
+        "sha256"
+    ]  # the local checkpoint's, beside the server's
     assert case_names(tmp_path / "out" / "junit.xml") == case_names(hf_run / "hf.xml")
     sent = stats()["completions"]
     assert sent == 40 and all(a == f"Bearer {SECRET}" for a in stats()["authorization"])
@@ -161,7 +192,9 @@ def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, t
         "out/cache",
         env=env,
     )
-    assert again.returncode == 0 and stats()["completions"] == sent  # the cache answered every sample
+    assert (
+        again.returncode == 0 and stats()["completions"] == sent
+    )  # the cache answered every sample
     for path in (tmp_path / "out").rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
@@ -188,31 +221,53 @@ def test_the_chat_api_sends_the_prompt_as_one_user_message_and_matches_hf(proxy,
         env={"CTXGATE_TEST_KEY": SECRET},
     )
     assert result.returncode == 0, result.stdout[-3000:]
-    assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(hf_run / "hf.predictions.jsonl")
+    assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(
+        hf_run / "hf.predictions.jsonl"
+    )
     seen = stats()
-    assert seen["requests"].get("/v1/chat/completions") == 40 and "/v1/completions" not in seen["requests"]
+    assert (
+        seen["requests"].get("/v1/chat/completions") == 40
+        and "/v1/completions" not in seen["requests"]
+    )
     assert "/tokenize" not in seen["requests"]  # a chat API takes text: no ids to check
     assert all(a == f"Bearer {SECRET}" for a in seen["authorization"])
     assert json.loads((tmp_path / "out" / "r.json").read_text())["run"]["backend"]["api"] == "chat"
     off = run(
-        tmp_path, *CASES, "--backend", "openai", "--endpoint-api", "chat", "--base-url", url, "--chat-template", "off"
+        tmp_path,
+        *CASES,
+        "--backend",
+        "openai",
+        "--endpoint-api",
+        "chat",
+        "--base-url",
+        url,
+        "--chat-template",
+        "off",
     )
     assert off.returncode == 4 and "drop --chat-template off" in off.stdout + off.stderr
 
 
 def test_vllm_backend_starts_serves_and_stops_its_own_engine(hf_run, tmp_path):
-    result = run(tmp_path, *CASES, "--backend", "vllm", "-n", "2", "--report", "out/r.json", "--no-cache")
+    result = run(
+        tmp_path, *CASES, "--backend", "vllm", "-n", "2", "--report", "out/r.json", "--no-cache"
+    )
     assert result.returncode == 0, result.stdout[-3000:]
-    assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(hf_run / "hf.predictions.jsonl")
+    assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(
+        hf_run / "hf.predictions.jsonl"
+    )
     report = json.loads((tmp_path / "out" / "r.json").read_text())
-    longest_budget = max(t.tokens_to_generate for t in all_tasks())  # the server's window: any task at the length
+    longest_budget = max(
+        t.tokens_to_generate for t in all_tasks()
+    )  # the server's window: any task at the length
     assert report["run"]["backend"]["backend"] == "vllm"
     assert report["run"]["backend"]["max_model_len"] == 4096 + longest_budget
     logs = list((tmp_path / "out" / "ctxgate-vllm").glob("vllm-*.log"))
     assert len(logs) == 1  # one replica on a machine without GPUs, shared by both workers
     family = server_family(logs[0])
     assert len(family) >= 2  # the API server and its engine
-    assert wait_gone(family, 10) == []  # stopped with the run: the controller waits for every one of them
+    assert (
+        wait_gone(family, 10) == []
+    )  # stopped with the run: the controller waits for every one of them
 
 
 @pytest.fixture
@@ -227,7 +282,11 @@ def other_tokenizer(tmp_path: Path) -> Path:
 
     from ctxgate.backends.endpoint_probe import PROBE
 
-    pieces = Tokenizer.from_file(str(folder / "tokenizer.json")).encode(PROBE, add_special_tokens=False).tokens
+    pieces = (
+        Tokenizer.from_file(str(folder / "tokenizer.json"))
+        .encode(PROBE, add_special_tokens=False)
+        .tokens
+    )
     a, b = pieces[0], next(p for p in pieces if p != pieces[0])  # two pieces the probe is made of
     data = json.loads((folder / "tokenizer.json").read_text())
     vocab = data["model"]["vocab"]
@@ -238,23 +297,56 @@ def other_tokenizer(tmp_path: Path) -> Path:
 
 def test_a_server_with_another_tokenizer_is_refused_naming_both(proxy, tmp_path, other_tokenizer):
     url, _ = proxy
-    result = run(tmp_path, *CASES, "--backend", "openai", "--base-url", url, "--tokenizer", str(other_tokenizer))
+    result = run(
+        tmp_path,
+        *CASES,
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--tokenizer",
+        str(other_tokenizer),
+    )
     out = result.stdout
     assert result.returncode != 0
-    assert f"(serving '{TINY}') tokenizes a probe text" in out and f"local tokenizer {other_tokenizer}" in out
+    assert (
+        f"(serving '{TINY}') tokenizes a probe text" in out
+        and f"local tokenizer {other_tokenizer}" in out
+    )
     assert "Pass --tokenizer with the served model's tokenizer" in out and "Traceback" not in out
 
 
 def test_429_5xx_and_dropped_connections_are_retried(proxy, hf_run, tmp_path):
     url, control = proxy
-    control({"faults": [{"status": 429, "retry_after": 0}, {"status": 503}, {"drop": True}, {"status": 500}]})
-    result = run(tmp_path, *CASES, "--backend", "openai", "--base-url", url, "--report", "r.json", "--no-cache")
+    control(
+        {
+            "faults": [
+                {"status": 429, "retry_after": 0},
+                {"status": 503},
+                {"drop": True},
+                {"status": 500},
+            ]
+        }
+    )
+    result = run(
+        tmp_path,
+        *CASES,
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
+        "--report",
+        "r.json",
+        "--no-cache",
+    )
     assert result.returncode == 0, result.stdout[-3000:]
     assert samples(tmp_path / "r.predictions.jsonl") == samples(hf_run / "hf.predictions.jsonl")
     assert control()["completions"] == 40
 
 
-def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(proxy, tmp_path, monkeypatch):
+def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(
+    proxy, tmp_path, monkeypatch
+):
     monkeypatch.setenv("CTXGATE_REPROBE_S", "1")  # its re-probes, a second apart: it stays dead
     url, control = proxy
     control({"die_after": 5})
@@ -272,11 +364,14 @@ def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(proxy
         "--no-cache",
         timeout=300,
     )
-    assert result.returncode == 1  # within run()'s timeout: the run ended instead of waiting on a dead server
+    assert (
+        result.returncode == 1
+    )  # within run()'s timeout: the run ended instead of waiting on a dead server
     report = json.loads((tmp_path / "r.json").read_text())
     assert [c["verdict"] for c in report["cases"]] == ["error", "error"] and not report["complete"]
     assert all(
-        "did not answer a completion" in c["message"] or "every server is down" in c["message"] for c in report["cases"]
+        "did not answer a completion" in c["message"] or "every server is down" in c["message"]
+        for c in report["cases"]
     )
     assert "Traceback" not in result.stdout and "During handling" not in result.stdout
 
@@ -335,34 +430,66 @@ def test_kill_9_mid_case_then_a_rerun_generates_only_what_was_missing(proxy, tmp
     assert 12 <= before < 40
     control({"delay": 0.0})
     result = run(
-        tmp_path, "-k", "niah_single_1", "--lengths", "1k", "--samples", "40", "--backend", "openai", "--base-url", url
+        tmp_path,
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "1k",
+        "--samples",
+        "40",
+        "--backend",
+        "openai",
+        "--base-url",
+        url,
     )
     assert result.returncode == 0, result.stdout[-2000:]
-    assert control()["completions"] - before <= 40 - before + 4  # the rest, and at most those in flight then
+    assert (
+        control()["completions"] - before <= 40 - before + 4
+    )  # the rest, and at most those in flight then
 
 
 def test_a_server_that_will_not_start_is_one_error_with_its_log(tmp_path):
     result = run(
-        tmp_path, *CASES, "--backend", "vllm", "--vllm-arg=--no-such-vllm-flag", "--report", "r.json", timeout=300
+        tmp_path,
+        *CASES,
+        "--backend",
+        "vllm",
+        "--vllm-arg=--no-such-vllm-flag",
+        "--report",
+        "r.json",
+        timeout=300,
     )
     assert result.returncode == 1 and "Traceback" not in result.stdout
     error = json.loads((tmp_path / "r.json").read_text())["error"]["message"]
-    assert "the vLLM server for" in error and "exited with code" in error and "Last lines of" in error
+    assert (
+        "the vLLM server for" in error and "exited with code" in error and "Last lines of" in error
+    )
     assert "no-such-vllm-flag" in error  # the server's own complaint, from its log
     assert result.stdout.count("Run error:") == 1
 
 
 def test_a_killed_controller_takes_its_server_with_it(tmp_path):
-    proc = start_suite(*CASES, "--backend", "vllm", cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_suite(
+        *CASES,
+        "--backend",
+        "vllm",
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     log = tmp_path / "ctxgate-vllm" / "vllm-0.log"
     deadline = time.time() + 600
-    while time.time() < deadline and not (log.exists() and "Application startup complete" in log.read_text()):
+    while time.time() < deadline and not (
+        log.exists() and "Application startup complete" in log.read_text()
+    ):
         time.sleep(0.5)
     family = server_family(log) if log.exists() else set()
     assert len(family) >= 2, "the server never started"  # the API server and its engine
     proc.kill()  # kill -9: no teardown runs in the controller
     proc.wait()
-    assert wait_gone(family, 60) == []  # nothing of it is left holding memory (a GPU's, on a GPU node)
+    assert (
+        wait_gone(family, 60) == []
+    )  # nothing of it is left holding memory (a GPU's, on a GPU node)
 
 
 def test_a_cpu_server_gets_a_kv_cache_for_one_sequence_of_its_length(monkeypatch):
@@ -371,13 +498,20 @@ def test_a_cpu_server_gets_a_kv_cache_for_one_sequence_of_its_length(monkeypatch
     from types import SimpleNamespace
 
     from ctxgate.backends import vllm_server
-    from ctxgate.backends.vllm_server import EngineError, EngineSpec, cpu_kv_cache_gib, kv_bytes_per_token
+    from ctxgate.backends.vllm_server import (
+        EngineError,
+        EngineSpec,
+        cpu_kv_cache_gib,
+        kv_bytes_per_token,
+    )
 
     assert kv_bytes_per_token(str(TINY), 4) == 2 * 4 * 2 * 32 * 4
     assert cpu_kv_cache_gib(EngineSpec("python", str(TINY), 8192)) == 1
     assert cpu_kv_cache_gib(EngineSpec("python", str(TINY), 262144 + 1200)) == 1
     assert cpu_kv_cache_gib(EngineSpec("python", str(TINY), 1048576 + 1200)) == 3
-    monkeypatch.setattr(vllm_server.psutil, "virtual_memory", lambda: SimpleNamespace(available=2 * 2**30))
+    monkeypatch.setattr(
+        vllm_server.psutil, "virtual_memory", lambda: SimpleNamespace(available=2 * 2**30)
+    )
     with pytest.raises(
         EngineError,
         match=r"needs a 3 GiB KV cache for 1049776 tokens, and 2.0 GiB is free: use shorter --lengths, or set "

@@ -18,7 +18,15 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 from ctxgate.tasks.registry import all_tasks
-from tests.conftest import HELMET_DATA, ROOT, TINY, call_ctxgate, launch_suite, start_suite, stored_report
+from tests.conftest import (
+    HELMET_DATA,
+    ROOT,
+    TINY,
+    call_ctxgate,
+    launch_suite,
+    start_suite,
+    stored_report,
+)
 
 # a floor on every case, above every task's chance score (thresholds.toml refuses one at or below it)
 FLOOR_ALL = f'[[floor]]\ntask = "*"\nfloor = {max(t.chance for t in all_tasks()) + 1:g}\n'
@@ -41,9 +49,19 @@ def _one_line_error(result: pytest.RunResult) -> str:
 # 1. Skips that passed --------------------------------------------------------------------------------------------
 
 
-def test_a_shrunken_window_fails_the_run_and_against_a_baseline_that_scored_the_length(real_suite, pytester, ckpt):
+def test_a_shrunken_window_fails_the_run_and_against_a_baseline_that_scored_the_length(
+    real_suite, pytester, ckpt
+):
     base = real_suite(
-        "-k", "niah_single_1", "--lengths", "256,512", "--samples", "3", "--report", "out/base.json", model=ckpt
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "256,512",
+        "--samples",
+        "3",
+        "--report",
+        "out/base.json",
+        model=ckpt,
     )
     assert base.ret == 0
     config = json.loads((ckpt / "config.json").read_text())
@@ -67,10 +85,15 @@ def test_a_shrunken_window_fails_the_run_and_against_a_baseline_that_scored_the_
     report = _report(pytester)
     case = next(c for c in report["cases"] if c["length"] == 512)
     assert (case["verdict"], case["error_kind"]) == ("error", "window")
-    assert "max_position_embeddings (300)" in case["message"] and "--force-lengths" in case["message"]
+    assert (
+        "max_position_embeddings (300)" in case["message"] and "--force-lengths" in case["message"]
+    )
     gates = _gates(report)
     assert gates["cases"] == gates["baseline"] == gates["floors"] == "fail"
-    assert "Gate baseline: FAIL - 1 case(s) the baseline scored have no score now: niah_single_1-512 (window)" in out
+    assert (
+        "Gate baseline: FAIL - 1 case(s) the baseline scored have no score now: niah_single_1-512 (window)"
+        in out
+    )
 
 
 def test_a_corrupt_data_line_fails_the_case_naming_file_and_line(real_suite, pytester, tmp_path):
@@ -82,7 +105,16 @@ def test_a_corrupt_data_line_fails_the_case_naming_file_and_line(real_suite, pyt
     test_file.write_text("\n".join(lines) + "\n")
     (pytester.path / "thresholds.toml").write_text(FLOOR_ALL)
     result = real_suite(
-        "-k", "icl_trec_coarse", "--lengths", "1k", "--samples", "2", "--data-dir", str(data), "--report", "out/r.json"
+        "-k",
+        "icl_trec_coarse",
+        "--lengths",
+        "1k",
+        "--samples",
+        "2",
+        "--data-dir",
+        str(data),
+        "--report",
+        "out/r.json",
     )
     _one_line_error(result)
     assert result.ret == 1
@@ -93,13 +125,24 @@ def test_a_corrupt_data_line_fails_the_case_naming_file_and_line(real_suite, pyt
     (fix,) = re.findall(r"`(ctxgate [^`]+)`", case["message"])
     assert fix == f"ctxgate data verify {data}"
     checked = call_ctxgate(*fix.split()[1:])
-    assert checked.returncode == 1 and "icl/trec/test.jsonl" in checked.stdout, checked.stdout[-2000:]
+    assert checked.returncode == 1 and "icl/trec/test.jsonl" in checked.stdout, checked.stdout[
+        -2000:
+    ]
 
 
 def test_a_judged_case_with_a_floor_and_no_judge_fails(real_suite, pytester):
     (pytester.path / "thresholds.toml").write_text('[[floor]]\ntask = "alce_asqa"\nfloor = 10\n')
     result = real_suite(
-        "-k", "alce_asqa", "--lengths", "2k", "--samples", "2", "--data-dir", str(HELMET_DATA), "--report", "out/r.json"
+        "-k",
+        "alce_asqa",
+        "--lengths",
+        "2k",
+        "--samples",
+        "2",
+        "--data-dir",
+        str(HELMET_DATA),
+        "--report",
+        "out/r.json",
     )
     out = _one_line_error(result)
     assert result.ret == 1, out[-2000:]
@@ -109,9 +152,20 @@ def test_a_judged_case_with_a_floor_and_no_judge_fails(real_suite, pytester):
     assert "Gate floors: FAIL" in out
 
 
-def test_without_a_floor_a_case_whose_input_was_not_given_is_a_skip(real_suite, pytester, judge_server):
+def test_without_a_floor_a_case_whose_input_was_not_given_is_a_skip(
+    real_suite, pytester, judge_server
+):
     result = real_suite(
-        "-k", "alce_asqa", "--lengths", "2k", "--samples", "2", "--data-dir", str(HELMET_DATA), "--report", "out/r.json"
+        "-k",
+        "alce_asqa",
+        "--lengths",
+        "2k",
+        "--samples",
+        "2",
+        "--data-dir",
+        str(HELMET_DATA),
+        "--report",
+        "out/r.json",
     )
     (case,) = _report(pytester)["cases"]
     assert (case["verdict"], case["skip_kind"]) == ("skip", "judge_not_given")
@@ -122,7 +176,9 @@ def test_without_a_floor_a_case_whose_input_was_not_given_is_a_skip(real_suite, 
     assert fix == "ctxgate judge out/r.json --judge-model gpt-4o-2024-05-13"
     url, _ = judge_server
     judged = call_ctxgate(
-        *fix.split()[1:], cwd=pytester.path, env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": url}
+        *fix.split()[1:],
+        cwd=pytester.path,
+        env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": url},
     )
     assert judged.returncode == 0, judged.stdout[-2000:] + judged.stderr[-2000:]
     (case,) = _report(pytester)["cases"]
@@ -133,7 +189,9 @@ def test_without_a_floor_a_case_whose_input_was_not_given_is_a_skip(real_suite, 
 
 
 def test_thresholds_are_found_from_a_subfolder_and_named_in_the_header(real_suite, pytester):
-    (pytester.path / "pyproject.toml").write_text("[tool.pytest.ini_options]\ntestpaths = ['tests_longctx']\n")
+    (pytester.path / "pyproject.toml").write_text(
+        "[tool.pytest.ini_options]\ntestpaths = ['tests_longctx']\n"
+    )
     (pytester.path / "tox.ini").unlink()
     (pytester.path / "thresholds.toml").write_text('[[floor]]\ntask = "vt"\nfloor = 100\n')
     sub = pytester.path / "ci"
@@ -153,12 +211,18 @@ def test_no_thresholds_file_is_said_in_the_header(real_suite, pytester):
 
 def test_a_thresholds_file_without_a_floor_is_said_in_the_header(real_suite, pytester):
     pytester.makefile(".toml", thresholds='[defaults]\nrule = "upper"\n')
-    result = real_suite("-k", "vt", "--lengths", "1k", "--samples", "1", "--thresholds", "thresholds.toml")
-    result.stdout.fnmatch_lines(["*ctxgate thresholds: thresholds.toml*no floor is above 0, so the floors gate*"])
+    result = real_suite(
+        "-k", "vt", "--lengths", "1k", "--samples", "1", "--thresholds", "thresholds.toml"
+    )
+    result.stdout.fnmatch_lines(
+        ["*ctxgate thresholds: thresholds.toml*no floor is above 0, so the floors gate*"]
+    )
 
 
 def test_a_thresholds_file_the_ini_names_must_exist(real_suite, pytester):
-    pytester.makeini("[pytest]\ntestpaths = tests_longctx\nctxgate_thresholds = gates/thresholds.toml\n")
+    pytester.makeini(
+        "[pytest]\ntestpaths = tests_longctx\nctxgate_thresholds = gates/thresholds.toml\n"
+    )
     # --model=PATH in one word: pytest would read a separate absolute path as a test path and take another ini
     result = pytester.runpytest(f"--model={TINY}", "-k", "vt", "--lengths", "1k")
     assert result.ret == 4 and "gates/thresholds.toml does not exist" in result.stderr.str()
@@ -183,17 +247,33 @@ def test_a_missing_tensor_is_refused_in_one_line_unless_allowed(real_suite, pyte
     weights = load_file(ckpt / "model.safetensors")
     del weights["model.layers.3.mlp.up_proj.weight"]
     save_file(weights, ckpt / "model.safetensors", metadata={"format": "pt"})
-    result = real_suite("-k", "vt", "--lengths", "1k", "--samples", "1", "--report", "out/r.json", model=ckpt)
+    result = real_suite(
+        "-k", "vt", "--lengths", "1k", "--samples", "1", "--report", "out/r.json", model=ckpt
+    )
     out = _one_line_error(result)
-    assert result.ret == 2 and "LOAD REPORT" not in out  # the model would not load: the session stops
+    assert (
+        result.ret == 2 and "LOAD REPORT" not in out
+    )  # the model would not load: the session stops
     assert "Run error: ctxgate: the model" in out
     assert "tensor model.layers.3.mlp.up_proj.weight is missing from the weights" in out
     assert "--allow-weight-mismatch" in out
     allowed = real_suite(
-        "-k", "vt", "--lengths", "1k", "--samples", "1", "--allow-weight-mismatch", "--report", "out/a.json", model=ckpt
+        "-k",
+        "vt",
+        "--lengths",
+        "1k",
+        "--samples",
+        "1",
+        "--allow-weight-mismatch",
+        "--report",
+        "out/a.json",
+        model=ckpt,
     )
     assert allowed.ret == 0
-    assert "model.layers.3.mlp.up_proj.weight" in _report(pytester, "a.json")["run"]["weights_mismatch"]
+    assert (
+        "model.layers.3.mlp.up_proj.weight"
+        in _report(pytester, "a.json")["run"]["weights_mismatch"]
+    )
 
 
 def test_a_config_of_another_size_names_the_tensor(real_suite, ckpt):
@@ -201,11 +281,18 @@ def test_a_config_of_another_size_names_the_tensor(real_suite, ckpt):
     config["vocab_size"] = 5000
     (ckpt / "config.json").write_text(json.dumps(config))
     out = _one_line_error(real_suite("-k", "vt", "--lengths", "1k", "--samples", "1", model=ckpt))
-    assert "model.embed_tokens.weight is (4096, 128) in the weights but (5000, 128) by config.json" in out
+    assert (
+        "model.embed_tokens.weight is (4096, 128) in the weights but (5000, 128) by config.json"
+        in out
+    )
 
 
-@pytest.mark.parametrize("name", ["generation_config.json", "tokenizer_config.json", "special_tokens_map.json"])
-def test_a_json_file_of_the_checkpoint_that_does_not_parse_is_named_with_its_line(real_suite, ckpt, name):
+@pytest.mark.parametrize(
+    "name", ["generation_config.json", "tokenizer_config.json", "special_tokens_map.json"]
+)
+def test_a_json_file_of_the_checkpoint_that_does_not_parse_is_named_with_its_line(
+    real_suite, ckpt, name
+):
     (ckpt / name).write_text('{\n  "eos_token_id": 2,\n  oops\n}\n')
     result = real_suite("-k", "vt", "--lengths", "1k", model=ckpt)
     out = _one_line_error(result)
@@ -213,13 +300,23 @@ def test_a_json_file_of_the_checkpoint_that_does_not_parse_is_named_with_its_lin
 
 
 def test_diff_refuses_a_report_of_another_schema(tmp_path):
-    old = {"schema_version": 0, "run": {}, "cases": [{"task": "vt", "length": 1024, "verdict": "pass"}]}
+    old = {
+        "schema_version": 0,
+        "run": {},
+        "cases": [{"task": "vt", "length": 1024, "verdict": "pass"}],
+    }
     (tmp_path / "old.json").write_text(json.dumps(old))
     proc = call_ctxgate("diff", str(tmp_path / "old.json"), str(tmp_path / "old.json"), cwd=ROOT)
-    assert proc.returncode == 2 and "schema_version 0" in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        proc.returncode == 2
+        and "schema_version 0" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
 
 
-def test_a_missing_local_data_file_never_reaches_for_the_hub(real_suite, pytester, tmp_path, monkeypatch):
+def test_a_missing_local_data_file_never_reaches_for_the_hub(
+    real_suite, pytester, tmp_path, monkeypatch
+):
     """With the hub switched on, a task whose local file is missing fails without a single connection: the hub
     endpoint is a socket of ours that counts what reaches it."""
     listener = socket.socket()
@@ -234,7 +331,16 @@ def test_a_missing_local_data_file_never_reaches_for_the_hub(real_suite, pyteste
     (data / "icl" / "trec" / "test.jsonl").unlink()
     (pytester.path / "thresholds.toml").write_text(FLOOR_ALL)
     result = real_suite(
-        "-k", "icl_trec_coarse", "--lengths", "1k", "--samples", "1", "--data-dir", str(data), "--report", "out/r.json"
+        "-k",
+        "icl_trec_coarse",
+        "--lengths",
+        "1k",
+        "--samples",
+        "1",
+        "--data-dir",
+        str(data),
+        "--report",
+        "out/r.json",
     )
     (case,) = _report(pytester)["cases"]
     assert (case["verdict"], case["error_kind"]) == ("error", "data_not_given") and result.ret == 1
@@ -278,7 +384,9 @@ def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(
     out = _one_line_error(result)
     assert result.ret == 1, out[-3000:]
     (case,) = _report(pytester)["cases"]
-    assert case["verdict"] == "fail" and case["score"] is None and case["judge"]["status"] == "failed"
+    assert (
+        case["verdict"] == "fail" and case["score"] is None and case["judge"]["status"] == "failed"
+    )
     assert "infbench_sum  no score ✗" in out and "2 of 2 verdicts failed" in out
     assert "no score ✗" in (pytester.path / "out" / "r.md").read_text()
 
@@ -298,7 +406,11 @@ def _workers_generating(proc: subprocess.Popen[str], cache: Path) -> list[psutil
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            rows = sqlite3.connect(cache, timeout=1).execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+            rows = (
+                sqlite3.connect(cache, timeout=1)
+                .execute("SELECT COUNT(*) FROM generations")
+                .fetchone()[0]
+            )
         except sqlite3.Error:
             rows = 0
         workers = psutil.Process(proc.pid).children()
@@ -339,7 +451,11 @@ def test_workers_exit_when_their_controller_is_killed(pytester):
     proc.communicate(timeout=60)
 
     def rows() -> int:
-        return sqlite3.connect(cache, timeout=30).execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+        return (
+            sqlite3.connect(cache, timeout=30)
+            .execute("SELECT COUNT(*) FROM generations")
+            .fetchone()[0]
+        )
 
     at_kill = rows()
     gone, alive = psutil.wait_procs(workers, timeout=120)
@@ -347,7 +463,9 @@ def test_workers_exit_when_their_controller_is_killed(pytester):
     assert rows() - at_kill <= 2  # one sample in flight per worker, at most
 
 
-def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_half_file(real_suite, pytester):
+def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_half_file(
+    real_suite, pytester
+):
     """The file size limit makes every write past 6 KB fail with EFBIG, as a full disk does with ENOSPC."""
     import resource
 
@@ -364,10 +482,14 @@ def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_half_fil
         cwd=pytester.path, preexec_fn=small_files, timeout=600,
     )  # fmt: skip
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 1 and "Traceback" not in out and "INTERNALERROR" not in out, out[-3000:]
+    assert proc.returncode == 1 and "Traceback" not in out and "INTERNALERROR" not in out, out[
+        -3000:
+    ]
     assert "ERROR: the report could not be written to out/r.json" in out
     assert (out_dir / "r.json").read_text() == '{"created": "earlier"}'  # the old report, whole
-    assert not [p.name for p in out_dir.iterdir() if p.name.endswith(".tmp") or p.name.endswith(".lock")]
+    assert not [
+        p.name for p in out_dir.iterdir() if p.name.endswith(".tmp") or p.name.endswith(".lock")
+    ]
     partial = out_dir / "r.partial.jsonl"
     if partial.exists():  # whatever it kept is whole records
         assert all(json.loads(line) for line in partial.read_text().splitlines())
@@ -391,7 +513,16 @@ def test_an_empty_or_binary_data_file_is_one_line(real_suite, pytester, tmp_path
     shutil.copytree(HELMET_DATA, data)
     (data / "infbench" / "longbook_qa_eng.jsonl").write_bytes(content)
     result = real_suite(
-        "-k", "infbench_qa", "--lengths", "2k", "--samples", "1", "--data-dir", str(data), "--report", "out/r.json"
+        "-k",
+        "infbench_qa",
+        "--lengths",
+        "2k",
+        "--samples",
+        "1",
+        "--data-dir",
+        str(data),
+        "--report",
+        "out/r.json",
     )
     _one_line_error(result)
     (case,) = _report(pytester)["cases"]
@@ -407,7 +538,10 @@ def test_an_empty_or_binary_data_file_is_one_line(real_suite, pytester, tmp_path
         (["trend", "{good}", "{truncated}"], "truncated.json:1: not valid JSON"),
         (["watch", "{missing}", "--once"], "is not a folder"),
         (["bisect", "{missing}"], "is not a folder"),
-        (["data", "fetch", "--archive", "{empty}", "--to", "{out}"], "is not a readable tar archive"),
+        (
+            ["data", "fetch", "--archive", "{empty}", "--to", "{out}"],
+            "is not a readable tar archive",
+        ),
     ],
 )
 def test_every_cli_verb_answers_an_unreadable_input_in_one_line(tmp_path, argv, expected):
@@ -430,15 +564,22 @@ def test_every_cli_verb_answers_an_unreadable_input_in_one_line(tmp_path, argv, 
 @pytest.mark.parametrize(
     ("template", "expected"),
     [
-        ("{% for m in messages %}{{ m.content }", "chat_template.jinja:1: the chat template does not parse"),
+        (
+            "{% for m in messages %}{{ m.content }",
+            "chat_template.jinja:1: the chat template does not parse",
+        ),
         ("{{ raise_exception('no user turns here') }}", "fails on a one-message chat"),
     ],
 )
 def test_a_broken_chat_template_is_one_line_naming_its_file(real_suite, ckpt, template, expected):
     (ckpt / "chat_template.jinja").write_text(template)
-    result = real_suite("-k", "vt", "--lengths", "1k", "--samples", "1", "--chat-template", "on", model=ckpt)
+    result = real_suite(
+        "-k", "vt", "--lengths", "1k", "--samples", "1", "--chat-template", "on", model=ckpt
+    )
     out = _one_line_error(result)
-    assert result.ret in (1, 2) and expected in out  # refused before workers start (1), or when it loads (2)
+    assert (
+        result.ret in (1, 2) and expected in out
+    )  # refused before workers start (1), or when it loads (2)
 
 
 # 4. Consent ------------------------------------------------------------------------------------------------------
@@ -467,7 +608,8 @@ def test_a_report_whose_predictions_are_a_symlink_is_refused(tmp_path):
     folder = tmp_path / "reports"
     folder.mkdir()
     report = stored_report(
-        [{"task": "vt", "length": 1024, "verdict": "pass", "score": 1.0}], predictions="r.predictions.jsonl"
+        [{"task": "vt", "length": 1024, "verdict": "pass", "score": 1.0}],
+        predictions="r.predictions.jsonl",
     )
     (folder / "r.json").write_text(json.dumps(report))
     (folder / "r.predictions.jsonl").symlink_to(outside)
@@ -517,7 +659,11 @@ def test_every_cause_the_report_can_name_has_a_verdict():
     ("change", "verb", "expected"),
     [
         (lambda r: r.pop("gates"), "html", "gates: Field required"),
-        (lambda r: r["cases"].clear(), "html", "has no cases (its run selected none), so there is nothing to draw"),
+        (
+            lambda r: r["cases"].clear(),
+            "html",
+            "has no cases (its run selected none), so there is nothing to draw",
+        ),
         (
             lambda r: r["cases"][0].update(score="80.0"),
             "html",
@@ -536,8 +682,12 @@ def test_every_cause_the_report_can_name_has_a_verdict():
     ],
     ids=["no-gates", "no-cases", "score-as-text", "length-as-text", "published-length-as-text"],
 )
-def test_a_report_that_does_not_fit_its_schema_is_one_line_naming_the_field(tmp_path, change, verb, expected):
-    report = stored_report([{"task": "vt", "length": 8192, "verdict": "pass", "score": 80.0, "n": 2}])
+def test_a_report_that_does_not_fit_its_schema_is_one_line_naming_the_field(
+    tmp_path, change, verb, expected
+):
+    report = stored_report(
+        [{"task": "vt", "length": 8192, "verdict": "pass", "score": 80.0, "n": 2}]
+    )
     change(report)
     (tmp_path / "r.json").write_text(json.dumps(report))
     argv = (

@@ -38,8 +38,12 @@ def test_an_errored_case_is_reported_and_fails_every_gate_it_touches(suite, pyte
     assert "backend exploded" in cases["vt"]["message"]
     assert report["complete"] is False
     ruler = report["by_length"]["4096"]["ruler"]
-    assert ruler["incomplete"] and ruler["errored"] == ["vt"] and ruler["members"] == ["niah_single_1"]
-    assert report["effective_length"]["value"] == 0 and report["effective_length"]["incomplete"] == [4096]
+    assert (
+        ruler["incomplete"] and ruler["errored"] == ["vt"] and ruler["members"] == ["niah_single_1"]
+    )
+    assert report["effective_length"]["value"] == 0 and report["effective_length"][
+        "incomplete"
+    ] == [4096]
     assert gates(report) == {"cases": "fail", "floors": "fail", "min_effective_length": "fail"}
     result.stdout.fnmatch_lines(
         [
@@ -51,14 +55,26 @@ def test_an_errored_case_is_reported_and_fails_every_gate_it_touches(suite, pyte
 
 def test_a_killed_worker_leaves_its_case_in_the_report_as_a_crash(suite, pytester):
     script = {**ALL_RIGHT, "kill": {"vt": {"*": True}}}
-    result = suite(script, *TWO, "-n", "2", "--report", "out/r.json", thresholds=NEED_4K, lengths="4k", subprocess=True)
+    result = suite(
+        script,
+        *TWO,
+        "-n",
+        "2",
+        "--report",
+        "out/r.json",
+        thresholds=NEED_4K,
+        lengths="4k",
+        subprocess=True,
+    )
     assert result.ret == 1
     report = read(pytester)
     cases = {c["task"]: c for c in report["cases"]}
     assert set(cases) == {"niah_single_1", "vt"}
     assert cases["vt"]["error_kind"] == "crash" and "worker process died" in cases["vt"]["message"]
     assert cases["niah_single_1"]["verdict"] == "pass"
-    assert report["complete"] is False and report["by_length"]["4096"]["ruler"]["score"] == 100.0  # of the rest
+    assert (
+        report["complete"] is False and report["by_length"]["4096"]["ruler"]["score"] == 100.0
+    )  # of the rest
     assert gates(report) == {"cases": "fail", "floors": "fail", "min_effective_length": "fail"}
     assert "crash" in (pytester.path / "out" / "r.md").read_text()
 
@@ -91,7 +107,9 @@ def test_an_interrupted_run_is_incomplete_and_cannot_pass(suite, pytester, worke
     assert report["complete"] is False
     assert len(report["cases"]) == 9  # all 9 selected cases, finished or not
     unrun = [c for c in report["cases"] if c["verdict"] == "error"]
-    assert unrun and all("interrupted" in c["message"] for c in unrun if c["error_kind"] == "not_run")
+    assert unrun and all(
+        "interrupted" in c["message"] for c in unrun if c["error_kind"] == "not_run"
+    )
     assert gates(report)["cases"] == "fail" and gates(report)["floors"] == "fail"
     assert "INCOMPLETE" in out and "Gate floors: PASS" not in out
 
@@ -105,7 +123,9 @@ def test_diff_marks_a_case_the_new_run_lost_and_fails(suite, pytester, capsys):
     out = capsys.readouterr().out
     assert "MISSING (error)" in out and "niah_single_1" in out and "same" in out
     assert "is incomplete: no score for vt-4096 (error): it cannot pass" in out
-    assert main(["diff", new, base]) == 0  # the new side is whole; the baseline's hole is said, not compared
+    assert (
+        main(["diff", new, base]) == 0
+    )  # the new side is whole; the baseline's hole is said, not compared
     assert "BASE" in capsys.readouterr().out
 
 

@@ -29,9 +29,14 @@ def test_each_family_is_a_suite_with_its_own_summary_and_test_file():
     tasks = membership()
     for family in FAMILIES:
         members = tasks.families[family]
-        assert members and all(get_task(t).suite == family and not get_task(t).replaces for t in members)
+        assert members and all(
+            get_task(t).suite == family and not get_task(t).replaces for t in members
+        )
         assert family in summary_names()
-        assert f'ctxgate_suite("{family}")' in (ROOT / "tests_longctx" / f"test_{family}.py").read_text()
+        assert (
+            f'ctxgate_suite("{family}")'
+            in (ROOT / "tests_longctx" / f"test_{family}.py").read_text()
+        )
         # the official data's tasks stand in for the generated ones, never beside them in the mean
         official = [t.name for t in all_tasks(family) if t.replaces]
         assert official and all(tasks.stand_ins[t] in members for t in official)
@@ -40,7 +45,9 @@ def test_each_family_is_a_suite_with_its_own_summary_and_test_file():
 
 def _case(task: str, length: int, score: float | None, verdict: str = "pass") -> CaseRecord:
     spec = get_task(task)
-    return CaseRecord(task, spec.suite, length, spec.category, spec.metric.name, verdict=verdict, score=score)  # type: ignore[arg-type]
+    return CaseRecord(
+        task, spec.suite, length, spec.category, spec.metric.name, verdict=verdict, score=score
+    )  # type: ignore[arg-type]
 
 
 def test_a_family_is_the_mean_of_its_members_and_its_official_data_stands_in_where_it_ran():
@@ -49,7 +56,9 @@ def test_a_family_is_the_mean_of_its_members_and_its_official_data_stands_in_whe
     cases = [_case(t, 1024, 40.0 + 10 * i) for i, t in enumerate(members)]
     verdict = judge_session(cases, Thresholds(path="t"), True)
     group = verdict.by_length["1024"][family]
-    assert group.score == pytest.approx(sum(40.0 + 10 * i for i in range(len(members))) / len(members), abs=0.01)
+    assert group.score == pytest.approx(
+        sum(40.0 + 10 * i for i in range(len(members))) / len(members), abs=0.01
+    )
     assert group.members == members and not group.partial
     official = next(t for t in all_tasks(family) if t.replaces == members[0])
     verdict = judge_session([*cases, _case(official.name, 1024, 100.0)], Thresholds(path="t"), True)
@@ -72,12 +81,16 @@ def test_length_zero_is_the_bare_form_of_the_tasks_that_have_one_and_a_skip_for_
 
 
 def _groups(scores: dict[int, float | None]) -> dict[int, GroupScore]:
-    return {L: GroupScore(s, ("t",), errored=() if s is not None else ("t",)) for L, s in scores.items()}
+    return {
+        L: GroupScore(s, ("t",), errored=() if s is not None else ("t",)) for L, s in scores.items()
+    }
 
 
 def test_relative_effective_length_keeps_a_share_of_the_base_at_every_shorter_length():
     # NoLiMa's rule: the base is the mean up to 1K; 85% of it is the bar
-    found = relative_effective_length(_groups({256: 90.0, 512: 80.0, 1024: 70.0, 2048: 68.0, 4096: 60.0, 8192: 70.0}))
+    found = relative_effective_length(
+        _groups({256: 90.0, 512: 80.0, 1024: 70.0, 2048: 68.0, 4096: 60.0, 8192: 70.0})
+    )
     assert found is not None and found.base == 80.0 and found.base_lengths == (256, 512, 1024)
     assert found.value == 2048  # 68 >= 0.85 * 80; 4096 is below, so 8192 does not count
     assert found.per_length[1024] and not found.per_length[4096] and found.per_length[8192]
@@ -90,12 +103,17 @@ def test_relative_effective_length_keeps_a_share_of_the_base_at_every_shorter_le
 
 @given(
     st.dictionaries(
-        st.integers(min_value=0, max_value=1 << 20), st.one_of(st.none(), st.floats(0, 100)), min_size=1, max_size=12
+        st.integers(min_value=0, max_value=1 << 20),
+        st.one_of(st.none(), st.floats(0, 100)),
+        min_size=1,
+        max_size=12,
     ),
     st.floats(0.01, 1.0),
     st.integers(min_value=0, max_value=1 << 20),
 )
-def test_the_relative_effective_length_is_a_tested_length_with_every_shorter_one_passing(scores, share, up_to):
+def test_the_relative_effective_length_is_a_tested_length_with_every_shorter_one_passing(
+    scores, share, up_to
+):
     found = relative_effective_length(_groups(scores), share, up_to)
     base_lengths = [L for L, s in scores.items() if L <= up_to and s is not None]
     if not base_lengths or sum(scores[L] or 0 for L in base_lengths) == 0:
@@ -104,7 +122,9 @@ def test_the_relative_effective_length_is_a_tested_length_with_every_shorter_one
     assert found is not None and found.base_lengths == tuple(sorted(base_lengths))
     assert found.value == 0 or found.value in scores
     for L in sorted(scores):
-        if 0 < L <= found.value:  # 0 is the bare form's length, and a value of 0 says no longer length is effective
+        if (
+            0 < L <= found.value
+        ):  # 0 is the bare form's length, and a value of 0 says no longer length is effective
             assert scores[L] is not None and scores[L] >= share * found.base - 0.01
     first_failing = next((L for L in sorted(scores) if not found.per_length[L]), None)
     assert first_failing is None or found.value < first_failing or found.value == first_failing == 0
@@ -115,7 +135,11 @@ def test_long_score_is_100_longbenchs_in_percent_against_the_mean_below_8k():
     # length from 8K on: 100 * (score - 70) / 70, rounded to 2 places (-10, -20, +5); LongScore: their mean, -8.33
     found = long_score(_groups({2048: 60.0, 4096: 80.0, 8192: 63.0, 16384: 56.0, 32768: 73.5}))
     assert found is not None and found.base == 70.0 and found.base_lengths == (2048, 4096)
-    assert found.per_length == {8192: -10.0, 16384: -20.0, 32768: 5.0} and found.value == -8.33 and found.why is None
+    assert (
+        found.per_length == {8192: -10.0, 16384: -20.0, 32768: 5.0}
+        and found.value == -8.33
+        and found.why is None
+    )
     # 1K is in the bucket, as the 0-8K bucket's short samples are; a length with an unscored member is in neither
     mixed = long_score(_groups({1024: 90.0, 4096: None, 8192: 45.0}))
     assert mixed is not None and mixed.base_lengths == (1024,) and mixed.per_length == {8192: -50.0}
@@ -130,7 +154,11 @@ def test_long_score_is_100_longbenchs_in_percent_against_the_mean_below_8k():
     assert long_score(_groups({4096: None})) is None
 
 
-@given(st.dictionaries(st.sampled_from([0, 256, 1024, 4096, 8192, 16384, 131072]), st.floats(0.5, 100), min_size=1))
+@given(
+    st.dictionaries(
+        st.sampled_from([0, 256, 1024, 4096, 8192, 16384, 131072]), st.floats(0.5, 100), min_size=1
+    )
+)
 def test_long_score_is_the_mean_relative_change_of_the_lengths_from_8k_against_those_below(scores):
     found = long_score(_groups(scores))
     assert found is not None
@@ -141,14 +169,18 @@ def test_long_score_is_the_mean_relative_change_of_the_lengths_from_8k_against_t
         assert found.value is None and found.why
         return
     base = sum(below) / len(below)
-    assert found.per_length == pytest.approx({L: 100 * (s - base) / base for L, s in longer.items()}, abs=0.006)
+    assert found.per_length == pytest.approx(
+        {L: 100 * (s - base) / base for L, s in longer.items()}, abs=0.006
+    )
     assert found.value == pytest.approx(sum(found.per_length.values()) / len(longer), abs=0.006)
 
 
 def test_the_gate_fails_below_its_length_and_without_a_base_names_the_lengths_to_add():
     text = '[relative_effective_length]\nshare = 0.5\n[relative_effective_length.min_length]\nbabilong = "2k"\n'
     thresholds = parse_thresholds(text, "t.toml", task_names())
-    assert thresholds.relative_share == 0.5 and thresholds.relative_min_length == (("babilong", 2048),)
+    assert thresholds.relative_share == 0.5 and thresholds.relative_min_length == (
+        ("babilong", 2048),
+    )
     task = membership().families["babilong"][0]
     good = [_case(task, 512, 80.0), _case(task, 2048, 50.0), _case(task, 4096, 10.0)]
     verdict = judge_session(good, thresholds, True)
@@ -164,8 +196,16 @@ def test_the_gate_fails_below_its_length_and_without_a_base_names_the_lengths_to
 @pytest.mark.parametrize(
     ("text", "key", "fix"),
     [
-        ("[relative_effective_length]\nshare = 85\n", "relative_effective_length.share", "share = 0.85"),
-        ("[relative_effective_length]\nbase_up_to = 'short'\n", "relative_effective_length.base_up_to", '"1k"'),
+        (
+            "[relative_effective_length]\nshare = 85\n",
+            "relative_effective_length.share",
+            "share = 0.85",
+        ),
+        (
+            "[relative_effective_length]\nbase_up_to = 'short'\n",
+            "relative_effective_length.base_up_to",
+            '"1k"',
+        ),
         ("[relative_effective_length]\nbase = 1\n", "relative_effective_length.base", "base_up_to"),
         (
             "[relative_effective_length.min_length]\nnolimma = '8k'\n",
@@ -191,9 +231,14 @@ def test_the_report_shows_the_absolute_and_the_relative_effective_length_side_by
     cases += [_case(nolima, L, s) for L, s in ((512, 90.0), (1024, 80.0), (2048, 40.0))]
     verdict = judge_session(cases, Thresholds(path="t"), True)
     assert set(relative_lengths(verdict.by_length, Thresholds(path="t"))) >= {"ruler", "nolima"}
-    report = build_report(cases, RunInfo("m", None, 42, 3, (512, 1024, 2048), "task"), verdict, True)
+    report = build_report(
+        cases, RunInfo("m", None, 42, 3, (512, 1024, 2048), "task"), verdict, True
+    )
     for text in (markdown(report), terminal(report)):
-        assert "Effective length, RULER avg: absolute 1K (avg > 85.6), relative 2K (>= 85% of 92.5" in text
+        assert (
+            "Effective length, RULER avg: absolute 1K (avg > 85.6), relative 2K (>= 85% of 92.5"
+            in text
+        )
         assert "Effective length, NoLiMa-style avg: absolute —, relative 1K (>= 85% of 85" in text
         assert "NoLiMa-style avg" in text
         # the note on HELMET Recall names RULER's cases in it, never a family's generated tasks
@@ -211,7 +256,10 @@ def test_the_report_shows_the_absolute_and_the_relative_effective_length_side_by
         judge_session(long, Thresholds(path="t"), True),
         True,
     )
-    assert report.long_score["ruler"].value == -37.5 and "ruler" not in report.relative_effective_length
+    assert (
+        report.long_score["ruler"].value == -37.5
+        and "ruler" not in report.relative_effective_length
+    )
     assert (
         "Effective length, RULER avg: absolute 0 (avg > 85.6), relative —; "
         "LongScore -37.50% (base 80, its mean below 8K)" in markdown(report)
@@ -228,18 +276,39 @@ def test_the_suite_runs_the_families_from_length_0_into_every_report_file(real_s
     from ctxgate.cli import main
     from tests.conftest import HELMET_DATA
 
-    data = ("--data-dir", str(HELMET_DATA), "--lengths", "0,512,1k", "--samples", "2", "--report", "out/r.json")
+    data = (
+        "--data-dir",
+        str(HELMET_DATA),
+        "--lengths",
+        "0,512,1k",
+        "--samples",
+        "2",
+        "--report",
+        "out/r.json",
+    )
     result = real_suite("-k", "ctx_babi_qa1 or babilong_qa1 or ctx_nolima or niah_single_1", *data)
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads((pytester.path / "out" / "r.json").read_text())
     cases = {(c["task"], c["length"]): c for c in report["cases"]}
-    assert cases[("ctx_babi_qa1", 0)]["verdict"] == "pass" and cases[("ctx_babi_qa1", 0)]["fill_min"] is None
+    assert (
+        cases[("ctx_babi_qa1", 0)]["verdict"] == "pass"
+        and cases[("ctx_babi_qa1", 0)]["fill_min"] is None
+    )
     assert cases[("niah_single_1", 0)]["skip_kind"] == "too_short"
-    assert cases[("babilong_qa1", 1024)]["verdict"] == "pass"  # the released 1k set, from the fixture data
-    assert {"babilong", "nolima"} <= set(report["by_length"]["1024"]) and "babilong" in report["by_length"]["0"]
-    assert report["by_length"]["1024"]["babilong"]["members"] == ["babilong_qa1"]  # the released set stands in
+    assert (
+        cases[("babilong_qa1", 1024)]["verdict"] == "pass"
+    )  # the released 1k set, from the fixture data
+    assert {"babilong", "nolima"} <= set(report["by_length"]["1024"]) and "babilong" in report[
+        "by_length"
+    ]["0"]
+    assert report["by_length"]["1024"]["babilong"]["members"] == [
+        "babilong_qa1"
+    ]  # the released set stands in
     # a family the tiny model scores 0 on up to 1K has no base to keep a share of; RULER's passkey has one
-    assert "ruler" in report["relative_effective_length"] and "babilong" not in report["relative_effective_length"]
+    assert (
+        "ruler" in report["relative_effective_length"]
+        and "babilong" not in report["relative_effective_length"]
+    )
     assert "BABILong-style avg" in (pytester.path / "out" / "r.md").read_text()
     assert 'id="babilong"' in (pytester.path / "out" / "r.html").read_text()
     page = pytester.path / "again.html"
@@ -255,23 +324,43 @@ def test_a_sequential_run_cannot_gate_a_relative_effective_length(scripted_suite
         "r", {"default": 1.0}, "--lengths", "512", "--sequential", "--thresholds", "thresholds.toml"
     )
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
-    refused.stderr.fnmatch_lines(["*--sequential cannot check [[]relative_effective_length.min_length[]]*Drop*"])
+    refused.stderr.fnmatch_lines(
+        ["*--sequential cannot check [[]relative_effective_length.min_length[]]*Drop*"]
+    )
 
 
-def test_a_family_case_is_gated_against_a_baseline_and_stopped_early_as_any_case(scripted_suite, pytester):
+def test_a_family_case_is_gated_against_a_baseline_and_stopped_early_as_any_case(
+    scripted_suite, pytester
+):
     """The families are cases like RULER's: a drop against a --baseline fails the case and the baseline gate, and
     --sequential stops a clear case early (plumbing: the scripted backend)."""
     import json
 
-    select = ("-k", "ctx_babi_qa4 or ctx_nolima_direct", "--lengths", "2k", "--samples", "40", "--no-cache")
+    select = (
+        "-k",
+        "ctx_babi_qa4 or ctx_nolima_direct",
+        "--lengths",
+        "2k",
+        "--samples",
+        "40",
+        "--no-cache",
+    )
     assert scripted_suite("good", {"default": 1.0}, *select).ret == 0
     worse = scripted_suite("worse", {"default": 0.2}, *select, "--baseline", "good.json")
     assert worse.ret == 1
-    gates = {g["name"]: g["verdict"] for g in json.loads((pytester.path / "worse.json").read_text())["gates"]}
+    gates = {
+        g["name"]: g["verdict"]
+        for g in json.loads((pytester.path / "worse.json").read_text())["gates"]
+    }
     assert gates["baseline"] == "fail"
     pytester.makefile(".toml", floors='[[floor]]\ntask = "ctx_*"\nfloor = 50\n')
-    early = scripted_suite("early", {"default": 1.0}, *select, "--sequential", "--thresholds", "floors.toml")
+    early = scripted_suite(
+        "early", {"default": 1.0}, *select, "--sequential", "--thresholds", "floors.toml"
+    )
     assert early.ret == 0
     cases = json.loads((pytester.path / "early.json").read_text())["cases"]
-    assert {c["task"]: c["verdict"] for c in cases} == {"ctx_babi_qa4": "pass", "ctx_nolima_direct": "pass"}
+    assert {c["task"]: c["verdict"] for c in cases} == {
+        "ctx_babi_qa4": "pass",
+        "ctx_nolima_direct": "pass",
+    }
     assert all(c["n"] < 40 and c["sequential"]["decided"] == "pass" for c in cases)

@@ -28,8 +28,11 @@ from ctxgate.tasks.build import build_sample
 
 GENERATED = [f"ctx_babi_{t}" for t in TASKS]
 OFFICIAL = [f"babilong_{t}" for t in TASKS]
-LONGEST_SENTENCE = 140  # tiny tokens of a haystack sentence (tests/test_tasks.py's UNIT for essay tasks)
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# tiny tokens of a haystack sentence (tests/test_tasks.py's UNIT for essay tasks)
+LONGEST_SENTENCE = 140
+SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 # --- the story generator ------------------------------------------------------------------------------------------
 
@@ -41,7 +44,9 @@ RELATION = re.compile(r"The (\w+) is (north|south|east|west) of the (\w+)\.")
 OPPOSITE = {"north": "south", "south": "north", "east": "west", "west": "east"}
 
 
-def replay(facts: tuple[str, ...]) -> tuple[dict[str, str], dict[str, list[str]], list[tuple[str, str, str]]]:
+def replay(
+    facts: tuple[str, ...],
+) -> tuple[dict[str, str], dict[str, list[str]], list[tuple[str, str, str]]]:
     """An independent reading of a story: where everyone is, every room each object was in, the handovers."""
     where: dict[str, str] = {}
     holder: dict[str, str | None] = {}
@@ -59,15 +64,21 @@ def replay(facts: tuple[str, ...]) -> tuple[dict[str, str], dict[str, list[str]]
                 if person == m[1]:
                     put(obj, m[2])
         elif m := TAKE.fullmatch(fact):
-            assert m[2] not in holder or holder[m[2]] is None, fact  # nobody takes what another carries
-            assert not rooms.get(m[2]) or rooms[m[2]][-1] == where[m[1]], fact  # nor what lies in another room
+            assert m[2] not in holder or holder[m[2]] is None, (
+                fact
+            )  # nobody takes what another carries
+            assert not rooms.get(m[2]) or rooms[m[2]][-1] == where[m[1]], (
+                fact
+            )  # nor what lies in another room
             holder[m[2]] = m[1]
             put(m[2], where[m[1]])
         elif m := DROP.fullmatch(fact):
             assert holder.get(m[2]) == m[1], fact
             holder[m[2]] = None
         elif m := GIVE.fullmatch(fact):
-            assert holder.get(m[2]) == m[1] and where[m[1]] == where[m[3]], fact  # hands over only what one has
+            assert holder.get(m[2]) == m[1] and where[m[1]] == where[m[3]], (
+                fact
+            )  # hands over only what one has
             holder[m[2]] = m[3]
             gives.append((m[1], m[2], m[3]))
         else:
@@ -105,7 +116,9 @@ def answer_of(story: Story) -> str:
     }
     for pattern, fits in forms.items():
         if m := re.fullmatch(pattern, q):
-            (found,) = [a for a in (fits(g, m) for g in gives) if a]  # exactly one handover fits the question
+            (found,) = [
+                a for a in (fits(g, m) for g in gives) if a
+            ]  # exactly one handover fits the question
             return found
     raise AssertionError(f"unknown question {q!r}")
 
@@ -122,7 +135,9 @@ def test_every_story_answers_its_question_as_its_sentences_say(task, seed):
     assert list(story.supporting) == sorted(set(story.supporting))
     assert all(0 <= i < len(story.facts) for i in story.supporting)
     expected = {"qa1": 1, "qa2": 2, "qa4": 1, "qa5": 1}
-    assert len(story.supporting) == expected[task] if task in expected else len(story.supporting) >= 3
+    assert (
+        len(story.supporting) == expected[task] if task in expected else len(story.supporting) >= 3
+    )
 
 
 def test_supporting_facts_name_the_answer():
@@ -143,7 +158,9 @@ def test_stories_vary_like_babis():
 
 
 def test_an_unknown_task_is_one_line():
-    with pytest.raises(ValueError, match="no bAbI story generator for 'qa6': choose one of qa1, qa2"):
+    with pytest.raises(
+        ValueError, match="no bAbI story generator for 'qa6': choose one of qa1, qa2"
+    ):
         make_story("qa6", random.Random(0))
 
 
@@ -163,7 +180,8 @@ REFERENCE_PROMPTS = {
 # babilong/prompts.py's DEFAULT_TEMPLATE (TASK_TEMPLATE, two newlines, USER_TEMPLATE) and get_formatted_input, written
 # out here so that no prompt test compares the builders with the code they are built from
 REFERENCE_TEMPLATE = (
-    "{instruction}\n\n{examples}\n\n{post_prompt}\n\n<context>\n{context}\n</context>\n\nQuestion: {question}"
+    "{instruction}\n\n{examples}\n\n{post_prompt}\n\n"
+    "<context>\n{context}\n</context>\n\nQuestion: {question}"
 )
 
 
@@ -196,7 +214,9 @@ def test_format_input_is_the_reference_template():
         "</context>\n\nQuestion: What is west of the office?"
     )
     assert format_input(p, "", "Q?").endswith("<context>\n\n</context>\n\nQuestion: Q?")
-    assert text == reference_input("qa4", "  The office is east of the garden. \n", "What is west of the office? ")
+    assert text == reference_input(
+        "qa4", "  The office is east of the garden. \n", "What is west of the office? "
+    )
 
 
 # --- the generated tasks ------------------------------------------------------------------------------------------
@@ -223,7 +243,9 @@ def context_of(encoder, s: Sample, task: str) -> str:
     seed=st.integers(0, 2**31),
     chat=st.booleans(),
 )
-def test_every_length_builds_within_the_rule_and_fills_or_refuses(hf_encoder, task, length, index, seed, chat):
+def test_every_length_builds_within_the_rule_and_fills_or_refuses(
+    hf_encoder, task, length, index, seed, chat
+):
     spec = get_task(task)
     try:
         s = build_sample(spec, ctx_for(hf_encoder, chat, seed=seed), length, index, seed)
@@ -256,7 +278,11 @@ def test_facts_spread_through_consecutive_haystack_sentences_in_order(hf_encoder
     sentences = load_essay().sentences
     for index in range(3):
         s = build_sample(get_task(task), ctx_for(hf_encoder), 4096, index, 42)
-        start, k, positions = s.meta["haystack_start"], s.meta["haystack_units"], s.meta["fact_positions"]
+        start, k, positions = (
+            s.meta["haystack_start"],
+            s.meta["haystack_units"],
+            s.meta["fact_positions"],
+        )
         assert positions == sorted(positions) and all(0 <= p <= k for p in positions)
         want = spread(list(sentences[start : start + k]), s.meta["facts"], positions)
         assert context_of(hf_encoder, s, task) == want
@@ -265,7 +291,9 @@ def test_facts_spread_through_consecutive_haystack_sentences_in_order(hf_encoder
 def test_samples_differ_in_story_and_background_and_repeat_exactly(hf_encoder):
     spec = get_task("ctx_babi_qa2")
     a, b = (build_sample(spec, ctx_for(hf_encoder), 2048, i, 42) for i in (0, 1))
-    assert a.meta["haystack_start"] != b.meta["haystack_start"] and a.meta["facts"] != b.meta["facts"]
+    assert (
+        a.meta["haystack_start"] != b.meta["haystack_start"] and a.meta["facts"] != b.meta["facts"]
+    )
     assert build_sample(spec, ctx_for(hf_encoder), 2048, 1, 42).digest() == b.digest()
     assert build_sample(spec, ctx_for(hf_encoder, seed=7), 2048, 1, 7).digest() != b.digest()
 
@@ -274,7 +302,9 @@ def test_chat_template_wraps_babilongs_prompt_in_one_user_turn(hf_encoder):
     s = build_sample(get_task("ctx_babi_qa1"), ctx_for(hf_encoder, chat=True), 2048, 0, 42)
     head, tail = hf_encoder.chat_parts()
     text = hf_encoder.decode(s.input_ids)
-    assert text.startswith(head + PROMPTS["qa1"].instruction) and text.endswith(s.meta["question"] + tail)
+    assert text.startswith(head + PROMPTS["qa1"].instruction) and text.endswith(
+        s.meta["question"] + tail
+    )
 
 
 @pytest.mark.parametrize("task", GENERATED)
@@ -282,7 +312,9 @@ def test_length_zero_is_the_bare_story(hf_encoder, task):
     """BABILong's 0k: the facts joined by spaces in the template, no background and no length cap."""
     s = build_sample(get_task(task), ctx_for(hf_encoder), 0, 3, 42)
     split = task.rsplit("_", 1)[1]
-    assert hf_encoder.decode(s.input_ids) == reference_input(split, " ".join(s.meta["facts"]), s.meta["question"])
+    assert hf_encoder.decode(s.input_ids) == reference_input(
+        split, " ".join(s.meta["facts"]), s.meta["question"]
+    )
     for offset, fact in zip(s.meta["fact_offsets"], s.meta["facts"]):
         assert hf_encoder.decode(s.input_ids[offset : offset + 40]).lstrip().startswith(fact)
 
@@ -300,14 +332,18 @@ def test_a_short_haystack_wraps_round_and_then_runs_out(hf_encoder, tmp_path):
         used = [sentences[(start + i) % 120] for i in range(k)]
         assert len(set(used)) == k  # no sentence twice
         wrapped += start + k > 120
-        assert context_of(hf_encoder, s, "ctx_babi_qa4") == spread(used, s.meta["facts"], s.meta["fact_positions"])
+        assert context_of(hf_encoder, s, "ctx_babi_qa4") == spread(
+            used, s.meta["facts"], s.meta["fact_positions"]
+        )
     assert wrapped
     with pytest.raises(MaterialExhausted, match="ran out"):
         build_sample(spec, ctx, 8192, 0, 42)
 
 
 def test_a_length_too_short_for_the_template_and_story_is_refused(hf_encoder):
-    with pytest.raises(TaskTooShort, match="ctx_babi_qa5 cannot be built at length 400: its prompt and the story"):
+    with pytest.raises(
+        TaskTooShort, match="ctx_babi_qa5 cannot be built at length 400: its prompt and the story"
+    ):
         build_sample(get_task("ctx_babi_qa5"), ctx_for(hf_encoder), 400, 0, 42)
 
 
@@ -320,8 +356,16 @@ RECORDS = [
         "question": "Where is Mary? ",
         "target": "office",
     },
-    {"input": "John journeyed to the hallway. Rain fell all day.", "question": "Where is John? ", "target": "hallway"},
-    {"input": "  Sandra went to the bedroom. \n", "question": "Where is Sandra? ", "target": "bedroom"},
+    {
+        "input": "John journeyed to the hallway. Rain fell all day.",
+        "question": "Where is John? ",
+        "target": "hallway",
+    },
+    {
+        "input": "  Sandra went to the bedroom. \n",
+        "question": "Where is Sandra? ",
+        "target": "bedroom",
+    },
 ]
 
 
@@ -342,7 +386,9 @@ def released(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("chat", [False, True])
-def test_released_records_are_sent_whole_in_babilongs_prompt_byte_for_byte(hf_encoder, released, chat):
+def test_released_records_are_sent_whole_in_babilongs_prompt_byte_for_byte(
+    hf_encoder, released, chat
+):
     spec = get_task("babilong_qa1")
     ctx = ctx_for(hf_encoder, chat, data_dir=str(released))
     head, tail = hf_encoder.chat_parts() if chat else ("", "")
@@ -356,11 +402,17 @@ def test_released_records_are_sent_whole_in_babilongs_prompt_byte_for_byte(hf_en
 
 
 def test_released_sets_in_the_json_and_older_parquet_forms(hf_encoder, released):
-    s = build_sample(get_task("babilong_qa2"), ctx_for(hf_encoder, data_dir=str(released)), 0, 1, 42)
+    s = build_sample(
+        get_task("babilong_qa2"), ctx_for(hf_encoder, data_dir=str(released)), 0, 1, 42
+    )
     record = RECORDS[1:][order(2, 42)[1]]
-    assert hf_encoder.decode(s.input_ids) == reference_input("qa2", record["input"], record["question"])
+    assert hf_encoder.decode(s.input_ids) == reference_input(
+        "qa2", record["input"], record["question"]
+    )
     write_parquet(released / "babilong" / "qa3" / "32k-00000-of-00001.parquet", RECORDS[:1])
-    s = build_sample(get_task("babilong_qa3"), ctx_for(hf_encoder, data_dir=str(released)), 32768, 0, 42)
+    s = build_sample(
+        get_task("babilong_qa3"), ctx_for(hf_encoder, data_dir=str(released)), 32768, 0, 42
+    )
     assert s.meta["data_file"].endswith("qa3/32k-00000-of-00001.parquet")
 
 
@@ -373,11 +425,21 @@ def test_a_set_split_over_files_is_read_in_name_order(hf_encoder, tmp_path):
     assert spec.pool_size is not None and spec.pool_size(ctx, 4096) == 3
     built = [build_sample(spec, ctx, 4096, i, 42) for i in range(3)]
     assert [s.answers[0] for s in built] == [RECORDS[r]["target"] for r in order(3, 42)]
-    assert built[0].meta["data_file"] == f"{folder}/qa1-00000-of-00002.parquet, {folder}/qa1-00001-of-00002.parquet"
+    assert (
+        built[0].meta["data_file"]
+        == f"{folder}/qa1-00000-of-00002.parquet, {folder}/qa1-00001-of-00002.parquet"
+    )
 
 
 def test_lengths_are_named_as_babilong_names_its_sets():
-    assert [config_name(n) for n in (0, 1024, 4096, 131072, 1 << 20, 3000)] == ["0k", "1k", "4k", "128k", "1M", None]
+    assert [config_name(n) for n in (0, 1024, 4096, 131072, 1 << 20, 3000)] == [
+        "0k",
+        "1k",
+        "4k",
+        "128k",
+        "1M",
+        None,
+    ]
 
 
 @SETTINGS
@@ -393,17 +455,30 @@ def test_a_length_has_babilongs_name_exactly_when_it_reads_back_as_that_length(l
 
 
 def test_missing_sets_are_not_given_naming_the_path_and_the_download(hf_encoder, released):
-    with pytest.raises(DataNotGiven, match=r"babilong_qa1 reads BABILong's 8k set of qa1 .*for length 8192.*"):
-        build_sample(get_task("babilong_qa1"), ctx_for(hf_encoder, data_dir=str(released)), 8192, 0, 42)
-    with pytest.raises(DataNotGiven, match="huggingface-cli download RMT-team/babilong --repo-type dataset"):
+    with pytest.raises(
+        DataNotGiven, match=r"babilong_qa1 reads BABILong's 8k set of qa1 .*for length 8192.*"
+    ):
+        build_sample(
+            get_task("babilong_qa1"), ctx_for(hf_encoder, data_dir=str(released)), 8192, 0, 42
+        )
+    with pytest.raises(
+        DataNotGiven, match="huggingface-cli download RMT-team/babilong --repo-type dataset"
+    ):
         build_sample(get_task("babilong_qa4"), ctx_for(hf_encoder), 4096, 0, 42)
     with pytest.raises(DataNotGiven, match="length 3000 has none"):
-        build_sample(get_task("babilong_qa1"), ctx_for(hf_encoder, data_dir=str(released)), 3000, 0, 42)
+        build_sample(
+            get_task("babilong_qa1"), ctx_for(hf_encoder, data_dir=str(released)), 3000, 0, 42
+        )
 
 
 @SETTINGS
-@given(length=st.one_of(st.integers(1, 8192), st.sampled_from([1024, 2048, 4096, 8192])), index=st.integers(0, 99))
-def test_released_sets_at_every_length_build_within_the_rule_or_refuse(hf_encoder, released, length, index):
+@given(
+    length=st.one_of(st.integers(1, 8192), st.sampled_from([1024, 2048, 4096, 8192])),
+    index=st.integers(0, 99),
+)
+def test_released_sets_at_every_length_build_within_the_rule_or_refuse(
+    hf_encoder, released, length, index
+):
     spec = get_task("babilong_qa1")
     try:
         s = build_sample(spec, ctx_for(hf_encoder, data_dir=str(released)), length, index, 42)
@@ -417,22 +492,39 @@ def test_released_sets_at_every_length_build_within_the_rule_or_refuse(hf_encode
 
 
 def test_a_malformed_set_names_the_file_the_record_and_the_field(hf_encoder, tmp_path):
-    write_parquet(tmp_path / "babilong" / "1k" / "qa5-00000-of-00001.parquet", [{"input": "x", "question": "q?"}])
-    with pytest.raises(DataUnavailable, match=r"qa5-00000-of-00001.parquet: record 1 has no text in target"):
-        build_sample(get_task("babilong_qa5"), ctx_for(hf_encoder, data_dir=str(tmp_path)), 1024, 0, 42)
+    write_parquet(
+        tmp_path / "babilong" / "1k" / "qa5-00000-of-00001.parquet",
+        [{"input": "x", "question": "q?"}],
+    )
+    with pytest.raises(
+        DataUnavailable, match=r"qa5-00000-of-00001.parquet: record 1 has no text in target"
+    ):
+        build_sample(
+            get_task("babilong_qa5"), ctx_for(hf_encoder, data_dir=str(tmp_path)), 1024, 0, 42
+        )
 
 
 def test_a_record_longer_than_the_length_is_refused_not_cut(hf_encoder, tmp_path):
-    long = [{"input": "Mary went to the kitchen. " * 400, "question": "Where is Mary? ", "target": "kitchen"}]
+    long = [
+        {
+            "input": "Mary went to the kitchen. " * 400,
+            "question": "Where is Mary? ",
+            "target": "kitchen",
+        }
+    ]
     write_parquet(tmp_path / "babilong" / "1k" / "qa1-00000-of-00001.parquet", long)
     with pytest.raises(TaskTooShort, match="record 0 .* is never cut"):
-        build_sample(get_task("babilong_qa1"), ctx_for(hf_encoder, data_dir=str(tmp_path)), 1024, 0, 42)
+        build_sample(
+            get_task("babilong_qa1"), ctx_for(hf_encoder, data_dir=str(tmp_path)), 1024, 0, 42
+        )
 
 
 # --- sets sized as BABILong sized them: inputs of L - 300 GPT-2 tokens ---------------------------------------------
 
 
-def sized_like_babilong(tokenizer, task: str, config: str, count: int, longer: dict[int, int] | None = None) -> list:
+def sized_like_babilong(
+    tokenizer, task: str, config: str, count: int, longer: dict[int, int] | None = None
+) -> list:
     """``count`` records of ``task`` sized as BABILong's ``data/create_tasks.py`` sizes them, with ``tokenizer`` in
     GPT-2's place: a story's facts among consecutive haystack sentences, each behind a space, the last sentence cut
     so that the input is the set's length in decimal thousands less 300 tokens (``longer[i]`` more for record i),
@@ -447,7 +539,11 @@ def sized_like_babilong(tokenizer, task: str, config: str, count: int, longer: d
         background: list[list[int]] = []
         at = rng.randrange(len(sentences))
         while sum(map(len, facts + background)) < size:
-            background.append(tokenizer(" " + sentences[at % len(sentences)], add_special_tokens=False)["input_ids"])
+            background.append(
+                tokenizer(" " + sentences[at % len(sentences)], add_special_tokens=False)[
+                    "input_ids"
+                ]
+            )
             at += 1
         over = sum(map(len, facts + background)) - size
         background[-1] = background[-1][: len(background[-1]) - over]
@@ -458,7 +554,13 @@ def sized_like_babilong(tokenizer, task: str, config: str, count: int, longer: d
             gap.append(sentence)
         ids = [t for gap in gaps for unit in gap for t in unit]
         assert len(ids) == size
-        rows.append({"input": tokenizer.decode(ids).strip(), "question": story.question + " ", "target": story.answer})
+        rows.append(
+            {
+                "input": tokenizer.decode(ids).strip(),
+                "question": story.question + " ",
+                "target": story.answer,
+            }
+        )
     return rows
 
 
@@ -475,7 +577,9 @@ def test_a_set_sized_as_babilongs_runs_whole_where_the_tokenizer_is_as_compact_a
     """A 1k set leaves 1024 - 700 = 324 tokens for the prompt, the chat template and the 20 generated: Tekken, which
     sized the set here as GPT-2 sized BABILong's, reads every record whole, chat-wrapped, even qa3's long prompt."""
     for split in ("qa1", "qa3"):
-        data_dir = write_set(tmp_path, split, "1k", sized_like_babilong(large_vocab_tokenizer, split, "1k", 3))
+        data_dir = write_set(
+            tmp_path, split, "1k", sized_like_babilong(large_vocab_tokenizer, split, "1k", 3)
+        )
         ctx = ctx_for(large_vocab_encoder, True, data_dir=data_dir)
         for i, r in enumerate(order(3, 42)):
             s = build_sample(get_task(f"babilong_{split}"), ctx, 1024, i, 42)
@@ -487,7 +591,9 @@ def test_a_set_sized_as_babilongs_is_refused_whole_by_a_less_compact_tokenizer(
 ):
     """The shipped tiny tokenizer takes about 1.9 times Tekken's tokens for the same text: no record of the set
     fits, and the refusal says so, with the longest record's size and the task that fills any length."""
-    data_dir = write_set(tmp_path, "qa1", "1k", sized_like_babilong(large_vocab_tokenizer, "qa1", "1k", 3))
+    data_dir = write_set(
+        tmp_path, "qa1", "1k", sized_like_babilong(large_vocab_tokenizer, "qa1", "1k", 3)
+    )
     want = (
         r"babilong_qa1 cannot be built at length 1024: 0 of the 3 records of BABILong's 1k set of qa1 \(\S+1k\.json\) "
         r"fit it in this tokenizer, and a set runs only where every record does: record [0-2] takes 1,[0-9]{3} tokens "
@@ -508,11 +614,16 @@ def test_one_record_too_long_refuses_the_set_at_every_sample_before_any_is_gener
     rows = sized_like_babilong(large_vocab_tokenizer, "qa2", "4k", 3, longer={long: 400})
     ctx = ctx_for(large_vocab_encoder, data_dir=write_set(tmp_path, "qa2", "4k", rows))
     for i in range(3):
-        with pytest.raises(TaskTooShort, match=rf"2 of the 3 records .* record {long} takes 4,[0-9]{{3}} tokens"):
+        with pytest.raises(
+            TaskTooShort, match=rf"2 of the 3 records .* record {long} takes 4,[0-9]{{3}} tokens"
+        ):
             build_sample(get_task("babilong_qa2"), ctx, 4096, i, 42)
     del rows[long]  # the others alone fit
     ctx = ctx_for(large_vocab_encoder, data_dir=write_set(tmp_path, "qa2", "4k", rows))
-    assert all(len(build_sample(get_task("babilong_qa2"), ctx, 4096, i, 42).input_ids) <= 4096 - 20 for i in (0, 1))
+    assert all(
+        len(build_sample(get_task("babilong_qa2"), ctx, 4096, i, 42).input_ids) <= 4096 - 20
+        for i in (0, 1)
+    )
 
 
 # --- the answer rule ----------------------------------------------------------------------------------------------
@@ -536,14 +647,21 @@ def test_one_record_too_long_refuses_the_set_at_every_sample_before_any_is_gener
 )  # fmt: skip
 def test_compare_answers_as_babilong(target, output, question, task, right):
     assert compare_answers(target, output, question, TASK_LABELS[task]) is right
-    score, looked_at = score_prediction("babilong_match", output, references(target, question, TASK_LABELS[task]))
-    assert score == float(right) and looked_at == output.strip().lower().split(".")[0].split("<example>")[0]
+    score, looked_at = score_prediction(
+        "babilong_match", output, references(target, question, TASK_LABELS[task])
+    )
+    assert (
+        score == float(right)
+        and looked_at == output.strip().lower().split(".")[0].split("<example>")[0]
+    )
 
 
 def test_several_targets_need_each_and_nothing_else():
     labels = ("apple", "football", "milk", "nothing")
     assert compare_answers("apple,milk", "Milk and apple", "What is Daniel carrying?", labels)
-    assert not compare_answers("apple,milk", "milk, apple, football", "What is Daniel carrying?", labels)
+    assert not compare_answers(
+        "apple,milk", "milk, apple, football", "What is Daniel carrying?", labels
+    )
     assert not compare_answers("apple,milk", "milk", "What is Daniel carrying?", labels)
 
 
@@ -561,7 +679,10 @@ def test_the_answer_scores_and_another_label_beside_it_does_not(task, seed, othe
 
 
 def test_malformed_references_are_one_line():
-    with pytest.raises(ValueError, match=r"BABILong references are \(target, 'question: \.\.\.', 'labels: a \| b'\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"BABILong references are \(target, 'question: \.\.\.', 'labels: a \| b'\)",
+    ):
         parse_references(["office"])
 
 
@@ -569,5 +690,9 @@ def test_the_json_form_is_declared_for_data_verify(released):
     from ctxgate.sources.babilong_files import DATA_FILES
 
     (declared,) = [f for f in DATA_FILES if f.task == "babilong_qa2"]
-    found = [p.name for p in (released / declared.folder).iterdir() if re.fullmatch(declared.pattern, p.name)]
+    found = [
+        p.name
+        for p in (released / declared.folder).iterdir()
+        if re.fullmatch(declared.pattern, p.name)
+    ]
     assert found == ["0k.json"] and declared.fields == ("input", "question", "target")

@@ -25,7 +25,13 @@ from ctxgate.metrics.nolima import contains
 from ctxgate.metrics.registry import get_metric, score_prediction
 from ctxgate.records.refusal import Refusal
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.nolima_files import TASK_TEMPLATE, NeedleSet, load_official, load_project, parse
+from ctxgate.sources.nolima_files import (
+    TASK_TEMPLATE,
+    NeedleSet,
+    load_official,
+    load_project,
+    parse,
+)
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tasks import nolima as nolima_task
 from ctxgate.tasks.build import build_sample
@@ -47,7 +53,9 @@ from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer
 from fixtures.make_family_fixtures import NOLIMA_NEEDLES
 
 TASKS = ("ctx_nolima", "ctx_nolima_direct")
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +67,12 @@ def nolima_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def ctx_for(encoder: PieceEncoder, chat: bool = False, data_dir: Path | None = None, seed: int = 42) -> BuildContext:
-    return BuildContext(encoder=encoder, chat=chat, seed=seed, data_dir=str(data_dir) if data_dir else None)
+def ctx_for(
+    encoder: PieceEncoder, chat: bool = False, data_dir: Path | None = None, seed: int = 42
+) -> BuildContext:
+    return BuildContext(
+        encoder=encoder, chat=chat, seed=seed, data_dir=str(data_dir) if data_dir else None
+    )
 
 
 # the overlap filter ------------------------------------------------------------------------------------------------
@@ -78,7 +90,11 @@ def test_every_shipped_one_hop_pair_shares_no_content_word_and_every_direct_one_
 @pytest.mark.parametrize(
     ("question", "needle", "shared"),
     [
-        ("Which character has seen the Atomium?", "{CHAR} sketched the Atomium at dusk.", "atomium"),
+        (
+            "Which character has seen the Atomium?",
+            "{CHAR} sketched the Atomium at dusk.",
+            "atomium",
+        ),
         ("Which character speaks Japanese?", "{CHAR} grew up in Japan.", "japanese~japan"),
         (
             "Which character sketched a bridge?",
@@ -91,18 +107,32 @@ def test_every_shipped_one_hop_pair_shares_no_content_word_and_every_direct_one_
     ],
 )
 def test_a_pair_with_literal_overlap_is_refused_naming_the_shared_words(question, needle, shared):
-    with pytest.raises(LiteralOverlap, match=re.escape(f"({shared}; at most 0 allowed)")) as refused:
+    with pytest.raises(
+        LiteralOverlap, match=re.escape(f"({shared}; at most 0 allowed)")
+    ) as refused:
         check_pair(question, needle, "pair 1")
     assert "\n" not in str(refused.value) and "reword the question" in str(refused.value)
 
 
 def test_function_words_the_placeholder_and_one_letter_words_are_not_content_words():
     assert content_words("Which {CHAR} has been to the Atomium's café?") == ("atomium", "cafe")
-    assert overlap("Which character has been there?", "Has {CHAR} been there? It was in the north.").count == 0
-    assert stem("cities") == "city" and stem("watches") == "watch" and stem("bus") == "bus" and stem("is") == "is"
+    assert (
+        overlap(
+            "Which character has been there?", "Has {CHAR} been there? It was in the north."
+        ).count
+        == 0
+    )
+    assert (
+        stem("cities") == "city"
+        and stem("watches") == "watch"
+        and stem("bus") == "bus"
+        and stem("is") == "is"
+    )
 
 
-words = st.text(alphabet=st.characters(codec="utf-8", categories=("L", "Nd", "Zs", "P")), max_size=60)
+words = st.text(
+    alphabet=st.characters(codec="utf-8", categories=("L", "Nd", "Zs", "P")), max_size=60
+)
 
 
 @SETTINGS
@@ -116,7 +146,9 @@ def test_overlap_is_measured_on_content_words_only(question, needle):
     assert all(related(w, w) for w in content_words(question))
 
 
-LATENT_WORDS = [(c, w) for c in load_project().of_kind(True) for w in dict.fromkeys(content_words(c.needle))]
+LATENT_WORDS = [
+    (c, w) for c in load_project().of_kind(True) for w in dict.fromkeys(content_words(c.needle))
+]
 
 
 @SETTINGS
@@ -128,19 +160,26 @@ def test_adding_a_needle_word_to_a_one_hop_question_breaks_the_cap(pair):
 
 
 def test_the_shipped_set_is_nolima_shaped_and_its_size_is_the_default_sample_count():
-    records = json.loads((Path(nolima_task.__file__).parents[1] / "data" / "nolima_needles.json").read_text("utf-8"))
+    records = json.loads(
+        (Path(nolima_task.__file__).parents[1] / "data" / "nolima_needles.json").read_text("utf-8")
+    )
     # NoLiMa's run_tests.py seeds each record's draws with int(id[:4]) and reads system_prompt and input_args
     assert all(re.fullmatch(r"\d{4}", r["id"]) and r["system_prompt"] == "" for r in records)
     assert all(t["input_args"] for r in records for t in r["tests"].values())
     assert len(project_set().of_kind(True)) == PROJECT_PAIRS == len(records) * 6
 
 
-def test_a_pair_over_the_cap_refuses_ctx_nolima_alone_and_never_the_registry(hf_encoder, monkeypatch):
+def test_a_pair_over_the_cap_refuses_ctx_nolima_alone_and_never_the_registry(
+    hf_encoder, monkeypatch
+):
     record = {
         "id": "9999",
         "system_prompt": "",
         "needle": "{CHAR} sketched {1} at noon.",
-        "questions": {"onehop": "Which character sketched {2}?", "direct": "Which character sketched {1}?"},
+        "questions": {
+            "onehop": "Which character sketched {2}?",
+            "direct": "Which character sketched {1}?",
+        },
         "character_set": ["Priya", "Tomasz", "Ingrid"],
         "tests": {"T01": {"input_args": ["the Atomium", "Brussels"]}},
     }
@@ -149,9 +188,13 @@ def test_a_pair_over_the_cap_refuses_ctx_nolima_alone_and_never_the_registry(hf_
     project_set.cache_clear()
     try:
         direct = nolima_task.ctx_nolima_direct()  # registering reads no needle set
-        with pytest.raises(DataUnavailable, match=r"^bad\.json 9999_T01_onehop: .*\(sketched; at most 0"):
+        with pytest.raises(
+            DataUnavailable, match=r"^bad\.json 9999_T01_onehop: .*\(sketched; at most 0"
+        ):
             build_sample(nolima_task.ctx_nolima(), ctx_for(hf_encoder), 2048, 0, 42)
-        assert build_sample(direct, ctx_for(hf_encoder), 2048, 0, 42).meta["case"] == "9999_T01_direct"
+        assert (
+            build_sample(direct, ctx_for(hf_encoder), 2048, 0, 42).meta["case"] == "9999_T01_direct"
+        )
     finally:
         project_set.cache_clear()
 
@@ -164,32 +207,63 @@ def test_the_official_set_is_read_in_nolimas_order_with_arguments_filled(nolima_
         "0901_T02_direct", "0902_T01_onehop",
     ]  # fmt: skip
     first = cases[0]
-    assert first.needle == "One cold morning, {CHAR} photographed the Chain Bridge from the river bank."
-    assert first.question == "Which character has been in Budapest?" and cases[2].question.endswith("Central Europe?")
-    assert first.template == TASK_TEMPLATE and cases[-1].gold == ("Bern",) and not cases[-1].characters
-    assert [c.name for c in load_official(str(nolima_dir)).of_kind(False)] == ["0901_T01_direct", "0901_T02_direct"]
+    assert (
+        first.needle
+        == "One cold morning, {CHAR} photographed the Chain Bridge from the river bank."
+    )
+    assert first.question == "Which character has been in Budapest?" and cases[2].question.endswith(
+        "Central Europe?"
+    )
+    assert (
+        first.template == TASK_TEMPLATE and cases[-1].gold == ("Bern",) and not cases[-1].characters
+    )
+    assert [c.name for c in load_official(str(nolima_dir)).of_kind(False)] == [
+        "0901_T01_direct",
+        "0901_T02_direct",
+    ]
 
 
 def test_a_gold_answer_given_as_one_string_is_one_answer():
-    record = {**NOLIMA_NEEDLES[1], "tests": {"T01": {"input_args": ["the Zytglogge"], "gold_answers": "Bern"}}}
+    record = {
+        **NOLIMA_NEEDLES[1],
+        "tests": {"T01": {"input_args": ["the Zytglogge"], "gold_answers": "Bern"}},
+    }
     (case,) = parse([record], "set.json")
-    assert case.gold == ("Bern",)  # NoLiMa's contains would iterate over "B", "e", "r", "n" (docs/decisions.md)
+    assert case.gold == (
+        "Bern",
+    )  # NoLiMa's contains would iterate over "B", "e", "r", "n" (docs/decisions.md)
 
 
-def test_no_data_dir_or_no_file_is_data_not_given_naming_the_path_and_that_nothing_is_fetched(tmp_path):
+def test_no_data_dir_or_no_file_is_data_not_given_naming_the_path_and_that_nothing_is_fetched(
+    tmp_path,
+):
     for data_dir in (None, str(tmp_path)):
-        with pytest.raises(DataNotGiven, match=r"nolima/needlesets/needle_set\.json.*never downloaded"):
+        with pytest.raises(
+            DataNotGiven, match=r"nolima/needlesets/needle_set\.json.*never downloaded"
+        ):
             load_official(data_dir)
 
 
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda r: r.pop("needle"), r"record 1 \('0901'\): field 'needle' must be a non-empty string"),
+        (
+            lambda r: r.pop("needle"),
+            r"record 1 \('0901'\): field 'needle' must be a non-empty string",
+        ),
         (lambda r: r.update(character_set=[]), "field 'character_set' must be a non-empty list"),
-        (lambda r: r.update(tests={"T01": {"input_args": ["x"]}}), r"keeps \{2\}: input_args has too few values"),
-        (lambda r: r.update(task_template="{haystack}"), "field 'task_template' must be a string with"),
-        (lambda r: r.update(distractors={"onehop": "x"}), "field 'distractors' is NoLiMa's distractor variant"),
+        (
+            lambda r: r.update(tests={"T01": {"input_args": ["x"]}}),
+            r"keeps \{2\}: input_args has too few values",
+        ),
+        (
+            lambda r: r.update(task_template="{haystack}"),
+            "field 'task_template' must be a string with",
+        ),
+        (
+            lambda r: r.update(distractors={"onehop": "x"}),
+            "field 'distractors' is NoLiMa's distractor variant",
+        ),
         (lambda r: r["questions"].update(onehop="{1} and {2}?"), "the question names 2 arguments"),
     ],
 )
@@ -205,14 +279,29 @@ def test_a_malformed_record_is_refused_naming_the_field(tmp_path, edit, message)
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=12) | st.sampled_from(["{CHAR} saw {1}.", "{1}"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=12)
+    | st.sampled_from(["{CHAR} saw {1}.", "{1}"]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=12,
 )
 records = st.fixed_dictionaries(
     {},
     optional={
-        k: json_values for k in ("id", "needle", "questions", "tests", "character_set", "task_template", "distractors")
+        k: json_values
+        for k in (
+            "id",
+            "needle",
+            "questions",
+            "tests",
+            "character_set",
+            "task_template",
+            "distractors",
+        )
     },
 )
 
@@ -235,11 +324,18 @@ def test_contains_is_nolimas_case_sensitive_substring_rule():
     assert contains("Priyanka", ["Priya"]) == 1.0  # a substring counts, as in the reference
     metric = get_metric("nolima_contains")
     assert get_task("ctx_nolima").metric is metric and get_task("nolima").metric is metric
-    assert score_prediction("nolima_contains", " Oskar", ["Oskar"], "", chat=False) == (1.0, " Oskar")
+    assert score_prediction("nolima_contains", " Oskar", ["Oskar"], "", chat=False) == (
+        1.0,
+        " Oskar",
+    )
 
 
 @SETTINGS
-@given(before=st.text(max_size=30), after=st.text(max_size=30), name=st.sampled_from(["Aiko", "Farid", "Nadia"]))
+@given(
+    before=st.text(max_size=30),
+    after=st.text(max_size=30),
+    name=st.sampled_from(["Aiko", "Farid", "Nadia"]),
+)
 def test_contains_scores_one_exactly_when_the_name_is_in_the_output(before, after, name):
     assert contains(before + name + after, [name]) == 1.0
     assert contains(before + after, [name]) == float(name in before + after)
@@ -255,12 +351,18 @@ def test_specs():
             192,
             True,
         )
-    assert get_task("ctx_nolima").default_samples == 36 * 26 == get_task("ctx_nolima_direct").default_samples
+    assert (
+        get_task("ctx_nolima").default_samples
+        == 36 * 26
+        == get_task("ctx_nolima_direct").default_samples
+    )
     assert get_task("nolima").replaces == "ctx_nolima" and get_task("ctx_nolima").replaces is None
 
 
 def test_index_to_case_and_depth_covers_every_pair_at_every_depth_once():
-    assert DEPTHS == tuple(round(d) for d in [i * 100 / 25 for i in range(26)])  # np.linspace(0, 100, 26)
+    assert DEPTHS == tuple(
+        round(d) for d in [i * 100 / 25 for i in range(26)]
+    )  # np.linspace(0, 100, 26)
     count = 36
     seen = [case_and_depth(count, i, "ctx_nolima", 42) for i in range(count * 26)]
     assert len(set(seen)) == count * 26
@@ -293,7 +395,9 @@ def test_every_length_builds_within_the_rule_filled_to_a_sentence_or_refuses(
         if length <= spec.tokens_to_generate:
             assert f"its generation budget of {spec.tokens_to_generate} tokens fills it" in str(exc)
         else:
-            assert re.search(r"leave \d+ tokens for the haystack|room for \d+ haystack sentences", str(exc)), str(exc)
+            assert re.search(
+                r"leave \d+ tokens for the haystack|room for \d+ haystack sentences", str(exc)
+            ), str(exc)
         assert str(exc).endswith("choose a longer --lengths value") and "\n" not in str(exc)
         return
     used = len(s.input_ids) + spec.tokens_to_generate
@@ -315,13 +419,19 @@ def test_the_needle_sits_at_its_depth_and_only_it_names_the_character(hf_encoder
     spec = get_task(task)
     for index in (0, 1, 36 * 12 + 7, 36 * 25):  # depths 0, 4, and further on
         s = build_sample(spec, ctx_for(hf_encoder, chat), 8192, index, 42)
-        (needle,), (offset,), (depth,) = s.meta["needles"], s.meta["needle_offsets"], s.meta["depths"]
+        (needle,), (offset,), (depth,) = (
+            s.meta["needles"],
+            s.meta["needle_offsets"],
+            s.meta["depths"],
+        )
         (name,) = s.answers
         assert needle.startswith(name) or f" {name} " in needle
         assert hf_encoder.decode(s.input_ids[offset : offset + 60]).lstrip().startswith(needle)
         text = hf_encoder.decode(s.input_ids)
         assert len(re.findall(rf"\b{name}\b", text)) == 1
-        start = len(hf_encoder.decode(s.input_ids[:offset]))  # the needle's place in the haystack, in characters
+        start = len(
+            hf_encoder.decode(s.input_ids[:offset])
+        )  # the needle's place in the haystack, in characters
         haystack = text.split("book snippet:\n\n", 1)[1].rsplit("\n\nUse the information", 1)[0]
         share = (start - text.index(haystack)) / (len(haystack) - len(needle) - 1)
         assert abs(share - depth / 100) < 0.03, (index, depth, share)
@@ -344,7 +454,9 @@ def test_no_essay_sentence_names_the_cases_keywords_or_characters(hf_encoder, ta
 def test_every_filler_is_distractor_free_for_every_shipped_case():
     assert len(set(FILLERS)) == len(FILLERS)
     assert all(f.startswith("{CHAR} ") and f.count("{CHAR}") == 1 for f in FILLERS)
-    for case in load_project().cases:  # no shared content word with its question or needle, no keyword named
+    for case in (
+        load_project().cases
+    ):  # no shared content word with its question or needle, no keyword named
         assert usable_fillers(case) == FILLERS, case.name
 
 
@@ -371,13 +483,22 @@ def test_the_needle_is_not_the_only_sentence_about_a_character(hf_encoder, task,
         expected = min(len(FILLERS), max(MIN_FILLERS, (length - 400) // FILLER_SPACING))
         assert len(named) >= expected, (index, len(named))
         text = hf_encoder.decode(s.input_ids)
-        assert all(text.count(f) == 1 for f in named) and len(re.findall(rf"\b{character}\b", text)) == 1
+        assert (
+            all(text.count(f) == 1 for f in named)
+            and len(re.findall(rf"\b{character}\b", text)) == 1
+        )
 
 
 def test_a_haystack_keyword_matches_word_starts_in_any_case_and_accent_and_names_whole():
     case = next(c for c in load_project().cases if "the Belém Tower" in c.keywords)
     pattern = keyword_pattern(case)
-    for text in ("the belem tower at noon", "BELÉM TOWER", "in Portuguese", "Priya said", "lisboners"):
+    for text in (
+        "the belem tower at noon",
+        "BELÉM TOWER",
+        "in Portuguese",
+        "Priya said",
+        "lisboners",
+    ):
         assert pattern.search(text), text
     for text in ("Priyanka said", "a tower of Belgrade", "priya said"):
         assert not pattern.search(text), text
@@ -386,9 +507,13 @@ def test_a_haystack_keyword_matches_word_starts_in_any_case_and_accent_and_names
 def test_the_system_prompt_goes_in_the_templates_system_turn(hf_encoder, hf_tokenizer):
     s = build_sample(get_task("ctx_nolima"), ctx_for(hf_encoder, chat=True), 2048, 0, 42)
     text = hf_encoder.decode(s.input_ids)
-    assert text.startswith(f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\nYou will answer")
+    assert text.startswith(
+        f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\nYou will answer"
+    )
     assert text.endswith("reasoning.<|im_end|>\n<|im_start|>assistant\n")
-    plain = hf_encoder.decode(build_sample(get_task("ctx_nolima"), ctx_for(hf_encoder), 2048, 0, 42).input_ids)
+    plain = hf_encoder.decode(
+        build_sample(get_task("ctx_nolima"), ctx_for(hf_encoder), 2048, 0, 42).input_ids
+    )
     assert plain.startswith("You will answer") and SYSTEM_PROMPT not in plain
 
 
@@ -419,16 +544,23 @@ def test_a_template_that_breaks_on_the_system_message_refuses_the_case_naming_th
         "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n"
     )
     ctx = ctx_for(PieceEncoder(HFTokenizer(tok)), chat=True)
-    with pytest.raises(DataUnavailable, match=r"fails on NoLiMa's system message \(TypeError: .*--chat-template off$"):
+    with pytest.raises(
+        DataUnavailable,
+        match=r"fails on NoLiMa's system message \(TypeError: .*--chat-template off$",
+    ):
         build_sample(get_task("ctx_nolima"), ctx, 2048, 0, 42)
 
 
 def test_a_tokenizer_without_a_system_turn_gets_the_user_message_alone():
-    enc = PieceEncoder(ByteTokenizer())  # its chat form is a user turn only: NoLiMa's system text has no place
+    enc = PieceEncoder(
+        ByteTokenizer()
+    )  # its chat form is a user turn only: NoLiMa's system text has no place
     assert system_chat_parts(enc) == enc.chat_parts() == ("<user>\n", "\n</user>\n<assistant>\n")
     spec = get_task("ctx_nolima")
     chat = enc.decode(build_sample(spec, ctx_for(enc, chat=True), 4096, 0, 42).input_ids)
-    assert chat.startswith("<user>\nYou will answer a question based on the following book snippet:\n\n")
+    assert chat.startswith(
+        "<user>\nYou will answer a question based on the following book snippet:\n\n"
+    )
     assert chat.endswith("reasoning.\n</user>\n<assistant>\n") and SYSTEM_PROMPT not in chat
     plain = enc.decode(build_sample(spec, ctx_for(enc), 4096, 0, 42).input_ids)
     assert plain == chat.removeprefix("<user>\n").removesuffix("\n</user>\n<assistant>\n")
@@ -464,7 +596,9 @@ def test_same_inputs_same_bytes_and_other_seeds_other_samples(hf_encoder):
     spec = get_task("ctx_nolima")
     a, b = (build_sample(spec, ctx_for(hf_encoder), 4096, 3, 42) for _ in range(2))
     assert a.digest() == b.digest()
-    others = {build_sample(spec, ctx_for(hf_encoder, seed=s), 4096, 3, s).digest() for s in range(5)}
+    others = {
+        build_sample(spec, ctx_for(hf_encoder, seed=s), 4096, 3, s).digest() for s in range(5)
+    }
     assert len(others) == 5
 
 

@@ -61,7 +61,12 @@ def test_auto_workers_is_the_gpu_count(monkeypatch):
 
 @pytest.mark.parametrize(
     ("worker", "count", "per", "expected"),
-    [("gw0", 2, None, "0,1,2,3"), ("gw1", 2, None, "4,5,6,7"), ("gw1", 1, 2, "2,3"), ("gw3", 4, None, "6,7")],
+    [
+        ("gw0", 2, None, "0,1,2,3"),
+        ("gw1", 2, None, "4,5,6,7"),
+        ("gw1", 1, 2, "2,3"),
+        ("gw3", 4, None, "6,7"),
+    ],
 )
 def test_device_map_gives_each_worker_its_slice(monkeypatch, worker, count, per, expected):
     """-n counts model replicas: with --device-map auto each worker's model spans visible GPUs / workers (or
@@ -69,7 +74,9 @@ def test_device_map_gives_each_worker_its_slice(monkeypatch, worker, count, per,
     monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(count))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")
-    config = SimpleNamespace(workerinput={"workerid": worker}, stash=stash(device_map="auto", gpus_per_replica=per))
+    config = SimpleNamespace(
+        workerinput={"workerid": worker}, stash=stash(device_map="auto", gpus_per_replica=per)
+    )
     workers._pin_gpu(config)
     import os
 
@@ -91,7 +98,9 @@ def test_too_many_replicas_for_the_gpus_is_told_the_fix(monkeypatch):
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")
     config = SimpleNamespace(workerinput={}, stash=stash(device_map="auto", gpus_per_replica=4))
-    with pytest.raises(pytest.UsageError, match="8 visible, 4 per worker; run with -n 2 or -n auto"):
+    with pytest.raises(
+        pytest.UsageError, match="8 visible, 4 per worker; run with -n 2 or -n auto"
+    ):
         workers._pin_gpu(config)
 
 
@@ -106,7 +115,11 @@ def test_too_many_replicas_for_the_gpus_is_told_the_fix(monkeypatch):
     ],
 )
 def test_auto_workers_count_model_replicas(monkeypatch, options, expected):
-    given = {"model": "ckpt", "backend": "hf", **options}  # by dest, as pytest's getoption also takes them
+    given = {
+        "model": "ckpt",
+        "backend": "hf",
+        **options,
+    }  # by dest, as pytest's getoption also takes them
     config = SimpleNamespace(getoption=lambda name, default=None: given.get(name, default))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")
     assert workers.pytest_xdist_auto_num_workers(config) == expected

@@ -16,7 +16,9 @@ def test_default_essay_is_shipped_and_hashed():
 
 def test_text_file_and_dataset_with_text_column(tmp_path):
     (tmp_path / "h.txt").write_text(TEXT)
-    (tmp_path / "h.jsonl").write_text("\n".join(json.dumps({"text": s + "."}) for s in TEXT.split(".") if s))
+    (tmp_path / "h.jsonl").write_text(
+        "\n".join(json.dumps({"text": s + "."}) for s in TEXT.split(".") if s)
+    )
     from_txt = load_essay(str(tmp_path / "h.txt"))
     from_ds = load_essay(str(tmp_path / "h.jsonl"))
     assert from_txt.sentences[0] == "Sentence number 0 talks about rivers and maps."
@@ -24,7 +26,9 @@ def test_text_file_and_dataset_with_text_column(tmp_path):
 
 
 def test_user_haystack_is_used_by_essay_tasks(tmp_path, hf_encoder):
-    (tmp_path / "h.txt").write_text(" ".join(f"Sentence {i} talks about rivers and maps." for i in range(400)))
+    (tmp_path / "h.txt").write_text(
+        " ".join(f"Sentence {i} talks about rivers and maps." for i in range(400))
+    )
     ctx = BuildContext(encoder=hf_encoder, chat=False, essay_path=str(tmp_path / "h.txt"))
     s = build_sample(get_task("niah_single_2"), ctx, 1024, 0, 42)
     assert "talks about rivers and maps" in hf_encoder.decode(s.input_ids)
@@ -113,14 +117,18 @@ def test_a_damaged_volume_is_one_line_naming_it_and_the_fix():
     from ctxgate.data import haystacks
 
     volume = haystacks._default_essay().volumes[1]
-    with pytest.raises(HaystackError, match=r"haystack_wikipedia_2.txt.xz does not match its sha256.*reinstall"):
+    with pytest.raises(
+        HaystackError, match=r"haystack_wikipedia_2.txt.xz does not match its sha256.*reinstall"
+    ):
         haystacks._packaged_sentences(volume.resource, "0" * 64)
 
 
 def test_a_length_beyond_the_haystack_fails_with_the_flag(tmp_path, hf_encoder):
     (tmp_path / "h.txt").write_text(TEXT)  # 40 sentences, about 400 tokens
     ctx = BuildContext(encoder=hf_encoder, chat=False, essay_path=str(tmp_path / "h.txt"))
-    with pytest.raises(MaterialExhausted, match=r"ran out at .* pass --haystack with a longer text"):
+    with pytest.raises(
+        MaterialExhausted, match=r"ran out at .* pass --haystack with a longer text"
+    ):
         build_sample(get_task("niah_single_2"), ctx, 4096, 0, 42)
 
 
@@ -129,19 +137,39 @@ def test_ruler_essays_are_fetched_pinned_and_used(tmp_path, capsys):
 
     essays = tmp_path / "essays.jsonl"
     essays.write_text("".join(json.dumps({"text": f"Essay {i}. " + TEXT}) + "\n" for i in range(3)))
-    assert main(["data", "fetch", "--to", str(tmp_path / "data"), "--ruler-essays", str(essays)]) == 0
+    assert (
+        main(["data", "fetch", "--to", str(tmp_path / "data"), "--ruler-essays", str(essays)]) == 0
+    )
     written = tmp_path / "data" / "ruler" / "paul_graham_essays.txt"
     digest = capsys.readouterr().out.split("sha256 ")[1].split(")")[0]
     assert load_essay(str(written)).sentences[0] == "Essay 0."
     assert (
         main(
-            ["data", "fetch", "--to", str(tmp_path / "again"), "--ruler-essays", str(essays), "--essays-sha256", digest]
+            [
+                "data",
+                "fetch",
+                "--to",
+                str(tmp_path / "again"),
+                "--ruler-essays",
+                str(essays),
+                "--essays-sha256",
+                digest,
+            ]
         )
         == 0
     )
     assert (
         main(
-            ["data", "fetch", "--to", str(tmp_path / "bad"), "--ruler-essays", str(essays), "--essays-sha256", "0" * 64]
+            [
+                "data",
+                "fetch",
+                "--to",
+                str(tmp_path / "bad"),
+                "--ruler-essays",
+                str(essays),
+                "--essays-sha256",
+                "0" * 64,
+            ]
         )
         == 2
     )

@@ -17,9 +17,27 @@ L3 = math.log2(3)
 
 CASES = [
     # metric, prediction, references, prefix, expected score
-    ("helmet_subem", " Answer is 10", ["1"], "Answer:", 1.0),  # "1" is a substring of "10": HELMET's SubEM
-    ("helmet_subem", " The Eiffel Tower.", ["eiffel tower"], "Answer:", 1.0),  # case, article, punctuation
-    ("helmet_subem", " Lyon\nParis", ["Paris"], "Answer:", 1.0),  # the raw output counts, not only line one
+    (
+        "helmet_subem",
+        " Answer is 10",
+        ["1"],
+        "Answer:",
+        1.0,
+    ),  # "1" is a substring of "10": HELMET's SubEM
+    (
+        "helmet_subem",
+        " The Eiffel Tower.",
+        ["eiffel tower"],
+        "Answer:",
+        1.0,
+    ),  # case, article, punctuation
+    (
+        "helmet_subem",
+        " Lyon\nParis",
+        ["Paris"],
+        "Answer:",
+        1.0,
+    ),  # the raw output counts, not only line one
     ("helmet_subem", "", ["Paris"], "Answer:", 0.0),
     ("helmet_subem", " the Big Apple", ["New York", "Big Apple"], "Answer:", 1.0),  # any reference
     ("label_em", " 1", ["1"], "label:", 1.0),
@@ -28,9 +46,27 @@ CASES = [
     ("label_em", " label: 7", ["7"], "label:", 1.0),  # an echoed prefix is dropped
     ("label_em", "", ["1"], "label:", 0.0),
     ("rouge_l_f1", " Paris", ["Paris"], "Answer:", 1.0),
-    ("rouge_l_f1", " the cats ran", ["cat running"], "Answer:", 0.4),  # stems cat|ran vs cat|run: P 1/3, R 1/2
-    ("rouge_l_f1", " John Smith", ["Smith", "Jane Doe"], "Answer:", 2 / 3),  # best reference: P 1/2, R 1
-    ("rouge_l_f1", " Paris\nand more words here", ["Paris"], "Answer:", 1.0),  # the parsed first line wins
+    (
+        "rouge_l_f1",
+        " the cats ran",
+        ["cat running"],
+        "Answer:",
+        0.4,
+    ),  # stems cat|ran vs cat|run: P 1/3, R 1/2
+    (
+        "rouge_l_f1",
+        " John Smith",
+        ["Smith", "Jane Doe"],
+        "Answer:",
+        2 / 3,
+    ),  # best reference: P 1/2, R 1
+    (
+        "rouge_l_f1",
+        " Paris\nand more words here",
+        ["Paris"],
+        "Answer:",
+        1.0,
+    ),  # the parsed first line wins
     ("rouge_l_f1", "", ["Paris"], "Answer:", 0.0),
     (
         "ndcg_at_10",
@@ -39,7 +75,13 @@ CASES = [
         "Ranking:",
         (2 + 3 / L3) / (3 + 2 / L3),
     ),  # DCG 2/1 + 3/log2 3; ideal 3/1 + 2/log2 3
-    ("ndcg_at_10", " 1 > 2 > 1 > 3", ["1:0", "2:0", "3:3"], "Ranking:", 0.5),  # duplicate keeps rank 1; 3 at rank 3
+    (
+        "ndcg_at_10",
+        " 1 > 2 > 1 > 3",
+        ["1:0", "2:0", "3:3"],
+        "Ranking:",
+        0.5,
+    ),  # duplicate keeps rank 1; 3 at rank 3
     (
         "ndcg_at_10",
         " ID: 5 is best. Ranking: 2 > 3",
@@ -47,7 +89,13 @@ CASES = [
         "Ranking:",
         1 / (3 + 1 / L3),
     ),  # the longest chain (2 > 3) wins over the lone 5
-    ("ndcg_at_10", " 10 > 1", ["1:3", "10:0"], "Ranking:", (3 / L3) / 3),  # "1" and "10" are different ids
+    (
+        "ndcg_at_10",
+        " 10 > 1",
+        ["1:3", "10:0"],
+        "Ranking:",
+        (3 / L3) / 3,
+    ),  # "1" and "10" are different ids
     ("ndcg_at_10", "", ["1:3", "2:1"], "Ranking:", 0.0),
     ("ndcg_at_10", " I cannot rank these.", ["1:3"], "Ranking:", 0.0),
     ("ndcg_at_10", " 1 > 2", ["1:0", "2:0"], "Ranking:", 0.0),  # nothing relevant: 0, as trec_eval
@@ -58,7 +106,13 @@ CASES = [
     ("mc_accuracy", "", ["A", "A. Lyon"], "Answer:", 0.0),  # fixed: empty is wrong
     ("mc_accuracy", " the", ["A", "A. Lyon"], "Answer:", 0.0),
     ("mc_accuracy", " A", ["A", "A. Lyon"], "Answer:", 1.0),
-    ("mc_accuracy_helmet", "", ["A", "A. Lyon"], "Answer:", 1.0),  # the reference's bug: "a" is an article
+    (
+        "mc_accuracy_helmet",
+        "",
+        ["A", "A. Lyon"],
+        "Answer:",
+        1.0,
+    ),  # the reference's bug: "a" is an article
     ("mc_accuracy_helmet", " the", ["A", "A. Lyon"], "Answer:", 1.0),
     ("mc_accuracy_helmet", "", ["B", "B. Paris"], "Answer:", 0.0),
     ("mc_accuracy_helmet", " B", ["B", "B. Paris"], "Answer:", 1.0),
@@ -88,7 +142,9 @@ def test_bad_judgment_reference_names_the_format():
 
 
 @given(
-    st.dictionaries(st.from_regex(r"[0-9]{1,3}", fullmatch=True), st.integers(0, 3), min_size=1, max_size=15),
+    st.dictionaries(
+        st.from_regex(r"[0-9]{1,3}", fullmatch=True), st.integers(0, 3), min_size=1, max_size=15
+    ),
     st.randoms(),
 )
 def test_ndcg_is_one_for_the_ideal_order_and_within_bounds(qrels, rnd):
@@ -119,8 +175,16 @@ def test_completion_outputs_are_scored_behind_the_prefix_chat_outputs_as_they_ar
     """HELMET (eval.py): without the chat template, `system_template + output`, no space added, is what the metric
     and the parser see; with it, the output alone, parsed after the prefix when the model wrote one, else its
     first line."""
-    assert score_prediction("helmet_subem", "x", ["answer"], "Answer:") == (1.0, "x")  # "Answer:x" contains it
+    assert score_prediction("helmet_subem", "x", ["answer"], "Answer:") == (
+        1.0,
+        "x",
+    )  # "Answer:x" contains it
     assert score_prediction("helmet_subem", "x", ["answer"], "Answer:", chat=True) == (0.0, "x")
-    assert score_prediction("helmet_subem", "Paris\nRome", ["rome"], "Answer:", chat=True)[1] == "Paris"
-    score, parsed = score_prediction("rouge_l_f1", "Intro.\nAnswer: the cat sat", ["the cat sat"], "Answer:", chat=True)
+    assert (
+        score_prediction("helmet_subem", "Paris\nRome", ["rome"], "Answer:", chat=True)[1]
+        == "Paris"
+    )
+    score, parsed = score_prediction(
+        "rouge_l_f1", "Intro.\nAnswer: the cat sat", ["the cat sat"], "Answer:", chat=True
+    )
     assert (score, parsed) == (1.0, "the cat sat")

@@ -28,9 +28,18 @@ from tests.conftest import HELMET_DATA
 L = 8192
 RAG = {
     "kilt_nq": ("nq-dev-multikilt_1000_k50_dep6.jsonl", "nq-train-multikilt_1000_k3_dep6.jsonl"),
-    "kilt_triviaqa": ("triviaqa-dev-multikilt_1000_k50_dep6.jsonl", "triviaqa-train-multikilt_1000_k3_dep6.jsonl"),
-    "kilt_hotpotqa": ("hotpotqa-dev-multikilt_1000_k50_dep3.jsonl", "hotpotqa-train-multikilt_1000_k3_dep3.jsonl"),
-    "kilt_popqa": ("popqa_test_1000_k50_dep6.jsonl", "popqa_test_1000_k3_dep6.jsonl"),  # HELMET HEAD's config
+    "kilt_triviaqa": (
+        "triviaqa-dev-multikilt_1000_k50_dep6.jsonl",
+        "triviaqa-train-multikilt_1000_k3_dep6.jsonl",
+    ),
+    "kilt_hotpotqa": (
+        "hotpotqa-dev-multikilt_1000_k50_dep3.jsonl",
+        "hotpotqa-train-multikilt_1000_k3_dep3.jsonl",
+    ),
+    "kilt_popqa": (
+        "popqa_test_1000_k50_dep6.jsonl",
+        "popqa_test_1000_k3_dep6.jsonl",
+    ),  # HELMET HEAD's config
 }
 
 
@@ -71,7 +80,10 @@ def suite_prompts(hf_encoder, task: str, chat: bool, n: int) -> list[str]:
 @pytest.mark.parametrize("task", sorted(RAG))
 def test_rag_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
     test_file, demo_file = RAG[task]
-    rows, demo_rows = lines(HELMET_DATA / "kilt" / test_file), lines(HELMET_DATA / "kilt" / demo_file)
+    rows, demo_rows = (
+        lines(HELMET_DATA / "kilt" / test_file),
+        lines(HELMET_DATA / "kilt" / demo_file),
+    )
     if task == "kilt_popqa":
         rows = [r for r in rows if math.log10(r["s_pop"]) < 3]
         demo_rows = [r for r in demo_rows if math.log10(r["s_pop"]) < 3]
@@ -96,7 +108,9 @@ def test_rag_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
         )
         expected.append(wrap(hf_tokenizer, user, "Answer:", chat))
     assert suite_prompts(hf_encoder, task, chat, 4) == expected
-    assert len(chosen) == len(rows)  # the fixture has fewer than 100 questions: every line, in file order
+    assert len(chosen) == len(
+        rows
+    )  # the fixture has fewer than 100 questions: every line, in file order
 
 
 @pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
@@ -113,9 +127,12 @@ def test_msmarco_prompts_are_helmets(hf_encoder, hf_tokenizer, chat):
     for r in chosen[:4]:
         demos = ""
         for d in helmet_demos([d for d in demo_rows if d["qid"] != r["qid"]], "qid", r["qid"]):
-            ranking = " > ".join(c["id"] for c in sorted(d["ctxs"], key=lambda c: c["label"], reverse=True))
+            ranking = " > ".join(
+                c["id"] for c in sorted(d["ctxs"], key=lambda c: c["label"], reverse=True)
+            )
             demos += (
-                "\n\n".join(doc.format(**c) for c in d["ctxs"]) + f"\n\nQuery: {d['query']}\nRanking: {ranking}\n\n"
+                "\n\n".join(doc.format(**c) for c in d["ctxs"])
+                + f"\n\nQuery: {d['query']}\nRanking: {ranking}\n\n"
             )
         user = (
             "You are provided with a list of documents, each indicated by their ID. Rank each document based on "
@@ -137,7 +154,8 @@ def test_json_kv_prompts_are_helmets(hf_encoder, hf_tokenizer, chat):
     for r in list(order)[:4]:
         demos = (
             "\n\n".join(
-                "Key: {key}\nCorresponding value:{value}".format(key=k, value=" " + v) for k, v in r["demos"][:2]
+                "Key: {key}\nCorresponding value:{value}".format(key=k, value=" " + v)
+                for k, v in r["demos"][:2]
             )
             + "\n\n"
         )
@@ -169,7 +187,9 @@ def helmet_balance(data: list[dict], label_field: str, shots: int, seed: int) ->
     for _, samples in label_mapping.items():
         indices = rand.sample(range(len(samples)), num_rounds % len(samples))
         while len(indices) < num_rounds:
-            indices += rand.sample(range(len(samples)), min(num_rounds - len(indices), len(samples)))
+            indices += rand.sample(
+                range(len(samples)), min(num_rounds - len(indices), len(samples))
+            )
         for i, idx in enumerate(indices):
             new_data[i].append(samples[idx])
     for i in range(len(new_data)):
@@ -183,7 +203,9 @@ def test_icl_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
     folder, label_field, num_labels, shots = ICL[task]
     where = HELMET_DATA / "icl" / folder
     if task == "icl_nlu":
-        split = datasets.Dataset.from_list(lines(where / "train.jsonl")).train_test_split(test_size=0.1, seed=42)
+        split = datasets.Dataset.from_list(lines(where / "train.jsonl")).train_test_split(
+            test_size=0.1, seed=42
+        )
         train, test = list(split["train"]), list(split["test"])
     else:
         train = lines(where / "train.jsonl")
@@ -191,7 +213,9 @@ def test_icl_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
     assert len(test) <= 500  # HELMET then evaluates the split as it is
     expected = []
     for item in test[:3]:
-        local_seed = (int(hashlib.sha256(item["text"].encode("utf-8")).hexdigest(), 16) + 42) % 2**31
+        local_seed = (
+            int(hashlib.sha256(item["text"].encode("utf-8")).hexdigest(), 16) + 42
+        ) % 2**31
         demos = helmet_balance(train, label_field, shots, local_seed)
         mapping = list(range(num_labels))
         random.seed(local_seed)
@@ -203,7 +227,9 @@ def test_icl_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
         )
         expected.append((head, context, f"\n\n{item['text']}"))
     ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(HELMET_DATA))
-    for sample, (head, context, tail) in zip(build_samples(get_task(task), ctx, L, 3, 42), expected):
+    for sample, (head, context, tail) in zip(
+        build_samples(get_task(task), ctx, L, 3, 42), expected
+    ):
         # HELMET cuts the end of the demos to fit: the prompt is HELMET's with its context cut to a prefix
         before, after = wrap(hf_tokenizer, head + "\x00" + tail, "label:", chat).split("\x00")
         mine = hf_encoder.decode(sample.input_ids)
@@ -230,18 +256,25 @@ def alce_prompts(task: str) -> list[tuple[str, list[str]]]:
 
     random.seed(42)
     draws = [random.sample(spec["demos"], 2) for _ in items]
-    order = datasets.Dataset.from_list([{"at": i} for i in range(len(items))]).shuffle(seed=42)["at"]
+    order = datasets.Dataset.from_list([{"at": i} for i in range(len(items))]).shuffle(seed=42)[
+        "at"
+    ]
     out = []
     for at in order:
         demo_text = (
             "\n\n\n".join(
-                spec["demo_prompt"].format(**d, instruction=spec["instruction"], context="\n\n".join(docs(d["docs"])))
+                spec["demo_prompt"].format(
+                    **d, instruction=spec["instruction"], context="\n\n".join(docs(d["docs"]))
+                )
                 for d in draws[at]
             )
             + "\n\n\n"
         )
         out.append(
-            (f"{demo_text}{spec['instruction']}\n\nQuestion: {items[at]['question']}\n\n", docs(items[at]["docs"]))
+            (
+                f"{demo_text}{spec['instruction']}\n\nQuestion: {items[at]['question']}\n\n",
+                docs(items[at]["docs"]),
+            )
         )
     return out
 
@@ -253,11 +286,15 @@ def test_alce_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
     a blank line."""
     cases = alce_prompts(task)
     expected = [
-        wrap(hf_tokenizer, head + "\n\n".join(docs), "", True) if chat else head + "\n\n".join(docs) + "\n\nAnswer:"
+        wrap(hf_tokenizer, head + "\n\n".join(docs), "", True)
+        if chat
+        else head + "\n\n".join(docs) + "\n\nAnswer:"
         for head, docs in cases
     ]
     ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(HELMET_DATA))
-    builder = get_task(task)  # the builder itself: the fixture's documents fill 4K, short of the fill rule at 8K
+    builder = get_task(
+        task
+    )  # the builder itself: the fixture's documents fill 4K, short of the fill rule at 8K
     samples = [build_sample(builder, ctx, L, i, 42, fill_rule=False) for i in range(len(cases))]
     assert [s.meta["num_docs"] for s in samples] == [len(docs) for _, docs in cases]
     assert [hf_encoder.decode(s.input_ids) for s in samples] == expected
@@ -282,17 +319,26 @@ def narrativeqa_parts(folder, counting) -> Parts:
     test = lines(folder / "narrativeqa" / "test.jsonl")
     train = lines(folder / "narrativeqa" / "train.jsonl")
     np.random.seed(42)
-    order = [i for i in _rows(len(test)).shuffle(seed=42)["at"] if _long(counting, test[i]["document"]["text"], 131072)]
+    order = [
+        i
+        for i in _rows(len(test)).shuffle(seed=42)["at"]
+        if _long(counting, test[i]["document"]["text"], 131072)
+    ]
     out = []
     for at in order:
         demos = [train[j] for j in _rows(len(train)).shuffle().select(range(2))["at"]]
         head = (
             "You are given a story, which can be either a novel or a movie script, and a question. Answer the "
             "question as concisely as you can, using a single phrase if possible.\n\nFor example:\n\n"
-            + "\n\n".join(f"Question: {d['question']['text']}\nAnswer: {d['answers'][0]['text']}" for d in demos)
+            + "\n\n".join(
+                f"Question: {d['question']['text']}\nAnswer: {d['answers'][0]['text']}"
+                for d in demos
+            )
             + "\n\nNow, use the following story to answer the question:\n\n"
         )
-        out.append((head, test[at]["document"]["text"], f"\n\nQuestion: {test[at]['question']['text']}"))
+        out.append(
+            (head, test[at]["document"]["text"], f"\n\nQuestion: {test[at]['question']['text']}")
+        )
     return out
 
 
@@ -300,8 +346,16 @@ def multi_lexsum_parts(folder, counting) -> Parts:
     """HELMET HEAD (data.py load_multi_lexsum): the cases with a short summary; ``all_data.map`` over train, then
     validation, draws two train summaries from an unseeded ``shuffle()`` for every case; the validation cases of at
     least 65536 tokens are the samples, in file order (no more than 100 here)."""
-    train = [r for r in lines(folder / "multi_lexsum" / "train.jsonl") if r.get("summary/short") is not None]
-    val = [r for r in lines(folder / "multi_lexsum" / "validation.jsonl") if r.get("summary/short") is not None]
+    train = [
+        r
+        for r in lines(folder / "multi_lexsum" / "train.jsonl")
+        if r.get("summary/short") is not None
+    ]
+    val = [
+        r
+        for r in lines(folder / "multi_lexsum" / "validation.jsonl")
+        if r.get("summary/short") is not None
+    ]
     np.random.seed(42)
     draws = [_rows(len(train)).shuffle().select(range(2))["at"] for _ in train + val]
     out = []
@@ -309,7 +363,9 @@ def multi_lexsum_parts(folder, counting) -> Parts:
         context = "\n\n".join(r["sources"])
         if not _long(counting, context, 65535):
             continue
-        summaries = "\n\n".join(f"Summary: {train[k]['summary/short']}" for k in draws[len(train) + j])
+        summaries = "\n\n".join(
+            f"Summary: {train[k]['summary/short']}" for k in draws[len(train) + j]
+        )
         head = (
             "You are given the legal documents in a civil rights lawsuit, and you are tasked to summarize the case. "
             "Write a concise summary of one paragraph (200 to 250 words). The summary should contain a short "
@@ -360,18 +416,32 @@ def infbench_parts(task: str, folder, counting) -> Parts:
         if task == "infbench_qa":
             return f"[story text]\nQuestion: {r['input']}\nAnswer: {r['answer'][0]}"
         if task == "infbench_mc":
-            return f"[story text]\nQuestion: {r['input']}\nOptions:\n{options(r)}\nAnswer: {letter(r)}"
+            return (
+                f"[story text]\nQuestion: {r['input']}\nOptions:\n{options(r)}\nAnswer: {letter(r)}"
+            )
         return f"[story text]\nSummary: {r['answer'][0].strip()}"
 
     kept = [i for i, r in enumerate(rows) if _long(counting, r["context"], 65535)]
     out = []
     for at in books.select(kept).shuffle(seed=42)["at"]:
-        demos = [rows[j] for j in books.filter(lambda x, at=at: x["at"] != at).shuffle(seed=42).select(range(2))["at"]]
+        demos = [
+            rows[j]
+            for j in books.filter(lambda x, at=at: x["at"] != at)
+            .shuffle(seed=42)
+            .select(range(2))["at"]
+        ]
         head = (
-            instruction + "For example:\n\n" + "\n\n".join(map(shot, demos)) + "\n\nNow, read the following story:\n\n"
+            instruction
+            + "For example:\n\n"
+            + "\n\n".join(map(shot, demos))
+            + "\n\nNow, read the following story:\n\n"
         )
         r = rows[at]
-        tail = "\n\nNow summarize the book." if task == "infbench_sum" else f"\n\nQuestion: {r['input']}"
+        tail = (
+            "\n\nNow summarize the book."
+            if task == "infbench_sum"
+            else f"\n\nQuestion: {r['input']}"
+        )
         if task == "infbench_mc":
             tail += f"\nOptions:\n{options(r)}"
         out.append((head, r["context"], tail))
@@ -391,13 +461,17 @@ LONG_DOCUMENTS = ["infbench_mc", "infbench_qa", "infbench_sum", "multi_lexsum", 
 
 @pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
 @pytest.mark.parametrize("task", LONG_DOCUMENTS)
-def test_long_document_samples_and_demos_are_helmets(hf_encoder, hf_tokenizer, helmet_data_long, task, chat):
+def test_long_document_samples_and_demos_are_helmets(
+    hf_encoder, hf_tokenizer, helmet_data_long, task, chat
+):
     """ctxgate's own fit keeps HELMET's samples, demos and text around the document (the document is cut where the
     model's tokenizer reaches L)."""
     parts = long_document_parts(task, helmet_data_long, hf_tokenizer)
     ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(helmet_data_long))
     samples = build_samples(get_task(task), ctx, 4096, len(parts), 42)
-    assert len(parts) >= 2 and len(samples) == len(parts)  # the fixtures' long documents (the others are dropped)
+    assert len(parts) >= 2 and len(samples) == len(
+        parts
+    )  # the fixtures' long documents (the others are dropped)
     for (head, context, tail), sample in zip(parts, samples):
         text = hf_encoder.decode(sample.input_ids)
         assert head in text and tail in text and context[:200] in text
@@ -426,14 +500,18 @@ def truncate_llama2(length_tokenizer, context: str, max_length: int) -> str:
     return context
 
 
-def helmet_tokenize(tokenizer, head: str, context: str, tail: str, task: str, length: int, chat: bool) -> list[int]:
+def helmet_tokenize(
+    tokenizer, head: str, context: str, tail: str, task: str, length: int, chat: bool
+) -> list[int]:
     """model_utils.py ``tokenize`` for a fast tokenizer, as written (no system message: HELMET's default)."""
     _, gen, separator, prefix = HELMET_CUTS[task]
 
     def format_input(context: str) -> list[int]:
         if chat:
             prompt = tokenizer.apply_chat_template(
-                [{"role": "user", "content": head + context + tail}], tokenize=False, add_generation_prompt=True
+                [{"role": "user", "content": head + context + tail}],
+                tokenize=False,
+                add_generation_prompt=True,
             )
             return tokenizer([prompt], add_special_tokens=False)["input_ids"][0]
         return tokenizer([head + context + tail + separator + prefix])["input_ids"][0]
@@ -454,7 +532,11 @@ def tokenizers(request, hf_tokenizer, sp_tokenizer):
     from fixtures.build_tiny import CHATML
 
     sp_tokenizer.chat_template = CHATML
-    return (hf_tokenizer, sp_tokenizer) if request.param == "sp-length" else (sp_tokenizer, hf_tokenizer)
+    return (
+        (hf_tokenizer, sp_tokenizer)
+        if request.param == "sp-length"
+        else (sp_tokenizer, hf_tokenizer)
+    )
 
 
 @pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
@@ -479,7 +561,9 @@ def test_helmet_compat_long_documents_are_helmets(tokenizers, helmet_data_long, 
         assert len(parts) >= 2 and len(samples) == len(parts)
         for (head, context, tail), sample in zip(parts, samples):
             cut = truncate_llama2(length_tok, context, length - slack)
-            assert list(sample.input_ids) == helmet_tokenize(model_tok, head, cut, tail, task, length, chat)
+            assert list(sample.input_ids) == helmet_tokenize(
+                model_tok, head, cut, tail, task, length, chat
+            )
             assert sample.meta["truncated"]
 
 
@@ -493,9 +577,14 @@ def test_helmet_compat_alce_is_helmets(tokenizers, task, chat):
     ctx = BuildContext(encoder=encoder, chat=chat, data_dir=str(HELMET_DATA), helmet_compat=True)
     cases = alce_prompts(task)
     for length, shown in ((4096, 8), (8192, 30)):
-        samples = [build_sample(get_task(task), ctx, length, i, 42, fill_rule=False) for i in range(len(cases))]
+        samples = [
+            build_sample(get_task(task), ctx, length, i, 42, fill_rule=False)
+            for i in range(len(cases))
+        ]
         for (head, docs), sample in zip(cases, samples):
-            expected = helmet_tokenize(model_tok, head, "\n\n".join(docs[:shown]), "", task, length, chat)
+            expected = helmet_tokenize(
+                model_tok, head, "\n\n".join(docs[:shown]), "", task, length, chat
+            )
             assert list(sample.input_ids) == expected
 
 

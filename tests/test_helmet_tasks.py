@@ -42,10 +42,16 @@ def test_rag_gold_at_six_depths_of_the_same_question(ctx, task, length):
         prompt = text_of(ctx, s)
         shown = [b for b in prompt.split("\n\n") if b.startswith("Document (Title:")][-k:]
         gold = rag.passage_text(item.gold[0])
-        assert shown.index(gold) + 1 == s.meta["gold_positions"][0] == round(rag.DEPTHS[copy] * (k - 1)) + 1
+        assert (
+            shown.index(gold) + 1
+            == s.meta["gold_positions"][0]
+            == round(rag.DEPTHS[copy] * (k - 1)) + 1
+        )
         assert all(b == gold or b in {rag.passage_text(p) for p in item.distractors} for b in shown)
     assert [s.meta["gold_positions"][0] for s in samples][0] == 1  # depth 0 is the first passage
-    assert samples[-1].meta["gold_positions"][0] == samples[-1].meta["num_passages"]  # depth 1 is the last
+    assert (
+        samples[-1].meta["gold_positions"][0] == samples[-1].meta["num_passages"]
+    )  # depth 1 is the last
 
 
 def test_hotpotqa_two_golds_in_three_permutations(ctx):
@@ -53,16 +59,26 @@ def test_hotpotqa_two_golds_in_three_permutations(ctx):
     orders = []
     for s in samples:
         prompt = text_of(ctx, s)
-        item = next(i for i in load_rag("kilt_hotpotqa", str(HELMET_DATA)).items if i.key == s.meta["question_id"])
-        shown = [b for b in prompt.split("\n\n") if b.startswith("Document (Title:")][-s.meta["num_passages"] :]
-        assert sorted(shown.index(rag.passage_text(g)) + 1 for g in item.gold) == sorted(s.meta["gold_positions"])
+        item = next(
+            i
+            for i in load_rag("kilt_hotpotqa", str(HELMET_DATA)).items
+            if i.key == s.meta["question_id"]
+        )
+        shown = [b for b in prompt.split("\n\n") if b.startswith("Document (Title:")][
+            -s.meta["num_passages"] :
+        ]
+        assert sorted(shown.index(rag.passage_text(g)) + 1 for g in item.gold) == sorted(
+            s.meta["gold_positions"]
+        )
         orders.append(tuple(shown))
     assert len(set(orders)) == 3 and len({frozenset(o) for o in orders}) == 1
 
 
 def test_popqa_keeps_only_long_tail_entities():
     pool = load_rag("kilt_popqa", str(HELMET_DATA))
-    assert pool.items and all(not i.key.endswith(("_0", "_5")) for i in pool.items)  # every 5th is popular
+    assert pool.items and all(
+        not i.key.endswith(("_0", "_5")) for i in pool.items
+    )  # every 5th is popular
 
 
 @pytest.mark.parametrize("task", RAG + ["kilt_hotpotqa"])
@@ -71,10 +87,14 @@ def test_rag_truncation_keeps_instruction_demos_and_question(ctx, task):
     assert short.meta["num_passages"] < long.meta["num_passages"]
     for s in (short, long):
         prompt = text_of(ctx, s)
-        question = next(i for i in load_rag(task, str(HELMET_DATA)).items if i.key == s.meta["question_id"]).question
+        question = next(
+            i for i in load_rag(task, str(HELMET_DATA)).items if i.key == s.meta["question_id"]
+        ).question
         assert prompt.lstrip("<s> ").startswith(rag.INSTRUCTION.strip()[:40])
         assert prompt.endswith(f"\n\nQuestion: {question}\nAnswer:")
-        assert prompt.count("\nAnswer: ") == 2 + 1  # two whole demos with their answers (+ the format line)
+        assert (
+            prompt.count("\nAnswer: ") == 2 + 1
+        )  # two whole demos with their answers (+ the format line)
     assert short.meta["demo_ids"] == long.meta["demo_ids"]
 
 
@@ -98,10 +118,19 @@ def test_rerank_balanced_labels_three_orders_and_judgments(ctx):
     for s in samples:
         counts = s.meta["labels"].values()
         assert max(counts) - min(counts) <= 1  # round-robin over labels
-        labels = {p.pid: p.label for item in pool.items for p in item.distractors if item.key == s.meta["qid"]}
+        labels = {
+            p.pid: p.label
+            for item in pool.items
+            for p in item.distractors
+            if item.key == s.meta["qid"]
+        }
         assert sorted(s.answers) == sorted(f"{pid}:{labels[pid]}" for pid in s.meta["shown_ids"])
         prompt = text_of(ctx, s)
-        shown = [b.split("]")[0].removeprefix("[ID: ") for b in prompt.split("\n\n") if b.startswith("[ID: ")]
+        shown = [
+            b.split("]")[0].removeprefix("[ID: ")
+            for b in prompt.split("\n\n")
+            if b.startswith("[ID: ")
+        ]
         assert shown[-len(s.meta["shown_ids"]) :] == s.meta["shown_ids"]
         assert "most relelvant" in prompt and prompt.endswith("\nRanking:")
         assert s.meta["qid"] not in s.meta["demo_ids"]
@@ -116,7 +145,9 @@ def test_same_seed_same_prompts_and_demos(ctx, long_ctx, task):
 
 
 def test_rerank_shorter_length_drops_passages_not_demos(ctx):
-    short, long = (build_samples(get_task("msmarco_rerank"), ctx, L, 1, 42)[0] for L in (1024, 2048))
+    short, long = (
+        build_samples(get_task("msmarco_rerank"), ctx, L, 1, 42)[0] for L in (1024, 2048)
+    )
     assert short.meta["num_passages"] < long.meta["num_passages"]
     assert short.meta["demo_ids"] == long.meta["demo_ids"]
     assert text_of(ctx, short).count("\nRanking: ") == 2 + 1
@@ -147,7 +178,9 @@ def test_icl_rounds_mapping_and_question_last(ctx, task):
 @pytest.mark.parametrize("task", ICL)
 def test_icl_demos_nest_across_lengths_and_follow_the_seed(ctx, task):
     short, long = (build_samples(get_task(task), ctx, L, 2, 42)[1] for L in (1024, 2048))
-    assert text_of(ctx, long).startswith(text_of(ctx, short).rsplit("\n\n", 1)[0])  # a prefix of the longer
+    assert text_of(ctx, long).startswith(
+        text_of(ctx, short).rsplit("\n\n", 1)[0]
+    )  # a prefix of the longer
     assert short.answers == long.answers
     other = build_samples(get_task(task), ctx, 1024, 2, 7)[1]
     assert text_of(ctx, other) != text_of(ctx, short)
@@ -155,12 +188,17 @@ def test_icl_demos_nest_across_lengths_and_follow_the_seed(ctx, task):
 
 def test_icl_test_items_are_label_balanced(ctx):
     data = load_icl("icl_trec_coarse", str(HELMET_DATA), 42)
-    labels = [data.test[i][1] for i in icl.balanced_order("icl_trec_coarse", str(HELMET_DATA), 42)[:30]]
+    labels = [
+        data.test[i][1] for i in icl.balanced_order("icl_trec_coarse", str(HELMET_DATA), 42)[:30]
+    ]
     assert all(labels.count(lab) == 5 for lab in range(6))
 
 
 def test_icl_shot_targets_follow_helmets_table():
-    assert icl.target_shots("icl_banking77", 8192) == 360 and icl.target_shots("icl_nlu", 131072) == 8296
+    assert (
+        icl.target_shots("icl_banking77", 8192) == 360
+        and icl.target_shots("icl_nlu", 131072) == 8296
+    )
     assert icl.target_shots("icl_trec_coarse", 2048) == 100  # proportional below 4K
     assert icl.target_shots("icl_trec_fine", 12288) == 600  # linear between 8K (400) and 16K (800)
 
@@ -195,14 +233,18 @@ def test_missing_data_names_the_flag(hf_encoder):
     bare = BuildContext(encoder=hf_encoder, chat=False)
     with pytest.raises(DataNotGiven, match="--data-dir"):
         build_samples(get_task("kilt_nq"), bare, 2048, 1, 42)
-    with pytest.raises(DataNotGiven, match="icl/nlu/train.jsonl does not exist.*never downloads.*--data-dir"):
+    with pytest.raises(
+        DataNotGiven, match="icl/nlu/train.jsonl does not exist.*never downloads.*--data-dir"
+    ):
         build_samples(get_task("icl_nlu"), bare, 2048, 1, 42)
 
 
 def test_longqa_uses_the_chat_template_under_the_task_policy(hf_encoder):
     from ctxgate.run.case import task_context
 
-    by_task = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA), chat_by_task=True)
+    by_task = BuildContext(
+        encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA), chat_by_task=True
+    )
     assert task_context(get_task("infbench_qa"), by_task).chat is True
     assert task_context(get_task("kilt_nq"), by_task).chat is False
     assert rerank.ANSWER_PREFIX == "Ranking:"
@@ -213,7 +255,9 @@ def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer, h
     the answer prefix follows the generation prompt (its model templates end with `{answer_prefix}`)."""
     from ctxgate.run.case import task_context
 
-    chat = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA), chat_by_task=True)
+    chat = BuildContext(
+        encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA), chat_by_task=True
+    )
     generation_prompt = hf_tokenizer.apply_chat_template(
         [{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True
     ).split("x", 1)[1]
@@ -222,12 +266,16 @@ def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer, h
         prompt = hf_encoder.decode(build_sample(get_task(task), on, 8192, 0, 42).input_ids)
         assert prompt.endswith(generation_prompt), (task, prompt[-80:])
     (niah,) = build_samples(get_task("niah_single_1"), chat, 2048, 1, 42)
-    assert task_context(get_task("niah_single_1"), chat).chat is True  # RULER wraps every task for chat models
+    assert (
+        task_context(get_task("niah_single_1"), chat).chat is True
+    )  # RULER wraps every task for chat models
     prompt = hf_encoder.decode(niah.input_ids)
     assert prompt.endswith(generation_prompt + niah.answer_prefix.format())
     assert prompt.startswith("<|im_start|>user\n")
     off = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA))
-    assert hf_encoder.decode(build_samples(get_task("kilt_nq"), off, 8192, 1, 42)[0].input_ids).endswith("\nAnswer:")
+    assert hf_encoder.decode(
+        build_samples(get_task("kilt_nq"), off, 8192, 1, 42)[0].input_ids
+    ).endswith("\nAnswer:")
 
 
 def test_helmet_recall_reads_helmets_own_ruler_files_in_helmets_order(ctx):
@@ -237,7 +285,10 @@ def test_helmet_recall_reads_helmets_own_ruler_files_in_helmets_order(ctx):
 
     from ctxgate.sources.helmet_files import load_ruler_file, order
 
-    assert list(order(6, 42)) == datasets.Dataset.from_dict({"i": list(range(6))}).shuffle(seed=42)["i"]
+    assert (
+        list(order(6, 42))
+        == datasets.Dataset.from_dict({"i": list(range(6))}).shuffle(seed=42)["i"]
+    )
     records = load_ruler_file("helmet_multikey_2", str(HELMET_DATA), 1024).records
     for index in range(2):
         s = build_samples(get_task("helmet_multikey_2"), ctx, 1024, 2, 42)[index]
@@ -255,17 +306,29 @@ def test_helmet_recall_reads_helmets_own_ruler_files_in_helmets_order(ctx):
         assert record.context.startswith(text[len(head) : -len(tail)]) and s.meta["context_cut"]
         assert len(s.input_ids) + 50 <= 1024 and s.answers == record.answers
     mv = text_of(ctx, build_samples(get_task("helmet_multivalue"), ctx, 2048, 1, 42)[0])
-    assert mv.startswith("Some special magic numbers are hidden") and mv.endswith("mentioned in the provided text are")
+    assert mv.startswith("Some special magic numbers are hidden") and mv.endswith(
+        "mentioned in the provided text are"
+    )
 
 
 def test_recall_uses_helmets_files_when_they_ran_else_the_ruler_cases():
     from ctxgate.gate.summaries import helmet_recall
 
-    ruler = {"json_kv": 50.0, "niah_multikey_2": 10.0, "niah_multikey_3": 20.0, "niah_multivalue": 30.0}
+    ruler = {
+        "json_kv": 50.0,
+        "niah_multikey_2": 10.0,
+        "niah_multikey_3": 20.0,
+        "niah_multivalue": 30.0,
+    }
     assert set(helmet_recall(ruler).members) == set(ruler)
     own = {**ruler, "helmet_multikey_2": 90.0, "helmet_multikey_3": 80.0, "helmet_multivalue": 70.0}
     recall = helmet_recall(own)
-    assert set(recall.members) == {"json_kv", "helmet_multikey_2", "helmet_multikey_3", "helmet_multivalue"}
+    assert set(recall.members) == {
+        "json_kv",
+        "helmet_multikey_2",
+        "helmet_multikey_3",
+        "helmet_multivalue",
+    }
     assert recall.score == 72.5
 
 
@@ -294,7 +357,9 @@ def test_long_document_tasks_keep_helmets_long_documents_only(hf_encoder, helmet
         assert samples_to_run(get_task(task), long, 2048, 100) == 3
         for length in (2048, 4096):
             samples = build_samples(get_task(task), long, length, 3, 42)
-            assert {s.meta["item_id"] for s in samples} == keys and all(s.meta["truncated"] for s in samples)
+            assert {s.meta["item_id"] for s in samples} == keys and all(
+                s.meta["truncated"] for s in samples
+            )
 
 
 def test_token_count_stops_as_soon_as_it_knows(hf_encoder):
@@ -303,7 +368,9 @@ def test_token_count_stops_as_soon_as_it_knows(hf_encoder):
     text = "The village talked about Mara and Tobin for many weeks afterwards. " * 4000
     (ids,) = hf_encoder.encode_fresh([text])
     assert has_tokens(hf_encoder, text, len(ids)) and not has_tokens(hf_encoder, text, len(ids) + 1)
-    assert not has_tokens(hf_encoder, "short", 6)  # fewer bytes than tokens asked: no tokenizing at all
+    assert not has_tokens(
+        hf_encoder, "short", 6
+    )  # fewer bytes than tokens asked: no tokenizing at all
 
 
 def test_helmet_selection_counts_in_the_helmet_tokenizer_when_given(hf_encoder, tmp_path):
@@ -322,7 +389,9 @@ def test_helmet_selection_counts_in_the_helmet_tokenizer_when_given(hf_encoder, 
     rows[2]["context"] += " More." * 12_000
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     model = BuildContext(encoder=hf_encoder, chat=False, data_dir=str(tmp_path))
-    with pytest.raises(DataNotGiven, match=r"at least 65536 tokens.*counted in the model's tokenizer"):
+    with pytest.raises(
+        DataNotGiven, match=r"at least 65536 tokens.*counted in the model's tokenizer"
+    ):
         build_samples(get_task("infbench_qa"), model, 2048, 1, 42)
     helmet = BuildContext(
         encoder=hf_encoder,
@@ -345,11 +414,16 @@ def test_a_helmet_tokenizer_that_is_no_tokenizer_is_refused_in_one_line(pytester
     assert len(line) == 1 and "no tokenizer_config.json" in line[0] and "Llama-2-7b-hf" in line[0]
 
 
-@pytest.mark.parametrize("task", ["infbench_qa", "infbench_mc", "infbench_sum", "narrativeqa", "multi_lexsum"])
+@pytest.mark.parametrize(
+    "task", ["infbench_qa", "infbench_mc", "infbench_sum", "narrativeqa", "multi_lexsum"]
+)
 def test_a_long_document_task_runs_each_kept_document_once(long_ctx, task):
     """Asked for more samples than HELMET's selection keeps, a case runs each kept document once (never a repeat)."""
     from ctxgate.run.case import samples_to_run
 
     n = samples_to_run(get_task(task), long_ctx, 2048, 100)
-    ids = [s.meta.get("book_id") or s.meta["item_id"] for s in build_samples(get_task(task), long_ctx, 2048, n, 42)]
+    ids = [
+        s.meta.get("book_id") or s.meta["item_id"]
+        for s in build_samples(get_task(task), long_ctx, 2048, n, 42)
+    ]
     assert 2 <= n < 6 and len(set(ids)) == n

@@ -40,7 +40,12 @@ def test_a_stream_hands_the_backend_batches_in_order_pulling_no_further_ahead():
     got = stream(backend, requests(), GenerationParams(8))
     first = next(got)
     assert first[0].index == 0 and first[1].text == "100"
-    assert pulled == [0, 1, 2, 3]  # one batch built, no more: a 128K prompt is not held before its turn
+    assert pulled == [
+        0,
+        1,
+        2,
+        3,
+    ]  # one batch built, no more: a 128K prompt is not held before its turn
     rest = list(got)
     assert backend.calls == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert [r.index for r, _ in [first, *rest]] == list(range(10))
@@ -64,7 +69,10 @@ def prompts(tiny_hf) -> list[Request]:
     from ctxgate.tokens.codec import PieceEncoder
 
     ctx = BuildContext(encoder=PieceEncoder(tiny_hf.tokenizer), chat=False, seed=42)
-    made = [Request(s.input_ids, "vt", 1024, s.index) for s in iter_samples(get_task("vt"), ctx, 1024, 6, 42)]
+    made = [
+        Request(s.input_ids, "vt", 1024, s.index)
+        for s in iter_samples(get_task("vt"), ctx, 1024, 6, 42)
+    ]
     assert len({len(r.input_ids) for r in made}) > 1
     return made
 
@@ -78,7 +86,9 @@ def test_left_padded_batches_give_the_one_at_a_time_outputs(tiny_hf, prompts):
     one = outputs(tiny_hf, prompts, 1)
     assert outputs(tiny_hf, prompts, 3) == one
     assert outputs(tiny_hf, prompts, 6) == one
-    assert any(g.finish_reason == "stop" for g in one)  # a row that ends early is cut at its EOS, not padded
+    assert any(
+        g.finish_reason == "stop" for g in one
+    )  # a row that ends early is cut at its EOS, not padded
 
 
 def test_auto_is_one_on_cpu(tiny_hf):
@@ -108,7 +118,9 @@ def test_a_batch_out_of_memory_is_halved_and_remembered(tiny_hf, prompts, monkey
     # the batch that failed is split, never tried again whole: every later call is at most half of it
     assert sizes[0] == 6 and max(sizes[1:]) <= 3
     longest = max(len(r.input_ids) for r in prompts)
-    assert tiny_hf.batch_limit(longest, 30) == 1  # the cap: half of the 6-row batch that failed, at most
+    assert (
+        tiny_hf.batch_limit(longest, 30) == 1
+    )  # the cap: half of the 6-row batch that failed, at most
     tiny_hf.token_cap = None
 
 
@@ -117,22 +129,34 @@ def test_the_suite_batched_on_a_device_map_scores_as_batch_one(real_suite, pytes
     per-sample predictions identical, the report says how it ran."""
     select = ("-k", "niah_single_1 or vt", "--lengths", "1k", "--samples", "8", "--no-cache")
     real_suite(*select, "--batch-size", "1", "--report", "one.json").assert_outcomes(passed=2)
-    result = real_suite(*select, "--batch-size", "4", "--device-map", "auto", "--report", "four.json", "-n", "2")
+    result = real_suite(
+        *select, "--batch-size", "4", "--device-map", "auto", "--report", "four.json", "-n", "2"
+    )
     result.assert_outcomes(passed=2)
 
     def rows(name: str) -> list[tuple]:
         lines = (pytester.path / name).read_text().splitlines()
-        return sorted((r["task"], r["index"], r["prediction"], r["output_tokens"]) for r in map(json.loads, lines))
+        return sorted(
+            (r["task"], r["index"], r["prediction"], r["output_tokens"])
+            for r in map(json.loads, lines)
+        )
 
     assert rows("four.predictions.jsonl") == rows("one.predictions.jsonl")
     backend = json.loads((pytester.path / "four.json").read_text())["run"]["backend"]
-    assert backend["batch_size"] == 4 and backend["device_map"] == "auto" and backend["devices"] == ["cpu"]
+    assert (
+        backend["batch_size"] == 4
+        and backend["device_map"] == "auto"
+        and backend["devices"] == ["cpu"]
+    )
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--batch-size", "0"), "--batch-size '0' is neither auto nor a whole number above 0: e.g. --batch-size auto"),
+        (
+            ("--batch-size", "0"),
+            "--batch-size '0' is neither auto nor a whole number above 0: e.g. --batch-size auto",
+        ),
         (
             ("--batch-size", "4", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"),
             "with --backend openai use --concurrency N",
@@ -156,6 +180,8 @@ def test_a_prompt_past_128k_is_generated_alone_whatever_the_batch_size(tiny_hf):
     tiny_hf.batch_size = 8
     try:
         assert tiny_hf.batch_limit(4096, 50) == 8
-        assert tiny_hf.batch_limit(1_048_576, 50) == 1  # one 1M prompt's activations are a worker's share
+        assert (
+            tiny_hf.batch_limit(1_048_576, 50) == 1
+        )  # one 1M prompt's activations are a worker's share
     finally:
         tiny_hf.batch_size = 1

@@ -31,7 +31,9 @@ FLOOR = 50.0  # niah_single_1's floor in the test's thresholds: the broken check
 
 # the real runs -------------------------------------------------------------------------------------------------------
 def _suite(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return launch_suite("-k", SELECT, "--lengths", LENGTHS, "--samples", "6", "--no-cache", "-q", *args, model=model)
+    return launch_suite(
+        "-k", SELECT, "--lengths", LENGTHS, "--samples", "6", "--no-cache", "-q", *args, model=model
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +44,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     out = tmp_path_factory.mktemp("html")
     (broken,) = build_sequence(out / "ckpts", count=1, break_at=0)
-    (out / "thresholds.toml").write_text(f'[[floor]]\ntask = "niah_single_1"\nlength = "*"\nfloor = {FLOOR}\n')
+    (out / "thresholds.toml").write_text(
+        f'[[floor]]\ntask = "niah_single_1"\nlength = "*"\nfloor = {FLOOR}\n'
+    )
     base = _suite(TINY, out, "--report", str(out / "base.json"))
     assert base.returncode == 0, base.stdout[-3000:]
     run = _suite(
@@ -55,7 +59,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--thresholds",
         str(out / "thresholds.toml"),
     )
-    assert run.returncode == 1, run.stdout[-3000:]  # the floor (and the baseline gate) failed, as meant
+    assert run.returncode == 1, run.stdout[
+        -3000:
+    ]  # the floor (and the baseline gate) failed, as meant
     assert "report: " in run.stdout and ".html)" in run.stdout
     return out
 
@@ -72,7 +78,9 @@ def browser() -> Iterator[Any]:
 
 def test_the_run_page_links_a_failing_cell_to_its_samples(runs, browser, tmp_path):
     report = _report(runs / "run.json")
-    failing = next(c for c in report["cases"] if c["task"] == "niah_single_1" and c["verdict"] == "fail")
+    failing = next(
+        c for c in report["cases"] if c["task"] == "niah_single_1" and c["verdict"] == "fail"
+    )
     opened = Opened(browser, runs / "run.html", tmp_path)
     page = opened.page
     assert page.locator("h1 .overall").inner_text() == "FAIL"
@@ -83,13 +91,19 @@ def test_the_run_page_links_a_failing_cell_to_its_samples(runs, browser, tmp_pat
     opened.shot("overview")
     link.click()
     page.wait_for_selector("#drill:not([hidden]) table.samples")
-    assert page.locator("#drill-h").inner_text() == f"Samples of niah_single_1 at {failing['length']} tokens"
+    assert (
+        page.locator("#drill-h").inner_text()
+        == f"Samples of niah_single_1 at {failing['length']} tokens"
+    )
     rows = page.locator("table.samples tbody tr")
     assert rows.count() == failing["n"]
     assert page.locator("table.samples mark").count() >= 1  # the needle, marked in its excerpt
     opened.shot("samples")  # the view, scrolled to the samples
     page.select_option("#drill-show", "wrong")
-    scores = [int(t or 0) for t in page.locator("table.samples tbody tr td.num:nth-of-type(1)").all_inner_texts()]
+    scores = [
+        int(t or 0)
+        for t in page.locator("table.samples tbody tr td.num:nth-of-type(1)").all_inner_texts()
+    ]
     assert all(s < 50 for s in scores)
     page.locator('button[data-sort="s"]').click()
     assert page.locator('th[aria-sort="ascending"] button[data-sort="s"]').count() == 1
@@ -100,7 +114,9 @@ def test_the_depth_heatmap_has_rulers_forty_depths(runs, browser, tmp_path):
     opened = Opened(browser, runs / "run.html", tmp_path)
     grid = opened.page.locator('.depth-grid[data-task="niah_single_1"] table tbody tr')
     assert grid.count() == 40
-    assert opened.page.locator('.depth-grid[data-task="niah_single_1"] tbody th').all_inner_texts()[:3] == [
+    assert opened.page.locator('.depth-grid[data-task="niah_single_1"] tbody th').all_inner_texts()[
+        :3
+    ] == [
         "0%",
         "3%",
         "5%",
@@ -124,7 +140,9 @@ def test_the_drill_down_works_by_keyboard_alone(runs, browser, tmp_path):
     """Tab to the failing cell's link, Enter opens its samples with the focus on their heading, Tab reaches the
     filter (arrow keys choose) and the sort buttons (Enter sorts)."""
     report = _report(runs / "run.json")
-    failing = next(c for c in report["cases"] if c["task"] == "niah_single_1" and c["verdict"] == "fail")
+    failing = next(
+        c for c in report["cases"] if c["task"] == "niah_single_1" and c["verdict"] == "fail"
+    )
     target = f"#case/niah_single_1/{failing['length']}"
     opened = Opened(browser, runs / "run.html", tmp_path)
     page = opened.page
@@ -150,7 +168,9 @@ def test_the_drill_down_works_by_keyboard_alone(runs, browser, tmp_path):
     assert page.evaluate("document.activeElement.dataset.sort") == "s"
     page.keyboard.press("Enter")
     assert page.locator('th[aria-sort="ascending"] button[data-sort="s"]').count() == 1
-    assert page.evaluate("document.activeElement.dataset.sort") == "s"  # the redraw keeps the focus where it was
+    assert (
+        page.evaluate("document.activeElement.dataset.sort") == "s"
+    )  # the redraw keeps the focus where it was
     opened.clean()
 
 
@@ -160,12 +180,18 @@ def test_the_print_stylesheet_hides_the_controls(runs, browser, tmp_path):
     page.emulate_media(media="print")
     assert page.evaluate("getComputedStyle(document.querySelector('nav')).display") == "none"
     heat = page.locator("table.heatmap td.score").first
-    assert heat.evaluate("n => getComputedStyle(n).printColorAdjust") == "exact"  # the colours survive printing
+    assert (
+        heat.evaluate("n => getComputedStyle(n).printColorAdjust") == "exact"
+    )  # the colours survive printing
     opened.clean()
 
 
-def test_ctxgate_html_draws_the_comparison_and_the_trend_from_stored_reports(runs, browser, tmp_path):
-    plain = runs / "plain.json"  # the broken run's report without its comparison: the command adds it
+def test_ctxgate_html_draws_the_comparison_and_the_trend_from_stored_reports(
+    runs, browser, tmp_path
+):
+    plain = (
+        runs / "plain.json"
+    )  # the broken run's report without its comparison: the command adds it
     report = _report(runs / "run.json")
     for case in report["cases"]:
         case.pop("baseline", None)
@@ -182,7 +208,9 @@ def test_ctxgate_html_draws_the_comparison_and_the_trend_from_stored_reports(run
     page = opened.page
     assert page.locator("table.comparison tr.regressed").count() >= 1
     assert page.locator('table.flips[data-flips="lost"] tbody tr').count() >= 1
-    assert page.locator("#trend table.trend").count() == 3  # RULER avg, HELMET Recall, effective length
+    assert (
+        page.locator("#trend table.trend").count() == 3
+    )  # RULER avg, HELMET Recall, effective length
     opened.shot("trend", "#trend")
     opened.clean()
 
@@ -204,9 +232,18 @@ def test_the_colour_scale_is_matplotlibs_viridis():
         assert max(abs(a - b) for a, b in zip(want, have)) <= 3, (i, want, have)
 
 
-def _row(task: str, length: int, index: int, score: float | None, depth: float | None = None, digest: str = "d"):
+def _row(
+    task: str,
+    length: int,
+    index: int,
+    score: float | None,
+    depth: float | None = None,
+    digest: str = "d",
+):
     needles = [] if depth is None else [{"needle": "N", "depth": depth, "text": "a N b"}]
-    return prediction(task, length, index, score, sample_sha256=digest, excerpts={"needles": needles, "end": "e"})
+    return prediction(
+        task, length, index, score, sample_sha256=digest, excerpts={"needles": needles, "end": "e"}
+    )
 
 
 @given(st.lists(st.tuples(st.floats(0, 100), st.sampled_from([0.0, 1.0])), min_size=1, max_size=30))
@@ -219,10 +256,17 @@ def test_every_needle_counts_at_one_of_rulers_depths(needles):
 
 
 def test_flips_pair_the_same_sample_only():
-    before = [_row("vt", 256, 0, 1.0), _row("vt", 256, 1, 0.0), _row("vt", 256, 2, 1.0, digest="other")]
+    before = [
+        _row("vt", 256, 0, 1.0),
+        _row("vt", 256, 1, 0.0),
+        _row("vt", 256, 2, 1.0, digest="other"),
+    ]
     after = [_row("vt", 256, 0, 0.0), _row("vt", 256, 1, 1.0), _row("vt", 256, 2, 0.0)]
     found = flips(after, before)
-    assert [(f.index, f.lost) for f in found] == [(0, True), (1, False)]  # sample 2 is another sample
+    assert [(f.index, f.lost) for f in found] == [
+        (0, True),
+        (1, False),
+    ]  # sample 2 is another sample
 
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=40) | st.sampled_from(
@@ -233,7 +277,15 @@ TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=40) | st.sampled_
 @settings(max_examples=40, deadline=None)
 @given(model=TEXT, message=TEXT, prediction=TEXT)
 def test_no_text_of_a_run_reaches_the_page_as_markup(model, message, prediction):
-    case = {"task": "vt", "length": 256, "verdict": "fail", "score": 10.0, "n": 1, "floor": 50.0, "message": message}
+    case = {
+        "task": "vt",
+        "length": 256,
+        "verdict": "fail",
+        "score": 10.0,
+        "n": 1,
+        "floor": 50.0,
+        "message": message,
+    }
     gates = [{"name": "floors", "verdict": "fail", "message": message}]
     report = typed_report([case], gates=gates, run={"model": model})
     row = replace(_row("vt", 256, 0, 0.1), prediction=prediction)

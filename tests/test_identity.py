@@ -23,7 +23,9 @@ def memo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _big_checkpoint(folder: Path, size: int = 80 * 2**20) -> Path:
-    shutil.copytree(TINY, folder, ignore=shutil.ignore_patterns("model.safetensors", "training_log.json"))
+    shutil.copytree(
+        TINY, folder, ignore=shutil.ignore_patterns("model.safetensors", "training_log.json")
+    )
     with (folder / "model.safetensors").open("wb") as f:
         f.write(os.urandom(2**20) * (size // 2**20))
     return folder
@@ -34,7 +36,9 @@ def test_a_change_anywhere_in_a_large_weights_file_changes_the_fingerprint(tmp_p
     ckpt = _big_checkpoint(tmp_path / "ckpt")
     parent = fingerprint.checkpoint_fingerprint(str(ckpt))["sha256"]
     with (ckpt / "model.safetensors").open("r+b") as f:
-        f.seek(40 * 2**20)  # between two of the 16 chunks the sampled hash read (at 36.9 and 42.1 MiB)
+        f.seek(
+            40 * 2**20
+        )  # between two of the 16 chunks the sampled hash read (at 36.9 and 42.1 MiB)
         byte = f.read(1)
         f.seek(-1, os.SEEK_CUR)
         f.write(bytes([byte[0] ^ 0xFF]))
@@ -48,7 +52,9 @@ def test_a_file_is_hashed_once_and_again_only_when_it_changes(tmp_path, memo, mo
     monkeypatch.setattr(fingerprint, "_hash", lambda p: hashed.append(p) or real(p))
     weights = ckpt / "model.safetensors"
     first = fingerprint.file_digest(weights)
-    assert fingerprint.file_digest(weights) == first and hashed == [weights]  # the second from the memo
+    assert fingerprint.file_digest(weights) == first and hashed == [
+        weights
+    ]  # the second from the memo
     with weights.open("ab") as f:
         f.write(b"x")
     assert fingerprint.file_digest(weights) != first and hashed == [weights, weights]
@@ -103,7 +109,9 @@ def test_cuda_visible_devices_empty_means_no_gpu(monkeypatch):
 
     monkeypatch.setattr(devices, "gpu_count", lambda: 8)  # the machine has eight
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    config = SimpleNamespace(getoption=lambda name, default=None: {"--model": "ckpt"}.get(name, default))
+    config = SimpleNamespace(
+        getoption=lambda name, default=None: {"--model": "ckpt"}.get(name, default)
+    )
     assert workers.pytest_xdist_auto_num_workers(config) is None  # xdist's own default (CPU count)
     assert devices.visible_gpus() == []
 

@@ -55,7 +55,9 @@ class Watching:
     concurrency=st.integers(2, 8),
     budget=st.one_of(st.none(), st.integers(1, 400)),
 )
-def test_a_stream_keeps_its_requests_and_tokens_in_flight_within_the_backends_limits(sizes, concurrency, budget):
+def test_a_stream_keeps_its_requests_and_tokens_in_flight_within_the_backends_limits(
+    sizes, concurrency, budget
+):
     """Every prompt from one token up, every budget down to one token (below a single prompt: that prompt still
     goes, alone): each request is answered once, never more than ``concurrency`` at once, and more than one at
     once only within the budget."""
@@ -109,15 +111,23 @@ def test_the_engines_batch_is_the_one_its_server_is_started_with(args, batch):
 
 @pytest.mark.parametrize("value", ["abc", "0", "-3", "", "2.5"])
 def test_a_bad_batch_is_named_with_its_fix(value):
-    with pytest.raises(ValueError, match=f"--max-num-seqs {value!r} is not a positive whole number: e.g."):
+    with pytest.raises(
+        ValueError, match=f"--max-num-seqs {value!r} is not a positive whole number: e.g."
+    ):
         engine_batch((f"--max-num-seqs={value}",))
 
 
-@pytest.mark.parametrize(("workers", "servers"), [(w, s) for w in range(1, 10) for s in range(1, 5)])
-def test_the_workers_on_a_server_together_fill_its_batch_and_no_more_than_one_request_each_over(workers, servers):
+@pytest.mark.parametrize(
+    ("workers", "servers"), [(w, s) for w in range(1, 10) for s in range(1, 5)]
+)
+def test_the_workers_on_a_server_together_fill_its_batch_and_no_more_than_one_request_each_over(
+    workers, servers
+):
     for batch in (1, 7, 256):
         for server in range(min(workers, servers)):
-            shares = [worker_share(batch, i, workers, servers) for i in range(server, workers, servers)]
+            shares = [
+                worker_share(batch, i, workers, servers) for i in range(server, workers, servers)
+            ]
             assert sum(shares) >= batch and all(s >= 1 for s in shares)
             assert sum(shares) < batch + len(shares)
 
@@ -142,10 +152,13 @@ def pytest_collection_finish(session):
     ]:
         result = pytester.runpytest(model, "--backend", "vllm", "--collect-only", *extra)
         assert f"CONCURRENCY {expected}" in result.stdout.str(), result.stdout.str()[-2000:]
-    bad = pytester.runpytest(model, "--backend", "vllm", "--collect-only", "--vllm-arg=--max-num-seqs=lots")
+    bad = pytester.runpytest(
+        model, "--backend", "vllm", "--collect-only", "--vllm-arg=--max-num-seqs=lots"
+    )
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--vllm-arg --max-num-seqs 'lots' is not a positive whole number: e.g. --max-num-seqs=256" in (
-        bad.stderr.str()
+    assert (
+        "--vllm-arg --max-num-seqs 'lots' is not a positive whole number: e.g. --max-num-seqs=256"
+        in (bad.stderr.str())
     )
 
 
@@ -163,7 +176,9 @@ def test_a_decided_case_takes_back_its_requests_still_waiting_for_a_server():
     url, httpd = start()
     try:
         plan = json.dumps({"delay_s": 2.0}).encode()
-        urllib.request.urlopen(urllib.request.Request(url.removesuffix("/v1") + "/_script", data=plan), timeout=10)
+        urllib.request.urlopen(
+            urllib.request.Request(url.removesuffix("/v1") + "/_script", data=plan), timeout=10
+        )
         tok = transformers.AutoTokenizer.from_pretrained(str(TINY))
         backend = EndpointBackend(EndpointSettings((url,), "tiny", concurrency=1), tok, str(TINY))
         outcomes: list[str] = []
@@ -180,9 +195,13 @@ def test_a_decided_case_takes_back_its_requests_still_waiting_for_a_server():
             t.start()
         stats = httpd.RequestHandlerClass.state.stats
         deadline = time.monotonic() + 30
-        while stats["completions"] < 1 and time.monotonic() < deadline:  # one is at the server, five wait for it
+        while (
+            stats["completions"] < 1 and time.monotonic() < deadline
+        ):  # one is at the server, five wait for it
             time.sleep(0.01)
-        assert stats["completions"] == 1 and stats["answered"] == 0  # withdrawn while the first is still answered
+        assert (
+            stats["completions"] == 1 and stats["answered"] == 0
+        )  # withdrawn while the first is still answered
         backend.withdraw("decided", 1024)
         threads.append(threading.Thread(target=send, args=("open", 0)))
         threads[-1].start()
@@ -211,14 +230,21 @@ def test_a_requests_time_limit_counts_the_prompts_sent_to_its_server_before_it()
     url, httpd = start()
     try:
         plan = json.dumps({"delay_s": 3.0, "max_model_len": 300_000}).encode()
-        urllib.request.urlopen(urllib.request.Request(url.removesuffix("/v1") + "/_script", data=plan), timeout=10)
+        urllib.request.urlopen(
+            urllib.request.Request(url.removesuffix("/v1") + "/_script", data=plan), timeout=10
+        )
         tok = transformers.AutoTokenizer.from_pretrained(str(TINY))
-        backend = EndpointBackend(EndpointSettings((url,), "tiny", concurrency=2, timeout_s=100.0), tok, str(TINY))
+        backend = EndpointBackend(
+            EndpointSettings((url,), "tiny", concurrency=2, timeout_s=100.0), tok, str(TINY)
+        )
         prompt = tuple([5] * 100_000)
         requests = [Request(prompt, "vt", 131072, i) for i in range(2)]
         assert len(list(stream(backend, requests, GenerationParams(4)))) == 2
         limits = sorted(timeout for _, timeout in httpd.RequestHandlerClass.state.stats["requests"])
-        assert limits == [pytest.approx(100.0), pytest.approx(100.0 * 200_000 / TIMEOUT_UNIT_TOKENS)]
+        assert limits == [
+            pytest.approx(100.0),
+            pytest.approx(100.0 * 200_000 / TIMEOUT_UNIT_TOKENS),
+        ]
     finally:
         httpd.shutdown()
         httpd.server_close()

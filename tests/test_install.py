@@ -21,7 +21,17 @@ from ctxgate import cli
 from ctxgate.workflows import init
 from tests.conftest import ROOT, TINY, suite_command
 
-RUN = ("--model", str(TINY), "-k", "niah_single_1", "--lengths", "1k", "--samples", "2", "--no-cache")
+RUN = (
+    "--model",
+    str(TINY),
+    "-k",
+    "niah_single_1",
+    "--lengths",
+    "1k",
+    "--samples",
+    "2",
+    "--no-cache",
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +45,9 @@ def fresh_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ROOT,
         source,
         symlinks=True,
-        ignore=shutil.ignore_patterns(".git", ".venv*", "build", "*.egg-info", "__pycache__", ".ctxgate-cache", "out"),
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv*", "build", "*.egg-info", "__pycache__", ".ctxgate-cache", "out"
+        ),
     )
     subprocess.run(
         [
@@ -80,7 +92,11 @@ def _run(python: Path, folder: Path, *args: str) -> subprocess.CompletedProcess[
 
 def test_the_wheel_runs_the_suite_from_an_empty_folder(fresh_python, tmp_path):
     where = subprocess.run(
-        [fresh_python, "-c", "import ctxgate, ctxgate_plugins; print(ctxgate.__file__, ctxgate_plugins.__file__)"],
+        [
+            fresh_python,
+            "-c",
+            "import ctxgate, ctxgate_plugins; print(ctxgate.__file__, ctxgate_plugins.__file__)",
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -114,7 +130,9 @@ def test_the_wheel_runs_the_suite_from_an_empty_folder(fresh_python, tmp_path):
         text=True,
         timeout=600,
     )
-    assert checked.returncode == 0 and "1 passed" in checked.stdout, checked.stdout[-3000:] + checked.stderr[-2000:]
+    assert checked.returncode == 0 and "1 passed" in checked.stdout, (
+        checked.stdout[-3000:] + checked.stderr[-2000:]
+    )
     assert f"ctxgate thresholds: {tmp_path / 'thresholds.toml'} (found" in gated.stdout
     assert (tmp_path / "out" / "run.json").is_file()
 
@@ -137,15 +155,21 @@ def test_init_never_writes_through_a_link_and_writes_all_or_nothing(tmp_path, ca
     parser = __import__("ctxgate.cli", fromlist=["parser"]).parser()
     repo, outside = tmp_path / "repo", tmp_path / "outside.toml"
     repo.mkdir()
-    (repo / "thresholds.toml").symlink_to(outside)  # dangling: it points to a file outside the folder
+    (repo / "thresholds.toml").symlink_to(
+        outside
+    )  # dangling: it points to a file outside the folder
     assert init.main(parser.parse_args(["init", str(repo)])) == 1
     assert "exists; nothing was written" in capsys.readouterr().err and not outside.exists()
-    assert init.main(parser.parse_args(["init", str(repo), "--force"])) == 0  # replaces the link, not its target
+    assert (
+        init.main(parser.parse_args(["init", str(repo), "--force"])) == 0
+    )  # replaces the link, not its target
     assert not outside.exists() and not (repo / "thresholds.toml").is_symlink()
     other = tmp_path / "other"
     other.mkdir()
     (other / "ci").write_text("a file where the CI template's folder would go\n")
-    assert cli.main(["init", str(other), "--ci", "slurm"]) == 2  # the refusal is printed where every verb's is
+    assert (
+        cli.main(["init", str(other), "--ci", "slurm"]) == 2
+    )  # the refusal is printed where every verb's is
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot be written" in err and "nothing was written" in err
     assert not (other / "thresholds.toml").exists()

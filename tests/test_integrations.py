@@ -23,10 +23,22 @@ history = [[m.step, m.value] for r in client.search_runs(experiment_ids=["0"])
            for m in client.get_metric_history(r.info.run_id, "ctxgate/ruler_avg/1K")]
 print(json.dumps({"tb": tb, "mlflow": history}))
 """
-SUITE = ["-k", "niah_single_1", "--lengths", "512,1k", "--samples", "2", "--no-cache", "-p", "no:cacheprovider"]
+SUITE = [
+    "-k",
+    "niah_single_1",
+    "--lengths",
+    "512,1k",
+    "--samples",
+    "2",
+    "--no-cache",
+    "-p",
+    "no:cacheprovider",
+]
 
 
-def test_each_saved_checkpoint_is_evaluated_beside_training_and_logged_at_its_step(tmp_path, monkeypatch):
+def test_each_saved_checkpoint_is_evaluated_beside_training_and_logged_at_its_step(
+    tmp_path, monkeypatch
+):
     from ctxgate.integrations import CtxgateCallback
     from fixtures.training_runs import train
 
@@ -49,7 +61,9 @@ def test_each_saved_checkpoint_is_evaluated_beside_training_and_logged_at_its_st
     assert callback.process is not None and callback.process.returncode == 0, (
         run / "ctxgate" / "watch.log"
     ).read_text()
-    reports = {c.name: json.loads((run / "ctxgate" / f"{c.name}.json").read_text()) for c in checkpoints}
+    reports = {
+        c.name: json.loads((run / "ctxgate" / f"{c.name}.json").read_text()) for c in checkpoints
+    }
     expected = {
         (int(c.name.split("-")[1]), L): reports[c.name]["by_length"][str(L)]["ruler"]["score"]
         for c in checkpoints
@@ -59,7 +73,13 @@ def test_each_saved_checkpoint_is_evaluated_beside_training_and_logged_at_its_st
     # read back in a process of its own, as tests/test_trackers.py does (the readers spoil this process's entry
     # points for later in-process pytest runs)
     read = subprocess.run(
-        [sys.executable, "-c", READ_BACK, str(run / "runs" / "ctxgate"), f"file:{tmp_path / 'mlruns'}"],
+        [
+            sys.executable,
+            "-c",
+            READ_BACK,
+            str(run / "runs" / "ctxgate"),
+            f"file:{tmp_path / 'mlruns'}",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -73,7 +93,11 @@ def test_each_saved_checkpoint_is_evaluated_beside_training_and_logged_at_its_st
         k: v for k, v in expected.items() if k[1] == 1024
     }
 
-    tables = sorted(tmp_path.glob("wandb/offline-run-*/files/media/table/ctxgate/summary_*.table.json"))
+    tables = sorted(
+        tmp_path.glob("wandb/offline-run-*/files/media/table/ctxgate/summary_*.table.json")
+    )
     assert len(tables) == 2  # one offline run file per evaluation
     values = [dict(json.loads(t.read_text())["data"]) for t in tables]
-    assert sorted(v["ctxgate/ruler_avg/1K"] for v in values) == sorted(v for k, v in expected.items() if k[1] == 1024)
+    assert sorted(v["ctxgate/ruler_avg/1K"] for v in values) == sorted(
+        v for k, v in expected.items() if k[1] == 1024
+    )

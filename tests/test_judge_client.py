@@ -14,7 +14,9 @@ from ctxgate.judge.templates import render
 from tests.conftest import call_ctxgate, script_faults
 
 KEY = "sk-judge-test-key-4242-do-not-store"
-FLUENCY = render("fluency_legal", text="The court approved the settlement and the library reopened.")
+FLUENCY = render(
+    "fluency_legal", text="The court approved the settlement and the library reopened."
+)
 
 
 @pytest.fixture
@@ -24,7 +26,12 @@ def client_for(judge_server, tmp_path, monkeypatch):
 
     def make(**overrides) -> JudgeClient:
         settings = JudgeSettings(
-            **{"model": "ctxgate-lexical-judge", "base_url": url, "cache_dir": str(tmp_path / "cache"), **overrides}
+            **{
+                "model": "ctxgate-lexical-judge",
+                "base_url": url,
+                "cache_dir": str(tmp_path / "cache"),
+                **overrides,
+            }
         )
         return JudgeClient(settings, sleep=lambda s: None)
 
@@ -49,7 +56,9 @@ def test_a_request_past_its_timeout_is_retried(client_for, judge_server):
     assert client.take_usage().retries == 1
 
 
-def test_the_time_limit_turns_endless_failures_into_a_counted_failed_verdict(client_for, judge_server):
+def test_the_time_limit_turns_endless_failures_into_a_counted_failed_verdict(
+    client_for, judge_server
+):
     url, stats = judge_server
     script_faults(url, [{"status": 503}] * 20)
     client = client_for(time_limit_s=0.1)
@@ -85,13 +94,23 @@ def test_a_rerun_is_served_from_the_cache_with_zero_requests(client_for, judge_s
     url, stats = judge_server
     prompts = [
         FLUENCY,
-        render("entailment", premise="Title: A\nThe mill was built by Mara.", hypothesis="Mara built the mill."),
+        render(
+            "entailment",
+            premise="Title: A\nThe mill was built by Mara.",
+            hypothesis="Mara built the mill.",
+        ),
     ]
     first = client_for()
-    assert [first.ask(prompts[0], verdict.fluency).value, first.ask(prompts[1], verdict.entailment).value] == [1, True]
+    assert [
+        first.ask(prompts[0], verdict.fluency).value,
+        first.ask(prompts[1], verdict.entailment).value,
+    ] == [1, True]
     before = stats()["requests"]
     again = client_for()  # a new process would open the same file
-    assert [again.ask(prompts[0], verdict.fluency).value, again.ask(prompts[1], verdict.entailment).value] == [1, True]
+    assert [
+        again.ask(prompts[0], verdict.fluency).value,
+        again.ask(prompts[1], verdict.entailment).value,
+    ] == [1, True]
     usage = again.take_usage()
     assert stats()["requests"] == before and (usage.requests, usage.cache_hits) == (0, 2)
 
@@ -135,10 +154,18 @@ def judge_from(given: dict[str, str]) -> JudgeSettings | None:
 def test_a_judge_price_that_is_not_two_amounts_is_refused_with_an_example(price):
     from ctxgate.run.options import OptionError
 
-    given = {"--judge-model": "m", "--judge-base-url": "http://127.0.0.1:1/v1", "--judge-price": price}
-    with pytest.raises(OptionError, match=rf"--judge-price '{re.escape(price)}' .*e\.g\. --judge-price 2\.5,10$"):
+    given = {
+        "--judge-model": "m",
+        "--judge-base-url": "http://127.0.0.1:1/v1",
+        "--judge-price": price,
+    }
+    with pytest.raises(
+        OptionError, match=rf"--judge-price '{re.escape(price)}' .*e\.g\. --judge-price 2\.5,10$"
+    ):
         judge_from(given)
-    with pytest.raises(OptionError, match=r"e\.g\. --judge-price 2\.5,10$"):  # with no judge asked for, too
+    with pytest.raises(
+        OptionError, match=r"e\.g\. --judge-price 2\.5,10$"
+    ):  # with no judge asked for, too
         judge_from({"--judge-price": price})
 
 

@@ -28,13 +28,21 @@ def entails(premise: str, hypothesis: str) -> bool:
 
 
 def test_narrativeqa_is_fluency_times_correctness_over_three():
-    scores = [judged.narrativeqa_score(1, 3), judged.narrativeqa_score(0, 3), judged.narrativeqa_score(1, 1)]
+    scores = [
+        judged.narrativeqa_score(1, 3),
+        judged.narrativeqa_score(0, 3),
+        judged.narrativeqa_score(1, 1),
+    ]
     assert scores == [1.0, 0.0, pytest.approx(1 / 3)]
-    assert 100 * sum(scores) / 3 == pytest.approx(44.444, abs=1e-3)  # the case score: x 100/3 of the mean product
+    assert 100 * sum(scores) / 3 == pytest.approx(
+        44.444, abs=1e-3
+    )  # the case score: x 100/3 of the mean product
 
 
 def test_claim_f1_by_hand():
-    s = judged.SummaryScore(fluency=1, recall_found=3, keypoints=4, precision_found=2, sentence_count=5)
+    s = judged.SummaryScore(
+        fluency=1, recall_found=3, keypoints=4, precision_found=2, sentence_count=5
+    )
     assert (s.recall, s.precision) == (0.75, 0.4)
     assert s.f1 == pytest.approx(2 * 0.75 * 0.4 / 1.15) == pytest.approx(0.521739, abs=1e-6)
     assert s.score == s.f1
@@ -53,11 +61,16 @@ def test_citation_recall_and_precision_by_hand():
 
 
 def test_citation_rules_first_three_out_of_range_and_joint_need():
-    assert judged.citation_scores("The mill was built [4].", "q", DOCS, 3, entails) == judged.CitationScore(
+    assert judged.citation_scores(
+        "The mill was built [4].", "q", DOCS, 3, entails
+    ) == judged.CitationScore(
         0.0, 0.0, 1, 0
     )  # out of range: no recall, and the citation is not counted
     s = judged.citation_scores("Mara Quill built the mill [3][2][3][1].", "q", DOCS, 3, entails)
-    assert (s.recall, s.citations) == (0.0, 3)  # only [3][2][3] are read: doc 1 is the fourth citation
+    assert (s.recall, s.citations) == (
+        0.0,
+        3,
+    )  # only [3][2][3] are read: doc 1 is the fourth citation
     s = judged.citation_scores("The towns share both [2][3].", "q", DOCS, 3, entails)
     assert (s.recall, s.precision) == (1.0, 1.0)  # each fails alone but is needed: both credited
     assert judged.citation_scores("", "q", DOCS, 3, entails) == judged.CitationScore(0.0, 0.0, 0, 0)
@@ -78,12 +91,22 @@ def test_qampari_sentences_are_the_question_plus_each_item():
 
 
 def test_alce_correctness_by_hand():
-    assert judged.asqa_str_em("Mara Quill [1] built it in 1842 [2].", [["mara quill"], ["1843", "1844"]]) == 0.5
-    assert judged.remove_citations("Paris is big [1][2]. Rome [3] is old.") == "Paris is big. Rome is old."
+    assert (
+        judged.asqa_str_em(
+            "Mara Quill [1] built it in 1842 [2].", [["mara quill"], ["1843", "1844"]]
+        )
+        == 0.5
+    )
+    assert (
+        judged.remove_citations("Paris is big [1][2]. Rome [3] is old.")
+        == "Paris is big. Rome is old."
+    )
     answers = [["Alby"], ["Corton", "Corton town"], ["Esk"]]
     assert judged.qampari_rec_top5("Alby [1], Corton town, Zed.", answers) == pytest.approx(2 / 3)
     many = [[f"T{i}"] for i in range(7)]
-    assert judged.qampari_rec_top5(", ".join(f"T{i}" for i in range(6)), many) == 1.0  # min(5, 6) / min(5, 7)
+    assert (
+        judged.qampari_rec_top5(", ".join(f"T{i}" for i in range(6)), many) == 1.0
+    )  # min(5, 6) / min(5, 7)
 
 
 def test_sentences_split_after_punctuation_not_after_abbreviations():
@@ -134,10 +157,19 @@ def test_the_verdict_reader_never_crashes(text):
         pass
 
 
-@given(st.integers(0, 1), st.integers(0, 30), st.integers(0, 30), st.integers(0, 30), st.integers(0, 30))
+@given(
+    st.integers(0, 1),
+    st.integers(0, 30),
+    st.integers(0, 30),
+    st.integers(0, 30),
+    st.integers(0, 30),
+)
 def test_summary_scores_stay_in_range(fluency, found, points, supported, count):
     s = judged.SummaryScore(fluency, min(found, points), points, min(supported, count), count)
-    assert 0 <= s.score <= 1 and min(s.recall, s.precision) <= s.f1 <= max(s.recall, s.precision) + 1e-12
+    assert (
+        0 <= s.score <= 1
+        and min(s.recall, s.precision) <= s.f1 <= max(s.recall, s.precision) + 1e-12
+    )
 
 
 def _tiny_nli(path, hf_tokenizer, bias, labels):
@@ -175,7 +207,11 @@ def test_local_nli_model_reads_its_entailment_label(tmp_path, hf_tokenizer):
     s = judged.citation_scores("Mara built the mill [1].", "q", DOCS, 3, yes)
     assert (s.recall, s.precision) == (1.0, 1.0)
     with pytest.raises(ValueError, match="do not name exactly one entailment"):
-        HFEntailment(_tiny_nli(tmp_path / "bad", hf_tokenizer, [0.0, 0.0, 0.0], ["LABEL_0", "LABEL_1", "LABEL_2"]))
+        HFEntailment(
+            _tiny_nli(
+                tmp_path / "bad", hf_tokenizer, [0.0, 0.0, 0.0], ["LABEL_0", "LABEL_1", "LABEL_2"]
+            )
+        )
 
 
 def test_repeated_and_unshown_citations_and_zero_follow_the_reference():
@@ -185,12 +221,20 @@ def test_repeated_and_unshown_citations_and_zero_follow_the_reference():
     assert (s.recall, s.citations, s.precision) == (1.0, 3, pytest.approx(1 / 3))
     # a document the record has but the prompt did not show (the 40th of 50) is checked, as the reference does
     record = {**DOCS, 39: ("Mill", "Mara Quill built the first mill of Quillby.")}
-    assert judged.citation_scores("Mara Quill built the mill [40].", "q", record, 50, entails).recall == 1.0
+    assert (
+        judged.citation_scores("Mara Quill built the mill [40].", "q", record, 50, entails).recall
+        == 1.0
+    )
     # [0]: out of range; --helmet-compat reads it as the record's last document (Python's docs[-1])
     last = {**DOCS, 49: ("Mill", "Mara Quill built the first mill of Quillby.")}
-    assert judged.citation_scores("Mara Quill built the mill [0].", "q", last, 50, entails).recall == 0.0
     assert (
-        judged.citation_scores("Mara Quill built the mill [0].", "q", last, 50, entails, helmet_compat=True).recall
+        judged.citation_scores("Mara Quill built the mill [0].", "q", last, 50, entails).recall
+        == 0.0
+    )
+    assert (
+        judged.citation_scores(
+            "Mara Quill built the mill [0].", "q", last, 50, entails, helmet_compat=True
+        ).recall
         == 1.0
     )
 
@@ -199,7 +243,9 @@ def test_stored_judge_input_keeps_cited_documents_of_the_whole_record():
     from ctxgate.judge.score import compact_input
 
     docs = [[f"T{i}", f"text {i}"] for i in range(50)]
-    kept = compact_input("alce_asqa", "Claim one here [2][45]. Claim two [0].", {"question": "q", "docs": docs})
+    kept = compact_input(
+        "alce_asqa", "Claim one here [2][45]. Claim two [0].", {"question": "q", "docs": docs}
+    )
     assert sorted(kept["docs"]) == ["1", "44", "49"] and kept["n_docs"] == 50
 
 
@@ -207,8 +253,15 @@ def test_a_classifier_judge_refuses_input_longer_than_it_reads(tmp_path, hf_toke
     from ctxgate.judge.entail import EntailmentFailed, HFEntailment
 
     nli = HFEntailment(
-        _tiny_nli(tmp_path / "nli", hf_tokenizer, [0.0, 5.0, 0.0], ["contradiction", "entailment", "neutral"])
+        _tiny_nli(
+            tmp_path / "nli",
+            hf_tokenizer,
+            [0.0, 5.0, 0.0],
+            ["contradiction", "entailment", "neutral"],
+        )
     )
     nli.max_length = 64
-    with pytest.raises(EntailmentFailed, match="more than --nli-model .* reads \\(64\\); use a T5 TRUE model"):
+    with pytest.raises(
+        EntailmentFailed, match="more than --nli-model .* reads \\(64\\); use a T5 TRUE model"
+    ):
         nli("Title: A\n" + "Mara built the mill. " * 40, "Mara built it.")

@@ -24,7 +24,9 @@ XSD = ROOT / "fixtures" / "junit" / "junit-10.xsd"
 GATES = "ctxgate.gates"
 Suite = Callable[..., pytest.RunResult]  # the suite fixture: a run of the suite on a script
 # every gate the thresholds can ask for, each met by a model that answers everything right at 1K and 4K
-ALL_GATES = '[session]\nmin_effective_length = "4k"\n[relative_effective_length.min_length]\nruler = "4k"\n'
+ALL_GATES = (
+    '[session]\nmin_effective_length = "4k"\n[relative_effective_length.min_length]\nruler = "4k"\n'
+)
 
 
 def read_junit(path: Path) -> TestSuite:
@@ -42,7 +44,9 @@ def gate_cases(suite: TestSuite) -> dict[str, Any]:
     return {case.name: case for case in suite if case.classname == GATES}
 
 
-def assert_the_report_is_in_the_junit(junit: TestSuite, report: dict[str, Any], terminal: str) -> None:
+def assert_the_report_is_in_the_junit(
+    junit: TestSuite, report: dict[str, Any], terminal: str
+) -> None:
     """Each of the report's gates is a testcase with its verdict and its terminal line; each summary with a score, the
     overall RULER averages and the effective lengths are properties with the report's numbers."""
     cases = gate_cases(junit)
@@ -65,16 +69,25 @@ def assert_the_report_is_in_the_junit(junit: TestSuite, report: dict[str, Any], 
                 continue
             number, _, marks = props[name].partition(" ")
             assert number == ("n/a" if group["score"] is None else str(group["score"]))
-            assert ("partial" in marks, "incomplete" in marks) == (group["partial"], group["incomplete"])
+            assert ("partial" in marks, "incomplete" in marks) == (
+                group["partial"],
+                group["incomplete"],
+            )
     for name in ("ruler_avg", "ruler_wavg_inc", "ruler_wavg_dec"):
         if report["overall"][name] is not None:
             assert props[f"ctxgate.{name}"].split()[0] == str(report["overall"][name])
     if report["effective_length"]:
-        assert props["ctxgate.effective_length.ruler"].split()[0] == str(report["effective_length"]["value"])
+        assert props["ctxgate.effective_length.ruler"].split()[0] == str(
+            report["effective_length"]["value"]
+        )
     for key, relative in report["relative_effective_length"].items():
-        assert props[f"ctxgate.relative_effective_length.{key}"].split()[0] == str(relative["value"])
+        assert props[f"ctxgate.relative_effective_length.{key}"].split()[0] == str(
+            relative["value"]
+        )
     for key, long in report["long_score"].items():
-        assert props.get(f"ctxgate.long_score.{key}") == (None if long["value"] is None else str(long["value"]))
+        assert props.get(f"ctxgate.long_score.{key}") == (
+            None if long["value"] is None else str(long["value"])
+        )
 
 
 def report_of(pytester: pytest.Pytester, name: str = "out/r.json") -> dict[str, Any]:
@@ -85,28 +98,52 @@ def test_a_passing_run_has_every_summary_as_a_property_and_every_gate_as_a_passi
     suite: Suite, pytester: pytest.Pytester
 ) -> None:
     result = suite(
-        ALL_RIGHT, "--report", "out/r.json", "--junitxml", "out/junit.xml", thresholds=ALL_GATES, lengths="1k,4k"
+        ALL_RIGHT,
+        "--report",
+        "out/r.json",
+        "--junitxml",
+        "out/junit.xml",
+        thresholds=ALL_GATES,
+        lengths="1k,4k",
     )
     assert result.ret == 0, result.stdout.str()[-3000:]
     junit, report = read_junit(pytester.path / "out" / "junit.xml"), report_of(pytester)
     assert_the_report_is_in_the_junit(junit, report, result.stdout.str())
-    assert list(gate_cases(junit)) == ["cases", "floors", "min_effective_length", "min_relative_effective_length.ruler"]
+    assert list(gate_cases(junit)) == [
+        "cases",
+        "floors",
+        "min_effective_length",
+        "min_relative_effective_length.ruler",
+    ]
     props = suite_properties(junit)
     # the names docs/reports.md gives, one of each kind
     assert props["ctxgate.ruler_avg.1024"] == "100.0"
-    assert props["ctxgate.ruler_avg"].startswith("100.0") and props["ctxgate.ruler_wavg_dec"].startswith("100.0")
-    assert props["ctxgate.helmet_recall.4096"] == "100.0" and props["ctxgate.helmet_rag.4096"] == "100.0"
-    assert props["ctxgate.helmet_overall.4096"] == "100.0 (partial)"  # HELMET's judged categories need a judge
+    assert props["ctxgate.ruler_avg"].startswith("100.0") and props[
+        "ctxgate.ruler_wavg_dec"
+    ].startswith("100.0")
+    assert (
+        props["ctxgate.helmet_recall.4096"] == "100.0"
+        and props["ctxgate.helmet_rag.4096"] == "100.0"
+    )
+    assert (
+        props["ctxgate.helmet_overall.4096"] == "100.0 (partial)"
+    )  # HELMET's judged categories need a judge
     assert props["ctxgate.mrcr.4096"] == "100.0" and props["ctxgate.nolima.1024"] == "100.0"
     assert props["ctxgate.effective_length.ruler"].startswith("4096")
     assert props["ctxgate.relative_effective_length.ruler"] == "4096"
-    assert "ctxgate.long_score.ruler" not in props  # no length of 8K or more: 100-LongBench's LongScore has none
+    assert (
+        "ctxgate.long_score.ruler" not in props
+    )  # no length of 8K or more: 100-LongBench's LongScore has none
     assert junit.failures == 0 and junit.errors == 0
 
 
-def test_a_failing_gate_is_a_failed_testcase_with_its_verdict_line(suite: Suite, pytester: pytest.Pytester) -> None:
+def test_a_failing_gate_is_a_failed_testcase_with_its_verdict_line(
+    suite: Suite, pytester: pytest.Pytester
+) -> None:
     two = ("-k", "niah_single_1 or vt")
-    suite(ALL_RIGHT, *two, "--report", "base.json", thresholds=ALL_GATES, lengths="1k,4k").assert_outcomes(passed=4)
+    suite(
+        ALL_RIGHT, *two, "--report", "base.json", thresholds=ALL_GATES, lengths="1k,4k"
+    ).assert_outcomes(passed=4)
     broken = {**ALL_RIGHT, "accuracy": {"niah_single_1": {"4096": 0.0}}}
     result = suite(
         broken, *two, "--baseline", "base.json", "--report", "out/r.json", "--junitxml", "out/junit.xml",
@@ -124,12 +161,16 @@ def test_a_failing_gate_is_a_failed_testcase_with_its_verdict_line(suite: Suite,
         "baseline": False,
     }
     failure = gate_cases(junit)["min_effective_length"].result[0]
-    assert failure.message.startswith("Gate min_effective_length: FAIL - effective length 1K < required 4K")
+    assert failure.message.startswith(
+        "Gate min_effective_length: FAIL - effective length 1K < required 4K"
+    )
     assert suite_properties(junit)["ctxgate.ruler_avg.4096"] == "50.0 (partial)"
     assert junit.failures == 3 + 1  # the three gates and the case that regressed
 
 
-def test_under_xdist_the_controller_writes_the_gates_and_summaries(suite: Suite, pytester: pytest.Pytester) -> None:
+def test_under_xdist_the_controller_writes_the_gates_and_summaries(
+    suite: Suite, pytester: pytest.Pytester
+) -> None:
     result = suite(
         ALL_RIGHT, "-n", "2", "-m", "ruler", "--report", "out/r.json", "--junitxml", "out/junit.xml",
         thresholds='[session]\nmin_effective_length = "8k"\n', lengths="1k,4k",
@@ -139,10 +180,14 @@ def test_under_xdist_the_controller_writes_the_gates_and_summaries(suite: Suite,
     assert_the_report_is_in_the_junit(junit, report, result.stdout.str())
     assert not gate_cases(junit)["min_effective_length"].is_passed
     assert suite_properties(junit)["ctxgate.ruler_avg.1024"] == "100.0"
-    assert sum(1 for case in junit if case.classname == "tests_longctx.test_ruler") == 2 * len(all_tasks("ruler"))
+    assert sum(1 for case in junit if case.classname == "tests_longctx.test_ruler") == 2 * len(
+        all_tasks("ruler")
+    )
 
 
-def test_an_interrupted_run_writes_its_gates_as_they_stand(suite: Suite, pytester: pytest.Pytester) -> None:
+def test_an_interrupted_run_writes_its_gates_as_they_stand(
+    suite: Suite, pytester: pytest.Pytester
+) -> None:
     suite(ALL_RIGHT, "--co")  # writes the suite's copy and ini; nothing runs
     code, out = interrupt(pytester, "--junitxml", "out/junit.xml")
     assert code == 2, out[-3000:]

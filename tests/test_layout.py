@@ -107,8 +107,13 @@ def test_the_floor_check_sees_lazy_and_relative_imports(tmp_path):
     fake.mkdir(parents=True)
     (tmp_path / "ctxgate" / "run").mkdir()
     (tmp_path / "ctxgate" / "run" / "case.py").write_text("")
-    (fake / "client.py").write_text("def f():\n    from ctxgate.run import case\n\nfrom ..run.case import x\n")
-    assert sorted((line, floor_of(m)) for line, m in imports(fake / "client.py", tmp_path)) == [(2, 4), (4, 4)]
+    (fake / "client.py").write_text(
+        "def f():\n    from ctxgate.run import case\n\nfrom ..run.case import x\n"
+    )
+    assert sorted((line, floor_of(m)) for line, m in imports(fake / "client.py", tmp_path)) == [
+        (2, 4),
+        (4, 4),
+    ]
 
 
 def test_the_top_level_holds_only_the_face_and_shared_modules():
@@ -185,7 +190,9 @@ def declared_options(name: str) -> set[str]:
         return set()
     parser = pytest.Parser(_ispytest=True)
     hook(parser)
-    options = [o for group in parser._groups for o in group.options] + list(parser._anonymous.options)
+    options = [o for group in parser._groups for o in group.options] + list(
+        parser._anonymous.options
+    )
     return {n for o in options for n in o.names()} | {o.dest for o in options}
 
 
@@ -197,14 +204,29 @@ def test_each_plugin_reads_only_the_options_it_declares_into_its_own_settings():
     for path in sorted(PLUGINS.glob("*.py")):
         tree = ast.parse(path.read_text("utf-8"))
         declared = declared_options(path.stem)
-        early = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("pytest_xdist")]
+        early = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef) and n.name.startswith("pytest_xdist")
+        ]
         exempt = {id(c) for fn in early for c in _calls(fn, "getoption")}
         for call in _calls(tree, "getoption"):
-            flag = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else None
-            if isinstance(flag, str) and flag.startswith("--") and flag not in declared and id(call) not in exempt:
-                wrong.append(f"{path.name}:{call.lineno} reads {flag}, which another plugin declares")
+            flag = (
+                call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else None
+            )
+            if (
+                isinstance(flag, str)
+                and flag.startswith("--")
+                and flag not in declared
+                and id(call) not in exempt
+            ):
+                wrong.append(
+                    f"{path.name}:{call.lineno} reads {flag}, which another plugin declares"
+                )
         if declared and "StashKey[" not in path.read_text("utf-8"):
-            wrong.append(f"{path.name} declares options but keeps no settings under a StashKey of its own")
+            wrong.append(
+                f"{path.name} declares options but keeps no settings under a StashKey of its own"
+            )
     assert not wrong, "\n".join(wrong)
 
 
@@ -218,11 +240,15 @@ def test_the_wheel_lists_every_package():
 
     setup = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]
     listed = set(setup["packages"])
-    found = {module_name(p.parent) for p in (ROOT / "ctxgate").rglob("__init__.py")} | {"ctxgate_plugins"}
+    found = {module_name(p.parent) for p in (ROOT / "ctxgate").rglob("__init__.py")} | {
+        "ctxgate_plugins"
+    }
     # folders of files only (the templates; the suite, mapped from tests_longctx/): packages by their data
     found |= {name for name in setup["package-data"] if name.startswith("ctxgate.templates")}
     found |= {name for name in setup["package-dir"] if name == "ctxgate_plugins.suite"}
-    assert listed == found, f"add {sorted(found - listed)} to [tool.setuptools] packages; drop {sorted(listed - found)}"
+    assert listed == found, (
+        f"add {sorted(found - listed)} to [tool.setuptools] packages; drop {sorted(listed - found)}"
+    )
 
 
 def test_no_two_packages_depend_on_each_other():
@@ -239,14 +265,19 @@ def test_no_two_packages_depend_on_each_other():
         for _, target in imports(path):
             if package(target) not in (mine, "ctxgate"):
                 edges.setdefault(mine, set()).add(package(target))
-    cycles = sorted(f"{a} <-> {b}" for a, targets in edges.items() for b in targets if a in edges.get(b, set()))
+    cycles = sorted(
+        f"{a} <-> {b}" for a, targets in edges.items() for b in targets if a in edges.get(b, set())
+    )
     assert not cycles, cycles
 
 
 def test_no_module_of_the_package_imports_itself_through_others():
     """Every import counts, lazy ones in functions too: a lazy import is still a dependency, and a circle through
     one is how run/compose, run/cluster and run/replica once leaned on each other."""
-    graph = {module_name(path): {t for _, t in imports(path)} for path in (ROOT / "ctxgate").rglob("*.py")}
+    graph = {
+        module_name(path): {t for _, t in imports(path)}
+        for path in (ROOT / "ctxgate").rglob("*.py")
+    }
     state: dict[str, str] = {}
 
     def visit(node: str, trail: tuple[str, ...]) -> None:
@@ -302,7 +333,9 @@ def test_a_bare_checkout_loads_the_plugins_once_by_the_root_conftest():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", BARE_CLONE], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", BARE_CLONE], cwd=ROOT, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "SAME True" in done.stdout and "--model" in done.stdout
     assert "cannot be rewritten" not in done.stdout + done.stderr
@@ -313,9 +346,15 @@ def test_the_module_map_in_the_architecture_doc_is_the_code():
     import sys
 
     done = subprocess.run(
-        [sys.executable, "scripts/architecture.py", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "scripts/architecture.py", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    assert done.returncode == 0, done.stdout + done.stderr + " (run: python scripts/architecture.py)"
+    assert done.returncode == 0, (
+        done.stdout + done.stderr + " (run: python scripts/architecture.py)"
+    )
 
 
 def test_the_model_fixtures_path_goes_down_the_floors():

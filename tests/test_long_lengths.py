@@ -21,7 +21,9 @@ from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
 
 
 def _ctx(encoder: PieceEncoder, **kw) -> BuildContext:
-    return BuildContext(encoder=encoder, chat=False, squad_source=str(SQUAD), hotpotqa_source=str(HOTPOT), **kw)
+    return BuildContext(
+        encoder=encoder, chat=False, squad_source=str(SQUAD), hotpotqa_source=str(HOTPOT), **kw
+    )
 
 
 def test_cwe_past_its_vocabulary_draws_from_the_larger_list_and_fills(hf_encoder):
@@ -43,7 +45,9 @@ def test_cwe_at_128k_keeps_the_vocabulary(hf_encoder):
 def test_a_word_list_used_up_fails_the_case_naming_what_ran_out(hf_encoder, monkeypatch):
     shorter = words.english()[:9000]  # a larger list that is used up before 256K
     monkeypatch.setattr(words, "english", lambda: shorter)
-    with pytest.raises(MaterialExhausted, match=r"cwe cannot fill length 262144: its data .* word of its word list"):
+    with pytest.raises(
+        MaterialExhausted, match=r"cwe cannot fill length 262144: its data .* word of its word list"
+    ):
         build_samples(get_task("cwe"), _ctx(PieceEncoder(hf_encoder.raw)), 262144, 1, 42)
 
 
@@ -62,9 +66,13 @@ def test_a_sample_that_used_up_its_data_short_of_the_length_fails_the_case(hf_en
     as 8K."""
     ctx = _ctx(hf_encoder, data_dir=str(HELMET_DATA))
     spec = get_task("alce_asqa")
-    for build in (lambda: build_sample(spec, ctx, 8192, 0, 42), lambda: list(iter_samples(spec, ctx, 8192, 2, 42))):
+    for build in (
+        lambda: build_sample(spec, ctx, 8192, 0, 42),
+        lambda: list(iter_samples(spec, ctx, 8192, 2, 42)),
+    ):
         with pytest.raises(
-            MaterialExhausted, match=r"ran out at [\d,]+ tokens \(4\d\.\d% of the length\).*--data-dir"
+            MaterialExhausted,
+            match=r"ran out at [\d,]+ tokens \(4\d\.\d% of the length\).*--data-dir",
         ) as e:
             build()
         assert 0.4 < e.value.fill < 0.5
@@ -89,7 +97,16 @@ def _rows(seed: int, key: str, value: str, n: int) -> list[tuple[str, ...]]:
         assert NEEDLE.format(type_needle_v=value, key=k, value=v)
         if key == "words":
             adjective, noun = k.split("-", 1)
-            rows.append((f"\nOne of the special magic {value} for", " " + adjective, "-" + noun, " is:", " " + v, "."))
+            rows.append(
+                (
+                    f"\nOne of the special magic {value} for",
+                    " " + adjective,
+                    "-" + noun,
+                    " is:",
+                    " " + v,
+                    ".",
+                )
+            )
         else:
             rows.append((f"\nOne of the special magic {value} for", " " + k, " is:", " " + v, "."))
     return rows
@@ -97,13 +114,23 @@ def _rows(seed: int, key: str, value: str, n: int) -> list[tuple[str, ...]]:
 
 def _fresh(key: str, value: str) -> tuple:
     v = UUID_RUNS if value == "uuids" else True
-    return (False, False, False, False, v, False) if key == "words" else (False, UUID_RUNS, False, v, False)
+    return (
+        (False, False, False, False, v, False)
+        if key == "words"
+        else (False, UUID_RUNS, False, v, False)
+    )
 
 
 @pytest.mark.parametrize("tokenizer", ["shipped", "large vocabulary"])
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32), shape=st.sampled_from([("words", "numbers"), ("uuids", "uuids")]))
-def test_joined_piece_ids_are_the_texts_own(hf_encoder, large_vocab_encoder, tokenizer, seed, shape):
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**32), shape=st.sampled_from([("words", "numbers"), ("uuids", "uuids")])
+)
+def test_joined_piece_ids_are_the_texts_own(
+    hf_encoder, large_vocab_encoder, tokenizer, seed, shape
+):
     encoder = PieceEncoder((hf_encoder if tokenizer == "shipped" else large_vocab_encoder).raw)
     rows = _rows(seed, *shape, 200)
     joined = encoder.encode_joined(rows, _fresh(*shape), "test")
@@ -126,7 +153,9 @@ class _MergingTokenizer(ByteTokenizer):
 
 def test_a_tokenizer_that_merges_across_pieces_gets_whole_texts_encoded():
     encoder = PieceEncoder(_MergingTokenizer())
-    rows = [("\nOne of the special magic numbers for", " wise", "-cat", " is:", " 1234567", ".")] * 3
+    rows = [
+        ("\nOne of the special magic numbers for", " wise", "-cat", " is:", " 1234567", ".")
+    ] * 3
     rows += _rows(1, "words", "numbers", 100)
     joined = encoder.encode_joined(rows, _fresh("words", "numbers"), "merging")
     assert joined == encoder.encode_fresh(["".join(r) for r in rows])
@@ -144,7 +173,9 @@ def test_every_case_at_1m_fills_its_length_or_says_what_ran_out(suite, tmp_path)
 
     script = {"max_positions": 2_000_000, "default": 1.0, "tokenizer": str(TINY)}
     report = tmp_path / "run.json"
-    result = suite(script, "--samples", "1", "-n", "2", "--report", str(report), lengths="1m", subprocess=True)
+    result = suite(
+        script, "--samples", "1", "-n", "2", "--report", str(report), lengths="1m", subprocess=True
+    )
     cases = {c["task"]: c for c in json.loads(report.read_text())["cases"]}
     ruler = [t for t, c in cases.items() if c["suite"] == "ruler"]
     assert len(ruler) == 13, result.stdout.str()[-3000:]
@@ -157,9 +188,15 @@ def test_every_case_at_1m_fills_its_length_or_says_what_ran_out(suite, tmp_path)
             assert case["verdict"] == "skip" and task not in ruler, (task, case.get("message"))
     assert all(cases[t]["score"] is not None for t in ruler)
     # and the three families' generated tasks (MRCR-, BABILong-, NoLiMa-style) fill 1M as RULER's do
-    generated = [t for t, c in cases.items() if c["suite"] in ("mrcr", "babilong", "nolima") and t.startswith("ctx_")]
+    generated = [
+        t
+        for t, c in cases.items()
+        if c["suite"] in ("mrcr", "babilong", "nolima") and t.startswith("ctx_")
+    ]
     assert len(generated) == 10 and all(cases[t]["score"] is not None for t in generated), generated
-    assert any(c.get("error_kind") == "data_short" for c in cases.values())  # the fixture data cannot fill 1M
+    assert any(
+        c.get("error_kind") == "data_short" for c in cases.values()
+    )  # the fixture data cannot fill 1M
     # no prompt is stored: the report and the predictions stay small whatever the length
     predictions = report.with_suffix(".predictions.jsonl")
     assert report.stat().st_size < 2_000_000 and predictions.stat().st_size < 100_000

@@ -18,10 +18,28 @@ CASES = [
     ("string_match_all", "x\x00y", ["x\ny"], None, 1.0),  # control chars become newlines
     ("string_match_part", "only b here", ["a1", "b"], None, 1.0),
     ("string_match_part", "", ["a1", "b"], None, 0.0),
-    ("helmet_subem", "The Answer: 10", ["1"], "Answer:", 1.0),  # "1" is a substring of "10" (HELMET)
+    (
+        "helmet_subem",
+        "The Answer: 10",
+        ["1"],
+        "Answer:",
+        1.0,
+    ),  # "1" is a substring of "10" (HELMET)
     ("helmet_subem", "", ["x"], "Answer:", 0.0),
-    ("helmet_subem", "  ", ["the"], "Answer:", 1.0),  # "the" normalizes to "", which every string contains
-    ("helmet_subem", "New-York!", ["new york"], None, 0.0),  # punctuation is deleted, not spaced: "newyork"
+    (
+        "helmet_subem",
+        "  ",
+        ["the"],
+        "Answer:",
+        1.0,
+    ),  # "the" normalizes to "", which every string contains
+    (
+        "helmet_subem",
+        "New-York!",
+        ["new york"],
+        None,
+        0.0,
+    ),  # punctuation is deleted, not spaced: "newyork"
     ("helmet_subem", "NewYork", ["New-York"], None, 1.0),
     ("helmet_subem", "it is Paris", ["London", "paris"], None, 1.0),  # max over references
     ("helmet_subem", "An apple", ["the apple"], None, 1.0),  # articles dropped

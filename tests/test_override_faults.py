@@ -85,11 +85,15 @@ def test_pytest_refuses_it_in_one_line_before_loading(real_suite, flag, value, l
     err = result.stderr.str()
     assert result.ret == 4, result.stdout.str()[-2000:] + err
     assert line in err and "Traceback" not in err + result.stdout.str()
-    assert [row for row in err.splitlines() if row.strip()] == [f"ERROR: {err.split('ERROR: ', 1)[1].strip()}"]
+    assert [row for row in err.splitlines() if row.strip()] == [
+        f"ERROR: {err.split('ERROR: ', 1)[1].strip()}"
+    ]
 
 
 @pytest.mark.parametrize(("flag", "value", "line"), REFUSED)
-def test_bisect_refuses_it_in_the_same_line_before_loading(checkpoint_sequence, tmp_path, flag, value, line):
+def test_bisect_refuses_it_in_the_same_line_before_loading(
+    checkpoint_sequence, tmp_path, flag, value, line
+):
     result = _refused("bisect", str(checkpoint_sequence), *BISECT, flag, value, cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.startswith("ctxgate bisect: ") and result.stderr.count("\n") == 1
@@ -97,12 +101,21 @@ def test_bisect_refuses_it_in_the_same_line_before_loading(checkpoint_sequence, 
     assert "evaluating" not in result.stdout  # nothing loaded
 
 
-def test_bisect_checks_a_key_against_the_good_checkpoints_config_before_loading(checkpoint_sequence, tmp_path):
+def test_bisect_checks_a_key_against_the_good_checkpoints_config_before_loading(
+    checkpoint_sequence, tmp_path
+):
     result = _refused(
-        "bisect", str(checkpoint_sequence), *BISECT, "--model-override", "max_position_embedding=16384", cwd=tmp_path
+        "bisect",
+        str(checkpoint_sequence),
+        *BISECT,
+        "--model-override",
+        "max_position_embedding=16384",
+        cwd=tmp_path,
     )
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "config.json has no such setting (did you mean max_position_embeddings?)" in result.stderr
+    assert (
+        "config.json has no such setting (did you mean max_position_embeddings?)" in result.stderr
+    )
     assert result.stderr.count("\n") == 1 and "evaluating" not in result.stdout
 
 
@@ -117,7 +130,12 @@ def test_an_override_that_breaks_the_load_is_named_as_the_cause_not_the_checkpoi
 
 def test_bisect_names_the_override_when_the_load_fails(checkpoint_sequence, tmp_path):
     result = _cli(
-        "bisect", str(checkpoint_sequence), *BISECT, "--model-override", "num_attention_heads=3", cwd=tmp_path
+        "bisect",
+        str(checkpoint_sequence),
+        *BISECT,
+        "--model-override",
+        "num_attention_heads=3",
+        cwd=tmp_path,
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "the likely cause is --model-override num_attention_heads=3" in result.stderr
@@ -144,7 +162,11 @@ def test_bisect_names_the_override_when_the_load_fails(checkpoint_sequence, tmp_
             r"longrope short_factor has 1 number\(s\), but the model rotates 32 dimensions per head, which take 16: "
             r"give 16 numbers",
         ),
-        ('{"rope_type": "yarn", "factor": 4.0, "attention_factor": 1}', None, r"attention_factor 1 must be written "),
+        (
+            '{"rope_type": "yarn", "factor": 4.0, "attention_factor": 1}',
+            None,
+            r"attention_factor 1 must be written ",
+        ),
         (
             '{"rope_type": "yarn", "factor": 4.0, "beta_fast": 1, "beta_slow": 2}',
             None,
@@ -155,16 +177,32 @@ def test_bisect_names_the_override_when_the_load_fails(checkpoint_sequence, tmp_
             None,
             r"rope_theta=1 must be a number above 0, and more than 1",
         ),
-        ('{"rope_type": "linear", "factor": 1e300}', None, r"factor 1e\+300 must be .*, at most 2,147,483,647"),
-        ('{"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4096}', None, r"does not read"),
+        (
+            '{"rope_type": "linear", "factor": 1e300}',
+            None,
+            r"factor 1e\+300 must be .*, at most 2,147,483,647",
+        ),
+        (
+            '{"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4096}',
+            None,
+            r"does not read",
+        ),
         (
             '{"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.84375}',
             None,
             r"rotates 27 of the model's 32 dimensions per head, which must be an even number of at least 4: e\.g\. "
             r"partial_rotary_factor 0\.8125",
         ),
-        (None, ["vocab_size=null"], r"vocab_size=null must be a whole number above 0 \(a size or count in the model\)"),
-        (None, ["num_attention_heads=2.5"], r"num_attention_heads=2\.5 must be a whole number above 0"),
+        (
+            None,
+            ["vocab_size=null"],
+            r"vocab_size=null must be a whole number above 0 \(a size or count in the model\)",
+        ),
+        (
+            None,
+            ["num_attention_heads=2.5"],
+            r"num_attention_heads=2\.5 must be a whole number above 0",
+        ),
         (
             None,
             ["max_position_embeddings=1"],
@@ -213,13 +251,19 @@ def test_an_adapter_whose_config_disagrees_with_its_own_weights_is_not_sent_to_a
 # --- the RoPE dictionary, against transformers' own reading ----------------------------------------------------
 
 ROPE_NAMES = sorted(ROPE_KEYS)
-ROPE_KEY_NAMES = sorted({k for required, optional in ROPE_KEYS.values() for k in required | optional} | ANY_ROPE_KEY)
+ROPE_KEY_NAMES = sorted(
+    {k for required, optional in ROPE_KEYS.values() for k in required | optional} | ANY_ROPE_KEY
+)
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=2)
+    ),
     max_leaves=6,
 )
-NUMBERS = st.integers(-3, 70_000) | st.floats(-2.0, 70.0) | st.sampled_from([0, 1, 1.0, 1e-300, 1e300])
+NUMBERS = (
+    st.integers(-3, 70_000) | st.floats(-2.0, 70.0) | st.sampled_from([0, 1, 1.0, 1e-300, 1e300])
+)
 # values near the ones each key takes, so that many dictionaries are accepted and reach transformers
 PLAUSIBLE = {
     "rope_type": st.sampled_from(ROPE_NAMES),
@@ -254,7 +298,9 @@ def rope_dicts(draw: st.DrawFn, noise: bool) -> dict[str, object]:
     kind = draw(st.sampled_from(ROPE_NAMES))
     required, optional = ROPE_KEYS[kind]
     found: dict[str, object] = {"rope_type": kind}
-    keys = sorted(required) + draw(st.lists(st.sampled_from(sorted(optional | ANY_ROPE_KEY - {"rope_type"}))))
+    keys = sorted(required) + draw(
+        st.lists(st.sampled_from(sorted(optional | ANY_ROPE_KEY - {"rope_type"})))
+    )
     if noise:
         keys += draw(st.lists(st.sampled_from(ROPE_KEY_NAMES) | st.text(max_size=6), max_size=1))
     for key in keys:
@@ -298,7 +344,11 @@ def _transformers_takes(changes: dict[str, object], said: list[str]) -> None:
             frequencies, scale = LlamaRotaryEmbedding.compute_default_rope_parameters(config)
         else:
             frequencies, scale = ROPE_INIT_FUNCTIONS[kind](config, "cpu", seq_len=seq_len)
-        assert bool(torch.isfinite(frequencies).all()) and frequencies.numel() > 0 and math.isfinite(scale)
+        assert (
+            bool(torch.isfinite(frequencies).all())
+            and frequencies.numel() > 0
+            and math.isfinite(scale)
+        )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

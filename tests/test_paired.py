@@ -82,7 +82,9 @@ def test_real_drop_fails():
 
 def test_small_drop_within_noise_passes():
     base = [1.0] * 80 + [0.0] * 20
-    cur = [0.0] * 3 + [1.0] * 77 + [0.0] * 20  # 3 lost, none gained: -3 points, but d = 3 is no evidence
+    cur = (
+        [0.0] * 3 + [1.0] * 77 + [0.0] * 20
+    )  # 3 lost, none gained: -3 points, but d = 3 is no evidence
     r = compare(cur, base, 0.95)
     assert r.delta == -3.0 and not r.regressed(2.0)
 
@@ -91,7 +93,9 @@ def test_fractional_outcomes_use_a_paired_bootstrap():
     base = [0.75] * 50 + [0.5] * 50
     cur = [0.5] * 50 + [0.25] * 50
     r = compare(cur, base, 0.95)
-    assert r.method == "paired-bootstrap" and r.delta == -25.0 and r.high == -25.0 and r.regressed(2.0)
+    assert (
+        r.method == "paired-bootstrap" and r.delta == -25.0 and r.high == -25.0 and r.regressed(2.0)
+    )
 
 
 def test_different_sample_counts_are_an_error():

@@ -21,7 +21,11 @@ def test_report_json_junit_markdown_under_xdist(suite, pytester):
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     jsonschema.validate(report, report_schema())
     ids = {(c["task"], c["length"]) for c in report["cases"]}
-    assert ("niah_multikey_2", 8192) in ids and ("json_kv", 4096) in ids and len(ids) == 2 * len(all_tasks())
+    assert (
+        ("niah_multikey_2", 8192) in ids
+        and ("json_kv", 4096) in ids
+        and len(ids) == 2 * len(all_tasks())
+    )
     ran = [c for c in report["cases"] if c["verdict"] == "pass"]
     # four samples a case, or all a case's data holds (OpenAI MRCR's fixture rows of a length), each answered right
     assert ran and all(c["score"] == 100.0 and (c["n"] == 4 or c["sample_cap"]) for c in ran)
@@ -29,13 +33,19 @@ def test_report_json_junit_markdown_under_xdist(suite, pytester):
     assert report["by_length"]["8192"]["helmet_recall"]["score"] == 100.0
     predictions = (pytester.path / "out" / "run.predictions.jsonl").read_text().splitlines()
     pending = [c for c in report["cases"] if (c.get("judge") or {}).get("status") == "pending"]
-    assert len(predictions) == sum(c["n"] for c in ran) + 4 * len(pending)  # pending judged cases keep their outputs
+    assert len(predictions) == sum(c["n"] for c in ran) + 4 * len(
+        pending
+    )  # pending judged cases keep their outputs
     assert "| niah_single_1 |" in (pytester.path / "out" / "run.md").read_text()
-    assert all(c["chance"] == get_task(c["task"]).chance for c in report["cases"])  # each case's, from its spec
+    assert all(
+        c["chance"] == get_task(c["task"]).chance for c in report["cases"]
+    )  # each case's, from its spec
     cases = list(ET.parse(pytester.path / "out" / "junit.xml").getroot().iter("testcase"))
     names = {c.get("name") for c in cases}
     assert "test_ruler[niah_multikey_2-8192]" in names
-    assert {"score", "floor", "n", "ci"} <= {p.get("name") for c in cases for p in c.iter("property")}
+    assert {"score", "floor", "n", "ci"} <= {
+        p.get("name") for c in cases for p in c.iter("property")
+    }
     assert "ctxgate" in result.stdout.str() and "RULER avg" in result.stdout.str()
 
 
@@ -74,11 +84,16 @@ def test_length_beyond_max_positions_fails_unless_forced(suite):
 
 
 def test_effective_length_gate_fails_the_session(suite):
-    script = {**ALL_RIGHT, "accuracy": {t: {"8192": 0.0} for t in ("niah_single_1", "niah_single_2", "vt")}}
+    script = {
+        **ALL_RIGHT,
+        "accuracy": {t: {"8192": 0.0} for t in ("niah_single_1", "niah_single_2", "vt")},
+    }
     thresholds = '[session]\nmin_effective_length = "8k"\n'
     result = suite(script, "-m", "ruler", thresholds=thresholds)
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*Gate min_effective_length: FAIL - effective length 4K < required 8K*"])
+    result.stdout.fnmatch_lines(
+        ["*Gate min_effective_length: FAIL - effective length 4K < required 8K*"]
+    )
     ok = suite(ALL_RIGHT, "-m", "ruler", thresholds=thresholds)
     assert ok.ret == 0
     ok.stdout.fnmatch_lines(["*Gate min_effective_length: PASS*"])
@@ -93,23 +108,40 @@ def test_markers_select_helmet_recall(suite):
 
 def test_bad_thresholds_stop_before_the_model_loads(suite, pytester):
     (pytester.path / "script.json").unlink(missing_ok=True)
-    result = pytester.runpytest("--backend", SCRIPTED, "--model", "missing.json", "--thresholds", "bad.toml")
+    result = pytester.runpytest(
+        "--backend", SCRIPTED, "--model", "missing.json", "--thresholds", "bad.toml"
+    )
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--thresholds bad.toml does not exist: pass --thresholds PATH*"])
     (pytester.path / "bad.toml").write_text('[[floor]]\ntask = "niah_singel_1"\nfloor = 3\n')
-    result = pytester.runpytest("--backend", SCRIPTED, "--model", "missing.json", "--thresholds", "bad.toml")
-    result.stderr.fnmatch_lines(["*floor[[]0[]].task: 'niah_singel_1' matches no task*niah_single_1*"])
+    result = pytester.runpytest(
+        "--backend", SCRIPTED, "--model", "missing.json", "--thresholds", "bad.toml"
+    )
+    result.stderr.fnmatch_lines(
+        ["*floor[[]0[]].task: 'niah_singel_1' matches no task*niah_single_1*"]
+    )
 
 
 @pytest.mark.parametrize(
     ("backend", "said"),
     [
-        ("hff", "*--backend 'hff' is not hf, vllm, openai or an importable MODULE:FACTORY*e.g. --backend hf*"),
-        ("tests.scripted:Missing", "*'tests.scripted:Missing'*has no attribute 'Missing'*mypackage.engine:MyBackend*"),
-        ("tests.conftest:ALL_RIGHT", "*--backend 'tests.conftest:ALL_RIGHT': ALL_RIGHT is not callable*"),
+        (
+            "hff",
+            "*--backend 'hff' is not hf, vllm, openai or an importable MODULE:FACTORY*e.g. --backend hf*",
+        ),
+        (
+            "tests.scripted:Missing",
+            "*'tests.scripted:Missing'*has no attribute 'Missing'*mypackage.engine:MyBackend*",
+        ),
+        (
+            "tests.conftest:ALL_RIGHT",
+            "*--backend 'tests.conftest:ALL_RIGHT': ALL_RIGHT is not callable*",
+        ),
     ],
 )
-def test_a_backend_that_is_none_of_the_suites_and_not_importable_is_one_line(suite, pytester, backend, said):
+def test_a_backend_that_is_none_of_the_suites_and_not_importable_is_one_line(
+    suite, pytester, backend, said
+):
     result = pytester.runpytest("--backend", backend, "--model", "x.json")
     assert result.ret == 4
     result.stderr.fnmatch_lines([said])
@@ -149,7 +181,9 @@ def test_missing_model_path_is_a_usage_error_before_workers_start(suite, pyteste
 
 def test_unloadable_model_errors_every_case_with_one_message(suite, pytester):
     (pytester.path / "broken.json").write_text("{not json")
-    result = pytester.runpytest("--backend", SCRIPTED, "--model", "broken.json", "--lengths", "4k", "-k", "vt")
+    result = pytester.runpytest(
+        "--backend", SCRIPTED, "--model", "broken.json", "--lengths", "4k", "-k", "vt"
+    )
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [

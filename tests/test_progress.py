@@ -26,10 +26,14 @@ def test_a_case_line_says_samples_rate_and_eta():
     p = Progress("vt-4096", 12, 20, 2, 3100, 10.0)
     assert p.describe() == "vt-4096 12/20 310 tok/s ETA 0:08"  # 8 left at 10 generated per 10 s
     assert Progress("vt-4096", 0, 20, 0, 0, 0.0).describe() == "vt-4096 0/20 starting"
-    assert Progress("vt-4096", 5, 20, 5, 0, 0.3).eta_seconds() is None  # all from the cache: no pace yet
+    assert (
+        Progress("vt-4096", 5, 20, 5, 0, 0.3).eta_seconds() is None
+    )  # all from the cache: no pace yet
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(7.4, "0:07"), (750, "12:30"), (7500, "2:05:00"), (-3, "0:00")])
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(7.4, "0:07"), (750, "12:30"), (7500, "2:05:00"), (-3, "0:00")]
+)
 def test_clock(seconds, text):
     assert clock(seconds) == text
 
@@ -135,7 +139,9 @@ def test_the_line_shows_while_cases_run_and_is_gone_from_the_screen(tmp_path, xd
         assert re.search(r"gw[01] (cwe|vt)-1024 \d/6", drawn)
     assert "tok/s" in drawn and "ETA" in drawn
     shown = screen(raw)
-    assert not any("tok/s" in line or "cases]" in line for line in shown), shown  # erased, every time
+    assert not any("tok/s" in line or "cases]" in line for line in shown), (
+        shown
+    )  # erased, every time
     assert any(re.fullmatch(r"\.\. +\[100%\]", line) for line in shown), shown  # -q's dots, whole
     # pytest adds the clock time past a minute, as on a loaded machine
     summary = r"2 passed(, \d+ deselected)? in [\d.]+s( \(\d+:\d\d:\d\d\))?"
@@ -145,9 +151,23 @@ def test_the_line_shows_while_cases_run_and_is_gone_from_the_screen(tmp_path, xd
 
 
 def test_no_line_in_a_pipe_or_with_progress_off(tmp_path):
-    few = ("-k", "vt", "--lengths", "1k", "--samples", "3", "--no-cache")  # the line would show within 0.05 s
+    few = (
+        "-k",
+        "vt",
+        "--lengths",
+        "1k",
+        "--samples",
+        "3",
+        "--no-cache",
+    )  # the line would show within 0.05 s
     piped = launch_suite(
-        *few, "-n", "2", cwd=tmp_path, env={"CTXGATE_PROGRESS_INTERVAL": "0.05"}, timeout=600, text=False
+        *few,
+        "-n",
+        "2",
+        cwd=tmp_path,
+        env={"CTXGATE_PROGRESS_INTERVAL": "0.05"},
+        timeout=600,
+        text=False,
     )
     assert piped.returncode == 0 and b"\x1b7" not in piped.stdout + piped.stderr
     raw = on_a_terminal(tmp_path, *few, "--progress", "off")
@@ -166,7 +186,9 @@ def test_any_write_through_the_terminal_writer_erases_the_line_first_and_reaches
     from ctxgate_plugins.progress import CLEAR, LiveLine
 
     read_fd, write_fd = os.pipe()
-    buffered = io.TextIOWrapper(io.BufferedWriter(io.FileIO(os.dup(write_fd), "w"), buffer_size=1 << 16))
+    buffered = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(os.dup(write_fd), "w"), buffer_size=1 << 16)
+    )
     tw = TerminalWriter(buffered)
     live = LiveLine(tw, write_fd, None)
     try:
@@ -201,7 +223,9 @@ def test_every_case_running_at_once_is_on_the_line_until_it_ends(tmp_path, xdist
             (worker, "qa_1-4096", 19),
             (worker, "vt-4096", 3),
         ]
-        reporter(Progress("qa_1-4096", 20, 20, 0, 42, 0.6))  # its last sample: done, waiting for its item
+        reporter(
+            Progress("qa_1-4096", 20, 20, 0, 42, 0.6)
+        )  # its last sample: done, waiting for its item
         reporter.end("vt-4096")
         assert [(w, p.case) for w, p in live.running()] == [(worker, "cwe-4096")]
         reporter.end("cwe-4096")

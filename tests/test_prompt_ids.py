@@ -29,7 +29,9 @@ SHAPES = ("gpt2-bpe", "llama3-bpe", "llama2-sp")
 
 
 @pytest.fixture(scope="module")
-def tokenizers(hf_tokenizer: Any, sp_tokenizer: Any) -> dict[tuple[str, str | None], tuple[Any, PieceEncoder]]:
+def tokenizers(
+    hf_tokenizer: Any, sp_tokenizer: Any
+) -> dict[tuple[str, str | None], tuple[Any, PieceEncoder]]:
     """Each shape under each template (None: none), with its encoder: built once, as a worker builds one."""
     base = {"gpt2-bpe": hf_tokenizer, "llama3-bpe": llama3_tokenizer(), "llama2-sp": sp_tokenizer}
     found = {}
@@ -83,12 +85,16 @@ def context(enc: PieceEncoder, chat: bool, compat: bool) -> BuildContext:
     compat=st.booleans(),
 )
 @example(task="niah_single_1", length=2048, index=0, shape="llama2-sp", template=None, compat=False)
-@example(task="niah_single_1", length=2048, index=0, shape="llama2-sp", template="inst", compat=False)
+@example(
+    task="niah_single_1", length=2048, index=0, shape="llama2-sp", template="inst", compat=False
+)
 @example(task="fwe", length=4096, index=0, shape="llama3-bpe", template="llama3", compat=False)
 @example(task="ctx_mrcr_2", length=8192, index=0, shape="gpt2-bpe", template="inst", compat=False)
 @example(task="mrcr_2needle", length=4096, index=0, shape="llama2-sp", template=None, compat=False)
 @example(task="babilong_qa1", length=0, index=0, shape="llama2-sp", template="gemma", compat=False)
-@example(task="narrativeqa", length=8192, index=1, shape="llama2-sp", template="chatml", compat=True)
+@example(
+    task="narrativeqa", length=8192, index=1, shape="llama2-sp", template="chatml", compat=True
+)
 def test_every_prompt_is_its_texts_own_ids(
     tokenizers: dict[tuple[str, str | None], tuple[Any, PieceEncoder]],
     task: str,
@@ -119,10 +125,14 @@ def test_the_text_is_what_the_pieces_spell(hf_tokenizer: Any, task: str, chat: b
     tok = with_template(hf_tokenizer, "chatml" if chat else None)
     enc = PieceEncoder(HFTokenizer(tok))
     spec = get_task(task)
-    length = 2048 if task.startswith("helmet_") else 4096  # the lengths HELMET's RULER fixture files are for
+    length = (
+        2048 if task.startswith("helmet_") else 4096
+    )  # the lengths HELMET's RULER fixture files are for
     ctx = task_context(spec, context(enc, chat, False))
     try:
-        s = spec.build(ctx, Job(task, length, 0, spec.tokens_to_generate, sample_rng(task, length, 0, 42)))
+        s = spec.build(
+            ctx, Job(task, length, 0, spec.tokens_to_generate, sample_rng(task, length, 0, 42))
+        )
     except Refusal:
         pytest.skip(f"{task} is refused at {length} on the fixture data")
     assert tok.decode(list(s.input_ids)) == s.text
@@ -142,8 +152,12 @@ class _OpeningTokenizer(ByteTokenizer):
 
 
 @pytest.mark.parametrize("length", [2048, WHOLE_UP_TO + 4096])
-@pytest.mark.parametrize("task", ["niah_single_1", "niah_multikey_2", "vt", "cwe", "fwe", "ctx_babi_qa1"])
-def test_a_text_that_takes_more_than_its_pieces_is_built_again_within_the_length(task: str, length: int) -> None:
+@pytest.mark.parametrize(
+    "task", ["niah_single_1", "niah_multikey_2", "vt", "cwe", "fwe", "ctx_babi_qa1"]
+)
+def test_a_text_that_takes_more_than_its_pieces_is_built_again_within_the_length(
+    task: str, length: int
+) -> None:
     """The whole text's count is the one the length rule holds to: a prompt filled to the length by its pieces'
     counts is built again with the excess held back. Past ``WHOLE_UP_TO`` the case's pieces are found not to join
     to the whole text's ids, so every prompt is tokenized whole there too."""
@@ -157,7 +171,9 @@ def test_a_text_that_takes_more_than_its_pieces_is_built_again_within_the_length
         assert len(s.input_ids) + spec.tokens_to_generate <= length
 
 
-def test_past_the_whole_length_joined_ids_stand_only_where_they_are_the_texts(hf_encoder: PieceEncoder) -> None:
+def test_past_the_whole_length_joined_ids_stand_only_where_they_are_the_texts(
+    hf_encoder: PieceEncoder,
+) -> None:
     """Where the pieces join to the whole text's ids (the shipped tokenizer), a long case keeps its joined ids,
     which are its text's own; the same case on a copy that marks a text's start is tokenized whole."""
     spec = get_task("niah_single_1")
@@ -166,7 +182,12 @@ def test_past_the_whole_length_joined_ids_stand_only_where_they_are_the_texts(hf
     s = build_sample(spec, ctx, length, 1, 42)
     assert s.input_ids == hf_encoder.whole(s.text)
     assert (
-        spec.build(ctx, Job(spec.name, length, 1, 128, sample_rng(spec.name, length, 1, 42))).input_ids == s.input_ids
+        spec.build(
+            ctx, Job(spec.name, length, 1, 128, sample_rng(spec.name, length, 1, 42))
+        ).input_ids
+        == s.input_ids
     )
-    marked = build_sample(spec, replace(ctx, encoder=PieceEncoder(_OpeningTokenizer())), length, 1, 42)
+    marked = build_sample(
+        spec, replace(ctx, encoder=PieceEncoder(_OpeningTokenizer())), length, 1, 42
+    )
     assert marked.input_ids[0] == _OpeningTokenizer.START

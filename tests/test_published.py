@@ -18,7 +18,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxgate.data.published import Published, UnknownModel, all_published, lookup, models, resolve, rows_for
+from ctxgate.data.published import (
+    Published,
+    UnknownModel,
+    all_published,
+    lookup,
+    models,
+    resolve,
+    rows_for,
+)
 from ctxgate.gate.published import compare as compare_typed
 from ctxgate.lengths import parse_length
 from ctxgate.records.io import read_report
@@ -34,14 +42,18 @@ def _row(source: str, measure: str = "ruler", model: str = LLAMA):
     return next(p for p in rows_for(model) if p.source.key == source and p.measure == measure)
 
 
-def _report(scores: dict[int, float], n: int = 500, chat: bool = True, spread: float = 0.0) -> dict[str, Any]:
+def _report(
+    scores: dict[int, float], n: int = 500, chat: bool = True, spread: float = 0.0
+) -> dict[str, Any]:
     """A stored report's worth of RULER cases whose per-length averages are ``scores`` (each task within
     ``spread`` points of it, alternately above and below), n samples each, binary scores."""
     tasks = membership().ruler
     cases, by_length = [], {}
     for length, target in scores.items():
         for i, task in enumerate(tasks):
-            offset = 0.0 if len(tasks) % 2 and i == len(tasks) - 1 else (spread if i % 2 else -spread)
+            offset = (
+                0.0 if len(tasks) % 2 and i == len(tasks) - 1 else (spread if i % 2 else -spread)
+            )
             right = round(n * min(100.0, max(0.0, target + offset)) / 100)
             cases.append(
                 {
@@ -79,14 +91,23 @@ def _stored(tmp_path: Path, report: dict[str, Any]) -> Report:
 def test_the_file_is_what_the_script_reads_from_the_papers_tables(tmp_path):
     """From the tables kept in fixtures/papers: the same file; one score changed there: a different one."""
     done = subprocess.run(
-        [sys.executable, "scripts/published_scores.py", "--check"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "scripts/published_scores.py", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     shutil.copytree(ROOT / "fixtures" / "papers", tmp_path / "papers")
     ruler = tmp_path / "papers" / "ruler-paper.md"
     ruler.write_text(ruler.read_text().replace("\t96.7\t", "\t96.8\t", 1))
     changed = subprocess.run(
-        [sys.executable, "scripts/published_scores.py", "--check", "--papers", str(tmp_path / "papers")],
+        [
+            sys.executable,
+            "scripts/published_scores.py",
+            "--check",
+            "--papers",
+            str(tmp_path / "papers"),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -107,17 +128,30 @@ def test_rulers_effective_lengths_follow_its_scores_and_thresholds():
                 break
             passing = length
         want = "<4K" if passing == 0 else (">128K" if passing == max(p.scores) else None)
-        assert p.effective in ((want,) if want else (f"{passing // 1024}K",)), (p.label, p.scores, p.effective)
+        assert p.effective in ((want,) if want else (f"{passing // 1024}K",)), (
+            p.label,
+            p.scores,
+            p.effective,
+        )
 
 
 def test_a_row_of_the_papers_reads_as_printed():
     assert dict(_row("ruler-table3").scores) == {
         parse_length(k): v
-        for k, v in {"4k": 95.5, "8k": 93.8, "16k": 91.6, "32k": 87.4, "64k": 84.7, "128k": 77.0}.items()
+        for k, v in {
+            "4k": 95.5,
+            "8k": 93.8,
+            "16k": 91.6,
+            "32k": 87.4,
+            "64k": 84.7,
+            "128k": 77.0,
+        }.items()
     }
     # Figure 6 prints 46.5 for its Avg. at 128K (Table 5 of the same paper says 47.0): the file keeps the figure's
     assert _row("helmet-figure6", "helmet_overall").scores[131072] == 46.5
-    assert lookup("Meta-Llama-3.1-8B-Instruct") == LLAMA == lookup("llama3.1 (8b)")  # RULER's id and row label
+    assert (
+        lookup("Meta-Llama-3.1-8B-Instruct") == LLAMA == lookup("llama3.1 (8b)")
+    )  # RULER's id and row label
     with pytest.raises(UnknownModel, match="nearest: meta-llama/Llama-3.1-8B-Instruct"):
         resolve("meta-llama/Llama-3.1-8B-Instrct")
 
@@ -128,9 +162,13 @@ def test_a_published_row_is_within_the_band_and_ten_points_lower_is_outside(tmp_
     same = compare(_stored(tmp_path, _report(dict(row.scores))), [row])[0]
     assert [e["verdict"] for e in same["lengths"]] == ["within"] * 6
     assert all(abs(e["difference"]) < 0.2 and e["differs"] == [] for e in same["lengths"])
-    lower = compare(_stored(tmp_path, _report({L: s - 10 for L, s in row.scores.items()})), [row])[0]
+    lower = compare(_stored(tmp_path, _report({L: s - 10 for L, s in row.scores.items()})), [row])[
+        0
+    ]
     assert [e["verdict"] for e in lower["lengths"]] == ["outside"] * 6
-    assert all(e["band"][1] < e["published"] for e in lower["lengths"])  # the published number above the band
+    assert all(
+        e["band"][1] < e["published"] for e in lower["lengths"]
+    )  # the published number above the band
 
 
 def test_another_setting_gets_the_reasons_instead_of_a_verdict(tmp_path):
@@ -139,7 +177,9 @@ def test_another_setting_gets_the_reasons_instead_of_a_verdict(tmp_path):
     assert {e["verdict"] for e in few} == {"settings differ"}
     assert "100 samples per task, the paper 500" in few[0]["differs"]
     plain = compare(_report(dict(row.scores), chat=False), [row])[0]["lengths"]
-    assert "the paper ran this model with its chat template; this run did not" in plain[0]["differs"]
+    assert (
+        "the paper ran this model with its chat template; this run did not" in plain[0]["differs"]
+    )
     subset = _report({4096: row.scores[4096]})
     subset["cases"] = [c for c in subset["cases"] if c["task"] != "cwe"]
     (entry,) = compare(subset, [row])[0]["lengths"]
@@ -147,7 +187,10 @@ def test_another_setting_gets_the_reasons_instead_of_a_verdict(tmp_path):
     shipped = _report(dict(row.scores))
     shipped["run"]["haystack"] = "ctxgate's Wikipedia prose"
     (other, *_) = compare(shipped, [row])[0]["lengths"]
-    assert other["verdict"] == "settings differ" and "the paper's Paul Graham's essays" in other["differs"][0]
+    assert (
+        other["verdict"] == "settings differ"
+        and "the paper's Paul Graham's essays" in other["differs"][0]
+    )
     shipped["run"]["haystack"] = "data/ruler/paul_graham_essays.txt"
     assert compare(shipped, [row])[0]["lengths"][0]["verdict"] == "within"
     helmet = compare(_report({8192: 50.0}), [_row("helmet-figure6", "helmet_recall")])
@@ -160,7 +203,14 @@ def test_a_helmet_category_on_ctxgates_own_prompts_says_so(compat):
     comparison names them instead of a verdict."""
     row = _row("helmet-figure6", "helmet_longqa")
     cases = [
-        {"task": t, "length": 8192, "score": 40.0, "n": 100, "ci": [30.0, 50.0], "chat_template": True}
+        {
+            "task": t,
+            "length": 8192,
+            "score": 40.0,
+            "n": 100,
+            "ci": [30.0, 50.0],
+            "chat_template": True,
+        }
         for t in ("narrativeqa", "infbench_qa", "infbench_mc")
     ]
     report = stored_report(cases, run={"helmet_compat": compat}, by_length={"8192": {}})
@@ -189,7 +239,11 @@ def test_ctxgate_published_compares_a_stored_report(tmp_path):
     average = [line for line in done.stdout.splitlines() if line.startswith("  RULER average at ")]
     assert len(average) == 6 and all("OUTSIDE the band" in line for line in average)
     wrong = call_ctxgate("published", "nope")
-    assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1 and "'nope' is no model" in wrong.stderr
+    assert (
+        wrong.returncode == 2
+        and wrong.stderr.count("\n") == 1
+        and "'nope' is no model" in wrong.stderr
+    )
 
 
 # the plugin ----------------------------------------------------------------------------------------------------------
@@ -203,12 +257,20 @@ def test_a_checkpoint_named_in_its_config_is_compared_and_the_header_says_so(tmp
     (ckpt / "config.json").write_text(json.dumps({**config, "_name_or_path": LLAMA}))
     done = _suite(ckpt, tmp_path)
     assert done.returncode == 0, done.stdout[-3000:]
-    assert f"ctxgate reference: the papers' published numbers for {LLAMA} (matched by name:" in done.stdout
+    assert (
+        f"ctxgate reference: the papers' published numbers for {LLAMA} (matched by name:"
+        in done.stdout
+    )
     section = json.loads((tmp_path / "run.json").read_text())["reference"]
     assert section["model"] == LLAMA and "_name_or_path" in section["matched"]
     vt = next(r for r in section["rows"] if r["measure"] == "ruler_vt")["lengths"][0]
-    assert vt["verdict"] == "settings differ" and "2 samples per task, the paper 500" in vt["differs"]
-    assert "Against the published numbers" in done.stdout and "#### Against" in (tmp_path / "run.md").read_text()
+    assert (
+        vt["verdict"] == "settings differ" and "2 samples per task, the paper 500" in vt["differs"]
+    )
+    assert (
+        "Against the published numbers" in done.stdout
+        and "#### Against" in (tmp_path / "run.md").read_text()
+    )
 
 
 def test_an_unknown_reference_is_one_line_and_off_compares_nothing(tmp_path):
@@ -229,13 +291,21 @@ def test_ctxgate_reproduce_prints_the_papers_setting():
     assert both.returncode == 0, both.stderr
     ruler = next(x for x in both.stdout.splitlines() if x.startswith("pytest") and "-m ruler" in x)
     assert "--lengths 4k,8k,16k,32k,64k,128k --samples 500 --chat-template on" in ruler
-    assert f"--reference {LLAMA}" in ruler and "--backend vllm --tp 1 -n 4" in ruler and "--model /ckpt" in ruler
-    helmet = next(x for x in both.stdout.splitlines() if x.startswith("pytest") and "-m helmet" in x)
+    assert (
+        f"--reference {LLAMA}" in ruler
+        and "--backend vllm --tp 1 -n 4" in ruler
+        and "--model /ckpt" in ruler
+    )
+    helmet = next(
+        x for x in both.stdout.splitlines() if x.startswith("pytest") and "-m helmet" in x
+    )
     assert (
         "--lengths 8k,16k,32k,64k,128k --chat-template task --data-dir data/ --helmet-compat --helmet-tokenizer"
         in helmet
     )
-    base = _reproduce("mistralai/Mixtral-8x7B-v0.1").stdout  # a base model of RULER's Table 12, in no HELMET table
+    base = _reproduce(
+        "mistralai/Mixtral-8x7B-v0.1"
+    ).stdout  # a base model of RULER's Table 12, in no HELMET table
     assert "--chat-template off" in base and "-m helmet" not in base and "--tp 2 -n 4" in base
     assert _reproduce("nope").returncode == 2
 
@@ -258,7 +328,9 @@ def test_every_model_of_the_tables_gets_commands_that_run_as_printed():
             if line.startswith("#"):
                 continue
             words = shlex.split(line)
-            named = {words[i + 1] for i, w in enumerate(words[:-1]) if w == "--api-key-env"}  # a variable's name
+            named = {
+                words[i + 1] for i, w in enumerate(words[:-1]) if w == "--api-key-env"
+            }  # a variable's name
             caps = [w for w in words if re.fullmatch(r"[A-Z][A-Z0-9_]{2,}", w) and w not in named]
             assert not caps, (model, line)  # no placeholder
             for flag in ("--to", "--local-dir"):
@@ -272,7 +344,11 @@ def test_every_model_of_the_tables_gets_commands_that_run_as_printed():
                     assert words[words.index(flag) + 1].rstrip("/") in made, (model, flag, line)
             if model.startswith(("gpt-", "gemini-", "claude-")):
                 key = words[words.index("--api-key-env") + 1]
-                assert "--endpoint-api chat" in line and key.endswith("_API_KEY") and "--tp" not in words, line
+                assert (
+                    "--endpoint-api chat" in line
+                    and key.endswith("_API_KEY")
+                    and "--tp" not in words
+                ), line
                 continue
             tp, n = int(words[words.index("--tp") + 1]), int(words[words.index("-n") + 1])
             assert tp * n == 8 and tp in (1, 2, 4, 8), (model, line)
@@ -313,7 +389,8 @@ def test_each_ruler_category_table_states_its_bar_and_its_effective_lengths_foll
     for key in ("ruler-table13", "ruler-table14", "ruler-table15", "ruler-table16"):
         rows = [p for p in all_published() if p.source.key == key]
         m = re.search(
-            r"above Llama-2-7B-chat's ([\d.]+) \(aligned models\) or Llama-2-7B's ([\d.]+)", rows[0].source.what
+            r"above Llama-2-7B-chat's ([\d.]+) \(aligned models\) or Llama-2-7B's ([\d.]+)",
+            rows[0].source.what,
         )
         assert m, rows[0].source.what
         chat, base = float(m.group(1)), float(m.group(2))

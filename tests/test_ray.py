@@ -23,7 +23,9 @@ from tests.conftest import TINY, launch_suite, run_ctxgate, start_suite
 
 RESOURCE = "fake_gpu"
 CASES = ("-k", "niah_single_1 or vt", "--lengths", "512,1k")
-RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # else Ray turns 127.0.0.1 into the interface address
+RAY_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"
+}  # else Ray turns 127.0.0.1 into the interface address
 THRESHOLDS = """
 [[floor]]
 task = "niah_single_1"
@@ -45,7 +47,9 @@ def cluster() -> Iterator[Any]:
     os.environ.update(RAY_ENV)
     from ray.cluster_utils import Cluster
 
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1"})
+    c = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1"}
+    )
     c.worker = c.add_node(num_cpus=1, resources={RESOURCE: 2}, node_ip_address="127.0.0.1")
     c.wait_for_nodes()
     yield c
@@ -66,7 +70,9 @@ def summary(out: str) -> dict[str, Any]:
     """The run's Ray line: each replica's node and pid, and the queue's counts."""
     line = next(x for x in out.splitlines() if x.startswith("ctxgate: Ray cluster"))
     replicas = re.findall(r"127\.0\.0\.1 node (\w+) pid (\d+)( \(lost\))?", line)
-    counts = re.search(r"(\d+) generated, (\d+) retried after a lost replica, (\d+) withdrawn", line)
+    counts = re.search(
+        r"(\d+) generated, (\d+) retried after a lost replica, (\d+) withdrawn", line
+    )
     assert counts, line
     return {
         "nodes": [n for n, _, _ in replicas],
@@ -97,7 +103,10 @@ def replica_processes() -> list[psutil.Process]:
 def gone(pids: list[int], within: float = 30.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids):
+        if not any(
+            psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+            for p in pids
+        ):
             return True
         time.sleep(0.5)
     return False
@@ -111,9 +120,13 @@ def cached(cache: Path) -> int:
         return 0
 
 
-def test_the_cluster_gives_the_serial_files_byte_for_byte_from_replicas_only_on_the_resource(cluster, tmp_path):
+def test_the_cluster_gives_the_serial_files_byte_for_byte_from_replicas_only_on_the_resource(
+    cluster, tmp_path
+):
     serial = run(tmp_path, *CASES, "--samples", "6", "--report", "serial.json", "--no-cache")
-    ray = run(tmp_path, *on_ray(cluster, *CASES, "--samples", "6", "--report", "ray.json", "--no-cache"))
+    ray = run(
+        tmp_path, *on_ray(cluster, *CASES, "--samples", "6", "--report", "ray.json", "--no-cache")
+    )
     assert serial.returncode == ray.returncode == 0, ray.stdout[-3000:] + ray.stderr[-3000:]
     for suffix in (".json", ".predictions.jsonl"):
         a = without_timings((tmp_path / f"serial{suffix}").read_text())
@@ -122,20 +135,34 @@ def test_the_cluster_gives_the_serial_files_byte_for_byte_from_replicas_only_on_
     cases = json.loads((tmp_path / "ray.json").read_text())["cases"]
     assert len(cases) == 4 and all(c["verdict"] == "pass" and c["n"] == 6 for c in cases)
     placed = summary(ray.stdout)
-    assert placed["nodes"] == [cluster.worker.node_id[:12]] * 2  # the head has no fake_gpu: nothing there
+    assert (
+        placed["nodes"] == [cluster.worker.node_id[:12]] * 2
+    )  # the head has no fake_gpu: nothing there
     assert placed["generated"] == 24 and placed["retried"] == 0
     assert gone(placed["pids"]), "a replica outlived its session"
 
 
 def test_sequential_cancels_a_decided_cases_queue_and_gives_the_serial_verdicts(cluster, tmp_path):
     (tmp_path / "thresholds.toml").write_text(THRESHOLDS)
-    select = (*CASES, "--samples", "30", "--thresholds", "thresholds.toml", "--sequential", "--no-cache")
+    select = (
+        *CASES,
+        "--samples",
+        "30",
+        "--thresholds",
+        "thresholds.toml",
+        "--sequential",
+        "--no-cache",
+    )
     serial = run(tmp_path, *select, "--report", "serial.json")
     ray = run(tmp_path, *on_ray(cluster, *select, "--report", "ray.json"))
-    assert serial.returncode == ray.returncode == 1, ray.stdout[-3000:]  # vt is certain to be below its floor
+    assert serial.returncode == ray.returncode == 1, ray.stdout[
+        -3000:
+    ]  # vt is certain to be below its floor
 
     def cases(name: str) -> dict[tuple[str, int], Any]:
-        return {(c["task"], c["length"]): c for c in json.loads((tmp_path / name).read_text())["cases"]}
+        return {
+            (c["task"], c["length"]): c for c in json.loads((tmp_path / name).read_text())["cases"]
+        }
 
     a, b = cases("serial.json"), cases("ray.json")
     assert {k: c["verdict"] for k, c in a.items()} == {k: c["verdict"] for k, c in b.items()}
@@ -146,10 +173,14 @@ def test_sequential_cancels_a_decided_cases_queue_and_gives_the_serial_verdicts(
     assert any(c["sequential"]["used"] < 30 for c in b.values())
     counts = summary(ray.stdout)
     assert counts["generated"] < 4 * 30
-    assert counts["generated"] <= sum(c["sequential"]["used"] for c in b.values()) + 4 * 2  # at most 2 in flight
+    assert (
+        counts["generated"] <= sum(c["sequential"]["used"] for c in b.values()) + 4 * 2
+    )  # at most 2 in flight
 
 
-def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twice(cluster, tmp_path):
+def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twice(
+    cluster, tmp_path
+):
     extra = cluster.add_node(num_cpus=1, resources={RESOURCE: 1}, node_ip_address="127.0.0.1")
     cluster.wait_for_nodes()
     select = ("-k", "niah_single_1 or vt", "--lengths", "1k,2k", "--samples", "10")
@@ -157,7 +188,9 @@ def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twic
     assert serial.returncode == 0, serial.stdout[-2000:]
     cache = tmp_path / "cache"
     proc = start_suite(
-        *on_ray(cluster, *select, "--report", "ray.json", "--cache-dir", str(cache)), cwd=tmp_path, env=RAY_ENV
+        *on_ray(cluster, *select, "--report", "ray.json", "--cache-dir", str(cache)),
+        cwd=tmp_path,
+        env=RAY_ENV,
     )
     try:
         deadline = time.monotonic() + 300
@@ -172,7 +205,9 @@ def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twic
     assert lost["lost"] == 1 and len(lost["nodes"]) == 3
     report = json.loads((tmp_path / "ray.json").read_text())
     assert report["complete"] and all(c["n"] == 10 for c in report["cases"])
-    rows = [json.loads(line) for line in (tmp_path / "ray.predictions.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (tmp_path / "ray.predictions.jsonl").read_text().splitlines()
+    ]
     keys = [(r["task"], r["length"], r["index"]) for r in rows]
     assert len(keys) == len(set(keys)) == 4 * 10
     assert without_timings((tmp_path / "ray.predictions.jsonl").read_text()) == without_timings(
@@ -180,24 +215,34 @@ def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twic
     )
 
 
-def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_backend(cluster, tmp_path):
+def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_backend(
+    cluster, tmp_path
+):
     """--backend vllm on the cluster: each replica starts its own vLLM server (CPU here) for the GPUs Ray gave it;
     --tp 2 makes one replica span the worker's two units. The outputs are the HF backend's, and no server
     outlives the run."""
     select = (*CASES, "--samples", "4", "--no-cache")
     hf = run(tmp_path, *select, "--report", "hf.json")
-    ray = run(tmp_path, *on_ray(cluster, *select, "--backend", "vllm", "--tp", "2", "--report", "vllm.json"))
+    ray = run(
+        tmp_path,
+        *on_ray(cluster, *select, "--backend", "vllm", "--tp", "2", "--report", "vllm.json"),
+    )
     assert hf.returncode == ray.returncode == 0, ray.stdout[-3000:]
 
     def outputs(name: str) -> list[tuple[Any, ...]]:
         rows = [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
-        return [(r["task"], r["length"], r["index"], r["prediction"], r["score"], r["finish_reason"]) for r in rows]
+        return [
+            (r["task"], r["length"], r["index"], r["prediction"], r["score"], r["finish_reason"])
+            for r in rows
+        ]
 
     assert outputs("vllm.predictions.jsonl") == outputs("hf.predictions.jsonl")
     report = json.loads((tmp_path / "vllm.json").read_text())
     assert report["run"]["backend"]["backend"] == "vllm"
     placed = summary(ray.stdout)
-    assert placed["nodes"] == [cluster.worker.node_id[:12]]  # one replica, two units of the resource
+    assert placed["nodes"] == [
+        cluster.worker.node_id[:12]
+    ]  # one replica, two units of the resource
     assert gone(placed["pids"])
     # this run's servers: their window is the longest length plus the largest generation budget of any task
     from ctxgate.tasks.registry import all_tasks
@@ -206,7 +251,8 @@ def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_ba
     servers = [
         p.pid
         for p in psutil.process_iter(["cmdline"])
-        if "vllm.entrypoints" in (line := " ".join(p.info["cmdline"] or ()) + " ") and window in line
+        if "vllm.entrypoints" in (line := " ".join(p.info["cmdline"] or ()) + " ")
+        and window in line
     ]
     assert gone(servers), "a replica's vLLM server outlived the run"
     # nor did its engine processes (they rename themselves VLLM::EngineCore, VLLM::Worker), which run where the
@@ -221,11 +267,15 @@ def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_ba
 
 
 def test_a_killed_driver_keeps_every_finished_sample_and_a_rerun_resumes(cluster, tmp_path):
-    select = on_ray(cluster, *CASES, "--samples", "12", "--report", "r.json", "--cache-dir", "cache")
+    select = on_ray(
+        cluster, *CASES, "--samples", "12", "--report", "r.json", "--cache-dir", "cache"
+    )
     proc = start_suite(*select, cwd=tmp_path, env=RAY_ENV, stdout=subprocess.DEVNULL, stderr=None)
     try:
         deadline = time.monotonic() + 300
-        while cached(tmp_path / "cache") < 8 and proc.poll() is None and time.monotonic() < deadline:
+        while (
+            cached(tmp_path / "cache") < 8 and proc.poll() is None and time.monotonic() < deadline
+        ):
             time.sleep(0.1)
         assert proc.poll() is None, "the run ended before it could be killed"
         os.kill(proc.pid, signal.SIGKILL)
@@ -239,10 +289,14 @@ def test_a_killed_driver_keeps_every_finished_sample_and_a_rerun_resumes(cluster
     assert rerun.returncode == 0, rerun.stdout[-3000:]
     cases = json.loads((tmp_path / "r.json").read_text())["cases"]
     assert sum(c["samples_from_cache"] for c in cases) >= done
-    assert summary(rerun.stdout)["generated"] == 4 * 12 - sum(c["samples_from_cache"] for c in cases)
+    assert summary(rerun.stdout)["generated"] == 4 * 12 - sum(
+        c["samples_from_cache"] for c in cases
+    )
 
 
-def test_a_replica_that_cannot_load_is_one_error_naming_its_node_and_the_gate_fails(cluster, tmp_path):
+def test_a_replica_that_cannot_load_is_one_error_naming_its_node_and_the_gate_fails(
+    cluster, tmp_path
+):
     """The config claims a wider MLP than the weights hold: the session's checks pass (they read headers), the
     replica's load fails."""
     broken = tmp_path / "broken"
@@ -252,9 +306,16 @@ def test_a_replica_that_cannot_load_is_one_error_naming_its_node_and_the_gate_fa
     config = json.loads((broken / "config.json").read_text())
     config["intermediate_size"] *= 2
     (broken / "config.json").write_text(json.dumps(config))
-    result = run(tmp_path, *on_ray(cluster, *CASES, "--samples", "2", "--report", "r.json"), model=broken)
-    assert result.returncode == 2  # interrupted: no case can run without the model, as for a local load
-    assert "the model replica on node 127.0.0.1" in result.stdout and "do not match config.json" in result.stdout
+    result = run(
+        tmp_path, *on_ray(cluster, *CASES, "--samples", "2", "--report", "r.json"), model=broken
+    )
+    assert (
+        result.returncode == 2
+    )  # interrupted: no case can run without the model, as for a local load
+    assert (
+        "the model replica on node 127.0.0.1" in result.stdout
+        and "do not match config.json" in result.stdout
+    )
     assert "Traceback" not in result.stdout
     report = json.loads((tmp_path / "r.json").read_text())
     assert not report["complete"] and all(c["verdict"] != "pass" for c in report["cases"])
@@ -269,7 +330,16 @@ def test_ray_local_starts_a_cluster_for_the_run_and_leaves_no_process(tmp_path):
     assert missing.returncode == 2
     assert "has no 'GPU' resource" in missing.stdout and "--ray-resource CPU" in missing.stdout
     proc = start_suite(
-        *CASES, "--samples", "2", "--ray", "local", "--ray-resource", "CPU", "--no-cache", cwd=tmp_path, env=RAY_ENV
+        *CASES,
+        "--samples",
+        "2",
+        "--ray",
+        "local",
+        "--ray-resource",
+        "CPU",
+        "--no-cache",
+        cwd=tmp_path,
+        env=RAY_ENV,
     )
     started: set[int] = set()
     while proc.poll() is None:
@@ -280,7 +350,9 @@ def test_ray_local_starts_a_cluster_for_the_run_and_leaves_no_process(tmp_path):
         time.sleep(0.2)
     out = proc.communicate()[0]
     assert proc.returncode == 0, out[-3000:]
-    assert started and gone(sorted(started - before)), "a process of the run's own cluster was left behind"
+    assert started and gone(sorted(started - before)), (
+        "a process of the run's own cluster was left behind"
+    )
 
 
 def test_ray_is_refused_with_xdist_and_without_an_address(tmp_path):
@@ -297,10 +369,15 @@ def test_without_ray_installed_the_option_names_the_extra(monkeypatch):
     from ctxgate.run.options import OptionError
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
+    )
     given = {"ray": "auto", "model": str(TINY)}
     with pytest.raises(
-        OptionError, match=re.escape("--ray auto needs Ray, which is not installed here: pip install 'ctxgate[ray]'")
+        OptionError,
+        match=re.escape(
+            "--ray auto needs Ray, which is not installed here: pip install 'ctxgate[ray]'"
+        ),
     ):
         make_plan(given.get, Path.cwd(), gated=False)
 
@@ -318,7 +395,9 @@ def test_bisect_on_the_cluster_probes_side_by_side_and_names_the_serial_bisects_
         return json.loads((tmp_path / "out.json").read_text())
 
     serial = bisect()
-    ray = bisect("--ray", cluster.address, "--ray-resource", RESOURCE)  # two replicas: two probes a round
+    ray = bisect(
+        "--ray", cluster.address, "--ray-resource", RESOURCE
+    )  # two replicas: two probes a round
     assert ray["first_bad_index"] == serial["first_bad_index"] == 5
     assert ray["rounds"] < serial["rounds"] == serial["evaluations"]
 
@@ -329,7 +408,9 @@ def test_the_simulation_at_scale_puts_the_dynamic_queue_at_the_flop_limit_and_st
     costs = full_ruler()
     for gpus in (8, 32, 128):
         limit = sum(costs) / gpus
-        assert limit <= dynamic(costs, gpus) <= limit + max(costs)  # list scheduling's bound, longest first
+        assert (
+            limit <= dynamic(costs, gpus) <= limit + max(costs)
+        )  # list scheduling's bound, longest first
         assert static(costs, gpus) > dynamic(costs, gpus)
 
 

@@ -35,7 +35,11 @@ NOT_REFUSALS = {
 def _modules() -> list[str]:
     from plugins import MODULES  # registers the folder as ctxgate_plugins when it is not installed
 
-    found = [m.name for m in pkgutil.walk_packages(ctxgate.__path__, "ctxgate.") if m.name != "ctxgate.__main__"]
+    found = [
+        m.name
+        for m in pkgutil.walk_packages(ctxgate.__path__, "ctxgate.")
+        if m.name != "ctxgate.__main__"
+    ]
     return found + ["ctxgate_plugins"] + [f"ctxgate_plugins.{name}" for name in MODULES]
 
 
@@ -44,7 +48,11 @@ def _exception_classes() -> dict[str, type[BaseException]]:
     for name in _modules():
         module = importlib.import_module(name)
         for attr, value in vars(module).items():
-            if inspect.isclass(value) and issubclass(value, BaseException) and value.__module__ == module.__name__:
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__ == module.__name__
+            ):
                 found[f"{name}.{attr}"] = value
     return found
 
@@ -52,12 +60,19 @@ def _exception_classes() -> dict[str, type[BaseException]]:
 def test_every_exception_class_is_a_refusal_or_named_with_its_reason():
     classes = _exception_classes()
     assert len(classes) > 30 and "ctxgate.run.options.OptionError" in classes  # the walk found them
-    loose = sorted(n for n, c in classes.items() if not issubclass(c, CtxgateError) and n not in NOT_REFUSALS)
-    assert not loose, "derive these from ctxgate.records.refusal.CtxgateError, or name them in NOT_REFUSALS:\n" + (
-        "\n".join(loose)
+    loose = sorted(
+        n for n, c in classes.items() if not issubclass(c, CtxgateError) and n not in NOT_REFUSALS
     )
-    named_but_refusals = sorted(n for n in NOT_REFUSALS if n not in classes or issubclass(classes[n], CtxgateError))
-    assert not named_but_refusals, f"NOT_REFUSALS names what is gone or is a refusal: {named_but_refusals}"
+    assert not loose, (
+        "derive these from ctxgate.records.refusal.CtxgateError, or name them in NOT_REFUSALS:\n"
+        + ("\n".join(loose))
+    )
+    named_but_refusals = sorted(
+        n for n in NOT_REFUSALS if n not in classes or issubclass(classes[n], CtxgateError)
+    )
+    assert not named_but_refusals, (
+        f"NOT_REFUSALS names what is gone or is a refusal: {named_but_refusals}"
+    )
 
 
 def test_a_case_refusal_is_a_refusal_with_a_cause_and_other_errors_have_none():
@@ -65,7 +80,9 @@ def test_a_case_refusal_is_a_refusal_with_a_cause_and_other_errors_have_none():
     from ctxgate.sources import DataNotGiven
 
     assert issubclass(DataNotGiven, Refusal) and DataNotGiven.cause == "data_not_given"
-    assert not issubclass(BackendError, Refusal)  # the plugin's `except Refusal` must not take it for a case's
+    assert not issubclass(
+        BackendError, Refusal
+    )  # the plugin's `except Refusal` must not take it for a case's
 
 
 def test_a_refusal_in_a_verb_is_one_line_with_exit_status_2(capsys, tmp_path):
@@ -77,7 +94,12 @@ def test_a_refusal_in_a_verb_is_one_line_with_exit_status_2(capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.startswith("ctxgate watch: ") and "is not a folder" in err and err.count("\n") == 1
     (tmp_path / "empty.tar.gz").write_bytes(b"")
-    assert cli.main(["data", "fetch", "--archive", str(tmp_path / "empty.tar.gz"), "--to", str(tmp_path)]) == 2
+    assert (
+        cli.main(
+            ["data", "fetch", "--archive", str(tmp_path / "empty.tar.gz"), "--to", str(tmp_path)]
+        )
+        == 2
+    )
     assert capsys.readouterr().err.startswith("ctxgate data fetch: ")
 
 
@@ -102,8 +124,14 @@ def test_main_prints_a_refusal_on_one_line_and_anything_else_as_a_crash(monkeypa
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("--lengths", "8kb"), "ERROR: --lengths '8kb' is not a list of lengths*"),  # the options plugin, through make_plan
-        (("--log-to", "nowhere"), "ERROR: --log-to 'nowhere': *is not a tracker*"),  # the trackers plugin
+        (
+            ("--lengths", "8kb"),
+            "ERROR: --lengths '8kb' is not a list of lengths*",
+        ),  # the options plugin, through make_plan
+        (
+            ("--log-to", "nowhere"),
+            "ERROR: --log-to 'nowhere': *is not a tracker*",
+        ),  # the trackers plugin
     ],
 )
 def test_a_refusal_while_the_plugins_configure_is_one_usage_error_line(pytester, args, expected):
@@ -121,9 +149,12 @@ def test_every_plugins_configure_turns_a_refusal_into_one_usage_error():
 
     wrapped = refusals_are_usage_errors(lambda config: None).__code__
     hooks = {
-        name: getattr(importlib.import_module(f"ctxgate_plugins.{name}"), "pytest_configure", None) for name in MODULES
+        name: getattr(importlib.import_module(f"ctxgate_plugins.{name}"), "pytest_configure", None)
+        for name in MODULES
     }
-    unwrapped = [name for name, hook in hooks.items() if hook is not None and hook.__code__ is not wrapped]
+    unwrapped = [
+        name for name, hook in hooks.items() if hook is not None and hook.__code__ is not wrapped
+    ]
     assert not unwrapped, f"wrap their pytest_configure in @refusals_are_usage_errors: {unwrapped}"
 
     @refusals_are_usage_errors
@@ -132,4 +163,7 @@ def test_every_plugins_configure_turns_a_refusal_into_one_usage_error():
 
     with pytest.raises(pytest.UsageError) as refused:
         configure(None)  # type: ignore[arg-type]
-    assert refused.value.args == ("--flag x is bad: pass --flag y",) and refused.value.__suppress_context__
+    assert (
+        refused.value.args == ("--flag x is bad: pass --flag y",)
+        and refused.value.__suppress_context__
+    )

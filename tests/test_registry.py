@@ -75,7 +75,8 @@ def test_a_toy_task_counts_where_its_spec_says(toy_tasks):
 
 def test_the_session_summaries_take_the_toy_task_in(toy_tasks):
     cases = [
-        CaseRecord(t, registry.get_task(t).suite, 1024, score=50.0, verdict="pass") for t in ("toy_ruler", "toy_helmet")
+        CaseRecord(t, registry.get_task(t).suite, 1024, score=50.0, verdict="pass")
+        for t in ("toy_ruler", "toy_helmet")
     ]
     verdict = judge_session(cases, Thresholds(path="(none)"), True)
     at = verdict.by_length["1024"]

@@ -29,7 +29,10 @@ VERBS = {
 
 
 def write_report(path: Path, by_length: dict[str, dict]) -> Path:
-    cases = [{"task": "vt", "length": int(L), "score": 80.0, "n": 4, "ci": [50.0, 100.0]} for L in by_length]
+    cases = [
+        {"task": "vt", "length": int(L), "score": 80.0, "n": 4, "ci": [50.0, 100.0]}
+        for L in by_length
+    ]
     path.write_text(json.dumps(stored_report(cases, by_length=by_length)))
     return path
 
@@ -41,7 +44,9 @@ def ctxgate(*argv: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("verb", sorted(VERBS))
 def test_a_by_length_key_that_is_no_length_is_refused_in_one_line_by_every_verb(tmp_path, verb):
     report = tmp_path / "r.json"
-    report.write_text(json.dumps(stored_report([], by_length={"4096": {"ruler": RULER}, "abc": {"ruler": RULER}})))
+    report.write_text(
+        json.dumps(stored_report([], by_length={"4096": {"ruler": RULER}, "abc": {"ruler": RULER}}))
+    )
     done = ctxgate(*[a.format(report=report, tmp=tmp_path) for a in VERBS[verb]])
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
@@ -55,19 +60,25 @@ def test_a_by_length_key_that_is_no_length_is_refused_in_one_line_by_every_verb(
 def test_only_a_length_in_plain_digits_is_a_by_length_key(tmp_path, key):
     report = tmp_path / "r.json"
     report.write_text(json.dumps(stored_report([], by_length={key: {"ruler": RULER}})))
-    with pytest.raises(ReportFileError, match=f"by_length key {re.escape(repr(key))} is not a length in tokens"):
+    with pytest.raises(
+        ReportFileError, match=f"by_length key {re.escape(repr(key))} is not a length in tokens"
+    ):
         read_report(report)
 
 
 def test_length_0_the_bare_form_is_a_by_length_key(tmp_path):
     report = tmp_path / "r.json"
-    report.write_text(json.dumps(stored_report([], by_length={"0": {"ruler": RULER}, "512": {"ruler": RULER}})))
+    report.write_text(
+        json.dumps(stored_report([], by_length={"0": {"ruler": RULER}, "512": {"ruler": RULER}}))
+    )
     assert list(read_report(report).length_summaries) == [0, 512]
 
 
 def test_lengths_are_read_as_numbers_whatever_their_order_in_the_file(tmp_path):
     """The keys are strings in JSON: 1024 comes after 512 by length, not by text."""
-    report = write_report(tmp_path / "r.json", {"1024": {"ruler": RULER}, "512": {"ruler": {**RULER, "score": 90.0}}})
+    report = write_report(
+        tmp_path / "r.json", {"1024": {"ruler": RULER}, "512": {"ruler": {**RULER, "score": 90.0}}}
+    )
     done = ctxgate("published", "meta-llama/Llama-3.1-8B-Instruct", "--report", str(report))
     assert done.returncode == 0, done.stderr
     assert "(it has 512, 1K; RULER's are 4K-128K)" in done.stdout
@@ -79,7 +90,10 @@ def test_lengths_are_read_as_numbers_whatever_their_order_in_the_file(tmp_path):
     ]  # the CSV's own order (by the length's text), from integer lengths
     html = tmp_path / "x.html"
     assert ctxgate("html", str(report), "-o", str(html)).returncode == 0
-    assert json.loads(report.read_text())["by_length"].keys() == {"1024", "512"}  # the file is left as it was
+    assert json.loads(report.read_text())["by_length"].keys() == {
+        "1024",
+        "512",
+    }  # the file is left as it was
 
 
 @pytest.fixture
@@ -91,7 +105,9 @@ def run(scripted_suite):
 
 def test_diff_names_the_cases_only_the_new_report_scored(run, pytester, capsys):
     run("base", {"default": 0.8}, "-k", "niah_single_1").assert_outcomes(passed=1)
-    run("new", {"default": 0.8}, "-k", "niah_single_1 or niah_single_2 or vt").assert_outcomes(passed=3)
+    run("new", {"default": 0.8}, "-k", "niah_single_1 or niah_single_2 or vt").assert_outcomes(
+        passed=3
+    )
     capsys.readouterr()
     base, new = str(pytester.path / "base.json"), str(pytester.path / "new.json")
     assert main(["diff", base, new]) == 0  # nothing to pair them with: named, not failed
@@ -101,7 +117,9 @@ def test_diff_names_the_cases_only_the_new_report_scored(run, pytester, capsys):
         "baseline with them to compare\n"
     ) in out
     assert "niah_single_1" in out and "same" in out
-    assert main(["diff", new, base]) == 1  # the other way round they are lost: MISSING rows, and no note
+    assert (
+        main(["diff", new, base]) == 1
+    )  # the other way round they are lost: MISSING rows, and no note
     out = capsys.readouterr().out
     assert "MISSING (not in the new run)" in out and "no score in the baseline" not in out
 
@@ -125,9 +143,15 @@ def test_a_case_that_only_regressed_fails_the_baseline_gate_not_the_floors(run, 
     assert gates["floors"] == (
         "PASS - 0 of 2 cases below their floor, 1 at or above it that regressed (the baseline gate fails them)"
     )
-    assert gates["baseline"].startswith("FAIL - 1 case(s) dropped by more than their tolerance: vt-4096")
+    assert gates["baseline"].startswith(
+        "FAIL - 1 case(s) dropped by more than their tolerance: vt-4096"
+    )
     report = json.loads((pytester.path / "drop.json").read_text())
-    assert {g["name"]: g["verdict"] for g in report["gates"]} == {"cases": "pass", "floors": "pass", "baseline": "fail"}
+    assert {g["name"]: g["verdict"] for g in report["gates"]} == {
+        "cases": "pass",
+        "floors": "pass",
+        "baseline": "fail",
+    }
 
     # below its floor as well: the floors gate counts it too
     (pytester.path / "thresholds.toml").write_text('[[floor]]\ntask = "vt"\nfloor = 50\n')
@@ -141,9 +165,19 @@ def test_a_case_that_only_regressed_fails_the_baseline_gate_not_the_floors(run, 
 def test_without_the_baseline_gate_every_failed_case_counts_against_the_floors():
     """No gate may pass over a failed case: one that regressed is the floors gate's when no baseline gate runs, and
     a case whose judge failed too many verdicts counts as failing whatever its score."""
-    regressed = Comparison(80.0, -80.0, (-95.0, -65.0), "tango-score", 40, 2.0, 0.95, True, "dropped")
+    regressed = Comparison(
+        80.0, -80.0, (-95.0, -65.0), "tango-score", 40, 2.0, 0.95, True, "dropped"
+    )
     case = CaseRecord(
-        "vt", "ruler", 4096, verdict="fail", score=0.0, n=40, floor=0.0, ci=(0.0, 8.8), baseline=regressed
+        "vt",
+        "ruler",
+        4096,
+        verdict="fail",
+        score=0.0,
+        n=40,
+        floor=0.0,
+        ci=(0.0, 8.8),
+        baseline=regressed,
     )
     thresholds = Thresholds(path="(none)")
     assert floors_gate([case], thresholds, baseline_gated=True).verdict == "pass"
@@ -155,4 +189,7 @@ def test_without_the_baseline_gate_every_failed_case_counts_against_the_floors()
     )  # fmt: skip
     gate = floors_gate([judged], thresholds, baseline_gated=True)
     assert gate.verdict == "fail"
-    assert gate.message == "0 of 1 cases below their floor, 1 with too many failed judge verdicts (counted as failing)"
+    assert (
+        gate.message
+        == "0 of 1 cases below their floor, 1 with too many failed judge verdicts (counted as failing)"
+    )

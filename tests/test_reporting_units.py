@@ -17,7 +17,9 @@ from ctxgate_plugins.reporting import Collector
 
 def record(task: str, length: int, score: float, verdict: str = "pass") -> CaseRecord:
     suite = "helmet" if task == "json_kv" else "ruler"
-    return CaseRecord(task, suite, length, "x", "m", verdict, score=score, n=10, floor=0.0, ci=(0.0, 100.0))
+    return CaseRecord(
+        task, suite, length, "x", "m", verdict, score=score, n=10, floor=0.0, ci=(0.0, 100.0)
+    )
 
 
 def _report(cases: list[CaseRecord]) -> Report:
@@ -86,8 +88,15 @@ def test_helmet_categories_are_plain_means_and_partial_when_a_member_is_missing(
     }
     assert at["helmet_rerank"]["score"] == 33.3 and not at["helmet_rerank"]["partial"]
     assert at["helmet_icl"]["score"] == 50.0 and at["helmet_icl"]["partial"]
-    assert at["helmet_icl"]["missing"] == ["icl_trec_fine", "icl_banking77", "icl_clinic150", "icl_nlu"]
-    assert at["helmet_longqa"]["score"] == 20.0 and at["helmet_longqa"]["missing"] == ["narrativeqa"]
+    assert at["helmet_icl"]["missing"] == [
+        "icl_trec_fine",
+        "icl_banking77",
+        "icl_clinic150",
+        "icl_nlu",
+    ]
+    assert at["helmet_longqa"]["score"] == 20.0 and at["helmet_longqa"]["missing"] == [
+        "narrativeqa"
+    ]
     assert at["helmet_recall"]["score"] is None  # no recall member ran: no row, no number
     text = terminal(report)
     assert "HELMET RAG" in text and "30.0" in text and "HELMET LongQA" in text and "20.0*" in text

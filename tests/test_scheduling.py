@@ -14,7 +14,9 @@ def log_rows(pytester) -> list[list[str]]:
 
 def test_the_longest_cases_start_first_on_every_worker(suite, pytester):
     script = {**ALL_RIGHT, "sleep": 0.01, "calls_log": str(pytester.path / "calls.txt")}
-    result = suite(script, "-k", "niah or vt", "-n", "2", "--no-cache", lengths="1k,8k", subprocess=True)
+    result = suite(
+        script, "-k", "niah or vt", "-n", "2", "--no-cache", lengths="1k,8k", subprocess=True
+    )
     result.assert_outcomes(passed=18)
     started: dict[str, list[int]] = {}  # worker -> lengths of its cases, in the order they started
     seen = set()
@@ -56,7 +58,12 @@ def test_a_batching_backend_gets_a_cases_samples_together_with_the_same_results(
         reports[concurrency] = (pytester.path / f"r{concurrency}.predictions.jsonl").read_text()
     # each row but its wall time (how long the sample waited depends on the scheduling, by design)
     one_by_one, together = (
-        [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in reports[c].splitlines()]
+        [
+            {k: v for k, v in json.loads(line).items() if k != "seconds"}
+            for line in reports[c].splitlines()
+        ]
         for c in (1, 4)
     )
-    assert together == one_by_one  # the same samples, in the same order, with the same outputs and scores
+    assert (
+        together == one_by_one
+    )  # the same samples, in the same order, with the same outputs and scores

@@ -48,13 +48,18 @@ def test_the_confidence_sequence_only_narrows(xs, m):
         assert bettor.up >= 0.0 and bettor.down >= 0.0  # capped bets never lose everything
 
 
-@pytest.mark.parametrize(("p", "claim"), [(0.8, "above"), (0.8, "below"), (0.75, "above"), (0.85, "below")])
+@pytest.mark.parametrize(
+    ("p", "claim"), [(0.8, "above"), (0.8, "below"), (0.75, "above"), (0.85, "below")]
+)
 def test_a_wrong_claim_is_made_at_most_alpha_of_the_time(p, claim):
     """At and beyond the floor (80%), 4,000 simulated Bernoulli cases: the claim that is false is made in at most
     5% of them (plus sampling slack), whenever the rule chose to stop."""
     rng = random.Random(7)
     rule = StopRule(alpha=0.05, min_samples=10, max_samples=100)
-    wrong = sum(rule.run((float(rng.random() < p) for _ in range(100)), 0.8).decided == claim for _ in range(4000))
+    wrong = sum(
+        rule.run((float(rng.random() < p) for _ in range(100)), 0.8).decided == claim
+        for _ in range(4000)
+    )
     assert wrong / 4000 <= 0.05 + 0.01
 
 
@@ -100,12 +105,24 @@ def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite
     --sequential every verdict is the fixed-n one, fewer samples are generated, the report says why each case
     stopped, and a re-run with the cache generates nothing (it draws the same samples in the same order)."""
     pytester.makefile(".toml", thresholds=THRESHOLDS)
-    select = ("-k", "niah_single_1 or vt", "--lengths", "512,2k", "--samples", "24", "--thresholds", "thresholds.toml")
+    select = (
+        "-k",
+        "niah_single_1 or vt",
+        "--lengths",
+        "512,2k",
+        "--samples",
+        "24",
+        "--thresholds",
+        "thresholds.toml",
+    )
     fixed = real_suite(*select, "--report", "fixed.json", "--no-cache")
     seq = real_suite(*select, "--sequential", "--report", "seq.json", "--cache-dir", "cache")
 
     def cases(name: str) -> dict[tuple[str, int], dict]:
-        return {(c["task"], c["length"]): c for c in json.loads((pytester.path / name).read_text())["cases"]}
+        return {
+            (c["task"], c["length"]): c
+            for c in json.loads((pytester.path / name).read_text())["cases"]
+        }
 
     a, b = cases("fixed.json"), cases("seq.json")
     assert {k: c["verdict"] for k, c in a.items()} == {k: c["verdict"] for k, c in b.items()}
@@ -116,14 +133,20 @@ def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite
         ("vt", 2048): "fail",
     }
     assert sum(c["n"] for c in b.values()) < sum(c["n"] for c in a.values())
-    assert all(c["sequential"]["used"] >= 10 and c["sequential"]["budget"] == 24 for c in b.values())
-    assert b[("vt", 512)]["sequential"]["stopped"] == "certain it fails" and b[("vt", 512)]["n"] < 20
+    assert all(
+        c["sequential"]["used"] >= 10 and c["sequential"]["budget"] == 24 for c in b.values()
+    )
+    assert (
+        b[("vt", 512)]["sequential"]["stopped"] == "certain it fails" and b[("vt", 512)]["n"] < 20
+    )
     assert b[("vt", 512)]["sequential"]["floor"]["decided"] == "below"
     seq.stdout.fnmatch_lines(["*Sequential (error rate 0.05 per case)*saved*"])
     fixed.assert_outcomes(passed=1, failed=3)
     real_suite(*select, "--sequential", "--report", "again.json", "--cache-dir", "cache")
     c = cases("again.json")
-    assert all(x["samples_from_cache"] == x["n"] == b[k]["n"] for k, x in c.items())  # the same samples, all cached
+    assert all(
+        x["samples_from_cache"] == x["n"] == b[k]["n"] for k, x in c.items()
+    )  # the same samples, all cached
     assert json.loads((pytester.path / "seq.json").read_text())["run"]["sequential"] == {
         "alpha": 0.05,
         "min_samples": 10,
@@ -144,12 +167,19 @@ def test_a_case_fails_on_the_first_certain_failure_and_passes_only_when_every_qu
     feed(both, [1.0] * 100)  # far above the floor, and no drop: both claims needed
     assert both.verdict == "pass" and both.used > 10
     record = both.record(100)
-    assert record.floor and record.floor.decided == "above" and record.baseline and record.baseline.decided == "above"
+    assert (
+        record.floor
+        and record.floor.decided == "above"
+        and record.baseline
+        and record.baseline.decided == "above"
+    )
     dropped = CaseTest(rule, Questions(floor=0.5, baseline=same, tolerance=0.05))
     feed(dropped, [0.0] * 100)  # below the floor and dropped: fails at the minimum
     assert (dropped.verdict, dropped.used) == ("fail", 10)
     gap = CaseTest(rule, Questions(baseline={i: 1.0 for i in range(5)}, tolerance=0.05))
-    feed(gap, [1.0] * 100)  # the baseline has 5 samples only: nothing more to pair, the case runs its budget
+    feed(
+        gap, [1.0] * 100
+    )  # the baseline has 5 samples only: nothing more to pair, the case runs its budget
     assert gap.verdict is None and gap.used == 100 and gap.record(100).baseline is None
 
 
@@ -186,10 +216,14 @@ def test_a_judged_case_without_its_judge_runs_its_full_count_and_says_why(tmp_pa
     result = _judged_case(tmp_path, 0.0, None, n=4, stop=stop)
     assert len(result.samples) == 4 and result.judge and result.judge.status == "pending"
     why = "judged, with no judge in this run: no scores to test, so it runs its full count"
-    assert result.sequential == SequentialRecord(alpha=0.05, min_samples=2, used=4, budget=4, decided=None, stopped=why)
+    assert result.sequential == SequentialRecord(
+        alpha=0.05, min_samples=2, used=4, budget=4, decided=None, stopped=why
+    )
 
 
-@pytest.mark.parametrize(("accuracy", "floor", "verdict"), [(0.0, 0.5, "fail"), (1.0, 0.05, "pass")])
+@pytest.mark.parametrize(
+    ("accuracy", "floor", "verdict"), [(0.0, 0.5, "fail"), (1.0, 0.05, "pass")]
+)
 def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
     tmp_path, judge_server, accuracy, floor, verdict
 ):
@@ -203,18 +237,28 @@ def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
     url, stats = judge_server
 
     def judges(name: str):  # noqa: ANN202
-        settings = JudgeSettings(model="ctxgate-lexical-judge", base_url=url, cache_dir=str(tmp_path / name))
+        settings = JudgeSettings(
+            model="ctxgate-lexical-judge", base_url=url, cache_dir=str(tmp_path / name)
+        )
         return build_judges(settings, None, 0.05)
 
     fixed = _judged_case(tmp_path, accuracy, judges("fixed"))
     before = stats()["requests"]
     # the fixture's pool is 6 samples: a lenient rate and minimum, so that a certain verdict can come before the end
-    seq = _judged_case(tmp_path, accuracy, judges("seq"), stop=(StopRule(0.2, 2), Questions(floor=floor)))
-    assert seq.sequential and seq.sequential.decided == verdict and seq.sequential.used < len(fixed.samples)
+    seq = _judged_case(
+        tmp_path, accuracy, judges("seq"), stop=(StopRule(0.2, 2), Questions(floor=floor))
+    )
+    assert (
+        seq.sequential
+        and seq.sequential.decided == verdict
+        and seq.sequential.used < len(fixed.samples)
+    )
     assert len(seq.samples) < len(fixed.samples) and seq.judge and seq.judge.status == "judged"
     assert [o.score for o in seq.samples] == [o.score for o in fixed.samples[: len(seq.samples)]]
     per_sample = before / len(fixed.samples)  # the judge requests one verdict costs here
-    assert stats()["requests"] - before == per_sample * len(seq.samples)  # each judged once, as it arrived
+    assert stats()["requests"] - before == per_sample * len(
+        seq.samples
+    )  # each judged once, as it arrived
 
 
 def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester):
@@ -223,10 +267,19 @@ def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester)
     RULER average holds an early-stopped case never counts that length as effective when it is gated again."""
     pytester.makefile(".toml", thresholds='[session]\nmin_effective_length = "512"\n')
     refused = real_suite(
-        "-k", "niah_single_1", "--lengths", "512", "--sequential", "--thresholds", "thresholds.toml", in_process=True
+        "-k",
+        "niah_single_1",
+        "--lengths",
+        "512",
+        "--sequential",
+        "--thresholds",
+        "thresholds.toml",
+        in_process=True,
     )
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
-    refused.stderr.fnmatch_lines(["*--sequential cannot check min_effective_length*Drop --sequential*"])
+    refused.stderr.fnmatch_lines(
+        ["*--sequential cannot check min_effective_length*Drop --sequential*"]
+    )
 
     from ctxgate.gate.session import judge_session
     from ctxgate.gate.thresholds import Thresholds
@@ -236,9 +289,14 @@ def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester)
     early = SequentialRecord(
         alpha=0.05, min_samples=10, used=10, budget=100, decided="pass", stopped="certain it passes"
     )
-    cases = [CaseRecord(t, "ruler", 512, score=100.0, verdict="pass", sequential=early) for t in membership().ruler]
+    cases = [
+        CaseRecord(t, "ruler", 512, score=100.0, verdict="pass", sequential=early)
+        for t in membership().ruler
+    ]
     verdict = judge_session(cases, Thresholds(path="t.toml", min_effective_length=512), True)
     gate = next(g for g in verdict.gates if g.name == "min_effective_length")
     eff = verdict.effective_length
-    assert verdict.by_length["512"]["ruler"].score == 100.0 and eff is not None and eff.early == (512,)
+    assert (
+        verdict.by_length["512"]["ruler"].score == 100.0 and eff is not None and eff.early == (512,)
+    )
     assert gate.verdict == "fail" and "stopped a RULER task there early" in gate.message

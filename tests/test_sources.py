@@ -22,7 +22,10 @@ def data(tmp_path):
 def test_shipped_fixtures_verify_clean(capsys):
     assert main(["data", "verify", str(HELMET_DATA)]) == 0
     out = capsys.readouterr().out
-    assert "0 problem(s), 0 unpinned file(s)" in out and "kilt/nq-dev-multikilt_1000_k24_dep6.jsonl" in out
+    assert (
+        "0 problem(s), 0 unpinned file(s)" in out
+        and "kilt/nq-dev-multikilt_1000_k24_dep6.jsonl" in out
+    )
 
 
 def test_a_changed_file_fails_against_its_pin(data, capsys):
@@ -39,7 +42,10 @@ def test_missing_and_malformed_files_are_named(data, capsys):
     assert main(["data", "verify", str(data)]) == 1
     out = capsys.readouterr().out
     assert "missing   kilt_nq          kilt/" in out
-    assert "bad       infbench_qa      infbench/longbook_qa_eng.jsonl  (line 1 lacks input, answer)" in out
+    assert (
+        "bad       infbench_qa      infbench/longbook_qa_eng.jsonl  (line 1 lacks input, answer)"
+        in out
+    )
 
 
 def test_hub_backed_sets_may_be_absent_and_a_new_folder_can_be_pinned(data, capsys):
@@ -50,7 +56,9 @@ def test_hub_backed_sets_may_be_absent_and_a_new_folder_can_be_pinned(data, caps
     assert any(f.status == "unpinned" for f in findings)
     assert main(["data", "verify", str(data), "--write-lock"]) == 0
     pins = json.loads((data / LOCK_NAME).read_text())["files"]
-    assert "kilt/popqa_test_1000_k24_dep6.jsonl" in pins and not any(p.startswith("icl/") for p in pins)
+    assert "kilt/popqa_test_1000_k24_dep6.jsonl" in pins and not any(
+        p.startswith("icl/") for p in pins
+    )
 
 
 def test_not_a_folder_is_a_usage_error(tmp_path, capsys):
@@ -59,7 +67,9 @@ def test_not_a_folder_is_a_usage_error(tmp_path, capsys):
 
 
 def test_suite_without_data_skips_with_the_flag_to_pass(real_suite, pytester):
-    result = real_suite("-k", "kilt_nq or icl_nlu", "--lengths", "1k", "--samples", "2", "--report", "r.json")
+    result = real_suite(
+        "-k", "kilt_nq or icl_nlu", "--lengths", "1k", "--samples", "2", "--report", "r.json"
+    )
     result.assert_outcomes(skipped=2)
     cases = json.loads((pytester.path / "r.json").read_text())["cases"]
     assert all(c["verdict"] == "skip" and "--data-dir" in c["message"] for c in cases)
@@ -76,15 +86,22 @@ def test_helmet_compat_reproduces_the_empty_answer_bug(pytester, helmet_data_lon
     from tests.scripted import ScriptedBackend
 
     (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
-    ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(helmet_data_long))
+    ctx = BuildContext(
+        encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(helmet_data_long)
+    )
     backend = ScriptedBackend(ModelSpec(str(pytester.path / "s.json")), ctx)
     spec = get_task("infbench_mc")
     fixed = run_case(spec, ctx, backend, 8192, 3, 42)
     compat = run_case(spec, ctx, backend, 8192, 3, 42, helmet_compat=True)
     gold_a = sum(s.answers[0] == "A" for s in compat.samples)
-    assert 0 < gold_a < 3 == len(compat.samples)  # the fixtures' three long books (HELMET keeps only those)
+    assert (
+        0 < gold_a < 3 == len(compat.samples)
+    )  # the fixtures' three long books (HELMET keeps only those)
     assert fixed.score == 0.0 and fixed.metric == "mc_accuracy"
-    assert compat.score == pytest.approx(100 * gold_a / 3, abs=0.01) and compat.metric == "mc_accuracy_helmet"
+    assert (
+        compat.score == pytest.approx(100 * gold_a / 3, abs=0.01)
+        and compat.metric == "mc_accuracy_helmet"
+    )
 
 
 def test_fetch_extracts_only_what_is_read_and_refuses_escapes(tmp_path, capsys):
@@ -127,7 +144,12 @@ def test_a_pool_smaller_than_samples_runs_each_record_once(pytester):
     (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
     ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
     result = run_case(
-        get_task("msmarco_rerank"), ctx, ScriptedBackend(ModelSpec(str(pytester.path / "s.json")), ctx), 2048, 100, 42
+        get_task("msmarco_rerank"),
+        ctx,
+        ScriptedBackend(ModelSpec(str(pytester.path / "s.json")), ctx),
+        2048,
+        100,
+        42,
     )
     assert result.n == len(result.samples) == 24
     assert result.sample_cap == {"requested": 100, "pool": 24}
@@ -171,16 +193,36 @@ def test_the_suite_prints_the_cap_and_records_it(real_suite, pytester):
 
 def test_helmet_recall_comes_from_helmets_files_or_says_it_does_not(real_suite, pytester):
     with_files = real_suite(
-        "-m", "recall", "--lengths", "1k", "--samples", "3", "--data-dir", str(HELMET_DATA), "--report", "own.json"
+        "-m",
+        "recall",
+        "--lengths",
+        "1k",
+        "--samples",
+        "3",
+        "--data-dir",
+        str(HELMET_DATA),
+        "--report",
+        "own.json",
     )
     with_files.assert_outcomes(passed=7)  # json_kv, the three RULER cases and HELMET's three files
-    recall = json.loads((pytester.path / "own.json").read_text())["by_length"]["1024"]["helmet_recall"]
-    assert recall["members"] == ["json_kv", "helmet_multikey_2", "helmet_multikey_3", "helmet_multivalue"]
+    recall = json.loads((pytester.path / "own.json").read_text())["by_length"]["1024"][
+        "helmet_recall"
+    ]
+    assert recall["members"] == [
+        "json_kv",
+        "helmet_multikey_2",
+        "helmet_multikey_3",
+        "helmet_multivalue",
+    ]
     assert "uses the suite's RULER cases" not in with_files.stdout.str()
-    without = real_suite("-m", "recall", "--lengths", "1k", "--samples", "3", "--report", "ruler.json")
+    without = real_suite(
+        "-m", "recall", "--lengths", "1k", "--samples", "3", "--report", "ruler.json"
+    )
     without.assert_outcomes(passed=4, skipped=3)
     without.stdout.fnmatch_lines(["*HELMET Recall at 1K uses the suite's RULER cases*"])
-    recall = json.loads((pytester.path / "ruler.json").read_text())["by_length"]["1024"]["helmet_recall"]
+    recall = json.loads((pytester.path / "ruler.json").read_text())["by_length"]["1024"][
+        "helmet_recall"
+    ]
     assert recall["members"] == ["json_kv", "niah_multikey_2", "niah_multikey_3", "niah_multivalue"]
 
 
@@ -223,7 +265,9 @@ def test_the_loader_and_data_verify_hold_a_file_to_the_same_fields(data):
 
     lexsum = data / "multi_lexsum" / "validation.jsonl"
     before = len(load_multi_lexsum(str(HELMET_DATA)).items)
-    _rewrite_first(lexsum, lambda r: {**r, "summary/short": None})  # HELMET keeps only cases with a short summary
+    _rewrite_first(
+        lexsum, lambda r: {**r, "summary/short": None}
+    )  # HELMET keeps only cases with a short summary
     assert len(load_multi_lexsum(str(data)).items) == before - 1
     (finding,) = [f for f in verify(data) if f.path == "multi_lexsum/validation.jsonl"]
     assert finding.status != "bad", finding

@@ -105,13 +105,28 @@ Build = Callable[[Path], None]
 # (what the folder holds, its name, the step, where the step comes from)
 FOLDERS: list[tuple[Build, str, int | None, str]] = [
     (_trainer, "checkpoint-4", 4, STATE),  # Trainer
-    (_trainer, "llama3-8b-long", 4, STATE),  # a name with no step: trainer_state.json still gives it
-    (_trainer, "checkpoint-1200", 4, STATE),  # trainer_state.json disagrees with the name: the state wins
+    (
+        _trainer,
+        "llama3-8b-long",
+        4,
+        STATE,
+    ),  # a name with no step: trainer_state.json still gives it
+    (
+        _trainer,
+        "checkpoint-1200",
+        4,
+        STATE,
+    ),  # trainer_state.json disagrees with the name: the state wins
     (_fsdp, "step_300", 300, "name"),  # Accelerate's FSDP save: pytorch_model_fsdp_0/ of *.distcp
     (_fsdp, "llama3-8b", None, NONE),
     (_zero, "checkpoint-2", 2, "name"),  # DeepSpeed under Trainer: latest and global_step2/
     (_zero_tag, "global_step2", 2, "name"),  # DeepSpeed's tag folder itself
-    (_zero, "zero-run", 2, "DeepSpeed's latest (global_step2)"),  # engine.save_checkpoint("zero-run/"): its latest
+    (
+        _zero,
+        "zero-run",
+        2,
+        "DeepSpeed's latest (global_step2)",
+    ),  # engine.save_checkpoint("zero-run/"): its latest
     (_empty, "checkpoint-1200", 1200, "name"),
     (_empty, "checkpoint-00500", 500, "name"),  # zero-padded
     (_empty, "global_step300", 300, "name"),  # DeepSpeed's tag word
@@ -130,7 +145,9 @@ FOLDERS: list[tuple[Build, str, int | None, str]] = [
 
 
 @pytest.mark.parametrize(
-    ("build", "name", "step", "source"), FOLDERS, ids=[f"{b.__name__.strip('_')}-{n}" for b, n, *_ in FOLDERS]
+    ("build", "name", "step", "source"),
+    FOLDERS,
+    ids=[f"{b.__name__.strip('_')}-{n}" for b, n, *_ in FOLDERS],
 )
 def test_a_checkpoint_folder_gives_its_step_by_the_one_rule(tmp_path, build, name, step, source):
     folder = tmp_path / name
@@ -147,7 +164,9 @@ def test_a_checkpoint_folder_gives_its_step_by_the_one_rule(tmp_path, build, nam
     assert training_step(folder, 7).value == 7  # --step says otherwise: the user's word
 
 
-@pytest.mark.parametrize("state", ["{not json", json.dumps([1, 2]), json.dumps({"global_step": True})])
+@pytest.mark.parametrize(
+    "state", ["{not json", json.dumps([1, 2]), json.dumps({"global_step": True})]
+)
 def test_an_unreadable_trainer_state_leaves_the_name_to_decide(tmp_path, state):
     folder = tmp_path / "checkpoint-50"
     folder.mkdir()

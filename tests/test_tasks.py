@@ -159,13 +159,17 @@ def test_length_rule_and_fill(hf_encoder, task, length, chat):
     for i in range(3):
         try:
             s = build_sample(spec, ctx, length, i, 42)
-        except MaterialExhausted as exc:  # the fixture data ran out more than 2% short of the length
+        except (
+            MaterialExhausted
+        ) as exc:  # the fixture data ran out more than 2% short of the length
             assert f"{task} cannot fill length {length}" in str(exc) and exc.fill < 0.98
             return
         used = len(s.input_ids) + spec.tokens_to_generate
         assert used <= length, f"{task}@{length}: {used} tokens"
         if not s.meta.get("pool_exhausted"):
-            assert length - used < UNIT[task], f"{task}@{length}: {length - used} tokens left unfilled"
+            assert length - used < UNIT[task], (
+                f"{task}@{length}: {length - used} tokens left unfilled"
+            )
         else:
             assert used >= length * 0.98
 
@@ -183,7 +187,9 @@ def test_decoded_prompt_retokenizes_to_the_same_count(hf_encoder, hf_tokenizer, 
     assert abs(len(again) - len(s.input_ids)) <= 2
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     task=st.sampled_from(TASKS),
     # every length from 0 (the bare form) to 8K; one draw in two below 600, where the fixed parts run out of room
@@ -203,9 +209,13 @@ def test_every_task_at_every_length_builds_a_prompt_within_the_rule_or_refuses(
     except Refusal as exc:
         assert exc.cause in (*BY_DESIGN, *NOT_GIVEN, *BROKEN), exc.cause
         assert str(exc) and "\n" not in str(exc), str(exc)  # one line, naming what and the fix
-        assert length or exc.cause == "too_short" or spec.bare, exc  # at 0 a task without a bare form is too short
+        assert length or exc.cause == "too_short" or spec.bare, (
+            exc
+        )  # at 0 a task without a bare form is too short
         return
-    assert length and len(s.input_ids) + spec.tokens_to_generate <= length or spec.bare and not length
+    assert (
+        length and len(s.input_ids) + spec.tokens_to_generate <= length or spec.bare and not length
+    )
     assert s.answers and all(s.answers)
 
 
@@ -225,7 +235,9 @@ def sp_encoder(sp_tokenizer) -> PieceEncoder:
     return PieceEncoder(HFTokenizer(sp_tokenizer))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     task=st.sampled_from(HELMET_COMPAT),
     length=st.one_of(st.integers(1, 600), st.integers(1, 8192), st.sampled_from([4096, 8192])),
@@ -251,13 +263,17 @@ def test_helmet_compat_at_every_length_builds_a_prompt_within_the_rule_or_refuse
 @pytest.mark.parametrize("task", TASKS)
 def test_same_inputs_same_bytes_other_seed_other_data(hf_encoder, task):
     spec = get_task(task)
-    i = 0 if task in FILE_LENGTHS else 3  # (six records: seeds 42 and 7 happen to put the same one at index 3)
+    i = (
+        0 if task in FILE_LENGTHS else 3
+    )  # (six records: seeds 42 and 7 happen to put the same one at index 3)
     length = PROBE.get(task, 2048)
     a = build_sample(spec, ctx_for(hf_encoder), length, i, 42)
     b = build_sample(spec, ctx_for(hf_encoder), length, i, 42)
     c = build_sample(spec, ctx_for(hf_encoder, seed=7), length, i, 7)
     assert a.digest() == b.digest()
-    if task.startswith("alce_"):  # HELMET's order and demo draws for seed 7 may repeat seed 42's at one index
+    if task.startswith(
+        "alce_"
+    ):  # HELMET's order and demo draws for seed 7 may repeat seed 42's at one index
         others = [build_sample(spec, ctx_for(hf_encoder, seed=7), 2048, j, 7) for j in range(6)]
         mine = [build_sample(spec, ctx_for(hf_encoder), 2048, j, 42) for j in range(6)]
         assert [s.digest() for s in others] != [s.digest() for s in mine]
@@ -303,7 +319,9 @@ def test_json_kv_target_at_the_depth_its_index_names(hf_encoder):
         assert s.meta["depth"] == depth
         n = s.meta["num_kvs"]
         assert abs(s.meta["position"] - round(depth * (n - 1))) <= 1
-        window = hf_encoder.decode(s.input_ids[s.meta["target_offset"] : s.meta["target_offset"] + 150])
+        window = hf_encoder.decode(
+            s.input_ids[s.meta["target_offset"] : s.meta["target_offset"] + 150]
+        )
         assert f'"{s.meta["key"]}": "{s.answers[0]}"' in window
         assert hf_encoder.decode(s.input_ids).rstrip().endswith("Corresponding value:")
 
@@ -330,7 +348,9 @@ def test_cwe_common_words_are_most_frequent(hf_encoder):
 
 def test_fwe_answers_are_ranks_two_to_four(hf_encoder):
     s = build_sample(get_task("fwe"), ctx_for(hf_encoder), 4096, 0, 42)
-    words = hf_encoder.decode(s.input_ids).split("coded words. ", 1)[1].split("\nQuestion")[0].split()
+    words = (
+        hf_encoder.decode(s.input_ids).split("coded words. ", 1)[1].split("\nQuestion")[0].split()
+    )
     ranked = sorted(set(words), key=words.count, reverse=True)
     assert ranked[0] == "..." and tuple(ranked[1:4]) == s.answers
 
@@ -348,8 +368,12 @@ def test_singular_rewrite_for_one_value(hf_encoder):
     s = build_sample(get_task("niah_single_1"), ctx_for(hf_encoder), 1024, 0, 42)
     text = hf_encoder.decode(s.input_ids)
     assert text.startswith("A special magic number is hidden")
-    assert "What is the special magic number for" in text and text.endswith("mentioned in the provided text is")
-    assert "One of the special magic numbers for" in text  # the needle keeps the plural, as in RULER
+    assert "What is the special magic number for" in text and text.endswith(
+        "mentioned in the provided text is"
+    )
+    assert (
+        "One of the special magic numbers for" in text
+    )  # the needle keeps the plural, as in RULER
 
 
 def test_too_short_length_is_a_clear_skip(hf_encoder):
@@ -365,10 +389,16 @@ def test_vt_and_cwe_template_bytes_follow_ruler_head(hf_encoder):
     import re
 
     vt = hf_encoder.decode(build_sample(get_task("vt"), ctx_for(hf_encoder), 4096, 0, 42).input_ids)
-    assert len(re.findall(r"VAR [A-Z]{5} = VAR [A-Z]{5} \n", vt)) >= 3  # the task's hops (one may end the context)
+    assert (
+        len(re.findall(r"VAR [A-Z]{5} = VAR [A-Z]{5} \n", vt)) >= 3
+    )  # the task's hops (one may end the context)
     assert re.search(r"VAR [A-Z]{3} = VAR [A-Z]{3} \n", vt)  # the example's
-    assert re.search(r"they are:  [A-Z]{3} [A-Z]{3} [A-Z]{3} [A-Z]{3} [A-Z]{3}\n\nMemorize and track", vt)
-    cwe = hf_encoder.decode(build_sample(get_task("cwe"), ctx_for(hf_encoder), 4096, 0, 42).input_ids)
+    assert re.search(
+        r"they are:  [A-Z]{3} [A-Z]{3} [A-Z]{3} [A-Z]{3} [A-Z]{3}\n\nMemorize and track", vt
+    )
+    cwe = hf_encoder.decode(
+        build_sample(get_task("cwe"), ctx_for(hf_encoder), 4096, 0, 42).input_ids
+    )
     assert re.search(r"in the list are: 1\. [a-z]+ 2\. [a-z]+", cwe) and "are:1." not in cwe
 
 
@@ -387,7 +417,8 @@ def _ruler_essay_context(sentences: tuple[str, ...], depths: list[int], needles:
 
 
 @pytest.mark.parametrize(
-    "task", ["niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multivalue", "niah_multiquery"]
+    "task",
+    ["niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multivalue", "niah_multiquery"],
 )
 @pytest.mark.parametrize("edge", [0, 100])
 def test_a_needle_at_either_end_of_the_essay_is_spaced_as_in_ruler(hf_encoder, task, edge):
@@ -404,7 +435,9 @@ def test_a_needle_at_either_end_of_the_essay_is_spaced_as_in_ruler(hf_encoder, t
         pytest.fail(f"no sample of {task} drew depth {edge}")
     text = hf_encoder.decode(s.input_ids)
     context = text.split("afterwards.\n", 1)[1].rsplit("\nWhat ", 1)[0]
-    want = _ruler_essay_context(sentences[: s.meta["haystack_units"]], s.meta["depths"], s.meta["needles"])
+    want = _ruler_essay_context(
+        sentences[: s.meta["haystack_units"]], s.meta["depths"], s.meta["needles"]
+    )
     assert context == want
     assert context.startswith(" One of") if edge == 0 else context.endswith(". ")
 
@@ -449,4 +482,7 @@ def test_the_output_a_metric_calls_right_scores_in_full(hf_encoder, task):
     for chat in (False, True):
         s = build_sample(spec, ctx_for(hf_encoder, chat), length, 0, 42)
         output = right(spec.metric.name, s.answers)
-        assert score_prediction(spec.metric.name, output, s.answers, s.answer_prefix, chat=chat)[0] == 1.0
+        assert (
+            score_prediction(spec.metric.name, output, s.answers, s.answer_prefix, chat=chat)[0]
+            == 1.0
+        )

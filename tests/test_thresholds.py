@@ -126,13 +126,16 @@ def test_a_folder_given_as_the_thresholds_file_names_the_fix_that_works(tmp_path
     import shlex
 
     with pytest.raises(
-        ThresholdsError, match=r"is a folder: pass a thresholds file, or write .* with `ctxgate init"
+        ThresholdsError,
+        match=r"is a folder: pass a thresholds file, or write .* with `ctxgate init",
     ) as empty:
         load_thresholds(tmp_path, [])
     (command,) = re.findall(r"`([^`]+)`", str(empty.value))
     word, *args = shlex.split(command)
     assert word == "ctxgate" and call_ctxgate(*args).returncode == 0
-    with pytest.raises(ThresholdsError, match=f"e.g. --thresholds {re.escape(str(tmp_path / 'thresholds.toml'))}$"):
+    with pytest.raises(
+        ThresholdsError, match=f"e.g. --thresholds {re.escape(str(tmp_path / 'thresholds.toml'))}$"
+    ):
         load_thresholds(tmp_path, [])
     assert load_thresholds(tmp_path / "thresholds.toml", []).path
 

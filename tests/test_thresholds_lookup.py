@@ -16,7 +16,14 @@ import pytest
 from ctxgate.gate.thresholds import PytestConfig, ThresholdsError, find_thresholds, thresholds_here
 from ctxgate.records.io import atomic_write_all
 from ctxgate.tasks.registry import task_names
-from tests.conftest import ALL_RIGHT, SCRIPTED, SUITE_ENV, call_ctxgate, stored_report, suite_command
+from tests.conftest import (
+    ALL_RIGHT,
+    SCRIPTED,
+    SUITE_ENV,
+    call_ctxgate,
+    stored_report,
+    suite_command,
+)
 
 STRICT = "[regression]\ntolerance = 7.0\n"
 LOOSE = "[regression]\ntolerance = 3.0\n"
@@ -32,7 +39,13 @@ JUDGE = ("--judge-model", "x", "--judge-base-url", "http://127.0.0.1:9/v1", "--o
 def pending_report(folder: Path, status: str = "pending", **run: str) -> Path:
     """A stored run with one judged case waiting for its judge (what ``ctxgate judge`` and ``html`` read), or
     judged already (``status``)."""
-    case = {"task": "multi_lexsum", "length": 4096, "metric": "summary_judge", "category": "summ", "suite": "helmet"}
+    case = {
+        "task": "multi_lexsum",
+        "length": 4096,
+        "metric": "summary_judge",
+        "category": "summ",
+        "suite": "helmet",
+    }
     report = stored_report([{**case, "verdict": "skip", "judge": {"status": status}}], run=run)
     report["predictions"] = "run.predictions.jsonl"
     (folder / "run.json").write_text(json.dumps(report))
@@ -60,9 +73,14 @@ def test_a_given_folder_or_missing_file_is_refused_with_the_fix(tmp_path):
         f"--thresholds {tmp_path / 'gone.toml'} does not exist: pass --thresholds PATH to an existing thresholds "
         f"file, e.g. --thresholds {tmp_path / 'thresholds.toml'}"
     )
-    with pytest.raises(ThresholdsError, match=r"^--thresholds gone/x\.toml does not exist: .*\(`ctxgate init`"):
+    with pytest.raises(
+        ThresholdsError, match=r"^--thresholds gone/x\.toml does not exist: .*\(`ctxgate init`"
+    ):
         find_thresholds("gone/x.toml", tmp_path, PytestConfig())
-    assert find_thresholds(str(tmp_path / "thresholds.toml"), tmp_path, PytestConfig())[1] == "--thresholds"
+    assert (
+        find_thresholds(str(tmp_path / "thresholds.toml"), tmp_path, PytestConfig())[1]
+        == "--thresholds"
+    )
 
 
 @pytest.mark.parametrize("ini", sorted(INI_FILES))
@@ -72,21 +90,31 @@ def test_the_verbs_read_the_ini_option_pytest_reads_in_every_config_file(tmp_pat
     (tmp_path / "ci").mkdir()
     (tmp_path / "ci" / "strict.toml").write_text(STRICT)
     (tmp_path / "runs").mkdir()
-    assert thresholds_here(None, task_names(), tmp_path / "runs").tolerance == 7.0  # relative to the ini file
+    assert (
+        thresholds_here(None, task_names(), tmp_path / "runs").tolerance == 7.0
+    )  # relative to the ini file
     (tmp_path / "ci" / "strict.toml").unlink()
-    with pytest.raises(ThresholdsError, match=r"ctxgate_thresholds = 'ci/strict.toml', but .* does not exist"):
+    with pytest.raises(
+        ThresholdsError, match=r"ctxgate_thresholds = 'ci/strict.toml', but .* does not exist"
+    ):
         thresholds_here(None, task_names(), tmp_path / "runs")
     (tmp_path / "ci" / "strict.toml").mkdir()
-    with pytest.raises(ThresholdsError, match=r"is a folder: name the thresholds file, e.g. ctxgate_thresholds ="):
+    with pytest.raises(
+        ThresholdsError, match=r"is a folder: name the thresholds file, e.g. ctxgate_thresholds ="
+    ):
         thresholds_here(None, task_names(), tmp_path / "runs")
 
 
 def test_a_config_file_pytest_cannot_read_is_refused_by_the_verbs_too(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest\n")
-    with pytest.raises(ThresholdsError, match=r"pytest\.ini:1: .*fix the file \(pytest reads it too\)"):
+    with pytest.raises(
+        ThresholdsError, match=r"pytest\.ini:1: .*fix the file \(pytest reads it too\)"
+    ):
         thresholds_here(None, task_names(), tmp_path)
     (tmp_path / "thresholds.toml").write_text(LOOSE)
-    assert thresholds_here(str(tmp_path / "thresholds.toml"), task_names(), tmp_path).tolerance == 3.0
+    assert (
+        thresholds_here(str(tmp_path / "thresholds.toml"), task_names(), tmp_path).tolerance == 3.0
+    )
 
 
 def test_pytest_and_diff_gate_with_the_file_the_ini_names_over_the_nearest_one(suite, pytester):
@@ -131,10 +159,17 @@ def test_pytest_and_the_verbs_walk_up_to_the_repository_top_without_a_config_fil
     (start / "script.json").write_text(json.dumps(ALL_RIGHT))
     args = ("--backend", SCRIPTED, "--model=script.json", "-k", "vt", "--lengths", "4k", "--co")
     listed = subprocess.run(
-        suite_command(*args, model=None), cwd=start, env=SUITE_ENV, capture_output=True, text=True, timeout=600
+        suite_command(*args, model=None),
+        cwd=start,
+        env=SUITE_ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
-    assert f"ctxgate thresholds: {tmp_path / 'thresholds.toml'} (found 2 up;" in listed.stdout, listed.stdout
+    assert f"ctxgate thresholds: {tmp_path / 'thresholds.toml'} (found 2 up;" in listed.stdout, (
+        listed.stdout
+    )
     assert thresholds_here(None, task_names(), start).tolerance == 7.0
 
 
@@ -153,14 +188,25 @@ def test_every_verb_refuses_a_thresholds_folder_or_missing_file_in_one_line(tmp_
     (tmp_path / "gates").mkdir()
     (tmp_path / "gates" / "thresholds.toml").write_text(LOOSE)
     for given, message in (
-        ("gates", "--thresholds gates is a folder: pass the thresholds file, e.g. --thresholds gates/thresholds.toml"),
-        ("gone.toml", "--thresholds gone.toml does not exist: pass --thresholds PATH to an existing thresholds file"),
+        (
+            "gates",
+            "--thresholds gates is a folder: pass the thresholds file, e.g. --thresholds gates/thresholds.toml",
+        ),
+        (
+            "gone.toml",
+            "--thresholds gone.toml does not exist: pass --thresholds PATH to an existing thresholds file",
+        ),
     ):
         refused = call_ctxgate(*verb_arguments(verb, report, given), cwd=tmp_path)
         assert refused.returncode == 2, refused.stdout + refused.stderr
-        assert refused.stderr.startswith(f"ctxgate {verb}: {message}") and refused.stderr.count("\n") == 1
+        assert (
+            refused.stderr.startswith(f"ctxgate {verb}: {message}")
+            and refused.stderr.count("\n") == 1
+        )
     assert not (tmp_path / "j.json").exists() and not (tmp_path / "run.html").exists()
-    assert call_ctxgate("html", str(report), cwd=tmp_path).returncode == 0  # without the bad option it draws
+    assert (
+        call_ctxgate("html", str(report), cwd=tmp_path).returncode == 0
+    )  # without the bad option it draws
 
 
 @pytest.mark.parametrize("recorded", ["gone/thresholds.toml", "gates"])
@@ -170,7 +216,9 @@ def test_judge_refuses_the_runs_own_thresholds_file_when_it_is_gone(tmp_path, re
     refused = call_ctxgate("judge", str(report), *JUDGE, cwd=tmp_path)
     assert refused.returncode == 2
     problem = "is a folder" if recorded == "gates" else "does not exist"
-    assert refused.stderr.startswith(f"ctxgate judge: {report}: run.thresholds {recorded} {problem}: pass")
+    assert refused.stderr.startswith(
+        f"ctxgate judge: {report}: run.thresholds {recorded} {problem}: pass"
+    )
     assert refused.stderr.count("\n") == 1 and not (tmp_path / "j.json").exists()
 
 
@@ -187,10 +235,15 @@ def test_judge_reads_the_ini_option_for_a_run_gated_without_a_file(tmp_path):
     report = pending_report(tmp_path, thresholds="(none)")
     refused = call_ctxgate("judge", str(report), *JUDGE, cwd=tmp_path)
     assert refused.returncode == 2
-    assert "ctxgate_thresholds = 'ci/strict.toml', but" in refused.stderr and "does not exist" in refused.stderr
+    assert (
+        "ctxgate_thresholds = 'ci/strict.toml', but" in refused.stderr
+        and "does not exist" in refused.stderr
+    )
 
 
-@pytest.mark.parametrize(("ci", "where"), [("gitlab", ".gitlab-ci.yml"), ("slurm", "ci/ctxgate.sbatch")])
+@pytest.mark.parametrize(
+    ("ci", "where"), [("gitlab", ".gitlab-ci.yml"), ("slurm", "ci/ctxgate.sbatch")]
+)
 def test_init_refuses_a_folder_where_a_file_goes_and_writes_nothing(tmp_path, ci, where):
     (tmp_path / where).mkdir(parents=True)
     refused = call_ctxgate("init", str(tmp_path), "--ci", ci, "--force", cwd=tmp_path)
@@ -209,8 +262,13 @@ def test_a_write_of_several_files_renames_none_unless_every_one_can_be_replaced(
     (tmp_path / "report.md").mkdir()
     with pytest.raises(IsADirectoryError) as folder:
         atomic_write_all({kept: "new\n", tmp_path / "report.md": "new\n"})
-    assert folder.value.filename == str(tmp_path / "report.md")  # the destination, never a temporary file
-    assert kept.read_text() == "old\n" and sorted(os.listdir(tmp_path)) == ["report.json", "report.md"]
+    assert folder.value.filename == str(
+        tmp_path / "report.md"
+    )  # the destination, never a temporary file
+    assert kept.read_text() == "old\n" and sorted(os.listdir(tmp_path)) == [
+        "report.json",
+        "report.md",
+    ]
     with pytest.raises(FileNotFoundError) as parentless:
         atomic_write_all({kept: "new\n", tmp_path / "gone" / "report.md": "new\n"})
     assert parentless.value.filename == str(tmp_path / "gone" / "report.md")
@@ -221,7 +279,9 @@ def test_a_write_of_several_files_renames_none_unless_every_one_can_be_replaced(
 
 
 def test_the_ini_option_given_by_o_without_an_ini_file_is_read_from_the_start(tmp_path):
-    with pytest.raises(ThresholdsError, match=r"^-o ctxgate_thresholds=ci/strict\.toml, but .* does not exist"):
+    with pytest.raises(
+        ThresholdsError, match=r"^-o ctxgate_thresholds=ci/strict\.toml, but .* does not exist"
+    ):
         find_thresholds(None, tmp_path, PytestConfig(None, "ci/strict.toml"))
     (tmp_path / "ci").mkdir()
     (tmp_path / "ci" / "strict.toml").write_text(STRICT)

@@ -38,11 +38,18 @@ def test_the_step_comes_from_the_flag_trainer_state_or_the_folder_name(tmp_path)
     run = tmp_path / "checkpoint-1200"
     run.mkdir()
     assert training_step(str(run), None).value == 1200
-    (run / "trainer_state.json").write_text(json.dumps({"global_step": 1250, "num_input_tokens_seen": 5_000_000}))
+    (run / "trainer_state.json").write_text(
+        json.dumps({"global_step": 1250, "num_input_tokens_seen": 5_000_000})
+    )
     step = training_step(str(run), None)
     assert (step.value, step.source, step.tokens_seen) == (1250, "trainer_state.json", 5_000_000)
     assert training_step(str(run), 7).value == 7
-    for name, value in (("global_step300", 300), ("iter_0004000", 4000), ("step-12", 12), ("final", None)):
+    for name, value in (
+        ("global_step300", 300),
+        ("iter_0004000", 4000),
+        ("step-12", 12),
+        ("final", None),
+    ):
         folder = tmp_path / name
         folder.mkdir()
         assert training_step(str(folder), None).value == value
@@ -50,8 +57,16 @@ def test_the_step_comes_from_the_flag_trainer_state_or_the_folder_name(tmp_path)
 
 def test_metrics_leave_out_what_has_no_score():
     report = typed_report(
-        [{"task": "vt", "length": 8192, "score": 80.0, "n": 100}, {"task": "cwe", "length": 8192, "score": None}],
-        by_length={"8192": {"ruler": {"score": 80.0, "members": []}, "helmet_recall": {"score": None, "members": []}}},
+        [
+            {"task": "vt", "length": 8192, "score": 80.0, "n": 100},
+            {"task": "cwe", "length": 8192, "score": None},
+        ],
+        by_length={
+            "8192": {
+                "ruler": {"score": 80.0, "members": []},
+                "helmet_recall": {"score": None, "members": []},
+            }
+        },
         effective_length={"value": 8192, "max_passing": 8192, "threshold": 85.6},
         gates=[
             {"name": "floors", "verdict": "pass", "message": ""},
@@ -73,7 +88,9 @@ def checkpoint(tmp_path) -> Path:
     """The shipped checkpoint as a Trainer checkpoint at step 40."""
     folder = tmp_path / "run" / "checkpoint-40"
     shutil.copytree(TINY, folder)
-    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 40, "num_input_tokens_seen": 81920}))
+    (folder / "trainer_state.json").write_text(
+        json.dumps({"global_step": 40, "num_input_tokens_seen": 81920})
+    )
     return folder
 
 
@@ -114,12 +131,17 @@ def test_all_three_trackers_hold_the_ruler_average_per_length_at_the_step(
     (files,) = (tmp_path / "wandb").glob("wandb/offline-run-*/files")
     (table,) = files.glob("media/table/ctxgate/summary_*.table.json")
     logged = dict(json.loads(table.read_text())["data"])
-    assert logged["ctxgate/ruler_avg/512"] == expected[512] and logged["ctxgate/ruler_avg/1K"] == expected[1024]
+    assert (
+        logged["ctxgate/ruler_avg/512"] == expected[512]
+        and logged["ctxgate/ruler_avg/1K"] == expected[1024]
+    )
     (records,) = files.parent.glob("run-*.wandb")
     assert b"train/global_step" in records.read_bytes()
 
 
-def test_a_tracker_that_fails_is_a_note_and_the_gate_stands(checkpoint, real_suite, pytester, tmp_path, monkeypatch):
+def test_a_tracker_that_fails_is_a_note_and_the_gate_stands(
+    checkpoint, real_suite, pytester, tmp_path, monkeypatch
+):
     monkeypatch.setenv("WANDB_MODE", "online")
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
@@ -127,7 +149,10 @@ def test_a_tracker_that_fails_is_a_note_and_the_gate_stands(checkpoint, real_sui
     result = real_suite(*CASES, "--report", "out/run.json", "--log-to", "wandb", model=checkpoint)
     out = result.stdout.str()
     assert result.ret == 0, out[-3000:]
-    assert "note: --log-to wandb failed (" in out and "the report is unaffected. Fix: check WANDB_API_KEY" in out
+    assert (
+        "note: --log-to wandb failed (" in out
+        and "the report is unaffected. Fix: check WANDB_API_KEY" in out
+    )
     assert (pytester.path / "out" / "run.json").is_file()
 
 

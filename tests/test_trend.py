@@ -36,12 +36,16 @@ def test_trend_writes_csv_and_png_and_metrics_export(pytester, tmp_path, capsys)
     assert main(["trend", *reports, "--out", str(tmp_path / "trend")]) == 0
     rows = list(csv.DictReader((tmp_path / "trend" / "trend.csv").open()))
     ruler_8k = [
-        (int(r["step"]), float(r["score"])) for r in rows if r["category"] == "RULER avg" and r["length"] == "8192"
+        (int(r["step"]), float(r["score"]))
+        for r in rows
+        if r["category"] == "RULER avg" and r["length"] == "8192"
     ]
     assert ruler_8k == [(100, 100.0), (200, 90.0), (300, 40.0)]
     assert (tmp_path / "trend" / "trend.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     capsys.readouterr()
     assert main(["metrics", reports[-1]]) == 0
     out = capsys.readouterr().out
-    assert 'ctxgate_case_score{model="checkpoint-300.json",task="json_kv",length="4096"} 40.0' in out
+    assert (
+        'ctxgate_case_score{model="checkpoint-300.json",task="json_kv",length="4096"} 40.0' in out
+    )
     assert out.rstrip().endswith("# EOF")

@@ -49,7 +49,11 @@ class Adapter:
         return self.folder if tokenizer_files(self.folder) else self.base
 
     def describe(self) -> dict[str, object]:
-        return {"adapter": str(self.folder), "base_model": str(self.base), "peft_type": self.peft_type}
+        return {
+            "adapter": str(self.folder),
+            "base_model": str(self.base),
+            "peft_type": self.peft_type,
+        }
 
 
 def is_adapter(folder: Path) -> bool:
@@ -62,9 +66,13 @@ def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = Fals
     try:
         config = json.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path} is not readable JSON ({exc}); restore it from the training run") from None
+        raise CheckpointError(
+            f"{path} is not readable JSON ({exc}); restore it from the training run"
+        ) from None
     if not isinstance(config, dict) or not config.get("peft_type"):
-        raise CheckpointError(f"{path} names no peft_type: it is not a PEFT adapter config; restore it")
+        raise CheckpointError(
+            f"{path} names no peft_type: it is not a PEFT adapter config; restore it"
+        )
     _check_peft_type(path, config["peft_type"])
     weights = next((folder / name for name in ADAPTER_WEIGHTS if (folder / name).is_file()), None)
     if weights is None:
@@ -80,8 +88,15 @@ def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = Fals
         )
     named = base_model or config.get("base_model_name_or_path")
     if not named:
-        raise CheckpointError(f"{path} names no base_model_name_or_path: pass --base-model PATH (the base model)")
-    return Adapter(folder, _base_folder(str(named), folder, given=base_model is not None), weights, config["peft_type"])
+        raise CheckpointError(
+            f"{path} names no base_model_name_or_path: pass --base-model PATH (the base model)"
+        )
+    return Adapter(
+        folder,
+        _base_folder(str(named), folder, given=base_model is not None),
+        weights,
+        config["peft_type"],
+    )
 
 
 def _check_peft_type(path: Path, peft_type: object) -> None:
@@ -118,11 +133,19 @@ def adapter_fingerprint(adapter: Adapter, base: Mapping[str, object]) -> dict[st
     """The base's fingerprint combined with every file of the adapter that changes the outputs."""
     from ctxgate.backends.fingerprint import file_digest
 
-    parts = {p.name: file_digest(p) for p in sorted(adapter.folder.iterdir()) if p.is_file() and p.name in COUNTED}
+    parts = {
+        p.name: file_digest(p)
+        for p in sorted(adapter.folder.iterdir())
+        if p.is_file() and p.name in COUNTED
+    }
     combined = hashlib.sha256(
         (str(base["sha256"]) + "".join(f"\n{k}:{v}" for k, v in sorted(parts.items()))).encode()
     ).hexdigest()
-    return {"sha256": combined, "base_sha256": base["sha256"], **{f"adapter:{k}": v for k, v in parts.items()}}
+    return {
+        "sha256": combined,
+        "base_sha256": base["sha256"],
+        **{f"adapter:{k}": v for k, v in parts.items()},
+    }
 
 
 def apply_adapter(model: Any, adapter: Adapter) -> Any:
@@ -134,7 +157,9 @@ def apply_adapter(model: Any, adapter: Adapter) -> Any:
             f"{adapter.folder} is a PEFT adapter: loading it needs the peft package (pip install 'ctxgate[peft]')"
         ) from None
     with warnings.catch_warnings():  # peft asks transformers a deprecated question while it loads
-        warnings.filterwarnings("ignore", category=FutureWarning, message=".*gradient_checkpointing.*")
+        warnings.filterwarnings(
+            "ignore", category=FutureWarning, message=".*gradient_checkpointing.*"
+        )
         try:
             return PeftModel.from_pretrained(model, str(adapter.folder)).merge_and_unload()
         except RuntimeError as exc:  # torch lists every tensor that does not fit, one line each
@@ -187,7 +212,9 @@ def _rank_dimension(name: str, saved: tuple[int, ...], built: tuple[int, ...]) -
     if factor is None or len(saved) != len(built):
         return None
     rank = RANK_DIMENSION[factor]
-    same = [d for i, d in enumerate(saved) if i != rank] == [d for i, d in enumerate(built) if i != rank]
+    same = [d for i, d in enumerate(saved) if i != rank] == [
+        d for i, d in enumerate(built) if i != rank
+    ]
     return rank if same else None
 
 
@@ -219,4 +246,7 @@ def merged_model(adapter: Adapter) -> Any:
     import torch
     import transformers
 
-    return apply_adapter(transformers.AutoModelForCausalLM.from_pretrained(adapter.base, dtype=torch.float32), adapter)
+    return apply_adapter(
+        transformers.AutoModelForCausalLM.from_pretrained(adapter.base, dtype=torch.float32),
+        adapter,
+    )

@@ -84,7 +84,9 @@ class Backend(Protocol):
     @property
     def tokenizer(self) -> RawTokenizer: ...
 
-    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]: ...
+    def generate(
+        self, requests: Sequence[Request], params: GenerationParams
+    ) -> list[Generation]: ...
 
     def describe(self) -> dict[str, object]: ...
 
@@ -142,7 +144,9 @@ def _batches(
         batch = [first, *islice(source, max(0, size - 1))]
         gens = backend.generate(batch, params)
         if len(gens) != len(batch):
-            raise RuntimeError(f"backend {backend.name} returned {len(gens)} generations for {len(batch)} prompts")
+            raise RuntimeError(
+                f"backend {backend.name} returned {len(gens)} generations for {len(batch)} prompts"
+            )
         yield from zip(batch, gens)
 
 

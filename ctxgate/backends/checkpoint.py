@@ -19,7 +19,14 @@ from pathlib import Path
 from ctxgate.records.refusal import CtxgateError
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "tiktoken.model", "vocab.txt")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer.model",
+    "vocab.json",
+    "spiece.model",
+    "tiktoken.model",
+    "vocab.txt",
+)
 
 
 class ModelNotFound(CtxgateError, ValueError):
@@ -36,8 +43,12 @@ def resolve_model(model: str) -> Path:
     if path.is_dir():
         return path
     if path.exists():
-        raise ModelNotFound(f"--model {model!r} is a file; give the checkpoint folder (the one with config.json)")
-    if model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model:  # a path, not a hub id
+        raise ModelNotFound(
+            f"--model {model!r} is a file; give the checkpoint folder (the one with config.json)"
+        )
+    if (
+        model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model
+    ):  # a path, not a hub id
         raise ModelNotFound(
             f"--model {model!r} does not exist: give a checkpoint folder (with config.json) or a "
             "hub id such as org/name"
@@ -58,7 +69,11 @@ def resolve_model(model: str) -> Path:
 
 
 def check_checkpoint(
-    folder: Path, *, trust_remote_code: bool = False, ignore_remote_code: bool = False, allow_pickle: bool = False
+    folder: Path,
+    *,
+    trust_remote_code: bool = False,
+    ignore_remote_code: bool = False,
+    allow_pickle: bool = False,
 ) -> None:
     _check_json_files(folder)
     _check_config(folder, trust_remote_code, ignore_remote_code)
@@ -79,7 +94,9 @@ def _check_json_files(folder: Path) -> None:
                 f"{path}: not UTF-8 text (byte offset {exc.start}); restore it from the training run or the base model"
             ) from None
         except OSError as exc:
-            raise CheckpointError(f"{path} cannot be read ({exc.strerror or exc}); check its permissions") from None
+            raise CheckpointError(
+                f"{path} cannot be read ({exc.strerror or exc}); check its permissions"
+            ) from None
         try:
             json.loads(text)
         except json.JSONDecodeError as exc:
@@ -110,7 +127,11 @@ def _check_chat_template(folder: Path) -> None:
         try:
             jinja2.Environment().parse(text)
         except jinja2.TemplateSyntaxError as exc:
-            where = f"{path}:{exc.lineno}" if path.suffix == ".jinja" else f"{path} (chat_template, line {exc.lineno})"
+            where = (
+                f"{path}:{exc.lineno}"
+                if path.suffix == ".jinja"
+                else f"{path} (chat_template, line {exc.lineno})"
+            )
             raise CheckpointError(
                 f"{where}: the chat template does not parse ({exc.message}); fix it, or remove it "
                 "and pass --chat-template off"
@@ -124,13 +145,19 @@ def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: boo
             f"{config_path} is missing: --model must be a checkpoint folder with the config.json "
             "saved beside the weights."
         )
-    config = json.loads(config_path.read_text(encoding="utf-8"))  # readable: _check_json_files read it
-    if not isinstance(config, dict) or not (config.get("model_type") or config.get("architectures")):
+    config = json.loads(
+        config_path.read_text(encoding="utf-8")
+    )  # readable: _check_json_files read it
+    if not isinstance(config, dict) or not (
+        config.get("model_type") or config.get("architectures")
+    ):
         raise CheckpointError(
             f"{config_path} names no model_type or architectures: restore config.json from the "
             "training run or the base model"
         )
-    auto_map: dict[str, object] = config["auto_map"] if isinstance(config.get("auto_map"), dict) else {}
+    auto_map: dict[str, object] = (
+        config["auto_map"] if isinstance(config.get("auto_map"), dict) else {}
+    )
     # the class a loader asks for: a causal LM under test, a classifier or seq2seq model as an NLI judge
     own = auto_map.get("AutoModelForCausalLM") or next(
         (v for k, v in sorted(auto_map.items()) if k.startswith("AutoModel")), None
@@ -160,7 +187,9 @@ def _check_weights(folder: Path, allow_pickle: bool) -> None:
         data = json.loads(index.read_text(encoding="utf-8"))  # readable: _check_json_files read it
         weight_map = data.get("weight_map") if isinstance(data, dict) else None
         if not isinstance(weight_map, dict):
-            raise CheckpointError(f"{index} has no weight_map: restore the index saved with the shards")
+            raise CheckpointError(
+                f"{index} has no weight_map: restore the index saved with the shards"
+            )
         names = sorted(set(weight_map.values()))
         missing = [n for n in names if not (folder / n).is_file()]
         if missing:
@@ -196,12 +225,18 @@ def check_safetensors(path: Path) -> None:
             head = f.read(8)
             (header_len,) = struct.unpack("<Q", head) if len(head) == 8 else (None,)
             if header_len is None or header_len > size - 8 or header_len > 100 * 2**20:
-                raise CheckpointError(f"{path} is not a safetensors file, or it is cut short ({size} bytes): {fix}")
+                raise CheckpointError(
+                    f"{path} is not a safetensors file, or it is cut short ({size} bytes): {fix}"
+                )
             header = json.loads(f.read(header_len))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path} has an unreadable safetensors header ({exc}): {fix}") from None
+        raise CheckpointError(
+            f"{path} has an unreadable safetensors header ({exc}): {fix}"
+        ) from None
     if not isinstance(header, dict):
-        raise CheckpointError(f"{path} has a safetensors header that is not a table of tensors: {fix}")
+        raise CheckpointError(
+            f"{path} has a safetensors header that is not a table of tensors: {fix}"
+        )
     ends = [
         t["data_offsets"][1]
         for name, t in header.items()
@@ -209,7 +244,9 @@ def check_safetensors(path: Path) -> None:
     ]
     expected = 8 + header_len + max(ends, default=0)
     if size < expected:
-        raise CheckpointError(f"{path} is truncated: {size:,} bytes, but its header describes {expected:,}: {fix}")
+        raise CheckpointError(
+            f"{path} is truncated: {size:,} bytes, but its header describes {expected:,}: {fix}"
+        )
 
 
 def tokenizer_files(folder: Path) -> list[str]:

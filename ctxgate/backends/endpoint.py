@@ -42,10 +42,14 @@ from ctxgate.backends.endpoint_probe import EndpointError, check_tokenizer, desc
 from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
 from ctxgate.tokens.tokenizers import HFTokenizer
 
-REPROBE_S = float(os.environ.get("CTXGATE_REPROBE_S", "30"))  # a dropped replica is tried again after this long
+REPROBE_S = float(
+    os.environ.get("CTXGATE_REPROBE_S", "30")
+)  # a dropped replica is tried again after this long
 MAX_PROBES = 3  # retry series a replica may fail in a row before it is given up
-OPENAI_CONCURRENCY = 8  # requests in flight per server by default, on servers the user runs and others may share
-TIMEOUT_UNIT_TOKENS = 131072  # prompts up to this long get the configured timeouts; longer ones proportionally more
+# requests in flight per server by default, on servers the user runs and others may share
+OPENAI_CONCURRENCY = 8
+# prompts up to this long get the configured timeouts; longer ones proportionally more
+TIMEOUT_UNIT_TOKENS = 131072
 
 
 def time_scale(prompt_tokens: int) -> float:
@@ -61,7 +65,8 @@ class EndpointSettings:
     base_urls: tuple[str, ...]
     served_model: str | None = None  # None: the one model the server lists
     concurrency: int = OPENAI_CONCURRENCY  # requests in flight per replica
-    timeout_s: float = 600.0  # one request of up to TIMEOUT_UNIT_TOKENS; longer ones get more (time_scale)
+    # one request of up to TIMEOUT_UNIT_TOKENS; longer ones get more (time_scale)
+    timeout_s: float = 600.0
     time_limit_s: float = 1800.0  # one sample, retries included; scaled like timeout_s
     max_retries: int = 4
     key_env: str = "OPENAI_API_KEY"
@@ -113,7 +118,9 @@ class EndpointBackend:
         self.name = name
         self._diagnose = diagnose
         self._openai = openai
-        self._lock = threading.Condition()  # also wakes a request waiting for a replica with a free slot
+        self._lock = (
+            threading.Condition()
+        )  # also wakes a request waiting for a replica with a free slot
         self.settings = settings
         self.chat_api = settings.api == "chat"
         if self.chat_api:
@@ -122,7 +129,10 @@ class EndpointBackend:
         self.tokenizer = HFTokenizer(tokenizer)
         key = os.environ.get(settings.key_env) or "EMPTY"  # local servers take any key
         self.replicas = [
-            Replica(url, openai.OpenAI(base_url=url, api_key=key, timeout=settings.timeout_s, max_retries=0))
+            Replica(
+                url,
+                openai.OpenAI(base_url=url, api_key=key, timeout=settings.timeout_s, max_retries=0),
+            )
             for url in settings.base_urls
         ]
         for r in self.replicas:
@@ -131,14 +141,18 @@ class EndpointBackend:
                 r.url, r.client, ask, settings.served_model, self.chat_api, settings.key_env
             )
             if not self.chat_api:  # a chat API takes text: there are no ids to compare
-                check_tokenizer(r.url, r.client, r.model, ask, self.tokenizer, tokenizer_name, settings.key_env)
+                check_tokenizer(
+                    r.url, r.client, r.model, ask, self.tokenizer, tokenizer_name, settings.key_env
+                )
         models = sorted({r.model for r in self.replicas})
         if len(models) > 1:
             raise EndpointError(
                 f"the --base-url replicas serve different models ({', '.join(models)}); replicas "
                 "must serve one checkpoint"
             )
-        self.max_positions: int | None = min((r.max_model_len for r in self.replicas if r.max_model_len), default=None)
+        self.max_positions: int | None = min(
+            (r.max_model_len for r in self.replicas if r.max_model_len), default=None
+        )
         if expected_window is not None:
             for r in self.replicas:
                 if r.max_model_len != expected_window:
@@ -150,7 +164,9 @@ class EndpointBackend:
                     )
         self.concurrency = settings.concurrency * len(self.replicas)
         self.tokens_in_flight = TOKENS_IN_FLIGHT * len(self.replicas)
-        self._decided: set[tuple[str, int]] = set()  # cases withdrawn: their requests still waiting never go
+        self._decided: set[tuple[str, int]] = (
+            set()
+        )  # cases withdrawn: their requests still waiting never go
         # the next case's requests go in while the current one's last finish and it is scored: the engine's batch
         # stays full across cases, and _pick keeps each server at its --concurrency
         self.cases_at_once = 2
@@ -174,13 +190,17 @@ class EndpointBackend:
         restarted on other weights under the same name), so its outputs are never cached."""
         if not self._weights_known:
             return None
-        chat = {"api": "chat"} if self.chat_api else {}  # the same ids sent as text to a chat template
+        chat = (
+            {"api": "chat"} if self.chat_api else {}
+        )  # the same ids sent as text to a chat template
         return {"served": self.fingerprint["served"], "engine": self.engine, **chat}
 
     def _retrying(self, replica: Replica, call: Any, what: str, scale: float = 1.0) -> Any:
         s = self.settings
         try:
-            return call_with_retries(call, self._openai, max_retries=s.max_retries, time_limit_s=s.time_limit_s * scale)
+            return call_with_retries(
+                call, self._openai, max_retries=s.max_retries, time_limit_s=s.time_limit_s * scale
+            )
         except Refused as exc:
             fix = {
                 "auth": f"check {s.key_env}",
@@ -197,7 +217,9 @@ class EndpointBackend:
                 if exc.timed_out
                 else "check that the server runs and is reachable from here"
             )
-            raise BackendDown(f"{redact_url(replica.url)} did not answer {what} {exc}; {fix}") from None
+            raise BackendDown(
+                f"{redact_url(replica.url)} did not answer {what} {exc}; {fix}"
+            ) from None
 
     # generation --------------------------------------------------------------------------------------------------
     def summary(self) -> str:
@@ -235,14 +257,21 @@ class EndpointBackend:
                     raise Withdrawn(f"{request.task} at {request.length} is decided")
                 now = time.monotonic()
                 for r in self.replicas:
-                    if r.down is not None and r.failures < MAX_PROBES and now - r.down_at >= REPROBE_S:
+                    if (
+                        r.down is not None
+                        and r.failures < MAX_PROBES
+                        and now - r.down_at >= REPROBE_S
+                    ):
                         r.down = None  # its re-probe: this request
                 alive = [r for r in self.replicas if r.down is None]
                 room = [
                     r
                     for r in alive
                     if r.in_flight == 0
-                    or (r.in_flight < self.settings.concurrency and r.tokens + size <= TOKENS_IN_FLIGHT)
+                    or (
+                        r.in_flight < self.settings.concurrency
+                        and r.tokens + size <= TOKENS_IN_FLIGHT
+                    )
                 ]
                 if room:
                     # ties (requests that finish before the next is built leave every replica idle) rotate
@@ -252,10 +281,14 @@ class EndpointBackend:
                     chosen.tokens += size
                     chosen.sent += 1
                     return chosen, ahead
-                if alive:  # every live one is full (cases sending at once): wait for a request to finish
+                if (
+                    alive
+                ):  # every live one is full (cases sending at once): wait for a request to finish
                     self._lock.wait(timeout=1.0)
                     continue
-                waiting = [r.down_at + REPROBE_S - now for r in self.replicas if r.failures < MAX_PROBES]
+                waiting = [
+                    r.down_at + REPROBE_S - now for r in self.replicas if r.failures < MAX_PROBES
+                ]
                 if not waiting:
                     raise BackendDown(
                         "every server is down: "
@@ -273,7 +306,9 @@ class EndpointBackend:
             # the engine works through the prompts sent before this one too: its time limit counts them
             scale = time_scale(len(r.input_ids) + ahead)
             try:
-                resp = self._retrying(replica, lambda: self._send(replica, r, params, scale), "a completion", scale)
+                resp = self._retrying(
+                    replica, lambda: self._send(replica, r, params, scale), "a completion", scale
+                )
             except BackendDown as exc:
                 why = f"{exc} (at {time.strftime('%H:%M:%S')})"
                 if self._diagnose is not None:
@@ -309,7 +344,9 @@ class EndpointBackend:
         }
         if self.chat_api:
             text = self.hf_tokenizer.decode(list(r.input_ids), skip_special_tokens=True)
-            resp = replica.client.chat.completions.create(messages=[{"role": "user", "content": text}], **common)
+            resp = replica.client.chat.completions.create(
+                messages=[{"role": "user", "content": text}], **common
+            )
         else:
             resp = replica.client.completions.create(prompt=list(r.input_ids), **common)
         if not getattr(resp, "choices", None):  # a reply the server got wrong: retried
@@ -345,5 +382,7 @@ class EndpointBackend:
             "max_model_len": self.max_positions,
             "api": self.settings.api,
             "concurrency": self.concurrency,
-            **({"engine": self.engine} if self.engine else {}),  # what the suite's own servers were started with
+            **(
+                {"engine": self.engine} if self.engine else {}
+            ),  # what the suite's own servers were started with
         }

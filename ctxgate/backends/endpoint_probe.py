@@ -52,7 +52,11 @@ def describe_server(
 
 
 def get_json(
-    base_url: str, path: str, key_env: str, body: dict[str, object] | None = None, required: bool = False
+    base_url: str,
+    path: str,
+    key_env: str,
+    body: dict[str, object] | None = None,
+    required: bool = False,
 ) -> dict[str, object]:
     """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize); {} where the server has
     none (404, 405, 501). ``required``: any other failure (a refused key, a 500, no network, a body that is
@@ -60,11 +64,16 @@ def get_json(
     import urllib.error
     import urllib.request
 
-    headers = {"Authorization": f"Bearer {os.environ.get(key_env) or 'EMPTY'}", "Content-Type": "application/json"}
+    headers = {
+        "Authorization": f"Bearer {os.environ.get(key_env) or 'EMPTY'}",
+        "Content-Type": "application/json",
+    }
     data = None if body is None else json.dumps(body).encode()
     url = base_url.rstrip("/").removesuffix("/v1") + path
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=30) as resp:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, data=data, headers=headers), timeout=30
+        ) as resp:
             found = json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         if exc.code in (404, 405, 501) or not required:
@@ -83,7 +92,13 @@ def get_json(
 
 
 def check_tokenizer(
-    url: str, client: Any, model: str, ask: Ask, tokenizer: HFTokenizer, tokenizer_name: str, key_env: str
+    url: str,
+    client: Any,
+    model: str,
+    ask: Ask,
+    tokenizer: HFTokenizer,
+    tokenizer_name: str,
+    key_env: str,
 ) -> None:
     """The server tokenizes the probe text into the ids the local tokenizer does (vLLM's /tokenize; elsewhere its
     prompt-token count for the probe), or the suite's prompts are not what the model sees: EndpointError."""
@@ -94,7 +109,10 @@ def check_tokenizer(
     if not isinstance(remote, list):
         local = tokenizer.prefix_ids() + local
         create = client.completions.create
-        usage = ask(lambda: create(model=model, prompt=PROBE, max_tokens=1, temperature=0.0).usage, "the probe")
+        usage = ask(
+            lambda: create(model=model, prompt=PROBE, max_tokens=1, temperature=0.0).usage,
+            "the probe",
+        )
         remote = [None] * int(getattr(usage, "prompt_tokens", 0) or 0)
         same = len(remote) == len(local)
     else:

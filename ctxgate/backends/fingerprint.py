@@ -69,13 +69,20 @@ def file_digest(path: Path) -> str:
         return _hash(path)
 
 
-def with_overrides(fingerprint: Mapping[str, object], overrides: ConfigOverrides) -> dict[str, object]:
+def with_overrides(
+    fingerprint: Mapping[str, object], overrides: ConfigOverrides
+) -> dict[str, object]:
     """The fingerprint of the model as loaded: the checkpoint's, and the config overrides applied to it (two
     RoPE settings on one checkpoint are two models, and never share cached outputs)."""
     if not overrides:
         return dict(fingerprint)
     combined = hashlib.sha256(f"{fingerprint['sha256']}\0{overrides.sha256}".encode()).hexdigest()
-    return {**fingerprint, "sha256": combined, "checkpoint_sha256": fingerprint["sha256"], **overrides.describe()}
+    return {
+        **fingerprint,
+        "sha256": combined,
+        "checkpoint_sha256": fingerprint["sha256"],
+        **overrides.describe(),
+    }
 
 
 def checkpoint_fingerprint(model: str) -> dict[str, object]:
@@ -85,5 +92,7 @@ def checkpoint_fingerprint(model: str) -> dict[str, object]:
     files = [path / name for name in _META if (path / name).is_file()]
     files += sorted([*path.glob("*.safetensors"), *path.glob("*.bin")]) + sorted(path.glob("*.py"))
     parts = {p.name: file_digest(p) for p in files}
-    overall = hashlib.sha256("\n".join(f"{k}:{v}" for k, v in sorted(parts.items())).encode()).hexdigest()
+    overall = hashlib.sha256(
+        "\n".join(f"{k}:{v}" for k, v in sorted(parts.items())).encode()
+    ).hexdigest()
     return {"sha256": overall, **{f"file:{k}": v for k, v in parts.items()}}

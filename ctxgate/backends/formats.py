@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ctxgate.backends.adapters import Adapter, adapter_fingerprint, find_adapter, is_adapter, merged_model
+from ctxgate.backends.adapters import (
+    Adapter,
+    adapter_fingerprint,
+    find_adapter,
+    is_adapter,
+    merged_model,
+)
 from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint, check_tokenizer
 from ctxgate.backends.sharded import (
     DistributedCheckpoint,
@@ -86,7 +92,9 @@ class Checkpoint:
 
 def kind_of(folder: Path) -> Kind | None:
     """The kind of checkpoint ``folder``'s files make it, None when it is none (not yet, or not at all)."""
-    if dcp_shards(folder) is not None or (zero_shards(folder) is not None and not has_hf_weights(folder)):
+    if dcp_shards(folder) is not None or (
+        zero_shards(folder) is not None and not has_hf_weights(folder)
+    ):
         return "sharded"
     if is_adapter(folder):
         return "adapter"
@@ -122,18 +130,27 @@ def locate(
         check_tokenizer(sharded.tokenizer_dir)
         return Checkpoint(folder, sharded.config_dir, sharded.tokenizer_dir, sharded=sharded)
     if kind is None and folder.is_dir():
-        inside = sorted(p.name for p in folder.iterdir() if p.is_dir() and kind_of(p) is not None)[:3]
+        inside = sorted(p.name for p in folder.iterdir() if p.is_dir() and kind_of(p) is not None)[
+            :3
+        ]
         if inside:
             raise CheckpointError(
                 f"{folder} is a training run, not a checkpoint: it holds checkpoints ({', '.join(inside)}, ...); pass "
                 "one of them (ctxgate watch and ctxgate bisect take a whole run: docs/training.md)"
             )
     adapter = find_adapter(folder, base_model, allow_pickle) if kind == "adapter" else None
-    weights = adapter.base if adapter else folder  # an adapter's base is checked as a Hugging Face folder
+    weights = (
+        adapter.base if adapter else folder
+    )  # an adapter's base is checked as a Hugging Face folder
     check_checkpoint(
-        weights, trust_remote_code=trust_remote_code, ignore_remote_code=ignore_remote_code, allow_pickle=allow_pickle
+        weights,
+        trust_remote_code=trust_remote_code,
+        ignore_remote_code=ignore_remote_code,
+        allow_pickle=allow_pickle,
     )
-    return Checkpoint(folder, weights, adapter.tokenizer_dir if adapter else folder, adapter=adapter)
+    return Checkpoint(
+        folder, weights, adapter.tokenizer_dir if adapter else folder, adapter=adapter
+    )
 
 
 def written(folder: Path) -> bool:

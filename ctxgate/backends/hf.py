@@ -18,7 +18,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxgate.backends.adapters import apply_adapter
-from ctxgate.backends.base import DTYPES, Generation, GenerationParams, Request, Window, engine_dtype, model_window
+from ctxgate.backends.base import (
+    DTYPES,
+    Generation,
+    GenerationParams,
+    Request,
+    Window,
+    engine_dtype,
+    model_window,
+)
 from ctxgate.backends.checkpoint import CheckpointError
 from ctxgate.backends.formats import Checkpoint
 from ctxgate.backends.override_rules import OverrideError, is_structural
@@ -44,7 +52,9 @@ def bytes_per_token(config: Any, element_size: int) -> int:
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
     kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
     kv = 2 * cfg.num_hidden_layers * kv_heads * head_dim * element_size
-    activations = (4 * cfg.hidden_size + 2 * getattr(cfg, "intermediate_size", 4 * cfg.hidden_size)) * element_size
+    activations = (
+        4 * cfg.hidden_size + 2 * getattr(cfg, "intermediate_size", 4 * cfg.hidden_size)
+    ) * element_size
     return kv + activations
 
 
@@ -68,7 +78,10 @@ def weights_mismatch(
     if isinstance(first, (tuple, list)):  # mismatched: (name, shape saved, shape the config makes)
         name, saved, wanted = (list(first) + [None, None])[:3]
         source = "the overridden config" if resizing else "config.json"
-        first, what = name, f"{tuple(saved or ())} in the weights but {tuple(wanted or ())} by {source}"
+        first, what = (
+            name,
+            f"{tuple(saved or ())} in the weights but {tuple(wanted or ())} by {source}",
+        )
     detail = ", ".join(f"{len(k)} {w.split(' (')[0].split(' by ')[0]}" for w, k in found)
     if resizing:
         return _load_failed(model, f"tensor {first} is {what} ({detail})", resizing)
@@ -144,17 +157,23 @@ class HFBackend:
         self.checkpoint = model
         sharded, found, name = model.sharded, model.adapter, str(model.folder)
         if sharded is not None and device_map is not None:
-            raise BackendError(f"{name}: --device-map is not available for a sharded training checkpoint")
+            raise BackendError(
+                f"{name}: --device-map is not available for a sharded training checkpoint"
+            )
         if device_map is not None and not importlib.util.find_spec("accelerate"):
             raise BackendError(
                 f"--device-map {device_map} needs the accelerate package: pip install "
                 "'ctxgate[gpu]' (or pip install accelerate)"
             )
         if attn == "auto":
-            attn = "flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") else "sdpa"
+            attn = (
+                "flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") else "sdpa"
+            )
         self.attn = attn
         if dtype not in DTYPES:
-            raise BackendError(f"--dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}")
+            raise BackendError(
+                f"--dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}"
+            )
         self.dtype = getattr(torch, engine_dtype(dtype, cuda))
         self.overrides = overrides or ConfigOverrides()
         changes: dict[str, object] = {}
@@ -176,9 +195,14 @@ class HFBackend:
                     config_dir, trust_remote_code=trust_remote_code, **changes
                 )
                 check_applied(extra["config"], changes, name)
-            auto: Any = transformers.AutoModelForCausalLM  # its from_pretrained gives (model, info) as asked below
+            auto: Any = (
+                transformers.AutoModelForCausalLM
+            )  # its from_pretrained gives (model, info) as asked below
             if sharded:  # built from its config and filled from the shards: every tensor loaded
-                loaded, info = auto.from_config(extra["config"], dtype=self.dtype, attn_implementation=attn), {}
+                loaded, info = (
+                    auto.from_config(extra["config"], dtype=self.dtype, attn_implementation=attn),
+                    {},
+                )
                 load_into(loaded, sharded)
             else:
                 loaded, info = auto.from_pretrained(
@@ -192,7 +216,9 @@ class HFBackend:
                     output_loading_info=True,
                     ignore_mismatched_sizes=True,
                 )
-        except CheckpointError as exc:  # load_into's one line: a shard or tensor the checkpoint lacks
+        except (
+            CheckpointError
+        ) as exc:  # load_into's one line: a shard or tensor the checkpoint lacks
             raise BackendError(str(exc)) from None
         except Exception as exc:
             resizing = _resizing(self.overrides)
@@ -209,7 +235,8 @@ class HFBackend:
         problem = weights_mismatch(info, name, self.overrides)
         if problem and not allow_weight_mismatch:
             raise BackendError(problem)
-        self.weights_problem = problem  # kept for the report when --allow-weight-mismatch let it through
+        # kept for the report when --allow-weight-mismatch let it through
+        self.weights_problem = problem
         self.model = loaded if device_map is not None else loaded.to(self.device)
         self.model.eval()
         self.device_map = device_map
@@ -219,14 +246,19 @@ class HFBackend:
         self.tokenizer = HFTokenizer(tok)
         eos = set(self.tokenizer.eos_ids())
         gen_eos = self.model.generation_config.eos_token_id
-        eos.update(gen_eos if isinstance(gen_eos, list) else [gen_eos] if gen_eos is not None else [])
+        eos.update(
+            gen_eos if isinstance(gen_eos, list) else [gen_eos] if gen_eos is not None else []
+        )
         self.eos_ids = sorted(eos)
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids or [0])[0]
         # the window the config covers as transformers applies its RoPE settings (a linear or YaRN factor scales it)
         self.max_positions: int | None = window(self.model.config.to_dict())
         self.batch_size = batch_size
-        self.token_cap: int | None = None  # batch tokens known to run out of memory, halved: never tried again
-        self._per_token = bytes_per_token(self.model.config, self.torch.tensor([], dtype=self.dtype).element_size())
+        # batch tokens known to run out of memory, halved: never tried again
+        self.token_cap: int | None = None
+        self._per_token = bytes_per_token(
+            self.model.config, self.torch.tensor([], dtype=self.dtype).element_size()
+        )
 
     def batch_limit(self, prompt_tokens: int, max_new_tokens: int) -> int:
         """How many prompts of about this length to generate together: ``--batch-size N``, or for ``auto`` 1 on
@@ -234,13 +266,17 @@ class HFBackend:
         128K tokens."""
         tokens = prompt_tokens + max_new_tokens
         if prompt_tokens > ALONE_PAST_TOKENS:
-            return 1  # one such prompt's prefill activations are already the most a worker should hold
+            # one such prompt's prefill activations are already the most a worker should hold
+            return 1
         if self.batch_size is not None:
             n = self.batch_size
         elif self.input_device.type != "cuda":
             return 1
         else:
-            n = min(AUTO_BATCH_MAX, int(AUTO_MEMORY_SHARE * self._free_gpu_bytes() // (self._per_token * tokens)))
+            n = min(
+                AUTO_BATCH_MAX,
+                int(AUTO_MEMORY_SHARE * self._free_gpu_bytes() // (self._per_token * tokens)),
+            )
         if self.token_cap is not None:
             n = min(n, self.token_cap // tokens)
         return max(1, n)
@@ -264,10 +300,14 @@ class HFBackend:
                 ) from None
             # a batch too large for this length: halve it, and never try that many tokens at once again
             half = len(requests) // 2
-            self.token_cap = half * (max(len(r.input_ids) for r in requests) + params.max_new_tokens)
+            self.token_cap = half * (
+                max(len(r.input_ids) for r in requests) + params.max_new_tokens
+            )
             return self.generate(requests[:half], params) + self.generate(requests[half:], params)
 
-    def _generate_batch(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+    def _generate_batch(
+        self, requests: Sequence[Request], params: GenerationParams
+    ) -> list[Generation]:
         """Left padded to the longest, masked: each row's positions start at its first real token, so its
         greedy output is the one it gets alone (up to the numerics of the wider matmuls). One prompt alone is a
         batch of one, without padding."""
@@ -276,7 +316,9 @@ class HFBackend:
         rows = [[self.pad_id] * (width - len(r.input_ids)) + list(r.input_ids) for r in requests]
         masks = [[0] * (width - len(r.input_ids)) + [1] * len(r.input_ids) for r in requests]
         seq = self._run(
-            torch.tensor(rows, device=self.input_device), torch.tensor(masks, device=self.input_device), params
+            torch.tensor(rows, device=self.input_device),
+            torch.tensor(masks, device=self.input_device),
+            params,
         )
         out = []
         for row in seq[:, width:].tolist():
@@ -302,7 +344,9 @@ class HFBackend:
     def _finish(self, new: list[int], params: GenerationParams) -> Generation:
         stopped = bool(new) and new[-1] in self.eos_ids
         text = str(self.hf_tokenizer.decode(new, skip_special_tokens=True))
-        return Generation(text, len(new), "stop" if stopped or len(new) < params.max_new_tokens else "length")
+        return Generation(
+            text, len(new), "stop" if stopped or len(new) < params.max_new_tokens else "length"
+        )
 
     def window_of(self, limit: int) -> Window:
         if not self.overrides:

@@ -21,7 +21,10 @@ YARN_OPTIONAL = "original_max_position_embeddings attention_factor beta_fast bet
 ROPE_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "default": (frozenset(), frozenset()),
     "linear": (frozenset({"factor"}), frozenset()),
-    "dynamic": (frozenset({"factor"}), frozenset()),  # transformers 5 reads max_position_embeddings, not original
+    "dynamic": (
+        frozenset({"factor"}),
+        frozenset(),
+    ),  # transformers 5 reads max_position_embeddings, not original
     "yarn": (frozenset({"factor"}), frozenset(YARN_OPTIONAL.split())),
     "longrope": (  # transformers asks for the factor when it is left to be derived
         frozenset({"short_factor", "long_factor", "factor"}),
@@ -90,7 +93,11 @@ def _above(low: float) -> Callable[[Any], bool]:
 
 
 def _knobs(v: Any) -> bool:
-    return isinstance(v, list) and bool(v) and all(is_number(x) and LEAST_KNOB <= x <= MOST_KNOB for x in v)
+    return (
+        isinstance(v, list)
+        and bool(v)
+        and all(is_number(x) and LEAST_KNOB <= x <= MOST_KNOB for x in v)
+    )
 
 
 # top-level config settings that a context extension sets (also inside --rope-scaling, as transformers 5 keeps them)
@@ -99,12 +106,18 @@ VALUES: dict[str, Rule] = {
     # log; far below 1, float32 makes them infinite)
     "rope_theta": Rule(_above(0), "a number above 0", "500000", beyond=1),
     # windows: LongRoPE divides by the log of the original one
-    "max_position_embeddings": Rule(is_whole, "a whole number above 0", "32768", MAX_POSITIONS, beyond=1),
-    "original_max_position_embeddings": Rule(is_whole, "a whole number above 0", "8192", MAX_POSITIONS, beyond=1),
+    "max_position_embeddings": Rule(
+        is_whole, "a whole number above 0", "32768", MAX_POSITIONS, beyond=1
+    ),
+    "original_max_position_embeddings": Rule(
+        is_whole, "a whole number above 0", "8192", MAX_POSITIONS, beyond=1
+    ),
     "sliding_window": Rule(
         lambda v: v is None or is_whole(v), "a whole number above 0, or null", "null", MAX_POSITIONS
     ),
-    "partial_rotary_factor": Rule(lambda v: is_number(v) and 0 < v <= 1, "a number above 0 and at most 1", "0.5"),
+    "partial_rotary_factor": Rule(
+        lambda v: is_number(v) and 0 < v <= 1, "a number above 0 and at most 1", "0.5"
+    ),
 }
 # a size or count of the model's tensors (vocab_size, num_attention_heads, head_dim...): a number that is not a whole
 # one above 0, or null, fails to load with a message about a tensor; text, a list... is for overrides.check_keys
@@ -117,17 +130,29 @@ STRUCTURAL = Rule(
 # the other numbers of the RoPE types' dictionaries, as transformers 5's validators and RoPE functions read them;
 # works: the key's value in the refusal's example
 ROPE_VALUES: dict[str, Rule] = {
-    "factor": Rule(_at_least(1), "a number of at least 1 (the window grows by it)", "4.0", MAX_POSITIONS),
-    "attention_factor": Rule(_above(0), "a number above 0 (it scales the attention logits)", "1.0", MOST_KNOB),
-    "beta_fast": Rule(_at_least(LEAST_KNOB), f"a number of at least {LEAST_KNOB} (YaRN's is 32)", "32", MOST_KNOB),
-    "beta_slow": Rule(_at_least(LEAST_KNOB), f"a number of at least {LEAST_KNOB} (YaRN's is 1)", "1", MOST_KNOB),
+    "factor": Rule(
+        _at_least(1), "a number of at least 1 (the window grows by it)", "4.0", MAX_POSITIONS
+    ),
+    "attention_factor": Rule(
+        _above(0), "a number above 0 (it scales the attention logits)", "1.0", MOST_KNOB
+    ),
+    "beta_fast": Rule(
+        _at_least(LEAST_KNOB), f"a number of at least {LEAST_KNOB} (YaRN's is 32)", "32", MOST_KNOB
+    ),
+    "beta_slow": Rule(
+        _at_least(LEAST_KNOB), f"a number of at least {LEAST_KNOB} (YaRN's is 1)", "1", MOST_KNOB
+    ),
     "mscale": Rule(_at_least(0), "a number of 0 or more", "1.0", MOST_KNOB),
     "mscale_all_dim": Rule(_at_least(0), "a number of 0 or more", "1.0", MOST_KNOB),
     "truncate": Rule(lambda v: isinstance(v, bool), "true or false", "true"),
     "low_freq_factor": Rule(_above(0), "a number above 0 (Llama 3.1's is 1.0)", "1.0", MOST_KNOB),
     "high_freq_factor": Rule(_above(0), "a number above 0 (Llama 3.1's is 4.0)", "4.0", MOST_KNOB),
-    "short_factor": Rule(_knobs, f"a list of numbers from {LEAST_KNOB} to {MOST_KNOB}", "[1.0, ...]"),
-    "long_factor": Rule(_knobs, f"a list of numbers from {LEAST_KNOB} to {MOST_KNOB}", "[4.0, ...]"),
+    "short_factor": Rule(
+        _knobs, f"a list of numbers from {LEAST_KNOB} to {MOST_KNOB}", "[1.0, ...]"
+    ),
+    "long_factor": Rule(
+        _knobs, f"a list of numbers from {LEAST_KNOB} to {MOST_KNOB}", "[4.0, ...]"
+    ),
 }
 
 
@@ -154,7 +179,9 @@ def _rope_example(kind: str, key: str) -> str:
     kind = "yarn" if key in ROPE_KEYS["yarn"][0] | ROPE_KEYS["yarn"][1] else kind
     names = ["factor", *sorted(ROPE_KEYS[kind][0] - {"factor"}), key]
     members = [f'"rope_type": "{kind}"'] + [
-        f'"{name}": {ROPE_VALUES[name].works}' for name in dict.fromkeys(names) if name in ROPE_KEYS[kind][0] | {key}
+        f'"{name}": {ROPE_VALUES[name].works}'
+        for name in dict.fromkeys(names)
+        if name in ROPE_KEYS[kind][0] | {key}
     ]
     return f"--rope-scaling '{{{', '.join(members)}}}'"
 
@@ -175,10 +202,17 @@ def check_rope(given: dict[str, object], flag: str = "--rope-scaling") -> None:
     known = required | optional | ANY_ROPE_KEY | ({"type"} if "rope_type" not in given else set())
     for key in given:
         if key not in known:
-            raise OverrideError(f"{flag} {kind} does not read {key!r}{did_you_mean(key, known)}: e.g. {ROPE_EXAMPLE}")
+            raise OverrideError(
+                f"{flag} {kind} does not read {key!r}{did_you_mean(key, known)}: e.g. {ROPE_EXAMPLE}"
+            )
     for key, value in given.items():
         if key in ROPE_VALUES:
-            _check(f"{flag} {key} {_shown(value)}", value, ROPE_VALUES[key], f"e.g. {_rope_example(kind, key)}")
+            _check(
+                f"{flag} {key} {_shown(value)}",
+                value,
+                ROPE_VALUES[key],
+                f"e.g. {_rope_example(kind, key)}",
+            )
         elif key in VALUES:
             _check(f"{flag} {key}={json.dumps(value)}", value, VALUES[key], f"e.g. {ROPE_EXAMPLE}")
     _check_rope_together(given, kind, flag)
@@ -193,7 +227,12 @@ def _check_rope_together(given: dict[str, object], kind: str, flag: str) -> None
             f"only a float there): e.g. {_rope_example(kind, 'attention_factor')}"
         )
     fast, slow = given.get("beta_fast") or 32, given.get("beta_slow") or 1  # transformers' defaults
-    if kind == "yarn" and isinstance(fast, (int, float)) and isinstance(slow, (int, float)) and fast < slow:
+    if (
+        kind == "yarn"
+        and isinstance(fast, (int, float))
+        and isinstance(slow, (int, float))
+        and fast < slow
+    ):
         raise OverrideError(
             f"{flag} beta_fast {fast} is below beta_slow {slow} (YaRN interpolates between them, fast above slow; "
             f"the defaults are 32 and 1): e.g. {_rope_example(kind, 'beta_fast')}"
@@ -214,8 +253,14 @@ def is_structural(key: str) -> bool:
 def check_setting(key: str, value: Any) -> None:
     """A --model-override value that no config could take: the extension settings by their rule, a size or count
     as a whole number, a RoPE dictionary as --rope-scaling's."""
-    if key in ROPE_DICTS and isinstance(value, dict) and not any(isinstance(v, dict) for v in value.values()):
-        check_rope(value, f"--model-override {key}")  # a per-layer-type dictionary is left to transformers
+    if (
+        key in ROPE_DICTS
+        and isinstance(value, dict)
+        and not any(isinstance(v, dict) for v in value.values())
+    ):
+        check_rope(
+            value, f"--model-override {key}"
+        )  # a per-layer-type dictionary is left to transformers
     rule = VALUES.get(key) or (STRUCTURAL if is_structural(key) else None)
     if rule is None:
         return

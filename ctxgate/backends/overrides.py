@@ -31,7 +31,11 @@ from ctxgate.backends.override_rules import (
     is_whole,
 )
 
-SCALED_BY_FACTOR = ("linear", "dynamic", "yarn")  # window = original positions x factor, as transformers reads them
+SCALED_BY_FACTOR = (
+    "linear",
+    "dynamic",
+    "yarn",
+)  # window = original positions x factor, as transformers reads them
 ROTARY_MIN = 4  # the fewest rotated dimensions per head: dynamic NTK divides by (dimensions - 2)
 # keys a config may leave to its class's defaults but a context extension sets
 EXTENSION_KEYS = frozenset(
@@ -65,12 +69,17 @@ class ConfigOverrides:
         key = rope_key(config)
         rope = dict(self.rope)
         if key == "rope_parameters" and "rope_theta" in changes:
-            rope = {"rope_theta": changes.pop("rope_theta"), **rope}  # transformers 5 keeps the base inside
+            rope = {
+                "rope_theta": changes.pop("rope_theta"),
+                **rope,
+            }  # transformers 5 keeps the base inside
         if rope:
             base = changes.get(key, config.get(key))
             merged = dict(base) if isinstance(base, dict) else {}
             if key == "rope_parameters" and "rope_theta" not in merged and "rope_theta" in config:
-                merged["rope_theta"] = config["rope_theta"]  # a config that kept it at the top level
+                merged["rope_theta"] = config[
+                    "rope_theta"
+                ]  # a config that kept it at the top level
             merged.update(rope)
             changes[key] = merged
         return changes
@@ -84,7 +93,9 @@ def rope_key(config: dict[str, object]) -> str:
     return "rope_parameters"
 
 
-def parse(rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | None) -> ConfigOverrides:
+def parse(
+    rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | None
+) -> ConfigOverrides:
     """The two options as given on the command line; a malformed one, or a value no config could take, is an
     OverrideError naming it (what depends on the checkpoint's config is ``applied``'s)."""
     rope: tuple[tuple[str, Any], ...] = ()
@@ -115,7 +126,8 @@ def parse(rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | Non
         try:
             keys[key] = json.loads(raw)
         except json.JSONDecodeError:
-            keys[key] = raw  # a plain string: --model-override attn_logit_softcapping=none stays text
+            # a plain string: --model-override attn_logit_softcapping=none stays text
+            keys[key] = raw
         check_setting(key, keys[key])
     return ConfigOverrides(rope, tuple(keys.items()))
 
@@ -137,7 +149,9 @@ def check_keys(changes: dict[str, object], config: dict[str, object], where: str
             continue
         kinds = [(bool,), (int, float), (str,), (list,), (dict,)]
         was = next((k for k in kinds if isinstance(current, k)), None)
-        if was is not None and not (isinstance(value, was) and (was == (bool,)) == isinstance(value, bool)):
+        if was is not None and not (
+            isinstance(value, was) and (was == (bool,)) == isinstance(value, bool)
+        ):
             raise OverrideError(
                 f"--model-override {key}={json.dumps(value)}: {where} has {json.dumps(current)} there, so give a "
                 f"value of that kind, e.g. --model-override {key}={json.dumps(current)}"
@@ -169,7 +183,9 @@ def read_config(folder: str | Path) -> dict[str, object]:
     try:
         found = json.loads((Path(folder) / "config.json").read_text("utf-8"))
     except (OSError, ValueError) as exc:
-        raise OverrideError(f"the overrides need {folder}/config.json, which cannot be read ({exc})") from None
+        raise OverrideError(
+            f"the overrides need {folder}/config.json, which cannot be read ({exc})"
+        ) from None
     if not isinstance(found, dict):
         raise OverrideError(f"{folder}/config.json is not a JSON object")
     return found
@@ -195,7 +211,9 @@ def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, o
 
 def _flags(overrides: ConfigOverrides) -> str:
     return "/".join(
-        f for f, given in (("--rope-scaling", overrides.rope), ("--model-override", overrides.keys)) if given
+        f
+        for f, given in (("--rope-scaling", overrides.rope), ("--model-override", overrides.keys))
+        if given
     )
 
 
@@ -221,7 +239,9 @@ def _check_rope_in(config: dict[str, object], overrides: ConfigOverrides) -> Non
     if dims is None:
         return
     rotated, head, share = dims
-    if rotated < ROTARY_MIN or rotated % 2:  # RoPE turns pairs: YaRN's and LongRoPE's arithmetic fails on an odd one
+    if (
+        rotated < ROTARY_MIN or rotated % 2
+    ):  # RoPE turns pairs: YaRN's and LongRoPE's arithmetic fails on an odd one
         fits = max(ROTARY_MIN, rotated - rotated % 2)
         raise OverrideError(
             f"{flags}: partial_rotary_factor {share} rotates {rotated} of the "
@@ -237,7 +257,9 @@ def _check_rope_in(config: dict[str, object], overrides: ConfigOverrides) -> Non
             )
 
 
-def _rotary_dims(config: dict[str, object], rope: dict[str, object]) -> tuple[int, int, float] | None:
+def _rotary_dims(
+    config: dict[str, object], rope: dict[str, object]
+) -> tuple[int, int, float] | None:
     """(rotated, all) dimensions of each attention head as transformers' RoPE functions count them, and the
     partial_rotary_factor (the RoPE dictionary's, else the config's); None when the config does not say."""
     head = config.get("head_dim")

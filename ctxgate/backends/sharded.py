@@ -42,7 +42,9 @@ class DistributedCheckpoint:
 
     @property
     def tokenizer_dir(self) -> Path:
-        return next((f for f in (self.folder, self.config_dir) if tokenizer_files(f)), self.config_dir)
+        return next(
+            (f for f in (self.folder, self.config_dir) if tokenizer_files(f)), self.config_dir
+        )
 
     def describe(self) -> dict[str, object]:
         return {"format": self.format, "shards": str(self.shards), "config": str(self.config_dir)}
@@ -64,8 +66,14 @@ def zero_shards(folder: Path) -> Path | None:
         return folder
     if (tag := zero_latest(folder)) is not None:
         return folder / tag
-    steps = [p for p in folder.glob(f"{ZERO_STEP}*") if p.is_dir() and any(p.glob("*model_states.pt"))]
-    return max(steps, key=lambda p: -1 if (step := step_in_name(p.name)) is None else step) if steps else None
+    steps = [
+        p for p in folder.glob(f"{ZERO_STEP}*") if p.is_dir() and any(p.glob("*model_states.pt"))
+    ]
+    return (
+        max(steps, key=lambda p: -1 if (step := step_in_name(p.name)) is None else step)
+        if steps
+        else None
+    )
 
 
 def find_distributed(folder: Path, config_from: str | None) -> DistributedCheckpoint:
@@ -80,7 +88,9 @@ def find_distributed(folder: Path, config_from: str | None) -> DistributedCheckp
     if config_from:
         config_dir = Path(config_from).expanduser()
         if not (config_dir / "config.json").is_file():
-            raise CheckpointError(f"--config-from {config_from}: no config.json there; give the model's config folder")
+            raise CheckpointError(
+                f"--config-from {config_from}: no config.json there; give the model's config folder"
+            )
     else:
         candidates = list(dict.fromkeys([shards, folder, folder.parent]))
         found = next((c for c in candidates if (c / "config.json").is_file()), None)
@@ -125,11 +135,17 @@ def _check_zero_files(tag: Path) -> None:
         raise CheckpointError(f"{tag} has no *model_states.pt: {fix}")
     optim = sorted(tag.glob("*optim_states.pt"))
     if not optim:
-        raise CheckpointError(f"{tag} has no *optim_states.pt (ZeRO keeps the fp32 weights there): {fix}")
-    ranks = sorted(int(m.group(1)) for p in optim if (m := re.search(r"zero_pp_rank_(\d+)_", p.name)))
+        raise CheckpointError(
+            f"{tag} has no *optim_states.pt (ZeRO keeps the fp32 weights there): {fix}"
+        )
+    ranks = sorted(
+        int(m.group(1)) for p in optim if (m := re.search(r"zero_pp_rank_(\d+)_", p.name))
+    )
     gap = next((r for r, want in zip(ranks, range(len(ranks)), strict=True) if r != want), None)
     if gap is not None:
-        raise CheckpointError(f"{tag}: the optimizer states of rank {gap - 1 if gap else 0} are missing: {fix}")
+        raise CheckpointError(
+            f"{tag}: the optimizer states of rank {gap - 1 if gap else 0} are missing: {fix}"
+        )
 
 
 def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
@@ -143,7 +159,9 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
     nested = ckpt.format == DCP and all(k.startswith(NESTED + ".") for k in saved)
     wanted = {f"{NESTED}.{k}" if nested else k for k in own}
     config = ckpt.config_dir / "config.json"
-    fix = "the config is not the one the run was trained with; pass --config-from with the right one"
+    fix = (
+        "the config is not the one the run was trained with; pass --config-from with the right one"
+    )
     missing, extra = sorted(wanted - set(saved)), sorted(set(saved) - wanted)
     if ckpt.format == ZERO:  # DeepSpeed saves a tied tensor once
         missing = [k for k in missing if not _tied(model, k)]
@@ -162,9 +180,14 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
             model.load_state_dict(saved, strict=False)
         except RuntimeError as exc:  # a tensor of another shape
             first = str(exc).strip().splitlines()[-1].strip()[:300]
-            raise CheckpointError(f"{ckpt.shards} does not fit the model from {config} ({first}): {fix}") from None
+            raise CheckpointError(
+                f"{ckpt.shards} does not fit the model from {config} ({first}): {fix}"
+            ) from None
         return
-    for key, tensor in own.items():  # the metadata records each tensor's shape: compared before anything is read
+    for (
+        key,
+        tensor,
+    ) in own.items():  # the metadata records each tensor's shape: compared before anything is read
         size = getattr(saved.get(f"{NESTED}.{key}" if nested else key), "size", None)
         if size is not None and tuple(size) != tuple(tensor.shape):
             raise CheckpointError(
@@ -178,14 +201,20 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
     state = {NESTED: own} if nested else own
     # torch logs each failed read with its traceback; the one line below says it instead
     quiet, dcp_log._dcp_logger.disabled = dcp_log._dcp_logger.disabled, True
-    with warnings.catch_warnings():  # one process, no process group: what torch warns about is the intent here
-        warnings.filterwarnings("ignore", message=".*assuming the intent is to .* in a single process")
+    with (
+        warnings.catch_warnings()
+    ):  # one process, no process group: what torch warns about is the intent here
+        warnings.filterwarnings(
+            "ignore", message=".*assuming the intent is to .* in a single process"
+        )
         try:
             dcp.load(state, checkpoint_id=str(ckpt.shards))
         except (Exception, CheckpointException) as exc:  # noqa: BLE001 - torch wraps each rank's failure (a shape,
             # a truncated shard) in a BaseException, with the rank's traceback as its text: its last error line says it
             lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-            first = next((line for line in reversed(lines) if "Error" in line), lines[-1] if lines else "")
+            first = next(
+                (line for line in reversed(lines) if "Error" in line), lines[-1] if lines else ""
+            )
             raise CheckpointError(
                 f"{ckpt.shards} could not be read ({first[:300] or type(exc).__name__}): a shard is damaged or was cut "
                 "short; restore it from the training run"
@@ -207,7 +236,11 @@ def zero_state_dict(ckpt: DistributedCheckpoint) -> dict[str, object]:
     said = io.StringIO()
     try:
         with contextlib.redirect_stdout(said):  # the converter prints its progress
-            return dict(get_fp32_state_dict_from_zero_checkpoint(str(ckpt.shards.parent), tag=ckpt.shards.name))
+            return dict(
+                get_fp32_state_dict_from_zero_checkpoint(
+                    str(ckpt.shards.parent), tag=ckpt.shards.name
+                )
+            )
     except Exception as exc:  # noqa: BLE001 - the converter raises what its unpickler and checks meet
         first = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
         raise CheckpointError(
@@ -235,10 +268,16 @@ def sharded_model(ckpt: DistributedCheckpoint) -> Any:
 def distributed_fingerprint(ckpt: DistributedCheckpoint) -> dict[str, object]:
     from ctxgate.backends.fingerprint import file_digest
 
-    files = [p for p in sorted(ckpt.shards.iterdir()) if p.is_file()] + [ckpt.config_dir / "config.json"]
+    files = [p for p in sorted(ckpt.shards.iterdir()) if p.is_file()] + [
+        ckpt.config_dir / "config.json"
+    ]
     files += [ckpt.tokenizer_dir / n for n in tokenizer_files(ckpt.tokenizer_dir)]
-    parts = {p: file_digest(p) for p in files}  # a file met twice (config.json beside the shards) counts once
-    overall = hashlib.sha256("\n".join(f"{p.name}:{v}" for p, v in parts.items()).encode()).hexdigest()
+    parts = {
+        p: file_digest(p) for p in files
+    }  # a file met twice (config.json beside the shards) counts once
+    overall = hashlib.sha256(
+        "\n".join(f"{p.name}:{v}" for p, v in parts.items()).encode()
+    ).hexdigest()
     return {"sha256": overall, **{f"file:{p.name}": v for p, v in parts.items()}}
 
 

@@ -46,7 +46,9 @@ def find_python(explicit: str | None, roots: Sequence[Path]) -> str:
     interpreter if it has vLLM."""
     import importlib.util
 
-    candidates = [explicit, os.environ.get(ENV_PYTHON)] + [str(r / VENV / "bin" / "python") for r in roots]
+    candidates = [explicit, os.environ.get(ENV_PYTHON)] + [
+        str(r / VENV / "bin" / "python") for r in roots
+    ]
     for c in candidates:
         if c and Path(c).is_file():
             return c
@@ -67,7 +69,9 @@ def replica_devices(visible: Sequence[str], tensor_parallel: int) -> list[tuple[
     if not visible:
         return [None]
     if len(visible) < tensor_parallel:
-        raise EngineError(f"--tp {tensor_parallel} needs {tensor_parallel} GPUs; {len(visible)} visible")
+        raise EngineError(
+            f"--tp {tensor_parallel} needs {tensor_parallel} GPUs; {len(visible)} visible"
+        )
     count = len(visible) // tensor_parallel
     return [tuple(visible[i * tensor_parallel : (i + 1) * tensor_parallel]) for i in range(count)]
 
@@ -80,14 +84,17 @@ def _free_port() -> int:
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child, before exec
     os.setsid()
-    with contextlib.suppress(OSError, AttributeError):  # not Linux: the controller's teardown is the only stop
+    with contextlib.suppress(
+        OSError, AttributeError
+    ):  # not Linux: the controller's teardown is the only stop
         import ctypes
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 KV_SPACE_ENV = "VLLM_CPU_KVCACHE_SPACE"  # GiB of KV cache a CPU server allocates at start
-KV_MARGIN = 1.25  # over one full-length sequence: vLLM's block rounding, and a second request's prefix
+# over one full-length sequence: vLLM's block rounding, and a second request's prefix
+KV_MARGIN = 1.25
 
 
 def engine_batch(vllm_args: Sequence[str]) -> int:
@@ -97,7 +104,9 @@ def engine_batch(vllm_args: Sequence[str]) -> int:
     if value is None:
         return ENGINE_BATCH
     if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"--vllm-arg --max-num-seqs {value!r} is not a positive whole number: e.g. --max-num-seqs=256")
+        raise ValueError(
+            f"--vllm-arg --max-num-seqs {value!r} is not a positive whole number: e.g. --max-num-seqs=256"
+        )
     return int(value)
 
 
@@ -131,7 +140,9 @@ def cpu_kv_cache_gib(spec: EngineSpec) -> int:
     """Whole GiB for one sequence of ``max_model_len`` tokens (a CPU server must hold one to start), at least 1;
     the user's own VLLM_CPU_KVCACHE_SPACE wins. A cache larger than the free memory is refused here, in one line,
     rather than by the kernel's OOM killer mid-run."""
-    per_token = kv_bytes_per_token(spec.model_dir, 2 if spec.resolved_dtype in ("bfloat16", "float16") else 4)
+    per_token = kv_bytes_per_token(
+        spec.model_dir, 2 if spec.resolved_dtype in ("bfloat16", "float16") else 4
+    )
     if per_token is None:
         return 1
     need = max(1, math.ceil(spec.max_model_len * per_token * KV_MARGIN / 2**30))
@@ -164,7 +175,10 @@ class EngineSpec:
         cmd += ["--host", "127.0.0.1", "--port", str(port), "--dtype", self.resolved_dtype]
         cmd += ["--max-model-len", str(self.max_model_len), "--enable-prefix-caching"]
         cmd += ["--tensor-parallel-size", str(self.tensor_parallel)]
-        cmd += ["--generation-config", "vllm"]  # vLLM's own defaults: no sampling settings from the checkpoint
+        cmd += [
+            "--generation-config",
+            "vllm",
+        ]  # vLLM's own defaults: no sampling settings from the checkpoint
         if _batch_arg(self.extra_args) is None:  # else the extra arguments set it
             cmd += ["--max-num-seqs", str(ENGINE_BATCH)]
         if self.hf_overrides:
@@ -189,7 +203,9 @@ class VLLMServer:
         env = dict(os.environ)
         if self.spec.devices:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(self.spec.devices)
-        elif KV_SPACE_ENV not in env:  # vLLM's CPU default takes a large share of RAM; one sequence is what we need
+        elif (
+            KV_SPACE_ENV not in env
+        ):  # vLLM's CPU default takes a large share of RAM; one sequence is what we need
             env[KV_SPACE_ENV] = str(cpu_kv_cache_gib(self.spec))
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as log:
@@ -214,7 +230,9 @@ class VLLMServer:
                     f"{self.tail_of(self.log_path)}"
                 )
             with contextlib.suppress(urllib.error.URLError, OSError):
-                with urllib.request.urlopen(self.url.removesuffix("/v1") + "/health", timeout=2) as resp:
+                with urllib.request.urlopen(
+                    self.url.removesuffix("/v1") + "/health", timeout=2
+                ) as resp:
                     if resp.status == 200:
                         return
             time.sleep(0.5)
@@ -245,13 +263,19 @@ class VLLMServer:
         except psutil.NoSuchProcess:
             family = []
         for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
-            if self.proc.poll() is None:  # not yet reaped: its PID, which names the group, cannot be reused
+            if (
+                self.proc.poll() is None
+            ):  # not yet reaped: its PID, which names the group, cannot be reused
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, sig)  # the whole group: the API server and its engine processes
+                    os.killpg(
+                        self.proc.pid, sig
+                    )  # the whole group: the API server and its engine processes
             for process in family:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     process.send_signal(sig)
-            family = [p for p in family if p.pid != self.proc.pid]  # the leader is reaped below, not waited on
+            family = [
+                p for p in family if p.pid != self.proc.pid
+            ]  # the leader is reaped below, not waited on
             _, alive = psutil.wait_procs(family, timeout=wait)
             if self.proc.poll() is None:
                 try:

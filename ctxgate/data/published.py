@@ -44,12 +44,10 @@ class Published:
     scores: Mapping[int, float]  # length in tokens -> percent
     claimed: str | None = None
     effective: str | None = None
-    paper_id: str | None = (
-        None  # the id the paper gives, where the file files the model under another's
-    )
-    effective_bar: str | None = (
-        None  # what ``effective`` was measured against, as the table states it
-    )
+    # the id the paper gives, where the file files the model under another's
+    paper_id: str | None = None
+    # what ``effective`` was measured against, as the table states it
+    effective_bar: str | None = None
 
 
 class UnknownModel(CtxgateError, ValueError):

@@ -46,7 +46,9 @@ class Baseline:
     cases: Mapping[tuple[str, int], BaselineCase]
     complete: bool = True
     unscored: Mapping[tuple[str, int], str] = field(default_factory=dict)  # selected, no score: why
-    skipped: Mapping[tuple[str, int], str] = field(default_factory=dict)  # selected, skipped: why (skip_kind)
+    skipped: Mapping[tuple[str, int], str] = field(
+        default_factory=dict
+    )  # selected, skipped: why (skip_kind)
     # cases a --sequential baseline stopped early: (samples it scored, its sample count). Their means are biased by
     # the stopping, and a later run can pair no more samples than they have
     stopped_early: Mapping[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
@@ -68,7 +70,9 @@ class Baseline:
         if self.complete and not self.unscored:
             return None
         named = ", ".join(f"{t}-{L} ({why})" for (t, L), why in sorted(self.unscored.items())[:5])
-        return f"{self.path} is incomplete" + (f": no score for {named}" if named else " (its run was interrupted)")
+        return f"{self.path} is incomplete" + (
+            f": no score for {named}" if named else " (its run was interrupted)"
+        )
 
     def check_run(self, run: RunInfo) -> None:
         differ = [
@@ -126,7 +130,9 @@ def load_baseline(path: str | Path) -> Baseline:
             if stopped_early(c) and c.sequential:
                 early[key] = (c.sequential.used, c.sequential.budget)
             if key in per_case:
-                cases[key] = BaselineCase(c.task, c.length, c.data_sha256, per_case[key], digests.get(key, {}))
+                cases[key] = BaselineCase(
+                    c.task, c.length, c.data_sha256, per_case[key], digests.get(key, {})
+                )
             elif c.verdict == "error":
                 unscored[key] = c.error_kind or "error"
             elif c.verdict == "skip":
@@ -139,7 +145,9 @@ def load_baseline(path: str | Path) -> Baseline:
     return Baseline(str(p), report.run, cases, report.complete, unscored, skipped, early)
 
 
-def regression_verdict(result: PairedResult, tolerance: float, sequential: SequentialRecord | None) -> bool:
+def regression_verdict(
+    result: PairedResult, tolerance: float, sequential: SequentialRecord | None
+) -> bool:
     """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's claim when it made
     one (``sequential.baseline``), else the fixed-n paired rule on the samples drawn."""
     claim = sequential.baseline.decided if sequential and sequential.baseline else None

@@ -45,7 +45,18 @@ from ctxgate.run.options import (
 from ctxgate.run.serving import EngineSettings, read_engine
 from ctxgate.tasks.registry import task_names
 
-OPTIONS = (MODEL, BACKEND, *EVALUATION, *SEQUENTIAL_OPTIONS, *ENGINE, *HF, *JUDGE, REPORT, FORCE_LENGTHS, BASELINE)
+OPTIONS = (
+    MODEL,
+    BACKEND,
+    *EVALUATION,
+    *SEQUENTIAL_OPTIONS,
+    *ENGINE,
+    *HF,
+    *JUDGE,
+    REPORT,
+    FORCE_LENGTHS,
+    BASELINE,
+)
 
 
 @dataclass(frozen=True)
@@ -78,7 +89,9 @@ class Plan:
     startup_error: str | None = None
 
 
-def make_plan(get: Get, started_in: Path, ini: PytestConfig | None = None, *, gated: bool | None = None) -> Plan:
+def make_plan(
+    get: Get, started_in: Path, ini: PytestConfig | None = None, *, gated: bool | None = None
+) -> Plan:
     """The plan from the options as pytest or argparse read them (``get(dest)``; an option the caller does not take
     reads None, its default). ``ini``: the config file pytest read (None: found as pytest started in
     ``started_in`` would find it). ``gated``: whether it has thresholds and a baseline (None: when --model is given;
@@ -88,18 +101,26 @@ def make_plan(get: Get, started_in: Path, ini: PytestConfig | None = None, *, ga
     if backend not in BACKENDS:
         factory_of(backend)
     if model == "":
-        raise OptionError("--model is empty: give a checkpoint folder, e.g. --model fixtures/tiny-llama-niah")
+        raise OptionError(
+            "--model is empty: give a checkpoint folder, e.g. --model fixtures/tiny-llama-niah"
+        )
     checkpoint, startup_error = _located(values, backend, model) if model else (None, None)
     tokenizer = str(checkpoint.tokenizer_dir) if checkpoint else None
     engine = read_engine(values, backend, values["chat_template"], tokenizer)
-    sequential = Sequential(values["sequential_alpha"], values["sequential_min"]) if values["sequential"] else None
+    sequential = (
+        Sequential(values["sequential_alpha"], values["sequential_min"])
+        if values["sequential"]
+        else None
+    )
     path, found, thresholds, baseline = None, "", load_or_default(None, ()), None
     if model if gated is None else gated:
         path, found = find_thresholds(values["thresholds"], started_in, ini)
         thresholds = load_or_default(path, task_names())
         baseline = _baseline(values["baseline"])
         _check_sequential(sequential, thresholds)
-    spec = _spec(values, model or "", checkpoint, backend, started_in, thresholds.judge_max_failure_rate)
+    spec = _spec(
+        values, model or "", checkpoint, backend, started_in, thresholds.judge_max_failure_rate
+    )
     if model and startup_error is None:
         _check_served(spec, engine)
     return Plan(
@@ -118,7 +139,9 @@ def make_plan(get: Get, started_in: Path, ini: PytestConfig | None = None, *, ga
     )
 
 
-def _located(values: Mapping[str, Any], backend: str, model: str) -> tuple[Checkpoint | None, str | None]:
+def _located(
+    values: Mapping[str, Any], backend: str, model: str
+) -> tuple[Checkpoint | None, str | None]:
     """The checkpoint --model names, located and checked as the options open it: hf and vllm load it, openai
     fingerprints it where --model is its folder, a backend of one's own takes --model as given. A checkpoint that
     cannot be opened is the run's startup error (reported for every case), not a usage error."""
@@ -153,11 +176,18 @@ def _spec(
     _check_hf(values, backend)
     for folder, flag, fix in (
         (values["data_dir"], "--data-dir", "give HELMET's data folder (or fixtures/helmet_data)"),
-        (values["helmet_tokenizer"], "--helmet-tokenizer", "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"),
+        (
+            values["helmet_tokenizer"],
+            "--helmet-tokenizer",
+            "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer",
+        ),
     ):
         if folder and not Path(folder).is_dir():
             raise OptionError(f"{flag} {folder!r} is not a folder: {fix}")
-    if values["helmet_tokenizer"] and not (Path(values["helmet_tokenizer"]) / "tokenizer_config.json").is_file():
+    if (
+        values["helmet_tokenizer"]
+        and not (Path(values["helmet_tokenizer"]) / "tokenizer_config.json").is_file()
+    ):
         raise OptionError(
             f"--helmet-tokenizer {values['helmet_tokenizer']!r} is not a tokenizer folder (no tokenizer_config.json): "
             "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
@@ -169,7 +199,9 @@ def _spec(
             load_essay(values["haystack"])
         except HaystackError as exc:
             raise OptionError(f"--haystack: {exc}") from None
-    cache_dir = None if values["no_cache"] else str(values["cache_dir"] or started_in / CACHE_FOLDER)
+    cache_dir = (
+        None if values["no_cache"] else str(values["cache_dir"] or started_in / CACHE_FOLDER)
+    )
     return ModelSpec(
         model,
         checkpoint,
@@ -224,9 +256,17 @@ def _check_served(spec: ModelSpec, engine: EngineSettings) -> None:
 
 
 def _check_hf(values: Mapping[str, Any], backend: str) -> None:
-    batch_size, device_map, per_replica = values["batch_size"], values["device_map"], values["gpus_per_replica"]
+    batch_size, device_map, per_replica = (
+        values["batch_size"],
+        values["device_map"],
+        values["gpus_per_replica"],
+    )
     if backend != "hf" and (batch_size is not None or device_map or per_replica):
-        fix = "--concurrency N (requests in flight per replica)" if backend in ("vllm", "openai") else "nothing"
+        fix = (
+            "--concurrency N (requests in flight per replica)"
+            if backend in ("vllm", "openai")
+            else "nothing"
+        )
         raise OptionError(
             f"--batch-size/--device-map/--gpus-per-replica are for --backend hf; with --backend {backend} use {fix}"
         )
@@ -240,7 +280,9 @@ def _check_ray(ray: str, backend: str) -> None:
     if not ray:
         raise OptionError("--ray is empty: give the Ray head's address (host:6379), auto, or local")
     if importlib.util.find_spec("ray") is None:
-        raise OptionError(f"--ray {ray} needs Ray, which is not installed here: pip install 'ctxgate[ray]'")
+        raise OptionError(
+            f"--ray {ray} needs Ray, which is not installed here: pip install 'ctxgate[ray]'"
+        )
     if backend == "openai":
         raise OptionError(
             "--ray with --backend openai: the servers are the replicas; drop --ray and give each with --base-url"
@@ -253,7 +295,9 @@ def judge_settings(values: Mapping[str, Any], cache_dir: str | None) -> JudgeSet
     if model is None:
         if price is not None or base_url is not None:
             flag = "--judge-price" if price is not None else "--judge-base-url"
-            raise JudgeError(f"{flag} sets up a judge: add --judge-model NAME (e.g. --judge-model gpt-4o-2024-05-13)")
+            raise JudgeError(
+                f"{flag} sets up a judge: add --judge-model NAME (e.g. --judge-model gpt-4o-2024-05-13)"
+            )
         return None
     if base_url is None and not os.environ.get("OPENAI_API_KEY"):
         raise JudgeError(

@@ -23,7 +23,12 @@ from ctxgate.tasks.registry import all_tasks, category_label, membership
 
 Z = z_value(0.95)
 Verdict = Literal["within", "outside", "settings differ"]
-RULER_PARTS = {"niah": "NIAH (8 tasks)", "vt": "VT", "aggregation": "aggregation (CWE, FWE)", "qa": "QA"}
+RULER_PARTS = {
+    "niah": "NIAH (8 tasks)",
+    "vt": "VT",
+    "aggregation": "aggregation (CWE, FWE)",
+    "qa": "QA",
+}
 
 
 def measure_label(measure: str) -> str:
@@ -55,7 +60,9 @@ def _groups(measure: str, at: Mapping[str, GroupScore]) -> list[tuple[str, ...]]
         category = {t.name: t.category for t in all_tasks()}
         return [tuple(t for t in membership().ruler if category[t] == measure[6:])]
     group = at.get(measure)
-    if group and (group.members or group.missing):  # as summarised: HELMET's own files or their stand-ins
+    if group and (
+        group.members or group.missing
+    ):  # as summarised: HELMET's own files or their stand-ins
         return [group.members + group.missing]
     return [tuple(membership().helmet.get(measure[7:], ()))]
 
@@ -69,7 +76,11 @@ def measure(report: Report, name: str, length: int) -> Measured | None:
     means, variances, missing, counted = [], [], [], []
     for group in groups:
         scored = [cases.get((t, length)) for t in group]
-        present = [(c.task, c.score, c.ci) for c in scored if c is not None and c.score is not None and c.ci]
+        present = [
+            (c.task, c.score, c.ci)
+            for c in scored
+            if c is not None and c.score is not None and c.ci
+        ]
         missing += [t for t, c in zip(group, scored) if c is None or c.score is None or not c.ci]
         if not present:
             continue
@@ -90,34 +101,52 @@ def _differs(report: Report, row: Published, got: Measured, length: int) -> list
     cases = [c for c in report.cases if c.task in got.tasks and c.length == length]
     why = []
     if got.missing:
-        why.append(f"not every task of the paper's average has a score (missing: {', '.join(got.missing)})")
+        why.append(
+            f"not every task of the paper's average has a score (missing: {', '.join(got.missing)})"
+        )
     fewest = min((c.n for c in cases), default=0)
     if row.source.samples and fewest < row.source.samples:
         why.append(f"{fewest} samples per task, the paper {row.source.samples}")
     if not row.source.samples and (asked := report.run.samples) is not None:
         why.append(f"--samples {asked}, the paper HELMET's per-dataset counts")
     if row.chat_template == "task":  # HELMET: each task its own policy (TaskSpec.chat_template)
-        policy = {t.name: t.chat_template for t in all_tasks()}  # a stored report's unknown task: no policy to hold
-        other = sorted({c.task for c in cases if (ran := bool(c.chat_template)) != policy.get(c.task, ran)})
+        policy = {
+            t.name: t.chat_template for t in all_tasks()
+        }  # a stored report's unknown task: no policy to hold
+        other = sorted(
+            {c.task for c in cases if (ran := bool(c.chat_template)) != policy.get(c.task, ran)}
+        )
         if other:
-            why.append(f"{', '.join(other)} ran under another chat policy than the paper's per-task one")
+            why.append(
+                f"{', '.join(other)} ran under another chat policy than the paper's per-task one"
+            )
     else:
         chat = {bool(c.chat_template) for c in cases}
         wanted = row.chat_template == "on"
         if chat and chat != {wanted}:
             said = "with" if wanted else "without"
-            why.append(f"the paper ran this model {said} its chat template; this run {'did not' if wanted else 'did'}")
+            why.append(
+                f"the paper ran this model {said} its chat template; this run {'did not' if wanted else 'did'}"
+            )
     haystack = report.run.haystack or ""
-    if row.measure in ("ruler", "ruler_niah") and haystack and "paul_graham" not in haystack.lower():
+    if (
+        row.measure in ("ruler", "ruler_niah")
+        and haystack
+        and "paul_graham" not in haystack.lower()
+    ):
         why.append(
             f"the essay haystack is {haystack}, the paper's Paul Graham's essays (5 of the NIAH tasks read it; "
             "`ctxgate data fetch --ruler-essays` writes them)"
         )
     compat = sorted(COMPAT_TASKS & set(got.tasks))
     if row.source.key.startswith("helmet") and compat and not report.run.helmet_compat:
-        why.append(f"{', '.join(compat)} ran on ctxgate's prompts, not HELMET's (--helmet-compat builds those)")
+        why.append(
+            f"{', '.join(compat)} ran on ctxgate's prompts, not HELMET's (--helmet-compat builds those)"
+        )
     if row.source.length_unit == "Llama-2 tokens":
-        why.append("lengths here are counted in this model's tokenizer, the paper's in Llama-2 tokens")
+        why.append(
+            "lengths here are counted in this model's tokenizer, the paper's in Llama-2 tokens"
+        )
     if not report.complete:
         why.append("the run is incomplete")
     return why
@@ -138,13 +167,18 @@ def compare(report: Report, rows: Sequence[Published]) -> list[PublishedRow]:
             if got is None:
                 entries.append(PublishedLength(L, published, "not measured"))
                 continue
-            band = (round(got.low - row.source.allowance, 2), round(got.high + row.source.allowance, 2))
+            band = (
+                round(got.low - row.source.allowance, 2),
+                round(got.high + row.source.allowance, 2),
+            )
             differs = tuple(_differs(report, row, got, L))
             inside = band[0] <= published <= band[1]
             verdict: Verdict = "settings differ" if differs else ("within" if inside else "outside")
             difference = round(got.score - published, 2)
             entries.append(
-                PublishedLength(L, published, verdict, differs, got.score, (got.low, got.high), difference, band)
+                PublishedLength(
+                    L, published, verdict, differs, got.score, (got.low, got.high), difference, band
+                )
             )
         src = row.source
         out.append(

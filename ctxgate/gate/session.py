@@ -39,10 +39,16 @@ def stopped_early(case: CaseRecord) -> bool:
 
 
 def _length_summary(
-    ruler: GroupScore, scores: Mapping[str, float], errored: set[str], early: set[str], tasks: Membership
+    ruler: GroupScore,
+    scores: Mapping[str, float],
+    errored: set[str],
+    early: set[str],
+    tasks: Membership,
 ) -> dict[str, GroupScore]:
     categories = summaries.helmet_categories(scores, errored, early, tasks)
-    recall = summaries.helmet_recall(scores, errored, early, tasks)  # always shown, as RULER's average is
+    recall = summaries.helmet_recall(
+        scores, errored, early, tasks
+    )  # always shown, as RULER's average is
     out = {"ruler": ruler, "helmet_recall": recall}
     out |= {f"helmet_{name}": g for name, g in categories.items() if name != "recall"}
     if categories:
@@ -72,7 +78,9 @@ def summarize(
     by_length = {str(L): _length_summary(ruler[L], *facts[L], tasks) for L in lengths}
     ruler_scores = {L: g.score for L, g in ruler.items() if g.score is not None}
     overall = Overall(
-        ruler_avg=round(sum(ruler_scores.values()) / len(ruler_scores), 2) if ruler_scores else None,
+        ruler_avg=round(sum(ruler_scores.values()) / len(ruler_scores), 2)
+        if ruler_scores
+        else None,
         ruler_wavg_inc=summaries.weighted_average(ruler_scores, True),
         ruler_wavg_dec=summaries.weighted_average(ruler_scores, False),
         incomplete=any(g.incomplete for g in ruler.values()),
@@ -91,14 +99,20 @@ def judge_session(
     """``complete``: the session finished (a case that errored, crashed or was left unrun makes the verdict
     incomplete too). ``threshold``: the effective-length bar when not the thresholds' own (a report judged again
     keeps its). ``baseline``: the ``--baseline`` run's path and the cases it scored, for the baseline gate."""
-    by_length, overall, eff = summarize(cases, thresholds.effective_threshold if threshold is None else threshold)
+    by_length, overall, eff = summarize(
+        cases, thresholds.effective_threshold if threshold is None else threshold
+    )
     relative = relative_lengths(by_length, thresholds)
     gates = session_gates(cases, complete, eff, baseline, thresholds, relative)
     finished = complete and not any(c.verdict == "error" for c in cases)
-    return SessionVerdict(finished, by_length, overall, eff, gates, relative, long_scores(by_length))
+    return SessionVerdict(
+        finished, by_length, overall, eff, gates, relative, long_scores(by_length)
+    )
 
 
-def _per_summary(by_length: Mapping[str, Mapping[str, GroupScore]]) -> dict[str, dict[int, GroupScore]]:
+def _per_summary(
+    by_length: Mapping[str, Mapping[str, GroupScore]],
+) -> dict[str, dict[int, GroupScore]]:
     """Each summary's scores by length, in the summaries' order."""
     return {
         name: {int(L): groups[name] for L, groups in by_length.items() if name in groups}
@@ -111,7 +125,10 @@ def relative_lengths(
 ) -> dict[str, RelativeEffectiveLength]:
     """Each summary's effective length relative to its own short-context score, where it has a base."""
     share, up_to = thresholds.relative_share, thresholds.relative_base_up_to
-    found = {name: summaries.relative_effective_length(s, share, up_to) for name, s in _per_summary(by_length).items()}
+    found = {
+        name: summaries.relative_effective_length(s, share, up_to)
+        for name, s in _per_summary(by_length).items()
+    }
     return {name: f for name, f in found.items() if f is not None}
 
 

@@ -31,7 +31,10 @@ def summary_names(tasks: Membership | None = None) -> list[str]:
 
 
 def group(
-    scores: Mapping[str, float], members: Sequence[str], errored: Collection[str] = (), early: Collection[str] = ()
+    scores: Mapping[str, float],
+    members: Sequence[str],
+    errored: Collection[str] = (),
+    early: Collection[str] = (),
 ) -> GroupScore:
     present = tuple(m for m in members if m in scores)
     failed = tuple(m for m in members if m in errored and m not in scores)
@@ -69,7 +72,9 @@ def helmet_recall(
 ) -> GroupScore:
     """HELMET Recall: HELMET's own RULER files when any ran at this length, in place of the suite's RULER cases of
     the same tasks (the report's member list says which)."""
-    return group(scores, category_members("recall", scores, errored, tasks or membership()), errored, early)
+    return group(
+        scores, category_members("recall", scores, errored, tasks or membership()), errored, early
+    )
 
 
 def helmet_categories(
@@ -78,7 +83,10 @@ def helmet_categories(
     """Every HELMET category with at least one member that ran or was meant to. A Cite task's score is already the
     mean of its three numbers (correctness, citation recall, citation precision), so the category equals HELMET's
     mean of six."""
-    groups = {c: group(scores, category_members(c, scores, errored, tasks), errored, early) for c in tasks.helmet}
+    groups = {
+        c: group(scores, category_members(c, scores, errored, tasks), errored, early)
+        for c in tasks.helmet
+    }
     return {name: g for name, g in groups.items() if g.score is not None or g.errored}
 
 
@@ -108,20 +116,27 @@ def helmet_overall(categories: Mapping[str, GroupScore], tasks: Membership) -> G
     missing = tuple(c for c in tasks.helmet if c not in categories)
     missing += tuple(f"{c}/{t}" for c, g in present.items() for t in g.missing)
     early = tuple(f"{c}/{t}" for c, g in present.items() for t in g.early)
-    value = round(sum(g.score for g in present.values() if g.score is not None) / len(present), 2) if present else None
+    value = (
+        round(sum(g.score for g in present.values() if g.score is not None) / len(present), 2)
+        if present
+        else None
+    )
     return GroupScore(value, tuple(present), missing, errored, early)
 
 
 def effective_length(
     ruler_by_length: Mapping[int, GroupScore], threshold: float = RULER_THRESHOLD
 ) -> EffectiveLength | None:
-    scored = {L: g for L, g in sorted(ruler_by_length.items()) if g.score is not None or g.incomplete}
+    scored = {
+        L: g for L, g in sorted(ruler_by_length.items()) if g.score is not None or g.incomplete
+    }
     if not scored:
         return None
     # strictly above, as the paper; a length where a task produced no score, or only an early-stopped estimate,
     # cannot be shown to pass
     passing = {
-        L: g.score is not None and g.score > threshold and not g.incomplete and not g.early for L, g in scored.items()
+        L: g.score is not None and g.score > threshold and not g.incomplete and not g.early
+        for L, g in scored.items()
     }
     value = 0
     for L, ok in passing.items():
@@ -139,7 +154,8 @@ def effective_length(
     )
 
 
-RELATIVE_SHARE = 0.85  # NoLiMa: a length is effective while the score keeps 85% of the short-context base
+# NoLiMa: a length is effective while the score keeps 85% of the short-context base
+RELATIVE_SHARE = 0.85
 BASE_UP_TO = 1024  # NoLiMa's base: the mean at 250, 500 and 1K tokens
 
 
@@ -149,8 +165,14 @@ def relative_effective_length(
     """A summary's effective length against its own short-context score; None when no length up to ``base_up_to``
     has a complete score (the base needs one; a base of 0 is no base: every share of it passes)."""
     scored = {L: g for L, g in sorted(by_length.items()) if g.score is not None or g.incomplete}
-    base_lengths = tuple(L for L, g in scored.items() if L <= base_up_to and g.score is not None and not g.incomplete)
-    base = sum(scored[L].score or 0.0 for L in base_lengths) / len(base_lengths) if base_lengths else 0.0
+    base_lengths = tuple(
+        L for L, g in scored.items() if L <= base_up_to and g.score is not None and not g.incomplete
+    )
+    base = (
+        sum(scored[L].score or 0.0 for L in base_lengths) / len(base_lengths)
+        if base_lengths
+        else 0.0
+    )
     if base <= 0:
         return None
     passing = {
@@ -173,7 +195,8 @@ def relative_effective_length(
     )
 
 
-LONGBENCH_BUCKET = 8192  # 100-LongBench's base: its "0-8k" data, every sample shorter than its first length, 8K
+# 100-LongBench's base: its "0-8k" data, every sample shorter than its first length, 8K
+LONGBENCH_BUCKET = 8192
 
 
 def long_score(by_length: Mapping[int, GroupScore]) -> LongScore | None:
@@ -182,17 +205,27 @@ def long_score(by_length: Mapping[int, GroupScore]) -> LongScore | None:
     summary's mean over the run's lengths below 8K, where 100-LongBench pools its 0-8K bucket's samples (the same
     mean when each length has the same n). A length where a member has no score counts in neither. None: no length
     has a full score."""
-    scored = {L: g.score for L, g in sorted(by_length.items()) if g.score is not None and not g.incomplete}
+    scored = {
+        L: g.score for L, g in sorted(by_length.items()) if g.score is not None and not g.incomplete
+    }
     if not scored:
         return None
     below = tuple(L for L in scored if L < LONGBENCH_BUCKET)
     longer = [L for L in scored if L >= LONGBENCH_BUCKET]
     base = sum(scored[L] for L in below) / len(below) if below else None
     if base is None or not longer or base == 0:
-        why = "no length below 8K, its base" if not below else "a base of 0" if longer else "no length of 8K or more"
+        why = (
+            "no length below 8K, its base"
+            if not below
+            else "a base of 0"
+            if longer
+            else "no length of 8K or more"
+        )
         return LongScore(None, None if base is None else round(base, 2), below, why=why)
     per_length = {L: round(100 * (scored[L] - base) / base, 2) for L in longer}
-    return LongScore(round(sum(per_length.values()) / len(per_length), 2), round(base, 2), below, per_length)
+    return LongScore(
+        round(sum(per_length.values()) / len(per_length), 2), round(base, 2), below, per_length
+    )
 
 
 def weighted_average(by_length: Mapping[int, float], increasing: bool = True) -> float | None:

@@ -61,7 +61,13 @@ else:  # pragma: no cover
 
 _RULES = ("score", "upper")
 _COMPARE = re.compile(r"^\s*(<=|>=|<|>|==)?\s*(\S+)\s*$")
-_OPERATORS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq}
+_OPERATORS = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+    "==": operator.eq,
+}
 # each table's allowed keys, in the order they are checked
 _SECTIONS = {
     "defaults": ("floor", "confidence", "rule"),
@@ -101,15 +107,27 @@ def pytest_config(folder: Path) -> PytestConfig:
     from _pytest.config.findpaths import determine_setup
     from _pytest.outcomes import Failed
 
-    options: dict[str, Any] = {"inifile": None, "args": [], "rootdir_cmd_arg": None, "invocation_dir": folder}
+    options: dict[str, Any] = {
+        "inifile": None,
+        "args": [],
+        "rootdir_cmd_arg": None,
+        "invocation_dir": folder,
+    }
     if "override_ini" in inspect.signature(determine_setup).parameters:  # pytest >= 9 asks for it
         options["override_ini"] = None
     try:
         _, inifile, values, *_ = determine_setup(**options)
-    except (UsageError, Failed) as exc:  # Failed: a file pytest no longer reads, e.g. setup.cfg's [pytest]
-        raise ThresholdsError(f"{exc}: fix the file (pytest reads it too), or pass --thresholds PATH") from None
+    except (
+        UsageError,
+        Failed,
+    ) as exc:  # Failed: a file pytest no longer reads, e.g. setup.cfg's [pytest]
+        raise ThresholdsError(
+            f"{exc}: fix the file (pytest reads it too), or pass --thresholds PATH"
+        ) from None
     named = values.get(INI_OPTION, "")
-    return PytestConfig(inifile, str(getattr(named, "value", named) or ""))  # pytest >= 9 wraps values
+    return PytestConfig(
+        inifile, str(getattr(named, "value", named) or "")
+    )  # pytest >= 9 wraps values
 
 
 def checked_file(path: str | Path, given_as: str = "--thresholds") -> Path:
@@ -133,7 +151,9 @@ def checked_file(path: str | Path, given_as: str = "--thresholds") -> Path:
     return p
 
 
-def find_thresholds(given: str | None, started_in: Path, config: PytestConfig | None = None) -> tuple[Path | None, str]:
+def find_thresholds(
+    given: str | None, started_in: Path, config: PytestConfig | None = None
+) -> tuple[Path | None, str]:
     """The thresholds file and how it was found: the one rule the suite and every verb follow. ``given``
     (--thresholds), which must be a file; else the file ``config``'s ini option ``ctxgate_thresholds`` names,
     relative to the ini file (a project that names one expects floors, so a missing one is refused); else the
@@ -145,16 +165,24 @@ def find_thresholds(given: str | None, started_in: Path, config: PytestConfig | 
         return checked_file(given), "--thresholds"
     config = config or pytest_config(started_in.resolve())
     inifile = config.inifile
-    if config.named:  # relative to the ini file (given by -o with no ini file: to where pytest started)
+    if (
+        config.named
+    ):  # relative to the ini file (given by -o with no ini file: to where pytest started)
         path = (inifile.parent if inifile else started_in) / config.named
-        where = f"{inifile}: {INI_OPTION} = {config.named!r}" if inifile else f"-o {INI_OPTION}={config.named}"
+        where = (
+            f"{inifile}: {INI_OPTION} = {config.named!r}"
+            if inifile
+            else f"-o {INI_OPTION}={config.named}"
+        )
         if path.is_dir():
             raise ThresholdsError(
                 f"{where} is a folder: name the thresholds file, e.g. {INI_OPTION} = "
                 f"{Path(config.named) / THRESHOLDS_FILE}"
             )
         if not path.is_file():
-            raise ThresholdsError(f"{where}, but {path} does not exist: restore the file, or pass --thresholds PATH")
+            raise ThresholdsError(
+                f"{where}, but {path} does not exist: restore the file, or pass --thresholds PATH"
+            )
         return path, f"{INI_OPTION} in {inifile.name}" if inifile else f"-o {INI_OPTION}"
     top = inifile.parent.resolve() if inifile is not None else None
     start = started_in.resolve()
@@ -188,10 +216,13 @@ class Thresholds:
     tolerance: float = 2.0
     regression_confidence: float = 0.95
     tolerances: tuple[Rule, ...] = ()
-    judge_max_failure_rate: float = 0.05  # share of a case's samples whose verdict failed, above which it fails
+    # share of a case's samples whose verdict failed, above which it fails
+    judge_max_failure_rate: float = 0.05
     relative_share: float = RELATIVE_SHARE
     relative_base_up_to: int = BASE_UP_TO
-    relative_min_length: tuple[tuple[str, int], ...] = ()  # (summary, length): the session fails below it
+    relative_min_length: tuple[
+        tuple[str, int], ...
+    ] = ()  # (summary, length): the session fails below it
 
     def floor_for(self, task: str, length: int) -> float:
         return _last_match(self.floors, task, length, self.default_floor)
@@ -252,7 +283,9 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ThresholdsError(f"{path}: not valid TOML ({exc}). Fix the syntax at the position shown") from None
+        raise ThresholdsError(
+            f"{path}: not valid TOML ({exc}). Fix the syntax at the position shown"
+        ) from None
     if not data:
         raise ThresholdsError(
             f"{path}: is empty (no [defaults], no [[floor]]): an empty file would gate nothing. "
@@ -262,38 +295,67 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     _check_keys(path, "", data, ("floor", "tolerance", *_SECTIONS))
     for section, allowed in _SECTIONS.items():
         _check_keys(path, section, data.get(section, {}), allowed)
-    defaults, eff, session, regression, judge, relative = (data.get(section, {}) for section in _SECTIONS)
+    defaults, eff, session, regression, judge, relative = (
+        data.get(section, {}) for section in _SECTIONS
+    )
     rule = defaults.get("rule", "score")
     if rule not in _RULES:
-        raise _fail(path, "defaults.rule", f"{rule!r} is not a rule", 'write rule = "score" or rule = "upper"')
+        raise _fail(
+            path,
+            "defaults.rule",
+            f"{rule!r} is not a rule",
+            'write rule = "score" or rule = "upper"',
+        )
     min_eff = session.get("min_effective_length", 0)
     try:
         min_eff_tokens = 0 if min_eff in (0, "0") else parse_length(min_eff)
     except LengthError:
         problem = f"{min_eff!r} is not a length"
-        raise _fail(path, "session.min_effective_length", problem, 'write e.g. min_effective_length = "32k"') from None
-    floors = _above_chance(path, _rules(path, data.get("floor", []), "floor", "floor", known_tasks), known_tasks)
+        raise _fail(
+            path, "session.min_effective_length", problem, 'write e.g. min_effective_length = "32k"'
+        ) from None
+    floors = _above_chance(
+        path, _rules(path, data.get("floor", []), "floor", "floor", known_tasks), known_tasks
+    )
     tolerances = _rules(path, data.get("tolerance", []), "tolerance", "points", known_tasks)
     return Thresholds(
         path=path,
         default_floor=_floor(path, "defaults.floor", defaults.get("floor", 0.0)),
-        confidence=_number(path, "defaults.confidence", defaults.get("confidence", 0.95), 0.5, 0.999, 0.95),
+        confidence=_number(
+            path, "defaults.confidence", defaults.get("confidence", 0.95), 0.5, 0.999, 0.95
+        ),
         rule=rule,
         effective_threshold=_number(
-            path, "effective_length.threshold", eff.get("threshold", RULER_THRESHOLD), 0, 100, RULER_THRESHOLD
+            path,
+            "effective_length.threshold",
+            eff.get("threshold", RULER_THRESHOLD),
+            0,
+            100,
+            RULER_THRESHOLD,
         ),
         min_effective_length=min_eff_tokens,
         floors=floors,
-        tolerance=_number(path, "regression.tolerance", regression.get("tolerance", 2.0), 0, 100, 2),
+        tolerance=_number(
+            path, "regression.tolerance", regression.get("tolerance", 2.0), 0, 100, 2
+        ),
         regression_confidence=_number(
             path, "regression.confidence", regression.get("confidence", 0.95), 0.5, 0.999, 0.95
         ),
         tolerances=tolerances,
-        judge_max_failure_rate=_number(path, "judge.max_failure_rate", judge.get("max_failure_rate", 0.05), 0, 1, 0.05),
-        relative_share=_number(
-            path, "relative_effective_length.share", relative.get("share", RELATIVE_SHARE), 0.01, 1, RELATIVE_SHARE
+        judge_max_failure_rate=_number(
+            path, "judge.max_failure_rate", judge.get("max_failure_rate", 0.05), 0, 1, 0.05
         ),
-        relative_base_up_to=_length(path, "relative_effective_length.base_up_to", relative.get("base_up_to", "1k")),
+        relative_share=_number(
+            path,
+            "relative_effective_length.share",
+            relative.get("share", RELATIVE_SHARE),
+            0.01,
+            1,
+            RELATIVE_SHARE,
+        ),
+        relative_base_up_to=_length(
+            path, "relative_effective_length.base_up_to", relative.get("base_up_to", "1k")
+        ),
         relative_min_length=_min_lengths(path, relative.get("min_length", {})),
     )
 
@@ -302,7 +364,9 @@ def _length(path: str, key: str, value: Any) -> int:
     try:
         return parse_length(value)
     except LengthError:
-        raise _fail(path, key, f"{value!r} is not a length", f'write e.g. {key.split(".")[-1]} = "1k"') from None
+        raise _fail(
+            path, key, f"{value!r} is not a length", f'write e.g. {key.split(".")[-1]} = "1k"'
+        ) from None
 
 
 def _min_lengths(path: str, table: Any) -> tuple[tuple[str, int], ...]:
@@ -315,18 +379,27 @@ def _min_lengths(path: str, table: Any) -> tuple[tuple[str, int], ...]:
     for name in table:
         if name not in known:
             close = difflib.get_close_matches(name, known, n=3)
-            raise _fail(path, f"{key}.{name}", "is no summary", f"use one of {', '.join(close or known)}")
+            raise _fail(
+                path, f"{key}.{name}", "is no summary", f"use one of {', '.join(close or known)}"
+            )
     return tuple((name, _length(path, f"{key}.{name}", value)) for name, value in table.items())
 
 
-def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Sequence[str]) -> tuple[Rule, ...]:
+def _rules(
+    path: str, entries: Any, table: str, value_key: str, known_tasks: Sequence[str]
+) -> tuple[Rule, ...]:
     if not isinstance(entries, list):
         raise _fail(path, table, "is not an array of tables", f"write [[{table}]] entries")
     rules = []
     for i, entry in enumerate(entries):
         where = f"{table}[{i}]"
         if not isinstance(entry, dict):
-            raise _fail(path, where, "is not a table", f"write [[{table}]] entries with task, length, {value_key}")
+            raise _fail(
+                path,
+                where,
+                "is not a table",
+                f"write [[{table}]] entries with task, length, {value_key}",
+            )
         _check_keys(path, where, entry, ("task", "length", value_key))
         task = entry.get("task", "*")
         if not isinstance(task, str) or not any(fnmatch.fnmatchcase(t, task) for t in known_tasks):
@@ -338,12 +411,17 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
             _length_matches(length, 0)
         except LengthError:
             raise _fail(
-                path, f"{where}.length", f"{length!r} is not a length pattern", 'write "*", "8k", "<=32k" or ">4096"'
+                path,
+                f"{where}.length",
+                f"{length!r} is not a length pattern",
+                'write "*", "8k", "<=32k" or ">4096"',
             ) from None
         key = f"{where}.{value_key}"
         example = 80 if value_key == "floor" else 5
         if value_key not in entry:
-            raise _fail(path, key, "is missing", f"add {value_key} = <points>, e.g. {value_key} = {example}")
+            raise _fail(
+                path, key, "is missing", f"add {value_key} = <points>, e.g. {value_key} = {example}"
+            )
         if value_key == "floor":
             rules.append(Rule(task, length, _floor(path, key, entry[value_key])))
         else:
@@ -351,7 +429,9 @@ def _rules(path: str, entries: Any, table: str, value_key: str, known_tasks: Seq
     return tuple(rules)
 
 
-def _above_chance(path: str, rules: tuple[Rule, ...], known_tasks: Sequence[str]) -> tuple[Rule, ...]:
+def _above_chance(
+    path: str, rules: tuple[Rule, ...], known_tasks: Sequence[str]
+) -> tuple[Rule, ...]:
     """A floor above 0 that a random answer reaches (a task's chance score, ``TaskSpec.chance``) gates nothing for
     that task, so a rule that sets one is refused, naming the task of the highest chance among those it matches.
     A task that a later rule of length "*" matches is that rule's at every length, so it is left out."""
@@ -361,13 +441,18 @@ def _above_chance(path: str, rules: tuple[Rule, ...], known_tasks: Sequence[str]
         matched = [
             t
             for t in known_tasks
-            if fnmatch.fnmatchcase(t, rule.task) and not any(fnmatch.fnmatchcase(t, g) for g in later)
+            if fnmatch.fnmatchcase(t, rule.task)
+            and not any(fnmatch.fnmatchcase(t, g) for g in later)
         ]
-        reached = sorted((t for t in matched if 0 < rule.value <= chance.get(t, 0.0)), key=lambda t: -chance[t])
+        reached = sorted(
+            (t for t in matched if 0 < rule.value <= chance.get(t, 0.0)), key=lambda t: -chance[t]
+        )
         if not reached:
             continue
         worst, at = reached[0], f"{chance[reached[0]]:.3g}"
-        also = f", and that of {len(reached) - 1} more task(s) it matches" if len(reached) > 1 else ""
+        also = (
+            f", and that of {len(reached) - 1} more task(s) it matches" if len(reached) > 1 else ""
+        )
         own = f'narrow task {rule.task!r}, or give {worst} a rule of its own, length "*", after it'
         fix = "drop the rule" if rule.task == worst else f"leave {worst} out: {own}"
         raise _fail(
@@ -385,9 +470,13 @@ def load_thresholds(path: str | Path, known_tasks: Sequence[str]) -> Thresholds:
     try:
         text = p.read_text("utf-8")
     except UnicodeDecodeError as exc:
-        raise ThresholdsError(f"{p}: not UTF-8 text (byte offset {exc.start}). Fix: save the file as UTF-8") from None
+        raise ThresholdsError(
+            f"{p}: not UTF-8 text (byte offset {exc.start}). Fix: save the file as UTF-8"
+        ) from None
     except OSError as exc:
-        raise ThresholdsError(f"{p}: cannot be read ({exc.strerror or exc}). Fix: check its permissions") from None
+        raise ThresholdsError(
+            f"{p}: cannot be read ({exc.strerror or exc}). Fix: check its permissions"
+        ) from None
     return parse_thresholds(text, str(p), known_tasks)
 
 
@@ -396,7 +485,11 @@ def load_or_default(path: str | Path | None, known_tasks: Sequence[str]) -> Thre
     return load_thresholds(path, known_tasks) if path else Thresholds(path=NO_THRESHOLDS)
 
 
-def thresholds_here(given: str | None, known_tasks: Sequence[str], started_in: Path | None = None) -> Thresholds:
+def thresholds_here(
+    given: str | None, known_tasks: Sequence[str], started_in: Path | None = None
+) -> Thresholds:
     """What a command-line verb gates with, found by ``find_thresholds`` from ``started_in`` (default: here) with
     the ini option pytest would read there, as the suite started there finds it."""
-    return load_or_default(find_thresholds(given, (started_in or Path.cwd()).resolve())[0], known_tasks)
+    return load_or_default(
+        find_thresholds(given, (started_in or Path.cwd()).resolve())[0], known_tasks
+    )

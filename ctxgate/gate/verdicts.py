@@ -149,12 +149,19 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
 def _regressed_only(case: CaseRecord, thresholds: Thresholds) -> bool:
     """The case failed only by dropping against the baseline: its judge held and its score is at or above its
     floor. Anything the floor cannot be checked on (no score or interval) is not, so it still counts as failing."""
-    if not (case.baseline and case.baseline.regressed) or judge_failure(case) or case.score is None or case.ci is None:
+    if (
+        not (case.baseline and case.baseline.regressed)
+        or judge_failure(case)
+        or case.score is None
+        or case.ci is None
+    ):
         return False
     return floor_failure(case, thresholds) is None
 
 
-def floors_gate(cases: Sequence[CaseRecord], thresholds: Thresholds, baseline_gated: bool = False) -> Gate:
+def floors_gate(
+    cases: Sequence[CaseRecord], thresholds: Thresholds, baseline_gated: bool = False
+) -> Gate:
     """Cases below their floor, and those that count as failing it: no score, or too many failed judge verdicts.
     ``baseline_gated``: the baseline gate runs, so a case that failed only as a regression is left to it (it
     fails that gate); without it every failed case counts here, so no gate passes over a failed case."""
@@ -173,7 +180,9 @@ def floors_gate(cases: Sequence[CaseRecord], thresholds: Thresholds, baseline_ga
     if judged:
         message += f", {len(judged)} with too many failed judge verdicts (counted as failing)"
     if regressed:
-        message += f", {len(regressed)} at or above it that regressed (the baseline gate fails them)"
+        message += (
+            f", {len(regressed)} at or above it that regressed (the baseline gate fails them)"
+        )
     if pending:
         message += f", {pending} waiting for a judge"
     return Gate("floors", "fail" if below or unscored or judged else "pass", message)
@@ -184,7 +193,11 @@ def effective_length_gate(eff: EffectiveLength | None, thresholds: Thresholds) -
         return None
     need = format_length(thresholds.min_effective_length)
     if eff is None:
-        return Gate("min_effective_length", "fail", f"no RULER case ran, so the effective length cannot reach {need}")
+        return Gate(
+            "min_effective_length",
+            "fail",
+            f"no RULER case ran, so the effective length cannot reach {need}",
+        )
     ok = eff.value >= thresholds.min_effective_length
     got = format_length(eff.value) if eff.value else "0 (the shortest length fails)"
     note = ""
@@ -210,18 +223,26 @@ def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
     """Against ``--baseline``: a selected case the baseline scored that has no score now is a regression, as is a
     case that dropped by more than its tolerance. ``baseline``: its path and the ``task-length`` names it scored."""
     scored = set(baseline.scored)
-    lost = [c for c in cases if c.name in scored and (c.score is None or c.verdict not in ("pass", "fail"))]
+    lost = [
+        c
+        for c in cases
+        if c.name in scored and (c.score is None or c.verdict not in ("pass", "fail"))
+    ]
     regressed = [c for c in cases if c.baseline and c.baseline.regressed]
     parts = []
     if lost:
-        shown = _first_five([f"{c.name} ({c.error_kind or c.skip_kind or c.verdict})" for c in lost])
+        shown = _first_five(
+            [f"{c.name} ({c.error_kind or c.skip_kind or c.verdict})" for c in lost]
+        )
         parts.append(f"{len(lost)} case(s) the baseline scored have no score now: {shown}")
     if regressed:
         parts.append(
             f"{len(regressed)} case(s) dropped by more than their tolerance: {', '.join(c.name for c in regressed[:5])}"
         )
     compared = sum(1 for c in cases if c.baseline)
-    message = "; ".join(parts) or f"{compared} case(s) compared with {baseline.path}, none regressed"
+    message = (
+        "; ".join(parts) or f"{compared} case(s) compared with {baseline.path}, none regressed"
+    )
     if thin := [c for c in cases if c.baseline and c.baseline.baseline_stopped_early]:
         message += (
             f"; {len(thin)} case(s) compared on fewer samples because the baseline was a --sequential run that "
@@ -232,7 +253,9 @@ def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
             f" (the baseline also scored {len(unselected)} case(s) this run did not select, e.g. "
             f"{unselected[0]}: not compared)"
         )
-    if new := [c.name for c in cases if c.score is not None and c.name not in scored and not c.baseline]:
+    if new := [
+        c.name for c in cases if c.score is not None and c.name not in scored and not c.baseline
+    ]:
         message += f" ({not_in_baseline(new, 'gated by their floors alone')})"
     return Gate("baseline", "fail" if parts else "pass", message)
 
@@ -266,7 +289,9 @@ def session_gates(
     )
 
 
-def relative_length_gate(name: str, need: int, found: RelativeEffectiveLength | None, thresholds: Thresholds) -> Gate:
+def relative_length_gate(
+    name: str, need: int, found: RelativeEffectiveLength | None, thresholds: Thresholds
+) -> Gate:
     """``[relative_effective_length.min_length]``: the summary ``name`` keeps ``share`` of its own short-context score
     up to at least ``need``. No base (no length up to ``base_up_to`` scored) cannot show it."""
     gate = f"min_relative_effective_length.{name}"
@@ -282,7 +307,9 @@ def relative_length_gate(name: str, need: int, found: RelativeEffectiveLength | 
     got = format_length(found.value) if found.value else "0 (the shortest length falls short)"
     counted = [*found.incomplete, *found.early]
     note = (
-        f"; {', '.join(map(format_length, counted))} counted as failing (no score, or stopped early)" if counted else ""
+        f"; {', '.join(map(format_length, counted))} counted as failing (no score, or stopped early)"
+        if counted
+        else ""
     )
     return Gate(
         gate,

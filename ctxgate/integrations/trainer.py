@@ -49,7 +49,12 @@ class CtxgateCallback(TrainerCallback):
         self.pytest_args = list(pytest_args)
         self.log_to = list(log_to)
         self.reports = Path(reports) if reports else None
-        self.interval, self.settle, self.wait_at_end, self.devices = interval, settle, wait_at_end, devices
+        self.interval, self.settle, self.wait_at_end, self.devices = (
+            interval,
+            settle,
+            wait_at_end,
+            devices,
+        )
         self.process: subprocess.Popen[bytes] | None = None
         self.ended: Path | None = None
 
@@ -61,12 +66,31 @@ class CtxgateCallback(TrainerCallback):
         reports.mkdir(parents=True, exist_ok=True)
         self.ended = reports / ENDED
         self.ended.unlink(missing_ok=True)
-        command = [sys.executable, "-m", "ctxgate.cli", "watch", str(run_dir), "--reports", str(reports)]
-        command += ["--interval", str(self.interval), "--settle", str(self.settle), "--until", str(self.ended)]
+        command = [
+            sys.executable,
+            "-m",
+            "ctxgate.cli",
+            "watch",
+            str(run_dir),
+            "--reports",
+            str(reports),
+        ]
+        command += [
+            "--interval",
+            str(self.interval),
+            "--settle",
+            str(self.settle),
+            "--until",
+            str(self.ended),
+        ]
         command += ["--", *self.pytest_args, *self._tracker_args(args)]
         with (reports / "watch.log").open("ab") as log:
             self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=self._tracker_env(), start_new_session=True
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self._tracker_env(),
+                start_new_session=True,
             )
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -82,7 +106,9 @@ class CtxgateCallback(TrainerCallback):
         out = []
         for target in self.log_to:
             if target == "tensorboard":
-                base = getattr(args, "logging_dir", None) or os.environ.get("TENSORBOARD_LOGGING_DIR")
+                base = getattr(args, "logging_dir", None) or os.environ.get(
+                    "TENSORBOARD_LOGGING_DIR"
+                )
                 target = f"tensorboard={Path(base) / 'ctxgate' if base else Path(args.output_dir) / 'runs' / 'ctxgate'}"
             out += ["--log-to", target]
         return out
@@ -97,7 +123,9 @@ class CtxgateCallback(TrainerCallback):
             env.setdefault("WANDB_RUN_ID", str(run.id))
             env.setdefault("WANDB_PROJECT", str(run.project))
         mlflow: Any = sys.modules.get("mlflow")
-        active = mlflow.active_run() if mlflow is not None and hasattr(mlflow, "active_run") else None
+        active = (
+            mlflow.active_run() if mlflow is not None and hasattr(mlflow, "active_run") else None
+        )
         if active is not None:
             env.setdefault("MLFLOW_RUN_ID", str(active.info.run_id))
             env.setdefault("MLFLOW_TRACKING_URI", str(mlflow.get_tracking_uri()))

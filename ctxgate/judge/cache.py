@@ -41,16 +41,21 @@ class JudgeCache(SqliteFile):
 
     @staticmethod
     def key(model: str, prompt: str, params: dict[str, object], attempt: int) -> str:
-        return hashlib.sha256(json.dumps([model, prompt, params, attempt], sort_keys=True).encode()).hexdigest()
+        return hashlib.sha256(
+            json.dumps([model, prompt, params, attempt], sort_keys=True).encode()
+        ).hexdigest()
 
     @staticmethod
     def _checksum(text: str, prompt_tokens: int, completion_tokens: int) -> str:
-        return hashlib.sha256(json.dumps([text, prompt_tokens, completion_tokens]).encode()).hexdigest()
+        return hashlib.sha256(
+            json.dumps([text, prompt_tokens, completion_tokens]).encode()
+        ).hexdigest()
 
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
             rows = self.execute(
-                "SELECT text, prompt_tokens, completion_tokens, checksum FROM replies WHERE key = ?", (key,)
+                "SELECT text, prompt_tokens, completion_tokens, checksum FROM replies WHERE key = ?",
+                (key,),
             )
             if not rows:
                 return None

@@ -71,7 +71,11 @@ class JudgeSettings:
     def describe(self) -> dict[str, object]:
         """What a report records about the judge: never the key, and the URL without credentials or query."""
         price = self.price()
-        return {**asdict(self), "base_url": redact_url(self.base_url), "price_per_mtok": list(price) if price else None}
+        return {
+            **asdict(self),
+            "base_url": redact_url(self.base_url),
+            "price_per_mtok": list(price) if price else None,
+        }
 
     def sampling(self) -> dict[str, object]:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
@@ -111,7 +115,9 @@ def _open_cache(directory: str | None) -> JudgeCache | None:
 
 
 class JudgeClient:
-    def __init__(self, settings: JudgeSettings, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, settings: JudgeSettings, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         key = os.environ.get("OPENAI_API_KEY")
         if not key and settings.base_url is None:
             raise JudgeError(
@@ -122,7 +128,10 @@ class JudgeClient:
 
         self._openai = openai
         self._client = openai.OpenAI(
-            api_key=key or "EMPTY", base_url=settings.base_url, timeout=settings.timeout_s, max_retries=0
+            api_key=key or "EMPTY",
+            base_url=settings.base_url,
+            timeout=settings.timeout_s,
+            max_retries=0,
         )
         self.settings = settings
         self.cache = _open_cache(settings.cache_dir)
@@ -140,7 +149,9 @@ class JudgeClient:
     def _count(self, **delta: float) -> None:
         with self._usage_lock:
             now = self._usage
-            self._usage = replace(now, **{name: getattr(now, name) + value for name, value in delta.items()})
+            self._usage = replace(
+                now, **{name: getattr(now, name) + value for name, value in delta.items()}
+            )
 
     # verdicts --------------------------------------------------------------------------------------------
     def ask(self, prompt: str, check: Callable[[dict[str, object]], T]) -> Verdict[T]:
@@ -159,12 +170,16 @@ class JudgeClient:
             self._count(verdicts=1)
             return Verdict(value, None, text)
         self._count(verdicts=1, failed_verdicts=1)
-        return Verdict(None, f"unparseable after {self.settings.parse_retries + 1} replies: {error}", text)
+        return Verdict(
+            None, f"unparseable after {self.settings.parse_retries + 1} replies: {error}", text
+        )
 
     def _reply(self, prompt: str, attempt: int) -> str:
         s = self.settings
         # the server is part of the judge's identity: one model name on two servers is two judges
-        key = JudgeCache.key(f"{s.model}@{redact_url(s.base_url) or 'api.openai.com'}", prompt, s.sampling(), attempt)
+        key = JudgeCache.key(
+            f"{s.model}@{redact_url(s.base_url) or 'api.openai.com'}", prompt, s.sampling(), attempt
+        )
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
             self._count(cache_hits=1)
@@ -187,7 +202,10 @@ class JudgeClient:
                 max_tokens=s.max_tokens,
             )
             usage = resp.usage
-            if not getattr(resp, "choices", None) or getattr(resp.choices[0], "message", None) is None:
+            if (
+                not getattr(resp, "choices", None)
+                or getattr(resp.choices[0], "message", None) is None
+            ):
                 raise Malformed("the reply has no choices")
             return CachedReply(
                 resp.choices[0].message.content or "",
@@ -206,7 +224,9 @@ class JudgeClient:
             )
         except Refused as exc:
             url = redact_url(s.base_url) or "api.openai.com"
-            message = _REFUSED[exc.kind].format(url=url, model=s.model, status=exc.status, detail=exc.detail)
+            message = _REFUSED[exc.kind].format(
+                url=url, model=s.model, status=exc.status, detail=exc.detail
+            )
             raise JudgeError(message) from None
         except Exhausted as exc:
             self._count(seconds=time.monotonic() - start)

@@ -43,7 +43,9 @@ class LLMEntailment:
         self.client = client
 
     def __call__(self, premise: str, hypothesis: str) -> bool:
-        v = self.client.ask(render("entailment", premise=premise, hypothesis=hypothesis), verdict.entailment)
+        v = self.client.ask(
+            render("entailment", premise=premise, hypothesis=hypothesis), verdict.entailment
+        )
         if v.value is None:
             raise EntailmentFailed(v.error or "no verdict")
         return v.value
@@ -56,7 +58,12 @@ class HFEntailment:
     def __init__(self, path: str, device: str | None = None, allow_pickle: bool = False) -> None:
         check_nli_model(path, allow_pickle)
         import torch
-        from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import (
+            AutoConfig,
+            AutoModelForSeq2SeqLM,
+            AutoModelForSequenceClassification,
+            AutoTokenizer,
+        )
 
         self.path = path
         self._torch = torch
@@ -70,7 +77,9 @@ class HFEntailment:
             self.model = AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=safetensors)
             self.entail_index = -1
         else:
-            self.model = AutoModelForSequenceClassification.from_pretrained(path, use_safetensors=safetensors)
+            self.model = AutoModelForSequenceClassification.from_pretrained(
+                path, use_safetensors=safetensors
+            )
             labels = {int(i): str(name) for i, name in (config.id2label or {}).items()}
             hits = [i for i, name in labels.items() if name.lower().startswith("entail")]
             if len(hits) != 1:
@@ -81,7 +90,9 @@ class HFEntailment:
             self.entail_index = hits[0]
         self.model.to(self.device).eval()
         self.max_length = min(int(getattr(self.tokenizer, "model_max_length", 512) or 512), 100_000)
-        self._lock = threading.Lock()  # one forward pass at a time, whatever the judge's concurrency
+        self._lock = (
+            threading.Lock()
+        )  # one forward pass at a time, whatever the judge's concurrency
         self._memo: dict[tuple[str, str], bool] = {}
 
     def __call__(self, premise: str, hypothesis: str) -> bool:
@@ -100,7 +111,9 @@ class HFEntailment:
                 out = self.model.generate(**enc, max_new_tokens=10, do_sample=False)
                 return str(self.tokenizer.decode(out[0], skip_special_tokens=True)).strip() == "1"
             enc = self.tokenizer(premise, hypothesis, return_tensors="pt").to(self.device)
-            if enc["input_ids"].shape[1] > self.max_length:  # a classifier cannot read past its positions
+            if (
+                enc["input_ids"].shape[1] > self.max_length
+            ):  # a classifier cannot read past its positions
                 raise EntailmentFailed(
                     f"premise and claim are {enc['input_ids'].shape[1]} tokens, more than --nli-model {self.path} "
                     f"reads ({self.max_length}); use a T5 TRUE model (HELMET's judge), which reads any length"

@@ -55,7 +55,11 @@ def build_judges(
         return None
     client = JudgeClient(settings) if settings else None
     entail: Callable[[str, str], bool] | None = (
-        HFEntailment(nli_model, allow_pickle=allow_pickle) if nli_model else LLMEntailment(client) if client else None
+        HFEntailment(nli_model, allow_pickle=allow_pickle)
+        if nli_model
+        else LLMEntailment(client)
+        if client
+        else None
     )
     return Judges(client, entail, max_failure_rate, helmet_compat)
 
@@ -71,7 +75,9 @@ class _Failed(Exception):
     pass
 
 
-def _ask(judges: Judges, rubric: str, check: Callable[[dict[str, object]], Any], **values: str) -> Any:
+def _ask(
+    judges: Judges, rubric: str, check: Callable[[dict[str, object]], Any], **values: str
+) -> Any:
     assert judges.client is not None
     v = judges.client.ask(render(rubric, **values), check)
     if v.value is None:
@@ -83,7 +89,12 @@ def _narrativeqa(prediction: str, ref: Mapping[str, Any], judges: Judges) -> Sam
     # HELMET's judge script flattens newlines before taking the text after "Answer:"
     answer, gold = parse_output(prediction.replace("\n", " "), "Answer:"), str(list(ref["answers"]))
     fluency, correctness = _ask(
-        judges, "longqa", verdict.longqa, question=ref["question"], correct_answers=gold, parsed_output=answer
+        judges,
+        "longqa",
+        verdict.longqa,
+        question=ref["question"],
+        correct_answers=gold,
+        parsed_output=answer,
     )
     parts = {"fluency": fluency, "correctness": correctness}
     return SampleJudgement(judged.narrativeqa_score(fluency, correctness), parts)
@@ -103,20 +114,36 @@ def _summary(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJ
     points = keypoints_for(ref, judges)
     fluency = _ask(judges, f"fluency_{style}", verdict.fluency, text=text)
     numbered = "\n".join(f"{i + 1}. {p}" for i, p in enumerate(points))
-    found = _ask(judges, f"recall_{style}", verdict.recall(len(points)), keypoints=numbered, summary=text)
+    found = _ask(
+        judges, f"recall_{style}", verdict.recall(len(points)), keypoints=numbered, summary=text
+    )
     supported, count = _ask(
-        judges, f"precision_{style}", verdict.precision, expert_summary=ref["expert_summary"], summary=text
+        judges,
+        f"precision_{style}",
+        verdict.precision,
+        expert_summary=ref["expert_summary"],
+        summary=text,
     )
     s = judged.SummaryScore(fluency, found, len(points), supported, count)
-    return SampleJudgement(s.score, {"fluency": fluency, "recall": s.recall, "precision": s.precision, "f1": s.f1})
+    return SampleJudgement(
+        s.score, {"fluency": fluency, "recall": s.recall, "precision": s.precision, "f1": s.f1}
+    )
 
 
-def _alce(qampari: bool, prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+def _alce(
+    qampari: bool, prediction: str, ref: Mapping[str, Any], judges: Judges
+) -> SampleJudgement:
     assert judges.entail is not None
     docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}
     try:
         cite = judged.citation_scores(
-            prediction, ref["question"], docs, int(ref["n_docs"]), judges.entail, qampari, judges.helmet_compat
+            prediction,
+            ref["question"],
+            docs,
+            int(ref["n_docs"]),
+            judges.entail,
+            qampari,
+            judges.helmet_compat,
         )
     except EntailmentFailed as exc:
         raise _Failed(f"entailment: {exc}") from None
@@ -154,14 +181,18 @@ def missing_judge(metric: str, judges: Judges | None) -> str | None:
     return None
 
 
-def compact_input(metric: str, prediction: str, judge_input: Mapping[str, Any]) -> dict[str, object]:
+def compact_input(
+    metric: str, prediction: str, judge_input: Mapping[str, Any]
+) -> dict[str, object]:
     """What to store for the judge: citation checks read only the documents the output cites."""
     if metric not in ("alce_asqa", "alce_qampari"):
         return dict(judge_input)
     docs = judge_input["docs"]
     keep = {
         len(docs) - 1 if r == -1 else r
-        for r in judged.cited_documents(prediction, judge_input["question"], metric == "alce_qampari")
+        for r in judged.cited_documents(
+            prediction, judge_input["question"], metric == "alce_qampari"
+        )
     }
     return {
         **judge_input,
@@ -170,14 +201,18 @@ def compact_input(metric: str, prediction: str, judge_input: Mapping[str, Any]) 
     }
 
 
-def judge_one(metric: str, prediction: str, judge_input: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+def judge_one(
+    metric: str, prediction: str, judge_input: Mapping[str, Any], judges: Judges
+) -> SampleJudgement:
     try:
         return JUDGED[get_metric(metric)](prediction, judge_input, judges)
     except _Failed as exc:
         return SampleJudgement(None, {}, str(exc))
 
 
-def judge_all(metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judges: Judges) -> list[SampleJudgement]:
+def judge_all(
+    metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judges: Judges
+) -> list[SampleJudgement]:
     """(prediction, judge input) per sample, judged concurrently (the client's ``concurrency``), in order.
     ``JudgeError`` (bad key, unknown model) propagates: no verdict can succeed."""
     workers = judges.client.settings.concurrency if judges.client else 1

@@ -26,7 +26,12 @@ _FIELD = re.compile(
 def template(name: str) -> str:
     if name not in RUBRICS:
         raise KeyError(f"unknown judge rubric {name!r}; choose one of {', '.join(RUBRICS)}")
-    return resources.files("ctxgate.judge").joinpath("rubrics").joinpath(f"{name}.txt").read_text(encoding="utf-8")
+    return (
+        resources.files("ctxgate.judge")
+        .joinpath("rubrics")
+        .joinpath(f"{name}.txt")
+        .read_text(encoding="utf-8")
+    )
 
 
 def render(name: str, **values: str) -> str:

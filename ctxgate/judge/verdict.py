@@ -64,7 +64,11 @@ def precision(d: dict[str, object]) -> tuple[int, int]:
 
 def keypoints(d: dict[str, object]) -> tuple[str, ...]:
     points = d.get("key_points")
-    if not isinstance(points, list) or not points or not all(isinstance(p, str) and p.strip() for p in points):
+    if (
+        not isinstance(points, list)
+        or not points
+        or not all(isinstance(p, str) and p.strip() for p in points)
+    ):
         raise Unparseable(f"'key_points' must be a non-empty list of strings, got {points!r}")
     return tuple(p.strip() for p in points)
 

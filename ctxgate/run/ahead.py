@@ -21,7 +21,9 @@ class Ahead:
     daemons: an interrupted session exits without waiting for the cases still running (their finished samples
     are in the cache already)."""
 
-    def __init__(self, jobs: Sequence[tuple[CaseKey, Callable[[], CaseResult]]], width: int) -> None:
+    def __init__(
+        self, jobs: Sequence[tuple[CaseKey, Callable[[], CaseResult]]], width: int
+    ) -> None:
         self._futures: dict[CaseKey, Future[CaseResult]] = {key: Future() for key, _ in jobs}
         self._todo = deque((self._futures[key], job) for key, job in jobs)
         self._lock = threading.Lock()

@@ -23,7 +23,14 @@ from ctxgate.sqlitefile import CacheStats, CacheWarning, SqliteFile, StoreUnavai
 
 FILE_NAME = "generations.sqlite"
 
-__all__ = ["FILE_NAME", "CacheStats", "CacheWarning", "GenerationCache", "StoreUnavailable", "namespace_for"]
+__all__ = [
+    "FILE_NAME",
+    "CacheStats",
+    "CacheWarning",
+    "GenerationCache",
+    "StoreUnavailable",
+    "namespace_for",
+]
 
 
 def namespace_for(fingerprint: str, backend: Any) -> dict[str, object] | None:
@@ -36,7 +43,9 @@ def namespace_for(fingerprint: str, backend: Any) -> dict[str, object] | None:
 
 
 def _checksum(text: str, output_tokens: int, finish_reason: str) -> str:
-    return hashlib.sha256(json.dumps([text, output_tokens, finish_reason]).encode("utf-8")).hexdigest()
+    return hashlib.sha256(
+        json.dumps([text, output_tokens, finish_reason]).encode("utf-8")
+    ).hexdigest()
 
 
 class GenerationCache(SqliteFile):
@@ -47,18 +56,23 @@ class GenerationCache(SqliteFile):
     )
 
     def __init__(self, directory: str | Path, namespace: Mapping[str, Any]) -> None:
-        self.namespace = hashlib.sha256(json.dumps(namespace, sort_keys=True, default=str).encode()).hexdigest()
+        self.namespace = hashlib.sha256(
+            json.dumps(namespace, sort_keys=True, default=str).encode()
+        ).hexdigest()
         super().__init__(directory)
 
     def key(self, prompt_sha256: str, params: GenerationParams) -> str:
         """``prompt_sha256`` is the sample's digest (its input ids among others), computed once by the runner."""
         h = hashlib.sha256(self.namespace.encode())
-        h.update(json.dumps([params.max_new_tokens, list(params.stop_strings), prompt_sha256]).encode())
+        h.update(
+            json.dumps([params.max_new_tokens, list(params.stop_strings), prompt_sha256]).encode()
+        )
         return h.hexdigest()
 
     def get(self, key: str) -> Generation | None:
         rows = self.execute(
-            "SELECT text, output_tokens, finish_reason, checksum FROM generations WHERE key = ?", (key,)
+            "SELECT text, output_tokens, finish_reason, checksum FROM generations WHERE key = ?",
+            (key,),
         )
         if not rows:
             self.stats.misses += 1
@@ -79,5 +93,13 @@ class GenerationCache(SqliteFile):
 
     def put(self, key: str, gen: Generation) -> None:
         checksum = _checksum(gen.text, gen.output_tokens, gen.finish_reason)
-        row = (key, self.namespace, gen.text, gen.output_tokens, gen.finish_reason, checksum, time.time())
+        row = (
+            key,
+            self.namespace,
+            gen.text,
+            gen.output_tokens,
+            gen.finish_reason,
+            checksum,
+            time.time(),
+        )
         self.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?, ?, ?)", row)

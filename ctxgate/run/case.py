@@ -12,7 +12,13 @@ from ctxgate.judge.client import priced
 from ctxgate.judge.score import Judges, compact_input, judge_all, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
-from ctxgate.records.schema import CaseRecord, FailedVerdict, JudgeRecord, SampleOutcome, SequentialRecord
+from ctxgate.records.schema import (
+    CaseRecord,
+    FailedVerdict,
+    JudgeRecord,
+    SampleOutcome,
+    SequentialRecord,
+)
 from ctxgate.run.cache import GenerationCache
 from ctxgate.run.excerpts import excerpts
 from ctxgate.run.progress import Progress, case_label
@@ -44,17 +50,22 @@ class CaseResult:
     build_seconds: float
     input_tokens_mean: float
     input_tokens_max: int
-    fill_min: float | None  # smallest (input + generation budget) / length over the samples (None at length 0)
+    fill_min: (
+        float | None
+    )  # smallest (input + generation budget) / length over the samples (None at length 0)
     output_tokens: int
     data_sha256: str
     samples: tuple[SampleOutcome, ...]
     samples_from_cache: int = 0
-    parts: dict[str, float] = field(default_factory=dict)  # case means of a judged metric's components, percent
+    parts: dict[str, float] = field(
+        default_factory=dict
+    )  # case means of a judged metric's components, percent
     judge: JudgeRecord | None = None
     # tokens through the model per second of the case's generation time (its seconds less building prompts), over
     # the samples generated now (not those from the cache); None when the cache had them all
     throughput: dict[str, float] | None = None
-    chat_template: bool | None = None  # whether the case's prompts were wrapped in the model's chat template
+    # whether the case's prompts were wrapped in the model's chat template
+    chat_template: bool | None = None
     # {"requested": N, "pool": P} when the task's data holds fewer distinct samples than asked: the case ran P
     sample_cap: dict[str, int] | None = None
     # --sequential: the question, how many samples the test used, why the case stopped, the interval at stopping
@@ -69,7 +80,9 @@ class CaseResult:
         return replace(record, **measured)
 
 
-def iter_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> Iterator[Sample]:
+def iter_samples(
+    spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int
+) -> Iterator[Sample]:
     """Samples one at a time: a case holds one prompt in memory, not n (128K tokens each), and starts generating
     at once. A sample that ran out of material short of the length ends the case (``MaterialExhausted``)."""
     for i in range(n):
@@ -79,11 +92,17 @@ def iter_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: i
 def samples_to_run(spec: TaskSpec, ctx: BuildContext, length: int, requested: int) -> int:
     """``requested``, or the task's pool when its data holds fewer distinct samples: never a repeat."""
     # a length the task cannot take at all is refused by build_sample before its data (and its pool) is read
-    pool = spec.pool_size(task_context(spec, ctx), length) if spec.pool_size and fits_at_all(spec, length) else None
+    pool = (
+        spec.pool_size(task_context(spec, ctx), length)
+        if spec.pool_size and fits_at_all(spec, length)
+        else None
+    )
     return requested if pool is None else min(requested, pool)
 
 
-def build_samples(spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int) -> list[Sample]:
+def build_samples(
+    spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int
+) -> list[Sample]:
     return list(iter_samples(spec, ctx, length, n, seed))
 
 
@@ -116,10 +135,14 @@ class _Drawing:
         self.judged = spec.metric.judged
         # --sequential on a judged case: each output is judged as it arrives (the judge's cache and retries as
         # usual), so its test sees scores and the case can stop once certain; without its judge it runs its full count
-        self.judge_now = stop is not None and self.judged and missing_judge(spec.metric.name, judges) is None
+        self.judge_now = (
+            stop is not None and self.judged and missing_judge(spec.metric.name, judges) is None
+        )
         self.test = CaseTest(*stop) if stop and (self.judge_now or not self.judged) else None
         self.done: dict[int, SampleOutcome] = {}
-        self.waiting: dict[int, tuple[Sample, str, str]] = {}  # sent: the sample, its digest, its cache key
+        self.waiting: dict[
+            int, tuple[Sample, str, str]
+        ] = {}  # sent: the sample, its digest, its cache key
         self.sent_at: dict[int, float] = {}
         self.from_cache = 0
         self.build_seconds = self.judge_seconds = 0.0
@@ -135,7 +158,11 @@ class _Drawing:
             self.build_seconds += time.perf_counter() - started
             if s is None:
                 return
-            self.ways.update(str(s.meta[k]) for k in ("passages", "source", "demos") if isinstance(s.meta.get(k), str))
+            self.ways.update(
+                str(s.meta[k])
+                for k in ("passages", "source", "demos")
+                if isinstance(s.meta.get(k), str)
+            )
             digest = s.digest()  # hashing 128K ids is not free: once per sample
             key = self.cache.key(digest, self.params) if self.cache else ""
             gen = self.cache.get(key) if self.cache else None
@@ -153,9 +180,13 @@ class _Drawing:
             self.cache.put(key, gen)  # at once: a kill loses only the samples in flight
         self.prompt_tokens += len(s.input_ids)
         self.generated_tokens += gen.output_tokens
-        self._finish(s, digest, gen, round(time.perf_counter() - self.sent_at.pop(request.index), 3))
+        self._finish(
+            s, digest, gen, round(time.perf_counter() - self.sent_at.pop(request.index), 3)
+        )
 
-    def _finish(self, s: Sample, digest: str, gen: Generation, seconds: float | None = None) -> None:
+    def _finish(
+        self, s: Sample, digest: str, gen: Generation, seconds: float | None = None
+    ) -> None:
         shown = excerpts(s, self.ctx.encoder.decode)
         self.done[s.index] = replace(self._outcome(s, digest, gen), excerpts=shown, seconds=seconds)
         if self.test is not None:
@@ -163,12 +194,24 @@ class _Drawing:
 
     def _outcome(self, s: Sample, digest: str, gen: Generation) -> SampleOutcome:
         o = SampleOutcome(
-            s.index, None, gen.text, gen.text, s.answers, len(s.input_ids), gen.output_tokens, gen.finish_reason, digest
+            s.index,
+            None,
+            gen.text,
+            gen.text,
+            s.answers,
+            len(s.input_ids),
+            gen.output_tokens,
+            gen.finish_reason,
+            digest,
         )
         if not self.judged:
-            score, looked_at = score_prediction(self.metric, gen.text, s.answers, self.spec.scoring_prefix, self.chat)
+            score, looked_at = score_prediction(
+                self.metric, gen.text, s.answers, self.spec.scoring_prefix, self.chat
+            )
             return replace(o, score=score, scored_text=looked_at)
-        o = replace(o, judge_input=compact_input(self.spec.metric.name, gen.text, s.meta["judge_input"]))
+        o = replace(
+            o, judge_input=compact_input(self.spec.metric.name, gen.text, s.meta["judge_input"])
+        )
         if not self.judge_now:
             return o
         assert self.judges is not None
@@ -213,7 +256,9 @@ def run_case(
             withdraw = None
         if progress is not None:
             elapsed = time.perf_counter() - t0 - draw.build_seconds
-            progress(Progress(name, len(draw.done), n, draw.from_cache, draw.generated_tokens, elapsed))
+            progress(
+                Progress(name, len(draw.done), n, draw.from_cache, draw.generated_tokens, elapsed)
+            )
     # judging is not generation: it is left out of the throughput
     generating = max(time.perf_counter() - t0 - draw.build_seconds - draw.judge_seconds, 1e-6)
     # a decided case is scored on the samples its test used, whatever else was in flight when it decided: the
@@ -222,7 +267,9 @@ def run_case(
     outcomes = tuple(draw.done[i] for i in sorted(draw.done) if used is None or i < used)
     sizes = [o.input_tokens for o in outcomes]
     if draw.judged:
-        scores = judge_samples(draw.metric, outcomes, judges, confidence, draw.judge_now, draw.judge_seconds)
+        scores = judge_samples(
+            draw.metric, outcomes, judges, confidence, draw.judge_now, draw.judge_seconds
+        )
     else:
         scores = scored(outcomes, confidence)
     return CaseResult(
@@ -238,7 +285,9 @@ def run_case(
         build_seconds=round(draw.build_seconds, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1),
         input_tokens_max=max(sizes),
-        fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4) if length else None,
+        fill_min=round(min((x + spec.tokens_to_generate) / length for x in sizes), 4)
+        if length
+        else None,
         output_tokens=sum(o.output_tokens for o in outcomes),
         data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
         samples=scores.samples,
@@ -259,13 +308,20 @@ def run_case(
 
 
 def _sequential_record(
-    test: CaseTest | None, stop: tuple[StopRule, Questions] | None, judged: bool, used: int, budget: int
+    test: CaseTest | None,
+    stop: tuple[StopRule, Questions] | None,
+    judged: bool,
+    used: int,
+    budget: int,
 ) -> SequentialRecord | None:
     if test is not None:
         return test.record(budget)
     if stop is not None and stop[1].asked and judged:
         return full_count_record(
-            stop[0], used, budget, "judged, with no judge in this run: no scores to test, so it runs its full count"
+            stop[0],
+            used,
+            budget,
+            "judged, with no judge in this run: no scores to test, so it runs its full count",
         )
     return None
 
@@ -313,8 +369,14 @@ def judge_samples(
         return Scored(samples, None, 0, (0.0, 0.0), judge=JudgeRecord("pending", reason))
     assert judges is not None
     t0 = time.perf_counter()
-    todo = [i for i, o in enumerate(samples) if not (judged_already and (o.score is not None or o.judge_error))]
-    verdicts = judge_all(metric, [(samples[i].prediction, samples[i].judge_input or {}) for i in todo], judges)
+    todo = [
+        i
+        for i, o in enumerate(samples)
+        if not (judged_already and (o.score is not None or o.judge_error))
+    ]
+    verdicts = judge_all(
+        metric, [(samples[i].prediction, samples[i].judge_input or {}) for i in todo], judges
+    )
     judged = list(samples)
     for i, v in zip(todo, verdicts):
         judged[i] = replace(judged[i], score=v.score, parts=v.parts, judge_error=v.error)
@@ -342,4 +404,6 @@ def judge_samples(
 def judge_case(result: CaseResult, judges: Judges | None, confidence: float) -> CaseResult:
     """A stored case judged (``ctxgate judge``): its samples, score and judge record replaced."""
     s = judge_samples(result.metric, result.samples, judges, confidence)
-    return replace(result, samples=s.samples, score=s.score, n=s.n, ci=s.ci, parts=s.parts, judge=s.judge)
+    return replace(
+        result, samples=s.samples, score=s.score, n=s.n, ci=s.ci, parts=s.parts, judge=s.judge
+    )

@@ -37,8 +37,11 @@ from ctxgate.tokens.tokenizers import HFTokenizer, RawTokenizer
 
 LOCAL = "local"  # --ray local: a cluster of this machine, started for the run and stopped with it
 MAX_TRIES = 3  # replicas a request may lose before the run stops trusting the cluster with it
-START_TIMEOUT_S = float(os.environ.get("CTXGATE_RAY_START_TIMEOUT", "900"))  # a replica placed and loaded
-STOP_TIMEOUT_S = 60.0  # the replicas' servers stopping (VLLMServer.stop waits up to 30 s for its processes)
+START_TIMEOUT_S = float(
+    os.environ.get("CTXGATE_RAY_START_TIMEOUT", "900")
+)  # a replica placed and loaded
+# the replicas' servers stopping (VLLMServer.stop waits up to 30 s for its processes)
+STOP_TIMEOUT_S = 60.0
 CASES_AT_ONCE = 2  # the next case's samples queue while the current one finishes: no replica idles between cases
 
 
@@ -47,7 +50,9 @@ class _Job:
     request: Request
     params: GenerationParams
     done: Future[Generation] = field(default_factory=Future)
-    lost_on: list[str] = field(default_factory=list)  # the replicas it was running on when they were lost
+    lost_on: list[str] = field(
+        default_factory=list
+    )  # the replicas it was running on when they were lost
 
 
 @dataclass(eq=False)
@@ -79,7 +84,9 @@ def connect(address: str) -> bool:
             return False
         quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
         try:
-            if address == LOCAL:  # a new cluster, never one this machine already runs (RAY_ADDRESS, ray start)
+            if (
+                address == LOCAL
+            ):  # a new cluster, never one this machine already runs (RAY_ADDRESS, ray start)
                 ray.init(address="local", include_dashboard=False, **quiet)
             else:
                 ray.init(address=address, **quiet)
@@ -121,7 +128,9 @@ class RayPool:
 
     cases_at_once = CASES_AT_ONCE
 
-    def __init__(self, spec: ModelSpec, served: Served | None = None, replicas: int | None = None) -> None:
+    def __init__(
+        self, spec: ModelSpec, served: Served | None = None, replicas: int | None = None
+    ) -> None:
         """``replicas``: at most this many (None: one per unit of ``spec.ray_resource``)."""
         import ray
 
@@ -141,18 +150,26 @@ class RayPool:
         self.weights_problem = first.weights_problem
         if first.fingerprint is not None:
             self.fingerprint = first.fingerprint
-        self._window, self._description, self._identity = first.window, first.description, first.cache_identity
+        self._window, self._description, self._identity = (
+            first.window,
+            first.description,
+            first.cache_identity,
+        )
         self.concurrency = sum(r.info.concurrency for r in self.replicas)
         self.tokens_in_flight = TOKENS_IN_FLIGHT * len(self.replicas)
         self.tokenizer: RawTokenizer = _tokenizer(spec)
         self.withdrawn = 0  # requests taken back from the queue once their case was decided
         self.generated = 0
         self.retried = 0
-        self._placed = list(self.replicas)  # every replica this run had, kept for the summary after close
+        self._placed = list(
+            self.replicas
+        )  # every replica this run had, kept for the summary after close
         self._queue: list[tuple[int, int, _Job]] = []  # a heap: (-case length, arrival, job)
         self._arrival = itertools.count()
         self._free = [r for r in self.replicas for _ in range(r.info.concurrency)]
-        self._running: dict[Any, tuple[_Job, _Replica]] = {}  # the dispatcher's own: never touched elsewhere
+        self._running: dict[
+            Any, tuple[_Job, _Replica]
+        ] = {}  # the dispatcher's own: never touched elsewhere
         self._cond = threading.Condition()
         self._closed: str | None = None
         self._ray = ray
@@ -160,47 +177,70 @@ class RayPool:
         self._thread.start()
 
     # placing the replicas --------------------------------------------------------------------------------------
-    def _place(self, spec: ModelSpec, served: Served | None, resource: str, replicas: int | None) -> None:
+    def _place(
+        self, spec: ModelSpec, served: Served | None, resource: str, replicas: int | None
+    ) -> None:
         import ray
 
         total = ray.cluster_resources().get(resource, 0)
         served = served if served is not None and served.launch is not None else None
-        size = served.launch.tensor_parallel if served and served.launch else 1  # units a replica's server spans
+        size = (
+            served.launch.tensor_parallel if served and served.launch else 1
+        )  # units a replica's server spans
         count = int(total) // size if replicas is None else min(int(total) // size, replicas)
         if count < 1:
-            have = ", ".join(sorted(k for k in ray.cluster_resources() if "node:" not in k and "memory" not in k))
-            lacks = f"no {resource!r} resource" if size == 1 else f"fewer than {size} {resource!r} (--tp {size})"
+            have = ", ".join(
+                sorted(k for k in ray.cluster_resources() if "node:" not in k and "memory" not in k)
+            )
+            lacks = (
+                f"no {resource!r} resource"
+                if size == 1
+                else f"fewer than {size} {resource!r} (--tp {size})"
+            )
             raise BackendError(
                 f"the Ray cluster at {self.address} has {lacks} for a model replica (it has: {have}); pass "
                 "--ray-resource with one its nodes have, e.g. --ray-resource CPU on nodes without GPUs"
             )
         # a server's replica takes its --concurrency requests at once (the engine batches them); a model in the
         # actor's own process, one
-        self._servers = served is not None  # the replicas start servers of their own: stopped before the kill
-        options: dict[str, Any] = {"max_restarts": 0, "max_concurrency": served.endpoint.concurrency if served else 1}
+        self._servers = (
+            served is not None
+        )  # the replicas start servers of their own: stopped before the kill
+        options: dict[str, Any] = {
+            "max_restarts": 0,
+            "max_concurrency": served.endpoint.concurrency if served else 1,
+        }
         if resource == "GPU":
             options.update(num_gpus=size, num_cpus=0)
         elif resource == "CPU":
             options.update(num_cpus=size)
         else:
             options.update(num_cpus=0, resources={resource: size})
-        actor: Any = ray.remote(ReplicaWorker).options(**options)  # Ray's stubs do not follow .options()
+        actor: Any = ray.remote(ReplicaWorker).options(
+            **options
+        )  # Ray's stubs do not follow .options()
         handles = [actor.remote(spec, served, os.getcwd()) for _ in range(count)]
         pending = {h.info.remote(): h for h in handles}
         ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=START_TIMEOUT_S)
         for ref in late:
             ray.kill(pending[ref])
-        failed: dict[str, list[str]] = {}  # the cause: where (replicas on one node usually fail alike)
+        failed: dict[
+            str, list[str]
+        ] = {}  # the cause: where (replicas on one node usually fail alike)
         for ref in ready:
             try:
                 info = ray.get(ref)
             except ray.exceptions.RayError as exc:
-                failed.setdefault(f"its process died ({str(exc).splitlines()[0]})", []).append("a node")
+                failed.setdefault(f"its process died ({str(exc).splitlines()[0]})", []).append(
+                    "a node"
+                )
                 continue
             replica = _Replica(pending[ref], info)
             if info.error:
                 failed.setdefault(info.error, []).append(replica.where)
-                ray.kill(replica.handle)  # its server, if it started one, stopped when the load failed
+                ray.kill(
+                    replica.handle
+                )  # its server, if it started one, stopped when the load failed
                 continue
             self.replicas.append(replica)
         if failed:
@@ -267,7 +307,9 @@ class RayPool:
         ray = self._ray
         while True:
             with self._cond:
-                while self._closed is None and not self._running and not (self._queue and self._free):
+                while (
+                    self._closed is None and not self._running and not (self._queue and self._free)
+                ):
                     self._cond.wait()
                 if self._closed is not None:
                     return
@@ -277,7 +319,10 @@ class RayPool:
                     if replica.lost is None:
                         starting.append((heapq.heappop(self._queue)[2], replica))
             for job, replica in starting:
-                self._running[replica.handle.generate.remote([job.request], job.params)] = (job, replica)
+                self._running[replica.handle.generate.remote([job.request], job.params)] = (
+                    job,
+                    replica,
+                )
             if self._running:
                 ready, _ = ray.wait(list(self._running), num_returns=1, timeout=0.1)
                 for ref in ready:
@@ -288,12 +333,19 @@ class RayPool:
         job, replica = self._running.pop(ref)
         try:
             generation = ray.get(ref)[0]
-        except ray.exceptions.RayTaskError as exc:  # the model's own error on this sample (out of memory...)
+        except (
+            ray.exceptions.RayTaskError
+        ) as exc:  # the model's own error on this sample (out of memory...)
             self._give_back(replica)
             job.done.set_exception(exc.cause if isinstance(exc.cause, Exception) else exc)
             return
-        except ray.exceptions.RayError as exc:  # the replica is gone: its node, its process, its connection
-            self._lose(replica, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        except (
+            ray.exceptions.RayError
+        ) as exc:  # the replica is gone: its node, its process, its connection
+            self._lose(
+                replica,
+                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+            )
             self._retry(job, replica)
             return
         self.generated += 1
@@ -312,7 +364,8 @@ class RayPool:
             self._free = [r for r in self._free if r is not replica]
             if all(r.lost is not None for r in self.replicas):
                 self._fail_all(
-                    "every model replica on the Ray cluster was lost: " + "; ".join(str(r.lost) for r in self.replicas)
+                    "every model replica on the Ray cluster was lost: "
+                    + "; ".join(str(r.lost) for r in self.replicas)
                 )
 
     def _retry(self, job: _Job, replica: _Replica) -> None:
@@ -357,7 +410,9 @@ class RayPool:
     def _release(self) -> None:
         import ray
 
-        if self._servers and self.replicas:  # each server stopped by its own replica, its engine processes too
+        if (
+            self._servers and self.replicas
+        ):  # each server stopped by its own replica, its engine processes too
             stopping = [r.handle.stop.remote() for r in self.replicas]
             ray.wait(stopping, num_returns=len(stopping), timeout=STOP_TIMEOUT_S)
         for replica in self.replicas:
@@ -375,7 +430,11 @@ def _tokenizer(spec: ModelSpec) -> RawTokenizer:
     """The session's own copy of the checkpoint's tokenizer: it builds the prompts the replicas are sent."""
     import transformers
 
-    assert spec.checkpoint is not None, "--ray runs a located checkpoint (the plan refuses other backends)"
+    assert spec.checkpoint is not None, (
+        "--ray runs a located checkpoint (the plan refuses other backends)"
+    )
     folder = spec.checkpoint.tokenizer_dir
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), trust_remote_code=spec.trust_remote_code)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(
+        str(folder), trust_remote_code=spec.trust_remote_code
+    )
     return HFTokenizer(tokenizer)

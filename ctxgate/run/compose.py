@@ -60,7 +60,10 @@ class ModelError(CtxgateError, RuntimeError):
 
 
 def open_model(
-    spec: ModelSpec, served: Served | None = None, run: Mapping[str, Any] | None = None, replicas: int | None = None
+    spec: ModelSpec,
+    served: Served | None = None,
+    run: Mapping[str, Any] | None = None,
+    replicas: int | None = None,
 ) -> LoadedModel:
     """The model ready to run cases, sending to ``served`` (--backend openai/vllm), on at most ``replicas`` of a
     cluster's (--ray): ``run`` adds to its record (the selection: lengths, samples, --sequential). Raises ModelError
@@ -79,11 +82,14 @@ def open_model(
     except ChatTemplateError as exc:
         raise ModelError(f"the tokenizer of {spec.model!r}", exc) from exc
     chat = resolve_chat(spec.chat_template, encoder.has_chat_template)
-    if getattr(backend, "chat_api", False):  # every prompt is a user message (the options refuse chat off)
+    if getattr(
+        backend, "chat_api", False
+    ):  # every prompt is a user message (the options refuse chat off)
         chat = "on"
     if chat == "on" and not encoder.has_chat_template:
         raise ModelError(
-            "--chat-template on", ValueError(f"{spec.model} has no chat template; use --chat-template off or auto")
+            "--chat-template on",
+            ValueError(f"{spec.model} has no chat template; use --chat-template off or auto"),
         )
     context = prompt_context(spec, encoder, chat)
     if spec.helmet_compat:
@@ -92,11 +98,17 @@ def open_model(
         except ValueError as exc:
             raise ModelError("--helmet-compat", exc) from exc
     # plain JSON values only: records travel to the xdist controller through execnet
-    meta = json.loads(json.dumps({**run_meta(spec, backend, encoder, chat), **(run or {})}, default=str))
+    meta = json.loads(
+        json.dumps({**run_meta(spec, backend, encoder, chat), **(run or {})}, default=str)
+    )
     cache = _open_cache(spec, meta, backend)
     try:
         judges = build_judges(
-            spec.judge, spec.nli_model, spec.judge_max_failure_rate, spec.helmet_compat, spec.allow_pickle
+            spec.judge,
+            spec.nli_model,
+            spec.judge_max_failure_rate,
+            spec.helmet_compat,
+            spec.allow_pickle,
         )
     except (JudgeError, ValueError, OSError) as exc:
         if cache is not None:
@@ -142,23 +154,38 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
     from ctxgate.data.haystacks import load_essay
 
     packages = {}
-    for name in ("ctxgate", "torch", "transformers", "tokenizers", "datasets", "numpy", "pytest", "pytest-xdist"):
+    for name in (
+        "ctxgate",
+        "torch",
+        "transformers",
+        "tokenizers",
+        "datasets",
+        "numpy",
+        "pytest",
+        "pytest-xdist",
+    ):
         try:
             packages[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
     template = "".join(encoder.chat_parts()) if chat in ("on", "task") else None
     # hf: the local files; else what the server or script says
-    fingerprint = local_fingerprint(spec) if spec.backend == "hf" else getattr(backend, "fingerprint", None)
+    fingerprint = (
+        local_fingerprint(spec) if spec.backend == "hf" else getattr(backend, "fingerprint", None)
+    )
     return {
         "model": spec.model,
         "model_fingerprint": fingerprint,
         "backend": backend.describe(),
         "model_dir": str(spec.checkpoint.folder) if spec.checkpoint else None,
-        "base_model": str(spec.checkpoint.adapter.base) if spec.checkpoint and spec.checkpoint.adapter else None,
+        "base_model": str(spec.checkpoint.adapter.base)
+        if spec.checkpoint and spec.checkpoint.adapter
+        else None,
         "model_overrides": spec.overrides.describe() or None,
         "ignore_remote_code": spec.ignore_remote_code,
-        "weights_mismatch": getattr(backend, "weights_problem", None),  # let through by --allow-weight-mismatch
+        "weights_mismatch": getattr(
+            backend, "weights_problem", None
+        ),  # let through by --allow-weight-mismatch
         "seed": spec.seed,
         "chat_template": chat,
         "helmet_compat": spec.helmet_compat,

@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 
 from ctxgate.tasks.base import Sample
 
-EXCERPT_TOKENS = 40  # tokens of context before a needle (twice as many from it on), and of the prompt's end
+# tokens of context before a needle (twice as many from it on), and of the prompt's end
+EXCERPT_TOKENS = 40
 
 
 def excerpts(sample: Sample, decode: Callable[[Sequence[int]], str]) -> dict[str, object]:

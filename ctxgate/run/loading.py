@@ -32,7 +32,8 @@ class Served:
     tokenizer: str
     server_logs: tuple[str, ...] = ()
     engine: Mapping[str, Any] = field(default_factory=dict)
-    launch: EngineSpec | None = None  # --ray: the server each replica starts on its node, but for its GPUs
+    # --ray: the server each replica starts on its node, but for its GPUs
+    launch: EngineSpec | None = None
     launch_timeout_s: float = 900.0
 
 
@@ -51,7 +52,9 @@ class ModelSpec:
     allow_pickle: bool = False
     allow_weight_mismatch: bool = False
     ignore_remote_code: bool = False
-    overrides: ConfigOverrides = ConfigOverrides()  # context-extension settings applied to the loaded config
+    overrides: ConfigOverrides = (
+        ConfigOverrides()
+    )  # context-extension settings applied to the loaded config
     base_model: str | None = None  # the checkpoint is a PEFT adapter on this base
     config_from: str | None = None  # the checkpoint is sharded, built from this config folder
     batch_size: int | None = None  # hf: None is auto (1 on CPU)
@@ -64,12 +67,14 @@ class ModelSpec:
     hotpotqa: str | None = None
     data_dir: str | None = None
     helmet_compat: bool = False
-    helmet_tokenizer: str | None = None  # the folder HELMET's length selections count in (default: the model's)
+    # the folder HELMET's length selections count in (default: the model's)
+    helmet_tokenizer: str | None = None
     cache_dir: str | None = None
     judge: JudgeSettings | None = None
     nli_model: str | None = None
     judge_max_failure_rate: float = 0.05
-    ray: str | None = None  # a Ray cluster's address (or auto, local): the model as replicas on its nodes
+    # a Ray cluster's address (or auto, local): the model as replicas on its nodes
+    ray: str | None = None
     ray_resource: str = "GPU"  # the resource each replica takes one of
 
     def locate(self, folder: str | Path) -> Checkpoint:
@@ -110,7 +115,9 @@ def factory_of(backend: str) -> Callable[[ModelSpec], Backend]:
             "--backend hf, or --backend mypackage.engine:MyBackend with mypackage on the path"
         ) from None
     if not callable(found):
-        raise CtxgateError(f"--backend {backend!r}: {name} is not callable: name a class or function of {module}")
+        raise CtxgateError(
+            f"--backend {backend!r}: {name} is not callable: name a class or function of {module}"
+        )
     return cast(Callable[[ModelSpec], Backend], found)
 
 
@@ -144,7 +151,9 @@ def _endpoint_backend(spec: ModelSpec, served: Served) -> Backend:
     from ctxgate.backends.overrides import applied
     from ctxgate.backends.vllm_server import VLLMServer
 
-    tokenizer = transformers.AutoTokenizer.from_pretrained(served.tokenizer, trust_remote_code=spec.trust_remote_code)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(
+        served.tokenizer, trust_remote_code=spec.trust_remote_code
+    )
     logs = [Path(p) for p in served.server_logs]
 
     def server_log() -> str:  # --backend vllm: what the server said before it went away
@@ -172,4 +181,6 @@ def local_fingerprint(spec: ModelSpec) -> dict[str, Any] | None:
     overrides; None without local files."""
     from ctxgate.backends.fingerprint import with_overrides
 
-    return with_overrides(spec.checkpoint.fingerprint(), spec.overrides) if spec.checkpoint else None
+    return (
+        with_overrides(spec.checkpoint.fingerprint(), spec.overrides) if spec.checkpoint else None
+    )

@@ -18,8 +18,10 @@ from ctxgate.backends.vllm_server import ENGINE_BATCH
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.records.refusal import CtxgateError
 
-CACHE_FOLDER = ".ctxgate-cache"  # beside where the run was started, unless --cache-dir says otherwise
-MAX_SAMPLES = 100_000  # the papers use 100-600; far more is a typo that would first fill memory with prompts
+# beside where the run was started, unless --cache-dir says otherwise
+CACHE_FOLDER = ".ctxgate-cache"
+# the papers use 100-600; far more is a typo that would first fill memory with prompts
+MAX_SAMPLES = 100_000
 
 
 class OptionError(CtxgateError, ValueError):
@@ -49,9 +51,16 @@ class Option:
         """Onto a pytest option group (``addoption``) or an argparse parser (``add_argument``): as text, parsed by
         ``read``, so that a bad value is this table's one line, not the parser's usage message."""
         metavar = self.metavar or ("{" + ",".join(self.choices) + "}" if self.choices else None)
-        keywords = {"help": self.help.replace("%(default)s", str(self.default)), "action": self.action}
+        keywords = {
+            "help": self.help.replace("%(default)s", str(self.default)),
+            "action": self.action,
+        }
         add = target.addoption if hasattr(target, "addoption") else target.add_argument
-        add(self.flag, *self.aliases, **{k: v for k, v in {**keywords, "metavar": metavar}.items() if v is not None})
+        add(
+            self.flag,
+            *self.aliases,
+            **{k: v for k, v in {**keywords, "metavar": metavar}.items() if v is not None},
+        )
 
     def read(self, given: Any) -> Any:
         """The value from what the command line gave (None: not given, the default); an append option's values as
@@ -65,7 +74,9 @@ class Option:
         return tuple(parsed) if self.action == "append" else parsed[0]
 
     def _one(self, text: str) -> Any:
-        example = self.example or (self.choices[0] if self.choices and self.default is None else self.default)
+        example = self.example or (
+            self.choices[0] if self.choices and self.default is None else self.default
+        )
         if self.choices is not None and text not in self.choices:
             raise OptionError(
                 f"{self.flag} {text!r} is not one of {', '.join(self.choices)}: e.g. {self.flag} {example}"
@@ -76,7 +87,9 @@ class Option:
             raise OptionError(f"{self.flag} {text!r} {exc}: e.g. {self.flag} {example}") from None
 
 
-Get = Callable[[str], Any]  # an option's value as pytest or argparse read it, by its dest (None: not given)
+Get = Callable[
+    [str], Any
+]  # an option's value as pytest or argparse read it, by its dest (None: not given)
 
 
 def read(options: Sequence[Option], get: Get) -> dict[str, Any]:
@@ -130,7 +143,9 @@ def _lengths(text: str) -> tuple[int, ...]:
     try:
         return parse_lengths(text)
     except LengthError:
-        raise ValueError("is not a list of lengths such as 8192, 8k (=8192) or 128k (=131072)") from None
+        raise ValueError(
+            "is not a list of lengths such as 8192, 8k (=8192) or 128k (=131072)"
+        ) from None
 
 
 def _samples(text: str) -> int:
@@ -139,7 +154,9 @@ def _samples(text: str) -> int:
     except ValueError:
         value = 0
     if not 1 <= value <= MAX_SAMPLES:
-        raise ValueError(f"is not a whole number from 1 to {MAX_SAMPLES:,} (the papers use 100-600)")
+        raise ValueError(
+            f"is not a whole number from 1 to {MAX_SAMPLES:,} (the papers use 100-600)"
+        )
     return value
 
 
@@ -201,7 +218,9 @@ CHAT_TEMPLATE = Option(
     default="task",
     choices=("task", "auto", "on", "off"),
 )
-DTYPE = Option("--dtype", "auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32", default="auto", choices=DTYPES)
+DTYPE = Option(
+    "--dtype", "auto (bf16 on GPU, fp32 on CPU), bf16, fp16 or fp32", default="auto", choices=DTYPES
+)
 THRESHOLDS = Option(
     "--thresholds",
     "thresholds file (default: the file the ini option ctxgate_thresholds names, else the nearest thresholds.toml "
@@ -231,7 +250,9 @@ IGNORE_REMOTE_CODE = Option(
     "its model_type instead, on purpose",
     action="store_true",
 )
-TRUST_REMOTE_CODE = Option("--trust-remote-code", "allow the checkpoint's own Python code to run", action="store_true")
+TRUST_REMOTE_CODE = Option(
+    "--trust-remote-code", "allow the checkpoint's own Python code to run", action="store_true"
+)
 ALLOW_PICKLE = Option(
     "--allow-pickle",
     "allow loading pickles (.bin weights, DeepSpeed's .pt, a distributed checkpoint's .metadata)",
@@ -340,7 +361,9 @@ BASE_URL = Option(
     parse=_http_url,
     example="http://127.0.0.1:8000/v1",
 )
-TOKENIZER = Option("--tokenizer", "the served model's tokenizer folder (default: --model when it is a folder)")
+TOKENIZER = Option(
+    "--tokenizer", "the served model's tokenizer folder (default: --model when it is a folder)"
+)
 SERVED_MODEL = Option(
     "--served-model",
     "the model name the server serves (default: the only one it lists, or --model when that is not a folder)",
@@ -386,7 +409,8 @@ TP = Option(
     aliases=("--tensor-parallel-size",),
 )
 VLLM_PYTHON = Option(
-    "--vllm-python", "--backend vllm: the python with vLLM (default: $CTXGATE_VLLM_PYTHON, else .venv-vllm)"
+    "--vllm-python",
+    "--backend vllm: the python with vLLM (default: $CTXGATE_VLLM_PYTHON, else .venv-vllm)",
 )
 VLLM_ARG = Option(
     "--vllm-arg",
@@ -424,7 +448,8 @@ GPUS_PER_REPLICA = Option(
 
 # --- the judge (Cite, NarrativeQA, Summ) ----------------------------------------------------------------------------
 JUDGE_MODEL = Option(
-    "--judge-model", "LLM judge for NarrativeQA and summaries (HELMET: gpt-4o-2024-05-13); key from OPENAI_API_KEY"
+    "--judge-model",
+    "LLM judge for NarrativeQA and summaries (HELMET: gpt-4o-2024-05-13); key from OPENAI_API_KEY",
 )
 JUDGE_BASE_URL = Option(
     "--judge-base-url",
@@ -433,10 +458,16 @@ JUDGE_BASE_URL = Option(
     example="http://127.0.0.1:8000/v1",
 )
 JUDGE_TIMEOUT = Option(
-    "--judge-timeout", "seconds per judge request (default %(default)s)", default=120.0, parse=_positive
+    "--judge-timeout",
+    "seconds per judge request (default %(default)s)",
+    default=120.0,
+    parse=_positive,
 )
 JUDGE_TIME_LIMIT = Option(
-    "--judge-time-limit", "seconds per verdict, retries included (default %(default)s)", default=600.0, parse=_positive
+    "--judge-time-limit",
+    "seconds per verdict, retries included (default %(default)s)",
+    default=600.0,
+    parse=_positive,
 )
 JUDGE_RETRIES = Option(
     "--judge-retries",
@@ -445,7 +476,10 @@ JUDGE_RETRIES = Option(
     parse=_whole(0),
 )
 JUDGE_CONCURRENCY = Option(
-    "--judge-concurrency", "verdicts in flight at once (default %(default)s)", default=4, parse=_whole(1)
+    "--judge-concurrency",
+    "verdicts in flight at once (default %(default)s)",
+    default=4,
+    parse=_whole(1),
 )
 JUDGE_PRICE = Option(
     "--judge-price",
@@ -453,9 +487,12 @@ JUDGE_PRICE = Option(
     parse=_price,
     example="2.5,10",
 )
-JUDGE_CACHE = Option("--judge-cache", f"judge cache folder (default: the generation cache folder, ./{CACHE_FOLDER})")
+JUDGE_CACHE = Option(
+    "--judge-cache", f"judge cache folder (default: the generation cache folder, ./{CACHE_FOLDER})"
+)
 NLI_MODEL = Option(
-    "--nli-model", "local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge"
+    "--nli-model",
+    "local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge",
 )
 
 # --- experiment trackers ---------------------------------------------------------------------------------------------
@@ -467,7 +504,8 @@ LOG_TO = Option(
     metavar="TRACKER[=WHERE]",
 )
 TRACKER_RUN = Option(
-    "--tracker-run", "a W&B / MLflow run id to log into (default: $WANDB_RUN_ID / $MLFLOW_RUN_ID, else a new run)"
+    "--tracker-run",
+    "a W&B / MLflow run id to log into (default: $WANDB_RUN_ID / $MLFLOW_RUN_ID, else a new run)",
 )
 STEP = Option(
     "--step",
@@ -477,9 +515,14 @@ STEP = Option(
 )
 
 # --- ctxgate watch ---------------------------------------------------------------------------------------------------
-INTERVAL = Option("--interval", "seconds between scans (default %(default)s)", default=60.0, parse=_positive)
+INTERVAL = Option(
+    "--interval", "seconds between scans (default %(default)s)", default=60.0, parse=_positive
+)
 SETTLE = Option(
-    "--settle", "seconds a checkpoint must be unchanged (default %(default)s)", default=30.0, parse=_not_negative
+    "--settle",
+    "seconds a checkpoint must be unchanged (default %(default)s)",
+    default=30.0,
+    parse=_not_negative,
 )
 ATTEMPTS = Option(
     "--attempts",
@@ -489,7 +532,10 @@ ATTEMPTS = Option(
 )
 # --- ctxgate bisect --------------------------------------------------------------------------------------------------
 TOLERANCE = Option(
-    "--tolerance", "points a case may drop (default: the thresholds' tolerances)", parse=_positive, example="2"
+    "--tolerance",
+    "points a case may drop (default: the thresholds' tolerances)",
+    parse=_positive,
+    example="2",
 )
 
 # the groups, as each plugin and verb adds them

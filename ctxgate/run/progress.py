@@ -51,10 +51,14 @@ def clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def status_line(finished: int, selected: int, running: Iterable[tuple[str, Progress]], width: int) -> str:
+def status_line(
+    finished: int, selected: int, running: Iterable[tuple[str, Progress]], width: int
+) -> str:
     """``[3/26 cases] gw0 vt-4096 12/20 310 tok/s ETA 0:12 | gw1 cwe-8192 ...``, cut to ``width`` characters
     (an ellipsis marks the cut); empty when nothing is running or there is no room."""
-    cases = [f"{worker} {p.describe()}".strip() for worker, p in sorted(running, key=lambda wp: wp[0])]
+    cases = [
+        f"{worker} {p.describe()}".strip() for worker, p in sorted(running, key=lambda wp: wp[0])
+    ]
     if not cases or width < 10:
         return ""
     line = f"[{finished}/{selected} cases] " + " | ".join(cases) if selected else " | ".join(cases)

@@ -33,8 +33,10 @@ class ReplicaInfo:
     description: dict[str, object] = field(default_factory=dict)
     cache_identity: dict[str, object] | None = None
     weights_problem: str | None = None
-    concurrency: int = 1  # requests it takes at once (a server's --concurrency; one for a model in the process)
-    fingerprint: dict[str, object] | None = None  # what a server says it serves (the report's model_fingerprint)
+    # requests it takes at once (a server's --concurrency; one for a model in the process)
+    concurrency: int = 1
+    # what a server says it serves (the report's model_fingerprint)
+    fingerprint: dict[str, object] | None = None
 
 
 class ReplicaWorker:
@@ -73,8 +75,14 @@ class ReplicaWorker:
         self.server.wait_ready(served.launch_timeout_s)
         endpoint = replace(served.endpoint, base_urls=(self.server.url,))
         # the numerics as this node runs them (the session may have no GPU to resolve --dtype auto against)
-        engine = {**served.engine, "dtype": launch.resolved_dtype, "tensor_parallel": launch.tensor_parallel}
-        return replace(served, endpoint=endpoint, server_logs=(str(log),), engine=engine, launch=None)
+        engine = {
+            **served.engine,
+            "dtype": launch.resolved_dtype,
+            "tensor_parallel": launch.tensor_parallel,
+        }
+        return replace(
+            served, endpoint=endpoint, server_logs=(str(log),), engine=engine, launch=None
+        )
 
     def stop(self) -> None:
         """Stop this replica's own server, its engine processes included, before the actor is killed: a killed

@@ -42,7 +42,8 @@ class EngineSettings:
     endpoint_api: str = ENDPOINT_API.default
     api_key_env: str = API_KEY_ENV.default
     concurrency: int = OPENAI_CONCURRENCY
-    fills_batch: bool = False  # concurrency is the engine's batch (no --concurrency), shared by a server's workers
+    # concurrency is the engine's batch (no --concurrency), shared by a server's workers
+    fills_batch: bool = False
     request_timeout: float = REQUEST_TIMEOUT.default
     request_retries: int = REQUEST_RETRIES.default
     tp: int = TP.default
@@ -51,7 +52,9 @@ class EngineSettings:
     vllm_start_timeout: float = VLLM_START_TIMEOUT.default
 
 
-def read_engine(values: Mapping[str, Any], backend: str, chat_template: str, tokenizer: str | None) -> EngineSettings:
+def read_engine(
+    values: Mapping[str, Any], backend: str, chat_template: str, tokenizer: str | None
+) -> EngineSettings:
     """The engine options read from the table (``values`` by dest), checked against the run's backend and chat
     setting, with the tokenizer to check the servers against (``--tokenizer``, else ``tokenizer``: the located
     checkpoint's): a value that cannot be used is one OptionError."""
@@ -68,7 +71,9 @@ def read_engine(values: Mapping[str, Any], backend: str, chat_template: str, tok
     if api == "chat" and backend != "openai":
         raise OptionError("--endpoint-api chat is for --backend openai (a server you run)")
     if api == "chat" and chat_template == "off":
-        raise OptionError("--endpoint-api chat sends user messages, which the server wraps: drop --chat-template off")
+        raise OptionError(
+            "--endpoint-api chat sends user messages, which the server wraps: drop --chat-template off"
+        )
     vllm_args = values[VLLM_ARG.dest] or ()
     try:
         batch = engine_batch(vllm_args)
@@ -123,4 +128,6 @@ def served(
         }
         if spec.checkpoint and spec.checkpoint.served_as:
             numerics["served_as"] = spec.checkpoint.served_as
-    return Served(endpoint, engine.tokenizer, server_logs, numerics, launch, engine.vllm_start_timeout)
+    return Served(
+        endpoint, engine.tokenizer, server_logs, numerics, launch, engine.vllm_start_timeout
+    )

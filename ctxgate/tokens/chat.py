@@ -11,7 +11,9 @@ from pathlib import Path
 
 from ctxgate.records.refusal import CtxgateError
 
-Render = Callable[[list[dict[str, str]]], str]  # messages -> the template's text, with the generation prompt
+Render = Callable[
+    [list[dict[str, str]]], str
+]  # messages -> the template's text, with the generation prompt
 
 
 class ChatTemplateError(CtxgateError, ValueError):
@@ -65,7 +67,9 @@ class ChatTurns:
         distinct texts once and each content once."""
         if not messages or messages[0][0] != "user" or messages[-1][0] != "user":
             roles = "none" if not messages else f"{messages[0][0]} ... {messages[-1][0]}"
-            raise ValueError(f"a conversation starts and ends with a user message, not {roles}: give one that does")
+            raise ValueError(
+                f"a conversation starts and ends with a user message, not {roles}: give one that does"
+            )
         texts, contents = [self.start], []
         for i, (role, text) in enumerate(messages):
             if i:
@@ -100,7 +104,8 @@ def turns_of(render: Render, source: Path) -> ChatTurns:
     alternating = ("user", "assistant", "user", "assistant", "user")
     sentinels = [{"role": r, "content": _turn_sentinel(i)} for i, r in enumerate(alternating)]
     parts = _between_sentinels(
-        _rendered(render, sentinels, source, "fails on a five-message conversation"), len(alternating)
+        _rendered(render, sentinels, source, "fails on a five-message conversation"),
+        len(alternating),
     )
     if parts is None or parts[1] != parts[3] or parts[2] != parts[4]:
         raise ChatTemplateError(
@@ -148,7 +153,9 @@ def _rendered(render: Render, messages: list[dict[str, str]], source: Path, what
 def _user_user(render: Render, source: Path, parts: list[str]) -> str | None:
     """The text between two user messages, or None where the template refuses them or renders them apart
     from its other turns."""
-    from jinja2.exceptions import TemplateError  # present wherever a template renders (transformers uses it)
+    from jinja2.exceptions import (
+        TemplateError,
+    )  # present wherever a template renders (transformers uses it)
 
     roles = ("user", "user", "assistant", "user")
     try:
@@ -164,7 +171,12 @@ def _user_user(render: Render, source: Path, parts: list[str]) -> str | None:
             f"({type(exc).__name__}: {message}) other than by refusing them with raise_exception: fix the "
             "template, or pass --chat-template off for the plain transcript"
         ) from None
-    if found is None or (found[0], found[2], found[3], found[4]) != (parts[0], parts[1], parts[2], parts[5]):
+    if found is None or (found[0], found[2], found[3], found[4]) != (
+        parts[0],
+        parts[1],
+        parts[2],
+        parts[5],
+    ):
         return None
     return found[1]
 

@@ -42,8 +42,12 @@ class PieceEncoder:
         self.prefix: tuple[int, ...] = tuple(raw.prefix_ids())
         self._chat = raw.chat_parts()
         self.identity = raw.identity()
-        self._joins: dict[str, bool] = {}  # shape -> whether joined piece ids equal the whole text's, as checked
-        self._batched: dict[re.Pattern[str], re.Pattern[str] | None] = {}  # a pattern's runs found in one pass
+        self._joins: dict[
+            str, bool
+        ] = {}  # shape -> whether joined piece ids equal the whole text's, as checked
+        self._batched: dict[
+            re.Pattern[str], re.Pattern[str] | None
+        ] = {}  # a pattern's runs found in one pass
         self._joins_hold: dict[Hashable, bool] = {}
 
     @property
@@ -66,7 +70,9 @@ class PieceEncoder:
 
     @functools.cached_property
     def _turns(self) -> ChatTurns | None:
-        return self.raw.chat_turns()  # found on first use: a task without conversations never renders one
+        return (
+            self.raw.chat_turns()
+        )  # found on first use: a task without conversations never renders one
 
     def chat_turns(self) -> ChatTurns:
         """The template's turns for a multi-turn conversation; ``ChatTemplateError`` where it cannot be split."""
@@ -106,7 +112,8 @@ class PieceEncoder:
                 out.append(tuple(map(one, self.raw.encode_batch([piece])[0])))
         return out
 
-    JOIN_CHECK = 64  # rows of a new shape checked whole against the joined pieces; later batches check a few
+    # rows of a new shape checked whole against the joined pieces; later batches check a few
+    JOIN_CHECK = 64
     JOIN_SPOT = 4
     RUNS_KEPT = 1 << 20  # memo of runs (below) emptied past this many entries
 
@@ -123,7 +130,11 @@ class PieceEncoder:
         return self.encode_columns(rows, fresh, shape).tuples()
 
     def encode_columns(
-        self, rows: Sequence[Sequence[str]], fresh: Sequence[bool | re.Pattern[str]], shape: str, sep: str = ""
+        self,
+        rows: Sequence[Sequence[str]],
+        fresh: Sequence[bool | re.Pattern[str]],
+        shape: str,
+        sep: str = "",
     ) -> JoinedIds:
         """``encode_joined``'s ids as one array, with where each row ends; ``sep`` goes before each row's first
         piece (a line's separator). The rows' ids are gathered from their pieces' in one numpy step: a 1M-token
@@ -133,7 +144,11 @@ class PieceEncoder:
 
         if not rows or self._joins.get(shape) is False:
             return self._whole(rows, sep)
-        sources, starts, sizes = [], [], []  # per piece position: its values' ids, each row's start and size in them
+        sources, starts, sizes = (
+            [],
+            [],
+            [],
+        )  # per piece position: its values' ids, each row's start and size in them
         base = 0
         for j, (pieces, how) in enumerate(zip(zip(*rows), fresh)):
             values = list(dict.fromkeys(pieces))
@@ -175,17 +190,25 @@ class PieceEncoder:
         import numpy as np
 
         texts = [ANCHOR + p for p in pieces]
-        encode_flat = getattr(self.raw, "encode_flat", None)  # HFTokenizer's, without a list per text
-        flat, starts, sizes = encode_flat(texts) if encode_flat is not None else spans(self.raw.encode_batch(texts))
+        encode_flat = getattr(
+            self.raw, "encode_flat", None
+        )  # HFTokenizer's, without a list per text
+        flat, starts, sizes = (
+            encode_flat(texts) if encode_flat is not None else spans(self.raw.encode_batch(texts))
+        )
         n = len(self._anchor)
         ok = np.flatnonzero(sizes >= n)
         for k, anchor_id in enumerate(self._anchor):
             ok = ok[flat[starts[ok] + k] == anchor_id]
         starts[ok] += n
         sizes[ok] -= n
-        merged = np.setdiff1d(np.arange(len(pieces)), ok)  # where the anchor merged with the piece: the piece plainly
+        merged = np.setdiff1d(
+            np.arange(len(pieces)), ok
+        )  # where the anchor merged with the piece: the piece plainly
         if len(merged):
-            plain, plain_starts, plain_sizes = spans(self.raw.encode_batch([pieces[i] for i in merged]))
+            plain, plain_starts, plain_sizes = spans(
+                self.raw.encode_batch([pieces[i] for i in merged])
+            )
             starts[merged], sizes[merged] = plain_starts + len(flat), plain_sizes
             flat = np.concatenate([flat, plain])
         return flat, starts, sizes

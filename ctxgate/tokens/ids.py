@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-Spans = tuple["np.ndarray", "np.ndarray", "np.ndarray"]  # ids, and each text's start and size in them
+Spans = tuple[
+    "np.ndarray", "np.ndarray", "np.ndarray"
+]  # ids, and each text's start and size in them
 
 
 def spans(encoded: Sequence[Sequence[int]]) -> Spans:
@@ -21,7 +23,9 @@ def spans(encoded: Sequence[Sequence[int]]) -> Spans:
     import numpy as np
 
     sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-    flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int64, count=int(sizes.sum()))
+    flat = np.fromiter(
+        itertools.chain.from_iterable(encoded), dtype=np.int64, count=int(sizes.sum())
+    )
     return flat, np.cumsum(sizes) - sizes, sizes
 
 
@@ -84,7 +88,9 @@ class RunStore:
 
         first, used = len(self.slot), self.used
         if used + len(flat) > len(self.ids):
-            self.ids = np.concatenate([self.ids, np.zeros(max(len(self.ids), len(flat)), dtype=np.int64)])
+            self.ids = np.concatenate(
+                [self.ids, np.zeros(max(len(self.ids), len(flat)), dtype=np.int64)]
+            )
         if first + len(runs) > len(self.starts):
             more = max(len(self.starts), len(runs))
             self.starts = np.concatenate([self.starts, np.zeros(more, dtype=np.int64)])
@@ -108,7 +114,9 @@ class _OneInt(dict[int, int]):
 
 
 ONE_INT = _OneInt()
-_ONE_INT_TABLE: list[np.ndarray] = []  # the same objects by id, as a numpy object array (``id_list``), once made
+_ONE_INT_TABLE: list[
+    np.ndarray
+] = []  # the same objects by id, as a numpy object array (``id_list``), once made
 
 
 def id_list(ids: np.ndarray) -> list[int]:
@@ -131,7 +139,9 @@ def id_list(ids: np.ndarray) -> list[int]:
 def packing_separator(backend: Any) -> tuple[str, int] | None:
     """An added special token the backend splits texts at as they are: matched before normalization, no
     whitespace stripped beside it, not only as a whole word (``HFTokenizer._packed``); None without one."""
-    if getattr(backend, "encode_special_tokens", False):  # added tokens in a text are tokenized as text
+    if getattr(
+        backend, "encode_special_tokens", False
+    ):  # added tokens in a text are tokenized as text
         return None
     try:
         added = dict(backend.get_added_tokens_decoder())

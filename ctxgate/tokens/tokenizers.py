@@ -93,7 +93,9 @@ class HFTokenizer:
         third of the memory (no offsets, no Python-side encoding)."""
         if self._backend is not None and not self._backend_checked:
             step = max(1, len(text) // 8)
-            self.encode_batch([text[i : i + 2000] for i in range(0, 8 * step, step)])  # checks it on eight slices
+            self.encode_batch(
+                [text[i : i + 2000] for i in range(0, 8 * step, step)]
+            )  # checks it on eight slices
         if self._backend is not None and self._backend_checked:
             return list(self._fast([text])[0])
         return list(self.tok(text, add_special_tokens=False)["input_ids"])
@@ -103,14 +105,18 @@ class HFTokenizer:
         assert backend is not None  # called only where the backend is used
         return [e.ids for e in backend.encode_batch_fast(texts, add_special_tokens=False)]
 
-    def _packed(self, texts: list[str], separator: str, separator_id: int) -> list[list[int]] | None:
+    def _packed(
+        self, texts: list[str], separator: str, separator_id: int
+    ) -> list[list[int]] | None:
         """Each text's ids, tokenized PACK texts at a time (see __init__); None where the check found a
         difference."""
         groups = [texts[i : i + self.PACK] for i in range(0, len(texts), self.PACK)]
         out: list[list[int]] = []
         for group, joined in zip(groups, self._joined(groups, separator)):
             parts = split_at(joined, separator_id, len(group))
-            out.extend(parts if parts is not None else self._fast(group))  # a text that holds the separator
+            out.extend(
+                parts if parts is not None else self._fast(group)
+            )  # a text that holds the separator
         check = self._packing_check(len(texts), len(groups))
         if self._fast([texts[i] for i in check]) != [out[i] for i in check]:
             self._separator = None
@@ -139,7 +145,9 @@ class HFTokenizer:
         # each group's ids with a separator after it: every text is then followed by exactly one separator
         mark = [separator_id]
         flat = np.fromiter(
-            itertools.chain.from_iterable(itertools.chain.from_iterable(zip(joined, itertools.repeat(mark)))),
+            itertools.chain.from_iterable(
+                itertools.chain.from_iterable(zip(joined, itertools.repeat(mark)))
+            ),
             dtype=np.int64,
             count=sum(map(len, joined)) + len(joined),
         )
@@ -149,7 +157,9 @@ class HFTokenizer:
         starts = np.concatenate([[0], ends[:-1] + 1])
         sizes = ends - starts
         check = self._packing_check(len(texts), len(groups))
-        if self._fast([texts[i] for i in check]) != [flat[starts[i] : ends[i]].tolist() for i in check]:
+        if self._fast([texts[i] for i in check]) != [
+            flat[starts[i] : ends[i]].tolist() for i in check
+        ]:
             self._separator = None
             return None
         self._packing_checked = True
@@ -178,7 +188,11 @@ class HFTokenizer:
     def prefix_ids(self) -> list[int]:
         with_special = list(self.tok("a", add_special_tokens=True)["input_ids"])
         bare = list(self.tok("a", add_special_tokens=False)["input_ids"])
-        return with_special[: len(with_special) - len(bare)] if with_special[-len(bare) :] == bare else []
+        return (
+            with_special[: len(with_special) - len(bare)]
+            if with_special[-len(bare) :] == bare
+            else []
+        )
 
     def chat_parts(self) -> tuple[str, str] | None:
         if not getattr(self.tok, "chat_template", None):
@@ -205,7 +219,9 @@ class HFTokenizer:
         return turns_of(self._render, self._template_source())
 
     def _render(self, messages: list[dict[str, str]]) -> str:
-        return str(self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
+        return str(
+            self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        )
 
     def _template_source(self) -> Path:
         where = Path(str(getattr(self.tok, "name_or_path", "") or "."))

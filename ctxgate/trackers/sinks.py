@@ -23,7 +23,9 @@ Table = tuple[list[str], list[list[Any]]]  # the per-case table: columns, rows
 @dataclass(frozen=True)
 class Target:
     kind: str  # wandb | tensorboard | mlflow
-    where: str | None  # W&B project, TensorBoard folder, MLflow tracking URI; None: the library's default
+    where: (
+        str | None
+    )  # W&B project, TensorBoard folder, MLflow tracking URI; None: the library's default
     run: str | None = None  # a run to resume (W&B, MLflow)
 
     def describe(self) -> str:
@@ -46,14 +48,28 @@ def parse_target(text: str, run: str | None) -> Target:
     return Target(kind, where.strip() or None, run or (os.environ.get(env) if env else None))
 
 
-def log(target: Target, step: int | None, values: dict[str, float], table: Table, report_file: Path, name: str) -> str:
+def log(
+    target: Target,
+    step: int | None,
+    values: dict[str, float],
+    table: Table,
+    report_file: Path,
+    name: str,
+) -> str:
     """Log to one tracker; returns where it went, for the terminal."""
     return {"wandb": _wandb, "tensorboard": _tensorboard, "mlflow": _mlflow}[target.kind](
         target, step, values, table, report_file, name
     )
 
 
-def _wandb(target: Target, step: int | None, values: dict[str, float], table: Any, report_file: Path, name: str) -> str:
+def _wandb(
+    target: Target,
+    step: int | None,
+    values: dict[str, float],
+    table: Any,
+    report_file: Path,
+    name: str,
+) -> str:
     import wandb
 
     run = wandb.init(
@@ -70,8 +86,17 @@ def _wandb(target: Target, step: int | None, values: dict[str, float], table: An
         columns, rows = table
         cases = wandb.Table(columns=columns, data=rows)
         # the same values as a table: readable in the offline run's files
-        summary = wandb.Table(columns=["metric", "value"], data=[[k, v] for k, v in sorted(values.items())])
-        run.log({**values, "ctxgate/cases": cases, "ctxgate/summary": summary, "train/global_step": step or 0})
+        summary = wandb.Table(
+            columns=["metric", "value"], data=[[k, v] for k, v in sorted(values.items())]
+        )
+        run.log(
+            {
+                **values,
+                "ctxgate/cases": cases,
+                "ctxgate/summary": summary,
+                "train/global_step": step or 0,
+            }
+        )
         artifact = wandb.Artifact(f"ctxgate-report-{run.id}", type="ctxgate-report")
         artifact.add_file(str(report_file), name="report.json")
         run.log_artifact(artifact)
@@ -81,7 +106,12 @@ def _wandb(target: Target, step: int | None, values: dict[str, float], table: An
 
 
 def _tensorboard(
-    target: Target, step: int | None, values: dict[str, float], table: Table, report_file: Path, name: str
+    target: Target,
+    step: int | None,
+    values: dict[str, float],
+    table: Table,
+    report_file: Path,
+    name: str,
 ) -> str:
     from torch.utils.tensorboard import SummaryWriter
 
@@ -91,14 +121,23 @@ def _tensorboard(
             writer.add_scalar(key, value, global_step=step)
         columns, rows = table
         lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in rows]
+        lines += [
+            "| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in rows
+        ]
         writer.add_text("ctxgate/cases", "\n".join(lines), global_step=step)
-        writer.add_text("ctxgate/report", report_file.read_text("utf-8")[:200_000], global_step=step)
+        writer.add_text(
+            "ctxgate/report", report_file.read_text("utf-8")[:200_000], global_step=step
+        )
     return f"TensorBoard {folder}"
 
 
 def _mlflow(
-    target: Target, step: int | None, values: dict[str, float], table: Table, report_file: Path, name: str
+    target: Target,
+    step: int | None,
+    values: dict[str, float],
+    table: Table,
+    report_file: Path,
+    name: str,
 ) -> str:
     import mlflow
 
@@ -111,6 +150,9 @@ def _mlflow(
     with mlflow.start_run(run_id=target.run, run_name=None if target.run else name) as run:
         mlflow.log_metrics(values, step=step or 0)  # "/" in a name groups metrics in MLflow's UI
         columns, rows = table
-        mlflow.log_table({c: [r[i] for r in rows] for i, c in enumerate(columns)}, artifact_file="ctxgate/cases.json")
+        mlflow.log_table(
+            {c: [r[i] for r in rows] for i, c in enumerate(columns)},
+            artifact_file="ctxgate/cases.json",
+        )
         mlflow.log_artifact(str(report_file), artifact_path="ctxgate")
         return f"MLflow run {run.info.run_id} ({mlflow.get_tracking_uri()})"

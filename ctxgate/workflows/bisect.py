@@ -28,7 +28,9 @@ from ctxgate.steps import training_step
 
 # (checkpoint, the reference's results or None for the reference itself, how many checkpoints are evaluated side by
 # side with it) -> results per case
-Evaluate = Callable[[Path, Mapping[tuple[str, int], CaseResult] | None, int], Mapping[tuple[str, int], CaseResult]]
+Evaluate = Callable[
+    [Path, Mapping[tuple[str, int], CaseResult] | None, int], Mapping[tuple[str, int], CaseResult]
+]
 
 
 class BisectError(CtxgateError, ValueError):
@@ -54,7 +56,9 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
             f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} not a folder: give a "
             "folder of checkpoints (checkpoint-100/, checkpoint-200/, ...) or the checkpoint folders"
         )
-    if len(items) == 1:  # a run folder: its checkpoints (a folder a training run keeps its config.json in too)
+    if (
+        len(items) == 1
+    ):  # a run folder: its checkpoints (a folder a training run keeps its config.json in too)
         items = sorted(p for p in items[0].iterdir() if p.is_dir() and kind_of(p) is not None)
     if len(items) < 2:
         raise BisectError(
@@ -63,7 +67,9 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
         )
     steps = [step_of(p) for p in items]
     if len(set(steps)) != len(steps):
-        raise BisectError("two checkpoints share a step number: " + ", ".join(sorted(p.name for p in items)))
+        raise BisectError(
+            "two checkpoints share a step number: " + ", ".join(sorted(p.name for p in items))
+        )
     return [p for _, p in sorted(zip(steps, items))]
 
 
@@ -71,7 +77,9 @@ def resolve_end(checkpoints: Sequence[Path], name: str) -> int:
     for i, p in enumerate(checkpoints):
         if name in (str(p), p.name) or (name.isdigit() and step_of(p) == int(name)):
             return i
-    raise BisectError(f"{name!r} is none of the checkpoints: give a name such as {checkpoints[0].name} or a step")
+    raise BisectError(
+        f"{name!r} is none of the checkpoints: give a name such as {checkpoints[0].name} or a step"
+    )
 
 
 @dataclass
@@ -80,7 +88,9 @@ class Probe:
     path: Path
     bad: bool
     comparisons: dict[tuple[str, int], PairedResult] = field(default_factory=dict)
-    unscored: tuple[tuple[str, int], ...] = ()  # cases the reference scored and this checkpoint could not run
+    unscored: tuple[
+        tuple[str, int], ...
+    ] = ()  # cases the reference scored and this checkpoint could not run
     from_cache: int = 0
     samples: int = 0
 
@@ -125,13 +135,16 @@ def is_bad(
 ) -> tuple[bool, dict[tuple[str, int], PairedResult]]:
     comparisons, bad = {}, False
     for key, ref in reference.items():
-        if (mine := probe.get(key)) is None:  # the reference scored it, this checkpoint could not run it: a regression
+        if (
+            mine := probe.get(key)
+        ) is None:  # the reference scored it, this checkpoint could not run it: a regression
             bad = True
             continue
         ref_samples = {s.index: s for s in ref.samples}
         # a probe under --sequential draws the reference's first samples only: each must be the same prompt
         if ref.data_sha256 != mine.data_sha256 and any(
-            s.index not in ref_samples or ref_samples[s.index].sample_sha256 != s.sample_sha256 for s in mine.samples
+            s.index not in ref_samples or ref_samples[s.index].sample_sha256 != s.sample_sha256
+            for s in mine.samples
         ):
             raise BisectError(
                 f"{key[0]}@{key[1]}: the checkpoints built different samples; they must share a "
@@ -139,7 +152,9 @@ def is_bad(
             )
         pairs = [(s.score, ref_samples[s.index].score) for s in mine.samples]
         scored = [(a, b) for a, b in pairs if a is not None and b is not None]
-        comparisons[key] = result = compare([a for a, _ in scored], [b for _, b in scored], confidence)
+        comparisons[key] = result = compare(
+            [a for a, _ in scored], [b for _, b in scored], confidence
+        )
         bad = bad or regression_verdict(result, tolerance(*key), mine.sequential)
     return bad, comparisons
 
@@ -187,7 +202,9 @@ def bisect(
         for i, results in zip(indices, found):
             verdict, comparisons = is_bad(reference, results, tolerance, confidence)
             unscored = tuple(k for k in reference if k not in results)
-            probes.append(Probe(i, checkpoints[i], verdict, comparisons, unscored, *_cached(results)))
+            probes.append(
+                Probe(i, checkpoints[i], verdict, comparisons, unscored, *_cached(results))
+            )
             verdicts[i] = verdict
         return verdicts
 
@@ -199,7 +216,9 @@ def bisect(
     return BisectResult(search(good, end, probe_round, fan_out), checkpoints, probes, rounds)
 
 
-def search(lo: int, hi: int, probe_round: Callable[[list[int]], Mapping[int, bool]], fan_out: int = 1) -> int:
+def search(
+    lo: int, hi: int, probe_round: Callable[[list[int]], Mapping[int, bool]], fan_out: int = 1
+) -> int:
     """The first bad index after a good ``lo``, before or at a bad ``hi``: each round probes ``probe_points`` and
     keeps the part between the last good and the first bad of them."""
     while hi - lo > 1:
@@ -210,11 +229,23 @@ def search(lo: int, hi: int, probe_round: Callable[[list[int]], Mapping[int, boo
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    b = sub.add_parser("bisect", help="find the first checkpoint where the selected cases regressed")
-    b.add_argument("checkpoints", nargs="+", help="a folder of checkpoints, or the checkpoints in any order")
-    b.add_argument("--good", default=None, help="known-good checkpoint (name or step; default: the first)")
-    b.add_argument("--bad", default=None, help="known-bad checkpoint (default: the last, which is then checked)")
-    b.add_argument("-k", default=None, help="case selection, pytest -k style over ids like niah_single_1-8192")
+    b = sub.add_parser(
+        "bisect", help="find the first checkpoint where the selected cases regressed"
+    )
+    b.add_argument(
+        "checkpoints", nargs="+", help="a folder of checkpoints, or the checkpoints in any order"
+    )
+    b.add_argument(
+        "--good", default=None, help="known-good checkpoint (name or step; default: the first)"
+    )
+    b.add_argument(
+        "--bad",
+        default=None,
+        help="known-bad checkpoint (default: the last, which is then checked)",
+    )
+    b.add_argument(
+        "-k", default=None, help="case selection, pytest -k style over ids like niah_single_1-8192"
+    )
     for option in EVALUATION:  # as pytest takes them
         option.add_to(b)
     TOLERANCE.add_to(b)
@@ -232,12 +263,16 @@ def main(args: argparse.Namespace) -> int:
     plan = make_plan(lambda dest: getattr(args, dest, None), Path.cwd(), gated=True)
     cases = select_cases(args.k, plan.lengths)
     if not cases:
-        raise BisectError(f"-k {args.k!r} selects no case at lengths {','.join(map(str, plan.lengths))}")
+        raise BisectError(
+            f"-k {args.k!r} selects no case at lengths {','.join(map(str, plan.lengths))}"
+        )
     checkpoints = order_checkpoints(args.checkpoints)
     good = 0 if args.good is None else resolve_end(checkpoints, args.good)
     bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
     spec, fan_out = plan.model, 1
-    check_overrides_on(checkpoints[good], spec)  # the reference's config: every probe is compared with it
+    check_overrides_on(
+        checkpoints[good], spec
+    )  # the reference's config: every probe is compared with it
     if spec.ray is not None:  # a probe per replica the cluster holds, each round
         from ctxgate.run.cluster import slots
 
@@ -249,16 +284,30 @@ def main(args: argparse.Namespace) -> int:
         print(f"evaluating {path.name} ...", flush=True)
         # on a cluster, the checkpoints probed side by side share its replicas
         try:
-            return evaluate_checkpoint(path, cases, plan, reference, tolerance_for, max(1, fan_out // together))
+            return evaluate_checkpoint(
+                path, cases, plan, reference, tolerance_for, max(1, fan_out // together)
+            )
         except ModelError as exc:
             if reference is None:
-                raise BisectError(f"the good checkpoint {path.name} cannot be evaluated: {exc}") from None
+                raise BisectError(
+                    f"the good checkpoint {path.name} cannot be evaluated: {exc}"
+                ) from None
             # nothing the good checkpoint scored runs here: bad, by the rule for unscored cases
-            print(f"  {path.name} cannot be evaluated ({exc}): it counts as bad", file=sys.stderr, flush=True)
+            print(
+                f"  {path.name} cannot be evaluated ({exc}): it counts as bad",
+                file=sys.stderr,
+                flush=True,
+            )
             return {}
 
     result = bisect(
-        checkpoints, good, bad, evaluate, tolerance_for, plan.thresholds.regression_confidence, fan_out=fan_out
+        checkpoints,
+        good,
+        bad,
+        evaluate,
+        tolerance_for,
+        plan.thresholds.regression_confidence,
+        fan_out=fan_out,
     )
     print(result.render())
     if args.json:

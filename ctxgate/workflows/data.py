@@ -10,15 +10,31 @@ from ctxgate.records.refusal import CtxgateError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    data = sub.add_parser("data", help="HELMET data folders").add_subparsers(dest="data_command", required=True)
-    v = data.add_parser("verify", help="check a data folder: files present, records well-formed, checksums pinned")
+    data = sub.add_parser("data", help="HELMET data folders").add_subparsers(
+        dest="data_command", required=True
+    )
+    v = data.add_parser(
+        "verify", help="check a data folder: files present, records well-formed, checksums pinned"
+    )
     v.add_argument("folder", help="the data folder (HELMET's data/ layout)")
-    v.add_argument("--write-lock", action="store_true", help="pin the files' checksums first (a copy you trust)")
+    v.add_argument(
+        "--write-lock",
+        action="store_true",
+        help="pin the files' checksums first (a copy you trust)",
+    )
     v.set_defaults(fn=verify)
-    f = data.add_parser("fetch", help="HELMET's released data (every folder its tasks read) into a data folder")
-    f.add_argument("--to", required=True, help="the data folder to fill (then pass it as --data-dir)")
-    f.add_argument("--archive", default=None, help="a data.tar.gz already downloaded (no hub access needed)")
-    f.add_argument("--revision", default=None, help="hub revision of princeton-nlp/HELMET to download")
+    f = data.add_parser(
+        "fetch", help="HELMET's released data (every folder its tasks read) into a data folder"
+    )
+    f.add_argument(
+        "--to", required=True, help="the data folder to fill (then pass it as --data-dir)"
+    )
+    f.add_argument(
+        "--archive", default=None, help="a data.tar.gz already downloaded (no hub access needed)"
+    )
+    f.add_argument(
+        "--revision", default=None, help="hub revision of princeton-nlp/HELMET to download"
+    )
     f.add_argument(
         "--ruler-essays",
         default=None,
@@ -26,7 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="instead: RULER's Paul Graham essays from a dataset with a 'text' column (hub id or local "
         "file), written to DIR/ruler/paul_graham_essays.txt for --haystack",
     )
-    f.add_argument("--essays-sha256", default=None, help="refuse essays whose text has another sha256")
+    f.add_argument(
+        "--essays-sha256", default=None, help="refuse essays whose text has another sha256"
+    )
     f.set_defaults(fn=fetch)
 
 
@@ -40,7 +58,9 @@ def fetch(args: argparse.Namespace) -> int:
             return 0
     archive = Path(args.archive) if args.archive else download(args.revision)
     written = extract(archive, Path(args.to))
-    print(f"extracted {len(written)} files into {args.to}; next: ctxgate data verify {args.to} --write-lock")
+    print(
+        f"extracted {len(written)} files into {args.to}; next: ctxgate data verify {args.to} --write-lock"
+    )
     return 0
 
 
@@ -49,7 +69,9 @@ def verify(args: argparse.Namespace) -> int:
 
     root = Path(args.folder)
     if not root.is_dir():
-        raise CtxgateError(f"{args.folder!r} is not a folder; give HELMET's data folder (e.g. fixtures/helmet_data)")
+        raise CtxgateError(
+            f"{args.folder!r} is not a folder; give HELMET's data folder (e.g. fixtures/helmet_data)"
+        )
     if args.write_lock:
         print(f"wrote {write_lock(root)}")
     findings = verify(root)

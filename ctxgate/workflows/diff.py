@@ -52,14 +52,20 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
     rows = []
     for key in sorted(set(base.cases) & set(new.cases)):
         case = new.cases[key]
-        result = base.compare_case(*key, case.data_sha256, case.scores, thresholds.regression_confidence)
+        result = base.compare_case(
+            *key, case.data_sha256, case.scores, thresholds.regression_confidence
+        )
         if result is not None:
             rows.append(DiffRow(*key, result, thresholds.tolerance_for(*key)))
-    for t, L in sorted(set(base.cases) - set(new.cases)):  # lost: the baseline scored them, the new run did not
+    for t, L in sorted(
+        set(base.cases) - set(new.cases)
+    ):  # lost: the baseline scored them, the new run did not
         why = new.unscored.get((t, L)) or new.skipped.get((t, L), "not in the new run")
         rows.append(DiffRow(t, L, None, thresholds.tolerance_for(t, L), why))
     if not rows:
-        raise BaselineError(f"{base_path} and {new_path} have no case in common: run the same tasks and lengths")
+        raise BaselineError(
+            f"{base_path} and {new_path} have no case in common: run the same tasks and lengths"
+        )
     notes = []
     if new.incompleteness():
         notes.append(f"NEW {new.incompleteness()}: it cannot pass")
@@ -73,13 +79,25 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
 
 
 def render(diff: Diff, markdown: bool, confidence: float) -> str:
-    header = [*"task length base new delta".split(), f"{int(confidence * 100)}% interval", "n", "tolerance", "verdict"]
+    header = [
+        *"task length base new delta".split(),
+        f"{int(confidence * 100)}% interval",
+        "n",
+        "tolerance",
+        "verdict",
+    ]
     body = []
     for r in diff.rows:
         p, numbers = r.result, ["", "", "", "", ""]  # no numbers where the new run has no score
         if p is not None:
             interval = f"{p.low:+.1f} .. {p.high:+.1f}"
-            numbers = [f"{p.baseline:.1f}", f"{p.current:.1f}", f"{p.delta:+.1f}", interval, str(p.n)]
+            numbers = [
+                f"{p.baseline:.1f}",
+                f"{p.current:.1f}",
+                f"{p.delta:+.1f}",
+                interval,
+                str(p.n),
+            ]
         verdict = r.verdict if p is not None else f"MISSING ({r.missing})"
         body.append([r.task, format_length(r.length), *numbers, f"{r.tolerance:.1f}", verdict])
     if markdown:
@@ -87,12 +105,17 @@ def render(diff: Diff, markdown: bool, confidence: float) -> str:
         table = "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body]) + "\n"
         return table + "".join(f"\n- {n}" for n in diff.notes) + ("\n" if diff.notes else "")
     widths = [max(len(x[i]) for x in [header, *body]) for i in range(len(header))]
-    table = "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in [header, *body]) + "\n"
+    table = (
+        "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in [header, *body])
+        + "\n"
+    )
     return table + "".join(f"{n}\n" for n in diff.notes)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    d = sub.add_parser("diff", help="compare two reports case by case, paired (exit 1 on a regression)")
+    d = sub.add_parser(
+        "diff", help="compare two reports case by case, paired (exit 1 on a regression)"
+    )
     d.add_argument("base", help="the baseline report (with its .predictions.jsonl beside it)")
     d.add_argument("new", help="the report to compare")
     THRESHOLDS.add_to(d)  # the tolerances of the comparison, found as pytest finds them

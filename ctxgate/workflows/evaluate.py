@@ -22,14 +22,22 @@ def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[s
     ids = [(t.name, L) for t in all_tasks() for L in lengths]
     if not expression:
         return ids
-    from _pytest.mark.expression import Expression  # pytest's own -k grammar, so both read the same way
+    from _pytest.mark.expression import (
+        Expression,
+    )  # pytest's own -k grammar, so both read the same way
 
     compiled = Expression.compile(expression)
-    return [(task, length) for task, length in ids if compiled.evaluate(_matcher(f"{task}-{length}"))]
+    return [
+        (task, length) for task, length in ids if compiled.evaluate(_matcher(f"{task}-{length}"))
+    ]
 
 
 def _stop(
-    plan: Plan, reference: CaseResult | None, tolerance: Callable[[str, int], float] | None, task: str, length: int
+    plan: Plan,
+    reference: CaseResult | None,
+    tolerance: Callable[[str, int], float] | None,
+    task: str,
+    length: int,
 ) -> tuple[StopRule, Questions] | None:
     if plan.sequential is None or reference is None or tolerance is None:
         return None
@@ -74,7 +82,9 @@ def evaluate_checkpoint(
                     helmet_compat=spec.helmet_compat,
                     stop=_stop(plan, (reference or {}).get((t, L)), tolerance, t, L),
                 )
-            except Refusal:  # a designed refusal (too short, data missing, short or unreadable): no score, which
+            except (
+                Refusal
+            ):  # a designed refusal (too short, data missing, short or unreadable): no score, which
                 continue  # the caller reads by gate.verdicts.unscored_verdict's rule, the reference as its baseline
         return results
     finally:

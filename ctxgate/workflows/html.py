@@ -10,7 +10,13 @@ from pathlib import Path
 
 from ctxgate.gate.baseline import comparison_entry, describe
 from ctxgate.gate.thresholds import thresholds_here
-from ctxgate.records.io import ReportFileError, atomic_write_all, predictions_path, read_predictions, read_report
+from ctxgate.records.io import (
+    ReportFileError,
+    atomic_write_all,
+    predictions_path,
+    read_predictions,
+    read_report,
+)
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import Prediction, Report
 from ctxgate.report.page import PageInput, render
@@ -22,11 +28,17 @@ from ctxgate.workflows.trend import load_points
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("html", help="draw the HTML report of a stored report (no model needed)")
-    p.add_argument("report", help="a report written by --report, with its .predictions.jsonl beside it")
+    p.add_argument(
+        "report", help="a report written by --report, with its .predictions.jsonl beside it"
+    )
     BASELINE.add_to(p)
-    p.add_argument("--trend", nargs="+", default=(), metavar="REPORT", help="reports of several checkpoints")
+    p.add_argument(
+        "--trend", nargs="+", default=(), metavar="REPORT", help="reports of several checkpoints"
+    )
     THRESHOLDS.add_to(p)  # the tolerances of the comparison, found as pytest finds them
-    p.add_argument("-o", "--output", default=None, help="where to write it (default: the report's .html)")
+    p.add_argument(
+        "-o", "--output", default=None, help="where to write it (default: the report's .html)"
+    )
     p.set_defaults(fn=main)
 
 
@@ -49,12 +61,18 @@ def build(args: argparse.Namespace) -> str:
         confidence = thresholds.regression_confidence
         entries = {  # each compared case's entry, as a run with --baseline records it
             (r.task, r.length): comparison_entry(
-                r.result, r.tolerance, confidence, r.verdict == "REGRESSED", describe(r.result, r.tolerance)
+                r.result,
+                r.tolerance,
+                confidence,
+                r.verdict == "REGRESSED",
+                describe(r.result, r.tolerance),
             )
             for r in diff.rows
             if r.result is not None
         }
-        cases = tuple(replace(c, baseline=entries.get((c.task, c.length), c.baseline)) for c in report.cases)
+        cases = tuple(
+            replace(c, baseline=entries.get((c.task, c.length), c.baseline)) for c in report.cases
+        )
         report = replace(report, cases=cases)
         baseline_rows = _rows(Path(args.baseline), read_report(Path(args.baseline)))
     trend = load_points(args.trend) if args.trend else []
@@ -72,6 +90,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         atomic_write_all({out: page})
     except OSError as exc:
-        raise CtxgateError(f"cannot write {out} ({exc.strerror or exc}): pass a writable -o FILE") from None
+        raise CtxgateError(
+            f"cannot write {out} ({exc.strerror or exc}): pass a writable -o FILE"
+        ) from None
     print(out)
     return 0

@@ -26,8 +26,12 @@ CI = {
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("init", help="write thresholds.toml (and a CI template) into your repository")
-    p.add_argument("folder", nargs="?", default=".", help="the repository to set up (default: here)")
+    p = sub.add_parser(
+        "init", help="write thresholds.toml (and a CI template) into your repository"
+    )
+    p.add_argument(
+        "folder", nargs="?", default=".", help="the repository to set up (default: here)"
+    )
     p.add_argument("--ci", choices=sorted(CI), default=None, help="also write this CI template")
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
     p.set_defaults(fn=main)
@@ -51,21 +55,30 @@ def main(args: argparse.Namespace) -> int:
     # a link counts as there, dangling or not: the write replaces the link itself, never the file it points to
     existing = [dest for _, dest in pairs if dest.exists() or dest.is_symlink()]
     if existing and not args.force:
-        print(f"ctxgate init: {existing[0]} exists; nothing was written. Pass --force to overwrite it", file=sys.stderr)
+        print(
+            f"ctxgate init: {existing[0]} exists; nothing was written. Pass --force to overwrite it",
+            file=sys.stderr,
+        )
         return 1
     try:
         for _, dest in pairs:
             dest.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_all({dest: template.read_text("utf-8") for template, dest in pairs})  # all of them or none
+        atomic_write_all(
+            {dest: template.read_text("utf-8") for template, dest in pairs}
+        )  # all of them or none
     except OSError as exc:
         where = exc.filename or folder
-        raise CtxgateError(f"{where} cannot be written ({exc.strerror or exc}); nothing was written") from None
+        raise CtxgateError(
+            f"{where} cannot be written ({exc.strerror or exc}); nothing was written"
+        ) from None
     for template, dest in pairs:
         if template.suffix in (".sh", ".sbatch"):
             dest.chmod(0o755)
         print(f"wrote {dest}")
     # one quick case first, so a new setup shows it works before a long run
-    print("next, a first check (path/to/ckpt is your checkpoint folder; the thresholds are found from here up):")
+    print(
+        "next, a first check (path/to/ckpt is your checkpoint folder; the thresholds are found from here up):"
+    )
     print("  pytest --model path/to/ckpt -k niah_single_1 --lengths 4k --samples 10")
     print("then the whole suite:")
     print("  pytest --model path/to/ckpt -n 8")

@@ -24,12 +24,19 @@ def openmetrics(report: Report) -> str:
     ]
     for c in report.cases:
         if c.score is not None:
-            lines.append(f"ctxgate_case_score{_labels(model=model, task=c.task, length=c.length)} {c.score}")
-    lines += ["# TYPE ctxgate_category_score gauge", "# HELP ctxgate_category_score Category score per length."]
+            lines.append(
+                f"ctxgate_case_score{_labels(model=model, task=c.task, length=c.length)} {c.score}"
+            )
+    lines += [
+        "# TYPE ctxgate_category_score gauge",
+        "# HELP ctxgate_category_score Category score per length.",
+    ]
     for length, groups in report.by_length.items():
         for key, group in groups.items():
             if group.score is not None:
-                lines.append(f"ctxgate_category_score{_labels(model=model, category=key, length=length)} {group.score}")
+                lines.append(
+                    f"ctxgate_category_score{_labels(model=model, category=key, length=length)} {group.score}"
+                )
     if eff := report.effective_length:
         lines += [
             "# TYPE ctxgate_effective_length gauge",

@@ -17,9 +17,17 @@ from ctxgate.report.tables import published_lines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("published", help="the papers' published scores; a stored report against a model's")
-    p.add_argument("model", nargs="?", help="an id (meta-llama/Llama-3.1-8B-Instruct) or a paper's row label")
-    p.add_argument("--report", default=None, help="a report written by --report, to compare with MODEL's numbers")
+    p = sub.add_parser(
+        "published", help="the papers' published scores; a stored report against a model's"
+    )
+    p.add_argument(
+        "model", nargs="?", help="an id (meta-llama/Llama-3.1-8B-Instruct) or a paper's row label"
+    )
+    p.add_argument(
+        "--report",
+        default=None,
+        help="a report written by --report, to compare with MODEL's numbers",
+    )
     p.set_defaults(fn=main)
 
 
@@ -29,10 +37,14 @@ def main(args: argparse.Namespace) -> int:
             raise CtxgateError("--report needs a MODEL to compare with")
         seen: dict[str, dict[str, list[str]]] = {}
         for p in all_published():
-            tables = seen.setdefault(p.model, {}).setdefault(f"{p.source.paper.split(' ')[0]} {p.label}", [])
+            tables = seen.setdefault(p.model, {}).setdefault(
+                f"{p.source.paper.split(' ')[0]} {p.label}", []
+            )
             tables.append(p.source.table.split(" (")[0])
         for model, where in sorted(seen.items(), key=lambda kv: kv[0].lower()):
-            said = "; ".join(f"{name}: {', '.join(dict.fromkeys(tables))}" for name, tables in where.items())
+            said = "; ".join(
+                f"{name}: {', '.join(dict.fromkeys(tables))}" for name, tables in where.items()
+            )
             print(f"{model:<50}{said}")
         return 0
     model = resolve(args.model)
@@ -41,13 +53,17 @@ def main(args: argparse.Namespace) -> int:
             scores = ", ".join(f"{format_length(L)} {s:.1f}" for L, s in sorted(p.scores.items()))
             bar = f" (above {p.effective_bar})" if p.effective_bar else ""
             extra = f"; effective {p.effective}{bar} of claimed {p.claimed}" if p.effective else ""
-            print(f"{measure_label(p.measure)} ({p.source.paper}, {p.source.table}): {scores}{extra}")
+            print(
+                f"{measure_label(p.measure)} ({p.source.paper}, {p.source.table}): {scores}{extra}"
+            )
         return 0
     report = read_report(Path(args.report))
     rows = compare(report, rows_for(model))
     if not rows:
         have = ", ".join(format_length(L) for L in report.length_summaries) or "none"
-        print(f"{args.report} has no length the papers give for {model} (it has {have}; RULER's are 4K-128K)")
+        print(
+            f"{args.report} has no length the papers give for {model} (it has {have}; RULER's are 4K-128K)"
+        )
         return 0
     print("\n".join(published_lines(Reference(model, "ctxgate published", tuple(rows)))))
     return 0

@@ -14,10 +14,22 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from ctxgate.gate.session import judge_session
-from ctxgate.gate.thresholds import NO_THRESHOLDS, Thresholds, checked_file, load_thresholds, thresholds_here
+from ctxgate.gate.thresholds import (
+    NO_THRESHOLDS,
+    Thresholds,
+    checked_file,
+    load_thresholds,
+    thresholds_here,
+)
 from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
 from ctxgate.judge.score import Judges, build_judges, is_judged
-from ctxgate.records.io import atomic_write_all, predictions_path, read_predictions, read_report, report_text
+from ctxgate.records.io import (
+    atomic_write_all,
+    predictions_path,
+    read_predictions,
+    read_report,
+    report_text,
+)
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import CaseRecord, Prediction, Report, to_json
 from ctxgate.report.build import build_report, prediction_rows
@@ -32,14 +44,20 @@ class RejudgeError(CtxgateError, ValueError):
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("judge", help="score a run's judged cases (Cite, NarrativeQA, Summ) from its stored outputs")
+    p = sub.add_parser(
+        "judge", help="score a run's judged cases (Cite, NarrativeQA, Summ) from its stored outputs"
+    )
     p.set_defaults(fn=main)
     p.add_argument("report", help="a --report JSON whose .predictions.jsonl sits beside it")
     for option in (*JUDGE, ALLOW_PICKLE):
         option.add_to(p)
     replace(THRESHOLDS, help=THRESHOLDS_HELP).add_to(p)
-    p.add_argument("--all", action="store_true", help="judge every judged case again, not only pending ones")
-    p.add_argument("--out", default=None, help="write the judged report here instead of over REPORT")
+    p.add_argument(
+        "--all", action="store_true", help="judge every judged case again, not only pending ones"
+    )
+    p.add_argument(
+        "--out", default=None, help="write the judged report here instead of over REPORT"
+    )
 
 
 THRESHOLDS_HELP = (
@@ -76,12 +94,16 @@ def _judges(args: argparse.Namespace, thresholds: Thresholds, report: Report) ->
     except (ValueError, OSError) as exc:  # what transformers raises loading the NLI checkpoint
         raise RejudgeError(str(exc)) from None
     if judges is None:
-        raise RejudgeError("pass --judge-model (and --judge-base-url for a local server) and/or --nli-model PATH")
+        raise RejudgeError(
+            "pass --judge-model (and --judge-base-url for a local server) and/or --nli-model PATH"
+        )
     return judges
 
 
 def _case_result(case: CaseRecord, rows: list[Prediction]) -> CaseResult:
-    measured = {f.name: getattr(case, f.name) for f in fields(CaseResult) if f.name not in ("samples", "ci")}
+    measured = {
+        f.name: getattr(case, f.name) for f in fields(CaseResult) if f.name not in ("samples", "ci")
+    }
     samples = tuple(sorted(rows, key=lambda r: r.index))
     return CaseResult(**measured, ci=case.ci or (0.0, 0.0), samples=samples)
 
@@ -89,7 +111,9 @@ def _case_result(case: CaseRecord, rows: list[Prediction]) -> CaseResult:
 def _verdict(case: CaseRecord, thresholds: Thresholds) -> CaseRecord:
     """The plugin's gates, minus the baseline (a later judging has no paired baseline run to compare with)."""
     # why it had no score (no judge in its run) is gone: it has one now
-    case = replace(case, floor=thresholds.floor_for(case.task, case.length), error_kind=None, skip_kind=None)
+    case = replace(
+        case, floor=thresholds.floor_for(case.task, case.length), error_kind=None, skip_kind=None
+    )
     if message := judge_failure(case):
         return replace(case, verdict="fail", message=f"{case.task} at {case.length}: {message}")
     if message := floor_failure(case, thresholds):
@@ -150,7 +174,9 @@ def judge_report(args: argparse.Namespace) -> tuple[Report, int, int]:
     new = replace(new, predictions=out_predictions.name)
     atomic_write_all(
         {
-            out_predictions: "".join(json.dumps(to_json(r)) + "\n" for rs in by_case.values() for r in rs),
+            out_predictions: "".join(
+                json.dumps(to_json(r)) + "\n" for rs in by_case.values() for r in rs
+            ),
             out.with_suffix(".md"): markdown(new),
             out: report_text(new),
         }
@@ -169,14 +195,24 @@ def main(args: argparse.Namespace) -> int:
     if usage:
         total = {
             k: sum(getattr(u, k) for u in usage)
-            for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens", "failed_verdicts")
+            for k in (
+                "requests",
+                "cache_hits",
+                "prompt_tokens",
+                "completion_tokens",
+                "failed_verdicts",
+            )
         }
         cost = [u.cost_usd for u in usage]
         print(
             f"judged {judged} case(s): {total['requests']} requests, {total['cache_hits']} cache hits, "
             f"{total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
             f"{total['failed_verdicts']} failed verdicts, cost "
-            + (f"${sum(c or 0.0 for c in cost):.4f}" if None not in cost else "unknown (pass --judge-price IN,OUT)")
+            + (
+                f"${sum(c or 0.0 for c in cost):.4f}"
+                if None not in cost
+                else "unknown (pass --judge-price IN,OUT)"
+            )
         )
     print(f"report: {args.out or args.report}")
     return 1 if failed else 0

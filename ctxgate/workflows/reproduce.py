@@ -50,8 +50,20 @@ class Api:
 
 # by model-id prefix, the longest first
 APIS = {
-    "gpt-4o": Api("https://api.openai.com/v1", "OPENAI_API_KEY", 128_000, "Xenova/gpt-4o", "OpenAI's o200k tokenizer"),
-    "gpt-4": Api("https://api.openai.com/v1", "OPENAI_API_KEY", 128_000, "Xenova/gpt-4", "OpenAI's cl100k tokenizer"),
+    "gpt-4o": Api(
+        "https://api.openai.com/v1",
+        "OPENAI_API_KEY",
+        128_000,
+        "Xenova/gpt-4o",
+        "OpenAI's o200k tokenizer",
+    ),
+    "gpt-4": Api(
+        "https://api.openai.com/v1",
+        "OPENAI_API_KEY",
+        128_000,
+        "Xenova/gpt-4",
+        "OpenAI's cl100k tokenizer",
+    ),
     "gemini-": Api(
         "https://generativelanguage.googleapis.com/v1beta/openai/",
         "GEMINI_API_KEY",
@@ -76,9 +88,13 @@ class NoRecipe(CtxgateError, ValueError):
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("reproduce", help="print the commands that reproduce a model's published numbers")
+    p = sub.add_parser(
+        "reproduce", help="print the commands that reproduce a model's published numbers"
+    )
     p.add_argument("model", help="an id (meta-llama/Llama-3.1-8B-Instruct) or a paper's row label")
-    p.add_argument("--checkpoint", default=None, help="where the model is (default: the id, downloaded first)")
+    p.add_argument(
+        "--checkpoint", default=None, help="where the model is (default: the id, downloaded first)"
+    )
     p.add_argument("--gpus", type=int, default=8, help="GPUs of 80 GB on the node (default 8)")
     p.set_defaults(fn=main)
 
@@ -89,7 +105,9 @@ def params_b(model: str, rows: list[Published]) -> float:
         return PARAMS_B[model]
     sizes = [float(m) for text in [model, *(r.label for r in rows)] for m in _SIZE.findall(text)]
     if not sizes:
-        raise NoRecipe(f"{model}: no parameter count known to size its GPUs; pass it to ctxgate's PARAMS_B")
+        raise NoRecipe(
+            f"{model}: no parameter count known to size its GPUs; pass it to ctxgate's PARAMS_B"
+        )
     return max(sizes)
 
 
@@ -121,9 +139,13 @@ def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
         "VLLM_SPEC=vllm bash scripts/vllm_env.sh",
     ]
     if checkpoint is None:
-        out += [f"# the weights into the hub cache, which --model {model} reads (a gated model needs HF_TOKEN)"]
+        out += [
+            f"# the weights into the hub cache, which --model {model} reads (a gated model needs HF_TOKEN)"
+        ]
         out += [f"hf download {shlex.quote(model)}"]
-    return out + _runs(model, shlex.quote(checkpoint or model), rows, f"--backend vllm --tp {tp} -n {gpus // tp}")
+    return out + _runs(
+        model, shlex.quote(checkpoint or model), rows, f"--backend vllm --tp {tp} -n {gpus // tp}"
+    )
 
 
 def _api_recipe(model: str, api: Api, rows: list[Published]) -> list[str]:
@@ -146,7 +168,9 @@ def _api_recipe(model: str, api: Api, rows: list[Published]) -> list[str]:
     return out + _runs(model, shlex.quote(model), rows, engine, api.window)
 
 
-def _runs(model: str, ckpt: str, rows: list[Published], engine: str, window: int | None = None) -> list[str]:
+def _runs(
+    model: str, ckpt: str, rows: list[Published], engine: str, window: int | None = None
+) -> list[str]:
     """The pytest commands for the model's RULER and HELMET rows."""
     ref = shlex.quote(model)
     out: list[str] = []

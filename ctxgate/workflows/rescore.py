@@ -18,13 +18,17 @@ from ctxgate.tasks.registry import UnknownTask, get_task
 def add_parser(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("rescore", help="recompute scores from stored per-sample predictions")
     r.add_argument("predictions", help="the .predictions.jsonl file beside a report")
-    r.add_argument("--metric", choices=metric_names(), help="score every sample with this metric instead")
+    r.add_argument(
+        "--metric", choices=metric_names(), help="score every sample with this metric instead"
+    )
     r.add_argument("--json", action="store_true", help="print JSON instead of a table")
     r.set_defaults(fn=rescore)
     s = sub.add_parser("score", help="score one prediction (to debug a disagreement)")
     s.add_argument("--metric", required=True, help=f"one of {', '.join(metric_names())}")
     s.add_argument("--prediction", required=True)
-    s.add_argument("--answer", action="append", required=True, help="a reference answer; repeat for several")
+    s.add_argument(
+        "--answer", action="append", required=True, help="a reference answer; repeat for several"
+    )
     s.add_argument("--prefix", default=None, help="answer prefix to parse after (HELMET metrics)")
     s.set_defaults(fn=score)
 
@@ -38,10 +42,17 @@ def rescore(args: argparse.Namespace) -> int:
                 continue  # a judge scores these: `ctxgate judge REPORT.json`
             prefix = get_task(row.task).scoring_prefix
             new, _ = score_prediction(
-                args.metric or row.metric, row.prediction, row.answers, prefix, bool(row.chat_template)
+                args.metric or row.metric,
+                row.prediction,
+                row.answers,
+                prefix,
+                bool(row.chat_template),
             )
             cases.setdefault((row.task, row.length), []).append((row.score, new))
-    except (UnknownTask, UnknownMetric) as exc:  # a row of a task or metric this version does not have
+    except (
+        UnknownTask,
+        UnknownMetric,
+    ) as exc:  # a row of a task or metric this version does not have
         raise CtxgateError(f"{path}: {exc}") from None
     out = []
     for (task, length), pairs in sorted(cases.items()):
@@ -61,7 +72,9 @@ def rescore(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=1))
     else:
-        print(f"{'task':<18}{'length':>8}{'n':>6}{'stored':>9}{'rescored':>10}{'delta':>8}{'changed':>9}")
+        print(
+            f"{'task':<18}{'length':>8}{'n':>6}{'stored':>9}{'rescored':>10}{'delta':>8}{'changed':>9}"
+        )
         for r in out:
             print(
                 f"{r['task']:<18}{r['length']:>8}{r['n']:>6}{r['stored']:>9.2f}{r['rescored']:>10.2f}"
@@ -76,5 +89,14 @@ def score(args: argparse.Namespace) -> int:
         value, looked_at = score_prediction(args.metric, args.prediction, args.answer, args.prefix)
     except ValueError as exc:  # the metric cannot score the answers given
         raise CtxgateError(str(exc)) from None
-    print(json.dumps({"metric": args.metric, "score": value, "scored_text": looked_at, "answers": args.answer}))
+    print(
+        json.dumps(
+            {
+                "metric": args.metric,
+                "score": value,
+                "scored_text": looked_at,
+                "answers": args.answer,
+            }
+        )
+    )
     return 0

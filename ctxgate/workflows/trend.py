@@ -28,22 +28,42 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
         model = report.run.model
         step = training_step(model).value if model else None
         step = order if step is None else step
-        same = {"report": str(path), "model": model, "step": step}  # the columns every point of this report shares
+        same = {
+            "report": str(path),
+            "model": model,
+            "step": step,
+        }  # the columns every point of this report shares
         for length, groups in report.length_summaries.items():
             for key, label in CATEGORIES:
                 if (group := groups.get(key)) is not None and group.score is not None:
                     partial = group.partial or group.incomplete
-                    rows.append({**same, "length": length, "category": label, "score": group.score, "partial": partial})
+                    rows.append(
+                        {
+                            **same,
+                            "length": length,
+                            "category": label,
+                            "score": group.score,
+                            "partial": partial,
+                        }
+                    )
         if eff := report.effective_length:
             rows.append(
-                {**same, "length": "", "category": "effective length", "score": eff.value, "partial": eff.partial}
+                {
+                    **same,
+                    "length": "",
+                    "category": "effective length",
+                    "score": eff.value,
+                    "partial": eff.partial,
+                }
             )
     return sorted(rows, key=lambda r: (r["step"], r["category"], str(r["length"])))
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=["report", "model", "step", "length", "category", "score", "partial"])
+        writer = csv.DictWriter(
+            f, fieldnames=["report", "model", "step", "length", "category", "score", "partial"]
+        )
         writer.writeheader()
         writer.writerows(rows)
 
@@ -58,7 +78,11 @@ def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
     for ax, (_, label) in zip(axes, CATEGORIES):
         lengths = sorted({r["length"] for r in rows if r["category"] == label})
         for i, length in enumerate(lengths):  # distinct markers and dashes keep equal lines visible
-            pts = [(r["step"], r["score"]) for r in rows if r["category"] == label and r["length"] == length]
+            pts = [
+                (r["step"], r["score"])
+                for r in rows
+                if r["category"] == label and r["length"] == length
+            ]
             ax.plot(
                 *zip(*pts),
                 marker="osD^v<>"[i % 7],
@@ -66,7 +90,10 @@ def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
                 markersize=7 - i % 3,
                 label=format_length(length),
             )
-        ax.set_title(label + (" (partial)" if any(r["partial"] for r in rows if r["category"] == label) else ""))
+        ax.set_title(
+            label
+            + (" (partial)" if any(r["partial"] for r in rows if r["category"] == label) else "")
+        )
         ax.set(xlabel="training step", ylabel="score", ylim=(-2, 102))
         ax.grid(alpha=0.3)
         if lengths:
@@ -91,7 +118,9 @@ def trend(paths: Sequence[str | Path], out_dir: str | Path) -> tuple[Path, Path]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    t = sub.add_parser("trend", help="score and effective length against training step (CSV and PNG)")
+    t = sub.add_parser(
+        "trend", help="score and effective length against training step (CSV and PNG)"
+    )
     t.add_argument("reports", nargs="+", help="report JSON files, one per checkpoint")
     t.add_argument("--out", default="trend", help="folder for trend.csv and trend.png")
     t.set_defaults(fn=main)
@@ -101,6 +130,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         csv_path, png_path = trend(args.reports, args.out)
     except OSError as exc:
-        raise CtxgateError(f"cannot write {args.out} ({exc.strerror or exc}): pass a writable --out folder") from None
+        raise CtxgateError(
+            f"cannot write {args.out} ({exc.strerror or exc}): pass a writable --out folder"
+        ) from None
     print(f"wrote {csv_path} and {png_path}")
     return 0

@@ -50,7 +50,9 @@ def signature(path: Path) -> str:
     """Names, sizes and times of a checkpoint's files: a rewritten checkpoint is a new one to try."""
     return json.dumps(
         sorted(
-            (str(f.relative_to(path)), f.stat().st_size, int(f.stat().st_mtime)) for f in path.rglob("*") if f.is_file()
+            (str(f.relative_to(path)), f.stat().st_size, int(f.stat().st_mtime))
+            for f in path.rglob("*")
+            if f.is_file()
         )
     )
 
@@ -58,7 +60,9 @@ def signature(path: Path) -> str:
 @dataclass
 class WatchState:
     done: set[str] = field(default_factory=set)
-    failed: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> attempts, exit code, signature
+    failed: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # name -> attempts, exit code, signature
     last: str | None = None
 
     @classmethod
@@ -87,18 +91,33 @@ class WatchState:
         if ckpt.name in self.done:
             return False
         failed = self.failed.get(ckpt.name)
-        return failed is None or failed["signature"] != signature(ckpt) or failed["attempts"] < attempts
+        return (
+            failed is None
+            or failed["signature"] != signature(ckpt)
+            or failed["attempts"] < attempts
+        )
 
 
 def pending(run_dir: Path, state: WatchState, settle: float, attempts: int) -> list[Path]:
-    found = [p for p in run_dir.iterdir() if p.is_dir() and ready(p, settle) and state.should_try(p, attempts)]
+    found = [
+        p
+        for p in run_dir.iterdir()
+        if p.is_dir() and ready(p, settle) and state.should_try(p, attempts)
+    ]
     return sorted(found, key=step_of)
 
 
 def evaluate(checkpoint: Path, reports: Path, pytest_args: Sequence[str]) -> int:
     report = reports / f"{checkpoint.name}.json"
     # --model=PATH, one word: pytest reads a separate absolute path as a test path and moves its rootdir
-    cmd = [sys.executable, "-m", "pytest", f"--model={checkpoint}", f"--report={report}", *pytest_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--model={checkpoint}",
+        f"--report={report}",
+        *pytest_args,
+    ]
     print("ctxgate watch:", " ".join(cmd), flush=True)
     return subprocess.call(cmd)
 
@@ -135,11 +154,15 @@ def watch(
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise WatchError(f"--reports {out} cannot be created ({exc.strerror or exc}): give a writable folder") from None
+        raise WatchError(
+            f"--reports {out} cannot be created ({exc.strerror or exc}): give a writable folder"
+        ) from None
     state_path = out / "watch-state.json"
     state = WatchState.load(state_path)
     while True:
-        last_scan = until is not None and Path(until).exists()  # seen before the scan: nothing written is missed
+        last_scan = (
+            until is not None and Path(until).exists()
+        )  # seen before the scan: nothing written is missed
         # after training ended nothing is being written: what is there is complete
         for ckpt in pending(run, state, 0.0 if last_scan else settle, attempts):
             before = signature(ckpt)
@@ -156,29 +179,44 @@ def watch(
             else:
                 prior = state.failed.get(ckpt.name, {})
                 tries = prior.get("attempts", 0) + 1 if prior.get("signature") == before else 1
-                state.failed[ckpt.name] = {"attempts": tries, "exit_code": code, "signature": before}
+                state.failed[ckpt.name] = {
+                    "attempts": tries,
+                    "exit_code": code,
+                    "signature": before,
+                }
                 then = "no attempts left until its files change"
                 if (left := attempts - tries) > 0:
                     then = f"trying again at the next scan ({left} attempt(s) left)"
-                print(f"ctxgate watch: {ckpt.name} was not evaluated completely (exit {code}); {then}", flush=True)
+                print(
+                    f"ctxgate watch: {ckpt.name} was not evaluated completely (exit {code}); {then}",
+                    flush=True,
+                )
             state.save(state_path)
-            made = [p for p in sorted(out.glob("*.json")) if p.name != state_path.name and completed(p)]
+            made = [
+                p for p in sorted(out.glob("*.json")) if p.name != state_path.name and completed(p)
+            ]
             if made:
                 trend(made, trend_dir or out / "trend")
-        if once or last_scan:  # a checkpoint rotated away since (save_total_limit) is nothing to evaluate
+        if (
+            once or last_scan
+        ):  # a checkpoint rotated away since (save_total_limit) is nothing to evaluate
             return sorted(name for name in state.failed if (run / name).is_dir())
         time.sleep(interval)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    w = sub.add_parser("watch", help="evaluate each new checkpoint of a training run and update the trend")
+    w = sub.add_parser(
+        "watch", help="evaluate each new checkpoint of a training run and update the trend"
+    )
     w.add_argument("run_dir", help="the training output folder that checkpoints appear in")
     w.add_argument("--reports", default="reports", help="folder for one report per checkpoint")
     w.add_argument("--trend", default=None, help="trend output folder (default REPORTS/trend)")
     for option in WATCH:
         option.add_to(w)
     w.add_argument("--once", action="store_true", help="scan once and exit")
-    w.add_argument("--until", default=None, help="exit after the scan that follows this file's appearance")
+    w.add_argument(
+        "--until", default=None, help="exit after the scan that follows this file's appearance"
+    )
     w.set_defaults(fn=main, pytest_args=[])
     w.epilog = "pytest arguments go after --, e.g. ctxgate watch RUN_DIR --once -- --lengths 8k,32k -n auto"
 
