@@ -41,8 +41,8 @@ from ctxgate.tokens.codec import PieceEncoder
 
 ROOT = Path(__file__).resolve().parent.parent
 Guess = Callable[[Sample, random.Random], str]
-# The task modules (niah, aggregation) are imported where used, after the registry has loaded them: importing one
-# first would register its tasks first, and reorder the suite.
+# The task modules (niah, aggregation) are imported where used, after the registry has loaded them:
+# importing one first would register its tasks first, and reorder the suite.
 
 
 def needle_values(s: Sample, rng: random.Random) -> str:

@@ -45,7 +45,8 @@ def verdict(rule: StopRule, scores: list[float], floor: float) -> tuple[bool, in
 
 
 ROOT = Path(__file__).resolve().parent.parent
-# floor 50 on every case but re-rank's, whose chance score is 50 (a floor at or below it is refused): 60 there
+# floor 50 on every case but re-rank's, whose chance score is 50 (a floor at or below it is
+# refused): 60 there
 FLOORS = (
     '[[floor]]\ntask = "*"\nlength = "*"\nfloor = 50\n[[floor]]\ntask = "msmarco_rerank"\nlength = "*"\nfloor = 60\n'
     "[regression]\ntolerance = 5\n"

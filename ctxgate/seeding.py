@@ -38,7 +38,8 @@ def seeded_sample(items: Sequence[T], k: int, *salt: object) -> list[T]:
     return [items[i] for i in seeded_order(len(items), *salt)[:k]]
 
 
-# HELMET HEAD's own choices (its samples and demos), reproduced where its prompts are matched byte for byte ------------
+# HELMET HEAD's own choices (its samples and demos), reproduced where its prompts are matched byte
+# for byte ------------
 HELMET_MAX_TEST_SAMPLES = 100  # HELMET's configs: max_test_samples
 
 

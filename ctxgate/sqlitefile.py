@@ -103,7 +103,8 @@ class SqliteFile:
                 conn = self._connect()
                 problem = self._problem(conn)
                 if problem is None:
-                    # a read-only file or folder is found now, not at the first write in the middle of a case
+                    # a read-only file or folder is found now, not at the first write in the middle
+                    # of a case
                     conn.execute("BEGIN IMMEDIATE")
                     conn.execute("ROLLBACK")
                     return conn

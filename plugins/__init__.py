@@ -22,9 +22,10 @@ from pathlib import Path
 from types import ModuleType
 
 NAME = "ctxgate_plugins"
-# Each reads its own options in its own pytest_configure. The options plugin's runs first: it is tryfirst and
-# registered after the tryfirst plugins that build on its run settings (pluggy calls the last registered first),
-# which therefore import it before its registration (its docstring turns assertion rewriting off).
+# Each reads its own options in its own pytest_configure. The options plugin's runs first: it is
+# tryfirst and registered after the tryfirst plugins that build on its run settings (pluggy calls
+# the last registered first), which therefore import it before its registration (its docstring turns
+# assertion rewriting off).
 MODULES = tuple(
     "engine options workers signals progress model cases reporting junit reference trackers".split()
 )

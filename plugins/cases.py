@@ -133,15 +133,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "(the shipped demo: --model fixtures/tiny-llama-niah --lengths 512,1k,2k)"
         )
     if STARTUP_ERROR_KEY in config.stash:
-        # A checkpoint that cannot load runs nothing: the cases are reported as not run, with the reason, once.
+        # A checkpoint that cannot load runs nothing: the cases are reported as not run, with the
+        # reason, once.
         cases = [i for i in items if case_key(i.nodeid)]
         config.stash[NOT_RUN_KEY] = [i.nodeid for i in cases]
         items[:] = [i for i in items if not case_key(i.nodeid)]
         config.hook.pytest_deselected(items=cases)
     if hasattr(config, "workerinput") or config.stash[PLAN_KEY].model.ray:
-        # Under xdist, the longest cases first (every worker sorts alike, so the collections still match): with the
-        # workers plugin's one-at-a-time scheduling, no worker is left grinding a 128K case while the others idle.
-        # On a Ray cluster, the items in the order their cases are started (ctxgate_ahead).
+        # Under xdist, the longest cases first (every worker sorts alike, so the collections still
+        # match): with the workers plugin's one-at-a-time scheduling, no worker is left grinding a
+        # 128K case while the others idle. On a Ray cluster, the items in the order their cases are
+        # started (ctxgate_ahead).
         items.sort(key=lambda item: -(case_key(item.nodeid) or ("", 0))[1])
 
 
@@ -298,8 +300,8 @@ def ctxgate_ahead(
     backend = ctxgate_model.backend
     wish = int(getattr(backend, "cases_at_once", 1))
     config = request.config
-    # an xdist worker does not know which items it will be sent, so it runs only its own, one at a time; the
-    # workers on a server keep its batch full together (each with its share of it)
+    # an xdist worker does not know which items it will be sent, so it runs only its own, one at a
+    # time; the workers on a server keep its batch full together (each with its share of it)
     if wish <= 1 or hasattr(config, "workerinput"):
         yield None
         return
@@ -308,7 +310,8 @@ def ctxgate_ahead(
         for i in request.session.items
         if "ctxgate_case" in getattr(i, "fixturenames", ())
     ]
-    # an item waits for its own case only: starting the cases in another order would leave it waiting for others
+    # an item waits for its own case only: starting the cases in another order would leave it
+    # waiting for others
     keys = list(
         dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1]))
     )
@@ -383,8 +386,9 @@ def ctxgate_case(
         compared = _against_baseline(baseline, result, ctxgate_model.run_info, thresholds)
         state.record = replace(state.record, baseline=compared)
     record = state.record
-    # on the case's junit testcase only where its family has testcase properties (xunit1): xunit2, pytest's default,
-    # follows junit-10.xsd, which has none (pytest's record_property warns so), and CI servers that check it refuse them
+    # on the case's junit testcase only where its family has testcase properties (xunit1): xunit2,
+    # pytest's default, follows junit-10.xsd, which has none (pytest's record_property warns so),
+    # and CI servers that check it refuse them
     if config.getini("junit_family") in ("xunit1", "legacy"):
         request.node.user_properties += [
             ("score", record.score),

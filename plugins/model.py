@@ -21,7 +21,8 @@ from .options import PLAN_KEY
 RUN_ERROR_KEY = pytest.StashKey[
     str
 ]()  # on the session: why no case can run in this process (the model, the judge)
-# a backend with its own line at the end of the run (replicas on a cluster: where they ran, what the queue did)
+# a backend with its own line at the end of the run (replicas on a cluster: where they ran, what the
+# queue did)
 SUMMARY_KEY = pytest.StashKey[Callable[[], str]]()
 WORKER_SUMMARIES_KEY = pytest.StashKey[
     list[str]

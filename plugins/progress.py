@@ -33,7 +33,8 @@ from ctxgate.run.progress import Progress, status_line
 
 from .options import PLAN_KEY, refusals_are_usage_errors
 
-# what a case calls after each sample, and ``end`` when it is over, however it ended; absent when nobody is watching
+# what a case calls after each sample, and ``end`` when it is over, however it ended; absent when
+# nobody is watching
 REPORTER_KEY = pytest.StashKey["LocalReporter | FileReporter"]()
 INTERVAL = float(
     os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5")

@@ -81,7 +81,8 @@ class Collector:
             self.partial = self.report_path.with_suffix(".partial.jsonl")
             self.lock_path = self.report_path.parent / f".{self.report_path.name}.lock"
 
-    # the report file -------------------------------------------------------------------------------------------
+    # the report file
+    # -------------------------------------------------------------------------------------------
     def claim(self) -> None:
         """Check ``--report`` before anything runs, take its lock, and keep what an earlier run left."""
         assert self.report_path is not None
@@ -112,8 +113,8 @@ class Collector:
                 f"--report {path}: cannot write there ({exc.strerror or exc}); give a writable path"
             ) from None
         self._lock = lock
-        # the lock file is held, not truncated by contenders: it can say who holds it (a courtesy for the next run's
-        # message, which a full disk must not turn into a failure of this one)
+        # the lock file is held, not truncated by contenders: it can say who holds it (a courtesy
+        # for the next run's message, which a full disk must not turn into a failure of this one)
         with contextlib.suppress(OSError):
             self.lock_path.write_text(
                 f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
@@ -128,13 +129,14 @@ class Collector:
 
     def release(self) -> None:
         if self._lock is not None:
-            # removed while still held, so no run is left locking a file no path names: filelock's acquire checks
-            # that the file it locked is still linked, and tries again when not
+            # removed while still held, so no run is left locking a file no path names: filelock's
+            # acquire checks that the file it locked is still linked, and tries again when not
             self.lock_path.unlink(missing_ok=True)
             self._lock.release()
             self._lock = None
 
-    # what was selected, and what arrived -----------------------------------------------------------------------
+    # what was selected, and what arrived
+    # -----------------------------------------------------------------------
     def select(self, nodeids: list[str]) -> None:
         self.selected.update(dict.fromkeys(k for k in map(case_key, nodeids) if k is not None))
 

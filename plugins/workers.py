@@ -23,15 +23,16 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.stash[PLAN_KEY].model.model:
         return
     if STARTUP_ERROR_KEY in config.stash and not hasattr(config, "workerinput"):
-        # Nothing will run (the cases plugin records every case as not run), so start no workers: xdist's own
-        # answer to options that make distribution pointless (it does this for --pdb).
+        # Nothing will run (the cases plugin records every case as not run), so start no workers:
+        # xdist's own answer to options that make distribution pointless (it does this for --pdb).
         config.option.numprocesses = 0
         config.option.dist = "no"
         config.option.tx = []
     elif config.getoption("dist", "no") == "load" and config.getoption("maxschedchunk", 0) is None:
-        # xdist's load scheduling hands out a quarter of the cases at once; one at a time (it keeps two queued per
-        # worker), over cases sorted longest first, is longest-processing-time-first: idle workers take the next
-        # longest case instead of waiting for one worker's queue of long ones. --maxschedchunk N overrides it.
+        # xdist's load scheduling hands out a quarter of the cases at once; one at a time (it keeps
+        # two queued per worker), over cases sorted longest first, is longest-processing-time-first:
+        # idle workers take the next longest case instead of waiting for one worker's queue of long
+        # ones. --maxschedchunk N overrides it.
         config.option.maxschedchunk = 1
     _pin_gpu(config)
 

@@ -204,8 +204,9 @@ def main() -> None:
     text, titles, source_sha = build(wheel, args.words)
     more, more_titles, more_sha = build_more(more_wheel, text, titles)
     everything = sentences_of(text) + sentences_of(more)
-    # Volume 1 as first built has one short sentence three times ("Their son married an Armenian."); it stays as it
-    # was, so that prompts within it keep their bytes. Volume 2 adds no repeat of any length.
+    # Volume 1 as first built has one short sentence three times ("Their son married an Armenian.");
+    # it stays as it was, so that prompts within it keep their bytes. Volume 2 adds no repeat of any
+    # length.
     repeats = [s for s, n in collections.Counter(everything).items() if n > 1]
     if any(len(s) > 40 for s in repeats) or set(repeats) & set(sentences_of(more)):
         raise SystemExit(f"a sentence repeats in the haystack: {repeats[:3]}")
@@ -224,7 +225,8 @@ def main() -> None:
                 "sha256": hashlib.sha256(more.encode("utf-8")).hexdigest(),
             },
         ],
-        # what the report calls the haystack's hash: the whitespace-collapsed volumes, joined by a space
+        # what the report calls the haystack's hash: the whitespace-collapsed volumes, joined by a
+        # space
         "sha256": hashlib.sha256(
             " ".join(" ".join(v.split()) for v in (text, more)).encode("utf-8")
         ).hexdigest(),

@@ -17,7 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-# Fields that differ between two identical runs: clocks, speeds, machine facts and where files were written.
+# Fields that differ between two identical runs: clocks, speeds, machine facts and where files were
+# written.
 VOLATILE = re.compile(
     r"(seconds|_s$|^started|^finished|^created|time|throughput|per_s|^host|^pid|path|dir$|"
     r"^python$|^platform|^versions?$|^url|endpoints|judge_base_url|base_url|^cwd|^argv|usage|"

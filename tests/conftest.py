@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-# No test may reach the hub: a task whose data is not local skips at once instead of waiting on timeouts.
+# No test may reach the hub: a task whose data is not local skips at once instead of waiting on
+# timeouts.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-# pytester's in-process runs drop modules first imported during the run (a test with the pytester fixture, through
-# its teardown); numpy and pyarrow cannot be imported twice in one process, and matplotlib imported twice checks its
-# own classes against the stale copies (ctxgate trend draws in-process), so they are imported here, before any such
-# run.
+# pytester's in-process runs drop modules first imported during the run (a test with the pytester
+# fixture, through its teardown); numpy and pyarrow cannot be imported twice in one process, and
+# matplotlib imported twice checks its own classes against the stale copies (ctxgate trend draws
+# in-process), so they are imported here, before any such run.
 import datasets  # noqa: E402,F401
 import matplotlib  # noqa: E402
 
@@ -42,9 +43,10 @@ HOTPOT = ROOT / "fixtures" / "data" / "hotpotqa_distractor_validation_tiny.jsonl
 HELMET_DATA = ROOT / "fixtures" / "helmet_data"
 
 pytest_plugins = ["pytester"]
-# --dist loadfile gives each file to one worker, in the order collected (scripts/test.sh turns off xdist's own order,
-# by test count): the files that take longest go first, so no worker is left running one of them alone at the end.
-# By --durations on the CI machine; the order changes no result, only when a file starts.
+# --dist loadfile gives each file to one worker, in the order collected (scripts/test.sh turns off
+# xdist's own order, by test count): the files that take longest go first, so no worker is left
+# running one of them alone at the end. By --durations on the CI machine; the order changes no
+# result, only when a file starts.
 LONGEST_FIRST = (
     "test_ray.py",
     "test_engines.py",
@@ -190,8 +192,8 @@ def launch_suite(
 
 
 def _ctrl_c_as_a_terminal_sends_it() -> None:
-    # a runner that started these tests in the background passes SIGINT down ignored, and Python then keeps
-    # ignoring it: its default action is restored first, as a terminal's Ctrl-C finds it
+    # a runner that started these tests in the background passes SIGINT down ignored, and Python
+    # then keeps ignoring it: its default action is restored first, as a terminal's Ctrl-C finds it
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -224,8 +226,8 @@ def start_suite(
 def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
     """Start the suite in its own process group, wait until it is mid-run, press Ctrl-C (SIGINT to the group)."""
     log = pytester.path / "calls.txt"
-    # 0.2 s a generation: once 10 are logged, the other 44 need seconds more, time for the interrupt to land even
-    # on a loaded machine
+    # 0.2 s a generation: once 10 are logged, the other 44 need seconds more, time for the interrupt
+    # to land even on a loaded machine
     (pytester.path / "script.json").write_text(
         json.dumps({**ALL_RIGHT, "sleep": 0.2, "calls_log": str(log)})
     )

@@ -77,7 +77,8 @@ def test_wilson_interval_brackets_the_mean():
 
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=50))
 def test_a_fractional_interval_is_never_a_point(scores):
-    # one sample, or every score equal, is no certainty about the mean: rule "upper" must not gate on a point
+    # one sample, or every score equal, is no certainty about the mean: rule "upper" must not gate
+    # on a point
     low, high = interval(scores)
     assert 0.0 <= low < high <= 100.0
 

@@ -55,8 +55,8 @@ def test_the_baseline_gate_on_real_checkpoints(real_suite, pytester, checkpoint_
     assert case["verdict"] == "fail" and case["baseline"]["regressed"]
     assert case["baseline"]["interval"][1] < -5  # the whole interval lies beyond the tolerance
 
-    # --sequential asks the same question sample by sample (paired on the baseline's samples): the broken
-    # checkpoint is certain to have dropped long before 40 samples, with the same verdict.
+    # --sequential asks the same question sample by sample (paired on the baseline's samples): the
+    # broken checkpoint is certain to have dropped long before 40 samples, with the same verdict.
     result = real_suite(
         *SELECT,
         "--baseline",
@@ -79,7 +79,8 @@ def test_the_baseline_gate_on_real_checkpoints(real_suite, pytester, checkpoint_
         ["*regressed*--sequential: certain it dropped by more than the tolerance*"]
     )
 
-    # Other data (another seed) cannot be paired: the error names the data hash instead of comparing.
+    # Other data (another seed) cannot be paired: the error names the data hash instead of
+    # comparing.
     result = real_suite(
         *SELECT, "--seed", "7", "--baseline", base, model=checkpoint_sequence / "checkpoint-200"
     )

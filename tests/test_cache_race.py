@@ -22,8 +22,9 @@ from tests.conftest import ROOT
 
 PROCESSES, TRIALS, ROWS = 4, 20, 50
 
-# Each process opens trial t's fresh folder as soon as all processes are ready for t (a file barrier), so the
-# opens collide within a millisecond, then writes its rows. Before the fix this lost rows in about half the trials.
+# Each process opens trial t's fresh folder as soon as all processes are ready for t (a file
+# barrier), so the opens collide within a millisecond, then writes its rows. Before the fix this
+# lost rows in about half the trials.
 WORKER = """
 import sys, time
 from pathlib import Path

@@ -25,7 +25,8 @@ def test_score_one_prediction(capsys):
         == 0
     )
     out = json.loads(capsys.readouterr().out)
-    # HELMET prepends the prompt's answer prefix to the output, then parses after its first occurrence
+    # HELMET prepends the prompt's answer prefix to the output, then parses after its first
+    # occurrence
     assert out["score"] == 1.0 and out["scored_text"] == "The answer: 10"
 
 

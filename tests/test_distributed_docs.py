@@ -26,7 +26,8 @@ RAYJOB = ROOT / "docs" / "distributed" / "rayjob.yaml"
 FLAG = re.compile(r"(?<![\w-])(--[a-z][\w-]*)")
 
 
-# run with pytest's plugins and the suite's loaded: which of the flags (argv[1], JSON) pytest's parser does not know
+# run with pytest's plugins and the suite's loaded: which of the flags (argv[1], JSON) pytest's
+# parser does not know
 _PROBE = """
 import json, sys
 import pytest
@@ -87,7 +88,8 @@ def test_the_page_shows_both_files_byte_for_byte() -> None:
     assert f"```yaml\n{RAYJOB.read_text('utf-8')}```\n" in page
 
 
-# the Slurm batch script --------------------------------------------------------------------------------------------
+# the Slurm batch script
+# --------------------------------------------------------------------------------------------
 
 
 def test_the_batch_script_is_bash_that_starts_ray_then_runs_the_suite_on_it() -> None:
@@ -111,8 +113,8 @@ def test_the_batch_script_is_bash_that_starts_ray_then_runs_the_suite_on_it() ->
 
 
 STUBS = {
-    # srun -w NODE CMD...: the command as its node would run it (logged); only `hostname` answers, and a node named
-    # in DEAD_NODE never starts its step
+    # srun -w NODE CMD...: the command as its node would run it (logged); only `hostname` answers,
+    # and a node named in DEAD_NODE never starts its step
     "srun": r"""
 node=""
 while [[ $1 == -* ]]; do if [[ $1 == -w ]]; then node=$2; shift; fi; shift; done
@@ -122,7 +124,8 @@ if [[ $1 == hostname ]]; then echo "10.1.2.3 fe80::1"; fi
 """,
     "scontrol": 'echo "scontrol $*" >> "$LOG"; printf "node%s\\n" 1 2 3 4',
     "ray": 'echo "ray $*" >> "$LOG"',
-    # the wait's probe sees 8 GPUs per node whose `ray start` ran; python -m pytest exits PYTEST_STATUS
+    # the wait's probe sees 8 GPUs per node whose `ray start` ran; python -m pytest exits
+    # PYTEST_STATUS
     "python": r"""
 if [[ $1 == - ]]; then cat >/dev/null; echo $(( $(grep -c ": ray start" "$LOG") * 8 )); exit 0; fi
 echo "python $*" >> "$LOG"
@@ -205,7 +208,8 @@ def test_the_batch_script_does_not_start_the_suite_on_a_cluster_missing_a_node(t
     assert log[-1] == "ray stop --force"
 
 
-# the KubeRay RayJob ------------------------------------------------------------------------------------------------
+# the KubeRay RayJob
+# ------------------------------------------------------------------------------------------------
 
 
 def mounts(template: dict[str, Any]) -> dict[str, tuple[str, str]]:

@@ -17,7 +17,8 @@ SECRET = "sk-ctxgate-test-0123456789-never-written"
 
 
 def test_retrieval_passes_short_and_fails_long_for_real(real_suite, pytester):
-    # The shipped model gets 85% at 256 tokens and 0% at 2048 (40 samples; bench/tiny_accuracy.py, README).
+    # The shipped model gets 85% at 256 tokens and 0% at 2048 (40 samples; bench/tiny_accuracy.py,
+    # README).
     (pytester.path / "thresholds.toml").write_text(
         '[[floor]]\ntask = "niah_single_1"\nfloor = 70\n'
     )

@@ -402,9 +402,9 @@ def test_replicas_share_the_load(vllm_url, tmp_path):
         )
         assert result.returncode == 0, result.stdout[-2000:]
         counts = [server.completions for _, server in proxies]
-        # each request goes to the server with the fewest in flight, so a server slowed down (a busy machine) is
-        # sent fewer: both serve, in proportion to their speed (tests/test_endpoint_pool.py: equal servers, equal
-        # shares)
+        # each request goes to the server with the fewest in flight, so a server slowed down (a busy
+        # machine) is sent fewer: both serve, in proportion to their speed
+        # (tests/test_endpoint_pool.py: equal servers, equal shares)
         assert sum(counts) == 20 and min(counts) >= 2, counts
     finally:
         for _, server in proxies:

@@ -28,7 +28,8 @@ from tests.conftest import (
     stored_report,
 )
 
-# a floor on every case, above every task's chance score (thresholds.toml refuses one at or below it)
+# a floor on every case, above every task's chance score (thresholds.toml refuses one at or below
+# it)
 FLOOR_ALL = f'[[floor]]\ntask = "*"\nfloor = {max(t.chance for t in all_tasks()) + 1:g}\n'
 
 
@@ -121,7 +122,8 @@ def test_a_corrupt_data_line_fails_the_case_naming_file_and_line(real_suite, pyt
     (case,) = _report(pytester)["cases"]
     assert (case["verdict"], case["error_kind"]) == ("error", "data_unreadable")
     assert f"{test_file}:3: not valid JSON" in case["message"]
-    # the fix it suggests runs, on the data folder (not the file's own subfolder), and finds the damage
+    # the fix it suggests runs, on the data folder (not the file's own subfolder), and finds the
+    # damage
     (fix,) = re.findall(r"`(ctxgate [^`]+)`", case["message"])
     assert fix == f"ctxgate data verify {data}"
     checked = call_ctxgate(*fix.split()[1:])
@@ -170,8 +172,8 @@ def test_without_a_floor_a_case_whose_input_was_not_given_is_a_skip(
     (case,) = _report(pytester)["cases"]
     assert (case["verdict"], case["skip_kind"]) == ("skip", "judge_not_given")
     assert result.ret == 0
-    # the command it suggests runs as written where the judge's API answers (here the offline judge server, which
-    # the openai client reaches through OPENAI_BASE_URL as it would OpenAI's)
+    # the command it suggests runs as written where the judge's API answers (here the offline judge
+    # server, which the openai client reaches through OPENAI_BASE_URL as it would OpenAI's)
     (fix,) = re.findall(r"`(ctxgate judge [^`]+)`", case["message"])
     assert fix == "ctxgate judge out/r.json --judge-model gpt-4o-2024-05-13"
     url, _ = judge_server
@@ -223,7 +225,8 @@ def test_a_thresholds_file_the_ini_names_must_exist(real_suite, pytester):
     pytester.makeini(
         "[pytest]\ntestpaths = tests_longctx\nctxgate_thresholds = gates/thresholds.toml\n"
     )
-    # --model=PATH in one word: pytest would read a separate absolute path as a test path and take another ini
+    # --model=PATH in one word: pytest would read a separate absolute path as a test path and take
+    # another ini
     result = pytester.runpytest(f"--model={TINY}", "-k", "vt", "--lengths", "1k")
     assert result.ret == 4 and "gates/thresholds.toml does not exist" in result.stderr.str()
 
@@ -620,7 +623,8 @@ def test_a_report_whose_predictions_are_a_symlink_is_refused(tmp_path):
     assert proc.returncode == 2 and "is a symbolic link" in proc.stderr, proc.stderr
 
 
-# The rule itself ---------------------------------------------------------------------------------------------------
+# The rule itself
+# ---------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -131,8 +131,9 @@ def test_the_relative_effective_length_is_a_tested_length_with_every_shorter_one
 
 
 def test_long_score_is_100_longbenchs_in_percent_against_the_mean_below_8k():
-    # by hand, as 100-LongBench's rank() computes it: base = the 0-8K bucket's score, (2K + 4K) / 2 = 70; each
-    # length from 8K on: 100 * (score - 70) / 70, rounded to 2 places (-10, -20, +5); LongScore: their mean, -8.33
+    # by hand, as 100-LongBench's rank() computes it: base = the 0-8K bucket's score, (2K + 4K) / 2
+    # = 70; each length from 8K on: 100 * (score - 70) / 70, rounded to 2 places (-10, -20, +5);
+    # LongScore: their mean, -8.33
     found = long_score(_groups({2048: 60.0, 4096: 80.0, 8192: 63.0, 16384: 56.0, 32768: 73.5}))
     assert found is not None and found.base == 70.0 and found.base_lengths == (2048, 4096)
     assert (
@@ -140,10 +141,12 @@ def test_long_score_is_100_longbenchs_in_percent_against_the_mean_below_8k():
         and found.value == -8.33
         and found.why is None
     )
-    # 1K is in the bucket, as the 0-8K bucket's short samples are; a length with an unscored member is in neither
+    # 1K is in the bucket, as the 0-8K bucket's short samples are; a length with an unscored member
+    # is in neither
     mixed = long_score(_groups({1024: 90.0, 4096: None, 8192: 45.0}))
     assert mixed is not None and mixed.base_lengths == (1024,) and mixed.per_length == {8192: -50.0}
-    # no invented base: without a length below 8K (or one of 8K or more, or with a base of 0) there is no value
+    # no invented base: without a length below 8K (or one of 8K or more, or with a base of 0) there
+    # is no value
     for scores, why in (
         ({8192: 50.0, 16384: 40.0}, "no length below 8K, its base"),
         ({512: 50.0, 2048: 40.0}, "no length of 8K or more"),
@@ -247,8 +250,8 @@ def test_the_report_shows_the_absolute_and_the_relative_effective_length_side_by
         assert "LongScore — (no length of 8K or more)" in text
     page = render(PageInput(report))
     assert 'id="effective"' in page and 'id="nolima"' in page and "LongScore" in page
-    # with lengths on both sides of 8K, LongScore has its base and value; a summary with no relative effective
-    # length (no length up to 1K) still shows it
+    # with lengths on both sides of 8K, LongScore has its base and value; a summary with no relative
+    # effective length (no length up to 1K) still shows it
     long = [_case(t, L, s) for t in ruler for L, s in ((4096, 80.0), (8192, 60.0), (16384, 40.0))]
     report = build_report(
         long,
@@ -304,7 +307,8 @@ def test_the_suite_runs_the_families_from_length_0_into_every_report_file(real_s
     assert report["by_length"]["1024"]["babilong"]["members"] == [
         "babilong_qa1"
     ]  # the released set stands in
-    # a family the tiny model scores 0 on up to 1K has no base to keep a share of; RULER's passkey has one
+    # a family the tiny model scores 0 on up to 1K has no base to keep a share of; RULER's passkey
+    # has one
     assert (
         "ruler" in report["relative_effective_length"]
         and "babilong" not in report["relative_effective_length"]

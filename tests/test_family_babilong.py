@@ -34,7 +34,8 @@ SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
-# --- the story generator ------------------------------------------------------------------------------------------
+# --- the story generator
+# ------------------------------------------------------------------------------------------
 
 MOVE = re.compile(r"(\w+) (?:went to|moved to|travelled to|journeyed to|went back to) the (\w+)\.")
 TAKE = re.compile(r"(\w+) (?:got|grabbed|picked up|took) the (\w+) there\.")
@@ -164,10 +165,11 @@ def test_an_unknown_task_is_one_line():
         make_story("qa6", random.Random(0))
 
 
-# --- the prompt ---------------------------------------------------------------------------------------------------
+# --- the prompt
+# ---------------------------------------------------------------------------------------------------
 
-# sha256 of instruction, examples and post_prompt joined by NUL, as babilong/prompts.py has them at booydar/babilong
-# 7a6efee29f5cac03c3c410e6799c80fd2ffe3610
+# sha256 of instruction, examples and post_prompt joined by NUL, as babilong/prompts.py has them at
+# booydar/babilong 7a6efee29f5cac03c3c410e6799c80fd2ffe3610
 REFERENCE_PROMPTS = {
     "qa1": "a8f339c21e91e403b94482ccbed13a2f4d9cdfb2c62052efe5c382d96127b34a",
     "qa2": "4746d936b2085f4f4158d5a7ed5f183b536da7037f087432039ece906da8be7f",
@@ -177,8 +179,9 @@ REFERENCE_PROMPTS = {
 }
 
 
-# babilong/prompts.py's DEFAULT_TEMPLATE (TASK_TEMPLATE, two newlines, USER_TEMPLATE) and get_formatted_input, written
-# out here so that no prompt test compares the builders with the code they are built from
+# babilong/prompts.py's DEFAULT_TEMPLATE (TASK_TEMPLATE, two newlines, USER_TEMPLATE) and
+# get_formatted_input, written out here so that no prompt test compares the builders with the code
+# they are built from
 REFERENCE_TEMPLATE = (
     "{instruction}\n\n{examples}\n\n{post_prompt}\n\n"
     "<context>\n{context}\n</context>\n\nQuestion: {question}"
@@ -219,7 +222,8 @@ def test_format_input_is_the_reference_template():
     )
 
 
-# --- the generated tasks ------------------------------------------------------------------------------------------
+# --- the generated tasks
+# ------------------------------------------------------------------------------------------
 
 
 def ctx_for(encoder, chat=False, **kw) -> BuildContext:
@@ -347,7 +351,8 @@ def test_a_length_too_short_for_the_template_and_story_is_refused(hf_encoder):
         build_sample(get_task("ctx_babi_qa5"), ctx_for(hf_encoder), 400, 0, 42)
 
 
-# --- the released sets --------------------------------------------------------------------------------------------
+# --- the released sets
+# --------------------------------------------------------------------------------------------
 
 RECORDS = [
     {
@@ -393,7 +398,8 @@ def test_released_records_are_sent_whole_in_babilongs_prompt_byte_for_byte(
     ctx = ctx_for(hf_encoder, chat, data_dir=str(released))
     head, tail = hf_encoder.chat_parts() if chat else ("", "")
     assert spec.pool_size is not None and spec.pool_size(ctx, 4096) == 3
-    # sample i is record order(3, seed)[i]: a run of the set's size takes every record once, whatever the seed
+    # sample i is record order(3, seed)[i]: a run of the set's size takes every record once,
+    # whatever the seed
     for i, r in enumerate(order(len(RECORDS), 42)):
         s, record = build_sample(spec, ctx, 4096, i, 42), RECORDS[r]
         want = reference_input("qa1", record["input"], record["question"])
@@ -483,7 +489,8 @@ def test_released_sets_at_every_length_build_within_the_rule_or_refuse(
     try:
         s = build_sample(spec, ctx_for(hf_encoder, data_dir=str(released)), length, index, 42)
     except (DataNotGiven, TaskTooShort) as exc:
-        # the budget alone fills the length; else only 4096 has a set here (named 4k), and its records all fit
+        # the budget alone fills the length; else only 4096 has a set here (named 4k), and its
+        # records all fit
         refusal = TaskTooShort if length <= spec.tokens_to_generate else DataNotGiven
         assert type(exc) is refusal and length != 4096 and "\n" not in str(exc), exc
         return
@@ -519,7 +526,8 @@ def test_a_record_longer_than_the_length_is_refused_not_cut(hf_encoder, tmp_path
         )
 
 
-# --- sets sized as BABILong sized them: inputs of L - 300 GPT-2 tokens ---------------------------------------------
+# --- sets sized as BABILong sized them: inputs of L - 300 GPT-2 tokens
+# ---------------------------------------------
 
 
 def sized_like_babilong(
@@ -626,7 +634,8 @@ def test_one_record_too_long_refuses_the_set_at_every_sample_before_any_is_gener
     )
 
 
-# --- the answer rule ----------------------------------------------------------------------------------------------
+# --- the answer rule
+# ----------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -238,7 +238,8 @@ def test_a_template_that_spells_bos_gets_no_second_one(sp_tokenizer, mrcr_dir):
             assert s.input_ids[0] == bos and s.input_ids.count(bos) == 1, (
                 spec.name
             )  # one BOS, the first id
-            # the rendering as the template writes it, tokenized whole: "[INST]" opens the text unless BOS does
+            # the rendering as the template writes it, tokenized whole: "[INST]" opens the text
+            # unless BOS does
             assert s.text.removeprefix("<s>" if enc is spelled else "").startswith(
                 "[INST] " + conv.PREAMBLE_HEAD
             )
@@ -440,7 +441,8 @@ def test_a_conversation_hides_n_identical_requests_and_asks_for_the_ith(
     )
     ending = "<|im_start|>assistant\n" if chat else "\n\nAssistant:\n"
     assert question in text and text.endswith(ending)
-    # the examples end at a newline: the template keeps it, the plain transcript leaves one blank line, not two
+    # the examples end at a newline: the template keeps it, the plain transcript leaves one blank
+    # line, not two
     between = "\n<|im_end|>\n<|im_start|>user\n" if chat else "\n\nUser:\n"
     assert f"======END EXAMPLE======{between}write a " in text and "\n\n\n" not in text
     assert score_prediction("mrcr_ratio", s.answers[0], s.answers, None, chat)[0] == 1.0

@@ -75,7 +75,8 @@ def ctx_for(
     )
 
 
-# the overlap filter ------------------------------------------------------------------------------------------------
+# the overlap filter
+# ------------------------------------------------------------------------------------------------
 def test_every_shipped_one_hop_pair_shares_no_content_word_and_every_direct_one_shares_some():
     cases = project_set().cases
     latent = [c for c in cases if c.kind == "onehop"]
@@ -163,7 +164,8 @@ def test_the_shipped_set_is_nolima_shaped_and_its_size_is_the_default_sample_cou
     records = json.loads(
         (Path(nolima_task.__file__).parents[1] / "data" / "nolima_needles.json").read_text("utf-8")
     )
-    # NoLiMa's run_tests.py seeds each record's draws with int(id[:4]) and reads system_prompt and input_args
+    # NoLiMa's run_tests.py seeds each record's draws with int(id[:4]) and reads system_prompt and
+    # input_args
     assert all(re.fullmatch(r"\d{4}", r["id"]) and r["system_prompt"] == "" for r in records)
     assert all(t["input_args"] for r in records for t in r["tests"].values())
     assert len(project_set().of_kind(True)) == PROJECT_PAIRS == len(records) * 6
@@ -199,7 +201,8 @@ def test_a_pair_over_the_cap_refuses_ctx_nolima_alone_and_never_the_registry(
         project_set.cache_clear()
 
 
-# the needle-set reader ---------------------------------------------------------------------------------------------
+# the needle-set reader
+# ---------------------------------------------------------------------------------------------
 def test_the_official_set_is_read_in_nolimas_order_with_arguments_filled(nolima_dir):
     cases = load_official(str(nolima_dir)).cases
     assert [c.name for c in cases] == [
@@ -317,7 +320,8 @@ def test_any_json_document_is_read_or_refused_in_one_line(doc):
     assert cases and all(c.needle and c.question and "{1}" not in c.needle for c in cases)
 
 
-# the metric --------------------------------------------------------------------------------------------------------
+# the metric
+# --------------------------------------------------------------------------------------------------------
 def test_contains_is_nolimas_case_sensitive_substring_rule():
     assert contains("The answer is Priya.", ["Priya"]) == 1.0
     assert contains("the answer is priya", ["Priya"]) == 0.0
@@ -341,7 +345,8 @@ def test_contains_scores_one_exactly_when_the_name_is_in_the_output(before, afte
     assert contains(before + after, [name]) == float(name in before + after)
 
 
-# the tasks ---------------------------------------------------------------------------------------------------------
+# the tasks
+# ---------------------------------------------------------------------------------------------------------
 def test_specs():
     for name in (*TASKS, "nolima"):
         spec = get_task(name)
@@ -390,7 +395,8 @@ def test_every_length_builds_within_the_rule_filled_to_a_sentence_or_refuses(
     try:
         s = build_sample(spec, ctx_for(hf_encoder, chat, nolima_dir, seed), length, index, seed)
     except Refusal as exc:
-        # the needle sets are there and the essay outlasts 128K: only a short length is refused, for its reason
+        # the needle sets are there and the essay outlasts 128K: only a short length is refused, for
+        # its reason
         assert exc.cause == "too_short" and length < 800, str(exc)
         if length <= spec.tokens_to_generate:
             assert f"its generation budget of {spec.tokens_to_generate} tokens fills it" in str(exc)
@@ -401,7 +407,8 @@ def test_every_length_builds_within_the_rule_filled_to_a_sentence_or_refuses(
         assert str(exc).endswith("choose a longer --lengths value") and "\n" not in str(exc)
         return
     used = len(s.input_ids) + spec.tokens_to_generate
-    # filled to within one sentence: the longest the haystack has held so far (196 tiny tokens by 8K)
+    # filled to within one sentence: the longest the haystack has held so far (196 tiny tokens by
+    # 8K)
     assert used <= length and length - used <= essay_tokens(hf_encoder, load_essay()).longest
     assert s.answers and all(s.answers)
     text = hf_encoder.decode(s.input_ids)
@@ -450,7 +457,8 @@ def test_no_essay_sentence_names_the_cases_keywords_or_characters(hf_encoder, ta
         assert not keyword_pattern(cases[s.meta["case"]]).search(haystack)
 
 
-# the fillers: other characters in the haystack ----------------------------------------------------------------------
+# the fillers: other characters in the haystack
+# ----------------------------------------------------------------------
 def test_every_filler_is_distractor_free_for_every_shipped_case():
     assert len(set(FILLERS)) == len(FILLERS)
     assert all(f.startswith("{CHAR} ") and f.count("{CHAR}") == 1 for f in FILLERS)
@@ -479,7 +487,8 @@ def test_the_needle_is_not_the_only_sentence_about_a_character(hf_encoder, task,
         others = [n for n in case.characters if n != character]
         named = [f for f in s.meta["fillers"] if any(re.match(rf"{n}\b", f) for n in others)]
         assert named == s.meta["fillers"]
-        # one per FILLER_SPACING tokens of the haystack (the length less the budget, frame and needle: < 400)
+        # one per FILLER_SPACING tokens of the haystack (the length less the budget, frame and
+        # needle: < 400)
         expected = min(len(FILLERS), max(MIN_FILLERS, (length - 400) // FILLER_SPACING))
         assert len(named) >= expected, (index, len(named))
         text = hf_encoder.decode(s.input_ids)

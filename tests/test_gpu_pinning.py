@@ -46,7 +46,8 @@ def test_without_gpus_nothing_is_pinned(monkeypatch):
 
 
 def test_auto_workers_is_the_gpu_count(monkeypatch):
-    # the options as pytest gives them before configure: only --model set, every other option at its default
+    # the options as pytest gives them before configure: only --model set, every other option at its
+    # default
     given = {"model": "ckpt"}
     config = SimpleNamespace(getoption=lambda name, default=None: given.get(name, default))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")

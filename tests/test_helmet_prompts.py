@@ -230,7 +230,8 @@ def test_icl_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
     for sample, (head, context, tail) in zip(
         build_samples(get_task(task), ctx, L, 3, 42), expected
     ):
-        # HELMET cuts the end of the demos to fit: the prompt is HELMET's with its context cut to a prefix
+        # HELMET cuts the end of the demos to fit: the prompt is HELMET's with its context cut to a
+        # prefix
         before, after = wrap(hf_tokenizer, head + "\x00" + tail, "label:", chat).split("\x00")
         mine = hf_encoder.decode(sample.input_ids)
         assert mine.startswith(before) and mine.endswith(after)
@@ -308,7 +309,8 @@ def _rows(n: int) -> datasets.Dataset:
     return datasets.Dataset.from_list([{"at": i} for i in range(n)])
 
 
-# (user text before the document, the document, user text after it) per sample, in HELMET's sample order
+# (user text before the document, the document, user text after it) per sample, in HELMET's sample
+# order
 Parts = list[tuple[str, str, str]]
 
 
@@ -477,8 +479,8 @@ def test_long_document_samples_and_demos_are_helmets(
         assert head in text and tail in text and context[:200] in text
 
 
-# HELMET's configs: the pre-cut slack (L less the length in the dataset's name), the generation budget, and the
-# text between the user turn and the answer prefix without a chat template
+# HELMET's configs: the pre-cut slack (L less the length in the dataset's name), the generation
+# budget, and the text between the user turn and the answer prefix without a chat template
 HELMET_CUTS = {
     "narrativeqa": (300, 100, "\n", "Answer:"),
     "infbench_qa": (210, 10, "\n\n", "Answer:"),

@@ -115,7 +115,8 @@ def test_a_batch_out_of_memory_is_halved_and_remembered(tiny_hf, prompts, monkey
     monkeypatch.setattr(type(tiny_hf), "_generate_batch", small_gpu)
     tiny_hf.token_cap = None
     assert outputs(tiny_hf, prompts, 6) == expected
-    # the batch that failed is split, never tried again whole: every later call is at most half of it
+    # the batch that failed is split, never tried again whole: every later call is at most half of
+    # it
     assert sizes[0] == 6 and max(sizes[1:]) <= 3
     longest = max(len(r.input_ids) for r in prompts)
     assert (

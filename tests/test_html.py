@@ -29,7 +29,8 @@ LENGTHS = "256,512,1k"
 FLOOR = 50.0  # niah_single_1's floor in the test's thresholds: the broken checkpoint fails it
 
 
-# the real runs -------------------------------------------------------------------------------------------------------
+# the real runs
+# -------------------------------------------------------------------------------------------------------
 def _suite(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return launch_suite(
         "-k", SELECT, "--lengths", LENGTHS, "--samples", "6", "--no-cache", "-q", *args, model=model
@@ -70,7 +71,8 @@ def _report(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-# the browser ---------------------------------------------------------------------------------------------------------
+# the browser
+# ---------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     yield from launch()
@@ -221,7 +223,8 @@ def test_ctxgate_html_refuses_a_missing_report_in_one_line(tmp_path):
     assert done.stderr.count("\n") == 1 and "nope.json does not exist" in done.stderr
 
 
-# pure parts ----------------------------------------------------------------------------------------------------------
+# pure parts
+# ----------------------------------------------------------------------------------------------------------
 def test_the_colour_scale_is_matplotlibs_viridis():
     matplotlib = pytest.importorskip("matplotlib")
     table = matplotlib.colormaps["viridis"]
@@ -290,5 +293,6 @@ def test_no_text_of_a_run_reaches_the_page_as_markup(model, message, prediction)
     report = typed_report([case], gates=gates, run={"model": model})
     row = replace(_row("vt", 256, 0, 0.1), prediction=prediction)
     page = render(PageInput(report, [row]))
-    # the page's own elements only: the run's texts are escaped in the markup and encoded in the data
+    # the page's own elements only: the run's texts are escaped in the markup and encoded in the
+    # data
     assert page.count("<script") == 2 and page.count("<img") == 0

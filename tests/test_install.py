@@ -38,8 +38,8 @@ RUN = (
 def fresh_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("install")
     wheels = root / "wheels"
-    # built from a copy: a build in the checkout rewrites its ctxgate.egg-info, which every test process on this
-    # machine reads its entry points from (pythonpath "."), while they run
+    # built from a copy: a build in the checkout rewrites its ctxgate.egg-info, which every test
+    # process on this machine reads its entry points from (pythonpath "."), while they run
     source = root / "source"
     shutil.copytree(
         ROOT,
@@ -116,7 +116,8 @@ def test_the_wheel_runs_the_suite_from_an_empty_folder(fresh_python, tmp_path):
     assert (tmp_path / ".github" / "workflows" / "ctxgate.yml").is_file()
     gated = _run(fresh_python, tmp_path, *RUN, "--report", "out/run.json")
     assert gated.returncode == 0, gated.stdout[-3000:]
-    # the next step init prints runs as printed, path/to/ckpt (the documented placeholder) being the checkpoint
+    # the next step init prints runs as printed, path/to/ckpt (the documented placeholder) being the
+    # checkpoint
     lines = init_done.stdout.splitlines()
     first = next(lines[i + 1].strip() for i, line in enumerate(lines) if line.startswith("next"))
     (tmp_path / "path" / "to").mkdir(parents=True)

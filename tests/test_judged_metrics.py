@@ -53,10 +53,11 @@ def test_claim_f1_by_hand():
 def test_citation_recall_and_precision_by_hand():
     out = "Mara Quill built the first mill [1][3]. Quillby lies on the Wen [2].\nIt has many bells. Ok."
     s = judged.citation_scores(out, "q", DOCS, 3, entails)
-    # sentences: 3 kept ("Ok." has under 5 characters); recall: s1 (docs 1+3 entail) and s2 yes, s3 uncited no
+    # sentences: 3 kept ("Ok." has under 5 characters); recall: s1 (docs 1+3 entail) and s2 yes, s3
+    # uncited no
     assert s.sentences == 3 and s.recall == pytest.approx(2 / 3)
-    # precision over 3 citations: [1] alone entails (credited); [3] fails alone and [1] without it still entails
-    # (not credited); [2] single and entailed (credited)
+    # precision over 3 citations: [1] alone entails (credited); [3] fails alone and [1] without it
+    # still entails (not credited); [2] single and entailed (credited)
     assert s.citations == 3 and s.precision == pytest.approx(2 / 3)
 
 
@@ -85,8 +86,8 @@ def test_qampari_sentences_are_the_question_plus_each_item():
         f"{question} Dune",
     ]
     s = judged.citation_scores(out, question, DOCS, 3, entails, qampari=True)
-    # each claim mentions "Wen": [2] (Wenholt's document) supports its item, [3] (the market) does not, Dune cites
-    # nothing: recall 1 of 3 sentences, precision 1 of 2 citations
+    # each claim mentions "Wen": [2] (Wenholt's document) supports its item, [3] (the market) does
+    # not, Dune cites nothing: recall 1 of 3 sentences, precision 1 of 2 citations
     assert (s.recall, s.precision) == (pytest.approx(1 / 3), 0.5)
 
 
@@ -215,11 +216,13 @@ def test_local_nli_model_reads_its_entailment_label(tmp_path, hf_tokenizer):
 
 
 def test_repeated_and_unshown_citations_and_zero_follow_the_reference():
-    # [2][3][3]: the towns claim needs documents 2 and 3 together. [2] is needed (credited); each [3] fails alone
-    # and the rest without that one occurrence still holds [2][3], which entails: neither is credited. 1 of 3.
+    # [2][3][3]: the towns claim needs documents 2 and 3 together. [2] is needed (credited); each
+    # [3] fails alone and the rest without that one occurrence still holds [2][3], which entails:
+    # neither is credited. 1 of 3.
     s = judged.citation_scores("The towns share both [2][3][3].", "q", DOCS, 3, entails)
     assert (s.recall, s.citations, s.precision) == (1.0, 3, pytest.approx(1 / 3))
-    # a document the record has but the prompt did not show (the 40th of 50) is checked, as the reference does
+    # a document the record has but the prompt did not show (the 40th of 50) is checked, as the
+    # reference does
     record = {**DOCS, 39: ("Mill", "Mara Quill built the first mill of Quillby.")}
     assert (
         judged.citation_scores("Mara Quill built the mill [40].", "q", record, 50, entails).recall

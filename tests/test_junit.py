@@ -23,7 +23,8 @@ from tests.conftest import ALL_RIGHT, ROOT, interrupt
 XSD = ROOT / "fixtures" / "junit" / "junit-10.xsd"
 GATES = "ctxgate.gates"
 Suite = Callable[..., pytest.RunResult]  # the suite fixture: a run of the suite on a script
-# every gate the thresholds can ask for, each met by a model that answers everything right at 1K and 4K
+# every gate the thresholds can ask for, each met by a model that answers everything right at 1K and
+# 4K
 ALL_GATES = (
     '[session]\nmin_effective_length = "4k"\n[relative_effective_length.min_length]\nruler = "4k"\n'
 )

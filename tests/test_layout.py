@@ -79,7 +79,8 @@ def imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
             if node.level:  # relative: up from this module's package
                 parts = package.split(".")
                 base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-            # "from ctxgate.x import y": y may be a module of x; judge by the deepest one that names a module
+            # "from ctxgate.x import y": y may be a module of x; judge by the deepest one that names
+            # a module
             for a in node.names:
                 full = f"{base}.{a.name}"
                 where = root / full.replace(".", "/")
@@ -125,7 +126,8 @@ def test_the_top_level_holds_only_the_face_and_shared_modules():
 
 
 PLUGINS = ROOT / "plugins"
-# The pytest plugins stand on the report floor: they may use every floor up to it, never a workflow or the CLI
+# The pytest plugins stand on the report floor: they may use every floor up to it, never a workflow
+# or the CLI
 PLUGIN_FLOOR = next(i for i, (name, _) in enumerate(FLOORS) if name == "report")
 
 
@@ -243,7 +245,8 @@ def test_the_wheel_lists_every_package():
     found = {module_name(p.parent) for p in (ROOT / "ctxgate").rglob("__init__.py")} | {
         "ctxgate_plugins"
     }
-    # folders of files only (the templates; the suite, mapped from tests_longctx/): packages by their data
+    # folders of files only (the templates; the suite, mapped from tests_longctx/): packages by
+    # their data
     found |= {name for name in setup["package-data"] if name.startswith("ctxgate.templates")}
     found |= {name for name in setup["package-dir"] if name == "ctxgate_plugins.suite"}
     assert listed == found, (

@@ -83,8 +83,8 @@ def test_scores_are_probabilities(pred, refs):
     st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=10),
 )
 def test_reference_inside_prediction_always_matches(noise, ref):
-    # any ASCII around it, control characters and whitespace included (what RULER's cleaning rewrites); the
-    # reference itself printable, so the cleaning cannot touch it
+    # any ASCII around it, control characters and whitespace included (what RULER's cleaning
+    # rewrites); the reference itself printable, so the cleaning cannot touch it
     assert score_prediction("string_match_all", noise + ref + noise, [ref])[0] == 1.0
 
 

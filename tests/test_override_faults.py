@@ -248,7 +248,8 @@ def test_an_adapter_whose_config_disagrees_with_its_own_weights_is_not_sent_to_a
     assert "--base-model" not in out
 
 
-# --- the RoPE dictionary, against transformers' own reading ----------------------------------------------------
+# --- the RoPE dictionary, against transformers' own reading
+# ----------------------------------------------------
 
 ROPE_NAMES = sorted(ROPE_KEYS)
 ROPE_KEY_NAMES = sorted(
@@ -335,7 +336,8 @@ def _transformers_takes(changes: dict[str, object], said: list[str]) -> None:
 
     said.clear()
     config = transformers.AutoConfig.from_pretrained(TINY, **changes)
-    # a YaRN factor other than max/original positions is used as given, which transformers notes once
+    # a YaRN factor other than max/original positions is used as given, which transformers notes
+    # once
     assert [s for s in said if "implicitly set by other parameters" not in s] == []
     check_applied(config, changes, "tiny")
     kind = config.rope_parameters["rope_type"]

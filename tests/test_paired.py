@@ -13,8 +13,9 @@ from ctxgate.stats.paired import compare, tango_statistic
 
 
 def test_tango_statistic_by_hand():
-    # c=0, b=30, n=100 at delta=-0.2: A=200, B=-30-46=-76, C=-30*(-0.2)(1.2)=7.2; q=(76+sqrt(5776-5760))/400=0.2;
-    # the numerator -30+20=-10 moved half a sample towards 0; variance 100*(0.4-0.24)=16
+    # c=0, b=30, n=100 at delta=-0.2: A=200, B=-30-46=-76, C=-30*(-0.2)(1.2)=7.2;
+    # q=(76+sqrt(5776-5760))/400=0.2; the numerator -30+20=-10 moved half a sample towards 0;
+    # variance 100*(0.4-0.24)=16
     assert tango_statistic(0, 30, 100, -0.2) == pytest.approx(-9.5 / 4)
     assert tango_statistic(0, 30, 100, -0.2, continuity=0) == pytest.approx(-10 / 4)
     assert tango_statistic(5, 5, 100, 0.0) == 0.0
@@ -33,9 +34,10 @@ def test_each_end_is_where_the_statistic_crosses_z():
 @pytest.mark.parametrize("drop", [0.02, 0.10, 0.25])
 @pytest.mark.parametrize("gained", [0.0, 0.05])
 def test_a_drop_equal_to_the_tolerance_is_claimed_at_most_alpha_of_the_time(drop, gained):
-    # n=100 paired samples whose true delta is exactly -tolerance: each sample flips to right with probability
-    # `gained`, to wrong with `gained + drop`. A regression claim here is a false alarm; it must happen at most
-    # alpha = 5% of the time, within Monte Carlo error (3 standard errors over 3,000 runs).
+    # n=100 paired samples whose true delta is exactly -tolerance: each sample flips to right with
+    # probability `gained`, to wrong with `gained + drop`. A regression claim here is a false alarm;
+    # it must happen at most alpha = 5% of the time, within Monte Carlo error (3 standard errors
+    # over 3,000 runs).
     rng = random.Random(f"{drop}-{gained}")
     runs, n, alpha = 3000, 100, 0.05
     claims = 0
@@ -72,7 +74,8 @@ def test_pure_noise_passes():
 
 
 def test_real_drop_fails():
-    # 30 of 80 right answers lost, none gained: a drop of more than 20 points is certain, of 25 is not
+    # 30 of 80 right answers lost, none gained: a drop of more than 20 points is certain, of 25 is
+    # not
     base = [1.0] * 80 + [0.0] * 20
     cur = [0.0] * 30 + [1.0] * 50 + [0.0] * 20
     r = compare(cur, base, 0.95)

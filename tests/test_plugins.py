@@ -14,7 +14,8 @@ from tests.conftest import ALL_RIGHT, SCRIPTED
 
 
 def test_report_json_junit_markdown_under_xdist(suite, pytester):
-    # xunit1: the junit family whose testcases carry the case's properties (tests/test_junit.py reads xunit2's)
+    # xunit1: the junit family whose testcases carry the case's properties (tests/test_junit.py
+    # reads xunit2's)
     junit = ("--junitxml", "out/junit.xml", "-o", "junit_family=xunit1")
     result = suite(ALL_RIGHT, "-n", "2", "--report", "out/run.json", *junit, subprocess=True)
     assert result.ret == 0, result.stdout.str()
@@ -27,7 +28,8 @@ def test_report_json_junit_markdown_under_xdist(suite, pytester):
         and len(ids) == 2 * len(all_tasks())
     )
     ran = [c for c in report["cases"] if c["verdict"] == "pass"]
-    # four samples a case, or all a case's data holds (OpenAI MRCR's fixture rows of a length), each answered right
+    # four samples a case, or all a case's data holds (OpenAI MRCR's fixture rows of a length), each
+    # answered right
     assert ran and all(c["score"] == 100.0 and (c["n"] == 4 or c["sample_cap"]) for c in ran)
     assert report["run"]["model"] == "script.json" and report["run"]["chat_template"] == "task"
     assert report["by_length"]["8192"]["helmet_recall"]["score"] == 100.0

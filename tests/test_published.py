@@ -87,7 +87,8 @@ def _stored(tmp_path: Path, report: dict[str, Any]) -> Report:
     return read_report(path)
 
 
-# the data ------------------------------------------------------------------------------------------------------------
+# the data
+# ------------------------------------------------------------------------------------------------------------
 def test_the_file_is_what_the_script_reads_from_the_papers_tables(tmp_path):
     """From the tables kept in fixtures/papers: the same file; one score changed there: a different one."""
     done = subprocess.run(
@@ -147,7 +148,8 @@ def test_a_row_of_the_papers_reads_as_printed():
             "128k": 77.0,
         }.items()
     }
-    # Figure 6 prints 46.5 for its Avg. at 128K (Table 5 of the same paper says 47.0): the file keeps the figure's
+    # Figure 6 prints 46.5 for its Avg. at 128K (Table 5 of the same paper says 47.0): the file
+    # keeps the figure's
     assert _row("helmet-figure6", "helmet_overall").scores[131072] == 46.5
     assert (
         lookup("Meta-Llama-3.1-8B-Instruct") == LLAMA == lookup("llama3.1 (8b)")
@@ -156,7 +158,8 @@ def test_a_row_of_the_papers_reads_as_printed():
         resolve("meta-llama/Llama-3.1-8B-Instrct")
 
 
-# the comparison ------------------------------------------------------------------------------------------------------
+# the comparison
+# ------------------------------------------------------------------------------------------------------
 def test_a_published_row_is_within_the_band_and_ten_points_lower_is_outside(tmp_path):
     row = _row("ruler-table3")
     same = compare(_stored(tmp_path, _report(dict(row.scores))), [row])[0]
@@ -246,7 +249,8 @@ def test_ctxgate_published_compares_a_stored_report(tmp_path):
     )
 
 
-# the plugin ----------------------------------------------------------------------------------------------------------
+# the plugin
+# ----------------------------------------------------------------------------------------------------------
 def _suite(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     select = ("-k", "vt", "--lengths", "4k", "--samples", "2", "--no-cache")
     return launch_suite(*select, "--report", str(out / "run.json"), *args, model=model, timeout=600)
@@ -398,7 +402,8 @@ def test_each_ruler_category_table_states_its_bar_and_its_effective_lengths_foll
             bar = base if "-base" in p.label else chat
             # a score equal to the bar counts here (Table 16: LongAlpaca's 49.7 at 16K gives it 16K)
             passing = max((L for L, s in p.scores.items() if s >= bar), default=0)
-            # at the longest length the tables print "128K" or ">128K", the latter for most models that claim more
+            # at the longest length the tables print "128K" or ">128K", the latter for most models
+            # that claim more
             want = (
                 {"<4K"}
                 if passing == 0

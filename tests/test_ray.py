@@ -166,7 +166,8 @@ def test_sequential_cancels_a_decided_cases_queue_and_gives_the_serial_verdicts(
 
     a, b = cases("serial.json"), cases("ray.json")
     assert {k: c["verdict"] for k, c in a.items()} == {k: c["verdict"] for k, c in b.items()}
-    # the same samples decide, so the same score: what else was in flight when a case decided is not counted
+    # the same samples decide, so the same score: what else was in flight when a case decided is not
+    # counted
     assert {k: (c["score"], c["sequential"]["used"]) for k, c in a.items()} == {
         k: (c["score"], c["sequential"]["used"]) for k, c in b.items()
     }
@@ -244,7 +245,8 @@ def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_ba
         cluster.worker.node_id[:12]
     ]  # one replica, two units of the resource
     assert gone(placed["pids"])
-    # this run's servers: their window is the longest length plus the largest generation budget of any task
+    # this run's servers: their window is the longest length plus the largest generation budget of
+    # any task
     from ctxgate.tasks.registry import all_tasks
 
     window = f"--max-model-len {1024 + max(t.tokens_to_generate for t in all_tasks())} "
@@ -255,8 +257,8 @@ def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_ba
         and window in line
     ]
     assert gone(servers), "a replica's vLLM server outlived the run"
-    # nor did its engine processes (they rename themselves VLLM::EngineCore, VLLM::Worker), which run where the
-    # replica ran: in the session's folder
+    # nor did its engine processes (they rename themselves VLLM::EngineCore, VLLM::Worker), which
+    # run where the replica ran: in the session's folder
     engines = []
     for p in psutil.process_iter(["name", "cmdline"]):
         with contextlib.suppress(psutil.Error):

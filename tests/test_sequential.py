@@ -244,7 +244,8 @@ def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
 
     fixed = _judged_case(tmp_path, accuracy, judges("fixed"))
     before = stats()["requests"]
-    # the fixture's pool is 6 samples: a lenient rate and minimum, so that a certain verdict can come before the end
+    # the fixture's pool is 6 samples: a lenient rate and minimum, so that a certain verdict can
+    # come before the end
     seq = _judged_case(
         tmp_path, accuracy, judges("seq"), stop=(StopRule(0.2, 2), Questions(floor=floor))
     )

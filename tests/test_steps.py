@@ -18,10 +18,10 @@ STATE = "trainer_state.json"
 NONE = "none"
 
 
-# Hand-written folders with the files the step rule reads, laid out and named as the trainers write them (the
-# real runs' folders give the same steps: test_adapters.py reads a LoRA Trainer run's, test_sharded.py a DeepSpeed
-# ZeRO-3 run's). Training a run to read a number from a file it writes would add half a minute and prove nothing
-# more about the rule.
+# Hand-written folders with the files the step rule reads, laid out and named as the trainers write
+# them (the real runs' folders give the same steps: test_adapters.py reads a LoRA Trainer run's,
+# test_sharded.py a DeepSpeed ZeRO-3 run's). Training a run to read a number from a file it writes
+# would add half a minute and prove nothing more about the rule.
 
 
 def trainer_state(global_step: int) -> dict[str, object]:

@@ -39,7 +39,8 @@ UNIT = {
     "qa_1": 60,
     "qa_2": 45,
     "json_kv": 80,
-    # HELMET applications on the fixture data: a passage, a demo, or (books) nothing: the cut is exact.
+    # HELMET applications on the fixture data: a passage, a demo, or (books) nothing: the cut is
+    # exact.
     "kilt_nq": 60,
     "kilt_triviaqa": 60,
     "kilt_popqa": 60,
@@ -52,7 +53,8 @@ UNIT = {
     "icl_nlu": 40,
     "infbench_qa": 1,
     "infbench_mc": 1,
-    # judged tasks: documents cut exactly (NarrativeQA, summaries); ALCE fills whole retrieved documents
+    # judged tasks: documents cut exactly (NarrativeQA, summaries); ALCE fills whole retrieved
+    # documents
     "narrativeqa": 1,
     "infbench_sum": 1,
     "multi_lexsum": 1,
@@ -62,12 +64,13 @@ UNIT = {
     "helmet_multikey_2": 1,
     "helmet_multikey_3": 1,
     "helmet_multivalue": 1,
-    # NoLiMa-style: a Wikipedia sentence of the haystack, the longest 196 tiny tokens (nolima: its needle set read
-    # from the data folder)
+    # NoLiMa-style: a Wikipedia sentence of the haystack, the longest 196 tiny tokens (nolima: its
+    # needle set read from the data folder)
     "ctx_nolima": 200,
     "ctx_nolima_direct": 200,
     "nolima": 200,
-    # BABILong-style: a Wikipedia sentence of the haystack; released records are sent whole (the fixtures leave <100)
+    # BABILong-style: a Wikipedia sentence of the haystack; released records are sent whole (the
+    # fixtures leave <100)
     "ctx_babi_qa1": 140,
     "ctx_babi_qa2": 140,
     "ctx_babi_qa3": 140,
@@ -78,8 +81,9 @@ UNIT = {
     "babilong_qa3": 100,
     "babilong_qa4": 100,
     "babilong_qa5": 100,
-    # MRCR-style: a conversation turn (request, answer, the template between: up to ~143 tiny tokens); OpenAI MRCR's
-    # rows are sent whole, never cut, each in its length's bin (L/2, L] as OpenAI bins them: at 4K, half of it
+    # MRCR-style: a conversation turn (request, answer, the template between: up to ~143 tiny
+    # tokens); OpenAI MRCR's rows are sent whole, never cut, each in its length's bin (L/2, L] as
+    # OpenAI bins them: at 4K, half of it
     "ctx_mrcr_2": 150,
     "ctx_mrcr_4": 150,
     "ctx_mrcr_8": 150,
@@ -96,7 +100,8 @@ FILE_LENGTHS = {
     "mrcr_4needle": (4096, 8192),
     "mrcr_8needle": (4096, 8192),
 }
-# the length each task is built at where one length serves every task: OpenAI MRCR's 2048-token budget fills 2K
+# the length each task is built at where one length serves every task: OpenAI MRCR's 2048-token
+# budget fills 2K
 PROBE = {"mrcr_2needle": 4096, "mrcr_4needle": 4096, "mrcr_8needle": 4096}
 
 
@@ -192,7 +197,8 @@ def test_decoded_prompt_retokenizes_to_the_same_count(hf_encoder, hf_tokenizer, 
 )
 @given(
     task=st.sampled_from(TASKS),
-    # every length from 0 (the bare form) to 8K; one draw in two below 600, where the fixed parts run out of room
+    # every length from 0 (the bare form) to 8K; one draw in two below 600, where the fixed parts
+    # run out of room
     length=st.one_of(st.integers(0, 600), st.integers(0, 8192)),
     index=st.integers(0, 10_000),
     seed=st.integers(0, 2**31),
@@ -309,7 +315,8 @@ def test_essay_needles_at_ruler_depths(hf_encoder, task):
     start, end = offsets[0], len(s.input_ids)
     for depth in s.meta["depths"]:
         assert depth in range(0, 101)
-    # the needles are ordered by depth and spread over the context as the depths say (within a few sentences)
+    # the needles are ordered by depth and spread over the context as the depths say (within a few
+    # sentences)
     assert offsets == sorted(offsets) and start < end
 
 

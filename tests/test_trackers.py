@@ -113,8 +113,8 @@ def test_all_three_trackers_hold_the_ruler_average_per_length_at_the_step(
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     expected = {L: report["by_length"][str(L)]["ruler"]["score"] for L in (512, 1024)}
 
-    # read back in a process of its own: the trackers' readers, loaded here, leave this process's package
-    # metadata unusable for later in-process pytest runs (their entry points are not found)
+    # read back in a process of its own: the trackers' readers, loaded here, leave this process's
+    # package metadata unusable for later in-process pytest runs (their entry points are not found)
     read = subprocess.run(
         [sys.executable, "-c", READ_BACK, str(tmp_path)],
         capture_output=True,

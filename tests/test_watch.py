@@ -106,8 +106,8 @@ def test_pytest_arguments_without_the_separator_are_refused_with_the_fix_that_ru
     (fix,) = re.findall(
         r"pytest arguments go after --: (ctxgate .+)$", capsys.readouterr().err.strip()
     )
-    # the command it prints runs as printed: it evaluates checkpoint-100, and fails the step on this run's broken
-    # checkpoint-200 only
+    # the command it prints runs as printed: it evaluates checkpoint-100, and fails the step on this
+    # run's broken checkpoint-200 only
     assert main(shlex.split(fix)[1:]) == 1
     assert state(reports)["done"] == ["checkpoint-100"] and list(state(reports)["failed"]) == [
         "checkpoint-200"

@@ -169,7 +169,8 @@ def apply_adapter(model: Any, adapter: Adapter) -> Any:
             raise CheckpointError(problem) from None
 
 
-# LoRA's low-rank factors, and which dimension of each is the rank: A is (rank, in), B is (out, rank)
+# LoRA's low-rank factors, and which dimension of each is the rank: A is (rank, in), B is (out,
+# rank)
 RANK_DIMENSION = {"lora_A": 0, "lora_embedding_A": 0, "lora_B": 1, "lora_embedding_B": 1}
 
 

@@ -56,9 +56,10 @@ class Generation:
     finish_reason: str  # "stop" (EOS or stop string) or "length"
 
 
-# Prompt tokens one case keeps in flight per server replica. The request count that fills an engine's batch of short
-# prompts would, at 1M tokens a prompt, hold about 9 GB of token ids in the session; an engine cannot batch more than
-# its KV cache holds anyway (a few 128K-token sequences on one GPU), and 4M tokens is 32 of them.
+# Prompt tokens one case keeps in flight per server replica. The request count that fills an
+# engine's batch of short prompts would, at 1M tokens a prompt, hold about 9 GB of token ids in the
+# session; an engine cannot batch more than its KV cache holds anyway (a few 128K-token sequences on
+# one GPU), and 4M tokens is 32 of them.
 TOKENS_IN_FLIGHT = 1 << 22
 
 

@@ -158,7 +158,8 @@ def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: boo
     auto_map: dict[str, object] = (
         config["auto_map"] if isinstance(config.get("auto_map"), dict) else {}
     )
-    # the class a loader asks for: a causal LM under test, a classifier or seq2seq model as an NLI judge
+    # the class a loader asks for: a causal LM under test, a classifier or seq2seq model as an NLI
+    # judge
     own = auto_map.get("AutoModelForCausalLM") or next(
         (v for k, v in sorted(auto_map.items()) if k.startswith("AutoModel")), None
     )

@@ -167,8 +167,8 @@ class EndpointBackend:
         self._decided: set[tuple[str, int]] = (
             set()
         )  # cases withdrawn: their requests still waiting never go
-        # the next case's requests go in while the current one's last finish and it is scored: the engine's batch
-        # stays full across cases, and _pick keeps each server at its --concurrency
+        # the next case's requests go in while the current one's last finish and it is scored: the
+        # engine's batch stays full across cases, and _pick keeps each server at its --concurrency
         self.cases_at_once = 2
         served = {
             "model": models[0],
@@ -221,7 +221,8 @@ class EndpointBackend:
                 f"{redact_url(replica.url)} did not answer {what} {exc}; {fix}"
             ) from None
 
-    # generation --------------------------------------------------------------------------------------------------
+    # generation
+    # --------------------------------------------------------------------------------------------------
     def summary(self) -> str:
         """One line for the end of the run when there is something to tell: how the servers shared the requests,
         and each one dropped on the way (empty for one server that never was)."""
@@ -274,7 +275,8 @@ class EndpointBackend:
                     )
                 ]
                 if room:
-                    # ties (requests that finish before the next is built leave every replica idle) rotate
+                    # ties (requests that finish before the next is built leave every replica idle)
+                    # rotate
                     chosen = min(room, key=lambda r: (r.in_flight, r.sent))
                     ahead = chosen.tokens
                     chosen.in_flight += 1
@@ -303,7 +305,8 @@ class EndpointBackend:
     def _one(self, r: Request, params: GenerationParams) -> Generation:
         while True:
             replica, ahead = self._pick(r)
-            # the engine works through the prompts sent before this one too: its time limit counts them
+            # the engine works through the prompts sent before this one too: its time limit counts
+            # them
             scale = time_scale(len(r.input_ids) + ahead)
             try:
                 resp = self._retrying(

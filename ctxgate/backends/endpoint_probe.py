@@ -13,7 +13,8 @@ from ctxgate.retrying import redact_url
 from ctxgate.tokens.tokenizers import HFTokenizer
 
 PROBE = "ctxgate probe: the special magic number is 7392641.\n Ünïcödé — ✓ 東京\tend  two spaces"
-# a call to the server, made with the retries and time limit of every call to it; the text names what it asks for
+# a call to the server, made with the retries and time limit of every call to it; the text names
+# what it asks for
 Ask = Callable[[Callable[[], Any], str], Any]
 
 
@@ -29,8 +30,8 @@ def describe_server(
     listed = ask(lambda: list(client.models.list()), "the model list")
     names = [m.id for m in listed]
     if chat_api and wanted is not None and wanted not in names:
-        # a maker's API lists some models under another name ("models/gemini-1.5-pro-001") and takes the plain
-        # one; a wrong name is refused by the first request, naming --served-model
+        # a maker's API lists some models under another name ("models/gemini-1.5-pro-001") and takes
+        # the plain one; a wrong name is refused by the first request, naming --served-model
         return wanted, None, None
     if not names:
         raise EndpointError(

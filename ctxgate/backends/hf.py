@@ -240,7 +240,8 @@ class HFBackend:
         self.model = loaded if device_map is not None else loaded.to(self.device)
         self.model.eval()
         self.device_map = device_map
-        # where the input ids go: the embedding's device (with a device map, the first GPU of the model)
+        # where the input ids go: the embedding's device (with a device map, the first GPU of the
+        # model)
         self.input_device = self.model.get_input_embeddings().weight.device
         self.hf_tokenizer = tok
         self.tokenizer = HFTokenizer(tok)
@@ -251,7 +252,8 @@ class HFBackend:
         )
         self.eos_ids = sorted(eos)
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids or [0])[0]
-        # the window the config covers as transformers applies its RoPE settings (a linear or YaRN factor scales it)
+        # the window the config covers as transformers applies its RoPE settings (a linear or YaRN
+        # factor scales it)
         self.max_positions: int | None = window(self.model.config.to_dict())
         self.batch_size = batch_size
         # batch tokens known to run out of memory, halved: never tried again
@@ -298,7 +300,8 @@ class HFBackend:
                     "workers per GPU, a shorter --lengths, a smaller --dtype, or spread the model over "
                     "more GPUs with --device-map auto"
                 ) from None
-            # a batch too large for this length: halve it, and never try that many tokens at once again
+            # a batch too large for this length: halve it, and never try that many tokens at once
+            # again
             half = len(requests) // 2
             self.token_cap = half * (
                 max(len(r.input_ids) for r in requests) + params.max_new_tokens
@@ -322,7 +325,8 @@ class HFBackend:
         )
         out = []
         for row in seq[:, width:].tolist():
-            # a row that stopped early is filled with padding while the others go on: keep it up to its EOS
+            # a row that stopped early is filled with padding while the others go on: keep it up to
+            # its EOS
             end = next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), len(row))
             out.append(self._finish(row[:end], params))
         return out

@@ -16,8 +16,9 @@ from typing import Any, TypeGuard
 from ctxgate.records.refusal import CtxgateError
 
 YARN_OPTIONAL = "original_max_position_embeddings attention_factor beta_fast beta_slow mscale mscale_all_dim truncate"
-# per RoPE type, the keys --rope-scaling must give and those it may (transformers 5's modeling_rope_utils validators,
-# which only warn about the rest); rope_type, rope_theta and partial_rotary_factor go with every type
+# per RoPE type, the keys --rope-scaling must give and those it may (transformers 5's
+# modeling_rope_utils validators, which only warn about the rest); rope_type, rope_theta and
+# partial_rotary_factor go with every type
 ROPE_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "default": (frozenset(), frozenset()),
     "linear": (frozenset({"factor"}), frozenset()),
@@ -38,11 +39,12 @@ ROPE_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 ANY_ROPE_KEY = frozenset({"rope_type", "rope_theta", "partial_rotary_factor"})
 ROPE_EXAMPLE = """--rope-scaling '{"rope_type": "yarn", "factor": 4.0}'"""
 ROPE_DICTS = ("rope_parameters", "rope_scaling")  # where a config keeps its RoPE settings
-# more positions than any model covers, and the most 32-bit position arithmetic holds (vLLM's max model length):
-# a bound on every window, size and count, so no product of them overflows
+# more positions than any model covers, and the most 32-bit position arithmetic holds (vLLM's max
+# model length): a bound on every window, size and count, so no product of them overflows
 MAX_POSITIONS = 2**31 - 1
-# the range of the RoPE knobs below (YaRN's rotation counts, LongRoPE's factors; the most for the scales): far
-# wider than every published recipe, and short of where transformers' YaRN and LongRoPE arithmetic overflows
+# the range of the RoPE knobs below (YaRN's rotation counts, LongRoPE's factors; the most for the
+# scales): far wider than every published recipe, and short of where transformers' YaRN and LongRoPE
+# arithmetic overflows
 MOST_KNOB = 10_000
 LEAST_KNOB = 0.001
 
@@ -100,10 +102,11 @@ def _knobs(v: Any) -> bool:
     )
 
 
-# top-level config settings that a context extension sets (also inside --rope-scaling, as transformers 5 keeps them)
+# top-level config settings that a context extension sets (also inside --rope-scaling, as
+# transformers 5 keeps them)
 VALUES: dict[str, Rule] = {
-    # the base of the rotary frequencies: at 1 or below they no longer fall with the dimension (YaRN divides by its
-    # log; far below 1, float32 makes them infinite)
+    # the base of the rotary frequencies: at 1 or below they no longer fall with the dimension (YaRN
+    # divides by its log; far below 1, float32 makes them infinite)
     "rope_theta": Rule(_above(0), "a number above 0", "500000", beyond=1),
     # windows: LongRoPE divides by the log of the original one
     "max_position_embeddings": Rule(
@@ -119,16 +122,17 @@ VALUES: dict[str, Rule] = {
         lambda v: is_number(v) and 0 < v <= 1, "a number above 0 and at most 1", "0.5"
     ),
 }
-# a size or count of the model's tensors (vocab_size, num_attention_heads, head_dim...): a number that is not a whole
-# one above 0, or null, fails to load with a message about a tensor; text, a list... is for overrides.check_keys
+# a size or count of the model's tensors (vocab_size, num_attention_heads, head_dim...): a number
+# that is not a whole one above 0, or null, fails to load with a message about a tensor; text, a
+# list... is for overrides.check_keys
 STRUCTURAL = Rule(
     lambda v: is_whole(v) or not (is_number(v) or v is None),
     "a whole number above 0 (a size or count in the model)",
     None,
     MAX_POSITIONS,
 )
-# the other numbers of the RoPE types' dictionaries, as transformers 5's validators and RoPE functions read them;
-# works: the key's value in the refusal's example
+# the other numbers of the RoPE types' dictionaries, as transformers 5's validators and RoPE
+# functions read them; works: the key's value in the refusal's example
 ROPE_VALUES: dict[str, Rule] = {
     "factor": Rule(
         _at_least(1), "a number of at least 1 (the window grows by it)", "4.0", MAX_POSITIONS

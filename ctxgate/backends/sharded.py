@@ -210,7 +210,8 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
         try:
             dcp.load(state, checkpoint_id=str(ckpt.shards))
         except (Exception, CheckpointException) as exc:  # noqa: BLE001 - torch wraps each rank's failure (a shape,
-            # a truncated shard) in a BaseException, with the rank's traceback as its text: its last error line says it
+            # a truncated shard) in a BaseException, with the rank's traceback as its text: its last
+            # error line says it
             lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
             first = next(
                 (line for line in reversed(lines) if "Error" in line), lines[-1] if lines else ""

@@ -31,9 +31,9 @@ from ctxgate.records.refusal import CtxgateError
 
 ENV_PYTHON = "CTXGATE_VLLM_PYTHON"
 VENV = ".venv-vllm"  # what scripts/vllm_env.sh creates
-# The engine's batch (vLLM's --max-num-seqs) when --vllm-arg does not set one. vLLM's own default depends on the
-# hardware (128 on a CPU, 256 on most GPUs, 1024 on an H100); the suite sets it, so that the batch and the requests
-# it keeps in flight to fill it are one number.
+# The engine's batch (vLLM's --max-num-seqs) when --vllm-arg does not set one. vLLM's own default
+# depends on the hardware (128 on a CPU, 256 on most GPUs, 1024 on an H100); the suite sets it, so
+# that the batch and the requests it keeps in flight to fill it are one number.
 ENGINE_BATCH = 256
 
 

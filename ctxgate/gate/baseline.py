@@ -49,8 +49,8 @@ class Baseline:
     skipped: Mapping[tuple[str, int], str] = field(
         default_factory=dict
     )  # selected, skipped: why (skip_kind)
-    # cases a --sequential baseline stopped early: (samples it scored, its sample count). Their means are biased by
-    # the stopping, and a later run can pair no more samples than they have
+    # cases a --sequential baseline stopped early: (samples it scored, its sample count). Their
+    # means are biased by the stopping, and a later run can pair no more samples than they have
     stopped_early: Mapping[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
 
     def sequential_note(self) -> str | None:

@@ -132,8 +132,8 @@ def effective_length(
     }
     if not scored:
         return None
-    # strictly above, as the paper; a length where a task produced no score, or only an early-stopped estimate,
-    # cannot be shown to pass
+    # strictly above, as the paper; a length where a task produced no score, or only an
+    # early-stopped estimate, cannot be shown to pass
     passing = {
         L: g.score is not None and g.score > threshold and not g.incomplete and not g.early
         for L, g in scored.items()

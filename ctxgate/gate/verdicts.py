@@ -21,8 +21,9 @@ from ctxgate.records.schema import (
     RelativeEffectiveLength,
 )
 
-# Why a selected case has no score, and whether that fails the gates: the one rule every gate, `diff`, `bisect` and
-# `watch` read through the verdict it yields (docs/gates.md, "Which cases count").
+# Why a selected case has no score, and whether that fails the gates: the one rule every gate,
+# `diff`, `bisect` and `watch` read through the verdict it yields (docs/gates.md, "Which cases
+# count").
 #   by design    the task cannot be built at this length (its fixed parts do not fit): "skip", never a failure
 #   not given    an optional input this run was not given (a data file, a judge): "skip", unless the case is gated
 #                (a floor above 0, or a baseline score), then "error"
@@ -119,7 +120,8 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
         return Gate("cases", "fail", "no case was selected: -k/-m or --lengths left nothing to run")
     if unscored:
         shown = _first_five([f"{c.name} ({c.error_kind or 'error'})" for c in unscored])
-        # the first case that failed for a cause of its own (a crash or an unrun case is said elsewhere, once)
+        # the first case that failed for a cause of its own (a crash or an unrun case is said
+        # elsewhere, once)
         own = next((c for c in unscored if c.error_kind in (*NOT_GIVEN, *BROKEN)), None)
         first = (own.message if own else "").strip().splitlines()
         return Gate(

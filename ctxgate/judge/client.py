@@ -28,8 +28,8 @@ from ctxgate.sqlitefile import CacheWarning, StoreUnavailable
 
 T = TypeVar("T")
 
-# USD per million (input, output) tokens, list prices as of 2026-11; --judge-price overrides, and a model missing
-# here reports its cost as unknown rather than guessing.
+# USD per million (input, output) tokens, list prices as of 2026-11; --judge-price overrides, and a
+# model missing here reports its cost as unknown rather than guessing.
 PRICES: dict[str, tuple[float, float]] = {
     "gpt-4o-2024-05-13": (5.0, 15.0),
     "gpt-4o-2024-08-06": (2.5, 10.0),
@@ -139,7 +139,8 @@ class JudgeClient:
         self._usage = JudgeUsage()
         self._usage_lock = threading.Lock()
 
-    # usage -----------------------------------------------------------------------------------------------
+    # usage
+    # -----------------------------------------------------------------------------------------------
     def take_usage(self) -> JudgeUsage:
         """What was spent since the last call (one case's worth, when called once per case)."""
         with self._usage_lock:
@@ -153,7 +154,8 @@ class JudgeClient:
                 now, **{name: getattr(now, name) + value for name, value in delta.items()}
             )
 
-    # verdicts --------------------------------------------------------------------------------------------
+    # verdicts
+    # --------------------------------------------------------------------------------------------
     def ask(self, prompt: str, check: Callable[[dict[str, object]], T]) -> Verdict[T]:
         error, text = "", ""
         for attempt in range(self.settings.parse_retries + 1):

@@ -155,7 +155,8 @@ def _alce(
     return SampleJudgement((correct + cite.recall + cite.precision) / 3, parts)
 
 
-# the scorer of each judged metric; its description and the judge it needs are the metric's (metrics/registry.py)
+# the scorer of each judged metric; its description and the judge it needs are the metric's
+# (metrics/registry.py)
 JUDGED: dict[Metric, Callable[[str, Mapping[str, Any], Judges], SampleJudgement]] = {
     registry.NARRATIVEQA_JUDGE: _narrativeqa,
     registry.SUMMARY_JUDGE: _summary,

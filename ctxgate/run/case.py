@@ -61,17 +61,21 @@ class CaseResult:
         default_factory=dict
     )  # case means of a judged metric's components, percent
     judge: JudgeRecord | None = None
-    # tokens through the model per second of the case's generation time (its seconds less building prompts), over
-    # the samples generated now (not those from the cache); None when the cache had them all
+    # tokens through the model per second of the case's generation time (its seconds less building
+    # prompts), over the samples generated now (not those from the cache); None when the cache had
+    # them all
     throughput: dict[str, float] | None = None
     # whether the case's prompts were wrapped in the model's chat template
     chat_template: bool | None = None
-    # {"requested": N, "pool": P} when the task's data holds fewer distinct samples than asked: the case ran P
+    # {"requested": N, "pool": P} when the task's data holds fewer distinct samples than asked: the
+    # case ran P
     sample_cap: dict[str, int] | None = None
-    # --sequential: the question, how many samples the test used, why the case stopped, the interval at stopping
+    # --sequential: the question, how many samples the test used, why the case stopped, the interval
+    # at stopping
     sequential: SequentialRecord | None = None
-    # how the prompts were built where a task has two ways: "helmet_file" / "helmet" (HELMET's own files and
-    # sampling, at its lengths) or "placed" / "generated" (the suite's fitting); None for single-way tasks
+    # how the prompts were built where a task has two ways: "helmet_file" / "helmet" (HELMET's own
+    # files and sampling, at its lengths) or "placed" / "generated" (the suite's fitting); None for
+    # single-way tasks
     built_from: str | None = None
 
     def onto(self, record: CaseRecord) -> CaseRecord:
@@ -91,7 +95,8 @@ def iter_samples(
 
 def samples_to_run(spec: TaskSpec, ctx: BuildContext, length: int, requested: int) -> int:
     """``requested``, or the task's pool when its data holds fewer distinct samples: never a repeat."""
-    # a length the task cannot take at all is refused by build_sample before its data (and its pool) is read
+    # a length the task cannot take at all is refused by build_sample before its data (and its pool)
+    # is read
     pool = (
         spec.pool_size(task_context(spec, ctx), length)
         if spec.pool_size and fits_at_all(spec, length)
@@ -133,8 +138,9 @@ class _Drawing:
         self.chat = task_context(spec, ctx).chat
         self.metric = resolve(spec.metric.name, helmet_compat)
         self.judged = spec.metric.judged
-        # --sequential on a judged case: each output is judged as it arrives (the judge's cache and retries as
-        # usual), so its test sees scores and the case can stop once certain; without its judge it runs its full count
+        # --sequential on a judged case: each output is judged as it arrives (the judge's cache and
+        # retries as usual), so its test sees scores and the case can stop once certain; without its
+        # judge it runs its full count
         self.judge_now = (
             stop is not None and self.judged and missing_judge(spec.metric.name, judges) is None
         )
@@ -261,8 +267,8 @@ def run_case(
             )
     # judging is not generation: it is left out of the throughput
     generating = max(time.perf_counter() - t0 - draw.build_seconds - draw.judge_seconds, 1e-6)
-    # a decided case is scored on the samples its test used, whatever else was in flight when it decided: the
-    # same samples, score and verdict however many requests the backend had out at once
+    # a decided case is scored on the samples its test used, whatever else was in flight when it
+    # decided: the same samples, score and verdict however many requests the backend had out at once
     used = draw.test.used if draw.test is not None and draw.test.verdict is not None else None
     outcomes = tuple(draw.done[i] for i in sorted(draw.done) if used is None or i < used)
     sizes = [o.input_tokens for o in outcomes]

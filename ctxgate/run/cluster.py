@@ -176,7 +176,8 @@ class RayPool:
         self._thread = threading.Thread(target=self._dispatch, name="ctxgate-ray", daemon=True)
         self._thread.start()
 
-    # placing the replicas --------------------------------------------------------------------------------------
+    # placing the replicas
+    # --------------------------------------------------------------------------------------
     def _place(
         self, spec: ModelSpec, served: Served | None, resource: str, replicas: int | None
     ) -> None:
@@ -201,8 +202,8 @@ class RayPool:
                 f"the Ray cluster at {self.address} has {lacks} for a model replica (it has: {have}); pass "
                 "--ray-resource with one its nodes have, e.g. --ray-resource CPU on nodes without GPUs"
             )
-        # a server's replica takes its --concurrency requests at once (the engine batches them); a model in the
-        # actor's own process, one
+        # a server's replica takes its --concurrency requests at once (the engine batches them); a
+        # model in the actor's own process, one
         self._servers = (
             served is not None
         )  # the replicas start servers of their own: stopped before the kill
@@ -256,7 +257,8 @@ class RayPool:
                 f"its {resource!r} resources are taken; free them, or set CTXGATE_RAY_START_TIMEOUT higher"
             )
 
-    # the backend interface ---------------------------------------------------------------------------------------
+    # the backend interface
+    # ---------------------------------------------------------------------------------------
     def describe(self) -> dict[str, object]:
         return dict(self._description)
 
@@ -302,7 +304,8 @@ class RayPool:
             heapq.heapify(kept)
             self._queue = kept
 
-    # the dispatcher ----------------------------------------------------------------------------------------------
+    # the dispatcher
+    # ----------------------------------------------------------------------------------------------
     def _dispatch(self) -> None:
         ray = self._ray
         while True:

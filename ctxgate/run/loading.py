@@ -160,8 +160,8 @@ def _endpoint_backend(spec: ModelSpec, served: Served) -> Backend:
         return "; ".join(VLLMServer.tail_of(p) for p in logs)
 
     local = local_fingerprint(spec) if spec.checkpoint else None
-    # the window the settings give: a server you run must have been started with them (vLLM derives its max
-    # model length from them); the suite's own servers were
+    # the window the settings give: a server you run must have been started with them (vLLM derives
+    # its max model length from them); the suite's own servers were
     config_dir = str(spec.checkpoint.config_dir) if spec.checkpoint else served.tokenizer
     expected = applied(config_dir, spec.overrides)[1] if spec.overrides else None
     return EndpointBackend(

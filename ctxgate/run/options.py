@@ -186,7 +186,8 @@ def _price(text: str) -> tuple[float, float]:
     return a, b
 
 
-# --- the checkpoint and the run ------------------------------------------------------------------------------------
+# --- the checkpoint and the run
+# ------------------------------------------------------------------------------------
 MODEL = Option("--model", "checkpoint folder or hub id to evaluate (e.g. fixtures/tiny-llama-niah)")
 BACKENDS = ("hf", "vllm", "openai")
 BACKEND = Option(
@@ -332,7 +333,8 @@ REFERENCE = Option(
     metavar="MODEL|auto|off",
 )
 
-# --- --sequential ----------------------------------------------------------------------------------------------------
+# --- --sequential
+# ----------------------------------------------------------------------------------------------------
 SEQUENTIAL = Option(
     "--sequential",
     "stop a case as soon as its verdict is certain at --sequential-alpha (a test by betting, valid however early it "
@@ -353,7 +355,8 @@ SEQUENTIAL_MIN = Option(
     parse=_whole(1),
 )
 
-# --- --backend openai / vllm ----------------------------------------------------------------------------------------
+# --- --backend openai / vllm
+# ----------------------------------------------------------------------------------------
 BASE_URL = Option(
     "--base-url",
     "--backend openai: an OpenAI-compatible server, e.g. http://gpu7:8000/v1; repeat for replicas",
@@ -424,7 +427,8 @@ VLLM_START_TIMEOUT = Option(
     parse=_positive,
 )
 
-# --- --backend hf ----------------------------------------------------------------------------------------------------
+# --- --backend hf
+# ----------------------------------------------------------------------------------------------------
 BATCH_SIZE = Option(
     "--batch-size",
     "prompts of one case generated together: auto (default: 1 on CPU, on a GPU as many as fit its free memory, at "
@@ -446,7 +450,8 @@ GPUS_PER_REPLICA = Option(
     example="4",
 )
 
-# --- the judge (Cite, NarrativeQA, Summ) ----------------------------------------------------------------------------
+# --- the judge (Cite, NarrativeQA, Summ)
+# ----------------------------------------------------------------------------
 JUDGE_MODEL = Option(
     "--judge-model",
     "LLM judge for NarrativeQA and summaries (HELMET: gpt-4o-2024-05-13); key from OPENAI_API_KEY",
@@ -495,7 +500,8 @@ NLI_MODEL = Option(
     "local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge",
 )
 
-# --- experiment trackers ---------------------------------------------------------------------------------------------
+# --- experiment trackers
+# ---------------------------------------------------------------------------------------------
 LOG_TO = Option(
     "--log-to",
     "log scores at the training step: wandb[=PROJECT], tensorboard[=LOG_DIR], mlflow[=TRACKING_URI] (repeatable; "
@@ -514,7 +520,8 @@ STEP = Option(
     example="500",
 )
 
-# --- ctxgate watch ---------------------------------------------------------------------------------------------------
+# --- ctxgate watch
+# ---------------------------------------------------------------------------------------------------
 INTERVAL = Option(
     "--interval", "seconds between scans (default %(default)s)", default=60.0, parse=_positive
 )
@@ -530,7 +537,8 @@ ATTEMPTS = Option(
     default=3,
     parse=_whole(1),
 )
-# --- ctxgate bisect --------------------------------------------------------------------------------------------------
+# --- ctxgate bisect
+# --------------------------------------------------------------------------------------------------
 TOLERANCE = Option(
     "--tolerance",
     "points a case may drop (default: the thresholds' tolerances)",

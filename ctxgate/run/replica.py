@@ -50,8 +50,9 @@ class ReplicaWorker:
         self.where = (ray.util.get_node_ip_address(), context.get_node_id(), os.getpid())
         self.server: VLLMServer | None = None
         try:
-            # the session's relative paths (--model fixtures/..., --config-from) mean what they meant where it was
-            # started: a cluster's nodes share that folder (a shared filesystem), as they share the checkpoint
+            # the session's relative paths (--model fixtures/..., --config-from) mean what they
+            # meant where it was started: a cluster's nodes share that folder (a shared filesystem),
+            # as they share the checkpoint
             os.chdir(started_in)
             if served is not None and served.launch is not None:
                 served = self._own_server(served)
@@ -74,7 +75,8 @@ class ReplicaWorker:
         self.server.start()
         self.server.wait_ready(served.launch_timeout_s)
         endpoint = replace(served.endpoint, base_urls=(self.server.url,))
-        # the numerics as this node runs them (the session may have no GPU to resolve --dtype auto against)
+        # the numerics as this node runs them (the session may have no GPU to resolve --dtype auto
+        # against)
         engine = {
             **served.engine,
             "dtype": launch.resolved_dtype,

@@ -115,8 +115,9 @@ def turns_of(render: Render, source: Path) -> ChatTurns:
         )
     start, user_assistant, assistant_user, _, _, end = parts
     if not user_assistant or not assistant_user:
-        # the bare template of --endpoint-api chat ("{{ message['content'] }}" only) is one: the conversation
-        # would reach the model as one run of text, its requests and answers no longer told apart
+        # the bare template of --endpoint-api chat ("{{ message['content'] }}" only) is one: the
+        # conversation would reach the model as one run of text, its requests and answers no longer
+        # told apart
         raise ChatTemplateError(
             f"the chat template ({source}) writes nothing between a user and an assistant "
             "message, so a conversation rendered with it has no turns the model can tell apart: serve the model "
@@ -162,7 +163,8 @@ def _user_user(render: Render, source: Path, parts: list[str]) -> str | None:
         found = _between_sentinels(_sentinels(render, roles), len(roles))
     except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
         # a template's own refusal ("roles must alternate") comes from raise_exception, which raises
-        # TemplateError itself; jinja's subclasses of it (an undefined name) and any other type are its bugs
+        # TemplateError itself; jinja's subclasses of it (an undefined name) and any other type are
+        # its bugs
         if type(exc) is TemplateError:
             return None
         message = " ".join(str(exc).split())[:200]

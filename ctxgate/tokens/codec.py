@@ -103,8 +103,9 @@ class PieceEncoder:
         one = ONE_INT.__getitem__
         out = []
         for piece, ids in zip(pieces, self.raw.encode_batch([ANCHOR + p for p in pieces])):
-            # where the anchor merged with the piece, the piece is encoded plainly (a list's head is compared as a
-            # list: no tuple made for each of a 1M-token haystack's 50,000 one-off pieces)
+            # where the anchor merged with the piece, the piece is encoded plainly (a list's head is
+            # compared as a list: no tuple made for each of a 1M-token haystack's 50,000 one-off
+            # pieces)
             head = ids[:n]
             if head == anchor_list if type(head) is list else tuple(head) == anchor:
                 out.append(tuple(map(one, ids[n:])))

@@ -41,10 +41,10 @@ class HFTokenizer:
 
     def __init__(self, tokenizer: Any) -> None:
         self.tok = tokenizer
-        # The Rust backend's encode_batch_fast (no offsets, no Python-side conversion) tokenizes the random-content
-        # haystacks of a 128K prompt 1.5-1.7x faster (bench/datagen.py). It is trusted only after it matched the
-        # wrapper on a real batch: some wrappers pre-process text in Python, and a backend with padding or
-        # truncation set differs.
+        # The Rust backend's encode_batch_fast (no offsets, no Python-side conversion) tokenizes the
+        # random-content haystacks of a 128K prompt 1.5-1.7x faster (bench/datagen.py). It is
+        # trusted only after it matched the wrapper on a real batch: some wrappers pre-process text
+        # in Python, and a backend with padding or truncation set differs.
         backend = getattr(tokenizer, "backend_tokenizer", None)
         usable = (
             backend is not None
@@ -54,14 +54,15 @@ class HFTokenizer:
         )
         self._backend = backend if usable else None
         self._backend_checked = False
-        # Each text the backend returns costs some 2.5 us besides its tokens (its Encoding object), which for the
-        # short one-off pieces of a 1M-token haystack (50,000 numbers) was 40% of their tokenization. Texts are
-        # therefore tokenized PACK at a time as one text, joined by an added special token, and the ids split at
-        # its id: the backend splits a text at added tokens first, then normalizes, pre-tokenizes and tokenizes
-        # each part on its own. Where a part's ids could still differ from its text's alone (a pre-tokenizer that
-        # marks only a text's first word), the check below finds it: the first packed batch is compared whole with
-        # its texts tokenized one by one, and a few texts of every later one; one difference and texts are never
-        # packed again.
+        # Each text the backend returns costs some 2.5 us besides its tokens (its Encoding object),
+        # which for the short one-off pieces of a 1M-token haystack (50,000 numbers) was 40% of
+        # their tokenization. Texts are therefore tokenized PACK at a time as one text, joined by an
+        # added special token, and the ids split at its id: the backend splits a text at added
+        # tokens first, then normalizes, pre-tokenizes and tokenizes each part on its own. Where a
+        # part's ids could still differ from its text's alone (a pre-tokenizer that marks only a
+        # text's first word), the check below finds it: the first packed batch is compared whole
+        # with its texts tokenized one by one, and a few texts of every later one; one difference
+        # and texts are never packed again.
         self._separator = packing_separator(backend) if usable else None
         self._packing_checked = False
 
@@ -142,7 +143,8 @@ class HFTokenizer:
 
         groups = [texts[i : i + self.PACK] for i in range(0, len(texts), self.PACK)]
         joined = self._joined(groups, separator)
-        # each group's ids with a separator after it: every text is then followed by exactly one separator
+        # each group's ids with a separator after it: every text is then followed by exactly one
+        # separator
         mark = [separator_id]
         flat = np.fromiter(
             itertools.chain.from_iterable(

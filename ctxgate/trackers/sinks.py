@@ -144,7 +144,8 @@ def _mlflow(
     client_uri = target.where or os.environ.get("MLFLOW_TRACKING_URI")
     if client_uri:
         if "://" not in client_uri or client_uri.startswith("file:"):
-            # a file store named on purpose (MLflow 3 keeps it in maintenance and refuses it unless allowed)
+            # a file store named on purpose (MLflow 3 keeps it in maintenance and refuses it unless
+            # allowed)
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
         mlflow.set_tracking_uri(client_uri)
     with mlflow.start_run(run_id=target.run, run_name=None if target.run else name) as run:

@@ -26,8 +26,8 @@ from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, TOLERANCE
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.steps import training_step
 
-# (checkpoint, the reference's results or None for the reference itself, how many checkpoints are evaluated side by
-# side with it) -> results per case
+# (checkpoint, the reference's results or None for the reference itself, how many checkpoints are
+# evaluated side by side with it) -> results per case
 Evaluate = Callable[
     [Path, Mapping[tuple[str, int], CaseResult] | None, int], Mapping[tuple[str, int], CaseResult]
 ]
@@ -141,7 +141,8 @@ def is_bad(
             bad = True
             continue
         ref_samples = {s.index: s for s in ref.samples}
-        # a probe under --sequential draws the reference's first samples only: each must be the same prompt
+        # a probe under --sequential draws the reference's first samples only: each must be the same
+        # prompt
         if ref.data_sha256 != mine.data_sha256 and any(
             s.index not in ref_samples or ref_samples[s.index].sample_sha256 != s.sample_sha256
             for s in mine.samples

@@ -71,7 +71,8 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
         notes.append(f"NEW {new.incompleteness()}: it cannot pass")
     if base.incompleteness():
         notes.append(f"BASE {base.incompleteness()}: those cases are not compared")
-    # scored by the new run only (new cases, or ones the baseline skipped); those BASE left unscored are said above
+    # scored by the new run only (new cases, or ones the baseline skipped); those BASE left unscored
+    # are said above
     if only_new := sorted(set(new.cases) - set(base.cases) - set(base.unscored)):
         notes.append(f"NEW: {not_in_baseline([f'{t}-{L}' for t, L in only_new], 'not compared')}")
     failed = bool(new.incompleteness()) or any(r.verdict in ("REGRESSED", "MISSING") for r in rows)

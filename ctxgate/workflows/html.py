@@ -52,8 +52,8 @@ def build(args: argparse.Namespace) -> str:
         )
     rows = _rows(path, report)
     baseline_rows: list[Prediction] = []
-    # a --thresholds given is checked with or without --baseline (a mistake is said at once); a page without a
-    # comparison needs no thresholds, so a broken file found on the way does not stop it
+    # a --thresholds given is checked with or without --baseline (a mistake is said at once); a page
+    # without a comparison needs no thresholds, so a broken file found on the way does not stop it
     if args.thresholds or args.baseline:
         thresholds = thresholds_here(args.thresholds, task_names())
     if args.baseline:

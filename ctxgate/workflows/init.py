@@ -45,14 +45,16 @@ def main(args: argparse.Namespace) -> int:
     if args.ci:
         ci_template, ci_destination = CI[args.ci]
         pairs.append((TEMPLATES / "ci" / ci_template, folder / ci_destination))
-    # --force replaces files, never a folder (with whatever is in it): one where a file goes is the user's to move
+    # --force replaces files, never a folder (with whatever is in it): one where a file goes is the
+    # user's to move
     taken = next((dest for _, dest in pairs if dest.is_dir() and not dest.is_symlink()), None)
     if taken is not None:
         raise CtxgateError(
             f"{taken} is a folder, but ctxgate init writes a file there; nothing was written: move or remove the "
             "folder, then run ctxgate init again"
         )
-    # a link counts as there, dangling or not: the write replaces the link itself, never the file it points to
+    # a link counts as there, dangling or not: the write replaces the link itself, never the file it
+    # points to
     existing = [dest for _, dest in pairs if dest.exists() or dest.is_symlink()]
     if existing and not args.force:
         print(

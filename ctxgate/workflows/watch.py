@@ -109,7 +109,8 @@ def pending(run_dir: Path, state: WatchState, settle: float, attempts: int) -> l
 
 def evaluate(checkpoint: Path, reports: Path, pytest_args: Sequence[str]) -> int:
     report = reports / f"{checkpoint.name}.json"
-    # --model=PATH, one word: pytest reads a separate absolute path as a test path and moves its rootdir
+    # --model=PATH, one word: pytest reads a separate absolute path as a test path and moves its
+    # rootdir
     cmd = [
         sys.executable,
         "-m",
