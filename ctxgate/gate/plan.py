@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -202,36 +202,16 @@ def _spec(
     cache_dir = (
         None if values["no_cache"] else str(values["cache_dir"] or started_in / CACHE_FOLDER)
     )
-    return ModelSpec(
-        model,
-        checkpoint,
-        backend,
-        dtype=values["dtype"],
-        trust_remote_code=values["trust_remote_code"],
-        allow_pickle=values["allow_pickle"],
-        allow_weight_mismatch=values["allow_weight_mismatch"],
-        ignore_remote_code=values["ignore_remote_code"],
-        overrides=overrides,
-        base_model=values["base_model"],
-        config_from=values["config_from"],
-        batch_size=values["batch_size"],
-        device_map=values["device_map"],
-        gpus_per_replica=values["gpus_per_replica"],
-        chat_template=values["chat_template"],
-        seed=values["seed"],
-        haystack=values["haystack"],
-        squad=values["squad"],
-        hotpotqa=values["hotpotqa"],
-        data_dir=values["data_dir"],
-        helmet_compat=values["helmet_compat"],
-        helmet_tokenizer=values["helmet_tokenizer"],
-        cache_dir=cache_dir,
-        judge=judge_settings(values, cache_dir),
-        nli_model=_nli_model(values),
-        judge_max_failure_rate=judge_max_failure_rate,
-        ray=values["ray"],
-        ray_resource=values["ray_resource"],
-    )
+    resolved = {
+        "overrides": overrides,
+        "cache_dir": cache_dir,
+        "judge": judge_settings(values, cache_dir),
+        "nli_model": _nli_model(values),
+        "judge_max_failure_rate": judge_max_failure_rate,
+    }
+    # the other fields are options of the same name, as the table read them
+    given = {f.name: values[f.name] for f in fields(ModelSpec) if f.name in values}
+    return ModelSpec(**{**given, "model": model, "checkpoint": checkpoint, **resolved})
 
 
 def check_overrides(overrides: ConfigOverrides, config_dir: str | Path) -> None:
