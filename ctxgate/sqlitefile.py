@@ -188,7 +188,8 @@ class SqliteFile:
                         still = self._problem(conn)
                 except sqlite3.Error as exc:
                     if error_kind(exc) != "corrupt":
-                        return  # busy or unreadable now: the caller's loop decides, nothing is moved
+                        # busy or unreadable now: the caller's loop decides, nothing is moved
+                        return
                     still = str(exc)
                 if still is None:
                     return

@@ -107,7 +107,8 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
         engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent]
     )
     budget = max(t.tokens_to_generate for t in all_tasks())
-    try:  # the config changes the server gets (--hf-overrides) and the window the config then covers
+    # the config changes the server gets (--hf-overrides) and the window the config then covers
+    try:
         changes, limit = applied(spec.checkpoint.config_dir, spec.overrides)
     except OverrideError:
         changes, limit = {}, None  # an unreadable config: the server's own start says what is wrong

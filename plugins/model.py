@@ -55,7 +55,8 @@ def ctxgate_model(
     if hasattr(loaded.backend, "summary"):
         pytestconfig.stash[SUMMARY_KEY] = loaded.backend.summary
     yield loaded
-    loaded.close()  # the backend's processes and actors end with the session, not with the interpreter
+    # the backend's processes and actors end with the session, not with the interpreter
+    loaded.close()
 
 
 @pytest.hookimpl(tryfirst=True)

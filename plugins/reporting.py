@@ -96,7 +96,9 @@ class Collector:
                 f"--report {path} exists and is not a regular file (a device, a pipe); give a "
                 "file path such as out/run.json"
             )
-        try:  # an exclusive lock on a file beside the report (filelock: an flock, released on exit, also on kill -9)
+        # an exclusive lock on a file beside the report (filelock: an flock, released on exit, also
+        # on kill -9)
+        try:
             path.parent.mkdir(parents=True, exist_ok=True)
             lock = filelock.FileLock(self.lock_path, timeout=0)
             lock.acquire()

@@ -158,7 +158,8 @@ def test_read_only_cache_is_unavailable_not_a_traceback(open_folder, what):
 def test_a_write_that_fails_mid_run_gives_the_cache_up_with_one_warning(tmp_path):
     cache = GenerationCache(tmp_path, {"model": "m"})
     params = GenerationParams(max_new_tokens=4)
-    cache.conn.close()  # what a vanished disk looks like to sqlite: every statement fails from here on
+    # what a vanished disk looks like to sqlite: every statement fails from here on
+    cache.conn.close()
     with pytest.warns(CacheWarning, match="the rest of this run goes without it") as caught:
         for i in range(3):
             cache.put(cache.key(str(i), params), Generation("x", 1, "stop"))

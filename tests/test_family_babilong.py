@@ -644,13 +644,15 @@ def test_one_record_too_long_refuses_the_set_at_every_sample_before_any_is_gener
         ("office", "The most recent location of Mary is office.", "Where is Mary? ", "qa1", True),
         ("office", "OFFICE", "Where is Mary?", "qa1", True),
         ("office", "office or kitchen", "Where is Mary?", "qa1", False),  # two labels
-        ("office", "Mary is in the kitchen. Later the office.", "Where is Mary?", "qa1", False),  # first sentence
+        # first sentence
+        ("office", "Mary is in the kitchen. Later the office.", "Where is Mary?", "qa1", False),
         ("bathroom", "Before the kitchen the apple was in the bathroom.", "Where was the apple before the kitchen?",
          "qa3", True),  # a label the question names never counts
         ("garden", "garden<example>kitchen", "What is north of the office?", "qa4", True),
         ("Fred", "Fred gave the apple", "Who gave the apple?", "qa5", True),
         ("apple", "apple, football", "What did Fred give to Bill?", "qa5", False),
-        ("bedroom", "Question: bedroom", "Where is John?", "qa1", True),  # the reference's "Question" cut: never
+        # the reference's "Question" cut: never
+        ("bedroom", "Question: bedroom", "Where is John?", "qa1", True),
         ("", "nothing", "Where is John?", "qa1", False),
     ],
 )  # fmt: skip

@@ -29,7 +29,8 @@ from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer
 from fixtures.make_family_fixtures import official_row, write_mrcr
 
 GENERATED = ["ctx_mrcr_2", "ctx_mrcr_4", "ctx_mrcr_8"]
-UNIT = 150  # the largest turn (request, answer and the template between) in tiny tokens: 143 in 20,000 draws
+# the largest turn (request, answer and the template between) in tiny tokens: 143 in 20,000 draws
+UNIT = 150
 FEW = settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -182,7 +183,9 @@ def test_a_trimming_template_that_refuses_two_user_messages(hf_tokenizer):
             "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}|{% endfor %}",
             r"renders five messages but fails on seven \(TemplateError: at most five messages\)",
         ),
-        (  # a template bug on two user messages in a row is not taken for the template's refusal of them
+        # a template bug on two user messages in a row is not taken for the template's refusal of
+        # them
+        (
             "{% for m in messages %}{% if not loop.first and loop.previtem['role'] == m['role'] %}"
             "{{ m.nothing.here }}{% endif %}{{ m['role'] }}: {{ m['content'] }}|{% endfor %}",
             r"fails on two user messages in a row \(UndefinedError: .*\) other than by refusing them",

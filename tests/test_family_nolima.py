@@ -531,7 +531,8 @@ def test_the_system_prompt_goes_in_the_templates_system_turn(hf_encoder, hf_toke
     [
         "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('no system role') }}{% endif %}"
         "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n",
-        "{% for message in messages %}{{ message['content'] }}{% endfor %}",  # a chat API's bare template
+        # a chat API's bare template
+        "{% for message in messages %}{{ message['content'] }}{% endfor %}",
     ],
 )
 def test_a_template_without_a_system_turn_gets_the_user_message_alone(hf_tokenizer, template):

@@ -111,7 +111,8 @@ def test_every_prompt_is_its_texts_own_ids(
         s = build_sample(spec, context(enc, template is not None, compat), length, index, 42)
     except Refusal as exc:
         event(f"refused: {exc.cause}")
-        return  # a length too short for the task, or data the fixtures do not hold: refused by design
+        # a length too short for the task, or data the fixtures do not hold: refused by design
+        return
     event("built")
     assert list(s.input_ids) == oracle(tok, s.text, s.bos)
     assert len(s.input_ids) + spec.tokens_to_generate <= length or not length

@@ -87,7 +87,8 @@ class Replica:
     version: str | None = None
     in_flight: int = 0
     tokens: int = 0  # prompt tokens in flight
-    sent: int = 0  # requests handed to it so far: of replicas equally busy, the one sent fewer takes the next
+    # requests handed to it so far: of replicas equally busy, the one sent fewer takes the next
+    sent: int = 0
     down: str | None = None  # why it was dropped
     down_at: float = 0.0  # when (monotonic): it is tried again REPROBE_S later
     failures: int = 0  # retry series it failed in a row
@@ -326,7 +327,8 @@ class EndpointBackend:
                 with self._lock:
                     replica.in_flight -= 1
                     replica.tokens -= len(r.input_ids)
-                    self._lock.notify_all()  # the room freed may fit a waiting request that another would not
+                    # the room freed may fit a waiting request that another would not
+                    self._lock.notify_all()
             with self._lock:
                 replica.failures = 0
                 replica.answered += 1

@@ -36,7 +36,8 @@ ZERO_STEP = "global_step"
 @dataclass(frozen=True)
 class DistributedCheckpoint:
     folder: Path  # what --model named
-    shards: Path  # the folder with .metadata and the *.distcp files, or a ZeRO tag's global_step* folder
+    # the folder with .metadata and the *.distcp files, or a ZeRO tag's global_step* folder
+    shards: Path
     config_dir: Path  # the folder whose config.json builds the model
     format: str = DCP
 

@@ -42,7 +42,8 @@ START_TIMEOUT_S = float(
 )  # a replica placed and loaded
 # the replicas' servers stopping (VLLMServer.stop waits up to 30 s for its processes)
 STOP_TIMEOUT_S = 60.0
-CASES_AT_ONCE = 2  # the next case's samples queue while the current one finishes: no replica idles between cases
+# the next case's samples queue while the current one finishes: no replica idles between cases
+CASES_AT_ONCE = 2
 
 
 @dataclass(eq=False)

@@ -68,7 +68,9 @@ def open_model(
     """The model ready to run cases, sending to ``served`` (--backend openai/vllm), on at most ``replicas`` of a
     cluster's (--ray): ``run`` adds to its record (the selection: lengths, samples, --sequential). Raises ModelError
     naming the stage that failed."""
-    try:  # with --ray, the replicas on the cluster's nodes (each loads it as this process would: load_backend)
+    # with --ray, the replicas on the cluster's nodes (each loads it as this process would:
+    # load_backend)
+    try:
         if spec.ray is not None:
             from ctxgate.run.cluster import RayPool
 

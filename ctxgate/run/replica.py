@@ -60,7 +60,8 @@ class ReplicaWorker:
             self.error: str | None = None
         except Exception as exc:  # noqa: BLE001 - whatever the loader raises is the replica's one-line cause
             self.backend, self.error = None, str(exc) or type(exc).__name__
-            self.stop()  # a server started for a model that then failed to load is of no use to anyone
+            # a server started for a model that then failed to load is of no use to anyone
+            self.stop()
 
     def _own_server(self, served: Served) -> Served:
         """--backend vllm: this replica's server, on the GPUs Ray gave it (tensor parallel across them), as the

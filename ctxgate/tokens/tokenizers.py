@@ -167,8 +167,9 @@ class HFTokenizer:
         self._packing_checked = True
         return flat, starts, sizes
 
-    PACKED_AT_ONCE = 128  # packed texts per call of the backend: its Encoding objects, with their tokens as text,
+    # packed texts per call of the backend: its Encoding objects, with their tokens as text,
     # took 100 MB at once for a 234K-word list
+    PACKED_AT_ONCE = 128
 
     def _joined(self, groups: list[list[str]], separator: str) -> list[list[int]]:
         """Each group's texts joined by the separator, tokenized as one."""

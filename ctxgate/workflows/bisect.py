@@ -100,7 +100,8 @@ class BisectResult:
     first_bad: int
     checkpoints: list[Path]
     probes: list[Probe]  # one per checkpoint evaluated
-    rounds: int = 0  # evaluations one after another: with a fan-out, each round probes several checkpoints at once
+    # evaluations one after another: with a fan-out, each round probes several checkpoints at once
+    rounds: int = 0
 
     @property
     def evaluations(self) -> int:

@@ -85,7 +85,9 @@ def evaluate_checkpoint(
             except (
                 Refusal
             ):  # a designed refusal (too short, data missing, short or unreadable): no score, which
-                continue  # the caller reads by gate.verdicts.unscored_verdict's rule, the reference as its baseline
+                # the caller reads by gate.verdicts.unscored_verdict's rule, the reference as its
+                # baseline
+                continue
         return results
     finally:
         loaded.close()
