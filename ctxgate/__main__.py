@@ -1,4 +1,5 @@
-"""``python -m ctxgate``: the same command line as the ``ctxgate`` script, named so in its help and messages."""
+"""``python -m ctxgate``: the same command line as the ``ctxgate`` script, named so in its help and
+messages."""
 
 import sys
 

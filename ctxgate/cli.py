@@ -1,9 +1,10 @@
-"""``ctxgate``: the command line. Each verb's parser and code live in its workflow module (``ctxgate/workflows/``);
-this module lists the verbs, adds the two that only print (``tasks``, ``schema``), and passes arguments after
-``--`` through to the verb that takes them.
+"""``ctxgate``: the command line. Each verb's parser and code live in its workflow module
+(``ctxgate/workflows/``); this module lists the verbs, adds the two that only print (``tasks``,
+``schema``), and passes arguments after ``--`` through to the verb that takes them.
 
-``bisect`` loads each checkpoint it probes and ``watch`` runs pytest on each new one; no other verb loads the model
-under test. Building the parser imports no heavy library, so ``ctxgate --help`` is instant.
+``bisect`` loads each checkpoint it probes and ``watch`` runs pytest on each new one; no other verb
+loads the model under test. Building the parser imports no heavy library, so ``ctxgate --help`` is
+instant.
 """
 
 from __future__ import annotations
@@ -93,9 +94,9 @@ def _without(argv: Sequence[str], dropped: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Arguments after the first ``--`` are passed through (``ctxgate watch ... -- PYTEST ARGS``), so the verb's own
-    options may come before them in any order. Every verb's refusals (``CtxgateError``) end here, as one line
-    ``ctxgate VERB: message`` and exit status 2."""
+    """Arguments after the first ``--`` are passed through (``ctxgate watch ... -- PYTEST ARGS``),
+    so the verb's own options may come before them in any order. Every verb's refusals
+    (``CtxgateError``) end here, as one line ``ctxgate VERB: message`` and exit status 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
     passthrough: list[str] = []
     if "--" in argv:
@@ -137,8 +138,8 @@ _OS_FIXES = {
 
 
 def one_line(exc: BaseException) -> str:
-    """A refusal's own message (it names the bad value and the fix); for anything else, what failed, on which file,
-    and how to see more (a full disk, a permission: what no refusal foresaw)."""
+    """A refusal's own message (it names the bad value and the fix); for anything else, what failed,
+    on which file, and how to see more (a full disk, a permission: what no refusal foresaw)."""
     if isinstance(exc, CtxgateError):
         return exc.line
     if isinstance(exc, OSError) and exc.filename:

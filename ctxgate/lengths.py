@@ -1,7 +1,8 @@
 """Input lengths as users write them (``8k``) and as the benchmarks mean them (8192).
 
-RULER and HELMET use binary thousands: "128K" is 131072 tokens, not 128000. Length 0 is BABILong's "0k": a task's
-bare form, its facts without background text (``TaskSpec.bare``); every other task skips it.
+RULER and HELMET use binary thousands: "128K" is 131072 tokens, not 128000. Length 0 is BABILong's
+"0k": a task's bare form, its facts without background text (``TaskSpec.bare``); every other task
+skips it.
 """
 
 from __future__ import annotations

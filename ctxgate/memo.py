@@ -1,12 +1,13 @@
 """Memos of what was built from files, valid only while those files are as they were.
 
-A loader decorated with ``@memo(maxsize)`` remembers its result per arguments together with the identity of every
-file and folder it consulted, as ``is_file``/``is_dir``/``noted`` saw them while it ran (nested loaders pass their
-files up to the loaders that called them). On the next call the memo is used only when each of those still has the
-same identity (a file: its size and modification time; a folder: its entry count and modification time, which
-change when an entry is added, removed or renamed; absent: absent), so an edited, added or removed data file is
-read again, in one process as across runs (``ctxgate bisect`` and ``watch`` evaluate many checkpoints in one).
-Failures are never remembered: a loader that raised runs again next time.
+A loader decorated with ``@memo(maxsize)`` remembers its result per arguments together with the
+identity of every file and folder it consulted, as ``is_file``/``is_dir``/``noted`` saw them while
+it ran (nested loaders pass their files up to the loaders that called them). On the next call the
+memo is used only when each of those still has the same identity (a file: its size and modification
+time; a folder: its entry count and modification time, which change when an entry is added, removed
+or renamed; absent: absent), so an edited, added or removed data file is read again, in one process
+as across runs (``ctxgate bisect`` and ``watch`` evaluate many checkpoints in one). Failures are
+never remembered: a loader that raised runs again next time.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""Calls to an OpenAI-compatible server, retried the way the judge and the endpoint backends both need.
+"""Calls to an OpenAI-compatible server, retried the way the judge and the endpoint backends both
+need.
 
-Transient failures (429, 408, 409, 5xx, timeouts, dropped connections, a body that does not parse or a reply the
-caller finds unusable, raised as ``Malformed``) are retried with exponential backoff and jitter, honouring
-``Retry-After``, within a retry count and a time limit. Failures that no retry can fix (a refused key, an unknown
-model, any other 4xx) are raised at once as ``Refused`` so the caller can name its own fix. Anything else (an
-``AttributeError`` in the caller's own code) is not a server's failure and propagates as it is.
+Transient failures (429, 408, 409, 5xx, timeouts, dropped connections, a body that does not parse or
+a reply the caller finds unusable, raised as ``Malformed``) are retried with exponential backoff and
+jitter, honouring ``Retry-After``, within a retry count and a time limit. Failures that no retry can
+fix (a refused key, an unknown model, any other 4xx) are raised at once as ``Refused`` so the caller
+can name its own fix. Anything else (an ``AttributeError`` in the caller's own code) is not a
+server's failure and propagates as it is.
 """
 
 from __future__ import annotations
@@ -28,15 +30,17 @@ class Refused(RuntimeError):
 
 
 class Malformed(RuntimeError):
-    """Raised by a call whose reply arrived but cannot be used (no choices, no text): retried like a 5xx."""
+    """Raised by a call whose reply arrived but cannot be used (no choices, no text): retried like a
+    5xx."""
 
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429})  # 4xx that a later try can clear; every 5xx too
 
 
 class Exhausted(RuntimeError):
-    """Transient failures outlasted the retries or the time limit; the message says how many and the last one.
-    ``timed_out``: the last failure was the request's own timeout (the server was too slow, not gone)."""
+    """Transient failures outlasted the retries or the time limit; the message says how many and the
+    last one. ``timed_out``: the last failure was the request's own timeout (the server was too
+    slow, not gone)."""
 
     def __init__(self, message: str, timed_out: bool = False) -> None:
         super().__init__(message)
@@ -52,7 +56,8 @@ def call_with_retries(
     sleep: Callable[[float], None] = time.sleep,
     on_retry: Callable[[], None] | None = None,
 ) -> T:
-    """``openai`` is the imported package (imported by the caller, so that importing this module costs nothing)."""
+    """``openai`` is the imported package (imported by the caller, so that importing this module
+    costs nothing)."""
     start = time.monotonic()
     retry = 0
     while True:

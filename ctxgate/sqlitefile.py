@@ -1,11 +1,12 @@
 """A ctxgate SQLite file that many processes open at once: the generation cache and the judge cache.
 
-Why the care: xdist workers open the same new file in the same second. The file is therefore created whole in a
-private temporary file (WAL mode, application id, schema) and moved into place under a lock, so no process ever
-sees a half-made file; a busy file is waited for, never mistaken for a broken one; and a file is set aside only
-when, looked at again under that lock, it really is not a ctxgate file of this schema or fails its integrity
-check. A file or folder that cannot be written makes the store unavailable (``StoreUnavailable``): the caller
-runs without it and says so once, instead of failing the run.
+Why the care: xdist workers open the same new file in the same second. The file is therefore created
+whole in a private temporary file (WAL mode, application id, schema) and moved into place under a
+lock, so no process ever sees a half-made file; a busy file is waited for, never mistaken for a
+broken one; and a file is set aside only when, looked at again under that lock, it really is not a
+ctxgate file of this schema or fails its integrity check. A file or folder that cannot be written
+makes the store unavailable (``StoreUnavailable``): the caller runs without it and says so once,
+instead of failing the run.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class CacheWarning(UserWarning):
 
 
 class StoreUnavailable(CtxgateError, RuntimeError):
-    """The file cannot be opened or written (permissions, read-only media, a full disk, busy for too long)."""
+    """The file cannot be opened or written (permissions, read-only media, a full disk, busy for too
+    long)."""
 
 
 @dataclass
@@ -45,7 +47,8 @@ class CacheStats:
 
 
 def error_kind(exc: sqlite3.Error) -> str:
-    """busy (wait and retry), corrupt (not a database: may be set aside) or unusable (give the store up)."""
+    """busy (wait and retry), corrupt (not a database: may be set aside) or unusable (give the store
+    up)."""
     name = getattr(exc, "sqlite_errorname", "") or ""  # Python 3.11+
     text = str(exc).lower()
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text or "busy" in text:
@@ -134,7 +137,8 @@ class SqliteFile:
             self._replace(problem)
 
     def _problem(self, conn: sqlite3.Connection) -> str | None:
-        """Why this is not a usable ctxgate file of this schema, or None. Busy and I/O errors propagate."""
+        """Why this is not a usable ctxgate file of this schema, or None. Busy and I/O errors
+        propagate."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         version = (
@@ -179,8 +183,8 @@ class SqliteFile:
                 Path(str(tmp) + suffix).unlink(missing_ok=True)
 
     def _replace(self, problem: str) -> None:
-        """Set the file aside and start a new one, but only if it is still unusable when looked at under the lock
-        (another process may have replaced it a moment ago)."""
+        """Set the file aside and start a new one, but only if it is still unusable when looked at
+        under the lock (another process may have replaced it a moment ago)."""
         with self._creation_lock():
             if self.path.exists():
                 try:
@@ -211,8 +215,9 @@ class SqliteFile:
         )
 
     def execute(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]] | None:
-        """One statement; None once the store is given up. A write that fails for good (read-only, disk full)
-        gives the store up for the rest of the run with one warning instead of failing the case."""
+        """One statement; None once the store is given up. A write that fails for good (read-only,
+        disk full) gives the store up for the rest of the run with one warning instead of failing
+        the case."""
         if self.disabled:
             return None
         try:

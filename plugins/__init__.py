@@ -1,16 +1,18 @@
-"""ctxgate's pytest plugins, one module per concern, each with its own options, settings and stash key: options (the
-run's plan: model, lengths, data, thresholds, baseline, engine, HF settings, judge), engine (the servers HTTP
-backends send to: the vLLM servers), workers (xdist and GPUs), signals (SIGTERM/SIGHUP as Ctrl-C, workers
-that end with their controller), progress (the live line), model, cases (gates), reporting, junit (the summaries and
-session gates in the junit file), reference (the papers' published numbers), trackers (W&B, TensorBoard, MLflow).
+"""ctxgate's pytest plugins, one module per concern, each with its own options, settings and stash
+key: options (the run's plan: model, lengths, data, thresholds, baseline, engine, HF settings,
+judge), engine (the servers HTTP backends send to: the vLLM servers), workers (xdist and GPUs),
+signals (SIGTERM/SIGHUP as Ctrl-C, workers that end with their controller), progress (the live
+line), model, cases (gates), reporting, junit (the summaries and session gates in the junit file),
+reference (the papers' published numbers), trackers (W&B, TensorBoard, MLflow).
 
-Its one import name is ``ctxgate_plugins``. Installed, it loads through the ``pytest11`` entry point, so ``--model``
-works from any directory and with any path (pytest reads an absolute ``--model /ckpt`` as a test path before it
-knows the option, which would skip a rootdir conftest; the options plugin then collects the suite itself). From a
-bare checkout, the root conftest imports the folder, which registers itself under that name. The folder imported
-by its own name (``import plugins.options`` with a clone's root on ``sys.path``) hands out the same modules, so
-each plugin and its StashKey exist once in a process. (PYTEST_DONT_REWRITE: a bare checkout's root conftest imports
-this package before pytest would rewrite it; it holds no test assertion.)
+Its one import name is ``ctxgate_plugins``. Installed, it loads through the ``pytest11`` entry
+point, so ``--model`` works from any directory and with any path (pytest reads an absolute ``--model
+/ckpt`` as a test path before it knows the option, which would skip a rootdir conftest; the options
+plugin then collects the suite itself). From a bare checkout, the root conftest imports the folder,
+which registers itself under that name. The folder imported by its own name (``import
+plugins.options`` with a clone's root on ``sys.path``) hands out the same modules, so each plugin
+and its StashKey exist once in a process. (PYTEST_DONT_REWRITE: a bare checkout's root conftest
+imports this package before pytest would rewrite it; it holds no test assertion.)
 """
 
 import importlib
@@ -47,8 +49,8 @@ def _installed() -> ModuleType:
 
 
 class _SameModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """``plugins.X`` is ``ctxgate_plugins.X``, imported when first asked for (so pytest still imports each plugin
-    itself, rewriting its asserts)."""
+    """``plugins.X`` is ``ctxgate_plugins.X``, imported when first asked for (so pytest still
+    imports each plugin itself, rewriting its asserts)."""
 
     def __init__(self, alias: str) -> None:
         self.alias = alias

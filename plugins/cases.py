@@ -1,8 +1,9 @@
 """Task x length cases: parametrization, running a case, and its floor gate.
 
-Every case gets its record before its fixtures run (``pytest_runtest_setup``), so a case that errors before it
-starts (the model did not load) still reaches the report with its reason; ``case_key`` reads a case back from its
-node id for the reports that never carry a record (a crashed worker, a case the session never reached).
+Every case gets its record before its fixtures run (``pytest_runtest_setup``), so a case that errors
+before it starts (the model did not load) still reaches the report with its reason; ``case_key``
+reads a case back from its node id for the reports that never carry a record (a crashed worker, a
+case the session never reached).
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ from .progress import REPORTER_KEY
 
 @dataclass
 class CaseState:
-    """What a case's item learns as it runs, carried to the controller on its test report: its record, each
-    sample's outcome (for the predictions file), and the run's own record and error, which ride on the cases."""
+    """What a case's item learns as it runs, carried to the controller on its test report: its
+    record, each sample's outcome (for the predictions file), and the run's own record and error,
+    which ride on the cases."""
 
     record: CaseRecord
     samples: tuple[SampleOutcome, ...] = ()
@@ -96,7 +98,8 @@ def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
 
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    """The markers cases carry (``TaskSpec.marks``), so that ``-m rag`` and ``--strict-markers`` know them."""
+    """The markers cases carry (``TaskSpec.marks``), so that ``-m rag`` and ``--strict-markers``
+    know them."""
     config.addinivalue_line(
         "markers", "ctxgate_suite(name): parametrize ctxgate_case over a suite's tasks x lengths"
     )
@@ -164,8 +167,9 @@ class Case:
     state: CaseState
 
     def assert_gate(self) -> None:
-        """Fail when the score is below the floor (or, with rule "upper", when the whole interval is), or when
-        it dropped against the baseline by more than the tolerance with the stated confidence."""
+        """Fail when the score is below the floor (or, with rule "upper", when the whole interval
+        is), or when it dropped against the baseline by more than the tolerance with the stated
+        confidence."""
         r = self.state.record
         if message := judge_failure(r):
             self._fail(f"{self.spec.name} at {self.length}: {message}")
@@ -214,8 +218,9 @@ def _against_baseline(
 def _stop_rule(
     config: pytest.Config, task: str, length: int, floor: float | None
 ) -> tuple[StopRule, Questions] | None:
-    """--sequential asks the case's gate questions: is the true score above the floor? with --baseline, did it drop
-    by more than the tolerance (paired, sample by sample)? A case with neither runs its full count."""
+    """--sequential asks the case's gate questions: is the true score above the floor? with
+    --baseline, did it drop by more than the tolerance (paired, sample by sample)? A case with
+    neither runs its full count."""
     plan = config.stash[PLAN_KEY]
     if plan.sequential is None:
         return None
@@ -230,7 +235,8 @@ def _stop_rule(
 
 
 def _judge_later(report: str | None) -> str:
-    """How to score a case that waits for its judge: the command, on this run's report (HELMET's judge)."""
+    """How to score a case that waits for its judge: the command, on this run's report (HELMET's
+    judge)."""
     command = (
         f"`ctxgate judge {shlex.quote(report or 'out/run.json')} --judge-model gpt-4o-2024-05-13` (HELMET's judge; the "
         "key from OPENAI_API_KEY)"
@@ -241,8 +247,8 @@ def _judge_later(report: str | None) -> str:
 
 
 def no_score(state: CaseState, cause: str, message: str, baseline: Baseline | None) -> NoReturn:
-    """End a case that produced no score: skipped or failed by the one rule (``gate.verdicts.unscored_verdict``),
-    its cause kept in the record."""
+    """End a case that produced no score: skipped or failed by the one rule
+    (``gate.verdicts.unscored_verdict``), its cause kept in the record."""
     record = state.record
     base = baseline.cases.get((record.task, record.length)) if baseline is not None else None
     verdict = unscored_verdict(cause, record.floor or 0.0, base is not None)
@@ -293,10 +299,10 @@ def _case_run(
 def ctxgate_ahead(
     request: pytest.FixtureRequest, ctxgate_model: LoadedModel
 ) -> Iterator[Ahead | None]:
-    """For a backend that serves several cases at once (``cases_at_once``: replicas on a Ray cluster, a server's
-    engine): the selected cases started ahead of their items, in the items' order (under --ray, longest first), as
-    many at once as the backend asks and as its ``concurrency`` needs to stay full; None for the others. Stopped
-    before the model is."""
+    """For a backend that serves several cases at once (``cases_at_once``: replicas on a Ray
+    cluster, a server's engine): the selected cases started ahead of their items, in the items'
+    order (under --ray, longest first), as many at once as the backend asks and as its
+    ``concurrency`` needs to stay full; None for the others. Stopped before the model is."""
     backend = ctxgate_model.backend
     wish = int(getattr(backend, "cases_at_once", 1))
     config = request.config

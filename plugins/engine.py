@@ -1,11 +1,12 @@
-"""Backends served over HTTP: ``--backend openai`` (servers the user runs) and ``--backend vllm`` (servers the
-suite starts and owns).
+"""Backends served over HTTP: ``--backend openai`` (servers the user runs) and ``--backend vllm``
+(servers the suite starts and owns).
 
-For vLLM, the controller (the one process without xdist) starts the replicas (visible GPUs / ``--tp``; one on a
-machine without GPUs) while it configures, before xdist starts any worker, and hands worker gwN replica N mod R
-(``pytest_configure_node``). They are stopped at ``pytest_unconfigure``, which also runs after Ctrl-C, and die
-with the controller if it is killed. A server that will not start is a startup error: no case runs and the report
-says why, with the tail of the server's log.
+For vLLM, the controller (the one process without xdist) starts the replicas (visible GPUs /
+``--tp``; one on a machine without GPUs) while it configures, before xdist starts any worker, and
+hands worker gwN replica N mod R (``pytest_configure_node``). They are stopped at
+``pytest_unconfigure``, which also runs after Ctrl-C, and die with the controller if it is killed. A
+server that will not start is a startup error: no case runs and the report says why, with the tail
+of the server's log.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ SERVED_KEY = pytest.StashKey[Served]()  # what this process's backend sends to
 @pytest.hookimpl(tryfirst=True)
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    """After the options plugin (called first) has made the plan: --backend openai sends to the servers it names;
-    --backend vllm to the servers started here (the controller), or to the replica the controller handed this
-    worker."""
+    """After the options plugin (called first) has made the plan: --backend openai sends to the
+    servers it names; --backend vllm to the servers started here (the controller), or to the replica
+    the controller handed this worker."""
     plan = config.stash[PLAN_KEY]
     spec = plan.model
     if not spec.model or STARTUP_ERROR_KEY in config.stash:
@@ -60,9 +61,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def vllm_servers(config: pytest.Config, plan: Plan) -> Served | None:
-    """``--backend vllm``: the servers this process sends to. The controller starts them (a server that will not
-    start is a startup error: the run then reports it); a worker gets its replica from the controller. None: nothing
-    will run (collection only)."""
+    """``--backend vllm``: the servers this process sends to. The controller starts them (a server
+    that will not start is a startup error: the run then reports it); a worker gets its replica from
+    the controller. None: nothing will run (collection only)."""
     engine, spec = plan.engine, plan.model
     if (worker := getattr(config, "workerinput", None)) is not None:
         concurrency = worker.get("ctxgate_vllm_concurrency")
@@ -96,8 +97,8 @@ def vllm_servers(config: pytest.Config, plan: Plan) -> Served | None:
 
 
 def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
-    """How a replica's server is started, but for its GPUs: here for each visible GPU set, or on a cluster by each
-    replica for the GPUs Ray gives it."""
+    """How a replica's server is started, but for its GPUs: here for each visible GPU set, or on a
+    cluster by each replica for the GPUs Ray gives it."""
     from ctxgate.tasks.registry import all_tasks
 
     engine, spec = plan.engine, plan.model
@@ -122,9 +123,9 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
 
 
 def _served_folder(config: pytest.Config, plan: Plan) -> Path:
-    """The folder the servers load: the checkpoint, or for one that is not a Hugging Face folder (a PEFT adapter,
-    a sharded checkpoint) a Hugging Face folder written from it once, kept beside the generation cache (else in a
-    temporary folder removed with the run)."""
+    """The folder the servers load: the checkpoint, or for one that is not a Hugging Face folder (a
+    PEFT adapter, a sharded checkpoint) a Hugging Face folder written from it once, kept beside the
+    generation cache (else in a temporary folder removed with the run)."""
     checkpoint, spec = plan.model.checkpoint, plan.model
     assert checkpoint is not None, "--backend vllm serves a located checkpoint"
     if checkpoint.served_as is None:
@@ -165,8 +166,9 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def worker_share(batch: int, index: int, workers: int, servers: int) -> int:
-    """The requests xdist worker ``index`` of ``workers`` keeps in flight by default: its server's batch (the server
-    is ``index`` mod ``servers``) split among the workers that server serves, rounded up so that they fill it."""
+    """The requests xdist worker ``index`` of ``workers`` keeps in flight by default: its server's
+    batch (the server is ``index`` mod ``servers``) split among the workers that server serves,
+    rounded up so that they fill it."""
     sharing = len(range(index % servers, workers, servers))
     return -(-batch // max(1, sharing))
 

@@ -1,11 +1,13 @@
-"""The session's summaries and gates in the junit file (``--junitxml``), where a CI server's test view shows them.
+"""The session's summaries and gates in the junit file (``--junitxml``), where a CI server's test
+view shows them.
 
-The summaries are ``<testsuite>`` properties; each session gate is a testcase (classname ``ctxgate.gates``) that
-fails with the gate, its verdict line the failure's message, so a run that fails a gate is red in that view too.
+The summaries are ``<testsuite>`` properties; each session gate is a testcase (classname
+``ctxgate.gates``) that fails with the gate, its verdict line the failure's message, so a run that
+fails a gate is red in that view too.
 
-pytest's LogXML writes the file in its own ``pytest_sessionfinish``, on the controller under xdist. This plugin's
-runs before it and hands it the report as ``reporting.session_report`` made it: the numbers and lines are the
-report's, never computed again. The property names are in docs/reports.md.
+pytest's LogXML writes the file in its own ``pytest_sessionfinish``, on the controller under xdist.
+This plugin's runs before it and hands it the report as ``reporting.session_report`` made it: the
+numbers and lines are the report's, never computed again. The property names are in docs/reports.md.
 """
 
 from __future__ import annotations
@@ -58,9 +60,9 @@ def _testcase(xml: LogXML, gate: Gate) -> None:
 
 
 def properties(report: Report) -> list[tuple[str, str]]:
-    """(name, value) of every summary at every length, RULER's average over the lengths and its weighted forms, the
-    absolute and relative effective lengths and LongScore; a score the report marks partial, incomplete or stopped
-    early says so after the number."""
+    """(name, value) of every summary at every length, RULER's average over the lengths and its
+    weighted forms, the absolute and relative effective lengths and LongScore; a score the report
+    marks partial, incomplete or stopped early says so after the number."""
     out = [
         (f"ctxgate.{'ruler_avg' if key == 'ruler' else key}.{length}", _value(g.score, *_marks(g)))
         for length, groups in report.length_summaries.items()
@@ -96,8 +98,9 @@ def _marks(
 def _value(
     number: float | None, partial: bool = False, incomplete: bool = False, early: bool = False
 ) -> str:
-    """The number as the report's JSON writes it, and what the report marks it with (the tables' ``*``, ``!`` and
-    ``~``) in words, so that a partial mean is never read as the benchmark's score."""
+    """The number as the report's JSON writes it, and what the report marks it with (the tables'
+    ``*``, ``!`` and ``~``) in words, so that a partial mean is never read as the benchmark's score.
+    """
     marks = [
         word
         for word, on in (("partial", partial), ("incomplete", incomplete), ("stopped early", early))

@@ -1,8 +1,8 @@
 """The session-scoped model: loaded once per xdist worker, behind the backend interface.
 
-A model that cannot be loaded is a property of the run, not of a case: the first case says so in one line (the
-traceback only with -v), the session stops (the rest of the cases are reported as not run), and the report records
-the error once.
+A model that cannot be loaded is a property of the run, not of a case: the first case says so in one
+line (the traceback only with -v), the session stops (the rest of the cases are reported as not
+run), and the report records the error once.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
-"""The run's options, every one the plan reads (the checkpoint, lengths, samples, data, thresholds, baseline, engine,
-HF settings, the judge, --sequential), declared in the one table (``ctxgate/run/options.py``) and read once in
-``pytest_configure`` into the run's plan (``ctxgate.gate.plan``, as ``ctxgate bisect`` makes it), kept frozen in
-``config.stash`` under ``PLAN_KEY``; the other plugins read it there. A refusal raised while any plugin configures
-is one usage line (``refusals_are_usage_errors``).
+"""The run's options, every one the plan reads (the checkpoint, lengths, samples, data, thresholds,
+baseline, engine, HF settings, the judge, --sequential), declared in the one table
+(``ctxgate/run/options.py``) and read once in ``pytest_configure`` into the run's plan
+(``ctxgate.gate.plan``, as ``ctxgate bisect`` makes it), kept frozen in ``config.stash`` under
+``PLAN_KEY``; the other plugins read it there. A refusal raised while any plugin configures is one
+usage line (``refusals_are_usage_errors``).
 
-The plan also checks the thresholds, the baseline, the data folders and the checkpoint, so a mistake stops the run
-before any model is loaded, and the suite is collected whatever the form of ``--model``. PYTEST_DONT_REWRITE: the
-plugins that build on the plan import this module before pytest registers it, and it holds no assertion worth
-rewriting.
+The plan also checks the thresholds, the baseline, the data folders and the checkpoint, so a mistake
+stops the run before any model is loaded, and the suite is collected whatever the form of
+``--model``. PYTEST_DONT_REWRITE: the plugins that build on the plan import this module before
+pytest registers it, and it holds no assertion worth rewriting.
 """
 
 from __future__ import annotations
@@ -51,9 +52,10 @@ STARTUP_ERROR_KEY = pytest.StashKey[
 def refusals_are_usage_errors(
     configure: Callable[[pytest.Config], None],
 ) -> Callable[[pytest.Config], None]:
-    """Every plugin's ``pytest_configure``: a refusal raised while it reads its options (``CtxgateError``, whose
-    message names the bad value and the fix) ends the run before anything starts, as pytest's one ``ERROR:`` line
-    and exit status 4. Each plugin's own is wrapped because pluggy allows no wrapper around a historic hook."""
+    """Every plugin's ``pytest_configure``: a refusal raised while it reads its options
+    (``CtxgateError``, whose message names the bad value and the fix) ends the run before anything
+    starts, as pytest's one ``ERROR:`` line and exit status 4. Each plugin's own is wrapped because
+    pluggy allows no wrapper around a historic hook."""
 
     @functools.wraps(configure)
     def refusing(config: pytest.Config) -> None:
@@ -95,9 +97,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    """First of all (``plugins.MODULES`` says why). A mistake ends as one UsageError line naming the option and the
-    fix, before any worker starts or any model loads; a checkpoint that exists but cannot be opened is the plan's
-    startup error, recorded for the run's report."""
+    """First of all (``plugins.MODULES`` says why). A mistake ends as one UsageError line naming the
+    option and the fix, before any worker starts or any model loads; a checkpoint that exists but
+    cannot be opened is the plan's startup error, recorded for the run's report."""
     here, ini = (
         Path(config.invocation_params.dir),
         PytestConfig(config.inipath, str(config.getini(INI_OPTION) or "")),
@@ -155,9 +157,10 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
 
 def collect_the_suite(config: pytest.Config) -> None:
-    """Collect the suite when the user named no test paths and no ini file named any, whatever the form of
-    ``--model``: pytest picks its rootdir before plugins declare options, so it reads ``--model /abs/ckpt`` as a test
-    path (pytest-dev/pytest#8846), reads no ini file of the project, and would collect the working directory."""
+    """Collect the suite when the user named no test paths and no ini file named any, whatever the
+    form of ``--model``: pytest picks its rootdir before plugins declare options, so it reads
+    ``--model /abs/ckpt`` as a test path (pytest-dev/pytest#8846), reads no ini file of the project,
+    and would collect the working directory."""
     if config.args_source != pytest.Config.ArgsSource.INVOCATION_DIR:
         return  # test paths on the command line, or the ini file's testpaths: the user chose
     if not SUITE_DIR.is_dir():

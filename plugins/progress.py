@@ -1,14 +1,16 @@
-"""Live progress: while cases run, one status line on the terminal says, for each running case (several per
-process when cases run ahead of their items), the case, samples done / total, generated tokens per second and an
-ETA.
+"""Live progress: while cases run, one status line on the terminal says, for each running case
+(several per process when cases run ahead of their items), the case, samples done / total, generated
+tokens per second and an ETA.
 
-Workers report after every sample: in one process straight to the line; under xdist each worker rewrites a small
-JSON file per running case (``gwN.CASE.json`` in a folder the controller hands it) that the controller's drawing
-thread reads, because xdist carries no messages from a worker while a test runs. The line is drawn only on a
-terminal (never into a pipe, a CI log or junit), after whatever pytest last wrote, with the cursor put back where it
-was. Every write through pytest's terminal writer, whoever makes it (pytest, xdist, other plugins), erases the line
-first and reaches the terminal (flushed) before the lock is let go, so ``-q`` dots, ``-v`` lines and the summary come
-out as without it: a write left in ``sys.stdout``'s buffer would reach the terminal after the line, over it.
+Workers report after every sample: in one process straight to the line; under xdist each worker
+rewrites a small JSON file per running case (``gwN.CASE.json`` in a folder the controller hands it)
+that the controller's drawing thread reads, because xdist carries no messages from a worker while a
+test runs. The line is drawn only on a terminal (never into a pipe, a CI log or junit), after
+whatever pytest last wrote, with the cursor put back where it was. Every write through pytest's
+terminal writer, whoever makes it (pytest, xdist, other plugins), erases the line first and reaches
+the terminal (flushed) before the lock is let go, so ``-q`` dots, ``-v`` lines and the summary come
+out as without it: a write left in ``sys.stdout``'s buffer would reach the terminal after the line,
+over it.
 """
 
 from __future__ import annotations
@@ -47,8 +49,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class _ErasingFile:
-    """The terminal writer's file, wrapped: the line is erased before each write, and the write is flushed before
-    the lock is released, so nothing pytest writes can land on the line or be overtaken by it."""
+    """The terminal writer's file, wrapped: the line is erased before each write, and the write is
+    flushed before the lock is released, so nothing pytest writes can land on the line or be
+    overtaken by it."""
 
     def __init__(self, live: LiveLine, file: Any) -> None:
         self._live, self._file = live, file
@@ -69,8 +72,8 @@ class _ErasingFile:
 
 
 class LiveLine:
-    """The status line on the controller, registered as a plugin while it is drawn: a drawing thread, and the
-    lock that pytest's own terminal output takes first (the hook wrappers below)."""
+    """The status line on the controller, registered as a plugin while it is drawn: a drawing
+    thread, and the lock that pytest's own terminal output takes first (the hook wrappers below)."""
 
     def __init__(self, terminal: Any, fd: int, folder: Path | None) -> None:
         self.terminal, self.fd, self.folder = terminal, fd, folder
@@ -102,7 +105,8 @@ class LiveLine:
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """Around pytest's own writes: the line is gone before they start and not drawn until they end."""
+        """Around pytest's own writes: the line is gone before they start and not drawn until they
+        end."""
         with self.lock:
             self.erase()
             try:
@@ -117,8 +121,8 @@ class LiveLine:
                 self.drawn = False
 
     def running(self) -> list[tuple[str, Progress]]:
-        """Each case with samples still to run, under its worker ("" in one process). A case that finished ahead
-        of its item waits for it, no longer running."""
+        """Each case with samples still to run, under its worker ("" in one process). A case that
+        finished ahead of its item waits for it, no longer running."""
         found = [("", p) for p in list(self.local.values())]
         for path in self.folder.glob("gw*.json") if self.folder is not None else ():
             try:
@@ -200,8 +204,8 @@ class LocalReporter:
 
 
 class FileReporter:
-    """On an xdist worker: each running case in a file of its own, rewritten atomically at most every INTERVAL
-    seconds."""
+    """On an xdist worker: each running case in a file of its own, rewritten atomically at most
+    every INTERVAL seconds."""
 
     def __init__(self, folder: Path, worker: str) -> None:
         self.folder, self.worker = folder, worker

@@ -1,8 +1,9 @@
-"""``--reference MODEL``: the run against a paper's published numbers for that model (RULER's Table 3 and its
-appendix, HELMET's Figure 6). By default the model is matched by name: ``--model`` itself (a served model's name, a
-hub id, a hub cache folder ``models--ORG--NAME``) or the ``_name_or_path`` of the checkpoint's config.json; the
-header says which. Read once into ``ReferenceSettings`` under ``REFERENCE_KEY``; the reporting plugin adds the
-comparison to the report. PYTEST_DONT_REWRITE: the reporting plugin imports this module before pytest registers it."""
+"""``--reference MODEL``: the run against a paper's published numbers for that model (RULER's Table
+3 and its appendix, HELMET's Figure 6). By default the model is matched by name: ``--model`` itself
+(a served model's name, a hub id, a hub cache folder ``models--ORG--NAME``) or the ``_name_or_path``
+of the checkpoint's config.json; the header says which. Read once into ``ReferenceSettings`` under
+``REFERENCE_KEY``; the reporting plugin adds the comparison to the report. PYTEST_DONT_REWRITE: the
+reporting plugin imports this module before pytest registers it."""
 
 from __future__ import annotations
 

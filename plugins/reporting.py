@@ -1,14 +1,15 @@
-"""Reports under xdist: case records ride on test reports to the controller, which writes JSON, predictions,
-Markdown and the terminal table, and applies the session gates.
+"""Reports under xdist: case records ride on test reports to the controller, which writes JSON,
+predictions, Markdown and the terminal table, and applies the session gates.
 
-The controller knows the selection (from collection, or from the workers' collection under xdist), so a case that
-never sends a record still reaches the report: a crashed worker's case (xdist reports the crash), and every case
-an interrupt or a broken checkpoint left unrun. Such a case has verdict "error", ``complete`` is false, and the
-session gates fail: a run that lost cases can never pass.
+The controller knows the selection (from collection, or from the workers' collection under xdist),
+so a case that never sends a record still reaches the report: a crashed worker's case (xdist reports
+the crash), and every case an interrupt or a broken checkpoint left unrun. Such a case has verdict
+"error", ``complete`` is false, and the session gates fail: a run that lost cases can never pass.
 
-Each record is also appended to ``<report>.partial.jsonl`` the moment it arrives, so an interrupted run keeps every
-finished case; a partial file left by an earlier run is kept under a new name, never emptied. The report files
-are written atomically, and a lock beside the report stops two runs from writing the same report at once.
+Each record is also appended to ``<report>.partial.jsonl`` the moment it arrives, so an interrupted
+run keeps every finished case; a partial file left by an earlier run is kept under a new name, never
+emptied. The report files are written atomically, and a lock beside the report stops two runs from
+writing the same report at once.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ class Collector:
     # the report file
     # -------------------------------------------------------------------------------------------
     def claim(self) -> None:
-        """Check ``--report`` before anything runs, take its lock, and keep what an earlier run left."""
+        """Check ``--report`` before anything runs, take its lock, and keep what an earlier run
+        left."""
         assert self.report_path is not None
         path = self.report_path
         if path.is_dir():
@@ -152,7 +154,8 @@ class Collector:
         self.select(list(ids))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """On the controller: every case record arrives here, from this process or from an xdist worker."""
+        """On the controller: every case record arrives here, from this process or from an xdist
+        worker."""
         wire = getattr(report, "ctxgate_case", None)
         if wire is not None:
             self.add(wire)
@@ -174,7 +177,8 @@ class Collector:
         return replace(new_record(*key, self.thresholds), error_kind=kind, message=message)  # type: ignore[arg-type]
 
     def add(self, wire: dict[str, Any]) -> None:
-        """A case as ``CaseState.to_wire`` sends it (from this process or an xdist worker: plain JSON)."""
+        """A case as ``CaseState.to_wire`` sends it (from this process or an xdist worker: plain
+        JSON)."""
         record = adapter_for(CaseRecord).validate_python(wire["record"])
         meta, error = wire.get("run_meta"), wire.get("run_error")
         if error and self.run_error is None:
@@ -210,7 +214,8 @@ class Collector:
                     )  # no record cut in half: the file ends at its last whole line
 
     def finish(self, reason: str) -> list[CaseRecord]:
-        """Every selected case: the ones that reported, and the ones that never did, as not run, with ``reason``."""
+        """Every selected case: the ones that reported, and the ones that never did, as not run,
+        with ``reason``."""
         for key in self.selected:
             if key not in self.records:
                 self.records[key] = self.unscored(key, "not_run", f"not run: {reason}")
@@ -302,7 +307,8 @@ def _write(collector: Collector, report: Report, baseline: Baseline | None) -> N
 def _html(
     collector: Collector, report: Report, rows: list[Prediction], baseline: Baseline | None
 ) -> str | None:
-    """The HTML report, or None with a note: a page that cannot be drawn never costs the JSON report."""
+    """The HTML report, or None with a note: a page that cannot be drawn never costs the JSON
+    report."""
     assert collector.report_path is not None
     from ctxgate.report.page import PageInput, render
 
@@ -325,9 +331,9 @@ def _html(
 
 
 def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
-    """The session's report, made once at its end by the first hook that asks: the junit plugin's, before pytest
-    writes the junit file, else ``pytest_sessionfinish`` below. None where nothing is reported (an xdist worker, no
-    ``--model``)."""
+    """The session's report, made once at its end by the first hook that asks: the junit plugin's,
+    before pytest writes the junit file, else ``pytest_sessionfinish`` below. None where nothing is
+    reported (an xdist worker, no ``--model``)."""
     config = session.config
     collector = config.stash.get(COLLECTOR_KEY, None)
     if collector is None:

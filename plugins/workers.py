@@ -1,8 +1,8 @@
-"""xdist workers: one per GPU, each pinned to its own device, fed the longest cases first, and none at all for a
-checkpoint that cannot load.
+"""xdist workers: one per GPU, each pinned to its own device, fed the longest cases first, and none
+at all for a checkpoint that cannot load.
 
-The hooks xdist defines are declared ``optionalhook``, so ``-p no:xdist`` (a common way to debug a suite) runs
-the suite in one process instead of failing on hooks nobody defines.
+The hooks xdist defines are declared ``optionalhook``, so ``-p no:xdist`` (a common way to debug a
+suite) runs the suite in one process instead of failing on hooks nobody defines.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    """After the options plugin (tryfirst) has read the settings, before xdist (trylast) starts its session."""
+    """After the options plugin (tryfirst) has read the settings, before xdist (trylast) starts its
+    session."""
     if not config.stash[PLAN_KEY].model.model:
         return
     if STARTUP_ERROR_KEY in config.stash and not hasattr(config, "workerinput"):
@@ -38,9 +39,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _pin_gpu(config: pytest.Config) -> None:
-    """Under xdist, worker gwN sees only its own GPUs (set before anything initializes CUDA): GPU N, or with
-    ``--device-map auto`` its slice of them. Not for backends whose GPUs belong to a server (vllm, openai): their
-    workers only send requests."""
+    """Under xdist, worker gwN sees only its own GPUs (set before anything initializes CUDA): GPU N,
+    or with ``--device-map auto`` its slice of them. Not for backends whose GPUs belong to a server
+    (vllm, openai): their workers only send requests."""
     hf = config.stash[PLAN_KEY].model
     if hf.backend != "hf":
         return
@@ -67,10 +68,10 @@ def _pin_gpu(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto``: one worker per model replica, i.e. visible GPUs / GPUs per replica (``--tp`` for vLLM,
-    ``--gpus-per-replica`` for ``--device-map auto``, where it defaults to all of them); on a machine without
-    GPUs, xdist's own default. (Runs before pytest_configure, which makes the plan: the options are read here
-    through the table, and a bad value is left to the plan's one line.)"""
+    """``-n auto``: one worker per model replica, i.e. visible GPUs / GPUs per replica (``--tp`` for
+    vLLM, ``--gpus-per-replica`` for ``--device-map auto``, where it defaults to all of them); on a
+    machine without GPUs, xdist's own default. (Runs before pytest_configure, which makes the plan:
+    the options are read here through the table, and a bad value is left to the plan's one line.)"""
     if config.getoption(MODEL.dest, None) is None:
         return None
     count = len(visible_gpus())  # CUDA_VISIBLE_DEVICES="" (forcing the CPU) is no GPU, not "unset"

@@ -1,4 +1,5 @@
-"""Backends turn prompts into generations. Only the one chosen is imported (torch stays off pytest's start-up)."""
+"""Backends turn prompts into generations. Only the one chosen is imported (torch stays off pytest's
+start-up)."""
 
 from ctxgate.backends.base import Backend, Generation, GenerationParams, Request
 

@@ -1,12 +1,14 @@
-"""PEFT adapter folders as ``--model``: what LoRA fine-tuning and LongLoRA-style context extension save
-(``adapter_config.json`` and ``adapter_model.safetensors``, often with the tokenizer), without the base weights.
+"""PEFT adapter folders as ``--model``: what LoRA fine-tuning and LongLoRA-style context extension
+save (``adapter_config.json`` and ``adapter_model.safetensors``, often with the tokenizer), without
+the base weights.
 
-The base is the folder ``--base-model`` names, else the adapter's own ``base_model_name_or_path`` (as saved: a
-path, tried as given and beside the adapter, or a hub id already in the local cache). Both are checked before any
-model loads, so a missing base or weights file is one line naming it and the fix. The adapter is applied with the
-``peft`` library and merged into the base weights: the predictions are those of the merged Hugging Face folder
-``merge_and_unload`` would save, and generation runs at the base model's speed. The fingerprint covers the base
-and the adapter, so two adapters on one base never share cached outputs.
+The base is the folder ``--base-model`` names, else the adapter's own ``base_model_name_or_path``
+(as saved: a path, tried as given and beside the adapter, or a hub id already in the local cache).
+Both are checked before any model loads, so a missing base or weights file is one line naming it and
+the fix. The adapter is applied with the ``peft`` library and merged into the base weights: the
+predictions are those of the merged Hugging Face folder ``merge_and_unload`` would save, and
+generation runs at the base model's speed. The fingerprint covers the base and the adapter, so two
+adapters on one base never share cached outputs.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ class Adapter:
 
     @property
     def tokenizer_dir(self) -> Path:
-        """Trainer saves the tokenizer beside the adapter when it was given one; else the base's is the one."""
+        """Trainer saves the tokenizer beside the adapter when it was given one; else the base's is
+        the one."""
         return self.folder if tokenizer_files(self.folder) else self.base
 
     def describe(self) -> dict[str, object]:
@@ -61,7 +64,8 @@ def is_adapter(folder: Path) -> bool:
 
 
 def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = False) -> Adapter:
-    """The adapter in ``folder`` and its base, checked; CheckpointError names what is missing and the fix."""
+    """The adapter in ``folder`` and its base, checked; CheckpointError names what is missing and
+    the fix."""
     path = folder / ADAPTER_CONFIG
     try:
         config = json.loads(path.read_text("utf-8"))
@@ -100,9 +104,10 @@ def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = Fals
 
 
 def _check_peft_type(path: Path, peft_type: object) -> None:
-    """A type the installed peft can load (without peft, applying the adapter says which extra to install). peft
-    is imported here, before any model loads, at the cost of its import time: the adapter is applied with it
-    anyway, and a type it cannot load is then one line instead of a failure after the base has loaded."""
+    """A type the installed peft can load (without peft, applying the adapter says which extra to
+    install). peft is imported here, before any model loads, at the cost of its import time: the
+    adapter is applied with it anyway, and a type it cannot load is then one line instead of a
+    failure after the base has loaded."""
     try:
         from peft.utils import PeftType
     except ImportError:
@@ -175,10 +180,10 @@ RANK_DIMENSION = {"lora_A": 0, "lora_embedding_A": 0, "lora_B": 1, "lora_embeddi
 
 
 def _misfit(adapter: Adapter, error: str) -> str | None:
-    """torch's size mismatches when the adapter is applied, in one line with the fix: a LoRA factor that differs
-    only in its rank means the adapter's config and its own weights disagree (the rank comes from
-    adapter_config.json, the base has no say); any other dimension, that the base is not the one it was trained
-    on. None: not a size mismatch."""
+    """torch's size mismatches when the adapter is applied, in one line with the fix: a LoRA factor
+    that differs only in its rank means the adapter's config and its own weights disagree (the rank
+    comes from adapter_config.json, the base has no say); any other dimension, that the base is not
+    the one it was trained on. None: not a size mismatch."""
     found = re.findall(
         r"size mismatch for (\S+): copying a param with shape (.+?) from checkpoint, the shape in current model is "
         r"(.+?)\.$",
@@ -208,7 +213,8 @@ def _dims(shape: str) -> tuple[int, ...]:
 
 
 def _rank_dimension(name: str, saved: tuple[int, ...], built: tuple[int, ...]) -> int | None:
-    """The rank dimension of a LoRA factor whose two shapes differ in it alone; None for any other mismatch."""
+    """The rank dimension of a LoRA factor whose two shapes differ in it alone; None for any other
+    mismatch."""
     factor = next((part for part in name.split(".") if part in RANK_DIMENSION), None)
     if factor is None or len(saved) != len(built):
         return None
@@ -220,10 +226,10 @@ def _rank_dimension(name: str, saved: tuple[int, ...], built: tuple[int, ...]) -
 
 
 def hf_folder(fingerprint: str, root: Path, tokenizer_dir: Path, build: Callable[[], Any]) -> Path:
-    """A plain Hugging Face folder of a model that is not one on disk (an adapter merged into its base, a sharded
-    checkpoint), for an engine that loads folders (the suite's vLLM servers): ``root/model-<fingerprint>``, written
-    once from ``build()`` (atomically, under a lock: concurrent runs write it once) and reused while the
-    fingerprint is the same."""
+    """A plain Hugging Face folder of a model that is not one on disk (an adapter merged into its
+    base, a sharded checkpoint), for an engine that loads folders (the suite's vLLM servers):
+    ``root/model-<fingerprint>``, written once from ``build()`` (atomically, under a lock:
+    concurrent runs write it once) and reused while the fingerprint is the same."""
     import shutil
 
     from filelock import FileLock

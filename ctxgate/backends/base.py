@@ -1,5 +1,5 @@
-"""The backend interface: token ids in, text out, whatever runs the model (transformers, a vLLM server, any
-OpenAI-compatible endpoint)."""
+"""The backend interface: token ids in, text out, whatever runs the model (transformers, a vLLM
+server, any OpenAI-compatible endpoint)."""
 
 from __future__ import annotations
 
@@ -16,19 +16,21 @@ _DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def engine_dtype(dtype: str, on_gpu: bool) -> str:
-    """--dtype as engines spell it (vLLM accepts only the long names, torch has them as attributes): bf16 ->
-    bfloat16; auto is bfloat16 on GPUs, float32 on the CPU."""
+    """--dtype as engines spell it (vLLM accepts only the long names, torch has them as attributes):
+    bf16 -> bfloat16; auto is bfloat16 on GPUs, float32 on the CPU."""
     if dtype == "auto":
         return "bfloat16" if on_gpu else "float32"
     return _DTYPE_NAMES.get(dtype, dtype)
 
 
 class BackendDown(RuntimeError):
-    """The backend cannot serve any more requests (its server is gone): no later case can run either."""
+    """The backend cannot serve any more requests (its server is gone): no later case can run
+    either."""
 
 
 class Withdrawn(Exception):
-    """A request taken back before it ran (``withdraw``: its case was decided); ``stream`` passes over it."""
+    """A request taken back before it ran (``withdraw``: its case was decided); ``stream`` passes
+    over it."""
 
 
 @dataclass(frozen=True)
@@ -64,20 +66,19 @@ TOKENS_IN_FLIGHT = 1 << 22
 
 
 class Backend(Protocol):
-    """``concurrency`` (optional, default 1): how many requests the backend wants in flight at once, e.g. an engine
-    that batches whatever it is sent; ``generate`` must then be safe to call from several threads.
-    ``batch_limit(prompt_tokens, max_new_tokens)`` (optional, default 1): how many prompts of about that length one
-    ``generate`` call should get, for a backend that batches them itself (HF on a GPU).
-    ``window_of`` (optional, default ``model_window``): what ``max_positions`` is and how to get past it, for the
-    one line a case beyond it gets.
-    ``tokens_in_flight`` (optional, default no limit): at most this many prompt tokens in flight at once (one
-    request always goes, however long).
-    ``withdraw(task, length)`` (optional): the case is decided, so its requests not yet started need not run; each
-    one's ``generate`` then raises ``Withdrawn``.
-    ``cases_at_once`` (optional, default 1): how many cases the session should have in flight together, for a
-    backend that serves several at once (replicas on a cluster): the next case's requests queue while the current
-    one's last samples finish.
-    ``close()`` (optional): release what the backend holds (processes, actors) at the end of the run."""
+    """``concurrency`` (optional, default 1): how many requests the backend wants in flight at once,
+    e.g. an engine that batches whatever it is sent; ``generate`` must then be safe to call from
+    several threads. ``batch_limit(prompt_tokens, max_new_tokens)`` (optional, default 1): how many
+    prompts of about that length one ``generate`` call should get, for a backend that batches them
+    itself (HF on a GPU). ``window_of`` (optional, default ``model_window``): what ``max_positions``
+    is and how to get past it, for the one line a case beyond it gets. ``tokens_in_flight``
+    (optional, default no limit): at most this many prompt tokens in flight at once (one request
+    always goes, however long). ``withdraw(task, length)`` (optional): the case is decided, so its
+    requests not yet started need not run; each one's ``generate`` then raises ``Withdrawn``.
+    ``cases_at_once`` (optional, default 1): how many cases the session should have in flight
+    together, for a backend that serves several at once (replicas on a cluster): the next case's
+    requests queue while the current one's last samples finish. ``close()`` (optional): release what
+    the backend holds (processes, actors) at the end of the run."""
 
     name: str
     max_positions: int | None  # the model's position limit, None when unknown
@@ -95,10 +96,11 @@ class Backend(Protocol):
 def stream(
     backend: Backend, requests: Iterable[Request], params: GenerationParams
 ) -> Iterator[tuple[Request, Generation]]:
-    """Each request with its generation, as soon as it exists, with at most the backend's ``concurrency`` in
-    flight, and their prompts at most its ``tokens_in_flight`` tokens. ``requests`` is pulled lazily, in the
-    caller's thread, only as a slot frees: a caller that builds a 128K-token prompt per request holds no more of
-    them than are in flight, and one more."""
+    """Each request with its generation, as soon as it exists, with at most the backend's
+    ``concurrency`` in flight, and their prompts at most its ``tokens_in_flight`` tokens.
+    ``requests`` is pulled lazily, in the caller's thread, only as a slot frees: a caller that
+    builds a 128K-token prompt per request holds no more of them than are in flight, and one more.
+    """
     in_flight = max(1, int(getattr(backend, "concurrency", 1)))
     if in_flight == 1:
         yield from _batches(backend, iter(requests), params)
@@ -137,8 +139,9 @@ def stream(
 def _batches(
     backend: Backend, source: Iterator[Request], params: GenerationParams
 ) -> Iterator[tuple[Request, Generation]]:
-    """In order, as many at a time as the backend's ``batch_limit`` says for the first of them. A stream is one
-    case, so its prompts are all about one length: a batch wastes little on padding."""
+    """In order, as many at a time as the backend's ``batch_limit`` says for the first of them. A
+    stream is one case, so its prompts are all about one length: a batch wastes little on padding.
+    """
     limit = getattr(backend, "batch_limit", None)
     while (first := next(source, None)) is not None:
         size = limit(len(first.input_ids), params.max_new_tokens) if limit else 1
@@ -153,9 +156,10 @@ def _batches(
 
 @dataclass(frozen=True)
 class Window:
-    """What a backend's ``max_positions`` is, for the message of a case beyond it. ``forceable``: --force-lengths
-    runs the case anyway (positions past the model's are only a risk); a server's max model length is a limit the
-    server enforces, so the fix is to restart it with a longer one."""
+    """What a backend's ``max_positions`` is, for the message of a case beyond it. ``forceable``:
+    --force-lengths runs the case anyway (positions past the model's are only a risk); a server's
+    max model length is a limit the server enforces, so the fix is to restart it with a longer one.
+    """
 
     what: str
     fix: str

@@ -1,13 +1,15 @@
 """Find and check a checkpoint before any model is loaded.
 
-``resolve_model`` turns ``--model`` into a folder: a local path, or a hub id already in the local Hugging Face cache.
-It never goes to the network: a run on a GPU node should not wait on hub retries to learn that a name is a typo,
-and eight xdist workers should not download one checkpoint eight times at once.
+``resolve_model`` turns ``--model`` into a folder: a local path, or a hub id already in the local
+Hugging Face cache. It never goes to the network: a run on a GPU node should not wait on hub retries
+to learn that a name is a typo, and eight xdist workers should not download one checkpoint eight
+times at once.
 
-``check_checkpoint`` reads only JSON files and safetensors headers (standard library, milliseconds), so a broken
-checkpoint ends as one message naming the file and the fix, before workers start and before weights are read:
-config.json missing or unreadable, checkpoint code that would be silently replaced by a built-in class, weights
-missing, truncated or only in pickle form, shards missing, no tokenizer.
+``check_checkpoint`` reads only JSON files and safetensors headers (standard library, milliseconds),
+so a broken checkpoint ends as one message naming the file and the fix, before workers start and
+before weights are read: config.json missing or unreadable, checkpoint code that would be silently
+replaced by a built-in class, weights missing, truncated or only in pickle form, shards missing, no
+tokenizer.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class CheckpointError(CtxgateError, ValueError):
 
 
 def resolve_model(model: str) -> Path:
-    """The folder ``--model`` means: the path itself, or the snapshot of a hub id in the local cache."""
+    """The folder ``--model`` means: the path itself, or the snapshot of a hub id in the local
+    cache."""
     path = Path(model).expanduser()
     if path.is_dir():
         return path
@@ -83,9 +86,9 @@ def check_checkpoint(
 
 
 def _check_json_files(folder: Path) -> None:
-    """Every JSON file a load reads (config, generation config, tokenizer files, shard index): a broken one is
-    named with its line. transformers ignores a generation_config.json it cannot parse, without a word, and that
-    file decides where generation stops."""
+    """Every JSON file a load reads (config, generation config, tokenizer files, shard index): a
+    broken one is named with its line. transformers ignores a generation_config.json it cannot
+    parse, without a word, and that file decides where generation stops."""
     for path in sorted(folder.glob("*.json")):
         try:
             text = path.read_text(encoding="utf-8")
@@ -107,8 +110,8 @@ def _check_json_files(folder: Path) -> None:
 
 
 def _check_chat_template(folder: Path) -> None:
-    """A chat template must at least parse (a template that raises when rendered is caught when the tokenizer
-    loads). It lives in chat_template.jinja, or as a string in tokenizer_config.json."""
+    """A chat template must at least parse (a template that raises when rendered is caught when the
+    tokenizer loads). It lives in chat_template.jinja, or as a string in tokenizer_config.json."""
     try:
         import jinja2
     except ImportError:  # pragma: no cover - transformers brings it
@@ -218,7 +221,8 @@ def _check_weights(folder: Path, allow_pickle: bool) -> None:
 
 
 def check_safetensors(path: Path) -> None:
-    """The header must parse and the file must be as long as the header says (a copy cut short is caught here)."""
+    """The header must parse and the file must be as long as the header says (a copy cut short is
+    caught here)."""
     size = path.stat().st_size
     fix = "re-copy the file, or save the checkpoint again"
     try:
@@ -256,7 +260,8 @@ def tokenizer_files(folder: Path) -> list[str]:
 
 
 def check_tokenizer(folder: Path, flag: str = "") -> None:
-    """``flag``: the option that named the folder, where it is not the checkpoint's own (``--tokenizer``)."""
+    """``flag``: the option that named the folder, where it is not the checkpoint's own
+    (``--tokenizer``)."""
     given = f"{flag} {folder}: " if flag else ""
     present = tokenizer_files(folder) + [p.name for p in folder.glob("*.tiktoken")]
     if not present:

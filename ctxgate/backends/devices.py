@@ -1,5 +1,6 @@
-"""The GPUs this process may use, found in one place for every backend and plugin (worker pinning, ``-n auto``,
-the vLLM servers' replicas, the engine's dtype), without initializing CUDA in this process."""
+"""The GPUs this process may use, found in one place for every backend and plugin (worker pinning,
+``-n auto``, the vLLM servers' replicas, the engine's dtype), without initializing CUDA in this
+process."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import subprocess
 
 
 def visible_gpus() -> list[str]:
-    """CUDA_VISIBLE_DEVICES when set (``""``, forcing the CPU, is no GPU, not "unset"), else every GPU nvidia-smi
-    lists."""
+    """CUDA_VISIBLE_DEVICES when set (``""``, forcing the CPU, is no GPU, not "unset"), else every
+    GPU nvidia-smi lists."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return [d.strip() for d in visible.split(",") if d.strip()]

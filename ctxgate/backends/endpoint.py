@@ -1,19 +1,22 @@
-"""An OpenAI-compatible server as the backend: vLLM, SGLang, TGI, TensorRT-LLM, a multi-node vLLM on Ray.
+"""An OpenAI-compatible server as the backend: vLLM, SGLang, TGI, TensorRT-LLM, a multi-node vLLM on
+Ray.
 
-Prompts go to ``/v1/completions`` as token ids, so the model sees exactly the ids the suite built; the server's
-tokenizer only turns the output back into text. That is safe only if the server's tokenizer is the suite's, so at
-start each server tokenizes a probe text (vLLM's ``/tokenize``; elsewhere its prompt-token count for the probe)
-and a difference is refused, naming both. Several base URLs are replicas of one model: a request goes to the one
-with the fewest in flight. Transient failures are retried with backoff (``ctxgate/retrying.py``); a replica that
-stays unreachable is dropped, and when none is left every request fails at once with ``BackendDown``. The API key
-is read from the environment and lives only in the openai client; reports record URLs without credentials.
+Prompts go to ``/v1/completions`` as token ids, so the model sees exactly the ids the suite built;
+the server's tokenizer only turns the output back into text. That is safe only if the server's
+tokenizer is the suite's, so at start each server tokenizes a probe text (vLLM's ``/tokenize``;
+elsewhere its prompt-token count for the probe) and a difference is refused, naming both. Several
+base URLs are replicas of one model: a request goes to the one with the fewest in flight. Transient
+failures are retried with backoff (``ctxgate/retrying.py``); a replica that stays unreachable is
+dropped, and when none is left every request fails at once with ``BackendDown``. The API key is read
+from the environment and lives only in the openai client; reports record URLs without credentials.
 Decoding is greedy (temperature 0), as the HF backend's.
 
-``api="chat"`` is for models served only as chat (GPT-4o, Gemini, Claude through their OpenAI-compatible APIs). The
-suite then builds every prompt as a chat prompt under a bare template (``BARE_CHAT_TEMPLATE``: the user text as
-is), and sends that text as one user message, which the server wraps in its own template. This is how RULER
-(``input + answer_prefix``) and HELMET (the user template) send prompts to these APIs. The local tokenizer
-(``--tokenizer``: the model's, or the nearest public one) only counts; nothing can check it against the server.
+``api="chat"`` is for models served only as chat (GPT-4o, Gemini, Claude through their
+OpenAI-compatible APIs). The suite then builds every prompt as a chat prompt under a bare template
+(``BARE_CHAT_TEMPLATE``: the user text as is), and sends that text as one user message, which the
+server wraps in its own template. This is how RULER (``input + answer_prefix``) and HELMET (the user
+template) send prompts to these APIs. The local tokenizer (``--tokenizer``: the model's, or the
+nearest public one) only counts; nothing can check it against the server.
 """
 
 from __future__ import annotations
@@ -53,10 +56,10 @@ TIMEOUT_UNIT_TOKENS = 131072
 
 
 def time_scale(prompt_tokens: int) -> float:
-    """How much longer than the configured timeouts a prompt of this length may take: 1 up to 128K tokens, then
-    in proportion to the length (a 1M-token prompt gets 8x). Linear, not quadratic as long prefills are: the
-    configured 600 s is far above what a 128K prompt takes on any server that can hold one, and a hung server
-    should not hold a 1M case for hours."""
+    """How much longer than the configured timeouts a prompt of this length may take: 1 up to 128K
+    tokens, then in proportion to the length (a 1M-token prompt gets 8x). Linear, not quadratic as
+    long prefills are: the configured 600 s is far above what a 128K prompt takes on any server that
+    can hold one, and a hung server should not hold a 1M case for hours."""
     return max(1.0, prompt_tokens / TIMEOUT_UNIT_TOKENS)
 
 
@@ -108,12 +111,14 @@ class EndpointBackend:
         engine: dict[str, object] | None = None,
         expected_window: int | None = None,
     ) -> None:
-        """``diagnose``: what to add when a server goes away (the suite's own vLLM servers: their log's tail).
-        ``name``: "openai" for servers the user runs, "vllm" for the suite's own (reports and cache keys say which).
-        ``local_fingerprint``: the checkpoint folder's fingerprint, when the served weights are known to be that
-        folder's. ``engine``: every engine setting that changes a generation (dtype, tensor parallelism, the extra
-        server arguments: quantization, KV-cache dtype), for the cache key. ``expected_window``: the max context
-        the config overrides give; a server whose max model length is another was not started with them."""
+        """``diagnose``: what to add when a server goes away (the suite's own vLLM servers: their
+        log's tail). ``name``: "openai" for servers the user runs, "vllm" for the suite's own
+        (reports and cache keys say which). ``local_fingerprint``: the checkpoint folder's
+        fingerprint, when the served weights are known to be that folder's. ``engine``: every engine
+        setting that changes a generation (dtype, tensor parallelism, the extra server arguments:
+        quantization, KV-cache dtype), for the cache key. ``expected_window``: the max context the
+        config overrides give; a server whose max model length is another was not started with them.
+        """
         import openai
 
         self.name = name
@@ -186,9 +191,10 @@ class EndpointBackend:
         self._weights_known = local_fingerprint is not None
 
     def cache_identity(self) -> dict[str, object] | None:
-        """What decides a generation besides the prompt: the served weights and the engine's settings. None when
-        the weights cannot be identified (a server you run, with no local checkpoint folder: it may have been
-        restarted on other weights under the same name), so its outputs are never cached."""
+        """What decides a generation besides the prompt: the served weights and the engine's
+        settings. None when the weights cannot be identified (a server you run, with no local
+        checkpoint folder: it may have been restarted on other weights under the same name), so its
+        outputs are never cached."""
         if not self._weights_known:
             return None
         chat = (
@@ -225,8 +231,8 @@ class EndpointBackend:
     # generation
     # --------------------------------------------------------------------------------------------------
     def summary(self) -> str:
-        """One line for the end of the run when there is something to tell: how the servers shared the requests,
-        and each one dropped on the way (empty for one server that never was)."""
+        """One line for the end of the run when there is something to tell: how the servers shared
+        the requests, and each one dropped on the way (empty for one server that never was)."""
         with self._lock:
             if len(self.replicas) == 1 and not self.replicas[0].drops:
                 return ""
@@ -240,18 +246,20 @@ class EndpointBackend:
         return f"servers: {'; '.join(parts)}"
 
     def withdraw(self, task: str, length: int) -> None:
-        """The case is decided: its requests still waiting for a server never go (those sent finish)."""
+        """The case is decided: its requests still waiting for a server never go (those sent
+        finish)."""
         with self._lock:
             self._decided.add((task, length))
             self._lock.notify_all()
 
     def _pick(self, request: Request) -> tuple[Replica, int]:
-        """The replica with the fewest requests in flight (of equals, the one sent fewer) among those with room for
-        it (under --concurrency requests and TOKENS_IN_FLIGHT prompt tokens, or idle), and the prompt tokens it
-        already has in flight. A dropped one is tried again REPROBE_S after it went down: a burst of 503s while a
-        server restarts must not end a long run. With every replica down, a request waits for the next such try
-        instead of failing; a replica that failed MAX_PROBES tries in a row is gone for good, and with none left
-        every request fails at once."""
+        """The replica with the fewest requests in flight (of equals, the one sent fewer) among
+        those with room for it (under --concurrency requests and TOKENS_IN_FLIGHT prompt tokens, or
+        idle), and the prompt tokens it already has in flight. A dropped one is tried again
+        REPROBE_S after it went down: a burst of 503s while a server restarts must not end a long
+        run. With every replica down, a request waits for the next such try instead of failing; a
+        replica that failed MAX_PROBES tries in a row is gone for good, and with none left every
+        request fails at once."""
         size = len(request.input_ids)
         with self._lock:
             while True:
@@ -359,10 +367,11 @@ class EndpointBackend:
         return resp
 
     def window_of(self, limit: int) -> Window:
-        """The suite's own servers are started as long as the model's positions allow; a server the user runs has
-        the max model length it was started with. Neither is forceable: vLLM's RoPE table has exactly
-        max_position_embeddings rows, and a position past it reads outside the table (VLLM_ALLOW_LONG_MAX_MODEL_LEN
-        only lifts the check): on CPU the outputs were garbage at 32K and the engine segfaulted at 256K."""
+        """The suite's own servers are started as long as the model's positions allow; a server the
+        user runs has the max model length it was started with. Neither is forceable: vLLM's RoPE
+        table has exactly max_position_embeddings rows, and a position past it reads outside the
+        table (VLLM_ALLOW_LONG_MAX_MODEL_LEN only lifts the check): on CPU the outputs were garbage
+        at 32K and the engine segfaulted at 256K."""
         extend = (
             "--model-override max_position_embeddings=N or --rope-scaling JSON (vLLM then builds its RoPE table that "
             "long; past it, it reads outside the table), or use --backend hf"

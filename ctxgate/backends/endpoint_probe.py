@@ -1,5 +1,6 @@
-"""What a server is, found before the suite sends it a prompt: the model it serves, with its max model length and
-version, and whether it tokenizes as the suite does (``endpoint.py`` sends the prompts)."""
+"""What a server is, found before the suite sends it a prompt: the model it serves, with its max
+model length and version, and whether it tokenizes as the suite does (``endpoint.py`` sends the
+prompts)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ class EndpointError(CtxgateError, RuntimeError):
 def describe_server(
     url: str, client: Any, ask: Ask, wanted: str | None, chat_api: bool, key_env: str
 ) -> tuple[str, int | None, str | None]:
-    """The model the server at ``url`` serves (``wanted``, else the one it lists), its max model length and the
-    server's version (None where it does not tell)."""
+    """The model the server at ``url`` serves (``wanted``, else the one it lists), its max model
+    length and the server's version (None where it does not tell)."""
     listed = ask(lambda: list(client.models.list()), "the model list")
     names = [m.id for m in listed]
     if chat_api and wanted is not None and wanted not in names:
@@ -59,9 +60,10 @@ def get_json(
     body: dict[str, object] | None = None,
     required: bool = False,
 ) -> dict[str, object]:
-    """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize); {} where the server has
-    none (404, 405, 501). ``required``: any other failure (a refused key, a 500, no network, a body that is
-    not JSON) is an EndpointError naming the URL, instead of the weaker check that {} leads to."""
+    """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize); {} where the
+    server has none (404, 405, 501). ``required``: any other failure (a refused key, a 500, no
+    network, a body that is not JSON) is an EndpointError naming the URL, instead of the weaker
+    check that {} leads to."""
     import urllib.error
     import urllib.request
 
@@ -101,8 +103,9 @@ def check_tokenizer(
     tokenizer_name: str,
     key_env: str,
 ) -> None:
-    """The server tokenizes the probe text into the ids the local tokenizer does (vLLM's /tokenize; elsewhere its
-    prompt-token count for the probe), or the suite's prompts are not what the model sees: EndpointError."""
+    """The server tokenizes the probe text into the ids the local tokenizer does (vLLM's /tokenize;
+    elsewhere its prompt-token count for the probe), or the suite's prompts are not what the model
+    sees: EndpointError."""
     local = tokenizer.encode_batch([PROBE])[0]
     body = {"model": model, "prompt": PROBE, "add_special_tokens": False}
     remote = get_json(url, "/tokenize", key_env, body, required=True).get("tokens")

@@ -1,8 +1,9 @@
-"""The checkpoint ``--model`` names, resolved once from the folder's own files before anything loads: a Hugging
-Face folder, a PEFT adapter (``adapters.py``), or a torch distributed or DeepSpeed ZeRO checkpoint
-(``sharded.py``). ``locate`` is the only code that decides the kind; everything after it (the pytest plugin, the
-engines, bisect, watch) takes the ``Checkpoint`` it returns: its folders, its fingerprint, how it is described and
-how it becomes a Hugging Face folder for an engine that loads only those."""
+"""The checkpoint ``--model`` names, resolved once from the folder's own files before anything
+loads: a Hugging Face folder, a PEFT adapter (``adapters.py``), or a torch distributed or DeepSpeed
+ZeRO checkpoint (``sharded.py``). ``locate`` is the only code that decides the kind; everything
+after it (the pytest plugin, the engines, bisect, watch) takes the ``Checkpoint`` it returns: its
+folders, its fingerprint, how it is described and how it becomes a Hugging Face folder for an engine
+that loads only those."""
 
 from __future__ import annotations
 
@@ -51,11 +52,13 @@ class Checkpoint:
 
     @property
     def weights_dir(self) -> Path:
-        """The Hugging Face folder ``from_pretrained`` reads (an adapter's base); a sharded checkpoint has none."""
+        """The Hugging Face folder ``from_pretrained`` reads (an adapter's base); a sharded
+        checkpoint has none."""
         return self.adapter.base if self.adapter else self.folder
 
     def fingerprint(self) -> dict[str, object]:
-        """What the outputs depend on: an adapter's base and its own files; a sharded checkpoint's shards."""
+        """What the outputs depend on: an adapter's base and its own files; a sharded checkpoint's
+        shards."""
         from ctxgate.backends.fingerprint import checkpoint_fingerprint
 
         if self.adapter:
@@ -74,7 +77,8 @@ class Checkpoint:
 
     @property
     def served_as(self) -> str | None:
-        """What an engine that loads only Hugging Face folders is given instead of the folder itself."""
+        """What an engine that loads only Hugging Face folders is given instead of the folder
+        itself."""
         if self.adapter:
             return "the PEFT adapter merged into its base, as a Hugging Face folder"
         if self.sharded:
@@ -91,7 +95,8 @@ class Checkpoint:
 
 
 def kind_of(folder: Path) -> Kind | None:
-    """The kind of checkpoint ``folder``'s files make it, None when it is none (not yet, or not at all)."""
+    """The kind of checkpoint ``folder``'s files make it, None when it is none (not yet, or not at
+    all)."""
     if dcp_shards(folder) is not None or (
         zero_shards(folder) is not None and not has_hf_weights(folder)
     ):
@@ -110,9 +115,9 @@ def locate(
     ignore_remote_code: bool = False,
     allow_pickle: bool = False,
 ) -> Checkpoint:
-    """The checkpoint in ``folder`` and what builds it, every piece checked (pickles only with ``allow_pickle``).
-    CheckpointError: a piece is missing or broken (named with the fix); WrongFlag: ``--base-model`` or
-    ``--config-from`` given for another kind of checkpoint."""
+    """The checkpoint in ``folder`` and what builds it, every piece checked (pickles only with
+    ``allow_pickle``). CheckpointError: a piece is missing or broken (named with the fix);
+    WrongFlag: ``--base-model`` or ``--config-from`` given for another kind of checkpoint."""
     kind = kind_of(folder)
     if base_model and kind != "adapter":
         raise WrongFlag(
@@ -154,8 +159,9 @@ def locate(
 
 
 def written(folder: Path) -> bool:
-    """Whether ``folder`` holds a checkpoint ``--model`` takes with its weights: a Hugging Face folder's, a PEFT
-    adapter's, or the shards that make a sharded checkpoint one (what a watcher waits for)."""
+    """Whether ``folder`` holds a checkpoint ``--model`` takes with its weights: a Hugging Face
+    folder's, a PEFT adapter's, or the shards that make a sharded checkpoint one (what a watcher
+    waits for)."""
     kind = kind_of(folder)
     if kind == "adapter":
         return any(folder.glob("adapter_model.*"))
@@ -163,6 +169,6 @@ def written(folder: Path) -> bool:
 
 
 def has_hf_weights(folder: Path) -> bool:
-    """Weights ``from_pretrained`` reads (what Trainer saves beside a ZeRO-1/2 checkpoint): such a folder is loaded
-    as a Hugging Face folder."""
+    """Weights ``from_pretrained`` reads (what Trainer saves beside a ZeRO-1/2 checkpoint): such a
+    folder is loaded as a Hugging Face folder."""
     return any(folder.glob("*.safetensors")) or any(folder.glob("pytorch_model*.bin"))

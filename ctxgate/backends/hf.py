@@ -1,12 +1,13 @@
-"""HuggingFace transformers backend: greedy decoding, as HELMET's HF path, one prompt at a time or a few of similar
-length at once (left padded).
+"""HuggingFace transformers backend: greedy decoding, as HELMET's HF path, one prompt at a time or a
+few of similar length at once (left padded).
 
-bf16 with flash-attention 2 on a GPU when the ``flash_attn`` package is importable, else sdpa; float32 with sdpa
-on CPU (bf16 is slower there). Only safetensors weights are loaded unless the user allows pickle explicitly.
+bf16 with flash-attention 2 on a GPU when the ``flash_attn`` package is importable, else sdpa;
+float32 with sdpa on CPU (bf16 is slower there). Only safetensors weights are loaded unless the user
+allows pickle explicitly.
 
-Batching is for GPUs, where decoding reads every weight once per step whatever the batch: B prompts cost little
-more than one. On CPU a step's cost grows with B, and batching was measured slower (issue 12: 0.53-0.97x the
-batch-1 speed), so ``auto`` stays at 1 there.
+Batching is for GPUs, where decoding reads every weight once per step whatever the batch: B prompts
+cost little more than one. On CPU a step's cost grows with B, and batching was measured slower
+(issue 12: 0.53-0.97x the batch-1 speed), so ``auto`` stays at 1 there.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ class BackendError(CtxgateError, RuntimeError):
 
 
 def bytes_per_token(config: Any, element_size: int) -> int:
-    """GPU memory one more token of one sequence costs: its KV cache in every layer, plus the widest activations
-    of a prefill step (one layer at a time)."""
+    """GPU memory one more token of one sequence costs: its KV cache in every layer, plus the widest
+    activations of a prefill step (one layer at a time)."""
     cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
     heads = cfg.num_attention_heads
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
@@ -61,9 +62,10 @@ def bytes_per_token(config: Any, element_size: int) -> int:
 def weights_mismatch(
     info: Mapping[str, Iterable[object]], model: str, overrides: ConfigOverrides | None = None
 ) -> str | None:
-    """One line naming the first tensor the weights and the model's config disagree on, and the fix; None when
-    every weight was loaded as saved. (transformers would fill a missing tensor with random values and go on.)
-    With --model-override keys, the config is theirs: they are named as the likely cause."""
+    """One line naming the first tensor the weights and the model's config disagree on, and the fix;
+    None when every weight was loaded as saved. (transformers would fill a missing tensor with
+    random values and go on.) With --model-override keys, the config is theirs: they are named as
+    the likely cause."""
     kinds = [
         ("missing from the weights (it would be random)", list(info.get("missing_keys") or [])),
         ("in the weights but not in the model", list(info.get("unexpected_keys") or [])),
@@ -93,8 +95,9 @@ def weights_mismatch(
 
 
 def check_applied(config: Any, changes: dict[str, object], model: str) -> None:
-    """transformers may read a setting its own way (a bare ``rope_scaling`` loses ``rope_theta``): each change
-    must be in the loaded config as given, or the run would evaluate another model than the one asked for."""
+    """transformers may read a setting its own way (a bare ``rope_scaling`` loses ``rope_theta``):
+    each change must be in the loaded config as given, or the run would evaluate another model than
+    the one asked for."""
     loaded = config.to_dict()
     for key, value in changes.items():
         got = loaded.get(key)
@@ -111,13 +114,14 @@ def check_applied(config: Any, changes: dict[str, object], model: str) -> None:
 
 
 def _resizing(overrides: ConfigOverrides | None) -> list[tuple[str, object]]:
-    """The --model-override keys that change the sizes and counts the model's tensors are built with."""
+    """The --model-override keys that change the sizes and counts the model's tensors are built
+    with."""
     return [(k, v) for k, v in overrides.keys if is_structural(k)] if overrides is not None else []
 
 
 def _load_failed(model: str, cause: object, resizing: list[tuple[str, object]]) -> str:
-    """Why the model did not load; with --model-override keys that resize its tensors (``resizing``), they are the
-    likely cause: named, with the fix."""
+    """Why the model did not load; with --model-override keys that resize its tensors
+    (``resizing``), they are the likely cause: named, with the fix."""
     if not resizing:
         return f"cannot load the model {model!r}: {cause}"
     given = " ".join(f"--model-override {k}={json.dumps(v)}" for k, v in resizing)
@@ -141,11 +145,11 @@ class HFBackend:
         allow_weight_mismatch: bool = False,
         overrides: ConfigOverrides | None = None,
     ) -> None:
-        """``batch_size`` None: ``auto`` (1 on CPU; on a GPU as many as fit, see ``batch_limit``). ``device_map``
-        "auto": the model is spread over every GPU this process sees (accelerate's placement). ``overrides``:
-        config changes for context extension, applied before the weights load. ``model``: the located checkpoint (a
-        PEFT adapter is merged into its base's weights; a sharded one is built from its config and filled from its
-        shards)."""
+        """``batch_size`` None: ``auto`` (1 on CPU; on a GPU as many as fit, see ``batch_limit``).
+        ``device_map`` "auto": the model is spread over every GPU this process sees (accelerate's
+        placement). ``overrides``: config changes for context extension, applied before the weights
+        load. ``model``: the located checkpoint (a PEFT adapter is merged into its base's weights; a
+        sharded one is built from its config and filled from its shards)."""
         import torch
         import transformers
 
@@ -263,9 +267,9 @@ class HFBackend:
         )
 
     def batch_limit(self, prompt_tokens: int, max_new_tokens: int) -> int:
-        """How many prompts of about this length to generate together: ``--batch-size N``, or for ``auto`` 1 on
-        CPU and on a GPU what fits in a share of the free memory (capped); lowered for good after an OOM; 1 past
-        128K tokens."""
+        """How many prompts of about this length to generate together: ``--batch-size N``, or for
+        ``auto`` 1 on CPU and on a GPU what fits in a share of the free memory (capped); lowered for
+        good after an OOM; 1 past 128K tokens."""
         tokens = prompt_tokens + max_new_tokens
         if prompt_tokens > ALONE_PAST_TOKENS:
             # one such prompt's prefill activations are already the most a worker should hold
@@ -284,7 +288,8 @@ class HFBackend:
         return max(1, n)
 
     def _free_gpu_bytes(self) -> int:
-        """The least free memory over the GPUs the model sits on, times their count (its layers are spread)."""
+        """The least free memory over the GPUs the model sits on, times their count (its layers are
+        spread)."""
         devices = {p.device for p in self.model.parameters() if p.device.type == "cuda"}
         return min(self.torch.cuda.mem_get_info(d)[0] for d in devices) * len(devices)
 
@@ -311,9 +316,9 @@ class HFBackend:
     def _generate_batch(
         self, requests: Sequence[Request], params: GenerationParams
     ) -> list[Generation]:
-        """Left padded to the longest, masked: each row's positions start at its first real token, so its
-        greedy output is the one it gets alone (up to the numerics of the wider matmuls). One prompt alone is a
-        batch of one, without padding."""
+        """Left padded to the longest, masked: each row's positions start at its first real token,
+        so its greedy output is the one it gets alone (up to the numerics of the wider matmuls). One
+        prompt alone is a batch of one, without padding."""
         torch = self.torch
         width = max(len(r.input_ids) for r in requests)
         rows = [[self.pad_id] * (width - len(r.input_ids)) + list(r.input_ids) for r in requests]

@@ -1,5 +1,6 @@
-"""The values a context extension's settings may take, checked when the options are read: ``--rope-scaling``'s RoPE
-dictionary and each ``--model-override`` value, as transformers' validators and RoPE functions need them.
+"""The values a context extension's settings may take, checked when the options are read:
+``--rope-scaling``'s RoPE dictionary and each ``--model-override`` value, as transformers'
+validators and RoPE functions need them.
 
 Independent of the checkpoint: what depends on its config is ``overrides.applied``'s.
 """
@@ -75,9 +76,9 @@ def did_you_mean(key: str, known: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class Rule:
-    """What a setting's value must be: ``ok`` says whether it is; ``what`` says it in the refusal; ``most``, when
-    set, is the largest a number may be, ``beyond`` a number it must be more than; ``works`` is a value that works
-    (None: none that fits every model)."""
+    """What a setting's value must be: ``ok`` says whether it is; ``what`` says it in the refusal;
+    ``most``, when set, is the largest a number may be, ``beyond`` a number it must be more than;
+    ``works`` is a value that works (None: none that fits every model)."""
 
     ok: Callable[[Any], bool]
     what: str
@@ -165,8 +166,8 @@ def _shown(value: Any) -> str:
 
 
 def _check(named: str, value: Any, rule: Rule, fix: str) -> None:
-    """An OverrideError when ``value`` breaks ``rule`` (``named``: the flag and the setting as the user wrote
-    them), saying how and ending with ``fix``."""
+    """An OverrideError when ``value`` breaks ``rule`` (``named``: the flag and the setting as the
+    user wrote them), saying how and ending with ``fix``."""
     if is_number(value) and not is_finite(value):
         raise OverrideError(f"{named} must be {rule.what}, and finite: {fix}")
     if not rule.ok(value):
@@ -178,8 +179,8 @@ def _check(named: str, value: Any, rule: Rule, fix: str) -> None:
 
 
 def _rope_example(kind: str, key: str) -> str:
-    """--rope-scaling with ``key`` set to a value that works, in a dictionary of ``kind`` (YaRN's where it reads
-    the key too) with its other required keys."""
+    """--rope-scaling with ``key`` set to a value that works, in a dictionary of ``kind`` (YaRN's
+    where it reads the key too) with its other required keys."""
     kind = "yarn" if key in ROPE_KEYS["yarn"][0] | ROPE_KEYS["yarn"][1] else kind
     names = ["factor", *sorted(ROPE_KEYS[kind][0] - {"factor"}), key]
     members = [f'"rope_type": "{kind}"'] + [
@@ -191,9 +192,9 @@ def _rope_example(kind: str, key: str) -> str:
 
 
 def check_rope(given: dict[str, object], flag: str = "--rope-scaling") -> None:
-    """A RoPE dictionary transformers would take (``--rope-scaling``, or one a ``--model-override`` sets): a known
-    type, its required keys, no key it does not read, and each value a finite number in the range transformers'
-    validators and RoPE functions need."""
+    """A RoPE dictionary transformers would take (``--rope-scaling``, or one a ``--model-override``
+    sets): a known type, its required keys, no key it does not read, and each value a finite number
+    in the range transformers' validators and RoPE functions need."""
     kind = given.get("rope_type", given.get("type", "default"))
     if not isinstance(kind, str) or kind not in ROPE_KEYS:
         raise OverrideError(
@@ -223,7 +224,8 @@ def check_rope(given: dict[str, object], flag: str = "--rope-scaling") -> None:
 
 
 def _check_rope_together(given: dict[str, object], kind: str, flag: str) -> None:
-    """What transformers' validators require of two keys together, or of a key's type beyond being a number."""
+    """What transformers' validators require of two keys together, or of a key's type beyond being a
+    number."""
     if kind == "yarn" and isinstance(given.get("attention_factor"), int):
         value = given["attention_factor"]
         raise OverrideError(
@@ -255,8 +257,8 @@ def is_structural(key: str) -> bool:
 
 
 def check_setting(key: str, value: Any) -> None:
-    """A --model-override value that no config could take: the extension settings by their rule, a size or count
-    as a whole number, a RoPE dictionary as --rope-scaling's."""
+    """A --model-override value that no config could take: the extension settings by their rule, a
+    size or count as a whole number, a RoPE dictionary as --rope-scaling's."""
     if (
         key in ROPE_DICTS
         and isinstance(value, dict)

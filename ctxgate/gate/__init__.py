@@ -1,1 +1,2 @@
-"""Judging a run: thresholds.toml, the per-case and session verdicts, baselines, per-length summaries."""
+"""Judging a run: thresholds.toml, the per-case and session verdicts, baselines, per-length
+summaries."""

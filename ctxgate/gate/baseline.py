@@ -1,7 +1,8 @@
 """Baseline runs: load a report with its per-sample predictions and compare cases with it, paired.
 
-Two runs are comparable only when they built the same prompts: same data (per-case data hash), same chat-template
-setting and template, same tokenizer. Anything else is an error that names what differs.
+Two runs are comparable only when they built the same prompts: same data (per-case data hash), same
+chat-template setting and template, same tokenizer. Anything else is an error that names what
+differs.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ class Baseline:
         confidence: float,
         digests: Mapping[int, str] | None = None,
     ) -> PairedResult | None:
-        """Paired on the samples both runs have. The samples must be the same: the whole data hash, or, for a run
-        that drew fewer (``--sequential``), each sample's own hash."""
+        """Paired on the samples both runs have. The samples must be the same: the whole data hash,
+        or, for a run that drew fewer (``--sequential``), each sample's own hash."""
         base = self.cases.get((task, length))
         if base is None:
             return None
@@ -148,8 +149,9 @@ def load_baseline(path: str | Path) -> Baseline:
 def regression_verdict(
     result: PairedResult, tolerance: float, sequential: SequentialRecord | None
 ) -> bool:
-    """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's claim when it made
-    one (``sequential.baseline``), else the fixed-n paired rule on the samples drawn."""
+    """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's claim
+    when it made one (``sequential.baseline``), else the fixed-n paired rule on the samples drawn.
+    """
     claim = sequential.baseline.decided if sequential and sequential.baseline else None
     return claim == "below" if claim is not None else result.regressed(tolerance)
 

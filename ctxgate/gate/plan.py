@@ -1,8 +1,9 @@
-"""A run's plan, made once from the option table's values (``run/options.py``) and frozen: the checkpoint located
-and checked, how it is served and run (the engine and its tokenizer, the HF settings, the judge), the lengths and
-samples, the ``--sequential`` stop rule, the thresholds and the baseline. pytest (``plugins/options.py``) and
-``ctxgate bisect`` both call ``make_plan``, so the same options give the same plan and a bad value is the same one
-line, before any model loads; nothing after it reads the options again or changes the plan."""
+"""A run's plan, made once from the option table's values (``run/options.py``) and frozen: the
+checkpoint located and checked, how it is served and run (the engine and its tokenizer, the HF
+settings, the judge), the lengths and samples, the ``--sequential`` stop rule, the thresholds and
+the baseline. pytest (``plugins/options.py``) and ``ctxgate bisect`` both call ``make_plan``, so the
+same options give the same plan and a bad value is the same one line, before any model loads;
+nothing after it reads the options again or changes the plan."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ OPTIONS = (
 
 @dataclass(frozen=True)
 class Sequential:
-    """``--sequential``: each case stops once its verdict is certain at ``alpha``, after ``min_samples``."""
+    """``--sequential``: each case stops once its verdict is certain at ``alpha``, after
+    ``min_samples``."""
 
     alpha: float = SEQUENTIAL_ALPHA.default
     min_samples: int = SEQUENTIAL_MIN.default
@@ -72,8 +74,9 @@ class Sequential:
 
 @dataclass(frozen=True)
 class Plan:
-    """``model``: what to evaluate and how (its ``model`` "" where no --model was given: the project's own tests).
-    ``startup_error``: why nothing can run (a checkpoint that cannot be opened), reported for every case."""
+    """``model``: what to evaluate and how (its ``model`` "" where no --model was given: the
+    project's own tests). ``startup_error``: why nothing can run (a checkpoint that cannot be
+    opened), reported for every case."""
 
     model: ModelSpec
     lengths: tuple[int, ...]
@@ -92,10 +95,10 @@ class Plan:
 def make_plan(
     get: Get, started_in: Path, ini: PytestConfig | None = None, *, gated: bool | None = None
 ) -> Plan:
-    """The plan from the options as pytest or argparse read them (``get(dest)``; an option the caller does not take
-    reads None, its default). ``ini``: the config file pytest read (None: found as pytest started in
-    ``started_in`` would find it). ``gated``: whether it has thresholds and a baseline (None: when --model is given;
-    the project's own tests run pytest without one)."""
+    """The plan from the options as pytest or argparse read them (``get(dest)``; an option the
+    caller does not take reads None, its default). ``ini``: the config file pytest read (None: found
+    as pytest started in ``started_in`` would find it). ``gated``: whether it has thresholds and a
+    baseline (None: when --model is given; the project's own tests run pytest without one)."""
     values = read(OPTIONS, get)
     backend, model = values[BACKEND.dest], values[MODEL.dest]
     if backend not in BACKENDS:
@@ -142,9 +145,10 @@ def make_plan(
 def _located(
     values: Mapping[str, Any], backend: str, model: str
 ) -> tuple[Checkpoint | None, str | None]:
-    """The checkpoint --model names, located and checked as the options open it: hf and vllm load it, openai
-    fingerprints it where --model is its folder, a backend of one's own takes --model as given. A checkpoint that
-    cannot be opened is the run's startup error (reported for every case), not a usage error."""
+    """The checkpoint --model names, located and checked as the options open it: hf and vllm load
+    it, openai fingerprints it where --model is its folder, a backend of one's own takes --model as
+    given. A checkpoint that cannot be opened is the run's startup error (reported for every case),
+    not a usage error."""
     if backend not in BACKENDS or (backend == "openai" and not Path(model).expanduser().is_dir()):
         return None, None
     folder = resolve_model(model)
@@ -215,14 +219,15 @@ def _spec(
 
 
 def check_overrides(overrides: ConfigOverrides, config_dir: str | Path) -> None:
-    """The config overrides against the config they change (a key it lacks, a value of another kind, RoPE settings
-    the rest of it does not fit), before any model loads."""
+    """The config overrides against the config they change (a key it lacks, a value of another kind,
+    RoPE settings the rest of it does not fit), before any model loads."""
     if overrides:
         applied(config_dir, overrides)
 
 
 def _check_served(spec: ModelSpec, engine: EngineSettings) -> None:
-    """--backend openai: the tokenizer to check the servers against, and the config the overrides change."""
+    """--backend openai: the tokenizer to check the servers against, and the config the overrides
+    change."""
     if spec.backend != "openai":
         return
     if engine.tokenizer is None:
@@ -270,7 +275,8 @@ def _check_ray(ray: str, backend: str) -> None:
 
 
 def judge_settings(values: Mapping[str, Any], cache_dir: str | None) -> JudgeSettings | None:
-    """The judge from the judge options (``run/options.JUDGE``, by dest); None without --judge-model."""
+    """The judge from the judge options (``run/options.JUDGE``, by dest); None without
+    --judge-model."""
     model, base_url, price = values["judge_model"], values["judge_base_url"], values["judge_price"]
     if model is None:
         if price is not None or base_url is not None:

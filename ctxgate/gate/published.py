@@ -1,12 +1,13 @@
-"""A run against a paper's published numbers: per measure and length, the published score, the measured one with
-its interval, the difference, and whether the published number lies in the band a reproduction allows (the
-measured interval widened by the source's run-to-run allowance). Where the run's setting is not the paper's (fewer
-samples, another chat policy, tasks missing from the average, another length unit) it says how, instead of a
-verdict: a number from another setting neither confirms nor refutes the paper's.
+"""A run against a paper's published numbers: per measure and length, the published score, the
+measured one with its interval, the difference, and whether the published number lies in the band a
+reproduction allows (the measured interval widened by the source's run-to-run allowance). Where the
+run's setting is not the paper's (fewer samples, another chat policy, tasks missing from the
+average, another length unit) it says how, instead of a verdict: a number from another setting
+neither confirms nor refutes the paper's.
 
-The measured interval of an average is the normal one from its members' intervals: each case's standard error is
-its interval's half width over z, the tasks are independent, and an average of averages (HELMET's overall) weighs
-each category's error by its share."""
+The measured interval of an average is the normal one from its members' intervals: each case's
+standard error is its interval's half width over z, the tasks are independent, and an average of
+averages (HELMET's overall) weighs each category's error by its share."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ class Measured:
 
 
 def _groups(measure: str, at: Mapping[str, GroupScore]) -> list[tuple[str, ...]]:
-    """The tasks an average is over, as groups whose means are averaged (one group, or HELMET's categories)."""
+    """The tasks an average is over, as groups whose means are averaged (one group, or HELMET's
+    categories)."""
     if measure == "helmet_overall":
         return [g for c in membership().helmet for g in _groups(f"helmet_{c}", at)]
     if measure == "ruler":

@@ -1,5 +1,6 @@
-"""The session's verdict: its summaries per length (RULER's average and effective length, HELMET's categories) and
-its gates, computed from the case records. The report (``ctxgate.report.build``) lays them out; it decides nothing."""
+"""The session's verdict: its summaries per length (RULER's average and effective length, HELMET's
+categories) and its gates, computed from the case records. The report (``ctxgate.report.build``)
+lays them out; it decides nothing."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ class SessionVerdict:
 
 
 def stopped_early(case: CaseRecord) -> bool:
-    """``--sequential`` stopped the case before its sample count: its mean is biased by the stopping."""
+    """``--sequential`` stopped the case before its sample count: its mean is biased by the
+    stopping."""
     return case.sequential is not None and case.sequential.early
 
 
@@ -59,8 +61,9 @@ def _length_summary(
 def summarize(
     cases: Sequence[CaseRecord], threshold: float
 ) -> tuple[dict[str, dict[str, GroupScore]], Overall, EffectiveLength | None]:
-    """Scores per length from the cases that have one; a case with verdict "error" (no score: it failed, its worker
-    crashed, or the run stopped first) makes every summary it belongs to incomplete."""
+    """Scores per length from the cases that have one; a case with verdict "error" (no score: it
+    failed, its worker crashed, or the run stopped first) makes every summary it belongs to
+    incomplete."""
     tasks = membership()
     scored: dict[int, dict[str, float]] = {}
     errored: dict[int, set[str]] = {}
@@ -96,9 +99,10 @@ def judge_session(
     threshold: float | None = None,
     baseline: BaselineRun | None = None,
 ) -> SessionVerdict:
-    """``complete``: the session finished (a case that errored, crashed or was left unrun makes the verdict
-    incomplete too). ``threshold``: the effective-length bar when not the thresholds' own (a report judged again
-    keeps its). ``baseline``: the ``--baseline`` run's path and the cases it scored, for the baseline gate."""
+    """``complete``: the session finished (a case that errored, crashed or was left unrun makes the
+    verdict incomplete too). ``threshold``: the effective-length bar when not the thresholds' own (a
+    report judged again keeps its). ``baseline``: the ``--baseline`` run's path and the cases it
+    scored, for the baseline gate."""
     by_length, overall, eff = summarize(
         cases, thresholds.effective_threshold if threshold is None else threshold
     )
@@ -133,6 +137,7 @@ def relative_lengths(
 
 
 def long_scores(by_length: Mapping[str, Mapping[str, GroupScore]]) -> dict[str, LongScore]:
-    """Each summary's LongScore (100-LongBench's), with why it has none where a length it needs is missing."""
+    """Each summary's LongScore (100-LongBench's), with why it has none where a length it needs is
+    missing."""
     found = {name: summaries.long_score(scores) for name, scores in _per_summary(by_length).items()}
     return {name: f for name, f in found.items() if f is not None}

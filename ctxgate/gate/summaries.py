@@ -1,17 +1,18 @@
-"""Per-length summaries: RULER's average and effective length, HELMET's categories and overall score, and the
-mean of each task family beyond them (MRCR-, BABILong- and NoLiMa-style).
+"""Per-length summaries: RULER's average and effective length, HELMET's categories and overall
+score, and the mean of each task family beyond them (MRCR-, BABILong- and NoLiMa-style).
 
-Membership comes from the task registry (``ctxgate.tasks.registry.membership``): a task's spec says which summary
-its score counts in. Aggregation is over the tasks that ran. A summary built from fewer than all of its member
-tasks is marked ``partial`` and names what is missing: a subset average is never presented as the full benchmark
-score. A member that was selected but produced no score (an error, a crashed worker, an interrupted run) is
-``errored``: the summary is then ``incomplete``, and a length whose RULER average is incomplete never counts as
-effective, because the missing task might have failed there.
+Membership comes from the task registry (``ctxgate.tasks.registry.membership``): a task's spec says
+which summary its score counts in. Aggregation is over the tasks that ran. A summary built from
+fewer than all of its member tasks is marked ``partial`` and names what is missing: a subset average
+is never presented as the full benchmark score. A member that was selected but produced no score (an
+error, a crashed worker, an interrupted run) is ``errored``: the summary is then ``incomplete``, and
+a length whose RULER average is incomplete never counts as effective, because the missing task might
+have failed there.
 
-A member that ``--sequential`` stopped early is ``early``: its mean is biased by the stopping (a case stopped at
-10 of 10 right reads 100%), so a summary that averages it is an estimate, marked as such, and a length whose RULER
-average has one never counts as effective. Only fixed-n means, or each early case's own confidence sequence, carry
-a guarantee.
+A member that ``--sequential`` stopped early is ``early``: its mean is biased by the stopping (a
+case stopped at 10 of 10 right reads 100%), so a summary that averages it is an estimate, marked as
+such, and a length whose RULER average has one never counts as effective. Only fixed-n means, or
+each early case's own confidence sequence, carry a guarantee.
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ def ruler_average(
 def category_members(
     category: str, scores: Mapping[str, float], errored: Collection[str], tasks: Membership
 ) -> tuple[str, ...]:
-    """A HELMET category's members, with HELMET's own files' tasks in place of the tasks they stand in for when any
-    of them ran at this length (HELMET's Recall is either its own files or the suite's RULER cases)."""
+    """A HELMET category's members, with HELMET's own files' tasks in place of the tasks they stand
+    in for when any of them ran at this length (HELMET's Recall is either its own files or the
+    suite's RULER cases)."""
     members = tasks.helmet.get(category, ())
     own = {stand_in: task for stand_in, task in tasks.stand_ins.items() if task in members}
     if any(t in scores or t in errored for t in own):
@@ -70,8 +72,8 @@ def helmet_recall(
     early: Collection[str] = (),
     tasks: Membership | None = None,
 ) -> GroupScore:
-    """HELMET Recall: HELMET's own RULER files when any ran at this length, in place of the suite's RULER cases of
-    the same tasks (the report's member list says which)."""
+    """HELMET Recall: HELMET's own RULER files when any ran at this length, in place of the suite's
+    RULER cases of the same tasks (the report's member list says which)."""
     return group(
         scores, category_members("recall", scores, errored, tasks or membership()), errored, early
     )
@@ -80,9 +82,9 @@ def helmet_recall(
 def helmet_categories(
     scores: Mapping[str, float], errored: Collection[str], early: Collection[str], tasks: Membership
 ) -> dict[str, GroupScore]:
-    """Every HELMET category with at least one member that ran or was meant to. A Cite task's score is already the
-    mean of its three numbers (correctness, citation recall, citation precision), so the category equals HELMET's
-    mean of six."""
+    """Every HELMET category with at least one member that ran or was meant to. A Cite task's score
+    is already the mean of its three numbers (correctness, citation recall, citation precision), so
+    the category equals HELMET's mean of six."""
     groups = {
         c: group(scores, category_members(c, scores, errored, tasks), errored, early)
         for c in tasks.helmet
@@ -98,8 +100,8 @@ def _stand_in(member: str, ran: Collection[str], tasks: Membership) -> str:
 def families(
     scores: Mapping[str, float], errored: Collection[str], early: Collection[str], tasks: Membership
 ) -> dict[str, GroupScore]:
-    """Each task family beyond RULER and HELMET (its suite) with a member that ran or was meant to: the mean of its
-    members, each generated task's published twin in its place where that ran."""
+    """Each task family beyond RULER and HELMET (its suite) with a member that ran or was meant to:
+    the mean of its members, each generated task's published twin in its place where that ran."""
     ran = set(scores) | set(errored)
     groups = {
         f: group(scores, tuple(_stand_in(m, ran, tasks) for m in members), errored, early)
@@ -109,8 +111,8 @@ def families(
 
 
 def helmet_overall(categories: Mapping[str, GroupScore], tasks: Membership) -> GroupScore:
-    """HELMET's overall score: the mean of the category scores. Partial when a category is missing or is itself
-    partial (its missing tasks are named as ``category/task``)."""
+    """HELMET's overall score: the mean of the category scores. Partial when a category is missing
+    or is itself partial (its missing tasks are named as ``category/task``)."""
     present = {c: g for c, g in categories.items() if g.score is not None}
     errored = tuple(f"{c}/{t}" for c, g in categories.items() for t in g.errored)
     missing = tuple(c for c in tasks.helmet if c not in categories)
@@ -162,8 +164,9 @@ BASE_UP_TO = 1024  # NoLiMa's base: the mean at 250, 500 and 1K tokens
 def relative_effective_length(
     by_length: Mapping[int, GroupScore], share: float = RELATIVE_SHARE, base_up_to: int = BASE_UP_TO
 ) -> RelativeEffectiveLength | None:
-    """A summary's effective length against its own short-context score; None when no length up to ``base_up_to``
-    has a complete score (the base needs one; a base of 0 is no base: every share of it passes)."""
+    """A summary's effective length against its own short-context score; None when no length up to
+    ``base_up_to`` has a complete score (the base needs one; a base of 0 is no base: every share of
+    it passes)."""
     scored = {L: g for L, g in sorted(by_length.items()) if g.score is not None or g.incomplete}
     base_lengths = tuple(
         L for L, g in scored.items() if L <= base_up_to and g.score is not None and not g.incomplete
@@ -200,11 +203,11 @@ LONGBENCH_BUCKET = 8192
 
 
 def long_score(by_length: Mapping[int, GroupScore]) -> LongScore | None:
-    """100-LongBench's LongScore (analysis/utils.py's ``rank``), in percent: each length of 8K or more scores
-    100 * (score - base) / base, rounded to 2 places, and LongScore is their mean, rounded again; the base is the
-    summary's mean over the run's lengths below 8K, where 100-LongBench pools its 0-8K bucket's samples (the same
-    mean when each length has the same n). A length where a member has no score counts in neither. None: no length
-    has a full score."""
+    """100-LongBench's LongScore (analysis/utils.py's ``rank``), in percent: each length of 8K or
+    more scores 100 * (score - base) / base, rounded to 2 places, and LongScore is their mean,
+    rounded again; the base is the summary's mean over the run's lengths below 8K, where
+    100-LongBench pools its 0-8K bucket's samples (the same mean when each length has the same n). A
+    length where a member has no score counts in neither. None: no length has a full score."""
     scored = {
         L: g.score for L, g in sorted(by_length.items()) if g.score is not None and not g.incomplete
     }

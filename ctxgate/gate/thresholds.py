@@ -85,22 +85,25 @@ NO_THRESHOLDS = "(none)"  # the path of the defaults, as a report records it
 
 
 class ThresholdsError(CtxgateError, ValueError):
-    """Malformed thresholds, or a thresholds file named that is not there; the message names it and the fix."""
+    """Malformed thresholds, or a thresholds file named that is not there; the message names it and
+    the fix."""
 
 
 @dataclass(frozen=True)
 class PytestConfig:
-    """What pytest reads in a folder that the thresholds lookup needs: its config file (``pytest.ini``,
-    ``pyproject.toml``, ``tox.ini``, ``setup.cfg``...; None: none) and the ini option ``ctxgate_thresholds`` in it."""
+    """What pytest reads in a folder that the thresholds lookup needs: its config file
+    (``pytest.ini``, ``pyproject.toml``, ``tox.ini``, ``setup.cfg``...; None: none) and the ini
+    option ``ctxgate_thresholds`` in it."""
 
     inifile: Path | None = None
     named: str = ""  # "" when the option is not set
 
 
 def pytest_config(folder: Path) -> PytestConfig:
-    """The config file pytest started in ``folder`` with no path arguments would read, found by pytest's own
-    discovery (``determine_setup``, which reads files and starts no session), so a verb reads the ini option the
-    suite reads. A config file pytest cannot parse is refused as pytest refuses it."""
+    """The config file pytest started in ``folder`` with no path arguments would read, found by
+    pytest's own discovery (``determine_setup``, which reads files and starts no session), so a verb
+    reads the ini option the suite reads. A config file pytest cannot parse is refused as pytest
+    refuses it."""
     import inspect
 
     from _pytest.config import UsageError
@@ -131,8 +134,8 @@ def pytest_config(folder: Path) -> PytestConfig:
 
 
 def checked_file(path: str | Path, given_as: str = "--thresholds") -> Path:
-    """A thresholds file named by hand (``given_as``: the option or record that named it), refused unless it is
-    a file: a missing one or a folder would otherwise gate with no floors at all."""
+    """A thresholds file named by hand (``given_as``: the option or record that named it), refused
+    unless it is a file: a missing one or a folder would otherwise gate with no floors at all."""
     p = Path(path)
     if p.is_dir():
         inside = p / THRESHOLDS_FILE
@@ -154,13 +157,15 @@ def checked_file(path: str | Path, given_as: str = "--thresholds") -> Path:
 def find_thresholds(
     given: str | None, started_in: Path, config: PytestConfig | None = None
 ) -> tuple[Path | None, str]:
-    """The thresholds file and how it was found: the one rule the suite and every verb follow. ``given``
-    (--thresholds), which must be a file; else the file ``config``'s ini option ``ctxgate_thresholds`` names,
-    relative to the ini file (a project that names one expects floors, so a missing one is refused); else the
-    nearest ``thresholds.toml`` from ``started_in`` up to the project's top: the config file's folder, else the
-    nearest folder with ``.git``. (pytest's rootdir is not the top: it moves with path-like arguments, an absolute
-    --model included, and with no config file it is the start itself.) None: no file, with where it looked, said in
-    the suite's header and the report. ``config`` None (a verb): the config file pytest started there would read."""
+    """The thresholds file and how it was found: the one rule the suite and every verb follow.
+    ``given`` (--thresholds), which must be a file; else the file ``config``'s ini option
+    ``ctxgate_thresholds`` names, relative to the ini file (a project that names one expects floors,
+    so a missing one is refused); else the nearest ``thresholds.toml`` from ``started_in`` up to the
+    project's top: the config file's folder, else the nearest folder with ``.git``. (pytest's
+    rootdir is not the top: it moves with path-like arguments, an absolute --model included, and
+    with no config file it is the start itself.) None: no file, with where it looked, said in the
+    suite's header and the report. ``config`` None (a verb): the config file pytest started there
+    would read."""
     if given:
         return checked_file(given), "--thresholds"
     config = config or pytest_config(started_in.resolve())
@@ -250,7 +255,8 @@ def _fail(path: str, key: str, problem: str, fix: str) -> ThresholdsError:
 
 
 def _number(path: str, key: str, value: Any, lo: float, hi: float, example: float) -> float:
-    """``example``: a sensible value for this key, shown in the fix (a midpoint of the range often is not one)."""
+    """``example``: a sensible value for this key, shown in the fix (a midpoint of the range often
+    is not one)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
         fix = f"write e.g. {key.split('.')[-1]} = {example:g}"
         raise _fail(path, key, f"{value!r} is not a number in [{lo:g}, {hi:g}]", fix)
@@ -258,8 +264,8 @@ def _number(path: str, key: str, value: Any, lo: float, hi: float, example: floa
 
 
 def _floor(path: str, key: str, value: Any) -> float:
-    """A floor in percent. A value strictly between 0 and 1 is a fraction written where percent is meant (0.5
-    for 50%): it would gate almost nothing, so it is refused."""
+    """A floor in percent. A value strictly between 0 and 1 is a fraction written where percent is
+    meant (0.5 for 50%): it would gate almost nothing, so it is refused."""
     floor = _number(path, key, value, 0, 100, 80)
     if 0 < floor < 1:
         raise _fail(
@@ -370,8 +376,8 @@ def _length(path: str, key: str, value: Any) -> int:
 
 
 def _min_lengths(path: str, table: Any) -> tuple[tuple[str, int], ...]:
-    """``[relative_effective_length.min_length]``: a summary's name (``by_length``'s keys) = the length it must
-    reach."""
+    """``[relative_effective_length.min_length]``: a summary's name (``by_length``'s keys) = the
+    length it must reach."""
     key = "relative_effective_length.min_length"
     if not isinstance(table, dict):
         raise _fail(path, key, "is not a table", f'write [{key}] with lines such as nolima = "8k"')
@@ -432,9 +438,10 @@ def _rules(
 def _above_chance(
     path: str, rules: tuple[Rule, ...], known_tasks: Sequence[str]
 ) -> tuple[Rule, ...]:
-    """A floor above 0 that a random answer reaches (a task's chance score, ``TaskSpec.chance``) gates nothing for
-    that task, so a rule that sets one is refused, naming the task of the highest chance among those it matches.
-    A task that a later rule of length "*" matches is that rule's at every length, so it is left out."""
+    """A floor above 0 that a random answer reaches (a task's chance score, ``TaskSpec.chance``)
+    gates nothing for that task, so a rule that sets one is refused, naming the task of the highest
+    chance among those it matches. A task that a later rule of length "*" matches is that rule's at
+    every length, so it is left out."""
     chance = {t.name: t.chance for t in all_tasks()}
     for i, rule in enumerate(rules):
         later = [r.task for r in rules[i + 1 :] if r.length.strip() == "*"]
@@ -488,8 +495,9 @@ def load_or_default(path: str | Path | None, known_tasks: Sequence[str]) -> Thre
 def thresholds_here(
     given: str | None, known_tasks: Sequence[str], started_in: Path | None = None
 ) -> Thresholds:
-    """What a command-line verb gates with, found by ``find_thresholds`` from ``started_in`` (default: here) with
-    the ini option pytest would read there, as the suite started there finds it."""
+    """What a command-line verb gates with, found by ``find_thresholds`` from ``started_in``
+    (default: here) with the ini option pytest would read there, as the suite started there finds
+    it."""
     return load_or_default(
         find_thresholds(given, (started_in or Path.cwd()).resolve())[0], known_tasks
     )

@@ -1,8 +1,10 @@
-"""Verdicts from records, as pure functions shared by the pytest plugin (while the suite runs) and ``ctxgate judge``
-(when stored outputs are judged later): a case's judge failure gate and score floor, and the session's gates.
+"""Verdicts from records, as pure functions shared by the pytest plugin (while the suite runs) and
+``ctxgate judge`` (when stored outputs are judged later): a case's judge failure gate and score
+floor, and the session's gates.
 
-The session's gates fail closed: a selected case without a score (an error, a crashed worker, a run stopped before
-it) fails the ``cases`` gate and counts against the floors, and a run in which no case ran fails, saying why."""
+The session's gates fail closed: a selected case without a score (an error, a crashed worker, a run
+stopped before it) fails the ``cases`` gate and counts against the floors, and a run in which no
+case ran fails, saying why."""
 
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ from ctxgate.records.schema import (
 
 
 def unscored_verdict(cause: str, floor: float, baseline_scored: bool) -> str:
-    """The verdict, skip or error, of a case that produced no score because of ``cause`` (one of the sets above)."""
+    """The verdict, skip or error, of a case that produced no score because of ``cause`` (one of the
+    sets above)."""
     if cause in BY_DESIGN:
         return "skip"
     if cause in NOT_GIVEN:
@@ -50,7 +53,8 @@ def gated_reason(floor: float, baseline_scored: bool) -> str:
 
 
 def judge_failure(record: CaseRecord) -> str | None:
-    """Too many failed verdicts fail a judged case whatever its score: its mean would rest on too few samples."""
+    """Too many failed verdicts fail a judged case whatever its score: its mean would rest on too
+    few samples."""
     judge = record.judge
     if judge is None or not judge.too_many_failed:
         return None
@@ -64,8 +68,9 @@ def judge_failure(record: CaseRecord) -> str | None:
 
 
 def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
-    """Below the floor (with rule "upper": the whole interval below it). Under --sequential a case whose test
-    became certain is decided by it; one that spent its budget undecided by the fixed-n rule."""
+    """Below the floor (with rule "upper": the whole interval below it). Under --sequential a case
+    whose test became certain is decided by it; one that spent its budget undecided by the fixed-n
+    rule."""
     floor = record.floor or 0.0
     seq = record.sequential
     test = seq.floor if seq else None
@@ -112,8 +117,9 @@ def _first_five(named: Sequence[str]) -> str:
 
 
 def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
-    """Every selected case finished, and at least one ran (a judged case waiting for its judge has run).
-    ``complete`` false (the session was interrupted, even after its last case) fails it too."""
+    """Every selected case finished, and at least one ran (a judged case waiting for its judge has
+    run). ``complete`` false (the session was interrupted, even after its last case) fails it too.
+    """
     unscored = [c for c in cases if c.verdict == "error"]
     ran = [c for c in cases if c.verdict in ("pass", "fail") or _pending(c)]
     if not cases:
@@ -149,8 +155,9 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
 
 
 def _regressed_only(case: CaseRecord, thresholds: Thresholds) -> bool:
-    """The case failed only by dropping against the baseline: its judge held and its score is at or above its
-    floor. Anything the floor cannot be checked on (no score or interval) is not, so it still counts as failing."""
+    """The case failed only by dropping against the baseline: its judge held and its score is at or
+    above its floor. Anything the floor cannot be checked on (no score or interval) is not, so it
+    still counts as failing."""
     if (
         not (case.baseline and case.baseline.regressed)
         or judge_failure(case)
@@ -164,9 +171,10 @@ def _regressed_only(case: CaseRecord, thresholds: Thresholds) -> bool:
 def floors_gate(
     cases: Sequence[CaseRecord], thresholds: Thresholds, baseline_gated: bool = False
 ) -> Gate:
-    """Cases below their floor, and those that count as failing it: no score, or too many failed judge verdicts.
-    ``baseline_gated``: the baseline gate runs, so a case that failed only as a regression is left to it (it
-    fails that gate); without it every failed case counts here, so no gate passes over a failed case."""
+    """Cases below their floor, and those that count as failing it: no score, or too many failed
+    judge verdicts. ``baseline_gated``: the baseline gate runs, so a case that failed only as a
+    regression is left to it (it fails that gate); without it every failed case counts here, so no
+    gate passes over a failed case."""
     failed = [c for c in cases if c.verdict == "fail"]
     judged = [c for c in failed if judge_failure(c)]
     regressed = [c for c in failed if baseline_gated and _regressed_only(c, thresholds)]
@@ -222,8 +230,9 @@ def effective_length_gate(eff: EffectiveLength | None, thresholds: Thresholds) -
 
 
 def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
-    """Against ``--baseline``: a selected case the baseline scored that has no score now is a regression, as is a
-    case that dropped by more than its tolerance. ``baseline``: its path and the ``task-length`` names it scored."""
+    """Against ``--baseline``: a selected case the baseline scored that has no score now is a
+    regression, as is a case that dropped by more than its tolerance. ``baseline``: its path and the
+    ``task-length`` names it scored."""
     scored = set(baseline.scored)
     lost = [
         c
@@ -263,8 +272,9 @@ def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
 
 
 def not_in_baseline(names: Sequence[str], instead: str) -> str:
-    """Scored cases the baseline has no score for, by ``task-length`` name: nothing to pair them with, so they are
-    not compared (``instead``: what holds them then). The baseline gate and ``ctxgate diff`` say it alike."""
+    """Scored cases the baseline has no score for, by ``task-length`` name: nothing to pair them
+    with, so they are not compared (``instead``: what holds them then). The baseline gate and
+    ``ctxgate diff`` say it alike."""
     return (
         f"{len(names)} scored case(s) have no score in the baseline, e.g. {_first_five(names)}: {instead}; run the "
         "baseline with them to compare"
@@ -294,8 +304,9 @@ def session_gates(
 def relative_length_gate(
     name: str, need: int, found: RelativeEffectiveLength | None, thresholds: Thresholds
 ) -> Gate:
-    """``[relative_effective_length.min_length]``: the summary ``name`` keeps ``share`` of its own short-context score
-    up to at least ``need``. No base (no length up to ``base_up_to`` scored) cannot show it."""
+    """``[relative_effective_length.min_length]``: the summary ``name`` keeps ``share`` of its own
+    short-context score up to at least ``need``. No base (no length up to ``base_up_to`` scored)
+    cannot show it."""
     gate = f"min_relative_effective_length.{name}"
     up_to = format_length(thresholds.relative_base_up_to)
     if found is None:

@@ -1,4 +1,5 @@
-"""ctxgate inside other tools' loops: ``CtxgateCallback`` for Hugging Face's Trainer (``trainer.py``)."""
+"""ctxgate inside other tools' loops: ``CtxgateCallback`` for Hugging Face's Trainer
+(``trainer.py``)."""
 
 from ctxgate.integrations.trainer import CtxgateCallback
 

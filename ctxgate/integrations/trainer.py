@@ -43,9 +43,10 @@ class CtxgateCallback(TrainerCallback):
         wait_at_end: bool = False,
         devices: str | None = None,
     ) -> None:
-        """``pytest_args``: the suite's options for every checkpoint (lengths, tasks, ``-n``, thresholds...).
-        ``reports``: where the reports go (default ``OUTPUT_DIR/ctxgate``). ``devices``: the GPUs the watcher's
-        evaluations use (its ``CUDA_VISIBLE_DEVICES``, e.g. "7" beside training on 0-6); default: inherited."""
+        """``pytest_args``: the suite's options for every checkpoint (lengths, tasks, ``-n``,
+        thresholds...). ``reports``: where the reports go (default ``OUTPUT_DIR/ctxgate``).
+        ``devices``: the GPUs the watcher's evaluations use (its ``CUDA_VISIBLE_DEVICES``, e.g. "7"
+        beside training on 0-6); default: inherited."""
         self.pytest_args = list(pytest_args)
         self.log_to = list(log_to)
         self.reports = Path(reports) if reports else None
@@ -101,8 +102,9 @@ class CtxgateCallback(TrainerCallback):
             self.process.wait()
 
     def _tracker_args(self, args: Any) -> list[str]:
-        """TensorBoard without a folder: beside the Trainer's own event files (``TENSORBOARD_LOGGING_DIR``, else
-        ``OUTPUT_DIR/runs``), as a run of its own there, so ``tensorboard --logdir`` shows both on one step axis."""
+        """TensorBoard without a folder: beside the Trainer's own event files
+        (``TENSORBOARD_LOGGING_DIR``, else ``OUTPUT_DIR/runs``), as a run of its own there, so
+        ``tensorboard --logdir`` shows both on one step axis."""
         out = []
         for target in self.log_to:
             if target == "tensorboard":

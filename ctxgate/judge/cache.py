@@ -1,9 +1,10 @@
-"""The judge cache: every reply kept by (model, prompt, sampling parameters, attempt), so re-scoring the same
-generations costs nothing and makes no request. Same SQLite machinery as the generation cache (WAL, set aside when
-unusable, one transaction per reply, so an interrupted run keeps every verdict it paid for).
+"""The judge cache: every reply kept by (model, prompt, sampling parameters, attempt), so re-scoring
+the same generations costs nothing and makes no request. Same SQLite machinery as the generation
+cache (WAL, set aside when unusable, one transaction per reply, so an interrupted run keeps every
+verdict it paid for).
 
-The key leaves out the server address and the API key: the same model answering the same prompt is the same
-verdict wherever it is served, and the key must never reach a file.
+The key leaves out the server address and the API key: the same model answering the same prompt is
+the same verdict wherever it is served, and the key must never reach a file.
 """
 
 from __future__ import annotations

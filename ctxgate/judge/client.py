@@ -69,7 +69,8 @@ class JudgeSettings:
         return self.price_per_mtok or PRICES.get(self.model)
 
     def describe(self) -> dict[str, object]:
-        """What a report records about the judge: never the key, and the URL without credentials or query."""
+        """What a report records about the judge: never the key, and the URL without credentials or
+        query."""
         price = self.price()
         return {
             **asdict(self),
@@ -88,7 +89,8 @@ def cost(usage: JudgeUsage, price: tuple[float, float] | None) -> float | None:
 
 
 def priced(usage: JudgeUsage, price: tuple[float, float] | None) -> JudgeUsage:
-    """The usage as a case's record states it: seconds rounded, and its cost where the price is known."""
+    """The usage as a case's record states it: seconds rounded, and its cost where the price is
+    known."""
     return replace(usage, seconds=round(usage.seconds, 3), cost_usd=cost(usage, price))
 
 
@@ -104,7 +106,8 @@ class Verdict(Generic[T]):
 
 
 def _open_cache(directory: str | None) -> JudgeCache | None:
-    """No judge cache, with one warning, when its folder cannot be written: judging still works, re-judging pays."""
+    """No judge cache, with one warning, when its folder cannot be written: judging still works,
+    re-judging pays."""
     if not directory:
         return None
     try:

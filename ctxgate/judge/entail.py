@@ -25,8 +25,9 @@ class EntailmentFailed(RuntimeError):
 
 
 def check_nli_model(path: str, allow_pickle: bool = False) -> None:
-    """``--nli-model`` passes the same checks as ``--model`` before anything loads: no pickle weights without
-    ``allow_pickle``, and no checkpoint code (``auto_map``) silently replaced by a built-in class."""
+    """``--nli-model`` passes the same checks as ``--model`` before anything loads: no pickle
+    weights without ``allow_pickle``, and no checkpoint code (``auto_map``) silently replaced by a
+    built-in class."""
     if not Path(path).is_dir():
         raise CheckpointError(
             f"--nli-model {path!r} is not a folder: give a local NLI checkpoint (an MNLI classifier or a T5 "

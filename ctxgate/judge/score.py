@@ -1,9 +1,10 @@
-"""Scoring stored generations with judges: one function per judged metric, and a case-level runner that judges
-samples concurrently, counts failed verdicts per case and accounts for the judge's usage.
+"""Scoring stored generations with judges: one function per judged metric, and a case-level runner
+that judges samples concurrently, counts failed verdicts per case and accounts for the judge's
+usage.
 
-A judged sample carries a ``judge_input`` (what the rubric needs besides the output: question and answers, the gold
-summaries and key points, the cited documents), stored with the predictions so ``ctxgate judge REPORT.json`` can
-score a run later without the model or the data.
+A judged sample carries a ``judge_input`` (what the rubric needs besides the output: question and
+answers, the gold summaries and key points, the cited documents), stored with the predictions so
+``ctxgate judge REPORT.json`` can score a run later without the model or the data.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def build_judges(
     helmet_compat: bool = False,
     allow_pickle: bool = False,
 ) -> Judges | None:
-    """The LLM judge and the entailment judge (the local NLI model, else the LLM judge). Raises JudgeError or
-    ValueError (OSError for an unreadable checkpoint) with the fix."""
+    """The LLM judge and the entailment judge (the local NLI model, else the LLM judge). Raises
+    JudgeError or ValueError (OSError for an unreadable checkpoint) with the fix."""
     if settings is None and nli_model is None:
         return None
     client = JudgeClient(settings) if settings else None
@@ -101,8 +102,9 @@ def _narrativeqa(prediction: str, ref: Mapping[str, Any], judges: Judges) -> Sam
 
 
 def keypoints_for(ref: Mapping[str, Any], judges: Judges) -> tuple[str, ...]:
-    """The data's key points when it ships them (HELMET released both sets), else the judge decomposes the gold
-    summary: the same prompt each time, so the judge cache keeps one decomposition per example."""
+    """The data's key points when it ships them (HELMET released both sets), else the judge
+    decomposes the gold summary: the same prompt each time, so the judge cache keeps one
+    decomposition per example."""
     if ref.get("keypoints"):
         return tuple(ref["keypoints"])
     return tuple(_ask(judges, "keypoints", verdict.keypoints, summary=ref["keypoint_source"]))
@@ -214,8 +216,8 @@ def judge_one(
 def judge_all(
     metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judges: Judges
 ) -> list[SampleJudgement]:
-    """(prediction, judge input) per sample, judged concurrently (the client's ``concurrency``), in order.
-    ``JudgeError`` (bad key, unknown model) propagates: no verdict can succeed."""
+    """(prediction, judge input) per sample, judged concurrently (the client's ``concurrency``), in
+    order. ``JudgeError`` (bad key, unknown model) propagates: no verdict can succeed."""
     workers = judges.client.settings.concurrency if judges.client else 1
     if workers <= 1 or len(items) <= 1:
         return [judge_one(metric, p, ref, judges) for p, ref in items]

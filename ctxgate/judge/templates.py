@@ -1,10 +1,12 @@
-"""The judge prompts, kept as text files in ``rubrics/`` so they can be compared with the paper byte for byte.
+"""The judge prompts, kept as text files in ``rubrics/`` so they can be compared with the paper byte
+for byte.
 
-HELMET's rubrics (paper Tables 10-13; the paper abridges its second examples, the released scoring scripts carry
-them in full, and these files hold that full text): ``longqa`` (NarrativeQA), ``fluency_*``, ``recall_*`` and
-``precision_*`` for summaries, ``legal`` for Multi-LexSum and ``book`` for InfiniteBench Sum. ctxgate's own, used only
-where HELMET has no prompt: ``keypoints`` (decomposing a gold summary when the data ships no key points) and
-``entailment`` (citation checks with an LLM instead of an NLI model). docs/decisions.md says so.
+HELMET's rubrics (paper Tables 10-13; the paper abridges its second examples, the released scoring
+scripts carry them in full, and these files hold that full text): ``longqa`` (NarrativeQA),
+``fluency_*``, ``recall_*`` and ``precision_*`` for summaries, ``legal`` for Multi-LexSum and
+``book`` for InfiniteBench Sum. ctxgate's own, used only where HELMET has no prompt: ``keypoints``
+(decomposing a gold summary when the data ships no key points) and ``entailment`` (citation checks
+with an LLM instead of an NLI model). docs/decisions.md says so.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def template(name: str) -> str:
 
 
 def render(name: str, **values: str) -> str:
-    """One pass over the template, so a value that itself contains ``{summary}`` is never substituted again."""
+    """One pass over the template, so a value that itself contains ``{summary}`` is never
+    substituted again."""
     text = template(name)
     wanted = set(_FIELD.findall(text))
     if wanted != set(values):

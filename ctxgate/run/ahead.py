@@ -1,8 +1,9 @@
-"""Cases run ahead of the pytest items that report them, for a backend that serves several cases at once.
+"""Cases run ahead of the pytest items that report them, for a backend that serves several cases at
+once.
 
-Such a backend (``cases_at_once``: model replicas on a cluster, a server's engine) gets the next cases' samples
-queued while a case's last samples finish and it is scored, so nothing idles between cases. Each case's item still
-reports it, in its turn."""
+Such a backend (``cases_at_once``: model replicas on a cluster, a server's engine) gets the next
+cases' samples queued while a case's last samples finish and it is scored, so nothing idles between
+cases. Each case's item still reports it, in its turn."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ CaseKey = tuple[str, int]
 
 
 class Ahead:
-    """Each case's run on one of ``width`` threads, started in the order given (longest first). The threads are
-    daemons: an interrupted session exits without waiting for the cases still running (their finished samples
-    are in the cache already)."""
+    """Each case's run on one of ``width`` threads, started in the order given (longest first). The
+    threads are daemons: an interrupted session exits without waiting for the cases still running
+    (their finished samples are in the cache already)."""
 
     def __init__(
         self, jobs: Sequence[tuple[CaseKey, Callable[[], CaseResult]]], width: int
@@ -51,6 +52,7 @@ class Ahead:
         return self._futures.pop(key).result()
 
     def close(self) -> None:
-        """Start no other case (the session is over, or stopped); cases running end with their backend."""
+        """Start no other case (the session is over, or stopped); cases running end with their
+        backend."""
         for future in self._futures.values():
             future.cancel()

@@ -1,11 +1,13 @@
-"""A persistent generation cache: SQLite in WAL mode, one row per (checkpoint, backend, params, prompt).
+"""A persistent generation cache: SQLite in WAL mode, one row per (checkpoint, backend, params,
+prompt).
 
-Why SQLite: it is in the standard library, several xdist workers can write one file at once (writers take turns
-under its lock), and each ``put`` is its own transaction, so ``kill -9`` loses at most the sample in flight.
-Creating, opening and setting aside the file is ``SqliteFile``'s job (``ctxgate/sqlitefile.py``): safe when workers
-race, and a folder that cannot be written means no cache with one warning, not a failed run. A row whose checksum
-does not match is dropped and the sample regenerated. The key includes the checkpoint's fingerprint, so one
-checkpoint never reads another's outputs.
+Why SQLite: it is in the standard library, several xdist workers can write one file at once (writers
+take turns under its lock), and each ``put`` is its own transaction, so ``kill -9`` loses at most
+the sample in flight. Creating, opening and setting aside the file is ``SqliteFile``'s job
+(``ctxgate/sqlitefile.py``): safe when workers race, and a folder that cannot be written means no
+cache with one warning, not a failed run. A row whose checksum does not match is dropped and the
+sample regenerated. The key includes the checkpoint's fingerprint, so one checkpoint never reads
+another's outputs.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ __all__ = [
 
 
 def namespace_for(fingerprint: str, backend: Any) -> dict[str, object] | None:
-    """What, besides the prompt, decides a generation: the weights, the backend and every setting of it that
-    changes numerics (``backend.cache_identity()``). None: the backend cannot say which weights answer (no cache)."""
+    """What, besides the prompt, decides a generation: the weights, the backend and every setting of
+    it that changes numerics (``backend.cache_identity()``). None: the backend cannot say which
+    weights answer (no cache)."""
     identity = backend.cache_identity() if hasattr(backend, "cache_identity") else {}
     if identity is None:
         return None
@@ -62,7 +65,8 @@ class GenerationCache(SqliteFile):
         super().__init__(directory)
 
     def key(self, prompt_sha256: str, params: GenerationParams) -> str:
-        """``prompt_sha256`` is the sample's digest (its input ids among others), computed once by the runner."""
+        """``prompt_sha256`` is the sample's digest (its input ids among others), computed once by
+        the runner."""
         h = hashlib.sha256(self.namespace.encode())
         h.update(
             json.dumps([params.max_new_tokens, list(params.stop_strings), prompt_sha256]).encode()

@@ -1,4 +1,5 @@
-"""Run one case (task x length): build its samples, generate, score. Pure orchestration, no pytest here."""
+"""Run one case (task x length): build its samples, generate, score. Pure orchestration, no pytest
+here."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ from ctxgate.tasks.build import build_sample, fits_at_all, task_context
 
 
 def resolve_chat(setting: str, has_template: bool) -> str:
-    """``--chat-template`` as applied to a model: on, off, or task (each task's policy). auto and task fall back to
-    off for a model without a template; an explicit on stays on (and fails when the prompt is built)."""
+    """``--chat-template`` as applied to a model: on, off, or task (each task's policy). auto and
+    task fall back to off for a model without a template; an explicit on stays on (and fails when
+    the prompt is built)."""
     if setting in ("auto", "task"):
         return ("on" if setting == "auto" else "task") if has_template else "off"
     return setting
@@ -87,8 +89,9 @@ class CaseResult:
 def iter_samples(
     spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int
 ) -> Iterator[Sample]:
-    """Samples one at a time: a case holds one prompt in memory, not n (128K tokens each), and starts generating
-    at once. A sample that ran out of material short of the length ends the case (``MaterialExhausted``)."""
+    """Samples one at a time: a case holds one prompt in memory, not n (128K tokens each), and
+    starts generating at once. A sample that ran out of material short of the length ends the case
+    (``MaterialExhausted``)."""
     for i in range(n):
         yield build_sample(spec, ctx, length, i, seed)
 
@@ -116,8 +119,9 @@ def data_hash(sample_digests: Sequence[str]) -> str:
 
 
 class _Drawing:
-    """One case's samples on their way through the backend: built one at a time, served from the cache or sent
-    to the backend, scored (or judged, under --sequential) as they come back, fed to the case's test."""
+    """One case's samples on their way through the backend: built one at a time, served from the
+    cache or sent to the backend, scored (or judged, under --sequential) as they come back, fed to
+    the case's test."""
 
     def __init__(
         self,
@@ -156,7 +160,8 @@ class _Drawing:
         self.ways: set[str] = set()  # how the prompts were built, where a task has two ways
 
     def requests(self) -> Iterator[Request]:
-        """Samples built one at a time; those the cache has are done at once, the rest go to the backend."""
+        """Samples built one at a time; those the cache has are done at once, the rest go to the
+        backend."""
         samples = iter_samples(self.spec, self.ctx, self.length, self.n, self.seed)
         while self.test is None or self.test.verdict is None:
             started = time.perf_counter()
@@ -241,12 +246,13 @@ def run_case(
     progress: Callable[[Progress], None] | None = None,
     stop: tuple[StopRule, Questions] | None = None,
 ) -> CaseResult:
-    """Each generation goes to the cache as soon as it exists, so an interrupted case resumes where it stopped.
-    ``progress`` hears where the case stands after each generation. ``stop`` (--sequential): a stop rule and the
-    case's questions (its floor, its baseline); the samples are fed to the tests in index order (the fixed-n run's
-    order) and no further sample is built once the verdict is certain; the score uses the samples the test used.
-    ``n`` None: the task's own sample count. A judged task is scored by ``judges``; without the judge it needs,
-    its case comes back with score None and its judge inputs stored, for ``ctxgate judge`` later."""
+    """Each generation goes to the cache as soon as it exists, so an interrupted case resumes where
+    it stopped. ``progress`` hears where the case stands after each generation. ``stop``
+    (--sequential): a stop rule and the case's questions (its floor, its baseline); the samples are
+    fed to the tests in index order (the fixed-n run's order) and no further sample is built once
+    the verdict is certain; the score uses the samples the test used. ``n`` None: the task's own
+    sample count. A judged task is scored by ``judges``; without the judge it needs, its case comes
+    back with score None and its judge inputs stored, for ``ctxgate judge`` later."""
     requested = n or spec.default_samples
     n = samples_to_run(spec, ctx, length, requested)
     t0 = time.perf_counter()
@@ -366,10 +372,11 @@ def judge_samples(
     judged_already: bool = False,
     earlier_seconds: float = 0.0,
 ) -> Scored:
-    """Score a judged case's stored outputs. Failed verdicts are counted and listed, their samples left out of the
-    mean; whether that many failures fail the case is the gate's call (``judge.max_failure_rate``).
-    ``judged_already``: the samples carry the verdicts they got as they were generated (--sequential), taking
-    ``earlier_seconds``; only those without one are judged now."""
+    """Score a judged case's stored outputs. Failed verdicts are counted and listed, their samples
+    left out of the mean; whether that many failures fail the case is the gate's call
+    (``judge.max_failure_rate``). ``judged_already``: the samples carry the verdicts they got as
+    they were generated (--sequential), taking ``earlier_seconds``; only those without one are
+    judged now."""
     reason = missing_judge(metric, judges)
     if reason is not None:
         return Scored(samples, None, 0, (0.0, 0.0), judge=JudgeRecord("pending", reason))

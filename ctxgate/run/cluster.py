@@ -1,12 +1,13 @@
 """Model replicas on a Ray cluster, seen by the session as one backend (``--ray``).
 
-Each replica is a long-lived Ray actor that loads the checkpoint on its node (``replica.py``), placed by Ray on a
-node that has the resource ``--ray-resource`` names. The session keeps everything else:
-it builds the prompts, reads and writes the generation cache, scores, and writes every report; a replica only
-generates. Requests wait in one queue, the longest case's first, and each goes to whichever replica frees first, so
-a slow 128K sample never holds back the ones behind it the way static shards would. A replica lost with its node
-has its requests put back in the queue for the others; one that cannot load the model is one error naming its node
-and the cause. Ray itself is imported only here, and only when ``--ray`` is given.
+Each replica is a long-lived Ray actor that loads the checkpoint on its node (``replica.py``),
+placed by Ray on a node that has the resource ``--ray-resource`` names. The session keeps everything
+else: it builds the prompts, reads and writes the generation cache, scores, and writes every report;
+a replica only generates. Requests wait in one queue, the longest case's first, and each goes to
+whichever replica frees first, so a slow 128K sample never holds back the ones behind it the way
+static shards would. A replica lost with its node has its requests put back in the queue for the
+others; one that cannot load the model is one error naming its node and the cause. Ray itself is
+imported only here, and only when ``--ray`` is given.
 """
 
 from __future__ import annotations
@@ -72,8 +73,9 @@ _users = 0  # pools of this process using the connection it opened (bisect probe
 
 
 def connect(address: str) -> bool:
-    """Join the cluster ``--ray`` names (or start one for ``local``). False when this process was connected
-    already by someone else (who disconnects it); True when the caller must ``disconnect``."""
+    """Join the cluster ``--ray`` names (or start one for ``local``). False when this process was
+    connected already by someone else (who disconnects it); True when the caller must
+    ``disconnect``."""
     import ray
 
     global _users
@@ -112,7 +114,8 @@ def disconnect() -> None:
 
 
 def slots(address: str, resource: str) -> int:
-    """How many replicas the cluster holds: one per unit of the resource (bisect probes that many at once)."""
+    """How many replicas the cluster holds: one per unit of the resource (bisect probes that many at
+    once)."""
     import ray
 
     owned = connect(address)
@@ -124,8 +127,8 @@ def slots(address: str, resource: str) -> int:
 
 
 class RayPool:
-    """The replicas behind the backend interface: ``generate`` queues its requests and waits for them; one thread
-    hands the queue to free replicas and collects what they return."""
+    """The replicas behind the backend interface: ``generate`` queues its requests and waits for
+    them; one thread hands the queue to free replicas and collects what they return."""
 
     cases_at_once = CASES_AT_ONCE
 
@@ -292,7 +295,8 @@ class RayPool:
         return [job.done.result() for job in jobs]
 
     def withdraw(self, task: str, length: int) -> None:
-        """The case (task, length) is decided: its queued requests never start. Those running finish."""
+        """The case (task, length) is decided: its queued requests never start. Those running
+        finish."""
         with self._cond:
             kept = []
             for entry in self._queue:
@@ -398,8 +402,8 @@ class RayPool:
         self._cond.notify_all()
 
     def close(self) -> None:
-        """Stop the dispatcher, end every waiting request, stop the replicas (and the cluster, if this run started
-        it): no Ray process of this run outlives it."""
+        """Stop the dispatcher, end every waiting request, stop the replicas (and the cluster, if
+        this run started it): no Ray process of this run outlives it."""
         with self._cond:
             if self._closed is None:
                 self._fail_all("the session ended")
@@ -431,7 +435,8 @@ class RayPool:
 
 
 def _tokenizer(spec: ModelSpec) -> RawTokenizer:
-    """The session's own copy of the checkpoint's tokenizer: it builds the prompts the replicas are sent."""
+    """The session's own copy of the checkpoint's tokenizer: it builds the prompts the replicas are
+    sent."""
     import transformers
 
     assert spec.checkpoint is not None, (

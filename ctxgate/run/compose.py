@@ -1,7 +1,7 @@
-"""Evaluate-this-checkpoint, composed in one place: the backend, its tokenizer and chat template, the prompt
-context, the run's record, the generation cache and the judges. The pytest plugin (``plugins/model.py``) and the
-command-line workflows (``ctxgate bisect``, ``watch``) both open a model through ``open_model``, so a checkpoint is
-evaluated the same way whichever started it.
+"""Evaluate-this-checkpoint, composed in one place: the backend, its tokenizer and chat template,
+the prompt context, the run's record, the generation cache and the judges. The pytest plugin
+(``plugins/model.py``) and the command-line workflows (``ctxgate bisect``, ``watch``) both open a
+model through ``open_model``, so a checkpoint is evaluated the same way whichever started it.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class LoadedModel:
 
     @cached_property
     def run_info(self) -> RunInfo:
-        """The run's record as the report keeps it (read once: a baseline is checked against it per case)."""
+        """The run's record as the report keeps it (read once: a baseline is checked against it per
+        case)."""
         return adapter_for(RunInfo).validate_python(self.run_meta)
 
     def close(self) -> None:
@@ -52,7 +53,8 @@ class LoadedModel:
 
 
 class ModelError(CtxgateError, RuntimeError):
-    """The model cannot be evaluated: ``what`` failed (loading it, its tokenizer, its chat template, the judge)."""
+    """The model cannot be evaluated: ``what`` failed (loading it, its tokenizer, its chat template,
+    the judge)."""
 
     def __init__(self, what: str, cause: BaseException) -> None:
         super().__init__(f"{what}: {cause}")
@@ -65,9 +67,9 @@ def open_model(
     run: Mapping[str, Any] | None = None,
     replicas: int | None = None,
 ) -> LoadedModel:
-    """The model ready to run cases, sending to ``served`` (--backend openai/vllm), on at most ``replicas`` of a
-    cluster's (--ray): ``run`` adds to its record (the selection: lengths, samples, --sequential). Raises ModelError
-    naming the stage that failed."""
+    """The model ready to run cases, sending to ``served`` (--backend openai/vllm), on at most
+    ``replicas`` of a cluster's (--ray): ``run`` adds to its record (the selection: lengths,
+    samples, --sequential). Raises ModelError naming the stage that failed."""
     # with --ray, the replicas on the cluster's nodes (each loads it as this process would:
     # load_backend)
     try:
@@ -122,8 +124,8 @@ def open_model(
 
 
 def prompt_context(spec: ModelSpec, encoder: PieceEncoder, chat: str) -> BuildContext:
-    """What the run's prompts are built from: the model's tokenizer, the chat template as resolved (on, off, task),
-    the data and the seed."""
+    """What the run's prompts are built from: the model's tokenizer, the chat template as resolved
+    (on, off, task), the data and the seed."""
     return BuildContext(
         encoder=encoder,
         chat=chat == "on",

@@ -1,6 +1,7 @@
-"""What to evaluate (``ModelSpec``, the checkpoint and how it is served and run) and its backend loaded in this process.
-``run/compose.py`` opens a model for a run on top of it; a cluster replica (``run/replica.py``) loads the same
-spec through ``load_backend`` on its node, so both load a checkpoint one way.
+"""What to evaluate (``ModelSpec``, the checkpoint and how it is served and run) and its backend
+loaded in this process. ``run/compose.py`` opens a model for a run on top of it; a cluster replica
+(``run/replica.py``) loads the same spec through ``load_backend`` on its node, so both load a
+checkpoint one way.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from ctxgate.records.refusal import CtxgateError
 
 @dataclass(frozen=True)
 class Served:
-    """``--backend openai``/``vllm`` as this process sends to it: the servers (given, or started for the run), the
-    tokenizer to check them against, each server's log (vllm), what the suite knows of the engine's numerics (vllm:
-    dtype, tensor parallel, arguments), and how a cluster replica starts a server of its own (``launch``). Made at
-    run time from the plan's engine settings (``run/serving.py``): servers the suite starts are not in the plan."""
+    """``--backend openai``/``vllm`` as this process sends to it: the servers (given, or started for
+    the run), the tokenizer to check them against, each server's log (vllm), what the suite knows of
+    the engine's numerics (vllm: dtype, tensor parallel, arguments), and how a cluster replica
+    starts a server of its own (``launch``). Made at run time from the plan's engine settings
+    (``run/serving.py``): servers the suite starts are not in the plan."""
 
     endpoint: EndpointSettings
     tokenizer: str
@@ -39,10 +41,11 @@ class Served:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What to evaluate and how, resolved once (``gate/plan.py``): ``checkpoint``, the checkpoint ``model`` names,
-    located and checked (hf and vllm: always; openai: where --model is its folder; a backend of one's own: never),
-    and ``model`` as the user gave it (the report's record, a served model's name, the input of a backend of one's
-    own). Every other field has the default the option table gives it."""
+    """What to evaluate and how, resolved once (``gate/plan.py``): ``checkpoint``, the checkpoint
+    ``model`` names, located and checked (hf and vllm: always; openai: where --model is its folder;
+    a backend of one's own: never), and ``model`` as the user gave it (the report's record, a served
+    model's name, the input of a backend of one's own). Every other field has the default the option
+    table gives it."""
 
     model: str
     checkpoint: Checkpoint | None = None
@@ -78,8 +81,8 @@ class ModelSpec:
     ray_resource: str = "GPU"  # the resource each replica takes one of
 
     def locate(self, folder: str | Path) -> Checkpoint:
-        """The checkpoint in ``folder`` as these options open it: CheckpointError (broken, named with the fix) or
-        WrongFlag (--base-model or --config-from for another kind)."""
+        """The checkpoint in ``folder`` as these options open it: CheckpointError (broken, named
+        with the fix) or WrongFlag (--base-model or --config-from for another kind)."""
         return locate(
             Path(folder),
             base_model=self.base_model,
@@ -90,13 +93,14 @@ class ModelSpec:
         )
 
     def at(self, folder: str | Path) -> ModelSpec:
-        """The same evaluation of another checkpoint (bisect's and watch's each), located as these options open it."""
+        """The same evaluation of another checkpoint (bisect's and watch's each), located as these
+        options open it."""
         return replace(self, model=str(folder), checkpoint=self.locate(folder))
 
 
 def threads_per_worker() -> int | None:
-    """The cores shared out among the xdist workers (one process: all of them), unless the user said how many
-    threads to use (OMP_NUM_THREADS)."""
+    """The cores shared out among the xdist workers (one process: all of them), unless the user said
+    how many threads to use (OMP_NUM_THREADS)."""
     if os.environ.get("OMP_NUM_THREADS"):
         return None
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
@@ -104,8 +108,9 @@ def threads_per_worker() -> int | None:
 
 
 def factory_of(backend: str) -> Callable[[ModelSpec], Backend]:
-    """``--backend MODULE:FACTORY``: a backend of one's own, the callable that makes it from the run's spec (its
-    ``model`` as given); a CtxgateError, naming the fix, where it cannot be imported."""
+    """``--backend MODULE:FACTORY``: a backend of one's own, the callable that makes it from the
+    run's spec (its ``model`` as given); a CtxgateError, naming the fix, where it cannot be
+    imported."""
     module, _, name = backend.partition(":")
     try:
         found = getattr(importlib.import_module(module), name)
@@ -122,7 +127,8 @@ def factory_of(backend: str) -> Callable[[ModelSpec], Backend]:
 
 
 def load_backend(spec: ModelSpec, served: Served | None = None) -> Backend:
-    """The backend in this process: the checkpoint, the servers it is sent to (``served``), or one of one's own."""
+    """The backend in this process: the checkpoint, the servers it is sent to (``served``), or one
+    of one's own."""
     if ":" in spec.backend:
         return factory_of(spec.backend)(spec)
     if spec.backend in ("openai", "vllm"):
@@ -177,8 +183,8 @@ def _endpoint_backend(spec: ModelSpec, served: Served) -> Backend:
 
 
 def local_fingerprint(spec: ModelSpec) -> dict[str, Any] | None:
-    """The model as it is loaded from local files (the located checkpoint's fingerprint), with the config
-    overrides; None without local files."""
+    """The model as it is loaded from local files (the located checkpoint's fingerprint), with the
+    config overrides; None without local files."""
     from ctxgate.backends.fingerprint import with_overrides
 
     return (

@@ -1,8 +1,9 @@
-"""Every option ctxgate takes, declared once: its flag, its parser (the text given to a value, or an ``OptionError``
-that names the flag, the value and the fix), its default, choices and help. pytest's plugins and the command-line
-verbs add them from here and read them through ``Option.read``, so a flag is spelled, parsed, defaulted and checked
-the same way wherever it is given. Checks across options, and of the files options name, are made once, where the
-run's plan is made (``gate/plan.py``)."""
+"""Every option ctxgate takes, declared once: its flag, its parser (the text given to a value, or an
+``OptionError`` that names the flag, the value and the fix), its default, choices and help. pytest's
+plugins and the command-line verbs add them from here and read them through ``Option.read``, so a
+flag is spelled, parsed, defaulted and checked the same way wherever it is given. Checks across
+options, and of the files options name, are made once, where the run's plan is made
+(``gate/plan.py``)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ class OptionError(CtxgateError, ValueError):
 
 @dataclass(frozen=True)
 class Option:
-    """``parse`` turns the text given into the value, raising ValueError with what is wrong (the flag, the value
-    and an example are added here); ``example``: the value the fix shows (default: ``default``)."""
+    """``parse`` turns the text given into the value, raising ValueError with what is wrong (the
+    flag, the value and an example are added here); ``example``: the value the fix shows (default:
+    ``default``)."""
 
     flag: str
     help: str
@@ -48,8 +50,9 @@ class Option:
         return self.flag.removeprefix("--").replace("-", "_")
 
     def add_to(self, target: Any) -> None:
-        """Onto a pytest option group (``addoption``) or an argparse parser (``add_argument``): as text, parsed by
-        ``read``, so that a bad value is this table's one line, not the parser's usage message."""
+        """Onto a pytest option group (``addoption``) or an argparse parser (``add_argument``): as
+        text, parsed by ``read``, so that a bad value is this table's one line, not the parser's
+        usage message."""
         metavar = self.metavar or ("{" + ",".join(self.choices) + "}" if self.choices else None)
         keywords = {
             "help": self.help.replace("%(default)s", str(self.default)),
@@ -63,8 +66,8 @@ class Option:
         )
 
     def read(self, given: Any) -> Any:
-        """The value from what the command line gave (None: not given, the default); an append option's values as
-        a tuple."""
+        """The value from what the command line gave (None: not given, the default); an append
+        option's values as a tuple."""
         if self.action == "store_true":
             return bool(given)
         if given is None or given == []:

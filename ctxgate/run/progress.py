@@ -1,6 +1,7 @@
 """A running case's progress, and the one status line the terminal shows for all workers' cases.
 
-Pure values and formatting: the pytest side (plugins/progress.py) moves them between processes and draws them.
+Pure values and formatting: the pytest side (plugins/progress.py) moves them between processes and
+draws them.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Progress:
-    """Where a case stands after a sample finished. ``done`` counts cached samples too; the rate and the ETA use
-    only what the backend generated in this run (``generated``, over ``seconds`` of generating)."""
+    """Where a case stands after a sample finished. ``done`` counts cached samples too; the rate and
+    the ETA use only what the backend generated in this run (``generated``, over ``seconds`` of
+    generating)."""
 
     case: str  # "vt-4096"
     done: int
@@ -22,7 +24,8 @@ class Progress:
     seconds: float
 
     def eta_seconds(self) -> float | None:
-        """Seconds until the case's last sample, at this run's pace so far; None before the first generation."""
+        """Seconds until the case's last sample, at this run's pace so far; None before the first
+        generation."""
         generated = self.done - self.from_cache
         if generated <= 0 or self.seconds <= 0:
             return None
@@ -54,8 +57,8 @@ def clock(seconds: float) -> str:
 def status_line(
     finished: int, selected: int, running: Iterable[tuple[str, Progress]], width: int
 ) -> str:
-    """``[3/26 cases] gw0 vt-4096 12/20 310 tok/s ETA 0:12 | gw1 cwe-8192 ...``, cut to ``width`` characters
-    (an ellipsis marks the cut); empty when nothing is running or there is no room."""
+    """``[3/26 cases] gw0 vt-4096 12/20 310 tok/s ETA 0:12 | gw1 cwe-8192 ...``, cut to ``width``
+    characters (an ellipsis marks the cut); empty when nothing is running or there is no room."""
     cases = [
         f"{worker} {p.describe()}".strip() for worker, p in sorted(running, key=lambda wp: wp[0])
     ]

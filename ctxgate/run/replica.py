@@ -1,8 +1,9 @@
-"""The actor body of a model replica on a Ray cluster node (``--ray``), and what it reports about itself.
+"""The actor body of a model replica on a Ray cluster node (``--ray``), and what it reports about
+itself.
 
-This is what runs on the nodes: the checkpoint loaded through ``load_backend`` as a local run loads it (with
-``--backend vllm``, a server of its own first, on the GPUs Ray gave it). The queue that feeds the replicas is the
-session's (``cluster.py``).
+This is what runs on the nodes: the checkpoint loaded through ``load_backend`` as a local run loads
+it (with ``--backend vllm``, a server of its own first, on the GPUs Ray gave it). The queue that
+feeds the replicas is the session's (``cluster.py``).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ class ReplicaInfo:
 
 
 class ReplicaWorker:
-    """The actor body: one model on one node. It never raises while loading: the session asks each replica how its
-    load went and names the node in the one error a failed load gets."""
+    """The actor body: one model on one node. It never raises while loading: the session asks each
+    replica how its load went and names the node in the one error a failed load gets."""
 
     def __init__(self, spec: ModelSpec, served: Served | None, started_in: str) -> None:
         import ray
@@ -64,8 +65,8 @@ class ReplicaWorker:
             self.stop()
 
     def _own_server(self, served: Served) -> Served:
-        """--backend vllm: this replica's server, on the GPUs Ray gave it (tensor parallel across them), as the
-        backend sends to it. It dies with this actor's process (``VLLMServer``)."""
+        """--backend vllm: this replica's server, on the GPUs Ray gave it (tensor parallel across
+        them), as the backend sends to it. It dies with this actor's process (``VLLMServer``)."""
         import ray
 
         assert served.launch is not None
@@ -88,8 +89,9 @@ class ReplicaWorker:
         )
 
     def stop(self) -> None:
-        """Stop this replica's own server, its engine processes included, before the actor is killed: a killed
-        actor's server gets its death signal, but vLLM's engine processes can outlive it, holding GPU memory."""
+        """Stop this replica's own server, its engine processes included, before the actor is
+        killed: a killed actor's server gets its death signal, but vLLM's engine processes can
+        outlive it, holding GPU memory."""
         if self.server is not None:
             self.server.stop()
             self.server = None

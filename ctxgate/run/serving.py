@@ -1,7 +1,8 @@
-"""How requests are served with ``--backend openai`` (servers the user runs) and ``--backend vllm`` (servers the suite
-starts): ``read_engine`` checks the engine's options (``run/options.ENGINE``) with the run's backend into the
-``EngineSettings`` of the run's plan (``gate/plan.py``); ``served`` turns those settings, and the servers a run
-started, into what a backend sends to. The pytest plugin (``plugins/engine.py``) starts the servers."""
+"""How requests are served with ``--backend openai`` (servers the user runs) and ``--backend vllm``
+(servers the suite starts): ``read_engine`` checks the engine's options (``run/options.ENGINE``)
+with the run's backend into the ``EngineSettings`` of the run's plan (``gate/plan.py``); ``served``
+turns those settings, and the servers a run started, into what a backend sends to. The pytest plugin
+(``plugins/engine.py``) starts the servers."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ from ctxgate.run.options import (
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """Where requests go and how: the servers --base-url gives (openai; the suite starts vllm's), the tokenizer to
-    check them against, the served model's name, and the request and vLLM options."""
+    """Where requests go and how: the servers --base-url gives (openai; the suite starts vllm's),
+    the tokenizer to check them against, the served model's name, and the request and vLLM options.
+    """
 
     base_urls: tuple[str, ...] = ()
     tokenizer: str | None = None
@@ -55,9 +57,9 @@ class EngineSettings:
 def read_engine(
     values: Mapping[str, Any], backend: str, chat_template: str, tokenizer: str | None
 ) -> EngineSettings:
-    """The engine options read from the table (``values`` by dest), checked against the run's backend and chat
-    setting, with the tokenizer to check the servers against (``--tokenizer``, else ``tokenizer``: the located
-    checkpoint's): a value that cannot be used is one OptionError."""
+    """The engine options read from the table (``values`` by dest), checked against the run's
+    backend and chat setting, with the tokenizer to check the servers against (``--tokenizer``, else
+    ``tokenizer``: the located checkpoint's): a value that cannot be used is one OptionError."""
     urls = values[BASE_URL.dest] or ()
     if urls and backend != "openai":
         raise OptionError(
@@ -105,10 +107,10 @@ def served(
     launch: EngineSpec | None = None,
     concurrency: int | None = None,
 ) -> Served:
-    """What the backend sends to, as ``load_backend`` takes it: the settings' servers or those started for the run
-    (``base_urls``, with their logs; a cluster's replicas start their own from ``launch``), with what the suite knows
-    of the numerics of the servers it started itself (vllm). ``concurrency``: an xdist worker's share of its
-    server's batch."""
+    """What the backend sends to, as ``load_backend`` takes it: the settings' servers or those
+    started for the run (``base_urls``, with their logs; a cluster's replicas start their own from
+    ``launch``), with what the suite knows of the numerics of the servers it started itself (vllm).
+    ``concurrency``: an xdist worker's share of its server's batch."""
     assert engine.tokenizer is not None, "the plan resolves the servers' tokenizer"
     endpoint = EndpointSettings(
         engine.base_urls if base_urls is None else base_urls,

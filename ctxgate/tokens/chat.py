@@ -1,6 +1,7 @@
-"""A chat template's turns: the fixed text it writes around the messages of a conversation, found once from the
-template itself, so that a conversation of thousands of messages is assembled from pieces each tokenized once, as
-the template would render it whole (``codec.PieceEncoder.chat_turns``)."""
+"""A chat template's turns: the fixed text it writes around the messages of a conversation, found
+once from the template itself, so that a conversation of thousands of messages is assembled from
+pieces each tokenized once, as the template would render it whole
+(``codec.PieceEncoder.chat_turns``)."""
 
 from __future__ import annotations
 
@@ -26,12 +27,13 @@ def _turn_sentinel(i: int) -> str:
 
 @dataclass(frozen=True)
 class ChatTurns:
-    """The fixed text a chat template writes around the messages of a user/assistant conversation that starts and
-    ends with a user message: ``start`` before the first message, one text between each two messages by their
-    roles, ``end`` after the last with the generation prompt. ``user_user`` is None where the template refuses two
-    user messages in a row. ``trims``: the template strips the whitespace around each message's content. A
-    conversation is then assembled piece by piece (contents and these texts, each tokenized once) exactly as the
-    template renders it whole."""
+    """The fixed text a chat template writes around the messages of a user/assistant conversation
+    that starts and ends with a user message: ``start`` before the first message, one text between
+    each two messages by their roles, ``end`` after the last with the generation prompt.
+    ``user_user`` is None where the template refuses two user messages in a row. ``trims``: the
+    template strips the whitespace around each message's content. A conversation is then assembled
+    piece by piece (contents and these texts, each tokenized once) exactly as the template renders
+    it whole."""
 
     start: str
     user_assistant: str
@@ -61,10 +63,10 @@ class ChatTurns:
         return text.strip() if self.trims else text
 
     def pieces(self, messages: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
-        """The conversation (role, content) as the template's own texts (``start``, the turns between messages,
-        ``end``: one more than the messages) and the contents as the template writes them; text, content, text,
-        ..., content, text joined is the rendering. The one walk over a conversation: callers tokenize the few
-        distinct texts once and each content once."""
+        """The conversation (role, content) as the template's own texts (``start``, the turns
+        between messages, ``end``: one more than the messages) and the contents as the template
+        writes them; text, content, text, ..., content, text joined is the rendering. The one walk
+        over a conversation: callers tokenize the few distinct texts once and each content once."""
         if not messages or messages[0][0] != "user" or messages[-1][0] != "user":
             roles = "none" if not messages else f"{messages[0][0]} ... {messages[-1][0]}"
             raise ValueError(
@@ -85,8 +87,8 @@ class ChatTurns:
 
 
 def _between_sentinels(text: str, count: int) -> list[str] | None:
-    """The texts before, between and after sentinels 0..count-1 in ``text``; None when one is missing or out of
-    order."""
+    """The texts before, between and after sentinels 0..count-1 in ``text``; None when one is
+    missing or out of order."""
     parts, at = [], 0
     for i in range(count):
         found = text.find(_turn_sentinel(i), at)
@@ -98,9 +100,10 @@ def _between_sentinels(text: str, count: int) -> list[str] | None:
 
 
 def turns_of(render: Render, source: Path) -> ChatTurns:
-    """A chat template's turns (``render``: the template applied to messages, with the generation prompt;
-    ``source``: its file, for messages), found by rendering conversations whose contents are sentinels, then
-    checked: the turns joined must reproduce the template's own rendering of a longer conversation."""
+    """A chat template's turns (``render``: the template applied to messages, with the generation
+    prompt; ``source``: its file, for messages), found by rendering conversations whose contents are
+    sentinels, then checked: the turns joined must reproduce the template's own rendering of a
+    longer conversation."""
     alternating = ("user", "assistant", "user", "assistant", "user")
     sentinels = [{"role": r, "content": _turn_sentinel(i)} for i, r in enumerate(alternating)]
     parts = _between_sentinels(
@@ -152,8 +155,8 @@ def _rendered(render: Render, messages: list[dict[str, str]], source: Path, what
 
 
 def _user_user(render: Render, source: Path, parts: list[str]) -> str | None:
-    """The text between two user messages, or None where the template refuses them or renders them apart
-    from its other turns."""
+    """The text between two user messages, or None where the template refuses them or renders them
+    apart from its other turns."""
     from jinja2.exceptions import (
         TemplateError,
     )  # present wherever a template renders (transformers uses it)

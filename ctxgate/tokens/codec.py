@@ -1,14 +1,15 @@
 """Token-level text assembly with the model's own tokenizer.
 
-Generators build prompts from *pieces* (instruction, haystack lines, needles, answer prefix). Each distinct piece
-is tokenized once and cached; a prompt's pieces' ids joined are what make 128K-token generation cheap: a haystack is
-tokenized once per tokenizer, never per sample. They are counts to fill a length with; the ids a prompt is sent as
-are the tokenizer's own for the prompt's whole text (``whole``), as the references tokenize it, except where
-joining was found to give exactly those (``joins_hold``; ``tasks.build`` decides).
+Generators build prompts from *pieces* (instruction, haystack lines, needles, answer prefix). Each
+distinct piece is tokenized once and cached; a prompt's pieces' ids joined are what make 128K-token
+generation cheap: a haystack is tokenized once per tokenizer, never per sample. They are counts to
+fill a length with; the ids a prompt is sent as are the tokenizer's own for the prompt's whole text
+(``whole``), as the references tokenize it, except where joining was found to give exactly those
+(``joins_hold``; ``tasks.build`` decides).
 
-Pieces are encoded behind a fixed anchor (``ANCHOR + piece``, anchor ids stripped) so that a SentencePiece
-tokenizer does not add its word-start marker to every piece, and pieces are designed to start at whitespace, where
-byte-level BPE never merges across.
+Pieces are encoded behind a fixed anchor (``ANCHOR + piece``, anchor ids stripped) so that a
+SentencePiece tokenizer does not add its word-start marker to every piece, and pieces are designed
+to start at whitespace, where byte-level BPE never merges across.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ class PieceEncoder:
 
     @functools.cached_property
     def _runs(self) -> RunStore:
-        """Runs of one-off pieces (``encode_joined``), tokenized once; made on first use (numpy is not imported
-        before a sample is built). Two threads that both make one only tokenize some runs twice."""
+        """Runs of one-off pieces (``encode_joined``), tokenized once; made on first use (numpy is
+        not imported before a sample is built). Two threads that both make one only tokenize some
+        runs twice."""
         return RunStore()
 
     @functools.cached_property
@@ -75,7 +77,8 @@ class PieceEncoder:
         )  # found on first use: a task without conversations never renders one
 
     def chat_turns(self) -> ChatTurns:
-        """The template's turns for a multi-turn conversation; ``ChatTemplateError`` where it cannot be split."""
+        """The template's turns for a multi-turn conversation; ``ChatTemplateError`` where it cannot
+        be split."""
         turns = self._turns
         if turns is None:
             raise ValueError(
@@ -97,8 +100,8 @@ class PieceEncoder:
         return len(self.encode(piece))
 
     def encode_fresh(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
-        """Encode one-off pieces (random needles) without growing the cache. The ids are the process's one int
-        object per token id (``ONE_INT``)."""
+        """Encode one-off pieces (random needles) without growing the cache. The ids are the
+        process's one int object per token id (``ONE_INT``)."""
         n, anchor, anchor_list = len(self._anchor), self._anchor, list(self._anchor)
         one = ONE_INT.__getitem__
         out = []
@@ -121,13 +124,14 @@ class PieceEncoder:
     def encode_joined(
         self, rows: Sequence[Sequence[str]], fresh: Sequence[bool | re.Pattern[str]], shape: str
     ) -> list[tuple[int, ...]]:
-        """Ids of texts given as pieces (a template's parts, a key, a value), one-off like ``encode_fresh``. Where
-        the tokenizer splits each text at its piece boundaries, a text's ids are its pieces' ids joined: pieces that
-        recur (``fresh`` False: template parts, words of a word list) come from the cache; one-off pieces (True:
-        numbers) are tokenized once per distinct value in the batch; a pattern (a UUID's letter and digit runs)
-        cuts a one-off piece into runs that recur, each tokenized once. That the joined ids are the text's own is
-        checked on the first rows of each ``shape`` and on a few of every batch, against the texts encoded whole; a
-        shape that fails once is encoded whole from then on, this batch included."""
+        """Ids of texts given as pieces (a template's parts, a key, a value), one-off like
+        ``encode_fresh``. Where the tokenizer splits each text at its piece boundaries, a text's ids
+        are its pieces' ids joined: pieces that recur (``fresh`` False: template parts, words of a
+        word list) come from the cache; one-off pieces (True: numbers) are tokenized once per
+        distinct value in the batch; a pattern (a UUID's letter and digit runs) cuts a one-off piece
+        into runs that recur, each tokenized once. That the joined ids are the text's own is checked
+        on the first rows of each ``shape`` and on a few of every batch, against the texts encoded
+        whole; a shape that fails once is encoded whole from then on, this batch included."""
         return self.encode_columns(rows, fresh, shape).tuples()
 
     def encode_columns(
@@ -137,10 +141,10 @@ class PieceEncoder:
         shape: str,
         sep: str = "",
     ) -> JoinedIds:
-        """``encode_joined``'s ids as one array, with where each row ends; ``sep`` goes before each row's first
-        piece (a line's separator). The rows' ids are gathered from their pieces' in one numpy step: a 1M-token
-        haystack of 50,000 lines then makes no tuple per line or per piece, and ``sep`` is added to the first
-        piece's distinct values, not to each row."""
+        """``encode_joined``'s ids as one array, with where each row ends; ``sep`` goes before each
+        row's first piece (a line's separator). The rows' ids are gathered from their pieces' in one
+        numpy step: a 1M-token haystack of 50,000 lines then makes no tuple per line or per piece,
+        and ``sep`` is added to the first piece's distinct values, not to each row."""
         import numpy as np
 
         if not rows or self._joins.get(shape) is False:
@@ -186,8 +190,9 @@ class PieceEncoder:
         return JoinedIds(gather(flat, starts, sizes), np.concatenate([[0], np.cumsum(sizes)]))
 
     def encode_spans(self, pieces: Sequence[str]) -> Spans:
-        """``encode_fresh``'s ids as one array, with where each piece's start and how many: the same ids, without a
-        tuple per piece (for the many one-off pieces of a long prompt, or a word list)."""
+        """``encode_fresh``'s ids as one array, with where each piece's start and how many: the same
+        ids, without a tuple per piece (for the many one-off pieces of a long prompt, or a word
+        list)."""
         import numpy as np
 
         texts = [ANCHOR + p for p in pieces]
@@ -215,8 +220,8 @@ class PieceEncoder:
         return flat, starts, sizes
 
     def _runs_spans(self, values: Sequence[str], pattern: re.Pattern[str]) -> Spans:
-        """Each value's ids as its runs' ids joined (``encode_joined``), as spans of one array: each run's ids come
-        from the memo of runs, gathered for all values at once."""
+        """Each value's ids as its runs' ids joined (``encode_joined``), as spans of one array: each
+        run's ids come from the memo of runs, gathered for all values at once."""
         import numpy as np
 
         if not values:
@@ -238,11 +243,12 @@ class PieceEncoder:
         return flat, starts, ends - starts
 
     def _split_runs(self, values: Sequence[str], pattern: re.Pattern[str]) -> list[str]:
-        """Every value's runs (``pattern``'s matches; the value itself where they are not all of it), each value's
-        followed by ``RUN_END``. The values are searched as one text, each ended by ``RUN_END``, which the
-        pattern is extended to match alone: one call instead of one per value (17 runs each for a UUID). That is
-        taken only where each value is found ended and whole, and the first few values' runs are as found alone
-        (a pattern that looks past a value's ends would find others); otherwise, value by value."""
+        """Every value's runs (``pattern``'s matches; the value itself where they are not all of
+        it), each value's followed by ``RUN_END``. The values are searched as one text, each ended
+        by ``RUN_END``, which the pattern is extended to match alone: one call instead of one per
+        value (17 runs each for a UUID). That is taken only where each value is found ended and
+        whole, and the first few values' runs are as found alone (a pattern that looks past a
+        value's ends would find others); otherwise, value by value."""
         if pattern not in self._batched:
             self._batched[pattern] = re.compile(f"(?:{pattern.pattern})|{RUN_END}", pattern.flags)
         batched = self._batched[pattern]
@@ -268,15 +274,15 @@ class PieceEncoder:
         return self.raw.decode(ids)
 
     def whole(self, text: str, bos: bool = True) -> tuple[int, ...]:
-        """A prompt's ids: the tokenizer's for its whole text, behind the prefix (BOS) it adds, unless the text
-        spells that out (a chat template that writes BOS) or ``bos`` is False."""
+        """A prompt's ids: the tokenizer's for its whole text, behind the prefix (BOS) it adds,
+        unless the text spells that out (a chat template that writes BOS) or ``bos`` is False."""
         ids = tuple(map(ONE_INT.__getitem__, self.raw.encode(text)))
         n = len(self.prefix)
         return ids if not bos or n and ids[:n] == self.prefix else self.prefix + ids
 
     def joins_hold(self, key: Hashable, probe: Callable[[], bool]) -> bool:
-        """Whether prompts of ``key`` (a task in a build context) get the whole text's ids from their pieces' ids
-        joined, as ``probe`` finds once for this tokenizer."""
+        """Whether prompts of ``key`` (a task in a build context) get the whole text's ids from
+        their pieces' ids joined, as ``probe`` finds once for this tokenizer."""
         found = self._joins_hold.get(key)
         if found is None:
             found = self._joins_hold.setdefault(key, probe())

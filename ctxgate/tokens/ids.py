@@ -1,5 +1,6 @@
-"""Token ids in bulk: the spans of many texts' ids in one array, one-off pieces' runs tokenized once, one int
-object per id, and many short texts tokenized as one (``codec``'s fast paths, which 1M-token prompts take)."""
+"""Token ids in bulk: the spans of many texts' ids in one array, one-off pieces' runs tokenized
+once, one int object per id, and many short texts tokenized as one (``codec``'s fast paths, which
+1M-token prompts take)."""
 
 from __future__ import annotations
 
@@ -66,8 +67,9 @@ RUN_END = "\x00"  # ends a value's runs (PieceEncoder._split_runs); a run of its
 
 
 class RunStore:
-    """Runs of one-off pieces, each tokenized once: a run's slot, and the ids of every run in one array (slot 0 is
-    ``RUN_END``, with none), so the runs of a batch of values are gathered at once."""
+    """Runs of one-off pieces, each tokenized once: a run's slot, and the ids of every run in one
+    array (slot 0 is ``RUN_END``, with none), so the runs of a batch of values are gathered at once.
+    """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -103,10 +105,11 @@ class RunStore:
 
 
 class _OneInt(dict[int, int]):
-    """Token id -> the one int object that stands for it. A tokenizer gives a new int object for every id it
-    returns (past the 256 Python keeps), so a 1M-token prompt joined from cached pieces referred to up to a million
-    objects spread over the heap: copying its ids touched each (a cache miss apiece), and each took 28 bytes more.
-    With one object per id, a prompt refers to a vocabulary's worth of objects, which stay in the CPU's cache."""
+    """Token id -> the one int object that stands for it. A tokenizer gives a new int object for
+    every id it returns (past the 256 Python keeps), so a 1M-token prompt joined from cached pieces
+    referred to up to a million objects spread over the heap: copying its ids touched each (a cache
+    miss apiece), and each took 28 bytes more. With one object per id, a prompt refers to a
+    vocabulary's worth of objects, which stay in the CPU's cache."""
 
     def __missing__(self, key: int) -> int:
         self[key] = key
@@ -120,8 +123,9 @@ _ONE_INT_TABLE: list[
 
 
 def id_list(ids: np.ndarray) -> list[int]:
-    """Token ids as a list of the process's one int object per id (``ONE_INT``): an object array indexed, which
-    takes a third of the time of ``tolist``, whose new int per id also made every later copy of the list slower."""
+    """Token ids as a list of the process's one int object per id (``ONE_INT``): an object array
+    indexed, which takes a third of the time of ``tolist``, whose new int per id also made every
+    later copy of the list slower."""
     import numpy as np
 
     if not len(ids):
@@ -137,8 +141,9 @@ def id_list(ids: np.ndarray) -> list[int]:
 
 
 def packing_separator(backend: Any) -> tuple[str, int] | None:
-    """An added special token the backend splits texts at as they are: matched before normalization, no
-    whitespace stripped beside it, not only as a whole word (``HFTokenizer._packed``); None without one."""
+    """An added special token the backend splits texts at as they are: matched before normalization,
+    no whitespace stripped beside it, not only as a whole word (``HFTokenizer._packed``); None
+    without one."""
     if getattr(
         backend, "encode_special_tokens", False
     ):  # added tokens in a text are tokenized as text
@@ -155,7 +160,8 @@ def packing_separator(backend: Any) -> tuple[str, int] | None:
 
 
 def split_at(ids: list[int], separator_id: int, count: int) -> list[list[int]] | None:
-    """``ids`` cut at each ``separator_id`` into ``count`` parts; None where it holds another number of them."""
+    """``ids`` cut at each ``separator_id`` into ``count`` parts; None where it holds another number
+    of them."""
     if ids.count(separator_id) != count - 1:
         return None
     parts, start = [], 0

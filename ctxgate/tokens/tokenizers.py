@@ -1,6 +1,6 @@
-"""The tokenizers ctxgate reads through: what it needs of one (``RawTokenizer``), transformers' (``HFTokenizer``,
-with its fast paths for many short texts) and a byte tokenizer for plumbing tests. ``codec.PieceEncoder``
-assembles prompts on top of them."""
+"""The tokenizers ctxgate reads through: what it needs of one (``RawTokenizer``), transformers'
+(``HFTokenizer``, with its fast paths for many short texts) and a byte tokenizer for plumbing tests.
+``codec.PieceEncoder`` assembles prompts on top of them."""
 
 from __future__ import annotations
 
@@ -89,9 +89,10 @@ class HFTokenizer:
         return slow
 
     def encode(self, text: str) -> list[int]:
-        """A whole text's ids as the tokenizer gives them (no special tokens added): a prompt's own ids. Through the
-        Rust backend once it matched the wrapper (``encode_batch``): a 1M-token text then takes half the time and a
-        third of the memory (no offsets, no Python-side encoding)."""
+        """A whole text's ids as the tokenizer gives them (no special tokens added): a prompt's own
+        ids. Through the Rust backend once it matched the wrapper (``encode_batch``): a 1M-token
+        text then takes half the time and a third of the memory (no offsets, no Python-side
+        encoding)."""
         if self._backend is not None and not self._backend_checked:
             step = max(1, len(text) // 8)
             self.encode_batch(
@@ -109,8 +110,8 @@ class HFTokenizer:
     def _packed(
         self, texts: list[str], separator: str, separator_id: int
     ) -> list[list[int]] | None:
-        """Each text's ids, tokenized PACK texts at a time (see __init__); None where the check found a
-        difference."""
+        """Each text's ids, tokenized PACK texts at a time (see __init__); None where the check
+        found a difference."""
         groups = [texts[i : i + self.PACK] for i in range(0, len(texts), self.PACK)]
         out: list[list[int]] = []
         for group, joined in zip(groups, self._joined(groups, separator)):
@@ -126,8 +127,9 @@ class HFTokenizer:
         return out
 
     def encode_flat(self, texts: Sequence[str]) -> Spans:
-        """``encode_batch``'s ids as one array, with where each text's start and how many: packed texts' ids are
-        not cut into a list per text (``PieceEncoder.encode_columns`` gathers from the array)."""
+        """``encode_batch``'s ids as one array, with where each text's start and how many: packed
+        texts' ids are not cut into a list per text (``PieceEncoder.encode_columns`` gathers from
+        the array)."""
         texts = list(texts)
         if self._backend is not None and self._backend_checked and self._separator is not None:
             if len(texts) > self.PACK:
@@ -137,8 +139,9 @@ class HFTokenizer:
         return spans(self.encode_batch(texts))
 
     def _packed_flat(self, texts: list[str], separator: str, separator_id: int) -> Spans | None:
-        """``_packed``'s ids left in one array; None where a text holds the separator (``encode_batch`` then takes
-        that group's texts one by one) or the check found a difference."""
+        """``_packed``'s ids left in one array; None where a text holds the separator
+        (``encode_batch`` then takes that group's texts one by one) or the check found a difference.
+        """
         import numpy as np
 
         groups = [texts[i : i + self.PACK] for i in range(0, len(texts), self.PACK)]
@@ -179,8 +182,9 @@ class HFTokenizer:
         return out
 
     def _packing_check(self, texts: int, groups: int) -> list[int]:
-        """The texts of a packed batch checked against their own tokenization: the first group's, all but its first
-        tokenized after the separator; once that held, the last text of each of the first groups."""
+        """The texts of a packed batch checked against their own tokenization: the first group's,
+        all but its first tokenized after the separator; once that held, the last text of each of
+        the first groups."""
         if self._packing_checked:
             return [min(texts, (g + 1) * self.PACK) - 1 for g in range(min(self.PACK_SPOT, groups))]
         return list(range(self.PACK))
@@ -248,7 +252,8 @@ class HFTokenizer:
 
 
 class ByteTokenizer:
-    """One token per UTF-8 byte (ids 0-255, EOS 256): a dependency-free tokenizer for plumbing tests."""
+    """One token per UTF-8 byte (ids 0-255, EOS 256): a dependency-free tokenizer for plumbing
+    tests."""
 
     EOS = 256
 

@@ -1,10 +1,11 @@
 """The three trackers, each through its own library, each imported only when asked for.
 
-A tracker is given the step, the metrics, the per-case table and the report file. W&B and MLflow resume a run
-when given its id (``--tracker-run``, else ``WANDB_RUN_ID`` / ``MLFLOW_RUN_ID``: what the training run's own
-logging uses, so the evaluation lands in the training's run); TensorBoard writes beside the training's events when
-given its log folder. W&B logs against ``train/global_step`` (Trainer's own step metric), because a W&B run's own
-step only grows and the evaluation of an earlier checkpoint may arrive after later training steps.
+A tracker is given the step, the metrics, the per-case table and the report file. W&B and MLflow
+resume a run when given its id (``--tracker-run``, else ``WANDB_RUN_ID`` / ``MLFLOW_RUN_ID``: what
+the training run's own logging uses, so the evaluation lands in the training's run); TensorBoard
+writes beside the training's events when given its log folder. W&B logs against
+``train/global_step`` (Trainer's own step metric), because a W&B run's own step only grows and the
+evaluation of an earlier checkpoint may arrive after later training steps.
 """
 
 from __future__ import annotations

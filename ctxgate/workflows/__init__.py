@@ -1,2 +1,3 @@
 """Workflows over stored runs and checkpoint directories, one per ``ctxgate`` verb (each module
-holds its verb's parser beside its code): diff, bisect, trend, watch, metrics, judge, rescore, data."""
+holds its verb's parser beside its code): diff, bisect, trend, watch, metrics, judge, rescore, data.
+"""

@@ -1,10 +1,11 @@
 """Find the first checkpoint where a capability broke, in about log2(N) evaluations.
 
-Checkpoints are ordered by the step number in their names (``checkpoint-1000``, ``step_2000``, ``global_step300``).
-The good end is evaluated once and is the reference; a probe is *bad* by the baseline gate's rule (a selected case
-dropped by more than its tolerance with the stated confidence, paired on the same samples). The bad end is taken
-as given when named, and checked when ctxgate has to find it. Every generation goes through the cache, so a
-re-run of the same bisect, or one that shares probes with an earlier one, generates nothing twice.
+Checkpoints are ordered by the step number in their names (``checkpoint-1000``, ``step_2000``,
+``global_step300``). The good end is evaluated once and is the reference; a probe is *bad* by the
+baseline gate's rule (a selected case dropped by more than its tolerance with the stated confidence,
+paired on the same samples). The bad end is taken as given when named, and checked when ctxgate has
+to find it. Every generation goes through the cache, so a re-run of the same bisect, or one that
+shares probes with an earlier one, generates nothing twice.
 """
 
 from __future__ import annotations
@@ -166,8 +167,9 @@ def _cached(results: Mapping[tuple[str, int], CaseResult]) -> tuple[int, int]:
 
 
 def probe_points(lo: int, hi: int, fan_out: int) -> list[int]:
-    """The checkpoints strictly between a good ``lo`` and a bad ``hi`` to probe in one round: ``fan_out`` of them
-    (at most every one left), evenly spaced; one is the midpoint, as a plain bisection takes."""
+    """The checkpoints strictly between a good ``lo`` and a bad ``hi`` to probe in one round:
+    ``fan_out`` of them (at most every one left), evenly spaced; one is the midpoint, as a plain
+    bisection takes."""
     k = min(fan_out, hi - lo - 1)
     return [lo + (hi - lo) * j // (k + 1) for j in range(1, k + 1)]
 
@@ -181,9 +183,9 @@ def bisect(
     confidence: float = 0.95,
     fan_out: int = 1,
 ) -> BisectResult:
-    """``fan_out`` > 1 (replicas on a cluster): each round evaluates that many checkpoints side by side, which
-    splits the interval left into fan_out + 1 parts instead of two: log_(k+1) N rounds instead of log_2 N, the
-    same answer where badness, once it starts, stays."""
+    """``fan_out`` > 1 (replicas on a cluster): each round evaluates that many checkpoints side by
+    side, which splits the interval left into fan_out + 1 parts instead of two: log_(k+1) N rounds
+    instead of log_2 N, the same answer where badness, once it starts, stays."""
     checkpoints = list(checkpoints)
     end = len(checkpoints) - 1 if bad is None else bad
     if not 0 <= good < end < len(checkpoints):
@@ -221,8 +223,8 @@ def bisect(
 def search(
     lo: int, hi: int, probe_round: Callable[[list[int]], Mapping[int, bool]], fan_out: int = 1
 ) -> int:
-    """The first bad index after a good ``lo``, before or at a bad ``hi``: each round probes ``probe_points`` and
-    keeps the part between the last good and the first bad of them."""
+    """The first bad index after a good ``lo``, before or at a bad ``hi``: each round probes
+    ``probe_points`` and keeps the part between the last good and the first bad of them."""
     while hi - lo > 1:
         verdicts = probe_round(probe_points(lo, hi, fan_out))
         hi = min((i for i, bad in verdicts.items() if bad), default=hi)

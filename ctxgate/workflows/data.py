@@ -1,5 +1,6 @@
-"""``ctxgate data fetch`` and ``ctxgate data verify``: HELMET's released data into a folder, and a check of a
-folder against its pinned checksums (the sources package reads and checks; this is its command line)."""
+"""``ctxgate data fetch`` and ``ctxgate data verify``: HELMET's released data into a folder, and a
+check of a folder against its pinned checksums (the sources package reads and checks; this is its
+command line)."""
 
 from __future__ import annotations
 

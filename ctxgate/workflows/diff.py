@@ -1,9 +1,9 @@
 """``ctxgate diff BASE.json NEW.json``: the baseline gate's paired comparison, as a table.
 
-A case the baseline scored but the new run did not (an error, a crashed worker, an interrupted run, a skip, a
-case left out of the new selection) is a row of its own, MISSING, and fails the diff like a regression: a report
-that lost cases must never compare as "same".
-A case only the new run scored has nothing to pair with: it is named in a note, not compared, and fails nothing.
+A case the baseline scored but the new run did not (an error, a crashed worker, an interrupted run,
+a skip, a case left out of the new selection) is a row of its own, MISSING, and fails the diff like
+a regression: a report that lost cases must never compare as "same". A case only the new run scored
+has nothing to pair with: it is named in a note, not compared, and fails nothing.
 """
 
 from __future__ import annotations

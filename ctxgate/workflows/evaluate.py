@@ -1,6 +1,6 @@
-"""Evaluate one checkpoint on a case selection outside pytest (bisect, watchers): opened by the same composition
-root as the pytest plugin's (``ctxgate.run.compose``), so the same backend, threads, batching, chat template,
-cache and checks."""
+"""Evaluate one checkpoint on a case selection outside pytest (bisect, watchers): opened by the same
+composition root as the pytest plugin's (``ctxgate.run.compose``), so the same backend, threads,
+batching, chat template, cache and checks."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from ctxgate.tasks import all_tasks, get_task
 
 
 def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[str, int]]:
-    """Cases whose id (``task-length``, as in pytest) matches a ``-k`` expression: words, and/or/not, parens."""
+    """Cases whose id (``task-length``, as in pytest) matches a ``-k`` expression: words,
+    and/or/not, parens."""
     ids = [(t.name, L) for t in all_tasks() for L in lengths]
     if not expression:
         return ids
@@ -54,11 +55,12 @@ def evaluate_checkpoint(
     tolerance: Callable[[str, int], float] | None = None,
     replicas: int | None = None,
 ) -> dict[tuple[str, int], CaseResult]:
-    """``reference`` and ``tolerance`` (bisect probes under --sequential): each case asks "did it drop against
-    the reference by more than the tolerance?" and stops once that is certain. A case that produces no score
-    (beyond the model's window, data missing or unreadable, too short to build) is left out of the result: the
-    caller decides what its absence means (for bisect, a regression when the reference scored it). WrongFlag:
-    --base-model or --config-from does not fit the checkpoint."""
+    """``reference`` and ``tolerance`` (bisect probes under --sequential): each case asks "did it
+    drop against the reference by more than the tolerance?" and stops once that is certain. A case
+    that produces no score (beyond the model's window, data missing or unreadable, too short to
+    build) is left out of the result: the caller decides what its absence means (for bisect, a
+    regression when the reference scored it). WrongFlag: --base-model or --config-from does not fit
+    the checkpoint."""
     try:
         spec = plan.model.at(path)
     except CheckpointError as exc:  # a WrongFlag is the caller's usage error, not this checkpoint's
@@ -94,8 +96,8 @@ def evaluate_checkpoint(
 
 
 def check_overrides_on(path: str | Path, spec: ModelSpec) -> None:
-    """The config overrides against ``path``'s config, before any model loads: an OverrideError, as under pytest. A
-    checkpoint that cannot be opened is left to its evaluation to report."""
+    """The config overrides against ``path``'s config, before any model loads: an OverrideError, as
+    under pytest. A checkpoint that cannot be opened is left to its evaluation to report."""
     if not spec.overrides:
         return
     try:

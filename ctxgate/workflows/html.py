@@ -1,6 +1,7 @@
-"""``ctxgate html REPORT.json [--baseline OLD.json] [--trend REPORTS...] -o FILE``: the HTML report drawn from stored
-reports, without a model: the run (with its samples from the predictions file beside it), the paired comparison
-with a baseline and the samples that flipped, and the trend over several reports."""
+"""``ctxgate html REPORT.json [--baseline OLD.json] [--trend REPORTS...] -o FILE``: the HTML report
+drawn from stored reports, without a model: the run (with its samples from the predictions file
+beside it), the paired comparison with a baseline and the samples that flipped, and the trend over
+several reports."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """``ctxgate init``: a team's own repository set up to gate with ctxgate, without a fork of ours.
 
-Writes the commented ``thresholds.toml`` the suite ships (the one at the top of ctxgate's repository, which the
-wheel carries as ``ctxgate/templates/thresholds.toml``) and, with ``--ci``, one CI template where that CI looks for
-it. Nothing is overwritten unless ``--force``; every file written is printed, so the change is visible before it is
-committed.
+Writes the commented ``thresholds.toml`` the suite ships (the one at the top of ctxgate's
+repository, which the wheel carries as ``ctxgate/templates/thresholds.toml``) and, with ``--ci``,
+one CI template where that CI looks for it. Nothing is overwritten unless ``--force``; every file
+written is printed, so the change is visible before it is committed.
 """
 
 from __future__ import annotations

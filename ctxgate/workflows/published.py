@@ -1,6 +1,7 @@
-"""``ctxgate published [MODEL] [--report REPORT.json]``: the papers' published numbers. Without arguments, the
-models they cover; with MODEL, its numbers; with a stored report too, the report against them (as ``--reference``
-does during a run), exit status 0 either way: a comparison is information, not a gate."""
+"""``ctxgate published [MODEL] [--report REPORT.json]``: the papers' published numbers. Without
+arguments, the models they cover; with MODEL, its numbers; with a stored report too, the report
+against them (as ``--reference`` does during a run), exit status 0 either way: a comparison is
+information, not a gate."""
 
 from __future__ import annotations
 

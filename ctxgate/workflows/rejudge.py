@@ -1,9 +1,11 @@
-"""``ctxgate judge REPORT.json``: score a finished run's judged cases from its stored outputs, without the model.
+"""``ctxgate judge REPORT.json``: score a finished run's judged cases from its stored outputs,
+without the model.
 
-The suite stores every judged sample's output and judge input in ``REPORT.predictions.jsonl``; a run without a
-judge leaves those cases skipped as "pending". This reads them back, judges them (through the same cache, so a
-second call costs nothing), applies the run's floors and the judge failure gate, and rewrites the report, its
-predictions and its Markdown. Judge usage and cost are printed and recorded per case.
+The suite stores every judged sample's output and judge input in ``REPORT.predictions.jsonl``; a run
+without a judge leaves those cases skipped as "pending". This reads them back, judges them (through
+the same cache, so a second call costs nothing), applies the run's floors and the judge failure
+gate, and rewrites the report, its predictions and its Markdown. Judge usage and cost are printed
+and recorded per case.
 """
 
 from __future__ import annotations
@@ -68,9 +70,10 @@ THRESHOLDS_HELP = (
 
 
 def _runs_thresholds(report: Report, report_path: Path) -> Thresholds:
-    """Without --thresholds: the run's own file (the floors its other cases were gated with), which must still be
-    there: a missing one is refused, never replaced by no floors; for a run gated without one, the lookup every
-    verb shares. A relative recorded path is read from here, as the run wrote it from where it started."""
+    """Without --thresholds: the run's own file (the floors its other cases were gated with), which
+    must still be there: a missing one is refused, never replaced by no floors; for a run gated
+    without one, the lookup every verb shares. A relative recorded path is read from here, as the
+    run wrote it from where it started."""
     recorded = report.run.thresholds
     if not recorded or recorded == NO_THRESHOLDS:
         return thresholds_here(None, task_names())
@@ -78,7 +81,8 @@ def _runs_thresholds(report: Report, report_path: Path) -> Thresholds:
 
 
 def _judges(args: argparse.Namespace, thresholds: Thresholds, report: Report) -> Judges:
-    """The judges the options name; their cache, by default, the one the run's generation cache folder holds."""
+    """The judges the options name; their cache, by default, the one the run's generation cache
+    folder holds."""
     from ctxgate.gate.plan import judge_settings  # the plan's one reading of the judge options
 
     values = read((*JUDGE, ALLOW_PICKLE), lambda dest: getattr(args, dest, None))
@@ -109,7 +113,8 @@ def _case_result(case: CaseRecord, rows: list[Prediction]) -> CaseResult:
 
 
 def _verdict(case: CaseRecord, thresholds: Thresholds) -> CaseRecord:
-    """The plugin's gates, minus the baseline (a later judging has no paired baseline run to compare with)."""
+    """The plugin's gates, minus the baseline (a later judging has no paired baseline run to compare
+    with)."""
     # why it had no score (no judge in its run) is gone: it has one now
     case = replace(
         case, floor=thresholds.floor_for(case.task, case.length), error_kind=None, skip_kind=None

@@ -1,13 +1,15 @@
-"""``ctxgate reproduce MODEL``: the commands that run a model of the papers' tables in the papers' own setting
-(data, lengths, samples, chat policy, judge) on a GPU node, each with ``--reference MODEL`` so that the report
-holds the comparison with the published numbers. The setting comes from the published sources
-(``ctxgate/data/published.toml``), so the recipe and the comparison's "settings differ" rules agree.
+"""``ctxgate reproduce MODEL``: the commands that run a model of the papers' tables in the papers'
+own setting (data, lengths, samples, chat policy, judge) on a GPU node, each with ``--reference
+MODEL`` so that the report holds the comparison with the published numbers. The setting comes from
+the published sources (``ctxgate/data/published.toml``), so the recipe and the comparison's
+"settings differ" rules agree.
 
-Every command printed runs as printed where its resources are (GPUs, the hub for gated downloads, an API key):
-every file it names ships with ctxgate or is fetched or built by a command printed before it, and there is no
-placeholder. Open models run on vLLM, with tensor parallelism wide enough for their weights and a 128K KV cache.
-Models served only by their makers' APIs run through the API's OpenAI-compatible chat endpoint, lengths counted in
-the public copy of the model's tokenizer nearest to it, and only at the lengths the API's window holds."""
+Every command printed runs as printed where its resources are (GPUs, the hub for gated downloads, an
+API key): every file it names ships with ctxgate or is fetched or built by a command printed before
+it, and there is no placeholder. Open models run on vLLM, with tensor parallelism wide enough for
+their weights and a 128K KV cache. Models served only by their makers' APIs run through the API's
+OpenAI-compatible chat endpoint, lengths counted in the public copy of the model's tokenizer nearest
+to it, and only at the lengths the API's window holds."""
 
 from __future__ import annotations
 
@@ -38,8 +40,9 @@ PARAMS_B = {
 
 @dataclass(frozen=True)
 class Api:
-    """A maker's API serving some of the tables' models: its OpenAI-compatible endpoint, the variable holding its
-    key, its context window (prompt and output), and the hub copy of the tokenizer ctxgate counts lengths in."""
+    """A maker's API serving some of the tables' models: its OpenAI-compatible endpoint, the
+    variable holding its key, its context window (prompt and output), and the hub copy of the
+    tokenizer ctxgate counts lengths in."""
 
     base_url: str
     key_env: str
@@ -100,7 +103,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def params_b(model: str, rows: list[Published]) -> float:
-    """Total parameters in billions: the largest size the id or a table label spells (``39B/141B`` is 141B)."""
+    """Total parameters in billions: the largest size the id or a table label spells (``39B/141B``
+    is 141B)."""
     if model in PARAMS_B:
         return PARAMS_B[model]
     sizes = [float(m) for text in [model, *(r.label for r in rows)] for m in _SIZE.findall(text)]
@@ -112,7 +116,8 @@ def params_b(model: str, rows: list[Published]) -> float:
 
 
 def tensor_parallel(billions: float) -> int:
-    """GPUs per replica: the smallest power of two whose memory holds the bf16 weights with HEADROOM."""
+    """GPUs per replica: the smallest power of two whose memory holds the bf16 weights with
+    HEADROOM."""
     need = 2 * billions * HEADROOM / GPU_GB
     return 1 << max(0, math.ceil(math.log2(need))) if need > 1 else 1
 

@@ -1,5 +1,5 @@
-"""``ctxgate rescore PREDICTIONS`` and ``ctxgate score``: the metrics again over stored outputs, without the model
-(after a metric fix, or to see why one prediction scored as it did)."""
+"""``ctxgate rescore PREDICTIONS`` and ``ctxgate score``: the metrics again over stored outputs,
+without the model (after a metric fix, or to see why one prediction scored as it did)."""
 
 from __future__ import annotations
 

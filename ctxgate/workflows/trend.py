@@ -1,8 +1,9 @@
-"""``ctxgate trend REPORTS...``: scores and effective length against training step, as CSV and a PNG.
+"""``ctxgate trend REPORTS...``: scores and effective length against training step, as CSV and a
+PNG.
 
-The step comes from the checkpoint's name in each report (``checkpoint-1000`` -> 1000); reports whose model name
-has no number are placed in the order given. One line per length for each category (RULER average, HELMET
-Recall) and one for the effective length.
+The step comes from the checkpoint's name in each report (``checkpoint-1000`` -> 1000); reports
+whose model name has no number are placed in the order given. One line per length for each category
+(RULER average, HELMET Recall) and one for the effective length.
 """
 
 from __future__ import annotations

@@ -1,15 +1,17 @@
-"""``ctxgate watch RUN_DIR [options] -- [pytest arguments]``: evaluate each new checkpoint a training run writes,
-and keep a trend up to date.
+"""``ctxgate watch RUN_DIR [options] -- [pytest arguments]``: evaluate each new checkpoint a
+training run writes, and keep a trend up to date.
 
 A checkpoint counts as written once it has ``config.json`` and weights and no file in it changed for
-``--settle`` seconds (trainers write shards one by one). Each is evaluated by running the suite in a subprocess
-(``pytest --model CKPT ... --report REPORTS/<name>.json``), so a crash in one evaluation never stops the watcher.
+``--settle`` seconds (trainers write shards one by one). Each is evaluated by running the suite in a
+subprocess (``pytest --model CKPT ... --report REPORTS/<name>.json``), so a crash in one evaluation
+never stops the watcher.
 
-A checkpoint is done only when its evaluation wrote a complete report (a gate that fails is a result; a run that
-lost cases, or a checkpoint that would not load, is not). A failed evaluation is tried again at the next scan, up to
-``--attempts`` times for the same files; a checkpoint whose files change (rewritten, completed) starts over. pytest
-refusing the arguments (exit 4) is the watcher's own mistake: it stops and says so instead of marking anything.
-The state file records all of it, so a restarted watcher picks up where it stopped.
+A checkpoint is done only when its evaluation wrote a complete report (a gate that fails is a
+result; a run that lost cases, or a checkpoint that would not load, is not). A failed evaluation is
+tried again at the next scan, up to ``--attempts`` times for the same files; a checkpoint whose
+files change (rewritten, completed) starts over. pytest refusing the arguments (exit 4) is the
+watcher's own mistake: it stops and says so instead of marking anything. The state file records all
+of it, so a restarted watcher picks up where it stopped.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ class WatchError(CtxgateError, RuntimeError):
 
 
 def ready(path: Path, settle: float) -> bool:
-    """A checkpoint --model takes, with its weights (``formats.written``: the resolver's rule), whose files have not
-    changed for ``settle`` seconds."""
+    """A checkpoint --model takes, with its weights (``formats.written``: the resolver's rule),
+    whose files have not changed for ``settle`` seconds."""
     from ctxgate.backends.formats import written
 
     if not written(path):
@@ -124,7 +126,8 @@ def evaluate(checkpoint: Path, reports: Path, pytest_args: Sequence[str]) -> int
 
 
 def completed(report: Path) -> bool:
-    """A report of this schema that says every selected case finished (a broken or foreign file is not done)."""
+    """A report of this schema that says every selected case finished (a broken or foreign file is
+    not done)."""
     try:
         return read_report(report).complete
     except ReportFileError:
@@ -142,9 +145,9 @@ def watch(
     attempts: int = ATTEMPTS.default,
     until: str | Path | None = None,
 ) -> list[str]:
-    """``until``: a file whose appearance ends the watch once a last scan has evaluated what is ready (a training
-    run writes it when it ends). Returns, when it ends, the checkpoints not evaluated completely (waiting for
-    another attempt, or for their files to change)."""
+    """``until``: a file whose appearance ends the watch once a last scan has evaluated what is
+    ready (a training run writes it when it ends). Returns, when it ends, the checkpoints not
+    evaluated completely (waiting for another attempt, or for their files to change)."""
     from ctxgate.workflows.trend import trend
 
     run, out = Path(run_dir), Path(reports)
