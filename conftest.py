@@ -1,8 +1,10 @@
-"""Root conftest. The plugins normally load through the installed ``pytest11`` entry point (``ctxgate_plugins``);
-from a checkout that is not installed, importing ./plugins registers it under that one name, and they load here.
+"""Root conftest. The plugins normally load through the installed ``pytest11`` entry point
+(``ctxgate_plugins``); from a checkout that is not installed, importing ./plugins registers it under
+that one name, and they load here.
 
-``pytest_plugins`` is defined only in that case: pytest refuses the name in a conftest outside its rootdir, and an
-absolute ``--model`` moves the rootdir (see plugins/options.py, _collect_the_suite)."""
+``pytest_plugins`` is defined only in that case: pytest refuses the name in a conftest outside its
+rootdir, and an absolute ``--model`` moves the rootdir (see plugins/options.py, _collect_the_suite).
+"""
 
 import importlib.util
 

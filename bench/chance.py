@@ -96,8 +96,8 @@ def _needle(s: Sample) -> conv.Request:
 
 
 def mrcr_distractor(s: Sample, rng: random.Random) -> str:
-    """An answer to a request drawn as the conversation's distractors are, from a pool of 32 topics that holds the
-    needle's, as the sample's does."""
+    """An answer to a request drawn as the conversation's distractors are, from a pool of 32 topics
+    that holds the needle's, as the sample's does."""
     needle = _needle(s)
     pool = (needle.topic, *rng.sample([t for t in conv.topics() if t != needle.topic], 31))
     request = conv.distractor_request(rng, needle, pool)

@@ -44,7 +44,8 @@ def prefill_seconds(tokens: int) -> float:
 
 
 def full_ruler() -> list[float]:
-    """Every sample's cost, in the order the suite lists the cases (task by task, lengths ascending)."""
+    """Every sample's cost, in the order the suite lists the cases (task by task, lengths
+    ascending)."""
     return [
         prefill_seconds(L)
         for _ in range(RULER_TASKS)

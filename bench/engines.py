@@ -164,9 +164,9 @@ DEMO_SAMPLES = 20
 
 
 def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
-    """The demo's RULER cases given to the engine all at once (every one in flight), then through the suite as users
-    run it (``--backend vllm``, no cache), timed from its first case's start to its last case's end: the suite's
-    samples per second over the engine's."""
+    """The demo's RULER cases given to the engine all at once (every one in flight), then through
+    the suite as users run it (``--backend vllm``, no cache), timed from its first case's start to
+    its last case's end: the suite's samples per second over the engine's."""
     import json
     import os
     import subprocess

@@ -19,7 +19,8 @@ from ctxgate.stats.intervals import interval
 
 
 def fail_rate(n: int, true: float, floor: float, rule: str, confidence: float) -> float:
-    """P(the case fails) for n samples each right with probability ``true`` (fractions; floor in percent)."""
+    """P(the case fails) for n samples each right with probability ``true`` (fractions; floor in
+    percent)."""
     total = 0.0
     for k in range(n + 1):
         score = 100 * k / n

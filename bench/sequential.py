@@ -35,8 +35,8 @@ from ctxgate.stats.sequential import StopRule
 
 
 def verdict(rule: StopRule, scores: list[float], floor: float) -> tuple[bool, int, bool]:
-    """(passes, samples used, claimed) under --sequential: the test's claim when it made one, else the fixed-n
-    rule on what was drawn."""
+    """(passes, samples used, claimed) under --sequential: the test's claim when it made one, else
+    the fixed-n rule on what was drawn."""
     v = rule.run(iter(scores), floor)
     if v.decided is not None:
         return v.decided == "above", v.n, True
@@ -54,7 +54,8 @@ FLOORS = (
 
 
 def suite(model: Path, out: Path, name: str, *args: str) -> dict[tuple[str, int], dict]:
-    """The demo's cases in a subprocess (every task, demo lengths, the judge server); its cases by (task, length)."""
+    """The demo's cases in a subprocess (every task, demo lengths, the judge server); its cases by
+    (task, length)."""
     cmd = [
         sys.executable,
         "-m",

@@ -178,7 +178,8 @@ def build_more(wheel: Path, first: str, first_titles: list[str]) -> tuple[str, l
 
 
 def sentences_of(text: str) -> list[str]:
-    """The loader's split (ctxgate/data/haystacks.py): whitespace collapsed, cut after . ! or ? and a space."""
+    """The loader's split (ctxgate/data/haystacks.py): whitespace collapsed, cut after . ! or ? and
+    a space."""
     return [s for s in SENTENCE_END.split(" ".join(text.split())) if s]
 
 

@@ -104,7 +104,8 @@ def value(cell: str) -> float | None:
 
 
 def ruler_table(text: str, caption: str, measure: str) -> list[dict]:
-    """The rows of the RULER table whose caption starts with ``caption``: aligned models, then base ones."""
+    """The rows of the RULER table whose caption starts with ``caption``: aligned models, then base
+    ones."""
     lines = text.splitlines()
     end = next(i for i, line in enumerate(lines) if line.startswith(caption))
     start = max(i for i in range(end) if lines[i].startswith("Models\t"))
@@ -272,8 +273,9 @@ NOISE = (
 
 
 def ruler_bars(text: str, caption: str) -> dict[str, float]:
-    """The effective-length bars of a RULER table, as it states them: Llama-2-7B's 4K score, the chat model's for
-    aligned models and the base model's for base ones (rows of the table, or Table 3's caption)."""
+    """The effective-length bars of a RULER table, as it states them: Llama-2-7B's 4K score, the
+    chat model's for aligned models and the base model's for base ones (rows of the table, or Table
+    3's caption)."""
     lines = text.splitlines()
     end = next(i for i, line in enumerate(lines) if line.startswith(caption))
     start = max(i for i in range(end) if lines[i].startswith("Models\t"))
@@ -295,8 +297,9 @@ def bar_text(bars: dict[str, float]) -> str:
 
 
 def excerpts(papers: Path) -> dict[str, str]:
-    """The lines of each paper that ``build`` reads (each table from its header row to its caption, Figure 6
-    from its first group row to its caption), for fixtures/papers: the check then runs on any checkout."""
+    """The lines of each paper that ``build`` reads (each table from its header row to its caption,
+    Figure 6 from its first group row to its caption), for fixtures/papers: the check then runs on
+    any checkout."""
     ruler = (papers / "ruler-paper.md").read_text("utf-8").splitlines()
     helmet = (papers / "helmet-paper.md").read_text("utf-8").splitlines()
     parts = []

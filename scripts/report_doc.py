@@ -52,8 +52,8 @@ def kind(prop: dict[str, Any]) -> str:
 
 
 def records(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(name, path, record schema) for the root and every record it reaches, in the order a reader meets them;
-    ``[]`` in a path is each item of a list, ``*`` each value of an object."""
+    """(name, path, record schema) for the root and every record it reaches, in the order a reader
+    meets them; ``[]`` in a path is each item of a list, ``*`` each value of an object."""
     defs = schema.get("$defs", {})
     found: dict[str, tuple[str, dict[str, Any]]] = {}
     paths: dict[str, list[str]] = {}

@@ -1,6 +1,6 @@
-"""The HTML report in a real headless Chromium (the system's, driven by playwright): a page opened from disk, what
-it said on its console and every request it made. ``CTXGATE_SCREENSHOTS=DIR`` keeps each view's screenshot there as
-a small PNG (the README's images come from it)."""
+"""The HTML report in a real headless Chromium (the system's, driven by playwright): a page opened
+from disk, what it said on its console and every request it made. ``CTXGATE_SCREENSHOTS=DIR`` keeps
+each view's screenshot there as a small PNG (the README's images come from it)."""
 
 from __future__ import annotations
 

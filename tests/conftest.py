@@ -75,8 +75,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def hf_tokenizer():
-    """The shipped tokenizer with a ChatML template: the checkpoint is a base model without one, and the prompt
-    tests build both forms."""
+    """The shipped tokenizer with a ChatML template: the checkpoint is a base model without one, and
+    the prompt tests build both forms."""
     from transformers import AutoTokenizer
 
     from fixtures.build_tiny import CHATML
@@ -96,8 +96,8 @@ def ckpt(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def helmet_data_long(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fixture data with half of NarrativeQA's and Multi-LexSum's documents long enough for HELMET's length
-    selection (written at test time: ~7 MB)."""
+    """The fixture data with half of NarrativeQA's and Multi-LexSum's documents long enough for
+    HELMET's length selection (written at test time: ~7 MB)."""
     from fixtures.helmet_released import long_documents
 
     target = tmp_path_factory.mktemp("helmet") / "helmet_data"
@@ -123,8 +123,8 @@ def hf_encoder(hf_tokenizer) -> PieceEncoder:
 
 @pytest.fixture(scope="session")
 def large_vocab_tokenizer():
-    """Mistral's Tekken tokenizer (131K vocabulary, a real large-vocabulary BPE), built from the vocabulary file the
-    mistral-common package ships, with a ChatML template: no hub is reached."""
+    """Mistral's Tekken tokenizer (131K vocabulary, a real large-vocabulary BPE), built from the
+    vocabulary file the mistral-common package ships, with a ChatML template: no hub is reached."""
     from importlib import resources
 
     from transformers.integrations.mistral.tokenizer import convert_tekken_tokenizer
@@ -142,8 +142,8 @@ def large_vocab_encoder(large_vocab_tokenizer) -> PieceEncoder:
 
 @pytest.fixture(scope="session")
 def sp_tokenizer():
-    """A SentencePiece-shaped tokenizer with a BOS (fixtures/sp_tokenizer.py): Llama-2's stand-in for HELMET's
-    length rules."""
+    """A SentencePiece-shaped tokenizer with a BOS (fixtures/sp_tokenizer.py): Llama-2's stand-in
+    for HELMET's length rules."""
     from fixtures.sp_tokenizer import build_sp_tokenizer
 
     return build_sp_tokenizer()
@@ -157,9 +157,10 @@ def byte_encoder() -> PieceEncoder:
 def suite_command(
     *args: str, model: Path | str | None = TINY, python: Path | str = sys.executable
 ) -> list[str]:
-    """``python -m pytest --model=MODEL ARGS`` as a user starts the suite (no pytest cache); run it with
-    ``SUITE_ENV`` so this checkout's plugins are on the path. ``model=None`` leaves ``--model`` to ``args``, for a
-    test of the option's own forms; ``python``: another environment's interpreter (an installed wheel's)."""
+    """``python -m pytest --model=MODEL ARGS`` as a user starts the suite (no pytest cache); run it
+    with ``SUITE_ENV`` so this checkout's plugins are on the path. ``model=None`` leaves ``--model``
+    to ``args``, for a test of the option's own forms; ``python``: another environment's interpreter
+    (an installed wheel's)."""
     given = [] if model is None else [f"--model={model}"]
     return [str(python), "-m", "pytest", *given, "-p", "no:cacheprovider", *args]
 
@@ -177,9 +178,10 @@ def launch_suite(
     preexec_fn: Callable[[], None] | None = None,
     checkout_on_path: bool = True,
 ) -> subprocess.CompletedProcess[Any]:
-    """``suite_command`` run to the end in ``cwd``: its exit status and output. ``preexec_fn`` runs in the child
-    before the suite starts (a resource limit, a signal's disposition). ``checkout_on_path=False``: the plugins
-    only as installed (their entry point), as a user's project outside the checkout finds them."""
+    """``suite_command`` run to the end in ``cwd``: its exit status and output. ``preexec_fn`` runs
+    in the child before the suite starts (a resource limit, a signal's disposition).
+    ``checkout_on_path=False``: the plugins only as installed (their entry point), as a user's
+    project outside the checkout finds them."""
     return subprocess.run(
         suite_command(*args, model=model),
         cwd=cwd,
@@ -207,10 +209,11 @@ def start_suite(
     new_session: bool = False,
     ctrl_c: bool = False,
 ) -> subprocess.Popen[str]:
-    """``suite_command`` started in ``cwd`` and left running, for a test that signals it or watches it as it goes:
-    its output is one text pipe (stdout and stderr together) unless ``stdout``/``stderr`` say otherwise (``None``:
-    this process's). ``new_session``: in its own process group, for a signal to the whole group; ``ctrl_c``:
-    SIGINT ends it as it does from a terminal."""
+    """``suite_command`` started in ``cwd`` and left running, for a test that signals it or watches
+    it as it goes: its output is one text pipe (stdout and stderr together) unless
+    ``stdout``/``stderr`` say otherwise (``None``: this process's). ``new_session``: in its own
+    process group, for a signal to the whole group; ``ctrl_c``: SIGINT ends it as it does from a
+    terminal."""
     return subprocess.Popen(
         suite_command(*args, model=model),
         cwd=cwd,
@@ -224,7 +227,8 @@ def start_suite(
 
 
 def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
-    """Start the suite in its own process group, wait until it is mid-run, press Ctrl-C (SIGINT to the group)."""
+    """Start the suite in its own process group, wait until it is mid-run, press Ctrl-C (SIGINT to
+    the group)."""
     log = pytester.path / "calls.txt"
     # 0.2 s a generation: once 10 are logged, the other 44 need seconds more, time for the interrupt
     # to land even on a loaded machine
@@ -247,9 +251,10 @@ def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
 def run_ctxgate(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 900
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m ctxgate ARGS``, a verb as a user runs it, in its own process: it imports what it needs fresh
-    rather than into this process, whose modules pytester restores after each test. ``cwd`` defaults to this
-    process's folder (pytester's, in a test that uses pytester); ``env`` is added to ``SUITE_ENV``."""
+    """``python -m ctxgate ARGS``, a verb as a user runs it, in its own process: it imports what it
+    needs fresh rather than into this process, whose modules pytester restores after each test.
+    ``cwd`` defaults to this process's folder (pytester's, in a test that uses pytester); ``env`` is
+    added to ``SUITE_ENV``."""
     return subprocess.run(
         [sys.executable, "-m", "ctxgate", *args],
         cwd=cwd,
@@ -263,10 +268,11 @@ def run_ctxgate(
 def call_ctxgate(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``ctxgate ARGS`` in this process: the CLI's ``main()`` as the console script calls it, in ``cwd`` with ``env``
-    added to the environment (both restored after), its stdout and stderr captured. What ``run_ctxgate`` returns,
-    without a Python start and its imports, for a verb that starts no process of its own (not watch, bisect):
-    refusals, option checks, the verbs that read and write files."""
+    """``ctxgate ARGS`` in this process: the CLI's ``main()`` as the console script calls it, in
+    ``cwd`` with ``env`` added to the environment (both restored after), its stdout and stderr
+    captured. What ``run_ctxgate`` returns, without a Python start and its imports, for a verb that
+    starts no process of its own (not watch, bisect): refusals, option checks, the verbs that read
+    and write files."""
     import contextlib
     import io
 
@@ -294,8 +300,8 @@ def call_ctxgate(
 
 @pytest.fixture(autouse=True)
 def _checkout_on_the_path_of_pytesters_runs(request: pytest.FixtureRequest) -> None:
-    """A pytester run in a process of its own imports this checkout's tests package (the scripted backend, SCRIPTED)
-    as the suite's launchers do (SUITE_ENV)."""
+    """A pytester run in a process of its own imports this checkout's tests package (the scripted
+    backend, SCRIPTED) as the suite's launchers do (SUITE_ENV)."""
     if "pytester" in request.fixturenames:
         paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
         request.getfixturevalue("monkeypatch").setenv(
@@ -305,9 +311,10 @@ def _checkout_on_the_path_of_pytesters_runs(request: pytest.FixtureRequest) -> N
 
 @pytest.fixture
 def real_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
-    """The user-facing suite copied into a pytester dir; ``run(*args, model=...)`` runs it in a subprocess.
-    ``in_process=True`` runs it in this process (pytester's ``runpytest``): for a run the suite refuses before any
-    model loads (an option, a file, a consent), where a process of its own adds only its start-up."""
+    """The user-facing suite copied into a pytester dir; ``run(*args, model=...)`` runs it in a
+    subprocess. ``in_process=True`` runs it in this process (pytester's ``runpytest``): for a run
+    the suite refuses before any model loads (an option, a file, a consent), where a process of its
+    own adds only its start-up."""
     shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
     pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
 
@@ -322,8 +329,9 @@ def real_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
 
 @pytest.fixture
 def scripted_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
-    """The user-facing suite in a pytester dir on the scripted plumbing backend: ``run(name, script, *args)``
-    writes ``script`` as NAME.script.json and runs the suite on it in this process, its report at NAME.json."""
+    """The user-facing suite in a pytester dir on the scripted plumbing backend: ``run(name, script,
+    *args)`` writes ``script`` as NAME.script.json and runs the suite on it in this process, its
+    report at NAME.json."""
     shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
     pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
 
@@ -344,7 +352,8 @@ def scripted_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]
 
 @pytest.fixture(scope="session")
 def checkpoint_sequence(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Eight real tiny checkpoints, ``checkpoint-100`` .. ``-800``; retrieval breaks from index 5 (``-600``)."""
+    """Eight real tiny checkpoints, ``checkpoint-100`` .. ``-800``; retrieval breaks from index 5
+    (``-600``)."""
     from fixtures.checkpoint_sequence import build_sequence
 
     root = tmp_path_factory.mktemp("run")
@@ -354,8 +363,9 @@ def checkpoint_sequence(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def judge_server() -> Iterator[tuple[str, Callable[[], dict[str, Any]]]]:
-    """fixtures/judge_server.py on 127.0.0.1 (a free port): its base URL and a function returning its stats.
-    ``script(faults)`` on the returned URL's server queues scripted failures (see that module)."""
+    """fixtures/judge_server.py on 127.0.0.1 (a free port): its base URL and a function returning
+    its stats. ``script(faults)`` on the returned URL's server queues scripted failures (see that
+    module)."""
     from fixtures.judge_server import start
 
     url, server = start(0)
@@ -389,8 +399,8 @@ SCRIPTED = "tests.scripted:ScriptedBackend"  # --backend of the plumbing tests: 
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester):
-    """A copy of the user-facing suite, plus a helper that runs it against a script (the scripted backend:
-    plumbing only, no model)."""
+    """A copy of the user-facing suite, plus a helper that runs it against a script (the scripted
+    backend: plumbing only, no model)."""
     shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
     pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
 
@@ -427,9 +437,9 @@ def suite(pytester: pytest.Pytester):
 
 
 def stored_report(cases: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
-    """A report as ``--report`` stores it (valid against records.schema), around hand-written ``cases``: each
-    case gets the fields the schema requires that it does not give, and ``fields`` replace top-level ones (``run``:
-    its fields)."""
+    """A report as ``--report`` stores it (valid against records.schema), around hand-written
+    ``cases``: each case gets the fields the schema requires that it does not give, and ``fields``
+    replace top-level ones (``run``: its fields)."""
     from ctxgate import __version__
     from ctxgate.records.schema import SCHEMA_VERSION
 
@@ -462,7 +472,8 @@ def stored_report(cases: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
 def prediction(
     task: str, length: int, index: int, score: float | None, **fields: Any
 ) -> Prediction:
-    """A line of a ``.predictions.jsonl`` as ``read_predictions`` returns it; ``fields`` replace the made-up ones."""
+    """A line of a ``.predictions.jsonl`` as ``read_predictions`` returns it; ``fields`` replace the
+    made-up ones."""
     from ctxgate.records.schema import Prediction
 
     made_up: dict[str, Any] = {

@@ -62,8 +62,8 @@ def right(metric: str, references: Sequence[str]) -> str:
 
 
 class ScriptedBackend:
-    """``spec.model``: the script. ``context``: the prompts' build context where a test runs a case itself (by
-    default, the run's, made from ``spec`` as the suite makes it)."""
+    """``spec.model``: the script. ``context``: the prompts' build context where a test runs a case
+    itself (by default, the run's, made from ``spec`` as the suite makes it)."""
 
     name = "scripted"
 
@@ -123,7 +123,8 @@ class ScriptedBackend:
         return out
 
     def _right(self, r: Request) -> str:
-        """The output the request's sample scores in full with: its task's metric's, from the sample built again."""
+        """The output the request's sample scores in full with: its task's metric's, from the sample
+        built again."""
         spec = get_task(r.task)
         with self._lock:
             if self._context is None:

@@ -1,6 +1,7 @@
-"""PEFT adapter folders as --model, on adapters a real LoRA Trainer run saves (fixtures/training_runs.py): the
-suite's predictions are the merged Hugging Face folder's, each adapter is its own model for the cache, and a
-missing piece is one line naming it before any model loads."""
+"""PEFT adapter folders as --model, on adapters a real LoRA Trainer run saves
+(fixtures/training_runs.py): the suite's predictions are the merged Hugging Face folder's, each
+adapter is its own model for the cache, and a missing piece is one line naming it before any model
+loads."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ CASES = ("-k", "niah_single_1", "--lengths", "1k", "--samples", "4")
 
 @pytest.fixture(scope="module")
 def lora(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path]:
-    """Two saved adapters of one LoRA run (steps 2 and 4) and the step-4 adapter merged into a plain folder."""
+    """Two saved adapters of one LoRA run (steps 2 and 4) and the step-4 adapter merged into a plain
+    folder."""
     from fixtures.training_runs import lora_run, merged
 
     root = tmp_path_factory.mktemp("lora")
@@ -59,8 +61,8 @@ def test_an_adapter_predicts_as_its_merged_folder_and_is_its_own_model(lora, rea
 
 
 def test_the_trainer_runs_checkpoints_give_the_step_their_trainer_state_says(lora):
-    """The real run behind tests/test_steps.py's hand-written Trainer folder: each saved checkpoint's
-    trainer_state.json gives its step, whatever the folder is called."""
+    """The real run behind tests/test_steps.py's hand-written Trainer folder: each saved
+    checkpoint's trainer_state.json gives its step, whatever the folder is called."""
     from ctxgate.steps import TRAINER_STATE, training_step
 
     (step2, step4), _ = lora
@@ -155,8 +157,9 @@ def test_base_model_without_an_adapter_is_a_usage_error(real_suite):
 
 
 def test_vllm_serves_an_adapter_merged_into_its_base(lora, real_suite, pytester):
-    """--backend vllm loads the adapter merged into its base (written once as a Hugging Face folder): the same
-    predictions as the merged folder under HF, and the report says what was served."""
+    """--backend vllm loads the adapter merged into its base (written once as a Hugging Face
+    folder): the same predictions as the merged folder under HF, and the report says what was
+    served."""
     (_, step4), merged = lora
     served = real_suite(
         *CASES, "--backend", "vllm", "--cache-dir", "cache", "--report", "vllm.json", model=step4

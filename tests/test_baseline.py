@@ -78,7 +78,8 @@ def test_diff_prints_the_same_comparison(run, pytester, capsys):
 
 
 def test_a_case_the_baseline_has_no_score_for_is_named_in_the_gate():
-    """Such a case is gated by its floor alone: the baseline gate says which, instead of passing it without a word."""
+    """Such a case is gated by its floor alone: the baseline gate says which, instead of passing it
+    without a word."""
     from ctxgate.gate.verdicts import baseline_gate
     from ctxgate.records.schema import BaselineRun, CaseRecord, Comparison
 

@@ -1,7 +1,9 @@
-"""The --baseline gate end to end on real checkpoints: the real suite, real generations, no scripted backend.
+"""The --baseline gate end to end on real checkpoints: the real suite, real generations, no scripted
+backend.
 
-checkpoint-100 and -200 differ only by 1% noise on their attention weights (same behaviour); checkpoint-600 is
-past the break of the sequence, where retrieval really stops working. One test, so the baseline run is made once.
+checkpoint-100 and -200 differ only by 1% noise on their attention weights (same behaviour);
+checkpoint-600 is past the break of the sequence, where retrieval really stops working. One test, so
+the baseline run is made once.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Bisect on a real sequence of tiny checkpoints whose retrieval breaks at a known index (no scripted backend)."""
+"""Bisect on a real sequence of tiny checkpoints whose retrieval breaks at a known index (no
+scripted backend)."""
 
 from __future__ import annotations
 
@@ -139,8 +140,8 @@ def test_bisect_refuses_a_bad_option_in_the_words_pytest_uses(
 
 
 def test_the_options_bisect_shares_with_pytest_are_the_same_options():
-    """Declared once (run/options.py): pytest's plugins and bisect's parser add each as the table says (its help,
-    metavar, action); both read it through the table's parser."""
+    """Declared once (run/options.py): pytest's plugins and bisect's parser add each as the table
+    says (its help, metavar, action); both read it through the table's parser."""
     import argparse
 
     import ctxgate_plugins.options
@@ -168,8 +169,9 @@ def test_the_options_bisect_shares_with_pytest_are_the_same_options():
 
 @pytest.mark.parametrize("fan_out", [1, 2, 3, 4, 7, 16])
 def test_a_fan_out_finds_the_plain_bisections_checkpoint_in_no_more_rounds(fan_out):
-    """Every length of run from 2 checkpoints to 70, every place the break can be: the same first bad checkpoint
-    as the plain bisection (fan-out 1), in no more rounds, and in log_(k+1) N rounds at most."""
+    """Every length of run from 2 checkpoints to 70, every place the break can be: the same first
+    bad checkpoint as the plain bisection (fan-out 1), in no more rounds, and in log_(k+1) N rounds
+    at most."""
     from ctxgate.workflows.bisect import search
 
     def counted(size: int, first_bad: int, fan: int) -> tuple[int, int, set[int]]:

@@ -1,5 +1,6 @@
-"""The generation cache: re-runs regenerate nothing, kill -9 loses at most the samples in flight, concurrent
-workers lose nothing, damaged or foreign files are set aside, and one checkpoint never reads another's outputs."""
+"""The generation cache: re-runs regenerate nothing, kill -9 loses at most the samples in flight,
+concurrent workers lose nothing, damaged or foreign files are set aside, and one checkpoint never
+reads another's outputs."""
 
 from __future__ import annotations
 

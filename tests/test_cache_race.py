@@ -1,5 +1,6 @@
-"""The cache under contention and on unwritable media: processes that open a new cache file in the same
-millisecond lose nothing and set nothing aside; a read-only folder or file means no cache and one warning."""
+"""The cache under contention and on unwritable media: processes that open a new cache file in the
+same millisecond lose nothing and set nothing aside; a read-only folder or file means no cache and
+one warning."""
 
 from __future__ import annotations
 
@@ -82,8 +83,9 @@ def test_processes_creating_one_cache_at_once_lose_no_row(tmp_path):
 
 
 def unprivileged(fn: Callable[[], Any]) -> Any:
-    """Run ``fn`` where file permissions apply: here, or (as root, who ignores them) in a forked child that drops
-    to nobody. Modules are imported before the fork, so the child needs to read nothing."""
+    """Run ``fn`` where file permissions apply: here, or (as root, who ignores them) in a forked
+    child that drops to nobody. Modules are imported before the fork, so the child needs to read
+    nothing."""
     if os.geteuid() != 0:
         return fn()
     read, write = os.pipe()
@@ -118,7 +120,8 @@ def try_open(folder: Path) -> str:
 
 @pytest.fixture
 def open_folder():
-    """A folder everyone can reach (pytest's tmp_path sits in a root-only folder, which would hide the point)."""
+    """A folder everyone can reach (pytest's tmp_path sits in a root-only folder, which would hide
+    the point)."""
     import shutil
     import tempfile
 

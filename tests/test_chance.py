@@ -1,6 +1,6 @@
-"""Each task's chance score (``TaskSpec.chance``): measured where the task is generated (bench/chance.py, in a small
-run here) and held to its declaration, stated in docs/tasks.md, shown beside each case, and a floor at or below it
-refused when thresholds.toml is read."""
+"""Each task's chance score (``TaskSpec.chance``): measured where the task is generated
+(bench/chance.py, in a small run here) and held to its declaration, stated in docs/tasks.md, shown
+beside each case, and a floor at or below it refused when thresholds.toml is read."""
 
 from __future__ import annotations
 

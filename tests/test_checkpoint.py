@@ -1,5 +1,5 @@
-"""Checkpoint checks before loading (ctxgate/backends/checkpoint.py), the fingerprint's coverage of checkpoint code, and
-samples built as they are generated."""
+"""Checkpoint checks before loading (ctxgate/backends/checkpoint.py), the fingerprint's coverage of
+checkpoint code, and samples built as they are generated."""
 
 from __future__ import annotations
 
@@ -147,7 +147,8 @@ def test_a_cached_hub_model_resolves_to_its_snapshot(tmp_path, monkeypatch):
 
 
 def test_samples_are_built_as_they_are_generated(hf_encoder):
-    """A huge --samples would otherwise build every prompt before the first generation (memory, then nothing)."""
+    """A huge --samples would otherwise build every prompt before the first generation (memory, then
+    nothing)."""
     from ctxgate.backends.base import Generation
     from ctxgate.run.case import run_case
     from ctxgate.tasks import BuildContext, get_task

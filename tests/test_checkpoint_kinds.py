@@ -1,7 +1,8 @@
-"""pytest, ``ctxgate watch`` and ``ctxgate bisect`` on run folders of the checkpoint kinds training runs save
-besides Hugging Face folders: LoRA adapters (a real Trainer run) and FSDP distributed checkpoints, whose retrieval
-breaks at a known step. Each is resolved once into a checkpoint value (``backends/formats.py``) whichever verb
-opens it, and the same checkpoints, thresholds file and options give the same verdicts from all three."""
+"""pytest, ``ctxgate watch`` and ``ctxgate bisect`` on run folders of the checkpoint kinds training
+runs save besides Hugging Face folders: LoRA adapters (a real Trainer run) and FSDP distributed
+checkpoints, whose retrieval breaks at a known step. Each is resolved once into a checkpoint value
+(``backends/formats.py``) whichever verb opens it, and the same checkpoints, thresholds file and
+options give the same verdicts from all three."""
 
 from __future__ import annotations
 

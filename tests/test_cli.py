@@ -76,7 +76,8 @@ def test_tasks_and_schema_commands(capsys):
 
 
 def test_every_report_field_is_described_in_the_schema_and_the_report_doc_shows_it():
-    """docs/report.md's field tables are written from the schema's descriptions (the records' docstrings)."""
+    """docs/report.md's field tables are written from the schema's descriptions (the records'
+    docstrings)."""
     done = subprocess.run(
         [sys.executable, "scripts/report_doc.py", "--check"],
         cwd=ROOT,

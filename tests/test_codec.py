@@ -14,7 +14,8 @@ from ctxgate.tokens.tokenizers import HFTokenizer
 
 @pytest.fixture(scope="module")
 def bos_tokenizer(hf_tokenizer):
-    """The tiny tokenizer, made to add a BOS like Llama tokenizers, with a template that spells BOS out too."""
+    """The tiny tokenizer, made to add a BOS like Llama tokenizers, with a template that spells BOS
+    out too."""
     from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
 
@@ -122,9 +123,9 @@ def test_a_backend_with_padding_set_is_never_used_directly():
 def test_texts_tokenized_many_at_once_get_each_texts_own_ids(
     hf_tokenizer, large_vocab_tokenizer, texts
 ):
-    """The fast path for many short texts (packed behind one of the tokenizer's special tokens, the ids cut at it)
-    gives every text its own ids, whatever the texts hold (the separator's text itself included): with the shipped
-    and a 131K-vocabulary tokenizer."""
+    """The fast path for many short texts (packed behind one of the tokenizer's special tokens, the
+    ids cut at it) gives every text its own ids, whatever the texts hold (the separator's text
+    itself included): with the shipped and a 131K-vocabulary tokenizer."""
     for tok in (hf_tokenizer, large_vocab_tokenizer):
         expected = [list(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
         adapter = HFTokenizer(tok)
@@ -138,8 +139,8 @@ def test_texts_tokenized_many_at_once_get_each_texts_own_ids(
 
 @given(seed=st.integers(0, 2**64), n=st.integers(0, 5000))
 def test_the_inline_shuffle_draws_and_swaps_as_random_shuffle(seed, n):
-    """The builders' shuffle (``tasks.base.shuffle``) is ``random.Random.shuffle``, draw for draw: the same order and
-    the same state after, so every later draw of a sample is too."""
+    """The builders' shuffle (``tasks.base.shuffle``) is ``random.Random.shuffle``, draw for draw:
+    the same order and the same state after, so every later draw of a sample is too."""
     import random
 
     from ctxgate.tasks.base import shuffle

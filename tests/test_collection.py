@@ -1,4 +1,5 @@
-"""The suite collects its own cases, and only those, whatever the form of --model and wherever pytest starts."""
+"""The suite collects its own cases, and only those, whatever the form of --model and wherever
+pytest starts."""
 
 from __future__ import annotations
 

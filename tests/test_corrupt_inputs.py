@@ -1,5 +1,6 @@
-"""Every reader, fed corrupt bytes (cut short, garbled, not UTF-8, the wrong shape), answers with its own error
-type and a one-line message, never another exception or a traceback (Hypothesis generates the damage)."""
+"""Every reader, fed corrupt bytes (cut short, garbled, not UTF-8, the wrong shape), answers with
+its own error type and a one-line message, never another exception or a traceback (Hypothesis
+generates the damage)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ ESSAY = ("Sentence number one is here. " * 12).encode()
 
 @st.composite
 def damaged(draw: st.DrawFn, valid: bytes) -> bytes:
-    """``valid`` cut short, with bytes flipped or inserted (invalid UTF-8 among them), or replaced outright."""
+    """``valid`` cut short, with bytes flipped or inserted (invalid UTF-8 among them), or replaced
+    outright."""
     how = draw(st.sampled_from(["cut", "flip", "insert", "garbage", "empty"]))
     if how == "cut":
         return valid[: draw(st.integers(0, max(0, len(valid) - 1)))]

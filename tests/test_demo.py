@@ -1,6 +1,7 @@
-"""The README's first command, as a newcomer runs it: ``bash scripts/demo.sh`` (every task at 256, 512, 1K and 2K on
-the shipped checkpoint, judged by the offline judge server), with fewer samples. A change that breaks the demo fails
-here: the script must exit 0, no case may error, and the shipped model's score cliff must show."""
+"""The README's first command, as a newcomer runs it: ``bash scripts/demo.sh`` (every task at 256,
+512, 1K and 2K on the shipped checkpoint, judged by the offline judge server), with fewer samples. A
+change that breaks the demo fails here: the script must exit 0, no case may error, and the shipped
+model's score cliff must show."""
 
 from __future__ import annotations
 

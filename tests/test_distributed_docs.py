@@ -1,8 +1,8 @@
-"""docs/distributed.md's Slurm batch script and KubeRay RayJob: the files users copy are the ones the page shows, the
-script is valid bash that starts the head, then the workers, waits for every GPU, and ends with pytest's exit
-status (run here with stand-ins for Slurm, Ray and Python), and the manifest is a RayJob whose pods share the
-volume its entrypoint reads the checkpoint from and writes the report to. The pytest options both pass are ones
-the suite registers."""
+"""docs/distributed.md's Slurm batch script and KubeRay RayJob: the files users copy are the ones
+the page shows, the script is valid bash that starts the head, then the workers, waits for every
+GPU, and ends with pytest's exit status (run here with stand-ins for Slurm, Ray and Python), and the
+manifest is a RayJob whose pods share the volume its entrypoint reads the checkpoint from and writes
+the report to. The pytest options both pass are ones the suite registers."""
 
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ sys.exit(pytest.main(["-p", "no:cacheprovider"], plugins=[Probe()]))
 
 
 def unregistered(flags: list[str]) -> list[str]:
-    """The flags pytest, with the suite's plugins, does not take (aliases such as --junitxml count as taken)."""
+    """The flags pytest, with the suite's plugins, does not take (aliases such as --junitxml count
+    as taken)."""
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(sorted(set(flags)))],
         cwd=ROOT,
@@ -76,7 +77,8 @@ def test_the_flag_check_knows_the_suites_options_and_only_those() -> None:
 
 
 def batch_pytest_line(script: str) -> str:
-    """The script's pytest command, its continuation lines joined, up to the ``||`` that keeps its status."""
+    """The script's pytest command, its continuation lines joined, up to the ``||`` that keeps its
+    status."""
     joined = script.replace("\\\n", " ")
     line = next(x for x in joined.splitlines() if re.search(r"\bpython -m pytest\b", x))
     return line.split("-m pytest", 1)[1].split("||")[0]
@@ -138,8 +140,8 @@ exit "${PYTEST_STATUS:-0}"
 def run_batch(
     tmp_path: Path, *args: str, **env: str
 ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    """The batch script as Slurm runs it on the first node of a 4-node allocation, Slurm, Ray and Python stood in
-    for: its exit status and what each stand-in was asked, in order."""
+    """The batch script as Slurm runs it on the first node of a 4-node allocation, Slurm, Ray and
+    Python stood in for: its exit status and what each stand-in was asked, in order."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, body in STUBS.items():
@@ -200,7 +202,8 @@ def test_the_batch_script_starts_the_head_then_every_worker_and_ends_with_pytest
 
 
 def test_the_batch_script_does_not_start_the_suite_on_a_cluster_missing_a_node(tmp_path) -> None:
-    """A node whose Ray never joins: the replicas would be placed without its GPUs, so the job fails instead."""
+    """A node whose Ray never joins: the replicas would be placed without its GPUs, so the job fails
+    instead."""
     done, log = run_batch(tmp_path, "/ckpts/step-12000", DEAD_NODE="node3")
     assert done.returncode == 1
     assert "has 24 of its 32 GPUs" in done.stderr
@@ -228,7 +231,8 @@ def mounts(template: dict[str, Any]) -> dict[str, tuple[str, str]]:
 
 
 def on_claim(template: dict[str, Any], path: str) -> tuple[str, str]:
-    """Where ``path`` is on a shared volume in this pod: (claim, path within it); fails when it is on none."""
+    """Where ``path`` is on a shared volume in this pod: (claim, path within it); fails when it is
+    on none."""
     for mount, (claim, sub) in sorted(mounts(template).items(), key=lambda m: -len(m[0])):
         if path == mount or path.startswith(mount + "/"):
             return claim, f"{sub}/{path[len(mount) :].lstrip('/')}".strip("/")

@@ -1,10 +1,11 @@
 """Every command README.md and docs/ show runs, as written.
 
-A page's shell blocks (```bash, and the ``$ `` lines of ```console) run in order, each in bash, in a scratch folder
-that holds the checkout's files and the documented placeholders (docs/README.md, "Placeholders"): ``path/to/ckpt``
-is the shipped tiny checkpoint, ``path/to/data`` HELMET's data layout with the fixture data. A command ending with
-the comment ``# exit status N`` must exit N, every other 0. A command that needs what this machine has not (a GPU,
-a served model, an API key, the network) is in ``NOT_RUN`` with the reason, or names the test that runs it."""
+A page's shell blocks (```bash, and the ``$ `` lines of ```console) run in order, each in bash, in a
+scratch folder that holds the checkout's files and the documented placeholders (docs/README.md,
+"Placeholders"): ``path/to/ckpt`` is the shipped tiny checkpoint, ``path/to/data`` HELMET's data
+layout with the fixture data. A command ending with the comment ``# exit status N`` must exit N,
+every other 0. A command that needs what this machine has not (a GPU, a served model, an API key,
+the network) is in ``NOT_RUN`` with the reason, or names the test that runs it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Failures on the real checkpoint: a worker killed mid-case, broken checkpoints, bad options, an unwritable cache.
-Each ends as one clear message, or as a report that says it is incomplete, never as a passing gate."""
+"""Failures on the real checkpoint: a worker killed mid-case, broken checkpoints, bad options, an
+unwritable cache. Each ends as one clear message, or as a report that says it is incomplete, never
+as a passing gate."""
 
 from __future__ import annotations
 

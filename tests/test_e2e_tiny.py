@@ -1,4 +1,5 @@
-"""End to end on the shipped checkpoint: the real suite, a real transformers model, real generations."""
+"""End to end on the shipped checkpoint: the real suite, a real transformers model, real
+generations."""
 
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ def test_retrieval_passes_short_and_fails_long_for_real(real_suite, pytester):
 def test_every_task_and_length_under_xdist_with_all_outputs(
     real_suite, pytester, judge_server, monkeypatch, helmet_data_long
 ):
-    """The full fixture run, judged over HTTP by the scripted OpenAI-compatible server: all seven HELMET categories
-    and the overall average at 2K, and the API key in no file the run wrote."""
+    """The full fixture run, judged over HTTP by the scripted OpenAI-compatible server: all seven
+    HELMET categories and the overall average at 2K, and the API key in no file the run wrote."""
     url, stats = judge_server
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     result = real_suite(
@@ -130,9 +131,10 @@ def test_every_task_and_length_under_xdist_with_all_outputs(
 
 
 def _the_page_of_every_task_in_a_browser(page_file: Path, shots: Path) -> None:
-    """The demo's configuration (every task, all HELMET categories, judged cases) as the plugin drew it, opened in
-    Chromium: both suites' heatmaps, the seven categories and their average, the depth grids, a judged case's
-    samples. Skips last (naming the install command) where no browser is installed."""
+    """The demo's configuration (every task, all HELMET categories, judged cases) as the plugin drew
+    it, opened in Chromium: both suites' heatmaps, the seven categories and their average, the depth
+    grids, a judged case's samples. Skips last (naming the install command) where no browser is
+    installed."""
     with contextlib.contextmanager(launch)() as browser:
         opened = Opened(browser, page_file, shots)
         page = opened.page
@@ -172,8 +174,8 @@ def test_chat_template_on_is_applied_and_recorded(real_suite, pytester, tiny_cha
 def test_the_task_policy_wraps_ruler_for_a_chat_model_and_not_for_a_base_model(
     real_suite, pytester, tiny_chat
 ):
-    """RULER runs chat models with their template (config_models.sh), HELMET's JSON KV never; a base model (no
-    template, the shipped checkpoint) runs everything plain. Each case records which."""
+    """RULER runs chat models with their template (config_models.sh), HELMET's JSON KV never; a base
+    model (no template, the shipped checkpoint) runs everything plain. Each case records which."""
     select = ("-k", "niah_single_1 or json_kv", "--lengths", "1k", "--samples", "1")
     real_suite(*select, "--report", "chat.json", model=tiny_chat).assert_outcomes(passed=2)
     real_suite(*select, "--report", "base.json").assert_outcomes(passed=2)

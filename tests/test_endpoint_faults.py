@@ -1,5 +1,6 @@
-"""``--backend openai`` against a server that misbehaves (fixtures/completions_server.py, a real HTTP server playing
-scripted faults): each fault is one line naming the server and the fix, and only transient ones are retried."""
+"""``--backend openai`` against a server that misbehaves (fixtures/completions_server.py, a real
+HTTP server playing scripted faults): each fault is one line naming the server and the fix, and only
+transient ones are retried."""
 
 from __future__ import annotations
 
@@ -99,8 +100,9 @@ def test_a_4xx_is_refused_at_once_and_not_retried(run_openai, server):
 
 
 def test_a_replica_dropped_by_a_burst_of_503s_is_tried_again(run_openai, server):
-    """A burst of 503s longer than the retries (a server restarting) drops the only replica; the request waits
-    for its re-probe (CTXGATE_REPROBE_S later) instead of failing this case and every later one."""
+    """A burst of 503s longer than the retries (a server restarting) drops the only replica; the
+    request waits for its re-probe (CTXGATE_REPROBE_S later) instead of failing this case and every
+    later one."""
     server[1](
         {"completions": [{"status": 503}] * 2}
     )  # --request-retries 1: two requests, the series is spent
@@ -129,8 +131,8 @@ def test_a_failing_tokenize_is_refused_not_downgraded(run_openai, server):
 def test_a_length_past_the_servers_max_model_len_names_it_and_force_does_not_pass_it(
     run_openai, server
 ):
-    """The server would refuse the request: --force-lengths (for positions past the model's) cannot help, so the
-    case is a window error naming the server's limit and how to raise it."""
+    """The server would refuse the request: --force-lengths (for positions past the model's) cannot
+    help, so the case is a window error naming the server's limit and how to raise it."""
     server[1]({"max_model_len": 1024})
     result = run_openai(
         "-k",
@@ -152,9 +154,9 @@ def test_a_length_past_the_servers_max_model_len_names_it_and_force_does_not_pas
 
 
 def test_request_timeouts_grow_with_the_prompt_past_128k(run_openai, server):
-    """The read timeout each request carries (the openai client's own header): --request-timeout up to 128K
-    tokens, in proportion beyond. One request in flight: none is queued behind another, whose prompt its time limit
-    would count too."""
+    """The read timeout each request carries (the openai client's own header): --request-timeout up
+    to 128K tokens, in proportion beyond. One request in flight: none is queued behind another,
+    whose prompt its time limit would count too."""
     server[1]({"max_model_len": 300_000})
     lengths = "1k,256k"
     result = run_openai(
@@ -247,8 +249,9 @@ def test_every_engine_setting_is_in_the_cache_namespace(server):
 
 
 def test_a_vllm_window_is_never_forced_past_its_rope_table():
-    """vLLM builds its RoPE table with exactly max_position_embeddings rows: --force-lengths cannot pass it, the
-    fix is to extend the positions (measured: garbage at 32K and a segfault at 256K on the tiny checkpoint)."""
+    """vLLM builds its RoPE table with exactly max_position_embeddings rows: --force-lengths cannot
+    pass it, the fix is to extend the positions (measured: garbage at 32K and a segfault at 256K on
+    the tiny checkpoint)."""
     from types import SimpleNamespace
 
     from ctxgate.backends.endpoint import EndpointBackend

@@ -1,11 +1,12 @@
-"""The endpoint pool: ``--backend openai`` with ``--base-url`` given several times balances a run's samples over real
-OpenAI-compatible HTTP servers on 127.0.0.1 (fixtures/completions_server.py), and a server that dies mid-run has its
-samples moved to the others.
+"""The endpoint pool: ``--backend openai`` with ``--base-url`` given several times balances a run's
+samples over real OpenAI-compatible HTTP servers on 127.0.0.1 (fixtures/completions_server.py), and
+a server that dies mid-run has its samples moved to the others.
 
-The servers run no model: each answers a prompt with a text of its own (``echo``: a digest of the prompt's token
-ids), so an output tells which prompt it answered. A run against one server, one request at a time, is the
-reference: a pooled run must give every sample the same output, each exactly once, and the servers' own counts say
-who answered what. (Outputs of a real engine behind the pool: tests/test_engines.py.)"""
+The servers run no model: each answers a prompt with a text of its own (``echo``: a digest of the
+prompt's token ids), so an output tells which prompt it answered. A run against one server, one
+request at a time, is the reference: a pooled run must give every sample the same output, each
+exactly once, and the servers' own counts say who answered what. (Outputs of a real engine behind
+the pool: tests/test_engines.py.)"""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def start_servers(count: int, **script: Any) -> list[tuple[str, Any]]:
 
 @pytest.fixture
 def servers() -> Iterator[Callable[..., list[tuple[str, Any]]]]:
-    """``servers(count, **script)``: that many, stopped after the test (a dead one is already closed)."""
+    """``servers(count, **script)``: that many, stopped after the test (a dead one is already
+    closed)."""
     started: list[tuple[str, Any]] = []
 
     def make(count: int, **script: Any) -> list[tuple[str, Any]]:
@@ -60,7 +62,8 @@ def servers() -> Iterator[Callable[..., list[tuple[str, Any]]]]:
 
 
 def run_pool(cwd: Path, urls: list[str], *args: str) -> subprocess.CompletedProcess[str]:
-    """The suite from ``cwd`` against the servers, retrying once and re-probing a dropped one after 0.5 s."""
+    """The suite from ``cwd`` against the servers, retrying once and re-probing a dropped one after
+    0.5 s."""
     flags = [arg for url in urls for arg in ("--base-url", url)]
     result = launch_suite(
         *CASES,
@@ -133,8 +136,8 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int, 
 
 
 def answered_by(out: str) -> tuple[dict[str, int], list[str]]:
-    """The end-of-run lines of the servers (one per xdist worker): requests each URL answered, summed over the
-    lines, and the lines."""
+    """The end-of-run lines of the servers (one per xdist worker): requests each URL answered,
+    summed over the lines, and the lines."""
     lines = re.findall(r"^ctxgate: (?:gw\d+: )?servers: (.*)$", out, re.MULTILINE)
     answered: Counter[str] = Counter()
     for line in lines:
@@ -144,9 +147,9 @@ def answered_by(out: str) -> tuple[dict[str, int], list[str]]:
 
 
 def test_samples_are_balanced_over_the_servers(servers, reference, tmp_path):
-    """Three servers, requests overlapping (each answer takes 50 ms), two xdist workers: each server gets its share
-    of the 24 samples, every sample is answered once, by one of them, with its own prompt's output; each worker's
-    last line says how its requests were shared."""
+    """Three servers, requests overlapping (each answer takes 50 ms), two xdist workers: each server
+    gets its share of the 24 samples, every sample is answered once, by one of them, with its own
+    prompt's output; each worker's last line says how its requests were shared."""
     pool = servers(3, delay_s=0.05)
     urls = [url for url, _ in pool]
     result = run_pool(tmp_path, urls, "-n", "2")
@@ -169,9 +172,10 @@ def test_samples_are_balanced_over_the_servers(servers, reference, tmp_path):
 def test_a_server_that_dies_mid_run_has_its_samples_moved_to_the_others(
     servers, reference, tmp_path
 ):
-    """The first of three servers crashes after answering 3 completions: the next request sent to it goes unanswered
-    and its port then refuses connections. The pool drops it (re-probing it every 0.5 s until it gives it up) and
-    the other two answer every remaining sample, that one included: the run passes as if nothing had happened."""
+    """The first of three servers crashes after answering 3 completions: the next request sent to it
+    goes unanswered and its port then refuses connections. The pool drops it (re-probing it every
+    0.5 s until it gives it up) and the other two answer every remaining sample, that one included:
+    the run passes as if nothing had happened."""
     died_after = 3
     dying, *others = servers(3, delay_s=0.05)
     dying[1].die_after = died_after

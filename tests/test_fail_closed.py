@@ -1,6 +1,7 @@
-"""A case that could not run for a reason the checkpoint or the inputs caused never lets a gate pass, and no input
-falls back silently to something weaker. Each test runs the real suite on the tiny checkpoint in a subprocess (or
-a real CLI verb) and reads what the user sees: the exit status, one line, the report."""
+"""A case that could not run for a reason the checkpoint or the inputs caused never lets a gate
+pass, and no input falls back silently to something weaker. Each test runs the real suite on the
+tiny checkpoint in a subprocess (or a real CLI verb) and reads what the user sees: the exit status,
+one line, the report."""
 
 from __future__ import annotations
 
@@ -320,8 +321,8 @@ def test_diff_refuses_a_report_of_another_schema(tmp_path):
 def test_a_missing_local_data_file_never_reaches_for_the_hub(
     real_suite, pytester, tmp_path, monkeypatch
 ):
-    """With the hub switched on, a task whose local file is missing fails without a single connection: the hub
-    endpoint is a socket of ours that counts what reaches it."""
+    """With the hub switched on, a task whose local file is missing fails without a single
+    connection: the hub endpoint is a socket of ours that counts what reaches it."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
@@ -442,8 +443,8 @@ def test_sigterm_and_sighup_end_the_run_like_ctrl_c(pytester, sig):
 
 
 def test_workers_exit_when_their_controller_is_killed(pytester):
-    """Orphaned workers used to go on generating (and caching) a case nobody would read; now they stop with their
-    controller: at most the samples in flight when it died reach the cache."""
+    """Orphaned workers used to go on generating (and caching) a case nobody would read; now they
+    stop with their controller: at most the samples in flight when it died reach the cache."""
     import sqlite3
 
     shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
@@ -469,7 +470,8 @@ def test_workers_exit_when_their_controller_is_killed(pytester):
 def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_half_file(
     real_suite, pytester
 ):
-    """The file size limit makes every write past 6 KB fail with EFBIG, as a full disk does with ENOSPC."""
+    """The file size limit makes every write past 6 KB fail with EFBIG, as a full disk does with
+    ENOSPC."""
     import resource
 
     out_dir = pytester.path / "out"

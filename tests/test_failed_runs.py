@@ -1,7 +1,9 @@
-"""A gate that cannot pass by accident: every selected case that produced no score (an error, a crashed worker, an
-interrupted run) is in the report with its reason, the report says it is incomplete, and the session fails.
+"""A gate that cannot pass by accident: every selected case that produced no score (an error, a
+crashed worker, an interrupted run) is in the report with its reason, the report says it is
+incomplete, and the session fails.
 
-These use the scripted backend (plumbing); tests/test_e2e_failures.py does the same to the real checkpoint."""
+These use the scripted backend (plumbing); tests/test_e2e_failures.py does the same to the real
+checkpoint."""
 
 from __future__ import annotations
 
@@ -80,7 +82,8 @@ def test_a_killed_worker_leaves_its_case_in_the_report_as_a_crash(suite, pyteste
 
 
 def test_a_run_where_every_case_is_skipped_fails_saying_why(suite):
-    """Skipped by design (no task fits 64 tokens): not a failure of any case, but a run that ran nothing fails."""
+    """Skipped by design (no task fits 64 tokens): not a failure of any case, but a run that ran
+    nothing fails."""
     result = suite(ALL_RIGHT, "-k", "niah_single_1 or vt or cwe", lengths="64")
     assert result.ret == 1
     result.stdout.fnmatch_lines(

@@ -1,6 +1,7 @@
-"""The task families beyond RULER and HELMET as the summaries, gates and reports see them: each family's mean per
-length (its official data standing in for its generated tasks), length 0 (the bare form), and the effective length
-relative to the model's own short-context score (NoLiMa's rule) and 100-LongBench's LongScore for every summary."""
+"""The task families beyond RULER and HELMET as the summaries, gates and reports see them: each
+family's mean per length (its official data standing in for its generated tasks), length 0 (the bare
+form), and the effective length relative to the model's own short-context score (NoLiMa's rule) and
+100-LongBench's LongScore for every summary."""
 
 from __future__ import annotations
 
@@ -271,9 +272,9 @@ def test_the_report_shows_the_absolute_and_the_relative_effective_length_side_by
 
 
 def test_the_suite_runs_the_families_from_length_0_into_every_report_file(real_suite, pytester):
-    """The real tiny checkpoint, the fixture data in the published layouts: the bare form at 0 is a scored case,
-    the families' means and relative effective lengths reach the JSON, the Markdown and the HTML page, and the
-    report reads back (``ctxgate html``)."""
+    """The real tiny checkpoint, the fixture data in the published layouts: the bare form at 0 is a
+    scored case, the families' means and relative effective lengths reach the JSON, the Markdown and
+    the HTML page, and the report reads back (``ctxgate html``)."""
     import json
 
     from ctxgate.cli import main
@@ -321,8 +322,8 @@ def test_the_suite_runs_the_families_from_length_0_into_every_report_file(real_s
 
 
 def test_a_sequential_run_cannot_gate_a_relative_effective_length(scripted_suite, pytester):
-    """A relative effective length compares averages of means; --sequential's early means are biased, so the two
-    together are refused before anything runs, naming the table and the fix."""
+    """A relative effective length compares averages of means; --sequential's early means are
+    biased, so the two together are refused before anything runs, naming the table and the fix."""
     pytester.makefile(".toml", thresholds='[relative_effective_length.min_length]\nruler = "1k"\n')
     refused = scripted_suite(
         "r", {"default": 1.0}, "--lengths", "512", "--sequential", "--thresholds", "thresholds.toml"
@@ -336,8 +337,8 @@ def test_a_sequential_run_cannot_gate_a_relative_effective_length(scripted_suite
 def test_a_family_case_is_gated_against_a_baseline_and_stopped_early_as_any_case(
     scripted_suite, pytester
 ):
-    """The families are cases like RULER's: a drop against a --baseline fails the case and the baseline gate, and
-    --sequential stops a clear case early (plumbing: the scripted backend)."""
+    """The families are cases like RULER's: a drop against a --baseline fails the case and the
+    baseline gate, and --sequential stops a clear case early (plumbing: the scripted backend)."""
     import json
 
     select = (

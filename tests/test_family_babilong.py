@@ -1,5 +1,6 @@
-"""BABILong: the bAbI story generator, the prompt (byte for byte BABILong's template), the facts spread through the
-haystack, the released sets read from a local folder, and BABILong's answer rule."""
+"""BABILong: the bAbI story generator, the prompt (byte for byte BABILong's template), the facts
+spread through the haystack, the released sets read from a local folder, and BABILong's answer rule.
+"""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ OPPOSITE = {"north": "south", "south": "north", "east": "west", "west": "east"}
 def replay(
     facts: tuple[str, ...],
 ) -> tuple[dict[str, str], dict[str, list[str]], list[tuple[str, str, str]]]:
-    """An independent reading of a story: where everyone is, every room each object was in, the handovers."""
+    """An independent reading of a story: where everyone is, every room each object was in, the
+    handovers."""
     where: dict[str, str] = {}
     holder: dict[str, str | None] = {}
     rooms: dict[str, list[str]] = {}
@@ -208,8 +210,8 @@ def test_prompts_are_babilongs(task):
 
 
 def test_format_input_is_the_reference_template():
-    """``DEFAULT_TEMPLATE.format(..., context=context.strip(), ...).strip()``: the released questions end with a
-    space, which the final strip removes."""
+    """``DEFAULT_TEMPLATE.format(..., context=context.strip(), ...).strip()``: the released
+    questions end with a space, which the final strip removes."""
     p = PROMPTS["qa4"]
     text = format_input(p, "  The office is east of the garden. \n", "What is west of the office? ")
     assert text == (
@@ -264,7 +266,8 @@ def test_every_length_builds_within_the_rule_and_fills_or_refuses(
 
 
 def spread(sentences: list[str], facts: list[str], positions: list[int]) -> str:
-    """BABILong's placement, written out: each fact before the sentence at its position, in the story's order."""
+    """BABILong's placement, written out: each fact before the sentence at its position, in the
+    story's order."""
     units: list[str] = []
     told = 0
     for i in range(len(sentences) + 1):
@@ -277,8 +280,9 @@ def spread(sentences: list[str], facts: list[str], positions: list[int]) -> str:
 
 @pytest.mark.parametrize("task", GENERATED)
 def test_facts_spread_through_consecutive_haystack_sentences_in_order(hf_encoder, task):
-    """The context is the haystack's sentences from a random one on, each fact before the sentence its position
-    names (repeats allowed, the story's order kept), all joined by single spaces: BABILong's placement."""
+    """The context is the haystack's sentences from a random one on, each fact before the sentence
+    its position names (repeats allowed, the story's order kept), all joined by single spaces:
+    BABILong's placement."""
     sentences = load_essay().sentences
     for index in range(3):
         s = build_sample(get_task(task), ctx_for(hf_encoder), 4096, index, 42)
@@ -383,7 +387,8 @@ def write_parquet(path: Path, rows: list[dict]) -> None:
 
 @pytest.fixture
 def released(tmp_path: Path) -> Path:
-    """BABILong's hub layout: qa1's 4k config as parquet, qa2's 0k set as the repository's JSON file."""
+    """BABILong's hub layout: qa1's 4k config as parquet, qa2's 0k set as the repository's JSON
+    file."""
     write_parquet(tmp_path / "babilong" / "4k" / "qa1-00000-of-00001.parquet", RECORDS)
     (tmp_path / "babilong" / "data" / "qa2").mkdir(parents=True)
     (tmp_path / "babilong" / "data" / "qa2" / "0k.json").write_text(json.dumps(RECORDS[1:]))
@@ -423,7 +428,8 @@ def test_released_sets_in_the_json_and_older_parquet_forms(hf_encoder, released)
 
 
 def test_a_set_split_over_files_is_read_in_name_order(hf_encoder, tmp_path):
-    """babilong-1k-samples keeps its 128k sets in two parquet files each: one set, its records in name order."""
+    """babilong-1k-samples keeps its 128k sets in two parquet files each: one set, its records in
+    name order."""
     folder = tmp_path / "babilong" / "4k"
     write_parquet(folder / "qa1-00001-of-00002.parquet", RECORDS[2:])
     write_parquet(folder / "qa1-00000-of-00002.parquet", RECORDS[:2])
@@ -533,10 +539,10 @@ def test_a_record_longer_than_the_length_is_refused_not_cut(hf_encoder, tmp_path
 def sized_like_babilong(
     tokenizer, task: str, config: str, count: int, longer: dict[int, int] | None = None
 ) -> list:
-    """``count`` records of ``task`` sized as BABILong's ``data/create_tasks.py`` sizes them, with ``tokenizer`` in
-    GPT-2's place: a story's facts among consecutive haystack sentences, each behind a space, the last sentence cut
-    so that the input is the set's length in decimal thousands less 300 tokens (``longer[i]`` more for record i),
-    then decoded and stripped."""
+    """``count`` records of ``task`` sized as BABILong's ``data/create_tasks.py`` sizes them, with
+    ``tokenizer`` in GPT-2's place: a story's facts among consecutive haystack sentences, each
+    behind a space, the last sentence cut so that the input is the set's length in decimal thousands
+    less 300 tokens (``longer[i]`` more for record i), then decoded and stripped."""
     sentences = load_essay().sentences
     rng = random.Random(f"{task}-{config}")
     rows = []
@@ -582,8 +588,9 @@ def write_set(root: Path, split: str, config: str, rows: list) -> str:
 def test_a_set_sized_as_babilongs_runs_whole_where_the_tokenizer_is_as_compact_as_the_one_that_sized_it(
     large_vocab_tokenizer, large_vocab_encoder, tmp_path
 ):
-    """A 1k set leaves 1024 - 700 = 324 tokens for the prompt, the chat template and the 20 generated: Tekken, which
-    sized the set here as GPT-2 sized BABILong's, reads every record whole, chat-wrapped, even qa3's long prompt."""
+    """A 1k set leaves 1024 - 700 = 324 tokens for the prompt, the chat template and the 20
+    generated: Tekken, which sized the set here as GPT-2 sized BABILong's, reads every record whole,
+    chat-wrapped, even qa3's long prompt."""
     for split in ("qa1", "qa3"):
         data_dir = write_set(
             tmp_path, split, "1k", sized_like_babilong(large_vocab_tokenizer, split, "1k", 3)
@@ -597,8 +604,9 @@ def test_a_set_sized_as_babilongs_runs_whole_where_the_tokenizer_is_as_compact_a
 def test_a_set_sized_as_babilongs_is_refused_whole_by_a_less_compact_tokenizer(
     large_vocab_tokenizer, hf_encoder, tmp_path
 ):
-    """The shipped tiny tokenizer takes about 1.9 times Tekken's tokens for the same text: no record of the set
-    fits, and the refusal says so, with the longest record's size and the task that fills any length."""
+    """The shipped tiny tokenizer takes about 1.9 times Tekken's tokens for the same text: no record
+    of the set fits, and the refusal says so, with the longest record's size and the task that fills
+    any length."""
     data_dir = write_set(
         tmp_path, "qa1", "1k", sized_like_babilong(large_vocab_tokenizer, "qa1", "1k", 3)
     )
@@ -616,8 +624,9 @@ def test_a_set_sized_as_babilongs_is_refused_whole_by_a_less_compact_tokenizer(
 def test_one_record_too_long_refuses_the_set_at_every_sample_before_any_is_generated(
     large_vocab_tokenizer, large_vocab_encoder, tmp_path
 ):
-    """A 4k set whose record is 400 tokens longer than BABILong's 3,700: the case runs neither that record nor a
-    subset of the others (the tokenizer would pick it), and its first sample, whose own record fits, refuses it."""
+    """A 4k set whose record is 400 tokens longer than BABILong's 3,700: the case runs neither that
+    record nor a subset of the others (the tokenizer would pick it), and its first sample, whose own
+    record fits, refuses it."""
     long = order(3, 42)[2]  # the record of the run's last sample
     rows = sized_like_babilong(large_vocab_tokenizer, "qa2", "4k", 3, longer={long: 400})
     ctx = ctx_for(large_vocab_encoder, data_dir=write_set(tmp_path, "qa2", "4k", rows))

@@ -1,5 +1,5 @@
-"""MRCR: the grade, the chat template's turns, the generated conversations and OpenAI MRCR's parquet files (written
-here in the official schema with ``datasets``)."""
+"""MRCR: the grade, the chat template's turns, the generated conversations and OpenAI MRCR's parquet
+files (written here in the official schema with ``datasets``)."""
 
 from __future__ import annotations
 
@@ -206,8 +206,9 @@ def test_a_template_that_cannot_be_split_into_turns_names_the_fix(hf_tokenizer, 
 
 
 def test_the_bare_template_of_a_chat_api_is_refused_not_flattened(hf_tokenizer, mrcr_dir):
-    """--endpoint-api chat sets a template that writes the contents alone: the conversation would reach the model
-    as one run of text ("...a lover of horsesPrepend ..."), so both families refuse it, naming the fixes."""
+    """--endpoint-api chat sets a template that writes the contents alone: the conversation would
+    reach the model as one run of text ("...a lover of horsesPrepend ..."), so both families refuse
+    it, naming the fixes."""
     enc = with_template(hf_tokenizer, BARE_CHAT_TEMPLATE)
     fixes = "writes nothing between a user and an assistant message.*--endpoint-api completions.*--chat-template off"
     with pytest.raises(ChatTemplateError, match=fixes):
@@ -412,7 +413,8 @@ def test_every_length_builds_within_one_turn_or_refuses(
 
 
 def user_messages(text: str, chat: bool) -> list[tuple[str, str]]:
-    """The conversation back from a ChatML or plain prompt: (user request, assistant answer) pairs, in order."""
+    """The conversation back from a ChatML or plain prompt: (user request, assistant answer) pairs,
+    in order."""
     if chat:
         parts = re.findall(r"<\|im_start\|>(user|assistant)\n(.*?)<\|im_end\|>", text, flags=re.S)
     else:

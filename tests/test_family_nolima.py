@@ -1,4 +1,5 @@
-"""NoLiMa-style needles: the overlap filter, the needle-set reader, the metric and the three tasks' prompts."""
+"""NoLiMa-style needles: the overlap filter, the needle-set reader, the metric and the three tasks'
+prompts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Worker gwN gets GPU N (or its slice with --device-map auto); -n auto means one worker per model replica. (The
-CUDA side is exercised only on a GPU node.)"""
+"""Worker gwN gets GPU N (or its slice with --device-map auto); -n auto means one worker per model
+replica. (The CUDA side is exercised only on a GPU node.)"""
 
 from types import SimpleNamespace
 
@@ -70,8 +70,8 @@ def test_auto_workers_is_the_gpu_count(monkeypatch):
     ],
 )
 def test_device_map_gives_each_worker_its_slice(monkeypatch, worker, count, per, expected):
-    """-n counts model replicas: with --device-map auto each worker's model spans visible GPUs / workers (or
-    --gpus-per-replica) of them, disjoint from the others'."""
+    """-n counts model replicas: with --device-map auto each worker's model spans visible GPUs /
+    workers (or --gpus-per-replica) of them, disjoint from the others'."""
     monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(count))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")

@@ -51,7 +51,8 @@ def test_bad_haystacks_say_what_to_do(tmp_path, content, name, message):
 
 
 def _repeated_sentences(encoder, ids) -> tuple[int, list[str]]:
-    """Sentences over 40 characters in a prompt's decoded text, and those among them that occur twice."""
+    """Sentences over 40 characters in a prompt's decoded text, and those among them that occur
+    twice."""
     import collections
     import re
 
@@ -76,8 +77,8 @@ def test_the_default_haystack_never_repeats_a_sentence(hf_encoder, length):
 def test_essay_prompts_fill_a_million_tokens_without_repeating_a_sentence(
     request, hf_encoder, large_vocab_encoder, tokenizer, length
 ):
-    """The default haystack fills 1M tokens of a 131K-vocabulary tokenizer (Tekken) with every sentence once: the
-    essay tasks reach 1M without --haystack."""
+    """The default haystack fills 1M tokens of a 131K-vocabulary tokenizer (Tekken) with every
+    sentence once: the essay tasks reach 1M without --haystack."""
     encoder = hf_encoder if tokenizer == "shipped" else large_vocab_encoder
     ctx = BuildContext(encoder=encoder, chat=True)
     s = build_sample(get_task("niah_multikey_1"), ctx, length, 0, 42)
@@ -87,7 +88,8 @@ def test_essay_prompts_fill_a_million_tokens_without_repeating_a_sentence(
 
 
 def test_the_second_volume_is_read_only_when_a_prompt_needs_it(monkeypatch, hf_tokenizer):
-    """Start-up and short prompts never decompress the 5 MB volume; a longer prompt reads it and checks its hash."""
+    """Start-up and short prompts never decompress the 5 MB volume; a longer prompt reads it and
+    checks its hash."""
     import lzma
 
     from ctxgate.data import haystacks

@@ -1,5 +1,6 @@
-"""HELMET application metrics, table-driven. Every expected value was worked out by hand; the arithmetic is written
-out where it is not obvious (trec_eval NDCG: gain = label, discount log2(rank + 1))."""
+"""HELMET application metrics, table-driven. Every expected value was worked out by hand; the
+arithmetic is written out where it is not obvious (trec_eval NDCG: gain = label, discount log2(rank
++ 1))."""
 
 from __future__ import annotations
 
@@ -172,9 +173,9 @@ def test_parsers_never_crash(text):
 
 
 def test_completion_outputs_are_scored_behind_the_prefix_chat_outputs_as_they_are():
-    """HELMET (eval.py): without the chat template, `system_template + output`, no space added, is what the metric
-    and the parser see; with it, the output alone, parsed after the prefix when the model wrote one, else its
-    first line."""
+    """HELMET (eval.py): without the chat template, `system_template + output`, no space added, is
+    what the metric and the parser see; with it, the output alone, parsed after the prefix when the
+    model wrote one, else its first line."""
     assert score_prediction("helmet_subem", "x", ["answer"], "Answer:") == (
         1.0,
         "x",

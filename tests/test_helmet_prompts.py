@@ -1,10 +1,12 @@
-"""At the lengths HELMET ships files for, the suite's prompts are HELMET's, byte for byte after decoding.
+"""At the lengths HELMET ships files for, the suite's prompts are HELMET's, byte for byte after
+decoding.
 
-The expected prompts are written here from HELMET's rules (data.py at HEAD), not with the suite's code: the
-question sample is ``random.seed(42); random.sample(sorted(keys), 100)`` over the file's keys, in file order; the
-demos of a question come from ``datasets``' ``shuffle(seed=sha256(key) % 2**31)`` of the demo file with repeated
-keys dropped; the templates are HELMET's strings. Chat prompts are the tokenizer's chat template over one user
-turn with the generation prompt and nothing after it.
+The expected prompts are written here from HELMET's rules (data.py at HEAD), not with the suite's
+code: the question sample is ``random.seed(42); random.sample(sorted(keys), 100)`` over the file's
+keys, in file order; the demos of a question come from ``datasets``' ``shuffle(seed=sha256(key) %
+2**31)`` of the demo file with repeated keys dropped; the templates are HELMET's strings. Chat
+prompts are the tokenizer's chat template over one user turn with the generation prompt and nothing
+after it.
 """
 
 from __future__ import annotations
@@ -246,8 +248,9 @@ ALCE["alce_qampari"] = ("qampari_eval_gtr_top2000.json", "qampari_revised.json")
 
 def alce_prompts(task: str) -> list[tuple[str, list[str]]]:
     """HELMET HEAD (eval.py, data.py load_alce): ``random.seed(42)``, then ``data.map`` draws
-    ``random.sample(demos, 2)`` for every test item in file order; then ``data.shuffle(seed=42).select(...)``; the
-    documents numbered from 1. Per sample: the user text before the documents, and the documents."""
+    ``random.sample(demos, 2)`` for every test item in file order; then
+    ``data.shuffle(seed=42).select(...)``; the documents numbered from 1. Per sample: the user text
+    before the documents, and the documents."""
     test_file, prompt_file = ALCE[task]
     items = json.loads((HELMET_DATA / "alce" / test_file).read_text("utf-8"))
     spec = json.loads((HELMET_DATA / "alce" / prompt_file).read_text("utf-8"))
@@ -283,8 +286,8 @@ def alce_prompts(task: str) -> list[tuple[str, list[str]]]:
 @pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
 @pytest.mark.parametrize("task", sorted(ALCE))
 def test_alce_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
-    """All the fixture's documents fit at 8K, so ctxgate shows them all, as HELMET's files would; ``Answer:`` after
-    a blank line."""
+    """All the fixture's documents fit at 8K, so ctxgate shows them all, as HELMET's files would;
+    ``Answer:`` after a blank line."""
     cases = alce_prompts(task)
     expected = [
         wrap(hf_tokenizer, head + "\n\n".join(docs), "", True)
@@ -315,9 +318,10 @@ Parts = list[tuple[str, str, str]]
 
 
 def narrativeqa_parts(folder, counting) -> Parts:
-    """HELMET HEAD (data.py load_narrativeqa): the test split ``shuffle(seed=42)``, its documents over 131072 tokens
-    kept in that order; ``data.map`` then takes two train questions from ``shuffle()`` without a seed for each kept
-    question in order, numpy's global generator seeded with 42 when the model loaded (``transformers.set_seed``)."""
+    """HELMET HEAD (data.py load_narrativeqa): the test split ``shuffle(seed=42)``, its documents
+    over 131072 tokens kept in that order; ``data.map`` then takes two train questions from
+    ``shuffle()`` without a seed for each kept question in order, numpy's global generator seeded
+    with 42 when the model loaded (``transformers.set_seed``)."""
     test = lines(folder / "narrativeqa" / "test.jsonl")
     train = lines(folder / "narrativeqa" / "train.jsonl")
     np.random.seed(42)
@@ -345,9 +349,10 @@ def narrativeqa_parts(folder, counting) -> Parts:
 
 
 def multi_lexsum_parts(folder, counting) -> Parts:
-    """HELMET HEAD (data.py load_multi_lexsum): the cases with a short summary; ``all_data.map`` over train, then
-    validation, draws two train summaries from an unseeded ``shuffle()`` for every case; the validation cases of at
-    least 65536 tokens are the samples, in file order (no more than 100 here)."""
+    """HELMET HEAD (data.py load_multi_lexsum): the cases with a short summary; ``all_data.map``
+    over train, then validation, draws two train summaries from an unseeded ``shuffle()`` for every
+    case; the validation cases of at least 65536 tokens are the samples, in file order (no more than
+    100 here)."""
     train = [
         r
         for r in lines(folder / "multi_lexsum" / "train.jsonl")
@@ -401,9 +406,10 @@ INFBENCH = {
 
 
 def infbench_parts(task: str, folder, counting) -> Parts:
-    """HELMET HEAD (data.py load_infbench): a book's demos are ``data.filter(id != its id).shuffle(seed=42)``'s
-    first two, over every book; the books of at least 65536 tokens are kept (file order) and ``shuffle(seed=42)``
-    orders the samples; demos show ``[story text]`` for their book; MC's answer is the letter."""
+    """HELMET HEAD (data.py load_infbench): a book's demos are ``data.filter(id != its
+    id).shuffle(seed=42)``'s first two, over every book; the books of at least 65536 tokens are kept
+    (file order) and ``shuffle(seed=42)`` orders the samples; demos show ``[story text]`` for their
+    book; MC's answer is the letter."""
     file, instruction = INFBENCH[task]
     rows = lines(folder / "infbench" / file)
     books = _rows(len(rows))
@@ -466,8 +472,8 @@ LONG_DOCUMENTS = ["infbench_mc", "infbench_qa", "infbench_sum", "multi_lexsum", 
 def test_long_document_samples_and_demos_are_helmets(
     hf_encoder, hf_tokenizer, helmet_data_long, task, chat
 ):
-    """ctxgate's own fit keeps HELMET's samples, demos and text around the document (the document is cut where the
-    model's tokenizer reaches L)."""
+    """ctxgate's own fit keeps HELMET's samples, demos and text around the document (the document is
+    cut where the model's tokenizer reaches L)."""
     parts = long_document_parts(task, helmet_data_long, hf_tokenizer)
     ctx = BuildContext(encoder=hf_encoder, chat=chat, data_dir=str(helmet_data_long))
     samples = build_samples(get_task(task), ctx, 4096, len(parts), 42)
@@ -505,7 +511,8 @@ def truncate_llama2(length_tokenizer, context: str, max_length: int) -> str:
 def helmet_tokenize(
     tokenizer, head: str, context: str, tail: str, task: str, length: int, chat: bool
 ) -> list[int]:
-    """model_utils.py ``tokenize`` for a fast tokenizer, as written (no system message: HELMET's default)."""
+    """model_utils.py ``tokenize`` for a fast tokenizer, as written (no system message: HELMET's
+    default)."""
     _, gen, separator, prefix = HELMET_CUTS[task]
 
     def format_input(context: str) -> list[int]:
@@ -529,8 +536,8 @@ def helmet_tokenize(
 
 @pytest.fixture(scope="module", params=["sp-length", "sp-model"])
 def tokenizers(request, hf_tokenizer, sp_tokenizer):
-    """(the model's tokenizer, --helmet-tokenizer): a BOS-less BPE model counted in a Llama-2-shaped tokenizer, and
-    the other way round."""
+    """(the model's tokenizer, --helmet-tokenizer): a BOS-less BPE model counted in a Llama-2-shaped
+    tokenizer, and the other way round."""
     from fixtures.build_tiny import CHATML
 
     sp_tokenizer.chat_template = CHATML
@@ -544,8 +551,8 @@ def tokenizers(request, hf_tokenizer, sp_tokenizer):
 @pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
 @pytest.mark.parametrize("task", LONG_DOCUMENTS)
 def test_helmet_compat_long_documents_are_helmets(tokenizers, helmet_data_long, task, chat):
-    """``--helmet-compat --helmet-tokenizer``: the prompt's ids are HELMET's, its pre-cut in the length tokenizer and
-    the cut of the context to L - gen in the model's included."""
+    """``--helmet-compat --helmet-tokenizer``: the prompt's ids are HELMET's, its pre-cut in the
+    length tokenizer and the cut of the context to L - gen in the model's included."""
     model_tok, length_tok = tokenizers
     encoder = PieceEncoder(HFTokenizer(model_tok))
     ctx = BuildContext(
@@ -572,8 +579,8 @@ def test_helmet_compat_long_documents_are_helmets(tokenizers, helmet_data_long, 
 @pytest.mark.parametrize("chat", [False, True], ids=["completion", "chat"])
 @pytest.mark.parametrize("task", sorted(ALCE))
 def test_helmet_compat_alce_is_helmets(tokenizers, task, chat):
-    """``--helmet-compat``: ALCE shows HELMET's number of documents for the length (8 at 4K, 30 at 8K), the context
-    cut to L - gen in the model's tokenizer when over."""
+    """``--helmet-compat``: ALCE shows HELMET's number of documents for the length (8 at 4K, 30 at
+    8K), the context cut to L - gen in the model's tokenizer when over."""
     model_tok, _ = tokenizers
     encoder = PieceEncoder(HFTokenizer(model_tok))
     ctx = BuildContext(encoder=encoder, chat=chat, data_dir=str(HELMET_DATA), helmet_compat=True)

@@ -1,4 +1,5 @@
-"""HELMET application tasks on the shipped fixture data: where the gold sits, what truncation keeps, the demos."""
+"""HELMET application tasks on the shipped fixture data: where the gold sits, what truncation keeps,
+the demos."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def ctx(hf_encoder) -> BuildContext:
 
 @pytest.fixture
 def long_ctx(hf_encoder, helmet_data_long) -> BuildContext:
-    """The fixtures with long documents: InfiniteBench keeps books of at least 65536 tokens (HELMET's selection)."""
+    """The fixtures with long documents: InfiniteBench keeps books of at least 65536 tokens
+    (HELMET's selection)."""
     return BuildContext(encoder=hf_encoder, chat=False, data_dir=str(helmet_data_long))
 
 
@@ -251,8 +253,9 @@ def test_longqa_uses_the_chat_template_under_the_task_policy(hf_encoder):
 
 
 def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer, helmet_data_long):
-    """HELMET: the prompt ends at the generation prompt (add_generation_prompt=True, no assistant text); RULER:
-    the answer prefix follows the generation prompt (its model templates end with `{answer_prefix}`)."""
+    """HELMET: the prompt ends at the generation prompt (add_generation_prompt=True, no assistant
+    text); RULER: the answer prefix follows the generation prompt (its model templates end with
+    `{answer_prefix}`)."""
     from ctxgate.run.case import task_context
 
     chat = BuildContext(
@@ -279,8 +282,8 @@ def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer, h
 
 
 def test_helmet_recall_reads_helmets_own_ruler_files_in_helmets_order(ctx):
-    """HELMET's load_ruler: its template, the answer prefix after `?\\n`, the context's end cut to fit, records in
-    the order of datasets' shuffle(seed)."""
+    """HELMET's load_ruler: its template, the answer prefix after `?\\n`, the context's end cut to
+    fit, records in the order of datasets' shuffle(seed)."""
     import datasets
 
     from ctxgate.sources.helmet_files import load_ruler_file, order
@@ -340,8 +343,9 @@ def test_multi_lexsum_key_points_come_from_helmets_released_file():
 
 
 def test_long_document_tasks_keep_helmets_long_documents_only(hf_encoder, helmet_data_long):
-    """NarrativeQA keeps documents over 131072 tokens, Multi-LexSum cases of at least 65536 (HELMET's selection): the
-    shipped short documents are dropped, and every kept one is cut at every length."""
+    """NarrativeQA keeps documents over 131072 tokens, Multi-LexSum cases of at least 65536
+    (HELMET's selection): the shipped short documents are dropped, and every kept one is cut at
+    every length."""
     from ctxgate.run.case import samples_to_run
     from ctxgate.sources.errors import DataUnavailable
     from ctxgate.sources.judged import load_multi_lexsum, load_narrativeqa
@@ -374,8 +378,9 @@ def test_token_count_stops_as_soon_as_it_knows(hf_encoder):
 
 
 def test_helmet_selection_counts_in_the_helmet_tokenizer_when_given(hf_encoder, tmp_path):
-    """A 70 KB book is about 20K pieces of the shipped tokenizer (dropped: HELMET keeps at least 65536) and 70K bytes
-    (kept when the selection counts bytes): the tokenizer HELMET counts in decides, and the refusal names it."""
+    """A 70 KB book is about 20K pieces of the shipped tokenizer (dropped: HELMET keeps at least
+    65536) and 70K bytes (kept when the selection counts bytes): the tokenizer HELMET counts in
+    decides, and the refusal names it."""
     import json
     import shutil
 
@@ -418,7 +423,8 @@ def test_a_helmet_tokenizer_that_is_no_tokenizer_is_refused_in_one_line(pytester
     "task", ["infbench_qa", "infbench_mc", "infbench_sum", "narrativeqa", "multi_lexsum"]
 )
 def test_a_long_document_task_runs_each_kept_document_once(long_ctx, task):
-    """Asked for more samples than HELMET's selection keeps, a case runs each kept document once (never a repeat)."""
+    """Asked for more samples than HELMET's selection keeps, a case runs each kept document once
+    (never a repeat)."""
     from ctxgate.run.case import samples_to_run
 
     n = samples_to_run(get_task(task), long_ctx, 2048, 100)

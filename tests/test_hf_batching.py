@@ -1,5 +1,6 @@
-"""--backend hf with --batch-size and --device-map: prompts of one case generated together, left padded, give the
-outputs they get one at a time; a batch that runs out of memory is halved, never lost."""
+"""--backend hf with --batch-size and --device-map: prompts of one case generated together, left
+padded, give the outputs they get one at a time; a batch that runs out of memory is halved, never
+lost."""
 
 from __future__ import annotations
 
@@ -97,9 +98,9 @@ def test_auto_is_one_on_cpu(tiny_hf):
 
 
 def test_a_batch_out_of_memory_is_halved_and_remembered(tiny_hf, prompts, monkeypatch):
-    """CUDA OOM cannot happen on this CPU: the batch call raises the real exception type for more than 2 rows,
-    as a GPU would at some size. Every prompt still gets its own output, and the size that failed is not
-    tried again."""
+    """CUDA OOM cannot happen on this CPU: the batch call raises the real exception type for more
+    than 2 rows, as a GPU would at some size. Every prompt still gets its own output, and the size
+    that failed is not tried again."""
     import torch
 
     expected = outputs(tiny_hf, prompts, 1)
@@ -126,8 +127,8 @@ def test_a_batch_out_of_memory_is_halved_and_remembered(tiny_hf, prompts, monkey
 
 
 def test_the_suite_batched_on_a_device_map_scores_as_batch_one(real_suite, pytester):
-    """The same cases, batch 1 against --batch-size 4 --device-map auto (accelerate's placement, here on the CPU):
-    per-sample predictions identical, the report says how it ran."""
+    """The same cases, batch 1 against --batch-size 4 --device-map auto (accelerate's placement,
+    here on the CPU): per-sample predictions identical, the report says how it ran."""
     select = ("-k", "niah_single_1 or vt", "--lengths", "1k", "--samples", "8", "--no-cache")
     real_suite(*select, "--batch-size", "1", "--report", "one.json").assert_outcomes(passed=2)
     result = real_suite(

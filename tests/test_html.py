@@ -1,8 +1,9 @@
-"""The HTML report: drawn by the plugin beside --report and by ``ctxgate html`` from stored reports, opened in a
-real headless Chromium (the system's, driven by playwright): no console error, no request leaving the file, a
-failing case's cell with its score linking to its samples, RULER's 40 depth rows, the samples that flipped against
-a baseline, a walk through the drill-down by keyboard alone, the print stylesheet. Each view's screenshot is written
-under the test's folder (tests/browsing.py)."""
+"""The HTML report: drawn by the plugin beside --report and by ``ctxgate html`` from stored reports,
+opened in a real headless Chromium (the system's, driven by playwright): no console error, no
+request leaving the file, a failing case's cell with its score linking to its samples, RULER's 40
+depth rows, the samples that flipped against a baseline, a walk through the drill-down by keyboard
+alone, the print stylesheet. Each view's screenshot is written under the test's folder
+(tests/browsing.py)."""
 
 from __future__ import annotations
 
@@ -39,8 +40,9 @@ def _suite(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[st
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``base.json``: the tiny checkpoint; ``run.json`` (+ the plugin's ``run.html``): a checkpoint whose retrieval
-    is broken, against that baseline, with niah_single_1's floor at 50 so it fails."""
+    """``base.json``: the tiny checkpoint; ``run.json`` (+ the plugin's ``run.html``): a checkpoint
+    whose retrieval is broken, against that baseline, with niah_single_1's floor at 50 so it fails.
+    """
     from fixtures.checkpoint_sequence import build_sequence
 
     out = tmp_path_factory.mktemp("html")
@@ -139,8 +141,8 @@ def test_the_comparison_shows_the_samples_that_flipped(runs, browser, tmp_path):
 
 
 def test_the_drill_down_works_by_keyboard_alone(runs, browser, tmp_path):
-    """Tab to the failing cell's link, Enter opens its samples with the focus on their heading, Tab reaches the
-    filter (arrow keys choose) and the sort buttons (Enter sorts)."""
+    """Tab to the failing cell's link, Enter opens its samples with the focus on their heading, Tab
+    reaches the filter (arrow keys choose) and the sort buttons (Enter sorts)."""
     report = _report(runs / "run.json")
     failing = next(
         c for c in report["cases"] if c["task"] == "niah_single_1" and c["verdict"] == "fail"

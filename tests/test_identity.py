@@ -1,6 +1,7 @@
-"""What identifies a generation and a judge verdict, and which failures are retried: a partial fine-tune gets its
-own fingerprint, hashes are computed once per file, every engine spells its dtype as it wants, a judge is its
-model on its server, a forced CPU is no GPU, and a programming error is never mistaken for a busy server."""
+"""What identifies a generation and a judge verdict, and which failures are retried: a partial
+fine-tune gets its own fingerprint, hashes are computed once per file, every engine spells its dtype
+as it wants, a judge is its model on its server, a forced CPU is no GPU, and a programming error is
+never mistaken for a busy server."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def _big_checkpoint(folder: Path, size: int = 80 * 2**20) -> Path:
 
 
 def test_a_change_anywhere_in_a_large_weights_file_changes_the_fingerprint(tmp_path, memo):
-    """A fine-tune that touched one tensor far from any sampled chunk: the old sampled hash kept the parent's."""
+    """A fine-tune that touched one tensor far from any sampled chunk: the old sampled hash kept the
+    parent's."""
     ckpt = _big_checkpoint(tmp_path / "ckpt")
     parent = fingerprint.checkpoint_fingerprint(str(ckpt))["sha256"]
     with (ckpt / "model.safetensors").open("r+b") as f:

@@ -1,5 +1,5 @@
-"""What a session keeps in flight: requests and prompt tokens per stream, the engine's batch for ``--backend vllm``,
-and requests a decided case takes back before a server sees them."""
+"""What a session keeps in flight: requests and prompt tokens per stream, the engine's batch for
+``--backend vllm``, and requests a decided case takes back before a server sees them."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ TINY = Path(__file__).resolve().parent.parent / "fixtures" / "tiny-llama-niah"
 
 
 class Watching:
-    """Answers each prompt with its length after a pause, noting the requests and prompt tokens in flight whenever
-    one starts (a plumbing backend: what is under test is the stream around it)."""
+    """Answers each prompt with its length after a pause, noting the requests and prompt tokens in
+    flight whenever one starts (a plumbing backend: what is under test is the stream around it)."""
 
     name = "watching"
     max_positions = None
@@ -58,9 +58,9 @@ class Watching:
 def test_a_stream_keeps_its_requests_and_tokens_in_flight_within_the_backends_limits(
     sizes, concurrency, budget
 ):
-    """Every prompt from one token up, every budget down to one token (below a single prompt: that prompt still
-    goes, alone): each request is answered once, never more than ``concurrency`` at once, and more than one at
-    once only within the budget."""
+    """Every prompt from one token up, every budget down to one token (below a single prompt: that
+    prompt still goes, alone): each request is answered once, never more than ``concurrency`` at
+    once, and more than one at once only within the budget."""
     backend = Watching(concurrency, budget)
     requests = [Request(tuple(range(n)), index=i) for i, n in enumerate(sizes)]
     answered = Counter(r.index for r, _ in stream(backend, requests, GenerationParams(1)))
@@ -71,8 +71,8 @@ def test_a_stream_keeps_its_requests_and_tokens_in_flight_within_the_backends_li
 
 
 def test_a_stream_pulls_no_prompt_past_the_one_waiting_for_tokens():
-    """The prompts are built lazily: with a budget of one prompt, the stream holds the one in flight and at most one
-    more."""
+    """The prompts are built lazily: with a budget of one prompt, the stream holds the one in flight
+    and at most one more."""
     pulled: list[int] = []
     backend = Watching(8, 100)
 
@@ -133,8 +133,9 @@ def test_the_workers_on_a_server_together_fill_its_batch_and_no_more_than_one_re
 
 
 def test_the_vllm_concurrency_defaults_to_the_engines_batch(pytester: pytest.Pytester):
-    """Resolved once while the options are read: the engine's batch for --backend vllm (or --max-num-seqs),
-    --backend openai's own default otherwise, and a bad --max-num-seqs is one usage line."""
+    """Resolved once while the options are read: the engine's batch for --backend vllm (or
+    --max-num-seqs), --backend openai's own default otherwise, and a bad --max-num-seqs is one usage
+    line."""
     pytester.makeconftest(
         """
 from ctxgate_plugins.options import PLAN_KEY
@@ -163,8 +164,9 @@ def pytest_collection_finish(session):
 
 
 def test_a_decided_case_takes_back_its_requests_still_waiting_for_a_server():
-    """A real local HTTP server, one request at a time: of six requests sent together, the ones still waiting when
-    their case is decided never reach the server; another case's requests still go."""
+    """A real local HTTP server, one request at a time: of six requests sent together, the ones
+    still waiting when their case is decided never reach the server; another case's requests still
+    go."""
     import json
     import urllib.request
 
@@ -217,8 +219,9 @@ def test_a_decided_case_takes_back_its_requests_still_waiting_for_a_server():
 
 
 def test_a_requests_time_limit_counts_the_prompts_sent_to_its_server_before_it():
-    """Two 100K-token prompts sent together to one real local server: the first has --request-timeout, the second,
-    queued in the engine behind the first, has it for the 200K tokens the server works through before answering."""
+    """Two 100K-token prompts sent together to one real local server: the first has
+    --request-timeout, the second, queued in the engine behind the first, has it for the 200K tokens
+    the server works through before answering."""
     import json
     import urllib.request
 

@@ -1,10 +1,11 @@
-"""Installed anywhere: the wheel carries the suite, the plugin, the shipped data and the templates, so `pytest
---model` runs the whole suite from an empty folder of a fresh virtualenv, with and without `ctxgate init`'s
-thresholds.
+"""Installed anywhere: the wheel carries the suite, the plugin, the shipped data and the templates,
+so `pytest --model` runs the whole suite from an empty folder of a fresh virtualenv, with and
+without `ctxgate init`'s thresholds.
 
-The wheel is built from this checkout and installed with pip into a new virtualenv, its dependencies resolved
-as a user's would be; torch is pinned to the version of the test's own environment, which pip takes from its
-configured wheels (on the project machines the local CPU wheel), so no CUDA build is downloaded."""
+The wheel is built from this checkout and installed with pip into a new virtualenv, its dependencies
+resolved as a user's would be; torch is pinned to the version of the test's own environment, which
+pip takes from its configured wheels (on the project machines the local CPU wheel), so no CUDA build
+is downloaded."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""CtxgateCallback on a real Trainer run: each saved checkpoint is evaluated by a watcher process beside training,
-and the run's trackers (TensorBoard event files, an MLflow file store, W&B offline files) hold the RULER average
-per length at each checkpoint's step, read back with each tracker's own reader."""
+"""CtxgateCallback on a real Trainer run: each saved checkpoint is evaluated by a watcher process
+beside training, and the run's trackers (TensorBoard event files, an MLflow file store, W&B offline
+files) hold the RULER average per length at each checkpoint's step, read back with each tracker's
+own reader."""
 
 from __future__ import annotations
 

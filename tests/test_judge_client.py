@@ -1,4 +1,5 @@
-"""The judge client over real HTTP: the openai package against fixtures/judge_server.py on 127.0.0.1."""
+"""The judge client over real HTTP: the openai package against fixtures/judge_server.py on
+127.0.0.1."""
 
 from __future__ import annotations
 
@@ -143,7 +144,8 @@ def test_openai_without_a_key_names_the_fix(monkeypatch):
 
 
 def judge_from(given: dict[str, str]) -> JudgeSettings | None:
-    """The judge the options give, read as pytest and ``ctxgate judge`` read them (the table, then the plan)."""
+    """The judge the options give, read as pytest and ``ctxgate judge`` read them (the table, then
+    the plan)."""
     from ctxgate.gate.plan import judge_settings
     from ctxgate.run.options import JUDGE, read
 

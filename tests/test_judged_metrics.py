@@ -1,4 +1,5 @@
-"""Judged metrics with hand-computed values, verdict parsing, and the local NLI judge on a tiny real model."""
+"""Judged metrics with hand-computed values, verdict parsing, and the local NLI judge on a tiny real
+model."""
 
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
-"""The junit file as a CI server reads it: every summary as a ``<testsuite>`` property and every session gate as a
-testcase of ``ctxgate.gates`` that passes or fails with the gate, its verdict line (the terminal's) as the failure
-message. Each file is validated against junit-10.xsd (fixtures/junit/), the schema Jenkins' xunit plugin checks a
-JUnit report against and the one pytest's default ``junit_family``, xunit2, follows; then junitparser reads it.
+"""The junit file as a CI server reads it: every summary as a ``<testsuite>`` property and every
+session gate as a testcase of ``ctxgate.gates`` that passes or fails with the gate, its verdict line
+(the terminal's) as the failure message. Each file is validated against junit-10.xsd
+(fixtures/junit/), the schema Jenkins' xunit plugin checks a JUnit report against and the one
+pytest's default ``junit_family``, xunit2, follows; then junitparser reads it.
 
-xunit1 (legacy) files are not checked against it: that family adds ``file`` and ``line`` attributes, and the cases'
-own properties, which junit-10.xsd does not have (tests/test_plugins.py reads one)."""
+xunit1 (legacy) files are not checked against it: that family adds ``file`` and ``line`` attributes,
+and the cases' own properties, which junit-10.xsd does not have (tests/test_plugins.py reads one).
+"""
 
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ ALL_GATES = (
 
 
 def read_junit(path: Path) -> TestSuite:
-    """The file's one test suite, once the file is valid against the schema (else the first violation, located)."""
+    """The file's one test suite, once the file is valid against the schema (else the first
+    violation, located)."""
     xmlschema.XMLSchema(XSD).validate(path)
     (suite,) = JUnitXml.fromfile(str(path))
     return suite
@@ -48,8 +51,9 @@ def gate_cases(suite: TestSuite) -> dict[str, Any]:
 def assert_the_report_is_in_the_junit(
     junit: TestSuite, report: dict[str, Any], terminal: str
 ) -> None:
-    """Each of the report's gates is a testcase with its verdict and its terminal line; each summary with a score, the
-    overall RULER averages and the effective lengths are properties with the report's numbers."""
+    """Each of the report's gates is a testcase with its verdict and its terminal line; each summary
+    with a score, the overall RULER averages and the effective lengths are properties with the
+    report's numbers."""
     cases = gate_cases(junit)
     assert list(cases) == [g["name"] for g in report["gates"]]
     for gate in report["gates"]:

@@ -1,6 +1,6 @@
-"""The package's layers: a module imports only from its own floor or lower ones, lazy imports inside functions
-included, so the tree keeps the shape docs/architecture.md describes (a judge client that never imports the
-runner, a report package that never imports a workflow)."""
+"""The package's layers: a module imports only from its own floor or lower ones, lazy imports inside
+functions included, so the tree keeps the shape docs/architecture.md describes (a judge client that
+never imports the runner, a report package that never imports a workflow)."""
 
 from __future__ import annotations
 
@@ -132,7 +132,8 @@ PLUGIN_FLOOR = next(i for i, (name, _) in enumerate(FLOORS) if name == "report")
 
 
 def plugin_imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) for every import in a plugin module, relative ones resolved to ``plugins.<name>``."""
+    """(line, module) for every import in a plugin module, relative ones resolved to
+    ``plugins.<name>``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if isinstance(node, ast.Import):
@@ -183,7 +184,8 @@ def _calls(tree: ast.AST, method: str) -> list[ast.Call]:
 
 
 def declared_options(name: str) -> set[str]:
-    """The option names (and dests) the plugin module ``plugins.<name>`` adds, through a real parser."""
+    """The option names (and dests) the plugin module ``plugins.<name>`` adds, through a real
+    parser."""
     import importlib
 
     module = importlib.import_module(f"ctxgate_plugins.{name}")
@@ -199,9 +201,10 @@ def declared_options(name: str) -> set[str]:
 
 
 def test_each_plugin_reads_only_the_options_it_declares_into_its_own_settings():
-    """pytest's pattern: a plugin declares its options and reads them once in its pytest_configure into its own
-    settings under its own StashKey; others read the settings, never its options. (``-n auto`` is decided before
-    any pytest_configure, so pytest_xdist_auto_num_workers reads raw options.)"""
+    """pytest's pattern: a plugin declares its options and reads them once in its pytest_configure
+    into its own settings under its own StashKey; others read the settings, never its options. (``-n
+    auto`` is decided before any pytest_configure, so pytest_xdist_auto_num_workers reads raw
+    options.)"""
     wrong = []
     for path in sorted(PLUGINS.glob("*.py")):
         tree = ast.parse(path.read_text("utf-8"))
@@ -233,8 +236,9 @@ def test_each_plugin_reads_only_the_options_it_declares_into_its_own_settings():
 
 
 def test_the_wheel_lists_every_package():
-    """setuptools packages only what pyproject.toml lists (ctxgate_plugins is the plugins/ folder, which discovery
-    would not name so): a new subpackage must be added there, or the installed tool lacks it."""
+    """setuptools packages only what pyproject.toml lists (ctxgate_plugins is the plugins/ folder,
+    which discovery would not name so): a new subpackage must be added there, or the installed tool
+    lacks it."""
     try:
         import tomllib
     except ImportError:  # Python 3.10
@@ -255,8 +259,8 @@ def test_the_wheel_lists_every_package():
 
 
 def test_no_two_packages_depend_on_each_other():
-    """Floors allow imports within a floor; packages must still form no cycle (gate and report did, through the
-    report's file format, until it moved to ctxgate.records)."""
+    """Floors allow imports within a floor; packages must still form no cycle (gate and report did,
+    through the report's file format, until it moved to ctxgate.records)."""
 
     def package(module: str) -> str:
         parts = module.split(".")
@@ -275,8 +279,8 @@ def test_no_two_packages_depend_on_each_other():
 
 
 def test_no_module_of_the_package_imports_itself_through_others():
-    """Every import counts, lazy ones in functions too: a lazy import is still a dependency, and a circle through
-    one is how run/compose, run/cluster and run/replica once leaned on each other."""
+    """Every import counts, lazy ones in functions too: a lazy import is still a dependency, and a
+    circle through one is how run/compose, run/cluster and run/replica once leaned on each other."""
     graph = {
         module_name(path): {t for _, t in imports(path)}
         for path in (ROOT / "ctxgate").rglob("*.py")
@@ -300,8 +304,8 @@ def test_no_module_of_the_package_imports_itself_through_others():
 
 
 def test_each_plugin_module_exists_once_however_it_is_imported(pytestconfig):
-    """One import name: the plugin pytest registered (the pytest11 entry point), ``ctxgate_plugins.X`` and the
-    folder's own ``plugins.X`` are one module, with one StashKey."""
+    """One import name: the plugin pytest registered (the pytest11 entry point),
+    ``ctxgate_plugins.X`` and the folder's own ``plugins.X`` are one module, with one StashKey."""
     import ctxgate_plugins
     from ctxgate_plugins import options
 
@@ -361,8 +365,9 @@ def test_the_module_map_in_the_architecture_doc_is_the_code():
 
 
 def test_the_model_fixtures_path_goes_down_the_floors():
-    """From the fixture to a loaded model no code calls a function on a higher floor than its own: the path reads
-    from the top floor down. A decorator's wrapper (``memo``) is not a step of its own: it is read through."""
+    """From the fixture to a loaded model no code calls a function on a higher floor than its own:
+    the path reads from the top floor down. A decorator's wrapper (``memo``) is not a step of its
+    own: it is read through."""
     import sys
     import threading
 

@@ -1,5 +1,6 @@
-"""Lengths past 128K: every task fills the length, scales its content as its reference does, or fails the case
-naming what ran out; the piece-joined tokenization that makes 1M-token data fast gives the tokenizer's own ids."""
+"""Lengths past 128K: every task fills the length, scales its content as its reference does, or
+fails the case naming what ran out; the piece-joined tokenization that makes 1M-token data fast
+gives the tokenizer's own ids."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ def _ctx(encoder: PieceEncoder, **kw) -> BuildContext:
 
 
 def test_cwe_past_its_vocabulary_draws_from_the_larger_list_and_fills(hf_encoder):
-    """RULER's cwe switches to a larger English list when a length takes every wonderwords word (8,048): at 256K
-    the prompt fills the length instead of stopping near 145K tokens."""
+    """RULER's cwe switches to a larger English list when a length takes every wonderwords word
+    (8,048): at 256K the prompt fills the length instead of stopping near 145K tokens."""
     (s,) = build_samples(get_task("cwe"), _ctx(hf_encoder), 262144, 1, 42)
     assert s.meta["word_list"] == "web2" and not s.meta["pool_exhausted"]
     assert len(s.input_ids) + 120 > 262144 * 0.999
@@ -53,8 +54,9 @@ def test_a_word_list_used_up_fails_the_case_naming_what_ran_out(hf_encoder, monk
 
 @pytest.mark.parametrize("task", ["qa_1", "qa_2"])
 def test_qa_past_its_documents_repeats_the_pool_as_ruler_does(hf_encoder, task):
-    """RULER's qa generator gives a length that needs more documents than the data holds the whole pool again;
-    the tiny fixture pools hold 4K and 1.5K tokens, so 64K takes many passes and still fills the length."""
+    """RULER's qa generator gives a length that needs more documents than the data holds the whole
+    pool again; the tiny fixture pools hold 4K and 1.5K tokens, so 64K takes many passes and still
+    fills the length."""
     for s in build_samples(get_task(task), _ctx(hf_encoder), 65536, 2, 42):
         assert s.meta["pool_passes"] > 1
         assert len(s.input_ids) + 32 > 65536 * 0.99
@@ -62,8 +64,8 @@ def test_qa_past_its_documents_repeats_the_pool_as_ruler_does(hf_encoder, task):
 
 
 def test_a_sample_that_used_up_its_data_short_of_the_length_fails_the_case(hf_encoder):
-    """ALCE's fixture items hold 40 documents: at 8K they fill 42% of the length, and that case is never scored
-    as 8K."""
+    """ALCE's fixture items hold 40 documents: at 8K they fill 42% of the length, and that case is
+    never scored as 8K."""
     ctx = _ctx(hf_encoder, data_dir=str(HELMET_DATA))
     spec = get_task("alce_asqa")
     for build in (
@@ -79,8 +81,8 @@ def test_a_sample_that_used_up_its_data_short_of_the_length_fails_the_case(hf_en
 
 
 def test_helmet_files_are_helmets_prompts_whatever_their_fill(hf_encoder):
-    """At the lengths HELMET ships files for, the prompt is HELMET's own (byte for byte): its fill is recorded,
-    not enforced (the fixture files are short)."""
+    """At the lengths HELMET ships files for, the prompt is HELMET's own (byte for byte): its fill
+    is recorded, not enforced (the fixture files are short)."""
     ctx = _ctx(hf_encoder, data_dir=str(HELMET_DATA))
     (s,) = list(iter_samples(get_task("kilt_nq"), ctx, 8192, 1, 42))
     assert s.meta["passages"] == "helmet_file" and len(s.input_ids) < 8192 * 0.6
@@ -163,10 +165,10 @@ def test_a_tokenizer_that_merges_across_pieces_gets_whole_texts_encoded():
 
 
 def test_every_case_at_1m_fills_its_length_or_says_what_ran_out(suite, tmp_path):
-    """The suite at 1M with the shipped tokenizer and no model (the scripted backend builds every prompt): every
-    RULER task and every generated task of the three families scores with its prompt filling the length; a HELMET
-    task whose fixture data cannot fill 1M fails as data_short with the fill it reached, never a score; the report
-    states each case's fill."""
+    """The suite at 1M with the shipped tokenizer and no model (the scripted backend builds every
+    prompt): every RULER task and every generated task of the three families scores with its prompt
+    filling the length; a HELMET task whose fixture data cannot fill 1M fails as data_short with the
+    fill it reached, never a score; the report states each case's fill."""
     import json
 
     from tests.conftest import TINY

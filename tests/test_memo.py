@@ -1,5 +1,6 @@
-"""Memos of loaded data hold only while the files they read are unchanged: an edited, added or removed file is read
-again in the same process, a failure is never remembered, and a loader built on another sees the other's files."""
+"""Memos of loaded data hold only while the files they read are unchanged: an edited, added or
+removed file is read again in the same process, a failure is never remembered, and a loader built on
+another sees the other's files."""
 
 from __future__ import annotations
 

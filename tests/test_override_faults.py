@@ -1,8 +1,9 @@
-"""Config overrides that no model can load with are refused when the options are read, in one line naming the
-key, the value and the fix: alike under pytest and ``ctxgate bisect`` (the shared resolve step,
-``run/options.opening``), before anything loads. What transformers' RoPE validators and functions need of a RoPE
-dictionary is checked as a property against transformers itself; a load that fails because of an override says so;
-an adapter whose config disagrees with its own weights is told apart from one on the wrong base."""
+"""Config overrides that no model can load with are refused when the options are read, in one line
+naming the key, the value and the fix: alike under pytest and ``ctxgate bisect`` (the shared resolve
+step, ``run/options.opening``), before anything loads. What transformers' RoPE validators and
+functions need of a RoPE dictionary is checked as a property against transformers itself; a load
+that fails because of an override says so; an adapter whose config disagrees with its own weights is
+told apart from one on the wrong base."""
 
 from __future__ import annotations
 
@@ -294,8 +295,8 @@ def _value(key: str, noise: bool) -> st.SearchStrategy[object]:
 
 @st.composite
 def rope_dicts(draw: st.DrawFn, noise: bool) -> dict[str, object]:
-    """A RoPE type's dictionary with its required keys and some of the others it reads, values near the ones each
-    takes; with ``noise``, now and then any JSON value, and any key."""
+    """A RoPE type's dictionary with its required keys and some of the others it reads, values near
+    the ones each takes; with ``noise``, now and then any JSON value, and any key."""
     kind = draw(st.sampled_from(ROPE_NAMES))
     required, optional = ROPE_KEYS[kind]
     found: dict[str, object] = {"rope_type": kind}
@@ -311,7 +312,8 @@ def rope_dicts(draw: st.DrawFn, noise: bool) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def rope_warnings() -> Iterator[list[str]]:
-    """What transformers' RoPE validators say (they log a warning and go on where a value is of the wrong kind)."""
+    """What transformers' RoPE validators say (they log a warning and go on where a value is of the
+    wrong kind)."""
     said: list[str] = []
 
     class Keep(logging.Handler):
@@ -325,8 +327,8 @@ def rope_warnings() -> Iterator[list[str]]:
 
 
 def _transformers_takes(changes: dict[str, object], said: list[str]) -> None:
-    """transformers builds the tiny model's config with the changes (its validators silent), reads each back as
-    given, and its RoPE function gives finite frequencies and attention scale."""
+    """transformers builds the tiny model's config with the changes (its validators silent), reads
+    each back as given, and its RoPE function gives finite frequencies and attention scale."""
     import torch
     import transformers
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
@@ -362,7 +364,8 @@ def _transformers_takes(changes: dict[str, object], said: list[str]) -> None:
     )
 )
 def test_a_rope_dictionary_is_refused_in_one_line_or_taken_by_transformers(rope_warnings, rope):
-    """Any JSON value in any key: either refused in one line that names the fix, or transformers takes it."""
+    """Any JSON value in any key: either refused in one line that names the fix, or transformers
+    takes it."""
     try:
         changes, covered = applied(TINY, parse(json.dumps(rope), None))
     except OverrideError as exc:

@@ -1,6 +1,7 @@
-"""Context-extension settings (``--rope-scaling``, ``--model-override``): parsed in one line or refused in one,
-merged into the checkpoint's own RoPE settings, the window they give, and end to end on the shipped checkpoint:
-another fingerprint, another cache key, other outputs past its window, and a server started without them refused."""
+"""Context-extension settings (``--rope-scaling``, ``--model-override``): parsed in one line or
+refused in one, merged into the checkpoint's own RoPE settings, the window they give, and end to end
+on the shipped checkpoint: another fingerprint, another cache key, other outputs past its window,
+and a server started without them refused."""
 
 from __future__ import annotations
 
@@ -190,9 +191,9 @@ def _predictions(path: Path) -> list[str]:
 def test_rope_scaling_changes_the_fingerprint_cache_key_and_outputs_past_the_window(
     real_suite, pytester
 ):
-    """At 16K (twice the shipped checkpoint's 8K positions): the linear factor 2 gives a 16K window, so the case
-    runs without --force-lengths; its fingerprint, cache namespace and outputs are not those of the checkpoint run
-    past its window as it is."""
+    """At 16K (twice the shipped checkpoint's 8K positions): the linear factor 2 gives a 16K window,
+    so the case runs without --force-lengths; its fingerprint, cache namespace and outputs are not
+    those of the checkpoint run past its window as it is."""
     common = ("-k", "niah_single_1", "--lengths", "16k", "--samples", "2", "--cache-dir", "cache")
     plain = real_suite(*common)
     plain.stdout.fnmatch_lines(["*the length exceeds the model's max_position_embeddings (8192)*"])

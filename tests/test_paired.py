@@ -1,5 +1,5 @@
-"""The paired statistics behind --baseline: hand-checked values, and the error rate of a regression claim simulated
-at the tolerance boundary."""
+"""The paired statistics behind --baseline: hand-checked values, and the error rate of a regression
+claim simulated at the tolerance boundary."""
 
 import math
 import random

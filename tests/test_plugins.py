@@ -1,4 +1,5 @@
-"""The pytest plugins, run through pytester with the scripted backend (plumbing only: no model here)."""
+"""The pytest plugins, run through pytester with the scripted backend (plumbing only: no model
+here)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def test_upper_rule_tolerates_noise(suite):
 
 
 def test_length_beyond_max_positions_fails_unless_forced(suite):
-    """A window shorter than a selected length is the checkpoint's doing: the case errors and the run fails."""
+    """A window shorter than a selected length is the checkpoint's doing: the case errors and the
+    run fails."""
     script = {**ALL_RIGHT, "max_positions": 5000}
     result = suite(script, "-k", "niah_single_1")
     result.assert_outcomes(passed=1, errors=1)

@@ -1,6 +1,6 @@
-"""The live progress line: drawn on a terminal while cases run (per worker under xdist), erased before pytest
-writes, absent from pipes and junit. Terminal runs use a real pseudo-terminal; a small emulator replays what the
-user's screen shows at the end."""
+"""The live progress line: drawn on a terminal while cases run (per worker under xdist), erased
+before pytest writes, absent from pipes and junit. Terminal runs use a real pseudo-terminal; a small
+emulator replays what the user's screen shows at the end."""
 
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ def test_the_status_line_never_exceeds_its_room(running, finished, width):
 
 
 def screen(raw: bytes) -> list[str]:
-    """What a terminal shows after ``raw``: cursor save/restore (ESC 7/8), clear to end of line (ESC [K), carriage
-    return and newline; colours dropped."""
+    """What a terminal shows after ``raw``: cursor save/restore (ESC 7/8), clear to end of line (ESC
+    [K), carriage return and newline; colours dropped."""
     text = re.sub(rb"\x1b\[[0-9;]*m", b"", raw).decode("utf-8", "replace")
     rows: list[list[str]] = [[]]
     row = col = 0
@@ -100,7 +100,8 @@ def screen(raw: bytes) -> list[str]:
 
 
 def on_a_terminal(cwd: Path, *args: str) -> bytes:
-    """The suite with a pseudo-terminal as stdout and stderr; every byte the user's terminal would get."""
+    """The suite with a pseudo-terminal as stdout and stderr; every byte the user's terminal would
+    get."""
     master, slave = pty.openpty()
     env = {**SUITE_ENV, "COLUMNS": "150", "CTXGATE_PROGRESS_INTERVAL": "0.05"}
     proc = subprocess.Popen(
@@ -175,10 +176,10 @@ def test_no_line_in_a_pipe_or_with_progress_off(tmp_path):
 
 
 def test_any_write_through_the_terminal_writer_erases_the_line_first_and_reaches_the_screen_at_once():
-    """The cause of a line once seen merged with pytest's dots under load: a write made outside the hooks the line
-    paused for, or one left in a buffer while the drawing thread wrote the line straight to the terminal. Every
-    write through pytest's terminal writer (whoever makes it) now erases the drawn line first and is flushed
-    before the line can be drawn again."""
+    """The cause of a line once seen merged with pytest's dots under load: a write made outside the
+    hooks the line paused for, or one left in a buffer while the drawing thread wrote the line
+    straight to the terminal. Every write through pytest's terminal writer (whoever makes it) now
+    erases the drawn line first and is flushed before the line can be drawn again."""
     import io
 
     from _pytest._io.terminalwriter import TerminalWriter
@@ -206,8 +207,9 @@ def test_any_write_through_the_terminal_writer_erases_the_line_first_and_reaches
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["one-process", "xdist"])
 def test_every_case_running_at_once_is_on_the_line_until_it_ends(tmp_path, xdist):
-    """Cases that run ahead of their items (a server's batch kept full, replicas on a cluster) run together: each
-    one is on the line, under its worker, whichever reported last, until its last sample or its end."""
+    """Cases that run ahead of their items (a server's batch kept full, replicas on a cluster) run
+    together: each one is on the line, under its worker, whichever reported last, until its last
+    sample or its end."""
     from ctxgate_plugins.progress import FileReporter, LiveLine, LocalReporter
 
     read_fd, write_fd = os.pipe()

@@ -1,7 +1,8 @@
-"""A prompt's token ids are what the model's tokenizer gives for the prompt's rendered text, as RULER and HELMET
-tokenize a prompt whole and MRCR's card tokenizes the chat template's rendering: for every task, on byte-level BPE
-(the shipped tokenizer's GPT-2 split, Llama-3's split) and SentencePiece (Llama-2's shape, byte fallback), each plain
-and under the Llama-2/Mistral, Llama-3, ChatML and Gemma templates."""
+"""A prompt's token ids are what the model's tokenizer gives for the prompt's rendered text, as
+RULER and HELMET tokenize a prompt whole and MRCR's card tokenizes the chat template's rendering:
+for every task, on byte-level BPE (the shipped tokenizer's GPT-2 split, Llama-3's split) and
+SentencePiece (Llama-2's shape, byte fallback), each plain and under the Llama-2/Mistral, Llama-3,
+ChatML and Gemma templates."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ SHAPES = ("gpt2-bpe", "llama3-bpe", "llama2-sp")
 def tokenizers(
     hf_tokenizer: Any, sp_tokenizer: Any
 ) -> dict[tuple[str, str | None], tuple[Any, PieceEncoder]]:
-    """Each shape under each template (None: none), with its encoder: built once, as a worker builds one."""
+    """Each shape under each template (None: none), with its encoder: built once, as a worker builds
+    one."""
     base = {"gpt2-bpe": hf_tokenizer, "llama3-bpe": llama3_tokenizer(), "llama2-sp": sp_tokenizer}
     found = {}
     for shape, tok in base.items():
@@ -43,9 +45,9 @@ def tokenizers(
 
 
 def oracle(tok: Any, text: str, bos: bool) -> list[int]:
-    """The tokenizer's ids for the text: ``tokenizer(text)`` (its special tokens added), except where the text
-    spells BOS out (a template that writes it) or the prompt is a chat rendering tokenized as
-    ``apply_chat_template`` tokenizes (``bos`` False)."""
+    """The tokenizer's ids for the text: ``tokenizer(text)`` (its special tokens added), except
+    where the text spells BOS out (a template that writes it) or the prompt is a chat rendering
+    tokenized as ``apply_chat_template`` tokenizes (``bos`` False)."""
     spelled = bool(tok.bos_token) and text.startswith(tok.bos_token)
     return list(tok(text, add_special_tokens=bos and not spelled)["input_ids"])
 
@@ -55,7 +57,8 @@ DATA = {"dir": str(HELMET_DATA)}
 
 @pytest.fixture(autouse=True, scope="module")
 def _with_long_documents(helmet_data_long: Any) -> None:
-    """The fixtures plus long NarrativeQA / Multi-LexSum documents, which HELMET's length selection keeps."""
+    """The fixtures plus long NarrativeQA / Multi-LexSum documents, which HELMET's length selection
+    keeps."""
     DATA["dir"] = str(helmet_data_long)
 
 
@@ -121,8 +124,9 @@ def test_every_prompt_is_its_texts_own_ids(
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("chat", [False, True], ids=["plain", "chat"])
 def test_the_text_is_what_the_pieces_spell(hf_tokenizer: Any, task: str, chat: bool) -> None:
-    """The rendered text a builder gives is its pieces' texts joined: a byte-level tokenizer decodes the pieces'
-    joined ids back to exactly it, where the shipped tokenizer's pieces join to the text's own ids."""
+    """The rendered text a builder gives is its pieces' texts joined: a byte-level tokenizer decodes
+    the pieces' joined ids back to exactly it, where the shipped tokenizer's pieces join to the
+    text's own ids."""
     tok = with_template(hf_tokenizer, "chatml" if chat else None)
     enc = PieceEncoder(HFTokenizer(tok))
     spec = get_task(task)
@@ -140,8 +144,9 @@ def test_the_text_is_what_the_pieces_spell(hf_tokenizer: Any, task: str, chat: b
 
 
 class _OpeningTokenizer(ByteTokenizer):
-    """Bytes, with a word-start id before a text's first byte, as SentencePiece marks a text's start: a prompt's
-    pieces, each tokenized behind an anchor, never have it, so the whole text takes one token more than they."""
+    """Bytes, with a word-start id before a text's first byte, as SentencePiece marks a text's
+    start: a prompt's pieces, each tokenized behind an anchor, never have it, so the whole text
+    takes one token more than they."""
 
     START = 300
 
@@ -159,9 +164,10 @@ class _OpeningTokenizer(ByteTokenizer):
 def test_a_text_that_takes_more_than_its_pieces_is_built_again_within_the_length(
     task: str, length: int
 ) -> None:
-    """The whole text's count is the one the length rule holds to: a prompt filled to the length by its pieces'
-    counts is built again with the excess held back. Past ``WHOLE_UP_TO`` the case's pieces are found not to join
-    to the whole text's ids, so every prompt is tokenized whole there too."""
+    """The whole text's count is the one the length rule holds to: a prompt filled to the length by
+    its pieces' counts is built again with the excess held back. Past ``WHOLE_UP_TO`` the case's
+    pieces are found not to join to the whole text's ids, so every prompt is tokenized whole there
+    too."""
     tok = _OpeningTokenizer()
     enc = PieceEncoder(tok)
     spec = get_task(task)
@@ -175,8 +181,9 @@ def test_a_text_that_takes_more_than_its_pieces_is_built_again_within_the_length
 def test_past_the_whole_length_joined_ids_stand_only_where_they_are_the_texts(
     hf_encoder: PieceEncoder,
 ) -> None:
-    """Where the pieces join to the whole text's ids (the shipped tokenizer), a long case keeps its joined ids,
-    which are its text's own; the same case on a copy that marks a text's start is tokenized whole."""
+    """Where the pieces join to the whole text's ids (the shipped tokenizer), a long case keeps its
+    joined ids, which are its text's own; the same case on a copy that marks a text's start is
+    tokenized whole."""
     spec = get_task("niah_single_1")
     length = WHOLE_UP_TO + 4096
     ctx = BuildContext(encoder=hf_encoder, chat=False)

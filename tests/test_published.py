@@ -1,7 +1,8 @@
-"""The papers' published numbers (ctxgate/data/published.toml) and a run against them: a stored report whose
-per-length averages are a published row is within the band, one 10 points lower is outside, and a run whose
-setting is not the paper's (fewer samples, another chat policy, tasks missing) gets no verdict but the reasons.
-The plugin matches a checkpoint by its config.json's ``_name_or_path`` and says so in the header."""
+"""The papers' published numbers (ctxgate/data/published.toml) and a run against them: a stored
+report whose per-length averages are a published row is within the band, one 10 points lower is
+outside, and a run whose setting is not the paper's (fewer samples, another chat policy, tasks
+missing) gets no verdict but the reasons. The plugin matches a checkpoint by its config.json's
+``_name_or_path`` and says so in the header."""
 
 from __future__ import annotations
 
@@ -45,8 +46,8 @@ def _row(source: str, measure: str = "ruler", model: str = LLAMA):
 def _report(
     scores: dict[int, float], n: int = 500, chat: bool = True, spread: float = 0.0
 ) -> dict[str, Any]:
-    """A stored report's worth of RULER cases whose per-length averages are ``scores`` (each task within
-    ``spread`` points of it, alternately above and below), n samples each, binary scores."""
+    """A stored report's worth of RULER cases whose per-length averages are ``scores`` (each task
+    within ``spread`` points of it, alternately above and below), n samples each, binary scores."""
     tasks = membership().ruler
     cases, by_length = [], {}
     for length, target in scores.items():
@@ -76,7 +77,8 @@ def _report(
 
 
 def compare(report: dict[str, Any] | Report, rows: list[Published]) -> list[dict[str, Any]]:
-    """The comparison of a report as stored (a hand-built one read as the file would be), as the file writes it."""
+    """The comparison of a report as stored (a hand-built one read as the file would be), as the
+    file writes it."""
     typed = report if isinstance(report, Report) else adapter_for(Report).validate_python(report)
     return [to_json(row) for row in compare_typed(typed, rows)]
 
@@ -90,7 +92,8 @@ def _stored(tmp_path: Path, report: dict[str, Any]) -> Report:
 # the data
 # ------------------------------------------------------------------------------------------------------------
 def test_the_file_is_what_the_script_reads_from_the_papers_tables(tmp_path):
-    """From the tables kept in fixtures/papers: the same file; one score changed there: a different one."""
+    """From the tables kept in fixtures/papers: the same file; one score changed there: a different
+    one."""
     done = subprocess.run(
         [sys.executable, "scripts/published_scores.py", "--check"],
         cwd=ROOT,
@@ -117,8 +120,9 @@ def test_the_file_is_what_the_script_reads_from_the_papers_tables(tmp_path):
 
 
 def test_rulers_effective_lengths_follow_its_scores_and_thresholds():
-    """Each model's effective length is the longest length above the Llama-2-7B threshold with every shorter one
-    above it too: RULER's own rule, checked on every Table 3 (chat, 85.6) and Table 12 (base, 79.4) row."""
+    """Each model's effective length is the longest length above the Llama-2-7B threshold with every
+    shorter one above it too: RULER's own rule, checked on every Table 3 (chat, 85.6) and Table 12
+    (base, 79.4) row."""
     thresholds = {"ruler-table3": 85.6, "ruler-table12": 79.4}
     rows = [p for p in all_published() if p.source.key in thresholds]
     assert len(rows) == 17 + 7
@@ -202,8 +206,8 @@ def test_another_setting_gets_the_reasons_instead_of_a_verdict(tmp_path):
 
 @pytest.mark.parametrize("compat", [False, True])
 def test_a_helmet_category_on_ctxgates_own_prompts_says_so(compat):
-    """LongQA's tasks are three of the seven whose prompts --helmet-compat builds HELMET's way; without it the
-    comparison names them instead of a verdict."""
+    """LongQA's tasks are three of the seven whose prompts --helmet-compat builds HELMET's way;
+    without it the comparison names them instead of a verdict."""
     row = _row("helmet-figure6", "helmet_longqa")
     cases = [
         {
@@ -320,9 +324,10 @@ def _pytest_options() -> set[str]:
 
 
 def test_every_model_of_the_tables_gets_commands_that_run_as_printed():
-    """For each of the papers' models: no placeholder; each file argument made by a command printed before it;
-    pytest's options all exist; an open model's GPUs per replica hold the weights and divide the node; a model
-    served only by its maker's API goes through that API's chat endpoint, naming the variable with its key."""
+    """For each of the papers' models: no placeholder; each file argument made by a command printed
+    before it; pytest's options all exist; an open model's GPUs per replica hold the weights and
+    divide the node; a model served only by its maker's API goes through that API's chat endpoint,
+    naming the variable with its key."""
     known = _pytest_options()
     for model in models():
         done = _reproduce(model, "--gpus", "8")
@@ -367,8 +372,8 @@ def test_every_model_of_the_tables_gets_commands_that_run_as_printed():
     ],
 )
 def test_a_name_several_models_go_by_is_refused_with_the_candidates(name, ids):
-    """Both papers label a row "GPT-4" (another version each) and "Gemini-1.5-Pro": the name is never resolved to
-    one of them silently; an id as written still is."""
+    """Both papers label a row "GPT-4" (another version each) and "Gemini-1.5-Pro": the name is
+    never resolved to one of them silently; an id as written still is."""
     with pytest.raises(UnknownModel, match=f"{name!r} names 2 models") as refused:
         resolve(name)
     assert all(i in str(refused.value) for i in ids)
@@ -380,15 +385,16 @@ def test_a_name_several_models_go_by_is_refused_with_the_candidates(name, ids):
 
 
 def test_yi_ran_with_rulers_plain_template():
-    """RULER Table 6: "Yi/Base: {task_template} {task_answer_prefix}", no chat format, though Table 4 marks it
-    aligned."""
+    """RULER Table 6: "Yi/Base: {task_template} {task_answer_prefix}", no chat format, though Table
+    4 marks it aligned."""
     assert {p.chat_template for p in rows_for("01-ai/Yi-34B-200K")} == {"off"}
 
 
 def test_each_ruler_category_table_states_its_bar_and_its_effective_lengths_follow_it():
-    """Tables 13-16 measure against Llama-2-7B's 4K score in the same table (the chat model's for aligned models,
-    the base model's for base ones): the source says which numbers, and each row's effective length is the longest
-    length that reaches its bar, as RULER's caption defines it ("the maximum length passing this threshold")."""
+    """Tables 13-16 measure against Llama-2-7B's 4K score in the same table (the chat model's for
+    aligned models, the base model's for base ones): the source says which numbers, and each row's
+    effective length is the longest length that reaches its bar, as RULER's caption defines it ("the
+    maximum length passing this threshold")."""
 
     for key in ("ruler-table13", "ruler-table14", "ruler-table15", "ruler-table16"):
         rows = [p for p in all_published() if p.source.key == key]

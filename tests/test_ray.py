@@ -1,6 +1,7 @@
-"""``--ray``: the suite on a real Ray cluster of this machine (``ray.cluster_utils.Cluster``: a head, and worker
-nodes with a custom resource standing in for a GPU; the tiny checkpoint on CPU; every address on the loopback).
-One cluster for the file; each run is the suite as users start it, in its own process."""
+"""``--ray``: the suite on a real Ray cluster of this machine (``ray.cluster_utils.Cluster``: a
+head, and worker nodes with a custom resource standing in for a GPU; the tiny checkpoint on CPU;
+every address on the loopback). One cluster for the file; each run is the suite as users start it,
+in its own process."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ floor = 30
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    """A head without the resource and one worker node with two of it: two replicas, both on the worker."""
+    """A head without the resource and one worker node with two of it: two replicas, both on the
+    worker."""
     pytest.importorskip("ray")
     saved = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
     os.environ.update(RAY_ENV)
@@ -85,8 +87,8 @@ def summary(out: str) -> dict[str, Any]:
 
 
 def without_timings(text: str) -> str:
-    """A report or predictions file with its timings (and the file's own name and time) blanked, byte for byte
-    otherwise."""
+    """A report or predictions file with its timings (and the file's own name and time) blanked,
+    byte for byte otherwise."""
     text = re.sub(r'"(seconds|build_seconds|created)": ("[^"]*"|[0-9.e-]+|null)', r'"\1": _', text)
     text = re.sub(r'"throughput": \{[^}]*\}', '"throughput": _', text)
     return re.sub(r'"predictions": "[^"]*"', '"predictions": _', text)
@@ -219,9 +221,9 @@ def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twic
 def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_backend(
     cluster, tmp_path
 ):
-    """--backend vllm on the cluster: each replica starts its own vLLM server (CPU here) for the GPUs Ray gave it;
-    --tp 2 makes one replica span the worker's two units. The outputs are the HF backend's, and no server
-    outlives the run."""
+    """--backend vllm on the cluster: each replica starts its own vLLM server (CPU here) for the
+    GPUs Ray gave it; --tp 2 makes one replica span the worker's two units. The outputs are the HF
+    backend's, and no server outlives the run."""
     select = (*CASES, "--samples", "4", "--no-cache")
     hf = run(tmp_path, *select, "--report", "hf.json")
     ray = run(
@@ -299,8 +301,8 @@ def test_a_killed_driver_keeps_every_finished_sample_and_a_rerun_resumes(cluster
 def test_a_replica_that_cannot_load_is_one_error_naming_its_node_and_the_gate_fails(
     cluster, tmp_path
 ):
-    """The config claims a wider MLP than the weights hold: the session's checks pass (they read headers), the
-    replica's load fails."""
+    """The config claims a wider MLP than the weights hold: the session's checks pass (they read
+    headers), the replica's load fails."""
     broken = tmp_path / "broken"
     broken.mkdir()
     for f in TINY.iterdir():
@@ -325,8 +327,8 @@ def test_a_replica_that_cannot_load_is_one_error_naming_its_node_and_the_gate_fa
 
 
 def test_ray_local_starts_a_cluster_for_the_run_and_leaves_no_process(tmp_path):
-    """--ray local on this machine: without a GPU, the default resource is absent and the line names the fix; with
-    --ray-resource CPU it runs, and every process it started is gone when it ends."""
+    """--ray local on this machine: without a GPU, the default resource is absent and the line names
+    the fix; with --ray-resource CPU it runs, and every process it started is gone when it ends."""
     before = {p.pid for p in psutil.process_iter()}
     missing = run(tmp_path, *CASES, "--samples", "2", "--ray", "local", "--no-cache")
     assert missing.returncode == 2
@@ -427,8 +429,8 @@ def test_ray_auto_joins_the_cluster_ray_address_names(cluster, tmp_path):
 
 
 def test_watch_passes_ray_to_each_evaluation_and_gates_as_without_it(cluster, tmp_path):
-    """``ctxgate watch RUN -- --ray ADDRESS``: each new checkpoint is evaluated on the cluster (its replicas on the
-    worker node), with the verdicts of the same evaluations run here."""
+    """``ctxgate watch RUN -- --ray ADDRESS``: each new checkpoint is evaluated on the cluster (its
+    replicas on the worker node), with the verdicts of the same evaluations run here."""
     from fixtures.checkpoint_sequence import build_sequence
 
     build_sequence(tmp_path / "run", count=2, break_at=1)  # checkpoint-200 has lost retrieval

@@ -1,6 +1,6 @@
-"""One error base: every exception class ctxgate defines is a refusal (``CtxgateError``) or is named here with the
-reason it is not, and a refusal ends as one line and its exit status at each boundary (``ctxgate``'s ``main``, and
-pytest's configure)."""
+"""One error base: every exception class ctxgate defines is a refusal (``CtxgateError``) or is named
+here with the reason it is not, and a refusal ends as one line and its exit status at each boundary
+(``ctxgate``'s ``main``, and pytest's configure)."""
 
 from __future__ import annotations
 
@@ -143,7 +143,8 @@ def test_a_refusal_while_the_plugins_configure_is_one_usage_error_line(pytester,
 
 
 def test_every_plugins_configure_turns_a_refusal_into_one_usage_error():
-    """pluggy wraps no historic hook, so each plugin's pytest_configure is wrapped itself: all of them are."""
+    """pluggy wraps no historic hook, so each plugin's pytest_configure is wrapped itself: all of
+    them are."""
     from ctxgate_plugins.options import refusals_are_usage_errors
     from plugins import MODULES
 

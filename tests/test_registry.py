@@ -1,5 +1,6 @@
-"""The task registry is the one place membership is written: a task added in a module of its own appears in RULER's
-average or a HELMET category exactly when its spec says so, and in the session's summaries with it."""
+"""The task registry is the one place membership is written: a task added in a module of its own
+appears in RULER's average or a HELMET category exactly when its spec says so, and in the session's
+summaries with it."""
 
 from __future__ import annotations
 

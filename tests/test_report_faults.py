@@ -1,6 +1,6 @@
-"""Faults in reading reports: a by_length key that is no length, cases only one of two diffed reports has, and a
-case that failed only as a regression counted by the floors gate. Real files and real ``ctxgate`` processes, or
-the suite through the scripted backend (plumbing)."""
+"""Faults in reading reports: a by_length key that is no length, cases only one of two diffed
+reports has, and a case that failed only as a regression counted by the floors gate. Real files and
+real ``ctxgate`` processes, or the suite through the scripted backend (plumbing)."""
 
 from __future__ import annotations
 
@@ -163,8 +163,9 @@ def test_a_case_that_only_regressed_fails_the_baseline_gate_not_the_floors(run, 
 
 
 def test_without_the_baseline_gate_every_failed_case_counts_against_the_floors():
-    """No gate may pass over a failed case: one that regressed is the floors gate's when no baseline gate runs, and
-    a case whose judge failed too many verdicts counts as failing whatever its score."""
+    """No gate may pass over a failed case: one that regressed is the floors gate's when no baseline
+    gate runs, and a case whose judge failed too many verdicts counts as failing whatever its score.
+    """
     regressed = Comparison(
         80.0, -80.0, (-95.0, -65.0), "tango-score", 40, 2.0, 0.95, True, "dropped"
     )

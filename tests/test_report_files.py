@@ -1,6 +1,7 @@
-"""The report's files under hostile conditions: a rerun after a kill keeps what the killed run left, two runs
-cannot write one report at once, a report cannot point ctxgate at a file outside its folder, and `ctxgate judge`
-never rewrites a report it has nothing to do for. (Scripted backend: plumbing.)"""
+"""The report's files under hostile conditions: a rerun after a kill keeps what the killed run left,
+two runs cannot write one report at once, a report cannot point ctxgate at a file outside its
+folder, and `ctxgate judge` never rewrites a report it has nothing to do for. (Scripted backend:
+plumbing.)"""
 
 from __future__ import annotations
 

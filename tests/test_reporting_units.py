@@ -1,4 +1,5 @@
-"""Pieces of the report pipeline that need no pytest session: crash safety, tables, the pickle guard."""
+"""Pieces of the report pipeline that need no pytest session: crash safety, tables, the pickle
+guard."""
 
 from __future__ import annotations
 

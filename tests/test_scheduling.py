@@ -1,5 +1,6 @@
-"""How cases and samples are handed out: the longest cases first under xdist, and a case's samples in flight
-together for a backend that batches (scripted backend: plumbing; the engines come with issue 12)."""
+"""How cases and samples are handed out: the longest cases first under xdist, and a case's samples
+in flight together for a backend that batches (scripted backend: plumbing; the engines come with
+issue 12)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The sequential stopping rule: it never stops before its minimum, pulls no sample it does not use, keeps its
-bounds nested and in range, and claims a side wrongly no more often than alpha (checked by simulation)."""
+"""The sequential stopping rule: it never stops before its minimum, pulls no sample it does not use,
+keeps its bounds nested and in range, and claims a side wrongly no more often than alpha (checked by
+simulation)."""
 
 from __future__ import annotations
 
@@ -52,8 +53,8 @@ def test_the_confidence_sequence_only_narrows(xs, m):
     ("p", "claim"), [(0.8, "above"), (0.8, "below"), (0.75, "above"), (0.85, "below")]
 )
 def test_a_wrong_claim_is_made_at_most_alpha_of_the_time(p, claim):
-    """At and beyond the floor (80%), 4,000 simulated Bernoulli cases: the claim that is false is made in at most
-    5% of them (plus sampling slack), whenever the rule chose to stop."""
+    """At and beyond the floor (80%), 4,000 simulated Bernoulli cases: the claim that is false is
+    made in at most 5% of them (plus sampling slack), whenever the rule chose to stop."""
     rng = random.Random(7)
     rule = StopRule(alpha=0.05, min_samples=10, max_samples=100)
     wrong = sum(
@@ -101,9 +102,10 @@ floor = 30
 
 
 def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite, pytester):
-    """The shipped checkpoint: niah_single_1 passes 50 at 512 tokens and fails it at 2K, vt fails 30 at both. Under
-    --sequential every verdict is the fixed-n one, fewer samples are generated, the report says why each case
-    stopped, and a re-run with the cache generates nothing (it draws the same samples in the same order)."""
+    """The shipped checkpoint: niah_single_1 passes 50 at 512 tokens and fails it at 2K, vt fails 30
+    at both. Under --sequential every verdict is the fixed-n one, fewer samples are generated, the
+    report says why each case stopped, and a re-run with the cache generates nothing (it draws the
+    same samples in the same order)."""
     pytester.makefile(".toml", thresholds=THRESHOLDS)
     select = (
         "-k",
@@ -208,8 +210,8 @@ def _judged_case(tmp_path, accuracy: float, judges, n: int = 6, stop=None):  # n
 
 
 def test_a_judged_case_without_its_judge_runs_its_full_count_and_says_why(tmp_path):
-    """No judge in the run: no scores to test while it generates, so --sequential cannot stop it early; the record
-    says so instead of leaving the case silent."""
+    """No judge in the run: no scores to test while it generates, so --sequential cannot stop it
+    early; the record says so instead of leaving the case silent."""
     from ctxgate.stats.sequential import Questions
 
     stop = (StopRule(alpha=0.05, min_samples=2), Questions(floor=0.5))
@@ -227,9 +229,9 @@ def test_a_judged_case_without_its_judge_runs_its_full_count_and_says_why(tmp_pa
 def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
     tmp_path, judge_server, accuracy, floor, verdict
 ):
-    """With its judge (a real OpenAI-compatible server), each output is judged as it arrives: the case stops once
-    certain, with the verdict and the per-sample verdicts of the fixed-n run on the same samples, and no sample is
-    judged twice."""
+    """With its judge (a real OpenAI-compatible server), each output is judged as it arrives: the
+    case stops once certain, with the verdict and the per-sample verdicts of the fixed-n run on the
+    same samples, and no sample is judged twice."""
     from ctxgate.judge.client import JudgeSettings
     from ctxgate.judge.score import build_judges
     from ctxgate.stats.sequential import Questions
@@ -263,9 +265,10 @@ def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
 
 
 def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester):
-    """The effective length averages RULER's tasks; --sequential stops clear cases early, whose means the stopping
-    biases (10 of 10 right reads 100%). So the two together are refused before anything runs, and a report whose
-    RULER average holds an early-stopped case never counts that length as effective when it is gated again."""
+    """The effective length averages RULER's tasks; --sequential stops clear cases early, whose
+    means the stopping biases (10 of 10 right reads 100%). So the two together are refused before
+    anything runs, and a report whose RULER average holds an early-stopped case never counts that
+    length as effective when it is gated again."""
     pytester.makefile(".toml", thresholds='[session]\nmin_effective_length = "512"\n')
     refused = real_suite(
         "-k",

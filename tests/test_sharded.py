@@ -1,7 +1,8 @@
 """Sharded training checkpoints as --model: an FSDP-style torch distributed checkpoint (written with
-torch.distributed.checkpoint in one process, as Accelerate lays it out) predicts as the Hugging Face folder it was
-saved from, and a DeepSpeed ZeRO-3 checkpoint (a real one-process DeepSpeed run) as the folder of the weights
-DeepSpeed gathers; a missing config, shard, tensor, extra or consent is one line each, before any model loads."""
+torch.distributed.checkpoint in one process, as Accelerate lays it out) predicts as the Hugging Face
+folder it was saved from, and a DeepSpeed ZeRO-3 checkpoint (a real one-process DeepSpeed run) as
+the folder of the weights DeepSpeed gathers; a missing config, shard, tensor, extra or consent is
+one line each, before any model loads."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ CASES = ("-k", "niah_single_1", "--lengths", "1k", "--samples", "4", "--no-cache
 
 @pytest.fixture(scope="module")
 def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``run/checkpoint-10/pytorch_model_fsdp_0`` with the tokenizer beside the shards and config.json in ``run/``,
-    where a training run keeps it."""
+    """``run/checkpoint-10/pytorch_model_fsdp_0`` with the tokenizer beside the shards and
+    config.json in ``run/``, where a training run keeps it."""
     from fixtures.training_runs import fsdp_sharded
 
     run = tmp_path_factory.mktemp("run")
@@ -172,8 +173,9 @@ def test_a_deepspeed_checkpoint_predicts_as_the_weights_deepspeed_gathers(
 def test_the_deepspeed_runs_checkpoint_gives_its_step_by_its_name_its_tag_and_its_latest(
     zero_run, tmp_path
 ):
-    """The real run behind tests/test_steps.py's hand-written ZeRO folders: the checkpoint folder, its tag folder,
-    and the folder under a name of the user's (the step then comes from ``latest``)."""
+    """The real run behind tests/test_steps.py's hand-written ZeRO folders: the checkpoint folder,
+    its tag folder, and the folder under a name of the user's (the step then comes from ``latest``).
+    """
     from ctxgate.steps import training_step
 
     checkpoint, _ = zero_run

@@ -77,7 +77,8 @@ def test_suite_without_data_skips_with_the_flag_to_pass(real_suite, pytester):
 
 
 def test_helmet_compat_reproduces_the_empty_answer_bug(pytester, helmet_data_long):
-    """Scripted empty outputs on InfBench MC: wrong by default, right for gold "A" under --helmet-compat."""
+    """Scripted empty outputs on InfBench MC: wrong by default, right for gold "A" under
+    --helmet-compat."""
     from ctxgate.run.case import run_case
     from ctxgate.run.loading import ModelSpec
     from ctxgate.tasks import BuildContext, get_task
@@ -132,7 +133,8 @@ def test_fetch_without_hub_access_says_how_to_pass_an_archive(tmp_path, capsys):
 
 
 def test_a_pool_smaller_than_samples_runs_each_record_once(pytester):
-    """msmarco_rerank's fixture holds 8 queries x 3 orders: --samples 100 runs those 24, each once, and says so."""
+    """msmarco_rerank's fixture holds 8 queries x 3 orders: --samples 100 runs those 24, each once,
+    and says so."""
     from ctxgate.report.tables import rows
     from ctxgate.run.case import run_case
     from ctxgate.run.loading import ModelSpec
@@ -250,8 +252,9 @@ def _rewrite_first(path, change) -> None:
 
 
 def test_the_loader_and_data_verify_hold_a_file_to_the_same_fields(data):
-    """One declaration per file (``DataFile``, in the module that reads it): a field the loader needs is one
-    ``data verify`` checks, and a record the loader skips by design is no fault for it."""
+    """One declaration per file (``DataFile``, in the module that reads it): a field the loader
+    needs is one ``data verify`` checks, and a record the loader skips by design is no fault for it.
+    """
     from ctxgate.sources.errors import DataUnavailable
     from ctxgate.sources.judged import load_multi_lexsum
     from ctxgate.sources.kilt import load_rag

@@ -1,7 +1,7 @@
-"""One rule for a checkpoint's training step (ctxgate/steps.py), read the same way by bisect, watch, trend and the
-trackers: --step, then Trainer's trainer_state.json, then a step word in the folder's name. The table runs it on
-the folders training runs really write (a Trainer run, an FSDP checkpoint, a DeepSpeed ZeRO checkpoint) and on
-oddly named ones."""
+"""One rule for a checkpoint's training step (ctxgate/steps.py), read the same way by bisect, watch,
+trend and the trackers: --step, then Trainer's trainer_state.json, then a step word in the folder's
+name. The table runs it on the folders training runs really write (a Trainer run, an FSDP
+checkpoint, a DeepSpeed ZeRO checkpoint) and on oddly named ones."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ NONE = "none"
 
 
 def trainer_state(global_step: int) -> dict[str, object]:
-    """trainer_state.json as transformers' Trainer saves it at ``global_step`` (save_steps 2, one log a step)."""
+    """trainer_state.json as transformers' Trainer saves it at ``global_step`` (save_steps 2, one
+    log a step)."""
     return {
         "best_global_step": None,
         "best_metric": None,
@@ -58,7 +59,8 @@ def _empty(target: Path) -> None:
 
 
 def _trainer(target: Path) -> None:
-    """A LoRA Trainer run's checkpoint-4/: the adapter, the optimizer's state and trainer_state.json saying step 4."""
+    """A LoRA Trainer run's checkpoint-4/: the adapter, the optimizer's state and trainer_state.json
+    saying step 4."""
     target.mkdir()
     for name in (
         "adapter_config.json",
@@ -75,7 +77,8 @@ def _trainer(target: Path) -> None:
 
 
 def _fsdp(target: Path) -> None:
-    """Accelerate's FSDP save with SHARDED_STATE_DICT: pytorch_model_fsdp_0/ of torch.distributed.checkpoint files."""
+    """Accelerate's FSDP save with SHARDED_STATE_DICT: pytorch_model_fsdp_0/ of
+    torch.distributed.checkpoint files."""
     shards = target / "pytorch_model_fsdp_0"
     shards.mkdir(parents=True)
     (shards / ".metadata").write_bytes(b"")
@@ -83,14 +86,16 @@ def _fsdp(target: Path) -> None:
 
 
 def _zero_files(tag: Path) -> None:
-    """A one-process ZeRO-3 tag folder: the rank's model states and its partition of the optimizer's."""
+    """A one-process ZeRO-3 tag folder: the rank's model states and its partition of the
+    optimizer's."""
     tag.mkdir(parents=True)
     (tag / "zero_pp_rank_0_mp_rank_00_model_states.pt").write_bytes(b"")
     (tag / "zero_pp_rank_0_mp_rank_00_optim_states.pt").write_bytes(b"")
 
 
 def _zero(target: Path) -> None:
-    """engine.save_checkpoint(target, tag="global_step2"): ``latest`` naming the tag, and the tag's folder."""
+    """engine.save_checkpoint(target, tag="global_step2"): ``latest`` naming the tag, and the tag's
+    folder."""
     _zero_files(target / "global_step2")
     (target / "latest").write_text("global_step2")
     (target / "config.json").write_text("{}")

@@ -1,8 +1,9 @@
 """Every task: the length rule, the fill margin, where the answer sits, determinism.
 
-The length rule: input ids (BOS, chat template, instruction, context, question, answer prefix) plus the task's
-generation budget <= L. The fill: the prompt comes within one haystack unit of that limit; UNIT states the
-largest unit of each task with the shipped tiny tokenizer (a noise line is 25 tokens, an essay sentence up to 75).
+The length rule: input ids (BOS, chat template, instruction, context, question, answer prefix) plus
+the task's generation budget <= L. The fill: the prompt comes within one haystack unit of that
+limit; UNIT states the largest unit of each task with the shipped tiny tokenizer (a noise line is 25
+tokens, an essay sentence up to 75).
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ DATA = {"dir": str(HELMET_DATA)}
 
 @pytest.fixture(autouse=True, scope="module")
 def _with_long_documents(helmet_data_long):
-    """The fixtures plus long NarrativeQA / Multi-LexSum documents, which HELMET's length selection keeps."""
+    """The fixtures plus long NarrativeQA / Multi-LexSum documents, which HELMET's length selection
+    keeps."""
     DATA["dir"] = str(helmet_data_long)
 
 
@@ -130,8 +132,9 @@ def test_unit_table_covers_every_task():
 
 
 def _by_whether_they_fit() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-    """(task, length) at 1K, 2K and 4K: those a prompt fits, and those the task refuses (its generation budget
-    and fixed parts leave no room for its context, or HELMET's own file for that length does not exist)."""
+    """(task, length) at 1K, 2K and 4K: those a prompt fits, and those the task refuses (its
+    generation budget and fixed parts leave no room for its context, or HELMET's own file for that
+    length does not exist)."""
     fits, refused = [], []
     for task in TASKS:
         for length in (1024, 2048, 4096):
@@ -157,8 +160,9 @@ FITS, REFUSED = _by_whether_they_fit()
 @pytest.mark.parametrize(("task", "length"), FITS)
 @pytest.mark.parametrize("chat", [False, True])
 def test_length_rule_and_fill(hf_encoder, task, length, chat):
-    """Every prompt fits; one that did not use up its data is within one unit of the length, and one that did
-    (the tiny fixture data runs out at longer lengths) is not scored unless it is within 2%."""
+    """Every prompt fits; one that did not use up its data is within one unit of the length, and one
+    that did (the tiny fixture data runs out at longer lengths) is not scored unless it is within
+    2%."""
     spec = get_task(task)
     ctx = ctx_for(hf_encoder, chat)
     for i in range(3):
@@ -207,8 +211,8 @@ def test_decoded_prompt_retokenizes_to_the_same_count(hf_encoder, hf_tokenizer, 
 def test_every_task_at_every_length_builds_a_prompt_within_the_rule_or_refuses(
     hf_encoder, task, length, index, seed, chat
 ):
-    """The length contract, over the whole domain: a prompt whose ids plus the generation budget fit the length,
-    or one of the designed refusals carrying its cause; never another exception."""
+    """The length contract, over the whole domain: a prompt whose ids plus the generation budget fit
+    the length, or one of the designed refusals carrying its cause; never another exception."""
     spec = get_task(task)
     try:
         s = build_sample(spec, ctx_for(hf_encoder, chat, seed=seed), length, index, seed)
@@ -253,7 +257,8 @@ def sp_encoder(sp_tokenizer) -> PieceEncoder:
 def test_helmet_compat_at_every_length_builds_a_prompt_within_the_rule_or_refuses(
     hf_encoder, sp_encoder, task, length, index, chat
 ):
-    """The same contract for HELMET's own prompts (``--helmet-compat``, pre-cut in a Llama-2-shaped tokenizer)."""
+    """The same contract for HELMET's own prompts (``--helmet-compat``, pre-cut in a Llama-2-shaped
+    tokenizer)."""
     spec = get_task(task)
     ctx = replace(ctx_for(hf_encoder, chat), helmet_compat=True, helmet_encoder=sp_encoder)
     try:
@@ -391,8 +396,8 @@ def test_too_short_length_is_a_clear_skip(hf_encoder):
 
 
 def test_vt_and_cwe_template_bytes_follow_ruler_head(hf_encoder):
-    """RULER HEAD: hop lines end with a space, the one-shot example is followed by a blank line; CWE's example
-    answer starts one space after the prefix (`are: 1. w`)."""
+    """RULER HEAD: hop lines end with a space, the one-shot example is followed by a blank line;
+    CWE's example answer starts one space after the prefix (`are: 1. w`)."""
     import re
 
     vt = hf_encoder.decode(build_sample(get_task("vt"), ctx_for(hf_encoder), 4096, 0, 42).input_ids)
@@ -410,9 +415,9 @@ def test_vt_and_cwe_template_bytes_follow_ruler_head(hf_encoder):
 
 
 def _ruler_essay_context(sentences: tuple[str, ...], depths: list[int], needles: list[str]) -> str:
-    """RULER HEAD's essay context, by its rule (scripts/data/synthetic/niah.py): the needles, in the order drawn, go
-    before the sentences at ``int(n * (depth / 100))`` for the sorted depths; runs of sentences and needles are
-    joined by single spaces, empty runs included."""
+    """RULER HEAD's essay context, by its rule (scripts/data/synthetic/niah.py): the needles, in the
+    order drawn, go before the sentences at ``int(n * (depth / 100))`` for the sorted depths; runs
+    of sentences and needles are joined by single spaces, empty runs included."""
     n = len(sentences)
     cuts = [0] + sorted(int(n * (d / 100)) for d in depths) + [n]
     parts: list[str] = []
@@ -429,8 +434,9 @@ def _ruler_essay_context(sentences: tuple[str, ...], depths: list[int], needles:
 )
 @pytest.mark.parametrize("edge", [0, 100])
 def test_a_needle_at_either_end_of_the_essay_is_spaced_as_in_ruler(hf_encoder, task, edge):
-    """A needle at depth 0 has a space before it (after the template's newline), one at depth 100 a space after it
-    (before the question's newline): RULER joins an empty run of sentences with its separator."""
+    """A needle at depth 0 has a space before it (after the template's newline), one at depth 100 a
+    space after it (before the question's newline): RULER joins an empty run of sentences with its
+    separator."""
     from ctxgate.data.haystacks import load_essay
 
     sentences = load_essay().volumes[0].sentences()  # enough for 2K tokens
@@ -458,8 +464,8 @@ def test_ruler_positions_round_as_ruler_does():
 
 
 def test_no_long_document_names_the_command_that_writes_some(hf_encoder, tmp_path, monkeypatch):
-    """The committed fixtures hold no document HELMET's selection keeps: the refusal prints the command that
-    writes fixture data with long ones, and the task builds from what it writes."""
+    """The committed fixtures hold no document HELMET's selection keeps: the refusal prints the
+    command that writes fixture data with long ones, and the task builds from what it writes."""
     import re
     import shlex
     import subprocess
@@ -479,8 +485,9 @@ SCORED = [t for t in TASKS if not get_task(t).metric.judged]
 
 @pytest.mark.parametrize("task", SCORED)
 def test_the_output_a_metric_calls_right_scores_in_full(hf_encoder, task):
-    """What the scripted plumbing backend answers when it answers right (``tests.scripted.right``) is an output the
-    task's metric scores 1 on the task's own references, with and without the chat template."""
+    """What the scripted plumbing backend answers when it answers right (``tests.scripted.right``)
+    is an output the task's metric scores 1 on the task's own references, with and without the chat
+    template."""
     from ctxgate.metrics.registry import score_prediction
     from tests.scripted import right
 

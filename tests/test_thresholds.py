@@ -102,8 +102,8 @@ def test_an_out_of_range_confidence_suggests_a_confidence():
 
 
 def test_the_shipped_file_and_every_example_in_it_parse(tmp_path):
-    """The shipped thresholds.toml as it is, and with each commented example uncommented: what a user copies
-    from it must be what the parser reads."""
+    """The shipped thresholds.toml as it is, and with each commented example uncommented: what a
+    user copies from it must be what the parser reads."""
     import re
     from pathlib import Path
 

@@ -1,8 +1,8 @@
-"""One rule for the thresholds file, wherever it is read: the suite under pytest and every verb that takes
---thresholds (diff, bisect, html, judge) find the same file (--thresholds, else the ini option
-ctxgate_thresholds, else the nearest thresholds.toml up to the project's top) and refuse a given path that is a
-folder or missing in one line with the fix, never gating with no floors instead. And ``ctxgate init`` writes all
-of its files or none, naming the file that cannot be written."""
+"""One rule for the thresholds file, wherever it is read: the suite under pytest and every verb that
+takes --thresholds (diff, bisect, html, judge) find the same file (--thresholds, else the ini option
+ctxgate_thresholds, else the nearest thresholds.toml up to the project's top) and refuse a given
+path that is a folder or missing in one line with the fix, never gating with no floors instead. And
+``ctxgate init`` writes all of its files or none, naming the file that cannot be written."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ JUDGE = ("--judge-model", "x", "--judge-base-url", "http://127.0.0.1:9/v1", "--o
 
 
 def pending_report(folder: Path, status: str = "pending", **run: str) -> Path:
-    """A stored run with one judged case waiting for its judge (what ``ctxgate judge`` and ``html`` read), or
-    judged already (``status``)."""
+    """A stored run with one judged case waiting for its judge (what ``ctxgate judge`` and ``html``
+    read), or judged already (``status``)."""
     case = {
         "task": "multi_lexsum",
         "length": 4096,
@@ -150,8 +150,8 @@ def test_pytest_refuses_a_thresholds_folder_or_missing_file_in_one_line(suite, p
 
 
 def test_pytest_and_the_verbs_walk_up_to_the_repository_top_without_a_config_file(tmp_path):
-    """No config file: pytest's rootdir is where it started, yet the nearest thresholds.toml up to .git counts,
-    for the suite and for the verbs alike."""
+    """No config file: pytest's rootdir is where it started, yet the nearest thresholds.toml up to
+    .git counts, for the suite and for the verbs alike."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "thresholds.toml").write_text(STRICT)
     start = tmp_path / "runs" / "exp1"

@@ -1,5 +1,6 @@
-"""--log-to: the run's scores in W&B (offline), TensorBoard and MLflow (a file store) at the checkpoint's training
-step, each read back with the tracker's own reader; a failing tracker is one note and never fails the gate."""
+"""--log-to: the run's scores in W&B (offline), TensorBoard and MLflow (a file store) at the
+checkpoint's training step, each read back with the tracker's own reader; a failing tracker is one
+note and never fails the gate."""
 
 from __future__ import annotations
 

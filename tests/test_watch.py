@@ -1,5 +1,6 @@
-"""ctxgate watch on real checkpoints: a checkpoint is done only when its evaluation completed; a broken one is tried
-again (and again once its files change); arguments pytest refuses stop the watcher instead of marking anything."""
+"""ctxgate watch on real checkpoints: a checkpoint is done only when its evaluation completed; a
+broken one is tried again (and again once its files change); arguments pytest refuses stop the
+watcher instead of marking anything."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""BABILong-style reasoning over facts spread through long text (the project's bAbI-style stories, and BABILong's
-own sets when given), one case per task x length: ``test_babilong[ctx_babi_qa2-0]``."""
+"""BABILong-style reasoning over facts spread through long text (the project's bAbI-style stories,
+and BABILong's own sets when given), one case per task x length: ``test_babilong[ctx_babi_qa2-0]``.
+"""
 
 import pytest
 

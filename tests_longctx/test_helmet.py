@@ -1,4 +1,5 @@
-"""HELMET's own synthetic recall task (JSON KV). Its RULER members are the test_ruler cases of the same tasks."""
+"""HELMET's own synthetic recall task (JSON KV). Its RULER members are the test_ruler cases of the
+same tasks."""
 
 import pytest
 

@@ -1,5 +1,5 @@
-"""MRCR-style multi-round co-reference (the project's conversations, and OpenAI's MRCR files when given), one case per
-task x length: ``test_mrcr[ctx_mrcr_4-131072]``."""
+"""MRCR-style multi-round co-reference (the project's conversations, and OpenAI's MRCR files when
+given), one case per task x length: ``test_mrcr[ctx_mrcr_4-131072]``."""
 
 import pytest
 

@@ -1,5 +1,5 @@
-"""NoLiMa-style needles that share no words with their question (the project's needle set, and NoLiMa's own when
-given), one case per task x length: ``test_nolima[ctx_nolima-32768]``."""
+"""NoLiMa-style needles that share no words with their question (the project's needle set, and
+NoLiMa's own when given), one case per task x length: ``test_nolima[ctx_nolima-32768]``."""
 
 import pytest
 
