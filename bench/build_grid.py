@@ -180,7 +180,8 @@ def main() -> None:
         lengths = job["lengths"]
         assert isinstance(lengths, list)
         print(
-            f"{len(lengths)} lengths from {lengths[0]} to {lengths[-1]}, {args.samples} samples, chat {args.chat}"
+            f"{len(lengths)} lengths from {lengths[0]} to {lengths[-1]}, {args.samples} samples, "
+            f"chat {args.chat}"
         )
         if args.baseline:
             base = Path(tmp) / "baseline"

@@ -197,7 +197,8 @@ def main() -> None:
     length = parse_length(args.length)
     print(f"chance at {args.length}: {args.samples} samples x {args.draws} random answers, percent")
     print(
-        f"{'task':<20} {'declared':>8} {'measured':>8} {'± s.e.':>7} {'diff':>7} {'wrong needle':>13}"
+        f"{'task':<20} {'declared':>8} {'measured':>8} {'± s.e.':>7} {'diff':>7} "
+        f"{'wrong needle':>13}"
     )
     for m in run(length, args.samples, args.draws, [t for t in args.tasks.split(",") if t] or None):
         wrong = "" if m.wrong_needle is None else f"{m.wrong_needle:>13.2f}"

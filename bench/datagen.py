@@ -166,7 +166,8 @@ def main() -> None:
     ap.add_argument(
         "--suite",
         default="ruler",
-        help="ruler, helmet, mrcr, babilong, nolima, families (the last three) or all; a task that reads released "
+        help="ruler, helmet, mrcr, babilong, nolima, families (the last three) or all; a task "
+        "that reads released "
         "data (HELMET's, the families' published sets) builds here only where it needs none",
     )
     ap.add_argument("--tasks", default="", help="comma-separated task names (default: the suite's)")
@@ -188,7 +189,8 @@ def main() -> None:
     ]
     base_root = checkout(args.baseline) if args.baseline != "none" else None
     print(
-        f"tokenizer {args.tokenizer}; {args.samples} samples per task; {args.workers} processes at once",
+        f"tokenizer {args.tokenizer}; {args.samples} samples per task; {args.workers} processes "
+        "at once",
         flush=True,
     )
     for length in parse_lengths(args.lengths):
@@ -201,7 +203,8 @@ def main() -> None:
                 base_root, args.tokenizer, tasks, length, base_n, args.workers
             )
         print(
-            f"\n{label}: task               n  build s   per sample  peak MB  fill   samples sha256    "
+            f"\n{label}: task               n  build s   per sample  peak MB  fill   samples "
+            "sha256    "
             "| baseline per sample  ratio  samples",
             flush=True,
         )
@@ -212,7 +215,8 @@ def main() -> None:
                 continue
             per = r["seconds"] / max(r["n"], 1)
             row = (
-                f"{label}: {task:<16} {r['n']:>4} {r['seconds']:8.1f} {per:10.3f} s {r['peak_mb']:8.0f} {r['fill']:.4f}"
+                f"{label}: {task:<16} {r['n']:>4} {r['seconds']:8.1f} {per:10.3f} s "
+                f"{r['peak_mb']:8.0f} {r['fill']:.4f}"
                 f"  {r['sha256'][:16]}"  # the samples' hash, to compare by eye with another run's
             )
             if base_root is None:
@@ -235,15 +239,18 @@ def main() -> None:
         built = [r for r in now.values() if "refused" not in r]
         peaks = sorted((r["peak_mb"] for r in built), reverse=True)[: args.workers]
         print(
-            f"{label}: {len(built)} of {len(tasks)} tasks x {args.samples} samples built in {wall:.1f} s wall "
-            f"({args.workers} processes; {sum(r['seconds'] for r in built):.1f} s of building), peak "
+            f"{label}: {len(built)} of {len(tasks)} tasks x {args.samples} samples built in "
+            f"{wall:.1f} s wall "
+            f"({args.workers} processes; {sum(r['seconds'] for r in built):.1f} s of building), "
+            "peak "
             f"{max(peaks, default=0):.0f} MB per process, at most {sum(peaks):.0f} MB at once",
             flush=True,
         )
         if base_root is not None:
             bbuilt = [b for t, b in base.items() if "refused" not in b]
             print(
-                f"{label}: baseline {args.baseline}: {len(bbuilt)} of {len(tasks)} tasks x {base_n} samples in "
+                f"{label}: baseline {args.baseline}: {len(bbuilt)} of {len(tasks)} tasks x "
+                f"{base_n} samples in "
                 f"{base_wall:.1f} s wall, {sum(b['seconds'] for b in bbuilt):.1f} s of building",
                 flush=True,
             )

@@ -72,18 +72,21 @@ def simulate() -> None:
     costs = full_ruler()
     total = sum(costs)
     print(
-        f"(b) full RULER for an 8B model: {len(costs):,} samples, {total / 3600:.1f} GPU-hours of prefill at "
+        f"(b) full RULER for an 8B model: {len(costs):,} samples, {total / 3600:.1f} GPU-hours of "
+        "prefill at "
         f"{PEAK_FLOPS / 1e12:.0f} TFLOP/s (one 128K sample {prefill_seconds(131072):.1f} s, one 4K "
         f"{prefill_seconds(4096):.2f} s)"
     )
     print(
-        f"{'nodes x GPUs':>13} {'FLOP limit':>11} {'dynamic':>9} {'static':>9} {'dyn/limit':>10} {'static/dyn':>11}"
+        f"{'nodes x GPUs':>13} {'FLOP limit':>11} {'dynamic':>9} {'static':>9} {'dyn/limit':>10} "
+        f"{'static/dyn':>11}"
     )
     for nodes in (1, 4, 16):
         gpus = nodes * GPUS_PER_NODE
         limit, dyn, sta = total / gpus, dynamic(costs, gpus), static(costs, gpus)
         print(
-            f"{f'{nodes} x {GPUS_PER_NODE}':>13} {limit / 3600:>10.2f}h {dyn / 3600:>8.2f}h {sta / 3600:>8.2f}h "
+            f"{f'{nodes} x {GPUS_PER_NODE}':>13} {limit / 3600:>10.2f}h {dyn / 3600:>8.2f}h "
+            f"{sta / 3600:>8.2f}h "
             f"{dyn / limit:>9.3f}x {sta / dyn:>10.2f}x"
         )
 
@@ -139,7 +142,8 @@ def measure(tasks: str, lengths: str, samples: int) -> None:
     finally:
         cluster.shutdown()
     print(
-        f"(a) {count} samples ({tasks} at {lengths}), the tiny checkpoint on CPU, each run from start to exit:"
+        f"(a) {count} samples ({tasks} at {lengths}), the tiny checkpoint on CPU, each run from "
+        "start to exit:"
     )
     print(f"    serial (one process)             {serial:7.1f} s  {count / serial:6.2f} samples/s")
     print(f"    --ray, 2 nodes, 2 replicas       {ray:7.1f} s  {count / ray:6.2f} samples/s")

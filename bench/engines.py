@@ -116,7 +116,8 @@ def rounds(
         print(
             f"device: {hf.describe()['device']} ({_gpu_name()}); HF {hf.describe()['dtype']} "
             f"{hf.describe()['attn_implementation']}; vLLM {vllm.describe()['server_version']}, "
-            f"{args.samples} in flight; {args.samples} prompts per round, median of {args.rounds} rounds; "
+            f"{args.samples} in flight; {args.samples} prompts per round, median of {args.rounds} "
+            "rounds; "
             "speed = HF batch 1 time / its time, in the same rounds"
         )
         for task in [] if args.suite_only else args.tasks.split(","):
@@ -145,7 +146,8 @@ def rounds(
                     total += len(requests)
                 base = statistics.median(times["HF batch 1"])
                 cells = [
-                    f"{name} {statistics.median(times[name]):6.2f} s ({base / statistics.median(times[name]):.2f}x"
+                    f"{name} {statistics.median(times[name]):6.2f} s "
+                    f"({base / statistics.median(times[name]):.2f}x"
                     f", same {same[name]}/{total})"
                     for name in engines
                     if name != "HF batch 1"
@@ -233,7 +235,8 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
         done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)
         if not span.exists():
             raise SystemExit(
-                f"the suite did not run ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+                "the suite did not run "
+                f"({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
             )
         suite = json.loads(span.read_text())["seconds"]
     how = (
@@ -242,7 +245,8 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
         else f"--concurrency {args.suite_concurrency}"
     )
     print(
-        f"the demo's RULER cases ({count} samples at {DEMO_LENGTHS}): the engine given them all at once "
+        f"the demo's RULER cases ({count} samples at {DEMO_LENGTHS}): the engine given them all "
+        "at once "
         f"{count / alone:.1f} samples/s ({alone:.1f} s); the suite (--backend vllm, {how}) "
         f"{count / suite:.1f} samples/s ({suite:.1f} s); suite / engine {alone / suite:.2f}x",
         flush=True,

@@ -35,7 +35,8 @@ def main() -> None:
     parser.add_argument("--confidence", type=float, default=0.95)
     args = parser.parse_args()
     print(
-        f"{'n':>4} {'floor':>5} {'true':>5} {'score':>7} {'upper':>7}   (share of runs in which the case fails)"
+        f"{'n':>4} {'floor':>5} {'true':>5} {'score':>7} {'upper':>7}   (share of runs in which "
+        "the case fails)"
     )
     for n in (100, 500):
         for floor, trues in ((90, (0.90, 0.92, 0.95)), (50, (0.50, 0.55, 0.60))):
@@ -47,7 +48,8 @@ def main() -> None:
     cases = 65
     at = fail_rate(100, 0.92, 90, "score", args.confidence)
     print(
-        f"\n{cases} cases each 2 points above a floor of 90 (n=100): rule 'score' has at least one red case in "
+        f"\n{cases} cases each 2 points above a floor of 90 (n=100): rule 'score' has at least "
+        "one red case in "
         f"{1 - (1 - at) ** cases:.0%} of runs; rule 'upper' in "
         f"{1 - (1 - fail_rate(100, 0.92, 90, 'upper', args.confidence)) ** cases:.0%}"
     )

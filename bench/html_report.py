@@ -192,13 +192,15 @@ def main() -> None:
     size = full.stat().st_size
     print(
         f"{len(report.cases)} cases ({len({c.task for c in report.cases})} tasks x "
-        f"{', '.join(format_length(L) for L in lengths)}), {len(rows)} samples: built in {built:.1f} s, drawn in "
+        f"{', '.join(format_length(L) for L in lengths)}), {len(rows)} samples: built in "
+        f"{built:.1f} s, drawn in "
         f"{drawn:.2f} s"
     )
     print(f"HTML: {size / 2**20:.2f} MB ({size:,} bytes)")
     run, base = statistics.median(loads["run"]), statistics.median(loads["blank"])
     print(
-        f"load event: {run:.2f} s (median of {args.rounds}; a blank page of the same size: {base:.2f} s, "
+        f"load event: {run:.2f} s (median of {args.rounds}; a blank page of the same size: "
+        f"{base:.2f} s, "
         f"ratio {run / base:.2f}x)"
     )
     case = f"{largest.task} at {format_length(largest.length)}"

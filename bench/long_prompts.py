@@ -141,7 +141,8 @@ def main() -> None:
         "--request-timeout",
         type=float,
         default=3600.0,
-        help="seconds per request up to 128K tokens (scaled beyond): vLLM on 2 CPU cores takes about 45 minutes "
+        help="seconds per request up to 128K tokens (scaled beyond): vLLM on 2 CPU cores takes "
+        "about 45 minutes "
         "for a 256K prefill of the tiny checkpoint",
     )
     ap.add_argument(
@@ -159,7 +160,8 @@ def main() -> None:
             row = run_one(backend, length, args.task, args.model, args.request_timeout, args.keep)
             rows.append(row)
             print(
-                f"{backend:5} {format_length(length):>5}: {row['wall_s']:7.1f} s, peak {row['peak_mb']:7.0f} MB "
+                f"{backend:5} {format_length(length):>5}: {row['wall_s']:7.1f} s, peak "
+                f"{row['peak_mb']:7.0f} MB "
                 f"(process tree), prompt {row['prompt_tokens']} tokens, {row['verdict']}, output "
                 f"{row['output']!r}, exit {row['exit']}",
                 flush=True,
@@ -169,10 +171,12 @@ def main() -> None:
         first, last = rows[0], rows[-1]
         if len(rows) > 1:
             print(
-                f"{backend:5} {format_length(last['length'])}/{format_length(first['length'])}: "  # type: ignore[arg-type]
+                f"{backend:5} "
+                f"{format_length(last['length'])}/{format_length(first['length'])}: "  # type: ignore[arg-type]
                 f"{last['length'] / first['length']:.0f}x the length, "  # type: ignore[operator]
                 f"{last['wall_s'] / first['wall_s']:.2f}x the time, "  # type: ignore[operator]
-                f"{last['peak_mb'] / first['peak_mb']:.2f}x the peak memory",  # type: ignore[operator]
+                f"{last['peak_mb'] / first['peak_mb']:.2f}x the peak "
+                "memory",  # type: ignore[operator]
                 flush=True,
             )
 

@@ -48,7 +48,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # floor 50 on every case but re-rank's, whose chance score is 50 (a floor at or below it is
 # refused): 60 there
 FLOORS = (
-    '[[floor]]\ntask = "*"\nlength = "*"\nfloor = 50\n[[floor]]\ntask = "msmarco_rerank"\nlength = "*"\nfloor = 60\n'
+    '[[floor]]\ntask = "*"\nlength = "*"\nfloor = 50\n[[floor]]\ntask = "msmarco_rerank"\nlength '
+    '= "*"\nfloor = 60\n'
     "[regression]\ntolerance = 5\n"
 )
 
@@ -100,14 +101,16 @@ def compare_runs(title: str, fixed: dict, seq: dict) -> None:
     judged = [c for c in seq.values() if c.get("judge")]
     early = sum(1 for c in judged if (c.get("sequential") or {}).get("decided"))
     print(
-        f"{title}: verdicts equal in {same}/{len(fixed)} cases ({len(judged)} judged, {early} of them stopped "
+        f"{title}: verdicts equal in {same}/{len(fixed)} cases ({len(judged)} judged, {early} of "
+        "them stopped "
         f"early); generations {a} fixed, {b} sequential ({b / max(a, 1):.2f}x)",
         flush=True,
     )
     for k in sorted(fixed):
         if fixed[k]["verdict"] != seq[k]["verdict"]:
             print(
-                f"  differs: {k[0]}@{k[1]}: fixed {fixed[k]['verdict']} ({fixed[k]['score']}), sequential "
+                f"  differs: {k[0]}@{k[1]}: fixed {fixed[k]['verdict']} ({fixed[k]['score']}), "
+                "sequential "
                 f"{seq[k]['verdict']} ({seq[k]['score']}, {seq[k].get('sequential')})"
             )
 
@@ -140,7 +143,8 @@ def replay(samples: int) -> None:
 
 def _replay(out: Path, samples: int, tiny: Path, build_sequence: Any) -> None:
     print(
-        f"replay on real generations: the demo's cases (every task at 256/512/1K/2K), --samples {samples}, "
+        "replay on real generations: the demo's cases (every task at 256/512/1K/2K), --samples "
+        f"{samples}, "
         "floor 50, tolerance 5"
     )
     n = ("--samples", str(samples))
@@ -185,7 +189,8 @@ def _replay(out: Path, samples: int, tiny: Path, build_sequence: Any) -> None:
         )
         result = json.loads(path.read_text())
         print(
-            f"bisect {'--sequential' if mode else 'fixed n'}: first bad {Path(result['first_bad']).name} "
+            f"bisect {'--sequential' if mode else 'fixed n'}: first bad "
+            f"{Path(result['first_bad']).name} "
             f"(index {result['first_bad_index']}), {result['evaluations']} evaluations, "
             f"{sum(p['samples'] for p in result['path'])} samples",
             flush=True,
@@ -214,9 +219,12 @@ def main() -> None:
     n, floor = args.max_samples, args.floor
     truths = (0.0, 0.3, 0.5, 0.7, 0.75, 0.78, 0.8, 0.82, 0.85, 0.9, 0.95, 1.0)
     print(
-        f"floor {floor:.0%}, alpha {args.alpha}, fixed n = {n}, {args.cases:,} cases per row; wrong = a pass "
-        "below the floor or a fail above it (on the floor: a pass is not wrong). 'claims wrong': the sequential "
-        "test's own early claims that were wrong (the rate it guarantees <= alpha); 'verdict wrong': its verdicts, "
+        f"floor {floor:.0%}, alpha {args.alpha}, fixed n = {n}, {args.cases:,} cases per row; "
+        "wrong = a pass "
+        "below the floor or a fail above it (on the floor: a pass is not wrong). 'claims wrong': "
+        "the sequential "
+        "test's own early claims that were wrong (the rate it guarantees <= alpha); 'verdict "
+        "wrong': its verdicts, "
         "the undecided ones by the fixed-n rule on the same samples"
     )
     print(
@@ -250,13 +258,15 @@ def main() -> None:
             if abs(p - floor) >= 0.1 - 1e-9:
                 clear.append(mean_used)
             print(
-                f"{kind:<10} {p:>5.2f} {fixed_wrong / args.cases:>12.2%} {claims_wrong / args.cases:>13.2%} "
+                f"{kind:<10} {p:>5.2f} {fixed_wrong / args.cases:>12.2%} "
+                f"{claims_wrong / args.cases:>13.2%} "
                 f"{seq_wrong / args.cases:>14.2%} {mean_used:>12.1f} {1 - mean_used / n:>7.0%}",
                 flush=True,
             )
     print(
         f"clear cases (true score >= 10 points from the floor), mean over {len(clear)} rows: "
-        f"{statistics.fmean(clear):.1f} samples against {n} ({statistics.fmean(clear) / n:.2f}x fixed n)"
+        f"{statistics.fmean(clear):.1f} samples against {n} ({statistics.fmean(clear) / n:.2f}x "
+        "fixed n)"
     )
 
 

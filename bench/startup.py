@@ -110,14 +110,17 @@ def main() -> None:
                 step()
             print(
                 f"round {i + 1}: import torch, transformers {imports[-1]:.2f} s; + load the model "
-                f"{loads[-1]:.2f} s; suite's first case {first[-1][0]:.2f} s (process {first[-1][1]:.2f} s)",
+                f"{loads[-1]:.2f} s; suite's first case {first[-1][0]:.2f} s (process "
+                f"{first[-1][1]:.2f} s)",
                 flush=True,
             )
     a, b = statistics.median(imports), statistics.median(loads)
     c = statistics.median(f for f, _ in first)
     print(
-        f"median: import torch, transformers {a:.2f} s; + load the model {b:.2f} s ({b / a:.2f}x); time to the "
-        f"first case finished {c:.2f} s (whole process {statistics.median(w for _, w in first):.2f} s); "
+        f"median: import torch, transformers {a:.2f} s; + load the model {b:.2f} s "
+        f"({b / a:.2f}x); time to the "
+        f"first case finished {c:.2f} s (whole process "
+        f"{statistics.median(w for _, w in first):.2f} s); "
         f"ratio {c / a:.2f}x the imports, {c / b:.2f}x the imports and the load"
     )
 

@@ -34,9 +34,12 @@ from ctxgate.workflows import (
 )
 
 DESCRIPTION = (
-    "ctxgate's command line: rescore, judge, compare (with each other or the papers' numbers) or draw (HTML) "
-    "stored runs, bisect or watch a training run's checkpoints, list tasks, print the report schema. bisect loads "
-    "each checkpoint it probes and watch runs pytest on each new one; no other verb loads the model under test "
+    "ctxgate's command line: rescore, judge, compare (with each other or the papers' numbers) or "
+    "draw (HTML) "
+    "stored runs, bisect or watch a training run's checkpoints, list tasks, print the report "
+    "schema. bisect loads "
+    "each checkpoint it probes and watch runs pytest on each new one; no other verb loads the "
+    "model under test "
     "(`judge --nli-model` loads its NLI checkpoint)."
 )
 
@@ -106,7 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = p.parse_known_args(argv)
     if unknown:
         hint = (
-            f"; pytest arguments go after --: ctxgate {shlex.join(_without(argv, unknown))} -- {shlex.join(unknown)}"
+            f"; pytest arguments go after --: ctxgate {shlex.join(_without(argv, unknown))} -- "
+            f"{shlex.join(unknown)}"
             if args.command == "watch"
             else ""
         )

@@ -123,7 +123,8 @@ class SqliteFile:
                 if kind == "busy":
                     if time.monotonic() > deadline:
                         raise StoreUnavailable(
-                            f"the {self.WHAT} {self.path} stayed busy for {BUSY_SECONDS:.0f} s ({exc}); {self.FIX}"
+                            f"the {self.WHAT} {self.path} stayed busy for {BUSY_SECONDS:.0f} s "
+                            f"({exc}); {self.FIX}"
                         ) from None
                     time.sleep(delay)
                     delay = min(delay * 2, 1.0)
@@ -148,7 +149,8 @@ class SqliteFile:
         )
         if app_id != self.APPLICATION_ID or version is None or version[0] != str(SCHEMA_VERSION):
             return (
-                f"not a ctxgate {self.WHAT} of schema {SCHEMA_VERSION} (application id {app_id:#x}, schema "
+                f"not a ctxgate {self.WHAT} of schema {SCHEMA_VERSION} (application id "
+                f"{app_id:#x}, schema "
                 f"{version[0] if version else None})"
             )
         if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
@@ -209,7 +211,8 @@ class SqliteFile:
                 src.rename(Path(str(aside) + suffix))
         self.stats.set_aside.append(str(aside))
         warnings.warn(
-            f"ctxgate {self.WHAT} {self.path} was unusable ({reason}); moved to {aside}, starting fresh",
+            f"ctxgate {self.WHAT} {self.path} was unusable ({reason}); moved to {aside}, starting "
+            "fresh",
             CacheWarning,
             stacklevel=4,
         )
@@ -225,7 +228,8 @@ class SqliteFile:
         except sqlite3.Error as exc:
             self.disabled = str(exc)
             warnings.warn(
-                f"ctxgate {self.WHAT} {self.path} failed ({exc}); the rest of this run goes without it. "
+                f"ctxgate {self.WHAT} {self.path} failed ({exc}); the rest of this run goes "
+                "without it. "
                 f"Fix: {self.FIX}",
                 CacheWarning,
                 stacklevel=3,

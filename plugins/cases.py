@@ -206,8 +206,10 @@ def _against_baseline(
     test = seq.baseline if seq else None
     regressed = regression_verdict(paired, tolerance, seq)
     message = describe(paired, tolerance) + (
-        f"; --sequential: certain {'it dropped by more than' if regressed else 'it did not drop by more than'} the "
-        f"tolerance at error rate {seq.alpha} (paired interval {test.interval[0]:+.1f} to {test.interval[1]:+.1f})"
+        "; --sequential: certain "
+        f"{'it dropped by more than' if regressed else 'it did not drop by more than'} the "
+        f"tolerance at error rate {seq.alpha} (paired interval {test.interval[0]:+.1f} to "
+        f"{test.interval[1]:+.1f})"
         if seq and test and test.decided
         else ""
     )
@@ -238,7 +240,8 @@ def _judge_later(report: str | None) -> str:
     """How to score a case that waits for its judge: the command, on this run's report (HELMET's
     judge)."""
     command = (
-        f"`ctxgate judge {shlex.quote(report or 'out/run.json')} --judge-model gpt-4o-2024-05-13` (HELMET's judge; the "
+        f"`ctxgate judge {shlex.quote(report or 'out/run.json')} --judge-model gpt-4o-2024-05-13` "
+        "(HELMET's judge; the "
         "key from OPENAI_API_KEY)"
     )
     if report is None:

@@ -89,7 +89,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             option.add_to(group)
     parser.addini(
         INI_OPTION,
-        "the project's thresholds file, relative to this ini file; the run refuses to start without it",
+        "the project's thresholds file, relative to this ini file; the run refuses to start "
+        "without it",
         default="",
     )
 
@@ -109,7 +110,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.getoption("numprocesses", None) or hasattr(config, "workerinput")
     ):
         raise pytest.UsageError(
-            f"--ray {plan.model.ray} runs every case from this one pytest process, on the cluster's replicas: drop -n"
+            f"--ray {plan.model.ray} runs every case from this one pytest process, on the "
+            "cluster's replicas: drop -n"
         )
     config.stash[PLAN_KEY] = plan
     if not plan.model.model:
@@ -121,7 +123,8 @@ def pytest_configure(config: pytest.Config) -> None:
         incomplete = plan.baseline.incompleteness()
         for note in (
             incomplete
-            and f"--baseline {incomplete}; cases without a baseline score are gated by their floors only",
+            and f"--baseline {incomplete}; cases without a baseline score are gated by their "
+            "floors only",
             plan.baseline.sequential_note(),
         ):
             if note:
@@ -140,7 +143,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         )
     if not plan.thresholds_path:
         return lines + [
-            f"ctxgate thresholds: {plan.thresholds_found}; no floors, so the floors gate checks nothing "
+            f"ctxgate thresholds: {plan.thresholds_found}; no floors, so the floors gate checks "
+            "nothing "
             "(pass --thresholds PATH)"
         ]
     gated = thresholds.default_floor > 0 or any(rule.value > 0 for rule in thresholds.floors)
@@ -165,7 +169,8 @@ def collect_the_suite(config: pytest.Config) -> None:
         return  # test paths on the command line, or the ini file's testpaths: the user chose
     if not SUITE_DIR.is_dir():
         raise pytest.UsageError(
-            f"the ctxgate suite is not at {SUITE_DIR}: the installation is incomplete; reinstall ctxgate "
+            f"the ctxgate suite is not at {SUITE_DIR}: the installation is incomplete; reinstall "
+            "ctxgate "
             "(pip install --force-reinstall ctxgate), or name the suite's folder: "
             "pytest tests_longctx --model path/to/ckpt"
         )

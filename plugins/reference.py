@@ -79,7 +79,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if ref is None or ref.model is None:
         return None
     return [
-        f"ctxgate reference: the papers' published numbers for {ref.model} ({ref.how}; --reference off: none)"
+        f"ctxgate reference: the papers' published numbers for {ref.model} ({ref.how}; "
+        "--reference off: none)"
     ]
 
 

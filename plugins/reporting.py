@@ -109,7 +109,8 @@ class Collector:
             with contextlib.suppress(OSError):
                 holder = self.lock_path.read_text("utf-8").strip() or holder
             raise pytest.UsageError(
-                f"--report {path} is being written by another ctxgate run ({holder}); wait for it to finish, or pass "
+                f"--report {path} is being written by another ctxgate run ({holder}); wait for it "
+                "to finish, or pass "
                 "another --report"
             ) from None
         except OSError as exc:
@@ -325,7 +326,8 @@ def _html(
     except Exception as exc:  # noqa: BLE001 - whatever went wrong drawing it, the JSON report is written
         collector.notes.append(
             f"the HTML report was not written ({type(exc).__name__}: {exc}); ctxgate html "
-            f"{collector.report_path} -o {collector.report_path.with_suffix('.html')} draws it from the JSON"
+            f"{collector.report_path} -o {collector.report_path.with_suffix('.html')} draws it "
+            "from the JSON"
         )
         return None
 
@@ -384,8 +386,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             _write(collector, report, plan.baseline)
         except OSError as exc:
             collector.write_error = (
-                f"the report could not be written to {collector.report_path} ({exc.strerror or exc}); nothing "
-                "half-written was left: free space or pass a writable --report, then re-run (the generation cache "
+                f"the report could not be written to {collector.report_path} "
+                f"({exc.strerror or exc}); nothing "
+                "half-written was left: free space or pass a writable --report, then re-run (the "
+                "generation cache "
                 "keeps what ran)"
             )
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

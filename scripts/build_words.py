@@ -55,7 +55,8 @@ def main() -> None:
     text = "\n".join(kept) + "\n"
     OUT.write_bytes(lzma.compress(text.encode("ascii"), preset=9 | lzma.PRESET_EXTREME))
     print(
-        f"wrote {OUT}: {len(kept):,} words, sha256 of the text {hashlib.sha256(text.encode()).hexdigest()}"
+        f"wrote {OUT}: {len(kept):,} words, sha256 of the text "
+        f"{hashlib.sha256(text.encode()).hexdigest()}"
     )
 
 

@@ -179,7 +179,8 @@ def toml_row(
     pairs = ", ".join(f'"{L}" = {s}' for L, s in zip(lengths, scores))
     more = "".join(f'{k} = "{v}"\n' for k, v in extra.items())
     return (
-        f'[[score]]\nsource = "{source}"\nmodel = "{model}"\nlabel = "{label}"\nmeasure = "{measure}"\n'
+        f'[[score]]\nsource = "{source}"\nmodel = "{model}"\nlabel = "{label}"\nmeasure = '
+        f'"{measure}"\n'
         f'chat_template = "{chat}"\n{more}scores = {{ {pairs} }}\n\n'
     )
 
@@ -267,7 +268,8 @@ RULER_TABLES = (
 )
 # the run-to-run noise a reproduction is allowed, and where it is stated
 NOISE = (
-    "princeton-nlp/HELMET issue 8, the authors' reply of 2024-10-22: numbers at 128K within 1-2 absolute points "
+    "princeton-nlp/HELMET issue 8, the authors' reply of 2024-10-22: numbers at 128K within 1-2 "
+    "absolute points "
     "of each other from run to run, given the nondeterminism of flash attention and bf16"
 )
 

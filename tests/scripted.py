@@ -107,7 +107,8 @@ class ScriptedBackend:
             if self.script.get("calls_log"):
                 with open(self.script["calls_log"], "a", encoding="utf-8") as log:
                     log.write(
-                        f"{r.task} {r.length} {r.index} {os.environ.get('PYTEST_XDIST_WORKER', '-')} {in_flight}\n"
+                        f"{r.task} {r.length} {r.index} "
+                        f"{os.environ.get('PYTEST_XDIST_WORKER', '-')} {in_flight}\n"
                     )
             if self._lookup("kill", r):  # a worker that dies mid-case (out of memory, a segfault)
                 os.kill(os.getpid(), signal.SIGKILL)

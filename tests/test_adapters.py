@@ -132,7 +132,8 @@ def _empty_weights(folder: Path) -> None:
     [
         (
             _edit_config,
-            r"peft_type 'NOTAPEFT' is not one this peft loads \(e\.g\. LORA, .*restore it from the training",
+            r"peft_type 'NOTAPEFT' is not one this peft loads \(e\.g\. LORA, .*restore it from "
+            r"the training",
         ),
         (_cut_weights, r"adapter_model\.safetensors is truncated: .*re-copy the file"),
         (

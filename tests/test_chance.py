@@ -97,7 +97,8 @@ def test_a_floor_above_chance_a_zero_floor_and_a_task_a_later_rule_floors_everyw
     # one of some lengths leaves the first rule the task's floor at the others: refused
     with pytest.raises(ThresholdsError, match="msmarco_rerank, 50"):
         parse(
-            '[[floor]]\ntask = "*"\nfloor = 40\n[[floor]]\ntask = "msmarco_rerank"\nlength = "8k"\nfloor = 60\n'
+            '[[floor]]\ntask = "*"\nfloor = 40\n[[floor]]\ntask = "msmarco_rerank"\nlength = '
+            '"8k"\nfloor = 60\n'
         )
 
 
@@ -108,7 +109,8 @@ def test_the_suite_refuses_such_a_floor_before_the_model_loads(suite, pytester):
     )
     assert result.ret == 4
     result.stderr.fnmatch_lines(
-        ["*chance.toml: floor[[]0[]].floor: 10 (task 'icl_*', length '*') is at or below the chance score of "
+        ["*chance.toml: floor[[]0[]].floor: 10 (task 'icl_*', length '*') is at or below the "
+         "chance score of "
          "icl_trec_coarse, 16.7*Fix: raise the floor above 16.7*"]
     )  # fmt: skip
 

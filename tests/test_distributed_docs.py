@@ -252,7 +252,8 @@ def test_the_rayjob_runs_the_suite_on_gpu_workers_that_share_the_checkpoint_and_
     given = dict(zip(suite, suite[1:]))
     started_in = next((s[1] for s in steps if s[0] == "cd"), None)
     assert started_in, (
-        "the entrypoint starts pytest in a folder every pod shares (the replicas resolve paths there)"
+        "the entrypoint starts pytest in a folder every pod shares (the replicas resolve paths "
+        "there)"
     )
 
     cluster = spec["rayClusterSpec"]

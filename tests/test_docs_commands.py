@@ -28,43 +28,53 @@ CLUSTER = "needs a Ray cluster of several nodes"
 
 # command (as written, without its trailing comment) -> why the test command does not run it here
 NOT_RUN: dict[str, str] = {
-    "bash scripts/demo.sh": "tests/test_demo.py runs it (with --samples 5 and its own output folder)",
+    "bash scripts/demo.sh": "tests/test_demo.py runs it (with --samples 5 and its own output "
+    "folder)",
     "bash scripts/test.sh": "the test command itself: it runs this test",
-    "bash scripts/vllm_env.sh": "scripts/test.sh runs it before the tests (tests/test_engines.py uses its .venv-vllm)",
+    "bash scripts/vllm_env.sh": "scripts/test.sh runs it before the tests (tests/test_engines.py "
+    "uses its .venv-vllm)",
     "pytest --model path/to/ckpt -n 8": f"{GPU}: every task at 8K-128K",
-    'pytest --model /ckpts/step-12000 -k "niah_single_1 or vt" --lengths 512 -n 2 --report out/r.json': (
+    'pytest --model /ckpts/step-12000 -k "niah_single_1 or vt" --lengths 512 -n 2 --report '
+    "out/r.json": (
         "shows a checkpoint with truncated weights; tests/test_e2e_failures.py::"
         "test_a_truncated_checkpoint_ends_as_one_message_and_a_report runs one"
     ),
-    "pytest --model path/to/ckpt -n 8 --data-dir path/to/data --judge-model gpt-4o-2024-05-13 --report out/run.json": (
+    "pytest --model path/to/ckpt -n 8 --data-dir path/to/data --judge-model gpt-4o-2024-05-13 "
+    "--report out/run.json": (
         f"{KEY} (OpenAI's); tests/test_e2e_tiny.py runs the same with the offline judge server"
     ),
-    "pytest --model path/to/ckpt -n 8 --data-dir path/to/data --judge-model Qwen/Qwen2.5-72B-Instruct "
+    "pytest --model path/to/ckpt -n 8 --data-dir path/to/data --judge-model "
+    "Qwen/Qwen2.5-72B-Instruct "
     "--judge-base-url http://judge:8000/v1": f"{SERVED} (a 72B judge)",
-    "ctxgate judge out/run.json --judge-model gpt-4o-2024-05-13": f"{KEY}; tests/test_judge_client.py judges offline",
-    "pytest --model path/to/ckpt --reference meta-llama/Llama-3.1-8B-Instruct --report out/llama.json": (
-        f"{GPU}: Llama-3.1-8B at 8K-128K"
-    ),
+    "ctxgate judge out/run.json --judge-model "
+    "gpt-4o-2024-05-13": f"{KEY}; tests/test_judge_client.py judges offline",
+    "pytest --model path/to/ckpt --reference meta-llama/Llama-3.1-8B-Instruct --report "
+    "out/llama.json": (f"{GPU}: Llama-3.1-8B at 8K-128K"),
     'pip install -e ".[gpu]"': f"{GPU}: flash-attn builds against CUDA",
     "pytest --model path/to/ckpt -n auto --report out/run.json --junitxml out/junit.xml": (
         f"{GPU}: every task at 8K-128K"
     ),
-    "pytest --model path/to/ckpt --backend vllm --tp 8 -n 2 --report out/run.json": f"{GPU}: 8 GPUs",
-    "pytest --model path/to/ckpt --device-map auto --gpus-per-replica 4 -n auto --report out/run.json": (
-        f"{GPU}: 8 GPUs"
-    ),
-    "pytest --model path/to/ckpt --backend openai --base-url http://gpu7:8000/v1 --base-url http://gpu8:8000/v1 -n 4": (
+    "pytest --model path/to/ckpt --backend vllm --tp 8 -n 2 --report "
+    "out/run.json": f"{GPU}: 8 GPUs",
+    "pytest --model path/to/ckpt --device-map auto --gpus-per-replica 4 -n auto --report "
+    "out/run.json": (f"{GPU}: 8 GPUs"),
+    "pytest --model path/to/ckpt --backend openai --base-url http://gpu7:8000/v1 --base-url "
+    "http://gpu8:8000/v1 -n 4": (
         f"{SERVED}; tests/test_engines.py runs the backend against real local servers"
     ),
-    "pytest --model path/to/ckpt --backend vllm --tp 2 -n auto --report out/run.json": f"{GPU}: 2 GPUs a replica",
-    "pytest --model path/to/ckpt --backend openai --base-url http://gpu7:8000/v1 --base-url http://gpu8:8000/v1": (
+    "pytest --model path/to/ckpt --backend vllm --tp 2 -n auto --report "
+    "out/run.json": f"{GPU}: 2 GPUs a replica",
+    "pytest --model path/to/ckpt --backend openai --base-url http://gpu7:8000/v1 --base-url "
+    "http://gpu8:8000/v1": (
         f"{SERVED}; tests/test_engines.py runs the backend against real local servers"
     ),
-    "ctxgate data fetch --to path/to/data": f"{NET} (HELMET's data.tar.gz); tests/test_sources.py extracts an archive",
-    'pytest --model path/to/ckpt -n auto -m "helmet" --data-dir path/to/data --report out/run.json': (
-        f"{GPU}: every HELMET task at 8K-128K"
-    ),
-    "pytest --model runs/lora/checkpoint-400": "a LoRA run's checkpoint: tests/test_adapters.py trains one and runs it",
+    "ctxgate data fetch --to "
+    "path/to/data": f"{NET} (HELMET's data.tar.gz); tests/test_sources.py extracts an archive",
+    'pytest --model path/to/ckpt -n auto -m "helmet" --data-dir path/to/data --report '
+    "out/run.json": (f"{GPU}: every HELMET task at 8K-128K"),
+    "pytest --model "
+    "runs/lora/checkpoint-400": "a LoRA run's checkpoint: tests/test_adapters.py trains one and "
+    "runs it",
     "pytest --model runs/lora/checkpoint-400 --base-model /ckpts/base": (
         "a LoRA run's checkpoint: tests/test_adapters.py trains one and runs it"
     ),
@@ -77,23 +87,26 @@ NOT_RUN: dict[str, str] = {
     "pytest --model runs/zero3/checkpoint-600 --allow-pickle": (
         "a DeepSpeed ZeRO-3 run's checkpoint: tests/test_sharded.py saves one and runs it"
     ),
-    "WANDB_RUN_ID=abc123 pytest --model runs/exp42/checkpoint-1200 --log-to wandb=exp42 --lengths 8k,32k,128k": (
-        f"{GPU} and W&B's network; tests/test_trackers.py logs to wandb offline"
-    ),
+    "WANDB_RUN_ID=abc123 pytest --model runs/exp42/checkpoint-1200 --log-to wandb=exp42 --lengths "
+    "8k,32k,128k": (f"{GPU} and W&B's network; tests/test_trackers.py logs to wandb offline"),
     "pytest --model runs/exp42/checkpoint-1200 --log-to tensorboard=runs/exp42/runs/ctxgate": (
         f"{GPU}: every task at 8K-128K; tests/test_trackers.py logs to TensorBoard"
     ),
-    "pytest --model runs/exp42/checkpoint-1200 --log-to mlflow=http://mlflow:5000 --tracker-run 6f1c...": (
-        "an MLflow server at the URL; tests/test_trackers.py logs to a local MLflow store"
-    ),
-    "ctxgate watch /shared/runs/exp42 --interval 120 -- --backend vllm --tp 2 -n auto --lengths 8k,32k,128k "
-    "--log-to wandb=exp42 --tracker-run $WANDB_RUN_ID": f"{GPU}, and runs until stopped; tests/test_watch.py watches",
+    "pytest --model runs/exp42/checkpoint-1200 --log-to mlflow=http://mlflow:5000 --tracker-run "
+    "6f1c...": ("an MLflow server at the URL; tests/test_trackers.py logs to a local MLflow store"),
+    "ctxgate watch /shared/runs/exp42 --interval 120 -- --backend vllm --tp 2 -n auto --lengths "
+    "8k,32k,128k "
+    "--log-to wandb=exp42 --tracker-run "
+    "$WANDB_RUN_ID": f"{GPU}, and runs until stopped; tests/test_watch.py watches",
     "ray start --head --port=6379": (
-        f"{CLUSTER}: starts a Ray head that outlives the command; tests/test_ray.py starts a cluster of this machine"
+        f"{CLUSTER}: starts a Ray head that outlives the command; tests/test_ray.py starts a "
+        "cluster of this machine"
     ),
-    "ray start --address=head-node:6379": f"{CLUSTER}; tests/test_ray.py adds and removes worker nodes",
+    "ray start "
+    "--address=head-node:6379": f"{CLUSTER}; tests/test_ray.py adds and removes worker nodes",
     "pytest --model /shared/ckpts/step-12000 --ray head-node:6379 --report out/run.json": (
-        f"{CLUSTER} and a checkpoint on its shared filesystem; tests/test_ray.py runs the suite on a Ray cluster"
+        f"{CLUSTER} and a checkpoint on its shared filesystem; tests/test_ray.py runs the suite "
+        "on a Ray cluster"
     ),
 }
 
@@ -175,7 +188,8 @@ def test_every_command_of_the_page_runs_as_written(page: Path, tmp_path: Path) -
             ["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=900
         )
         assert done.returncode == expected, (
-            f"{page.relative_to(ROOT)}:{line}: `{command}` exited {done.returncode}, not {expected}\n"
+            f"{page.relative_to(ROOT)}:{line}: `{command}` exited {done.returncode}, not "
+            f"{expected}\n"
             f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         )
 

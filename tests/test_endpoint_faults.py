@@ -147,8 +147,8 @@ def test_a_length_past_the_servers_max_model_len_names_it_and_force_does_not_pas
     out = _out(result)
     result.assert_outcomes(passed=1, errors=1, deselected=2 * len(all_tasks()) - 2)
     assert (
-        "niah_single_1 at 2048: the length exceeds the server's max model length (1024, as http://127.0.0.1"
-        in out
+        "niah_single_1 at 2048: the length exceeds the server's max model length (1024, as "
+        "http://127.0.0.1" in out
     )
     assert "restart the server with a longer one (vLLM: --max-model-len" in out
 

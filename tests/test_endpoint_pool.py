@@ -186,7 +186,8 @@ def test_a_server_that_dies_mid_run_has_its_samples_moved_to_the_others(
     assert outputs == reference  # every sample exactly once, with its own output
     answered, [line] = answered_by(result.stdout)  # the run's last word names the server it lost
     assert re.search(
-        rf"{re.escape(dying[0])} answered {died_after}, dropped \d+ time\(s\)(, given up)? \(last: ",
+        rf"{re.escape(dying[0])} answered {died_after}, dropped \d+ time\(s\)(, given up)? "
+        r"\(last: ",
         line,
     )
     assert answered == {url: state.stats["answered"] for url, state in (dying, *others)}

@@ -522,7 +522,8 @@ def test_a_cpu_server_gets_a_kv_cache_for_one_sequence_of_its_length(monkeypatch
     )
     with pytest.raises(
         EngineError,
-        match=r"needs a 3 GiB KV cache for 1049776 tokens, and 2.0 GiB is free: use shorter --lengths, or set "
+        match=r"needs a 3 GiB KV cache for 1049776 tokens, and 2.0 GiB is free: use shorter "
+        r"--lengths, or set "
         "VLLM_CPU_KVCACHE_SPACE",
     ):
         cpu_kv_cache_gib(EngineSpec("python", str(TINY), 1048576 + 1200))

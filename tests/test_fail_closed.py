@@ -93,8 +93,8 @@ def test_a_shrunken_window_fails_the_run_and_against_a_baseline_that_scored_the_
     gates = _gates(report)
     assert gates["cases"] == gates["baseline"] == gates["floors"] == "fail"
     assert (
-        "Gate baseline: FAIL - 1 case(s) the baseline scored have no score now: niah_single_1-512 (window)"
-        in out
+        "Gate baseline: FAIL - 1 case(s) the baseline scored have no score now: niah_single_1-512 "
+        "(window)" in out
     )
 
 
@@ -397,7 +397,8 @@ def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(
 
 def _start_suite(cwd: Path) -> subprocess.Popen[str]:
     return start_suite(
-        "-k", "niah_single_1 or vt", "--lengths", "512", "--samples", "400", "-n", "2", "--report", "out/r.json",
+        "-k", "niah_single_1 or "
+              "vt", "--lengths", "512", "--samples", "400", "-n", "2", "--report", "out/r.json",
         "--cache-dir", "cache",
         cwd=cwd, ctrl_c=True,
     )  # fmt: skip
@@ -483,7 +484,8 @@ def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_half_fil
         resource.setrlimit(resource.RLIMIT_FSIZE, (6_000, 6_000))
 
     proc = launch_suite(
-        "-k", "niah_single_1 or vt", "--lengths", "512", "--samples", "60", "--report", "out/r.json", "--no-cache",
+        "-k", "niah_single_1 or "
+              "vt", "--lengths", "512", "--samples", "60", "--report", "out/r.json", "--no-cache",
         cwd=pytester.path, preexec_fn=small_files, timeout=600,
     )  # fmt: skip
     out = proc.stdout + proc.stderr

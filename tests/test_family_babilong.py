@@ -215,7 +215,8 @@ def test_format_input_is_the_reference_template():
     p = PROMPTS["qa4"]
     text = format_input(p, "  The office is east of the garden. \n", "What is west of the office? ")
     assert text == (
-        f"{p.instruction}\n\n{p.examples}\n\n{p.post_prompt}\n\n<context>\nThe office is east of the garden.\n"
+        f"{p.instruction}\n\n{p.examples}\n\n{p.post_prompt}\n\n<context>\nThe office is east of "
+        "the garden.\n"
         "</context>\n\nQuestion: What is west of the office?"
     )
     assert format_input(p, "", "Q?").endswith("<context>\n\n</context>\n\nQuestion: Q?")
@@ -360,7 +361,8 @@ def test_a_length_too_short_for_the_template_and_story_is_refused(hf_encoder):
 
 RECORDS = [
     {
-        "input": "It was a dark night. Mary went to the kitchen. The wind howled. John moved to the garden. "
+        "input": "It was a dark night. Mary went to the kitchen. The wind howled. John moved to "
+        "the garden. "
         "Mary travelled to the office. Nobody slept.",
         "question": "Where is Mary? ",
         "target": "office",
@@ -611,9 +613,12 @@ def test_a_set_sized_as_babilongs_is_refused_whole_by_a_less_compact_tokenizer(
         tmp_path, "qa1", "1k", sized_like_babilong(large_vocab_tokenizer, "qa1", "1k", 3)
     )
     want = (
-        r"babilong_qa1 cannot be built at length 1024: 0 of the 3 records of BABILong's 1k set of qa1 \(\S+1k\.json\) "
-        r"fit it in this tokenizer, and a set runs only where every record does: record [0-2] takes 1,[0-9]{3} tokens "
-        r"with its prompt and the 20 to generate \(BABILong sized the set's inputs to 700 GPT-2 tokens; .*ctx_babi_qa1 "
+        r"babilong_qa1 cannot be built at length 1024: 0 of the 3 records of BABILong's 1k set of "
+        r"qa1 \(\S+1k\.json\) "
+        r"fit it in this tokenizer, and a set runs only where every record does: record [0-2] "
+        r"takes 1,[0-9]{3} tokens "
+        r"with its prompt and the 20 to generate \(BABILong sized the set's inputs to 700 GPT-2 "
+        r"tokens; .*ctx_babi_qa1 "
         r"fills any length in any tokenizer\); choose a longer --lengths value$"
     )
     with pytest.raises(TaskTooShort, match=want) as refused:
@@ -655,7 +660,8 @@ def test_one_record_too_long_refuses_the_set_at_every_sample_before_any_is_gener
         ("office", "office or kitchen", "Where is Mary?", "qa1", False),  # two labels
         # first sentence
         ("office", "Mary is in the kitchen. Later the office.", "Where is Mary?", "qa1", False),
-        ("bathroom", "Before the kitchen the apple was in the bathroom.", "Where was the apple before the kitchen?",
+        ("bathroom", "Before the kitchen the apple was in the "
+                     "bathroom.", "Where was the apple before the kitchen?",
          "qa3", True),  # a label the question names never counts
         ("garden", "garden<example>kitchen", "What is north of the office?", "qa4", True),
         ("Fred", "Fred gave the apple", "Who gave the apple?", "qa5", True),

@@ -37,15 +37,18 @@ FEW = settings(
 # Mistral/Llama-2-like: trims contents, refuses two user messages in a row
 ALTERNATING = (
     "{% for m in messages %}{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
-    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
-    "{% if m['role'] == 'user' %}[INST] {{ m['content'] | trim }} [/INST]{% else %} {{ m['content'] | trim }}</s>"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') "
+    "}}{% endif %}"
+    "{% if m['role'] == 'user' %}[INST] {{ m['content'] | trim }} [/INST]{% else %} {{ "
+    "m['content'] | trim }}</s>"
     "{% endif %}{% endfor %}"
 )
 
 
 # Llama-2-like with BOS spelled in the template's text, and two user messages in a row rendered
 SPELLS_BOS = (
-    "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}[INST] {{ m['content'] }} [/INST]"
+    "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}[INST] {{ m['content'] }} "
+    "[/INST]"
     "{% else %} {{ m['content'] }}</s>{% endif %}{% endfor %}"
 )
 
@@ -175,7 +178,8 @@ def test_a_trimming_template_that_refuses_two_user_messages(hf_tokenizer):
             "fails on a five-message conversation",
         ),
         (
-            "{% for m in messages %}{% if loop.index0 >= 5 %}>{% endif %}{{ m['content'] }}|{% endfor %}",
+            "{% for m in messages %}{% if loop.index0 >= 5 %}>{% endif %}{{ m['content'] }}|{% "
+            "endfor %}",
             "otherwise than its turns joined",
         ),
         (  # the error of the seven-message rendering is named, not swallowed
@@ -188,7 +192,8 @@ def test_a_trimming_template_that_refuses_two_user_messages(hf_tokenizer):
         (
             "{% for m in messages %}{% if not loop.first and loop.previtem['role'] == m['role'] %}"
             "{{ m.nothing.here }}{% endif %}{{ m['role'] }}: {{ m['content'] }}|{% endfor %}",
-            r"fails on two user messages in a row \(UndefinedError: .*\) other than by refusing them",
+            r"fails on two user messages in a row \(UndefinedError: .*\) other than by refusing "
+            r"them",
         ),
     ],
 )
@@ -300,7 +305,8 @@ def test_requests_and_the_question_are_worded_as_openai_mrcrs_data():
         conv.Request(email, "horses").text == "write a email about horses"
     )  # "a" before every form, as the data
     assert conv.question("aYooSG8CQg", 2, conv.Request(poem, "tapirs")) == (
-        "Prepend aYooSG8CQg to the 2nd (1 indexed) poem about tapirs. Do not include any other text in your response."
+        "Prepend aYooSG8CQg to the 2nd (1 indexed) poem about tapirs. Do not include any other "
+        "text in your response."
     )
     assert [conv.ordinal(n) for n in (1, 2, 3, 4, 8, 11, 12, 13, 21, 22, 101, 111)] == [
         "1st", "2nd", "3rd", "4th", "8th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"

@@ -530,8 +530,10 @@ def test_the_system_prompt_goes_in_the_templates_system_turn(hf_encoder, hf_toke
 @pytest.mark.parametrize(
     "template",
     [
-        "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('no system role') }}{% endif %}"
-        "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n",
+        "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('no system "
+        "role') }}{% endif %}"
+        "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor "
+        "%}<|im_start|>assistant\n",
         # a chat API's bare template
         "{% for message in messages %}{{ message['content'] }}{% endfor %}",
     ],
@@ -552,7 +554,8 @@ def test_a_template_that_breaks_on_the_system_message_refuses_the_case_naming_th
     # a bug that shows only with a system message: never hidden as "no system turn"
     tok.chat_template = (
         "{% for m in messages %}{% if m['role'] == 'system' %}{{ m['content'] + 1 }}{% endif %}"
-        "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n"
+        "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor "
+        "%}<|im_start|>assistant\n"
     )
     ctx = ctx_for(PieceEncoder(HFTokenizer(tok)), chat=True)
     with pytest.raises(

@@ -103,7 +103,8 @@ def test_rag_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
             + "\n\n"
         )
         user = (
-            "Use the given documents to write a concise and short answer to the question. Write your answer in "
+            "Use the given documents to write a concise and short answer to the question. Write "
+            "your answer in "
             f"the following format:\nAnswer: [answer]\n\n{demos}"
             + "\n\n".join(doc.format(**c) for c in r["ctxs"])
             + f"\n\nQuestion: {r['question']}"
@@ -137,9 +138,12 @@ def test_msmarco_prompts_are_helmets(hf_encoder, hf_tokenizer, chat):
                 + f"\n\nQuery: {d['query']}\nRanking: {ranking}\n\n"
             )
         user = (
-            "You are provided with a list of documents, each indicated by their ID. Rank each document based on "
-            "their relevance to the question in descending order from most relelvant to least relevant texts. "
-            "Include all documents in the rankings. Write your answer using the unique IDs, with the following "
+            "You are provided with a list of documents, each indicated by their ID. Rank each "
+            "document based on "
+            "their relevance to the question in descending order from most relelvant to least "
+            "relevant texts. "
+            "Include all documents in the rankings. Write your answer using the unique IDs, with "
+            "the following "
             f"format:\nRanking: ID3 > ID1 > ID2\n\n{demos}"
             + "\n\n".join(doc.format(**c) for c in r["ctxs"])
             + f"\n\nQuery: {r['query']}"
@@ -162,7 +166,8 @@ def test_json_kv_prompts_are_helmets(hf_encoder, hf_tokenizer, chat):
             + "\n\n"
         )
         user = (
-            f"{r['context']}\n\nExtract the value corresponding to the specified key in the JSON object below."
+            f"{r['context']}\n\nExtract the value corresponding to the specified key in the JSON "
+            "object below."
             f"\n\n{demos}Key: {r['question']}"
         )
         expected.append(wrap(hf_tokenizer, user, "Corresponding value:", chat))
@@ -224,7 +229,8 @@ def test_icl_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
         random.shuffle(mapping)
         context = "\n\n".join(f"{d['text']}\nlabel: {mapping[int(d[label_field])]}" for d in demos)
         head = (
-            "Use the provided mapping from the text to label to assign a label to the text. Only output "
+            "Use the provided mapping from the text to label to assign a label to the text. Only "
+            "output "
             '"label: {label}" and nothing else. \n\n'
         )
         expected.append((head, context, f"\n\n{item['text']}"))
@@ -334,8 +340,10 @@ def narrativeqa_parts(folder, counting) -> Parts:
     for at in order:
         demos = [train[j] for j in _rows(len(train)).shuffle().select(range(2))["at"]]
         head = (
-            "You are given a story, which can be either a novel or a movie script, and a question. Answer the "
-            "question as concisely as you can, using a single phrase if possible.\n\nFor example:\n\n"
+            "You are given a story, which can be either a novel or a movie script, and a "
+            "question. Answer the "
+            "question as concisely as you can, using a single phrase if possible.\n\nFor "
+            "example:\n\n"
             + "\n\n".join(
                 f"Question: {d['question']['text']}\nAnswer: {d['answers'][0]['text']}"
                 for d in demos
@@ -374,10 +382,13 @@ def multi_lexsum_parts(folder, counting) -> Parts:
             f"Summary: {train[k]['summary/short']}" for k in draws[len(train) + j]
         )
         head = (
-            "You are given the legal documents in a civil rights lawsuit, and you are tasked to summarize the case. "
-            "Write a concise summary of one paragraph (200 to 250 words). The summary should contain a short "
+            "You are given the legal documents in a civil rights lawsuit, and you are tasked to "
+            "summarize the case. "
+            "Write a concise summary of one paragraph (200 to 250 words). The summary should "
+            "contain a short "
             "description of the background, the parties involved, and the outcomes of the case.\n\n"
-            f"Example summaries:\n\n{summaries}\n\nNow, write a summary of the following legal documents.\n"
+            f"Example summaries:\n\n{summaries}\n\nNow, write a summary of the following legal "
+            "documents.\n"
             "Legal documents:\n"
         )
         out.append((head, context, "\n\nNow please summarize the case."))
@@ -387,19 +398,24 @@ def multi_lexsum_parts(folder, counting) -> Parts:
 INFBENCH = {
     "infbench_qa": (
         "longbook_qa_eng.jsonl",
-        "You are given a story and a question. Answer the question as concisely as you can, using a single phrase "
+        "You are given a story and a question. Answer the question as concisely as you can, using "
+        "a single phrase "
         "if possible.\n\n",
     ),
     "infbench_mc": (
         "longbook_choice_eng.jsonl",
-        "You are given a story and a question with multiple choices. Choose the best answer from the options "
-        "provided. Only one of the following options is correct, output the answer using one single letter (A, B, "
+        "You are given a story and a question with multiple choices. Choose the best answer from "
+        "the options "
+        "provided. Only one of the following options is correct, output the answer using one "
+        "single letter (A, B, "
         "C, or D). Don't say anything else.\n\n",
     ),
     "infbench_sum": (
         "longbook_sum_eng.jsonl",
-        "You are given a book and you are tasked to summarize it. Write a summary of about 1000 to 1200 words. Only "
-        "write about the plot and characters of the story. Do not discuss the themes or background of the book. Do "
+        "You are given a book and you are tasked to summarize it. Write a summary of about 1000 "
+        "to 1200 words. Only "
+        "write about the plot and characters of the story. Do not discuss the themes or "
+        "background of the book. Do "
         "not provide any analysis or commentary.\n\n",
     ),
 }

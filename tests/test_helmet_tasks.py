@@ -298,11 +298,13 @@ def test_helmet_recall_reads_helmets_own_ruler_files_in_helmets_order(ctx):
         record = records[order(6, 42)[index]]
         text = text_of(ctx, s)
         head = (
-            "A special magic numbers is hidden within the following text. Make sure to memorize it. I will quiz "
+            "A special magic numbers is hidden within the following text. Make sure to memorize "
+            "it. I will quiz "
             "you about the numbers afterwards.\n"
         )
         tail = (
-            f"\nWhat is the special magic numbers for {record.query} mentioned in the provided text?\n"
+            f"\nWhat is the special magic numbers for {record.query} mentioned in the provided "
+            "text?\n"
             f"The special magic numbers for {record.query} mentioned in the provided text is"
         )
         assert text.startswith(head) and text.endswith(tail)

@@ -32,13 +32,15 @@ REFUSED = [
     pytest.param(
         "--rope-scaling",
         '{"rope_type":"linear","factor":Infinity}',
-        "--rope-scaling factor Infinity must be a number of at least 1 (the window grows by it), and finite: e.g. ",
+        "--rope-scaling factor Infinity must be a number of at least 1 (the window grows by it), "
+        "and finite: e.g. ",
         id="factor-infinity",
     ),
     pytest.param(
         "--rope-scaling",
         '{"rope_type":"linear","factor":NaN}',
-        "--rope-scaling factor NaN must be a number of at least 1 (the window grows by it), and finite: e.g. ",
+        "--rope-scaling factor NaN must be a number of at least 1 (the window grows by it), and "
+        "finite: e.g. ",
         id="factor-nan",
     ),
     pytest.param(
@@ -51,20 +53,23 @@ REFUSED = [
     pytest.param(
         "--model-override",
         "rope_theta=Infinity",
-        "--model-override rope_theta=Infinity must be a number above 0, and finite: e.g. --model-override "
+        "--model-override rope_theta=Infinity must be a number above 0, and finite: e.g. "
+        "--model-override "
         "rope_theta=500000",
         id="theta-infinity",
     ),
     pytest.param(
         "--model-override",
         "rope_theta=0",
-        "--model-override rope_theta=0 must be a number above 0: e.g. --model-override rope_theta=500000",
+        "--model-override rope_theta=0 must be a number above 0: e.g. --model-override "
+        "rope_theta=500000",
         id="theta-zero",
     ),
     pytest.param(
         "--model-override",
         "vocab_size=-1",
-        "--model-override vocab_size=-1 must be a whole number above 0 (a size or count in the model): correct it, "
+        "--model-override vocab_size=-1 must be a whole number above 0 (a size or count in the "
+        "model): correct it, "
         "or drop --model-override vocab_size=... to keep the checkpoint's own",
         id="vocab-negative",
     ),
@@ -147,20 +152,24 @@ def test_bisect_names_the_override_when_the_load_fails(checkpoint_sequence, tmp_
     ("rope", "items", "message"),
     [
         (
-            '{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}',
+            '{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": '
+            "4.0}",
             None,
-            r"llama3 reads the extended window from max_position_embeddings, which is 8192, not above the original "
+            r"llama3 reads the extended window from max_position_embeddings, which is 8192, not "
+            r"above the original "
             r"8192 positions: also pass --model-override max_position_embeddings=65536",
         ),
         (
-            '{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0}',
+            '{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": '
+            "1.0}",
             ["max_position_embeddings=65536"],
             r"high_freq_factor 1.0 must be above low_freq_factor 4.0",
         ),
         (
             '{"rope_type": "longrope", "factor": 4.0, "short_factor": [1.0], "long_factor": [4.0]}',
             None,
-            r"longrope short_factor has 1 number\(s\), but the model rotates 32 dimensions per head, which take 16: "
+            r"longrope short_factor has 1 number\(s\), but the model rotates 32 dimensions per "
+            r"head, which take 16: "
             r"give 16 numbers",
         ),
         (
@@ -191,7 +200,8 @@ def test_bisect_names_the_override_when_the_load_fails(checkpoint_sequence, tmp_
         (
             '{"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.84375}',
             None,
-            r"rotates 27 of the model's 32 dimensions per head, which must be an even number of at least 4: e\.g\. "
+            r"rotates 27 of the model's 32 dimensions per head, which must be an even number of "
+            r"at least 4: e\.g\. "
             r"partial_rotary_factor 0\.8125",
         ),
         (

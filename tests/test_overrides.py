@@ -234,6 +234,6 @@ def test_a_served_model_started_without_the_settings_is_refused_with_both_number
     out = result.stdout.str() + result.stderr.str()
     assert result.ret != 0
     assert (
-        "with a max model length of 8192, but --rope-scaling/--model-override give a window of 16384"
-        in out
+        "with a max model length of 8192, but --rope-scaling/--model-override give a window of "
+        "16384" in out
     )

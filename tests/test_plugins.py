@@ -131,7 +131,8 @@ def test_bad_thresholds_stop_before_the_model_loads(suite, pytester):
     [
         (
             "hff",
-            "*--backend 'hff' is not hf, vllm, openai or an importable MODULE:FACTORY*e.g. --backend hf*",
+            "*--backend 'hff' is not hf, vllm, openai or an importable MODULE:FACTORY*e.g. "
+            "--backend hf*",
         ),
         (
             "tests.scripted:Missing",

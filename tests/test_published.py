@@ -308,8 +308,8 @@ def test_ctxgate_reproduce_prints_the_papers_setting():
         x for x in both.stdout.splitlines() if x.startswith("pytest") and "-m helmet" in x
     )
     assert (
-        "--lengths 8k,16k,32k,64k,128k --chat-template task --data-dir data/ --helmet-compat --helmet-tokenizer"
-        in helmet
+        "--lengths 8k,16k,32k,64k,128k --chat-template task --data-dir data/ --helmet-compat "
+        "--helmet-tokenizer" in helmet
     )
     base = _reproduce(
         "mistralai/Mixtral-8x7B-v0.1"

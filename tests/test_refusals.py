@@ -16,18 +16,28 @@ from ctxgate.records.refusal import CtxgateError, Refusal
 
 # what is raised and caught inside ctxgate, never shown to the user as it is
 NOT_REFUSALS = {
-    "ctxgate.backends.base.BackendDown": "control flow: the backend's server is gone; the case reports it and the "
+    "ctxgate.backends.base.BackendDown": "control flow: the backend's server is gone; the case "
+    "reports it and the "
     "session stops",
-    "ctxgate.backends.base.Withdrawn": "control flow: a request taken back before it ran; stream passes over it",
-    "ctxgate.retrying.Refused": "control flow: the server refused for good; the endpoint and judge name the fix",
+    "ctxgate.backends.base.Withdrawn": "control flow: a request taken back before it ran; stream "
+    "passes over it",
+    "ctxgate.retrying.Refused": "control flow: the server refused for good; the endpoint and "
+    "judge name the fix",
     "ctxgate.retrying.Malformed": "control flow: a reply that cannot be used, retried like a 5xx",
-    "ctxgate.retrying.Exhausted": "control flow: retries ran out; the endpoint and judge name the fix",
-    "ctxgate.judge.client.JudgeUnavailable": "control flow: one verdict failed; JudgeClient.ask records it",
-    "ctxgate.judge.entail.EntailmentFailed": "control flow: one entailment verdict failed; the sample counts as failed",
-    "ctxgate.judge.score._Failed": "control flow: one rubric's verdict failed; the sample counts as failed",
-    "ctxgate.judge.verdict.Unparseable": "control flow: a reply without a verdict; the judge asks again",
-    "ctxgate.workflows.rejudge.NothingToJudge": "control flow: every judged case is judged already, exit status 0",
-    "ctxgate.tasks.build.LengthRuleBroken": "a bug: a builder made a prompt longer than its length allows",
+    "ctxgate.retrying.Exhausted": "control flow: retries ran out; the endpoint and judge name the "
+    "fix",
+    "ctxgate.judge.client.JudgeUnavailable": "control flow: one verdict failed; JudgeClient.ask "
+    "records it",
+    "ctxgate.judge.entail.EntailmentFailed": "control flow: one entailment verdict failed; the "
+    "sample counts as failed",
+    "ctxgate.judge.score._Failed": "control flow: one rubric's verdict failed; the sample counts "
+    "as failed",
+    "ctxgate.judge.verdict.Unparseable": "control flow: a reply without a verdict; the judge asks "
+    "again",
+    "ctxgate.workflows.rejudge.NothingToJudge": "control flow: every judged case is judged "
+    "already, exit status 0",
+    "ctxgate.tasks.build.LengthRuleBroken": "a bug: a builder made a prompt longer than its "
+    "length allows",
     "ctxgate.sqlitefile.CacheWarning": "a warning: the run goes on without the store",
 }
 

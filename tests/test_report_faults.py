@@ -50,7 +50,8 @@ def test_a_by_length_key_that_is_no_length_is_refused_in_one_line_by_every_verb(
     done = ctxgate(*[a.format(report=report, tmp=tmp_path) for a in VERBS[verb]])
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
-        f"ctxgate {verb}: {report}: by_length key 'abc' is not a length in tokens: the report was edited or "
+        f"ctxgate {verb}: {report}: by_length key 'abc' is not a length in tokens: the report was "
+        "edited or "
         "damaged; re-run the checkpoint with --report to write it again, or restore the file"
     ]
     assert not (tmp_path / "x.html").exists() and not (tmp_path / "trend" / "trend.csv").exists()
@@ -113,7 +114,8 @@ def test_diff_names_the_cases_only_the_new_report_scored(run, pytester, capsys):
     assert main(["diff", base, new]) == 0  # nothing to pair them with: named, not failed
     out = capsys.readouterr().out
     assert (
-        "NEW: 2 scored case(s) have no score in the baseline, e.g. niah_single_2-4096, vt-4096: not compared; run the "
+        "NEW: 2 scored case(s) have no score in the baseline, e.g. niah_single_2-4096, vt-4096: "
+        "not compared; run the "
         "baseline with them to compare\n"
     ) in out
     assert "niah_single_1" in out and "same" in out
@@ -135,13 +137,15 @@ def gate_lines(result: pytest.RunResult) -> dict[str, str]:
 def test_a_case_that_only_regressed_fails_the_baseline_gate_not_the_floors(run, pytester):
     run("base", {"default": 0.8}, "-k", "niah_single_1 or vt").assert_outcomes(passed=2)
     # vt drops from 80 to 0: a regression, at its floor of 0 (no thresholds file: every floor is 0)
-    dropped = run("drop", {"default": 0.8, "accuracy": {"vt": {"*": 0.0}}}, "-k", "niah_single_1 or vt",
+    dropped = run("drop", {"default": 0.8, "accuracy": {"vt": {"*": 0.0}}}, "-k", "niah_single_1 "
+                                                                                  "or vt",
                   "--baseline", "base.json")  # fmt: skip
     dropped.assert_outcomes(passed=1, failed=1)
     assert dropped.ret == 1
     gates = gate_lines(dropped)
     assert gates["floors"] == (
-        "PASS - 0 of 2 cases below their floor, 1 at or above it that regressed (the baseline gate fails them)"
+        "PASS - 0 of 2 cases below their floor, 1 at or above it that regressed (the baseline "
+        "gate fails them)"
     )
     assert gates["baseline"].startswith(
         "FAIL - 1 case(s) dropped by more than their tolerance: vt-4096"
@@ -155,7 +159,8 @@ def test_a_case_that_only_regressed_fails_the_baseline_gate_not_the_floors(run, 
 
     # below its floor as well: the floors gate counts it too
     (pytester.path / "thresholds.toml").write_text('[[floor]]\ntask = "vt"\nfloor = 50\n')
-    both = run("both", {"default": 0.8, "accuracy": {"vt": {"*": 0.0}}}, "-k", "niah_single_1 or vt",
+    both = run("both", {"default": 0.8, "accuracy": {"vt": {"*": 0.0}}}, "-k", "niah_single_1 or "
+                                                                               "vt",
                "--baseline", "base.json")  # fmt: skip
     gates = gate_lines(both)
     assert gates["floors"] == "FAIL - 1 of 2 cases below their floor"
@@ -192,5 +197,6 @@ def test_without_the_baseline_gate_every_failed_case_counts_against_the_floors()
     assert gate.verdict == "fail"
     assert (
         gate.message
-        == "0 of 1 cases below their floor, 1 with too many failed judge verdicts (counted as failing)"
+        == "0 of 1 cases below their floor, 1 with too many failed judge verdicts (counted as "
+        "failing)"
     )

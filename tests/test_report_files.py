@@ -41,7 +41,8 @@ def test_a_second_run_on_the_same_report_is_refused_while_the_first_writes(suite
     assert result.ret == 4
     result.stderr.fnmatch_lines(
         [
-            "*--report out/r.json is being written by another ctxgate run (pid 4242, started*pass another --report*"
+            "*--report out/r.json is being written by another ctxgate run (pid 4242, started*pass "
+            "another --report*"
         ]
     )
     again = suite(

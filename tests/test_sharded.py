@@ -82,8 +82,8 @@ def test_a_distributed_checkpoint_asks_consent_before_its_pickled_metadata_is_re
     out = _out(result)
     assert result.ret != 0 and not marker.exists()
     assert (
-        "whose .metadata is a pickle that can run code when loaded: pass --allow-pickle if you trust it"
-        in out
+        "whose .metadata is a pickle that can run code when loaded: pass --allow-pickle if you "
+        "trust it" in out
     )
 
 

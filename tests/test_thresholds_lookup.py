@@ -57,7 +57,8 @@ def test_a_given_folder_or_missing_file_is_refused_with_the_fix(tmp_path):
     with pytest.raises(ThresholdsError) as empty:
         find_thresholds(str(tmp_path), tmp_path, PytestConfig())
     assert str(empty.value) == (
-        f"--thresholds {tmp_path} is a folder: pass a thresholds file, or write {tmp_path / 'thresholds.toml'} "
+        f"--thresholds {tmp_path} is a folder: pass a thresholds file, or write "
+        f"{tmp_path / 'thresholds.toml'} "
         f"with `ctxgate init {tmp_path}`"
     )
     (tmp_path / "thresholds.toml").write_text(LOOSE)
@@ -70,7 +71,8 @@ def test_a_given_folder_or_missing_file_is_refused_with_the_fix(tmp_path):
     with pytest.raises(ThresholdsError) as missing:
         find_thresholds(str(tmp_path / "gone.toml"), tmp_path, PytestConfig())
     assert str(missing.value) == (
-        f"--thresholds {tmp_path / 'gone.toml'} does not exist: pass --thresholds PATH to an existing thresholds "
+        f"--thresholds {tmp_path / 'gone.toml'} does not exist: pass --thresholds PATH to an "
+        "existing thresholds "
         f"file, e.g. --thresholds {tmp_path / 'thresholds.toml'}"
     )
     with pytest.raises(
@@ -119,7 +121,8 @@ def test_a_config_file_pytest_cannot_read_is_refused_by_the_verbs_too(tmp_path):
 
 def test_pytest_and_diff_gate_with_the_file_the_ini_names_over_the_nearest_one(suite, pytester):
     pytester.makeini(
-        "[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\nctxgate_thresholds = ci/strict.toml\n"
+        "[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\nctxgate_thresholds = "
+        "ci/strict.toml\n"
     )
     (pytester.path / "ci").mkdir()
     (pytester.path / "ci" / "strict.toml").write_text(STRICT)
@@ -141,9 +144,11 @@ def test_pytest_refuses_a_thresholds_folder_or_missing_file_in_one_line(suite, p
     result = suite(ALL_RIGHT, "-k", "vt", "--thresholds", given, lengths="4k")
     assert result.ret == 4
     expected = {
-        "folder": "ERROR: --thresholds gates is a folder: pass the thresholds file, e.g. --thresholds "
+        "folder": "ERROR: --thresholds gates is a folder: pass the thresholds file, e.g. "
+        "--thresholds "
         "gates/thresholds.toml",
-        "missing": "ERROR: --thresholds gates/strict.toml does not exist: pass --thresholds PATH to an existing "
+        "missing": "ERROR: --thresholds gates/strict.toml does not exist: pass --thresholds PATH "
+        "to an existing "
         "thresholds file, e.g. --thresholds gates/thresholds.toml",
     }[kind]
     assert expected in result.stderr.lines, result.stderr.str()
@@ -190,11 +195,13 @@ def test_every_verb_refuses_a_thresholds_folder_or_missing_file_in_one_line(tmp_
     for given, message in (
         (
             "gates",
-            "--thresholds gates is a folder: pass the thresholds file, e.g. --thresholds gates/thresholds.toml",
+            "--thresholds gates is a folder: pass the thresholds file, e.g. --thresholds "
+            "gates/thresholds.toml",
         ),
         (
             "gone.toml",
-            "--thresholds gone.toml does not exist: pass --thresholds PATH to an existing thresholds file",
+            "--thresholds gone.toml does not exist: pass --thresholds PATH to an existing "
+            "thresholds file",
         ),
     ):
         refused = call_ctxgate(*verb_arguments(verb, report, given), cwd=tmp_path)
@@ -249,7 +256,8 @@ def test_init_refuses_a_folder_where_a_file_goes_and_writes_nothing(tmp_path, ci
     refused = call_ctxgate("init", str(tmp_path), "--ci", ci, "--force", cwd=tmp_path)
     assert refused.returncode == 2
     assert refused.stderr == (
-        f"ctxgate init: {tmp_path / where} is a folder, but ctxgate init writes a file there; nothing was written: "
+        f"ctxgate init: {tmp_path / where} is a folder, but ctxgate init writes a file there; "
+        "nothing was written: "
         "move or remove the folder, then run ctxgate init again\n"
     )
     assert not (tmp_path / "thresholds.toml").exists()

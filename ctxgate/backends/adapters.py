@@ -81,14 +81,16 @@ def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = Fals
     weights = next((folder / name for name in ADAPTER_WEIGHTS if (folder / name).is_file()), None)
     if weights is None:
         raise CheckpointError(
-            f"{folder} has {ADAPTER_CONFIG} but no adapter weights ({' or '.join(ADAPTER_WEIGHTS)}): the save was "
+            f"{folder} has {ADAPTER_CONFIG} but no adapter weights "
+            f"({' or '.join(ADAPTER_WEIGHTS)}): the save was "
             "cut short; restore the file from the training run"
         )
     if weights.suffix == ".safetensors":
         check_safetensors(weights)
     if weights.suffix == ".bin" and not allow_pickle:
         raise CheckpointError(
-            f"{weights} is a pickle file, which can run code when loaded: pass --allow-pickle if you trust it"
+            f"{weights} is a pickle file, which can run code when loaded: pass --allow-pickle if "
+            "you trust it"
         )
     named = base_model or config.get("base_model_name_or_path")
     if not named:
@@ -115,8 +117,10 @@ def _check_peft_type(path: Path, peft_type: object) -> None:
     known = sorted((t.value for t in PeftType), key=lambda t: t != "LORA")
     if peft_type not in known:
         raise CheckpointError(
-            f"{path}: peft_type {peft_type!r} is not one this peft loads (e.g. {', '.join(known[:4])}): the file was "
-            "edited or comes from another tool; restore it from the training run, or upgrade peft if it is newer"
+            f"{path}: peft_type {peft_type!r} is not one this peft loads (e.g. "
+            f"{', '.join(known[:4])}): the file was "
+            "edited or comes from another tool; restore it from the training run, or upgrade peft "
+            "if it is newer"
         )
 
 
@@ -129,7 +133,8 @@ def _base_folder(named: str, adapter: Path, given: bool) -> Path:
         return resolve_model(named)
     except ModelNotFound:
         raise CheckpointError(
-            f"the adapter's base model {named!r} ({source}) is not there: pass --base-model PATH, the folder of the "
+            f"the adapter's base model {named!r} ({source}) is not there: pass --base-model PATH, "
+            "the folder of the "
             "model the adapter was trained on"
         ) from None
 
@@ -159,7 +164,8 @@ def apply_adapter(model: Any, adapter: Adapter) -> Any:
         from peft import PeftModel
     except ImportError:
         raise CheckpointError(
-            f"{adapter.folder} is a PEFT adapter: loading it needs the peft package (pip install 'ctxgate[peft]')"
+            f"{adapter.folder} is a PEFT adapter: loading it needs the peft package (pip install "
+            "'ctxgate[peft]')"
         ) from None
     with warnings.catch_warnings():  # peft asks transformers a deprecated question while it loads
         warnings.filterwarnings(
@@ -185,7 +191,8 @@ def _misfit(adapter: Adapter, error: str) -> str | None:
     comes from adapter_config.json, the base has no say); any other dimension, that the base is not
     the one it was trained on. None: not a size mismatch."""
     found = re.findall(
-        r"size mismatch for (\S+): copying a param with shape (.+?) from checkpoint, the shape in current model is "
+        r"size mismatch for (\S+): copying a param with shape (.+?) from checkpoint, the shape in "
+        r"current model is "
         r"(.+?)\.$",
         error,
         re.MULTILINE,
@@ -197,14 +204,19 @@ def _misfit(adapter: Adapter, error: str) -> str | None:
         name, saved, built = found[0]
         rank = _rank_dimension(name, _dims(saved), _dims(built)) or 0
         return (
-            f"{adapter.folder}: its {ADAPTER_CONFIG} makes {name} rank {_dims(built)[rank]}, but its own weights "
-            f"are rank {_dims(saved)[rank]} ({len(found)} tensors): the adapter is damaged or its config was edited; "
-            f"restore {ADAPTER_CONFIG} (r, rank_pattern) and the weights from the same save of the training run"
+            f"{adapter.folder}: its {ADAPTER_CONFIG} makes {name} rank {_dims(built)[rank]}, but "
+            "its own weights "
+            f"are rank {_dims(saved)[rank]} ({len(found)} tensors): the adapter is damaged or its "
+            "config was edited; "
+            f"restore {ADAPTER_CONFIG} (r, rank_pattern) and the weights from the same save of "
+            "the training run"
         )
     name, saved, built = base[0]
     return (
-        f"{adapter.folder} does not fit the base {adapter.base}: {name} is {saved} in the adapter and {built} in "
-        f"the base ({len(found)} tensors differ); pass --base-model with the model it was trained on"
+        f"{adapter.folder} does not fit the base {adapter.base}: {name} is {saved} in the adapter "
+        f"and {built} in "
+        f"the base ({len(found)} tensors differ); pass --base-model with the model it was trained "
+        "on"
     )
 
 

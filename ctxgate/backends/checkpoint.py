@@ -65,8 +65,10 @@ def resolve_model(model: str) -> Path:
     if isinstance(cached, str):
         return Path(cached).parent
     raise ModelNotFound(
-        f"--model {model!r}: there is no folder of that name in {Path.cwd()}, and no hub model {model!r} in the "
-        f"local Hugging Face cache ({constants.HF_HUB_CACHE}). Give the checkpoint's folder, or download it first "
+        f"--model {model!r}: there is no folder of that name in {Path.cwd()}, and no hub model "
+        f"{model!r} in the "
+        f"local Hugging Face cache ({constants.HF_HUB_CACHE}). Give the checkpoint's folder, or "
+        "download it first "
         f"(`hf download {model}`); ctxgate does not download models during a run"
     )
 
@@ -94,7 +96,8 @@ def _check_json_files(folder: Path) -> None:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise CheckpointError(
-                f"{path}: not UTF-8 text (byte offset {exc.start}); restore it from the training run or the base model"
+                f"{path}: not UTF-8 text (byte offset {exc.start}); restore it from the training "
+                "run or the base model"
             ) from None
         except OSError as exc:
             raise CheckpointError(
@@ -171,9 +174,12 @@ def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: boo
     own = own[0] if isinstance(own, list) else own
     if not trust_remote_code and not ignore_remote_code:
         raise CheckpointError(
-            f"{config_path}: auto_map names the checkpoint's own model code ({own}), but --trust-remote-code is "
-            f"off, so transformers would run its built-in {config.get('model_type')!r} class instead, without a "
-            "word. Pass --trust-remote-code to run the checkpoint's code, or --ignore-remote-code to evaluate the "
+            f"{config_path}: auto_map names the checkpoint's own model code ({own}), but "
+            "--trust-remote-code is "
+            f"off, so transformers would run its built-in {config.get('model_type')!r} class "
+            "instead, without a "
+            "word. Pass --trust-remote-code to run the checkpoint's code, or --ignore-remote-code "
+            "to evaluate the "
             "built-in class on purpose"
         )
     module = str(own).split("--")[-1].rsplit(".", 1)[0]
@@ -199,7 +205,8 @@ def _check_weights(folder: Path, allow_pickle: bool) -> None:
         if missing:
             raise CheckpointError(
                 f"{index} lists {len(names)} shard(s), but {', '.join(missing[:3])} "
-                f"{'is' if len(missing) == 1 else 'are'} not in {folder}: the checkpoint was copied "
+                f"{'is' if len(missing) == 1 else 'are'} not in {folder}: the checkpoint was "
+                "copied "
                 "or saved only in part; copy the missing shards"
             )
         shards = [folder / n for n in names]
@@ -211,7 +218,8 @@ def _check_weights(folder: Path, allow_pickle: bool) -> None:
     if pickled and not allow_pickle:
         raise CheckpointError(
             f"{folder} has only pickle weights ({', '.join(pickled[:3])}), which can run code when "
-            "loaded; convert them to safetensors, or pass --allow-pickle if you trust the checkpoint"
+            "loaded; convert them to safetensors, or pass --allow-pickle if you trust the "
+            "checkpoint"
         )
     if not pickled:
         raise CheckpointError(
@@ -266,8 +274,10 @@ def check_tokenizer(folder: Path, flag: str = "") -> None:
     present = tokenizer_files(folder) + [p.name for p in folder.glob("*.tiktoken")]
     if not present:
         raise CheckpointError(
-            f"{given}{folder} has no tokenizer ({', '.join(TOKENIZER_FILES[:3])} or the like): trainers often save it "
-            "only with the final checkpoint. Copy the tokenizer files of the base model into this folder"
+            f"{given}{folder} has no tokenizer ({', '.join(TOKENIZER_FILES[:3])} or the like): "
+            "trainers often save it "
+            "only with the final checkpoint. Copy the tokenizer files of the base model into this "
+            "folder"
         )
     if "tokenizer.json" not in present:
         return
@@ -276,6 +286,7 @@ def check_tokenizer(folder: Path, flag: str = "") -> None:
         json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CheckpointError(
-            f"{given}{path} is not readable JSON ({exc}); the tokenizer cannot be built. Fix: copy tokenizer.json "
+            f"{given}{path} is not readable JSON ({exc}); the tokenizer cannot be built. Fix: "
+            "copy tokenizer.json "
             "again from the base model"
         ) from None

@@ -163,9 +163,12 @@ class EndpointBackend:
             for r in self.replicas:
                 if r.max_model_len != expected_window:
                     raise EndpointError(
-                        f"{redact_url(r.url)} serves {r.model!r} with a max model length of {r.max_model_len}, but "
-                        f"--rope-scaling/--model-override give a window of {expected_window}: the server was not "
-                        "started with these settings. Start it with them (vLLM: --hf-overrides with the same "
+                        f"{redact_url(r.url)} serves {r.model!r} with a max model length of "
+                        f"{r.max_model_len}, but "
+                        f"--rope-scaling/--model-override give a window of {expected_window}: the "
+                        "server was not "
+                        "started with these settings. Start it with them (vLLM: --hf-overrides "
+                        "with the same "
                         "JSON; --max-model-len the window), or drop the options"
                     )
         self.concurrency = settings.concurrency * len(self.replicas)
@@ -219,7 +222,8 @@ class EndpointBackend:
             ) from None
         except Exhausted as exc:
             fix = (
-                f"each request timed out after {s.timeout_s * scale:.0f} s: raise --request-timeout (it is per "
+                f"each request timed out after {s.timeout_s * scale:.0f} s: raise "
+                "--request-timeout (it is per "
                 "128K tokens; a long prefill on a slow engine takes longer)"
                 if exc.timed_out
                 else "check that the server runs and is reachable from here"
@@ -373,7 +377,8 @@ class EndpointBackend:
         table (VLLM_ALLOW_LONG_MAX_MODEL_LEN only lifts the check): on CPU the outputs were garbage
         at 32K and the engine segfaulted at 256K."""
         extend = (
-            "--model-override max_position_embeddings=N or --rope-scaling JSON (vLLM then builds its RoPE table that "
+            "--model-override max_position_embeddings=N or --rope-scaling JSON (vLLM then builds "
+            "its RoPE table that "
             "long; past it, it reads outside the table), or use --backend hf"
         )
         if self.name == "vllm":
@@ -381,8 +386,10 @@ class EndpointBackend:
         urls = ", ".join(str(redact_url(r.url)) for r in self.replicas if r.max_model_len == limit)
         return Window(
             f"the server's max model length ({limit}, as {urls} lists it at /models)",
-            "restart the server with a longer one (vLLM: --max-model-len at least the length plus the task's output "
-            "tokens, and past the model's positions --hf-overrides with a longer max_position_embeddings or "
+            "restart the server with a longer one (vLLM: --max-model-len at least the length plus "
+            "the task's output "
+            "tokens, and past the model's positions --hf-overrides with a longer "
+            "max_position_embeddings or "
             "rope_scaling, never VLLM_ALLOW_LONG_MAX_MODEL_LEN alone)",
             forceable=False,
         )

@@ -41,11 +41,13 @@ def describe_server(
         )
     if wanted is None and len(names) != 1:
         raise EndpointError(
-            f"{redact_url(url)} serves {len(names)} models ({', '.join(names)}): pass --served-model NAME"
+            f"{redact_url(url)} serves {len(names)} models ({', '.join(names)}): pass "
+            "--served-model NAME"
         )
     if wanted is not None and wanted not in names:
         raise EndpointError(
-            f"{redact_url(url)} does not serve {wanted!r} (it serves {', '.join(names)}): check --served-model"
+            f"{redact_url(url)} does not serve {wanted!r} (it serves {', '.join(names)}): check "
+            "--served-model"
         )
     chosen = next(m for m in listed if m.id == (wanted or names[0]))
     version = get_json(url, "/version", key_env).get("version")
@@ -88,7 +90,8 @@ def get_json(
         if not required:
             return {}
         raise EndpointError(
-            f"{redact_url(url)} failed ({type(exc).__name__}: {str(exc)[:120]}); check that the server "
+            f"{redact_url(url)} failed ({type(exc).__name__}: {str(exc)[:120]}); check that the "
+            "server "
             "runs and is reachable from here"
         ) from None
     return found if isinstance(found, dict) else {}
@@ -124,7 +127,9 @@ def check_tokenizer(
     if not same:
         raise EndpointError(
             f"{redact_url(url)} (serving {model!r}) tokenizes a probe text into {len(remote)} "
-            f"ids {list(remote)[:8]}..., the local tokenizer {tokenizer_name} into {len(local)} ids "
-            f"{local[:8]}...: the server would not see the suite's prompts. Pass --tokenizer with the served "
+            f"ids {list(remote)[:8]}..., the local tokenizer {tokenizer_name} into {len(local)} "
+            "ids "
+            f"{local[:8]}...: the server would not see the suite's prompts. Pass --tokenizer with "
+            "the served "
             "model's tokenizer"
         )

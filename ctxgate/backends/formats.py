@@ -121,12 +121,14 @@ def locate(
     kind = kind_of(folder)
     if base_model and kind != "adapter":
         raise WrongFlag(
-            f"--base-model is for a PEFT adapter folder, and {folder} has no adapter_config.json: drop --base-model"
+            f"--base-model is for a PEFT adapter folder, and {folder} has no adapter_config.json: "
+            "drop --base-model"
         )
     if config_from and kind != "sharded":
         raise WrongFlag(
             f"--config-from is for a sharded checkpoint, and {folder} has none (no .metadata, no "
-            "pytorch_model_fsdp_0/, no DeepSpeed global_step*/ without Hugging Face weights): drop --config-from"
+            "pytorch_model_fsdp_0/, no DeepSpeed global_step*/ without Hugging Face weights): "
+            "drop --config-from"
         )
     if kind == "sharded":
         sharded = find_distributed(folder, config_from)
@@ -140,7 +142,8 @@ def locate(
         ]
         if inside:
             raise CheckpointError(
-                f"{folder} is a training run, not a checkpoint: it holds checkpoints ({', '.join(inside)}, ...); pass "
+                f"{folder} is a training run, not a checkpoint: it holds checkpoints "
+                f"({', '.join(inside)}, ...); pass "
                 "one of them (ctxgate watch and ctxgate bisect take a whole run: docs/training.md)"
             )
     adapter = find_adapter(folder, base_model, allow_pickle) if kind == "adapter" else None

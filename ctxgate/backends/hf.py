@@ -88,8 +88,10 @@ def weights_mismatch(
     if resizing:
         return _load_failed(model, f"tensor {first} is {what} ({detail})", resizing)
     return (
-        f"{model}: tensor {first} is {what} ({detail}): the weights do not match config.json. Restore the "
-        "checkpoint's own config.json and weights (a save cut short, or a config from another size), or pass "
+        f"{model}: tensor {first} is {what} ({detail}): the weights do not match config.json. "
+        "Restore the "
+        "checkpoint's own config.json and weights (a save cut short, or a config from another "
+        "size), or pass "
         "--allow-weight-mismatch to evaluate it as it loads"
     )
 
@@ -108,7 +110,8 @@ def check_applied(config: Any, changes: dict[str, object], model: str) -> None:
         if differs:
             k, (wanted, found) = next(iter(differs.items()))
             raise BackendError(
-                f"{model}: transformers loaded {key}{'.' + k if k != key else ''} as {found!r}, not the {wanted!r} "
+                f"{model}: transformers loaded {key}{'.' + k if k != key else ''} as {found!r}, "
+                f"not the {wanted!r} "
                 "asked for: check --rope-scaling/--model-override against the model's config class"
             )
 
@@ -301,8 +304,10 @@ class HFBackend:
             torch.cuda.empty_cache()
             if len(requests) == 1:
                 raise BackendError(
-                    f"CUDA out of memory at {len(requests[0].input_ids)} input tokens ({exc}); run fewer "
-                    "workers per GPU, a shorter --lengths, a smaller --dtype, or spread the model over "
+                    f"CUDA out of memory at {len(requests[0].input_ids)} input tokens ({exc}); "
+                    "run fewer "
+                    "workers per GPU, a shorter --lengths, a smaller --dtype, or spread the model "
+                    "over "
                     "more GPUs with --device-map auto"
                 ) from None
             # a batch too large for this length: halve it, and never try that many tokens at once
@@ -361,7 +366,8 @@ class HFBackend:
         if not self.overrides:
             return model_window(limit)
         return Window(
-            f"the window the model's config gives with {json.dumps(self.overrides.describe())} ({limit})",
+            f"the window the model's config gives with {json.dumps(self.overrides.describe())} "
+            f"({limit})",
             "pass --force-lengths to run it beyond the window anyway",
         )
 

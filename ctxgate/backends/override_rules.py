@@ -198,7 +198,8 @@ def check_rope(given: dict[str, object], flag: str = "--rope-scaling") -> None:
     kind = given.get("rope_type", given.get("type", "default"))
     if not isinstance(kind, str) or kind not in ROPE_KEYS:
         raise OverrideError(
-            f"{flag} rope_type {kind!r} is not one of {', '.join(sorted(ROPE_KEYS))}: e.g. {ROPE_EXAMPLE}"
+            f"{flag} rope_type {kind!r} is not one of {', '.join(sorted(ROPE_KEYS))}: e.g. "
+            f"{ROPE_EXAMPLE}"
         )
     required, optional = ROPE_KEYS[kind]
     missing = sorted(required - set(given))
@@ -208,7 +209,8 @@ def check_rope(given: dict[str, object], flag: str = "--rope-scaling") -> None:
     for key in given:
         if key not in known:
             raise OverrideError(
-                f"{flag} {kind} does not read {key!r}{did_you_mean(key, known)}: e.g. {ROPE_EXAMPLE}"
+                f"{flag} {kind} does not read {key!r}{did_you_mean(key, known)}: e.g. "
+                f"{ROPE_EXAMPLE}"
             )
     for key, value in given.items():
         if key in ROPE_VALUES:
@@ -229,7 +231,8 @@ def _check_rope_together(given: dict[str, object], kind: str, flag: str) -> None
     if kind == "yarn" and isinstance(given.get("attention_factor"), int):
         value = given["attention_factor"]
         raise OverrideError(
-            f"{flag} attention_factor {value} must be written with a decimal point for yarn (transformers reads "
+            f"{flag} attention_factor {value} must be written with a decimal point for yarn "
+            "(transformers reads "
             f"only a float there): e.g. {_rope_example(kind, 'attention_factor')}"
         )
     fast, slow = given.get("beta_fast") or 32, given.get("beta_slow") or 1  # transformers' defaults
@@ -240,13 +243,15 @@ def _check_rope_together(given: dict[str, object], kind: str, flag: str) -> None
         and fast < slow
     ):
         raise OverrideError(
-            f"{flag} beta_fast {fast} is below beta_slow {slow} (YaRN interpolates between them, fast above slow; "
+            f"{flag} beta_fast {fast} is below beta_slow {slow} (YaRN interpolates between them, "
+            "fast above slow; "
             f"the defaults are 32 and 1): e.g. {_rope_example(kind, 'beta_fast')}"
         )
     low, high = given.get("low_freq_factor"), given.get("high_freq_factor")
     if kind == "llama3" and is_number(low) and is_number(high) and high <= low:
         raise OverrideError(
-            f"{flag} high_freq_factor {high} must be above low_freq_factor {low} (Llama 3.1's are 4.0 and 1.0): "
+            f"{flag} high_freq_factor {high} must be above low_freq_factor {low} (Llama 3.1's are "
+            "4.0 and 1.0): "
             f"e.g. {_rope_example(kind, 'high_freq_factor')}"
         )
 

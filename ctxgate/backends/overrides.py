@@ -42,7 +42,8 @@ SCALED_BY_FACTOR = (
 ROTARY_MIN = 4  # the fewest rotated dimensions per head: dynamic NTK divides by (dimensions - 2)
 # keys a config may leave to its class's defaults but a context extension sets
 EXTENSION_KEYS = frozenset(
-    "rope_parameters rope_scaling rope_theta max_position_embeddings sliding_window partial_rotary_factor".split()
+    "rope_parameters rope_scaling rope_theta max_position_embeddings sliding_window "
+    "partial_rotary_factor".split()
 )
 
 
@@ -127,7 +128,8 @@ def parse(
         key = key.strip()
         if not sep or not key or not key.isidentifier():
             raise OverrideError(
-                f"--model-override {item!r} is not KEY=VALUE: e.g. --model-override max_position_embeddings=32768"
+                f"--model-override {item!r} is not KEY=VALUE: e.g. --model-override "
+                "max_position_embeddings=32768"
             )
         try:
             keys[key] = json.loads(raw)
@@ -147,7 +149,8 @@ def check_keys(changes: dict[str, object], config: dict[str, object], where: str
     for key in changes:
         if key not in known:
             raise OverrideError(
-                f"--model-override {key}: {where} has no such setting{did_you_mean(key, known)}; use a key of its "
+                f"--model-override {key}: {where} has no such setting{did_you_mean(key, known)}; "
+                "use a key of its "
                 "config.json"
             )
     for key, value in changes.items():
@@ -160,7 +163,8 @@ def check_keys(changes: dict[str, object], config: dict[str, object], where: str
             isinstance(value, was) and (was == (bool,)) == isinstance(value, bool)
         ):
             raise OverrideError(
-                f"--model-override {key}={json.dumps(value)}: {where} has {json.dumps(current)} there, so give a "
+                f"--model-override {key}={json.dumps(value)}: {where} has {json.dumps(current)} "
+                "there, so give a "
                 f"value of that kind, e.g. --model-override {key}={json.dumps(current)}"
             )
 
@@ -211,7 +215,8 @@ def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, o
     covered = window(result)
     if covered is not None and covered > MAX_POSITIONS:
         raise OverrideError(
-            f"{_flags(overrides)} give a window of {covered:,} positions, more than {MAX_POSITIONS:,}: give a "
+            f"{_flags(overrides)} give a window of {covered:,} positions, more than "
+            f"{MAX_POSITIONS:,}: give a "
             "smaller factor or max_position_embeddings"
         )
     return changes, covered
@@ -239,7 +244,8 @@ def _check_rope_in(config: dict[str, object], overrides: ConfigOverrides) -> Non
         factor = rope.get("factor")
         if is_whole(original) and original >= positions and is_finite(factor):
             raise OverrideError(
-                f"{flags}: llama3 reads the extended window from max_position_embeddings, which is {positions}, "
+                f"{flags}: llama3 reads the extended window from max_position_embeddings, which "
+                f"is {positions}, "
                 f"not above the original {original} positions: also pass --model-override "
                 f"max_position_embeddings={int(original * factor)}"
             )
@@ -253,15 +259,18 @@ def _check_rope_in(config: dict[str, object], overrides: ConfigOverrides) -> Non
         fits = max(ROTARY_MIN, rotated - rotated % 2)
         raise OverrideError(
             f"{flags}: partial_rotary_factor {share} rotates {rotated} of the "
-            f"model's {head} dimensions per head, which must be an even number of at least {ROTARY_MIN}: e.g. "
+            f"model's {head} dimensions per head, which must be an even number of at least "
+            f"{ROTARY_MIN}: e.g. "
             f"partial_rotary_factor {min(1, fits / head):g}"
         )
     for key in ("short_factor", "long_factor"):
         factors = rope.get(key)
         if kind == "longrope" and isinstance(factors, list) and len(factors) != rotated // 2:
             raise OverrideError(
-                f"{flags}: longrope {key} has {len(factors)} number(s), but the model rotates {rotated} "
-                f"dimensions per head, which take {rotated // 2}: give {rotated // 2} numbers, one per frequency"
+                f"{flags}: longrope {key} has {len(factors)} number(s), but the model rotates "
+                f"{rotated} "
+                f"dimensions per head, which take {rotated // 2}: give {rotated // 2} numbers, "
+                "one per frequency"
             )
 
 

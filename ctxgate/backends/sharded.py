@@ -86,7 +86,8 @@ def find_distributed(folder: Path, config_from: str | None) -> DistributedCheckp
         shards, kind = zero_shards(folder), ZERO
     if shards is None:
         raise CheckpointError(
-            f"{folder} holds no sharded checkpoint (neither {DCP_METADATA} with *.distcp files nor DeepSpeed's "
+            f"{folder} holds no sharded checkpoint (neither {DCP_METADATA} with *.distcp files "
+            "nor DeepSpeed's "
             f"{ZERO_STEP}*/ folders)"
         )
     if config_from:
@@ -102,7 +103,8 @@ def find_distributed(folder: Path, config_from: str | None) -> DistributedCheckp
             what = "DeepSpeed ZeRO" if kind == ZERO else "torch distributed"
             raise CheckpointError(
                 f"{folder} is a {what} checkpoint without the model's config.json (looked in "
-                f"{', '.join(str(c) for c in candidates)}): pass --config-from PATH, the folder of the config.json "
+                f"{', '.join(str(c) for c in candidates)}): pass --config-from PATH, the folder "
+                "of the config.json "
                 "the run was trained with"
             )
         config_dir = found
@@ -122,13 +124,15 @@ def check_shards(ckpt: DistributedCheckpoint) -> dict[str, object]:
         metadata = dcp.FileSystemReader(str(ckpt.shards)).read_metadata()
     except Exception as exc:  # noqa: BLE001 - torch raises what its unpickler meets
         raise CheckpointError(
-            f"{ckpt.shards / DCP_METADATA} cannot be read ({type(exc).__name__}: {exc}); restore it from the run"
+            f"{ckpt.shards / DCP_METADATA} cannot be read ({type(exc).__name__}: {exc}); restore "
+            "it from the run"
         ) from None
     files = sorted({str(item.relative_path) for item in (metadata.storage_data or {}).values()})
     for name in files:
         if not (ckpt.shards / name).is_file():
             raise CheckpointError(
-                f"{ckpt.shards / name} is missing (named by {DCP_METADATA}): a shard of the checkpoint was not copied "
+                f"{ckpt.shards / name} is missing (named by {DCP_METADATA}): a shard of the "
+                "checkpoint was not copied "
                 "or the save was cut short; restore it from the training run"
             )
     return dict(metadata.state_dict_metadata)
@@ -172,12 +176,14 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
         missing = [k for k in missing if not _tied(model, k)]
     if missing:
         raise CheckpointError(
-            f"{ckpt.shards}: tensor {missing[0]} of the model built from {config} is not in the checkpoint "
+            f"{ckpt.shards}: tensor {missing[0]} of the model built from {config} is not in the "
+            "checkpoint "
             f"({len(missing)} missing): {fix}"
         )
     if extra:
         raise CheckpointError(
-            f"{ckpt.shards}: tensor {extra[0]} is in the checkpoint but not in the model built from {config} "
+            f"{ckpt.shards}: tensor {extra[0]} is in the checkpoint but not in the model built "
+            f"from {config} "
             f"({len(extra)} more): {fix}"
         )
     if ckpt.format == ZERO:
@@ -196,7 +202,8 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
         size = getattr(saved.get(f"{NESTED}.{key}" if nested else key), "size", None)
         if size is not None and tuple(size) != tuple(tensor.shape):
             raise CheckpointError(
-                f"{ckpt.shards}: tensor {key} is {tuple(size)} in the checkpoint and {tuple(tensor.shape)} in the "
+                f"{ckpt.shards}: tensor {key} is {tuple(size)} in the checkpoint and "
+                f"{tuple(tensor.shape)} in the "
                 f"model built from {config}: {fix}"
             )
     import torch.distributed.checkpoint as dcp
@@ -222,7 +229,8 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
                 (line for line in reversed(lines) if "Error" in line), lines[-1] if lines else ""
             )
             raise CheckpointError(
-                f"{ckpt.shards} could not be read ({first[:300] or type(exc).__name__}): a shard is damaged or was cut "
+                f"{ckpt.shards} could not be read ({first[:300] or type(exc).__name__}): a shard "
+                "is damaged or was cut "
                 "short; restore it from the training run"
             ) from None
         finally:
@@ -250,7 +258,8 @@ def zero_state_dict(ckpt: DistributedCheckpoint) -> dict[str, object]:
     except Exception as exc:  # noqa: BLE001 - the converter raises what its unpickler and checks meet
         first = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
         raise CheckpointError(
-            f"{ckpt.shards} could not be converted by DeepSpeed's zero_to_fp32 ({first}): restore the checkpoint's "
+            f"{ckpt.shards} could not be converted by DeepSpeed's zero_to_fp32 ({first}): restore "
+            "the checkpoint's "
             "files from the training run"
         ) from None
 
@@ -290,7 +299,8 @@ def distributed_fingerprint(ckpt: DistributedCheckpoint) -> dict[str, object]:
 
 def deepspeed_missing(folder: Path) -> str:
     return (
-        f"{folder} is a DeepSpeed ZeRO checkpoint: reading it needs DeepSpeed's converter, the deepspeed extra "
+        f"{folder} is a DeepSpeed ZeRO checkpoint: reading it needs DeepSpeed's converter, the "
+        "deepspeed extra "
         "(DS_BUILD_OPS=0 pip install --no-build-isolation 'ctxgate[deepspeed]')"
     )
 
@@ -309,5 +319,6 @@ def check_readable(ckpt: DistributedCheckpoint, allow_pickle: bool) -> None:
             else f"a torch distributed checkpoint, whose {DCP_METADATA} is a pickle"
         )
         raise CheckpointError(
-            f"{ckpt.folder} is {what} that can run code when loaded: pass --allow-pickle if you trust it"
+            f"{ckpt.folder} is {what} that can run code when loaded: pass --allow-pickle if you "
+            "trust it"
         )

@@ -57,12 +57,14 @@ def find_python(explicit: str | None, roots: Sequence[Path]) -> str:
             return c
         if c and c in (explicit, os.environ.get(ENV_PYTHON)):
             raise EngineError(
-                f"the vLLM python {c!r} does not exist: pass --vllm-python PATH or run scripts/vllm_env.sh"
+                f"the vLLM python {c!r} does not exist: pass --vllm-python PATH or run "
+                "scripts/vllm_env.sh"
             )
     if importlib.util.find_spec("vllm") is not None:
         return sys.executable
     raise EngineError(
-        "--backend vllm needs vLLM: run `bash scripts/vllm_env.sh` (a .venv-vllm beside the suite), "
+        "--backend vllm needs vLLM: run `bash scripts/vllm_env.sh` (a .venv-vllm beside the "
+        "suite), "
         "or pass --vllm-python PATH to a python that has it (on a GPU node: pip install vllm)"
     )
 
@@ -109,7 +111,8 @@ def engine_batch(vllm_args: Sequence[str]) -> int:
         return ENGINE_BATCH
     if not value.isdigit() or int(value) < 1:
         raise ValueError(
-            f"--vllm-arg --max-num-seqs {value!r} is not a positive whole number: e.g. --max-num-seqs=256"
+            f"--vllm-arg --max-num-seqs {value!r} is not a positive whole number: e.g. "
+            "--max-num-seqs=256"
         )
     return int(value)
 
@@ -154,8 +157,10 @@ def cpu_kv_cache_gib(spec: EngineSpec) -> int:
     free = psutil.virtual_memory().available / 2**30
     if need > 0.8 * free:
         raise EngineError(
-            f"a vLLM server on the CPU for {spec.model_dir} needs a {need} GiB KV cache for {spec.max_model_len} "
-            f"tokens, and {free:.1f} GiB is free: use shorter --lengths, or set {KV_SPACE_ENV} (GiB) yourself"
+            f"a vLLM server on the CPU for {spec.model_dir} needs a {need} GiB KV cache for "
+            f"{spec.max_model_len} "
+            f"tokens, and {free:.1f} GiB is free: use shorter --lengths, or set {KV_SPACE_ENV} "
+            "(GiB) yourself"
         )
     return need
 
@@ -231,7 +236,8 @@ class VLLMServer:
         while time.monotonic() < deadline:
             if self.proc is not None and (code := self.proc.poll()) is not None:
                 raise EngineError(
-                    f"the vLLM server for {self.spec.model_dir} exited with code {code} while starting. "
+                    f"the vLLM server for {self.spec.model_dir} exited with code {code} while "
+                    "starting. "
                     f"{self.tail_of(self.log_path)}"
                 )
             with contextlib.suppress(urllib.error.URLError, OSError):

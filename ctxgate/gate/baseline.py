@@ -60,9 +60,12 @@ class Baseline:
             return None
         (task, length), (used, budget) = next(iter(sorted(self.stopped_early.items())))
         return (
-            f"--baseline {self.path} was a --sequential run that stopped {len(self.stopped_early)} case(s) early "
-            f"(e.g. {task}-{length} after {used} of {budget} samples): those cases are compared on the samples it "
-            "scored only, whose mean the stopping biased; for a full paired test re-run the baseline without "
+            f"--baseline {self.path} was a --sequential run that stopped "
+            f"{len(self.stopped_early)} case(s) early "
+            f"(e.g. {task}-{length} after {used} of {budget} samples): those cases are compared "
+            "on the samples it "
+            "scored only, whose mean the stopping biased; for a full paired test re-run the "
+            "baseline without "
             "--sequential"
         )
 
@@ -83,7 +86,8 @@ class Baseline:
         ]
         if differ:
             raise BaselineError(
-                f"cannot compare with baseline {self.path}: the prompts differ in {'; '.join(differ)}. Re-run the "
+                f"cannot compare with baseline {self.path}: the prompts differ in "
+                f"{'; '.join(differ)}. Re-run the "
                 "baseline with the same settings, or drop --baseline"
             )
 

@@ -193,7 +193,8 @@ def _spec(
         and not (Path(values["helmet_tokenizer"]) / "tokenizer_config.json").is_file()
     ):
         raise OptionError(
-            f"--helmet-tokenizer {values['helmet_tokenizer']!r} is not a tokenizer folder (no tokenizer_config.json): "
+            f"--helmet-tokenizer {values['helmet_tokenizer']!r} is not a tokenizer folder (no "
+            "tokenizer_config.json): "
             "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
         )
     if values["ray"] is not None:
@@ -232,7 +233,8 @@ def _check_served(spec: ModelSpec, engine: EngineSettings) -> None:
         return
     if engine.tokenizer is None:
         raise OptionError(
-            f"--backend openai: --model {spec.model!r} is not a folder, so pass --tokenizer with the served model's "
+            f"--backend openai: --model {spec.model!r} is not a folder, so pass --tokenizer with "
+            "the served model's "
             "tokenizer folder"
         )
     check_tokenizer(Path(engine.tokenizer), "--tokenizer")
@@ -253,11 +255,13 @@ def _check_hf(values: Mapping[str, Any], backend: str) -> None:
             else "nothing"
         )
         raise OptionError(
-            f"--batch-size/--device-map/--gpus-per-replica are for --backend hf; with --backend {backend} use {fix}"
+            "--batch-size/--device-map/--gpus-per-replica are for --backend hf; with --backend "
+            f"{backend} use {fix}"
         )
     if per_replica is not None and device_map is None:
         raise OptionError(
-            f"--gpus-per-replica {per_replica} needs --device-map auto, e.g. --device-map auto --gpus-per-replica 4"
+            f"--gpus-per-replica {per_replica} needs --device-map auto, e.g. --device-map auto "
+            "--gpus-per-replica 4"
         )
 
 
@@ -270,7 +274,8 @@ def _check_ray(ray: str, backend: str) -> None:
         )
     if backend == "openai":
         raise OptionError(
-            "--ray with --backend openai: the servers are the replicas; drop --ray and give each with --base-url"
+            "--ray with --backend openai: the servers are the replicas; drop --ray and give each "
+            "with --base-url"
         )
 
 
@@ -282,12 +287,14 @@ def judge_settings(values: Mapping[str, Any], cache_dir: str | None) -> JudgeSet
         if price is not None or base_url is not None:
             flag = "--judge-price" if price is not None else "--judge-base-url"
             raise JudgeError(
-                f"{flag} sets up a judge: add --judge-model NAME (e.g. --judge-model gpt-4o-2024-05-13)"
+                f"{flag} sets up a judge: add --judge-model NAME (e.g. --judge-model "
+                "gpt-4o-2024-05-13)"
             )
         return None
     if base_url is None and not os.environ.get("OPENAI_API_KEY"):
         raise JudgeError(
-            f"--judge-model {model} needs OPENAI_API_KEY in the environment (or --judge-base-url for an "
+            f"--judge-model {model} needs OPENAI_API_KEY in the environment (or --judge-base-url "
+            "for an "
             "OpenAI-compatible server)"
         )
     return JudgeSettings(
@@ -319,13 +326,18 @@ def _check_sequential(sequential: Sequential | None, thresholds: Thresholds) -> 
     """--sequential cannot check a gate over averages of cases: means that stopped early are biased."""
     if sequential is not None and thresholds.min_effective_length:
         raise OptionError(
-            f"--sequential cannot check min_effective_length ({thresholds.path}): the effective length averages "
-            "RULER's tasks, and an average of means that stopped early is biased, with no guarantee. Drop "
-            "--sequential, or pass --thresholds with a file whose [session] min_effective_length is 0"
+            f"--sequential cannot check min_effective_length ({thresholds.path}): the effective "
+            "length averages "
+            "RULER's tasks, and an average of means that stopped early is biased, with no "
+            "guarantee. Drop "
+            "--sequential, or pass --thresholds with a file whose [session] min_effective_length "
+            "is 0"
         )
     if sequential is not None and thresholds.relative_min_length:
         raise OptionError(
-            f"--sequential cannot check [relative_effective_length.min_length] ({thresholds.path}): a relative "
-            "effective length compares averages of means, and means that stopped early are biased, with no "
+            "--sequential cannot check [relative_effective_length.min_length] "
+            f"({thresholds.path}): a relative "
+            "effective length compares averages of means, and means that stopped early are "
+            "biased, with no "
             "guarantee. Drop --sequential, or pass --thresholds with a file without that table"
         )

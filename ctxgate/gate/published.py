@@ -128,7 +128,8 @@ def _differs(report: Report, row: Published, got: Measured, length: int) -> list
         if chat and chat != {wanted}:
             said = "with" if wanted else "without"
             why.append(
-                f"the paper ran this model {said} its chat template; this run {'did not' if wanted else 'did'}"
+                f"the paper ran this model {said} its chat template; this run "
+                f"{'did not' if wanted else 'did'}"
             )
     haystack = report.run.haystack or ""
     if (
@@ -137,13 +138,15 @@ def _differs(report: Report, row: Published, got: Measured, length: int) -> list
         and "paul_graham" not in haystack.lower()
     ):
         why.append(
-            f"the essay haystack is {haystack}, the paper's Paul Graham's essays (5 of the NIAH tasks read it; "
+            f"the essay haystack is {haystack}, the paper's Paul Graham's essays (5 of the NIAH "
+            "tasks read it; "
             "`ctxgate data fetch --ruler-essays` writes them)"
         )
     compat = sorted(COMPAT_TASKS & set(got.tasks))
     if row.source.key.startswith("helmet") and compat and not report.run.helmet_compat:
         why.append(
-            f"{', '.join(compat)} ran on ctxgate's prompts, not HELMET's (--helmet-compat builds those)"
+            f"{', '.join(compat)} ran on ctxgate's prompts, not HELMET's (--helmet-compat builds "
+            "those)"
         )
     if row.source.length_unit == "Llama-2 tokens":
         why.append(

@@ -149,7 +149,8 @@ def checked_file(path: str | Path, given_as: str = "--thresholds") -> Path:
         near = p.parent / THRESHOLDS_FILE
         fix = f", e.g. --thresholds {near}" if near.is_file() else " (`ctxgate init` writes one)"
         raise ThresholdsError(
-            f"{given_as} {p} does not exist: pass --thresholds PATH to an existing thresholds file{fix}"
+            f"{given_as} {p} does not exist: pass --thresholds PATH to an existing thresholds "
+            f"file{fix}"
         )
     return p
 
@@ -465,7 +466,8 @@ def _above_chance(
         raise _fail(
             path,
             f"floor[{i}].floor",
-            f"{rule.value:g} (task {rule.task!r}, length {rule.length!r}) is at or below the chance score of "
+            f"{rule.value:g} (task {rule.task!r}, length {rule.length!r}) is at or below the "
+            "chance score of "
             f"{worst}, {at}{also}: a random answer reaches it, so it gates nothing there",
             f"raise the floor above {at}, or {fix} (docs/tasks.md lists each task's chance score)",
         )

@@ -62,7 +62,8 @@ def judge_failure(record: CaseRecord) -> str | None:
     return (
         f"{judge.failed} of {judge.failed + record.n} verdicts failed (rate "
         f"{judge.failure_rate:.0%} > max {judge.max_failure_rate or 0.0:.0%}); first: sample "
-        f"{first and first.index}: {first and first.error}. Check the judge server, or raise [judge] "
+        f"{first and first.index}: {first and first.error}. Check the judge server, or raise "
+        "[judge] "
         "max_failure_rate in thresholds.toml"
     )
 
@@ -79,8 +80,10 @@ def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
     case = f"{record.task} at {record.length} ({format_length(record.length)})"
     if seq and test and test.decided == "below":
         return (
-            f"{case}: below the floor {floor:.1f}, certain at error rate {seq.alpha} after {seq.used} of "
-            f"{seq.budget} samples (--sequential; interval {test.interval[0]:.1f}-{test.interval[1]:.1f}, score "
+            f"{case}: below the floor {floor:.1f}, certain at error rate {seq.alpha} after "
+            f"{seq.used} of "
+            f"{seq.budget} samples (--sequential; interval "
+            f"{test.interval[0]:.1f}-{test.interval[1]:.1f}, score "
             f"{record.score or 0.0:.1f})"
         )
     ci, score = record.ci, record.score
@@ -91,7 +94,8 @@ def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
     if judged >= floor:
         return None
     return (
-        f"{case}: score {score:.1f} < floor {floor:.1f} (n={record.n}, {int(thresholds.confidence * 100)}% CI "
+        f"{case}: score {score:.1f} < floor {floor:.1f} (n={record.n}, "
+        f"{int(thresholds.confidence * 100)}% CI "
         f"{low:.1f}-{high:.1f}, rule {thresholds.rule!r}, floors from {thresholds.path})"
     )
 
@@ -140,7 +144,8 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
         return Gate(
             "cases",
             "fail",
-            f"no case ran: all {len(cases)} selected cases were skipped; the first said: {cases[0].message}",
+            f"no case ran: all {len(cases)} selected cases were skipped; the first said: "
+            f"{cases[0].message}",
         )
     if not complete:
         return Gate("cases", "fail", "the session did not finish (it was interrupted)")
@@ -213,12 +218,14 @@ def effective_length_gate(eff: EffectiveLength | None, thresholds: Thresholds) -
     note = ""
     if eff.incomplete:
         note += (
-            f"; {', '.join(format_length(L) for L in eff.incomplete)} counted as failing: a RULER task "
+            f"; {', '.join(format_length(L) for L in eff.incomplete)} counted as failing: a RULER "
+            "task "
             "there produced no score"
         )
     if eff.early:
         note += (
-            f"; {', '.join(format_length(L) for L in eff.early)} counted as failing: --sequential stopped a "
+            f"; {', '.join(format_length(L) for L in eff.early)} counted as failing: --sequential "
+            "stopped a "
             "RULER task there early, and an average of early-stopped means has no guarantee"
         )
     return Gate(
@@ -248,7 +255,8 @@ def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
         parts.append(f"{len(lost)} case(s) the baseline scored have no score now: {shown}")
     if regressed:
         parts.append(
-            f"{len(regressed)} case(s) dropped by more than their tolerance: {', '.join(c.name for c in regressed[:5])}"
+            f"{len(regressed)} case(s) dropped by more than their tolerance: "
+            f"{', '.join(c.name for c in regressed[:5])}"
         )
     compared = sum(1 for c in cases if c.baseline)
     message = (
@@ -256,7 +264,8 @@ def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
     )
     if thin := [c for c in cases if c.baseline and c.baseline.baseline_stopped_early]:
         message += (
-            f"; {len(thin)} case(s) compared on fewer samples because the baseline was a --sequential run that "
+            f"; {len(thin)} case(s) compared on fewer samples because the baseline was a "
+            "--sequential run that "
             f"stopped them early (e.g. {thin[0].name}): re-run the baseline without --sequential"
         )
     if unselected := baseline.not_selected:
@@ -276,7 +285,8 @@ def not_in_baseline(names: Sequence[str], instead: str) -> str:
     with, so they are not compared (``instead``: what holds them then). The baseline gate and
     ``ctxgate diff`` say it alike."""
     return (
-        f"{len(names)} scored case(s) have no score in the baseline, e.g. {_first_five(names)}: {instead}; run the "
+        f"{len(names)} scored case(s) have no score in the baseline, e.g. {_first_five(names)}: "
+        f"{instead}; run the "
         "baseline with them to compare"
     )
 
@@ -313,20 +323,25 @@ def relative_length_gate(
         return Gate(
             gate,
             "fail",
-            f"{name} has no score at a length up to {up_to} (or scores 0 there), so its relative effective length "
-            f"cannot reach {format_length(need)}: add such a length to --lengths, e.g. --lengths 256,512,1k,...",
+            f"{name} has no score at a length up to {up_to} (or scores 0 there), so its relative "
+            "effective length "
+            f"cannot reach {format_length(need)}: add such a length to --lengths, e.g. --lengths "
+            "256,512,1k,...",
         )
     ok = found.value >= need
     got = format_length(found.value) if found.value else "0 (the shortest length falls short)"
     counted = [*found.incomplete, *found.early]
     note = (
-        f"; {', '.join(map(format_length, counted))} counted as failing (no score, or stopped early)"
+        f"; {', '.join(map(format_length, counted))} counted as failing (no score, or stopped "
+        "early)"
         if counted
         else ""
     )
     return Gate(
         gate,
         "pass" if ok else "fail",
-        f"{name}: relative effective length {got} {'>=' if ok else '<'} required {format_length(need)} ("
-        f"{found.share:.0%} of its base {found.base:g}, its mean up to {up_to}, from {thresholds.path}){note}",
+        f"{name}: relative effective length {got} {'>=' if ok else '<'} required "
+        f"{format_length(need)} ("
+        f"{found.share:.0%} of its base {found.base:g}, its mean up to {up_to}, from "
+        f"{thresholds.path}){note}",
     )

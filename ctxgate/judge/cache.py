@@ -55,7 +55,8 @@ class JudgeCache(SqliteFile):
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
             rows = self.execute(
-                "SELECT text, prompt_tokens, completion_tokens, checksum FROM replies WHERE key = ?",
+                "SELECT text, prompt_tokens, completion_tokens, checksum FROM replies WHERE key = "
+                "?",
                 (key,),
             )
             if not rows:

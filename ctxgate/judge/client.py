@@ -249,6 +249,8 @@ class JudgeClient:
 
 _REFUSED = {
     "auth": "the judge at {url} refused the key ({status}): check OPENAI_API_KEY",
-    "not_found": "the judge server does not know model {model!r} ({status}): check --judge-model and --judge-base-url",
-    "bad_request": "the judge rejected the request ({status}: {detail}); check --judge-model and the server's limits",
+    "not_found": "the judge server does not know model {model!r} ({status}): check --judge-model "
+    "and --judge-base-url",
+    "bad_request": "the judge rejected the request ({status}: {detail}); check --judge-model and "
+    "the server's limits",
 }

@@ -30,7 +30,8 @@ def check_nli_model(path: str, allow_pickle: bool = False) -> None:
     built-in class."""
     if not Path(path).is_dir():
         raise CheckpointError(
-            f"--nli-model {path!r} is not a folder: give a local NLI checkpoint (an MNLI classifier or a T5 "
+            f"--nli-model {path!r} is not a folder: give a local NLI checkpoint (an MNLI "
+            "classifier or a T5 "
             "TRUE-style model)"
         )
     try:
@@ -85,7 +86,8 @@ class HFEntailment:
             hits = [i for i, name in labels.items() if name.lower().startswith("entail")]
             if len(hits) != 1:
                 raise ValueError(
-                    f"--nli-model {path}: its labels {labels} do not name exactly one entailment class; use an "
+                    f"--nli-model {path}: its labels {labels} do not name exactly one entailment "
+                    "class; use an "
                     "MNLI-style classifier (labels such as entailment/neutral/contradiction)"
                 )
             self.entail_index = hits[0]
@@ -116,8 +118,10 @@ class HFEntailment:
                 enc["input_ids"].shape[1] > self.max_length
             ):  # a classifier cannot read past its positions
                 raise EntailmentFailed(
-                    f"premise and claim are {enc['input_ids'].shape[1]} tokens, more than --nli-model {self.path} "
-                    f"reads ({self.max_length}); use a T5 TRUE model (HELMET's judge), which reads any length"
+                    f"premise and claim are {enc['input_ids'].shape[1]} tokens, more than "
+                    f"--nli-model {self.path} "
+                    f"reads ({self.max_length}); use a T5 TRUE model (HELMET's judge), which "
+                    "reads any length"
                 )
             logits = self.model(**enc).logits[0]
             return int(logits.argmax()) == self.entail_index

@@ -16,7 +16,8 @@ from functools import cache
 from importlib import resources
 
 RUBRICS = tuple(
-    "longqa fluency_legal fluency_book recall_legal recall_book precision_legal precision_book keypoints "
+    "longqa fluency_legal fluency_book recall_legal recall_book precision_legal precision_book "
+    "keypoints "
     "entailment".split()
 )
 _FIELD = re.compile(

@@ -54,7 +54,8 @@ def _checksum(text: str, output_tokens: int, finish_reason: str) -> str:
 class GenerationCache(SqliteFile):
     FILE_NAME = FILE_NAME
     TABLES = (
-        "CREATE TABLE generations (key TEXT PRIMARY KEY, namespace TEXT, text TEXT, output_tokens INTEGER,"
+        "CREATE TABLE generations (key TEXT PRIMARY KEY, namespace TEXT, text TEXT, output_tokens "
+        "INTEGER,"
         " finish_reason TEXT, checksum TEXT, created REAL)",
     )
 

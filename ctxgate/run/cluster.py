@@ -95,8 +95,10 @@ def connect(address: str) -> bool:
                 ray.init(address=address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise BackendError(
-                f"--ray {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); start one with "
-                "`ray start --head` and pass its address, or pass --ray local for a cluster of this machine"
+                f"--ray {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); "
+                "start one with "
+                "`ray start --head` and pass its address, or pass --ray local for a cluster of "
+                "this machine"
             ) from None
         _users = 1
         return True
@@ -203,8 +205,10 @@ class RayPool:
                 else f"fewer than {size} {resource!r} (--tp {size})"
             )
             raise BackendError(
-                f"the Ray cluster at {self.address} has {lacks} for a model replica (it has: {have}); pass "
-                "--ray-resource with one its nodes have, e.g. --ray-resource CPU on nodes without GPUs"
+                f"the Ray cluster at {self.address} has {lacks} for a model replica (it has: "
+                f"{have}); pass "
+                "--ray-resource with one its nodes have, e.g. --ray-resource CPU on nodes without "
+                "GPUs"
             )
         # a server's replica takes its --concurrency requests at once (the engine batches them); a
         # model in the actor's own process, one
@@ -251,14 +255,17 @@ class RayPool:
         if failed:
             raise BackendError(
                 "; ".join(
-                    f"the model replica on {', '.join(dict.fromkeys(where))} could not load the model: {cause}"
+                    f"the model replica on {', '.join(dict.fromkeys(where))} could not load the "
+                    f"model: {cause}"
                     for cause, where in failed.items()
                 )
             )
         if not self.replicas:
             raise BackendError(
-                f"no model replica started on the Ray cluster at {self.address} within {START_TIMEOUT_S:.0f}s: "
-                f"its {resource!r} resources are taken; free them, or set CTXGATE_RAY_START_TIMEOUT higher"
+                f"no model replica started on the Ray cluster at {self.address} within "
+                f"{START_TIMEOUT_S:.0f}s: "
+                f"its {resource!r} resources are taken; free them, or set "
+                "CTXGATE_RAY_START_TIMEOUT higher"
             )
 
     # the backend interface
@@ -276,12 +283,15 @@ class RayPool:
     def summary(self) -> str:
         """One line for the end of the run: where the replicas ran, and what the queue did."""
         where = ", ".join(
-            f"{r.info.node_ip} node {r.info.node_id[:12]} pid {r.info.pid}{' (lost)' if r.lost else ''}"
+            f"{r.info.node_ip} node {r.info.node_id[:12]} pid "
+            f"{r.info.pid}{' (lost)' if r.lost else ''}"
             for r in self._placed
         )
         return (
-            f"Ray cluster {self.address}: {len(self._placed)} replicas ({where}); {self.generated} generated, "
-            f"{self.retried} retried after a lost replica, {self.withdrawn} withdrawn by --sequential"
+            f"Ray cluster {self.address}: {len(self._placed)} replicas ({where}); "
+            f"{self.generated} generated, "
+            f"{self.retried} retried after a lost replica, {self.withdrawn} withdrawn by "
+            "--sequential"
         )
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
@@ -384,8 +394,10 @@ class RayPool:
             elif len(job.lost_on) >= MAX_TRIES:
                 job.done.set_exception(
                     BackendDown(
-                        f"{job.request.task} at {job.request.length} (sample {job.request.index}) lost "
-                        f"{MAX_TRIES} replicas in a row ({', '.join(job.lost_on)}): the cluster is unstable"
+                        f"{job.request.task} at {job.request.length} (sample {job.request.index}) "
+                        "lost "
+                        f"{MAX_TRIES} replicas in a row ({', '.join(job.lost_on)}): the cluster "
+                        "is unstable"
                     )
                 )
             else:

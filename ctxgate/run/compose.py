@@ -210,9 +210,12 @@ def _open_cache(spec: ModelSpec, meta: dict[str, Any], backend: Backend) -> Gene
     namespace = namespace_for(meta["model_fingerprint"]["sha256"], backend)
     if namespace is None:
         why = (
-            f"--backend {spec.backend} with --model {spec.model!r}, not a local checkpoint folder: the "
-            "server's weights cannot be identified (it may be restarted on other weights under the same name), "
-            "so no output is cached; pass --model with the served checkpoint's folder to use the cache"
+            f"--backend {spec.backend} with --model {spec.model!r}, not a local checkpoint "
+            "folder: the "
+            "server's weights cannot be identified (it may be restarted on other weights under "
+            "the same name), "
+            "so no output is cached; pass --model with the served checkpoint's folder to use the "
+            "cache"
         )
         warnings.warn(why, CacheWarning, stacklevel=3)
         meta["cache"]["disabled"] = why

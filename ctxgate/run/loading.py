@@ -116,7 +116,8 @@ def factory_of(backend: str) -> Callable[[ModelSpec], Backend]:
         found = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise CtxgateError(
-            f"--backend {backend!r} is not hf, vllm, openai or an importable MODULE:FACTORY ({exc}): e.g. "
+            f"--backend {backend!r} is not hf, vllm, openai or an importable MODULE:FACTORY "
+            f"({exc}): e.g. "
             "--backend hf, or --backend mypackage.engine:MyBackend with mypackage on the path"
         ) from None
     if not callable(found):

@@ -82,7 +82,8 @@ class Option:
         )
         if self.choices is not None and text not in self.choices:
             raise OptionError(
-                f"{self.flag} {text!r} is not one of {', '.join(self.choices)}: e.g. {self.flag} {example}"
+                f"{self.flag} {text!r} is not one of {', '.join(self.choices)}: e.g. {self.flag} "
+                f"{example}"
             )
         try:
             return self.parse(text) if self.parse is not None else text
@@ -195,8 +196,10 @@ MODEL = Option("--model", "checkpoint folder or hub id to evaluate (e.g. fixture
 BACKENDS = ("hf", "vllm", "openai")
 BACKEND = Option(
     "--backend",
-    "hf: transformers in each worker; vllm: vLLM servers the suite starts; openai: an OpenAI-compatible server you "
-    "run (--base-url); MODULE:FACTORY: a backend of your own, made from the run's options (docs/architecture.md)",
+    "hf: transformers in each worker; vllm: vLLM servers the suite starts; openai: an "
+    "OpenAI-compatible server you "
+    "run (--base-url); MODULE:FACTORY: a backend of your own, made from the run's options "
+    "(docs/architecture.md)",
     default="hf",
     metavar="{" + ",".join(BACKENDS) + ",MODULE:FACTORY}",
 )
@@ -209,7 +212,8 @@ LENGTHS = Option(
 )
 SAMPLES = Option(
     "--samples",
-    "samples per task x length (default: the benchmark's own count, 100 for most tasks, 600 for NQ/TriviaQA/PopQA, "
+    "samples per task x length (default: the benchmark's own count, 100 for most tasks, 600 for "
+    "NQ/TriviaQA/PopQA, "
     "300 for HotpotQA and MS MARCO, 500 for ICL)",
     parse=_samples,
     example="100",
@@ -217,7 +221,8 @@ SAMPLES = Option(
 SEED = Option("--seed", "data seed (default %(default)s)", default=42, parse=_whole(0))
 CHAT_TEMPLATE = Option(
     "--chat-template",
-    "task (default): HELMET's policy per task, on for LongQA when the model has a template, off elsewhere; auto: on "
+    "task (default): HELMET's policy per task, on for LongQA when the model has a template, off "
+    "elsewhere; auto: on "
     "for every task when the model has one; on; off",
     default="task",
     choices=("task", "auto", "on", "off"),
@@ -227,30 +232,37 @@ DTYPE = Option(
 )
 THRESHOLDS = Option(
     "--thresholds",
-    "thresholds file (default: the file the ini option ctxgate_thresholds names, else the nearest thresholds.toml "
+    "thresholds file (default: the file the ini option ctxgate_thresholds names, else the nearest "
+    "thresholds.toml "
     "from here up to the project's top)",
 )
 BASELINE = Option(
     "--baseline",
-    "a previous --report JSON to compare with, paired, case by case (under pytest: cases that regressed against it "
+    "a previous --report JSON to compare with, paired, case by case (under pytest: cases that "
+    "regressed against it "
     "fail)",
 )
 DATA_DIR = Option(
     "--data-dir",
-    "HELMET's data folder (its released kilt/ and msmarco/ files; icl/ and infbench/ copies of hub datasets); the "
+    "HELMET's data folder (its released kilt/ and msmarco/ files; icl/ and infbench/ copies of "
+    "hub datasets); the "
     "shipped fixtures: fixtures/helmet_data",
 )
 HELMET_COMPAT = Option(
     "--helmet-compat",
-    "HELMET's own behaviour where ctxgate's differs: its prompts for the long-document and citation tasks "
-    "(documents pre-cut in Llama-2's tokens, ALCE's fixed document count, the context cut to fit) and its scoring, "
-    "bugs included (an empty multiple-choice answer right for gold A; ALCE's citation [0] read as the last "
+    "HELMET's own behaviour where ctxgate's differs: its prompts for the long-document and "
+    "citation tasks "
+    "(documents pre-cut in Llama-2's tokens, ALCE's fixed document count, the context cut to fit) "
+    "and its scoring, "
+    "bugs included (an empty multiple-choice answer right for gold A; ALCE's citation [0] read as "
+    "the last "
     "document); see docs/decisions.md",
     action="store_true",
 )
 IGNORE_REMOTE_CODE = Option(
     "--ignore-remote-code",
-    "a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' built-in class for "
+    "a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' "
+    "built-in class for "
     "its model_type instead, on purpose",
     action="store_true",
 )
@@ -264,11 +276,13 @@ ALLOW_PICKLE = Option(
 )
 BASE_MODEL = Option(
     "--base-model",
-    "the checkpoint is a PEFT adapter folder: its base model (default: the adapter's base_model_name_or_path)",
+    "the checkpoint is a PEFT adapter folder: its base model (default: the adapter's "
+    "base_model_name_or_path)",
 )
 CONFIG_FROM = Option(
     "--config-from",
-    "the checkpoint is a sharded one (FSDP, DeepSpeed ZeRO): the folder of the config.json to build the model from "
+    "the checkpoint is a sharded one (FSDP, DeepSpeed ZeRO): the folder of the config.json to "
+    "build the model from "
     "(default: beside the shards, the checkpoint folder, or the run folder above it)",
 )
 HAYSTACK = Option("--haystack", "essay haystack: a .txt file or a dataset with a 'text' column")
@@ -276,14 +290,17 @@ SQUAD = Option("--squad", "SQuAD v2 for qa_1: hub id or local file/folder (hub l
 HOTPOTQA = Option("--hotpotqa", "HotpotQA distractor for qa_2: hub id or local file/folder")
 HELMET_TOKENIZER = Option(
     "--helmet-tokenizer",
-    "the tokenizer HELMET's length selections and (with --helmet-compat) its pre-cut of long documents count in "
-    "(NarrativeQA, Multi-LexSum, InfiniteBench: Llama-2's, a local folder of meta-llama/Llama-2-7b-hf); default: the "
+    "the tokenizer HELMET's length selections and (with --helmet-compat) its pre-cut of long "
+    "documents count in "
+    "(NarrativeQA, Multi-LexSum, InfiniteBench: Llama-2's, a local folder of "
+    "meta-llama/Llama-2-7b-hf); default: the "
     "model's own",
     metavar="PATH",
 )
 ALLOW_WEIGHT_MISMATCH = Option(
     "--allow-weight-mismatch",
-    "evaluate a checkpoint whose weights do not match its config.json (a tensor missing, extra or of another shape) "
+    "evaluate a checkpoint whose weights do not match its config.json (a tensor missing, extra or "
+    "of another shape) "
     "as transformers loads it, missing tensors random; refused without it",
     action="store_true",
 )
@@ -295,20 +312,24 @@ ROPE_SCALING = Option(
 )
 MODEL_OVERRIDE = Option(
     "--model-override",
-    "set a config.json key before loading (VALUE is JSON, else text; repeatable), e.g. rope_theta=1000000",
+    "set a config.json key before loading (VALUE is JSON, else text; repeatable), e.g. "
+    "rope_theta=1000000",
     action="append",
     metavar="KEY=VALUE",
 )
 RAY = Option(
     "--ray",
-    "run the cases on a Ray cluster, the model as one replica per --ray-resource on its nodes: the head's ADDRESS "
-    "(host:port), auto (the cluster this machine belongs to), or local (a cluster of this machine, for the run); "
+    "run the cases on a Ray cluster, the model as one replica per --ray-resource on its nodes: "
+    "the head's ADDRESS "
+    "(host:port), auto (the cluster this machine belongs to), or local (a cluster of this "
+    "machine, for the run); "
     "needs pip install 'ctxgate[ray]'; docs/distributed.md",
     metavar="ADDRESS",
 )
 RAY_RESOURCE = Option(
     "--ray-resource",
-    "--ray: the resource each model replica takes one of (default %(default)s), e.g. CPU on nodes without GPUs",
+    "--ray: the resource each model replica takes one of (default %(default)s), e.g. CPU on nodes "
+    "without GPUs",
     default="GPU",
     metavar="NAME",
 )
@@ -317,20 +338,23 @@ NO_CACHE = Option("--no-cache", "neither read nor write the generation cache", a
 REPORT = Option("--report", "write the JSON report here (plus .predictions.jsonl and .md)")
 FORCE_LENGTHS = Option(
     "--force-lengths",
-    "run lengths beyond the model's max positions with its own RoPE (--backend hf only: vLLM's RoPE table ends there; "
+    "run lengths beyond the model's max positions with its own RoPE (--backend hf only: vLLM's "
+    "RoPE table ends there; "
     "extend it with --model-override max_position_embeddings=N)",
     action="store_true",
 )
 PROGRESS = Option(
     "--progress",
-    "auto (default): a live line with each worker's case, samples done, tokens/s and ETA, when the output is a "
+    "auto (default): a live line with each worker's case, samples done, tokens/s and ETA, when "
+    "the output is a "
     "terminal; off: never",
     default="auto",
     choices=("auto", "off"),
 )
 REFERENCE = Option(
     "--reference",
-    "compare with the papers' published numbers for MODEL (an id such as meta-llama/Llama-3.1-8B-Instruct or a "
+    "compare with the papers' published numbers for MODEL (an id such as "
+    "meta-llama/Llama-3.1-8B-Instruct or a "
     "paper's row label; `ctxgate published` lists them); auto (default): when --model is one of them",
     default="auto",
     metavar="MODEL|auto|off",

@@ -63,18 +63,21 @@ def read_engine(
     urls = values[BASE_URL.dest] or ()
     if urls and backend != "openai":
         raise OptionError(
-            "--base-url is for --backend openai (a server you run); with --backend vllm the suite starts its own"
+            "--base-url is for --backend openai (a server you run); with --backend vllm the suite "
+            "starts its own"
         )
     if backend == "openai" and not urls:
         raise OptionError(
-            "--backend openai needs --base-url URL (repeat it for replicas), e.g. --base-url http://127.0.0.1:8000/v1"
+            "--backend openai needs --base-url URL (repeat it for replicas), e.g. --base-url "
+            "http://127.0.0.1:8000/v1"
         )
     api = values[ENDPOINT_API.dest]
     if api == "chat" and backend != "openai":
         raise OptionError("--endpoint-api chat is for --backend openai (a server you run)")
     if api == "chat" and chat_template == "off":
         raise OptionError(
-            "--endpoint-api chat sends user messages, which the server wraps: drop --chat-template off"
+            "--endpoint-api chat sends user messages, which the server wraps: drop "
+            "--chat-template off"
         )
     vllm_args = values[VLLM_ARG.dest] or ()
     try:

@@ -55,7 +55,8 @@ class ChatTurns:
                 else "give a conversation whose assistant messages each follow a user message"
             )
             raise ValueError(
-                f"a {before} message followed by a {after} message cannot be rendered by these turns: {fix}"
+                f"a {before} message followed by a {after} message cannot be rendered by these "
+                f"turns: {fix}"
             )
         return found
 
@@ -70,7 +71,8 @@ class ChatTurns:
         if not messages or messages[0][0] != "user" or messages[-1][0] != "user":
             roles = "none" if not messages else f"{messages[0][0]} ... {messages[-1][0]}"
             raise ValueError(
-                f"a conversation starts and ends with a user message, not {roles}: give one that does"
+                f"a conversation starts and ends with a user message, not {roles}: give one that "
+                "does"
             )
         texts, contents = [self.start], []
         for i, (role, text) in enumerate(messages):
@@ -113,7 +115,8 @@ def turns_of(render: Render, source: Path) -> ChatTurns:
     if parts is None or parts[1] != parts[3] or parts[2] != parts[4]:
         raise ChatTemplateError(
             f"the chat template ({source}) does not write the same text between every user "
-            "and assistant message, so a conversation cannot be assembled from its turns: pass --chat-template "
+            "and assistant message, so a conversation cannot be assembled from its turns: pass "
+            "--chat-template "
             "off for the plain transcript"
         )
     start, user_assistant, assistant_user, _, _, end = parts
@@ -123,8 +126,10 @@ def turns_of(render: Render, source: Path) -> ChatTurns:
         # told apart
         raise ChatTemplateError(
             f"the chat template ({source}) writes nothing between a user and an assistant "
-            "message, so a conversation rendered with it has no turns the model can tell apart: serve the model "
-            "with --endpoint-api completions (its own template, as token ids), or pass --chat-template off for "
+            "message, so a conversation rendered with it has no turns the model can tell apart: "
+            "serve the model "
+            "with --endpoint-api completions (its own template, as token ids), or pass "
+            "--chat-template off for "
             "the plain transcript"
         )
     turns = ChatTurns(start, user_assistant, assistant_user, _user_user(render, source, parts), end)
@@ -137,7 +142,8 @@ def turns_of(render: Render, source: Path) -> ChatTurns:
             return replace(turns, trims=trims)
     raise ChatTemplateError(
         f"the chat template ({source}) renders a seven-message conversation otherwise than "
-        "its turns joined (it treats messages by position, or alters their contents): pass --chat-template off "
+        "its turns joined (it treats messages by position, or alters their contents): pass "
+        "--chat-template off "
         "for the plain transcript"
     )
 
@@ -149,7 +155,8 @@ def _rendered(render: Render, messages: list[dict[str, str]], source: Path, what
     except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
         message = " ".join(str(exc).split())[:200]
         raise ChatTemplateError(
-            f"the chat template ({source}) {what} ({type(exc).__name__}: {message}): fix the template, or pass "
+            f"the chat template ({source}) {what} ({type(exc).__name__}: {message}): fix the "
+            "template, or pass "
             "--chat-template off for the plain transcript"
         ) from None
 
@@ -173,7 +180,8 @@ def _user_user(render: Render, source: Path, parts: list[str]) -> str | None:
         message = " ".join(str(exc).split())[:200]
         raise ChatTemplateError(
             f"the chat template ({source}) fails on two user messages in a row "
-            f"({type(exc).__name__}: {message}) other than by refusing them with raise_exception: fix the "
+            f"({type(exc).__name__}: {message}) other than by refusing them with raise_exception: "
+            "fix the "
             "template, or pass --chat-template off for the plain transcript"
         ) from None
     if found is None or (found[0], found[2], found[3], found[4]) != (

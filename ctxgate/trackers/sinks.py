@@ -42,7 +42,8 @@ def parse_target(text: str, run: str | None) -> Target:
     kind = kind.strip().lower()
     if kind not in KINDS:
         raise TrackerError(
-            f"--log-to {text!r}: {kind!r} is not a tracker ctxgate logs to; use one of {', '.join(KINDS)}, e.g. "
+            f"--log-to {text!r}: {kind!r} is not a tracker ctxgate logs to; use one of "
+            f"{', '.join(KINDS)}, e.g. "
             "--log-to tensorboard=runs/exp42"
         )
     env = {"wandb": "WANDB_RUN_ID", "mlflow": "MLFLOW_RUN_ID"}.get(kind)

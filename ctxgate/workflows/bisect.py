@@ -42,7 +42,8 @@ def step_of(path: Path) -> int:
     step = training_step(path).value
     if step is None:
         raise BisectError(
-            f"cannot order {path}: it has no trainer_state.json and its name no step number (expected e.g. "
+            f"cannot order {path}: it has no trainer_state.json and its name no step number "
+            "(expected e.g. "
             "checkpoint-1000)"
         )
     return step
@@ -55,7 +56,8 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
     if missing:
         raise BisectError(
             f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} not a folder: give a "
-            "folder of checkpoints (checkpoint-100/, checkpoint-200/, ...) or the checkpoint folders"
+            "folder of checkpoints (checkpoint-100/, checkpoint-200/, ...) or the checkpoint "
+            "folders"
         )
     if (
         len(items) == 1
@@ -63,7 +65,8 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
         items = sorted(p for p in items[0].iterdir() if p.is_dir() and kind_of(p) is not None)
     if len(items) < 2:
         raise BisectError(
-            f"bisect needs at least two checkpoints (model folders, PEFT adapters, FSDP or DeepSpeed checkpoints), "
+            "bisect needs at least two checkpoints (model folders, PEFT adapters, FSDP or "
+            "DeepSpeed checkpoints), "
             f"found {len(items)} in {', '.join(map(str, paths))}"
         )
     steps = [step_of(p) for p in items]
@@ -119,7 +122,8 @@ class BisectResult:
                 + [f"{t}@{L}: no score (the reference has one)" for t, L in p.unscored]
             )
             lines.append(
-                f"  [{p.index}] {p.path.name}: {'BAD ' if p.bad else 'good'}  {cases or 'reference'}"
+                f"  [{p.index}] {p.path.name}: {'BAD ' if p.bad else 'good'}  "
+                f"{cases or 'reference'}"
                 f"  (cached {p.from_cache}/{p.samples})"
             )
         lines.append(
@@ -214,7 +218,8 @@ def bisect(
 
     if bad is None and not probe_round([end])[end]:
         raise BisectError(
-            f"the last checkpoint {checkpoints[end].name} is not worse than {checkpoints[good].name} "
+            f"the last checkpoint {checkpoints[end].name} is not worse than "
+            f"{checkpoints[good].name} "
             "by the gate's rule: nothing to bisect (or pass --bad, --tolerance)"
         )
     return BisectResult(search(good, end, probe_round, fan_out), checkpoints, probes, rounds)

@@ -40,7 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--ruler-essays",
         default=None,
         metavar="DATASET",
-        help="instead: RULER's Paul Graham essays from a dataset with a 'text' column (hub id or local "
+        help="instead: RULER's Paul Graham essays from a dataset with a 'text' column (hub id or "
+        "local "
         "file), written to DIR/ruler/paul_graham_essays.txt for --haystack",
     )
     f.add_argument(
@@ -60,7 +61,8 @@ def fetch(args: argparse.Namespace) -> int:
     archive = Path(args.archive) if args.archive else download(args.revision)
     written = extract(archive, Path(args.to))
     print(
-        f"extracted {len(written)} files into {args.to}; next: ctxgate data verify {args.to} --write-lock"
+        f"extracted {len(written)} files into {args.to}; next: ctxgate data verify {args.to} "
+        "--write-lock"
     )
     return 0
 
@@ -71,7 +73,8 @@ def verify(args: argparse.Namespace) -> int:
     root = Path(args.folder)
     if not root.is_dir():
         raise CtxgateError(
-            f"{args.folder!r} is not a folder; give HELMET's data folder (e.g. fixtures/helmet_data)"
+            f"{args.folder!r} is not a folder; give HELMET's data folder (e.g. "
+            "fixtures/helmet_data)"
         )
     if args.write_lock:
         print(f"wrote {write_lock(root)}")

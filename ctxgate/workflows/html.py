@@ -48,7 +48,8 @@ def build(args: argparse.Namespace) -> str:
     report = read_report(path)
     if not report.cases:
         raise ReportFileError(
-            f"{path} has no cases (its run selected none), so there is nothing to draw: pass the report of a run "
+            f"{path} has no cases (its run selected none), so there is nothing to draw: pass the "
+            "report of a run "
             "that ran cases"
         )
     rows = _rows(path, report)

@@ -50,7 +50,8 @@ def main(args: argparse.Namespace) -> int:
     taken = next((dest for _, dest in pairs if dest.is_dir() and not dest.is_symlink()), None)
     if taken is not None:
         raise CtxgateError(
-            f"{taken} is a folder, but ctxgate init writes a file there; nothing was written: move or remove the "
+            f"{taken} is a folder, but ctxgate init writes a file there; nothing was written: "
+            "move or remove the "
             "folder, then run ctxgate init again"
         )
     # a link counts as there, dangling or not: the write replaces the link itself, never the file it
@@ -58,7 +59,8 @@ def main(args: argparse.Namespace) -> int:
     existing = [dest for _, dest in pairs if dest.exists() or dest.is_symlink()]
     if existing and not args.force:
         print(
-            f"ctxgate init: {existing[0]} exists; nothing was written. Pass --force to overwrite it",
+            f"ctxgate init: {existing[0]} exists; nothing was written. Pass --force to overwrite "
+            "it",
             file=sys.stderr,
         )
         return 1
@@ -79,7 +81,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"wrote {dest}")
     # one quick case first, so a new setup shows it works before a long run
     print(
-        "next, a first check (path/to/ckpt is your checkpoint folder; the thresholds are found from here up):"
+        "next, a first check (path/to/ckpt is your checkpoint folder; the thresholds are found "
+        "from here up):"
     )
     print("  pytest --model path/to/ckpt -k niah_single_1 --lengths 4k --samples 10")
     print("then the whole suite:")

@@ -35,7 +35,8 @@ def openmetrics(report: Report) -> str:
         for key, group in groups.items():
             if group.score is not None:
                 lines.append(
-                    f"ctxgate_category_score{_labels(model=model, category=key, length=length)} {group.score}"
+                    f"ctxgate_category_score{_labels(model=model, category=key, length=length)} "
+                    f"{group.score}"
                 )
     if eff := report.effective_length:
         lines += [
@@ -46,11 +47,13 @@ def openmetrics(report: Report) -> str:
     if report.relative_effective_length:
         lines += [
             "# TYPE ctxgate_relative_effective_length gauge",
-            "# HELP ctxgate_relative_effective_length A summary's effective length against its own short-context "
+            "# HELP ctxgate_relative_effective_length A summary's effective length against its "
+            "own short-context "
             "score.",
         ]
         lines += [
-            f"ctxgate_relative_effective_length{_labels(model=model, summary=name)} {relative.value}"
+            f"ctxgate_relative_effective_length{_labels(model=model, summary=name)} "
+            f"{relative.value}"
             for name, relative in report.relative_effective_length.items()
         ]
     failed = sum(1 for c in report.cases if c.verdict == "fail")
@@ -59,7 +62,8 @@ def openmetrics(report: Report) -> str:
         "# TYPE ctxgate_failed_cases gauge",
         f"ctxgate_failed_cases{_labels(model=model)} {failed}",
         "# TYPE ctxgate_unscored_cases gauge",
-        "# HELP ctxgate_unscored_cases Selected cases without a score (error, crashed worker, not run).",
+        "# HELP ctxgate_unscored_cases Selected cases without a score (error, crashed worker, not "
+        "run).",
         f"ctxgate_unscored_cases{_labels(model=model)} {unscored}",
         "# TYPE ctxgate_complete gauge",
         "# HELP ctxgate_complete 1 when every selected case finished.",

@@ -63,7 +63,8 @@ def main(args: argparse.Namespace) -> int:
     if not rows:
         have = ", ".join(format_length(L) for L in report.length_summaries) or "none"
         print(
-            f"{args.report} has no length the papers give for {model} (it has {have}; RULER's are 4K-128K)"
+            f"{args.report} has no length the papers give for {model} (it has {have}; RULER's are "
+            "4K-128K)"
         )
         return 0
     print("\n".join(published_lines(Reference(model, "ctxgate published", tuple(rows)))))

@@ -63,8 +63,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 THRESHOLDS_HELP = (
-    "floors and [judge] max_failure_rate (default: the file the run was gated with, as its report records it; "
-    "for a run gated without one, the file the other verbs find: the ini option ctxgate_thresholds, else the "
+    "floors and [judge] max_failure_rate (default: the file the run was gated with, as its report "
+    "records it; "
+    "for a run gated without one, the file the other verbs find: the ini option "
+    "ctxgate_thresholds, else the "
     "nearest thresholds.toml from here up)"
 )
 
@@ -134,7 +136,8 @@ def _to_judge(report: Report, report_path: Path, everything: bool) -> list[CaseR
     judged = [c for c in report.cases if is_judged(c.metric)]
     if not judged:
         raise RejudgeError(
-            f"{report_path} has no judged case (Cite, NarrativeQA, Summ): nothing to judge, and the "
+            f"{report_path} has no judged case (Cite, NarrativeQA, Summ): nothing to judge, and "
+            "the "
             "report is left as it is. Run the suite with those tasks (-m judge) first"
         )
     chosen = [c for c in judged if everything or c.judge_status == "pending"]
@@ -210,7 +213,8 @@ def main(args: argparse.Namespace) -> int:
         }
         cost = [u.cost_usd for u in usage]
         print(
-            f"judged {judged} case(s): {total['requests']} requests, {total['cache_hits']} cache hits, "
+            f"judged {judged} case(s): {total['requests']} requests, {total['cache_hits']} cache "
+            "hits, "
             f"{total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
             f"{total['failed_verdicts']} failed verdicts, cost "
             + (

@@ -136,7 +136,8 @@ def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
     tp = tensor_parallel(params_b(model, rows))
     if tp > gpus:
         raise NoRecipe(
-            f"{model} needs {tp} GPUs of {GPU_GB} GB for its weights and a 128K KV cache (tensor parallel {tp}); "
+            f"{model} needs {tp} GPUs of {GPU_GB} GB for its weights and a 128K KV cache (tensor "
+            f"parallel {tp}); "
             f"--gpus {gpus} is too few: pass --gpus {tp} or more"
         )
     out = [
@@ -145,7 +146,8 @@ def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
     ]
     if checkpoint is None:
         out += [
-            f"# the weights into the hub cache, which --model {model} reads (a gated model needs HF_TOKEN)"
+            f"# the weights into the hub cache, which --model {model} reads (a gated model needs "
+            "HF_TOKEN)"
         ]
         out += [f"hf download {shlex.quote(model)}"]
     return out + _runs(
@@ -156,19 +158,23 @@ def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
 def _api_recipe(model: str, api: Api, rows: list[Published]) -> list[str]:
     folder = f"tokenizers/{api.tokenizer.rsplit('/', 1)[-1]}"
     engine = (
-        f"--backend openai --endpoint-api chat --base-url {api.base_url} --api-key-env {api.key_env} "
+        f"--backend openai --endpoint-api chat --base-url {api.base_url} --api-key-env "
+        f"{api.key_env} "
         f"--tokenizer {folder} -n 4"
     )
     out = [
-        f"# {model} through its maker's OpenAI-compatible chat API (the key in {api.key_env}), each prompt one user "
+        f"# {model} through its maker's OpenAI-compatible chat API (the key in {api.key_env}), "
+        "each prompt one user "
         f"message; lengths counted in {api.tokenizer}, {api.about}",
         f"hf download {api.tokenizer} --local-dir {folder}",
     ]
     dropped = [L for L in sorted({L for r in rows for L in r.scores}) if L > api.window]
     if dropped:
         out += [
-            f"# the API's window is {api.window:,} tokens: the {', '.join(format_length(L) for L in dropped)} "
-            "column cannot run at ctxgate's length (prompt and output together), and the comparison says it is missing"
+            f"# the API's window is {api.window:,} tokens: the "
+            f"{', '.join(format_length(L) for L in dropped)} "
+            "column cannot run at ctxgate's length (prompt and output together), and the "
+            "comparison says it is missing"
         ]
     return out + _runs(model, shlex.quote(model), rows, engine, api.window)
 
@@ -185,26 +191,35 @@ def _runs(
         r = ruler[0]
         chat = "on" if r.chat_template == "on" else "off"
         out += [
-            f"# {r.source.paper}, {', '.join(dict.fromkeys(x.source.table for x in ruler))}: the 13 tasks at "
-            f"{_lengths(ruler, window)}, {r.source.samples} samples each, chat template {chat} (the paper's Table 6 "
-            "templates; ctxgate applies the model's own). The essay haystack is ctxgate's Wikipedia prose, not "
+            f"# {r.source.paper}, {', '.join(dict.fromkeys(x.source.table for x in ruler))}: the "
+            "13 tasks at "
+            f"{_lengths(ruler, window)}, {r.source.samples} samples each, chat template {chat} "
+            "(the paper's Table 6 "
+            "templates; ctxgate applies the model's own). The essay haystack is ctxgate's "
+            "Wikipedia prose, not "
             "RULER's Paul Graham essays: the comparison names that difference instead of a verdict",
-            f"pytest --model {ckpt} -m ruler --lengths {_lengths(ruler, window)} --samples {r.source.samples} "
+            f"pytest --model {ckpt} -m ruler --lengths {_lengths(ruler, window)} --samples "
+            f"{r.source.samples} "
             f"--chat-template {chat} {engine} --reference {ref} --report out/ruler.json",
         ]
     if helmet:
         h = helmet[0]
         policy = "every prompt a user message" if window else "each task's own chat policy"
         out += [
-            f"# {h.source.paper}, {h.source.table}: the seven categories at {_lengths(helmet, window)}, HELMET's "
+            f"# {h.source.paper}, {h.source.table}: the seven categories at "
+            f"{_lengths(helmet, window)}, HELMET's "
             f"per-dataset sample counts, {policy}, GPT-4o as the judge (OPENAI_API_KEY). "
-            "HELMET's data, its own prompts and scoring, and Llama-2's tokenizer for its length rules "
+            "HELMET's data, its own prompts and scoring, and Llama-2's tokenizer for its length "
+            "rules "
             "(gated: HF_TOKEN):",
             "ctxgate data fetch --to data/",
-            f"hf download meta-llama/Llama-2-7b-hf tokenizer.json tokenizer_config.json special_tokens_map.json "
+            "hf download meta-llama/Llama-2-7b-hf tokenizer.json tokenizer_config.json "
+            "special_tokens_map.json "
             f"--local-dir {LLAMA2_TOKENIZER}",
-            f"pytest --model {ckpt} -m helmet --lengths {_lengths(helmet, window)} --chat-template task "
-            f"--data-dir data/ --helmet-compat --helmet-tokenizer {LLAMA2_TOKENIZER} --judge-model gpt-4o-2024-05-13 "
+            f"pytest --model {ckpt} -m helmet --lengths {_lengths(helmet, window)} "
+            "--chat-template task "
+            f"--data-dir data/ --helmet-compat --helmet-tokenizer {LLAMA2_TOKENIZER} "
+            "--judge-model gpt-4o-2024-05-13 "
             f"{engine} --reference {ref} --report out/helmet.json",
         ]
     return out

@@ -86,7 +86,8 @@ class WatchState:
             atomic_write(path, json.dumps(state, indent=1))
         except OSError as exc:
             raise WatchError(
-                f"cannot write {path} ({exc.strerror or exc}): free space or give a writable --reports folder"
+                f"cannot write {path} ({exc.strerror or exc}): free space or give a writable "
+                "--reports folder"
             ) from None
 
     def should_try(self, ckpt: Path, attempts: int) -> bool:
@@ -153,7 +154,8 @@ def watch(
     run, out = Path(run_dir), Path(reports)
     if not run.is_dir():
         raise WatchError(
-            f"{run} is not a folder: give the training run's output folder, where checkpoint-N/ folders appear"
+            f"{run} is not a folder: give the training run's output folder, where checkpoint-N/ "
+            "folders appear"
         )
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -173,7 +175,8 @@ def watch(
             code = evaluate(ckpt, out, pytest_args)
             if code == USAGE_ERROR:
                 raise WatchError(
-                    f"pytest refused the arguments for {ckpt.name} (exit {code}, its message is above); "
+                    f"pytest refused the arguments for {ckpt.name} (exit {code}, its message is "
+                    "above); "
                     "fix the arguments after --. Nothing was marked done"
                 )
             state.last = ckpt.name
@@ -192,7 +195,8 @@ def watch(
                 if (left := attempts - tries) > 0:
                     then = f"trying again at the next scan ({left} attempt(s) left)"
                 print(
-                    f"ctxgate watch: {ckpt.name} was not evaluated completely (exit {code}); {then}",
+                    f"ctxgate watch: {ckpt.name} was not evaluated completely (exit {code}); "
+                    f"{then}",
                     flush=True,
                 )
             state.save(state_path)
@@ -240,7 +244,8 @@ def main(args: argparse.Namespace) -> int:
     )
     if incomplete:  # a run that could not be evaluated must not pass a CI step as if it had been
         print(
-            f"ctxgate watch: {len(incomplete)} checkpoint(s) not evaluated completely: {', '.join(incomplete)} "
+            f"ctxgate watch: {len(incomplete)} checkpoint(s) not evaluated completely: "
+            f"{', '.join(incomplete)} "
             "(their reports say why); the next scan tries them again, or once their files change",
             file=sys.stderr,
         )
