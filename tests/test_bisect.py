@@ -124,7 +124,7 @@ def test_bisect_under_sequential_finds_the_same_checkpoint_with_fewer_samples(
 def test_bisect_refuses_a_bad_option_in_the_words_pytest_uses(
     checkpoint_sequence, capsys, flag, value, names
 ):
-    """The option table checks a value once (run/options.opening) for pytest and bisect alike."""
+    """The plan checks a value once (gate/plan.make_plan) for pytest and bisect alike."""
     args = [
         "bisect",
         str(checkpoint_sequence),

@@ -1,6 +1,6 @@
 """Config overrides that no model can load with are refused when the options are read, in one line
 naming the key, the value and the fix: alike under pytest and ``ctxgate bisect`` (the shared resolve
-step, ``run/options.opening``), before anything loads. What transformers' RoPE validators and
+step, ``gate/plan.make_plan``), before anything loads. What transformers' RoPE validators and
 functions need of a RoPE dictionary is checked as a property against transformers itself; a load
 that fails because of an override says so; an adapter whose config disagrees with its own weights is
 told apart from one on the wrong base."""
