@@ -5,13 +5,21 @@ file whose bytes differ from its pin fails: results from different data are not 
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxgate.sources import (
+    babilong_files,
+    helmet_files,
+    icl,
+    judged,
+    kilt,
+    mrcr_files,
+    nolima_files,
+)
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import DataFile, first_bad_line, missing_fields, sha256_of
 
@@ -19,10 +27,8 @@ LOCK_NAME = "ctxgate-data.lock.json"
 
 
 # every file a task reads, as the module that reads it declares it (its ``DATA_FILES``)
-READERS = "kilt icl judged helmet_files babilong_files mrcr_files nolima_files"
-EXPECTED: tuple[DataFile, ...] = tuple(
-    f for m in READERS.split() for f in importlib.import_module(f"ctxgate.sources.{m}").DATA_FILES
-)
+READERS = (kilt, icl, judged, helmet_files, babilong_files, mrcr_files, nolima_files)
+EXPECTED: tuple[DataFile, ...] = tuple(f for reader in READERS for f in reader.DATA_FILES)
 
 
 @dataclass(frozen=True)
