@@ -1,16 +1,21 @@
-"""Build every task at every length of a grid and count what came out: prompts, designed refusals, errors.
+"""Build every task at every length of a grid and count what came out: prompts, designed refusals,
+errors.
 
-    python bench/build_grid.py [--lengths 1-8192] [--samples 2] [--chat both] [--tasks niah_single_2,...]
+    python bench/build_grid.py [--lengths 1-8192] [--samples 2] [--chat both] [--tasks
+    niah_single_2,...]
                                [--data-dir out/helmet_data] [--baseline REF]
 
-Each (task, length, sample) goes through the one build entry point (``ctxgate.tasks.build.build_sample``) on the
-shipped tiny tokenizer and the fixture data. A prompt is counted when it obeys the length rule (prompt + generation
-budget <= length); a refusal is one of the designed ones (``BuildRefused``: too short, data short, data not given
-or unreadable); everything else is an error, printed with its first traceback line. ``--baseline REF`` builds the
-same grid with the code of a git ref of this repository (through its own sample iterator) in the same run, so the
-before and after counts stand side by side, and says how many of the prompts both built are byte-identical.
+Each (task, length, sample) goes through the one build entry point
+(``ctxgate.tasks.build.build_sample``) on the shipped tiny tokenizer and the fixture data. A prompt
+is counted when it obeys the length rule (prompt + generation budget <= length); a refusal is one of
+the designed ones (``BuildRefused``: too short, data short, data not given or unreadable);
+everything else is an error, printed with its first traceback line. ``--baseline REF`` builds the
+same grid with the code of a git ref of this repository (through its own sample iterator) in the
+same run, so the before and after counts stand side by side, and says how many of the prompts both
+built are byte-identical.
 
-The default grid: every length from 1 to 64, then about 24 lengths per octave up to 8192, and the powers of two.
+The default grid: every length from 1 to 64, then about 24 lengths per octave up to 8192, and the
+powers of two.
 """
 
 from __future__ import annotations
@@ -62,8 +67,8 @@ errors = collections.Counter()
 first = {}
 wanted = set(job["tasks"] or [])
 for chat in job["chat"]:
-    ctx = BuildContext(encoder=enc, chat=chat, seed=42, squad_source=job["squad"], hotpotqa_source=job["hotpot"],
-                      data_dir=job["data_dir"])
+    ctx = BuildContext(encoder=enc, chat=chat, seed=42, squad_source=job["squad"],
+                       hotpotqa_source=job["hotpot"], data_dir=job["data_dir"])
     for spec in all_tasks():
         if wanted and spec.name not in wanted:
             continue
@@ -86,7 +91,8 @@ for chat in job["chat"]:
                     key = f"{spec.name}: prompt over the length"
                     errors[key] += 1
                     over = len(s.input_ids) + spec.tokens_to_generate - length
-                    first.setdefault(key, f"length {length}, sample {i}, chat {chat}: {over} tokens over")
+                    said = f"length {length}, sample {i}, chat {chat}: {over} tokens over"
+                    first.setdefault(key, said)
                 else:
                     counts["prompt"] += 1
                     digests[f"{spec.name}|{length}|{i}|{int(chat)}"] = s.digest()

@@ -1,21 +1,26 @@
-"""The chance score of each generated task, measured: random answers drawn as the task draws its distractors, scored
-by the task's own metric, beside the chance its spec declares (``TaskSpec.chance``, percent).
+"""The chance score of each generated task, measured: random answers drawn as the task draws its
+distractors, scored by the task's own metric, beside the chance its spec declares
+(``TaskSpec.chance``, percent).
 
     python bench/chance.py [--length 8k] [--samples 100] [--draws 20] [--tasks cwe,ctx_mrcr_2]
 
-``--samples`` samples of each task are built at ``--length`` (the shipped tokenizer, seed 42, no chat template), and
-each is answered ``--draws`` times at random:
+``--samples`` samples of each task are built at ``--length`` (the shipped tokenizer, seed 42, no
+chat template), and each is answered ``--draws`` times at random:
 
-- RULER's needles: a value drawn as the distractor needles' values are (a 7-digit number or a UUID) for each one
-  asked; JSON KV: a UUID, as its other pairs' values; VT: five names drawn as its chain's are;
-- CWE: 10 words of the prompt's list, FWE: 3 of the prompt's coded words (a guess among the words shown);
-- MRCR-style: the random string and an answer to a distractor request, drawn by the conversation writer; and, in
-  its own column, another answer to the needle's request (the wrong needle);
-- BABILong-style: one of the task's labels the question does not name (BABILong's rule ignores those);
+- RULER's needles: a value drawn as the distractor needles' values are (a 7-digit number or a UUID)
+  for each one asked; JSON KV: a UUID, as its other pairs' values; VT: five names drawn as its
+  chain's are;
+- CWE: 10 words of the prompt's list, FWE: 3 of the prompt's coded words (a guess among the words
+  shown);
+- MRCR-style: the random string and an answer to a distractor request, drawn by the conversation
+  writer; and, in its own column, another answer to the needle's request (the wrong needle);
+- BABILong-style: one of the task's labels the question does not name (BABILong's rule ignores
+  those);
 - NoLiMa-style: one of the record's characters.
 
-A line per task: the declared chance, the measured one with its standard error over the samples, and the
-difference. ``tests/test_chance.py`` runs it on a few samples and holds each declaration to its measurement.
+A line per task: the declared chance, the measured one with its standard error over the samples, and
+the difference. ``tests/test_chance.py`` runs it on a few samples and holds each declaration to its
+measurement.
 """
 
 from __future__ import annotations

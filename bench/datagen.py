@@ -1,20 +1,24 @@
-"""Data-generation time and memory per task, against a previous implementation measured in the same run.
+"""Data-generation time and memory per task, against a previous implementation measured in the same
+run.
 
     python bench/datagen.py [--lengths 128k,1m] [--samples 100] [--suite ruler] [--workers 2]
-                            [--baseline 48206e8] [--baseline-samples 10] [--tokenizer fixtures/tiny-llama-niah]
+                            [--baseline 48206e8] [--baseline-samples 10] [--tokenizer
+                            fixtures/tiny-llama-niah]
 
-``--workers`` processes build the tasks of a length, handed out one at a time, as ``-n 2`` workers build cases: the
-suite's sample iterator, seed 42, the fixture QA files, one tokenizer per worker and length (its one-off
-tokenization of haystacks and word lists is counted in the first task that needs it), one sample in memory at a
-time. A line per task gives its build seconds (imports and tokenizer loading left out), its worker's peak memory
-while it ran (sampled every 20 ms), and the hash of its samples (its first 16 hex digits, to set beside another
-run's). The length's wall time (worker start-up included) and the sum of the workers' peaks (an upper bound on the
-memory the machine held) close each length.
+``--workers`` processes build the tasks of a length, handed out one at a time, as ``-n 2`` workers
+build cases: the suite's sample iterator, seed 42, the fixture QA files, one tokenizer per worker
+and length (its one-off tokenization of haystacks and word lists is counted in the first task that
+needs it), one sample in memory at a time. A line per task gives its build seconds (imports and
+tokenizer loading left out), its worker's peak memory while it ran (sampled every 20 ms), and the
+hash of its samples (its first 16 hex digits, to set beside another run's). The length's wall time
+(worker start-up included) and the sum of the workers' peaks (an upper bound on the memory the
+machine held) close each length.
 
-The previous implementation (``--baseline``, a git ref of this repository; ``none`` skips it) is checked out to a
-temporary folder and timed the same way, on ``--baseline-samples`` samples per task (``--samples`` when 0), and the
-ratio is per sample. Where both built the same samples, their hashes are compared: ``same`` means byte-identical
-prompts and answers; a task the baseline refused or left short is named as such.
+The previous implementation (``--baseline``, a git ref of this repository; ``none`` skips it) is
+checked out to a temporary folder and timed the same way, on ``--baseline-samples`` samples per task
+(``--samples`` when 0), and the ratio is per sample. Where both built the same samples, their hashes
+are compared: ``same`` means byte-identical prompts and answers; a task the baseline refused or left
+short is named as such.
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# A worker: builds the tasks named on its stdin, one JSON line each, with its ctxgate from the root given. Like a
-# suite worker it keeps one tokenizer for the length; its memory is sampled every 20 ms for each task's peak.
+# A worker: builds the tasks named on its stdin, one JSON line each, with its ctxgate from the
+# root given. Like a suite worker it keeps one tokenizer for the length; its memory is sampled
+# every 20 ms for each task's peak.
 CHILD = r"""
 import hashlib, json, sys, threading, time
 from array import array
@@ -68,7 +73,8 @@ for line in sys.stdin:
         count = samples_to_run(spec, ctx, length, int(n))
         h, built, fill = hashlib.sha256(), 0, 1.0
         for s in iter_samples(spec, ctx, length, count, 42):
-            # the prompt's ids and what it is scored against: Sample.digest's fields, hashed five times faster
+            # the prompt's ids and what it is scored against: Sample.digest's fields, hashed five
+            # times faster
             h.update(array("i", s.input_ids).tobytes())
             h.update(repr((s.task, s.length, s.index, s.answers, s.answer_prefix)).encode("utf-8"))
             built += 1
@@ -86,7 +92,8 @@ for line in sys.stdin:
 def run_all(
     root: Path, tokenizer: str, tasks: list[str], length: int, n: int, workers: int
 ) -> tuple[dict, float]:
-    """The tasks handed out one at a time to ``workers`` processes; their results and the wall time."""
+    """The tasks handed out one at a time to ``workers`` processes; their results and the wall
+    time."""
     waiting: queue.Queue[str] = queue.Queue()
     for task in tasks:
         waiting.put(task)

@@ -1,18 +1,22 @@
 """The suite on a Ray cluster, measured and simulated, in one run.
 
-(a) Measured: the same cases through the suite serially (one process, the model loaded once) and with ``--ray`` on
-a local two-node cluster (``ray.cluster_utils.Cluster``: a head, and a worker node with a custom resource standing
-in for two GPUs, so two replicas), the tiny checkpoint on CPU, no cache. Each is the suite as users start it, timed
-from start to exit; the ratio is serial time over cluster time (above 1: the cluster is faster). On this 2-core
-machine both replicas share the two cores the serial run has alone, so the ratio says what the queue and the
-replicas cost, not what more machines give.
+(a) Measured: the same cases through the suite serially (one process, the model loaded once) and
+    with ``--ray`` on
+a local two-node cluster (``ray.cluster_utils.Cluster``: a head, and a worker node with a custom
+resource standing in for two GPUs, so two replicas), the tiny checkpoint on CPU, no cache. Each is
+the suite as users start it, timed from start to exit; the ratio is serial time over cluster time
+(above 1: the cluster is faster). On this 2-core machine both replicas share the two cores the
+serial run has alone, so the ratio says what the queue and the replicas cost, not what more machines
+give.
 
-(b) Simulated at scale: full RULER (13 tasks x 6 lengths, 4K-128K, 500 samples each) for an 8B model (Llama-3-8B's
-shape), each sample's cost its prefill FLOPs at its length (2 * parameters * tokens for the weights, plus
-2 * layers * width * tokens^2 for causal attention) at one H100's dense bf16 peak. The makespan on 1, 4 and 16
-nodes of 8 GPUs: the suite's dynamic queue (the longest samples first, each to the first GPU free), static
-sharding (each GPU an equal contiguous share of the sample list in the order the cases are listed, as
-``datasets.shard(contiguous=True)`` splits it), and the FLOP limit (all the work spread perfectly).
+(b) Simulated at scale: full RULER (13 tasks x 6 lengths, 4K-128K, 500 samples each) for an 8B model
+    (Llama-3-8B's
+shape), each sample's cost its prefill FLOPs at its length (2 * parameters * tokens for the weights,
+plus 2 * layers * width * tokens^2 for causal attention) at one H100's dense bf16 peak. The makespan
+on 1, 4 and 16 nodes of 8 GPUs: the suite's dynamic queue (the longest samples first, each to the
+first GPU free), static sharding (each GPU an equal contiguous share of the sample list in the order
+the cases are listed, as ``datasets.shard(contiguous=True)`` splits it), and the FLOP limit (all the
+work spread perfectly).
 
     python bench/distributed.py [--tasks niah_single_1,vt,cwe] [--lengths 512,1k] [--samples 10]
                                 [--skip-measured]

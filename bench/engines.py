@@ -1,22 +1,25 @@
 """The same prompts through the HF backend at batch 1 (the papers' HF path), the HF backend batched
-(`--batch-size N`, left padded) and a vLLM server the way `--backend vllm` drives it (all of a case's samples in
-flight), in a rotating order, with fresh prompts every round (a new data seed) so vLLM's prefix cache never
-answers. Prints the median seconds of each, each one's speed against HF batch 1 measured in the same rounds, and
-how many greedy outputs equal HF batch 1's.
+(`--batch-size N`, left padded) and a vLLM server the way `--backend vllm` drives it (all of a
+case's samples in flight), in a rotating order, with fresh prompts every round (a new data seed) so
+vLLM's prefix cache never answers. Prints the median seconds of each, each one's speed against HF
+batch 1 measured in the same rounds, and how many greedy outputs equal HF batch 1's.
 
-    python bench/engines.py [--model fixtures/tiny-llama-niah] [--tasks niah_single_1,vt] [--lengths 1k,4k]
-                            [--samples 20] [--rounds 3] [--batch-size 8] [--vllm-python .venv-vllm/bin/python]
+    python bench/engines.py [--model fixtures/tiny-llama-niah] [--tasks niah_single_1,vt] [--lengths
+    1k,4k]
+                            [--samples 20] [--rounds 3] [--batch-size 8] [--vllm-python
+                            .venv-vllm/bin/python]
 
-On a GPU node: `VLLM_SPEC=vllm bash scripts/vllm_env.sh`, then the same command (bf16 + flash-attention for HF,
-vLLM CUDA); the GPU is named in the output.
+On a GPU node: `VLLM_SPEC=vllm bash scripts/vllm_env.sh`, then the same command (bf16 +
+flash-attention for HF, vLLM CUDA); the GPU is named in the output.
 
-``--suite`` (or ``--suite-only``) adds the suite against the engine: the demo's RULER cases (13 tasks at
-256-2K, 20 samples) run by the suite as users run it (``--backend vllm`` at its defaults, the server the suite
-starts, no cache), timed from its first case's start to its last case's end, against the same prompts given to the
-engine all at once. Each runs on a server of its own, one after the other, both without the prefix cache (the
-demo's prompts share long prefixes, which would flatter whichever side kept it). The ratio is the suite's samples
-per second over the engine's: how full the suite keeps the engine's batch across cases (the next cases' requests go
-in while one is scored).
+``--suite`` (or ``--suite-only``) adds the suite against the engine: the demo's RULER cases (13
+tasks at 256-2K, 20 samples) run by the suite as users run it (``--backend vllm`` at its defaults,
+the server the suite starts, no cache), timed from its first case's start to its last case's end,
+against the same prompts given to the engine all at once. Each runs on a server of its own, one
+after the other, both without the prefix cache (the demo's prompts share long prefixes, which would
+flatter whichever side kept it). The ratio is the suite's samples per second over the engine's: how
+full the suite keeps the engine's batch across cases (the next cases' requests go in while one is
+scored).
 
     python bench/engines.py --suite-only [--suite-concurrency N]
 """
@@ -226,10 +229,11 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         span = Path(scratch) / "span.json"
         command = [
-            sys.executable, "-m", "pytest", str(root / "tests_longctx" / "test_ruler.py"), f"--model={model}",
-            "--backend", "vllm", "--vllm-python", python, f"--vllm-arg={no_prefix_cache}", *concurrency,
-            "--lengths", DEMO_LENGTHS, "--samples", str(DEMO_SAMPLES), "--squad", str(squad), "--hotpotqa",
-            str(hotpot), "--no-cache", "-p", "bench.suite_span", "-p", "no:cacheprovider", "-q",
+            sys.executable, "-m", "pytest", str(root / "tests_longctx" / "test_ruler.py"),
+            f"--model={model}", "--backend", "vllm", "--vllm-python", python,
+            f"--vllm-arg={no_prefix_cache}", *concurrency, "--lengths", DEMO_LENGTHS,
+            "--samples", str(DEMO_SAMPLES), "--squad", str(squad), "--hotpotqa", str(hotpot),
+            "--no-cache", "-p", "bench.suite_span", "-p", "no:cacheprovider", "-q",
         ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(root), "CTXGATE_SPAN_FILE": str(span)}
         done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)

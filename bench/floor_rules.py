@@ -1,13 +1,13 @@
-"""How often a floor fails a case whose true score is at or above it, per rule, computed exactly (binomial sums over
-every outcome, no simulation), for 0/1-scored cases.
+"""How often a floor fails a case whose true score is at or above it, per rule, computed exactly
+(binomial sums over every outcome, no simulation), for 0/1-scored cases.
 
-    python bench/floor_rules.py [--confidence 0.95]
+python bench/floor_rules.py [--confidence 0.95]
 
-``rule = "score"`` fails a case whenever the observed mean is below the floor: at a true score equal to the floor
-that is about half the time, and a few points above it still often, so a run of ~65 gated cases almost always has a
-red case. ``rule = "upper"`` fails only when the whole interval lies below the floor, which at a true score equal to
-the floor happens at most about (1 - confidence) / 2 of the time, and above it less. docs/gates.md quotes these
-figures.
+``rule = "score"`` fails a case whenever the observed mean is below the floor: at a true score equal
+to the floor that is about half the time, and a few points above it still often, so a run of ~65
+gated cases almost always has a red case. ``rule = "upper"`` fails only when the whole interval lies
+below the floor, which at a true score equal to the floor happens at most about (1 - confidence) / 2
+of the time, and above it less. docs/gates.md quotes these figures.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """The HTML report of a full run: size and time to open in headless Chromium.
 
-    python bench/html_report.py [--samples 100] [--lengths 4k,8k,16k,32k,64k,128k]
+python bench/html_report.py [--samples 100] [--lengths 4k,8k,16k,32k,64k,128k]
 
-Builds the report of a 13 RULER task x 6 length x 100 sample run as the plugin would draw it: every case's record
-and every sample's row with the excerpts the runner records (the text around each needle and the prompt's end),
-taken from real samples the suite builds with the shipped tokenizer (at 4K: an excerpt's size does not depend on
-the length), with made-up predictions and scores. Then opens the page from disk in the system's Chromium
-(playwright) three times and prints its size, the time to its load event, and the time to open the largest
-case's samples, with a page of the same size but no script or data (the same bytes as one HTML comment) opened
-in the same rounds as the baseline ratio.
+Builds the report of a 13 RULER task x 6 length x 100 sample run as the plugin would draw it: every
+case's record and every sample's row with the excerpts the runner records (the text around each
+needle and the prompt's end), taken from real samples the suite builds with the shipped tokenizer
+(at 4K: an excerpt's size does not depend on the length), with made-up predictions and scores. Then
+opens the page from disk in the system's Chromium (playwright) three times and prints its size, the
+time to its load event, and the time to open the largest case's samples, with a page of the same
+size but no script or data (the same bytes as one HTML comment) opened in the same rounds as the
+baseline ratio.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from ctxgate.records.schema import Prediction, Report, adapter_for  # noqa: E402
 
 
 def real_rows(samples: int) -> dict[str, list[dict[str, Any]]]:
-    """Per RULER task, ``samples`` rows with real excerpts (built at 4K with the shipped tokenizer)."""
+    """Per RULER task, ``samples`` rows with real excerpts (built at 4K with the shipped
+    tokenizer)."""
     from transformers import AutoTokenizer
 
     from ctxgate.run.case import iter_samples, samples_to_run

@@ -1,18 +1,18 @@
-"""Long prompts end to end: the suite run on the tiny checkpoint at a long length, against a shorter one in the
-same run.
+"""Long prompts end to end: the suite run on the tiny checkpoint at a long length, against a shorter
+one in the same run.
 
-    python bench/long_prompts.py [--lengths 32k,256k] [--backends hf,vllm] [--task niah_single_1]
+python bench/long_prompts.py [--lengths 32k,256k] [--backends hf,vllm] [--task niah_single_1]
 
-Each backend x length is one real run of the suite: ``pytest --model fixtures/tiny-llama-niah --backend B
---lengths L --samples 1 --model-override max_position_embeddings=N -k TASK`` with a fresh cache, so the sample
-is built, sent to the model (for ``vllm`` a vLLM server the suite starts from .venv-vllm, ``scripts/vllm_env.sh``)
-and its output scored. A
-line per run gives the wall time, the peak memory of the run's whole process tree (the suite and, for vllm, the
-server and its engine; sampled every 100 ms), the prompt's length in tokens as the report records it, the
-output, and the exit status; each backend closes with the time and memory ratio of its longest length to its
-first, against the ratio of the lengths. The tiny checkpoint's 8K positions are extended to the longest length by
-the override (for HF the same as --force-lengths; vLLM builds its RoPE table that long, and cannot run past it):
-the point is the plumbing and the cost at the length, not the answer.
+Each backend x length is one real run of the suite: ``pytest --model fixtures/tiny-llama-niah
+--backend B --lengths L --samples 1 --model-override max_position_embeddings=N -k TASK`` with a
+fresh cache, so the sample is built, sent to the model (for ``vllm`` a vLLM server the suite starts
+from .venv-vllm, ``scripts/vllm_env.sh``) and its output scored. A line per run gives the wall time,
+the peak memory of the run's whole process tree (the suite and, for vllm, the server and its engine;
+sampled every 100 ms), the prompt's length in tokens as the report records it, the output, and the
+exit status; each backend closes with the time and memory ratio of its longest length to its first,
+against the ratio of the lengths. The tiny checkpoint's 8K positions are extended to the longest
+length by the override (for HF the same as --force-lengths; vLLM builds its RoPE table that long,
+and cannot run past it): the point is the plumbing and the cost at the length, not the answer.
 """
 
 from __future__ import annotations
@@ -170,9 +170,9 @@ def main() -> None:
                 print(row["tail"])
         first, last = rows[0], rows[-1]
         if len(rows) > 1:
+            ends = [format_length(r["length"]) for r in (last, first)]  # type: ignore[arg-type]
             print(
-                f"{backend:5} "
-                f"{format_length(last['length'])}/{format_length(first['length'])}: "  # type: ignore[arg-type]
+                f"{backend:5} {'/'.join(ends)}: "
                 f"{last['length'] / first['length']:.0f}x the length, "  # type: ignore[operator]
                 f"{last['wall_s'] / first['wall_s']:.2f}x the time, "  # type: ignore[operator]
                 f"{last['peak_mb'] / first['peak_mb']:.2f}x the peak "

@@ -1,22 +1,25 @@
-"""Sequential gating against fixed n, by simulation: cases with known true scores, near and far from the floor,
-Bernoulli (exact-match tasks) and bounded continuous (partial-credit tasks, Beta-distributed scores).
+"""Sequential gating against fixed n, by simulation: cases with known true scores, near and far from
+the floor, Bernoulli (exact-match tasks) and bounded continuous (partial-credit tasks,
+Beta-distributed scores).
 
-For each setting it runs ``--cases`` simulated cases (default 10,000) through both rules and prints, side by side:
-the share of wrong verdicts (a pass when the true score is below the floor, a fail when above), and the mean
-number of samples generated. Fixed n decides by the point estimate after ``--max-samples``; ``--sequential`` stops
-as soon as its betting test is certain at ``--alpha`` (ctxgate/stats/sequential.py), or falls back to the fixed-n rule
-on the same samples when the budget ends undecided. The last line averages the samples over the clear cases (true
-score at least 10 points from the floor) against fixed n's.
+For each setting it runs ``--cases`` simulated cases (default 10,000) through both rules and prints,
+side by side: the share of wrong verdicts (a pass when the true score is below the floor, a fail
+when above), and the mean number of samples generated. Fixed n decides by the point estimate after
+``--max-samples``; ``--sequential`` stops as soon as its betting test is certain at ``--alpha``
+(ctxgate/stats/sequential.py), or falls back to the fixed-n rule on the same samples when the budget
+ends undecided. The last line averages the samples over the clear cases (true score at least 10
+points from the floor) against fixed n's.
 
     python bench/sequential.py [--cases 10000] [--floor 0.8] [--alpha 0.05] [--max-samples 100]
     python bench/sequential.py --replay [--samples 24]
 
 ``--replay`` runs real generations instead, on the shipped checkpoint and its damaged sequence
-(``fixtures/checkpoint_sequence.py``): every case of the demo (each RULER and HELMET task at 256/512/1K/2K, the
-shipped data with HELMET's long documents, the judged tasks judged by ``fixtures/judge_server.py``) with a floor
-of 50 on every case (60 on msmarco_rerank, whose chance score is 50), fixed n then ``--sequential``; the baseline
-gate of a damaged checkpoint against a good one, both ways; and ``ctxgate bisect`` both ways. It prints each pair's
-verdicts, whether they agree, and the samples generated.
+(``fixtures/checkpoint_sequence.py``): every case of the demo (each RULER and HELMET task at
+256/512/1K/2K, the shipped data with HELMET's long documents, the judged tasks judged by
+``fixtures/judge_server.py``) with a floor of 50 on every case (60 on msmarco_rerank, whose chance
+score is 50), fixed n then ``--sequential``; the baseline gate of a damaged checkpoint against a
+good one, both ways; and ``ctxgate bisect`` both ways. It prints each pair's verdicts, whether they
+agree, and the samples generated.
 """
 
 from __future__ import annotations

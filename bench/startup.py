@@ -1,15 +1,17 @@
-"""Start-up: time from launching the suite to its first case finished, against importing torch and transformers.
+"""Start-up: time from launching the suite to its first case finished, against importing torch and
+transformers.
 
-    python bench/startup.py [--rounds 5] [--model fixtures/tiny-llama-niah]
+python bench/startup.py [--rounds 5] [--model fixtures/tiny-llama-niah]
 
-Each round runs, in rotating order, ``python -c "import torch, transformers"`` (the baseline the ratio is taken
-against), the same plus loading MODEL's tokenizer and weights with transformers' Auto classes (what any HF run
-pays before its first token: transformers imports its model-loading machinery then, not at ``import
-transformers``), and ``pytest --model MODEL --lengths 256 --samples 1 -k niah_single_1`` with a fresh cache folder
-(so the case is generated, not read back). The suite's time is taken when its first case's report is made (a
-probe plugin writes the clock), from just before the process was started. One warm-up of each first: a user's
-second run finds Python's bytecode written, so ``PYTHONDONTWRITEBYTECODE`` is dropped from every command's
-environment. Prints each round and the ratios of medians.
+Each round runs, in rotating order, ``python -c "import torch, transformers"`` (the baseline the
+ratio is taken against), the same plus loading MODEL's tokenizer and weights with transformers' Auto
+classes (what any HF run pays before its first token: transformers imports its model-loading
+machinery then, not at ``import transformers``), and ``pytest --model MODEL --lengths 256 --samples
+1 -k niah_single_1`` with a fresh cache folder (so the case is generated, not read back). The
+suite's time is taken when its first case's report is made (a probe plugin writes the clock), from
+just before the process was started. One warm-up of each first: a user's second run finds Python's
+bytecode written, so ``PYTHONDONTWRITEBYTECODE`` is dropped from every command's environment. Prints
+each round and the ratios of medians.
 """
 
 from __future__ import annotations

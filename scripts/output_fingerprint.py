@@ -1,11 +1,13 @@
-"""What a run produced, without its timings: proof that a change which should not change results did not.
+"""What a run produced, without its timings: proof that a change which should not change results did
+not.
 
-    python scripts/output_fingerprint.py out/demo.json [--write normalized.json]
+python scripts/output_fingerprint.py out/demo.json [--write normalized.json]
 
-Prints one line per case (task, length, verdict, score, n and ``data_sha256``, the hash of its samples' token ids)
-and the sha256 of the whole report with every timing, throughput, path and clock field removed, and of its
-predictions file (``*.predictions.jsonl``) likewise. Two runs of the same code on the same inputs print the same
-lines; a layout change (issue 15) is checked by running it on the demo report before and after.
+Prints one line per case (task, length, verdict, score, n and ``data_sha256``, the hash of its
+samples' token ids) and the sha256 of the whole report with every timing, throughput, path and clock
+field removed, and of its predictions file (``*.predictions.jsonl``) likewise. Two runs of the same
+code on the same inputs print the same lines; a layout change (issue 15) is checked by running it on
+the demo report before and after.
 """
 
 from __future__ import annotations

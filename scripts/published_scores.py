@@ -1,13 +1,14 @@
-"""Writes ctxgate/data/published.toml, the papers' published scores, from the papers' text (RULER: Table 3 and the
-appendix tables 12-16; HELMET: the numbers printed in Figure 6's cells and Table 5). The lines it reads are kept
-in fixtures/papers, written from the whole papers by --excerpt.
+"""Writes ctxgate/data/published.toml, the papers' published scores, from the papers' text (RULER:
+Table 3 and the appendix tables 12-16; HELMET: the numbers printed in Figure 6's cells and Table 5).
+The lines it reads are kept in fixtures/papers, written from the whole papers by --excerpt.
 
     python scripts/published_scores.py [--papers fixtures/papers] [--check]
     python scripts/published_scores.py --papers ../shared/papers --excerpt
 
-The model ids are the papers' own (RULER Table 4, HELMET Table 15); where HELMET names a model only by its short
-row label, the id is the model's released instruct checkpoint. --check compares instead of writing (exit 1 when the
-file differs). The suite reads only the TOML file; this script is how it was made.
+The model ids are the papers' own (RULER Table 4, HELMET Table 15); where HELMET names a model only
+by its short row label, the id is the model's released instruct checkpoint. --check compares instead
+of writing (exit 1 when the file differs). The suite reads only the TOML file; this script is how it
+was made.
 """
 
 from __future__ import annotations
@@ -54,10 +55,11 @@ RULER_IDS = {
     "Together-base (7B)": "togethercomputer/Llama-2-7B-32K",
 }
 RULER_BASE = {k for k in RULER_IDS if "-base" in k}
-# RULER Table 6 gives Yi its plain template ("Yi/Base: {task_template} {task_answer_prefix}"): no chat format,
-# though Table 4 lists it as aligned
+# RULER Table 6 gives Yi its plain template ("Yi/Base: {task_template} {task_answer_prefix}"): no
+# chat format, though Table 4 lists it as aligned
 RULER_PLAIN = RULER_BASE | {"Yi (34B)"}
-# HELMET Figure 6 (all instruction-tuned): row label -> id (Table 15's names; the org where Table 15 has none)
+# HELMET Figure 6 (all instruction-tuned): row label -> id (Table 15's names; the org where Table 15
+# has none)
 HELMET_IDS = {
     "GPT-4": "gpt-4-0125-preview",
     "GPT-4o-05": "gpt-4o-2024-05-13",
@@ -148,7 +150,8 @@ def helmet_figure6(text: str) -> list[dict]:
         if len(numbers) != 20 or None in numbers:
             raise SystemExit(f"Figure 6 row {c[0]!r}: expected 20 numbers")
         for k, group in enumerate(groups):
-            rows.setdefault(c[0], {})[group] = numbers[5 * k : 5 * k + 5]  # type: ignore[assignment]
+            five = numbers[5 * k : 5 * k + 5]
+            rows.setdefault(c[0], {})[group] = five  # type: ignore[assignment]
     measures = {
         "Recall": "helmet_recall",
         "RAG": "helmet_rag",
@@ -185,11 +188,13 @@ def toml_row(
     )
 
 
-HEADER = """# The papers' published scores, per model, measure and length. Written by scripts/published_scores.py from
-# the papers' text; read by ctxgate.data.published (--reference). Scores in percent; lengths as the papers print
-# them.
-# A source states the setting behind its numbers: the paper, the table, what the number averages, the samples per
-# task, the chat policy, the unit lengths are counted in, and the run-to-run allowance a reproduction is held to.
+HEADER = """\
+# The papers' published scores, per model, measure and length. Written by
+# scripts/published_scores.py from the papers' text; read by ctxgate.data.published (--reference).
+# Scores in percent; lengths as the papers print them.
+# A source states the setting behind its numbers: the paper, the table, what the number averages,
+# the samples per task, the chat policy, the unit lengths are counted in, and the run-to-run
+# allowance a reproduction is held to.
 
 [source.ruler-table3]
 paper = "RULER (Hsieh et al., COLM 2024)"
@@ -295,7 +300,8 @@ def ruler_bars(text: str, caption: str) -> dict[str, float]:
 def bar_text(bars: dict[str, float]) -> str:
     parts = [f"Llama-2-7B-chat's {bars['chat']} (aligned models)"] if "chat" in bars else []
     parts += [f"Llama-2-7B's {bars['base']} (base models)"] if "base" in bars else []
-    return f"; effective: above {' or '.join(parts)}, {'their' if len(parts) > 1 else 'its'} 4K score in this table"
+    whose = "their" if len(parts) > 1 else "its"
+    return f"; effective: above {' or '.join(parts)}, {whose} 4K score in this table"
 
 
 def excerpts(papers: Path) -> dict[str, str]:

@@ -1,9 +1,10 @@
-"""Writes the field tables of docs/report.md from the report's JSON Schema (``ctxgate schema``, derived from the
-records in ``ctxgate/records/schema.py``): every record of ``run.json`` and of a ``.predictions.jsonl`` line, each
-field with its type and the description its docstring gives. A field without a description is an error. The test
-command runs ``--check``, so the page cannot fall behind the schema.
+"""Writes the field tables of docs/report.md from the report's JSON Schema (``ctxgate schema``,
+derived from the records in ``ctxgate/records/schema.py``): every record of ``run.json`` and of a
+``.predictions.jsonl`` line, each field with its type and the description its docstring gives. A
+field without a description is an error. The test command runs ``--check``, so the page cannot fall
+behind the schema.
 
-    python scripts/report_doc.py [--check]
+python scripts/report_doc.py [--check]
 """
 
 from __future__ import annotations
@@ -157,9 +158,8 @@ def main() -> int:
     updated = head + written + rest.split(END, 1)[1]
     if args.check:
         same = updated == text_now
-        print(
-            f"{DOC}: {'the field tables are up to date' if same else 'the field tables differ from the schema'}"
-        )
+        state = "are up to date" if same else "differ from the schema"
+        print(f"{DOC}: the field tables {state}")
         return 0 if same else 1
     DOC.write_text(updated, "utf-8")
     print(f"wrote the field tables in {DOC}")

@@ -1,13 +1,16 @@
-"""Hashes of every sample a task builds, per task and length: proof that a change to the builders kept the data.
+"""Hashes of every sample a task builds, per task and length: proof that a change to the builders
+kept the data.
 
-    python scripts/sample_hashes.py [--lengths 4k,8k,16k,32k,64k,128k] [--samples 100] [--suite ruler]
-    PYTHONPATH=/path/to/other/checkout python scripts/sample_hashes.py ...   # the same lines from another version
+    python scripts/sample_hashes.py [--lengths 4k,8k,16k,32k,64k,128k] [--samples 100] [--suite
+    ruler] PYTHONPATH=/path/to/other/checkout python scripts/sample_hashes.py ...   # the same lines
+    from another version
 
-One line per task and length: the samples built, the smallest fill ((input + generation budget) / length) and
-``data_sha256``, the hash the report gives a case (over each sample's task, length, index, answers, answer prefix
-and input ids). Prompts are built as the suite builds them by default: the shipped tokenizer, seed 42, each task's
-chat-template policy, the fixture QA files. The last line hashes all lines, so two versions compare in one value.
-It uses only the builders' public entry points, which older versions have too.
+One line per task and length: the samples built, the smallest fill ((input + generation budget) /
+length) and ``data_sha256``, the hash the report gives a case (over each sample's task, length,
+index, answers, answer prefix and input ids). Prompts are built as the suite builds them by default:
+the shipped tokenizer, seed 42, each task's chat-template policy, the fixture QA files. The last
+line hashes all lines, so two versions compare in one value. It uses only the builders' public entry
+points, which older versions have too.
 """
 
 from __future__ import annotations
@@ -71,13 +74,16 @@ def main() -> None:
             try:
                 n = samples_to_run(spec, ctx, length, args.samples)
                 samples = build_samples(spec, ctx, length, n, 42)
-            except Exception as exc:  # noqa: BLE001 - a task that cannot be built is a line of its own
-                line = f"{spec.name:<16} {format_length(length):>5} refused {type(exc).__name__}: {str(exc)[:80]}"
+            # a task that cannot be built is a line of its own
+            except Exception as exc:  # noqa: BLE001
+                said = f"{type(exc).__name__}: {str(exc)[:80]}"
+                line = f"{spec.name:<16} {format_length(length):>5} refused {said}"
             else:
                 gen = spec.tokens_to_generate
                 fill = min((len(s.input_ids) + gen) / length for s in samples)
                 digest = data_hash([s.digest() for s in samples])
-                line = f"{spec.name:<16} {format_length(length):>5} n={len(samples):<4} fill={fill:.4f} {digest}"
+                line = f"{spec.name:<16} {format_length(length):>5} n={len(samples):<4} "
+                line += f"fill={fill:.4f} {digest}"
             lines.append(line)
             print(line, flush=True)
     print(f"all: {hashlib.sha256(chr(10).join(lines).encode()).hexdigest()}")

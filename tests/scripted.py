@@ -1,26 +1,29 @@
-"""A scripted backend for plumbing tests: no model, outputs decided by a JSON script. The suite runs on it as on any
-backend of one's own, ``--backend tests.scripted:ScriptedBackend --model SCRIPT.json`` (``SCRIPTED`` in conftest).
+"""A scripted backend for plumbing tests: no model, outputs decided by a JSON script. The suite runs
+on it as on any backend of one's own, ``--backend tests.scripted:ScriptedBackend --model
+SCRIPT.json`` (``SCRIPTED`` in conftest).
 
     {"max_positions": 4096, "default": 1.0,
      "accuracy": {"niah_single_1": {"512": 1.0, "2048": 0.0}, "vt": {"*": 0.5}},
      "calls_log": "calls.txt", "sleep": 0.0, "tokenizer": "fixtures/tiny-llama-niah"}
 
-``tokenizer`` (optional, a folder, relative to the script's): prompts are built with that tokenizer, as for the
-checkpoint it belongs to, instead of one token per byte; still no model runs.
+``tokenizer`` (optional, a folder, relative to the script's): prompts are built with that tokenizer,
+as for the checkpoint it belongs to, instead of one token per byte; still no model runs.
 
-``offset`` shifts which samples are answered right without changing the rate (run-to-run noise, for tests).
-``calls_log`` (optional) gets one line per generation, flushed at once, so tests can count what was generated
-(and what a cache spared): task, length, index, xdist worker, and how many generations were in flight when it
-started (``concurrency`` lets the runner send that many at once); ``sleep`` slows each call down, so a test can
-kill a run mid-case; ``raise``
-(``{"vt": {"*": "message"}}``) makes a case's generations fail with that message, as a broken backend would, and
-``kill`` (``{"vt": {"*": true}}``) kills the process running the case, as the kernel's OOM killer would.
+``offset`` shifts which samples are answered right without changing the rate (run-to-run noise, for
+tests). ``calls_log`` (optional) gets one line per generation, flushed at once, so tests can count
+what was generated (and what a cache spared): task, length, index, xdist worker, and how many
+generations were in flight when it started (``concurrency`` lets the runner send that many at once);
+``sleep`` slows each call down, so a test can kill a run mid-case; ``raise``
+(``{"vt": {"*": "message"}}``) makes a case's generations fail with that message, as a broken
+backend would, and ``kill`` (``{"vt": {"*": true}}``) kills the process running the case, as the
+kernel's OOM killer would.
 
-For a case with accuracy p, sample i is answered right when floor((i + 1) * p) > floor(i * p), which spreads
-round-down(p * n) right answers evenly over any n samples; the others get an empty string. A right answer is what
-the task's metric scores in full, from the sample's references: the backend builds the sample again, from the
-request's task, length and index and the run's options, as the suite built it (the suite never hands a backend the
-gold). It is never evidence that a feature works on a model.
+For a case with accuracy p, sample i is answered right when floor((i + 1) * p) > floor(i * p), which
+spreads round-down(p * n) right answers evenly over any n samples; the others get an empty string. A
+right answer is what the task's metric scores in full, from the sample's references: the backend
+builds the sample again, from the request's task, length and index and the run's options, as the
+suite built it (the suite never hands a backend the gold). It is never evidence that a feature works
+on a model.
 """
 
 from __future__ import annotations

@@ -31,11 +31,13 @@ import sys, time
 from pathlib import Path
 from ctxgate.backends.base import Generation, GenerationParams
 from ctxgate.run.cache import GenerationCache
-root, me, processes, trials, rows = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+root, me = Path(sys.argv[1]), sys.argv[2]
+processes, trials, rows = (int(a) for a in sys.argv[3:6])
 params = GenerationParams(max_new_tokens=4)
 for t in range(trials):
     (root / f"ready-{t}-{me}").touch()
-    deadline = time.monotonic() + 600  # only a dead peer waits this long: a busy machine may take many seconds
+    # only a dead peer waits this long: a busy machine may take many seconds
+    deadline = time.monotonic() + 600
     while len(list(root.glob(f"ready-{t}-*"))) < processes:
         if time.monotonic() > deadline:
             sys.exit(f"trial {t}: another process died")

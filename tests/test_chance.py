@@ -59,7 +59,7 @@ def parse(text: str) -> Thresholds:
     return parse_thresholds(text, "t.toml", task_names())
 
 
-def test_a_floor_at_or_below_a_matched_tasks_chance_is_refused_naming_the_task_its_chance_and_the_fix():
+def test_a_floor_at_or_below_a_tasks_chance_is_refused_naming_the_task_its_chance_and_the_fix():
     with pytest.raises(ThresholdsError) as err:
         parse('[[floor]]\ntask = "*"\nlength = "<=32k"\nfloor = 20\n')
     message = str(err.value)

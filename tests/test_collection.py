@@ -62,7 +62,8 @@ def test_named_test_paths_are_still_the_users_choice(outside):
 
 
 def test_the_suite_runs_without_xdist(outside, tmp_path):
-    """-p no:xdist, a common way to debug a suite: the xdist-only hooks are optional, not an error."""
+    """-p no:xdist, a common way to debug a suite: the xdist-only hooks are optional, not an
+    error."""
     result = launch_suite(
         "-p", "no:xdist", "-k", "vt", "--lengths", "1k", "--samples", "2", "--no-cache",
         model=outside, cwd=tmp_path, timeout=300, checkout_on_path=False,

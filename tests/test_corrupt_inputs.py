@@ -49,7 +49,8 @@ PREDICTIONS = "".join(
     for i, (score, digest) in enumerate([(1.0, "a"), (0.0, "b")])
 ).encode()
 THRESHOLDS = (
-    b'[defaults]\nfloor = 10\nrule = "score"\n[[floor]]\ntask = "niah_*"\nlength = "<=32k"\nfloor = 90\n'
+    b'[defaults]\nfloor = 10\nrule = "score"\n'
+    b'[[floor]]\ntask = "niah_*"\nlength = "<=32k"\nfloor = 90\n'
     b'[regression]\ntolerance = 2.0\n[[tolerance]]\ntask = "vt"\npoints = 5\n'
 )
 JSONL = b'{"question": "q1", "answers": ["a"]}\n{"question": "q2", "answers": ["b"]}\n'

@@ -160,7 +160,8 @@ def test_request_timeouts_grow_with_the_prompt_past_128k(run_openai, server):
     server[1]({"max_model_len": 300_000})
     lengths = "1k,256k"
     result = run_openai(
-        "-k", "niah_single_1", "--lengths", lengths, "--samples", "1", "--no-cache", "--request-timeout", "100",
+        "-k", "niah_single_1", "--lengths", lengths, "--samples", "1", "--no-cache",
+        "--request-timeout", "100",
         "--concurrency", "1",
     )  # fmt: skip
     _out(result)
@@ -256,7 +257,8 @@ def test_a_vllm_window_is_never_forced_past_its_rope_table():
 
     from ctxgate.backends.endpoint import EndpointBackend
 
-    window = EndpointBackend.window_of(SimpleNamespace(name="vllm", replicas=[]), 8192)  # type: ignore[arg-type]
+    served = SimpleNamespace(name="vllm", replicas=[])
+    window = EndpointBackend.window_of(served, 8192)  # type: ignore[arg-type]
     assert not window.forceable
     assert window.what == "the model's max_position_embeddings (8192)"
     assert "--model-override max_position_embeddings=N or --rope-scaling JSON" in window.fix

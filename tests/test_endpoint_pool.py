@@ -29,7 +29,8 @@ TOTAL = 2 * SAMPLES
 
 
 def start_servers(count: int, **script: Any) -> list[tuple[str, Any]]:
-    """``count`` echo servers, each with ``script`` (see the fixture): their URLs and ``_State``s."""
+    """``count`` echo servers, each with ``script`` (see the fixture): their URLs and
+    ``_State``s."""
     from fixtures.completions_server import start
 
     started = []

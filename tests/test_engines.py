@@ -87,7 +87,8 @@ def proxy(vllm_url):
 def run(
     cwd: Path, *args: str, env: dict | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
-    """The suite from ``cwd`` on the shipped checkpoint with the QA fixtures (no thresholds file)."""
+    """The suite from ``cwd`` on the shipped checkpoint with the QA fixtures (no thresholds
+    file)."""
     return launch_suite(
         "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *args, cwd=cwd, env=env, timeout=timeout
     )
@@ -423,7 +424,8 @@ def test_kill_9_mid_case_then_a_rerun_generates_only_what_was_missing(proxy, tmp
     url, control = proxy
     control({"delay": 0.2})
     proc = start_suite(
-        "-k", "niah_single_1", "--lengths", "1k", "--samples", "40", "--backend", "openai", "--base-url", url,
+        "-k", "niah_single_1", "--lengths", "1k", "--samples", "40",
+        "--backend", "openai", "--base-url", url,
         "--concurrency", "4",
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, new_session=True,
     )  # fmt: skip

@@ -48,7 +48,7 @@ def _one_line_error(result: pytest.RunResult) -> str:
     return out
 
 
-# 1. Skips that passed --------------------------------------------------------------------------------------------
+# 1. Skips that passed -----------------------------------------------------------------------------
 
 
 def test_a_shrunken_window_fails_the_run_and_against_a_baseline_that_scored_the_length(
@@ -188,7 +188,7 @@ def test_without_a_floor_a_case_whose_input_was_not_given_is_a_skip(
     assert case["judge"]["status"] == "judged" and case["score"] is not None
 
 
-# 2. Silent fallbacks -------------------------------------------------------------------------------------------
+# 2. Silent fallbacks ------------------------------------------------------------------------------
 
 
 def test_thresholds_are_found_from_a_subfolder_and_named_in_the_header(real_suite, pytester):
@@ -200,7 +200,8 @@ def test_thresholds_are_found_from_a_subfolder_and_named_in_the_header(real_suit
     sub = pytester.path / "ci"
     sub.mkdir()
     proc = launch_suite(
-        "-k", "vt", "--lengths", "1k", "--samples", "2", "--no-cache", str(pytester.path / "tests_longctx"),
+        "-k", "vt", "--lengths", "1k", "--samples", "2", "--no-cache",
+        str(pytester.path / "tests_longctx"),
         cwd=sub, timeout=600,
     )  # fmt: skip
     assert f"ctxgate thresholds: {pytester.path / 'thresholds.toml'} (found 1 up" in proc.stdout
@@ -354,7 +355,7 @@ def test_a_missing_local_data_file_never_reaches_for_the_hub(
     listener.close()
 
 
-# 3. Crashes ------------------------------------------------------------------------------------------------------
+# 3. Crashes ---------------------------------------------------------------------------------------
 
 
 def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(
@@ -589,7 +590,7 @@ def test_a_broken_chat_template_is_one_line_naming_its_file(real_suite, ckpt, te
     )  # refused before workers start (1), or when it loads (2)
 
 
-# 4. Consent ------------------------------------------------------------------------------------------------------
+# 4. Consent ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("damage", ["pickle", "auto_map"])
@@ -621,14 +622,15 @@ def test_a_report_whose_predictions_are_a_symlink_is_refused(tmp_path):
     (folder / "r.json").write_text(json.dumps(report))
     (folder / "r.predictions.jsonl").symlink_to(outside)
     proc = call_ctxgate(
-        "judge", str(folder / "r.json"), "--judge-model", "m", "--judge-base-url", "http://127.0.0.1:9/v1",
+        "judge", str(folder / "r.json"), "--judge-model", "m",
+        "--judge-base-url", "http://127.0.0.1:9/v1",
         cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 2 and "is a symbolic link" in proc.stderr, proc.stderr
 
 
 # The rule itself
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -180,7 +180,10 @@ def test_long_score_is_the_mean_relative_change_of_the_lengths_from_8k_against_t
 
 
 def test_the_gate_fails_below_its_length_and_without_a_base_names_the_lengths_to_add():
-    text = '[relative_effective_length]\nshare = 0.5\n[relative_effective_length.min_length]\nbabilong = "2k"\n'
+    text = (
+        "[relative_effective_length]\nshare = 0.5\n"
+        '[relative_effective_length.min_length]\nbabilong = "2k"\n'
+    )
     thresholds = parse_thresholds(text, "t.toml", task_names())
     assert thresholds.relative_share == 0.5 and thresholds.relative_min_length == (
         ("babilong", 2048),

@@ -168,7 +168,7 @@ def test_an_unknown_task_is_one_line():
 
 
 # --- the prompt
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 # sha256 of instruction, examples and post_prompt joined by NUL, as babilong/prompts.py has them at
 # booydar/babilong 7a6efee29f5cac03c3c410e6799c80fd2ffe3610
@@ -318,7 +318,8 @@ def test_chat_template_wraps_babilongs_prompt_in_one_user_turn(hf_encoder):
 
 @pytest.mark.parametrize("task", GENERATED)
 def test_length_zero_is_the_bare_story(hf_encoder, task):
-    """BABILong's 0k: the facts joined by spaces in the template, no background and no length cap."""
+    """BABILong's 0k: the facts joined by spaces in the template, no background and no length
+    cap."""
     s = build_sample(get_task(task), ctx_for(hf_encoder), 0, 3, 42)
     split = task.rsplit("_", 1)[1]
     assert hf_encoder.decode(s.input_ids) == reference_input(
@@ -587,7 +588,7 @@ def write_set(root: Path, split: str, config: str, rows: list) -> str:
     return str(root)
 
 
-def test_a_set_sized_as_babilongs_runs_whole_where_the_tokenizer_is_as_compact_as_the_one_that_sized_it(
+def test_a_set_sized_as_babilongs_runs_whole_on_a_tokenizer_as_compact_as_the_one_that_sized_it(
     large_vocab_tokenizer, large_vocab_encoder, tmp_path
 ):
     """A 1k set leaves 1024 - 700 = 324 tokens for the prompt, the chat template and the 20

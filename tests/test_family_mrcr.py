@@ -215,7 +215,10 @@ def test_the_bare_template_of_a_chat_api_is_refused_not_flattened(hf_tokenizer, 
     reach the model as one run of text ("...a lover of horsesPrepend ..."), so both families refuse
     it, naming the fixes."""
     enc = with_template(hf_tokenizer, BARE_CHAT_TEMPLATE)
-    fixes = "writes nothing between a user and an assistant message.*--endpoint-api completions.*--chat-template off"
+    fixes = (
+        "writes nothing between a user and an assistant message"
+        ".*--endpoint-api completions.*--chat-template off"
+    )
     with pytest.raises(ChatTemplateError, match=fixes):
         enc.chat_turns()
     folder, _ = mrcr_dir
@@ -321,7 +324,8 @@ def test_topics_are_plural_and_the_answers_read_with_them():
     )
     assert {"horses", "records", "fields", "canals", "berries", "boxes"} <= topics
     assert not {"childs", "leafs", "potatos", "mans", "sheeps", "analysises"} & topics
-    assert [conv.plural(w) for w in ("canal", "berry", "day", "box", "church", "leaf", "class", "child")] == [
+    words = ("canal", "berry", "day", "box", "church", "leaf", "class", "child")
+    assert [conv.plural(w) for w in words] == [
         "canals", "berries", "days", "boxes", "churches", None, None, None
     ]  # fmt: skip
     rng = random.Random(5)

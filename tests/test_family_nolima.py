@@ -207,8 +207,8 @@ def test_a_pair_over_the_cap_refuses_ctx_nolima_alone_and_never_the_registry(
 def test_the_official_set_is_read_in_nolimas_order_with_arguments_filled(nolima_dir):
     cases = load_official(str(nolima_dir)).cases
     assert [c.name for c in cases] == [
-        "0901_T01_onehop", "0901_T02_onehop", "0901_T01_twohop", "0901_T02_twohop", "0901_T01_direct",
-        "0901_T02_direct", "0902_T01_onehop",
+        "0901_T01_onehop", "0901_T02_onehop", "0901_T01_twohop", "0901_T02_twohop",
+        "0901_T01_direct", "0901_T02_direct", "0902_T01_onehop",
     ]  # fmt: skip
     first = cases[0]
     assert (
@@ -322,7 +322,7 @@ def test_any_json_document_is_read_or_refused_in_one_line(doc):
 
 
 # the metric
-# --------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 def test_contains_is_nolimas_case_sensitive_substring_rule():
     assert contains("The answer is Priya.", ["Priya"]) == 1.0
     assert contains("the answer is priya", ["Priya"]) == 0.0
@@ -347,7 +347,7 @@ def test_contains_scores_one_exactly_when_the_name_is_in_the_output(before, afte
 
 
 # the tasks
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 def test_specs():
     for name in (*TASKS, "nolima"):
         spec = get_task(name)
@@ -585,7 +585,8 @@ def test_the_official_task_reads_the_file_and_asks_every_latent_question(officia
     assert spec.pool_size is not None and spec.pool_size(official_ctx, 4096) == 5 * 26
     built = [build_sample(spec, official_ctx, 2048, i, 42) for i in range(5)]
     assert sorted(s.meta["case"] for s in built) == [
-        "0901_T01_onehop", "0901_T01_twohop", "0901_T02_onehop", "0901_T02_twohop", "0902_T01_onehop",
+        "0901_T01_onehop", "0901_T01_twohop", "0901_T02_onehop", "0901_T02_twohop",
+        "0902_T01_onehop",
     ]  # fmt: skip
     gold = next(s for s in built if s.meta["case"] == "0902_T01_onehop")
     assert gold.answers == ("Bern",) and gold.meta["character"] is None

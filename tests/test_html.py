@@ -31,7 +31,7 @@ FLOOR = 50.0  # niah_single_1's floor in the test's thresholds: the broken check
 
 
 # the real runs
-# -------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 def _suite(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return launch_suite(
         "-k", SELECT, "--lengths", LENGTHS, "--samples", "6", "--no-cache", "-q", *args, model=model
@@ -74,7 +74,7 @@ def _report(path: Path) -> dict[str, Any]:
 
 
 # the browser
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     yield from launch()
@@ -226,7 +226,7 @@ def test_ctxgate_html_refuses_a_missing_report_in_one_line(tmp_path):
 
 
 # pure parts
-# ----------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 def test_the_colour_scale_is_matplotlibs_viridis():
     matplotlib = pytest.importorskip("matplotlib")
     table = matplotlib.colormaps["viridis"]

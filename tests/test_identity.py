@@ -95,7 +95,8 @@ def test_the_judge_cache_key_names_the_server(tmp_path):
         client = JudgeClient(JudgeSettings(model="judge", base_url=url, cache_dir=str(tmp_path)))
         seen: list[str] = []
         client.cache.get = lambda key, seen=seen: seen.append(key)  # type: ignore[method-assign]
-        client._request = lambda prompt: type("R", (), {"text": "x"})()  # type: ignore[method-assign]
+        answer = type("R", (), {"text": "x"})()
+        client._request = lambda prompt, answer=answer: answer  # type: ignore[method-assign]
         client.cache.put = lambda *a: None  # type: ignore[method-assign]
         client._reply("the same prompt", 0)
         keys.append(seen[0])

@@ -18,7 +18,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import mlflow
 events = EventAccumulator(sys.argv[1])
 events.Reload()
-tb = {n: [[e.step, e.value] for e in events.Scalars("ctxgate/ruler_avg/" + n)] for n in ("512", "1K")}
+tb = {
+    n: [[e.step, e.value] for e in events.Scalars("ctxgate/ruler_avg/" + n)] for n in ("512", "1K")
+}
 client = mlflow.MlflowClient(tracking_uri=sys.argv[2])
 history = [[m.step, m.value] for r in client.search_runs(experiment_ids=["0"])
            for m in client.get_metric_history(r.info.run_id, "ctxgate/ruler_avg/1K")]

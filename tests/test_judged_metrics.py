@@ -52,7 +52,10 @@ def test_claim_f1_by_hand():
 
 
 def test_citation_recall_and_precision_by_hand():
-    out = "Mara Quill built the first mill [1][3]. Quillby lies on the Wen [2].\nIt has many bells. Ok."
+    out = (
+        "Mara Quill built the first mill [1][3]. Quillby lies on the Wen [2].\n"
+        "It has many bells. Ok."
+    )
     s = judged.citation_scores(out, "q", DOCS, 3, entails)
     # sentences: 3 kept ("Ok." has under 5 characters); recall: s1 (docs 1+3 entail) and s2 yes, s3
     # uncited no

@@ -151,7 +151,8 @@ def test_a_failing_gate_is_a_failed_testcase_with_its_verdict_line(
     ).assert_outcomes(passed=4)
     broken = {**ALL_RIGHT, "accuracy": {"niah_single_1": {"4096": 0.0}}}
     result = suite(
-        broken, *two, "--baseline", "base.json", "--report", "out/r.json", "--junitxml", "out/junit.xml",
+        broken, *two, "--baseline", "base.json", "--report", "out/r.json",
+        "--junitxml", "out/junit.xml",
         thresholds=ALL_GATES, lengths="1k,4k",
     )  # fmt: skip
     assert result.ret == 1
@@ -177,7 +178,8 @@ def test_under_xdist_the_controller_writes_the_gates_and_summaries(
     suite: Suite, pytester: pytest.Pytester
 ) -> None:
     result = suite(
-        ALL_RIGHT, "-n", "2", "-m", "ruler", "--report", "out/r.json", "--junitxml", "out/junit.xml",
+        ALL_RIGHT, "-n", "2", "-m", "ruler", "--report", "out/r.json",
+        "--junitxml", "out/junit.xml",
         thresholds='[session]\nmin_effective_length = "8k"\n', lengths="1k,4k",
     )  # fmt: skip
     assert result.ret == 1

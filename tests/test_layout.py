@@ -320,7 +320,8 @@ def test_each_plugin_module_exists_once_however_it_is_imported(pytestconfig):
 BARE_CLONE = """
 import importlib, sys
 # a checkout that was never installed: no finder knows ctxgate_plugins, and no entry point loads it
-sys.meta_path = [f for f in sys.meta_path if "_EditableFinder" not in repr(f)]  # ctxgate itself: from the cwd
+# ctxgate itself: from the cwd
+sys.meta_path = [f for f in sys.meta_path if "_EditableFinder" not in repr(f)]
 for name in [n for n in sys.modules if n.split(".")[0] in ("ctxgate_plugins", "plugins")]:
     del sys.modules[name]
 import pytest

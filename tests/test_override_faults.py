@@ -46,7 +46,8 @@ REFUSED = [
     pytest.param(
         "--rope-scaling",
         '{"rope_type":"yarn","factor":4.0,"beta_fast":"x"}',
-        """--rope-scaling beta_fast 'x' must be a number of at least 0.001 (YaRN's is 32): e.g. --rope-scaling """
+        "--rope-scaling beta_fast 'x' must be a number of at least 0.001 (YaRN's is 32): "
+        "e.g. --rope-scaling "
         """'{"rope_type": "yarn", "factor": 4.0, "beta_fast": 32}'""",
         id="yarn-beta-text",
     ),

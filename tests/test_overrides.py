@@ -225,7 +225,8 @@ def test_a_served_model_started_without_the_settings_is_refused_with_both_number
     url, httpd = start()
     try:
         result = real_suite(
-            "--backend", "openai", "--base-url", url, "--served-model", "tiny", "--rope-scaling", LINEAR2,
+            "--backend", "openai", "--base-url", url, "--served-model", "tiny",
+            "--rope-scaling", LINEAR2,
             "-k", "niah_single_1", "--lengths", "1k", "--samples", "1", "--no-cache",
         )  # fmt: skip
     finally:

@@ -175,7 +175,7 @@ def test_no_line_in_a_pipe_or_with_progress_off(tmp_path):
     assert b"\x1b7" not in raw and b"tok/s" not in raw
 
 
-def test_any_write_through_the_terminal_writer_erases_the_line_first_and_reaches_the_screen_at_once():
+def test_a_write_through_the_terminal_writer_erases_the_line_and_reaches_the_screen_at_once():
     """The cause of a line once seen merged with pytest's dots under load: a write made outside the
     hooks the line paused for, or one left in a buffer while the drawing thread wrote the line
     straight to the terminal. Every write through pytest's terminal writer (whoever makes it) now

@@ -90,7 +90,7 @@ def _stored(tmp_path: Path, report: dict[str, Any]) -> Report:
 
 
 # the data
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 def test_the_file_is_what_the_script_reads_from_the_papers_tables(tmp_path):
     """From the tables kept in fixtures/papers: the same file; one score changed there: a different
     one."""
@@ -163,7 +163,7 @@ def test_a_row_of_the_papers_reads_as_printed():
 
 
 # the comparison
-# ------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 def test_a_published_row_is_within_the_band_and_ten_points_lower_is_outside(tmp_path):
     row = _row("ruler-table3")
     same = compare(_stored(tmp_path, _report(dict(row.scores))), [row])[0]
@@ -223,7 +223,10 @@ def test_a_helmet_category_on_ctxgates_own_prompts_says_so(compat):
     report = stored_report(cases, run={"helmet_compat": compat}, by_length={"8192": {}})
     (entry,) = compare(report, [row])[0]["lengths"]
     named = [d for d in entry["differs"] if "--helmet-compat" in d]
-    said = "infbench_mc, infbench_qa, narrativeqa ran on ctxgate's prompts, not HELMET's (--helmet-compat builds those)"
+    said = (
+        "infbench_mc, infbench_qa, narrativeqa ran on ctxgate's prompts, not HELMET's "
+        "(--helmet-compat builds those)"
+    )
     assert named == ([] if compat else [said])
 
 
@@ -254,7 +257,7 @@ def test_ctxgate_published_compares_a_stored_report(tmp_path):
 
 
 # the plugin
-# ----------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 def _suite(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     select = ("-k", "vt", "--lengths", "4k", "--samples", "2", "--no-cache")
     return launch_suite(*select, "--report", str(out / "run.json"), *args, model=model, timeout=600)

@@ -391,7 +391,8 @@ def test_bisect_on_the_cluster_probes_side_by_side_and_names_the_serial_bisects_
 ):
     def bisect(*args: str) -> dict[str, Any]:
         done = run_ctxgate(
-            "bisect", str(checkpoint_sequence), "-k", "niah_single_1", "--lengths", "256", "--samples", "12",
+            "bisect", str(checkpoint_sequence), "-k", "niah_single_1", "--lengths", "256",
+            "--samples", "12",
             "--no-cache", "--json", "out.json", *args,
             cwd=tmp_path, env=RAY_ENV,
         )  # fmt: skip
@@ -406,7 +407,7 @@ def test_bisect_on_the_cluster_probes_side_by_side_and_names_the_serial_bisects_
     assert ray["rounds"] < serial["rounds"] == serial["evaluations"]
 
 
-def test_the_simulation_at_scale_puts_the_dynamic_queue_at_the_flop_limit_and_static_shards_behind():
+def test_the_simulation_at_scale_puts_the_dynamic_queue_at_the_flop_limit_static_shards_behind():
     from bench.distributed import dynamic, full_ruler, static
 
     costs = full_ruler()

@@ -26,8 +26,8 @@ def _build(ctx, length, index, rng):
 
 
 def _spec(name, suite, category, **extra):
-    return TaskSpec(name=name, suite=suite, category=category, metric=STRING_MATCH_ALL, tokens_to_generate=8,
-                    build=_build, chance=0.0, **extra)
+    return TaskSpec(name=name, suite=suite, category=category, metric=STRING_MATCH_ALL,
+                    tokens_to_generate=8, build=_build, chance=0.0, **extra)
 
 
 @register

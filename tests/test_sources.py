@@ -1,4 +1,5 @@
-"""HELMET data folders: the manifest check, pinned checksums, and a clear skip when data is missing."""
+"""HELMET data folders: the manifest check, pinned checksums, and a clear skip when data is
+missing."""
 
 from __future__ import annotations
 

@@ -24,13 +24,16 @@ import mlflow
 root = sys.argv[1]
 events = EventAccumulator(root + "/tb")
 events.Reload()
-tb = {n: [[e.step, e.value] for e in events.Scalars("ctxgate/ruler_avg/" + n)] for n in ("512", "1K")}
+tb = {
+    n: [[e.step, e.value] for e in events.Scalars("ctxgate/ruler_avg/" + n)] for n in ("512", "1K")
+}
 client = mlflow.MlflowClient(tracking_uri="file:" + root + "/mlruns")
 (run,) = client.search_runs(experiment_ids=["0"])
-history = [[m.step, m.value] for m in client.get_metric_history(run.info.run_id, "ctxgate/ruler_avg/1K")]
+metric = client.get_metric_history(run.info.run_id, "ctxgate/ruler_avg/1K")
+history = [[m.step, m.value] for m in metric]
 artifacts = [a.path for a in client.list_artifacts(run.info.run_id, "ctxgate")]
-print(json.dumps({"tb": tb, "mlflow": history, "tokens_seen": run.data.metrics["ctxgate/tokens_seen"],
-                  "artifacts": artifacts}))
+seen = run.data.metrics["ctxgate/tokens_seen"]
+print(json.dumps({"tb": tb, "mlflow": history, "tokens_seen": seen, "artifacts": artifacts}))
 """
 CASES = ("-k", "niah_single_1", "--lengths", "512,1k", "--samples", "2", "--no-cache")
 
@@ -106,7 +109,8 @@ def test_all_three_trackers_hold_the_ruler_average_per_length_at_the_step(
     (tmp_path / "wandb").mkdir()
     result = real_suite(
         *CASES, "--report", "out/run.json", "--log-to", f"tensorboard={tmp_path / 'tb'}",
-        "--log-to", f"mlflow=file:{tmp_path / 'mlruns'}", "--log-to", "wandb=ctxgate-tests", model=checkpoint,
+        "--log-to", f"mlflow=file:{tmp_path / 'mlruns'}", "--log-to", "wandb=ctxgate-tests",
+        model=checkpoint,
     )  # fmt: skip
     out = result.stdout.str()
     assert result.ret == 0, out[-3000:]

@@ -1,4 +1,5 @@
-"""ctxgate trend and metrics on reports of a pretend training run (scripted backend: plumbing only)."""
+"""ctxgate trend and metrics on reports of a pretend training run (scripted backend: plumbing
+only)."""
 
 from __future__ import annotations
 
