@@ -88,6 +88,34 @@ def test_a_stream_pulls_no_prompt_past_the_one_waiting_for_tokens():
     assert max(count for count, _ in backend.seen) == 1
 
 
+def test_a_stream_counts_what_its_caller_holds_unused_against_its_slots():
+    """A sequential case uses its samples in index order. While the first is slow, what the other
+    slot answers waits with the case and fills that slot: however the replicas' speeds differ, a
+    case that decides has at most ``concurrency`` generations it does not use."""
+    release = threading.Event()
+    started_while_slow: list[int] = []
+
+    class SlowFirst(Watching):
+        def generate(self, requests, params):
+            if requests[0].index == 0:
+                release.wait(30)
+            elif not release.is_set():
+                started_while_slow.append(requests[0].index)
+            return super().generate(requests, params)
+
+    threading.Timer(0.5, release.set).start()
+    unused: list[int] = []
+    used: list[int] = []
+    requests = (Request((1, 2, 3), index=i) for i in range(6))
+    for r, _ in stream(SlowFirst(2, None), requests, GenerationParams(1), lambda: len(unused)):
+        unused.append(r.index)
+        while len(used) in unused:
+            unused.remove(len(used))
+            used.append(len(used))
+    assert used == list(range(6))
+    assert len(started_while_slow) <= 1
+
+
 @pytest.mark.parametrize(
     ("args", "batch"),
     [

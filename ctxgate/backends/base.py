@@ -3,7 +3,7 @@ server, any OpenAI-compatible endpoint)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from itertools import islice
@@ -94,12 +94,18 @@ class Backend(Protocol):
 
 
 def stream(
-    backend: Backend, requests: Iterable[Request], params: GenerationParams
+    backend: Backend,
+    requests: Iterable[Request],
+    params: GenerationParams,
+    held: Callable[[], int] = lambda: 0,
 ) -> Iterator[tuple[Request, Generation]]:
     """Each request with its generation, as soon as it exists, with at most the backend's
     ``concurrency`` in flight, and their prompts at most its ``tokens_in_flight`` tokens.
     ``requests`` is pulled lazily, in the caller's thread, only as a slot frees: a caller that
     builds a 128K-token prompt per request holds no more of them than are in flight, and one more.
+    ``held()``: generations the caller has but cannot use yet (a sequential test's samples that
+    came back before an earlier one); they fill slots too, so however the replicas' speeds differ,
+    a case that decides has at most ``concurrency`` generations it does not use.
     """
     in_flight = max(1, int(getattr(backend, "concurrency", 1)))
     if in_flight == 1:
@@ -108,15 +114,17 @@ def stream(
     budget = getattr(backend, "tokens_in_flight", None)
     source = iter(requests)
     pending: dict[Future[list[Generation]], Request] = {}
-    held: Request | None = None  # pulled, waiting for tokens in flight to finish
+    waiting: Request | None = None  # pulled, waiting for tokens in flight to finish
     tokens = 0
     with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="ctxgate-generate") as pool:
         try:
             while True:
-                while len(pending) < in_flight and (r := held or next(source, None)) is not None:
-                    held = None
+                while (not pending or len(pending) + held() < in_flight) and (
+                    r := waiting or next(source, None)
+                ) is not None:
+                    waiting = None
                     if pending and budget is not None and tokens + len(r.input_ids) > budget:
-                        held = r
+                        waiting = r
                         break
                     pending[pool.submit(backend.generate, [r], params)] = r
                     tokens += len(r.input_ids)

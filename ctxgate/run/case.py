@@ -185,6 +185,10 @@ class _Drawing:
             self.sent_at[s.index] = time.perf_counter()
             yield Request(s.input_ids, self.spec.name, self.length, s.index)
 
+    def held(self) -> int:
+        """Generations the sequential test cannot use until an earlier sample's comes back."""
+        return 0 if self.test is None else sum(i >= self.test.used for i in self.done)
+
     def receive(self, request: Request, gen: Generation) -> None:
         s, digest, key = self.waiting.pop(request.index)
         if self.cache:
@@ -261,7 +265,7 @@ def run_case(
     if progress is not None:  # a 128K sample can take minutes: say at once which case started
         progress(Progress(name, 0, n, 0, 0, 0.0))
     withdraw = getattr(backend, "withdraw", None)
-    for request, gen in stream(backend, draw.requests(), draw.params):
+    for request, gen in stream(backend, draw.requests(), draw.params, draw.held):
         draw.receive(request, gen)
         if withdraw is not None and draw.test is not None and draw.test.verdict is not None:
             withdraw(spec.name, length)  # decided: what is still queued never runs, on any replica
