@@ -1,7 +1,5 @@
-"""The five many-shot ICL classification sets (HELMET's choice, after Bertsch et al.), in their hub
-layout: local copies under ``<data-dir>/icl/<folder>/<split>.jsonl`` (hub column names), else the
-hub cache. Labels stay the dataset's integer ids: tasks remap them per sample anyway.
-"""
+"""HELMET's five many-shot ICL classification sets: ``<data-dir>/icl/<folder>/<split>.jsonl`` (hub
+column names), else the hub cache. Labels stay the dataset's ids: tasks remap them per sample."""
 
 from __future__ import annotations
 
