@@ -1,8 +1,8 @@
-"""MRCR-style conversations, written offline: requests worded as in OpenAI MRCR's data, answers (a
-form's opening, 1-3 whole haystack sentences, its closing) from one generator, so needles look like
-their distractors. An answer is ASCII and at most ``MAX_ANSWER_CHARS``: with its prefix it fits
-``MAX_ANSWER_CHARS + PREFIX_CHARS`` tokens of any tokenizer that spells ASCII at most a token a
-character."""
+"""The offline writer of MRCR-style conversations: requests worded as in OpenAI MRCR's data, and
+answers (a form's opening, 1-3 whole haystack sentences, its closing) from one generator, so needles
+look like their distractors. An answer is ASCII and at most ``MAX_ANSWER_CHARS``: with its prefix
+it fits ``MAX_ANSWER_CHARS + PREFIX_CHARS`` tokens of a tokenizer spelling ASCII a token a character
+at most."""
 
 from __future__ import annotations
 

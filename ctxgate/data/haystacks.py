@@ -207,7 +207,6 @@ class EssayTokens:
             self.longest = max(self.longest, len(ids))
 
     def span(self, start: int, stop: int) -> array:
-        """The ids of sentences [start, stop), each behind the separator."""
         return self.ids[self.ends[start] : self.ends[stop]]
 
     def span_list(self, start: int, stop: int) -> list[int]:

@@ -1,6 +1,7 @@
-"""Word overlap between a question and its needle, capped at ``MAX_SHARED`` content words: latent
-needles must not be findable by literal matching (NoLiMa's premise). The three steps (docs/tasks.md,
-"The overlap filter") err toward calling words shared: a false alarm only makes the set stricter."""
+"""Word overlap between a question and its needle, measured and capped: latent needles must not be
+findable by literal matching (NoLiMa's premise). The three steps (docs/tasks.md, "The overlap
+filter") err toward calling words shared (a false alarm only makes the set stricter); at most
+``MAX_SHARED`` content words may be shared."""
 
 from __future__ import annotations
 

@@ -18,8 +18,6 @@ from ctxgate.records.refusal import CtxgateError
 
 @dataclass(frozen=True)
 class Source:
-    """A table of a paper and the setting its numbers come from."""
-
     key: str
     paper: str
     table: str
@@ -100,7 +98,6 @@ def _tables(model: str) -> list[str]:
 
 
 def resolve(name: str, given: str = "", fix: str = "") -> str:
-    """``lookup``, or an error naming the nearest known models and where the full list is."""
     found = lookup(name, given, fix)
     if found is not None:
         return found

@@ -1,4 +1,4 @@
-"""Word lists shipped so that data never depend on a library version: wonderwords 3.0.1's nouns,
+"""Word lists, shipped so that data never depend on a library version: wonderwords 3.0.1's nouns,
 adjectives and verbs (MIT, see data/words/), RULER's keys and CWE vocabulary, and for CWE past
 those, Webster's Second list (public domain; by ``scripts/build_words.py``) where RULER has its own.
 """

@@ -1,4 +1,4 @@
-"""Released benchmark files (``--data-dir``) and hub datasets (there, else the local hub cache)."""
+"""Data for HELMET's application tasks: its released files and hub datasets (see ``files``)."""
 
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 

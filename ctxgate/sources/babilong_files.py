@@ -1,6 +1,7 @@
-"""BABILong's prompts (``get_formatted_input`` with ``DEFAULT_TEMPLATE`` and ``DEFAULT_PROMPTS``,
-as its evaluation script uses them for instruction-tuned models; github.com/booydar/babilong) and
-its released sets (a task at one length, ``0k`` ... ``1M``, under ``<data-dir>/babilong/``)."""
+"""BABILong's prompts and its released sets (Kuratov et al., 2024; github.com/booydar/babilong): the
+prompt is ``get_formatted_input`` with ``DEFAULT_TEMPLATE`` and ``DEFAULT_PROMPTS``, as its script
+uses them for instruction-tuned models; a set (a task at ``0k`` ... ``1M``) is read from
+``<data-dir>/babilong/`` in any of the hub's three layouts."""
 
 from __future__ import annotations
 

@@ -97,8 +97,6 @@ DATA_FILES = (
 
 @dataclass(frozen=True)
 class HelmetFile:
-    """The lines HELMET evaluates (in its order), the demo lines, and where they came from."""
-
     rows: Rows
     demos: Rows
     key: str  # the field that names a question: id / question / qid / query
@@ -113,19 +111,16 @@ def shuffled(count: int, seed: int) -> list[int]:
     return [int(i) for i in np.random.default_rng(seed).permutation(count)]
 
 
-def key_seed(key: object) -> int:
-    """HELMET's per-question seed: sha256 of the key as text, mod 2**31."""
-    return int(hashlib.sha256(str(key).encode("utf-8")).hexdigest(), 16) % 2**31
-
-
 def pick_demos(
     demos: Rows, key_field: str, key: object, shots: int, exclude_same: bool
 ) -> list[dict[str, Any]]:
-    """``shots`` demos for one question: the demo file shuffled with the question's seed, repeated
-    keys dropped (the first kept), the question itself left out first when ``exclude_same``."""
+    """``shots`` demos for one question: the demo file shuffled with the question's seed (sha256 of
+    the key as text, mod 2**31), repeated keys dropped (the first kept), the question itself left
+    out first when ``exclude_same``."""
     pool = [d for d in demos if not exclude_same or d[key_field] != key]
     firsts: dict[object, dict[str, Any]] = {}  # by key, in shuffled order
-    for i in shuffled(len(pool), key_seed(key)):
+    seed = int(hashlib.sha256(str(key).encode("utf-8")).hexdigest(), 16) % 2**31
+    for i in shuffled(len(pool), seed):
         firsts.setdefault(pool[i][key_field], pool[i])
         if len(firsts) == shots:
             break

@@ -151,7 +151,6 @@ def _rows(
 
 
 def _shipped_keypoints(path: Path, field: str, hint: str) -> dict[str, tuple[str, ...]]:
-    """HELMET's released key points by id, where its file is present."""
     rows = load_rows(str(path), "train", None, hint) if is_file(path) else ()
     return {str(r["id"]): tuple(r.get(field) or ()) for r in rows}
 

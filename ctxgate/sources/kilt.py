@@ -90,7 +90,6 @@ DATA_FILES = tuple(
 def _files(
     data_dir: str | None, task: str, folder: str, test_re: str, demo_re: str
 ) -> tuple[tuple[Path, Path], Rows, Rows]:
-    """The test and demo files, and their records, each checked for the task's fields."""
     fields = MSMARCO_FIELDS if task == "msmarco_rerank" else RAG_FIELDS[task]
     if not data_dir:
         raise DataNotGiven(f"{task} needs HELMET's released data; {FETCH_HINT}")
@@ -124,7 +123,6 @@ def _key(r: Json) -> str:
 
 
 def _pool(items: tuple[RagItem, ...], demos: Iterable[Demo], paths: tuple[Path, Path]) -> Pool:
-    """The pool, with the first demo of each key."""
     firsts: dict[str, Demo] = {}
     for d in demos:
         firsts.setdefault(d.key, d)

@@ -130,7 +130,6 @@ def verify(root: Path) -> list[Finding]:
 
 
 def write_lock(root: Path) -> Path:
-    """Pin every file the manifest recognizes; returns the lock file's path."""
     paths = [p for e in EXPECTED for p in _matches(root, e)]
     files = {p.relative_to(root).as_posix(): sha256_of(p) for p in paths}
     path = root / LOCK_NAME

@@ -1,6 +1,6 @@
-"""OpenAI MRCR's released parquet files under ``<data-dir>/mrcr/`` (never downloaded): the hub's
-``{n}needle/{n}needle_*.parquet`` concatenated in number order (as the dataset card does), else the
-first release's ``{n}needle.parquet``. Memory-mapped: a row's prompt (up to 5 MB) is read on use.
+"""OpenAI MRCR's released parquet files, read from ``<data-dir>/mrcr/`` (never downloaded). The
+hub's ``{n}needle/{n}needle_*.parquet`` concatenated in number order (as the dataset card does),
+else the first release's ``{n}needle.parquet``; memory-mapped: a prompt (up to 5 MB) is read on use.
 """
 
 from __future__ import annotations
@@ -42,8 +42,6 @@ def _restore(problem: str) -> DataUnavailable:
 
 @dataclass(frozen=True)
 class MrcrRow:
-    """One row, parsed and checked: its messages as (role, content)."""
-
     index: int  # in the concatenated files
     where: str  # the file and its row, for messages
     messages: tuple[tuple[str, str], ...]
@@ -137,7 +135,6 @@ def parse_messages(prompt: object, where: str) -> tuple[tuple[str, str], ...]:
 
 
 def mrcr_paths(data_dir: str | None, needles: int) -> tuple[Path, ...]:
-    """The numbered files of ``mrcr/{n}needle/``, else the single ``mrcr/{n}needle.parquet``."""
     folder = Path(data_dir or ".") / "mrcr"
     numbered = folder / f"{needles}needle"
     if is_dir(numbered):
