@@ -1,8 +1,7 @@
 """bAbI-style stories (Weston et al., 2015) for BABILong's qa1-qa5, generated here: bAbI's people,
 rooms, objects and sentence forms, so answers range over BABILong's labels (its metric only credits
 those) and stories read like BABILong's prompt examples. ``make_story`` is a pure function
-of the random stream; a qa5 question fits exactly one handover in its story.
-"""
+of the random stream; a qa5 question fits exactly one handover in its story."""
 
 from __future__ import annotations
 

@@ -88,10 +88,9 @@ def first_bad_line(path: Path) -> str | None:
     """Why a .json/.jsonl file cannot be read, naming its line; None when every record parses."""
     try:
         raw = path.read_bytes()
+        text = raw.decode("utf-8")
     except OSError as exc:
         return f"{path}: cannot be read ({exc.strerror or exc})"
-    try:
-        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         lineno = raw[: exc.start].count(b"\n") + 1
         return f"{path}:{lineno}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"

@@ -4,8 +4,7 @@ re-rank (``msmarco/``): a line is one question at one gold depth; HELMET keeps t
 ``random.Random(seed).sample(sorted(keys), 100)`` in file order, and picks a line's demos by
 shuffling the demo file with ``sha256(key) % 2**31`` as seed, dropping repeated keys. JSON KV and
 RULER: the first 100 records after ``shuffle(seed)``, which is numpy's
-``default_rng(seed).permutation``, reproduced here.
-"""
+``default_rng(seed).permutation``, reproduced here."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """InfiniteBench's English book QA and multiple choice, and the data of HELMET's judged tasks:
 NarrativeQA, InfiniteBench Sum and Multi-LexSum (hub layouts, local JSON-lines copies first, with
-HELMET's released key points where present) and ALCE (``alce/*_eval_gtr_top2000.json``).
-"""
+HELMET's released key points where present) and ALCE (``alce/*_eval_gtr_top2000.json``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """HELMET's released RAG (``kilt/``) and re-rank (``msmarco/``) files as per-question passage pools.
 A released line is one question at one gold depth, placed for Llama-2 tokens; ctxgate re-places the
 passages for the model under test, so it keeps per question the gold passage(s) and the distractors
-in retrieval order (first seen), and forgets where the file put the gold.
-"""
+in retrieval order (first seen), and forgets where the file put the gold."""
 
 from __future__ import annotations
 
@@ -133,9 +132,10 @@ def _pool(items: tuple[RagItem, ...], demos: Iterable[Demo], paths: tuple[Path, 
 def load_rag(task: str, data_dir: str | None) -> Pool:
     rag = RAG_SETS[task]
     paths, rows, demo_rows = _files(data_dir, task, RAG_FOLDER, rag.test_pattern, rag.demo_pattern)
+    rows, demo_rows = popqa_3(task, rows), popqa_3(task, demo_rows)
     # per question: its question and answers as first seen, its gold and other passages
     grouped: dict[str, tuple[str, tuple[str, ...], _ByText, _ByText]] = {}
-    for r in popqa_3(task, rows):
+    for r in rows:
         answers = tuple(str(a) for a in r["answers"])
         normalized = tuple(helmet_normalize(a) for a in answers)
         flagged = any("has_answer" in c for c in r["ctxs"])
@@ -160,7 +160,7 @@ def load_rag(task: str, data_dir: str | None) -> Pool:
         )
     demos = (
         Demo(_key(r), r["question"], str(r["answers"][0]), tuple(map(_passage, r["ctxs"])))
-        for r in popqa_3(task, demo_rows)
+        for r in demo_rows
     )
     return _pool(items, demos, paths)
 

@@ -1,7 +1,6 @@
 """What a HELMET data folder must hold, and ``ctxgate data verify``: records' fields and checksums,
 pinned in ``ctxgate-data.lock.json`` beside the data (``--write-lock``, from a copy you trust). A
-file whose bytes differ from its pin fails: results from different data are not comparable.
-"""
+file whose bytes differ from its pin fails: results from different data are not comparable."""
 
 from __future__ import annotations
 
