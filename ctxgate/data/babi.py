@@ -1,8 +1,7 @@
 """bAbI-style stories (Weston et al., 2015) for BABILong's qa1-qa5, generated here: bAbI's people,
 rooms, objects and sentence forms, so answers range over BABILong's labels (its metric only credits
 those) and stories read like BABILong's prompt examples. ``make_story`` is a pure function
-of the random stream; a qa5 question fits exactly one handover in its story.
-"""
+of the random stream; a qa5 question fits exactly one handover in its story."""
 
 from __future__ import annotations
 
@@ -191,9 +190,7 @@ def _qa5(rng: random.Random) -> Story | None:
     return world.story("qa5", question, answer, (last[0],))
 
 
-_MAKERS: dict[str, Callable[[random.Random], Story | None]] = dict(
-    zip(TASKS, (_qa1, _qa2, _qa3, _qa4, _qa5))
-)
+_MAKERS = {"qa1": _qa1, "qa2": _qa2, "qa3": _qa3, "qa4": _qa4, "qa5": _qa5}
 
 
 def make_story(task: str, rng: random.Random) -> Story:

@@ -1,10 +1,8 @@
-"""The offline writer of MRCR-style conversations: requests for a piece of writing worded as in
-OpenAI MRCR's data, and answers (a form's opening, 1-3 whole haystack sentences, its closing) drawn
-from one generator, so needles look like their distractors. An answer is ASCII and at most
-``MAX_ANSWER_CHARS``, so with its prefix it fits ``MAX_ANSWER_CHARS + PREFIX_CHARS`` tokens of any
-tokenizer spelling an ASCII character in one token at most; prompt ids are assembled from pieces
-tokenized once per tokenizer.
-"""
+"""The offline writer of MRCR-style conversations: requests worded as in OpenAI MRCR's data, and
+answers (a form's opening, 1-3 whole haystack sentences, its closing) from one generator, so needles
+look like their distractors. An answer is ASCII and at most ``MAX_ANSWER_CHARS``: with its prefix
+it fits ``MAX_ANSWER_CHARS + PREFIX_CHARS`` tokens of a tokenizer spelling ASCII a token a character
+at most."""
 
 from __future__ import annotations
 
@@ -115,8 +113,7 @@ _IRREGULAR_ENDINGS = ("s", "f", "fe", "o", "um", "man", "ex", "ix", "z", "logy",
 
 
 def plural(noun: str) -> str | None:
-    """The noun's regular plural, or None where English may form it otherwise (s, f/fe, o, um,
-    man, ex/ix, z) or rarely uses one (the mass nouns of -logy, -ness and -ism)."""
+    """The regular plural, or None where English may form it otherwise or rarely uses one."""
     if noun in _IRREGULAR or noun.endswith(_IRREGULAR_ENDINGS):
         return None
     if noun.endswith(("x", "ch", "sh")):
@@ -158,9 +155,8 @@ def units(essay_path: str | None = None) -> Sentences:
 
 
 def _whole(s: str) -> bool:
-    """A capital first, a full stop after a word of 3+ letters (no abbreviation cut), six words or
-    more, 30-100 ASCII characters, none that a transcript or the markers use, no brackets or quotes
-    (they may be unbalanced)."""
+    """A whole sentence (its last word 3+ letters: no abbreviation cut) of six words or more, with
+    nothing a transcript or the markers use and no brackets or quotes (they may be unbalanced)."""
     low, high = UNIT_CHARS
     words_ = s.split()
     if not (low <= len(s) <= high and s.isascii() and s[0].isupper() and s.endswith(".")):

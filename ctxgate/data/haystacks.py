@@ -1,9 +1,6 @@
-"""Haystack text: RULER's noise line, the shipped essay text, or the user's (``--haystack``).
-
-ctxgate ships Wikipedia prose (``data/haystack_wikipedia.SOURCE.md``) where RULER fetches Paul
-Graham essays; volume 2 is read only when a prompt needs more. The haystack's name and hash go into
-the report, so runs on different haystacks never compare silently.
-"""
+"""Haystack text: RULER's noise line, the shipped Wikipedia prose (``haystack_wikipedia.SOURCE.md``;
+RULER fetches Paul Graham essays; volume 2 is read only when a prompt needs more), or the user's
+(``--haystack``). Its name and hash go into the report: runs on other haystacks never compare."""
 
 from __future__ import annotations
 
@@ -35,8 +32,6 @@ _DATASET_KINDS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".cs
 
 
 class HaystackError(Refusal, ValueError):
-    """The user's haystack cannot be read or is unusable."""
-
     cause = "data_unreadable"
 
 
@@ -65,7 +60,6 @@ class Essay:
 
     @property
     def sentences(self) -> tuple[str, ...]:
-        """Every sentence; reads every volume."""
         return tuple(s for v in self.volumes for s in v.sentences())
 
 
@@ -168,9 +162,8 @@ def _dataset_text(p: Path) -> str:
 
 
 class EssayTokens:
-    """An essay's sentences tokenized behind a separator, as far as prompts have needed them, in one
-    flat array a prompt's haystack is a few slices of. One per encoder and essay (``essay_tokens``);
-    tokenized in order, so any prefix is the same whatever length asked first."""
+    """An essay's sentences tokenized behind a separator, in order, as far as prompts have needed
+    them (any prefix is the same whatever length asked first): one flat array, sliced per prompt."""
 
     BATCH = 512
 
@@ -214,11 +207,9 @@ class EssayTokens:
             self.longest = max(self.longest, len(ids))
 
     def span(self, start: int, stop: int) -> array:
-        """The ids of sentences [start, stop), each behind the separator."""
         return self.ids[self.ends[start] : self.ends[stop]]
 
     def span_list(self, start: int, stop: int) -> list[int]:
-        """``span`` as a list of the encoder's int objects, for a prompt's ids."""
         return self.id_list[self.ends[start] : self.ends[stop]]
 
 

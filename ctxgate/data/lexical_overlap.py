@@ -1,8 +1,7 @@
-"""Word overlap between a question and its needle, measured and capped: the latent-association
-needles must not be findable by literal matching (NoLiMa's premise). The measure's three steps
-(docs/tasks.md, "The overlap filter") err toward calling words shared: a false alarm only makes the
-needle set stricter. A question may share at most ``MAX_SHARED`` content words with its needle.
-"""
+"""Word overlap between a question and its needle, measured and capped: latent needles must not be
+findable by literal matching (NoLiMa's premise). The three steps (docs/tasks.md, "The overlap
+filter") err toward calling words shared (a false alarm only makes the set stricter); at most
+``MAX_SHARED`` content words may be shared."""
 
 from __future__ import annotations
 
@@ -76,8 +75,6 @@ def related(a: str, b: str) -> bool:
 
 @dataclass(frozen=True)
 class Overlap:
-    """The question's content words that the needle shares, each with the needle word it matched."""
-
     pairs: tuple[tuple[str, str], ...]
 
     @property
@@ -89,7 +86,6 @@ class Overlap:
 
 
 def overlap(question: str, needle: str) -> Overlap:
-    """The content words of ``question`` shared with ``needle``, each once, in order."""
     needle_words = tuple(dict.fromkeys(content_words(needle)))
     pairs: list[tuple[str, str]] = []
     for q in dict.fromkeys(content_words(question)):
@@ -104,7 +100,6 @@ class LiteralOverlap(CtxgateError, ValueError):
 
 
 def check_pair(question: str, needle: str, where: str, cap: int = MAX_SHARED) -> Overlap:
-    """The pair's overlap; ``LiteralOverlap`` (naming the shared words and the fix) over ``cap``."""
     found = overlap(question, needle)
     if found.count > cap:
         raise LiteralOverlap(

@@ -18,8 +18,6 @@ from ctxgate.records.refusal import CtxgateError
 
 @dataclass(frozen=True)
 class Source:
-    """A table of a paper and the setting its numbers come from."""
-
     key: str
     paper: str
     table: str
@@ -38,16 +36,12 @@ class Published:
     model: str
     label: str  # the model's row label in the paper
     measure: str
-    chat_template: (
-        str  # on | off | task (each task its own, as HELMET does): the policy the paper ran it with
-    )
+    chat_template: str  # on | off | task (each its own, as HELMET does): the paper's policy
     scores: Mapping[int, float]  # length in tokens -> percent
     claimed: str | None = None
     effective: str | None = None
-    # the id the paper gives, where the file files the model under another's
-    paper_id: str | None = None
-    # what ``effective`` was measured against, as the table states it
-    effective_bar: str | None = None
+    paper_id: str | None = None  # the paper's id, where the file files the model under another's
+    effective_bar: str | None = None  # what ``effective`` was measured against, per the table
 
 
 class UnknownModel(CtxgateError, ValueError):
@@ -58,12 +52,10 @@ class AmbiguousModel(UnknownModel):
     """A name that several models of the papers go by."""
 
 
-_TOML = "published.toml"
-
-
 @lru_cache(maxsize=1)
 def all_published() -> tuple[Published, ...]:
-    data = tomllib.loads(resources.files("ctxgate.data").joinpath(_TOML).read_text("utf-8"))
+    toml = resources.files("ctxgate.data").joinpath("published.toml").read_text("utf-8")
+    data = tomllib.loads(toml)
     sources = {k: Source(key=k, **v) for k, v in data["source"].items()}
     found = []
     for row in data["score"]:  # a row's keys are the record's fields (optional ones may be absent)
@@ -83,10 +75,8 @@ def _names(p: Published) -> set[str]:
 
 
 def lookup(name: str, given: str = "", fix: str = "") -> str | None:
-    """The model id a name stands for: an id, its last part, or a paper's row label
-    (``Llama3.1 (8B)``), any case; None when no paper has it. A name that several models go by (two
-    papers' "GPT-4") is refused with the candidates. A refusal says ``given`` (where the name came
-    from) before the name and ``fix`` (another way out) at its end."""
+    """The model id a name stands for (an id, its last part, or a paper's row label, any case), None
+    when no paper has it; a name several models go by is refused, ``given`` first, ``fix`` last."""
     written = name.strip().rstrip("/")
     exact = {p.model for p in all_published() if written in (p.model, p.paper_id)}
     found = exact or {p.model for p in all_published() if written.lower() in _names(p)}
@@ -108,7 +98,6 @@ def _tables(model: str) -> list[str]:
 
 
 def resolve(name: str, given: str = "", fix: str = "") -> str:
-    """``lookup``, or an error naming the nearest known models and where the full list is."""
     found = lookup(name, given, fix)
     if found is not None:
         return found

@@ -1,8 +1,6 @@
-"""SQuAD v2 and HotpotQA (distractor) for RULER's qa_1 and qa_2, read through ``datasets``.
-
-A hub id, a local file in the hub's layout or a ``save_to_disk`` folder becomes a deduplicated,
-sorted document pool plus questions pointing into it: the structure RULER's QA generator works on.
-"""
+"""SQuAD v2 and HotpotQA (distractor) for RULER's qa_1 and qa_2, read through ``datasets``. Each
+becomes a deduplicated, sorted document pool plus questions pointing into it, as RULER's QA
+generator works on."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Data for HELMET's application tasks: HELMET's released layout (``--data-dir``; RAG and re-rank
-need it: their hard negatives come from a retriever run that cannot be redone here) and public
-datasets in their hub layout, from ``--data-dir`` when there, else the local hub cache.
-"""
+"""Data for HELMET's application tasks: its released files and hub datasets (see ``files``)."""
 
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 

@@ -1,9 +1,7 @@
-"""BABILong's prompts and its released sets (Kuratov et al., 2024; github.com/booydar/babilong).
-
-The prompt is ``get_formatted_input`` with ``DEFAULT_TEMPLATE`` and ``DEFAULT_PROMPTS``, as its
-evaluation script uses them for instruction-tuned models; a set (one task at one length: ``0k``,
-``1k``, ... ``1M``) is read from ``<data-dir>/babilong/`` in any of the hub's three layouts.
-"""
+"""BABILong's prompts and its released sets (Kuratov et al., 2024; github.com/booydar/babilong): the
+prompt is ``get_formatted_input`` with ``DEFAULT_TEMPLATE`` and ``DEFAULT_PROMPTS``, as its script
+uses them for instruction-tuned models; a set (a task at ``0k`` ... ``1M``) is read from
+``<data-dir>/babilong/`` in any of the hub's three layouts."""
 
 from __future__ import annotations
 
@@ -89,20 +87,6 @@ def config_name(length: int) -> str | None:
     return None
 
 
-def set_files(root: Path, split: str, config: str) -> list[Path]:
-    """The files of one set under ``root``, in the first of the hub's three forms that has it."""
-    for folder, pattern in (
-        (config, f"{split}-*.parquet"),
-        (f"data/{split}", f"{config}.json"),
-        (split, f"{config}-*.parquet"),
-    ):
-        if is_dir(root / folder):
-            found = sorted((root / folder).glob(pattern))
-            if found:
-                return found
-    return []
-
-
 @memo(16)
 def load_set(task: str, split: str, data_dir: str | None, length: int) -> BabilongSet:
     """The released records of ``split`` (qa1-qa5) at ``length``; ``task`` is named in messages."""
@@ -117,7 +101,14 @@ def load_set(task: str, split: str, data_dir: str | None, length: int) -> Babilo
             f"{task} reads BABILong's released sets, which exist for lengths named 0k, 1k, 2k, 4k, "
             f"... 128k, 1M; length {length} has none: choose such a --lengths value"
         )
-    files = set_files(root, split, config) if data_dir else []
+    # the first of the hub's three layouts that has the set
+    layouts = (
+        (config, f"{split}-*.parquet"),
+        (f"data/{split}", f"{config}.json"),
+        (split, f"{config}-*.parquet"),
+    )
+    found = (sorted((root / d).glob(p)) for d, p in layouts if data_dir and is_dir(root / d))
+    files = next((f for f in found if f), [])
     if not files:
         raise DataNotGiven(
             f"{task} reads BABILong's {config} set of {split} ({root}/{config}/{split}-*.parquet "

@@ -1,8 +1,5 @@
-"""``ctxgate data fetch``: HELMET's released ``data.tar.gz`` (princeton-nlp/HELMET) into a folder.
-
-Every folder HELMET's tasks read is extracted member by member, refusing any path that would land
-outside the target. ``--archive`` takes an archive already downloaded (no hub access).
-"""
+"""``ctxgate data fetch``: the folders HELMET's tasks read, from its released ``data.tar.gz``
+(princeton-nlp/HELMET, or ``--archive``), member by member, none landing outside the target."""
 
 from __future__ import annotations
 

@@ -20,6 +20,8 @@ FETCH_HINT = (
     "run `ctxgate data fetch --to data/helmet` (hub access, or --archive data.tar.gz) and pass "
     "--data-dir data/helmet; the shipped fixtures: --data-dir fixtures/helmet_data"
 )
+# the top folders of HELMET's data layout (its release, plus the suite's local copies of hub data)
+LAYOUT = tuple("alce icl infbench json_kv kilt msmarco multi_lexsum narrativeqa ruler".split())
 
 
 def _go_offline() -> None:
@@ -35,8 +37,7 @@ def _go_offline() -> None:
 @memo(32)
 def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
     """The records of a .jsonl/.json/.parquet file, a ``save_to_disk`` folder, or a cached hub id.
-    Remembered while the file is unchanged (``ctxgate.memo``); failures are not, so a file fixed
-    between two runs of one process is seen. Errors end with ``fix``."""
+    Failures are not remembered (``ctxgate.memo``), so a file fixed between two runs is seen."""
     p = Path(source)
     if is_file(p) and p.suffix.lower() in (".jsonl", ".json"):
         # datasets' own message for these names neither the line nor the fix
@@ -57,7 +58,11 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
         elif is_file(p):
             kind = "parquet" if p.suffix.lower() == ".parquet" else "json"
             ds = datasets.load_dataset(kind, data_files=str(p), split="train")
-        elif _looks_like_path(source):
+        elif (
+            source.startswith(("/", ".", "~"))
+            or source.count("/") > 1
+            or p.suffix in (".jsonl", ".json", ".parquet")
+        ):
             raise DataNotGiven(f"{source} does not exist; {fix}")
         else:
             try:
@@ -79,22 +84,13 @@ def unreadable(source: object, exc: Exception, fix: str) -> DataUnavailable:
     return DataUnavailable(f"cannot read {source} ({type(exc).__name__}: {message}); {fix}")
 
 
-def _looks_like_path(source: str) -> bool:
-    return (
-        source.startswith(("/", ".", "~"))
-        or source.count("/") > 1
-        or Path(source).suffix in (".jsonl", ".json", ".parquet")
-    )
-
-
 def first_bad_line(path: Path) -> str | None:
     """Why a .json/.jsonl file cannot be read, naming its line; None when every record parses."""
     try:
         raw = path.read_bytes()
+        text = raw.decode("utf-8")
     except OSError as exc:
         return f"{path}: cannot be read ({exc.strerror or exc})"
-    try:
-        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         lineno = raw[: exc.start].count(b"\n") + 1
         return f"{path}:{lineno}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
@@ -122,7 +118,6 @@ def first_bad_line(path: Path) -> str | None:
 
 
 def read_jsonl(path: Path) -> Rows:
-    """All records of one JSON-lines file of a data folder, in file order."""
     if not is_file(path):
         raise DataNotGiven(f"{path} does not exist; {FETCH_HINT}")
     return load_rows(str(path), "train", None, verify_hint(path, "") or "restore the file")
@@ -138,8 +133,7 @@ class DataFile:
     pattern: str  # regex over file names in ``folder``
     fields: tuple[str, ...]  # every record has these
     hub: str | None = None  # where the task reads from when the folder lacks the file
-    # what the task does without the file (then its absence is no failure)
-    optional: str | None = None
+    optional: str | None = None  # what the task does without the file (no failure then)
 
 
 def hub_splits(
@@ -156,19 +150,13 @@ def missing_fields(record: object, fields: tuple[str, ...]) -> list[str]:
     return [f for f in fields if not isinstance(record, dict) or record.get(f) is None]
 
 
-# the top folders of HELMET's data layout (its release, plus the suite's local copies of hub data)
-LAYOUT = tuple("alce icl infbench json_kv kilt msmarco multi_lexsum narrativeqa ruler".split())
-
-
 def verify_hint(path: Path, lead: str) -> str:
-    """``lead`` and the command that checks the data folder ``path`` lies in; "" for a file outside
-    the layout (a --squad file, say), which that command does not know."""
+    """``lead`` and the command that checks the data folder of ``path``; "" outside the layout."""
     root = next((folder.parent for folder in path.parents if folder.name in LAYOUT), None)
     return f"{lead}check the folder with `ctxgate data verify {root}`" if root is not None else ""
 
 
 def hub_hint(what: str, where: object) -> str:
-    """The fix for a hub dataset's file that is neither at ``where`` nor in the local hub cache."""
     return (
         f"put {what} at {where} and pass --data-dir (or have the hub dataset in the local cache); "
         "the shipped fixtures: --data-dir fixtures/helmet_data"
@@ -189,7 +177,6 @@ def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, 
 
 
 def as_texts(value: object) -> tuple[str, ...]:
-    """One answer or a list of them, as text."""
     return tuple(map(str, value if isinstance(value, list) else [value]))
 
 
@@ -211,9 +198,8 @@ def sha256_of_json(obj: object) -> str:
 
 
 def largest_k(folder: Path, pattern: str) -> Path | None:
-    """Of the files matching ``pattern`` (its first group that matched is k), the one with the most
-    passages, of equal k the first by name: ctxgate fits passages to the model at each length, so
-    the biggest pool serves every length it can hold."""
+    """The file matching ``pattern`` (k: its first group that matched) with the largest k, of equal
+    k the first by name: passages are fitted per length, so the biggest pool serves them all."""
     if not is_dir(folder):
         return None
     regex = re.compile(pattern)

@@ -1,16 +1,10 @@
 """HELMET's released per-length files, read as HELMET's ``data.py`` (HEAD) reads them, so that at
-the lengths HELMET built them for the suite's prompts are HELMET's prompts.
-
-* RAG ``kilt/{set}-dev-multikilt_1000_k{K}_dep{d}.jsonl`` and re-rank
-  ``msmarco/test_reranking_data_k{K}_dep3.jsonl``: a line is one question at one gold depth. HELMET
-  keeps the lines of ``random.Random(seed).sample(sorted(keys), 100)`` in file order, and picks a
-  line's two demos by shuffling the demo file with ``sha256(key) % 2**31`` as seed, dropping
-  repeated keys.
-* JSON KV ``json_kv/test_k{K}_dep6.jsonl`` and RULER ``ruler/{task}/validation_{L}.jsonl``: HELMET
-  takes the first 100 records after ``shuffle(seed)`` (``order``: sample i is HELMET's i-th).
-
-``datasets``' ``shuffle(seed)`` is numpy's ``default_rng(seed).permutation``, reproduced here.
-"""
+the lengths HELMET built them for the suite's prompts are HELMET's prompts. RAG (``kilt/``) and
+re-rank (``msmarco/``): a line is one question at one gold depth; HELMET keeps the lines of
+``random.Random(seed).sample(sorted(keys), 100)`` in file order, and picks a line's demos by
+shuffling the demo file with ``sha256(key) % 2**31`` as seed, dropping repeated keys. JSON KV and
+RULER: the first 100 records after ``shuffle(seed)``, which is numpy's
+``default_rng(seed).permutation``, reproduced here."""
 
 from __future__ import annotations
 
@@ -46,8 +40,8 @@ RAG_FOLDER = "kilt"
 
 @dataclass(frozen=True)
 class RagSet:
-    """One RAG task's files in ``kilt/``: ``{test}_k{K}_{depth}.jsonl`` per length, and its demo
-    files (HEAD's name first); read here per length and by ``kilt.py`` for ctxgate's placement."""
+    """A RAG task's ``kilt/{test}_k{K}_{depth}.jsonl`` per length and its demo files (HEAD's name
+    first); read here per length and by ``kilt.py`` for ctxgate's placement."""
 
     test: str
     depth: str  # the gold depths HELMET's configs read
@@ -61,14 +55,7 @@ class RagSet:
     @property
     def demo_pattern(self) -> str:
         """The demo files by name, k (the group) as each name has it."""
-        parts = []
-        for name in self.demos:
-            found = re.fullmatch(r"(.*_k)(\d+)(_.*)", name)
-            if found is None:
-                raise ValueError(f"{name}: HELMET's demo files are named ..._k<passages>_...")
-            head, k, tail = found.groups()
-            parts.append(re.escape(head) + f"({k})" + re.escape(tail))
-        return "|".join(parts)
+        return "|".join(re.sub(r"_k(\d+)_", r"_k(\1)_", re.escape(name)) for name in self.demos)
 
 
 RAG_SETS = {
@@ -91,8 +78,7 @@ RAG_SETS = {
 MSMARCO_DIRS = ("msmarco", "msmarco/trec2019psg_preprocessed")
 MSMARCO_TEST = r"test_reranking_data_k(\d+)_dep\d+\.jsonl"
 MSMARCO_DEMO = "test_reranking_data_k10_dep3.jsonl"
-# HELMET's own RULER-format files, which its Recall category reads: one
-# ``ruler/{task}/validation_{L}.jsonl`` per length
+# HELMET's own RULER-format files (``ruler/{task}/validation_{L}.jsonl``), read by its Recall tasks
 RULER_FOLDERS = {f"helmet_{n}": f"niah_{n}" for n in ("multikey_2", "multikey_3", "multivalue")}
 RULER_FIELDS = ("context", "query", "outputs", "type_needle_v")
 _RECALL = "HELMET Recall uses the suite's RULER cases"
@@ -110,8 +96,6 @@ DATA_FILES = (
 
 @dataclass(frozen=True)
 class HelmetFile:
-    """The lines HELMET evaluates (in its order), the demo lines, and where they came from."""
-
     rows: Rows
     demos: Rows
     key: str  # the field that names a question: id / question / qid / query
@@ -126,19 +110,16 @@ def shuffled(count: int, seed: int) -> list[int]:
     return [int(i) for i in np.random.default_rng(seed).permutation(count)]
 
 
-def key_seed(key: object) -> int:
-    """HELMET's per-question seed: sha256 of the key as text, mod 2**31."""
-    return int(hashlib.sha256(str(key).encode("utf-8")).hexdigest(), 16) % 2**31
-
-
 def pick_demos(
     demos: Rows, key_field: str, key: object, shots: int, exclude_same: bool
 ) -> list[dict[str, Any]]:
-    """``shots`` demos for one question: the demo file shuffled with the question's seed, repeated
-    keys dropped (the first kept), the question itself left out first when ``exclude_same``."""
+    """``shots`` demos for one question: the demo file shuffled with the question's seed (sha256 of
+    the key as text, mod 2**31), repeated keys dropped (the first kept), the question itself left
+    out first when ``exclude_same``."""
     pool = [d for d in demos if not exclude_same or d[key_field] != key]
     firsts: dict[object, dict[str, Any]] = {}  # by key, in shuffled order
-    for i in shuffled(len(pool), key_seed(key)):
+    seed = int(hashlib.sha256(str(key).encode("utf-8")).hexdigest(), 16) % 2**31
+    for i in shuffled(len(pool), seed):
         firsts.setdefault(pool[i][key_field], pool[i])
         if len(firsts) == shots:
             break
@@ -227,19 +208,19 @@ def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
     path = Path(data_dir or ".") / relative
     if not data_dir or not is_file(path):
         raise DataNotGiven(
-            f"{task} reads HELMET's {relative} (none for length "
-            f"{length}; HELMET ships 8K-128K); the suite's RULER cases stand in for HELMET Recall "
-            f"without it; {FETCH_HINT}"
+            f"{task} reads HELMET's {relative} (none for length {length}; HELMET ships 8K-128K); "
+            f"the suite's RULER cases stand in for HELMET Recall without it; {FETCH_HINT}"
         )
-    records = []
-    for n, r in enumerate(read_jsonl(path), start=1):
+    rows = read_jsonl(path)
+    for n, r in enumerate(rows, start=1):
         missing = missing_fields(r, RULER_FIELDS)
         if missing:
-            raise DataUnavailable(
-                f"{path}: record {n} lacks {', '.join(missing)}" + verify_hint(path, "; ")
-            )
-        answers = as_texts(r["outputs"])
-        records.append(RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], answers))
+            hint = verify_hint(path, "; ")
+            raise DataUnavailable(f"{path}: record {n} lacks {', '.join(missing)}" + hint)
+    records = [
+        RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], as_texts(r["outputs"]))
+        for r in rows
+    ]
     digest = sha256_of_json([(x.context, x.query, x.answers) for x in records])
     return RulerFile(tuple(records), str(path), digest)
 

@@ -1,7 +1,6 @@
 """The five many-shot ICL classification sets (HELMET's choice, after Bertsch et al.), in their hub
-layout: local copies under ``<data-dir>/icl/<folder>/<split>.jsonl`` (hub column names), else the
-hub cache. Labels stay the dataset's integer ids: tasks remap them per sample anyway.
-"""
+layout: ``<data-dir>/icl/<folder>/<split>.jsonl`` (hub column names), else the hub cache. Labels
+stay the dataset's ids: tasks remap them per sample."""
 
 from __future__ import annotations
 
@@ -77,15 +76,14 @@ def _rows(task: str, src: ICLSource, data_dir: str | None, split: str) -> list[t
 @memo(8)
 def load_icl(task: str, data_dir: str | None, seed: int) -> ICLData:
     src = SOURCES[task]
+    train = _rows(task, src, data_dir, "train")
     if src.test_split:
-        train = _rows(task, src, data_dir, "train")
         test = _rows(task, src, data_dir, src.test_split)
     else:
         import datasets
 
-        rows = _rows(task, src, data_dir, "train")
         split = datasets.Dataset.from_dict(
-            {"text": [t for t, _ in rows], "label": [lab for _, lab in rows]}
+            {"text": [t for t, _ in train], "label": [lab for _, lab in train]}
         ).train_test_split(test_size=0.1, seed=seed)
         train, test = (
             list(zip(split[part]["text"], split[part]["label"])) for part in ("train", "test")

@@ -1,23 +1,22 @@
 """InfiniteBench's English book QA and multiple choice, and the data of HELMET's judged tasks:
 NarrativeQA, InfiniteBench Sum and Multi-LexSum (hub layouts, local JSON-lines copies first, with
-HELMET's released key points where present) and ALCE (``alce/*_eval_gtr_top2000.json``).
-"""
+HELMET's released key points where present) and ALCE (``alce/*_eval_gtr_top2000.json``)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ctxgate.memo import is_file, memo
-from ctxgate.records.schema import Json
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import (
     FETCH_HINT,
     DataFile,
+    Rows,
     as_texts,
     first_bad_line,
     hub_hint,
@@ -35,8 +34,7 @@ INFBENCH_FIELDS = ("id", "context", "input", "answer")
 NARRATIVEQA_HUB, LEXSUM_HUB = "deepmind/narrativeqa", "allenai/multi_lexsum"
 NARRATIVEQA_FIELDS = ("document", "question", "answers")
 INFBENCH_SUM_FIELDS = ("id", "context", "answer")
-# rows without summary/short are skipped, as HELMET does
-LEXSUM_FIELDS = ("id", "sources", "summary/long")
+LEXSUM_FIELDS = ("id", "sources", "summary/long")  # rows without summary/short are skipped
 ALCE_FILES = {
     "alce_asqa": ("asqa_eval_gtr_top2000.json", "asqa_revised.json"),
     "alce_qampari": ("qampari_eval_gtr_top2000.json", "qampari_revised.json"),
@@ -106,12 +104,11 @@ def load_infbench(task: str, data_dir: str | None) -> BookSet:
             )
         options = tuple(map(str, r.get("options") or ()))
         books.append(Book(str(r["id"]), r["context"], r["input"], as_texts(r["answer"]), options))
-    if task == "infbench_mc":
-        for b in books:
-            if b.answers[0] not in b.options:
-                raise DataUnavailable(
-                    f"{task}: record {b.key}'s answer {b.answers[0]!r} is not one of its options"
-                )
+    for b in books:
+        if task == "infbench_mc" and b.answers[0] not in b.options:
+            raise DataUnavailable(
+                f"{task}: record {b.key}'s answer {b.answers[0]!r} is not one of its options"
+            )
     digest = sha256_of_json([(b.key, b.question, b.answers, b.options, b.context) for b in books])
     return BookSet(tuple(books), digest)
 
@@ -125,8 +122,7 @@ class LongDoc:
     question: str
     answers: tuple[str, ...]
     expert_summary: str = ""  # the summary precision is judged against
-    # shipped key points; empty: the judge decomposes ``keypoint_source``
-    keypoints: tuple[str, ...] = ()
+    keypoints: tuple[str, ...] = ()  # shipped ones; empty: the judge decomposes keypoint_source
     keypoint_source: str = ""
 
 
@@ -137,37 +133,25 @@ class LongDocSet:
     sha256: str
 
 
-def _need(task: str, r: Json, fields: tuple[str, ...], where: Path, hint: str) -> None:
-    missing = missing_fields(r, fields)
-    if missing:
-        raise DataUnavailable(f"{task}: a record in {where} lacks {missing}; {hint}")
+def _rows(
+    task: str, fields: tuple[str, ...], folder: Path, hub: str, split: str, hint: str
+) -> Rows:
+    """``folder/{split}.jsonl`` or the hub's split, records checked for ``fields`` (Multi-LexSum:
+    only those with a short summary, as HELMET keeps)."""
+    config = "v20230518" if hub == LEXSUM_HUB else None
+    rows = read_local_or_hub(folder / f"{split}.jsonl", hub, config, split, hint)
+    if hub == LEXSUM_HUB:
+        rows = tuple(r for r in rows if r.get("summary/short") is not None)
+    for r in rows:
+        missing = missing_fields(r, fields)
+        if missing:
+            raise DataUnavailable(f"{task}: a record in {folder} lacks {missing}; {hint}")
+    return rows
 
 
 def _shipped_keypoints(path: Path, field: str, hint: str) -> dict[str, tuple[str, ...]]:
-    """HELMET's released key points by id, where its file is present."""
-    if not is_file(path):
-        return {}
-    rows = load_rows(str(path), "train", None, hint)
+    rows = load_rows(str(path), "train", None, hint) if is_file(path) else ()
     return {str(r["id"]): tuple(r.get(field) or ()) for r in rows}
-
-
-@memo(4)
-def load_narrativeqa(data_dir: str | None) -> LongDocSet:
-    folder = Path(data_dir or ".") / "narrativeqa"
-    hint = hub_hint("NarrativeQA's test.jsonl and train.jsonl (hub columns)", folder)
-
-    def read(split: str) -> list[LongDoc]:
-        local = folder / f"{split}.jsonl"
-        rows = read_local_or_hub(local, NARRATIVEQA_HUB, None, split, hint)
-        out = []
-        for i, r in enumerate(rows):
-            _need("narrativeqa", r, NARRATIVEQA_FIELDS, folder, hint)
-            key = str(r.get("document", {}).get("id", "")) + f"#{i}"
-            answers = tuple(a["text"] for a in r["answers"])
-            out.append(LongDoc(key, r["document"]["text"], r["question"]["text"], answers))
-        return out
-
-    return _doc_set(read("test"), read("train"), summary=False)
 
 
 def _doc_set(items: list[LongDoc], demos: list[LongDoc], summary: bool) -> LongDocSet:
@@ -181,15 +165,27 @@ def _doc_set(items: list[LongDoc], demos: list[LongDoc], summary: bool) -> LongD
 
 
 @memo(4)
+def load_narrativeqa(data_dir: str | None) -> LongDocSet:
+    folder = Path(data_dir or ".") / "narrativeqa"
+    hint = hub_hint("NarrativeQA's test.jsonl and train.jsonl (hub columns)", folder)
+    test: list[LongDoc] = []
+    train: list[LongDoc] = []
+    for split, out in (("test", test), ("train", train)):
+        rows = _rows("narrativeqa", NARRATIVEQA_FIELDS, folder, NARRATIVEQA_HUB, split, hint)
+        for i, r in enumerate(rows):
+            key = str(r["document"].get("id", "")) + f"#{i}"
+            answers = tuple(a["text"] for a in r["answers"])
+            out.append(LongDoc(key, r["document"]["text"], r["question"]["text"], answers))
+    return _doc_set(test, train, summary=False)
+
+
+@memo(4)
 def load_infbench_sum(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "infbench"
     hint = hub_hint("InfiniteBench's longbook_sum_eng.jsonl", folder)
     keypoints = _shipped_keypoints(folder / "longbook_sum_eng_keypoints.jsonl", "keypoints", hint)
-    local = folder / "longbook_sum_eng.jsonl"
-    rows = read_local_or_hub(local, HUB_ID, None, "longbook_sum_eng", hint)
     items = []
-    for r in rows:
-        _need("infbench_sum", r, INFBENCH_SUM_FIELDS, folder, hint)
+    for r in _rows("infbench_sum", INFBENCH_SUM_FIELDS, folder, HUB_ID, "longbook_sum_eng", hint):
         gold = (r["answer"][0] if isinstance(r["answer"], list) else r["answer"]).strip()
         key = str(r["id"])
         items.append(LongDoc(key, r["context"], "", (gold,), gold, keypoints.get(key, ()), gold))
@@ -200,26 +196,17 @@ def load_infbench_sum(data_dir: str | None) -> LongDocSet:
 def load_multi_lexsum(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "multi_lexsum"
     hint = hub_hint("Multi-LexSum's validation.jsonl and train.jsonl (hub columns)", folder)
-
-    def read(split: str) -> list[LongDoc]:
-        out = []
-        local = folder / f"{split}.jsonl"
-        rows = read_local_or_hub(local, LEXSUM_HUB, "v20230518", split, hint)
-        for r in rows:
-            short = r.get("summary/short")
-            if short is None:  # HELMET keeps only cases with a short summary
-                continue
-            _need("multi_lexsum", r, LEXSUM_FIELDS, folder, hint)
-            keypoints = tuple(r.get("summary/short_keypoints") or ())
-            context = "\n\n".join(r["sources"])
-            summary = r["summary/long"]
-            out.append(LongDoc(str(r["id"]), context, "", (short,), summary, keypoints, short))
-        return out
-
-    items, demos = read("validation"), read("train")
     # HELMET's key points for the validation cases (scripts/eval_gpt4_summ.py reads this file)
     shipped = _shipped_keypoints(folder / "multi_lexsum_val.jsonl", "summary/short_keypoints", hint)
-    items = [replace(d, keypoints=shipped.get(d.key) or d.keypoints) for d in items]
+    items: list[LongDoc] = []
+    demos: list[LongDoc] = []
+    for split, out in (("validation", items), ("train", demos)):
+        for r in _rows("multi_lexsum", LEXSUM_FIELDS, folder, LEXSUM_HUB, split, hint):
+            short, keypoints = r["summary/short"], tuple(r.get("summary/short_keypoints") or ())
+            if split == "validation":
+                keypoints = shipped.get(str(r["id"])) or keypoints
+            context, summary = "\n\n".join(r["sources"]), r["summary/long"]
+            out.append(LongDoc(str(r["id"]), context, "", (short,), summary, keypoints, short))
     return _doc_set(items, demos, summary=True)
 
 
@@ -228,8 +215,7 @@ class CiteItem:
     key: str
     question: str
     docs: tuple[tuple[str, str], ...]  # (title, text), retrieval order
-    # ASQA: short answers per QA pair; QAMPARI: aliases per answer
-    answers: tuple[tuple[str, ...], ...]
+    answers: tuple[tuple[str, ...], ...]  # ASQA: short answers per QA pair; QAMPARI: aliases
 
 
 @dataclass(frozen=True)
@@ -263,10 +249,12 @@ def load_alce(task: str, data_dir: str | None) -> CiteSet:
     missing = missing_fields(spec, ALCE_PROMPT_FIELDS)
     if missing:
         raise DataUnavailable(f"{task}: {prompt} lacks {missing}; use HELMET's {prompt_name}")
-    qampari = task == "alce_qampari"
     items = []
     for i, r in enumerate(read_jsonl(test)):
-        _need(task, r, ALCE_FIELDS[task], test, FETCH_HINT)
+        missing = missing_fields(r, ALCE_FIELDS[task])
+        if missing:
+            raise DataUnavailable(f"{task}: a record in {test} lacks {missing}; {FETCH_HINT}")
+        qampari = task == "alce_qampari"
         answers = r["answers"] if qampari else [p["short_answers"] for p in r["qa_pairs"]]
         key = str(r.get("sample_id") or r.get("id") or i)
         docs = tuple((d["title"], d["text"]) for d in r["docs"])

@@ -1,9 +1,7 @@
 """HELMET's released RAG (``kilt/``) and re-rank (``msmarco/``) files as per-question passage pools.
-
-A released line is one question at one gold depth, its k passages placed for Llama-2 tokens. ctxgate
-re-places them for the model under test, so it keeps per question the gold passage(s) and the
-distractors in retrieval order (first seen), and forgets where the file put the gold.
-"""
+A released line is one question at one gold depth, placed for Llama-2 tokens; ctxgate re-places the
+passages for the model under test, so it keeps per question the gold passage(s) and the distractors
+in retrieval order (first seen), and forgets where the file put the gold."""
 
 from __future__ import annotations
 
@@ -20,6 +18,7 @@ from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import (
     FETCH_HINT,
     DataFile,
+    Rows,
     largest_k,
     missing_fields,
     read_jsonl,
@@ -61,9 +60,6 @@ class Demo:
     passages: tuple[Passage, ...]
 
 
-_ByText = dict[tuple[str, str], Passage]  # passages by (title, text)
-
-
 @dataclass(frozen=True)
 class Pool:
     items: tuple[RagItem, ...]
@@ -72,6 +68,7 @@ class Pool:
     source: str
 
 
+_ByText = dict[tuple[str, str], Passage]  # passages by (title, text)
 RAG_FIELDS = {
     task: ("question", "answers", "ctxs") + (("s_pop",) if task == "kilt_popqa" else ())
     for task in RAG_SETS
@@ -91,16 +88,28 @@ DATA_FILES = tuple(
 
 def _files(
     data_dir: str | None, task: str, folder: str, test_re: str, demo_re: str
-) -> tuple[Path, Path]:
+) -> tuple[tuple[Path, Path], Rows, Rows]:
+    fields = MSMARCO_FIELDS if task == "msmarco_rerank" else RAG_FIELDS[task]
     if not data_dir:
         raise DataNotGiven(f"{task} needs HELMET's released data; {FETCH_HINT}")
     where = Path(data_dir) / folder
     test = largest_k(where, test_re)
     demo = where / demo_re if "(" not in demo_re else largest_k(where, demo_re)
     if test is None or demo is None or not is_file(demo):
-        missing = test_re if test is None else demo_re
-        raise DataNotGiven(f"{task}: no file matching {missing!r} in {where}; {FETCH_HINT}")
-    return test, demo
+        absent = test_re if test is None else demo_re
+        raise DataNotGiven(f"{task}: no file matching {absent!r} in {where}; {FETCH_HINT}")
+    records = []
+    for path in (test, demo):
+        records.append(read_jsonl(path))
+        for record in records[-1]:
+            missing = missing_fields(record, fields)
+            if missing:
+                has = ", ".join(k for k in sorted(record) if record[k] is not None)
+                raise DataUnavailable(
+                    f"{path}: a record lacks {', '.join(missing)} (has {has}); "
+                    f"HELMET's layout is expected" + verify_hint(path, ", ")
+                )
+    return (test, demo), records[0], records[1]
 
 
 def _passage(c: dict[str, Any]) -> Passage:
@@ -108,32 +117,21 @@ def _passage(c: dict[str, Any]) -> Passage:
     return Passage(title, str(c["text"]), pid, int(c.get("label") or 0))
 
 
-def _is_gold(c: Json, normalized_answers: tuple[str, ...], flagged: bool) -> bool:
-    if flagged:
-        return bool(c.get("has_answer"))
-    text = helmet_normalize(str(c["text"]))
-    return any(a and a in text for a in normalized_answers)
+def _key(r: Json) -> str:
+    return str(r.get("id", r["question"]))
 
 
-def _checked(path: Path, fields: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
-    """The records of ``path``, each checked for ``fields``."""
-    records = read_jsonl(path)
-    for record in records:
-        missing = missing_fields(record, fields)
-        if missing:
-            has = ", ".join(k for k in sorted(record) if record[k] is not None)
-            raise DataUnavailable(
-                f"{path}: a record lacks {', '.join(missing)} (has {has}); "
-                f"HELMET's layout is expected" + verify_hint(path, ", ")
-            )
-    return records
+def _pool(items: tuple[RagItem, ...], demos: Iterable[Demo], paths: tuple[Path, Path]) -> Pool:
+    firsts: dict[str, Demo] = {}
+    for d in demos:
+        firsts.setdefault(d.key, d)
+    return Pool(items, tuple(firsts.values()), sha256_of_files(*paths), str(paths[0]))
 
 
 @memo(8)
 def load_rag(task: str, data_dir: str | None) -> Pool:
     rag = RAG_SETS[task]
-    test, demo_path = _files(data_dir, task, RAG_FOLDER, rag.test_pattern, rag.demo_pattern)
-    rows, demo_rows = _checked(test, RAG_FIELDS[task]), _checked(demo_path, RAG_FIELDS[task])
+    paths, rows, demo_rows = _files(data_dir, task, RAG_FOLDER, rag.test_pattern, rag.demo_pattern)
     rows, demo_rows = popqa_3(task, rows), popqa_3(task, demo_rows)
     # per question: its question and answers as first seen, its gold and other passages
     grouped: dict[str, tuple[str, tuple[str, ...], _ByText, _ByText]] = {}
@@ -144,7 +142,12 @@ def load_rag(task: str, data_dir: str | None) -> Pool:
         _, _, gold, other = grouped.setdefault(_key(r), (r["question"], answers, {}, {}))
         for c in r["ctxs"]:
             p = _passage(c)
-            (gold if _is_gold(c, normalized, flagged) else other).setdefault((p.title, p.text), p)
+            if flagged:
+                is_gold = bool(c.get("has_answer"))
+            else:
+                text = helmet_normalize(p.text)
+                is_gold = any(a and a in text for a in normalized)
+            (gold if is_gold else other).setdefault((p.title, p.text), p)
     items = tuple(
         RagItem(k, q, a, tuple(g.values()), tuple(o.values()))
         for k, (q, a, g, o) in grouped.items()
@@ -152,26 +155,14 @@ def load_rag(task: str, data_dir: str | None) -> Pool:
     )
     if not items:
         raise DataUnavailable(
-            f"{test}: no question has a gold passage (ctxs flagged has_answer, or containing an "
-            "answer)" + verify_hint(test, "; ")
+            f"{paths[0]}: no question has a gold passage (ctxs flagged has_answer, or containing "
+            "an answer)" + verify_hint(paths[0], "; ")
         )
     demos = (
         Demo(_key(r), r["question"], str(r["answers"][0]), tuple(map(_passage, r["ctxs"])))
         for r in demo_rows
     )
-    return Pool(items, _dedupe(demos), sha256_of_files(test, demo_path), str(test))
-
-
-def _key(r: Json) -> str:
-    return str(r.get("id", r["question"]))
-
-
-def _dedupe(demos: Iterable[Demo]) -> tuple[Demo, ...]:
-    """The first demo of each key."""
-    seen: dict[str, Demo] = {}
-    for d in demos:
-        seen.setdefault(d.key, d)
-    return tuple(seen.values())
+    return _pool(items, demos, paths)
 
 
 @memo(4)
@@ -180,18 +171,17 @@ def load_msmarco(data_dir: str | None) -> Pool:
         (f for f in MSMARCO_DIRS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)),
         MSMARCO_DIRS[0],
     )
-    test, demo_path = _files(data_dir, "msmarco_rerank", folder, MSMARCO_TEST, MSMARCO_DEMO)
+    paths, rows, demo_rows = _files(data_dir, "msmarco_rerank", folder, MSMARCO_TEST, MSMARCO_DEMO)
     grouped: dict[str, tuple[str, dict[str, Passage]]] = {}  # qid -> query, passages by id
-    for r in _checked(test, MSMARCO_FIELDS):
+    for r in rows:
         _, ctxs = grouped.setdefault(str(r["qid"]), (r["query"], {}))
         for c in r["ctxs"]:
             ctxs.setdefault(str(c["id"]), _passage(c))
     items = tuple(RagItem(qid, q, (), (), tuple(c.values())) for qid, (q, c) in grouped.items())
     demos = (
-        ranked_demo(str(r["qid"]), r["query"], tuple(map(_passage, r["ctxs"])))
-        for r in _checked(demo_path, MSMARCO_FIELDS)
+        ranked_demo(str(r["qid"]), r["query"], tuple(map(_passage, r["ctxs"]))) for r in demo_rows
     )
-    return Pool(items, _dedupe(demos), sha256_of_files(test, demo_path), str(test))
+    return _pool(items, demos, paths)
 
 
 def ranked_demo(key: str, query: str, passages: tuple[Passage, ...]) -> Demo:

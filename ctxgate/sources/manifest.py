@@ -1,7 +1,6 @@
 """What a HELMET data folder must hold, and ``ctxgate data verify``: records' fields and checksums,
 pinned in ``ctxgate-data.lock.json`` beside the data (``--write-lock``, from a copy you trust). A
-file whose bytes differ from its pin fails: results from different data are not comparable.
-"""
+file whose bytes differ from its pin fails: results from different data are not comparable."""
 
 from __future__ import annotations
 
@@ -130,7 +129,6 @@ def verify(root: Path) -> list[Finding]:
 
 
 def write_lock(root: Path) -> Path:
-    """Pin every file the manifest recognizes; returns the lock file's path."""
     paths = [p for e in EXPECTED for p in _matches(root, e)]
     files = {p.relative_to(root).as_posix(): sha256_of(p) for p in paths}
     path = root / LOCK_NAME

@@ -1,8 +1,6 @@
-"""OpenAI MRCR's released parquet files, read from ``<data-dir>/mrcr/`` (never downloaded).
-
-The hub's ``{n}needle/{n}needle_*.parquet`` are concatenated in number order (as the dataset card
-does); the first release's single ``{n}needle.parquet`` also serves. Files are memory-mapped: a
-row's prompt (up to 5 MB) is read only when it is used.
+"""OpenAI MRCR's released parquet files, read from ``<data-dir>/mrcr/`` (never downloaded). The
+hub's ``{n}needle/{n}needle_*.parquet`` concatenated in number order (as the dataset card does),
+else the first release's ``{n}needle.parquet``; memory-mapped: a prompt (up to 5 MB) is read on use.
 """
 
 from __future__ import annotations
@@ -22,8 +20,6 @@ NEEDLES = (2, 4, 8)
 FIELDS = ("prompt", "answer", "random_string_to_prepend", "n_needles")
 ROLES = ("user", "assistant")
 HUB = "openai/mrcr (huggingface.co/datasets/openai/mrcr)"
-
-
 DATA_FILES = tuple(
     DataFile(
         f"mrcr_{n}needle",
@@ -46,8 +42,6 @@ def _restore(problem: str) -> DataUnavailable:
 
 @dataclass(frozen=True)
 class MrcrRow:
-    """One row, parsed and checked: its messages as (role, content)."""
-
     index: int  # in the concatenated files
     where: str  # the file and its row, for messages
     messages: tuple[tuple[str, str], ...]
@@ -85,8 +79,10 @@ class MrcrFile:
             if not isinstance(record[field], str):
                 raise _restore(f"{where}: field {field} is not text")
         messages = parse_messages(record["prompt"], where)
-        wanted = _optional_int(record.get("desired_msg_index"))
-        total = _optional_int(record.get("total_messages"))
+        wanted, total = (
+            n if isinstance(n := record.get(k), int) else None
+            for k in ("desired_msg_index", "total_messages")
+        )
         prefix = record["random_string_to_prepend"]
         return MrcrRow(index, where, messages, record["answer"], prefix, wanted, total)
 
@@ -108,10 +104,6 @@ class MrcrFile:
         raise IndexError(index)
 
 
-def _optional_int(value: object) -> int | None:
-    return value if isinstance(value, int) else None
-
-
 def parse_messages(prompt: object, where: str) -> tuple[tuple[str, str], ...]:
     """A row's ``prompt``: a JSON list of {role: user|assistant, content: text} that starts and
     ends with a user message, with no two assistant messages in a row."""
@@ -126,27 +118,23 @@ def parse_messages(prompt: object, where: str) -> tuple[tuple[str, str], ...]:
         raise _restore(f"{field} is not a list of messages")
     parsed: list[tuple[str, str]] = []
     for n, m in enumerate(messages):
-        if (
-            not isinstance(m, dict)
-            or m.get("role") not in ROLES
-            or not isinstance(m.get("content"), str)
-        ):
+        role, content = (m.get("role"), m.get("content")) if isinstance(m, dict) else (None, None)
+        if role not in ROLES or not isinstance(content, str):
             raise _restore(
                 f"{field}, message {n}, is not a {{role: user|assistant, content: text}} object"
             )
-        if m["role"] == "assistant" and parsed and parsed[-1][0] == "assistant":
+        if role == "assistant" and parsed and parsed[-1][0] == "assistant":
             raise _restore(
                 f"{field}, messages {n - 1} and {n}, are two assistant messages in a row, which no "
                 "conversation has"
             )
-        parsed.append((m["role"], m["content"]))
+        parsed.append((role, content))
     if parsed[0][0] != "user" or parsed[-1][0] != "user":
         raise _restore(f"{field} does not start and end with a user message")
     return tuple(parsed)
 
 
 def mrcr_paths(data_dir: str | None, needles: int) -> tuple[Path, ...]:
-    """The numbered files of ``mrcr/{n}needle/``, else the single ``mrcr/{n}needle.parquet``."""
     folder = Path(data_dir or ".") / "mrcr"
     numbered = folder / f"{needles}needle"
     if is_dir(numbered):

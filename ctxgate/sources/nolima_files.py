@@ -1,8 +1,7 @@
-"""NoLiMa needle sets in NoLiMa's schema (docs/tasks.md): its released ``needle_set.json`` (from
-``--data-dir`` only, never shipped or fetched: non-commercial licence) and the project's
-``nolima_needles.json``. ``system_prompt`` is never sent, as NoLiMa's vllm provider does; cases are
-in ``run_tests.py``'s order: records, then question types, then tests.
-"""
+"""NoLiMa needle sets in NoLiMa's schema (docs/tasks.md): its ``needle_set.json`` (``--data-dir``
+only, never shipped or fetched: non-commercial licence) and the project's ``nolima_needles.json``.
+``system_prompt`` is never sent, as NoLiMa's vllm provider does; cases are in ``run_tests.py``'s
+order: records, then question types, then tests."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from ctxgate.memo import is_file, memo, noted
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
@@ -128,8 +127,7 @@ def _filled(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _text(record: dict[str, Any], field: str, where: str) -> str:
-    value = record.get(field)
+def _text(value: object, field: str, where: str) -> str:
     if not _filled(value):
         raise _bad(where, field, "a non-empty string")
     return value
@@ -144,14 +142,14 @@ def _texts(value: object, field: str, where: str) -> tuple[str, ...]:
 def _cases(record: object, where: str) -> list[NeedleCase]:
     if not isinstance(record, dict):
         raise _restore(where, "a record is a JSON object", _SCHEMA)
-    rid = _text(record, "id", where)
+    rid = _text(record.get("id"), "id", where)
     where = f"{where} ({rid!r})"  # repr: an id may hold a line break, and a message is one line
     if record.get("distractors"):
         raise DataUnavailable(
             f"{where}: field 'distractors' is NoLiMa's distractor variant, which ctxgate does not "
             "build; use needle_set.json"
         )
-    needle = _text(record, "needle", where)
+    needle = _text(record.get("needle"), "needle", where)
     template = record.get("task_template", TASK_TEMPLATE)
     if not isinstance(template, str) or any(
         template.count(p) != 1 for p in ("{haystack}", "{question}")
@@ -166,8 +164,7 @@ def _cases(record: object, where: str) -> list[NeedleCase]:
     characters = _texts(record.get("character_set"), "character_set", where) if named else ()
     out = []
     for kind, question in questions.items():
-        if not _filled(question):
-            raise _bad(where, f"questions.{kind}", "a non-empty string")
+        _text(question, f"questions.{kind}", where)
         for test_id, test in tests.items():
             at = f"tests.{test_id}"
             if not isinstance(test, dict):
@@ -177,11 +174,8 @@ def _cases(record: object, where: str) -> list[NeedleCase]:
             extra = _texts(test["keywords"], f"{at}.keywords", where) if "keywords" in test else ()
             filled = fill(needle, question, args, f"{where} {at}")
             keywords = tuple(dict.fromkeys((*args, *extra)))
-            out.append(
-                NeedleCase(
-                    rid, str(test_id), str(kind), *filled, characters, gold, keywords, template
-                )
-            )
+            case = (rid, str(test_id), str(kind), *filled, characters, gold, keywords, template)
+            out.append(NeedleCase(*case))
     return out
 
 
