@@ -1,6 +1,6 @@
-"""Cases run ahead of the pytest items that report them, for a backend that serves several at once
-(``cases_at_once``: replicas on a cluster, a server's engine): the next cases' samples are queued
-while a case's last ones finish, so nothing idles between cases. Each item reports its case."""
+"""Cases run ahead of the pytest items that report them, for a backend that serves several cases at
+once. Such a backend (``cases_at_once``: replicas on a cluster, a server's engine) gets the next
+cases' samples queued while a case's last ones finish, so nothing idles between cases."""
 
 from __future__ import annotations
 

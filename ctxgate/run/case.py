@@ -120,7 +120,7 @@ class _Drawing:
         stop: tuple[StopRule, Questions] | None,
     ) -> None:
         self.spec, self.ctx, self.length, self.n, self.seed = spec, ctx, length, n, seed
-        self.cache, self.judges = cache, judges
+        self.cache, self.judges, self.stop = cache, judges, stop
         self.params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
         self.chat = task_context(spec, ctx).chat
         self.metric = resolve(spec.metric.name, helmet_compat)
@@ -138,6 +138,14 @@ class _Drawing:
         self.build_seconds = self.judge_seconds = 0.0
         self.prompt_tokens = self.generated_tokens = 0
         self.ways: set[str] = set()  # how the prompts were built, where a task has two ways
+
+    def sequential(self, used: int) -> SequentialRecord | None:
+        if self.test is not None:
+            return self.test.record(self.n)
+        if self.stop is not None and self.stop[1].asked and self.judged:
+            why = "judged, with no judge in this run: no scores to test, so it runs its full count"
+            return full_count_record(self.stop[0], used, self.n, why)
+        return None
 
     def decided(self) -> bool:
         return self.test is not None and self.test.verdict is not None
@@ -267,9 +275,6 @@ def run_case(
         category=spec.category,
         length=length,
         metric=draw.metric,
-        score=scores.score,
-        n=scores.n,
-        ci=scores.ci,
         seconds=round(time.perf_counter() - t0, 3),
         build_seconds=round(draw.build_seconds, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1),
@@ -279,10 +284,7 @@ def run_case(
         else None,
         output_tokens=sum(o.output_tokens for o in outcomes),
         data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
-        samples=scores.samples,
         samples_from_cache=draw.from_cache,
-        parts=scores.parts,
-        judge=scores.judge,
         throughput={
             "prompt_tokens_per_s": round(draw.prompt_tokens / generating, 1),
             "generated_tokens_per_s": round(draw.generated_tokens / generating, 1),
@@ -291,33 +293,16 @@ def run_case(
         else None,
         chat_template=draw.chat,
         sample_cap={"requested": requested, "pool": n} if n < requested else None,
-        sequential=_sequential_record(draw.test, stop, draw.judged, len(outcomes), n),
+        sequential=draw.sequential(len(outcomes)),
         built_from=",".join(sorted(draw.ways)) or None,
+        **vars(scores),
     )
-
-
-def _sequential_record(
-    test: CaseTest | None,
-    stop: tuple[StopRule, Questions] | None,
-    judged: bool,
-    used: int,
-    budget: int,
-) -> SequentialRecord | None:
-    if test is not None:
-        return test.record(budget)
-    if stop is not None and stop[1].asked and judged:
-        return full_count_record(
-            stop[0],
-            used,
-            budget,
-            "judged, with no judge in this run: no scores to test, so it runs its full count",
-        )
-    return None
 
 
 @dataclass(frozen=True)
 class Scored:
-    """A case's samples with their scores, and the case's score over those that have one."""
+    """A case's samples with their scores, and the case's score over those that have one (the
+    ``CaseResult`` fields scoring fills)."""
 
     samples: tuple[SampleOutcome, ...]
     score: float | None  # percent
@@ -392,7 +377,4 @@ def judge_samples(
 
 def judge_case(result: CaseResult, judges: Judges | None, confidence: float) -> CaseResult:
     """A stored case judged (``ctxgate judge``): its samples, score and judge record replaced."""
-    s = judge_samples(result.metric, result.samples, judges, confidence)
-    return replace(
-        result, samples=s.samples, score=s.score, n=s.n, ci=s.ci, parts=s.parts, judge=s.judge
-    )
+    return replace(result, **vars(judge_samples(result.metric, result.samples, judges, confidence)))

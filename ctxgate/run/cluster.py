@@ -1,12 +1,9 @@
 """Model replicas on a Ray cluster, seen by the session as one backend (``--ray``).
 
-Each replica is a Ray actor that loads the checkpoint on a node with the ``--ray-resource``
-(``replica.py``); the session builds prompts, caches, scores and reports, a replica only generates.
-Requests wait in one queue, the longest case's first, each going to whichever replica frees first,
-so a slow 128K sample never holds back the ones behind it as static shards would. A lost replica's
-requests go back in the queue; one that cannot load the model is one error naming its node. Ray is
-imported only here, and only with ``--ray``.
-"""
+A replica (``replica.py``) only generates; the session builds prompts, caches, scores and reports.
+Requests wait in one queue, longest case first, each going to whichever replica frees first, so a
+slow 128K sample never holds back the rest as static shards would. A lost replica's requests are
+queued again; a failed load is one error naming its node. Ray is imported only with ``--ray``."""
 
 from __future__ import annotations
 
@@ -153,9 +150,8 @@ class RayPool:
         self.concurrency = sum(r.info.concurrency for r in self.replicas)
         self.tokens_in_flight = TOKENS_IN_FLIGHT * len(self.replicas)
         self.tokenizer: RawTokenizer = _tokenizer(spec)
-        self.withdrawn = 0  # requests taken back from the queue once their case was decided
-        self.generated = 0
-        self.retried = 0
+        # withdrawn: requests taken back from the queue once their case was decided
+        self.withdrawn = self.generated = self.retried = 0
         self._placed = list(self.replicas)  # every replica this run had, for the summary
         self._queue: list[tuple[int, int, _Job]] = []  # a heap: (-case length, arrival, job)
         self._arrival = itertools.count()
@@ -196,18 +192,14 @@ class RayPool:
         # replica takes its --concurrency requests at once (the engine batches them), a model in
         # the actor's own process one
         self._servers = served is not None
-        options: dict[str, Any] = {
-            "max_restarts": 0,
-            "max_concurrency": served.endpoint.concurrency if served else 1,
-        }
-        if resource == "GPU":
-            options.update(num_gpus=size, num_cpus=0)
-        elif resource == "CPU":
-            options.update(num_cpus=size)
-        else:
-            options.update(num_cpus=0, resources={resource: size})
+        takes = {"GPU": {"num_gpus": size, "num_cpus": 0}, "CPU": {"num_cpus": size}}.get(
+            resource, {"num_cpus": 0, "resources": {resource: size}}
+        )
+        concurrency = served.endpoint.concurrency if served else 1
         # Ray's stubs do not follow .options()
-        actor: Any = ray.remote(ReplicaWorker).options(**options)
+        actor: Any = ray.remote(ReplicaWorker).options(
+            max_restarts=0, max_concurrency=concurrency, **takes
+        )
         handles = [actor.remote(spec, served, os.getcwd()) for _ in range(count)]
         pending = {h.info.remote(): h for h in handles}
         ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=START_TIMEOUT_S)

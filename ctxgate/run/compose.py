@@ -1,5 +1,5 @@
-"""Evaluate-this-checkpoint, composed in one place (backend, tokenizer, chat template, prompt
-context, run record, generation cache, judges): the pytest plugin and the workflows (bisect, watch)
+"""Evaluate-this-checkpoint, composed in one place: backend, tokenizer, chat template, prompt
+context, run record, generation cache, judges. The pytest plugin and the workflows (bisect, watch)
 both open a model through ``open_model``, so a checkpoint is evaluated the same way by either."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""What to evaluate (``ModelSpec``) and its backend loaded in this process (``load_backend``):
-``run/compose.py`` and a cluster replica (``run/replica.py``) both load a checkpoint through it."""
+"""What to evaluate (``ModelSpec``, the checkpoint and how it is served and run) and its backend
+loaded in this process. ``run/compose.py`` and a cluster replica (``run/replica.py``) both load a
+checkpoint through ``load_backend``."""
 
 from __future__ import annotations
 

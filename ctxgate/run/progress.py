@@ -1,5 +1,5 @@
-"""A running case's progress, and the one status line the terminal shows for all workers' cases:
-pure values and formatting (plugins/progress.py moves them between processes and draws them)."""
+"""A running case's progress, and the one status line the terminal shows for all workers' cases.
+Pure values and formatting: plugins/progress.py moves them between processes and draws them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The actor body of a model replica on a Ray cluster node (``--ray``): the checkpoint loaded
-through ``load_backend`` as a local run loads it (``--backend vllm``: a server of its own first, on
-the GPUs Ray gave it). The queue that feeds the replicas is the session's (``cluster.py``)."""
+"""The actor body of a model replica on a Ray cluster node (``--ray``), and what it reports about
+itself. The checkpoint is loaded through ``load_backend`` as a local run loads it (``--backend
+vllm``: a server of its own first, on the GPUs Ray gave it); the queue is the session's."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``--backend openai`` (servers the user runs) and ``vllm`` (servers the suite starts, in
-``plugins/engine.py``): ``read_engine`` checks the engine's options into the plan's
+"""How requests are served with ``--backend openai`` (servers the user runs) and ``--backend vllm``
+(servers the suite starts): ``read_engine`` checks the engine's options into the plan's
 ``EngineSettings``; ``served`` turns them, and the servers started, into what a backend sends to."""
 
 from __future__ import annotations
