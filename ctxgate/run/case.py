@@ -104,8 +104,7 @@ def data_hash(sample_digests: Sequence[str]) -> str:
 
 
 class _Drawing:
-    """One case's samples on their way: built one at a time, served from the cache or sent to the
-    backend, scored (or judged, under --sequential) as they come back, fed to the case's test."""
+    """One case's samples: built one at a time, served from the cache or the backend, scored."""
 
     def __init__(
         self,
@@ -301,8 +300,7 @@ def run_case(
 
 @dataclass(frozen=True)
 class Scored:
-    """A case's samples with their scores, and the case's score over those that have one (the
-    ``CaseResult`` fields scoring fills)."""
+    """The ``CaseResult`` fields scoring fills: the score is over the samples that have one."""
 
     samples: tuple[SampleOutcome, ...]
     score: float | None  # percent

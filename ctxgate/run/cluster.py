@@ -274,8 +274,7 @@ class RayPool:
         return [job.done.result() for job in jobs]
 
     def withdraw(self, task: str, length: int) -> None:
-        """The case (task, length) is decided: its queued requests never start (running ones
-        finish)."""
+        """The case is decided: its queued requests never start (running ones finish)."""
         with self._cond:
             kept = []
             for entry in self._queue:

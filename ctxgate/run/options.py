@@ -62,8 +62,7 @@ class Option:
         add(self.flag, *self.aliases, **{k: v for k, v in keywords.items() if v is not None})
 
     def read(self, given: Any) -> Any:
-        """The value from what the command line gave (None: not given, the default); an append
-        option's values as a tuple."""
+        """The value given (None: the default); an append option's values as a tuple."""
         if self.action == "store_true":
             return bool(given)
         if given is None or given == []:
