@@ -1,2 +1,1 @@
-"""Running one case: build its samples, generate them through a backend, cache each, score;
-progress."""
+"""Running one case: build its samples, generate them through a backend, cache each, score."""

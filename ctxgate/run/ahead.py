@@ -1,9 +1,6 @@
 """Cases run ahead of the pytest items that report them, for a backend that serves several cases at
-once.
-
-Such a backend (``cases_at_once``: model replicas on a cluster, a server's engine) gets the next
-cases' samples queued while a case's last samples finish and it is scored, so nothing idles between
-cases. Each case's item still reports it, in its turn."""
+once. Such a backend (``cases_at_once``: replicas on a cluster, a server's engine) gets the next
+cases' samples queued while a case's last ones finish, so nothing idles between cases."""
 
 from __future__ import annotations
 
@@ -41,18 +38,16 @@ class Ahead:
                 continue  # cancelled: the session is over
             try:
                 future.set_result(job())
-            except BaseException as exc:  # noqa: BLE001 - the case's item re-raises it, in the session's thread
+            except BaseException as exc:  # noqa: BLE001 - the case's item re-raises it
                 future.set_exception(exc)
 
     def __contains__(self, key: object) -> bool:
         return key in self._futures
 
     def take(self, key: CaseKey) -> CaseResult:
-        """The case's result once it is there, or the error its run raised."""
         return self._futures.pop(key).result()
 
     def close(self) -> None:
-        """Start no other case (the session is over, or stopped); cases running end with their
-        backend."""
+        """Start no other case; cases running end with their backend."""
         for future in self._futures.values():
             future.cancel()

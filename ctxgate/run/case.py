@@ -40,6 +40,8 @@ def resolve_chat(setting: str, has_template: bool) -> str:
 
 @dataclass(frozen=True)
 class CaseResult:
+    """What a run of the case measured: the fields of its ``CaseRecord`` (described there)."""
+
     task: str
     suite: str
     category: str
@@ -52,32 +54,17 @@ class CaseResult:
     build_seconds: float
     input_tokens_mean: float
     input_tokens_max: int
-    fill_min: (
-        float | None
-    )  # smallest (input + generation budget) / length over the samples (None at length 0)
+    fill_min: float | None
     output_tokens: int
     data_sha256: str
     samples: tuple[SampleOutcome, ...]
     samples_from_cache: int = 0
-    parts: dict[str, float] = field(
-        default_factory=dict
-    )  # case means of a judged metric's components, percent
+    parts: dict[str, float] = field(default_factory=dict)
     judge: JudgeRecord | None = None
-    # tokens through the model per second of the case's generation time (its seconds less building
-    # prompts), over the samples generated now (not those from the cache); None when the cache had
-    # them all
     throughput: dict[str, float] | None = None
-    # whether the case's prompts were wrapped in the model's chat template
     chat_template: bool | None = None
-    # {"requested": N, "pool": P} when the task's data holds fewer distinct samples than asked: the
-    # case ran P
     sample_cap: dict[str, int] | None = None
-    # --sequential: the question, how many samples the test used, why the case stopped, the interval
-    # at stopping
     sequential: SequentialRecord | None = None
-    # how the prompts were built where a task has two ways: "helmet_file" / "helmet" (HELMET's own
-    # files and sampling, at its lengths) or "placed" / "generated" (the suite's fitting); None for
-    # single-way tasks
     built_from: str | None = None
 
     def onto(self, record: CaseRecord) -> CaseRecord:
@@ -89,17 +76,15 @@ class CaseResult:
 def iter_samples(
     spec: TaskSpec, ctx: BuildContext, length: int, n: int, seed: int
 ) -> Iterator[Sample]:
-    """Samples one at a time: a case holds one prompt in memory, not n (128K tokens each), and
-    starts generating at once. A sample that ran out of material short of the length ends the case
-    (``MaterialExhausted``)."""
+    """One at a time: a case holds one prompt (up to 128K tokens) in memory, not n, and starts
+    generating at once. A sample short of material ends the case (``MaterialExhausted``)."""
     for i in range(n):
         yield build_sample(spec, ctx, length, i, seed)
 
 
 def samples_to_run(spec: TaskSpec, ctx: BuildContext, length: int, requested: int) -> int:
-    """``requested``, or the task's pool when its data holds fewer distinct samples: never a repeat."""
-    # a length the task cannot take at all is refused by build_sample before its data (and its pool)
-    # is read
+    """``requested``, or the task's pool when its data holds fewer distinct samples (no repeats)."""
+    # a length the task cannot take at all is refused by build_sample before its pool is read
     pool = (
         spec.pool_size(task_context(spec, ctx), length)
         if spec.pool_size and fits_at_all(spec, length)
@@ -119,15 +104,12 @@ def data_hash(sample_digests: Sequence[str]) -> str:
 
 
 class _Drawing:
-    """One case's samples on their way through the backend: built one at a time, served from the
-    cache or sent to the backend, scored (or judged, under --sequential) as they come back, fed to
-    the case's test."""
+    """One case's samples: built one at a time, served from the cache or the backend, scored."""
 
     def __init__(
         self,
         spec: TaskSpec,
         ctx: BuildContext,
-        backend: Backend,
         length: int,
         n: int,
         seed: int,
@@ -137,33 +119,40 @@ class _Drawing:
         stop: tuple[StopRule, Questions] | None,
     ) -> None:
         self.spec, self.ctx, self.length, self.n, self.seed = spec, ctx, length, n, seed
-        self.cache, self.helmet_compat, self.judges = cache, helmet_compat, judges
+        self.cache, self.judges, self.stop = cache, judges, stop
         self.params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
         self.chat = task_context(spec, ctx).chat
         self.metric = resolve(spec.metric.name, helmet_compat)
         self.judged = spec.metric.judged
-        # --sequential on a judged case: each output is judged as it arrives (the judge's cache and
-        # retries as usual), so its test sees scores and the case can stop once certain; without its
-        # judge it runs its full count
+        # --sequential on a judged case: each output is judged as it arrives, so its test sees
+        # scores and the case can stop once certain; without its judge it runs its full count
         self.judge_now = (
             stop is not None and self.judged and missing_judge(spec.metric.name, judges) is None
         )
         self.test = CaseTest(*stop) if stop and (self.judge_now or not self.judged) else None
         self.done: dict[int, SampleOutcome] = {}
-        self.waiting: dict[
-            int, tuple[Sample, str, str]
-        ] = {}  # sent: the sample, its digest, its cache key
-        self.sent_at: dict[int, float] = {}
+        # sent: the sample, its digest, its cache key, when it was sent
+        self.waiting: dict[int, tuple[Sample, str, str, float]] = {}
         self.from_cache = 0
         self.build_seconds = self.judge_seconds = 0.0
         self.prompt_tokens = self.generated_tokens = 0
         self.ways: set[str] = set()  # how the prompts were built, where a task has two ways
 
+    def sequential(self, used: int) -> SequentialRecord | None:
+        if self.test is not None:
+            return self.test.record(self.n)
+        if self.stop is not None and self.stop[1].asked and self.judged:
+            why = "judged, with no judge in this run: no scores to test, so it runs its full count"
+            return full_count_record(self.stop[0], used, self.n, why)
+        return None
+
+    def decided(self) -> bool:
+        return self.test is not None and self.test.verdict is not None
+
     def requests(self) -> Iterator[Request]:
-        """Samples built one at a time; those the cache has are done at once, the rest go to the
-        backend."""
+        """Those the cache has are done at once, the rest go to the backend."""
         samples = iter_samples(self.spec, self.ctx, self.length, self.n, self.seed)
-        while self.test is None or self.test.verdict is None:
+        while not self.decided():
             started = time.perf_counter()
             s = next(samples, None)
             self.build_seconds += time.perf_counter() - started
@@ -181,8 +170,7 @@ class _Drawing:
                 self.from_cache += 1
                 self._finish(s, digest, gen)
                 continue
-            self.waiting[s.index] = (s, digest, key)
-            self.sent_at[s.index] = time.perf_counter()
+            self.waiting[s.index] = (s, digest, key, time.perf_counter())
             yield Request(s.input_ids, self.spec.name, self.length, s.index)
 
     def held(self) -> int:
@@ -190,14 +178,12 @@ class _Drawing:
         return 0 if self.test is None else sum(i >= self.test.used for i in self.done)
 
     def receive(self, request: Request, gen: Generation) -> None:
-        s, digest, key = self.waiting.pop(request.index)
+        s, digest, key, sent_at = self.waiting.pop(request.index)
         if self.cache:
             self.cache.put(key, gen)  # at once: a kill loses only the samples in flight
         self.prompt_tokens += len(s.input_ids)
         self.generated_tokens += gen.output_tokens
-        self._finish(
-            s, digest, gen, round(time.perf_counter() - self.sent_at.pop(request.index), 3)
-        )
+        self._finish(s, digest, gen, round(time.perf_counter() - sent_at, 3))
 
     def _finish(
         self, s: Sample, digest: str, gen: Generation, seconds: float | None = None
@@ -224,9 +210,8 @@ class _Drawing:
                 self.metric, gen.text, s.answers, self.spec.scoring_prefix, self.chat
             )
             return replace(o, score=score, scored_text=looked_at)
-        o = replace(
-            o, judge_input=compact_input(self.spec.metric.name, gen.text, s.meta["judge_input"])
-        )
+        judge_input = compact_input(self.spec.metric.name, gen.text, s.meta["judge_input"])
+        o = replace(o, judge_input=judge_input)
         if not self.judge_now:
             return o
         assert self.judges is not None
@@ -250,24 +235,23 @@ def run_case(
     progress: Callable[[Progress], None] | None = None,
     stop: tuple[StopRule, Questions] | None = None,
 ) -> CaseResult:
-    """Each generation goes to the cache as soon as it exists, so an interrupted case resumes where
-    it stopped. ``progress`` hears where the case stands after each generation. ``stop``
-    (--sequential): a stop rule and the case's questions (its floor, its baseline); the samples are
-    fed to the tests in index order (the fixed-n run's order) and no further sample is built once
-    the verdict is certain; the score uses the samples the test used. ``n`` None: the task's own
-    sample count. A judged task is scored by ``judges``; without the judge it needs, its case comes
-    back with score None and its judge inputs stored, for ``ctxgate judge`` later."""
+    """Each generation is cached as soon as it exists, so an interrupted case resumes where it
+    stopped; ``progress`` hears where the case stands after each. ``stop`` (--sequential): a stop
+    rule and the case's questions; samples are fed to the test in index order (the fixed-n run's),
+    none is built once the verdict is certain, and the score uses the samples the test used. ``n``
+    None: the task's own count. A judged task without the judge it needs comes back with score None
+    and its judge inputs stored, for ``ctxgate judge`` later."""
     requested = n or spec.default_samples
     n = samples_to_run(spec, ctx, length, requested)
     t0 = time.perf_counter()
-    draw = _Drawing(spec, ctx, backend, length, n, seed, cache, helmet_compat, judges, stop)
+    draw = _Drawing(spec, ctx, length, n, seed, cache, helmet_compat, judges, stop)
     name = case_label(spec.name, length)
     if progress is not None:  # a 128K sample can take minutes: say at once which case started
         progress(Progress(name, 0, n, 0, 0, 0.0))
     withdraw = getattr(backend, "withdraw", None)
     for request, gen in stream(backend, draw.requests(), draw.params, draw.held):
         draw.receive(request, gen)
-        if withdraw is not None and draw.test is not None and draw.test.verdict is not None:
+        if withdraw is not None and draw.decided():
             withdraw(spec.name, length)  # decided: what is still queued never runs, on any replica
             withdraw = None
         if progress is not None:
@@ -277,9 +261,9 @@ def run_case(
             )
     # judging is not generation: it is left out of the throughput
     generating = max(time.perf_counter() - t0 - draw.build_seconds - draw.judge_seconds, 1e-6)
-    # a decided case is scored on the samples its test used, whatever else was in flight when it
-    # decided: the same samples, score and verdict however many requests the backend had out at once
-    used = draw.test.used if draw.test is not None and draw.test.verdict is not None else None
+    # a decided case is scored on the samples its test used, whatever else was in flight: the same
+    # samples, score and verdict however many requests the backend had out at once
+    used = draw.test.used if draw.test is not None and draw.decided() else None
     outcomes = tuple(draw.done[i] for i in sorted(draw.done) if used is None or i < used)
     sizes = [o.input_tokens for o in outcomes]
     if draw.judged:
@@ -294,9 +278,6 @@ def run_case(
         category=spec.category,
         length=length,
         metric=draw.metric,
-        score=scores.score,
-        n=scores.n,
-        ci=scores.ci,
         seconds=round(time.perf_counter() - t0, 3),
         build_seconds=round(draw.build_seconds, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1),
@@ -306,10 +287,7 @@ def run_case(
         else None,
         output_tokens=sum(o.output_tokens for o in outcomes),
         data_sha256=data_hash([o.sample_sha256 for o in outcomes]),
-        samples=scores.samples,
         samples_from_cache=draw.from_cache,
-        parts=scores.parts,
-        judge=scores.judge,
         throughput={
             "prompt_tokens_per_s": round(draw.prompt_tokens / generating, 1),
             "generated_tokens_per_s": round(draw.generated_tokens / generating, 1),
@@ -318,33 +296,15 @@ def run_case(
         else None,
         chat_template=draw.chat,
         sample_cap={"requested": requested, "pool": n} if n < requested else None,
-        sequential=_sequential_record(draw.test, stop, draw.judged, len(outcomes), n),
+        sequential=draw.sequential(len(outcomes)),
         built_from=",".join(sorted(draw.ways)) or None,
+        **vars(scores),
     )
-
-
-def _sequential_record(
-    test: CaseTest | None,
-    stop: tuple[StopRule, Questions] | None,
-    judged: bool,
-    used: int,
-    budget: int,
-) -> SequentialRecord | None:
-    if test is not None:
-        return test.record(budget)
-    if stop is not None and stop[1].asked and judged:
-        return full_count_record(
-            stop[0],
-            used,
-            budget,
-            "judged, with no judge in this run: no scores to test, so it runs its full count",
-        )
-    return None
 
 
 @dataclass(frozen=True)
 class Scored:
-    """A case's samples with their scores, and the case's score over those that have one."""
+    """The ``CaseResult`` fields scoring fills: the score is over the samples that have one."""
 
     samples: tuple[SampleOutcome, ...]
     score: float | None  # percent
@@ -360,7 +320,6 @@ def scored(
     parts: dict[str, float] | None = None,
     judge: JudgeRecord | None = None,
 ) -> Scored:
-    """The case score, its interval and n over the samples that have a score."""
     scores = [o.score for o in samples if o.score is not None]
     if not scores:
         return Scored(samples, None, 0, (0.0, 0.0), parts or {}, judge)
@@ -377,10 +336,9 @@ def judge_samples(
     earlier_seconds: float = 0.0,
 ) -> Scored:
     """Score a judged case's stored outputs. Failed verdicts are counted and listed, their samples
-    left out of the mean; whether that many failures fail the case is the gate's call
+    left out of the mean; whether that fails the case is the gate's call
     (``judge.max_failure_rate``). ``judged_already``: the samples carry the verdicts they got as
-    they were generated (--sequential), taking ``earlier_seconds``; only those without one are
-    judged now."""
+    they were generated (--sequential, taking ``earlier_seconds``); only the rest are judged now."""
     reason = missing_judge(metric, judges)
     if reason is not None:
         return Scored(samples, None, 0, (0.0, 0.0), judge=JudgeRecord("pending", reason))
@@ -402,8 +360,9 @@ def judge_samples(
     ok = [o for o in samples if o.score is not None]
     names = sorted({k for o in ok for k in o.parts})
     parts = {k: round(100 * sum(o.parts[k] for o in ok) / len(ok), 2) for k in names} if ok else {}
-    usage = judges.client.take_usage() if judges.client else None
-    price = judges.client.settings.price() if judges.client else None
+    client = judges.client
+    usage = client.take_usage() if client else None
+    price = client.settings.price() if client else None
     judge = JudgeRecord(
         "judged" if ok else "failed",
         failed=len(failed),
@@ -412,7 +371,7 @@ def judge_samples(
         failed_samples=failed,
         usage=priced(usage, price) if usage else None,
         seconds=round(time.perf_counter() - t0 + earlier_seconds, 3),
-        llm=judges.client.settings.describe() if judges.client else None,
+        llm=client.settings.describe() if client else None,
         entailment=judges.entailment(),
     )
     return scored(samples, confidence, parts, judge)
@@ -420,7 +379,4 @@ def judge_samples(
 
 def judge_case(result: CaseResult, judges: Judges | None, confidence: float) -> CaseResult:
     """A stored case judged (``ctxgate judge``): its samples, score and judge record replaced."""
-    s = judge_samples(result.metric, result.samples, judges, confidence)
-    return replace(
-        result, samples=s.samples, score=s.score, n=s.n, ci=s.ci, parts=s.parts, judge=s.judge
-    )
+    return replace(result, **vars(judge_samples(result.metric, result.samples, judges, confidence)))

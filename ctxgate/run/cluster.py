@@ -1,14 +1,9 @@
 """Model replicas on a Ray cluster, seen by the session as one backend (``--ray``).
 
-Each replica is a long-lived Ray actor that loads the checkpoint on its node (``replica.py``),
-placed by Ray on a node that has the resource ``--ray-resource`` names. The session keeps everything
-else: it builds the prompts, reads and writes the generation cache, scores, and writes every report;
-a replica only generates. Requests wait in one queue, the longest case's first, and each goes to
-whichever replica frees first, so a slow 128K sample never holds back the ones behind it the way
-static shards would. A replica lost with its node has its requests put back in the queue for the
-others; one that cannot load the model is one error naming its node and the cause. Ray itself is
-imported only here, and only when ``--ray`` is given.
-"""
+A replica (``replica.py``) only generates; the session builds prompts, caches, scores and reports.
+Requests wait in one queue, longest case first, each going to whichever replica frees first, so a
+slow 128K sample never holds back the rest as static shards would. A lost replica's requests are
+queued again; a failed load is one error naming its node. Ray is imported only with ``--ray``."""
 
 from __future__ import annotations
 
@@ -38,9 +33,8 @@ from ctxgate.tokens.tokenizers import HFTokenizer, RawTokenizer
 
 LOCAL = "local"  # --ray local: a cluster of this machine, started for the run and stopped with it
 MAX_TRIES = 3  # replicas a request may lose before the run stops trusting the cluster with it
-START_TIMEOUT_S = float(
-    os.environ.get("CTXGATE_RAY_START_TIMEOUT", "900")
-)  # a replica placed and loaded
+# a replica placed and loaded
+START_TIMEOUT_S = float(os.environ.get("CTXGATE_RAY_START_TIMEOUT", "900"))
 # the replicas' servers stopping (VLLMServer.stop waits up to 30 s for its processes)
 STOP_TIMEOUT_S = 60.0
 # the next case's samples queue while the current one finishes: no replica idles between cases
@@ -52,9 +46,8 @@ class _Job:
     request: Request
     params: GenerationParams
     done: Future[Generation] = field(default_factory=Future)
-    lost_on: list[str] = field(
-        default_factory=list
-    )  # the replicas it was running on when they were lost
+    # the replicas it was running on when they were lost
+    lost_on: list[str] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -73,9 +66,8 @@ _users = 0  # pools of this process using the connection it opened (bisect probe
 
 
 def connect(address: str) -> bool:
-    """Join the cluster ``--ray`` names (or start one for ``local``). False when this process was
-    connected already by someone else (who disconnects it); True when the caller must
-    ``disconnect``."""
+    """Join the cluster ``--ray`` names (or start one for ``local``). False when someone else had
+    connected this process (and disconnects it); True when the caller must ``disconnect``."""
     import ray
 
     global _users
@@ -87,18 +79,16 @@ def connect(address: str) -> bool:
             return False
         quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
         try:
-            if (
-                address == LOCAL
-            ):  # a new cluster, never one this machine already runs (RAY_ADDRESS, ray start)
+            # local: a new cluster, never one this machine already runs (RAY_ADDRESS, ray start)
+            if address == LOCAL:
                 ray.init(address="local", include_dashboard=False, **quiet)
             else:
                 ray.init(address=address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise BackendError(
                 f"--ray {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); "
-                "start one with "
-                "`ray start --head` and pass its address, or pass --ray local for a cluster of "
-                "this machine"
+                "start one with `ray start --head` and pass its address, or pass --ray local for "
+                "a cluster of this machine"
             ) from None
         _users = 1
         return True
@@ -116,8 +106,7 @@ def disconnect() -> None:
 
 
 def slots(address: str, resource: str) -> int:
-    """How many replicas the cluster holds: one per unit of the resource (bisect probes that many at
-    once)."""
+    """Replicas the cluster holds: one per unit of the resource (bisect probes that many)."""
     import ray
 
     owned = connect(address)
@@ -156,34 +145,25 @@ class RayPool:
         self.weights_problem = first.weights_problem
         if first.fingerprint is not None:
             self.fingerprint = first.fingerprint
-        self._window, self._description, self._identity = (
-            first.window,
-            first.description,
-            first.cache_identity,
-        )
+        self._window, self._description = first.window, first.description
+        self._identity = first.cache_identity
         self.concurrency = sum(r.info.concurrency for r in self.replicas)
         self.tokens_in_flight = TOKENS_IN_FLIGHT * len(self.replicas)
         self.tokenizer: RawTokenizer = _tokenizer(spec)
-        self.withdrawn = 0  # requests taken back from the queue once their case was decided
-        self.generated = 0
-        self.retried = 0
-        self._placed = list(
-            self.replicas
-        )  # every replica this run had, kept for the summary after close
+        # withdrawn: requests taken back from the queue once their case was decided
+        self.withdrawn = self.generated = self.retried = 0
+        self._placed = list(self.replicas)  # every replica this run had, for the summary
         self._queue: list[tuple[int, int, _Job]] = []  # a heap: (-case length, arrival, job)
         self._arrival = itertools.count()
         self._free = [r for r in self.replicas for _ in range(r.info.concurrency)]
-        self._running: dict[
-            Any, tuple[_Job, _Replica]
-        ] = {}  # the dispatcher's own: never touched elsewhere
+        # the dispatcher's own: never touched elsewhere
+        self._running: dict[Any, tuple[_Job, _Replica]] = {}
         self._cond = threading.Condition()
         self._closed: str | None = None
         self._ray = ray
         self._thread = threading.Thread(target=self._dispatch, name="ctxgate-ray", daemon=True)
         self._thread.start()
 
-    # placing the replicas
-    # --------------------------------------------------------------------------------------
     def _place(
         self, spec: ModelSpec, served: Served | None, resource: str, replicas: int | None
     ) -> None:
@@ -191,9 +171,8 @@ class RayPool:
 
         total = ray.cluster_resources().get(resource, 0)
         served = served if served is not None and served.launch is not None else None
-        size = (
-            served.launch.tensor_parallel if served and served.launch else 1
-        )  # units a replica's server spans
+        # units a replica's server spans
+        size = served.launch.tensor_parallel if served and served.launch else 1
         count = int(total) // size if replicas is None else min(int(total) // size, replicas)
         if count < 1:
             have = ", ".join(
@@ -206,50 +185,40 @@ class RayPool:
             )
             raise BackendError(
                 f"the Ray cluster at {self.address} has {lacks} for a model replica (it has: "
-                f"{have}); pass "
-                "--ray-resource with one its nodes have, e.g. --ray-resource CPU on nodes without "
-                "GPUs"
+                f"{have}); pass --ray-resource with one its nodes have, e.g. --ray-resource CPU on "
+                "nodes without GPUs"
             )
-        # a server's replica takes its --concurrency requests at once (the engine batches them); a
-        # model in the actor's own process, one
-        self._servers = (
-            served is not None
-        )  # the replicas start servers of their own: stopped before the kill
-        options: dict[str, Any] = {
-            "max_restarts": 0,
-            "max_concurrency": served.endpoint.concurrency if served else 1,
-        }
-        if resource == "GPU":
-            options.update(num_gpus=size, num_cpus=0)
-        elif resource == "CPU":
-            options.update(num_cpus=size)
-        else:
-            options.update(num_cpus=0, resources={resource: size})
+        # replicas that start servers of their own have them stopped before the kill; a server's
+        # replica takes its --concurrency requests at once (the engine batches them), a model in
+        # the actor's own process one
+        self._servers = served is not None
+        takes = {"GPU": {"num_gpus": size, "num_cpus": 0}, "CPU": {"num_cpus": size}}.get(
+            resource, {"num_cpus": 0, "resources": {resource: size}}
+        )
+        concurrency = served.endpoint.concurrency if served else 1
+        # Ray's stubs do not follow .options()
         actor: Any = ray.remote(ReplicaWorker).options(
-            **options
-        )  # Ray's stubs do not follow .options()
+            max_restarts=0, max_concurrency=concurrency, **takes
+        )
         handles = [actor.remote(spec, served, os.getcwd()) for _ in range(count)]
         pending = {h.info.remote(): h for h in handles}
         ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=START_TIMEOUT_S)
         for ref in late:
             ray.kill(pending[ref])
-        failed: dict[
-            str, list[str]
-        ] = {}  # the cause: where (replicas on one node usually fail alike)
+        # the cause: where (replicas on one node usually fail alike)
+        failed: dict[str, list[str]] = {}
         for ref in ready:
             try:
                 info = ray.get(ref)
             except ray.exceptions.RayError as exc:
-                failed.setdefault(f"its process died ({str(exc).splitlines()[0]})", []).append(
-                    "a node"
-                )
+                cause = f"its process died ({str(exc).splitlines()[0]})"
+                failed.setdefault(cause, []).append("a node")
                 continue
             replica = _Replica(pending[ref], info)
             if info.error:
                 failed.setdefault(info.error, []).append(replica.where)
-                ray.kill(
-                    replica.handle
-                )  # its server, if it started one, stopped when the load failed
+                # its server, if it started one, stopped when the load failed
+                ray.kill(replica.handle)
                 continue
             self.replicas.append(replica)
         if failed:
@@ -263,13 +232,10 @@ class RayPool:
         if not self.replicas:
             raise BackendError(
                 f"no model replica started on the Ray cluster at {self.address} within "
-                f"{START_TIMEOUT_S:.0f}s: "
-                f"its {resource!r} resources are taken; free them, or set "
+                f"{START_TIMEOUT_S:.0f}s: its {resource!r} resources are taken; free them, or set "
                 "CTXGATE_RAY_START_TIMEOUT higher"
             )
 
-    # the backend interface
-    # ---------------------------------------------------------------------------------------
     def describe(self) -> dict[str, object]:
         return dict(self._description)
 
@@ -289,10 +255,14 @@ class RayPool:
         )
         return (
             f"Ray cluster {self.address}: {len(self._placed)} replicas ({where}); "
-            f"{self.generated} generated, "
-            f"{self.retried} retried after a lost replica, {self.withdrawn} withdrawn by "
-            "--sequential"
+            f"{self.generated} generated, {self.retried} retried after a lost replica, "
+            f"{self.withdrawn} withdrawn by --sequential"
         )
+
+    def _enqueue(self, job: _Job) -> None:
+        """Under the lock."""
+        heapq.heappush(self._queue, (-job.request.length, next(self._arrival), job))
+        self._cond.notify()
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         jobs = [_Job(r, params) for r in requests]
@@ -300,13 +270,11 @@ class RayPool:
             if self._closed is not None:
                 raise BackendDown(self._closed)
             for job in jobs:
-                heapq.heappush(self._queue, (-job.request.length, next(self._arrival), job))
-            self._cond.notify()
+                self._enqueue(job)
         return [job.done.result() for job in jobs]
 
     def withdraw(self, task: str, length: int) -> None:
-        """The case (task, length) is decided: its queued requests never start. Those running
-        finish."""
+        """The case is decided: its queued requests never start (running ones finish)."""
         with self._cond:
             kept = []
             for entry in self._queue:
@@ -319,10 +287,7 @@ class RayPool:
             heapq.heapify(kept)
             self._queue = kept
 
-    # the dispatcher
-    # ----------------------------------------------------------------------------------------------
     def _dispatch(self) -> None:
-        ray = self._ray
         while True:
             with self._cond:
                 while (
@@ -337,12 +302,10 @@ class RayPool:
                     if replica.lost is None:
                         starting.append((heapq.heappop(self._queue)[2], replica))
             for job, replica in starting:
-                self._running[replica.handle.generate.remote([job.request], job.params)] = (
-                    job,
-                    replica,
-                )
+                ref = replica.handle.generate.remote([job.request], job.params)
+                self._running[ref] = (job, replica)
             if self._running:
-                ready, _ = ray.wait(list(self._running), num_returns=1, timeout=0.1)
+                ready, _ = self._ray.wait(list(self._running), num_returns=1, timeout=0.1)
                 for ref in ready:
                     self._collect(ref)
 
@@ -351,19 +314,13 @@ class RayPool:
         job, replica = self._running.pop(ref)
         try:
             generation = ray.get(ref)[0]
-        except (
-            ray.exceptions.RayTaskError
-        ) as exc:  # the model's own error on this sample (out of memory...)
+        except ray.exceptions.RayTaskError as exc:  # the model's own error (out of memory...)
             self._give_back(replica)
             job.done.set_exception(exc.cause if isinstance(exc.cause, Exception) else exc)
             return
-        except (
-            ray.exceptions.RayError
-        ) as exc:  # the replica is gone: its node, its process, its connection
-            self._lose(
-                replica,
-                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
-            )
+        except ray.exceptions.RayError as exc:  # the replica is gone: node, process, connection
+            text = str(exc).strip()
+            self._lose(replica, text.splitlines()[0] if text else type(exc).__name__)
             self._retry(job, replica)
             return
         self.generated += 1
@@ -388,22 +345,21 @@ class RayPool:
 
     def _retry(self, job: _Job, replica: _Replica) -> None:
         job.lost_on.append(replica.where)
+        request = job.request
         with self._cond:
             if self._closed is not None:
                 job.done.set_exception(BackendDown(self._closed))
             elif len(job.lost_on) >= MAX_TRIES:
                 job.done.set_exception(
                     BackendDown(
-                        f"{job.request.task} at {job.request.length} (sample {job.request.index}) "
-                        "lost "
+                        f"{request.task} at {request.length} (sample {request.index}) lost "
                         f"{MAX_TRIES} replicas in a row ({', '.join(job.lost_on)}): the cluster "
                         "is unstable"
                     )
                 )
             else:
                 self.retried += 1
-                heapq.heappush(self._queue, (-job.request.length, next(self._arrival), job))
-                self._cond.notify()
+                self._enqueue(job)
 
     def _fail_all(self, why: str) -> None:
         """Under the lock: nothing more can run; every waiting request fails with ``why``."""
@@ -430,9 +386,8 @@ class RayPool:
     def _release(self) -> None:
         import ray
 
-        if (
-            self._servers and self.replicas
-        ):  # each server stopped by its own replica, its engine processes too
+        # each server stopped by its own replica, its engine processes too
+        if self._servers and self.replicas:
             stopping = [r.handle.stop.remote() for r in self.replicas]
             ray.wait(stopping, num_returns=len(stopping), timeout=STOP_TIMEOUT_S)
         for replica in self.replicas:
@@ -447,15 +402,14 @@ class RayPool:
 
 
 def _tokenizer(spec: ModelSpec) -> RawTokenizer:
-    """The session's own copy of the checkpoint's tokenizer: it builds the prompts the replicas are
-    sent."""
+    """The session's copy of the checkpoint's tokenizer: it builds the prompts the replicas get."""
     import transformers
 
     assert spec.checkpoint is not None, (
         "--ray runs a located checkpoint (the plan refuses other backends)"
     )
-    folder = spec.checkpoint.tokenizer_dir
-    tokenizer = transformers.AutoTokenizer.from_pretrained(
-        str(folder), trust_remote_code=spec.trust_remote_code
+    return HFTokenizer(
+        transformers.AutoTokenizer.from_pretrained(
+            str(spec.checkpoint.tokenizer_dir), trust_remote_code=spec.trust_remote_code
+        )
     )
-    return HFTokenizer(tokenizer)

@@ -1,8 +1,6 @@
-"""Evaluate-this-checkpoint, composed in one place: the backend, its tokenizer and chat template,
-the prompt context, the run's record, the generation cache and the judges. The pytest plugin
-(``plugins/model.py``) and the command-line workflows (``ctxgate bisect``, ``watch``) both open a
-model through ``open_model``, so a checkpoint is evaluated the same way whichever started it.
-"""
+"""Evaluate-this-checkpoint, composed in one place: backend, tokenizer, chat template, prompt
+context, run record, generation cache, judges. The pytest plugin and the workflows (bisect, watch)
+both open a model through ``open_model``, so a checkpoint is evaluated the same way by either."""
 
 from __future__ import annotations
 
@@ -41,8 +39,7 @@ class LoadedModel:
 
     @cached_property
     def run_info(self) -> RunInfo:
-        """The run's record as the report keeps it (read once: a baseline is checked against it per
-        case)."""
+        """The run's record as the report keeps it (read once: a baseline is checked per case)."""
         return adapter_for(RunInfo).validate_python(self.run_meta)
 
     def close(self) -> None:
@@ -53,8 +50,7 @@ class LoadedModel:
 
 
 class ModelError(CtxgateError, RuntimeError):
-    """The model cannot be evaluated: ``what`` failed (loading it, its tokenizer, its chat template,
-    the judge)."""
+    """The model cannot be evaluated: ``what`` failed (loading, tokenizer, chat template, judge)."""
 
     def __init__(self, what: str, cause: BaseException) -> None:
         super().__init__(f"{what}: {cause}")
@@ -68,10 +64,8 @@ def open_model(
     replicas: int | None = None,
 ) -> LoadedModel:
     """The model ready to run cases, sending to ``served`` (--backend openai/vllm), on at most
-    ``replicas`` of a cluster's (--ray): ``run`` adds to its record (the selection: lengths,
-    samples, --sequential). Raises ModelError naming the stage that failed."""
-    # with --ray, the replicas on the cluster's nodes (each loads it as this process would:
-    # load_backend)
+    ``replicas`` of a cluster's (--ray, each loading it through load_backend as this process
+    would); ``run`` adds to its record. Raises ModelError naming the stage that failed."""
     try:
         if spec.ray is not None:
             from ctxgate.run.cluster import RayPool
@@ -79,16 +73,14 @@ def open_model(
             backend: Backend = RayPool(spec, served, replicas)
         else:
             backend = load_backend(spec, served)
-    except Exception as exc:  # noqa: BLE001 - whatever the loader raises, the run reports it in one line
+    except Exception as exc:  # noqa: BLE001 - reported in one line, whatever it is
         raise ModelError(f"the model {spec.model!r} could not be loaded", exc) from exc
     try:
         encoder = PieceEncoder(backend.tokenizer)
     except ChatTemplateError as exc:
         raise ModelError(f"the tokenizer of {spec.model!r}", exc) from exc
     chat = resolve_chat(spec.chat_template, encoder.has_chat_template)
-    if getattr(
-        backend, "chat_api", False
-    ):  # every prompt is a user message (the options refuse chat off)
+    if getattr(backend, "chat_api", False):  # every prompt is a user message (no chat off)
         chat = "on"
     if chat == "on" and not encoder.has_chat_template:
         raise ModelError(
@@ -124,8 +116,6 @@ def open_model(
 
 
 def prompt_context(spec: ModelSpec, encoder: PieceEncoder, chat: str) -> BuildContext:
-    """What the run's prompts are built from: the model's tokenizer, the chat template as resolved
-    (on, off, task), the data and the seed."""
     return BuildContext(
         encoder=encoder,
         chat=chat == "on",
@@ -148,7 +138,7 @@ def _helmet_encoder(path: str | None) -> PieceEncoder | None:
         from transformers import AutoTokenizer
 
         return PieceEncoder(HFTokenizer(AutoTokenizer.from_pretrained(path)))
-    except Exception as exc:  # noqa: BLE001 - whatever transformers raises, one line names the option
+    except Exception as exc:  # noqa: BLE001 - one line names the option
         raise ModelError(f"--helmet-tokenizer {path}", exc) from exc
 
 
@@ -158,16 +148,7 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
     from ctxgate.data.haystacks import load_essay
 
     packages = {}
-    for name in (
-        "ctxgate",
-        "torch",
-        "transformers",
-        "tokenizers",
-        "datasets",
-        "numpy",
-        "pytest",
-        "pytest-xdist",
-    ):
+    for name in "ctxgate torch transformers tokenizers datasets numpy pytest pytest-xdist".split():
         try:
             packages[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -177,6 +158,7 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
     fingerprint = (
         local_fingerprint(spec) if spec.backend == "hf" else getattr(backend, "fingerprint", None)
     )
+    essay = load_essay(spec.haystack)
     return {
         "model": spec.model,
         "model_fingerprint": fingerprint,
@@ -187,17 +169,16 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
         else None,
         "model_overrides": spec.overrides.describe() or None,
         "ignore_remote_code": spec.ignore_remote_code,
-        "weights_mismatch": getattr(
-            backend, "weights_problem", None
-        ),  # let through by --allow-weight-mismatch
+        # let through by --allow-weight-mismatch
+        "weights_mismatch": getattr(backend, "weights_problem", None),
         "seed": spec.seed,
         "chat_template": chat,
         "helmet_compat": spec.helmet_compat,
         "helmet_length_tokenizer": spec.helmet_tokenizer or "the model's",
         "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
         "tokenizer_sha256": encoder.identity,
-        "haystack": load_essay(spec.haystack).source,
-        "haystack_sha256": load_essay(spec.haystack).sha256,
+        "haystack": essay.source,
+        "haystack_sha256": essay.sha256,
         "packages": packages,
         "python": sys.version.split()[0],
     }
@@ -210,12 +191,10 @@ def _open_cache(spec: ModelSpec, meta: dict[str, Any], backend: Backend) -> Gene
     namespace = namespace_for(meta["model_fingerprint"]["sha256"], backend)
     if namespace is None:
         why = (
-            f"--backend {spec.backend} with --model {spec.model!r}, not a local checkpoint "
-            "folder: the "
-            "server's weights cannot be identified (it may be restarted on other weights under "
-            "the same name), "
-            "so no output is cached; pass --model with the served checkpoint's folder to use the "
-            "cache"
+            f"--backend {spec.backend} with --model {spec.model!r}, not a local checkpoint folder: "
+            "the server's weights cannot be identified (it may be restarted on other weights under "
+            "the same name), so no output is cached; pass --model with the served checkpoint's "
+            "folder to use the cache"
         )
         warnings.warn(why, CacheWarning, stacklevel=3)
         meta["cache"]["disabled"] = why

@@ -1,6 +1,5 @@
 """What the predictions file keeps of a sample's prompt instead of the prompt (up to a million
-tokens): the text around each needle, with the needle and its depth, and the prompt's end. The HTML
-report shows them."""
+tokens): the text around each needle, with the needle and its depth, and the prompt's end."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """What to evaluate (``ModelSpec``, the checkpoint and how it is served and run) and its backend
-loaded in this process. ``run/compose.py`` opens a model for a run on top of it; a cluster replica
-(``run/replica.py``) loads the same spec through ``load_backend`` on its node, so both load a
-checkpoint one way.
-"""
+loaded in this process. ``run/compose.py`` and a cluster replica (``run/replica.py``) both load a
+checkpoint through ``load_backend``."""
 
 from __future__ import annotations
 
@@ -24,11 +22,9 @@ from ctxgate.records.refusal import CtxgateError
 
 @dataclass(frozen=True)
 class Served:
-    """``--backend openai``/``vllm`` as this process sends to it: the servers (given, or started for
-    the run), the tokenizer to check them against, each server's log (vllm), what the suite knows of
-    the engine's numerics (vllm: dtype, tensor parallel, arguments), and how a cluster replica
-    starts a server of its own (``launch``). Made at run time from the plan's engine settings
-    (``run/serving.py``): servers the suite starts are not in the plan."""
+    """``--backend openai``/``vllm`` as this process sends to it, made at run time from the plan's
+    engine settings (``run/serving.py``): servers the suite starts are not in the plan. ``engine``:
+    what the suite knows of vllm's numerics (dtype, tensor parallel, arguments)."""
 
     endpoint: EndpointSettings
     tokenizer: str
@@ -41,11 +37,9 @@ class Served:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What to evaluate and how, resolved once (``gate/plan.py``): ``checkpoint``, the checkpoint
-    ``model`` names, located and checked (hf and vllm: always; openai: where --model is its folder;
-    a backend of one's own: never), and ``model`` as the user gave it (the report's record, a served
-    model's name, the input of a backend of one's own). Every other field has the default the option
-    table gives it."""
+    """What to evaluate and how, resolved once (``gate/plan.py``): ``model`` as the user gave it,
+    and the checkpoint it names, located and checked (hf and vllm: always; openai: where --model is
+    its folder; MODULE:FACTORY: never). Other fields default as the option table does."""
 
     model: str
     checkpoint: Checkpoint | None = None
@@ -55,9 +49,7 @@ class ModelSpec:
     allow_pickle: bool = False
     allow_weight_mismatch: bool = False
     ignore_remote_code: bool = False
-    overrides: ConfigOverrides = (
-        ConfigOverrides()
-    )  # context-extension settings applied to the loaded config
+    overrides: ConfigOverrides = ConfigOverrides()  # context extension, applied to the config
     base_model: str | None = None  # the checkpoint is a PEFT adapter on this base
     config_from: str | None = None  # the checkpoint is sharded, built from this config folder
     batch_size: int | None = None  # hf: None is auto (1 on CPU)
@@ -70,19 +62,16 @@ class ModelSpec:
     hotpotqa: str | None = None
     data_dir: str | None = None
     helmet_compat: bool = False
-    # the folder HELMET's length selections count in (default: the model's)
     helmet_tokenizer: str | None = None
     cache_dir: str | None = None
     judge: JudgeSettings | None = None
     nli_model: str | None = None
     judge_max_failure_rate: float = 0.05
-    # a Ray cluster's address (or auto, local): the model as replicas on its nodes
     ray: str | None = None
     ray_resource: str = "GPU"  # the resource each replica takes one of
 
     def locate(self, folder: str | Path) -> Checkpoint:
-        """The checkpoint in ``folder`` as these options open it: CheckpointError (broken, named
-        with the fix) or WrongFlag (--base-model or --config-from for another kind)."""
+        """The checkpoint in ``folder`` as these options open it, or CheckpointError / WrongFlag."""
         return locate(
             Path(folder),
             base_model=self.base_model,
@@ -93,14 +82,12 @@ class ModelSpec:
         )
 
     def at(self, folder: str | Path) -> ModelSpec:
-        """The same evaluation of another checkpoint (bisect's and watch's each), located as these
-        options open it."""
+        """The same evaluation of another checkpoint (bisect's and watch's each)."""
         return replace(self, model=str(folder), checkpoint=self.locate(folder))
 
 
 def threads_per_worker() -> int | None:
-    """The cores shared out among the xdist workers (one process: all of them), unless the user said
-    how many threads to use (OMP_NUM_THREADS)."""
+    """The cores shared out among the xdist workers, unless OMP_NUM_THREADS says otherwise."""
     if os.environ.get("OMP_NUM_THREADS"):
         return None
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
@@ -108,17 +95,15 @@ def threads_per_worker() -> int | None:
 
 
 def factory_of(backend: str) -> Callable[[ModelSpec], Backend]:
-    """``--backend MODULE:FACTORY``: a backend of one's own, the callable that makes it from the
-    run's spec (its ``model`` as given); a CtxgateError, naming the fix, where it cannot be
-    imported."""
+    """``--backend MODULE:FACTORY``: the callable that makes one's own backend from the spec."""
     module, _, name = backend.partition(":")
     try:
         found = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise CtxgateError(
             f"--backend {backend!r} is not hf, vllm, openai or an importable MODULE:FACTORY "
-            f"({exc}): e.g. "
-            "--backend hf, or --backend mypackage.engine:MyBackend with mypackage on the path"
+            f"({exc}): e.g. --backend hf, or --backend mypackage.engine:MyBackend with mypackage "
+            "on the path"
         ) from None
     if not callable(found):
         raise CtxgateError(
@@ -128,8 +113,7 @@ def factory_of(backend: str) -> Callable[[ModelSpec], Backend]:
 
 
 def load_backend(spec: ModelSpec, served: Served | None = None) -> Backend:
-    """The backend in this process: the checkpoint, the servers it is sent to (``served``), or one
-    of one's own."""
+    """The backend in this process: the checkpoint, the servers in ``served``, or one's own."""
     if ":" in spec.backend:
         return factory_of(spec.backend)(spec)
     if spec.backend in ("openai", "vllm"):
@@ -184,8 +168,7 @@ def _endpoint_backend(spec: ModelSpec, served: Served) -> Backend:
 
 
 def local_fingerprint(spec: ModelSpec) -> dict[str, Any] | None:
-    """The model as it is loaded from local files (the located checkpoint's fingerprint), with the
-    config overrides; None without local files."""
+    """The located checkpoint's fingerprint, with the config overrides; None without one."""
     from ctxgate.backends.fingerprint import with_overrides
 
     return (

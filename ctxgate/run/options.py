@@ -1,15 +1,14 @@
-"""Every option ctxgate takes, declared once: its flag, its parser (the text given to a value, or an
-``OptionError`` that names the flag, the value and the fix), its default, choices and help. pytest's
-plugins and the command-line verbs add them from here and read them through ``Option.read``, so a
-flag is spelled, parsed, defaulted and checked the same way wherever it is given. Checks across
-options, and of the files options name, are made once, where the run's plan is made
-(``gate/plan.py``)."""
+"""Every option ctxgate takes, declared once: flag, parser (an ``OptionError`` names the flag, the
+value and the fix), default, choices and help. pytest's plugins and the verbs add and read them from
+here, so a flag behaves the same wherever it is given. Checks across options, and of the files they
+name, are made where the run's plan is made (``gate/plan.py``)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -57,17 +56,13 @@ class Option:
         keywords = {
             "help": self.help.replace("%(default)s", str(self.default)),
             "action": self.action,
+            "metavar": metavar,
         }
         add = target.addoption if hasattr(target, "addoption") else target.add_argument
-        add(
-            self.flag,
-            *self.aliases,
-            **{k: v for k, v in {**keywords, "metavar": metavar}.items() if v is not None},
-        )
+        add(self.flag, *self.aliases, **{k: v for k, v in keywords.items() if v is not None})
 
     def read(self, given: Any) -> Any:
-        """The value from what the command line gave (None: not given, the default); an append
-        option's values as a tuple."""
+        """The value given (None: the default); an append option's values as a tuple."""
         if self.action == "store_true":
             return bool(given)
         if given is None or given == []:
@@ -91,9 +86,8 @@ class Option:
             raise OptionError(f"{self.flag} {text!r} {exc}: e.g. {self.flag} {example}") from None
 
 
-Get = Callable[
-    [str], Any
-]  # an option's value as pytest or argparse read it, by its dest (None: not given)
+# an option's value as pytest or argparse read it, by its dest (None: not given)
+Get = Callable[[str], Any]
 
 
 def read(options: Sequence[Option], get: Get) -> dict[str, Any]:
@@ -124,12 +118,8 @@ def _number(text: str, zero: bool) -> float:
     return value
 
 
-def _positive(text: str) -> float:
-    return _number(text, zero=False)
-
-
-def _not_negative(text: str) -> float:
-    return _number(text, zero=True)
+_positive = partial(_number, zero=False)
+_not_negative = partial(_number, zero=True)
 
 
 def _http_url(text: str) -> str:
@@ -191,15 +181,13 @@ def _price(text: str) -> tuple[float, float]:
 
 
 # --- the checkpoint and the run
-# ------------------------------------------------------------------------------------
 MODEL = Option("--model", "checkpoint folder or hub id to evaluate (e.g. fixtures/tiny-llama-niah)")
 BACKENDS = ("hf", "vllm", "openai")
 BACKEND = Option(
     "--backend",
     "hf: transformers in each worker; vllm: vLLM servers the suite starts; openai: an "
-    "OpenAI-compatible server you "
-    "run (--base-url); MODULE:FACTORY: a backend of your own, made from the run's options "
-    "(docs/architecture.md)",
+    "OpenAI-compatible server you run (--base-url); MODULE:FACTORY: a backend of your own, made "
+    "from the run's options (docs/architecture.md)",
     default="hf",
     metavar="{" + ",".join(BACKENDS) + ",MODULE:FACTORY}",
 )
@@ -213,8 +201,7 @@ LENGTHS = Option(
 SAMPLES = Option(
     "--samples",
     "samples per task x length (default: the benchmark's own count, 100 for most tasks, 600 for "
-    "NQ/TriviaQA/PopQA, "
-    "300 for HotpotQA and MS MARCO, 500 for ICL)",
+    "NQ/TriviaQA/PopQA, 300 for HotpotQA and MS MARCO, 500 for ICL)",
     parse=_samples,
     example="100",
 )
@@ -222,8 +209,7 @@ SEED = Option("--seed", "data seed (default %(default)s)", default=42, parse=_wh
 CHAT_TEMPLATE = Option(
     "--chat-template",
     "task (default): HELMET's policy per task, on for LongQA when the model has a template, off "
-    "elsewhere; auto: on "
-    "for every task when the model has one; on; off",
+    "elsewhere; auto: on for every task when the model has one; on; off",
     default="task",
     choices=("task", "auto", "on", "off"),
 )
@@ -233,37 +219,30 @@ DTYPE = Option(
 THRESHOLDS = Option(
     "--thresholds",
     "thresholds file (default: the file the ini option ctxgate_thresholds names, else the nearest "
-    "thresholds.toml "
-    "from here up to the project's top)",
+    "thresholds.toml from here up to the project's top)",
 )
 BASELINE = Option(
     "--baseline",
     "a previous --report JSON to compare with, paired, case by case (under pytest: cases that "
-    "regressed against it "
-    "fail)",
+    "regressed against it fail)",
 )
 DATA_DIR = Option(
     "--data-dir",
     "HELMET's data folder (its released kilt/ and msmarco/ files; icl/ and infbench/ copies of "
-    "hub datasets); the "
-    "shipped fixtures: fixtures/helmet_data",
+    "hub datasets); the shipped fixtures: fixtures/helmet_data",
 )
 HELMET_COMPAT = Option(
     "--helmet-compat",
     "HELMET's own behaviour where ctxgate's differs: its prompts for the long-document and "
-    "citation tasks "
-    "(documents pre-cut in Llama-2's tokens, ALCE's fixed document count, the context cut to fit) "
-    "and its scoring, "
-    "bugs included (an empty multiple-choice answer right for gold A; ALCE's citation [0] read as "
-    "the last "
-    "document); see docs/decisions.md",
+    "citation tasks (documents pre-cut in Llama-2's tokens, ALCE's fixed document count, the "
+    "context cut to fit) and its scoring, bugs included (an empty multiple-choice answer right "
+    "for gold A; ALCE's citation [0] read as the last document); see docs/decisions.md",
     action="store_true",
 )
 IGNORE_REMOTE_CODE = Option(
     "--ignore-remote-code",
     "a checkpoint whose config.json names its own model code (auto_map): evaluate transformers' "
-    "built-in class for "
-    "its model_type instead, on purpose",
+    "built-in class for its model_type instead, on purpose",
     action="store_true",
 )
 TRUST_REMOTE_CODE = Option(
@@ -282,8 +261,8 @@ BASE_MODEL = Option(
 CONFIG_FROM = Option(
     "--config-from",
     "the checkpoint is a sharded one (FSDP, DeepSpeed ZeRO): the folder of the config.json to "
-    "build the model from "
-    "(default: beside the shards, the checkpoint folder, or the run folder above it)",
+    "build the model from (default: beside the shards, the checkpoint folder, or the run folder "
+    "above it)",
 )
 HAYSTACK = Option("--haystack", "essay haystack: a .txt file or a dataset with a 'text' column")
 SQUAD = Option("--squad", "SQuAD v2 for qa_1: hub id or local file/folder (hub layout)")
@@ -291,17 +270,14 @@ HOTPOTQA = Option("--hotpotqa", "HotpotQA distractor for qa_2: hub id or local f
 HELMET_TOKENIZER = Option(
     "--helmet-tokenizer",
     "the tokenizer HELMET's length selections and (with --helmet-compat) its pre-cut of long "
-    "documents count in "
-    "(NarrativeQA, Multi-LexSum, InfiniteBench: Llama-2's, a local folder of "
-    "meta-llama/Llama-2-7b-hf); default: the "
-    "model's own",
+    "documents count in (NarrativeQA, Multi-LexSum, InfiniteBench: Llama-2's, a local folder of "
+    "meta-llama/Llama-2-7b-hf); default: the model's own",
     metavar="PATH",
 )
 ALLOW_WEIGHT_MISMATCH = Option(
     "--allow-weight-mismatch",
     "evaluate a checkpoint whose weights do not match its config.json (a tensor missing, extra or "
-    "of another shape) "
-    "as transformers loads it, missing tensors random; refused without it",
+    "of another shape) as transformers loads it, missing tensors random; refused without it",
     action="store_true",
 )
 ROPE_SCALING = Option(
@@ -320,10 +296,8 @@ MODEL_OVERRIDE = Option(
 RAY = Option(
     "--ray",
     "run the cases on a Ray cluster, the model as one replica per --ray-resource on its nodes: "
-    "the head's ADDRESS "
-    "(host:port), auto (the cluster this machine belongs to), or local (a cluster of this "
-    "machine, for the run); "
-    "needs pip install 'ctxgate[ray]'; docs/distributed.md",
+    "the head's ADDRESS (host:port), auto (the cluster this machine belongs to), or local (a "
+    "cluster of this machine, for the run); needs pip install 'ctxgate[ray]'; docs/distributed.md",
     metavar="ADDRESS",
 )
 RAY_RESOURCE = Option(
@@ -339,34 +313,31 @@ REPORT = Option("--report", "write the JSON report here (plus .predictions.jsonl
 FORCE_LENGTHS = Option(
     "--force-lengths",
     "run lengths beyond the model's max positions with its own RoPE (--backend hf only: vLLM's "
-    "RoPE table ends there; "
-    "extend it with --model-override max_position_embeddings=N)",
+    "RoPE table ends there; extend it with --model-override max_position_embeddings=N)",
     action="store_true",
 )
 PROGRESS = Option(
     "--progress",
     "auto (default): a live line with each worker's case, samples done, tokens/s and ETA, when "
-    "the output is a "
-    "terminal; off: never",
+    "the output is a terminal; off: never",
     default="auto",
     choices=("auto", "off"),
 )
 REFERENCE = Option(
     "--reference",
     "compare with the papers' published numbers for MODEL (an id such as "
-    "meta-llama/Llama-3.1-8B-Instruct or a "
-    "paper's row label; `ctxgate published` lists them); auto (default): when --model is one of them",
+    "meta-llama/Llama-3.1-8B-Instruct or a paper's row label; `ctxgate published` lists them); "
+    "auto (default): when --model is one of them",
     default="auto",
     metavar="MODEL|auto|off",
 )
 
 # --- --sequential
-# ----------------------------------------------------------------------------------------------------
 SEQUENTIAL = Option(
     "--sequential",
-    "stop a case as soon as its verdict is certain at --sequential-alpha (a test by betting, valid however early it "
-    "stops): the floor verdict under pytest, the regression verdict of a bisect probe; fewer generations for clear "
-    "cases; docs/training.md",
+    "stop a case as soon as its verdict is certain at --sequential-alpha (a test by betting, "
+    "valid however early it stops): the floor verdict under pytest, the regression verdict of a "
+    "bisect probe; fewer generations for clear cases; docs/training.md",
     action="store_true",
 )
 SEQUENTIAL_ALPHA = Option(
@@ -383,7 +354,6 @@ SEQUENTIAL_MIN = Option(
 )
 
 # --- --backend openai / vllm
-# ----------------------------------------------------------------------------------------
 BASE_URL = Option(
     "--base-url",
     "--backend openai: an OpenAI-compatible server, e.g. http://gpu7:8000/v1; repeat for replicas",
@@ -396,12 +366,14 @@ TOKENIZER = Option(
 )
 SERVED_MODEL = Option(
     "--served-model",
-    "the model name the server serves (default: the only one it lists, or --model when that is not a folder)",
+    "the model name the server serves (default: the only one it lists, or --model when that is "
+    "not a folder)",
 )
 ENDPOINT_API = Option(
     "--endpoint-api",
-    "--backend openai: completions (default: token ids, the tokenizer checked against the server's) or chat (one "
-    "user message of text, for models served only as chat: GPT-4o, Gemini, Claude; --tokenizer counts)",
+    "--backend openai: completions (default: token ids, the tokenizer checked against the "
+    "server's) or chat (one user message of text, for models served only as chat: GPT-4o, Gemini, "
+    "Claude; --tokenizer counts)",
     default="completions",
     choices=ENDPOINT_APIS,
 )
@@ -413,9 +385,10 @@ API_KEY_ENV = Option(
 )
 CONCURRENCY = Option(
     "--concurrency",
-    f"requests in flight per server replica, which the engine batches (default: {OPENAI_CONCURRENCY} for --backend "
-    f"openai; for --backend vllm the engine's batch, {ENGINE_BATCH} unless --vllm-arg sets --max-num-seqs, shared "
-    "by the xdist workers on a server)",
+    "requests in flight per server replica, which the engine batches (default: "
+    f"{OPENAI_CONCURRENCY} for --backend openai; for --backend vllm the engine's batch, "
+    f"{ENGINE_BATCH} unless --vllm-arg sets --max-num-seqs, shared by the xdist workers on a "
+    "server)",
     parse=_whole(1),
     example="8",
 )
@@ -444,7 +417,8 @@ VLLM_PYTHON = Option(
 )
 VLLM_ARG = Option(
     "--vllm-arg",
-    "--backend vllm: one more argument for the vLLM server, e.g. --vllm-arg=--gpu-memory-utilization=0.8",
+    "--backend vllm: one more argument for the vLLM server, e.g. "
+    "--vllm-arg=--gpu-memory-utilization=0.8",
     action="append",
 )
 VLLM_START_TIMEOUT = Option(
@@ -455,30 +429,29 @@ VLLM_START_TIMEOUT = Option(
 )
 
 # --- --backend hf
-# ----------------------------------------------------------------------------------------------------
 BATCH_SIZE = Option(
     "--batch-size",
-    "prompts of one case generated together: auto (default: 1 on CPU, on a GPU as many as fit its free memory, at "
-    "most 32) or a number; 1 is the papers' HF path",
+    "prompts of one case generated together: auto (default: 1 on CPU, on a GPU as many as fit its "
+    "free memory, at most 32) or a number; 1 is the papers' HF path",
     default=None,
     parse=_batch_size,
     example="auto",
 )
 DEVICE_MAP = Option(
     "--device-map",
-    "auto: spread each worker's model over several GPUs (a model larger than one GPU); -n then counts model replicas",
+    "auto: spread each worker's model over several GPUs (a model larger than one GPU); -n then "
+    "counts model replicas",
     choices=("auto",),
 )
 GPUS_PER_REPLICA = Option(
     "--gpus-per-replica",
-    "with --device-map auto: GPUs each worker's model spans (default: visible GPUs / workers); -n auto runs visible "
-    "GPUs / this many workers",
+    "with --device-map auto: GPUs each worker's model spans (default: visible GPUs / workers); -n "
+    "auto runs visible GPUs / this many workers",
     parse=_whole(1),
     example="4",
 )
 
 # --- the judge (Cite, NarrativeQA, Summ)
-# ----------------------------------------------------------------------------
 JUDGE_MODEL = Option(
     "--judge-model",
     "LLM judge for NarrativeQA and summaries (HELMET: gpt-4o-2024-05-13); key from OPENAI_API_KEY",
@@ -528,11 +501,10 @@ NLI_MODEL = Option(
 )
 
 # --- experiment trackers
-# ---------------------------------------------------------------------------------------------
 LOG_TO = Option(
     "--log-to",
-    "log scores at the training step: wandb[=PROJECT], tensorboard[=LOG_DIR], mlflow[=TRACKING_URI] (repeatable; "
-    "the tracker's extra: pip install 'ctxgate[wandb]' etc.)",
+    "log scores at the training step: wandb[=PROJECT], tensorboard[=LOG_DIR], "
+    "mlflow[=TRACKING_URI] (repeatable; the tracker's extra: pip install 'ctxgate[wandb]' etc.)",
     action="append",
     metavar="TRACKER[=WHERE]",
 )
@@ -542,13 +514,13 @@ TRACKER_RUN = Option(
 )
 STEP = Option(
     "--step",
-    "the training step of --model (default: trainer_state.json's global_step, else the folder's name)",
+    "the training step of --model (default: trainer_state.json's global_step, else the folder's "
+    "name)",
     parse=_whole(0),
     example="500",
 )
 
 # --- ctxgate watch
-# ---------------------------------------------------------------------------------------------------
 INTERVAL = Option(
     "--interval", "seconds between scans (default %(default)s)", default=60.0, parse=_positive
 )
@@ -560,12 +532,12 @@ SETTLE = Option(
 )
 ATTEMPTS = Option(
     "--attempts",
-    "evaluations of one checkpoint that may fail before it waits for its files to change (default %(default)s)",
+    "evaluations of one checkpoint that may fail before it waits for its files to change (default "
+    "%(default)s)",
     default=3,
     parse=_whole(1),
 )
 # --- ctxgate bisect
-# --------------------------------------------------------------------------------------------------
 TOLERANCE = Option(
     "--tolerance",
     "points a case may drop (default: the thresholds' tolerances)",

@@ -1,8 +1,5 @@
 """A running case's progress, and the one status line the terminal shows for all workers' cases.
-
-Pure values and formatting: the pytest side (plugins/progress.py) moves them between processes and
-draws them.
-"""
+Pure values and formatting: plugins/progress.py moves them between processes and draws them."""
 
 from __future__ import annotations
 
@@ -13,8 +10,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Progress:
     """Where a case stands after a sample finished. ``done`` counts cached samples too; the rate and
-    the ETA use only what the backend generated in this run (``generated``, over ``seconds`` of
-    generating)."""
+    the ETA use only what the backend generated in this run, over ``seconds`` of generating."""
 
     case: str  # "vt-4096"
     done: int
@@ -24,8 +20,7 @@ class Progress:
     seconds: float
 
     def eta_seconds(self) -> float | None:
-        """Seconds until the case's last sample, at this run's pace so far; None before the first
-        generation."""
+        """Seconds until the case's last sample at this run's pace; None before a generation."""
         generated = self.done - self.from_cache
         if generated <= 0 or self.seconds <= 0:
             return None
@@ -42,7 +37,6 @@ class Progress:
 
 
 def case_label(task: str, length: int) -> str:
-    """How the progress line names a case: ``vt-4096``."""
     return f"{task}-{length}"
 
 

@@ -1,10 +1,6 @@
 """The actor body of a model replica on a Ray cluster node (``--ray``), and what it reports about
-itself.
-
-This is what runs on the nodes: the checkpoint loaded through ``load_backend`` as a local run loads
-it (with ``--backend vllm``, a server of its own first, on the GPUs Ray gave it). The queue that
-feeds the replicas is the session's (``cluster.py``).
-"""
+itself. The checkpoint is loaded through ``load_backend`` as a local run loads it (``--backend
+vllm``: a server of its own first, on the GPUs Ray gave it); the queue is the session's."""
 
 from __future__ import annotations
 
@@ -41,8 +37,8 @@ class ReplicaInfo:
 
 
 class ReplicaWorker:
-    """The actor body: one model on one node. It never raises while loading: the session asks each
-    replica how its load went and names the node in the one error a failed load gets."""
+    """One model on one node. It never raises while loading: the session asks each replica how its
+    load went and names the node in the one error a failed load gets."""
 
     def __init__(self, spec: ModelSpec, served: Served | None, started_in: str) -> None:
         import ray
@@ -59,14 +55,14 @@ class ReplicaWorker:
                 served = self._own_server(served)
             self.backend: Any = load_backend(spec, served)
             self.error: str | None = None
-        except Exception as exc:  # noqa: BLE001 - whatever the loader raises is the replica's one-line cause
+        except Exception as exc:  # noqa: BLE001 - the replica's one-line cause
             self.backend, self.error = None, str(exc) or type(exc).__name__
             # a server started for a model that then failed to load is of no use to anyone
             self.stop()
 
     def _own_server(self, served: Served) -> Served:
-        """--backend vllm: this replica's server, on the GPUs Ray gave it (tensor parallel across
-        them), as the backend sends to it. It dies with this actor's process (``VLLMServer``)."""
+        """--backend vllm: this replica's server, tensor parallel across the GPUs Ray gave it; it
+        dies with this actor's process (``VLLMServer``)."""
         import ray
 
         assert served.launch is not None
@@ -77,21 +73,16 @@ class ReplicaWorker:
         self.server.start()
         self.server.wait_ready(served.launch_timeout_s)
         endpoint = replace(served.endpoint, base_urls=(self.server.url,))
-        # the numerics as this node runs them (the session may have no GPU to resolve --dtype auto
-        # against)
-        engine = {
-            **served.engine,
-            "dtype": launch.resolved_dtype,
-            "tensor_parallel": launch.tensor_parallel,
-        }
+        # the numerics as this node runs them (the session may have no GPU to resolve --dtype auto)
+        numerics = {"dtype": launch.resolved_dtype, "tensor_parallel": launch.tensor_parallel}
+        engine = {**served.engine, **numerics}
         return replace(
             served, endpoint=endpoint, server_logs=(str(log),), engine=engine, launch=None
         )
 
     def stop(self) -> None:
-        """Stop this replica's own server, its engine processes included, before the actor is
-        killed: a killed actor's server gets its death signal, but vLLM's engine processes can
-        outlive it, holding GPU memory."""
+        """Stop this replica's own server before the actor is killed: a killed actor's server gets
+        its death signal, but vLLM's engine processes can outlive it, holding GPU memory."""
         if self.server is not None:
             self.server.stop()
             self.server = None
@@ -101,7 +92,6 @@ class ReplicaWorker:
         if self.backend is None:
             return ReplicaInfo(ip, node, pid, error=self.error)
         b = self.backend
-        identity = b.cache_identity() if hasattr(b, "cache_identity") else {}
         return ReplicaInfo(
             ip,
             node,
@@ -110,7 +100,7 @@ class ReplicaWorker:
             max_positions=b.max_positions,
             window=window_of(b),
             description=b.describe(),
-            cache_identity=identity,
+            cache_identity=b.cache_identity() if hasattr(b, "cache_identity") else {},
             weights_problem=getattr(b, "weights_problem", None),
             concurrency=max(1, int(getattr(b, "concurrency", 1))),
             fingerprint=getattr(b, "fingerprint", None),

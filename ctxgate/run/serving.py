@@ -1,8 +1,6 @@
 """How requests are served with ``--backend openai`` (servers the user runs) and ``--backend vllm``
-(servers the suite starts): ``read_engine`` checks the engine's options (``run/options.ENGINE``)
-with the run's backend into the ``EngineSettings`` of the run's plan (``gate/plan.py``); ``served``
-turns those settings, and the servers a run started, into what a backend sends to. The pytest plugin
-(``plugins/engine.py``) starts the servers."""
+(servers the suite starts): ``read_engine`` checks the engine's options into the plan's
+``EngineSettings``; ``served`` turns them, and the servers started, into what a backend sends to."""
 
 from __future__ import annotations
 
@@ -34,9 +32,7 @@ from ctxgate.run.options import (
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """Where requests go and how: the servers --base-url gives (openai; the suite starts vllm's),
-    the tokenizer to check them against, the served model's name, and the request and vLLM options.
-    """
+    """Where requests go and how: the engine options (``run/options.ENGINE``) as read."""
 
     base_urls: tuple[str, ...] = ()
     tokenizer: str | None = None
@@ -57,14 +53,13 @@ class EngineSettings:
 def read_engine(
     values: Mapping[str, Any], backend: str, chat_template: str, tokenizer: str | None
 ) -> EngineSettings:
-    """The engine options read from the table (``values`` by dest), checked against the run's
-    backend and chat setting, with the tokenizer to check the servers against (``--tokenizer``, else
-    ``tokenizer``: the located checkpoint's): a value that cannot be used is one OptionError."""
+    """The engine options (``values`` by dest) checked against the run's backend and chat setting
+    (one OptionError); ``tokenizer``: the located checkpoint's, unless --tokenizer is given."""
     urls = values[BASE_URL.dest] or ()
     if urls and backend != "openai":
         raise OptionError(
-            "--base-url is for --backend openai (a server you run); with --backend vllm the suite "
-            "starts its own"
+            "--base-url is for --backend openai (a server you run); with --backend vllm the "
+            "suite starts its own"
         )
     if backend == "openai" and not urls:
         raise OptionError(
@@ -85,20 +80,17 @@ def read_engine(
     except ValueError as exc:
         raise OptionError(str(exc)) from None
     concurrency = values[CONCURRENCY.dest]
+    # settings named as their option's dest, taken as read
+    same = (SERVED_MODEL, ENDPOINT_API, API_KEY_ENV, REQUEST_TIMEOUT, REQUEST_RETRIES, TP)
     return EngineSettings(
         base_urls=urls,
         tokenizer=values[TOKENIZER.dest] or tokenizer,
-        served_model=values[SERVED_MODEL.dest],
-        endpoint_api=api,
-        api_key_env=values[API_KEY_ENV.dest],
         concurrency=concurrency or (batch if backend == "vllm" else OPENAI_CONCURRENCY),
         fills_batch=concurrency is None and backend == "vllm",
-        request_timeout=values[REQUEST_TIMEOUT.dest],
-        request_retries=values[REQUEST_RETRIES.dest],
-        tp=values[TP.dest],
         vllm_python=values[VLLM_PYTHON.dest],
         vllm_args=vllm_args,
         vllm_start_timeout=values[VLLM_START_TIMEOUT.dest],
+        **{o.dest: values[o.dest] for o in same},
     )
 
 
@@ -110,10 +102,9 @@ def served(
     launch: EngineSpec | None = None,
     concurrency: int | None = None,
 ) -> Served:
-    """What the backend sends to, as ``load_backend`` takes it: the settings' servers or those
-    started for the run (``base_urls``, with their logs; a cluster's replicas start their own from
-    ``launch``), with what the suite knows of the numerics of the servers it started itself (vllm).
-    ``concurrency``: an xdist worker's share of its server's batch."""
+    """What the backend sends to (``load_backend``): the settings' servers or those started for the
+    run (``base_urls``, with their logs; a cluster's replicas start their own from ``launch``), with
+    the numerics of the suite's own (vllm). ``concurrency``: an xdist worker's share of a batch."""
     assert engine.tokenizer is not None, "the plan resolves the servers' tokenizer"
     endpoint = EndpointSettings(
         engine.base_urls if base_urls is None else base_urls,
