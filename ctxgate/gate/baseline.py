@@ -92,8 +92,7 @@ class Baseline:
         confidence: float,
         digests: Mapping[int, str] | None = None,
     ) -> PairedResult | None:
-        """Paired on the samples both runs have. The samples must be the same: the whole data hash,
-        or, for a run that drew fewer (``--sequential``), each sample's own hash."""
+        """Paired on the samples both runs have: the same data hash, or each sample's own hash."""
         base = self.cases.get((task, length))
         if base is None:
             return None
@@ -144,8 +143,8 @@ def load_baseline(path: str | Path) -> Baseline:
 def regression_verdict(
     result: PairedResult, tolerance: float, sequential: SequentialRecord | None
 ) -> bool:
-    """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's claim
-    when it made one, else the fixed-n paired rule on the samples drawn."""
+    """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's
+    claim when it made one."""
     claim = sequential.baseline.decided if sequential and sequential.baseline else None
     return claim == "below" if claim is not None else result.regressed(tolerance)
 

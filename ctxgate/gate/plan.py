@@ -34,8 +34,7 @@ LLAMA2 = "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
 
 @dataclass(frozen=True)
 class Sequential:
-    """``--sequential``: each case stops once its verdict is certain at ``alpha``, after
-    ``min_samples``."""
+    """``--sequential``: each case stops once certain at ``alpha``, after ``min_samples``."""
 
     alpha: float = opt.SEQUENTIAL_ALPHA.default
     min_samples: int = opt.SEQUENTIAL_MIN.default
@@ -46,9 +45,8 @@ class Sequential:
 
 @dataclass(frozen=True)
 class Plan:
-    """``model``: what to evaluate and how (its ``model`` "" where no --model was given: the
-    project's own tests). ``startup_error``: why nothing can run (a checkpoint that cannot be
-    opened), reported for every case."""
+    """``model``: what to evaluate and how (``model`` "" for the project's own tests).
+    ``startup_error``: why nothing can run, reported for every case."""
 
     model: ModelSpec
     lengths: tuple[int, ...]
@@ -67,10 +65,9 @@ class Plan:
 def make_plan(
     get: Get, started_in: Path, ini: PytestConfig | None = None, *, gated: bool | None = None
 ) -> Plan:
-    """The plan from the options as pytest or argparse read them (``get(dest)``; an option the
-    caller does not take reads None, its default). ``ini``: the config file pytest read (None: found
-    as pytest started in ``started_in`` would find it). ``gated``: whether it has thresholds and a
-    baseline (None: when --model is given; the project's own tests run pytest without one)."""
+    """The plan from the options as pytest or argparse read them (``get(dest)``). ``ini``: the
+    config file pytest read. ``gated``: whether it has thresholds and a baseline (None: with
+    --model; the project's own tests run pytest without one)."""
     values = opt.read(OPTIONS, get)
     backend, model = values[opt.BACKEND.dest], values[opt.MODEL.dest]
     if backend not in opt.BACKENDS:
@@ -115,9 +112,8 @@ def make_plan(
 def _located(
     values: Mapping[str, Any], backend: str, model: str
 ) -> tuple[Checkpoint | None, str | None]:
-    """The checkpoint --model names, located and checked: hf and vllm load it, openai fingerprints
-    it where --model is its folder, a backend of one's own takes --model as given. A checkpoint that
-    cannot be opened is the run's startup error (reported for every case), not a usage error."""
+    """The checkpoint --model names, located and checked; one that cannot be opened is the
+    run's startup error (reported for every case), not a usage error."""
     unopened_server = backend == "openai" and not Path(model).expanduser().is_dir()
     if backend not in opt.BACKENDS or unopened_server:
         return None, None
@@ -180,8 +176,7 @@ def check_overrides(overrides: ConfigOverrides, config_dir: str | Path) -> None:
 
 
 def _check_served(spec: ModelSpec, engine: EngineSettings) -> None:
-    """--backend openai: the tokenizer to check the servers against, and the config the overrides
-    change."""
+    """--backend openai: the tokenizer to check the servers against."""
     if spec.backend != "openai":
         return
     if engine.tokenizer is None:
@@ -225,8 +220,7 @@ def _check_ray(ray: str, backend: str) -> None:
 
 
 def judge_settings(values: Mapping[str, Any], cache_dir: str | None) -> JudgeSettings | None:
-    """The judge from the judge options (``run/options.JUDGE``, by dest); None without
-    --judge-model."""
+    """The judge from the judge options; None without --judge-model."""
     model, base_url, price = values["judge_model"], values["judge_base_url"], values["judge_price"]
     if model is None:
         if price is not None or base_url is not None:
@@ -261,8 +255,7 @@ def _baseline(given: str | None) -> Baseline | None:
 
 
 def _check_sequential(sequential: Sequential | None, thresholds: Thresholds) -> None:
-    """--sequential cannot check a gate over averages of cases: means that stopped early are
-    biased."""
+    """Means that stopped early are biased, so no gate may average them."""
     if sequential is not None and thresholds.min_effective_length:
         raise OptionError(
             f"--sequential cannot check min_effective_length ({thresholds.path}): the effective "

@@ -48,8 +48,7 @@ class Measured:
 
 
 def _groups(measure: str, at: Mapping[str, GroupScore]) -> list[tuple[str, ...]]:
-    """The tasks an average is over, as groups whose means are averaged (one group, or HELMET's
-    categories)."""
+    """The tasks an average is over, as groups whose means are averaged."""
     if measure == "helmet_overall":
         return [g for c in membership().helmet for g in _groups(f"helmet_{c}", at)]
     if measure == "ruler":

@@ -61,9 +61,7 @@ def _length_summary(
 def summarize(
     cases: Sequence[CaseRecord], threshold: float
 ) -> tuple[dict[str, dict[str, GroupScore]], Overall, EffectiveLength | None]:
-    """Scores per length from the cases that have one; a case with verdict "error" (no score: it
-    failed, its worker crashed, or the run stopped first) makes every summary it belongs to
-    incomplete."""
+    """Scores per length; a case with verdict "error" makes every summary it is in incomplete."""
     tasks = membership()
     scored: dict[int, dict[str, float]] = {}
     errored: dict[int, set[str]] = {}
@@ -98,9 +96,8 @@ def judge_session(
     threshold: float | None = None,
     baseline: BaselineRun | None = None,
 ) -> SessionVerdict:
-    """``complete``: the session finished (a case that errored, crashed or was left unrun makes the
-    verdict incomplete too). ``threshold``: the effective-length bar when not the thresholds' own (a
-    report judged again keeps its). ``baseline``: the ``--baseline`` run, for the baseline gate."""
+    """``threshold``: the effective-length bar when not the thresholds' own (a report judged
+    again keeps its)."""
     if threshold is None:
         threshold = thresholds.effective_threshold
     by_length, overall, eff = summarize(cases, threshold)
@@ -123,8 +120,7 @@ def _per_summary(by_length: ByLength) -> dict[str, dict[int, GroupScore]]:
 def relative_lengths(
     by_length: ByLength, thresholds: Thresholds
 ) -> dict[str, RelativeEffectiveLength]:
-    """Each summary's effective length relative to its own short-context score, where it has a
-    base."""
+    """Each summary's effective length relative to its own base, where it has one."""
     share, up_to = thresholds.relative_share, thresholds.relative_base_up_to
     found = {
         name: summaries.relative_effective_length(s, share, up_to)

@@ -57,9 +57,8 @@ def ruler_average(
 def category_members(
     category: str, scores: Mapping[str, float], errored: Collection[str], tasks: Membership
 ) -> tuple[str, ...]:
-    """A HELMET category's members, with HELMET's own files' tasks in place of the tasks they stand
-    in for when any of them ran at this length (HELMET's Recall is either its own files or the
-    suite's RULER cases)."""
+    """A HELMET category's members, HELMET's own files' tasks in place of those they stand
+    in for when any of them ran at this length."""
     members = tasks.helmet.get(category, ())
     own = {stand_in: task for stand_in, task in tasks.stand_ins.items() if task in members}
     if any(t in scores or t in errored for t in own):
@@ -73,8 +72,7 @@ def helmet_recall(
     early: Collection[str] = (),
     tasks: Membership | None = None,
 ) -> GroupScore:
-    """HELMET Recall: HELMET's own RULER files when any ran at this length, in place of the suite's
-    RULER cases of the same tasks."""
+    """HELMET Recall: HELMET's own RULER files when any ran, else the suite's RULER cases."""
     members = category_members("recall", scores, errored, tasks or membership())
     return group(scores, members, errored, early)
 
@@ -87,9 +85,8 @@ def _ran(groups: Mapping[str, GroupScore]) -> dict[str, GroupScore]:
 def helmet_categories(
     scores: Mapping[str, float], errored: Collection[str], early: Collection[str], tasks: Membership
 ) -> dict[str, GroupScore]:
-    """Every HELMET category that ran. A Cite task's score is already the mean of its three numbers
-    (correctness, citation recall, citation precision), so the category equals HELMET's mean of
-    six."""
+    """Every HELMET category that ran (a Cite task's score is already the mean of its three
+    numbers, so the category equals HELMET's mean of six)."""
     return _ran(
         {
             c: group(scores, category_members(c, scores, errored, tasks), errored, early)
@@ -106,8 +103,7 @@ def _stand_in(member: str, ran: Collection[str], tasks: Membership) -> str:
 def families(
     scores: Mapping[str, float], errored: Collection[str], early: Collection[str], tasks: Membership
 ) -> dict[str, GroupScore]:
-    """Each task family beyond RULER and HELMET that ran: the mean of its members, each generated
-    task's published twin in its place where that ran."""
+    """Each task family beyond RULER and HELMET that ran, published twins in place."""
     ran = set(scores) | set(errored)
     return _ran(
         {
@@ -118,8 +114,7 @@ def families(
 
 
 def helmet_overall(categories: Mapping[str, GroupScore], tasks: Membership) -> GroupScore:
-    """HELMET's overall score: the mean of the category scores. Partial when a category is missing
-    or is itself partial (its missing tasks are named as ``category/task``)."""
+    """The mean of the category scores; partial when a category is missing or partial."""
     present = {c: g.score for c, g in categories.items() if g.score is not None}
     errored = tuple(f"{c}/{t}" for c, g in categories.items() for t in g.errored)
     missing = tuple(c for c in tasks.helmet if c not in categories)
@@ -168,8 +163,7 @@ def effective_length(
 def relative_effective_length(
     by_length: Mapping[int, GroupScore], share: float = RELATIVE_SHARE, base_up_to: int = BASE_UP_TO
 ) -> RelativeEffectiveLength | None:
-    """A summary's effective length against its own short-context score; None when no length up to
-    ``base_up_to`` has a complete score (a base of 0 is no base: every share of it passes)."""
+    """None when no length up to ``base_up_to`` has a complete, non-zero score."""
     scored = {L: g for L, g in sorted(by_length.items()) if g.score is not None or g.incomplete}
     base_lengths = tuple(
         L for L, g in scored.items() if L <= base_up_to and g.score is not None and not g.incomplete
@@ -188,11 +182,9 @@ def relative_effective_length(
 
 
 def long_score(by_length: Mapping[int, GroupScore]) -> LongScore | None:
-    """100-LongBench's LongScore (analysis/utils.py's ``rank``), in percent: each length of 8K or
-    more scores 100 * (score - base) / base, rounded to 2 places, and LongScore is their mean,
-    rounded again; the base is the summary's mean over the run's lengths below 8K, where
-    100-LongBench pools its 0-8K bucket's samples (the same mean when each length has the same n). A
-    length where a member has no score counts in neither. None: no length has a full score."""
+    """100-LongBench's LongScore (analysis/utils.py's ``rank``), in percent: the mean over the
+    lengths of 8K or more of 100 * (score - base) / base, the base the mean below 8K (where
+    100-LongBench pools its 0-8K bucket). A length with a member unscored counts in neither."""
     scored = {
         L: g.score for L, g in sorted(by_length.items()) if g.score is not None and not g.incomplete
     }

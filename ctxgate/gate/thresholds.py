@@ -61,23 +61,20 @@ NO_THRESHOLDS = "(none)"  # the path of the defaults, as a report records it
 
 
 class ThresholdsError(CtxgateError, ValueError):
-    """Malformed thresholds, or a thresholds file named that is not there; the message names it and
-    the fix."""
+    """Malformed or missing thresholds; the message names the file and the fix."""
 
 
 @dataclass(frozen=True)
 class PytestConfig:
-    """What the thresholds lookup needs of pytest's config file (None: none) and its ini option
-    ``ctxgate_thresholds``."""
+    """pytest's config file (None: none) and its ini option ``ctxgate_thresholds``."""
 
     inifile: Path | None = None
     named: str = ""  # "" when the option is not set
 
 
 def pytest_config(folder: Path) -> PytestConfig:
-    """The config file pytest started in ``folder`` with no path arguments would read, found by
-    pytest's own discovery (``determine_setup``, which starts no session), so a verb reads the ini
-    option the suite reads. A config file pytest cannot parse is refused as pytest refuses it."""
+    """The config file pytest started in ``folder`` would read, by pytest's own discovery, so a
+    verb reads the ini option the suite reads."""
     from _pytest.config import UsageError
     from _pytest.config.findpaths import determine_setup
     from _pytest.outcomes import Failed
@@ -98,8 +95,8 @@ def pytest_config(folder: Path) -> PytestConfig:
 
 
 def checked_file(path: str | Path, given_as: str = "--thresholds") -> Path:
-    """A thresholds file named by hand (``given_as``: the option or record that named it), refused
-    unless it is a file: a missing one or a folder would otherwise gate with no floors at all."""
+    """A thresholds file named by hand, refused unless it is a file: a missing one or a folder
+    would otherwise gate with no floors at all."""
     p = Path(path)
     if p.is_dir():
         inside = p / THRESHOLDS_FILE
@@ -123,12 +120,9 @@ def find_thresholds(
     given: str | None, started_in: Path, config: PytestConfig | None = None
 ) -> tuple[Path | None, str]:
     """The thresholds file and how it was found, the one rule the suite and every verb follow:
-    ``given`` (--thresholds); else the file the ini option ``ctxgate_thresholds`` names, relative to
-    the ini file (a project that names one expects floors, so a missing one is refused); else the
-    nearest ``thresholds.toml`` from ``started_in`` up to the project's top: the config file's
-    folder, else the nearest folder with ``.git``. (pytest's rootdir is not the top: it moves with
-    path-like arguments, an absolute --model included.) None: no file, with where it looked.
-    ``config`` None (a verb): the config file pytest started there would read."""
+    --thresholds; else the file the ini option names (a project that names one expects floors);
+    else the nearest thresholds.toml up to the project's top: the config file's folder, else the
+    nearest folder with ``.git`` (pytest's rootdir moves with path-like arguments)."""
     if given:
         return checked_file(given), "--thresholds"
     config = config or pytest_config(started_in.resolve())
@@ -214,8 +208,7 @@ def _fail(path: str, key: str, problem: str, fix: str) -> ThresholdsError:
 
 
 def _number(path: str, key: str, value: Any, lo: float, hi: float, example: float) -> float:
-    """``example``: a sensible value for this key, shown in the fix (a midpoint of the range often
-    is not one)."""
+    """``example``: a sensible value for the fix (a midpoint of the range often is not one)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
         fix = f"write e.g. {key.split('.')[-1]} = {example:g}"
         raise _fail(path, key, f"{value!r} is not a number in [{lo:g}, {hi:g}]", fix)
@@ -223,8 +216,7 @@ def _number(path: str, key: str, value: Any, lo: float, hi: float, example: floa
 
 
 def _floor(path: str, key: str, value: Any) -> float:
-    """A floor in percent. A value strictly between 0 and 1 is a fraction written where percent is
-    meant (0.5 for 50%): it would gate almost nothing, so it is refused."""
+    """A floor in percent; a fraction (0.5 for 50%) would gate almost nothing, so is refused."""
     floor = _number(path, key, value, 0, 100, 80)
     if 0 < floor < 1:
         raise _fail(
@@ -306,8 +298,7 @@ def _length(path: str, key: str, value: Any) -> int:
 
 
 def _min_lengths(path: str, table: Any) -> tuple[tuple[str, int], ...]:
-    """``[relative_effective_length.min_length]``: a summary's name (``by_length``'s keys) = the
-    length it must reach."""
+    """``[relative_effective_length.min_length]``: summary name = the length it must reach."""
     key = "relative_effective_length.min_length"
     if not isinstance(table, dict):
         raise _fail(path, key, "is not a table", f'write [{key}] with lines such as nolima = "8k"')
@@ -361,10 +352,8 @@ def _rules(
 def _above_chance(
     path: str, rules: tuple[Rule, ...], known_tasks: Sequence[str]
 ) -> tuple[Rule, ...]:
-    """A floor above 0 that a random answer reaches (a task's chance score, ``TaskSpec.chance``)
-    gates nothing for that task, so a rule that sets one is refused, naming the task of the highest
-    chance among those it matches. A task that a later rule of length "*" matches is that rule's at
-    every length, so it is left out."""
+    """A floor that a random answer reaches (``TaskSpec.chance``) gates nothing, so is refused.
+    A task a later rule of length "*" matches is that rule's, so it is left out."""
     chance = {t.name: t.chance for t in all_tasks()}
     for i, rule in enumerate(rules):
         later = [r.task for r in rules[i + 1 :] if r.length.strip() == "*"]
@@ -417,7 +406,6 @@ def load_or_default(path: str | Path | None, known_tasks: Sequence[str]) -> Thre
 def thresholds_here(
     given: str | None, known_tasks: Sequence[str], started_in: Path | None = None
 ) -> Thresholds:
-    """What a command-line verb gates with, found by ``find_thresholds`` from ``started_in``
-    (default: here) as the suite started there finds it."""
+    """What a command-line verb gates with, found as the suite started there finds it."""
     found = find_thresholds(given, (started_in or Path.cwd()).resolve())[0]
     return load_or_default(found, known_tasks)

@@ -48,8 +48,7 @@ def gated_reason(floor: float, baseline_scored: bool) -> str:
 
 
 def judge_failure(record: CaseRecord) -> str | None:
-    """Too many failed verdicts fail a judged case whatever its score: its mean would rest on too
-    few samples."""
+    """Too many failed verdicts fail a judged case: its mean would rest on too few samples."""
     judge = record.judge
     if judge is None or not judge.too_many_failed:
         return None
@@ -63,9 +62,8 @@ def judge_failure(record: CaseRecord) -> str | None:
 
 
 def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
-    """Below the floor (with rule "upper": the whole interval below it). Under --sequential a case
-    whose test became certain is decided by it; one that spent its budget undecided by the fixed-n
-    rule."""
+    """Below the floor (rule "upper": the whole interval below it); under --sequential a
+    certain test decides."""
     floor, seq = record.floor or 0.0, record.sequential
     test = seq.floor if seq else None
     if test and test.decided == "above":
@@ -111,9 +109,7 @@ def _first_five(named: Sequence[str]) -> str:
 
 
 def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
-    """Every selected case finished, and at least one ran (a judged case waiting for its judge has
-    run). ``complete`` false (the session was interrupted, even after its last case) fails it too.
-    """
+    """Every selected case finished (a session interrupted fails), and at least one ran."""
     unscored = [c for c in cases if c.verdict == "error"]
     ran = [c for c in cases if c.verdict in ("pass", "fail") or _pending(c)]
     if not cases:
@@ -147,9 +143,7 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
 
 
 def _regressed_only(case: CaseRecord, thresholds: Thresholds) -> bool:
-    """The case failed only by dropping against the baseline: its judge held and its score is at or
-    above its floor. Anything the floor cannot be checked on (no score or interval) is not, so it
-    still counts as failing."""
+    """Failed only by dropping against the baseline: judge held, at or above its floor."""
     regressed = case.baseline is not None and case.baseline.regressed
     if not regressed or judge_failure(case) or case.score is None or case.ci is None:
         return False
@@ -159,10 +153,8 @@ def _regressed_only(case: CaseRecord, thresholds: Thresholds) -> bool:
 def floors_gate(
     cases: Sequence[CaseRecord], thresholds: Thresholds, baseline_gated: bool = False
 ) -> Gate:
-    """Cases below their floor, and those that count as failing it: no score, or too many failed
-    judge verdicts. ``baseline_gated``: the baseline gate runs, so a case that failed only as a
-    regression is left to it; without it every failed case counts here, so no gate passes over a
-    failed case."""
+    """Cases below their floor, or counted as failing it. ``baseline_gated``: a case that failed
+    only as a regression is left to the baseline gate, so no gate passes over a failed case."""
     failed = [c for c in cases if c.verdict == "fail"]
     judged = [c for c in failed if judge_failure(c)]
     regressed = [c for c in failed if baseline_gated and _regressed_only(c, thresholds)]
@@ -211,9 +203,8 @@ def effective_length_gate(eff: EffectiveLength | None, thresholds: Thresholds) -
 
 
 def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
-    """Against ``--baseline``: a selected case the baseline scored that has no score now is a
-    regression, as is a case that dropped by more than its tolerance. ``baseline``: its path and the
-    ``task-length`` names it scored."""
+    """A case the baseline scored that has no score now is a regression, as is a drop past its
+    tolerance."""
     scored = set(baseline.scored)
     lost = [
         c
@@ -254,8 +245,7 @@ def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
 
 
 def not_in_baseline(names: Sequence[str], instead: str) -> str:
-    """Scored cases the baseline has no score for, so not compared (``instead``: what holds them
-    then). The baseline gate and ``ctxgate diff`` say it alike."""
+    """Scored cases the baseline has no score for, as the baseline gate and diff say it."""
     return (
         f"{len(names)} scored case(s) have no score in the baseline, e.g. {_first_five(names)}: "
         f"{instead}; run the baseline with them to compare"
@@ -285,9 +275,7 @@ def session_gates(
 def relative_length_gate(
     name: str, need: int, found: RelativeEffectiveLength | None, thresholds: Thresholds
 ) -> Gate:
-    """``[relative_effective_length.min_length]``: the summary ``name`` keeps ``share`` of its own
-    short-context score up to at least ``need``. No base (no length up to ``base_up_to`` scored)
-    cannot show it."""
+    """The summary ``name`` keeps ``share`` of its own base up to at least ``need``."""
     gate = f"min_relative_effective_length.{name}"
     up_to = format_length(thresholds.relative_base_up_to)
     if found is None:

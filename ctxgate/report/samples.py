@@ -76,9 +76,8 @@ def _is_niah(task: str) -> bool:
 
 
 def depth_grids(rows: Iterable[Prediction]) -> list[DepthGrid]:
-    """A grid per task whose samples record needle depths (RULER's NIAH tasks, the NoLiMa-style
-    ones), then one of all of RULER's NIAH tasks: each needle of a sample counts its sample's score
-    at its depth."""
+    """A grid per task whose samples record needle depths, then one of all of RULER's NIAH
+    tasks: each needle counts its sample's score at its depth."""
     sums: dict[str, dict[tuple[int, int], list[float]]] = {}
     for row in rows:
         needles = (row.excerpts or {}).get("needles")
