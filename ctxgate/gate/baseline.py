@@ -166,15 +166,5 @@ def comparison_entry(
     baseline_stopped_early: bool = False,
 ) -> Comparison:
     """A case's paired comparison as the report records it."""
-    return Comparison(
-        result.baseline,
-        result.delta,
-        (result.low, result.high),
-        result.method,
-        result.n,
-        tolerance,
-        confidence,
-        regressed,
-        message,
-        baseline_stopped_early,
-    )
+    paired = (result.baseline, result.delta, (result.low, result.high), result.method, result.n)
+    return Comparison(*paired, tolerance, confidence, regressed, message, baseline_stopped_early)

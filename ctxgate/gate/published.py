@@ -162,21 +162,7 @@ def compare(report: Report, rows: Sequence[Published]) -> list[PublishedRow]:
             measured = (got.score, (got.low, got.high), round(got.score - published, 2), band)
             entries.append(PublishedLength(L, published, verdict, differs, *measured))
         src = row.source
-        out.append(
-            PublishedRow(
-                row.measure,
-                measure_label(row.measure),
-                src.key,
-                src.paper,
-                src.table,
-                row.label,
-                src.allowance,
-                src.allowance_source,
-                row.chat_template,
-                tuple(entries),
-                row.claimed,
-                row.effective,
-                row.effective_bar,
-            )
-        )
+        source = (src.key, src.paper, src.table, row.label, src.allowance, src.allowance_source)
+        paper = (row.chat_template, tuple(entries), row.claimed, row.effective, row.effective_bar)
+        out.append(PublishedRow(row.measure, measure_label(row.measure), *source, *paper))
     return out

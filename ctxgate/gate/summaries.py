@@ -24,6 +24,8 @@ RELATIVE_SHARE = 0.85
 BASE_UP_TO = 1024  # NoLiMa's base: the mean at 250, 500 and 1K tokens
 # 100-LongBench's base: its "0-8k" data, every sample shorter than its first length, 8K
 LONGBENCH_BUCKET = 8192
+Scores = Mapping[str, float]  # task -> score, percent
+Names = Collection[str]
 
 
 def summary_names(tasks: Membership | None = None) -> list[str]:
@@ -33,10 +35,7 @@ def summary_names(tasks: Membership | None = None) -> list[str]:
 
 
 def group(
-    scores: Mapping[str, float],
-    members: Sequence[str],
-    errored: Collection[str] = (),
-    early: Collection[str] = (),
+    scores: Scores, members: Sequence[str], errored: Names = (), early: Names = ()
 ) -> GroupScore:
     present = tuple(m for m in members if m in scores)
     failed = tuple(m for m in members if m in errored and m not in scores)
@@ -46,16 +45,13 @@ def group(
 
 
 def ruler_average(
-    scores: Mapping[str, float],
-    errored: Collection[str] = (),
-    early: Collection[str] = (),
-    tasks: Membership | None = None,
+    scores: Scores, errored: Names = (), early: Names = (), tasks: Membership | None = None
 ) -> GroupScore:
     return group(scores, (tasks or membership()).ruler, errored, early)
 
 
 def category_members(
-    category: str, scores: Mapping[str, float], errored: Collection[str], tasks: Membership
+    category: str, scores: Scores, errored: Names, tasks: Membership
 ) -> tuple[str, ...]:
     """A HELMET category's members, HELMET's own files' tasks in place of those they stand
     in for when any of them ran at this length."""
@@ -67,10 +63,7 @@ def category_members(
 
 
 def helmet_recall(
-    scores: Mapping[str, float],
-    errored: Collection[str] = (),
-    early: Collection[str] = (),
-    tasks: Membership | None = None,
+    scores: Scores, errored: Names = (), early: Names = (), tasks: Membership | None = None
 ) -> GroupScore:
     """HELMET Recall: HELMET's own RULER files when any ran, else the suite's RULER cases."""
     members = category_members("recall", scores, errored, tasks or membership())
@@ -83,7 +76,7 @@ def _ran(groups: Mapping[str, GroupScore]) -> dict[str, GroupScore]:
 
 
 def helmet_categories(
-    scores: Mapping[str, float], errored: Collection[str], early: Collection[str], tasks: Membership
+    scores: Scores, errored: Names, early: Names, tasks: Membership
 ) -> dict[str, GroupScore]:
     """Every HELMET category that ran (a Cite task's score is already the mean of its three
     numbers, so the category equals HELMET's mean of six)."""
@@ -95,13 +88,13 @@ def helmet_categories(
     )
 
 
-def _stand_in(member: str, ran: Collection[str], tasks: Membership) -> str:
+def _stand_in(member: str, ran: Names, tasks: Membership) -> str:
     """The published data's task in place of the generated ``member`` where it ran."""
     return next((s for s, task in tasks.stand_ins.items() if task == member and s in ran), member)
 
 
 def families(
-    scores: Mapping[str, float], errored: Collection[str], early: Collection[str], tasks: Membership
+    scores: Scores, errored: Names, early: Names, tasks: Membership
 ) -> dict[str, GroupScore]:
     """Each task family beyond RULER and HELMET that ran, published twins in place."""
     ran = set(scores) | set(errored)
@@ -150,14 +143,9 @@ def effective_length(
         L: g.score is not None and g.score > threshold and not g.incomplete and not g.early
         for L, g in scored.items()
     }
-    return EffectiveLength(
-        _passing_run(passing),
-        max((L for L, ok in passing.items() if ok), default=0),
-        threshold,
-        passing,
-        any(g.partial for g in scored.values()),
-        *_flagged(scored),
-    )
+    value, longest = _passing_run(passing), max((L for L, ok in passing.items() if ok), default=0)
+    partial = any(g.partial for g in scored.values())
+    return EffectiveLength(value, longest, threshold, passing, partial, *_flagged(scored))
 
 
 def relative_effective_length(
