@@ -86,7 +86,11 @@ def make_plan(
     if model if gated is None else gated:
         path, found = find_thresholds(values["thresholds"], started_in, ini)
         thresholds = load_or_default(path, task_names())
-        baseline = _baseline(values["baseline"])
+        if values["baseline"]:
+            try:
+                baseline = load_baseline(values["baseline"])
+            except BaselineError as exc:
+                raise OptionError(f"--baseline {values['baseline']}: {exc}") from None
         _check_sequential(sequential, thresholds)
     spec = _spec(
         values, model or "", checkpoint, backend, started_in, thresholds.judge_max_failure_rate
@@ -245,13 +249,6 @@ def judge_settings(values: Mapping[str, Any], cache_dir: str | None) -> JudgeSet
         price_per_mtok=price,
         cache_dir=values["judge_cache"] or cache_dir,
     )
-
-
-def _baseline(given: str | None) -> Baseline | None:
-    try:
-        return load_baseline(given) if given else None
-    except BaselineError as exc:
-        raise OptionError(f"--baseline {given}: {exc}") from None
 
 
 def _check_sequential(sequential: Sequential | None, thresholds: Thresholds) -> None:

@@ -124,22 +124,15 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
         message = f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}"
         return Gate("cases", "fail", message + said)
     if not ran:
-        return Gate(
-            "cases",
-            "fail",
-            f"no case ran: all {len(cases)} selected cases were skipped; the first said: "
-            f"{cases[0].message}",
-        )
+        message = f"no case ran: all {len(cases)} selected cases were skipped; the first said: "
+        return Gate("cases", "fail", message + cases[0].message)
     if not complete:
         return Gate("cases", "fail", "the session did not finish (it was interrupted)")
     skipped = sum(c.verdict == "skip" and not _pending(c) for c in cases)
     pending = sum(_pending(c) for c in cases)
-    return Gate(
-        "cases",
-        "pass",
-        f"all {len(cases)} selected cases finished ({len(cases) - skipped - pending} scored, "
-        f"{skipped} skipped, {pending} waiting for a judge)",
-    )
+    scored = len(cases) - skipped - pending
+    counts = f"{scored} scored, {skipped} skipped, {pending} waiting for a judge"
+    return Gate("cases", "pass", f"all {len(cases)} selected cases finished ({counts})")
 
 
 def _regressed_only(case: CaseRecord, thresholds: Thresholds) -> bool:

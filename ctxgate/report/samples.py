@@ -1,8 +1,6 @@
 """What the HTML report shows of the samples (``.predictions.jsonl`` rows): each case's rows,
 trimmed for the page; the needle depth x length grid of the NIAH tasks; the samples that flipped
-against a baseline.
-
-Pure functions of the rows, so the page and its tests share them."""
+against a baseline. Pure functions of the rows, so the page and its tests share them."""
 
 from __future__ import annotations
 
