@@ -100,11 +100,9 @@ def checked_file(path: str | Path, given_as: str = "--thresholds") -> Path:
     p = Path(path)
     if p.is_dir():
         inside = p / THRESHOLDS_FILE
-        fix = (
-            f"pass the thresholds file, e.g. --thresholds {inside}"
-            if inside.is_file()
-            else f"pass a thresholds file, or write {inside} with `ctxgate init {p}`"
-        )
+        fix = f"pass a thresholds file, or write {inside} with `ctxgate init {p}`"
+        if inside.is_file():
+            fix = f"pass the thresholds file, e.g. --thresholds {inside}"
         raise ThresholdsError(f"{given_as} {p} is a folder: {fix}")
     if not p.is_file():
         near = p.parent / THRESHOLDS_FILE

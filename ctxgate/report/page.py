@@ -54,34 +54,19 @@ def render(page: PageInput) -> str:
     families = [(f, suite_label(f)) for f in membership().families]
     shown = (*_NAV[:3], *families, *_NAV[3:])
     nav = [(i, label) for i, label in shown if any(f'id="{i}"' in s for s in sections)]
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en">',
-            "<head>",
-            '<meta charset="utf-8">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            # no request may leave the file: nothing is loaded, not even from the page's own origin
-            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
-            f"<title>{e(title)}</title>",
-            f"<style>\n{_asset('report.css')}\n</style>",
-            "</head>",
-            "<body>",
-            '<a class="skip" href="#main">Skip to the results</a>',
-            '<nav aria-label="Sections"><ul>'
-            + "".join(f'<li><a href="#{i}">{e(label)}</a></li>' for i, label in nav)
-            + "</ul></nav>",
-            '<main id="main">',
-            *[s for s in sections if s],
-            "</main>",
-            f'<script type="application/octet-stream" id="ctxgate-samples">{_payload(page)}'
-            "</script>",
-            f"<script>\n{_asset('report.js')}\n</script>",
-            "</body>",
-            "</html>",
-            "",
-        ]
+    links = "".join(f'<li><a href="#{i}">{e(label)}</a></li>' for i, label in nav)
+    main = "\n".join(s for s in sections if s)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        # no request may leave the file: nothing is loaded, not even from the page's own origin
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+        f"<title>{e(title)}</title>\n<style>\n{_asset('report.css')}\n</style>\n</head>\n"
+        '<body>\n<a class="skip" href="#main">Skip to the results</a>\n'
+        f'<nav aria-label="Sections"><ul>{links}</ul></nav>\n<main id="main">\n{main}\n</main>\n'
+        f'<script type="application/octet-stream" id="ctxgate-samples">{_payload(page)}</script>\n'
+        f"<script>\n{_asset('report.js')}\n</script>\n</body>\n</html>\n"
     )
 
 

@@ -83,10 +83,6 @@ def chances(report: Report) -> dict[str, str]:
     return {t: f"{found[t]:.1f}" if t in found else "" for t in {c.task for c in report.cases}}
 
 
-def _first(named: list[str], shown: int, joiner: str = ", ") -> str:
-    return joiner.join(named[:shown]) + (f" and {len(named) - shown} more" if named[shown:] else "")
-
-
 def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     lengths = sorted({c.length for c in report.cases})
     tasks_now = membership()
@@ -139,7 +135,8 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
             f"* partial (the mean of the members that ran, not the category score): {what}"
         )
     if unscored := [_at(c, f"({_cell(c)})") for c in report.cases if c.verdict == "error"]:
-        shown = _first(unscored, 8)
+        shown = ", ".join(unscored[:8])
+        shown += f" and {len(unscored) - 8} more" if len(unscored) > 8 else ""
         notes.append(
             f"! incomplete (the mean of the members with a score; the others have none): {shown}"
         )
