@@ -1,9 +1,6 @@
 """Baseline runs: load a report with its per-sample predictions and compare cases with it, paired.
-
-Two runs are comparable only when they built the same prompts: same data (per-case data hash), same
-chat-template setting and template, same tokenizer. Anything else is an error that names what
-differs.
-"""
+Two runs are comparable only when they built the same prompts (same data, chat template and
+tokenizer); anything else is an error that names what differs."""
 
 from __future__ import annotations
 
@@ -47,9 +44,7 @@ class Baseline:
     cases: Mapping[tuple[str, int], BaselineCase]
     complete: bool = True
     unscored: Mapping[tuple[str, int], str] = field(default_factory=dict)  # selected, no score: why
-    skipped: Mapping[tuple[str, int], str] = field(
-        default_factory=dict
-    )  # selected, skipped: why (skip_kind)
+    skipped: Mapping[tuple[str, int], str] = field(default_factory=dict)  # selected, skipped: why
     # cases a --sequential baseline stopped early: (samples it scored, its sample count). Their
     # means are biased by the stopping, and a later run can pair no more samples than they have
     stopped_early: Mapping[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
@@ -60,13 +55,10 @@ class Baseline:
             return None
         (task, length), (used, budget) = next(iter(sorted(self.stopped_early.items())))
         return (
-            f"--baseline {self.path} was a --sequential run that stopped "
-            f"{len(self.stopped_early)} case(s) early "
-            f"(e.g. {task}-{length} after {used} of {budget} samples): those cases are compared "
-            "on the samples it "
-            "scored only, whose mean the stopping biased; for a full paired test re-run the "
-            "baseline without "
-            "--sequential"
+            f"--baseline {self.path} was a --sequential run that stopped {len(self.stopped_early)} "
+            f"case(s) early (e.g. {task}-{length} after {used} of {budget} samples): those cases "
+            "are compared on the samples it scored only, whose mean the stopping biased; for a "
+            "full paired test re-run the baseline without --sequential"
         )
 
     def incompleteness(self) -> str | None:
@@ -85,10 +77,10 @@ class Baseline:
             if getattr(self.run, key) != getattr(run, key)
         ]
         if differ:
+            named = "; ".join(differ)
             raise BaselineError(
-                f"cannot compare with baseline {self.path}: the prompts differ in "
-                f"{'; '.join(differ)}. Re-run the "
-                "baseline with the same settings, or drop --baseline"
+                f"cannot compare with baseline {self.path}: the prompts differ in {named}. Re-run "
+                "the baseline with the same settings, or drop --baseline"
             )
 
     def compare_case(
@@ -100,8 +92,7 @@ class Baseline:
         confidence: float,
         digests: Mapping[int, str] | None = None,
     ) -> PairedResult | None:
-        """Paired on the samples both runs have. The samples must be the same: the whole data hash,
-        or, for a run that drew fewer (``--sequential``), each sample's own hash."""
+        """Paired on the samples both runs have: the same data hash, or each sample's own hash."""
         base = self.cases.get((task, length))
         if base is None:
             return None
@@ -135,9 +126,8 @@ def load_baseline(path: str | Path) -> Baseline:
             if stopped_early(c) and c.sequential:
                 early[key] = (c.sequential.used, c.sequential.budget)
             if key in per_case:
-                cases[key] = BaselineCase(
-                    c.task, c.length, c.data_sha256, per_case[key], digests.get(key, {})
-                )
+                digest = digests.get(key, {})
+                cases[key] = BaselineCase(c.task, c.length, c.data_sha256, per_case[key], digest)
             elif c.verdict == "error":
                 unscored[key] = c.error_kind or "error"
             elif c.verdict == "skip":
@@ -153,9 +143,8 @@ def load_baseline(path: str | Path) -> Baseline:
 def regression_verdict(
     result: PairedResult, tolerance: float, sequential: SequentialRecord | None
 ) -> bool:
-    """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's claim
-    when it made one (``sequential.baseline``), else the fixed-n paired rule on the samples drawn.
-    """
+    """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's
+    claim when it made one."""
     claim = sequential.baseline.decided if sequential and sequential.baseline else None
     return claim == "below" if claim is not None else result.regressed(tolerance)
 
@@ -177,15 +166,5 @@ def comparison_entry(
     baseline_stopped_early: bool = False,
 ) -> Comparison:
     """A case's paired comparison as the report records it."""
-    return Comparison(
-        result.baseline,
-        result.delta,
-        (result.low, result.high),
-        result.method,
-        result.n,
-        tolerance,
-        confidence,
-        regressed,
-        message,
-        baseline_stopped_early,
-    )
+    paired = (result.baseline, result.delta, (result.low, result.high), result.method, result.n)
+    return Comparison(*paired, tolerance, confidence, regressed, message, baseline_stopped_early)

@@ -1,9 +1,7 @@
 """A run's plan, made once from the option table's values (``run/options.py``) and frozen: the
-checkpoint located and checked, how it is served and run (the engine and its tokenizer, the HF
-settings, the judge), the lengths and samples, the ``--sequential`` stop rule, the thresholds and
-the baseline. pytest (``plugins/options.py``) and ``ctxgate bisect`` both call ``make_plan``, so the
-same options give the same plan and a bad value is the same one line, before any model loads;
-nothing after it reads the options again or changes the plan."""
+checkpoint, how it is served and judged, the lengths and samples, the ``--sequential`` rule, the
+thresholds and the baseline. pytest and ``ctxgate bisect`` both call ``make_plan``, so the same
+options give the same plan and a bad value is the same one line, before any model loads."""
 
 from __future__ import annotations
 
@@ -23,50 +21,23 @@ from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.gate.thresholds import PytestConfig, Thresholds, find_thresholds, load_or_default
 from ctxgate.judge.client import JudgeError, JudgeSettings
 from ctxgate.judge.entail import check_nli_model
+from ctxgate.run import options as opt
 from ctxgate.run.loading import ModelSpec, factory_of
-from ctxgate.run.options import (
-    BACKEND,
-    BACKENDS,
-    BASELINE,
-    CACHE_FOLDER,
-    ENGINE,
-    EVALUATION,
-    FORCE_LENGTHS,
-    HF,
-    JUDGE,
-    MODEL,
-    REPORT,
-    SEQUENTIAL_ALPHA,
-    SEQUENTIAL_MIN,
-    SEQUENTIAL_OPTIONS,
-    Get,
-    OptionError,
-    read,
-)
+from ctxgate.run.options import Get, OptionError
 from ctxgate.run.serving import EngineSettings, read_engine
 from ctxgate.tasks.registry import task_names
 
-OPTIONS = (
-    MODEL,
-    BACKEND,
-    *EVALUATION,
-    *SEQUENTIAL_OPTIONS,
-    *ENGINE,
-    *HF,
-    *JUDGE,
-    REPORT,
-    FORCE_LENGTHS,
-    BASELINE,
-)
+OPTIONS: tuple[opt.Option, ...] = (opt.MODEL, opt.BACKEND, *opt.EVALUATION, *opt.SEQUENTIAL_OPTIONS)
+OPTIONS += (*opt.ENGINE, *opt.HF, *opt.JUDGE, opt.REPORT, opt.FORCE_LENGTHS, opt.BASELINE)
+LLAMA2 = "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
 
 
 @dataclass(frozen=True)
 class Sequential:
-    """``--sequential``: each case stops once its verdict is certain at ``alpha``, after
-    ``min_samples``."""
+    """``--sequential``: each case stops once certain at ``alpha``, after ``min_samples``."""
 
-    alpha: float = SEQUENTIAL_ALPHA.default
-    min_samples: int = SEQUENTIAL_MIN.default
+    alpha: float = opt.SEQUENTIAL_ALPHA.default
+    min_samples: int = opt.SEQUENTIAL_MIN.default
 
     def describe(self) -> dict[str, float | int]:
         return {"alpha": self.alpha, "min_samples": self.min_samples}
@@ -74,9 +45,8 @@ class Sequential:
 
 @dataclass(frozen=True)
 class Plan:
-    """``model``: what to evaluate and how (its ``model`` "" where no --model was given: the
-    project's own tests). ``startup_error``: why nothing can run (a checkpoint that cannot be
-    opened), reported for every case."""
+    """``model``: what to evaluate and how (``model`` "" for the project's own tests).
+    ``startup_error``: why nothing can run, reported for every case."""
 
     model: ModelSpec
     lengths: tuple[int, ...]
@@ -95,13 +65,12 @@ class Plan:
 def make_plan(
     get: Get, started_in: Path, ini: PytestConfig | None = None, *, gated: bool | None = None
 ) -> Plan:
-    """The plan from the options as pytest or argparse read them (``get(dest)``; an option the
-    caller does not take reads None, its default). ``ini``: the config file pytest read (None: found
-    as pytest started in ``started_in`` would find it). ``gated``: whether it has thresholds and a
-    baseline (None: when --model is given; the project's own tests run pytest without one)."""
-    values = read(OPTIONS, get)
-    backend, model = values[BACKEND.dest], values[MODEL.dest]
-    if backend not in BACKENDS:
+    """The plan from the options as pytest or argparse read them (``get(dest)``). ``ini``: the
+    config file pytest read. ``gated``: whether it has thresholds and a baseline (None: with
+    --model; the project's own tests run pytest without one)."""
+    values = opt.read(OPTIONS, get)
+    backend, model = values[opt.BACKEND.dest], values[opt.MODEL.dest]
+    if backend not in opt.BACKENDS:
         factory_of(backend)
     if model == "":
         raise OptionError(
@@ -110,16 +79,18 @@ def make_plan(
     checkpoint, startup_error = _located(values, backend, model) if model else (None, None)
     tokenizer = str(checkpoint.tokenizer_dir) if checkpoint else None
     engine = read_engine(values, backend, values["chat_template"], tokenizer)
-    sequential = (
-        Sequential(values["sequential_alpha"], values["sequential_min"])
-        if values["sequential"]
-        else None
-    )
+    sequential = None
+    if values["sequential"]:
+        sequential = Sequential(values["sequential_alpha"], values["sequential_min"])
     path, found, thresholds, baseline = None, "", load_or_default(None, ()), None
     if model if gated is None else gated:
         path, found = find_thresholds(values["thresholds"], started_in, ini)
         thresholds = load_or_default(path, task_names())
-        baseline = _baseline(values["baseline"])
+        if values["baseline"]:
+            try:
+                baseline = load_baseline(values["baseline"])
+            except BaselineError as exc:
+                raise OptionError(f"--baseline {values['baseline']}: {exc}") from None
         _check_sequential(sequential, thresholds)
     spec = _spec(
         values, model or "", checkpoint, backend, started_in, thresholds.judge_max_failure_rate
@@ -136,8 +107,8 @@ def make_plan(
         str(path) if path else "",
         found,
         baseline,
-        values[REPORT.dest],
-        values[FORCE_LENGTHS.dest],
+        values[opt.REPORT.dest],
+        values[opt.FORCE_LENGTHS.dest],
         startup_error,
     )
 
@@ -145,23 +116,15 @@ def make_plan(
 def _located(
     values: Mapping[str, Any], backend: str, model: str
 ) -> tuple[Checkpoint | None, str | None]:
-    """The checkpoint --model names, located and checked as the options open it: hf and vllm load
-    it, openai fingerprints it where --model is its folder, a backend of one's own takes --model as
-    given. A checkpoint that cannot be opened is the run's startup error (reported for every case),
-    not a usage error."""
-    if backend not in BACKENDS or (backend == "openai" and not Path(model).expanduser().is_dir()):
+    """The checkpoint --model names, located and checked; one that cannot be opened is the
+    run's startup error (reported for every case), not a usage error."""
+    unopened_server = backend == "openai" and not Path(model).expanduser().is_dir()
+    if backend not in opt.BACKENDS or unopened_server:
         return None, None
     folder = resolve_model(model)
-    opener = ModelSpec(
-        model,
-        base_model=values["base_model"],
-        config_from=values["config_from"],
-        trust_remote_code=values["trust_remote_code"],
-        ignore_remote_code=values["ignore_remote_code"],
-        allow_pickle=values["allow_pickle"],
-    )
+    keys = ("base_model", "config_from", "trust_remote_code", "ignore_remote_code", "allow_pickle")
     try:
-        return opener.locate(folder), None
+        return ModelSpec(model, **{k: values[k] for k in keys}).locate(folder), None
     except CheckpointError as exc:
         return None, str(exc)
 
@@ -178,24 +141,17 @@ def _spec(
     if checkpoint is not None:
         check_overrides(overrides, checkpoint.config_dir)
     _check_hf(values, backend)
+    helmet = values["helmet_tokenizer"]
     for folder, flag, fix in (
         (values["data_dir"], "--data-dir", "give HELMET's data folder (or fixtures/helmet_data)"),
-        (
-            values["helmet_tokenizer"],
-            "--helmet-tokenizer",
-            "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer",
-        ),
+        (helmet, "--helmet-tokenizer", LLAMA2),
     ):
         if folder and not Path(folder).is_dir():
             raise OptionError(f"{flag} {folder!r} is not a folder: {fix}")
-    if (
-        values["helmet_tokenizer"]
-        and not (Path(values["helmet_tokenizer"]) / "tokenizer_config.json").is_file()
-    ):
+    if helmet and not (Path(helmet) / "tokenizer_config.json").is_file():
         raise OptionError(
-            f"--helmet-tokenizer {values['helmet_tokenizer']!r} is not a tokenizer folder (no "
-            "tokenizer_config.json): "
-            "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
+            f"--helmet-tokenizer {helmet!r} is not a tokenizer folder (no tokenizer_config.json): "
+            + LLAMA2
         )
     if values["ray"] is not None:
         _check_ray(values["ray"], backend)
@@ -204,38 +160,33 @@ def _spec(
             load_essay(values["haystack"])
         except HaystackError as exc:
             raise OptionError(f"--haystack: {exc}") from None
-    cache_dir = (
-        None if values["no_cache"] else str(values["cache_dir"] or started_in / CACHE_FOLDER)
-    )
-    resolved = {
-        "overrides": overrides,
-        "cache_dir": cache_dir,
-        "judge": judge_settings(values, cache_dir),
-        "nli_model": _nli_model(values),
-        "judge_max_failure_rate": judge_max_failure_rate,
-    }
+    cache_dir = None
+    if not values["no_cache"]:
+        cache_dir = str(values["cache_dir"] or started_in / opt.CACHE_FOLDER)
+    judge = judge_settings(values, cache_dir)
+    if values["nli_model"]:
+        check_nli_model(values["nli_model"], values["allow_pickle"])
+    resolved: dict[str, Any] = {"overrides": overrides, "cache_dir": cache_dir, "judge": judge}
+    resolved |= {"nli_model": values["nli_model"], "judge_max_failure_rate": judge_max_failure_rate}
     # the other fields are options of the same name, as the table read them
     given = {f.name: values[f.name] for f in fields(ModelSpec) if f.name in values}
     return ModelSpec(**{**given, "model": model, "checkpoint": checkpoint, **resolved})
 
 
 def check_overrides(overrides: ConfigOverrides, config_dir: str | Path) -> None:
-    """The config overrides against the config they change (a key it lacks, a value of another kind,
-    RoPE settings the rest of it does not fit), before any model loads."""
+    """The config overrides against the config they change, before any model loads."""
     if overrides:
         applied(config_dir, overrides)
 
 
 def _check_served(spec: ModelSpec, engine: EngineSettings) -> None:
-    """--backend openai: the tokenizer to check the servers against, and the config the overrides
-    change."""
+    """--backend openai: the tokenizer to check the servers against."""
     if spec.backend != "openai":
         return
     if engine.tokenizer is None:
         raise OptionError(
             f"--backend openai: --model {spec.model!r} is not a folder, so pass --tokenizer with "
-            "the served model's "
-            "tokenizer folder"
+            "the served model's tokenizer folder"
         )
     check_tokenizer(Path(engine.tokenizer), "--tokenizer")
     if spec.overrides and spec.checkpoint is None:
@@ -243,17 +194,10 @@ def _check_served(spec: ModelSpec, engine: EngineSettings) -> None:
 
 
 def _check_hf(values: Mapping[str, Any], backend: str) -> None:
-    batch_size, device_map, per_replica = (
-        values["batch_size"],
-        values["device_map"],
-        values["gpus_per_replica"],
-    )
-    if backend != "hf" and (batch_size is not None or device_map or per_replica):
-        fix = (
-            "--concurrency N (requests in flight per replica)"
-            if backend in ("vllm", "openai")
-            else "nothing"
-        )
+    device_map, per_replica = values["device_map"], values["gpus_per_replica"]
+    if backend != "hf" and (values["batch_size"] is not None or device_map or per_replica):
+        served = backend in ("vllm", "openai")
+        fix = "--concurrency N (requests in flight per replica)" if served else "nothing"
         raise OptionError(
             "--batch-size/--device-map/--gpus-per-replica are for --backend hf; with --backend "
             f"{backend} use {fix}"
@@ -280,8 +224,7 @@ def _check_ray(ray: str, backend: str) -> None:
 
 
 def judge_settings(values: Mapping[str, Any], cache_dir: str | None) -> JudgeSettings | None:
-    """The judge from the judge options (``run/options.JUDGE``, by dest); None without
-    --judge-model."""
+    """The judge from the judge options; None without --judge-model."""
     model, base_url, price = values["judge_model"], values["judge_base_url"], values["judge_price"]
     if model is None:
         if price is not None or base_url is not None:
@@ -294,8 +237,7 @@ def judge_settings(values: Mapping[str, Any], cache_dir: str | None) -> JudgeSet
     if base_url is None and not os.environ.get("OPENAI_API_KEY"):
         raise JudgeError(
             f"--judge-model {model} needs OPENAI_API_KEY in the environment (or --judge-base-url "
-            "for an "
-            "OpenAI-compatible server)"
+            "for an OpenAI-compatible server)"
         )
     return JudgeSettings(
         model=model,
@@ -309,35 +251,19 @@ def judge_settings(values: Mapping[str, Any], cache_dir: str | None) -> JudgeSet
     )
 
 
-def _nli_model(values: Mapping[str, Any]) -> str | None:
-    if values["nli_model"]:
-        check_nli_model(values["nli_model"], values["allow_pickle"])
-    return values["nli_model"]
-
-
-def _baseline(given: str | None) -> Baseline | None:
-    try:
-        return load_baseline(given) if given else None
-    except BaselineError as exc:
-        raise OptionError(f"--baseline {given}: {exc}") from None
-
-
 def _check_sequential(sequential: Sequential | None, thresholds: Thresholds) -> None:
-    """--sequential cannot check a gate over averages of cases: means that stopped early are biased."""
+    """Means that stopped early are biased, so no gate may average them."""
     if sequential is not None and thresholds.min_effective_length:
         raise OptionError(
             f"--sequential cannot check min_effective_length ({thresholds.path}): the effective "
-            "length averages "
-            "RULER's tasks, and an average of means that stopped early is biased, with no "
-            "guarantee. Drop "
-            "--sequential, or pass --thresholds with a file whose [session] min_effective_length "
-            "is 0"
+            "length averages RULER's tasks, and an average of means that stopped early is biased, "
+            "with no guarantee. Drop --sequential, or pass --thresholds with a file whose "
+            "[session] min_effective_length is 0"
         )
     if sequential is not None and thresholds.relative_min_length:
         raise OptionError(
             "--sequential cannot check [relative_effective_length.min_length] "
-            f"({thresholds.path}): a relative "
-            "effective length compares averages of means, and means that stopped early are "
-            "biased, with no "
-            "guarantee. Drop --sequential, or pass --thresholds with a file without that table"
+            f"({thresholds.path}): a relative effective length compares averages of means, and "
+            "means that stopped early are biased, with no guarantee. Drop --sequential, or pass "
+            "--thresholds with a file without that table"
         )

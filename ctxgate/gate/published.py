@@ -1,13 +1,9 @@
 """A run against a paper's published numbers: per measure and length, the published score, the
 measured one with its interval, the difference, and whether the published number lies in the band a
 reproduction allows (the measured interval widened by the source's run-to-run allowance). Where the
-run's setting is not the paper's (fewer samples, another chat policy, tasks missing from the
-average, another length unit) it says how, instead of a verdict: a number from another setting
-neither confirms nor refutes the paper's.
-
-The measured interval of an average is the normal one from its members' intervals: each case's
-standard error is its interval's half width over z, the tasks are independent, and an average of
-averages (HELMET's overall) weighs each category's error by its share."""
+run's setting is not the paper's it says how, instead of a verdict: a number from another setting
+neither confirms nor refutes the paper's. An average's interval is the normal one from its
+members' (independent tasks, each standard error its interval's half width over z)."""
 
 from __future__ import annotations
 
@@ -52,8 +48,7 @@ class Measured:
 
 
 def _groups(measure: str, at: Mapping[str, GroupScore]) -> list[tuple[str, ...]]:
-    """The tasks an average is over, as groups whose means are averaged (one group, or HELMET's
-    categories)."""
+    """The tasks an average is over, as groups whose means are averaged."""
     if measure == "helmet_overall":
         return [g for c in membership().helmet for g in _groups(f"helmet_{c}", at)]
     if measure == "ruler":
@@ -62,9 +57,7 @@ def _groups(measure: str, at: Mapping[str, GroupScore]) -> list[tuple[str, ...]]
         category = {t.name: t.category for t in all_tasks()}
         return [tuple(t for t in membership().ruler if category[t] == measure[6:])]
     group = at.get(measure)
-    if group and (
-        group.members or group.missing
-    ):  # as summarised: HELMET's own files or their stand-ins
+    if group and (group.members or group.missing):  # as summarised: HELMET's files or stand-ins
         return [group.members + group.missing]
     return [tuple(membership().helmet.get(measure[7:], ()))]
 
@@ -77,18 +70,16 @@ def measure(report: Report, name: str, length: int) -> Measured | None:
         return None
     means, variances, missing, counted = [], [], [], []
     for group in groups:
-        scored = [cases.get((t, length)) for t in group]
-        present = [
-            (c.task, c.score, c.ci)
-            for c in scored
-            if c is not None and c.score is not None and c.ci
-        ]
-        missing += [t for t, c in zip(group, scored) if c is None or c.score is None or not c.ci]
+        found = {t: cases.get((t, length)) for t in group}
+        present = {
+            t: (c.score, c.ci) for t, c in found.items() if c and c.score is not None and c.ci
+        }
+        missing += [t for t in group if t not in present]
         if not present:
             continue
-        counted += [task for task, _, _ in present]
-        means.append(sum(score for _, score, _ in present) / len(present))
-        se = [(ci[1] - ci[0]) / (2 * Z) for _, _, ci in present]
+        counted += list(present)
+        means.append(sum(score for score, _ in present.values()) / len(present))
+        se = [(ci[1] - ci[0]) / (2 * Z) for _, ci in present.values()]
         variances.append(sum(s * s for s in se) / len(present) ** 2)
     if not means:
         return None
@@ -103,25 +94,20 @@ def _differs(report: Report, row: Published, got: Measured, length: int) -> list
     cases = [c for c in report.cases if c.task in got.tasks and c.length == length]
     why = []
     if got.missing:
-        why.append(
-            f"not every task of the paper's average has a score (missing: {', '.join(got.missing)})"
-        )
+        missing = ", ".join(got.missing)
+        why.append(f"not every task of the paper's average has a score (missing: {missing})")
     fewest = min((c.n for c in cases), default=0)
     if row.source.samples and fewest < row.source.samples:
         why.append(f"{fewest} samples per task, the paper {row.source.samples}")
     if not row.source.samples and (asked := report.run.samples) is not None:
         why.append(f"--samples {asked}, the paper HELMET's per-dataset counts")
     if row.chat_template == "task":  # HELMET: each task its own policy (TaskSpec.chat_template)
-        policy = {
-            t.name: t.chat_template for t in all_tasks()
-        }  # a stored report's unknown task: no policy to hold
-        other = sorted(
-            {c.task for c in cases if (ran := bool(c.chat_template)) != policy.get(c.task, ran)}
-        )
+        # a stored report's unknown task: no policy to hold
+        policy = {t.name: t.chat_template for t in all_tasks()}
+        other = {c.task for c in cases if (ran := bool(c.chat_template)) != policy.get(c.task, ran)}
         if other:
-            why.append(
-                f"{', '.join(other)} ran under another chat policy than the paper's per-task one"
-            )
+            named = ", ".join(sorted(other))
+            why.append(f"{named} ran under another chat policy than the paper's per-task one")
     else:
         chat = {bool(c.chat_template) for c in cases}
         wanted = row.chat_template == "on"
@@ -139,15 +125,12 @@ def _differs(report: Report, row: Published, got: Measured, length: int) -> list
     ):
         why.append(
             f"the essay haystack is {haystack}, the paper's Paul Graham's essays (5 of the NIAH "
-            "tasks read it; "
-            "`ctxgate data fetch --ruler-essays` writes them)"
+            "tasks read it; `ctxgate data fetch --ruler-essays` writes them)"
         )
     compat = sorted(COMPAT_TASKS & set(got.tasks))
     if row.source.key.startswith("helmet") and compat and not report.run.helmet_compat:
-        why.append(
-            f"{', '.join(compat)} ran on ctxgate's prompts, not HELMET's (--helmet-compat builds "
-            "those)"
-        )
+        named = ", ".join(compat)
+        why.append(f"{named} ran on ctxgate's prompts, not HELMET's (--helmet-compat builds those)")
     if row.source.length_unit == "Llama-2 tokens":
         why.append(
             "lengths here are counted in this model's tokenizer, the paper's in Llama-2 tokens"
@@ -159,10 +142,9 @@ def _differs(report: Report, row: Published, got: Measured, length: int) -> list
 
 def compare(report: Report, rows: Sequence[Published]) -> list[PublishedRow]:
     """One entry per published row with a length this run has: its lengths' comparisons."""
-    lengths = list(report.length_summaries)
     out = []
     for row in rows:
-        shared = [L for L in lengths if L in row.scores]
+        shared = [L for L in report.length_summaries if L in row.scores]
         if not shared:
             continue
         entries = []
@@ -172,35 +154,15 @@ def compare(report: Report, rows: Sequence[Published]) -> list[PublishedRow]:
             if got is None:
                 entries.append(PublishedLength(L, published, "not measured"))
                 continue
-            band = (
-                round(got.low - row.source.allowance, 2),
-                round(got.high + row.source.allowance, 2),
-            )
+            allowance = row.source.allowance
+            band = (round(got.low - allowance, 2), round(got.high + allowance, 2))
             differs = tuple(_differs(report, row, got, L))
             inside = band[0] <= published <= band[1]
             verdict: Verdict = "settings differ" if differs else ("within" if inside else "outside")
-            difference = round(got.score - published, 2)
-            entries.append(
-                PublishedLength(
-                    L, published, verdict, differs, got.score, (got.low, got.high), difference, band
-                )
-            )
+            measured = (got.score, (got.low, got.high), round(got.score - published, 2), band)
+            entries.append(PublishedLength(L, published, verdict, differs, *measured))
         src = row.source
-        out.append(
-            PublishedRow(
-                row.measure,
-                measure_label(row.measure),
-                src.key,
-                src.paper,
-                src.table,
-                row.label,
-                src.allowance,
-                src.allowance_source,
-                row.chat_template,
-                tuple(entries),
-                row.claimed,
-                row.effective,
-                row.effective_bar,
-            )
-        )
+        source = (src.key, src.paper, src.table, row.label, src.allowance, src.allowance_source)
+        paper = (row.chat_template, tuple(entries), row.claimed, row.effective, row.effective_bar)
+        out.append(PublishedRow(row.measure, measure_label(row.measure), *source, *paper))
     return out

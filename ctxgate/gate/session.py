@@ -22,6 +22,8 @@ from ctxgate.records.schema import (
 )
 from ctxgate.tasks.registry import Membership, membership
 
+ByLength = Mapping[str, Mapping[str, GroupScore]]
+
 
 @dataclass(frozen=True)
 class SessionVerdict:
@@ -35,8 +37,7 @@ class SessionVerdict:
 
 
 def stopped_early(case: CaseRecord) -> bool:
-    """``--sequential`` stopped the case before its sample count: its mean is biased by the
-    stopping."""
+    """``--sequential`` stopped the case before its sample count: its mean is biased."""
     return case.sequential is not None and case.sequential.early
 
 
@@ -48,9 +49,8 @@ def _length_summary(
     tasks: Membership,
 ) -> dict[str, GroupScore]:
     categories = summaries.helmet_categories(scores, errored, early, tasks)
-    recall = summaries.helmet_recall(
-        scores, errored, early, tasks
-    )  # always shown, as RULER's average is
+    # always shown, as RULER's average is
+    recall = summaries.helmet_recall(scores, errored, early, tasks)
     out = {"ruler": ruler, "helmet_recall": recall}
     out |= {f"helmet_{name}": g for name, g in categories.items() if name != "recall"}
     if categories:
@@ -61,9 +61,7 @@ def _length_summary(
 def summarize(
     cases: Sequence[CaseRecord], threshold: float
 ) -> tuple[dict[str, dict[str, GroupScore]], Overall, EffectiveLength | None]:
-    """Scores per length from the cases that have one; a case with verdict "error" (no score: it
-    failed, its worker crashed, or the run stopped first) makes every summary it belongs to
-    incomplete."""
+    """Scores per length; a case with verdict "error" makes every summary it is in incomplete."""
     tasks = membership()
     scored: dict[int, dict[str, float]] = {}
     errored: dict[int, set[str]] = {}
@@ -80,10 +78,9 @@ def summarize(
     ruler = {L: summaries.ruler_average(*facts[L], tasks=tasks) for L in lengths}
     by_length = {str(L): _length_summary(ruler[L], *facts[L], tasks) for L in lengths}
     ruler_scores = {L: g.score for L, g in ruler.items() if g.score is not None}
+    average = sum(ruler_scores.values()) / len(ruler_scores) if ruler_scores else None
     overall = Overall(
-        ruler_avg=round(sum(ruler_scores.values()) / len(ruler_scores), 2)
-        if ruler_scores
-        else None,
+        ruler_avg=None if average is None else round(average, 2),
         ruler_wavg_inc=summaries.weighted_average(ruler_scores, True),
         ruler_wavg_dec=summaries.weighted_average(ruler_scores, False),
         incomplete=any(g.incomplete for g in ruler.values()),
@@ -99,13 +96,11 @@ def judge_session(
     threshold: float | None = None,
     baseline: BaselineRun | None = None,
 ) -> SessionVerdict:
-    """``complete``: the session finished (a case that errored, crashed or was left unrun makes the
-    verdict incomplete too). ``threshold``: the effective-length bar when not the thresholds' own (a
-    report judged again keeps its). ``baseline``: the ``--baseline`` run's path and the cases it
-    scored, for the baseline gate."""
-    by_length, overall, eff = summarize(
-        cases, thresholds.effective_threshold if threshold is None else threshold
-    )
+    """``threshold``: the effective-length bar when not the thresholds' own (a report judged
+    again keeps its)."""
+    if threshold is None:
+        threshold = thresholds.effective_threshold
+    by_length, overall, eff = summarize(cases, threshold)
     relative = relative_lengths(by_length, thresholds)
     gates = session_gates(cases, complete, eff, baseline, thresholds, relative)
     finished = complete and not any(c.verdict == "error" for c in cases)
@@ -114,9 +109,7 @@ def judge_session(
     )
 
 
-def _per_summary(
-    by_length: Mapping[str, Mapping[str, GroupScore]],
-) -> dict[str, dict[int, GroupScore]]:
+def _per_summary(by_length: ByLength) -> dict[str, dict[int, GroupScore]]:
     """Each summary's scores by length, in the summaries' order."""
     return {
         name: {int(L): groups[name] for L, groups in by_length.items() if name in groups}
@@ -125,9 +118,9 @@ def _per_summary(
 
 
 def relative_lengths(
-    by_length: Mapping[str, Mapping[str, GroupScore]], thresholds: Thresholds
+    by_length: ByLength, thresholds: Thresholds
 ) -> dict[str, RelativeEffectiveLength]:
-    """Each summary's effective length relative to its own short-context score, where it has a base."""
+    """Each summary's effective length relative to its own base, where it has one."""
     share, up_to = thresholds.relative_share, thresholds.relative_base_up_to
     found = {
         name: summaries.relative_effective_length(s, share, up_to)
@@ -136,8 +129,7 @@ def relative_lengths(
     return {name: f for name, f in found.items() if f is not None}
 
 
-def long_scores(by_length: Mapping[str, Mapping[str, GroupScore]]) -> dict[str, LongScore]:
-    """Each summary's LongScore (100-LongBench's), with why it has none where a length it needs is
-    missing."""
-    found = {name: summaries.long_score(scores) for name, scores in _per_summary(by_length).items()}
+def long_scores(by_length: ByLength) -> dict[str, LongScore]:
+    """Each summary's LongScore (100-LongBench's), where it has one."""
+    found = {name: summaries.long_score(s) for name, s in _per_summary(by_length).items()}
     return {name: f for name, f in found.items() if f is not None}

@@ -1,46 +1,13 @@
-"""``thresholds.toml``: score floors per task and length, and session gates such as the minimum effective length.
-
-    [defaults]
-    floor = 0.0            # percent; 0 reports without gating
-    confidence = 0.95      # for the interval shown in messages
-    rule = "score"         # "score": fail when score < floor; "upper": fail when the interval's top < floor
-
-    [effective_length]
-    threshold = 85.6       # RULER's bar for a length to count as effective
-
-    [session]
-    min_effective_length = "4k"   # the session fails below this
-
-    [[floor]]              # later entries win over earlier ones
-    task = "niah_*"        # a task name or a glob over task names
-    length = "<=32k"       # "*", a length ("8k"), or a comparison ("<=32k", ">4096")
-    floor = 90             # above the chance score of every task it matches (TaskSpec.chance), or refused
-
-    [regression]           # with --baseline REPORT.json
-    tolerance = 2.0        # points a case may drop before it fails ...
-    confidence = 0.95      # ... and only when the drop exceeds it with this (one-sided) confidence
-
-    [[tolerance]]          # per task and length, like [[floor]]
-    task = "json_kv"
-    points = 5.0
-
-    [judge]
-    max_failure_rate = 0.05   # a judged case fails when more of its verdicts than this failed
-
-    [relative_effective_length]   # NoLiMa's rule, for any summary (RULER, a HELMET category, a task family)
-    share = 0.85           # a length is effective while the score keeps this share of the model's own base ...
-    base_up_to = "1k"      # ... its mean over the run's lengths up to this one
-
-    [relative_effective_length.min_length]   # the session fails when a summary's is shorter
-    nolima = "8k"
-
-Errors name the file, the key and the fix, and are raised before any model is loaded.
+"""``thresholds.toml``: score floors per task and length, and session gates such as the minimum
+effective length. Its tables and keys are documented in docs/gates.md and in the repository's
+thresholds.toml. Errors name the file, the key and the fix, and are raised before any model loads.
 """
 
 from __future__ import annotations
 
 import difflib
 import fnmatch
+import inspect
 import operator
 import re
 import sys
@@ -77,7 +44,16 @@ _SECTIONS = {
     "judge": ("max_failure_rate",),
     "relative_effective_length": ("share", "base_up_to", "min_length"),
 }
-
+# Thresholds' numeric fields: their key, default, range and the example a fix shows, in the order
+# they are checked
+_NUMBERS = {
+    "confidence": ("defaults.confidence", 0.95, 0.5, 0.999, 0.95),
+    "effective_threshold": ("effective_length.threshold", RULER_THRESHOLD, 0, 100, RULER_THRESHOLD),
+    "tolerance": ("regression.tolerance", 2.0, 0, 100, 2),
+    "regression_confidence": ("regression.confidence", 0.95, 0.5, 0.999, 0.95),
+    "judge_max_failure_rate": ("judge.max_failure_rate", 0.05, 0, 1, 0.05),
+    "relative_share": ("relative_effective_length.share", RELATIVE_SHARE, 0.01, 1, RELATIVE_SHARE),
+}
 
 THRESHOLDS_FILE = "thresholds.toml"
 INI_OPTION = "ctxgate_thresholds"  # the pytest ini option that names the project's file
@@ -85,65 +61,48 @@ NO_THRESHOLDS = "(none)"  # the path of the defaults, as a report records it
 
 
 class ThresholdsError(CtxgateError, ValueError):
-    """Malformed thresholds, or a thresholds file named that is not there; the message names it and
-    the fix."""
+    """Malformed or missing thresholds; the message names the file and the fix."""
 
 
 @dataclass(frozen=True)
 class PytestConfig:
-    """What pytest reads in a folder that the thresholds lookup needs: its config file
-    (``pytest.ini``, ``pyproject.toml``, ``tox.ini``, ``setup.cfg``...; None: none) and the ini
-    option ``ctxgate_thresholds`` in it."""
+    """pytest's config file (None: none) and its ini option ``ctxgate_thresholds``."""
 
     inifile: Path | None = None
     named: str = ""  # "" when the option is not set
 
 
 def pytest_config(folder: Path) -> PytestConfig:
-    """The config file pytest started in ``folder`` with no path arguments would read, found by
-    pytest's own discovery (``determine_setup``, which reads files and starts no session), so a verb
-    reads the ini option the suite reads. A config file pytest cannot parse is refused as pytest
-    refuses it."""
-    import inspect
-
+    """The config file pytest started in ``folder`` would read, by pytest's own discovery, so a
+    verb reads the ini option the suite reads."""
     from _pytest.config import UsageError
     from _pytest.config.findpaths import determine_setup
     from _pytest.outcomes import Failed
 
-    options: dict[str, Any] = {
-        "inifile": None,
-        "args": [],
-        "rootdir_cmd_arg": None,
-        "invocation_dir": folder,
-    }
+    options: dict[str, Any] = {"inifile": None, "args": [], "rootdir_cmd_arg": None}
+    options["invocation_dir"] = folder
     if "override_ini" in inspect.signature(determine_setup).parameters:  # pytest >= 9 asks for it
         options["override_ini"] = None
     try:
         _, inifile, values, *_ = determine_setup(**options)
-    except (
-        UsageError,
-        Failed,
-    ) as exc:  # Failed: a file pytest no longer reads, e.g. setup.cfg's [pytest]
+    # Failed: a file pytest no longer reads, e.g. setup.cfg's [pytest]
+    except (UsageError, Failed) as exc:
         raise ThresholdsError(
             f"{exc}: fix the file (pytest reads it too), or pass --thresholds PATH"
         ) from None
     named = values.get(INI_OPTION, "")
-    return PytestConfig(
-        inifile, str(getattr(named, "value", named) or "")
-    )  # pytest >= 9 wraps values
+    return PytestConfig(inifile, str(getattr(named, "value", named) or ""))  # pytest >= 9 wraps
 
 
 def checked_file(path: str | Path, given_as: str = "--thresholds") -> Path:
-    """A thresholds file named by hand (``given_as``: the option or record that named it), refused
-    unless it is a file: a missing one or a folder would otherwise gate with no floors at all."""
+    """A thresholds file named by hand, refused unless it is a file: a missing one or a folder
+    would otherwise gate with no floors at all."""
     p = Path(path)
     if p.is_dir():
         inside = p / THRESHOLDS_FILE
-        fix = (
-            f"pass the thresholds file, e.g. --thresholds {inside}"
-            if inside.is_file()
-            else f"pass a thresholds file, or write {inside} with `ctxgate init {p}`"
-        )
+        fix = f"pass a thresholds file, or write {inside} with `ctxgate init {p}`"
+        if inside.is_file():
+            fix = f"pass the thresholds file, e.g. --thresholds {inside}"
         raise ThresholdsError(f"{given_as} {p} is a folder: {fix}")
     if not p.is_file():
         near = p.parent / THRESHOLDS_FILE
@@ -158,28 +117,20 @@ def checked_file(path: str | Path, given_as: str = "--thresholds") -> Path:
 def find_thresholds(
     given: str | None, started_in: Path, config: PytestConfig | None = None
 ) -> tuple[Path | None, str]:
-    """The thresholds file and how it was found: the one rule the suite and every verb follow.
-    ``given`` (--thresholds), which must be a file; else the file ``config``'s ini option
-    ``ctxgate_thresholds`` names, relative to the ini file (a project that names one expects floors,
-    so a missing one is refused); else the nearest ``thresholds.toml`` from ``started_in`` up to the
-    project's top: the config file's folder, else the nearest folder with ``.git``. (pytest's
-    rootdir is not the top: it moves with path-like arguments, an absolute --model included, and
-    with no config file it is the start itself.) None: no file, with where it looked, said in the
-    suite's header and the report. ``config`` None (a verb): the config file pytest started there
-    would read."""
+    """The thresholds file and how it was found, the one rule the suite and every verb follow:
+    --thresholds; else the file the ini option names (a project that names one expects floors);
+    else the nearest thresholds.toml up to the project's top: the config file's folder, else the
+    nearest folder with ``.git`` (pytest's rootdir moves with path-like arguments)."""
     if given:
         return checked_file(given), "--thresholds"
     config = config or pytest_config(started_in.resolve())
     inifile = config.inifile
-    if (
-        config.named
-    ):  # relative to the ini file (given by -o with no ini file: to where pytest started)
+    # relative to the ini file (given by -o with no ini file: to where pytest started)
+    if config.named:
         path = (inifile.parent if inifile else started_in) / config.named
-        where = (
-            f"{inifile}: {INI_OPTION} = {config.named!r}"
-            if inifile
-            else f"-o {INI_OPTION}={config.named}"
-        )
+        where = f"-o {INI_OPTION}={config.named}"
+        if inifile:
+            where = f"{inifile}: {INI_OPTION} = {config.named!r}"
         if path.is_dir():
             raise ThresholdsError(
                 f"{where} is a folder: name the thresholds file, e.g. {INI_OPTION} = "
@@ -226,9 +177,8 @@ class Thresholds:
     judge_max_failure_rate: float = 0.05
     relative_share: float = RELATIVE_SHARE
     relative_base_up_to: int = BASE_UP_TO
-    relative_min_length: tuple[
-        tuple[str, int], ...
-    ] = ()  # (summary, length): the session fails below it
+    # (summary, length): the session fails below it
+    relative_min_length: tuple[tuple[str, int], ...] = ()
 
     def floor_for(self, task: str, length: int) -> float:
         return _last_match(self.floors, task, length, self.default_floor)
@@ -256,8 +206,7 @@ def _fail(path: str, key: str, problem: str, fix: str) -> ThresholdsError:
 
 
 def _number(path: str, key: str, value: Any, lo: float, hi: float, example: float) -> float:
-    """``example``: a sensible value for this key, shown in the fix (a midpoint of the range often
-    is not one)."""
+    """``example``: a sensible value for the fix (a midpoint of the range often is not one)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
         fix = f"write e.g. {key.split('.')[-1]} = {example:g}"
         raise _fail(path, key, f"{value!r} is not a number in [{lo:g}, {hi:g}]", fix)
@@ -265,8 +214,7 @@ def _number(path: str, key: str, value: Any, lo: float, hi: float, example: floa
 
 
 def _floor(path: str, key: str, value: Any) -> float:
-    """A floor in percent. A value strictly between 0 and 1 is a fraction written where percent is
-    meant (0.5 for 50%): it would gate almost nothing, so it is refused."""
+    """A floor in percent; a fraction (0.5 for 50%) would gate almost nothing, so is refused."""
     floor = _number(path, key, value, 0, 100, 80)
     if 0 < floor < 1:
         raise _fail(
@@ -302,68 +250,40 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     _check_keys(path, "", data, ("floor", "tolerance", *_SECTIONS))
     for section, allowed in _SECTIONS.items():
         _check_keys(path, section, data.get(section, {}), allowed)
-    defaults, eff, session, regression, judge, relative = (
-        data.get(section, {}) for section in _SECTIONS
-    )
-    rule = defaults.get("rule", "score")
+
+    def get(key: str, default: Any) -> Any:
+        section, name = key.split(".")
+        return data.get(section, {}).get(name, default)
+
+    rule = get("defaults.rule", "score")
     if rule not in _RULES:
-        raise _fail(
-            path,
-            "defaults.rule",
-            f"{rule!r} is not a rule",
-            'write rule = "score" or rule = "upper"',
-        )
-    min_eff = session.get("min_effective_length", 0)
+        fix = 'write rule = "score" or rule = "upper"'
+        raise _fail(path, "defaults.rule", f"{rule!r} is not a rule", fix)
+    min_eff = get("session.min_effective_length", 0)
     try:
         min_eff_tokens = 0 if min_eff in (0, "0") else parse_length(min_eff)
     except LengthError:
-        problem = f"{min_eff!r} is not a length"
-        raise _fail(
-            path, "session.min_effective_length", problem, 'write e.g. min_effective_length = "32k"'
-        ) from None
-    floors = _above_chance(
-        path, _rules(path, data.get("floor", []), "floor", "floor", known_tasks), known_tasks
-    )
+        problem, fix = f"{min_eff!r} is not a length", 'write e.g. min_effective_length = "32k"'
+        raise _fail(path, "session.min_effective_length", problem, fix) from None
+    floors = _rules(path, data.get("floor", []), "floor", "floor", known_tasks)
+    floors = _above_chance(path, floors, known_tasks)
     tolerances = _rules(path, data.get("tolerance", []), "tolerance", "points", known_tasks)
+    default_floor = _floor(path, "defaults.floor", get("defaults.floor", 0.0))
+    numbers = {
+        name: _number(path, key, get(key, default), lo, hi, example)
+        for name, (key, default, lo, hi, example) in _NUMBERS.items()
+    }
+    base_up_to = "relative_effective_length.base_up_to"
     return Thresholds(
         path=path,
-        default_floor=_floor(path, "defaults.floor", defaults.get("floor", 0.0)),
-        confidence=_number(
-            path, "defaults.confidence", defaults.get("confidence", 0.95), 0.5, 0.999, 0.95
-        ),
+        default_floor=default_floor,
         rule=rule,
-        effective_threshold=_number(
-            path,
-            "effective_length.threshold",
-            eff.get("threshold", RULER_THRESHOLD),
-            0,
-            100,
-            RULER_THRESHOLD,
-        ),
         min_effective_length=min_eff_tokens,
         floors=floors,
-        tolerance=_number(
-            path, "regression.tolerance", regression.get("tolerance", 2.0), 0, 100, 2
-        ),
-        regression_confidence=_number(
-            path, "regression.confidence", regression.get("confidence", 0.95), 0.5, 0.999, 0.95
-        ),
         tolerances=tolerances,
-        judge_max_failure_rate=_number(
-            path, "judge.max_failure_rate", judge.get("max_failure_rate", 0.05), 0, 1, 0.05
-        ),
-        relative_share=_number(
-            path,
-            "relative_effective_length.share",
-            relative.get("share", RELATIVE_SHARE),
-            0.01,
-            1,
-            RELATIVE_SHARE,
-        ),
-        relative_base_up_to=_length(
-            path, "relative_effective_length.base_up_to", relative.get("base_up_to", "1k")
-        ),
-        relative_min_length=_min_lengths(path, relative.get("min_length", {})),
+        relative_base_up_to=_length(path, base_up_to, get(base_up_to, "1k")),
+        relative_min_length=_min_lengths(path, get("relative_effective_length.min_length", {})),
+        **numbers,
     )
 
 
@@ -371,14 +291,12 @@ def _length(path: str, key: str, value: Any) -> int:
     try:
         return parse_length(value)
     except LengthError:
-        raise _fail(
-            path, key, f"{value!r} is not a length", f'write e.g. {key.split(".")[-1]} = "1k"'
-        ) from None
+        fix = f'write e.g. {key.split(".")[-1]} = "1k"'
+        raise _fail(path, key, f"{value!r} is not a length", fix) from None
 
 
 def _min_lengths(path: str, table: Any) -> tuple[tuple[str, int], ...]:
-    """``[relative_effective_length.min_length]``: a summary's name (``by_length``'s keys) = the
-    length it must reach."""
+    """``[relative_effective_length.min_length]``: summary name = the length it must reach."""
     key = "relative_effective_length.min_length"
     if not isinstance(table, dict):
         raise _fail(path, key, "is not a table", f'write [{key}] with lines such as nolima = "8k"')
@@ -386,9 +304,8 @@ def _min_lengths(path: str, table: Any) -> tuple[tuple[str, int], ...]:
     for name in table:
         if name not in known:
             close = difflib.get_close_matches(name, known, n=3)
-            raise _fail(
-                path, f"{key}.{name}", "is no summary", f"use one of {', '.join(close or known)}"
-            )
+            fix = f"use one of {', '.join(close or known)}"
+            raise _fail(path, f"{key}.{name}", "is no summary", fix)
     return tuple((name, _length(path, f"{key}.{name}", value)) for name, value in table.items())
 
 
@@ -401,34 +318,28 @@ def _rules(
     for i, entry in enumerate(entries):
         where = f"{table}[{i}]"
         if not isinstance(entry, dict):
-            raise _fail(
-                path,
-                where,
-                "is not a table",
-                f"write [[{table}]] entries with task, length, {value_key}",
-            )
+            fix = f"write [[{table}]] entries with task, length, {value_key}"
+            raise _fail(path, where, "is not a table", fix)
         _check_keys(path, where, entry, ("task", "length", value_key))
         task = entry.get("task", "*")
         if not isinstance(task, str) or not any(fnmatch.fnmatchcase(t, task) for t in known_tasks):
             close = difflib.get_close_matches(str(task), known_tasks, n=3)
-            fix = f"use a task name such as {', '.join(close or known_tasks[:3])} or a glob like 'niah_*'"
+            names = ", ".join(close or known_tasks[:3])
+            fix = f"use a task name such as {names} or a glob like 'niah_*'"
             raise _fail(path, f"{where}.task", f"{task!r} matches no task", fix)
         length = str(entry.get("length", "*"))
         try:
             _length_matches(length, 0)
         except LengthError:
+            fix = 'write "*", "8k", "<=32k" or ">4096"'
             raise _fail(
-                path,
-                f"{where}.length",
-                f"{length!r} is not a length pattern",
-                'write "*", "8k", "<=32k" or ">4096"',
+                path, f"{where}.length", f"{length!r} is not a length pattern", fix
             ) from None
         key = f"{where}.{value_key}"
         example = 80 if value_key == "floor" else 5
         if value_key not in entry:
-            raise _fail(
-                path, key, "is missing", f"add {value_key} = <points>, e.g. {value_key} = {example}"
-            )
+            fix = f"add {value_key} = <points>, e.g. {value_key} = {example}"
+            raise _fail(path, key, "is missing", fix)
         if value_key == "floor":
             rules.append(Rule(task, length, _floor(path, key, entry[value_key])))
         else:
@@ -439,10 +350,8 @@ def _rules(
 def _above_chance(
     path: str, rules: tuple[Rule, ...], known_tasks: Sequence[str]
 ) -> tuple[Rule, ...]:
-    """A floor above 0 that a random answer reaches (a task's chance score, ``TaskSpec.chance``)
-    gates nothing for that task, so a rule that sets one is refused, naming the task of the highest
-    chance among those it matches. A task that a later rule of length "*" matches is that rule's at
-    every length, so it is left out."""
+    """A floor that a random answer reaches (``TaskSpec.chance``) gates nothing, so is refused.
+    A task a later rule of length "*" matches is that rule's, so it is left out."""
     chance = {t.name: t.chance for t in all_tasks()}
     for i, rule in enumerate(rules):
         later = [r.task for r in rules[i + 1 :] if r.length.strip() == "*"]
@@ -452,23 +361,21 @@ def _above_chance(
             if fnmatch.fnmatchcase(t, rule.task)
             and not any(fnmatch.fnmatchcase(t, g) for g in later)
         ]
-        reached = sorted(
-            (t for t in matched if 0 < rule.value <= chance.get(t, 0.0)), key=lambda t: -chance[t]
-        )
+        reached = [t for t in matched if 0 < rule.value <= chance.get(t, 0.0)]
         if not reached:
             continue
+        reached.sort(key=lambda t: -chance[t])
         worst, at = reached[0], f"{chance[reached[0]]:.3g}"
-        also = (
-            f", and that of {len(reached) - 1} more task(s) it matches" if len(reached) > 1 else ""
-        )
+        more = len(reached) - 1
+        also = f", and that of {more} more task(s) it matches" if more else ""
         own = f'narrow task {rule.task!r}, or give {worst} a rule of its own, length "*", after it'
         fix = "drop the rule" if rule.task == worst else f"leave {worst} out: {own}"
         raise _fail(
             path,
             f"floor[{i}].floor",
             f"{rule.value:g} (task {rule.task!r}, length {rule.length!r}) is at or below the "
-            "chance score of "
-            f"{worst}, {at}{also}: a random answer reaches it, so it gates nothing there",
+            f"chance score of {worst}, {at}{also}: a random answer reaches it, so it gates "
+            "nothing there",
             f"raise the floor above {at}, or {fix} (docs/tasks.md lists each task's chance score)",
         )
     return rules
@@ -497,9 +404,6 @@ def load_or_default(path: str | Path | None, known_tasks: Sequence[str]) -> Thre
 def thresholds_here(
     given: str | None, known_tasks: Sequence[str], started_in: Path | None = None
 ) -> Thresholds:
-    """What a command-line verb gates with, found by ``find_thresholds`` from ``started_in``
-    (default: here) with the ini option pytest would read there, as the suite started there finds
-    it."""
-    return load_or_default(
-        find_thresholds(given, (started_in or Path.cwd()).resolve())[0], known_tasks
-    )
+    """What a command-line verb gates with, found as the suite started there finds it."""
+    found = find_thresholds(given, (started_in or Path.cwd()).resolve())[0]
+    return load_or_default(found, known_tasks)

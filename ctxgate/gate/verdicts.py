@@ -1,10 +1,7 @@
 """Verdicts from records, as pure functions shared by the pytest plugin (while the suite runs) and
 ``ctxgate judge`` (when stored outputs are judged later): a case's judge failure gate and score
-floor, and the session's gates.
-
-The session's gates fail closed: a selected case without a score (an error, a crashed worker, a run
-stopped before it) fails the ``cases`` gate and counts against the floors, and a run in which no
-case ran fails, saying why."""
+floor, and the session's gates. They fail closed: a selected case without a score fails the
+``cases`` gate and counts against the floors, and a run in which no case ran fails, saying why."""
 
 from __future__ import annotations
 
@@ -26,16 +23,14 @@ from ctxgate.records.schema import (
 # Why a selected case has no score, and whether that fails the gates: the one rule every gate,
 # `diff`, `bisect` and `watch` read through the verdict it yields (docs/gates.md, "Which cases
 # count").
-#   by design    the task cannot be built at this length (its fixed parts do not fit): "skip", never a failure
-#   not given    an optional input this run was not given (a data file, a judge): "skip", unless the case is gated
-#                (a floor above 0, or a baseline score), then "error"
-#   broken       the checkpoint or an input given to the run prevents it (the model's window is shorter than the
-#                length, data that cannot be read, a judge that fails): always "error"
+#   by design   the task cannot be built at this length: "skip", never a failure
+#   not given   an optional input this run was not given (a data file, a judge): "skip", unless the
+#               case is gated (a floor above 0, or a baseline score), then "error"
+#   broken      the checkpoint or an input given to the run prevents it: always "error"
 
 
 def unscored_verdict(cause: str, floor: float, baseline_scored: bool) -> str:
-    """The verdict, skip or error, of a case that produced no score because of ``cause`` (one of the
-    sets above)."""
+    """The verdict, skip or error, of a case that produced no score because of ``cause``."""
     if cause in BY_DESIGN:
         return "skip"
     if cause in NOT_GIVEN:
@@ -53,8 +48,7 @@ def gated_reason(floor: float, baseline_scored: bool) -> str:
 
 
 def judge_failure(record: CaseRecord) -> str | None:
-    """Too many failed verdicts fail a judged case whatever its score: its mean would rest on too
-    few samples."""
+    """Too many failed verdicts fail a judged case: its mean would rest on too few samples."""
     judge = record.judge
     if judge is None or not judge.too_many_failed:
         return None
@@ -63,17 +57,14 @@ def judge_failure(record: CaseRecord) -> str | None:
         f"{judge.failed} of {judge.failed + record.n} verdicts failed (rate "
         f"{judge.failure_rate:.0%} > max {judge.max_failure_rate or 0.0:.0%}); first: sample "
         f"{first and first.index}: {first and first.error}. Check the judge server, or raise "
-        "[judge] "
-        "max_failure_rate in thresholds.toml"
+        "[judge] max_failure_rate in thresholds.toml"
     )
 
 
 def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
-    """Below the floor (with rule "upper": the whole interval below it). Under --sequential a case
-    whose test became certain is decided by it; one that spent its budget undecided by the fixed-n
-    rule."""
-    floor = record.floor or 0.0
-    seq = record.sequential
+    """Below the floor (rule "upper": the whole interval below it); under --sequential a
+    certain test decides."""
+    floor, seq = record.floor or 0.0, record.sequential
     test = seq.floor if seq else None
     if test and test.decided == "above":
         return None
@@ -81,22 +72,19 @@ def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
     if seq and test and test.decided == "below":
         return (
             f"{case}: below the floor {floor:.1f}, certain at error rate {seq.alpha} after "
-            f"{seq.used} of "
-            f"{seq.budget} samples (--sequential; interval "
-            f"{test.interval[0]:.1f}-{test.interval[1]:.1f}, score "
-            f"{record.score or 0.0:.1f})"
+            f"{seq.used} of {seq.budget} samples (--sequential; interval "
+            f"{test.interval[0]:.1f}-{test.interval[1]:.1f}, score {record.score or 0.0:.1f})"
         )
     ci, score = record.ci, record.score
     if ci is None or score is None:
         raise ValueError(f"{record.task} at {record.length} has no score to hold against its floor")
     low, high = ci
-    judged = high if thresholds.rule == "upper" else score
-    if judged >= floor:
+    if (high if thresholds.rule == "upper" else score) >= floor:
         return None
     return (
         f"{case}: score {score:.1f} < floor {floor:.1f} (n={record.n}, "
-        f"{int(thresholds.confidence * 100)}% CI "
-        f"{low:.1f}-{high:.1f}, rule {thresholds.rule!r}, floors from {thresholds.path})"
+        f"{int(thresholds.confidence * 100)}% CI {low:.1f}-{high:.1f}, rule {thresholds.rule!r}, "
+        f"floors from {thresholds.path})"
     )
 
 
@@ -121,9 +109,7 @@ def _first_five(named: Sequence[str]) -> str:
 
 
 def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
-    """Every selected case finished, and at least one ran (a judged case waiting for its judge has
-    run). ``complete`` false (the session was interrupted, even after its last case) fails it too.
-    """
+    """Every selected case finished (a session interrupted fails), and at least one ran."""
     unscored = [c for c in cases if c.verdict == "error"]
     ran = [c for c in cases if c.verdict in ("pass", "fail") or _pending(c)]
     if not cases:
@@ -134,41 +120,25 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
         # elsewhere, once)
         own = next((c for c in unscored if c.error_kind in (*NOT_GIVEN, *BROKEN)), None)
         first = (own.message if own else "").strip().splitlines()
-        return Gate(
-            "cases",
-            "fail",
-            f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}"
-            + (f"; the first said: {first[0]}" if first else ""),
-        )
+        said = f"; the first said: {first[0]}" if first else ""
+        message = f"{len(unscored)} of {len(cases)} selected cases produced no score: {shown}"
+        return Gate("cases", "fail", message + said)
     if not ran:
-        return Gate(
-            "cases",
-            "fail",
-            f"no case ran: all {len(cases)} selected cases were skipped; the first said: "
-            f"{cases[0].message}",
-        )
+        message = f"no case ran: all {len(cases)} selected cases were skipped; the first said: "
+        return Gate("cases", "fail", message + cases[0].message)
     if not complete:
         return Gate("cases", "fail", "the session did not finish (it was interrupted)")
     skipped = sum(c.verdict == "skip" and not _pending(c) for c in cases)
     pending = sum(_pending(c) for c in cases)
-    return Gate(
-        "cases",
-        "pass",
-        f"all {len(cases)} selected cases finished ({len(cases) - skipped - pending} scored, "
-        f"{skipped} skipped, {pending} waiting for a judge)",
-    )
+    scored = len(cases) - skipped - pending
+    counts = f"{scored} scored, {skipped} skipped, {pending} waiting for a judge"
+    return Gate("cases", "pass", f"all {len(cases)} selected cases finished ({counts})")
 
 
 def _regressed_only(case: CaseRecord, thresholds: Thresholds) -> bool:
-    """The case failed only by dropping against the baseline: its judge held and its score is at or
-    above its floor. Anything the floor cannot be checked on (no score or interval) is not, so it
-    still counts as failing."""
-    if (
-        not (case.baseline and case.baseline.regressed)
-        or judge_failure(case)
-        or case.score is None
-        or case.ci is None
-    ):
+    """Failed only by dropping against the baseline: judge held, at or above its floor."""
+    regressed = case.baseline is not None and case.baseline.regressed
+    if not regressed or judge_failure(case) or case.score is None or case.ci is None:
         return False
     return floor_failure(case, thresholds) is None
 
@@ -176,10 +146,8 @@ def _regressed_only(case: CaseRecord, thresholds: Thresholds) -> bool:
 def floors_gate(
     cases: Sequence[CaseRecord], thresholds: Thresholds, baseline_gated: bool = False
 ) -> Gate:
-    """Cases below their floor, and those that count as failing it: no score, or too many failed
-    judge verdicts. ``baseline_gated``: the baseline gate runs, so a case that failed only as a
-    regression is left to it (it fails that gate); without it every failed case counts here, so no
-    gate passes over a failed case."""
+    """Cases below their floor, or counted as failing it. ``baseline_gated``: a case that failed
+    only as a regression is left to the baseline gate, so no gate passes over a failed case."""
     failed = [c for c in cases if c.verdict == "fail"]
     judged = [c for c in failed if judge_failure(c)]
     regressed = [c for c in failed if baseline_gated and _regressed_only(c, thresholds)]
@@ -190,17 +158,18 @@ def floors_gate(
     if not ran and not pending:
         return Gate("floors", "fail", "no case was scored, so no floor was checked")
     message = f"{below} of {len(ran)} cases below their floor"
-    if unscored:
-        message += f", {len(unscored)} without a score (counted as failing)"
-    if judged:
-        message += f", {len(judged)} with too many failed judge verdicts (counted as failing)"
-    if regressed:
-        message += (
-            f", {len(regressed)} at or above it that regressed (the baseline gate fails them)"
-        )
-    if pending:
-        message += f", {pending} waiting for a judge"
+    for count, what in (
+        (len(unscored), "without a score (counted as failing)"),
+        (len(judged), "with too many failed judge verdicts (counted as failing)"),
+        (len(regressed), "at or above it that regressed (the baseline gate fails them)"),
+        (pending, "waiting for a judge"),
+    ):
+        message += f", {count} {what}" if count else ""
     return Gate("floors", "fail" if below or unscored or judged else "pass", message)
+
+
+def _counted_as_failing(lengths: Sequence[int], why: str) -> str:
+    return f"; {', '.join(map(format_length, lengths))} counted as failing{why}" if lengths else ""
 
 
 def effective_length_gate(eff: EffectiveLength | None, thresholds: Thresholds) -> Gate | None:
@@ -208,26 +177,16 @@ def effective_length_gate(eff: EffectiveLength | None, thresholds: Thresholds) -
         return None
     need = format_length(thresholds.min_effective_length)
     if eff is None:
-        return Gate(
-            "min_effective_length",
-            "fail",
-            f"no RULER case ran, so the effective length cannot reach {need}",
-        )
+        message = f"no RULER case ran, so the effective length cannot reach {need}"
+        return Gate("min_effective_length", "fail", message)
     ok = eff.value >= thresholds.min_effective_length
     got = format_length(eff.value) if eff.value else "0 (the shortest length fails)"
-    note = ""
-    if eff.incomplete:
-        note += (
-            f"; {', '.join(format_length(L) for L in eff.incomplete)} counted as failing: a RULER "
-            "task "
-            "there produced no score"
-        )
-    if eff.early:
-        note += (
-            f"; {', '.join(format_length(L) for L in eff.early)} counted as failing: --sequential "
-            "stopped a "
-            "RULER task there early, and an average of early-stopped means has no guarantee"
-        )
+    note = _counted_as_failing(eff.incomplete, ": a RULER task there produced no score")
+    note += _counted_as_failing(
+        eff.early,
+        ": --sequential stopped a RULER task there early, and an average of early-stopped means "
+        "has no guarantee",
+    )
     return Gate(
         "min_effective_length",
         "pass" if ok else "fail",
@@ -237,9 +196,8 @@ def effective_length_gate(eff: EffectiveLength | None, thresholds: Thresholds) -
 
 
 def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
-    """Against ``--baseline``: a selected case the baseline scored that has no score now is a
-    regression, as is a case that dropped by more than its tolerance. ``baseline``: its path and the
-    ``task-length`` names it scored."""
+    """A case the baseline scored that has no score now is a regression, as is a drop past its
+    tolerance."""
     scored = set(baseline.scored)
     lost = [
         c
@@ -249,10 +207,10 @@ def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
     regressed = [c for c in cases if c.baseline and c.baseline.regressed]
     parts = []
     if lost:
-        shown = _first_five(
-            [f"{c.name} ({c.error_kind or c.skip_kind or c.verdict})" for c in lost]
+        why = [f"{c.name} ({c.error_kind or c.skip_kind or c.verdict})" for c in lost]
+        parts.append(
+            f"{len(lost)} case(s) the baseline scored have no score now: {_first_five(why)}"
         )
-        parts.append(f"{len(lost)} case(s) the baseline scored have no score now: {shown}")
     if regressed:
         parts.append(
             f"{len(regressed)} case(s) dropped by more than their tolerance: "
@@ -265,29 +223,25 @@ def baseline_gate(cases: Sequence[CaseRecord], baseline: BaselineRun) -> Gate:
     if thin := [c for c in cases if c.baseline and c.baseline.baseline_stopped_early]:
         message += (
             f"; {len(thin)} case(s) compared on fewer samples because the baseline was a "
-            "--sequential run that "
-            f"stopped them early (e.g. {thin[0].name}): re-run the baseline without --sequential"
+            f"--sequential run that stopped them early (e.g. {thin[0].name}): re-run the baseline "
+            "without --sequential"
         )
     if unselected := baseline.not_selected:
         message += (
             f" (the baseline also scored {len(unselected)} case(s) this run did not select, e.g. "
             f"{unselected[0]}: not compared)"
         )
-    if new := [
-        c.name for c in cases if c.score is not None and c.name not in scored and not c.baseline
-    ]:
+    scored_now = [c for c in cases if c.score is not None and not c.baseline]
+    if new := [c.name for c in scored_now if c.name not in scored]:
         message += f" ({not_in_baseline(new, 'gated by their floors alone')})"
     return Gate("baseline", "fail" if parts else "pass", message)
 
 
 def not_in_baseline(names: Sequence[str], instead: str) -> str:
-    """Scored cases the baseline has no score for, by ``task-length`` name: nothing to pair them
-    with, so they are not compared (``instead``: what holds them then). The baseline gate and
-    ``ctxgate diff`` say it alike."""
+    """Scored cases the baseline has no score for, as the baseline gate and diff say it."""
     return (
         f"{len(names)} scored case(s) have no score in the baseline, e.g. {_first_five(names)}: "
-        f"{instead}; run the "
-        "baseline with them to compare"
+        f"{instead}; run the baseline with them to compare"
     )
 
 
@@ -314,9 +268,7 @@ def session_gates(
 def relative_length_gate(
     name: str, need: int, found: RelativeEffectiveLength | None, thresholds: Thresholds
 ) -> Gate:
-    """``[relative_effective_length.min_length]``: the summary ``name`` keeps ``share`` of its own
-    short-context score up to at least ``need``. No base (no length up to ``base_up_to`` scored)
-    cannot show it."""
+    """The summary ``name`` keeps ``share`` of its own base up to at least ``need``."""
     gate = f"min_relative_effective_length.{name}"
     up_to = format_length(thresholds.relative_base_up_to)
     if found is None:
@@ -324,24 +276,17 @@ def relative_length_gate(
             gate,
             "fail",
             f"{name} has no score at a length up to {up_to} (or scores 0 there), so its relative "
-            "effective length "
-            f"cannot reach {format_length(need)}: add such a length to --lengths, e.g. --lengths "
-            "256,512,1k,...",
+            f"effective length cannot reach {format_length(need)}: add such a length to "
+            "--lengths, e.g. --lengths 256,512,1k,...",
         )
     ok = found.value >= need
     got = format_length(found.value) if found.value else "0 (the shortest length falls short)"
     counted = [*found.incomplete, *found.early]
-    note = (
-        f"; {', '.join(map(format_length, counted))} counted as failing (no score, or stopped "
-        "early)"
-        if counted
-        else ""
-    )
+    note = _counted_as_failing(counted, " (no score, or stopped early)")
     return Gate(
         gate,
         "pass" if ok else "fail",
         f"{name}: relative effective length {got} {'>=' if ok else '<'} required "
-        f"{format_length(need)} ("
-        f"{found.share:.0%} of its base {found.base:g}, its mean up to {up_to}, from "
-        f"{thresholds.path}){note}",
+        f"{format_length(need)} ({found.share:.0%} of its base {found.base:g}, its mean up to "
+        f"{up_to}, from {thresholds.path}){note}",
     )

@@ -1,8 +1,6 @@
-"""Reading and writing report files: atomically on the way out, suspiciously on the way in.
-
-A report names its predictions file; that name is trusted only as a plain file name beside the
-report, so a report from elsewhere cannot make ``ctxgate`` read (or rewrite) an arbitrary file.
-"""
+"""Reading and writing report files: atomically on the way out, suspiciously on the way in. A
+report's predictions file name is trusted only as a plain file name beside the report, so a report
+from elsewhere cannot make ``ctxgate`` read (or rewrite) an arbitrary file."""
 
 from __future__ import annotations
 
@@ -11,8 +9,9 @@ import json
 import os
 import re
 import reprlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ctxgate import __version__
 from ctxgate.records.refusal import CtxgateError
@@ -34,17 +33,13 @@ class ReportFileError(CtxgateError, ValueError):
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of one: a crash, a full disk or a
-    read-only folder mid-write leaves the old file and no temporary one (the OSError is raised)."""
+    """Readers see the old file or the new one, never half of one."""
     atomic_write_all({path: text})
 
 
 def atomic_write_all(files: dict[Path, str]) -> None:
-    """Several files that belong together (a report and its predictions): every destination is
-    checked to be replaceable, every one is written in full to a temporary file beside it, and only
-    then are they renamed into place, so a full disk, or a folder where a file should go, leaves all
-    the old ones. An OSError names the destination that cannot be written, never a temporary
-    file."""
+    """Files that belong together: each written in full beside its destination before any is
+    renamed, so a failure leaves all the old ones. An OSError names the destination."""
     for path in files:
         _check_replaceable(path)
     tmps = {path: path.with_name(f".{path.name}.{os.getpid()}.tmp") for path in files}
@@ -68,9 +63,7 @@ def atomic_write_all(files: dict[Path, str]) -> None:
 
 
 def _check_replaceable(path: Path) -> None:
-    """A rename onto ``path`` would succeed: its folder exists and it is not a folder (a link, to
-    anything, is replaced itself). Checked for all the files before the first rename, so none is
-    renamed unless all can be."""
+    """Its folder exists and it is not a folder (a link is replaced itself)."""
     if not path.parent.is_dir():
         problem = errno.ENOTDIR if path.parent.exists() else errno.ENOENT
         raise OSError(problem, os.strerror(problem), str(path))
@@ -84,8 +77,7 @@ def report_text(report: Report) -> str:
 
 
 def created_at(path: Path) -> str:
-    """When an existing report was written, read from its first bytes only (a report is not read
-    whole to say what it replaces: the path may be a huge or endless file)."""
+    """When a report was written, from its first bytes only (it may be a huge or endless file)."""
     try:
         with path.open("rb") as f:
             head = f.read(4096).decode("utf-8", errors="replace")
@@ -136,8 +128,7 @@ def _not_a_report(problem: str) -> ReportFileError:
 
 
 def _typed(path: Path, text: str) -> Report:
-    """The report as its records (``records.schema``), so a reader can trust every field's type:
-    the first field that does not fit is named, where it is and what it should be."""
+    """The report as its records; the first field that does not fit is named."""
     from pydantic import ValidationError
 
     try:
@@ -207,7 +198,7 @@ def read_predictions(path: Path) -> list[Prediction]:
     return rows
 
 
-def _lines(path: Path, f: Any) -> Any:
+def _lines(path: Path, f: Iterable[str]) -> Iterator[str]:
     """The file's lines; bytes that are not UTF-8 end as one error naming the line."""
     line_no = 0
     try:

@@ -623,9 +623,7 @@ class Report:
 
     @property
     def length_summaries(self) -> dict[int, dict[str, GroupScore]]:
-        """``by_length`` keyed by the length in tokens, shortest first: read this, never
-        ``by_length`` (JSON's keys are strings; records.io.read_report refuses a key that is no
-        length)."""
+        """``by_length`` keyed by the length in tokens, shortest first: read this, never it."""
         by_length = sorted(self.by_length.items(), key=lambda item: int(item[0]))
         return {int(L): groups for L, groups in by_length}
 
@@ -640,13 +638,10 @@ def report_schema(predictions: bool = False) -> dict[str, object]:
     schema = adapter_for(Prediction if predictions else Report).json_schema()
     # pydantic reads the docstrings of a class's own fields, and a line's are its bases', in order
     if predictions:
-        bases = [
-            adapter_for(base).json_schema()["properties"] for base in (SampleCase, SampleOutcome)
-        ]
+        own = schema["properties"]
+        bases = (adapter_for(b).json_schema()["properties"] for b in (SampleCase, SampleOutcome))
         schema["properties"] = {
-            name: {**schema["properties"][name], **prop}
-            for part in bases
-            for name, prop in part.items()
+            name: {**own[name], **p} for part in bases for name, p in part.items()
         }
     title = "ctxgate prediction line" if predictions else "ctxgate run report"
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": title}

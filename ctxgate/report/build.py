@@ -41,21 +41,15 @@ def build_report(
     error: RunError | None = None,
     baseline: BaselineRun | None = None,
 ) -> Report:
-    """The report: the run, its cases, and the session's summaries and gates as ``gate`` judged them
-    (the other fields are the report's own, records.schema.Report)."""
+    """The verdict's fields are the report's of the same names."""
+    judged = {f.name: getattr(verdict, f.name) for f in fields(verdict)}
     return Report(
         ctxgate_version=__version__,
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        complete=verdict.complete,
         session_complete=session_complete,
         error=error,
         run=run,
         cases=tuple(sorted(cases, key=lambda c: (c.suite, c.task, c.length))),
-        by_length=verdict.by_length,
-        overall=verdict.overall,
-        effective_length=verdict.effective_length,
-        relative_effective_length=verdict.relative_effective_length,
-        long_score=verdict.long_score,
         baseline=baseline,
-        gates=verdict.gates,
+        **judged,
     )

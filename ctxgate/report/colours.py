@@ -1,9 +1,7 @@
 """The score colour scale of the HTML report: viridis (van der Walt and Smith, matplotlib's default
 since 2.0, released CC0), perceptually uniform and readable with the common colour-vision
-deficiencies and in greyscale.
-
-33 evenly spaced anchors of matplotlib's 256-entry table, interpolated linearly in sRGB: the largest
-difference from the full table is at most 3/255 in a channel (the tests check it)."""
+deficiencies and in greyscale. 33 evenly spaced anchors of matplotlib's 256-entry table,
+interpolated linearly in sRGB: at most 3/255 from the full table in a channel (tests check it)."""
 
 from __future__ import annotations
 

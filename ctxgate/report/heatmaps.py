@@ -99,8 +99,7 @@ def _category_name(key: str) -> str:
 
 
 def effective_table(report: Report) -> str:
-    """The absolute effective length (RULER's bar), each summary's relative one (a share of its own
-    base) and its LongScore, side by side."""
+    """The absolute and relative effective lengths and LongScore, side by side."""
     found = effective_lengths(report)
     if not found:
         return ""

@@ -1,12 +1,7 @@
 """The HTML report: one self-contained file (its CSS, script and data inline; nothing is fetched
-when it opens) that shows a run at a glance and every sample on demand.
-
-The tables are real ``<table>`` elements written in Python (``heatmaps.py``, ``versus.py``, their
-cells in ``cells.py``), readable without the script (print, a viewer that blocks scripts); the
-script (``assets/report.js``) only opens a case's samples, which travel gzip-compressed and base64
-encoded in the page and are unpacked by the browser's own ``DecompressionStream``, so a full 128K
-run stays a few MB. Scores are coloured on viridis (``colours.py``); a case without a score is
-marked by what happened to it, never by a colour of the scale."""
+when it opens) that shows a run at a glance and every sample on demand. The tables are real
+``<table>`` elements, readable without the script; the script (``assets/report.js``) only opens a
+case's samples, which travel gzip-compressed in the page (a full 128K run stays a few MB)."""
 
 from __future__ import annotations
 
@@ -57,39 +52,21 @@ def render(page: PageInput) -> str:
         _DRILL_SHELL,
     ]
     families = [(f, suite_label(f)) for f in membership().families]
-    nav = [
-        (ident, label)
-        for ident, label in (*_NAV[:3], *families, *_NAV[3:])
-        if any(f'id="{ident}"' in s for s in sections)
-    ]
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en">',
-            "<head>",
-            '<meta charset="utf-8">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            # no request may leave the file: nothing is loaded, not even from the page's own origin
-            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
-            f"<title>{e(title)}</title>",
-            f"<style>\n{_asset('report.css')}\n</style>",
-            "</head>",
-            "<body>",
-            '<a class="skip" href="#main">Skip to the results</a>',
-            '<nav aria-label="Sections"><ul>'
-            + "".join(f'<li><a href="#{i}">{e(label)}</a></li>' for i, label in nav)
-            + "</ul></nav>",
-            '<main id="main">',
-            *[s for s in sections if s],
-            "</main>",
-            f'<script type="application/octet-stream" id="ctxgate-samples">{_payload(page)}'
-            "</script>",
-            f"<script>\n{_asset('report.js')}\n</script>",
-            "</body>",
-            "</html>",
-            "",
-        ]
+    shown = (*_NAV[:3], *families, *_NAV[3:])
+    nav = [(i, label) for i, label in shown if any(f'id="{i}"' in s for s in sections)]
+    links = "".join(f'<li><a href="#{i}">{e(label)}</a></li>' for i, label in nav)
+    main = "\n".join(s for s in sections if s)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        # no request may leave the file: nothing is loaded, not even from the page's own origin
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+        f"<title>{e(title)}</title>\n<style>\n{_asset('report.css')}\n</style>\n</head>\n"
+        '<body>\n<a class="skip" href="#main">Skip to the results</a>\n'
+        f'<nav aria-label="Sections"><ul>{links}</ul></nav>\n<main id="main">\n{main}\n</main>\n'
+        f'<script type="application/octet-stream" id="ctxgate-samples">{_payload(page)}</script>\n'
+        f"<script>\n{_asset('report.js')}\n</script>\n</body>\n</html>\n"
     )
 
 
@@ -125,13 +102,12 @@ def _header(report: Report, report_name: str) -> str:
     ]
     if report_name:
         facts.append(("JSON report", f'<a href="{e(report_name)}">{e(report_name)}</a>'))
-    banner = (
-        '<p class="banner complete" role="status">COMPLETE: every selected case finished</p>'
-        if report.complete
-        else '<p class="banner incomplete" role="alert">INCOMPLETE: not every selected case '
-        "finished; this run cannot pass</p>"
-    )
-    error = report.error.message if report.error else None
+    alert = '<p class="banner incomplete" role="alert">'
+    banner = '<p class="banner complete" role="status">COMPLETE: every selected case finished</p>'
+    if not report.complete:
+        banner = f"{alert}INCOMPLETE: not every selected case finished; this run cannot pass</p>"
+    if report.error:
+        banner += f"{alert}Run error: {e(report.error.message)}</p>"
     rows = "".join(
         f'<tr class="{e(g.verdict)}"><th scope="row">{e(g.name)}</th>'
         f'<td class="verdict">{e(g.verdict.upper())}</td><td>{e(g.message)}</td></tr>'
@@ -142,7 +118,6 @@ def _header(report: Report, report_name: str) -> str:
         f'<h1 id="run-h">ctxgate <span class="overall {"pass" if passed else "fail"}">'
         f"{'PASS' if passed else 'FAIL'}</span> {e(run.model)}</h1>"
         + banner
-        + (f'<p class="banner incomplete" role="alert">Run error: {e(error)}</p>' if error else "")
         + '<dl class="facts">'
         + "".join(
             f"<div><dt>{e(k)}</dt><dd{title_attr(fingerprint) if k == 'Fingerprint' else ''}>"

@@ -1,8 +1,6 @@
 """What the HTML report shows of the samples (``.predictions.jsonl`` rows): each case's rows,
 trimmed for the page; the needle depth x length grid of the NIAH tasks; the samples that flipped
-against a baseline.
-
-Pure functions of the rows, so the page and its tests share them."""
+against a baseline. Pure functions of the rows, so the page and its tests share them."""
 
 from __future__ import annotations
 
@@ -76,9 +74,8 @@ def _is_niah(task: str) -> bool:
 
 
 def depth_grids(rows: Iterable[Prediction]) -> list[DepthGrid]:
-    """A grid per task whose samples record needle depths (RULER's NIAH tasks, the NoLiMa-style
-    ones), then one of all of RULER's NIAH tasks: each needle of a sample counts its sample's score
-    at its depth."""
+    """A grid per task whose samples record needle depths, then one of all of RULER's NIAH
+    tasks: each needle counts its sample's score at its depth."""
     sums: dict[str, dict[tuple[int, int], list[float]]] = {}
     for row in rows:
         needles = (row.excerpts or {}).get("needles")

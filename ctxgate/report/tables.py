@@ -9,17 +9,9 @@ from ctxgate.records.schema import CaseRecord, Gate, GroupScore, PublishedLength
 from ctxgate.tasks.registry import category_label, membership, suite_label, task_names
 
 # a case without a score, by why (records/schema.py's words): short enough for a table cell
-_NO_SCORE = {
-    "error": "error",
-    "crash": "crash",
-    "not_run": "not run",
-    "window": "window",
-    "too_short": "skip",
-    "data_unreadable": "bad data",
-    "data_not_given": "no data",
-    "judge_not_given": "no judge",
-    "judge_failed": "judge err",
-}
+_NO_SCORE = {"error": "error", "crash": "crash", "not_run": "not run", "window": "window"}
+_NO_SCORE |= {"too_short": "skip", "data_unreadable": "bad data", "data_not_given": "no data"}
+_NO_SCORE |= {"judge_not_given": "no judge", "judge_failed": "judge err"}
 
 
 def no_score_word(case: CaseRecord) -> str:
@@ -65,10 +57,8 @@ def summary_labels() -> list[tuple[str, str]]:
 
 
 def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
-    """Each summary with an effective length or a LongScore: (label, absolute, relative, LongScore),
-    side by side. The absolute one is RULER's (its average above the bar); the relative one keeps a
-    share of the summary's own base (NoLiMa's, up to 1K); LongScore is 100-LongBench's, against its
-    own base (the mean below 8K)."""
+    """Each summary with an effective length or a LongScore: (label, absolute, relative,
+    LongScore)."""
     eff, out = report.effective_length, []
     for label, key in summary_labels():
         rel, ls = report.relative_effective_length.get(key), report.long_score.get(key)
@@ -96,12 +86,14 @@ def chances(report: Report) -> dict[str, str]:
 def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     lengths = sorted({c.length for c in report.cases})
     tasks_now = membership()
-    tasks = in_registry_order({c.task for c in report.cases})
     by_key = {(c.task, c.length): c for c in report.cases}
     summaries = report.length_summaries
     chance = chances(report)
     header = ["task"] + [format_length(L) for L in lengths] + ["chance"]
-    body = [[t] + [_cell(by_key.get((t, L))) for L in lengths] + [chance[t]] for t in tasks]
+    body = [
+        [t] + [_cell(by_key.get((t, L))) for L in lengths] + [chance[t]]
+        for t in in_registry_order({c.task for c in report.cases})
+    ]
     groups = summary_labels()
     for label, key in groups:
         cells = [_group_cell(summaries.get(L, {}).get(key)) for L in lengths]
@@ -142,8 +134,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         notes.append(
             f"* partial (the mean of the members that ran, not the category score): {what}"
         )
-    unscored = [_at(c, f"({_cell(c)})") for c in report.cases if c.verdict == "error"]
-    if unscored:
+    if unscored := [_at(c, f"({_cell(c)})") for c in report.cases if c.verdict == "error"]:
         shown = ", ".join(unscored[:8])
         shown += f" and {len(unscored) - 8} more" if len(unscored) > 8 else ""
         notes.append(
@@ -152,15 +143,15 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     # RULER's cases standing in for HELMET's own in Recall
     stand_ins = set(tasks_now.stand_ins.values()) & set(tasks_now.helmet.get("recall", ()))
     recall = [(L, v.get("helmet_recall")) for L, v in summaries.items()]
-    stand_in = sorted({format_length(L) for L, g in recall if g and stand_ins & set(g.members)})
-    if stand_in:
+    if stand_in := sorted(
+        {format_length(L) for L, g in recall if g and stand_ins & set(g.members)}
+    ):
         notes.append(
             f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases "
-            f"({', '.join(sorted(stand_ins))}): "
-            "HELMET's own ruler/ files were not in --data-dir for those lengths"
+            f"({', '.join(sorted(stand_ins))}): HELMET's own ruler/ files were not in --data-dir "
+            "for those lengths"
         )
-    seq = [c.sequential for c in report.cases if c.sequential]
-    if seq:
+    if seq := [c.sequential for c in report.cases if c.sequential]:
         drawn = sum(c.n for c in report.cases if c.sequential)  # every sample scored, in flight too
         budget = sum(s.budget for s in seq)
         early = sum(1 for s in seq if s.decided)
@@ -171,18 +162,16 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
             "stopping (its interval is the confidence sequence, valid at any stop): summaries "
             "marked ~ average such estimates, and a length with one never counts as effective"
         )
-    capped = [
+    if capped := [
         _at(c, f"ran {c.sample_cap['pool']} of {c.sample_cap['requested']}")
         for c in report.cases
         if c.sample_cap
-    ]
-    if capped:
+    ]:
         notes.append(
             "Fewer samples than asked (the data holds no more distinct ones; none is repeated): "
             + "; ".join(capped)
         )
-    notes += [gate_line(gate) for gate in report.gates]
-    return header, body, notes
+    return header, body, notes + [gate_line(gate) for gate in report.gates]
 
 
 def _at(case: CaseRecord, what: str) -> str:
@@ -241,8 +230,7 @@ def published_lines(section: Reference) -> list[str]:
 
 
 def _reference_notes(section: Reference) -> list[str]:
-    """What the comparison rests on: each table's effective length with the bar it was measured
-    against, and the source of the band's allowance."""
+    """Each table's effective length with its bar, and the source of the band's allowance."""
     notes = [
         f"{row.label} ({row.table}): the paper's effective length {row.effective}"
         + (f" (above {row.effective_bar})" if row.effective_bar else "")

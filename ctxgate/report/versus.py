@@ -48,8 +48,8 @@ def comparison(
     if baseline_rows:
         changed = flips(rows, baseline_rows)
         lost = [f for f in changed if f.lost]
-        gained = [f for f in changed if not f.lost]
         flipped = _flip_table("Right in the baseline, wrong now", "lost", lost)
+        gained = [f for f in changed if not f.lost]
         flipped += _flip_table("Wrong in the baseline, right now", "gained", gained)
     return section("comparison", f"Against the baseline{where}", compared_table + flipped)
 
@@ -63,12 +63,11 @@ def _flip_table(title: str, ident: str, found: Sequence[Flip]) -> str:
         f"<td>{e(_answers(f.after))}</td>{_said('before', f.before)}{_said('after', f.after)}</tr>"
         for f in found[:FLIPS_SHOWN]
     )
-    more = ""
-    if len(found) > FLIPS_SHOWN:
-        more = f"<p>… and {len(found) - FLIPS_SHOWN} more in the predictions files.</p>"
+    more = len(found) - FLIPS_SHOWN
+    more_note = f"<p>… and {more} more in the predictions files.</p>" if more > 0 else ""
     head = col_heads("sample", "answer(s)", "baseline said (score)", "now says (score)")
     flipped = table(f'class="flips" data-flips="{ident}"', e(title), head, rows)
-    return f'<h3 id="flips-{ident}">{e(title)}: {len(found)} sample(s)</h3>{flipped}{more}'
+    return f'<h3 id="flips-{ident}">{e(title)}: {len(found)} sample(s)</h3>{flipped}{more_note}'
 
 
 def _said(when: str, row: Prediction) -> str:
@@ -77,8 +76,8 @@ def _said(when: str, row: Prediction) -> str:
 
 
 def _answers(row: Prediction) -> str:
-    answers = row.answers
-    return " | ".join(answers[:4]) + (f" (+{len(answers) - 4})" if len(answers) > 4 else "")
+    more = f" (+{len(row.answers) - 4})" if len(row.answers) > 4 else ""
+    return " | ".join(row.answers[:4]) + more
 
 
 def trend(points: Sequence[Mapping[str, Any]]) -> str:
