@@ -1,11 +1,6 @@
-"""Scoring stored generations with judges: one function per judged metric, and a case-level runner
-that judges samples concurrently, counts failed verdicts per case and accounts for the judge's
-usage.
-
-A judged sample carries a ``judge_input`` (what the rubric needs besides the output: question and
-answers, the gold summaries and key points, the cited documents), stored with the predictions so
-``ctxgate judge REPORT.json`` can score a run later without the model or the data.
-"""
+"""Scoring generations with judges: one function per judged metric, run concurrently per case. A
+sample's ``judge_input`` (what the rubric needs besides the output) is stored with its prediction,
+so ``ctxgate judge REPORT.json`` can score a run later without the model or the data."""
 
 from __future__ import annotations
 
@@ -50,18 +45,13 @@ def build_judges(
     helmet_compat: bool = False,
     allow_pickle: bool = False,
 ) -> Judges | None:
-    """The LLM judge and the entailment judge (the local NLI model, else the LLM judge). Raises
-    JudgeError or ValueError (OSError for an unreadable checkpoint) with the fix."""
+    """The LLM judge and the entailment judge (the local NLI model, else the LLM judge)."""
     if settings is None and nli_model is None:
         return None
     client = JudgeClient(settings) if settings else None
-    entail: Callable[[str, str], bool] | None = (
-        HFEntailment(nli_model, allow_pickle=allow_pickle)
-        if nli_model
-        else LLMEntailment(client)
-        if client
-        else None
-    )
+    entail: Callable[[str, str], bool] | None = LLMEntailment(client) if client else None
+    if nli_model:
+        entail = HFEntailment(nli_model, allow_pickle=allow_pickle)
     return Judges(client, entail, max_failure_rate, helmet_compat)
 
 
@@ -87,24 +77,17 @@ def _ask(
 
 
 def _narrativeqa(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+    values = {"question": ref["question"], "correct_answers": str(list(ref["answers"]))}
     # HELMET's judge script flattens newlines before taking the text after "Answer:"
-    answer, gold = parse_output(prediction.replace("\n", " "), "Answer:"), str(list(ref["answers"]))
-    fluency, correctness = _ask(
-        judges,
-        "longqa",
-        verdict.longqa,
-        question=ref["question"],
-        correct_answers=gold,
-        parsed_output=answer,
-    )
+    values["parsed_output"] = parse_output(prediction.replace("\n", " "), "Answer:")
+    fluency, correctness = _ask(judges, "longqa", verdict.longqa, **values)
     parts = {"fluency": fluency, "correctness": correctness}
     return SampleJudgement(judged.narrativeqa_score(fluency, correctness), parts)
 
 
 def keypoints_for(ref: Mapping[str, Any], judges: Judges) -> tuple[str, ...]:
-    """The data's key points when it ships them (HELMET released both sets), else the judge
-    decomposes the gold summary: the same prompt each time, so the judge cache keeps one
-    decomposition per example."""
+    """The data's key points when it ships them, else the judge's decomposition of the gold summary
+    (one prompt per example, so the judge cache keeps one decomposition)."""
     if ref.get("keypoints"):
         return tuple(ref["keypoints"])
     return tuple(_ask(judges, "keypoints", verdict.keypoints, summary=ref["keypoint_source"]))
@@ -119,12 +102,9 @@ def _summary(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJ
     found = _ask(
         judges, f"recall_{style}", verdict.recall(len(points)), keypoints=numbered, summary=text
     )
+    expert = ref["expert_summary"]
     supported, count = _ask(
-        judges,
-        f"precision_{style}",
-        verdict.precision,
-        expert_summary=ref["expert_summary"],
-        summary=text,
+        judges, f"precision_{style}", verdict.precision, expert_summary=expert, summary=text
     )
     s = judged.SummaryScore(fluency, found, len(points), supported, count)
     return SampleJudgement(
@@ -136,16 +116,10 @@ def _alce(
     qampari: bool, prediction: str, ref: Mapping[str, Any], judges: Judges
 ) -> SampleJudgement:
     assert judges.entail is not None
-    docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}
+    docs, n_docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}, int(ref["n_docs"])
     try:
         cite = judged.citation_scores(
-            prediction,
-            ref["question"],
-            docs,
-            int(ref["n_docs"]),
-            judges.entail,
-            qampari,
-            judges.helmet_compat,
+            prediction, ref["question"], docs, n_docs, judges.entail, qampari, judges.helmet_compat
         )
     except EntailmentFailed as exc:
         raise _Failed(f"entailment: {exc}") from None
@@ -157,8 +131,7 @@ def _alce(
     return SampleJudgement((correct + cite.recall + cite.precision) / 3, parts)
 
 
-# the scorer of each judged metric; its description and the judge it needs are the metric's
-# (metrics/registry.py)
+# the scorer of each judged metric; its description and the judge it needs are the registry's
 JUDGED: dict[Metric, Callable[[str, Mapping[str, Any], Judges], SampleJudgement]] = {
     registry.NARRATIVEQA_JUDGE: _narrativeqa,
     registry.SUMMARY_JUDGE: _summary,
@@ -180,7 +153,10 @@ def missing_judge(metric: str, judges: Judges | None) -> str | None:
     if need == "llm" and (judges is None or judges.client is None):
         return "needs an LLM judge: pass --judge-model (and --judge-base-url for a local server)"
     if need == "entailment" and (judges is None or judges.entail is None):
-        return "needs an entailment judge: pass --nli-model PATH (a local NLI checkpoint) or --judge-model"
+        return (
+            "needs an entailment judge: pass --nli-model PATH (a local NLI checkpoint) or "
+            "--judge-model"
+        )
     return None
 
 
@@ -191,12 +167,8 @@ def compact_input(
     if metric not in ("alce_asqa", "alce_qampari"):
         return dict(judge_input)
     docs = judge_input["docs"]
-    keep = {
-        len(docs) - 1 if r == -1 else r
-        for r in judged.cited_documents(
-            prediction, judge_input["question"], metric == "alce_qampari"
-        )
-    }
+    cited = judged.cited_documents(prediction, judge_input["question"], metric == "alce_qampari")
+    keep = {len(docs) - 1 if r == -1 else r for r in cited}
     return {
         **judge_input,
         "docs": {str(i): list(docs[i]) for i in sorted(keep) if 0 <= i < len(docs)},
@@ -216,8 +188,8 @@ def judge_one(
 def judge_all(
     metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judges: Judges
 ) -> list[SampleJudgement]:
-    """(prediction, judge input) per sample, judged concurrently (the client's ``concurrency``), in
-    order. ``JudgeError`` (bad key, unknown model) propagates: no verdict can succeed."""
+    """(prediction, judge input) per sample, judged concurrently, in order; ``JudgeError``
+    propagates: no verdict can succeed."""
     workers = judges.client.settings.concurrency if judges.client else 1
     if workers <= 1 or len(items) <= 1:
         return [judge_one(metric, p, ref, judges) for p, ref in items]
