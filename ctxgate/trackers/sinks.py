@@ -54,7 +54,7 @@ def log(
 
 
 def _wandb(
-    target: Target, step: int | None, values: Values, table: Table, report_file: Path, name: str
+    target: Target, step: int | None, values: Values, table: Any, report_file: Path, name: str
 ) -> str:
     import wandb
 

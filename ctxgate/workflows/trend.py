@@ -1,10 +1,5 @@
-"""``ctxgate trend REPORTS...``: scores and effective length against training step, as CSV and a
-PNG.
-
-The step comes from the checkpoint's name in each report (``checkpoint-1000`` -> 1000); reports
-whose model name has no number are placed in the order given. One line per length for each category
-(RULER average, HELMET Recall) and one for the effective length.
-"""
+"""``ctxgate trend REPORTS...``: scores and effective length against training step (from the
+checkpoint's name, else the order given), as CSV and a PNG."""
 
 from __future__ import annotations
 
@@ -20,6 +15,7 @@ from ctxgate.records.refusal import CtxgateError
 from ctxgate.steps import training_step
 
 CATEGORIES = (("ruler", "RULER avg"), ("helmet_recall", "HELMET Recall"))
+FIELDS = ["report", "model", "step", "length", "category", "score", "partial"]
 
 
 def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -28,43 +24,20 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
         report = read_report(path)
         model = report.run.model
         step = training_step(model).value if model else None
-        step = order if step is None else step
-        same = {
-            "report": str(path),
-            "model": model,
-            "step": step,
-        }  # the columns every point of this report shares
+        same = (str(path), model, order if step is None else step)  # FIELDS' first three
         for length, groups in report.length_summaries.items():
             for key, label in CATEGORIES:
                 if (group := groups.get(key)) is not None and group.score is not None:
-                    partial = group.partial or group.incomplete
-                    rows.append(
-                        {
-                            **same,
-                            "length": length,
-                            "category": label,
-                            "score": group.score,
-                            "partial": partial,
-                        }
-                    )
+                    point = (length, label, group.score, group.partial or group.incomplete)
+                    rows.append(dict(zip(FIELDS, (*same, *point))))
         if eff := report.effective_length:
-            rows.append(
-                {
-                    **same,
-                    "length": "",
-                    "category": "effective length",
-                    "score": eff.value,
-                    "partial": eff.partial,
-                }
-            )
+            rows.append(dict(zip(FIELDS, (*same, "", "effective length", eff.value, eff.partial))))
     return sorted(rows, key=lambda r: (r["step"], r["category"], str(r["length"])))
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(
-            f, fieldnames=["report", "model", "step", "length", "category", "score", "partial"]
-        )
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
         writer.writerows(rows)
 
@@ -77,13 +50,10 @@ def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     for ax, (_, label) in zip(axes, CATEGORIES):
-        lengths = sorted({r["length"] for r in rows if r["category"] == label})
+        mine = [r for r in rows if r["category"] == label]
+        lengths = sorted({r["length"] for r in mine})
         for i, length in enumerate(lengths):  # distinct markers and dashes keep equal lines visible
-            pts = [
-                (r["step"], r["score"])
-                for r in rows
-                if r["category"] == label and r["length"] == length
-            ]
+            pts = [(r["step"], r["score"]) for r in mine if r["length"] == length]
             ax.plot(
                 *zip(*pts),
                 marker="osD^v<>"[i % 7],
@@ -91,10 +61,7 @@ def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
                 markersize=7 - i % 3,
                 label=format_length(length),
             )
-        ax.set_title(
-            label
-            + (" (partial)" if any(r["partial"] for r in rows if r["category"] == label) else "")
-        )
+        ax.set_title(label + (" (partial)" if any(r["partial"] for r in mine) else ""))
         ax.set(xlabel="training step", ylabel="score", ylim=(-2, 102))
         ax.grid(alpha=0.3)
         if lengths:
