@@ -1,13 +1,6 @@
-"""``CtxgateCallback``: a Hugging Face ``TrainerCallback`` that gates each checkpoint a run saves.
-
-Training never pauses: when it begins, the callback starts ``ctxgate watch`` on the output folder as
-a process of its own (output in ``REPORTS/watch.log``), one report per checkpoint; when it ends, a
-file tells the watcher to finish what is saved and exit (``wait_at_end=True`` waits for it). With
-``log_to``, each evaluation lands in the training's own tracker run at the checkpoint's step. Only
-the main process of a distributed run starts a watcher.
-
-    trainer = Trainer(..., callbacks=[CtxgateCallback(["--lengths", "8k,32k"], log_to=["wandb"])])
-"""
+"""``CtxgateCallback``: a Hugging Face ``TrainerCallback`` that starts ``ctxgate watch`` on the
+run's output folder when training begins (never pausing training; docs/training.md), and tells it to
+finish what is saved and exit when training ends."""
 
 from __future__ import annotations
 
@@ -37,9 +30,7 @@ class CtxgateCallback(TrainerCallback):
         wait_at_end: bool = False,
         devices: str | None = None,
     ) -> None:
-        """``pytest_args``: the suite's options for every checkpoint. ``reports``: default
-        ``OUTPUT_DIR/ctxgate``. ``devices``: the watcher's ``CUDA_VISIBLE_DEVICES`` (default:
-        inherited)."""
+        """``reports``: default ``OUTPUT_DIR/ctxgate``; ``devices``: the watcher's GPUs."""
         self.pytest_args = list(pytest_args)
         self.log_to = list(log_to)
         self.reports = Path(reports) if reports else None

@@ -1,10 +1,6 @@
-"""The judge client: the ``openai`` package against OpenAI or any OpenAI-compatible server.
-
-The API key (``OPENAI_API_KEY``) lives only in the ``openai`` client object, never in settings,
-usage, reports, logs or the cache. Transient failures are retried with backoff within a per-verdict
-time limit, an unreadable verdict is asked again (a new cache slot per attempt), and what still
-fails is a failed verdict, never dropped. Configuration errors raise ``JudgeError``.
-"""
+"""The judge client: the ``openai`` package against OpenAI or any OpenAI-compatible server. The API
+key lives only in the ``openai`` client object; transient failures are retried within a per-verdict
+time limit, and what still fails is a failed verdict, never dropped."""
 
 from __future__ import annotations
 

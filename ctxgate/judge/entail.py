@@ -1,7 +1,5 @@
-"""Entailment judges for citation recall and precision: ``HFEntailment``, a local NLI checkpoint
-(an MNLI-style classifier, or a text-to-text model answering "1" as the reference's T5 TRUE model
-does), never downloaded; or ``LLMEntailment``, ctxgate's rubric through the judge client. A failed
-verdict raises ``EntailmentFailed``: the sample counts as failed, not scored."""
+"""Entailment judges for citations: a local NLI checkpoint (an MNLI classifier or a T5 TRUE-style
+model, never downloaded) or the LLM judge; a failed verdict raises ``EntailmentFailed``."""
 
 from __future__ import annotations
 

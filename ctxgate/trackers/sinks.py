@@ -1,7 +1,5 @@
-"""The three trackers, each through its own library, imported only when asked for. W&B and MLflow
-resume the run given (``--tracker-run``, else ``WANDB_RUN_ID``/``MLFLOW_RUN_ID``, as the training's
-own logging does). W&B logs against ``train/global_step``: a W&B run's own step only grows, and an
-earlier checkpoint's evaluation may arrive after later training steps."""
+"""The three trackers, each through its own library, imported only when asked for. W&B logs against
+``train/global_step``: an earlier checkpoint's evaluation may arrive after later training steps."""
 
 from __future__ import annotations
 

@@ -21,11 +21,12 @@ from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, TOLERANCE
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.steps import training_step
 
+Case = tuple[str, int]
+Results = Mapping[Case, CaseResult]
+Tolerance = Callable[[str, int], float]
 # (checkpoint, the reference's results or None for the reference itself, how many checkpoints are
 # evaluated side by side with it) -> results per case
-Evaluate = Callable[
-    [Path, Mapping[tuple[str, int], CaseResult] | None, int], Mapping[tuple[str, int], CaseResult]
-]
+Evaluate = Callable[[Path, Results | None, int], Results]
 
 
 class BisectError(CtxgateError, ValueError):
@@ -81,8 +82,8 @@ class Probe:
     index: int
     path: Path
     bad: bool
-    comparisons: dict[tuple[str, int], PairedResult] = field(default_factory=dict)
-    unscored: tuple[tuple[str, int], ...] = ()  # the reference scored them, this one could not
+    comparisons: dict[Case, PairedResult] = field(default_factory=dict)
+    unscored: tuple[Case, ...] = ()  # the reference scored them, this one could not
     from_cache: int = 0
     samples: int = 0
 
@@ -115,11 +116,8 @@ class BisectResult:
 
 
 def is_bad(
-    reference: Mapping[tuple[str, int], CaseResult],
-    probe: Mapping[tuple[str, int], CaseResult],
-    tolerance: Callable[[str, int], float],
-    confidence: float,
-) -> tuple[bool, dict[tuple[str, int], PairedResult]]:
+    reference: Results, probe: Results, tolerance: Tolerance, confidence: float
+) -> tuple[bool, dict[Case, PairedResult]]:
     comparisons, bad = {}, False
     for key, ref in reference.items():
         mine = probe.get(key)
@@ -144,7 +142,7 @@ def is_bad(
     return bad, comparisons
 
 
-def _cached(results: Mapping[tuple[str, int], CaseResult]) -> tuple[int, int]:
+def _cached(results: Results) -> tuple[int, int]:
     return sum(r.samples_from_cache for r in results.values()), sum(r.n for r in results.values())
 
 
@@ -160,7 +158,7 @@ def bisect(
     good: int,
     bad: int | None,
     evaluate: Evaluate,
-    tolerance: Callable[[str, int], float],
+    tolerance: Tolerance,
     confidence: float = 0.95,
     fan_out: int = 1,
 ) -> BisectResult:
@@ -186,9 +184,8 @@ def bisect(
         for i, results in zip(indices, found):
             verdict, comparisons = is_bad(reference, results, tolerance, confidence)
             unscored = tuple(k for k in reference if k not in results)
-            probes.append(
-                Probe(i, checkpoints[i], verdict, comparisons, unscored, *_cached(results))
-            )
+            probe = Probe(i, checkpoints[i], verdict, comparisons, unscored, *_cached(results))
+            probes.append(probe)
             verdicts[i] = verdict
         return verdicts
 
@@ -254,7 +251,7 @@ def main(args: argparse.Namespace) -> int:
     tolerance = TOLERANCE.read(args.tolerance)
     tolerance_for = plan.thresholds.tolerance_for if tolerance is None else (lambda t, L: tolerance)
 
-    def evaluate(path, reference, together):  # noqa: ANN001, ANN202
+    def evaluate(path: Path, reference: Results | None, together: int) -> Results:
         print(f"evaluating {path.name} ...", flush=True)
         # on a cluster, the checkpoints probed side by side share its replicas
         try:
@@ -267,11 +264,8 @@ def main(args: argparse.Namespace) -> int:
                     f"the good checkpoint {path.name} cannot be evaluated: {exc}"
                 ) from None
             # nothing the good checkpoint scored runs here: bad, by the rule for unscored cases
-            print(
-                f"  {path.name} cannot be evaluated ({exc}): it counts as bad",
-                file=sys.stderr,
-                flush=True,
-            )
+            said = f"  {path.name} cannot be evaluated ({exc}): it counts as bad"
+            print(said, file=sys.stderr, flush=True)
             return {}
 
     confidence = plan.thresholds.regression_confidence

@@ -49,9 +49,8 @@ def evaluate_checkpoint(
     tolerance: Callable[[str, int], float] | None = None,
     replicas: int | None = None,
 ) -> dict[tuple[str, int], CaseResult]:
-    """``reference`` and ``tolerance`` (bisect probes under --sequential): each case stops once a
-    drop beyond the tolerance is certain either way. A case that produces no score is left out of
-    the result, for the caller to read."""
+    """With ``reference`` and ``tolerance`` (--sequential) a case stops once its verdict is certain;
+    a case without a score is left out."""
     try:
         spec = plan.model.at(path)
     except CheckpointError as exc:  # a WrongFlag is the caller's usage error, not this checkpoint's

@@ -1,8 +1,5 @@
-"""``ctxgate judge REPORT.json``: score a finished run's judged cases ("pending" in a run without a
-judge) from the outputs and judge inputs its predictions file stores, without the model, through
-the same judge cache; then apply the run's floors and the judge failure gate, and rewrite the
-report, its predictions and its Markdown, with the judge's usage and cost per case.
-"""
+"""``ctxgate judge REPORT.json``: judge a finished run's judged cases from its stored outputs,
+without the model, then gate them and rewrite the report, its predictions and its Markdown."""
 
 from __future__ import annotations
 

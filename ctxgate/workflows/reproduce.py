@@ -1,8 +1,6 @@
 """``ctxgate reproduce MODEL``: the commands that run a model of the papers' tables in the papers'
-own setting (from ``ctxgate/data/published.toml``, as the comparison's rules read it), each with
-``--reference MODEL``. Every command runs as printed, with no placeholder. Open models run on vLLM
-with tensor parallelism wide enough for their weights and a 128K KV cache; API models through the
-API's OpenAI-compatible chat endpoint, lengths counted in the nearest public tokenizer."""
+own setting (``ctxgate/data/published.toml``), each with ``--reference MODEL``, runnable as printed:
+open models on vLLM, API models through their OpenAI-compatible chat endpoints."""
 
 from __future__ import annotations
 

@@ -35,13 +35,6 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["step"], r["category"], str(r["length"])))
 
 
-def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -80,7 +73,10 @@ def trend(paths: Sequence[str | Path], out_dir: str | Path) -> tuple[Path, Path]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = load_points(paths)
-    write_csv(rows, out / "trend.csv")
+    with (out / "trend.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
     write_png(rows, out / "trend.png")
     return out / "trend.csv", out / "trend.png"
 

@@ -1,11 +1,6 @@
-"""``ctxgate watch RUN_DIR [options] -- [pytest arguments]``: evaluate each new checkpoint a
-training run writes (once it has weights and no file changed for ``--settle`` seconds) in a pytest
-subprocess, and keep a trend up to date.
-
-A checkpoint is done only when its evaluation wrote a complete report; a failed one is tried again
-at the next scan, up to ``--attempts`` times for the same files. pytest refusing the arguments
-(exit 4) stops the watcher. The state file lets a restarted watcher pick up where it stopped.
-"""
+"""``ctxgate watch RUN_DIR [options] -- [pytest arguments]``: evaluate each new checkpoint (once no
+file changed for ``--settle`` seconds) in a pytest subprocess until a complete report, up to
+``--attempts`` times for the same files, and keep a trend; the state file survives a restart."""
 
 from __future__ import annotations
 
