@@ -65,8 +65,7 @@ class CtxgateCallback(TrainerCallback):
             self.process.wait()
 
     def _tracker_args(self, args: Any) -> list[str]:
-        """TensorBoard without a folder: a run of its own beside the Trainer's event files, so
-        ``tensorboard --logdir`` shows both on one step axis."""
+        """TensorBoard without a folder: a run beside the Trainer's events, on one step axis."""
         out = []
         for target in self.log_to:
             if target == "tensorboard":

@@ -120,13 +120,10 @@ class JudgeClient:
         import openai  # only a judged run pays for the import
 
         self._openai = openai
+        s = self.settings = settings
         self._client = openai.OpenAI(
-            api_key=key or "EMPTY",
-            base_url=settings.base_url,
-            timeout=settings.timeout_s,
-            max_retries=0,
+            api_key=key or "EMPTY", base_url=s.base_url, timeout=s.timeout_s, max_retries=0
         )
-        self.settings = settings
         self.server = redact_url(settings.base_url) or "api.openai.com"
         self.cache = _open_cache(settings.cache_dir)
         self._sleep = sleep

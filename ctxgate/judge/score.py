@@ -86,8 +86,7 @@ def _narrativeqa(prediction: str, ref: Mapping[str, Any], judges: Judges) -> Sam
 
 
 def keypoints_for(ref: Mapping[str, Any], judges: Judges) -> tuple[str, ...]:
-    """The data's key points when it ships them, else the judge's decomposition of the gold summary
-    (one prompt per example, so the judge cache keeps one decomposition)."""
+    """The data's key points, else the judge's (cached) decomposition of the gold summary."""
     if ref.get("keypoints"):
         return tuple(ref["keypoints"])
     return tuple(_ask(judges, "keypoints", verdict.keypoints, summary=ref["keypoint_source"]))
@@ -188,8 +187,7 @@ def judge_one(
 def judge_all(
     metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judges: Judges
 ) -> list[SampleJudgement]:
-    """(prediction, judge input) per sample, judged concurrently, in order; ``JudgeError``
-    propagates: no verdict can succeed."""
+    """(prediction, judge input) per sample, judged concurrently, in order."""
     workers = judges.client.settings.concurrency if judges.client else 1
     if workers <= 1 or len(items) <= 1:
         return [judge_one(metric, p, ref, judges) for p, ref in items]

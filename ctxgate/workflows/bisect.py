@@ -147,8 +147,7 @@ def _cached(results: Results) -> tuple[int, int]:
 
 
 def probe_points(lo: int, hi: int, fan_out: int) -> list[int]:
-    """``fan_out`` checkpoints (at most every one left) strictly between a good ``lo`` and a bad
-    ``hi``, evenly spaced; one is the midpoint, as a plain bisection takes."""
+    """Up to ``fan_out`` checkpoints strictly between ``lo`` and ``hi``, evenly spaced."""
     k = min(fan_out, hi - lo - 1)
     return [lo + (hi - lo) * j // (k + 1) for j in range(1, k + 1)]
 
@@ -162,8 +161,7 @@ def bisect(
     confidence: float = 0.95,
     fan_out: int = 1,
 ) -> BisectResult:
-    """``fan_out`` > 1 (replicas on a cluster): each round evaluates that many checkpoints side by
-    side, splitting the interval into fan_out + 1 parts: log_(k+1) N rounds instead of log_2 N."""
+    """Each round evaluates ``fan_out`` checkpoints side by side: log_(k+1) N rounds."""
     checkpoints = list(checkpoints)
     end = len(checkpoints) - 1 if bad is None else bad
     if not 0 <= good < end < len(checkpoints):
@@ -201,8 +199,7 @@ def bisect(
 def search(
     lo: int, hi: int, probe_round: Callable[[list[int]], Mapping[int, bool]], fan_out: int = 1
 ) -> int:
-    """The first bad index after a good ``lo``, before or at a bad ``hi``: each round probes
-    ``probe_points`` and keeps the part between the last good and the first bad of them."""
+    """The first bad index after a good ``lo``, before or at a bad ``hi``."""
     while hi - lo > 1:
         verdicts = probe_round(probe_points(lo, hi, fan_out))
         hi = min((i for i, bad in verdicts.items() if bad), default=hi)

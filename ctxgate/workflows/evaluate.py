@@ -49,8 +49,7 @@ def evaluate_checkpoint(
     tolerance: Callable[[str, int], float] | None = None,
     replicas: int | None = None,
 ) -> dict[tuple[str, int], CaseResult]:
-    """With ``reference`` and ``tolerance`` (--sequential) a case stops once its verdict is certain;
-    a case without a score is left out."""
+    """Results per case; one without a score is left out (--sequential: each stops when certain)."""
     try:
         spec = plan.model.at(path)
     except CheckpointError as exc:  # a WrongFlag is the caller's usage error, not this checkpoint's
@@ -83,8 +82,7 @@ def evaluate_checkpoint(
 
 
 def check_overrides_on(path: str | Path, spec: ModelSpec) -> None:
-    """The config overrides against ``path``'s config, before any model loads (an OverrideError);
-    a checkpoint that cannot be opened is left to its evaluation to report."""
+    """The config overrides against ``path``'s config, before any model loads."""
     if not spec.overrides:
         return
     try:

@@ -61,8 +61,7 @@ THRESHOLDS_HELP = (
 
 
 def _runs_thresholds(report: Report, report_path: Path) -> Thresholds:
-    """Without --thresholds: the run's own file, which must still be there (never replaced by no
-    floors); for a run gated without one, the lookup every verb shares."""
+    """The run's own thresholds file, which must still be there, else the shared lookup."""
     recorded = report.run.thresholds
     if not recorded or recorded == NO_THRESHOLDS:
         return thresholds_here(None, task_names())

@@ -114,8 +114,7 @@ def watch(
     settle: float = SETTLE.default,
     attempts: int = ATTEMPTS.default,
 ) -> list[str]:
-    """``until``: a file whose appearance ends the watch after one last scan. Returns the
-    checkpoints not evaluated completely."""
+    """Returns the checkpoints not evaluated completely, once ``until`` appears (or ``once``)."""
     from ctxgate.workflows.trend import trend
 
     run, out = Path(run_dir), Path(reports)
