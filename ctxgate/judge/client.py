@@ -63,12 +63,8 @@ class JudgeSettings:
 
     def describe(self) -> dict[str, object]:
         """What a report records: never the key, and the URL without credentials or query."""
-        price = self.price()
-        return {
-            **asdict(self),
-            "base_url": redact_url(self.base_url),
-            "price_per_mtok": list(price) if price else None,
-        }
+        price, url = self.price(), redact_url(self.base_url)
+        return {**asdict(self), "base_url": url, "price_per_mtok": list(price) if price else None}
 
     def sampling(self) -> dict[str, object]:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}

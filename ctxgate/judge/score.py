@@ -18,6 +18,8 @@ from ctxgate.metrics import judged, registry
 from ctxgate.metrics.registry import Metric, UnknownMetric, get_metric
 from ctxgate.metrics.text import parse_output
 
+Ref = Mapping[str, Any]  # a sample's judge input: what the rubric needs besides the output
+
 
 @dataclass(frozen=True)
 class Judges:
@@ -76,7 +78,7 @@ def _ask(
     return v.value
 
 
-def _narrativeqa(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+def _narrativeqa(prediction: str, ref: Ref, judges: Judges) -> SampleJudgement:
     values = {"question": ref["question"], "correct_answers": str(list(ref["answers"]))}
     # HELMET's judge script flattens newlines before taking the text after "Answer:"
     values["parsed_output"] = parse_output(prediction.replace("\n", " "), "Answer:")
@@ -85,14 +87,14 @@ def _narrativeqa(prediction: str, ref: Mapping[str, Any], judges: Judges) -> Sam
     return SampleJudgement(judged.narrativeqa_score(fluency, correctness), parts)
 
 
-def keypoints_for(ref: Mapping[str, Any], judges: Judges) -> tuple[str, ...]:
+def keypoints_for(ref: Ref, judges: Judges) -> tuple[str, ...]:
     """The data's key points, else the judge's (cached) decomposition of the gold summary."""
     if ref.get("keypoints"):
         return tuple(ref["keypoints"])
     return tuple(_ask(judges, "keypoints", verdict.keypoints, summary=ref["keypoint_source"]))
 
 
-def _summary(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+def _summary(prediction: str, ref: Ref, judges: Judges) -> SampleJudgement:
     style = ref["style"]  # legal (Multi-LexSum) | book (InfiniteBench Sum)
     text = prediction.strip()
     points = keypoints_for(ref, judges)
@@ -106,14 +108,11 @@ def _summary(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJ
         judges, f"precision_{style}", verdict.precision, expert_summary=expert, summary=text
     )
     s = judged.SummaryScore(fluency, found, len(points), supported, count)
-    return SampleJudgement(
-        s.score, {"fluency": fluency, "recall": s.recall, "precision": s.precision, "f1": s.f1}
-    )
+    parts = {"fluency": fluency, "recall": s.recall, "precision": s.precision, "f1": s.f1}
+    return SampleJudgement(s.score, parts)
 
 
-def _alce(
-    qampari: bool, prediction: str, ref: Mapping[str, Any], judges: Judges
-) -> SampleJudgement:
+def _alce(qampari: bool, prediction: str, ref: Ref, judges: Judges) -> SampleJudgement:
     assert judges.entail is not None
     docs, n_docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}, int(ref["n_docs"])
     try:
@@ -131,7 +130,7 @@ def _alce(
 
 
 # the scorer of each judged metric; its description and the judge it needs are the registry's
-JUDGED: dict[Metric, Callable[[str, Mapping[str, Any], Judges], SampleJudgement]] = {
+JUDGED: dict[Metric, Callable[[str, Ref, Judges], SampleJudgement]] = {
     registry.NARRATIVEQA_JUDGE: _narrativeqa,
     registry.SUMMARY_JUDGE: _summary,
     registry.ALCE_ASQA: partial(_alce, False),
@@ -159,9 +158,7 @@ def missing_judge(metric: str, judges: Judges | None) -> str | None:
     return None
 
 
-def compact_input(
-    metric: str, prediction: str, judge_input: Mapping[str, Any]
-) -> dict[str, object]:
+def compact_input(metric: str, prediction: str, judge_input: Ref) -> dict[str, object]:
     """What to store for the judge: citation checks read only the documents the output cites."""
     if metric not in ("alce_asqa", "alce_qampari"):
         return dict(judge_input)
@@ -175,9 +172,7 @@ def compact_input(
     }
 
 
-def judge_one(
-    metric: str, prediction: str, judge_input: Mapping[str, Any], judges: Judges
-) -> SampleJudgement:
+def judge_one(metric: str, prediction: str, judge_input: Ref, judges: Judges) -> SampleJudgement:
     try:
         return JUDGED[get_metric(metric)](prediction, judge_input, judges)
     except _Failed as exc:
@@ -185,7 +180,7 @@ def judge_one(
 
 
 def judge_all(
-    metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judges: Judges
+    metric: str, items: Sequence[tuple[str, Ref]], judges: Judges
 ) -> list[SampleJudgement]:
     """(prediction, judge input) per sample, judged concurrently, in order."""
     workers = judges.client.settings.concurrency if judges.client else 1

@@ -15,6 +15,8 @@ from ctxgate.run.loading import ModelSpec
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks import all_tasks, get_task
 
+Tolerance = Callable[[str, int], float]  # a case's tolerance, in points
+
 
 def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[str, int]]:
     """Cases whose id (``task-length``, as in pytest) matches a ``-k`` expression."""
@@ -28,11 +30,7 @@ def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[s
 
 
 def _stop(
-    plan: Plan,
-    reference: CaseResult | None,
-    tolerance: Callable[[str, int], float] | None,
-    task: str,
-    length: int,
+    plan: Plan, reference: CaseResult | None, tolerance: Tolerance | None, task: str, length: int
 ) -> tuple[StopRule, Questions] | None:
     if plan.sequential is None or reference is None or tolerance is None:
         return None
@@ -46,7 +44,7 @@ def evaluate_checkpoint(
     cases: Sequence[tuple[str, int]],
     plan: Plan,
     reference: Mapping[tuple[str, int], CaseResult] | None = None,
-    tolerance: Callable[[str, int], float] | None = None,
+    tolerance: Tolerance | None = None,
     replicas: int | None = None,
 ) -> dict[tuple[str, int], CaseResult]:
     """Results per case; one without a score is left out (--sequential: each stops when certain)."""
