@@ -18,8 +18,7 @@ Values = dict[str, float]
 @dataclass(frozen=True)
 class Target:
     kind: str  # wandb | tensorboard | mlflow
-    # W&B project, TensorBoard folder, MLflow tracking URI; None: the library's default
-    where: str | None
+    where: str | None  # W&B project, TensorBoard folder, MLflow URI; None: the library's default
     run: str | None = None  # a run to resume (W&B, MLflow)
 
     def describe(self) -> str:
@@ -46,9 +45,8 @@ def log(
     target: Target, step: int | None, values: Values, table: Table, report_file: Path, name: str
 ) -> str:
     """Log to one tracker; returns where it went, for the terminal."""
-    return {"wandb": _wandb, "tensorboard": _tensorboard, "mlflow": _mlflow}[target.kind](
-        target, step, values, table, report_file, name
-    )
+    sink = {"wandb": _wandb, "tensorboard": _tensorboard, "mlflow": _mlflow}[target.kind]
+    return sink(target, step, values, table, report_file, name)
 
 
 def _wandb(

@@ -59,8 +59,7 @@ def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
         ax.grid(alpha=0.3)
         if lengths:
             ax.legend(title="length", fontsize=8)
-    eff = [(r["step"], r["score"]) for r in rows if r["category"] == "effective length"]
-    if eff:
+    if eff := [(r["step"], r["score"]) for r in rows if r["category"] == "effective length"]:
         axes[2].plot(*zip(*eff), marker="o", color="black")
     axes[2].set(title="effective length (tokens)", xlabel="training step")
     axes[2].grid(alpha=0.3)
