@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         for _, dest in pairs:
             dest.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_all({dest: template.read_text("utf-8") for template, dest in pairs})  # or none
+        atomic_write_all({dest: t.read_text("utf-8") for t, dest in pairs})  # all of them or none
     except OSError as exc:
         where = exc.filename or folder
         raise CtxgateError(

@@ -123,9 +123,8 @@ def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
             "HF_TOKEN)",
             f"hf download {shlex.quote(model)}",
         ]
-    return out + _runs(
-        model, shlex.quote(checkpoint or model), rows, f"--backend vllm --tp {tp} -n {gpus // tp}"
-    )
+    engine = f"--backend vllm --tp {tp} -n {gpus // tp}"
+    return out + _runs(model, shlex.quote(checkpoint or model), rows, engine)
 
 
 def _api_recipe(model: str, api: Api, rows: list[Published]) -> list[str]:
