@@ -1,5 +1,5 @@
-"""Entailment judges for citations: a local NLI checkpoint (an MNLI classifier or a T5 TRUE-style
-model, never downloaded) or the LLM judge; a failed verdict raises ``EntailmentFailed``."""
+"""Entailment judges for citation recall and precision: a local NLI checkpoint (an MNLI classifier
+or a T5 TRUE-style model, never downloaded) or the LLM judge; a failure raises EntailmentFailed."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Scoring generations with judges: one function per judged metric, run concurrently per case. A
-sample's ``judge_input`` (what the rubric needs besides the output) is stored with its prediction,
-so ``ctxgate judge REPORT.json`` can score a run later without the model or the data."""
+"""Scoring stored generations with judges: one function per judged metric, run concurrently per
+case. A sample's ``judge_input`` is stored with its prediction, so ``ctxgate judge REPORT.json``
+can score a run later without the model or the data."""
 
 from __future__ import annotations
 

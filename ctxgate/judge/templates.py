@@ -1,6 +1,6 @@
-"""The judge prompts, text files in ``rubrics/`` to compare with the paper byte for byte: HELMET's
-(the full text of its released scoring scripts, which the paper's Tables 10-13 abridge) and
-ctxgate's own where HELMET has none (``keypoints``, ``entailment``; docs/decisions.md)."""
+"""The judge prompts, kept as text files in ``rubrics/`` so they can be compared with the paper byte
+for byte. HELMET's hold the full text of its released scoring scripts (the paper's Tables 10-13
+abridge it); ctxgate's own (``keypoints``, ``entailment``) serve where HELMET has none."""
 
 from __future__ import annotations
 

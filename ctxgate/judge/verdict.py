@@ -1,6 +1,6 @@
-"""A judge's verdict: the last ``{...}`` of its reply, as HELMET reads it (also in the single-quoted
-form the paper's tables print), each field checked: a score outside the rubric's range is a failed
-verdict, never clamped into range."""
+"""Reading a judge's verdict: the last ``{...}`` of its reply, as HELMET reads it (also in the
+single-quoted form the paper's tables print), each field checked: a score outside the rubric's
+range is a failed verdict, never clamped into range."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The report's numbers under flat names, ``ctxgate/<what>/<length>``, so a tracker groups them per
-length. A score without a value is left out: a 0 would draw a false drop on the curve."""
+"""What a tracker is given: the report's numbers as ``ctxgate/<what>/<length>``. A score without a
+value is left out: a 0 would draw a false drop on the curve."""
 
 from __future__ import annotations
 

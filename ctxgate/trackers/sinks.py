@@ -1,5 +1,5 @@
-"""The three trackers, each through its own library, imported only when asked for. W&B logs against
-``train/global_step``: an earlier checkpoint's evaluation may arrive after later training steps."""
+"""The three trackers, each through its own library, each imported only when asked for. W&B logs
+against ``train/global_step``: an earlier checkpoint's evaluation may arrive after later steps."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""Workflows over stored runs and checkpoint folders, one module per ``ctxgate`` verb."""
+"""Workflows over stored runs and checkpoint directories, one per ``ctxgate`` verb (each module
+holds its verb's parser beside its code): see ``ctxgate --help``."""

@@ -1,6 +1,6 @@
-"""Find the first checkpoint (ordered by step) where a capability broke, in about log2(N)
-evaluations. The good end is the reference; a probe is *bad* by the baseline gate's paired rule. The
-bad end is taken as given when named, else checked. Generations go through the cache."""
+"""Find the first checkpoint where a capability broke, in about log2(N) evaluations. Checkpoints
+are ordered by step; the good end is the reference, a probe is *bad* by the baseline gate's paired
+rule, and the bad end is taken as given when named, else checked."""
 
 from __future__ import annotations
 

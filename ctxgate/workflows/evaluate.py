@@ -1,5 +1,5 @@
-"""Evaluate one checkpoint on a case selection outside pytest (bisect), opened by the pytest
-plugin's own composition root (``ctxgate.run.compose``)."""
+"""Evaluate one checkpoint on a case selection outside pytest (bisect, watchers): opened by the
+pytest plugin's own composition root (``ctxgate.run.compose``)."""
 
 from __future__ import annotations
 
