@@ -1,5 +1,4 @@
-"""ctxgate inside other tools' loops: ``CtxgateCallback`` for Hugging Face's Trainer
-(``trainer.py``)."""
+"""ctxgate inside other tools' loops: ``CtxgateCallback`` for Hugging Face's Trainer."""
 
 from ctxgate.integrations.trainer import CtxgateCallback
 

@@ -1,19 +1,6 @@
-"""``CtxgateCallback``: a Hugging Face ``TrainerCallback`` that gates each checkpoint a training run saves.
-
-Training is never paused for evaluation: when training begins, the callback starts ``ctxgate watch`` on the run's
-output folder as a separate process (its own session, its output in ``REPORTS/watch.log``), which evaluates each
-checkpoint once it is saved, one report per checkpoint, with the suite's own options; when training ends, the
-callback leaves a file that makes the watcher finish what is saved and exit (``wait_at_end=True`` waits for it,
-e.g. in a script that reads the reports next).
-
-With ``log_to``, each evaluation is logged into the training's own tracker run at the checkpoint's step: the
-watcher gets the active W&B run's id and project (``WANDB_RUN_ID``/``WANDB_PROJECT``), the active MLflow run and
-tracking URI (``MLFLOW_RUN_ID``/``MLFLOW_TRACKING_URI``), and TensorBoard writes a ``ctxgate`` run beside the
-Trainer's own event files unless a folder is given. Only the main process of a distributed run starts a watcher.
-
-    from ctxgate.integrations import CtxgateCallback
-    trainer = Trainer(..., callbacks=[CtxgateCallback(["--lengths", "8k,32k", "-k", "ruler"], log_to=["wandb"])])
-"""
+"""``CtxgateCallback``: a Hugging Face ``TrainerCallback`` that starts ``ctxgate watch`` on the
+run's output folder when training begins (never pausing training; docs/training.md), and tells it to
+finish what is saved and exit when training ends."""
 
 from __future__ import annotations
 
@@ -43,19 +30,12 @@ class CtxgateCallback(TrainerCallback):
         wait_at_end: bool = False,
         devices: str | None = None,
     ) -> None:
-        """``pytest_args``: the suite's options for every checkpoint (lengths, tasks, ``-n``,
-        thresholds...). ``reports``: where the reports go (default ``OUTPUT_DIR/ctxgate``).
-        ``devices``: the GPUs the watcher's evaluations use (its ``CUDA_VISIBLE_DEVICES``, e.g. "7"
-        beside training on 0-6); default: inherited."""
+        """``reports``: default ``OUTPUT_DIR/ctxgate``; ``devices``: the watcher's GPUs."""
         self.pytest_args = list(pytest_args)
         self.log_to = list(log_to)
         self.reports = Path(reports) if reports else None
-        self.interval, self.settle, self.wait_at_end, self.devices = (
-            interval,
-            settle,
-            wait_at_end,
-            devices,
-        )
+        self.interval, self.settle = interval, settle
+        self.wait_at_end, self.devices = wait_at_end, devices
         self.process: subprocess.Popen[bytes] | None = None
         self.ended: Path | None = None
 
@@ -67,31 +47,14 @@ class CtxgateCallback(TrainerCallback):
         reports.mkdir(parents=True, exist_ok=True)
         self.ended = reports / ENDED
         self.ended.unlink(missing_ok=True)
-        command = [
-            sys.executable,
-            "-m",
-            "ctxgate.cli",
-            "watch",
-            str(run_dir),
-            "--reports",
-            str(reports),
-        ]
-        command += [
-            "--interval",
-            str(self.interval),
-            "--settle",
-            str(self.settle),
-            "--until",
-            str(self.ended),
-        ]
+        command = [sys.executable, "-m", "ctxgate.cli", "watch", str(run_dir)]
+        command += ["--reports", str(reports), "--interval", str(self.interval)]
+        command += ["--settle", str(self.settle), "--until", str(self.ended)]
         command += ["--", *self.pytest_args, *self._tracker_args(args)]
+        env = self._tracker_env()
         with (reports / "watch.log").open("ab") as log:
             self.process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self._tracker_env(),
-                start_new_session=True,
+                command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -102,16 +65,13 @@ class CtxgateCallback(TrainerCallback):
             self.process.wait()
 
     def _tracker_args(self, args: Any) -> list[str]:
-        """TensorBoard without a folder: beside the Trainer's own event files
-        (``TENSORBOARD_LOGGING_DIR``, else ``OUTPUT_DIR/runs``), as a run of its own there, so
-        ``tensorboard --logdir`` shows both on one step axis."""
+        """TensorBoard without a folder: a run beside the Trainer's events, on one step axis."""
         out = []
         for target in self.log_to:
             if target == "tensorboard":
-                base = getattr(args, "logging_dir", None) or os.environ.get(
-                    "TENSORBOARD_LOGGING_DIR"
-                )
-                target = f"tensorboard={Path(base) / 'ctxgate' if base else Path(args.output_dir) / 'runs' / 'ctxgate'}"
+                base = getattr(args, "logging_dir", None) or os.getenv("TENSORBOARD_LOGGING_DIR")
+                folder = Path(base) if base else Path(args.output_dir) / "runs"
+                target = f"tensorboard={folder / 'ctxgate'}"
             out += ["--log-to", target]
         return out
 
@@ -125,9 +85,7 @@ class CtxgateCallback(TrainerCallback):
             env.setdefault("WANDB_RUN_ID", str(run.id))
             env.setdefault("WANDB_PROJECT", str(run.project))
         mlflow: Any = sys.modules.get("mlflow")
-        active = (
-            mlflow.active_run() if mlflow is not None and hasattr(mlflow, "active_run") else None
-        )
+        active = mlflow.active_run() if hasattr(mlflow, "active_run") else None
         if active is not None:
             env.setdefault("MLFLOW_RUN_ID", str(active.info.run_id))
             env.setdefault("MLFLOW_TRACKING_URI", str(mlflow.get_tracking_uri()))

@@ -1,11 +1,5 @@
-"""The judge cache: every reply kept by (model, prompt, sampling parameters, attempt), so re-scoring
-the same generations costs nothing and makes no request. Same SQLite machinery as the generation
-cache (WAL, set aside when unusable, one transaction per reply, so an interrupted run keeps every
-verdict it paid for).
-
-The key leaves out the server address and the API key: the same model answering the same prompt is
-the same verdict wherever it is served, and the key must never reach a file.
-"""
+"""The judge cache: every reply kept by (judge, prompt, sampling parameters, attempt) in SQLite,
+one transaction a reply, so re-scoring costs nothing. The API key never reaches a key or a file."""
 
 from __future__ import annotations
 
@@ -17,6 +11,10 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from ctxgate.sqlitefile import SqliteFile
+
+
+def _digest(values: list[object]) -> str:
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -42,27 +40,19 @@ class JudgeCache(SqliteFile):
 
     @staticmethod
     def key(model: str, prompt: str, params: dict[str, object], attempt: int) -> str:
-        return hashlib.sha256(
-            json.dumps([model, prompt, params, attempt], sort_keys=True).encode()
-        ).hexdigest()
-
-    @staticmethod
-    def _checksum(text: str, prompt_tokens: int, completion_tokens: int) -> str:
-        return hashlib.sha256(
-            json.dumps([text, prompt_tokens, completion_tokens]).encode()
-        ).hexdigest()
+        return _digest([model, prompt, params, attempt])
 
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
             rows = self.execute(
-                "SELECT text, prompt_tokens, completion_tokens, checksum FROM replies WHERE key = "
-                "?",
+                "SELECT text, prompt_tokens, completion_tokens, checksum FROM replies "
+                "WHERE key = ?",
                 (key,),
             )
             if not rows:
                 return None
             text, p, c, checksum = rows[0]
-            if checksum != self._checksum(text, p, c):
+            if checksum != _digest([text, p, c]):
                 self.execute("DELETE FROM replies WHERE key = ?", (key,))
                 self.stats.dropped_rows += 1
                 return None
@@ -73,5 +63,5 @@ class JudgeCache(SqliteFile):
         with self._lock:
             self.execute(
                 "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, model, *fields, self._checksum(*fields), time.time()),
+                (key, model, *fields, _digest(list(fields)), time.time()),
             )

@@ -1,13 +1,6 @@
-"""The judge client: the ``openai`` package against OpenAI or any OpenAI-compatible server (vLLM, SGLang,
-``transformers serve``).
-
-* The API key comes from ``OPENAI_API_KEY`` and lives only inside the ``openai`` client object: settings, usage,
-  reports, logs and the cache never hold it.
-* Transient failures (429, 5xx, timeouts, dropped connections, unreadable responses) are retried with exponential
-  backoff (honouring ``Retry-After``) within a per-verdict time limit. A reply whose verdict cannot be read is asked
-  again (a new cache slot per attempt); what still fails is a failed verdict, returned as such, never dropped.
-* Configuration errors (bad key, unknown model, rejected request) raise ``JudgeError``: retrying cannot fix them.
-"""
+"""The judge client: the ``openai`` package against OpenAI or any OpenAI-compatible server. The API
+key lives only in the ``openai`` client object; transient failures are retried within a per-verdict
+time limit, and what still fails is a failed verdict, never dropped."""
 
 from __future__ import annotations
 
@@ -69,14 +62,9 @@ class JudgeSettings:
         return self.price_per_mtok or PRICES.get(self.model)
 
     def describe(self) -> dict[str, object]:
-        """What a report records about the judge: never the key, and the URL without credentials or
-        query."""
-        price = self.price()
-        return {
-            **asdict(self),
-            "base_url": redact_url(self.base_url),
-            "price_per_mtok": list(price) if price else None,
-        }
+        """What a report records: never the key, and the URL without credentials or query."""
+        price, url = self.price(), redact_url(self.base_url)
+        return {**asdict(self), "base_url": url, "price_per_mtok": list(price) if price else None}
 
     def sampling(self) -> dict[str, object]:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
@@ -89,8 +77,7 @@ def cost(usage: JudgeUsage, price: tuple[float, float] | None) -> float | None:
 
 
 def priced(usage: JudgeUsage, price: tuple[float, float] | None) -> JudgeUsage:
-    """The usage as a case's record states it: seconds rounded, and its cost where the price is
-    known."""
+    """A case record's usage: seconds rounded, its cost where the price is known."""
     return replace(usage, seconds=round(usage.seconds, 3), cost_usd=cost(usage, price))
 
 
@@ -106,8 +93,7 @@ class Verdict(Generic[T]):
 
 
 def _open_cache(directory: str | None) -> JudgeCache | None:
-    """No judge cache, with one warning, when its folder cannot be written: judging still works,
-    re-judging pays."""
+    """No judge cache, with one warning, when its folder cannot be written: re-judging pays."""
     if not directory:
         return None
     try:
@@ -130,20 +116,16 @@ class JudgeClient:
         import openai  # only a judged run pays for the import
 
         self._openai = openai
+        s = self.settings = settings
         self._client = openai.OpenAI(
-            api_key=key or "EMPTY",
-            base_url=settings.base_url,
-            timeout=settings.timeout_s,
-            max_retries=0,
+            api_key=key or "EMPTY", base_url=s.base_url, timeout=s.timeout_s, max_retries=0
         )
-        self.settings = settings
+        self.server = redact_url(settings.base_url) or "api.openai.com"
         self.cache = _open_cache(settings.cache_dir)
         self._sleep = sleep
         self._usage = JudgeUsage()
         self._usage_lock = threading.Lock()
 
-    # usage
-    # -----------------------------------------------------------------------------------------------
     def take_usage(self) -> JudgeUsage:
         """What was spent since the last call (one case's worth, when called once per case)."""
         with self._usage_lock:
@@ -153,15 +135,11 @@ class JudgeClient:
     def _count(self, **delta: float) -> None:
         with self._usage_lock:
             now = self._usage
-            self._usage = replace(
-                now, **{name: getattr(now, name) + value for name, value in delta.items()}
-            )
+            self._usage = replace(now, **{k: getattr(now, k) + v for k, v in delta.items()})
 
-    # verdicts
-    # --------------------------------------------------------------------------------------------
     def ask(self, prompt: str, check: Callable[[dict[str, object]], T]) -> Verdict[T]:
-        error, text = "", ""
-        for attempt in range(self.settings.parse_retries + 1):
+        error, text, tries = "", "", self.settings.parse_retries + 1
+        for attempt in range(tries):
             try:
                 text = self._reply(prompt, attempt)
             except JudgeUnavailable as exc:
@@ -175,16 +153,12 @@ class JudgeClient:
             self._count(verdicts=1)
             return Verdict(value, None, text)
         self._count(verdicts=1, failed_verdicts=1)
-        return Verdict(
-            None, f"unparseable after {self.settings.parse_retries + 1} replies: {error}", text
-        )
+        return Verdict(None, f"unparseable after {tries} replies: {error}", text)
 
     def _reply(self, prompt: str, attempt: int) -> str:
         s = self.settings
         # the server is part of the judge's identity: one model name on two servers is two judges
-        key = JudgeCache.key(
-            f"{s.model}@{redact_url(s.base_url) or 'api.openai.com'}", prompt, s.sampling(), attempt
-        )
+        key = JudgeCache.key(f"{s.model}@{self.server}", prompt, s.sampling(), attempt)
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
             self._count(cache_hits=1)
@@ -206,14 +180,11 @@ class JudgeClient:
                 top_p=s.top_p,
                 max_tokens=s.max_tokens,
             )
-            usage = resp.usage
-            if (
-                not getattr(resp, "choices", None)
-                or getattr(resp.choices[0], "message", None) is None
-            ):
+            usage, choices = resp.usage, getattr(resp, "choices", None)
+            if not choices or getattr(choices[0], "message", None) is None:
                 raise Malformed("the reply has no choices")
             return CachedReply(
-                resp.choices[0].message.content or "",
+                choices[0].message.content or "",
                 int(getattr(usage, "prompt_tokens", 0) or 0),
                 int(getattr(usage, "completion_tokens", 0) or 0),
             )
@@ -228,9 +199,8 @@ class JudgeClient:
                 on_retry=lambda: self._count(retries=1),
             )
         except Refused as exc:
-            url = redact_url(s.base_url) or "api.openai.com"
             message = _REFUSED[exc.kind].format(
-                url=url, model=s.model, status=exc.status, detail=exc.detail
+                url=self.server, model=s.model, status=exc.status, detail=exc.detail
             )
             raise JudgeError(message) from None
         except Exhausted as exc:

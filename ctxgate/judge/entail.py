@@ -1,13 +1,5 @@
-"""Entailment judges for citation recall and precision: a local Hugging Face NLI model, or the LLM judge.
-
-* ``HFEntailment(path)``: a sequence classifier whose labels include one naming entailment (MNLI-style models such
-  as DeBERTa or RoBERTa fine-tuned on MNLI), or a text-to-text model that answers "1" for entailed, as the
-  reference's T5 TRUE model does (input ``premise: ... hypothesis: ...``). Local paths only: the judge is loaded
-  from what the user points at, never downloaded.
-* ``LLMEntailment(client)``: ctxgate's entailment rubric through the judge client (cached like every verdict).
-
-A failed LLM verdict raises ``EntailmentFailed``; the sample is then counted as failed, not scored.
-"""
+"""Entailment judges for citation recall and precision: a local NLI checkpoint (an MNLI classifier
+or a T5 TRUE-style model, never downloaded) or the LLM judge; a failure raises EntailmentFailed."""
 
 from __future__ import annotations
 
@@ -25,14 +17,11 @@ class EntailmentFailed(RuntimeError):
 
 
 def check_nli_model(path: str, allow_pickle: bool = False) -> None:
-    """``--nli-model`` passes the same checks as ``--model`` before anything loads: no pickle
-    weights without ``allow_pickle``, and no checkpoint code (``auto_map``) silently replaced by a
-    built-in class."""
+    """``--nli-model`` passes the same checks as ``--model`` before anything loads."""
     if not Path(path).is_dir():
         raise CheckpointError(
             f"--nli-model {path!r} is not a folder: give a local NLI checkpoint (an MNLI "
-            "classifier or a T5 "
-            "TRUE-style model)"
+            "classifier or a T5 TRUE-style model)"
         )
     try:
         check_checkpoint(Path(path), allow_pickle=allow_pickle)
@@ -60,42 +49,36 @@ class HFEntailment:
     def __init__(self, path: str, device: str | None = None, allow_pickle: bool = False) -> None:
         check_nli_model(path, allow_pickle)
         import torch
-        from transformers import (
-            AutoConfig,
-            AutoModelForSeq2SeqLM,
-            AutoModelForSequenceClassification,
-            AutoTokenizer,
-        )
+        import transformers
 
         self.path = path
         self._torch = torch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        config = AutoConfig.from_pretrained(path)
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        config = transformers.AutoConfig.from_pretrained(path)
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         classifier = any("SequenceClassification" in a for a in (config.architectures or []))
         self.generative = bool(getattr(config, "is_encoder_decoder", False)) and not classifier
-        safetensors = None if allow_pickle else True
-        if self.generative:
-            self.model = AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=safetensors)
-            self.entail_index = -1
-        else:
-            self.model = AutoModelForSequenceClassification.from_pretrained(
-                path, use_safetensors=safetensors
-            )
+        auto = (
+            transformers.AutoModelForSeq2SeqLM
+            if self.generative
+            else transformers.AutoModelForSequenceClassification
+        )
+        self.model = auto.from_pretrained(path, use_safetensors=None if allow_pickle else True)
+        self.entail_index = -1
+        if not self.generative:
             labels = {int(i): str(name) for i, name in (config.id2label or {}).items()}
             hits = [i for i, name in labels.items() if name.lower().startswith("entail")]
             if len(hits) != 1:
                 raise ValueError(
                     f"--nli-model {path}: its labels {labels} do not name exactly one entailment "
-                    "class; use an "
-                    "MNLI-style classifier (labels such as entailment/neutral/contradiction)"
+                    "class; use an MNLI-style classifier (labels such as "
+                    "entailment/neutral/contradiction)"
                 )
             self.entail_index = hits[0]
         self.model.to(self.device).eval()
         self.max_length = min(int(getattr(self.tokenizer, "model_max_length", 512) or 512), 100_000)
-        self._lock = (
-            threading.Lock()
-        )  # one forward pass at a time, whatever the judge's concurrency
+        # one forward pass at a time, whatever the judge's concurrency
+        self._lock = threading.Lock()
         self._memo: dict[tuple[str, str], bool] = {}
 
     def __call__(self, premise: str, hypothesis: str) -> bool:
@@ -114,14 +97,11 @@ class HFEntailment:
                 out = self.model.generate(**enc, max_new_tokens=10, do_sample=False)
                 return str(self.tokenizer.decode(out[0], skip_special_tokens=True)).strip() == "1"
             enc = self.tokenizer(premise, hypothesis, return_tensors="pt").to(self.device)
-            if (
-                enc["input_ids"].shape[1] > self.max_length
-            ):  # a classifier cannot read past its positions
+            if (n := enc["input_ids"].shape[1]) > self.max_length:  # a classifier's positions end
                 raise EntailmentFailed(
-                    f"premise and claim are {enc['input_ids'].shape[1]} tokens, more than "
-                    f"--nli-model {self.path} "
-                    f"reads ({self.max_length}); use a T5 TRUE model (HELMET's judge), which "
-                    "reads any length"
+                    f"premise and claim are {n} tokens, more than --nli-model {self.path} reads "
+                    f"({self.max_length}); use a T5 TRUE model (HELMET's judge), which reads any "
+                    "length"
                 )
             logits = self.model(**enc).logits[0]
             return int(logits.argmax()) == self.entail_index

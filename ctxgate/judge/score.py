@@ -1,11 +1,6 @@
-"""Scoring stored generations with judges: one function per judged metric, and a case-level runner
-that judges samples concurrently, counts failed verdicts per case and accounts for the judge's
-usage.
-
-A judged sample carries a ``judge_input`` (what the rubric needs besides the output: question and
-answers, the gold summaries and key points, the cited documents), stored with the predictions so
-``ctxgate judge REPORT.json`` can score a run later without the model or the data.
-"""
+"""Scoring stored generations with judges: one function per judged metric, run concurrently per
+case. A sample's ``judge_input`` is stored with its prediction, so ``ctxgate judge REPORT.json``
+can score a run later without the model or the data."""
 
 from __future__ import annotations
 
@@ -22,6 +17,8 @@ from ctxgate.judge.templates import render
 from ctxgate.metrics import judged, registry
 from ctxgate.metrics.registry import Metric, UnknownMetric, get_metric
 from ctxgate.metrics.text import parse_output
+
+Ref = Mapping[str, Any]  # a sample's judge input: what the rubric needs besides the output
 
 
 @dataclass(frozen=True)
@@ -50,18 +47,13 @@ def build_judges(
     helmet_compat: bool = False,
     allow_pickle: bool = False,
 ) -> Judges | None:
-    """The LLM judge and the entailment judge (the local NLI model, else the LLM judge). Raises
-    JudgeError or ValueError (OSError for an unreadable checkpoint) with the fix."""
+    """The LLM judge and the entailment judge (the local NLI model, else the LLM judge)."""
     if settings is None and nli_model is None:
         return None
     client = JudgeClient(settings) if settings else None
-    entail: Callable[[str, str], bool] | None = (
-        HFEntailment(nli_model, allow_pickle=allow_pickle)
-        if nli_model
-        else LLMEntailment(client)
-        if client
-        else None
-    )
+    entail: Callable[[str, str], bool] | None = LLMEntailment(client) if client else None
+    if nli_model:
+        entail = HFEntailment(nli_model, allow_pickle=allow_pickle)
     return Judges(client, entail, max_failure_rate, helmet_compat)
 
 
@@ -86,31 +78,23 @@ def _ask(
     return v.value
 
 
-def _narrativeqa(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+def _narrativeqa(prediction: str, ref: Ref, judges: Judges) -> SampleJudgement:
+    values = {"question": ref["question"], "correct_answers": str(list(ref["answers"]))}
     # HELMET's judge script flattens newlines before taking the text after "Answer:"
-    answer, gold = parse_output(prediction.replace("\n", " "), "Answer:"), str(list(ref["answers"]))
-    fluency, correctness = _ask(
-        judges,
-        "longqa",
-        verdict.longqa,
-        question=ref["question"],
-        correct_answers=gold,
-        parsed_output=answer,
-    )
+    values["parsed_output"] = parse_output(prediction.replace("\n", " "), "Answer:")
+    fluency, correctness = _ask(judges, "longqa", verdict.longqa, **values)
     parts = {"fluency": fluency, "correctness": correctness}
     return SampleJudgement(judged.narrativeqa_score(fluency, correctness), parts)
 
 
-def keypoints_for(ref: Mapping[str, Any], judges: Judges) -> tuple[str, ...]:
-    """The data's key points when it ships them (HELMET released both sets), else the judge
-    decomposes the gold summary: the same prompt each time, so the judge cache keeps one
-    decomposition per example."""
+def keypoints_for(ref: Ref, judges: Judges) -> tuple[str, ...]:
+    """The data's key points, else the judge's (cached) decomposition of the gold summary."""
     if ref.get("keypoints"):
         return tuple(ref["keypoints"])
     return tuple(_ask(judges, "keypoints", verdict.keypoints, summary=ref["keypoint_source"]))
 
 
-def _summary(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJudgement:
+def _summary(prediction: str, ref: Ref, judges: Judges) -> SampleJudgement:
     style = ref["style"]  # legal (Multi-LexSum) | book (InfiniteBench Sum)
     text = prediction.strip()
     points = keypoints_for(ref, judges)
@@ -119,33 +103,21 @@ def _summary(prediction: str, ref: Mapping[str, Any], judges: Judges) -> SampleJ
     found = _ask(
         judges, f"recall_{style}", verdict.recall(len(points)), keypoints=numbered, summary=text
     )
+    expert = ref["expert_summary"]
     supported, count = _ask(
-        judges,
-        f"precision_{style}",
-        verdict.precision,
-        expert_summary=ref["expert_summary"],
-        summary=text,
+        judges, f"precision_{style}", verdict.precision, expert_summary=expert, summary=text
     )
     s = judged.SummaryScore(fluency, found, len(points), supported, count)
-    return SampleJudgement(
-        s.score, {"fluency": fluency, "recall": s.recall, "precision": s.precision, "f1": s.f1}
-    )
+    parts = {"fluency": fluency, "recall": s.recall, "precision": s.precision, "f1": s.f1}
+    return SampleJudgement(s.score, parts)
 
 
-def _alce(
-    qampari: bool, prediction: str, ref: Mapping[str, Any], judges: Judges
-) -> SampleJudgement:
+def _alce(qampari: bool, prediction: str, ref: Ref, judges: Judges) -> SampleJudgement:
     assert judges.entail is not None
-    docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}
+    docs, n_docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}, int(ref["n_docs"])
     try:
         cite = judged.citation_scores(
-            prediction,
-            ref["question"],
-            docs,
-            int(ref["n_docs"]),
-            judges.entail,
-            qampari,
-            judges.helmet_compat,
+            prediction, ref["question"], docs, n_docs, judges.entail, qampari, judges.helmet_compat
         )
     except EntailmentFailed as exc:
         raise _Failed(f"entailment: {exc}") from None
@@ -157,9 +129,8 @@ def _alce(
     return SampleJudgement((correct + cite.recall + cite.precision) / 3, parts)
 
 
-# the scorer of each judged metric; its description and the judge it needs are the metric's
-# (metrics/registry.py)
-JUDGED: dict[Metric, Callable[[str, Mapping[str, Any], Judges], SampleJudgement]] = {
+# the scorer of each judged metric; its description and the judge it needs are the registry's
+JUDGED: dict[Metric, Callable[[str, Ref, Judges], SampleJudgement]] = {
     registry.NARRATIVEQA_JUDGE: _narrativeqa,
     registry.SUMMARY_JUDGE: _summary,
     registry.ALCE_ASQA: partial(_alce, False),
@@ -180,23 +151,20 @@ def missing_judge(metric: str, judges: Judges | None) -> str | None:
     if need == "llm" and (judges is None or judges.client is None):
         return "needs an LLM judge: pass --judge-model (and --judge-base-url for a local server)"
     if need == "entailment" and (judges is None or judges.entail is None):
-        return "needs an entailment judge: pass --nli-model PATH (a local NLI checkpoint) or --judge-model"
+        return (
+            "needs an entailment judge: pass --nli-model PATH (a local NLI checkpoint) or "
+            "--judge-model"
+        )
     return None
 
 
-def compact_input(
-    metric: str, prediction: str, judge_input: Mapping[str, Any]
-) -> dict[str, object]:
+def compact_input(metric: str, prediction: str, judge_input: Ref) -> dict[str, object]:
     """What to store for the judge: citation checks read only the documents the output cites."""
     if metric not in ("alce_asqa", "alce_qampari"):
         return dict(judge_input)
     docs = judge_input["docs"]
-    keep = {
-        len(docs) - 1 if r == -1 else r
-        for r in judged.cited_documents(
-            prediction, judge_input["question"], metric == "alce_qampari"
-        )
-    }
+    cited = judged.cited_documents(prediction, judge_input["question"], metric == "alce_qampari")
+    keep = {len(docs) - 1 if r == -1 else r for r in cited}
     return {
         **judge_input,
         "docs": {str(i): list(docs[i]) for i in sorted(keep) if 0 <= i < len(docs)},
@@ -204,9 +172,7 @@ def compact_input(
     }
 
 
-def judge_one(
-    metric: str, prediction: str, judge_input: Mapping[str, Any], judges: Judges
-) -> SampleJudgement:
+def judge_one(metric: str, prediction: str, judge_input: Ref, judges: Judges) -> SampleJudgement:
     try:
         return JUDGED[get_metric(metric)](prediction, judge_input, judges)
     except _Failed as exc:
@@ -214,10 +180,9 @@ def judge_one(
 
 
 def judge_all(
-    metric: str, items: Sequence[tuple[str, Mapping[str, Any]]], judges: Judges
+    metric: str, items: Sequence[tuple[str, Ref]], judges: Judges
 ) -> list[SampleJudgement]:
-    """(prediction, judge input) per sample, judged concurrently (the client's ``concurrency``), in
-    order. ``JudgeError`` (bad key, unknown model) propagates: no verdict can succeed."""
+    """(prediction, judge input) per sample, judged concurrently, in order."""
     workers = judges.client.settings.concurrency if judges.client else 1
     if workers <= 1 or len(items) <= 1:
         return [judge_one(metric, p, ref, judges) for p, ref in items]

@@ -1,11 +1,6 @@
-"""Reading a judge's verdict: the last JSON object in its reply, checked against what the rubric
-allows.
-
-HELMET takes the last ``{...}`` of the reply. We do the same, also accept the single-quoted form the
-paper's tables print (``{'fluency': 1}``), and then check every field: a score outside the rubric's
-range (recall 8 of 7 key points, correctness 4) is a failed verdict, counted and reported, never
-clamped into range.
-"""
+"""Reading a judge's verdict: the last ``{...}`` of its reply, as HELMET reads it (also in the
+single-quoted form the paper's tables print), each field checked: a score outside the rubric's
+range is a failed verdict, never clamped into range."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""What a tracker is given: the report's numbers under flat names (the step they belong to:
-``ctxgate.steps``).
-
-Names are ``ctxgate/<what>/<length>`` so a tracker groups them per length
-(``ctxgate/ruler_avg/128K``, ``ctxgate/helmet_recall/32K``, ``ctxgate/case/niah_single_1/8K``); a
-score without a value (a case that could not run, a partial category) is left out rather than logged
-as 0, which would draw a false drop on the curve.
-"""
+"""What a tracker is given: the report's numbers as ``ctxgate/<what>/<length>``. A score without a
+value is left out: a 0 would draw a false drop on the curve."""
 
 from __future__ import annotations
 

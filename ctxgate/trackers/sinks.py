@@ -1,12 +1,5 @@
-"""The three trackers, each through its own library, each imported only when asked for.
-
-A tracker is given the step, the metrics, the per-case table and the report file. W&B and MLflow
-resume a run when given its id (``--tracker-run``, else ``WANDB_RUN_ID`` / ``MLFLOW_RUN_ID``: what
-the training run's own logging uses, so the evaluation lands in the training's run); TensorBoard
-writes beside the training's events when given its log folder. W&B logs against
-``train/global_step`` (Trainer's own step metric), because a W&B run's own step only grows and the
-evaluation of an earlier checkpoint may arrive after later training steps.
-"""
+"""The three trackers, each through its own library, each imported only when asked for. W&B logs
+against ``train/global_step``: an earlier checkpoint's evaluation may arrive after later steps."""
 
 from __future__ import annotations
 
@@ -19,14 +12,13 @@ from ctxgate.records.refusal import CtxgateError
 
 KINDS = ("wandb", "tensorboard", "mlflow")
 Table = tuple[list[str], list[list[Any]]]  # the per-case table: columns, rows
+Values = dict[str, float]
 
 
 @dataclass(frozen=True)
 class Target:
     kind: str  # wandb | tensorboard | mlflow
-    where: (
-        str | None
-    )  # W&B project, TensorBoard folder, MLflow tracking URI; None: the library's default
+    where: str | None  # W&B project, TensorBoard folder, MLflow URI; None: the library's default
     run: str | None = None  # a run to resume (W&B, MLflow)
 
     def describe(self) -> str:
@@ -43,34 +35,22 @@ def parse_target(text: str, run: str | None) -> Target:
     if kind not in KINDS:
         raise TrackerError(
             f"--log-to {text!r}: {kind!r} is not a tracker ctxgate logs to; use one of "
-            f"{', '.join(KINDS)}, e.g. "
-            "--log-to tensorboard=runs/exp42"
+            f"{', '.join(KINDS)}, e.g. --log-to tensorboard=runs/exp42"
         )
     env = {"wandb": "WANDB_RUN_ID", "mlflow": "MLFLOW_RUN_ID"}.get(kind)
     return Target(kind, where.strip() or None, run or (os.environ.get(env) if env else None))
 
 
 def log(
-    target: Target,
-    step: int | None,
-    values: dict[str, float],
-    table: Table,
-    report_file: Path,
-    name: str,
+    target: Target, step: int | None, values: Values, table: Table, report_file: Path, name: str
 ) -> str:
     """Log to one tracker; returns where it went, for the terminal."""
-    return {"wandb": _wandb, "tensorboard": _tensorboard, "mlflow": _mlflow}[target.kind](
-        target, step, values, table, report_file, name
-    )
+    sink = {"wandb": _wandb, "tensorboard": _tensorboard, "mlflow": _mlflow}[target.kind]
+    return sink(target, step, values, table, report_file, name)
 
 
 def _wandb(
-    target: Target,
-    step: int | None,
-    values: dict[str, float],
-    table: Any,
-    report_file: Path,
-    name: str,
+    target: Target, step: int | None, values: Values, table: Any, report_file: Path, name: str
 ) -> str:
     import wandb
 
@@ -82,6 +62,7 @@ def _wandb(
         job_type="ctxgate",
         reinit="create_new",
     )
+    at_step = {"train/global_step": step or 0}
     try:
         run.define_metric("train/global_step")
         run.define_metric("ctxgate/*", step_metric="train/global_step")
@@ -91,14 +72,7 @@ def _wandb(
         summary = wandb.Table(
             columns=["metric", "value"], data=[[k, v] for k, v in sorted(values.items())]
         )
-        run.log(
-            {
-                **values,
-                "ctxgate/cases": cases,
-                "ctxgate/summary": summary,
-                "train/global_step": step or 0,
-            }
-        )
+        run.log({**values, "ctxgate/cases": cases, "ctxgate/summary": summary, **at_step})
         artifact = wandb.Artifact(f"ctxgate-report-{run.id}", type="ctxgate-report")
         artifact.add_file(str(report_file), name="report.json")
         run.log_artifact(artifact)
@@ -108,12 +82,7 @@ def _wandb(
 
 
 def _tensorboard(
-    target: Target,
-    step: int | None,
-    values: dict[str, float],
-    table: Table,
-    report_file: Path,
-    name: str,
+    target: Target, step: int | None, values: Values, table: Table, report_file: Path, name: str
 ) -> str:
     from torch.utils.tensorboard import SummaryWriter
 
@@ -123,31 +92,22 @@ def _tensorboard(
             writer.add_scalar(key, value, global_step=step)
         columns, rows = table
         lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        lines += [
-            "| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in rows
-        ]
+        lines += ["| " + " | ".join("" if v is None else str(v) for v in r) + " |" for r in rows]
         writer.add_text("ctxgate/cases", "\n".join(lines), global_step=step)
-        writer.add_text(
-            "ctxgate/report", report_file.read_text("utf-8")[:200_000], global_step=step
-        )
+        report = report_file.read_text("utf-8")[:200_000]
+        writer.add_text("ctxgate/report", report, global_step=step)
     return f"TensorBoard {folder}"
 
 
 def _mlflow(
-    target: Target,
-    step: int | None,
-    values: dict[str, float],
-    table: Table,
-    report_file: Path,
-    name: str,
+    target: Target, step: int | None, values: Values, table: Table, report_file: Path, name: str
 ) -> str:
     import mlflow
 
     client_uri = target.where or os.environ.get("MLFLOW_TRACKING_URI")
     if client_uri:
         if "://" not in client_uri or client_uri.startswith("file:"):
-            # a file store named on purpose (MLflow 3 keeps it in maintenance and refuses it unless
-            # allowed)
+            # a file store named on purpose (MLflow 3 refuses one unless allowed)
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
         mlflow.set_tracking_uri(client_uri)
     with mlflow.start_run(run_id=target.run, run_name=None if target.run else name) as run:

@@ -1,3 +1,2 @@
 """Workflows over stored runs and checkpoint directories, one per ``ctxgate`` verb (each module
-holds its verb's parser beside its code): diff, bisect, trend, watch, metrics, judge, rescore, data.
-"""
+holds its verb's parser beside its code): see ``ctxgate --help``."""

@@ -1,12 +1,6 @@
-"""Find the first checkpoint where a capability broke, in about log2(N) evaluations.
-
-Checkpoints are ordered by the step number in their names (``checkpoint-1000``, ``step_2000``,
-``global_step300``). The good end is evaluated once and is the reference; a probe is *bad* by the
-baseline gate's rule (a selected case dropped by more than its tolerance with the stated confidence,
-paired on the same samples). The bad end is taken as given when named, and checked when ctxgate has
-to find it. Every generation goes through the cache, so a re-run of the same bisect, or one that
-shares probes with an earlier one, generates nothing twice.
-"""
+"""Find the first checkpoint where a capability broke, in about log2(N) evaluations. Checkpoints
+are ordered by step; the good end is the reference, a probe is *bad* by the baseline gate's paired
+rule, and the bad end is taken as given when named, else checked."""
 
 from __future__ import annotations
 
@@ -27,11 +21,12 @@ from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, TOLERANCE
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.steps import training_step
 
+Case = tuple[str, int]
+Results = Mapping[Case, CaseResult]
+Tolerance = Callable[[str, int], float]
 # (checkpoint, the reference's results or None for the reference itself, how many checkpoints are
 # evaluated side by side with it) -> results per case
-Evaluate = Callable[
-    [Path, Mapping[tuple[str, int], CaseResult] | None, int], Mapping[tuple[str, int], CaseResult]
-]
+Evaluate = Callable[[Path, Results | None, int], Results]
 
 
 class BisectError(CtxgateError, ValueError):
@@ -43,14 +38,12 @@ def step_of(path: Path) -> int:
     if step is None:
         raise BisectError(
             f"cannot order {path}: it has no trainer_state.json and its name no step number "
-            "(expected e.g. "
-            "checkpoint-1000)"
+            "(expected e.g. checkpoint-1000)"
         )
     return step
 
 
 def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
-    """A single folder of checkpoints, or an explicit list; sorted by step number."""
     items = [Path(p) for p in paths]
     missing = [str(p) for p in items if not p.is_dir()]
     if missing:
@@ -59,15 +52,13 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
             "folder of checkpoints (checkpoint-100/, checkpoint-200/, ...) or the checkpoint "
             "folders"
         )
-    if (
-        len(items) == 1
-    ):  # a run folder: its checkpoints (a folder a training run keeps its config.json in too)
+    # a run folder: its checkpoints (a folder a training run keeps its config.json in too)
+    if len(items) == 1:
         items = sorted(p for p in items[0].iterdir() if p.is_dir() and kind_of(p) is not None)
     if len(items) < 2:
         raise BisectError(
             "bisect needs at least two checkpoints (model folders, PEFT adapters, FSDP or "
-            "DeepSpeed checkpoints), "
-            f"found {len(items)} in {', '.join(map(str, paths))}"
+            f"DeepSpeed checkpoints), found {len(items)} in {', '.join(map(str, paths))}"
         )
     steps = [step_of(p) for p in items]
     if len(set(steps)) != len(steps):
@@ -91,10 +82,8 @@ class Probe:
     index: int
     path: Path
     bad: bool
-    comparisons: dict[tuple[str, int], PairedResult] = field(default_factory=dict)
-    unscored: tuple[
-        tuple[str, int], ...
-    ] = ()  # cases the reference scored and this checkpoint could not run
+    comparisons: dict[Case, PairedResult] = field(default_factory=dict)
+    unscored: tuple[Case, ...] = ()  # the reference scored them, this one could not
     from_cache: int = 0
     samples: int = 0
 
@@ -107,48 +96,36 @@ class BisectResult:
     # evaluations one after another: with a fan-out, each round probes several checkpoints at once
     rounds: int = 0
 
-    @property
-    def evaluations(self) -> int:
-        return len(self.probes)
-
     def render(self) -> str:
         lines = []
         for p in self.probes:
-            cases = "; ".join(
-                [
-                    f"{t}@{L}: {r.current:.1f} (delta {r.delta:+.1f}, upper {r.high:+.1f})"
-                    for (t, L), r in sorted(p.comparisons.items())
-                ]
-                + [f"{t}@{L}: no score (the reference has one)" for t, L in p.unscored]
-            )
+            said = [
+                f"{t}@{L}: {r.current:.1f} (delta {r.delta:+.1f}, upper {r.high:+.1f})"
+                for (t, L), r in sorted(p.comparisons.items())
+            ]
+            said += [f"{t}@{L}: no score (the reference has one)" for t, L in p.unscored]
             lines.append(
                 f"  [{p.index}] {p.path.name}: {'BAD ' if p.bad else 'good'}  "
-                f"{cases or 'reference'}"
-                f"  (cached {p.from_cache}/{p.samples})"
+                f"{'; '.join(said) or 'reference'}  (cached {p.from_cache}/{p.samples})"
             )
         lines.append(
             f"first bad checkpoint: {self.checkpoints[self.first_bad]} (index {self.first_bad}, "
-            f"{self.evaluations} evaluations in {self.rounds} rounds)"
+            f"{len(self.probes)} evaluations in {self.rounds} rounds)"
         )
         return "\n".join(lines)
 
 
 def is_bad(
-    reference: Mapping[tuple[str, int], CaseResult],
-    probe: Mapping[tuple[str, int], CaseResult],
-    tolerance: Callable[[str, int], float],
-    confidence: float,
-) -> tuple[bool, dict[tuple[str, int], PairedResult]]:
+    reference: Results, probe: Results, tolerance: Tolerance, confidence: float
+) -> tuple[bool, dict[Case, PairedResult]]:
     comparisons, bad = {}, False
     for key, ref in reference.items():
-        if (
-            mine := probe.get(key)
-        ) is None:  # the reference scored it, this checkpoint could not run it: a regression
+        mine = probe.get(key)
+        if mine is None:  # the reference scored it, this checkpoint could not run it: a regression
             bad = True
             continue
         ref_samples = {s.index: s for s in ref.samples}
-        # a probe under --sequential draws the reference's first samples only: each must be the same
-        # prompt
+        # a probe under --sequential draws the reference's first samples only, each the same prompt
         if ref.data_sha256 != mine.data_sha256 and any(
             s.index not in ref_samples or ref_samples[s.index].sample_sha256 != s.sample_sha256
             for s in mine.samples
@@ -159,21 +136,18 @@ def is_bad(
             )
         pairs = [(s.score, ref_samples[s.index].score) for s in mine.samples]
         scored = [(a, b) for a, b in pairs if a is not None and b is not None]
-        comparisons[key] = result = compare(
-            [a for a, _ in scored], [b for _, b in scored], confidence
-        )
+        result = compare([a for a, _ in scored], [b for _, b in scored], confidence)
+        comparisons[key] = result
         bad = bad or regression_verdict(result, tolerance(*key), mine.sequential)
     return bad, comparisons
 
 
-def _cached(results: Mapping[tuple[str, int], CaseResult]) -> tuple[int, int]:
+def _cached(results: Results) -> tuple[int, int]:
     return sum(r.samples_from_cache for r in results.values()), sum(r.n for r in results.values())
 
 
 def probe_points(lo: int, hi: int, fan_out: int) -> list[int]:
-    """The checkpoints strictly between a good ``lo`` and a bad ``hi`` to probe in one round:
-    ``fan_out`` of them (at most every one left), evenly spaced; one is the midpoint, as a plain
-    bisection takes."""
+    """Up to ``fan_out`` checkpoints strictly between ``lo`` and ``hi``, evenly spaced."""
     k = min(fan_out, hi - lo - 1)
     return [lo + (hi - lo) * j // (k + 1) for j in range(1, k + 1)]
 
@@ -183,13 +157,11 @@ def bisect(
     good: int,
     bad: int | None,
     evaluate: Evaluate,
-    tolerance: Callable[[str, int], float],
+    tolerance: Tolerance,
     confidence: float = 0.95,
     fan_out: int = 1,
 ) -> BisectResult:
-    """``fan_out`` > 1 (replicas on a cluster): each round evaluates that many checkpoints side by
-    side, which splits the interval left into fan_out + 1 parts instead of two: log_(k+1) N rounds
-    instead of log_2 N, the same answer where badness, once it starts, stays."""
+    """Each round evaluates ``fan_out`` checkpoints side by side: log_(k+1) N rounds."""
     checkpoints = list(checkpoints)
     end = len(checkpoints) - 1 if bad is None else bad
     if not 0 <= good < end < len(checkpoints):
@@ -210,17 +182,16 @@ def bisect(
         for i, results in zip(indices, found):
             verdict, comparisons = is_bad(reference, results, tolerance, confidence)
             unscored = tuple(k for k in reference if k not in results)
-            probes.append(
-                Probe(i, checkpoints[i], verdict, comparisons, unscored, *_cached(results))
-            )
+            probe = Probe(i, checkpoints[i], verdict, comparisons, unscored, *_cached(results))
+            probes.append(probe)
             verdicts[i] = verdict
         return verdicts
 
     if bad is None and not probe_round([end])[end]:
         raise BisectError(
             f"the last checkpoint {checkpoints[end].name} is not worse than "
-            f"{checkpoints[good].name} "
-            "by the gate's rule: nothing to bisect (or pass --bad, --tolerance)"
+            f"{checkpoints[good].name} by the gate's rule: nothing to bisect (or pass --bad, "
+            "--tolerance)"
         )
     return BisectResult(search(good, end, probe_round, fan_out), checkpoints, probes, rounds)
 
@@ -228,8 +199,7 @@ def bisect(
 def search(
     lo: int, hi: int, probe_round: Callable[[list[int]], Mapping[int, bool]], fan_out: int = 1
 ) -> int:
-    """The first bad index after a good ``lo``, before or at a bad ``hi``: each round probes
-    ``probe_points`` and keeps the part between the last good and the first bad of them."""
+    """The first bad index after a good ``lo``, before or at a bad ``hi``."""
     while hi - lo > 1:
         verdicts = probe_round(probe_points(lo, hi, fan_out))
         hi = min((i for i, bad in verdicts.items() if bad), default=hi)
@@ -241,24 +211,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser(
         "bisect", help="find the first checkpoint where the selected cases regressed"
     )
-    b.add_argument(
-        "checkpoints", nargs="+", help="a folder of checkpoints, or the checkpoints in any order"
-    )
-    b.add_argument(
-        "--good", default=None, help="known-good checkpoint (name or step; default: the first)"
-    )
-    b.add_argument(
-        "--bad",
-        default=None,
-        help="known-bad checkpoint (default: the last, which is then checked)",
-    )
-    b.add_argument(
-        "-k", default=None, help="case selection, pytest -k style over ids like niah_single_1-8192"
-    )
+    add = b.add_argument
+    add("checkpoints", nargs="+", help="a folder of checkpoints, or the checkpoints in any order")
+    add("--good", help="known-good checkpoint (name or step; default: the first)")
+    add("--bad", help="known-bad checkpoint (default: the last, which is then checked)")
+    add("-k", help="case selection, pytest -k style over ids like niah_single_1-8192")
     for option in EVALUATION:  # as pytest takes them
         option.add_to(b)
     TOLERANCE.add_to(b)
-    b.add_argument("--json", default=None, help="also write the path taken as JSON here")
+    add("--json", help="also write the path taken as JSON here")
     for option in SEQUENTIAL_OPTIONS:
         option.add_to(b)
     b.set_defaults(fn=main)
@@ -279,9 +240,7 @@ def main(args: argparse.Namespace) -> int:
     good = 0 if args.good is None else resolve_end(checkpoints, args.good)
     bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
     spec, fan_out = plan.model, 1
-    check_overrides_on(
-        checkpoints[good], spec
-    )  # the reference's config: every probe is compared with it
+    check_overrides_on(checkpoints[good], spec)  # the reference's: every probe is compared with it
     if spec.ray is not None:  # a probe per replica the cluster holds, each round
         from ctxgate.run.cluster import slots
 
@@ -289,7 +248,7 @@ def main(args: argparse.Namespace) -> int:
     tolerance = TOLERANCE.read(args.tolerance)
     tolerance_for = plan.thresholds.tolerance_for if tolerance is None else (lambda t, L: tolerance)
 
-    def evaluate(path, reference, together):  # noqa: ANN001, ANN202
+    def evaluate(path: Path, reference: Results | None, together: int) -> Results:
         print(f"evaluating {path.name} ...", flush=True)
         # on a cluster, the checkpoints probed side by side share its replicas
         try:
@@ -302,22 +261,12 @@ def main(args: argparse.Namespace) -> int:
                     f"the good checkpoint {path.name} cannot be evaluated: {exc}"
                 ) from None
             # nothing the good checkpoint scored runs here: bad, by the rule for unscored cases
-            print(
-                f"  {path.name} cannot be evaluated ({exc}): it counts as bad",
-                file=sys.stderr,
-                flush=True,
-            )
+            said = f"  {path.name} cannot be evaluated ({exc}): it counts as bad"
+            print(said, file=sys.stderr, flush=True)
             return {}
 
-    result = bisect(
-        checkpoints,
-        good,
-        bad,
-        evaluate,
-        tolerance_for,
-        plan.thresholds.regression_confidence,
-        fan_out=fan_out,
-    )
+    confidence = plan.thresholds.regression_confidence
+    result = bisect(checkpoints, good, bad, evaluate, tolerance_for, confidence, fan_out=fan_out)
     print(result.render())
     if args.json:
         path = [
@@ -338,7 +287,7 @@ def main(args: argparse.Namespace) -> int:
         document = {
             "first_bad": str(result.checkpoints[result.first_bad]),
             "first_bad_index": result.first_bad,
-            "evaluations": result.evaluations,
+            "evaluations": len(result.probes),
             "rounds": result.rounds,
             "cases": [f"{t}-{L}" for t, L in cases],
             "sequential": plan.sequential is not None,

@@ -1,6 +1,5 @@
 """``ctxgate data fetch`` and ``ctxgate data verify``: HELMET's released data into a folder, and a
-check of a folder against its pinned checksums (the sources package reads and checks; this is its
-command line)."""
+check of a folder against its pinned checksums."""
 
 from __future__ import annotations
 
@@ -30,23 +29,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     f.add_argument(
         "--to", required=True, help="the data folder to fill (then pass it as --data-dir)"
     )
-    f.add_argument(
-        "--archive", default=None, help="a data.tar.gz already downloaded (no hub access needed)"
-    )
-    f.add_argument(
-        "--revision", default=None, help="hub revision of princeton-nlp/HELMET to download"
-    )
+    f.add_argument("--archive", help="a data.tar.gz already downloaded (no hub access needed)")
+    f.add_argument("--revision", help="hub revision of princeton-nlp/HELMET to download")
     f.add_argument(
         "--ruler-essays",
-        default=None,
         metavar="DATASET",
         help="instead: RULER's Paul Graham essays from a dataset with a 'text' column (hub id or "
-        "local "
-        "file), written to DIR/ruler/paul_graham_essays.txt for --haystack",
+        "local file), written to DIR/ruler/paul_graham_essays.txt for --haystack",
     )
-    f.add_argument(
-        "--essays-sha256", default=None, help="refuse essays whose text has another sha256"
-    )
+    f.add_argument("--essays-sha256", help="refuse essays whose text has another sha256")
     f.set_defaults(fn=fetch)
 
 

@@ -1,10 +1,6 @@
-"""``ctxgate diff BASE.json NEW.json``: the baseline gate's paired comparison, as a table.
-
-A case the baseline scored but the new run did not (an error, a crashed worker, an interrupted run,
-a skip, a case left out of the new selection) is a row of its own, MISSING, and fails the diff like
-a regression: a report that lost cases must never compare as "same". A case only the new run scored
-has nothing to pair with: it is named in a note, not compared, and fails nothing.
-"""
+"""``ctxgate diff BASE.json NEW.json``: the baseline gate's paired comparison, as a table. A case
+only the baseline scored is MISSING and fails like a regression (a report that lost cases must never
+compare as "same"); one only the new run scored is named in a note and fails nothing."""
 
 from __future__ import annotations
 
@@ -57,9 +53,7 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
         )
         if result is not None:
             rows.append(DiffRow(*key, result, thresholds.tolerance_for(*key)))
-    for t, L in sorted(
-        set(base.cases) - set(new.cases)
-    ):  # lost: the baseline scored them, the new run did not
+    for t, L in sorted(set(base.cases) - set(new.cases)):  # scored by the baseline only
         why = new.unscored.get((t, L)) or new.skipped.get((t, L), "not in the new run")
         rows.append(DiffRow(t, L, None, thresholds.tolerance_for(t, L), why))
     if not rows:
@@ -71,8 +65,7 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
         notes.append(f"NEW {new.incompleteness()}: it cannot pass")
     if base.incompleteness():
         notes.append(f"BASE {base.incompleteness()}: those cases are not compared")
-    # scored by the new run only (new cases, or ones the baseline skipped); those BASE left unscored
-    # are said above
+    # scored by the new run only; those BASE left unscored are said above
     if only_new := sorted(set(new.cases) - set(base.cases) - set(base.unscored)):
         notes.append(f"NEW: {not_in_baseline([f'{t}-{L}' for t, L in only_new], 'not compared')}")
     failed = bool(new.incompleteness()) or any(r.verdict in ("REGRESSED", "MISSING") for r in rows)
@@ -80,25 +73,14 @@ def diff_reports(base_path: str, new_path: str, thresholds: Thresholds) -> Diff:
 
 
 def render(diff: Diff, markdown: bool, confidence: float) -> str:
-    header = [
-        *"task length base new delta".split(),
-        f"{int(confidence * 100)}% interval",
-        "n",
-        "tolerance",
-        "verdict",
-    ]
+    header = "task length base new delta".split()
+    header += [f"{int(confidence * 100)}% interval", "n", "tolerance", "verdict"]
     body = []
     for r in diff.rows:
         p, numbers = r.result, ["", "", "", "", ""]  # no numbers where the new run has no score
         if p is not None:
-            interval = f"{p.low:+.1f} .. {p.high:+.1f}"
-            numbers = [
-                f"{p.baseline:.1f}",
-                f"{p.current:.1f}",
-                f"{p.delta:+.1f}",
-                interval,
-                str(p.n),
-            ]
+            numbers = [f"{p.baseline:.1f}", f"{p.current:.1f}", f"{p.delta:+.1f}"]
+            numbers += [f"{p.low:+.1f} .. {p.high:+.1f}", str(p.n)]
         verdict = r.verdict if p is not None else f"MISSING ({r.missing})"
         body.append([r.task, format_length(r.length), *numbers, f"{r.tolerance:.1f}", verdict])
     if markdown:
@@ -106,11 +88,8 @@ def render(diff: Diff, markdown: bool, confidence: float) -> str:
         table = "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body]) + "\n"
         return table + "".join(f"\n- {n}" for n in diff.notes) + ("\n" if diff.notes else "")
     widths = [max(len(x[i]) for x in [header, *body]) for i in range(len(header))]
-    table = (
-        "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in [header, *body])
-        + "\n"
-    )
-    return table + "".join(f"{n}\n" for n in diff.notes)
+    rows = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) + "\n" for row in [header, *body]]
+    return "".join(rows) + "".join(f"{n}\n" for n in diff.notes)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -1,6 +1,5 @@
-"""Evaluate one checkpoint on a case selection outside pytest (bisect, watchers): opened by the same
-composition root as the pytest plugin's (``ctxgate.run.compose``), so the same backend, threads,
-batching, chat template, cache and checks."""
+"""Evaluate one checkpoint on a case selection outside pytest (bisect, watchers): opened by the
+pytest plugin's own composition root (``ctxgate.run.compose``)."""
 
 from __future__ import annotations
 
@@ -16,29 +15,22 @@ from ctxgate.run.loading import ModelSpec
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks import all_tasks, get_task
 
+Tolerance = Callable[[str, int], float]  # a case's tolerance, in points
+
 
 def select_cases(expression: str | None, lengths: Sequence[int]) -> list[tuple[str, int]]:
-    """Cases whose id (``task-length``, as in pytest) matches a ``-k`` expression: words,
-    and/or/not, parens."""
+    """Cases whose id (``task-length``, as in pytest) matches a ``-k`` expression."""
     ids = [(t.name, L) for t in all_tasks() for L in lengths]
     if not expression:
         return ids
-    from _pytest.mark.expression import (
-        Expression,
-    )  # pytest's own -k grammar, so both read the same way
+    from _pytest.mark.expression import Expression  # pytest's own -k grammar: both read it alike
 
     compiled = Expression.compile(expression)
-    return [
-        (task, length) for task, length in ids if compiled.evaluate(_matcher(f"{task}-{length}"))
-    ]
+    return [(t, L) for t, L in ids if compiled.evaluate(_matcher(f"{t}-{L}"))]
 
 
 def _stop(
-    plan: Plan,
-    reference: CaseResult | None,
-    tolerance: Callable[[str, int], float] | None,
-    task: str,
-    length: int,
+    plan: Plan, reference: CaseResult | None, tolerance: Tolerance | None, task: str, length: int
 ) -> tuple[StopRule, Questions] | None:
     if plan.sequential is None or reference is None or tolerance is None:
         return None
@@ -52,15 +44,10 @@ def evaluate_checkpoint(
     cases: Sequence[tuple[str, int]],
     plan: Plan,
     reference: Mapping[tuple[str, int], CaseResult] | None = None,
-    tolerance: Callable[[str, int], float] | None = None,
+    tolerance: Tolerance | None = None,
     replicas: int | None = None,
 ) -> dict[tuple[str, int], CaseResult]:
-    """``reference`` and ``tolerance`` (bisect probes under --sequential): each case asks "did it
-    drop against the reference by more than the tolerance?" and stops once that is certain. A case
-    that produces no score (beyond the model's window, data missing or unreadable, too short to
-    build) is left out of the result: the caller decides what its absence means (for bisect, a
-    regression when the reference scored it). WrongFlag: --base-model or --config-from does not fit
-    the checkpoint."""
+    """Results per case; one without a score is left out (--sequential: each stops when certain)."""
     try:
         spec = plan.model.at(path)
     except CheckpointError as exc:  # a WrongFlag is the caller's usage error, not this checkpoint's
@@ -73,6 +60,7 @@ def evaluate_checkpoint(
             if backend.max_positions is not None and L > backend.max_positions:
                 continue  # beyond the window: no score (a regression where the reference had one)
             try:
+                stop = _stop(plan, (reference or {}).get((t, L)), tolerance, t, L)
                 results[(t, L)] = run_case(
                     get_task(t),
                     ctx,
@@ -82,13 +70,9 @@ def evaluate_checkpoint(
                     spec.seed,
                     cache=cache,
                     helmet_compat=spec.helmet_compat,
-                    stop=_stop(plan, (reference or {}).get((t, L)), tolerance, t, L),
+                    stop=stop,
                 )
-            except (
-                Refusal
-            ):  # a designed refusal (too short, data missing, short or unreadable): no score, which
-                # the caller reads by gate.verdicts.unscored_verdict's rule, the reference as its
-                # baseline
+            except Refusal:  # no score, read by gate.verdicts.unscored_verdict's rule
                 continue
         return results
     finally:
@@ -96,8 +80,7 @@ def evaluate_checkpoint(
 
 
 def check_overrides_on(path: str | Path, spec: ModelSpec) -> None:
-    """The config overrides against ``path``'s config, before any model loads: an OverrideError, as
-    under pytest. A checkpoint that cannot be opened is left to its evaluation to report."""
+    """The config overrides against ``path``'s config, before any model loads."""
     if not spec.overrides:
         return
     try:

@@ -1,7 +1,5 @@
 """``ctxgate html REPORT.json [--baseline OLD.json] [--trend REPORTS...] -o FILE``: the HTML report
-drawn from stored reports, without a model: the run (with its samples from the predictions file
-beside it), the paired comparison with a baseline and the samples that flipped, and the trend over
-several reports."""
+drawn from stored reports (and the predictions beside them), without a model."""
 
 from __future__ import annotations
 
@@ -37,9 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--trend", nargs="+", default=(), metavar="REPORT", help="reports of several checkpoints"
     )
     THRESHOLDS.add_to(p)  # the tolerances of the comparison, found as pytest finds them
-    p.add_argument(
-        "-o", "--output", default=None, help="where to write it (default: the report's .html)"
-    )
+    p.add_argument("-o", "--output", help="where to write it (default: the report's .html)")
     p.set_defaults(fn=main)
 
 
@@ -49,8 +45,7 @@ def build(args: argparse.Namespace) -> str:
     if not report.cases:
         raise ReportFileError(
             f"{path} has no cases (its run selected none), so there is nothing to draw: pass the "
-            "report of a run "
-            "that ran cases"
+            "report of a run that ran cases"
         )
     rows = _rows(path, report)
     baseline_rows: list[Prediction] = []

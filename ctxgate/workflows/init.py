@@ -1,10 +1,6 @@
-"""``ctxgate init``: a team's own repository set up to gate with ctxgate, without a fork of ours.
-
-Writes the commented ``thresholds.toml`` the suite ships (the one at the top of ctxgate's
-repository, which the wheel carries as ``ctxgate/templates/thresholds.toml``) and, with ``--ci``,
-one CI template where that CI looks for it. Nothing is overwritten unless ``--force``; every file
-written is printed, so the change is visible before it is committed.
-"""
+"""``ctxgate init``: a team's own repository set up to gate with ctxgate: the suite's commented
+``thresholds.toml`` and, with ``--ci``, one CI template where that CI looks for it. Nothing is
+overwritten unless ``--force``; every file written is printed."""
 
 from __future__ import annotations
 
@@ -32,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "folder", nargs="?", default=".", help="the repository to set up (default: here)"
     )
-    p.add_argument("--ci", choices=sorted(CI), default=None, help="also write this CI template")
+    p.add_argument("--ci", choices=sorted(CI), help="also write this CI template")
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
     p.set_defaults(fn=main)
 
@@ -45,31 +41,23 @@ def main(args: argparse.Namespace) -> int:
     if args.ci:
         ci_template, ci_destination = CI[args.ci]
         pairs.append((TEMPLATES / "ci" / ci_template, folder / ci_destination))
-    # --force replaces files, never a folder (with whatever is in it): one where a file goes is the
-    # user's to move
+    # --force replaces files, never a folder: one where a file goes is the user's to move
     taken = next((dest for _, dest in pairs if dest.is_dir() and not dest.is_symlink()), None)
     if taken is not None:
         raise CtxgateError(
             f"{taken} is a folder, but ctxgate init writes a file there; nothing was written: "
-            "move or remove the "
-            "folder, then run ctxgate init again"
+            "move or remove the folder, then run ctxgate init again"
         )
-    # a link counts as there, dangling or not: the write replaces the link itself, never the file it
-    # points to
+    # a link counts as there, dangling or not: the write replaces the link, never what it points to
     existing = [dest for _, dest in pairs if dest.exists() or dest.is_symlink()]
     if existing and not args.force:
-        print(
-            f"ctxgate init: {existing[0]} exists; nothing was written. Pass --force to overwrite "
-            "it",
-            file=sys.stderr,
-        )
+        said = f"{existing[0]} exists; nothing was written. Pass --force to overwrite it"
+        print(f"ctxgate init: {said}", file=sys.stderr)
         return 1
     try:
         for _, dest in pairs:
             dest.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_all(
-            {dest: template.read_text("utf-8") for template, dest in pairs}
-        )  # all of them or none
+        atomic_write_all({dest: t.read_text("utf-8") for t, dest in pairs})  # all of them or none
     except OSError as exc:
         where = exc.filename or folder
         raise CtxgateError(
@@ -82,9 +70,9 @@ def main(args: argparse.Namespace) -> int:
     # one quick case first, so a new setup shows it works before a long run
     print(
         "next, a first check (path/to/ckpt is your checkpoint folder; the thresholds are found "
-        "from here up):"
+        "from here up):\n"
+        "  pytest --model path/to/ckpt -k niah_single_1 --lengths 4k --samples 10\n"
+        "then the whole suite:\n"
+        "  pytest --model path/to/ckpt -n 8"
     )
-    print("  pytest --model path/to/ckpt -k niah_single_1 --lengths 4k --samples 10")
-    print("then the whole suite:")
-    print("  pytest --model path/to/ckpt -n 8")
     return 0

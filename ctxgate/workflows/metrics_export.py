@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from typing import Any
 
 from ctxgate.records.schema import Report
+
+Samples = Iterable[tuple[dict[str, Any], object]]  # (labels besides the model, value)
 
 
 def _labels(**labels: Any) -> str:
@@ -17,60 +20,42 @@ def _labels(**labels: Any) -> str:
 
 def openmetrics(report: Report) -> str:
     model = report.run.model
-    lines = [
-        "# TYPE ctxgate_case_score gauge",
-        "# UNIT ctxgate_case_score percent",
-        "# HELP ctxgate_case_score Score of one task at one input length.",
+
+    def gauge(name: str, about: str, samples: Samples) -> list[str]:
+        """A gauge's header and its samples; one without a value (no score) is left out."""
+        lines = [f"# TYPE ctxgate_{name} gauge"]
+        if about:
+            lines.append(f"# HELP ctxgate_{name} {about}")
+        return lines + [
+            f"ctxgate_{name}{_labels(model=model, **k)} {v}" for k, v in samples if v is not None
+        ]
+
+    cases = [({"task": c.task, "length": c.length}, c.score) for c in report.cases]
+    lines = gauge("case_score", "Score of one task at one input length.", cases)
+    lines.insert(1, "# UNIT ctxgate_case_score percent")
+    categories = [
+        ({"category": key, "length": length}, group.score)
+        for length, groups in report.by_length.items()
+        for key, group in groups.items()
     ]
-    for c in report.cases:
-        if c.score is not None:
-            lines.append(
-                f"ctxgate_case_score{_labels(model=model, task=c.task, length=c.length)} {c.score}"
-            )
-    lines += [
-        "# TYPE ctxgate_category_score gauge",
-        "# HELP ctxgate_category_score Category score per length.",
-    ]
-    for length, groups in report.by_length.items():
-        for key, group in groups.items():
-            if group.score is not None:
-                lines.append(
-                    f"ctxgate_category_score{_labels(model=model, category=key, length=length)} "
-                    f"{group.score}"
-                )
+    lines += gauge("category_score", "Category score per length.", categories)
     if eff := report.effective_length:
-        lines += [
-            "# TYPE ctxgate_effective_length gauge",
-            "# HELP ctxgate_effective_length RULER effective length.",
-            f"ctxgate_effective_length{_labels(model=model)} {eff.value}",
-        ]
-    if report.relative_effective_length:
-        lines += [
-            "# TYPE ctxgate_relative_effective_length gauge",
-            "# HELP ctxgate_relative_effective_length A summary's effective length against its "
-            "own short-context "
-            "score.",
-        ]
-        lines += [
-            f"ctxgate_relative_effective_length{_labels(model=model, summary=name)} "
-            f"{relative.value}"
-            for name, relative in report.relative_effective_length.items()
-        ]
-    failed = sum(1 for c in report.cases if c.verdict == "fail")
-    unscored = sum(1 for c in report.cases if c.verdict == "error")
-    lines += [
-        "# TYPE ctxgate_failed_cases gauge",
-        f"ctxgate_failed_cases{_labels(model=model)} {failed}",
-        "# TYPE ctxgate_unscored_cases gauge",
-        "# HELP ctxgate_unscored_cases Selected cases without a score (error, crashed worker, not "
-        "run).",
-        f"ctxgate_unscored_cases{_labels(model=model)} {unscored}",
-        "# TYPE ctxgate_complete gauge",
-        "# HELP ctxgate_complete 1 when every selected case finished.",
-        f"ctxgate_complete{_labels(model=model)} {int(report.complete)}",
-        "# EOF",
-    ]
-    return "\n".join(lines) + "\n"
+        lines += gauge("effective_length", "RULER effective length.", [({}, eff.value)])
+    if relative := report.relative_effective_length:
+        lines += gauge(
+            "relative_effective_length",
+            "A summary's effective length against its own short-context score.",
+            [({"summary": name}, r.value) for name, r in relative.items()],
+        )
+    lines += gauge("failed_cases", "", [({}, sum(c.verdict == "fail" for c in report.cases))])
+    unscored = sum(c.verdict == "error" for c in report.cases)
+    lines += gauge(
+        "unscored_cases",
+        "Selected cases without a score (error, crashed worker, not run).",
+        [({}, unscored)],
+    )
+    lines += gauge("complete", "1 when every selected case finished.", [({}, int(report.complete))])
+    return "\n".join([*lines, "# EOF"]) + "\n"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

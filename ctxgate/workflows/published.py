@@ -1,7 +1,5 @@
-"""``ctxgate published [MODEL] [--report REPORT.json]``: the papers' published numbers. Without
-arguments, the models they cover; with MODEL, its numbers; with a stored report too, the report
-against them (as ``--reference`` does during a run), exit status 0 either way: a comparison is
-information, not a gate."""
+"""``ctxgate published [MODEL] [--report REPORT.json]``: the models the papers cover, a model's
+published numbers, or a stored report against them; exit status 0: information, not a gate."""
 
 from __future__ import annotations
 
@@ -24,11 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "model", nargs="?", help="an id (meta-llama/Llama-3.1-8B-Instruct) or a paper's row label"
     )
-    p.add_argument(
-        "--report",
-        default=None,
-        help="a report written by --report, to compare with MODEL's numbers",
-    )
+    p.add_argument("--report", help="a report written by --report, to compare with MODEL's numbers")
     p.set_defaults(fn=main)
 
 
@@ -38,10 +32,8 @@ def main(args: argparse.Namespace) -> int:
             raise CtxgateError("--report needs a MODEL to compare with")
         seen: dict[str, dict[str, list[str]]] = {}
         for p in all_published():
-            tables = seen.setdefault(p.model, {}).setdefault(
-                f"{p.source.paper.split(' ')[0]} {p.label}", []
-            )
-            tables.append(p.source.table.split(" (")[0])
+            name = f"{p.source.paper.split(' ')[0]} {p.label}"
+            seen.setdefault(p.model, {}).setdefault(name, []).append(p.source.table.split(" (")[0])
         for model, where in sorted(seen.items(), key=lambda kv: kv[0].lower()):
             said = "; ".join(
                 f"{name}: {', '.join(dict.fromkeys(tables))}" for name, tables in where.items()
@@ -54,17 +46,16 @@ def main(args: argparse.Namespace) -> int:
             scores = ", ".join(f"{format_length(L)} {s:.1f}" for L, s in sorted(p.scores.items()))
             bar = f" (above {p.effective_bar})" if p.effective_bar else ""
             extra = f"; effective {p.effective}{bar} of claimed {p.claimed}" if p.effective else ""
-            print(
-                f"{measure_label(p.measure)} ({p.source.paper}, {p.source.table}): {scores}{extra}"
-            )
+            source = f"{p.source.paper}, {p.source.table}"
+            print(f"{measure_label(p.measure)} ({source}): {scores}{extra}")
         return 0
     report = read_report(Path(args.report))
     rows = compare(report, rows_for(model))
     if not rows:
         have = ", ".join(format_length(L) for L in report.length_summaries) or "none"
         print(
-            f"{args.report} has no length the papers give for {model} (it has {have}; RULER's are "
-            "4K-128K)"
+            f"{args.report} has no length the papers give for {model} (it has {have}; RULER's "
+            "are 4K-128K)"
         )
         return 0
     print("\n".join(published_lines(Reference(model, "ctxgate published", tuple(rows)))))

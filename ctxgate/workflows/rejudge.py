@@ -1,12 +1,5 @@
-"""``ctxgate judge REPORT.json``: score a finished run's judged cases from its stored outputs,
-without the model.
-
-The suite stores every judged sample's output and judge input in ``REPORT.predictions.jsonl``; a run
-without a judge leaves those cases skipped as "pending". This reads them back, judges them (through
-the same cache, so a second call costs nothing), applies the run's floors and the judge failure
-gate, and rewrites the report, its predictions and its Markdown. Judge usage and cost are printed
-and recorded per case.
-"""
+"""``ctxgate judge REPORT.json``: judge a finished run's judged cases from its stored outputs,
+without the model, then gate them and rewrite the report, its predictions and its Markdown."""
 
 from __future__ import annotations
 
@@ -57,25 +50,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--all", action="store_true", help="judge every judged case again, not only pending ones"
     )
-    p.add_argument(
-        "--out", default=None, help="write the judged report here instead of over REPORT"
-    )
+    p.add_argument("--out", help="write the judged report here instead of over REPORT")
 
 
 THRESHOLDS_HELP = (
     "floors and [judge] max_failure_rate (default: the file the run was gated with, as its report "
-    "records it; "
-    "for a run gated without one, the file the other verbs find: the ini option "
-    "ctxgate_thresholds, else the "
-    "nearest thresholds.toml from here up)"
+    "records it; for a run gated without one, the file the other verbs find: the ini option "
+    "ctxgate_thresholds, else the nearest thresholds.toml from here up)"
 )
 
 
 def _runs_thresholds(report: Report, report_path: Path) -> Thresholds:
-    """Without --thresholds: the run's own file (the floors its other cases were gated with), which
-    must still be there: a missing one is refused, never replaced by no floors; for a run gated
-    without one, the lookup every verb shares. A relative recorded path is read from here, as the
-    run wrote it from where it started."""
+    """The run's own thresholds file, which must still be there, else the shared lookup."""
     recorded = report.run.thresholds
     if not recorded or recorded == NO_THRESHOLDS:
         return thresholds_here(None, task_names())
@@ -83,8 +69,7 @@ def _runs_thresholds(report: Report, report_path: Path) -> Thresholds:
 
 
 def _judges(args: argparse.Namespace, thresholds: Thresholds, report: Report) -> Judges:
-    """The judges the options name; their cache, by default, the one the run's generation cache
-    folder holds."""
+    """The judges the options name; their cache by default in the run's generation cache folder."""
     from ctxgate.gate.plan import judge_settings  # the plan's one reading of the judge options
 
     values = read((*JUDGE, ALLOW_PICKLE), lambda dest: getattr(args, dest, None))
@@ -115,8 +100,7 @@ def _case_result(case: CaseRecord, rows: list[Prediction]) -> CaseResult:
 
 
 def _verdict(case: CaseRecord, thresholds: Thresholds) -> CaseRecord:
-    """The plugin's gates, minus the baseline (a later judging has no paired baseline run to compare
-    with)."""
+    """The plugin's gates, minus the baseline (a later judging has no paired baseline run)."""
     # why it had no score (no judge in its run) is gone: it has one now
     case = replace(
         case, floor=thresholds.floor_for(case.task, case.length), error_kind=None, skip_kind=None
@@ -137,8 +121,7 @@ def _to_judge(report: Report, report_path: Path, everything: bool) -> list[CaseR
     if not judged:
         raise RejudgeError(
             f"{report_path} has no judged case (Cite, NarrativeQA, Summ): nothing to judge, and "
-            "the "
-            "report is left as it is. Run the suite with those tasks (-m judge) first"
+            "the report is left as it is. Run the suite with those tasks (-m judge) first"
         )
     chosen = [c for c in judged if everything or c.judge_status == "pending"]
     if not chosen:
@@ -180,14 +163,9 @@ def judge_report(args: argparse.Namespace) -> tuple[Report, int, int]:
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")
     new = replace(new, predictions=out_predictions.name)
+    lines = "".join(json.dumps(to_json(r)) + "\n" for rs in by_case.values() for r in rs)
     atomic_write_all(
-        {
-            out_predictions: "".join(
-                json.dumps(to_json(r)) + "\n" for rs in by_case.values() for r in rs
-            ),
-            out.with_suffix(".md"): markdown(new),
-            out: report_text(new),
-        }
+        {out_predictions: lines, out.with_suffix(".md"): markdown(new), out: report_text(new)}
     )
     return new, len(chosen), sum(c.verdict == "fail" for c in new.cases)
 
@@ -199,29 +177,17 @@ def main(args: argparse.Namespace) -> int:
         print(f"ctxgate judge: {exc}")
         return 0
     print(terminal(report))
-    usage = [c.judge.usage for c in report.cases if c.judge and c.judge.usage]
-    if usage:
-        total = {
-            k: sum(getattr(u, k) for u in usage)
-            for k in (
-                "requests",
-                "cache_hits",
-                "prompt_tokens",
-                "completion_tokens",
-                "failed_verdicts",
-            )
-        }
+    if usage := [c.judge.usage for c in report.cases if c.judge and c.judge.usage]:
+        kinds = "requests cache_hits prompt_tokens completion_tokens failed_verdicts".split()
+        total = {k: sum(getattr(u, k) for u in usage) for k in kinds}
         cost = [u.cost_usd for u in usage]
+        said = "unknown (pass --judge-price IN,OUT)"
+        if None not in cost:
+            said = f"${sum(c or 0.0 for c in cost):.4f}"
         print(
             f"judged {judged} case(s): {total['requests']} requests, {total['cache_hits']} cache "
-            "hits, "
-            f"{total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
-            f"{total['failed_verdicts']} failed verdicts, cost "
-            + (
-                f"${sum(c or 0.0 for c in cost):.4f}"
-                if None not in cost
-                else "unknown (pass --judge-price IN,OUT)"
-            )
+            f"hits, {total['prompt_tokens']} prompt + {total['completion_tokens']} completion "
+            f"tokens, {total['failed_verdicts']} failed verdicts, cost {said}"
         )
     print(f"report: {args.out or args.report}")
     return 1 if failed else 0

@@ -1,15 +1,6 @@
 """``ctxgate reproduce MODEL``: the commands that run a model of the papers' tables in the papers'
-own setting (data, lengths, samples, chat policy, judge) on a GPU node, each with ``--reference
-MODEL`` so that the report holds the comparison with the published numbers. The setting comes from
-the published sources (``ctxgate/data/published.toml``), so the recipe and the comparison's
-"settings differ" rules agree.
-
-Every command printed runs as printed where its resources are (GPUs, the hub for gated downloads, an
-API key): every file it names ships with ctxgate or is fetched or built by a command printed before
-it, and there is no placeholder. Open models run on vLLM, with tensor parallelism wide enough for
-their weights and a 128K KV cache. Models served only by their makers' APIs run through the API's
-OpenAI-compatible chat endpoint, lengths counted in the public copy of the model's tokenizer nearest
-to it, and only at the lengths the API's window holds."""
+own setting (``ctxgate/data/published.toml``), each with ``--reference MODEL``, runnable as printed:
+open models on vLLM, API models through their OpenAI-compatible chat endpoints."""
 
 from __future__ import annotations
 
@@ -40,9 +31,7 @@ PARAMS_B = {
 
 @dataclass(frozen=True)
 class Api:
-    """A maker's API serving some of the tables' models: its OpenAI-compatible endpoint, the
-    variable holding its key, its context window (prompt and output), and the hub copy of the
-    tokenizer ctxgate counts lengths in."""
+    """A maker's API: endpoint, key variable, window (prompt and output), the hub tokenizer."""
 
     base_url: str
     key_env: str
@@ -52,21 +41,10 @@ class Api:
 
 
 # by model-id prefix, the longest first
+_OPENAI = "https://api.openai.com/v1"
 APIS = {
-    "gpt-4o": Api(
-        "https://api.openai.com/v1",
-        "OPENAI_API_KEY",
-        128_000,
-        "Xenova/gpt-4o",
-        "OpenAI's o200k tokenizer",
-    ),
-    "gpt-4": Api(
-        "https://api.openai.com/v1",
-        "OPENAI_API_KEY",
-        128_000,
-        "Xenova/gpt-4",
-        "OpenAI's cl100k tokenizer",
-    ),
+    "gpt-4o": Api(_OPENAI, "OPENAI_API_KEY", 128_000, "Xenova/gpt-4o", "OpenAI's o200k tokenizer"),
+    "gpt-4": Api(_OPENAI, "OPENAI_API_KEY", 128_000, "Xenova/gpt-4", "OpenAI's cl100k tokenizer"),
     "gemini-": Api(
         "https://generativelanguage.googleapis.com/v1beta/openai/",
         "GEMINI_API_KEY",
@@ -95,16 +73,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "reproduce", help="print the commands that reproduce a model's published numbers"
     )
     p.add_argument("model", help="an id (meta-llama/Llama-3.1-8B-Instruct) or a paper's row label")
-    p.add_argument(
-        "--checkpoint", default=None, help="where the model is (default: the id, downloaded first)"
-    )
+    p.add_argument("--checkpoint", help="where the model is (default: the id, downloaded first)")
     p.add_argument("--gpus", type=int, default=8, help="GPUs of 80 GB on the node (default 8)")
     p.set_defaults(fn=main)
 
 
 def params_b(model: str, rows: list[Published]) -> float:
-    """Total parameters in billions: the largest size the id or a table label spells (``39B/141B``
-    is 141B)."""
+    """Total parameters in billions: the largest size the id or a table label spells."""
     if model in PARAMS_B:
         return PARAMS_B[model]
     sizes = [float(m) for text in [model, *(r.label for r in rows)] for m in _SIZE.findall(text)]
@@ -116,14 +91,13 @@ def params_b(model: str, rows: list[Published]) -> float:
 
 
 def tensor_parallel(billions: float) -> int:
-    """GPUs per replica: the smallest power of two whose memory holds the bf16 weights with
-    HEADROOM."""
+    """GPUs per replica: the smallest power of two that holds the bf16 weights with HEADROOM."""
     need = 2 * billions * HEADROOM / GPU_GB
     return 1 << max(0, math.ceil(math.log2(need))) if need > 1 else 1
 
 
 def _lengths(rows: list[Published], window: int | None = None) -> str:
-    """The rows' lengths (prompt and output together, as ctxgate counts them) that ``window`` holds."""
+    """The rows' lengths (prompt and output together) that ``window`` holds."""
     fits = sorted(L for L in {L for r in rows for L in r.scores} if window is None or L <= window)
     return ",".join(format_length(L).lower() for L in fits)
 
@@ -137,8 +111,7 @@ def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
     if tp > gpus:
         raise NoRecipe(
             f"{model} needs {tp} GPUs of {GPU_GB} GB for its weights and a 128K KV cache (tensor "
-            f"parallel {tp}); "
-            f"--gpus {gpus} is too few: pass --gpus {tp} or more"
+            f"parallel {tp}); --gpus {gpus} is too few: pass --gpus {tp} or more"
         )
     out = [
         "# vLLM in its own environment, once, in a ctxgate checkout (the official CUDA build)",
@@ -147,34 +120,29 @@ def recipe(model: str, checkpoint: str | None, gpus: int) -> list[str]:
     if checkpoint is None:
         out += [
             f"# the weights into the hub cache, which --model {model} reads (a gated model needs "
-            "HF_TOKEN)"
+            "HF_TOKEN)",
+            f"hf download {shlex.quote(model)}",
         ]
-        out += [f"hf download {shlex.quote(model)}"]
-    return out + _runs(
-        model, shlex.quote(checkpoint or model), rows, f"--backend vllm --tp {tp} -n {gpus // tp}"
-    )
+    engine = f"--backend vllm --tp {tp} -n {gpus // tp}"
+    return out + _runs(model, shlex.quote(checkpoint or model), rows, engine)
 
 
 def _api_recipe(model: str, api: Api, rows: list[Published]) -> list[str]:
     folder = f"tokenizers/{api.tokenizer.rsplit('/', 1)[-1]}"
     engine = (
         f"--backend openai --endpoint-api chat --base-url {api.base_url} --api-key-env "
-        f"{api.key_env} "
-        f"--tokenizer {folder} -n 4"
+        f"{api.key_env} --tokenizer {folder} -n 4"
     )
     out = [
         f"# {model} through its maker's OpenAI-compatible chat API (the key in {api.key_env}), "
-        "each prompt one user "
-        f"message; lengths counted in {api.tokenizer}, {api.about}",
+        f"each prompt one user message; lengths counted in {api.tokenizer}, {api.about}",
         f"hf download {api.tokenizer} --local-dir {folder}",
     ]
-    dropped = [L for L in sorted({L for r in rows for L in r.scores}) if L > api.window]
-    if dropped:
+    if dropped := [L for L in sorted({L for r in rows for L in r.scores}) if L > api.window]:
         out += [
             f"# the API's window is {api.window:,} tokens: the "
-            f"{', '.join(format_length(L) for L in dropped)} "
-            "column cannot run at ctxgate's length (prompt and output together), and the "
-            "comparison says it is missing"
+            f"{', '.join(format_length(L) for L in dropped)} column cannot run at ctxgate's length "
+            "(prompt and output together), and the comparison says it is missing"
         ]
     return out + _runs(model, shlex.quote(model), rows, engine, api.window)
 
@@ -182,45 +150,36 @@ def _api_recipe(model: str, api: Api, rows: list[Published]) -> list[str]:
 def _runs(
     model: str, ckpt: str, rows: list[Published], engine: str, window: int | None = None
 ) -> list[str]:
-    """The pytest commands for the model's RULER and HELMET rows."""
     ref = shlex.quote(model)
     out: list[str] = []
     ruler = [r for r in rows if r.source.key.startswith("ruler")]
     helmet = [r for r in rows if r.source.key.startswith("helmet")]
     if ruler:
-        r = ruler[0]
+        r, lengths = ruler[0], _lengths(ruler, window)
         chat = "on" if r.chat_template == "on" else "off"
         out += [
             f"# {r.source.paper}, {', '.join(dict.fromkeys(x.source.table for x in ruler))}: the "
-            "13 tasks at "
-            f"{_lengths(ruler, window)}, {r.source.samples} samples each, chat template {chat} "
-            "(the paper's Table 6 "
-            "templates; ctxgate applies the model's own). The essay haystack is ctxgate's "
-            "Wikipedia prose, not "
-            "RULER's Paul Graham essays: the comparison names that difference instead of a verdict",
-            f"pytest --model {ckpt} -m ruler --lengths {_lengths(ruler, window)} --samples "
-            f"{r.source.samples} "
+            f"13 tasks at {lengths}, {r.source.samples} samples each, chat template {chat} (the "
+            "paper's Table 6 templates; ctxgate applies the model's own). The essay haystack is "
+            "ctxgate's Wikipedia prose, not RULER's Paul Graham essays: the comparison names that "
+            "difference instead of a verdict",
+            f"pytest --model {ckpt} -m ruler --lengths {lengths} --samples {r.source.samples} "
             f"--chat-template {chat} {engine} --reference {ref} --report out/ruler.json",
         ]
     if helmet:
-        h = helmet[0]
+        h, lengths = helmet[0], _lengths(helmet, window)
         policy = "every prompt a user message" if window else "each task's own chat policy"
         out += [
-            f"# {h.source.paper}, {h.source.table}: the seven categories at "
-            f"{_lengths(helmet, window)}, HELMET's "
+            f"# {h.source.paper}, {h.source.table}: the seven categories at {lengths}, HELMET's "
             f"per-dataset sample counts, {policy}, GPT-4o as the judge (OPENAI_API_KEY). "
             "HELMET's data, its own prompts and scoring, and Llama-2's tokenizer for its length "
-            "rules "
-            "(gated: HF_TOKEN):",
+            "rules (gated: HF_TOKEN):",
             "ctxgate data fetch --to data/",
             "hf download meta-llama/Llama-2-7b-hf tokenizer.json tokenizer_config.json "
-            "special_tokens_map.json "
-            f"--local-dir {LLAMA2_TOKENIZER}",
-            f"pytest --model {ckpt} -m helmet --lengths {_lengths(helmet, window)} "
-            "--chat-template task "
-            f"--data-dir data/ --helmet-compat --helmet-tokenizer {LLAMA2_TOKENIZER} "
-            "--judge-model gpt-4o-2024-05-13 "
-            f"{engine} --reference {ref} --report out/helmet.json",
+            f"special_tokens_map.json --local-dir {LLAMA2_TOKENIZER}",
+            f"pytest --model {ckpt} -m helmet --lengths {lengths} --chat-template task --data-dir "
+            f"data/ --helmet-compat --helmet-tokenizer {LLAMA2_TOKENIZER} --judge-model "
+            f"gpt-4o-2024-05-13 {engine} --reference {ref} --report out/helmet.json",
         ]
     return out
 

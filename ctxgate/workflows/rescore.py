@@ -14,6 +14,8 @@ from ctxgate.records.io import read_predictions
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.registry import UnknownTask, get_task
 
+COLUMNS = ("task", "length", "n", "stored", "rescored", "delta", "changed_samples")
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("rescore", help="recompute scores from stored per-sample predictions")
@@ -29,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument(
         "--answer", action="append", required=True, help="a reference answer; repeat for several"
     )
-    s.add_argument("--prefix", default=None, help="answer prefix to parse after (HELMET metrics)")
+    s.add_argument("--prefix", help="answer prefix to parse after (HELMET metrics)")
     s.set_defaults(fn=score)
 
 
@@ -40,46 +42,29 @@ def rescore(args: argparse.Namespace) -> int:
         for row in read_predictions(path):
             if is_judged(row.metric) or row.score is None:
                 continue  # a judge scores these: `ctxgate judge REPORT.json`
-            prefix = get_task(row.task).scoring_prefix
-            new, _ = score_prediction(
-                args.metric or row.metric,
-                row.prediction,
-                row.answers,
-                prefix,
-                bool(row.chat_template),
-            )
+            prefix, metric = get_task(row.task).scoring_prefix, args.metric or row.metric
+            chat = bool(row.chat_template)
+            new, _ = score_prediction(metric, row.prediction, row.answers, prefix, chat)
             cases.setdefault((row.task, row.length), []).append((row.score, new))
-    except (
-        UnknownTask,
-        UnknownMetric,
-    ) as exc:  # a row of a task or metric this version does not have
+    except (UnknownTask, UnknownMetric) as exc:  # a task or metric this version does not have
         raise CtxgateError(f"{path}: {exc}") from None
     out = []
     for (task, length), pairs in sorted(cases.items()):
-        old = 100 * sum(p[0] for p in pairs) / len(pairs)
-        new = 100 * sum(p[1] for p in pairs) / len(pairs)
-        out.append(
-            {
-                "task": task,
-                "length": length,
-                "n": len(pairs),
-                "stored": round(old, 2),
-                "rescored": round(new, 2),
-                "delta": round(new - old, 2),
-                "changed_samples": sum(1 for a, b in pairs if a != b),
-            }
-        )
+        n, changed = len(pairs), sum(1 for a, b in pairs if a != b)
+        old, new = 100 * sum(p[0] for p in pairs) / n, 100 * sum(p[1] for p in pairs) / n
+        said = (task, length, n, round(old, 2), round(new, 2), round(new - old, 2), changed)
+        out.append(dict(zip(COLUMNS, said)))
     if args.json:
         print(json.dumps(out, indent=1))
-    else:
+        return 0
+    print(
+        f"{'task':<18}{'length':>8}{'n':>6}{'stored':>9}{'rescored':>10}{'delta':>8}{'changed':>9}"
+    )
+    for r in out:
         print(
-            f"{'task':<18}{'length':>8}{'n':>6}{'stored':>9}{'rescored':>10}{'delta':>8}{'changed':>9}"
+            f"{r['task']:<18}{r['length']:>8}{r['n']:>6}{r['stored']:>9.2f}"
+            f"{r['rescored']:>10.2f}{r['delta']:>+8.2f}{r['changed_samples']:>9}"
         )
-        for r in out:
-            print(
-                f"{r['task']:<18}{r['length']:>8}{r['n']:>6}{r['stored']:>9.2f}{r['rescored']:>10.2f}"
-                f"{r['delta']:>+8.2f}{r['changed_samples']:>9}"
-            )
     return 0
 
 
@@ -89,14 +74,6 @@ def score(args: argparse.Namespace) -> int:
         value, looked_at = score_prediction(args.metric, args.prediction, args.answer, args.prefix)
     except ValueError as exc:  # the metric cannot score the answers given
         raise CtxgateError(str(exc)) from None
-    print(
-        json.dumps(
-            {
-                "metric": args.metric,
-                "score": value,
-                "scored_text": looked_at,
-                "answers": args.answer,
-            }
-        )
-    )
+    said = {"metric": args.metric, "score": value, "scored_text": looked_at, "answers": args.answer}
+    print(json.dumps(said))
     return 0

@@ -1,10 +1,5 @@
-"""``ctxgate trend REPORTS...``: scores and effective length against training step, as CSV and a
-PNG.
-
-The step comes from the checkpoint's name in each report (``checkpoint-1000`` -> 1000); reports
-whose model name has no number are placed in the order given. One line per length for each category
-(RULER average, HELMET Recall) and one for the effective length.
-"""
+"""``ctxgate trend REPORTS...``: scores and effective length against training step (from the
+checkpoint's name, else the order given), as CSV and a PNG."""
 
 from __future__ import annotations
 
@@ -20,6 +15,7 @@ from ctxgate.records.refusal import CtxgateError
 from ctxgate.steps import training_step
 
 CATEGORIES = (("ruler", "RULER avg"), ("helmet_recall", "HELMET Recall"))
+FIELDS = ["report", "model", "step", "length", "category", "score", "partial"]
 
 
 def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -28,45 +24,15 @@ def load_points(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
         report = read_report(path)
         model = report.run.model
         step = training_step(model).value if model else None
-        step = order if step is None else step
-        same = {
-            "report": str(path),
-            "model": model,
-            "step": step,
-        }  # the columns every point of this report shares
+        same = (str(path), model, order if step is None else step)  # FIELDS' first three
         for length, groups in report.length_summaries.items():
             for key, label in CATEGORIES:
                 if (group := groups.get(key)) is not None and group.score is not None:
-                    partial = group.partial or group.incomplete
-                    rows.append(
-                        {
-                            **same,
-                            "length": length,
-                            "category": label,
-                            "score": group.score,
-                            "partial": partial,
-                        }
-                    )
+                    point = (length, label, group.score, group.partial or group.incomplete)
+                    rows.append(dict(zip(FIELDS, (*same, *point))))
         if eff := report.effective_length:
-            rows.append(
-                {
-                    **same,
-                    "length": "",
-                    "category": "effective length",
-                    "score": eff.value,
-                    "partial": eff.partial,
-                }
-            )
+            rows.append(dict(zip(FIELDS, (*same, "", "effective length", eff.value, eff.partial))))
     return sorted(rows, key=lambda r: (r["step"], r["category"], str(r["length"])))
-
-
-def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(
-            f, fieldnames=["report", "model", "step", "length", "category", "score", "partial"]
-        )
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
@@ -77,13 +43,10 @@ def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     for ax, (_, label) in zip(axes, CATEGORIES):
-        lengths = sorted({r["length"] for r in rows if r["category"] == label})
+        mine = [r for r in rows if r["category"] == label]
+        lengths = sorted({r["length"] for r in mine})
         for i, length in enumerate(lengths):  # distinct markers and dashes keep equal lines visible
-            pts = [
-                (r["step"], r["score"])
-                for r in rows
-                if r["category"] == label and r["length"] == length
-            ]
+            pts = [(r["step"], r["score"]) for r in mine if r["length"] == length]
             ax.plot(
                 *zip(*pts),
                 marker="osD^v<>"[i % 7],
@@ -91,16 +54,12 @@ def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:
                 markersize=7 - i % 3,
                 label=format_length(length),
             )
-        ax.set_title(
-            label
-            + (" (partial)" if any(r["partial"] for r in rows if r["category"] == label) else "")
-        )
+        ax.set_title(label + (" (partial)" if any(r["partial"] for r in mine) else ""))
         ax.set(xlabel="training step", ylabel="score", ylim=(-2, 102))
         ax.grid(alpha=0.3)
         if lengths:
             ax.legend(title="length", fontsize=8)
-    eff = [(r["step"], r["score"]) for r in rows if r["category"] == "effective length"]
-    if eff:
+    if eff := [(r["step"], r["score"]) for r in rows if r["category"] == "effective length"]:
         axes[2].plot(*zip(*eff), marker="o", color="black")
     axes[2].set(title="effective length (tokens)", xlabel="training step")
     axes[2].grid(alpha=0.3)
@@ -113,7 +72,10 @@ def trend(paths: Sequence[str | Path], out_dir: str | Path) -> tuple[Path, Path]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = load_points(paths)
-    write_csv(rows, out / "trend.csv")
+    with (out / "trend.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
     write_png(rows, out / "trend.png")
     return out / "trend.csv", out / "trend.png"
 

@@ -1,18 +1,6 @@
-"""``ctxgate watch RUN_DIR [options] -- [pytest arguments]``: evaluate each new checkpoint a
-training run writes, and keep a trend up to date.
-
-A checkpoint counts as written once it has ``config.json`` and weights and no file in it changed for
-``--settle`` seconds (trainers write shards one by one). Each is evaluated by running the suite in a
-subprocess (``pytest --model CKPT ... --report REPORTS/<name>.json``), so a crash in one evaluation
-never stops the watcher.
-
-A checkpoint is done only when its evaluation wrote a complete report (a gate that fails is a
-result; a run that lost cases, or a checkpoint that would not load, is not). A failed evaluation is
-tried again at the next scan, up to ``--attempts`` times for the same files; a checkpoint whose
-files change (rewritten, completed) starts over. pytest refusing the arguments (exit 4) is the
-watcher's own mistake: it stops and says so instead of marking anything. The state file records all
-of it, so a restarted watcher picks up where it stopped.
-"""
+"""``ctxgate watch RUN_DIR [options] -- [pytest arguments]``: evaluate each new checkpoint (once no
+file changed for ``--settle`` seconds) in a pytest subprocess until a complete report, up to
+``--attempts`` times for the same files, and keep a trend; the state file survives a restart."""
 
 from __future__ import annotations
 
@@ -39,8 +27,7 @@ class WatchError(CtxgateError, RuntimeError):
 
 
 def ready(path: Path, settle: float) -> bool:
-    """A checkpoint --model takes, with its weights (``formats.written``: the resolver's rule),
-    whose files have not changed for ``settle`` seconds."""
+    """A checkpoint --model takes, with its weights, unchanged for ``settle`` seconds."""
     from ctxgate.backends.formats import written
 
     if not written(path):
@@ -49,22 +36,17 @@ def ready(path: Path, settle: float) -> bool:
 
 
 def signature(path: Path) -> str:
-    """Names, sizes and times of a checkpoint's files: a rewritten checkpoint is a new one to try."""
+    """Names, sizes and times of a checkpoint's files: a rewritten one is a new one to try."""
+    files = (f for f in path.rglob("*") if f.is_file())
     return json.dumps(
-        sorted(
-            (str(f.relative_to(path)), f.stat().st_size, int(f.stat().st_mtime))
-            for f in path.rglob("*")
-            if f.is_file()
-        )
+        sorted((str(f.relative_to(path)), f.stat().st_size, int(f.stat().st_mtime)) for f in files)
     )
 
 
 @dataclass
 class WatchState:
     done: set[str] = field(default_factory=set)
-    failed: dict[str, dict[str, Any]] = field(
-        default_factory=dict
-    )  # name -> attempts, exit code, signature
+    failed: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> its failure
     last: str | None = None
 
     @classmethod
@@ -93,42 +75,28 @@ class WatchState:
     def should_try(self, ckpt: Path, attempts: int) -> bool:
         if ckpt.name in self.done:
             return False
-        failed = self.failed.get(ckpt.name)
+        tried = self.failed.get(ckpt.name)
         return (
-            failed is None
-            or failed["signature"] != signature(ckpt)
-            or failed["attempts"] < attempts
+            tried is None or tried["signature"] != signature(ckpt) or tried["attempts"] < attempts
         )
 
 
 def pending(run_dir: Path, state: WatchState, settle: float, attempts: int) -> list[Path]:
-    found = [
-        p
-        for p in run_dir.iterdir()
-        if p.is_dir() and ready(p, settle) and state.should_try(p, attempts)
-    ]
-    return sorted(found, key=step_of)
+    found = (p for p in run_dir.iterdir() if p.is_dir() and ready(p, settle))
+    return sorted((p for p in found if state.should_try(p, attempts)), key=step_of)
 
 
 def evaluate(checkpoint: Path, reports: Path, pytest_args: Sequence[str]) -> int:
     report = reports / f"{checkpoint.name}.json"
-    # --model=PATH, one word: pytest reads a separate absolute path as a test path and moves its
-    # rootdir
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        f"--model={checkpoint}",
-        f"--report={report}",
-        *pytest_args,
-    ]
+    # --model=PATH, one word: pytest reads a separate absolute path as a test path (and rootdir)
+    cmd = [sys.executable, "-m", "pytest", f"--model={checkpoint}", f"--report={report}"]
+    cmd += pytest_args
     print("ctxgate watch:", " ".join(cmd), flush=True)
     return subprocess.call(cmd)
 
 
 def completed(report: Path) -> bool:
-    """A report of this schema that says every selected case finished (a broken or foreign file is
-    not done)."""
+    """A report of this schema that says every selected case finished."""
     try:
         return read_report(report).complete
     except ReportFileError:
@@ -139,16 +107,14 @@ def watch(
     run_dir: str | Path,
     reports: str | Path,
     pytest_args: Sequence[str],
-    interval: float = INTERVAL.default,
-    settle: float = SETTLE.default,
     once: bool = False,
     trend_dir: str | Path | None = None,
-    attempts: int = ATTEMPTS.default,
     until: str | Path | None = None,
+    interval: float = INTERVAL.default,
+    settle: float = SETTLE.default,
+    attempts: int = ATTEMPTS.default,
 ) -> list[str]:
-    """``until``: a file whose appearance ends the watch once a last scan has evaluated what is
-    ready (a training run writes it when it ends). Returns, when it ends, the checkpoints not
-    evaluated completely (waiting for another attempt, or for their files to change)."""
+    """Returns the checkpoints not evaluated completely, once ``until`` appears (or ``once``)."""
     from ctxgate.workflows.trend import trend
 
     run, out = Path(run_dir), Path(reports)
@@ -166,18 +132,15 @@ def watch(
     state_path = out / "watch-state.json"
     state = WatchState.load(state_path)
     while True:
-        last_scan = (
-            until is not None and Path(until).exists()
-        )  # seen before the scan: nothing written is missed
-        # after training ended nothing is being written: what is there is complete
+        # seen before the scan: nothing written is missed; after it nothing is being written
+        last_scan = until is not None and Path(until).exists()
         for ckpt in pending(run, state, 0.0 if last_scan else settle, attempts):
             before = signature(ckpt)
             code = evaluate(ckpt, out, pytest_args)
             if code == USAGE_ERROR:
                 raise WatchError(
                     f"pytest refused the arguments for {ckpt.name} (exit {code}, its message is "
-                    "above); "
-                    "fix the arguments after --. Nothing was marked done"
+                    "above); fix the arguments after --. Nothing was marked done"
                 )
             state.last = ckpt.name
             if completed(out / f"{ckpt.name}.json"):
@@ -186,28 +149,17 @@ def watch(
             else:
                 prior = state.failed.get(ckpt.name, {})
                 tries = prior.get("attempts", 0) + 1 if prior.get("signature") == before else 1
-                state.failed[ckpt.name] = {
-                    "attempts": tries,
-                    "exit_code": code,
-                    "signature": before,
-                }
+                failure = {"attempts": tries, "exit_code": code, "signature": before}
+                state.failed[ckpt.name] = failure
                 then = "no attempts left until its files change"
                 if (left := attempts - tries) > 0:
                     then = f"trying again at the next scan ({left} attempt(s) left)"
-                print(
-                    f"ctxgate watch: {ckpt.name} was not evaluated completely (exit {code}); "
-                    f"{then}",
-                    flush=True,
-                )
+                said = f"{ckpt.name} was not evaluated completely (exit {code}); {then}"
+                print(f"ctxgate watch: {said}", flush=True)
             state.save(state_path)
-            made = [
-                p for p in sorted(out.glob("*.json")) if p.name != state_path.name and completed(p)
-            ]
-            if made:
+            if made := [p for p in sorted(out.glob("*.json")) if p != state_path and completed(p)]:
                 trend(made, trend_dir or out / "trend")
-        if (
-            once or last_scan
-        ):  # a checkpoint rotated away since (save_total_limit) is nothing to evaluate
+        if once or last_scan:  # one rotated away since (save_total_limit) is nothing to evaluate
             return sorted(name for name in state.failed if (run / name).is_dir())
         time.sleep(interval)
 
@@ -218,35 +170,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     w.add_argument("run_dir", help="the training output folder that checkpoints appear in")
     w.add_argument("--reports", default="reports", help="folder for one report per checkpoint")
-    w.add_argument("--trend", default=None, help="trend output folder (default REPORTS/trend)")
+    w.add_argument("--trend", help="trend output folder (default REPORTS/trend)")
     for option in WATCH:
         option.add_to(w)
     w.add_argument("--once", action="store_true", help="scan once and exit")
-    w.add_argument(
-        "--until", default=None, help="exit after the scan that follows this file's appearance"
-    )
+    w.add_argument("--until", help="exit after the scan that follows this file's appearance")
     w.set_defaults(fn=main, pytest_args=[])
-    w.epilog = "pytest arguments go after --, e.g. ctxgate watch RUN_DIR --once -- --lengths 8k,32k -n auto"
+    w.epilog = (
+        "pytest arguments go after --, e.g. ctxgate watch RUN_DIR --once -- --lengths 8k,32k -n "
+        "auto"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     given = read(WATCH, lambda dest: getattr(args, dest))
     incomplete = watch(
-        args.run_dir,
-        args.reports,
-        args.pytest_args,
-        given["interval"],
-        given["settle"],
-        args.once,
-        args.trend,
-        given["attempts"],
-        args.until,
+        args.run_dir, args.reports, args.pytest_args, args.once, args.trend, args.until, **given
     )
     if incomplete:  # a run that could not be evaluated must not pass a CI step as if it had been
         print(
             f"ctxgate watch: {len(incomplete)} checkpoint(s) not evaluated completely: "
-            f"{', '.join(incomplete)} "
-            "(their reports say why); the next scan tries them again, or once their files change",
+            f"{', '.join(incomplete)} (their reports say why); the next scan tries them again, or "
+            "once their files change",
             file=sys.stderr,
         )
         return 1
