@@ -16,17 +16,7 @@ from typing import TYPE_CHECKING
 
 from ctxgate.data import words
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import (
-    BuildContext,
-    Builder,
-    Job,
-    Sample,
-    TaskSpec,
-    distinct,
-    make_frame,
-    shuffle,
-    too_short,
-)
+from ctxgate.tasks.base import BuildContext, Builder, Job, Sample, TaskSpec, distinct, shuffle
 from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 from ctxgate.tokens.ids import gather, id_list
@@ -147,8 +137,7 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
             rng.shuffle(ex_items)
             answer = _numbered(ex_chosen[:NUM_CW])
             example = f"{CWE_HEAD}{_numbered(ex_items)}{CWE_TAIL}{CWE_PREFIX} {answer}\n"
-        head = [example, CWE_HEAD] if example else [CWE_HEAD]
-        frame = make_frame(ctx, head, [CWE_TAIL], CWE_PREFIX)
+        frame = ctx.frame(example + CWE_HEAD, CWE_TAIL, CWE_PREFIX)
         budget = frame.budget(length, job.gen)
         word_list = vocab
         # the words by their positions: sampling the positions draws as sampling the words does
@@ -163,7 +152,7 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
         if n >= NUM_CW:
             break
     else:
-        raise too_short(job, f"not even {NUM_CW} words fit")
+        raise job.too_short(f"not even {NUM_CW} words fit")
     items: list[int] | np.ndarray
     if word_list is vocab:
         items = list(order[:NUM_CW]) * cw + list(order[NUM_CW:n]) * ucw
@@ -228,21 +217,20 @@ def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
     shuffle(rng, vocab)
     vocab[0] = "..."  # the top-ranked "word" is noise
     # the head's last space goes with the first word, as tokenizers split it: every word is " word"
-    frame = make_frame(ctx, [FWE_HEAD.removesuffix(" ")], [FWE_TAIL], FWE_PREFIX)
+    frame = ctx.frame(FWE_HEAD.removesuffix(" "), FWE_TAIL, FWE_PREFIX)
     budget = frame.budget(length, job.gen)
     most = 4 * max(budget, 1)  # the most words the search below tries
     weights = _zipf(vocab_size, alpha)
-    # Only the leading words have a copy at the most words tried (int(n * w) is 0 past them, weights
-    # falling with rank): only those are tokenized, some 1,600 of 21,000 at 1M tokens.
-    seen = max(
-        5, bisect.bisect_right(weights, -1.0, key=lambda w: -(most * w))
-    )  # the ranks with most * w >= 1
+    # Only the leading words (the ranks with most * w >= 1) have a copy at the most words tried
+    # (int(n * w) is 0 past them, weights falling with rank): only those are tokenized, some 1,600
+    # of 21,000 at 1M tokens.
+    seen = max(5, bisect.bisect_right(weights, -1.0, key=lambda w: -(most * w)))
     piece_ids = dict(zip(vocab[:seen], enc.encode_fresh([" " + w for w in vocab[:seen]])))
     cost = _weighted_cost(weights[:seen], [len(piece_ids[w]) for w in vocab[:seen]])
     num_words = largest_fitting(cost, 1, most, budget)
     cnt = [int(num_words * w) for w in weights[:seen]]  # the rest are 0
     if num_words < 1 or min(cnt[1:4]) < 1 or cnt[3] == cnt[4]:
-        raise too_short(job, "too few words fit to rank the top three")
+        raise job.too_short("too few words fit to rank the top three")
     items = [w for w, c in zip(vocab, cnt) for _ in range(c)]
     shuffle(rng, items)
     context = list(itertools.chain.from_iterable(map(piece_ids.__getitem__, items)))

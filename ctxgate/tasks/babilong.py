@@ -24,18 +24,7 @@ from ctxgate.sources.babilong_files import (
     tail,
 )
 from ctxgate.sources.helmet_files import order
-from ctxgate.tasks.base import (
-    BuildContext,
-    Frame,
-    Job,
-    Prompt,
-    Sample,
-    TaskSpec,
-    essay_ran_out,
-    make_frame,
-    need_room,
-    too_short,
-)
+from ctxgate.tasks.base import BuildContext, Frame, Job, Prompt, Sample, TaskSpec
 from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 
@@ -47,7 +36,7 @@ CHANCE = {"qa1": 100 / 6, "qa2": 100 / 6, "qa3": 20.0, "qa4": 20.0, "qa5": 19.7}
 
 def _frame(ctx: BuildContext, split: str, question: str) -> Frame:
     """BABILong's template around the context (with the chat template, one user turn)."""
-    return make_frame(ctx, [PROMPTS[split].head()], [tail(question)], "", prefix_after_chat=False)
+    return ctx.frame(PROMPTS[split].head(), tail(question), "", after=False)
 
 
 class _Haystack:
@@ -88,7 +77,7 @@ def _haystack(ctx: BuildContext, job: Job, room: int) -> _Haystack:
         count += min(tokens.fit(left), start)
         if count == len(tokens.sentences) and left - tokens.ends[start] > tokens.longest:
             what = f"{essay.source} ({tokens.ends[-1]:,} tokens of this tokenizer, never repeated)"
-            raise essay_ran_out(job, what, job.length - left + tokens.ends[start])
+            raise job.essay_ran_out(what, job.length - left + tokens.ends[start])
     return _Haystack(tokens, start, count)
 
 
@@ -148,11 +137,11 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
         why = (
             f"its prompt and the story's {len(spaced)} facts take {-room} tokens more than it holds"
         )
-        raise too_short(job, why)
+        raise job.too_short(why)
     hay = _haystack(ctx, job, room)
     positions = sorted(job.rng.choices(range(hay.count + 1), k=len(spaced)))
     while True:
-        need_room(job, hay.count, 1, "haystack sentences beside the story")
+        job.need_room(hay.count, 1, "haystack sentences beside the story")
         context, text, offsets = _assemble(enc, hay, story.facts, spaced, positions)
         if len(context) <= budget:
             break
@@ -198,8 +187,7 @@ def _refuse_unless_every_record_fits(
     fit = sum(n <= job.length for n in sizes)
     if fit < len(sizes):
         worst = max(range(len(sizes)), key=sizes.__getitem__)
-        raise too_short(
-            job,
+        raise job.too_short(
             f"{fit} of the {len(sizes)} records of BABILong's {data.config} set of {split} "
             f"({', '.join(data.paths)}) fit it in this tokenizer, and a set runs only where every "
             f"record does: record {worst} takes {sizes[worst]:,} tokens with its prompt and the "

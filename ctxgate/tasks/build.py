@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ctxgate.records.refusal import Refusal
 from ctxgate.seeding import sample_rng
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, check_fill, too_short
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, check_fill
 
 WHOLE_UP_TO = 32768  # every prompt up to this length is tokenized whole
 PROBE_UP_TO = 131072
@@ -50,8 +50,8 @@ def build_sample(
             why = (
                 "length 0 is the bare form (the facts alone, BABILong's 0k) of tasks that have one"
             )
-            raise too_short(job, why)
-        raise too_short(job, f"its generation budget of {spec.tokens_to_generate} tokens fills it")
+            raise job.too_short(why)
+        raise job.too_short(f"its generation budget of {spec.tokens_to_generate} tokens fills it")
     s = _tokenized_whole(spec, ctx, job)
     if length == 0:
         return s

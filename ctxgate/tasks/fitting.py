@@ -6,15 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from ctxgate.sources.kilt import Demo, Passage
-from ctxgate.tasks.base import (
-    BuildContext,
-    Job,
-    Prompt,
-    fill_count,
-    make_frame,
-    need_room,
-    too_short,
-)
+from ctxgate.tasks.base import BuildContext, Job, Prompt, fill_count
 
 SEP = "\n\n"
 
@@ -34,7 +26,7 @@ def fit_units(
     """The prompt and the units used: ``units`` in the order kept (must-haves first), shown in
     ``layout(k)`` order, tokenized as far as the room reaches, outside the encoder's cache."""
     enc = ctx.encoder
-    frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
+    frame = ctx.frame(head, tail, answer_prefix, separator, after=False)
     budget = frame.budget(job.length, job.gen)
     encoded: list[tuple[int, ...]] = []
     used = 0
@@ -44,7 +36,7 @@ def fit_units(
             encoded.append(ids)
             used += len(ids)
     k = fill_count([len(ids) for ids in encoded], budget)
-    need_room(job, k, minimum, what)
+    job.need_room(k, minimum, what)
     while True:
         order = layout(k) if layout else list(range(k))
         body = tuple(enc.encode_fresh([units[order[0]]])[0]) if order else ()
@@ -53,7 +45,7 @@ def fit_units(
             return frame.around(body, SEP.join(units[j] for j in order)), k
         if k <= minimum:  # tokens merged across a boundary and the must-haves alone overflow
             why = f"its fixed parts and {minimum} {what} take {len(body) - budget} tokens too many"
-            raise too_short(job, why)
+            raise job.too_short(why)
         k -= 1
 
 
@@ -85,9 +77,9 @@ def fit_document(
     what: str = "document tokens",
 ) -> tuple[Prompt, int, bool]:
     """One long document cut to fit (ending with ``suffix``), its tokens, whether it was cut."""
-    frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
+    frame = ctx.frame(head, tail, answer_prefix, separator, after=False)
     budget = frame.budget(job.length, job.gen)
-    need_room(job, budget - len(encoded_suffix(ctx, suffix)), minimum, what)
+    job.need_room(budget - len(encoded_suffix(ctx, suffix)), minimum, what)
     doc, shown, cut = cut_document(ctx, text, budget, suffix)
     return frame.around(doc, shown), len(doc), cut
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ctxgate.tasks.base import BuildContext, Job, Prompt, need_room, too_short
+from ctxgate.tasks.base import BuildContext, Job, Prompt
 from ctxgate.tasks.fitting import MIN_DOCUMENT_TOKENS, OMITTED, fit_document
 from ctxgate.tokens.codec import PieceEncoder
 
@@ -53,7 +53,7 @@ def precut(ctx: BuildContext, job: Job, text: str) -> str:
     )
     keep = job.length - PRECUT_SLACK[job.task]
     separator = len(tok(OMITTED)["input_ids"])
-    need_room(job, keep - separator, MIN_DOCUMENT_TOKENS, "document tokens after HELMET's pre-cut")
+    job.need_room(keep - separator, MIN_DOCUMENT_TOKENS, "document tokens after HELMET's pre-cut")
     return _precut(enc, text, keep, separator)
 
 
@@ -104,7 +104,7 @@ def helmet_ids(
             shorter = tok.decode(tok(context, verbose=False)["input_ids"][:-over])
         if len(shorter) >= len(context) or not shorter:
             why = f"its fixed parts take {over} tokens more than the context holds"
-            raise too_short(job, why)
+            raise job.too_short(why)
         context = shorter
         ids = render(context)
     return Prompt(ids, rendered(context), not ctx.chat), context, len(ids) - len(render(""))

@@ -19,7 +19,6 @@ from ctxgate.tasks.base import (
     Sample,
     TaskSpec,
     distinct,
-    too_short,
 )
 from ctxgate.tasks.mrcr_official import build_official, conversation_turns, pool_size
 from ctxgate.tasks.registration import register_all
@@ -90,8 +89,7 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     room = job.length - job.gen - len(head) - len(tail) - (len(first) - len(before))
     room -= sum(cost + len(r) + len(a) for r, a, _ in needle_turns)
     if room < 0:
-        raise too_short(
-            job,
+        raise job.too_short(
             f"its worked examples, {n} needle turns and question, with the {job.gen}-token "
             "generation budget, "
             f"take {job.length - room:,} tokens, {-room:,} more than the length",

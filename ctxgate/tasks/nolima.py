@@ -34,10 +34,6 @@ from ctxgate.tasks.base import (
     Job,
     Sample,
     TaskSpec,
-    essay_ran_out,
-    need_room,
-    text_frame,
-    too_short,
 )
 from ctxgate.tasks.registration import register
 from ctxgate.tokens.codec import PieceEncoder
@@ -157,7 +153,7 @@ def system_chat_parts(enc: PieceEncoder) -> tuple[str, str]:
 def frame(ctx: BuildContext, head: str, tail: str) -> Frame:
     """The ids around the haystack; no answer prefix (NoLiMa's model answers freely)."""
     chat_head, chat_tail = system_chat_parts(ctx.encoder) if ctx.chat else ("", "")
-    return text_frame(ctx.encoder, chat_head + head, tail + chat_tail)
+    return ctx.text_frame(chat_head + head, tail + chat_tail)
 
 
 def keyword_pattern(case: NeedleCase) -> re.Pattern[str]:
@@ -257,7 +253,7 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
     room = f.budget(job.length, job.gen) - len(needle_ids)
     if room <= 0:
         why = f"its template, question and needle leave {max(room, 0)} tokens for the haystack"
-        raise too_short(job, why)
+        raise job.too_short(why)
     fillers = draw_fillers(enc, case, character, room, job.rng)
     essay_room = room - sum(len(ids) for _, ids in fillers)
     essay = load_essay(ctx.essay_path)
@@ -268,12 +264,12 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
             f"{essay.source} (never repeated, its sentences naming the needle's keywords or "
             "characters left out)"
         )
-        raise essay_ran_out(job, what, job.length - essay_room + int(lengths.sum()))
-    need_room(job, len(kept), 1, "haystack sentences beside the needle")
+        raise job.essay_ran_out(what, job.length - essay_room + int(lengths.sum()))
+    job.need_room(len(kept), 1, "haystack sentences beside the needle")
     units, sizes = _interleave(kept, lengths, fillers, job.rng)
     context, offset, place, units = _assemble(enc, tokens, units, sizes, depth, needle_ids, room)
     essay_units = sum(isinstance(u, int) for u in units)
-    need_room(job, essay_units, 1, "haystack sentences beside the needle")
+    job.need_room(essay_units, 1, "haystack sentences beside the needle")
     texts = {ids: text for text, ids in fillers}
     shown = [tokens.sentences[u] if isinstance(u, int) else texts[u] for u in units]
     # the first unit bare, the rest behind a space
