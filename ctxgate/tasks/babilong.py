@@ -192,9 +192,8 @@ def _refuse_unless_every_record_fits(
             f"({', '.join(data.paths)}) fit it in this tokenizer, and a set runs only where every "
             f"record does: record {worst} takes {sizes[worst]:,} tokens with its prompt and the "
             f"{job.gen} to generate (BABILong sized the set's inputs to "
-            f"{input_tokens(data.config):,} GPT-2 tokens; a "
-            "record is never cut, as a cut can drop a fact the answer needs; "
-            f"ctx_babi_{split} fills any length in any tokenizer)",
+            f"{input_tokens(data.config):,} GPT-2 tokens; a record is never cut, as a cut can "
+            f"drop a fact the answer needs; ctx_babi_{split} fills any length in any tokenizer)",
         )
 
 

@@ -60,8 +60,7 @@ def build_sample(
         raise LengthRuleBroken(
             f"{spec.name} built sample {index} at length {length} {over} tokens over the length "
             f"rule (prompt {len(s.input_ids)} + generation budget {spec.tokens_to_generate}); "
-            "this is a ctxgate bug: please "
-            "report it with the command that ran"
+            "this is a ctxgate bug: please report it with the command that ran"
         )
     if fill_rule:
         check_fill(spec, s)

@@ -11,15 +11,7 @@ from typing import Any
 
 from ctxgate.data import conversations as conv
 from ctxgate.metrics.registry import MRCR_RATIO
-from ctxgate.tasks.base import (
-    BuildContext,
-    Builder,
-    Job,
-    Prompt,
-    Sample,
-    TaskSpec,
-    distinct,
-)
+from ctxgate.tasks.base import BuildContext, Builder, Job, Prompt, Sample, TaskSpec, distinct
 from ctxgate.tasks.mrcr_official import build_official, conversation_turns, pool_size
 from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
@@ -33,9 +25,7 @@ OFFICIAL_BUDGET = 2048  # OpenAI MRCR's longest answer, 3.89K characters, at 2 a
 CHANCE = 24.8
 
 Ids = tuple[int, ...]
-_UNITS: weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str], tuple[Ids, ...]]] = (
-    weakref.WeakKeyDictionary()
-)
+_UNITS = weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str], tuple[Ids, ...]]]()
 
 
 def unit_ids(enc: PieceEncoder, sentences: conv.Sentences, sep: str) -> tuple[Ids, ...]:
@@ -91,8 +81,7 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     if room < 0:
         raise job.too_short(
             f"its worked examples, {n} needle turns and question, with the {job.gen}-token "
-            "generation budget, "
-            f"take {job.length - room:,} tokens, {-room:,} more than the length",
+            f"generation budget, take {job.length - room:,} tokens, {-room:,} more than the length",
         )
     fill: list[tuple[Ids, list[int], conv.Answer]] = []
     while True:

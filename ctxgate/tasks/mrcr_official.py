@@ -82,10 +82,9 @@ def _turns(enc: PieceEncoder, chat: bool, needles: int) -> ChatTurns:
     if turns.user_user is None:
         raise TemplateRefused(
             f"{task}: the chat template refuses two user messages in a row, which every OpenAI "
-            "MRCR "
-            "prompt starts with (the worked examples, then the first request), so its prompts "
-            "cannot be rendered as the template renders them: pass --chat-template off for the "
-            "plain transcript"
+            "MRCR prompt starts with (the worked examples, then the first request), so its "
+            "prompts cannot be rendered as the template renders them: pass --chat-template off "
+            "for the plain transcript"
         )
     return turns
 
@@ -136,9 +135,8 @@ def rows_for(
         raise TaskTooShort(
             f"mrcr_{needles}needle has no row at length {length}: none of the {len(data)} rows of "
             f"{', '.join(data.paths)} has a prompt that, with the {gen}-token generation budget, "
-            "takes more than "
-            f"{length // 2} and at most {length} tokens of this tokenizer (each row belongs to one "
-            f"power-of-two length); {where}"
+            f"takes more than {length // 2} and at most {length} tokens of this tokenizer (each "
+            f"row belongs to one power-of-two length); {where}"
         )
     return tuple(chosen)
 

@@ -11,14 +11,7 @@ from dataclasses import dataclass
 from ctxgate.data import words
 from ctxgate.data.haystacks import NOISE_LINE, essay_tokens, load_essay
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import (
-    BuildContext,
-    Job,
-    Sample,
-    TaskSpec,
-    distinct,
-    fresh_lines,
-)
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, distinct, fresh_lines
 from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 

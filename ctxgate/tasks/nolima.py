@@ -1,8 +1,8 @@
 """NoLiMa-style latent-association needles (Modarressi et al., 2025): needle and question share no
-content word, so finding it takes one associative hop. ``ctx_nolima``: the project's set;
-``ctx_nolima_direct``: the same asked literally; ``nolima``: NoLiMa's own (``--data-dir``). Built as
-NoLiMa's ``evaluation/`` HEAD builds a test; the essay haystack, less sentences naming the test's
-keywords, holds ``FILLERS`` about other characters, so "which character?" needs a hop."""
+content word. ``ctx_nolima``: the project's set; ``ctx_nolima_direct``: asked literally;
+``nolima``: NoLiMa's own (``--data-dir``), built as its ``evaluation/`` HEAD builds a test. The
+essay, less sentences naming the keywords, holds ``FILLERS`` on other characters, so "which
+character?" needs a hop."""
 
 from __future__ import annotations
 
@@ -28,13 +28,7 @@ from ctxgate.sources.nolima_files import (
     load_official,
     load_project,
 )
-from ctxgate.tasks.base import (
-    BuildContext,
-    Frame,
-    Job,
-    Sample,
-    TaskSpec,
-)
+from ctxgate.tasks.base import BuildContext, Frame, Job, Sample, TaskSpec
 from ctxgate.tasks.registration import register
 from ctxgate.tokens.codec import PieceEncoder
 
@@ -110,9 +104,7 @@ def case_and_depth(count: int, index: int, task: str, seed: int) -> tuple[int, i
     return seeded_order(count, "nolima-order", task, seed)[at], DEPTHS[(at + turn) % len(DEPTHS)]
 
 
-_SYSTEM_PARTS: weakref.WeakKeyDictionary[PieceEncoder, tuple[str, str]] = (
-    weakref.WeakKeyDictionary()
-)
+_SYSTEM_PARTS = weakref.WeakKeyDictionary[PieceEncoder, tuple[str, str]]()
 
 
 def system_chat_parts(enc: PieceEncoder) -> tuple[str, str]:
@@ -196,9 +188,7 @@ def draw_fillers(
     return list(zip(texts[:n], ids[:n]))
 
 
-_LEFT_OUT: weakref.WeakKeyDictionary[EssayTokens, dict[str, bytearray]] = (
-    weakref.WeakKeyDictionary()
-)
+_LEFT_OUT = weakref.WeakKeyDictionary[EssayTokens, dict[str, bytearray]]()
 _LEFT_OUT_LOCK = threading.Lock()
 
 
@@ -247,9 +237,8 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
     question = case.question.replace(CHARACTER, character) if character else case.question
     head, tail = case.template.split("{haystack}")
     f = frame(ctx, head.replace("{question}", question), tail.replace("{question}", question))
-    needle_ids = enc.encode_fresh([" " + needle])[
-        0
-    ]  # NoLiMa: the needle after a space, at a unit's end
+    # NoLiMa: the needle after a space, at a unit's end
+    needle_ids = enc.encode_fresh([" " + needle])[0]
     room = f.budget(job.length, job.gen) - len(needle_ids)
     if room <= 0:
         why = f"its template, question and needle leave {max(room, 0)} tokens for the haystack"
@@ -308,11 +297,8 @@ def _interleave(
     units: list[Unit] = []
     sizes: list[int] = []
     for k, (index, size) in enumerate(zip(kept.tolist(), lengths.tolist()), start=1):
-        units.append(index)
-        sizes.append(size)
-        for ids in after.get(k, ()):
-            units.append(ids)
-            sizes.append(len(ids))
+        units += [index, *after.get(k, ())]
+        sizes += [size, *map(len, after.get(k, ()))]
     return units, sizes
 
 
