@@ -134,10 +134,9 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
     budget = frame.budget(job.length, job.gen)
     room = budget - sum(map(len, spaced))
     if room < 0:
-        why = (
+        raise job.too_short(
             f"its prompt and the story's {len(spaced)} facts take {-room} tokens more than it holds"
         )
-        raise job.too_short(why)
     hay = _haystack(ctx, job, room)
     positions = sorted(job.rng.choices(range(hay.count + 1), k=len(spaced)))
     while True:

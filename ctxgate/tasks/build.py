@@ -38,19 +38,13 @@ def build_sample(
     ctx = task_context(spec, ctx)
     if ctx.seed != seed:
         ctx = replace(ctx, seed=seed)
-    job = Job(
-        spec.name,
-        length,
-        index,
-        spec.tokens_to_generate,
-        sample_rng(spec.name, length, index, seed),
-    )
+    rng = sample_rng(spec.name, length, index, seed)
+    job = Job(spec.name, length, index, spec.tokens_to_generate, rng)
     if not fits_at_all(spec, length):
         if length == 0:
-            why = (
+            raise job.too_short(
                 "length 0 is the bare form (the facts alone, BABILong's 0k) of tasks that have one"
             )
-            raise job.too_short(why)
         raise job.too_short(f"its generation budget of {spec.tokens_to_generate} tokens fills it")
     s = _tokenized_whole(spec, ctx, job)
     if length == 0:

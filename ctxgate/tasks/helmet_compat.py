@@ -48,9 +48,8 @@ def check_tokenizers(model: PieceEncoder, length: PieceEncoder | None) -> None:
 def precut(ctx: BuildContext, job: Job, text: str) -> str:
     """``truncate_llama2``: keep L - slack - len(suffix) tokens of a longer document."""
     enc = ctx.helmet_encoder or ctx.encoder
-    tok = transformers_tokenizer(
-        enc, "--helmet-tokenizer" if ctx.helmet_encoder else "--helmet-compat"
-    )
+    flag = "--helmet-tokenizer" if ctx.helmet_encoder else "--helmet-compat"
+    tok = transformers_tokenizer(enc, flag)
     keep = job.length - PRECUT_SLACK[job.task]
     separator = len(tok(OMITTED)["input_ids"])
     job.need_room(keep - separator, MIN_DOCUMENT_TOKENS, "document tokens after HELMET's pre-cut")
@@ -98,13 +97,11 @@ def helmet_ids(
         over = len(ids) - limit
         if tok.is_fast:
             offsets = tok(context, return_offsets_mapping=True, verbose=False)["offset_mapping"]
-            starts = [start for start, _ in offsets]
-            shorter = context[: starts[-over]] if over <= len(starts) else ""
+            shorter = context[: offsets[-over][0]] if over <= len(offsets) else ""
         else:  # HELMET decodes the kept ids of a tokenizer without offsets
             shorter = tok.decode(tok(context, verbose=False)["input_ids"][:-over])
         if len(shorter) >= len(context) or not shorter:
-            why = f"its fixed parts take {over} tokens more than the context holds"
-            raise job.too_short(why)
+            raise job.too_short(f"its fixed parts take {over} tokens more than the context holds")
         context = shorter
         ids = render(context)
     return Prompt(ids, rendered(context), not ctx.chat), context, len(ids) - len(render(""))
