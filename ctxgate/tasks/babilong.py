@@ -15,14 +15,7 @@ from ctxgate.data.haystacks import EssayTokens, essay_tokens, load_essay
 from ctxgate.memo import memo
 from ctxgate.metrics.babilong import TASK_LABELS, references
 from ctxgate.metrics.registry import BABILONG_MATCH
-from ctxgate.sources.babilong_files import (
-    PROMPTS,
-    BabilongSet,
-    Record,
-    input_tokens,
-    load_set,
-    tail,
-)
+from ctxgate.sources.babilong_files import PROMPTS, Record, input_tokens, load_set, tail
 from ctxgate.sources.helmet_files import order
 from ctxgate.tasks.base import BuildContext, Frame, Job, Prompt, Sample, TaskSpec
 from ctxgate.tasks.registration import register_all
@@ -177,29 +170,24 @@ def _sizes(
     return tuple(len(enc.whole(_prompt(ctx, split, r).text)) for r in records)
 
 
-def _refuse_unless_every_record_fits(
-    split: str, ctx: BuildContext, job: Job, data: BabilongSet
-) -> None:
-    """A set runs only where every record fits whole: a cut can drop a needed fact."""
-    prompts = _sizes(job.task, split, ctx.data_dir, ctx.encoder, ctx.chat, job.length)
-    sizes = [n + job.gen for n in prompts]
-    fit = sum(n <= job.length for n in sizes)
-    if fit < len(sizes):
-        worst = max(range(len(sizes)), key=sizes.__getitem__)
-        raise job.too_short(
-            f"{fit} of the {len(sizes)} records of BABILong's {data.config} set of {split} "
-            f"({', '.join(data.paths)}) fit it in this tokenizer, and a set runs only where every "
-            f"record does: record {worst} takes {sizes[worst]:,} tokens with its prompt and the "
-            f"{job.gen} to generate (BABILong sized the set's inputs to "
-            f"{input_tokens(data.config):,} GPT-2 tokens; a record is never cut, as a cut can "
-            f"drop a fact the answer needs; ctx_babi_{split} fills any length in any tokenizer)",
-        )
-
-
 def build_official(split: str, ctx: BuildContext, job: Job) -> Sample:
     data = load_set(job.task, split, ctx.data_dir, job.length)
     if job.length:  # 0k, the bare stories, has no cap
-        _refuse_unless_every_record_fits(split, ctx, job, data)
+        # a set runs only where every record fits whole: a cut can drop a needed fact
+        prompts = _sizes(job.task, split, ctx.data_dir, ctx.encoder, ctx.chat, job.length)
+        sizes = [n + job.gen for n in prompts]
+        fit = sum(n <= job.length for n in sizes)
+        if fit < len(sizes):
+            worst = max(range(len(sizes)), key=sizes.__getitem__)
+            raise job.too_short(
+                f"{fit} of the {len(sizes)} records of BABILong's {data.config} set of {split} "
+                f"({', '.join(data.paths)}) fit it in this tokenizer, and a set runs only where "
+                f"every record does: record {worst} takes {sizes[worst]:,} tokens with its prompt "
+                f"and the {job.gen} to generate (BABILong sized the set's inputs to "
+                f"{input_tokens(data.config):,} GPT-2 tokens; a record is never cut, as a cut can "
+                f"drop a fact the answer needs; ctx_babi_{split} fills any length in any "
+                "tokenizer)",
+            )
     # a full run takes every record once
     index = order(len(data.records), ctx.seed)[job.index % len(data.records)]
     record = data.records[index]
@@ -215,13 +203,10 @@ def build_official(split: str, ctx: BuildContext, job: Job) -> Sample:
     )
 
 
-def _spec(
-    name: str,
-    split: str,
-    build: Callable[[str, BuildContext, Job], Sample],
-    description: str,
-    **more: Any,
-) -> TaskSpec:
+Build = Callable[[str, BuildContext, Job], Sample]
+
+
+def _spec(name: str, split: str, build: Build, description: str, **more: Any) -> TaskSpec:
     return TaskSpec(
         name=name,
         suite="babilong",

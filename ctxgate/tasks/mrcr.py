@@ -105,10 +105,8 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
         if t in at:
             offsets.append(len(ids))
         ids.extend(a)
-        text.extend(
-            ((turns.user_user or "") if t == 0 else turns.assistant_user, answer.request.text)
-        )
-        text.extend((turns.user_assistant, answer.text))
+        opener = (turns.user_user or "") if t == 0 else turns.assistant_user
+        text.extend((opener, answer.request.text, turns.user_assistant, answer.text))
     ids.extend(tail)
     text.extend((turns.assistant_user, asked, turns.end))
     gold = answers[nth - 1]
