@@ -47,10 +47,6 @@ class _Headers:
 _HEADERS: weakref.WeakKeyDictionary[PieceEncoder, _Headers] = weakref.WeakKeyDictionary()
 
 
-def _headers(enc: PieceEncoder) -> _Headers:
-    return _HEADERS.get(enc) or _HEADERS.setdefault(enc, _Headers(enc))
-
-
 def load_pool(task: str, ctx: BuildContext) -> qa_data.QAPool:
     if task == "qa_1":
         return qa_data.load_squad(ctx.squad_source or qa_data.DEFAULT_SQUAD)
@@ -73,7 +69,7 @@ def build_qa(ctx: BuildContext, job: Job) -> Sample:
     # RULER: past the data's documents, the whole pool again (gold included), to fill the length
     doc_ids = enc.encode_many([pool.docs[d] for d in candidates])
     sizes = [len(ids) for ids in doc_ids]
-    headers = _headers(enc)
+    headers = _HEADERS.get(enc) or _HEADERS.setdefault(enc, _Headers(enc))
     used = itertools.accumulate(
         sizes[(n - 1) % len(sizes)] + len(headers(n)) for n in itertools.count(1)
     )
