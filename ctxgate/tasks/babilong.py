@@ -186,7 +186,7 @@ def build_official(split: str, ctx: BuildContext, job: Job) -> Sample:
                 f"and the {job.gen} to generate (BABILong sized the set's inputs to "
                 f"{input_tokens(data.config):,} GPT-2 tokens; a record is never cut, as a cut can "
                 f"drop a fact the answer needs; ctx_babi_{split} fills any length in any "
-                "tokenizer)",
+                "tokenizer)"
             )
     # a full run takes every record once
     index = order(len(data.records), ctx.seed)[job.index % len(data.records)]
@@ -247,6 +247,5 @@ SPLITS = {
     "qa5": "three-argument relations",
 }
 register_all(
-    __name__,
-    [*(_generated(s, d) for s, d in SPLITS.items()), *(_official(s) for s in SPLITS)],
+    __name__, [*(_generated(s, d) for s, d in SPLITS.items()), *(_official(s) for s in SPLITS)]
 )

@@ -81,7 +81,7 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     if room < 0:
         raise job.too_short(
             f"its worked examples, {n} needle turns and question, with the {job.gen}-token "
-            f"generation budget, take {job.length - room:,} tokens, {-room:,} more than the length",
+            f"generation budget, take {job.length - room:,} tokens, {-room:,} more than the length"
         )
     fill: list[tuple[Ids, list[int], conv.Answer]] = []
     while True:
