@@ -5,14 +5,13 @@ fit in L tokens."""
 from __future__ import annotations
 
 import bisect
-import contextlib
 import functools
 import gc
 import hashlib
 import itertools
 import random
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar, cast
 
@@ -222,7 +221,9 @@ def fresh_lines(
     kept: list[tuple[str, ...]] = []
     ids: list[int] = []
     sizes: list[int] = []
-    with collection_paused():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
         while room > 0:
             rows = [make_line() for _ in range(max(16, room // 40))]
             for start in range(0, len(rows), FRESH_CHUNK):
@@ -236,21 +237,13 @@ def fresh_lines(
                 room -= len(chunk_ids)
                 if n < len(chunk):
                     return kept, ids, sizes
+    finally:
+        if enabled:
+            gc.enable()
     return kept, ids, sizes
 
 
 FRESH_CHUNK = 2048
-
-
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 # builds one sample; called only through ``tasks.build.build_sample``, which checks the length rule

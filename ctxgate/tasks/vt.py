@@ -26,10 +26,8 @@ def _chain(rng: random.Random, name_len: int) -> tuple[list[str], str, list[str]
     names = distinct(lambda: "".join(rng.choices(string.ascii_uppercase, k=name_len)), NUM_HOPS + 1)
     value = str(rng.randint(10000, 99999))
     # RULER writes each hop with a trailing space ("VAR B = VAR A "), the first binding without
-    lines = [f"VAR {names[0]} = {value}"] + [
-        f"VAR {names[j + 1]} = VAR {names[j]} " for j in range(NUM_HOPS)
-    ]
-    return names, value, lines
+    hops = [f"VAR {names[j + 1]} = VAR {names[j]} " for j in range(NUM_HOPS)]
+    return names, value, [f"VAR {names[0]} = {value}", *hops]
 
 
 def _noise_with_chain(
