@@ -111,11 +111,7 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
     frame = _frame(ctx, split, story.question)
     spaced = enc.encode_many([" " + fact for fact in story.facts])
     answers = references(story.answer, story.question, TASK_LABELS[split])
-    meta = {
-        "facts": list(story.facts),
-        "question": story.question,
-        "supporting": list(story.supporting),
-    }
+    meta = dict(facts=list(story.facts), question=story.question, supporting=list(story.supporting))
     if job.length == 0:  # BABILong's 0k: the story alone
         bare: list[int] = []
         offsets = []
@@ -246,6 +242,4 @@ SPLITS = {
     "qa4": "two-argument relations",
     "qa5": "three-argument relations",
 }
-register_all(
-    __name__, [*(_generated(s, d) for s, d in SPLITS.items()), *(_official(s) for s in SPLITS)]
-)
+register_all(__name__, [*map(_generated, SPLITS, SPLITS.values()), *map(_official, SPLITS)])

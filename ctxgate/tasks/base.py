@@ -89,11 +89,9 @@ class Job:
     gen: int
     rng: random.Random = field(compare=False, repr=False)
 
-    def sample(
-        self, prompt: Prompt, answers: tuple[str, ...], answer_prefix: str, **meta: Any
-    ) -> Sample:
+    def sample(self, prompt: Prompt, answers: tuple[str, ...], prefix: str, **meta: Any) -> Sample:
         head = (self.task, self.length, self.index, tuple(prompt.ids))
-        return Sample(*head, answers, answer_prefix, meta, prompt.text, prompt.bos)
+        return Sample(*head, answers, prefix, meta, prompt.text, prompt.bos)
 
     def too_short(self, why: str) -> TaskTooShort:
         return TaskTooShort(
@@ -130,14 +128,12 @@ class BuildContext:
     helmet_tokenizer: str | None = None  # its folder, for messages and the report
     helmet_compat: bool = False  # HELMET's own prompts where ctxgate's differ
 
-    def frame(
-        self, head: str, tail: str, prefix: str, separator: str = "", after: bool = True
-    ) -> Frame:
-        """The fixed ids. ``separator`` joins user text and answer prefix without a chat template
-        (RULER: none; HELMET: a newline); with one, HELMET (``after`` False) ends at the generation
+    def frame(self, head: str, tail: str, prefix: str, sep: str = "", after: bool = True) -> Frame:
+        """The fixed ids. ``sep`` joins user text and answer prefix without a chat template (RULER:
+        none; HELMET: a newline); with one, HELMET (``after`` False) ends at the generation
         prompt."""
         if not self.chat:
-            return self.text_frame(head, tail + separator + prefix)
+            return self.text_frame(head, tail + sep + prefix)
         chat_head, chat_tail = self.encoder.chat_parts()
         return self.text_frame(chat_head + head, tail + chat_tail + (prefix if after else ""))
 

@@ -67,13 +67,7 @@ def _precut(enc: PieceEncoder, text: str, keep: int, separator: int) -> str:
 
 
 def helmet_ids(
-    ctx: BuildContext,
-    job: Job,
-    head: str,
-    context: str,
-    tail: str,
-    answer_prefix: str,
-    separator: str,
+    ctx: BuildContext, job: Job, head: str, context: str, tail: str, prefix: str, separator: str
 ) -> tuple[Prompt, str, int]:
     """``model_utils.tokenize``'s prompt, context shown and context tokens."""
     tok = transformers_tokenizer(ctx.encoder, "--helmet-compat")
@@ -86,7 +80,7 @@ def helmet_ids(
             return str(
                 tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             )
-        return user + separator + answer_prefix
+        return user + separator + prefix
 
     def render(shown: str) -> tuple[int, ...]:
         # a chat prompt as apply_chat_template tokenizes it, without BOS

@@ -54,7 +54,7 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
     demos = [(_uuid(rng), _uuid(rng)) for _ in range(SHOTS)]
     demo_text = "".join(f"Key: {json.dumps(k)}\nCorresponding value: {v}\n\n" for k, v in demos)
     tail = INSTRUCTION + demo_text + f"Key: {json.dumps(target_key)}"
-    frame = ctx.frame("JSON data:\n{", "}" + tail, ANSWER_PREFIX, separator="\n", after=False)
+    frame = ctx.frame("JSON data:\n{", "}" + tail, ANSWER_PREFIX, "\n", after=False)
     budget = frame.budget(job.length, job.gen)
     # the demo pairs sit in the object too (their answers are in the context), the target once
     pairs = [_pair(k, v) for k, v in demos] + [_pair(target_key, target_value)]

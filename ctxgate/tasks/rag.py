@@ -82,7 +82,7 @@ def build_rag(ctx: BuildContext, job: Job) -> Sample:
     head = INSTRUCTION + demo_text(demos)
     tail = f"\n\nQuestion: {item.question}"
     gold = [passage_text(p) for p in item.gold[: 2 if multi_gold else 1]]
-    candidates = gold + [passage_text(p) for p in item.distractors]
+    units = gold + [passage_text(p) for p in item.distractors]
 
     def layout(k: int) -> list[int]:
         if multi_gold:
@@ -91,9 +91,7 @@ def build_rag(ctx: BuildContext, job: Job) -> Sample:
         return list(range(1, where + 1)) + [0] + list(range(where + 1, k))
 
     what = "passages (the gold ones included)"
-    prompt, k = fit_units(
-        ctx, job, head, tail, ANSWER_PREFIX, "\n", candidates, len(gold), what, layout
-    )
+    prompt, k = fit_units(ctx, job, head, tail, ANSWER_PREFIX, "\n", units, len(gold), what, layout)
     shown = layout(k)
     return job.sample(
         prompt,
@@ -105,7 +103,7 @@ def build_rag(ctx: BuildContext, job: Job) -> Sample:
         depth=None if multi_gold else DEPTHS[copy],
         permutation=copy if multi_gold else None,
         demo_ids=[d.key for d in demos],
-        pool_exhausted=k == len(candidates),
+        pool_exhausted=k == len(units),
         passages="placed",
         data_sha256=pool.sha256,
     )
