@@ -12,7 +12,7 @@ import string
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from ctxgate.data import words
 from ctxgate.metrics.registry import STRING_MATCH_ALL
@@ -23,6 +23,9 @@ from ctxgate.tokens.ids import gather, id_list
 
 if TYPE_CHECKING:
     import numpy as np
+
+# word positions in a word list
+Order: TypeAlias = "Sequence[int] | np.ndarray"
 
 CWE_HEAD = (
     "Below is a numbered list of words. In these words, some appear more often than others. "
@@ -89,7 +92,7 @@ class _Pieces:
                 self.words[vocab] = _Words(*self.enc.encode_spans([" " + w for w in vocab]))
             return self.words[vocab]
 
-    def body(self, vocab: tuple[str, ...], items: Sequence[int] | np.ndarray) -> list[int]:
+    def body(self, vocab: tuple[str, ...], items: Order) -> list[int]:
         """The ids of "1. w 2. w ...", the words given by their positions in ``vocab``."""
         import numpy as np
 
@@ -141,7 +144,7 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
         budget = frame.budget(length, job.gen)
         word_list = vocab
         # the words by their positions: sampling the positions draws as sampling the words does
-        order: Sequence[int] | np.ndarray = rng.sample(range(len(vocab)), len(vocab))
+        order: Order = rng.sample(range(len(vocab)), len(vocab))
         n, cost = _fit_words(pieces, vocab, order, budget, cw, ucw)
         if n == len(vocab) and not short:
             # RULER: a length that takes every word draws from a larger English list instead, its
@@ -184,12 +187,7 @@ def _numpy_rng(rng: random.Random) -> np.random.Generator:
 
 
 def _fit_words(
-    pieces: _Pieces,
-    vocab: tuple[str, ...],
-    order: Sequence[int] | np.ndarray,
-    budget: int,
-    cw: int,
-    ucw: int,
+    pieces: _Pieces, vocab: tuple[str, ...], order: Order, budget: int, cw: int, ucw: int
 ) -> tuple[int, Callable[[int], int]]:
     """The most words of ``order`` whose list fits ``budget``, and the cost function."""
     import numpy as np

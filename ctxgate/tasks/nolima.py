@@ -96,6 +96,7 @@ MIN_FILLERS = 2  # where they fit, the needle's character is one of three named 
 FILLER_SHARE = 4  # the fillers take at most 1/4 of the haystack's room
 
 Cases = Callable[[BuildContext], tuple[NeedleCase, ...]]
+Filler = tuple[str, tuple[int, ...]]  # a filler sentence and its ids
 
 
 def case_and_depth(count: int, index: int, task: str, seed: int) -> tuple[int, int]:
@@ -174,7 +175,7 @@ def usable_fillers(case: NeedleCase) -> tuple[str, ...]:
 
 def draw_fillers(
     enc: PieceEncoder, case: NeedleCase, character: str | None, room: int, rng: random.Random
-) -> list[tuple[str, tuple[int, ...]]]:
+) -> list[Filler]:
     """A sample's fillers about other characters, one per ``FILLER_SPACING`` tokens."""
     others = [c for c in case.characters if c != character]
     usable = usable_fillers(case)
@@ -280,10 +281,7 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
 
 
 def _interleave(
-    kept: np.ndarray,
-    lengths: np.ndarray,
-    fillers: Sequence[tuple[str, tuple[int, ...]]],
-    rng: random.Random,
+    kept: np.ndarray, lengths: np.ndarray, fillers: Sequence[Filler], rng: random.Random
 ) -> tuple[list[Unit], list[int]]:
     """The kept sentences, each filler after a sentence drawn for it (never first)."""
     slots = range(1, len(kept) + 1)
