@@ -30,6 +30,10 @@ UUID_RUNS = re.compile(r" ?-?(?:[a-f]+|[0-9]+)")
 DEPTHS = tuple(round(i * 100 / 39) for i in range(40))
 
 
+Known = dict[str, tuple[int, ...]]  # each needle's ids, behind its separator
+Placed = list[tuple[str, int]]  # each needle placed, and its offset in the context
+
+
 @dataclass(frozen=True)
 class NiahConfig:
     haystack: str  # noise | essay | needle
@@ -100,7 +104,7 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     if cfg.haystack == "essay":
         context, text, placed, units, depths = _essay_context(ctx, job, needles, known, room)
     else:
-        context, text, placed, units = _line_context(ctx, cfg, job, keys, needles, room, known)
+        context, text, placed, units = _line_context(enc, cfg, job, keys, needles, room, known)
         # RULER puts these needles at random lines: where each landed, in percent of the context
         depths = [round(100 * at / max(1, len(context))) for _, at in placed]
     return job.sample(
@@ -115,16 +119,16 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
 
 
 def _line_context(
-    ctx: BuildContext,
+    enc: PieceEncoder,
     cfg: NiahConfig,
     job: Job,
     keys: list[str],
     needles: list[str],
     room: int,
-    known: dict[str, tuple[int, ...]],
-) -> tuple[list[int], str, list[tuple[str, int]], int]:
+    known: Known,
+) -> tuple[list[int], str, Placed, int]:
     """A line haystack, the needles at random lines: its ids, text, the needles' places, lines."""
-    enc, rng = ctx.encoder, job.rng
+    rng = job.rng
     # the noise line, or a distractor by its index in ``rows``; and the needles
     lines: list[str | int]
     if cfg.haystack == "noise":
@@ -144,7 +148,7 @@ def _line_context(
     noise = enc.encode("\n" + NOISE_LINE) if cfg.haystack == "noise" else ()
     needle_set = set(needles)
     context: list[int] = []
-    placed: list[tuple[str, int]] = []
+    placed: Placed = []
 
     def haystack(a: int, b: int) -> None:
         """Lines [a, b), no needle among them, each behind its newline."""
@@ -211,8 +215,8 @@ def _distractors(
 
 
 def _essay_context(
-    ctx: BuildContext, job: Job, needles: list[str], known: dict[str, tuple[int, ...]], room: int
-) -> tuple[list[int], str, list[tuple[str, int]], int, list[int]]:
+    ctx: BuildContext, job: Job, needles: list[str], known: Known, room: int
+) -> tuple[list[int], str, Placed, int, list[int]]:
     """The essay's leading sentences that fit, the needles at RULER's depths."""
     enc = ctx.encoder
     essay = load_essay(ctx.essay_path)
@@ -232,7 +236,7 @@ def _essay_context(
         k = min(k - 1, tokens.fit(room - gaps))  # the separators of empty runs take room too
         job.need_room(k, 1, "essay sentences beside the needles")
     context: list[int] = []
-    placed: list[tuple[str, int]] = []
+    placed: Placed = []
     runs: list[str] = []
 
     def sentences(start: int, stop: int) -> None:
