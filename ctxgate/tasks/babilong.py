@@ -187,10 +187,9 @@ def build_official(split: str, ctx: BuildContext, job: Job) -> Sample:
     # a full run takes every record once
     index = order(len(data.records), ctx.seed)[job.index % len(data.records)]
     record = data.records[index]
-    answers = references(record.target, record.question, TASK_LABELS[split])
     return job.sample(
         _prompt(ctx, split, record),
-        answers,
+        references(record.target, record.question, TASK_LABELS[split]),
         "",
         question=record.question,
         record=index,

@@ -199,7 +199,6 @@ def shuffle(rng: random.Random, items: list[T]) -> None:
 
 
 def fill_count(unit_sizes: Sequence[int], budget: int) -> int:
-    """How many leading units fit in ``budget`` tokens."""
     return bisect.bisect_right(list(itertools.accumulate(unit_sizes)), budget)
 
 

@@ -23,7 +23,6 @@ COMPAT_TASKS = frozenset({*PRECUT_SLACK, "alce_asqa", "alce_qampari"})
 
 
 def transformers_tokenizer(enc: PieceEncoder, flag: str) -> Any:
-    """The ``transformers`` tokenizer behind ``enc``, for its offsets and template."""
     tok = getattr(enc.raw, "tok", None)
     if tok is None:
         raise ValueError(

@@ -55,7 +55,6 @@ def demo_block(task: str, demos: list[Book]) -> str:
 
 
 def kept_infbench(task: str, ctx: BuildContext) -> tuple[int, ...]:
-    """The books HELMET keeps for an InfiniteBench QA or MC case."""
     data = load_infbench(task, ctx.data_dir)
     return helmet_selection(task, data.books, data.sha256, ctx)
 
@@ -146,7 +145,6 @@ def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
 
 
 def kept_books(ctx: BuildContext) -> tuple[int, ...]:
-    """NarrativeQA items whose document passes HELMET's length selection."""
     data = load_narrativeqa(ctx.data_dir)
     return helmet_selection("narrativeqa", data.items, data.sha256, ctx)
 

@@ -29,7 +29,6 @@ class TemplateRefused(Refusal, ValueError):
 
 
 def conversation_turns(enc: PieceEncoder, chat: bool, task: str) -> ChatTurns:
-    """The chat template's turns, or the plain transcript's."""
     if not chat:
         return PLAIN
     if not enc.has_chat_template:
@@ -150,9 +149,8 @@ def build_official(needles: int, ctx: BuildContext, job: Job) -> Sample:
     data = load_mrcr(ctx.data_dir, needles)
     row = data.row(rows[order(len(rows), ctx.seed)[job.index % len(rows)]])
     turns = _turns(ctx.encoder, ctx.chat, needles)
-    ids = render_ids(ctx.encoder, turns, row.messages)
     return job.sample(
-        Prompt(ids, turns.render(row.messages)),
+        Prompt(render_ids(ctx.encoder, turns, row.messages), turns.render(row.messages)),
         (row.answer, row.prefix),
         "",
         row=row.where,

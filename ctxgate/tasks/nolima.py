@@ -258,16 +258,14 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
     job.need_room(len(kept), 1, "haystack sentences beside the needle")
     units, sizes = _interleave(kept, lengths, fillers, job.rng)
     context, offset, place, units = _assemble(enc, tokens, units, sizes, depth, needle_ids, room)
-    essay_units = sum(isinstance(u, int) for u in units)
-    job.need_room(essay_units, 1, "haystack sentences beside the needle")
+    job.need_room(sum(isinstance(u, int) for u in units), 1, "haystack sentences beside the needle")
     texts = {ids: text for text, ids in fillers}
     shown = [tokens.sentences[u] if isinstance(u, int) else texts[u] for u in units]
     # the first unit bare, the rest behind a space
     haystack = " ".join([*shown[:place], needle, *shown[place:]])
-    answers = (character,) if character else case.gold
     return job.sample(
         f.around(context, haystack if place else " " + haystack),
-        answers,
+        (character,) if character else case.gold,
         "",
         case=case.name,
         question=question,

@@ -32,7 +32,6 @@ LEGAL = (
 
 
 def kept_items(task: str, data: LongDocSet, ctx: BuildContext) -> list[int]:
-    """HELMET's selection: the cases and books of at least 65536 tokens."""
     return list(helmet_selection(task, data.items, data.sha256, ctx))
 
 
