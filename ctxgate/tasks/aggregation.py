@@ -12,27 +12,20 @@ import string
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from ctxgate.data import words
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import (
-    BuildContext,
-    Builder,
-    Job,
-    Sample,
-    TaskSpec,
-    distinct,
-    make_frame,
-    shuffle,
-    too_short,
-)
+from ctxgate.tasks.base import BuildContext, Builder, Job, Sample, TaskSpec, distinct, shuffle
 from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 from ctxgate.tokens.ids import gather, id_list
 
 if TYPE_CHECKING:
     import numpy as np
+
+# word positions in a word list
+Order: TypeAlias = "Sequence[int] | np.ndarray"
 
 CWE_HEAD = (
     "Below is a numbered list of words. In these words, some appear more often than others. "
@@ -99,7 +92,7 @@ class _Pieces:
                 self.words[vocab] = _Words(*self.enc.encode_spans([" " + w for w in vocab]))
             return self.words[vocab]
 
-    def body(self, vocab: tuple[str, ...], items: Sequence[int] | np.ndarray) -> list[int]:
+    def body(self, vocab: tuple[str, ...], items: Order) -> list[int]:
         """The ids of "1. w 2. w ...", the words given by their positions in ``vocab``."""
         import numpy as np
 
@@ -147,12 +140,11 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
             rng.shuffle(ex_items)
             answer = _numbered(ex_chosen[:NUM_CW])
             example = f"{CWE_HEAD}{_numbered(ex_items)}{CWE_TAIL}{CWE_PREFIX} {answer}\n"
-        head = [example, CWE_HEAD] if example else [CWE_HEAD]
-        frame = make_frame(ctx, head, [CWE_TAIL], CWE_PREFIX)
+        frame = ctx.frame(example + CWE_HEAD, CWE_TAIL, CWE_PREFIX)
         budget = frame.budget(length, job.gen)
         word_list = vocab
         # the words by their positions: sampling the positions draws as sampling the words does
-        order: Sequence[int] | np.ndarray = rng.sample(range(len(vocab)), len(vocab))
+        order: Order = rng.sample(range(len(vocab)), len(vocab))
         n, cost = _fit_words(pieces, vocab, order, budget, cw, ucw)
         if n == len(vocab) and not short:
             # RULER: a length that takes every word draws from a larger English list instead, its
@@ -163,7 +155,7 @@ def build_cwe(ctx: BuildContext, job: Job) -> Sample:
         if n >= NUM_CW:
             break
     else:
-        raise too_short(job, f"not even {NUM_CW} words fit")
+        raise job.too_short(f"not even {NUM_CW} words fit")
     items: list[int] | np.ndarray
     if word_list is vocab:
         items = list(order[:NUM_CW]) * cw + list(order[NUM_CW:n]) * ucw
@@ -195,12 +187,7 @@ def _numpy_rng(rng: random.Random) -> np.random.Generator:
 
 
 def _fit_words(
-    pieces: _Pieces,
-    vocab: tuple[str, ...],
-    order: Sequence[int] | np.ndarray,
-    budget: int,
-    cw: int,
-    ucw: int,
+    pieces: _Pieces, vocab: tuple[str, ...], order: Order, budget: int, cw: int, ucw: int
 ) -> tuple[int, Callable[[int], int]]:
     """The most words of ``order`` whose list fits ``budget``, and the cost function."""
     import numpy as np
@@ -228,21 +215,20 @@ def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
     shuffle(rng, vocab)
     vocab[0] = "..."  # the top-ranked "word" is noise
     # the head's last space goes with the first word, as tokenizers split it: every word is " word"
-    frame = make_frame(ctx, [FWE_HEAD.removesuffix(" ")], [FWE_TAIL], FWE_PREFIX)
+    frame = ctx.frame(FWE_HEAD.removesuffix(" "), FWE_TAIL, FWE_PREFIX)
     budget = frame.budget(length, job.gen)
     most = 4 * max(budget, 1)  # the most words the search below tries
     weights = _zipf(vocab_size, alpha)
-    # Only the leading words have a copy at the most words tried (int(n * w) is 0 past them, weights
-    # falling with rank): only those are tokenized, some 1,600 of 21,000 at 1M tokens.
-    seen = max(
-        5, bisect.bisect_right(weights, -1.0, key=lambda w: -(most * w))
-    )  # the ranks with most * w >= 1
+    # Only the leading words (the ranks with most * w >= 1) have a copy at the most words tried
+    # (int(n * w) is 0 past them, weights falling with rank): only those are tokenized, some 1,600
+    # of 21,000 at 1M tokens.
+    seen = max(5, bisect.bisect_right(weights, -1.0, key=lambda w: -(most * w)))
     piece_ids = dict(zip(vocab[:seen], enc.encode_fresh([" " + w for w in vocab[:seen]])))
     cost = _weighted_cost(weights[:seen], [len(piece_ids[w]) for w in vocab[:seen]])
     num_words = largest_fitting(cost, 1, most, budget)
     cnt = [int(num_words * w) for w in weights[:seen]]  # the rest are 0
     if num_words < 1 or min(cnt[1:4]) < 1 or cnt[3] == cnt[4]:
-        raise too_short(job, "too few words fit to rank the top three")
+        raise job.too_short("too few words fit to rank the top three")
     items = [w for w, c in zip(vocab, cnt) for _ in range(c)]
     shuffle(rng, items)
     context = list(itertools.chain.from_iterable(map(piece_ids.__getitem__, items)))

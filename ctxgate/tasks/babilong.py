@@ -15,27 +15,9 @@ from ctxgate.data.haystacks import EssayTokens, essay_tokens, load_essay
 from ctxgate.memo import memo
 from ctxgate.metrics.babilong import TASK_LABELS, references
 from ctxgate.metrics.registry import BABILONG_MATCH
-from ctxgate.sources.babilong_files import (
-    PROMPTS,
-    BabilongSet,
-    Record,
-    input_tokens,
-    load_set,
-    tail,
-)
+from ctxgate.sources.babilong_files import PROMPTS, Record, input_tokens, load_set, tail
 from ctxgate.sources.helmet_files import order
-from ctxgate.tasks.base import (
-    BuildContext,
-    Frame,
-    Job,
-    Prompt,
-    Sample,
-    TaskSpec,
-    essay_ran_out,
-    make_frame,
-    need_room,
-    too_short,
-)
+from ctxgate.tasks.base import BuildContext, Frame, Job, Prompt, Sample, TaskSpec
 from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 
@@ -47,7 +29,7 @@ CHANCE = {"qa1": 100 / 6, "qa2": 100 / 6, "qa3": 20.0, "qa4": 20.0, "qa5": 19.7}
 
 def _frame(ctx: BuildContext, split: str, question: str) -> Frame:
     """BABILong's template around the context (with the chat template, one user turn)."""
-    return make_frame(ctx, [PROMPTS[split].head()], [tail(question)], "", prefix_after_chat=False)
+    return ctx.frame(PROMPTS[split].head(), tail(question), "", after=False)
 
 
 class _Haystack:
@@ -88,7 +70,7 @@ def _haystack(ctx: BuildContext, job: Job, room: int) -> _Haystack:
         count += min(tokens.fit(left), start)
         if count == len(tokens.sentences) and left - tokens.ends[start] > tokens.longest:
             what = f"{essay.source} ({tokens.ends[-1]:,} tokens of this tokenizer, never repeated)"
-            raise essay_ran_out(job, what, job.length - left + tokens.ends[start])
+            raise job.essay_ran_out(what, job.length - left + tokens.ends[start])
     return _Haystack(tokens, start, count)
 
 
@@ -129,11 +111,7 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
     frame = _frame(ctx, split, story.question)
     spaced = enc.encode_many([" " + fact for fact in story.facts])
     answers = references(story.answer, story.question, TASK_LABELS[split])
-    meta = {
-        "facts": list(story.facts),
-        "question": story.question,
-        "supporting": list(story.supporting),
-    }
+    meta = dict(facts=list(story.facts), question=story.question, supporting=list(story.supporting))
     if job.length == 0:  # BABILong's 0k: the story alone
         bare: list[int] = []
         offsets = []
@@ -145,14 +123,13 @@ def build_generated(split: str, ctx: BuildContext, job: Job) -> Sample:
     budget = frame.budget(job.length, job.gen)
     room = budget - sum(map(len, spaced))
     if room < 0:
-        why = (
+        raise job.too_short(
             f"its prompt and the story's {len(spaced)} facts take {-room} tokens more than it holds"
         )
-        raise too_short(job, why)
     hay = _haystack(ctx, job, room)
     positions = sorted(job.rng.choices(range(hay.count + 1), k=len(spaced)))
     while True:
-        need_room(job, hay.count, 1, "haystack sentences beside the story")
+        job.need_room(hay.count, 1, "haystack sentences beside the story")
         context, text, offsets = _assemble(enc, hay, story.facts, spaced, positions)
         if len(context) <= budget:
             break
@@ -189,38 +166,30 @@ def _sizes(
     return tuple(len(enc.whole(_prompt(ctx, split, r).text)) for r in records)
 
 
-def _refuse_unless_every_record_fits(
-    split: str, ctx: BuildContext, job: Job, data: BabilongSet
-) -> None:
-    """A set runs only where every record fits whole: a cut can drop a needed fact."""
-    prompts = _sizes(job.task, split, ctx.data_dir, ctx.encoder, ctx.chat, job.length)
-    sizes = [n + job.gen for n in prompts]
-    fit = sum(n <= job.length for n in sizes)
-    if fit < len(sizes):
-        worst = max(range(len(sizes)), key=sizes.__getitem__)
-        raise too_short(
-            job,
-            f"{fit} of the {len(sizes)} records of BABILong's {data.config} set of {split} "
-            f"({', '.join(data.paths)}) fit it in this tokenizer, and a set runs only where every "
-            f"record does: record {worst} takes {sizes[worst]:,} tokens with its prompt and the "
-            f"{job.gen} to generate (BABILong sized the set's inputs to "
-            f"{input_tokens(data.config):,} GPT-2 tokens; a "
-            "record is never cut, as a cut can drop a fact the answer needs; "
-            f"ctx_babi_{split} fills any length in any tokenizer)",
-        )
-
-
 def build_official(split: str, ctx: BuildContext, job: Job) -> Sample:
     data = load_set(job.task, split, ctx.data_dir, job.length)
     if job.length:  # 0k, the bare stories, has no cap
-        _refuse_unless_every_record_fits(split, ctx, job, data)
+        # a set runs only where every record fits whole: a cut can drop a needed fact
+        prompts = _sizes(job.task, split, ctx.data_dir, ctx.encoder, ctx.chat, job.length)
+        sizes = [n + job.gen for n in prompts]
+        fit = sum(n <= job.length for n in sizes)
+        if fit < len(sizes):
+            worst = max(range(len(sizes)), key=sizes.__getitem__)
+            raise job.too_short(
+                f"{fit} of the {len(sizes)} records of BABILong's {data.config} set of {split} "
+                f"({', '.join(data.paths)}) fit it in this tokenizer, and a set runs only where "
+                f"every record does: record {worst} takes {sizes[worst]:,} tokens with its prompt "
+                f"and the {job.gen} to generate (BABILong sized the set's inputs to "
+                f"{input_tokens(data.config):,} GPT-2 tokens; a record is never cut, as a cut can "
+                f"drop a fact the answer needs; ctx_babi_{split} fills any length in any "
+                "tokenizer)"
+            )
     # a full run takes every record once
     index = order(len(data.records), ctx.seed)[job.index % len(data.records)]
     record = data.records[index]
-    answers = references(record.target, record.question, TASK_LABELS[split])
     return job.sample(
         _prompt(ctx, split, record),
-        answers,
+        references(record.target, record.question, TASK_LABELS[split]),
         "",
         question=record.question,
         record=index,
@@ -229,13 +198,10 @@ def build_official(split: str, ctx: BuildContext, job: Job) -> Sample:
     )
 
 
-def _spec(
-    name: str,
-    split: str,
-    build: Callable[[str, BuildContext, Job], Sample],
-    description: str,
-    **more: Any,
-) -> TaskSpec:
+Build = Callable[[str, BuildContext, Job], Sample]
+
+
+def _spec(name: str, split: str, build: Build, description: str, **more: Any) -> TaskSpec:
     return TaskSpec(
         name=name,
         suite="babilong",
@@ -275,7 +241,4 @@ SPLITS = {
     "qa4": "two-argument relations",
     "qa5": "three-argument relations",
 }
-register_all(
-    __name__,
-    [*(_generated(s, d) for s, d in SPLITS.items()), *(_official(s) for s in SPLITS)],
-)
+register_all(__name__, [*map(_generated, SPLITS, SPLITS.values()), *map(_official, SPLITS)])

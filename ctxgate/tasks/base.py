@@ -1,19 +1,17 @@
-"""What every task shares: the sample, the build context, the prompt frame, the length budget.
-
-RULER's length rule, for every task: the input ids (BOS, chat template, instruction, context,
-question, answer prefix) plus the generation budget fit in L tokens."""
+"""What every task shares: sample, build context, prompt frame, length budget. RULER's length rule,
+for every task: the input ids (BOS, chat template, prompt, answer prefix) plus the generation budget
+fit in L tokens."""
 
 from __future__ import annotations
 
 import bisect
-import contextlib
 import functools
 import gc
 import hashlib
 import itertools
 import random
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar, cast
 
@@ -91,11 +89,27 @@ class Job:
     gen: int
     rng: random.Random = field(compare=False, repr=False)
 
-    def sample(
-        self, prompt: Prompt, answers: tuple[str, ...], answer_prefix: str, **meta: Any
-    ) -> Sample:
+    def sample(self, prompt: Prompt, answers: tuple[str, ...], prefix: str, **meta: Any) -> Sample:
         head = (self.task, self.length, self.index, tuple(prompt.ids))
-        return Sample(*head, answers, answer_prefix, meta, prompt.text, prompt.bos)
+        return Sample(*head, answers, prefix, meta, prompt.text, prompt.bos)
+
+    def too_short(self, why: str) -> TaskTooShort:
+        return TaskTooShort(
+            f"{self.task} cannot be built at length {self.length}: {why}; choose a longer "
+            "--lengths value"
+        )
+
+    def need_room(self, have: int, needed: int, what: str = "haystack units") -> None:
+        if have < needed:
+            raise self.too_short(
+                f"its fixed parts leave room for {max(have, 0)} {what} where it needs at least "
+                f"{needed}"
+            )
+
+    def essay_ran_out(self, what: str, reached: int) -> MaterialExhausted:
+        """The essay haystack (``what`` describes it) ran out: it is never repeated."""
+        fix = "pass --haystack with a longer text (a .txt, or a dataset with a 'text' column)"
+        return ran_out(self.task, self.length, f"the essay haystack {what}", reached, fix)
 
 
 @dataclass(frozen=True)
@@ -113,6 +127,19 @@ class BuildContext:
     helmet_encoder: PieceEncoder | None = None  # --helmet-tokenizer, HELMET's lengths' count
     helmet_tokenizer: str | None = None  # its folder, for messages and the report
     helmet_compat: bool = False  # HELMET's own prompts where ctxgate's differ
+
+    def frame(self, head: str, tail: str, prefix: str, sep: str = "", after: bool = True) -> Frame:
+        """The fixed ids. ``sep`` joins user text and answer prefix without a chat template (RULER:
+        none; HELMET: a newline); with one, HELMET (``after`` False) ends at the generation
+        prompt."""
+        if not self.chat:
+            return self.text_frame(head, tail + sep + prefix)
+        chat_head, chat_tail = self.encoder.chat_parts()
+        return self.text_frame(chat_head + head, tail + chat_tail + (prefix if after else ""))
+
+    def text_frame(self, pre: str, post: str) -> Frame:
+        """The opening tokenized as a text's start (with BOS), the end as a piece."""
+        return Frame(self.encoder.whole(pre), self.encoder.encode(post) if post else (), pre, post)
 
 
 @dataclass(frozen=True)
@@ -133,32 +160,6 @@ class Frame:
         ids.extend(body)
         ids.extend(self.post)
         return Prompt(tuple(ids), self.pre_text + body_text + self.post_text)
-
-
-def make_frame(
-    ctx: BuildContext,
-    head: Sequence[str],
-    tail: Sequence[str],
-    answer_prefix: str,
-    separator: str = "",
-    prefix_after_chat: bool = True,
-) -> Frame:
-    """The fixed ids. ``separator`` joins user text and answer prefix without a chat template
-    (RULER: none; HELMET: a newline); with one, HELMET ends at the generation prompt."""
-    enc = ctx.encoder
-    if ctx.chat:
-        chat_head, chat_tail = enc.chat_parts()
-        pre_pieces = [chat_head, *head]
-        post_pieces = [*tail, chat_tail, answer_prefix if prefix_after_chat else ""]
-    else:
-        pre_pieces = list(head)
-        post_pieces = [*tail, separator + answer_prefix]
-    return text_frame(enc, "".join(pre_pieces), "".join(post_pieces))
-
-
-def text_frame(enc: PieceEncoder, pre: str, post: str) -> Frame:
-    """The opening tokenized as a text's start (with BOS), the end as a piece."""
-    return Frame(enc.whole(pre), enc.encode(post) if post else (), pre, post)
 
 
 _GAP = object()  # fills the rows of exhausted groups; never a real item
@@ -198,7 +199,6 @@ def shuffle(rng: random.Random, items: list[T]) -> None:
 
 
 def fill_count(unit_sizes: Sequence[int], budget: int) -> int:
-    """How many leading units fit in ``budget`` tokens."""
     return bisect.bisect_right(list(itertools.accumulate(unit_sizes)), budget)
 
 
@@ -216,7 +216,9 @@ def fresh_lines(
     kept: list[tuple[str, ...]] = []
     ids: list[int] = []
     sizes: list[int] = []
-    with collection_paused():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
         while room > 0:
             rows = [make_line() for _ in range(max(16, room // 40))]
             for start in range(0, len(rows), FRESH_CHUNK):
@@ -230,41 +232,13 @@ def fresh_lines(
                 room -= len(chunk_ids)
                 if n < len(chunk):
                     return kept, ids, sizes
+    finally:
+        if enabled:
+            gc.enable()
     return kept, ids, sizes
 
 
 FRESH_CHUNK = 2048
-
-
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def need_room(job: Job, have: int, needed: int, what: str = "haystack units") -> None:
-    if have < needed:
-        why = (
-            f"its fixed parts leave room for {max(have, 0)} {what} where it needs at least {needed}"
-        )
-        raise too_short(job, why)
-
-
-def too_short(job: Job, why: str) -> TaskTooShort:
-    return TaskTooShort(
-        f"{job.task} cannot be built at length {job.length}: {why}; choose a longer --lengths value"
-    )
-
-
-def essay_ran_out(job: Job, what: str, reached: int) -> MaterialExhausted:
-    """The essay haystack (``what`` describes it) ran out: it is never repeated."""
-    fix = "pass --haystack with a longer text (a .txt, or a dataset with a 'text' column)"
-    return ran_out(job.task, job.length, f"the essay haystack {what}", reached, fix)
 
 
 # builds one sample; called only through ``tasks.build.build_sample``, which checks the length rule

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ctxgate.records.refusal import Refusal
 from ctxgate.seeding import sample_rng
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, check_fill, too_short
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, check_fill
 
 WHOLE_UP_TO = 32768  # every prompt up to this length is tokenized whole
 PROBE_UP_TO = 131072
@@ -38,20 +38,14 @@ def build_sample(
     ctx = task_context(spec, ctx)
     if ctx.seed != seed:
         ctx = replace(ctx, seed=seed)
-    job = Job(
-        spec.name,
-        length,
-        index,
-        spec.tokens_to_generate,
-        sample_rng(spec.name, length, index, seed),
-    )
+    rng = sample_rng(spec.name, length, index, seed)
+    job = Job(spec.name, length, index, spec.tokens_to_generate, rng)
     if not fits_at_all(spec, length):
         if length == 0:
-            why = (
+            raise job.too_short(
                 "length 0 is the bare form (the facts alone, BABILong's 0k) of tasks that have one"
             )
-            raise too_short(job, why)
-        raise too_short(job, f"its generation budget of {spec.tokens_to_generate} tokens fills it")
+        raise job.too_short(f"its generation budget of {spec.tokens_to_generate} tokens fills it")
     s = _tokenized_whole(spec, ctx, job)
     if length == 0:
         return s
@@ -60,8 +54,7 @@ def build_sample(
         raise LengthRuleBroken(
             f"{spec.name} built sample {index} at length {length} {over} tokens over the length "
             f"rule (prompt {len(s.input_ids)} + generation budget {spec.tokens_to_generate}); "
-            "this is a ctxgate bug: please "
-            "report it with the command that ran"
+            "this is a ctxgate bug: please report it with the command that ran"
         )
     if fill_rule:
         check_fill(spec, s)

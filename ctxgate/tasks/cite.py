@@ -45,6 +45,7 @@ def build_cite(ctx: BuildContext, job: Job) -> Sample:
         k = sum(1 for start, _ in zip(starts, units) if start < len(shown))  # the last may be cut
     else:
         prompt, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, 1, "documents")
+    answers = [list(a) for a in item.answers]
     return job.sample(
         prompt,
         tuple(a[0] for a in item.answers if a),
@@ -58,9 +59,7 @@ def build_cite(ctx: BuildContext, job: Job) -> Sample:
         judge_input={
             "question": item.question,
             "docs": [list(d) for d in item.docs],
-            ("answers" if job.task == "alce_qampari" else "short_answers"): [
-                list(a) for a in item.answers
-            ],
+            ("answers" if job.task == "alce_qampari" else "short_answers"): answers,
         },
     )
 
@@ -77,7 +76,7 @@ def _spec(name: str, metric: Metric, description: str) -> TaskSpec:
         markers=("judge",),
         scoring_prefix=PREFIX,
         chat_template=True,
-        description=description,
+        description=f"ALCE {name.removeprefix('alce_').upper()}: {description}",
         pool_size=lambda ctx, length: len(load_alce(name, ctx.data_dir).items),
     )
 
@@ -85,15 +84,7 @@ def _spec(name: str, metric: Metric, description: str) -> TaskSpec:
 register_all(
     __name__,
     [
-        _spec(
-            "alce_asqa",
-            ALCE_ASQA,
-            "ALCE ASQA: long answers with citations (str_em, citation rec/prec)",
-        ),
-        _spec(
-            "alce_qampari",
-            ALCE_QAMPARI,
-            "ALCE QAMPARI: answer lists with citations (rec_top5, citations)",
-        ),
+        _spec("alce_asqa", ALCE_ASQA, "long answers with citations (str_em, citation rec/prec)"),
+        _spec("alce_qampari", ALCE_QAMPARI, "answer lists with citations (rec_top5, citations)"),
     ],
 )

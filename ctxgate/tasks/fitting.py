@@ -6,15 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from ctxgate.sources.kilt import Demo, Passage
-from ctxgate.tasks.base import (
-    BuildContext,
-    Job,
-    Prompt,
-    fill_count,
-    make_frame,
-    need_room,
-    too_short,
-)
+from ctxgate.tasks.base import BuildContext, Job, Prompt, fill_count
 
 SEP = "\n\n"
 
@@ -34,17 +26,16 @@ def fit_units(
     """The prompt and the units used: ``units`` in the order kept (must-haves first), shown in
     ``layout(k)`` order, tokenized as far as the room reaches, outside the encoder's cache."""
     enc = ctx.encoder
-    frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
+    frame = ctx.frame(head, tail, answer_prefix, separator, after=False)
     budget = frame.budget(job.length, job.gen)
     encoded: list[tuple[int, ...]] = []
     used = 0
     while len(encoded) < len(units) and used <= budget:
-        batch = units[len(encoded) : len(encoded) + 64]
-        for ids in enc.encode_fresh([SEP + u for u in batch]):
-            encoded.append(ids)
-            used += len(ids)
+        batch = enc.encode_fresh([SEP + u for u in units[len(encoded) : len(encoded) + 64]])
+        encoded.extend(batch)
+        used += sum(map(len, batch))
     k = fill_count([len(ids) for ids in encoded], budget)
-    need_room(job, k, minimum, what)
+    job.need_room(k, minimum, what)
     while True:
         order = layout(k) if layout else list(range(k))
         body = tuple(enc.encode_fresh([units[order[0]]])[0]) if order else ()
@@ -53,7 +44,7 @@ def fit_units(
             return frame.around(body, SEP.join(units[j] for j in order)), k
         if k <= minimum:  # tokens merged across a boundary and the must-haves alone overflow
             why = f"its fixed parts and {minimum} {what} take {len(body) - budget} tokens too many"
-            raise too_short(job, why)
+            raise job.too_short(why)
         k -= 1
 
 
@@ -84,12 +75,22 @@ def fit_document(
     minimum: int = MIN_DOCUMENT_TOKENS,
     what: str = "document tokens",
 ) -> tuple[Prompt, int, bool]:
-    """One long document cut to fit (ending with ``suffix``), its tokens, whether it was cut."""
-    frame = make_frame(ctx, [head], [tail], answer_prefix, separator, prefix_after_chat=False)
+    """One long document cut to fit (ending with ``suffix``), its tokens, whether it was cut: its
+    first tokens decoded, as HELMET cuts; a long book is encoded in growing prefixes."""
+    enc = ctx.encoder
+    frame = ctx.frame(head, tail, answer_prefix, separator, after=False)
     budget = frame.budget(job.length, job.gen)
-    need_room(job, budget - len(encoded_suffix(ctx, suffix)), minimum, what)
-    doc, shown, cut = cut_document(ctx, text, budget, suffix)
-    return frame.around(doc, shown), len(doc), cut
+    end = enc.encode_fresh([suffix])[0] if suffix else ()
+    job.need_room(budget - len(end), minimum, what)
+    chars = max(budget * 6, 1024)
+    (ids,) = enc.encode_fresh([text[:chars]])
+    while len(ids) <= budget and chars < len(text):
+        chars *= 2
+        (ids,) = enc.encode_fresh([text[:chars]])
+    if len(ids) <= budget:
+        return frame.around(ids, text), len(ids), False
+    kept = ids[: max(budget - len(end), 0)]
+    return frame.around(kept + end, enc.decode(kept) + suffix), len(kept + end), True
 
 
 def fit_context(
@@ -98,25 +99,3 @@ def fit_context(
     """A pre-built context cut from its end, as HELMET cuts it at run time; whether cut."""
     prompt, _, cut = fit_document(ctx, job, head, tail, answer_prefix, "\n", context, suffix="")
     return prompt, cut
-
-
-def cut_document(
-    ctx: BuildContext, text: str, budget: int, suffix: str
-) -> tuple[tuple[int, ...], str, bool]:
-    """The first ``budget`` tokens (a longer text ends with ``suffix``), their text decoded,
-    as HELMET cuts, and whether it was cut; long books are encoded in growing prefixes."""
-    enc = ctx.encoder
-    chars = max(budget * 6, 1024)
-    while True:
-        (ids,) = enc.encode_fresh([text[:chars]])
-        if len(ids) > budget or chars >= len(text):
-            break
-        chars *= 2
-    if len(ids) <= budget and chars >= len(text):
-        return ids, text, False
-    kept = ids[: max(budget - len(encoded_suffix(ctx, suffix)), 0)]
-    return kept + encoded_suffix(ctx, suffix), enc.decode(kept) + suffix, True
-
-
-def encoded_suffix(ctx: BuildContext, suffix: str) -> tuple[int, ...]:
-    return ctx.encoder.encode_fresh([suffix])[0] if suffix else ()

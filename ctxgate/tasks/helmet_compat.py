@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ctxgate.tasks.base import BuildContext, Job, Prompt, need_room, too_short
+from ctxgate.tasks.base import BuildContext, Job, Prompt
 from ctxgate.tasks.fitting import MIN_DOCUMENT_TOKENS, OMITTED, fit_document
 from ctxgate.tokens.codec import PieceEncoder
 
@@ -23,7 +23,6 @@ COMPAT_TASKS = frozenset({*PRECUT_SLACK, "alce_asqa", "alce_qampari"})
 
 
 def transformers_tokenizer(enc: PieceEncoder, flag: str) -> Any:
-    """The ``transformers`` tokenizer behind ``enc``, for its offsets and template."""
     tok = getattr(enc.raw, "tok", None)
     if tok is None:
         raise ValueError(
@@ -48,12 +47,11 @@ def check_tokenizers(model: PieceEncoder, length: PieceEncoder | None) -> None:
 def precut(ctx: BuildContext, job: Job, text: str) -> str:
     """``truncate_llama2``: keep L - slack - len(suffix) tokens of a longer document."""
     enc = ctx.helmet_encoder or ctx.encoder
-    tok = transformers_tokenizer(
-        enc, "--helmet-tokenizer" if ctx.helmet_encoder else "--helmet-compat"
-    )
+    flag = "--helmet-tokenizer" if ctx.helmet_encoder else "--helmet-compat"
+    tok = transformers_tokenizer(enc, flag)
     keep = job.length - PRECUT_SLACK[job.task]
     separator = len(tok(OMITTED)["input_ids"])
-    need_room(job, keep - separator, MIN_DOCUMENT_TOKENS, "document tokens after HELMET's pre-cut")
+    job.need_room(keep - separator, MIN_DOCUMENT_TOKENS, "document tokens after HELMET's pre-cut")
     return _precut(enc, text, keep, separator)
 
 
@@ -68,13 +66,7 @@ def _precut(enc: PieceEncoder, text: str, keep: int, separator: int) -> str:
 
 
 def helmet_ids(
-    ctx: BuildContext,
-    job: Job,
-    head: str,
-    context: str,
-    tail: str,
-    answer_prefix: str,
-    separator: str,
+    ctx: BuildContext, job: Job, head: str, context: str, tail: str, prefix: str, separator: str
 ) -> tuple[Prompt, str, int]:
     """``model_utils.tokenize``'s prompt, context shown and context tokens."""
     tok = transformers_tokenizer(ctx.encoder, "--helmet-compat")
@@ -87,7 +79,7 @@ def helmet_ids(
             return str(
                 tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             )
-        return user + separator + answer_prefix
+        return user + separator + prefix
 
     def render(shown: str) -> tuple[int, ...]:
         # a chat prompt as apply_chat_template tokenizes it, without BOS
@@ -98,13 +90,11 @@ def helmet_ids(
         over = len(ids) - limit
         if tok.is_fast:
             offsets = tok(context, return_offsets_mapping=True, verbose=False)["offset_mapping"]
-            starts = [start for start, _ in offsets]
-            shorter = context[: starts[-over]] if over <= len(starts) else ""
+            shorter = context[: offsets[-over][0]] if over <= len(offsets) else ""
         else:  # HELMET decodes the kept ids of a tokenizer without offsets
             shorter = tok.decode(tok(context, verbose=False)["input_ids"][:-over])
         if len(shorter) >= len(context) or not shorter:
-            why = f"its fixed parts take {over} tokens more than the context holds"
-            raise too_short(job, why)
+            raise job.too_short(f"its fixed parts take {over} tokens more than the context holds")
         context = shorter
         ids = render(context)
     return Prompt(ids, rendered(context), not ctx.chat), context, len(ids) - len(render(""))

@@ -16,17 +16,14 @@ ONE = tuple(map(singular, MANY))
 
 
 def build(ctx: BuildContext, job: Job) -> Sample:
-    task = job.task
-    data = load_ruler_file(task, ctx.data_dir, job.length)
+    data = load_ruler_file(job.task, ctx.data_dir, job.length)
     record = data.records[order(len(data.records), ctx.seed)[job.index % len(data.records)]]
     head, tail, prefix = (
         part.format(type_needle_v=record.type_needle_v, query=record.query)
-        for part in (MANY if task == "helmet_multivalue" else ONE)
+        for part in (MANY if job.task == "helmet_multivalue" else ONE)
     )
-    context = record.context
-    prompt, _, cut = fit_document(
-        ctx, job, head, tail, prefix, "\n", context, "", 1, "context tokens"
-    )
+    text = record.context
+    prompt, _, cut = fit_document(ctx, job, head, tail, prefix, "\n", text, "", 1, "context tokens")
     return job.sample(
         prompt,
         record.answers,

@@ -33,6 +33,7 @@ SHOTS = {  # HELMET's shots per length
     "icl_clinic150": (220, 440, 880, 1750, 3525, 7050),
     "icl_nlu": (250, 510, 1020, 2040, 4080, 8296),
 }
+Example = tuple[str, int]  # a text and its label
 
 
 def target_shots(task: str, length: int) -> int:
@@ -62,11 +63,9 @@ def balanced_order(task: str, data_dir: str | None, seed: int) -> tuple[int, ...
     return tuple(interleave([by_label[lab] for lab in labels]))
 
 
-def demo_rounds(
-    data: ICLData, question: str, count: int, rng: random.Random
-) -> list[tuple[str, int]]:
+def demo_rounds(data: ICLData, question: str, count: int, rng: random.Random) -> list[Example]:
     """``count`` demos in rounds of one per label, each label's without replacement."""
-    by_label: dict[int, list[tuple[str, int]]] = {}
+    by_label: dict[int, list[Example]] = {}
     for text, label in data.train:
         if text.strip() != question.strip():  # never the test item itself
             by_label.setdefault(label, []).append((text, label))
@@ -75,8 +74,8 @@ def demo_rounds(
             "the ICL train split has no example besides the test item itself; "
             "give the full train split with --data-dir"
         )
-    decks: dict[int, list[tuple[str, int]]] = {lab: [] for lab in by_label}
-    demos: list[tuple[str, int]] = []
+    decks: dict[int, list[Example]] = {lab: [] for lab in by_label}
+    demos: list[Example] = []
     while len(demos) < count:
         round_ = []
         for lab in sorted(by_label):
@@ -92,16 +91,14 @@ def demo_rounds(
 MAX_TEST = 500  # HELMET's max_test_samples for ICL
 
 
-def balance_labels(
-    items: Sequence[tuple[str, int]], shots: int, seed: int
-) -> list[tuple[str, int]]:
+def balance_labels(items: Sequence[Example], shots: int, seed: int) -> list[Example]:
     """HELMET's ``balance_labels``: rounds of one example per label (in order of first
     appearance, redrawn when short), each shuffled, the first ``shots`` kept."""
     rand = random.Random(seed)
-    by_label: dict[int, list[tuple[str, int]]] = {}
+    by_label: dict[int, list[Example]] = {}
     for item in items:
         by_label.setdefault(item[1], []).append(item)
-    rounds: list[list[tuple[str, int]]] = [[] for _ in range(math.ceil(shots / len(by_label)))]
+    rounds: list[list[Example]] = [[] for _ in range(math.ceil(shots / len(by_label)))]
     for examples in by_label.values():
         picks = rand.sample(range(len(examples)), len(rounds) % len(examples))
         while len(picks) < len(rounds):
@@ -115,7 +112,7 @@ def balance_labels(
 
 
 @memo(16)
-def helmet_test_items(task: str, data_dir: str | None, seed: int) -> tuple[tuple[str, int], ...]:
+def helmet_test_items(task: str, data_dir: str | None, seed: int) -> tuple[Example, ...]:
     test = load_icl(task, data_dir, seed).test
     if len(test) <= MAX_TEST:
         return test

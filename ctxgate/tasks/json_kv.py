@@ -9,16 +9,7 @@ import random
 
 from ctxgate.metrics.registry import HELMET_SUBEM
 from ctxgate.sources.helmet_files import load_json_kv_file
-from ctxgate.tasks.base import (
-    BuildContext,
-    Job,
-    Sample,
-    TaskSpec,
-    fresh_lines,
-    make_frame,
-    need_room,
-    too_short,
-)
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, fresh_lines
 from ctxgate.tasks.fitting import fit_context
 from ctxgate.tasks.niah import uuid4_text
 from ctxgate.tasks.registration import register
@@ -63,9 +54,7 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
     demos = [(_uuid(rng), _uuid(rng)) for _ in range(SHOTS)]
     demo_text = "".join(f"Key: {json.dumps(k)}\nCorresponding value: {v}\n\n" for k, v in demos)
     tail = INSTRUCTION + demo_text + f"Key: {json.dumps(target_key)}"
-    frame = make_frame(
-        ctx, ["JSON data:\n{"], ["}", tail], ANSWER_PREFIX, separator="\n", prefix_after_chat=False
-    )
+    frame = ctx.frame("JSON data:\n{", "}" + tail, ANSWER_PREFIX, "\n", after=False)
     budget = frame.budget(job.length, job.gen)
     # the demo pairs sit in the object too (their answers are in the context), the target once
     pairs = [_pair(k, v) for k, v in demos] + [_pair(target_key, target_value)]
@@ -73,7 +62,7 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
     room = budget - sum(len(ids) for ids in known.values())
     if room < 0:
         why = f"its instruction, demos and target pair take {-room} tokens more than it holds"
-        raise too_short(job, why)
+        raise job.too_short(why)
 
     def filler_pair() -> tuple[str]:
         return (_pair(_uuid(rng), _uuid(rng)),)
@@ -87,7 +76,7 @@ def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
     depth = DEPTHS[job.index % len(DEPTHS)]
     position = round(depth * len(others))
     entries = others[:position] + [pairs[SHOTS]] + others[position:]
-    need_room(job, len(entries), SHOTS + 1, "key-value pairs")
+    job.need_room(len(entries), SHOTS + 1, "key-value pairs")
     piece_ids = enc.encode_fresh([entries[0]]) + [known[e] for e in entries[1:]]
     offset = len(frame.pre) + sum(len(p) for p in piece_ids[:position])
     prompt = frame.around((i for p in piece_ids for i in p), ", ".join(entries))

@@ -1,6 +1,5 @@
 """HELMET LongQA: InfiniteBench book QA and multiple choice, NarrativeQA (judged), in HELMET's
-prompts; the book cut from its end to fit, ending with `` ... [the rest of the text is
-omitted]``."""
+prompts; the book cut from its end to fit, ending with ``fitting.OMITTED``."""
 
 from __future__ import annotations
 
@@ -56,7 +55,6 @@ def demo_block(task: str, demos: list[Book]) -> str:
 
 
 def kept_infbench(task: str, ctx: BuildContext) -> tuple[int, ...]:
-    """The books HELMET keeps for an InfiniteBench QA or MC case."""
     data = load_infbench(task, ctx.data_dir)
     return helmet_selection(task, data.books, data.sha256, ctx)
 
@@ -82,15 +80,13 @@ def build_longqa(ctx: BuildContext, job: Job) -> Sample:
         answers: tuple[str, ...] = (gold_letter(book), f"{gold_letter(book)}. {book.answers[0]}")
     else:
         answers = book.answers
-    prompt, story_tokens, cut = long_document(
-        ctx, job, head, tail, ANSWER_PREFIX, "\n\n", book.context
-    )
+    prompt, tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n\n", book.context)
     return job.sample(
         prompt,
         answers,
         ANSWER_PREFIX,
         book_id=book.key,
-        story_tokens=story_tokens,
+        story_tokens=tokens,
         truncated=cut,
         pool_exhausted=not cut,
         demo_ids=[d.key for d in demos],
@@ -134,15 +130,13 @@ def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
     shots = (f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
     head = NQA_INSTRUCTION + for_example(shots, "use the following story to answer the question")
     tail = f"\n\nQuestion: {item.question}"
-    prompt, story_tokens, cut = long_document(
-        ctx, job, head, tail, ANSWER_PREFIX, "\n", item.context
-    )
+    prompt, tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n", item.context)
     return job.sample(
         prompt,
         item.answers,
         ANSWER_PREFIX,
         item_id=item.key,
-        story_tokens=story_tokens,
+        story_tokens=tokens,
         truncated=cut,
         pool_exhausted=not cut,
         data_sha256=data.sha256,
@@ -151,7 +145,6 @@ def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
 
 
 def kept_books(ctx: BuildContext) -> tuple[int, ...]:
-    """NarrativeQA items whose document passes HELMET's length selection."""
     data = load_narrativeqa(ctx.data_dir)
     return helmet_selection("narrativeqa", data.items, data.sha256, ctx)
 

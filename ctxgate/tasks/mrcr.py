@@ -11,16 +11,7 @@ from typing import Any
 
 from ctxgate.data import conversations as conv
 from ctxgate.metrics.registry import MRCR_RATIO
-from ctxgate.tasks.base import (
-    BuildContext,
-    Builder,
-    Job,
-    Prompt,
-    Sample,
-    TaskSpec,
-    distinct,
-    too_short,
-)
+from ctxgate.tasks.base import BuildContext, Builder, Job, Prompt, Sample, TaskSpec, distinct
 from ctxgate.tasks.mrcr_official import build_official, conversation_turns, pool_size
 from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
@@ -34,9 +25,7 @@ OFFICIAL_BUDGET = 2048  # OpenAI MRCR's longest answer, 3.89K characters, at 2 a
 CHANCE = 24.8
 
 Ids = tuple[int, ...]
-_UNITS: weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str], tuple[Ids, ...]]] = (
-    weakref.WeakKeyDictionary()
-)
+_UNITS = weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str], tuple[Ids, ...]]]()
 
 
 def unit_ids(enc: PieceEncoder, sentences: conv.Sentences, sep: str) -> tuple[Ids, ...]:
@@ -90,11 +79,9 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
     room = job.length - job.gen - len(head) - len(tail) - (len(first) - len(before))
     room -= sum(cost + len(r) + len(a) for r, a, _ in needle_turns)
     if room < 0:
-        raise too_short(
-            job,
+        raise job.too_short(
             f"its worked examples, {n} needle turns and question, with the {job.gen}-token "
-            "generation budget, "
-            f"take {job.length - room:,} tokens, {-room:,} more than the length",
+            f"generation budget, take {job.length - room:,} tokens, {-room:,} more than the length"
         )
     fill: list[tuple[Ids, list[int], conv.Answer]] = []
     while True:
@@ -118,10 +105,8 @@ def build(n: int, ctx: BuildContext, job: Job) -> Sample:
         if t in at:
             offsets.append(len(ids))
         ids.extend(a)
-        text.extend(
-            ((turns.user_user or "") if t == 0 else turns.assistant_user, answer.request.text)
-        )
-        text.extend((turns.user_assistant, answer.text))
+        opener = (turns.user_user or "") if t == 0 else turns.assistant_user
+        text.extend((opener, answer.request.text, turns.user_assistant, answer.text))
     ids.extend(tail)
     text.extend((turns.assistant_user, asked, turns.end))
     gold = answers[nth - 1]

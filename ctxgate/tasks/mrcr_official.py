@@ -29,7 +29,6 @@ class TemplateRefused(Refusal, ValueError):
 
 
 def conversation_turns(enc: PieceEncoder, chat: bool, task: str) -> ChatTurns:
-    """The chat template's turns, or the plain transcript's."""
     if not chat:
         return PLAIN
     if not enc.has_chat_template:
@@ -82,10 +81,9 @@ def _turns(enc: PieceEncoder, chat: bool, needles: int) -> ChatTurns:
     if turns.user_user is None:
         raise TemplateRefused(
             f"{task}: the chat template refuses two user messages in a row, which every OpenAI "
-            "MRCR "
-            "prompt starts with (the worked examples, then the first request), so its prompts "
-            "cannot be rendered as the template renders them: pass --chat-template off for the "
-            "plain transcript"
+            "MRCR prompt starts with (the worked examples, then the first request), so its "
+            "prompts cannot be rendered as the template renders them: pass --chat-template off "
+            "for the plain transcript"
         )
     return turns
 
@@ -136,9 +134,8 @@ def rows_for(
         raise TaskTooShort(
             f"mrcr_{needles}needle has no row at length {length}: none of the {len(data)} rows of "
             f"{', '.join(data.paths)} has a prompt that, with the {gen}-token generation budget, "
-            "takes more than "
-            f"{length // 2} and at most {length} tokens of this tokenizer (each row belongs to one "
-            f"power-of-two length); {where}"
+            f"takes more than {length // 2} and at most {length} tokens of this tokenizer (each "
+            f"row belongs to one power-of-two length); {where}"
         )
     return tuple(chosen)
 
@@ -152,9 +149,8 @@ def build_official(needles: int, ctx: BuildContext, job: Job) -> Sample:
     data = load_mrcr(ctx.data_dir, needles)
     row = data.row(rows[order(len(rows), ctx.seed)[job.index % len(rows)]])
     turns = _turns(ctx.encoder, ctx.chat, needles)
-    ids = render_ids(ctx.encoder, turns, row.messages)
     return job.sample(
-        Prompt(ids, turns.render(row.messages)),
+        Prompt(render_ids(ctx.encoder, turns, row.messages), turns.render(row.messages)),
         (row.answer, row.prefix),
         "",
         row=row.where,

@@ -11,17 +11,7 @@ from dataclasses import dataclass
 from ctxgate.data import words
 from ctxgate.data.haystacks import NOISE_LINE, essay_tokens, load_essay
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import (
-    BuildContext,
-    Job,
-    Sample,
-    TaskSpec,
-    distinct,
-    essay_ran_out,
-    fresh_lines,
-    make_frame,
-    need_room,
-)
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, distinct, fresh_lines
 from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 
@@ -38,6 +28,10 @@ NEEDLE = "One of the special magic {type_needle_v} for {key} is: {value}."
 UUID_RUNS = re.compile(r" ?-?(?:[a-f]+|[0-9]+)")
 # RULER's 40 evenly spaced insertion depths, rounded to whole percent.
 DEPTHS = tuple(round(i * 100 / 39) for i in range(40))
+
+
+Known = dict[str, tuple[int, ...]]  # each needle's ids, behind its separator
+Placed = list[tuple[str, int]]  # each needle placed, and its offset in the context
 
 
 @dataclass(frozen=True)
@@ -65,10 +59,8 @@ def make_key(rng: random.Random, kind: str) -> str:
 
 
 def make_value(rng: random.Random, kind: str) -> str:
-    if kind == "numbers":
-        return str(
-            rng.randrange(10**6, 10**7)
-        )  # randint(10**6, 10**7 - 1), the same draw without a call
+    if kind == "numbers":  # randint(10**6, 10**7 - 1), the same draw without a call
+        return str(rng.randrange(10**6, 10**7))
     return uuid4_text(rng.getrandbits(128))
 
 
@@ -103,7 +95,7 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
         head, tail, prefix, type_v = singular(head), singular(tail), singular(prefix), type_v[:-1]
     answer_prefix = prefix.format(type_needle_v=type_v, query=query)
     tail = tail.format(type_needle_v=type_v, query=query)
-    frame = make_frame(ctx, [head.format(type_needle_v=type_v)], [tail], answer_prefix)
+    frame = ctx.frame(head.format(type_needle_v=type_v), tail, answer_prefix)
     budget = frame.budget(job.length, job.gen)
 
     sep = " " if cfg.haystack == "essay" else "\n"
@@ -112,7 +104,7 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     if cfg.haystack == "essay":
         context, text, placed, units, depths = _essay_context(ctx, job, needles, known, room)
     else:
-        context, text, placed, units = _line_context(ctx, cfg, job, keys, needles, room, known)
+        context, text, placed, units = _line_context(enc, cfg, job, keys, needles, room, known)
         # RULER puts these needles at random lines: where each landed, in percent of the context
         depths = [round(100 * at / max(1, len(context))) for _, at in placed]
     return job.sample(
@@ -127,19 +119,18 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
 
 
 def _line_context(
-    ctx: BuildContext,
+    enc: PieceEncoder,
     cfg: NiahConfig,
     job: Job,
     keys: list[str],
     needles: list[str],
     room: int,
-    known: dict[str, tuple[int, ...]],
-) -> tuple[list[int], str, list[tuple[str, int]], int]:
+    known: Known,
+) -> tuple[list[int], str, Placed, int]:
     """A line haystack, the needles at random lines: its ids, text, the needles' places, lines."""
-    enc, rng = ctx.encoder, job.rng
-    lines: list[
-        str | int
-    ]  # the noise line, or a distractor by its index in ``rows``; and the needles
+    rng = job.rng
+    # the noise line, or a distractor by its index in ``rows``; and the needles
+    lines: list[str | int]
     if cfg.haystack == "noise":
         lines = [NOISE_LINE] * max(0, room // enc.count("\n" + NOISE_LINE))
         rows: list[tuple[str, ...]] = []
@@ -148,18 +139,16 @@ def _line_context(
     else:  # distractor needles with fresh keys
         rows, ids, sizes = _distractors(enc, cfg, keys, room, rng)
         lines = list(range(len(sizes)))
-        ends = list(
-            itertools.accumulate(sizes, initial=0)
-        )  # distractor r is ids[ends[r]:ends[r + 1]]
+        ends = list(itertools.accumulate(sizes, initial=0))  # r: ids[ends[r]:ends[r + 1]]
     # RULER: needles go in at random lines, inserted from the back so positions stay valid
     at_lines = sorted(rng.sample(range(len(lines) + 1), len(needles)), reverse=True)
     for pos, needle in zip(at_lines, needles):
         lines.insert(pos, needle)
-    need_room(job, len(lines) - len(needles), 1)
+    job.need_room(len(lines) - len(needles), 1)
     noise = enc.encode("\n" + NOISE_LINE) if cfg.haystack == "noise" else ()
     needle_set = set(needles)
     context: list[int] = []
-    placed: list[tuple[str, int]] = []
+    placed: Placed = []
 
     def haystack(a: int, b: int) -> None:
         """Lines [a, b), no needle among them, each behind its newline."""
@@ -214,27 +203,20 @@ def _distractors(
             while uuid in used:
                 uuid = uuid4_text(getrandbits(128))
             used.add(uuid)
-        if numbers:
-            value = f" {10**6 + below(9 * 10**6)}"
-        else:
-            value = " " + uuid4_text(getrandbits(128))
+        value = f" {10**6 + below(9 * 10**6)}" if numbers else " " + uuid4_text(getrandbits(128))
         if words_key:
             return (lead, spaced[a], dashed[b], " is:", value, ".")
         return (lead, " " + uuid, " is:", value, ".")
 
     how = UUID_RUNS if not numbers else True
-    fresh = (
-        (False, False, False, False, how, False)
-        if words_key
-        else (False, UUID_RUNS, False, how, False)
-    )
+    fresh = (False, False, False) if words_key else (False, UUID_RUNS)
     shape = f"niah-needle-{cfg.type_key}-{cfg.type_value}"
-    return fresh_lines(enc, distractor, room, "\n", fresh, shape)
+    return fresh_lines(enc, distractor, room, "\n", (*fresh, False, how, False), shape)
 
 
 def _essay_context(
-    ctx: BuildContext, job: Job, needles: list[str], known: dict[str, tuple[int, ...]], room: int
-) -> tuple[list[int], str, list[tuple[str, int]], int, list[int]]:
+    ctx: BuildContext, job: Job, needles: list[str], known: Known, room: int
+) -> tuple[list[int], str, Placed, int, list[int]]:
     """The essay's leading sentences that fit, the needles at RULER's depths."""
     enc = ctx.encoder
     essay = load_essay(ctx.essay_path)
@@ -242,19 +224,19 @@ def _essay_context(
     k = tokens.fit(room)
     if tokens.complete and k == len(tokens.sentences) and room - tokens.ends[k] > tokens.longest:
         what = f"{essay.source} ({tokens.ends[k]:,} tokens of this tokenizer, never repeated)"
-        raise essay_ran_out(job, what, job.length - room + tokens.ends[k])
+        raise job.essay_ran_out(what, job.length - room + tokens.ends[k])
     depths = job.rng.sample(DEPTHS, len(needles))
     space = enc.encode(" ")
-    need_room(job, k, 1, "essay sentences beside the needles")
+    job.need_room(k, 1, "essay sentences beside the needles")
     while True:
         positions = ruler_positions(k, depths)
         gaps = len(space) * empty_runs(positions, k)
         if tokens.ends[k] + gaps <= room:
             break
         k = min(k - 1, tokens.fit(room - gaps))  # the separators of empty runs take room too
-        need_room(job, k, 1, "essay sentences beside the needles")
+        job.need_room(k, 1, "essay sentences beside the needles")
     context: list[int] = []
-    placed: list[tuple[str, int]] = []
+    placed: Placed = []
     runs: list[str] = []
 
     def sentences(start: int, stop: int) -> None:
@@ -293,9 +275,21 @@ def empty_runs(positions: list[int], sentences: int) -> int:
     return sum(1 for a, b in zip(positions, positions[1:]) if a == b) + last
 
 
-def _spec(
-    name: str, cfg: NiahConfig, description: str, helmet_category: str | None = None
-) -> TaskSpec:
+DESCRIPTIONS = {
+    "niah_single_1": "passkey retrieval in repeated noise",
+    "niah_single_2": "vanilla NIAH in essays",
+    "niah_single_3": "UUID value in essays",
+    "niah_multikey_1": "one key among three distractor needles",
+    "niah_multikey_2": "line retrieval: all distractors",
+    "niah_multikey_3": "KV retrieval: UUID keys and values",
+    "niah_multivalue": "four values for one key",
+    "niah_multiquery": "four keys queried",
+}
+# these also count toward HELMET's Recall
+RECALL = ("niah_multikey_2", "niah_multikey_3", "niah_multivalue")
+
+
+def _spec(name: str, cfg: NiahConfig) -> TaskSpec:
     return TaskSpec(
         name=name,
         suite="ruler",
@@ -307,49 +301,23 @@ def _spec(
         # values drawn as the distractors' (7-digit numbers, UUIDs) are never the needle's: measured
         chance=0.0,
         markers=("niah",),
-        description=description,
-        helmet_category=helmet_category,
+        description=DESCRIPTIONS[name],
+        helmet_category="recall" if name in RECALL else None,
     )
 
 
 register_all(
     __name__,
     [
+        _spec("niah_single_1", NiahConfig("noise", "words", "numbers")),
+        _spec("niah_single_2", NiahConfig("essay", "words", "numbers")),
+        _spec("niah_single_3", NiahConfig("essay", "words", "uuids")),
+        _spec("niah_multikey_1", NiahConfig("essay", "words", "numbers", num_keys=4)),
+        _spec("niah_multikey_2", NiahConfig("needle", "words", "numbers")),
+        _spec("niah_multikey_3", NiahConfig("needle", "uuids", "uuids")),
+        _spec("niah_multivalue", NiahConfig("essay", "words", "numbers", num_values=4)),
         _spec(
-            "niah_single_1",
-            NiahConfig("noise", "words", "numbers"),
-            "passkey retrieval in repeated noise",
-        ),
-        _spec("niah_single_2", NiahConfig("essay", "words", "numbers"), "vanilla NIAH in essays"),
-        _spec("niah_single_3", NiahConfig("essay", "words", "uuids"), "UUID value in essays"),
-        _spec(
-            "niah_multikey_1",
-            NiahConfig("essay", "words", "numbers", num_keys=4),
-            "one key among three distractor needles",
-        ),
-        # niah_multikey_2, niah_multikey_3 and niah_multivalue also count toward HELMET's Recall
-        _spec(
-            "niah_multikey_2",
-            NiahConfig("needle", "words", "numbers"),
-            "line retrieval: all distractors",
-            helmet_category="recall",
-        ),
-        _spec(
-            "niah_multikey_3",
-            NiahConfig("needle", "uuids", "uuids"),
-            "KV retrieval: UUID keys and values",
-            helmet_category="recall",
-        ),
-        _spec(
-            "niah_multivalue",
-            NiahConfig("essay", "words", "numbers", num_values=4),
-            "four values for one key",
-            helmet_category="recall",
-        ),
-        _spec(
-            "niah_multiquery",
-            NiahConfig("essay", "words", "numbers", num_keys=4, num_queries=4),
-            "four keys queried",
+            "niah_multiquery", NiahConfig("essay", "words", "numbers", num_keys=4, num_queries=4)
         ),
     ],
 )

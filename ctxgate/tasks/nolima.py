@@ -1,8 +1,8 @@
 """NoLiMa-style latent-association needles (Modarressi et al., 2025): needle and question share no
-content word, so finding it takes one associative hop. ``ctx_nolima``: the project's set;
-``ctx_nolima_direct``: the same asked literally; ``nolima``: NoLiMa's own (``--data-dir``). Built as
-NoLiMa's ``evaluation/`` HEAD builds a test; the essay haystack, less sentences naming the test's
-keywords, holds ``FILLERS`` about other characters, so "which character?" needs a hop."""
+content word. ``ctx_nolima``: the project's set; ``ctx_nolima_direct``: asked literally;
+``nolima``: NoLiMa's own (``--data-dir``), built as its ``evaluation/`` HEAD builds a test. The
+essay, less sentences naming the keywords, holds ``FILLERS`` on other characters, so "which
+character?" needs a hop."""
 
 from __future__ import annotations
 
@@ -28,17 +28,7 @@ from ctxgate.sources.nolima_files import (
     load_official,
     load_project,
 )
-from ctxgate.tasks.base import (
-    BuildContext,
-    Frame,
-    Job,
-    Sample,
-    TaskSpec,
-    essay_ran_out,
-    need_room,
-    text_frame,
-    too_short,
-)
+from ctxgate.tasks.base import BuildContext, Frame, Job, Sample, TaskSpec
 from ctxgate.tasks.registration import register
 from ctxgate.tokens.codec import PieceEncoder
 
@@ -106,6 +96,7 @@ MIN_FILLERS = 2  # where they fit, the needle's character is one of three named 
 FILLER_SHARE = 4  # the fillers take at most 1/4 of the haystack's room
 
 Cases = Callable[[BuildContext], tuple[NeedleCase, ...]]
+Filler = tuple[str, tuple[int, ...]]  # a filler sentence and its ids
 
 
 def case_and_depth(count: int, index: int, task: str, seed: int) -> tuple[int, int]:
@@ -114,9 +105,7 @@ def case_and_depth(count: int, index: int, task: str, seed: int) -> tuple[int, i
     return seeded_order(count, "nolima-order", task, seed)[at], DEPTHS[(at + turn) % len(DEPTHS)]
 
 
-_SYSTEM_PARTS: weakref.WeakKeyDictionary[PieceEncoder, tuple[str, str]] = (
-    weakref.WeakKeyDictionary()
-)
+_SYSTEM_PARTS = weakref.WeakKeyDictionary[PieceEncoder, tuple[str, str]]()
 
 
 def system_chat_parts(enc: PieceEncoder) -> tuple[str, str]:
@@ -157,7 +146,7 @@ def system_chat_parts(enc: PieceEncoder) -> tuple[str, str]:
 def frame(ctx: BuildContext, head: str, tail: str) -> Frame:
     """The ids around the haystack; no answer prefix (NoLiMa's model answers freely)."""
     chat_head, chat_tail = system_chat_parts(ctx.encoder) if ctx.chat else ("", "")
-    return text_frame(ctx.encoder, chat_head + head, tail + chat_tail)
+    return ctx.text_frame(chat_head + head, tail + chat_tail)
 
 
 def keyword_pattern(case: NeedleCase) -> re.Pattern[str]:
@@ -186,7 +175,7 @@ def usable_fillers(case: NeedleCase) -> tuple[str, ...]:
 
 def draw_fillers(
     enc: PieceEncoder, case: NeedleCase, character: str | None, room: int, rng: random.Random
-) -> list[tuple[str, tuple[int, ...]]]:
+) -> list[Filler]:
     """A sample's fillers about other characters, one per ``FILLER_SPACING`` tokens."""
     others = [c for c in case.characters if c != character]
     usable = usable_fillers(case)
@@ -200,9 +189,7 @@ def draw_fillers(
     return list(zip(texts[:n], ids[:n]))
 
 
-_LEFT_OUT: weakref.WeakKeyDictionary[EssayTokens, dict[str, bytearray]] = (
-    weakref.WeakKeyDictionary()
-)
+_LEFT_OUT = weakref.WeakKeyDictionary[EssayTokens, dict[str, bytearray]]()
 _LEFT_OUT_LOCK = threading.Lock()
 
 
@@ -251,13 +238,12 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
     question = case.question.replace(CHARACTER, character) if character else case.question
     head, tail = case.template.split("{haystack}")
     f = frame(ctx, head.replace("{question}", question), tail.replace("{question}", question))
-    needle_ids = enc.encode_fresh([" " + needle])[
-        0
-    ]  # NoLiMa: the needle after a space, at a unit's end
+    # NoLiMa: the needle after a space, at a unit's end
+    needle_ids = enc.encode_fresh([" " + needle])[0]
     room = f.budget(job.length, job.gen) - len(needle_ids)
     if room <= 0:
         why = f"its template, question and needle leave {max(room, 0)} tokens for the haystack"
-        raise too_short(job, why)
+        raise job.too_short(why)
     fillers = draw_fillers(enc, case, character, room, job.rng)
     essay_room = room - sum(len(ids) for _, ids in fillers)
     essay = load_essay(ctx.essay_path)
@@ -268,20 +254,18 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
             f"{essay.source} (never repeated, its sentences naming the needle's keywords or "
             "characters left out)"
         )
-        raise essay_ran_out(job, what, job.length - essay_room + int(lengths.sum()))
-    need_room(job, len(kept), 1, "haystack sentences beside the needle")
+        raise job.essay_ran_out(what, job.length - essay_room + int(lengths.sum()))
+    job.need_room(len(kept), 1, "haystack sentences beside the needle")
     units, sizes = _interleave(kept, lengths, fillers, job.rng)
     context, offset, place, units = _assemble(enc, tokens, units, sizes, depth, needle_ids, room)
-    essay_units = sum(isinstance(u, int) for u in units)
-    need_room(job, essay_units, 1, "haystack sentences beside the needle")
+    job.need_room(sum(isinstance(u, int) for u in units), 1, "haystack sentences beside the needle")
     texts = {ids: text for text, ids in fillers}
     shown = [tokens.sentences[u] if isinstance(u, int) else texts[u] for u in units]
     # the first unit bare, the rest behind a space
     haystack = " ".join([*shown[:place], needle, *shown[place:]])
-    answers = (character,) if character else case.gold
     return job.sample(
         f.around(context, haystack if place else " " + haystack),
-        answers,
+        (character,) if character else case.gold,
         "",
         case=case.name,
         question=question,
@@ -295,10 +279,7 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
 
 
 def _interleave(
-    kept: np.ndarray,
-    lengths: np.ndarray,
-    fillers: Sequence[tuple[str, tuple[int, ...]]],
-    rng: random.Random,
+    kept: np.ndarray, lengths: np.ndarray, fillers: Sequence[Filler], rng: random.Random
 ) -> tuple[list[Unit], list[int]]:
     """The kept sentences, each filler after a sentence drawn for it (never first)."""
     slots = range(1, len(kept) + 1)
@@ -312,11 +293,8 @@ def _interleave(
     units: list[Unit] = []
     sizes: list[int] = []
     for k, (index, size) in enumerate(zip(kept.tolist(), lengths.tolist()), start=1):
-        units.append(index)
-        sizes.append(size)
-        for ids in after.get(k, ()):
-            units.append(ids)
-            sizes.append(len(ids))
+        units += [index, *after.get(k, ())]
+        sizes += [size, *map(len, after.get(k, ()))]
     return units, sizes
 
 

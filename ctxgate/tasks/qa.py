@@ -10,7 +10,7 @@ import weakref
 from ctxgate.data import qa as qa_data
 from ctxgate.metrics.registry import STRING_MATCH_PART
 from ctxgate.seeding import seeded_order
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, make_frame, need_room, shuffle
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, shuffle
 from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
 
@@ -47,10 +47,6 @@ class _Headers:
 _HEADERS: weakref.WeakKeyDictionary[PieceEncoder, _Headers] = weakref.WeakKeyDictionary()
 
 
-def _headers(enc: PieceEncoder) -> _Headers:
-    return _HEADERS.get(enc) or _HEADERS.setdefault(enc, _Headers(enc))
-
-
 def load_pool(task: str, ctx: BuildContext) -> qa_data.QAPool:
     if task == "qa_1":
         return qa_data.load_squad(ctx.squad_source or qa_data.DEFAULT_SQUAD)
@@ -62,7 +58,7 @@ def build_qa(ctx: BuildContext, job: Job) -> Sample:
     # a seeded order without replacement: samples of a case ask different questions
     order = seeded_order(len(pool.questions), "qa-order", job.task, ctx.seed)
     q = pool.questions[order[job.index % len(order)]]
-    frame = make_frame(ctx, [HEAD], [TAIL.format(query=q.query)], ANSWER_PREFIX)
+    frame = ctx.frame(HEAD, TAIL.format(query=q.query), ANSWER_PREFIX)
     budget = frame.budget(job.length, job.gen)
     related = [d for d in q.related if d not in q.gold]
     rng.shuffle(related)
@@ -73,12 +69,12 @@ def build_qa(ctx: BuildContext, job: Job) -> Sample:
     # RULER: past the data's documents, the whole pool again (gold included), to fill the length
     doc_ids = enc.encode_many([pool.docs[d] for d in candidates])
     sizes = [len(ids) for ids in doc_ids]
-    headers = _headers(enc)
+    headers = _HEADERS.get(enc) or _HEADERS.setdefault(enc, _Headers(enc))
     used = itertools.accumulate(
         sizes[(n - 1) % len(sizes)] + len(headers(n)) for n in itertools.count(1)
     )
     k = sum(1 for _ in itertools.takewhile(lambda total: total <= budget, used))
-    need_room(job, k, len(q.gold), "documents (the gold ones included)")
+    job.need_room(k, len(q.gold), "documents (the gold ones included)")
     chosen = [candidates[i % len(candidates)] for i in range(k)]
     shuffle(rng, chosen)  # per sample: the gold document is not at the same place in every one
     by_doc = dict(zip(candidates, doc_ids))

@@ -35,19 +35,17 @@ def passages(ctxs: list[dict[str, str]]) -> tuple[Passage, ...]:
 
 
 def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
-    task = job.task
     row = f.rows[job.index % len(f.rows)]
     key = row[f.key]
-    demos = pick_demos(f.demos, f.key, key, SHOTS, exclude_same=task == "kilt_popqa")  # one split
-    demo_block = demo_text(
-        [
-            Demo(str(d[f.key]), d["question"], str(d["answers"][0]), passages(d["ctxs"]))
-            for d in demos
-        ]
-    )
+    # PopQA's demos come from the same split
+    demos = pick_demos(f.demos, f.key, key, SHOTS, exclude_same=job.task == "kilt_popqa")
+    shots = [
+        Demo(str(d[f.key]), d["question"], str(d["answers"][0]), passages(d["ctxs"])) for d in demos
+    ]
     context = SEP.join(map(passage_text, passages(row["ctxs"])))
     tail = f"\n\nQuestion: {row['question']}"
-    prompt, cut = fit_context(ctx, job, INSTRUCTION + demo_block, tail, ANSWER_PREFIX, context)
+    head = INSTRUCTION + demo_text(shots)
+    prompt, cut = fit_context(ctx, job, head, tail, ANSWER_PREFIX, context)
     return job.sample(
         prompt,
         tuple(str(a) for a in row["answers"]),
@@ -68,15 +66,15 @@ def copies(task: str) -> int:
 
 
 def build_rag(ctx: BuildContext, job: Job) -> Sample:
-    task, index = job.task, job.index
+    task = job.task
     f = load_rag_file(task, ctx.data_dir or "", job.length, ctx.seed)
     if f is not None:
         return build_from_file(f, ctx, job)
     pool = load_rag(task, ctx.data_dir)
     multi_gold = task == "kilt_hotpotqa"
     order = seeded_order(len(pool.items), "questions", task, ctx.seed)
-    item = pool.items[order[(index // copies(task)) % len(order)]]
-    copy = index % copies(task)
+    item = pool.items[order[(job.index // copies(task)) % len(order)]]
+    copy = job.index % copies(task)
     # two demos per question, the same at every depth and length, never the question itself
     avoid = {item.key, item.question}
     allowed = [d for d in pool.demos if not avoid & {d.key, d.question}]
@@ -84,8 +82,7 @@ def build_rag(ctx: BuildContext, job: Job) -> Sample:
     head = INSTRUCTION + demo_text(demos)
     tail = f"\n\nQuestion: {item.question}"
     gold = [passage_text(p) for p in item.gold[: 2 if multi_gold else 1]]
-    others = [passage_text(p) for p in item.distractors]
-    candidates = gold + others
+    units = gold + [passage_text(p) for p in item.distractors]
 
     def layout(k: int) -> list[int]:
         if multi_gold:
@@ -94,9 +91,7 @@ def build_rag(ctx: BuildContext, job: Job) -> Sample:
         return list(range(1, where + 1)) + [0] + list(range(where + 1, k))
 
     what = "passages (the gold ones included)"
-    prompt, k = fit_units(
-        ctx, job, head, tail, ANSWER_PREFIX, "\n", candidates, len(gold), what, layout
-    )
+    prompt, k = fit_units(ctx, job, head, tail, ANSWER_PREFIX, "\n", units, len(gold), what, layout)
     shown = layout(k)
     return job.sample(
         prompt,
@@ -108,7 +103,7 @@ def build_rag(ctx: BuildContext, job: Job) -> Sample:
         depth=None if multi_gold else DEPTHS[copy],
         permutation=copy if multi_gold else None,
         demo_ids=[d.key for d in demos],
-        pool_exhausted=k == len(candidates),
+        pool_exhausted=k == len(units),
         passages="placed",
         data_sha256=pool.sha256,
     )

@@ -43,12 +43,8 @@ def get_task(name: str) -> TaskSpec:
     try:
         return _TASKS[name]
     except KeyError:
-        close = difflib.get_close_matches(name, _TASKS, n=3)
-        hint = (
-            f"did you mean {', '.join(close)}?"
-            if close
-            else f"known tasks: {', '.join(sorted(_TASKS))}"
-        )
+        close = ", ".join(difflib.get_close_matches(name, _TASKS, n=3))
+        hint = f"did you mean {close}?" if close else f"known tasks: {', '.join(sorted(_TASKS))}"
         raise UnknownTask(f"unknown task {name!r}; {hint}") from None
 
 
@@ -78,35 +74,28 @@ class Membership:
     """Which tasks each summary averages, derived from the specs, in registration order."""
 
     ruler: tuple[str, ...]
-    helmet: Mapping[
-        str, tuple[str, ...]
-    ]  # category -> its members, categories in the paper's order
+    helmet: Mapping[str, tuple[str, ...]]  # category -> its members, in the paper's order
     stand_ins: Mapping[str, str]  # a released file's task -> the task it stands in for where it ran
-    families: Mapping[str, tuple[str, ...]] = field(
-        default_factory=dict
-    )  # suites beyond RULER, HELMET
-
-    @classmethod
-    def of(cls, specs: list[TaskSpec]) -> Membership:
-        helmet: dict[str, list[str]] = {c: [] for c in HELMET_CATEGORY_LABELS}
-        # HELMET's own tasks first, then the RULER tasks it borrows (Recall: JSON KV, then RULER's)
-        for t in sorted(specs, key=lambda t: t.suite != "helmet"):
-            if t.helmet_group and not t.replaces:
-                helmet.setdefault(t.helmet_group, []).append(t.name)
-        families: dict[str, list[str]] = {}
-        for t in specs:
-            if t.suite not in ("ruler", "helmet") and not t.replaces:
-                families.setdefault(t.suite, []).append(t.name)
-        return cls(
-            tuple(t.name for t in specs if t.in_ruler_average),
-            {c: tuple(m) for c, m in helmet.items() if m},
-            {t.name: t.replaces for t in specs if t.replaces},
-            {suite: tuple(m) for suite, m in families.items()},
-        )
+    families: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # beyond RULER, HELMET
 
 
 def membership() -> Membership:
-    return Membership.of(all_tasks())
+    specs = all_tasks()
+    helmet: dict[str, list[str]] = {c: [] for c in HELMET_CATEGORY_LABELS}
+    # HELMET's own tasks first, then the RULER tasks it borrows (Recall: JSON KV, then RULER's)
+    for t in sorted(specs, key=lambda t: t.suite != "helmet"):
+        if t.helmet_group and not t.replaces:
+            helmet.setdefault(t.helmet_group, []).append(t.name)
+    families: dict[str, list[str]] = {}
+    for t in specs:
+        if t.suite not in ("ruler", "helmet") and not t.replaces:
+            families.setdefault(t.suite, []).append(t.name)
+    return Membership(
+        tuple(t.name for t in specs if t.in_ruler_average),
+        {c: tuple(m) for c, m in helmet.items() if m},
+        {t.name: t.replaces for t in specs if t.replaces},
+        {suite: tuple(m) for suite, m in families.items()},
+    )
 
 
 def category_label(category: str) -> str:
@@ -134,12 +123,11 @@ def marker_vocabulary() -> dict[str, str]:
             carried.setdefault(mark, []).append(task.name)
     out = {}
     for mark, names in carried.items():
+        what = f"-m '{mark}' selects, -m 'not {mark}' leaves out"
         if mark in SUITE_LABELS:
             what = f"{suite_label(mark)} tasks"
         elif mark in HELMET_CATEGORY_LABELS:
             what = f"HELMET {HELMET_CATEGORY_LABELS[mark]} category"
-        else:
-            what = f"-m '{mark}' selects, -m 'not {mark}' leaves out"
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
         out[mark] = f"{what}: {shown}"
     return out

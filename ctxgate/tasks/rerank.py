@@ -60,8 +60,8 @@ def build_from_file(f: HelmetFile, ctx: BuildContext, job: Job) -> Sample:
     demos = [ranked_demo(str(d["qid"]), d["query"], tuple(map(passage, d["ctxs"]))) for d in picked]
     shown = [passage(c) for c in row["ctxs"]]
     head = INSTRUCTION + passage_demos(demos, passage_text, "Query", "Ranking")
-    context = SEP.join(map(passage_text, shown))
-    prompt, cut = fit_context(ctx, job, head, f"\n\nQuery: {row['query']}", ANSWER_PREFIX, context)
+    tail, context = f"\n\nQuery: {row['query']}", SEP.join(map(passage_text, shown))
+    prompt, cut = fit_context(ctx, job, head, tail, ANSWER_PREFIX, context)
     return job.sample(
         prompt,
         tuple(f"{p.pid}:{p.label}" for p in shown),
@@ -96,6 +96,7 @@ def build_rerank(ctx: BuildContext, job: Job) -> Sample:
     tail, units = f"\n\nQuery: {item.question}", [passage_text(p) for p in kept]
     prompt, k = fit_units(ctx, job, head, tail, ANSWER_PREFIX, "\n", units, 2, "passages", layout)
     shown = [kept[i] for i in layout(k)]
+    labels = [p.label for p in shown]
     return job.sample(
         prompt,
         tuple(f"{p.pid}:{p.label}" for p in shown),
@@ -105,9 +106,7 @@ def build_rerank(ctx: BuildContext, job: Job) -> Sample:
         permutation=perm,
         pool_exhausted=k == len(kept),
         shown_ids=[p.pid for p in shown],
-        labels={
-            str(lab): sum(p.label == lab for p in shown) for lab in sorted({p.label for p in shown})
-        },
+        labels={str(lab): labels.count(lab) for lab in sorted(set(labels))},
         demo_ids=[d.key for d in demos],
         passages="placed",
         data_sha256=pool.sha256,

@@ -20,9 +20,8 @@ HELMET_MIN_TOKENS = {
     "narrativeqa": 131073,
     **dict.fromkeys(("multi_lexsum", "infbench_qa", "infbench_mc", "infbench_sum"), 65536),
 }
-_KEPT: dict[
-    tuple[str, str, str], tuple[int, ...]
-] = {}  # (task, data digest, tokenizer) -> indices kept
+# (task, data digest, tokenizer) -> indices kept
+_KEPT: dict[tuple[str, str, str], tuple[int, ...]] = {}
 
 
 def has_tokens(enc: PieceEncoder, text: str, n: int) -> bool:
@@ -44,19 +43,18 @@ class Document(Protocol):
     def context(self) -> str: ...
 
 
-def long_documents(
-    task: str,
-    items: Sequence[Document],
-    digest: str,
-    enc: PieceEncoder,
-    counted_in: str = "the model's tokenizer",
+def helmet_selection(
+    task: str, items: Sequence[Document], digest: str, ctx: BuildContext
 ) -> tuple[int, ...]:
-    """Indices of the items HELMET keeps for ``task``, counted with ``enc``."""
+    """Indices of the items HELMET keeps for ``task``, counted in ``--helmet-tokenizer``, else the
+    model's tokenizer."""
+    enc, counted_in = ctx.encoder, "the model's tokenizer"
+    if ctx.helmet_encoder is not None:
+        enc, counted_in = ctx.helmet_encoder, f"--helmet-tokenizer {ctx.helmet_tokenizer}"
     key = (task, digest, enc.identity)
     if key not in _KEPT:
-        verdicts: dict[
-            str, bool
-        ] = {}  # NarrativeQA asks many questions of one document: count it once
+        # NarrativeQA asks many questions of one document: count it once
+        verdicts: dict[str, bool] = {}
         kept = []
         for i, item in enumerate(items):
             doc = hashlib.sha256(item.context.encode("utf-8")).hexdigest()
@@ -80,13 +78,3 @@ def _fixture_hint() -> str:
         return ""
     command = shlex.join([sys.executable, str(script), "--long-documents", "out/helmet_data"])
     return f" (long fixture documents: `{command}`, then --data-dir out/helmet_data)"
-
-
-def helmet_selection(
-    task: str, items: Sequence[Document], digest: str, ctx: BuildContext
-) -> tuple[int, ...]:
-    """``long_documents`` counted in ``--helmet-tokenizer``, else the model's."""
-    if ctx.helmet_encoder is not None:
-        where = f"--helmet-tokenizer {ctx.helmet_tokenizer}"
-        return long_documents(task, items, digest, ctx.helmet_encoder, where)
-    return long_documents(task, items, digest, ctx.encoder)

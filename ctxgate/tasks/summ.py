@@ -32,7 +32,6 @@ LEGAL = (
 
 
 def kept_items(task: str, data: LongDocSet, ctx: BuildContext) -> list[int]:
-    """HELMET's selection: the cases and books of at least 65536 tokens."""
     return list(helmet_selection(task, data.items, data.sha256, ctx))
 
 
@@ -99,7 +98,7 @@ def _spec(name: str, gen: int, description: str) -> TaskSpec:
         markers=("judge",),
         scoring_prefix=PREFIX,
         chat_template=True,
-        description=description,
+        description=f"{description} (LLM judge: fluency x key-point F1)",
         pool_size=lambda ctx, length: len(kept_items(name, load_documents(name, ctx), ctx)),
     )
 
@@ -107,13 +106,7 @@ def _spec(name: str, gen: int, description: str) -> TaskSpec:
 register_all(
     __name__,
     [
-        _spec(
-            "infbench_sum",
-            1200,
-            "InfiniteBench novel summaries (LLM judge: fluency x key-point F1)",
-        ),
-        _spec(
-            "multi_lexsum", 400, "Multi-LexSum case summaries (LLM judge: fluency x key-point F1)"
-        ),
+        _spec("infbench_sum", 1200, "InfiniteBench novel summaries"),
+        _spec("multi_lexsum", 400, "Multi-LexSum case summaries"),
     ],
 )

@@ -9,7 +9,7 @@ import string
 
 from ctxgate.data.haystacks import NOISE_LINE
 from ctxgate.metrics.registry import STRING_MATCH_ALL
-from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, distinct, make_frame, need_room
+from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, distinct
 from ctxgate.tasks.registration import register
 
 HEAD = "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n"
@@ -26,10 +26,8 @@ def _chain(rng: random.Random, name_len: int) -> tuple[list[str], str, list[str]
     names = distinct(lambda: "".join(rng.choices(string.ascii_uppercase, k=name_len)), NUM_HOPS + 1)
     value = str(rng.randint(10000, 99999))
     # RULER writes each hop with a trailing space ("VAR B = VAR A "), the first binding without
-    lines = [f"VAR {names[0]} = {value}"] + [
-        f"VAR {names[j + 1]} = VAR {names[j]} " for j in range(NUM_HOPS)
-    ]
-    return names, value, lines
+    hops = [f"VAR {names[j + 1]} = VAR {names[j]} " for j in range(NUM_HOPS)]
+    return names, value, [f"VAR {names[0]} = {value}", *hops]
 
 
 def _noise_with_chain(
@@ -63,10 +61,10 @@ def build_vt(ctx: BuildContext, job: Job) -> Sample:
     example = _example(ctx, min(EXAMPLE_TOKENS, (job.length - job.gen) // 4), rng)
     names, value, chain = _chain(rng, 5)
     answer_prefix = ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value)
-    frame = make_frame(ctx, [example, HEAD], [TAIL.format(query=value)], answer_prefix)
+    frame = ctx.frame(example + HEAD, TAIL.format(query=value), answer_prefix)
     budget = frame.budget(job.length, job.gen) - sum(enc.count("\n" + c) for c in chain)
     n_noise = budget // enc.count("\n" + NOISE_LINE)
-    need_room(job, n_noise, 1)
+    job.need_room(n_noise, 1)
     lines, placed = _noise_with_chain(n_noise, chain, rng)
     # a few distinct lines, each tokenized once behind its newline
     behind = {line: enc.encode("\n" + line) for line in dict.fromkeys(lines[1:])}
