@@ -1,16 +1,15 @@
 """The tokenizers ctxgate reads through: what it needs of one (``RawTokenizer``), transformers'
-(``HFTokenizer``, with its fast paths for many short texts) and a byte tokenizer for plumbing tests.
-``codec.PieceEncoder`` assembles prompts on top of them."""
+(``HFTokenizer``, with fast paths for many short texts) and a byte tokenizer for plumbing tests."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ctxgate.tokens.chat import ChatTemplateError, ChatTurns, turns_of
+from ctxgate.tokens.chat import ChatTemplateError, ChatTurns, brief, turns_of
 from ctxgate.tokens.ids import Spans, packing_separator, spans, split_at
 
 _SENTINEL = "\u27e6CTXGATE-USER-TURN\u27e7"
@@ -20,19 +19,12 @@ class RawTokenizer(Protocol):
     """What ctxgate needs from a tokenizer; adapters below provide it."""
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]: ...
-
     def encode(self, text: str) -> list[int]: ...
-
     def decode(self, ids: Sequence[int]) -> str: ...
-
     def prefix_ids(self) -> list[int]: ...
-
     def chat_parts(self) -> tuple[str, str] | None: ...
-
     def chat_turns(self) -> ChatTurns | None: ...
-
     def eos_ids(self) -> list[int]: ...
-
     def identity(self) -> str: ...
 
 
@@ -41,10 +33,9 @@ class HFTokenizer:
 
     def __init__(self, tokenizer: Any) -> None:
         self.tok = tokenizer
-        # The Rust backend's encode_batch_fast (no offsets, no Python-side conversion) tokenizes the
-        # random-content haystacks of a 128K prompt 1.5-1.7x faster (bench/datagen.py). It is
-        # trusted only after it matched the wrapper on a real batch: some wrappers pre-process text
-        # in Python, and a backend with padding or truncation set differs.
+        # The Rust backend's encode_batch_fast tokenizes a 128K prompt's haystacks 1.5-1.7x faster
+        # (bench/datagen.py). It is trusted only after it matched the wrapper on a real batch: some
+        # wrappers pre-process text in Python, and a backend with padding or truncation differs.
         backend = getattr(tokenizer, "backend_tokenizer", None)
         usable = (
             backend is not None
@@ -54,20 +45,19 @@ class HFTokenizer:
         )
         self._backend = backend if usable else None
         self._backend_checked = False
-        # Each text the backend returns costs some 2.5 us besides its tokens (its Encoding object),
-        # which for the short one-off pieces of a 1M-token haystack (50,000 numbers) was 40% of
-        # their tokenization. Texts are therefore tokenized PACK at a time as one text, joined by an
-        # added special token, and the ids split at its id: the backend splits a text at added
-        # tokens first, then normalizes, pre-tokenizes and tokenizes each part on its own. Where a
-        # part's ids could still differ from its text's alone (a pre-tokenizer that marks only a
-        # text's first word), the check below finds it: the first packed batch is compared whole
-        # with its texts tokenized one by one, and a few texts of every later one; one difference
+        # Each text the backend returns costs some 2.5 us besides its tokens, 40% of the time for
+        # the short pieces of a 1M-token haystack. Texts are therefore tokenized PACK at a time as
+        # one, joined by an added special token the backend splits at before anything else, and the
+        # ids split at its id. Where a part's ids could still differ from its text's alone (a
+        # pre-tokenizer that marks a text's first word), the checks find it (``_packing_check``),
         # and texts are never packed again.
         self._separator = packing_separator(backend) if usable else None
         self._packing_checked = False
 
     PACK = 64  # texts tokenized as one
     PACK_SPOT = 4  # texts of a later packed batch checked against their own tokenization
+    # packed texts per call of the backend: its Encoding objects took 100 MB for a 234K-word list
+    PACKED_AT_ONCE = 128
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         if not texts:
@@ -81,23 +71,19 @@ class HFTokenizer:
             return self._fast(texts)
         slow = [list(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
         if self._backend is not None:
-            fast = [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
-            if fast != slow:
+            if self._fast(texts) != slow:
                 self._backend = None
             elif len(texts) >= 8:
                 self._backend_checked = True
         return slow
 
     def encode(self, text: str) -> list[int]:
-        """A whole text's ids as the tokenizer gives them (no special tokens added): a prompt's own
-        ids. Through the Rust backend once it matched the wrapper (``encode_batch``): a 1M-token
-        text then takes half the time and a third of the memory (no offsets, no Python-side
-        encoding)."""
+        """A whole text's ids (no special tokens added), through the backend once it matched the
+        wrapper: a 1M-token text then takes half the time and a third of the memory."""
         if self._backend is not None and not self._backend_checked:
+            # checks it on eight slices
             step = max(1, len(text) // 8)
-            self.encode_batch(
-                [text[i : i + 2000] for i in range(0, 8 * step, step)]
-            )  # checks it on eight slices
+            self.encode_batch([text[i : i + 2000] for i in range(0, 8 * step, step)])
         if self._backend is not None and self._backend_checked:
             return list(self._fast([text])[0])
         return list(self.tok(text, add_special_tokens=False)["input_ids"])
@@ -110,26 +96,18 @@ class HFTokenizer:
     def _packed(
         self, texts: list[str], separator: str, separator_id: int
     ) -> list[list[int]] | None:
-        """Each text's ids, tokenized PACK texts at a time (see __init__); None where the check
-        found a difference."""
-        groups = [texts[i : i + self.PACK] for i in range(0, len(texts), self.PACK)]
+        """Each text's ids, tokenized PACK texts at a time; None where the check failed."""
+        groups, joined = self._joined(texts, separator)
         out: list[list[int]] = []
-        for group, joined in zip(groups, self._joined(groups, separator)):
-            parts = split_at(joined, separator_id, len(group))
-            out.extend(
-                parts if parts is not None else self._fast(group)
-            )  # a text that holds the separator
-        check = self._packing_check(len(texts), len(groups))
-        if self._fast([texts[i] for i in check]) != [out[i] for i in check]:
-            self._separator = None
-            return None
-        self._packing_checked = True
-        return out
+        for group, ids in zip(groups, joined):
+            parts = split_at(ids, separator_id, len(group))
+            # None: a text that holds the separator
+            out.extend(parts if parts is not None else self._fast(group))
+        return out if self._packing_check(texts, len(groups), out.__getitem__) else None
 
     def encode_flat(self, texts: Sequence[str]) -> Spans:
-        """``encode_batch``'s ids as one array, with where each text's start and how many: packed
-        texts' ids are not cut into a list per text (``PieceEncoder.encode_columns`` gathers from
-        the array)."""
+        """``encode_batch``'s ids as one array, with each text's start and size: packed texts' ids
+        are not cut into a list per text."""
         texts = list(texts)
         if self._backend is not None and self._backend_checked and self._separator is not None:
             if len(texts) > self.PACK:
@@ -139,15 +117,12 @@ class HFTokenizer:
         return spans(self.encode_batch(texts))
 
     def _packed_flat(self, texts: list[str], separator: str, separator_id: int) -> Spans | None:
-        """``_packed``'s ids left in one array; None where a text holds the separator
-        (``encode_batch`` then takes that group's texts one by one) or the check found a difference.
-        """
+        """``_packed``'s ids left in one array; None where a text holds the separator or the check
+        failed."""
         import numpy as np
 
-        groups = [texts[i : i + self.PACK] for i in range(0, len(texts), self.PACK)]
-        joined = self._joined(groups, separator)
+        groups, joined = self._joined(texts, separator)
         # each group's ids with a separator after it: every text is then followed by exactly one
-        # separator
         mark = [separator_id]
         flat = np.fromiter(
             itertools.chain.from_iterable(
@@ -160,34 +135,37 @@ class HFTokenizer:
         if len(ends) != len(texts):
             return None
         starts = np.concatenate([[0], ends[:-1] + 1])
-        sizes = ends - starts
-        check = self._packing_check(len(texts), len(groups))
-        if self._fast([texts[i] for i in check]) != [
-            flat[starts[i] : ends[i]].tolist() for i in check
-        ]:
-            self._separator = None
+        if not self._packing_check(
+            texts, len(groups), lambda i: flat[starts[i] : ends[i]].tolist()
+        ):
             return None
-        self._packing_checked = True
-        return flat, starts, sizes
+        return flat, starts, ends - starts
 
-    # packed texts per call of the backend: its Encoding objects, with their tokens as text,
-    # took 100 MB at once for a 234K-word list
-    PACKED_AT_ONCE = 128
-
-    def _joined(self, groups: list[list[str]], separator: str) -> list[list[int]]:
-        """Each group's texts joined by the separator, tokenized as one."""
-        out: list[list[int]] = []
+    def _joined(self, texts: list[str], separator: str) -> tuple[list[list[str]], list[list[int]]]:
+        """The texts in groups of PACK, and each group joined by the separator, tokenized as one."""
+        groups = [texts[i : i + self.PACK] for i in range(0, len(texts), self.PACK)]
+        joined: list[list[int]] = []
         for i in range(0, len(groups), self.PACKED_AT_ONCE):
-            out.extend(self._fast([separator.join(g) for g in groups[i : i + self.PACKED_AT_ONCE]]))
-        return out
+            chunk = groups[i : i + self.PACKED_AT_ONCE]
+            joined.extend(self._fast([separator.join(g) for g in chunk]))
+        return groups, joined
 
-    def _packing_check(self, texts: int, groups: int) -> list[int]:
-        """The texts of a packed batch checked against their own tokenization: the first group's,
-        all but its first tokenized after the separator; once that held, the last text of each of
-        the first groups."""
+    def _packing_check(
+        self, texts: list[str], groups: int, got: Callable[[int], list[int]]
+    ) -> bool:
+        """Whether packed ids (``got``: a text's) are the texts' own, for the first group's texts
+        (all but its first tokenized after the separator) and, once that held, the last text of
+        each of the first groups; else packing is given up."""
         if self._packing_checked:
-            return [min(texts, (g + 1) * self.PACK) - 1 for g in range(min(self.PACK_SPOT, groups))]
-        return list(range(self.PACK))
+            n = len(texts)
+            check = [min(n, (g + 1) * self.PACK) - 1 for g in range(min(self.PACK_SPOT, groups))]
+        else:
+            check = list(range(self.PACK))
+        if self._fast([texts[i] for i in check]) != [got(i) for i in check]:
+            self._separator = None
+            return False
+        self._packing_checked = True
+        return True
 
     def decode(self, ids: Sequence[int]) -> str:
         return str(self.tok.decode(list(ids), skip_special_tokens=False))
@@ -195,29 +173,20 @@ class HFTokenizer:
     def prefix_ids(self) -> list[int]:
         with_special = list(self.tok("a", add_special_tokens=True)["input_ids"])
         bare = list(self.tok("a", add_special_tokens=False)["input_ids"])
-        return (
-            with_special[: len(with_special) - len(bare)]
-            if with_special[-len(bare) :] == bare
-            else []
-        )
+        head = with_special[: len(with_special) - len(bare)]
+        return head if with_special[-len(bare) :] == bare else []
 
     def chat_parts(self) -> tuple[str, str] | None:
         if not getattr(self.tok, "chat_template", None):
             return None
         try:
-            text = self.tok.apply_chat_template(
-                [{"role": "user", "content": _SENTINEL}], add_generation_prompt=True, tokenize=False
-            )
-        except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
-            where = Path(str(getattr(self.tok, "name_or_path", "") or "."))
-            jinja = where / "chat_template.jinja"
-            source = jinja if jinja.is_file() else where / "tokenizer_config.json"
-            message = " ".join(str(exc).split())[:200]
+            text = self._render([{"role": "user", "content": _SENTINEL}])
+        except Exception as exc:  # noqa: BLE001 - jinja and templates raise many types
             raise ChatTemplateError(
-                f"the chat template ({source}) fails on a one-message chat ({type(exc).__name__}"
-                f": {message}): fix the template, or pass --chat-template off"
+                f"the chat template ({self._template_source()}) fails on a one-message chat "
+                f"({brief(exc)}): fix the template, or pass --chat-template off"
             ) from None
-        head, _, tail = str(text).partition(_SENTINEL)
+        head, _, tail = text.partition(_SENTINEL)
         return head, tail
 
     def chat_turns(self) -> ChatTurns | None:
@@ -226,9 +195,8 @@ class HFTokenizer:
         return turns_of(self._render, self._template_source())
 
     def _render(self, messages: list[dict[str, str]]) -> str:
-        return str(
-            self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        )
+        tok = self.tok
+        return str(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
 
     def _template_source(self) -> Path:
         where = Path(str(getattr(self.tok, "name_or_path", "") or "."))
@@ -252,8 +220,7 @@ class HFTokenizer:
 
 
 class ByteTokenizer:
-    """One token per UTF-8 byte (ids 0-255, EOS 256): a dependency-free tokenizer for plumbing
-    tests."""
+    """One token per UTF-8 byte (ids 0-255, EOS 256): a dependency-free tokenizer for tests."""
 
     EOS = 256
 
