@@ -127,7 +127,7 @@ _OS_FIXES = {
 
 
 def one_line(exc: BaseException) -> str:
-    """A refusal's own message; for anything else, what failed, on which file, and how to see more."""
+    """A refusal's own message; else what failed, on which file, and how to see more."""
     if isinstance(exc, CtxgateError):
         return exc.line
     if isinstance(exc, OSError) and exc.filename:

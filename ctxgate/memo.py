@@ -1,11 +1,9 @@
 """Memos of what was built from files, valid only while those files are as they were.
 
-``@memo(maxsize)`` remembers a loader's result per arguments with the identity of every file and
-folder it consulted through ``is_file``/``is_dir``/``noted`` (nested loaders pass theirs up): a
-file's size and mtime, a folder's entry count and mtime (changed by an entry added, removed or
-renamed), or absent. The memo is used only while each is the same, so an edited, added or removed
-data file is read again within one process (``bisect`` and ``watch`` evaluate many checkpoints in
-one). Failures are never remembered.
+``@memo(maxsize)`` remembers a loader's result per arguments with the identity (size or entry
+count, and mtime) of every file and folder it consulted through ``is_file``/``is_dir``/``noted``,
+nested loaders' included, and uses it only while each is the same: an edited, added or removed
+data file is read again, also within one process (bisect, watch). Failures are never remembered.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Calls to an OpenAI-compatible server, retried the way the judge and the endpoint backends both
 need.
 
-Transient failures (429, 408, 409, 425, 5xx, timeouts, dropped connections, a body that does not
-parse, a reply the caller raised ``Malformed`` for) are retried with exponential backoff and jitter,
-honouring ``Retry-After``, within a retry count and a time limit. Failures no retry can fix (a
-refused key, an unknown model, any other 4xx) raise ``Refused`` at once, for the caller to name its
-fix; any other exception (a bug in the caller) propagates as it is.
+Transient failures (408, 409, 425, 429, 5xx, timeouts, dropped connections, a body that does not
+parse, ``Malformed``) are retried with exponential backoff and jitter, honouring ``Retry-After``,
+within a retry count and a time limit; those no retry fixes (a refused key, an unknown model, any
+other 4xx) raise ``Refused`` at once, for the caller to name its fix.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """A ctxgate SQLite file that many processes open at once: the generation cache and the judge cache.
 
-xdist workers open the same new file in the same second, so the file is made whole in a private
-temporary file (WAL mode, application id, schema) and moved into place under a lock; a busy file is
-waited for, never mistaken for a broken one; and a file is set aside only when, looked at again
-under that lock, it is not a ctxgate file of this schema or fails its integrity check. A file or
-folder that cannot be written makes the store unavailable (``StoreUnavailable``): the caller runs
-without it and says so once.
+xdist workers open the same new file in the same second: it is made whole in a private file and
+moved into place under a lock; a busy file is waited for; a file is set aside only when, looked at
+again under that lock, it is not a ctxgate file of this schema or fails its integrity check. One
+that cannot be written makes the store unavailable: the caller runs without it and says so once.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Hashable, Sequence
 
 from ctxgate.tokens.chat import ChatTurns
-from ctxgate.tokens.ids import ONE_INT, RUN_END, JoinedIds, RunStore, Spans, gather, spans
+from ctxgate.tokens.ids import ONE_INT, RUN_END, JoinedIds, RunStore, Spans, gather, id_list, spans
 from ctxgate.tokens.tokenizers import RawTokenizer
 
 ANCHOR = "\u00a7"
@@ -82,18 +82,9 @@ class PieceEncoder:
 
     def encode_fresh(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
         """One-off pieces (random needles) encoded without growing the cache, as ``ONE_INT``s."""
-        n, anchor, anchor_list = len(self._anchor), self._anchor, list(self._anchor)
-        one = ONE_INT.__getitem__
-        out = []
-        for piece, ids in zip(pieces, self.raw.encode_batch([ANCHOR + p for p in pieces])):
-            # where the anchor merged with the piece, the piece is encoded plainly (a list's head is
-            # compared as a list: no tuple made for each of 50,000 one-off pieces)
-            head = ids[:n]
-            if head == anchor_list if type(head) is list else tuple(head) == anchor:
-                out.append(tuple(map(one, ids[n:])))
-            else:
-                out.append(tuple(map(one, self.raw.encode_batch([piece])[0])))
-        return out
+        flat, starts, sizes = self.encode_spans(pieces)
+        ids = id_list(flat)
+        return [tuple(ids[a : a + n]) for a, n in zip(starts.tolist(), sizes.tolist())]
 
     # rows of a new shape checked whole against the joined pieces; later batches check a few
     JOIN_CHECK = 64
@@ -103,14 +94,11 @@ class PieceEncoder:
     def encode_joined(
         self, rows: Sequence[Sequence[str]], fresh: Sequence[bool | re.Pattern[str]], shape: str
     ) -> list[tuple[int, ...]]:
-        """Ids of texts given as pieces (a template's parts, a key, a value), one-off like
-        ``encode_fresh``. Where the tokenizer splits each text at its piece boundaries, a text's ids
-        are its pieces' joined: recurring pieces (``fresh`` False: template parts, words) come from
-        the cache; one-off pieces (True: numbers) are tokenized once per distinct value in the
-        batch; a pattern (a UUID's letter and digit runs) cuts a one-off piece into runs that recur,
-        each tokenized once. The joined ids are checked against the texts encoded whole on the first
-        rows of each ``shape`` and a few of every batch; a shape that fails once is encoded whole
-        from then on, this batch included."""
+        """Ids of texts given as pieces, as their pieces' ids joined: ``fresh`` False, from the
+        cache (template parts, words); True, tokenized once per distinct value (numbers); a pattern,
+        cut into runs that recur, each tokenized once (a UUID's letter and digit runs). Checked
+        against the texts encoded whole on the first rows of each ``shape`` and a few of every
+        batch; a shape that fails once is encoded whole from then on."""
         return self.encode_columns(rows, fresh, shape).tuples()
 
     def encode_columns(
@@ -165,7 +153,7 @@ class PieceEncoder:
         return JoinedIds(gather(flat, starts, sizes), np.concatenate([[0], np.cumsum(sizes)]))
 
     def encode_spans(self, pieces: Sequence[str]) -> Spans:
-        """``encode_fresh``'s ids as one array, with each piece's start and size: no tuple per piece
+        """One-off pieces' ids as one array, with each piece's start and size: no tuple per piece
         (for the many one-off pieces of a long prompt, or a word list)."""
         import numpy as np
 
@@ -215,12 +203,10 @@ class PieceEncoder:
         return flat, starts, ends - starts
 
     def _split_runs(self, values: Sequence[str], pattern: re.Pattern[str]) -> list[str]:
-        """Every value's runs (``pattern``'s matches; the value itself where they are not all of
-        it), each value's followed by ``RUN_END``. The values are searched as one text, each ended
-        by ``RUN_END``, which the pattern is extended to match alone: one call instead of one per
-        value. That is taken only where each value is found ended and whole, and the first few
-        values' runs are as found alone (a pattern that looks past a value's ends would find
-        others); otherwise, value by value."""
+        """Every value's runs (``pattern``'s matches, else the value), each value's then
+        ``RUN_END``: found in one search of the values joined by ``RUN_END`` where that finds each
+        value whole and the first few as alone (a pattern may look past a value's end), else value
+        by value."""
         if pattern not in self._batched:
             self._batched[pattern] = re.compile(f"(?:{pattern.pattern})|{RUN_END}", pattern.flags)
         batched = self._batched[pattern]

@@ -1,5 +1,5 @@
 """Token ids in bulk: many texts' ids as spans of one array, one-off pieces' runs tokenized once,
-one int object per id, short texts tokenized as one (``codec``'s fast paths for 1M-token prompts)."""
+one int object per id (``codec``'s fast paths for 1M-token prompts)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,6 @@ class JoinedIds:
     ends: np.ndarray  # one more than the rows, from 0
 
     def tuples(self, limit: int | None = None) -> list[tuple[int, ...]]:
-        """The first ``limit`` rows' ids (every row's by default), a tuple each."""
         ends = self.ends.tolist()[: None if limit is None else limit + 1]
         return [tuple(self.ids[a:b].tolist()) for a, b in zip(ends, ends[1:])]
 
@@ -80,7 +79,6 @@ class RunStore:
         self.sizes = np.zeros(1 << 14, dtype=np.int64)
 
     def add(self, runs: list[str], flat: np.ndarray, sizes: np.ndarray) -> None:
-        """New runs and their ids, one after another."""
         import numpy as np
 
         first, used = len(self.slot), self.used
@@ -146,16 +144,3 @@ def packing_separator(backend: Any) -> tuple[str, int] | None:
         if token.special and token.content and plain:
             return str(token.content), int(token_id)
     return None
-
-
-def split_at(ids: list[int], separator_id: int, count: int) -> list[list[int]] | None:
-    """``ids`` cut at each ``separator_id`` into ``count`` parts; None where there are more or
-    fewer."""
-    if ids.count(separator_id) != count - 1:
-        return None
-    parts, start = [], 0
-    for _ in range(count - 1):
-        at = ids.index(separator_id, start)
-        parts.append(ids[start:at])
-        start = at + 1
-    return [*parts, ids[start:]]

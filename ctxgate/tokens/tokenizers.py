@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from ctxgate.tokens.chat import ChatTemplateError, ChatTurns, brief, turns_of
-from ctxgate.tokens.ids import Spans, packing_separator, spans, split_at
+from ctxgate.tokens.ids import Spans, packing_separator, spans
 
 _SENTINEL = "\u27e6CTXGATE-USER-TURN\u27e7"
 
@@ -64,11 +64,11 @@ class HFTokenizer:
             return []
         texts = list(texts)
         if self._backend is not None and self._backend_checked:
-            if self._separator is not None and len(texts) > self.PACK:
-                packed = self._packed(texts, *self._separator)
-                if packed is not None:
-                    return packed
-            return self._fast(texts)
+            packed = self._packed(texts)
+            if packed is None:
+                return self._fast(texts)
+            ids = packed[0].tolist()
+            return [ids[a : a + n] for a, n in zip(packed[1].tolist(), packed[2].tolist())]
         slow = [list(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
         if self._backend is not None:
             if self._fast(texts) != slow:
@@ -93,35 +93,26 @@ class HFTokenizer:
         assert backend is not None  # called only where the backend is used
         return [e.ids for e in backend.encode_batch_fast(texts, add_special_tokens=False)]
 
-    def _packed(
-        self, texts: list[str], separator: str, separator_id: int
-    ) -> list[list[int]] | None:
-        """Each text's ids, tokenized PACK texts at a time; None where the check failed."""
-        groups, joined = self._joined(texts, separator)
-        out: list[list[int]] = []
-        for group, ids in zip(groups, joined):
-            parts = split_at(ids, separator_id, len(group))
-            # None: a text that holds the separator
-            out.extend(parts if parts is not None else self._fast(group))
-        return out if self._packing_check(texts, len(groups), out.__getitem__) else None
-
     def encode_flat(self, texts: Sequence[str]) -> Spans:
         """``encode_batch``'s ids as one array, with each text's start and size: packed texts' ids
         are not cut into a list per text."""
         texts = list(texts)
-        if self._backend is not None and self._backend_checked and self._separator is not None:
-            if len(texts) > self.PACK:
-                found = self._packed_flat(texts, *self._separator)
-                if found is not None:
-                    return found
-        return spans(self.encode_batch(texts))
+        found = self._packed(texts) if self._backend is not None and self._backend_checked else None
+        return found if found is not None else spans(self.encode_batch(texts))
 
-    def _packed_flat(self, texts: list[str], separator: str, separator_id: int) -> Spans | None:
-        """``_packed``'s ids left in one array; None where a text holds the separator or the check
-        failed."""
+    def _packed(self, texts: list[str]) -> Spans | None:
+        """The texts' ids, tokenized PACK texts at a time, as spans of one array; None where they
+        are too few, a text holds the separator or the check failed."""
+        if self._separator is None or len(texts) <= self.PACK:
+            return None
         import numpy as np
 
-        groups, joined = self._joined(texts, separator)
+        separator, separator_id = self._separator
+        groups = [texts[i : i + self.PACK] for i in range(0, len(texts), self.PACK)]
+        joined: list[list[int]] = []
+        for i in range(0, len(groups), self.PACKED_AT_ONCE):
+            chunk = groups[i : i + self.PACKED_AT_ONCE]
+            joined.extend(self._fast([separator.join(g) for g in chunk]))
         # each group's ids with a separator after it: every text is then followed by exactly one
         mark = [separator_id]
         flat = np.fromiter(
@@ -135,37 +126,19 @@ class HFTokenizer:
         if len(ends) != len(texts):
             return None
         starts = np.concatenate([[0], ends[:-1] + 1])
-        if not self._packing_check(
-            texts, len(groups), lambda i: flat[starts[i] : ends[i]].tolist()
-        ):
-            return None
-        return flat, starts, ends - starts
-
-    def _joined(self, texts: list[str], separator: str) -> tuple[list[list[str]], list[list[int]]]:
-        """The texts in groups of PACK, and each group joined by the separator, tokenized as one."""
-        groups = [texts[i : i + self.PACK] for i in range(0, len(texts), self.PACK)]
-        joined: list[list[int]] = []
-        for i in range(0, len(groups), self.PACKED_AT_ONCE):
-            chunk = groups[i : i + self.PACKED_AT_ONCE]
-            joined.extend(self._fast([separator.join(g) for g in chunk]))
-        return groups, joined
-
-    def _packing_check(
-        self, texts: list[str], groups: int, got: Callable[[int], list[int]]
-    ) -> bool:
-        """Whether packed ids (``got``: a text's) are the texts' own, for the first group's texts
-        (all but its first tokenized after the separator) and, once that held, the last text of
-        each of the first groups; else packing is given up."""
+        # checked against the texts' own ids: the first group's (all but its first tokenized after
+        # the separator), and once that held, the last text of each of the first groups
         if self._packing_checked:
-            n = len(texts)
-            check = [min(n, (g + 1) * self.PACK) - 1 for g in range(min(self.PACK_SPOT, groups))]
+            spots = range(min(self.PACK_SPOT, len(groups)))
+            check = [min(len(texts), (g + 1) * self.PACK) - 1 for g in spots]
         else:
             check = list(range(self.PACK))
-        if self._fast([texts[i] for i in check]) != [got(i) for i in check]:
+        got = [flat[starts[i] : ends[i]].tolist() for i in check]
+        if self._fast([texts[i] for i in check]) != got:
             self._separator = None
-            return False
+            return None
         self._packing_checked = True
-        return True
+        return flat, starts, ends - starts
 
     def decode(self, ids: Sequence[int]) -> str:
         return str(self.tok.decode(list(ids), skip_special_tokens=False))
