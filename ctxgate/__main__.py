@@ -1,5 +1,4 @@
-"""``python -m ctxgate``: the same command line as the ``ctxgate`` script, named so in its help and
-messages."""
+"""``python -m ctxgate``: the ``ctxgate`` command line."""
 
 import sys
 

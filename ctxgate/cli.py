@@ -1,11 +1,6 @@
 """``ctxgate``: the command line. Each verb's parser and code live in its workflow module
-(``ctxgate/workflows/``); this module lists the verbs, adds the two that only print (``tasks``,
-``schema``), and passes arguments after ``--`` through to the verb that takes them.
-
-``bisect`` loads each checkpoint it probes and ``watch`` runs pytest on each new one; no other verb
-loads the model under test. Building the parser imports no heavy library, so ``ctxgate --help`` is
-instant.
-"""
+(``ctxgate/workflows/``); this module lists the verbs, adds ``tasks`` and ``schema``, and passes
+the arguments after ``--`` through. Building the parser imports no heavy library."""
 
 from __future__ import annotations
 
@@ -34,21 +29,19 @@ from ctxgate.workflows import (
 )
 
 DESCRIPTION = (
-    "ctxgate's command line: rescore, judge, compare (with each other or the papers' numbers) or "
-    "draw (HTML) "
-    "stored runs, bisect or watch a training run's checkpoints, list tasks, print the report "
-    "schema. bisect loads "
-    "each checkpoint it probes and watch runs pytest on each new one; no other verb loads the "
-    "model under test "
-    "(`judge --nli-model` loads its NLI checkpoint)."
+    "ctxgate's command line: rescore, judge, compare (with each other or the papers' numbers) "
+    "or draw (HTML) stored runs, bisect or watch a training run's checkpoints, list tasks, "
+    "print the report schema. bisect loads each checkpoint it probes and watch runs pytest on "
+    "each new one; no other verb loads the model under test (`judge --nli-model` loads its "
+    "NLI checkpoint)."
 )
 
 
 def _tasks(args: argparse.Namespace) -> int:
     for t in all_tasks():
         print(
-            f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric.name:<19}gen={t.tokens_to_generate:<5}"
-            f"n={t.default_samples:<5}{t.description}"
+            f"{t.name:<18}{t.suite:<8}{t.category:<13}{t.metric.name:<19}"
+            f"gen={t.tokens_to_generate:<5}n={t.default_samples:<5}{t.description}"
         )
     return 0
 
@@ -63,15 +56,8 @@ def _schema(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctxgate", description=DESCRIPTION)
     sub = p.add_subparsers(dest="command", required=True)
-    for verb in (
-        rescore,
-        diff,
-        html,
-        bisect,
-        trend,
-        metrics_export,
-        watch,
-    ):  # help lists the verbs in this order
+    # help lists the verbs in this order
+    for verb in (rescore, diff, html, bisect, trend, metrics_export, watch):
         verb.add_parser(sub)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     data.add_parser(sub)
@@ -97,9 +83,8 @@ def _without(argv: Sequence[str], dropped: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Arguments after the first ``--`` are passed through (``ctxgate watch ... -- PYTEST ARGS``),
-    so the verb's own options may come before them in any order. Every verb's refusals
-    (``CtxgateError``) end here, as one line ``ctxgate VERB: message`` and exit status 2."""
+    """Arguments after the first ``--`` go to the verb (``ctxgate watch ... -- PYTEST ARGS``). Every
+    failure ends here as one line ``ctxgate VERB: message``: exit 2 for a refusal, else 3."""
     argv = list(sys.argv[1:] if argv is None else argv)
     passthrough: list[str] = []
     if "--" in argv:
@@ -124,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ctxgate {args.command}: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - the last word on any failure: one line, the traceback on request
+    except Exception as exc:  # noqa: BLE001 - the last word on any failure
         if os.environ.get("CTXGATE_DEBUG", "") not in ("", "0"):
             raise
         verb = " ".join(filter(None, (args.command, getattr(args, "data_command", None))))
@@ -142,13 +127,12 @@ _OS_FIXES = {
 
 
 def one_line(exc: BaseException) -> str:
-    """A refusal's own message (it names the bad value and the fix); for anything else, what failed,
-    on which file, and how to see more (a full disk, a permission: what no refusal foresaw)."""
+    """A refusal's own message; else what failed, on which file, and how to see more."""
     if isinstance(exc, CtxgateError):
         return exc.line
     if isinstance(exc, OSError) and exc.filename:
-        what = exc.strerror or str(exc)
-        return f"{exc.filename}: {what}: {_OS_FIXES.get(exc.errno or 0, 'check the file')} and run it again"
+        fix = _OS_FIXES.get(exc.errno or 0, "check the file")
+        return f"{exc.filename}: {exc.strerror or str(exc)}: {fix} and run it again"
     text = " ".join(str(exc).split()) or "no message"
     return f"{text} ({type(exc).__name__}; set CTXGATE_DEBUG=1 to see the traceback)"
 

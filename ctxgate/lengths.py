@@ -1,9 +1,6 @@
-"""Input lengths as users write them (``8k``) and as the benchmarks mean them (8192).
-
-RULER and HELMET use binary thousands: "128K" is 131072 tokens, not 128000. Length 0 is BABILong's
-"0k": a task's bare form, its facts without background text (``TaskSpec.bare``); every other task
-skips it.
-"""
+"""Input lengths as users write them (``8k``) and as the benchmarks mean them (8192). RULER and
+HELMET use binary thousands: "128K" is 131072 tokens. Length 0 is BABILong's "0k", a task's bare
+form (its facts without background text, ``TaskSpec.bare``); every other task skips it."""
 
 from __future__ import annotations
 
@@ -46,8 +43,7 @@ def parse_lengths(text: str) -> tuple[int, ...]:
 
 def format_length(tokens: int) -> str:
     """131072 -> "128K", 1000 -> "1000", 0 -> "0": a short label for tables."""
-    if tokens and tokens % (1024 * 1024) == 0:
-        return f"{tokens // (1024 * 1024)}M"
-    if tokens and tokens % 1024 == 0:
-        return f"{tokens // 1024}K"
+    for unit, size in (("M", 1024 * 1024), ("K", 1024)):
+        if tokens and tokens % size == 0:
+            return f"{tokens // size}{unit}"
     return str(tokens)

@@ -1,13 +1,9 @@
 """Memos of what was built from files, valid only while those files are as they were.
 
-A loader decorated with ``@memo(maxsize)`` remembers its result per arguments together with the
-identity of every file and folder it consulted, as ``is_file``/``is_dir``/``noted`` saw them while
-it ran (nested loaders pass their files up to the loaders that called them). On the next call the
-memo is used only when each of those still has the same identity (a file: its size and modification
-time; a folder: its entry count and modification time, which change when an entry is added, removed
-or renamed; absent: absent), so an edited, added or removed data file is read again, in one process
-as across runs (``ctxgate bisect`` and ``watch`` evaluate many checkpoints in one). Failures are
-never remembered: a loader that raised runs again next time.
+``@memo(maxsize)`` remembers a loader's result per arguments with the identity (size or entry
+count, and mtime) of every file and folder it consulted through ``is_file``/``is_dir``/``noted``,
+nested loaders' included, and uses it only while each is the same: an edited, added or removed
+data file is read again, also within one process (bisect, watch). Failures are never remembered.
 """
 
 from __future__ import annotations
@@ -91,9 +87,7 @@ def memo(maxsize: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
                     entries.move_to_end(key)
                     while len(entries) > maxsize:
                         entries.popitem(last=False)
-            if (
-                outer is not None
-            ):  # the files this memo consulted, passed up to the loaders that called it
+            if outer is not None:  # passed up to the loaders that called this one
                 for p, was in consulted.items():
                     outer.setdefault(p, was)
             return result

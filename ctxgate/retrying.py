@@ -1,12 +1,10 @@
 """Calls to an OpenAI-compatible server, retried the way the judge and the endpoint backends both
 need.
 
-Transient failures (429, 408, 409, 5xx, timeouts, dropped connections, a body that does not parse or
-a reply the caller finds unusable, raised as ``Malformed``) are retried with exponential backoff and
-jitter, honouring ``Retry-After``, within a retry count and a time limit. Failures that no retry can
-fix (a refused key, an unknown model, any other 4xx) are raised at once as ``Refused`` so the caller
-can name its own fix. Anything else (an ``AttributeError`` in the caller's own code) is not a
-server's failure and propagates as it is.
+Transient failures (408, 409, 425, 429, 5xx, timeouts, dropped connections, a body that does not
+parse, ``Malformed``) are retried with exponential backoff and jitter, honouring ``Retry-After``,
+within a retry count and a time limit; those no retry fixes (a refused key, an unknown model, any
+other 4xx) raise ``Refused`` at once, for the caller to name its fix.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 T = TypeVar("T")
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429})  # 4xx that a later try can clear; every 5xx too
 
 
 class Refused(RuntimeError):
@@ -30,17 +29,12 @@ class Refused(RuntimeError):
 
 
 class Malformed(RuntimeError):
-    """Raised by a call whose reply arrived but cannot be used (no choices, no text): retried like a
-    5xx."""
-
-
-TRANSIENT_STATUS = frozenset({408, 409, 425, 429})  # 4xx that a later try can clear; every 5xx too
+    """A reply that arrived but cannot be used (no choices, no text): retried like a 5xx."""
 
 
 class Exhausted(RuntimeError):
-    """Transient failures outlasted the retries or the time limit; the message says how many and the
-    last one. ``timed_out``: the last failure was the request's own timeout (the server was too
-    slow, not gone)."""
+    """Transient failures outlasted the retries or the time limit. ``timed_out``: the last one was
+    the request's own timeout (the server was too slow, not gone)."""
 
     def __init__(self, message: str, timed_out: bool = False) -> None:
         super().__init__(message)
@@ -56,8 +50,7 @@ def call_with_retries(
     sleep: Callable[[float], None] = time.sleep,
     on_retry: Callable[[], None] | None = None,
 ) -> T:
-    """``openai`` is the imported package (imported by the caller, so that importing this module
-    costs nothing)."""
+    """``openai``: the package, imported by the caller so that importing this costs nothing."""
     start = time.monotonic()
     retry = 0
     while True:
@@ -68,22 +61,21 @@ def call_with_retries(
         except openai.NotFoundError as exc:
             raise Refused("not_found", exc.status_code, str(exc)[:200]) from None
         except openai.APIStatusError as exc:
-            if (
-                exc.status_code < 500 and exc.status_code not in TRANSIENT_STATUS
-            ):  # 400, 422 and the like
+            if exc.status_code < 500 and exc.status_code not in TRANSIENT_STATUS:  # 400, 422, ...
                 raise Refused("bad_request", exc.status_code, str(exc)[:200]) from None
-            failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
+            last = exc
         except (
             openai.APITimeoutError,
             openai.APIConnectionError,
             openai.APIResponseValidationError,
-            json.JSONDecodeError,
+            json.JSONDecodeError,  # a body cut short does not parse: the server's fault
             Malformed,
-        ) as exc:  # a body cut short does not parse: the server's fault
-            failure, last = f"{type(exc).__name__}: {str(exc)[:160]}", exc
+        ) as exc:
+            last = exc
         wait = backoff(retry, last)
         spent = time.monotonic() - start
         if retry >= max_retries or spent + wait > time_limit_s:
+            failure = f"{type(last).__name__}: {str(last)[:160]}"
             raise Exhausted(
                 f"after {retry + 1} requests in {spent:.0f}s (last: {failure})",
                 timed_out=isinstance(last, openai.APITimeoutError),

@@ -1,12 +1,9 @@
 """A ctxgate SQLite file that many processes open at once: the generation cache and the judge cache.
 
-Why the care: xdist workers open the same new file in the same second. The file is therefore created
-whole in a private temporary file (WAL mode, application id, schema) and moved into place under a
-lock, so no process ever sees a half-made file; a busy file is waited for, never mistaken for a
-broken one; and a file is set aside only when, looked at again under that lock, it really is not a
-ctxgate file of this schema or fails its integrity check. A file or folder that cannot be written
-makes the store unavailable (``StoreUnavailable``): the caller runs without it and says so once,
-instead of failing the run.
+xdist workers open the same new file in the same second: it is made whole in a private file and
+moved into place under a lock; a busy file is waited for; a file is set aside only when, looked at
+again under that lock, it is not a ctxgate file of this schema or fails its integrity check. One
+that cannot be written makes the store unavailable: the caller runs without it and says so once.
 """
 
 from __future__ import annotations
@@ -34,8 +31,7 @@ class CacheWarning(UserWarning):
 
 
 class StoreUnavailable(CtxgateError, RuntimeError):
-    """The file cannot be opened or written (permissions, read-only media, a full disk, busy for too
-    long)."""
+    """The file cannot be opened or written (permissions, read-only media, a full disk, busy)."""
 
 
 @dataclass
@@ -47,17 +43,13 @@ class CacheStats:
 
 
 def error_kind(exc: sqlite3.Error) -> str:
-    """busy (wait and retry), corrupt (not a database: may be set aside) or unusable (give the store
-    up)."""
+    """busy (wait and retry), corrupt (may be set aside) or unusable (give the store up)."""
     name = getattr(exc, "sqlite_errorname", "") or ""  # Python 3.11+
     text = str(exc).lower()
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text or "busy" in text:
         return "busy"
-    if (
-        name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT"))
-        or "not a database" in text
-        or "malformed" in text
-    ):
+    corrupt = ("not a database", "malformed")
+    if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or any(w in text for w in corrupt):
         return "corrupt"
     return "unusable"
 
@@ -75,8 +67,7 @@ class SqliteFile:
         self.dir = Path(directory)
         self.path = self.dir / self.FILE_NAME
         self.stats = CacheStats()
-        # set when a write fails mid-run: the rest of the run goes without
-        self.disabled: str | None = None
+        self.disabled: str | None = None  # set when a write fails mid-run: the rest goes without
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             self.conn = self._open()
@@ -106,8 +97,7 @@ class SqliteFile:
                 conn = self._connect()
                 problem = self._problem(conn)
                 if problem is None:
-                    # a read-only file or folder is found now, not at the first write in the middle
-                    # of a case
+                    # a read-only file or folder is found now, not at a first write mid-case
                     conn.execute("BEGIN IMMEDIATE")
                     conn.execute("ROLLBACK")
                     return conn
@@ -138,8 +128,7 @@ class SqliteFile:
             self._replace(problem)
 
     def _problem(self, conn: sqlite3.Connection) -> str | None:
-        """Why this is not a usable ctxgate file of this schema, or None. Busy and I/O errors
-        propagate."""
+        """Why this is not a usable file of this schema, or None; busy and I/O errors propagate."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         version = (
@@ -150,26 +139,22 @@ class SqliteFile:
         if app_id != self.APPLICATION_ID or version is None or version[0] != str(SCHEMA_VERSION):
             return (
                 f"not a ctxgate {self.WHAT} of schema {SCHEMA_VERSION} (application id "
-                f"{app_id:#x}, schema "
-                f"{version[0] if version else None})"
+                f"{app_id:#x}, schema {version[0] if version else None})"
             )
         if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
             return "integrity check failed"
         return None
 
     def _creation_lock(self) -> filelock.BaseFileLock:
-        return filelock.FileLock(
-            self.dir / f"{self.FILE_NAME}.lock"
-        )  # an flock: released on exit, also on kill -9
+        # an flock: released on exit, also on kill -9
+        return filelock.FileLock(self.dir / f"{self.FILE_NAME}.lock")
 
     def _create(self) -> None:
         """Build the whole file privately, then rename it into place: nobody sees it half made."""
         tmp = self.dir / f".{self.FILE_NAME}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         try:
             with closing(sqlite3.connect(tmp, isolation_level=None)) as conn:
-                conn.execute(
-                    "PRAGMA journal_mode = WAL"
-                )  # stored in the file header: it moves with the file
+                conn.execute("PRAGMA journal_mode = WAL")  # in the file header: it moves with it
                 conn.execute(f"PRAGMA application_id = {self.APPLICATION_ID}")
                 conn.execute("BEGIN")
                 conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
@@ -194,8 +179,7 @@ class SqliteFile:
                         still = self._problem(conn)
                 except sqlite3.Error as exc:
                     if error_kind(exc) != "corrupt":
-                        # busy or unreadable now: the caller's loop decides, nothing is moved
-                        return
+                        return  # busy or unreadable now: the caller's loop decides, nothing moved
                     still = str(exc)
                 if still is None:
                     return
@@ -219,8 +203,7 @@ class SqliteFile:
 
     def execute(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]] | None:
         """One statement; None once the store is given up. A write that fails for good (read-only,
-        disk full) gives the store up for the rest of the run with one warning instead of failing
-        the case."""
+        disk full) gives the store up for the rest of the run with one warning."""
         if self.disabled:
             return None
         try:
@@ -229,8 +212,7 @@ class SqliteFile:
             self.disabled = str(exc)
             warnings.warn(
                 f"ctxgate {self.WHAT} {self.path} failed ({exc}); the rest of this run goes "
-                "without it. "
-                f"Fix: {self.FIX}",
+                f"without it. Fix: {self.FIX}",
                 CacheWarning,
                 stacklevel=3,
             )

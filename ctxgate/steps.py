@@ -1,14 +1,10 @@
 """The training step a checkpoint belongs to: one rule for bisect, watch, trend and the trackers.
 
-An explicit ``--step`` wins. Then Trainer's ``trainer_state.json`` (``global_step``, and
-``num_input_tokens_seen`` when the run counted tokens), when the folder has one. Then the folder's
-name, where a step follows a word the trainers write: ``checkpoint-1200`` (Trainer),
-``global_step1200`` (DeepSpeed), ``step_1200`` or ``step-1200`` (Accelerate, FSDP and DCP scripts),
-``step=1200`` (Lightning), ``iter_0001200`` (Megatron), ``ckpt-1200``; the last such word counts. A
-name that is only digits is that step. Any other number in a name is not a step: ``llama3-8b`` has
-none, and ``step_2000_v2`` is step 2000. Last, for a DeepSpeed folder saved under a name of the
-user's (``engine.save_checkpoint("zero-run/")``), the tag its ``latest`` file names
-(``global_step1200``).
+An explicit ``--step`` wins; then Trainer's ``trainer_state.json`` (``global_step``, and
+``num_input_tokens_seen`` when counted); then the folder's name, where a step follows the last word
+a trainer writes (``checkpoint-1200``, ``global_step1200``, ``step_1200``, ``step-1200``,
+``step=1200``, ``iter_0001200``, ``ckpt-1200``) or is the whole name (any other number is none:
+``llama3-8b``); last, the tag DeepSpeed's ``latest`` file names, for a folder of the user's name.
 """
 
 from __future__ import annotations
@@ -31,7 +27,6 @@ class Step:
 
 
 def step_in_name(name: str) -> int | None:
-    """The step a checkpoint folder's name gives, or None."""
     if name.isdigit():
         return int(name)
     found = _NAMED.findall(name)
@@ -39,7 +34,6 @@ def step_in_name(name: str) -> int | None:
 
 
 def training_step(folder: str | Path | None, given: int | None = None) -> Step:
-    """``given`` (``--step``), else ``trainer_state.json`` in ``folder``, else ``folder``'s name."""
     path = Path(folder) if folder else None
     state = _trainer_state(path) if path is not None else {}
     seen = state.get("num_input_tokens_seen")
@@ -62,8 +56,7 @@ def training_step(folder: str | Path | None, given: int | None = None) -> Step:
 
 
 def zero_latest(folder: Path) -> str | None:
-    """The tag DeepSpeed's ``latest`` file in ``folder`` names, when it names a folder beside it;
-    else None."""
+    """The tag DeepSpeed's ``latest`` file in ``folder`` names, when it is a folder beside it."""
     try:
         tag = (folder / ZERO_LATEST).read_text("utf-8", errors="replace").strip()
     except OSError:

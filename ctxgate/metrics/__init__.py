@@ -1,5 +1,4 @@
-"""Metrics, one registry addressable by name. A metric maps (prediction, references) to a score in
-[0, 1]."""
+"""Metrics, one registry addressable by name. A metric maps an output to a score in [0, 1]."""
 
 from ctxgate.metrics.registry import Metric, get_metric, metric_names, score_prediction
 

@@ -1,11 +1,9 @@
 """BABILong's answer rule (``babilong/metrics.py``: ``compare_answers``, ``TASK_LABELS``), for its
 qa1-qa5.
 
-An output is right when, of the task's labels (the words an answer can be), the first sentence of
-the output names the target and no other label besides those the question itself names; for a target
-of several labels (bAbI's qa8 lists), exactly those. The rule needs the question and the labels
-besides the target, so a sample's references carry all three (``references`` writes them,
-``parse_references`` reads them back)."""
+An output is right when, of the task's labels, its first sentence names the target and no other
+label besides those the question names (for a target of several labels, exactly those). A sample's
+references therefore carry the target, the question and the labels (``references``)."""
 
 from __future__ import annotations
 
@@ -24,9 +22,8 @@ LABEL_SEP = " | "
 
 
 def preprocess_output(output: str) -> str:
-    """The part of an output the rule reads: lower case, up to the first full stop, before any
-    ``<context>`` or ``<example>`` the model went on to write. (The reference also cuts at
-    "Question" after lowering the text, so that cut never applies.)"""
+    """Lower case, up to the first full stop, before any ``<context>`` or ``<example>`` (the
+    reference's cut at "Question", after lowering, never applies)."""
     output = output.lower().split(".")[0]
     return output.split("<context>")[0].split("<example>")[0]
 
@@ -45,7 +42,6 @@ def compare_answers(target: str, output: str, question: str, task_labels: Iterab
 
 
 def references(target: str, question: str, labels: Sequence[str]) -> tuple[str, str, str]:
-    """A sample's references: the target, then the question and the labels, tagged."""
     return target, QUESTION + question, LABELS + LABEL_SEP.join(labels)
 
 

@@ -1,8 +1,5 @@
 """HELMET's application metrics: label EM, ROUGE-L F1, NDCG@10 of a parsed ranking, multiple choice.
-
-Each is a small pure function over strings. Where HELMET takes the better of the raw output and the
-output parsed after the answer prefix, the registry wrapper does that, not these functions.
-"""
+Pure functions of strings; the registry takes the better of the raw and the parsed output."""
 
 from __future__ import annotations
 
@@ -40,10 +37,9 @@ def rouge_l_f1(prediction: str, references: Sequence[str]) -> float:
 
 
 def parse_rankings(output: str) -> dict[str, int]:
-    """HELMET's ranking parser. Brackets and colons go, the text is lowercased and every "id"
-    removed; the longest ``n > n > ...`` chain wins (the first of equal length). Scores fall with
-    the position (length - position) and the first mention of a duplicate keeps its place. With no
-    digits at all, the whole cleaned text is one unmatched id."""
+    """HELMET's ranking parser: brackets, colons and every "id" go, lowercased; the longest
+    ``n > n > ...`` chain wins (the first of equal length); scores fall with the position, a
+    duplicate keeps its first; with no digits, the whole cleaned text is one unmatched id."""
     cleaned = _RANK_NOISE.sub("", output).lower().replace("id", "")
     longest = max((match.group(0) for match in _CHAIN.finditer(cleaned)), key=len, default="")
     ranked = [n.strip() for n in longest.split(">") if n.strip().isdigit()]
@@ -56,8 +52,7 @@ def parse_rankings(output: str) -> dict[str, int]:
 
 def ndcg_at(scores: Mapping[str, float], qrels: Mapping[str, int], k: int = 10) -> float:
     """trec_eval's ndcg_cut_k as pytrec_eval computes it: documents by falling score (ties: larger
-    id first), gain = relevance label, discount log2(rank + 1); the ideal ranking is every judged
-    document by falling label."""
+    id first), gain = label, discount log2(rank + 1), ideal: every judged document by label."""
     by_id = sorted(scores.items(), key=lambda kv: kv[0], reverse=True)
     ranked = sorted(by_id, key=lambda kv: -kv[1])[:k]  # stable: ties keep the larger id first
     dcg = sum(qrels.get(pid, 0) / math.log2(rank + 2) for rank, (pid, _) in enumerate(ranked))
@@ -83,8 +78,8 @@ def _plain(text: str) -> str:
 
 
 def choice_correct(outputs: Sequence[str], letter: str, option: str) -> float:
-    """Multiple choice, fixed: an output (raw or parsed) that is the gold letter or the full gold
-    option, or that contains the lettered option ("B. text"). An empty output is never correct."""
+    """Multiple choice, fixed: an output (raw or parsed) that is the gold letter or option, or holds
+    the lettered option ("B. text"). An empty output is never correct."""
     wanted = {_plain(letter), _plain(option)}
     if any(o.strip() and _plain(o) in wanted for o in outputs):
         return 1.0

@@ -1,22 +1,14 @@
 """HELMET's model-judged metrics as pure functions of verdicts, and ALCE's citation and
 correctness metrics as pure functions of an entailment callable: the judge supplies the verdicts.
 
-* NarrativeQA: fluency (0/1) x correctness (0-3) / 3, so the case mean x 100 is the paper's score
-  x 100/3.
-* Summaries: recall = supported key points / key points; precision = supported sentences / the
-  judge's sentence count; F1 of the two, times fluency. (Zero denominators give 0, as the
-  reference.)
-* ALCE, as the reference evaluates it: newlines become spaces and ``<|im_end|>`` is dropped first;
-  correctness reads the output with citations removed (ASQA str_em: share of QA pairs with a
-  normalized short answer inside; QAMPARI rec_top5: answers found among the comma-separated items,
-  over min(5, number of answers)). Citations: sentences (QAMPARI: the question plus each comma item)
-  under 5 characters are dropped; a sentence's recall is 1 when its first 3 citations jointly entail
-  it (a repeated citation counts, and reads its document twice; a citation is in range when the
-  record has that document, shown in the prompt or not); its precision credits each citation unless
-  the sentence has several, is jointly entailed, the citation alone does not entail it and the
-  others still do without that one occurrence (so ``[1][2][2]`` credits a needed ``[2]`` once, not
-  twice). ``[0]`` is out of range; the reference reads it as the record's last document (a negative
-  index), which ``helmet_compat`` reproduces.
+NarrativeQA: fluency (0/1) x correctness (0-3) / 3. Summaries: fluency x F1 of recall (supported
+key points / key points) and precision (supported sentences / the judge's sentence count); zero
+denominators give 0, as the reference. ALCE, as the reference evaluates it: newlines become spaces,
+``<|im_end|>`` is dropped, and correctness reads the output without citations. A sentence's citation
+recall is 1 when its first 3 citations jointly entail it (a repeated one reads its document twice);
+its precision credits each citation unless the sentence has several, is jointly entailed, the
+citation alone does not entail it and the others still do without that one occurrence. ``[0]`` is
+out of range; the reference reads it as the last document, which ``helmet_compat`` reproduces.
 """
 
 from __future__ import annotations
@@ -102,9 +94,9 @@ _ABBREV = re.compile(
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentence split in the spirit of NLTK's Punkt (the reference's splitter, whose model cannot be
-    downloaded here): break after . ! or ? (and any closing quotes or citation brackets) before
-    whitespace, except after common abbreviations and initials."""
+    """Sentences split in the spirit of NLTK's Punkt (the reference's, whose model cannot be
+    downloaded here): after . ! or ? (and closing quotes or citations) before whitespace, except
+    after common abbreviations and initials."""
     pieces = re.split(r"(?<=[.!?])((?:[\"')\]]|\[\d+\])*)\s+", text.strip())
     out: list[str] = []
     buf = ""
@@ -125,9 +117,8 @@ def citation_sentences(output: str, question: str, qampari: bool) -> list[str]:
 
 
 def cited(sentence: str, n_docs: int | None = None, helmet_compat: bool = False) -> list[int]:
-    """0-based document indices in citation order (``[3]`` is document 2); ``[0]`` is -1, or under
-    ``helmet_compat`` the last of ``n_docs`` documents, as the reference's Python indexing reads it.
-    """
+    """0-based document indices in citation order (``[3]`` is 2); ``[0]`` is -1, or under
+    ``helmet_compat`` the last of ``n_docs``, as the reference's Python indexing reads it."""
     refs = [int(m) - 1 for m in re.findall(r"\[(\d+)", sentence)]
     return [n_docs - 1 if r == -1 and helmet_compat and n_docs else r for r in refs]
 
@@ -141,9 +132,8 @@ class CitationScore:
 
 
 def cited_documents(output: str, question: str, qampari: bool) -> set[int]:
-    """The documents a citation check can read: the first 3 citations of each sentence (what a
-    stored prediction must keep for the judge to score it later)."""
-    # -1 is ``[0]``: the caller keeps the last document for a --helmet-compat judgement
+    """The documents a citation check can read (a stored prediction keeps them for the judge): the
+    first 3 citations of each sentence; -1 is ``[0]``, the last one under --helmet-compat."""
     sentences = citation_sentences(output, question, qampari)
     return {r for s in sentences for r in cited(s)[:AT_MOST_CITATIONS]}
 
@@ -157,9 +147,8 @@ def citation_scores(
     qampari: bool = False,
     helmet_compat: bool = False,
 ) -> CitationScore:
-    """``docs``: (title, text) by 0-based position in the record's document list (at least those
-    cited), ``n_docs`` how many the record has. An output with no sentence scores 0 (the reference
-    leaves it out of the average instead; docs/decisions.md)."""
+    """``docs``: (title, text) by 0-based position (at least those cited) of the record's ``n_docs``
+    documents. No sentence scores 0 (the reference leaves it out instead; docs/decisions.md)."""
     sents = citation_sentences(output, question, qampari)
     if not sents:
         return CitationScore(0.0, 0.0, 0, 0)

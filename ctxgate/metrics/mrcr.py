@@ -1,11 +1,8 @@
 """OpenAI MRCR's grade, as its dataset card defines it: an output that does not start with the
-sample's random string scores 0; otherwise the random string is taken off the output and off the
-answer (where the answer starts with it), and the score is difflib's ``SequenceMatcher(None, output,
-answer).ratio()``, in that order (the ratio is not symmetric: difflib's junk heuristic looks at the
-second sequence only). Nothing is stripped or normalized.
-
-A task's references for this metric are ``(answer, random string)``: the answer as the data gives
-it, the random string included."""
+sample's random string scores 0; else, the random string off the output and the answer (where it
+starts it), difflib's ``SequenceMatcher(None, output, answer).ratio()``, in that order (its junk
+heuristic looks at the second sequence only). Nothing is stripped or normalized. References are
+``(answer, random string)``, the answer as the data gives it."""
 
 from __future__ import annotations
 
@@ -22,7 +19,6 @@ def grade(output: str, answer: str, prefix: str) -> float:
 
 
 def score(output: str, references: Sequence[str], answer_prefix: str | None) -> tuple[float, str]:
-    """The registry's scorer: ``references`` are (answer, random string); no answer prefix."""
     if len(references) != 2:
         raise ValueError(
             "MRCR needs references (answer, random string to prepend), "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from ctxgate.metrics import babilong, helmet, mrcr, nolima, text
 from ctxgate.records.refusal import CtxgateError
@@ -16,8 +17,7 @@ Match = Callable[[str, Sequence[str]], float]
 @dataclass(frozen=True)
 class Metric:
     """A task names its metric by this object. ``fn`` scores one output; a judged metric has none:
-    the judge it names (``llm`` or ``entailment``) scores it, by the scorer that
-    ``ctxgate.judge.score.JUDGED`` keeps for it (the judges are a floor above the metrics)."""
+    its ``judge`` scores it, by the scorer ``ctxgate.judge.score.JUDGED`` keeps (a floor above)."""
 
     name: str
     fn: Scorer | None
@@ -29,29 +29,23 @@ class Metric:
         return self.fn is None
 
 
-def _ruler(match: Match) -> Scorer:
-    def score(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
-        cleaned = text.ruler_clean(pred)
-        return match(cleaned, refs), cleaned
-
-    return score
+def _ruler(match: Match, pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+    cleaned = text.ruler_clean(pred)
+    return match(cleaned, refs), cleaned
 
 
 def _parsed(pred: str, prefix: str | None) -> str:
     """The rest of the output's line after the answer prefix (else its first line), which HELMET
-    scores besides the raw output. ``score_prediction`` has already put the prefix in front of a
-    completion-mode output."""
+    scores besides the raw output (``score_prediction`` put the prefix before a completion)."""
     return text.parse_output(pred, prefix or "Answer:")
 
 
-def _raw_or_parsed(match: Match) -> Scorer:
+def _raw_or_parsed(
+    match: Match, pred: str, refs: Sequence[str], prefix: str | None
+) -> tuple[float, str]:
     """max(score on the raw output, score on the parsed output), HELMET's rule."""
-
-    def score(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
-        parsed = _parsed(pred, prefix)
-        return max(match(pred, refs), match(parsed, refs)), parsed
-
-    return score
+    parsed = _parsed(pred, prefix)
+    return max(match(pred, refs), match(parsed, refs)), parsed
 
 
 def _label_em(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
@@ -65,16 +59,18 @@ def _ndcg10(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, 
     return helmet.ndcg_at(ranking, helmet.qrels_from_references(refs), 10), " > ".join(ranking)
 
 
-def _choice(rule: Callable[[Sequence[str], str, str], float]) -> Scorer:
-    def score(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
-        if len(refs) != 2:
-            raise ValueError(
-                f"multiple choice needs references (letter, 'L. option'), got {list(refs)!r}"
-            )
-        parsed = _parsed(pred, prefix)
-        return rule([pred, parsed], refs[0], refs[1]), parsed
-
-    return score
+def _choice(
+    rule: Callable[[Sequence[str], str, str], float],
+    pred: str,
+    refs: Sequence[str],
+    prefix: str | None,
+) -> tuple[float, str]:
+    if len(refs) != 2:
+        raise ValueError(
+            f"multiple choice needs references (letter, 'L. option'), got {list(refs)!r}"
+        )
+    parsed = _parsed(pred, prefix)
+    return rule([pred, parsed], refs[0], refs[1]), parsed
 
 
 # --helmet-compat swaps a metric for the reference's own behaviour, bugs included
@@ -83,17 +79,17 @@ COMPAT = {"mc_accuracy": "mc_accuracy_helmet"}
 
 STRING_MATCH_ALL = Metric(
     "string_match_all",
-    _ruler(text.string_match_all),
+    partial(_ruler, text.string_match_all),
     "RULER: fraction of references contained (case-insensitive)",
 )
 STRING_MATCH_PART = Metric(
     "string_match_part",
-    _ruler(text.string_match_part),
+    partial(_ruler, text.string_match_part),
     "RULER: 1 if any reference is contained (case-insensitive)",
 )
 HELMET_SUBEM = Metric(
     "helmet_subem",
-    _raw_or_parsed(text.substring_exact_match),
+    partial(_raw_or_parsed, text.substring_exact_match),
     "HELMET SubEM on normalized text, max over raw and parsed output",
 )
 LABEL_EM = Metric("label_em", _label_em, "HELMET ICL: normalized exact match of the parsed label")
@@ -102,7 +98,7 @@ NOLIMA_CONTAINS = Metric(
 )
 ROUGE_L_F1 = Metric(
     "rouge_l_f1",
-    _raw_or_parsed(helmet.rouge_l_f1),
+    partial(_raw_or_parsed, helmet.rouge_l_f1),
     "ROUGE-L F1 (rouge-score, stemmed), max over references, raw and parsed",
 )
 NDCG_AT_10 = Metric(
@@ -113,12 +109,12 @@ BABILONG_MATCH = Metric(
 )
 MC_ACCURACY = Metric(
     "mc_accuracy",
-    _choice(helmet.choice_correct),
+    partial(_choice, helmet.choice_correct),
     "multiple choice: the gold letter or option; an empty output is wrong",
 )
 MC_ACCURACY_HELMET = Metric(
     "mc_accuracy_helmet",
-    _choice(helmet.choice_correct_helmet),
+    partial(_choice, helmet.choice_correct_helmet),
     "HELMET's multiple choice rule, bug included (empty output counts for gold A)",
 )
 MRCR_RATIO = Metric(
@@ -183,12 +179,9 @@ def score_prediction(
     prefix: str | None = None,
     chat: bool = False,
 ) -> tuple[float, str]:
-    """Score one prediction in [0, 1]; also returns the text the metric looked at.
-
-    ``prefix``: the task's answer prefix (HELMET's ``system_template``). Without the chat template
-    the prompt ended with it and the model completed it, so HELMET scores ``prefix + output``, no
-    space added; with it (``chat``) the output is scored as it is, parsed after the prefix when the
-    model wrote one."""
+    """Score one prediction in [0, 1], and the text the metric looked at. ``prefix``: the task's
+    answer prefix (HELMET's ``system_template``); without the chat template the model completed
+    it, so HELMET scores ``prefix + output``, no space added."""
     if not references:
         raise ValueError("a prediction needs at least one reference answer to be scored")
     scored = prefix + prediction if prefix and not chat else prediction

@@ -17,13 +17,11 @@ def ruler_clean(prediction: str) -> str:
 
 
 def string_match_all(prediction: str, references: Sequence[str]) -> float:
-    """Fraction of references found, case-insensitively, as substrings of the prediction."""
     pred = prediction.lower()
     return sum(r.lower() in pred for r in references) / len(references)
 
 
 def string_match_part(prediction: str, references: Sequence[str]) -> float:
-    """1 if any reference is a case-insensitive substring of the prediction."""
     pred = prediction.lower()
     return float(any(r.lower() in pred for r in references))
 
@@ -41,8 +39,7 @@ def substring_exact_match(prediction: str, references: Sequence[str]) -> float:
 
 def parse_output(output: str, prefix: str = "Answer:") -> str:
     """HELMET: the rest of the line after the first case-insensitive ``prefix``, else the first
-    line; a repeated prefix at the start of that rest is dropped too (chat models sometimes echo
-    it)."""
+    line, less a repeated prefix at its start (chat models sometimes echo it)."""
     match = re.search(f"(?:{re.escape(prefix)})(.*)(?:\n|$)", output, flags=re.IGNORECASE)
     if match is None:
         match = re.search(r"^(.*)(?:\n|$)", output)

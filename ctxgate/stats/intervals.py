@@ -14,14 +14,10 @@ def z_value(confidence: float) -> float:
 
 
 def interval(scores: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Interval for the mean of per-sample scores in [0, 1], in percent.
-
-    Binary outcomes get the Wilson score interval (sensible at 0% and 100%). Fractional ones get
-    Agresti and Coull's adjustment carried over to bounded scores: z^2/2 pseudo-samples at 0 and as
-    many at 1 before the normal interval of the mean. It is never zero-width (one sample, or all
-    scores equal, would make the plain normal interval a point, and ``rule = "upper"`` a point gate
-    there) and shrinks to the normal interval as n grows.
-    """
+    """Interval for the mean of per-sample scores in [0, 1], in percent: Wilson's for binary
+    outcomes (sensible at 0% and 100%); for fractional ones, Agresti and Coull's adjustment (z^2/2
+    pseudo-samples at 0 and at 1 before the normal interval), never zero-width where all scores are
+    equal (a point gate under ``rule = "upper"``), and the normal interval as n grows."""
     n = len(scores)
     if n == 0:
         return (0.0, 100.0)

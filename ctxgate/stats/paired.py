@@ -1,17 +1,13 @@
 """Paired comparison of a case with the same case of a baseline run, sample by sample.
 
 Binary outcomes use Tango's score interval for the difference of paired proportions (Tango 1998,
-Statistics in Medicine 17:891-908): of n samples, c flipped to right and b to wrong, and the
-interval is every delta d with |T(d)| < z, where T(d) = (c - b - n d) / sqrt(n (2 q(d) + d (1 - d)))
-and q(d) is the maximum-likelihood probability of a flip to wrong given d. Unlike an interval
-conditional on the number of discordant pairs, it carries that number's own sampling variance. A
-half-unit continuity correction (as Yates's for McNemar's test) keeps the one-sided error at or
-below its level at the suite's sample counts; without it the interval claims regressions up to 1.5x
-too often when few samples flip (tests/test_paired.py simulates both). Fractional outcomes use a
-seeded paired bootstrap.
-
-A case regresses when the upper end of the one-sided interval for (current - baseline) lies below
--tolerance: the drop exceeds the tolerance *with the stated confidence*; noise alone fails nothing.
+Statistics in Medicine 17:891-908): of n samples, c flipped to right and b to wrong; the interval is
+every delta d with |T(d)| < z, T(d) = (c - b - n d) / sqrt(n (2 q(d) + d (1 - d))), q(d) the
+maximum-likelihood probability of a flip to wrong given d. A half-unit continuity correction keeps
+the one-sided error at or below its level at the suite's sample counts (without it, regressions are
+claimed up to 1.5x too often when few samples flip: tests/test_paired.py). Fractional outcomes use a
+seeded paired bootstrap. A case regresses when the upper end of the one-sided interval for
+(current - baseline) lies below -tolerance: noise alone fails nothing.
 """
 
 from __future__ import annotations

@@ -1,17 +1,14 @@
 """Sequential gate decisions that keep their error rate under optional stopping: testing by betting.
 
 A case's one-sided question is fixed before it runs: is the true mean above the floor (with a
-baseline: did it drop by more than the tolerance)? A nonnegative wealth W_t = prod_{i <= t} (1 +
-lambda_i (x_i - m)) bets that the mean exceeds m, ``lambda_i`` chosen from the earlier samples only.
-If the mean is at most m, W is a nonnegative supermartingale from 1, so by Ville's inequality
-stopping when it reaches 1/alpha claims "above m" wrongly with probability at most alpha, however
-the stopping time is chosen (Shafer 2021, "Testing by betting", JRSS-A; Waudby-Smith & Ramdas 2024,
-"Estimating means of bounded random variables by betting", JRSS-B, Sec. 5). The mirror process bets
-on "below m". The bet is their aGRAPA rule, ``(mu - m) / (var + (mu - m)^2)`` from the running mean
-and variance, clipped to [0, c/m] (or c/(1-m)) with c = 0.9, so no single sample can ruin the
-bettor. The interval reported at stopping is the same paper's predictable plug-in
-empirical-Bernstein confidence sequence (Thm. 2), valid at every t at once. Scores live in [0, 1]; a
-paired difference in [-1, 1] is mapped to [0, 1] first.
+baseline: did it drop by more than the tolerance)? Wealth W_t = prod_{i <= t} (1 + lambda_i (x_i -
+m)) bets that the mean exceeds m, ``lambda_i`` from earlier samples only: if the mean is at most m,
+W is a nonnegative supermartingale from 1, so by Ville's inequality stopping when it reaches 1/alpha
+claims "above m" wrongly with probability at most alpha, however the stopping time is chosen
+(Shafer 2021, JRSS-A; Waudby-Smith & Ramdas 2024, JRSS-B, Sec. 5). The mirror process bets on
+"below m". The bet is their aGRAPA rule, clipped to [0, c/m] (or c/(1-m)), c = 0.9, so no sample can
+ruin the bettor; the interval is their predictable plug-in empirical-Bernstein confidence sequence
+(Thm. 2), valid at every t at once. Scores are in [0, 1]; a paired difference is mapped there.
 """
 
 from __future__ import annotations
@@ -47,11 +44,9 @@ class Bettor:
             raise ValueError(f"alpha {alpha} must be in (0, 1), e.g. 0.05")
         self.m, self.alpha = m, alpha
         self.up = self.down = 1.0
-        self.n = 0
-        self._sum = 0.0
+        self.n, self._sum = 0, 0.0
         # the running estimates before any sample (the paper's priors)
-        self._mean, self._var = 0.5, 0.25
-        self._sq = 0.25
+        self._mean, self._var, self._sq = 0.5, 0.25, 0.25
         self._lam_sum = self._lam_x = self._penalty = 0.0
         self.low, self.high = 0.0, 1.0
 
@@ -72,14 +67,13 @@ class Bettor:
         self._mean, self._var = mean, self._sq / (self.n + 1)
 
     def _confidence_sequence(self, x: float) -> None:
-        """One step of the predictable plug-in EB CS, two-sided at level alpha, intersected."""
+        # one step of the predictable plug-in EB CS, two-sided at level alpha, intersected
         t = self.n + 1
         log_term = math.log(2.0 / self.alpha)
         lam = min(math.sqrt(2.0 * log_term / (self._var * t * math.log(1.0 + t))), 0.5)
         self._lam_sum += lam
         self._lam_x += lam * x
-        # psi_E(lam); the paper's 4s cancel
-        self._penalty += (x - self._mean) ** 2 * (-math.log(1.0 - lam) - lam)
+        self._penalty += (x - self._mean) ** 2 * (-math.log(1.0 - lam) - lam)  # psi_E; 4s cancel
         centre = self._lam_x / self._lam_sum
         margin = (log_term + self._penalty) / self._lam_sum
         self.low, self.high = max(self.low, centre - margin), min(self.high, centre + margin)
@@ -111,9 +105,8 @@ class StopRule:
             )
 
     def run(self, scores: Iterable[float], threshold: float, paired: bool = False) -> Verdict:
-        """Observe ``scores`` (in [0, 1]; ``paired``: differences and ``threshold`` in [-1, 1]) one
-        at a time, so a lazy caller generates no more than needed, until certain or out of budget.
-        """
+        """Observe ``scores`` (``paired``: differences, and ``threshold``, in [-1, 1]) one at a
+        time, so a lazy caller generates no more than needed, until certain or out of budget."""
         to_unit = (lambda v: (v + 1.0) / 2.0) if paired else (lambda v: v)
         bettor = Bettor(to_unit(threshold), self.alpha)
         answer = None
@@ -200,8 +193,8 @@ class CaseTest:
 
 
 def full_count_record(rule: StopRule, used: int, budget: int, why: str) -> SequentialRecord:
-    """A case --sequential ran in full despite a gate question (a judged case with no judge in the
-    run: no scores to test), with why it did not stop."""
+    """A case --sequential ran in full despite a gate question (judged, with no judge in the run),
+    with why it did not stop."""
     return SequentialRecord(rule.alpha, rule.min_samples, used, budget, None, why)
 
 

@@ -1,3 +1,1 @@
-"""Prompts into token ids: the tokenizers ctxgate reads through (``tokenizers``), a chat template's
-turns (``chat``), ids in bulk (``ids``), and the prompt assembled from pieces, sent as its text's
-own ids (``codec``)."""
+"""Prompts into token ids: tokenizers, chat turns, ids in bulk, and prompts from pieces (codec)."""

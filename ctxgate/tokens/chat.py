@@ -1,7 +1,6 @@
-"""A chat template's turns: the fixed text it writes around the messages of a conversation, found
-once from the template itself, so that a conversation of thousands of messages is assembled from
-pieces each tokenized once, as the template would render it whole
-(``codec.PieceEncoder.chat_turns``)."""
+"""A chat template's turns: the fixed text it writes around a conversation's messages, found once
+from the template itself, so that a conversation of thousands of messages is assembled from pieces
+each tokenized once, as the template would render it whole (``codec.PieceEncoder.chat_turns``)."""
 
 from __future__ import annotations
 
@@ -12,28 +11,33 @@ from pathlib import Path
 
 from ctxgate.records.refusal import CtxgateError
 
-Render = Callable[
-    [list[dict[str, str]]], str
-]  # messages -> the template's text, with the generation prompt
+# messages -> the template's text, with the generation prompt
+Render = Callable[[list[dict[str, str]]], str]
 
 
 class ChatTemplateError(CtxgateError, ValueError):
-    """The tokenizer's chat template cannot render a plain user message; the message names its file."""
+    """The chat template cannot render a plain user message; the message names its file."""
 
 
 def _turn_sentinel(i: int) -> str:
     return f"\u27e6CTXGATE-MESSAGE-{i}\u27e7"
 
 
+def _messages(roles: Sequence[str]) -> list[dict[str, str]]:
+    return [{"role": r, "content": _turn_sentinel(i)} for i, r in enumerate(roles)]
+
+
+def brief(exc: BaseException) -> str:
+    """An exception's type and message, on one line, for a ChatTemplateError."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+
+
 @dataclass(frozen=True)
 class ChatTurns:
     """The fixed text a chat template writes around the messages of a user/assistant conversation
-    that starts and ends with a user message: ``start`` before the first message, one text between
-    each two messages by their roles, ``end`` after the last with the generation prompt.
-    ``user_user`` is None where the template refuses two user messages in a row. ``trims``: the
-    template strips the whitespace around each message's content. A conversation is then assembled
-    piece by piece (contents and these texts, each tokenized once) exactly as the template renders
-    it whole."""
+    that starts and ends with a user message: ``start``, the text between each two messages by
+    their roles (``user_user`` None where the template refuses two user messages in a row), ``end``
+    with the generation prompt. ``trims``: the template strips each message's content."""
 
     start: str
     user_assistant: str
@@ -64,10 +68,8 @@ class ChatTurns:
         return text.strip() if self.trims else text
 
     def pieces(self, messages: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
-        """The conversation (role, content) as the template's own texts (``start``, the turns
-        between messages, ``end``: one more than the messages) and the contents as the template
-        writes them; text, content, text, ..., content, text joined is the rendering. The one walk
-        over a conversation: callers tokenize the few distinct texts once and each content once."""
+        """The conversation (role, content) as the template's texts (one more than the messages)
+        and the contents as it writes them: text, content, ..., content, text is the rendering."""
         if not messages or messages[0][0] != "user" or messages[-1][0] != "user":
             roles = "none" if not messages else f"{messages[0][0]} ... {messages[-1][0]}"
             raise ValueError(
@@ -83,7 +85,7 @@ class ChatTurns:
         return texts, contents
 
     def render(self, messages: Sequence[tuple[str, str]]) -> str:
-        """The conversation (role, content) as the template renders it, with the generation prompt."""
+        """The conversation as the template renders it, with the generation prompt."""
         texts, contents = self.pieces(messages)
         return "".join(itertools.chain.from_iterable(zip(texts, contents))) + texts[-1]
 
@@ -102,38 +104,30 @@ def _between_sentinels(text: str, count: int) -> list[str] | None:
 
 
 def turns_of(render: Render, source: Path) -> ChatTurns:
-    """A chat template's turns (``render``: the template applied to messages, with the generation
-    prompt; ``source``: its file, for messages), found by rendering conversations whose contents are
-    sentinels, then checked: the turns joined must reproduce the template's own rendering of a
-    longer conversation."""
+    """A chat template's turns (``render``: the template, with the generation prompt; ``source``:
+    its file), found from conversations of sentinels, then checked: the turns joined must give the
+    template's own rendering of a longer conversation."""
     alternating = ("user", "assistant", "user", "assistant", "user")
-    sentinels = [{"role": r, "content": _turn_sentinel(i)} for i, r in enumerate(alternating)]
-    parts = _between_sentinels(
-        _rendered(render, sentinels, source, "fails on a five-message conversation"),
-        len(alternating),
-    )
+    five = _rendered(render, _messages(alternating), source, "fails on a five-message conversation")
+    parts = _between_sentinels(five, len(alternating))
     if parts is None or parts[1] != parts[3] or parts[2] != parts[4]:
         raise ChatTemplateError(
-            f"the chat template ({source}) does not write the same text between every user "
-            "and assistant message, so a conversation cannot be assembled from its turns: pass "
-            "--chat-template "
-            "off for the plain transcript"
+            f"the chat template ({source}) does not write the same text between every user and "
+            "assistant message, so a conversation cannot be assembled from its turns: pass "
+            "--chat-template off for the plain transcript"
         )
     start, user_assistant, assistant_user, _, _, end = parts
     if not user_assistant or not assistant_user:
         # the bare template of --endpoint-api chat ("{{ message['content'] }}" only) is one: the
-        # conversation would reach the model as one run of text, its requests and answers no longer
-        # told apart
+        # model would get one run of text, its requests and answers no longer told apart
         raise ChatTemplateError(
             f"the chat template ({source}) writes nothing between a user and an assistant "
             "message, so a conversation rendered with it has no turns the model can tell apart: "
-            "serve the model "
-            "with --endpoint-api completions (its own template, as token ids), or pass "
-            "--chat-template off for "
-            "the plain transcript"
+            "serve the model with --endpoint-api completions (its own template, as token ids), or "
+            "pass --chat-template off for the plain transcript"
         )
     turns = ChatTurns(start, user_assistant, assistant_user, _user_user(render, source, parts), end)
-    roles = ("user", "assistant", "user", "assistant", "user", "assistant", "user")
+    roles = (*alternating, "assistant", "user")
     padded = [f" \n{_turn_sentinel(i)}\n " for i in range(len(roles))]
     seven = [{"role": r, "content": c} for r, c in zip(roles, padded)]
     whole = _rendered(render, seven, source, "renders five messages but fails on seven")
@@ -141,22 +135,19 @@ def turns_of(render: Render, source: Path) -> ChatTurns:
         if replace(turns, trims=trims).render(list(zip(roles, padded))) == whole:
             return replace(turns, trims=trims)
     raise ChatTemplateError(
-        f"the chat template ({source}) renders a seven-message conversation otherwise than "
-        "its turns joined (it treats messages by position, or alters their contents): pass "
-        "--chat-template off "
-        "for the plain transcript"
+        f"the chat template ({source}) renders a seven-message conversation otherwise than its "
+        "turns joined (it treats messages by position, or alters their contents): pass "
+        "--chat-template off for the plain transcript"
     )
 
 
 def _rendered(render: Render, messages: list[dict[str, str]], source: Path, what: str) -> str:
-    """The template's rendering of ``messages``, or a ChatTemplateError saying it ``what`` and why."""
+    """The template's rendering of ``messages``, or a ChatTemplateError saying it ``what``."""
     try:
         return render(messages)
-    except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
-        message = " ".join(str(exc).split())[:200]
+    except Exception as exc:  # noqa: BLE001 - jinja and templates raise many types
         raise ChatTemplateError(
-            f"the chat template ({source}) {what} ({type(exc).__name__}: {message}): fix the "
-            "template, or pass "
+            f"the chat template ({source}) {what} ({brief(exc)}): fix the template, or pass "
             "--chat-template off for the plain transcript"
         ) from None
 
@@ -164,35 +155,23 @@ def _rendered(render: Render, messages: list[dict[str, str]], source: Path, what
 def _user_user(render: Render, source: Path, parts: list[str]) -> str | None:
     """The text between two user messages, or None where the template refuses them or renders them
     apart from its other turns."""
-    from jinja2.exceptions import (
-        TemplateError,
-    )  # present wherever a template renders (transformers uses it)
+    # present wherever a template renders (transformers uses it)
+    from jinja2.exceptions import TemplateError
 
     roles = ("user", "user", "assistant", "user")
     try:
-        found = _between_sentinels(_sentinels(render, roles), len(roles))
-    except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
+        found = _between_sentinels(render(_messages(roles)), len(roles))
+    except Exception as exc:  # noqa: BLE001 - jinja and templates raise many types
         # a template's own refusal ("roles must alternate") comes from raise_exception, which raises
-        # TemplateError itself; jinja's subclasses of it (an undefined name) and any other type are
+        # TemplateError itself; jinja's subclasses of it (an undefined name) and other types are
         # its bugs
         if type(exc) is TemplateError:
             return None
-        message = " ".join(str(exc).split())[:200]
         raise ChatTemplateError(
-            f"the chat template ({source}) fails on two user messages in a row "
-            f"({type(exc).__name__}: {message}) other than by refusing them with raise_exception: "
-            "fix the "
-            "template, or pass --chat-template off for the plain transcript"
+            f"the chat template ({source}) fails on two user messages in a row ({brief(exc)}) "
+            "other than by refusing them with raise_exception: fix the template, or pass "
+            "--chat-template off for the plain transcript"
         ) from None
-    if found is None or (found[0], found[2], found[3], found[4]) != (
-        parts[0],
-        parts[1],
-        parts[2],
-        parts[5],
-    ):
+    if found is None or [found[i] for i in (0, 2, 3, 4)] != [parts[i] for i in (0, 1, 2, 5)]:
         return None
     return found[1]
-
-
-def _sentinels(render: Render, roles: Sequence[str]) -> str:
-    return render([{"role": r, "content": _turn_sentinel(i)} for i, r in enumerate(roles)])

@@ -1,15 +1,12 @@
 """Token-level text assembly with the model's own tokenizer.
 
-Generators build prompts from *pieces* (instruction, haystack lines, needles, answer prefix). Each
-distinct piece is tokenized once and cached; a prompt's pieces' ids joined are what make 128K-token
-generation cheap: a haystack is tokenized once per tokenizer, never per sample. They are counts to
-fill a length with; the ids a prompt is sent as are the tokenizer's own for the prompt's whole text
-(``whole``), as the references tokenize it, except where joining was found to give exactly those
-(``joins_hold``; ``tasks.build`` decides).
-
-Pieces are encoded behind a fixed anchor (``ANCHOR + piece``, anchor ids stripped) so that a
-SentencePiece tokenizer does not add its word-start marker to every piece, and pieces are designed
-to start at whitespace, where byte-level BPE never merges across.
+Generators build prompts from *pieces* (instruction, haystack lines, needles, answer prefix), each
+distinct piece tokenized once and cached, so a haystack is tokenized once per tokenizer, never per
+sample. Joined piece ids are counts to fill a length with; a prompt is sent as the tokenizer's ids
+for its whole text (``whole``), as the references tokenize it, except where joining was found to
+give exactly those (``joins_hold``). Pieces are encoded behind a fixed anchor (``ANCHOR + piece``,
+anchor ids stripped) so that a SentencePiece tokenizer adds no word-start marker to each, and start
+at whitespace, where byte-level BPE never merges across.
 """
 
 from __future__ import annotations
@@ -19,18 +16,14 @@ import re
 from collections.abc import Callable, Hashable, Sequence
 
 from ctxgate.tokens.chat import ChatTurns
-from ctxgate.tokens.ids import (
-    ONE_INT,
-    RUN_END,
-    JoinedIds,
-    RunStore,
-    Spans,
-    gather,
-    spans,
-)
+from ctxgate.tokens.ids import ONE_INT, RUN_END, JoinedIds, RunStore, Spans, gather, id_list, spans
 from ctxgate.tokens.tokenizers import RawTokenizer
 
 ANCHOR = "\u00a7"
+_NO_TEMPLATE = (
+    "the tokenizer has no chat template, so --chat-template on cannot be honoured: "
+    "use --chat-template off (or auto)"
+)
 
 
 class PieceEncoder:
@@ -43,12 +36,10 @@ class PieceEncoder:
         self.prefix: tuple[int, ...] = tuple(raw.prefix_ids())
         self._chat = raw.chat_parts()
         self.identity = raw.identity()
-        self._joins: dict[
-            str, bool
-        ] = {}  # shape -> whether joined piece ids equal the whole text's, as checked
-        self._batched: dict[
-            re.Pattern[str], re.Pattern[str] | None
-        ] = {}  # a pattern's runs found in one pass
+        # shape -> whether joined piece ids equal the whole text's, as checked
+        self._joins: dict[str, bool] = {}
+        # a pattern's runs found in one pass (``_split_runs``)
+        self._batched: dict[re.Pattern[str], re.Pattern[str] | None] = {}
         self._joins_hold: dict[Hashable, bool] = {}
 
     @property
@@ -57,35 +48,25 @@ class PieceEncoder:
 
     def chat_parts(self) -> tuple[str, str]:
         if self._chat is None:
-            raise ValueError(
-                "the tokenizer has no chat template, so --chat-template on cannot be honoured: "
-                "use --chat-template off (or auto)"
-            )
+            raise ValueError(_NO_TEMPLATE)
         return self._chat
 
     @functools.cached_property
     def _runs(self) -> RunStore:
-        """Runs of one-off pieces (``encode_joined``), tokenized once; made on first use (numpy is
-        not imported before a sample is built). Two threads that both make one only tokenize some
-        runs twice."""
+        """Runs of one-off pieces, made on first use (numpy is not imported before a sample is
+        built). Two threads that both make one only tokenize some runs twice."""
         return RunStore()
 
     @functools.cached_property
     def _turns(self) -> ChatTurns | None:
-        return (
-            self.raw.chat_turns()
-        )  # found on first use: a task without conversations never renders one
+        # found on first use: a task without conversations never renders one
+        return self.raw.chat_turns()
 
     def chat_turns(self) -> ChatTurns:
-        """The template's turns for a multi-turn conversation; ``ChatTemplateError`` where it cannot
-        be split."""
-        turns = self._turns
-        if turns is None:
-            raise ValueError(
-                "the tokenizer has no chat template, so --chat-template on cannot be honoured: "
-                "use --chat-template off (or auto)"
-            )
-        return turns
+        """The template's turns; ``ChatTemplateError`` where it cannot be split."""
+        if self._turns is None:
+            raise ValueError(_NO_TEMPLATE)
+        return self._turns
 
     def encode_many(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
         missing = list(dict.fromkeys(p for p in pieces if p not in self._cache))
@@ -100,21 +81,10 @@ class PieceEncoder:
         return len(self.encode(piece))
 
     def encode_fresh(self, pieces: Sequence[str]) -> list[tuple[int, ...]]:
-        """Encode one-off pieces (random needles) without growing the cache. The ids are the
-        process's one int object per token id (``ONE_INT``)."""
-        n, anchor, anchor_list = len(self._anchor), self._anchor, list(self._anchor)
-        one = ONE_INT.__getitem__
-        out = []
-        for piece, ids in zip(pieces, self.raw.encode_batch([ANCHOR + p for p in pieces])):
-            # where the anchor merged with the piece, the piece is encoded plainly (a list's head is
-            # compared as a list: no tuple made for each of a 1M-token haystack's 50,000 one-off
-            # pieces)
-            head = ids[:n]
-            if head == anchor_list if type(head) is list else tuple(head) == anchor:
-                out.append(tuple(map(one, ids[n:])))
-            else:
-                out.append(tuple(map(one, self.raw.encode_batch([piece])[0])))
-        return out
+        """One-off pieces (random needles) encoded without growing the cache, as ``ONE_INT``s."""
+        flat, starts, sizes = self.encode_spans(pieces)
+        ids = id_list(flat)
+        return [tuple(ids[a : a + n]) for a, n in zip(starts.tolist(), sizes.tolist())]
 
     # rows of a new shape checked whole against the joined pieces; later batches check a few
     JOIN_CHECK = 64
@@ -124,14 +94,11 @@ class PieceEncoder:
     def encode_joined(
         self, rows: Sequence[Sequence[str]], fresh: Sequence[bool | re.Pattern[str]], shape: str
     ) -> list[tuple[int, ...]]:
-        """Ids of texts given as pieces (a template's parts, a key, a value), one-off like
-        ``encode_fresh``. Where the tokenizer splits each text at its piece boundaries, a text's ids
-        are its pieces' ids joined: pieces that recur (``fresh`` False: template parts, words of a
-        word list) come from the cache; one-off pieces (True: numbers) are tokenized once per
-        distinct value in the batch; a pattern (a UUID's letter and digit runs) cuts a one-off piece
-        into runs that recur, each tokenized once. That the joined ids are the text's own is checked
-        on the first rows of each ``shape`` and on a few of every batch, against the texts encoded
-        whole; a shape that fails once is encoded whole from then on, this batch included."""
+        """Ids of texts given as pieces, as their pieces' ids joined: ``fresh`` False, from the
+        cache (template parts, words); True, tokenized once per distinct value (numbers); a pattern,
+        cut into runs that recur, each tokenized once (a UUID's letter and digit runs). Checked
+        against the texts encoded whole on the first rows of each ``shape`` and a few of every
+        batch; a shape that fails once is encoded whole from then on."""
         return self.encode_columns(rows, fresh, shape).tuples()
 
     def encode_columns(
@@ -142,18 +109,14 @@ class PieceEncoder:
         sep: str = "",
     ) -> JoinedIds:
         """``encode_joined``'s ids as one array, with where each row ends; ``sep`` goes before each
-        row's first piece (a line's separator). The rows' ids are gathered from their pieces' in one
-        numpy step: a 1M-token haystack of 50,000 lines then makes no tuple per line or per piece,
+        row's first piece. The rows' ids are gathered in one numpy step: no tuple per line or piece,
         and ``sep`` is added to the first piece's distinct values, not to each row."""
         import numpy as np
 
         if not rows or self._joins.get(shape) is False:
             return self._whole(rows, sep)
-        sources, starts, sizes = (
-            [],
-            [],
-            [],
-        )  # per piece position: its values' ids, each row's start and size in them
+        # per piece position: its values' ids, each row's start and size in them
+        sources, starts, sizes = [], [], []
         base = 0
         for j, (pieces, how) in enumerate(zip(zip(*rows), fresh)):
             values = list(dict.fromkeys(pieces))
@@ -190,15 +153,13 @@ class PieceEncoder:
         return JoinedIds(gather(flat, starts, sizes), np.concatenate([[0], np.cumsum(sizes)]))
 
     def encode_spans(self, pieces: Sequence[str]) -> Spans:
-        """``encode_fresh``'s ids as one array, with where each piece's start and how many: the same
-        ids, without a tuple per piece (for the many one-off pieces of a long prompt, or a word
-        list)."""
+        """One-off pieces' ids as one array, with each piece's start and size: no tuple per piece
+        (for the many one-off pieces of a long prompt, or a word list)."""
         import numpy as np
 
         texts = [ANCHOR + p for p in pieces]
-        encode_flat = getattr(
-            self.raw, "encode_flat", None
-        )  # HFTokenizer's, without a list per text
+        # HFTokenizer's, without a list per text
+        encode_flat = getattr(self.raw, "encode_flat", None)
         flat, starts, sizes = (
             encode_flat(texts) if encode_flat is not None else spans(self.raw.encode_batch(texts))
         )
@@ -208,9 +169,8 @@ class PieceEncoder:
             ok = ok[flat[starts[ok] + k] == anchor_id]
         starts[ok] += n
         sizes[ok] -= n
-        merged = np.setdiff1d(
-            np.arange(len(pieces)), ok
-        )  # where the anchor merged with the piece: the piece plainly
+        # where the anchor merged with the piece: the piece plainly
+        merged = np.setdiff1d(np.arange(len(pieces)), ok)
         if len(merged):
             plain, plain_starts, plain_sizes = spans(
                 self.raw.encode_batch([pieces[i] for i in merged])
@@ -220,8 +180,8 @@ class PieceEncoder:
         return flat, starts, sizes
 
     def _runs_spans(self, values: Sequence[str], pattern: re.Pattern[str]) -> Spans:
-        """Each value's ids as its runs' ids joined (``encode_joined``), as spans of one array: each
-        run's ids come from the memo of runs, gathered for all values at once."""
+        """Each value's ids as its runs' ids joined, as spans of one array: each run's ids come from
+        the memo of runs, gathered for all values at once."""
         import numpy as np
 
         if not values:
@@ -243,12 +203,10 @@ class PieceEncoder:
         return flat, starts, ends - starts
 
     def _split_runs(self, values: Sequence[str], pattern: re.Pattern[str]) -> list[str]:
-        """Every value's runs (``pattern``'s matches; the value itself where they are not all of
-        it), each value's followed by ``RUN_END``. The values are searched as one text, each ended
-        by ``RUN_END``, which the pattern is extended to match alone: one call instead of one per
-        value (17 runs each for a UUID). That is taken only where each value is found ended and
-        whole, and the first few values' runs are as found alone (a pattern that looks past a
-        value's ends would find others); otherwise, value by value."""
+        """Every value's runs (``pattern``'s matches, else the value), each value's then
+        ``RUN_END``: found in one search of the values joined by ``RUN_END`` where that finds each
+        value whole and the first few as alone (a pattern may look past a value's end), else value
+        by value."""
         if pattern not in self._batched:
             self._batched[pattern] = re.compile(f"(?:{pattern.pattern})|{RUN_END}", pattern.flags)
         batched = self._batched[pattern]
@@ -256,19 +214,11 @@ class PieceEncoder:
         if batched is not None and text.count(RUN_END) == len(values):
             runs = batched.findall(text)
             if runs.count(RUN_END) == len(values) and len("".join(runs)) == len(text):
-                alone: list[str] = []
-                for v in values[: self.JOIN_SPOT]:
-                    found = pattern.findall(v)
-                    alone.extend(found if "".join(found) == v else [v])
-                    alone.append(RUN_END)
+                alone = _runs_alone(values[: self.JOIN_SPOT], pattern)
                 if runs[: len(alone)] == alone:
                     return runs
                 self._batched[pattern] = None
-        runs = []
-        for v, found in zip(values, map(pattern.findall, values)):
-            runs.extend(found if "".join(found) == v else [v])  # never a piece lost
-            runs.append(RUN_END)
-        return runs
+        return _runs_alone(values, pattern)
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.raw.decode(ids)
@@ -287,3 +237,12 @@ class PieceEncoder:
         if found is None:
             found = self._joins_hold.setdefault(key, probe())
         return found
+
+
+def _runs_alone(values: Sequence[str], pattern: re.Pattern[str]) -> list[str]:
+    """Each value's runs, found value by value, then ``RUN_END``."""
+    runs: list[str] = []
+    for v, found in zip(values, map(pattern.findall, values)):
+        runs.extend(found if "".join(found) == v else [v])  # never a piece lost
+        runs.append(RUN_END)
+    return runs

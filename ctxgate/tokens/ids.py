@@ -1,6 +1,5 @@
-"""Token ids in bulk: the spans of many texts' ids in one array, one-off pieces' runs tokenized
-once, one int object per id, and many short texts tokenized as one (``codec``'s fast paths, which
-1M-token prompts take)."""
+"""Token ids in bulk: many texts' ids as spans of one array, one-off pieces' runs tokenized once,
+one int object per id (``codec``'s fast paths for 1M-token prompts)."""
 
 from __future__ import annotations
 
@@ -13,14 +12,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-
-Spans = tuple[
-    "np.ndarray", "np.ndarray", "np.ndarray"
-]  # ids, and each text's start and size in them
+# ids, and each text's start and size in them
+Spans = tuple["np.ndarray", "np.ndarray", "np.ndarray"]
 
 
 def spans(encoded: Sequence[Sequence[int]]) -> Spans:
-    """Texts' ids as one array, with where each starts and how long it is."""
     import numpy as np
 
     sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
@@ -31,7 +27,7 @@ def spans(encoded: Sequence[Sequence[int]]) -> Spans:
 
 
 def gather(source: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """``source[starts[0]:starts[0] + sizes[0]]``, then the next span, ..., joined: in one indexing."""
+    """The spans ``source[start:start + size]`` joined, in one indexing."""
     import numpy as np
 
     placed = np.cumsum(sizes) - sizes  # where each span starts in the result
@@ -46,7 +42,6 @@ class JoinedIds:
     ends: np.ndarray  # one more than the rows, from 0
 
     def tuples(self, limit: int | None = None) -> list[tuple[int, ...]]:
-        """The first ``limit`` rows' ids (every row's by default), a tuple each."""
         ends = self.ends.tolist()[: None if limit is None else limit + 1]
         return [tuple(self.ids[a:b].tolist()) for a, b in zip(ends, ends[1:])]
 
@@ -67,9 +62,8 @@ RUN_END = "\x00"  # ends a value's runs (PieceEncoder._split_runs); a run of its
 
 
 class RunStore:
-    """Runs of one-off pieces, each tokenized once: a run's slot, and the ids of every run in one
-    array (slot 0 is ``RUN_END``, with none), so the runs of a batch of values are gathered at once.
-    """
+    """Runs of one-off pieces, each tokenized once: a run's slot, and every run's ids in one array
+    (slot 0 is ``RUN_END``, with none), so the runs of a batch of values are gathered at once."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -85,14 +79,12 @@ class RunStore:
         self.sizes = np.zeros(1 << 14, dtype=np.int64)
 
     def add(self, runs: list[str], flat: np.ndarray, sizes: np.ndarray) -> None:
-        """New runs and their ids, one after another."""
         import numpy as np
 
         first, used = len(self.slot), self.used
         if used + len(flat) > len(self.ids):
-            self.ids = np.concatenate(
-                [self.ids, np.zeros(max(len(self.ids), len(flat)), dtype=np.int64)]
-            )
+            more = max(len(self.ids), len(flat))
+            self.ids = np.concatenate([self.ids, np.zeros(more, dtype=np.int64)])
         if first + len(runs) > len(self.starts):
             more = max(len(self.starts), len(runs))
             self.starts = np.concatenate([self.starts, np.zeros(more, dtype=np.int64)])
@@ -105,11 +97,10 @@ class RunStore:
 
 
 class _OneInt(dict[int, int]):
-    """Token id -> the one int object that stands for it. A tokenizer gives a new int object for
-    every id it returns (past the 256 Python keeps), so a 1M-token prompt joined from cached pieces
-    referred to up to a million objects spread over the heap: copying its ids touched each (a cache
-    miss apiece), and each took 28 bytes more. With one object per id, a prompt refers to a
-    vocabulary's worth of objects, which stay in the CPU's cache."""
+    """Token id -> the one int object that stands for it. A tokenizer gives a new int for every id
+    (past the 256 Python keeps), so a 1M-token prompt joined from cached pieces referred to up to a
+    million objects spread over the heap, each a cache miss to copy and 28 bytes; one object per id
+    keeps a vocabulary's worth, which stay in the CPU's cache."""
 
     def __missing__(self, key: int) -> int:
         self[key] = key
@@ -117,15 +108,13 @@ class _OneInt(dict[int, int]):
 
 
 ONE_INT = _OneInt()
-_ONE_INT_TABLE: list[
-    np.ndarray
-] = []  # the same objects by id, as a numpy object array (``id_list``), once made
+# the same objects by id, as a numpy object array (``id_list``), once made
+_ONE_INT_TABLE: list[np.ndarray] = []
 
 
 def id_list(ids: np.ndarray) -> list[int]:
-    """Token ids as a list of the process's one int object per id (``ONE_INT``): an object array
-    indexed, which takes a third of the time of ``tolist``, whose new int per id also made every
-    later copy of the list slower."""
+    """Token ids as a list of ``ONE_INT``'s objects: an object array indexed, a third of the time of
+    ``tolist``, whose new int per id also made every later copy of the list slower."""
     import numpy as np
 
     if not len(ids):
@@ -141,33 +130,17 @@ def id_list(ids: np.ndarray) -> list[int]:
 
 
 def packing_separator(backend: Any) -> tuple[str, int] | None:
-    """An added special token the backend splits texts at as they are: matched before normalization,
-    no whitespace stripped beside it, not only as a whole word (``HFTokenizer._packed``); None
-    without one."""
-    if getattr(
-        backend, "encode_special_tokens", False
-    ):  # added tokens in a text are tokenized as text
+    """An added special token the backend splits texts at as they are (matched before
+    normalization, no whitespace stripped beside it, not only as a whole word); None without one."""
+    # with encode_special_tokens, added tokens in a text are tokenized as text
+    if getattr(backend, "encode_special_tokens", False):
         return None
     try:
         added = dict(backend.get_added_tokens_decoder())
-    except Exception:  # noqa: BLE001 - a backend without the call (an older tokenizers) is not packed
+    except Exception:  # noqa: BLE001 - an older tokenizers without the call is not packed
         return None
     for token_id, token in sorted(added.items()):
         plain = not (token.lstrip or token.rstrip or token.single_word or token.normalized)
         if token.special and token.content and plain:
             return str(token.content), int(token_id)
     return None
-
-
-def split_at(ids: list[int], separator_id: int, count: int) -> list[list[int]] | None:
-    """``ids`` cut at each ``separator_id`` into ``count`` parts; None where it holds another number
-    of them."""
-    if ids.count(separator_id) != count - 1:
-        return None
-    parts, start = [], 0
-    for _ in range(count - 1):
-        at = ids.index(separator_id, start)
-        parts.append(ids[start:at])
-        start = at + 1
-    parts.append(ids[start:])
-    return parts

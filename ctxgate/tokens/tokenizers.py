@@ -1,6 +1,5 @@
 """The tokenizers ctxgate reads through: what it needs of one (``RawTokenizer``), transformers'
-(``HFTokenizer``, with its fast paths for many short texts) and a byte tokenizer for plumbing tests.
-``codec.PieceEncoder`` assembles prompts on top of them."""
+(``HFTokenizer``, with fast paths for many short texts) and a byte tokenizer for plumbing tests."""
 
 from __future__ import annotations
 
@@ -10,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ctxgate.tokens.chat import ChatTemplateError, ChatTurns, turns_of
-from ctxgate.tokens.ids import Spans, packing_separator, spans, split_at
+from ctxgate.tokens.chat import ChatTemplateError, ChatTurns, brief, turns_of
+from ctxgate.tokens.ids import Spans, packing_separator, spans
 
 _SENTINEL = "\u27e6CTXGATE-USER-TURN\u27e7"
 
@@ -20,19 +19,12 @@ class RawTokenizer(Protocol):
     """What ctxgate needs from a tokenizer; adapters below provide it."""
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]: ...
-
     def encode(self, text: str) -> list[int]: ...
-
     def decode(self, ids: Sequence[int]) -> str: ...
-
     def prefix_ids(self) -> list[int]: ...
-
     def chat_parts(self) -> tuple[str, str] | None: ...
-
     def chat_turns(self) -> ChatTurns | None: ...
-
     def eos_ids(self) -> list[int]: ...
-
     def identity(self) -> str: ...
 
 
@@ -41,10 +33,9 @@ class HFTokenizer:
 
     def __init__(self, tokenizer: Any) -> None:
         self.tok = tokenizer
-        # The Rust backend's encode_batch_fast (no offsets, no Python-side conversion) tokenizes the
-        # random-content haystacks of a 128K prompt 1.5-1.7x faster (bench/datagen.py). It is
-        # trusted only after it matched the wrapper on a real batch: some wrappers pre-process text
-        # in Python, and a backend with padding or truncation set differs.
+        # The Rust backend's encode_batch_fast tokenizes a 128K prompt's haystacks 1.5-1.7x faster
+        # (bench/datagen.py). It is trusted only after it matched the wrapper on a real batch: some
+        # wrappers pre-process text in Python, and a backend with padding or truncation differs.
         backend = getattr(tokenizer, "backend_tokenizer", None)
         usable = (
             backend is not None
@@ -54,50 +45,45 @@ class HFTokenizer:
         )
         self._backend = backend if usable else None
         self._backend_checked = False
-        # Each text the backend returns costs some 2.5 us besides its tokens (its Encoding object),
-        # which for the short one-off pieces of a 1M-token haystack (50,000 numbers) was 40% of
-        # their tokenization. Texts are therefore tokenized PACK at a time as one text, joined by an
-        # added special token, and the ids split at its id: the backend splits a text at added
-        # tokens first, then normalizes, pre-tokenizes and tokenizes each part on its own. Where a
-        # part's ids could still differ from its text's alone (a pre-tokenizer that marks only a
-        # text's first word), the check below finds it: the first packed batch is compared whole
-        # with its texts tokenized one by one, and a few texts of every later one; one difference
+        # Each text the backend returns costs some 2.5 us besides its tokens, 40% of the time for
+        # the short pieces of a 1M-token haystack. Texts are therefore tokenized PACK at a time as
+        # one, joined by an added special token the backend splits at before anything else, and the
+        # ids split at its id. Where a part's ids could still differ from its text's alone (a
+        # pre-tokenizer that marks a text's first word), the checks find it (``_packing_check``),
         # and texts are never packed again.
         self._separator = packing_separator(backend) if usable else None
         self._packing_checked = False
 
     PACK = 64  # texts tokenized as one
     PACK_SPOT = 4  # texts of a later packed batch checked against their own tokenization
+    # packed texts per call of the backend: its Encoding objects took 100 MB for a 234K-word list
+    PACKED_AT_ONCE = 128
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         if not texts:
             return []
         texts = list(texts)
         if self._backend is not None and self._backend_checked:
-            if self._separator is not None and len(texts) > self.PACK:
-                packed = self._packed(texts, *self._separator)
-                if packed is not None:
-                    return packed
-            return self._fast(texts)
+            packed = self._packed(texts)
+            if packed is None:
+                return self._fast(texts)
+            ids = packed[0].tolist()
+            return [ids[a : a + n] for a, n in zip(packed[1].tolist(), packed[2].tolist())]
         slow = [list(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
         if self._backend is not None:
-            fast = [e.ids for e in self._backend.encode_batch_fast(texts, add_special_tokens=False)]
-            if fast != slow:
+            if self._fast(texts) != slow:
                 self._backend = None
             elif len(texts) >= 8:
                 self._backend_checked = True
         return slow
 
     def encode(self, text: str) -> list[int]:
-        """A whole text's ids as the tokenizer gives them (no special tokens added): a prompt's own
-        ids. Through the Rust backend once it matched the wrapper (``encode_batch``): a 1M-token
-        text then takes half the time and a third of the memory (no offsets, no Python-side
-        encoding)."""
+        """A whole text's ids (no special tokens added), through the backend once it matched the
+        wrapper: a 1M-token text then takes half the time and a third of the memory."""
         if self._backend is not None and not self._backend_checked:
+            # checks it on eight slices
             step = max(1, len(text) // 8)
-            self.encode_batch(
-                [text[i : i + 2000] for i in range(0, 8 * step, step)]
-            )  # checks it on eight slices
+            self.encode_batch([text[i : i + 2000] for i in range(0, 8 * step, step)])
         if self._backend is not None and self._backend_checked:
             return list(self._fast([text])[0])
         return list(self.tok(text, add_special_tokens=False)["input_ids"])
@@ -107,47 +93,27 @@ class HFTokenizer:
         assert backend is not None  # called only where the backend is used
         return [e.ids for e in backend.encode_batch_fast(texts, add_special_tokens=False)]
 
-    def _packed(
-        self, texts: list[str], separator: str, separator_id: int
-    ) -> list[list[int]] | None:
-        """Each text's ids, tokenized PACK texts at a time (see __init__); None where the check
-        found a difference."""
-        groups = [texts[i : i + self.PACK] for i in range(0, len(texts), self.PACK)]
-        out: list[list[int]] = []
-        for group, joined in zip(groups, self._joined(groups, separator)):
-            parts = split_at(joined, separator_id, len(group))
-            out.extend(
-                parts if parts is not None else self._fast(group)
-            )  # a text that holds the separator
-        check = self._packing_check(len(texts), len(groups))
-        if self._fast([texts[i] for i in check]) != [out[i] for i in check]:
-            self._separator = None
-            return None
-        self._packing_checked = True
-        return out
-
     def encode_flat(self, texts: Sequence[str]) -> Spans:
-        """``encode_batch``'s ids as one array, with where each text's start and how many: packed
-        texts' ids are not cut into a list per text (``PieceEncoder.encode_columns`` gathers from
-        the array)."""
+        """``encode_batch``'s ids as one array, with each text's start and size: packed texts' ids
+        are not cut into a list per text."""
         texts = list(texts)
-        if self._backend is not None and self._backend_checked and self._separator is not None:
-            if len(texts) > self.PACK:
-                found = self._packed_flat(texts, *self._separator)
-                if found is not None:
-                    return found
-        return spans(self.encode_batch(texts))
+        found = self._packed(texts) if self._backend is not None and self._backend_checked else None
+        return found if found is not None else spans(self.encode_batch(texts))
 
-    def _packed_flat(self, texts: list[str], separator: str, separator_id: int) -> Spans | None:
-        """``_packed``'s ids left in one array; None where a text holds the separator
-        (``encode_batch`` then takes that group's texts one by one) or the check found a difference.
-        """
+    def _packed(self, texts: list[str]) -> Spans | None:
+        """The texts' ids, tokenized PACK texts at a time, as spans of one array; None where they
+        are too few, a text holds the separator or the check failed."""
+        if self._separator is None or len(texts) <= self.PACK:
+            return None
         import numpy as np
 
+        separator, separator_id = self._separator
         groups = [texts[i : i + self.PACK] for i in range(0, len(texts), self.PACK)]
-        joined = self._joined(groups, separator)
+        joined: list[list[int]] = []
+        for i in range(0, len(groups), self.PACKED_AT_ONCE):
+            chunk = groups[i : i + self.PACKED_AT_ONCE]
+            joined.extend(self._fast([separator.join(g) for g in chunk]))
         # each group's ids with a separator after it: every text is then followed by exactly one
-        # separator
         mark = [separator_id]
         flat = np.fromiter(
             itertools.chain.from_iterable(
@@ -160,34 +126,19 @@ class HFTokenizer:
         if len(ends) != len(texts):
             return None
         starts = np.concatenate([[0], ends[:-1] + 1])
-        sizes = ends - starts
-        check = self._packing_check(len(texts), len(groups))
-        if self._fast([texts[i] for i in check]) != [
-            flat[starts[i] : ends[i]].tolist() for i in check
-        ]:
+        # checked against the texts' own ids: the first group's (all but its first tokenized after
+        # the separator), and once that held, the last text of each of the first groups
+        if self._packing_checked:
+            spots = range(min(self.PACK_SPOT, len(groups)))
+            check = [min(len(texts), (g + 1) * self.PACK) - 1 for g in spots]
+        else:
+            check = list(range(self.PACK))
+        got = [flat[starts[i] : ends[i]].tolist() for i in check]
+        if self._fast([texts[i] for i in check]) != got:
             self._separator = None
             return None
         self._packing_checked = True
-        return flat, starts, sizes
-
-    # packed texts per call of the backend: its Encoding objects, with their tokens as text,
-    # took 100 MB at once for a 234K-word list
-    PACKED_AT_ONCE = 128
-
-    def _joined(self, groups: list[list[str]], separator: str) -> list[list[int]]:
-        """Each group's texts joined by the separator, tokenized as one."""
-        out: list[list[int]] = []
-        for i in range(0, len(groups), self.PACKED_AT_ONCE):
-            out.extend(self._fast([separator.join(g) for g in groups[i : i + self.PACKED_AT_ONCE]]))
-        return out
-
-    def _packing_check(self, texts: int, groups: int) -> list[int]:
-        """The texts of a packed batch checked against their own tokenization: the first group's,
-        all but its first tokenized after the separator; once that held, the last text of each of
-        the first groups."""
-        if self._packing_checked:
-            return [min(texts, (g + 1) * self.PACK) - 1 for g in range(min(self.PACK_SPOT, groups))]
-        return list(range(self.PACK))
+        return flat, starts, ends - starts
 
     def decode(self, ids: Sequence[int]) -> str:
         return str(self.tok.decode(list(ids), skip_special_tokens=False))
@@ -195,29 +146,20 @@ class HFTokenizer:
     def prefix_ids(self) -> list[int]:
         with_special = list(self.tok("a", add_special_tokens=True)["input_ids"])
         bare = list(self.tok("a", add_special_tokens=False)["input_ids"])
-        return (
-            with_special[: len(with_special) - len(bare)]
-            if with_special[-len(bare) :] == bare
-            else []
-        )
+        head = with_special[: len(with_special) - len(bare)]
+        return head if with_special[-len(bare) :] == bare else []
 
     def chat_parts(self) -> tuple[str, str] | None:
         if not getattr(self.tok, "chat_template", None):
             return None
         try:
-            text = self.tok.apply_chat_template(
-                [{"role": "user", "content": _SENTINEL}], add_generation_prompt=True, tokenize=False
-            )
-        except Exception as exc:  # noqa: BLE001 - jinja raises many types, and templates raise their own
-            where = Path(str(getattr(self.tok, "name_or_path", "") or "."))
-            jinja = where / "chat_template.jinja"
-            source = jinja if jinja.is_file() else where / "tokenizer_config.json"
-            message = " ".join(str(exc).split())[:200]
+            text = self._render([{"role": "user", "content": _SENTINEL}])
+        except Exception as exc:  # noqa: BLE001 - jinja and templates raise many types
             raise ChatTemplateError(
-                f"the chat template ({source}) fails on a one-message chat ({type(exc).__name__}"
-                f": {message}): fix the template, or pass --chat-template off"
+                f"the chat template ({self._template_source()}) fails on a one-message chat "
+                f"({brief(exc)}): fix the template, or pass --chat-template off"
             ) from None
-        head, _, tail = str(text).partition(_SENTINEL)
+        head, _, tail = text.partition(_SENTINEL)
         return head, tail
 
     def chat_turns(self) -> ChatTurns | None:
@@ -226,9 +168,8 @@ class HFTokenizer:
         return turns_of(self._render, self._template_source())
 
     def _render(self, messages: list[dict[str, str]]) -> str:
-        return str(
-            self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        )
+        tok = self.tok
+        return str(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
 
     def _template_source(self) -> Path:
         where = Path(str(getattr(self.tok, "name_or_path", "") or "."))
@@ -252,8 +193,7 @@ class HFTokenizer:
 
 
 class ByteTokenizer:
-    """One token per UTF-8 byte (ids 0-255, EOS 256): a dependency-free tokenizer for plumbing
-    tests."""
+    """One token per UTF-8 byte (ids 0-255, EOS 256): a dependency-free tokenizer for tests."""
 
     EOS = 256
 
