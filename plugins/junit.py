@@ -27,6 +27,7 @@ from ctxgate.report.tables import gate_line
 from .reporting import session_report
 
 GATES = "ctxgate.gates"
+_MARKS = {"partial": "partial", "incomplete": "incomplete", "early": "stopped early"}
 
 
 @pytest.hookimpl(tryfirst=True)  # LogXML's, which writes the file, is a plain one
@@ -59,39 +60,30 @@ def properties(report: Report) -> list[tuple[str, str]]:
     """(name, value) of every summary at every length, RULER's average over the lengths and its
     weighted forms, the effective lengths and LongScore, each with the report's marks."""
     out = [
-        (f"ctxgate.{'ruler_avg' if key == 'ruler' else key}.{length}", _value(g.score, *_marks(g)))
+        (f"ctxgate.{'ruler_avg' if key == 'ruler' else key}.{length}", _value(g.score, g))
         for length, groups in report.length_summaries.items()
         for key, g in groups.items()
         if g.score is not None or g.incomplete  # as the tables: no cell for a summary none ran
     ]
     for name in ("ruler_avg", "ruler_wavg_inc", "ruler_wavg_dec"):
         if (score := getattr(report.overall, name)) is not None:
-            out.append((f"ctxgate.{name}", _value(score, *_marks(report.overall))))
+            out.append((f"ctxgate.{name}", _value(score, report.overall)))
     if eff := report.effective_length:
-        out.append(("ctxgate.effective_length.ruler", _value(eff.value, *_marks(eff))))
+        out.append(("ctxgate.effective_length.ruler", _value(eff.value, eff)))
     for key, rel in report.relative_effective_length.items():
-        out.append((f"ctxgate.relative_effective_length.{key}", _value(rel.value, *_marks(rel))))
+        out.append((f"ctxgate.relative_effective_length.{key}", _value(rel.value, rel)))
     for key, long in report.long_score.items():
         if long.value is not None:
             out.append((f"ctxgate.long_score.{key}", _value(long.value)))
     return out
 
 
-def _marks(
-    found: GroupScore | EffectiveLength | RelativeEffectiveLength | Overall,
-) -> tuple[bool, bool, bool]:
-    return getattr(found, "partial", False), bool(found.incomplete), bool(found.early)
-
-
 def _value(
-    number: float | None, partial: bool = False, incomplete: bool = False, early: bool = False
+    number: float | None,
+    marked: GroupScore | EffectiveLength | RelativeEffectiveLength | Overall | None = None,
 ) -> str:
     """The number as the report's JSON writes it, with the tables' marks (``*``, ``!``, ``~``) in
     words, so that a partial mean is never read as the benchmark's score."""
-    marks = [
-        word
-        for word, on in (("partial", partial), ("incomplete", incomplete), ("stopped early", early))
-        if on
-    ]
+    marks = [word for name, word in _MARKS.items() if getattr(marked, name, False)]
     text = "n/a" if number is None else str(number)
     return f"{text} ({', '.join(marks)})" if marks else text

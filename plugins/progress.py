@@ -1,16 +1,11 @@
-"""Live progress: while cases run, one status line on the terminal says, for each running case
-(several per process when cases run ahead of their items), the case, samples done / total, generated
-tokens per second and an ETA.
+"""Live progress: while cases run, one status line on the terminal shows each running case, its
+samples done / total, generated tokens per second and an ETA.
 
-Workers report after every sample: in one process straight to the line; under xdist each worker
-rewrites a small JSON file per running case (``gwN.CASE.json`` in a folder the controller hands it)
-that the controller's drawing thread reads, because xdist carries no messages from a worker while a
-test runs. The line is drawn only on a terminal (never into a pipe, a CI log or junit), after
-whatever pytest last wrote, with the cursor put back where it was. Every write through pytest's
-terminal writer, whoever makes it (pytest, xdist, other plugins), erases the line first and reaches
-the terminal (flushed) before the lock is let go, so ``-q`` dots, ``-v`` lines and the summary come
-out as without it: a write left in ``sys.stdout``'s buffer would reach the terminal after the line,
-over it.
+Workers report after every sample: in one process straight to the line; under xdist, which carries
+no messages from a worker while a test runs, each worker rewrites a JSON file per running case that
+the controller's drawing thread reads. The line is drawn only on a terminal, with the cursor put
+back. Every write through pytest's terminal writer erases the line first and is flushed before the
+lock is let go: a write left in ``sys.stdout``'s buffer would reach the terminal after the line.
 """
 
 from __future__ import annotations
@@ -35,12 +30,10 @@ from ctxgate.run.progress import Progress, status_line
 
 from .options import PLAN_KEY, refusals_are_usage_errors
 
-# what a case calls after each sample, and ``end`` when it is over, however it ended; absent when
-# nobody is watching
+# what a case calls after each sample, and ``end`` when it is over; absent when nobody is watching
 REPORTER_KEY = pytest.StashKey["LocalReporter | FileReporter"]()
-INTERVAL = float(
-    os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5")
-)  # seconds between redraws and file writes
+# seconds between redraws and file writes
+INTERVAL = float(os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5"))
 SAVE, RESTORE, CLEAR = b"\x1b7", b"\x1b8", b"\x1b[K"
 
 
@@ -49,9 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class _ErasingFile:
-    """The terminal writer's file, wrapped: the line is erased before each write, and the write is
-    flushed before the lock is released, so nothing pytest writes can land on the line or be
-    overtaken by it."""
+    """The terminal writer's file: the line is erased before each write, flushed before the lock is
+    released, so nothing pytest writes lands on the line or is overtaken by it."""
 
     def __init__(self, live: LiveLine, file: Any) -> None:
         self._live, self._file = live, file
@@ -72,8 +64,8 @@ class _ErasingFile:
 
 
 class LiveLine:
-    """The status line on the controller, registered as a plugin while it is drawn: a drawing
-    thread, and the lock that pytest's own terminal output takes first (the hook wrappers below)."""
+    """The status line on the controller, a plugin while it is drawn: a drawing thread, and the lock
+    that pytest's own terminal output takes first."""
 
     def __init__(self, terminal: Any, fd: int, folder: Path | None) -> None:
         self.terminal, self.fd, self.folder = terminal, fd, folder
@@ -105,8 +97,7 @@ class LiveLine:
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """Around pytest's own writes: the line is gone before they start and not drawn until they
-        end."""
+        """Around pytest's own writes: no line from before they start until they end."""
         with self.lock:
             self.erase()
             try:
@@ -121,16 +112,14 @@ class LiveLine:
                 self.drawn = False
 
     def running(self) -> list[tuple[str, Progress]]:
-        """Each case with samples still to run, under its worker ("" in one process). A case that
-        finished ahead of its item waits for it, no longer running."""
+        """Each case with samples still to run, under its worker ("" in one process)."""
         found = [("", p) for p in list(self.local.values())]
         for path in self.folder.glob("gw*.json") if self.folder is not None else ():
             try:
-                found.append(
-                    (path.name.split(".")[0], Progress(**json.loads(path.read_text("utf-8"))))
-                )
+                progress = Progress(**json.loads(path.read_text("utf-8")))
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # being replaced, or the worker has no case now
+            found.append((path.name.split(".")[0], progress))
         return [(worker, p) for worker, p in found if p.done < p.total]
 
     def _loop(self) -> None:
@@ -141,9 +130,8 @@ class LiveLine:
                 if not line:
                     self.erase()
                 elif not self.drawn or line != self.shown:
-                    os.write(
-                        self.fd, SAVE + CLEAR + b" " + line.encode("utf-8", "replace") + RESTORE
-                    )
+                    text = line.encode("utf-8", "replace")
+                    os.write(self.fd, SAVE + CLEAR + b" " + text + RESTORE)
                     self.drawn, self.shown = True, line
 
     # the hooks in which pytest and xdist write to the terminal: none of them writes over the line
@@ -204,8 +192,7 @@ class LocalReporter:
 
 
 class FileReporter:
-    """On an xdist worker: each running case in a file of its own, rewritten atomically at most
-    every INTERVAL seconds."""
+    """On an xdist worker: each running case in a file, rewritten at most every INTERVAL s."""
 
     def __init__(self, folder: Path, worker: str) -> None:
         self.folder, self.worker = folder, worker
@@ -220,9 +207,7 @@ class FileReporter:
             return
         self.last[progress.case] = now
         path = self.path(progress.case)
-        with contextlib.suppress(
-            OSError
-        ):  # progress is a courtesy: a full disk must not fail the case
+        with contextlib.suppress(OSError):  # a courtesy: a full disk must not fail the case
             tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps(asdict(progress)), "utf-8")
             os.replace(tmp, path)
@@ -239,11 +224,10 @@ def pytest_configure(config: pytest.Config) -> None:
         if folder := workerinput.get("ctxgate_progress_dir"):
             config.stash[REPORTER_KEY] = FileReporter(Path(folder), workerinput["workerid"])
         return
-    terminal = config.pluginmanager.get_plugin("terminalreporter")
     if (
         not config.stash[PLAN_KEY].model.model
         or PROGRESS.read(config.getoption(PROGRESS.dest)) == "off"
-        or terminal is None
+        or config.pluginmanager.get_plugin("terminalreporter") is None
         or config.getoption("collectonly")
         or not _is_terminal()
     ):
