@@ -1,12 +1,7 @@
 """ctxgate's pytest plugins, one module per concern, each with its own options, settings and stash
-key: options, engine, workers, signals, progress, model, cases, reporting, junit, reference,
-trackers.
-
-Its one import name is ``ctxgate_plugins``, loaded through the ``pytest11`` entry point, so
-``--model`` works with any path (pytest reads an absolute ``--model /ckpt`` as a test path, which
-would skip a rootdir conftest). From a bare checkout the root conftest imports this folder, which
-registers itself under that name; ``plugins.X`` hands out the same modules, so each plugin and its
-StashKey exist once. (PYTEST_DONT_REWRITE: imported before pytest would rewrite it.)
+key: loaded as ``ctxgate_plugins`` by the ``pytest11`` entry point, or from a bare checkout by the
+root conftest, which imports this folder under that name; ``plugins.X`` is the same module, so each
+plugin and its StashKey exist once. PYTEST_DONT_REWRITE: imported before pytest could rewrite it.
 """
 
 import importlib

@@ -1,8 +1,5 @@
-"""Task x length cases: parametrization, running a case, and its floor gate.
-
-Every case gets its record before its fixtures run, so a case that errors before it starts still
-reaches the report with its reason; ``case_key`` reads a case from its node id for the reports that
-carry no record (a crashed worker, a case the session never reached).
+"""Task x length cases: parametrization, running a case, and its floor gate. Every case gets its
+record before its fixtures run, so a case that errors before it starts still reaches the report.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Backends served over HTTP: ``--backend openai`` (servers the user runs) and ``--backend vllm``
-(servers the suite starts and owns).
-
-For vLLM, the controller starts the replicas (visible GPUs / ``--tp``; one without GPUs) while it
-configures, before xdist starts any worker, and hands worker gwN replica N mod R. They stop at
-``pytest_unconfigure`` (also after Ctrl-C) and die with the controller. A server that will not start
-is a startup error: no case runs and the report says why, with the tail of the server's log.
-"""
+(servers the controller starts before xdist starts any worker, worker gwN sent to replica N mod R,
+stopped at ``pytest_unconfigure``). A server that will not start is a startup error."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """The session's summaries and gates in the junit file (``--junitxml``), where a CI server's test
-view shows them.
-
-The summaries are ``<testsuite>`` properties (named in docs/reports.md); each session gate is a
-testcase (classname ``ctxgate.gates``) that fails with the gate, its verdict line the message. They
-come from the report ``reporting.session_report`` made, never computed again, and are handed to
-pytest's LogXML before its own ``pytest_sessionfinish`` writes the file.
-"""
+view shows them. The summaries are ``<testsuite>`` properties, each session gate a testcase that
+fails with the gate, both from the report ``reporting.session_report`` made."""
 
 from __future__ import annotations
 

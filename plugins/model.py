@@ -1,8 +1,5 @@
-"""The session-scoped model: loaded once per xdist worker, behind the backend interface.
-
-A model that cannot load is a property of the run: the first case says so in one line (the
-traceback only with -v), the session stops, and the report records the error once.
-"""
+"""The session-scoped model: loaded once per xdist worker, behind the backend interface. A model
+that cannot load stops the session with one line, recorded once in the report."""
 
 from __future__ import annotations
 

@@ -103,7 +103,17 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # the project's own tests: nothing to gate
     if plan.startup_error is not None:
         config.stash[STARTUP_ERROR_KEY] = plan.startup_error
-    collect_the_suite(config)
+    # With no test paths named (command line or ini file), collect the suite: pytest picks its
+    # rootdir before plugins declare options, so it reads ``--model /abs/ckpt`` as a test path
+    # (pytest-dev/pytest#8846) and would collect the working directory.
+    if config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR:
+        if not SUITE_DIR.is_dir():
+            raise pytest.UsageError(
+                f"the ctxgate suite is not at {SUITE_DIR}: the installation is incomplete; "
+                "reinstall ctxgate (pip install --force-reinstall ctxgate), or name the suite's "
+                "folder: pytest tests_longctx --model path/to/ckpt"
+            )
+        config.args[:] = [str(SUITE_DIR)]
     if plan.baseline is not None and not hasattr(config, "workerinput"):
         incomplete = plan.baseline.incompleteness()
         for note in (
@@ -138,18 +148,3 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"floor rule(s), default floor {t.default_floor:g}, rule {t.rule!r})"
         + ("" if gated else ungated)
     ]
-
-
-def collect_the_suite(config: pytest.Config) -> None:
-    """Collect the suite when no test paths were named, on the command line or the ini file: pytest
-    picks its rootdir before plugins declare options, so it reads ``--model /abs/ckpt`` as a test
-    path (pytest-dev/pytest#8846) and would collect the working directory."""
-    if config.args_source != pytest.Config.ArgsSource.INVOCATION_DIR:
-        return
-    if not SUITE_DIR.is_dir():
-        raise pytest.UsageError(
-            f"the ctxgate suite is not at {SUITE_DIR}: the installation is incomplete; reinstall "
-            "ctxgate (pip install --force-reinstall ctxgate), or name the suite's folder: "
-            "pytest tests_longctx --model path/to/ckpt"
-        )
-    config.args[:] = [str(SUITE_DIR)]

@@ -1,11 +1,6 @@
 """Live progress: while cases run, one status line on the terminal shows each running case, its
-samples done / total, generated tokens per second and an ETA.
-
-Workers report after every sample: in one process straight to the line; under xdist, which carries
-no messages from a worker while a test runs, each worker rewrites a JSON file per running case that
-the controller's drawing thread reads. The line is drawn only on a terminal, with the cursor put
-back. Every write through pytest's terminal writer erases the line first and is flushed before the
-lock is let go: a write left in ``sys.stdout``'s buffer would reach the terminal after the line.
+samples done / total, tokens per second and an ETA. Under xdist, which carries no messages from a
+worker during a test, each worker writes a JSON file per running case for the controller to read.
 """
 
 from __future__ import annotations

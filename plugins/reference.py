@@ -1,8 +1,6 @@
 """``--reference MODEL``: the run against a paper's published numbers for that model (RULER's Table
-3 and its appendix, HELMET's Figure 6). ``auto`` matches the model by name: ``--model`` itself (a
-served name, a hub id, a hub cache folder ``models--ORG--NAME``) or its config.json's
-``_name_or_path``. PYTEST_DONT_REWRITE: the reporting plugin imports this module before pytest
-registers it."""
+3 and its appendix, HELMET's Figure 6), or with ``auto`` the model matched by name.
+PYTEST_DONT_REWRITE: the reporting plugin imports this module before pytest registers it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """Reports under xdist: case records ride on test reports to the controller, which writes JSON,
-predictions, Markdown and the terminal table, and applies the session gates.
-
-The controller knows the selection, so a case that never sends a record (a crashed worker's, one an
-interrupt or a broken checkpoint left unrun) still reaches the report as "error", and the session
-gates fail. Each record is appended to ``<report>.partial.jsonl`` as it arrives (an earlier run's
-file is kept under a new name); the report files are written atomically, under a lock beside them.
+predictions, Markdown and the terminal table, and applies the session gates. A selected case that
+never sends a record is reported as an error; each record is appended to ``<report>.partial.jsonl``
+as it arrives, and the report files are written atomically, under a lock beside them.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Generator, Iterable
+from collections.abc import Generator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -298,16 +295,10 @@ def _html(
 def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
     """The session's report, made once by the first hook that asks (the junit plugin's, else
     ``pytest_sessionfinish``). None where nothing is reported (an xdist worker, no ``--model``)."""
-    collector = session.config.stash.get(COLLECTOR_KEY, None)
-    if collector is None:
-        return None
-    if collector.report is None:
-        collector.report = _judged(session, exitstatus, collector)
-    return collector.report
-
-
-def _judged(session: pytest.Session, exitstatus: int, collector: Collector) -> Report:
     config = session.config
+    collector = config.stash.get(COLLECTOR_KEY, None)
+    if collector is None or collector.report is not None:
+        return None if collector is None else collector.report
     thresholds, plan = collector.thresholds, config.stash[PLAN_KEY]  # the run's (pytest_configure)
     cases = collector.finish(_stop_reason(session, exitstatus, collector.run_error))
     meta = collector.run_meta or {
@@ -318,9 +309,9 @@ def _judged(session: pytest.Session, exitstatus: int, collector: Collector) -> R
         "lengths": list(plan.lengths),
         "chat_template": "off" if plan.model.chat_template == "auto" else plan.model.chat_template,
     }
-    meta = dict(
-        meta, thresholds=thresholds.path, data_sha256=_combined(c.data_sha256 for c in cases)
-    )
+    hashes = sorted(c.data_sha256 for c in cases if c.data_sha256)
+    combined = hashlib.sha256("".join(hashes).encode()).hexdigest() if hashes else None
+    meta = dict(meta, thresholds=thresholds.path, data_sha256=combined)
     if meta.get("cache"):
         meta["cache"] = dict(
             meta["cache"], samples_from_cache=sum(c.samples_from_cache for c in cases)
@@ -328,10 +319,18 @@ def _judged(session: pytest.Session, exitstatus: int, collector: Collector) -> R
     run = adapter_for(RunInfo).validate_python(meta)
     complete = exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
     error = RunError(collector.run_error) if collector.run_error else None
-    baseline = _baseline_summary(config, cases)
+    baseline = None
+    if plan.baseline is not None:
+        selected, scored = {(c.task, c.length) for c in cases}, sorted(plan.baseline.cases)
+        baseline = BaselineRun(
+            plan.baseline.path,
+            tuple(f"{t}-{L}" for t, L in scored if (t, L) in selected),
+            tuple(f"{t}-{L}" for t, L in scored if (t, L) not in selected),
+        )
     verdict = judge_session(cases, thresholds, complete, baseline=baseline)
     report = build_report(cases, run, verdict, complete, error, baseline)
-    return replace(report, reference=published_section(config, report))
+    collector.report = replace(report, reference=published_section(config, report))
+    return collector.report
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -364,24 +363,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     failed = any(g.verdict == "fail" for g in report.gates)
     if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _baseline_summary(config: pytest.Config, cases: list[CaseRecord]) -> BaselineRun | None:
-    baseline = config.stash[PLAN_KEY].baseline
-    if baseline is None:
-        return None
-    selected = {(c.task, c.length) for c in cases}
-    scored = sorted(baseline.cases)
-    return BaselineRun(
-        baseline.path,
-        tuple(f"{t}-{L}" for t, L in scored if (t, L) in selected),
-        tuple(f"{t}-{L}" for t, L in scored if (t, L) not in selected),
-    )
-
-
-def _combined(hashes: Iterable[str | None]) -> str | None:
-    present = sorted(h for h in hashes if h)
-    return hashlib.sha256("".join(present).encode()).hexdigest() if present else None
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -1,11 +1,6 @@
-"""Signals: SIGTERM and SIGHUP end a run the way Ctrl-C does, and a worker never outlives its
-controller.
-
-CI time limits, ``scancel``, ``docker stop`` and a closed terminal send SIGTERM or SIGHUP, which by
-default kill the controller at once: no report, and orphaned xdist workers go on computing. Here
-they raise ``KeyboardInterrupt``, so pytest's interrupt path writes the report (exit 2) and xdist
-tears its workers down. A worker whose controller is gone (``kill -9``) exits within a second.
-"""
+"""Signals: SIGTERM and SIGHUP (CI time limits, ``scancel``, ``docker stop``) end a run the way
+Ctrl-C does, so the report is still written and xdist tears its workers down; a worker never
+outlives its controller."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """``--log-to wandb|tensorboard|mlflow``: the run's scores in the team's experiment tracker, at the
-checkpoint's training step. Read once into ``TrackerSettings`` under ``TRACKERS_KEY``; logged by the
-controller after the report is built. A tracker that fails (no network, a bad key, a full disk) is
-one note at the end: it never changes the gate's verdict or loses the report."""
+checkpoint's training step, logged by the controller after the report is built. A tracker that
+fails is one note at the end: it never changes the gate's verdict or loses the report."""
 
 from __future__ import annotations
 

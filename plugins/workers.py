@@ -1,8 +1,5 @@
 """xdist workers: one per GPU, each pinned to its own device, fed the longest cases first, and none
-at all for a checkpoint that cannot load.
-
-The xdist hooks are ``optionalhook``, so ``-p no:xdist`` runs the suite in one process.
-"""
+at all for a checkpoint that cannot load (the xdist hooks are optional, for ``-p no:xdist``)."""
 
 from __future__ import annotations
 
