@@ -128,9 +128,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [i for i in items if not case_key(i.nodeid)]
         config.hook.pytest_deselected(items=cases)
     if hasattr(config, "workerinput") or config.stash[PLAN_KEY].model.ray:
-        # Under xdist, the longest cases first (every worker sorts alike, so the collections match):
-        # with one-at-a-time scheduling, no worker is left grinding a 128K case while others idle.
-        # On a Ray cluster, the items in the order their cases are started (ctxgate_ahead).
+        # Longest first: under xdist (every worker sorts alike), no worker is left grinding a 128K
+        # case while others idle; on a Ray cluster, the order ctxgate_ahead starts the cases in.
         items.sort(key=lambda item: -(case_key(item.nodeid) or ("", 0))[1])
 
 
@@ -322,9 +321,8 @@ def ctxgate_case(
     state.run_meta = ctxgate_model.run_meta
     if window := _beyond_window(config, ctxgate_model, length):
         what = f"{name} at {length}: the length exceeds {window.what}, so the case cannot run"
-        no_score(
-            state, "window", f"{what}; drop {length} from --lengths, or {window.fix}", baseline
-        )
+        fix = f"drop {length} from --lengths, or {window.fix}"
+        no_score(state, "window", f"{what}; {fix}", baseline)
     # raised outside the except blocks: no "during handling of..." chain
     failure: Exception | None = None
     cause = ""
@@ -359,9 +357,8 @@ def ctxgate_case(
         compared = _against_baseline(baseline, result, ctxgate_model.run_info, thresholds)
         state.record = replace(state.record, baseline=compared)
     record = state.record
-    # on the case's junit testcase only where its family has testcase properties (xunit1): xunit2,
-    # pytest's default, follows junit-10.xsd, which has none (pytest's record_property warns so),
-    # and CI servers that check it refuse them
+    # testcase properties only for xunit1: xunit2 (pytest's default) follows junit-10.xsd, which
+    # has none (record_property warns so), and CI servers that check it refuse them
     if config.getini("junit_family") in ("xunit1", "legacy"):
         ci = f"{result.ci[0]}-{result.ci[1]}"
         pairs = [("score", record.score), ("floor", record.floor), ("n", record.n), ("ci", ci)]

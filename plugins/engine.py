@@ -87,13 +87,12 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
     python = find_python(
         engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent]
     )
-    budget = max(t.tokens_to_generate for t in all_tasks())
     # the config changes the server gets (--hf-overrides) and the window the config then covers
     try:
         changes, limit = applied(spec.checkpoint.config_dir, spec.overrides)
     except OverrideError:
         changes, limit = {}, None  # an unreadable config: the server's own start says what is wrong
-    longest = max(plan.lengths) + budget
+    longest = max(plan.lengths) + max(t.tokens_to_generate for t in all_tasks())
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
     max_len = longest if limit is None else min(longest, limit)
     overrides = json.dumps(changes, sort_keys=True) if changes else None

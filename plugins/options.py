@@ -103,9 +103,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # the project's own tests: nothing to gate
     if plan.startup_error is not None:
         config.stash[STARTUP_ERROR_KEY] = plan.startup_error
-    # With no test paths named (command line or ini file), collect the suite: pytest picks its
-    # rootdir before plugins declare options, so it reads ``--model /abs/ckpt`` as a test path
-    # (pytest-dev/pytest#8846) and would collect the working directory.
+    # No test paths named: collect the suite. pytest reads ``--model /abs/ckpt`` as a test path
+    # (pytest-dev/pytest#8846), picks a rootdir from it, and would collect the working directory.
     if config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR:
         if not SUITE_DIR.is_dir():
             raise pytest.UsageError(

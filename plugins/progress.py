@@ -67,8 +67,7 @@ class LiveLine:
         self.lock = threading.RLock()
         self.local: dict[str, Progress] = {}  # this process's running cases (no xdist)
         self.finished = self.selected = 0
-        self.drawn = False
-        self.shown = ""
+        self.drawn, self.shown = False, ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ctxgate-progress", daemon=True)
         self._file = terminal._file
@@ -236,7 +235,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _is_terminal() -> bool:
-    try:
+    with contextlib.suppress(AttributeError, ValueError):
         return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
+    return False

@@ -63,8 +63,7 @@ class Collector:
         self.report_path = Path(report_path) if report_path else None
         self.report: Report | None = None
         self.notes: list[str] = []  # said once at the end: a kept partial file, a replaced report
-        # the partial file could not be written (full disk): stop trying
-        self.partial_error: str | None = None
+        self.partial_error: str | None = None  # the partial file cannot be written: stop trying
         self.write_error: str | None = None  # the report could not be written
         self._lock: filelock.BaseFileLock | None = None
         if self.report_path:

@@ -58,11 +58,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if step.tokens_seen is not None:
         values["ctxgate/tokens_seen"] = float(step.tokens_seen)
     name = f"ctxgate {Path(spec.model).name}"
-    at = (
-        f"step {step.value} ({step.source})"
-        if step.value is not None
-        else "no step (pass --step N)"
-    )
+    at = "no step (pass --step N)"
+    if step.value is not None:
+        at = f"step {step.value} ({step.source})"
     with tempfile.TemporaryDirectory() as tmp:
         report_file = collector.report_path
         if report_file is None or not report_file.is_file():

@@ -25,9 +25,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.dist = "no"
         config.option.tx = []
     elif config.getoption("dist", "no") == "load" and config.getoption("maxschedchunk", 0) is None:
-        # xdist's load scheduling hands out a quarter of the cases at once; one at a time over cases
-        # sorted longest first is longest-processing-time-first: idle workers take the next longest
-        # case instead of waiting behind one worker's queue. --maxschedchunk N overrides it.
+        # Not a quarter of the cases at once (xdist's load default): one at a time over cases sorted
+        # longest first is longest-processing-time-first. --maxschedchunk N overrides it.
         config.option.maxschedchunk = 1
     _pin_gpu(config)
 
@@ -47,11 +46,9 @@ def _pin_gpu(config: pytest.Config) -> None:
     per = (hf.gpus_per_replica or max(1, len(devices) // workers)) if hf.device_map else 1
     mine = devices[index * per : (index + 1) * per]
     if len(mine) < per:
-        fix = (
-            f"run with -n {len(devices) // per} or -n auto"
-            if len(devices) >= per
-            else f"use --gpus-per-replica {len(devices)} or fewer"
-        )
+        fix = f"use --gpus-per-replica {len(devices)} or fewer"
+        if len(devices) >= per:
+            fix = f"run with -n {len(devices) // per} or -n auto"
         raise pytest.UsageError(
             f"xdist worker {worker or 'gw0'} has no {'GPUs' if per > 1 else 'GPU'}: "
             f"{len(devices)} visible, {per} per worker; {fix}"
