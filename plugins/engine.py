@@ -62,19 +62,15 @@ def vllm_servers(config: pytest.Config, plan: Plan) -> Served | None:
         template = launch_template(config, plan)
         if spec.ray is not None:  # each replica on the cluster starts its own server, on its GPUs
             return served(engine, spec, (), launch=template)
-        specs = [
-            replace(template, devices=devices)
-            for devices in replica_devices(visible_gpus(), engine.tp)
-        ]
+        specs = [replace(template, devices=d) for d in replica_devices(visible_gpus(), engine.tp)]
         log_dir = Path(plan.report).parent if plan.report else Path(config.invocation_params.dir)
         servers = start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
     except EngineError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return None
     config.stash[SERVERS_KEY] = servers
-    return served(
-        engine, spec, tuple(s.url for s in servers), tuple(str(s.log_path) for s in servers)
-    )
+    server_logs = tuple(str(s.log_path) for s in servers)
+    return served(engine, spec, tuple(s.url for s in servers), server_logs)
 
 
 def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
