@@ -1,18 +1,7 @@
 """ctxgate's pytest plugins, one module per concern, each with its own options, settings and stash
-key: options (the run's plan: model, lengths, data, thresholds, baseline, engine, HF settings,
-judge), engine (the servers HTTP backends send to: the vLLM servers), workers (xdist and GPUs),
-signals (SIGTERM/SIGHUP as Ctrl-C, workers that end with their controller), progress (the live
-line), model, cases (gates), reporting, junit (the summaries and session gates in the junit file),
-reference (the papers' published numbers), trackers (W&B, TensorBoard, MLflow).
-
-Its one import name is ``ctxgate_plugins``. Installed, it loads through the ``pytest11`` entry
-point, so ``--model`` works from any directory and with any path (pytest reads an absolute ``--model
-/ckpt`` as a test path before it knows the option, which would skip a rootdir conftest; the options
-plugin then collects the suite itself). From a bare checkout, the root conftest imports the folder,
-which registers itself under that name. The folder imported by its own name (``import
-plugins.options`` with a clone's root on ``sys.path``) hands out the same modules, so each plugin
-and its StashKey exist once in a process. (PYTEST_DONT_REWRITE: a bare checkout's root conftest
-imports this package before pytest would rewrite it; it holds no test assertion.)
+key: loaded as ``ctxgate_plugins`` by the ``pytest11`` entry point, or from a bare checkout by the
+root conftest, which imports this folder under that name; ``plugins.X`` is the same module, so each
+plugin and its StashKey exist once. PYTEST_DONT_REWRITE: imported before pytest could rewrite it.
 """
 
 import importlib
@@ -24,10 +13,8 @@ from pathlib import Path
 from types import ModuleType
 
 NAME = "ctxgate_plugins"
-# Each reads its own options in its own pytest_configure. The options plugin's runs first: it is
-# tryfirst and registered after the tryfirst plugins that build on its run settings (pluggy calls
-# the last registered first), which therefore import it before its registration (its docstring turns
-# assertion rewriting off).
+# The options plugin's pytest_configure runs first: it is tryfirst and registered after the tryfirst
+# plugins that build on its plan (pluggy calls the last registered first), which import it before.
 MODULES = tuple(
     "engine options workers signals progress model cases reporting junit reference trackers".split()
 )
@@ -42,8 +29,7 @@ def _installed() -> ModuleType:
             NAME, folder / "__init__.py", submodule_search_locations=[str(folder)]
         )
         assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[NAME] = module
+        module = sys.modules[NAME] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     return importlib.import_module(NAME)
 

@@ -1,9 +1,5 @@
-"""Task x length cases: parametrization, running a case, and its floor gate.
-
-Every case gets its record before its fixtures run (``pytest_runtest_setup``), so a case that errors
-before it starts (the model did not load) still reaches the report with its reason; ``case_key``
-reads a case back from its node id for the reports that never carry a record (a crashed worker, a
-case the session never reached).
+"""Task x length cases: parametrization, running a case, and its floor gate. Every case gets its
+record before its fixtures run, so a case that errors before it starts still reaches the report.
 """
 
 from __future__ import annotations
@@ -55,8 +51,7 @@ from .progress import REPORTER_KEY
 @dataclass
 class CaseState:
     """What a case's item learns as it runs, carried to the controller on its test report: its
-    record, each sample's outcome (for the predictions file), and the run's own record and error,
-    which ride on the cases."""
+    record, its samples (for the predictions file), and the run's own record and error."""
 
     record: CaseRecord
     samples: tuple[SampleOutcome, ...] = ()
@@ -69,37 +64,28 @@ class CaseState:
 
 
 CASE_STATE_KEY = pytest.StashKey[CaseState]()
-NOT_RUN_KEY = pytest.StashKey[
-    list[str]
-]()  # node ids of selected cases that will not run (broken checkpoint)
+# node ids of selected cases that will not run (broken checkpoint)
+NOT_RUN_KEY = pytest.StashKey[list[str]]()
 _CASE_ID = re.compile(r"\[(?P<task>[A-Za-z0-9_.]+)-(?P<length>\d+)\]$")
 
 
 def case_key(nodeid: str) -> tuple[str, int] | None:
-    """``tests_longctx/test_ruler.py::test_ruler[vt-8192]`` -> ("vt", 8192); None for anything else."""
+    """``tests_longctx/test_ruler.py::test_ruler[vt-8192]`` -> ("vt", 8192), else None."""
     m = _CASE_ID.search(nodeid)
     return (m["task"], int(m["length"])) if m and m["task"] in task_names() else None
 
 
 def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
     """A case's record before anything ran: verdict "error" until the case says otherwise."""
-    spec = get_task(task)
-    floor = thresholds.floor_for(task, length)
+    t, floor = get_task(task), thresholds.floor_for(task, length)
     return CaseRecord(
-        spec.name,
-        spec.suite,
-        length,
-        spec.category,
-        spec.metric.name,
-        chance=spec.chance,
-        floor=floor,
+        t.name, t.suite, length, t.category, t.metric.name, chance=t.chance, floor=floor
     )
 
 
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    """The markers cases carry (``TaskSpec.marks``), so that ``-m rag`` and ``--strict-markers``
-    know them."""
+    """The markers cases carry, so that ``-m rag`` and ``--strict-markers`` know them."""
     config.addinivalue_line(
         "markers", "ctxgate_suite(name): parametrize ctxgate_case over a suite's tasks x lengths"
     )
@@ -136,17 +122,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "(the shipped demo: --model fixtures/tiny-llama-niah --lengths 512,1k,2k)"
         )
     if STARTUP_ERROR_KEY in config.stash:
-        # A checkpoint that cannot load runs nothing: the cases are reported as not run, with the
-        # reason, once.
+        # a checkpoint that cannot load runs nothing: the cases are reported as not run, once
         cases = [i for i in items if case_key(i.nodeid)]
         config.stash[NOT_RUN_KEY] = [i.nodeid for i in cases]
         items[:] = [i for i in items if not case_key(i.nodeid)]
         config.hook.pytest_deselected(items=cases)
     if hasattr(config, "workerinput") or config.stash[PLAN_KEY].model.ray:
-        # Under xdist, the longest cases first (every worker sorts alike, so the collections still
-        # match): with the workers plugin's one-at-a-time scheduling, no worker is left grinding a
-        # 128K case while the others idle. On a Ray cluster, the items in the order their cases are
-        # started (ctxgate_ahead).
+        # Longest first: under xdist (every worker sorts alike), no worker is left grinding a 128K
+        # case while others idle; on a Ray cluster, the order ctxgate_ahead starts the cases in.
         items.sort(key=lambda item: -(case_key(item.nodeid) or ("", 0))[1])
 
 
@@ -167,9 +150,7 @@ class Case:
     state: CaseState
 
     def assert_gate(self) -> None:
-        """Fail when the score is below the floor (or, with rule "upper", when the whole interval
-        is), or when it dropped against the baseline by more than the tolerance with the stated
-        confidence."""
+        """Fail on a failed judge, a regression against the baseline, or a score below the floor."""
         r = self.state.record
         if message := judge_failure(r):
             self._fail(f"{self.spec.name} at {self.length}: {message}")
@@ -196,23 +177,20 @@ def _against_baseline(
             result.task, result.length, result.data_sha256, scores, confidence, hashes
         )
     except BaselineError as exc:
-        raise pytest.fail.Exception(
-            str(exc), pytrace=False
-        ) from None  # no "during handling of..." chain
+        raise pytest.fail.Exception(str(exc), pytrace=False) from None
     if paired is None:
         return None
     tolerance = thresholds.tolerance_for(result.task, result.length)
     seq = result.sequential
     test = seq.baseline if seq else None
     regressed = regression_verdict(paired, tolerance, seq)
-    message = describe(paired, tolerance) + (
-        "; --sequential: certain "
-        f"{'it dropped by more than' if regressed else 'it did not drop by more than'} the "
-        f"tolerance at error rate {seq.alpha} (paired interval {test.interval[0]:+.1f} to "
-        f"{test.interval[1]:+.1f})"
-        if seq and test and test.decided
-        else ""
-    )
+    message = describe(paired, tolerance)
+    if seq and test and test.decided:
+        drop = "it dropped by more than" if regressed else "it did not drop by more than"
+        message += (
+            f"; --sequential: certain {drop} the tolerance at error rate {seq.alpha} (paired "
+            f"interval {test.interval[0]:+.1f} to {test.interval[1]:+.1f})"
+        )
     stopped_early = (result.task, result.length) in baseline.stopped_early
     return comparison_entry(paired, tolerance, confidence, regressed, message, stopped_early)
 
@@ -220,9 +198,8 @@ def _against_baseline(
 def _stop_rule(
     config: pytest.Config, task: str, length: int, floor: float | None
 ) -> tuple[StopRule, Questions] | None:
-    """--sequential asks the case's gate questions: is the true score above the floor? with
-    --baseline, did it drop by more than the tolerance (paired, sample by sample)? A case with
-    neither runs its full count."""
+    """--sequential asks the case's gate questions: is the true score above the floor? did it drop
+    by more than the tolerance against the baseline? A case with neither runs its full count."""
     plan = config.stash[PLAN_KEY]
     if plan.sequential is None:
         return None
@@ -237,28 +214,29 @@ def _stop_rule(
 
 
 def _judge_later(report: str | None) -> str:
-    """How to score a case that waits for its judge: the command, on this run's report (HELMET's
-    judge)."""
+    """How to score a case that waits for its judge: the command, on this run's report."""
     command = (
         f"`ctxgate judge {shlex.quote(report or 'out/run.json')} --judge-model gpt-4o-2024-05-13` "
-        "(HELMET's judge; the "
-        "key from OPENAI_API_KEY)"
+        "(HELMET's judge; the key from OPENAI_API_KEY)"
     )
     if report is None:
         return f"run with --report out/run.json to keep its outputs, then judge them with {command}"
-    return f"its outputs are in the report: score them later with {command}, or with --judge-base-url your own server"
+    return (
+        f"its outputs are in the report: score them later with {command}, or with --judge-base-url "
+        "your own server"
+    )
 
 
 def no_score(state: CaseState, cause: str, message: str, baseline: Baseline | None) -> NoReturn:
-    """End a case that produced no score: skipped or failed by the one rule
-    (``gate.verdicts.unscored_verdict``), its cause kept in the record."""
+    """End a case that produced no score, skipped or failed by ``unscored_verdict``."""
     record = state.record
     base = baseline.cases.get((record.task, record.length)) if baseline is not None else None
     verdict = unscored_verdict(cause, record.floor or 0.0, base is not None)
     if verdict == "error" and cause in NOT_GIVEN:
         message = f"{message}; {gated_reason(record.floor or 0.0, base is not None)}"
-    kind = {"error_kind": cause} if verdict == "error" else {"skip_kind": cause}
-    state.record = replace(record, verdict=verdict, message=message, **kind)  # type: ignore[arg-type]
+    fields: dict[str, Any] = {"verdict": verdict, "message": message}
+    fields["error_kind" if verdict == "error" else "skip_kind"] = cause
+    state.record = replace(record, **fields)
     if verdict == "skip":
         pytest.skip(message)
     pytest.fail(message, pytrace=False)
@@ -268,17 +246,15 @@ def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Wi
     """The window a case of this length cannot run past (None: it runs)."""
     window, limit = window_of(model.backend), model.backend.max_positions
     force = config.stash[PLAN_KEY].force_lengths
-    return (
-        window
-        if window and limit is not None and length > limit and not (force and window.forceable)
-        else None
-    )
+    if window and limit is not None and length > limit and not (force and window.forceable):
+        return window
+    return None
 
 
 def _case_run(
     config: pytest.Config, model: LoadedModel, name: str, length: int
 ) -> Callable[[], CaseResult]:
-    """The case's run, ready to start: in the item's own turn, or ahead of it (``ctxgate_ahead``)."""
+    """The case's run, ready to start in its item's turn or ahead of it (``ctxgate_ahead``)."""
     plan = config.stash[PLAN_KEY]
     thresholds = plan.thresholds
     return partial(
@@ -302,9 +278,8 @@ def _case_run(
 def ctxgate_ahead(
     request: pytest.FixtureRequest, ctxgate_model: LoadedModel
 ) -> Iterator[Ahead | None]:
-    """For a backend that serves several cases at once (``cases_at_once``: replicas on a Ray
-    cluster, a server's engine): the selected cases started ahead of their items, in the items'
-    order (under --ray, longest first), as many at once as the backend asks and as its
+    """For a backend that serves several cases at once (``cases_at_once``): the selected cases
+    started ahead of their items, in the items' order, as many at once as the backend asks and its
     ``concurrency`` needs to stay full; None for the others. Stopped before the model is."""
     backend = ctxgate_model.backend
     wish = int(getattr(backend, "cases_at_once", 1))
@@ -319,8 +294,7 @@ def ctxgate_ahead(
         for i in request.session.items
         if "ctxgate_case" in getattr(i, "fixturenames", ())
     ]
-    # an item waits for its own case only: starting the cases in another order would leave it
-    # waiting for others
+    # an item waits for its own case only: starting them in another order would leave it waiting
     keys = list(
         dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1]))
     )
@@ -346,13 +320,9 @@ def ctxgate_case(
     )
     state.run_meta = ctxgate_model.run_meta
     if window := _beyond_window(config, ctxgate_model, length):
-        unrunnable = f"so the case cannot run; drop {length} from --lengths, or {window.fix}"
-        no_score(
-            state,
-            "window",
-            f"{name} at {length}: the length exceeds {window.what}, {unrunnable}",
-            baseline,
-        )
+        what = f"{name} at {length}: the length exceeds {window.what}, so the case cannot run"
+        fix = f"drop {length} from --lengths, or {window.fix}"
+        no_score(state, "window", f"{what}; {fix}", baseline)
     # raised outside the except blocks: no "during handling of..." chain
     failure: Exception | None = None
     cause = ""
@@ -362,14 +332,10 @@ def ctxgate_case(
             result = ctxgate_ahead.take((name, length))
         else:
             result = _case_run(config, ctxgate_model, name, length)()
-    except (
-        Refusal
-    ) as exc:  # a designed refusal: its cause decides the verdict (gate.verdicts.unscored_verdict)
+    except Refusal as exc:  # a designed refusal: its cause decides the verdict (unscored_verdict)
         failure, cause = exc, exc.cause
-        if isinstance(exc, MaterialExhausted):
-            state.record = replace(
-                state.record, fill_min=round(exc.fill, 4)
-            )  # the fill it reached, unscored
+        if isinstance(exc, MaterialExhausted):  # the fill it reached, unscored
+            state.record = replace(state.record, fill_min=round(exc.fill, 4))
     except JudgeError as exc:
         failure, cause = exc, "judge_failed"
     except (BackendDown, EndpointError, BackendError, LengthRuleBroken) as exc:  # one line: the fix
@@ -378,12 +344,8 @@ def ctxgate_case(
         if progress is not None:
             progress.end(case_label(name, length))
     if cause:
-        no_score(
-            state,
-            cause,
-            str(failure) if cause == "too_short" else f"{name} at {length}: {failure}",
-            baseline,
-        )
+        message = str(failure) if cause == "too_short" else f"{name} at {length}: {failure}"
+        no_score(state, cause, message, baseline)
     if failure is not None:
         pytest.fail(f"{name} at {length}: {failure}", pytrace=False)
     state.record = result.onto(state.record)
@@ -395,14 +357,10 @@ def ctxgate_case(
         compared = _against_baseline(baseline, result, ctxgate_model.run_info, thresholds)
         state.record = replace(state.record, baseline=compared)
     record = state.record
-    # on the case's junit testcase only where its family has testcase properties (xunit1): xunit2,
-    # pytest's default, follows junit-10.xsd, which has none (pytest's record_property warns so),
-    # and CI servers that check it refuse them
+    # testcase properties only for xunit1: xunit2 (pytest's default) follows junit-10.xsd, which
+    # has none (record_property warns so), and CI servers that check it refuse them
     if config.getini("junit_family") in ("xunit1", "legacy"):
-        request.node.user_properties += [
-            ("score", record.score),
-            ("floor", record.floor),
-            ("n", record.n),
-        ]
-        request.node.user_properties.append(("ci", f"{result.ci[0]}-{result.ci[1]}"))
+        ci = f"{result.ci[0]}-{result.ci[1]}"
+        pairs = [("score", record.score), ("floor", record.floor), ("n", record.n), ("ci", ci)]
+        request.node.user_properties += pairs
     return Case(get_task(name), length, thresholds, state)

@@ -1,13 +1,6 @@
 """Backends served over HTTP: ``--backend openai`` (servers the user runs) and ``--backend vllm``
-(servers the suite starts and owns).
-
-For vLLM, the controller (the one process without xdist) starts the replicas (visible GPUs /
-``--tp``; one on a machine without GPUs) while it configures, before xdist starts any worker, and
-hands worker gwN replica N mod R (``pytest_configure_node``). They are stopped at
-``pytest_unconfigure``, which also runs after Ctrl-C, and die with the controller if it is killed. A
-server that will not start is a startup error: no case runs and the report says why, with the tail
-of the server's log.
-"""
+(servers the controller starts before xdist starts any worker, worker gwN sent to replica N mod R,
+stopped at ``pytest_unconfigure``). A server that will not start is a startup error."""
 
 from __future__ import annotations
 
@@ -45,60 +38,43 @@ SERVED_KEY = pytest.StashKey[Served]()  # what this process's backend sends to
 @pytest.hookimpl(tryfirst=True)
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    """After the options plugin (called first) has made the plan: --backend openai sends to the
-    servers it names; --backend vllm to the servers started here (the controller), or to the replica
-    the controller handed this worker."""
+    """After the options plugin has made the plan."""
     plan = config.stash[PLAN_KEY]
     spec = plan.model
     if not spec.model or STARTUP_ERROR_KEY in config.stash:
         return
     if spec.backend == "openai":
         config.stash[SERVED_KEY] = served(plan.engine, spec)
-    elif spec.backend == "vllm":
-        found = vllm_servers(config, plan)
-        if found is not None:
-            config.stash[SERVED_KEY] = found
+    elif spec.backend == "vllm" and (found := vllm_servers(config, plan)) is not None:
+        config.stash[SERVED_KEY] = found
 
 
 def vllm_servers(config: pytest.Config, plan: Plan) -> Served | None:
-    """``--backend vllm``: the servers this process sends to. The controller starts them (a server
-    that will not start is a startup error: the run then reports it); a worker gets its replica from
-    the controller. None: nothing will run (collection only)."""
+    """``--backend vllm``: the servers this process sends to, started here on the controller, or the
+    replica the controller handed this worker. None: nothing will run."""
     engine, spec = plan.engine, plan.model
     if (worker := getattr(config, "workerinput", None)) is not None:
-        concurrency = worker.get("ctxgate_vllm_concurrency")
-        return served(
-            engine,
-            spec,
-            (worker["ctxgate_vllm_url"],),
-            (worker["ctxgate_vllm_log"],),
-            None,
-            concurrency,
-        )
+        urls, logs = (worker["ctxgate_vllm_url"],), (worker["ctxgate_vllm_log"],)
+        return served(engine, spec, urls, logs, None, worker.get("ctxgate_vllm_concurrency"))
     if config.getoption("collectonly") or config.getoption("help"):
         return None
     try:
         template = launch_template(config, plan)
         if spec.ray is not None:  # each replica on the cluster starts its own server, on its GPUs
             return served(engine, spec, (), launch=template)
-        specs = [
-            replace(template, devices=devices)
-            for devices in replica_devices(visible_gpus(), engine.tp)
-        ]
+        specs = [replace(template, devices=d) for d in replica_devices(visible_gpus(), engine.tp)]
         log_dir = Path(plan.report).parent if plan.report else Path(config.invocation_params.dir)
         servers = start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
     except EngineError as exc:
         config.stash[STARTUP_ERROR_KEY] = str(exc)
         return None
     config.stash[SERVERS_KEY] = servers
-    return served(
-        engine, spec, tuple(s.url for s in servers), tuple(str(s.log_path) for s in servers)
-    )
+    server_logs = tuple(str(s.log_path) for s in servers)
+    return served(engine, spec, tuple(s.url for s in servers), server_logs)
 
 
 def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
-    """How a replica's server is started, but for its GPUs: here for each visible GPU set, or on a
-    cluster by each replica for the GPUs Ray gives it."""
+    """How a replica's server is started, but for its GPUs."""
     from ctxgate.tasks.registry import all_tasks
 
     engine, spec = plan.engine, plan.model
@@ -107,13 +83,12 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
     python = find_python(
         engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent]
     )
-    budget = max(t.tokens_to_generate for t in all_tasks())
     # the config changes the server gets (--hf-overrides) and the window the config then covers
     try:
         changes, limit = applied(spec.checkpoint.config_dir, spec.overrides)
     except OverrideError:
         changes, limit = {}, None  # an unreadable config: the server's own start says what is wrong
-    longest = max(plan.lengths) + budget
+    longest = max(plan.lengths) + max(t.tokens_to_generate for t in all_tasks())
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
     max_len = longest if limit is None else min(longest, limit)
     overrides = json.dumps(changes, sort_keys=True) if changes else None
@@ -123,25 +98,20 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
 
 
 def _served_folder(config: pytest.Config, plan: Plan) -> Path:
-    """The folder the servers load: the checkpoint, or for one that is not a Hugging Face folder (a
-    PEFT adapter, a sharded checkpoint) a Hugging Face folder written from it once, kept beside the
-    generation cache (else in a temporary folder removed with the run)."""
-    checkpoint, spec = plan.model.checkpoint, plan.model
+    """The checkpoint, or for one that is not a Hugging Face folder (a PEFT adapter, a sharded
+    checkpoint) one written from it, beside the generation cache (else removed with the run)."""
+    checkpoint = plan.model.checkpoint
     assert checkpoint is not None, "--backend vllm serves a located checkpoint"
     if checkpoint.served_as is None:
         return checkpoint.folder
-    if spec.cache_dir:
-        root = Path(spec.cache_dir) / "models"
+    if plan.model.cache_dir:
+        root = Path(plan.model.cache_dir) / "models"
     else:
         root = Path(tempfile.mkdtemp(prefix="ctxgate-model-"))
         config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
     try:
-        return hf_folder(
-            str(checkpoint.fingerprint()["sha256"]),
-            root,
-            checkpoint.tokenizer_dir,
-            checkpoint.as_model,
-        )
+        sha256 = str(checkpoint.fingerprint()["sha256"])
+        return hf_folder(sha256, root, checkpoint.tokenizer_dir, checkpoint.as_model)
     except (OSError, RuntimeError, ValueError) as exc:
         raise EngineError(
             f"{checkpoint.folder} could not be written as a Hugging Face folder for vLLM: {exc}"
@@ -166,9 +136,8 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def worker_share(batch: int, index: int, workers: int, servers: int) -> int:
-    """The requests xdist worker ``index`` of ``workers`` keeps in flight by default: its server's
-    batch (the server is ``index`` mod ``servers``) split among the workers that server serves,
-    rounded up so that they fill it."""
+    """The requests worker ``index`` of ``workers`` keeps in flight by default: its server's batch
+    split among the workers that server serves, rounded up so that they fill it."""
     sharing = len(range(index % servers, workers, servers))
     return -(-batch // max(1, sharing))
 

@@ -1,14 +1,6 @@
 """The session's summaries and gates in the junit file (``--junitxml``), where a CI server's test
-view shows them.
-
-The summaries are ``<testsuite>`` properties; each session gate is a testcase (classname
-``ctxgate.gates``) that fails with the gate, its verdict line the failure's message, so a run that
-fails a gate is red in that view too.
-
-pytest's LogXML writes the file in its own ``pytest_sessionfinish``, on the controller under xdist.
-This plugin's runs before it and hands it the report as ``reporting.session_report`` made it: the
-numbers and lines are the report's, never computed again. The property names are in docs/reports.md.
-"""
+view shows them. The summaries are ``<testsuite>`` properties, each session gate a testcase that
+fails with the gate, both from the report ``reporting.session_report`` made."""
 
 from __future__ import annotations
 
@@ -21,6 +13,7 @@ from ctxgate.records.schema import (
     EffectiveLength,
     Gate,
     GroupScore,
+    Overall,
     RelativeEffectiveLength,
     Report,
 )
@@ -29,6 +22,7 @@ from ctxgate.report.tables import gate_line
 from .reporting import session_report
 
 GATES = "ctxgate.gates"
+_MARKS = {"partial": "partial", "incomplete": "incomplete", "early": "stopped early"}
 
 
 @pytest.hookimpl(tryfirst=True)  # LogXML's, which writes the file, is a plain one
@@ -49,62 +43,42 @@ def _testcase(xml: LogXML, gate: Gate) -> None:
     case.attrs.update(classname=f"{xml.prefix}.{GATES}" if xml.prefix else GATES, name=gate.name)
     line = bin_xml_escape(gate_line(gate))
     if gate.verdict == "fail":
-        failure = ET.Element("failure", message=shorten_message(line))
-        failure.text = line
-        case.append(failure)  # counted in the suite's failures
+        element = ET.Element("failure", message=shorten_message(line))  # counted as a failure
     else:
         xml.add_stats("passed")
-        out = ET.Element("system-out")
-        out.text = line  # what the gate checked, for a reader who opens a green one
-        case.append(out)
+        element = ET.Element("system-out")  # what the gate checked, for whoever opens a green one
+    element.text = line
+    case.append(element)
 
 
 def properties(report: Report) -> list[tuple[str, str]]:
     """(name, value) of every summary at every length, RULER's average over the lengths and its
-    weighted forms, the absolute and relative effective lengths and LongScore; a score the report
-    marks partial, incomplete or stopped early says so after the number."""
+    weighted forms, the effective lengths and LongScore, each with the report's marks."""
     out = [
-        (f"ctxgate.{'ruler_avg' if key == 'ruler' else key}.{length}", _value(g.score, *_marks(g)))
+        (f"ctxgate.{'ruler_avg' if key == 'ruler' else key}.{length}", _value(g.score, g))
         for length, groups in report.length_summaries.items()
         for key, g in groups.items()
-        if g.score is not None
-        or g.incomplete  # as the tables: no cell for a summary none of whose members ran
+        if g.score is not None or g.incomplete  # as the tables: no cell for a summary none ran
     ]
-    overall = report.overall
     for name in ("ruler_avg", "ruler_wavg_inc", "ruler_wavg_dec"):
-        if (score := getattr(overall, name)) is not None:
-            out.append(
-                (
-                    f"ctxgate.{name}",
-                    _value(score, incomplete=overall.incomplete, early=overall.early),
-                )
-            )
+        if (score := getattr(report.overall, name)) is not None:
+            out.append((f"ctxgate.{name}", _value(score, report.overall)))
     if eff := report.effective_length:
-        out.append(("ctxgate.effective_length.ruler", _value(eff.value, *_marks(eff))))
+        out.append(("ctxgate.effective_length.ruler", _value(eff.value, eff)))
     for key, rel in report.relative_effective_length.items():
-        out.append((f"ctxgate.relative_effective_length.{key}", _value(rel.value, *_marks(rel))))
+        out.append((f"ctxgate.relative_effective_length.{key}", _value(rel.value, rel)))
     for key, long in report.long_score.items():
         if long.value is not None:
             out.append((f"ctxgate.long_score.{key}", _value(long.value)))
     return out
 
 
-def _marks(
-    found: GroupScore | EffectiveLength | RelativeEffectiveLength,
-) -> tuple[bool, bool, bool]:
-    return getattr(found, "partial", False), bool(found.incomplete), bool(found.early)
-
-
 def _value(
-    number: float | None, partial: bool = False, incomplete: bool = False, early: bool = False
+    number: float | None,
+    marked: GroupScore | EffectiveLength | RelativeEffectiveLength | Overall | None = None,
 ) -> str:
-    """The number as the report's JSON writes it, and what the report marks it with (the tables'
-    ``*``, ``!`` and ``~``) in words, so that a partial mean is never read as the benchmark's score.
-    """
-    marks = [
-        word
-        for word, on in (("partial", partial), ("incomplete", incomplete), ("stopped early", early))
-        if on
-    ]
+    """The number as the report's JSON writes it, with the tables' marks (``*``, ``!``, ``~``) in
+    words, so that a partial mean is never read as the benchmark's score."""
+    marks = [word for name, word in _MARKS.items() if getattr(marked, name, False)]
     text = "n/a" if number is None else str(number)
     return f"{text} ({', '.join(marks)})" if marks else text

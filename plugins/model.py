@@ -1,9 +1,5 @@
-"""The session-scoped model: loaded once per xdist worker, behind the backend interface.
-
-A model that cannot be loaded is a property of the run, not of a case: the first case says so in one
-line (the traceback only with -v), the session stops (the rest of the cases are reported as not
-run), and the report records the error once.
-"""
+"""The session-scoped model: loaded once per xdist worker, behind the backend interface. A model
+that cannot load stops the session with one line, recorded once in the report."""
 
 from __future__ import annotations
 
@@ -18,15 +14,11 @@ from ctxgate.run.compose import LoadedModel, ModelError, open_model
 from .engine import SERVED_KEY
 from .options import PLAN_KEY
 
-RUN_ERROR_KEY = pytest.StashKey[
-    str
-]()  # on the session: why no case can run in this process (the model, the judge)
-# a backend with its own line at the end of the run (replicas on a cluster: where they ran, what the
-# queue did)
+# on the session: why no case can run in this process (the model, the judge)
+RUN_ERROR_KEY = pytest.StashKey[str]()
+# a backend's own line at the end of the run (replicas on a cluster: where they ran, the queue)
 SUMMARY_KEY = pytest.StashKey[Callable[[], str]]()
-WORKER_SUMMARIES_KEY = pytest.StashKey[
-    list[str]
-]()  # on the controller: each xdist worker's line, "gwN: ..."
+WORKER_SUMMARIES_KEY = pytest.StashKey[list[str]]()  # on the controller: each worker's "gwN: ..."
 
 
 @pytest.fixture(scope="session")
@@ -41,22 +33,17 @@ def ctxgate_model(
     }
     try:
         loaded = open_model(plan.model, pytestconfig.stash.get(SERVED_KEY, None), selection)
-    except (
-        ModelError
-    ) as exc:  # one line per run: the session stops, as nothing else can run without the model
+    except ModelError as exc:
         message = f"ctxgate: {exc.what}: {exc.cause}"
         if pytestconfig.getoption("verbose") > 0:
             message += "\n" + "".join(traceback.format_exception(exc.cause))
         request.session.stash[RUN_ERROR_KEY] = message
         request.session.shouldstop = f"ctxgate: {exc.what}"
-        raise pytest.fail.Exception(
-            message, pytrace=False
-        ) from None  # no "during handling of..." chain
+        raise pytest.fail.Exception(message, pytrace=False) from None
     if hasattr(loaded.backend, "summary"):
         pytestconfig.stash[SUMMARY_KEY] = loaded.backend.summary
     yield loaded
-    # the backend's processes and actors end with the session, not with the interpreter
-    loaded.close()
+    loaded.close()  # its processes and actors end with the session, not with the interpreter
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -69,7 +56,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    """On the controller: a worker's backend line, kept for the end of the run."""
     if line := getattr(node, "workeroutput", {}).get("ctxgate_summary"):
         node.config.stash.setdefault(WORKER_SUMMARIES_KEY, []).append(f"{node.gateway.id}: {line}")
 

@@ -2,13 +2,8 @@
 baseline, engine, HF settings, the judge, --sequential), declared in the one table
 (``ctxgate/run/options.py``) and read once in ``pytest_configure`` into the run's plan
 (``ctxgate.gate.plan``, as ``ctxgate bisect`` makes it), kept frozen in ``config.stash`` under
-``PLAN_KEY``; the other plugins read it there. A refusal raised while any plugin configures is one
-usage line (``refusals_are_usage_errors``).
-
-The plan also checks the thresholds, the baseline, the data folders and the checkpoint, so a mistake
-stops the run before any model is loaded, and the suite is collected whatever the form of
-``--model``. PYTEST_DONT_REWRITE: the plugins that build on the plan import this module before
-pytest registers it, and it holds no assertion worth rewriting.
+``PLAN_KEY``; the other plugins read it there. PYTEST_DONT_REWRITE: the plugins that build on the
+plan import this module before pytest registers it.
 """
 
 from __future__ import annotations
@@ -36,26 +31,21 @@ from ctxgate.run.options import (
     SEQUENTIAL_OPTIONS,
 )
 
-_CHECKOUT_SUITE = Path(__file__).resolve().parent.parent / "tests_longctx"
+_HERE = Path(__file__).resolve().parent
+_CHECKOUT_SUITE = _HERE.parent / "tests_longctx"
 # installed, the suite ships inside the plugins' package (pyproject.toml: ctxgate_plugins.suite)
-SUITE_DIR = (
-    _CHECKOUT_SUITE if _CHECKOUT_SUITE.is_dir() else Path(__file__).resolve().parent / "suite"
-)
-
+SUITE_DIR = _CHECKOUT_SUITE if _CHECKOUT_SUITE.is_dir() else _HERE / "suite"
 
 PLAN_KEY = pytest.StashKey[Plan]()
-STARTUP_ERROR_KEY = pytest.StashKey[
-    str
-]()  # why nothing can run (a broken checkpoint, an engine that will not start)
+# why nothing can run (a broken checkpoint, an engine that will not start)
+STARTUP_ERROR_KEY = pytest.StashKey[str]()
 
 
 def refusals_are_usage_errors(
     configure: Callable[[pytest.Config], None],
 ) -> Callable[[pytest.Config], None]:
-    """Every plugin's ``pytest_configure``: a refusal raised while it reads its options
-    (``CtxgateError``, whose message names the bad value and the fix) ends the run before anything
-    starts, as pytest's one ``ERROR:`` line and exit status 4. Each plugin's own is wrapped because
-    pluggy allows no wrapper around a historic hook."""
+    """Every plugin's ``pytest_configure``: a ``CtxgateError`` ends the run as pytest's one
+    ``ERROR:`` line (exit 4). Each is wrapped itself: pluggy wraps no historic hook."""
 
     @functools.wraps(configure)
     def refusing(config: pytest.Config) -> None:
@@ -68,7 +58,7 @@ def refusals_are_usage_errors(
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    groups = (
+    for name, description, options in (
         (
             "ctxgate",
             "ctxgate long-context suite",
@@ -82,8 +72,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             "ctxgate --sequential: stop a case once its verdict is certain",
             SEQUENTIAL_OPTIONS,
         ),
-    )
-    for name, description, options in groups:
+    ):
         group = parser.getgroup(name, description)
         for option in options:
             option.add_to(group)
@@ -98,14 +87,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    """First of all (``plugins.MODULES`` says why). A mistake ends as one UsageError line naming the
-    option and the fix, before any worker starts or any model loads; a checkpoint that exists but
-    cannot be opened is the plan's startup error, recorded for the run's report."""
-    here, ini = (
-        Path(config.invocation_params.dir),
-        PytestConfig(config.inipath, str(config.getini(INI_OPTION) or "")),
-    )
-    plan = make_plan(config.getoption, here, ini)
+    """First of all (``plugins.MODULES`` says why). A checkpoint that exists but cannot be opened is
+    the plan's startup error, recorded for the run's report."""
+    ini = PytestConfig(config.inipath, str(config.getini(INI_OPTION) or ""))
+    plan = make_plan(config.getoption, Path(config.invocation_params.dir), ini)
     if plan.model.ray is not None and (
         config.getoption("numprocesses", None) or hasattr(config, "workerinput")
     ):
@@ -118,7 +103,16 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # the project's own tests: nothing to gate
     if plan.startup_error is not None:
         config.stash[STARTUP_ERROR_KEY] = plan.startup_error
-    collect_the_suite(config)
+    # No test paths named: collect the suite. pytest reads ``--model /abs/ckpt`` as a test path
+    # (pytest-dev/pytest#8846), picks a rootdir from it, and would collect the working directory.
+    if config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR:
+        if not SUITE_DIR.is_dir():
+            raise pytest.UsageError(
+                f"the ctxgate suite is not at {SUITE_DIR}: the installation is incomplete; "
+                "reinstall ctxgate (pip install --force-reinstall ctxgate), or name the suite's "
+                "folder: pytest tests_longctx --model path/to/ckpt"
+            )
+        config.args[:] = [str(SUITE_DIR)]
     if plan.baseline is not None and not hasattr(config, "workerinput"):
         incomplete = plan.baseline.incompleteness()
         for note in (
@@ -135,7 +129,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     plan = config.stash.get(PLAN_KEY, None)
     if plan is None or not plan.model.model:
         return None
-    thresholds = plan.thresholds
+    t = plan.thresholds
     lines = []
     if plan.model.overrides:
         lines.append(
@@ -144,34 +138,12 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if not plan.thresholds_path:
         return lines + [
             f"ctxgate thresholds: {plan.thresholds_found}; no floors, so the floors gate checks "
-            "nothing "
-            "(pass --thresholds PATH)"
+            "nothing (pass --thresholds PATH)"
         ]
-    gated = thresholds.default_floor > 0 or any(rule.value > 0 for rule in thresholds.floors)
+    gated = t.default_floor > 0 or any(rule.value > 0 for rule in t.floors)
+    ungated = "; no floor is above 0, so the floors gate checks nothing (add [[floor]] rules)"
     return lines + [
-        f"ctxgate thresholds: {plan.thresholds_path} ({plan.thresholds_found}; "
-        f"{len(thresholds.floors)} floor rule(s), default floor {thresholds.default_floor:g}, rule "
-        f"{thresholds.rule!r})"
-        + (
-            ""
-            if gated
-            else "; no floor is above 0, so the floors gate checks nothing (add [[floor]] rules)"
-        )
+        f"ctxgate thresholds: {plan.thresholds_path} ({plan.thresholds_found}; {len(t.floors)} "
+        f"floor rule(s), default floor {t.default_floor:g}, rule {t.rule!r})"
+        + ("" if gated else ungated)
     ]
-
-
-def collect_the_suite(config: pytest.Config) -> None:
-    """Collect the suite when the user named no test paths and no ini file named any, whatever the
-    form of ``--model``: pytest picks its rootdir before plugins declare options, so it reads
-    ``--model /abs/ckpt`` as a test path (pytest-dev/pytest#8846), reads no ini file of the project,
-    and would collect the working directory."""
-    if config.args_source != pytest.Config.ArgsSource.INVOCATION_DIR:
-        return  # test paths on the command line, or the ini file's testpaths: the user chose
-    if not SUITE_DIR.is_dir():
-        raise pytest.UsageError(
-            f"the ctxgate suite is not at {SUITE_DIR}: the installation is incomplete; reinstall "
-            "ctxgate "
-            "(pip install --force-reinstall ctxgate), or name the suite's folder: "
-            "pytest tests_longctx --model path/to/ckpt"
-        )
-    config.args[:] = [str(SUITE_DIR)]

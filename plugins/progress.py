@@ -1,16 +1,6 @@
-"""Live progress: while cases run, one status line on the terminal says, for each running case
-(several per process when cases run ahead of their items), the case, samples done / total, generated
-tokens per second and an ETA.
-
-Workers report after every sample: in one process straight to the line; under xdist each worker
-rewrites a small JSON file per running case (``gwN.CASE.json`` in a folder the controller hands it)
-that the controller's drawing thread reads, because xdist carries no messages from a worker while a
-test runs. The line is drawn only on a terminal (never into a pipe, a CI log or junit), after
-whatever pytest last wrote, with the cursor put back where it was. Every write through pytest's
-terminal writer, whoever makes it (pytest, xdist, other plugins), erases the line first and reaches
-the terminal (flushed) before the lock is let go, so ``-q`` dots, ``-v`` lines and the summary come
-out as without it: a write left in ``sys.stdout``'s buffer would reach the terminal after the line,
-over it.
+"""Live progress: while cases run, one status line on the terminal shows each running case, its
+samples done / total, tokens per second and an ETA. Under xdist, which carries no messages from a
+worker during a test, each worker writes a JSON file per running case for the controller to read.
 """
 
 from __future__ import annotations
@@ -35,12 +25,10 @@ from ctxgate.run.progress import Progress, status_line
 
 from .options import PLAN_KEY, refusals_are_usage_errors
 
-# what a case calls after each sample, and ``end`` when it is over, however it ended; absent when
-# nobody is watching
+# what a case calls after each sample, and ``end`` when it is over; absent when nobody is watching
 REPORTER_KEY = pytest.StashKey["LocalReporter | FileReporter"]()
-INTERVAL = float(
-    os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5")
-)  # seconds between redraws and file writes
+# seconds between redraws and file writes
+INTERVAL = float(os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5"))
 SAVE, RESTORE, CLEAR = b"\x1b7", b"\x1b8", b"\x1b[K"
 
 
@@ -49,9 +37,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class _ErasingFile:
-    """The terminal writer's file, wrapped: the line is erased before each write, and the write is
-    flushed before the lock is released, so nothing pytest writes can land on the line or be
-    overtaken by it."""
+    """The terminal writer's file: the line is erased before each write, flushed before the lock is
+    released, so nothing pytest writes lands on the line or is overtaken by it."""
 
     def __init__(self, live: LiveLine, file: Any) -> None:
         self._live, self._file = live, file
@@ -72,16 +59,15 @@ class _ErasingFile:
 
 
 class LiveLine:
-    """The status line on the controller, registered as a plugin while it is drawn: a drawing
-    thread, and the lock that pytest's own terminal output takes first (the hook wrappers below)."""
+    """The status line on the controller, a plugin while it is drawn: a drawing thread, and the lock
+    that pytest's own terminal output takes first."""
 
     def __init__(self, terminal: Any, fd: int, folder: Path | None) -> None:
         self.terminal, self.fd, self.folder = terminal, fd, folder
         self.lock = threading.RLock()
         self.local: dict[str, Progress] = {}  # this process's running cases (no xdist)
         self.finished = self.selected = 0
-        self.drawn = False
-        self.shown = ""
+        self.drawn, self.shown = False, ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ctxgate-progress", daemon=True)
         self._file = terminal._file
@@ -105,8 +91,7 @@ class LiveLine:
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """Around pytest's own writes: the line is gone before they start and not drawn until they
-        end."""
+        """Around pytest's own writes: no line from before they start until they end."""
         with self.lock:
             self.erase()
             try:
@@ -121,16 +106,14 @@ class LiveLine:
                 self.drawn = False
 
     def running(self) -> list[tuple[str, Progress]]:
-        """Each case with samples still to run, under its worker ("" in one process). A case that
-        finished ahead of its item waits for it, no longer running."""
+        """Each case with samples still to run, under its worker ("" in one process)."""
         found = [("", p) for p in list(self.local.values())]
         for path in self.folder.glob("gw*.json") if self.folder is not None else ():
             try:
-                found.append(
-                    (path.name.split(".")[0], Progress(**json.loads(path.read_text("utf-8"))))
-                )
+                progress = Progress(**json.loads(path.read_text("utf-8")))
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # being replaced, or the worker has no case now
+            found.append((path.name.split(".")[0], progress))
         return [(worker, p) for worker, p in found if p.done < p.total]
 
     def _loop(self) -> None:
@@ -141,9 +124,8 @@ class LiveLine:
                 if not line:
                     self.erase()
                 elif not self.drawn or line != self.shown:
-                    os.write(
-                        self.fd, SAVE + CLEAR + b" " + line.encode("utf-8", "replace") + RESTORE
-                    )
+                    text = line.encode("utf-8", "replace")
+                    os.write(self.fd, SAVE + CLEAR + b" " + text + RESTORE)
                     self.drawn, self.shown = True, line
 
     # the hooks in which pytest and xdist write to the terminal: none of them writes over the line
@@ -204,8 +186,7 @@ class LocalReporter:
 
 
 class FileReporter:
-    """On an xdist worker: each running case in a file of its own, rewritten atomically at most
-    every INTERVAL seconds."""
+    """On an xdist worker: each running case in a file, rewritten at most every INTERVAL s."""
 
     def __init__(self, folder: Path, worker: str) -> None:
         self.folder, self.worker = folder, worker
@@ -220,9 +201,7 @@ class FileReporter:
             return
         self.last[progress.case] = now
         path = self.path(progress.case)
-        with contextlib.suppress(
-            OSError
-        ):  # progress is a courtesy: a full disk must not fail the case
+        with contextlib.suppress(OSError):  # a courtesy: a full disk must not fail the case
             tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps(asdict(progress)), "utf-8")
             os.replace(tmp, path)
@@ -239,11 +218,10 @@ def pytest_configure(config: pytest.Config) -> None:
         if folder := workerinput.get("ctxgate_progress_dir"):
             config.stash[REPORTER_KEY] = FileReporter(Path(folder), workerinput["workerid"])
         return
-    terminal = config.pluginmanager.get_plugin("terminalreporter")
     if (
         not config.stash[PLAN_KEY].model.model
         or PROGRESS.read(config.getoption(PROGRESS.dest)) == "off"
-        or terminal is None
+        or config.pluginmanager.get_plugin("terminalreporter") is None
         or config.getoption("collectonly")
         or not _is_terminal()
     ):
@@ -257,7 +235,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _is_terminal() -> bool:
-    try:
+    with contextlib.suppress(AttributeError, ValueError):
         return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
+    return False

@@ -1,9 +1,6 @@
 """``--reference MODEL``: the run against a paper's published numbers for that model (RULER's Table
-3 and its appendix, HELMET's Figure 6). By default the model is matched by name: ``--model`` itself
-(a served model's name, a hub id, a hub cache folder ``models--ORG--NAME``) or the ``_name_or_path``
-of the checkpoint's config.json; the header says which. Read once into ``ReferenceSettings`` under
-``REFERENCE_KEY``; the reporting plugin adds the comparison to the report. PYTEST_DONT_REWRITE: the
-reporting plugin imports this module before pytest registers it."""
+3 and its appendix, HELMET's Figure 6), or with ``auto`` the model matched by name.
+PYTEST_DONT_REWRITE: the reporting plugin imports this module before pytest registers it."""
 
 from __future__ import annotations
 
@@ -40,8 +37,7 @@ def candidates(model: str | None) -> list[tuple[str, str]]:
     if not model:
         return []
     found = [(model, "--model")]
-    hub = _HUB_CACHE.search(model)
-    if hub:
+    if hub := _HUB_CACHE.search(model):
         found.append((f"{hub.group(1)}/{hub.group(2)}", "the hub cache folder's name"))
     config = Path(model) / "config.json"
     try:
@@ -53,25 +49,26 @@ def candidates(model: str | None) -> list[tuple[str, str]]:
     return found
 
 
-@refusals_are_usage_errors
-def pytest_configure(config: pytest.Config) -> None:
-    wanted = str(REFERENCE.read(config.getoption(REFERENCE.dest))).strip()
-    model = config.stash[PLAN_KEY].model.model or None
+def _settings(wanted: str, model: str | None) -> ReferenceSettings:
     if wanted.lower() == "off" or model is None:
-        config.stash[REFERENCE_KEY] = ReferenceSettings(None, "off")
-        return
+        return ReferenceSettings(None, "off")
     if wanted.lower() != "auto":
-        named = resolve(wanted, "--reference ", ", or pass --reference off")
-        config.stash[REFERENCE_KEY] = ReferenceSettings(named, "--reference")
-        return
+        return ReferenceSettings(
+            resolve(wanted, "--reference ", ", or pass --reference off"), "--reference"
+        )
     for name, where in candidates(model):  # a name several models go by: the user says which
         found = lookup(
             name, f"--reference auto: {where} ", " with --reference, or pass --reference off"
         )
         if found is not None:
-            config.stash[REFERENCE_KEY] = ReferenceSettings(found, f"matched by name: {where}")
-            return
-    config.stash[REFERENCE_KEY] = ReferenceSettings(None, "no published model matched")
+            return ReferenceSettings(found, f"matched by name: {where}")
+    return ReferenceSettings(None, "no published model matched")
+
+
+@refusals_are_usage_errors
+def pytest_configure(config: pytest.Config) -> None:
+    wanted = str(REFERENCE.read(config.getoption(REFERENCE.dest))).strip()
+    config.stash[REFERENCE_KEY] = _settings(wanted, config.stash[PLAN_KEY].model.model or None)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:

@@ -1,15 +1,7 @@
 """Reports under xdist: case records ride on test reports to the controller, which writes JSON,
-predictions, Markdown and the terminal table, and applies the session gates.
-
-The controller knows the selection (from collection, or from the workers' collection under xdist),
-so a case that never sends a record still reaches the report: a crashed worker's case (xdist reports
-the crash), and every case an interrupt or a broken checkpoint left unrun. Such a case has verdict
-"error", ``complete`` is false, and the session gates fail: a run that lost cases can never pass.
-
-Each record is also appended to ``<report>.partial.jsonl`` the moment it arrives, so an interrupted
-run keeps every finished case; a partial file left by an earlier run is kept under a new name, never
-emptied. The report files are written atomically, and a lock beside the report stops two runs from
-writing the same report at once.
+predictions, Markdown and the terminal table, and applies the session gates. A selected case that
+never sends a record is reported as an error; each record is appended to ``<report>.partial.jsonl``
+as it arrives, and the report files are written atomically, under a lock beside them.
 """
 
 from __future__ import annotations
@@ -62,31 +54,24 @@ from .signals import RECEIVED_KEY
 class Collector:
     def __init__(self, report_path: str | None, thresholds: Thresholds | None = None) -> None:
         self.records: dict[tuple[str, int], CaseRecord] = {}
-        self.samples: dict[
-            tuple[str, int], tuple[SampleOutcome, ...]
-        ] = {}  # each case's, for the predictions file
-        self.selected: dict[
-            tuple[str, int], None
-        ] = {}  # an ordered set: the selection, in collection order
+        # each case's samples, for the predictions file
+        self.samples: dict[tuple[str, int], tuple[SampleOutcome, ...]] = {}
+        self.selected: dict[tuple[str, int], None] = {}  # an ordered set: the selection, in order
         self.thresholds = thresholds or Thresholds(path="(none)")
         self.run_meta: dict[str, Any] | None = None
         self.run_error: str | None = None
         self.report_path = Path(report_path) if report_path else None
         self.report: Report | None = None
         self.notes: list[str] = []  # said once at the end: a kept partial file, a replaced report
-        # the partial file could not be written (full disk): stop trying
-        self.partial_error: str | None = None
+        self.partial_error: str | None = None  # the partial file cannot be written: stop trying
         self.write_error: str | None = None  # the report could not be written
         self._lock: filelock.BaseFileLock | None = None
         if self.report_path:
             self.partial = self.report_path.with_suffix(".partial.jsonl")
             self.lock_path = self.report_path.parent / f".{self.report_path.name}.lock"
 
-    # the report file
-    # -------------------------------------------------------------------------------------------
     def claim(self) -> None:
-        """Check ``--report`` before anything runs, take its lock, and keep what an earlier run
-        left."""
+        """Check ``--report`` before anything runs, take its lock, keep what an earlier run left."""
         assert self.report_path is not None
         path = self.report_path
         if path.is_dir():
@@ -98,8 +83,7 @@ class Collector:
                 f"--report {path} exists and is not a regular file (a device, a pipe); give a "
                 "file path such as out/run.json"
             )
-        # an exclusive lock on a file beside the report (filelock: an flock, released on exit, also
-        # on kill -9)
+        # an exclusive lock beside the report (filelock: an flock, released on exit, even kill -9)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             lock = filelock.FileLock(self.lock_path, timeout=0)
@@ -110,16 +94,14 @@ class Collector:
                 holder = self.lock_path.read_text("utf-8").strip() or holder
             raise pytest.UsageError(
                 f"--report {path} is being written by another ctxgate run ({holder}); wait for it "
-                "to finish, or pass "
-                "another --report"
+                "to finish, or pass another --report"
             ) from None
         except OSError as exc:
             raise pytest.UsageError(
                 f"--report {path}: cannot write there ({exc.strerror or exc}); give a writable path"
             ) from None
         self._lock = lock
-        # the lock file is held, not truncated by contenders: it can say who holds it (a courtesy
-        # for the next run's message, which a full disk must not turn into a failure of this one)
+        # the held lock file can say who holds it: a courtesy, which a full disk must not fail
         with contextlib.suppress(OSError):
             self.lock_path.write_text(
                 f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
@@ -140,8 +122,6 @@ class Collector:
             self._lock.release()
             self._lock = None
 
-    # what was selected, and what arrived
-    # -----------------------------------------------------------------------
     def select(self, nodeids: list[str]) -> None:
         self.selected.update(dict.fromkeys(k for k in map(case_key, nodeids) if k is not None))
 
@@ -151,12 +131,11 @@ class Collector:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        """Under xdist: every worker collects the same selection; the first one to finish tells it."""
+        """Under xdist: every worker collects the same selection; the first to finish tells it."""
         self.select(list(ids))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """On the controller: every case record arrives here, from this process or from an xdist
-        worker."""
+        """On the controller: every case record arrives here, from this process or a worker."""
         wire = getattr(report, "ctxgate_case", None)
         if wire is not None:
             self.add(wire)
@@ -165,38 +144,29 @@ class Collector:
         if key is not None and report.failed and key not in self.records:
             # No record: the process running the case died (xdist reports the crash, when "???").
             kind = "crash" if report.when == "???" else "error"
-            why = (
-                "its worker process died (killed, out of memory, or crashed): "
-                if kind == "crash"
-                else ""
-            )
-            self.add(
-                {"record": to_json(self.unscored(key, kind, why + str(report.longrepr)[-2000:]))}
-            )
+            died = "its worker process died (killed, out of memory, or crashed): "
+            why = (died if kind == "crash" else "") + str(report.longrepr)[-2000:]
+            self.add({"record": to_json(self.unscored(key, kind, why))})
 
     def unscored(self, key: tuple[str, int], kind: str, message: str) -> CaseRecord:
-        return replace(new_record(*key, self.thresholds), error_kind=kind, message=message)  # type: ignore[arg-type]
+        record = new_record(*key, self.thresholds)
+        return replace(record, error_kind=kind, message=message)  # type: ignore[arg-type]
 
     def add(self, wire: dict[str, Any]) -> None:
-        """A case as ``CaseState.to_wire`` sends it (from this process or an xdist worker: plain
-        JSON)."""
+        """A case as ``CaseState.to_wire`` sends it (plain JSON)."""
         record = adapter_for(CaseRecord).validate_python(wire["record"])
         meta, error = wire.get("run_meta"), wire.get("run_error")
         if error and self.run_error is None:
             self.run_error = error
         if meta and self.run_meta is None:
             self.run_meta = meta
-        if (
-            meta and self.run_meta is not None and "cache" in meta
-        ):  # workers may each set a broken file aside
-            seen = self.run_meta.setdefault("cache", dict(meta["cache"])).setdefault(
-                "set_aside", []
-            )
+        if meta and self.run_meta is not None and "cache" in meta:  # each worker sets files aside
+            cache = self.run_meta.setdefault("cache", dict(meta["cache"]))
+            seen = cache.setdefault("set_aside", [])
             seen.extend(p for p in meta["cache"].get("set_aside", []) if p not in seen)
+        samples = adapter_for(tuple[SampleOutcome, ...]).validate_python(wire.get("samples") or ())
         self.records[(record.task, record.length)] = record
-        self.samples[(record.task, record.length)] = adapter_for(
-            tuple[SampleOutcome, ...]
-        ).validate_python(wire.get("samples") or ())
+        self.samples[(record.task, record.length)] = samples
         if self.report_path and self.partial_error is None:
             # with its samples' outputs: what an interrupted run cannot regenerate without the model
             line = json.dumps({**wire["record"], "samples": wire.get("samples") or []}) + "\n"
@@ -209,14 +179,11 @@ class Collector:
                 self.notes.append(
                     f"{self.partial_error}; unfinished cases are no longer saved as they finish"
                 )
-                with contextlib.suppress(OSError):
-                    os.truncate(
-                        self.partial, size
-                    )  # no record cut in half: the file ends at its last whole line
+                with contextlib.suppress(OSError):  # no record cut in half: it ends at a whole line
+                    os.truncate(self.partial, size)
 
     def finish(self, reason: str) -> list[CaseRecord]:
-        """Every selected case: the ones that reported, and the ones that never did, as not run,
-        with ``reason``."""
+        """Every selected case: those that never reported as not run, with ``reason``."""
         for key in self.selected:
             if key not in self.records:
                 self.records[key] = self.unscored(key, "not_run", f"not run: {reason}")
@@ -273,12 +240,9 @@ def _stop_reason(session: pytest.Session, exitstatus: int, run_error: str | None
         received = session.config.stash.get(RECEIVED_KEY, [])
         how = f" ({received[0]})" if received else ""
         return f"the session was interrupted{how} before this case finished"
-    stopped = session.shouldfail or session.shouldstop
-    return (
-        f"the session stopped early ({stopped})"
-        if stopped
-        else "the session ended before this case ran"
-    )
+    if stopped := session.shouldfail or session.shouldstop:
+        return f"the session stopped early ({stopped})"
+    return "the session ended before this case ran"
 
 
 def _write(collector: Collector, report: Report, baseline: Baseline | None) -> None:
@@ -291,16 +255,14 @@ def _write(collector: Collector, report: Report, baseline: Baseline | None) -> N
         for row in prediction_rows(case, collector.samples.get((case.task, case.length), ()))
     ]
     report = replace(report, predictions=predictions.name)
-    page = _html(collector, report, rows, baseline)
+    page, html = _html(collector, report, rows, baseline), path.with_suffix(".html")
     files = {
         predictions: "".join(json.dumps(to_json(row)) + "\n" for row in rows),
-        path.with_suffix(".md"): markdown(
-            report, html_name=path.with_suffix(".html").name if page else None
-        ),
+        path.with_suffix(".md"): markdown(report, html_name=html.name if page else None),
         path: report_text(report),
     }
     if page is not None:
-        files[path.with_suffix(".html")] = page
+        files[html] = page
     atomic_write_all(files)
     collector.partial.unlink(missing_ok=True)
 
@@ -308,22 +270,19 @@ def _write(collector: Collector, report: Report, baseline: Baseline | None) -> N
 def _html(
     collector: Collector, report: Report, rows: list[Prediction], baseline: Baseline | None
 ) -> str | None:
-    """The HTML report, or None with a note: a page that cannot be drawn never costs the JSON
-    report."""
+    """The HTML report, or None with a note: a page that cannot be drawn never costs the JSON."""
     assert collector.report_path is not None
     from ctxgate.report.page import PageInput, render
 
     baseline_rows: list[Prediction] = []
     try:
         if baseline is not None:
-            baseline_rows = read_predictions(
-                predictions_path(Path(baseline.path), read_report(Path(baseline.path)))
-            )
+            base = Path(baseline.path)
+            baseline_rows = read_predictions(predictions_path(base, read_report(base)))
         where = baseline.path if baseline else None
-        return render(
-            PageInput(report, rows, baseline_rows, where, report_name=collector.report_path.name)
-        )
-    except Exception as exc:  # noqa: BLE001 - whatever went wrong drawing it, the JSON report is written
+        name = collector.report_path.name
+        return render(PageInput(report, rows, baseline_rows, where, report_name=name))
+    except Exception as exc:  # noqa: BLE001 - whatever went wrong, the JSON report is written
         collector.notes.append(
             f"the HTML report was not written ({type(exc).__name__}: {exc}); ctxgate html "
             f"{collector.report_path} -o {collector.report_path.with_suffix('.html')} draws it "
@@ -333,20 +292,12 @@ def _html(
 
 
 def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
-    """The session's report, made once at its end by the first hook that asks: the junit plugin's,
-    before pytest writes the junit file, else ``pytest_sessionfinish`` below. None where nothing is
-    reported (an xdist worker, no ``--model``)."""
+    """The session's report, made once by the first hook that asks (the junit plugin's, else
+    ``pytest_sessionfinish``). None where nothing is reported (an xdist worker, no ``--model``)."""
     config = session.config
     collector = config.stash.get(COLLECTOR_KEY, None)
-    if collector is None:
-        return None
-    if collector.report is None:
-        collector.report = _judged(session, exitstatus, collector)
-    return collector.report
-
-
-def _judged(session: pytest.Session, exitstatus: int, collector: Collector) -> Report:
-    config = session.config
+    if collector is None or collector.report is not None:
+        return None if collector is None else collector.report
     thresholds, plan = collector.thresholds, config.stash[PLAN_KEY]  # the run's (pytest_configure)
     cases = collector.finish(_stop_reason(session, exitstatus, collector.run_error))
     meta = collector.run_meta or {
@@ -357,23 +308,28 @@ def _judged(session: pytest.Session, exitstatus: int, collector: Collector) -> R
         "lengths": list(plan.lengths),
         "chat_template": "off" if plan.model.chat_template == "auto" else plan.model.chat_template,
     }
-    meta = {
-        **meta,
-        "thresholds": thresholds.path,
-        "data_sha256": _combined([c.data_sha256 for c in cases]),
-    }
+    hashes = sorted(c.data_sha256 for c in cases if c.data_sha256)
+    combined = hashlib.sha256("".join(hashes).encode()).hexdigest() if hashes else None
+    meta = dict(meta, thresholds=thresholds.path, data_sha256=combined)
     if meta.get("cache"):
-        meta["cache"] = {
-            **meta["cache"],
-            "samples_from_cache": sum(c.samples_from_cache for c in cases),
-        }
+        meta["cache"] = dict(
+            meta["cache"], samples_from_cache=sum(c.samples_from_cache for c in cases)
+        )
     run = adapter_for(RunInfo).validate_python(meta)
     complete = exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
     error = RunError(collector.run_error) if collector.run_error else None
-    baseline = _baseline_summary(config, cases)
+    baseline = None
+    if plan.baseline is not None:
+        selected, scored = {(c.task, c.length) for c in cases}, sorted(plan.baseline.cases)
+        baseline = BaselineRun(
+            plan.baseline.path,
+            tuple(f"{t}-{L}" for t, L in scored if (t, L) in selected),
+            tuple(f"{t}-{L}" for t, L in scored if (t, L) not in selected),
+        )
     verdict = judge_session(cases, thresholds, complete, baseline=baseline)
     report = build_report(cases, run, verdict, complete, error, baseline)
-    return replace(report, reference=published_section(config, report))
+    collector.report = replace(report, reference=published_section(config, report))
+    return collector.report
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -387,10 +343,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         except OSError as exc:
             collector.write_error = (
                 f"the report could not be written to {collector.report_path} "
-                f"({exc.strerror or exc}); nothing "
-                "half-written was left: free space or pass a writable --report, then re-run (the "
-                "generation cache "
-                "keeps what ran)"
+                f"({exc.strerror or exc}); nothing half-written was left: free space or pass a "
+                "writable --report, then re-run (the generation cache keeps what ran)"
             )
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if summary := os.environ.get("GITHUB_STEP_SUMMARY"):
@@ -410,35 +364,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _baseline_summary(config: pytest.Config, cases: list[CaseRecord]) -> BaselineRun | None:
-    baseline = config.stash[PLAN_KEY].baseline
-    if baseline is None:
-        return None
-    selected = {(c.task, c.length) for c in cases}
-    scored = sorted(baseline.cases)
-    return BaselineRun(
-        baseline.path,
-        tuple(f"{t}-{L}" for t, L in scored if (t, L) in selected),
-        tuple(f"{t}-{L}" for t, L in scored if (t, L) not in selected),
-    )
-
-
-def _combined(hashes: list[str | None]) -> str | None:
-    present = sorted(h for h in hashes if h)
-    return hashlib.sha256("".join(present).encode()).hexdigest() if present else None
-
-
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     collector = config.stash.get(COLLECTOR_KEY, None)
     if collector is None or collector.report is None:
         return
+    write = terminalreporter.write_line
     terminalreporter.write_sep("=", "ctxgate")
-    terminalreporter.write_line(terminal(collector.report))
+    write(terminal(collector.report))
     for note in collector.notes:
-        terminalreporter.write_line(f"note: {note}")
+        write(f"note: {note}")
     if collector.write_error:
-        terminalreporter.write_line(f"ERROR: {collector.write_error}", red=True)
+        write(f"ERROR: {collector.write_error}", red=True)
     elif collector.report_path:
-        terminalreporter.write_line(
-            f"report: {collector.report_path} (+ .predictions.jsonl, .md, .html)"
-        )
+        write(f"report: {collector.report_path} (+ .predictions.jsonl, .md, .html)")

@@ -1,14 +1,6 @@
-"""Signals: SIGTERM and SIGHUP end a run the way Ctrl-C does, and a worker never outlives its
-controller.
-
-CI time limits, ``scancel``, ``docker stop`` and a closed terminal send SIGTERM or SIGHUP, not
-SIGINT. Left to their default, they kill the controller at once: no report, no INCOMPLETE line, and
-the xdist workers, re-parented to PID 1, go on computing. Here they raise ``KeyboardInterrupt`` in
-the controller, so pytest's own interrupt path runs: the session finishes as interrupted, the report
-is written with the unfinished cases as not run (exit 2), and xdist tears its workers down. A worker
-also watches its parent: if the controller is gone (``kill -9``), it exits within a second instead
-of writing cache rows for a run nobody will read.
-"""
+"""Signals: SIGTERM and SIGHUP (CI time limits, ``scancel``, ``docker stop``) end a run the way
+Ctrl-C does, so the report is still written and xdist tears its workers down; a worker never
+outlives its controller."""
 
 from __future__ import annotations
 
@@ -60,11 +52,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _watch_parent(parent: int) -> None:
-    """Exit when the process that started this worker is gone (its pid is then no longer our
-    parent)."""
+    """Exit when the controller is gone (its pid is then no longer our parent): nobody reads this
+    worker's results, and its cached rows are committed."""
     while True:
         time.sleep(PARENT_POLL_S)
         if os.getppid() != parent:
-            os._exit(
-                3
-            )  # the controller died: nobody reads this worker's results; cached rows are committed
+            os._exit(3)

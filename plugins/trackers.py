@@ -1,7 +1,6 @@
 """``--log-to wandb|tensorboard|mlflow``: the run's scores in the team's experiment tracker, at the
-checkpoint's training step. Read once into ``TrackerSettings`` under ``TRACKERS_KEY``; logged by the
-controller after the report is built. A tracker that fails (no network, a bad key, a full disk) is
-one note at the end: it never changes the gate's verdict or loses the report."""
+checkpoint's training step, logged by the controller after the report is built. A tracker that
+fails is one note at the end: it never changes the gate's verdict or loses the report."""
 
 from __future__ import annotations
 
@@ -29,9 +28,8 @@ TRACKERS_KEY = pytest.StashKey[TrackerSettings]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    g = parser.getgroup("ctxgate-trackers", "ctxgate experiment trackers")
     for option in TRACKERS:
-        option.add_to(g)
+        option.add_to(parser.getgroup("ctxgate-trackers", "ctxgate experiment trackers"))
 
 
 @refusals_are_usage_errors
@@ -43,7 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """After the reporting plugin built the report (trylast), on the controller only."""
+    """After the reporting plugin built the report, on the controller only."""
     config = session.config
     settings = config.stash.get(TRACKERS_KEY, None)
     collector = config.stash.get(COLLECTOR_KEY, None)
@@ -60,32 +58,25 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if step.tokens_seen is not None:
         values["ctxgate/tokens_seen"] = float(step.tokens_seen)
     name = f"ctxgate {Path(spec.model).name}"
+    at = "no step (pass --step N)"
+    if step.value is not None:
+        at = f"step {step.value} ({step.source})"
     with tempfile.TemporaryDirectory() as tmp:
-        report_file = (
-            collector.report_path
-            if collector.report_path and collector.report_path.is_file()
-            else None
-        )
-        if report_file is None:
+        report_file = collector.report_path
+        if report_file is None or not report_file.is_file():
             report_file = Path(tmp) / "report.json"
             report_file.write_text(report_text(report))
         for target in settings.targets:
             try:
                 where = log(target, step.value, values, case_table(report), report_file, name)
-            except Exception as exc:  # noqa: BLE001 - a tracker never fails the gate or loses the report
+            except Exception as exc:  # noqa: BLE001 - a tracker never fails the gate or loses it
                 text = " ".join(str(exc).split())[:300] or type(exc).__name__
                 collector.notes.append(
                     f"--log-to {target.describe()} failed ({type(exc).__name__}: {text}); the "
-                    "report is unaffected. "
-                    f"Fix: {_fix(target, exc)}"
+                    f"report is unaffected. Fix: {_fix(target, exc)}"
                 )
-                continue
-            at = (
-                f"step {step.value} ({step.source})"
-                if step.value is not None
-                else "no step (pass --step N)"
-            )
-            collector.notes.append(f"logged {len(values)} values to {where} at {at}")
+            else:
+                collector.notes.append(f"logged {len(values)} values to {where} at {at}")
 
 
 def _fix(target: Target, exc: Exception) -> str:

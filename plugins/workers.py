@@ -1,9 +1,5 @@
 """xdist workers: one per GPU, each pinned to its own device, fed the longest cases first, and none
-at all for a checkpoint that cannot load.
-
-The hooks xdist defines are declared ``optionalhook``, so ``-p no:xdist`` (a common way to debug a
-suite) runs the suite in one process instead of failing on hooks nobody defines.
-"""
+at all for a checkpoint that cannot load (the xdist hooks are optional, for ``-p no:xdist``)."""
 
 from __future__ import annotations
 
@@ -19,29 +15,25 @@ from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
-    """After the options plugin (tryfirst) has read the settings, before xdist (trylast) starts its
-    session."""
+    """After the options plugin (tryfirst), before xdist (trylast) starts its session."""
     if not config.stash[PLAN_KEY].model.model:
         return
     if STARTUP_ERROR_KEY in config.stash and not hasattr(config, "workerinput"):
-        # Nothing will run (the cases plugin records every case as not run), so start no workers:
-        # xdist's own answer to options that make distribution pointless (it does this for --pdb).
+        # Nothing will run, so start no workers: xdist's own answer to options that make
+        # distribution pointless (it does this for --pdb).
         config.option.numprocesses = 0
         config.option.dist = "no"
         config.option.tx = []
     elif config.getoption("dist", "no") == "load" and config.getoption("maxschedchunk", 0) is None:
-        # xdist's load scheduling hands out a quarter of the cases at once; one at a time (it keeps
-        # two queued per worker), over cases sorted longest first, is longest-processing-time-first:
-        # idle workers take the next longest case instead of waiting for one worker's queue of long
-        # ones. --maxschedchunk N overrides it.
+        # Not a quarter of the cases at once (xdist's load default): one at a time over cases sorted
+        # longest first is longest-processing-time-first. --maxschedchunk N overrides it.
         config.option.maxschedchunk = 1
     _pin_gpu(config)
 
 
 def _pin_gpu(config: pytest.Config) -> None:
-    """Under xdist, worker gwN sees only its own GPUs (set before anything initializes CUDA): GPU N,
-    or with ``--device-map auto`` its slice of them. Not for backends whose GPUs belong to a server
-    (vllm, openai): their workers only send requests."""
+    """Under xdist, worker gwN sees only GPU N, or with ``--device-map auto`` its slice of them (set
+    before anything initializes CUDA). Not for served backends: their workers only send requests."""
     hf = config.stash[PLAN_KEY].model
     if hf.backend != "hf":
         return
@@ -54,11 +46,9 @@ def _pin_gpu(config: pytest.Config) -> None:
     per = (hf.gpus_per_replica or max(1, len(devices) // workers)) if hf.device_map else 1
     mine = devices[index * per : (index + 1) * per]
     if len(mine) < per:
-        fix = (
-            f"run with -n {len(devices) // per} or -n auto"
-            if len(devices) >= per
-            else f"use --gpus-per-replica {len(devices)} or fewer"
-        )
+        fix = f"use --gpus-per-replica {len(devices)} or fewer"
+        if len(devices) >= per:
+            fix = f"run with -n {len(devices) // per} or -n auto"
         raise pytest.UsageError(
             f"xdist worker {worker or 'gw0'} has no {'GPUs' if per > 1 else 'GPU'}: "
             f"{len(devices)} visible, {per} per worker; {fix}"
@@ -68,10 +58,8 @@ def _pin_gpu(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto``: one worker per model replica, i.e. visible GPUs / GPUs per replica (``--tp`` for
-    vLLM, ``--gpus-per-replica`` for ``--device-map auto``, where it defaults to all of them); on a
-    machine without GPUs, xdist's own default. (Runs before pytest_configure, which makes the plan:
-    the options are read here through the table, and a bad value is left to the plan's one line.)"""
+    """``-n auto``: one worker per replica (visible GPUs / GPUs per replica); without GPUs, xdist's
+    default. It runs before the plan is made: a bad option value is left to the plan's one line."""
     if config.getoption(MODEL.dest, None) is None:
         return None
     count = len(visible_gpus())  # CUDA_VISIBLE_DEVICES="" (forcing the CPU) is no GPU, not "unset"
