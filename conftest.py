@@ -3,7 +3,7 @@
 that one name, and they load here.
 
 ``pytest_plugins`` is defined only in that case: pytest refuses the name in a conftest outside its
-rootdir, and an absolute ``--model`` moves the rootdir (see plugins/options.py, _collect_the_suite).
+rootdir, and an absolute ``--model`` moves the rootdir (see pytest_configure in plugins/options.py).
 """
 
 import importlib.util
