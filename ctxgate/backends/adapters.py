@@ -144,7 +144,6 @@ def adapter_fingerprint(adapter: Adapter, base: Mapping[str, object]) -> dict[st
 
 
 def apply_adapter(model: Any, adapter: Adapter) -> Any:
-    """The base model with the adapter merged into its weights."""
     try:
         from peft import PeftModel
     except ImportError:

@@ -296,21 +296,10 @@ class HFBackend:
         width = max(len(r.input_ids) for r in requests)
         rows = [[self.pad_id] * (width - len(r.input_ids)) + list(r.input_ids) for r in requests]
         masks = [[0] * (width - len(r.input_ids)) + [1] * len(r.input_ids) for r in requests]
-        seq = self._run(
-            torch.tensor(rows, device=self.input_device),
-            torch.tensor(masks, device=self.input_device),
-            params,
-        )
-        out = []
-        for row in seq[:, width:].tolist():
-            # a row that stopped early is padded while the others go on: keep it up to its EOS
-            end = next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), len(row))
-            out.append(self._finish(row[:end], params))
-        return out
-
-    def _run(self, ids: Any, mask: Any, params: GenerationParams) -> Any:
-        with self.torch.inference_mode():
-            return self.model.generate(
+        ids = torch.tensor(rows, device=self.input_device)
+        mask = torch.tensor(masks, device=self.input_device)
+        with torch.inference_mode():
+            seq = self.model.generate(
                 ids,
                 attention_mask=mask,
                 max_new_tokens=params.max_new_tokens,
@@ -321,22 +310,22 @@ class HFBackend:
                 eos_token_id=self.eos_ids or None,
                 pad_token_id=self.pad_id,
             )
-
-    def _finish(self, new: list[int], params: GenerationParams) -> Generation:
-        stopped = bool(new) and new[-1] in self.eos_ids
-        text = str(self.hf_tokenizer.decode(new, skip_special_tokens=True))
-        return Generation(
-            text, len(new), "stop" if stopped or len(new) < params.max_new_tokens else "length"
-        )
+        out = []
+        for row in seq[:, width:].tolist():
+            # a row that stopped early is padded while the others go on: keep it up to its EOS
+            new = row[: next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), len(row))]
+            stopped = bool(new) and new[-1] in self.eos_ids
+            text = str(self.hf_tokenizer.decode(new, skip_special_tokens=True))
+            finish = "stop" if stopped or len(new) < params.max_new_tokens else "length"
+            out.append(Generation(text, len(new), finish))
+        return out
 
     def window_of(self, limit: int) -> Window:
         if not self.overrides:
             return model_window(limit)
-        return Window(
-            f"the window the model's config gives with {json.dumps(self.overrides.describe())} "
-            f"({limit})",
-            "pass --force-lengths to run it beyond the window anyway",
-        )
+        given = json.dumps(self.overrides.describe())
+        what = f"the window the model's config gives with {given} ({limit})"
+        return Window(what, "pass --force-lengths to run it beyond the window anyway")
 
     def cache_identity(self) -> dict[str, object]:
         return {"dtype": str(self.dtype).replace("torch.", ""), "attn": self.attn}

@@ -220,7 +220,6 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
 
 
 def zero_state_dict(ckpt: DistributedCheckpoint) -> dict[str, object]:
-    """The fp32 weights DeepSpeed's own converter gathers from every rank's partition."""
     import contextlib
     import io
 
