@@ -1,11 +1,6 @@
 """An OpenAI-compatible server as the backend: vLLM, SGLang, TGI, TensorRT-LLM, a multi-node vLLM on
-Ray.
-
-Prompts go to ``/v1/completions`` as token ids (the model sees exactly the suite's ids), so each
-server's tokenizer is checked against the suite's at start. Several base URLs are replicas of one
-model; one that stays unreachable is dropped. ``api="chat"`` (models served only as chat) sends the
-prompt built under ``BARE_CHAT_TEMPLATE`` as one user message, as RULER and HELMET send prompts to
-these APIs; the local tokenizer then only counts.
+Ray. Prompts go as token ids (each server's tokenizer is checked against the suite's at start), or
+with ``api="chat"`` as one user message of text, as RULER and HELMET send prompts to chat APIs.
 """
 
 from __future__ import annotations
@@ -84,6 +79,9 @@ class Replica:
     failures: int = 0  # retry series it failed in a row
     answered: int = 0
     drops: list[str] = field(default_factory=list)  # why it was dropped, each time
+
+    def fits(self, size: int, settings: EndpointSettings) -> bool:
+        return self.in_flight < settings.concurrency and self.tokens + size <= TOKENS_IN_FLIGHT
 
 
 class EndpointBackend:
@@ -243,15 +241,7 @@ class EndpointBackend:
                     if r.down is not None and r.failures < MAX_PROBES and due:
                         r.down = None  # its re-probe: this request
                 alive = [r for r in self.replicas if r.down is None]
-                room = [
-                    r
-                    for r in alive
-                    if r.in_flight == 0
-                    or (
-                        r.in_flight < self.settings.concurrency
-                        and r.tokens + size <= TOKENS_IN_FLIGHT
-                    )
-                ]
+                room = [r for r in alive if r.in_flight == 0 or r.fits(size, self.settings)]
                 if room:  # ties (every replica idle between requests) rotate
                     chosen = min(room, key=lambda r: (r.in_flight, r.sent))
                     ahead = chosen.tokens

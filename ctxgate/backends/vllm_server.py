@@ -92,8 +92,7 @@ KV_MARGIN = 1.25
 
 
 def engine_batch(vllm_args: Sequence[str]) -> int:
-    """The batch a server with these extra arguments runs: their ``--max-num-seqs``, else
-    ENGINE_BATCH."""
+    """The batch a server runs with these extra arguments (--max-num-seqs, or ENGINE_BATCH)."""
     value = _batch_arg(vllm_args)
     if value is None:
         return ENGINE_BATCH
