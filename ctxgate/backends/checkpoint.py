@@ -15,13 +15,8 @@ from pathlib import Path
 from ctxgate.records.refusal import CtxgateError
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer.model",
-    "vocab.json",
-    "spiece.model",
-    "tiktoken.model",
-    "vocab.txt",
+TOKENIZER_FILES = tuple(
+    "tokenizer.json tokenizer.model vocab.json spiece.model tiktoken.model vocab.txt".split()
 )
 
 

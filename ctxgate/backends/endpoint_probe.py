@@ -76,9 +76,8 @@ def get_json(
     data = None if body is None else json.dumps(body).encode()
     url = base_url.rstrip("/").removesuffix("/v1") + path
     try:
-        with urllib.request.urlopen(
-            urllib.request.Request(url, data=data, headers=headers), timeout=30
-        ) as resp:
+        request = urllib.request.Request(url, data=data, headers=headers)
+        with urllib.request.urlopen(request, timeout=30) as resp:
             found = json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         if exc.code in (404, 405, 501) or not required:
