@@ -1,9 +1,6 @@
-"""Find and check a checkpoint before any model is loaded.
-
-``resolve_model`` never goes to the network (a typo should not wait on hub retries, nor eight xdist
-workers download one checkpoint at once). ``check_checkpoint`` reads only JSON files and safetensors
-headers, so a broken checkpoint ends as one message naming the file and the fix before any weights
-are read.
+"""Find and check a checkpoint before any model is loaded. ``resolve_model`` never goes to the
+network (a typo should not wait on hub retries); ``check_checkpoint`` reads only JSON files and
+safetensors headers, so a broken checkpoint is one message naming the file and the fix.
 """
 
 from __future__ import annotations

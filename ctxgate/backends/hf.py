@@ -1,8 +1,6 @@
 """HuggingFace transformers backend: greedy decoding, as HELMET's HF path, one prompt at a time or a
-few of similar length at once (left padded).
-
-Batching is for GPUs, where a decode step reads every weight once whatever the batch; on CPU a
-step's cost grows with the batch (measured 0.53-0.97x the batch-1 speed, issue 12): ``auto`` is 1.
+few of similar length at once (left padded). Batching is for GPUs: on CPU a step's cost grows with
+the batch (measured 0.53-0.97x the batch-1 speed, issue 12), so ``auto`` is 1 there.
 """
 
 from __future__ import annotations

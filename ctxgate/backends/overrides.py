@@ -1,9 +1,7 @@
 """Config overrides for context extension: ``--rope-scaling JSON`` and ``--model-override
-KEY=VALUE``, applied alike for every backend (HF: ``from_pretrained(config=...)``; vLLM:
-``--hf-overrides``), in the fingerprint and the cache key.
-
-``--rope-scaling`` is merged into the config's own RoPE dictionary, never put in place of it:
-transformers 5 drops ``rope_theta`` when a bare ``rope_scaling`` is passed.
+KEY=VALUE``, applied alike for every backend. ``--rope-scaling`` is merged into the config's own
+RoPE dictionary, never put in place of it: transformers 5 drops ``rope_theta`` when a bare
+``rope_scaling`` is passed.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Sharded training checkpoints as ``--model``: torch distributed checkpoints (Accelerate/FSDP with
-``SHARDED_STATE_DICT``) and DeepSpeed ZeRO checkpoints (``global_step*/``).
-
-They are read in one process into a model built from the run's ``config.json`` (or
-``--config-from``), with torch's own ``torch.distributed.checkpoint`` or DeepSpeed's own converter:
-the formats are never re-implemented here. Every tensor and shard is checked before weights are
-read.
+``SHARDED_STATE_DICT``) and DeepSpeed ZeRO checkpoints (``global_step*/``), read in one process into
+a model built from the run's ``config.json`` with torch's or DeepSpeed's own readers (the formats
+are never re-implemented here).
 """
 
 from __future__ import annotations
