@@ -157,8 +157,9 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
         "the config is not the one the run was trained with; pass --config-from with the right one"
     )
     missing, extra = sorted(wanted - set(saved)), sorted(set(saved) - wanted)
-    if ckpt.format == ZERO:  # DeepSpeed saves a tied tensor once
-        missing = [k for k in missing if not _tied(model, k)]
+    tied = getattr(model, "_tied_weights_keys", None) or {}
+    if ckpt.format == ZERO and getattr(model.config, "tie_word_embeddings", False):
+        missing = [k for k in missing if k not in tied]  # DeepSpeed saves a tied tensor once
     if missing:
         raise CheckpointError(
             f"{ckpt.shards}: tensor {missing[0]} of the model built from {config} is not in the "
@@ -238,11 +239,6 @@ def zero_state_dict(ckpt: DistributedCheckpoint) -> dict[str, object]:
             f"{ckpt.shards} could not be converted by DeepSpeed's zero_to_fp32 ({first}): restore "
             "the checkpoint's files from the training run"
         ) from None
-
-
-def _tied(model: Any, name: str) -> bool:
-    tied = getattr(model, "_tied_weights_keys", None) or {}
-    return name in tied and bool(getattr(model.config, "tie_word_embeddings", False))
 
 
 def sharded_model(ckpt: DistributedCheckpoint) -> Any:

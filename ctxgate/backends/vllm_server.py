@@ -213,13 +213,13 @@ class VLLMServer:
         import urllib.request
 
         deadline = time.monotonic() + timeout_s
+        health = self.url.removesuffix("/v1") + "/health"
         while time.monotonic() < deadline:
             if self.proc is not None and (code := self.proc.poll()) is not None:
                 raise EngineError(
                     f"the vLLM server for {self.spec.model_dir} exited with code {code} while "
                     f"starting. {self.tail_of(self.log_path)}"
                 )
-            health = self.url.removesuffix("/v1") + "/health"
             with contextlib.suppress(urllib.error.URLError, OSError):
                 with urllib.request.urlopen(health, timeout=2) as resp:
                     if resp.status == 200:
