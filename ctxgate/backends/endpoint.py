@@ -1,6 +1,7 @@
 """An OpenAI-compatible server as the backend: vLLM, SGLang, TGI, TensorRT-LLM, a multi-node vLLM on
 Ray. Prompts go as token ids (each server's tokenizer is checked against the suite's at start), or
-with ``api="chat"`` as one user message of text, as RULER and HELMET send prompts to chat APIs.
+with ``api="chat"`` as one user message of text, as RULER and HELMET send prompts to chat APIs. The
+API key lives only in the openai client; reports record URLs without credentials.
 """
 
 from __future__ import annotations
