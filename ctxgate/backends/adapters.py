@@ -209,9 +209,8 @@ def _rank_dimension(name: str, saved: tuple[int, ...], built: tuple[int, ...]) -
 
 
 def hf_folder(fingerprint: str, root: Path, tokenizer_dir: Path, build: Callable[[], Any]) -> Path:
-    """A Hugging Face folder of a model not on disk as one (a merged adapter, a sharded checkpoint),
-    for an engine that loads folders: ``root/model-<fingerprint>``, written once from ``build()``
-    (atomically, under a lock) and reused while the fingerprint is the same."""
+    """``root/model-<fingerprint>``: a Hugging Face folder of ``build()`` (a merged adapter, a
+    sharded checkpoint) for an engine that loads folders, written once (atomically, under a lock)."""
     import shutil
 
     from filelock import FileLock

@@ -28,8 +28,7 @@ class EndpointError(CtxgateError, RuntimeError):
 def describe_server(
     url: str, client: Any, ask: Ask, wanted: str | None, chat_api: bool, key_env: str
 ) -> tuple[str, int | None, str | None]:
-    """The model ``url`` serves (``wanted``, else the one it lists), its max model length and the
-    server's version (None where it does not tell)."""
+    """The model ``url`` serves (``wanted``, else the one it lists), its max length and version."""
     listed = ask(lambda: list(client.models.list()), "the model list")
     names = [m.id for m in listed]
     if chat_api and wanted is not None and wanted not in names:

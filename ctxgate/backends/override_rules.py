@@ -75,8 +75,7 @@ def did_you_mean(key: str, known: Iterable[str]) -> str:
 @dataclass(frozen=True)
 class Rule:
     """What a setting's value must be (``what``, for the refusal); ``works``: a value that works
-    (None: none fits every model); ``most``, ``beyond``: the largest a number may be, and a number
-    it must be more than."""
+    (None: none fits every model); a number must be at most ``most``, more than ``beyond``."""
 
     ok: Callable[[Any], bool]
     what: str

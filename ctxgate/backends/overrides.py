@@ -246,8 +246,7 @@ def _check_rope_in(config: dict[str, object], overrides: ConfigOverrides) -> Non
 def _rotary_dims(
     config: dict[str, object], rope: dict[str, object]
 ) -> tuple[int, int, float] | None:
-    """(rotated, all) dimensions of each attention head as transformers' RoPE functions count them,
-    and the partial_rotary_factor; None when the config does not say."""
+    """(rotated, all) dimensions per head as transformers counts them, and partial_rotary_factor."""
     head = config.get("head_dim")
     hidden, heads = config.get("hidden_size"), config.get("num_attention_heads")
     if not is_whole(head):

@@ -241,8 +241,8 @@ class VLLMServer:
 
     def stop(self) -> None:
         """SIGTERM to the server's process group and every descendant (an engine may leave the
-        group), SIGKILL to what is left after 20 s; returns when none is alive. psutil checks the
-        creation time, so a PID the kernel recycled meanwhile is never hit."""
+        group), SIGKILL after 20 s; returns when none is alive (psutil checks creation times, so a
+        recycled PID is never hit)."""
         if self.proc is None:
             return
         try:
