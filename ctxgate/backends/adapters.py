@@ -210,7 +210,7 @@ def _rank_dimension(name: str, saved: tuple[int, ...], built: tuple[int, ...]) -
 
 def hf_folder(fingerprint: str, root: Path, tokenizer_dir: Path, build: Callable[[], Any]) -> Path:
     """``root/model-<fingerprint>``: a Hugging Face folder of ``build()`` (a merged adapter, a
-    sharded checkpoint) for an engine that loads folders, written once (atomically, under a lock)."""
+    sharded checkpoint) for an engine that loads folders, written once, atomically under a lock."""
     import shutil
 
     from filelock import FileLock
