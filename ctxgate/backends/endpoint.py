@@ -116,13 +116,8 @@ class EndpointBackend:
         self.hf_tokenizer = tokenizer
         self.tokenizer = HFTokenizer(tokenizer)
         key = os.environ.get(settings.key_env) or "EMPTY"  # local servers take any key
-        self.replicas = [
-            Replica(
-                url,
-                openai.OpenAI(base_url=url, api_key=key, timeout=settings.timeout_s, max_retries=0),
-            )
-            for url in settings.base_urls
-        ]
+        client = partial(openai.OpenAI, api_key=key, timeout=settings.timeout_s, max_retries=0)
+        self.replicas = [Replica(url, client(base_url=url)) for url in settings.base_urls]
         for r in self.replicas:
             ask = partial(self._retrying, r)
             r.model, r.max_model_len, r.version = describe_server(
