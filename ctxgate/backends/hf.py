@@ -163,11 +163,13 @@ class HFBackend:
             )
         self.dtype = getattr(torch, engine_dtype(dtype, cuda))
         self.overrides = overrides or ConfigOverrides()
+        changes: dict[str, object] = {}
         config_dir = str(model.config_dir)
-        try:
-            changes = applied(config_dir, self.overrides)[0] if self.overrides else {}
-        except OverrideError as exc:
-            raise BackendError(str(exc)) from None
+        if self.overrides:
+            try:
+                changes = applied(config_dir, self.overrides)[0]
+            except OverrideError as exc:
+                raise BackendError(str(exc)) from None
         verbosity = transformers.logging.get_verbosity()
         transformers.logging.set_verbosity_error()  # its load table is replaced by one line below
         try:
@@ -236,7 +238,9 @@ class HFBackend:
         self.batch_size = batch_size
         # batch tokens known to run out of memory, halved: never tried again
         self.token_cap: int | None = None
-        self._per_token = bytes_per_token(self.model.config, self.dtype.itemsize)
+        self._per_token = bytes_per_token(
+            self.model.config, self.torch.tensor([], dtype=self.dtype).element_size()
+        )
 
     def batch_limit(self, prompt_tokens: int, max_new_tokens: int) -> int:
         """Prompts of about this length to generate together: ``--batch-size N``, or for ``auto``
