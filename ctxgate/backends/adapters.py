@@ -1,14 +1,8 @@
 """PEFT adapter folders as ``--model``: what LoRA fine-tuning and LongLoRA-style context extension
-save (``adapter_config.json`` and ``adapter_model.safetensors``, often with the tokenizer), without
-the base weights.
-
-The base is the folder ``--base-model`` names, else the adapter's own ``base_model_name_or_path``
-(as saved: a path, tried as given and beside the adapter, or a hub id already in the local cache).
-Both are checked before any model loads, so a missing base or weights file is one line naming it and
-the fix. The adapter is applied with the ``peft`` library and merged into the base weights: the
-predictions are those of the merged Hugging Face folder ``merge_and_unload`` would save, and
-generation runs at the base model's speed. The fingerprint covers the base and the adapter, so two
-adapters on one base never share cached outputs.
+save (``adapter_config.json`` and ``adapter_model.safetensors``), without the base weights. The base
+(``--base-model``, else the adapter's ``base_model_name_or_path``) is checked before any model
+loads; the adapter is merged into it with ``peft`` (the predictions of the folder
+``merge_and_unload`` would save), and the fingerprint covers both.
 """
 
 from __future__ import annotations
@@ -36,6 +30,8 @@ ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 TOKENIZER_EXTRAS = ("tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja")
 # the files of an adapter's folder that change the outputs, and so its fingerprint
 COUNTED = frozenset((ADAPTER_CONFIG, *ADAPTER_WEIGHTS, *TOKENIZER_FILES, *TOKENIZER_EXTRAS))
+# LoRA's low-rank factors, and which dimension of each is the rank: A is (rank, in), B (out, rank)
+RANK_DIMENSION = {"lora_A": 0, "lora_embedding_A": 0, "lora_B": 1, "lora_embedding_B": 1}
 
 
 @dataclass(frozen=True)
@@ -47,8 +43,7 @@ class Adapter:
 
     @property
     def tokenizer_dir(self) -> Path:
-        """Trainer saves the tokenizer beside the adapter when it was given one; else the base's is
-        the one."""
+        """Trainer saves the tokenizer beside the adapter when given one; else the base's."""
         return self.folder if tokenizer_files(self.folder) else self.base
 
     def describe(self) -> dict[str, object]:
@@ -64,8 +59,7 @@ def is_adapter(folder: Path) -> bool:
 
 
 def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = False) -> Adapter:
-    """The adapter in ``folder`` and its base, checked; CheckpointError names what is missing and
-    the fix."""
+    """The adapter in ``folder`` and its base, checked (CheckpointError names what is missing)."""
     path = folder / ADAPTER_CONFIG
     try:
         config = json.loads(path.read_text("utf-8"))
@@ -81,9 +75,8 @@ def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = Fals
     weights = next((folder / name for name in ADAPTER_WEIGHTS if (folder / name).is_file()), None)
     if weights is None:
         raise CheckpointError(
-            f"{folder} has {ADAPTER_CONFIG} but no adapter weights "
-            f"({' or '.join(ADAPTER_WEIGHTS)}): the save was "
-            "cut short; restore the file from the training run"
+            f"{folder} has {ADAPTER_CONFIG} but no adapter weights ({' or '.join(ADAPTER_WEIGHTS)}"
+            "): the save was cut short; restore the file from the training run"
         )
     if weights.suffix == ".safetensors":
         check_safetensors(weights)
@@ -97,19 +90,13 @@ def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = Fals
         raise CheckpointError(
             f"{path} names no base_model_name_or_path: pass --base-model PATH (the base model)"
         )
-    return Adapter(
-        folder,
-        _base_folder(str(named), folder, given=base_model is not None),
-        weights,
-        config["peft_type"],
-    )
+    base = _base_folder(str(named), folder, given=base_model is not None)
+    return Adapter(folder, base, weights, config["peft_type"])
 
 
 def _check_peft_type(path: Path, peft_type: object) -> None:
-    """A type the installed peft can load (without peft, applying the adapter says which extra to
-    install). peft is imported here, before any model loads, at the cost of its import time: the
-    adapter is applied with it anyway, and a type it cannot load is then one line instead of a
-    failure after the base has loaded."""
+    """A type the installed peft can load: imported before any model loads, so that a type it
+    cannot load is one line instead of a failure after the base has loaded."""
     try:
         from peft.utils import PeftType
     except ImportError:
@@ -118,9 +105,8 @@ def _check_peft_type(path: Path, peft_type: object) -> None:
     if peft_type not in known:
         raise CheckpointError(
             f"{path}: peft_type {peft_type!r} is not one this peft loads (e.g. "
-            f"{', '.join(known[:4])}): the file was "
-            "edited or comes from another tool; restore it from the training run, or upgrade peft "
-            "if it is newer"
+            f"{', '.join(known[:4])}): the file was edited or comes from another tool; restore it "
+            "from the training run, or upgrade peft if it is newer"
         )
 
 
@@ -134,8 +120,7 @@ def _base_folder(named: str, adapter: Path, given: bool) -> Path:
     except ModelNotFound:
         raise CheckpointError(
             f"the adapter's base model {named!r} ({source}) is not there: pass --base-model PATH, "
-            "the folder of the "
-            "model the adapter was trained on"
+            "the folder of the model the adapter was trained on"
         ) from None
 
 
@@ -159,7 +144,6 @@ def adapter_fingerprint(adapter: Adapter, base: Mapping[str, object]) -> dict[st
 
 
 def apply_adapter(model: Any, adapter: Adapter) -> Any:
-    """The base model with the adapter merged into its weights."""
     try:
         from peft import PeftModel
     except ImportError:
@@ -180,20 +164,13 @@ def apply_adapter(model: Any, adapter: Adapter) -> Any:
             raise CheckpointError(problem) from None
 
 
-# LoRA's low-rank factors, and which dimension of each is the rank: A is (rank, in), B is (out,
-# rank)
-RANK_DIMENSION = {"lora_A": 0, "lora_embedding_A": 0, "lora_B": 1, "lora_embedding_B": 1}
-
-
 def _misfit(adapter: Adapter, error: str) -> str | None:
-    """torch's size mismatches when the adapter is applied, in one line with the fix: a LoRA factor
-    that differs only in its rank means the adapter's config and its own weights disagree (the rank
-    comes from adapter_config.json, the base has no say); any other dimension, that the base is not
-    the one it was trained on. None: not a size mismatch."""
+    """torch's size mismatches, in one line with the fix (None: not a size mismatch). A LoRA factor
+    that differs only in its rank: the adapter's config and weights disagree (the rank comes from
+    adapter_config.json); any other dimension: the base is not the one it was trained on."""
     found = re.findall(
         r"size mismatch for (\S+): copying a param with shape (.+?) from checkpoint, the shape in "
-        r"current model is "
-        r"(.+?)\.$",
+        r"current model is (.+?)\.$",
         error,
         re.MULTILINE,
     )
@@ -205,18 +182,15 @@ def _misfit(adapter: Adapter, error: str) -> str | None:
         rank = _rank_dimension(name, _dims(saved), _dims(built)) or 0
         return (
             f"{adapter.folder}: its {ADAPTER_CONFIG} makes {name} rank {_dims(built)[rank]}, but "
-            "its own weights "
-            f"are rank {_dims(saved)[rank]} ({len(found)} tensors): the adapter is damaged or its "
-            "config was edited; "
-            f"restore {ADAPTER_CONFIG} (r, rank_pattern) and the weights from the same save of "
-            "the training run"
+            f"its own weights are rank {_dims(saved)[rank]} ({len(found)} tensors): the adapter "
+            f"is damaged or its config was edited; restore {ADAPTER_CONFIG} (r, rank_pattern) "
+            "and the weights from the same save of the training run"
         )
     name, saved, built = base[0]
     return (
         f"{adapter.folder} does not fit the base {adapter.base}: {name} is {saved} in the adapter "
-        f"and {built} in "
-        f"the base ({len(found)} tensors differ); pass --base-model with the model it was trained "
-        "on"
+        f"and {built} in the base ({len(found)} tensors differ); pass --base-model with the model "
+        "it was trained on"
     )
 
 
@@ -225,23 +199,18 @@ def _dims(shape: str) -> tuple[int, ...]:
 
 
 def _rank_dimension(name: str, saved: tuple[int, ...], built: tuple[int, ...]) -> int | None:
-    """The rank dimension of a LoRA factor whose two shapes differ in it alone; None for any other
-    mismatch."""
+    """The rank dimension of a LoRA factor whose shapes differ in it alone; None otherwise."""
     factor = next((part for part in name.split(".") if part in RANK_DIMENSION), None)
     if factor is None or len(saved) != len(built):
         return None
     rank = RANK_DIMENSION[factor]
-    same = [d for i, d in enumerate(saved) if i != rank] == [
-        d for i, d in enumerate(built) if i != rank
-    ]
+    same = saved[:rank] + saved[rank + 1 :] == built[:rank] + built[rank + 1 :]
     return rank if same else None
 
 
 def hf_folder(fingerprint: str, root: Path, tokenizer_dir: Path, build: Callable[[], Any]) -> Path:
-    """A plain Hugging Face folder of a model that is not one on disk (an adapter merged into its
-    base, a sharded checkpoint), for an engine that loads folders (the suite's vLLM servers):
-    ``root/model-<fingerprint>``, written once from ``build()`` (atomically, under a lock:
-    concurrent runs write it once) and reused while the fingerprint is the same."""
+    """``root/model-<fingerprint>``: a Hugging Face folder of ``build()`` (a merged adapter, a
+    sharded checkpoint) for an engine that loads folders, written once, atomically under a lock."""
     import shutil
 
     from filelock import FileLock
@@ -265,7 +234,5 @@ def merged_model(adapter: Adapter) -> Any:
     import torch
     import transformers
 
-    return apply_adapter(
-        transformers.AutoModelForCausalLM.from_pretrained(adapter.base, dtype=torch.float32),
-        adapter,
-    )
+    model = transformers.AutoModelForCausalLM.from_pretrained(adapter.base, dtype=torch.float32)
+    return apply_adapter(model, adapter)

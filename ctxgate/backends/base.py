@@ -16,21 +16,18 @@ _DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def engine_dtype(dtype: str, on_gpu: bool) -> str:
-    """--dtype as engines spell it (vLLM accepts only the long names, torch has them as attributes):
-    bf16 -> bfloat16; auto is bfloat16 on GPUs, float32 on the CPU."""
+    """--dtype as engines spell it (vLLM takes only long names); auto: bf16 on GPU, fp32 on CPU."""
     if dtype == "auto":
         return "bfloat16" if on_gpu else "float32"
     return _DTYPE_NAMES.get(dtype, dtype)
 
 
 class BackendDown(RuntimeError):
-    """The backend cannot serve any more requests (its server is gone): no later case can run
-    either."""
+    """The backend can serve no more requests (its server is gone): no later case can run."""
 
 
 class Withdrawn(Exception):
-    """A request taken back before it ran (``withdraw``: its case was decided); ``stream`` passes
-    over it."""
+    """A request taken back before it ran (its case was decided); ``stream`` passes over it."""
 
 
 @dataclass(frozen=True)
@@ -58,27 +55,19 @@ class Generation:
     finish_reason: str  # "stop" (EOS or stop string) or "length"
 
 
-# Prompt tokens one case keeps in flight per server replica. The request count that fills an
-# engine's batch of short prompts would, at 1M tokens a prompt, hold about 9 GB of token ids in the
-# session; an engine cannot batch more than its KV cache holds anyway (a few 128K-token sequences on
-# one GPU), and 4M tokens is 32 of them.
+# Prompt tokens one case keeps in flight per replica: an engine's batch of 1M-token prompts would
+# hold ~9 GB of ids in the session, and no engine batches more than its KV cache holds (a few
+# 128K-token sequences on one GPU); 4M tokens is 32 of them.
 TOKENS_IN_FLIGHT = 1 << 22
 
 
 class Backend(Protocol):
-    """``concurrency`` (optional, default 1): how many requests the backend wants in flight at once,
-    e.g. an engine that batches whatever it is sent; ``generate`` must then be safe to call from
-    several threads. ``batch_limit(prompt_tokens, max_new_tokens)`` (optional, default 1): how many
-    prompts of about that length one ``generate`` call should get, for a backend that batches them
-    itself (HF on a GPU). ``window_of`` (optional, default ``model_window``): what ``max_positions``
-    is and how to get past it, for the one line a case beyond it gets. ``tokens_in_flight``
-    (optional, default no limit): at most this many prompt tokens in flight at once (one request
-    always goes, however long). ``withdraw(task, length)`` (optional): the case is decided, so its
-    requests not yet started need not run; each one's ``generate`` then raises ``Withdrawn``.
-    ``cases_at_once`` (optional, default 1): how many cases the session should have in flight
-    together, for a backend that serves several at once (replicas on a cluster): the next case's
-    requests queue while the current one's last samples finish. ``close()`` (optional): release what
-    the backend holds (processes, actors) at the end of the run."""
+    """Optional members: ``concurrency`` (default 1: requests in flight at once; above 1,
+    ``generate`` must be thread-safe), ``batch_limit(prompt_tokens, max_new_tokens)`` (default 1:
+    prompts per ``generate`` call), ``window_of`` (default ``model_window``), ``tokens_in_flight``
+    (default no limit; one request always goes), ``withdraw(task, length)`` (the case is decided:
+    its requests not yet started raise ``Withdrawn``), ``cases_at_once`` (default 1: cases in flight
+    together) and ``close()`` (release processes, actors at the end of the run)."""
 
     name: str
     max_positions: int | None  # the model's position limit, None when unknown
@@ -99,14 +88,12 @@ def stream(
     params: GenerationParams,
     held: Callable[[], int] = lambda: 0,
 ) -> Iterator[tuple[Request, Generation]]:
-    """Each request with its generation, as soon as it exists, with at most the backend's
-    ``concurrency`` in flight, and their prompts at most its ``tokens_in_flight`` tokens.
-    ``requests`` is pulled lazily, in the caller's thread, only as a slot frees: a caller that
-    builds a 128K-token prompt per request holds no more of them than are in flight, and one more.
-    ``held()``: generations the caller has but cannot use yet (a sequential test's samples that
-    came back before an earlier one); they fill slots too, so however the replicas' speeds differ,
-    a case that decides has at most ``concurrency`` generations it does not use.
-    """
+    """Each request with its generation as soon as it exists, within the backend's ``concurrency``
+    and ``tokens_in_flight``. ``requests`` is pulled lazily, in the caller's thread, as a slot
+    frees: a caller building a 128K-token prompt per request holds only those in flight, and one.
+    ``held()``: generations the caller has but cannot use yet (a sequential test's samples back
+    before an earlier one); they fill slots too, so a case that decides has at most
+    ``concurrency`` generations it does not use, however the replicas' speeds differ."""
     in_flight = max(1, int(getattr(backend, "concurrency", 1)))
     if in_flight == 1:
         yield from _batches(backend, iter(requests), params)
@@ -147,9 +134,7 @@ def stream(
 def _batches(
     backend: Backend, source: Iterator[Request], params: GenerationParams
 ) -> Iterator[tuple[Request, Generation]]:
-    """In order, as many at a time as the backend's ``batch_limit`` says for the first of them. A
-    stream is one case, so its prompts are all about one length: a batch wastes little on padding.
-    """
+    """In order, ``batch_limit`` of the first at a time (one case, one length: little padding)."""
     limit = getattr(backend, "batch_limit", None)
     while (first := next(source, None)) is not None:
         size = limit(len(first.input_ids), params.max_new_tokens) if limit else 1
@@ -164,10 +149,8 @@ def _batches(
 
 @dataclass(frozen=True)
 class Window:
-    """What a backend's ``max_positions`` is, for the message of a case beyond it. ``forceable``:
-    --force-lengths runs the case anyway (positions past the model's are only a risk); a server's
-    max model length is a limit the server enforces, so the fix is to restart it with a longer one.
-    """
+    """What ``max_positions`` is, for a case beyond it. ``forceable``: --force-lengths may run it
+    (a server's max model length is enforced by the server: the fix is a restart)."""
 
     what: str
     fix: str
@@ -183,6 +166,4 @@ def model_window(limit: int) -> Window:
 
 def window_of(backend: Backend) -> Window | None:
     limit = backend.max_positions
-    if limit is None:
-        return None
-    return getattr(backend, "window_of", model_window)(limit)
+    return None if limit is None else getattr(backend, "window_of", model_window)(limit)

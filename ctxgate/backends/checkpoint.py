@@ -1,15 +1,6 @@
-"""Find and check a checkpoint before any model is loaded.
-
-``resolve_model`` turns ``--model`` into a folder: a local path, or a hub id already in the local
-Hugging Face cache. It never goes to the network: a run on a GPU node should not wait on hub retries
-to learn that a name is a typo, and eight xdist workers should not download one checkpoint eight
-times at once.
-
-``check_checkpoint`` reads only JSON files and safetensors headers (standard library, milliseconds),
-so a broken checkpoint ends as one message naming the file and the fix, before workers start and
-before weights are read: config.json missing or unreadable, checkpoint code that would be silently
-replaced by a built-in class, weights missing, truncated or only in pickle form, shards missing, no
-tokenizer.
+"""Find and check a checkpoint before any model is loaded. ``resolve_model`` never goes to the
+network (a typo should not wait on hub retries); ``check_checkpoint`` reads only JSON files and
+safetensors headers, so a broken checkpoint is one message naming the file and the fix.
 """
 
 from __future__ import annotations
@@ -21,13 +12,8 @@ from pathlib import Path
 from ctxgate.records.refusal import CtxgateError
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer.model",
-    "vocab.json",
-    "spiece.model",
-    "tiktoken.model",
-    "vocab.txt",
+TOKENIZER_FILES = tuple(
+    "tokenizer.json tokenizer.model vocab.json spiece.model tiktoken.model vocab.txt".split()
 )
 
 
@@ -40,8 +26,7 @@ class CheckpointError(CtxgateError, ValueError):
 
 
 def resolve_model(model: str) -> Path:
-    """The folder ``--model`` means: the path itself, or the snapshot of a hub id in the local
-    cache."""
+    """The folder ``--model`` means: the path itself, or a hub id's snapshot in the local cache."""
     path = Path(model).expanduser()
     if path.is_dir():
         return path
@@ -49,9 +34,8 @@ def resolve_model(model: str) -> Path:
         raise ModelNotFound(
             f"--model {model!r} is a file; give the checkpoint folder (the one with config.json)"
         )
-    if (
-        model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model
-    ):  # a path, not a hub id
+    # a path, not a hub id
+    if model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model:
         raise ModelNotFound(
             f"--model {model!r} does not exist: give a checkpoint folder (with config.json) or a "
             "hub id such as org/name"
@@ -66,10 +50,9 @@ def resolve_model(model: str) -> Path:
         return Path(cached).parent
     raise ModelNotFound(
         f"--model {model!r}: there is no folder of that name in {Path.cwd()}, and no hub model "
-        f"{model!r} in the "
-        f"local Hugging Face cache ({constants.HF_HUB_CACHE}). Give the checkpoint's folder, or "
-        "download it first "
-        f"(`hf download {model}`); ctxgate does not download models during a run"
+        f"{model!r} in the local Hugging Face cache ({constants.HF_HUB_CACHE}). Give the "
+        f"checkpoint's folder, or download it first (`hf download {model}`); ctxgate does not "
+        "download models during a run"
     )
 
 
@@ -88,9 +71,8 @@ def check_checkpoint(
 
 
 def _check_json_files(folder: Path) -> None:
-    """Every JSON file a load reads (config, generation config, tokenizer files, shard index): a
-    broken one is named with its line. transformers ignores a generation_config.json it cannot
-    parse, without a word, and that file decides where generation stops."""
+    """Every JSON file a load reads: transformers ignores a generation_config.json it cannot parse
+    without a word, and that file decides where generation stops."""
     for path in sorted(folder.glob("*.json")):
         try:
             text = path.read_text(encoding="utf-8")
@@ -113,8 +95,7 @@ def _check_json_files(folder: Path) -> None:
 
 
 def _check_chat_template(folder: Path) -> None:
-    """A chat template must at least parse (a template that raises when rendered is caught when the
-    tokenizer loads). It lives in chat_template.jinja, or as a string in tokenizer_config.json."""
+    """The chat template (chat_template.jinja, or tokenizer_config.json's) must at least parse."""
     try:
         import jinja2
     except ImportError:  # pragma: no cover - transformers brings it
@@ -151,9 +132,7 @@ def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: boo
             f"{config_path} is missing: --model must be a checkpoint folder with the config.json "
             "saved beside the weights."
         )
-    config = json.loads(
-        config_path.read_text(encoding="utf-8")
-    )  # readable: _check_json_files read it
+    config = json.loads(config_path.read_text(encoding="utf-8"))  # _check_json_files read it
     if not isinstance(config, dict) or not (
         config.get("model_type") or config.get("architectures")
     ):
@@ -164,8 +143,7 @@ def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: boo
     auto_map: dict[str, object] = (
         config["auto_map"] if isinstance(config.get("auto_map"), dict) else {}
     )
-    # the class a loader asks for: a causal LM under test, a classifier or seq2seq model as an NLI
-    # judge
+    # the class a loader asks for: a causal LM under test, a classifier or seq2seq NLI judge
     own = auto_map.get("AutoModelForCausalLM") or next(
         (v for k, v in sorted(auto_map.items()) if k.startswith("AutoModel")), None
     )
@@ -175,12 +153,10 @@ def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: boo
     if not trust_remote_code and not ignore_remote_code:
         raise CheckpointError(
             f"{config_path}: auto_map names the checkpoint's own model code ({own}), but "
-            "--trust-remote-code is "
-            f"off, so transformers would run its built-in {config.get('model_type')!r} class "
-            "instead, without a "
-            "word. Pass --trust-remote-code to run the checkpoint's code, or --ignore-remote-code "
-            "to evaluate the "
-            "built-in class on purpose"
+            f"--trust-remote-code is off, so transformers would run its built-in "
+            f"{config.get('model_type')!r} class instead, without a word. Pass "
+            "--trust-remote-code to run the checkpoint's code, or --ignore-remote-code to "
+            "evaluate the built-in class on purpose"
         )
     module = str(own).split("--")[-1].rsplit(".", 1)[0]
     if trust_remote_code and "--" not in str(own) and not (folder / f"{module}.py").is_file():
@@ -206,8 +182,7 @@ def _check_weights(folder: Path, allow_pickle: bool) -> None:
             raise CheckpointError(
                 f"{index} lists {len(names)} shard(s), but {', '.join(missing[:3])} "
                 f"{'is' if len(missing) == 1 else 'are'} not in {folder}: the checkpoint was "
-                "copied "
-                "or saved only in part; copy the missing shards"
+                "copied or saved only in part; copy the missing shards"
             )
         shards = [folder / n for n in names]
     for shard in shards:
@@ -229,8 +204,7 @@ def _check_weights(folder: Path, allow_pickle: bool) -> None:
 
 
 def check_safetensors(path: Path) -> None:
-    """The header must parse and the file must be as long as the header says (a copy cut short is
-    caught here)."""
+    """The header must parse and the file be as long as it says (a copy cut short is caught)."""
     size = path.stat().st_size
     fix = "re-copy the file, or save the checkpoint again"
     try:
@@ -263,21 +237,18 @@ def check_safetensors(path: Path) -> None:
 
 
 def tokenizer_files(folder: Path) -> list[str]:
-    """Those of TOKENIZER_FILES that ``folder`` holds."""
     return [name for name in TOKENIZER_FILES if (folder / name).is_file()]
 
 
 def check_tokenizer(folder: Path, flag: str = "") -> None:
-    """``flag``: the option that named the folder, where it is not the checkpoint's own
-    (``--tokenizer``)."""
+    """``flag``: the option that named the folder, where it is not the checkpoint's own."""
     given = f"{flag} {folder}: " if flag else ""
     present = tokenizer_files(folder) + [p.name for p in folder.glob("*.tiktoken")]
     if not present:
         raise CheckpointError(
             f"{given}{folder} has no tokenizer ({', '.join(TOKENIZER_FILES[:3])} or the like): "
-            "trainers often save it "
-            "only with the final checkpoint. Copy the tokenizer files of the base model into this "
-            "folder"
+            "trainers often save it only with the final checkpoint. Copy the tokenizer files of "
+            "the base model into this folder"
         )
     if "tokenizer.json" not in present:
         return
@@ -287,6 +258,5 @@ def check_tokenizer(folder: Path, flag: str = "") -> None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CheckpointError(
             f"{given}{path} is not readable JSON ({exc}); the tokenizer cannot be built. Fix: "
-            "copy tokenizer.json "
-            "again from the base model"
+            "copy tokenizer.json again from the base model"
         ) from None

@@ -10,8 +10,7 @@ import subprocess
 
 
 def visible_gpus() -> list[str]:
-    """CUDA_VISIBLE_DEVICES when set (``""``, forcing the CPU, is no GPU, not "unset"), else every
-    GPU nvidia-smi lists."""
+    """CUDA_VISIBLE_DEVICES when set (``""`` is no GPU, not "unset"), else what nvidia-smi lists."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return [d.strip() for d in visible.split(",") if d.strip()]
@@ -19,7 +18,6 @@ def visible_gpus() -> list[str]:
 
 
 def gpu_count() -> int:
-    """GPUs on this node, from nvidia-smi (0 without it, or when it fails)."""
     if not shutil.which("nvidia-smi"):
         return 0
     try:

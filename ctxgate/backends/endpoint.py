@@ -1,22 +1,7 @@
 """An OpenAI-compatible server as the backend: vLLM, SGLang, TGI, TensorRT-LLM, a multi-node vLLM on
-Ray.
-
-Prompts go to ``/v1/completions`` as token ids, so the model sees exactly the ids the suite built;
-the server's tokenizer only turns the output back into text. That is safe only if the server's
-tokenizer is the suite's, so at start each server tokenizes a probe text (vLLM's ``/tokenize``;
-elsewhere its prompt-token count for the probe) and a difference is refused, naming both. Several
-base URLs are replicas of one model: a request goes to the one with the fewest in flight. Transient
-failures are retried with backoff (``ctxgate/retrying.py``); a replica that stays unreachable is
-dropped, and when none is left every request fails at once with ``BackendDown``. The API key is read
-from the environment and lives only in the openai client; reports record URLs without credentials.
-Decoding is greedy (temperature 0), as the HF backend's.
-
-``api="chat"`` is for models served only as chat (GPT-4o, Gemini, Claude through their
-OpenAI-compatible APIs). The suite then builds every prompt as a chat prompt under a bare template
-(``BARE_CHAT_TEMPLATE``: the user text as is), and sends that text as one user message, which the
-server wraps in its own template. This is how RULER (``input + answer_prefix``) and HELMET (the user
-template) send prompts to these APIs. The local tokenizer (``--tokenizer``: the model's, or the
-nearest public one) only counts; nothing can check it against the server.
+Ray. Prompts go as token ids (each server's tokenizer is checked against the suite's at start), or
+with ``api="chat"`` as one user message of text, as RULER and HELMET send prompts to chat APIs. The
+API key lives only in the openai client; reports record URLs without credentials.
 """
 
 from __future__ import annotations
@@ -45,9 +30,8 @@ from ctxgate.backends.endpoint_probe import EndpointError, check_tokenizer, desc
 from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
 from ctxgate.tokens.tokenizers import HFTokenizer
 
-REPROBE_S = float(
-    os.environ.get("CTXGATE_REPROBE_S", "30")
-)  # a dropped replica is tried again after this long
+# a dropped replica is tried again after this long
+REPROBE_S = float(os.environ.get("CTXGATE_REPROBE_S", "30"))
 MAX_PROBES = 3  # retry series a replica may fail in a row before it is given up
 # requests in flight per server by default, on servers the user runs and others may share
 OPENAI_CONCURRENCY = 8
@@ -56,10 +40,9 @@ TIMEOUT_UNIT_TOKENS = 131072
 
 
 def time_scale(prompt_tokens: int) -> float:
-    """How much longer than the configured timeouts a prompt of this length may take: 1 up to 128K
-    tokens, then in proportion to the length (a 1M-token prompt gets 8x). Linear, not quadratic as
-    long prefills are: the configured 600 s is far above what a 128K prompt takes on any server that
-    can hold one, and a hung server should not hold a 1M case for hours."""
+    """How much longer than the configured timeouts a prompt may take: 1 up to 128K tokens, then in
+    proportion (linear, not quadratic as prefills: 600 s is far above what a 128K prompt takes, and
+    a hung server should not hold a 1M case for hours)."""
     return max(1.0, prompt_tokens / TIMEOUT_UNIT_TOKENS)
 
 
@@ -98,6 +81,9 @@ class Replica:
     answered: int = 0
     drops: list[str] = field(default_factory=list)  # why it was dropped, each time
 
+    def fits(self, size: int, settings: EndpointSettings) -> bool:
+        return self.in_flight < settings.concurrency and self.tokens + size <= TOKENS_IN_FLIGHT
+
 
 class EndpointBackend:
     def __init__(
@@ -111,22 +97,18 @@ class EndpointBackend:
         engine: dict[str, object] | None = None,
         expected_window: int | None = None,
     ) -> None:
-        """``diagnose``: what to add when a server goes away (the suite's own vLLM servers: their
-        log's tail). ``name``: "openai" for servers the user runs, "vllm" for the suite's own
-        (reports and cache keys say which). ``local_fingerprint``: the checkpoint folder's
-        fingerprint, when the served weights are known to be that folder's. ``engine``: every engine
-        setting that changes a generation (dtype, tensor parallelism, the extra server arguments:
-        quantization, KV-cache dtype), for the cache key. ``expected_window``: the max context the
-        config overrides give; a server whose max model length is another was not started with them.
-        """
+        """``diagnose``: what to add when a server goes away (its log's tail). ``name``: "openai"
+        for servers the user runs, "vllm" for the suite's own. ``local_fingerprint``: the checkpoint
+        folder's, when the served weights are known to be its. ``engine``: every engine setting that
+        changes a generation, for the cache key. ``expected_window``: the max context the config
+        overrides give (a server with another was not started with them)."""
         import openai
 
         self.name = name
         self._diagnose = diagnose
         self._openai = openai
-        self._lock = (
-            threading.Condition()
-        )  # also wakes a request waiting for a replica with a free slot
+        # also wakes a request waiting for a replica with a free slot
+        self._lock = threading.Condition()
         self.settings = settings
         self.chat_api = settings.api == "chat"
         if self.chat_api:
@@ -134,13 +116,8 @@ class EndpointBackend:
         self.hf_tokenizer = tokenizer
         self.tokenizer = HFTokenizer(tokenizer)
         key = os.environ.get(settings.key_env) or "EMPTY"  # local servers take any key
-        self.replicas = [
-            Replica(
-                url,
-                openai.OpenAI(base_url=url, api_key=key, timeout=settings.timeout_s, max_retries=0),
-            )
-            for url in settings.base_urls
-        ]
+        client = partial(openai.OpenAI, api_key=key, timeout=settings.timeout_s, max_retries=0)
+        self.replicas = [Replica(url, client(base_url=url)) for url in settings.base_urls]
         for r in self.replicas:
             ask = partial(self._retrying, r)
             r.model, r.max_model_len, r.version = describe_server(
@@ -164,18 +141,14 @@ class EndpointBackend:
                 if r.max_model_len != expected_window:
                     raise EndpointError(
                         f"{redact_url(r.url)} serves {r.model!r} with a max model length of "
-                        f"{r.max_model_len}, but "
-                        f"--rope-scaling/--model-override give a window of {expected_window}: the "
-                        "server was not "
-                        "started with these settings. Start it with them (vLLM: --hf-overrides "
-                        "with the same "
-                        "JSON; --max-model-len the window), or drop the options"
+                        f"{r.max_model_len}, but --rope-scaling/--model-override give a window of "
+                        f"{expected_window}: the server was not started with these settings. "
+                        "Start it with them (vLLM: --hf-overrides with the same JSON; "
+                        "--max-model-len the window), or drop the options"
                     )
         self.concurrency = settings.concurrency * len(self.replicas)
         self.tokens_in_flight = TOKENS_IN_FLIGHT * len(self.replicas)
-        self._decided: set[tuple[str, int]] = (
-            set()
-        )  # cases withdrawn: their requests still waiting never go
+        self._decided: set[tuple[str, int]] = set()  # withdrawn: their waiting requests never go
         # the next case's requests go in while the current one's last finish and it is scored: the
         # engine's batch stays full across cases, and _pick keeps each server at its --concurrency
         self.cases_at_once = 2
@@ -194,15 +167,11 @@ class EndpointBackend:
         self._weights_known = local_fingerprint is not None
 
     def cache_identity(self) -> dict[str, object] | None:
-        """What decides a generation besides the prompt: the served weights and the engine's
-        settings. None when the weights cannot be identified (a server you run, with no local
-        checkpoint folder: it may have been restarted on other weights under the same name), so its
-        outputs are never cached."""
+        """The served weights and the engine's settings. None (never cached) when the weights are
+        unknown: a server you run may have been restarted on other weights under the same name."""
         if not self._weights_known:
             return None
-        chat = (
-            {"api": "chat"} if self.chat_api else {}
-        )  # the same ids sent as text to a chat template
+        chat = {"api": "chat"} if self.chat_api else {}  # the same ids as text to a chat template
         return {"served": self.fingerprint["served"], "engine": self.engine, **chat}
 
     def _retrying(self, replica: Replica, call: Any, what: str, scale: float = 1.0) -> Any:
@@ -223,8 +192,8 @@ class EndpointBackend:
         except Exhausted as exc:
             fix = (
                 f"each request timed out after {s.timeout_s * scale:.0f} s: raise "
-                "--request-timeout (it is per "
-                "128K tokens; a long prefill on a slow engine takes longer)"
+                "--request-timeout (it is per 128K tokens; a long prefill on a slow engine takes "
+                "longer)"
                 if exc.timed_out
                 else "check that the server runs and is reachable from here"
             )
@@ -232,11 +201,8 @@ class EndpointBackend:
                 f"{redact_url(replica.url)} did not answer {what} {exc}; {fix}"
             ) from None
 
-    # generation
-    # --------------------------------------------------------------------------------------------------
     def summary(self) -> str:
-        """One line for the end of the run when there is something to tell: how the servers shared
-        the requests, and each one dropped on the way (empty for one server that never was)."""
+        """How the servers shared the requests and each drop (empty: one server, never dropped)."""
         with self._lock:
             if len(self.replicas) == 1 and not self.replicas[0].drops:
                 return ""
@@ -250,20 +216,16 @@ class EndpointBackend:
         return f"servers: {'; '.join(parts)}"
 
     def withdraw(self, task: str, length: int) -> None:
-        """The case is decided: its requests still waiting for a server never go (those sent
-        finish)."""
+        """The case is decided: its requests still waiting never go (those sent finish)."""
         with self._lock:
             self._decided.add((task, length))
             self._lock.notify_all()
 
     def _pick(self, request: Request) -> tuple[Replica, int]:
-        """The replica with the fewest requests in flight (of equals, the one sent fewer) among
-        those with room for it (under --concurrency requests and TOKENS_IN_FLIGHT prompt tokens, or
-        idle), and the prompt tokens it already has in flight. A dropped one is tried again
-        REPROBE_S after it went down: a burst of 503s while a server restarts must not end a long
-        run. With every replica down, a request waits for the next such try instead of failing; a
-        replica that failed MAX_PROBES tries in a row is gone for good, and with none left every
-        request fails at once."""
+        """The least busy replica with room for the request, and the prompt tokens it already has in
+        flight. A dropped one is tried again REPROBE_S later (a burst of 503s while a server
+        restarts must not end a long run), and requests wait for that try; after MAX_PROBES failed
+        tries in a row it is gone, and with none left every request fails at once."""
         size = len(request.input_ids)
         with self._lock:
             while True:
@@ -271,34 +233,19 @@ class EndpointBackend:
                     raise Withdrawn(f"{request.task} at {request.length} is decided")
                 now = time.monotonic()
                 for r in self.replicas:
-                    if (
-                        r.down is not None
-                        and r.failures < MAX_PROBES
-                        and now - r.down_at >= REPROBE_S
-                    ):
+                    due = now - r.down_at >= REPROBE_S
+                    if r.down is not None and r.failures < MAX_PROBES and due:
                         r.down = None  # its re-probe: this request
                 alive = [r for r in self.replicas if r.down is None]
-                room = [
-                    r
-                    for r in alive
-                    if r.in_flight == 0
-                    or (
-                        r.in_flight < self.settings.concurrency
-                        and r.tokens + size <= TOKENS_IN_FLIGHT
-                    )
-                ]
-                if room:
-                    # ties (requests that finish before the next is built leave every replica idle)
-                    # rotate
+                room = [r for r in alive if r.in_flight == 0 or r.fits(size, self.settings)]
+                if room:  # ties (every replica idle between requests) rotate
                     chosen = min(room, key=lambda r: (r.in_flight, r.sent))
                     ahead = chosen.tokens
                     chosen.in_flight += 1
                     chosen.tokens += size
                     chosen.sent += 1
                     return chosen, ahead
-                if (
-                    alive
-                ):  # every live one is full (cases sending at once): wait for a request to finish
+                if alive:  # every live one is full: wait for a request to finish
                     self._lock.wait(timeout=1.0)
                     continue
                 waiting = [
@@ -318,8 +265,7 @@ class EndpointBackend:
     def _one(self, r: Request, params: GenerationParams) -> Generation:
         while True:
             replica, ahead = self._pick(r)
-            # the engine works through the prompts sent before this one too: its time limit counts
-            # them
+            # the engine works through the prompts sent before this one too: the limit counts them
             scale = time_scale(len(r.input_ids) + ahead)
             try:
                 resp = self._retrying(
@@ -371,15 +317,11 @@ class EndpointBackend:
         return resp
 
     def window_of(self, limit: int) -> Window:
-        """The suite's own servers are started as long as the model's positions allow; a server the
-        user runs has the max model length it was started with. Neither is forceable: vLLM's RoPE
-        table has exactly max_position_embeddings rows, and a position past it reads outside the
-        table (VLLM_ALLOW_LONG_MAX_MODEL_LEN only lifts the check): on CPU the outputs were garbage
-        at 32K and the engine segfaulted at 256K."""
+        """Not forceable: vLLM's RoPE table has exactly max_position_embeddings rows, and a position
+        past it reads outside the table (on CPU: garbage at 32K, a segfault at 256K)."""
         extend = (
             "--model-override max_position_embeddings=N or --rope-scaling JSON (vLLM then builds "
-            "its RoPE table that "
-            "long; past it, it reads outside the table), or use --backend hf"
+            "its RoPE table that long; past it, it reads outside the table), or use --backend hf"
         )
         if self.name == "vllm":
             return Window(model_window(limit).what, f"extend the positions with {extend}", False)
@@ -387,10 +329,9 @@ class EndpointBackend:
         return Window(
             f"the server's max model length ({limit}, as {urls} lists it at /models)",
             "restart the server with a longer one (vLLM: --max-model-len at least the length plus "
-            "the task's output "
-            "tokens, and past the model's positions --hf-overrides with a longer "
-            "max_position_embeddings or "
-            "rope_scaling, never VLLM_ALLOW_LONG_MAX_MODEL_LEN alone)",
+            "the task's output tokens, and past the model's positions --hf-overrides with a "
+            "longer max_position_embeddings or rope_scaling, never VLLM_ALLOW_LONG_MAX_MODEL_LEN "
+            "alone)",
             forceable=False,
         )
 
@@ -403,7 +344,5 @@ class EndpointBackend:
             "max_model_len": self.max_positions,
             "api": self.settings.api,
             "concurrency": self.concurrency,
-            **(
-                {"engine": self.engine} if self.engine else {}
-            ),  # what the suite's own servers were started with
+            **({"engine": self.engine} if self.engine else {}),  # the suite's own servers'
         }

@@ -13,9 +13,11 @@ from ctxgate.records.refusal import CtxgateError
 from ctxgate.retrying import redact_url
 from ctxgate.tokens.tokenizers import HFTokenizer
 
-PROBE = "ctxgate probe: the special magic number is 7392641.\n Ünïcödé — ✓ 東京\tend  two spaces"
-# a call to the server, made with the retries and time limit of every call to it; the text names
-# what it asks for
+PROBE = (
+    "ctxgate probe: the special magic number is 7392641.\n"  # then what tokenizers split apart:
+    " Ünïcödé — ✓ 東京\tend  two spaces"  # accents, symbols, CJK, a tab, a double space
+)
+# a call to the server, with the retries and time limit of every call; the text names what it asks
 Ask = Callable[[Callable[[], Any], str], Any]
 
 
@@ -26,13 +28,12 @@ class EndpointError(CtxgateError, RuntimeError):
 def describe_server(
     url: str, client: Any, ask: Ask, wanted: str | None, chat_api: bool, key_env: str
 ) -> tuple[str, int | None, str | None]:
-    """The model the server at ``url`` serves (``wanted``, else the one it lists), its max model
-    length and the server's version (None where it does not tell)."""
+    """The model ``url`` serves (``wanted``, else the one it lists), its max length and version."""
     listed = ask(lambda: list(client.models.list()), "the model list")
     names = [m.id for m in listed]
     if chat_api and wanted is not None and wanted not in names:
-        # a maker's API lists some models under another name ("models/gemini-1.5-pro-001") and takes
-        # the plain one; a wrong name is refused by the first request, naming --served-model
+        # a maker's API lists some models under another name ("models/gemini-1.5-pro-001") and
+        # takes the plain one; a wrong name is refused by the first request
         return wanted, None, None
     if not names:
         raise EndpointError(
@@ -63,9 +64,7 @@ def get_json(
     required: bool = False,
 ) -> dict[str, object]:
     """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize); {} where the
-    server has none (404, 405, 501). ``required``: any other failure (a refused key, a 500, no
-    network, a body that is not JSON) is an EndpointError naming the URL, instead of the weaker
-    check that {} leads to."""
+    server has none (404, 405, 501). ``required``: any other failure is an EndpointError."""
     import urllib.error
     import urllib.request
 
@@ -76,9 +75,8 @@ def get_json(
     data = None if body is None else json.dumps(body).encode()
     url = base_url.rstrip("/").removesuffix("/v1") + path
     try:
-        with urllib.request.urlopen(
-            urllib.request.Request(url, data=data, headers=headers), timeout=30
-        ) as resp:
+        request = urllib.request.Request(url, data=data, headers=headers)
+        with urllib.request.urlopen(request, timeout=30) as resp:
             found = json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         if exc.code in (404, 405, 501) or not required:
@@ -91,8 +89,7 @@ def get_json(
             return {}
         raise EndpointError(
             f"{redact_url(url)} failed ({type(exc).__name__}: {str(exc)[:120]}); check that the "
-            "server "
-            "runs and is reachable from here"
+            "server runs and is reachable from here"
         ) from None
     return found if isinstance(found, dict) else {}
 
@@ -106,9 +103,8 @@ def check_tokenizer(
     tokenizer_name: str,
     key_env: str,
 ) -> None:
-    """The server tokenizes the probe text into the ids the local tokenizer does (vLLM's /tokenize;
-    elsewhere its prompt-token count for the probe), or the suite's prompts are not what the model
-    sees: EndpointError."""
+    """The server tokenizes the probe into the local tokenizer's ids (vLLM's /tokenize; elsewhere
+    its prompt-token count), or the model would not see the suite's prompts: EndpointError."""
     local = tokenizer.encode_batch([PROBE])[0]
     body = {"model": model, "prompt": PROBE, "add_special_tokens": False}
     remote = get_json(url, "/tokenize", key_env, body, required=True).get("tokens")
@@ -128,8 +124,6 @@ def check_tokenizer(
         raise EndpointError(
             f"{redact_url(url)} (serving {model!r}) tokenizes a probe text into {len(remote)} "
             f"ids {list(remote)[:8]}..., the local tokenizer {tokenizer_name} into {len(local)} "
-            "ids "
-            f"{local[:8]}...: the server would not see the suite's prompts. Pass --tokenizer with "
-            "the served "
-            "model's tokenizer"
+            f"ids {local[:8]}...: the server would not see the suite's prompts. Pass --tokenizer "
+            "with the served model's tokenizer"
         )

@@ -1,14 +1,7 @@
 """A fingerprint of a checkpoint: its config, tokenizer, chat template, weights, and any model code
-it ships (``*.py`` named by ``auto_map``: editing that code changes the outputs, so it must change
-the cache key too).
-
-Every file is hashed in full. A sampled hash (a few chunks of a large file) was cheaper, but a
-partial fine-tune (frozen layers, LongLoRA-style embedding and norm training, a merged adapter
-touching a few tensors) can leave every sampled chunk as its parent's, and then a new checkpoint
-would be gated, bisected and baselined on its parent's cached outputs. A digest is remembered by the
-file's (path, size, mtime, inode) in a small store (``$CTXGATE_HASH_CACHE``, default
-``~/.cache/ctxgate/file-hashes``), so a re-run, a second xdist worker or the next bisect probe does
-not read the weights again; a lock per file makes concurrent workers hash it once.
+it ships. Every file is hashed in full (a partial fine-tune can leave every sampled chunk as its
+parent's); digests are remembered by (path, size, mtime, inode) in ``$CTXGATE_HASH_CACHE`` (default
+``~/.cache/ctxgate/file-hashes``), hashed once under a lock.
 """
 
 from __future__ import annotations
@@ -45,10 +38,8 @@ def _hash(path: Path) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """The sha256 of the file's size and whole content, remembered by (path, size, mtime, inode). A
-    change to the file changes its mtime or size, and a file replaced by another gets a new inode,
-    so the memo never serves an old digest for new bytes; a memo that cannot be read or written only
-    costs a re-hash."""
+    """The sha256 of the file's size and content; a memo that cannot be read or written only costs a
+    re-hash (new bytes change the mtime, size or inode: the memo never serves an old digest)."""
     st = path.stat()
     if st.st_size < _MEMO_MIN:
         return _hash(path)
@@ -75,8 +66,7 @@ def file_digest(path: Path) -> str:
 def with_overrides(
     fingerprint: Mapping[str, object], overrides: ConfigOverrides
 ) -> dict[str, object]:
-    """The fingerprint of the model as loaded: the checkpoint's, and the config overrides applied to
-    it (two RoPE settings on one checkpoint are two models, and never share cached outputs)."""
+    """The checkpoint's fingerprint with the config overrides (two RoPE settings are two models)."""
     if not overrides:
         return dict(fingerprint)
     combined = hashlib.sha256(f"{fingerprint['sha256']}\0{overrides.sha256}".encode()).hexdigest()

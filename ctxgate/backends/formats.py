@@ -1,9 +1,7 @@
 """The checkpoint ``--model`` names, resolved once from the folder's own files before anything
 loads: a Hugging Face folder, a PEFT adapter (``adapters.py``), or a torch distributed or DeepSpeed
-ZeRO checkpoint (``sharded.py``). ``locate`` is the only code that decides the kind; everything
-after it (the pytest plugin, the engines, bisect, watch) takes the ``Checkpoint`` it returns: its
-folders, its fingerprint, how it is described and how it becomes a Hugging Face folder for an engine
-that loads only those."""
+ZeRO checkpoint (``sharded.py``). ``locate`` alone decides the kind; everything after it takes the
+``Checkpoint`` it returns."""
 
 from __future__ import annotations
 
@@ -41,7 +39,7 @@ class WrongFlag(CtxgateError, ValueError):
 @dataclass(frozen=True)
 class Checkpoint:
     folder: Path  # what --model names
-    config_dir: Path  # the folder whose config.json builds the model (what config overrides change)
+    config_dir: Path  # whose config.json builds the model (what config overrides change)
     tokenizer_dir: Path
     adapter: Adapter | None = None
     sharded: DistributedCheckpoint | None = None
@@ -52,13 +50,10 @@ class Checkpoint:
 
     @property
     def weights_dir(self) -> Path:
-        """The Hugging Face folder ``from_pretrained`` reads (an adapter's base); a sharded
-        checkpoint has none."""
+        """What ``from_pretrained`` reads (an adapter's base; a sharded checkpoint has none)."""
         return self.adapter.base if self.adapter else self.folder
 
     def fingerprint(self) -> dict[str, object]:
-        """What the outputs depend on: an adapter's base and its own files; a sharded checkpoint's
-        shards."""
         from ctxgate.backends.fingerprint import checkpoint_fingerprint
 
         if self.adapter:
@@ -68,7 +63,6 @@ class Checkpoint:
         return checkpoint_fingerprint(str(self.folder))
 
     def describe(self) -> dict[str, object]:
-        """For the report: an adapter (with its base) or a sharded checkpoint's format and folders."""
         if self.adapter:
             return {"adapter": {**self.adapter.describe(), "applied": "merged"}}
         if self.sharded:
@@ -77,8 +71,7 @@ class Checkpoint:
 
     @property
     def served_as(self) -> str | None:
-        """What an engine that loads only Hugging Face folders is given instead of the folder
-        itself."""
+        """What an engine that loads only Hugging Face folders is given instead of the folder."""
         if self.adapter:
             return "the PEFT adapter merged into its base, as a Hugging Face folder"
         if self.sharded:
@@ -95,8 +88,7 @@ class Checkpoint:
 
 
 def kind_of(folder: Path) -> Kind | None:
-    """The kind of checkpoint ``folder``'s files make it, None when it is none (not yet, or not at
-    all)."""
+    """The kind of checkpoint ``folder``'s files make, None for none (not yet, or not at all)."""
     if dcp_shards(folder) is not None or (
         zero_shards(folder) is not None and not has_hf_weights(folder)
     ):
@@ -115,9 +107,8 @@ def locate(
     ignore_remote_code: bool = False,
     allow_pickle: bool = False,
 ) -> Checkpoint:
-    """The checkpoint in ``folder`` and what builds it, every piece checked (pickles only with
-    ``allow_pickle``). CheckpointError: a piece is missing or broken (named with the fix);
-    WrongFlag: ``--base-model`` or ``--config-from`` given for another kind of checkpoint."""
+    """The checkpoint in ``folder``, every piece checked. CheckpointError: a piece is missing or
+    broken; WrongFlag: ``--base-model`` or ``--config-from`` given for another kind."""
     kind = kind_of(folder)
     if base_model and kind != "adapter":
         raise WrongFlag(
@@ -137,34 +128,26 @@ def locate(
         check_tokenizer(sharded.tokenizer_dir)
         return Checkpoint(folder, sharded.config_dir, sharded.tokenizer_dir, sharded=sharded)
     if kind is None and folder.is_dir():
-        inside = sorted(p.name for p in folder.iterdir() if p.is_dir() and kind_of(p) is not None)[
-            :3
-        ]
+        inside = sorted(p.name for p in folder.iterdir() if p.is_dir() and kind_of(p) is not None)
         if inside:
             raise CheckpointError(
                 f"{folder} is a training run, not a checkpoint: it holds checkpoints "
-                f"({', '.join(inside)}, ...); pass "
-                "one of them (ctxgate watch and ctxgate bisect take a whole run: docs/training.md)"
+                f"({', '.join(inside[:3])}, ...); pass one of them (ctxgate watch and ctxgate "
+                "bisect take a whole run: docs/training.md)"
             )
     adapter = find_adapter(folder, base_model, allow_pickle) if kind == "adapter" else None
-    weights = (
-        adapter.base if adapter else folder
-    )  # an adapter's base is checked as a Hugging Face folder
+    weights = adapter.base if adapter else folder  # an adapter's base is a Hugging Face folder
     check_checkpoint(
         weights,
         trust_remote_code=trust_remote_code,
         ignore_remote_code=ignore_remote_code,
         allow_pickle=allow_pickle,
     )
-    return Checkpoint(
-        folder, weights, adapter.tokenizer_dir if adapter else folder, adapter=adapter
-    )
+    return Checkpoint(folder, weights, adapter.tokenizer_dir if adapter else folder, adapter)
 
 
 def written(folder: Path) -> bool:
-    """Whether ``folder`` holds a checkpoint ``--model`` takes with its weights: a Hugging Face
-    folder's, a PEFT adapter's, or the shards that make a sharded checkpoint one (what a watcher
-    waits for)."""
+    """Whether ``folder`` holds a checkpoint with its weights (what a watcher waits for)."""
     kind = kind_of(folder)
     if kind == "adapter":
         return any(folder.glob("adapter_model.*"))
@@ -172,6 +155,5 @@ def written(folder: Path) -> bool:
 
 
 def has_hf_weights(folder: Path) -> bool:
-    """Weights ``from_pretrained`` reads (what Trainer saves beside a ZeRO-1/2 checkpoint): such a
-    folder is loaded as a Hugging Face folder."""
+    """Weights ``from_pretrained`` reads (Trainer saves them beside a ZeRO-1/2 checkpoint)."""
     return any(folder.glob("*.safetensors")) or any(folder.glob("pytorch_model*.bin"))

@@ -1,13 +1,6 @@
 """HuggingFace transformers backend: greedy decoding, as HELMET's HF path, one prompt at a time or a
-few of similar length at once (left padded).
-
-bf16 with flash-attention 2 on a GPU when the ``flash_attn`` package is importable, else sdpa;
-float32 with sdpa on CPU (bf16 is slower there). Only safetensors weights are loaded unless the user
-allows pickle explicitly.
-
-Batching is for GPUs, where decoding reads every weight once per step whatever the batch: B prompts
-cost little more than one. On CPU a step's cost grows with B, and batching was measured slower
-(issue 12: 0.53-0.97x the batch-1 speed), so ``auto`` stays at 1 there.
+few of similar length at once (left padded). Batching is for GPUs: on CPU a step's cost grows with
+the batch (measured 0.53-0.97x the batch-1 speed, issue 12), so ``auto`` is 1 there.
 """
 
 from __future__ import annotations
@@ -62,10 +55,8 @@ def bytes_per_token(config: Any, element_size: int) -> int:
 def weights_mismatch(
     info: Mapping[str, Iterable[object]], model: str, overrides: ConfigOverrides | None = None
 ) -> str | None:
-    """One line naming the first tensor the weights and the model's config disagree on, and the fix;
-    None when every weight was loaded as saved. (transformers would fill a missing tensor with
-    random values and go on.) With --model-override keys, the config is theirs: they are named as
-    the likely cause."""
+    """One line naming the first tensor the weights and the config disagree on (transformers would
+    fill a missing one with random values), and the fix; None when every weight loaded as saved."""
     kinds = [
         ("missing from the weights (it would be random)", list(info.get("missing_keys") or [])),
         ("in the weights but not in the model", list(info.get("unexpected_keys") or [])),
@@ -80,26 +71,21 @@ def weights_mismatch(
     if isinstance(first, (tuple, list)):  # mismatched: (name, shape saved, shape the config makes)
         name, saved, wanted = (list(first) + [None, None])[:3]
         source = "the overridden config" if resizing else "config.json"
-        first, what = (
-            name,
-            f"{tuple(saved or ())} in the weights but {tuple(wanted or ())} by {source}",
-        )
+        first = name
+        what = f"{tuple(saved or ())} in the weights but {tuple(wanted or ())} by {source}"
     detail = ", ".join(f"{len(k)} {w.split(' (')[0].split(' by ')[0]}" for w, k in found)
     if resizing:
         return _load_failed(model, f"tensor {first} is {what} ({detail})", resizing)
     return (
         f"{model}: tensor {first} is {what} ({detail}): the weights do not match config.json. "
-        "Restore the "
-        "checkpoint's own config.json and weights (a save cut short, or a config from another "
-        "size), or pass "
-        "--allow-weight-mismatch to evaluate it as it loads"
+        "Restore the checkpoint's own config.json and weights (a save cut short, or a config from "
+        "another size), or pass --allow-weight-mismatch to evaluate it as it loads"
     )
 
 
 def check_applied(config: Any, changes: dict[str, object], model: str) -> None:
-    """transformers may read a setting its own way (a bare ``rope_scaling`` loses ``rope_theta``):
-    each change must be in the loaded config as given, or the run would evaluate another model than
-    the one asked for."""
+    """Each change as given in the loaded config: transformers may read a setting its own way (a
+    bare ``rope_scaling`` loses ``rope_theta``), and the run would evaluate another model."""
     loaded = config.to_dict()
     for key, value in changes.items():
         got = loaded.get(key)
@@ -111,24 +97,22 @@ def check_applied(config: Any, changes: dict[str, object], model: str) -> None:
             k, (wanted, found) = next(iter(differs.items()))
             raise BackendError(
                 f"{model}: transformers loaded {key}{'.' + k if k != key else ''} as {found!r}, "
-                f"not the {wanted!r} "
-                "asked for: check --rope-scaling/--model-override against the model's config class"
+                f"not the {wanted!r} asked for: check --rope-scaling/--model-override against the "
+                "model's config class"
             )
 
 
 def _resizing(overrides: ConfigOverrides | None) -> list[tuple[str, object]]:
-    """The --model-override keys that change the sizes and counts the model's tensors are built
-    with."""
     return [(k, v) for k, v in overrides.keys if is_structural(k)] if overrides is not None else []
 
 
 def _load_failed(model: str, cause: object, resizing: list[tuple[str, object]]) -> str:
-    """Why the model did not load; with --model-override keys that resize its tensors
-    (``resizing``), they are the likely cause: named, with the fix."""
+    """Why the model did not load; the likely cause: --model-override keys that resize tensors."""
     if not resizing:
         return f"cannot load the model {model!r}: {cause}"
     given = " ".join(f"--model-override {k}={json.dumps(v)}" for k, v in resizing)
-    return f"{model}: {cause}: the likely cause is {given}, not the checkpoint; drop or correct {given}"
+    fix = f"drop or correct {given}"
+    return f"{model}: {cause}: the likely cause is {given}, not the checkpoint; {fix}"
 
 
 class HFBackend:
@@ -148,11 +132,8 @@ class HFBackend:
         allow_weight_mismatch: bool = False,
         overrides: ConfigOverrides | None = None,
     ) -> None:
-        """``batch_size`` None: ``auto`` (1 on CPU; on a GPU as many as fit, see ``batch_limit``).
-        ``device_map`` "auto": the model is spread over every GPU this process sees (accelerate's
-        placement). ``overrides``: config changes for context extension, applied before the weights
-        load. ``model``: the located checkpoint (a PEFT adapter is merged into its base's weights; a
-        sharded one is built from its config and filled from its shards)."""
+        """``batch_size`` None: ``auto`` (see ``batch_limit``). ``device_map`` "auto": spread over
+        every GPU this process sees. ``overrides``: applied to the config before weights load."""
         import torch
         import transformers
 
@@ -172,10 +153,9 @@ class HFBackend:
                 f"--device-map {device_map} needs the accelerate package: pip install "
                 "'ctxgate[gpu]' (or pip install accelerate)"
             )
-        if attn == "auto":
-            attn = (
-                "flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") else "sdpa"
-            )
+        if attn == "auto":  # float32 with sdpa on CPU (bf16 is slower there)
+            flash = cuda and importlib.util.find_spec("flash_attn")
+            attn = "flash_attention_2" if flash else "sdpa"
         self.attn = attn
         if dtype not in DTYPES:
             raise BackendError(
@@ -202,14 +182,13 @@ class HFBackend:
                     config_dir, trust_remote_code=trust_remote_code, **changes
                 )
                 check_applied(extra["config"], changes, name)
-            auto: Any = (
-                transformers.AutoModelForCausalLM
-            )  # its from_pretrained gives (model, info) as asked below
+            # its from_pretrained gives (model, info) as asked below
+            auto: Any = transformers.AutoModelForCausalLM
             if sharded:  # built from its config and filled from the shards: every tensor loaded
-                loaded, info = (
-                    auto.from_config(extra["config"], dtype=self.dtype, attn_implementation=attn),
-                    {},
+                loaded = auto.from_config(
+                    extra["config"], dtype=self.dtype, attn_implementation=attn
                 )
+                info = {}
                 load_into(loaded, sharded)
             else:
                 loaded, info = auto.from_pretrained(
@@ -223,9 +202,7 @@ class HFBackend:
                     output_loading_info=True,
                     ignore_mismatched_sizes=True,
                 )
-        except (
-            CheckpointError
-        ) as exc:  # load_into's one line: a shard or tensor the checkpoint lacks
+        except CheckpointError as exc:  # load_into's: a shard or tensor the checkpoint lacks
             raise BackendError(str(exc)) from None
         except Exception as exc:
             resizing = _resizing(self.overrides)
@@ -247,20 +224,16 @@ class HFBackend:
         self.model = loaded if device_map is not None else loaded.to(self.device)
         self.model.eval()
         self.device_map = device_map
-        # where the input ids go: the embedding's device (with a device map, the first GPU of the
-        # model)
+        # where the input ids go: the embedding's device (with a device map, the model's first GPU)
         self.input_device = self.model.get_input_embeddings().weight.device
         self.hf_tokenizer = tok
         self.tokenizer = HFTokenizer(tok)
         eos = set(self.tokenizer.eos_ids())
         gen_eos = self.model.generation_config.eos_token_id
-        eos.update(
-            gen_eos if isinstance(gen_eos, list) else [gen_eos] if gen_eos is not None else []
-        )
+        eos.update(gen_eos if isinstance(gen_eos, list) else [] if gen_eos is None else [gen_eos])
         self.eos_ids = sorted(eos)
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids or [0])[0]
-        # the window the config covers as transformers applies its RoPE settings (a linear or YaRN
-        # factor scales it)
+        # the window the config covers as transformers applies its RoPE settings
         self.max_positions: int | None = window(self.model.config.to_dict())
         self.batch_size = batch_size
         # batch tokens known to run out of memory, halved: never tried again
@@ -270,9 +243,8 @@ class HFBackend:
         )
 
     def batch_limit(self, prompt_tokens: int, max_new_tokens: int) -> int:
-        """How many prompts of about this length to generate together: ``--batch-size N``, or for
-        ``auto`` 1 on CPU and on a GPU what fits in a share of the free memory (capped); lowered for
-        good after an OOM; 1 past 128K tokens."""
+        """Prompts of about this length to generate together: ``--batch-size N``, or for ``auto``
+        what fits in a share of the free GPU memory (1 on CPU); lowered for good after an OOM."""
         tokens = prompt_tokens + max_new_tokens
         if prompt_tokens > ALONE_PAST_TOKENS:
             # one such prompt's prefill activations are already the most a worker should hold
@@ -291,8 +263,7 @@ class HFBackend:
         return max(1, n)
 
     def _free_gpu_bytes(self) -> int:
-        """The least free memory over the GPUs the model sits on, times their count (its layers are
-        spread)."""
+        """The least free memory of the model's GPUs, times their count (its layers are spread)."""
         devices = {p.device for p in self.model.parameters() if p.device.type == "cuda"}
         return min(self.torch.cuda.mem_get_info(d)[0] for d in devices) * len(devices)
 
@@ -305,45 +276,28 @@ class HFBackend:
             if len(requests) == 1:
                 raise BackendError(
                     f"CUDA out of memory at {len(requests[0].input_ids)} input tokens ({exc}); "
-                    "run fewer "
-                    "workers per GPU, a shorter --lengths, a smaller --dtype, or spread the model "
-                    "over "
-                    "more GPUs with --device-map auto"
+                    "run fewer workers per GPU, a shorter --lengths, a smaller --dtype, or spread "
+                    "the model over more GPUs with --device-map auto"
                 ) from None
-            # a batch too large for this length: halve it, and never try that many tokens at once
-            # again
+            # a batch too large for this length: halve it, and never try that many tokens again
             half = len(requests) // 2
-            self.token_cap = half * (
-                max(len(r.input_ids) for r in requests) + params.max_new_tokens
-            )
+            longest = max(len(r.input_ids) for r in requests)
+            self.token_cap = half * (longest + params.max_new_tokens)
             return self.generate(requests[:half], params) + self.generate(requests[half:], params)
 
     def _generate_batch(
         self, requests: Sequence[Request], params: GenerationParams
     ) -> list[Generation]:
-        """Left padded to the longest, masked: each row's positions start at its first real token,
-        so its greedy output is the one it gets alone (up to the numerics of the wider matmuls). One
-        prompt alone is a batch of one, without padding."""
+        """Left padded and masked: each row's positions start at its first real token, so its greedy
+        output is the one it gets alone (up to the numerics of the wider matmuls)."""
         torch = self.torch
         width = max(len(r.input_ids) for r in requests)
         rows = [[self.pad_id] * (width - len(r.input_ids)) + list(r.input_ids) for r in requests]
         masks = [[0] * (width - len(r.input_ids)) + [1] * len(r.input_ids) for r in requests]
-        seq = self._run(
-            torch.tensor(rows, device=self.input_device),
-            torch.tensor(masks, device=self.input_device),
-            params,
-        )
-        out = []
-        for row in seq[:, width:].tolist():
-            # a row that stopped early is filled with padding while the others go on: keep it up to
-            # its EOS
-            end = next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), len(row))
-            out.append(self._finish(row[:end], params))
-        return out
-
-    def _run(self, ids: Any, mask: Any, params: GenerationParams) -> Any:
-        with self.torch.inference_mode():
-            return self.model.generate(
+        ids = torch.tensor(rows, device=self.input_device)
+        mask = torch.tensor(masks, device=self.input_device)
+        with torch.inference_mode():
+            seq = self.model.generate(
                 ids,
                 attention_mask=mask,
                 max_new_tokens=params.max_new_tokens,
@@ -354,25 +308,24 @@ class HFBackend:
                 eos_token_id=self.eos_ids or None,
                 pad_token_id=self.pad_id,
             )
-
-    def _finish(self, new: list[int], params: GenerationParams) -> Generation:
-        stopped = bool(new) and new[-1] in self.eos_ids
-        text = str(self.hf_tokenizer.decode(new, skip_special_tokens=True))
-        return Generation(
-            text, len(new), "stop" if stopped or len(new) < params.max_new_tokens else "length"
-        )
+        out = []
+        for row in seq[:, width:].tolist():
+            # a row that stopped early is padded while the others go on: keep it up to its EOS
+            new = row[: next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), len(row))]
+            stopped = bool(new) and new[-1] in self.eos_ids
+            text = str(self.hf_tokenizer.decode(new, skip_special_tokens=True))
+            finish = "stop" if stopped or len(new) < params.max_new_tokens else "length"
+            out.append(Generation(text, len(new), finish))
+        return out
 
     def window_of(self, limit: int) -> Window:
         if not self.overrides:
             return model_window(limit)
-        return Window(
-            f"the window the model's config gives with {json.dumps(self.overrides.describe())} "
-            f"({limit})",
-            "pass --force-lengths to run it beyond the window anyway",
-        )
+        given = json.dumps(self.overrides.describe())
+        what = f"the window the model's config gives with {given} ({limit})"
+        return Window(what, "pass --force-lengths to run it beyond the window anyway")
 
     def cache_identity(self) -> dict[str, object]:
-        """What decides a generation besides the prompt and the weights: the numerics."""
         return {"dtype": str(self.dtype).replace("torch.", ""), "attn": self.attn}
 
     def describe(self) -> dict[str, object]:

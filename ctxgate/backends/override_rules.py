@@ -1,8 +1,6 @@
 """The values a context extension's settings may take, checked when the options are read:
 ``--rope-scaling``'s RoPE dictionary and each ``--model-override`` value, as transformers'
-validators and RoPE functions need them.
-
-Independent of the checkpoint: what depends on its config is ``overrides.applied``'s.
+validators and RoPE functions need them (what depends on the config is ``overrides.applied``'s).
 """
 
 from __future__ import annotations
@@ -16,17 +14,18 @@ from typing import Any, TypeGuard
 
 from ctxgate.records.refusal import CtxgateError
 
-YARN_OPTIONAL = "original_max_position_embeddings attention_factor beta_fast beta_slow mscale mscale_all_dim truncate"
+YARN_OPTIONAL = (
+    "original_max_position_embeddings attention_factor beta_fast beta_slow mscale mscale_all_dim "
+    "truncate"
+)
 # per RoPE type, the keys --rope-scaling must give and those it may (transformers 5's
 # modeling_rope_utils validators, which only warn about the rest); rope_type, rope_theta and
 # partial_rotary_factor go with every type
 ROPE_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "default": (frozenset(), frozenset()),
     "linear": (frozenset({"factor"}), frozenset()),
-    "dynamic": (
-        frozenset({"factor"}),
-        frozenset(),
-    ),  # transformers 5 reads max_position_embeddings, not original
+    # transformers 5 reads max_position_embeddings, not original
+    "dynamic": (frozenset({"factor"}), frozenset()),
     "yarn": (frozenset({"factor"}), frozenset(YARN_OPTIONAL.split())),
     "longrope": (  # transformers asks for the factor when it is left to be derived
         frozenset({"short_factor", "long_factor", "factor"}),
@@ -59,26 +58,24 @@ def is_number(value: object) -> TypeGuard[int | float]:
 
 
 def is_finite(value: object) -> TypeGuard[int | float]:
-    """A number and not NaN or an infinity (JSON has neither, Python's json reads both)."""
+    """Not NaN or an infinity (JSON has neither, Python's json reads both)."""
     return is_number(value) and (isinstance(value, int) or math.isfinite(value))
 
 
 def is_whole(value: object) -> TypeGuard[int]:
-    """A whole number above 0."""
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def did_you_mean(key: str, known: Iterable[str]) -> str:
-    """`` (did you mean NAME?)`` with the known name nearest ``key``; empty when none is near."""
+    """`` (did you mean NAME?)`` with the known name nearest ``key``; empty when none is."""
     near = difflib.get_close_matches(key, sorted(known), n=1)
     return f" (did you mean {near[0]}?)" if near else ""
 
 
 @dataclass(frozen=True)
 class Rule:
-    """What a setting's value must be: ``ok`` says whether it is; ``what`` says it in the refusal;
-    ``most``, when set, is the largest a number may be, ``beyond`` a number it must be more than;
-    ``works`` is a value that works (None: none that fits every model)."""
+    """What a setting's value must be (``what``, for the refusal); ``works``: a value that works
+    (None: none fits every model); a number must be at most ``most``, more than ``beyond``."""
 
     ok: Callable[[Any], bool]
     what: str
@@ -123,15 +120,16 @@ VALUES: dict[str, Rule] = {
         lambda v: is_number(v) and 0 < v <= 1, "a number above 0 and at most 1", "0.5"
     ),
 }
-# a size or count of the model's tensors (vocab_size, num_attention_heads, head_dim...): a number
-# that is not a whole one above 0, or null, fails to load with a message about a tensor; text, a
-# list... is for overrides.check_keys
+# a size or count of the model's tensors (vocab_size, head_dim...): any other number, or null, fails
+# to load with a message about a tensor; text, a list... is for overrides.check_keys
 STRUCTURAL = Rule(
     lambda v: is_whole(v) or not (is_number(v) or v is None),
     "a whole number above 0 (a size or count in the model)",
     None,
     MAX_POSITIONS,
 )
+AT_LEAST_KNOB = f"a number of at least {LEAST_KNOB}"
+KNOB_LIST = f"a list of numbers from {LEAST_KNOB} to {MOST_KNOB}"
 # the other numbers of the RoPE types' dictionaries, as transformers 5's validators and RoPE
 # functions read them; works: the key's value in the refusal's example
 ROPE_VALUES: dict[str, Rule] = {
@@ -141,23 +139,15 @@ ROPE_VALUES: dict[str, Rule] = {
     "attention_factor": Rule(
         _above(0), "a number above 0 (it scales the attention logits)", "1.0", MOST_KNOB
     ),
-    "beta_fast": Rule(
-        _at_least(LEAST_KNOB), f"a number of at least {LEAST_KNOB} (YaRN's is 32)", "32", MOST_KNOB
-    ),
-    "beta_slow": Rule(
-        _at_least(LEAST_KNOB), f"a number of at least {LEAST_KNOB} (YaRN's is 1)", "1", MOST_KNOB
-    ),
+    "beta_fast": Rule(_at_least(LEAST_KNOB), f"{AT_LEAST_KNOB} (YaRN's is 32)", "32", MOST_KNOB),
+    "beta_slow": Rule(_at_least(LEAST_KNOB), f"{AT_LEAST_KNOB} (YaRN's is 1)", "1", MOST_KNOB),
     "mscale": Rule(_at_least(0), "a number of 0 or more", "1.0", MOST_KNOB),
     "mscale_all_dim": Rule(_at_least(0), "a number of 0 or more", "1.0", MOST_KNOB),
     "truncate": Rule(lambda v: isinstance(v, bool), "true or false", "true"),
     "low_freq_factor": Rule(_above(0), "a number above 0 (Llama 3.1's is 1.0)", "1.0", MOST_KNOB),
     "high_freq_factor": Rule(_above(0), "a number above 0 (Llama 3.1's is 4.0)", "4.0", MOST_KNOB),
-    "short_factor": Rule(
-        _knobs, f"a list of numbers from {LEAST_KNOB} to {MOST_KNOB}", "[1.0, ...]"
-    ),
-    "long_factor": Rule(
-        _knobs, f"a list of numbers from {LEAST_KNOB} to {MOST_KNOB}", "[4.0, ...]"
-    ),
+    "short_factor": Rule(_knobs, KNOB_LIST, "[1.0, ...]"),
+    "long_factor": Rule(_knobs, KNOB_LIST, "[4.0, ...]"),
 }
 
 
@@ -166,8 +156,7 @@ def _shown(value: Any) -> str:
 
 
 def _check(named: str, value: Any, rule: Rule, fix: str) -> None:
-    """An OverrideError when ``value`` breaks ``rule`` (``named``: the flag and the setting as the
-    user wrote them), saying how and ending with ``fix``."""
+    """An OverrideError, ending with ``fix``, when ``value`` breaks ``rule``."""
     if is_number(value) and not is_finite(value):
         raise OverrideError(f"{named} must be {rule.what}, and finite: {fix}")
     if not rule.ok(value):
@@ -179,8 +168,7 @@ def _check(named: str, value: Any, rule: Rule, fix: str) -> None:
 
 
 def _rope_example(kind: str, key: str) -> str:
-    """--rope-scaling with ``key`` set to a value that works, in a dictionary of ``kind`` (YaRN's
-    where it reads the key too) with its other required keys."""
+    """--rope-scaling with ``key`` set to a value that works, in a ``kind`` (or YaRN) dictionary."""
     kind = "yarn" if key in ROPE_KEYS["yarn"][0] | ROPE_KEYS["yarn"][1] else kind
     names = ["factor", *sorted(ROPE_KEYS[kind][0] - {"factor"}), key]
     members = [f'"rope_type": "{kind}"'] + [
@@ -192,9 +180,8 @@ def _rope_example(kind: str, key: str) -> str:
 
 
 def check_rope(given: dict[str, object], flag: str = "--rope-scaling") -> None:
-    """A RoPE dictionary transformers would take (``--rope-scaling``, or one a ``--model-override``
-    sets): a known type, its required keys, no key it does not read, and each value a finite number
-    in the range transformers' validators and RoPE functions need."""
+    """A RoPE dictionary transformers would take: a known type, its required keys, no key it does
+    not read, and each value in the range transformers' validators and RoPE functions need."""
     kind = given.get("rope_type", given.get("type", "default"))
     if not isinstance(kind, str) or kind not in ROPE_KEYS:
         raise OverrideError(
@@ -226,33 +213,25 @@ def check_rope(given: dict[str, object], flag: str = "--rope-scaling") -> None:
 
 
 def _check_rope_together(given: dict[str, object], kind: str, flag: str) -> None:
-    """What transformers' validators require of two keys together, or of a key's type beyond being a
-    number."""
+    """What transformers' validators require of two keys together, or of a number's type."""
     if kind == "yarn" and isinstance(given.get("attention_factor"), int):
         value = given["attention_factor"]
         raise OverrideError(
             f"{flag} attention_factor {value} must be written with a decimal point for yarn "
-            "(transformers reads "
-            f"only a float there): e.g. {_rope_example(kind, 'attention_factor')}"
+            "(transformers reads only a float there): e.g. "
+            f"{_rope_example(kind, 'attention_factor')}"
         )
     fast, slow = given.get("beta_fast") or 32, given.get("beta_slow") or 1  # transformers' defaults
-    if (
-        kind == "yarn"
-        and isinstance(fast, (int, float))
-        and isinstance(slow, (int, float))
-        and fast < slow
-    ):
+    if kind == "yarn" and is_number(fast) and is_number(slow) and fast < slow:
         raise OverrideError(
             f"{flag} beta_fast {fast} is below beta_slow {slow} (YaRN interpolates between them, "
-            "fast above slow; "
-            f"the defaults are 32 and 1): e.g. {_rope_example(kind, 'beta_fast')}"
+            f"fast above slow; the defaults are 32 and 1): e.g. {_rope_example(kind, 'beta_fast')}"
         )
     low, high = given.get("low_freq_factor"), given.get("high_freq_factor")
     if kind == "llama3" and is_number(low) and is_number(high) and high <= low:
         raise OverrideError(
             f"{flag} high_freq_factor {high} must be above low_freq_factor {low} (Llama 3.1's are "
-            "4.0 and 1.0): "
-            f"e.g. {_rope_example(kind, 'high_freq_factor')}"
+            f"4.0 and 1.0): e.g. {_rope_example(kind, 'high_freq_factor')}"
         )
 
 
@@ -262,16 +241,11 @@ def is_structural(key: str) -> bool:
 
 
 def check_setting(key: str, value: Any) -> None:
-    """A --model-override value that no config could take: the extension settings by their rule, a
-    size or count as a whole number, a RoPE dictionary as --rope-scaling's."""
-    if (
-        key in ROPE_DICTS
-        and isinstance(value, dict)
-        and not any(isinstance(v, dict) for v in value.values())
-    ):
-        check_rope(
-            value, f"--model-override {key}"
-        )  # a per-layer-type dictionary is left to transformers
+    """A --model-override value no config could take (a RoPE dictionary as --rope-scaling's)."""
+    # a per-layer-type dictionary is left to transformers
+    flat = isinstance(value, dict) and not any(isinstance(v, dict) for v in value.values())
+    if key in ROPE_DICTS and flat:
+        check_rope(value, f"--model-override {key}")
     rule = VALUES.get(key) or (STRUCTURAL if is_structural(key) else None)
     if rule is None:
         return

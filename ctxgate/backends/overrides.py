@@ -1,16 +1,7 @@
 """Config overrides for context extension: ``--rope-scaling JSON`` and ``--model-override
-KEY=VALUE``.
-
-Teams extend a model's context by changing its RoPE settings (linear, dynamic NTK, YaRN, Llama 3
-scaling; a larger ``rope_theta`` or ``max_position_embeddings``), with no training or after a short
-run. The settings are applied to the loaded config alike for every backend (HF:
-``from_pretrained(config=...)``; vLLM: ``--hf-overrides``), enter the fingerprint and the cache key,
-and give the window lengths are checked against.
-
-``--rope-scaling`` is merged into the config's own RoPE dictionary (``rope_parameters`` in
-transformers 5, or a legacy ``rope_scaling``), never put in place of it: transformers 5 drops
-``rope_theta`` when a bare ``rope_scaling`` is passed, which would evaluate another model than the
-one meant.
+KEY=VALUE``, applied alike for every backend. ``--rope-scaling`` is merged into the config's own
+RoPE dictionary, never put in place of it: transformers 5 drops ``rope_theta`` when a bare
+``rope_scaling`` is passed.
 """
 
 from __future__ import annotations
@@ -34,11 +25,8 @@ from ctxgate.backends.override_rules import (
     is_whole,
 )
 
-SCALED_BY_FACTOR = (
-    "linear",
-    "dynamic",
-    "yarn",
-)  # window = original positions x factor, as transformers reads them
+# window = original positions x factor, as transformers reads them
+SCALED_BY_FACTOR = ("linear", "dynamic", "yarn")
 ROTARY_MIN = 4  # the fewest rotated dimensions per head: dynamic NTK divides by (dimensions - 2)
 # keys a config may leave to its class's defaults but a context extension sets
 EXTENSION_KEYS = frozenset(
@@ -49,8 +37,7 @@ EXTENSION_KEYS = frozenset(
 
 @dataclass(frozen=True)
 class ConfigOverrides:
-    """The top-level config keys to set, with their JSON values, in the order given (a later one
-    wins)."""
+    """The top-level config keys to set, with their JSON values, in order (a later one wins)."""
 
     rope: tuple[tuple[str, Any], ...] = ()  # --rope-scaling, merged into the RoPE dictionary
     keys: tuple[tuple[str, Any], ...] = ()  # --model-override KEY=VALUE
@@ -68,32 +55,25 @@ class ConfigOverrides:
         return hashlib.sha256(json.dumps(self.describe(), sort_keys=True).encode()).hexdigest()
 
     def resolve(self, config: dict[str, object]) -> dict[str, object]:
-        """The top-level keys to set on ``config`` (a config.json's dictionary): each override, and
-        the RoPE dictionary with ``--rope-scaling`` merged in. The same dictionary goes to
-        transformers and to vLLM."""
+        """The top-level keys to set on a config.json's dictionary (for transformers and vLLM)."""
         changes: dict[str, object] = dict(self.keys)
         key = rope_key(config)
         rope = dict(self.rope)
-        if key == "rope_parameters" and "rope_theta" in changes:
-            rope = {
-                "rope_theta": changes.pop("rope_theta"),
-                **rope,
-            }  # transformers 5 keeps the base inside
+        if key == "rope_parameters" and "rope_theta" in changes:  # transformers 5 keeps it inside
+            rope = {"rope_theta": changes.pop("rope_theta"), **rope}
         if rope:
             base = changes.get(key, config.get(key))
             merged = dict(base) if isinstance(base, dict) else {}
+            # a config that kept the base at the top level
             if key == "rope_parameters" and "rope_theta" not in merged and "rope_theta" in config:
-                merged["rope_theta"] = config[
-                    "rope_theta"
-                ]  # a config that kept it at the top level
+                merged["rope_theta"] = config["rope_theta"]
             merged.update(rope)
             changes[key] = merged
         return changes
 
 
 def rope_key(config: dict[str, object]) -> str:
-    """Where the config keeps its RoPE settings: transformers 5's ``rope_parameters``, unless it has
-    only the legacy ``rope_scaling``."""
+    """transformers 5's ``rope_parameters``, unless the config has only the legacy one."""
     if "rope_parameters" not in config and "rope_scaling" in config:
         return "rope_scaling"
     return "rope_parameters"
@@ -102,9 +82,8 @@ def rope_key(config: dict[str, object]) -> str:
 def parse(
     rope_scaling: str | None, overrides: list[str] | tuple[str, ...] | None
 ) -> ConfigOverrides:
-    """The two options as given on the command line; a malformed one, or a value no config could
-    take, is an OverrideError naming it (what depends on the checkpoint's config is ``applied``'s).
-    """
+    """The two options as given; a malformed one, or a value no config could take, is an
+    OverrideError (what depends on the checkpoint's config is ``applied``'s)."""
     rope: tuple[tuple[str, Any], ...] = ()
     if rope_scaling:
         try:
@@ -141,17 +120,15 @@ def parse(
 
 
 def check_keys(changes: dict[str, object], config: dict[str, object], where: str) -> None:
-    """Each --model-override against the config ``where`` holds. A key it does not have (nor one of
-    EXTENSION_KEYS) is a typo far more often than a new setting: refused, with the nearest known
-    key. A value without a rule of its own must be of the JSON type the config has for it (a number
-    stays a number, text text)."""
+    """Each --model-override against the config: a key it lacks (and not in EXTENSION_KEYS) is a
+    typo far more often than a new setting; a value without a rule of its own must be of the JSON
+    type the config has for it."""
     known = set(config) | EXTENSION_KEYS
     for key in changes:
         if key not in known:
             raise OverrideError(
                 f"--model-override {key}: {where} has no such setting{did_you_mean(key, known)}; "
-                "use a key of its "
-                "config.json"
+                "use a key of its config.json"
             )
     for key, value in changes.items():
         current = config.get(key)
@@ -164,15 +141,14 @@ def check_keys(changes: dict[str, object], config: dict[str, object], where: str
         ):
             raise OverrideError(
                 f"--model-override {key}={json.dumps(value)}: {where} has {json.dumps(current)} "
-                "there, so give a "
-                f"value of that kind, e.g. --model-override {key}={json.dumps(current)}"
+                f"there, so give a value of that kind, e.g. --model-override "
+                f"{key}={json.dumps(current)}"
             )
 
 
 def window(config: dict[str, object]) -> int | None:
     """The positions a config covers, as transformers applies its RoPE settings: linear, dynamic and
-    YaRN scale the original positions (``original_max_position_embeddings``, else
-    ``max_position_embeddings``) by the factor; Llama 3 and LongRoPE configs state the extended
+    YaRN scale the original positions by the factor; Llama 3 and LongRoPE configs state the extended
     window in ``max_position_embeddings`` already."""
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     assert isinstance(text, dict)
@@ -204,8 +180,7 @@ def read_config(folder: str | Path) -> dict[str, object]:
 
 
 def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, object], int | None]:
-    """The changes to make to ``folder``'s config, and the window the result covers; the overrides
-    checked against it first (``check_keys``)."""
+    """The changes to make to ``folder``'s config, checked against it, and the window they give."""
     config = read_config(folder)
     check_keys(dict(overrides.keys), config, f"{folder}/config.json")
     changes = overrides.resolve(config)
@@ -216,8 +191,7 @@ def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, o
     if covered is not None and covered > MAX_POSITIONS:
         raise OverrideError(
             f"{_flags(overrides)} give a window of {covered:,} positions, more than "
-            f"{MAX_POSITIONS:,}: give a "
-            "smaller factor or max_position_embeddings"
+            f"{MAX_POSITIONS:,}: give a smaller factor or max_position_embeddings"
         )
     return changes, covered
 
@@ -231,8 +205,8 @@ def _flags(overrides: ConfigOverrides) -> str:
 
 
 def _check_rope_in(config: dict[str, object], overrides: ConfigOverrides) -> None:
-    """The RoPE dictionary the overrides leave, against the rest of the config: what transformers'
-    validators and RoPE functions need of the two together."""
+    """The RoPE dictionary the overrides leave, against the rest of the config, as transformers'
+    validators and RoPE functions need them together."""
     rope = config.get(rope_key(config))
     if not isinstance(rope, dict):
         return
@@ -245,22 +219,18 @@ def _check_rope_in(config: dict[str, object], overrides: ConfigOverrides) -> Non
         if is_whole(original) and original >= positions and is_finite(factor):
             raise OverrideError(
                 f"{flags}: llama3 reads the extended window from max_position_embeddings, which "
-                f"is {positions}, "
-                f"not above the original {original} positions: also pass --model-override "
-                f"max_position_embeddings={int(original * factor)}"
+                f"is {positions}, not above the original {original} positions: also pass "
+                f"--model-override max_position_embeddings={int(original * factor)}"
             )
     dims = _rotary_dims(config, rope)
     if dims is None:
         return
     rotated, head, share = dims
-    if (
-        rotated < ROTARY_MIN or rotated % 2
-    ):  # RoPE turns pairs: YaRN's and LongRoPE's arithmetic fails on an odd one
+    if rotated < ROTARY_MIN or rotated % 2:  # RoPE turns pairs: YaRN and LongRoPE fail on odd
         fits = max(ROTARY_MIN, rotated - rotated % 2)
         raise OverrideError(
-            f"{flags}: partial_rotary_factor {share} rotates {rotated} of the "
-            f"model's {head} dimensions per head, which must be an even number of at least "
-            f"{ROTARY_MIN}: e.g. "
+            f"{flags}: partial_rotary_factor {share} rotates {rotated} of the model's {head} "
+            f"dimensions per head, which must be an even number of at least {ROTARY_MIN}: e.g. "
             f"partial_rotary_factor {min(1, fits / head):g}"
         )
     for key in ("short_factor", "long_factor"):
@@ -268,18 +238,15 @@ def _check_rope_in(config: dict[str, object], overrides: ConfigOverrides) -> Non
         if kind == "longrope" and isinstance(factors, list) and len(factors) != rotated // 2:
             raise OverrideError(
                 f"{flags}: longrope {key} has {len(factors)} number(s), but the model rotates "
-                f"{rotated} "
-                f"dimensions per head, which take {rotated // 2}: give {rotated // 2} numbers, "
-                "one per frequency"
+                f"{rotated} dimensions per head, which take {rotated // 2}: give {rotated // 2} "
+                "numbers, one per frequency"
             )
 
 
 def _rotary_dims(
     config: dict[str, object], rope: dict[str, object]
 ) -> tuple[int, int, float] | None:
-    """(rotated, all) dimensions of each attention head as transformers' RoPE functions count them,
-    and the partial_rotary_factor (the RoPE dictionary's, else the config's); None when the config
-    does not say."""
+    """(rotated, all) dimensions per head as transformers counts them, and partial_rotary_factor."""
     head = config.get("head_dim")
     hidden, heads = config.get("hidden_size"), config.get("num_attention_heads")
     if not is_whole(head):

@@ -1,18 +1,7 @@
 """Sharded training checkpoints as ``--model``: torch distributed checkpoints (Accelerate/FSDP with
-``SHARDED_STATE_DICT``: ``pytorch_model_fsdp_0/`` of ``*.distcp`` shards and a ``.metadata``) and
-DeepSpeed ZeRO checkpoints (``global_step*/`` with ``*_model_states.pt``).
-
-A distributed checkpoint is read with torch's own ``torch.distributed.checkpoint`` API, in one
-process, into a model built from the ``config.json`` found beside the shards, in the checkpoint
-folder, in the run folder above it, or given by ``--config-from``; the format is never
-re-implemented here. Accelerate nests the model's parameters under ``model.`` (``{"model":
-model.state_dict()}``); a flat state dict is read as well. Every tensor the model has must be in the
-checkpoint, and every shard the metadata names must be on disk: checked from the metadata before the
-weights are read. A DeepSpeed ZeRO checkpoint is read the same way through DeepSpeed's own converter
-(``deepspeed.utils.zero_to_fp32``, the ``deepspeed`` extra), which gathers the fp32 master weights
-of every rank; its files are pickles, so it needs ``--allow-pickle``. A folder that also holds
-Hugging Face weights (what Trainer saves beside a ZeRO-1/2 checkpoint) is loaded as a Hugging Face
-folder instead.
+``SHARDED_STATE_DICT``) and DeepSpeed ZeRO checkpoints (``global_step*/``), read in one process into
+a model built from the run's ``config.json`` with torch's or DeepSpeed's own readers (the formats
+are never re-implemented here).
 """
 
 from __future__ import annotations
@@ -54,8 +43,8 @@ class DistributedCheckpoint:
 
 
 def dcp_shards(folder: Path) -> Path | None:
-    """The shard folder of a distributed checkpoint in ``folder`` (the folder itself or Accelerate's
-    ``pytorch_model_fsdp_0``), None when ``folder`` is not one."""
+    """The shard folder of a distributed checkpoint in ``folder`` (itself or Accelerate's
+    ``pytorch_model_fsdp_0``), None when there is none."""
     if (folder / DCP_METADATA).is_file():
         return folder
     found = sorted(p for p in folder.glob(f"{FSDP_DIR_PREFIX}*") if (p / DCP_METADATA).is_file())
@@ -63,9 +52,8 @@ def dcp_shards(folder: Path) -> Path | None:
 
 
 def zero_shards(folder: Path) -> Path | None:
-    """The tag folder of a DeepSpeed ZeRO checkpoint (``folder`` itself when it is a
-    ``global_step*`` folder, else the tag ``latest`` names, else the highest step), None when
-    ``folder`` is not one."""
+    """The tag folder of a DeepSpeed ZeRO checkpoint (``folder`` itself, else the tag ``latest``
+    names, else the highest step), None when there is none."""
     if folder.name.startswith(ZERO_STEP) and any(folder.glob("*model_states.pt")):
         return folder
     if (tag := zero_latest(folder)) is not None:
@@ -73,10 +61,8 @@ def zero_shards(folder: Path) -> Path | None:
     steps = [
         p for p in folder.glob(f"{ZERO_STEP}*") if p.is_dir() and any(p.glob("*model_states.pt"))
     ]
-    return (
-        max(steps, key=lambda p: -1 if (step := step_in_name(p.name)) is None else step)
-        if steps
-        else None
+    return max(
+        steps, key=lambda p: -1 if (step := step_in_name(p.name)) is None else step, default=None
     )
 
 
@@ -87,8 +73,7 @@ def find_distributed(folder: Path, config_from: str | None) -> DistributedCheckp
     if shards is None:
         raise CheckpointError(
             f"{folder} holds no sharded checkpoint (neither {DCP_METADATA} with *.distcp files "
-            "nor DeepSpeed's "
-            f"{ZERO_STEP}*/ folders)"
+            f"nor DeepSpeed's {ZERO_STEP}*/ folders)"
         )
     if config_from:
         config_dir = Path(config_from).expanduser()
@@ -104,17 +89,15 @@ def find_distributed(folder: Path, config_from: str | None) -> DistributedCheckp
             raise CheckpointError(
                 f"{folder} is a {what} checkpoint without the model's config.json (looked in "
                 f"{', '.join(str(c) for c in candidates)}): pass --config-from PATH, the folder "
-                "of the config.json "
-                "the run was trained with"
+                "of the config.json the run was trained with"
             )
         config_dir = found
     return DistributedCheckpoint(folder, shards, config_dir, kind)
 
 
 def check_shards(ckpt: DistributedCheckpoint) -> dict[str, object]:
-    """The metadata read, every shard file it names present: a missing shard is named before
-    anything loads. A ZeRO checkpoint: its model states and one optimizer partition per rank, ranks
-    without a gap."""
+    """Every shard file the metadata names present (ZeRO: model states, and one optimizer partition
+    per rank without a gap); returns the metadata's tensors."""
     if ckpt.format == ZERO:
         _check_zero_files(ckpt.shards)
         return {}
@@ -132,14 +115,17 @@ def check_shards(ckpt: DistributedCheckpoint) -> dict[str, object]:
         if not (ckpt.shards / name).is_file():
             raise CheckpointError(
                 f"{ckpt.shards / name} is missing (named by {DCP_METADATA}): a shard of the "
-                "checkpoint was not copied "
-                "or the save was cut short; restore it from the training run"
+                "checkpoint was not copied or the save was cut short; restore it from the "
+                "training run"
             )
     return dict(metadata.state_dict_metadata)
 
 
 def _check_zero_files(tag: Path) -> None:
-    fix = "a file of the checkpoint was not copied or the save was cut short; restore it from the training run"
+    fix = (
+        "a file of the checkpoint was not copied or the save was cut short; restore it from the "
+        "training run"
+    )
     if not any(tag.glob("*model_states.pt")):
         raise CheckpointError(f"{tag} has no *model_states.pt: {fix}")
     optim = sorted(tag.glob("*optim_states.pt"))
@@ -158,9 +144,8 @@ def _check_zero_files(tag: Path) -> None:
 
 
 def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
-    """Fill ``model``'s parameters from the checkpoint (``torch.distributed.checkpoint.load``, or
-    DeepSpeed's converter). A tensor the model has and the checkpoint lacks is refused, naming it
-    (it would stay as initialized)."""
+    """Fill ``model``'s parameters from the checkpoint; a tensor the checkpoint lacks (it would stay
+    as initialized) is refused."""
     saved = check_shards(ckpt)
     if ckpt.format == ZERO:
         saved = zero_state_dict(ckpt)
@@ -172,19 +157,18 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
         "the config is not the one the run was trained with; pass --config-from with the right one"
     )
     missing, extra = sorted(wanted - set(saved)), sorted(set(saved) - wanted)
-    if ckpt.format == ZERO:  # DeepSpeed saves a tied tensor once
-        missing = [k for k in missing if not _tied(model, k)]
+    tied = getattr(model, "_tied_weights_keys", None) or {}
+    if ckpt.format == ZERO and getattr(model.config, "tie_word_embeddings", False):
+        missing = [k for k in missing if k not in tied]  # DeepSpeed saves a tied tensor once
     if missing:
         raise CheckpointError(
             f"{ckpt.shards}: tensor {missing[0]} of the model built from {config} is not in the "
-            "checkpoint "
-            f"({len(missing)} missing): {fix}"
+            f"checkpoint ({len(missing)} missing): {fix}"
         )
     if extra:
         raise CheckpointError(
             f"{ckpt.shards}: tensor {extra[0]} is in the checkpoint but not in the model built "
-            f"from {config} "
-            f"({len(extra)} more): {fix}"
+            f"from {config} ({len(extra)} more): {fix}"
         )
     if ckpt.format == ZERO:
         try:  # strict=False: the tied tensors it lacks are the model's own ties
@@ -195,16 +179,13 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
                 f"{ckpt.shards} does not fit the model from {config} ({first}): {fix}"
             ) from None
         return
-    for (
-        key,
-        tensor,
-    ) in own.items():  # the metadata records each tensor's shape: compared before anything is read
+    # the metadata records each tensor's shape: compared before anything is read
+    for key, tensor in own.items():
         size = getattr(saved.get(f"{NESTED}.{key}" if nested else key), "size", None)
         if size is not None and tuple(size) != tuple(tensor.shape):
             raise CheckpointError(
                 f"{ckpt.shards}: tensor {key} is {tuple(size)} in the checkpoint and "
-                f"{tuple(tensor.shape)} in the "
-                f"model built from {config}: {fix}"
+                f"{tuple(tensor.shape)} in the model built from {config}: {fix}"
             )
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint import logger as dcp_log
@@ -213,25 +194,23 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
     state = {NESTED: own} if nested else own
     # torch logs each failed read with its traceback; the one line below says it instead
     quiet, dcp_log._dcp_logger.disabled = dcp_log._dcp_logger.disabled, True
-    with (
-        warnings.catch_warnings()
-    ):  # one process, no process group: what torch warns about is the intent here
+    # one process, no process group: what torch warns about is the intent here
+    with warnings.catch_warnings():
         warnings.filterwarnings(
             "ignore", message=".*assuming the intent is to .* in a single process"
         )
         try:
             dcp.load(state, checkpoint_id=str(ckpt.shards))
-        except (Exception, CheckpointException) as exc:  # noqa: BLE001 - torch wraps each rank's failure (a shape,
-            # a truncated shard) in a BaseException, with the rank's traceback as its text: its last
-            # error line says it
+        except (Exception, CheckpointException) as exc:  # noqa: BLE001
+            # torch wraps each rank's failure (a shape, a truncated shard) in a BaseException, with
+            # the rank's traceback as its text: its last error line says it
             lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
             first = next(
                 (line for line in reversed(lines) if "Error" in line), lines[-1] if lines else ""
             )
             raise CheckpointError(
                 f"{ckpt.shards} could not be read ({first[:300] or type(exc).__name__}): a shard "
-                "is damaged or was cut "
-                "short; restore it from the training run"
+                "is damaged or was cut short; restore it from the training run"
             ) from None
         finally:
             dcp_log._dcp_logger.disabled = quiet
@@ -239,7 +218,6 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
 
 
 def zero_state_dict(ckpt: DistributedCheckpoint) -> dict[str, object]:
-    """The fp32 weights DeepSpeed's own converter gathers from every rank's partition."""
     import contextlib
     import io
 
@@ -255,23 +233,16 @@ def zero_state_dict(ckpt: DistributedCheckpoint) -> dict[str, object]:
                     str(ckpt.shards.parent), tag=ckpt.shards.name
                 )
             )
-    except Exception as exc:  # noqa: BLE001 - the converter raises what its unpickler and checks meet
+    except Exception as exc:  # noqa: BLE001 - what its unpickler and checks meet
         first = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
         raise CheckpointError(
             f"{ckpt.shards} could not be converted by DeepSpeed's zero_to_fp32 ({first}): restore "
-            "the checkpoint's "
-            "files from the training run"
+            "the checkpoint's files from the training run"
         ) from None
 
 
-def _tied(model: Any, name: str) -> bool:
-    tied = getattr(model, "_tied_weights_keys", None) or {}
-    return name in tied and bool(getattr(model.config, "tie_word_embeddings", False))
-
-
 def sharded_model(ckpt: DistributedCheckpoint) -> Any:
-    """The model built from its config and filled from the shards, in float32 (for saving as a
-    folder)."""
+    """The model built from its config and filled from the shards, in float32 (to save it)."""
     import torch
     import transformers
 
@@ -288,9 +259,7 @@ def distributed_fingerprint(ckpt: DistributedCheckpoint) -> dict[str, object]:
         ckpt.config_dir / "config.json"
     ]
     files += [ckpt.tokenizer_dir / n for n in tokenizer_files(ckpt.tokenizer_dir)]
-    parts = {
-        p: file_digest(p) for p in files
-    }  # a file met twice (config.json beside the shards) counts once
+    parts = {p: file_digest(p) for p in files}  # a file met twice (config.json) counts once
     overall = hashlib.sha256(
         "\n".join(f"{p.name}:{v}" for p, v in parts.items()).encode()
     ).hexdigest()
@@ -300,14 +269,12 @@ def distributed_fingerprint(ckpt: DistributedCheckpoint) -> dict[str, object]:
 def deepspeed_missing(folder: Path) -> str:
     return (
         f"{folder} is a DeepSpeed ZeRO checkpoint: reading it needs DeepSpeed's converter, the "
-        "deepspeed extra "
-        "(DS_BUILD_OPS=0 pip install --no-build-isolation 'ctxgate[deepspeed]')"
+        "deepspeed extra (DS_BUILD_OPS=0 pip install --no-build-isolation 'ctxgate[deepspeed]')"
     )
 
 
 def check_readable(ckpt: DistributedCheckpoint, allow_pickle: bool) -> None:
-    """Before anything is read: consent to the pickles both formats hold (DCP's ``.metadata``,
-    ZeRO's ``*.pt``), and for ZeRO DeepSpeed installed."""
+    """Consent to the pickles both formats hold, and for ZeRO DeepSpeed installed."""
     import importlib.util
 
     if ckpt.format == ZERO and importlib.util.find_spec("deepspeed") is None:

