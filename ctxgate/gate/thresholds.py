@@ -79,8 +79,12 @@ def pytest_config(folder: Path) -> PytestConfig:
     from _pytest.config.findpaths import determine_setup
     from _pytest.outcomes import Failed
 
-    options: dict[str, Any] = {"inifile": None, "args": [], "rootdir_cmd_arg": None}
-    options["invocation_dir"] = folder
+    options: dict[str, Any] = {
+        "inifile": None,
+        "args": [],
+        "rootdir_cmd_arg": None,
+        "invocation_dir": folder,
+    }
     if "override_ini" in inspect.signature(determine_setup).parameters:  # pytest >= 9 asks for it
         options["override_ini"] = None
     try:
