@@ -97,6 +97,31 @@ def test_auto_is_one_on_cpu(tiny_hf):
     assert tiny_hf.batch_limit(1000, 50) == 1
 
 
+def test_auto_on_a_gpu_counts_the_padding_mask_and_sends_long_prompts_alone(tiny_hf, monkeypatch):
+    """A GPU's free memory, given: sdpa's padded rows pay a tokens x tokens mask, and past 32K
+    tokens go alone (slower batched, bench/gpu.py); flash-attn's unpadded rows pay neither."""
+    import torch
+
+    free = 64 * 2**30
+    monkeypatch.setattr(tiny_hf, "input_device", torch.device("cuda"))
+    monkeypatch.setattr(tiny_hf, "_free_gpu_bytes", lambda: free)
+    tiny_hf.batch_size = None
+    try:
+        per_token, mask = tiny_hf._per_token, 1 + tiny_hf._element_size
+        tokens = 16384
+        assert tiny_hf.batch_limit(tokens - 64, 64) == min(
+            32, int(0.6 * free // (per_token * tokens + mask * tokens * tokens))
+        )
+        assert tiny_hf.batch_limit(32768 - 64, 64) > 1
+        assert tiny_hf.batch_limit(65536 - 64, 64) == 1
+        monkeypatch.setattr(tiny_hf, "attn", "flash_attention_2")
+        assert tiny_hf.batch_limit(65536 - 64, 64) == min(
+            32, int(0.6 * free // (per_token * 65536))
+        )
+    finally:
+        tiny_hf.batch_size = 1
+
+
 def test_a_batch_out_of_memory_is_halved_and_remembered(tiny_hf, prompts, monkeypatch):
     """CUDA OOM cannot happen on this CPU: the batch call raises the real exception type for more
     than 2 rows, as a GPU would at some size. Every prompt still gets its own output, and the size

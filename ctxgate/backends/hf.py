@@ -32,6 +32,7 @@ from ctxgate.tokens.tokenizers import HFTokenizer
 AUTO_BATCH_MAX = 32  # beyond this the decode step stops being bound by weight reads on current GPUs
 AUTO_MEMORY_SHARE = 0.6  # of the free GPU memory, for the batch's KV cache and activations
 ALONE_PAST_TOKENS = 131072  # a longer prompt is generated alone, whatever --batch-size says
+AUTO_PADDED_MAX_TOKENS = 32768  # auto's longest padded batch without flash-attn (see _auto)
 
 
 class BackendError(CtxgateError, RuntimeError):
@@ -238,9 +239,8 @@ class HFBackend:
         self.batch_size = batch_size
         # batch tokens known to run out of memory, halved: never tried again
         self.token_cap: int | None = None
-        self._per_token = bytes_per_token(
-            self.model.config, self.torch.tensor([], dtype=self.dtype).element_size()
-        )
+        self._element_size = self.torch.tensor([], dtype=self.dtype).element_size()
+        self._per_token = bytes_per_token(self.model.config, self._element_size)
 
     def batch_limit(self, prompt_tokens: int, max_new_tokens: int) -> int:
         """Prompts of about this length to generate together: ``--batch-size N``, or for ``auto``
@@ -254,13 +254,22 @@ class HFBackend:
         elif self.input_device.type != "cuda":
             return 1
         else:
-            n = min(
-                AUTO_BATCH_MAX,
-                int(AUTO_MEMORY_SHARE * self._free_gpu_bytes() // (self._per_token * tokens)),
-            )
+            n = self._auto(tokens)
         if self.token_cap is not None:
             n = min(n, self.token_cap // tokens)
         return max(1, n)
+
+    def _auto(self, tokens: int) -> int:
+        """What fits in a share of the free GPU memory. Without flash-attn's unpadded kernels, left
+        padding gives sdpa and eager a tokens x tokens mask per row (as bool and in the model's
+        dtype) and a masked kernel: past 32K tokens a batch of two ran slower than one at a time
+        (bench/gpu.py on an H200: 0.39-0.53x at 64K, out of memory at 128K), so those go alone."""
+        row = self._per_token * tokens
+        if self.attn != "flash_attention_2":
+            if tokens > AUTO_PADDED_MAX_TOKENS:
+                return 1
+            row += tokens * tokens * (1 + self._element_size)
+        return min(AUTO_BATCH_MAX, int(AUTO_MEMORY_SHARE * self._free_gpu_bytes() // row))
 
     def _free_gpu_bytes(self) -> int:
         """The least free memory of the model's GPUs, times their count (its layers are spread)."""

@@ -1,0 +1,352 @@
+"""The suite's HF path on a GPU, ready the moment one is lent: Llama-shaped models with random bf16
+weights built on the GPU (1B and 8B shapes, 128K positions, no download), saved and loaded the way
+``--model`` loads a checkpoint, then niah_single_1 and vt at 4K, 32K and 128K through the HF backend
+at batch 1 and at ``--batch-size auto``, and one case through ``pytest --model ... -n 1``.
+
+    python bench/gpu.py [--out DIR] [--deadline 420]     # one H100 or H200, under 8 minutes
+    python bench/gpu.py --smoke                          # CPU: a tiny shape at 512 tokens
+
+Prints, per shape, length, task and batch mode: the case's seconds, tokens per second (prompt and
+generated), peak GPU memory, the batch sizes the backend ran and any out-of-memory halvings; per
+shape and length, one prefill's rate against the bf16 matrix-product rate measured first (the
+practical FLOP limit of this GPU). Random weights never emit EOS, so every sample generates its
+task's whole budget: the decode figures are the worst case. ``--deadline`` seconds after the start,
+what is left is skipped and named, so a lease's time limit still returns every figure measured.
+Each line also goes to ``DIR/gpu.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ctxgate.backends.base import GenerationParams, Request, stream  # noqa: E402
+from ctxgate.backends.checkpoint import resolve_model  # noqa: E402
+from ctxgate.backends.formats import locate  # noqa: E402
+from ctxgate.backends.hf import HFBackend  # noqa: E402
+from ctxgate.lengths import format_length, parse_lengths  # noqa: E402
+from ctxgate.run.case import build_samples  # noqa: E402
+from ctxgate.tasks import BuildContext, get_task  # noqa: E402
+from ctxgate.tokens.codec import PieceEncoder  # noqa: E402
+
+TOKENIZER = ROOT / "fixtures" / "tiny-llama-niah"  # its ids fit any vocabulary below
+TASKS = ("niah_single_1", "vt")
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    positions: int
+    lengths: tuple[tuple[int, int], ...]  # (input length, samples per case)
+
+    def config(self) -> Any:
+        from transformers import LlamaConfig
+
+        return LlamaConfig(
+            hidden_size=self.hidden,
+            num_hidden_layers=self.layers,
+            num_attention_heads=self.heads,
+            num_key_value_heads=self.kv_heads,
+            intermediate_size=self.intermediate,
+            vocab_size=self.vocab,
+            max_position_embeddings=self.positions,
+            rope_theta=500000.0,
+            tie_word_embeddings=False,
+            bos_token_id=0,
+            eos_token_id=0,
+            pad_token_id=0,
+        )
+
+
+GPU_LENGTHS = ((4096, 4), (32768, 2), (131072, 2))
+SHAPES = (  # Llama-3.2-1B's and Llama-3.1-8B's shapes
+    Shape("1B", 2048, 16, 32, 8, 8192, 128256, 131072, GPU_LENGTHS),
+    Shape("8B", 4096, 32, 32, 8, 14336, 128256, 131072, GPU_LENGTHS),
+)
+SMOKE = (Shape("tiny", 64, 2, 4, 2, 128, 4096, 1024, ((512, 2),)),)
+
+
+class Clock:
+    """Seconds since the start against the deadline; each figure printed and kept as it comes."""
+
+    def __init__(self, deadline: float, out: Path) -> None:
+        self.start, self.deadline, self.out = time.monotonic(), deadline, out
+        self.skipped: list[str] = []
+
+    def left(self, what: str) -> bool:
+        if time.monotonic() - self.start < self.deadline:
+            return True
+        self.skipped.append(what)
+        return False
+
+    def emit(self, line: str, **record: object) -> None:
+        print(line, flush=True)
+        with self.out.open("a") as f:
+            f.write(json.dumps({"line": line, **record}) + "\n")
+
+
+def matmul_rate(torch: Any, device: Any) -> float:
+    """TFLOP/s of a bf16 8192-cube product (float32 512-cube on CPU), mean of ten after warm-ups."""
+    n, dtype = (8192, torch.bfloat16) if device.type == "cuda" else (512, torch.float32)
+    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+    for _ in range(3):
+        a @ b
+    sync(torch, device)
+    t0 = time.perf_counter()
+    for _ in range(10):
+        a @ b
+    sync(torch, device)
+    return 10 * 2 * n**3 / (time.perf_counter() - t0) / 1e12
+
+
+def sync(torch: Any, device: Any) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def build(shape: Shape, folder: Path, torch: Any, device: Any) -> float:
+    """The model with random bf16 weights, made on the device and saved as a checkpoint folder."""
+    from transformers import AutoModelForCausalLM
+
+    t0 = time.perf_counter()
+    with device:
+        model = AutoModelForCausalLM.from_config(shape.config(), dtype=torch.bfloat16)
+    model.save_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(TOKENIZER / name, folder / name)
+    del model
+    release(torch, device)
+    return time.perf_counter() - t0
+
+
+def release(torch: Any, device: Any) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def prefill_flops(shape: Shape, tokens: int) -> float:
+    """Matrix-product FLOPs of one causal prefill: the layers' weights, and attention's scores and
+    values over the causal half of the square."""
+    head = shape.hidden // shape.heads
+    per_layer = (
+        shape.hidden * shape.hidden * 2  # q and o
+        + 2 * shape.hidden * shape.kv_heads * head  # k and v
+        + 3 * shape.hidden * shape.intermediate
+    )
+    weights = 2 * shape.layers * per_layer * tokens
+    attention = 2 * shape.layers * shape.hidden * tokens * tokens  # 2 products x 2n²d / 2
+    return float(weights + attention)
+
+
+class Spy:
+    """The batch sizes the backend generated and the ones that ran out of memory (then halved)."""
+
+    def __init__(self, hf: HFBackend, torch: Any) -> None:
+        self.ran: list[int] = []
+        self.oom: list[int] = []
+        inner: Callable[..., Any] = hf._generate_batch
+
+        def counted(requests: Any, params: GenerationParams) -> Any:
+            try:
+                out = inner(requests, params)
+            except torch.cuda.OutOfMemoryError:
+                self.oom.append(len(requests))
+                raise
+            self.ran.append(len(requests))
+            return out
+
+        hf._generate_batch = counted  # type: ignore[method-assign]
+
+
+def run_shape(
+    shape: Shape, tasks: tuple[str, ...], clock: Clock, limit: float, work: Path, torch: Any
+) -> Path | None:
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not clock.left(f"{shape.name}: everything"):
+        return None
+    folder = work / shape.name
+    built = build(shape, folder, torch, device)
+    t0 = time.perf_counter()
+    hf = HFBackend(locate(resolve_model(str(folder))), dtype="bfloat16", batch_size=1)
+    loaded = time.perf_counter() - t0
+    params_b = sum(p.numel() for p in hf.model.parameters()) / 1e9
+    clock.emit(
+        f"{shape.name}: {params_b:.2f}B parameters, built and saved in {built:.1f} s, loaded by "
+        f"the HF backend in {loaded:.1f} s ({hf.describe()['dtype']}, {hf.attn})",
+        shape=shape.name,
+        built_s=built,
+        loaded_s=loaded,
+        params_b=params_b,
+    )
+    ctx = BuildContext(PieceEncoder(hf.tokenizer), chat=False)
+    spy = Spy(hf, torch)
+    for length, n in shape.lengths:
+        size = format_length(length)
+        if not clock.left(f"{shape.name} {size}"):
+            continue
+        one = build_samples(get_task("niah_single_1"), ctx, length, 1, seed=7)[0]
+        ids = torch.tensor([list(one.input_ids)], device=hf.input_device)
+        with torch.inference_mode():
+            hf.model(ids, logits_to_keep=1)  # warm-up: kernels chosen, memory laid out
+            sync(torch, device)
+            t0 = time.perf_counter()
+            hf.model(ids, logits_to_keep=1)
+            sync(torch, device)
+        rate = prefill_flops(shape, ids.shape[1]) / (time.perf_counter() - t0) / 1e12
+        del ids
+        clock.emit(
+            f"{shape.name} {size:>5} prefill: {rate:6.3g} TFLOP/s, {rate / limit:.0%} of the "
+            f"measured matrix-product limit ({limit:.3g})",
+            shape=shape.name,
+            length=length,
+            prefill_tflops=rate,
+            limit_tflops=limit,
+        )
+        for task in tasks:
+            spec = get_task(task)
+            samples = build_samples(spec, ctx, length, n, seed=42)
+            requests = [Request(s.input_ids, task, length, s.index) for s in samples]
+            params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
+            for mode, batch in (("batch 1", 1), ("auto", None)):
+                if not clock.left(f"{shape.name} {size} {task} {mode}"):
+                    continue
+                hf.batch_size, hf.token_cap = batch, None
+                spy.ran.clear()
+                spy.oom.clear()
+                release(torch, device)
+                if device.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
+                t0 = time.perf_counter()
+                gens = [g for _, g in stream(hf, requests, params)]
+                seconds = time.perf_counter() - t0
+                prompt = sum(len(r.input_ids) for r in requests)
+                generated = sum(g.output_tokens for g in gens)
+                peak = torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else 0.0
+                halved = f", out of memory at {spy.oom} then halved" if spy.oom else ""
+                clock.emit(
+                    f"{shape.name} {size:>5} {task:<13} {mode:<7}: {seconds:7.2f} s for {n} "
+                    f"samples, {(prompt + generated) / seconds:9.0f} tokens/s "
+                    f"({generated / seconds:6.1f} generated/s), peak {peak:5.1f} GiB, "
+                    f"batches {spy.ran}{halved}",
+                    shape=shape.name,
+                    length=length,
+                    task=task,
+                    mode=mode,
+                    seconds=seconds,
+                    samples=n,
+                    prompt_tokens=prompt,
+                    generated_tokens=generated,
+                    peak_gib=peak,
+                    batches=list(spy.ran),
+                    oom=list(spy.oom),
+                )
+    del hf, spy
+    release(torch, device)
+    return folder
+
+
+def suite_case(folder: Path, length: int, clock: Clock, work: Path) -> None:
+    """One case as users run it: a pytest process with one xdist worker loading the checkpoint."""
+    if not clock.left("pytest -n 1"):
+        return
+    size = format_length(length)
+    cmd = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--model", str(folder),
+        "-n", "1", "--lengths", size, "--samples", "1", "-k", "niah_single_1", "--no-cache",
+        "--report", str(work / "suite.json"),
+    ]  # fmt: skip
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    report = json.loads((work / "suite.json").read_text()) if (work / "suite.json").exists() else {}
+    cases = [c for c in report.get("cases", []) if c.get("task") == "niah_single_1"]
+    ran = cases[0].get("verdict") if cases else "no case"
+    last = (done.stdout.strip().splitlines() or [""])[-1]
+    clock.emit(
+        f"pytest --model {folder.name} -n 1 --lengths {size} -k niah_single_1: {seconds:.1f} s "
+        f"from launch to exit, exit {done.returncode}, case {ran} ({last})",
+        pytest_s=seconds,
+        exit=done.returncode,
+        verdict=ran,
+    )
+    if ran == "no case":
+        print(done.stdout[-3000:], done.stderr[-3000:], sep="\n", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--smoke", action="store_true", help="a tiny shape at 512 tokens (CPU)")
+    ap.add_argument("--out", type=Path, default=None, help="folder for gpu.jsonl")
+    ap.add_argument("--deadline", type=float, default=420.0, help="seconds; then skip the rest")
+    ap.add_argument("--shapes", default=None, help="comma-separated subset, e.g. 1B")
+    ap.add_argument("--lengths", default=None, help="instead of 4K,32K,128K, e.g. 64k,128k")
+    ap.add_argument("--tasks", default=",".join(TASKS), help="a subset of %(default)s")
+    args = ap.parse_args(argv)
+    import torch
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()  # a bar per shard and per load: the figures are the output
+    shapes = SMOKE if args.smoke else SHAPES
+    if args.shapes:
+        shapes = tuple(s for s in shapes if s.name in args.shapes.split(","))
+    if args.lengths:  # four samples a case where batching is cheap, two past 4K
+        chosen = tuple((n, 4 if n <= 4096 else 2) for n in parse_lengths(args.lengths))
+        shapes = tuple(replace(s, lengths=chosen) for s in shapes)
+    tasks = tuple(args.tasks.split(","))
+    # the checkpoints in memory where it holds an 8B one twice over: saved and loaded at RAM speed
+    shm = Path("/dev/shm")
+    space = shm if shm.is_dir() and shutil.disk_usage(shm).free > 40 * 2**30 else None
+    with tempfile.TemporaryDirectory(dir=space) as tmp:
+        work = Path(tmp)
+        out = args.out or work
+        out.mkdir(parents=True, exist_ok=True)
+        clock = Clock(args.deadline, out / "gpu.jsonl")
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = torch.cuda.get_device_name() if device.type == "cuda" else "CPU"
+        limit = matmul_rate(torch, device)
+        clock.emit(
+            f"device: {name}; torch {torch.__version__}; matrix-product limit measured "
+            f"{limit:.3g} TFLOP/s ({'bf16 8192-cube' if device.type == 'cuda' else 'fp32'})",
+            device=name,
+            limit_tflops=limit,
+        )
+        first: Path | None = None
+        for shape in shapes:
+            folder = run_shape(shape, tasks, clock, limit, work, torch)
+            if first is None and folder is not None:
+                first = folder
+                suite_case(folder, shape.lengths[0][0], clock, work)
+            elif folder is not None:
+                shutil.rmtree(folder)
+        total = time.monotonic() - clock.start
+        skipped = f"; skipped at the deadline: {', '.join(clock.skipped)}" if clock.skipped else ""
+        clock.emit(f"gpu bench: {total:.0f} s{skipped}", total_s=total, skipped=clock.skipped)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""bench/gpu.py's CPU smoke mode: every path the GPU run takes (build, save, load through the HF
+backend, prefill rate, both batch modes, the pytest -n 1 case), on a tiny shape at 512 tokens, so
+a lent GPU's first run of it is not the script's first."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.gpu import main
+
+
+def test_the_smoke_mode_measures_every_figure_the_gpu_run_prints(tmp_path: Path) -> None:
+    assert main(["--smoke", "--out", str(tmp_path)]) == 0
+    records = [json.loads(line) for line in (tmp_path / "gpu.jsonl").read_text().splitlines()]
+    cases = [r for r in records if "mode" in r]
+    assert {(r["task"], r["mode"]) for r in cases} == {
+        (task, mode) for task in ("niah_single_1", "vt") for mode in ("batch 1", "auto")
+    }
+    for r in cases:  # random weights never stop early: each sample writes its whole budget
+        assert r["batches"] == [1, 1] and not r["oom"], r
+        assert r["generated_tokens"] == 2 * {"niah_single_1": 128, "vt": 30}[r["task"]], r
+        assert r["prompt_tokens"] <= 2 * 512 and r["seconds"] > 0
+    assert any("prefill_tflops" in r for r in records)
+    suite = next(r for r in records if "pytest_s" in r)
+    assert suite["verdict"] != "no case" and suite["exit"] in (0, 1), suite
+    assert records[-1]["skipped"] == []
