@@ -8,7 +8,7 @@ errors.
 Each (task, length, sample) goes through the one build entry point
 (``ctxgate.tasks.build.build_sample``) on the shipped tiny tokenizer and the fixture data. A prompt
 is counted when it obeys the length rule (prompt + generation budget <= length); a refusal is one of
-the designed ones (``BuildRefused``: too short, data short, data not given or unreadable);
+the designed ones (a ``Refusal``: too short, data short, data not given or unreadable);
 everything else is an error, printed with its first traceback line. ``--baseline REF`` builds the
 same grid with the code of a git ref of this repository (through its own sample iterator) in the
 same run, so the before and after counts stand side by side, and says how many of the prompts both
@@ -47,8 +47,9 @@ tok = AutoTokenizer.from_pretrained(job["tokenizer"])
 tok.chat_template = CHATML
 enc = PieceEncoder(HFTokenizer(tok))
 try:
-    from ctxgate.tasks.build import BuildRefused, build_sample
-    refused = (BuildRefused,)
+    from ctxgate.records.refusal import Refusal
+    from ctxgate.tasks.build import build_sample
+    refused = (Refusal,)
     def one(spec, ctx, length, i):
         return build_sample(spec, ctx, length, i, 42)
 except ImportError:  # code from before the entry point: its own iterator and its refusals

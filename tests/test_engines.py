@@ -512,10 +512,10 @@ def test_a_cpu_server_gets_a_kv_cache_for_one_sequence_of_its_length(monkeypatch
         EngineError,
         EngineSpec,
         cpu_kv_cache_gib,
-        kv_bytes_per_token,
+        kv_bytes_of,
     )
 
-    assert kv_bytes_per_token(str(TINY), 4) == 2 * 4 * 2 * 32 * 4
+    assert kv_bytes_of(str(TINY), 4) == 2 * 4 * 2 * 32 * 4
     assert cpu_kv_cache_gib(EngineSpec("python", str(TINY), 8192)) == 1
     assert cpu_kv_cache_gib(EngineSpec("python", str(TINY), 262144 + 1200)) == 1
     assert cpu_kv_cache_gib(EngineSpec("python", str(TINY), 1048576 + 1200)) == 3

@@ -3,11 +3,11 @@ server, any OpenAI-compatible endpoint)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from itertools import islice
-from typing import Protocol
+from typing import Any, Protocol
 
 from ctxgate.tokens.tokenizers import RawTokenizer
 
@@ -155,6 +155,16 @@ class Window:
     what: str
     fix: str
     forceable: bool = True
+
+
+def kv_bytes_per_token(config: Mapping[str, Any], element_size: int) -> int:
+    """The KV cache one token of one sequence takes in every layer, by a config.json's fields (a
+    multimodal model's ``text_config``)."""
+    cfg = config.get("text_config") or config
+    heads = int(cfg["num_attention_heads"])
+    head_dim = int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads)
+    kv_heads = int(cfg.get("num_key_value_heads") or heads)
+    return 2 * int(cfg["num_hidden_layers"]) * kv_heads * head_dim * element_size
 
 
 def model_window(limit: int) -> Window:

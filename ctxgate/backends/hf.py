@@ -19,6 +19,7 @@ from ctxgate.backends.base import (
     Request,
     Window,
     engine_dtype,
+    kv_bytes_per_token,
     model_window,
 )
 from ctxgate.backends.checkpoint import CheckpointError
@@ -43,14 +44,8 @@ def bytes_per_token(config: Any, element_size: int) -> int:
     """GPU memory one more token of one sequence costs: its KV cache in every layer, plus the widest
     activations of a prefill step (one layer at a time)."""
     cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
-    heads = cfg.num_attention_heads
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
-    kv = 2 * cfg.num_hidden_layers * kv_heads * head_dim * element_size
-    activations = (
-        4 * cfg.hidden_size + 2 * getattr(cfg, "intermediate_size", 4 * cfg.hidden_size)
-    ) * element_size
-    return kv + activations
+    widest = 4 * cfg.hidden_size + 2 * getattr(cfg, "intermediate_size", 4 * cfg.hidden_size)
+    return kv_bytes_per_token(cfg.to_dict(), element_size) + widest * element_size
 
 
 def weights_mismatch(

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from ctxgate.backends.base import engine_dtype
+from ctxgate.backends.base import engine_dtype, kv_bytes_per_token
 from ctxgate.records.refusal import CtxgateError
 
 ENV_PYTHON = "CTXGATE_VLLM_PYTHON"
@@ -115,17 +115,13 @@ def _batch_arg(vllm_args: Sequence[str]) -> str | None:
     return value
 
 
-def kv_bytes_per_token(model_dir: str, element_size: int) -> int | None:
-    """The KV cache one token takes in every layer, from config.json; None when it does not say."""
+def kv_bytes_of(model_dir: str, element_size: int) -> int | None:
+    """``kv_bytes_per_token`` from the folder's config.json; None when it does not say."""
     import json
 
     try:
-        cfg = json.loads((Path(model_dir) / "config.json").read_text("utf-8"))
-        cfg = cfg.get("text_config") or cfg
-        heads = int(cfg["num_attention_heads"])
-        head_dim = int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads)
-        kv_heads = int(cfg.get("num_key_value_heads") or heads)
-        return 2 * int(cfg["num_hidden_layers"]) * kv_heads * head_dim * element_size
+        config = json.loads((Path(model_dir) / "config.json").read_text("utf-8"))
+        return kv_bytes_per_token(config, element_size)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -133,7 +129,7 @@ def kv_bytes_per_token(model_dir: str, element_size: int) -> int | None:
 def cpu_kv_cache_gib(spec: EngineSpec) -> int:
     """Whole GiB (at least 1) for one sequence of ``max_model_len`` tokens, which a CPU server must
     hold to start; more than the free memory is refused here rather than by the OOM killer."""
-    per_token = kv_bytes_per_token(
+    per_token = kv_bytes_of(
         spec.model_dir, 2 if spec.resolved_dtype in ("bfloat16", "float16") else 4
     )
     if per_token is None:

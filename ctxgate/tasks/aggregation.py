@@ -124,7 +124,7 @@ _PIECES: weakref.WeakKeyDictionary[PieceEncoder, _Pieces] = weakref.WeakKeyDicti
 
 def build_cwe(ctx: BuildContext, job: Job) -> Sample:
     enc, rng, length = ctx.encoder, job.rng, job.length
-    pieces = _PIECES.setdefault(enc, _Pieces(enc))
+    pieces = _PIECES.get(enc) or _PIECES.setdefault(enc, _Pieces(enc))
     vocab = words.vocabulary()
     short = length < 4096  # RULER: counts 6/1 and a 20-word example under 4K
     # below RULER's lengths: drop the example, then fewer repeats, before giving up
