@@ -15,23 +15,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _pytest.pytester import SysModulesSnapshot
 
 # No test may reach the hub: a task whose data is not local skips at once instead of waiting on
 # timeouts.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-# pytester's in-process runs drop modules first imported during the run (a test with the pytester
-# fixture, through its teardown); numpy and pyarrow cannot be imported twice in one process, and
-# matplotlib imported twice checks its own classes against the stale copies (ctxgate trend draws
-# in-process), so they are imported here, before any such run.
-import datasets  # noqa: E402,F401
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")  # as ctxgate trend sets it, before pyplot
-import matplotlib.pyplot  # noqa: E402,F401
-
 from ctxgate.tokens.codec import PieceEncoder
 from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer
+
+
+def _keep_libraries(self: pytest.Pytester) -> SysModulesSnapshot:
+    """pytester's in-process runs drop every module first imported during the run. torch, numpy and
+    pyarrow cannot be imported twice in one process (their ops and types register once), and
+    matplotlib imported twice checks its classes against the stale copies: only the runs' own
+    test modules and conftests are dropped, so a run may load a model in-process."""
+    return SysModulesSnapshot(preserve=lambda name: not _run_module(name))
+
+
+def _run_module(name: str) -> bool:
+    top = name.split(".")[0]
+    return top in ("conftest", "tests_longctx") or top.startswith("test_")
+
+
+pytest.Pytester._Pytester__take_sys_modules_snapshot = _keep_libraries  # type: ignore[attr-defined]
 
 if TYPE_CHECKING:
     from ctxgate.records.schema import Prediction, Report
@@ -312,18 +319,17 @@ def _checkout_on_the_path_of_pytesters_runs(request: pytest.FixtureRequest) -> N
 
 @pytest.fixture
 def real_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
-    """The user-facing suite copied into a pytester dir; ``run(*args, model=...)`` runs it in a
-    subprocess. ``in_process=True`` runs it in this process (pytester's ``runpytest``): for a run
-    the suite refuses before any model loads (an option, a file, a consent), where a process of its
-    own adds only its start-up."""
+    """The user-facing suite copied into a pytester dir; ``run(*args, model=...)`` runs it in this
+    process (pytester's ``runpytest``), ``own_process=True`` in a subprocess: for what the process
+    boundary is (a signal, the environment a process starts with, its exit)."""
     shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
     pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
 
-    def run(*args: str, model: Path = TINY, in_process: bool = False) -> pytest.RunResult:
+    def run(*args: str, model: Path = TINY, own_process: bool = False) -> pytest.RunResult:
         argv = ("--model", str(model), "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *args)
-        if in_process:
-            return pytester.runpytest(*argv)
-        return pytester.runpytest_subprocess(*argv, timeout=900)
+        if own_process:
+            return pytester.runpytest_subprocess(*argv, timeout=900)
+        return pytester.runpytest(*argv)
 
     return run
 

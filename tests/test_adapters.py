@@ -153,7 +153,7 @@ def test_a_damaged_adapter_is_one_line_before_anything_loads(lora, tmp_path, dam
 
 
 def test_base_model_without_an_adapter_is_a_usage_error(real_suite):
-    result = real_suite(*CASES, "--base-model", str(TINY), in_process=True)
+    result = real_suite(*CASES, "--base-model", str(TINY))
     assert result.ret == 4 and "--base-model is for a PEFT adapter folder" in result.stderr.str()
 
 

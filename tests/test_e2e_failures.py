@@ -130,13 +130,13 @@ def test_a_broken_checkpoint_names_the_file_and_the_fix(
 )
 def test_bad_options_stop_before_the_model_loads(real_suite, pytester, args, expected):
     (pytester.path / "out").mkdir()
-    result = real_suite("--lengths", "512", *args, in_process=True)
+    result = real_suite("--lengths", "512", *args)
     assert result.ret == 4 and expected in result.stderr.str()
     assert "collected" not in result.stdout.str()  # nothing collected, so no model was loaded
 
 
 def test_a_model_name_that_is_no_folder_fails_at_once(real_suite, pytester):
-    result = real_suite("--lengths", "512", model=Path("some_name"), in_process=True)
+    result = real_suite("--lengths", "512", model=Path("some_name"))
     assert result.ret == 4 and "collected" not in result.stdout.str()
     result.stderr.fnmatch_lines(
         [

@@ -63,6 +63,7 @@ def run_openai(real_suite, server, monkeypatch):
             "1",
             *args,
             model=Path(model),
+            own_process=True,  # the server's threads write to this process's stderr
         )
 
     return run

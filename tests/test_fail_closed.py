@@ -244,7 +244,7 @@ def test_a_thresholds_file_the_ini_names_must_exist(real_suite, pytester):
 )
 def test_an_empty_file_and_a_fractional_floor_are_refused(real_suite, pytester, text, expected):
     (pytester.path / "thresholds.toml").write_text(text)
-    result = real_suite("-k", "vt", "--lengths", "1k", in_process=True)
+    result = real_suite("-k", "vt", "--lengths", "1k")
     assert result.ret == 4 and expected in result.stderr.str(), result.stderr.str()
 
 
@@ -504,13 +504,13 @@ def test_a_full_disk_while_writing_the_report_is_one_line_and_leaves_no_half_fil
 
 
 def test_a_report_path_that_is_a_device_is_refused(real_suite):
-    result = real_suite("-k", "vt", "--lengths", "1k", "--report", "/dev/full", in_process=True)
+    result = real_suite("-k", "vt", "--lengths", "1k", "--report", "/dev/full")
     assert result.ret == 4 and "/dev/full exists and is not a regular file" in result.stderr.str()
 
 
 def test_a_haystack_that_is_not_utf8_is_one_line(real_suite, pytester):
     (pytester.path / "hay.txt").write_bytes(b"Good text. " * 20 + b"\xff\xfe bad bytes.\n")
-    result = real_suite("-k", "vt", "--lengths", "1k", "--haystack", "hay.txt", in_process=True)
+    result = real_suite("-k", "vt", "--lengths", "1k", "--haystack", "hay.txt")
     assert result.ret == 4 and "line 1 is not UTF-8 text" in result.stderr.str()
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
@@ -606,7 +606,7 @@ def test_the_nli_model_passes_the_checks_of_model(real_suite, pytester, tmp_path
         config["auto_map"] = {"AutoModelForSequenceClassification": "modeling_x.XForNLI"}
         (nli / "config.json").write_text(json.dumps(config))
         expected = "auto_map names the checkpoint's own model code"
-    result = real_suite("-k", "vt", "--lengths", "1k", "--nli-model", str(nli), in_process=True)
+    result = real_suite("-k", "vt", "--lengths", "1k", "--nli-model", str(nli))
     assert result.ret == 4 and expected in result.stderr.str()
 
 

@@ -88,7 +88,7 @@ def _refused(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(("flag", "value", "line"), REFUSED)
 def test_pytest_refuses_it_in_one_line_before_loading(real_suite, flag, value, line):
-    result = real_suite(*CASES, flag, value, in_process=True)
+    result = real_suite(*CASES, flag, value)
     err = result.stderr.str()
     assert result.ret == 4, result.stdout.str()[-2000:] + err
     assert line in err and "Traceback" not in err + result.stdout.str()

@@ -278,7 +278,6 @@ def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester)
         "--sequential",
         "--thresholds",
         "thresholds.toml",
-        in_process=True,
     )
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(

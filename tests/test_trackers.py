@@ -110,7 +110,7 @@ def test_all_three_trackers_hold_the_ruler_average_per_length_at_the_step(
     result = real_suite(
         *CASES, "--report", "out/run.json", "--log-to", f"tensorboard={tmp_path / 'tb'}",
         "--log-to", f"mlflow=file:{tmp_path / 'mlruns'}", "--log-to", "wandb=ctxgate-tests",
-        model=checkpoint,
+        model=checkpoint, own_process=True,  # each tracker library keeps a run per process
     )  # fmt: skip
     out = result.stdout.str()
     assert result.ret == 0, out[-3000:]
@@ -151,7 +151,9 @@ def test_a_tracker_that_fails_is_a_note_and_the_gate_stands(
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc key either
-    result = real_suite(*CASES, "--report", "out/run.json", "--log-to", "wandb", model=checkpoint)
+    result = real_suite(
+        *CASES, "--report", "out/run.json", "--log-to", "wandb", model=checkpoint, own_process=True
+    )
     out = result.stdout.str()
     assert result.ret == 0, out[-3000:]
     assert (
@@ -162,5 +164,5 @@ def test_a_tracker_that_fails_is_a_note_and_the_gate_stands(
 
 
 def test_an_unknown_tracker_is_a_usage_error(real_suite):
-    result = real_suite(*CASES, "--log-to", "neptune", in_process=True)
+    result = real_suite(*CASES, "--log-to", "neptune")
     assert result.ret == 4 and "'neptune' is not a tracker ctxgate logs to" in result.stderr.str()
