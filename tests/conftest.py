@@ -259,10 +259,10 @@ def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
 def run_ctxgate(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 900
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m ctxgate ARGS``, a verb as a user runs it, in its own process: it imports what it
-    needs fresh rather than into this process, whose modules pytester restores after each test.
-    ``cwd`` defaults to this process's folder (pytester's, in a test that uses pytester); ``env`` is
-    added to ``SUITE_ENV``."""
+    """``python -m ctxgate ARGS``, a verb as a user runs it, in its own process: for a verb whose
+    process is the behaviour (watch's subprocesses, a Ray driver). ``cwd`` defaults to this
+    process's folder (pytester's, in a test that uses pytester); ``env`` is added to
+    ``SUITE_ENV``."""
     return subprocess.run(
         [sys.executable, "-m", "ctxgate", *args],
         cwd=cwd,
@@ -279,8 +279,7 @@ def call_ctxgate(
     """``ctxgate ARGS`` in this process: the CLI's ``main()`` as the console script calls it, in
     ``cwd`` with ``env`` added to the environment (both restored after), its stdout and stderr
     captured. What ``run_ctxgate`` returns, without a Python start and its imports, for a verb that
-    starts no process of its own (not watch, bisect): refusals, option checks, the verbs that read
-    and write files."""
+    starts no process of its own (not watch)."""
     import contextlib
     import io
 

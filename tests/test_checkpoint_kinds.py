@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_ctxgate
+from tests.conftest import call_ctxgate, run_ctxgate
 
 BREAK_AT = 2  # checkpoint-300 of checkpoint-100 .. -400
 CASES = (
@@ -60,9 +60,9 @@ def test_pytest_watch_and_bisect_give_the_same_verdicts(run_folder, real_suite, 
         "checkpoint-400": "fail",
     }
 
-    bisect = run_ctxgate(
+    bisect = call_ctxgate(
         "bisect", str(run_folder), *CASES, "--thresholds", str(thresholds), "--json", "bisect.json",
-        cwd=pytester.path, timeout=1200,
+        cwd=pytester.path,
     )  # fmt: skip
     assert bisect.returncode == 0, bisect.stdout[-2000:] + bisect.stderr[-2000:]
     taken = json.loads((pytester.path / "bisect.json").read_text())

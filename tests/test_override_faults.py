@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from ctxgate.backends.override_rules import ANY_ROPE_KEY, ROPE_KEYS, OverrideError
 from ctxgate.backends.overrides import applied, parse
-from tests.conftest import TINY, call_ctxgate, run_ctxgate
+from tests.conftest import TINY, call_ctxgate
 
 CASES = ("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache")
 BISECT = ("-k", "niah_single_1", "--lengths", "256", "--samples", "2", "--no-cache")
@@ -75,10 +75,6 @@ REFUSED = [
         id="vocab-negative",
     ),
 ]
-
-
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run_ctxgate(*args, cwd=cwd, timeout=600)
 
 
 def _refused(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -136,7 +132,7 @@ def test_an_override_that_breaks_the_load_is_named_as_the_cause_not_the_checkpoi
 
 
 def test_bisect_names_the_override_when_the_load_fails(checkpoint_sequence, tmp_path):
-    result = _cli(
+    result = call_ctxgate(
         "bisect",
         str(checkpoint_sequence),
         *BISECT,
