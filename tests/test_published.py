@@ -258,20 +258,24 @@ def test_ctxgate_published_compares_a_stored_report(tmp_path):
 
 # the plugin
 # --------------------------------------------------------------------------------------------------
-def _suite(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    select = ("-k", "vt", "--lengths", "4k", "--samples", "2", "--no-cache")
-    return launch_suite(*select, "--report", str(out / "run.json"), *args, model=model, timeout=600)
+@pytest.fixture
+def suite(real_suite, tmp_path):
+    """vt at 4K, two samples, its report at tmp_path/run.json."""
+
+    def run(model: Path, *args: str) -> pytest.RunResult:
+        select = ("-k", "vt", "--lengths", "4k", "--samples", "2", "--no-cache")
+        return real_suite(*select, "--report", str(tmp_path / "run.json"), *args, model=model)
+
+    return run
 
 
-def test_a_checkpoint_named_in_its_config_is_compared_and_the_header_says_so(tmp_path, ckpt):
+def test_a_checkpoint_named_in_its_config_is_compared_and_the_header_says_so(tmp_path, ckpt, suite):
     config = json.loads((ckpt / "config.json").read_text())
     (ckpt / "config.json").write_text(json.dumps({**config, "_name_or_path": LLAMA}))
-    done = _suite(ckpt, tmp_path)
-    assert done.returncode == 0, done.stdout[-3000:]
-    assert (
-        f"ctxgate reference: the papers' published numbers for {LLAMA} (matched by name:"
-        in done.stdout
-    )
+    done = suite(ckpt)
+    out = done.stdout.str()
+    assert done.ret == 0, out[-3000:]
+    assert f"ctxgate reference: the papers' published numbers for {LLAMA} (matched by name:" in out
     section = json.loads((tmp_path / "run.json").read_text())["reference"]
     assert section["model"] == LLAMA and "_name_or_path" in section["matched"]
     vt = next(r for r in section["rows"] if r["measure"] == "ruler_vt")["lengths"][0]
@@ -279,17 +283,17 @@ def test_a_checkpoint_named_in_its_config_is_compared_and_the_header_says_so(tmp
         vt["verdict"] == "settings differ" and "2 samples per task, the paper 500" in vt["differs"]
     )
     assert (
-        "Against the published numbers" in done.stdout
+        "Against the published numbers" in out
         and "#### Against" in (tmp_path / "run.md").read_text()
     )
 
 
-def test_an_unknown_reference_is_one_line_and_off_compares_nothing(tmp_path):
-    done = _suite(TINY, tmp_path, "--reference", "Llama-3.1-8B-Instrct")
-    assert done.returncode == 4
-    line = next(x for x in done.stderr.splitlines() if "--reference" in x)
+def test_an_unknown_reference_is_one_line_and_off_compares_nothing(tmp_path, suite):
+    done = suite(TINY, "--reference", "Llama-3.1-8B-Instrct")
+    assert done.ret == 4
+    line = next(x for x in done.stderr.lines if "--reference" in x)
     assert "nearest: meta-llama/Llama-3.1-8B-Instruct" in line and "--reference off" in line
-    assert _suite(TINY, tmp_path, "--reference", "off").returncode == 0
+    assert suite(TINY, "--reference", "off").ret == 0
     assert json.loads((tmp_path / "run.json").read_text())["reference"] is None
 
 
