@@ -198,7 +198,7 @@ def test_the_suite_batched_on_a_device_map_scores_as_batch_one(real_suite, pytes
     ],
 )
 def test_batching_options_are_checked_at_start(pytester, args, message):
-    result = pytester.runpytest_subprocess("--model", str(TINY), *args)
+    result = pytester.runpytest("--model", str(TINY), *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}*"])
 
