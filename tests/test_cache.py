@@ -103,7 +103,7 @@ def test_rerun_regenerates_nothing_and_reports_it(scripted):
 
 def test_concurrent_workers_lose_nothing(scripted):
     pytester, script, calls = scripted
-    result = pytester.runpytest_subprocess("--model", script(), *ARGS, "-n", "2")
+    result = pytester.runpytest("--model", script(), *ARGS, "-n", "2")
     result.assert_outcomes(passed=9)
     assert len(calls()) == 54
     rows = (
@@ -112,9 +112,7 @@ def test_concurrent_workers_lose_nothing(scripted):
         .fetchone()[0]
     )
     assert rows == 54
-    pytester.runpytest_subprocess("--model", "script.json", *ARGS, "-n", "2").assert_outcomes(
-        passed=9
-    )
+    pytester.runpytest("--model", "script.json", *ARGS, "-n", "2").assert_outcomes(passed=9)
     assert len(calls()) == 54
 
 
