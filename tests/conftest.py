@@ -415,7 +415,6 @@ def suite(pytester: pytest.Pytester):
         *args: str,
         thresholds: str | None = None,
         lengths: str = "4k,8k",
-        subprocess: bool = False,
     ) -> pytest.RunResult:
         (pytester.path / "script.json").write_text(json.dumps(script))
         if thresholds is not None:
@@ -437,7 +436,7 @@ def suite(pytester: pytest.Pytester):
             str(HELMET_DATA),
             *args,
         ]
-        return pytester.runpytest_subprocess(*argv) if subprocess else pytester.runpytest(*argv)
+        return pytester.runpytest(*argv)
 
     return run
 

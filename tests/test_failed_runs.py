@@ -66,7 +66,6 @@ def test_a_killed_worker_leaves_its_case_in_the_report_as_a_crash(suite, pyteste
         "out/r.json",
         thresholds=NEED_4K,
         lengths="4k",
-        subprocess=True,
     )
     assert result.ret == 1
     report = read(pytester)

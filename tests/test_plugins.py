@@ -18,7 +18,7 @@ def test_report_json_junit_markdown_under_xdist(suite, pytester):
     # xunit1: the junit family whose testcases carry the case's properties (tests/test_junit.py
     # reads xunit2's)
     junit = ("--junitxml", "out/junit.xml", "-o", "junit_family=xunit1")
-    result = suite(ALL_RIGHT, "-n", "2", "--report", "out/run.json", *junit, subprocess=True)
+    result = suite(ALL_RIGHT, "-n", "2", "--report", "out/run.json", *junit)
     assert result.ret == 0, result.stdout.str()
     report = json.loads((pytester.path / "out" / "run.json").read_text())
     jsonschema.validate(report, report_schema())
