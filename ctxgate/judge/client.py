@@ -85,7 +85,6 @@ def priced(usage: JudgeUsage, price: tuple[float, float] | None) -> JudgeUsage:
 class Verdict(Generic[T]):
     value: T | None
     error: str | None = None
-    reply: str = ""
 
     @property
     def ok(self) -> bool:
@@ -138,22 +137,22 @@ class JudgeClient:
             self._usage = replace(now, **{k: getattr(now, k) + v for k, v in delta.items()})
 
     def ask(self, prompt: str, check: Callable[[dict[str, object]], T]) -> Verdict[T]:
-        error, text, tries = "", "", self.settings.parse_retries + 1
+        error, tries = "", self.settings.parse_retries + 1
         for attempt in range(tries):
             try:
                 text = self._reply(prompt, attempt)
             except JudgeUnavailable as exc:
                 self._count(verdicts=1, failed_verdicts=1)
-                return Verdict(None, str(exc), "")
+                return Verdict(None, str(exc))
             try:
                 value = check(last_object(text))
             except Unparseable as exc:
                 error = str(exc)
                 continue
             self._count(verdicts=1)
-            return Verdict(value, None, text)
+            return Verdict(value)
         self._count(verdicts=1, failed_verdicts=1)
-        return Verdict(None, f"unparseable after {tries} replies: {error}", text)
+        return Verdict(None, f"unparseable after {tries} replies: {error}")
 
     def _reply(self, prompt: str, attempt: int) -> str:
         s = self.settings
