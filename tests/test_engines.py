@@ -20,9 +20,9 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import psutil
 import pytest
 
-from ctxgate.backends.vllm_server import process_alive
 from ctxgate.tasks.registry import all_tasks
 from tests.conftest import HOTPOT, ROOT, SQUAD, TINY, launch_suite, start_suite
 
@@ -82,6 +82,14 @@ def proxy(vllm_url):
     yield url, control
     server.shutdown()
     server.server_close()
+
+
+def process_alive(pid: int) -> bool:
+    """A process that exists and is not a zombie (an exited child waits as one)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def run(

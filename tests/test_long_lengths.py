@@ -135,7 +135,7 @@ def test_joined_piece_ids_are_the_texts_own(
 ):
     encoder = PieceEncoder((hf_encoder if tokenizer == "shipped" else large_vocab_encoder).raw)
     rows = _rows(seed, *shape, 200)
-    joined = encoder.encode_joined(rows, _fresh(*shape), "test")
+    joined = encoder.encode_columns(rows, _fresh(*shape), "test").tuples()
     assert joined == encoder.encode_fresh(["".join(r) for r in rows])
 
 
@@ -159,7 +159,7 @@ def test_a_tokenizer_that_merges_across_pieces_gets_whole_texts_encoded():
         ("\nOne of the special magic numbers for", " wise", "-cat", " is:", " 1234567", ".")
     ] * 3
     rows += _rows(1, "words", "numbers", 100)
-    joined = encoder.encode_joined(rows, _fresh("words", "numbers"), "merging")
+    joined = encoder.encode_columns(rows, _fresh("words", "numbers"), "merging").tuples()
     assert joined == encoder.encode_fresh(["".join(r) for r in rows])
     assert encoder._joins["merging"] is False  # and so it stays for that shape
 

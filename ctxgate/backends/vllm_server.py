@@ -267,14 +267,6 @@ class VLLMServer:
             family = alive
 
 
-def process_alive(pid: int) -> bool:
-    """A process that exists and is not a zombie (an exited child waits as one)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def start_all(specs: Sequence[EngineSpec], log_dir: Path, timeout_s: float) -> list[VLLMServer]:
     """Start every replica at once and wait for all; on a failure, stop them all and raise."""
     servers = [VLLMServer(spec, log_dir / f"vllm-{i}.log") for i, spec in enumerate(specs)]

@@ -91,16 +91,6 @@ class PieceEncoder:
     JOIN_SPOT = 4
     RUNS_KEPT = 1 << 20  # memo of runs (below) emptied past this many entries
 
-    def encode_joined(
-        self, rows: Sequence[Sequence[str]], fresh: Sequence[bool | re.Pattern[str]], shape: str
-    ) -> list[tuple[int, ...]]:
-        """Ids of texts given as pieces, as their pieces' ids joined: ``fresh`` False, from the
-        cache (template parts, words); True, tokenized once per distinct value (numbers); a pattern,
-        cut into runs that recur, each tokenized once (a UUID's letter and digit runs). Checked
-        against the texts encoded whole on the first rows of each ``shape`` and a few of every
-        batch; a shape that fails once is encoded whole from then on."""
-        return self.encode_columns(rows, fresh, shape).tuples()
-
     def encode_columns(
         self,
         rows: Sequence[Sequence[str]],
@@ -108,9 +98,13 @@ class PieceEncoder:
         shape: str,
         sep: str = "",
     ) -> JoinedIds:
-        """``encode_joined``'s ids as one array, with where each row ends; ``sep`` goes before each
-        row's first piece. The rows' ids are gathered in one numpy step: no tuple per line or piece,
-        and ``sep`` is added to the first piece's distinct values, not to each row."""
+        """Ids of texts given as pieces, as their pieces' ids joined, in one array with where each
+        row ends: ``fresh`` False, from the cache (template parts, words); True, tokenized once per
+        distinct value (numbers); a pattern, cut into runs that recur, each tokenized once (a UUID's
+        letter and digit runs). Checked against the texts encoded whole on the first rows of each
+        ``shape`` and a few of every batch; a shape that fails once is encoded whole from then on.
+        ``sep`` goes before each row's first piece. The rows' ids are gathered in one numpy step: no
+        tuple per line or piece, and ``sep`` is added to the first piece's distinct values."""
         import numpy as np
 
         if not rows or self._joins.get(shape) is False:
