@@ -22,7 +22,8 @@ from _pytest.pytester import SysModulesSnapshot
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 from ctxgate.tokens.codec import PieceEncoder
-from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer
+from ctxgate.tokens.tokenizers import HFTokenizer
+from tests.scripted import ByteTokenizer
 
 
 def _keep_libraries(self: pytest.Pytester) -> SysModulesSnapshot:

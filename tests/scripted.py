@@ -47,8 +47,9 @@ from ctxgate.run.loading import ModelSpec
 from ctxgate.tasks.base import BuildContext
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.registry import get_task
+from ctxgate.tokens.chat import ChatTurns
 from ctxgate.tokens.codec import PieceEncoder
-from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer, RawTokenizer
+from ctxgate.tokens.tokenizers import HFTokenizer, RawTokenizer
 
 
 def right(metric: str, references: Sequence[str]) -> str:
@@ -145,3 +146,39 @@ class ScriptedBackend:
 
     def describe(self) -> dict[str, object]:
         return {"backend": self.name, "script": self.script}
+
+
+class ByteTokenizer:
+    """One token per UTF-8 byte (ids 0-255, EOS 256): a dependency-free tokenizer for tests."""
+
+    EOS = 256
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [list(t.encode("utf-8")) for t in texts]
+
+    def encode(self, text: str) -> list[int]:
+        return list(text.encode("utf-8"))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return bytes(i for i in ids if i < 256).decode("utf-8", errors="replace")
+
+    def prefix_ids(self) -> list[int]:
+        return []
+
+    def chat_parts(self) -> tuple[str, str] | None:
+        return ("<user>\n", "\n</user>\n<assistant>\n")
+
+    def chat_turns(self) -> ChatTurns | None:
+        return ChatTurns(
+            "<user>\n",
+            "\n</user>\n<assistant>\n",
+            "\n</assistant>\n<user>\n",
+            "\n</user>\n<user>\n",
+            "\n</user>\n<assistant>\n",
+        )
+
+    def eos_ids(self) -> list[int]:
+        return [self.EOS]
+
+    def identity(self) -> str:
+        return "byte-tokenizer-v1"

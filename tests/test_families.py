@@ -19,7 +19,7 @@ from ctxgate.tasks.base import BuildContext, TaskTooShort
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.registry import all_tasks, get_task, membership, task_names
 from ctxgate.tokens.codec import PieceEncoder
-from ctxgate.tokens.tokenizers import ByteTokenizer
+from tests.scripted import ByteTokenizer
 
 FAMILIES = ("mrcr", "babilong", "nolima")
 

@@ -25,8 +25,9 @@ from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.mrcr_official import TemplateRefused, rows_for
 from ctxgate.tokens.chat import ChatTemplateError, ChatTurns
 from ctxgate.tokens.codec import PieceEncoder
-from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer
+from ctxgate.tokens.tokenizers import HFTokenizer
 from fixtures.make_family_fixtures import official_row, write_mrcr
+from tests.scripted import ByteTokenizer
 
 GENERATED = ["ctx_mrcr_2", "ctx_mrcr_4", "ctx_mrcr_8"]
 # the largest turn (request, answer and the template between) in tiny tokens: 143 in 20,000 draws

@@ -50,8 +50,9 @@ from ctxgate.tasks.nolima import (
     usable_fillers,
 )
 from ctxgate.tokens.codec import PieceEncoder
-from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer
+from ctxgate.tokens.tokenizers import HFTokenizer
 from fixtures.make_family_fixtures import NOLIMA_NEEDLES
+from tests.scripted import ByteTokenizer
 
 TASKS = ("ctx_nolima", "ctx_nolima_direct")
 SETTINGS = settings(

@@ -388,7 +388,7 @@ def test_helmet_selection_counts_in_the_helmet_tokenizer_when_given(hf_encoder, 
 
     from ctxgate.sources import DataNotGiven
     from ctxgate.tokens.codec import PieceEncoder
-    from ctxgate.tokens.tokenizers import ByteTokenizer
+    from tests.scripted import ByteTokenizer
 
     shutil.copytree(HELMET_DATA / "infbench", tmp_path / "infbench")
     path = tmp_path / "infbench" / "longbook_qa_eng.jsonl"

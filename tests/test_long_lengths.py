@@ -17,8 +17,8 @@ from ctxgate.tasks import BuildContext, MaterialExhausted, get_task
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.niah import NEEDLE, UUID_RUNS, make_key, make_value
 from ctxgate.tokens.codec import PieceEncoder
-from ctxgate.tokens.tokenizers import ByteTokenizer
 from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
+from tests.scripted import ByteTokenizer
 
 
 def _ctx(encoder: PieceEncoder, **kw) -> BuildContext:

@@ -21,9 +21,10 @@ from ctxgate.tasks.base import Job
 from ctxgate.tasks.build import WHOLE_UP_TO, build_sample, task_context
 from ctxgate.tasks.helmet_compat import COMPAT_TASKS
 from ctxgate.tokens.codec import PieceEncoder
-from ctxgate.tokens.tokenizers import ByteTokenizer, HFTokenizer
+from ctxgate.tokens.tokenizers import HFTokenizer
 from fixtures.tokenizer_shapes import TEMPLATES, llama3_tokenizer, with_template
 from tests.conftest import HELMET_DATA, HOTPOT, SQUAD
+from tests.scripted import ByteTokenizer
 
 TASKS = [t.name for t in all_tasks()]
 SHAPES = ("gpt2-bpe", "llama3-bpe", "llama2-sp")

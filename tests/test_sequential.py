@@ -191,9 +191,8 @@ def _judged_case(tmp_path, accuracy: float, judges, n: int = 6, stop=None):  # n
     from ctxgate.run.loading import ModelSpec
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.tokens.codec import PieceEncoder
-    from ctxgate.tokens.tokenizers import ByteTokenizer
     from tests.conftest import HELMET_DATA
-    from tests.scripted import ScriptedBackend
+    from tests.scripted import ByteTokenizer, ScriptedBackend
 
     (tmp_path / "s.json").write_text(json.dumps({"default": accuracy, "max_positions": 100000}))
     ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))

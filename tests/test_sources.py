@@ -84,8 +84,7 @@ def test_helmet_compat_reproduces_the_empty_answer_bug(pytester, helmet_data_lon
     from ctxgate.run.loading import ModelSpec
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.tokens.codec import PieceEncoder
-    from ctxgate.tokens.tokenizers import ByteTokenizer
-    from tests.scripted import ScriptedBackend
+    from tests.scripted import ByteTokenizer, ScriptedBackend
 
     (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
     ctx = BuildContext(
@@ -141,8 +140,7 @@ def test_a_pool_smaller_than_samples_runs_each_record_once(pytester):
     from ctxgate.run.loading import ModelSpec
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.tokens.codec import PieceEncoder
-    from ctxgate.tokens.tokenizers import ByteTokenizer
-    from tests.scripted import ScriptedBackend
+    from tests.scripted import ByteTokenizer, ScriptedBackend
 
     (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
     ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
@@ -234,8 +232,7 @@ def test_the_case_record_says_whether_helmets_files_built_it(pytester):
     from ctxgate.run.loading import ModelSpec
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.tokens.codec import PieceEncoder
-    from ctxgate.tokens.tokenizers import ByteTokenizer
-    from tests.scripted import ScriptedBackend
+    from tests.scripted import ByteTokenizer, ScriptedBackend
 
     (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
     ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))

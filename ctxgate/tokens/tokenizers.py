@@ -1,5 +1,5 @@
-"""The tokenizers ctxgate reads through: what it needs of one (``RawTokenizer``), transformers'
-(``HFTokenizer``, with fast paths for many short texts) and a byte tokenizer for plumbing tests."""
+"""The tokenizers ctxgate reads through: what it needs of one (``RawTokenizer``) and transformers'
+(``HFTokenizer``, with fast paths for many short texts)."""
 
 from __future__ import annotations
 
@@ -190,39 +190,3 @@ class HFTokenizer:
             self.tok.backend_tokenizer.to_str() if hasattr(self.tok, "backend_tokenizer") else "",
         ]
         return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
-
-
-class ByteTokenizer:
-    """One token per UTF-8 byte (ids 0-255, EOS 256): a dependency-free tokenizer for tests."""
-
-    EOS = 256
-
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [list(t.encode("utf-8")) for t in texts]
-
-    def encode(self, text: str) -> list[int]:
-        return list(text.encode("utf-8"))
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return bytes(i for i in ids if i < 256).decode("utf-8", errors="replace")
-
-    def prefix_ids(self) -> list[int]:
-        return []
-
-    def chat_parts(self) -> tuple[str, str] | None:
-        return ("<user>\n", "\n</user>\n<assistant>\n")
-
-    def chat_turns(self) -> ChatTurns | None:
-        return ChatTurns(
-            "<user>\n",
-            "\n</user>\n<assistant>\n",
-            "\n</assistant>\n<user>\n",
-            "\n</user>\n<user>\n",
-            "\n</user>\n<assistant>\n",
-        )
-
-    def eos_ids(self) -> list[int]:
-        return [self.EOS]
-
-    def identity(self) -> str:
-        return "byte-tokenizer-v1"
