@@ -95,11 +95,12 @@ def test_ruler_clean_is_idempotent(text):
 
 def test_every_judged_metric_has_its_judge_and_every_task_names_a_known_metric():
     from ctxgate.judge.score import JUDGED
-    from ctxgate.metrics.registry import JUDGED_METRICS, get_metric
+    from ctxgate.metrics.registry import _METRICS, get_metric
     from ctxgate.tasks import all_tasks
 
-    assert set(JUDGED_METRICS) == set(JUDGED)
-    assert all(m.judge in ("llm", "entailment") for m in JUDGED_METRICS)
+    judged = [m for m in _METRICS.values() if m.judged]
+    assert set(judged) == set(JUDGED)
+    assert all(m.judge in ("llm", "entailment") for m in judged)
     for task in all_tasks():  # one registry: a judged metric is found by its name as any other
         assert task.metric.judged == (task.metric in JUDGED)
         assert get_metric(task.metric.name) is task.metric

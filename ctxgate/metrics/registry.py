@@ -146,7 +146,6 @@ ALCE_QAMPARI = Metric(
 
 # every metric above, in order
 _METRICS = {m.name: m for m in list(globals().values()) if isinstance(m, Metric)}
-JUDGED_METRICS = tuple(m for m in _METRICS.values() if m.judged)
 
 
 class UnknownMetric(CtxgateError, KeyError):
