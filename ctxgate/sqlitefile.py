@@ -14,7 +14,6 @@ import time
 import uuid
 import warnings
 from contextlib import closing
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +31,6 @@ class CacheWarning(UserWarning):
 
 class StoreUnavailable(CtxgateError, RuntimeError):
     """The file cannot be opened or written (permissions, read-only media, a full disk, busy)."""
-
-
-@dataclass
-class CacheStats:
-    hits: int = 0
-    misses: int = 0
-    dropped_rows: int = 0
-    set_aside: list[str] = field(default_factory=list)
 
 
 def error_kind(exc: sqlite3.Error) -> str:
@@ -66,7 +57,7 @@ class SqliteFile:
     def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory)
         self.path = self.dir / self.FILE_NAME
-        self.stats = CacheStats()
+        self.set_aside: list[str] = []  # files of this store moved aside as damaged, this run
         self.disabled: str | None = None  # set when a write fails mid-run: the rest goes without
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -193,7 +184,7 @@ class SqliteFile:
             src = Path(str(self.path) + suffix)
             if src.exists():
                 src.rename(Path(str(aside) + suffix))
-        self.stats.set_aside.append(str(aside))
+        self.set_aside.append(str(aside))
         warnings.warn(
             f"ctxgate {self.WHAT} {self.path} was unusable ({reason}); moved to {aside}, starting "
             "fresh",

@@ -187,4 +187,4 @@ def test_a_busy_file_is_waited_for_never_set_aside(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         cache = GenerationCache(tmp_path, {"model": "m"})
-    assert cache.stats.set_aside == [] and not list(tmp_path.glob("*set-aside*"))
+    assert cache.set_aside == [] and not list(tmp_path.glob("*set-aside*"))

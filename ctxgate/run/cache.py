@@ -61,20 +61,16 @@ class GenerationCache(SqliteFile):
             (key,),
         )
         if not rows:
-            self.stats.misses += 1
             return None
         text, output_tokens, finish_reason, checksum = rows[0]
         if checksum != _checksum(text, output_tokens, finish_reason):
             self.execute("DELETE FROM generations WHERE key = ?", (key,))
-            self.stats.dropped_rows += 1
-            self.stats.misses += 1
             warnings.warn(
                 f"ctxgate cache {self.path}: a damaged entry was dropped and will be regenerated",
                 CacheWarning,
                 stacklevel=2,
             )
             return None
-        self.stats.hits += 1
         return Generation(text, output_tokens, finish_reason)
 
     def put(self, key: str, gen: Generation) -> None:

@@ -205,5 +205,5 @@ def _open_cache(spec: ModelSpec, meta: dict[str, Any], backend: Backend) -> Gene
         warnings.warn(f"{exc}; running without a cache", CacheWarning, stacklevel=3)
         meta["cache"]["disabled"] = str(exc)
         return None
-    meta["cache"]["set_aside"] = list(cache.stats.set_aside)
+    meta["cache"]["set_aside"] = list(cache.set_aside)
     return cache
