@@ -21,6 +21,18 @@ from _pytest.pytester import SysModulesSnapshot
 # timeouts.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# a scripted "kill" ends an xdist worker of a run, never the process running these tests
+os.environ["CTXGATE_TESTS_PID"] = str(os.getpid())
+# Imported here, before any in-process run: each library's log handler keeps the sys.stderr of its
+# first import, which inside a run is that run's capture, closed when the run ends.
+import datasets  # noqa: E402,F401
+import huggingface_hub  # noqa: E402,F401
+import matplotlib  # noqa: E402
+import transformers  # noqa: E402,F401
+
+matplotlib.use("Agg")  # as ctxgate trend sets it, before pyplot
+import matplotlib.pyplot  # noqa: E402,F401
+
 from ctxgate.tokens.codec import PieceEncoder
 from ctxgate.tokens.tokenizers import HFTokenizer
 from tests.scripted import ByteTokenizer
@@ -36,10 +48,27 @@ def _keep_libraries(self: pytest.Pytester) -> SysModulesSnapshot:
 
 def _run_module(name: str) -> bool:
     top = name.split(".")[0]
-    return top in ("conftest", "tests_longctx") or top.startswith("test_")
+    return top == "conftest" or top.startswith("test_")
 
 
+# a pytest that renames it must fail here, not drop torch between runs again
+assert hasattr(pytest.Pytester, "_Pytester__take_sys_modules_snapshot")
 pytest.Pytester._Pytester__take_sys_modules_snapshot = _keep_libraries  # type: ignore[attr-defined]
+
+
+def in_process(pytester: pytest.Pytester, *argv: str) -> pytest.RunResult:
+    """``pytester.runpytest``, the environment and torch's thread count as they were after: a run
+    sets what a process of its own would keep to itself (a worker's threads, its visible GPUs)."""
+    import torch
+
+    saved, threads = dict(os.environ), torch.get_num_threads()
+    try:
+        return pytester.runpytest(*argv)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        torch.set_num_threads(threads)
+
 
 if TYPE_CHECKING:
     from ctxgate.records.schema import Prediction, Report
@@ -329,7 +358,7 @@ def real_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
         argv = ("--model", str(model), "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *args)
         if own_process:
             return pytester.runpytest_subprocess(*argv, timeout=900)
-        return pytester.runpytest(*argv)
+        return in_process(pytester, *argv)
 
     return run
 
@@ -352,7 +381,7 @@ def scripted_suite(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]
             "--report",
             f"{name}.json",
         )
-        return pytester.runpytest(*model, *args)
+        return in_process(pytester, *model, *args)
 
     return run
 
@@ -437,7 +466,7 @@ def suite(pytester: pytest.Pytester):
             str(HELMET_DATA),
             *args,
         ]
-        return pytester.runpytest(*argv)
+        return in_process(pytester, *argv)
 
     return run
 

@@ -115,6 +115,8 @@ class ScriptedBackend:
                         f"{os.environ.get('PYTEST_XDIST_WORKER', '-')} {in_flight}\n"
                     )
             if self._lookup("kill", r):  # a worker that dies mid-case (out of memory, a segfault)
+                if str(os.getpid()) == os.environ.get("CTXGATE_TESTS_PID"):
+                    raise RuntimeError("a scripted kill needs the run in workers of its own: -n 2")
                 os.kill(os.getpid(), signal.SIGKILL)
             if message := self._lookup("raise", r):
                 raise RuntimeError(message)

@@ -17,11 +17,12 @@ def test_the_smoke_mode_measures_every_figure_the_gpu_run_prints(tmp_path: Path)
     assert {(r["task"], r["mode"]) for r in cases} == {
         (task, mode) for task in ("niah_single_1", "vt") for mode in ("batch 1", "auto")
     }
-    for r in cases:  # random weights never stop early: each sample writes its whole budget
-        assert r["batches"] == [1, 1] and not r["oom"], r
+    for r in cases:  # these random weights never stop early: each sample writes its whole budget
+        assert sum(r["batches"]) == 2 and not r["oom"], r
+        assert r["mode"] == "auto" or r["batches"] == [1, 1], r
         assert r["generated_tokens"] == 2 * {"niah_single_1": 128, "vt": 30}[r["task"]], r
         assert r["prompt_tokens"] <= 2 * 512 and r["seconds"] > 0
     assert any("prefill_tflops" in r for r in records)
     suite = next(r for r in records if "pytest_s" in r)
     assert suite["verdict"] != "no case" and suite["exit"] in (0, 1), suite
-    assert records[-1]["skipped"] == []
+    assert records[-1]["skipped"] == [] and not [r for r in records if "error" in r]

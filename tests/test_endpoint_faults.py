@@ -63,7 +63,9 @@ def run_openai(real_suite, server, monkeypatch):
             "1",
             *args,
             model=Path(model),
-            own_process=True,  # the server's threads write to this process's stderr
+            # the server's threads write to this process's stderr, and the suite reads
+            # CTXGATE_REPROBE_S when it is imported
+            own_process=True,
         )
 
     return run

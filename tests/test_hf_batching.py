@@ -112,7 +112,8 @@ def test_auto_on_a_gpu_counts_the_padding_mask_and_sends_long_prompts_alone(tiny
         assert tiny_hf.batch_limit(tokens - 64, 64) == min(
             32, int(0.6 * free // (per_token * tokens + mask * tokens * tokens))
         )
-        assert tiny_hf.batch_limit(32768 - 64, 64) > 1
+        assert tiny_hf.batch_limit(32768 - 64, 64) > 1  # prompt and answer budget: 32K
+        assert tiny_hf.batch_limit(32768 - 63, 64) == 1
         assert tiny_hf.batch_limit(65536 - 64, 64) == 1
         monkeypatch.setattr(tiny_hf, "attn", "flash_attention_2")
         assert tiny_hf.batch_limit(65536 - 64, 64) == min(
@@ -212,3 +213,19 @@ def test_a_prompt_past_128k_is_generated_alone_whatever_the_batch_size(tiny_hf):
         )  # one 1M prompt's activations are a worker's share
     finally:
         tiny_hf.batch_size = 1
+
+
+def test_the_batch_estimate_reads_a_config_by_attribute_whatever_its_field_names():
+    """GPT-2 names its heads n_head and its layers n_layer (transformers maps the usual names onto
+    them): the KV arithmetic reads the attributes, as it reads a Llama config's."""
+    from transformers import GPT2Config, LlamaConfig
+
+    from ctxgate.backends.hf import bytes_per_token
+
+    gpt2 = GPT2Config(n_layer=3, n_head=4, n_embd=64)
+    assert bytes_per_token(gpt2, 2) == (2 * 3 * 4 * 16 + 4 * 64 + 2 * 4 * 64) * 2
+    llama = LlamaConfig(
+        hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128,
+    )  # fmt: skip
+    assert bytes_per_token(llama, 2) == (2 * 3 * 2 * 16 + 4 * 64 + 2 * 128) * 2

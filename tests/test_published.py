@@ -259,7 +259,7 @@ def test_ctxgate_published_compares_a_stored_report(tmp_path):
 # the plugin
 # --------------------------------------------------------------------------------------------------
 @pytest.fixture
-def suite(real_suite, tmp_path):
+def vt_suite(real_suite, tmp_path):
     """vt at 4K, two samples, its report at tmp_path/run.json."""
 
     def run(model: Path, *args: str) -> pytest.RunResult:
@@ -269,10 +269,12 @@ def suite(real_suite, tmp_path):
     return run
 
 
-def test_a_checkpoint_named_in_its_config_is_compared_and_the_header_says_so(tmp_path, ckpt, suite):
+def test_a_checkpoint_named_in_its_config_is_compared_and_the_header_says_so(
+    tmp_path, ckpt, vt_suite
+):
     config = json.loads((ckpt / "config.json").read_text())
     (ckpt / "config.json").write_text(json.dumps({**config, "_name_or_path": LLAMA}))
-    done = suite(ckpt)
+    done = vt_suite(ckpt)
     out = done.stdout.str()
     assert done.ret == 0, out[-3000:]
     assert f"ctxgate reference: the papers' published numbers for {LLAMA} (matched by name:" in out
@@ -288,12 +290,12 @@ def test_a_checkpoint_named_in_its_config_is_compared_and_the_header_says_so(tmp
     )
 
 
-def test_an_unknown_reference_is_one_line_and_off_compares_nothing(tmp_path, suite):
-    done = suite(TINY, "--reference", "Llama-3.1-8B-Instrct")
+def test_an_unknown_reference_is_one_line_and_off_compares_nothing(tmp_path, vt_suite):
+    done = vt_suite(TINY, "--reference", "Llama-3.1-8B-Instrct")
     assert done.ret == 4
     line = next(x for x in done.stderr.lines if "--reference" in x)
     assert "nearest: meta-llama/Llama-3.1-8B-Instruct" in line and "--reference off" in line
-    assert suite(TINY, "--reference", "off").ret == 0
+    assert vt_suite(TINY, "--reference", "off").ret == 0
     assert json.loads((tmp_path / "run.json").read_text())["reference"] is None
 
 

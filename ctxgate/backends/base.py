@@ -157,6 +157,15 @@ class Window:
     forceable: bool = True
 
 
+KV_FIELDS = (
+    "num_attention_heads",
+    "num_hidden_layers",
+    "hidden_size",
+    "head_dim",
+    "num_key_value_heads",
+)
+
+
 def kv_bytes_per_token(config: Mapping[str, Any], element_size: int) -> int:
     """The KV cache one token of one sequence takes in every layer, by a config.json's fields (a
     multimodal model's ``text_config``)."""

@@ -14,6 +14,7 @@ from typing import Any
 from ctxgate.backends.adapters import apply_adapter
 from ctxgate.backends.base import (
     DTYPES,
+    KV_FIELDS,
     Generation,
     GenerationParams,
     Request,
@@ -44,8 +45,10 @@ def bytes_per_token(config: Any, element_size: int) -> int:
     """GPU memory one more token of one sequence costs: its KV cache in every layer, plus the widest
     activations of a prefill step (one layer at a time)."""
     cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    # by attribute: a config's attribute_map names GPT-2's n_head or DBRX's n_layers this way
+    fields = {k: getattr(cfg, k, None) for k in KV_FIELDS}
     widest = 4 * cfg.hidden_size + 2 * getattr(cfg, "intermediate_size", 4 * cfg.hidden_size)
-    return kv_bytes_per_token(cfg.to_dict(), element_size) + widest * element_size
+    return kv_bytes_per_token(fields, element_size) + widest * element_size
 
 
 def weights_mismatch(
