@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -56,18 +57,26 @@ assert hasattr(pytest.Pytester, "_Pytester__take_sys_modules_snapshot")
 pytest.Pytester._Pytester__take_sys_modules_snapshot = _keep_libraries  # type: ignore[attr-defined]
 
 
-def in_process(pytester: pytest.Pytester, *argv: str) -> pytest.RunResult:
-    """``pytester.runpytest``, the environment and torch's thread count as they were after: a run
-    sets what a process of its own would keep to itself (a worker's threads, its visible GPUs)."""
+@contextlib.contextmanager
+def process_state() -> Iterator[None]:
+    """The environment, the folder and torch's thread count as they were, after a run in this
+    process sets what a process of its own would keep to itself (a worker's threads, its GPUs)."""
     import torch
 
-    saved, threads = dict(os.environ), torch.get_num_threads()
+    saved, cwd, threads = dict(os.environ), Path.cwd(), torch.get_num_threads()
     try:
-        return pytester.runpytest(*argv)
+        yield
     finally:
+        os.chdir(cwd)
         os.environ.clear()
         os.environ.update(saved)
         torch.set_num_threads(threads)
+
+
+def in_process(pytester: pytest.Pytester, *argv: str) -> pytest.RunResult:
+    """``pytester.runpytest`` within ``process_state``."""
+    with process_state():
+        return pytester.runpytest(*argv)
 
 
 if TYPE_CHECKING:
@@ -310,14 +319,12 @@ def call_ctxgate(
     ``cwd`` with ``env`` added to the environment (both restored after), its stdout and stderr
     captured. What ``run_ctxgate`` returns, without a Python start and its imports, for a verb that
     starts no process of its own (not watch)."""
-    import contextlib
     import io
 
     from ctxgate.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    saved_env, saved_cwd = dict(os.environ), Path.cwd()
-    try:
+    with process_state():
         os.environ.update(env or {})
         if cwd is not None:
             os.chdir(cwd)
@@ -328,10 +335,6 @@ def call_ctxgate(
                 SystemExit
             ) as exit_:  # argparse's refusal of an option, as the console script ends on it
                 status = exit_.code if isinstance(exit_.code, int) else 1
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
     return subprocess.CompletedProcess(["ctxgate", *args], status, out.getvalue(), err.getvalue())
 
 
