@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
 from ctxgate.data import conversations as conv
 from ctxgate.data.haystacks import HaystackError
-from ctxgate.metrics.mrcr import grade
 from ctxgate.metrics.registry import score_prediction
+from ctxgate.metrics.text import mrcr_grade as grade
 from ctxgate.records.refusal import Refusal
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.tasks import BuildContext, TaskTooShort, get_task

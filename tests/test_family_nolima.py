@@ -22,8 +22,8 @@ from ctxgate.data.lexical_overlap import (
     related,
     stem,
 )
-from ctxgate.metrics.nolima import contains
 from ctxgate.metrics.registry import get_metric, score_prediction
+from ctxgate.metrics.text import nolima_contains as contains
 from ctxgate.records.refusal import Refusal
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.nolima_files import (

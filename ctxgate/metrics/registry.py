@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from ctxgate.metrics import babilong, helmet, mrcr, nolima, text
+from ctxgate.metrics import babilong, helmet, text
 from ctxgate.records.refusal import CtxgateError
 
 # (output, references, answer prefix) -> (score, the text scored)
@@ -32,6 +32,22 @@ class Metric:
 def _ruler(match: Match, pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
     cleaned = text.ruler_clean(pred)
     return match(cleaned, refs), cleaned
+
+
+def _raw(match: Match, pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+    """The output as it came (NoLiMa's prompts have no answer prefix)."""
+    return match(pred, refs), pred
+
+
+def _mrcr(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+    if len(refs) != 2:
+        raise ValueError(
+            "MRCR needs references (answer, random string to prepend), "
+            f"got {list(refs)!r}: give both, the answer first "
+            "(ctxgate score --metric mrcr_ratio --answer ANSWER --answer RANDOM_STRING)"
+        )
+    answer, random_string = refs
+    return text.mrcr_grade(pred, answer, random_string), pred
 
 
 def _parsed(pred: str, prefix: str | None) -> str:
@@ -94,7 +110,9 @@ HELMET_SUBEM = Metric(
 )
 LABEL_EM = Metric("label_em", _label_em, "HELMET ICL: normalized exact match of the parsed label")
 NOLIMA_CONTAINS = Metric(
-    "nolima_contains", nolima.score, "NoLiMa: a gold name in the raw output, case-sensitive"
+    "nolima_contains",
+    partial(_raw, text.nolima_contains),
+    "NoLiMa: a gold name in the raw output, case-sensitive",
 )
 ROUGE_L_F1 = Metric(
     "rouge_l_f1",
@@ -119,7 +137,7 @@ MC_ACCURACY_HELMET = Metric(
 )
 MRCR_RATIO = Metric(
     "mrcr_ratio",
-    mrcr.score,
+    _mrcr,
     "OpenAI MRCR's grade: 0 unless the output starts with the random string, else difflib's "
     "SequenceMatcher ratio of the rest to the answer's rest; "
     "references are (answer, random string)",
