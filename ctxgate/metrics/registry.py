@@ -142,7 +142,6 @@ MRCR_RATIO = Metric(
     "SequenceMatcher ratio of the rest to the answer's rest; "
     "references are (answer, random string)",
 )
-# scored by a judge
 NARRATIVEQA_JUDGE = Metric(
     "narrativeqa_judge", None, "LLM judge: fluency x correctness / 3 (HELMET Table 10)", judge="llm"
 )

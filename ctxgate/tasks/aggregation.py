@@ -19,7 +19,7 @@ from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.tasks.base import BuildContext, Builder, Job, Sample, TaskSpec, distinct, shuffle
 from ctxgate.tasks.registration import register_all
 from ctxgate.tokens.codec import PieceEncoder
-from ctxgate.tokens.ids import gather, id_list
+from ctxgate.tokens.ids import Spans, gather, id_list
 
 if TYPE_CHECKING:
     import numpy as np
@@ -67,7 +67,7 @@ class _Pieces:
         self.enc = enc
         self.index_ids = np.zeros(0, dtype=np.int64)  # the ids of pieces 1, 2, ...
         self.prefix = [0]  # piece k is index_ids[prefix[k - 1]:prefix[k]]
-        self.words: dict[tuple[str, ...], _Words] = {}
+        self.words: dict[tuple[str, ...], Spans] = {}
         self.lock = threading.Lock()
         self._prefix_array: np.ndarray | None = None
 
@@ -86,10 +86,11 @@ class _Pieces:
                 self._prefix_array = None
         return self.prefix[m]
 
-    def word_ids(self, vocab: tuple[str, ...]) -> _Words:
+    def word_ids(self, vocab: tuple[str, ...]) -> Spans:
+        """The " word" ids: word i is ``flat[starts[i]:starts[i] + sizes[i]]``."""
         with self.lock:
             if vocab not in self.words:
-                self.words[vocab] = _Words(*self.enc.encode_spans([" " + w for w in vocab]))
+                self.words[vocab] = self.enc.encode_spans([" " + w for w in vocab])
             return self.words[vocab]
 
     def body(self, vocab: tuple[str, ...], items: Order) -> list[int]:
@@ -98,25 +99,18 @@ class _Pieces:
 
         m = len(items)
         self.index_upto(m)
-        words_ = self.word_ids(vocab)
+        word_flat, word_starts, word_sizes = self.word_ids(vocab)
         with self.lock:
             if self._prefix_array is None:
                 self._prefix_array = np.array(self.prefix, dtype=np.int64)
             index_ids, prefix = self.index_ids, self._prefix_array
         at = np.asarray(items, dtype=np.int64)
         # index k then word k, as where each starts in ``source`` and its size
-        source = np.concatenate([index_ids[: prefix[m]], words_.flat])
+        source = np.concatenate([index_ids[: prefix[m]], word_flat])
         starts, sizes = np.empty(2 * m, dtype=np.int64), np.empty(2 * m, dtype=np.int64)
         starts[0::2], sizes[0::2] = prefix[:m], np.diff(prefix[: m + 1])
-        starts[1::2], sizes[1::2] = words_.starts[at] + prefix[m], words_.sizes[at]
+        starts[1::2], sizes[1::2] = word_starts[at] + prefix[m], word_sizes[at]
         return id_list(gather(source, starts, sizes))
-
-
-class _Words:
-    """A word list's " word" ids: word i is ``flat[starts[i]:starts[i] + sizes[i]]``."""
-
-    def __init__(self, flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> None:
-        self.flat, self.starts, self.sizes = flat, starts, sizes
 
 
 _PIECES: weakref.WeakKeyDictionary[PieceEncoder, _Pieces] = weakref.WeakKeyDictionary()
@@ -192,7 +186,7 @@ def _fit_words(
     """The most words of ``order`` whose list fits ``budget``, and the cost function."""
     import numpy as np
 
-    sizes = pieces.word_ids(vocab).sizes
+    _, _, sizes = pieces.word_ids(vocab)
     word_cost = np.concatenate([[0], np.cumsum(sizes[np.asarray(order, dtype=np.int64)])]).tolist()
 
     def word_tokens(n: int) -> int:
@@ -211,7 +205,13 @@ def _fit_words(
 def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
     enc, rng, length = ctx.encoder, job.rng, job.length
     vocab_size = max(5, (length - 50) // 50)
-    vocab = sorted(distinct(_coded_word(rng), vocab_size))
+    letters, draw = string.ascii_lowercase, rng.random
+
+    def coded_word() -> str:
+        # ``"".join(rng.choices(string.ascii_lowercase, k=6))``'s draws, without its checks
+        return "".join([letters[int(draw() * 26.0)] for _ in range(6)])  # int: floor, non-negative
+
+    vocab = sorted(distinct(coded_word, vocab_size))
     shuffle(rng, vocab)
     vocab[0] = "..."  # the top-ranked "word" is noise
     # the head's last space goes with the first word, as tokenizers split it: every word is " word"
@@ -236,16 +236,6 @@ def build_fwe(ctx: BuildContext, job: Job, alpha: float = 2.0) -> Sample:
     return job.sample(
         prompt, tuple(vocab[1:4]), FWE_PREFIX, num_words=num_words, counts_top5=cnt[:5]
     )
-
-
-def _coded_word(rng: random.Random) -> Callable[[], str]:
-    """``"".join(rng.choices(string.ascii_lowercase, k=6))``'s draws, without its checks."""
-    letters, draw = string.ascii_lowercase, rng.random
-
-    def word() -> str:
-        return "".join([letters[int(draw() * 26.0)] for _ in range(6)])  # int: floor, non-negative
-
-    return word
 
 
 @functools.lru_cache(maxsize=16)

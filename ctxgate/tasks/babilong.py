@@ -1,7 +1,6 @@
-"""BABILong (Kuratov et al., 2024) qa1-qa5 in BABILong's prompt and answer rule:
-``ctx_babi_qa*`` spread a generated bAbI story's facts through the haystack as its
-``NoiseInjectionDataset`` does (length 0: the bare story), ``babilong_qa*`` send its released
-records whole."""
+"""BABILong (Kuratov et al., 2024) qa1-qa5 in BABILong's prompt and answer rule: ``ctx_babi_qa*``
+spread a generated bAbI story's facts through the haystack as its ``NoiseInjectionDataset`` does
+(length 0: the bare story), ``babilong_qa*`` send its released records whole."""
 
 from __future__ import annotations
 

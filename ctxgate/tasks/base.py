@@ -13,7 +13,7 @@ import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar
 
 from ctxgate.metrics.registry import Metric
 from ctxgate.records.refusal import Refusal
@@ -162,13 +162,10 @@ class Frame:
         return Prompt(tuple(ids), self.pre_text + body_text + self.post_text)
 
 
-_GAP = object()  # fills the rows of exhausted groups; never a real item
-
-
 def interleave(groups: Sequence[Sequence[T]]) -> list[T]:
     """Round-robin over the groups: any prefix is as balanced as can be."""
-    rows = itertools.zip_longest(*groups, fillvalue=_GAP)
-    return [cast(T, x) for row in rows for x in row if x is not _GAP]
+    longest = max(map(len, groups), default=0)
+    return [group[i] for i in range(longest) for group in groups if i < len(group)]
 
 
 def distinct(draw: Callable[[], T], n: int) -> list[T]:
@@ -269,10 +266,6 @@ class TaskSpec:
     helmet_category: str | None = None
     replaces: str | None = None  # the task a released data file's task stands in for where it ran
     bare: bool = False  # length 0 builds the bare form, no limit (BABILong's "0k"); else it skips
-
-    @property
-    def in_ruler_average(self) -> bool:
-        return self.suite == "ruler"
 
     @property
     def helmet_group(self) -> str | None:

@@ -180,13 +180,11 @@ def _spec(name: str, description: str) -> TaskSpec:
     )
 
 
-register_all(
-    __name__,
-    [
-        _spec("icl_trec_coarse", "TREC question type, 6 labels, many-shot"),
-        _spec("icl_trec_fine", "TREC fine question type, 50 labels, many-shot"),
-        _spec("icl_banking77", "BANKING77 intents, 77 labels, many-shot"),
-        _spec("icl_clinic150", "CLINC150 intents, 151 labels, many-shot"),
-        _spec("icl_nlu", "NLU intents, 68 labels, many-shot"),
-    ],
-)
+TASKS = {
+    "icl_trec_coarse": "TREC question type, 6 labels, many-shot",
+    "icl_trec_fine": "TREC fine question type, 50 labels, many-shot",
+    "icl_banking77": "BANKING77 intents, 77 labels, many-shot",
+    "icl_clinic150": "CLINC150 intents, 151 labels, many-shot",
+    "icl_nlu": "NLU intents, 68 labels, many-shot",
+}
+register_all(__name__, map(_spec, TASKS, TASKS.values()))

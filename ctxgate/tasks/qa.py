@@ -109,10 +109,8 @@ def _spec(name: str, description: str) -> TaskSpec:
     )
 
 
-register_all(
-    __name__,
-    [
-        _spec("qa_1", "single-hop QA over SQuAD v2 documents"),
-        _spec("qa_2", "multi-hop QA over HotpotQA distractor documents"),
-    ],
-)
+TASKS = {
+    "qa_1": "single-hop QA over SQuAD v2 documents",
+    "qa_2": "multi-hop QA over HotpotQA distractor documents",
+}
+register_all(__name__, map(_spec, TASKS, TASKS.values()))

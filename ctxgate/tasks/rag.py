@@ -132,12 +132,10 @@ def _spec(name: str, description: str) -> TaskSpec:
     )
 
 
-register_all(
-    __name__,
-    [
-        _spec("kilt_nq", "Natural Questions over retrieved Wikipedia passages"),
-        _spec("kilt_triviaqa", "TriviaQA over retrieved Wikipedia passages"),
-        _spec("kilt_popqa", "PopQA long-tail entities (popularity < 10^3) over retrieved passages"),
-        _spec("kilt_hotpotqa", "HotpotQA multi-hop: two gold passages among retrieved ones"),
-    ],
-)
+TASKS = {
+    "kilt_nq": "Natural Questions over retrieved Wikipedia passages",
+    "kilt_triviaqa": "TriviaQA over retrieved Wikipedia passages",
+    "kilt_popqa": "PopQA long-tail entities (popularity < 10^3) over retrieved passages",
+    "kilt_hotpotqa": "HotpotQA multi-hop: two gold passages among retrieved ones",
+}
+register_all(__name__, map(_spec, TASKS, TASKS.values()))

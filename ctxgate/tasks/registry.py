@@ -91,7 +91,7 @@ def membership() -> Membership:
         if t.suite not in ("ruler", "helmet") and not t.replaces:
             families.setdefault(t.suite, []).append(t.name)
     return Membership(
-        tuple(t.name for t in specs if t.in_ruler_average),
+        tuple(t.name for t in specs if t.suite == "ruler"),
         {c: tuple(m) for c, m in helmet.items() if m},
         {t.name: t.replaces for t in specs if t.replaces},
         {suite: tuple(m) for suite, m in families.items()},
