@@ -9,9 +9,11 @@ from functools import partial
 from ctxgate.metrics import babilong, helmet, text
 from ctxgate.records.refusal import CtxgateError
 
-# (output, references, answer prefix) -> (score, the text scored)
-Scorer = Callable[[str, Sequence[str], str | None], tuple[float, str]]
+Scored = tuple[float, str]  # the score, and the text scored
+# (output, references, answer prefix) -> Scored
+Scorer = Callable[[str, Sequence[str], str | None], Scored]
 Match = Callable[[str, Sequence[str]], float]
+Choice = Callable[[Sequence[str], str, str], float]  # (outputs, letter, option) -> score
 
 
 @dataclass(frozen=True)
@@ -29,17 +31,17 @@ class Metric:
         return self.fn is None
 
 
-def _ruler(match: Match, pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+def _ruler(match: Match, pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
     cleaned = text.ruler_clean(pred)
     return match(cleaned, refs), cleaned
 
 
-def _raw(match: Match, pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+def _raw(match: Match, pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
     """The output as it came (NoLiMa's prompts have no answer prefix)."""
     return match(pred, refs), pred
 
 
-def _mrcr(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+def _mrcr(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
     if len(refs) != 2:
         raise ValueError(
             "MRCR needs references (answer, random string to prepend), "
@@ -56,31 +58,24 @@ def _parsed(pred: str, prefix: str | None) -> str:
     return text.parse_output(pred, prefix or "Answer:")
 
 
-def _raw_or_parsed(
-    match: Match, pred: str, refs: Sequence[str], prefix: str | None
-) -> tuple[float, str]:
+def _raw_or_parsed(match: Match, pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
     """max(score on the raw output, score on the parsed output), HELMET's rule."""
     parsed = _parsed(pred, prefix)
     return max(match(pred, refs), match(parsed, refs)), parsed
 
 
-def _label_em(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+def _label_em(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
     """ICL: EM on the parsed output only, as HELMET scores its classification tasks."""
     parsed = _parsed(pred, prefix)
     return helmet.exact_match(parsed, refs), parsed
 
 
-def _ndcg10(pred: str, refs: Sequence[str], prefix: str | None) -> tuple[float, str]:
+def _ndcg10(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
     ranking = helmet.parse_rankings(pred)
     return helmet.ndcg_at(ranking, helmet.qrels_from_references(refs), 10), " > ".join(ranking)
 
 
-def _choice(
-    rule: Callable[[Sequence[str], str, str], float],
-    pred: str,
-    refs: Sequence[str],
-    prefix: str | None,
-) -> tuple[float, str]:
+def _choice(rule: Choice, pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
     if len(refs) != 2:
         raise ValueError(
             f"multiple choice needs references (letter, 'L. option'), got {list(refs)!r}"
@@ -194,7 +189,7 @@ def score_prediction(
     references: Sequence[str],
     prefix: str | None = None,
     chat: bool = False,
-) -> tuple[float, str]:
+) -> Scored:
     """Score one prediction in [0, 1], and the text the metric looked at. ``prefix``: the task's
     answer prefix (HELMET's ``system_template``); without the chat template the model completed
     it, so HELMET scores ``prefix + output``, no space added."""
