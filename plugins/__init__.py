@@ -1,8 +1,7 @@
-"""ctxgate's pytest plugins, one module per concern, each with its own options, settings and stash
-key: loaded as ``ctxgate_plugins`` by the ``pytest11`` entry point, or from a bare checkout by the
-root conftest, which imports this folder under that name; ``plugins.X`` is the same module, so each
-plugin and its StashKey exist once. PYTEST_DONT_REWRITE: imported before pytest could rewrite it.
-"""
+"""ctxgate's pytest plugins, one module per concern: loaded as ``ctxgate_plugins`` by the
+``pytest11`` entry point, or from a bare checkout by the root conftest, which imports this folder
+under that name; ``plugins.X`` is the same module, so each plugin and its StashKey exist once.
+PYTEST_DONT_REWRITE: imported before pytest could rewrite it."""
 
 import importlib
 import importlib.abc

@@ -1,6 +1,5 @@
 """Task x length cases: parametrization, running a case, and its floor gate. Every case gets its
-record before its fixtures run, so a case that errors before it starts still reaches the report.
-"""
+record before its fixtures run, so a case that errors before it starts still reaches the report."""
 
 from __future__ import annotations
 
@@ -182,10 +181,9 @@ def _against_baseline(
         return None
     tolerance = thresholds.tolerance_for(result.task, result.length)
     seq = result.sequential
-    test = seq.baseline if seq else None
     regressed = regression_verdict(paired, tolerance, seq)
     message = describe(paired, tolerance)
-    if seq and test and test.decided:
+    if seq and (test := seq.baseline) and test.decided:
         drop = "it dropped by more than" if regressed else "it did not drop by more than"
         message += (
             f"; --sequential: certain {drop} the tolerance at error rate {seq.alpha} (paired "

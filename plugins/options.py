@@ -1,10 +1,7 @@
-"""The run's options, every one the plan reads (the checkpoint, lengths, samples, data, thresholds,
-baseline, engine, HF settings, the judge, --sequential), declared in the one table
-(``ctxgate/run/options.py``) and read once in ``pytest_configure`` into the run's plan
-(``ctxgate.gate.plan``, as ``ctxgate bisect`` makes it), kept frozen in ``config.stash`` under
-``PLAN_KEY``; the other plugins read it there. PYTEST_DONT_REWRITE: the plugins that build on the
-plan import this module before pytest registers it.
-"""
+"""The run's options, declared in the one table (``ctxgate/run/options.py``), read once in
+``pytest_configure`` into the run's plan (``ctxgate.gate.plan``, as ``ctxgate bisect`` makes it) and
+kept frozen under ``PLAN_KEY``, where the other plugins read it. PYTEST_DONT_REWRITE: the plugins
+that build on the plan import this module before pytest registers it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Live progress: while cases run, one status line on the terminal shows each running case, its
-samples done / total, tokens per second and an ETA. Under xdist, which carries no messages from a
-worker during a test, each worker writes a JSON file per running case for the controller to read.
-"""
+"""Live progress: one status line on the terminal shows each running case, its samples done /
+total, tokens per second and an ETA. Under xdist, which carries no messages from a worker during
+a test, each worker writes a JSON file per running case for the controller to read."""
 
 from __future__ import annotations
 

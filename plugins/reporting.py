@@ -1,8 +1,7 @@
-"""Reports under xdist: case records ride on test reports to the controller, which writes JSON,
-predictions, Markdown and the terminal table, and applies the session gates. A selected case that
-never sends a record is reported as an error; each record is appended to ``<report>.partial.jsonl``
-as it arrives, and the report files are written atomically, under a lock beside them.
-"""
+"""Reports under xdist: case records ride on test reports to the controller, which writes the
+report files and applies the session gates. A selected case that never sends a record is reported
+as an error; each record is appended to ``<report>.partial.jsonl`` as it arrives; the report
+files are written atomically, under a lock beside them."""
 
 from __future__ import annotations
 

@@ -17,9 +17,8 @@ from .options import PLAN_KEY, refusals_are_usage_errors
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
 _PREVIOUS_KEY = pytest.StashKey[dict[int, Any]]()
-RECEIVED_KEY = pytest.StashKey[
-    list[str]
-]()  # the signal that ended the run, for the report's reason
+# the signal that ended the run, for the report's reason
+RECEIVED_KEY = pytest.StashKey[list[str]]()
 PARENT_POLL_S = 0.5
 
 

@@ -27,7 +27,6 @@ NOISE_LINE = (
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 DEFAULT = "haystack_wikipedia.json"  # the manifest: the volumes, in order, and their hashes
-_TEXT_SUFFIXES = {".txt", ".md"}
 _DATASET_KINDS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
@@ -109,7 +108,7 @@ def load_essay(path: str | None = None) -> Essay:
     p = Path(path)
     if noted(p) is None:
         raise _refused(path, " does not exist: give a .txt file or a dataset with a 'text' column")
-    if is_file(p) and p.suffix.lower() in _TEXT_SUFFIXES:
+    if is_file(p) and p.suffix.lower() in (".txt", ".md"):
         try:
             return _split(p.read_text("utf-8"), str(p))
         except UnicodeDecodeError as exc:
@@ -213,9 +212,7 @@ class EssayTokens:
         return self.id_list[self.ends[start] : self.ends[stop]]
 
 
-_ESSAY_TOKENS: weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str, str], EssayTokens]] = (
-    weakref.WeakKeyDictionary()
-)
+_ESSAY_TOKENS = weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str, str], EssayTokens]]()
 
 
 def essay_tokens(enc: PieceEncoder, essay: Essay, sep: str = " ") -> EssayTokens:

@@ -1,7 +1,6 @@
 """Word lists, shipped so that data never depend on a library version: wonderwords 3.0.1's nouns,
 adjectives and verbs (MIT, see data/words/), RULER's keys and CWE vocabulary, and for CWE past
-those, Webster's Second list (public domain; by ``scripts/build_words.py``) where RULER has its own.
-"""
+those, Webster's Second list (public domain; by ``scripts/build_words.py``)."""
 
 from __future__ import annotations
 

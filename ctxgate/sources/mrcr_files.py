@@ -1,7 +1,6 @@
-"""OpenAI MRCR's released parquet files, read from ``<data-dir>/mrcr/`` (never downloaded). The
-hub's ``{n}needle/{n}needle_*.parquet`` concatenated in number order (as the dataset card does),
-else the first release's ``{n}needle.parquet``; memory-mapped: a prompt (up to 5 MB) is read on use.
-"""
+"""OpenAI MRCR's released parquet files in ``<data-dir>/mrcr/`` (never downloaded): the hub's
+``{n}needle/{n}needle_*.parquet`` in number order (as the dataset card joins them), else the
+first release's ``{n}needle.parquet``; memory-mapped: a prompt (up to 5 MB) is read on use."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def fetch(args: argparse.Namespace) -> int:
-    from ctxgate.sources.fetch import download, extract, fetch_essays
+    from ctxgate.sources.manifest import download, extract, fetch_essays
 
     if args.ruler_essays:
         path, digest = fetch_essays(args.ruler_essays, Path(args.to), args.essays_sha256)
