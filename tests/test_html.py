@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxgate.report import colours
+from ctxgate.report.cells import colour
 from ctxgate.report.page import PageInput, render
 from ctxgate.report.samples import depth_grids, flips, nearest_depth
 from ctxgate.tasks.niah import DEPTHS
@@ -232,7 +232,7 @@ def test_the_colour_scale_is_matplotlibs_viridis():
     table = matplotlib.colormaps["viridis"]
     for i in range(101):
         want = [round(255 * c) for c in table(i / 100)[:3]]
-        got = colours.colour(i / 100)
+        got = colour(i / 100)
         have = [int(got[k : k + 2], 16) for k in (1, 3, 5)]
         assert max(abs(a - b) for a, b in zip(want, have)) <= 3, (i, want, have)
 

@@ -28,9 +28,9 @@ Scores = Mapping[str, float]  # task -> score, percent
 Names = Collection[str]
 
 
-def summary_names(tasks: Membership | None = None) -> list[str]:
+def summary_names() -> list[str]:
     """The names of the summaries per length, as the report's ``by_length`` keys them."""
-    tasks = tasks or membership()
+    tasks = membership()
     return ["ruler", *(f"helmet_{c}" for c in tasks.helmet), "helmet_overall", *tasks.families]
 
 

@@ -26,7 +26,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-_RULES = ("score", "upper")
 _COMPARE = re.compile(r"^\s*(<=|>=|<|>|==)?\s*(\S+)\s*$")
 _OPERATORS = {
     "<=": operator.le,
@@ -260,7 +259,7 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
         return data.get(section, {}).get(name, default)
 
     rule = get("defaults.rule", "score")
-    if rule not in _RULES:
+    if rule not in ("score", "upper"):
         fix = 'write rule = "score" or rule = "upper"'
         raise _fail(path, "defaults.rule", f"{rule!r} is not a rule", fix)
     min_eff = get("session.min_effective_length", 0)

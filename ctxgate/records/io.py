@@ -9,7 +9,6 @@ import json
 import os
 import re
 import reprlib
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,7 +40,11 @@ def atomic_write_all(files: dict[Path, str]) -> None:
     """Files that belong together: each written in full beside its destination before any is
     renamed, so a failure leaves all the old ones. An OSError names the destination."""
     for path in files:
-        _check_replaceable(path)
+        if not path.parent.is_dir():
+            problem = errno.ENOTDIR if path.parent.exists() else errno.ENOENT
+            raise OSError(problem, os.strerror(problem), str(path))
+        if path.is_dir() and not path.is_symlink():  # a link is replaced itself
+            raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     tmps = {path: path.with_name(f".{path.name}.{os.getpid()}.tmp") for path in files}
     try:
         for path, text in files.items():
@@ -60,15 +63,6 @@ def atomic_write_all(files: dict[Path, str]) -> None:
         for tmp in tmps.values():
             tmp.unlink(missing_ok=True)
         raise
-
-
-def _check_replaceable(path: Path) -> None:
-    """Its folder exists and it is not a folder (a link is replaced itself)."""
-    if not path.parent.is_dir():
-        problem = errno.ENOTDIR if path.parent.exists() else errno.ENOENT
-        raise OSError(problem, os.strerror(problem), str(path))
-    if path.is_dir() and not path.is_symlink():
-        raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
 
 
 def report_text(report: Report) -> str:
@@ -120,31 +114,26 @@ def read_report(path: str | Path) -> Report:
             f"{SCHEMA_VERSION}: re-run that checkpoint with this version, or use the ctxgate that "
             "wrote it"
         )
-    return _typed(p, text)
+    from pydantic import ValidationError
+
+    try:
+        typed = adapter_for(Report).validate_json(text, strict=True)
+    except ValidationError as exc:
+        raise ReportFileError(
+            f"{p}: {_first_error(exc, 'the report')}; the file was edited or written by another "
+            "tool: re-run the checkpoint with --report, or restore the file"
+        ) from None
+    if (bad := next((key for key in typed.by_length if not is_length_key(key)), None)) is not None:
+        raise ReportFileError(
+            f"{p}: by_length key {reprlib.repr(bad)} is not a length in tokens: the report was "
+            "edited or damaged; re-run the checkpoint with --report to write it again, or restore "
+            "the file"
+        )
+    return typed
 
 
 def _not_a_report(problem: str) -> ReportFileError:
     return ReportFileError(f"{problem}: pass the JSON written by --report")
-
-
-def _typed(path: Path, text: str) -> Report:
-    """The report as its records; the first field that does not fit is named."""
-    from pydantic import ValidationError
-
-    try:
-        report = adapter_for(Report).validate_json(text, strict=True)
-    except ValidationError as exc:
-        raise ReportFileError(
-            f"{path}: {_first_error(exc, 'the report')}; the file was edited or written by another "
-            "tool: re-run the checkpoint with --report, or restore the file"
-        ) from None
-    if (bad := next((key for key in report.by_length if not is_length_key(key)), None)) is not None:
-        raise ReportFileError(
-            f"{path}: by_length key {reprlib.repr(bad)} is not a length in tokens: the report was "
-            "edited or damaged; re-run the checkpoint with --report to write it again, or restore "
-            "the file"
-        )
-    return report
 
 
 def _first_error(exc: ValidationError, whole: str = "the line") -> str:
@@ -184,28 +173,23 @@ def read_predictions(path: Path) -> list[Prediction]:
         )
     adapter = adapter_for(Prediction)
     rows = []
-    with path.open(encoding="utf-8", errors="strict") as f:
-        for line_no, line in enumerate(_lines(path, f), start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(adapter.validate_json(line, strict=True))
-            except ValidationError as exc:
-                raise ReportFileError(
-                    f"{path}:{line_no}: {_first_error(exc)}; each line must be a prediction record "
-                    "written by ctxgate: restore the file from the run, or re-run with --report"
-                ) from None
-    return rows
-
-
-def _lines(path: Path, f: Iterable[str]) -> Iterator[str]:
-    """The file's lines; bytes that are not UTF-8 end as one error naming the line."""
     line_no = 0
-    try:
-        for line_no, line in enumerate(f, start=1):  # noqa: B007 - the number is read in the except
-            yield line
-    except UnicodeDecodeError:
-        raise ReportFileError(
-            f"{path}:{line_no + 1}: not UTF-8 text; the file was damaged: restore it from the "
-            "run, or re-run with --report"
-        ) from None
+    with path.open(encoding="utf-8", errors="strict") as f:
+        try:
+            for line_no, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(adapter.validate_json(line, strict=True))
+                except ValidationError as exc:
+                    raise ReportFileError(
+                        f"{path}:{line_no}: {_first_error(exc)}; each line must be a prediction "
+                        "record written by ctxgate: restore the file from the run, or re-run with "
+                        "--report"
+                    ) from None
+        except UnicodeDecodeError:  # reading the line after the last one read
+            raise ReportFileError(
+                f"{path}:{line_no + 1}: not UTF-8 text; the file was damaged: restore it from the "
+                "run, or re-run with --report"
+            ) from None
+    return rows

@@ -1,7 +1,12 @@
 """The cells of the HTML report's tables: a score on the colour scale, a case (its score or what
 happened to it, linked to its samples), a summary with its marks; and the boxes around them
 (``table``, ``section``), so every table and section of the page is marked up alike. Every text is
-escaped here (``e``)."""
+escaped here (``e``).
+
+The colour scale is viridis (van der Walt and Smith, matplotlib's default since 2.0, released CC0),
+perceptually uniform and readable with the common colour-vision deficiencies and in greyscale. 33
+evenly spaced anchors of matplotlib's 256-entry table, interpolated linearly in sRGB: at most 3/255
+from the full table in a channel (tests check it)."""
 
 from __future__ import annotations
 
@@ -9,9 +14,24 @@ import html
 from typing import Any
 
 from ctxgate.records.schema import CaseRecord, GroupScore
-from ctxgate.report import colours
 from ctxgate.report.samples import case_key
 from ctxgate.report.tables import no_score_word
+
+VIRIDIS = tuple(
+    "#440154 #470d60 #48186a #482374 #472d7b #453781 #424086 #3e4989 #3b528b #375b8d #33638d "
+    "#2f6b8e #2c728e #297a8e #26828e #23898e #21918c #1f988b #1fa088 #22a785 #28ae80 #32b67a "
+    "#3fbc73 #4ec36b #5ec962 #70cf57 "
+    "#84d44b #98d83e #addc30 #c2df23 #d8e219 #ece51b #fde725".split()
+)
+
+
+def colour(fraction: float) -> str:
+    """The scale's colour at ``fraction`` (clamped to 0..1) as ``#rrggbb``."""
+    t = min(1.0, max(0.0, fraction)) * (len(VIRIDIS) - 1)
+    i = min(int(t), len(VIRIDIS) - 2)
+    low, high = bytes.fromhex(VIRIDIS[i][1:]), bytes.fromhex(VIRIDIS[i + 1][1:])
+    mixed = (round(a + (b - a) * (t - i)) for a, b in zip(low, high, strict=True))
+    return "#" + "".join(f"{c:02x}" for c in mixed)
 
 
 def e(value: Any) -> str:
@@ -22,9 +42,12 @@ def score_td(score: float | None, inner: str, extra_class: str = "", title: str 
     if score is None:
         return f'<td class="status {extra_class}"{title_attr(title)}>{inner}</td>'
     fraction = score / 100
+    ink = (
+        "#ffffff" if fraction < 0.6 else "#000000"
+    )  # enough contrast: white on dark, black on light
     return (
         f'<td class="score {extra_class}" '
-        f'style="background:{colours.colour(fraction)};color:{colours.ink(fraction)}"'
+        f'style="background:{colour(fraction)};color:{ink}"'
         f' data-score="{score:.2f}"{title_attr(title)}>{inner}</td>'
     )
 

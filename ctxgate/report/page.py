@@ -1,7 +1,11 @@
 """The HTML report: one self-contained file (its CSS, script and data inline; nothing is fetched
 when it opens) that shows a run at a glance and every sample on demand. The tables are real
 ``<table>`` elements, readable without the script; the script (``assets/report.js``) only opens a
-case's samples, which travel gzip-compressed in the page (a full 128K run stays a few MB)."""
+case's samples, which travel gzip-compressed in the page (a full 128K run stays a few MB). Its
+sections, in the page's order: the run and its gates; the heatmaps (tasks x lengths per suite with
+RULER's average, threshold and effective length and each task family's mean, HELMET's categories,
+needle depth x length per NIAH task); the effective lengths; the runs side by side (the paired
+comparison with a baseline and the samples that flipped, the trend against the training step)."""
 
 from __future__ import annotations
 
@@ -14,13 +18,26 @@ from importlib import resources
 from typing import Any
 
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import Prediction, Report, to_json
-from ctxgate.report import colours
-from ctxgate.report.cells import e, title_attr
-from ctxgate.report.heatmaps import depths, effective_table, helmet_categories, task_tables
-from ctxgate.report.samples import by_case, case_key, page_row
-from ctxgate.report.versus import comparison, trend
-from ctxgate.tasks.registry import membership, suite_label
+from ctxgate.records.schema import EffectiveLength, Prediction, Report, to_json
+from ctxgate.report.cells import (
+    VIRIDIS,
+    case_cell,
+    col_heads,
+    colour,
+    e,
+    group_td,
+    num,
+    score_td,
+    section,
+    table,
+    title_attr,
+)
+from ctxgate.report.samples import DepthGrid, Flip, by_case, case_key, depth_grids, flips, page_row
+from ctxgate.report.tables import chances, effective_lengths, in_registry_order
+from ctxgate.tasks.niah import DEPTHS
+from ctxgate.tasks.registry import category_label, membership, suite_label
+
+FLIPS_SHOWN = 200  # per direction; the count says how many there are
 
 
 @dataclass(frozen=True)
@@ -133,16 +150,301 @@ def _header(report: Report, report_name: str) -> str:
 
 
 def _legend() -> str:
-    stops = ", ".join(
-        f"{c} {100 * i / (len(colours.VIRIDIS) - 1):.0f}%" for i, c in enumerate(colours.VIRIDIS)
-    )
+    stops = ", ".join(f"{c} {100 * i / (len(VIRIDIS) - 1):.0f}%" for i, c in enumerate(VIRIDIS))
     return (
         '<p class="legend"><span class="ramp" style="background: linear-gradient(to right, '
-        f'{stops})" aria-hidden="true"></span> score 0 to 100, on {colours.NAME} (perceptually '
+        f'{stops})" aria-hidden="true"></span> score 0 to 100, on viridis (perceptually '
         'uniform, readable with colour-vision deficiencies). <span class="status-sample">crash'
         "</span> a case without a score, by what happened to it; "
         '<span class="fail-mark">✗</span> below its floor; <span class="partial-mark">*</span> '
         "partial (not every member ran).</p>"
+    )
+
+
+def task_tables(report: Report) -> list[str]:
+    cases = report.cases
+    lengths = sorted({c.length for c in cases})
+    by_key = {(c.task, c.length): c for c in cases}
+    eff = report.effective_length
+    chance = chances(report)
+    out = []
+    for suite in ("ruler", "helmet", *membership().families):
+        label = suite_label(suite)
+        tasks = in_registry_order(c.task for c in cases if c.suite == suite)
+        if not tasks:
+            continue
+        head = col_heads("task")
+        head += "".join(_length_th(L, eff if suite == "ruler" else None) for L in lengths)
+        head += '<th scope="col" title="a random answer\'s expected score">chance</th>'
+        body = "".join(
+            f'<tr><th scope="row">{e(t)}</th>'
+            + "".join(case_cell(by_key.get((t, L))) for L in lengths)
+            + f'<td class="chance">{e(chance[t])}</td></tr>'
+            for t in tasks
+        )
+        foot = "" if suite == "helmet" else _average(report, lengths, suite)
+        note = (
+            "Score per task and length; follow a cell to its samples. Chance: the score a random "
+            "answer gets on average (docs/tasks.md); a floor at or below it gates nothing."
+        )
+        if suite == "ruler" and eff:
+            value = format_length(eff.value) if eff.value else f"below {format_length(lengths[0])}"
+            note += (
+                f" Effective length <strong>{e(value)}</strong>: the RULER average above "
+                f"{e(eff.threshold)} at it and every shorter length"
+                + (" (partial: not every RULER task ran)." if eff.partial else ".")
+            )
+        grid = table('class="heatmap"', f"{label} tasks x lengths", head, body, foot)
+        out.append(section(suite, label, f'<p class="note">{note}</p>{grid}'))
+    return out
+
+
+def _length_th(length: int, eff: EffectiveLength | None) -> str:
+    if eff and eff.value == length:
+        mark = '<span class="eff-mark">◆ effective</span>'
+        return f'<th scope="col" class="effective">{format_length(length)} {mark}</th>'
+    return col_heads(format_length(length))
+
+
+def _average(report: Report, lengths: Sequence[int], suite: str) -> str:
+    """RULER's average (against its threshold), or a task family's mean, per length."""
+    eff = report.effective_length
+    threshold = eff.threshold if eff and suite == "ruler" else None
+    summaries = report.length_summaries
+    cells = "".join(group_td(summaries.get(L, {}).get(suite), threshold) for L in lengths)
+    label = f'<th scope="row">{e(suite_label(suite))} average</th>'
+    return f"<tfoot><tr>{label}{cells}<td></td></tr></tfoot>"
+
+
+def helmet_categories(report: Report) -> str:
+    by_length = report.length_summaries
+    lengths = list(by_length)
+    keys = [f"helmet_{c}" for c in membership().helmet] + ["helmet_overall"]
+    present = [
+        k for k in keys if any((g := by_length[L].get(k)) and g.score is not None for L in lengths)
+    ]
+    if not present:
+        return ""
+    body = "".join(
+        f'<tr><th scope="row">{_category_name(k)}</th>'
+        + "".join(group_td(by_length[L].get(k)) for L in lengths)
+        + "</tr>"
+        for k in present
+    )
+    head = col_heads("category", *map(format_length, lengths))
+    note = (
+        '<p class="note">The mean of each category\'s tasks per length; '
+        "* partial (not every task of it ran).</p>"
+    )
+    grid = table('class="heatmap"', "HELMET categories x lengths", head, body)
+    return section("categories", "HELMET categories", note + grid)
+
+
+def _category_name(key: str) -> str:
+    return "Overall average" if key == "helmet_overall" else e(category_label(key[7:]))
+
+
+def effective_table(report: Report) -> str:
+    """The absolute and relative effective lengths and LongScore, side by side."""
+    found = effective_lengths(report)
+    if not found:
+        return ""
+    body = "".join(
+        f'<tr><th scope="row">{e(row[0])}</th>{"".join(f"<td>{e(c)}</td>" for c in row[1:])}</tr>'
+        for row in found
+    )
+    head = col_heads("summary", "absolute", "relative", "LongScore")
+    note = (
+        '<p class="note">Absolute: the longest length with RULER\'s average above the bar there '
+        "and at every shorter length. Relative: the longest length keeping the share of the "
+        "model's own short-context score (its base) there and at every shorter length (NoLiMa's "
+        "rule; the base is the mean up to 1K). LongScore: 100-LongBench's, in percent: the mean "
+        "over the lengths of 8K or more of 100 x (score - base) / base, its base the mean over "
+        "the lengths below 8K.</p>"
+    )
+    grid = table("", "Effective length, absolute and relative", head, body)
+    return section("effective", "Effective length", note + grid)
+
+
+def depths(rows: Sequence[Prediction]) -> str:
+    grids = depth_grids(rows)
+    if not grids:
+        return ""
+    note = (
+        '<p class="note">Mean score by needle depth (rows, percent of the context) and length '
+        "(columns): each needle of a sample counts the sample's score at its depth; the line "
+        "tasks' random positions are rounded to the nearest of RULER's 40 depths.</p>"
+    )
+    grid = "".join(_depth_table(g) for g in grids)
+    return section("depths", "Needle depth x length", note + grid)
+
+
+def _depth_table(grid: DepthGrid) -> str:
+    body = []
+    for depth in DEPTHS:
+        cells = []
+        for L in grid.lengths:
+            found = grid.cells.get((depth, L))
+            if found is None:
+                cells.append('<td class="none">·</td>')
+                continue
+            mean, n = found
+            text = f"{mean:.0f}"
+            if grid.task != "all":
+                text = f'<a href="#{e(case_key(grid.task, L))}">{text}</a>'
+            cells.append(score_td(mean, text, "depth", f"{mean:.1f} over {n} needle(s)"))
+        body.append(f'<tr><th scope="row">{depth}%</th>{"".join(cells)}</tr>')
+    name = "All NIAH tasks" if grid.task == "all" else grid.task
+    head = col_heads("depth", *map(format_length, grid.lengths))
+    box = f'class="scroll depth-grid" data-task="{e(grid.task)}"'
+    return table('class="heatmap depth"', e(name), head, "".join(body), box=box)
+
+
+def comparison(
+    report: Report,
+    rows: Sequence[Prediction],
+    baseline_rows: Sequence[Prediction],
+    baseline_path: str | None,
+) -> str:
+    compared = [(c, c.baseline) for c in report.cases if c.baseline]
+    if not compared and not baseline_rows:
+        return ""
+    lines = []
+    for c, b in compared:
+        low, high = b.interval
+        verdict = "regressed" if b.regressed else "improved" if low > b.tolerance else "same"
+        lines.append(
+            f'<tr class="{verdict}"><th scope="row"><a href="#{e(case_key(c.task, c.length))}">'
+            f"{e(c.task)}</a></th><td>{format_length(c.length)}</td>"
+            f"<td>{num(b.score)}</td><td>{num(c.score)}</td><td>{num(b.delta, True)}</td>"
+            f"<td>{num(low, True)} .. {num(high, True)}</td><td>{e(b.n)}</td>"
+            f'<td>{num(b.tolerance)}</td><td class="verdict">{verdict.upper()}</td></tr>'
+        )
+    where = f" ({e(baseline_path)})" if baseline_path else ""
+    head = col_heads(*"task length baseline now change interval n tolerance verdict".split())
+    compared_table = (
+        '<p class="note">Paired per case: the same samples in both runs, the score change with its '
+        "interval, and the baseline gate's verdict.</p>"
+        + table('class="comparison"', "Cases against the baseline", head, "".join(lines))
+        if lines
+        else "<p>No case was compared (none of the baseline's cases ran with the same samples).</p>"
+    )
+    flipped = ""
+    if baseline_rows:
+        changed = flips(rows, baseline_rows)
+        lost = [f for f in changed if f.lost]
+        flipped = _flip_table("Right in the baseline, wrong now", "lost", lost)
+        gained = [f for f in changed if not f.lost]
+        flipped += _flip_table("Wrong in the baseline, right now", "gained", gained)
+    return section("comparison", f"Against the baseline{where}", compared_table + flipped)
+
+
+def _flip_table(title: str, ident: str, found: Sequence[Flip]) -> str:
+    if not found:
+        return f'<h3 id="flips-{ident}">{e(title)}: none</h3>'
+    rows = "".join(
+        f'<tr><th scope="row"><a href="#{e(case_key(f.task, f.length))}">{e(f.task)}</a> '
+        f"{format_length(f.length)} #{f.index}</th>"
+        f"<td>{e(_answers(f.after))}</td>{_said('before', f.before)}{_said('after', f.after)}</tr>"
+        for f in found[:FLIPS_SHOWN]
+    )
+    more = len(found) - FLIPS_SHOWN
+    more_note = f"<p>… and {more} more in the predictions files.</p>" if more > 0 else ""
+    head = col_heads("sample", "answer(s)", "baseline said (score)", "now says (score)")
+    flipped = table(f'class="flips" data-flips="{ident}"', e(title), head, rows)
+    return f'<h3 id="flips-{ident}">{e(title)}: {len(found)} sample(s)</h3>{flipped}{more_note}'
+
+
+def _said(when: str, row: Prediction) -> str:
+    score = f'<span class="sc">({100 * (row.score or 0):.0f})</span>'
+    return f'<td class="{when}">{e(row.prediction)} {score}</td>'
+
+
+def _answers(row: Prediction) -> str:
+    more = f" (+{len(row.answers) - 4})" if len(row.answers) > 4 else ""
+    return " | ".join(row.answers[:4]) + more
+
+
+def trend(points: Sequence[Mapping[str, Any]]) -> str:
+    if not points:
+        return ""
+    parts = []
+    for category in dict.fromkeys(str(p["category"]) for p in points):
+        mine = [p for p in points if p["category"] == category]
+        steps = sorted({int(p["step"]) for p in mine})
+        lengths = sorted({int(p["length"]) for p in mine if p["length"] != ""}) or [0]
+        value = {(int(p["step"]), int(p["length"]) if p["length"] != "" else 0): p for p in mine}
+        head = col_heads("step", *(format_length(L) if L else "value" for L in lengths))
+        body = "".join(
+            f'<tr><th scope="row">{s}</th>'
+            + "".join(_trend_td(value.get((s, L)), category) for L in lengths)
+            + "</tr>"
+            for s in steps
+        )
+        chart = _trend_svg(category, steps, lengths, value)
+        steps_table = table('class="trend"', e(category), head, body)
+        parts.append(f"<h3>{e(category)}</h3>{chart}{steps_table}")
+    note = (
+        "<p>The data of <code>ctxgate trend</code>: each report's step from its checkpoint's "
+        "name.</p>"
+    )
+    return section("trend", "Trend over training steps", note + "".join(parts))
+
+
+def _trend_td(point: Mapping[str, Any] | None, category: str) -> str:
+    if point is None or point.get("score") is None:
+        return '<td class="none">—</td>'
+    mark = '<span class="partial-mark">*</span>' if point.get("partial") else ""
+    if category == "effective length":
+        return f"<td>{format_length(int(point['score'])) if point['score'] else '0'}{mark}</td>"
+    return score_td(float(point["score"]), f"{float(point['score']):.1f}{mark}")
+
+
+def _trend_svg(
+    category: str, steps: Sequence[int], lengths: Sequence[int], value: Mapping[Any, Any]
+) -> str:
+    width, height, pad = 640, 220, 36
+    top = 100.0
+    if category == "effective length":
+        top = max([float(p["score"] or 0) for p in value.values()] + [1.0])
+    lo, hi = min(steps), max(steps)
+
+    def x(step: int) -> float:
+        return pad + (width - 2 * pad) * ((step - lo) / (hi - lo) if hi > lo else 0.5)
+
+    def y(score: float) -> float:
+        return height - pad - (height - 2 * pad) * score / top
+
+    lines: list[str] = []
+    keys: list[str] = []
+    for i, L in enumerate(lengths):
+        scored = [s for s in steps if value.get((s, L), {}).get("score") is not None]
+        pts = [(x(s), y(float(value[(s, L)]["score"]))) for s in scored]
+        if not pts:
+            continue
+        tint = colour(i / max(1, len(lengths) - 1) * 0.85)
+        path = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
+        label = format_length(L) if L else category
+        dash = ("", ' stroke-dasharray="6 3"', ' stroke-dasharray="2 3"')[i % 3]  # not colour alone
+        lines.append(
+            f'<polyline fill="none" stroke="{tint}" stroke-width="2"{dash} points="{path}">'
+            f"<title>{e(label)}</title></polyline>"
+        )
+        keys.append(f'<li><span style="background:{tint}"></span>{e(label)}</li>')
+    bottom = height - pad
+    axis = (
+        f'<line x1="{pad}" y1="{bottom}" x2="{width - pad}" y2="{bottom}" stroke="#666"/>'
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{bottom}" stroke="#666"/>'
+        f'<text x="{pad}" y="{height - 10}" font-size="11">step {lo}</text>'
+        f'<text x="{width - pad}" y="{height - 10}" font-size="11" text-anchor="end">'
+        f"step {hi}</text>"
+        f'<text x="4" y="{pad}" font-size="11">{top:g}</text>'
+    )
+    return (
+        f'<svg class="trend-chart" role="img" aria-label="{e(category)} against the training '
+        'step, one line per length (the table below has the numbers)" '
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}">'
+        f'{axis}{"".join(lines)}</svg><ul class="keys" aria-hidden="true">{"".join(keys)}</ul>'
     )
 
 
