@@ -9,6 +9,7 @@ other 4xx) raise ``Refused`` at once, for the caller to name its fix.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import time
@@ -89,11 +90,9 @@ def call_with_retries(
 def backoff(retry: int, exc: BaseException) -> float:
     response = getattr(exc, "response", None)
     header = response.headers.get("retry-after") if response is not None else None
-    try:
-        if header is not None:
+    if header is not None:
+        with contextlib.suppress(ValueError):
             return min(60.0, max(0.0, float(header)))
-    except ValueError:
-        pass
     return min(30.0, 0.5 * 2**retry) * (0.75 + 0.5 * random.random())
 
 

@@ -26,8 +26,7 @@ from ctxgate.backends.vllm_server import (
     start_all,
 )
 from ctxgate.gate.plan import Plan
-from ctxgate.run.loading import Served
-from ctxgate.run.serving import served
+from ctxgate.run.loading import Served, served
 
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 

@@ -48,8 +48,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not settings or not settings.targets or collector is None or collector.report is None:
         return
     from ctxgate.steps import training_step
-    from ctxgate.trackers.metrics import case_table, metrics
-    from ctxgate.trackers.sinks import log
+    from ctxgate.trackers.sinks import case_table, log, metrics
 
     spec = config.stash[PLAN_KEY].model
     report = collector.report

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ctxgate.steps import training_step
-from ctxgate.trackers.metrics import metrics
+from ctxgate.trackers.sinks import metrics
 from tests.conftest import TINY, typed_report
 
 READ_BACK = """

@@ -22,9 +22,8 @@ from ctxgate.gate.thresholds import PytestConfig, Thresholds, find_thresholds, l
 from ctxgate.judge.client import JudgeError, JudgeSettings
 from ctxgate.judge.entail import check_nli_model
 from ctxgate.run import options as opt
-from ctxgate.run.loading import ModelSpec, factory_of
+from ctxgate.run.loading import EngineSettings, ModelSpec, factory_of, read_engine
 from ctxgate.run.options import Get, OptionError
-from ctxgate.run.serving import EngineSettings, read_engine
 from ctxgate.tasks.registry import task_names
 
 OPTIONS: tuple[opt.Option, ...] = (opt.MODEL, opt.BACKEND, *opt.EVALUATION, *opt.SEQUENTIAL_OPTIONS)

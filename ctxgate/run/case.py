@@ -21,7 +21,6 @@ from ctxgate.records.schema import (
     SequentialRecord,
 )
 from ctxgate.run.cache import GenerationCache
-from ctxgate.run.excerpts import excerpts
 from ctxgate.run.progress import Progress, case_label
 from ctxgate.stats.intervals import interval
 from ctxgate.stats.sequential import CaseTest, Questions, StopRule, full_count_record
@@ -71,6 +70,29 @@ class CaseResult:
         """The record with what this run of the case measured (every field but the samples)."""
         measured = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "samples"}
         return replace(record, **measured)
+
+
+# tokens of context before a needle (twice as many from it on), and of the prompt's end
+EXCERPT_TOKENS = 40
+
+
+def excerpts(sample: Sample, decode: Callable[[Sequence[int]], str]) -> dict[str, object]:
+    """What the predictions file keeps of a prompt instead of the prompt (up to a million tokens):
+    the text around each needle, with the needle and its depth, and the prompt's end."""
+    ids, meta = sample.input_ids, sample.meta
+    offsets = list(meta.get("needle_offsets") or ())
+    depths = list(meta.get("depths") or ()) or [None] * len(offsets)
+    return {
+        "needles": [
+            {
+                "needle": needle,
+                "depth": depth,
+                "text": decode(ids[max(0, at - EXCERPT_TOKENS) : at + 2 * EXCERPT_TOKENS]),
+            }
+            for needle, at, depth in zip(meta.get("needles") or (), offsets, depths, strict=False)
+        ],
+        "end": decode(ids[-EXCERPT_TOKENS:]),
+    }
 
 
 def iter_samples(

@@ -1,9 +1,11 @@
 """Model replicas on a Ray cluster, seen by the session as one backend (``--ray``).
 
-A replica (``replica.py``) only generates; the session builds prompts, caches, scores and reports.
-Requests wait in one queue, longest case first, each going to whichever replica frees first, so a
-slow 128K sample never holds back the rest as static shards would. A lost replica's requests are
-queued again; a failed load is one error naming its node. Ray is imported only with ``--ray``."""
+A replica (``ReplicaWorker``) loads the checkpoint through ``load_backend`` as a local run does
+(``--backend vllm``: a server of its own, on the GPUs Ray gave it) and only generates; the session
+builds prompts, caches, scores and reports. Requests wait in one queue, longest case first, each
+going to whichever replica frees first, so a slow 128K sample never holds back the rest as static
+shards would. A lost replica's requests are queued again; a failed load is one error naming its
+node. Ray is imported only with ``--ray``."""
 
 from __future__ import annotations
 
@@ -11,10 +13,12 @@ import heapq
 import itertools
 import logging
 import os
+import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import (
@@ -25,10 +29,11 @@ from ctxgate.backends.base import (
     Request,
     Window,
     Withdrawn,
+    window_of,
 )
 from ctxgate.backends.hf import BackendError
-from ctxgate.run.loading import ModelSpec, Served
-from ctxgate.run.replica import ReplicaInfo, ReplicaWorker
+from ctxgate.backends.vllm_server import VLLMServer
+from ctxgate.run.loading import ModelSpec, Served, load_backend
 from ctxgate.tokens.tokenizers import HFTokenizer, RawTokenizer
 
 LOCAL = "local"  # --ray local: a cluster of this machine, started for the run and stopped with it
@@ -61,6 +66,97 @@ class _Replica:
         return f"node {self.info.node_ip} ({self.info.node_id[:12]})"
 
 
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """What a replica says about itself once it has loaded (or failed to load) the model."""
+
+    node_ip: str
+    node_id: str
+    pid: int
+    error: str | None = None
+    name: str = ""
+    max_positions: int | None = None
+    window: Window | None = None
+    description: dict[str, object] = field(default_factory=dict)
+    cache_identity: dict[str, object] | None = None
+    weights_problem: str | None = None
+    # requests it takes at once (a server's --concurrency; one for a model in the process)
+    concurrency: int = 1
+    # what a server says it serves (the report's model_fingerprint)
+    fingerprint: dict[str, object] | None = None
+
+
+class ReplicaWorker:
+    """One model on one node. It never raises while loading: the session asks each replica how its
+    load went and names the node in the one error a failed load gets."""
+
+    def __init__(self, spec: ModelSpec, served: Served | None, started_in: str) -> None:
+        import ray
+
+        context = ray.get_runtime_context()
+        self.where = (ray.util.get_node_ip_address(), context.get_node_id(), os.getpid())
+        self.server: VLLMServer | None = None
+        try:
+            # the session's relative paths (--model fixtures/..., --config-from) mean what they
+            # meant where it was started: a cluster's nodes share that folder (a shared filesystem),
+            # as they share the checkpoint
+            os.chdir(started_in)
+            if served is not None and served.launch is not None:
+                served = self._own_server(served)
+            self.backend: Any = load_backend(spec, served)
+            self.error: str | None = None
+        except Exception as exc:  # noqa: BLE001 - the replica's one-line cause
+            self.backend, self.error = None, str(exc) or type(exc).__name__
+            # a server started for a model that then failed to load is of no use to anyone
+            self.stop()
+
+    def _own_server(self, served: Served) -> Served:
+        """--backend vllm: this replica's server, tensor parallel across the GPUs Ray gave it; it
+        dies with this actor's process (``VLLMServer``)."""
+        import ray
+
+        assert served.launch is not None
+        gpus = tuple(str(g) for g in ray.get_gpu_ids())
+        launch = replace(served.launch, devices=gpus or None, tensor_parallel=len(gpus) or 1)
+        log = Path(tempfile.gettempdir()) / f"ctxgate-vllm-ray-{os.getpid()}.log"
+        self.server = VLLMServer(launch, log)
+        self.server.start()
+        self.server.wait_ready(served.launch_timeout_s)
+        endpoint = replace(served.endpoint, base_urls=(self.server.url,))
+        # the numerics as this node runs them (the session may have no GPU to resolve --dtype auto)
+        numerics = {"dtype": launch.resolved_dtype, "tensor_parallel": launch.tensor_parallel}
+        engine = {**served.engine, **numerics}
+        return replace(
+            served, endpoint=endpoint, server_logs=(str(log),), engine=engine, launch=None
+        )
+
+    def stop(self) -> None:
+        """Stop this replica's own server before the actor is killed: a killed actor's server gets
+        its death signal, but vLLM's engine processes can outlive it, holding GPU memory."""
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def info(self) -> ReplicaInfo:
+        if self.backend is None:
+            return ReplicaInfo(*self.where, error=self.error)
+        b = self.backend
+        return ReplicaInfo(
+            *self.where,
+            name=b.name,
+            max_positions=b.max_positions,
+            window=window_of(b),
+            description=b.describe(),
+            cache_identity=b.cache_identity() if hasattr(b, "cache_identity") else {},
+            weights_problem=getattr(b, "weights_problem", None),
+            concurrency=max(1, int(getattr(b, "concurrency", 1))),
+            fingerprint=getattr(b, "fingerprint", None),
+        )
+
+    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        return list(self.backend.generate(requests, params))
+
+
 _connection = threading.Lock()
 _users = 0  # pools of this process using the connection it opened (bisect probes run side by side)
 
@@ -78,12 +174,11 @@ def connect(address: str) -> bool:
         if ray.is_initialized():
             return False
         quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+        # local: a new cluster, never one this machine already runs (RAY_ADDRESS, ray start)
+        if address == LOCAL:
+            quiet["include_dashboard"] = False
         try:
-            # local: a new cluster, never one this machine already runs (RAY_ADDRESS, ray start)
-            if address == LOCAL:
-                ray.init(address="local", include_dashboard=False, **quiet)
-            else:
-                ray.init(address=address, **quiet)
+            ray.init(address=address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise BackendError(
                 f"--ray {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); "
@@ -135,7 +230,7 @@ class RayPool:
         self.replicas: list[_Replica] = []
         self._servers = False
         try:
-            self._place(spec, served, spec.ray_resource, replicas)
+            self._place(spec, served, replicas)
         except BaseException:
             self._release()
             raise
@@ -145,8 +240,7 @@ class RayPool:
         self.weights_problem = first.weights_problem
         if first.fingerprint is not None:
             self.fingerprint = first.fingerprint
-        self._window, self._description = first.window, first.description
-        self._identity = first.cache_identity
+        self._first = first
         self.concurrency = sum(r.info.concurrency for r in self.replicas)
         self.tokens_in_flight = TOKENS_IN_FLIGHT * len(self.replicas)
         self.tokenizer: RawTokenizer = _tokenizer(spec)
@@ -164,11 +258,10 @@ class RayPool:
         self._thread = threading.Thread(target=self._dispatch, name="ctxgate-ray", daemon=True)
         self._thread.start()
 
-    def _place(
-        self, spec: ModelSpec, served: Served | None, resource: str, replicas: int | None
-    ) -> None:
+    def _place(self, spec: ModelSpec, served: Served | None, replicas: int | None) -> None:
         import ray
 
+        resource = spec.ray_resource
         total = ray.cluster_resources().get(resource, 0)
         served = served if served is not None and served.launch is not None else None
         # units a replica's server spans
@@ -237,14 +330,14 @@ class RayPool:
             )
 
     def describe(self) -> dict[str, object]:
-        return dict(self._description)
+        return dict(self._first.description)
 
     def cache_identity(self) -> dict[str, object] | None:
-        return self._identity
+        return self._first.cache_identity
 
     def window_of(self, limit: int) -> Window:
-        assert self._window is not None
-        return self._window
+        assert self._first.window is not None
+        return self._first.window
 
     def summary(self) -> str:
         """One line for the end of the run: where the replicas ran, and what the queue did."""

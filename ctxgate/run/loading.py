@@ -1,6 +1,8 @@
 """What to evaluate (``ModelSpec``, the checkpoint and how it is served and run) and its backend
-loaded in this process. ``run/compose.py`` and a cluster replica (``run/replica.py``) both load a
-checkpoint through ``load_backend``."""
+loaded in this process. ``run/compose.py`` and a cluster replica both load a checkpoint through
+``load_backend``. For ``--backend openai`` (servers the user runs) and ``vllm`` (servers the suite
+starts), ``read_engine`` checks the engine's options into the plan's ``EngineSettings``; ``served``
+turns them, and the servers started, into what a backend sends to."""
 
 from __future__ import annotations
 
@@ -11,19 +13,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
-from ctxgate.backends.base import Backend
-from ctxgate.backends.endpoint import EndpointSettings
+from ctxgate.backends.base import Backend, engine_dtype
+from ctxgate.backends.devices import visible_gpus
+from ctxgate.backends.endpoint import OPENAI_CONCURRENCY, EndpointSettings
 from ctxgate.backends.formats import Checkpoint, locate
 from ctxgate.backends.overrides import ConfigOverrides
-from ctxgate.backends.vllm_server import EngineSpec
+from ctxgate.backends.vllm_server import EngineSpec, engine_batch
 from ctxgate.judge.client import JudgeSettings
 from ctxgate.records.refusal import CtxgateError
+from ctxgate.run import options as opt
+from ctxgate.run.options import OptionError
 
 
 @dataclass(frozen=True)
 class Served:
     """``--backend openai``/``vllm`` as this process sends to it, made at run time from the plan's
-    engine settings (``run/serving.py``): servers the suite starts are not in the plan. ``engine``:
+    engine settings (``served``): servers the suite starts are not in the plan. ``engine``:
     what the suite knows of vllm's numerics (dtype, tensor parallel, arguments)."""
 
     endpoint: EndpointSettings
@@ -173,4 +178,102 @@ def local_fingerprint(spec: ModelSpec) -> dict[str, Any] | None:
 
     return (
         with_overrides(spec.checkpoint.fingerprint(), spec.overrides) if spec.checkpoint else None
+    )
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Where requests go and how: the engine options (``run/options.ENGINE``) as read."""
+
+    base_urls: tuple[str, ...] = ()
+    tokenizer: str | None = None
+    served_model: str | None = None
+    endpoint_api: str = opt.ENDPOINT_API.default
+    api_key_env: str = opt.API_KEY_ENV.default
+    concurrency: int = OPENAI_CONCURRENCY
+    # concurrency is the engine's batch (no --concurrency), shared by a server's workers
+    fills_batch: bool = False
+    request_timeout: float = opt.REQUEST_TIMEOUT.default
+    request_retries: int = opt.REQUEST_RETRIES.default
+    tp: int = opt.TP.default
+    vllm_python: str | None = None
+    vllm_args: tuple[str, ...] = ()
+    vllm_start_timeout: float = opt.VLLM_START_TIMEOUT.default
+
+
+def read_engine(
+    values: Mapping[str, Any], backend: str, chat_template: str, tokenizer: str | None
+) -> EngineSettings:
+    """The engine options (``values`` by dest) checked against the run's backend and chat setting
+    (one OptionError); ``tokenizer``: the located checkpoint's, unless --tokenizer is given."""
+    urls = values[opt.BASE_URL.dest] or ()
+    if urls and backend != "openai":
+        raise OptionError(
+            "--base-url is for --backend openai (a server you run); with --backend vllm the "
+            "suite starts its own"
+        )
+    if backend == "openai" and not urls:
+        raise OptionError(
+            "--backend openai needs --base-url URL (repeat it for replicas), e.g. --base-url "
+            "http://127.0.0.1:8000/v1"
+        )
+    api = values[opt.ENDPOINT_API.dest]
+    if api == "chat" and backend != "openai":
+        raise OptionError("--endpoint-api chat is for --backend openai (a server you run)")
+    if api == "chat" and chat_template == "off":
+        raise OptionError(
+            "--endpoint-api chat sends user messages, which the server wraps: drop "
+            "--chat-template off"
+        )
+    vllm_args = values[opt.VLLM_ARG.dest] or ()
+    try:
+        batch = engine_batch(vllm_args)
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
+    concurrency = values[opt.CONCURRENCY.dest]
+    # settings named as their option's dest, taken as read
+    same = "served_model endpoint_api api_key_env request_timeout request_retries tp vllm_python"
+    return EngineSettings(
+        base_urls=urls,
+        tokenizer=values[opt.TOKENIZER.dest] or tokenizer,
+        concurrency=concurrency or (batch if backend == "vllm" else OPENAI_CONCURRENCY),
+        fills_batch=concurrency is None and backend == "vllm",
+        vllm_args=vllm_args,
+        vllm_start_timeout=values[opt.VLLM_START_TIMEOUT.dest],
+        **{dest: values[dest] for dest in same.split()},
+    )
+
+
+def served(
+    engine: EngineSettings,
+    spec: ModelSpec,
+    base_urls: tuple[str, ...] | None = None,
+    server_logs: tuple[str, ...] = (),
+    launch: EngineSpec | None = None,
+    concurrency: int | None = None,
+) -> Served:
+    """What the backend sends to (``load_backend``): the settings' servers or those started for the
+    run (``base_urls``, with their logs; a cluster's replicas start their own from ``launch``), with
+    the numerics of the suite's own (vllm). ``concurrency``: an xdist worker's share of a batch."""
+    assert engine.tokenizer is not None, "the plan resolves the servers' tokenizer"
+    endpoint = EndpointSettings(
+        engine.base_urls if base_urls is None else base_urls,
+        engine.served_model,
+        concurrency or engine.concurrency,
+        engine.request_timeout,
+        max_retries=engine.request_retries,
+        key_env=engine.api_key_env,
+        api=engine.endpoint_api,
+    )
+    numerics: dict[str, Any] = {}
+    if spec.backend == "vllm":
+        numerics = {
+            "dtype": engine_dtype(spec.dtype, bool(visible_gpus())),
+            "tensor_parallel": engine.tp,
+            "vllm_args": list(engine.vllm_args),
+        }
+        if spec.checkpoint and spec.checkpoint.served_as:
+            numerics["served_as"] = spec.checkpoint.served_as
+    return Served(
+        endpoint, engine.tokenizer, server_logs, numerics, launch, engine.vllm_start_timeout
     )

@@ -46,18 +46,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("report", help="a --report JSON whose .predictions.jsonl sits beside it")
     for option in (*JUDGE, ALLOW_PICKLE):
         option.add_to(p)
-    replace(THRESHOLDS, help=THRESHOLDS_HELP).add_to(p)
+    judged_with = (
+        "floors and [judge] max_failure_rate (default: the file the run was gated with, as its "
+        "report records it; for a run gated without one, the file the other verbs find: the ini "
+        "option ctxgate_thresholds, else the nearest thresholds.toml from here up)"
+    )
+    replace(THRESHOLDS, help=judged_with).add_to(p)
     p.add_argument(
         "--all", action="store_true", help="judge every judged case again, not only pending ones"
     )
     p.add_argument("--out", help="write the judged report here instead of over REPORT")
-
-
-THRESHOLDS_HELP = (
-    "floors and [judge] max_failure_rate (default: the file the run was gated with, as its report "
-    "records it; for a run gated without one, the file the other verbs find: the ini option "
-    "ctxgate_thresholds, else the nearest thresholds.toml from here up)"
-)
 
 
 def _runs_thresholds(report: Report, report_path: Path) -> Thresholds:

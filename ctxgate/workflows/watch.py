@@ -81,11 +81,6 @@ class WatchState:
         )
 
 
-def pending(run_dir: Path, state: WatchState, settle: float, attempts: int) -> list[Path]:
-    found = (p for p in run_dir.iterdir() if p.is_dir() and ready(p, settle))
-    return sorted((p for p in found if state.should_try(p, attempts)), key=step_of)
-
-
 def evaluate(checkpoint: Path, reports: Path, pytest_args: Sequence[str]) -> int:
     report = reports / f"{checkpoint.name}.json"
     # --model=PATH, one word: pytest reads a separate absolute path as a test path (and rootdir)
@@ -134,7 +129,8 @@ def watch(
     while True:
         # seen before the scan: nothing written is missed; after it nothing is being written
         last_scan = until is not None and Path(until).exists()
-        for ckpt in pending(run, state, 0.0 if last_scan else settle, attempts):
+        found = (p for p in run.iterdir() if p.is_dir() and ready(p, 0.0 if last_scan else settle))
+        for ckpt in sorted((p for p in found if state.should_try(p, attempts)), key=step_of):
             before = signature(ckpt)
             code = evaluate(ckpt, out, pytest_args)
             if code == USAGE_ERROR:
