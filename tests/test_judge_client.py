@@ -11,7 +11,7 @@ import pytest
 
 from ctxgate.judge import verdict
 from ctxgate.judge.client import JudgeClient, JudgeError, JudgeSettings, cost
-from ctxgate.judge.templates import render
+from ctxgate.judge.verdict import render
 from tests.conftest import call_ctxgate, script_faults
 
 KEY = "sk-judge-test-key-4242-do-not-store"

@@ -2,8 +2,7 @@
 save (``adapter_config.json`` and ``adapter_model.safetensors``), without the base weights. The base
 (``--base-model``, else the adapter's ``base_model_name_or_path``) is checked before any model
 loads; the adapter is merged into it with ``peft`` (the predictions of the folder
-``merge_and_unload`` would save), and the fingerprint covers both.
-"""
+``merge_and_unload`` would save), and the fingerprint covers both."""
 
 from __future__ import annotations
 

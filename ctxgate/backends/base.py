@@ -89,11 +89,10 @@ def stream(
     held: Callable[[], int] = lambda: 0,
 ) -> Iterator[tuple[Request, Generation]]:
     """Each request with its generation as soon as it exists, within the backend's ``concurrency``
-    and ``tokens_in_flight``. ``requests`` is pulled lazily, in the caller's thread, as a slot
-    frees: a caller building a 128K-token prompt per request holds only those in flight, and one.
-    ``held()``: generations the caller has but cannot use yet (a sequential test's samples back
-    before an earlier one); they fill slots too, so a case that decides has at most
-    ``concurrency`` generations it does not use, however the replicas' speeds differ."""
+    and ``tokens_in_flight``; ``requests`` is pulled lazily in the caller's thread as a slot frees,
+    so a caller building a 128K-token prompt per request holds only those in flight, and one.
+    ``held()``: generations the caller cannot use yet (a sequential test's samples back before an
+    earlier one) fill slots too, so a case that decides has at most ``concurrency`` left unused."""
     in_flight = max(1, int(getattr(backend, "concurrency", 1)))
     if in_flight == 1:
         yield from _batches(backend, iter(requests), params)
@@ -157,12 +156,8 @@ class Window:
     forceable: bool = True
 
 
-KV_FIELDS = (
-    "num_attention_heads",
-    "num_hidden_layers",
-    "hidden_size",
-    "head_dim",
-    "num_key_value_heads",
+KV_FIELDS = tuple(
+    "num_attention_heads num_hidden_layers hidden_size head_dim num_key_value_heads".split()
 )
 
 

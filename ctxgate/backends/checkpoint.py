@@ -1,7 +1,6 @@
 """Find and check a checkpoint before any model is loaded. ``resolve_model`` never goes to the
 network (a typo should not wait on hub retries); ``check_checkpoint`` reads only JSON files and
-safetensors headers, so a broken checkpoint is one message naming the file and the fix.
-"""
+safetensors headers, so a broken checkpoint is one message naming the file and the fix."""
 
 from __future__ import annotations
 
@@ -114,11 +113,9 @@ def _check_chat_template(folder: Path) -> None:
         try:
             jinja2.Environment().parse(text)
         except jinja2.TemplateSyntaxError as exc:
-            where = (
-                f"{path}:{exc.lineno}"
-                if path.suffix == ".jinja"
-                else f"{path} (chat_template, line {exc.lineno})"
-            )
+            where = f"{path}:{exc.lineno}"
+            if path.suffix != ".jinja":
+                where = f"{path} (chat_template, line {exc.lineno})"
             raise CheckpointError(
                 f"{where}: the chat template does not parse ({exc.message}); fix it, or remove it "
                 "and pass --chat-template off"

@@ -1,8 +1,7 @@
 """A fingerprint of a checkpoint: its config, tokenizer, chat template, weights, and any model code
 it ships. Every file is hashed in full (a partial fine-tune can leave every sampled chunk as its
 parent's); digests are remembered by (path, size, mtime, inode) in ``$CTXGATE_HASH_CACHE`` (default
-``~/.cache/ctxgate/file-hashes``), hashed once under a lock.
-"""
+``~/.cache/ctxgate/file-hashes``), hashed once under a lock."""
 
 from __future__ import annotations
 

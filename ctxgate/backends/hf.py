@@ -1,7 +1,6 @@
 """HuggingFace transformers backend: greedy decoding, as HELMET's HF path, one prompt at a time or a
 few of similar length at once (left padded). Batching is for GPUs: on CPU a step's cost grows with
-the batch (measured 0.53-0.97x the batch-1 speed, issue 12), so ``auto`` is 1 there.
-"""
+the batch (measured 0.53-0.97x the batch-1 speed, issue 12), so ``auto`` is 1 there."""
 
 from __future__ import annotations
 
@@ -25,8 +24,13 @@ from ctxgate.backends.base import (
 )
 from ctxgate.backends.checkpoint import CheckpointError
 from ctxgate.backends.formats import Checkpoint
-from ctxgate.backends.override_rules import OverrideError, is_structural
-from ctxgate.backends.overrides import ConfigOverrides, applied, window
+from ctxgate.backends.overrides import (
+    ConfigOverrides,
+    OverrideError,
+    applied,
+    is_structural,
+    window,
+)
 from ctxgate.backends.sharded import load_into
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.tokens.tokenizers import HFTokenizer
@@ -68,9 +72,8 @@ def weights_mismatch(
     first = keys[0]
     resizing = _resizing(overrides)
     if isinstance(first, (tuple, list)):  # mismatched: (name, shape saved, shape the config makes)
-        name, saved, wanted = (list(first) + [None, None])[:3]
+        first, saved, wanted = (list(first) + [None, None])[:3]
         source = "the overridden config" if resizing else "config.json"
-        first = name
         what = f"{tuple(saved or ())} in the weights but {tuple(wanted or ())} by {source}"
     detail = ", ".join(f"{len(k)} {w.split(' (')[0].split(' by ')[0]}" for w, k in found)
     if resizing:
@@ -232,7 +235,6 @@ class HFBackend:
         eos.update(gen_eos if isinstance(gen_eos, list) else [] if gen_eos is None else [gen_eos])
         self.eos_ids = sorted(eos)
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids or [0])[0]
-        # the window the config covers as transformers applies its RoPE settings
         self.max_positions: int | None = window(self.model.config.to_dict())
         self.batch_size = batch_size
         # batch tokens known to run out of memory, halved: never tried again

@@ -1,8 +1,7 @@
 """Sharded training checkpoints as ``--model``: torch distributed checkpoints (Accelerate/FSDP with
 ``SHARDED_STATE_DICT``) and DeepSpeed ZeRO checkpoints (``global_step*/``), read in one process into
 a model built from the run's ``config.json`` with torch's or DeepSpeed's own readers (the formats
-are never re-implemented here).
-"""
+are never re-implemented here)."""
 
 from __future__ import annotations
 
@@ -255,9 +254,8 @@ def sharded_model(ckpt: DistributedCheckpoint) -> Any:
 def distributed_fingerprint(ckpt: DistributedCheckpoint) -> dict[str, object]:
     from ctxgate.backends.fingerprint import file_digest
 
-    files = [p for p in sorted(ckpt.shards.iterdir()) if p.is_file()] + [
-        ckpt.config_dir / "config.json"
-    ]
+    files = [p for p in sorted(ckpt.shards.iterdir()) if p.is_file()]
+    files += [ckpt.config_dir / "config.json"]
     files += [ckpt.tokenizer_dir / n for n in tokenizer_files(ckpt.tokenizer_dir)]
     parts = {p: file_digest(p) for p in files}  # a file met twice (config.json) counts once
     overall = hashlib.sha256(

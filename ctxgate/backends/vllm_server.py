@@ -2,8 +2,7 @@
 replica, not vLLM's in-process engine: vLLM pins its own torch and transformers, so it lives in its
 own virtualenv (``scripts/vllm_env.sh``); one server serves every xdist worker; and ``--backend
 vllm`` is then ``--backend openai`` through the same tested client. A server dies with the process
-that started it (Linux ``PR_SET_PDEATHSIG``), so none is left holding GPU memory.
-"""
+that started it (Linux ``PR_SET_PDEATHSIG``), so none is left holding GPU memory."""
 
 from __future__ import annotations
 

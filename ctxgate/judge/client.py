@@ -1,23 +1,81 @@
 """The judge client: the ``openai`` package against OpenAI or any OpenAI-compatible server. The API
-key lives only in the ``openai`` client object; transient failures are retried within a per-verdict
-time limit, and what still fails is a failed verdict, never dropped."""
+key lives only in the ``openai`` client object, never in a cache key or file; transient failures
+are retried within a per-verdict time limit, and what still fails is a failed verdict, never
+dropped. Every reply is kept by (judge, prompt, sampling parameters, attempt) in SQLite, one
+transaction a reply, so re-scoring costs nothing."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import threading
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, astuple, dataclass, replace
+from pathlib import Path
 from typing import Generic, TypeVar
 
-from ctxgate.judge.cache import CachedReply, JudgeCache
 from ctxgate.judge.verdict import Unparseable, last_object
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import JudgeUsage
 from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
-from ctxgate.sqlitefile import CacheWarning, StoreUnavailable
+from ctxgate.sqlitefile import CacheWarning, SqliteFile, StoreUnavailable
+
+
+def _digest(values: list[object]) -> str:
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class JudgeCache(SqliteFile):
+    FILE_NAME = "judge.sqlite"
+    APPLICATION_ID = 0x43544A44  # "CTJD"
+    TABLES = (
+        "CREATE TABLE replies (key TEXT PRIMARY KEY, model TEXT, text TEXT, "
+        "prompt_tokens INTEGER, completion_tokens INTEGER, checksum TEXT, created REAL)",
+    )
+    WHAT = "judge cache"
+    FIX = "pass another --judge-cache folder"
+
+    def __init__(self, directory: str | Path) -> None:
+        self._lock = threading.Lock()  # one connection shared by the judge's worker threads
+        super().__init__(directory)
+
+    @staticmethod
+    def key(model: str, prompt: str, params: dict[str, object], attempt: int) -> str:
+        return _digest([model, prompt, params, attempt])
+
+    def get(self, key: str) -> CachedReply | None:
+        with self._lock:
+            rows = self.execute(
+                "SELECT text, prompt_tokens, completion_tokens, checksum FROM replies "
+                "WHERE key = ?",
+                (key,),
+            )
+            if not rows:
+                return None
+            text, p, c, checksum = rows[0]
+            if checksum != _digest([text, p, c]):
+                self.execute("DELETE FROM replies WHERE key = ?", (key,))
+                return None
+            return CachedReply(text, p, c)
+
+    def put(self, key: str, model: str, reply: CachedReply) -> None:
+        fields = astuple(reply)  # text, prompt_tokens, completion_tokens
+        with self._lock:
+            self.execute(
+                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, model, *fields, _digest(list(fields)), time.time()),
+            )
+
 
 T = TypeVar("T")
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint
 from ctxgate.judge import verdict
 from ctxgate.judge.client import JudgeClient
-from ctxgate.judge.templates import render
 
 
 class EntailmentFailed(RuntimeError):
@@ -35,7 +34,7 @@ class LLMEntailment:
 
     def __call__(self, premise: str, hypothesis: str) -> bool:
         v = self.client.ask(
-            render("entailment", premise=premise, hypothesis=hypothesis), verdict.entailment
+            verdict.render("entailment", premise=premise, hypothesis=hypothesis), verdict.entailment
         )
         if v.value is None:
             raise EntailmentFailed(v.error or "no verdict")

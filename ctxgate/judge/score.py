@@ -13,7 +13,6 @@ from typing import Any
 from ctxgate.judge import verdict
 from ctxgate.judge.client import JudgeClient, JudgeSettings
 from ctxgate.judge.entail import EntailmentFailed, HFEntailment, LLMEntailment
-from ctxgate.judge.templates import render
 from ctxgate.metrics import judged, registry
 from ctxgate.metrics.registry import Metric, UnknownMetric, get_metric
 from ctxgate.metrics.text import parse_output
@@ -72,7 +71,7 @@ def _ask(
     judges: Judges, rubric: str, check: Callable[[dict[str, object]], Any], **values: str
 ) -> Any:
     assert judges.client is not None
-    v = judges.client.ask(render(rubric, **values), check)
+    v = judges.client.ask(verdict.render(rubric, **values), check)
     if v.value is None:
         raise _Failed(f"{rubric}: {v.error}")
     return v.value
@@ -87,17 +86,14 @@ def _narrativeqa(prediction: str, ref: Ref, judges: Judges) -> SampleJudgement:
     return SampleJudgement(judged.narrativeqa_score(fluency, correctness), parts)
 
 
-def keypoints_for(ref: Ref, judges: Judges) -> tuple[str, ...]:
-    """The data's key points, else the judge's (cached) decomposition of the gold summary."""
-    if ref.get("keypoints"):
-        return tuple(ref["keypoints"])
-    return tuple(_ask(judges, "keypoints", verdict.keypoints, summary=ref["keypoint_source"]))
-
-
 def _summary(prediction: str, ref: Ref, judges: Judges) -> SampleJudgement:
     style = ref["style"]  # legal (Multi-LexSum) | book (InfiniteBench Sum)
     text = prediction.strip()
-    points = keypoints_for(ref, judges)
+    # the data's key points, else the judge's (cached) decomposition of the gold summary
+    points = tuple(
+        ref.get("keypoints")
+        or _ask(judges, "keypoints", verdict.keypoints, summary=ref["keypoint_source"])
+    )
     fluency = _ask(judges, f"fluency_{style}", verdict.fluency, text=text)
     numbered = "\n".join(f"{i + 1}. {p}" for i, p in enumerate(points))
     found = _ask(

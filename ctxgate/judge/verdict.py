@@ -1,6 +1,9 @@
-"""Reading a judge's verdict: the last ``{...}`` of its reply, as HELMET reads it (also in the
-single-quoted form the paper's tables print), each field checked: a score outside the rubric's
-range is a failed verdict, never clamped into range."""
+"""The judge's rubrics and verdicts. The prompts are text files in ``rubrics/``, to compare with the
+paper byte for byte: HELMET's hold the full text of its released scoring scripts (the paper's Tables
+10-13 abridge it); ctxgate's own (``keypoints``, ``entailment``) serve where HELMET has none. A
+verdict is the last ``{...}`` of the reply, as HELMET reads it (also in the single-quoted form the
+paper's tables print), each field checked: a score outside the rubric's range is a failed verdict,
+never clamped into range."""
 
 from __future__ import annotations
 
@@ -8,6 +11,34 @@ import ast
 import json
 import re
 from collections.abc import Callable
+from functools import cache
+from importlib import resources
+
+RUBRICS = tuple(
+    "longqa fluency_legal fluency_book recall_legal recall_book precision_legal precision_book "
+    "keypoints entailment".split()
+)
+_FIELD = re.compile(
+    r"\{(question|correct_answers|parsed_output|text|keypoints|summary|expert_summary|premise"
+    r"|hypothesis)\}"
+)
+
+
+@cache
+def template(name: str) -> str:
+    if name not in RUBRICS:
+        raise KeyError(f"unknown judge rubric {name!r}; choose one of {', '.join(RUBRICS)}")
+    return (resources.files("ctxgate.judge") / "rubrics" / f"{name}.txt").read_text("utf-8")
+
+
+def render(name: str, **values: str) -> str:
+    """One pass over the template, so a value holding ``{summary}`` is never substituted again."""
+    text = template(name)
+    wanted = set(_FIELD.findall(text))
+    if wanted != set(values):
+        raise ValueError(f"rubric {name!r} takes {sorted(wanted)}, got {sorted(values)}")
+    return _FIELD.sub(lambda m: values[m.group(1)], text)
+
 
 _OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
 

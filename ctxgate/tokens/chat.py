@@ -91,8 +91,7 @@ class ChatTurns:
 
 
 def _between_sentinels(text: str, count: int) -> list[str] | None:
-    """The texts before, between and after sentinels 0..count-1 in ``text``; None when one is
-    missing or out of order."""
+    """The texts around sentinels 0..count-1 in ``text``; None when one is missing or misplaced."""
     parts, at = [], 0
     for i in range(count):
         found = text.find(_turn_sentinel(i), at)

@@ -6,8 +6,7 @@ sample. Joined piece ids are counts to fill a length with; a prompt is sent as t
 for its whole text (``whole``), as the references tokenize it, except where joining was found to
 give exactly those (``joins_hold``). Pieces are encoded behind a fixed anchor (``ANCHOR + piece``,
 anchor ids stripped) so that a SentencePiece tokenizer adds no word-start marker to each, and start
-at whitespace, where byte-level BPE never merges across.
-"""
+at whitespace, where byte-level BPE never merges across."""
 
 from __future__ import annotations
 
@@ -103,8 +102,7 @@ class PieceEncoder:
         distinct value (numbers); a pattern, cut into runs that recur, each tokenized once (a UUID's
         letter and digit runs). Checked against the texts encoded whole on the first rows of each
         ``shape`` and a few of every batch; a shape that fails once is encoded whole from then on.
-        ``sep`` goes before each row's first piece. The rows' ids are gathered in one numpy step: no
-        tuple per line or piece, and ``sep`` is added to the first piece's distinct values."""
+        ``sep`` goes before each row's first piece (added to its distinct values, not per row)."""
         import numpy as np
 
         if not rows or self._joins.get(shape) is False:

@@ -46,11 +46,10 @@ class HFTokenizer:
         self._backend = backend if usable else None
         self._backend_checked = False
         # Each text the backend returns costs some 2.5 us besides its tokens, 40% of the time for
-        # the short pieces of a 1M-token haystack. Texts are therefore tokenized PACK at a time as
-        # one, joined by an added special token the backend splits at before anything else, and the
-        # ids split at its id. Where a part's ids could still differ from its text's alone (a
-        # pre-tokenizer that marks a text's first word), the checks find it (``_packing_check``),
-        # and texts are never packed again.
+        # the short pieces of a 1M-token haystack: texts are tokenized PACK at a time as one, joined
+        # by an added special token the backend splits at first, and the ids split at its id; where
+        # a part's ids differ from its text's alone (a pre-tokenizer that marks a text's first
+        # word), ``_packed``'s checks find it, and texts are never packed again.
         self._separator = packing_separator(backend) if usable else None
         self._packing_checked = False
 
@@ -81,7 +80,6 @@ class HFTokenizer:
         """A whole text's ids (no special tokens added), through the backend once it matched the
         wrapper: a 1M-token text then takes half the time and a third of the memory."""
         if self._backend is not None and not self._backend_checked:
-            # checks it on eight slices
             step = max(1, len(text) // 8)
             self.encode_batch([text[i : i + 2000] for i in range(0, 8 * step, step)])
         if self._backend is not None and self._backend_checked:
