@@ -7,11 +7,22 @@
 # collects them, the longest first, not xdist's order by test count (which left the Ray tests to run alone last).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the two environments install side by side (each pip mostly waits on one core), and the checks
+# run while vLLM's still installs
+vllm_log=$(mktemp)
+bash scripts/vllm_env.sh >"$vllm_log" 2>&1 &
+vllm=$!
+trap 'kill "$vllm" 2>/dev/null || true' EXIT
 bash scripts/bootstrap.sh
-bash scripts/vllm_env.sh
 bash scripts/browser.sh
 # lint, format and types first: their configuration is in pyproject.toml
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+if ! wait "$vllm"; then
+  cat "$vllm_log" >&2
+  echo "scripts/test.sh: scripts/vllm_env.sh failed (its output above)" >&2
+  exit 1
+fi
+rm -f "$vllm_log"
 exec .venv/bin/python -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder -q "$@"

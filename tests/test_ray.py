@@ -1,7 +1,7 @@
 """``--ray``: the suite on a real Ray cluster of this machine (``ray.cluster_utils.Cluster``: a
 head, and worker nodes with a custom resource standing in for a GPU; the tiny checkpoint on CPU;
 every address on the loopback). One cluster for the file; each run is the suite as users start it,
-in its own process."""
+in its own process; the serial runs they are compared with run in this one."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.conftest import TINY, launch_suite, run_ctxgate, start_suite
+from tests.conftest import TINY, call_ctxgate, launch_suite, run_ctxgate, start_suite
 
 RESOURCE = "fake_gpu"
 CASES = ("-k", "niah_single_1 or vt", "--lengths", "512,1k")
@@ -123,13 +123,14 @@ def cached(cache: Path) -> int:
 
 
 def test_the_cluster_gives_the_serial_files_byte_for_byte_from_replicas_only_on_the_resource(
-    cluster, tmp_path
+    cluster, real_suite, pytester
 ):
-    serial = run(tmp_path, *CASES, "--samples", "6", "--report", "serial.json", "--no-cache")
+    tmp_path = pytester.path
+    serial = real_suite(*CASES, "--samples", "6", "--report", "serial.json", "--no-cache")
     ray = run(
         tmp_path, *on_ray(cluster, *CASES, "--samples", "6", "--report", "ray.json", "--no-cache")
     )
-    assert serial.returncode == ray.returncode == 0, ray.stdout[-3000:] + ray.stderr[-3000:]
+    assert serial.ret == ray.returncode == 0, ray.stdout[-3000:] + ray.stderr[-3000:]
     for suffix in (".json", ".predictions.jsonl"):
         a = without_timings((tmp_path / f"serial{suffix}").read_text())
         b = without_timings((tmp_path / f"ray{suffix}").read_text())
@@ -144,7 +145,10 @@ def test_the_cluster_gives_the_serial_files_byte_for_byte_from_replicas_only_on_
     assert gone(placed["pids"]), "a replica outlived its session"
 
 
-def test_sequential_cancels_a_decided_cases_queue_and_gives_the_serial_verdicts(cluster, tmp_path):
+def test_sequential_cancels_a_decided_cases_queue_and_gives_the_serial_verdicts(
+    cluster, real_suite, pytester
+):
+    tmp_path = pytester.path
     (tmp_path / "thresholds.toml").write_text(THRESHOLDS)
     select = (
         *CASES,
@@ -155,9 +159,9 @@ def test_sequential_cancels_a_decided_cases_queue_and_gives_the_serial_verdicts(
         "--sequential",
         "--no-cache",
     )
-    serial = run(tmp_path, *select, "--report", "serial.json")
+    serial = real_suite(*select, "--report", "serial.json")
     ray = run(tmp_path, *on_ray(cluster, *select, "--report", "ray.json"))
-    assert serial.returncode == ray.returncode == 1, ray.stdout[
+    assert serial.ret == ray.returncode == 1, ray.stdout[
         -3000:
     ]  # vt is certain to be below its floor
 
@@ -182,13 +186,13 @@ def test_sequential_cancels_a_decided_cases_queue_and_gives_the_serial_verdicts(
 
 
 def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twice(
-    cluster, tmp_path
+    cluster, real_suite, pytester
 ):
+    tmp_path = pytester.path
     extra = cluster.add_node(num_cpus=1, resources={RESOURCE: 1}, node_ip_address="127.0.0.1")
     cluster.wait_for_nodes()
     select = ("-k", "niah_single_1 or vt", "--lengths", "1k,2k", "--samples", "10")
-    serial = run(tmp_path, *select, "--report", "serial.json", "--no-cache")
-    assert serial.returncode == 0, serial.stdout[-2000:]
+    assert real_suite(*select, "--report", "serial.json", "--no-cache").ret == 0
     cache = tmp_path / "cache"
     proc = start_suite(
         *on_ray(cluster, *select, "--report", "ray.json", "--cache-dir", str(cache)),
@@ -219,18 +223,19 @@ def test_a_node_lost_mid_run_has_its_samples_rerun_elsewhere_none_lost_none_twic
 
 
 def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_backend(
-    cluster, tmp_path
+    cluster, real_suite, pytester
 ):
     """--backend vllm on the cluster: each replica starts its own vLLM server (CPU here) for the
     GPUs Ray gave it; --tp 2 makes one replica span the worker's two units. The outputs are the HF
     backend's, and no server outlives the run."""
+    tmp_path = pytester.path
     select = (*CASES, "--samples", "4", "--no-cache")
-    hf = run(tmp_path, *select, "--report", "hf.json")
+    hf = real_suite(*select, "--report", "hf.json")
     ray = run(
         tmp_path,
         *on_ray(cluster, *select, "--backend", "vllm", "--tp", "2", "--report", "vllm.json"),
     )
-    assert hf.returncode == ray.returncode == 0, ray.stdout[-3000:]
+    assert hf.ret == ray.returncode == 0, ray.stdout[-3000:]
 
     def outputs(name: str) -> list[tuple[Any, ...]]:
         rows = [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
@@ -389,8 +394,8 @@ def test_without_ray_installed_the_option_names_the_extra(monkeypatch):
 def test_bisect_on_the_cluster_probes_side_by_side_and_names_the_serial_bisects_checkpoint(
     cluster, checkpoint_sequence, tmp_path
 ):
-    def bisect(*args: str) -> dict[str, Any]:
-        done = run_ctxgate(
+    def bisect(*args: str, on: Any = run_ctxgate) -> dict[str, Any]:
+        done = on(
             "bisect", str(checkpoint_sequence), "-k", "niah_single_1", "--lengths", "256",
             "--samples", "12",
             "--no-cache", "--json", "out.json", *args,
@@ -399,7 +404,7 @@ def test_bisect_on_the_cluster_probes_side_by_side_and_names_the_serial_bisects_
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         return json.loads((tmp_path / "out.json").read_text())
 
-    serial = bisect()
+    serial = bisect(on=call_ctxgate)  # the reference starts no process: run in this one
     ray = bisect(
         "--ray", cluster.address, "--ray-resource", RESOURCE
     )  # two replicas: two probes a round
@@ -431,7 +436,9 @@ def test_ray_auto_joins_the_cluster_ray_address_names(cluster, tmp_path):
 
 def test_watch_passes_ray_to_each_evaluation_and_gates_as_without_it(cluster, tmp_path):
     """``ctxgate watch RUN -- --ray ADDRESS``: each new checkpoint is evaluated on the cluster (its
-    replicas on the worker node), with the verdicts of the same evaluations run here."""
+    replicas on the worker node), with the verdicts the sequence is built to give: the first
+    checkpoint retrieves, the second has lost it (tests/test_checkpoint_kinds.py: watch gives a
+    sequence's verdicts as pytest does)."""
     from fixtures.checkpoint_sequence import build_sequence
 
     build_sequence(tmp_path / "run", count=2, break_at=1)  # checkpoint-200 has lost retrieval
@@ -450,9 +457,8 @@ def test_watch_passes_ray_to_each_evaluation_and_gates_as_without_it(cluster, tm
             verdicts[report.stem] = case["verdict"]
         return verdicts, done.stdout
 
-    here, _ = watch("serial")
     there, out = watch("cluster", "--ray", cluster.address, "--ray-resource", RESOURCE)
-    assert there == here == {"checkpoint-100": "pass", "checkpoint-200": "fail"}
+    assert there == {"checkpoint-100": "pass", "checkpoint-200": "fail"}
     lines = [x for x in out.splitlines() if x.startswith("ctxgate: Ray cluster")]
     assert len(lines) == 2  # one evaluation per checkpoint, each on the cluster
     assert all(summary(line)["nodes"] == [cluster.worker.node_id[:12]] * 2 for line in lines)
