@@ -22,7 +22,7 @@ DEMO_LENGTHS = (256, 512, 1024, 2048)
 def test_the_demo_runs_every_task_at_its_lengths_with_no_error(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     run = subprocess.run(
-        ["bash", "scripts/demo.sh", "--samples", "5", "--cache-dir", str(out / "cache")],
+        ["bash", "scripts/demo.sh", "--samples", "3", "--cache-dir", str(out / "cache")],
         cwd=ROOT,
         env={**os.environ, "DEMO_OUT": str(out)},
         capture_output=True,

@@ -29,7 +29,7 @@ CLUSTER = "needs a Ray cluster of several nodes"
 # command (as written, without its trailing comment) -> why the test command does not run it here
 NOT_RUN: dict[str, str] = {
     "python bench/gpu.py --out out/gpu": f"{GPU}; tests/test_bench_gpu.py runs its --smoke mode",
-    "bash scripts/demo.sh": "tests/test_demo.py runs it (with --samples 5 and its own output "
+    "bash scripts/demo.sh": "tests/test_demo.py runs it (with --samples 3 and its own output "
     "folder)",
     "bash scripts/test.sh": "the test command itself: it runs this test",
     "bash scripts/vllm_env.sh": "scripts/test.sh runs it before the tests (tests/test_engines.py "
