@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import call_ctxgate, run_ctxgate
+from tests.conftest import call_ctxgate
 
 BREAK_AT = 2  # checkpoint-300 of checkpoint-100 .. -400
 CASES = (
@@ -44,9 +44,10 @@ def test_pytest_watch_and_bisect_give_the_same_verdicts(run_folder, real_suite, 
     assert reference.ret == 0, reference.stdout.str()[-2000:]
     gated = (*CASES, f"--thresholds={thresholds}", f"--baseline={pytester.path / 'reference.json'}")
 
-    watch = run_ctxgate(
+    # watch itself in this process; each checkpoint's pytest is its own process, as watch starts it
+    watch = call_ctxgate(
         "watch", str(run_folder), "--once", "--settle", "0", "--reports", "reports", "--", *gated,
-        cwd=pytester.path, timeout=1200,
+        cwd=pytester.path,
     )  # fmt: skip
     assert watch.returncode == 0, watch.stdout[-2000:] + watch.stderr[-2000:]
     verdicts = {}

@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from ctxgate.tasks.registry import all_tasks
-from tests.conftest import HOTPOT, ROOT, SQUAD, TINY, launch_suite, start_suite
+from tests.conftest import HOTPOT, ROOT, SQUAD, TINY, launch_suite, process_state, start_suite
 
 SECRET = "sk-ctxgate-engine-test-never-written"
 CASES = ("-k", "niah_single_1", "--lengths", "1k,4k", "--samples", "20")
@@ -102,6 +102,22 @@ def run(
     )
 
 
+def run_here(
+    pytester: pytest.Pytester, *args: str, env: dict | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``run`` in this process (pytester's ``runpytest`` in its folder, ``env`` added to the
+    environment while it runs): what ``run`` returns, without a Python start and torch's import,
+    for a run whose process is not what the test is about."""
+    with process_state():
+        os.environ.update(env or {})
+        result = pytester.runpytest(
+            f"--model={TINY}", "-p", "no:cacheprovider", "--squad", str(SQUAD),
+            "--hotpotqa", str(HOTPOT), *args,
+        )  # fmt: skip
+    out = "\n".join(result.outlines)
+    return subprocess.CompletedProcess(args, int(result.ret), out, "\n".join(result.errlines))
+
+
 def server_family(log: Path) -> set[int]:
     """The processes a vLLM server's log names: its API server, engine core and workers
     ("(EngineCore pid=N)")."""
@@ -155,11 +171,11 @@ def hf_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, tmp_path):
+def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, pytester):
     url, stats = proxy
     env = {"OPENAI_API_KEY": SECRET}
-    result = run(
-        tmp_path,
+    result = run_here(
+        pytester,
         *CASES,
         "--backend",
         "openai",
@@ -176,10 +192,10 @@ def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, t
         env=env,
     )
     assert result.returncode == 0, result.stdout[-3000:]
-    assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(
+    assert samples(pytester.path / "out" / "r.predictions.jsonl") == samples(
         hf_run / "hf.predictions.jsonl"
     )
-    report = json.loads((tmp_path / "out" / "r.json").read_text())
+    report = json.loads((pytester.path / "out" / "r.json").read_text())
     assert report["complete"] and all(
         c["baseline"] and not c["baseline"]["regressed"] for c in report["cases"]
     )
@@ -190,11 +206,11 @@ def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, t
     assert report["run"]["model_fingerprint"]["local"][
         "sha256"
     ]  # the local checkpoint's, beside the server's
-    assert case_names(tmp_path / "out" / "junit.xml") == case_names(hf_run / "hf.xml")
+    assert case_names(pytester.path / "out" / "junit.xml") == case_names(hf_run / "hf.xml")
     sent = stats()["completions"]
     assert sent == 40 and all(a == f"Bearer {SECRET}" for a in stats()["authorization"])
-    again = run(
-        tmp_path,
+    again = run_here(
+        pytester,
         *CASES,
         "--backend",
         "openai",
@@ -209,18 +225,18 @@ def test_openai_backend_matches_hf_caches_and_keeps_the_key_out(proxy, hf_run, t
     assert (
         again.returncode == 0 and stats()["completions"] == sent
     )  # the cache answered every sample
-    for path in (tmp_path / "out").rglob("*"):
+    for path in (pytester.path / "out").rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
 
 
-def test_the_chat_api_sends_the_prompt_as_one_user_message_and_matches_hf(proxy, hf_run, tmp_path):
+def test_the_chat_api_sends_the_prompt_as_one_user_message_and_matches_hf(proxy, hf_run, pytester):
     """``--endpoint-api chat``: the prompt goes as the text of one user message (RULER's input and
     answer prefix), the key from --api-key-env; the outputs are the HF backend's, sample for sample.
     """
     url, stats = proxy
-    result = run(
-        tmp_path,
+    result = run_here(
+        pytester,
         *CASES,
         "--backend",
         "openai",
@@ -236,7 +252,7 @@ def test_the_chat_api_sends_the_prompt_as_one_user_message_and_matches_hf(proxy,
         env={"CTXGATE_TEST_KEY": SECRET},
     )
     assert result.returncode == 0, result.stdout[-3000:]
-    assert samples(tmp_path / "out" / "r.predictions.jsonl") == samples(
+    assert samples(pytester.path / "out" / "r.predictions.jsonl") == samples(
         hf_run / "hf.predictions.jsonl"
     )
     seen = stats()
@@ -246,9 +262,12 @@ def test_the_chat_api_sends_the_prompt_as_one_user_message_and_matches_hf(proxy,
     )
     assert "/tokenize" not in seen["requests"]  # a chat API takes text: no ids to check
     assert all(a == f"Bearer {SECRET}" for a in seen["authorization"])
-    assert json.loads((tmp_path / "out" / "r.json").read_text())["run"]["backend"]["api"] == "chat"
-    off = run(
-        tmp_path,
+    assert (
+        json.loads((pytester.path / "out" / "r.json").read_text())["run"]["backend"]["api"]
+        == "chat"
+    )
+    off = run_here(
+        pytester,
         *CASES,
         "--backend",
         "openai",
@@ -311,10 +330,10 @@ def other_tokenizer(tmp_path: Path) -> Path:
     return folder
 
 
-def test_a_server_with_another_tokenizer_is_refused_naming_both(proxy, tmp_path, other_tokenizer):
+def test_a_server_with_another_tokenizer_is_refused_naming_both(proxy, pytester, other_tokenizer):
     url, _ = proxy
-    result = run(
-        tmp_path,
+    result = run_here(
+        pytester,
         *CASES,
         "--backend",
         "openai",
@@ -332,7 +351,7 @@ def test_a_server_with_another_tokenizer_is_refused_naming_both(proxy, tmp_path,
     assert "Pass --tokenizer with the served model's tokenizer" in out and "Traceback" not in out
 
 
-def test_429_5xx_and_dropped_connections_are_retried(proxy, hf_run, tmp_path):
+def test_429_5xx_and_dropped_connections_are_retried(proxy, hf_run, pytester):
     url, control = proxy
     control(
         {
@@ -344,8 +363,8 @@ def test_429_5xx_and_dropped_connections_are_retried(proxy, hf_run, tmp_path):
             ]
         }
     )
-    result = run(
-        tmp_path,
+    result = run_here(
+        pytester,
         *CASES,
         "--backend",
         "openai",
@@ -356,7 +375,9 @@ def test_429_5xx_and_dropped_connections_are_retried(proxy, hf_run, tmp_path):
         "--no-cache",
     )
     assert result.returncode == 0, result.stdout[-3000:]
-    assert samples(tmp_path / "r.predictions.jsonl") == samples(hf_run / "hf.predictions.jsonl")
+    assert samples(pytester.path / "r.predictions.jsonl") == samples(
+        hf_run / "hf.predictions.jsonl"
+    )
     assert control()["completions"] == 40
 
 
@@ -392,14 +413,14 @@ def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(
     assert "Traceback" not in result.stdout and "During handling" not in result.stdout
 
 
-def test_replicas_share_the_load(vllm_url, tmp_path):
+def test_replicas_share_the_load(vllm_url, pytester):
     from fixtures.openai_proxy import start
 
     proxies = [start(vllm_url) for _ in range(2)]
     try:
         urls = [u for u, _ in proxies]
-        result = run(
-            tmp_path,
+        result = run_here(
+            pytester,
             "-k",
             "niah_single_1",
             "--lengths",
@@ -428,14 +449,15 @@ def test_replicas_share_the_load(vllm_url, tmp_path):
             server.server_close()
 
 
-def test_kill_9_mid_case_then_a_rerun_generates_only_what_was_missing(proxy, tmp_path):
+def test_kill_9_mid_case_then_a_rerun_generates_only_what_was_missing(proxy, pytester):
     url, control = proxy
     control({"delay": 0.2})
     proc = start_suite(
         "-k", "niah_single_1", "--lengths", "1k", "--samples", "40",
         "--backend", "openai", "--base-url", url,
         "--concurrency", "4",
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, new_session=True,
+        cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        new_session=True,
     )  # fmt: skip
     deadline = time.time() + 240
     while control()["completions"] < 12 and time.time() < deadline:
@@ -446,8 +468,8 @@ def test_kill_9_mid_case_then_a_rerun_generates_only_what_was_missing(proxy, tmp
     before = control()["completions"]
     assert 12 <= before < 40
     control({"delay": 0.0})
-    result = run(
-        tmp_path,
+    result = run_here(
+        pytester,
         "-k",
         "niah_single_1",
         "--lengths",
@@ -465,19 +487,18 @@ def test_kill_9_mid_case_then_a_rerun_generates_only_what_was_missing(proxy, tmp
     )  # the rest, and at most those in flight then
 
 
-def test_a_server_that_will_not_start_is_one_error_with_its_log(tmp_path):
-    result = run(
-        tmp_path,
+def test_a_server_that_will_not_start_is_one_error_with_its_log(pytester):
+    result = run_here(
+        pytester,
         *CASES,
         "--backend",
         "vllm",
         "--vllm-arg=--no-such-vllm-flag",
         "--report",
         "r.json",
-        timeout=300,
     )
     assert result.returncode == 1 and "Traceback" not in result.stdout
-    error = json.loads((tmp_path / "r.json").read_text())["error"]["message"]
+    error = json.loads((pytester.path / "r.json").read_text())["error"]["message"]
     assert (
         "the vLLM server for" in error and "exited with code" in error and "Last lines of" in error
     )

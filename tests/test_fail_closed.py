@@ -6,6 +6,7 @@ one line, the report."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -24,7 +25,9 @@ from tests.conftest import (
     ROOT,
     TINY,
     call_ctxgate,
+    in_process,
     launch_suite,
+    process_state,
     start_suite,
     stored_report,
 )
@@ -199,13 +202,16 @@ def test_thresholds_are_found_from_a_subfolder_and_named_in_the_header(real_suit
     (pytester.path / "thresholds.toml").write_text('[[floor]]\ntask = "vt"\nfloor = 100\n')
     sub = pytester.path / "ci"
     sub.mkdir()
-    proc = launch_suite(
-        "-k", "vt", "--lengths", "1k", "--samples", "2", "--no-cache",
-        str(pytester.path / "tests_longctx"),
-        cwd=sub, timeout=600,
-    )  # fmt: skip
-    assert f"ctxgate thresholds: {pytester.path / 'thresholds.toml'} (found 1 up" in proc.stdout
-    assert proc.returncode == 1 and "below" in proc.stdout  # vt scores under 100 on this checkpoint
+    with process_state():
+        os.chdir(sub)  # started from the subfolder, as a user in ci/ starts it
+        result = pytester.runpytest(
+            f"--model={TINY}", "-p", "no:cacheprovider",
+            "-k", "vt", "--lengths", "1k", "--samples", "2", "--no-cache",
+            str(pytester.path / "tests_longctx"),
+        )  # fmt: skip
+    out = result.stdout.str()
+    assert f"ctxgate thresholds: {pytester.path / 'thresholds.toml'} (found 1 up" in out
+    assert result.ret == 1 and "below" in out  # vt scores under 100 on this checkpoint
 
 
 def test_no_thresholds_file_is_said_in_the_header(real_suite, pytester):
@@ -365,7 +371,8 @@ def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(
 
     url, _ = judge_server
     script_faults(url, [{"status": 500}] * 200)  # the server is down for good: every verdict fails
-    result = pytester.runpytest_subprocess(
+    result = in_process(
+        pytester,
         f"--model={TINY}",
         "-k",
         "infbench_sum",
@@ -384,7 +391,6 @@ def test_a_case_whose_every_verdict_failed_is_a_table_cell_not_a_crash(
         "--report",
         "out/r.json",
         "--no-cache",
-        timeout=600,
     )
     out = _one_line_error(result)
     assert result.ret == 1, out[-3000:]

@@ -310,8 +310,24 @@ def test_alce_prompts_are_helmets(hf_encoder, hf_tokenizer, task, chat):
     assert [hf_encoder.decode(s.input_ids) for s in samples] == expected
 
 
+# (tokenizer, id count, each token's end offset) by (id(tokenizer), text)
+_ENCODED: dict[tuple[int, str], tuple[object, int, list[int]]] = {}
+
+
+def _count_and_ends(tokenizer, text: str) -> tuple[int, list[int]]:
+    """``tokenizer(text, return_offsets_mapping=True)``'s id count and each token's end offset: a
+    long document is tokenized once for every check that reads it (HELMET's length selection, its
+    truncation at each length, for both prompt forms), not once for each."""
+    found = _ENCODED.get((id(tokenizer), text))
+    if found is None or found[0] is not tokenizer:
+        tokens = tokenizer(text, return_offsets_mapping=True, verbose=False)
+        found = (tokenizer, len(tokens["input_ids"]), [end for _, end in tokens["offset_mapping"]])
+        _ENCODED[id(tokenizer), text] = found
+    return found[1], found[2]
+
+
 def _long(tokenizer, text: str, more_than: int) -> bool:
-    return len(tokenizer(text, verbose=False)["input_ids"]) > more_than
+    return _count_and_ends(tokenizer, text)[0] > more_than
 
 
 def _rows(n: int) -> datasets.Dataset:
@@ -518,9 +534,9 @@ OMITTED = " ... [the rest of the text is omitted]"
 def truncate_llama2(length_tokenizer, context: str, max_length: int) -> str:
     """data.py ``truncate_llama2``, as written (offsets counted with the BOS)."""
     separator_length = len(length_tokenizer(OMITTED)["input_ids"])
-    tokens = length_tokenizer(context, return_offsets_mapping=True, verbose=False)
-    if len(tokens["input_ids"]) > max_length:
-        context = context[: tokens["offset_mapping"][max_length - separator_length][1]] + OMITTED
+    count, ends = _count_and_ends(length_tokenizer, context)  # the tokenization with offsets
+    if count > max_length:
+        context = context[: ends[max_length - separator_length]] + OMITTED
     return context
 
 
