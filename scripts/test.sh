@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's own checks: ruff (lint and format) and mypy, then the tests (unit, Hypothesis, pytester, end-to-end
+# The project's own checks: ruff (lint and format), then the tests with mypy beside them (unit, Hypothesis, pytester, end-to-end
 # on the tiny checkpoint, the engines against a real vLLM server). --dist loadfile: a test file runs in one xdist worker, so the vLLM tests share one server. (Not
 # loadgroup: under pytest 9.2 xdist 3.8's xdist_group marker no longer groups anything, since the item ids it
 # rewrites are not what pytest 9.2 reads, and the engine tests ran on both workers with a server each.) Two workers:
@@ -7,22 +7,27 @@
 # collects them, the longest first, not xdist's order by test count (which left the Ray tests to run alone last).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# the two environments install side by side (each pip mostly waits on one core), and the checks
-# run while vLLM's still installs
+# vLLM's environment installs beside the project's (each pip mostly waits on one core), and mypy
+# (one core) checks the types beside the tests: its verdict is printed, and counted, after theirs
 vllm_log=$(mktemp)
+types_log=$(mktemp)
 bash scripts/vllm_env.sh >"$vllm_log" 2>&1 &
 vllm=$!
-trap 'kill "$vllm" 2>/dev/null || true' EXIT
+trap 'kill "$vllm" "${types:-}" 2>/dev/null || true; rm -f "$vllm_log" "$types_log"' EXIT
 bash scripts/bootstrap.sh
 bash scripts/browser.sh
-# lint, format and types first: their configuration is in pyproject.toml
+# lint and format first: their configuration is in pyproject.toml
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/mypy
+.venv/bin/mypy >"$types_log" 2>&1 &
+types=$!
 if ! wait "$vllm"; then
   cat "$vllm_log" >&2
   echo "scripts/test.sh: scripts/vllm_env.sh failed (its output above)" >&2
   exit 1
 fi
-rm -f "$vllm_log"
-exec .venv/bin/python -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder -q "$@"
+status=0
+.venv/bin/python -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder -q "$@" || status=$?
+wait "$types" || status=1
+cat "$types_log"
+exit "$status"

@@ -72,7 +72,9 @@ def fresh_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (wheel,) = wheels.glob("ctxgate-*.whl")
     torch = f"torch=={importlib.metadata.version('torch')}"
     installed = subprocess.run(
-        [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel), torch],
+        # --no-compile: the modules a run imports are compiled as it imports them, not all of
+        # torch's and transformers' beforehand
+        [python, "-m", "pip", "install", "-q", "--no-compile", str(wheel), torch],
         capture_output=True,
         text=True,
         timeout=1800,
