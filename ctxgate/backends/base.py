@@ -156,8 +156,12 @@ class Window:
     forceable: bool = True
 
 
-KV_FIELDS = tuple(
-    "num_attention_heads num_hidden_layers hidden_size head_dim num_key_value_heads".split()
+KV_FIELDS = (
+    "num_attention_heads",
+    "num_hidden_layers",
+    "hidden_size",
+    "head_dim",
+    "num_key_value_heads",
 )
 
 
