@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 import pytest
 
 from ctxgate.backends.base import BackendDown, Window, window_of
-from ctxgate.backends.endpoint import EndpointError
+from ctxgate.backends.endpoint_probe import EndpointError
 from ctxgate.backends.hf import BackendError
 from ctxgate.gate.baseline import (
     Baseline,

@@ -15,7 +15,8 @@ import pytest
 
 from ctxgate.backends.adapters import hf_folder
 from ctxgate.backends.devices import visible_gpus
-from ctxgate.backends.overrides import OverrideError, applied
+from ctxgate.backends.override_rules import OverrideError
+from ctxgate.backends.overrides import applied
 from ctxgate.backends.vllm_server import (
     EngineError,
     EngineSpec,

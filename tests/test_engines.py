@@ -315,7 +315,7 @@ def other_tokenizer(tmp_path: Path) -> Path:
             shutil.copy(TINY / name, folder / name)
     from tokenizers import Tokenizer
 
-    from ctxgate.backends.endpoint import PROBE
+    from ctxgate.backends.endpoint_probe import PROBE
 
     pieces = (
         Tokenizer.from_file(str(folder / "tokenizer.json"))

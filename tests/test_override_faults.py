@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ctxgate.backends.overrides import ANY_ROPE_KEY, ROPE_KEYS, OverrideError, applied, parse
+from ctxgate.backends.override_rules import ANY_ROPE_KEY, ROPE_KEYS, OverrideError
+from ctxgate.backends.overrides import applied, parse
 from tests.conftest import TINY, call_ctxgate
 
 CASES = ("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache")

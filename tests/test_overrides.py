@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxgate.backends.overrides import ConfigOverrides, OverrideError, applied, parse, window
+from ctxgate.backends.override_rules import OverrideError
+from ctxgate.backends.overrides import ConfigOverrides, applied, parse, window
 from tests.conftest import TINY
 
 LINEAR2 = '{"rope_type": "linear", "factor": 2.0}'

@@ -24,13 +24,8 @@ from ctxgate.backends.base import (
 )
 from ctxgate.backends.checkpoint import CheckpointError
 from ctxgate.backends.formats import Checkpoint
-from ctxgate.backends.overrides import (
-    ConfigOverrides,
-    OverrideError,
-    applied,
-    is_structural,
-    window,
-)
+from ctxgate.backends.override_rules import OverrideError, is_structural
+from ctxgate.backends.overrides import ConfigOverrides, applied, window
 from ctxgate.backends.sharded import load_into
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.tokens.tokenizers import HFTokenizer

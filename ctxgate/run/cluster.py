@@ -1,11 +1,10 @@
 """Model replicas on a Ray cluster, seen by the session as one backend (``--ray``).
 
-A replica (``ReplicaWorker``) loads the checkpoint through ``load_backend`` as a local run does
-(``--backend vllm``: a server of its own, on the GPUs Ray gave it) and only generates; the session
-builds prompts, caches, scores and reports. Requests wait in one queue, longest case first, each
-going to whichever replica frees first, so a slow 128K sample never holds back the rest as static
-shards would. A lost replica's requests are queued again; a failed load is one error naming its
-node. Ray is imported only with ``--ray``."""
+Each replica (``run/replica.py``) only generates; the session builds prompts, caches, scores and
+reports. Requests wait in one queue, longest case first, each going to whichever replica frees
+first, so a slow 128K sample never holds back the rest as static shards would. A lost replica's
+requests are queued again; a failed load is one error naming its node. Ray is imported only with
+``--ray``."""
 
 from __future__ import annotations
 
@@ -13,12 +12,10 @@ import heapq
 import itertools
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxgate.backends.base import (
@@ -29,11 +26,10 @@ from ctxgate.backends.base import (
     Request,
     Window,
     Withdrawn,
-    window_of,
 )
 from ctxgate.backends.hf import BackendError
-from ctxgate.backends.vllm_server import VLLMServer
-from ctxgate.run.loading import ModelSpec, Served, load_backend
+from ctxgate.run.loading import ModelSpec, Served
+from ctxgate.run.replica import ReplicaInfo, ReplicaWorker
 from ctxgate.tokens.tokenizers import HFTokenizer, RawTokenizer
 
 LOCAL = "local"  # --ray local: a cluster of this machine, started for the run and stopped with it
@@ -64,97 +60,6 @@ class _Replica:
     @property
     def where(self) -> str:
         return f"node {self.info.node_ip} ({self.info.node_id[:12]})"
-
-
-@dataclass(frozen=True)
-class ReplicaInfo:
-    """What a replica says about itself once it has loaded (or failed to load) the model."""
-
-    node_ip: str
-    node_id: str
-    pid: int
-    error: str | None = None
-    name: str = ""
-    max_positions: int | None = None
-    window: Window | None = None
-    description: dict[str, object] = field(default_factory=dict)
-    cache_identity: dict[str, object] | None = None
-    weights_problem: str | None = None
-    # requests it takes at once (a server's --concurrency; one for a model in the process)
-    concurrency: int = 1
-    # what a server says it serves (the report's model_fingerprint)
-    fingerprint: dict[str, object] | None = None
-
-
-class ReplicaWorker:
-    """One model on one node. It never raises while loading: the session asks each replica how its
-    load went and names the node in the one error a failed load gets."""
-
-    def __init__(self, spec: ModelSpec, served: Served | None, started_in: str) -> None:
-        import ray
-
-        context = ray.get_runtime_context()
-        self.where = (ray.util.get_node_ip_address(), context.get_node_id(), os.getpid())
-        self.server: VLLMServer | None = None
-        try:
-            # the session's relative paths (--model fixtures/..., --config-from) mean what they
-            # meant where it was started: a cluster's nodes share that folder (a shared filesystem),
-            # as they share the checkpoint
-            os.chdir(started_in)
-            if served is not None and served.launch is not None:
-                served = self._own_server(served)
-            self.backend: Any = load_backend(spec, served)
-            self.error: str | None = None
-        except Exception as exc:  # noqa: BLE001 - the replica's one-line cause
-            self.backend, self.error = None, str(exc) or type(exc).__name__
-            # a server started for a model that then failed to load is of no use to anyone
-            self.stop()
-
-    def _own_server(self, served: Served) -> Served:
-        """--backend vllm: this replica's server, tensor parallel across the GPUs Ray gave it; it
-        dies with this actor's process (``VLLMServer``)."""
-        import ray
-
-        assert served.launch is not None
-        gpus = tuple(str(g) for g in ray.get_gpu_ids())
-        launch = replace(served.launch, devices=gpus or None, tensor_parallel=len(gpus) or 1)
-        log = Path(tempfile.gettempdir()) / f"ctxgate-vllm-ray-{os.getpid()}.log"
-        self.server = VLLMServer(launch, log)
-        self.server.start()
-        self.server.wait_ready(served.launch_timeout_s)
-        endpoint = replace(served.endpoint, base_urls=(self.server.url,))
-        # the numerics as this node runs them (the session may have no GPU to resolve --dtype auto)
-        numerics = {"dtype": launch.resolved_dtype, "tensor_parallel": launch.tensor_parallel}
-        engine = {**served.engine, **numerics}
-        return replace(
-            served, endpoint=endpoint, server_logs=(str(log),), engine=engine, launch=None
-        )
-
-    def stop(self) -> None:
-        """Stop this replica's own server before the actor is killed: a killed actor's server gets
-        its death signal, but vLLM's engine processes can outlive it, holding GPU memory."""
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-
-    def info(self) -> ReplicaInfo:
-        if self.backend is None:
-            return ReplicaInfo(*self.where, error=self.error)
-        b = self.backend
-        return ReplicaInfo(
-            *self.where,
-            name=b.name,
-            max_positions=b.max_positions,
-            window=window_of(b),
-            description=b.describe(),
-            cache_identity=b.cache_identity() if hasattr(b, "cache_identity") else {},
-            weights_problem=getattr(b, "weights_problem", None),
-            concurrency=max(1, int(getattr(b, "concurrency", 1))),
-            fingerprint=getattr(b, "fingerprint", None),
-        )
-
-    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
-        return list(self.backend.generate(requests, params))
 
 
 _connection = threading.Lock()
