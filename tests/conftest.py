@@ -73,9 +73,13 @@ def process_state() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def in_process(pytester: pytest.Pytester, *argv: str) -> pytest.RunResult:
-    """``pytester.runpytest`` within ``process_state``."""
+def in_process(
+    pytester: pytest.Pytester, *argv: str, env: dict[str, str] | None = None
+) -> pytest.RunResult:
+    """``pytester.runpytest`` within ``process_state``, ``env`` added to the environment while it
+    runs."""
     with process_state():
+        os.environ.update(env or {})
         return pytester.runpytest(*argv)
 
 
@@ -98,7 +102,7 @@ LONGEST_FIRST = (
     "test_engines.py",
     "test_install.py",
     "test_adapters.py",
-    "test_e2e_tiny.py",
+    "test_demo.py",
     "test_endpoint_faults.py",
     "test_docs_commands.py",
     "test_e2e_failures.py",
@@ -106,7 +110,7 @@ LONGEST_FIRST = (
     "test_checkpoint_kinds.py",
     "test_progress.py",
     "test_sharded.py",
-    "test_demo.py",
+    "test_e2e_tiny.py",
     "test_long_lengths.py",
     "test_overrides.py",
 )

@@ -42,7 +42,7 @@ NOT_RUN: dict[str, str] = {
     ),
     "pytest --model path/to/ckpt -n 8 --data-dir path/to/data --judge-model gpt-4o-2024-05-13 "
     "--report out/run.json": (
-        f"{KEY} (OpenAI's); tests/test_e2e_tiny.py runs the same with the offline judge server"
+        f"{KEY} (OpenAI's); tests/test_demo.py runs the same with the offline judge server"
     ),
     "pytest --model path/to/ckpt -n 8 --data-dir path/to/data --judge-model "
     "Qwen/Qwen2.5-72B-Instruct "

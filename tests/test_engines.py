@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from ctxgate.tasks.registry import all_tasks
-from tests.conftest import HOTPOT, ROOT, SQUAD, TINY, launch_suite, process_state, start_suite
+from tests.conftest import HOTPOT, ROOT, SQUAD, TINY, in_process, launch_suite, start_suite
 
 SECRET = "sk-ctxgate-engine-test-never-written"
 CASES = ("-k", "niah_single_1", "--lengths", "1k,4k", "--samples", "20")
@@ -105,15 +105,13 @@ def run(
 def run_here(
     pytester: pytest.Pytester, *args: str, env: dict | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``run`` in this process (pytester's ``runpytest`` in its folder, ``env`` added to the
-    environment while it runs): what ``run`` returns, without a Python start and torch's import,
-    for a run whose process is not what the test is about."""
-    with process_state():
-        os.environ.update(env or {})
-        result = pytester.runpytest(
-            f"--model={TINY}", "-p", "no:cacheprovider", "--squad", str(SQUAD),
-            "--hotpotqa", str(HOTPOT), *args,
-        )  # fmt: skip
+    """``run`` in this process (pytester's ``runpytest`` in its folder): what ``run`` returns,
+    without a Python start and torch's import, for a run whose process is not what the test is
+    about."""
+    result = in_process(
+        pytester, f"--model={TINY}", "-p", "no:cacheprovider", "--squad", str(SQUAD),
+        "--hotpotqa", str(HOTPOT), *args, env=env,
+    )  # fmt: skip
     out = "\n".join(result.outlines)
     return subprocess.CompletedProcess(args, int(result.ret), out, "\n".join(result.errlines))
 
