@@ -99,6 +99,10 @@ NOT_RUN: dict[str, str] = {
     "8k,32k,128k "
     "--log-to wandb=exp42 --tracker-run "
     "$WANDB_RUN_ID": f"{GPU}, and runs until stopped; tests/test_watch.py watches",
+    "pytest --model path/to/ckpt --ray local --ray-resource CPU -k vt --lengths 512 --samples 2": (
+        "tests/test_ray.py::test_ray_local_starts_a_cluster_for_the_run_and_leaves_no_process runs "
+        "it as written, and checks that no process of the cluster it starts is left"
+    ),
     "ray start --head --port=6379": (
         f"{CLUSTER}: starts a Ray head that outlives the command; tests/test_ray.py starts a "
         "cluster of this machine"

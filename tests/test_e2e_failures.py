@@ -22,10 +22,12 @@ NEED_512 = '[session]\nmin_effective_length = "512"\n'
 def test_kill_9_of_a_real_worker_mid_case_fails_the_run(real_suite, pytester):
     """The issue's reproduction: two cases on two workers, one worker killed while it generates."""
     (pytester.path / "thresholds.toml").write_text(NEED_512)
+    # 120 samples a case: at 40 cached, however the two workers split them, the one killed is still
+    # mid-case, and the one left has little to finish
     proc = start_suite(
         "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), "-k", "niah_single_1 or "
                                                                 "vt", "--lengths", "512",
-        "--samples", "400", "-n", "2", "--report", "out/r.json", "--cache-dir", "cache",
+        "--samples", "120", "-n", "2", "--report", "out/r.json", "--cache-dir", "cache",
         cwd=pytester.path,
     )  # fmt: skip
     db = pytester.path / "cache" / "generations.sqlite"

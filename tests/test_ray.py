@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -20,7 +21,8 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.conftest import TINY, call_ctxgate, launch_suite, run_ctxgate, start_suite
+from tests.conftest import ROOT, TINY, call_ctxgate, launch_suite, run_ctxgate, start_suite
+from tests.test_docs_commands import commands
 
 RESOURCE = "fake_gpu"
 CASES = ("-k", "niah_single_1 or vt", "--lengths", "512,1k")
@@ -333,23 +335,18 @@ def test_a_replica_that_cannot_load_is_one_error_naming_its_node_and_the_gate_fa
 
 def test_ray_local_starts_a_cluster_for_the_run_and_leaves_no_process(tmp_path):
     """--ray local on this machine: without a GPU, the default resource is absent and the line names
-    the fix; with --ray-resource CPU it runs, and every process it started is gone when it ends."""
+    the fix; with --ray-resource CPU, docs/distributed.md's command runs as written, and every
+    process it started is gone when it ends."""
     before = {p.pid for p in psutil.process_iter()}
     missing = run(tmp_path, *CASES, "--samples", "2", "--ray", "local", "--no-cache")
     assert missing.returncode == 2
     assert "has no 'GPU' resource" in missing.stdout and "--ray-resource CPU" in missing.stdout
-    proc = start_suite(
-        *CASES,
-        "--samples",
-        "2",
-        "--ray",
-        "local",
-        "--ray-resource",
-        "CPU",
-        "--no-cache",
-        cwd=tmp_path,
-        env=RAY_ENV,
+    documented = next(
+        c for _, c in commands(ROOT / "docs" / "distributed.md") if "--ray-resource CPU" in c
     )
+    argv = shlex.split(documented)
+    assert argv[:3] == ["pytest", "--model", "path/to/ckpt"], documented
+    proc = start_suite(*argv[3:], cwd=tmp_path, env=RAY_ENV)
     started: set[int] = set()
     while proc.poll() is None:
         try:
