@@ -1,21 +1,27 @@
-"""Calls to an OpenAI-compatible server, retried the way the judge and the endpoint backends both
-need.
+"""Calls to an OpenAI-compatible server, made the way the judge, the endpoint backends and their
+probe all need: through one door, read by one reader, retried by one rule.
 
-Transient failures (408, 409, 425, 429, 5xx, timeouts, dropped connections, a body that does not
-parse, ``Malformed``) are retried with exponential backoff and jitter, honouring ``Retry-After``,
-within a retry count and a time limit; those no retry fixes (a refused key, an unknown model, any
-other 4xx) raise ``Refused`` at once, for the caller to name its fix.
+The door (``http_client``) is the HTTP client of every such call: a redirect to another origin is
+refused, since the request carries the key. The reader (``read_reply``) reads every reply into its
+frozen record strictly: a reply of the wrong shape is one ``Malformed`` line saying what is wrong.
+
+Transient failures (408, 409, 425, 429, 5xx, timeouts, dropped connections, a ``Malformed`` reply,
+a body cut short included) are retried with exponential backoff and jitter, honouring
+``Retry-After``, within a retry count and a time limit; those no retry fixes (a refused key, an
+unknown model, any other 4xx) raise ``Refused`` at once, for the caller to name its fix.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from ctxgate.records.refusal import CtxgateError
 
 T = TypeVar("T")
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429})  # 4xx that a later try can clear; every 5xx too
@@ -31,6 +37,10 @@ class Refused(RuntimeError):
 
 class Malformed(RuntimeError):
     """A reply that arrived but cannot be used (no choices, no text): retried like a 5xx."""
+
+
+class Redirected(CtxgateError, RuntimeError):
+    """A server sent a request, which carries the key, on to another origin."""
 
 
 class Exhausted(RuntimeError):
@@ -69,7 +79,6 @@ def call_with_retries(
             openai.APITimeoutError,
             openai.APIConnectionError,
             openai.APIResponseValidationError,
-            json.JSONDecodeError,  # a body cut short does not parse: the server's fault
             Malformed,
         ) as exc:
             last = exc
@@ -103,3 +112,146 @@ def redact_url(url: str | None) -> str | None:
     parts = urlsplit(url)
     netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def origin(url: str) -> str:
+    """``scheme://host:port``, the port spelled out: what a key is bound to. A ValueError says what
+    keeps ``url`` from being an http(s) URL with a host and a port from 1 to 65535."""
+    import ipaddress
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # a ValueError past 65535
+    except ValueError as exc:
+        bare_ipv6 = "[" not in url and url.partition("//")[2].partition("/")[0].count(":") > 1
+        hint = "; an IPv6 host goes in brackets, e.g. [::1]:8000" if bare_ipv6 else ""
+        raise ValueError(f"cannot be read as a URL ({exc}{hint})") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError("has no http:// or https:// scheme")
+    host = parts.hostname or ""
+    written = parts.netloc.rpartition("@")[2]
+    if written.startswith("["):  # urlsplit reads no further than the first "]"
+        inside, _, rest = written[1:].partition("]")
+        if rest not in ("", ":", f":{port}"):
+            raise ValueError(f"has a broken IPv6 host ({written!r}; e.g. [::1]:8000)")
+        ipaddress.IPv6Address(inside.partition("%")[0])
+    elif not host or not all(c.isalnum() or c in "-._" for c in host):
+        raise ValueError(f"has no valid host name{f' ({host!r})' if host else ''}")
+    if port == 0:
+        raise ValueError("has port 0 (ports run from 1 to 65535)")
+    port = port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{f'[{host}]' if written.startswith('[') else host}:{port}"
+
+
+def http_client() -> Any:
+    """The HTTP client every call to a server goes through (``openai.OpenAI(http_client=...)``):
+    openai's own defaults, with a redirect to another origin refused in one line, since the request
+    carries the key (httpx would strip it; vLLM's /version behind a proxy must not see it)."""
+    import openai
+
+    return openai.DefaultHttpxClient(event_hooks={"response": [_same_origin]})
+
+
+def _same_origin(response: Any) -> None:
+    if not response.has_redirect_location:
+        return
+    here = str(response.request.url)
+    there = urljoin(here, response.headers["location"])
+    try:
+        crossed = origin(there) != origin(here)
+    except ValueError:  # a Location no client could follow: httpx names it
+        return
+    if crossed:
+        raise Redirected(
+            f"{origin(here)} redirected a request, which carries the API key, to {origin(there)}; "
+            "ctxgate sends a key to its own server only: give that server's URL itself if you "
+            "trust it"
+        )
+
+
+# --- the replies, as read: only what ctxgate uses, every other field ignored
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class TextChoice:
+    text: str
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    content: str | None = None  # a reply a provider filtered has none
+
+
+@dataclass(frozen=True)
+class ChatChoice:
+    message: ChatMessage
+    finish_reason: str | None = None
+
+
+class _Choices:
+    choices: tuple[Any, ...]
+
+    def __post_init__(self) -> None:
+        if not self.choices:
+            raise ValueError("has no choices")
+
+
+@dataclass(frozen=True)
+class Completion(_Choices):
+    choices: tuple[TextChoice, ...]
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class ChatCompletion(_Choices):
+    choices: tuple[ChatChoice, ...]
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    id: str
+    max_model_len: int | None = None  # vLLM's
+
+
+@dataclass(frozen=True)
+class ModelList:
+    data: tuple[ServedModel, ...]
+
+
+@dataclass(frozen=True)
+class Version:  # vLLM's /version
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class TokenIds:  # vLLM's /tokenize
+    tokens: tuple[int, ...]
+
+
+R = TypeVar("R")
+
+
+def read_reply(kind: type[R], body: bytes | str, what: str) -> R:
+    """``body`` read as ``kind`` (JSON of exactly the types it declares: no number for a text, no
+    true for a count), else ``Malformed`` naming ``what`` and the first field that is wrong."""
+    from pydantic import ValidationError
+
+    from ctxgate.records.schema import adapter_for
+
+    try:
+        return adapter_for(kind).validate_json(body, strict=True)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        if error["type"] == "value_error":  # a rule of the record's own ("has no choices")
+            raise Malformed(f"{what} {error['msg'].removeprefix('Value error, ')}") from None
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        wrong = error["msg"]
+        if error["type"] not in ("json_invalid", "missing"):
+            wrong += f", not {error['input']!r:.60}"
+        raise Malformed(f"{what}: {where[1:]}: {wrong}" if where else f"{what}: {wrong}") from None

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from ctxgate.tasks.registry import all_tasks
 from tests.conftest import TINY
@@ -125,7 +127,78 @@ def test_a_dead_server_is_given_up_after_its_probes(run_openai, server):
     server[1]({"completions": [{"status": 503}] * 100})
     result = run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache")
     out = _out(result)
-    assert result.ret != 0 and "each failed 3 tries" in out
+    assert result.ret != 0 and "given up after 3 series of retries failed in a row over" in out
+
+
+def test_an_outage_under_the_default_concurrency_is_one_failure_and_the_run_finishes(
+    run_openai, server
+):
+    """A server restarting (503 for 10 s) while the default 8 requests are in flight: they count
+    as one failure of the server, not eight, so it is tried again on the documented schedule
+    (re-probed CTXGATE_REPROBE_S after each failed series of retries) and every sample is
+    answered."""
+    server[1]({"outage": {"after": 8, "seconds": 10}, "delay_s": 0.05})
+    result = run_openai(
+        "-k", "niah_single_1", "--lengths", "1k", "--samples", "40", "--no-cache",
+        "--request-retries", "4",
+    )  # fmt: skip
+    out = _out(result)
+    result.assert_outcomes(passed=1, deselected=len(all_tasks()) - 1)
+    assert server[2]()["answered"] == 40 and "given up" not in out
+    assert "answered 40, dropped 1 time(s) (last: " in out  # the 8 in flight: one failure
+
+
+def test_a_reply_of_the_wrong_types_is_one_line_naming_the_server_and_the_field(run_openai, server):
+    server[1]({"completions": [{"choices": [{"text": 5}]}] * 20})
+    out = _out(run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache"))
+    assert "AttributeError" not in out
+    assert "the completion: choices[0].text: Input should be a valid string, not 5" in out
+    assert f"{server[0]} did not answer a completion" in out
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+FIELDS = ("choices", "text", "message", "content", "usage", "prompt_tokens", "data", "id", "tokens")
+# replies shaped like the real ones, each field anything
+SHAPED = st.recursive(
+    JSON,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from(FIELDS), inner),
+    max_leaves=16,
+)
+BODIES = (
+    SHAPED.map(json.dumps)
+    | st.binary(max_size=40)
+    | st.integers(1, 5000).map(lambda depth: "[" * depth + "]" * depth)
+    | st.integers(1, 5000).map(lambda depth: '{"choices": ' * depth)
+)
+
+
+@given(BODIES)
+@example(b"")
+@example('{"choices": [{"text": null}]}')
+@example('{"choices": [{"text": "ok", "finish_reason": "stop"}], "usage": {"prompt_tokens": true}}')
+@example('{"data": [{"id": "m", "max_model_len": 8192.5}]}')
+@example(b"\xff\xfe{}")
+def test_every_reply_is_read_into_its_record_or_one_designed_line(body):
+    """Structured garbage (nesting, types, encodings, sizes) into the one reader, as every kind
+    of reply: a record of exactly the declared types, or ``Malformed`` in one line."""
+    from ctxgate import retrying
+
+    kinds = (retrying.Completion, retrying.ChatCompletion, retrying.ModelList, retrying.Version)
+    for kind in (*kinds, retrying.TokenIds):
+        try:
+            found = retrying.read_reply(kind, body, "the reply")
+        except retrying.Malformed as exc:
+            assert str(exc).startswith("the reply") and "\n" not in str(exc)
+            continue
+        assert isinstance(found, kind)
+        if isinstance(found, retrying.Completion):
+            assert found.choices and all(isinstance(c.text, str) for c in found.choices)
 
 
 def test_a_failing_tokenize_is_refused_not_downgraded(run_openai, server):

@@ -27,7 +27,18 @@ from ctxgate.backends.base import (
     model_window,
 )
 from ctxgate.backends.endpoint_probe import EndpointError, check_tokenizer, describe_server
-from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
+from ctxgate.retrying import (
+    ChatChoice,
+    ChatCompletion,
+    Completion,
+    Exhausted,
+    Redirected,
+    Refused,
+    call_with_retries,
+    http_client,
+    read_reply,
+    redact_url,
+)
 from ctxgate.tokens.tokenizers import HFTokenizer
 
 # a dropped replica is tried again after this long
@@ -73,8 +84,11 @@ class Replica:
     down: str | None = None  # why it was dropped
     down_at: float = 0.0  # when (monotonic): it is tried again REPROBE_S later
     failures: int = 0  # retry series it failed in a row
+    failing_since: float = 0.0  # when the first of them began
     answered: int = 0
-    drops: list[str] = field(default_factory=list)  # why it was dropped, each time
+    # why it was dropped, each time: a request sent before a drop that fails too is that outage,
+    # not another failure
+    drops: list[str] = field(default_factory=list)
 
     def fits(self, size: int, settings: EndpointSettings) -> bool:
         return self.in_flight < settings.concurrency and self.tokens + size <= TOKENS_IN_FLIGHT
@@ -111,7 +125,13 @@ class EndpointBackend:
         self.hf_tokenizer = tokenizer
         self.tokenizer = HFTokenizer(tokenizer)
         key = os.environ.get(settings.key_env) or "EMPTY"  # local servers take any key
-        client = partial(openai.OpenAI, api_key=key, timeout=settings.timeout_s, max_retries=0)
+        client = partial(
+            openai.OpenAI,
+            api_key=key,
+            timeout=settings.timeout_s,
+            max_retries=0,
+            http_client=http_client(),
+        )
         self.replicas = [Replica(url, client(base_url=url)) for url in settings.base_urls]
         for r in self.replicas:
             ask = partial(self._retrying, r)
@@ -184,6 +204,8 @@ class EndpointBackend:
             raise EndpointError(
                 f"{redact_url(replica.url)} refused {what} ({exc.status}: {exc.detail}); {fix}"
             ) from None
+        except Redirected as exc:  # a case's one line, as every refusal of a server
+            raise EndpointError(exc.line) from None
         except Exhausted as exc:
             fix = (
                 f"each request timed out after {s.timeout_s * scale:.0f} s: raise "
@@ -216,11 +238,12 @@ class EndpointBackend:
             self._decided.add((task, length))
             self._lock.notify_all()
 
-    def _pick(self, request: Request) -> tuple[Replica, int]:
-        """The least busy replica with room for the request, and the prompt tokens it already has in
-        flight. A dropped one is tried again REPROBE_S later (a burst of 503s while a server
-        restarts must not end a long run), and requests wait for that try; after MAX_PROBES failed
-        tries in a row it is gone, and with none left every request fails at once."""
+    def _pick(self, request: Request) -> tuple[Replica, int, int]:
+        """The least busy replica with room for the request, the prompt tokens it already has in
+        flight, and how many times it was dropped so far. A dropped one is tried again REPROBE_S
+        later (a burst of 503s while a server restarts must not end a long run), and requests wait
+        for that try; after MAX_PROBES failed tries in a row it is gone, and with none left every
+        request fails at once."""
         size = len(request.input_ids)
         with self._lock:
             while True:
@@ -239,7 +262,7 @@ class EndpointBackend:
                     chosen.in_flight += 1
                     chosen.tokens += size
                     chosen.sent += 1
-                    return chosen, ahead
+                    return chosen, ahead, len(chosen.drops)
                 if alive:  # every live one is full: wait for a request to finish
                     self._lock.wait(timeout=1.0)
                     continue
@@ -249,8 +272,12 @@ class EndpointBackend:
                 if not waiting:
                     raise BackendDown(
                         "every server is down: "
-                        + "; ".join(str(r.down) for r in self.replicas)
-                        + f" (each failed {MAX_PROBES} tries, {REPROBE_S:.0f}s apart)"
+                        + "; ".join(
+                            f"{r.down}; given up after {r.failures} series of retries failed in "
+                            f"a row over {r.down_at - r.failing_since:.0f}s (a new series "
+                            f"{REPROBE_S:g}s after each)"
+                            for r in self.replicas
+                        )
                     )
                 self._lock.wait(timeout=max(0.0, min(waiting)))  # a withdrawal wakes it too
 
@@ -259,9 +286,10 @@ class EndpointBackend:
 
     def _one(self, r: Request, params: GenerationParams) -> Generation:
         while True:
-            replica, ahead = self._pick(r)
+            replica, ahead, drops = self._pick(r)
             # the engine works through the prompts sent before this one too: the limit counts them
             scale = max(1.0, (len(r.input_ids) + ahead) / TIMEOUT_UNIT_TOKENS)
+            started = time.monotonic()
             try:
                 resp = self._retrying(
                     replica, lambda: self._send(replica, r, params, scale), "a completion", scale
@@ -271,10 +299,13 @@ class EndpointBackend:
                 if self._diagnose is not None:
                     why += f". {self._diagnose()}"
                 with self._lock:
-                    replica.down = why
-                    replica.down_at = time.monotonic()
-                    replica.failures += 1
-                    replica.drops.append(why)
+                    if len(replica.drops) == drops:  # the first of its requests to fail
+                        if replica.failures == 0:
+                            replica.failing_since = started
+                        replica.down = why
+                        replica.down_at = time.monotonic()
+                        replica.failures += 1
+                        replica.drops.append(why)
                 continue  # another replica, or BackendDown from _pick when none is left
             finally:
                 with self._lock:
@@ -285,14 +316,17 @@ class EndpointBackend:
             with self._lock:
                 replica.failures = 0
                 replica.answered += 1
-            choice = resp.choices[0]  # _send made sure there is one
-            tokens = int(getattr(resp.usage, "completion_tokens", 0) or 0)
+            choice = resp.choices[0]  # read_reply made sure there is one
+            tokens = (resp.usage.completion_tokens if resp.usage else None) or 0
             finish = "length" if choice.finish_reason == "length" else "stop"
             # a chat reply a provider filtered has no content: an empty output, scored as one
-            text = (choice.message.content if self.chat_api else choice.text) or ""
-            return Generation(text, tokens, finish)
+            text = choice.message.content if isinstance(choice, ChatChoice) else choice.text
+            return Generation(text or "", tokens, finish)
 
-    def _send(self, replica: Replica, r: Request, params: GenerationParams, scale: float) -> Any:
+    def _send(
+        self, replica: Replica, r: Request, params: GenerationParams, scale: float
+    ) -> Completion | ChatCompletion:
+        """One request, its reply read strictly (a reply the server got wrong is retried)."""
         common = {
             "model": replica.model,
             "max_tokens": params.max_new_tokens,
@@ -302,14 +336,14 @@ class EndpointBackend:
         }
         if self.chat_api:
             text = self.hf_tokenizer.decode(list(r.input_ids), skip_special_tokens=True)
-            resp = replica.client.chat.completions.create(
+            sent = replica.client.chat.completions.with_raw_response.create(
                 messages=[{"role": "user", "content": text}], **common
             )
-        else:
-            resp = replica.client.completions.create(prompt=list(r.input_ids), **common)
-        if not getattr(resp, "choices", None):  # a reply the server got wrong: retried
-            raise Malformed("the completion has no choices")
-        return resp
+            return read_reply(ChatCompletion, sent.content, "the chat completion")
+        sent = replica.client.completions.with_raw_response.create(
+            prompt=list(r.input_ids), **common
+        )
+        return read_reply(Completion, sent.content, "the completion")
 
     def window_of(self, limit: int) -> Window:
         """Not forceable: vLLM's RoPE table has exactly max_position_embeddings rows, and a position

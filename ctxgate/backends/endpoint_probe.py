@@ -4,13 +4,21 @@ length and version, and whether it tokenizes as the suite does (a probe text's i
 
 from __future__ import annotations
 
-import json
-import os
+import contextlib
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from ctxgate.records.refusal import CtxgateError
-from ctxgate.retrying import redact_url
+from ctxgate.retrying import (
+    Completion,
+    Malformed,
+    ModelList,
+    TokenIds,
+    Version,
+    read_reply,
+    redact_url,
+)
 from ctxgate.tokens.tokenizers import HFTokenizer
 
 PROBE = (
@@ -19,6 +27,7 @@ PROBE = (
 )
 # a call to the server, with the retries and time limit of every call; the text names what it asks
 Ask = Callable[[Callable[[], Any], str], Any]
+R = TypeVar("R")
 
 
 class EndpointError(CtxgateError, RuntimeError):
@@ -29,7 +38,10 @@ def describe_server(
     url: str, client: Any, ask: Ask, wanted: str | None, chat_api: bool, key_env: str
 ) -> tuple[str, int | None, str | None]:
     """The model ``url`` serves (``wanted``, else the one it lists), its max length and version."""
-    listed = ask(lambda: list(client.models.list()), "the model list")
+    listed = ask(
+        lambda: read_reply(ModelList, client.models.with_raw_response.list().content, "/models"),
+        "the model list",
+    ).data
     names = [m.id for m in listed]
     if chat_api and wanted is not None and wanted not in names:
         # a maker's API lists some models under another name ("models/gemini-1.5-pro-001") and
@@ -51,47 +63,42 @@ def describe_server(
             "--served-model"
         )
     chosen = next(m for m in listed if m.id == (wanted or names[0]))
-    version = get_json(url, "/version", key_env).get("version")
-    max_model_len = (getattr(chosen, "model_extra", None) or {}).get("max_model_len")
-    return chosen.id, max_model_len, version if isinstance(version, str) else None
+    version = get_json(client, url, "/version", Version, key_env)
+    return chosen.id, chosen.max_model_len, version.version if version else None
 
 
 def get_json(
+    client: Any,
     base_url: str,
     path: str,
+    kind: type[R],
     key_env: str,
     body: dict[str, object] | None = None,
     required: bool = False,
-) -> dict[str, object]:
-    """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize); {} where the
-    server has none (404, 405, 501). ``required``: any other failure is an EndpointError."""
-    import urllib.error
-    import urllib.request
+) -> R | None:
+    """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize), through the
+    openai ``client`` (its door, its key), read as ``kind``. None where the server has none (404,
+    405, 501) or answers in another form; ``required``: any other failure is an EndpointError."""
+    import openai
 
-    headers = {
-        "Authorization": f"Bearer {os.environ.get(key_env) or 'EMPTY'}",
-        "Content-Type": "application/json",
-    }
-    data = None if body is None else json.dumps(body).encode()
     url = base_url.rstrip("/").removesuffix("/v1") + path
     try:
-        request = urllib.request.Request(url, data=data, headers=headers)
-        with urllib.request.urlopen(request, timeout=30) as resp:
-            found = json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        if exc.code in (404, 405, 501) or not required:
-            return {}
-        raise EndpointError(
-            f"{redact_url(url)} answered {exc.code} ({exc.reason}); check {key_env} and the server"
-        ) from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+        send = partial(client.post, body=body) if body is not None else client.get
+        reply = send(url, cast_to=str, options={"timeout": 30})
+    except openai.APIStatusError as exc:
+        if exc.status_code in (404, 405, 501) or not required:
+            return None
+        failure, fix = f"answered {exc.status_code}", f"check {key_env} and the server"
+    except openai.APIError as exc:
         if not required:
-            return {}
-        raise EndpointError(
-            f"{redact_url(url)} failed ({type(exc).__name__}: {str(exc)[:120]}); check that the "
-            "server runs and is reachable from here"
-        ) from None
-    return found if isinstance(found, dict) else {}
+            return None
+        failure = f"failed ({type(exc).__name__}: {str(exc)[:120]})"
+        fix = "check that the server runs and is reachable from here"
+    else:
+        with contextlib.suppress(Malformed):  # another server's endpoint of that name
+            return read_reply(kind, reply, path)
+        return None
+    raise EndpointError(f"{redact_url(url)} {failure}; {fix}") from None
 
 
 def check_tokenizer(
@@ -103,19 +110,22 @@ def check_tokenizer(
     prompts: EndpointError."""
     local = tokenizer.encode_batch([PROBE])[0]
     body = {"model": model, "prompt": PROBE, "add_special_tokens": False}
-    remote = get_json(url, "/tokenize", key_env, body, required=True).get("tokens")
-    # no /tokenize: the prompt-token count of the probe, special tokens on both sides
-    if not isinstance(remote, list):
+    tokenized = get_json(client, url, "/tokenize", TokenIds, key_env, body, required=True)
+    remote: list[int | None]
+    if tokenized is None:  # no /tokenize: the probe's prompt-token count, with special tokens
         local = tokenizer.prefix_ids() + local
-        create = client.completions.create
-        usage = ask(
-            lambda: create(model=model, prompt=PROBE, max_tokens=1, temperature=0.0).usage,
-            "the probe",
-        )
-        remote = [None] * int(getattr(usage, "prompt_tokens", 0) or 0)
+        create = client.completions.with_raw_response.create
+
+        def probe() -> Completion:
+            sent = create(model=model, prompt=PROBE, max_tokens=1, temperature=0.0)
+            return read_reply(Completion, sent.content, "the probe's completion")
+
+        usage = ask(probe, "the probe").usage
+        remote = [None] * ((usage.prompt_tokens if usage else None) or 0)
         same = len(remote) == len(local)
     else:
-        same = list(remote) == list(local)
+        remote = list(tokenized.tokens)
+        same = remote == list(local)
     if not same:
         raise EndpointError(
             f"{redact_url(url)} (serving {model!r}) tokenizes a probe text into {len(remote)} "

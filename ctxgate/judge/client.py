@@ -20,7 +20,16 @@ from typing import Generic, TypeVar
 from ctxgate.judge.verdict import Unparseable, last_object
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import JudgeUsage
-from ctxgate.retrying import Exhausted, Malformed, Refused, call_with_retries, redact_url
+from ctxgate.retrying import (
+    ChatCompletion,
+    Exhausted,
+    Redirected,
+    Refused,
+    call_with_retries,
+    http_client,
+    read_reply,
+    redact_url,
+)
 from ctxgate.sqlitefile import CacheWarning, SqliteFile, StoreUnavailable
 
 
@@ -175,7 +184,11 @@ class JudgeClient:
         self._openai = openai
         s = self.settings = settings
         self._client = openai.OpenAI(
-            api_key=key or "EMPTY", base_url=s.base_url, timeout=s.timeout_s, max_retries=0
+            api_key=key or "EMPTY",
+            base_url=s.base_url,
+            timeout=s.timeout_s,
+            max_retries=0,
+            http_client=http_client(),
         )
         self.server = redact_url(settings.base_url) or "api.openai.com"
         self.cache = _open_cache(settings.cache_dir)
@@ -230,20 +243,19 @@ class JudgeClient:
         start = time.monotonic()
 
         def call() -> CachedReply:
-            resp = self._client.chat.completions.create(
+            sent = self._client.chat.completions.with_raw_response.create(
                 model=s.model,
                 messages=[{"role": "user", "content": prompt}],
                 temperature=s.temperature,
                 top_p=s.top_p,
                 max_tokens=s.max_tokens,
             )
-            usage, choices = resp.usage, getattr(resp, "choices", None)
-            if not choices or getattr(choices[0], "message", None) is None:
-                raise Malformed("the reply has no choices")
+            resp = read_reply(ChatCompletion, sent.content, f"the reply of {self.server}")
+            usage = resp.usage
             return CachedReply(
-                choices[0].message.content or "",
-                int(getattr(usage, "prompt_tokens", 0) or 0),
-                int(getattr(usage, "completion_tokens", 0) or 0),
+                resp.choices[0].message.content or "",
+                (usage.prompt_tokens if usage else None) or 0,
+                (usage.completion_tokens if usage else None) or 0,
             )
 
         try:
@@ -260,6 +272,8 @@ class JudgeClient:
                 url=self.server, model=s.model, status=exc.status, detail=exc.detail
             )
             raise JudgeError(message) from None
+        except Redirected as exc:
+            raise JudgeError(exc.line) from None
         except Exhausted as exc:
             self._count(seconds=time.monotonic() - start)
             raise JudgeUnavailable(

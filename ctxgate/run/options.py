@@ -6,17 +6,18 @@ name, are made where the run's plan is made (``gate/plan.py``)."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
 from ctxgate.backends.base import DTYPES
 from ctxgate.backends.endpoint import ENDPOINT_APIS, OPENAI_CONCURRENCY
 from ctxgate.backends.vllm_server import ENGINE_BATCH
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.records.refusal import CtxgateError
+from ctxgate.retrying import origin
 
 # beside where the run was started, unless --cache-dir says otherwise
 CACHE_FOLDER = ".ctxgate-cache"
@@ -123,14 +124,19 @@ _not_negative = partial(_number, zero=True)
 
 
 def _http_url(text: str) -> str:
-    try:
-        parts = urlsplit(text)
-        port = parts.port  # ValueError past 65535
-    except ValueError:
-        parts, port = urlsplit(""), None
-    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
-        raise ValueError("is not an http(s) URL with a host (and a port from 1 to 65535)")
+    origin(text)  # the rule the clients' door reads URLs by
     return text
+
+
+def _key_env(name: str) -> str:
+    """Named on purpose, the variable must hold a key: an empty one would send none (the default,
+    unset, sends "EMPTY", which a local server takes)."""
+    if not os.environ.get(name):
+        raise ValueError(
+            f"names a variable that is unset or empty here (export {name}=YOUR_KEY first, or name "
+            "the variable that holds the key)"
+        )
+    return name
 
 
 def _lengths(text: str) -> tuple[int, ...]:
@@ -381,6 +387,7 @@ API_KEY_ENV = Option(
     "--api-key-env",
     "--backend openai: the environment variable holding the server's API key (default %(default)s)",
     default="OPENAI_API_KEY",
+    parse=_key_env,
     metavar="NAME",
 )
 CONCURRENCY = Option(
