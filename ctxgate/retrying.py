@@ -1,5 +1,5 @@
-"""Calls to an OpenAI-compatible server, made the way the judge, the endpoint backends and their
-probe all need: through one door, read by one reader, retried by one rule.
+"""Calls to an OpenAI-compatible server, retried the way the judge and the endpoint backends both
+need. They go through one door and their replies through one reader, the probe's too.
 
 The door (``http_client``) is the HTTP client of every such call: a redirect to another origin is
 refused, since the request carries the key. The reader (``read_reply``) reads every reply into its
