@@ -104,6 +104,27 @@ def test_the_key_reaches_its_own_server_on_every_request_a_same_origin_redirect_
     assert all(headers == [f"Bearer {SECRET}"] for headers in seen.values()), seen
 
 
+def test_a_completion_redirected_mid_run_is_the_cases_one_line_and_not_retried(
+    servers, monkeypatch
+):
+    import transformers
+
+    from ctxgate.backends.base import GenerationParams, Request
+    from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
+    from ctxgate.backends.endpoint_probe import EndpointError
+
+    home, script, stats = servers()
+    elsewhere, _, elsewhere_stats = servers()
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(TINY))
+    backend = EndpointBackend(EndpointSettings((home,), "tiny"), tokenizer, str(TINY))
+    script({"redirects": {"/v1/completions": elsewhere + "/completions"}})
+    with pytest.raises(EndpointError, match=f"^{_origin(home)} redirected a request, which"):
+        backend.generate([Request((1, 2, 3), "vt", 1024)], GenerationParams(4))
+    assert len(stats()["authorization"]["/v1/completions"]) == 1  # refused, not retried
+    assert elsewhere_stats()["authorization"] == {}
+
+
 def test_without_a_key_a_local_server_gets_the_placeholder_as_before(servers, monkeypatch):
     """The default: OPENAI_API_KEY unset, and a local server that takes any key."""
     import transformers
