@@ -383,3 +383,19 @@ def test_every_folder_is_in_the_sequence_or_named_with_why(names, folder_name):
             assert why and "\n" not in why
             if written(folder):
                 assert "no step number" in why
+
+
+def test_bisect_skips_an_fsdp_checkpoint_whose_shard_is_cut_short(tmp_path):
+    """A shard cut short passes the checks made before loading (they read .metadata) and fails the
+    load: skipped too, and the first bad checkpoint (checkpoint-500) is still found."""
+    from fixtures.training_runs import damage, sharded_sequence
+
+    run = tmp_path / "run"
+    sharded_sequence(run, count=5, break_at=4)
+    damage(run / "checkpoint-300", "weights")
+    code, out, err, taken = _bisect(run, "--allow-pickle")
+    assert code == 0, out + err
+    assert Path(taken["first_bad"]).name == "checkpoint-500"
+    (probe,) = [p for p in taken["path"] if p["skipped"]]
+    assert Path(probe["checkpoint"]).name == "checkpoint-300" and probe["bad"] is None
+    assert "could not be loaded" in probe["skipped"] and taken["left_out"] == {}
