@@ -5,17 +5,45 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ctxgate.backends.formats import written
 from ctxgate.cli import main
-from ctxgate.workflows.bisect import BisectError, order_checkpoints, step_of
+from ctxgate.workflows.bisect import (
+    SKIPPED,
+    BisectError,
+    order_checkpoints,
+    search,
+    step_of,
+    why_left_out,
+)
+from tests.conftest import call_ctxgate
+
+# a LoRA run of five checkpoints, checkpoint-100 .. -500, whose retrieval breaks at checkpoint-400
+LORA = (
+    "-k",
+    "niah_single_1",
+    "--lengths",
+    "256",
+    "--samples",
+    "10",
+    "--no-cache",
+    "--tolerance",
+    "5",
+)
 
 
 def test_checkpoints_are_ordered_by_step(tmp_path):
     for name in ("step_2000", "checkpoint-300", "global_step1000"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.json").write_text("{}")
+        (tmp_path / name / "model.safetensors").write_bytes(b"")
     assert [p.name for p in order_checkpoints([tmp_path])] == [
         "checkpoint-300",
         "global_step1000",
@@ -172,7 +200,6 @@ def test_a_fan_out_finds_the_plain_bisections_checkpoint_in_no_more_rounds(fan_o
     """Every length of run from 2 checkpoints to 70, every place the break can be: the same first
     bad checkpoint as the plain bisection (fan-out 1), in no more rounds, and in log_(k+1) N rounds
     at most."""
-    from ctxgate.workflows.bisect import search
 
     def counted(size: int, first_bad: int, fan: int) -> tuple[int, int, set[int]]:
         probed: list[list[int]] = []
@@ -197,3 +224,178 @@ def test_a_fan_out_finds_the_plain_bisections_checkpoint_in_no_more_rounds(fan_o
                 else rounds == 0
             )
             assert len(seen) <= rounds * fan_out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.integers(2, 40), st.sampled_from([1, 2, 3, 7]))
+def test_a_search_around_skipped_checkpoints_ends_at_the_first_bad_or_the_range_before_it(
+    data, size, fan_out
+):
+    """Any run, any break, any checkpoints that cannot be opened (never the ends, which are
+    evaluated): the answer is the first checkpoint at or after the break that could be opened, and
+    every checkpoint between it and the last good one probed is one that could not."""
+    first_bad = data.draw(st.integers(1, size - 1))
+    skipped = data.draw(st.sets(st.integers(0, size - 1))) - {0, size - 1}
+    probed: dict[int, bool | None] = {}
+
+    def probe_round(points: list[int]) -> dict[int, bool | None]:
+        assert points and not set(points) & set(probed) and all(0 < p < size - 1 for p in points)
+        assert len(points) <= fan_out
+        verdicts = {p: None if p in skipped else p >= first_bad for p in points}
+        probed.update(verdicts)
+        return verdicts
+
+    found = search(0, size - 1, probe_round, fan_out)
+    assert found == min(i for i in range(first_bad, size) if i not in skipped)
+    last_good = max([0, *(i for i, bad in probed.items() if bad is False)])
+    assert set(range(last_good + 1, found)) <= skipped
+
+
+@pytest.fixture(scope="module")
+def lora_sequence(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from fixtures.training_runs import adapter_sequence
+
+    run = tmp_path_factory.mktemp("lora") / "run"
+    adapter_sequence(run, count=5, break_at=3)
+    return run
+
+
+@pytest.fixture
+def run_copy(lora_sequence: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(lora_sequence, tmp_path / "run"))
+
+
+def _bisect(run: Path, *args: str) -> tuple[int, str, str, dict]:
+    done = call_ctxgate("bisect", str(run), *LORA, "--json", str(run.parent / "b.json"), *args)
+    taken = json.loads((run.parent / "b.json").read_text()) if done.returncode in (0, 5) else {}
+    return done.returncode, done.stdout, done.stderr, taken
+
+
+def test_bisect_searches_around_checkpoints_it_cannot_open_and_names_every_folder_left_out(
+    run_copy,
+):
+    """checkpoint-200's adapter weights cut short before the break, checkpoint-500's
+    adapter_config.json cut mid-JSON after it: the first bad checkpoint is still checkpoint-400;
+    a DCP save without .metadata, adapter_config.json without weights and a log folder are named."""
+    from fixtures.training_runs import FSDP, damage
+
+    damage(run_copy / "checkpoint-200", "weights")
+    damage(run_copy / "checkpoint-500", "config")
+    (run_copy / "checkpoint-600" / FSDP).mkdir(parents=True)
+    (run_copy / "checkpoint-600" / FSDP / "__0_0.distcp").write_bytes(b"\0" * 64)
+    (run_copy / "checkpoint-700").mkdir()
+    shutil.copy(run_copy / "checkpoint-100" / "adapter_config.json", run_copy / "checkpoint-700")
+    (run_copy / "runs").mkdir()
+    code, out, err, taken = _bisect(run_copy)
+    assert code == 0, out + err
+    assert Path(taken["first_bad"]).name == "checkpoint-400" and taken["first_bad_index"] == 3
+    left = {Path(k).name: why for k, why in taken["left_out"].items()}
+    assert sorted(left) == ["checkpoint-600", "checkpoint-700", "runs"]
+    assert f"{FSDP}/ without .metadata" in left["checkpoint-600"]
+    assert "adapter_config.json without adapter weights" in left["checkpoint-700"]
+    assert "not a checkpoint" in left["runs"]
+    lines = err.splitlines()
+    for name in left:  # one line each, with why
+        (line,) = [x for x in lines if f"{name} is not in the sequence" in x]
+        assert line.endswith(left[name])
+    verdicts = {Path(p["checkpoint"]).name: p["bad"] for p in taken["path"]}
+    assert verdicts == {
+        "checkpoint-100": False,
+        "checkpoint-200": None,
+        "checkpoint-300": False,
+        "checkpoint-400": True,
+        "checkpoint-500": None,
+    }
+    skipped = {Path(p["checkpoint"]).name: p["skipped"] for p in taken["path"] if p["skipped"]}
+    assert "adapter_model.safetensors" in skipped["checkpoint-200"]
+    assert "truncated" in skipped["checkpoint-200"] or "cut short" in skipped["checkpoint-200"]
+    assert "adapter_config.json is not readable JSON" in skipped["checkpoint-500"]
+    assert "checkpoint-200: SKIP  cannot be opened: " in out and "counts as bad" not in err
+    assert out.splitlines()[-1].startswith(f"first bad checkpoint: {run_copy / 'checkpoint-400'}")
+
+
+def test_a_checkpoint_that_cannot_be_opened_at_the_boundary_makes_the_answer_a_range(run_copy):
+    """The real first bad checkpoint (checkpoint-400) cut short: the first bad is checkpoint-400 or
+    checkpoint-500, said so, with bisect's own exit status."""
+    from fixtures.training_runs import damage
+
+    damage(run_copy / "checkpoint-400", "weights")
+    code, out, err, taken = _bisect(run_copy)
+    assert code == SKIPPED == 5, out + err
+    assert taken["first_bad"] is None and taken["first_bad_index"] is None
+    assert [Path(c).name for c in taken["candidates"]] == ["checkpoint-400", "checkpoint-500"]
+    last = out.splitlines()[-1]
+    assert last.startswith("first bad checkpoint: one of checkpoint-400, checkpoint-500 (a range")
+    assert "checkpoint-400 could not be opened" in last and "restore it" in last
+    assert f"{SKIPPED}, skipped checkpoints sit right before the first bad one" in " ".join(
+        call_ctxgate("bisect", "--help").stdout.split()
+    )
+
+
+def test_bisect_refuses_when_the_good_checkpoint_cannot_be_opened(run_copy):
+    from fixtures.training_runs import damage
+
+    damage(run_copy / "checkpoint-100", "config")
+    code, _, err, _ = _bisect(run_copy)
+    assert code == 2 and err.count("\n") == 1
+    assert "the good checkpoint checkpoint-100 cannot be evaluated" in err and "--good" in err
+
+
+NAMES = (
+    "config.json",
+    "adapter_config.json",
+    "model.safetensors",
+    "adapter_model.safetensors",
+    "pytorch_model.bin",
+    "optimizer.pt",
+    "trainer_state.json",
+    "shard.distcp",
+    "pytorch_model_fsdp_0/",
+    "pytorch_model_fsdp_0/.metadata",
+    "global_step10/",
+    "global_step10/mp_rank_00_model_states.pt",
+    "runs/",
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sets(st.sampled_from(NAMES)),
+    st.sampled_from(["checkpoint-100", "final", "step_7", "logs"]),
+)
+def test_every_folder_is_in_the_sequence_or_named_with_why(names, folder_name):
+    """Whatever a folder of a run holds: in the sequence when it holds a checkpoint with its
+    weights and a step, else one line of why."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / folder_name
+        folder.mkdir()
+        for name in sorted(names):
+            path = folder / name
+            path.parent.mkdir(exist_ok=True)
+            if name.endswith("/"):
+                path.mkdir(exist_ok=True)
+            else:
+                path.write_bytes(b"")
+        why = why_left_out(folder)
+        if written(folder) and folder_name not in ("final", "logs"):
+            assert why is None
+        else:
+            assert why and "\n" not in why
+            if written(folder):
+                assert "no step number" in why
+
+
+def test_bisect_skips_an_fsdp_checkpoint_whose_shard_is_cut_short(tmp_path):
+    """A shard cut short passes the checks made before loading (they read .metadata) and fails the
+    load: skipped too, and the first bad checkpoint (checkpoint-500) is still found."""
+    from fixtures.training_runs import damage, sharded_sequence
+
+    run = tmp_path / "run"
+    sharded_sequence(run, count=5, break_at=4)
+    damage(run / "checkpoint-300", "weights")
+    code, out, err, taken = _bisect(run, "--allow-pickle")
+    assert code == 0, out + err
+    assert Path(taken["first_bad"]).name == "checkpoint-500"
+    (probe,) = [p for p in taken["path"] if p["skipped"]]
+    assert Path(probe["checkpoint"]).name == "checkpoint-300" and probe["bad"] is None
+    assert "could not be loaded" in probe["skipped"] and taken["left_out"] == {}

@@ -1,7 +1,9 @@
 """Find the first checkpoint where a capability broke, in about log2(N) evaluations. Checkpoints
 are ordered by step; the good end is the reference, a probe is *bad* by the baseline gate's paired
 rule, and the bad end is taken as given when named, else checked. Each checkpoint is evaluated
-outside pytest, opened by the pytest plugin's own composition root (``ctxgate.run.compose``)."""
+outside pytest, opened by the pytest plugin's own composition root (``ctxgate.run.compose``). A
+checkpoint that cannot be opened (its checks before loading, or its load, fail) has no verdict: it
+is searched around, as ``git bisect skip`` does."""
 
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxgate.backends.adapters import ADAPTER_CONFIG, ADAPTER_WEIGHTS
 from ctxgate.backends.checkpoint import CheckpointError
-from ctxgate.backends.formats import kind_of
+from ctxgate.backends.formats import kind_of, written
+from ctxgate.backends.sharded import DCP_METADATA, FSDP_DIR_PREFIX, ZERO_STEP
 from ctxgate.gate.baseline import regression_verdict
 from ctxgate.gate.plan import Plan, check_overrides, make_plan
 from ctxgate.records.io import atomic_write
@@ -32,8 +36,11 @@ Case = tuple[str, int]
 Results = Mapping[Case, CaseResult]
 Tolerance = Callable[[str, int], float]  # a case's tolerance, in points
 # (checkpoint, the reference's results or None for the reference itself, how many checkpoints are
-# evaluated side by side with it) -> results per case
+# evaluated side by side with it) -> results per case; ModelError: it could not be opened
 Evaluate = Callable[[Path, Results | None, int], Results]
+# exit status of bisect and watch when checkpoints they could not open leave the answer open:
+# bisect's first bad checkpoint is a range, watch skipped a checkpoint
+SKIPPED = 5
 
 
 class BisectError(CtxgateError, ValueError):
@@ -61,7 +68,8 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
         )
     # a run folder: its checkpoints (a folder a training run keeps its config.json in too)
     if len(items) == 1:
-        items = sorted(p for p in items[0].iterdir() if p.is_dir() and kind_of(p) is not None)
+        outside = left_out(items[0])
+        items = sorted(p for p in items[0].iterdir() if p.is_dir() and p not in outside)
     if len(items) < 2:
         raise BisectError(
             "bisect needs at least two checkpoints (model folders, PEFT adapters, FSDP or "
@@ -73,6 +81,48 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
             "two checkpoints share a step number: " + ", ".join(sorted(p.name for p in items))
         )
     return [p for _, p in sorted(zip(steps, items))]
+
+
+def left_out(run: Path) -> dict[Path, str]:
+    """Each folder of a run folder that is not in its sequence of checkpoints, with why."""
+    folders = sorted(p for p in run.iterdir() if p.is_dir()) if run.is_dir() else []
+    return {p: why for p in folders if (why := why_left_out(p)) is not None}
+
+
+def why_left_out(folder: Path) -> str | None:
+    """Why ``folder`` has no place in a run's sequence, read from what it holds; None: it has."""
+    if written(folder):
+        if training_step(folder).value is not None:
+            return None
+        return (
+            "no trainer_state.json and no step number in its name, so no place in the order; "
+            "rename it with its step (e.g. checkpoint-1000) to include it"
+        )
+    names = sorted(p.name for p in folder.iterdir())
+    unfinished = "the save did not finish or was copied in part; restore it from the run"
+    if kind_of(folder) == "adapter":
+        return f"{ADAPTER_CONFIG} without adapter weights ({ADAPTER_WEIGHTS[0]}): {unfinished}"
+    if (folder / "config.json").is_file():
+        return f"config.json without weights (model.safetensors, pytorch_model*.bin): {unfinished}"
+    dirs = [n for n in names if (folder / n).is_dir()]
+    fsdp = [n for n in dirs if n.startswith(FSDP_DIR_PREFIX)]
+    if fsdp or any(n.endswith(".distcp") for n in names):
+        shards = f"{fsdp[0]}/" if fsdp else "shards (*.distcp)"
+        return (
+            f"{shards} without {DCP_METADATA}, which a distributed save writes last: {unfinished}"
+        )
+    if weights := [n for n in names if n.endswith(".safetensors") or n.startswith("pytorch_model")]:
+        return (
+            f"weights ({', '.join(weights[:3])}) without config.json or {ADAPTER_CONFIG}: copy "
+            "the config the run saved beside them to include it"
+        )
+    zero = [n for n in dirs if n.startswith(ZERO_STEP)]
+    if zero := [n for n in zero if not any((folder / n).glob("*model_states.pt"))]:
+        return f"{zero[0]}/ without *model_states.pt: {unfinished}"
+    return (
+        f"not a checkpoint (no config.json, {ADAPTER_CONFIG}, {DCP_METADATA} or {ZERO_STEP}*/ in "
+        "it)"
+    )
 
 
 def resolve_end(checkpoints: Sequence[Path], name: str) -> int:
@@ -88,24 +138,35 @@ def resolve_end(checkpoints: Sequence[Path], name: str) -> int:
 class Probe:
     index: int
     path: Path
-    bad: bool
+    bad: bool | None  # None: it could not be opened (``skipped`` says why), so it has no verdict
     comparisons: dict[Case, PairedResult] = field(default_factory=dict)
     unscored: tuple[Case, ...] = ()  # the reference scored them, this one could not
     from_cache: int = 0
     samples: int = 0
+    skipped: str | None = None
 
 
 @dataclass
 class BisectResult:
-    first_bad: int
+    first_bad: int  # the first checkpoint evaluated bad; those just before it may be skipped ones
     checkpoints: list[Path]
     probes: list[Probe]  # one per checkpoint evaluated
     # evaluations one after another: with a fan-out, each round probes several checkpoints at once
     rounds: int = 0
 
+    @property
+    def candidates(self) -> list[Path]:
+        """Where the first bad checkpoint is: ``first_bad`` alone, or with the checkpoints before
+        it back to the last good one, when every one of them was skipped."""
+        good = max(p.index for p in self.probes if p.bad is False and p.index < self.first_bad)
+        return self.checkpoints[good + 1 : self.first_bad + 1]
+
     def render(self) -> str:
         lines = []
         for p in self.probes:
+            if p.skipped is not None:
+                lines.append(f"  [{p.index}] {p.path.name}: SKIP  cannot be opened: {p.skipped}")
+                continue
             said = [
                 f"{t}@{L}: {r.current:.1f} (delta {r.delta:+.1f}, upper {r.high:+.1f})"
                 for (t, L), r in sorted(p.comparisons.items())
@@ -115,9 +176,19 @@ class BisectResult:
                 f"  [{p.index}] {p.path.name}: {'BAD ' if p.bad else 'good'}  "
                 f"{'; '.join(said) or 'reference'}  (cached {p.from_cache}/{p.samples})"
             )
+        took = f"{len(self.probes)} evaluations in {self.rounds} rounds"
+        *skipped, last = [c.name for c in self.candidates]
+        if not skipped:
+            lines.append(
+                f"first bad checkpoint: {self.checkpoints[self.first_bad]} (index "
+                f"{self.first_bad}, {took})"
+            )
+            return "\n".join(lines)
         lines.append(
-            f"first bad checkpoint: {self.checkpoints[self.first_bad]} (index {self.first_bad}, "
-            f"{len(self.probes)} evaluations in {self.rounds} rounds)"
+            f"first bad checkpoint: one of {', '.join([*skipped, last])} (a range: "
+            f"{', '.join(skipped)} could not be opened, and the first bad may be "
+            f"{'it' if len(skipped) == 1 else 'any of them'}; restore "
+            f"{'it' if len(skipped) == 1 else 'them'} from the run to narrow it; {took})"
         )
         return "\n".join(lines)
 
@@ -153,10 +224,10 @@ def _cached(results: Results) -> tuple[int, int]:
     return sum(r.samples_from_cache for r in results.values()), sum(r.n for r in results.values())
 
 
-def probe_points(lo: int, hi: int, fan_out: int) -> list[int]:
-    """Up to ``fan_out`` checkpoints strictly between ``lo`` and ``hi``, evenly spaced."""
-    k = min(fan_out, hi - lo - 1)
-    return [lo + (hi - lo) * j // (k + 1) for j in range(1, k + 1)]
+def spread(between: Sequence[int], fan_out: int) -> list[int]:
+    """Up to ``fan_out`` of the indices ``between`` the ends, evenly spaced."""
+    k = min(fan_out, len(between))
+    return [between[(len(between) + 1) * j // (k + 1) - 1] for j in range(1, k + 1)]
 
 
 def bisect(
@@ -168,25 +239,43 @@ def bisect(
     confidence: float = 0.95,
     fan_out: int = 1,
 ) -> BisectResult:
-    """Each round evaluates ``fan_out`` checkpoints side by side: log_(k+1) N rounds."""
+    """Each round evaluates ``fan_out`` checkpoints side by side: log_(k+1) N rounds. One that
+    ``evaluate`` cannot open (ModelError) is skipped; an unopenable last one gives way to the one
+    before it as the bad end."""
     checkpoints = list(checkpoints)
     end = len(checkpoints) - 1 if bad is None else bad
     if not 0 <= good < end < len(checkpoints):
         raise BisectError(f"the good checkpoint ({good}) must come before the bad one ({end})")
-    reference = evaluate(checkpoints[good], None, 1)
+    try:
+        reference = evaluate(checkpoints[good], None, 1)
+    except ModelError as exc:
+        raise BisectError(
+            f"the good checkpoint {checkpoints[good].name} cannot be evaluated ({exc.line}): "
+            "pass --good with one that can"
+        ) from None
     if not reference:
         raise BisectError("the case selection matched no case: check -k and --lengths")
     probes = [Probe(good, checkpoints[good], False, {}, (), *_cached(reference))]
     rounds = 1
 
-    def probe_round(indices: list[int]) -> dict[int, bool]:
+    def attempt(i: int, together: int) -> Results | ModelError:
+        try:
+            return evaluate(checkpoints[i], reference, together)
+        except ModelError as exc:
+            return exc
+
+    def probe_round(indices: list[int]) -> dict[int, bool | None]:
         nonlocal rounds
         rounds += 1
         together = len(indices)
         with ThreadPoolExecutor(together, thread_name_prefix="ctxgate-probe") as pool:
-            found = list(pool.map(lambda i: evaluate(checkpoints[i], reference, together), indices))
-        verdicts = {}
+            found = list(pool.map(lambda i: attempt(i, together), indices))
+        verdicts: dict[int, bool | None] = {}
         for i, results in zip(indices, found):
+            if isinstance(results, ModelError):  # no verdict: neither good nor bad
+                probes.append(Probe(i, checkpoints[i], None, skipped=results.line))
+                verdicts[i] = None
+                continue
             verdict, comparisons = is_bad(reference, results, tolerance, confidence)
             unscored = tuple(k for k in reference if k not in results)
             probe = Probe(i, checkpoints[i], verdict, comparisons, unscored, *_cached(results))
@@ -194,23 +283,40 @@ def bisect(
             verdicts[i] = verdict
         return verdicts
 
-    if bad is None and not probe_round([end])[end]:
-        raise BisectError(
-            f"the last checkpoint {checkpoints[end].name} is not worse than "
-            f"{checkpoints[good].name} by the gate's rule: nothing to bisect (or pass --bad, "
-            "--tolerance)"
-        )
+    if bad is None:
+        while (verdict := probe_round([end])[end]) is None and end - 1 > good:
+            end -= 1
+        skipped = ", ".join(p.path.name for p in probes if p.bad is None)
+        if verdict is None:
+            raise BisectError(
+                f"no checkpoint after {checkpoints[good].name} can be opened ({skipped}): restore "
+                "them from the run, or pass --bad"
+            )
+        if not verdict:
+            after = f" ({skipped} after it cannot be opened)" if skipped else ""
+            raise BisectError(
+                f"the last checkpoint {checkpoints[end].name}{after} is not worse than "
+                f"{checkpoints[good].name} by the gate's rule: nothing to bisect (or pass --bad, "
+                "--tolerance)"
+            )
     return BisectResult(search(good, end, probe_round, fan_out), checkpoints, probes, rounds)
 
 
 def search(
-    lo: int, hi: int, probe_round: Callable[[list[int]], Mapping[int, bool]], fan_out: int = 1
+    lo: int,
+    hi: int,
+    probe_round: Callable[[list[int]], Mapping[int, bool | None]],
+    fan_out: int = 1,
 ) -> int:
-    """The first bad index after a good ``lo``, before or at a bad ``hi``."""
-    while hi - lo > 1:
-        verdicts = probe_round(probe_points(lo, hi, fan_out))
+    """The first bad index after a good ``lo``, before or at a bad ``hi``. A probe without a
+    verdict (None) is searched around, as ``git bisect skip`` does: when only such probes are left
+    between the last good and ``hi``, the first bad is one of them or ``hi``, which is returned."""
+    skipped: set[int] = set()
+    while between := [i for i in range(lo + 1, hi) if i not in skipped]:
+        verdicts = probe_round(spread(between, fan_out))
+        skipped.update(i for i, bad in verdicts.items() if bad is None)
         hi = min((i for i, bad in verdicts.items() if bad), default=hi)
-        lo = max((i for i, bad in verdicts.items() if not bad and i < hi), default=lo)
+        lo = max((i for i, bad in verdicts.items() if bad is False and i < hi), default=lo)
     return hi
 
 
@@ -307,6 +413,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     for option in SEQUENTIAL_OPTIONS:
         option.add_to(b)
     b.set_defaults(fn=main)
+    b.epilog = (
+        "A checkpoint that cannot be opened (a broken or truncated file, a failed load) is "
+        "skipped and named, as git bisect skip does. Exit status: 0, the first bad checkpoint is "
+        f"named; {SKIPPED}, skipped checkpoints sit right before the first bad one, so the answer "
+        "is that range (restore them to narrow it); 2, a refusal."
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -316,6 +428,9 @@ def main(args: argparse.Namespace) -> int:
         raise BisectError(
             f"-k {args.k!r} selects no case at lengths {','.join(map(str, plan.lengths))}"
         )
+    outside = left_out(Path(args.checkpoints[0])) if len(args.checkpoints) == 1 else {}
+    for folder, why in outside.items():
+        print(f"ctxgate bisect: {folder} is not in the sequence: {why}", file=sys.stderr)
     checkpoints = order_checkpoints(args.checkpoints)
     good = 0 if args.good is None else resolve_end(checkpoints, args.good)
     bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
@@ -331,29 +446,21 @@ def main(args: argparse.Namespace) -> int:
     def evaluate(path: Path, reference: Results | None, together: int) -> Results:
         print(f"evaluating {path.name} ...", flush=True)
         # on a cluster, the checkpoints probed side by side share its replicas
-        try:
-            return evaluate_checkpoint(
-                path, cases, plan, reference, tolerance_for, max(1, fan_out // together)
-            )
-        except ModelError as exc:
-            if reference is None:
-                raise BisectError(
-                    f"the good checkpoint {path.name} cannot be evaluated: {exc}"
-                ) from None
-            # nothing the good checkpoint scored runs here: bad, by the rule for unscored cases
-            said = f"  {path.name} cannot be evaluated ({exc}): it counts as bad"
-            print(said, file=sys.stderr, flush=True)
-            return {}
+        return evaluate_checkpoint(
+            path, cases, plan, reference, tolerance_for, max(1, fan_out // together)
+        )
 
     confidence = plan.thresholds.regression_confidence
     result = bisect(checkpoints, good, bad, evaluate, tolerance_for, confidence, fan_out=fan_out)
     print(result.render())
+    candidates = result.candidates
     if args.json:
         path = [
             {
                 "index": p.index,
                 "checkpoint": str(p.path),
                 "bad": p.bad,
+                "skipped": p.skipped,
                 "from_cache": p.from_cache,
                 "samples": p.samples,
                 "cases": {
@@ -364,14 +471,17 @@ def main(args: argparse.Namespace) -> int:
             }
             for p in result.probes
         ]
+        exact = len(candidates) == 1
         document = {
-            "first_bad": str(result.checkpoints[result.first_bad]),
-            "first_bad_index": result.first_bad,
+            "first_bad": str(result.checkpoints[result.first_bad]) if exact else None,
+            "first_bad_index": result.first_bad if exact else None,
+            "candidates": [str(c) for c in candidates],
             "evaluations": len(result.probes),
             "rounds": result.rounds,
             "cases": [f"{t}-{L}" for t, L in cases],
             "sequential": plan.sequential is not None,
+            "left_out": {str(folder): why for folder, why in outside.items()},
             "path": path,
         }
         atomic_write(Path(args.json), json.dumps(document, indent=1))
-    return 0
+    return 0 if len(candidates) == 1 else SKIPPED

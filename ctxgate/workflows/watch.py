@@ -1,6 +1,7 @@
 """``ctxgate watch RUN_DIR [options] -- [pytest arguments]``: evaluate each new checkpoint (once no
 file changed for ``--settle`` seconds) in a pytest subprocess until a complete report, up to
-``--attempts`` times for the same files, and keep a trend; the state file survives a restart."""
+``--attempts`` times for the same files, and keep a trend; the state file survives a restart. A
+checkpoint its report says could not be opened is skipped until its files change."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 from ctxgate.records.io import ReportFileError, atomic_write, read_report
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.run.options import ATTEMPTS, INTERVAL, SETTLE, WATCH, read
-from ctxgate.workflows.bisect import step_of
+from ctxgate.workflows.bisect import SKIPPED, left_out, step_of, why_left_out
 
 USAGE_ERROR = 4  # pytest's exit code for arguments it refused
 
@@ -27,10 +28,8 @@ class WatchError(CtxgateError, RuntimeError):
 
 
 def ready(path: Path, settle: float) -> bool:
-    """A checkpoint --model takes, with its weights, unchanged for ``settle`` seconds."""
-    from ctxgate.backends.formats import written
-
-    if not written(path):
+    """A checkpoint of the run's sequence, with its weights, unchanged for ``settle`` seconds."""
+    if why_left_out(path) is not None:
         return False
     return time.time() - max(f.stat().st_mtime for f in path.rglob("*") if f.is_file()) >= settle
 
@@ -48,6 +47,8 @@ class WatchState:
     done: set[str] = field(default_factory=set)
     failed: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> its failure
     last: str | None = None
+    # name -> why it cannot be opened and the signature of the files that could not
+    skipped: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> WatchState:
@@ -55,7 +56,12 @@ class WatchState:
             return cls()
         try:
             data = json.loads(path.read_text("utf-8"))
-            return cls(set(data.get("done", [])), dict(data.get("failed", {})), data.get("last"))
+            return cls(
+                set(data.get("done", [])),
+                dict(data.get("failed", {})),
+                data.get("last"),
+                dict(data.get("skipped", {})),
+            )
         except (OSError, ValueError, TypeError, AttributeError) as exc:
             raise WatchError(
                 f"{path} is not a readable watch state ({exc}): delete it to evaluate every "
@@ -64,7 +70,12 @@ class WatchState:
 
     def save(self, path: Path) -> None:
         try:
-            state = {"done": sorted(self.done), "failed": self.failed, "last": self.last}
+            state = {
+                "done": sorted(self.done),
+                "failed": self.failed,
+                "last": self.last,
+                "skipped": self.skipped,
+            }
             atomic_write(path, json.dumps(state, indent=1))
         except OSError as exc:
             raise WatchError(
@@ -74,6 +85,8 @@ class WatchState:
 
     def should_try(self, ckpt: Path, attempts: int) -> bool:
         if ckpt.name in self.done:
+            return False
+        if (skip := self.skipped.get(ckpt.name)) and skip["signature"] == signature(ckpt):
             return False
         tried = self.failed.get(ckpt.name)
         return (
@@ -98,6 +111,16 @@ def completed(report: Path) -> bool:
         return False
 
 
+def unopened(report: Path) -> str | None:
+    """Why the checkpoint could not be opened or loaded, as the report's ``error`` says; None when
+    it says nothing stopped the run, or there is no readable report."""
+    try:
+        error = read_report(report).error
+    except ReportFileError:
+        return None
+    return error.message.removeprefix("ctxgate: ").splitlines()[0] if error else None
+
+
 def watch(
     run_dir: str | Path,
     reports: str | Path,
@@ -108,8 +131,9 @@ def watch(
     interval: float = INTERVAL.default,
     settle: float = SETTLE.default,
     attempts: int = ATTEMPTS.default,
-) -> list[str]:
-    """Returns the checkpoints not evaluated completely, once ``until`` appears (or ``once``)."""
+) -> tuple[list[str], dict[str, str]]:
+    """Once ``until`` appears (or ``once``): the checkpoints not evaluated completely, and those
+    skipped, with why they cannot be opened."""
     from ctxgate.workflows.trend import trend
 
     run, out = Path(run_dir), Path(reports)
@@ -139,9 +163,15 @@ def watch(
                     "above); fix the arguments after --. Nothing was marked done"
                 )
             state.last = ckpt.name
+            state.skipped.pop(ckpt.name, None)
             if completed(out / f"{ckpt.name}.json"):
                 state.done.add(ckpt.name)
                 state.failed.pop(ckpt.name, None)
+            elif why := unopened(out / f"{ckpt.name}.json"):  # no verdict, and no retry
+                state.skipped[ckpt.name] = {"why": why, "signature": before}
+                state.failed.pop(ckpt.name, None)
+                said = f"{ckpt.name} cannot be opened ({why}): skipped until its files change"
+                print(f"ctxgate watch: {said}", flush=True)
             else:
                 prior = state.failed.get(ckpt.name, {})
                 tries = prior.get("attempts", 0) + 1 if prior.get("signature") == before else 1
@@ -156,7 +186,10 @@ def watch(
             if made := [p for p in sorted(out.glob("*.json")) if p != state_path and completed(p)]:
                 trend(made, trend_dir or out / "trend")
         if once or last_scan:  # one rotated away since (save_total_limit) is nothing to evaluate
-            return sorted(name for name in state.failed if (run / name).is_dir())
+            for folder, why in left_out(run).items():
+                print(f"ctxgate watch: {folder} is not in the sequence: {why}", file=sys.stderr)
+            skipped = {k: v["why"] for k, v in sorted(state.skipped.items()) if (run / k).is_dir()}
+            return sorted(name for name in state.failed if (run / name).is_dir()), skipped
         time.sleep(interval)
 
 
@@ -174,15 +207,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     w.set_defaults(fn=main, pytest_args=[])
     w.epilog = (
         "pytest arguments go after --, e.g. ctxgate watch RUN_DIR --once -- --lengths 8k,32k -n "
-        "auto"
+        "auto. Exit status of --once and --until: 0, every checkpoint evaluated (a failed gate is "
+        "a result, in its report); 1, one not evaluated completely; "
+        f"{SKIPPED}, one that cannot be opened was skipped (named; tried again once its files "
+        "change); 2, a refusal."
     )
 
 
 def main(args: argparse.Namespace) -> int:
     given = read(WATCH, lambda dest: getattr(args, dest))
-    incomplete = watch(
+    incomplete, skipped = watch(
         args.run_dir, args.reports, args.pytest_args, args.once, args.trend, args.until, **given
     )
+    for name, why in skipped.items():
+        print(
+            f"ctxgate watch: {name} skipped: it cannot be opened ({why}); it is evaluated once "
+            "its files change",
+            file=sys.stderr,
+        )
     if incomplete:  # a run that could not be evaluated must not pass a CI step as if it had been
         print(
             f"ctxgate watch: {len(incomplete)} checkpoint(s) not evaluated completely: "
@@ -191,4 +233,4 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return 0
+    return SKIPPED if skipped else 0
