@@ -84,7 +84,8 @@ def _without(argv: Sequence[str], dropped: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Arguments after the first ``--`` go to the verb (``ctxgate watch ... -- PYTEST ARGS``). Every
-    failure ends here as one line ``ctxgate VERB: message``: exit 2 for a refusal, else 3."""
+    failure ends here as one line ``ctxgate VERB: message``: exit 2 for a refusal, 4 for a usage
+    error (a thresholds file pytest would refuse too), else 3."""
     argv = list(sys.argv[1:] if argv is None else argv)
     passthrough: list[str] = []
     if "--" in argv:
@@ -114,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         verb = " ".join(filter(None, (args.command, getattr(args, "data_command", None))))
         print(f"ctxgate {verb}: {one_line(exc)}", file=sys.stderr)
-        return 2 if isinstance(exc, (CtxgateError, OSError, ValueError)) else 3
+        if isinstance(exc, CtxgateError):
+            return exc.exit_status
+        return 2 if isinstance(exc, (OSError, ValueError)) else 3
 
 
 # what to do about an OSError, by errno (ENOENT, EACCES, ENOSPC, EROFS)

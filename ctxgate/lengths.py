@@ -8,7 +8,8 @@ import re
 
 from ctxgate.records.refusal import CtxgateError
 
-_LENGTH = re.compile(r"^\s*(\d+)\s*([kKmM]?)\s*$")
+# at most 18 digits: far beyond any window, and short of the digits int() refuses to read
+_LENGTH = re.compile(r"^\s*(\d{1,18})\s*([kKmM]?)\s*$")
 _UNITS = {"": 1, "k": 1024, "m": 1024 * 1024}
 
 

@@ -205,7 +205,7 @@ def test_every_verb_refuses_a_thresholds_folder_or_missing_file_in_one_line(tmp_
         ),
     ):
         refused = call_ctxgate(*verb_arguments(verb, report, given), cwd=tmp_path)
-        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert refused.returncode == 4, refused.stdout + refused.stderr
         assert (
             refused.stderr.startswith(f"ctxgate {verb}: {message}")
             and refused.stderr.count("\n") == 1
@@ -221,7 +221,7 @@ def test_judge_refuses_the_runs_own_thresholds_file_when_it_is_gone(tmp_path, re
     (tmp_path / "gates").mkdir()
     report = pending_report(tmp_path, thresholds=recorded)
     refused = call_ctxgate("judge", str(report), *JUDGE, cwd=tmp_path)
-    assert refused.returncode == 2
+    assert refused.returncode == 4
     problem = "is a folder" if recorded == "gates" else "does not exist"
     assert refused.stderr.startswith(
         f"ctxgate judge: {report}: run.thresholds {recorded} {problem}: pass"
@@ -234,14 +234,14 @@ def test_judge_refuses_a_bad_thresholds_option_even_with_nothing_to_judge(tmp_pa
     idle = call_ctxgate("judge", str(report), *JUDGE, cwd=tmp_path)
     assert idle.returncode == 0 and "judged already" in idle.stdout, idle.stderr
     refused = call_ctxgate("judge", str(report), "--thresholds", "gone.toml", *JUDGE, cwd=tmp_path)
-    assert refused.returncode == 2 and "--thresholds gone.toml does not exist" in refused.stderr
+    assert refused.returncode == 4 and "--thresholds gone.toml does not exist" in refused.stderr
 
 
 def test_judge_reads_the_ini_option_for_a_run_gated_without_a_file(tmp_path):
     (tmp_path / "pytest.ini").write_text(INI_FILES["pytest.ini"])
     report = pending_report(tmp_path, thresholds="(none)")
     refused = call_ctxgate("judge", str(report), *JUDGE, cwd=tmp_path)
-    assert refused.returncode == 2
+    assert refused.returncode == 4
     assert (
         "ctxgate_thresholds = 'ci/strict.toml', but" in refused.stderr
         and "does not exist" in refused.stderr

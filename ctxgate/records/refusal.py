@@ -12,6 +12,9 @@ from typing import ClassVar
 class CtxgateError(Exception):
     """Something the user can fix; ``str(error)`` says what and how."""
 
+    # the command line's exit status for it: 2, a refusal; 4, a usage error (pytest's own)
+    exit_status: ClassVar[int] = 2
+
     @property
     def line(self) -> str:
         return " ".join(str(self).split())
