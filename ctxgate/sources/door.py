@@ -36,7 +36,7 @@ def json_value(text: str) -> object:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
-        raise Undecodable(f"not valid JSON ({exc.msg} at {where})") from None
+        raise Undecodable(f"not valid JSON ({exc.msg}: {where})") from None
     except RecursionError:
         raise Undecodable("JSON nested deeper than the parser reads") from None
     except ValueError as exc:

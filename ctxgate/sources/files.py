@@ -54,7 +54,8 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
     (``ctxgate.memo``), so a file fixed between two runs is seen."""
     p = Path(source)
     if p.suffix.lower() in RECORD_FILES and noted(p) is not None:
-        door.check(p, fix)
+        verify = verify_hint(p, ", then ")  # a data folder's file: restore it and check the rest
+        door.check(p, f"restore the file{verify}" if verify else fix)
     import datasets  # heavy: only when a task that needs data is built
 
     _go_offline()
