@@ -76,9 +76,17 @@ def _one_line(exc: BaseException, path: object) -> None:
     assert str(path) in message and "\n" not in message and "Traceback" not in message, message
 
 
+_SCRATCH: list[Path] = []  # this module's temporary folder, which pytest cleans up
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _scratch(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _SCRATCH[:] = [tmp_path_factory.mktemp("foreign")]
+
+
 def _fresh() -> Path:
     """A folder of its own per example: loaders remember results per path."""
-    return Path(tempfile.mkdtemp())
+    return Path(tempfile.mkdtemp(dir=_SCRATCH[0]))
 
 
 @SETTINGS
