@@ -336,3 +336,20 @@ def test_a_rag_record_of_other_kinds_is_read_or_named_by_loader_and_verify_alike
         assert not fault
     (found,) = [f for f in verify(root) if f.path == "kilt/nq-dev-multikilt_1000_k20_dep6.jsonl"]
     assert (found.status == "bad") == bool(fault) and fault in found.detail
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ("[" * 5000 + "]" * 5000, ":1: JSON nested deeper"),
+        ("7\n", ":1: a JSON number, not a record"),
+    ],
+)
+def test_a_dataset_haystack_comes_through_the_door(tmp_path, body, why):
+    from ctxgate.data.haystacks import HaystackError, load_essay
+
+    path = tmp_path / "hay.jsonl"
+    path.write_text(body)
+    with pytest.raises(HaystackError, match=f"^--haystack {path}{why}") as refused:
+        load_essay(str(path))
+    _one_line(refused.value, path)
