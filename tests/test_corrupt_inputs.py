@@ -18,8 +18,9 @@ from ctxgate.gate.baseline import BaselineError, load_baseline
 from ctxgate.gate.thresholds import ThresholdsError, parse_thresholds
 from ctxgate.records.io import ReportFileError, read_predictions, read_report
 from ctxgate.records.schema import to_json
+from ctxgate.sources import door
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import first_bad_line, load_rows
+from ctxgate.sources.files import load_rows
 from ctxgate.tasks.registry import task_names
 from ctxgate.workflows.watch import WatchError, WatchState
 from tests.conftest import TINY, prediction, stored_report
@@ -153,7 +154,7 @@ def test_baseline(tmp_path, report, predictions):
 @given(data=damaged(JSONL))
 def test_jsonl_data(tmp_path, data):
     path = _write(tmp_path, "d.jsonl", data)
-    problem = first_bad_line(path)
+    problem = door.problem(path)
     assert problem is None or "\n" not in problem
     if problem is None:
         return  # well-formed records: datasets reads them (the slow path is the next test's)

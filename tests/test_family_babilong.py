@@ -713,13 +713,14 @@ def test_malformed_references_are_one_line():
         parse_references(["office"])
 
 
-def test_the_json_form_is_declared_for_data_verify(released):
-    from ctxgate.sources.babilong_files import DATA_FILES
+def test_every_form_is_declared_for_data_verify(released):
+    """The loader finds a set through the declaration ``data verify`` checks, in either form."""
+    from ctxgate.sources.babilong_files import SETS
 
-    (declared,) = [f for f in DATA_FILES if f.task == "babilong_qa2"]
-    found = [
-        p.name
-        for p in (released / declared.folder).iterdir()
-        if re.fullmatch(declared.pattern, p.name)
-    ]
-    assert found == ["0k.json"] and declared.fields == ("input", "question", "target")
+    found = {s: [p.relative_to(released).as_posix() for p in SETS[s].every(released)] for s in SETS}
+    assert found == {
+        "qa1": ["babilong/4k/qa1-00000-of-00001.parquet"],
+        "qa2": ["babilong/data/qa2/0k.json"],
+        **{s: [] for s in ("qa3", "qa4", "qa5")},
+    }
+    assert SETS["qa2"].fields == ("input", "question", "target")

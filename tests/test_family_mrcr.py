@@ -655,7 +655,10 @@ def _write_rows(tmp_path: Path, rows: list[dict[str, object]]) -> str:
     ("change", "message"),
     [
         (lambda r: r.pop("answer"), r"has no column answer .*2needle/ parquet files"),
-        (lambda r: r.update(prompt="[{"), r"2needle_0\.parquet: row 1: field prompt is not JSON"),
+        (
+            lambda r: r.update(prompt="[{"),
+            r"2needle_0\.parquet: row 1: field prompt is not valid JSON",
+        ),
         (
             lambda r: r.update(prompt='[{"role": "model", "content": "x"}]'),
             r"row 1: field prompt, message 0, is not",

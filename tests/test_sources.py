@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -272,3 +273,130 @@ def test_the_loader_and_data_verify_hold_a_file_to_the_same_fields(data):
     assert len(load_multi_lexsum(str(data)).items) == before - 1
     (finding,) = [f for f in verify(data) if f.path == "multi_lexsum/validation.jsonl"]
     assert finding.status != "bad", finding
+
+
+@pytest.fixture
+def every_layout(data):
+    """The fixture data with the other layouts the loaders accept: MRCR's single file, BABILong's
+    per-length parquet form, ALCE's prompt files in prompts/."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    mrcr = data / "mrcr" / "4needle"
+    pq.write_table(
+        pa.concat_tables(pq.read_table(p) for p in sorted(mrcr.iterdir())),
+        data / "mrcr" / "4needle.parquet",
+    )
+    shutil.rmtree(mrcr)
+    records = json.loads((data / "babilong" / "data" / "qa3" / "1k.json").read_text())
+    (data / "babilong" / "1k").mkdir()
+    pq.write_table(pa.Table.from_pylist(records), data / "babilong" / "1k" / "qa3-00000.parquet")
+    (data / "prompts").mkdir()
+    (data / "alce" / "asqa_revised.json").rename(data / "prompts" / "asqa_revised.json")
+    return data
+
+
+OTHER_LAYOUTS = (
+    "mrcr/4needle.parquet",
+    "babilong/1k/qa3-00000.parquet",
+    "prompts/asqa_revised.json",
+    "nolima/needlesets/needle_set.json",
+)
+
+
+def test_every_layout_a_loader_reads_is_pinned_and_an_edit_to_any_is_a_problem(
+    every_layout, capsys
+):
+    import pyarrow.parquet as pq
+
+    assert main(["data", "verify", str(every_layout), "--write-lock"]) == 0
+    pins = json.loads((every_layout / LOCK_NAME).read_text())["files"]
+    assert set(OTHER_LAYOUTS) <= set(pins)
+    for rel in OTHER_LAYOUTS:
+        path = every_layout / rel
+        original = path.read_bytes()
+        if path.suffix == ".parquet":  # a row fewer: still a good file, other bytes
+            pq.write_table(pq.read_table(path).slice(1), path)
+        else:
+            path.write_bytes(original + b"\n")
+        capsys.readouterr()
+        assert main(["data", "verify", str(every_layout)]) == 1
+        out = capsys.readouterr().out
+        (line,) = [x for x in out.splitlines() if x.split()[2:3] == [rel]]
+        assert line.startswith("changed") and "1 problem(s)" in out, out
+        path.write_bytes(original)
+
+
+def test_every_file_the_loaders_read_is_one_verify_pins(every_layout):
+    """One catalog: whatever file a loader consults under the data folder, --write-lock pinned."""
+    from contextlib import suppress
+
+    from ctxgate.memo import _CONSULTED
+    from ctxgate.sources import (
+        babilong_files,
+        helmet_files,
+        icl,
+        judged,
+        kilt,
+        mrcr_files,
+        nolima_files,
+    )
+    from ctxgate.sources.errors import DataNotGiven
+    from ctxgate.sources.manifest import write_lock
+
+    root = str(every_layout)
+    write_lock(every_layout)
+    loads = [
+        *(lambda t=t: kilt.load_rag(t, root) for t in helmet_files.RAG_SETS),
+        *(lambda t=t: helmet_files.load_rag_file(t, root, 8192, 42) for t in helmet_files.RAG_SETS),
+        lambda: kilt.load_msmarco(root),
+        lambda: helmet_files.load_msmarco_file(root, 8192, 42),
+        lambda: helmet_files.load_json_kv_file(root, 8192, 42),
+        *(
+            lambda t=t, n=n: helmet_files.load_ruler_file(t, root, n)
+            for t in helmet_files.RULER_FOLDERS
+            for n in (1024, 2048, 8192)
+        ),
+        *(lambda t=t: icl.load_icl(t, root, 42) for t in icl.SOURCES),
+        *(lambda t=t: judged.load_infbench(t, root) for t in judged.SUBSETS),
+        lambda: judged.load_narrativeqa(root),
+        lambda: judged.load_infbench_sum(root),
+        lambda: judged.load_multi_lexsum(root),
+        *(lambda t=t: judged.load_alce(t, root) for t in judged.ALCE_FILES),
+        *(
+            lambda s=s, n=n: babilong_files.load_set(f"babilong_{s}", s, root, n)
+            for s in babilong_files.SETS
+            for n in (1024, 2048, 4096)
+        ),
+        *(lambda n=n: mrcr_files.load_mrcr(root, n) for n in mrcr_files.NEEDLES),
+        lambda: nolima_files.load_official(root),
+    ]
+    consulted: dict = {}
+    token = _CONSULTED.set(consulted)
+    try:
+        for load in loads:
+            with suppress(DataNotGiven):
+                load()
+    finally:
+        _CONSULTED.reset(token)
+    read = {
+        Path(p).relative_to(every_layout).as_posix()
+        for p, identity in consulted.items()
+        if identity and identity[0] == "file" and Path(p).is_relative_to(every_layout)
+    }
+    pins = set(json.loads((every_layout / LOCK_NAME).read_text())["files"])
+    assert set(OTHER_LAYOUTS) <= read and read <= pins, read - pins
+
+
+def test_an_absent_or_misplaced_file_a_loader_would_read_is_named(data, capsys):
+    shutil.rmtree(data / "mrcr" / "2needle")
+    (data / "nolima" / "needlesets" / "needle_set.json").unlink()
+    (data / "nolima" / "needlesets" / "needle_set.json").mkdir()
+    assert main(["data", "verify", str(data)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "optional  mrcr_2needle     mrcr/2needle/*.parquet or mrcr/2needle.parquet  (absent: its "
+        "cases skip" in out
+    )
+    assert "bad       nolima           nolima/needlesets/needle_set.json  (is a folder" in out
+    assert "pinned in ctxgate-data.lock.json but absent" in out

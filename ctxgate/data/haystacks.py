@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ctxgate.memo import is_dir, is_file, memo, noted
 from ctxgate.records.refusal import Refusal
+from ctxgate.sources import door
 from ctxgate.tokens.codec import PieceEncoder
 
 NOISE_LINE = (
@@ -28,6 +29,9 @@ NOISE_LINE = (
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 DEFAULT = "haystack_wikipedia.json"  # the manifest: the volumes, in order, and their hashes
 _DATASET_KINDS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+_DATASET_FIX = (
+    "give a UTF-8 .txt file, or a .jsonl/.parquet/.csv or save_to_disk folder with a 'text' column"
+)
 
 
 class HaystackError(Refusal, ValueError):
@@ -121,6 +125,9 @@ def load_essay(path: str | None = None) -> Essay:
             ) from None
         except OSError as exc:
             raise _refused(path, f" cannot be read ({exc.strerror or exc})") from None
+    problem = door.problem(p) if is_file(p) and p.suffix.lower() in door.RECORD_FILES else None
+    if problem:  # the door's line: datasets' own names neither the line nor what is wrong
+        raise HaystackError(f"--haystack {problem}; {_DATASET_FIX}")
     try:
         return _split(_dataset_text(p), str(p))
     except HaystackError:
@@ -129,8 +136,7 @@ def load_essay(path: str | None = None) -> Essay:
         text = " ".join(str(exc).split())[:200]
         raise _refused(
             path,
-            f" cannot be read as a dataset ({type(exc).__name__}: {text}): give a UTF-8 .txt "
-            "file, or a .jsonl/.parquet/.csv or save_to_disk folder with a 'text' column",
+            f" cannot be read as a dataset ({type(exc).__name__}: {text}): {_DATASET_FIX}",
         ) from None
 
 

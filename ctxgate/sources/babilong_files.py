@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ctxgate.memo import is_dir, memo
+from ctxgate.memo import memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import DataFile, load_rows, missing_fields, sha256_of_files
 
@@ -18,11 +18,23 @@ FOLDER = "babilong"
 FIELDS = ("input", "question", "target")
 _SKIPS = "its cases skip; ctx_babi_* run"
 DOWNLOAD = "huggingface-cli download RMT-team/babilong --repo-type dataset --local-dir {folder}"
-# the JSON form, which ``ctxgate data verify`` can check record by record (not the parquet ones)
-DATA_FILES = tuple(
-    DataFile(f"babilong_{s}", f"{FOLDER}/data/{s}", r"\d+[kM]\.json", FIELDS, optional=_SKIPS)
+_CONFIG = r"(?P<config>\d+[kM])"  # a set's length, as BABILong names it
+# a split's sets in the hub's three layouts, in the order the loader tries them
+SETS = {
+    s: DataFile(
+        f"babilong_{s}",
+        (
+            rf"{FOLDER}/{_CONFIG}/{s}-.*\.parquet",
+            rf"{FOLDER}/data/{s}/{_CONFIG}\.json",
+            rf"{FOLDER}/{s}/{_CONFIG}-.*\.parquet",
+        ),
+        FIELDS,
+        optional=_SKIPS,
+        kinds=tuple((f, "text") for f in FIELDS),
+    )
     for s in ("qa1", "qa2", "qa3", "qa4", "qa5")
-)
+}
+DATA_FILES = tuple(SETS.values())
 
 TEMPLATE_HEAD = "{instruction}\n\n{examples}\n\n{post_prompt}\n\n<context>\n"
 TEMPLATE_TAIL = "\n</context>\n\nQuestion: {question}"
@@ -101,14 +113,7 @@ def load_set(task: str, split: str, data_dir: str | None, length: int) -> Babilo
             f"{task} reads BABILong's released sets, which exist for lengths named 0k, 1k, 2k, 4k, "
             f"... 128k, 1M; length {length} has none: choose such a --lengths value"
         )
-    # the first of the hub's three layouts that has the set
-    layouts = (
-        (config, f"{split}-*.parquet"),
-        (f"data/{split}", f"{config}.json"),
-        (split, f"{config}-*.parquet"),
-    )
-    found = (sorted((root / d).glob(p)) for d, p in layouts if data_dir and is_dir(root / d))
-    files = next((f for f in found if f), [])
+    files = SETS[split].find(root.parent, config=config) if data_dir and split in SETS else ()
     if not files:
         raise DataNotGiven(
             f"{task} reads BABILong's {config} set of {split} ({root}/{config}/{split}-*.parquet "

@@ -13,15 +13,28 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.memo import is_dir, is_file, memo, noted
+from ctxgate.sources import door
+from ctxgate.sources.door import RECORD_FILES
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 
 Rows = tuple[dict[str, Any], ...]
+Kinds = tuple[tuple[str, str], ...]  # (field, its JSON kind: a key of KINDS)
+KINDS: dict[str, type | tuple[type, ...]] = {
+    "text": str,
+    "list": list,
+    "object": dict,
+    "number": (int, float),
+    "objects": list,  # of objects
+}
 FETCH_HINT = (
     "run `ctxgate data fetch --to data/helmet` (hub access, or --archive data.tar.gz) and pass "
     "--data-dir data/helmet; the shipped fixtures: --data-dir fixtures/helmet_data"
 )
 # the top folders of HELMET's data layout (its release, plus the suite's local copies of hub data)
-LAYOUT = tuple("alce icl infbench json_kv kilt msmarco multi_lexsum narrativeqa ruler".split())
+LAYOUT = tuple(
+    "alce babilong icl infbench json_kv kilt mrcr msmarco multi_lexsum narrativeqa nolima "
+    "ruler".split()
+)
 
 
 def _go_offline() -> None:
@@ -37,16 +50,12 @@ def _go_offline() -> None:
 @memo(32)
 def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
     """The records of a .jsonl/.json/.parquet file, a ``save_to_disk`` folder, or a cached hub id.
-    Failures are not remembered (``ctxgate.memo``), so a file fixed between two runs is seen."""
+    A local file comes through the door (``sources.door``) first. Failures are not remembered
+    (``ctxgate.memo``), so a file fixed between two runs is seen."""
     p = Path(source)
-    if is_file(p) and p.suffix.lower() in (".jsonl", ".json"):
-        # datasets' own message for these names neither the line nor the fix
-        problem = first_bad_line(p)
-        if problem:
-            raise DataUnavailable(
-                f"{problem}; restore the file (HELMET's release, or the hub dataset's split)"
-                + verify_hint(p, ", then ")
-            )
+    if p.suffix.lower() in RECORD_FILES and noted(p) is not None:
+        verify = verify_hint(p, ", then ")  # a data folder's file: restore it and check the rest
+        door.check(p, f"restore the file{verify}" if verify else fix)
     import datasets  # heavy: only when a task that needs data is built
 
     _go_offline()
@@ -59,9 +68,7 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
             kind = "parquet" if p.suffix.lower() == ".parquet" else "json"
             ds = datasets.load_dataset(kind, data_files=str(p), split="train")
         elif (
-            source.startswith(("/", ".", "~"))
-            or source.count("/") > 1
-            or p.suffix in (".jsonl", ".json", ".parquet")
+            source.startswith(("/", ".", "~")) or source.count("/") > 1 or p.suffix in RECORD_FILES
         ):
             raise DataNotGiven(f"{source} does not exist; {fix}")
         else:
@@ -84,65 +91,95 @@ def unreadable(source: object, exc: Exception, fix: str) -> DataUnavailable:
     return DataUnavailable(f"cannot read {source} ({type(exc).__name__}: {message}); {fix}")
 
 
-def first_bad_line(path: Path) -> str | None:
-    """Why a .json/.jsonl file cannot be read, naming its line; None when every record parses."""
-    try:
-        raw = path.read_bytes()
-        text = raw.decode("utf-8")
-    except OSError as exc:
-        return f"{path}: cannot be read ({exc.strerror or exc})"
-    except UnicodeDecodeError as exc:
-        lineno = raw[: exc.start].count(b"\n") + 1
-        return f"{path}:{lineno}: not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start})"
-    if not text.strip():
-        return f"{path}: is empty (0 records)"
-    if path.suffix.lower() == ".json":
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError:
-            pass  # JSON lines under a .json name: checked line by line below
-        else:
-            if isinstance(doc, (list, dict)):
-                return None
-            return f"{path}: holds a JSON {type(doc).__name__}, not records"
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            return f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno})"
-        if not isinstance(record, dict):
-            return f"{path}:{number}: a JSON {type(record).__name__}, not a record (an object)"
-    return None
-
-
 def read_jsonl(path: Path) -> Rows:
-    if not is_file(path):
+    if noted(path) is None:
         raise DataNotGiven(f"{path} does not exist; {FETCH_HINT}")
     return load_rows(str(path), "train", None, verify_hint(path, "") or "restore the file")
 
 
 @dataclass(frozen=True)
 class DataFile:
-    """A file a task reads under ``--data-dir``, declared by the module that reads it: its loader
-    checks records for ``fields``, and ``ctxgate data verify`` checks and pins the same files."""
+    """Files a task reads under ``--data-dir``, declared once, by the module that reads them: its
+    loader finds them with ``find`` and checks their records for ``fields``, and ``ctxgate data
+    verify`` checks and pins every file ``every`` finds. ``layouts``: the paths the loader accepts,
+    in its order, each a '/'-separated regex per folder level, whose named groups are the values a
+    loader asks for (a length's set, a k)."""
 
     task: str
-    folder: str
-    pattern: str  # regex over file names in ``folder``
+    layouts: tuple[str, ...]
     fields: tuple[str, ...]  # every record has these
     hub: str | None = None  # where the task reads from when the folder lacks the file
     optional: str | None = None  # what the task does without the file (no failure then)
+    kinds: Kinds = ()  # the fields whose JSON kind the loader relies on
+
+    def fault(self, record: object) -> str:
+        """What is wrong with a record: a field absent or null, or of another kind; '' if none."""
+        if not isinstance(record, dict):
+            return f"is a {door.kind(record)}, not an object"
+        missing = missing_fields(record, self.fields)
+        if missing:
+            return f"lacks {', '.join(missing)}"
+        for field, kind in self.kinds:
+            value = record.get(field)  # JSON's true and false are no numbers, though bools are ints
+            if value is not None and (
+                not isinstance(value, KINDS[kind]) or (kind == "number" and isinstance(value, bool))
+            ):
+                return f"has {field} as a {door.kind(value)}, not {kind}"
+            if isinstance(value, list) and kind == "objects":
+                if not all(isinstance(v, dict) for v in value):
+                    return f"has {field} as a list of other things than objects"
+        return ""
+
+    def find(self, root: Path, **values: str) -> tuple[Path, ...]:
+        """The entries of the first layout that has any, by name, with ``values`` for its groups.
+        A folder where a file goes is one of them: the door refuses it (``sources.door``)."""
+        return next((found for lay in self.layouts if (found := _walk(root, lay, values))), ())
+
+    def every(self, root: Path) -> tuple[Path, ...]:
+        """Every entry of every layout: what the loader may read, whatever it is asked."""
+        return tuple(dict.fromkeys(p for lay in self.layouts for p in _walk(root, lay, {})))
+
+    @property
+    def where(self) -> str:
+        """The layouts as a reader writes paths: a group as ``{name}``, ``.*`` as ``*``."""
+        return " or ".join(map(_shown, self.layouts))
+
+
+def _shown(layout: str) -> str:
+    named = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", layout).replace(".*", "*")
+    return re.sub(r"\\(.)", r"\1", named)
+
+
+def _walk(root: Path, layout: str, values: dict[str, str]) -> tuple[Path, ...]:
+    found = [root]
+    for level in layout.split("/"):
+        regex = re.compile(level)
+        found = [
+            entry
+            for folder in found
+            if is_dir(folder)
+            for entry in sorted(folder.iterdir())
+            if (m := regex.fullmatch(entry.name))
+            and all(m.groupdict().get(k, v) == v for k, v in values.items())
+        ]
+    return tuple(found)
 
 
 def hub_splits(
-    task: str, folder: str, hub: str, fields: tuple[str, ...], splits: Iterable[str]
-) -> tuple[DataFile, ...]:
+    task: str,
+    folder: str,
+    hub: str,
+    fields: tuple[str, ...],
+    splits: Iterable[str],
+    kinds: Kinds = (),
+) -> dict[str, DataFile]:
     """A hub dataset's splits (or subsets) as local copies in ``folder`` (``{split}.jsonl``)."""
-    return tuple(
-        DataFile(task, folder, re.escape(f"{s}.jsonl"), fields, f"{hub} ({s})") for s in splits
-    )
+    return {
+        s: DataFile(
+            task, (f"{folder}/{re.escape(s)}\\.jsonl",), fields, f"{hub} ({s})", kinds=kinds
+        )
+        for s in splits
+    }
 
 
 def missing_fields(record: object, fields: tuple[str, ...]) -> list[str]:
@@ -163,16 +200,21 @@ def hub_hint(what: str, where: object) -> str:
     )
 
 
-def read_local_or_hub(local: Path, hub_id: str, config: str | None, split: str, fix: str) -> Rows:
-    """``local`` if it exists, else the cached hub dataset; a source in neither names ``local``."""
-    if is_file(local):
-        return load_rows(str(local), split, config, fix)
+def read_local_or_hub(
+    local: DataFile, data_dir: str | None, hub_id: str, config: str | None, split: str, fix: str
+) -> Rows:
+    """The ``local`` copy under ``data_dir`` if there is one, else the cached hub dataset; a
+    source in neither names the local path."""
+    root = Path(data_dir or ".")
+    found = local.find(root)  # a folder in its place is refused when read, not read around
+    if found:
+        return load_rows(str(found[0]), split, config, fix)
     try:
         return load_rows(hub_id, split, config, fix)
     except DataNotGiven:
         raise DataNotGiven(
-            f"{local} does not exist, and {hub_id!r} is not in the local hub cache (a run never "
-            f"downloads); {fix}"
+            f"{root / local.where} does not exist, and {hub_id!r} is not in the local hub cache (a "
+            f"run never downloads); {fix}"
         ) from None
 
 
@@ -197,15 +239,8 @@ def sha256_of_json(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj).encode()).hexdigest()
 
 
-def largest_k(folder: Path, pattern: str) -> Path | None:
-    """The file matching ``pattern`` (k: its first group that matched) with the largest k, of equal
-    k the first by name: passages are fitted per length, so the biggest pool serves them all."""
-    if not is_dir(folder):
-        return None
-    regex = re.compile(pattern)
-    ks = {
-        p: next((int(g) for g in m.groups() if g is not None), 0)
-        for p in sorted(folder.iterdir())
-        if (m := regex.fullmatch(p.name))
-    }
+def largest_k(paths: Iterable[Path]) -> Path | None:
+    """The file with the largest k (``_k{K}_`` in its name), of equal k the first: passages are
+    fitted per length, so the biggest pool serves them all."""
+    ks = {p: int(m[1]) if (m := re.search(r"_k(\d+)_", p.name)) else 0 for p in paths}
     return max(ks, key=ks.__getitem__, default=None)  # max keeps the first of equal k

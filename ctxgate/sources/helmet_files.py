@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.memo import is_file, memo
+from ctxgate.memo import memo
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import (
     FETCH_HINT,
     DataFile,
     Rows,
     as_texts,
-    missing_fields,
     read_jsonl,
     sha256_of_files,
     sha256_of_json,
@@ -47,16 +46,6 @@ class RagSet:
     depth: str  # the gold depths HELMET's configs read
     demos: tuple[str, ...]
 
-    @property
-    def test_pattern(self) -> str:
-        """Any k and depth (k, the passages per line, is the group)."""
-        return rf"{re.escape(self.test)}_k(\d+)_dep\d+\.jsonl"
-
-    @property
-    def demo_pattern(self) -> str:
-        """The demo files by name, k (the group) as each name has it."""
-        return "|".join(re.sub(r"_k(\d+)_", r"_k(\1)_", re.escape(name)) for name in self.demos)
-
 
 RAG_SETS = {
     "kilt_nq": RagSet("nq-dev-multikilt_1000", "dep6", ("nq-train-multikilt_1000_k3_dep6.jsonl",)),
@@ -74,24 +63,80 @@ RAG_SETS = {
         ("popqa_test_1000_k3_dep6.jsonl", "popqa_train_1000_k3_dep6.jsonl"),
     ),
 }
+RAG_FIELDS = {
+    task: ("question", "answers", "ctxs") + (("s_pop",) if task == "kilt_popqa" else ())
+    for task in RAG_SETS
+}
+RAG_KINDS = (("question", "text"), ("answers", "list"), ("ctxs", "objects"), ("s_pop", "number"))
+_K_DEP = r"_k(?P<k>\d+)_(?P<dep>dep\d+)\.jsonl"  # k: passages (or KV pairs) per line
+# per task: the test questions at any k and depth, and the demo files, HEAD's name first
+RAG_TESTS = {
+    task: DataFile(
+        task, (f"{RAG_FOLDER}/{re.escape(rag.test)}{_K_DEP}",), RAG_FIELDS[task], kinds=RAG_KINDS
+    )
+    for task, rag in RAG_SETS.items()
+}
+RAG_DEMOS = {
+    task: DataFile(
+        task,
+        tuple(f"{RAG_FOLDER}/{re.escape(n)}" for n in rag.demos),
+        RAG_FIELDS[task],
+        kinds=RAG_KINDS,
+    )
+    for task, rag in RAG_SETS.items()
+}
 # HEAD's layout, then the first release's
 MSMARCO_DIRS = ("msmarco", "msmarco/trec2019psg_preprocessed")
-MSMARCO_TEST = r"test_reranking_data_k(\d+)_dep\d+\.jsonl"
+MSMARCO_FIELDS = ("qid", "query", "ctxs")
+MSMARCO_KINDS = (("query", "text"), ("ctxs", "objects"))
 MSMARCO_DEMO = "test_reranking_data_k10_dep3.jsonl"
+MSMARCO_TESTS = DataFile(
+    "msmarco_rerank",
+    tuple(f"{d}/test_reranking_data{_K_DEP}" for d in MSMARCO_DIRS),
+    MSMARCO_FIELDS,
+    kinds=MSMARCO_KINDS,
+)
+MSMARCO_DEMOS = DataFile(
+    "msmarco_rerank",
+    tuple(f"{d}/{re.escape(MSMARCO_DEMO)}" for d in MSMARCO_DIRS),
+    MSMARCO_FIELDS,
+    kinds=MSMARCO_KINDS,
+)
 # HELMET's own RULER-format files (``ruler/{task}/validation_{L}.jsonl``), read by its Recall tasks
 RULER_FOLDERS = {f"helmet_{n}": f"niah_{n}" for n in ("multikey_2", "multikey_3", "multivalue")}
 RULER_FIELDS = ("context", "query", "outputs", "type_needle_v")
 _RECALL = "HELMET Recall uses the suite's RULER cases"
-_JSON_KV = ("context", "question", "answer", "demos")
-DATA_FILES = (
-    DataFile(
-        "json_kv", "json_kv", r"test_k\d+_dep\d+\.jsonl", _JSON_KV, optional="JSON KV is generated"
-    ),
-    *(
-        DataFile(task, f"ruler/{folder}", r"validation_\d+\.jsonl", RULER_FIELDS, optional=_RECALL)
-        for task, folder in RULER_FOLDERS.items()
-    ),
+RULER_FILES = {
+    task: DataFile(
+        task,
+        (rf"ruler/{folder}/validation_(?P<length>\d+)\.jsonl",),
+        RULER_FIELDS,
+        optional=_RECALL,
+        kinds=(("context", "text"), ("type_needle_v", "text")),
+    )
+    for task, folder in RULER_FOLDERS.items()
+}
+JSON_KV = DataFile(
+    "json_kv",
+    (f"json_kv/test{_K_DEP}",),
+    ("context", "question", "answer", "demos"),
+    optional="JSON KV is generated",
+    kinds=(("context", "text"), ("question", "text"), ("demos", "list")),
 )
+DATA_FILES = (JSON_KV, *RULER_FILES.values())
+
+
+def first(found: tuple[Path, ...]) -> Path | None:
+    return found[0] if found else None
+
+
+def checked(entry: DataFile, path: Path, rows: Rows) -> Rows:
+    """``rows``, each with the fields (and kinds) ``entry`` declares, or the first fault named."""
+    for n, r in enumerate(rows, start=1):
+        fault = entry.fault(r)
+        if fault:
+            raise DataUnavailable(f"{path}: record {n} {fault}" + verify_hint(path, "; "))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -142,47 +187,51 @@ def load_rag_file(task: str, data_dir: str, length: int, seed: int) -> HelmetFil
     """HELMET's RAG file for this length, or None (the suite then places passages itself)."""
     if not data_dir or length not in RAG_K:
         return None
-    rag = RAG_SETS[task]
-    folder = Path(data_dir) / RAG_FOLDER
-    path = folder / f"{rag.test}_k{RAG_K[length]}_{rag.depth}.jsonl"
-    if not is_file(path):
+    k, dep = str(RAG_K[length]), RAG_SETS[task].depth
+    path = first(RAG_TESTS[task].find(Path(data_dir), k=k, dep=dep))
+    demo_path = first(RAG_DEMOS[task].find(Path(data_dir)))
+    if path is None or demo_path is None:
         return None
-    demo_path = next((p for name in rag.demos if is_file(p := folder / name)), None)
-    if demo_path is None:
-        return None
-    rows, demos = popqa_3(task, read_jsonl(path)), popqa_3(task, read_jsonl(demo_path))
+    rows = popqa_3(task, checked(RAG_TESTS[task], path, read_jsonl(path)))
+    demos = popqa_3(task, checked(RAG_DEMOS[task], demo_path, read_jsonl(demo_path)))
     key = "id" if rows and "id" in rows[0] else "question"
     digest = sha256_of_files(path, demo_path)
     return HelmetFile(_select(rows, key, seed), demos, key, str(path), digest)
 
 
+def msmarco_demo(test: Path | None, root: Path) -> Path | None:
+    """The demo file beside ``test`` (each layout keeps both in one folder)."""
+    return next((p for p in MSMARCO_DEMOS.every(root) if test and p.parent == test.parent), None)
+
+
 @memo(8)
 def load_msmarco_file(data_dir: str, length: int, seed: int) -> HelmetFile | None:
-    if length not in MSMARCO_K:
+    if not data_dir or length not in MSMARCO_K:
         return None
-    for folder in MSMARCO_DIRS:
-        path = Path(data_dir) / folder / f"test_reranking_data_k{MSMARCO_K[length]}_dep3.jsonl"
-        demo_path = path.with_name(MSMARCO_DEMO)
-        if is_file(path) and is_file(demo_path):
-            rows, demos = read_jsonl(path), read_jsonl(demo_path)
-            key = "qid" if rows and "qid" in rows[0] else "query"
-            selected = _select(rows, key, seed)
-            # HELMET then drops the test questions from the demos at once
-            if len(demos) > 2 * len(selected):
-                qids = {r["qid"] for r in selected}
-                demos = tuple(d for d in demos if d["qid"] not in qids)
-            return HelmetFile(selected, demos, key, str(path), sha256_of_files(path, demo_path))
-    return None
+    root = Path(data_dir)
+    path = first(MSMARCO_TESTS.find(root, k=str(MSMARCO_K[length]), dep="dep3"))
+    demo_path = msmarco_demo(path, root)
+    if path is None or demo_path is None:
+        return None
+    rows = checked(MSMARCO_TESTS, path, read_jsonl(path))
+    demos = checked(MSMARCO_DEMOS, demo_path, read_jsonl(demo_path))
+    key = "qid" if rows and "qid" in rows[0] else "query"
+    selected = _select(rows, key, seed)
+    # HELMET then drops the test questions from the demos at once
+    if len(demos) > 2 * len(selected):
+        qids = {r["qid"] for r in selected}
+        demos = tuple(d for d in demos if d["qid"] not in qids)
+    return HelmetFile(selected, demos, key, str(path), sha256_of_files(path, demo_path))
 
 
 @memo(8)
 def load_json_kv_file(data_dir: str, length: int, seed: int) -> HelmetFile | None:
     if length not in JSON_KV_K:
         return None
-    path = Path(data_dir) / "json_kv" / f"test_k{JSON_KV_K[length]}_dep6.jsonl"
-    if not is_file(path):
+    path = first(JSON_KV.find(Path(data_dir), k=str(JSON_KV_K[length]), dep="dep6"))
+    if path is None:
         return None
-    rows = read_jsonl(path)
+    rows = checked(JSON_KV, path, read_jsonl(path))
     selected = tuple(rows[i] for i in shuffled(len(rows), seed)[:MAX_TEST_KEYS])
     return HelmetFile(selected, (), "question", str(path), sha256_of_files(path))
 
@@ -205,18 +254,13 @@ class RulerFile:
 @memo(16)
 def load_ruler_file(task: str, data_dir: str | None, length: int) -> RulerFile:
     relative = Path("ruler", RULER_FOLDERS[task], f"validation_{length}.jsonl")
-    path = Path(data_dir or ".") / relative
-    if not data_dir or not is_file(path):
+    path = first(RULER_FILES[task].find(Path(data_dir), length=str(length))) if data_dir else None
+    if path is None:
         raise DataNotGiven(
             f"{task} reads HELMET's {relative} (none for length {length}; HELMET ships 8K-128K); "
             f"the suite's RULER cases stand in for HELMET Recall without it; {FETCH_HINT}"
         )
-    rows = read_jsonl(path)
-    for n, r in enumerate(rows, start=1):
-        missing = missing_fields(r, RULER_FIELDS)
-        if missing:
-            hint = verify_hint(path, "; ")
-            raise DataUnavailable(f"{path}: record {n} lacks {', '.join(missing)}" + hint)
+    rows = checked(RULER_FILES[task], path, read_jsonl(path))
     records = [
         RulerRecord(r["context"], str(r["query"]), r["type_needle_v"], as_texts(r["outputs"]))
         for r in rows

@@ -12,7 +12,6 @@ from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import (
     hub_hint,
     hub_splits,
-    missing_fields,
     read_local_or_hub,
     sha256_of_json,
 )
@@ -44,11 +43,13 @@ SOURCES = {
     "icl_clinic150": ICLSource("clinc150", "clinc/clinc_oos", "intent", "validation", 151, "plus"),
     "icl_nlu": ICLSource("nlu", "xingkunliuxtracta/nlu_evaluation_data", "label", "", 68),
 }
-DATA_FILES = tuple(
-    f
+LOCAL = {
+    task: hub_splits(
+        task, f"icl/{s.folder}", s.hub_id, s.fields, s.splits, ((s.label_field, "number"),)
+    )
     for task, s in SOURCES.items()
-    for f in hub_splits(task, f"icl/{s.folder}", s.hub_id, s.fields, s.splits)
-)
+}
+DATA_FILES = tuple(f for splits in LOCAL.values() for f in splits.values())
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,12 @@ def _rows(task: str, src: ICLSource, data_dir: str | None, split: str) -> list[t
     local = Path(data_dir or ".") / "icl" / src.folder / f"{split}.jsonl"
     hint = hub_hint(f"{src.hub_id}'s {split} split", f"{local} (hub column names)")
     out = []
-    for r in read_local_or_hub(local, src.hub_id, src.config, split, hint):
-        if missing_fields(r, src.fields):
+    for r in read_local_or_hub(LOCAL[task][split], data_dir, src.hub_id, src.config, split, hint):
+        fault = LOCAL[task][split].fault(r)
+        if fault:
             raise DataUnavailable(
-                f"{task}: {local} records need {src.text_field!r} and {src.label_field!r} "
-                f"(have {', '.join(sorted(r))}); {hint}"
+                f"{task}: a record of {local} {fault} (records need {src.text_field!r} and "
+                f"{src.label_field!r}; have {', '.join(sorted(r))}); {hint}"
             )
         out.append((str(r[src.text_field]), int(r[src.label_field])))
     return out

@@ -11,18 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.memo import is_file, memo
+from ctxgate.memo import memo
+from ctxgate.sources import door
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import (
     FETCH_HINT,
     DataFile,
     Rows,
     as_texts,
-    first_bad_line,
     hub_hint,
     hub_splits,
     load_rows,
-    missing_fields,
     read_jsonl,
     read_local_or_hub,
     sha256_of_json,
@@ -48,26 +47,73 @@ ALCE_PROMPT_FIELDS = ("instruction", "demo_prompt", "doc_prompt", "demos")
 
 def _keypoints(task: str, folder: str, name: str, field: str, summary: str) -> DataFile:
     optional = f"the judge writes key points from the {summary} summary"
-    return DataFile(task, folder, re.escape(name), ("id", field), optional=optional)
+    where, kinds = (f"{folder}/{re.escape(name)}",), ((field, "list"),)
+    return DataFile(task, where, ("id", field), optional=optional, kinds=kinds)
 
 
-DATA_FILES = (
-    *hub_splits("infbench_qa", "infbench", HUB_ID, INFBENCH_FIELDS, [SUBSETS["infbench_qa"]]),
-    *hub_splits("infbench_mc", "infbench", HUB_ID, INFBENCH_FIELDS, [SUBSETS["infbench_mc"]]),
-    *hub_splits(
-        "narrativeqa", "narrativeqa", NARRATIVEQA_HUB, NARRATIVEQA_FIELDS, ("test", "train")
+# local copies of the hub's splits (by split), HELMET's key points and ALCE's files
+_TEXTS = (("context", "text"), ("input", "text"))
+INFBENCH = {
+    t: hub_splits(t, "infbench", HUB_ID, INFBENCH_FIELDS, [s], _TEXTS) for t, s in SUBSETS.items()
+}
+NARRATIVEQA = hub_splits(
+    "narrativeqa",
+    "narrativeqa",
+    NARRATIVEQA_HUB,
+    NARRATIVEQA_FIELDS,
+    ("test", "train"),
+    (("document", "object"), ("question", "object"), ("answers", "objects")),
+)
+INFBENCH_SUM = hub_splits(
+    "infbench_sum", "infbench", HUB_ID, INFBENCH_SUM_FIELDS, ("longbook_sum_eng",), _TEXTS[:1]
+)
+LEXSUM = hub_splits(
+    "multi_lexsum",
+    "multi_lexsum",
+    LEXSUM_HUB,
+    LEXSUM_FIELDS,
+    ("validation", "train"),
+    (("sources", "list"), ("summary/long", "text")),
+)
+KEYPOINTS = {
+    "infbench_sum": _keypoints(
+        "infbench_sum", "infbench", "longbook_sum_eng_keypoints.jsonl", "keypoints", "gold"
     ),
-    *hub_splits("infbench_sum", "infbench", HUB_ID, INFBENCH_SUM_FIELDS, ("longbook_sum_eng",)),
-    _keypoints("infbench_sum", "infbench", "longbook_sum_eng_keypoints.jsonl", "keypoints", "gold"),
-    *hub_splits("multi_lexsum", "multi_lexsum", LEXSUM_HUB, LEXSUM_FIELDS, ("validation", "train")),
-    _keypoints(
+    "multi_lexsum": _keypoints(
         "multi_lexsum", "multi_lexsum", "multi_lexsum_val.jsonl", "summary/short_keypoints", "short"
     ),
+}
+ALCE_TESTS = {
+    t: DataFile(
+        t,
+        (f"alce/{re.escape(n)}",),
+        ALCE_FIELDS[t],
+        kinds=(
+            ("question", "text"),
+            ("docs", "objects"),
+            ("qa_pairs", "objects"),
+            ("answers", "list"),
+        ),
+    )
+    for t, (n, _) in ALCE_FILES.items()
+}
+ALCE_PROMPTS = {  # HELMET's release keeps them in alce/, its repository in prompts/
+    t: DataFile(
+        t,
+        tuple(f"{d}/{re.escape(n)}" for d in ("alce", "prompts")),
+        ALCE_PROMPT_FIELDS,
+        kinds=(*((f, "text") for f in ALCE_PROMPT_FIELDS[:3]), ("demos", "list")),
+    )
+    for t, (_, n) in ALCE_FILES.items()
+}
+DATA_FILES = (
     *(
-        DataFile(task, "alce", re.escape(name), fields)
-        for task, (test, prompt) in ALCE_FILES.items()
-        for name, fields in ((test, ALCE_FIELDS[task]), (prompt, ALCE_PROMPT_FIELDS))
+        f
+        for splits in (*INFBENCH.values(), NARRATIVEQA, INFBENCH_SUM, LEXSUM)
+        for f in splits.values()
     ),
+    *KEYPOINTS.values(),
+    *(f for t in ALCE_FILES for f in (ALCE_TESTS[t], ALCE_PROMPTS[t])),
 )
 
 
@@ -96,11 +142,11 @@ def load_infbench(task: str, data_dir: str | None) -> BookSet:
     local = Path(data_dir or ".") / "infbench" / f"{subset}.jsonl"
     hint = hub_hint(f"InfiniteBench's {subset}.jsonl", local)
     books = []
-    for r in read_local_or_hub(local, HUB_ID, None, subset, hint):
-        missing = missing_fields(r, INFBENCH_FIELDS)
-        if missing or (task == "infbench_mc" and len(r.get("options") or ()) != 4):
+    for r in read_local_or_hub(INFBENCH[task][subset], data_dir, HUB_ID, None, subset, hint):
+        fault = INFBENCH[task][subset].fault(r)
+        if fault or (task == "infbench_mc" and len(r.get("options") or ()) != 4):
             raise DataUnavailable(
-                f"{task}: a record in {local} lacks {missing or ['4 options']}; {hint}"
+                f"{task}: a record in {local} {fault or 'lacks 4 options'}; {hint}"
             )
         options = tuple(map(str, r.get("options") or ()))
         books.append(Book(str(r["id"]), r["context"], r["input"], as_texts(r["answer"]), options))
@@ -134,24 +180,26 @@ class LongDocSet:
 
 
 def _rows(
-    task: str, fields: tuple[str, ...], folder: Path, hub: str, split: str, hint: str
+    task: str, local: dict[str, DataFile], data_dir: str | None, hub: str, split: str, hint: str
 ) -> Rows:
-    """``folder/{split}.jsonl`` or the hub's split, records checked for ``fields`` (Multi-LexSum:
+    """The local copy of ``split`` or the hub's, records checked for its fields (Multi-LexSum:
     only those with a short summary, as HELMET keeps)."""
     config = "v20230518" if hub == LEXSUM_HUB else None
-    rows = read_local_or_hub(folder / f"{split}.jsonl", hub, config, split, hint)
+    rows = read_local_or_hub(local[split], data_dir, hub, config, split, hint)
     if hub == LEXSUM_HUB:
         rows = tuple(r for r in rows if r.get("summary/short") is not None)
     for r in rows:
-        missing = missing_fields(r, fields)
-        if missing:
-            raise DataUnavailable(f"{task}: a record in {folder} lacks {missing}; {hint}")
+        fault = local[split].fault(r)
+        if fault:
+            raise DataUnavailable(f"{task}: a record of its {split} split {fault}; {hint}")
     return rows
 
 
-def _shipped_keypoints(path: Path, field: str, hint: str) -> dict[str, tuple[str, ...]]:
-    rows = load_rows(str(path), "train", None, hint) if is_file(path) else ()
-    return {str(r["id"]): tuple(r.get(field) or ()) for r in rows}
+def _shipped_keypoints(task: str, data_dir: str | None, hint: str) -> dict[str, tuple[str, ...]]:
+    entry = KEYPOINTS[task]
+    found = entry.find(Path(data_dir or "."))
+    rows = load_rows(str(found[0]), "train", None, hint) if found else ()
+    return {str(r["id"]): tuple(r.get(entry.fields[1]) or ()) for r in rows}
 
 
 def _doc_set(items: list[LongDoc], demos: list[LongDoc], summary: bool) -> LongDocSet:
@@ -171,7 +219,7 @@ def load_narrativeqa(data_dir: str | None) -> LongDocSet:
     test: list[LongDoc] = []
     train: list[LongDoc] = []
     for split, out in (("test", test), ("train", train)):
-        rows = _rows("narrativeqa", NARRATIVEQA_FIELDS, folder, NARRATIVEQA_HUB, split, hint)
+        rows = _rows("narrativeqa", NARRATIVEQA, data_dir, NARRATIVEQA_HUB, split, hint)
         for i, r in enumerate(rows):
             key = str(r["document"].get("id", "")) + f"#{i}"
             answers = tuple(a["text"] for a in r["answers"])
@@ -183,9 +231,9 @@ def load_narrativeqa(data_dir: str | None) -> LongDocSet:
 def load_infbench_sum(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "infbench"
     hint = hub_hint("InfiniteBench's longbook_sum_eng.jsonl", folder)
-    keypoints = _shipped_keypoints(folder / "longbook_sum_eng_keypoints.jsonl", "keypoints", hint)
+    keypoints = _shipped_keypoints("infbench_sum", data_dir, hint)
     items = []
-    for r in _rows("infbench_sum", INFBENCH_SUM_FIELDS, folder, HUB_ID, "longbook_sum_eng", hint):
+    for r in _rows("infbench_sum", INFBENCH_SUM, data_dir, HUB_ID, "longbook_sum_eng", hint):
         gold = (r["answer"][0] if isinstance(r["answer"], list) else r["answer"]).strip()
         key = str(r["id"])
         items.append(LongDoc(key, r["context"], "", (gold,), gold, keypoints.get(key, ()), gold))
@@ -197,11 +245,11 @@ def load_multi_lexsum(data_dir: str | None) -> LongDocSet:
     folder = Path(data_dir or ".") / "multi_lexsum"
     hint = hub_hint("Multi-LexSum's validation.jsonl and train.jsonl (hub columns)", folder)
     # HELMET's key points for the validation cases (scripts/eval_gpt4_summ.py reads this file)
-    shipped = _shipped_keypoints(folder / "multi_lexsum_val.jsonl", "summary/short_keypoints", hint)
+    shipped = _shipped_keypoints("multi_lexsum", data_dir, hint)
     items: list[LongDoc] = []
     demos: list[LongDoc] = []
     for split, out in (("validation", items), ("train", demos)):
-        for r in _rows("multi_lexsum", LEXSUM_FIELDS, folder, LEXSUM_HUB, split, hint):
+        for r in _rows("multi_lexsum", LEXSUM, data_dir, LEXSUM_HUB, split, hint):
             short, keypoints = r["summary/short"], tuple(r.get("summary/short_keypoints") or ())
             if split == "validation":
                 keypoints = shipped.get(str(r["id"])) or keypoints
@@ -232,28 +280,24 @@ class CiteSet:
 def load_alce(task: str, data_dir: str | None) -> CiteSet:
     root = Path(data_dir or ".")
     test_name, prompt_name = ALCE_FILES[task]
-    test = root / "alce" / test_name
-    prompts = (root / "alce" / prompt_name, root / "prompts" / prompt_name)
-    prompt = next((p for p in prompts if is_file(p)), None)
-    if not is_file(test) or prompt is None:
+    test = next(iter(ALCE_TESTS[task].find(root)), None)
+    prompt = next(iter(ALCE_PROMPTS[task].find(root)), None)
+    if test is None or prompt is None:
         raise DataNotGiven(
             f"{task} needs HELMET's alce/{test_name} and its prompt file {prompt_name} (in alce/ "
             f"or prompts/) under --data-dir; {FETCH_HINT}"
         )
-    problem = first_bad_line(prompt)
-    if problem:
-        raise DataUnavailable(f"{problem}; use HELMET's {prompt_name}")
-    spec = json.loads(prompt.read_text(encoding="utf-8"))
+    spec = door.json_document(prompt, f"use HELMET's {prompt_name}")
     if not isinstance(spec, dict):
         raise DataUnavailable(f"{prompt}: not a JSON object; use HELMET's {prompt_name}")
-    missing = missing_fields(spec, ALCE_PROMPT_FIELDS)
-    if missing:
-        raise DataUnavailable(f"{task}: {prompt} lacks {missing}; use HELMET's {prompt_name}")
+    fault = ALCE_PROMPTS[task].fault(spec)
+    if fault:
+        raise DataUnavailable(f"{task}: {prompt} {fault}; use HELMET's {prompt_name}")
     items = []
     for i, r in enumerate(read_jsonl(test)):
-        missing = missing_fields(r, ALCE_FIELDS[task])
-        if missing:
-            raise DataUnavailable(f"{task}: a record in {test} lacks {missing}; {FETCH_HINT}")
+        fault = ALCE_TESTS[task].fault(r)
+        if fault:
+            raise DataUnavailable(f"{task}: a record in {test} {fault}; {FETCH_HINT}")
         qampari = task == "alce_qampari"
         answers = r["answers"] if qampari else [p["short_answers"] for p in r["qa_pairs"]]
         key = str(r.get("sample_id") or r.get("id") or i)

@@ -5,13 +5,12 @@ in retrieval order (first seen), and forgets where the file put the gold."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.memo import is_file, memo
+from ctxgate.memo import memo
 from ctxgate.metrics.text import helmet_normalize
 from ctxgate.records.schema import Json
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
@@ -20,17 +19,18 @@ from ctxgate.sources.files import (
     DataFile,
     Rows,
     largest_k,
-    missing_fields,
     read_jsonl,
     sha256_of_files,
     verify_hint,
 )
 from ctxgate.sources.helmet_files import (
-    MSMARCO_DEMO,
-    MSMARCO_DIRS,
-    MSMARCO_TEST,
-    RAG_FOLDER,
+    MSMARCO_DEMOS,
+    MSMARCO_TESTS,
+    RAG_DEMOS,
     RAG_SETS,
+    RAG_TESTS,
+    first,
+    msmarco_demo,
     popqa_3,
 )
 
@@ -69,47 +69,37 @@ class Pool:
 
 
 _ByText = dict[tuple[str, str], Passage]  # passages by (title, text)
-RAG_FIELDS = {
-    task: ("question", "answers", "ctxs") + (("s_pop",) if task == "kilt_popqa" else ())
-    for task in RAG_SETS
-}
-MSMARCO_FIELDS = ("qid", "query", "ctxs")
-_ELSEWHERE = "HELMET's other layout keeps them in {}/"
-DATA_FILES = tuple(
-    DataFile(task, RAG_FOLDER, pattern, RAG_FIELDS[task])
-    for task, rag in RAG_SETS.items()
-    for pattern in (rag.test_pattern, rag.demo_pattern)
-) + tuple(  # either layout serves: each is optional alone
-    DataFile("msmarco_rerank", folder, pattern, MSMARCO_FIELDS, optional=_ELSEWHERE.format(other))
-    for folder, other in (MSMARCO_DIRS, MSMARCO_DIRS[::-1])
-    for pattern in (MSMARCO_TEST, re.escape(MSMARCO_DEMO))
+DATA_FILES = (
+    *(f for task in RAG_SETS for f in (RAG_TESTS[task], RAG_DEMOS[task])),
+    MSMARCO_TESTS,
+    MSMARCO_DEMOS,
 )
 
 
-def _files(
-    data_dir: str | None, task: str, folder: str, test_re: str, demo_re: str
-) -> tuple[tuple[Path, Path], Rows, Rows]:
-    fields = MSMARCO_FIELDS if task == "msmarco_rerank" else RAG_FIELDS[task]
-    if not data_dir:
-        raise DataNotGiven(f"{task} needs HELMET's released data; {FETCH_HINT}")
-    where = Path(data_dir) / folder
-    test = largest_k(where, test_re)
-    demo = where / demo_re if "(" not in demo_re else largest_k(where, demo_re)
-    if test is None or demo is None or not is_file(demo):
-        absent = test_re if test is None else demo_re
-        raise DataNotGiven(f"{task}: no file matching {absent!r} in {where}; {FETCH_HINT}")
-    records = []
-    for path in (test, demo):
+def _files(task: str, *found: tuple[DataFile, Path | None]) -> tuple[tuple[Path, Path], Rows, Rows]:
+    """The test and demo files a loader found, read and checked for their entry's fields."""
+    paths: list[Path] = []
+    records: list[Rows] = []
+    for entry, path in found:
+        if path is None:
+            raise DataNotGiven(f"{task}: no file at {entry.where} under --data-dir; {FETCH_HINT}")
+        paths.append(path)
         records.append(read_jsonl(path))
         for record in records[-1]:
-            missing = missing_fields(record, fields)
-            if missing:
+            fault = entry.fault(record)
+            if fault:
                 has = ", ".join(k for k in sorted(record) if record[k] is not None)
                 raise DataUnavailable(
-                    f"{path}: a record lacks {', '.join(missing)} (has {has}); "
-                    f"HELMET's layout is expected" + verify_hint(path, ", ")
+                    f"{path}: a record {fault} (has {has}); HELMET's layout is expected"
+                    + verify_hint(path, ", ")
                 )
-    return (test, demo), records[0], records[1]
+    return (paths[0], paths[1]), records[0], records[1]
+
+
+def _root(task: str, data_dir: str | None) -> Path:
+    if not data_dir:
+        raise DataNotGiven(f"{task} needs HELMET's released data; {FETCH_HINT}")
+    return Path(data_dir)
 
 
 def _passage(c: dict[str, Any]) -> Passage:
@@ -130,8 +120,9 @@ def _pool(items: tuple[RagItem, ...], demos: Iterable[Demo], paths: tuple[Path, 
 
 @memo(8)
 def load_rag(task: str, data_dir: str | None) -> Pool:
-    rag = RAG_SETS[task]
-    paths, rows, demo_rows = _files(data_dir, task, RAG_FOLDER, rag.test_pattern, rag.demo_pattern)
+    root, test_file, demo_file = _root(task, data_dir), RAG_TESTS[task], RAG_DEMOS[task]
+    test, demo = largest_k(test_file.find(root)), first(demo_file.find(root))
+    paths, rows, demo_rows = _files(task, (test_file, test), (demo_file, demo))
     rows, demo_rows = popqa_3(task, rows), popqa_3(task, demo_rows)
     # per question: its question and answers as first seen, its gold and other passages
     grouped: dict[str, tuple[str, tuple[str, ...], _ByText, _ByText]] = {}
@@ -167,11 +158,10 @@ def load_rag(task: str, data_dir: str | None) -> Pool:
 
 @memo(4)
 def load_msmarco(data_dir: str | None) -> Pool:
-    folder = next(
-        (f for f in MSMARCO_DIRS if data_dir and largest_k(Path(data_dir) / f, MSMARCO_TEST)),
-        MSMARCO_DIRS[0],
-    )
-    paths, rows, demo_rows = _files(data_dir, "msmarco_rerank", folder, MSMARCO_TEST, MSMARCO_DEMO)
+    root = _root("msmarco_rerank", data_dir)
+    test = largest_k(MSMARCO_TESTS.find(root))
+    found = (MSMARCO_TESTS, test), (MSMARCO_DEMOS, msmarco_demo(test, root))
+    paths, rows, demo_rows = _files("msmarco_rerank", *found)
     grouped: dict[str, tuple[str, dict[str, Passage]]] = {}  # qid -> query, passages by id
     for r in rows:
         _, ctxs = grouped.setdefault(str(r["qid"]), (r["query"], {}))

@@ -6,9 +6,9 @@ whose bytes differ from its pin fails: results from different data are not compa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import re
 import shutil
 import tarfile
 from collections.abc import Iterable
@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from ctxgate.sources import (
     babilong_files,
+    door,
     helmet_files,
     icl,
     judged,
@@ -25,7 +26,7 @@ from ctxgate.sources import (
     nolima_files,
 )
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import DataFile, first_bad_line, load_rows, missing_fields, sha256_of
+from ctxgate.sources.files import DataFile, load_rows, sha256_of
 
 LOCK_NAME = "ctxgate-data.lock.json"
 ESSAYS_FILE = "ruler/paul_graham_essays.txt"  # under the data folder; pass it as --haystack
@@ -51,46 +52,29 @@ class Finding:
         return self.status in ("changed", "missing", "bad")
 
 
-def _matches(root: Path, e: DataFile) -> list[Path]:
-    folder = root / e.folder
-    if not folder.is_dir():
-        return []
-    regex = re.compile(e.pattern)
-    return sorted(p for p in folder.iterdir() if regex.fullmatch(p.name))
-
-
-def _check_records(path: Path, fields: tuple[str, ...]) -> str:
-    """'' when every record (line, or .json element) is an object with ``fields``, else why not."""
+def _check_records(path: Path, entry: DataFile) -> str:
+    """'' when the file reads through the door (``sources.door``) and every record (line, .json
+    element, or parquet row by its columns) has ``fields``, else why not."""
+    problem = door.problem(path)
+    if problem:
+        return problem.removeprefix(f"{path}:").strip()
     records: Iterable[tuple[int, object]]
     if path.suffix == ".parquet":  # its columns; each row's values are the reader's to check
         import pyarrow.parquet
 
-        try:
-            columns = pyarrow.parquet.read_schema(path).names
-        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-            return f"not a parquet file ({exc})"
-        missing = [f for f in fields if f not in columns]
+        missing = [f for f in entry.fields if f not in pyarrow.parquet.read_schema(path).names]
         return f"lacks the column(s) {', '.join(missing)}" if missing else ""
+    text = path.read_text(encoding="utf-8")
+    data: object = None
     if path.suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            return f"not JSON ({exc.msg} at line {exc.lineno})"
-        except UnicodeDecodeError:
-            return "not UTF-8 text"
+        with contextlib.suppress(ValueError):  # JSON lines under a .json name: read as lines
+            data = json.loads(text)
+    if data is not None:
         what, records = "record", enumerate(data if isinstance(data, list) else [data], start=1)
-    else:
-        problem = first_bad_line(path)
-        if problem:
-            return problem.removeprefix(f"{path}:").strip()
-        # the file's lines, as iterating over it reads them
-        lines = enumerate(path.read_text(encoding="utf-8").split("\n"), start=1)
+    else:  # the file's lines, as iterating over it reads them
+        lines = enumerate(text.split("\n"), start=1)
         what, records = "line", ((n, json.loads(line)) for n, line in lines if line.strip())
-    for n, record in records:
-        missing = missing_fields(record, fields)
-        if missing:
-            return f"{what} {n} lacks {', '.join(missing)}"
-    return ""
+    return next((f"{what} {n} {fault}" for n, r in records if (fault := entry.fault(r))), "")
 
 
 def verify(root: Path) -> list[Finding]:
@@ -109,20 +93,19 @@ def verify(root: Path) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[str] = set()
     for e in EXPECTED:
-        paths = _matches(root, e)
+        paths = e.every(root)
         if not paths and e.hub:
-            findings.append(Finding(e.task, f"{e.folder}/", "hub", f"read from the hub: {e.hub}"))
+            findings.append(Finding(e.task, e.where, "hub", f"read from the hub: {e.hub}"))
         elif not paths and e.optional:
-            findings.append(Finding(e.task, f"{e.folder}/", "optional", f"absent: {e.optional}"))
+            findings.append(Finding(e.task, e.where, "optional", f"absent: {e.optional}"))
         elif not paths:
-            missing = f"no file matching {e.pattern!r}"
-            findings.append(Finding(e.task, f"{e.folder}/", "missing", missing))
+            findings.append(Finding(e.task, e.where, "missing", "no such file; its task reads it"))
         for p in paths:
             rel = p.relative_to(root).as_posix()
             if rel in seen:  # a demo file can match the test pattern too (msmarco k10)
                 continue
             seen.add(rel)
-            problem = _check_records(p, e.fields)
+            problem = _check_records(p, e)
             if problem:
                 findings.append(Finding(e.task, rel, "bad", problem))
             elif rel not in pins:
@@ -138,7 +121,7 @@ def verify(root: Path) -> list[Finding]:
 
 
 def write_lock(root: Path) -> Path:
-    paths = [p for e in EXPECTED for p in _matches(root, e)]
+    paths = [p for e in EXPECTED for p in e.every(root) if p.is_file()]  # a folder is verify's
     files = {p.relative_to(root).as_posix(): sha256_of(p) for p in paths}
     path = root / LOCK_NAME
     path.write_text(json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n")

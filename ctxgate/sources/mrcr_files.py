@@ -4,14 +4,14 @@ first release's ``{n}needle.parquet``; memory-mapped: a prompt (up to 5 MB) is r
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.memo import is_dir, is_file, memo
+from ctxgate.memo import memo
+from ctxgate.sources import door
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import DataFile, missing_fields, sha256_of_files, unreadable
 
@@ -19,16 +19,17 @@ NEEDLES = (2, 4, 8)
 FIELDS = ("prompt", "answer", "random_string_to_prepend", "n_needles")
 ROLES = ("user", "assistant")
 HUB = "openai/mrcr (huggingface.co/datasets/openai/mrcr)"
-DATA_FILES = tuple(
-    DataFile(
+# the hub's numbered files, else the first release's single file
+FILES = {
+    n: DataFile(
         f"mrcr_{n}needle",
-        f"mrcr/{n}needle",
-        rf"{n}needle_\d+\.parquet",
+        (rf"mrcr/{n}needle/.*\.parquet", rf"mrcr/{n}needle\.parquet"),
         FIELDS,
         optional=f"its cases skip; ctx_mrcr_{n} runs",
     )
     for n in NEEDLES
-)
+}
+DATA_FILES = tuple(FILES.values())
 
 
 def fix(folder: Path, needles: int) -> str:
@@ -107,12 +108,7 @@ def parse_messages(prompt: object, where: str) -> tuple[tuple[str, str], ...]:
     """A row's ``prompt``: a JSON list of {role: user|assistant, content: text} that starts and
     ends with a user message, with no two assistant messages in a row."""
     field = f"{where}: field prompt"
-    if not isinstance(prompt, str):
-        raise _restore(f"{field} is not text")
-    try:
-        messages = json.loads(prompt)
-    except json.JSONDecodeError as exc:
-        raise _restore(f"{field} is not JSON ({exc.msg} at character {exc.pos})") from None
+    messages = door.json_field(prompt, field, f"restore the file from {HUB}")
     if not isinstance(messages, list) or not messages:
         raise _restore(f"{field} is not a list of messages")
     parsed: list[tuple[str, str]] = []
@@ -134,14 +130,8 @@ def parse_messages(prompt: object, where: str) -> tuple[tuple[str, str], ...]:
 
 
 def mrcr_paths(data_dir: str | None, needles: int) -> tuple[Path, ...]:
-    folder = Path(data_dir or ".") / "mrcr"
-    numbered = folder / f"{needles}needle"
-    if is_dir(numbered):
-        found = [p for p in numbered.iterdir() if p.suffix == ".parquet" and is_file(p)]
-        if found:
-            return tuple(sorted(found, key=_natural))
-    single = folder / f"{needles}needle.parquet"
-    return (single,) if is_file(single) else ()
+    """The files of ``needles``, in number order (a folder among them is refused when read)."""
+    return tuple(sorted(FILES[needles].find(Path(data_dir or ".")), key=_natural))
 
 
 def _natural(path: Path) -> tuple[Any, ...]:
@@ -152,8 +142,8 @@ def not_given(data_dir: str | None, needles: int, length: int | None = None) -> 
     folder = Path(data_dir or ".") / "mrcr"
     at = f" (for length {length})" if length is not None else ""
     return DataNotGiven(
-        f"mrcr_{needles}needle reads {folder}/{needles}needle/*.parquet, which is not there{at}: "
-        f"{fix(folder, needles)}; the generated ctx_mrcr_{needles} needs no files"
+        f"mrcr_{needles}needle reads {FILES[needles].where} under {folder.parent}, and none is "
+        f"there{at}: {fix(folder, needles)}; the generated ctx_mrcr_{needles} needs no files"
     )
 
 
@@ -176,6 +166,7 @@ def _read(path: Path, needles: int, folder: Path) -> Any:
 
     from ctxgate.sources.files import _go_offline
 
+    door.check(path, f"restore the file from {HUB}")
     _go_offline()
     try:
         rows = datasets.load_dataset("parquet", data_files=str(path), split="train")

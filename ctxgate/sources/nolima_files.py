@@ -13,21 +13,20 @@ from importlib import resources
 from pathlib import Path
 from typing import TypeGuard
 
-from ctxgate.memo import is_file, memo, noted
+from ctxgate.memo import memo
+from ctxgate.sources import door
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import DataFile
+from ctxgate.sources.files import DataFile, sha256_of
 
 OFFICIAL = Path("nolima", "needlesets", "needle_set.json")  # under --data-dir
 CHARACTER = "{CHAR}"  # the needle's placeholder for the name drawn per sample
-DATA_FILES = (
-    DataFile(
-        "nolima",
-        OFFICIAL.parent.as_posix(),
-        re.escape(OFFICIAL.name),
-        ("id", "needle", "questions", "tests"),
-        optional="the nolima case skips; ctx_nolima asks the project's own needles",
-    ),
+NEEDLE_SET = DataFile(
+    "nolima",
+    ("/".join(map(re.escape, OFFICIAL.parts)),),
+    ("id", "needle", "questions", "tests"),
+    optional="the nolima case skips; ctx_nolima asks the project's own needles",
 )
+DATA_FILES = (NEEDLE_SET,)
 PROJECT = "nolima_needles.json"  # in ctxgate.data
 # NoLiMa's default template (evaluation/run_tests.py, DEFAULT_TASK_TEMPLATE)
 TASK_TEMPLATE = (
@@ -79,11 +78,12 @@ class NeedleSet:
 
 def load_official(data_dir: str | None) -> NeedleSet:
     path = Path(data_dir or ".") / OFFICIAL
-    if not data_dir or not is_file(path):
+    found = NEEDLE_SET.find(Path(data_dir)) if data_dir else ()
+    if not found:
         raise DataNotGiven(
             f"nolima reads {OFFICIAL} under --data-dir, and there is none at {path}; {FETCH}"
         )
-    return _read(str(path), False)
+    return _read(str(found[0]), False)
 
 
 def load_project() -> NeedleSet:
@@ -95,17 +95,10 @@ def load_project() -> NeedleSet:
 def _read(source: str, project: bool) -> NeedleSet:
     if project:
         raw = resources.files("ctxgate.data").joinpath(PROJECT).read_bytes()
-    else:
-        noted(Path(source))
-        try:
-            raw = Path(source).read_bytes()
-        except OSError as exc:
-            raise _restore(source, f"cannot be read ({exc.strerror or exc})") from None
-    try:
         doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _restore(source, f"not a JSON document ({exc})", f" ({FETCH})") from None
-    return NeedleSet(parse(doc, source), source, hashlib.sha256(raw).hexdigest())
+        return NeedleSet(parse(doc, source), source, hashlib.sha256(raw).hexdigest())
+    doc = door.json_document(Path(source), f"restore the file ({FETCH})")
+    return NeedleSet(parse(doc, source), source, sha256_of(Path(source)))
 
 
 def parse(doc: object, source: str) -> tuple[NeedleCase, ...]:
