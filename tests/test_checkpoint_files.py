@@ -281,10 +281,11 @@ def test_an_override_no_config_takes_is_named_when_read(item, said):
     [
         (
             "rms_norm_eps=1",
-            "transformers' LlamaConfig refuses the config (Validation error for field "
-            "'rms_norm_eps': TypeError: Field 'rms_norm_eps' expected float, got int (value: 1)): "
-            "the likely cause is --model-override rms_norm_eps=1, not the checkpoint; drop or "
-            "correct --model-override rms_norm_eps=1 (the checkpoint's own is rms_norm_eps=1e-06)",
+            "--model-override rms_norm_eps=1: transformers' LlamaConfig refuses the config it "
+            "gives (Validation error for field 'rms_norm_eps': TypeError: Field 'rms_norm_eps' "
+            "expected float, got int (value: 1)): the likely cause is --model-override "
+            "rms_norm_eps=1, not the checkpoint; drop or correct --model-override rms_norm_eps=1 "
+            "(the checkpoint's own is rms_norm_eps=1e-06)",
         ),
         ("initializer_range=2.0", "the likely cause is --model-override initializer_range=2.0"),
         ("hidden_act=3", 'config.json has "silu" there, so give a value of that kind'),

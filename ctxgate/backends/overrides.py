@@ -243,8 +243,8 @@ def _check_class(
     own = config.get(key) if key is not None else None
     hint = f" (the checkpoint's own is {key}={json.dumps(own)})" if own is not None else ""
     raise OverrideError(
-        f"transformers' {built.__name__} refuses the config ({problem}): the likely cause is "
-        f"{named}, not the checkpoint; drop or correct {named}{hint}"
+        f"{named}: transformers' {built.__name__} refuses the config it gives ({problem}): the "
+        f"likely cause is {named}, not the checkpoint; drop or correct {named}{hint}"
     )
 
 
