@@ -345,3 +345,14 @@ def test_init_names_a_file_where_it_makes_a_folder_and_writes_nothing(
 
 def test_the_shipped_checkpoint_reads_as_before():
     check_checkpoint(TINY)
+
+
+def test_a_helmet_tokenizer_with_only_its_config_is_refused_by_the_same_check(pytester, tmp_path):
+    folder = tmp_path / "llama2-tok"
+    folder.mkdir()
+    shutil.copy(TINY / "tokenizer_config.json", folder)
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    result = pytester.runpytest("--model", str(TINY), "--helmet-tokenizer", str(folder))
+    line = [x for x in result.stderr.lines if "--helmet-tokenizer" in x]
+    assert result.ret == 4 and len(line) == 1
+    assert f"{folder} has tokenizer_config.json (which only names the tokenizer's class)" in line[0]
