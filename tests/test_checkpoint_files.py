@@ -356,3 +356,14 @@ def test_a_helmet_tokenizer_with_only_its_config_is_refused_by_the_same_check(py
     line = [x for x in result.stderr.lines if "--helmet-tokenizer" in x]
     assert result.ret == 4 and len(line) == 1
     assert f"{folder} has tokenizer_config.json (which only names the tokenizer's class)" in line[0]
+
+
+def test_a_bpe_vocabularys_merges_are_in_the_fingerprint(ckpt):
+    from ctxgate.backends.fingerprint import checkpoint_fingerprint
+
+    (ckpt / "vocab.json").write_text('{"a": 0, "b": 1}')
+    (ckpt / "merges.txt").write_text("#version: 0.2\na b\n")
+    before = checkpoint_fingerprint(str(ckpt))
+    (ckpt / "merges.txt").write_text("#version: 0.2\nb a\n")
+    after = checkpoint_fingerprint(str(ckpt))
+    assert before["sha256"] != after["sha256"] and "file:merges.txt" in after
