@@ -7,7 +7,6 @@ loads; the adapter is merged into it with ``peft`` (the predictions of the folde
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import warnings
 from collections.abc import Callable, Mapping
@@ -20,6 +19,7 @@ from ctxgate.backends.checkpoint import (
     CheckpointError,
     ModelNotFound,
     check_safetensors,
+    read_json,
     resolve_model,
     tokenizer_files,
 )
@@ -54,19 +54,16 @@ class Adapter:
 
 
 def is_adapter(folder: Path) -> bool:
-    return (folder / ADAPTER_CONFIG).is_file() and not (folder / "config.json").is_file()
+    """adapter_config.json makes the folder an adapter whatever else it holds, as PEFT reads it
+    (a config.json beside it is the base's, saved by some trainers)."""
+    return (folder / ADAPTER_CONFIG).is_file()
 
 
 def find_adapter(folder: Path, base_model: str | None, allow_pickle: bool = False) -> Adapter:
     """The adapter in ``folder`` and its base, checked (CheckpointError names what is missing)."""
     path = folder / ADAPTER_CONFIG
-    try:
-        config = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(
-            f"{path} is not readable JSON ({exc}); restore it from the training run"
-        ) from None
-    if not isinstance(config, dict) or not config.get("peft_type"):
+    config = read_json(path, "restore it from the training run")
+    if not config.get("peft_type"):
         raise CheckpointError(
             f"{path} names no peft_type: it is not a PEFT adapter config; restore it"
         )

@@ -7,13 +7,28 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
+from typing import Any
 
 from ctxgate.records.refusal import CtxgateError
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
-TOKENIZER_FILES = tuple(
-    "tokenizer.json tokenizer.model vocab.json spiece.model tiktoken.model vocab.txt".split()
+# the JSON files transformers and PEFT read, each an object
+OBJECTS = frozenset(
+    "config.json generation_config.json tokenizer_config.json special_tokens_map.json "
+    "tokenizer.json added_tokens.json vocab.json adapter_config.json".split()
+) | {SAFETENSORS_INDEX}
+RESTORE = "restore the file from the training run or the base model"
+# what a JSON value of each type is called (``object``: any)
+JSON_TYPES = {
+    dict: "a JSON object", list: "a JSON array", str: "a JSON string", int: "a JSON number",
+    float: "a JSON number", bool: "JSON true or false", type(None): "JSON null", object: "JSON",
+}  # fmt: skip
+# what transformers builds a tokenizer from (merges.txt only beside vocab.json)
+TOKENIZER_FILES = (
+    *"tokenizer.json tokenizer.model vocab.json merges.txt".split(),
+    *"spiece.model tiktoken.model vocab.txt".split(),
 )
+BPE = frozenset({"vocab.json", "merges.txt"})
 
 
 class ModelNotFound(CtxgateError, ValueError):
@@ -62,35 +77,58 @@ def check_checkpoint(
     ignore_remote_code: bool = False,
     allow_pickle: bool = False,
 ) -> None:
-    _check_json_files(folder)
+    check_json_files(folder)
     _check_config(folder, trust_remote_code, ignore_remote_code)
     _check_weights(folder, allow_pickle)
     check_tokenizer(folder)
     _check_chat_template(folder)
 
 
-def _check_json_files(folder: Path) -> None:
+def check_json_files(folder: Path) -> None:
     """Every JSON file a load reads: transformers ignores a generation_config.json it cannot parse
     without a word, and that file decides where generation stops."""
     for path in sorted(folder.glob("*.json")):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise CheckpointError(
-                f"{path}: not UTF-8 text (byte offset {exc.start}); restore it from the training "
-                "run or the base model"
-            ) from None
-        except OSError as exc:
-            raise CheckpointError(
-                f"{path} cannot be read ({exc.strerror or exc}); check its permissions"
-            ) from None
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CheckpointError(
-                f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); restore "
-                "the file from the training run or the base model"
-            ) from None
+        read_json(path, kind=dict if path.name in OBJECTS else object)
+
+
+def read_json(path: Path, fix: str = RESTORE, kind: type = dict) -> Any:
+    """A JSON file of a checkpoint, decoded: the one door for them. Anything that keeps it from
+    being a JSON ``kind`` (a folder in its place, unreadable, empty, not UTF-8, not JSON, nested too
+    deeply for Python's parser, another top-level type) is a CheckpointError naming the file, what
+    is wrong and ``fix``."""
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise CheckpointError(f"{path} is a folder, where a JSON file goes: {fix}") from None
+    except FileNotFoundError:
+        raise CheckpointError(f"{path} is missing: {fix}") from None
+    except OSError as exc:
+        raise CheckpointError(
+            f"{path} cannot be read ({exc.strerror or exc}); check its permissions"
+        ) from None
+    return decode_json(raw, str(path), fix, kind)
+
+
+def decode_json(raw: bytes, where: str, fix: str, kind: type = dict) -> Any:
+    """``raw`` as JSON of ``kind`` (object: any); ``where`` names it in the CheckpointError."""
+    if not raw.strip():
+        raise CheckpointError(f"{where} is empty: {fix}")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CheckpointError(f"{where}: not UTF-8 text (byte offset {exc.start}): {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(
+            f"{where}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}): {fix}"
+        ) from None
+    except (ValueError, RecursionError) as exc:  # a number of over 4300 digits; deep nesting
+        what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        raise CheckpointError(f"{where}: not readable JSON ({what}): {fix}") from None
+    if not isinstance(data, kind):
+        raise CheckpointError(
+            f"{where} holds {JSON_TYPES[type(data)]}, not {JSON_TYPES[kind]}: {fix}"
+        )
+    return data
 
 
 def _check_chat_template(folder: Path) -> None:
@@ -105,8 +143,7 @@ def _check_chat_template(folder: Path) -> None:
         sources.append((jinja, jinja.read_text(encoding="utf-8", errors="replace")))
     config = folder / "tokenizer_config.json"
     if config.is_file():
-        data = json.loads(config.read_text(encoding="utf-8"))
-        template = data.get("chat_template") if isinstance(data, dict) else None
+        template = read_json(config).get("chat_template")
         if isinstance(template, str):
             sources.append((config, template))
     for path, text in sources:
@@ -129,10 +166,8 @@ def _check_config(folder: Path, trust_remote_code: bool, ignore_remote_code: boo
             f"{config_path} is missing: --model must be a checkpoint folder with the config.json "
             "saved beside the weights."
         )
-    config = json.loads(config_path.read_text(encoding="utf-8"))  # _check_json_files read it
-    if not isinstance(config, dict) or not (
-        config.get("model_type") or config.get("architectures")
-    ):
+    config = read_json(config_path)
+    if not (config.get("model_type") or config.get("architectures")):
         raise CheckpointError(
             f"{config_path} names no model_type or architectures: restore config.json from the "
             "training run or the base model"
@@ -167,8 +202,7 @@ def _check_weights(folder: Path, allow_pickle: bool) -> None:
     index = folder / SAFETENSORS_INDEX
     shards = sorted(folder.glob("*.safetensors"))
     if index.is_file():
-        data = json.loads(index.read_text(encoding="utf-8"))  # readable: _check_json_files read it
-        weight_map = data.get("weight_map") if isinstance(data, dict) else None
+        weight_map = read_json(index).get("weight_map")
         if not isinstance(weight_map, dict):
             raise CheckpointError(
                 f"{index} has no weight_map: restore the index saved with the shards"
@@ -212,20 +246,24 @@ def check_safetensors(path: Path) -> None:
                 raise CheckpointError(
                     f"{path} is not a safetensors file, or it is cut short ({size} bytes): {fix}"
                 )
-            header = json.loads(f.read(header_len))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(
-            f"{path} has an unreadable safetensors header ({exc}): {fix}"
-        ) from None
-    if not isinstance(header, dict):
-        raise CheckpointError(
-            f"{path} has a safetensors header that is not a table of tensors: {fix}"
-        )
-    ends = [
-        t["data_offsets"][1]
-        for name, t in header.items()
-        if name != "__metadata__" and isinstance(t, dict) and "data_offsets" in t
-    ]
+            raw = f.read(header_len)
+    except OSError as exc:
+        raise CheckpointError(f"{path} cannot be read ({exc.strerror or exc}): {fix}") from None
+    header = decode_json(raw, f"{path}'s safetensors header", fix, kind=object)
+    # each tensor: {"dtype", "shape", "data_offsets": [begin, end]}
+    tensors = (
+        [t for name, t in header.items() if name != "__metadata__"]
+        if isinstance(header, dict)
+        else [None]
+    )
+    ends: list[int] = []
+    for tensor in tensors:
+        pair = tensor.get("data_offsets") if isinstance(tensor, dict) else None
+        if not (isinstance(pair, list) and len(pair) == 2 and all(type(x) is int for x in pair)):
+            raise CheckpointError(
+                f"{path} has a safetensors header that is not a table of tensors: {fix}"
+            )
+        ends.append(pair[1])
     expected = 8 + header_len + max(ends, default=0)
     if size < expected:
         raise CheckpointError(
@@ -238,22 +276,25 @@ def tokenizer_files(folder: Path) -> list[str]:
 
 
 def check_tokenizer(folder: Path, flag: str = "") -> None:
-    """``flag``: the option that named the folder, where it is not the checkpoint's own."""
+    """What transformers builds a tokenizer from: tokenizer.json, else a SentencePiece or tiktoken
+    model, else a vocabulary (with its merges for BPE). ``flag``: the option that named the folder,
+    where it is not the checkpoint's own."""
     given = f"{flag} {folder}: " if flag else ""
-    present = tokenizer_files(folder) + [p.name for p in folder.glob("*.tiktoken")]
-    if not present:
-        raise CheckpointError(
-            f"{given}{folder} has no tokenizer ({', '.join(TOKENIZER_FILES[:3])} or the like): "
-            "trainers often save it only with the final checkpoint. Copy the tokenizer files of "
-            "the base model into this folder"
-        )
-    if "tokenizer.json" not in present:
+    present = set(tokenizer_files(folder) + [p.name for p in folder.glob("*.tiktoken")])
+    if "tokenizer.json" in present:
+        read_json(folder / "tokenizer.json", "copy tokenizer.json again from the base model")
         return
-    path = folder / "tokenizer.json"
-    try:
-        json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(
-            f"{given}{path} is not readable JSON ({exc}); the tokenizer cannot be built. Fix: "
-            "copy tokenizer.json again from the base model"
-        ) from None
+    if present - BPE or BPE <= present:
+        return
+    if present:  # one half of a BPE vocabulary
+        (one,) = present
+        what = f"has {one} but not {next(iter(BPE - present))}, which BPE needs beside it"
+    elif (folder / "tokenizer_config.json").is_file():
+        what = "has tokenizer_config.json (which only names the tokenizer's class) but no tokenizer"
+    else:
+        what = "has no tokenizer"
+    raise CheckpointError(
+        f"{given}{folder} {what}: transformers builds one from tokenizer.json, tokenizer.model "
+        "(SentencePiece) or vocab.json with merges.txt (BPE). Trainers often save them only with "
+        "the final checkpoint: copy the tokenizer files of the base model into this folder"
+    )

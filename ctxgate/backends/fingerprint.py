@@ -10,11 +10,14 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ctxgate.backends.checkpoint import TOKENIZER_FILES
 from ctxgate.backends.overrides import ConfigOverrides
 
-_META = tuple(
-    "config.json generation_config.json tokenizer.json tokenizer_config.json chat_template.jinja "
-    "special_tokens_map.json tokenizer.model model.safetensors.index.json".split()
+# every tokenizer file transformers builds from, as the checks know them
+_META = (
+    *"config.json generation_config.json tokenizer_config.json chat_template.jinja".split(),
+    *"special_tokens_map.json model.safetensors.index.json".split(),
+    *TOKENIZER_FILES,
 )
 _BLOCK = 8 * 1024 * 1024
 _MEMO_MIN = 1024 * 1024  # smaller files are hashed each time: cheaper than the memo's own file

@@ -10,13 +10,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ctxgate.backends.adapters import (
+    ADAPTER_CONFIG,
+    ADAPTER_WEIGHTS,
     Adapter,
     adapter_fingerprint,
     find_adapter,
     is_adapter,
     merged_model,
 )
-from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint, check_tokenizer
+from ctxgate.backends.checkpoint import (
+    CheckpointError,
+    check_checkpoint,
+    check_json_files,
+    check_tokenizer,
+)
 from ctxgate.backends.sharded import (
     DistributedCheckpoint,
     check_readable,
@@ -33,7 +40,8 @@ Kind = Literal["hf", "adapter", "sharded"]
 
 
 class WrongFlag(CtxgateError, ValueError):
-    """A flag that does not fit the checkpoint (a usage error, not a broken checkpoint)."""
+    """A flag that does not fit the checkpoint, or one it needs (a usage error, not a broken
+    checkpoint)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,13 @@ def locate(
             f"--base-model is for a PEFT adapter folder, and {folder} has no adapter_config.json: "
             "drop --base-model"
         )
+    if kind == "adapter" and not base_model and has_hf_weights(folder):
+        raise WrongFlag(
+            f"{folder} holds a PEFT adapter ({ADAPTER_CONFIG}) and a whole model's weights: PEFT "
+            "reads it as the adapter on the base its config names, transformers as the adapter on "
+            "the weights beside it. Pass --base-model with the base to apply it to (the folder "
+            "itself for the weights beside it)"
+        )
     if config_from and kind != "sharded":
         raise WrongFlag(
             f"--config-from is for a sharded checkpoint, and {folder} has none (no .metadata, no "
@@ -136,6 +151,9 @@ def locate(
                 "bisect take a whole run: docs/training.md)"
             )
     adapter = find_adapter(folder, base_model, allow_pickle) if kind == "adapter" else None
+    if adapter:  # its own files: the JSON beside it, and the tokenizer when it was saved there
+        check_json_files(folder)
+        check_tokenizer(adapter.tokenizer_dir)
     weights = adapter.base if adapter else folder  # an adapter's base is a Hugging Face folder
     check_checkpoint(
         weights,
@@ -155,5 +173,7 @@ def written(folder: Path) -> bool:
 
 
 def has_hf_weights(folder: Path) -> bool:
-    """Weights ``from_pretrained`` reads (Trainer saves them beside a ZeRO-1/2 checkpoint)."""
-    return any(folder.glob("*.safetensors")) or any(folder.glob("pytorch_model*.bin"))
+    """Weights ``from_pretrained`` reads (Trainer saves them beside a ZeRO-1/2 checkpoint); an
+    adapter's own are not."""
+    found = [*folder.glob("*.safetensors"), *folder.glob("pytorch_model*.bin")]
+    return any(p.name not in ADAPTER_WEIGHTS for p in found)

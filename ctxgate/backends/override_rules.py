@@ -127,6 +127,14 @@ STRUCTURAL = Rule(
     None,
     MAX_POSITIONS,
 )
+# what a norm adds to the variance before dividing by its root (rms_norm_eps, layer_norm_epsilon)
+EPSILON = Rule(_above(0), "a number above 0 (a norm divides by it)", "1e-06", MOST_KNOB)
+# settings that say which model the weights are, not how it runs: an override of them is refused
+FIXED = {
+    "model_type": "picks the model class that the weights were saved for",
+    "architectures": "names the model class that the weights were saved for",
+    "auto_map": "names the checkpoint's own model code, which --trust-remote-code decides on",
+}
 AT_LEAST_KNOB = f"a number of at least {LEAST_KNOB}"
 KNOB_LIST = f"a list of numbers from {LEAST_KNOB} to {MOST_KNOB}"
 # the other numbers of the RoPE types' dictionaries, as transformers 5's validators and RoPE
@@ -244,7 +252,14 @@ def check_setting(key: str, value: Any) -> None:
     flat = isinstance(value, dict) and not any(isinstance(v, dict) for v in value.values())
     if key in ROPE_DICTS and flat:
         check_rope(value, f"--model-override {key}")
+    if key in FIXED:
+        raise OverrideError(
+            f"--model-override {key}={json.dumps(value)}: {key} {FIXED[key]}, which an override "
+            f"cannot change; drop --model-override {key}=... (for another model, give its "
+            "checkpoint)"
+        )
     rule = VALUES.get(key) or (STRUCTURAL if is_structural(key) else None)
+    rule = rule or (EPSILON if key.endswith(("_eps", "_epsilon")) else None)
     if rule is None:
         return
     fix = (

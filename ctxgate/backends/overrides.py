@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxgate.backends.checkpoint import CheckpointError, read_json
 from ctxgate.backends.override_rules import (
     MAX_POSITIONS,
     ROPE_DICTS,
@@ -87,9 +88,10 @@ def parse(
     if rope_scaling:
         try:
             given = json.loads(rope_scaling)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise OverrideError(
-                f"--rope-scaling {rope_scaling!r} is not JSON ({exc.msg}): e.g. {ROPE_EXAMPLE}"
+                f"--rope-scaling {rope_scaling[:80]!r} is not JSON ({_unread(exc)}): e.g. "
+                f"{ROPE_EXAMPLE}"
             ) from None
         if not isinstance(given, dict) or not given:
             raise OverrideError(
@@ -114,8 +116,20 @@ def parse(
         except json.JSONDecodeError:
             # a plain string: --model-override attn_logit_softcapping=none stays text
             keys[key] = raw
+        except (ValueError, RecursionError) as exc:
+            raise OverrideError(
+                f"--model-override {key}={raw[:80]}... cannot be read ({_unread(exc)}): give a "
+                "value of the config's kind"
+            ) from None
         check_setting(key, keys[key])
     return ConfigOverrides(rope, tuple(keys.items()))
+
+
+def _unread(exc: Exception) -> str:
+    """Why json could not read a value: its own words, or the limit it met."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    return "nested too deeply" if isinstance(exc, RecursionError) else "a number of too many digits"
 
 
 def check_keys(changes: dict[str, object], config: dict[str, object], where: str) -> None:
@@ -169,13 +183,11 @@ def window(config: dict[str, object]) -> int | None:
 def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, object], int | None]:
     """The changes to make to ``folder``'s config, checked against it, and the window they give."""
     try:
-        config = json.loads((Path(folder) / "config.json").read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise OverrideError(
-            f"the overrides need {folder}/config.json, which cannot be read ({exc})"
-        ) from None
-    if not isinstance(config, dict):
-        raise OverrideError(f"{folder}/config.json is not a JSON object")
+        config = read_json(
+            Path(folder) / "config.json", f"{_flags(overrides)} change it; restore it"
+        )
+    except CheckpointError as exc:
+        raise OverrideError(str(exc)) from None
     check_keys(dict(overrides.keys), config, f"{folder}/config.json")
     changes = overrides.resolve(config)
     result = {**config, **changes}
@@ -187,7 +199,59 @@ def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, o
             f"{_flags(overrides)} give a window of {covered:,} positions, more than "
             f"{MAX_POSITIONS:,}: give a smaller factor or max_position_embeddings"
         )
+    _check_class(config, changes, overrides)  # last: the checks above say more
     return changes, covered
+
+
+def _check_class(
+    config: dict[str, object], changes: dict[str, object], overrides: ConfigOverrides
+) -> None:
+    """The changed config through transformers' own class for its model_type, as a server reads the
+    config.json written with them: the class's validators know each setting's type and range, and
+    the settings' fit together. What they refuse with the changes and not without is the
+    overrides'."""
+    import copy
+
+    try:
+        import transformers
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    except ImportError:  # pragma: no cover - a backend that loads the config brings it
+        return
+    kind = config.get("model_type")
+    if not changes or not isinstance(kind, str) or kind not in CONFIG_MAPPING:
+        return
+    built = CONFIG_MAPPING[kind]
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # its warnings about the config's other keys
+    try:
+        try:
+            built.from_dict(copy.deepcopy(config))
+        except Exception:  # noqa: BLE001 - the checkpoint's own config: its load says why
+            return
+        try:
+            built.from_dict(copy.deepcopy({**config, **changes}))
+            return
+        except Exception as exc:  # noqa: BLE001 - whatever the class's validators raise
+            problem = " ".join(str(exc).split())[:300] or type(exc).__name__
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+    given = dict(overrides.keys)
+    key = next((k for k in given if f"'{k}'" in problem), None)
+    named = (
+        f"--model-override {key}={json.dumps(given[key])}" if key is not None else _named(overrides)
+    )
+    own = config.get(key) if key is not None else None
+    hint = f" (the checkpoint's own is {key}={json.dumps(own)})" if own is not None else ""
+    raise OverrideError(
+        f"{named}: transformers' {built.__name__} refuses the config it gives ({problem}): the "
+        f"likely cause is {named}, not the checkpoint; drop or correct {named}{hint}"
+    )
+
+
+def _named(overrides: ConfigOverrides) -> str:
+    """The overrides as given on the command line."""
+    rope = [f"--rope-scaling '{json.dumps(dict(overrides.rope))}'"] if overrides.rope else []
+    return " ".join(rope + [f"--model-override {k}={json.dumps(v)}" for k, v in overrides.keys])
 
 
 def _flags(overrides: ConfigOverrides) -> str:

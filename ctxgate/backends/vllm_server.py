@@ -116,11 +116,10 @@ def _batch_arg(vllm_args: Sequence[str]) -> str | None:
 
 def kv_bytes_of(model_dir: str, element_size: int) -> int | None:
     """``kv_bytes_per_token`` from the folder's config.json; None when it does not say."""
-    import json
+    from ctxgate.backends.checkpoint import read_json
 
-    try:
-        config = json.loads((Path(model_dir) / "config.json").read_text("utf-8"))
-        return kv_bytes_per_token(config, element_size)
+    try:  # a CheckpointError is a ValueError
+        return kv_bytes_per_token(read_json(Path(model_dir) / "config.json"), element_size)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 

@@ -152,6 +152,8 @@ def _spec(
             f"--helmet-tokenizer {helmet!r} is not a tokenizer folder (no tokenizer_config.json): "
             + LLAMA2
         )
+    if helmet:
+        check_tokenizer(Path(helmet), "--helmet-tokenizer")
     if values["ray"] is not None:
         _check_ray(values["ray"], backend)
     if values["haystack"]:

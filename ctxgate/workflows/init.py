@@ -41,13 +41,21 @@ def main(args: argparse.Namespace) -> int:
     if args.ci:
         ci_template, ci_destination = CI[args.ci]
         pairs.append((TEMPLATES / "ci" / ci_template, folder / ci_destination))
-    # --force replaces files, never a folder: one where a file goes is the user's to move
-    taken = next((dest for _, dest in pairs if dest.is_dir() and not dest.is_symlink()), None)
-    if taken is not None:
-        raise CtxgateError(
-            f"{taken} is a folder, but ctxgate init writes a file there; nothing was written: "
-            "move or remove the folder, then run ctxgate init again"
-        )
+    # --force replaces files, never a folder where a file goes nor a file (or a link that leads
+    # nowhere) where a folder goes: those are the user's to move
+    for _, dest in pairs:
+        if dest.is_dir() and not dest.is_symlink():
+            raise CtxgateError(
+                f"{dest} is a folder, but ctxgate init writes a file there; nothing was written: "
+                "move or remove the folder, then run ctxgate init again"
+            )
+        inside = [folder / p for p in reversed(dest.relative_to(folder).parents)]
+        for step in inside:
+            if (step.exists() or step.is_symlink()) and not step.is_dir():
+                raise CtxgateError(
+                    f"{step} is a file, but ctxgate init makes a folder there for {dest}; nothing "
+                    "was written: move or rename the file, then run ctxgate init again"
+                )
     # a link counts as there, dangling or not: the write replaces the link, never what it points to
     existing = [dest for _, dest in pairs if dest.exists() or dest.is_symlink()]
     if existing and not args.force:
