@@ -125,10 +125,14 @@ def _answering(address: str) -> str:
             said, fix = f"--ray auto: RAY_ADDRESS={env}", "set RAY_ADDRESS to"
         elif address == "auto":
             said = "--ray auto (RAY_ADDRESS unset: the cluster `ray start` started here)"
-        where = "on this machine" if head == "auto" else f"at {head} ({_first(exc)})"
+        # where Ray would look: the address given, unless Ray resolves it to another
+        at = f" at {head}" * (head != (env or address))
+        wrong = f"{said}: no Ray cluster answers{at} ({_first(exc)})"
+        if head == "auto":
+            wrong = "--ray auto: RAY_ADDRESS is unset and no Ray cluster runs on this machine"
         raise BackendError(
-            f"{said}: no Ray cluster answers {where}; {fix} the address of a running head "
-            "(`ray start --head` starts one), or pass --ray local for a cluster of this machine"
+            f"{wrong}; {fix} the address of a running head (`ray start --head` starts one), or "
+            "pass --ray local for a cluster of this machine"
         ) from None
     return head
 
