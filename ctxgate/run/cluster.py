@@ -118,7 +118,8 @@ def _answering(address: str) -> str:
         if "://" not in head:  # ray://HOST:PORT: a Ray client server, joined as given
             head = canonicalize_bootstrap_address(head) or head
         host, port = head.split("://")[-1].rsplit(":", 1)
-        socket.create_connection((host.strip("[]"), int(port)), timeout=GCS_ANSWER_S).close()
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=GCS_ANSWER_S) as s:
+            _speaks_grpc(s)
     except (OSError, ValueError) as exc:  # ConnectionError: auto found no cluster here
         said, fix = f"--ray {address}", "pass --ray"
         if env:
@@ -135,6 +136,20 @@ def _answering(address: str) -> str:
             "pass --ray local for a cluster of this machine"
         ) from None
     return head
+
+
+def _speaks_grpc(s: socket.socket) -> None:
+    """A head answers HTTP/2's preface with its SETTINGS frame (gRPC): anything else there (the
+    dashboard's HTTP port) Ray would retry as long as nothing at all."""
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        return  # TLS first: the frames come after a handshake Ray's own client makes
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+    frame = s.recv(9, socket.MSG_WAITALL)
+    if len(frame) < 9 or frame[3] != 4:
+        raise ConnectionError(
+            "it answers, but not as a Ray head: the head's port is the one `ray start --head` "
+            "printed (6379 by default), not the dashboard's"
+        )
 
 
 def disconnect() -> None:
