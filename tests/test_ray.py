@@ -422,6 +422,18 @@ def test_an_address_where_no_cluster_answers_is_one_line_within_seconds(
     assert time.monotonic() - started < 30
     assert bisect.returncode == 2 and bisect.stderr.count("\n") == 1, bisect.stderr
     one_line(bisect.stdout + bisect.stderr, "ctxgate bisect: --ray 127.0.0.1:1: no Ray cluster")
+    # watch passes --ray to each pytest it starts: that run's line, and watch's own verdict
+    shutil.copytree(TINY, pytester.path / "run" / "checkpoint-100")
+    started = time.monotonic()
+    watched = run_ctxgate(
+        "watch", "run", "--once", "--settle", "0", "--",
+        "-k", "niah_single_1", "--lengths", "256", "--ray", "127.0.0.1:1",
+        cwd=pytester.path, timeout=120,
+    )  # fmt: skip
+    assert time.monotonic() - started < 60  # two Python starts, each well under 30 s
+    assert watched.returncode == 1, watched.stdout[-3000:]
+    assert "checkpoint-100 was not evaluated completely (exit 2)" in watched.stdout
+    one_line(watched.stdout + watched.stderr, "--ray 127.0.0.1:1: no Ray cluster answers")
 
 
 def test_sigterm_to_the_driver_ends_as_without_ray_and_a_run_waiting_for_the_resource_says_so(
