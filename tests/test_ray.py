@@ -6,13 +6,16 @@ in its own process; the serial runs they are compared with run in this one."""
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,6 +104,16 @@ def replica_processes() -> list[psutil.Process]:
     for p in psutil.process_iter(["cmdline"]):
         if any("ReplicaWorker" in part for part in p.info["cmdline"] or ()):
             found.append(p)
+    return found
+
+
+def replicas_in(folder: Path) -> list[int]:
+    """The replicas of runs started in ``folder`` (a replica loads there): not another run's."""
+    found = []
+    for p in replica_processes():
+        with contextlib.suppress(psutil.Error):
+            if Path(p.cwd()) == folder:
+                found.append(p.pid)
     return found
 
 
@@ -366,6 +379,123 @@ def test_ray_is_refused_with_xdist_and_without_an_address(tmp_path):
     assert xdist.returncode == 4 and "drop -n" in xdist.stderr
     empty = run(tmp_path, *CASES, "--ray=")
     assert empty.returncode == 4 and "--ray is empty" in empty.stderr
+
+
+def test_an_address_where_no_cluster_answers_is_one_line_within_seconds(
+    real_suite, pytester, monkeypatch, checkpoint_sequence
+):
+    """Ray itself retries an absent head for many minutes: the address is checked first, given
+    (--ray) or taken from RAY_ADDRESS (--ray auto), from pytest and from a verb."""
+    fix = "or pass --ray local for a cluster of this machine"
+    # something else at the address (a dashboard's HTTP port), on the loopback at an address Ray
+    # takes as given (it turns 127.0.0.1 into this machine's interface address)
+    web = http.server.ThreadingHTTPServer(("127.0.0.2", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    dashboard = f"127.0.0.2:{web.server_address[1]}"
+
+    def one_line(out: str, said: str) -> None:
+        assert "Traceback" not in out and "SystemExit" not in out, out[-3000:]
+        lines = [x for x in out.splitlines() if "no Ray cluster answers" in x]
+        assert lines and all(said in x and fix in x for x in lines), out[-3000:]
+
+    for address, env, said in (
+        ("127.0.0.1:1", "", "--ray 127.0.0.1:1: no Ray cluster answers"),
+        ("auto", "127.0.0.1:1", "--ray auto: RAY_ADDRESS=127.0.0.1:1: no Ray cluster answers"),
+        (dashboard, "", f"{dashboard}: no Ray cluster answers (it answers, but not as a Ray head"),
+    ):
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        if env:
+            monkeypatch.setenv("RAY_ADDRESS", env)
+        started = time.monotonic()
+        result = real_suite(*CASES, "--samples", "2", "--no-cache", "--ray", address)
+        assert time.monotonic() - started < 30
+        assert result.ret == 2  # interrupted: no case can run, as when a local model cannot load
+        one_line(result.stdout.str() + result.stderr.str(), said)
+        if env:
+            assert "set RAY_ADDRESS to the address of a running head" in result.stdout.str()
+    web.shutdown()
+    started = time.monotonic()
+    bisect = call_ctxgate(
+        "bisect", str(checkpoint_sequence), "-k", "niah_single_1", "--lengths", "256",
+        "--ray", "127.0.0.1:1", cwd=pytester.path,
+    )  # fmt: skip
+    assert time.monotonic() - started < 30
+    assert bisect.returncode == 2 and bisect.stderr.count("\n") == 1, bisect.stderr
+    one_line(bisect.stdout + bisect.stderr, "ctxgate bisect: --ray 127.0.0.1:1: no Ray cluster")
+    # watch passes --ray to each pytest it starts: that run's line, and watch's own verdict
+    shutil.copytree(TINY, pytester.path / "run" / "checkpoint-100")
+    started = time.monotonic()
+    watched = run_ctxgate(
+        "watch", "run", "--once", "--settle", "0", "--",
+        "-k", "niah_single_1", "--lengths", "256", "--ray", "127.0.0.1:1",
+        cwd=pytester.path, timeout=120,
+    )  # fmt: skip
+    assert time.monotonic() - started < 60  # two Python starts, each well under 30 s
+    assert watched.returncode == 1, watched.stdout[-3000:]
+    assert "checkpoint-100 was not evaluated completely (exit 2)" in watched.stdout
+    one_line(watched.stdout + watched.stderr, "--ray 127.0.0.1:1: no Ray cluster answers")
+
+
+def test_sigterm_to_the_driver_ends_as_without_ray_and_a_run_waiting_for_the_resource_says_so(
+    cluster, tmp_path
+):
+    """A session holds both units of the resource; a second one waits for them and says so at its
+    start timeout; SIGTERM then ends the first as without Ray (tests/test_fail_closed.py), not
+    through Ray's own handler."""
+    select = on_ray(
+        cluster, *CASES, "--samples", "300", "--report", "r.json", "--cache-dir", "cache"
+    )
+    proc = start_suite(*select, cwd=tmp_path, env=RAY_ENV)
+    try:
+        deadline = time.monotonic() + 300
+        while (
+            cached(tmp_path / "cache") < 4 and proc.poll() is None and time.monotonic() < deadline
+        ):
+            time.sleep(0.1)
+        assert proc.poll() is None, "the run ended before the signal"
+        waiting = launch_suite(
+            *on_ray(cluster, *CASES, "--samples", "2", "--no-cache"),
+            cwd=tmp_path, env={**RAY_ENV, "CTXGATE_RAY_START_TIMEOUT": "3"}, timeout=300,
+        )  # fmt: skip
+        replicas = replicas_in(tmp_path)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert waiting.returncode == 2, waiting.stdout[-3000:]
+    assert (
+        f"waiting for a {RESOURCE!r} resource, the cluster has 2 of it, 2 taken" in waiting.stdout
+    )
+    assert "CTXGATE_RAY_START_TIMEOUT higher than 3s" in waiting.stdout
+    assert proc.returncode == 2, out[-3000:]
+    assert "received SIGTERM" in out, out[-3000:]
+    assert "Traceback" not in out and "SystemExit" not in out, out[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["complete"] is False and cached(tmp_path / "cache") >= 4
+    assert len(replicas) == 2 and gone(replicas), "a replica outlived its signalled driver"
+
+
+def test_a_replica_still_loading_at_the_start_timeout_is_named_as_loading(cluster, tmp_path):
+    """The checkpoint's own model code (--trust-remote-code) takes ten minutes to import: the
+    replicas are placed at once, and their load outlasts the start timeout."""
+    slow = tmp_path / "slow"
+    shutil.copytree(TINY, slow)
+    config = json.loads((slow / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForCausalLM": "modeling_slow.SlowLlama"}
+    (slow / "config.json").write_text(json.dumps(config))
+    (slow / "modeling_slow.py").write_text(
+        "import time\n\nfrom transformers import LlamaForCausalLM\n\ntime.sleep(600)\n\n\n"
+        "class SlowLlama(LlamaForCausalLM):\n    pass\n"
+    )
+    result = launch_suite(
+        *on_ray(cluster, *CASES, "--samples", "2", "--no-cache", "--trust-remote-code"),
+        model=slow, cwd=tmp_path, env={**RAY_ENV, "CTXGATE_RAY_START_TIMEOUT": "20"}, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout[-3000:]
+    assert "loading the model on node 127.0.0.1" in result.stdout, result.stdout[-3000:]
+    assert "took longer than 20s (the replicas were placed" in result.stdout
+    assert "waiting for" not in result.stdout and "Traceback" not in result.stdout
+    assert gone(replicas_in(tmp_path))
 
 
 def test_without_ray_installed_the_option_names_the_extra(monkeypatch):

@@ -12,7 +12,10 @@ import heapq
 import itertools
 import logging
 import os
+import signal
+import socket
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -36,6 +39,8 @@ LOCAL = "local"  # --ray local: a cluster of this machine, started for the run a
 MAX_TRIES = 3  # replicas a request may lose before the run stops trusting the cluster with it
 # a replica placed and loaded
 START_TIMEOUT_S = float(os.environ.get("CTXGATE_RAY_START_TIMEOUT", "900"))
+# a head that is up accepts a connection at once: no answer in this long is none
+GCS_ANSWER_S = 5.0
 # the replicas' servers stopping (VLLMServer.stop waits up to 30 s for its processes)
 STOP_TIMEOUT_S = 60.0
 # the next case's samples queue while the current one finishes: no replica idles between cases
@@ -82,16 +87,69 @@ def connect(address: str) -> bool:
         # local: a new cluster, never one this machine already runs (RAY_ADDRESS, ray start)
         if address == LOCAL:
             quiet["include_dashboard"] = False
+        # ray.init sets a SIGTERM handler of its own (sys.exit, mid-pytest): the session's goes
+        # back, so a signal ends the run as it does without Ray (plugins/signals.py)
+        handler = signal.getsignal(signal.SIGTERM)
+        head = address if address == LOCAL else _answering(address)
         try:
-            ray.init(address=address, **quiet)
+            ray.init(address=head, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise BackendError(
-                f"--ray {address}: no Ray cluster answers there ({str(exc).splitlines()[0]}); "
+                f"--ray {address}: the Ray cluster there cannot be joined ({_first(exc)}); "
                 "start one with `ray start --head` and pass its address, or pass --ray local for "
                 "a cluster of this machine"
             ) from None
+        finally:
+            if handler is not None and threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, handler)
         _users = 1
         return True
+
+
+def _answering(address: str) -> str:
+    """The head's address, resolved as Ray would (``auto``: RAY_ADDRESS, else the cluster ``ray
+    start`` started on this machine), once it accepts a connection: Ray itself would retry an
+    absent head for many minutes without a word."""
+    from ray._private.services import canonicalize_bootstrap_address
+
+    env = os.environ.get("RAY_ADDRESS", "") if address == "auto" else ""
+    head = env or address
+    try:
+        if "://" not in head:  # ray://HOST:PORT: a Ray client server, joined as given
+            head = canonicalize_bootstrap_address(head) or head
+        host, port = head.split("://")[-1].rsplit(":", 1)
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=GCS_ANSWER_S) as s:
+            _speaks_grpc(s)
+    except (OSError, ValueError) as exc:  # ConnectionError: auto found no cluster here
+        said, fix = f"--ray {address}", "pass --ray"
+        if env:
+            said, fix = f"--ray auto: RAY_ADDRESS={env}", "set RAY_ADDRESS to"
+        elif address == "auto":
+            said = "--ray auto (RAY_ADDRESS unset: the cluster `ray start` started here)"
+        # where Ray would look: the address given, unless Ray resolves it to another
+        at = f" at {head}" * (head != (env or address))
+        wrong = f"{said}: no Ray cluster answers{at} ({_first(exc)})"
+        if head == "auto":
+            wrong = "--ray auto: RAY_ADDRESS is unset and no Ray cluster runs on this machine"
+        raise BackendError(
+            f"{wrong}; {fix} the address of a running head (`ray start --head` starts one), or "
+            "pass --ray local for a cluster of this machine"
+        ) from None
+    return head
+
+
+def _speaks_grpc(s: socket.socket) -> None:
+    """A head answers HTTP/2's preface with its SETTINGS frame (gRPC): anything else there (the
+    dashboard's HTTP port) Ray would retry as long as nothing at all."""
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        return  # TLS first: the frames come after a handshake Ray's own client makes
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+    frame = s.recv(9, socket.MSG_WAITALL)
+    if len(frame) < 9 or frame[3] != 4:
+        raise ConnectionError(
+            "it answers, but not as a Ray head: the head's port is the one `ray start --head` "
+            "printed (6379 by default), not the dashboard's"
+        )
 
 
 def disconnect() -> None:
@@ -198,27 +256,40 @@ class RayPool:
         actor: Any = ray.remote(ReplicaWorker).options(
             max_restarts=0, max_concurrency=concurrency, **takes
         )
-        handles = [actor.remote(spec, served, os.getcwd()) for _ in range(count)]
-        pending = {h.info.remote(): h for h in handles}
-        ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=START_TIMEOUT_S)
-        for ref in late:
-            ray.kill(pending[ref])
+        handles = [actor.remote() for _ in range(count)]
+        deadline = time.monotonic() + START_TIMEOUT_S
+        # placed: the constructor ran, so Ray granted the resource; then each loads the model
+        asked = {h.placed.remote(): h for h in handles}
+        placed, _ = ray.wait(list(asked), num_returns=len(asked), timeout=START_TIMEOUT_S)
+        loading: dict[Any, tuple[Any, str]] = {}
         # the cause: where (replicas on one node usually fail alike)
         failed: dict[str, list[str]] = {}
+        for ref in placed:
+            try:
+                ip, node, _ = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                failed.setdefault(f"its process died ({_first(exc)})", []).append("a node")
+                continue
+            where = f"node {ip} ({node[:12]})"
+            loading[asked[ref].load.remote(spec, served, os.getcwd())] = (asked[ref], where)
+        left = max(0.0, deadline - time.monotonic())
+        ready, slow = ray.wait(list(loading), num_returns=len(loading), timeout=left)
         for ref in ready:
+            handle, where = loading[ref]
             try:
                 info = ray.get(ref)
             except ray.exceptions.RayError as exc:
-                cause = f"its process died ({str(exc).splitlines()[0]})"
-                failed.setdefault(cause, []).append("a node")
+                failed.setdefault(f"its process died ({_first(exc)})", []).append(where)
                 continue
-            replica = _Replica(pending[ref], info)
             if info.error:
-                failed.setdefault(info.error, []).append(replica.where)
-                # its server, if it started one, stopped when the load failed
-                ray.kill(replica.handle)
-                continue
-            self.replicas.append(replica)
+                failed.setdefault(info.error, []).append(where)
+            else:
+                self.replicas.append(_Replica(handle, info))
+        # the rest are of no use: its server, if a replica started one, stopped when its load failed
+        kept = {id(r.handle) for r in self.replicas}
+        for handle in handles:
+            if id(handle) not in kept:
+                ray.kill(handle)
         if failed:
             raise BackendError(
                 "; ".join(
@@ -227,12 +298,21 @@ class RayPool:
                     for cause, where in failed.items()
                 )
             )
-        if not self.replicas:
+        if self.replicas:
+            return
+        late = f"set CTXGATE_RAY_START_TIMEOUT higher than {START_TIMEOUT_S:.0f}s"
+        if slow:
+            nodes = ", ".join(dict.fromkeys(loading[ref][1] for ref in slow))
             raise BackendError(
-                f"no model replica started on the Ray cluster at {self.address} within "
-                f"{START_TIMEOUT_S:.0f}s: its {resource!r} resources are taken; free them, or set "
-                "CTXGATE_RAY_START_TIMEOUT higher"
+                f"loading the model on {nodes} took longer than {START_TIMEOUT_S:.0f}s (the "
+                f"replicas were placed, their {resource!r} granted); {late}"
             )
+        in_use = total - ray.available_resources().get(resource, 0)
+        raise BackendError(
+            f"no model replica was placed on the Ray cluster at {self.address} within "
+            f"{START_TIMEOUT_S:.0f}s: waiting for a {resource!r} resource, the cluster has "
+            f"{total:g} of it, {in_use:g} taken by other work; free them, or {late}"
+        )
 
     def describe(self) -> dict[str, object]:
         return dict(self._first.description)
@@ -317,8 +397,7 @@ class RayPool:
             job.done.set_exception(exc.cause if isinstance(exc.cause, Exception) else exc)
             return
         except ray.exceptions.RayError as exc:  # the replica is gone: node, process, connection
-            text = str(exc).strip()
-            self._lose(replica, text.splitlines()[0] if text else type(exc).__name__)
+            self._lose(replica, _first(exc))
             self._retry(job, replica)
             return
         self.generated += 1
@@ -397,6 +476,12 @@ class RayPool:
         if self._connected:
             self._connected = False
             disconnect()
+
+
+def _first(exc: BaseException) -> str:
+    """An error's first line (Ray's go on with the remote traceback)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _tokenizer(spec: ModelSpec) -> RawTokenizer:

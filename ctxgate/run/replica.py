@@ -37,15 +37,22 @@ class ReplicaInfo:
 
 
 class ReplicaWorker:
-    """One model on one node. It never raises while loading: the session asks each replica how its
-    load went and names the node in the one error a failed load gets."""
+    """One model on one node. Built as soon as Ray grants its resources, it loads the model only in
+    ``load``: the session waits for each apart, so a timeout says which it was. It never raises
+    while loading: the session names the node in the one error a failed load gets."""
 
-    def __init__(self, spec: ModelSpec, served: Served | None, started_in: str) -> None:
+    def __init__(self) -> None:
         import ray
 
         context = ray.get_runtime_context()
         self.where = (ray.util.get_node_ip_address(), context.get_node_id(), os.getpid())
         self.server: VLLMServer | None = None
+        self.backend: Any = None
+
+    def placed(self) -> tuple[str, str, int]:
+        return self.where
+
+    def load(self, spec: ModelSpec, served: Served | None, started_in: str) -> ReplicaInfo:
         try:
             # the session's relative paths (--model fixtures/..., --config-from) mean what they
             # meant where it was started: a cluster's nodes share that folder (a shared filesystem),
@@ -53,12 +60,22 @@ class ReplicaWorker:
             os.chdir(started_in)
             if served is not None and served.launch is not None:
                 served = self._own_server(served)
-            self.backend: Any = load_backend(spec, served)
-            self.error: str | None = None
+            self.backend = b = load_backend(spec, served)
         except Exception as exc:  # noqa: BLE001 - the replica's one-line cause
-            self.backend, self.error = None, str(exc) or type(exc).__name__
             # a server started for a model that then failed to load is of no use to anyone
             self.stop()
+            return ReplicaInfo(*self.where, error=str(exc) or type(exc).__name__)
+        return ReplicaInfo(
+            *self.where,
+            name=b.name,
+            max_positions=b.max_positions,
+            window=window_of(b),
+            description=b.describe(),
+            cache_identity=b.cache_identity() if hasattr(b, "cache_identity") else {},
+            weights_problem=getattr(b, "weights_problem", None),
+            concurrency=max(1, int(getattr(b, "concurrency", 1))),
+            fingerprint=getattr(b, "fingerprint", None),
+        )
 
     def _own_server(self, served: Served) -> Served:
         """--backend vllm: this replica's server, tensor parallel across the GPUs Ray gave it; it
@@ -86,22 +103,6 @@ class ReplicaWorker:
         if self.server is not None:
             self.server.stop()
             self.server = None
-
-    def info(self) -> ReplicaInfo:
-        if self.backend is None:
-            return ReplicaInfo(*self.where, error=self.error)
-        b = self.backend
-        return ReplicaInfo(
-            *self.where,
-            name=b.name,
-            max_positions=b.max_positions,
-            window=window_of(b),
-            description=b.describe(),
-            cache_identity=b.cache_identity() if hasattr(b, "cache_identity") else {},
-            weights_problem=getattr(b, "weights_problem", None),
-            concurrency=max(1, int(getattr(b, "concurrency", 1))),
-            fingerprint=getattr(b, "fingerprint", None),
-        )
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         return list(self.backend.generate(requests, params))
