@@ -9,6 +9,7 @@ a trainer writes (``checkpoint-1200``, ``global_step1200``, ``step_1200``, ``ste
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,10 +65,8 @@ def zero_latest(folder: Path) -> str | None:
 
 
 def _trainer_state(folder: Path) -> dict[str, object]:
-    from ctxgate.backends.checkpoint import CheckpointError, read_json
-
     try:
-        state: dict[str, object] = read_json(folder / TRAINER_STATE)
-    except CheckpointError:  # none, unreadable, torn or not an object: the name decides
+        state = json.loads((folder / TRAINER_STATE).read_text("utf-8"))
+    except (OSError, ValueError, RecursionError):  # none, unreadable, torn: the name decides
         return {}
-    return state
+    return state if isinstance(state, dict) else {}

@@ -16,6 +16,8 @@ from ctxgate.records.refusal import CtxgateError, Refusal
 
 # what is raised and caught inside ctxgate, never shown to the user as it is
 NOT_REFUSALS = {
+    "ctxgate.sources.door.Undecodable": "control flow: what is wrong inside a file; the door "
+    "raises DataUnavailable naming the file and the fix",
     "ctxgate.backends.base.BackendDown": "control flow: the backend's server is gone; the case "
     "reports it and the "
     "session stops",
