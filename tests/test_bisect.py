@@ -309,7 +309,7 @@ def test_bisect_searches_around_checkpoints_it_cannot_open_and_names_every_folde
     skipped = {Path(p["checkpoint"]).name: p["skipped"] for p in taken["path"] if p["skipped"]}
     assert "adapter_model.safetensors" in skipped["checkpoint-200"]
     assert "truncated" in skipped["checkpoint-200"] or "cut short" in skipped["checkpoint-200"]
-    assert "adapter_config.json is not readable JSON" in skipped["checkpoint-500"]
+    assert "adapter_config.json:22: not valid JSON" in skipped["checkpoint-500"]
     assert "checkpoint-200: SKIP  cannot be opened: " in out and "counts as bad" not in err
     assert out.splitlines()[-1].startswith(f"first bad checkpoint: {run_copy / 'checkpoint-400'}")
 
