@@ -33,7 +33,7 @@ from ctxgate.gate.verdicts import (
 )
 from ctxgate.judge.client import JudgeError
 from ctxgate.records.refusal import Refusal
-from ctxgate.records.schema import CaseRecord, Comparison, RunInfo, SampleOutcome, to_json
+from ctxgate.records.schema import CaseRecord, Comparison, RunError, RunInfo, SampleOutcome, to_json
 from ctxgate.run.ahead import Ahead
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.run.compose import LoadedModel
@@ -55,11 +55,12 @@ class CaseState:
     record: CaseRecord
     samples: tuple[SampleOutcome, ...] = ()
     run_meta: dict[str, Any] | None = None
-    run_error: str | None = None
+    run_error: RunError | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """Plain JSON values: what execnet carries from an xdist worker."""
-        return {**vars(self), "record": to_json(self.record), "samples": to_json(self.samples)}
+        wire = {**vars(self), "record": to_json(self.record), "samples": to_json(self.samples)}
+        return {**wire, "run_error": to_json(self.run_error)}
 
 
 CASE_STATE_KEY = pytest.StashKey[CaseState]()

@@ -26,6 +26,7 @@ from ctxgate.backends.vllm_server import (
     start_all,
 )
 from ctxgate.gate.plan import Plan
+from ctxgate.records.schema import RunError
 from ctxgate.run.loading import Served, served
 
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
@@ -65,7 +66,7 @@ def vllm_servers(config: pytest.Config, plan: Plan) -> Served | None:
         log_dir = Path(plan.report).parent if plan.report else Path(config.invocation_params.dir)
         servers = start_all(specs, log_dir / "ctxgate-vllm", engine.vllm_start_timeout)
     except EngineError as exc:
-        config.stash[STARTUP_ERROR_KEY] = str(exc)
+        config.stash[STARTUP_ERROR_KEY] = RunError(str(exc), checkpoint=False)
         return None
     config.stash[SERVERS_KEY] = servers
     server_logs = tuple(str(s.log_path) for s in servers)

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
+from ctxgate.records.schema import RunError
 from ctxgate.run.compose import LoadedModel, ModelError, open_model
 
 from .engine import SERVED_KEY
 from .options import PLAN_KEY
 
 # on the session: why no case can run in this process (the model, the judge)
-RUN_ERROR_KEY = pytest.StashKey[str]()
+RUN_ERROR_KEY = pytest.StashKey[RunError]()
 # a backend's own line at the end of the run (replicas on a cluster: where they ran, the queue)
 SUMMARY_KEY = pytest.StashKey[Callable[[], str]]()
 WORKER_SUMMARIES_KEY = pytest.StashKey[list[str]]()  # on the controller: each worker's "gwN: ..."
@@ -37,7 +38,7 @@ def ctxgate_model(
         message = f"ctxgate: {exc.what}: {exc.cause}"
         if pytestconfig.getoption("verbose") > 0:
             message += "\n" + "".join(traceback.format_exception(exc.cause))
-        request.session.stash[RUN_ERROR_KEY] = message
+        request.session.stash[RUN_ERROR_KEY] = RunError(message, exc.checkpoint)
         request.session.shouldstop = f"ctxgate: {exc.what}"
         raise pytest.fail.Exception(message, pytrace=False) from None
     if hasattr(loaded.backend, "summary"):

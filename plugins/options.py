@@ -15,6 +15,7 @@ import pytest
 from ctxgate.gate.plan import Plan, make_plan
 from ctxgate.gate.thresholds import INI_OPTION, PytestConfig
 from ctxgate.records.refusal import CtxgateError
+from ctxgate.records.schema import RunError
 from ctxgate.run.options import (
     BACKEND,
     BASELINE,
@@ -35,7 +36,7 @@ SUITE_DIR = _CHECKOUT_SUITE if _CHECKOUT_SUITE.is_dir() else _HERE / "suite"
 
 PLAN_KEY = pytest.StashKey[Plan]()
 # why nothing can run (a broken checkpoint, an engine that will not start)
-STARTUP_ERROR_KEY = pytest.StashKey[str]()
+STARTUP_ERROR_KEY = pytest.StashKey[RunError]()
 
 
 def refusals_are_usage_errors(
@@ -99,7 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not plan.model.model:
         return  # the project's own tests: nothing to gate
     if plan.startup_error is not None:
-        config.stash[STARTUP_ERROR_KEY] = plan.startup_error
+        config.stash[STARTUP_ERROR_KEY] = RunError(plan.startup_error)
     # No test paths named: collect the suite. pytest reads ``--model /abs/ckpt`` as a test path
     # (pytest-dev/pytest#8846), picks a rootdir from it, and would collect the working directory.
     if config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR:

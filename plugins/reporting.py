@@ -58,7 +58,7 @@ class Collector:
         self.selected: dict[tuple[str, int], None] = {}  # an ordered set: the selection, in order
         self.thresholds = thresholds or Thresholds(path="(none)")
         self.run_meta: dict[str, Any] | None = None
-        self.run_error: str | None = None
+        self.run_error: RunError | None = None
         self.report_path = Path(report_path) if report_path else None
         self.report: Report | None = None
         self.notes: list[str] = []  # said once at the end: a kept partial file, a replaced report
@@ -156,7 +156,7 @@ class Collector:
         record = adapter_for(CaseRecord).validate_python(wire["record"])
         meta, error = wire.get("run_meta"), wire.get("run_error")
         if error and self.run_error is None:
-            self.run_error = error
+            self.run_error = adapter_for(RunError).validate_python(error)
         if meta and self.run_meta is None:
             self.run_meta = meta
         if meta and self.run_meta is not None and "cache" in meta:  # each worker sets files aside
@@ -232,9 +232,9 @@ def pytest_runtest_makereport(
     return report
 
 
-def _stop_reason(session: pytest.Session, exitstatus: int, run_error: str | None) -> str:
+def _stop_reason(session: pytest.Session, exitstatus: int, run_error: RunError | None) -> str:
     if run_error:
-        return f"the run stopped: {run_error.splitlines()[0]}"
+        return f"the run stopped: {run_error.message.splitlines()[0]}"
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         received = session.config.stash.get(RECEIVED_KEY, [])
         how = f" ({received[0]})" if received else ""
@@ -316,7 +316,6 @@ def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
         )
     run = adapter_for(RunInfo).validate_python(meta)
     complete = exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-    error = RunError(collector.run_error) if collector.run_error else None
     baseline = None
     if plan.baseline is not None:
         selected, scored = {(c.task, c.length) for c in cases}, sorted(plan.baseline.cases)
@@ -326,7 +325,7 @@ def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
             tuple(f"{t}-{L}" for t, L in scored if (t, L) not in selected),
         )
     verdict = judge_session(cases, thresholds, complete, baseline=baseline)
-    report = build_report(cases, run, verdict, complete, error, baseline)
+    report = build_report(cases, run, verdict, complete, collector.run_error, baseline)
     collector.report = replace(report, reference=published_section(config, report))
     return collector.report
 

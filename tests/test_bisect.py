@@ -8,6 +8,7 @@ import math
 import shutil
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -15,9 +16,12 @@ from hypothesis import strategies as st
 
 from ctxgate.backends.formats import written
 from ctxgate.cli import main
+from ctxgate.records.refusal import Unreachable
+from ctxgate.run.compose import ModelError
 from ctxgate.workflows.bisect import (
     SKIPPED,
     BisectError,
+    bisect,
     order_checkpoints,
     search,
     step_of,
@@ -249,6 +253,23 @@ def test_a_search_around_skipped_checkpoints_ends_at_the_first_bad_or_the_range_
     assert found == min(i for i in range(first_bad, size) if i not in skipped)
     last_good = max([0, *(i for i, bad in probed.items() if bad is False)])
     assert set(range(last_good + 1, found)) <= skipped
+
+
+@pytest.mark.parametrize("bad", [None, 4])
+def test_a_cluster_that_fails_mid_bisect_stops_it_and_skips_no_checkpoint(tmp_path, bad):
+    """Only the checkpoint's own failure is a skip: a cluster that cannot be joined for the last
+    checkpoint, or for one in the middle, is the line bisect ends with, not a checkpoint skipped."""
+    run = [tmp_path / f"checkpoint-{i}" for i in range(5)]
+    down = ModelError("the model could not be loaded", Unreachable("--ray 127.0.0.1:1: no head"))
+    assert not down.checkpoint and ModelError("opening", OSError("truncated")).checkpoint
+
+    def evaluate(path, reference, together):
+        if reference is not None:
+            raise down
+        return {("vt", 512): SimpleNamespace(samples_from_cache=0, n=1)}
+
+    with pytest.raises(ModelError, match="no head"):
+        bisect(run, 0, bad, evaluate, lambda t, L: 0.0)
 
 
 @pytest.fixture(scope="module")

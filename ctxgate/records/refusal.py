@@ -20,6 +20,11 @@ class CtxgateError(Exception):
         return " ".join(str(self).split())
 
 
+class Unreachable(CtxgateError, RuntimeError):
+    """What the run needs besides the checkpoint (a Ray cluster, its resources) could not be had:
+    not the checkpoint's fault, so bisect and watch try it again rather than skip it."""
+
+
 class Refusal(CtxgateError):
     """A case that cannot be built as asked; ``cause``: the report's word for why."""
 

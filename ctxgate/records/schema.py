@@ -443,6 +443,9 @@ class RunError:
 
     message: str
     """The checkpoint or model could not be loaded, and why."""
+    checkpoint: bool = True
+    """The checkpoint's own files are at fault (bisect and watch skip it until they change); false:
+    what else the run needs (a Ray cluster, a server, the judge) failed, and a later try may succeed."""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from ctxgate.backends.base import (
     Withdrawn,
 )
 from ctxgate.backends.hf import BackendError
+from ctxgate.records.refusal import Unreachable
 from ctxgate.run.loading import ModelSpec, Served
 from ctxgate.run.replica import ReplicaInfo, ReplicaWorker
 from ctxgate.tokens.tokenizers import HFTokenizer, RawTokenizer
@@ -94,7 +95,7 @@ def connect(address: str) -> bool:
         try:
             ray.init(address=head, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise BackendError(
+            raise Unreachable(
                 f"--ray {address}: the Ray cluster there cannot be joined ({_first(exc)}); "
                 "start one with `ray start --head` and pass its address, or pass --ray local for "
                 "a cluster of this machine"
@@ -131,7 +132,7 @@ def _answering(address: str) -> str:
         wrong = f"{said}: no Ray cluster answers{at} ({_first(exc)})"
         if head == "auto":
             wrong = "--ray auto: RAY_ADDRESS is unset and no Ray cluster runs on this machine"
-        raise BackendError(
+        raise Unreachable(
             f"{wrong}; {fix} the address of a running head (`ray start --head` starts one), or "
             "pass --ray local for a cluster of this machine"
         ) from None
@@ -239,7 +240,7 @@ class RayPool:
                 if size == 1
                 else f"fewer than {size} {resource!r} (--tp {size})"
             )
-            raise BackendError(
+            raise Unreachable(
                 f"the Ray cluster at {self.address} has {lacks} for a model replica (it has: "
                 f"{have}); pass --ray-resource with one its nodes have, e.g. --ray-resource CPU on "
                 "nodes without GPUs"
@@ -303,12 +304,12 @@ class RayPool:
         late = f"set CTXGATE_RAY_START_TIMEOUT higher than {START_TIMEOUT_S:.0f}s"
         if slow:
             nodes = ", ".join(dict.fromkeys(loading[ref][1] for ref in slow))
-            raise BackendError(
+            raise Unreachable(
                 f"loading the model on {nodes} took longer than {START_TIMEOUT_S:.0f}s (the "
                 f"replicas were placed, their {resource!r} granted); {late}"
             )
         in_use = total - ray.available_resources().get(resource, 0)
-        raise BackendError(
+        raise Unreachable(
             f"no model replica was placed on the Ray cluster at {self.address} within "
             f"{START_TIMEOUT_S:.0f}s: waiting for a {resource!r} resource, the cluster has "
             f"{total:g} of it, {in_use:g} taken by other work; free them, or {late}"

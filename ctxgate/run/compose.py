@@ -16,7 +16,7 @@ from typing import Any
 from ctxgate.backends.base import Backend
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.records.refusal import CtxgateError, Unreachable
 from ctxgate.records.schema import RunInfo, adapter_for
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.run.case import resolve_chat
@@ -50,11 +50,14 @@ class LoadedModel:
 
 
 class ModelError(CtxgateError, RuntimeError):
-    """The model cannot be evaluated: ``what`` failed (loading, tokenizer, chat template, judge)."""
+    """The model cannot be evaluated: ``what`` failed (loading, tokenizer, chat template, judge).
+    ``checkpoint``: the checkpoint's own files are at fault (bisect and watch skip it), not what
+    else the run needs (a cluster, a server, the judge), which a later try may find."""
 
-    def __init__(self, what: str, cause: BaseException) -> None:
+    def __init__(self, what: str, cause: BaseException, checkpoint: bool = True) -> None:
         super().__init__(f"{what}: {cause}")
         self.what, self.cause = what, cause
+        self.checkpoint = checkpoint and not isinstance(cause, Unreachable)
 
 
 def open_model(
@@ -74,7 +77,10 @@ def open_model(
         else:
             backend = load_backend(spec, served)
     except Exception as exc:  # noqa: BLE001 - reported in one line, whatever it is
-        raise ModelError(f"the model {spec.model!r} could not be loaded", exc) from exc
+        # a server's failure is the server's: this process opened no file of the checkpoint
+        raise ModelError(
+            f"the model {spec.model!r} could not be loaded", exc, served is None
+        ) from exc
     try:
         encoder = PieceEncoder(backend.tokenizer)
     except ChatTemplateError as exc:
@@ -109,7 +115,7 @@ def open_model(
     except (JudgeError, ValueError, OSError) as exc:
         if cache is not None:
             cache.close()
-        raise ModelError("the judge could not be set up", exc) from exc
+        raise ModelError("the judge could not be set up", exc, checkpoint=False) from exc
     if judges is not None:
         meta["judge"] = judges.describe()
     return LoadedModel(backend, context, chat, meta, cache, judges)

@@ -262,7 +262,9 @@ def bisect(
         try:
             return evaluate(checkpoints[i], reference, together)
         except ModelError as exc:
-            return exc
+            if exc.checkpoint:
+                return exc
+            raise  # a cluster or server that failed would skip every checkpoint after it
 
     def probe_round(indices: list[int]) -> dict[int, bool | None]:
         nonlocal rounds

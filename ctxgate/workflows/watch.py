@@ -118,7 +118,9 @@ def unopened(report: Path) -> str | None:
         error = read_report(report).error
     except ReportFileError:
         return None
-    return error.message.removeprefix("ctxgate: ").splitlines()[0] if error else None
+    if error is None or not error.checkpoint:
+        return None
+    return error.message.removeprefix("ctxgate: ").splitlines()[0]
 
 
 def watch(
