@@ -81,6 +81,7 @@ def call_with_retries(
             openai.APIResponseValidationError,
             Malformed,
         ) as exc:
+            unwrap_redirect(exc)
             last = exc
         wait = backoff(retry, last)
         spent = time.monotonic() - start
@@ -146,10 +147,17 @@ def origin(url: str) -> str:
 def http_client() -> Any:
     """The HTTP client every call to a server goes through (``openai.OpenAI(http_client=...)``):
     openai's own defaults, with a redirect to another origin refused in one line, since the request
-    carries the key (httpx would strip it; vLLM's /version behind a proxy must not see it)."""
+    carries the key: httpx would strip it but still send the prompt there, to fail without it."""
     import openai
 
     return openai.DefaultHttpxClient(event_hooks={"response": [_same_origin]})
+
+
+def unwrap_redirect(exc: BaseException) -> None:
+    """openai before 3.x wraps what the hook raises in an APIConnectionError, which it and
+    ``call_with_retries`` would retry as a lost connection."""
+    if isinstance(exc.__cause__, Redirected):
+        raise exc.__cause__ from None
 
 
 def _same_origin(response: Any) -> None:

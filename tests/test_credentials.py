@@ -125,6 +125,29 @@ def test_a_completion_redirected_mid_run_is_the_cases_one_line_and_not_retried(
     assert elsewhere_stats()["authorization"] == {}
 
 
+def test_a_redirect_refusal_that_openai_wraps_as_a_lost_connection_is_not_retried():
+    """openai before 3.x wraps what an httpx hook raises in APIConnectionError: the refusal still
+    comes out as itself, at once, not as a server that did not answer."""
+    import httpx
+    import openai
+
+    from ctxgate.retrying import Redirected, call_with_retries
+
+    calls = []
+
+    def call() -> None:
+        calls.append(1)
+        try:
+            raise Redirected("http://a:1 redirected a request ... to http://b:2")
+        except Redirected as exc:
+            request = httpx.Request("POST", "http://a:1/v1/completions")
+            raise openai.APIConnectionError(request=request) from exc
+
+    with pytest.raises(Redirected, match="http://b:2"):
+        call_with_retries(call, openai, max_retries=3, time_limit_s=60, sleep=lambda s: None)
+    assert len(calls) == 1
+
+
 def test_without_a_key_a_local_server_gets_the_placeholder_as_before(servers, monkeypatch):
     """The default: OPENAI_API_KEY unset, and a local server that takes any key."""
     import transformers

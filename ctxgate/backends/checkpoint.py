@@ -282,7 +282,10 @@ def check_tokenizer(folder: Path, flag: str = "") -> None:
     given = f"{flag} {folder}: " if flag else ""
     present = set(tokenizer_files(folder) + [p.name for p in folder.glob("*.tiktoken")])
     if "tokenizer.json" in present:
-        read_json(folder / "tokenizer.json", "copy tokenizer.json again from the base model")
+        try:
+            read_json(folder / "tokenizer.json", "copy tokenizer.json again from the base model")
+        except CheckpointError as exc:
+            raise CheckpointError(f"{given}{exc}") from None
         return
     if present - BPE or BPE <= present:
         return

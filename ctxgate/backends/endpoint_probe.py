@@ -18,6 +18,7 @@ from ctxgate.retrying import (
     Version,
     read_reply,
     redact_url,
+    unwrap_redirect,
 )
 from ctxgate.tokens.tokenizers import HFTokenizer
 
@@ -90,6 +91,7 @@ def get_json(
             return None
         failure, fix = f"answered {exc.status_code}", f"check {key_env} and the server"
     except openai.APIError as exc:
+        unwrap_redirect(exc)
         if not required:
             return None
         failure = f"failed ({type(exc).__name__}: {str(exc)[:120]})"

@@ -88,7 +88,7 @@ def _at_least(low: float) -> Callable[[Any], bool]:
 
 
 def _above(low: float) -> Callable[[Any], bool]:
-    return lambda v: is_number(v) and v > low
+    return lambda v: is_number(v) and low < v < math.inf
 
 
 def _knobs(v: Any) -> bool:

@@ -118,7 +118,7 @@ def parse(
             keys[key] = raw
         except (ValueError, RecursionError) as exc:
             raise OverrideError(
-                f"--model-override {key}={raw[:80]}... cannot be read ({_unread(exc)}): give a "
+                f"--model-override {key}={raw[:80]}{'...' * (len(raw) > 80)} cannot be read ({_unread(exc)}): give a "
                 "value of the config's kind"
             ) from None
         check_setting(key, keys[key])

@@ -22,7 +22,7 @@ class CtxgateError(Exception):
 
 class Unreachable(CtxgateError, RuntimeError):
     """What the run needs besides the checkpoint (a Ray cluster, its resources) could not be had:
-    not the checkpoint's fault, so bisect and watch try it again rather than skip it."""
+    not the checkpoint's fault, so watch tries it again and bisect stops, rather than skip it."""
 
 
 class Refusal(CtxgateError):

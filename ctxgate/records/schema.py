@@ -442,10 +442,11 @@ class RunError:
     """What stopped the whole run."""
 
     message: str
-    """The checkpoint or model could not be loaded, and why."""
+    """What could not be opened or started (the checkpoint, a cluster, a server, the judge), and
+    why."""
     checkpoint: bool = True
-    """The checkpoint's own files are at fault (bisect and watch skip it until they change); false:
-    what else the run needs (a Ray cluster, a server, the judge) failed, and a later try may succeed."""
+    """The checkpoint's own files are at fault (watch skips it until they change); false: what
+    else the run needs (a Ray cluster, a server, the judge) failed, and a later try may succeed."""
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,14 @@ class ModelError(CtxgateError, RuntimeError):
     def __init__(self, what: str, cause: BaseException, checkpoint: bool = True) -> None:
         super().__init__(f"{what}: {cause}")
         self.what, self.cause = what, cause
-        self.checkpoint = checkpoint and not isinstance(cause, Unreachable)
+        self.checkpoint = checkpoint and not _elsewhere(cause)
+
+
+def _elsewhere(cause: BaseException) -> bool:
+    """What else the run needs failed (a cluster, a library, the device's memory), not the
+    checkpoint's files: a later try, or a smaller batch, may succeed."""
+    memory = type(cause).__name__ == "OutOfMemoryError"  # torch's, without importing torch
+    return memory or isinstance(cause, (Unreachable, ImportError, MemoryError))
 
 
 def open_model(

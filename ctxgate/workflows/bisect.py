@@ -98,7 +98,10 @@ def why_left_out(folder: Path) -> str | None:
             "no trainer_state.json and no step number in its name, so no place in the order; "
             "rename it with its step (e.g. checkpoint-1000) to include it"
         )
-    names = sorted(p.name for p in folder.iterdir())
+    try:
+        names = sorted(p.name for p in folder.iterdir())
+    except FileNotFoundError:  # a run's save_total_limit rotates checkpoints while it is read
+        return "removed while it was read (the run rotated it away)"
     unfinished = "the save did not finish or was copied in part; restore it from the run"
     if kind_of(folder) == "adapter":
         return f"{ADAPTER_CONFIG} without adapter weights ({ADAPTER_WEIGHTS[0]}): {unfinished}"
@@ -240,8 +243,8 @@ def bisect(
     fan_out: int = 1,
 ) -> BisectResult:
     """Each round evaluates ``fan_out`` checkpoints side by side: log_(k+1) N rounds. One that
-    ``evaluate`` cannot open (ModelError) is skipped; an unopenable last one gives way to the one
-    before it as the bad end."""
+    ``evaluate`` cannot open (a ModelError of the checkpoint's own) is skipped; an unopenable last
+    one gives way to the one before it as the bad end; any other ModelError ends the search."""
     checkpoints = list(checkpoints)
     end = len(checkpoints) - 1 if bad is None else bad
     if not 0 <= good < end < len(checkpoints):
@@ -249,6 +252,8 @@ def bisect(
     try:
         reference = evaluate(checkpoints[good], None, 1)
     except ModelError as exc:
+        if not exc.checkpoint:
+            raise
         raise BisectError(
             f"the good checkpoint {checkpoints[good].name} cannot be evaluated ({exc.line}): "
             "pass --good with one that can"
@@ -359,7 +364,7 @@ def evaluate_checkpoint(
     """Results per case; one without a score is left out (--sequential: each stops when certain)."""
     try:
         spec = plan.model.at(path)
-    except CheckpointError as exc:  # a WrongFlag is the caller's usage error, not this checkpoint's
+    except CheckpointError as exc:  # a WrongFlag (a flag the run's folders need) is the caller's
         raise ModelError(f"opening {path}", exc) from None
     loaded = open_model(spec, replicas=replicas)
     backend, ctx, cache = loaded.backend, loaded.context, loaded.cache

@@ -31,7 +31,11 @@ def ready(path: Path, settle: float) -> bool:
     """A checkpoint of the run's sequence, with its weights, unchanged for ``settle`` seconds."""
     if why_left_out(path) is not None:
         return False
-    return time.time() - max(f.stat().st_mtime for f in path.rglob("*") if f.is_file()) >= settle
+    try:
+        newest = max(f.stat().st_mtime for f in path.rglob("*") if f.is_file())
+    except (FileNotFoundError, ValueError):  # rotated away (save_total_limit) while it was read
+        return False
+    return time.time() - newest >= settle
 
 
 def signature(path: Path) -> str:
