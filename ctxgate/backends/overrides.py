@@ -117,9 +117,10 @@ def parse(
             # a plain string: --model-override attn_logit_softcapping=none stays text
             keys[key] = raw
         except (ValueError, RecursionError) as exc:
+            shown = raw[:80] + "..." * (len(raw) > 80)
             raise OverrideError(
-                f"--model-override {key}={raw[:80]}{'...' * (len(raw) > 80)} cannot be read ({_unread(exc)}): give a "
-                "value of the config's kind"
+                f"--model-override {key}={shown} cannot be read ({_unread(exc)}): give a value of "
+                "the config's kind"
             ) from None
         check_setting(key, keys[key])
     return ConfigOverrides(rope, tuple(keys.items()))
