@@ -79,10 +79,16 @@ def test_bisect_names_the_first_damaged_checkpoint(checkpoint_sequence, tmp_path
     assert first["evaluations"] <= math.ceil(math.log2(8)) + 1
     out = capsys.readouterr().out
     assert "first bad checkpoint" in out and "BAD" in out
-    # The same bisect again: every generation comes from the cache.
+    # each checkpoint's cost under its verdict, and the bisection's in all
+    assert [p["cost"]["generations"] for p in first["path"]] == [20] * first["evaluations"]
+    assert first["cost"]["generations"] == 20 * first["evaluations"]
+    assert out.count("      cost: 20 generations") == first["evaluations"]
+    assert f"Cost in all: {20 * first['evaluations']} generations" in out
+    # The same bisect again: every generation comes from the cache, and costs nothing.
     assert main(["bisect", *args, "--json", str(tmp_path / "b.json")]) == 0
     again = json.loads((tmp_path / "b.json").read_text())
     assert again["first_bad_index"] == 5 and all(p["from_cache"] == 20 for p in again["path"])
+    assert again["cost"]["generations"] == 0
 
 
 def test_bisect_refuses_an_unusable_selection(checkpoint_sequence, capsys):
@@ -266,7 +272,7 @@ def test_a_cluster_that_fails_mid_bisect_stops_it_and_skips_no_checkpoint(tmp_pa
     def evaluate(path, reference, together):
         if reference is not None:
             raise down
-        return {("vt", 512): SimpleNamespace(samples_from_cache=0, n=1)}
+        return {("vt", 512): SimpleNamespace(samples_from_cache=0, n=1, cost=None)}
 
     with pytest.raises(ModelError, match="no head"):
         bisect(run, 0, bad, evaluate, lambda t, L: 0.0)

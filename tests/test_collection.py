@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,18 @@ def test_the_suite_runs_without_xdist(outside, tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "1 passed" in result.stdout and "PluginValidationError" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--model", str(TINY), "--collect-only", "-q"]])
+def test_help_and_collection_import_no_engine(args):
+    """Start-up stays at the floor: ``pytest --help`` and collecting the suite import none of
+    torch, transformers, vllm or ray (a fresh process's modules are the behaviour here)."""
+    code = (
+        "import sys, pytest; pytest.main(sys.argv[1:]); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} "
+        "& {'torch', 'transformers', 'vllm', 'ray'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:] + done.stderr[-2000:]

@@ -52,6 +52,17 @@ def test_the_demo_runs_every_task_at_its_lengths_with_no_error(tmp_path: Path) -
     ran = [c for c in cases.values() if c["verdict"] == "pass"]
     assert all(c["n"] == 3 for c in ran if c["task"] != "infbench_sum")  # 2 long books in its data
     assert len(predictions) == sum(c["n"] for c in ran)
+    # what the verdict cost: each case's generations, summed per length and in all, on this CPU
+    cost = report["cost"]
+    assert cost["device"] == "cpu" and cost["gpu_seconds"] is None
+    costs = [c["cost"] for c in cases.values() if c["cost"]]
+    assert len(costs) >= len(ran) and cost["total"]["saved_generations"] == 0
+    for key in ("generations", "prompt_tokens", "generated_tokens"):
+        per_length = sum(at[key] for at in cost["by_length"].values())
+        assert cost["total"][key] == per_length == sum(c[key] for c in costs) > 0, key
+    assert all(c["cost"]["prompt_tokens"] >= c["input_tokens_max"] for c in ran if c["n"])
+    line = next(x for x in run.stdout.splitlines() if x.startswith("Cost: "))
+    assert f"{cost['total']['generations']:,} generations" in line and line.endswith("(on cpu)")
     # the shipped checkpoint retrieves at 256 tokens and not at 2K: the cliff the demo shows
     cliff = [cases[("niah_single_1", L)]["score"] for L in DEMO_LENGTHS]
     assert cliff[0] >= 60 and cliff[-1] <= 20, cliff
@@ -72,6 +83,8 @@ def test_the_demo_runs_every_task_at_its_lengths_with_no_error(tmp_path: Path) -
     assert "test_ruler[niah_multikey_2-1024]" in names and "test_helmet[json_kv-1024]" in names
     md = (out / "demo.md").read_text()
     assert all(f"| HELMET {c} |" in md for c in ("RAG", "Re-rank", "Cite", "Summ", "overall"))
+    assert f"- {line}" in md
+    assert "<dt>Cost</dt>" in (out / "demo.html").read_text()
     assert "Gate cases: PASS" in run.stdout and "| niah_single_1 |" in run.stdout
     assert f"{out}/demo.html" in run.stdout
     for path in out.rglob("*"):

@@ -256,6 +256,10 @@ def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
         and seq.sequential.used < len(fixed.samples)
     )
     assert len(seq.samples) < len(fixed.samples) and seq.judge and seq.judge.status == "judged"
+    # the cost says what stopping saved against the fixed plan: together, the plan's samples
+    assert fixed.cost and (fixed.cost.generations, fixed.cost.saved_generations) == (6, 0)
+    assert seq.cost and seq.cost.saved_generations > 0 and seq.cost.saved_prompt_tokens > 0
+    assert seq.cost.generations + seq.cost.saved_generations == len(fixed.samples)
     assert [o.score for o in seq.samples] == [o.score for o in fixed.samples[: len(seq.samples)]]
     per_sample = before / len(fixed.samples)  # the judge requests one verdict costs here
     assert stats()["requests"] - before == per_sample * len(

@@ -47,7 +47,7 @@ def state(reports: Path) -> dict:
     return json.loads((reports / "watch-state.json").read_text())
 
 
-def test_a_failed_evaluation_is_not_done_and_is_retried_once_fixed(run_dir, tmp_path):
+def test_a_failed_evaluation_is_not_done_and_is_retried_once_fixed(run_dir, tmp_path, capsys):
     reports = tmp_path / "reports"
     watch = [
         "watch",
@@ -60,6 +60,13 @@ def test_a_failed_evaluation_is_not_done_and_is_retried_once_fixed(run_dir, tmp_
     ]  # options before --
     assert main([*watch, *PYTEST]) == 1  # a checkpoint that could not be evaluated fails the step
     first = state(reports)
+    # each checkpoint's cost from its report, and the watch's in all
+    spent = [
+        json.loads((reports / f"{c}.json").read_text())["cost"]["total"] for c in first["done"]
+    ]
+    out = capsys.readouterr().out
+    assert f"ctxgate watch: checkpoint-100: cost: {spent[0]['generations']} generations" in out
+    assert f"ctxgate watch: cost in all: {spent[0]['generations']} generations" in out
     assert first["done"] == ["checkpoint-100"]
     assert (
         first["failed"]["checkpoint-200"]["attempts"] == 1

@@ -346,5 +346,8 @@ class HFBackend:
             "batch_size": "auto" if self.batch_size is None else self.batch_size,
             "device_map": self.device_map,
             "devices": sorted({str(p.device) for p in self.model.parameters()}),
+            "device_name": self.torch.cuda.get_device_name(self.input_device)
+            if self.input_device.type == "cuda"
+            else None,
             **self.checkpoint.describe(),
         }

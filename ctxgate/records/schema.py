@@ -4,7 +4,7 @@ gates, the renderers and every verb that reads a report file read them, and the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar, get_args
 
 from annotated_types import Ge
@@ -230,6 +230,44 @@ class Prediction(SampleOutcome, SampleCase):
 
 
 @dataclass(frozen=True)
+class Cost:
+    """What the engine spent on a verdict in this run: samples the cache had cost nothing here."""
+
+    generations: int = 0
+    """Samples the engine generated."""
+    prompt_tokens: int = 0
+    """Prompt tokens it prefilled for them."""
+    generated_tokens: int = 0
+    """Tokens it generated for them."""
+    engine_seconds: float = 0.0
+    """Seconds of generation (a case's time less building prompts and judging), summed over
+    cases: cases a server or cluster runs at once each count their own."""
+    saved_generations: int = 0
+    """Generations of the fixed plan (each case's full sample count at each selected length) that
+    did not run: ``--sequential`` stopped a case once certain."""
+    saved_prompt_tokens: int = 0
+    """Their prompt tokens, at their case's mean prompt length."""
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Cost)))
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """The run's cost: its cases' summed, with the device it was paid in."""
+
+    total: Cost
+    """Over every case."""
+    device: str | None = None
+    """What generated: the GPU's name and count (``NVIDIA H100 80GB HBM3 x2``), ``cpu``, or the
+    server's URL; null: nothing was generated."""
+    gpu_seconds: float | None = None
+    """``engine_seconds`` times the GPUs the model held; null: not on GPUs this process held."""
+    by_length: dict[str, Cost] = field(default_factory=dict)
+    """Per length (a key in plain digits)."""
+
+
+@dataclass(frozen=True)
 class CaseRecord:
     """One task at one length, from the runner (plugins/cases.py) through the gates (gate/) to the
     report (report/) and back from a report file (``ctxgate judge``, ``diff``, ``--baseline``).
@@ -301,6 +339,8 @@ class CaseRecord:
     joined by commas."""
     baseline: Comparison | None = None
     """Against ``--baseline``, when the baseline scored the case."""
+    cost: Cost | None = None
+    """What the case cost in this run; null: it did not run."""
 
     @property
     def name(self) -> str:
@@ -624,6 +664,8 @@ class Report:
     """The run against the papers' published numbers (``--reference``)."""
     predictions: str | None = None
     """The ``.predictions.jsonl`` beside the report, by bare file name."""
+    cost: RunCost | None = None
+    """What the run cost; null: an older report."""
 
     @property
     def length_summaries(self) -> dict[int, dict[str, GroupScore]]:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import fields
+from typing import Any
 
 from ctxgate import __version__
 from ctxgate.gate.session import SessionVerdict
 from ctxgate.records.schema import (
     BaselineRun,
     CaseRecord,
+    Cost,
     Prediction,
     Report,
+    RunCost,
     RunError,
     RunInfo,
     SampleOutcome,
@@ -51,5 +54,35 @@ def build_report(
         run=run,
         cases=tuple(sorted(cases, key=lambda c: (c.suite, c.task, c.length))),
         baseline=baseline,
+        cost=run_cost(cases, run.backend),
         **judged,
     )
+
+
+def run_cost(cases: Sequence[CaseRecord], backend: Any) -> RunCost:
+    """The cases' costs summed, per length and in all, in the device the backend names."""
+    by_length: dict[int, Cost] = {}
+    for c in cases:
+        if c.cost is not None:
+            by_length[c.length] = by_length.get(c.length, Cost()) + c.cost
+    total = sum(by_length.values(), Cost())
+    device, gpus = _device(backend if isinstance(backend, dict) else {})
+    return RunCost(
+        total,
+        device=device if total.generations else None,
+        gpu_seconds=round(total.engine_seconds * gpus, 3) if gpus else None,
+        by_length={str(L): by_length[L] for L in sorted(by_length)},
+    )
+
+
+def _device(backend: dict[str, Any]) -> tuple[str | None, int]:
+    """What generated, and how many GPUs it held (0: a CPU, a server, a cluster's replicas)."""
+    devices = [str(d) for d in backend.get("devices") or ()]
+    if gpus := sum(d.startswith("cuda") for d in devices):
+        return f"{backend.get('device_name') or 'GPU'} x{gpus}", gpus
+    if devices:
+        return ", ".join(devices), 0
+    if endpoints := backend.get("endpoints"):
+        more = f" (+{len(endpoints) - 1} more)" if len(endpoints) > 1 else ""
+        return f"the server at {endpoints[0]}{more}", 0
+    return backend.get("backend"), 0

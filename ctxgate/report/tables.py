@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import CaseRecord, Gate, GroupScore, PublishedLength, Reference, Report
+from ctxgate.records.schema import (
+    CaseRecord,
+    Cost,
+    Gate,
+    GroupScore,
+    PublishedLength,
+    Reference,
+    Report,
+    RunCost,
+)
 from ctxgate.tasks.registry import category_label, membership, suite_label, task_names
 
 # a case without a score, by why (records/schema.py's words): short enough for a table cell
@@ -83,6 +92,29 @@ def chances(report: Report) -> dict[str, str]:
     return {t: f"{found[t]:.1f}" if t in found else "" for t in {c.task for c in report.cases}}
 
 
+def cost_line(cost: RunCost | Cost, what: str = "Cost") -> str:
+    """What a run (or a checkpoint, a case) cost, in one line."""
+    run, cost = (cost, cost.total) if isinstance(cost, RunCost) else (None, cost)
+    spent = (
+        f"{what}: {cost.generations:,} generations, {_tokens(cost.prompt_tokens)} prompt tokens, "
+        f"{_tokens(cost.generated_tokens)} generated, {cost.engine_seconds:,.1f} engine-s"
+    )
+    if run is not None and run.device:
+        gpu = f"{run.gpu_seconds:,.1f} GPU-s " if run.gpu_seconds is not None else ""
+        spent += f" ({gpu}on {run.device})"
+    if cost.saved_generations:
+        planned = cost.generations + cost.saved_generations
+        spent += (
+            f"; saved against the fixed plan: {cost.saved_generations:,} of {planned:,} "
+            f"generations, {_tokens(cost.saved_prompt_tokens)} prompt tokens"
+        )
+    return spent
+
+
+def _tokens(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}K" if n >= 1e4 else f"{n:,}"
+
+
 def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     lengths = sorted({c.length for c in report.cases})
     tasks_now = membership()
@@ -99,7 +131,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         cells = [_group_cell(summaries.get(L, {}).get(key)) for L in lengths]
         if any(cells):
             body.append([label] + cells + [""])
-    notes = []
+    notes = [cost_line(report.cost)] if report.cost else []
     if report.error:
         notes.append(f"Run error: {report.error.message.splitlines()[0]}")
     if not report.complete:

@@ -15,6 +15,7 @@ from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import resolve
 from ctxgate.records.schema import (
     CaseRecord,
+    Cost,
     FailedVerdict,
     JudgeRecord,
     SampleOutcome,
@@ -65,6 +66,7 @@ class CaseResult:
     sample_cap: dict[str, int] | None = None
     sequential: SequentialRecord | None = None
     built_from: str | None = None
+    cost: Cost | None = None
 
     def onto(self, record: CaseRecord) -> CaseRecord:
         """The record with what this run of the case measured (every field but the samples)."""
@@ -157,7 +159,7 @@ class _Drawing:
         self.waiting: dict[int, tuple[Sample, str, str, float]] = {}
         self.from_cache = 0
         self.build_seconds = self.judge_seconds = 0.0
-        self.prompt_tokens = self.generated_tokens = 0
+        self.generations = self.prompt_tokens = self.generated_tokens = 0
         self.ways: set[str] = set()  # how the prompts were built, where a task has two ways
 
     def sequential(self, used: int) -> SequentialRecord | None:
@@ -167,6 +169,19 @@ class _Drawing:
             why = "judged, with no judge in this run: no scores to test, so it runs its full count"
             return full_count_record(self.stop[0], used, self.n, why)
         return None
+
+    def cost(self, planned: int, generating: float) -> Cost:
+        """Against the fixed plan of ``planned`` samples: those a stopped test never ran."""
+        saved = max(planned - len(self.done), 0)
+        mean_prompt = sum(o.input_tokens for o in self.done.values()) / max(len(self.done), 1)
+        return Cost(
+            self.generations,
+            self.prompt_tokens,
+            self.generated_tokens,
+            round(generating, 3) if self.generations else 0.0,
+            saved,
+            round(saved * mean_prompt),
+        )
 
     def decided(self) -> bool:
         return self.test is not None and self.test.verdict is not None
@@ -203,6 +218,7 @@ class _Drawing:
         s, digest, key, sent_at = self.waiting.pop(request.index)
         if self.cache:
             self.cache.put(key, gen)  # at once: a kill loses only the samples in flight
+        self.generations += 1
         self.prompt_tokens += len(s.input_ids)
         self.generated_tokens += gen.output_tokens
         self._finish(s, digest, gen, round(time.perf_counter() - sent_at, 3))
@@ -320,6 +336,7 @@ def run_case(
         sample_cap={"requested": requested, "pool": n} if n < requested else None,
         sequential=draw.sequential(len(outcomes)),
         built_from=",".join(sorted(draw.ways)) or None,
+        cost=draw.cost(n, generating),
         **vars(scores),
     )
 

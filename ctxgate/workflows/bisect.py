@@ -12,8 +12,9 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ctxgate.backends.adapters import ADAPTER_CONFIG, ADAPTER_WEIGHTS
 from ctxgate.backends.checkpoint import CheckpointError
@@ -23,6 +24,8 @@ from ctxgate.gate.baseline import regression_verdict
 from ctxgate.gate.plan import Plan, check_overrides, make_plan
 from ctxgate.records.io import atomic_write
 from ctxgate.records.refusal import CtxgateError, Refusal
+from ctxgate.records.schema import Cost
+from ctxgate.report.tables import cost_line
 from ctxgate.run.case import CaseResult, run_case
 from ctxgate.run.compose import ModelError, open_model
 from ctxgate.run.loading import ModelSpec
@@ -147,6 +150,7 @@ class Probe:
     from_cache: int = 0
     samples: int = 0
     skipped: str | None = None
+    cost: Cost = Cost()
 
 
 @dataclass
@@ -164,6 +168,10 @@ class BisectResult:
         good = max(p.index for p in self.probes if p.bad is False and p.index < self.first_bad)
         return self.checkpoints[good + 1 : self.first_bad + 1]
 
+    @property
+    def cost(self) -> Cost:
+        return sum((p.cost for p in self.probes), Cost())
+
     def render(self) -> str:
         lines = []
         for p in self.probes:
@@ -179,6 +187,8 @@ class BisectResult:
                 f"  [{p.index}] {p.path.name}: {'BAD ' if p.bad else 'good'}  "
                 f"{'; '.join(said) or 'reference'}  (cached {p.from_cache}/{p.samples})"
             )
+            lines.append(f"      {cost_line(p.cost, 'cost')}")
+        lines.append(cost_line(self.cost, "Cost in all"))
         took = f"{len(self.probes)} evaluations in {self.rounds} rounds"
         *skipped, last = [c.name for c in self.candidates]
         if not skipped:
@@ -223,8 +233,15 @@ def is_bad(
     return bad, comparisons
 
 
-def _cached(results: Results) -> tuple[int, int]:
-    return sum(r.samples_from_cache for r in results.values()), sum(r.n for r in results.values())
+def _tally(results: Results) -> dict[str, Any]:
+    """A probe's ``from_cache``, ``samples`` and ``cost``."""
+    rs = results.values()
+    cost = sum((r.cost or Cost() for r in rs), Cost())
+    return {
+        "from_cache": sum(r.samples_from_cache for r in rs),
+        "samples": sum(r.n for r in rs),
+        "cost": cost,
+    }
 
 
 def spread(between: Sequence[int], fan_out: int) -> list[int]:
@@ -260,7 +277,7 @@ def bisect(
         ) from None
     if not reference:
         raise BisectError("the case selection matched no case: check -k and --lengths")
-    probes = [Probe(good, checkpoints[good], False, {}, (), *_cached(reference))]
+    probes = [Probe(good, checkpoints[good], False, {}, (), **_tally(reference))]
     rounds = 1
 
     def attempt(i: int, together: int) -> Results | ModelError:
@@ -285,7 +302,7 @@ def bisect(
                 continue
             verdict, comparisons = is_bad(reference, results, tolerance, confidence)
             unscored = tuple(k for k in reference if k not in results)
-            probe = Probe(i, checkpoints[i], verdict, comparisons, unscored, *_cached(results))
+            probe = Probe(i, checkpoints[i], verdict, comparisons, unscored, **_tally(results))
             probes.append(probe)
             verdicts[i] = verdict
         return verdicts
@@ -470,6 +487,7 @@ def main(args: argparse.Namespace) -> int:
                 "skipped": p.skipped,
                 "from_cache": p.from_cache,
                 "samples": p.samples,
+                "cost": asdict(p.cost),
                 "cases": {
                     f"{t}-{L}": {"score": r.current, "delta": r.delta, "upper": r.high}
                     for (t, L), r in p.comparisons.items()
@@ -489,6 +507,7 @@ def main(args: argparse.Namespace) -> int:
             "sequential": plan.sequential is not None,
             "left_out": {str(folder): why for folder, why in outside.items()},
             "path": path,
+            "cost": asdict(result.cost),
         }
         atomic_write(Path(args.json), json.dumps(document, indent=1))
     return 0 if len(candidates) == 1 else SKIPPED

@@ -17,6 +17,8 @@ from typing import Any
 
 from ctxgate.records.io import ReportFileError, atomic_write, read_report
 from ctxgate.records.refusal import CtxgateError
+from ctxgate.records.schema import Cost, Report
+from ctxgate.report.tables import cost_line
 from ctxgate.run.options import ATTEMPTS, INTERVAL, SETTLE, WATCH, read
 from ctxgate.workflows.bisect import SKIPPED, left_out, step_of, why_left_out
 
@@ -107,21 +109,18 @@ def evaluate(checkpoint: Path, reports: Path, pytest_args: Sequence[str]) -> int
     return subprocess.call(cmd)
 
 
-def completed(report: Path) -> bool:
-    """A report of this schema that says every selected case finished."""
+def readable(report: Path) -> Report | None:
+    """The report, where one of this schema is there."""
     try:
-        return read_report(report).complete
-    except ReportFileError:
-        return False
-
-
-def unopened(report: Path) -> str | None:
-    """Why the checkpoint could not be opened or loaded, as the report's ``error`` says; None when
-    it says nothing stopped the run, or there is no readable report."""
-    try:
-        error = read_report(report).error
+        return read_report(report)
     except ReportFileError:
         return None
+
+
+def unopened(report: Report | None) -> str | None:
+    """Why the checkpoint could not be opened or loaded, as the report's ``error`` says; None when
+    it says nothing stopped the run, or something other than the checkpoint did."""
+    error = report.error if report is not None else None
     if error is None or not error.checkpoint:
         return None
     return error.message.removeprefix("ctxgate: ").splitlines()[0]
@@ -156,6 +155,7 @@ def watch(
         ) from None
     state_path = out / "watch-state.json"
     state = WatchState.load(state_path)
+    spent = Cost()  # by the checkpoints this watch evaluated
     while True:
         # seen before the scan: nothing written is missed; after it nothing is being written
         last_scan = until is not None and Path(until).exists()
@@ -170,10 +170,14 @@ def watch(
                 )
             state.last = ckpt.name
             state.skipped.pop(ckpt.name, None)
-            if completed(out / f"{ckpt.name}.json"):
+            made = readable(out / f"{ckpt.name}.json")
+            if made is not None and made.cost is not None:
+                spent += made.cost.total
+                print(f"ctxgate watch: {ckpt.name}: {cost_line(made.cost, 'cost')}", flush=True)
+            if made is not None and made.complete:
                 state.done.add(ckpt.name)
                 state.failed.pop(ckpt.name, None)
-            elif why := unopened(out / f"{ckpt.name}.json"):  # no verdict, and no retry
+            elif why := unopened(made):  # no verdict, and no retry
                 state.skipped[ckpt.name] = {"why": why, "signature": before}
                 state.failed.pop(ckpt.name, None)
                 said = f"{ckpt.name} cannot be opened ({why}): skipped until its files change"
@@ -189,9 +193,11 @@ def watch(
                 said = f"{ckpt.name} was not evaluated completely (exit {code}); {then}"
                 print(f"ctxgate watch: {said}", flush=True)
             state.save(state_path)
-            if made := [p for p in sorted(out.glob("*.json")) if p != state_path and completed(p)]:
-                trend(made, trend_dir or out / "trend")
+            done = [p for p in sorted(out.glob("*.json")) if p != state_path]
+            if done := [p for p in done if (r := readable(p)) is not None and r.complete]:
+                trend(done, trend_dir or out / "trend")
         if once or last_scan:  # one rotated away since (save_total_limit) is nothing to evaluate
+            print(f"ctxgate watch: {cost_line(spent, 'cost in all')}", flush=True)
             for folder, why in left_out(run).items():
                 print(f"ctxgate watch: {folder} is not in the sequence: {why}", file=sys.stderr)
             skipped = {k: v["why"] for k, v in sorted(state.skipped.items()) if (run / k).is_dir()}
