@@ -300,12 +300,14 @@ def suite_case(folder: Path, length: int, clock: Clock, work: Path) -> None:
     cases = [c for c in report.get("cases", []) if c.get("task") == "niah_single_1"]
     ran = cases[0].get("verdict") if cases else "no case"
     last = (done.stdout.strip().splitlines() or [""])[-1]
+    cost = next((x for x in done.stdout.splitlines() if x.startswith("Cost: ")), "no cost line")
     clock.emit(
         f"pytest --model {folder.name} -n 1 --lengths {size} -k niah_single_1: {seconds:.1f} s "
-        f"from launch to exit, exit {done.returncode}, case {ran} ({last})",
+        f"from launch to exit, exit {done.returncode}, case {ran} ({last}); {cost}",
         pytest_s=seconds,
         exit=done.returncode,
         verdict=ran,
+        cost=report.get("cost"),
     )
     if ran == "no case":
         print(done.stdout[-3000:], done.stderr[-3000:], sep="\n", flush=True)

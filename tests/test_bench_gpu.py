@@ -25,4 +25,5 @@ def test_the_smoke_mode_measures_every_figure_the_gpu_run_prints(tmp_path: Path)
     assert any("prefill_tflops" in r for r in records)
     suite = next(r for r in records if "pytest_s" in r)
     assert suite["verdict"] != "no case" and suite["exit"] in (0, 1), suite
+    assert suite["cost"]["total"]["generations"] == 1 and suite["cost"]["device"] == "cpu"
     assert records[-1]["skipped"] == [] and not [r for r in records if "error" in r]
