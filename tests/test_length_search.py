@@ -39,7 +39,7 @@ def full_grid(lengths: list[int], at: dict[int, list[list[float]]], bar: float) 
     return effective
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(grids())
 def test_without_stopping_early_the_search_is_the_full_grid_on_the_same_samples(grid):
     lengths, at, bar = grid
@@ -52,7 +52,7 @@ def test_without_stopping_early_the_search_is_the_full_grid_on_the_same_samples(
     assert len(ran) == len(lengths) or not ran[-1].passed
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(grids(), st.integers(1, 12))
 def test_a_search_that_stops_early_answers_from_the_verdicts_it_reached(grid, min_samples):
     """Where the test is certain before the end, the effective length follows from the lengths'
