@@ -94,7 +94,11 @@ def summary(out: str) -> dict[str, Any]:
 def without_timings(text: str) -> str:
     """A report or predictions file with its timings (and the file's own name and time) blanked,
     byte for byte otherwise."""
-    text = re.sub(r'"(seconds|build_seconds|created)": ("[^"]*"|[0-9.e-]+|null)', r'"\1": _', text)
+    text = re.sub(
+        r'"(seconds|build_seconds|engine_seconds|created)": ("[^"]*"|[0-9.e-]+|null)',
+        r'"\1": _',
+        text,
+    )
     text = re.sub(r'"throughput": \{[^}]*\}', '"throughput": _', text)
     return re.sub(r'"predictions": "[^"]*"', '"predictions": _', text)
 
