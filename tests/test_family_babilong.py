@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ctxgate.data.babi import LOCATIONS, TASKS, Story, make_story
@@ -29,8 +29,9 @@ from ctxgate.tasks.build import build_sample
 
 GENERATED = [f"ctx_babi_{t}" for t in TASKS]
 OFFICIAL = [f"babilong_{t}" for t in TASKS]
-# tiny tokens of a haystack sentence (tests/test_tasks.py's UNIT for essay tasks)
-LONGEST_SENTENCE = 140
+# tiny tokens of the shipped haystack's longest sentence (218), and the token a boundary may add:
+# the fill ends within one sentence of the length, whichever sentence comes last
+LONGEST_SENTENCE = 219
 SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -250,6 +251,8 @@ def context_of(encoder, s: Sample, task: str) -> str:
     seed=st.integers(0, 2**31),
     chat=st.booleans(),
 )
+# a long sentence last: the fill ends 143 tokens short, within one sentence of the length
+@example(task="ctx_babi_qa1", length=4613, index=9999, seed=521148711, chat=True)
 def test_every_length_builds_within_the_rule_and_fills_or_refuses(
     hf_encoder, task, length, index, seed, chat
 ):
