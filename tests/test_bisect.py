@@ -18,12 +18,11 @@ from ctxgate.backends.formats import written
 from ctxgate.cli import main
 from ctxgate.records.refusal import Unreachable
 from ctxgate.run.compose import ModelError
-from ctxgate.workflows.bisect import (
+from ctxgate.workflows.bisect import bisect, search
+from ctxgate.workflows.run_folder import (
     SKIPPED,
     BisectError,
-    bisect,
     order_checkpoints,
-    search,
     step_of,
     why_left_out,
 )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ctxgate.steps import training_step
-from ctxgate.workflows.bisect import BisectError, step_of
+from ctxgate.workflows.run_folder import BisectError, step_of
 
 STATE = "trainer_state.json"
 NONE = "none"

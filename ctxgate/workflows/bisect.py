@@ -16,119 +16,33 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.adapters import ADAPTER_CONFIG, ADAPTER_WEIGHTS
-from ctxgate.backends.checkpoint import CheckpointError
-from ctxgate.backends.formats import kind_of, written
-from ctxgate.backends.sharded import DCP_METADATA, FSDP_DIR_PREFIX, ZERO_STEP
 from ctxgate.gate.baseline import regression_verdict
-from ctxgate.gate.plan import Plan, check_overrides, make_plan
+from ctxgate.gate.plan import make_plan
 from ctxgate.records.io import atomic_write
-from ctxgate.records.refusal import CtxgateError, Refusal
 from ctxgate.records.schema import Cost
 from ctxgate.report.tables import cost_line
-from ctxgate.run.case import CaseResult, run_case
-from ctxgate.run.compose import ModelError, open_model
-from ctxgate.run.loading import ModelSpec
+from ctxgate.run.compose import ModelError
 from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, TOLERANCE
 from ctxgate.stats.paired import PairedResult, compare
-from ctxgate.stats.sequential import Questions, StopRule
-from ctxgate.steps import training_step
-from ctxgate.tasks import all_tasks, get_task
+from ctxgate.workflows.probe import (
+    Case,
+    Results,
+    Tolerance,
+    check_overrides_on,
+    evaluate_checkpoint,
+    select_cases,
+)
+from ctxgate.workflows.run_folder import (
+    SKIPPED,
+    BisectError,
+    left_out,
+    order_checkpoints,
+    step_of,
+)
 
-Case = tuple[str, int]
-Results = Mapping[Case, CaseResult]
-Tolerance = Callable[[str, int], float]  # a case's tolerance, in points
 # (checkpoint, the reference's results or None for the reference itself, how many checkpoints are
 # evaluated side by side with it) -> results per case; ModelError: it could not be opened
 Evaluate = Callable[[Path, Results | None, int], Results]
-# exit status of bisect and watch when checkpoints they could not open leave the answer open:
-# bisect's first bad checkpoint is a range, watch skipped a checkpoint
-SKIPPED = 5
-
-
-class BisectError(CtxgateError, ValueError):
-    """Unusable checkpoints or ends; the message says what to pass."""
-
-
-def step_of(path: Path) -> int:
-    step = training_step(path).value
-    if step is None:
-        raise BisectError(
-            f"cannot order {path}: it has no trainer_state.json and its name no step number "
-            "(expected e.g. checkpoint-1000)"
-        )
-    return step
-
-
-def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
-    items = [Path(p) for p in paths]
-    missing = [str(p) for p in items if not p.is_dir()]
-    if missing:
-        raise BisectError(
-            f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} not a folder: give a "
-            "folder of checkpoints (checkpoint-100/, checkpoint-200/, ...) or the checkpoint "
-            "folders"
-        )
-    # a run folder: its checkpoints (a folder a training run keeps its config.json in too)
-    if len(items) == 1:
-        outside = left_out(items[0])
-        items = sorted(p for p in items[0].iterdir() if p.is_dir() and p not in outside)
-    if len(items) < 2:
-        raise BisectError(
-            "bisect needs at least two checkpoints (model folders, PEFT adapters, FSDP or "
-            f"DeepSpeed checkpoints), found {len(items)} in {', '.join(map(str, paths))}"
-        )
-    steps = [step_of(p) for p in items]
-    if len(set(steps)) != len(steps):
-        raise BisectError(
-            "two checkpoints share a step number: " + ", ".join(sorted(p.name for p in items))
-        )
-    return [p for _, p in sorted(zip(steps, items))]
-
-
-def left_out(run: Path) -> dict[Path, str]:
-    """Each folder of a run folder that is not in its sequence of checkpoints, with why."""
-    folders = sorted(p for p in run.iterdir() if p.is_dir()) if run.is_dir() else []
-    return {p: why for p in folders if (why := why_left_out(p)) is not None}
-
-
-def why_left_out(folder: Path) -> str | None:
-    """Why ``folder`` has no place in a run's sequence, read from what it holds; None: it has."""
-    if written(folder):
-        if training_step(folder).value is not None:
-            return None
-        return (
-            "no trainer_state.json and no step number in its name, so no place in the order; "
-            "rename it with its step (e.g. checkpoint-1000) to include it"
-        )
-    try:
-        names = sorted(p.name for p in folder.iterdir())
-    except FileNotFoundError:  # a run's save_total_limit rotates checkpoints while it is read
-        return "removed while it was read (the run rotated it away)"
-    unfinished = "the save did not finish or was copied in part; restore it from the run"
-    if kind_of(folder) == "adapter":
-        return f"{ADAPTER_CONFIG} without adapter weights ({ADAPTER_WEIGHTS[0]}): {unfinished}"
-    if (folder / "config.json").is_file():
-        return f"config.json without weights (model.safetensors, pytorch_model*.bin): {unfinished}"
-    dirs = [n for n in names if (folder / n).is_dir()]
-    fsdp = [n for n in dirs if n.startswith(FSDP_DIR_PREFIX)]
-    if fsdp or any(n.endswith(".distcp") for n in names):
-        shards = f"{fsdp[0]}/" if fsdp else "shards (*.distcp)"
-        return (
-            f"{shards} without {DCP_METADATA}, which a distributed save writes last: {unfinished}"
-        )
-    if weights := [n for n in names if n.endswith(".safetensors") or n.startswith("pytorch_model")]:
-        return (
-            f"weights ({', '.join(weights[:3])}) without config.json or {ADAPTER_CONFIG}: copy "
-            "the config the run saved beside them to include it"
-        )
-    zero = [n for n in dirs if n.startswith(ZERO_STEP)]
-    if zero := [n for n in zero if not any((folder / n).glob("*model_states.pt"))]:
-        return f"{zero[0]}/ without *model_states.pt: {unfinished}"
-    return (
-        f"not a checkpoint (no config.json, {ADAPTER_CONFIG}, {DCP_METADATA} or {ZERO_STEP}*/ in "
-        "it)"
-    )
 
 
 def resolve_end(checkpoints: Sequence[Path], name: str) -> int:
@@ -342,83 +256,6 @@ def search(
         hi = min((i for i, bad in verdicts.items() if bad), default=hi)
         lo = max((i for i, bad in verdicts.items() if bad is False and i < hi), default=lo)
     return hi
-
-
-def select_cases(expression: str | None, lengths: Sequence[int]) -> list[Case]:
-    """Cases whose id (``task-length``, as in pytest) matches a ``-k`` expression."""
-    ids = [(t.name, L) for t in all_tasks() for L in lengths]
-    if not expression:
-        return ids
-    from _pytest.mark.expression import Expression  # pytest's own -k grammar: both read it alike
-
-    compiled = Expression.compile(expression)
-    return [(t, L) for t, L in ids if compiled.evaluate(_matcher(f"{t}-{L}"))]
-
-
-def _matcher(name: str) -> Callable[..., bool]:
-    """pytest's -k matching: a word matches a case id that contains it, case-insensitively."""
-    return lambda word, /, **_: word.lower() in name.lower()
-
-
-def _stop(
-    plan: Plan, reference: CaseResult | None, tolerance: float
-) -> tuple[StopRule, Questions] | None:
-    if plan.sequential is None or reference is None:
-        return None
-    base = {o.index: o.score for o in reference.samples if o.score is not None}
-    rule = StopRule(plan.sequential.alpha, plan.sequential.min_samples, max_samples=None)
-    return rule, Questions(baseline=base, tolerance=tolerance / 100)
-
-
-def evaluate_checkpoint(
-    path: Path,
-    cases: Sequence[Case],
-    plan: Plan,
-    reference: Results | None,
-    tolerance: Tolerance,
-    replicas: int,
-) -> dict[Case, CaseResult]:
-    """Results per case; one without a score is left out (--sequential: each stops when certain)."""
-    try:
-        spec = plan.model.at(path)
-    except CheckpointError as exc:  # a WrongFlag (a flag the run's folders need) is the caller's
-        raise ModelError(f"opening {path}", exc) from None
-    loaded = open_model(spec, replicas=replicas)
-    backend, ctx, cache = loaded.backend, loaded.context, loaded.cache
-    results: dict[Case, CaseResult] = {}
-    try:
-        for t, L in cases:
-            if backend.max_positions is not None and L > backend.max_positions:
-                continue  # beyond the window: no score (a regression where the reference had one)
-            try:
-                stop = _stop(plan, (reference or {}).get((t, L)), tolerance(t, L))
-                results[(t, L)] = run_case(
-                    get_task(t),
-                    ctx,
-                    backend,
-                    L,
-                    plan.samples,
-                    spec.seed,
-                    cache=cache,
-                    helmet_compat=spec.helmet_compat,
-                    stop=stop,
-                )
-            except Refusal:  # no score, read by gate.verdicts.unscored_verdict's rule
-                continue
-        return results
-    finally:
-        loaded.close()
-
-
-def check_overrides_on(path: Path, spec: ModelSpec) -> None:
-    """The config overrides against ``path``'s config, before any model loads."""
-    if not spec.overrides:
-        return
-    try:
-        checkpoint = spec.locate(path)
-    except CheckpointError:
-        return
-    check_overrides(spec.overrides, checkpoint.config_dir)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

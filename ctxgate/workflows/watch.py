@@ -20,7 +20,7 @@ from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import Cost, Report
 from ctxgate.report.tables import cost_line
 from ctxgate.run.options import ATTEMPTS, INTERVAL, SETTLE, WATCH, read
-from ctxgate.workflows.bisect import SKIPPED, left_out, step_of, why_left_out
+from ctxgate.workflows.run_folder import SKIPPED, left_out, step_of, why_left_out
 
 USAGE_ERROR = 4  # pytest's exit code for arguments it refused
 

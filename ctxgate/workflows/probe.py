@@ -1,0 +1,98 @@
+"""One checkpoint evaluated outside pytest, as bisect probes it: the cases a ``-k`` expression
+selects, run on the model the pytest plugin's own composition root (``ctxgate.run.compose``)
+opens, each stopped early against the reference under --sequential."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from ctxgate.backends.checkpoint import CheckpointError
+from ctxgate.gate.plan import Plan, check_overrides
+from ctxgate.records.refusal import Refusal
+from ctxgate.run.case import CaseResult, run_case
+from ctxgate.run.compose import ModelError, open_model
+from ctxgate.run.loading import ModelSpec
+from ctxgate.stats.sequential import Questions, StopRule
+from ctxgate.tasks import all_tasks, get_task
+
+Case = tuple[str, int]
+Results = Mapping[Case, CaseResult]
+Tolerance = Callable[[str, int], float]  # a case's tolerance, in points
+
+
+def select_cases(expression: str | None, lengths: Sequence[int]) -> list[Case]:
+    """Cases whose id (``task-length``, as in pytest) matches a ``-k`` expression."""
+    ids = [(t.name, L) for t in all_tasks() for L in lengths]
+    if not expression:
+        return ids
+    from _pytest.mark.expression import Expression  # pytest's own -k grammar: both read it alike
+
+    compiled = Expression.compile(expression)
+    return [(t, L) for t, L in ids if compiled.evaluate(_matcher(f"{t}-{L}"))]
+
+
+def _matcher(name: str) -> Callable[..., bool]:
+    """pytest's -k matching: a word matches a case id that contains it, case-insensitively."""
+    return lambda word, /, **_: word.lower() in name.lower()
+
+
+def _stop(
+    plan: Plan, reference: CaseResult | None, tolerance: float
+) -> tuple[StopRule, Questions] | None:
+    if plan.sequential is None or reference is None:
+        return None
+    base = {o.index: o.score for o in reference.samples if o.score is not None}
+    rule = StopRule(plan.sequential.alpha, plan.sequential.min_samples, max_samples=None)
+    return rule, Questions(baseline=base, tolerance=tolerance / 100)
+
+
+def evaluate_checkpoint(
+    path: Path,
+    cases: Sequence[Case],
+    plan: Plan,
+    reference: Results | None,
+    tolerance: Tolerance,
+    replicas: int,
+) -> dict[Case, CaseResult]:
+    """Results per case; one without a score is left out (--sequential: each stops when certain)."""
+    try:
+        spec = plan.model.at(path)
+    except CheckpointError as exc:  # a WrongFlag (a flag the run's folders need) is the caller's
+        raise ModelError(f"opening {path}", exc) from None
+    loaded = open_model(spec, replicas=replicas)
+    backend, ctx, cache = loaded.backend, loaded.context, loaded.cache
+    results: dict[Case, CaseResult] = {}
+    try:
+        for t, L in cases:
+            if backend.max_positions is not None and L > backend.max_positions:
+                continue  # beyond the window: no score (a regression where the reference had one)
+            try:
+                stop = _stop(plan, (reference or {}).get((t, L)), tolerance(t, L))
+                results[(t, L)] = run_case(
+                    get_task(t),
+                    ctx,
+                    backend,
+                    L,
+                    plan.samples,
+                    spec.seed,
+                    cache=cache,
+                    helmet_compat=spec.helmet_compat,
+                    stop=stop,
+                )
+            except Refusal:  # no score, read by gate.verdicts.unscored_verdict's rule
+                continue
+        return results
+    finally:
+        loaded.close()
+
+
+def check_overrides_on(path: Path, spec: ModelSpec) -> None:
+    """The config overrides against ``path``'s config, before any model loads."""
+    if not spec.overrides:
+        return
+    try:
+        checkpoint = spec.locate(path)
+    except CheckpointError:
+        return
+    check_overrides(spec.overrides, checkpoint.config_dir)
