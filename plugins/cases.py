@@ -7,7 +7,6 @@ import re
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any, NoReturn
 
 import pytest
@@ -33,14 +32,23 @@ from ctxgate.gate.verdicts import (
 )
 from ctxgate.judge.client import JudgeError
 from ctxgate.records.refusal import Refusal
-from ctxgate.records.schema import CaseRecord, Comparison, RunError, RunInfo, SampleOutcome, to_json
+from ctxgate.records.schema import (
+    CaseRecord,
+    Comparison,
+    LengthVerdict,
+    RunError,
+    RunInfo,
+    SampleOutcome,
+    to_json,
+)
 from ctxgate.run.ahead import Ahead
-from ctxgate.run.case import CaseResult, run_case
+from ctxgate.run.case import CaseResult, Drawing, case_result, drive, open_case
 from ctxgate.run.compose import LoadedModel
 from ctxgate.run.progress import case_label
+from ctxgate.run.rounds import Together, run_together
 from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
-from ctxgate.tasks.build import LengthRuleBroken
+from ctxgate.tasks.build import LengthRuleBroken, fits_at_all
 from ctxgate.tasks.registry import all_tasks, get_task, marker_vocabulary, task_names
 
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
@@ -56,11 +64,12 @@ class CaseState:
     samples: tuple[SampleOutcome, ...] = ()
     run_meta: dict[str, Any] | None = None
     run_error: RunError | None = None
+    summary: LengthVerdict | None = None  # its summary's verdict, where drawn with it (rounds)
 
     def to_wire(self) -> dict[str, Any]:
         """Plain JSON values: what execnet carries from an xdist worker."""
         wire = {**vars(self), "record": to_json(self.record), "samples": to_json(self.samples)}
-        return {**wire, "run_error": to_json(self.run_error)}
+        return {**wire, "run_error": to_json(self.run_error), "summary": to_json(self.summary)}
 
 
 CASE_STATE_KEY = pytest.StashKey[CaseState]()
@@ -250,44 +259,76 @@ def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Wi
     return None
 
 
+def _opener(config: pytest.Config, model: LoadedModel) -> Callable[[str, int], Drawing]:
+    """Each case opened as its run starts it (``run.case.open_case``)."""
+    plan = config.stash[PLAN_KEY]
+
+    def opened(name: str, length: int) -> Drawing:
+        floor = plan.thresholds.floor_for(name, length)
+        return open_case(
+            get_task(name),
+            model.context,
+            length,
+            plan.samples,
+            plan.model.seed,
+            model.cache,
+            plan.model.helmet_compat,
+            model.judges,
+            _stop_rule(config, name, length, floor),
+        )
+
+    return opened
+
+
 def _case_run(
     config: pytest.Config, model: LoadedModel, name: str, length: int
 ) -> Callable[[], CaseResult]:
     """The case's run, ready to start in its item's turn or ahead of it (``ctxgate_ahead``)."""
+    progress = config.stash.get(REPORTER_KEY, None)
+    confidence = config.stash[PLAN_KEY].thresholds.confidence
+
+    def run() -> CaseResult:
+        draw = _opener(config, model)(name, length)
+        drive(draw, model.backend, progress)
+        return case_result(draw, confidence, model.judges)
+
+    return run
+
+
+def _together(
+    config: pytest.Config, model: LoadedModel, keys: list[tuple[str, int]]
+) -> Together | None:
+    """--search-effective-length --sequential: RULER's cases at each length drawn together, so
+    that the average's own test can stop them (``run.rounds``)."""
     plan = config.stash[PLAN_KEY]
-    thresholds = plan.thresholds
-    return partial(
-        run_case,
-        get_task(name),
-        model.context,
-        model.backend,
-        length,
-        plan.samples,
-        plan.model.seed,
-        thresholds.confidence,
-        model.cache,
-        plan.model.helmet_compat,
-        model.judges,
-        config.stash.get(REPORTER_KEY, None),
-        _stop_rule(config, name, length, thresholds.floor_for(name, length)),
+    if plan.sequential is None:
+        return None
+    groups: dict[int, list[str]] = {}
+    for task, length in keys:
+        if get_task(task).suite == "ruler" and fits_at_all(get_task(task), length):
+            groups.setdefault(length, []).append(task)
+    rule = StopRule(plan.sequential.alpha, plan.sequential.min_samples, None)
+    bar, backend = plan.thresholds.effective_threshold / 100, model.backend
+    progress = config.stash.get(REPORTER_KEY, None)
+    confidence = plan.thresholds.confidence
+    return Together(
+        groups,
+        _opener(config, model),
+        lambda draw: case_result(draw, confidence, model.judges),
+        lambda draws: run_together(draws, backend, bar, rule, progress),
     )
 
 
 @pytest.fixture(scope="session")
 def ctxgate_ahead(
     request: pytest.FixtureRequest, ctxgate_model: LoadedModel
-) -> Iterator[Ahead | None]:
+) -> Iterator[Ahead | Together | None]:
     """For a backend that serves several cases at once (``cases_at_once``): the selected cases
     started ahead of their items, in the items' order, as many at once as the backend asks and its
     ``concurrency`` needs to stay full; None for the others. Stopped before the model is."""
     backend = ctxgate_model.backend
     wish = int(getattr(backend, "cases_at_once", 1))
     config = request.config
-    # an xdist worker does not know which items it will be sent, so it runs only its own, one at a
-    # time; the workers on a server keep its batch full together (each with its share of it)
-    if wish <= 1 or hasattr(config, "workerinput"):
-        yield None
-        return
     cases = [
         case_key(i.nodeid)
         for i in request.session.items
@@ -297,6 +338,14 @@ def ctxgate_ahead(
     keys = list(
         dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1]))
     )
+    if config.stash[PLAN_KEY].search:  # no case runs before the search knows it is needed
+        yield _together(config, ctxgate_model, keys)
+        return
+    # an xdist worker does not know which items it will be sent, so it runs only its own, one at a
+    # time; the workers on a server keep its batch full together (each with its share of it)
+    if wish <= 1 or hasattr(config, "workerinput"):
+        yield None
+        return
     samples = config.stash[PLAN_KEY].samples or min(
         (get_task(t).default_samples for t, _ in keys), default=1
     )
@@ -308,7 +357,9 @@ def ctxgate_ahead(
 
 @pytest.fixture
 def ctxgate_case(
-    request: pytest.FixtureRequest, ctxgate_model: LoadedModel, ctxgate_ahead: Ahead | None
+    request: pytest.FixtureRequest,
+    ctxgate_model: LoadedModel,
+    ctxgate_ahead: Ahead | Together | None,
 ) -> Case:
     name, length = request.param
     config = request.config
@@ -329,6 +380,8 @@ def ctxgate_case(
     try:
         if ctxgate_ahead is not None and (name, length) in ctxgate_ahead:
             result = ctxgate_ahead.take((name, length))
+            if isinstance(ctxgate_ahead, Together):
+                state.summary = ctxgate_ahead.verdicts[length]
         else:
             result = _case_run(config, ctxgate_model, name, length)()
     except Refusal as exc:  # a designed refusal: its cause decides the verdict (unscored_verdict)

@@ -3,6 +3,7 @@ that cannot load stops the session with one line, recorded once in the report.""
 
 from __future__ import annotations
 
+import gc
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -43,8 +44,17 @@ def ctxgate_model(
         raise pytest.fail.Exception(message, pytrace=False) from None
     if hasattr(loaded.backend, "summary"):
         pytestconfig.stash[SUMMARY_KEY] = loaded.backend.summary
+    # The libraries and the checkpoint live as long as the session: no collection need walk their
+    # millions of objects again (a full one takes a quarter of a second, and pytest runs two at
+    # its end); unfrozen once pytest is done (pytest_configure)
+    gc.freeze()
     yield loaded
     loaded.close()  # its processes and actors end with the session, not with the interpreter
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # the first cleanup registered is the last run: after pytest's own collections at its end
+    config.add_cleanup(gc.unfreeze)
 
 
 @pytest.hookimpl(tryfirst=True)

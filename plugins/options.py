@@ -19,6 +19,7 @@ from ctxgate.records.schema import RunError
 from ctxgate.run.options import (
     BACKEND,
     BASELINE,
+    COST,
     ENGINE,
     EVALUATION,
     FORCE_LENGTHS,
@@ -26,7 +27,6 @@ from ctxgate.run.options import (
     JUDGE,
     MODEL,
     REPORT,
-    SEQUENTIAL_OPTIONS,
 )
 
 _HERE = Path(__file__).resolve().parent
@@ -66,9 +66,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ("ctxgate-hf", "ctxgate --backend hf: batching and placement", HF),
         ("ctxgate-judge", "ctxgate judged tasks (Cite, NarrativeQA, Summ)", JUDGE),
         (
-            "ctxgate-sequential",
-            "ctxgate --sequential: stop a case once its verdict is certain",
-            SEQUENTIAL_OPTIONS,
+            "ctxgate-cost",
+            "ctxgate cost: stop a case once its verdict is certain, a search once its length is",
+            COST,
         ),
     ):
         group = parser.getgroup(name, description)

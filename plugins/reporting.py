@@ -47,6 +47,7 @@ from .cases import CASE_STATE_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 from .reference import published_section
+from .search import SEARCH_KEY
 from .signals import RECEIVED_KEY
 
 
@@ -324,8 +325,10 @@ def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
             tuple(f"{t}-{L}" for t, L in scored if (t, L) in selected),
             tuple(f"{t}-{L}" for t, L in scored if (t, L) not in selected),
         )
-    verdict = judge_session(cases, thresholds, complete, baseline=baseline)
-    report = build_report(cases, run, verdict, complete, collector.run_error, baseline)
+    searching = config.stash.get(SEARCH_KEY, None)
+    search = searching.summary() if searching is not None else None
+    verdict = judge_session(cases, thresholds, complete, baseline=baseline, search=search)
+    report = build_report(cases, run, verdict, complete, collector.run_error, baseline, search)
     collector.report = replace(report, reference=published_section(config, report))
     return collector.report
 

@@ -4,15 +4,22 @@ that measures it on the published curves."""
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
+from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxgate.gate.search import judge_length, search
-from ctxgate.stats.sequential import StopRule
+from ctxgate.gate.search import Searching, search
+from ctxgate.gate.session import judge_session
+from ctxgate.gate.thresholds import Thresholds
+from ctxgate.records.schema import CaseRecord
+from ctxgate.stats.sequential import StopRule, judge_length
+from ctxgate.tasks.registry import get_task, membership
 from tests.conftest import ROOT
 
 MEMBERS = 13
@@ -96,3 +103,123 @@ def test_the_bench_prints_its_figures_on_the_published_curves():
     assert done.returncode == 0, done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("length search: ") and "models x 2 runs; same effective length" in last
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> tuple[Thresholds, list[CaseRecord]]:
+    """A run's case records: RULER tasks (some or all) at lengths from 1 token up, scores anywhere
+    in [0, 100], a member that errored now and then; a bar and, sometimes, a relative goal."""
+    ruler = st.sampled_from(membership().ruler)
+    tasks = draw(st.lists(ruler, min_size=1, max_size=13, unique=True))
+    lengths = sorted(draw(st.sets(st.integers(1, 1 << 20), min_size=1, max_size=6)))
+    records = []
+    for L in lengths:
+        for task in tasks:
+            spec = get_task(task)
+            record = CaseRecord(task, "ruler", L, spec.category, spec.metric.name, n=10)
+            if draw(st.integers(0, 20)) == 0:
+                records.append(record)  # verdict "error": no score
+            else:
+                score = draw(st.sampled_from([0.0, 100.0]) | st.floats(0, 100))
+                records.append(replace(record, score=round(score, 2), verdict="pass"))
+    relative = (("ruler", 0),) if draw(st.booleans()) else ()
+    up_to = draw(st.sampled_from([0, lengths[0], lengths[-1]]))
+    thresholds = Thresholds(
+        "thresholds.toml",
+        effective_threshold=draw(st.floats(0, 99.9)),
+        relative_min_length=relative,
+        relative_base_up_to=up_to,
+        relative_share=draw(st.floats(0.01, 1)),
+    )
+    return thresholds, records
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs())
+def test_the_search_in_a_run_finds_the_full_grids_effective_lengths(run):
+    """Cases fed shortest length first, those the search skips left out: the effective lengths
+    (absolute, and relative where gated) are the full grid's, and nothing runs past the length
+    that decided them all."""
+    thresholds, records = run
+    searching = Searching(thresholds, [(c.task, c.length) for c in records])
+    kept = []
+    for c in records:
+        if searching.skip(c.task, c.length) is None:
+            kept.append(c)
+            searching.record(c)
+    grid = judge_session(records, thresholds, True)
+    found = judge_session(kept, thresholds, True, search=searching.summary())
+    assert found.effective_length is not None and grid.effective_length is not None
+    assert found.effective_length.value == grid.effective_length.value
+    for name, relative in grid.relative_effective_length.items():
+        if thresholds.relative_min_length:
+            assert found.relative_effective_length[name].value == relative.value
+    ran = searching.summary()
+    assert ran.ran == tuple(sorted({c.length for c in kept}))
+    if ran.skipped:  # each goal failed at a length the search ran, below every skipped one
+        assert min(ran.skipped) > max(ran.ran) and ran.why
+
+
+@pytest.fixture
+def two_niah(pytester: pytest.Pytester) -> tuple[str, ...]:
+    """niah_single_1 and _2 on the shipped checkpoint: their mean 70% at 512 tokens, 25% at 1K,
+    0% at 2K (10 samples); the bar at 50 passes the first length only."""
+    (pytester.path / "thresholds.toml").write_text("[effective_length]\nthreshold = 50\n")
+    return ("-k", "niah_single_1 or niah_single_2", "--lengths", "512,1k,2k", "--samples", "10")
+
+
+def test_on_the_tiny_checkpoint_the_search_is_the_grid_where_it_ran(real_suite, pytester, two_niah):
+    """The grid, then the search on the same samples (the generation cache): the same cases and
+    effective length where the search ran, 2K skipped with why, its generations saved."""
+    real_suite(*two_niah, "--report", "grid.json").assert_outcomes(passed=6)
+    result = real_suite(*two_niah, "--search-effective-length", "--report", "search.json")
+    result.assert_outcomes(passed=4, skipped=2)
+    grid, found = (
+        json.loads((pytester.path / f"{name}.json").read_text()) for name in ("grid", "search")
+    )
+    same = ("score", "n", "verdict", "data_sha256")
+    ran = {(c["task"], c["length"]): c for c in found["cases"] if c["verdict"] != "skip"}
+    assert {k: [c[f] for f in same] for k, c in ran.items()} == {
+        (c["task"], c["length"]): [c[f] for f in same] for c in grid["cases"] if c["length"] < 2048
+    }
+    assert found["effective_length"]["value"] == grid["effective_length"]["value"] == 512
+    assert found["search"]["ran"] == [512, 1024] and found["search"]["skipped"] == [2048]
+    skipped = [c for c in found["cases"] if c["length"] == 2048]
+    assert {c["skip_kind"] for c in skipped} == {"search_stopped"}
+    assert sum(c["cost"]["saved_generations"] for c in skipped) == 20
+    result.stdout.fnmatch_lines(
+        ["Search: ran 512, 1K; skipped 2K: RULER's average 25* is not above 50 at 1024: *"]
+    )
+
+
+def test_under_sequential_the_average_stops_a_length_and_gates_min_effective_length(
+    real_suite, pytester, two_niah
+):
+    """--sequential: the two cases at 512 are drawn in rounds and stop when RULER's average is
+    certain; a [session] min_effective_length gate, refused under --sequential alone, is
+    checked."""
+    (pytester.path / "thresholds.toml").write_text(
+        "[effective_length]\nthreshold = 95\n[session]\nmin_effective_length = 1024\n"
+    )
+    sequential = (*two_niah[:4], "--samples", "40", "--sequential", "--sequential-min", "5")
+    refused = real_suite(*sequential)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*--sequential cannot check min_effective_length*"])
+    result = real_suite(*sequential, "--search-effective-length", "--report", "r.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the session gate: 0 < 1024
+    report = json.loads((pytester.path / "r.json").read_text())
+    (verdict,) = report["search"]["ruler"]
+    assert verdict["length"] == 512 and verdict["certain"] and not verdict["passed"]
+    at_512 = [c for c in report["cases"] if c["length"] == 512 and c["verdict"] != "skip"]
+    assert at_512 and all(c["n"] == verdict["rounds"] < 40 for c in at_512)
+    assert all(c["sequential"]["by_summary"] for c in at_512)
+    assert report["effective_length"]["value"] == 0 and report["effective_length"]["early"] == []
+    assert report["search"]["skipped"] == [1024, 2048]
+    gate = {g["name"]: g for g in report["gates"]}["min_effective_length"]
+    assert gate["verdict"] == "fail"
+
+
+def test_the_search_refuses_xdist(real_suite):
+    result = real_suite("--search-effective-length", "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--search-effective-length runs the lengths in order*drop -n*"])

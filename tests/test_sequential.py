@@ -284,7 +284,7 @@ def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester)
     )
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(
-        ["*--sequential cannot check min_effective_length*Drop --sequential*"]
+        ["*--sequential cannot check min_effective_length*--search-effective-length*drop*"]
     )
 
     from ctxgate.gate.session import judge_session

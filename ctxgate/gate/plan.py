@@ -26,7 +26,7 @@ from ctxgate.run.loading import EngineSettings, ModelSpec, factory_of, read_engi
 from ctxgate.run.options import Get, OptionError
 from ctxgate.tasks.registry import task_names
 
-OPTIONS: tuple[opt.Option, ...] = (opt.MODEL, opt.BACKEND, *opt.EVALUATION, *opt.SEQUENTIAL_OPTIONS)
+OPTIONS: tuple[opt.Option, ...] = (opt.MODEL, opt.BACKEND, *opt.EVALUATION, *opt.COST)
 OPTIONS += (*opt.ENGINE, *opt.HF, *opt.JUDGE, opt.REPORT, opt.FORCE_LENGTHS, opt.BASELINE)
 LLAMA2 = "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
 
@@ -59,6 +59,7 @@ class Plan:
     report: str | None = None
     force_lengths: bool = False
     startup_error: str | None = None
+    search: bool = False  # --search-effective-length
 
 
 def make_plan(
@@ -90,7 +91,7 @@ def make_plan(
                 baseline = load_baseline(values["baseline"])
             except BaselineError as exc:
                 raise OptionError(f"--baseline {values['baseline']}: {exc}") from None
-        _check_sequential(sequential, thresholds)
+        _check_sequential(sequential, thresholds, values[opt.SEARCH.dest])
     spec = _spec(
         values, model or "", checkpoint, backend, started_in, thresholds.judge_max_failure_rate
     )
@@ -109,6 +110,7 @@ def make_plan(
         values[opt.REPORT.dest],
         values[opt.FORCE_LENGTHS.dest],
         startup_error,
+        values[opt.SEARCH.dest],
     )
 
 
@@ -252,14 +254,16 @@ def judge_settings(values: Mapping[str, Any], cache_dir: str | None) -> JudgeSet
     )
 
 
-def _check_sequential(sequential: Sequential | None, thresholds: Thresholds) -> None:
-    """Means that stopped early are biased, so no gate may average them."""
-    if sequential is not None and thresholds.min_effective_length:
+def _check_sequential(sequential: Sequential | None, thresholds: Thresholds, search: bool) -> None:
+    """Means that stopped early are biased, so no gate may average them; RULER's average has a
+    test of its own under --search-effective-length."""
+    if sequential is not None and thresholds.min_effective_length and not search:
         raise OptionError(
             f"--sequential cannot check min_effective_length ({thresholds.path}): the effective "
             "length averages RULER's tasks, and an average of means that stopped early is biased, "
-            "with no guarantee. Drop --sequential, or pass --thresholds with a file whose "
-            "[session] min_effective_length is 0"
+            "with no guarantee. Add --search-effective-length (the average's own test decides "
+            "each length), drop --sequential, or pass --thresholds with a file whose [session] "
+            "min_effective_length is 0"
         )
     if sequential is not None and thresholds.relative_min_length:
         raise OptionError(

@@ -2,51 +2,19 @@
 
 The effective length is the longest length at which the summary (RULER's average of its tasks)
 passes with every shorter one, so the first failing length decides it and the longer ones cannot
-change it. Within a length, the summary's own sequential test stops the members once it is certain
-which side of the bar their mean is on: it bets (``stats.sequential.Bettor``) on rounds of one
-sample per member, in index order, whose mean in [0, 1] has the summary's mean as its expectation,
-so a certain claim is wrong at most ``alpha`` of the time however the stopping falls. A length it
-cannot decide within the budget is judged on its full count, as the fixed grid judges it.
+change it. Within a length, the summary's own sequential test (``stats.sequential.judge_length``)
+may stop the members once it is certain which side of the bar their mean is on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
-from ctxgate.stats.sequential import Bettor, StopRule
-
-
-@dataclass(frozen=True)
-class LengthVerdict:
-    """How the summary fared at one length."""
-
-    length: int
-    passed: bool
-    rounds: int  # rounds of one sample per member used
-    certain: bool  # decided by the test at its error rate; False: judged on the full count
-    mean: float  # of the rounds used, percent
-
-
-def judge_length(
-    length: int, rounds: Iterable[Sequence[float]], bar: float, rule: StopRule
-) -> LengthVerdict:
-    """``rounds``: each member's score of one sample (in [0, 1]), drawn lazily so nothing past
-    the verdict is generated; ``bar``: the summary passes strictly above it (a fraction);
-    ``rule.max_samples``: the full count, where the verdict is the plain mean's."""
-    bettor, used, total = Bettor(bar, rule.alpha), 0, 0.0
-    claim = None
-    for scores in rounds:
-        mean = sum(scores) / len(scores)
-        bettor.observe(mean)
-        used, total = used + 1, total + mean
-        if used >= rule.min_samples and (claim := bettor.decided()):
-            break
-        if rule.max_samples is not None and used >= rule.max_samples:
-            break
-    average = total / used if used else 0.0
-    passed = claim == "above" if claim else average > bar
-    return LengthVerdict(length, passed, used, claim is not None, round(100 * average, 2))
+from ctxgate.gate.session import relative_lengths, summarize
+from ctxgate.gate.thresholds import Thresholds
+from ctxgate.records.schema import CaseRecord, LengthVerdict, SearchRecord
+from ctxgate.stats.sequential import StopRule, judge_length
+from ctxgate.tasks.registry import Membership, membership
 
 
 def search(
@@ -64,3 +32,98 @@ def search(
             break
     passing = [v.length for v in ran if v.passed]
     return (passing[-1] if passing else 0), ran
+
+
+def summary_members(name: str, tasks: Membership) -> frozenset[str]:
+    """The tasks a summary (a ``by_length`` key) averages, the published twins standing in."""
+    if name == "ruler":
+        found: set[str] = set(tasks.ruler)
+    elif name == "helmet_overall":
+        found = {t for members in tasks.helmet.values() for t in members}
+    elif name.startswith("helmet_"):
+        found = set(tasks.helmet.get(name.removeprefix("helmet_"), ()))
+    else:
+        found = set(tasks.families.get(name, ()))
+    return frozenset(found | {s for s, t in tasks.stand_ins.items() if t in found})
+
+
+ABSOLUTE = "ruler (absolute)"
+
+
+class Searching:
+    """``--search-effective-length`` as a run goes: the cases' records arrive shortest length
+    first; once every selected member of a followed summary has its record at a length, the
+    summary is judged there as the session's verdict will judge it, and the first length it fails
+    at decides its effective length. A case is skipped once every followed summary it counts in has
+    been decided at a shorter length; a case in none always runs."""
+
+    def __init__(self, thresholds: Thresholds, selected: Iterable[tuple[str, int]]) -> None:
+        self.thresholds, tasks = thresholds, membership()
+        # the goals: RULER's (absolute) effective length, and each relative one the file gates
+        self.followed = {ABSOLUTE: summary_members("ruler", tasks)}
+        for name, _ in thresholds.relative_min_length:
+            self.followed[name] = summary_members(name, tasks)
+        self.waiting: dict[int, set[str]] = {}  # length -> selected tasks without a record yet
+        for task, length in selected:
+            self.waiting.setdefault(length, set()).add(task)
+        self.lengths = tuple(sorted(self.waiting))
+        self.records: list[CaseRecord] = []
+        self.ruler: dict[int, LengthVerdict] = {}  # RULER's average at each length judged
+        self.failed_at: dict[str, tuple[int, str]] = {}  # summary -> where and why it failed
+        self.skipped: set[int] = set()
+
+    def skip(self, task: str, length: int) -> str | None:
+        """Why the case does not run (None: it runs)."""
+        mine = [name for name, members in self.followed.items() if task in members]
+        decided = [self.failed_at[n] for n in mine if n in self.failed_at]
+        if not mine or len(decided) < len(mine) or not all(L < length for L, _ in decided):
+            return None
+        self.skipped.add(length)
+        whys = "; ".join(why for _, why in decided)
+        return f"{task} at {length}: not run, --search-effective-length decided it: {whys}"
+
+    def record(self, case: CaseRecord, verdict: LengthVerdict | None = None) -> None:
+        """A case's final record (``verdict``: RULER's average at its length, where its own test
+        decided it)."""
+        if verdict is not None:
+            self.ruler[case.length] = verdict
+        self.records.append(case)
+        waiting = self.waiting.get(case.length, set())
+        waiting.discard(case.task)
+        self._judge(case.length, waiting)
+
+    def _judge(self, length: int, waiting: set[str]) -> None:
+        open_ = [n for n in self.followed if n not in self.failed_at]
+        ready = [n for n in open_ if not waiting & self.followed[n]]
+        if not ready:
+            return
+        t = self.thresholds
+        decided = {v.length: v.passed for v in self.ruler.values() if v.certain}
+        by_length, _, eff = summarize(self.records, t.effective_threshold, decided)
+        if ABSOLUTE in ready and eff is not None and length in eff.per_length:
+            group = by_length[str(length)]["ruler"]
+            if length not in self.ruler:
+                n = min((c.n for c in self.records if c.length == length), default=0)
+                mean = group.score or 0.0
+                passed = mean > t.effective_threshold
+                self.ruler[length] = LengthVerdict(length, passed, n, False, mean)
+            if not eff.per_length[length]:
+                said = f"RULER's average {group.score} is not above {t.effective_threshold:g}"
+                self.failed_at[ABSOLUTE] = (length, f"{said} at {length}")
+        relative = relative_lengths(by_length, t)
+        for name in ready:
+            found = relative.get(name)
+            if name == ABSOLUTE or found is None or length <= t.relative_base_up_to:
+                continue  # the base, the mean up to base_up_to, is known only past it
+            if not found.per_length.get(length, True):
+                share = f"{found.share:.0%} of its base {found.base:g}"
+                self.failed_at[name] = (length, f"{name} fell below {share} at {length}")
+
+    def summary(self) -> SearchRecord:
+        skipped = tuple(sorted(self.skipped))
+        ran = tuple(L for L in self.lengths if L not in self.skipped)
+        why = None
+        if skipped:
+            why = "; ".join(why for _, why in self.failed_at.values())
+            why += ": longer lengths cannot change it"
+        return SearchRecord(ran, skipped, why, tuple(self.ruler[L] for L in sorted(self.ruler)))

@@ -19,6 +19,7 @@ from ctxgate.records.schema import (
     LongScore,
     Overall,
     RelativeEffectiveLength,
+    SearchRecord,
 )
 from ctxgate.tasks.registry import Membership, membership
 
@@ -59,9 +60,10 @@ def _length_summary(
 
 
 def summarize(
-    cases: Sequence[CaseRecord], threshold: float
+    cases: Sequence[CaseRecord], threshold: float, decided: Mapping[int, bool] | None = None
 ) -> tuple[dict[str, dict[str, GroupScore]], Overall, EffectiveLength | None]:
-    """Scores per length; a case with verdict "error" makes every summary it is in incomplete."""
+    """Scores per length; a case with verdict "error" makes every summary it is in incomplete.
+    ``decided``: the lengths RULER's average was decided at by its own test."""
     tasks = membership()
     scored: dict[int, dict[str, float]] = {}
     errored: dict[int, set[str]] = {}
@@ -86,7 +88,7 @@ def summarize(
         incomplete=any(g.incomplete for g in ruler.values()),
         early=any(bool(g.early) for g in ruler.values()),
     )
-    return by_length, overall, summaries.effective_length(ruler, threshold)
+    return by_length, overall, summaries.effective_length(ruler, threshold, decided)
 
 
 def judge_session(
@@ -95,12 +97,14 @@ def judge_session(
     complete: bool,
     threshold: float | None = None,
     baseline: BaselineRun | None = None,
+    search: SearchRecord | None = None,
 ) -> SessionVerdict:
     """``threshold``: the effective-length bar when not the thresholds' own (a report judged
-    again keeps its)."""
+    again keeps its); ``search``: the lengths RULER's average was decided at by its own test."""
     if threshold is None:
         threshold = thresholds.effective_threshold
-    by_length, overall, eff = summarize(cases, threshold)
+    decided = {v.length: v.passed for v in search.ruler if v.certain} if search else None
+    by_length, overall, eff = summarize(cases, threshold, decided)
     relative = relative_lengths(by_length, thresholds)
     gates = session_gates(cases, complete, eff, baseline, thresholds, relative)
     finished = complete and not any(c.verdict == "error" for c in cases)

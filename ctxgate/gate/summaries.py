@@ -123,15 +123,23 @@ def _passing_run(passing: Mapping[int, bool]) -> int:
     return run[-1] if run else 0
 
 
-def _flagged(scored: Mapping[int, GroupScore]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The lengths with a member without a score, and those with one stopped early."""
+def _flagged(
+    scored: Mapping[int, GroupScore], decided: Mapping[int, bool] | None = None
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The lengths with a member without a score, and those with one stopped early (and no test
+    of the average that decided it)."""
     incomplete = tuple(L for L, g in scored.items() if g.incomplete)
-    return incomplete, tuple(L for L, g in scored.items() if g.early)
+    return incomplete, tuple(L for L, g in scored.items() if g.early and L not in (decided or {}))
 
 
 def effective_length(
-    ruler_by_length: Mapping[int, GroupScore], threshold: float = RULER_THRESHOLD
+    ruler_by_length: Mapping[int, GroupScore],
+    threshold: float = RULER_THRESHOLD,
+    decided: Mapping[int, bool] | None = None,
 ) -> EffectiveLength | None:
+    """``decided``: lengths whose average its own sequential test decided
+    (``--search-effective-length``), early-stopped members or not."""
+    decided = decided or {}
     scored = {
         L: g for L, g in sorted(ruler_by_length.items()) if g.score is not None or g.incomplete
     }
@@ -143,9 +151,10 @@ def effective_length(
         L: g.score is not None and g.score > threshold and not g.incomplete and not g.early
         for L, g in scored.items()
     }
+    passing |= {L: ok and not scored[L].incomplete for L, ok in decided.items() if L in scored}
     value, longest = _passing_run(passing), max((L for L, ok in passing.items() if ok), default=0)
     partial = any(g.partial for g in scored.values())
-    return EffectiveLength(value, longest, threshold, passing, partial, *_flagged(scored))
+    return EffectiveLength(value, longest, threshold, passing, partial, *_flagged(scored, decided))
 
 
 def relative_effective_length(

@@ -18,7 +18,8 @@ SCHEMA_VERSION: Final = 1  # of the report file; readers refuse another (records
 Suite = Literal["ruler", "helmet", "mrcr", "babilong", "nolima"]
 Verdict = Literal["pass", "fail", "skip", "error"]
 # Why a selected case has no score, in the report's words; which fail the gates is gate.verdicts'.
-ByDesign = Literal["too_short"]  # the task cannot be built at this length
+# the task cannot be built at this length; --search-effective-length decided before it
+ByDesign = Literal["too_short", "search_stopped"]
 NotGiven = Literal["data_not_given", "judge_not_given"]  # an optional input the run was not given
 # the checkpoint or an input prevents the case (data_short: the input ran out before the length)
 Broken = Literal["window", "data_unreadable", "data_short", "judge_failed"]
@@ -97,11 +98,14 @@ class SequentialRecord:
     """The floor question: is the true score above the floor?"""
     baseline: QuestionTest | None = None
     """The baseline question (paired): did the score drop by more than the tolerance?"""
+    by_summary: bool = False
+    """Stopped with its summary's verdict (``--search-effective-length``), having no question of
+    its own; ``stopped`` says which."""
 
     @property
     def early(self) -> bool:
         """Stopped before its sample count: the case's mean is biased by the stopping."""
-        return self.decided is not None and self.used < self.budget
+        return (self.decided is not None or self.by_summary) and self.used < self.budget
 
 
 @dataclass(frozen=True)
@@ -244,9 +248,10 @@ class Cost:
     cases: cases a server or cluster runs at once each count their own."""
     saved_generations: int = 0
     """Generations of the fixed plan (each case's full sample count at each selected length) that
-    did not run: ``--sequential`` stopped a case once certain."""
+    did not run: ``--sequential`` stopped a case once certain, or ``--search-effective-length``
+    skipped its length."""
     saved_prompt_tokens: int = 0
-    """Their prompt tokens, at their case's mean prompt length."""
+    """Their prompt tokens, at their case's mean prompt length (a skipped case's: its length)."""
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Cost)))
@@ -396,6 +401,38 @@ class EffectiveLength:
     """Lengths with a RULER task that produced no score: counted as failing."""
     early: tuple[int, ...] = ()
     """Lengths with a RULER task stopped early by ``--sequential``: counted as failing."""
+
+
+@dataclass(frozen=True)
+class LengthVerdict:
+    """``--search-effective-length``: RULER's average at one length the search ran."""
+
+    length: int
+    """In tokens."""
+    passed: bool
+    """Above the effective-length threshold."""
+    rounds: int
+    """Rounds of one sample per task the verdict used (``--sequential``); else each task's own
+    sample count."""
+    certain: bool
+    """Decided by the average's sequential test at ``--sequential-alpha``; false: on the plain
+    mean, as the full grid decides it."""
+    mean: float
+    """RULER's average over the rounds used, percent."""
+
+
+@dataclass(frozen=True)
+class SearchRecord:
+    """``--search-effective-length``: the lengths run shortest first, and why the rest did not."""
+
+    ran: tuple[int, ...]
+    """The lengths whose cases ran."""
+    skipped: tuple[int, ...] = ()
+    """The longer lengths left out once the effective lengths were decided."""
+    why: str | None = None
+    """Why ``skipped`` did not run; null: every length ran."""
+    ruler: tuple[LengthVerdict, ...] = ()
+    """RULER's average at each length run, shortest first."""
 
 
 @dataclass(frozen=True)
@@ -666,6 +703,8 @@ class Report:
     """The ``.predictions.jsonl`` beside the report, by bare file name."""
     cost: RunCost | None = None
     """What the run cost; null: an older report."""
+    search: SearchRecord | None = None
+    """How ``--search-effective-length`` ran the lengths; null: every selected length ran."""
 
     @property
     def length_summaries(self) -> dict[int, dict[str, GroupScore]]:

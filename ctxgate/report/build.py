@@ -19,6 +19,7 @@ from ctxgate.records.schema import (
     RunError,
     RunInfo,
     SampleOutcome,
+    SearchRecord,
 )
 
 
@@ -43,6 +44,7 @@ def build_report(
     session_complete: bool,
     error: RunError | None = None,
     baseline: BaselineRun | None = None,
+    search: SearchRecord | None = None,
 ) -> Report:
     """The verdict's fields are the report's of the same names."""
     judged = {f.name: getattr(verdict, f.name) for f in fields(verdict)}
@@ -55,6 +57,7 @@ def build_report(
         cases=tuple(sorted(cases, key=lambda c: (c.suite, c.task, c.length))),
         baseline=baseline,
         cost=run_cost(cases, run.backend),
+        search=search,
         **judged,
     )
 

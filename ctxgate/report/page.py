@@ -31,7 +31,13 @@ from ctxgate.report.cells import (
     title_attr,
 )
 from ctxgate.report.samples import DepthGrid, by_case, case_key, depth_grids, page_row
-from ctxgate.report.tables import chances, cost_line, effective_lengths, in_registry_order
+from ctxgate.report.tables import (
+    chances,
+    cost_line,
+    effective_lengths,
+    in_registry_order,
+    search_line,
+)
 from ctxgate.report.versus import comparison, trend
 from ctxgate.tasks.niah import DEPTHS
 from ctxgate.tasks.registry import category_label, membership, suite_label
@@ -110,6 +116,7 @@ def _header(report: Report, report_name: str) -> str:
         ("Samples per case", run.samples),
         ("Seed", run.seed),
         ("Cost", cost_line(report.cost).removeprefix("Cost: ") if report.cost else None),
+        ("Search", search_line(report.search).removeprefix("Search: ") if report.search else None),
         ("Chat template", run.chat_template),
         ("Overrides", json.dumps(run.model_overrides) if run.model_overrides else None),
         ("Created", report.created),

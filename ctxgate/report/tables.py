@@ -14,6 +14,7 @@ from ctxgate.records.schema import (
     Reference,
     Report,
     RunCost,
+    SearchRecord,
 )
 from ctxgate.tasks.registry import category_label, membership, suite_label, task_names
 
@@ -21,6 +22,7 @@ from ctxgate.tasks.registry import category_label, membership, suite_label, task
 _NO_SCORE = {"error": "error", "crash": "crash", "not_run": "not run", "window": "window"}
 _NO_SCORE |= {"too_short": "skip", "data_unreadable": "bad data", "data_not_given": "no data"}
 _NO_SCORE |= {"judge_not_given": "no judge", "judge_failed": "judge err"}
+_NO_SCORE |= {"search_stopped": "searched"}
 
 
 def no_score_word(case: CaseRecord) -> str:
@@ -111,6 +113,15 @@ def cost_line(cost: RunCost | Cost, what: str = "Cost") -> str:
     return spent
 
 
+def search_line(search: SearchRecord) -> str:
+    """Which lengths ``--search-effective-length`` ran, and why not the rest."""
+    ran = ", ".join(format_length(L) for L in search.ran) or "none"
+    if not search.skipped:
+        return f"Search: ran every length ({ran}); none decided the effective length early"
+    skipped = ", ".join(format_length(L) for L in search.skipped)
+    return f"Search: ran {ran}; skipped {skipped}: {search.why}"
+
+
 def _tokens(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}K" if n >= 1e4 else f"{n:,}"
 
@@ -132,6 +143,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         if any(cells):
             body.append([label] + cells + [""])
     notes = [cost_line(report.cost)] if report.cost else []
+    notes += [search_line(report.search)] if report.search else []
     if report.error:
         notes.append(f"Run error: {report.error.message.splitlines()[0]}")
     if not report.complete:
@@ -186,13 +198,19 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
     if seq := [c.sequential for c in report.cases if c.sequential]:
         drawn = sum(c.n for c in report.cases if c.sequential)  # every sample scored, in flight too
         budget = sum(s.budget for s in seq)
-        early = sum(1 for s in seq if s.decided)
+        early = sum(1 for s in seq if s.early)
+        counts = (
+            "counts as effective only where RULER's average's own test decided it "
+            "(--search-effective-length)"
+            if report.search
+            else "never counts as effective"
+        )
         notes.append(
             f"Sequential (error rate {seq[0].alpha} per case): {early} of {len(seq)} cases "
-            f"decided early; {drawn} samples scored where fixed n takes {budget} "
+            f"stopped early; {drawn} samples scored where fixed n takes {budget} "
             f"({budget - drawn} saved). A case stopped early reports an estimate biased by the "
             "stopping (its interval is the confidence sequence, valid at any stop): summaries "
-            "marked ~ average such estimates, and a length with one never counts as effective"
+            f"marked ~ average such estimates, and a length with one {counts}"
         )
     if capped := [
         _at(c, f"ran {c.sample_cap['pool']} of {c.sample_cap['requested']}")

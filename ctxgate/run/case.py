@@ -127,7 +127,7 @@ def data_hash(sample_digests: Sequence[str]) -> str:
     return hashlib.sha256("".join(sample_digests).encode("ascii")).hexdigest()
 
 
-class _Drawing:
+class Drawing:
     """One case's samples: built one at a time, served from the cache or the backend, scored."""
 
     def __init__(
@@ -160,11 +160,25 @@ class _Drawing:
         self.from_cache = 0
         self.build_seconds = self.judge_seconds = 0.0
         self.generations = self.prompt_tokens = self.generated_tokens = 0
+        # seconds spent drawing this case (``drive``): with rounds, its own turns only
+        self.requested, self.driven = n, 0.0
         self.ways: set[str] = set()  # how the prompts were built, where a task has two ways
+        self.samples = iter_samples(spec, ctx, length, n, seed)
+        self.built = 0
+        # rounds (``run_together``): build no sample at or past ``limit``; ``held_open``: go on past
+        # the case's own verdict, which a summary's test still needs samples beyond
+        self.limit, self.held_open = n, False
+        # stopped with a summary's verdict (no test of its own): scored on the rounds it used
+        self.cut: tuple[int, str] | None = None
 
     def sequential(self, used: int) -> SequentialRecord | None:
         if self.test is not None:
             return self.test.record(self.n)
+        if self.cut is not None:
+            rule = self.stop[0] if self.stop else StopRule()
+            return SequentialRecord(
+                rule.alpha, rule.min_samples, used, self.n, None, self.cut[1], by_summary=True
+            )
         if self.stop is not None and self.stop[1].asked and self.judged:
             why = "judged, with no judge in this run: no scores to test, so it runs its full count"
             return full_count_record(self.stop[0], used, self.n, why)
@@ -186,15 +200,20 @@ class _Drawing:
     def decided(self) -> bool:
         return self.test is not None and self.test.verdict is not None
 
+    def finished(self) -> bool:
+        """Nothing more to build: its verdict is certain (and no summary holds it), or all built."""
+        return (self.decided() and not self.held_open) or self.built >= self.n
+
     def requests(self) -> Iterator[Request]:
         """Those the cache has are done at once, the rest go to the backend."""
-        samples = iter_samples(self.spec, self.ctx, self.length, self.n, self.seed)
-        while not self.decided():
+        while not self.finished() and self.built < self.limit:
             started = time.perf_counter()
-            s = next(samples, None)
+            s = next(self.samples, None)
             self.build_seconds += time.perf_counter() - started
             if s is None:
+                self.built = self.n
                 return
+            self.built += 1
             self.ways.update(
                 str(s.meta[k])
                 for k in ("passages", "source", "demos")
@@ -259,6 +278,46 @@ class _Drawing:
         return replace(o, score=v.score, parts=v.parts, judge_error=v.error)
 
 
+def open_case(
+    spec: TaskSpec,
+    ctx: BuildContext,
+    length: int,
+    n: int | None,
+    seed: int,
+    cache: GenerationCache | None = None,
+    helmet_compat: bool = False,
+    judges: Judges | None = None,
+    stop: tuple[StopRule, Questions] | None = None,
+) -> Drawing:
+    """A case ready to draw its samples (``n`` None: the task's own count, capped by its pool)."""
+    requested = n or spec.default_samples
+    n = samples_to_run(spec, ctx, length, requested)
+    draw = Drawing(spec, ctx, length, n, seed, cache, helmet_compat, judges, stop)
+    draw.requested = requested
+    return draw
+
+
+def drive(
+    draw: Drawing, backend: Backend, progress: Callable[[Progress], None] | None = None
+) -> None:
+    """Draw the case's samples up to its ``limit``, or until its verdict is certain."""
+    name = case_label(draw.spec.name, draw.length)
+    if progress is not None and not draw.built:  # a 128K sample can take minutes: say so at once
+        progress(Progress(name, 0, draw.n, 0, 0, 0.0))
+    withdraw = getattr(backend, "withdraw", None)
+    started = time.perf_counter() - draw.driven
+    for request, gen in stream(backend, draw.requests(), draw.params, draw.held):
+        draw.receive(request, gen)
+        if withdraw is not None and draw.decided() and not draw.held_open:
+            withdraw(draw.spec.name, draw.length)  # what is still queued never runs, on any replica
+            withdraw = None
+        if progress is not None:
+            elapsed = time.perf_counter() - started - draw.build_seconds
+            done, cached, tokens = len(draw.done), draw.from_cache, draw.generated_tokens
+            progress(Progress(name, done, draw.n, cached, tokens, elapsed))
+    draw.driven = time.perf_counter() - started
+
+
 def run_case(
     spec: TaskSpec,
     ctx: BuildContext,
@@ -279,29 +338,21 @@ def run_case(
     none is built once the verdict is certain, and the score uses the samples the test used. ``n``
     None: the task's own count. A judged task without the judge it needs comes back with score None
     and its judge inputs stored, for ``ctxgate judge`` later."""
-    requested = n or spec.default_samples
-    n = samples_to_run(spec, ctx, length, requested)
-    t0 = time.perf_counter()
-    draw = _Drawing(spec, ctx, length, n, seed, cache, helmet_compat, judges, stop)
-    name = case_label(spec.name, length)
-    if progress is not None:  # a 128K sample can take minutes: say at once which case started
-        progress(Progress(name, 0, n, 0, 0, 0.0))
-    withdraw = getattr(backend, "withdraw", None)
-    for request, gen in stream(backend, draw.requests(), draw.params, draw.held):
-        draw.receive(request, gen)
-        if withdraw is not None and draw.decided():
-            withdraw(spec.name, length)  # decided: what is still queued never runs, on any replica
-            withdraw = None
-        if progress is not None:
-            elapsed = time.perf_counter() - t0 - draw.build_seconds
-            progress(
-                Progress(name, len(draw.done), n, draw.from_cache, draw.generated_tokens, elapsed)
-            )
+    draw = open_case(spec, ctx, length, n, seed, cache, helmet_compat, judges, stop)
+    drive(draw, backend, progress)
+    return case_result(draw, confidence, judges)
+
+
+def case_result(draw: Drawing, confidence: float, judges: Judges | None) -> CaseResult:
+    """The case as its drawing left it, scored."""
+    spec, length, n = draw.spec, draw.length, draw.n
+    started = time.perf_counter()
     # judging is not generation: it is left out of the throughput
-    generating = max(time.perf_counter() - t0 - draw.build_seconds - draw.judge_seconds, 1e-6)
+    generating = max(draw.driven - draw.build_seconds - draw.judge_seconds, 1e-6)
     # a decided case is scored on the samples its test used, whatever else was in flight: the same
     # samples, score and verdict however many requests the backend had out at once
     used = draw.test.used if draw.test is not None and draw.decided() else None
+    used = draw.cut[0] if draw.cut is not None else used
     outcomes = tuple(draw.done[i] for i in sorted(draw.done) if used is None or i < used)
     sizes = [o.input_tokens for o in outcomes]
     if draw.judged:
@@ -316,7 +367,7 @@ def run_case(
         category=spec.category,
         length=length,
         metric=draw.metric,
-        seconds=round(time.perf_counter() - t0, 3),
+        seconds=round(draw.driven + time.perf_counter() - started, 3),
         build_seconds=round(draw.build_seconds, 3),
         input_tokens_mean=round(sum(sizes) / len(sizes), 1),
         input_tokens_max=max(sizes),
@@ -333,7 +384,7 @@ def run_case(
         if draw.prompt_tokens
         else None,
         chat_template=draw.chat,
-        sample_cap={"requested": requested, "pool": n} if n < requested else None,
+        sample_cap={"requested": draw.requested, "pool": n} if n < draw.requested else None,
         sequential=draw.sequential(len(outcomes)),
         built_from=",".join(sorted(draw.ways)) or None,
         cost=draw.cost(n, generating),

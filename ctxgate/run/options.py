@@ -358,6 +358,14 @@ SEQUENTIAL_MIN = Option(
     default=10,
     parse=_whole(1),
 )
+SEARCH = Option(
+    "--search-effective-length",
+    "run the lengths shortest first and stop at the first that decides the effective length "
+    "(RULER's average at or below its bar; a summary under [relative_effective_length] min_length "
+    "below its share): longer lengths cannot change it, so their cases are skipped; with "
+    "--sequential, the average's own test also stops a length's RULER cases; docs/gates.md",
+    action="store_true",
+)
 
 # --- --backend openai / vllm
 BASE_URL = Option(
@@ -580,6 +588,7 @@ EVALUATION = (
     RAY_RESOURCE,
 )
 SEQUENTIAL_OPTIONS = (SEQUENTIAL, SEQUENTIAL_ALPHA, SEQUENTIAL_MIN)
+COST = (*SEQUENTIAL_OPTIONS, SEARCH)  # what cuts a run's cost, pytest's group
 ENGINE = (
     BASE_URL,
     TOKENIZER,

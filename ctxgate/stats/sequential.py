@@ -14,11 +14,11 @@ ruin the bettor; the interval is their predictable plug-in empirical-Bernstein c
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ctxgate.records.schema import QuestionTest, SequentialRecord
+from ctxgate.records.schema import LengthVerdict, QuestionTest, SequentialRecord
 
 BET_CAP = 0.9  # fraction of the largest bet that cannot lose everything on one sample
 
@@ -200,3 +200,28 @@ def full_count_record(rule: StopRule, used: int, budget: int, why: str) -> Seque
 
 def _percent(low: float, high: float) -> tuple[float, float]:
     return round(low * 100, 2), round(high * 100, 2)
+
+
+def judge_length(
+    length: int, rounds: Iterable[Sequence[float]], bar: float, rule: StopRule
+) -> LengthVerdict:
+    """A summary's verdict at one length: the test bets on rounds of one sample per member, in
+    index order, whose mean in [0, 1] has the summary's mean as its expectation, so a certain claim
+    is wrong at most ``alpha`` of the time however the stopping falls; a length it cannot decide
+    within the budget is judged on its plain mean, as the fixed grid judges it. ``rounds``: each
+    member's score of one sample (in [0, 1]), drawn lazily so nothing past the verdict is drawn;
+    ``bar``: the summary passes strictly above it (a fraction); ``rule.max_samples``: the full
+    count, where the verdict is the plain mean's."""
+    bettor, used, total = Bettor(bar, rule.alpha), 0, 0.0
+    claim = None
+    for scores in rounds:
+        mean = sum(scores) / len(scores)
+        bettor.observe(mean)
+        used, total = used + 1, total + mean
+        if used >= rule.min_samples and (claim := bettor.decided()):
+            break
+        if rule.max_samples is not None and used >= rule.max_samples:
+            break
+    average = total / used if used else 0.0
+    passed = claim == "above" if claim else average > bar
+    return LengthVerdict(length, passed, used, claim is not None, round(100 * average, 2))

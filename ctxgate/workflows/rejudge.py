@@ -156,8 +156,12 @@ def judge_report(args: argparse.Namespace) -> tuple[Report, int, int]:
     run = replace(report.run, judge=judges.describe())
     eff = report.effective_length
     threshold = eff.threshold if eff else thresholds.effective_threshold
-    verdict = judge_session(cases, thresholds, report.session_complete, threshold, report.baseline)
-    new = build_report(cases, run, verdict, report.session_complete, report.error, report.baseline)
+    verdict = judge_session(
+        cases, thresholds, report.session_complete, threshold, report.baseline, report.search
+    )
+    new = build_report(
+        cases, run, verdict, report.session_complete, report.error, report.baseline, report.search
+    )
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")
     new = replace(new, predictions=out_predictions.name)
