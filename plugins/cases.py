@@ -75,6 +75,8 @@ class CaseState:
 CASE_STATE_KEY = pytest.StashKey[CaseState]()
 # node ids of selected cases that will not run (broken checkpoint)
 NOT_RUN_KEY = pytest.StashKey[list[str]]()
+# why a selected case is left out as the run goes (None: it runs): set by the search plugin
+LEFT_OUT_KEY = pytest.StashKey[Callable[[str, int], str | None]]()
 _CASE_ID = re.compile(r"\[(?P<task>[A-Za-z0-9_.]+)-(?P<length>\d+)\]$")
 
 
@@ -311,11 +313,13 @@ def _together(
     bar, backend = plan.thresholds.effective_threshold / 100, model.backend
     progress = config.stash.get(REPORTER_KEY, None)
     confidence = plan.thresholds.confidence
+    left_out = config.stash.get(LEFT_OUT_KEY, None)
     return Together(
         groups,
         _opener(config, model),
         lambda draw: case_result(draw, confidence, model.judges),
         lambda draws: run_together(draws, backend, bar, rule, progress),
+        lambda task, length: left_out is None or left_out(task, length) is None,
     )
 
 

@@ -122,11 +122,13 @@ def runs(draw: st.DrawFn) -> tuple[Thresholds, list[CaseRecord]]:
             else:
                 score = draw(st.sampled_from([0.0, 100.0]) | st.floats(0, 100))
                 records.append(replace(record, score=round(score, 2), verdict="pass"))
-    relative = (("ruler", 0),) if draw(st.booleans()) else ()
+    need = st.sampled_from([0, *lengths])  # a gate's required length: none, or one of the run's
+    relative = (("ruler", draw(st.sampled_from(lengths))),) if draw(st.booleans()) else ()
     up_to = draw(st.sampled_from([0, lengths[0], lengths[-1]]))
     thresholds = Thresholds(
         "thresholds.toml",
         effective_threshold=draw(st.floats(0, 99.9)),
+        min_effective_length=draw(need),
         relative_min_length=relative,
         relative_base_up_to=up_to,
         relative_share=draw(st.floats(0.01, 1)),
@@ -137,9 +139,9 @@ def runs(draw: st.DrawFn) -> tuple[Thresholds, list[CaseRecord]]:
 @settings(max_examples=150, deadline=None)
 @given(runs())
 def test_the_search_in_a_run_finds_the_full_grids_effective_lengths(run):
-    """Cases fed shortest length first, those the search skips left out: the effective lengths
-    (absolute, and relative where gated) are the full grid's, and nothing runs past the length
-    that decided them all."""
+    """Cases fed shortest length first, those the search skips left out: the gates' verdicts are
+    the full grid's, and so are the effective lengths (absolute, and relative where gated) where
+    they are short of what their gate requires; nothing runs past the length that decided them."""
     thresholds, records = run
     searching = Searching(thresholds, [(c.task, c.length) for c in records])
     kept = []
@@ -147,16 +149,26 @@ def test_the_search_in_a_run_finds_the_full_grids_effective_lengths(run):
         if searching.skip(c.task, c.length) is None:
             kept.append(c)
             searching.record(c)
+        else:
+            searching.skipped.add(c.length)
     grid = judge_session(records, thresholds, True)
     found = judge_session(kept, thresholds, True, search=searching.summary())
+    # the gates on effective lengths (the others see the cases run: a skipped case cannot fail)
+    assert {g.name: g.verdict for g in found.gates if "effective" in g.name} == {
+        g.name: g.verdict for g in grid.gates if "effective" in g.name
+    }
+    need = thresholds.min_effective_length
     assert found.effective_length is not None and grid.effective_length is not None
-    assert found.effective_length.value == grid.effective_length.value
-    for name, relative in grid.relative_effective_length.items():
-        if thresholds.relative_min_length:
-            assert found.relative_effective_length[name].value == relative.value
+    value, full = found.effective_length.value, grid.effective_length.value
+    assert value == full or (need and min(value, full) >= need)
+    for name, required in thresholds.relative_min_length:
+        value, full = (v.relative_effective_length.get(name) for v in (found, grid))
+        assert (value and value.value) == (full and full.value) or (
+            value and full and min(value.value, full.value) >= required
+        )
     ran = searching.summary()
     assert ran.ran == tuple(sorted({c.length for c in kept}))
-    if ran.skipped:  # each goal failed at a length the search ran, below every skipped one
+    if ran.skipped:  # each goal decided at a length the search ran, below every skipped one
         assert min(ran.skipped) > max(ran.ran) and ran.why
 
 
@@ -190,6 +202,22 @@ def test_on_the_tiny_checkpoint_the_search_is_the_grid_where_it_ran(real_suite, 
     result.stdout.fnmatch_lines(
         ["Search: ran 512, 1K; skipped 2K: RULER's average 25* is not above 50 at 1024: *"]
     )
+    # a gate that requires 512 is decided at 512; a case with a floor runs all the same (from the
+    # cache: the grid drew it)
+    (pytester.path / "thresholds.toml").write_text(
+        "[effective_length]\nthreshold = 50\n[session]\nmin_effective_length = 512\n"
+        '[[floor]]\ntask = "niah_single_1"\nlength = "2k"\nfloor = 1\n'
+    )
+    result = real_suite(*two_niah, "--search-effective-length", "--report", "gated.json")
+    result.assert_outcomes(passed=2, failed=1, skipped=3)
+    result.stdout.fnmatch_lines(
+        ["Search: ran 512; skipped 1K, 2K: RULER's effective length reached 512 >= 512 required*"]
+    )
+    gated = json.loads((pytester.path / "gated.json").read_text())
+    ran = sorted((c["task"], c["length"]) for c in gated["cases"] if c["verdict"] != "skip")
+    assert ran == [("niah_single_1", 512), ("niah_single_1", 2048), ("niah_single_2", 512)]
+    gates = {g["name"]: g["verdict"] for g in gated["gates"]}
+    assert gates["min_effective_length"] == "pass" and gates["floors"] == "fail"
 
 
 def test_under_sequential_the_average_stops_a_length_and_gates_min_effective_length(

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ctxgate.gate.session import relative_lengths, summarize
 from ctxgate.gate.thresholds import Thresholds
+from ctxgate.lengths import format_length
 from ctxgate.records.schema import CaseRecord, LengthVerdict, SearchRecord
 from ctxgate.stats.sequential import StopRule, judge_length
 from ctxgate.tasks.registry import Membership, membership
@@ -53,8 +54,9 @@ ABSOLUTE = "ruler (absolute)"
 class Searching:
     """``--search-effective-length`` as a run goes: the cases' records arrive shortest length
     first; once every selected member of a followed summary has its record at a length, the
-    summary is judged there as the session's verdict will judge it, and the first length it fails
-    at decides its effective length. A case is skipped once every followed summary it counts in has
+    summary is judged there as the session's verdict will judge it. The first length it fails at
+    decides its effective length; where thresholds.toml requires one, the length at which it
+    reaches that decides the gate. A case is skipped once every followed summary it counts in has
     been decided at a shorter length; a case in none always runs."""
 
     def __init__(self, thresholds: Thresholds, selected: Iterable[tuple[str, int]]) -> None:
@@ -69,16 +71,15 @@ class Searching:
         self.lengths = tuple(sorted(self.waiting))
         self.records: list[CaseRecord] = []
         self.ruler: dict[int, LengthVerdict] = {}  # RULER's average at each length judged
-        self.failed_at: dict[str, tuple[int, str]] = {}  # summary -> where and why it failed
-        self.skipped: set[int] = set()
+        self.decided_at: dict[str, tuple[int, str]] = {}  # goal -> the length that decided it, why
+        self.skipped: set[int] = set()  # lengths with a case left out (the runner adds them)
 
     def skip(self, task: str, length: int) -> str | None:
         """Why the case does not run (None: it runs)."""
         mine = [name for name, members in self.followed.items() if task in members]
-        decided = [self.failed_at[n] for n in mine if n in self.failed_at]
+        decided = [self.decided_at[n] for n in mine if n in self.decided_at]
         if not mine or len(decided) < len(mine) or not all(L < length for L, _ in decided):
             return None
-        self.skipped.add(length)
         whys = "; ".join(why for _, why in decided)
         return f"{task} at {length}: not run, --search-effective-length decided it: {whys}"
 
@@ -93,37 +94,48 @@ class Searching:
         self._judge(case.length, waiting)
 
     def _judge(self, length: int, waiting: set[str]) -> None:
-        open_ = [n for n in self.followed if n not in self.failed_at]
-        ready = [n for n in open_ if not waiting & self.followed[n]]
+        """Each goal whose members at ``length`` all have their records: decided when the length
+        fails it, or when its effective length reaches the length its gate requires (longer
+        lengths can then change the value, not the gate)."""
+        ready = [n for n in self.followed if n not in self.decided_at]
+        ready = [n for n in ready if not waiting & self.followed[n]]
         if not ready:
             return
         t = self.thresholds
         decided = {v.length: v.passed for v in self.ruler.values() if v.certain}
         by_length, _, eff = summarize(self.records, t.effective_threshold, decided)
-        if ABSOLUTE in ready and eff is not None and length in eff.per_length:
+        found: dict[str, tuple[int, bool, str]] = {}  # goal -> value, passed here, how it failed
+        if eff is not None and length in eff.per_length:
             group = by_length[str(length)]["ruler"]
             if length not in self.ruler:
                 n = min((c.n for c in self.records if c.length == length), default=0)
                 mean = group.score or 0.0
                 passed = mean > t.effective_threshold
                 self.ruler[length] = LengthVerdict(length, passed, n, False, mean)
-            if not eff.per_length[length]:
-                said = f"RULER's average {group.score} is not above {t.effective_threshold:g}"
-                self.failed_at[ABSOLUTE] = (length, f"{said} at {length}")
-        relative = relative_lengths(by_length, t)
+            said = f"RULER's average {group.score} is not above {t.effective_threshold:g}"
+            found[ABSOLUTE] = (eff.value, eff.per_length[length], said)
+        needs = {ABSOLUTE: t.min_effective_length, **dict(t.relative_min_length)}
+        for name, relative in relative_lengths(by_length, t).items():
+            # the base, the mean up to base_up_to, is known only past it
+            if name in self.followed and length > t.relative_base_up_to:
+                said = f"{name} fell below {relative.share:.0%} of its base {relative.base:g}"
+                found[name] = (relative.value, relative.per_length.get(length, True), said)
         for name in ready:
-            found = relative.get(name)
-            if name == ABSOLUTE or found is None or length <= t.relative_base_up_to:
-                continue  # the base, the mean up to base_up_to, is known only past it
-            if not found.per_length.get(length, True):
-                share = f"{found.share:.0%} of its base {found.base:g}"
-                self.failed_at[name] = (length, f"{name} fell below {share} at {length}")
+            if name not in found:
+                continue
+            value, passed, said = found[name]
+            need = needs[name]
+            if not passed:
+                why = f"{said} at {length}: longer lengths cannot change its effective length"
+                self.decided_at[name] = (length, why)
+            elif need and value >= need:
+                goal = "RULER's effective length" if name == ABSOLUTE else f"{name}'s"
+                reached = f"{format_length(value)} >= {format_length(need)} required"
+                why = f"{goal} reached {reached}: longer lengths cannot fail its gate"
+                self.decided_at[name] = (length, why)
 
     def summary(self) -> SearchRecord:
         skipped = tuple(sorted(self.skipped))
         ran = tuple(L for L in self.lengths if L not in self.skipped)
-        why = None
-        if skipped:
-            why = "; ".join(why for _, why in self.failed_at.values())
-            why += ": longer lengths cannot change it"
+        why = "; ".join(why for _, why in self.decided_at.values()) if skipped else None
         return SearchRecord(ran, skipped, why, tuple(self.ruler[L] for L in sorted(self.ruler)))

@@ -360,10 +360,11 @@ SEQUENTIAL_MIN = Option(
 )
 SEARCH = Option(
     "--search-effective-length",
-    "run the lengths shortest first and stop at the first that decides the effective length "
-    "(RULER's average at or below its bar; a summary under [relative_effective_length] min_length "
-    "below its share): longer lengths cannot change it, so their cases are skipped; with "
-    "--sequential, the average's own test also stops a length's RULER cases; docs/gates.md",
+    "run the lengths shortest first and skip those past the length that decides the effective "
+    "length (the first where RULER's average fails its bar, or where it reaches [session] "
+    "min_effective_length; each summary under [relative_effective_length.min_length] alike); a "
+    "case a floor or baseline expects runs anyway; with --sequential, the average's own test "
+    "also stops each length's RULER cases; docs/gates.md",
     action="store_true",
 )
 

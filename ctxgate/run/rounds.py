@@ -77,13 +77,19 @@ class Together:
         open_case: Callable[[str, int], Drawing],
         finish: Callable[[Drawing], CaseResult],
         together: Callable[[Sequence[Drawing]], tuple[LengthVerdict, dict[str, Exception]]],
+        runs: Callable[[str, int], bool] = lambda task, length: True,
     ) -> None:
+        """``runs``: whether a grouped case runs, asked when its length's turn comes."""
         self._groups, self._open, self._finish, self._together = groups, open_case, finish, together
+        self._runs = runs
         self._results: dict[CaseKey, CaseResult | Exception] = {}
         self.verdicts: dict[int, LengthVerdict] = {}
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, tuple) and key[0] in self._groups.get(key[1], ())
+        """Grouped, at a length the search has not decided: there each case runs on its own."""
+        if not isinstance(key, tuple) or key[0] not in self._groups.get(key[1], ()):
+            return False
+        return all(self._runs(task, key[1]) for task in self._groups[key[1]])
 
     def take(self, key: CaseKey) -> CaseResult:
         length = key[1]
