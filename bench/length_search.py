@@ -5,11 +5,11 @@ For every model of the project's published table with a RULER average per length
 task at each length, each sample a Bernoulli draw at the model's published score there, per task
 where the paper's Tables 13-16 give one (the 8 NIAH tasks, vt, cwe and fwe, qa_1 and qa_2), else at
 its average. The full grid's effective length is the paper's rule on those means: the longest
-length whose average is above the table's bar with every shorter one. The search
-(ctxgate/gate/search.py) runs the lengths shortest first on the same draws, each length in rounds of
-one sample a task until its sequential test is certain (or the 500 run out, judged then as the
-grid is), and stops at the first failing length. Prompt tokens weigh each sample by its length, as
-a GPU's prefill does.
+length whose average is above the table's bar with every shorter one. The search (``search`` here,
+the rule of ctxgate/run/rounds.py) runs the lengths shortest first on the same draws, each length in
+rounds of one sample a task until its sequential test is certain (or the 500 run out, judged then
+as the grid is), and stops at the first failing length. Prompt tokens weigh each sample by its
+length, as a GPU's prefill does.
 
     python bench/length_search.py [--runs 200] [--alpha 0.05] [--min-samples 10] [--seed 0]
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,13 +30,32 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ctxgate.data.published import Published, all_published  # noqa: E402
-from ctxgate.gate.search import search  # noqa: E402
 from ctxgate.lengths import format_length  # noqa: E402
-from ctxgate.stats.sequential import StopRule  # noqa: E402
+from ctxgate.records.schema import LengthVerdict  # noqa: E402
+from ctxgate.stats.sequential import StopRule, judge_length  # noqa: E402
 
 SAMPLES = 500
 # RULER's 13 tasks by the paper's per-category tables
 SPLIT = {"ruler_niah": 8, "ruler_vt": 1, "ruler_aggregation": 2, "ruler_qa": 2}
+
+
+def search(
+    lengths: Iterable[int],
+    rounds_at: Callable[[int], Iterable[Sequence[float]]],
+    bar: float,
+    rule: StopRule,
+) -> tuple[int, list[LengthVerdict]]:
+    """The effective length (0: the shortest fails) and each length run, shortest first, up to
+    the first that fails: the rule ``--search-effective-length --sequential`` applies to RULER's
+    average (``run.rounds``), whose batching does not change a verdict, without floors or a
+    required length."""
+    ran: list[LengthVerdict] = []
+    for length in sorted(lengths):
+        ran.append(judge_length(length, rounds_at(length), bar, rule))
+        if not ran[-1].passed:
+            break
+    passing = [v.length for v in ran if v.passed]
+    return (passing[-1] if passing else 0), ran
 
 
 def curves() -> list[tuple[Published, np.ndarray, float]]:

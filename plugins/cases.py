@@ -35,6 +35,7 @@ from ctxgate.records.refusal import Refusal
 from ctxgate.records.schema import (
     CaseRecord,
     Comparison,
+    Cost,
     LengthVerdict,
     RunError,
     RunInfo,
@@ -42,7 +43,7 @@ from ctxgate.records.schema import (
     to_json,
 )
 from ctxgate.run.ahead import Ahead
-from ctxgate.run.case import CaseResult, Drawing, case_result, drive, open_case
+from ctxgate.run.case import CaseResult, Drawing, case_result, drive, open_case, samples_to_run
 from ctxgate.run.compose import LoadedModel
 from ctxgate.run.progress import case_label
 from ctxgate.run.rounds import Together, run_together
@@ -309,7 +310,7 @@ def _together(
     for task, length in keys:
         if get_task(task).suite == "ruler" and fits_at_all(get_task(task), length):
             groups.setdefault(length, []).append(task)
-    rule = StopRule(plan.sequential.alpha, plan.sequential.min_samples, None)
+    rule = StopRule(plan.sequential.alpha, plan.sequential.min_samples, None)  # no sample limit
     bar, backend = plan.thresholds.effective_threshold / 100, model.backend
     progress = config.stash.get(REPORTER_KEY, None)
     confidence = plan.thresholds.confidence
@@ -377,6 +378,16 @@ def ctxgate_case(
         what = f"{name} at {length}: the length exceeds {window.what}, so the case cannot run"
         fix = f"drop {length} from --lengths, or {window.fix}"
         no_score(state, "window", f"{what}; {fix}", baseline)
+    left_out = config.stash.get(LEFT_OUT_KEY, None)
+    spec = get_task(name)
+    # a case that cannot run at all says so; one the search leaves out saves its samples
+    if left_out and fits_at_all(spec, length) and (why := left_out(name, length)):
+        n = samples_to_run(
+            spec, ctxgate_model.context, length, plan.samples or spec.default_samples
+        )
+        saved = Cost(saved_generations=n, saved_prompt_tokens=n * length)
+        state.record = replace(state.record, cost=saved)
+        no_score(state, "search_stopped", why, baseline)
     # raised outside the except blocks: no "during handling of..." chain
     failure: Exception | None = None
     cause = ""

@@ -21,6 +21,7 @@ RUN_ERROR_KEY = pytest.StashKey[RunError]()
 # a backend's own line at the end of the run (replicas on a cluster: where they ran, the queue)
 SUMMARY_KEY = pytest.StashKey[Callable[[], str]]()
 WORKER_SUMMARIES_KEY = pytest.StashKey[list[str]]()  # on the controller: each worker's "gwN: ..."
+FROZE_KEY = pytest.StashKey[bool]()  # the session's objects were frozen once the model loaded
 
 
 @pytest.fixture(scope="session")
@@ -45,16 +46,24 @@ def ctxgate_model(
     if hasattr(loaded.backend, "summary"):
         pytestconfig.stash[SUMMARY_KEY] = loaded.backend.summary
     # The libraries and the checkpoint live as long as the session: no collection need walk their
-    # millions of objects again (a full one takes a quarter of a second, and pytest runs two at
-    # its end); unfrozen once pytest is done (pytest_configure)
+    # millions of objects again (a full one took a quarter of a second with the tiny checkpoint,
+    # and pytest runs them at its end); the loading's garbage is collected first, so that none is
+    # kept. Unfrozen once pytest is done (pytest_configure).
+    gc.collect()
     gc.freeze()
+    pytestconfig.stash[FROZE_KEY] = True
     yield loaded
     loaded.close()  # its processes and actors end with the session, not with the interpreter
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # the first cleanup registered is the last run: after pytest's own collections at its end
-    config.add_cleanup(gc.unfreeze)
+    # cleanups run last registered first: this one, registered before the model loads, runs after
+    # pytest's collections at its end (pytest 9: the unraisable-exception plugin's)
+    def unfreeze() -> None:
+        if config.stash.get(FROZE_KEY, False):
+            gc.unfreeze()
+
+    config.add_cleanup(unfreeze)
 
 
 @pytest.hookimpl(tryfirst=True)

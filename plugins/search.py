@@ -1,20 +1,18 @@
-"""``--search-effective-length``: the selected cases run shortest length first, and a case past the
-length that decided every summary it counts in is skipped, saying which length decided it and why
-(``gate.search.Searching``), unless a gate expects its score. The search needs the lengths in order,
-so it runs in one process."""
+"""``--search-effective-length``: the selected cases run shortest length first; each case's record
+goes to the search (``gate.search.Searching``), which says which cases past the length that decided
+every summary they count in are left out, and why (the cases plugin skips them, unless a gate
+expects their score). The search needs the lengths in order, so it runs in one process."""
 
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import replace
 
 import pytest
 
 from ctxgate.gate.search import Searching
-from ctxgate.records.schema import Cost
-from ctxgate.tasks.registry import get_task
+from ctxgate.gate.verdicts import score_expected
 
-from .cases import CASE_STATE_KEY, LEFT_OUT_KEY, CaseState, case_key, new_record, no_score
+from .cases import CASE_STATE_KEY, LEFT_OUT_KEY, case_key
 from .options import PLAN_KEY, refusals_are_usage_errors
 
 SEARCH_KEY = pytest.StashKey[Searching]()
@@ -30,11 +28,13 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
-@pytest.hookimpl(wrapper=True, trylast=True)
+# outermost (registered after pytest's own, tryfirst): its code after the yield runs once every
+# other plugin, --lf and --ff included, has selected and ordered
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_collection_modifyitems(
     config: pytest.Config, items: list[pytest.Item]
 ) -> Generator[None, None, None]:
-    """After every plugin has selected and ordered: shortest length first, the search begun."""
+    """Shortest length first, and the search begun over the cases selected."""
     yield
     plan = config.stash[PLAN_KEY]
     if not plan.search or not plan.model.model:
@@ -46,27 +46,12 @@ def pytest_collection_modifyitems(
 
     def left_out(task: str, length: int) -> str | None:
         # a case whose score a gate expects (a floor, a baseline score) runs: no gate goes unchecked
-        if plan.thresholds.floor_for(task, length):
-            return None
-        if plan.baseline is not None and (task, length) in plan.baseline.cases:
+        scored = plan.baseline is not None and (task, length) in plan.baseline.cases
+        if score_expected(plan.thresholds.floor_for(task, length), scored):
             return None
         return searching.skip(task, length)
 
     config.stash[LEFT_OUT_KEY] = left_out
-
-
-@pytest.hookimpl(tryfirst=True)  # before any fixture: a case skipped loads nothing
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    left_out, key = item.config.stash.get(LEFT_OUT_KEY, None), case_key(item.nodeid)
-    if left_out is None or key is None or (why := left_out(*key)) is None:
-        return
-    plan = item.config.stash[PLAN_KEY]
-    item.config.stash[SEARCH_KEY].skipped.add(key[1])
-    state = item.stash.setdefault(CASE_STATE_KEY, CaseState(new_record(*key, plan.thresholds)))
-    n = plan.samples or get_task(key[0]).default_samples
-    saved = Cost(saved_generations=n, saved_prompt_tokens=n * key[1])
-    state.record = replace(state.record, cost=saved)
-    no_score(state, "search_stopped", why, plan.baseline)
 
 
 @pytest.hookimpl(trylast=True)

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxgate.gate.search import Searching, search
+from bench.length_search import search
+from ctxgate.gate.search import Searching
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.records.schema import CaseRecord
@@ -150,7 +151,7 @@ def test_the_search_in_a_run_finds_the_full_grids_effective_lengths(run):
             kept.append(c)
             searching.record(c)
         else:
-            searching.skipped.add(c.length)
+            searching.record(replace(c, verdict="skip", skip_kind="search_stopped", score=None))
     grid = judge_session(records, thresholds, True)
     found = judge_session(kept, thresholds, True, search=searching.summary())
     # the gates on effective lengths (the others see the cases run: a skipped case cannot fail)
@@ -211,7 +212,7 @@ def test_on_the_tiny_checkpoint_the_search_is_the_grid_where_it_ran(real_suite, 
     result = real_suite(*two_niah, "--search-effective-length", "--report", "gated.json")
     result.assert_outcomes(passed=2, failed=1, skipped=3)
     result.stdout.fnmatch_lines(
-        ["Search: ran 512; skipped 1K, 2K: RULER's effective length reached 512 >= 512 required*"]
+        ["Search: ran 512, 2K; skipped 1K, 2K: RULER's effective length reached 512 >= 512 req*"]
     )
     gated = json.loads((pytester.path / "gated.json").read_text())
     ran = sorted((c["task"], c["length"]) for c in gated["cases"] if c["verdict"] != "skip")

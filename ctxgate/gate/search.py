@@ -2,37 +2,19 @@
 
 The effective length is the longest length at which the summary (RULER's average of its tasks)
 passes with every shorter one, so the first failing length decides it and the longer ones cannot
-change it. Within a length, the summary's own sequential test (``stats.sequential.judge_length``)
-may stop the members once it is certain which side of the bar their mean is on.
+change it. Within a length, RULER's average's own sequential test (``run.rounds``) may stop its
+cases once it is certain which side of the bar their mean is on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 
 from ctxgate.gate.session import relative_lengths, summarize
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.lengths import format_length
 from ctxgate.records.schema import CaseRecord, LengthVerdict, SearchRecord
-from ctxgate.stats.sequential import StopRule, judge_length
 from ctxgate.tasks.registry import Membership, membership
-
-
-def search(
-    lengths: Iterable[int],
-    rounds_at: Callable[[int], Iterable[Sequence[float]]],
-    bar: float,
-    rule: StopRule,
-) -> tuple[int, list[LengthVerdict]]:
-    """The effective length (0: the shortest fails) and each length run, shortest first, up to
-    the first that fails."""
-    ran: list[LengthVerdict] = []
-    for length in sorted(lengths):
-        ran.append(judge_length(length, rounds_at(length), bar, rule))
-        if not ran[-1].passed:
-            break
-    passing = [v.length for v in ran if v.passed]
-    return (passing[-1] if passing else 0), ran
 
 
 def summary_members(name: str, tasks: Membership) -> frozenset[str]:
@@ -72,7 +54,8 @@ class Searching:
         self.records: list[CaseRecord] = []
         self.ruler: dict[int, LengthVerdict] = {}  # RULER's average at each length judged
         self.decided_at: dict[str, tuple[int, str]] = {}  # goal -> the length that decided it, why
-        self.skipped: set[int] = set()  # lengths with a case left out (the runner adds them)
+        self.ran: set[int] = set()  # lengths with a case that ran
+        self.skipped: set[int] = set()  # lengths with a case the search left out
 
     def skip(self, task: str, length: int) -> str | None:
         """Why the case does not run (None: it runs)."""
@@ -84,36 +67,41 @@ class Searching:
         return f"{task} at {length}: not run, --search-effective-length decided it: {whys}"
 
     def record(self, case: CaseRecord, verdict: LengthVerdict | None = None) -> None:
-        """A case's final record (``verdict``: RULER's average at its length, where its own test
-        decided it)."""
-        if verdict is not None:
+        """A case's final record (``verdict``: RULER's average at its length, as the test of
+        cases drawn together left it)."""
+        if verdict is not None and verdict.certain:
             self.ruler[case.length] = verdict
+        left_out = case.skip_kind == "search_stopped"
+        (self.skipped if left_out else self.ran).add(case.length)
         self.records.append(case)
-        waiting = self.waiting.get(case.length, set())
-        waiting.discard(case.task)
-        self._judge(case.length, waiting)
+        self.waiting.get(case.length, set()).discard(case.task)
+        self._judge(case.length)
 
-    def _judge(self, length: int, waiting: set[str]) -> None:
-        """Each goal whose members at ``length`` all have their records: decided when the length
-        fails it, or when its effective length reaches the length its gate requires (longer
+    def _judge(self, length: int) -> None:
+        """Each goal whose members up to ``length`` all have their records: decided when the
+        length fails it, or when its effective length reaches the length its gate requires (longer
         lengths can then change the value, not the gate)."""
+        waiting = set().union(*(w for L, w in self.waiting.items() if L <= length))
         ready = [n for n in self.followed if n not in self.decided_at]
         ready = [n for n in ready if not waiting & self.followed[n]]
         if not ready:
             return
         t = self.thresholds
-        decided = {v.length: v.passed for v in self.ruler.values() if v.certain}
+        decided = {v.length: v.passed for v in self.ruler.values()}
         by_length, _, eff = summarize(self.records, t.effective_threshold, decided)
         found: dict[str, tuple[int, bool, str]] = {}  # goal -> value, passed here, how it failed
         if eff is not None and length in eff.per_length:
-            group = by_length[str(length)]["ruler"]
-            if length not in self.ruler:
-                n = min((c.n for c in self.records if c.length == length), default=0)
-                mean = group.score or 0.0
-                passed = mean > t.effective_threshold
-                self.ruler[length] = LengthVerdict(length, passed, n, False, mean)
+            group, passed = by_length[str(length)]["ruler"], eff.per_length[length]
+            if length not in self.ruler:  # judged on the cases' own means, as the grid judges it
+                here = [c.n for c in self.records if c.length == length and c.task in group.members]
+                n = min(here, default=0)
+                self.ruler[length] = LengthVerdict(length, passed, n, False, group.score or 0.0)
             said = f"RULER's average {group.score} is not above {t.effective_threshold:g}"
-            found[ABSOLUTE] = (eff.value, eff.per_length[length], said)
+            if length in eff.incomplete:
+                said = "a RULER task had no score (counted as failing)"
+            elif length in eff.early:
+                said = "a RULER task stopped early, an estimate (counted as failing)"
+            found[ABSOLUTE] = (eff.value, passed, said)
         needs = {ABSOLUTE: t.min_effective_length, **dict(t.relative_min_length)}
         for name, relative in relative_lengths(by_length, t).items():
             # the base, the mean up to base_up_to, is known only past it
@@ -135,7 +123,6 @@ class Searching:
                 self.decided_at[name] = (length, why)
 
     def summary(self) -> SearchRecord:
-        skipped = tuple(sorted(self.skipped))
-        ran = tuple(L for L in self.lengths if L not in self.skipped)
-        why = "; ".join(why for _, why in self.decided_at.values()) if skipped else None
-        return SearchRecord(ran, skipped, why, tuple(self.ruler[L] for L in sorted(self.ruler)))
+        why = "; ".join(why for _, why in self.decided_at.values()) or None
+        verdicts = tuple(self.ruler[L] for L in sorted(self.ruler))
+        return SearchRecord(tuple(sorted(self.ran)), tuple(sorted(self.skipped)), why, verdicts)

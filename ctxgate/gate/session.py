@@ -100,10 +100,10 @@ def judge_session(
     search: SearchRecord | None = None,
 ) -> SessionVerdict:
     """``threshold``: the effective-length bar when not the thresholds' own (a report judged
-    again keeps its); ``search``: the lengths RULER's average was decided at by its own test."""
+    again keeps its); ``search``: the lengths it decided (``SearchRecord.decided``)."""
     if threshold is None:
         threshold = thresholds.effective_threshold
-    decided = {v.length: v.passed for v in search.ruler if v.certain} if search else None
+    decided = search.decided if search else None
     by_length, overall, eff = summarize(cases, threshold, decided)
     relative = relative_lengths(by_length, thresholds)
     gates = session_gates(cases, complete, eff, baseline, thresholds, relative)

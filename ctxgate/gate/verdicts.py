@@ -29,12 +29,17 @@ from ctxgate.records.schema import (
 #   broken      the checkpoint or an input given to the run prevents it: always "error"
 
 
+def score_expected(floor: float, baseline_scored: bool) -> bool:
+    """Whether a gate expects the case's score: its floor, or its baseline's score."""
+    return floor > 0 or baseline_scored
+
+
 def unscored_verdict(cause: str, floor: float, baseline_scored: bool) -> str:
     """The verdict, skip or error, of a case that produced no score because of ``cause``."""
     if cause in BY_DESIGN:
         return "skip"
     if cause in NOT_GIVEN:
-        return "error" if floor > 0 or baseline_scored else "skip"
+        return "error" if score_expected(floor, baseline_scored) else "skip"
     if cause in BROKEN:
         return "error"
     raise ValueError(f"unknown cause {cause!r}")

@@ -426,13 +426,21 @@ class SearchRecord:
     """``--search-effective-length``: the lengths run shortest first, and why the rest did not."""
 
     ran: tuple[int, ...]
-    """The lengths whose cases ran."""
+    """The lengths where a case ran."""
     skipped: tuple[int, ...] = ()
-    """The longer lengths left out once the effective lengths were decided."""
+    """The lengths where the search left a case out (a case a floor or baseline expects runs)."""
     why: str | None = None
-    """Why ``skipped`` did not run; null: every length ran."""
+    """What decided each effective length the search follows; null: none was decided."""
     ruler: tuple[LengthVerdict, ...] = ()
     """RULER's average at each length run, shortest first."""
+
+    @property
+    def decided(self) -> dict[int, bool]:
+        """The lengths the search judged for the effective length: each its average's own test
+        was certain of, and as failing, each where it left a case out (what ran there is
+        partial)."""
+        certain = {v.length: v.passed for v in self.ruler if v.certain}
+        return {**{length: False for length in self.skipped}, **certain}
 
 
 @dataclass(frozen=True)

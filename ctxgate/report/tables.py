@@ -116,10 +116,13 @@ def cost_line(cost: RunCost | Cost, what: str = "Cost") -> str:
 def search_line(search: SearchRecord) -> str:
     """Which lengths ``--search-effective-length`` ran, and why not the rest."""
     ran = ", ".join(format_length(L) for L in search.ran) or "none"
-    if not search.skipped:
-        return f"Search: ran every length ({ran}); none decided the effective length early"
-    skipped = ", ".join(format_length(L) for L in search.skipped)
-    return f"Search: ran {ran}; skipped {skipped}: {search.why}"
+    if search.skipped:
+        skipped = ", ".join(format_length(L) for L in search.skipped)
+        return f"Search: ran {ran}; skipped {skipped}: {search.why}"
+    if search.why:  # decided, yet every case past it ran: each for its floor or baseline score
+        kept = "each case past the decision for its floor or baseline"
+        return f"Search: ran every length ({ran}), {kept}: {search.why}"
+    return f"Search: ran every length ({ran}); none decided the effective length early"
 
 
 def _tokens(n: int) -> str:

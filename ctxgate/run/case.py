@@ -168,16 +168,20 @@ class Drawing:
         # rounds (``run_together``): build no sample at or past ``limit``; ``held_open``: go on past
         # the case's own verdict, which a summary's test still needs samples beyond
         self.limit, self.held_open = n, False
-        # stopped with a summary's verdict (no test of its own): scored on the rounds it used
-        self.cut: tuple[int, str] | None = None
+        # stopped with RULER's average (no test of its own): the rounds it used, why, its rule
+        self.cut: tuple[int, str, StopRule] | None = None
+        # drawn on past its own verdict for the average's test: scored on every sample drawn (its
+        # verdict holds at any stop, and its mean is the less biased)
+        self.drawn_past = False
 
     def sequential(self, used: int) -> SequentialRecord | None:
         if self.test is not None:
-            return self.test.record(self.n)
+            record = self.test.record(self.n)
+            return replace(record, used=used) if self.drawn_past else record
         if self.cut is not None:
-            rule = self.stop[0] if self.stop else StopRule()
+            _, why, rule = self.cut
             return SequentialRecord(
-                rule.alpha, rule.min_samples, used, self.n, None, self.cut[1], by_summary=True
+                rule.alpha, rule.min_samples, used, self.n, None, why, by_summary=True
             )
         if self.stop is not None and self.stop[1].asked and self.judged:
             why = "judged, with no judge in this run: no scores to test, so it runs its full count"
@@ -231,7 +235,9 @@ class Drawing:
 
     def held(self) -> int:
         """Generations the sequential test cannot use until an earlier sample's comes back."""
-        return 0 if self.test is None else sum(i >= self.test.used for i in self.done)
+        if self.test is None or self.held_open:  # drawn for the average: each is used
+            return 0
+        return sum(i >= self.test.used for i in self.done)
 
     def receive(self, request: Request, gen: Generation) -> None:
         s, digest, key, sent_at = self.waiting.pop(request.index)
@@ -352,7 +358,7 @@ def case_result(draw: Drawing, confidence: float, judges: Judges | None) -> Case
     # a decided case is scored on the samples its test used, whatever else was in flight: the same
     # samples, score and verdict however many requests the backend had out at once
     used = draw.test.used if draw.test is not None and draw.decided() else None
-    used = draw.cut[0] if draw.cut is not None else used
+    used = draw.cut[0] if draw.cut is not None else None if draw.drawn_past else used
     outcomes = tuple(draw.done[i] for i in sorted(draw.done) if used is None or i < used)
     sizes = [o.input_tokens for o in outcomes]
     if draw.judged:

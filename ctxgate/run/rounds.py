@@ -1,11 +1,12 @@
-"""A summary's cases at one length drawn together, in rounds of one sample each, so that the
-summary's own sequential test (``stats.sequential.judge_length``) can stop them all at once.
+"""RULER's cases at one length drawn together, in rounds of one sample each, so that the average's
+own sequential test (``stats.sequential.judge_length``) can stop them all at once.
 
 The rounds are drawn ``step`` samples a case at a time (a batch for the engine), each case in turn;
 the test reads them in index order, so its verdict is the same however they were batched. A case
-with a question of its own (``--sequential``: its floor, its baseline) goes on to its own verdict;
-one without stops with the summary, scored on the rounds the summary used, or runs its full count
-where the summary could not decide."""
+with a question of its own (``--sequential``: its floor, its baseline) goes on to its own verdict
+and is scored on all it drew; one without stops with the average, scored on the rounds the average
+used, or runs its full count where the average could not be decided. A case that fails ends the
+test (the mean it bet on is no longer the average's): the others run their full counts."""
 
 from __future__ import annotations
 
@@ -26,11 +27,11 @@ def run_together(
     bar: float,
     rule: StopRule,
     progress: Callable[[Progress], None] | None = None,
-    name: str = "RULER's average",
 ) -> tuple[LengthVerdict, dict[str, Exception]]:
-    """``draws``: the summary's cases at one length, opened (``open_case``); ``bar``: the summary
-    passes strictly above it (a fraction). Each case is left drawn, for ``case_result``; a case
-    that fails is left out from then on, its exception returned under its task's name."""
+    """``draws``: the cases at one length, opened (``open_case``); ``bar``: the average passes
+    strictly above it (a fraction); ``rule``: ``--sequential``'s, with no sample limit. Each case is
+    left drawn, for ``case_result``; a case that fails is left out from then on, its exception
+    returned under its task's name."""
     step, failed, live = max(rule.min_samples, 1), {}, list(draws)
 
     def turn(d: Drawing) -> None:
@@ -47,20 +48,20 @@ def run_together(
                 if i not in d.done:
                     d.limit = min(d.n, i + step)
                     turn(d)
-            if not live or any(i not in d.done for d in live):
-                return  # a case ran out of samples: the summary's count is spent
+            if failed or any(i not in d.done for d in live):
+                return  # a case failed, or ran out of samples: the test ends undecided
             yield [d.done[i].score or 0.0 for d in live]
             i += 1
 
     for d in draws:
         d.held_open = True
-    length = draws[0].length
-    verdict = judge_length(length, rounds(), bar, StopRule(rule.alpha, rule.min_samples, None))
+    verdict = judge_length(draws[0].length, rounds(), bar, rule)
     said = "passes" if verdict.passed else "fails"
-    for d in list(live):
+    for d in live:
         d.held_open = False
+        d.drawn_past = d.decided() and len(d.done) > d.test.used  # type: ignore[union-attr]
         if d.test is None and verdict.certain:
-            d.cut = (verdict.rounds, f"with {name}: certain it {said} after {verdict.rounds}")
+            d.cut = (verdict.rounds, f"with RULER's average: certain it {said}", rule)
         else:
             d.limit = d.n
             turn(d)  # on to its own verdict, or its full count
@@ -77,23 +78,27 @@ class Together:
         open_case: Callable[[str, int], Drawing],
         finish: Callable[[Drawing], CaseResult],
         together: Callable[[Sequence[Drawing]], tuple[LengthVerdict, dict[str, Exception]]],
-        runs: Callable[[str, int], bool] = lambda task, length: True,
+        runs: Callable[[str, int], bool],
     ) -> None:
         """``runs``: whether a grouped case runs, asked when its length's turn comes."""
         self._groups, self._open, self._finish, self._together = groups, open_case, finish, together
         self._runs = runs
         self._results: dict[CaseKey, CaseResult | Exception] = {}
         self.verdicts: dict[int, LengthVerdict] = {}
+        self._drawn: set[int] = set()
 
     def __contains__(self, key: object) -> bool:
-        """Grouped, at a length the search has not decided: there each case runs on its own."""
+        """Whether the case is drawn with its group: not where the search left one of them out
+        (each case that runs there runs on its own), nor once taken."""
         if not isinstance(key, tuple) or key[0] not in self._groups.get(key[1], ()):
             return False
+        if key[1] in self._drawn:
+            return key in self._results
         return all(self._runs(task, key[1]) for task in self._groups[key[1]])
 
     def take(self, key: CaseKey) -> CaseResult:
         length = key[1]
-        if length not in self.verdicts:
+        if length not in self._drawn:
             self._draw(length)
         got = self._results.pop(key)
         if isinstance(got, Exception):
@@ -101,6 +106,7 @@ class Together:
         return got
 
     def _draw(self, length: int) -> None:
+        self._drawn.add(length)
         draws = []
         for task in self._groups[length]:
             try:
@@ -108,7 +114,6 @@ class Together:
             except Exception as exc:  # noqa: BLE001 - the case's item raises it
                 self._results[(task, length)] = exc
         if not draws:
-            self.verdicts[length] = LengthVerdict(length, False, 0, False, 0.0)
             return
         self.verdicts[length], failed = self._together(draws)
         for d in draws:
@@ -117,6 +122,3 @@ class Together:
                 self._results[key] = failed.get(d.spec.name) or self._finish(d)
             except Exception as exc:  # noqa: BLE001 - the case's item raises it
                 self._results[key] = exc
-
-    def close(self) -> None:
-        """Nothing runs ahead of its item."""
