@@ -14,7 +14,7 @@ from ctxgate.records.schema import RunError
 from ctxgate.run.compose import LoadedModel, ModelError, open_model
 
 from .engine import SERVED_KEY
-from .options import PLAN_KEY
+from .options import PLAN_KEY, refusals_are_usage_errors
 
 # on the session: why no case can run in this process (the model, the judge)
 RUN_ERROR_KEY = pytest.StashKey[RunError]()
@@ -56,6 +56,7 @@ def ctxgate_model(
     loaded.close()  # its processes and actors end with the session, not with the interpreter
 
 
+@refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
     # cleanups run last registered first: this one, registered before the model loads, runs after
     # pytest's collections at its end (pytest 9: the unraisable-exception plugin's)
