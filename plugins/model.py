@@ -48,10 +48,12 @@ def ctxgate_model(
     # The libraries and the checkpoint live as long as the session: no collection need walk their
     # millions of objects again (a full one took a quarter of a second with the tiny checkpoint,
     # and pytest runs them at its end); the loading's garbage is collected first, so that none is
-    # kept. Unfrozen once pytest is done (pytest_configure).
-    gc.collect()
-    gc.freeze()
-    pytestconfig.stash[FROZE_KEY] = True
+    # kept. Unfrozen once pytest is done (pytest_configure). A process that froze its objects
+    # itself (one running many sessions) keeps its own arrangement.
+    if gc.get_freeze_count() == 0:
+        gc.collect()
+        gc.freeze()
+        pytestconfig.stash[FROZE_KEY] = True
     yield loaded
     loaded.close()  # its processes and actors end with the session, not with the interpreter
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import shutil
@@ -33,10 +34,17 @@ import transformers  # noqa: E402,F401
 
 matplotlib.use("Agg")  # as ctxgate trend sets it, before pyplot
 import matplotlib.pyplot  # noqa: E402,F401
+import torch  # noqa: E402,F401
 
 from ctxgate.tokens.codec import PieceEncoder
 from ctxgate.tokens.tokenizers import HFTokenizer
 from tests.scripted import ByteTokenizer
+
+# The libraries live as long as the test process: no garbage collection need walk their objects
+# (a full one took a quarter of a second with them in memory, and the hundreds of in-process runs
+# trigger many; the model plugin leaves a process that froze its objects as it is)
+gc.collect()
+gc.freeze()
 
 
 def _keep_libraries(self: pytest.Pytester) -> SysModulesSnapshot:
@@ -61,7 +69,6 @@ pytest.Pytester._Pytester__take_sys_modules_snapshot = _keep_libraries  # type: 
 def process_state() -> Iterator[None]:
     """The environment, the folder and torch's thread count as they were, after a run in this
     process sets what a process of its own would keep to itself (a worker's threads, its GPUs)."""
-    import torch
 
     saved, cwd, threads = dict(os.environ), Path.cwd(), torch.get_num_threads()
     try:
