@@ -39,7 +39,10 @@ def pytest_collection_modifyitems(
     plan = config.stash[PLAN_KEY]
     if not plan.search or not plan.model.model:
         return
-    keys = [(i, case_key(i.nodeid)) for i in items]
+    keys = [
+        (i, case_key(i.nodeid) if "ctxgate_case" in getattr(i, "fixturenames", ()) else None)
+        for i in items
+    ]
     items[:] = [i for i, _ in sorted(keys, key=lambda pair: pair[1][1] if pair[1] else 0)]
     searching = Searching(plan.thresholds, [k for _, k in keys if k is not None])
     config.stash[SEARCH_KEY] = searching
