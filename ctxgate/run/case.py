@@ -141,7 +141,9 @@ class Drawing:
         helmet_compat: bool,
         judges: Judges | None,
         stop: tuple[StopRule, Questions] | None,
+        requested: int | None = None,
     ) -> None:
+        """``requested``: the samples asked for, of which the task's pool allowed ``n``."""
         self.spec, self.ctx, self.length, self.n, self.seed = spec, ctx, length, n, seed
         self.cache, self.judges, self.stop = cache, judges, stop
         self.params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
@@ -161,7 +163,7 @@ class Drawing:
         self.build_seconds = self.judge_seconds = 0.0
         self.generations = self.prompt_tokens = self.generated_tokens = 0
         # seconds spent drawing this case (``drive``): with rounds, its own turns only
-        self.requested, self.driven = n, 0.0
+        self.requested, self.driven = requested or n, 0.0
         self.ways: set[str] = set()  # how the prompts were built, where a task has two ways
         self.samples = iter_samples(spec, ctx, length, n, seed)
         self.built = 0
@@ -298,9 +300,7 @@ def open_case(
     """A case ready to draw its samples (``n`` None: the task's own count, capped by its pool)."""
     requested = n or spec.default_samples
     n = samples_to_run(spec, ctx, length, requested)
-    draw = Drawing(spec, ctx, length, n, seed, cache, helmet_compat, judges, stop)
-    draw.requested = requested
-    return draw
+    return Drawing(spec, ctx, length, n, seed, cache, helmet_compat, judges, stop, requested)
 
 
 def drive(
