@@ -193,6 +193,10 @@ class TextChoice:
 @dataclass(frozen=True)
 class ChatMessage:
     content: str | None = None  # a reply a provider filtered has none
+    # a reasoning model's thought, split off by the server's reasoning parser (vLLM's name, and
+    # SGLang's and older vLLM's)
+    reasoning: str | None = None
+    reasoning_content: str | None = None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from ctxgate.gate.baseline import (
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import (
     NOT_GIVEN,
+    cut_failure,
     floor_failure,
     gated_reason,
     judge_failure,
@@ -164,8 +165,9 @@ class Case:
     def assert_gate(self) -> None:
         """Fail on a failed judge, a regression against the baseline, or a score below the floor."""
         r = self.state.record
-        if message := judge_failure(r):
-            self._fail(f"{self.spec.name} at {self.length}: {message}")
+        for message in (judge_failure(r), cut_failure(r)):
+            if message:
+                self._fail(f"{self.spec.name} at {self.length}: {message}")
         if r.baseline and r.baseline.regressed:
             self._fail(f"{self.spec.name} at {self.length} regressed: {r.baseline.message}")
         if message := floor_failure(r, self.thresholds):
@@ -254,10 +256,12 @@ def no_score(state: CaseState, cause: str, message: str, baseline: Baseline | No
 
 
 def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Window | None:
-    """The window a case of this length cannot run past (None: it runs)."""
+    """The window a case of this length cannot run past (None: it runs). A thinking budget's
+    thought comes on top of the length's prompt and answer."""
     window, limit = window_of(model.backend), model.backend.max_positions
     force = config.stash[PLAN_KEY].force_lengths
-    if window and limit is not None and length > limit and not (force and window.forceable):
+    needs = length + (model.context.thinking.budget or 0)
+    if window and limit is not None and needs > limit and not (force and window.forceable):
         return window
     return None
 
@@ -375,8 +379,11 @@ def ctxgate_case(
     )
     state.run_meta = ctxgate_model.run_meta
     if window := _beyond_window(config, ctxgate_model, length):
-        what = f"{name} at {length}: the length exceeds {window.what}, so the case cannot run"
-        fix = f"drop {length} from --lengths, or {window.fix}"
+        budget = ctxgate_model.context.thinking.budget
+        over = f" with --thinking-budget {budget}" if budget else ""
+        what = f"{name} at {length}: the length{over} exceeds {window.what}, so the case cannot run"
+        lower = ", lower the budget" if budget else ""
+        fix = f"drop {length} from --lengths{lower}, or {window.fix}"
         no_score(state, "window", f"{what}; {fix}", baseline)
     left_out = config.stash.get(LEFT_OUT_KEY, None)
     spec = get_task(name)
@@ -416,6 +423,9 @@ def ctxgate_case(
     if failure is not None:
         pytest.fail(f"{name} at {length}: {failure}", pytrace=False)
     state.record = result.onto(state.record)
+    if result.thinking is not None:  # its gate's share, as the judge's rate is the judges'
+        share = thresholds.thinking_max_cut_share
+        state.record = replace(state.record, thinking=replace(result.thinking, max_cut_share=share))
     state.samples = result.samples
     if result.judge and result.judge.status == "pending":
         waiting = f"{result.judge.reason}; {_judge_later(plan.report)}"

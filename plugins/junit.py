@@ -17,7 +17,7 @@ from ctxgate.records.schema import (
     RelativeEffectiveLength,
     Report,
 )
-from ctxgate.report.tables import gate_line
+from ctxgate.report.tables import case_thinking, gate_line
 
 from .reporting import session_report
 
@@ -70,6 +70,11 @@ def properties(report: Report) -> list[tuple[str, str]]:
     for key, long in report.long_score.items():
         if long.value is not None:
             out.append((f"ctxgate.long_score.{key}", _value(long.value)))
+    out += [
+        (f"ctxgate.thinking.{c.name}", case_thinking(c.thinking))
+        for c in report.cases
+        if c.thinking
+    ]
     return out
 
 

@@ -112,6 +112,7 @@ VALID: dict[str, tuple[st.SearchStrategy[Any], Any]] = {
     "regression.tolerance": (numbers(0, 100), float),
     "regression.confidence": (numbers(0.5, 0.999), float),
     "judge.max_failure_rate": (numbers(0, 1), float),
+    "thinking.max_cut_share": (numbers(0, 1), float),
     "relative_effective_length.share": (numbers(0, 1, exclude_min=True), float),
     "relative_effective_length.base_up_to": (LENGTHS, parse_length),
     "relative_effective_length.min_length": (

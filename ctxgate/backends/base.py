@@ -32,10 +32,15 @@ class Withdrawn(Exception):
 
 @dataclass(frozen=True)
 class GenerationParams:
-    """Greedy decoding; stops at EOS or after ``max_new_tokens``."""
+    """Greedy decoding; stops at EOS, after ``max_new_tokens``, or at a stop string, which ends the
+    text. ``keep_special``: special tokens stay in the text (a thought's closing marker may be one).
+    ``thinking_budget``: a reasoning model's thought is closed after this many tokens, then its
+    answer gets ``max_new_tokens`` (``backends/forcing.py``)."""
 
     max_new_tokens: int
     stop_strings: tuple[str, ...] = ()
+    keep_special: bool = False
+    thinking_budget: int | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,11 @@ class Generation:
     text: str
     output_tokens: int
     finish_reason: str  # "stop" (EOS or stop string) or "length"
+    # a reasoning model's thought where the engine split it off (a server's reasoning parser), or
+    # budget forcing did; else any thought is still in ``text``
+    thought: str | None = None
+    thought_tokens: int | None = None  # counted by the engine (budget forcing: its first part)
+    forced: bool = False  # the budget closed the thought
 
 
 # Prompt tokens one case keeps in flight per replica: an engine's batch of 1M-token prompts would

@@ -120,10 +120,11 @@ class EndpointBackend:
         self._lock = threading.Condition()
         self.settings = settings
         self.chat_api = settings.api == "chat"
+        own = tokenizer.chat_template
         if self.chat_api:
             tokenizer.chat_template = BARE_CHAT_TEMPLATE
         self.hf_tokenizer = tokenizer
-        self.tokenizer = HFTokenizer(tokenizer)
+        self.tokenizer = HFTokenizer(tokenizer, own)
         key = os.environ.get(settings.key_env) or "EMPTY"  # local servers take any key
         client = partial(
             openai.OpenAI,
@@ -319,9 +320,12 @@ class EndpointBackend:
             choice = resp.choices[0]  # read_reply made sure there is one
             tokens = (resp.usage.completion_tokens if resp.usage else None) or 0
             finish = "length" if choice.finish_reason == "length" else "stop"
-            # a chat reply a provider filtered has no content: an empty output, scored as one
-            text = choice.message.content if isinstance(choice, ChatChoice) else choice.text
-            return Generation(text or "", tokens, finish)
+            if isinstance(choice, ChatChoice):
+                # a chat reply a provider filtered has no content: an empty output, scored as one
+                message = choice.message
+                thought = message.reasoning or message.reasoning_content
+                return Generation(message.content or "", tokens, finish, thought=thought)
+            return Generation(choice.text, tokens, finish)
 
     def _send(
         self, replica: Replica, r: Request, params: GenerationParams, scale: float
@@ -336,12 +340,19 @@ class EndpointBackend:
         }
         if self.chat_api:
             text = self.hf_tokenizer.decode(list(r.input_ids), skip_special_tokens=True)
+            kwargs = self.tokenizer.template_kwargs  # the thinking switch, for its template
             sent = replica.client.chat.completions.with_raw_response.create(
-                messages=[{"role": "user", "content": text}], **common
+                messages=[{"role": "user", "content": text}],
+                extra_body={"chat_template_kwargs": kwargs} if kwargs else None,
+                **common,
             )
             return read_reply(ChatCompletion, sent.content, "the chat completion")
+        # vLLM's and SGLang's names: a thought's closing marker may be a special token, and budget
+        # forcing reads it at the end of the thought
+        extra: dict[str, object] = {"skip_special_tokens": False} if params.keep_special else {}
+        extra |= {"include_stop_str_in_output": True} if params.stop_strings else {}
         sent = replica.client.completions.with_raw_response.create(
-            prompt=list(r.input_ids), **common
+            prompt=list(r.input_ids), extra_body=extra or None, **common
         )
         return read_reply(Completion, sent.content, "the completion")
 

@@ -300,6 +300,9 @@ class HFBackend:
         masks = [[0] * (width - len(r.input_ids)) + [1] * len(r.input_ids) for r in requests]
         ids = torch.tensor(rows, device=self.input_device)
         mask = torch.tensor(masks, device=self.input_device)
+        stops: dict[str, Any] = {}
+        if params.stop_strings:
+            stops = {"stop_strings": list(params.stop_strings), "tokenizer": self.hf_tokenizer}
         with torch.inference_mode():
             seq = self.model.generate(
                 ids,
@@ -311,14 +314,21 @@ class HFBackend:
                 top_k=None,
                 eos_token_id=self.eos_ids or None,
                 pad_token_id=self.pad_id,
+                **stops,
             )
         out = []
         for row in seq[:, width:].tolist():
             # a row that stopped early is padded while the others go on: keep it up to its EOS
             new = row[: next((i + 1 for i, t in enumerate(row) if t in self.eos_ids), len(row))]
             stopped = bool(new) and new[-1] in self.eos_ids
-            text = str(self.hf_tokenizer.decode(new, skip_special_tokens=True))
-            finish = "stop" if stopped or len(new) < params.max_new_tokens else "length"
+            kept = [t for t in new if t not in self.eos_ids] if params.keep_special else new
+            text = str(self.hf_tokenizer.decode(kept, skip_special_tokens=not params.keep_special))
+            ends = [text.find(x) + len(x) for x in params.stop_strings if x in text]
+            if ends:  # padded after its stop string while the others went on
+                text = text[: min(ends)]
+                while new and new[-1] == self.pad_id:
+                    new.pop()
+            finish = "stop" if stopped or ends or len(new) < params.max_new_tokens else "length"
             out.append(Generation(text, len(new), finish))
         return out
 

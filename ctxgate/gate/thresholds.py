@@ -180,6 +180,9 @@ class Thresholds:
     tolerances: tuple[Rule, ...] = ()
     # share of a case's samples whose verdict failed, above which it fails
     judge_max_failure_rate: float = 0.05
+    # share of a case's samples a budget cut (a reasoning model's thought or answer), above which
+    # it fails
+    thinking_max_cut_share: float = 0.1
     relative_share: float = RELATIVE_SHARE
     relative_base_up_to: int = BASE_UP_TO
     # (summary, length): the session fails below it
@@ -397,6 +400,7 @@ SCHEMA: Tree = {
         "confidence": ("regression_confidence", _CONFIDENCE),
     },
     "judge": {"max_failure_rate": ("judge_max_failure_rate", _number(0, 1, 0.05))},
+    "thinking": {"max_cut_share": ("thinking_max_cut_share", _number(0, 1, 0.1))},
     "relative_effective_length": {
         "share": ("relative_share", _number(0, 1, RELATIVE_SHARE, above=True)),
         "base_up_to": ("relative_base_up_to", _length("1k")),

@@ -66,6 +66,31 @@ def judge_failure(record: CaseRecord) -> str | None:
     )
 
 
+def cut_failure(record: CaseRecord) -> str | None:
+    """Too many answers a budget cut fail a reasoning model's case: its score measures the budget,
+    not the model. The line names the budget to raise."""
+    t = record.thinking
+    if t is None or not t.too_many_cut:
+        return None
+    why = []
+    if t.thought_cut:
+        at = f"--thinking-budget {t.budget}" if t.budget else f"the task's {t.answer_budget} tokens"
+        why.append(f"{t.thought_cut} thoughts cut at {at} (the longest took {t.tokens_max})")
+    if t.answer_cut:
+        why.append(f"{t.answer_cut} answers cut at the task's answer budget of {t.answer_budget}")
+    if t.budget is None:
+        fix = f"pass --thinking-budget N above {t.tokens_max} (the answer keeps its own budget)"
+    elif t.thought_cut:
+        fix = f"raise --thinking-budget above {t.budget}"
+    else:  # the task's answer budget is the reference's
+        fix = "the answer budget is the task's own: raise [thinking] max_cut_share to accept it"
+    return (
+        f"{t.cut} of {t.samples} samples cut by a budget ({t.cut / t.samples:.0%} > max "
+        f"{t.max_cut_share or 0.0:.0%}): {'; '.join(why)}. Fix: {fix}, or raise [thinking] "
+        "max_cut_share in thresholds.toml"
+    )
+
+
 def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
     """Below the floor (rule "upper": the whole interval below it); under --sequential a
     certain test decides."""
@@ -117,6 +142,7 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
     """Every selected case finished (a session interrupted fails), and at least one ran."""
     unscored = [c for c in cases if c.verdict == "error"]
     ran = [c for c in cases if c.verdict in ("pass", "fail") or _pending(c)]
+    cut = [c for c in ran if cut_failure(c)]
     if not cases:
         return Gate("cases", "fail", "no case was selected: -k/-m or --lengths left nothing to run")
     if unscored:
@@ -133,6 +159,9 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
         return Gate("cases", "fail", message + cases[0].message)
     if not complete:
         return Gate("cases", "fail", "the session did not finish (it was interrupted)")
+    if cut:
+        message = f"{len(cut)} of {len(cases)} selected cases had too many samples cut by a "
+        return Gate("cases", "fail", message + f"budget: {cut[0].name}: {cut_failure(cut[0])}")
     skipped = sum(c.verdict == "skip" and not _pending(c) for c in cases)
     pending = sum(_pending(c) for c in cases)
     scored = len(cases) - skipped - pending
@@ -143,7 +172,9 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
 def _regressed_only(case: CaseRecord, thresholds: Thresholds) -> bool:
     """Failed only by dropping against the baseline: judge held, at or above its floor."""
     regressed = case.baseline is not None and case.baseline.regressed
-    if not regressed or judge_failure(case) or case.score is None or case.ci is None:
+    if not regressed or judge_failure(case) or cut_failure(case):
+        return False
+    if case.score is None or case.ci is None:
         return False
     return floor_failure(case, thresholds) is None
 
@@ -155,8 +186,10 @@ def floors_gate(
     only as a regression is left to the baseline gate, so no gate passes over a failed case."""
     failed = [c for c in cases if c.verdict == "fail"]
     judged = [c for c in failed if judge_failure(c)]
+    cut = [c for c in failed if cut_failure(c) and not judge_failure(c)]
     regressed = [c for c in failed if baseline_gated and _regressed_only(c, thresholds)]
-    below = len(failed) - len(judged) - len(regressed)  # a failed case's other cause: its floor
+    # a failed case's other cause: its floor
+    below = len(failed) - len(judged) - len(cut) - len(regressed)
     unscored = [c for c in cases if c.verdict == "error"]
     ran = [c for c in cases if c.verdict in ("pass", "fail", "error")]
     pending = sum(_pending(c) for c in cases)
@@ -166,6 +199,7 @@ def floors_gate(
     for count, what in (
         (len(unscored), "without a score (counted as failing)"),
         (len(judged), "with too many failed judge verdicts (counted as failing)"),
+        (len(cut), "with too many samples cut by a budget (counted as failing)"),
         (len(regressed), "at or above it that regressed (the baseline gate fails them)"),
         (pending, "waiting for a judge"),
     ):

@@ -17,6 +17,7 @@ SCHEMA_VERSION: Final = 1  # of the report file; readers refuse another (records
 # RULER, HELMET, and the task families beyond them (docs/tasks.md)
 Suite = Literal["ruler", "helmet", "mrcr", "babilong", "nolima"]
 Verdict = Literal["pass", "fail", "skip", "error"]
+ThoughtEnd = Literal["model", "forced", "never"]  # how a reasoning model's thought ended
 # Why a selected case has no score, in the report's words; which fail the gates is gate.verdicts'.
 # the task cannot be built at this length; --search-effective-length decided before it
 ByDesign = Literal["too_short", "search_stopped"]
@@ -184,7 +185,7 @@ class SampleOutcome:
     score: float | None
     """0-1; null: a judged sample not (yet, or not successfully) judged."""
     prediction: str
-    """The raw output."""
+    """The output; a reasoning model's answer, without its ``thought``."""
     scored_text: str
     """What the metric looked at: the output cleaned or parsed."""
     answers: tuple[str, ...]
@@ -210,6 +211,13 @@ class SampleOutcome:
     (the prompt's last tokens)."""
     seconds: float | None = None
     """From sending the prompt to its output back; null when the cache had it."""
+    thought: str | None = None
+    """A reasoning model's thought, removed from the ``prediction`` before scoring; null: none."""
+    thought_tokens: int = 0
+    """Tokens of the thought, its closing marker included."""
+    thought_end: ThoughtEnd | None = None
+    """How the thought ended: ``model`` (it closed it), ``forced`` (``--thinking-budget`` closed
+    it), ``never`` (it never closed, so the answer is empty)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,6 +260,8 @@ class Cost:
     skipped its length."""
     saved_prompt_tokens: int = 0
     """Their prompt tokens, at their case's mean prompt length (a skipped case's: its length)."""
+    thinking_tokens: int = 0
+    """Of ``generated_tokens``, a reasoning model's thought."""
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Cost)))
@@ -270,6 +280,37 @@ class RunCost:
     """``engine_seconds`` times the GPUs the model held; null: not on GPUs this process held."""
     by_length: dict[str, Cost] = field(default_factory=dict)
     """Per length (a key in plain digits)."""
+
+
+@dataclass(frozen=True)
+class ThinkingRecord:
+    """A reasoning model's thought over a case's samples (null on the case: no sample had one)."""
+
+    samples: int
+    """Samples with a thought."""
+    tokens_mean: float
+    """Thought tokens per sample with a thought."""
+    tokens_max: int
+    """The longest thought, in tokens."""
+    thought_cut: int
+    """Thoughts a budget cut: closed by ``--thinking-budget``, or, without one, stopped by the
+    task's budget before they ended."""
+    answer_cut: int
+    """Answers after a thought that the task's answer budget cut."""
+    never_ended: int
+    """Thoughts never closed: their answers are empty, scored as such."""
+    cut: int
+    """Samples cut by either budget."""
+    answer_budget: int
+    """The task's own answer budget, in tokens."""
+    budget: int | None = None
+    """``--thinking-budget``; null: thought and answer shared the task's budget."""
+    max_cut_share: float | None = None
+    """Past this share of cut samples the case fails (``[thinking] max_cut_share``)."""
+
+    @property
+    def too_many_cut(self) -> bool:
+        return self.cut > (self.max_cut_share or 0.0) * self.samples
 
 
 @dataclass(frozen=True)
@@ -346,6 +387,8 @@ class CaseRecord:
     """Against ``--baseline``, when the baseline scored the case."""
     cost: Cost | None = None
     """What the case cost in this run; null: it did not run."""
+    thinking: ThinkingRecord | None = None
+    """A reasoning model's thought over its samples; null: none had one."""
 
     @property
     def name(self) -> str:
@@ -589,6 +632,11 @@ class RunInfo:
     """The Python version."""
     sequential: Json | None = None
     """Null for fixed n; ``alpha`` and ``min_samples`` under ``--sequential``."""
+    thinking: Json | None = None
+    """A reasoning model's thought: ``mode`` (``--thinking``), ``budget`` (``--thinking-budget``;
+    null: thought and answer share each task's budget), the ``start`` and ``end`` markers found
+    (``end`` null: the model writes no thought and nothing is split), ``opened`` (its prompt opens
+    the thought) and the chat template's ``template_kwargs``."""
     judge: Json | None = None
     """The judges: ``llm``, ``entailment``, ``max_failure_rate``."""
     cache: Json | None = None

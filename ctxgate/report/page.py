@@ -37,6 +37,7 @@ from ctxgate.report.tables import (
     effective_lengths,
     in_registry_order,
     search_line,
+    thinking_line,
 )
 from ctxgate.report.versus import comparison, trend
 from ctxgate.tasks.niah import DEPTHS
@@ -117,6 +118,7 @@ def _header(report: Report, report_name: str) -> str:
         ("Seed", run.seed),
         ("Cost", cost_line(report.cost).removeprefix("Cost: ") if report.cost else None),
         ("Search", search_line(report.search).removeprefix("Search: ") if report.search else None),
+        ("Thinking", (thinking_line(report) or "").removeprefix("Thinking ") or None),
         ("Chat template", run.chat_template),
         ("Overrides", json.dumps(run.model_overrides) if run.model_overrides else None),
         ("Created", report.created),

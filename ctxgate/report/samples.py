@@ -42,6 +42,9 @@ def page_row(row: Prediction) -> dict[str, object]:
         "o": row.output_tokens,
         "t": row.seconds,
         "e": row.judge_error,
+        "th": None if row.thought is None else _clip(row.thought),
+        "te": row.thought_end,
+        "tt": row.thought_tokens,
     }
 
 

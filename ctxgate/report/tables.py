@@ -15,6 +15,7 @@ from ctxgate.records.schema import (
     Report,
     RunCost,
     SearchRecord,
+    ThinkingRecord,
 )
 from ctxgate.tasks.registry import category_label, membership, suite_label, task_names
 
@@ -99,7 +100,9 @@ def cost_line(cost: RunCost | Cost, what: str = "Cost") -> str:
     run, cost = (cost, cost.total) if isinstance(cost, RunCost) else (None, cost)
     spent = (
         f"{what}: {cost.generations:,} generations, {_tokens(cost.prompt_tokens)} prompt tokens, "
-        f"{_tokens(cost.generated_tokens)} generated, {cost.engine_seconds:,.1f} engine-s"
+        f"{_tokens(cost.generated_tokens)} generated"
+        + (f" ({_tokens(cost.thinking_tokens)} of them thought)" if cost.thinking_tokens else "")
+        + f", {cost.engine_seconds:,.1f} engine-s"
     )
     if run is not None and run.device:
         gpu = f"{run.gpu_seconds:,.1f} GPU-s " if run.gpu_seconds is not None else ""
@@ -111,6 +114,31 @@ def cost_line(cost: RunCost | Cost, what: str = "Cost") -> str:
             f"generations, {_tokens(cost.saved_prompt_tokens)} prompt tokens"
         )
     return spent
+
+
+def case_thinking(t: ThinkingRecord) -> str:
+    """A case's thought, in a few words."""
+    return (
+        f"{t.tokens_mean:g} thought tokens per sample (max {t.tokens_max}), cut: "
+        f"{t.thought_cut} thoughts, {t.answer_cut} answers; {t.never_ended} never ended, of "
+        f"{t.samples}"
+    )
+
+
+def thinking_line(report: Report) -> str | None:
+    """How the run thought (--thinking, --thinking-budget) and each case's thought."""
+    cases = [c for c in report.cases if c.thinking]
+    if not cases:
+        return None
+    asked = report.run.thinking or {}
+    budget = asked.get("budget")
+    how = f"--thinking {asked.get('mode', 'default')}, " + (
+        f"--thinking-budget {budget} tokens of thought beside each task's answer budget"
+        if budget
+        else "thought and answer sharing each task's budget"
+    )
+    each = "; ".join(_at(c, case_thinking(c.thinking)) for c in cases if c.thinking)
+    return f"Thinking ({how}; removed before scoring): {each}"
 
 
 def search_line(search: SearchRecord) -> str:
@@ -147,6 +175,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
             body.append([label] + cells + [""])
     notes = [cost_line(report.cost)] if report.cost else []
     notes += [search_line(report.search)] if report.search else []
+    notes += [line] if (line := thinking_line(report)) else []
     if report.error:
         notes.append(f"Run error: {report.error.message.splitlines()[0]}")
     if not report.complete:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 import time
 import warnings
 from collections.abc import Mapping
@@ -35,35 +36,53 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _checksum(text: str, output_tokens: int, finish_reason: str) -> str:
-    return _sha256(json.dumps([text, output_tokens, finish_reason]))
+def _checksum(text: str, output_tokens: int, finish_reason: str, thinking: str | None) -> str:
+    fields = [text, output_tokens, finish_reason] + ([thinking] if thinking is not None else [])
+    return _sha256(json.dumps(fields))
+
+
+def _thinking(gen: Generation) -> str | None:
+    """What a generation holds of a thought beside its text (a server's split, budget forcing)."""
+    if gen.thought is None and gen.thought_tokens is None and not gen.forced:
+        return None
+    return json.dumps([gen.thought, gen.thought_tokens, gen.forced])
 
 
 class GenerationCache(SqliteFile):
     FILE_NAME = FILE_NAME
     TABLES = (
         "CREATE TABLE generations (key TEXT PRIMARY KEY, namespace TEXT, text TEXT, output_tokens "
-        "INTEGER, finish_reason TEXT, checksum TEXT, created REAL)",
+        "INTEGER, finish_reason TEXT, checksum TEXT, created REAL, thinking TEXT)",
     )
 
     def __init__(self, directory: str | Path, namespace: Mapping[str, Any]) -> None:
         self.namespace = _sha256(json.dumps(namespace, sort_keys=True, default=str))
         super().__init__(directory)
+        columns = {r[1] for r in self.execute("PRAGMA table_info(generations)") or ()}
+        if "thinking" not in columns:  # a file from before reasoning models: its rows stay valid
+            try:
+                self.conn.execute("ALTER TABLE generations ADD COLUMN thinking TEXT")
+            except sqlite3.OperationalError as exc:  # another worker added it first
+                if "duplicate column" not in str(exc):
+                    raise StoreUnavailable(f"cannot use the cache {self.path} ({exc})") from None
 
     def key(self, prompt_sha256: str, params: GenerationParams) -> str:
         """``prompt_sha256``: the sample's digest (of its input ids among others)."""
-        decides = [params.max_new_tokens, list(params.stop_strings), prompt_sha256]
+        decides: list[object] = [params.max_new_tokens, list(params.stop_strings), prompt_sha256]
+        if params.keep_special or params.thinking_budget is not None:
+            decides += [params.keep_special, params.thinking_budget]
         return _sha256(self.namespace + json.dumps(decides))
 
     def get(self, key: str) -> Generation | None:
         rows = self.execute(
-            "SELECT text, output_tokens, finish_reason, checksum FROM generations WHERE key = ?",
+            "SELECT text, output_tokens, finish_reason, checksum, thinking FROM generations "
+            "WHERE key = ?",
             (key,),
         )
         if not rows:
             return None
-        text, output_tokens, finish_reason, checksum = rows[0]
-        if checksum != _checksum(text, output_tokens, finish_reason):
+        text, output_tokens, finish_reason, checksum, thinking = rows[0]
+        if checksum != _checksum(text, output_tokens, finish_reason, thinking):
             self.execute("DELETE FROM generations WHERE key = ?", (key,))
             warnings.warn(
                 f"ctxgate cache {self.path}: a damaged entry was dropped and will be regenerated",
@@ -71,9 +90,12 @@ class GenerationCache(SqliteFile):
                 stacklevel=2,
             )
             return None
-        return Generation(text, output_tokens, finish_reason)
+        if thinking is None:
+            return Generation(text, output_tokens, finish_reason)
+        thought, thought_tokens, forced = json.loads(thinking)
+        return Generation(text, output_tokens, finish_reason, thought, thought_tokens, forced)
 
     def put(self, key: str, gen: Generation) -> None:
-        fields = (gen.text, gen.output_tokens, gen.finish_reason)
-        row = (key, self.namespace, *fields, _checksum(*fields), time.time())
-        self.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+        fields = (gen.text, gen.output_tokens, gen.finish_reason, _thinking(gen))
+        row = (key, self.namespace, *fields[:3], _checksum(*fields), time.time(), fields[3])
+        self.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)

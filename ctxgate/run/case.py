@@ -7,8 +7,10 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from ctxgate.backends.base import Backend, Generation, GenerationParams, Request, stream
+from ctxgate.backends.forcing import forcing
 from ctxgate.judge.client import priced
 from ctxgate.judge.score import Judges, compact_input, judge_all, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
@@ -20,6 +22,8 @@ from ctxgate.records.schema import (
     JudgeRecord,
     SampleOutcome,
     SequentialRecord,
+    ThinkingRecord,
+    ThoughtEnd,
 )
 from ctxgate.run.cache import GenerationCache
 from ctxgate.run.progress import Progress, case_label
@@ -67,6 +71,7 @@ class CaseResult:
     sequential: SequentialRecord | None = None
     built_from: str | None = None
     cost: Cost | None = None
+    thinking: ThinkingRecord | None = None
 
     def onto(self, record: CaseRecord) -> CaseRecord:
         """The record with what this run of the case measured (every field but the samples)."""
@@ -146,7 +151,12 @@ class Drawing:
         """``requested``: the samples asked for, of which the task's pool allowed ``n``."""
         self.spec, self.ctx, self.length, self.n, self.seed = spec, ctx, length, n, seed
         self.cache, self.judges, self.stop = cache, judges, stop
-        self.params = GenerationParams(max_new_tokens=spec.tokens_to_generate)
+        self.thinking = ctx.thinking
+        self.params = GenerationParams(
+            spec.tokens_to_generate,
+            keep_special=self.thinking.special,
+            thinking_budget=self.thinking.budget if self.thinking.thinks else None,
+        )
         self.chat = task_context(spec, ctx).chat
         self.metric = resolve(spec.metric.name, helmet_compat)
         self.judged = spec.metric.judged
@@ -161,7 +171,7 @@ class Drawing:
         self.waiting: dict[int, tuple[Sample, str, str, float]] = {}
         self.from_cache = 0
         self.build_seconds = self.judge_seconds = 0.0
-        self.generations = self.prompt_tokens = self.generated_tokens = 0
+        self.generations = self.prompt_tokens = self.generated_tokens = self.thinking_tokens = 0
         # seconds spent drawing this case (``drive``): with rounds, its own turns only
         self.requested, self.driven = requested or n, 0.0
         self.ways: set[str] = set()  # how the prompts were built, where a task has two ways
@@ -201,6 +211,7 @@ class Drawing:
             round(generating, 3) if self.generations else 0.0,
             saved,
             round(saved * mean_prompt),
+            self.thinking_tokens,
         )
 
     def decided(self) -> bool:
@@ -249,6 +260,7 @@ class Drawing:
         self.prompt_tokens += len(s.input_ids)
         self.generated_tokens += gen.output_tokens
         self._finish(s, digest, gen, round(time.perf_counter() - sent_at, 3))
+        self.thinking_tokens += self.done[s.index].thought_tokens
 
     def _finish(
         self, s: Sample, digest: str, gen: Generation, seconds: float | None = None
@@ -259,23 +271,25 @@ class Drawing:
             self.test.feed(self.done)
 
     def _outcome(self, s: Sample, digest: str, gen: Generation) -> SampleOutcome:
+        answer, thought = self._answer(gen)
         o = SampleOutcome(
             s.index,
             None,
-            gen.text,
-            gen.text,
+            answer,
+            answer,
             s.answers,
             len(s.input_ids),
             gen.output_tokens,
             gen.finish_reason,
             digest,
+            **thought,
         )
         if not self.judged:
             score, looked_at = score_prediction(
-                self.metric, gen.text, s.answers, self.spec.scoring_prefix, self.chat
+                self.metric, answer, s.answers, self.spec.scoring_prefix, self.chat
             )
             return replace(o, score=score, scored_text=looked_at)
-        judge_input = compact_input(self.spec.metric.name, gen.text, s.meta["judge_input"])
+        judge_input = compact_input(self.spec.metric.name, answer, s.meta["judge_input"])
         o = replace(o, judge_input=judge_input)
         if not self.judge_now:
             return o
@@ -284,6 +298,24 @@ class Drawing:
         v = judge_one(self.metric, o.prediction, o.judge_input or {}, self.judges)
         self.judge_seconds += time.perf_counter() - started
         return replace(o, score=v.score, parts=v.parts, judge_error=v.error)
+
+    def _answer(self, gen: Generation) -> tuple[str, dict[str, Any]]:
+        """The answer to score, and the thought's fields of the outcome (none without one)."""
+        if gen.thought is not None:  # the server's reasoning parser split it off
+            answer = gen.text
+            cut = not answer and gen.finish_reason == "length"
+            ended: ThoughtEnd | None = "never" if cut else "model"
+            counted = len(self.ctx.encoder.raw.encode(gen.thought))
+            thought: str | None = gen.thought
+        else:
+            thought, answer, ended, at = self.thinking.split(gen.text)
+            if thought is None:
+                return answer, {}
+            counted = len(self.ctx.encoder.raw.encode(gen.text[:at]))
+        if gen.forced:
+            ended = "forced"
+        tokens = gen.thought_tokens if gen.thought_tokens is not None else counted
+        return answer, {"thought": thought, "thought_tokens": tokens, "thought_end": ended}
 
 
 def open_case(
@@ -312,7 +344,9 @@ def drive(
         progress(Progress(name, 0, draw.n, 0, 0, 0.0))
     withdraw = getattr(backend, "withdraw", None)
     started = time.perf_counter() - draw.driven
-    for request, gen in stream(backend, draw.requests(), draw.params, draw.held):
+    for request, gen in stream(
+        forcing(backend, draw.thinking), draw.requests(), draw.params, draw.held
+    ):
         draw.receive(request, gen)
         if withdraw is not None and draw.decided() and not draw.held_open:
             withdraw(draw.spec.name, draw.length)  # what is still queued never runs, on any replica
@@ -394,7 +428,34 @@ def case_result(draw: Drawing, confidence: float, judges: Judges | None) -> Case
         sequential=draw.sequential(len(outcomes)),
         built_from=",".join(sorted(draw.ways)) or None,
         cost=draw.cost(n, generating),
+        thinking=thinking_record(outcomes, spec.tokens_to_generate, draw.thinking.budget),
         **vars(scores),
+    )
+
+
+def thinking_record(
+    outcomes: Sequence[SampleOutcome], answer_budget: int, budget: int | None
+) -> ThinkingRecord | None:
+    """The thought over a case's samples: its tokens, and what each budget cut."""
+    thought = [o for o in outcomes if o.thought_end is not None]
+    if not thought:
+        return None
+    tokens = [o.thought_tokens for o in thought]
+    cut_thought = [
+        o.thought_end == "forced" or (o.thought_end == "never" and o.finish_reason == "length")
+        for o in thought
+    ]
+    cut_answer = [o.finish_reason == "length" and o.thought_end != "never" for o in thought]
+    return ThinkingRecord(
+        samples=len(thought),
+        tokens_mean=round(sum(tokens) / len(tokens), 1),
+        tokens_max=max(tokens),
+        thought_cut=sum(cut_thought),
+        answer_cut=sum(cut_answer),
+        never_ended=sum(o.thought_end == "never" for o in thought),
+        cut=sum(a or b for a, b in zip(cut_thought, cut_answer)),
+        answer_budget=answer_budget,
+        budget=budget,
     )
 
 

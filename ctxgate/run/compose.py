@@ -9,7 +9,7 @@ import json
 import sys
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -25,6 +25,7 @@ from ctxgate.tasks.base import BuildContext
 from ctxgate.tasks.helmet_compat import check_tokenizers
 from ctxgate.tokens.chat import ChatTemplateError
 from ctxgate.tokens.codec import PieceEncoder
+from ctxgate.tokens.thinking import Thinking, ThinkingError, prepare
 from ctxgate.tokens.tokenizers import HFTokenizer
 
 
@@ -89,6 +90,14 @@ def open_model(
             f"the model {spec.model!r} could not be loaded", exc, served is None
         ) from exc
     try:
+        thinking = prepare(
+            Thinking(spec.thinking, spec.thinking_budget, spec.think_end),
+            backend.tokenizer,
+            spec.model,
+        )
+    except ThinkingError as exc:
+        raise ModelError("the thinking options", exc) from exc
+    try:
         encoder = PieceEncoder(backend.tokenizer)
     except ChatTemplateError as exc:
         raise ModelError(f"the tokenizer of {spec.model!r}", exc) from exc
@@ -100,16 +109,15 @@ def open_model(
             "--chat-template on",
             ValueError(f"{spec.model} has no chat template; use --chat-template off or auto"),
         )
-    context = prompt_context(spec, encoder, chat)
+    context = replace(prompt_context(spec, encoder, chat), thinking=thinking)
     if spec.helmet_compat:
         try:
             check_tokenizers(encoder, context.helmet_encoder)
         except ValueError as exc:
             raise ModelError("--helmet-compat", exc) from exc
     # plain JSON values only: records travel to the xdist controller through execnet
-    meta = json.loads(
-        json.dumps({**run_meta(spec, backend, encoder, chat), **(run or {})}, default=str)
-    )
+    meta = run_meta(spec, backend, encoder, chat) | {"thinking": thinking.describe()}
+    meta = json.loads(json.dumps(meta | dict(run or {}), default=str))
     cache = _open_cache(spec, meta, backend)
     try:
         judges = build_judges(

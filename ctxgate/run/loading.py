@@ -74,6 +74,9 @@ class ModelSpec:
     judge_max_failure_rate: float = 0.05
     ray: str | None = None
     ray_resource: str = "GPU"  # the resource each replica takes one of
+    thinking: str = "default"  # --thinking, --thinking-budget, --think-end (tokens/thinking.py)
+    thinking_budget: int | None = None
+    think_end: str | None = None
 
     def locate(self, folder: str | Path) -> Checkpoint:
         """The checkpoint in ``folder`` as these options open it, or CheckpointError / WrongFlag."""
@@ -224,6 +227,11 @@ def read_engine(
         raise OptionError(
             "--endpoint-api chat sends user messages, which the server wraps: drop "
             "--chat-template off"
+        )
+    if api == "chat" and values[opt.THINKING_BUDGET.dest] is not None:
+        raise OptionError(
+            "--thinking-budget with --endpoint-api chat: budget forcing continues the prompt's "
+            "ids after the thought, which a chat API cannot take; use --endpoint-api completions"
         )
     vllm_args = values[opt.VLLM_ARG.dest] or ()
     try:

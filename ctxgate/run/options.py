@@ -18,6 +18,7 @@ from ctxgate.backends.vllm_server import ENGINE_BATCH
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.retrying import origin
+from ctxgate.tokens.thinking import MODES
 
 # beside where the run was started, unless --cache-dir says otherwise
 CACHE_FOLDER = ".ctxgate-cache"
@@ -368,6 +369,30 @@ SEARCH = Option(
     action="store_true",
 )
 
+# --- reasoning models (docs/running.md, "Reasoning models")
+THINKING = Option(
+    "--thinking",
+    "a reasoning model's thinking: default (the model's own), on or off (its chat template's "
+    "enable_thinking), or gpt-oss's reasoning level low, medium or high (reasoning_effort); the "
+    "thought is removed before scoring either way",
+    default="default",
+    choices=MODES,
+)
+THINKING_BUDGET = Option(
+    "--thinking-budget",
+    "tokens of thought before each answer, beside the task's own answer budget: the thought is "
+    "closed at this many tokens and the answer generated after it (default: thought and answer "
+    "share the task's budget, as the references run)",
+    parse=_whole(1),
+    example="1024",
+)
+THINK_END = Option(
+    "--think-end",
+    "the text that ends the model's thought (default: found in its tokenizer and chat template: "
+    "</think>, [/THINK], gpt-oss's final channel)",
+    example="'</think>'",
+)
+
 # --- --backend openai / vllm
 BASE_URL = Option(
     "--base-url",
@@ -583,6 +608,9 @@ EVALUATION = (
     HELMET_TOKENIZER,
     ROPE_SCALING,
     MODEL_OVERRIDE,
+    THINKING,
+    THINKING_BUDGET,
+    THINK_END,
     CACHE_DIR,
     NO_CACHE,
     RAY,

@@ -76,9 +76,7 @@ def helmet_ids(
         user = head + shown + tail
         if ctx.chat:
             messages = [{"role": "user", "content": user}]
-            return str(
-                tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-            )
+            return str(ctx.encoder.raw.render(messages))  # type: ignore[attr-defined]
         return user + separator + prefix
 
     def render(shown: str) -> tuple[int, ...]:

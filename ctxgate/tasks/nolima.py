@@ -114,8 +114,8 @@ def system_chat_parts(enc: PieceEncoder) -> tuple[str, str]:
         return _SYSTEM_PARTS[enc]
     head, tail = parts = enc.chat_parts()
     # The encoder renders user turns only, so a transformers tokenizer's template is asked directly
-    tok = getattr(enc.raw, "tok", None)
-    if tok is not None:
+    render = getattr(enc.raw, "render", None)
+    if render is not None:
         import jinja2  # there wherever a template is: transformers renders them with it
 
         messages = [
@@ -123,9 +123,7 @@ def system_chat_parts(enc: PieceEncoder) -> tuple[str, str]:
             {"role": "user", "content": _USER},
         ]
         try:
-            text = str(
-                tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            )
+            text = str(render(messages))
         except jinja2.TemplateError:  # the template refuses a system role (Gemma's does)
             text = ""
         except Exception as exc:  # noqa: BLE001 - the template's bug, reported as the case's

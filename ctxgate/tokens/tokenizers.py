@@ -31,8 +31,13 @@ class RawTokenizer(Protocol):
 class HFTokenizer:
     """Adapter over a ``transformers`` tokenizer (imported by the caller, never here)."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, model_template: str | None = None) -> None:
+        """``model_template``: the model's own chat template, where ``tokenizer`` was given another
+        (a chat API's server renders the model's)."""
         self.tok = tokenizer
+        self.model_template = model_template or getattr(tokenizer, "chat_template", None)
+        # the template's arguments every rendering gets (a thinking switch: tokens/thinking.py)
+        self.template_kwargs: dict[str, object] = {}
         # The Rust backend's encode_batch_fast tokenizes a 128K prompt's haystacks 1.5-1.7x faster
         # (bench/datagen.py). It is trusted only after it matched the wrapper on a real batch: some
         # wrappers pre-process text in Python, and a backend with padding or truncation differs.
@@ -151,7 +156,7 @@ class HFTokenizer:
         if not getattr(self.tok, "chat_template", None):
             return None
         try:
-            text = self._render([{"role": "user", "content": _SENTINEL}])
+            text = self.render([{"role": "user", "content": _SENTINEL}])
         except Exception as exc:  # noqa: BLE001 - jinja and templates raise many types
             raise ChatTemplateError(
                 f"the chat template ({self._template_source()}) fails on a one-message chat "
@@ -163,11 +168,20 @@ class HFTokenizer:
     def chat_turns(self) -> ChatTurns | None:
         if not getattr(self.tok, "chat_template", None):
             return None
-        return turns_of(self._render, self._template_source())
+        return turns_of(self.render, self._template_source())
 
-    def _render(self, messages: list[dict[str, str]]) -> str:
-        tok = self.tok
-        return str(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
+    def render(self, messages: list[dict[str, str]], template: str | None = None) -> str:
+        """The messages as the chat template (or ``template``) renders them, with the generation
+        prompt and the run's template arguments."""
+        return str(
+            self.tok.apply_chat_template(
+                messages,
+                add_generation_prompt=True,
+                tokenize=False,
+                chat_template=template,
+                **self.template_kwargs,
+            )
+        )
 
     def _template_source(self) -> Path:
         where = Path(str(getattr(self.tok, "name_or_path", "") or "."))

@@ -16,7 +16,7 @@ from ctxgate.gate.thresholds import (
     load_thresholds,
     thresholds_here,
 )
-from ctxgate.gate.verdicts import floor_failure, judge_failure, passed
+from ctxgate.gate.verdicts import cut_failure, floor_failure, judge_failure, passed
 from ctxgate.judge.score import Judges, build_judges, is_judged
 from ctxgate.records.io import (
     atomic_write_all,
@@ -103,8 +103,9 @@ def _verdict(case: CaseRecord, thresholds: Thresholds) -> CaseRecord:
     case = replace(
         case, floor=thresholds.floor_for(case.task, case.length), error_kind=None, skip_kind=None
     )
-    if message := judge_failure(case):
-        return replace(case, verdict="fail", message=f"{case.task} at {case.length}: {message}")
+    for message in (judge_failure(case), cut_failure(case)):
+        if message:
+            return replace(case, verdict="fail", message=f"{case.task} at {case.length}: {message}")
     if message := floor_failure(case, thresholds):
         return replace(case, verdict="fail", message=message)
     return replace(case, verdict="pass", message=passed(case))

@@ -79,7 +79,10 @@
       return el("tr", { "data-index": String(r.i) }, [
         el("th", { scope: "row" }, [String(r.i)]),
         el("td", { "class": "num" }, [pct(r.s) + (r.e ? " (judge: " + r.e + ")" : "")]),
-        el("td", {}, [r.p || ""]),
+        el("td", {}, r.th === null || r.th === undefined ? [r.p || ""] : [
+          r.p || "(no answer)",
+          el("details", {}, [el("summary", {}, ["thought: " + r.tt + " tokens, ended by " + r.te]), r.th])
+        ]),
         el("td", {}, [(r.a || []).join(" | ")]),
         excerptCell(r.x),
         el("td", {}, [r.x && r.x.end ? "…" + r.x.end : ""]),
@@ -102,7 +105,10 @@
       "n " + c.n, "floor " + c.floor,
       c.input_tokens_max ? "longest prompt " + c.input_tokens_max + " tokens" : "",
       c.fill_min ? "fill " + c.fill_min : "",
-      c.seconds ? c.seconds + " s" : ""
+      c.seconds ? c.seconds + " s" : "",
+      c.thinking ? "thought " + c.thinking.tokens_mean + " tokens per sample (max " + c.thinking.tokens_max +
+        "), cut " + c.thinking.thought_cut + " thoughts, " + c.thinking.answer_cut + " answers, " +
+        c.thinking.never_ended + " never ended" : ""
     ].filter(Boolean);
     var nodes = [el("p", { "class": "case-facts" }, [parts.join(" · ")]), el("p", {}, [c.message || ""])];
     if (c.baseline) { nodes.push(el("p", {}, ["Against the baseline: " + (c.baseline.message || "")])); }

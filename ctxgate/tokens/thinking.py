@@ -1,0 +1,173 @@
+"""A reasoning model's thought: how its chat template turns thinking on or off, the markers that
+open and close a thought, and an output split into thought and answer. Resolved once per run from
+the tokenizer and its template (``prepare``), then read by the prompt builder (the template's
+arguments), the engines (markers that are special tokens must survive decoding) and the scorer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ctxgate.records.refusal import CtxgateError
+from ctxgate.records.schema import ThoughtEnd
+
+MODES = ("default", "on", "off", "low", "medium", "high")  # --thinking's choices
+EFFORTS = ("low", "medium", "high")  # gpt-oss's reasoning levels
+# (opening, closing) markers of the families that write their thought inline: Qwen3 and
+# DeepSeek-R1's, Magistral's, and gpt-oss's analysis channel before its final one
+MARKERS = (
+    ("<think>", "</think>"),
+    ("[THINK]", "[/THINK]"),
+    ("<|channel|>analysis", "<|channel|>final<|message|>"),
+)
+
+
+class ThinkingError(CtxgateError, ValueError):
+    """--thinking, --think-end or --thinking-budget cannot apply to the model; the line says why."""
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """The options as given: ``mode`` one of MODES, ``budget`` tokens of thought before the answer
+    (None: thought and answer share the task's budget), ``end`` the closing marker (None: found)."""
+
+    mode: str = "default"
+    budget: int | None = None
+    end: str | None = None
+
+
+@dataclass(frozen=True)
+class ThoughtFormat:
+    """How this model thinks, resolved once. ``end`` None: it writes no thought (nothing is
+    split). ``opened``: its generation prompt opens the thought (R1's ends in ``<think>``), so every
+    output starts inside one. ``special``: the closing marker is a special token, which an engine
+    drops from its text unless asked to keep special tokens."""
+
+    mode: str = "default"
+    budget: int | None = None
+    start: str | None = None
+    end: str | None = None
+    opened: bool = False
+    special: bool = False
+    template_kwargs: tuple[tuple[str, object], ...] = ()  # hashable: it keys prompt memos
+
+    @property
+    def thinks(self) -> bool:
+        return self.end is not None
+
+    def split(self, text: str) -> tuple[str | None, str, ThoughtEnd | None, int]:
+        """``text`` as (thought, answer, how the thought ended, where the answer starts in it).
+        The answer is what follows the last closing marker. With none, an output that opened a
+        thought (or whose prompt did) is all thought and its answer empty: "never"; any other is
+        all answer, with no thought."""
+        if self.end is None:
+            return None, text, None, 0
+        at = text.rfind(self.end)
+        if at >= 0:
+            after = at + len(self.end)
+            return self._thought(text[:at]), text[after:].lstrip(), "model", after
+        if self.opened or (self.start is not None and text.lstrip().startswith(self.start)):
+            return self._thought(text), "", "never", len(text)
+        return None, text, None, 0
+
+    def _thought(self, text: str) -> str:
+        text = text.lstrip()
+        return text.removeprefix(self.start).lstrip() if self.start else text
+
+    def closing(self, thought: str) -> str:
+        """What budget forcing appends to a thought the budget cut: the closing marker, on a line
+        of its own."""
+        assert self.end is not None, "only a model that thinks is forced"
+        return self.end if thought.endswith("\n") else "\n" + self.end
+
+    def describe(self) -> dict[str, object]:
+        """For the run record: what was asked and what was found."""
+        return {
+            "mode": self.mode,
+            "budget": self.budget,
+            "start": self.start,
+            "end": self.end,
+            "opened": self.opened,
+            "template_kwargs": dict(self.template_kwargs),
+        }
+
+
+def prepare(thinking: Thinking, tokenizer: Any, model: str) -> ThoughtFormat:
+    """The model's thought format, with the template's arguments set on ``tokenizer`` (an
+    ``HFTokenizer``; another kind supports ``--think-end`` alone). Raises ThinkingError where
+    ``thinking`` asks what the model cannot do."""
+    tok = getattr(tokenizer, "tok", None)
+    template = str(getattr(tokenizer, "model_template", None) or "")
+    kwargs = _switch(thinking.mode, template, model)
+    start, end = _markers(tok, template, thinking.end)
+    if end is None and (thinking.mode != "default" or thinking.budget is not None):
+        flag = "--thinking-budget" if thinking.mode == "default" else f"--thinking {thinking.mode}"
+        raise ThinkingError(
+            f"{flag}: {model} shows no end-of-thought marker (no </think>, [/THINK] or gpt-oss "
+            "channel in its tokenizer or chat template): pass --think-end TEXT with the text that "
+            "ends its thought, or drop the option"
+        )
+    if kwargs:
+        tokenizer.template_kwargs = kwargs
+    special = bool(tok is not None and end and any(t in end for t in _special_tokens(tok)))
+    opened = False
+    if start is not None and tok is not None and template:
+        tail = tokenizer.render([{"role": "user", "content": "?"}], template).rpartition("?")[2]
+        opened = tail.rstrip().endswith(start)
+    pairs = tuple(kwargs.items())
+    return ThoughtFormat(thinking.mode, thinking.budget, start, end, opened, special, pairs)
+
+
+def _switch(mode: str, template: str, model: str) -> dict[str, object]:
+    """The template arguments ``mode`` sets: Qwen3's ``enable_thinking``, gpt-oss's
+    ``reasoning_effort``."""
+    if mode == "default":
+        return {}
+    if mode in EFFORTS:
+        if "reasoning_effort" not in template:
+            raise ThinkingError(
+                f"--thinking {mode}: the chat template of {model} has no reasoning_effort "
+                "(gpt-oss's reasoning level): pass --thinking on or off, or leave --thinking out"
+            )
+        return {"reasoning_effort": mode}
+    if "enable_thinking" in template:
+        return {"enable_thinking": mode == "on"}
+    if "reasoning_effort" in template:
+        if mode == "on":
+            return {}
+        raise ThinkingError(
+            f"--thinking off: the chat template of {model} cannot turn thinking off, only set "
+            "gpt-oss's reasoning level: pass --thinking low (its least), or leave --thinking out"
+        )
+    if mode == "on":
+        return {}  # a model that always thinks (R1): on is its only way
+    raise ThinkingError(
+        f"--thinking off: the chat template of {model} has no switch for thinking "
+        "(enable_thinking): leave --thinking out, or serve a template with the switch"
+    )
+
+
+def _markers(tok: Any, template: str, given: str | None) -> tuple[str | None, str | None]:
+    """The opening and closing markers: ``given`` (--think-end), else the first family whose
+    closing marker the tokenizer's vocabulary or the chat template holds."""
+    vocab = _vocabulary(tok)
+    for start, end in MARKERS:
+        if given is not None and given != end:
+            continue
+        if given is not None or end in vocab or end in template:
+            return start, end
+    return (None, given) if given is not None else (None, None)
+
+
+def _vocabulary(tok: Any) -> set[str]:
+    """The tokenizer's added tokens (where every family's markers are), and gpt-oss's channel."""
+    if tok is None:
+        return set()
+    added = {str(t) for t in getattr(tok, "get_added_vocab", dict)()}
+    return added | (_special_tokens(tok) & {m for pair in MARKERS for m in pair})
+
+
+def _special_tokens(tok: Any) -> set[str]:
+    decoder = getattr(tok, "added_tokens_decoder", {}) or {}
+    found = {str(t.content) for t in decoder.values() if getattr(t, "special", False)}
+    return found | {str(t) for t in getattr(tok, "all_special_tokens", ())}

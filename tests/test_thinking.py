@@ -1,0 +1,236 @@
+"""A reasoning model's thought: the template switch and markers found on real tokenizers, the split
+of every output into thought and answer, budget forcing, and the record and gate of what was cut."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxgate.backends.base import Generation, GenerationParams, Request
+from ctxgate.backends.forcing import BudgetForcing, forcing
+from ctxgate.gate.verdicts import cases_gate, cut_failure
+from ctxgate.records.schema import CaseRecord, SampleOutcome
+from ctxgate.run.case import thinking_record
+from ctxgate.tokens.thinking import MARKERS, Thinking, ThinkingError, ThoughtFormat, prepare
+from ctxgate.tokens.tokenizers import HFTokenizer
+
+# Qwen3's shape: a ChatML template whose generation prompt closes an empty thought when
+# enable_thinking is false
+QWEN_STYLE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% if enable_thinking is defined and "
+    "enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}"
+)
+# DeepSeek-R1's: no switch, and the generation prompt opens the thought
+R1_STYLE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
+)
+# gpt-oss's: a reasoning level in the system message, and an analysis channel before the final one
+GPT_OSS_STYLE = (
+    "<|start|>system<|message|>Reasoning: {{ reasoning_effort | default('medium') }}<|end|>"
+    "{% for m in messages %}{% if m['role'] == 'assistant' %}<|start|>assistant<|channel|>final"
+    "<|message|>{{ m['content'] }}<|end|>{% else %}<|start|>{{ m['role'] }}<|message|>"
+    "{{ m['content'] }}<|end|>{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|start|>assistant{% endif %}"
+)
+GPT_OSS_SPECIALS = ["<|start|>", "<|message|>", "<|end|>", "<|channel|>"]
+
+
+def tokenizer(hf_tokenizer, template: str | None, added=(), special=()) -> HFTokenizer:
+    """A private copy of the shipped tokenizer with ``template`` and the family's tokens."""
+    from transformers import PreTrainedTokenizerFast
+
+    copy = PreTrainedTokenizerFast(
+        tokenizer_object=type(hf_tokenizer.backend_tokenizer).from_str(
+            hf_tokenizer.backend_tokenizer.to_str()
+        ),
+        eos_token=hf_tokenizer.eos_token,
+    )
+    copy.add_tokens(list(added))
+    if special:
+        copy.add_special_tokens({"additional_special_tokens": list(special)})
+    copy.chat_template = template
+    return HFTokenizer(copy)
+
+
+def test_qwen_style_switch_is_set_and_renders_the_closed_thought(hf_tokenizer):
+    tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
+    fmt = prepare(Thinking("off"), tok, "qwen-style")
+    assert (fmt.start, fmt.end, fmt.opened, fmt.special) == ("<think>", "</think>", False, False)
+    assert dict(fmt.template_kwargs) == {"enable_thinking": False}
+    assert tok.chat_parts()[1].endswith("<think>\n\n</think>\n\n")  # every prompt renders it
+    on = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
+    assert dict(prepare(Thinking("on"), on, "m").template_kwargs) == {"enable_thinking": True}
+    assert on.chat_parts()[1].endswith("assistant\n")
+    assert prepare(Thinking(), tokenizer(hf_tokenizer, QWEN_STYLE), "m").template_kwargs == ()
+
+
+def test_r1_style_opens_the_thought_and_cannot_turn_it_off(hf_tokenizer):
+    tok = tokenizer(hf_tokenizer, R1_STYLE, added=("<think>", "</think>"))
+    fmt = prepare(Thinking("on"), tok, "r1-style")
+    assert fmt.opened and fmt.end == "</think>"
+    # the whole output is thought until the marker, without the opening one
+    assert fmt.split("so 7.\n</think>\n\n42") == ("so 7.\n", "42", "model", 14)
+    assert fmt.split("so 7 and on")[1:3] == ("", "never")
+    with pytest.raises(ThinkingError, match=r"^--thinking off: .* no switch for thinking"):
+        prepare(Thinking("off"), tokenizer(hf_tokenizer, R1_STYLE, added=("</think>",)), "r1")
+
+
+def test_gpt_oss_style_reasoning_level_and_its_special_marker(hf_tokenizer):
+    tok = tokenizer(hf_tokenizer, GPT_OSS_STYLE, special=GPT_OSS_SPECIALS)
+    fmt = prepare(Thinking("low"), tok, "oss")
+    assert (fmt.start, fmt.end) == MARKERS[2]
+    assert fmt.special  # its channel tokens are special: engines must keep them in the text
+    assert dict(fmt.template_kwargs) == {"reasoning_effort": "low"}
+    assert "Reasoning: low" in tok.chat_parts()[0]
+    text = (
+        "<|channel|>analysis<|message|>count<|end|><|start|>assistant<|channel|>final<|message|>9"
+    )
+    assert fmt.split(text)[1:3] == ("9", "model")
+    with pytest.raises(ThinkingError, match="pass --thinking low"):
+        prepare(
+            Thinking("off"), tokenizer(hf_tokenizer, GPT_OSS_STYLE, special=GPT_OSS_SPECIALS), "o"
+        )
+
+
+def test_a_model_that_does_not_think_is_left_alone_and_refused_thinking(hf_tokenizer):
+    fmt = prepare(Thinking(), tokenizer(hf_tokenizer, None), "base")
+    assert not fmt.thinks and fmt.split("</think> 42") == (None, "</think> 42", None, 0)
+    for asked, flag in (
+        (Thinking("on"), "--thinking on"),
+        (Thinking(budget=64), "--thinking-budget"),
+    ):
+        with pytest.raises(ThinkingError) as info:
+            prepare(asked, tokenizer(hf_tokenizer, None), "base")
+        assert str(info.value).startswith(f"{flag}: base shows no end-of-thought marker")
+        assert str(info.value).endswith(
+            "pass --think-end TEXT with the text that ends its thought, or drop the option"
+        )
+    given_end = prepare(Thinking("on", end="ANSWER:"), tokenizer(hf_tokenizer, None), "base")
+    assert given_end.split("hmm ANSWER: 42") == ("hmm ", "42", "model", 11)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["<think>", "</think>", "\n", " ", "x", "42", "<", "think>"]), max_size=12
+    ),
+    st.booleans(),
+)
+def test_every_output_splits_into_thought_and_answer(pieces, opened):
+    """Whatever the output: the answer is what follows the last closing marker and never holds
+    one; with no marker the output is all thought exactly when a thought was opened, else all
+    answer; the answer's offset points past the thought."""
+    text = "".join(pieces)
+    fmt = ThoughtFormat(start="<think>", end="</think>", opened=opened)
+    thought, answer, ended, at = fmt.split(text)
+    assert "</think>" not in answer
+    if "</think>" in text:
+        assert ended == "model" and text[at:].lstrip() == answer
+        assert text[: at - len("</think>")].lstrip().removeprefix("<think>").lstrip() == thought
+    elif opened or text.lstrip().startswith("<think>"):
+        assert (answer, ended, at) == ("", "never", len(text))
+    else:
+        assert (thought, answer, ended, at) == (None, text, None, 0)
+
+
+class Scripted:
+    """A backend that answers each prompt from a script keyed by what the prompt ends with: for
+    budget forcing's plumbing only (the real engines are tests/test_thinking_e2e.py's)."""
+
+    name, max_positions = "scripted", None
+
+    def __init__(self, tok: HFTokenizer, thoughts: dict[int, str], answer: str) -> None:
+        self.tokenizer, self.thoughts, self.answer = tok, thoughts, answer
+        self.calls: list[GenerationParams] = []
+
+    def generate(self, requests, params):
+        self.calls.append(params)
+        out = []
+        for r in requests:
+            if params.stop_strings:  # the thought, up to the budget or its closing marker
+                ids = self.tokenizer.encode(self.thoughts[r.index])
+                kept = self.tokenizer.decode(ids[: params.max_new_tokens])
+                end = kept.find("</think>")
+                text = kept[: end + len("</think>")] if end >= 0 else kept
+                finish = "stop" if end >= 0 or len(ids) <= params.max_new_tokens else "length"
+                out.append(Generation(text, min(len(ids), params.max_new_tokens), finish))
+            else:
+                out.append(Generation(self.answer, 2, "stop"))
+        return out
+
+    def describe(self):
+        return {}
+
+
+def test_budget_forcing_closes_a_long_thought_and_answers_with_the_tasks_budget(hf_tokenizer):
+    tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
+    fmt = replace(prepare(Thinking("on", budget=6), tok, "m"), budget=6)
+    thoughts = {
+        0: "<think>\nshort\n</think>\n\n",
+        1: "<think>\n" + "a b c d e f g h " * 4,
+        2: "plain",
+    }
+    engine = Scripted(tok, thoughts, "42")
+    forced = forcing(engine, fmt)
+    assert (
+        isinstance(forced, BudgetForcing) and forcing(engine, replace(fmt, budget=None)) is engine
+    )
+    params = GenerationParams(128, thinking_budget=6)
+    gens = forced.generate([Request((1, 2), index=i) for i in range(3)], params)
+    assert [c.max_new_tokens for c in engine.calls] == [6, 128]  # the answer keeps its own budget
+    assert engine.calls[0].stop_strings == ("</think>",)
+    closed, cut, plain = gens
+    assert closed.text.endswith("</think>42") and not closed.forced
+    assert cut.forced and cut.text.endswith("\n</think>42") and cut.thought_tokens == 6
+    assert fmt.split(cut.text)[1] == "42"
+    assert plain == Generation("plain", 1, "stop")  # no thought opened, EOS: nothing to force
+
+
+def outcome(i: int, end, finish: str = "stop", tokens: int = 10) -> SampleOutcome:
+    return SampleOutcome(
+        i, 1.0, "a", "a", ("a",), 100, tokens, finish, "x", thought_tokens=tokens, thought_end=end
+    )
+
+
+def test_the_record_counts_each_cut_and_the_gate_names_the_budget_to_raise():
+    samples = [
+        outcome(0, "model"),
+        outcome(1, "forced", tokens=64),
+        outcome(2, "forced", "length", tokens=64),  # both budgets cut it: one sample cut
+        outcome(3, "never", "length"),
+        outcome(4, None),  # no thought: not counted
+    ]
+    t = thinking_record(samples, 128, 64)
+    assert t is not None
+    assert (t.samples, t.tokens_max, t.thought_cut, t.answer_cut, t.never_ended, t.cut) == (
+        4,
+        64,
+        3,
+        1,
+        1,
+        3,
+    )
+    record = CaseRecord(
+        "niah_single_1", "ruler", 512, verdict="fail", thinking=replace(t, max_cut_share=0.1)
+    )
+    line = cut_failure(record)
+    assert line is not None and line.startswith("3 of 4 samples cut by a budget (75% > max 10%)")
+    assert "Fix: raise --thinking-budget above 64, or raise [thinking] max_cut_share" in line
+    gate = cases_gate([record])
+    assert gate.verdict == "fail" and "niah_single_1-512: 3 of 4 samples cut" in gate.message
+    shared = thinking_record(samples[3:4], 128, None)
+    assert shared is not None
+    text = cut_failure(CaseRecord("vt", "ruler", 512, thinking=shared))
+    assert (
+        text is not None
+        and "at the task's 128 tokens" in text
+        and "pass --thinking-budget N above 10" in text
+    )
+    assert (
+        cut_failure(CaseRecord("vt", "ruler", 512, thinking=replace(shared, max_cut_share=1.0)))
+        is None
+    )
