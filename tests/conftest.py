@@ -117,6 +117,7 @@ LONGEST_FIRST = (
     "test_checkpoint_kinds.py",
     "test_progress.py",
     "test_sharded.py",
+    "test_thinking_e2e.py",
     "test_e2e_tiny.py",
     "test_long_lengths.py",
     "test_overrides.py",
@@ -215,14 +216,17 @@ def suite_command(
     *args: str, model: Path | str | None = TINY, python: Path | str = sys.executable
 ) -> list[str]:
     """``python -m pytest --model=MODEL ARGS`` as a user starts the suite (no pytest cache); run it
-    with ``SUITE_ENV`` so this checkout's plugins are on the path. ``model=None`` leaves ``--model``
-    to ``args``, for a test of the option's own forms; ``python``: another environment's interpreter
-    (an installed wheel's)."""
+    with ``suite_env()``, so this checkout's plugins are on the path. ``model=None`` leaves
+    ``--model`` to ``args``, for a test of the option's own forms; ``python``: another
+    environment's interpreter (an installed wheel's)."""
     given = [] if model is None else [f"--model={model}"]
     return [str(python), "-m", "pytest", *given, "-p", "no:cacheprovider", *args]
 
 
-SUITE_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+def suite_env() -> dict[str, str]:
+    """The environment a launched suite gets: this process's as it is now (a test's monkeypatched
+    variables included), with this checkout on the path."""
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def launch_suite(
@@ -245,7 +249,7 @@ def launch_suite(
         capture_output=True,
         text=text,
         timeout=timeout,
-        env={**(SUITE_ENV if checkout_on_path else os.environ), **(env or {})},
+        env={**(suite_env() if checkout_on_path else os.environ), **(env or {})},
         preexec_fn=preexec_fn,
     )
 
@@ -274,7 +278,7 @@ def start_suite(
     return subprocess.Popen(
         suite_command(*args, model=model),
         cwd=cwd,
-        env={**SUITE_ENV, **(env or {})},
+        env={**suite_env(), **(env or {})},
         stdout=stdout,
         stderr=stderr,
         text=True,
@@ -312,14 +316,14 @@ def run_ctxgate(
     """``python -m ctxgate ARGS``, a verb as a user runs it, in its own process: for a verb whose
     process is the behaviour (watch's subprocesses, a Ray driver). ``cwd`` defaults to this
     process's folder (pytester's, in a test that uses pytester); ``env`` is added to
-    ``SUITE_ENV``."""
+    ``suite_env()``."""
     return subprocess.run(
         [sys.executable, "-m", "ctxgate", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**SUITE_ENV, **(env or {})},
+        env={**suite_env(), **(env or {})},
     )
 
 
@@ -352,7 +356,7 @@ def call_ctxgate(
 @pytest.fixture(autouse=True)
 def _checkout_on_the_path_of_pytesters_runs(request: pytest.FixtureRequest) -> None:
     """A pytester run in a process of its own imports this checkout's tests package (the scripted
-    backend, SCRIPTED) as the suite's launchers do (SUITE_ENV)."""
+    backend, SCRIPTED) as the suite's launchers do (suite_env())."""
     if "pytester" in request.fixturenames:
         paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
         request.getfixturevalue("monkeypatch").setenv(

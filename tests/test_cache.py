@@ -16,7 +16,7 @@ import pytest
 
 from ctxgate.backends.base import Generation, GenerationParams
 from ctxgate.run.cache import FILE_NAME, CacheWarning, GenerationCache
-from tests.conftest import ROOT, SCRIPTED, SUITE_ENV, suite_command
+from tests.conftest import ROOT, SCRIPTED, suite_command, suite_env
 
 PARAMS = GenerationParams(max_new_tokens=8)
 
@@ -130,7 +130,7 @@ def test_kill_9_mid_case_loses_at_most_the_sample_in_flight(scripted, in_flight)
     proc = subprocess.Popen(
         suite_command(*ARGS, model="script.json"),
         cwd=pytester.path,
-        env=SUITE_ENV,
+        env=suite_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import ROOT, SUITE_ENV
+from tests.conftest import ROOT, suite_env
 
 PAGE = ROOT / "docs" / "distributed.md"
 SBATCH = ROOT / "docs" / "distributed" / "slurm-ctxgate.sbatch"
@@ -61,7 +61,7 @@ def unregistered(flags: list[str]) -> list[str]:
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(sorted(set(flags)))],
         cwd=ROOT,
-        env=SUITE_ENV,
+        env=suite_env(),
         capture_output=True,
         text=True,
         timeout=120,

@@ -25,6 +25,10 @@ SERVED = "needs a model served at the URL it names"
 KEY = "needs an API key and the provider's network"
 NET = "downloads from the hub, which this machine cannot reach"
 CLUSTER = "needs a Ray cluster of several nodes"
+THINKING_TESTS = (
+    "tests/test_thinking_e2e.py runs the shipped tiny reasoning model with --thinking on and off, "
+    "a budget, and a vLLM server with its reasoning parser"
+)
 
 # command (as written, without its trailing comment) -> why the test command does not run it here
 NOT_RUN: dict[str, str] = {
@@ -113,6 +117,13 @@ NOT_RUN: dict[str, str] = {
         f"{CLUSTER} and a checkpoint on its shared filesystem; tests/test_ray.py runs the suite "
         "on a Ray cluster"
     ),
+    "pytest --model path/to/qwen3 --thinking on --thinking-budget 1024 -n 8 --report "
+    "out/think.json": f"{GPU} and a Qwen3 checkpoint; {THINKING_TESTS}",
+    "pytest --model path/to/qwen3 --thinking off -n 8 --report out/nothink.json": (
+        f"{GPU} and a Qwen3 checkpoint; {THINKING_TESTS}"
+    ),
+    "pytest --model path/to/gpt-oss --backend openai --base-url http://gpu7:8000/v1 "
+    "--endpoint-api chat --thinking low": f"{SERVED} (gpt-oss); {THINKING_TESTS}",
 }
 
 PLACEHOLDERS = {

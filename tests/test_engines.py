@@ -379,10 +379,7 @@ def test_429_5xx_and_dropped_connections_are_retried(proxy, hf_run, pytester):
     assert control()["completions"] == 40
 
 
-def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(
-    proxy, tmp_path, monkeypatch
-):
-    monkeypatch.setenv("CTXGATE_REPROBE_S", "1")  # its re-probes, a second apart: it stays dead
+def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(proxy, tmp_path):
     url, control = proxy
     control({"die_after": 5})
     result = run(
@@ -397,6 +394,7 @@ def test_a_server_that_dies_mid_run_errors_each_case_once_and_the_run_ends(
         "--report",
         "r.json",
         "--no-cache",
+        env={"CTXGATE_REPROBE_S": "1"},  # its re-probes, a second apart: it stays dead
         timeout=300,
     )
     assert (

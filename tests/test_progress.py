@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxgate.run.progress import Progress, clock, status_line
-from tests.conftest import SUITE_ENV, launch_suite, suite_command
+from tests.conftest import launch_suite, suite_command, suite_env
 
 SELECT = ("-k", "cwe or vt", "--lengths", "1k", "--samples", "6", "--no-cache")
 
@@ -103,7 +103,7 @@ def on_a_terminal(cwd: Path, *args: str) -> bytes:
     """The suite with a pseudo-terminal as stdout and stderr; every byte the user's terminal would
     get."""
     master, slave = pty.openpty()
-    env = {**SUITE_ENV, "COLUMNS": "150", "CTXGATE_PROGRESS_INTERVAL": "0.05"}
+    env = {**suite_env(), "COLUMNS": "150", "CTXGATE_PROGRESS_INTERVAL": "0.05"}
     proc = subprocess.Popen(
         suite_command(*args),
         stdout=slave,

@@ -168,9 +168,9 @@ class Scripted:
 
 def test_budget_forcing_closes_a_long_thought_and_answers_with_the_tasks_budget(hf_tokenizer):
     tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
-    fmt = replace(prepare(Thinking("on", budget=6), tok, "m"), budget=6)
+    fmt = prepare(Thinking("on", budget=6), tok, "m")
     thoughts = {
-        0: "<think>\nshort\n</think>\n\n",
+        0: "<think>ok</think>\n\n",
         1: "<think>\n" + "a b c d e f g h " * 4,
         2: "plain",
     }
@@ -181,7 +181,8 @@ def test_budget_forcing_closes_a_long_thought_and_answers_with_the_tasks_budget(
     )
     params = GenerationParams(128, thinking_budget=6)
     gens = forced.generate([Request((1, 2), index=i) for i in range(3)], params)
-    assert [c.max_new_tokens for c in engine.calls] == [6, 128]  # the answer keeps its own budget
+    # the thought and its closing marker (two tokens) fit in the budget; the answer keeps its own
+    assert [c.max_new_tokens for c in engine.calls] == [4, 128]
     assert engine.calls[0].stop_strings == ("</think>",)
     closed, cut, plain = gens
     assert closed.text.endswith("</think>42") and not closed.forced
@@ -233,4 +234,65 @@ def test_the_record_counts_each_cut_and_the_gate_names_the_budget_to_raise():
     assert (
         cut_failure(CaseRecord("vt", "ruler", 512, thinking=replace(shared, max_cut_share=1.0)))
         is None
+    )
+
+
+class Sprawling:
+    """An engine whose thought runs ``words`` words and closes or not, and whose answer runs
+    ``answer`` words, each cut at the tokens asked for; it keeps each prompt it was sent."""
+
+    name, max_positions = "sprawling", None
+
+    def __init__(self, tok: HFTokenizer, words: int, closes: bool, answer: int) -> None:
+        self.tokenizer, self.prompts = tok, []
+        self.thought = (
+            "<think>\n" + "so the key is here " * words + ("\n</think>" if closes else "")
+        )
+        self.answer = "42 " * answer
+
+    def generate(self, requests, params):
+        self.prompts += [r.input_ids for r in requests]
+        text = self.thought if params.stop_strings else self.answer
+        ids = self.tokenizer.encode(text)
+        kept = ids[: params.max_new_tokens]
+        finish = "length" if len(ids) > params.max_new_tokens else "stop"
+        return [Generation(self.tokenizer.decode(kept), len(kept), finish) for _ in requests]
+
+    def describe(self):
+        return {}
+
+
+@given(
+    prompt=st.integers(1, 400),
+    answer_budget=st.integers(1, 128),
+    budget=st.integers(3, 96),
+    words=st.integers(0, 40),
+    closes=st.booleans(),
+    answer=st.integers(0, 200),
+)
+def test_a_case_at_length_l_with_a_thinking_budget_holds_at_most_l_plus_its_positions(
+    hf_tokenizer, prompt, answer_budget, budget, words, closes, answer
+):
+    """The length contract with a thinking budget N: the prompt and the task's answer budget fit in
+    L as without one, and the thought, its closing marker included, takes at most N more: the
+    answer's request never holds more than L + N positions, whatever the thought and the answer."""
+    tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
+    fmt = prepare(Thinking(budget=budget), tok, "m")
+    engine = Sprawling(tok, words, closes, answer)
+    length = prompt + answer_budget  # the prompt as built: input plus answer budget fill L
+    params = GenerationParams(answer_budget, thinking_budget=budget)
+    (gen,) = forcing(engine, fmt).generate([Request(tuple(range(prompt)))], params)
+    for sent in engine.prompts[1:]:  # the answer's request, after the thought
+        assert len(sent) + answer_budget <= length + budget
+    assert gen.output_tokens <= budget + answer_budget
+    assert gen.thought_tokens is None or gen.thought_tokens <= budget
+
+
+def test_a_budget_that_leaves_no_room_before_the_closing_marker_is_refused(hf_tokenizer):
+    tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
+    with pytest.raises(ThinkingError) as info:
+        prepare(Thinking(budget=2), tok, "m")
+    assert str(info.value) == (
+        "--thinking-budget 2 leaves no room for a thought before m's closing marker (2 tokens "
+        "with its line break, counted in the budget): give --thinking-budget 3 or more"
     )

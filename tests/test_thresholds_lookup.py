@@ -19,10 +19,10 @@ from ctxgate.tasks.registry import task_names
 from tests.conftest import (
     ALL_RIGHT,
     SCRIPTED,
-    SUITE_ENV,
     call_ctxgate,
     stored_report,
     suite_command,
+    suite_env,
 )
 
 STRICT = "[regression]\ntolerance = 7.0\n"
@@ -166,7 +166,7 @@ def test_pytest_and_the_verbs_walk_up_to_the_repository_top_without_a_config_fil
     listed = subprocess.run(
         suite_command(*args, model=None),
         cwd=start,
-        env=SUITE_ENV,
+        env=suite_env(),
         capture_output=True,
         text=True,
         timeout=600,

@@ -1,7 +1,7 @@
 """Budget forcing (Muennighoff et al., s1): a reasoning model thinks up to ``--thinking-budget``
-tokens; where it has not closed its thought by then, the closing marker is appended for it; then
-its answer is generated with the task's own budget. Over any backend, as two requests per sample:
-the second prompt is the first's ids and the thought's, re-tokenized."""
+tokens, its closing marker included; where it has not closed its thought by then, the marker is
+appended for it; then its answer is generated with the task's own budget. Over any backend, as two
+requests per sample: the second prompt is the first's ids and the thought's, re-tokenized."""
 
 from __future__ import annotations
 
@@ -26,9 +26,11 @@ class BudgetForcing:
         return getattr(self.backend, name)
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
-        first = replace(
-            params, max_new_tokens=self.budget, stop_strings=(self.end,), thinking_budget=None
-        )
+        # the marker appended to a cut thought fits in the budget too: a case at length L then
+        # holds L + budget positions
+        marker = len(self.backend.tokenizer.encode(self.thinking.closing("")))
+        room = max(1, self.budget - marker)
+        first = replace(params, max_new_tokens=room, stop_strings=(self.end,), thinking_budget=None)
         thoughts = self.backend.generate(requests, first)
         follow: list[tuple[int, Request, str]] = []
         out: list[Generation] = list(thoughts)
@@ -39,10 +41,14 @@ class BudgetForcing:
                 # thought, cut at the budget: too rare in a thinking run to continue
                 continue
             thought = g.text[: g.text.index(self.end)] if closed else g.text
-            text = thought + (self.end if closed else self.thinking.closing(thought))
-            ids = tuple(self.backend.tokenizer.encode(text))
+            closing = self.end if closed else self.thinking.closing(thought)
+            encode = self.backend.tokenizer.encode
+            # re-tokenized, a thought may take more ids than the engine generated: never past room
+            ids = tuple(encode(thought)[:room]) + tuple(encode(closing))
+            text = thought + closing
             follow.append((i, Request(r.input_ids + ids, r.task, r.length, r.index), text))
-            out[i] = replace(g, thought_tokens=g.output_tokens, forced=not closed)
+            tokens = g.output_tokens + (0 if closed else marker)
+            out[i] = replace(g, thought_tokens=tokens, forced=not closed)
         if follow:
             answer = replace(params, thinking_budget=None)
             answers = self.backend.generate([r for _, r, _ in follow], answer)

@@ -199,7 +199,7 @@ def floors_gate(
     for count, what in (
         (len(unscored), "without a score (counted as failing)"),
         (len(judged), "with too many failed judge verdicts (counted as failing)"),
-        (len(cut), "with too many samples cut by a budget (counted as failing)"),
+        (len(cut), "with too many samples cut by a budget (the cases gate fails them)"),
         (len(regressed), "at or above it that regressed (the baseline gate fails them)"),
         (pending, "waiting for a judge"),
     ):

@@ -23,7 +23,6 @@ from ctxgate.records.schema import (
     SampleOutcome,
     SequentialRecord,
     ThinkingRecord,
-    ThoughtEnd,
 )
 from ctxgate.run.cache import GenerationCache
 from ctxgate.run.progress import Progress, case_label
@@ -300,21 +299,23 @@ class Drawing:
         return replace(o, score=v.score, parts=v.parts, judge_error=v.error)
 
     def _answer(self, gen: Generation) -> tuple[str, dict[str, Any]]:
-        """The answer to score, and the thought's fields of the outcome (none without one)."""
-        if gen.thought is not None:  # the server's reasoning parser split it off
-            answer = gen.text
-            cut = not answer and gen.finish_reason == "length"
-            ended: ThoughtEnd | None = "never" if cut else "model"
-            counted = len(self.ctx.encoder.raw.encode(gen.thought))
-            thought: str | None = gen.thought
-        else:
-            thought, answer, ended, at = self.thinking.split(gen.text)
-            if thought is None:
-                return answer, {}
-            counted = len(self.ctx.encoder.raw.encode(gen.text[:at]))
-        if gen.forced:
-            ended = "forced"
+        """The answer to score, and the thought's fields of the outcome (none without one). A
+        thought a server's reasoning parser split off is joined back at the closing marker and
+        split as every output is, so that each engine reports the same answer and count."""
+        fmt, text = self.thinking, gen.text
+        if gen.thought is not None and fmt.end is not None:
+            closed = bool(gen.text) or gen.finish_reason != "length"
+            opening = fmt.start if fmt.start and not fmt.opened else ""
+            text = opening + gen.thought + (fmt.end if closed else "") + gen.text
+        thought, answer, ended, at = fmt.split(text)
+        if thought is None and gen.thought is not None:  # a parser's markers this run cannot see
+            thought, ended, at = gen.thought, "model", len(gen.thought)
+            text = gen.thought
+        if thought is None:
+            return answer, {}
+        counted = len(self.ctx.encoder.raw.encode(text[:at]))
         tokens = gen.thought_tokens if gen.thought_tokens is not None else counted
+        ended = "forced" if gen.forced else ended
         return answer, {"thought": thought, "thought_tokens": tokens, "thought_end": ended}
 
 

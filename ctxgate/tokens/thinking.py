@@ -107,6 +107,13 @@ def prepare(thinking: Thinking, tokenizer: Any, model: str) -> ThoughtFormat:
             "channel in its tokenizer or chat template): pass --think-end TEXT with the text that "
             "ends its thought, or drop the option"
         )
+    marker = len(tokenizer.encode("\n" + end)) if end else 0
+    if thinking.budget is not None and thinking.budget <= marker:
+        raise ThinkingError(
+            f"--thinking-budget {thinking.budget} leaves no room for a thought before {model}'s "
+            f"closing marker ({marker} tokens with its line break, counted in the budget): give "
+            f"--thinking-budget {marker + 1} or more"
+        )
     if kwargs:
         tokenizer.template_kwargs = kwargs
     special = bool(tok is not None and end and any(t in end for t in _special_tokens(tok)))

@@ -1,0 +1,173 @@
+"""The shipped tiny reasoning model (fixtures/tiny-thinking-niah: it writes a short <think> block,
+then its answer) through the suite: the thought removed before scoring, counted and kept; --thinking
+off through its template's switch; a budget too small for its thoughts; and a real vLLM server with
+a reasoning parser giving the transformers backend's predictions, sample for sample.
+
+One server for the module, in one xdist worker (scripts/test.sh runs --dist loadfile)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, in_process, launch_suite
+
+THINKING = ROOT / "fixtures" / "tiny-thinking-niah"
+CASES = ("-k", "niah_single_1", "--lengths", "512", "--samples", "10", "--chat-template", "on")
+
+
+def suite(cwd: Path, *args: str, model: Path = THINKING) -> int:
+    """The suite on the reasoning model from ``cwd``, in its own process; its exit status."""
+    result = launch_suite(*CASES, "--no-cache", *args, model=model, cwd=cwd, timeout=600)
+    assert result.returncode in (0, 1), result.stdout[-3000:]
+    return result.returncode
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def compared(path: Path) -> list[tuple]:
+    """What two engines must agree on, sample for sample."""
+    keys = ("index", "prediction", "score", "thought", "thought_tokens", "thought_end")
+    return [tuple(r[k] for k in (*keys, "output_tokens", "finish_reason")) for r in rows(path)]
+
+
+@pytest.fixture(scope="module")
+def hf(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The transformers backend's runs every engine test compares with: the model's default
+    (thinking), and a budget of 4 tokens of thought."""
+    folder = tmp_path_factory.mktemp("hf")
+    runs = {"default": (), "budget": ("--thinking-budget", "4")}
+    statuses = {
+        name: suite(folder, *args, "--report", f"{name}.json", "--junitxml", f"{name}.xml")
+        for name, args in runs.items()
+    }
+    assert statuses == {"default": 0, "budget": 1}
+    return {name: folder / f"{name}.json" for name in runs}
+
+
+def test_the_thought_is_removed_before_scoring_counted_and_kept(hf):
+    report = json.loads(hf["default"].read_text())
+    (case,) = report["cases"]
+    assert report["run"]["thinking"] == {
+        "mode": "default",
+        "budget": None,
+        "start": "<think>",
+        "end": "</think>",
+        "opened": False,
+        "template_kwargs": {},
+    }
+    thinking = case["thinking"]
+    assert thinking["samples"] == 10 and thinking["cut"] == thinking["never_ended"] == 0
+    assert 5 <= thinking["tokens_mean"] <= thinking["tokens_max"] < 128
+    assert case["score"] >= 70 and case["verdict"] == "pass"
+    samples = rows(hf["default"].with_suffix(".predictions.jsonl"))
+    for s in samples:
+        assert s["thought"] and s["thought_end"] == "model"
+        assert "<think>" not in s["prediction"] and "</think>" not in s["prediction"]
+        assert s["thought_tokens"] < s["output_tokens"]
+    # the cost line counts the thought apart; the report, the Markdown and junit show each case's
+    assert report["cost"]["total"]["thinking_tokens"] == sum(s["thought_tokens"] for s in samples)
+    markdown = hf["default"].with_suffix(".md").read_text()
+    assert "of them thought)" in markdown
+    assert "Thinking (--thinking default, thought and answer sharing each task's budget" in markdown
+    properties = {
+        p.get("name"): p.get("value")
+        for p in ET.parse(hf["default"].with_name("default.xml")).getroot().iter("property")
+    }
+    assert properties["ctxgate.thinking.niah_single_1-512"].startswith(
+        f"{thinking['tokens_mean']:g} thought tokens per sample (max {thinking['tokens_max']})"
+    )
+
+
+def test_a_budget_too_small_forces_every_thought_closed_and_fails_naming_it(hf):
+    report = json.loads(hf["budget"].read_text())
+    (case,) = report["cases"]
+    assert report["run"]["thinking"]["budget"] == 4
+    assert case["thinking"]["thought_cut"] == 10 and case["verdict"] == "fail"
+    assert "raise --thinking-budget above 4" in case["message"]
+    cases_gate = next(g for g in report["gates"] if g["name"] == "cases")
+    assert cases_gate["verdict"] == "fail" and "cut by a budget" in cases_gate["message"]
+    for s in rows(hf["budget"].with_suffix(".predictions.jsonl")):
+        assert s["thought_end"] == "forced" and s["thought_tokens"] == 4
+    # the prompts are the plain run's: the thought comes on top of the length
+    default = json.loads(hf["default"].read_text())["cases"][0]
+    assert case["data_sha256"] == default["data_sha256"]
+
+
+def test_thinking_off_sets_the_templates_switch_and_no_thought_is_written(pytester, hf):
+    result = in_process(
+        pytester, f"--model={THINKING}", *CASES, "--thinking", "off", "--report", "off.json",
+        "-p", "no:cacheprovider", "--no-cache",
+    )  # fmt: skip
+    assert result.ret == 0, "\n".join(result.outlines[-30:])
+    report = json.loads((pytester.path / "off.json").read_text())
+    (case,) = report["cases"]
+    assert report["run"]["thinking"]["template_kwargs"] == {"enable_thinking": False}
+    assert case["thinking"] is None and case["score"] >= 70
+    default = json.loads(hf["default"].read_text())["cases"][0]
+    assert case["data_sha256"] != default["data_sha256"]  # its prompts close an empty thought
+    assert case["output_tokens"] < default["output_tokens"]
+    assert all(s["thought"] is None for s in rows(pytester.path / "off.predictions.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    """A real vLLM server on the reasoning model with its reasoning parser (DeepSeek-R1's, which
+    reads <think> ... </think>). Its chat endpoint renders a user message as the bare text, so the
+    chat API's prompt is the transformers run's on the same model with that template."""
+    from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
+    from ctxgate.backends.vllm_server import EngineSpec, VLLMServer, find_python
+
+    folder = tmp_path_factory.mktemp("vllm")
+    (folder / "bare.jinja").write_text(BARE_CHAT_TEMPLATE)
+    args = ("--reasoning-parser", "deepseek_r1", "--chat-template", str(folder / "bare.jinja"))
+    vllm = VLLMServer(
+        EngineSpec(find_python(None, [ROOT]), str(THINKING), max_model_len=1024, extra_args=args),
+        folder / "server.log",
+    )
+    vllm.start()
+    try:
+        vllm.wait_ready(600)
+        yield vllm.url
+    finally:
+        vllm.stop()
+
+
+def served(pytester: pytest.Pytester, url: str, *args: str) -> pytest.RunResult:
+    return in_process(
+        pytester, f"--model={THINKING}", *CASES, "--backend", "openai", "--base-url", url,
+        "-p", "no:cacheprovider", "--no-cache", *args,
+    )  # fmt: skip
+
+
+def test_vllm_gives_the_transformers_thoughts_answers_and_forced_ends(server, hf, pytester):
+    """Token ids to /v1/completions: the same outputs, split and forced alike."""
+    for name, args in (("default", ()), ("budget", ("--thinking-budget", "4"))):
+        result = served(pytester, server, *args, "--report", f"{name}.json")
+        assert result.ret == (0 if name == "default" else 1), "\n".join(result.outlines[-30:])
+        got = pytester.path / f"{name}.predictions.jsonl"
+        assert compared(got) == compared(hf[name].with_suffix(".predictions.jsonl")), name
+
+
+def test_a_chat_api_with_a_reasoning_parser_gives_the_same_split(server, pytester, tmp_path):
+    """/v1/chat/completions with vLLM's reasoning parser: the thought arrives in ``reasoning``,
+    the answer in ``content``; they give what transformers gives for the same prompt, split by the
+    suite itself."""
+    from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
+
+    bare = tmp_path / "bare-model"
+    bare.mkdir()
+    for f in THINKING.iterdir():
+        (bare / f.name).write_bytes(f.read_bytes())
+    (bare / "chat_template.jinja").write_text(BARE_CHAT_TEMPLATE)
+    assert suite(tmp_path, "--report", "hf.json", model=bare) == 0
+    result = served(pytester, server, "--endpoint-api", "chat", "--report", "chat.json")
+    assert result.ret == 0, "\n".join(result.outlines[-30:])
+    chat = compared(pytester.path / "chat.predictions.jsonl")
+    assert chat == compared(tmp_path / "hf.predictions.jsonl")
+    assert all(thought and end == "model" for _, _, _, thought, _, end, *_ in chat)
