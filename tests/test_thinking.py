@@ -296,3 +296,17 @@ def test_a_budget_that_leaves_no_room_before_the_closing_marker_is_refused(hf_to
         "--thinking-budget 2 leaves no room for a thought before m's closing marker (2 tokens "
         "with its line break, counted in the budget): give --thinking-budget 3 or more"
     )
+
+
+def test_a_baseline_that_thought_otherwise_is_not_compared_with():
+    """A comparison says what it compares: a run with another thinking budget (or none) is no
+    baseline for this one, though its prompts are the same."""
+    from ctxgate.gate.baseline import Baseline, BaselineError
+    from ctxgate.records.schema import RunInfo
+
+    fmt = ThoughtFormat(budget=64, start="<think>", end="</think>")
+    run = RunInfo("m", None, 42, None, (512,), "on", thinking=fmt.describe())
+    Baseline("same.json", run, {}).check_run(run)
+    for other in (None, replace(fmt, budget=None).describe()):
+        with pytest.raises(BaselineError, match=r"differ in thinking setting \("):
+            Baseline("b.json", replace(run, thinking=other), {}).check_run(run)

@@ -75,6 +75,7 @@ def test_the_thought_is_removed_before_scoring_counted_and_kept(hf):
     markdown = hf["default"].with_suffix(".md").read_text()
     assert "of them thought)" in markdown
     assert "Thinking (--thinking default, thought and answer sharing each task's budget" in markdown
+    assert f"| niah_single_1 | {thinking['tokens_mean']:g}/{thinking['tokens_max']} |" in markdown
     properties = {
         p.get("name"): p.get("value")
         for p in ET.parse(hf["default"].with_name("default.xml")).getroot().iter("property")
@@ -171,3 +172,34 @@ def test_a_chat_api_with_a_reasoning_parser_gives_the_same_split(server, pyteste
     chat = compared(pytester.path / "chat.predictions.jsonl")
     assert chat == compared(tmp_path / "hf.predictions.jsonl")
     assert all(thought and end == "model" for _, _, _, thought, _, end, *_ in chat)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from tests.browsing import launch
+
+    yield from launch()
+
+
+def test_the_html_report_shows_each_thought_beside_its_answer(hf, browser, tmp_path):
+    """In a real browser: the run's facts say how it thought, and a case's samples each keep the
+    thought, folded, beside the answer that was scored."""
+    from tests.browsing import Opened
+
+    opened = Opened(browser, hf["default"].with_suffix(".html"), tmp_path)
+    page = opened.page
+    facts = page.locator("dl.facts").inner_text()
+    assert "--thinking default, thought and answer sharing each task's budget" in facts
+    page.locator('a[href="#case/niah_single_1/512"]').first.click()
+    page.wait_for_selector("#drill:not([hidden]) table.samples")
+    thinking = json.loads(hf["default"].read_text())["cases"][0]["thinking"]
+    assert (
+        f"thought {thinking['tokens_mean']:g} tokens per sample (max {thinking['tokens_max']}), "
+        "cut 0 thoughts, 0 answers, 0 never ended"
+    ) in page.locator(".case-facts").inner_text()
+    summaries = page.locator("table.samples details summary").all_inner_texts()
+    samples = rows(hf["default"].with_suffix(".predictions.jsonl"))
+    assert sorted(summaries) == sorted(
+        f"thought: {s['thought_tokens']} tokens, ended by model" for s in samples
+    )
+    opened.clean()

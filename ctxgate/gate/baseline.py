@@ -21,6 +21,7 @@ _RUN_KEYS = {
     "tokenizer_sha256": "tokenizer",
     "haystack_sha256": "essay haystack",
     "seed": "data seed",
+    "thinking": "thinking setting (--thinking, --thinking-budget, the thought's markers)",
 }
 
 

@@ -633,10 +633,10 @@ class RunInfo:
     sequential: Json | None = None
     """Null for fixed n; ``alpha`` and ``min_samples`` under ``--sequential``."""
     thinking: Json | None = None
-    """A reasoning model's thought: ``mode`` (``--thinking``), ``budget`` (``--thinking-budget``;
-    null: thought and answer share each task's budget), the ``start`` and ``end`` markers found
-    (``end`` null: the model writes no thought and nothing is split), ``opened`` (its prompt opens
-    the thought) and the chat template's ``template_kwargs``."""
+    """A reasoning model's thought (null: the model writes none, and nothing is split): ``mode``
+    (``--thinking``), ``budget`` (``--thinking-budget``; null: thought and answer share each task's
+    budget), the ``start`` and ``end`` markers found, ``opened`` (its prompt opens the thought) and
+    the chat template's ``template_kwargs``."""
     judge: Json | None = None
     """The judges: ``llm``, ``entailment``, ``max_failure_rate``."""
     cache: Json | None = None

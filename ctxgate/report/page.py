@@ -317,7 +317,7 @@ _DRILL_SHELL = (
 # the fields of a case's record the page carries for its script
 _CASE_FIELDS = tuple(
     "task suite length metric verdict message score ci n floor seconds input_tokens_max fill_min "
-    "output_tokens samples_from_cache baseline".split()
+    "output_tokens samples_from_cache baseline thinking".split()
 )
 
 

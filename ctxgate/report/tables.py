@@ -126,9 +126,8 @@ def case_thinking(t: ThinkingRecord) -> str:
 
 
 def thinking_line(report: Report) -> str | None:
-    """How the run thought (--thinking, --thinking-budget) and each case's thought."""
-    cases = [c for c in report.cases if c.thinking]
-    if not cases:
+    """How the run thought (--thinking, --thinking-budget); each case's thought is its table."""
+    if not any(c.thinking for c in report.cases):
         return None
     asked = report.run.thinking or {}
     budget = asked.get("budget")
@@ -137,8 +136,31 @@ def thinking_line(report: Report) -> str | None:
         if budget
         else "thought and answer sharing each task's budget"
     )
-    each = "; ".join(_at(c, case_thinking(c.thinking)) for c in cases if c.thinking)
-    return f"Thinking ({how}; removed before scoring): {each}"
+    return (
+        f"Thinking ({how}; removed before scoring): per case, thought tokens per sample (mean/max) "
+        "and the samples a budget cut (thought, answer) or whose thought never ended"
+    )
+
+
+def thinking_rows(report: Report) -> tuple[list[str], list[list[str]]] | None:
+    """Each case's thought, a task per row and a length per column; None where none thought."""
+    cases = {(c.task, c.length): c.thinking for c in report.cases if c.thinking}
+    if not cases:
+        return None
+    lengths = sorted({c.length for c in report.cases})
+
+    def cell(t: ThinkingRecord | None) -> str:
+        if t is None:
+            return ""
+        marks = [(t.thought_cut, "thought cut"), (t.answer_cut, "answer cut")]
+        marks += [(t.never_ended, "unended")]
+        return ", ".join(
+            [f"{t.tokens_mean:g}/{t.tokens_max}"] + [f"{n} {w}" for n, w in marks if n]
+        )
+
+    tasks = in_registry_order(task for task, _ in cases)
+    body = [[t] + [cell(cases.get((t, L))) for L in lengths] for t in tasks]
+    return ["thinking"] + [format_length(L) for L in lengths], body
 
 
 def search_line(search: SearchRecord) -> str:
@@ -276,6 +298,9 @@ def markdown(report: Report, html_name: str | None = None) -> str:
             "",
         ]
     lines += [_md_row(header), "|" + "---|" * len(header), *map(_md_row, body), ""]
+    if thought := thinking_rows(report):
+        lines += [_md_row(thought[0]), "|" + "---|" * len(thought[0]), *map(_md_row, thought[1])]
+        lines += [""]
     return "\n".join(lines + [f"- {n}" for n in notes] + _published_markdown(report)) + "\n"
 
 
@@ -349,13 +374,20 @@ def _published_markdown(report: Report) -> list[str]:
 
 def terminal(report: Report) -> str:
     header, body, notes = rows(report)
+    section = report.reference
+    published = published_lines(section) if section and section.rows else []
+    thought = thinking_rows(report)
+    tables = _aligned(header, body) + (_aligned(*thought) if thought else [])
+    return "\n".join([*tables, *notes, *published])
+
+
+def _aligned(header: list[str], body: list[list[str]]) -> list[str]:
+    """A table's lines for the terminal: its first column to the left, the others right."""
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 
     def fmt(r: list[str]) -> str:
         cells = (c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
         return "  ".join(cells).rstrip()
 
-    section = report.reference
-    published = published_lines(section) if section and section.rows else []
     rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
-    return "\n".join([fmt(header), rule, *map(fmt, body), *notes, *published])
+    return [fmt(header), rule, *map(fmt, body)]

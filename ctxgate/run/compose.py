@@ -116,7 +116,8 @@ def open_model(
         except ValueError as exc:
             raise ModelError("--helmet-compat", exc) from exc
     # plain JSON values only: records travel to the xdist controller through execnet
-    meta = run_meta(spec, backend, encoder, chat) | {"thinking": thinking.describe()}
+    described = thinking.describe() if thinking.thinks else None  # a model that writes no thought
+    meta = run_meta(spec, backend, encoder, chat) | {"thinking": described}
     meta = json.loads(json.dumps(meta | dict(run or {}), default=str))
     cache = _open_cache(spec, meta, backend)
     try:
