@@ -61,6 +61,7 @@ def test_qwen_style_switch_is_set_and_renders_the_closed_thought(hf_tokenizer):
     tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
     fmt = prepare(Thinking("off"), tok, "qwen-style")
     assert (fmt.start, fmt.end, fmt.opened, fmt.special) == ("<think>", "</think>", False, False)
+    assert fmt.closed  # its prompts close an empty thought: a reasoning parser's thought is answer
     assert dict(fmt.template_kwargs) == {"enable_thinking": False}
     assert tok.chat_parts()[1].endswith("<think>\n\n</think>\n\n")  # every prompt renders it
     on = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,7 @@ def test_the_thought_is_removed_before_scoring_counted_and_kept(hf):
         "start": "<think>",
         "end": "</think>",
         "opened": False,
+        "closed": False,
         "template_kwargs": {},
     }
     thinking = case["thinking"]
@@ -116,19 +118,14 @@ def test_thinking_off_sets_the_templates_switch_and_no_thought_is_written(pytest
     assert all(s["thought"] is None for s in rows(pytester.path / "off.predictions.jsonl"))
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    """A real vLLM server on the reasoning model with its reasoning parser (DeepSeek-R1's, which
-    reads <think> ... </think>). Its chat endpoint renders a user message as the bare text, so the
-    chat API's prompt is the transformers run's on the same model with that template."""
-    from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
+def vllm_server(folder: Path, *args: str) -> Iterator[str]:
+    """A real vLLM server on the reasoning model with DeepSeek-R1's reasoning parser (it reads
+    <think> ... </think>), and ``args``; its URL while it runs."""
     from ctxgate.backends.vllm_server import EngineSpec, VLLMServer, find_python
 
-    folder = tmp_path_factory.mktemp("vllm")
-    (folder / "bare.jinja").write_text(BARE_CHAT_TEMPLATE)
-    args = ("--reasoning-parser", "deepseek_r1", "--chat-template", str(folder / "bare.jinja"))
+    parser = ("--reasoning-parser", "deepseek_r1", *args)
     vllm = VLLMServer(
-        EngineSpec(find_python(None, [ROOT]), str(THINKING), max_model_len=1024, extra_args=args),
+        EngineSpec(find_python(None, [ROOT]), str(THINKING), max_model_len=1024, extra_args=parser),
         folder / "server.log",
     )
     vllm.start()
@@ -137,6 +134,23 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         yield vllm.url
     finally:
         vllm.stop()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Its chat endpoint renders a user message as the bare text, so the chat API's prompt is the
+    transformers run's on the same model with that template."""
+    from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
+
+    folder = tmp_path_factory.mktemp("vllm")
+    (folder / "bare.jinja").write_text(BARE_CHAT_TEMPLATE)
+    yield from vllm_server(folder, "--chat-template", str(folder / "bare.jinja"))
+
+
+@pytest.fixture(scope="module")
+def own_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The model's own chat template, with its enable_thinking switch, rendered by the server."""
+    yield from vllm_server(tmp_path_factory.mktemp("vllm-own"))
 
 
 def served(pytester: pytest.Pytester, url: str, *args: str) -> pytest.RunResult:
@@ -203,3 +217,29 @@ def test_the_html_report_shows_each_thought_beside_its_answer(hf, browser, tmp_p
         f"thought: {s['thought_tokens']} tokens, ended by model" for s in samples
     )
     opened.clean()
+
+
+def test_the_thinking_switch_reaches_a_chat_servers_own_template(own_template, pytester):
+    """--endpoint-api chat: the server renders the model's own template with the run's
+    ``chat_template_kwargs``. With thinking off its prompts close an empty thought, and the model
+    answers as it was trained to (R1's parser files such an answer, with no closing marker, as
+    thought: the suite knows the prompt closed it). With thinking on, the model, whose answer
+    prefix this API puts in the user's message, writes no closed thought: the parser files it all
+    as thought, and the answer is empty, as vLLM's parsers and lighteval grade it."""
+    found = {}
+    for mode in ("on", "off"):
+        report = pytester.path / f"{mode}.json"
+        result = served(
+            pytester, own_template, "--endpoint-api", "chat", "--thinking", mode,
+            "--report", str(report),
+        )  # fmt: skip
+        assert result.ret == 0, "\n".join(result.outlines[-30:])
+        run = json.loads(report.read_text())["run"]
+        assert run["thinking"]["template_kwargs"] == {"enable_thinking": mode == "on"}
+        assert run["thinking"]["closed"] == (mode == "off")
+        found[mode] = rows(report.with_suffix(".predictions.jsonl"))
+    assert all(s["thought"] and s["prediction"] == "" for s in found["on"])
+    assert all(s["thought"] is None and s["prediction"] for s in found["off"])
+    # the server rendered each prompt otherwise: the switch reached its template
+    assert [s["prediction"].strip() for s in found["off"]] != [s["thought"] for s in found["on"]]
+    assert sum(s["score"] for s in found["off"]) > sum(s["score"] for s in found["on"]) == 0

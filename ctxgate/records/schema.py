@@ -635,8 +635,8 @@ class RunInfo:
     thinking: Json | None = None
     """A reasoning model's thought (null: the model writes none, and nothing is split): ``mode``
     (``--thinking``), ``budget`` (``--thinking-budget``; null: thought and answer share each task's
-    budget), the ``start`` and ``end`` markers found, ``opened`` (its prompt opens the thought) and
-    the chat template's ``template_kwargs``."""
+    budget), the ``start`` and ``end`` markers found, ``opened`` and ``closed`` (its prompt opens
+    the thought, or closes an empty one) and the chat template's ``template_kwargs``."""
     judge: Json | None = None
     """The judges: ``llm``, ``entailment``, ``max_failure_rate``."""
     cache: Json | None = None

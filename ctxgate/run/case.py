@@ -303,12 +303,14 @@ class Drawing:
         thought a server's reasoning parser split off is joined back at the closing marker and
         split as every output is, so that each engine reports the same answer and count."""
         fmt, text = self.thinking, gen.text
-        if gen.thought is not None and fmt.end is not None:
+        if gen.thought is not None and fmt.closed:  # the prompt closed it: what follows is answer
+            text = gen.thought + gen.text
+        elif gen.thought is not None and fmt.end is not None:
             closed = bool(gen.text) or gen.finish_reason != "length"
             opening = fmt.start if fmt.start and not fmt.opened else ""
             text = opening + gen.thought + (fmt.end if closed else "") + gen.text
         thought, answer, ended, at = fmt.split(text)
-        if thought is None and gen.thought is not None:  # a parser's markers this run cannot see
+        if gen.thought is not None and fmt.end is None:  # a parser's markers this run cannot see
             thought, ended, at = gen.thought, "model", len(gen.thought)
             text = gen.thought
         if thought is None:

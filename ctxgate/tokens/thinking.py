@@ -40,8 +40,9 @@ class Thinking:
 class ThoughtFormat:
     """How this model thinks, resolved once. ``end`` None: it writes no thought (nothing is
     split). ``opened``: its generation prompt opens the thought (R1's ends in ``<think>``), so every
-    output starts inside one. ``special``: the closing marker is a special token, which an engine
-    drops from its text unless asked to keep special tokens."""
+    output starts inside one; ``closed``: it closes an empty one (Qwen3's with thinking off), so
+    what a server's reasoning parser calls thought is answer. ``special``: the closing marker is a
+    special token, which an engine drops from its text unless asked to keep special tokens."""
 
     mode: str = "default"
     budget: int | None = None
@@ -50,6 +51,7 @@ class ThoughtFormat:
     opened: bool = False
     special: bool = False
     template_kwargs: tuple[tuple[str, object], ...] = ()  # hashable: it keys prompt memos
+    closed: bool = False
 
     @property
     def thinks(self) -> bool:
@@ -88,6 +90,7 @@ class ThoughtFormat:
             "start": self.start,
             "end": self.end,
             "opened": self.opened,
+            "closed": self.closed,
             "template_kwargs": dict(self.template_kwargs),
         }
 
@@ -117,12 +120,13 @@ def prepare(thinking: Thinking, tokenizer: Any, model: str) -> ThoughtFormat:
     if kwargs:
         tokenizer.template_kwargs = kwargs
     special = bool(tok is not None and end and any(t in end for t in _special_tokens(tok)))
-    opened = False
-    if start is not None and tok is not None and template:
+    tail = ""  # the generation prompt, as the run renders it
+    if end is not None and tok is not None and template:
         tail = tokenizer.render([{"role": "user", "content": "?"}], template).rpartition("?")[2]
-        opened = tail.rstrip().endswith(start)
+    opened = bool(start and tail.rstrip().endswith(start))
+    closed = bool(end and tail.rstrip().endswith(end))
     pairs = tuple(kwargs.items())
-    return ThoughtFormat(thinking.mode, thinking.budget, start, end, opened, special, pairs)
+    return ThoughtFormat(thinking.mode, thinking.budget, start, end, opened, special, pairs, closed)
 
 
 def _switch(mode: str, template: str, model: str) -> dict[str, object]:
