@@ -26,9 +26,10 @@ class BudgetForcing:
         return getattr(self.backend, name)
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        encode = self.backend.tokenizer.encode
         # the marker appended to a cut thought fits in the budget too: a case at length L then
         # holds L + budget positions
-        marker = len(self.backend.tokenizer.encode(self.thinking.closing("")))
+        marker = self.thinking.marker_tokens
         room = max(1, self.budget - marker)
         first = replace(params, max_new_tokens=room, stop_strings=(self.end,), thinking_budget=None)
         thoughts = self.backend.generate(requests, first)
@@ -42,7 +43,6 @@ class BudgetForcing:
                 continue
             thought = g.text[: g.text.index(self.end)] if closed else g.text
             closing = self.end if closed else self.thinking.closing(thought)
-            encode = self.backend.tokenizer.encode
             # re-tokenized, a thought may take more ids than the engine generated: never past room
             ids = tuple(encode(thought)[:room]) + tuple(encode(closing))
             text = thought + closing

@@ -52,6 +52,7 @@ class ThoughtFormat:
     special: bool = False
     template_kwargs: tuple[tuple[str, object], ...] = ()  # hashable: it keys prompt memos
     closed: bool = False
+    marker_tokens: int = 0  # the closing marker on a line of its own, counted in a budget
 
     @property
     def thinks(self) -> bool:
@@ -126,7 +127,9 @@ def prepare(thinking: Thinking, tokenizer: Any, model: str) -> ThoughtFormat:
     opened = bool(start and tail.rstrip().endswith(start))
     closed = bool(end and tail.rstrip().endswith(end))
     pairs = tuple(kwargs.items())
-    return ThoughtFormat(thinking.mode, thinking.budget, start, end, opened, special, pairs, closed)
+    return ThoughtFormat(
+        thinking.mode, thinking.budget, start, end, opened, special, pairs, closed, marker
+    )
 
 
 def _switch(mode: str, template: str, model: str) -> dict[str, object]:
