@@ -27,7 +27,8 @@ NET = "downloads from the hub, which this machine cannot reach"
 CLUSTER = "needs a Ray cluster of several nodes"
 THINKING_TESTS = (
     "tests/test_thinking_e2e.py runs the shipped tiny reasoning model with --thinking on and off, "
-    "a budget, and a vLLM server with its reasoning parser"
+    "a budget, and a vLLM server with its reasoning parser, its own thinking budget and "
+    "--budget-forcing"
 )
 
 # command (as written, without its trailing comment) -> why the test command does not run it here
@@ -123,7 +124,15 @@ NOT_RUN: dict[str, str] = {
         f"{GPU} and a Qwen3 checkpoint; {THINKING_TESTS}"
     ),
     "pytest --model path/to/gpt-oss --backend openai --base-url http://gpu7:8000/v1 "
-    "--endpoint-api chat --thinking low": f"{SERVED} (gpt-oss); {THINKING_TESTS}",
+    "--endpoint-api chat --thinking low --thinking-budget 2048": (
+        f"{SERVED} (gpt-oss); {THINKING_TESTS}"
+    ),
+    "pytest --model path/to/qwen3 --backend vllm --vllm-arg=--reasoning-parser=qwen3 "
+    "--thinking-budget 1024 -n 8": f"{GPU} and a Qwen3 checkpoint; {THINKING_TESTS}",
+    "pytest --model path/to/qwen3 --backend vllm --vllm-arg=--reasoning-parser=qwen3 "
+    "--thinking-budget 1024 --budget-forcing -n 8": (
+        f"{GPU} and a Qwen3 checkpoint; {THINKING_TESTS}"
+    ),
 }
 
 PLACEHOLDERS = {

@@ -88,6 +88,15 @@ def test_a_completion_without_choices_is_one_line(run_openai, server):
     assert "the completion has no choices" in out
 
 
+def test_a_server_that_ignores_a_thinking_budget_gets_budget_forcing(run_openai, server, tmp_path):
+    """The probe: a server that takes a negative thinking_token_budget does not read the field (it
+    takes anything), so the suite forces the budget itself."""
+    report = tmp_path / "r.json"
+    args = ("--think-end", "</think>", "--thinking-budget", "8", "--report", str(report))
+    _out(run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache", *args))
+    assert json.loads(report.read_text())["run"]["thinking"]["budget_by"] == "forcing"
+
+
 def test_a_server_that_lists_no_model_is_told_it_is_loading(run_openai, server):
     server[1]({"models": []})
     out = _out(run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache"))

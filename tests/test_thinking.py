@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
-from ctxgate.backends.forcing import BudgetForcing, forcing
+from ctxgate.backends.forcing import BudgetForcing, EngineBudget, forcing
 from ctxgate.gate.verdicts import cases_gate, cut_failure
 from ctxgate.records.schema import CaseRecord, SampleOutcome
 from ctxgate.run.case import thinking_record
@@ -180,6 +180,7 @@ def test_budget_forcing_closes_a_long_thought_and_answers_with_the_tasks_budget(
     assert (
         isinstance(forced, BudgetForcing) and forcing(engine, replace(fmt, budget=None)) is engine
     )
+    assert isinstance(forcing(engine, replace(fmt, budget_by="engine")), EngineBudget)
     params = GenerationParams(128, thinking_budget=6)
     gens = forced.generate([Request((1, 2), index=i) for i in range(3)], params)
     # the thought and its closing marker (two tokens) fit in the budget; the answer keeps its own
@@ -187,7 +188,7 @@ def test_budget_forcing_closes_a_long_thought_and_answers_with_the_tasks_budget(
     assert engine.calls[0].stop_strings == ("</think>",)
     closed, cut, plain = gens
     assert closed.text.endswith("</think>42") and not closed.forced
-    assert cut.forced and cut.text.endswith("\n</think>42") and cut.thought_tokens == 6
+    assert cut.forced and cut.text.endswith("\n</think>42")
     assert fmt.split(cut.text)[1] == "42"
     assert plain == Generation("plain", 1, "stop")  # no thought opened, EOS: nothing to force
 
@@ -240,21 +241,31 @@ def test_the_record_counts_each_cut_and_the_gate_names_the_budget_to_raise():
 
 class Sprawling:
     """An engine whose thought runs ``words`` words and closes or not, and whose answer runs
-    ``answer`` words, each cut at the tokens asked for; it keeps each prompt it was sent."""
+    ``answer`` words, each cut at the tokens asked for; it keeps each prompt it was sent, and the
+    tokens asked for after it. Asked for its own budget, it thinks as vLLM's is documented to:
+    the tokens after the opening marker counted, the closing marker forced at the budget, and the
+    answer after it in the same request."""
 
     name, max_positions = "sprawling", None
 
     def __init__(self, tok: HFTokenizer, words: int, closes: bool, answer: int) -> None:
-        self.tokenizer, self.prompts = tok, []
+        self.tokenizer, self.sent = tok, []
         self.thought = (
             "<think>\n" + "so the key is here " * words + ("\n</think>" if closes else "")
         )
         self.answer = "42 " * answer
 
     def generate(self, requests, params):
-        self.prompts += [r.input_ids for r in requests]
-        text = self.thought if params.stop_strings else self.answer
-        ids = self.tokenizer.encode(text)
+        self.sent += [(len(r.input_ids), params.max_new_tokens) for r in requests]
+        encode = self.tokenizer.encode
+        if params.by_engine:
+            ids, (end,) = encode(self.thought), encode("</think>")
+            room = 1 + params.thinking_budget  # the opening marker, then the budget
+            if end not in ids[: room + 1]:
+                ids = ids[:room] + [end]
+            ids += encode(self.answer)
+        else:
+            ids = encode(self.thought if params.stop_strings else self.answer)
         kept = ids[: params.max_new_tokens]
         finish = "length" if len(ids) > params.max_new_tokens else "stop"
         return [Generation(self.tokenizer.decode(kept), len(kept), finish) for _ in requests]
@@ -263,6 +274,7 @@ class Sprawling:
         return {}
 
 
+@pytest.mark.parametrize("by", ["forcing", "engine"])
 @given(
     prompt=st.integers(1, 400),
     answer_budget=st.integers(1, 128),
@@ -272,21 +284,23 @@ class Sprawling:
     answer=st.integers(0, 200),
 )
 def test_a_case_at_length_l_with_a_thinking_budget_holds_at_most_l_plus_its_positions(
-    hf_tokenizer, prompt, answer_budget, budget, words, closes, answer
+    hf_tokenizer, by, prompt, answer_budget, budget, words, closes, answer
 ):
-    """The length contract with a thinking budget N: the prompt and the task's answer budget fit in
-    L as without one, and the thought, its closing marker included, takes at most N more: the
-    answer's request never holds more than L + N positions, whatever the thought and the answer."""
+    """The length contract with a thinking budget N, held by budget forcing or by the engine: the
+    prompt and the task's answer budget fit in L as without one, and the thought, both its
+    markers included, takes at most N more: no request holds more than L + N positions, and the
+    answer kept is at most the task's budget, whatever the thought and the answer."""
     tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
-    fmt = prepare(Thinking(budget=budget), tok, "m")
+    fmt = replace(prepare(Thinking(budget=budget), tok, "m"), budget_by=by)
     engine = Sprawling(tok, words, closes, answer)
     length = prompt + answer_budget  # the prompt as built: input plus answer budget fill L
-    params = GenerationParams(answer_budget, thinking_budget=budget)
+    params = GenerationParams(answer_budget, thinking_budget=budget, by_engine=by == "engine")
     (gen,) = forcing(engine, fmt).generate([Request(tuple(range(prompt)))], params)
-    for sent in engine.prompts[1:]:  # the answer's request, after the thought
-        assert len(sent) + answer_budget <= length + budget
-    assert gen.output_tokens <= budget + answer_budget
-    assert gen.thought_tokens is None or gen.thought_tokens <= budget
+    assert all(ids + asked <= length + budget for ids, asked in engine.sent)
+    thought, answer_text, ended, at = fmt.split(gen.text)
+    if ended is not None and ended != "never":
+        assert len(tok.encode(gen.text[:at])) <= budget  # as the record counts it
+        assert len(tok.encode(gen.text[at:])) <= answer_budget
 
 
 def test_a_budget_that_leaves_no_room_before_the_closing_marker_is_refused(hf_tokenizer):
@@ -311,3 +325,40 @@ def test_a_baseline_that_thought_otherwise_is_not_compared_with():
     for other in (None, replace(fmt, budget=None).describe()):
         with pytest.raises(BaselineError, match=r"differ in thinking setting \("):
             Baseline("b.json", replace(run, thinking=other), {}).check_run(run)
+
+
+class Server:
+    """What the suite asks a server backend about a thinking budget."""
+
+    def __init__(self, chat_api: bool, own: bool) -> None:
+        self.chat_api, self.own = chat_api, own
+
+    def has_thinking_budget(self) -> bool:
+        return self.own
+
+
+def test_the_engine_holds_the_budget_where_it_has_one_and_a_chat_api_needs_it(hf_tokenizer):
+    from ctxgate.run.compose import budget_holder
+    from ctxgate.run.loading import ModelSpec
+
+    tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
+    fmt, spec = prepare(Thinking(budget=8), tok, "m"), ModelSpec("m")
+    assert budget_holder(spec, Server(False, True), fmt).budget_by == "engine"
+    assert budget_holder(spec, Server(True, True), fmt).budget_by == "engine"
+    assert budget_holder(
+        replace(spec, budget_forcing=True), Server(False, True), fmt
+    ).budget_by == ("forcing")
+    assert budget_holder(spec, Server(False, False), fmt).budget_by == "forcing"
+    assert budget_holder(spec, object(), fmt).budget_by == "forcing"  # transformers: none
+    assert budget_holder(spec, Server(False, True), replace(fmt, budget=None)).budget_by is None
+    with pytest.raises(ThinkingError, match="start the server with --reasoning-parser, or use"):
+        budget_holder(spec, Server(True, False), fmt)
+
+
+def test_budget_forcing_through_a_chat_api_is_refused_in_one_line(pytester):
+    result = pytester.runpytest(
+        "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--endpoint-api", "chat",
+        "--thinking-budget", "8", "--budget-forcing",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --budget-forcing with --endpoint-api chat: *completions"])

@@ -57,6 +57,7 @@ def test_the_thought_is_removed_before_scoring_counted_and_kept(hf):
     assert report["run"]["thinking"] == {
         "mode": "default",
         "budget": None,
+        "budget_by": None,
         "start": "<think>",
         "end": "</think>",
         "opened": False,
@@ -91,12 +92,18 @@ def test_a_budget_too_small_forces_every_thought_closed_and_fails_naming_it(hf):
     report = json.loads(hf["budget"].read_text())
     (case,) = report["cases"]
     assert report["run"]["thinking"]["budget"] == 4
+    assert report["run"]["thinking"]["budget_by"] == "forcing"  # transformers has no budget
+    held = "--thinking-budget 4 tokens of thought beside each task's answer budget, forced;"
+    assert held in hf["budget"].with_suffix(".md").read_text()
     assert case["thinking"]["thought_cut"] == 10 and case["verdict"] == "fail"
     assert "raise --thinking-budget above 4" in case["message"]
     cases_gate = next(g for g in report["gates"] if g["name"] == "cases")
     assert cases_gate["verdict"] == "fail" and "cut by a budget" in cases_gate["message"]
     for s in rows(hf["budget"].with_suffix(".predictions.jsonl")):
-        assert s["thought_end"] == "forced" and s["thought_tokens"] == 4
+        # "<think>" and a line break, then the marker; a model that thinks again after it, and
+        # closes that thought too, has all of it counted, up to the last marker
+        assert s["thought_end"] == "forced"
+        assert s["thought_tokens"] == 3 or s["thought"].startswith("</think>")
     # the prompts are the plain run's: the thought comes on top of the length
     default = json.loads(hf["default"].read_text())["cases"][0]
     assert case["data_sha256"] == default["data_sha256"]
@@ -161,18 +168,39 @@ def served(pytester: pytest.Pytester, url: str, *args: str) -> pytest.RunResult:
 
 
 def test_vllm_gives_the_transformers_thoughts_answers_and_forced_ends(server, hf, pytester):
-    """Token ids to /v1/completions: the same outputs, split and forced alike."""
-    for name, args in (("default", ()), ("budget", ("--thinking-budget", "4"))):
+    """Token ids to /v1/completions: the same outputs, split and forced alike, --budget-forcing
+    forcing the budget as on transformers though the server has one of its own."""
+    runs = {"default": (), "budget": ("--thinking-budget", "4", "--budget-forcing")}
+    for name, args in runs.items():
         result = served(pytester, server, *args, "--report", f"{name}.json")
         assert result.ret == (0 if name == "default" else 1), "\n".join(result.outlines[-30:])
         got = pytester.path / f"{name}.predictions.jsonl"
         assert compared(got) == compared(hf[name].with_suffix(".predictions.jsonl")), name
 
 
+def test_a_server_with_its_own_thinking_budget_holds_the_thought_to_it(server, hf, pytester):
+    """vLLM started with a reasoning parser takes ``thinking_token_budget``: the suite finds that
+    out and sends the budget, less the markers, in one request. The engine closes each thought
+    where forcing would have, so the thoughts, answers and scores are transformers' with budget
+    forcing; what differs is that the engine generated the closing marker it forced, which
+    forcing appends without generating it."""
+    result = served(pytester, server, "--thinking-budget", "4", "--report", "engine.json")
+    assert result.ret == 1, "\n".join(result.outlines[-30:])
+    run = json.loads((pytester.path / "engine.json").read_text())["run"]
+    assert run["thinking"]["budget_by"] == "engine"
+    held = "4 tokens of thought beside each task's answer budget, held by the engine's own budget"
+    assert held in result.stdout.str()
+    engine = compared(pytester.path / "engine.predictions.jsonl")
+    forced = compared(hf["budget"].with_suffix(".predictions.jsonl"))
+    assert [e[:6] + e[7:] for e in engine] == [f[:6] + f[7:] for f in forced]
+    assert [e[6] - f[6] for e, f in zip(engine, forced)] == [1] * len(forced)  # "</think>"
+
+
 def test_a_chat_api_with_a_reasoning_parser_gives_the_same_split(server, pytester, tmp_path):
     """/v1/chat/completions with vLLM's reasoning parser: the thought arrives in ``reasoning``,
     the answer in ``content``; they give what transformers gives for the same prompt, split by the
-    suite itself."""
+    suite itself. With a thinking budget, which a chat API takes only as the server's own, too:
+    transformers' forced thoughts and answers, the engine's closing marker counted as generated."""
     from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
 
     bare = tmp_path / "bare-model"
@@ -186,6 +214,14 @@ def test_a_chat_api_with_a_reasoning_parser_gives_the_same_split(server, pyteste
     chat = compared(pytester.path / "chat.predictions.jsonl")
     assert chat == compared(tmp_path / "hf.predictions.jsonl")
     assert all(thought and end == "model" for _, _, _, thought, _, end, *_ in chat)
+    budget = ("--thinking-budget", "4")
+    assert suite(tmp_path, *budget, "--report", "hf-budget.json", model=bare) == 1
+    result = served(pytester, server, "--endpoint-api", "chat", *budget, "--report", "cb.json")
+    assert result.ret == 1, "\n".join(result.outlines[-30:])
+    engine = compared(pytester.path / "cb.predictions.jsonl")
+    forced = compared(tmp_path / "hf-budget.predictions.jsonl")
+    assert [e[:6] + e[7:] for e in engine] == [f[:6] + f[7:] for f in forced]
+    assert [e[6] - f[6] for e, f in zip(engine, forced)] == [1] * len(forced)
 
 
 @pytest.fixture(scope="module")

@@ -35,12 +35,14 @@ class GenerationParams:
     """Greedy decoding; stops at EOS, after ``max_new_tokens``, or at a stop string, which ends the
     text. ``keep_special``: special tokens stay in the text (a thought's closing marker may be one).
     ``thinking_budget``: a reasoning model's thought is closed after this many tokens, then its
-    answer gets ``max_new_tokens`` (``backends/forcing.py``)."""
+    answer gets ``max_new_tokens`` (``backends/forcing.py``); ``by_engine``: the engine closes it
+    (a server's own thinking budget), not budget forcing."""
 
     max_new_tokens: int
     stop_strings: tuple[str, ...] = ()
     keep_special: bool = False
     thinking_budget: int | None = None
+    by_engine: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,10 +60,9 @@ class Generation:
     text: str
     output_tokens: int
     finish_reason: str  # "stop" (EOS or stop string) or "length"
-    # a reasoning model's thought where the engine split it off (a server's reasoning parser), or
-    # budget forcing did; else any thought is still in ``text``
+    # a reasoning model's thought where a server's reasoning parser split it off; else any thought
+    # is still in ``text``
     thought: str | None = None
-    thought_tokens: int | None = None  # counted by the engine (budget forcing: its first part)
     forced: bool = False  # the budget closed the thought
 
 

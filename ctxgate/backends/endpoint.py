@@ -338,23 +338,49 @@ class EndpointBackend:
             "stop": list(params.stop_strings) or None,
             "timeout": self.settings.timeout_s * scale,
         }
+        # vLLM's name (its own budget: the thought is closed after this many tokens)
+        budget = params.thinking_budget if params.by_engine else None
+        extra: dict[str, object] = {} if budget is None else {"thinking_token_budget": budget}
         if self.chat_api:
             text = self.hf_tokenizer.decode(list(r.input_ids), skip_special_tokens=True)
             kwargs = self.tokenizer.template_kwargs  # the thinking switch, for its template
+            extra |= {"chat_template_kwargs": kwargs} if kwargs else {}
             sent = replica.client.chat.completions.with_raw_response.create(
-                messages=[{"role": "user", "content": text}],
-                extra_body={"chat_template_kwargs": kwargs} if kwargs else None,
-                **common,
+                messages=[{"role": "user", "content": text}], extra_body=extra or None, **common
             )
             return read_reply(ChatCompletion, sent.content, "the chat completion")
         # vLLM's and SGLang's names: a thought's closing marker may be a special token, and budget
         # forcing reads it at the end of the thought
-        extra: dict[str, object] = {"skip_special_tokens": False} if params.keep_special else {}
+        extra |= {"skip_special_tokens": False} if params.keep_special else {}
         extra |= {"include_stop_str_in_output": True} if params.stop_strings else {}
         sent = replica.client.completions.with_raw_response.create(
             prompt=list(r.input_ids), extra_body=extra or None, **common
         )
         return read_reply(Completion, sent.content, "the completion")
+
+    def has_thinking_budget(self) -> bool:
+        """Whether every server closes a thought at a budget itself (vLLM's
+        ``thinking_token_budget``, which it takes only when started with a reasoning parser). A
+        server that reads the field refuses a negative one; one that ignores it takes anything."""
+        probe = Request(tuple(self.tokenizer.encode("?")))
+
+        def takes(replica: Replica, budget: int) -> bool:
+            ask = GenerationParams(1, thinking_budget=budget, by_engine=True)
+            s = self.settings
+            try:
+                call_with_retries(
+                    lambda: self._send(replica, probe, ask, 1.0),
+                    self._openai,
+                    max_retries=s.max_retries,
+                    time_limit_s=s.time_limit_s,
+                )
+            except Refused as exc:
+                if exc.kind != "bad_request":
+                    raise
+                return False
+            return True
+
+        return all(not takes(r, -2) and takes(r, 1) for r in self.replicas)
 
     def window_of(self, limit: int) -> Window:
         """Not forceable: vLLM's RoPE table has exactly max_position_embeddings rows, and a position

@@ -1,7 +1,9 @@
-"""Budget forcing (Muennighoff et al., s1): a reasoning model thinks up to ``--thinking-budget``
-tokens, its closing marker included; where it has not closed its thought by then, the marker is
-appended for it; then its answer is generated with the task's own budget. Over any backend, as two
-requests per sample: the second prompt is the first's ids and the thought's, re-tokenized."""
+"""A thinking budget: a reasoning model thinks up to ``--thinking-budget`` tokens, its markers
+included, then answers with the task's own budget. Budget forcing (Muennighoff et al., s1)
+over any backend, as two requests per sample: where the model has not closed its thought by the
+budget, the marker is appended for it, and the second prompt is the first's ids and the thought's,
+re-tokenized. Or the engine's own budget (vLLM's ``thinking_token_budget``), in one request whose
+answer is then held to the task's budget."""
 
 from __future__ import annotations
 
@@ -29,8 +31,7 @@ class BudgetForcing:
         encode = self.backend.tokenizer.encode
         # the marker appended to a cut thought fits in the budget too: a case at length L then
         # holds L + budget positions
-        marker = self.thinking.marker_tokens
-        room = max(1, self.budget - marker)
+        room = max(1, self.budget - self.thinking.marker_tokens)
         first = replace(params, max_new_tokens=room, stop_strings=(self.end,), thinking_budget=None)
         thoughts = self.backend.generate(requests, first)
         follow: list[tuple[int, Request, str]] = []
@@ -44,11 +45,11 @@ class BudgetForcing:
             thought = g.text[: g.text.index(self.end)] if closed else g.text
             closing = self.end if closed else self.thinking.closing(thought)
             # re-tokenized, a thought may take more ids than the engine generated: never past room
-            ids = tuple(encode(thought)[:room]) + tuple(encode(closing))
+            marked = tuple(encode(closing))
+            ids = tuple(encode(thought)[:room]) + marked
             text = thought + closing
             follow.append((i, Request(r.input_ids + ids, r.task, r.length, r.index), text))
-            tokens = g.output_tokens + (0 if closed else marker)
-            out[i] = replace(g, thought_tokens=tokens, forced=not closed)
+            out[i] = replace(g, forced=not closed)
         if follow:
             answer = replace(params, thinking_budget=None)
             answers = self.backend.generate([r for _, r, _ in follow], answer)
@@ -64,8 +65,54 @@ class BudgetForcing:
         return self.thinking.opened or (start is not None and text.lstrip().startswith(start))
 
 
+class EngineBudget:
+    """``backend``, a server that closes a thought at a budget itself, asked for the thought and
+    the answer in one request of ``thinking.budget`` + ``max_new_tokens``; an answer that ran into
+    what the thought left unused is cut back to ``max_new_tokens``, as the references hold it."""
+
+    def __init__(self, backend: Backend, thinking: ThoughtFormat) -> None:
+        assert thinking.budget is not None, "a budget to hold"
+        self.backend, self.thinking = backend, thinking
+        # the engine counts what follows the opening marker, and closes the thought with the
+        # marker alone: the thought is held to the budget as forcing holds it, both markers in it
+        opening = thinking.start if thinking.start and not thinking.opened else ""
+        taken = thinking.marker_tokens + len(backend.tokenizer.encode(opening) if opening else ())
+        self.budget, self.room = thinking.budget, max(1, thinking.budget - taken)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        sent = replace(params, max_new_tokens=self.budget + params.max_new_tokens)
+        outs = self.backend.generate(requests, replace(sent, thinking_budget=self.room))
+        return [self._held(g, params.max_new_tokens) for g in outs]
+
+    def _held(self, g: Generation, answer_budget: int) -> Generation:
+        fmt, tok = self.thinking, self.backend.tokenizer
+        if g.thought is None:  # the text holds both, split as the suite splits it
+            _, _, ended, at = fmt.split(g.text)
+            # the engine counts what the model wrote after the opening marker, up to the first
+            # closing one (which it forces at the budget)
+            first = g.text[: g.text.find(str(fmt.end))].lstrip()
+            thought = first.removeprefix(fmt.start) if fmt.start else first
+        else:  # a reasoning parser split them
+            thought, ended, at = g.thought, "model", 0
+        if ended != "model":
+            return g  # the thought never closed (the model stopped inside it), or none was written
+        ids = tok.encode(g.text[at:])
+        cut = len(ids) > answer_budget
+        return replace(
+            g,
+            text=g.text[:at] + tok.decode(ids[:answer_budget]) if cut else g.text,
+            finish_reason="length" if cut else g.finish_reason,
+            forced=len(tok.encode(thought)) >= self.room,
+        )
+
+
 def forcing(backend: Backend, thinking: ThoughtFormat) -> Backend:
-    """The backend, with budget forcing where the run sets a thinking budget."""
+    """The backend, holding each thought to the run's thinking budget where it sets one."""
     if thinking.budget is None or thinking.end is None or thinking.mode == "off":
         return backend
+    if thinking.budget_by == "engine":
+        return EngineBudget(backend, thinking)
     return BudgetForcing(backend, thinking)

@@ -214,7 +214,7 @@ class SampleOutcome:
     thought: str | None = None
     """A reasoning model's thought, removed from the ``prediction`` before scoring; null: none."""
     thought_tokens: int = 0
-    """Tokens of the thought, its closing marker included."""
+    """Tokens of the thought, its markers included, up to the last closing one."""
     thought_end: ThoughtEnd | None = None
     """How the thought ended: ``model`` (it closed it), ``forced`` (``--thinking-budget`` closed
     it), ``never`` (it never closed, so the answer is empty)."""
@@ -635,8 +635,10 @@ class RunInfo:
     thinking: Json | None = None
     """A reasoning model's thought (null: the model writes none, and nothing is split): ``mode``
     (``--thinking``), ``budget`` (``--thinking-budget``; null: thought and answer share each task's
-    budget), the ``start`` and ``end`` markers found, ``opened`` and ``closed`` (its prompt opens
-    the thought, or closes an empty one) and the chat template's ``template_kwargs``."""
+    budget), ``budget_by`` (what held the thought to it: ``engine``, the server's own thinking
+    budget, or ``forcing``), the ``start`` and ``end`` markers found, ``opened`` and ``closed``
+    (its prompt opens the thought, or closes an empty one) and the chat template's
+    ``template_kwargs``."""
     judge: Json | None = None
     """The judges: ``llm``, ``entailment``, ``max_failure_rate``."""
     cache: Json | None = None

@@ -131,8 +131,10 @@ def thinking_line(report: Report) -> str | None:
         return None
     asked = report.run.thinking or {}
     budget = asked.get("budget")
+    holder = {"engine": ", held by the engine's own budget", "forcing": ", forced"}
     how = f"--thinking {asked.get('mode', 'default')}, " + (
         f"--thinking-budget {budget} tokens of thought beside each task's answer budget"
+        + holder.get(str(asked.get("budget_by")), "")
         if budget
         else "thought and answer sharing each task's budget"
     )

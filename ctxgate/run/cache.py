@@ -43,9 +43,9 @@ def _checksum(text: str, output_tokens: int, finish_reason: str, thinking: str |
 
 def _thinking(gen: Generation) -> str | None:
     """What a generation holds of a thought beside its text (a server's split, budget forcing)."""
-    if gen.thought is None and gen.thought_tokens is None and not gen.forced:
+    if gen.thought is None and not gen.forced:
         return None
-    return json.dumps([gen.thought, gen.thought_tokens, gen.forced])
+    return json.dumps([gen.thought, gen.forced])
 
 
 class GenerationCache(SqliteFile):
@@ -71,6 +71,8 @@ class GenerationCache(SqliteFile):
         decides: list[object] = [params.max_new_tokens, list(params.stop_strings), prompt_sha256]
         if params.keep_special or params.thinking_budget is not None:
             decides += [params.keep_special, params.thinking_budget]
+        if params.by_engine:  # another thought than budget forcing's: the engine closes it its way
+            decides.append("engine")
         return _sha256(self.namespace + json.dumps(decides))
 
     def get(self, key: str) -> Generation | None:
@@ -92,8 +94,8 @@ class GenerationCache(SqliteFile):
             return None
         if thinking is None:
             return Generation(text, output_tokens, finish_reason)
-        thought, thought_tokens, forced = json.loads(thinking)
-        return Generation(text, output_tokens, finish_reason, thought, thought_tokens, forced)
+        thought, *_, forced = json.loads(thinking)  # an older entry has its count between
+        return Generation(text, output_tokens, finish_reason, thought, forced)
 
     def put(self, key: str, gen: Generation) -> None:
         fields = (gen.text, gen.output_tokens, gen.finish_reason, _thinking(gen))

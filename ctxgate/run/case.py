@@ -155,6 +155,7 @@ class Drawing:
             spec.tokens_to_generate,
             keep_special=self.thinking.special,
             thinking_budget=self.thinking.budget if self.thinking.thinks else None,
+            by_engine=self.thinking.budget_by == "engine",
         )
         self.chat = task_context(spec, ctx).chat
         self.metric = resolve(spec.metric.name, helmet_compat)
@@ -315,8 +316,7 @@ class Drawing:
             text = gen.thought
         if thought is None:
             return answer, {}
-        counted = len(self.ctx.encoder.raw.encode(text[:at]))
-        tokens = gen.thought_tokens if gen.thought_tokens is not None else counted
+        tokens = len(self.ctx.encoder.raw.encode(text[:at]))
         ended = "forced" if gen.forced else ended
         return answer, {"thought": thought, "thought_tokens": tokens, "thought_end": ended}
 

@@ -25,7 +25,7 @@ from ctxgate.tasks.base import BuildContext
 from ctxgate.tasks.helmet_compat import check_tokenizers
 from ctxgate.tokens.chat import ChatTemplateError
 from ctxgate.tokens.codec import PieceEncoder
-from ctxgate.tokens.thinking import Thinking, ThinkingError, prepare
+from ctxgate.tokens.thinking import Thinking, ThinkingError, ThoughtFormat, prepare
 from ctxgate.tokens.tokenizers import HFTokenizer
 
 
@@ -95,8 +95,11 @@ def open_model(
             backend.tokenizer,
             spec.model,
         )
+        thinking = budget_holder(spec, backend, thinking)
     except ThinkingError as exc:
         raise ModelError("the thinking options", exc) from exc
+    except Exception as exc:  # noqa: BLE001 - the server's answer to the probe, in one line
+        raise ModelError("asking the server for its thinking budget", exc, False) from exc
     try:
         encoder = PieceEncoder(backend.tokenizer)
     except ChatTemplateError as exc:
@@ -135,6 +138,24 @@ def open_model(
     if judges is not None:
         meta["judge"] = judges.describe()
     return LoadedModel(backend, context, chat, meta, cache, judges)
+
+
+def budget_holder(spec: ModelSpec, backend: Backend, thinking: ThoughtFormat) -> ThoughtFormat:
+    """Who holds each thought to --thinking-budget: the engine, where it has a budget of its own
+    and --budget-forcing is not given, else budget forcing, which a chat API cannot take."""
+    if thinking.budget is None or not thinking.thinks or thinking.mode == "off":
+        return thinking
+    own = getattr(backend, "has_thinking_budget", None)
+    engine = own is not None and not spec.budget_forcing and bool(own())
+    if not engine and getattr(backend, "chat_api", False):
+        raise ThinkingError(
+            "--thinking-budget with --endpoint-api chat: the server has no thinking budget of its "
+            "own (vLLM's thinking_token_budget, which it takes when started with "
+            "--reasoning-parser), and budget forcing continues the prompt's ids, which a chat API "
+            "cannot take: start the server with --reasoning-parser, or use --endpoint-api "
+            "completions"
+        )
+    return replace(thinking, budget_by="engine" if engine else "forcing")
 
 
 def prompt_context(spec: ModelSpec, encoder: PieceEncoder, chat: str) -> BuildContext:

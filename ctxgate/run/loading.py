@@ -77,6 +77,7 @@ class ModelSpec:
     thinking: str = "default"  # --thinking, --thinking-budget, --think-end (tokens/thinking.py)
     thinking_budget: int | None = None
     think_end: str | None = None
+    budget_forcing: bool = False
 
     def locate(self, folder: str | Path) -> Checkpoint:
         """The checkpoint in ``folder`` as these options open it, or CheckpointError / WrongFlag."""
@@ -228,10 +229,10 @@ def read_engine(
             "--endpoint-api chat sends user messages, which the server wraps: drop "
             "--chat-template off"
         )
-    if api == "chat" and values[opt.THINKING_BUDGET.dest] is not None:
+    if api == "chat" and values[opt.BUDGET_FORCING.dest]:
         raise OptionError(
-            "--thinking-budget with --endpoint-api chat: budget forcing continues the prompt's "
-            "ids after the thought, which a chat API cannot take; use --endpoint-api completions"
+            "--budget-forcing with --endpoint-api chat: budget forcing continues the prompt's ids "
+            "after the thought, which a chat API cannot take; use --endpoint-api completions"
         )
     vllm_args = values[opt.VLLM_ARG.dest] or ()
     try:

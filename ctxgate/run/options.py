@@ -381,10 +381,17 @@ THINKING = Option(
 THINKING_BUDGET = Option(
     "--thinking-budget",
     "tokens of thought before each answer, beside the task's own answer budget: the thought is "
-    "closed at this many tokens and the answer generated after it (default: thought and answer "
-    "share the task's budget, as the references run)",
+    "closed at this many tokens and the answer generated after it: by the engine's own thinking "
+    "budget where it has one (vLLM's thinking_token_budget, with --reasoning-parser), else by "
+    "budget forcing (default: thought and answer share the task's budget, as the references run)",
     parse=_whole(1),
     example="1024",
+)
+BUDGET_FORCING = Option(
+    "--budget-forcing",
+    "force --thinking-budget by the suite's two requests per sample on every engine, a server "
+    "with its own thinking budget included, so that every engine thinks alike",
+    action="store_true",
 )
 THINK_END = Option(
     "--think-end",
@@ -610,6 +617,7 @@ EVALUATION = (
     MODEL_OVERRIDE,
     THINKING,
     THINKING_BUDGET,
+    BUDGET_FORCING,
     THINK_END,
     CACHE_DIR,
     NO_CACHE,

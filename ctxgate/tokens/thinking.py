@@ -53,6 +53,9 @@ class ThoughtFormat:
     template_kwargs: tuple[tuple[str, object], ...] = ()  # hashable: it keys prompt memos
     closed: bool = False
     marker_tokens: int = 0  # the closing marker on a line of its own, counted in a budget
+    # what holds the thought to the budget: "engine" (the server's own thinking budget) or
+    # "forcing" (backends/forcing.py); resolved with the backend, None without a budget
+    budget_by: str | None = None
 
     @property
     def thinks(self) -> bool:
@@ -88,6 +91,7 @@ class ThoughtFormat:
         return {
             "mode": self.mode,
             "budget": self.budget,
+            "budget_by": self.budget_by,
             "start": self.start,
             "end": self.end,
             "opened": self.opened,
