@@ -124,9 +124,7 @@ NOT_RUN: dict[str, str] = {
         f"{GPU} and a Qwen3 checkpoint; {THINKING_TESTS}"
     ),
     "pytest --model path/to/gpt-oss --backend openai --base-url http://gpu7:8000/v1 "
-    "--endpoint-api chat --thinking low --thinking-budget 2048": (
-        f"{SERVED} (gpt-oss); {THINKING_TESTS}"
-    ),
+    "--endpoint-api chat --thinking low": f"{SERVED} (gpt-oss); {THINKING_TESTS}",
     "pytest --model path/to/qwen3 --backend vllm --vllm-arg=--reasoning-parser=qwen3 "
     "--thinking-budget 1024 -n 8": f"{GPU} and a Qwen3 checkpoint; {THINKING_TESTS}",
     "pytest --model path/to/qwen3 --backend vllm --vllm-arg=--reasoning-parser=qwen3 "

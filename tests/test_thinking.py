@@ -240,35 +240,44 @@ def test_the_record_counts_each_cut_and_the_gate_names_the_budget_to_raise():
 
 
 class Sprawling:
-    """An engine whose thought runs ``words`` words and closes or not, and whose answer runs
-    ``answer`` words, each cut at the tokens asked for; it keeps each prompt it was sent, and the
-    tokens asked for after it. Asked for its own budget, it thinks as vLLM's is documented to:
-    the tokens after the opening marker counted, the closing marker forced at the budget, and the
-    answer after it in the same request."""
+    """An engine whose thought runs ``words`` words and closes, stays open, or is not written (the
+    model answers at once), and whose answer runs ``answer`` words, each cut at the tokens asked
+    for; ``opened``: the prompt opened the thought, so the output starts inside it. It keeps each
+    prompt's length and the tokens asked for after it. Asked for its own budget, it thinks as
+    vLLM's is documented to: the tokens after the last opening marker counted, the prompt's
+    included, the closing marker forced at the budget, and the answer in the same request."""
 
     name, max_positions = "sprawling", None
 
-    def __init__(self, tok: HFTokenizer, words: int, closes: bool, answer: int) -> None:
-        self.tokenizer, self.sent = tok, []
-        self.thought = (
-            "<think>\n" + "so the key is here " * words + ("\n</think>" if closes else "")
-        )
+    def __init__(
+        self, tok: HFTokenizer, words: int, thought: str, answer: int, opened: bool
+    ) -> None:
+        self.tokenizer, self.sent, self.opened = tok, [], opened
+        body = "so the key is here " * words + ("\n</think>" if thought == "closes" else "")
+        self.thought = "" if thought == "none" else ("" if opened else "<think>\n") + body
         self.answer = "42 " * answer
 
     def generate(self, requests, params):
         self.sent += [(len(r.input_ids), params.max_new_tokens) for r in requests]
         encode = self.tokenizer.encode
-        if params.by_engine:
-            ids, (end,) = encode(self.thought), encode("</think>")
-            room = 1 + params.thinking_budget  # the opening marker, then the budget
-            if end not in ids[: room + 1]:
-                ids = ids[:room] + [end]
-            ids += encode(self.answer)
-        else:
-            ids = encode(self.thought if params.stop_strings else self.answer)
-        kept = ids[: params.max_new_tokens]
-        finish = "length" if len(ids) > params.max_new_tokens else "stop"
-        return [Generation(self.tokenizer.decode(kept), len(kept), finish) for _ in requests]
+        out = []
+        for r in requests:
+            if params.by_engine:
+                ids, (start,), (end,) = encode(self.thought), encode("<think>"), encode("</think>")
+                prompt = list(r.input_ids)
+                inside = prompt[::-1].index(start) if start in prompt else 0  # tokens after it
+                room = (0 if self.opened else 1) + params.thinking_budget - inside
+                if (self.opened or start in ids) and end not in ids[: room + 1]:
+                    # past the budget it is closed for the model; short of it, the model stopped
+                    ids = ids[:room] + [end] + encode(self.answer) if len(ids) > room else ids
+                else:
+                    ids += encode(self.answer)
+            else:
+                ids = encode(self.thought if params.stop_strings else self.answer)
+            kept = ids[: params.max_new_tokens]
+            finish = "length" if len(ids) > params.max_new_tokens else "stop"
+            out.append(Generation(self.tokenizer.decode(kept), len(kept), finish))
+        return out
 
     def describe(self):
         return {}
@@ -280,27 +289,33 @@ class Sprawling:
     answer_budget=st.integers(1, 128),
     budget=st.integers(3, 96),
     words=st.integers(0, 40),
-    closes=st.booleans(),
+    thought=st.sampled_from(["closes", "open", "none"]),
     answer=st.integers(0, 200),
+    opened=st.booleans(),
 )
 def test_a_case_at_length_l_with_a_thinking_budget_holds_at_most_l_plus_its_positions(
-    hf_tokenizer, by, prompt, answer_budget, budget, words, closes, answer
+    hf_tokenizer, by, prompt, answer_budget, budget, words, thought, answer, opened
 ):
     """The length contract with a thinking budget N, held by budget forcing or by the engine: the
     prompt and the task's answer budget fit in L as without one, and the thought, both its
     markers included, takes at most N more: no request holds more than L + N positions, and the
-    answer kept is at most the task's budget, whatever the thought and the answer."""
+    answer kept is at most the task's budget, whatever the thought and the answer, and whether
+    the prompt opened the thought or the model did."""
     tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
-    fmt = replace(prepare(Thinking(budget=budget), tok, "m"), budget_by=by)
-    engine = Sprawling(tok, words, closes, answer)
-    length = prompt + answer_budget  # the prompt as built: input plus answer budget fill L
+    fmt = replace(prepare(Thinking(budget=budget), tok, "m"), budget_by=by, opened=opened)
+    engine = Sprawling(tok, words, thought, answer, opened)
+    ids = tuple(range(prompt)) + (tuple(tok.encode("<think>\n")) if opened else ())
+    length = len(ids) + answer_budget  # the prompt as built: input plus answer budget fill L
     params = GenerationParams(answer_budget, thinking_budget=budget, by_engine=by == "engine")
-    (gen,) = forcing(engine, fmt).generate([Request(tuple(range(prompt)))], params)
-    assert all(ids + asked <= length + budget for ids, asked in engine.sent)
-    thought, answer_text, ended, at = fmt.split(gen.text)
-    if ended is not None and ended != "never":
-        assert len(tok.encode(gen.text[:at])) <= budget  # as the record counts it
-        assert len(tok.encode(gen.text[at:])) <= answer_budget
+    (gen,) = forcing(engine, fmt).generate([Request(ids)], params)
+    assert all(held + asked <= length + budget for held, asked in engine.sent)
+    _, _, ended, at = fmt.split(gen.text)
+    if ended == "never":
+        return  # the model stopped inside its thought: no answer
+    assert len(tok.encode(gen.text[:at])) <= budget  # the thought, as the record counts it
+    assert len(tok.encode(gen.text[at:])) <= answer_budget
+    if thought == "open" and ended == "model":  # the budget closed what the model did not
+        assert gen.forced
 
 
 def test_a_budget_that_leaves_no_room_before_the_closing_marker_is_refused(hf_tokenizer):
@@ -314,17 +329,21 @@ def test_a_budget_that_leaves_no_room_before_the_closing_marker_is_refused(hf_to
 
 
 def test_a_baseline_that_thought_otherwise_is_not_compared_with():
-    """A comparison says what it compares: a run with another thinking budget (or none) is no
-    baseline for this one, though its prompts are the same."""
+    """A comparison says what it compares: a run with another thinking budget (or none, or held
+    by another engine) is no baseline for this one, though its prompts are the same. A report
+    from before the holder was recorded forced its budget."""
     from ctxgate.gate.baseline import Baseline, BaselineError
     from ctxgate.records.schema import RunInfo
 
-    fmt = ThoughtFormat(budget=64, start="<think>", end="</think>")
+    fmt = ThoughtFormat(budget=64, start="<think>", end="</think>", budget_by="forcing")
     run = RunInfo("m", None, 42, None, (512,), "on", thinking=fmt.describe())
     Baseline("same.json", run, {}).check_run(run)
-    for other in (None, replace(fmt, budget=None).describe()):
+    older = {k: v for k, v in fmt.describe().items() if k != "budget_by"}
+    Baseline("older.json", replace(run, thinking=older), {}).check_run(run)
+    for other in (None, replace(fmt, budget=None), replace(fmt, budget_by="engine")):
+        thinking = other.describe() if other else None
         with pytest.raises(BaselineError, match=r"differ in thinking setting \("):
-            Baseline("b.json", replace(run, thinking=other), {}).check_run(run)
+            Baseline("b.json", replace(run, thinking=thinking), {}).check_run(run)
 
 
 class Server:
@@ -351,7 +370,7 @@ def test_the_engine_holds_the_budget_where_it_has_one_and_a_chat_api_needs_it(hf
     assert budget_holder(spec, Server(False, False), fmt).budget_by == "forcing"
     assert budget_holder(spec, object(), fmt).budget_by == "forcing"  # transformers: none
     assert budget_holder(spec, Server(False, True), replace(fmt, budget=None)).budget_by is None
-    with pytest.raises(ThinkingError, match="start the server with --reasoning-parser, or use"):
+    with pytest.raises(ThinkingError, match="give the server those markers, or use --endpoint"):
         budget_holder(spec, Server(True, False), fmt)
 
 

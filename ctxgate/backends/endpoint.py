@@ -190,13 +190,18 @@ class EndpointBackend:
         chat = {"api": "chat"} if self.chat_api else {}  # the same ids as text to a chat template
         return {"served": self.fingerprint["served"], "engine": self.engine, **chat}
 
-    def _retrying(self, replica: Replica, call: Any, what: str, scale: float = 1.0) -> Any:
+    def _retrying(
+        self, replica: Replica, call: Any, what: str, scale: float = 1.0, asking: bool = False
+    ) -> Any:
+        """``asking``: a bad request is an answer (Refused, to the caller), not a failure."""
         s = self.settings
         try:
             return call_with_retries(
                 call, self._openai, max_retries=s.max_retries, time_limit_s=s.time_limit_s * scale
             )
         except Refused as exc:
+            if asking and exc.kind == "bad_request":
+                raise
             fix = {
                 "auth": f"check {s.key_env}",
                 "not_found": "check --served-model and --base-url",
@@ -366,17 +371,10 @@ class EndpointBackend:
 
         def takes(replica: Replica, budget: int) -> bool:
             ask = GenerationParams(1, thinking_budget=budget, by_engine=True)
-            s = self.settings
             try:
-                call_with_retries(
-                    lambda: self._send(replica, probe, ask, 1.0),
-                    self._openai,
-                    max_retries=s.max_retries,
-                    time_limit_s=s.time_limit_s,
-                )
-            except Refused as exc:
-                if exc.kind != "bad_request":
-                    raise
+                send = partial(self._send, replica, probe, ask, 1.0)
+                self._retrying(replica, send, "a request with a thinking budget", asking=True)
+            except Refused:
                 return False
             return True
 

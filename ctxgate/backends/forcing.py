@@ -72,40 +72,60 @@ class EngineBudget:
 
     def __init__(self, backend: Backend, thinking: ThoughtFormat) -> None:
         assert thinking.budget is not None, "a budget to hold"
-        self.backend, self.thinking = backend, thinking
-        # the engine counts what follows the opening marker, and closes the thought with the
-        # marker alone: the thought is held to the budget as forcing holds it, both markers in it
-        opening = thinking.start if thinking.start and not thinking.opened else ""
-        taken = thinking.marker_tokens + len(backend.tokenizer.encode(opening) if opening else ())
-        self.budget, self.room = thinking.budget, max(1, thinking.budget - taken)
+        self.backend, self.thinking, self.budget = backend, thinking, thinking.budget
+        # the engine counts the tokens after the opening marker, a prompt's that opens the thought
+        # included, and closes the thought with the marker alone: sent the budget less both
+        # markers and the prompt's share, it lets the model write what budget forcing lets it
+        self.start = tuple(backend.tokenizer.encode(thinking.start)) if thinking.start else ()
+        opening = 0 if thinking.opened else len(self.start)
+        self.room = max(1, thinking.budget - thinking.marker_tokens - opening)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.backend, name)
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         sent = replace(params, max_new_tokens=self.budget + params.max_new_tokens)
-        outs = self.backend.generate(requests, replace(sent, thinking_budget=self.room))
-        return [self._held(g, params.max_new_tokens) for g in outs]
+        alike: dict[int, list[int]] = {}  # requests by the prompt's share of the thought
+        for i, r in enumerate(requests):
+            alike.setdefault(self._inside(r.input_ids), []).append(i)
+        out: dict[int, Generation] = {}
+        for inside, which in alike.items():
+            asked = replace(sent, thinking_budget=self.room + inside)
+            gens = self.backend.generate([requests[i] for i in which], asked)
+            out |= {i: self._held(g, params.max_new_tokens) for i, g in zip(which, gens)}
+        return [out[i] for i in range(len(requests))]
+
+    def _inside(self, ids: Sequence[int]) -> int:
+        """The prompt's tokens after its last opening marker, where it opens the thought (R1's
+        ends in "<think>\n"), as the engine finds and counts them."""
+        n = len(self.start)
+        if not self.thinking.opened or not n:
+            return 0
+        for at in range(len(ids) - n, -1, -1):
+            if tuple(ids[at : at + n]) == self.start:
+                return len(ids) - at - n
+        return 0
 
     def _held(self, g: Generation, answer_budget: int) -> Generation:
         fmt, tok = self.thinking, self.backend.tokenizer
-        if g.thought is None:  # the text holds both, split as the suite splits it
+        if g.thought is None:
             _, _, ended, at = fmt.split(g.text)
-            # the engine counts what the model wrote after the opening marker, up to the first
-            # closing one (which it forces at the budget)
-            first = g.text[: g.text.find(str(fmt.end))].lstrip()
-            thought = first.removeprefix(fmt.start) if fmt.start else first
+            # what the engine counted: the model's text after the opening marker, up to the first
+            # closing one, which it forces at the budget (the answer is split at the last)
+            thought = g.text[: g.text.find(str(fmt.end))]
+            if fmt.start and not fmt.opened:
+                thought = thought.partition(fmt.start)[2]
         else:  # a reasoning parser split them
             thought, ended, at = g.thought, "model", 0
-        if ended != "model":
-            return g  # the thought never closed (the model stopped inside it), or none was written
-        ids = tok.encode(g.text[at:])
+        if ended == "never":
+            return g  # the model stopped inside its thought: no answer to hold
+        ids = tok.encode(g.text[at:])  # an output with no thought is all answer
         cut = len(ids) > answer_budget
         return replace(
             g,
             text=g.text[:at] + tok.decode(ids[:answer_budget]) if cut else g.text,
             finish_reason="length" if cut else g.finish_reason,
-            forced=len(tok.encode(thought)) >= self.room,
+            forced=ended == "model" and len(tok.encode(thought)) >= self.room,
         )
 
 

@@ -25,6 +25,14 @@ _RUN_KEYS = {
 }
 
 
+def _as_now(key: str, value: object) -> object:
+    """A baseline's run setting as this version records it: a report from before ``budget_by``
+    was recorded forced its thinking budget, as every engine then did."""
+    if key == "thinking" and isinstance(value, dict) and "budget_by" not in value:
+        return value | {"budget_by": "forcing" if value.get("budget") is not None else None}
+    return value
+
+
 class BaselineError(CtxgateError, ValueError):
     """The baseline cannot be used; the message names what differs and what to do."""
 
@@ -75,7 +83,7 @@ class Baseline:
         differ = [
             f"{words} ({getattr(self.run, key)!r} in the baseline, {getattr(run, key)!r} now)"
             for key, words in _RUN_KEYS.items()
-            if getattr(self.run, key) != getattr(run, key)
+            if _as_now(key, getattr(self.run, key)) != getattr(run, key)
         ]
         if differ:
             named = "; ".join(differ)

@@ -222,6 +222,10 @@ class RayPool:
         self._thread = threading.Thread(target=self._dispatch, name="ctxgate-ray", daemon=True)
         self._thread.start()
 
+    def has_thinking_budget(self) -> bool:
+        """Whether every replica's server closes a thought at a budget itself."""
+        return all(r.info.thinking_budget for r in self.replicas)
+
     def _place(self, spec: ModelSpec, served: Served | None, replicas: int | None) -> None:
         import ray
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from ctxgate.backends.base import Backend
+from ctxgate.backends.base import Backend, BackendDown
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
 from ctxgate.records.refusal import CtxgateError, Unreachable
@@ -95,11 +95,12 @@ def open_model(
             backend.tokenizer,
             spec.model,
         )
-        thinking = budget_holder(spec, backend, thinking)
     except ThinkingError as exc:
         raise ModelError("the thinking options", exc) from exc
-    except Exception as exc:  # noqa: BLE001 - the server's answer to the probe, in one line
-        raise ModelError("asking the server for its thinking budget", exc, False) from exc
+    try:
+        thinking = budget_holder(spec, backend, thinking)
+    except (CtxgateError, BackendDown) as exc:  # the server's, not the checkpoint's
+        raise ModelError("the thinking budget", exc, checkpoint=False) from exc
     try:
         encoder = PieceEncoder(backend.tokenizer)
     except ChatTemplateError as exc:
@@ -150,10 +151,10 @@ def budget_holder(spec: ModelSpec, backend: Backend, thinking: ThoughtFormat) ->
     if not engine and getattr(backend, "chat_api", False):
         raise ThinkingError(
             "--thinking-budget with --endpoint-api chat: the server has no thinking budget of its "
-            "own (vLLM's thinking_token_budget, which it takes when started with "
-            "--reasoning-parser), and budget forcing continues the prompt's ids, which a chat API "
-            "cannot take: start the server with --reasoning-parser, or use --endpoint-api "
-            "completions"
+            "own (vLLM's thinking_token_budget, which it takes with a --reasoning-parser that "
+            "names the thought's markers, or with --reasoning-config's reasoning_start_str and "
+            "reasoning_end_str), and budget forcing continues the prompt's ids, which a chat API "
+            "cannot take: give the server those markers, or use --endpoint-api completions"
         )
     return replace(thinking, budget_by="engine" if engine else "forcing")
 

@@ -34,6 +34,8 @@ class ReplicaInfo:
     concurrency: int = 1
     # what a server says it serves (the report's model_fingerprint)
     fingerprint: dict[str, object] | None = None
+    # its server closes a thought at a budget itself (asked where the run sets one)
+    thinking_budget: bool = False
 
 
 class ReplicaWorker:
@@ -61,6 +63,8 @@ class ReplicaWorker:
             if served is not None and served.launch is not None:
                 served = self._own_server(served)
             self.backend = b = load_backend(spec, served)
+            own = getattr(b, "has_thinking_budget", None)
+            thinks = spec.thinking_budget is not None and own is not None and bool(own())
         except Exception as exc:  # noqa: BLE001 - the replica's one-line cause
             # a server started for a model that then failed to load is of no use to anyone
             self.stop()
@@ -75,6 +79,7 @@ class ReplicaWorker:
             weights_problem=getattr(b, "weights_problem", None),
             concurrency=max(1, int(getattr(b, "concurrency", 1))),
             fingerprint=getattr(b, "fingerprint", None),
+            thinking_budget=thinks,
         )
 
     def _own_server(self, served: Served) -> Served:
