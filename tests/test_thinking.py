@@ -303,6 +303,7 @@ def test_a_case_at_length_l_with_a_thinking_budget_holds_at_most_l_plus_its_posi
     the prompt opened the thought or the model did."""
     tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
     fmt = replace(prepare(Thinking(budget=budget), tok, "m"), budget_by=by, opened=opened)
+    fmt = replace(fmt, prompt_thought=len(tok.encode("\n")) if opened else 0)  # "<think>\n"
     engine = Sprawling(tok, words, thought, answer, opened)
     ids = tuple(range(prompt)) + (tuple(tok.encode("<think>\n")) if opened else ())
     length = len(ids) + answer_budget  # the prompt as built: input plus answer budget fill L

@@ -75,36 +75,22 @@ class EngineBudget:
         self.backend, self.thinking, self.budget = backend, thinking, thinking.budget
         # the engine counts the tokens after the opening marker, a prompt's that opens the thought
         # included, and closes the thought with the marker alone: sent the budget less both
-        # markers and the prompt's share, it lets the model write what budget forcing lets it
-        self.start = tuple(backend.tokenizer.encode(thinking.start)) if thinking.start else ()
-        opening = 0 if thinking.opened else len(self.start)
+        # markers, plus the prompt's share, it lets the model write what budget forcing lets it
+        start = thinking.start if thinking.start and not thinking.opened else ""
+        opening = len(backend.tokenizer.encode(start)) if start else 0
         self.room = max(1, thinking.budget - thinking.marker_tokens - opening)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.backend, name)
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
-        sent = replace(params, max_new_tokens=self.budget + params.max_new_tokens)
-        alike: dict[int, list[int]] = {}  # requests by the prompt's share of the thought
-        for i, r in enumerate(requests):
-            alike.setdefault(self._inside(r.input_ids), []).append(i)
-        out: dict[int, Generation] = {}
-        for inside, which in alike.items():
-            asked = replace(sent, thinking_budget=self.room + inside)
-            gens = self.backend.generate([requests[i] for i in which], asked)
-            out |= {i: self._held(g, params.max_new_tokens) for i, g in zip(which, gens)}
-        return [out[i] for i in range(len(requests))]
-
-    def _inside(self, ids: Sequence[int]) -> int:
-        """The prompt's tokens after its last opening marker, where it opens the thought (R1's
-        ends in "<think>\n"), as the engine finds and counts them."""
-        n = len(self.start)
-        if not self.thinking.opened or not n:
-            return 0
-        for at in range(len(ids) - n, -1, -1):
-            if tuple(ids[at : at + n]) == self.start:
-                return len(ids) - at - n
-        return 0
+        asked = replace(
+            params,
+            max_new_tokens=self.budget + params.max_new_tokens,
+            thinking_budget=self.room + self.thinking.prompt_thought,
+        )
+        outs = self.backend.generate(requests, asked)
+        return [self._held(g, params.max_new_tokens) for g in outs]
 
     def _held(self, g: Generation, answer_budget: int) -> Generation:
         fmt, tok = self.thinking, self.backend.tokenizer

@@ -53,6 +53,9 @@ class ThoughtFormat:
     template_kwargs: tuple[tuple[str, object], ...] = ()  # hashable: it keys prompt memos
     closed: bool = False
     marker_tokens: int = 0  # the closing marker on a line of its own, counted in a budget
+    # the generation prompt's tokens after the opening marker where it opens the thought (R1's
+    # line break): an engine's own budget counts them
+    prompt_thought: int = 0
     # what holds the thought to the budget: "engine" (the server's own thinking budget) or
     # "forcing" (backends/forcing.py); resolved with the backend, None without a budget
     budget_by: str | None = None
@@ -129,10 +132,20 @@ def prepare(thinking: Thinking, tokenizer: Any, model: str) -> ThoughtFormat:
     if end is not None and tok is not None and template:
         tail = tokenizer.render([{"role": "user", "content": "?"}], template).rpartition("?")[2]
     opened = bool(start and tail.rstrip().endswith(start))
+    inside = tail[tail.rfind(str(start)) + len(str(start)) :] if opened else ""
     closed = bool(end and tail.rstrip().endswith(end))
     pairs = tuple(kwargs.items())
     return ThoughtFormat(
-        thinking.mode, thinking.budget, start, end, opened, special, pairs, closed, marker
+        thinking.mode,
+        thinking.budget,
+        start,
+        end,
+        opened,
+        special,
+        pairs,
+        closed,
+        marker,
+        prompt_thought=len(tokenizer.encode(inside)) if inside else 0,
     )
 
 
