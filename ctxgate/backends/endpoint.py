@@ -24,9 +24,14 @@ from ctxgate.backends.base import (
     Request,
     Window,
     Withdrawn,
-    model_window,
 )
-from ctxgate.backends.endpoint_probe import EndpointError, check_tokenizer, describe_server
+from ctxgate.backends.endpoint_probe import (
+    EndpointError,
+    check_tokenizer,
+    describe_server,
+    reads_thinking_budget,
+    server_window,
+)
 from ctxgate.retrying import (
     ChatChoice,
     ChatCompletion,
@@ -364,40 +369,19 @@ class EndpointBackend:
         return read_reply(Completion, sent.content, "the completion")
 
     def has_thinking_budget(self) -> bool:
-        """Whether every server closes a thought at a budget itself (vLLM's
-        ``thinking_token_budget``, which it takes only when started with a reasoning parser). A
-        server that reads the field refuses a negative one; one that ignores it takes anything."""
+        """Whether every server closes a thought at a budget itself (``reads_thinking_budget``)."""
         probe = Request(tuple(self.tokenizer.encode("?")))
 
-        def takes(replica: Replica, budget: int) -> bool:
+        def send(replica: Replica, budget: int) -> None:
             ask = GenerationParams(1, thinking_budget=budget, by_engine=True)
-            try:
-                send = partial(self._send, replica, probe, ask, 1.0)
-                self._retrying(replica, send, "a request with a thinking budget", asking=True)
-            except Refused:
-                return False
-            return True
+            call = partial(self._send, replica, probe, ask, 1.0)
+            self._retrying(replica, call, "a request with a thinking budget", asking=True)
 
-        return all(not takes(r, -2) and takes(r, 1) for r in self.replicas)
+        return all(reads_thinking_budget(partial(send, r)) for r in self.replicas)
 
     def window_of(self, limit: int) -> Window:
-        """Not forceable: vLLM's RoPE table has exactly max_position_embeddings rows, and a position
-        past it reads outside the table (on CPU: garbage at 32K, a segfault at 256K)."""
-        extend = (
-            "--model-override max_position_embeddings=N or --rope-scaling JSON (vLLM then builds "
-            "its RoPE table that long; past it, it reads outside the table), or use --backend hf"
-        )
-        if self.name == "vllm":
-            return Window(model_window(limit).what, f"extend the positions with {extend}", False)
         urls = ", ".join(str(redact_url(r.url)) for r in self.replicas if r.max_model_len == limit)
-        return Window(
-            f"the server's max model length ({limit}, as {urls} lists it at /models)",
-            "restart the server with a longer one (vLLM: --max-model-len at least the length plus "
-            "the task's output tokens, and past the model's positions --hf-overrides with a "
-            "longer max_position_embeddings or rope_scaling, never VLLM_ALLOW_LONG_MAX_MODEL_LEN "
-            "alone)",
-            forceable=False,
-        )
+        return server_window(limit, self.name == "vllm", urls)
 
     def describe(self) -> dict[str, object]:
         return {

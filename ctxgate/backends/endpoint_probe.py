@@ -1,6 +1,7 @@
 """What an OpenAI-compatible server is, asked before any prompt: the model it serves, its max model
-length and version, and whether it tokenizes as the suite does (a probe text's ids, vLLM's
-/tokenize, or its prompt-token count elsewhere)."""
+length and version and the window that gives, whether it tokenizes as the suite does (a probe
+text's ids, vLLM's /tokenize, or its prompt-token count elsewhere), and whether it holds a thought
+to a budget itself."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
+from ctxgate.backends.base import Window, model_window
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.retrying import (
     Completion,
     Malformed,
     ModelList,
+    Refused,
     TokenIds,
     Version,
     read_reply,
@@ -66,6 +69,43 @@ def describe_server(
     chosen = next(m for m in listed if m.id == (wanted or names[0]))
     version = get_json(client, url, "/version", Version, key_env)
     return chosen.id, chosen.max_model_len, version.version if version else None
+
+
+def server_window(limit: int, own: bool, urls: str) -> Window:
+    """The window of a server whose max model length is ``limit`` (``own``: the suite's vLLM;
+    ``urls``: the servers that list it), never forceable: vLLM's RoPE table has exactly
+    max_position_embeddings rows, and a position past it reads outside the table (on CPU: garbage
+    at 32K, a segfault at 256K)."""
+    extend = (
+        "--model-override max_position_embeddings=N or --rope-scaling JSON (vLLM then builds "
+        "its RoPE table that long; past it, it reads outside the table), or use --backend hf"
+    )
+    if own:
+        return Window(model_window(limit).what, f"extend the positions with {extend}", False)
+    return Window(
+        f"the server's max model length ({limit}, as {urls} lists it at /models)",
+        "restart the server with a longer one (vLLM: --max-model-len at least the length plus "
+        "the task's output tokens, and past the model's positions --hf-overrides with a "
+        "longer max_position_embeddings or rope_scaling, never VLLM_ALLOW_LONG_MAX_MODEL_LEN "
+        "alone)",
+        forceable=False,
+    )
+
+
+def reads_thinking_budget(send: Callable[[int], None]) -> bool:
+    """Whether a server closes a thought at a budget itself (vLLM's ``thinking_token_budget``,
+    which it takes only when started with a reasoning parser that names the thought's markers).
+    ``send`` asks it for a token with that budget and raises Refused where it refuses the request:
+    a server that reads the field refuses a negative one; one that ignores it takes anything."""
+
+    def takes(budget: int) -> bool:
+        try:
+            send(budget)
+        except Refused:
+            return False
+        return True
+
+    return not takes(-2) and takes(1)
 
 
 def get_json(

@@ -15,17 +15,22 @@ from ctxgate.backends.base import Backend, Generation, GenerationParams, Request
 from ctxgate.tokens.thinking import ThoughtFormat
 
 
-class BudgetForcing:
-    """``backend`` with each generation split into a thought of at most ``thinking.budget`` tokens
-    and an answer of ``max_new_tokens``; every other member is the backend's."""
+class Holding:
+    """``backend`` holding each thought to ``thinking.budget``; every other member is the
+    backend's."""
 
     def __init__(self, backend: Backend, thinking: ThoughtFormat) -> None:
-        assert thinking.end is not None and thinking.budget is not None, "a budget to force"
+        assert thinking.end is not None and thinking.budget is not None, "a budget to hold"
         self.backend, self.thinking = backend, thinking
         self.end, self.budget = thinking.end, thinking.budget
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.backend, name)
+
+
+class BudgetForcing(Holding):
+    """Each generation split into a thought of at most ``thinking.budget`` tokens and an answer of
+    ``max_new_tokens``."""
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         encode = self.backend.tokenizer.encode
@@ -65,23 +70,19 @@ class BudgetForcing:
         return self.thinking.opened or (start is not None and text.lstrip().startswith(start))
 
 
-class EngineBudget:
+class EngineBudget(Holding):
     """``backend``, a server that closes a thought at a budget itself, asked for the thought and
     the answer in one request of ``thinking.budget`` + ``max_new_tokens``; an answer that ran into
     what the thought left unused is cut back to ``max_new_tokens``, as the references hold it."""
 
     def __init__(self, backend: Backend, thinking: ThoughtFormat) -> None:
-        assert thinking.budget is not None, "a budget to hold"
-        self.backend, self.thinking, self.budget = backend, thinking, thinking.budget
+        super().__init__(backend, thinking)
         # the engine counts the tokens after the opening marker, a prompt's that opens the thought
         # included, and closes the thought with the marker alone: sent the budget less both
         # markers, plus the prompt's share, it lets the model write what budget forcing lets it
         start = thinking.start if thinking.start and not thinking.opened else ""
         opening = len(backend.tokenizer.encode(start)) if start else 0
-        self.room = max(1, thinking.budget - thinking.marker_tokens - opening)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.backend, name)
+        self.room = max(1, self.budget - thinking.marker_tokens - opening)
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         asked = replace(
@@ -98,7 +99,7 @@ class EngineBudget:
             _, _, ended, at = fmt.split(g.text)
             # what the engine counted: the model's text after the opening marker, up to the first
             # closing one, which it forces at the budget (the answer is split at the last)
-            thought = g.text[: g.text.find(str(fmt.end))]
+            thought = g.text[: g.text.find(self.end)]
             if fmt.start and not fmt.opened:
                 thought = thought.partition(fmt.start)[2]
         else:  # a reasoning parser split them
@@ -122,3 +123,9 @@ def forcing(backend: Backend, thinking: ThoughtFormat) -> Backend:
     if thinking.budget_by == "engine":
         return EngineBudget(backend, thinking)
     return BudgetForcing(backend, thinking)
+
+
+def has_own_budget(backend: object) -> bool:
+    """Whether the backend's engine closes a thought at a budget itself (a server is asked)."""
+    own = getattr(backend, "has_thinking_budget", None)
+    return own is not None and bool(own())

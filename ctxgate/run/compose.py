@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from ctxgate.backends.base import Backend, BackendDown
+from ctxgate.backends.forcing import has_own_budget
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
 from ctxgate.records.refusal import CtxgateError, Unreachable
@@ -146,8 +147,7 @@ def budget_holder(spec: ModelSpec, backend: Backend, thinking: ThoughtFormat) ->
     and --budget-forcing is not given, else budget forcing, which a chat API cannot take."""
     if thinking.budget is None or not thinking.thinks or thinking.mode == "off":
         return thinking
-    own = getattr(backend, "has_thinking_budget", None)
-    engine = own is not None and not spec.budget_forcing and bool(own())
+    engine = not spec.budget_forcing and has_own_budget(backend)
     if not engine and getattr(backend, "chat_api", False):
         raise ThinkingError(
             "--thinking-budget with --endpoint-api chat: the server has no thinking budget of its "

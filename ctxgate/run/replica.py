@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import Generation, GenerationParams, Request, Window, window_of
+from ctxgate.backends.forcing import has_own_budget
 from ctxgate.backends.vllm_server import VLLMServer
 from ctxgate.run.loading import ModelSpec, Served, load_backend
 
@@ -63,8 +64,7 @@ class ReplicaWorker:
             if served is not None and served.launch is not None:
                 served = self._own_server(served)
             self.backend = b = load_backend(spec, served)
-            own = getattr(b, "has_thinking_budget", None)
-            thinks = spec.thinking_budget is not None and own is not None and bool(own())
+            thinks = spec.thinking_budget is not None and has_own_budget(b)
         except Exception as exc:  # noqa: BLE001 - the replica's one-line cause
             # a server started for a model that then failed to load is of no use to anyone
             self.stop()
