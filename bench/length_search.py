@@ -1,15 +1,15 @@
 """The effective length by search against the full grid, on the published RULER curves.
 
 For every model of the project's published table with a RULER average per length
-(ctxgate/data/published.toml: RULER's Tables 3 and 12), each run draws the full grid: 500 samples a
-task at each length, each sample a Bernoulli draw at the model's published score there, per task
-where the paper's Tables 13-16 give one (the 8 NIAH tasks, vt, cwe and fwe, qa_1 and qa_2), else at
-its average. The full grid's effective length is the paper's rule on those means: the longest
-length whose average is above the table's bar with every shorter one. The search (``search`` here,
-the rule of ctxgate/run/rounds.py) runs the lengths shortest first on the same draws, each length in
-rounds of one sample a task until its sequential test is certain (or the 500 run out, judged then
-as the grid is), and stops at the first failing length. Prompt tokens weigh each sample by its
-length, as a GPU's prefill does.
+(ctxgate/ext/published/published.toml: RULER's Tables 3 and 12), each run draws the full grid: 500
+samples a task at each length, each sample a Bernoulli draw at the model's published score there,
+per task where the paper's Tables 13-16 give one (the 8 NIAH tasks, vt, cwe and fwe, qa_1 and qa_2),
+else at its average. The full grid's effective length is the paper's rule on those means: the
+longest length whose average is above the table's bar with every shorter one. The search (``search``
+here, the rule of ctxgate/run/rounds.py) runs the lengths shortest first on the same draws, each
+length in rounds of one sample a task until its sequential test is certain (or the 500 run out,
+judged then as the grid is), and stops at the first failing length. Prompt tokens weigh each sample
+by its length, as a GPU's prefill does.
 
     python bench/length_search.py [--runs 200] [--alpha 0.05] [--min-samples 10] [--seed 0]
 
@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ctxgate.data.published import Published, all_published  # noqa: E402
+from ctxgate.ext.published.scores import Published, all_published  # noqa: E402
 from ctxgate.lengths import format_length  # noqa: E402
 from ctxgate.records.schema import LengthVerdict  # noqa: E402
 from ctxgate.stats.sequential import StopRule, judge_length  # noqa: E402

@@ -11,6 +11,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 
+from ctxgate.hooks import flat, hook
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.registry import all_tasks
 from ctxgate.workflows import (
@@ -20,9 +21,7 @@ from ctxgate.workflows import (
     html,
     init,
     metrics_export,
-    published,
     rejudge,
-    reproduce,
     rescore,
     trend,
     watch,
@@ -66,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
         "--predictions", action="store_true", help="that of a .predictions.jsonl line instead"
     )
     schema.set_defaults(fn=_schema)
-    for verb in (rejudge, init, published, reproduce):
+    for verb in (rejudge, init, *flat(hook().ctxgate_verbs())):
         verb.add_parser(sub)
     return p
 

@@ -14,6 +14,7 @@ import pytest
 
 from ctxgate.gate.plan import Plan, make_plan
 from ctxgate.gate.thresholds import INI_OPTION, PytestConfig
+from ctxgate.hooks import flat, hook
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import RunError
 from ctxgate.run.options import (
@@ -27,6 +28,7 @@ from ctxgate.run.options import (
     JUDGE,
     MODEL,
     REPORT,
+    extra_groups,
 )
 
 _HERE = Path(__file__).resolve().parent
@@ -73,6 +75,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     ):
         group = parser.getgroup(name, description)
         for option in options:
+            option.add_to(group)
+    for extra in extra_groups():
+        group = parser.getgroup(extra.name, extra.description)
+        for option in extra.options:
             option.add_to(group)
     parser.addini(
         INI_OPTION,
@@ -128,20 +134,22 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if plan is None or not plan.model.model:
         return None
     t = plan.thresholds
-    lines = []
+    lines: list[str] = []
     if plan.model.overrides:
         lines.append(
             f"ctxgate model config overrides: {json.dumps(plan.model.overrides.describe())}"
         )
     if not plan.thresholds_path:
-        return lines + [
+        lines.append(
             f"ctxgate thresholds: {plan.thresholds_found}; no floors, so the floors gate checks "
             "nothing (pass --thresholds PATH)"
-        ]
-    gated = t.default_floor > 0 or any(rule.value > 0 for rule in t.floors)
-    ungated = "; no floor is above 0, so the floors gate checks nothing (add [[floor]] rules)"
-    return lines + [
-        f"ctxgate thresholds: {plan.thresholds_path} ({plan.thresholds_found}; {len(t.floors)} "
-        f"floor rule(s), default floor {t.default_floor:g}, rule {t.rule!r})"
-        + ("" if gated else ungated)
-    ]
+        )
+    else:
+        gated = t.default_floor > 0 or any(rule.value > 0 for rule in t.floors)
+        ungated = "; no floor is above 0, so the floors gate checks nothing (add [[floor]] rules)"
+        lines.append(
+            f"ctxgate thresholds: {plan.thresholds_path} ({plan.thresholds_found}; "
+            f"{len(t.floors)} floor rule(s), default floor {t.default_floor:g}, rule {t.rule!r})"
+            + ("" if gated else ungated)
+        )
+    return lines + list(flat(hook().ctxgate_report_header(plan=plan)))

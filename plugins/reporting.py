@@ -21,6 +21,7 @@ import pytest
 from ctxgate.gate.baseline import Baseline
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
+from ctxgate.hooks import hook
 from ctxgate.records.io import (
     atomic_write_all,
     created_at,
@@ -46,7 +47,6 @@ from ctxgate.report.tables import markdown, terminal
 from .cases import CASE_STATE_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
-from .reference import published_section
 from .search import SEARCH_KEY
 from .signals import RECEIVED_KEY
 
@@ -329,7 +329,9 @@ def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
     search = searching.summary() if searching is not None else None
     verdict = judge_session(cases, thresholds, complete, baseline=baseline, search=search)
     report = build_report(cases, run, verdict, complete, collector.run_error, baseline, search)
-    collector.report = replace(report, reference=published_section(config, report))
+    for fields in hook().ctxgate_report_fields(report=report, plan=plan):
+        report = replace(report, **fields)
+    collector.report = report
     return collector.report
 
 

@@ -1,6 +1,7 @@
-"""Writes ctxgate/data/published.toml, the papers' published scores, from the papers' text (RULER:
-Table 3 and the appendix tables 12-16; HELMET: the numbers printed in Figure 6's cells and Table 5).
-The lines it reads are kept in fixtures/papers, written from the whole papers by --excerpt.
+"""Writes ctxgate/ext/published/published.toml, the papers' published scores, from the papers' text
+(RULER: Table 3 and the appendix tables 12-16; HELMET: the numbers printed in Figure 6's cells and
+Table 5). The lines it reads are kept in fixtures/papers, written from the whole papers by
+--excerpt.
 
     python scripts/published_scores.py [--papers fixtures/papers] [--check]
     python scripts/published_scores.py --papers ../shared/papers --excerpt
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGET = ROOT / "ctxgate" / "data" / "published.toml"
+TARGET = ROOT / "ctxgate" / "ext" / "published" / "published.toml"
 EXCERPTS = (
     ROOT / "fixtures" / "papers"
 )  # the papers' tables this script reads (--excerpt writes them)
@@ -190,7 +191,7 @@ def toml_row(
 
 HEADER = """\
 # The papers' published scores, per model, measure and length. Written by
-# scripts/published_scores.py from the papers' text; read by ctxgate.data.published (--reference).
+# scripts/published_scores.py from the papers' text; read by ctxgate.ext.published (--reference).
 # Scores in percent; lengths as the papers print them.
 # A source states the setting behind its numbers: the paper, the table, what the number averages,
 # the samples per task, the chat policy, the unit lengths are counted in, and the run-to-run

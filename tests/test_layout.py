@@ -37,6 +37,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("report", ("ctxgate.report", "ctxgate.trackers")),
     ("workflows", ("ctxgate.workflows", "ctxgate.integrations")),
     ("command line", ("ctxgate.cli", "ctxgate.__main__")),
+    # the extras: reached only through the hooks (ctxgate/hookspec.py), imported by no floor below
+    ("extras", ("ctxgate.ext",)),
 )
 TOP_LEVEL = {
     "__init__.py",
@@ -48,6 +50,8 @@ TOP_LEVEL = {
     "retrying.py",
     "memo.py",
     "steps.py",
+    "hookspec.py",
+    "hooks.py",
 }
 
 
@@ -100,6 +104,27 @@ def test_no_module_imports_from_a_higher_floor():
                     f"({FLOORS[floor_of(target)][0]})"
                 )
     assert not wrong, "a lower floor imports a higher one:\n" + "\n".join(wrong)
+
+
+def test_nothing_outside_the_extras_imports_them_and_no_extra_imports_another():
+    """An extra reaches the spine only through the hooks; the spine never names one, the pytest
+    plugins included, and extras stand beside each other."""
+    spine = [*(ROOT / "ctxgate").rglob("*.py"), *PLUGINS.glob("*.py")]
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {target}"
+        for path in spine
+        if "ext" not in path.relative_to(ROOT).parts[1:2]
+        for line, target in imports(path)
+        if target.startswith("ctxgate.ext")
+    ]
+    for path in (ROOT / "ctxgate" / "ext").glob("*/**/*.py"):  # the package's face lists them
+        mine = module_name(path).split(".")[:3]
+        wrong += [
+            f"{path.relative_to(ROOT)}:{line} imports {target}, another extra"
+            for line, target in imports(path)
+            if target.startswith("ctxgate.ext.") and target.split(".")[:3] != mine
+        ]
+    assert not wrong, "\n".join(wrong)
 
 
 def test_the_floor_check_sees_lazy_and_relative_imports(tmp_path):
@@ -395,6 +420,8 @@ def test_the_model_fixtures_path_goes_down_the_floors():
             return
         visited.add(callee)
         back = frame.f_back
+        if back is not None and "pluggy" in Path(back.f_code.co_filename).parts:
+            return  # a hook: the spine asks, whoever implements it answers
         while back is not None and module(back) in (None, "ctxgate.memo"):
             if back.f_code.co_filename.startswith("<frozen importlib"):
                 return  # the import system asks a finder: no module of ours made that call

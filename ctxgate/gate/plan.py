@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from ctxgate.backends.overrides import parse as parse_overrides
 from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.gate.thresholds import PytestConfig, Thresholds, find_thresholds, load_or_default
+from ctxgate.hooks import hook
 from ctxgate.judge.client import JudgeError, JudgeSettings
 from ctxgate.judge.entail import check_nli_model
 from ctxgate.run import options as opt
@@ -60,6 +61,8 @@ class Plan:
     force_lengths: bool = False
     startup_error: str | None = None
     search: bool = False  # --search-effective-length
+    # each extra's frozen section, by the extra's name (``hookspec.ctxgate_plan_section``)
+    extras: Mapping[str, Any] = field(default_factory=dict)
 
 
 def make_plan(
@@ -97,7 +100,7 @@ def make_plan(
     )
     if model and startup_error is None:
         _check_served(spec, engine)
-    return Plan(
+    plan = Plan(
         spec,
         values["lengths"],
         values["samples"],
@@ -112,6 +115,8 @@ def make_plan(
         startup_error,
         values[opt.SEARCH.dest],
     )
+    sections = hook().ctxgate_plan_section(get=get, plan=plan)
+    return replace(plan, extras=dict(s for s in sections if s is not None))
 
 
 def _located(

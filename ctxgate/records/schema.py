@@ -681,7 +681,7 @@ class PublishedRow:
     label: str
     """The measure's name in words."""
     source: str
-    """The published table's key in ``ctxgate/data/published.toml``."""
+    """The published table's key in ``ctxgate/ext/published/published.toml``."""
     paper: str
     """The paper."""
     table: str

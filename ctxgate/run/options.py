@@ -15,6 +15,7 @@ from typing import Any
 from ctxgate.backends.base import DTYPES
 from ctxgate.backends.endpoint import ENDPOINT_APIS, OPENAI_CONCURRENCY
 from ctxgate.backends.vllm_server import ENGINE_BATCH
+from ctxgate.hooks import flat, hook
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.retrying import origin
@@ -90,6 +91,22 @@ class Option:
 
 # an option's value as pytest or argparse read it, by its dest (None: not given)
 Get = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class OptionGroup:
+    """Options shown together: ``name`` is pytest's group. ``evaluates``: the verbs that evaluate
+    a checkpoint outside pytest (``ctxgate bisect``) take them too."""
+
+    name: str
+    description: str
+    options: tuple[Option, ...]
+    evaluates: bool = False
+
+
+def extra_groups() -> list[OptionGroup]:
+    """The extras' rows of the table (``hookspec.ctxgate_option_groups``), in their order."""
+    return list(flat(hook().ctxgate_option_groups()))
 
 
 def read(options: Sequence[Option], get: Get) -> dict[str, Any]:
@@ -330,15 +347,6 @@ PROGRESS = Option(
     default="auto",
     choices=("auto", "off"),
 )
-REFERENCE = Option(
-    "--reference",
-    "compare with the papers' published numbers for MODEL (an id such as "
-    "meta-llama/Llama-3.1-8B-Instruct or a paper's row label; `ctxgate published` lists them); "
-    "auto (default): when --model is one of them",
-    default="auto",
-    metavar="MODEL|auto|off",
-)
-
 # --- --sequential
 SEQUENTIAL = Option(
     "--sequential",

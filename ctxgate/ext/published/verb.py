@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ctxgate.data.published import all_published, resolve, rows_for
-from ctxgate.gate.published import compare, measure_label
+from ctxgate.ext.published.compare import compare, measure_label
+from ctxgate.ext.published.lines import published_lines
+from ctxgate.ext.published.scores import all_published, resolve, rows_for
 from ctxgate.lengths import format_length
 from ctxgate.records.io import read_report
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import Reference
-from ctxgate.report.tables import published_lines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -1,6 +1,6 @@
 """``ctxgate reproduce MODEL``: the commands that run a model of the papers' tables in the papers'
-own setting (``ctxgate/data/published.toml``), each with ``--reference MODEL``, runnable as printed:
-open models on vLLM, API models through their OpenAI-compatible chat endpoints."""
+own setting (``published.toml``), each with ``--reference MODEL``, runnable as printed: open
+models on vLLM, API models through their OpenAI-compatible chat endpoints."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from ctxgate.data.published import Published, resolve, rows_for
+from ctxgate.ext.published.scores import Published, resolve, rows_for
 from ctxgate.lengths import format_length
 from ctxgate.records.refusal import CtxgateError
 

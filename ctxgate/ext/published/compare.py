@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ctxgate.data.published import Published
+from ctxgate.ext.published.scores import Published
 from ctxgate.records.schema import GroupScore, PublishedLength, PublishedRow, Report
 from ctxgate.stats.intervals import z_value
 from ctxgate.tasks.helmet_compat import COMPAT_TASKS

@@ -1,6 +1,6 @@
-"""The papers' published numbers (ctxgate/data/published.toml) and a run against them: a stored
-report whose per-length averages are a published row is within the band, one 10 points lower is
-outside, and a run whose setting is not the paper's (fewer samples, another chat policy, tasks
+"""The papers' published numbers (ctxgate/ext/published/published.toml) and a run against them: a
+stored report whose per-length averages are a published row is within the band, one 10 points lower
+is outside, and a run whose setting is not the paper's (fewer samples, another chat policy, tasks
 missing) gets no verdict but the reasons. The plugin matches a checkpoint by its config.json's
 ``_name_or_path`` and says so in the header."""
 
@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxgate.data.published import (
+from ctxgate.ext.published.compare import compare as compare_typed
+from ctxgate.ext.published.scores import (
     Published,
     UnknownModel,
     all_published,
@@ -28,7 +29,6 @@ from ctxgate.data.published import (
     resolve,
     rows_for,
 )
-from ctxgate.gate.published import compare as compare_typed
 from ctxgate.lengths import parse_length
 from ctxgate.records.io import read_report
 from ctxgate.records.schema import Report, adapter_for, to_json

@@ -54,7 +54,7 @@ class AmbiguousModel(UnknownModel):
 
 @lru_cache(maxsize=1)
 def all_published() -> tuple[Published, ...]:
-    toml = resources.files("ctxgate.data").joinpath("published.toml").read_text("utf-8")
+    toml = resources.files(__package__).joinpath("published.toml").read_text("utf-8")
     data = tomllib.loads(toml)
     sources = {k: Source(key=k, **v) for k, v in data["source"].items()}
     found = []

@@ -1,0 +1,6 @@
+"""The extras: each a package beside the spine that reaches it only through the hooks of
+``ctxgate/hookspec.py``. ``PLUGINS`` lists their hook modules; each hook answers in this order."""
+
+from ctxgate.ext.published import plugin as published
+
+PLUGINS = (published,)

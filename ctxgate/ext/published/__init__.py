@@ -1,0 +1,2 @@
+"""The papers' published numbers: ``--reference``, ``ctxgate published`` and ``ctxgate
+reproduce``."""

@@ -1,0 +1,133 @@
+"""``--reference MODEL``: the run against a paper's published numbers for that model (RULER's Table
+3 and its appendix, HELMET's Figure 6), or with ``auto`` the model matched by name; the
+``published`` and ``reproduce`` verbs."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ctxgate.hookspec import hookimpl
+from ctxgate.records.schema import Reference
+from ctxgate.run.options import Get, Option, OptionGroup
+
+from . import lines
+from .scores import lookup, resolve, rows_for
+
+if TYPE_CHECKING:
+    from ctxgate.gate.plan import Plan
+    from ctxgate.records.schema import Report
+
+NAME = "published"
+REFERENCE = Option(
+    "--reference",
+    "compare with the papers' published numbers for MODEL (an id such as "
+    "meta-llama/Llama-3.1-8B-Instruct or a paper's row label; `ctxgate published` lists them); "
+    "auto (default): when --model is one of them",
+    default="auto",
+    metavar="MODEL|auto|off",
+)
+
+
+@dataclass(frozen=True)
+class ReferenceSettings:
+    model: str | None  # the papers' id, or None: no comparison
+    how: str  # how it was chosen, for the header and the report
+
+
+_HUB_CACHE = re.compile(r"models--([^/]+?)--([^/]+)")
+
+
+def candidates(model: str | None) -> list[tuple[str, str]]:
+    """Names a checkpoint goes by, with where each was read."""
+    if not model:
+        return []
+    found = [(model, "--model")]
+    if hub := _HUB_CACHE.search(model):
+        found.append((f"{hub.group(1)}/{hub.group(2)}", "the hub cache folder's name"))
+    config = Path(model) / "config.json"
+    try:
+        named = json.loads(config.read_text("utf-8")).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        named = None
+    if isinstance(named, str) and named:
+        found.append((named, f"{config}'s _name_or_path"))
+    return found
+
+
+def _settings(wanted: str, model: str | None) -> ReferenceSettings:
+    if wanted.lower() == "off" or model is None:
+        return ReferenceSettings(None, "off")
+    if wanted.lower() != "auto":
+        return ReferenceSettings(
+            resolve(wanted, "--reference ", ", or pass --reference off"), "--reference"
+        )
+    for name, where in candidates(model):  # a name several models go by: the user says which
+        found = lookup(
+            name, f"--reference auto: {where} ", " with --reference, or pass --reference off"
+        )
+        if found is not None:
+            return ReferenceSettings(found, f"matched by name: {where}")
+    return ReferenceSettings(None, "no published model matched")
+
+
+def _section(plan: Plan) -> ReferenceSettings | None:
+    ref = plan.extras.get(NAME)
+    return ref if isinstance(ref, ReferenceSettings) and ref.model is not None else None
+
+
+@hookimpl
+def ctxgate_option_groups() -> list[OptionGroup]:
+    return [OptionGroup("ctxgate-reference", "ctxgate published scores", (REFERENCE,))]
+
+
+@hookimpl
+def ctxgate_verbs() -> list[ModuleType]:
+    from . import reproduce, verb
+
+    return [verb, reproduce]
+
+
+@hookimpl
+def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, ReferenceSettings] | None:
+    wanted = get(REFERENCE.dest)
+    if wanted is None and not plan.model.model:
+        return None  # a verb without the option, or the project's own tests
+    return NAME, _settings(str(REFERENCE.read(wanted)).strip(), plan.model.model or None)
+
+
+@hookimpl
+def ctxgate_report_header(plan: Plan) -> list[str]:
+    ref = _section(plan)
+    if ref is None:
+        return []
+    return [
+        f"ctxgate reference: the papers' published numbers for {ref.model} ({ref.how}; "
+        "--reference off: none)"
+    ]
+
+
+@hookimpl
+def ctxgate_report_fields(report: Report, plan: Plan) -> dict[str, Any]:
+    """The report's ``reference`` section."""
+    from .compare import compare
+
+    ref = _section(plan)
+    if ref is None or ref.model is None:
+        return {}
+    return {"reference": Reference(ref.model, ref.how, tuple(compare(report, rows_for(ref.model))))}
+
+
+@hookimpl
+def ctxgate_terminal_lines(report: Report) -> list[str]:
+    section = report.reference
+    return lines.published_lines(section) if section and section.rows else []
+
+
+@hookimpl
+def ctxgate_markdown_lines(report: Report) -> list[str]:
+    return lines.markdown_lines(report)

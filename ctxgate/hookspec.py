@@ -1,0 +1,61 @@
+"""The spine's hook points: the one place where an extra (``ctxgate/ext/``, or any package's
+``ctxgate`` entry point) reaches the run. Each hook's one line says what the spine asks for and
+when; ``hooks.py`` registers the extras and calls them. The types named in the docstrings live on
+higher floors, so the annotations here stay ``Any``: this module imports nothing of ctxgate.
+
+The order of a run: options (``ctxgate_option_groups``), plan (``ctxgate_plan_section``), model
+(``ctxgate_checkpoint_kinds``, ``ctxgate_open_backend``, ``ctxgate_wrap_backend``), cases
+(``ctxgate_task_modules``), report (``ctxgate_report_fields``, then each form's lines). An extra's
+results are listed in the order ``ctxgate/ext/__init__.py`` states."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+PROJECT = "ctxgate"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)  # what an extra marks its hooks with
+
+
+@hookspec
+def ctxgate_option_groups() -> Any:
+    """The extra's rows of the option table: ``run.options.OptionGroup``s, each a pytest group
+    and the options the plan reads in ``ctxgate_plan_section``."""
+
+
+@hookspec
+def ctxgate_verbs() -> Any:
+    """The extra's ``ctxgate`` verbs: modules with ``add_parser(sub)``, listed after the spine's."""
+
+
+@hookspec
+def ctxgate_pytest_plugins() -> Any:
+    """Module names of the extra's pytest plugins, registered beside ``ctxgate_plugins``."""
+
+
+@hookspec
+def ctxgate_plan_section(get: Any, plan: Any) -> Any:
+    """``(name, section)``: the extra's frozen part of the run's plan, read once from its options
+    (``get(dest)``) and checked against the spine's ``plan``; None: the extra has nothing to add."""
+
+
+@hookspec
+def ctxgate_report_header(plan: Any) -> Any:
+    """Lines for pytest's header: what the extra will do in this run."""
+
+
+@hookspec
+def ctxgate_report_fields(report: Any, plan: Any) -> Any:
+    """Fields of the finished ``Report`` the extra fills (a mapping of field to value)."""
+
+
+@hookspec
+def ctxgate_terminal_lines(report: Any) -> Any:
+    """Lines after the terminal's tables and notes."""
+
+
+@hookspec
+def ctxgate_markdown_lines(report: Any) -> Any:
+    """Lines after the Markdown report's tables and notes."""
