@@ -149,7 +149,7 @@ def main() -> None:
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from ctxgate.report.page import PageInput, render
+    from ctxgate.ext.html.page import PageInput, render
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:

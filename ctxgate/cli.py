@@ -18,7 +18,6 @@ from ctxgate.workflows import (
     bisect,
     data,
     diff,
-    html,
     init,
     metrics_export,
     rejudge,
@@ -56,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctxgate", description=DESCRIPTION)
     sub = p.add_subparsers(dest="command", required=True)
     # help lists the verbs in this order
-    for verb in (rescore, diff, html, bisect, trend, metrics_export, watch):
+    for verb in (rescore, diff, bisect, trend, metrics_export, watch):
         verb.add_parser(sub)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     data.add_parser(sub)

@@ -52,6 +52,19 @@ def ctxgate_report_fields(report: Any, plan: Any) -> Any:
 
 
 @hookspec
+def ctxgate_report_files(report: Any, predictions: Any, path: Any, baseline: Any) -> Any:
+    """``records.io.Beside``s: files the extra writes beside the report at ``path`` (with its
+    ``predictions`` rows; ``baseline``: the ``--baseline`` run, or None), in the same atomic
+    write."""
+
+
+@hookspec
+def ctxgate_report_done(report: Any, path: Any, plan: Any) -> Any:
+    """Notes, once the run's report is made and written (``path``: the report file, or None
+    without ``--report``): what the extra did with it (a tracker logged it). On the controller."""
+
+
+@hookspec
 def ctxgate_terminal_lines(report: Any) -> Any:
     """Lines after the terminal's tables and notes."""
 

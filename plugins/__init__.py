@@ -15,7 +15,7 @@ NAME = "ctxgate_plugins"
 # The options plugin's pytest_configure runs first: it is tryfirst and registered after the tryfirst
 # plugins that build on its plan (pluggy calls the last registered first), which import it before.
 MODULES = tuple(
-    "engine options workers signals progress model cases search reporting junit trackers".split()
+    "engine options workers signals progress model cases search reporting junit".split()
 )
 pytest_plugins = [f"{NAME}.{name}" for name in MODULES]
 

@@ -21,19 +21,16 @@ import pytest
 from ctxgate.gate.baseline import Baseline
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.hooks import hook
+from ctxgate.hooks import flat, hook
 from ctxgate.records.io import (
+    Beside,
     atomic_write_all,
     created_at,
-    predictions_path,
-    read_predictions,
-    read_report,
     report_text,
 )
 from ctxgate.records.schema import (
     BaselineRun,
     CaseRecord,
-    Prediction,
     Report,
     RunError,
     RunInfo,
@@ -65,6 +62,7 @@ class Collector:
         self.notes: list[str] = []  # said once at the end: a kept partial file, a replaced report
         self.partial_error: str | None = None  # the partial file cannot be written: stop trying
         self.write_error: str | None = None  # the report could not be written
+        self.besides: list[Beside] = []  # the extras' files beside the report
         self._lock: filelock.BaseFileLock | None = None
         if self.report_path:
             self.partial = self.report_path.with_suffix(".partial.jsonl")
@@ -255,40 +253,24 @@ def _write(collector: Collector, report: Report, baseline: Baseline | None) -> N
         for row in prediction_rows(case, collector.samples.get((case.task, case.length), ()))
     ]
     report = replace(report, predictions=predictions.name)
-    page, html = _html(collector, report, rows, baseline), path.with_suffix(".html")
+    answers = hook().ctxgate_report_files(
+        report=report, predictions=rows, path=path, baseline=baseline
+    )
+    collector.besides = list(flat(answers))
+    collector.notes += [b.note for b in collector.besides if b.note]
     files = {
         predictions: "".join(json.dumps(to_json(row)) + "\n" for row in rows),
-        path.with_suffix(".md"): markdown(report, html_name=html.name if page else None),
+        path.with_suffix(".md"): markdown(report, _pointers(collector.besides)),
         path: report_text(report),
     }
-    if page is not None:
-        files[html] = page
+    files |= {b.path: b.text for b in collector.besides if b.text is not None}
     atomic_write_all(files)
     collector.partial.unlink(missing_ok=True)
 
 
-def _html(
-    collector: Collector, report: Report, rows: list[Prediction], baseline: Baseline | None
-) -> str | None:
-    """The HTML report, or None with a note: a page that cannot be drawn never costs the JSON."""
-    assert collector.report_path is not None
-    from ctxgate.report.page import PageInput, render
-
-    baseline_rows: list[Prediction] = []
-    try:
-        if baseline is not None:
-            base = Path(baseline.path)
-            baseline_rows = read_predictions(predictions_path(base, read_report(base)))
-        where = baseline.path if baseline else None
-        name = collector.report_path.name
-        return render(PageInput(report, rows, baseline_rows, where, report_name=name))
-    except Exception as exc:  # noqa: BLE001 - whatever went wrong, the JSON report is written
-        collector.notes.append(
-            f"the HTML report was not written ({type(exc).__name__}: {exc}); ctxgate html "
-            f"{collector.report_path} -o {collector.report_path.with_suffix('.html')} draws it "
-            "from the JSON"
-        )
-        return None
+def _pointers(besides: list[Beside]) -> list[str]:
+    """The Markdown report's lines to the files written beside it."""
+    return [b.pointer for b in besides if b.pointer and b.text is not None]
 
 
 def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
@@ -351,17 +333,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             )
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if summary := os.environ.get("GITHUB_STEP_SUMMARY"):
-        page = collector.report_path.with_suffix(".html") if collector.report_path else None
-        html_name = (
-            page.name if page is not None and not collector.write_error and page.is_file() else None
-        )
+        written = [b for b in collector.besides if not collector.write_error and b.path.is_file()]
         try:
             with open(summary, "a", encoding="utf-8") as f:
-                f.write(markdown(report, html_name=html_name))
+                f.write(markdown(report, _pointers(written)))
         except OSError as exc:
             collector.notes.append(
                 f"GITHUB_STEP_SUMMARY {summary} could not be appended to ({exc.strerror or exc})"
             )
+    done = hook().ctxgate_report_done(report=report, path=collector.report_path, plan=plan)
+    collector.notes += flat(done)
     failed = any(g.verdict == "fail" for g in report.gates)
     if failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -379,4 +360,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if collector.write_error:
         write(f"ERROR: {collector.write_error}", red=True)
     elif collector.report_path:
-        write(f"report: {collector.report_path} (+ .predictions.jsonl, .md, .html)")
+        beside = "".join(f", {b.path.suffix}" for b in collector.besides)
+        write(f"report: {collector.report_path} (+ .predictions.jsonl, .md{beside})")

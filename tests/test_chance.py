@@ -9,11 +9,11 @@ from dataclasses import replace
 
 import pytest
 
+from ctxgate.ext.html.page import PageInput, render
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, parse_thresholds
 from ctxgate.records.schema import CaseRecord, RunInfo
 from ctxgate.report.build import build_report
-from ctxgate.report.page import PageInput, render
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.sources.errors import DataNotGiven
 from ctxgate.tasks.build import build_sample

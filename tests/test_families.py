@@ -229,8 +229,8 @@ def test_a_bad_relative_setting_names_its_key_and_the_fix(text, key, fix):
 
 
 def test_the_report_shows_the_absolute_and_the_relative_effective_length_side_by_side():
+    from ctxgate.ext.html.page import PageInput, render
     from ctxgate.records.schema import RunInfo
-    from ctxgate.report.page import PageInput, render
 
     ruler = membership().ruler
     nolima = membership().families["nolima"][0]

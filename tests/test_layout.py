@@ -34,8 +34,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engines and judges", ("ctxgate.backends", "ctxgate.judge")),
     ("running a case", ("ctxgate.run",)),
     ("gate", ("ctxgate.gate",)),
-    ("report", ("ctxgate.report", "ctxgate.trackers")),
-    ("workflows", ("ctxgate.workflows", "ctxgate.integrations")),
+    ("report", ("ctxgate.report",)),
+    ("workflows", ("ctxgate.workflows",)),
     ("command line", ("ctxgate.cli", "ctxgate.__main__")),
     # the extras: reached only through the hooks (ctxgate/hookspec.py), imported by no floor below
     ("extras", ("ctxgate.ext",)),

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import reprlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,18 @@ if TYPE_CHECKING:
 
 class ReportFileError(CtxgateError, ValueError):
     """A report or its predictions cannot be read; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Beside:
+    """A file an extra writes beside the report (``hookspec.ctxgate_report_files``): its ``text``,
+    or None with the ``note`` that says why it was not written (the report never waits on it);
+    ``pointer``: the Markdown report's line that points to it."""
+
+    path: Path
+    text: str | None
+    note: str | None = None
+    pointer: str | None = None
 
 
 def atomic_write(path: Path, text: str) -> None:

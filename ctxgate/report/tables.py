@@ -288,16 +288,12 @@ def gate_line(gate: Gate) -> str:
     return f"Gate {gate.name}: {gate.verdict.upper()} - {gate.message}"
 
 
-def markdown(report: Report, html_name: str | None = None) -> str:
-    """``html_name``: the HTML report beside it (in CI: the report folder's artifact)."""
+def markdown(report: Report, pointers: Iterable[str] = ()) -> str:
+    """``pointers``: a line for each file beside it (``records.io.Beside``)."""
     header, body, notes = rows(report)
     lines = [f"### ctxgate: {report.run.model}", ""]
-    if html_name:
-        lines += [
-            f"Heatmaps, needle depths and every sample: `{html_name}`, beside this report "
-            "(in CI: the report folder's artifact).",
-            "",
-        ]
+    for pointer in pointers:
+        lines += [pointer, ""]
     lines += [md_row(header), "|" + "---|" * len(header), *map(md_row, body), ""]
     if thought := thinking_rows(report):
         lines += [md_row(thought[0]), "|" + "---|" * len(thought[0]), *map(md_row, thought[1])]

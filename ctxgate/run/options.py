@@ -114,7 +114,7 @@ def read(options: Sequence[Option], get: Get) -> dict[str, Any]:
     return {o.dest: o.read(get(o.dest)) for o in options}
 
 
-def _whole(minimum: int) -> Callable[[str], int]:
+def whole(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -137,8 +137,8 @@ def _number(text: str, zero: bool) -> float:
     return value
 
 
-_positive = partial(_number, zero=False)
-_not_negative = partial(_number, zero=True)
+positive = partial(_number, zero=False)
+not_negative = partial(_number, zero=True)
 
 
 def _http_url(text: str) -> str:
@@ -168,7 +168,7 @@ def _lengths(text: str) -> tuple[int, ...]:
 
 def _samples(text: str) -> int:
     try:
-        value = _whole(1)(text)
+        value = whole(1)(text)
     except ValueError:
         value = 0
     if not 1 <= value <= MAX_SAMPLES:
@@ -179,7 +179,7 @@ def _samples(text: str) -> int:
 
 
 def _alpha(text: str) -> float:
-    value = _positive(text)
+    value = positive(text)
     if value >= 0.5:
         raise ValueError("must be between 0 and 0.5")
     return value
@@ -189,7 +189,7 @@ def _batch_size(text: str) -> int | None:
     if text.strip().lower() == "auto":
         return None
     try:
-        return _whole(1)(text)
+        return whole(1)(text)
     except ValueError:
         raise ValueError("is neither auto nor a whole number above 0") from None
 
@@ -229,7 +229,7 @@ SAMPLES = Option(
     parse=_samples,
     example="100",
 )
-SEED = Option("--seed", "data seed (default %(default)s)", default=42, parse=_whole(0))
+SEED = Option("--seed", "data seed (default %(default)s)", default=42, parse=whole(0))
 CHAT_TEMPLATE = Option(
     "--chat-template",
     "task (default): HELMET's policy per task, on for LongQA when the model has a template, off "
@@ -365,7 +365,7 @@ SEQUENTIAL_MIN = Option(
     "--sequential-min",
     "--sequential: never stop a case before this many samples (default %(default)s)",
     default=10,
-    parse=_whole(1),
+    parse=whole(1),
 )
 SEARCH = Option(
     "--search-effective-length",
@@ -392,7 +392,7 @@ THINKING_BUDGET = Option(
     "closed at this many tokens and the answer generated after it: by the engine's own thinking "
     "budget where it has one (vLLM's thinking_token_budget, with --reasoning-parser), else by "
     "budget forcing (default: thought and answer share the task's budget, as the references run)",
-    parse=_whole(1),
+    parse=whole(1),
     example="1024",
 )
 BUDGET_FORCING = Option(
@@ -445,26 +445,26 @@ CONCURRENCY = Option(
     f"{OPENAI_CONCURRENCY} for --backend openai; for --backend vllm the engine's batch, "
     f"{ENGINE_BATCH} unless --vllm-arg sets --max-num-seqs, shared by the xdist workers on a "
     "server)",
-    parse=_whole(1),
+    parse=whole(1),
     example="8",
 )
 REQUEST_TIMEOUT = Option(
     "--request-timeout",
     "seconds per request of up to 128K tokens, a longer one in proportion (default %(default)s)",
     default=600.0,
-    parse=_positive,
+    parse=positive,
 )
 REQUEST_RETRIES = Option(
     "--request-retries",
     "retries after 429/5xx/timeouts/dropped connections, with backoff (default %(default)s)",
     default=4,
-    parse=_whole(0),
+    parse=whole(0),
 )
 TP = Option(
     "--tp",
     "--backend vllm: GPUs per replica (default %(default)s); replicas = visible GPUs / tp",
     default=1,
-    parse=_whole(1),
+    parse=whole(1),
     aliases=("--tensor-parallel-size",),
 )
 VLLM_PYTHON = Option(
@@ -481,7 +481,7 @@ VLLM_START_TIMEOUT = Option(
     "--vllm-start-timeout",
     "--backend vllm: seconds a server may take to start (default %(default)s)",
     default=900.0,
-    parse=_positive,
+    parse=positive,
 )
 
 # --- --backend hf
@@ -503,7 +503,7 @@ GPUS_PER_REPLICA = Option(
     "--gpus-per-replica",
     "with --device-map auto: GPUs each worker's model spans (default: visible GPUs / workers); -n "
     "auto runs visible GPUs / this many workers",
-    parse=_whole(1),
+    parse=whole(1),
     example="4",
 )
 
@@ -522,25 +522,25 @@ JUDGE_TIMEOUT = Option(
     "--judge-timeout",
     "seconds per judge request (default %(default)s)",
     default=120.0,
-    parse=_positive,
+    parse=positive,
 )
 JUDGE_TIME_LIMIT = Option(
     "--judge-time-limit",
     "seconds per verdict, retries included (default %(default)s)",
     default=600.0,
-    parse=_positive,
+    parse=positive,
 )
 JUDGE_RETRIES = Option(
     "--judge-retries",
     "retries after 429/5xx/timeouts, with exponential backoff (default %(default)s)",
     default=6,
-    parse=_whole(0),
+    parse=whole(0),
 )
 JUDGE_CONCURRENCY = Option(
     "--judge-concurrency",
     "verdicts in flight at once (default %(default)s)",
     default=4,
-    parse=_whole(1),
+    parse=whole(1),
 )
 JUDGE_PRICE = Option(
     "--judge-price",
@@ -556,48 +556,28 @@ NLI_MODEL = Option(
     "local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge",
 )
 
-# --- experiment trackers
-LOG_TO = Option(
-    "--log-to",
-    "log scores at the training step: wandb[=PROJECT], tensorboard[=LOG_DIR], "
-    "mlflow[=TRACKING_URI] (repeatable; the tracker's extra: pip install 'ctxgate[wandb]' etc.)",
-    action="append",
-    metavar="TRACKER[=WHERE]",
-)
-TRACKER_RUN = Option(
-    "--tracker-run",
-    "a W&B / MLflow run id to log into (default: $WANDB_RUN_ID / $MLFLOW_RUN_ID, else a new run)",
-)
-STEP = Option(
-    "--step",
-    "the training step of --model (default: trainer_state.json's global_step, else the folder's "
-    "name)",
-    parse=_whole(0),
-    example="500",
-)
-
 # --- ctxgate watch
 INTERVAL = Option(
-    "--interval", "seconds between scans (default %(default)s)", default=60.0, parse=_positive
+    "--interval", "seconds between scans (default %(default)s)", default=60.0, parse=positive
 )
 SETTLE = Option(
     "--settle",
     "seconds a checkpoint must be unchanged (default %(default)s)",
     default=30.0,
-    parse=_not_negative,
+    parse=not_negative,
 )
 ATTEMPTS = Option(
     "--attempts",
     "evaluations of one checkpoint that may fail before it waits for its files to change (default "
     "%(default)s)",
     default=3,
-    parse=_whole(1),
+    parse=whole(1),
 )
 # --- ctxgate bisect
 TOLERANCE = Option(
     "--tolerance",
     "points a case may drop (default: the thresholds' tolerances)",
-    parse=_positive,
+    parse=positive,
     example="2",
 )
 
@@ -660,5 +640,4 @@ JUDGE = (
     JUDGE_CACHE,
     NLI_MODEL,
 )
-TRACKERS = (LOG_TO, TRACKER_RUN, STEP)
 WATCH = (INTERVAL, SETTLE, ATTEMPTS)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from ctxgate.ext.trackers.sinks import metrics
 from ctxgate.steps import training_step
-from ctxgate.trackers.sinks import metrics
 from tests.conftest import TINY, typed_report
 
 READ_BACK = """

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxgate.report.cells import colour
-from ctxgate.report.page import PageInput, render
-from ctxgate.report.samples import depth_grids, flips, nearest_depth
+from ctxgate.ext.html.cells import colour
+from ctxgate.ext.html.page import PageInput, render
+from ctxgate.ext.html.samples import depth_grids, flips, nearest_depth
 from ctxgate.tasks.niah import DEPTHS
 from tests.browsing import Opened, launch
 from tests.conftest import TINY, call_ctxgate, launch_suite, prediction, typed_report

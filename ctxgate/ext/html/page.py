@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from ctxgate.lengths import format_length
-from ctxgate.records.schema import EffectiveLength, Prediction, Report, to_json
-from ctxgate.report.cells import (
+from ctxgate.ext.html.cells import (
     VIRIDIS,
     case_cell,
     col_heads,
@@ -30,7 +28,10 @@ from ctxgate.report.cells import (
     table,
     title_attr,
 )
-from ctxgate.report.samples import DepthGrid, by_case, case_key, depth_grids, page_row
+from ctxgate.ext.html.samples import DepthGrid, by_case, case_key, depth_grids, page_row
+from ctxgate.ext.html.versus import comparison, trend
+from ctxgate.lengths import format_length
+from ctxgate.records.schema import EffectiveLength, Prediction, Report, to_json
 from ctxgate.report.tables import (
     chances,
     cost_line,
@@ -39,7 +40,6 @@ from ctxgate.report.tables import (
     search_line,
     thinking_line,
 )
-from ctxgate.report.versus import comparison, trend
 from ctxgate.tasks.niah import DEPTHS
 from ctxgate.tasks.registry import category_label, membership, suite_label
 
@@ -55,7 +55,7 @@ class PageInput:
 
 
 def _asset(name: str) -> str:
-    return resources.files("ctxgate.report").joinpath(f"assets/{name}").read_text("utf-8")
+    return resources.files(__package__).joinpath(f"assets/{name}").read_text("utf-8")
 
 
 def render(page: PageInput) -> str:

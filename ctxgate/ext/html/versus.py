@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxgate.lengths import format_length
-from ctxgate.records.schema import Prediction, Report
-from ctxgate.report.cells import (
+from ctxgate.ext.html.cells import (
     col_heads,
     colour,
     e,
@@ -17,7 +15,9 @@ from ctxgate.report.cells import (
     section,
     table,
 )
-from ctxgate.report.samples import Flip, case_key, flips
+from ctxgate.ext.html.samples import Flip, case_key, flips
+from ctxgate.lengths import format_length
+from ctxgate.records.schema import Prediction, Report
 
 FLIPS_SHOWN = 200  # per direction; the count says how many there are
 

@@ -42,7 +42,7 @@ SUITE = [
 def test_each_saved_checkpoint_is_evaluated_beside_training_and_logged_at_its_step(
     tmp_path, monkeypatch
 ):
-    from ctxgate.integrations import CtxgateCallback
+    from ctxgate.ext.trackers import CtxgateCallback
     from fixtures.training_runs import train
 
     for name in ("WANDB_RUN_ID", "MLFLOW_RUN_ID", "MLFLOW_TRACKING_URI"):

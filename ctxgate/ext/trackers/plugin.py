@@ -1,5 +1,5 @@
 """``--log-to wandb|tensorboard|mlflow``: the run's scores in the team's experiment tracker, at the
-checkpoint's training step, logged by the controller after the report is built. A tracker that
+checkpoint's training step, logged by the controller once the report is written. A tracker that
 fails is one note at the end: it never changes the gate's verdict or loses the report."""
 
 from __future__ import annotations
@@ -7,15 +7,36 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pytest
+from ctxgate.hookspec import hookimpl
+from ctxgate.run.options import Get, Option, OptionGroup, whole
 
-from ctxgate.records.io import report_text
-from ctxgate.run.options import LOG_TO, STEP, TRACKER_RUN, TRACKERS
-from ctxgate.trackers.sinks import Target, parse_target
+from .sinks import Target, parse_target
 
-from .options import PLAN_KEY, refusals_are_usage_errors
-from .reporting import COLLECTOR_KEY
+if TYPE_CHECKING:
+    from ctxgate.gate.plan import Plan
+    from ctxgate.records.schema import Report
+
+NAME = "trackers"
+LOG_TO = Option(
+    "--log-to",
+    "log scores at the training step: wandb[=PROJECT], tensorboard[=LOG_DIR], "
+    "mlflow[=TRACKING_URI] (repeatable; the tracker's extra: pip install 'ctxgate[wandb]' etc.)",
+    action="append",
+    metavar="TRACKER[=WHERE]",
+)
+TRACKER_RUN = Option(
+    "--tracker-run",
+    "a W&B / MLflow run id to log into (default: $WANDB_RUN_ID / $MLFLOW_RUN_ID, else a new run)",
+)
+STEP = Option(
+    "--step",
+    "the training step of --model (default: trainer_state.json's global_step, else the folder's "
+    "name)",
+    parse=whole(0),
+    example="500",
+)
 
 
 @dataclass(frozen=True)
@@ -24,34 +45,32 @@ class TrackerSettings:
     step: int | None = None  # --step
 
 
-TRACKERS_KEY = pytest.StashKey[TrackerSettings]()
+@hookimpl
+def ctxgate_option_groups() -> list[OptionGroup]:
+    options = (LOG_TO, TRACKER_RUN, STEP)
+    return [OptionGroup("ctxgate-trackers", "ctxgate experiment trackers", options)]
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    for option in TRACKERS:
-        option.add_to(parser.getgroup("ctxgate-trackers", "ctxgate experiment trackers"))
+@hookimpl
+def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, TrackerSettings] | None:
+    run = TRACKER_RUN.read(get(TRACKER_RUN.dest))
+    targets = tuple(parse_target(t, run) for t in LOG_TO.read(get(LOG_TO.dest)) or ())
+    if not targets:
+        return None
+    return NAME, TrackerSettings(targets, STEP.read(get(STEP.dest)))
 
 
-@refusals_are_usage_errors
-def pytest_configure(config: pytest.Config) -> None:
-    run = TRACKER_RUN.read(config.getoption(TRACKER_RUN.dest))
-    targets = tuple(parse_target(t, run) for t in LOG_TO.read(config.getoption(LOG_TO.dest)) or ())
-    config.stash[TRACKERS_KEY] = TrackerSettings(targets, STEP.read(config.getoption(STEP.dest)))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """After the reporting plugin built the report, on the controller only."""
-    config = session.config
-    settings = config.stash.get(TRACKERS_KEY, None)
-    collector = config.stash.get(COLLECTOR_KEY, None)
-    if not settings or not settings.targets or collector is None or collector.report is None:
-        return
+@hookimpl
+def ctxgate_report_done(report: Report, path: Path | None, plan: Plan) -> list[str]:
+    from ctxgate.records.io import report_text
     from ctxgate.steps import training_step
-    from ctxgate.trackers.sinks import case_table, log, metrics
 
-    spec = config.stash[PLAN_KEY].model
-    report = collector.report
+    from .sinks import case_table, log, metrics
+
+    settings = plan.extras.get(NAME)
+    if not isinstance(settings, TrackerSettings):
+        return []
+    spec = plan.model
     step = training_step(spec.checkpoint.folder if spec.checkpoint else None, settings.step)
     values = metrics(report)
     if step.tokens_seen is not None:
@@ -60,8 +79,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     at = "no step (pass --step N)"
     if step.value is not None:
         at = f"step {step.value} ({step.source})"
+    notes = []
     with tempfile.TemporaryDirectory() as tmp:
-        report_file = collector.report_path
+        report_file = path
         if report_file is None or not report_file.is_file():
             report_file = Path(tmp) / "report.json"
             report_file.write_text(report_text(report))
@@ -70,12 +90,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                 where = log(target, step.value, values, case_table(report), report_file, name)
             except Exception as exc:  # noqa: BLE001 - a tracker never fails the gate or loses it
                 text = " ".join(str(exc).split())[:300] or type(exc).__name__
-                collector.notes.append(
+                notes.append(
                     f"--log-to {target.describe()} failed ({type(exc).__name__}: {text}); the "
                     f"report is unaffected. Fix: {_fix(target, exc)}"
                 )
             else:
-                collector.notes.append(f"logged {len(values)} values to {where} at {at}")
+                notes.append(f"logged {len(values)} values to {where} at {at}")
+    return notes
 
 
 def _fix(target: Target, exc: Exception) -> str:

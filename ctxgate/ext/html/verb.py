@@ -7,6 +7,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from ctxgate.ext.html.page import PageInput, render
 from ctxgate.gate.baseline import comparison_entry, describe
 from ctxgate.gate.thresholds import thresholds_here
 from ctxgate.records.io import (
@@ -18,7 +19,6 @@ from ctxgate.records.io import (
 )
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import Prediction, Report
-from ctxgate.report.page import PageInput, render
 from ctxgate.run.options import BASELINE, THRESHOLDS
 from ctxgate.tasks.registry import task_names
 from ctxgate.workflows.diff import diff_reports

@@ -13,8 +13,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ctxgate.ext.html.samples import case_key
 from ctxgate.records.schema import CaseRecord, GroupScore
-from ctxgate.report.samples import case_key
 from ctxgate.report.tables import no_score_word
 
 VIRIDIS = tuple(

@@ -1,0 +1,2 @@
+"""The HTML report: heatmaps, needle depths and every sample, beside the JSON report and from
+``ctxgate html``."""

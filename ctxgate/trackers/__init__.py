@@ -1,1 +1,0 @@
-"""Experiment trackers: a run's scores logged at the checkpoint's training step."""
