@@ -34,11 +34,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxgate.data import conversations as conv
+from ctxgate.ext.families import conversations as conv
+from ctxgate.ext.families.metrics import TASK_LABELS
+from ctxgate.ext.families.nolima_files import load_project
 from ctxgate.lengths import parse_length
-from ctxgate.metrics.babilong import TASK_LABELS
 from ctxgate.metrics.registry import score_prediction
-from ctxgate.sources.nolima_files import load_project
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.registry import get_task, task_names

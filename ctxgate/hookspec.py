@@ -36,6 +36,22 @@ def ctxgate_pytest_plugins() -> Any:
 
 
 @hookspec
+def ctxgate_task_modules() -> Any:
+    """Names of the extra's task modules, imported by the task registry after the spine's: each
+    registers its tasks as a spine module does (``tasks/registration.py``)."""
+
+
+@hookspec
+def ctxgate_metrics() -> Any:
+    """The extra's ``metrics.registry.Metric``s, named by its tasks and by ``ctxgate score``."""
+
+
+@hookspec
+def ctxgate_data_files() -> Any:
+    """The extra's ``sources.files.DataFile``s: what ``ctxgate data verify`` checks it reads."""
+
+
+@hookspec
 def ctxgate_plan_section(get: Any, plan: Any) -> Any:
     """``(name, section)``: the extra's frozen part of the run's plan, read once from its options
     (``get(dest)``) and checked against the spine's ``plan``; None: the extra has nothing to add."""

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxgate.ext.families.babilong_files import load_set
+from ctxgate.ext.families.mrcr_files import load_mrcr
+from ctxgate.ext.families.nolima_files import load_official
 from ctxgate.sources import door
-from ctxgate.sources.babilong_files import load_set
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import load_rows
-from ctxgate.sources.mrcr_files import load_mrcr
-from ctxgate.sources.nolima_files import load_official
 from fixtures.make_family_fixtures import NOLIMA_NEEDLES, official_row
 
 SETTINGS = settings(

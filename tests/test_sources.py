@@ -332,15 +332,8 @@ def test_every_file_the_loaders_read_is_one_verify_pins(every_layout):
     from contextlib import suppress
 
     from ctxgate.memo import _CONSULTED
-    from ctxgate.sources import (
-        babilong_files,
-        helmet_files,
-        icl,
-        judged,
-        kilt,
-        mrcr_files,
-        nolima_files,
-    )
+    from ctxgate.ext.families import babilong_files, mrcr_files, nolima_files
+    from ctxgate.sources import helmet_files, icl, judged, kilt
     from ctxgate.sources.errors import DataNotGiven
     from ctxgate.sources.manifest import write_lock
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from ctxgate.metrics import babilong, helmet, text
+from ctxgate.hooks import flat, hook
+from ctxgate.metrics import helmet, text
 from ctxgate.records.refusal import CtxgateError
 
 Scored = tuple[float, str]  # the score, and the text scored
@@ -34,22 +36,6 @@ class Metric:
 def _ruler(match: Match, pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
     cleaned = text.ruler_clean(pred)
     return match(cleaned, refs), cleaned
-
-
-def _raw(match: Match, pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
-    """The output as it came (NoLiMa's prompts have no answer prefix)."""
-    return match(pred, refs), pred
-
-
-def _mrcr(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
-    if len(refs) != 2:
-        raise ValueError(
-            "MRCR needs references (answer, random string to prepend), "
-            f"got {list(refs)!r}: give both, the answer first "
-            "(ctxgate score --metric mrcr_ratio --answer ANSWER --answer RANDOM_STRING)"
-        )
-    answer, random_string = refs
-    return text.mrcr_grade(pred, answer, random_string), pred
 
 
 def _parsed(pred: str, prefix: str | None) -> str:
@@ -104,11 +90,6 @@ HELMET_SUBEM = Metric(
     "HELMET SubEM on normalized text, max over raw and parsed output",
 )
 LABEL_EM = Metric("label_em", _label_em, "HELMET ICL: normalized exact match of the parsed label")
-NOLIMA_CONTAINS = Metric(
-    "nolima_contains",
-    partial(_raw, text.nolima_contains),
-    "NoLiMa: a gold name in the raw output, case-sensitive",
-)
 ROUGE_L_F1 = Metric(
     "rouge_l_f1",
     partial(_raw_or_parsed, helmet.rouge_l_f1),
@@ -116,9 +97,6 @@ ROUGE_L_F1 = Metric(
 )
 NDCG_AT_10 = Metric(
     "ndcg_at_10", _ndcg10, "NDCG@10 of HELMET's parsed ranking; references are ID:LABEL judgments"
-)
-BABILONG_MATCH = Metric(
-    "babilong_match", babilong.score, "BABILong's rule: the target is the only label in the output"
 )
 MC_ACCURACY = Metric(
     "mc_accuracy",
@@ -129,13 +107,6 @@ MC_ACCURACY_HELMET = Metric(
     "mc_accuracy_helmet",
     partial(_choice, helmet.choice_correct_helmet),
     "HELMET's multiple choice rule, bug included (empty output counts for gold A)",
-)
-MRCR_RATIO = Metric(
-    "mrcr_ratio",
-    _mrcr,
-    "OpenAI MRCR's grade: 0 unless the output starts with the random string, else difflib's "
-    "SequenceMatcher ratio of the rest to the answer's rest; "
-    "references are (answer, random string)",
 )
 NARRATIVEQA_JUDGE = Metric(
     "narrativeqa_judge", None, "LLM judge: fluency x correctness / 3 (HELMET Table 10)", judge="llm"
@@ -160,6 +131,12 @@ ALCE_QAMPARI = Metric(
 _METRICS = {m.name: m for m in list(globals().values()) if isinstance(m, Metric)}
 
 
+@functools.cache
+def _every() -> dict[str, Metric]:
+    """The spine's metrics and the extras' (``hookspec.ctxgate_metrics``)."""
+    return _METRICS | {m.name: m for m in flat(hook().ctxgate_metrics())}
+
+
 class UnknownMetric(CtxgateError, KeyError):
     def __str__(self) -> str:
         return str(self.args[0])
@@ -167,15 +144,15 @@ class UnknownMetric(CtxgateError, KeyError):
 
 def get_metric(name: str) -> Metric:
     try:
-        return _METRICS[name]
+        return _every()[name]
     except KeyError:
-        choices = ", ".join(sorted(_METRICS))
+        choices = ", ".join(sorted(_every()))
         raise UnknownMetric(f"unknown metric {name!r}; choose one of {choices}") from None
 
 
 def metric_names() -> list[str]:
     """The metrics scored here, by a function (a judged one needs its judge: ``ctxgate judge``)."""
-    return sorted(name for name, m in _METRICS.items() if not m.judged)
+    return sorted(name for name, m in _every().items() if not m.judged)
 
 
 def resolve(metric: str, helmet_compat: bool = False) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Sequence
-from difflib import SequenceMatcher
 
 _CONTROL = re.compile(r"[\x00-\x1f]")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -46,23 +45,3 @@ def parse_output(output: str, prefix: str = "Answer:") -> str:
         match = re.search(r"^(.*)(?:\n|$)", output)
     rest = match.group(1).strip() if match else ""
     return re.sub(f"^{re.escape(prefix)}", "", rest, flags=re.IGNORECASE).strip()
-
-
-def nolima_contains(response: str, gold_answers: Sequence[str]) -> float:
-    """NoLiMa's ``contains`` (evaluation/async_evaluate.py, ``_evaluate_response``), the one its run
-    configs use: 1 when any gold answer (the needle's character name) is a substring of the raw
-    response, else 0. No normalization: case, whitespace and punctuation count, as in the
-    reference."""
-    return float(any(gold in response for gold in gold_answers))
-
-
-def mrcr_grade(output: str, answer: str, prefix: str) -> float:
-    """OpenAI MRCR's grade, as its dataset card defines it: an output that does not start with the
-    sample's random string scores 0; else, the random string off the output and the answer (where
-    it starts it), difflib's ``SequenceMatcher(None, output, answer).ratio()``, in that order (its
-    junk heuristic looks at the second sequence only). Nothing is stripped or normalized."""
-    if not output.startswith(prefix):
-        return 0.0
-    rest = output[len(prefix) :]
-    gold = answer[len(prefix) :] if answer.startswith(prefix) else answer
-    return float(SequenceMatcher(None, rest, gold).ratio())

@@ -15,16 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ctxgate.sources import (
-    babilong_files,
-    door,
-    helmet_files,
-    icl,
-    judged,
-    kilt,
-    mrcr_files,
-    nolima_files,
-)
+from ctxgate.hooks import flat, hook
+from ctxgate.sources import door, helmet_files, icl, judged, kilt
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import DataFile, load_rows, sha256_of
 
@@ -36,8 +28,13 @@ WANTED = ("kilt", "msmarco", "alce", "json_kv", "ruler", "multi_lexsum", "infben
 
 
 # every file a task reads, as the module that reads it declares it (its ``DATA_FILES``)
-READERS = (kilt, icl, judged, helmet_files, babilong_files, mrcr_files, nolima_files)
-EXPECTED: tuple[DataFile, ...] = tuple(f for reader in READERS for f in reader.DATA_FILES)
+READERS = (kilt, icl, judged, helmet_files)
+
+
+def expected() -> tuple[DataFile, ...]:
+    """The spine's readers' files, then the extras' (``hookspec.ctxgate_data_files``)."""
+    spine = [f for reader in READERS for f in reader.DATA_FILES]
+    return (*spine, *flat(hook().ctxgate_data_files()))
 
 
 @dataclass(frozen=True)
@@ -92,7 +89,7 @@ def verify(root: Path) -> list[Finding]:
             ) from None
     findings: list[Finding] = []
     seen: set[str] = set()
-    for e in EXPECTED:
+    for e in expected():
         paths = e.every(root)
         if not paths and e.hub:
             findings.append(Finding(e.task, e.where, "hub", f"read from the hub: {e.hub}"))
@@ -121,7 +118,7 @@ def verify(root: Path) -> list[Finding]:
 
 
 def write_lock(root: Path) -> Path:
-    paths = [p for e in EXPECTED for p in e.every(root) if p.is_file()]  # a folder is verify's
+    paths = [p for e in expected() for p in e.every(root) if p.is_file()]  # a folder is verify's
     files = {p.relative_to(root).as_posix(): sha256_of(p) for p in paths}
     path = root / LOCK_NAME
     path.write_text(json.dumps({"files": dict(sorted(files.items()))}, indent=1) + "\n")

@@ -9,6 +9,12 @@ from ctxgate.tasks.base import TaskSpec
 
 _TASKS: dict[str, TaskSpec] = {}  # in registration order: the order of cases and report rows
 _ORIGINS: dict[str, str] = {}  # task name -> what registered it
+_SUITES: dict[str, str] = {}  # a suite's name -> its label in reports (RULER, MRCR-style)
+
+
+def register_suite(name: str, label: str) -> None:
+    """A suite's label, said by the module that registers its tasks."""
+    _SUITES[name] = label
 
 
 def register(factory: Callable[[], TaskSpec]) -> Callable[[], TaskSpec]:

@@ -11,24 +11,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxgate.hooks import flat, hook
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.base import TaskSpec
-from ctxgate.tasks.registration import _TASKS
+from ctxgate.tasks.registration import _SUITES, _TASKS, register_suite
 
 # Importing a module registers its tasks, and the import order is the order of cases and report
-# rows: RULER's, HELMET's categories, HELMET's own RULER files, the families beyond; then any other
-# module of the package.
+# rows: RULER's, HELMET's categories, HELMET's own RULER files; then any other module of the
+# package, then the extras' (``hookspec.ctxgate_task_modules``).
 SUITE_ORDER = (
     *("niah", "vt", "aggregation", "qa", "json_kv"),
     *("rag", "rerank", "cite", "icl", "longqa", "summ", "helmet_recall"),
-    *("mrcr", "babilong", "nolima"),
 )
 
 
 def _load() -> None:
     others = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]))
-    for module in (*SUITE_ORDER, *others):
-        name = f"{__package__}.{module}"
+    spine = [f"{__package__}.{module}" for module in (*SUITE_ORDER, *others)]
+    for name in (*spine, *flat(hook().ctxgate_task_modules())):
         if name not in sys.modules:
             importlib.import_module(name)
 
@@ -56,6 +56,9 @@ def all_tasks(suite: str | None = None) -> list[TaskSpec]:
 def task_names() -> list[str]:
     return [t.name for t in all_tasks()]
 
+
+register_suite("ruler", "RULER")
+register_suite("helmet", "HELMET")
 
 # HELMET's seven categories in the paper's order, with its names; others are summarized after
 HELMET_CATEGORY_LABELS = {
@@ -102,17 +105,9 @@ def category_label(category: str) -> str:
     return HELMET_CATEGORY_LABELS.get(category, category)
 
 
-SUITE_LABELS = {
-    "ruler": "RULER",
-    "helmet": "HELMET",
-    "mrcr": "MRCR-style",
-    "babilong": "BABILong-style",
-    "nolima": "NoLiMa-style",
-}
-
-
 def suite_label(suite: str) -> str:
-    return SUITE_LABELS.get(suite, suite)
+    _load()
+    return _SUITES.get(suite, suite)
 
 
 def marker_vocabulary() -> dict[str, str]:
@@ -124,7 +119,7 @@ def marker_vocabulary() -> dict[str, str]:
     out = {}
     for mark, names in carried.items():
         what = f"-m '{mark}' selects, -m 'not {mark}' leaves out"
-        if mark in SUITE_LABELS:
+        if mark in _SUITES:
             what = f"{suite_label(mark)} tasks"
         elif mark in HELMET_CATEGORY_LABELS:
             what = f"HELMET {HELMET_CATEGORY_LABELS[mark]} category"

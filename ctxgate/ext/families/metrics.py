@@ -1,5 +1,5 @@
-"""BABILong's answer rule (``babilong/metrics.py``: ``compare_answers``, ``TASK_LABELS``), for its
-qa1-qa5.
+"""The families' metrics: OpenAI MRCR's grade, NoLiMa's ``contains``, and BABILong's answer rule
+(``babilong/metrics.py``: ``compare_answers``, ``TASK_LABELS``), for its qa1-qa5.
 
 An output is right when, of the task's labels, its first sentence names the target and no other
 label besides those the question names (for a target of several labels, exactly those). A sample's
@@ -8,6 +8,9 @@ references therefore carry the target, the question and the labels (``references
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from difflib import SequenceMatcher
+
+from ctxgate.metrics.registry import Metric, Scored
 
 # BABILong's TASK_LABELS for the tasks ctxgate runs: every answer a task's questions can have
 _ROOMS = ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office")
@@ -50,7 +53,7 @@ def parse_references(refs: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
         raise ValueError(
             "BABILong references are (target, 'question: ...', 'labels: a | b'), "
             f"got {list(refs)!r}: "
-            "build them with ctxgate.metrics.babilong.references"
+            "build them with ctxgate.ext.families.metrics.references"
         )
     labels = tuple(label for label in refs[2].removeprefix(LABELS).split(LABEL_SEP) if label)
     return refs[0], refs[1].removeprefix(QUESTION), labels
@@ -61,3 +64,56 @@ def score(output: str, refs: Sequence[str], prefix: str | None) -> tuple[float, 
     target, question, labels = parse_references(refs)
     output = output.strip()
     return float(compare_answers(target, output, question, labels)), preprocess_output(output)
+
+
+def nolima_contains(response: str, gold_answers: Sequence[str]) -> float:
+    """NoLiMa's ``contains`` (evaluation/async_evaluate.py, ``_evaluate_response``), the one its run
+    configs use: 1 when any gold answer (the needle's character name) is a substring of the raw
+    response, else 0. No normalization: case, whitespace and punctuation count, as in the
+    reference."""
+    return float(any(gold in response for gold in gold_answers))
+
+
+def mrcr_grade(output: str, answer: str, prefix: str) -> float:
+    """OpenAI MRCR's grade, as its dataset card defines it: an output that does not start with the
+    sample's random string scores 0; else, the random string off the output and the answer (where
+    it starts it), difflib's ``SequenceMatcher(None, output, answer).ratio()``, in that order (its
+    junk heuristic looks at the second sequence only). Nothing is stripped or normalized."""
+    if not output.startswith(prefix):
+        return 0.0
+    rest = output[len(prefix) :]
+    gold = answer[len(prefix) :] if answer.startswith(prefix) else answer
+    return float(SequenceMatcher(None, rest, gold).ratio())
+
+
+def _raw_contains(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
+    """The output as it came (NoLiMa's prompts have no answer prefix)."""
+    return nolima_contains(pred, refs), pred
+
+
+def _mrcr(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
+    if len(refs) != 2:
+        raise ValueError(
+            "MRCR needs references (answer, random string to prepend), "
+            f"got {list(refs)!r}: give both, the answer first "
+            "(ctxgate score --metric mrcr_ratio --answer ANSWER --answer RANDOM_STRING)"
+        )
+    answer, random_string = refs
+    return mrcr_grade(pred, answer, random_string), pred
+
+
+NOLIMA_CONTAINS = Metric(
+    "nolima_contains",
+    _raw_contains,
+    "NoLiMa: a gold name in the raw output, case-sensitive",
+)
+BABILONG_MATCH = Metric(
+    "babilong_match", score, "BABILong's rule: the target is the only label in the output"
+)
+MRCR_RATIO = Metric(
+    "mrcr_ratio",
+    _mrcr,
+    "OpenAI MRCR's grade: 0 unless the output starts with the random string, else difflib's "
+    "SequenceMatcher ratio of the rest to the answer's rest; "
+    "references are (answer, random string)",
+)

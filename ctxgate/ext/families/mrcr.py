@@ -9,11 +9,11 @@ import functools
 import weakref
 from typing import Any
 
-from ctxgate.data import conversations as conv
-from ctxgate.metrics.registry import MRCR_RATIO
+from ctxgate.ext.families import conversations as conv
+from ctxgate.ext.families.metrics import MRCR_RATIO
+from ctxgate.ext.families.mrcr_official import build_official, conversation_turns, pool_size
 from ctxgate.tasks.base import BuildContext, Builder, Job, Prompt, Sample, TaskSpec, distinct
-from ctxgate.tasks.mrcr_official import build_official, conversation_turns, pool_size
-from ctxgate.tasks.registration import register_all
+from ctxgate.tasks.registration import register_all, register_suite
 from ctxgate.tokens.codec import PieceEncoder
 
 # the longest answer, at most a token a character
@@ -158,4 +158,5 @@ def _official(n: int) -> TaskSpec:
     )
 
 
+register_suite("mrcr", "MRCR-style")
 register_all(__name__, [*map(_generated, (2, 4, 8)), *map(_official, (2, 4, 8))])

@@ -9,15 +9,14 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
-from ctxgate.data.babi import make_story
 from ctxgate.data.haystacks import EssayTokens, essay_tokens, load_essay
+from ctxgate.ext.families.babi import make_story
+from ctxgate.ext.families.babilong_files import PROMPTS, Record, input_tokens, load_set, tail
+from ctxgate.ext.families.metrics import BABILONG_MATCH, TASK_LABELS, references
 from ctxgate.memo import memo
-from ctxgate.metrics.babilong import TASK_LABELS, references
-from ctxgate.metrics.registry import BABILONG_MATCH
-from ctxgate.sources.babilong_files import PROMPTS, Record, input_tokens, load_set, tail
 from ctxgate.sources.helmet_files import order
 from ctxgate.tasks.base import BuildContext, Frame, Job, Prompt, Sample, TaskSpec
-from ctxgate.tasks.registration import register_all
+from ctxgate.tasks.registration import register_all, register_suite
 from ctxgate.tokens.codec import PieceEncoder
 
 GENERATE = 20  # BABILong's max_new_tokens
@@ -240,4 +239,5 @@ SPLITS = {
     "qa4": "two-argument relations",
     "qa5": "three-argument relations",
 }
+register_suite("babilong", "BABILong-style")
 register_all(__name__, [*map(_generated, SPLITS, SPLITS.values()), *map(_official, SPLITS)])

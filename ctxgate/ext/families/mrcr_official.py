@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from ctxgate.data.conversations import PLAIN
+from ctxgate.ext.families.conversations import PLAIN
+from ctxgate.ext.families.mrcr_files import load_mrcr, mrcr_paths, not_given
 from ctxgate.lengths import format_length
 from ctxgate.memo import memo
 from ctxgate.records.refusal import Refusal
 from ctxgate.sources.helmet_files import order
-from ctxgate.sources.mrcr_files import load_mrcr, mrcr_paths, not_given
 from ctxgate.tasks.base import BuildContext, Job, Prompt, Sample, TaskTooShort
 from ctxgate.tokens.chat import ChatTemplateError, ChatTurns
 from ctxgate.tokens.codec import PieceEncoder

@@ -27,7 +27,7 @@ NEEDLE_SET = DataFile(
     optional="the nolima case skips; ctx_nolima asks the project's own needles",
 )
 DATA_FILES = (NEEDLE_SET,)
-PROJECT = "nolima_needles.json"  # in ctxgate.data
+PROJECT = "nolima_needles.json"  # beside this module
 # NoLiMa's default template (evaluation/run_tests.py, DEFAULT_TASK_TEMPLATE)
 TASK_TEMPLATE = (
     "You will answer a question based on the following book snippet:\n\n{haystack}\n\nUse the "
@@ -94,7 +94,7 @@ def load_project() -> NeedleSet:
 @memo(4)
 def _read(source: str, project: bool) -> NeedleSet:
     if project:
-        raw = resources.files("ctxgate.data").joinpath(PROJECT).read_bytes()
+        raw = resources.files(__package__).joinpath(PROJECT).read_bytes()
         doc = json.loads(raw.decode("utf-8"))
         return NeedleSet(parse(doc, source), source, hashlib.sha256(raw).hexdigest())
     doc = door.json_document(Path(source), f"restore the file ({FETCH})")

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ctxgate.data.babi import LOCATIONS, TASKS, Story, make_story
 from ctxgate.data.haystacks import load_essay
+from ctxgate.ext.families.babi import LOCATIONS, TASKS, Story, make_story
+from ctxgate.ext.families.babilong_files import PROMPTS, config_name, format_input, input_tokens
+from ctxgate.ext.families.metrics import TASK_LABELS, compare_answers, parse_references, references
 from ctxgate.lengths import parse_length
-from ctxgate.metrics.babilong import TASK_LABELS, compare_answers, parse_references, references
 from ctxgate.metrics.registry import score_prediction
 from ctxgate.records.refusal import Refusal
-from ctxgate.sources.babilong_files import PROMPTS, config_name, format_input, input_tokens
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.helmet_files import order
 from ctxgate.tasks import BuildContext, MaterialExhausted, TaskTooShort, get_task
@@ -718,7 +718,7 @@ def test_malformed_references_are_one_line():
 
 def test_every_form_is_declared_for_data_verify(released):
     """The loader finds a set through the declaration ``data verify`` checks, in either form."""
-    from ctxgate.sources.babilong_files import SETS
+    from ctxgate.ext.families.babilong_files import SETS
 
     found = {s: [p.relative_to(released).as_posix() for p in SETS[s].every(released)] for s in SETS}
     assert found == {

@@ -17,19 +17,19 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ctxgate.data.haystacks import EssayTokens, essay_tokens, load_essay
-from ctxgate.data.lexical_overlap import LiteralOverlap, check_pair, fold, overlap
-from ctxgate.metrics.registry import NOLIMA_CONTAINS
-from ctxgate.seeding import seeded_order
-from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.nolima_files import (
+from ctxgate.ext.families.lexical_overlap import LiteralOverlap, check_pair, fold, overlap
+from ctxgate.ext.families.metrics import NOLIMA_CONTAINS
+from ctxgate.ext.families.nolima_files import (
     CHARACTER,
     NeedleCase,
     NeedleSet,
     load_official,
     load_project,
 )
+from ctxgate.seeding import seeded_order
+from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.tasks.base import BuildContext, Frame, Job, Sample, TaskSpec
-from ctxgate.tasks.registration import register
+from ctxgate.tasks.registration import register, register_suite
 from ctxgate.tokens.codec import PieceEncoder
 
 DEPTHS = tuple(4 * i for i in range(26))  # np.linspace(0, 100, 26), in percent: 0, 4, ..., 100
@@ -390,6 +390,9 @@ def _official(ctx: BuildContext) -> tuple[NeedleCase, ...]:
 
 
 PROJECT_SAMPLES = PROJECT_PAIRS * len(DEPTHS)  # every pair at every depth: 36 x 26
+
+
+register_suite("nolima", "NoLiMa-style")
 
 
 @register

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxgate.data.haystacks import essay_tokens, load_essay
-from ctxgate.data.lexical_overlap import (
+from ctxgate.ext.families import nolima as nolima_task
+from ctxgate.ext.families.lexical_overlap import (
     STOP_WORDS,
     LiteralOverlap,
     check_pair,
@@ -22,21 +23,8 @@ from ctxgate.data.lexical_overlap import (
     related,
     stem,
 )
-from ctxgate.metrics.registry import get_metric, score_prediction
-from ctxgate.metrics.text import nolima_contains as contains
-from ctxgate.records.refusal import Refusal
-from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.nolima_files import (
-    TASK_TEMPLATE,
-    NeedleSet,
-    load_official,
-    load_project,
-    parse,
-)
-from ctxgate.tasks import BuildContext, get_task
-from ctxgate.tasks import nolima as nolima_task
-from ctxgate.tasks.build import build_sample
-from ctxgate.tasks.nolima import (
+from ctxgate.ext.families.metrics import nolima_contains as contains
+from ctxgate.ext.families.nolima import (
     DEPTHS,
     FILLER_SPACING,
     FILLERS,
@@ -49,6 +37,18 @@ from ctxgate.tasks.nolima import (
     system_chat_parts,
     usable_fillers,
 )
+from ctxgate.ext.families.nolima_files import (
+    TASK_TEMPLATE,
+    NeedleSet,
+    load_official,
+    load_project,
+    parse,
+)
+from ctxgate.metrics.registry import get_metric, score_prediction
+from ctxgate.records.refusal import Refusal
+from ctxgate.sources.errors import DataNotGiven, DataUnavailable
+from ctxgate.tasks import BuildContext, get_task
+from ctxgate.tasks.build import build_sample
 from ctxgate.tokens.codec import PieceEncoder
 from ctxgate.tokens.tokenizers import HFTokenizer
 from fixtures.make_family_fixtures import NOLIMA_NEEDLES
@@ -164,7 +164,7 @@ def test_adding_a_needle_word_to_a_one_hop_question_breaks_the_cap(pair):
 
 def test_the_shipped_set_is_nolima_shaped_and_its_size_is_the_default_sample_count():
     records = json.loads(
-        (Path(nolima_task.__file__).parents[1] / "data" / "nolima_needles.json").read_text("utf-8")
+        (Path(nolima_task.__file__).parent / "nolima_needles.json").read_text("utf-8")
     )
     # NoLiMa's run_tests.py seeds each record's draws with int(id[:4]) and reads system_prompt and
     # input_args

@@ -62,7 +62,7 @@ def format_input(prompt: Prompt, context: str, question: str) -> str:
 
 
 # BABILong's DEFAULT_PROMPTS verbatim (down to qa2's missing space after "question.")
-_PROMPTS_FILE = resources.files("ctxgate.data").joinpath("babilong_prompts.json")
+_PROMPTS_FILE = resources.files(__package__).joinpath("babilong_prompts.json")
 PROMPTS = {task: Prompt(**p) for task, p in json.loads(_PROMPTS_FILE.read_text("utf-8")).items()}
 
 

@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
-from ctxgate.data import conversations as conv
 from ctxgate.data.haystacks import HaystackError
+from ctxgate.ext.families import conversations as conv
+from ctxgate.ext.families.metrics import mrcr_grade as grade
+from ctxgate.ext.families.mrcr_official import TemplateRefused, rows_for
 from ctxgate.metrics.registry import score_prediction
-from ctxgate.metrics.text import mrcr_grade as grade
 from ctxgate.records.refusal import Refusal
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.tasks import BuildContext, TaskTooShort, get_task
 from ctxgate.tasks.build import build_sample
-from ctxgate.tasks.mrcr_official import TemplateRefused, rows_for
 from ctxgate.tokens.chat import ChatTemplateError, ChatTurns
 from ctxgate.tokens.codec import PieceEncoder
 from ctxgate.tokens.tokenizers import HFTokenizer
