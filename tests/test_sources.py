@@ -331,8 +331,8 @@ def test_every_file_the_loaders_read_is_one_verify_pins(every_layout):
     """One catalog: whatever file a loader consults under the data folder, --write-lock pinned."""
     from contextlib import suppress
 
-    from ctxgate.memo import _CONSULTED
     from ctxgate.ext.families import babilong_files, mrcr_files, nolima_files
+    from ctxgate.memo import _CONSULTED
     from ctxgate.sources import helmet_files, icl, judged, kilt
     from ctxgate.sources.errors import DataNotGiven
     from ctxgate.sources.manifest import write_lock

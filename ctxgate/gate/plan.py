@@ -115,8 +115,9 @@ def make_plan(
         startup_error,
         values[opt.SEARCH.dest],
     )
-    sections = hook().ctxgate_plan_section(get=get, plan=plan)
-    return replace(plan, extras=dict(s for s in sections if s is not None))
+    found = hook().ctxgate_plan_section(get=get, plan=plan)
+    sections = dict(s for s in found if s is not None)
+    return replace(plan, model=replace(plan.model, extras=sections), extras=sections)
 
 
 def _located(

@@ -78,6 +78,9 @@ class ModelSpec:
     thinking_budget: int | None = None
     think_end: str | None = None
     budget_forcing: bool = False
+    # the extras' sections of the plan (``Plan.extras``), with the spec wherever it goes: a
+    # cluster's replicas and bisect's probes open the model by them
+    extras: Mapping[str, Any] = field(default_factory=dict)
 
     def locate(self, folder: str | Path) -> Checkpoint:
         """The checkpoint in ``folder`` as these options open it, or CheckpointError / WrongFlag."""
