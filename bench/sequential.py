@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ctxgate.stats.sequential import StopRule
+from ctxgate.ext.search.sequential import StopRule
 
 
 def verdict(rule: StopRule, scores: list[float], floor: float) -> tuple[bool, int, bool]:

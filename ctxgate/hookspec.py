@@ -58,6 +58,26 @@ def ctxgate_plan_section(get: Any, plan: Any) -> Any:
 
 
 @hookspec
+def ctxgate_run_fields(plan: Any) -> Any:
+    """Fields the extra adds to the run's record (``RunInfo``), from the plan."""
+
+
+@hookspec(firstresult=True)
+def ctxgate_case_stop(plan: Any, floor: Any, baseline: Any, tolerance: Any) -> Any:
+    """How a case may stop once its verdict is certain (``run.case.EarlyStop``), given its gate's
+    questions: its ``floor`` (a fraction, or None), the ``baseline``'s scores by sample (or None)
+    and the drop it tolerates (a fraction); None: the case runs its full count."""
+
+
+@hookspec(firstresult=True)
+def ctxgate_cases_ahead(plan: Any, keys: Any, runner: Any, runs: Any) -> Any:
+    """What runs the selected cases (``keys``, in order) ahead of their items in place of the
+    spine's own: an object with ``key in it`` and ``take(key)`` (and ``verdicts``, a summary's
+    per length), through ``runner`` (``run.case.Runner``); ``runs(task, length)``: whether a case
+    still runs. None: the spine decides."""
+
+
+@hookspec
 def ctxgate_report_header(plan: Any) -> Any:
     """Lines for pytest's header: what the extra will do in this run."""
 
@@ -78,6 +98,16 @@ def ctxgate_report_files(report: Any, predictions: Any, path: Any, baseline: Any
 def ctxgate_report_done(report: Any, path: Any, plan: Any) -> Any:
     """Notes, once the run's report is made and written (``path``: the report file, or None
     without ``--report``): what the extra did with it (a tracker logged it). On the controller."""
+
+
+@hookspec
+def ctxgate_report_notes(report: Any) -> Any:
+    """Lines among the report's notes, after its cost line (terminal and Markdown alike)."""
+
+
+@hookspec
+def ctxgate_report_facts(report: Any) -> Any:
+    """``(label, text)`` pairs among the run's facts the HTML report lists, after its cost."""
 
 
 @hookspec

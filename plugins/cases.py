@@ -21,6 +21,7 @@ from ctxgate.gate.baseline import (
     describe,
     regression_verdict,
 )
+from ctxgate.gate.plan import Plan
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import (
     NOT_GIVEN,
@@ -31,6 +32,7 @@ from ctxgate.gate.verdicts import (
     passed,
     unscored_verdict,
 )
+from ctxgate.hooks import hook
 from ctxgate.judge.client import JudgeError
 from ctxgate.records.refusal import Refusal
 from ctxgate.records.schema import (
@@ -44,11 +46,18 @@ from ctxgate.records.schema import (
     to_json,
 )
 from ctxgate.run.ahead import Ahead
-from ctxgate.run.case import CaseResult, Drawing, case_result, drive, open_case, samples_to_run
+from ctxgate.run.case import (
+    CaseResult,
+    Drawing,
+    EarlyStop,
+    Runner,
+    case_result,
+    drive,
+    open_case,
+    samples_to_run,
+)
 from ctxgate.run.compose import LoadedModel
 from ctxgate.run.progress import case_label
-from ctxgate.run.rounds import Together, run_together
-from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
 from ctxgate.tasks.build import LengthRuleBroken, fits_at_all
 from ctxgate.tasks.registry import all_tasks, get_task, marker_vocabulary, task_names
@@ -208,22 +217,17 @@ def _against_baseline(
     return comparison_entry(paired, tolerance, confidence, regressed, message, stopped_early)
 
 
-def _stop_rule(
-    config: pytest.Config, task: str, length: int, floor: float | None
-) -> tuple[StopRule, Questions] | None:
-    """--sequential asks the case's gate questions: is the true score above the floor? did it drop
-    by more than the tolerance against the baseline? A case with neither runs its full count."""
-    plan = config.stash[PLAN_KEY]
-    if plan.sequential is None:
-        return None
+def _stop(plan: Plan, task: str, length: int, floor: float | None) -> EarlyStop | None:
+    """How the case stops once its gate's questions are answered: is the true score above the
+    floor? did it drop by more than the tolerance against the baseline? (an extra's answer)."""
     base = plan.baseline.cases.get((task, length)) if plan.baseline is not None else None
     tolerance = plan.thresholds.tolerance_for(task, length)
-    questions = Questions(
-        floor / 100 if floor else None, base.scores if base else None, tolerance / 100
+    return hook().ctxgate_case_stop(
+        plan=plan,
+        floor=floor / 100 if floor else None,
+        baseline=base.scores if base else None,
+        tolerance=tolerance / 100,
     )
-    if not questions.asked:
-        return None
-    return StopRule(plan.sequential.alpha, plan.sequential.min_samples, max_samples=None), questions
 
 
 def _judge_later(report: str | None) -> str:
@@ -281,7 +285,7 @@ def _opener(config: pytest.Config, model: LoadedModel) -> Callable[[str, int], D
             model.cache,
             plan.model.helmet_compat,
             model.judges,
-            _stop_rule(config, name, length, floor),
+            _stop(plan, name, length, floor),
         )
 
     return opened
@@ -302,36 +306,27 @@ def _case_run(
     return run
 
 
-def _together(
-    config: pytest.Config, model: LoadedModel, keys: list[tuple[str, int]]
-) -> Together | None:
-    """--search-effective-length --sequential: RULER's cases at each length drawn together, so
-    that the average's own test can stop them (``run.rounds``)."""
+def _drawn_elsewhere(config: pytest.Config, model: LoadedModel, keys: list[tuple[str, int]]) -> Any:
+    """An extra's way of drawing the cases ahead of their items (``ctxgate_cases_ahead``)."""
     plan = config.stash[PLAN_KEY]
-    if plan.sequential is None:
-        return None
-    groups: dict[int, list[str]] = {}
-    for task, length in keys:
-        if get_task(task).suite == "ruler" and fits_at_all(get_task(task), length):
-            groups.setdefault(length, []).append(task)
-    rule = StopRule(plan.sequential.alpha, plan.sequential.min_samples, None)  # no sample limit
-    bar, backend = plan.thresholds.effective_threshold / 100, model.backend
-    progress = config.stash.get(REPORTER_KEY, None)
     confidence = plan.thresholds.confidence
-    left_out = config.stash.get(LEFT_OUT_KEY, None)
-    return Together(
-        groups,
+    runner = Runner(
         _opener(config, model),
         lambda draw: case_result(draw, confidence, model.judges),
-        lambda draws: run_together(draws, backend, bar, rule, progress),
-        lambda task, length: left_out is None or left_out(task, length) is None,
+        model.backend,
+        config.stash.get(REPORTER_KEY, None),
+    )
+    left_out = config.stash.get(LEFT_OUT_KEY, None)
+    return hook().ctxgate_cases_ahead(
+        plan=plan,
+        keys=keys,
+        runner=runner,
+        runs=lambda task, length: left_out is None or left_out(task, length) is None,
     )
 
 
 @pytest.fixture(scope="session")
-def ctxgate_ahead(
-    request: pytest.FixtureRequest, ctxgate_model: LoadedModel
-) -> Iterator[Ahead | Together | None]:
+def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> Iterator[Any]:
     """For a backend that serves several cases at once (``cases_at_once``): the selected cases
     started ahead of their items, in the items' order, as many at once as the backend asks and its
     ``concurrency`` needs to stay full; None for the others. Stopped before the model is."""
@@ -347,8 +342,8 @@ def ctxgate_ahead(
     keys = list(
         dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1]))
     )
-    if config.stash[PLAN_KEY].search:  # no case runs before the search knows it is needed
-        yield _together(config, ctxgate_model, keys)
+    if (elsewhere := _drawn_elsewhere(config, ctxgate_model, keys)) is not None:
+        yield elsewhere
         return
     # an xdist worker does not know which items it will be sent, so it runs only its own, one at a
     # time; the workers on a server keep its batch full together (each with its share of it)
@@ -368,7 +363,7 @@ def ctxgate_ahead(
 def ctxgate_case(
     request: pytest.FixtureRequest,
     ctxgate_model: LoadedModel,
-    ctxgate_ahead: Ahead | Together | None,
+    ctxgate_ahead: Any,
 ) -> Case:
     name, length = request.param
     config = request.config
@@ -402,8 +397,7 @@ def ctxgate_case(
     try:
         if ctxgate_ahead is not None and (name, length) in ctxgate_ahead:
             result = ctxgate_ahead.take((name, length))
-            if isinstance(ctxgate_ahead, Together):
-                state.summary = ctxgate_ahead.verdicts[length]
+            state.summary = getattr(ctxgate_ahead, "verdicts", {}).get(length)
         else:
             result = _case_run(config, ctxgate_model, name, length)()
     except Refusal as exc:  # a designed refusal: its cause decides the verdict (unscored_verdict)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ctxgate.hooks import hook
 from ctxgate.records.schema import RunError
 from ctxgate.run.compose import LoadedModel, ModelError, open_model
 
@@ -29,11 +30,9 @@ def ctxgate_model(
     request: pytest.FixtureRequest, pytestconfig: pytest.Config
 ) -> Iterator[LoadedModel]:
     plan = pytestconfig.stash[PLAN_KEY]
-    selection = {
-        "samples": plan.samples,
-        "lengths": list(plan.lengths),
-        "sequential": plan.sequential.describe() if plan.sequential else None,
-    }
+    selection = {"samples": plan.samples, "lengths": list(plan.lengths)}
+    for fields in hook().ctxgate_run_fields(plan=plan):
+        selection |= fields
     try:
         loaded = open_model(plan.model, pytestconfig.stash.get(SERVED_KEY, None), selection)
     except ModelError as exc:

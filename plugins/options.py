@@ -20,7 +20,6 @@ from ctxgate.records.schema import RunError
 from ctxgate.run.options import (
     BACKEND,
     BASELINE,
-    COST,
     ENGINE,
     EVALUATION,
     FORCE_LENGTHS,
@@ -67,11 +66,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ("ctxgate-engine", "ctxgate engines: --backend openai / vllm", ENGINE),
         ("ctxgate-hf", "ctxgate --backend hf: batching and placement", HF),
         ("ctxgate-judge", "ctxgate judged tasks (Cite, NarrativeQA, Summ)", JUDGE),
-        (
-            "ctxgate-cost",
-            "ctxgate cost: stop a case once its verdict is certain, a search once its length is",
-            COST,
-        ),
     ):
         group = parser.getgroup(name, description)
         for option in options:

@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from ctxgate.records.schema import (
     RunError,
     RunInfo,
     SampleOutcome,
+    SearchRecord,
     adapter_for,
     to_json,
 )
@@ -44,7 +45,6 @@ from ctxgate.report.tables import markdown, terminal
 from .cases import CASE_STATE_KEY, NOT_RUN_KEY, case_key, new_record
 from .model import RUN_ERROR_KEY
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
-from .search import SEARCH_KEY
 from .signals import RECEIVED_KEY
 
 
@@ -189,6 +189,8 @@ class Collector:
 
 
 COLLECTOR_KEY = pytest.StashKey[Collector]()
+# the run's search record, from the plugin that searched the lengths (an extra's)
+SEARCH_KEY = pytest.StashKey[Callable[[], SearchRecord]]()
 
 
 @refusals_are_usage_errors
@@ -307,8 +309,8 @@ def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
             tuple(f"{t}-{L}" for t, L in scored if (t, L) in selected),
             tuple(f"{t}-{L}" for t, L in scored if (t, L) not in selected),
         )
-    searching = config.stash.get(SEARCH_KEY, None)
-    search = searching.summary() if searching is not None else None
+    searched = config.stash.get(SEARCH_KEY, None)
+    search = searched() if searched is not None else None
     verdict = judge_session(cases, thresholds, complete, baseline=baseline, search=search)
     report = build_report(cases, run, verdict, complete, collector.run_error, baseline, search)
     for fields in hook().ctxgate_report_fields(report=report, plan=plan):

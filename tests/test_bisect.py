@@ -182,7 +182,7 @@ def test_the_options_bisect_shares_with_pytest_are_the_same_options():
     import argparse
 
     import ctxgate_plugins.options
-    from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS
+    from ctxgate.run.options import EVALUATION, extra_groups
     from ctxgate.workflows.bisect import add_parser
 
     parser = argparse.ArgumentParser()
@@ -192,7 +192,10 @@ def test_the_options_bisect_shares_with_pytest_are_the_same_options():
     plugins = pytest.Parser(_ispytest=True)
     ctxgate_plugins.options.pytest_addoption(plugins)
     declared = {name: o for g in plugins._groups for o in g.options for name in o.names()}
-    for option in (*EVALUATION, *SEQUENTIAL_OPTIONS):
+    evaluating = [o for g in extra_groups() if g.evaluates for o in g.options]
+    flags = {o.flag for o in evaluating}
+    assert {"--sequential", "--sequential-alpha", "--sequential-min"} <= flags
+    for option in (*EVALUATION, *evaluating):
         mine, theirs = bisect[option.flag], declared[option.flag].attrs()
         assert (
             mine.help == theirs["help"] == option.help.replace("%(default)s", str(option.default))

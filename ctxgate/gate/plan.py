@@ -1,6 +1,6 @@
 """A run's plan, made once from the option table's values (``run/options.py``) and frozen: the
-checkpoint, how it is served and judged, the lengths and samples, the ``--sequential`` rule, the
-thresholds and the baseline. pytest and ``ctxgate bisect`` both call ``make_plan``, so the same
+checkpoint, how it is served and judged, the lengths and samples, the thresholds and the baseline,
+and each extra's section. pytest and ``ctxgate bisect`` both call ``make_plan``, so the same
 options give the same plan and a bad value is the same one line, before any model loads."""
 
 from __future__ import annotations
@@ -27,20 +27,9 @@ from ctxgate.run.loading import EngineSettings, ModelSpec, factory_of, read_engi
 from ctxgate.run.options import Get, OptionError
 from ctxgate.tasks.registry import task_names
 
-OPTIONS: tuple[opt.Option, ...] = (opt.MODEL, opt.BACKEND, *opt.EVALUATION, *opt.COST)
+OPTIONS: tuple[opt.Option, ...] = (opt.MODEL, opt.BACKEND, *opt.EVALUATION)
 OPTIONS += (*opt.ENGINE, *opt.HF, *opt.JUDGE, opt.REPORT, opt.FORCE_LENGTHS, opt.BASELINE)
 LLAMA2 = "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
-
-
-@dataclass(frozen=True)
-class Sequential:
-    """``--sequential``: each case stops once certain at ``alpha``, after ``min_samples``."""
-
-    alpha: float = opt.SEQUENTIAL_ALPHA.default
-    min_samples: int = opt.SEQUENTIAL_MIN.default
-
-    def describe(self) -> dict[str, float | int]:
-        return {"alpha": self.alpha, "min_samples": self.min_samples}
 
 
 @dataclass(frozen=True)
@@ -51,7 +40,6 @@ class Plan:
     model: ModelSpec
     lengths: tuple[int, ...]
     samples: int | None  # None: each task's HELMET/RULER count
-    sequential: Sequential | None  # None: every case runs its samples
     thresholds: Thresholds
     engine: EngineSettings = EngineSettings()  # --backend openai/vllm
     thresholds_path: str = ""  # "" when none was found
@@ -60,7 +48,6 @@ class Plan:
     report: str | None = None
     force_lengths: bool = False
     startup_error: str | None = None
-    search: bool = False  # --search-effective-length
     # each extra's frozen section, by the extra's name (``hookspec.ctxgate_plan_section``)
     extras: Mapping[str, Any] = field(default_factory=dict)
 
@@ -82,9 +69,6 @@ def make_plan(
     checkpoint, startup_error = _located(values, backend, model) if model else (None, None)
     tokenizer = str(checkpoint.tokenizer_dir) if checkpoint else None
     engine = read_engine(values, backend, values["chat_template"], tokenizer)
-    sequential = None
-    if values["sequential"]:
-        sequential = Sequential(values["sequential_alpha"], values["sequential_min"])
     path, found, thresholds, baseline = None, "", load_or_default(None, ()), None
     if model if gated is None else gated:
         path, found = find_thresholds(values["thresholds"], started_in, ini)
@@ -94,7 +78,6 @@ def make_plan(
                 baseline = load_baseline(values["baseline"])
             except BaselineError as exc:
                 raise OptionError(f"--baseline {values['baseline']}: {exc}") from None
-        _check_sequential(sequential, thresholds, values[opt.SEARCH.dest])
     spec = _spec(
         values, model or "", checkpoint, backend, started_in, thresholds.judge_max_failure_rate
     )
@@ -104,7 +87,6 @@ def make_plan(
         spec,
         values["lengths"],
         values["samples"],
-        sequential,
         thresholds,
         engine,
         str(path) if path else "",
@@ -113,10 +95,9 @@ def make_plan(
         values[opt.REPORT.dest],
         values[opt.FORCE_LENGTHS.dest],
         startup_error,
-        values[opt.SEARCH.dest],
     )
-    found = hook().ctxgate_plan_section(get=get, plan=plan)
-    sections = dict(s for s in found if s is not None)
+    answers = hook().ctxgate_plan_section(get=get, plan=plan)
+    sections = dict(s for s in answers if s is not None)
     return replace(plan, model=replace(plan.model, extras=sections), extras=sections)
 
 
@@ -258,23 +239,3 @@ def judge_settings(values: Mapping[str, Any], cache_dir: str | None) -> JudgeSet
         price_per_mtok=price,
         cache_dir=values["judge_cache"] or cache_dir,
     )
-
-
-def _check_sequential(sequential: Sequential | None, thresholds: Thresholds, search: bool) -> None:
-    """Means that stopped early are biased, so no gate may average them; RULER's average has a
-    test of its own under --search-effective-length."""
-    if sequential is not None and thresholds.min_effective_length and not search:
-        raise OptionError(
-            f"--sequential cannot check min_effective_length ({thresholds.path}): the effective "
-            "length averages RULER's tasks, and an average of means that stopped early is biased, "
-            "with no guarantee. Add --search-effective-length (the average's own test decides "
-            "each length), drop --sequential, or pass --thresholds with a file whose [session] "
-            "min_effective_length is 0"
-        )
-    if sequential is not None and thresholds.relative_min_length:
-        raise OptionError(
-            "--sequential cannot check [relative_effective_length.min_length] "
-            f"({thresholds.path}): a relative effective length compares averages of means, and "
-            "means that stopped early are biased, with no guarantee. Drop --sequential, or pass "
-            "--thresholds with a file without that table"
-        )

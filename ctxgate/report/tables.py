@@ -13,7 +13,6 @@ from ctxgate.records.schema import (
     GroupScore,
     Report,
     RunCost,
-    SearchRecord,
     ThinkingRecord,
 )
 from ctxgate.tasks.registry import category_label, membership, suite_label, task_names
@@ -164,18 +163,6 @@ def thinking_rows(report: Report) -> tuple[list[str], list[list[str]]] | None:
     return ["thinking"] + [format_length(L) for L in lengths], body
 
 
-def search_line(search: SearchRecord) -> str:
-    """Which lengths ``--search-effective-length`` ran, and why not the rest."""
-    ran = ", ".join(format_length(L) for L in search.ran) or "none"
-    if search.skipped:
-        skipped = ", ".join(format_length(L) for L in search.skipped)
-        return f"Search: ran {ran}; skipped {skipped}: {search.why}"
-    if search.why:  # decided, yet every case past it ran: each for its floor or baseline score
-        kept = "each case past the decision for its floor or baseline"
-        return f"Search: ran every length ({ran}), {kept}: {search.why}"
-    return f"Search: ran every length ({ran}); none decided the effective length early"
-
-
 def _tokens(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}K" if n >= 1e4 else f"{n:,}"
 
@@ -197,7 +184,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         if any(cells):
             body.append([label] + cells + [""])
     notes = [cost_line(report.cost)] if report.cost else []
-    notes += [search_line(report.search)] if report.search else []
+    notes += flat(hook().ctxgate_report_notes(report=report))
     notes += [line] if (line := thinking_line(report)) else []
     if report.error:
         notes.append(f"Run error: {report.error.message.splitlines()[0]}")
@@ -249,23 +236,6 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
             f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases "
             f"({', '.join(sorted(stand_ins))}): HELMET's own ruler/ files were not in --data-dir "
             "for those lengths"
-        )
-    if seq := [c.sequential for c in report.cases if c.sequential]:
-        drawn = sum(c.n for c in report.cases if c.sequential)  # every sample scored, in flight too
-        budget = sum(s.budget for s in seq)
-        early = sum(1 for s in seq if s.early)
-        counts = (
-            "counts as effective only where RULER's average's own test decided it "
-            "(--search-effective-length)"
-            if report.search
-            else "never counts as effective"
-        )
-        notes.append(
-            f"Sequential (error rate {seq[0].alpha} per case): {early} of {len(seq)} cases "
-            f"stopped early; {drawn} samples scored where fixed n takes {budget} "
-            f"({budget - drawn} saved). A case stopped early reports an estimate biased by the "
-            "stopping (its interval is the confidence sequence, valid at any stop): summaries "
-            f"marked ~ average such estimates, and a length with one {counts}"
         )
     if capped := [
         _at(c, f"ran {c.sample_cap['pool']} of {c.sample_cap['requested']}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Protocol
 
 from ctxgate.backends.base import Backend, Generation, GenerationParams, Request, stream
 from ctxgate.backends.forcing import forcing
@@ -27,7 +27,6 @@ from ctxgate.records.schema import (
 from ctxgate.run.cache import GenerationCache
 from ctxgate.run.progress import Progress, case_label
 from ctxgate.stats.intervals import interval
-from ctxgate.stats.sequential import CaseTest, Questions, StopRule, full_count_record
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.build import build_sample, fits_at_all, task_context
 
@@ -39,6 +38,42 @@ def resolve_chat(setting: str, has_template: bool) -> str:
     if setting in ("auto", "task"):
         return ("on" if setting == "auto" else "task") if has_template else "off"
     return setting
+
+
+class CaseTest(Protocol):
+    """A sequential test of a case's samples, fed in index order: ``verdict`` once certain, on the
+    first ``used`` of them."""
+
+    @property
+    def used(self) -> int: ...
+
+    @property
+    def verdict(self) -> str | None: ...
+
+    def feed(self, done: Mapping[int, SampleOutcome]) -> None: ...
+
+    def record(self, budget: int) -> SequentialRecord: ...
+
+
+@dataclass(frozen=True)
+class EarlyStop:
+    """How a case stops once its verdict is certain (``hookspec.ctxgate_case_stop``): ``test()``
+    makes a fresh test of its samples; ``unjudged``: its record where there is nothing to test (a
+    judged case without its judge runs its full count), ``used`` and ``budget`` filled in."""
+
+    test: Callable[[], CaseTest]
+    unjudged: SequentialRecord
+
+
+@dataclass(frozen=True)
+class Runner:
+    """How the session runs its cases, for an extra that draws several together
+    (``hookspec.ctxgate_cases_ahead``): each opened, then scored once drawn, on ``backend``."""
+
+    open: Callable[[str, int], Drawing]
+    finish: Callable[[Drawing], CaseResult]
+    backend: Backend
+    progress: Callable[[Progress], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -144,7 +179,7 @@ class Drawing:
         cache: GenerationCache | None,
         helmet_compat: bool,
         judges: Judges | None,
-        stop: tuple[StopRule, Questions] | None,
+        stop: EarlyStop | None,
         requested: int | None = None,
     ) -> None:
         """``requested``: the samples asked for, of which the task's pool allowed ``n``."""
@@ -165,7 +200,7 @@ class Drawing:
         self.judge_now = (
             stop is not None and self.judged and missing_judge(spec.metric.name, judges) is None
         )
-        self.test = CaseTest(*stop) if stop and (self.judge_now or not self.judged) else None
+        self.test = stop.test() if stop and (self.judge_now or not self.judged) else None
         self.done: dict[int, SampleOutcome] = {}
         # sent: the sample, its digest, its cache key, when it was sent
         self.waiting: dict[int, tuple[Sample, str, str, float]] = {}
@@ -180,8 +215,8 @@ class Drawing:
         # rounds (``run_together``): build no sample at or past ``limit``; ``held_open``: go on past
         # the case's own verdict, which a summary's test still needs samples beyond
         self.limit, self.held_open = n, False
-        # stopped with RULER's average (no test of its own): the rounds it used, why, its rule
-        self.cut: tuple[int, str, StopRule] | None = None
+        # stopped with a summary's test, having none of its own: the rounds it used, its record
+        self.cut: tuple[int, SequentialRecord] | None = None
         # drawn on past its own verdict for the average's test: scored on every sample drawn (its
         # verdict holds at any stop, and its mean is the less biased)
         self.drawn_past = False
@@ -191,13 +226,9 @@ class Drawing:
             record = self.test.record(self.n)
             return replace(record, used=used) if self.drawn_past else record
         if self.cut is not None:
-            _, why, rule = self.cut
-            return SequentialRecord(
-                rule.alpha, rule.min_samples, used, self.n, None, why, by_summary=True
-            )
-        if self.stop is not None and self.stop[1].asked and self.judged:
-            why = "judged, with no judge in this run: no scores to test, so it runs its full count"
-            return full_count_record(self.stop[0], used, self.n, why)
+            return replace(self.cut[1], used=used, budget=self.n)
+        if self.stop is not None and self.judged:
+            return replace(self.stop.unjudged, used=used, budget=self.n)
         return None
 
     def cost(self, planned: int, generating: float) -> Cost:
@@ -330,7 +361,7 @@ def open_case(
     cache: GenerationCache | None = None,
     helmet_compat: bool = False,
     judges: Judges | None = None,
-    stop: tuple[StopRule, Questions] | None = None,
+    stop: EarlyStop | None = None,
 ) -> Drawing:
     """A case ready to draw its samples (``n`` None: the task's own count, capped by its pool)."""
     requested = n or spec.default_samples
@@ -373,11 +404,11 @@ def run_case(
     helmet_compat: bool = False,
     judges: Judges | None = None,
     progress: Callable[[Progress], None] | None = None,
-    stop: tuple[StopRule, Questions] | None = None,
+    stop: EarlyStop | None = None,
 ) -> CaseResult:
     """Each generation is cached as soon as it exists, so an interrupted case resumes where it
-    stopped; ``progress`` hears where the case stands after each. ``stop`` (--sequential): a stop
-    rule and the case's questions; samples are fed to the test in index order (the fixed-n run's),
+    stopped; ``progress`` hears where the case stands after each. ``stop`` (--sequential): how the
+    case's test stops it; samples are fed to the test in index order (the fixed-n run's),
     none is built once the verdict is certain, and the score uses the samples the test used. ``n``
     None: the task's own count. A judged task without the judge it needs comes back with score None
     and its judge inputs stored, for ``ctxgate judge`` later."""

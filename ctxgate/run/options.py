@@ -178,13 +178,6 @@ def _samples(text: str) -> int:
     return value
 
 
-def _alpha(text: str) -> float:
-    value = positive(text)
-    if value >= 0.5:
-        raise ValueError("must be between 0 and 0.5")
-    return value
-
-
 def _batch_size(text: str) -> int | None:
     if text.strip().lower() == "auto":
         return None
@@ -347,36 +340,6 @@ PROGRESS = Option(
     default="auto",
     choices=("auto", "off"),
 )
-# --- --sequential
-SEQUENTIAL = Option(
-    "--sequential",
-    "stop a case as soon as its verdict is certain at --sequential-alpha (a test by betting, "
-    "valid however early it stops): the floor verdict under pytest, the regression verdict of a "
-    "bisect probe; fewer generations for clear cases; docs/training.md",
-    action="store_true",
-)
-SEQUENTIAL_ALPHA = Option(
-    "--sequential-alpha",
-    "--sequential: the error rate of each case's early verdict (default %(default)s)",
-    default=0.05,
-    parse=_alpha,
-)
-SEQUENTIAL_MIN = Option(
-    "--sequential-min",
-    "--sequential: never stop a case before this many samples (default %(default)s)",
-    default=10,
-    parse=whole(1),
-)
-SEARCH = Option(
-    "--search-effective-length",
-    "run the lengths shortest first and skip those past the length that decides the effective "
-    "length (the first where RULER's average fails its bar, or where it reaches [session] "
-    "min_effective_length; each summary under [relative_effective_length.min_length] alike); a "
-    "case a floor or baseline expects runs anyway; with --sequential, the average's own test "
-    "also stops each length's RULER cases; docs/gates.md",
-    action="store_true",
-)
-
 # --- reasoning models (docs/running.md, "Reasoning models")
 THINKING = Option(
     "--thinking",
@@ -612,8 +575,6 @@ EVALUATION = (
     RAY,
     RAY_RESOURCE,
 )
-SEQUENTIAL_OPTIONS = (SEQUENTIAL, SEQUENTIAL_ALPHA, SEQUENTIAL_MIN)
-COST = (*SEQUENTIAL_OPTIONS, SEARCH)  # what cuts a run's cost, pytest's group
 ENGINE = (
     BASE_URL,
     TOKENIZER,

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.gate.baseline import regression_verdict
-from ctxgate.gate.plan import make_plan
+from ctxgate.gate.plan import Plan, make_plan
+from ctxgate.hooks import hook
 from ctxgate.records.io import atomic_write
 from ctxgate.records.schema import Cost
 from ctxgate.report.tables import cost_line
 from ctxgate.run.compose import ModelError
-from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, TOLERANCE
+from ctxgate.run.options import EVALUATION, TOLERANCE, extra_groups
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.workflows.probe import (
     Case,
@@ -258,6 +259,14 @@ def search(
     return hi
 
 
+def _run_fields(plan: Plan) -> dict[str, Any]:
+    """What the extras add to a run's record, from the plan (``--sequential``'s rule)."""
+    fields: dict[str, Any] = {}
+    for answer in hook().ctxgate_run_fields(plan=plan):
+        fields |= answer
+    return fields
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser(
         "bisect", help="find the first checkpoint where the selected cases regressed"
@@ -271,8 +280,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         option.add_to(b)
     TOLERANCE.add_to(b)
     add("--json", help="also write the path taken as JSON here")
-    for option in SEQUENTIAL_OPTIONS:
-        option.add_to(b)
+    for group in extra_groups():  # the extras' options that evaluate a checkpoint, as pytest's
+        for option in group.options if group.evaluates else ():
+            option.add_to(b)
     b.set_defaults(fn=main)
     b.epilog = (
         "A checkpoint that cannot be opened (a broken or truncated file, a failed load) is "
@@ -341,7 +351,7 @@ def main(args: argparse.Namespace) -> int:
             "evaluations": len(result.probes),
             "rounds": result.rounds,
             "cases": [f"{t}-{L}" for t, L in cases],
-            "sequential": plan.sequential is not None,
+            "sequential": _run_fields(plan).get("sequential") is not None,
             "left_out": {str(folder): why for folder, why in outside.items()},
             "path": path,
             "cost": asdict(result.cost),

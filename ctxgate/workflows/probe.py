@@ -9,11 +9,11 @@ from pathlib import Path
 
 from ctxgate.backends.checkpoint import CheckpointError
 from ctxgate.gate.plan import Plan, check_overrides
+from ctxgate.hooks import hook
 from ctxgate.records.refusal import Refusal
-from ctxgate.run.case import CaseResult, run_case
+from ctxgate.run.case import CaseResult, EarlyStop, run_case
 from ctxgate.run.compose import ModelError, open_model
 from ctxgate.run.loading import ModelSpec
-from ctxgate.stats.sequential import Questions, StopRule
 from ctxgate.tasks import all_tasks, get_task
 
 Case = tuple[str, int]
@@ -37,14 +37,12 @@ def _matcher(name: str) -> Callable[..., bool]:
     return lambda word, /, **_: word.lower() in name.lower()
 
 
-def _stop(
-    plan: Plan, reference: CaseResult | None, tolerance: float
-) -> tuple[StopRule, Questions] | None:
-    if plan.sequential is None or reference is None:
+def _stop(plan: Plan, reference: CaseResult | None, tolerance: float) -> EarlyStop | None:
+    """How a probe's case stops: certain it dropped, or did not, against the reference's."""
+    if reference is None:
         return None
     base = {o.index: o.score for o in reference.samples if o.score is not None}
-    rule = StopRule(plan.sequential.alpha, plan.sequential.min_samples, max_samples=None)
-    return rule, Questions(baseline=base, tolerance=tolerance / 100)
+    return hook().ctxgate_case_stop(plan=plan, floor=None, baseline=base, tolerance=tolerance / 100)
 
 
 def evaluate_checkpoint(

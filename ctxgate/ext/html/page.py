@@ -30,6 +30,7 @@ from ctxgate.ext.html.cells import (
 )
 from ctxgate.ext.html.samples import DepthGrid, by_case, case_key, depth_grids, page_row
 from ctxgate.ext.html.versus import comparison, trend
+from ctxgate.hooks import flat, hook
 from ctxgate.lengths import format_length
 from ctxgate.records.schema import EffectiveLength, Prediction, Report, to_json
 from ctxgate.report.tables import (
@@ -37,7 +38,6 @@ from ctxgate.report.tables import (
     cost_line,
     effective_lengths,
     in_registry_order,
-    search_line,
     thinking_line,
 )
 from ctxgate.tasks.niah import DEPTHS
@@ -117,7 +117,7 @@ def _header(report: Report, report_name: str) -> str:
         ("Samples per case", run.samples),
         ("Seed", run.seed),
         ("Cost", cost_line(report.cost).removeprefix("Cost: ") if report.cost else None),
-        ("Search", search_line(report.search).removeprefix("Search: ") if report.search else None),
+        *flat(hook().ctxgate_report_facts(report=report)),
         ("Thinking", (thinking_line(report) or "").removeprefix("Thinking ") or None),
         ("Chat template", run.chat_template),
         ("Overrides", json.dumps(run.model_overrides) if run.model_overrides else None),

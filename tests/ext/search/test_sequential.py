@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxgate.ext.search.sequential import Bettor, StopRule, early_stop
 from ctxgate.records.schema import SequentialRecord
-from ctxgate.stats.sequential import Bettor, StopRule
 
 scores = st.lists(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1)), min_size=1, max_size=150)
 
@@ -158,7 +158,7 @@ def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite
 def test_a_case_fails_on_the_first_certain_failure_and_passes_only_when_every_question_passes():
     from types import SimpleNamespace
 
-    from ctxgate.stats.sequential import CaseTest, Questions
+    from ctxgate.ext.search.sequential import CaseTest, Questions
 
     def feed(test: CaseTest, scores: list[float]) -> None:
         test.feed({i: SimpleNamespace(score=x) for i, x in enumerate(scores)})
@@ -211,9 +211,9 @@ def _judged_case(tmp_path, accuracy: float, judges, n: int = 6, stop=None):  # n
 def test_a_judged_case_without_its_judge_runs_its_full_count_and_says_why(tmp_path):
     """No judge in the run: no scores to test while it generates, so --sequential cannot stop it
     early; the record says so instead of leaving the case silent."""
-    from ctxgate.stats.sequential import Questions
+    from ctxgate.ext.search.sequential import Questions
 
-    stop = (StopRule(alpha=0.05, min_samples=2), Questions(floor=0.5))
+    stop = early_stop(StopRule(alpha=0.05, min_samples=2), Questions(floor=0.5))
     result = _judged_case(tmp_path, 0.0, None, n=4, stop=stop)
     assert len(result.samples) == 4 and result.judge and result.judge.status == "pending"
     why = "judged, with no judge in this run: no scores to test, so it runs its full count"
@@ -231,9 +231,9 @@ def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
     """With its judge (a real OpenAI-compatible server), each output is judged as it arrives: the
     case stops once certain, with the verdict and the per-sample verdicts of the fixed-n run on the
     same samples, and no sample is judged twice."""
+    from ctxgate.ext.search.sequential import Questions
     from ctxgate.judge.client import JudgeSettings
     from ctxgate.judge.score import build_judges
-    from ctxgate.stats.sequential import Questions
 
     url, stats = judge_server
 
@@ -248,7 +248,7 @@ def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
     # the fixture's pool is 6 samples: a lenient rate and minimum, so that a certain verdict can
     # come before the end
     seq = _judged_case(
-        tmp_path, accuracy, judges("seq"), stop=(StopRule(0.2, 2), Questions(floor=floor))
+        tmp_path, accuracy, judges("seq"), stop=early_stop(StopRule(0.2, 2), Questions(floor=floor))
     )
     assert (
         seq.sequential

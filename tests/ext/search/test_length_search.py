@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.length_search import search
-from ctxgate.gate.search import Searching
+from ctxgate.ext.search.searching import Searching
+from ctxgate.ext.search.sequential import StopRule, judge_length
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.records.schema import CaseRecord
-from ctxgate.stats.sequential import StopRule, judge_length
 from ctxgate.tasks.registry import get_task, membership
 from tests.conftest import ROOT
 

@@ -1,5 +1,5 @@
 """RULER's cases at one length drawn together, in rounds of one sample each, so that the average's
-own sequential test (``stats.sequential.judge_length``) can stop them all at once.
+own sequential test (``sequential.judge_length``) can stop them all at once.
 
 The rounds are drawn ``step`` samples a case at a time (a batch for the engine), each case in turn;
 the test reads them in index order, so its verdict is the same however they were batched. A case
@@ -11,12 +11,21 @@ test (the mean it bet on is no longer the average's): the others run their full 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ctxgate.backends.base import Backend
-from ctxgate.records.schema import LengthVerdict
-from ctxgate.run.case import CaseResult, Drawing, drive
+from ctxgate.records.schema import LengthVerdict, SequentialRecord
+from ctxgate.run.case import CaseResult, Drawing, Runner, drive
 from ctxgate.run.progress import Progress
-from ctxgate.stats.sequential import StopRule, judge_length
+from ctxgate.tasks.build import fits_at_all
+from ctxgate.tasks.registry import get_task
+
+from .sequential import Sequential, StopRule, judge_length
+
+if TYPE_CHECKING:
+    from ctxgate.gate.plan import Plan
+
 
 CaseKey = tuple[str, int]
 
@@ -61,7 +70,9 @@ def run_together(
         d.held_open = False
         d.drawn_past = d.decided() and len(d.done) > d.test.used  # type: ignore[union-attr]
         if d.test is None and verdict.certain:
-            d.cut = (verdict.rounds, f"with RULER's average: certain it {said}", rule)
+            why = f"with RULER's average: certain it {said}"
+            record = SequentialRecord(rule.alpha, rule.min_samples, 0, d.n, None, why)
+            d.cut = (verdict.rounds, replace(record, by_summary=True))
         else:
             d.limit = d.n
             turn(d)  # on to its own verdict, or its full count
@@ -122,3 +133,33 @@ class Together:
                 self._results[key] = failed.get(d.spec.name) or self._finish(d)
             except Exception as exc:  # noqa: BLE001 - the case's item raises it
                 self._results[key] = exc
+
+
+def together(
+    plan: Plan,
+    sequential: Sequential | None,
+    keys: Sequence[CaseKey],
+    runner: Runner,
+    runs: Callable[[str, int], bool],
+) -> Together:
+    """The search's way of running the selected cases: without --sequential each in its item's
+    turn (no group), with it RULER's cases at each length drawn together."""
+    groups: dict[int, list[str]] = {}
+    if sequential is None:
+        return Together(groups, runner.open, runner.finish, lambda draws: _never(), runs)
+    for task, length in keys:
+        if get_task(task).suite == "ruler" and fits_at_all(get_task(task), length):
+            groups.setdefault(length, []).append(task)
+    rule = StopRule(sequential.alpha, sequential.min_samples, None)  # no sample limit
+    bar = plan.thresholds.effective_threshold / 100
+    return Together(
+        groups,
+        runner.open,
+        runner.finish,
+        lambda draws: run_together(draws, runner.backend, bar, rule, runner.progress),
+        runs,
+    )
+
+
+def _never() -> tuple[LengthVerdict, dict[str, Exception]]:
+    raise AssertionError("no case is grouped without --sequential")

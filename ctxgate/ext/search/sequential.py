@@ -16,9 +16,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ctxgate.records.schema import LengthVerdict, QuestionTest, SequentialRecord
+
+if TYPE_CHECKING:
+    from ctxgate.run.case import EarlyStop
 
 BET_CAP = 0.9  # fraction of the largest bet that cannot lose everything on one sample
 
@@ -192,10 +195,25 @@ class CaseTest:
         return SequentialRecord(*run, round(self.claim_alpha, 6), floor, drop)
 
 
-def full_count_record(rule: StopRule, used: int, budget: int, why: str) -> SequentialRecord:
-    """A case --sequential ran in full despite a gate question (judged, with no judge in the run),
-    with why it did not stop."""
-    return SequentialRecord(rule.alpha, rule.min_samples, used, budget, None, why)
+def early_stop(rule: StopRule, questions: Questions) -> EarlyStop:
+    """A case's test, and its record where it has no scores to test (judged, with no judge in the
+    run: it runs its full count, and says why)."""
+    from ctxgate.run.case import EarlyStop
+
+    why = "judged, with no judge in this run: no scores to test, so it runs its full count"
+    unjudged = SequentialRecord(rule.alpha, rule.min_samples, 0, 0, None, why)
+    return EarlyStop(lambda: CaseTest(rule, questions), unjudged)
+
+
+@dataclass(frozen=True)
+class Sequential:
+    """``--sequential``: each case stops once certain at ``alpha``, after ``min_samples``."""
+
+    alpha: float
+    min_samples: int
+
+    def describe(self) -> dict[str, float | int]:
+        return {"alpha": self.alpha, "min_samples": self.min_samples}
 
 
 def _percent(low: float, high: float) -> tuple[float, float]:

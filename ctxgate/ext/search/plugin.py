@@ -1,0 +1,171 @@
+"""``--sequential`` and ``--search-effective-length``: their options and plan section, each case's
+early stop, RULER's cases drawn together under a search, and the report's lines on both."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ctxgate.hookspec import hookimpl
+from ctxgate.run.options import Get, Option, OptionError, OptionGroup, positive, whole
+
+if TYPE_CHECKING:
+    from ctxgate.gate.plan import Plan
+    from ctxgate.records.schema import Report
+    from ctxgate.run.case import EarlyStop, Runner
+
+    from .rounds import Together
+
+from .sequential import Sequential
+
+NAME = "search"
+
+
+def _alpha(text: str) -> float:
+    value = positive(text)
+    if value >= 0.5:
+        raise ValueError("must be between 0 and 0.5")
+    return value
+
+
+# --- --sequential
+SEQUENTIAL = Option(
+    "--sequential",
+    "stop a case as soon as its verdict is certain at --sequential-alpha (a test by betting, "
+    "valid however early it stops): the floor verdict under pytest, the regression verdict of a "
+    "bisect probe; fewer generations for clear cases; docs/training.md",
+    action="store_true",
+)
+SEQUENTIAL_ALPHA = Option(
+    "--sequential-alpha",
+    "--sequential: the error rate of each case's early verdict (default %(default)s)",
+    default=0.05,
+    parse=_alpha,
+)
+SEQUENTIAL_MIN = Option(
+    "--sequential-min",
+    "--sequential: never stop a case before this many samples (default %(default)s)",
+    default=10,
+    parse=whole(1),
+)
+SEARCH = Option(
+    "--search-effective-length",
+    "run the lengths shortest first and skip those past the length that decides the effective "
+    "length (the first where RULER's average fails its bar, or where it reaches [session] "
+    "min_effective_length; each summary under [relative_effective_length.min_length] alike); a "
+    "case a floor or baseline expects runs anyway; with --sequential, the average's own test "
+    "also stops each length's RULER cases; docs/gates.md",
+    action="store_true",
+)
+
+COST = "ctxgate-cost"
+COST_TEXT = "ctxgate cost: stop a case once its verdict is certain, a search once its length is"
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    sequential: Sequential | None = None  # None: every case runs its samples
+    search: bool = False  # --search-effective-length
+
+
+def settings(plan: Plan) -> CostSettings:
+    found = plan.extras.get(NAME)
+    return found if isinstance(found, CostSettings) else CostSettings()
+
+
+@hookimpl
+def ctxgate_option_groups() -> list[OptionGroup]:
+    sequential = (SEQUENTIAL, SEQUENTIAL_ALPHA, SEQUENTIAL_MIN)
+    return [
+        OptionGroup(COST, COST_TEXT, sequential, evaluates=True),
+        OptionGroup(COST, COST_TEXT, (SEARCH,)),
+    ]
+
+
+@hookimpl
+def ctxgate_pytest_plugins() -> list[str]:
+    return [f"{__package__}.pytest_plugin"]
+
+
+@hookimpl
+def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, CostSettings]:
+    values = {o.dest: o.read(get(o.dest)) for o in (SEQUENTIAL, SEQUENTIAL_ALPHA, SEQUENTIAL_MIN)}
+    search = bool(SEARCH.read(get(SEARCH.dest)))
+    sequential = None
+    if values["sequential"]:
+        sequential = Sequential(values["sequential_alpha"], values["sequential_min"])
+    _check(sequential, plan, search)
+    return NAME, CostSettings(sequential, search)
+
+
+def _check(sequential: Sequential | None, plan: Plan, search: bool) -> None:
+    """Means that stopped early are biased, so no gate may average them; RULER's average has a
+    test of its own under --search-effective-length."""
+    thresholds = plan.thresholds
+    if sequential is not None and thresholds.min_effective_length and not search:
+        raise OptionError(
+            f"--sequential cannot check min_effective_length ({thresholds.path}): the effective "
+            "length averages RULER's tasks, and an average of means that stopped early is biased, "
+            "with no guarantee. Add --search-effective-length (the average's own test decides "
+            "each length), drop --sequential, or pass --thresholds with a file whose [session] "
+            "min_effective_length is 0"
+        )
+    if sequential is not None and thresholds.relative_min_length:
+        raise OptionError(
+            "--sequential cannot check [relative_effective_length.min_length] "
+            f"({thresholds.path}): a relative effective length compares averages of means, and "
+            "means that stopped early are biased, with no guarantee. Drop --sequential, or pass "
+            "--thresholds with a file without that table"
+        )
+
+
+@hookimpl
+def ctxgate_run_fields(plan: Plan) -> dict[str, Any]:
+    sequential = settings(plan).sequential
+    return {"sequential": sequential.describe() if sequential else None}
+
+
+@hookimpl
+def ctxgate_case_stop(
+    plan: Plan, floor: float | None, baseline: Mapping[int, float] | None, tolerance: float
+) -> EarlyStop | None:
+    """--sequential asks the case's gate questions; a case with neither runs its full count."""
+    from .sequential import Questions, StopRule, early_stop
+
+    sequential = settings(plan).sequential
+    questions = Questions(floor, baseline, tolerance)
+    if sequential is None or not questions.asked:
+        return None
+    return early_stop(StopRule(sequential.alpha, sequential.min_samples, None), questions)
+
+
+@hookimpl
+def ctxgate_cases_ahead(
+    plan: Plan, keys: list[tuple[str, int]], runner: Runner, runs: Any
+) -> Together | None:
+    """Under a search no case runs before the search knows it is needed; with --sequential, RULER's
+    cases at each length are drawn together, so that the average's own test can stop them."""
+    from .rounds import together
+
+    cost = settings(plan)
+    if not cost.search:
+        return None
+    return together(plan, cost.sequential, keys, runner, runs)
+
+
+@hookimpl
+def ctxgate_report_facts(report: Report) -> list[tuple[str, str]]:
+    from .lines import search_line
+
+    return (
+        [("Search", search_line(report.search).removeprefix("Search: "))] if report.search else []
+    )
+
+
+@hookimpl
+def ctxgate_report_notes(report: Report) -> list[str]:
+    from .lines import search_line, sequential_line
+
+    notes = [search_line(report.search)] if report.search else []
+    return notes + [line] if (line := sequential_line(report)) else notes
