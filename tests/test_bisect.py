@@ -177,12 +177,13 @@ def test_bisect_refuses_a_bad_option_in_the_words_pytest_uses(
 
 
 def test_the_options_bisect_shares_with_pytest_are_the_same_options():
-    """Declared once (run/options.py): pytest's plugins and bisect's parser add each as the table
-    says (its help, metavar, action); both read it through the table's parser."""
+    """Declared once (run/options.py, or an extra's evaluating group): pytest's plugins and bisect's
+    parser add each as the table says (its help, metavar, action); both read it through the table's
+    parser."""
     import argparse
 
     import ctxgate_plugins.options
-    from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS
+    from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, extra_groups
     from ctxgate.workflows.bisect import add_parser
 
     parser = argparse.ArgumentParser()
@@ -192,7 +193,8 @@ def test_the_options_bisect_shares_with_pytest_are_the_same_options():
     plugins = pytest.Parser(_ispytest=True)
     ctxgate_plugins.options.pytest_addoption(plugins)
     declared = {name: o for g in plugins._groups for o in g.options for name in o.names()}
-    for option in (*EVALUATION, *SEQUENTIAL_OPTIONS):
+    extras = [o for group in extra_groups() if group.evaluates for o in group.options]
+    for option in (*EVALUATION, *SEQUENTIAL_OPTIONS, *extras):
         mine, theirs = bisect[option.flag], declared[option.flag].attrs()
         assert (
             mine.help == theirs["help"] == option.help.replace("%(default)s", str(option.default))

@@ -18,11 +18,12 @@ from typing import Any
 
 from ctxgate.gate.baseline import regression_verdict
 from ctxgate.gate.plan import make_plan
+from ctxgate.hooks import hook
 from ctxgate.records.io import atomic_write
 from ctxgate.records.schema import Cost
 from ctxgate.report.tables import cost_line
 from ctxgate.run.compose import ModelError
-from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, TOLERANCE
+from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, TOLERANCE, extra_groups
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.workflows.probe import (
     Case,
@@ -267,7 +268,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add("--good", help="known-good checkpoint (name or step; default: the first)")
     add("--bad", help="known-bad checkpoint (default: the last, which is then checked)")
     add("-k", help="case selection, pytest -k style over ids like niah_single_1-8192")
-    for option in EVALUATION:  # as pytest takes them
+    # as pytest takes them, the extras' that evaluate a checkpoint too
+    evaluating = [o for group in extra_groups() if group.evaluates for o in group.options]
+    for option in (*EVALUATION, *evaluating):
         option.add_to(b)
     TOLERANCE.add_to(b)
     add("--json", help="also write the path taken as JSON here")
@@ -295,12 +298,10 @@ def main(args: argparse.Namespace) -> int:
     checkpoints = order_checkpoints(args.checkpoints)
     good = 0 if args.good is None else resolve_end(checkpoints, args.good)
     bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
-    spec, fan_out = plan.model, 1
+    spec = plan.model
     check_overrides_on(checkpoints[good], spec)  # the reference's: every probe is compared with it
-    if spec.ray is not None:  # a probe per replica the cluster holds, each round
-        from ctxgate.run.cluster import slots
-
-        fan_out = max(1, slots(spec.ray, spec.ray_resource))
+    # a probe per copy of the model the backend holds (a cluster's replicas), each round
+    fan_out = max(1, hook().ctxgate_model_slots(spec=spec) or 1)
     tolerance = TOLERANCE.read(args.tolerance)
     tolerance_for = plan.thresholds.tolerance_for if tolerance is None else (lambda t, L: tolerance)
 
