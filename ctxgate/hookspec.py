@@ -3,10 +3,11 @@
 when; ``hooks.py`` registers the extras and calls them. The types named in the docstrings live on
 higher floors, so the annotations here stay ``Any``: this module imports nothing of ctxgate.
 
-The order of a run: options (``ctxgate_option_groups``), plan (``ctxgate_plan_section``), model
-(``ctxgate_checkpoint_kinds``, ``ctxgate_open_backend``, ``ctxgate_wrap_backend``), cases
-(``ctxgate_task_modules``), report (``ctxgate_report_fields``, then each form's lines). An extra's
-results are listed in the order ``ctxgate/ext/__init__.py`` states."""
+The order of a run: options (``ctxgate_option_groups``), plan (``ctxgate_plan_section``, then
+``ctxgate_places_replicas``), model (``ctxgate_checkpoint_kinds``, ``ctxgate_model_slots``,
+``ctxgate_open_backend``, ``ctxgate_wrap_backend``), cases (``ctxgate_task_modules``), report
+(``ctxgate_report_fields``, then each form's lines). An extra's results are listed in the order
+``ctxgate/ext/__init__.py`` states."""
 
 from __future__ import annotations
 
@@ -55,6 +56,27 @@ def ctxgate_data_files() -> Any:
 def ctxgate_plan_section(get: Any, plan: Any) -> Any:
     """``(name, section)``: the extra's frozen part of the run's plan, read once from its options
     (``get(dest)``) and checked against the spine's ``plan``; None: the extra has nothing to add."""
+
+
+@hookspec(firstresult=True)
+def ctxgate_places_replicas(spec: Any) -> Any:
+    """Why the run stays in this one pytest process, where the backend the extra opens for
+    ``spec`` (``ctxgate_open_backend``) places replicas of the model itself: ``-n`` is refused
+    with it (``"{why}: drop -n"``), the session starts no vLLM server (each replica starts its
+    own from ``Served.launch``) and runs the cases longest first. None: the spine places it."""
+
+
+@hookspec(firstresult=True)
+def ctxgate_model_slots(spec: Any) -> Any:
+    """How many copies of the model the extra's backend holds for ``spec``: ``ctxgate bisect``
+    probes that many checkpoints side by side, each round. None: one."""
+
+
+@hookspec(firstresult=True)
+def ctxgate_open_backend(spec: Any, served: Any, replicas: Any) -> Any:
+    """The backend for ``spec`` (sending to ``served``; at most ``replicas`` copies of the model,
+    None: as many as it has room for), opened by the extra instead of the spine's
+    ``load_backend``; None: the spine loads it."""
 
 
 @hookspec

@@ -62,7 +62,7 @@ from ctxgate.tasks.base import MaterialExhausted, TaskSpec
 from ctxgate.tasks.build import LengthRuleBroken, fits_at_all
 from ctxgate.tasks.registry import all_tasks, get_task, marker_vocabulary, task_names
 
-from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
+from .options import PLAN_KEY, STARTUP_ERROR_KEY, one_process, refusals_are_usage_errors
 from .progress import REPORTER_KEY
 
 
@@ -149,9 +149,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.stash[NOT_RUN_KEY] = [i.nodeid for i in cases]
         items[:] = [i for i in items if not case_key(i.nodeid)]
         config.hook.pytest_deselected(items=cases)
-    if hasattr(config, "workerinput") or config.stash[PLAN_KEY].model.ray:
+    if hasattr(config, "workerinput") or one_process(config.stash[PLAN_KEY]) is not None:
         # Longest first: under xdist (every worker sorts alike), no worker is left grinding a 128K
-        # case while others idle; on a Ray cluster, the order ctxgate_ahead starts the cases in.
+        # case while others idle; on an extra's replicas, the order ctxgate_ahead starts them in.
         items.sort(key=lambda item: -(case_key(item.nodeid) or ("", 0))[1])
 
 

@@ -29,7 +29,7 @@ from ctxgate.gate.plan import Plan
 from ctxgate.records.schema import RunError
 from ctxgate.run.loading import Served, served
 
-from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
+from .options import PLAN_KEY, STARTUP_ERROR_KEY, one_process, refusals_are_usage_errors
 
 SERVERS_KEY = pytest.StashKey[list[VLLMServer]]()
 SERVED_KEY = pytest.StashKey[Served]()  # what this process's backend sends to
@@ -60,7 +60,7 @@ def vllm_servers(config: pytest.Config, plan: Plan) -> Served | None:
         return None
     try:
         template = launch_template(config, plan)
-        if spec.ray is not None:  # each replica on the cluster starts its own server, on its GPUs
+        if one_process(plan) is not None:  # each replica an extra places starts its own server
             return served(engine, spec, (), launch=template)
         specs = [replace(template, devices=d) for d in replica_devices(visible_gpus(), engine.tp)]
         log_dir = Path(plan.report).parent if plan.report else Path(config.invocation_params.dir)

@@ -89,13 +89,10 @@ def pytest_configure(config: pytest.Config) -> None:
     the plan's startup error, recorded for the run's report."""
     ini = PytestConfig(config.inipath, str(config.getini(INI_OPTION) or ""))
     plan = make_plan(config.getoption, Path(config.invocation_params.dir), ini)
-    if plan.model.ray is not None and (
-        config.getoption("numprocesses", None) or hasattr(config, "workerinput")
-    ):
-        raise pytest.UsageError(
-            f"--ray {plan.model.ray} runs every case from this one pytest process, on the "
-            "cluster's replicas: drop -n"
-        )
+    why = one_process(plan)
+    spread = config.getoption("numprocesses", None) or hasattr(config, "workerinput")
+    if why is not None and spread:
+        raise pytest.UsageError(f"{why}: drop -n")
     config.stash[PLAN_KEY] = plan
     if not plan.model.model:
         return  # the project's own tests: nothing to gate
@@ -121,6 +118,13 @@ def pytest_configure(config: pytest.Config) -> None:
         ):
             if note:
                 config.issue_config_time_warning(pytest.PytestConfigWarning(note), stacklevel=2)
+
+
+def one_process(plan: Plan) -> str | None:
+    """Why the run's cases stay in this one pytest process, where an extra's backend places the
+    model's replicas itself (``hookspec.ctxgate_places_replicas``); None: xdist may spread them."""
+    why: str | None = hook().ctxgate_places_replicas(spec=plan.model)
+    return why
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:

@@ -177,8 +177,9 @@ def test_bisect_refuses_a_bad_option_in_the_words_pytest_uses(
 
 
 def test_the_options_bisect_shares_with_pytest_are_the_same_options():
-    """Declared once (run/options.py): pytest's plugins and bisect's parser add each as the table
-    says (its help, metavar, action); both read it through the table's parser."""
+    """Declared once (run/options.py, or an extra's evaluating group): pytest's plugins and bisect's
+    parser add each as the table says (its help, metavar, action); both read it through the table's
+    parser."""
     import argparse
 
     import ctxgate_plugins.options

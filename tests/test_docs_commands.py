@@ -105,18 +105,20 @@ NOT_RUN: dict[str, str] = {
     "--log-to wandb=exp42 --tracker-run "
     "$WANDB_RUN_ID": f"{GPU}, and runs until stopped; tests/test_watch.py watches",
     "pytest --model path/to/ckpt --ray local --ray-resource CPU -k vt --lengths 512 --samples 2": (
-        "tests/test_ray.py::test_ray_local_starts_a_cluster_for_the_run_and_leaves_no_process runs "
-        "it as written, and checks that no process of the cluster it starts is left"
+        "tests/ext/ray/test_ray.py::"
+        "test_ray_local_starts_a_cluster_for_the_run_and_leaves_no_process runs it as written, and "
+        "checks that no process of the cluster it starts is left"
     ),
     "ray start --head --port=6379": (
-        f"{CLUSTER}: starts a Ray head that outlives the command; tests/test_ray.py starts a "
-        "cluster of this machine"
+        f"{CLUSTER}: starts a Ray head that outlives the command; tests/ext/ray/test_ray.py starts "
+        "a cluster of this machine"
     ),
-    "ray start "
-    "--address=head-node:6379": f"{CLUSTER}; tests/test_ray.py adds and removes worker nodes",
+    "ray start --address=head-node:6379": (
+        f"{CLUSTER}; tests/ext/ray/test_ray.py adds and removes worker nodes"
+    ),
     "pytest --model /shared/ckpts/step-12000 --ray head-node:6379 --report out/run.json": (
-        f"{CLUSTER} and a checkpoint on its shared filesystem; tests/test_ray.py runs the suite "
-        "on a Ray cluster"
+        f"{CLUSTER} and a checkpoint on its shared filesystem; tests/ext/ray/test_ray.py runs the "
+        "suite on a Ray cluster"
     ),
     "pytest --model path/to/qwen3 --thinking on --thinking-budget 1024 -n 8 --report "
     "out/think.json": f"{GPU} and a Qwen3 checkpoint; {THINKING_TESTS}",

@@ -452,35 +452,33 @@ TABLES = {"ctxgate/run/options.py", "ctxgate/records/schema.py"}
 FUNCTION_LINES, FUNCTION_PARAMETERS = 60, 6
 # What is over a limit today, each at most its size now: the list only shrinks (issue Z)
 OVER = {
-    "lines": 20_068,
-    "ctxgate/records/schema.py": 807,
-    "ctxgate/run/case.py": 573,
-    "ctxgate/gate/thresholds.py": 513,
-    "ctxgate/run/cluster.py": 503,
-    "plugins/cases.py": 437,
-    "ctxgate/backends/hf.py:__init__": (121, 10),
-    "ctxgate/run/cluster.py:_place": (92, 0),
+    "lines": 19_439,
     "ctxgate/backends/endpoint.py:__init__": (86, 8),
-    "ctxgate/report/tables.py:rows": (80, 0),
-    "ctxgate/workflows/watch.py:watch": (77, 9),
-    "plugins/cases.py:ctxgate_case": (75, 0),
-    "ctxgate/workflows/bisect.py:bisect": (74, 7),
-    "ctxgate/backends/sharded.py:load_into": (72, 0),
-    "ctxgate/run/compose.py:open_model": (71, 0),
-    "ctxgate/workflows/bisect.py:main": (66, 0),
-    "ctxgate/tasks/json_kv.py:build_json_kv": (61, 0),
-    "ctxgate/run/case.py:run_case": (0, 12),
-    "ctxgate/tasks/fitting.py:fit_units": (0, 10),
-    "ctxgate/tasks/fitting.py:fit_document": (0, 10),
-    "ctxgate/run/case.py:__init__": (0, 10),
-    "ctxgate/run/case.py:open_case": (0, 9),
-    "ctxgate/tasks/niah.py:_line_context": (0, 7),
-    "ctxgate/tasks/helmet_compat.py:long_document": (0, 7),
-    "ctxgate/tasks/helmet_compat.py:helmet_ids": (0, 7),
-    "ctxgate/report/build.py:build_report": (0, 7),
-    "ctxgate/metrics/judged.py:citation_scores": (0, 7),
     "ctxgate/backends/endpoint_probe.py:get_json": (0, 7),
     "ctxgate/backends/endpoint_probe.py:check_tokenizer": (0, 7),
+    "ctxgate/backends/hf.py:__init__": (121, 10),
+    "ctxgate/backends/sharded.py:load_into": (72, 0),
+    "ctxgate/gate/thresholds.py": 513,
+    "ctxgate/metrics/judged.py:citation_scores": (0, 7),
+    "ctxgate/records/schema.py": 807,
+    "ctxgate/report/build.py:build_report": (0, 7),
+    "ctxgate/report/tables.py:rows": (80, 0),
+    "ctxgate/run/case.py": 573,
+    "ctxgate/run/case.py:open_case": (0, 9),
+    "ctxgate/run/case.py:run_case": (0, 12),
+    "ctxgate/run/case.py:__init__": (0, 10),
+    "ctxgate/run/compose.py:open_model": (68, 0),
+    "ctxgate/tasks/fitting.py:fit_units": (0, 10),
+    "ctxgate/tasks/fitting.py:fit_document": (0, 10),
+    "ctxgate/tasks/helmet_compat.py:helmet_ids": (0, 7),
+    "ctxgate/tasks/helmet_compat.py:long_document": (0, 7),
+    "ctxgate/tasks/json_kv.py:build_json_kv": (61, 0),
+    "ctxgate/tasks/niah.py:_line_context": (0, 7),
+    "ctxgate/workflows/bisect.py:bisect": (74, 7),
+    "ctxgate/workflows/bisect.py:main": (64, 0),
+    "ctxgate/workflows/watch.py:watch": (77, 9),
+    "plugins/cases.py": 437,
+    "plugins/cases.py:ctxgate_case": (75, 0),
 }
 
 
@@ -535,4 +533,4 @@ def test_the_extras_words_stay_in_the_extras():
     assert len(found) <= WORDS_OUTSIDE, "\n".join(found)
 
 
-WORDS_OUTSIDE = 129
+WORDS_OUTSIDE = 122

@@ -5,7 +5,6 @@ options give the same plan and a bad value is the same one line, before any mode
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -143,8 +142,6 @@ def _spec(
         )
     if helmet:
         check_tokenizer(Path(helmet), "--helmet-tokenizer")
-    if values["ray"] is not None:
-        _check_ray(values["ray"], backend)
     if values["haystack"]:
         try:
             load_essay(values["haystack"])
@@ -196,20 +193,6 @@ def _check_hf(values: Mapping[str, Any], backend: str) -> None:
         raise OptionError(
             f"--gpus-per-replica {per_replica} needs --device-map auto, e.g. --device-map auto "
             "--gpus-per-replica 4"
-        )
-
-
-def _check_ray(ray: str, backend: str) -> None:
-    if not ray:
-        raise OptionError("--ray is empty: give the Ray head's address (host:6379), auto, or local")
-    if importlib.util.find_spec("ray") is None:
-        raise OptionError(
-            f"--ray {ray} needs Ray, which is not installed here: pip install 'ctxgate[ray]'"
-        )
-    if backend == "openai":
-        raise OptionError(
-            "--ray with --backend openai: the servers are the replicas; drop --ray and give each "
-            "with --base-url"
         )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ctxgate.backends.base import Backend, BackendDown
 from ctxgate.backends.forcing import has_own_budget
+from ctxgate.hooks import hook
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
 from ctxgate.records.refusal import CtxgateError, Unreachable
@@ -76,15 +77,12 @@ def open_model(
     replicas: int | None = None,
 ) -> LoadedModel:
     """The model ready to run cases, sending to ``served`` (--backend openai/vllm), on at most
-    ``replicas`` of a cluster's (--ray, each loading it through load_backend as this process
-    would); ``run`` adds to its record. Raises ModelError naming the stage that failed."""
+    ``replicas`` copies of it where an extra opens the backend (``ctxgate_open_backend``: a
+    cluster's, each loading it through load_backend as this process would); ``run`` adds to its
+    record. Raises ModelError naming the stage that failed."""
     try:
-        if spec.ray is not None:
-            from ctxgate.run.cluster import RayPool
-
-            backend: Backend = RayPool(spec, served, replicas)
-        else:
-            backend = load_backend(spec, served)
+        opened = hook().ctxgate_open_backend(spec=spec, served=served, replicas=replicas)
+        backend: Backend = load_backend(spec, served) if opened is None else opened
     except Exception as exc:  # noqa: BLE001 - reported in one line, whatever it is
         # a server's failure is the server's: this process opened no file of the checkpoint
         raise ModelError(

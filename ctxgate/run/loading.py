@@ -35,7 +35,8 @@ class Served:
     tokenizer: str
     server_logs: tuple[str, ...] = ()
     engine: Mapping[str, Any] = field(default_factory=dict)
-    # --ray: the server each replica starts on its node, but for its GPUs
+    # a backend that places its own replicas (``hookspec.ctxgate_places_replicas``): the server
+    # each replica starts on its node, but for its GPUs
     launch: EngineSpec | None = None
     launch_timeout_s: float = 900.0
 
@@ -72,8 +73,6 @@ class ModelSpec:
     judge: JudgeSettings | None = None
     nli_model: str | None = None
     judge_max_failure_rate: float = 0.05
-    ray: str | None = None
-    ray_resource: str = "GPU"  # the resource each replica takes one of
     thinking: str = "default"  # --thinking, --thinking-budget, --think-end (tokens/thinking.py)
     thinking_budget: int | None = None
     think_end: str | None = None

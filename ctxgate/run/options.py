@@ -310,20 +310,6 @@ MODEL_OVERRIDE = Option(
     action="append",
     metavar="KEY=VALUE",
 )
-RAY = Option(
-    "--ray",
-    "run the cases on a Ray cluster, the model as one replica per --ray-resource on its nodes: "
-    "the head's ADDRESS (host:port), auto (the cluster this machine belongs to), or local (a "
-    "cluster of this machine, for the run); needs pip install 'ctxgate[ray]'; docs/distributed.md",
-    metavar="ADDRESS",
-)
-RAY_RESOURCE = Option(
-    "--ray-resource",
-    "--ray: the resource each model replica takes one of (default %(default)s), e.g. CPU on nodes "
-    "without GPUs",
-    default="GPU",
-    metavar="NAME",
-)
 CACHE_DIR = Option("--cache-dir", f"generation cache folder (default: ./{CACHE_FOLDER})")
 NO_CACHE = Option("--no-cache", "neither read nor write the generation cache", action="store_true")
 REPORT = Option("--report", "write the JSON report here (plus .predictions.jsonl and .md)")
@@ -572,8 +558,6 @@ EVALUATION = (
     THINK_END,
     CACHE_DIR,
     NO_CACHE,
-    RAY,
-    RAY_RESOURCE,
 )
 ENGINE = (
     BASE_URL,

@@ -276,13 +276,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add("--good", help="known-good checkpoint (name or step; default: the first)")
     add("--bad", help="known-bad checkpoint (default: the last, which is then checked)")
     add("-k", help="case selection, pytest -k style over ids like niah_single_1-8192")
-    for option in EVALUATION:  # as pytest takes them
+    # as pytest takes them, the extras' that evaluate a checkpoint too
+    evaluating = [o for group in extra_groups() if group.evaluates for o in group.options]
+    for option in (*EVALUATION, *evaluating):
         option.add_to(b)
     TOLERANCE.add_to(b)
     add("--json", help="also write the path taken as JSON here")
-    for group in extra_groups():  # the extras' options that evaluate a checkpoint, as pytest's
-        for option in group.options if group.evaluates else ():
-            option.add_to(b)
     b.set_defaults(fn=main)
     b.epilog = (
         "A checkpoint that cannot be opened (a broken or truncated file, a failed load) is "
@@ -305,12 +304,10 @@ def main(args: argparse.Namespace) -> int:
     checkpoints = order_checkpoints(args.checkpoints)
     good = 0 if args.good is None else resolve_end(checkpoints, args.good)
     bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
-    spec, fan_out = plan.model, 1
+    spec = plan.model
     check_overrides_on(checkpoints[good], spec)  # the reference's: every probe is compared with it
-    if spec.ray is not None:  # a probe per replica the cluster holds, each round
-        from ctxgate.run.cluster import slots
-
-        fan_out = max(1, slots(spec.ray, spec.ray_resource))
+    # a probe per copy of the model the backend holds (a cluster's replicas), each round
+    fan_out = max(1, hook().ctxgate_model_slots(spec=spec) or 1)
     tolerance = TOLERANCE.read(args.tolerance)
     tolerance_for = plan.thresholds.tolerance_for if tolerance is None else (lambda t, L: tolerance)
 

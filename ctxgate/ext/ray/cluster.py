@@ -1,6 +1,6 @@
 """Model replicas on a Ray cluster, seen by the session as one backend (``--ray``).
 
-Each replica (``run/replica.py``) only generates; the session builds prompts, caches, scores and
+Each replica (``replica.py``) only generates; the session builds prompts, caches, scores and
 reports. Requests wait in one queue, longest case first, each going to whichever replica frees
 first, so a slow 128K sample never holds back the rest as static shards would. A lost replica's
 requests are queued again; a failed load is one error naming its node. Ray is imported only with
@@ -33,8 +33,10 @@ from ctxgate.backends.base import (
 from ctxgate.backends.hf import BackendError
 from ctxgate.records.refusal import Unreachable
 from ctxgate.run.loading import ModelSpec, Served
-from ctxgate.run.replica import ReplicaInfo, ReplicaWorker
 from ctxgate.tokens.tokenizers import HFTokenizer, RawTokenizer
+
+from .replica import ReplicaInfo, ReplicaWorker
+from .settings import of
 
 LOCAL = "local"  # --ray local: a cluster of this machine, started for the run and stopped with it
 MAX_TRIES = 3  # replicas a request may lose before the run stops trusting the cluster with it
@@ -185,12 +187,13 @@ class RayPool:
     def __init__(
         self, spec: ModelSpec, served: Served | None = None, replicas: int | None = None
     ) -> None:
-        """``replicas``: at most this many (None: one per unit of ``spec.ray_resource``)."""
+        """``replicas``: at most this many (None: one per unit of ``--ray-resource``)."""
         import ray
 
-        assert spec.ray is not None
-        self.address = spec.ray
-        self._connected = connect(spec.ray)
+        settings = of(spec)
+        assert settings is not None, "the plan's ray section"
+        self.address, self.resource = settings.address, settings.resource
+        self._connected = connect(settings.address)
         self.replicas: list[_Replica] = []
         self._servers = False
         try:
@@ -229,7 +232,7 @@ class RayPool:
     def _place(self, spec: ModelSpec, served: Served | None, replicas: int | None) -> None:
         import ray
 
-        resource = spec.ray_resource
+        resource = self.resource
         total = ray.cluster_resources().get(resource, 0)
         served = served if served is not None and served.launch is not None else None
         # units a replica's server spans

@@ -1,6 +1,6 @@
 """One replica of the model on a Ray node (``--ray``): it loads the checkpoint through
 ``load_backend`` as a local run does (``--backend vllm``: a server of its own, on the GPUs Ray gave
-it) and only generates. ``run/cluster.py`` places replicas and feeds them one queue."""
+it) and only generates. ``cluster.py`` places replicas and feeds them one queue."""
 
 from __future__ import annotations
 
