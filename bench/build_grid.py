@@ -53,7 +53,7 @@ try:
     def one(spec, ctx, length, i):
         return build_sample(spec, ctx, length, i, 42)
 except ImportError:  # code from before the entry point: its own iterator and its refusals
-    from ctxgate.run.case import iter_samples
+    from ctxgate.run.samples import iter_samples
     from ctxgate.tasks.base import MaterialExhausted, TaskTooShort
     from ctxgate.sources.errors import DataUnavailable
     refused = (TaskTooShort, MaterialExhausted, DataUnavailable)

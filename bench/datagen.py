@@ -46,7 +46,7 @@ import psutil
 root, tokenizer, length, n, squad, hotpot = sys.argv[1:7]
 sys.path.insert(0, root)
 from transformers import AutoTokenizer
-from ctxgate.run.case import iter_samples, samples_to_run
+from ctxgate.run.samples import iter_samples, samples_to_run
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tokens.codec import PieceEncoder
 try:

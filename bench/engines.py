@@ -39,7 +39,7 @@ from ctxgate.backends.formats import locate
 from ctxgate.backends.hf import HFBackend
 from ctxgate.backends.vllm_server import EngineSpec, VLLMServer, find_python
 from ctxgate.lengths import format_length, parse_lengths
-from ctxgate.run.case import build_samples
+from ctxgate.run.samples import build_samples
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tokens.codec import PieceEncoder
 

@@ -40,7 +40,7 @@ from ctxgate.backends.checkpoint import resolve_model  # noqa: E402
 from ctxgate.backends.formats import locate  # noqa: E402
 from ctxgate.backends.hf import HFBackend  # noqa: E402
 from ctxgate.lengths import format_length, parse_lengths  # noqa: E402
-from ctxgate.run.case import build_samples  # noqa: E402
+from ctxgate.run.samples import build_samples  # noqa: E402
 from ctxgate.tasks import BuildContext, get_task  # noqa: E402
 from ctxgate.tokens.codec import PieceEncoder  # noqa: E402
 

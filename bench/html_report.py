@@ -37,7 +37,7 @@ def real_rows(samples: int) -> dict[str, list[dict[str, Any]]]:
     tokenizer)."""
     from transformers import AutoTokenizer
 
-    from ctxgate.run.case import excerpts, iter_samples, samples_to_run
+    from ctxgate.run.samples import excerpts, iter_samples, samples_to_run
     from ctxgate.tasks import BuildContext, all_tasks
     from ctxgate.tokens.codec import PieceEncoder
     from ctxgate.tokens.tokenizers import HFTokenizer

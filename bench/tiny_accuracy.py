@@ -13,7 +13,7 @@ from ctxgate.backends.checkpoint import resolve_model
 from ctxgate.backends.formats import locate
 from ctxgate.backends.hf import HFBackend
 from ctxgate.lengths import parse_lengths
-from ctxgate.run.case import run_case
+from ctxgate.run.case import Session, run_case
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tokens.codec import PieceEncoder
 
@@ -29,7 +29,7 @@ def main() -> None:
     ctx = BuildContext(PieceEncoder(backend.tokenizer), chat=False)
     for length in parse_lengths(args.lengths):
         t0 = time.perf_counter()
-        r = run_case(get_task(args.task), ctx, backend, length, args.samples, 42)
+        r = run_case(get_task(args.task), Session(backend, ctx), length, args.samples)
         print(
             f"{args.task} @ {length}: {r.score:.1f} (95% CI {r.ci[0]}-{r.ci[1]}, n={r.n}) "
             f"in {time.perf_counter() - t0:.1f} s",

@@ -58,6 +58,18 @@ def ctxgate_plan_section(get: Any, plan: Any) -> Any:
     (``get(dest)``) and checked against the spine's ``plan``; None: the extra has nothing to add."""
 
 
+@hookspec
+def ctxgate_threshold_tables() -> Any:
+    """The extra's tables of thresholds.toml: a tree as ``gate.thresholds.SCHEMA``'s, each leaf
+    setting a dotted key of ``Thresholds.extras``."""
+
+
+@hookspec
+def ctxgate_positions(spec: Any) -> Any:
+    """Positions a case needs past its length (a thought's budget), for the engines sized before
+    the model opens."""
+
+
 @hookspec(firstresult=True)
 def ctxgate_places_replicas(spec: Any) -> Any:
     """Why the run stays in this one pytest process, where the backend the extra opens for
@@ -80,6 +92,23 @@ def ctxgate_open_backend(spec: Any, served: Any, replicas: Any) -> Any:
 
 
 @hookspec
+def ctxgate_backend_facts(spec: Any, backend: Any) -> Any:
+    """What the extra asks of a backend where it was loaded (a mapping of a question to its
+    answer): a cluster's replica answers for its own backend, and the session reads them."""
+
+
+@hookspec(firstresult=True)
+def ctxgate_reading(spec: Any, backend: Any) -> Any:
+    """How the model's output is read before it is scored (``run.case.Reading``), asked once the
+    backend is open and before the prompts' encoder is made; None: as it came."""
+
+
+@hookspec
+def ctxgate_run_keys() -> Any:
+    """``gate.baseline.RunKey``s: settings of the run's record a baseline must share."""
+
+
+@hookspec
 def ctxgate_run_fields(plan: Any) -> Any:
     """Fields the extra adds to the run's record (``RunInfo``), from the plan."""
 
@@ -97,6 +126,11 @@ def ctxgate_cases_ahead(plan: Any, keys: Any, runner: Any, runs: Any) -> Any:
     spine's own: an object with ``key in it`` and ``take(key)`` (and ``verdicts``, a summary's
     per length), through ``runner`` (``run.case.Runner``); ``runs(task, length)``: whether a case
     still runs. None: the spine decides."""
+
+
+@hookspec(firstresult=True)
+def ctxgate_case_fault(record: Any) -> Any:
+    """``gate.verdicts.Fault``: why the extra's own rule fails a scored case; None: it does not."""
 
 
 @hookspec
@@ -130,6 +164,16 @@ def ctxgate_report_notes(report: Any) -> Any:
 @hookspec
 def ctxgate_report_facts(report: Any) -> Any:
     """``(label, text)`` pairs among the run's facts the HTML report lists, after its cost."""
+
+
+@hookspec
+def ctxgate_report_tables(report: Any) -> Any:
+    """``(header, rows)`` tables after the report's own, in the terminal and the Markdown."""
+
+
+@hookspec
+def ctxgate_junit_properties(report: Any) -> Any:
+    """``(name, value)`` properties of the junit file's ``<testsuite>``, after the summaries'."""
 
 
 @hookspec

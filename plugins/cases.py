@@ -25,7 +25,7 @@ from ctxgate.gate.plan import Plan
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import (
     NOT_GIVEN,
-    cut_failure,
+    fault_message,
     floor_failure,
     gated_reason,
     judge_failure,
@@ -51,6 +51,7 @@ from ctxgate.run.case import (
     Drawing,
     EarlyStop,
     Runner,
+    Session,
     case_result,
     drive,
     open_case,
@@ -174,7 +175,7 @@ class Case:
     def assert_gate(self) -> None:
         """Fail on a failed judge, a regression against the baseline, or a score below the floor."""
         r = self.state.record
-        for message in (judge_failure(r), cut_failure(r)):
+        for message in (judge_failure(r), fault_message(r)):
             if message:
                 self._fail(f"{self.spec.name} at {self.length}: {message}")
         if r.baseline and r.baseline.regressed:
@@ -260,33 +261,31 @@ def no_score(state: CaseState, cause: str, message: str, baseline: Baseline | No
 
 
 def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Window | None:
-    """The window a case of this length cannot run past (None: it runs). A thinking budget's
-    thought comes on top of the length's prompt and answer."""
+    """The window a case of this length cannot run past (None: it runs). What a reading needs
+    past the prompt (a thought's budget) comes on top of the length's prompt and answer."""
     window, limit = window_of(model.backend), model.backend.max_positions
     force = config.stash[PLAN_KEY].force_lengths
-    needs = length + (model.context.thinking.budget or 0)
+    needs = length + model.session.reading.positions
     if window and limit is not None and needs > limit and not (force and window.forceable):
         return window
     return None
 
 
+def _session(config: pytest.Config, model: LoadedModel) -> Session:
+    """The model's session, with the run's confidence and its progress line."""
+    plan = config.stash[PLAN_KEY]
+    progress = config.stash.get(REPORTER_KEY, None)
+    return replace(model.session, confidence=plan.thresholds.confidence, progress=progress)
+
+
 def _opener(config: pytest.Config, model: LoadedModel) -> Callable[[str, int], Drawing]:
     """Each case opened as its run starts it (``run.case.open_case``)."""
-    plan = config.stash[PLAN_KEY]
+    plan, session = config.stash[PLAN_KEY], _session(config, model)
 
     def opened(name: str, length: int) -> Drawing:
         floor = plan.thresholds.floor_for(name, length)
-        return open_case(
-            get_task(name),
-            model.context,
-            length,
-            plan.samples,
-            plan.model.seed,
-            model.cache,
-            plan.model.helmet_compat,
-            model.judges,
-            _stop(plan, name, length, floor),
-        )
+        stop = _stop(plan, name, length, floor)
+        return open_case(get_task(name), session, length, plan.samples, stop)
 
     return opened
 
@@ -295,32 +294,22 @@ def _case_run(
     config: pytest.Config, model: LoadedModel, name: str, length: int
 ) -> Callable[[], CaseResult]:
     """The case's run, ready to start in its item's turn or ahead of it (``ctxgate_ahead``)."""
-    progress = config.stash.get(REPORTER_KEY, None)
-    confidence = config.stash[PLAN_KEY].thresholds.confidence
 
     def run() -> CaseResult:
         draw = _opener(config, model)(name, length)
-        drive(draw, model.backend, progress)
-        return case_result(draw, confidence, model.judges)
+        drive(draw)
+        return case_result(draw)
 
     return run
 
 
 def _drawn_elsewhere(config: pytest.Config, model: LoadedModel, keys: list[tuple[str, int]]) -> Any:
     """An extra's way of drawing the cases ahead of their items (``ctxgate_cases_ahead``)."""
-    plan = config.stash[PLAN_KEY]
-    confidence = plan.thresholds.confidence
-    runner = Runner(
-        _opener(config, model),
-        lambda draw: case_result(draw, confidence, model.judges),
-        model.backend,
-        config.stash.get(REPORTER_KEY, None),
-    )
     left_out = config.stash.get(LEFT_OUT_KEY, None)
     return hook().ctxgate_cases_ahead(
-        plan=plan,
+        plan=config.stash[PLAN_KEY],
         keys=keys,
-        runner=runner,
+        runner=Runner(_opener(config, model), case_result),
         runs=lambda task, length: left_out is None or left_out(task, length) is None,
     )
 
@@ -374,12 +363,10 @@ def ctxgate_case(
     )
     state.run_meta = ctxgate_model.run_meta
     if window := _beyond_window(config, ctxgate_model, length):
-        budget = ctxgate_model.context.thinking.budget
-        over = f" with --thinking-budget {budget}" if budget else ""
-        what = f"{name} at {length}: the length{over} exceeds {window.what}, so the case cannot run"
-        lower = ", lower the budget" if budget else ""
-        fix = f"drop {length} from --lengths{lower}, or {window.fix}"
-        no_score(state, "window", f"{what}; {fix}", baseline)
+        reading = ctxgate_model.session.reading
+        what = f"{name} at {length}: the length{reading.beyond} exceeds {window.what}"
+        fix = f"drop {length} from --lengths{reading.lower}, or {window.fix}"
+        no_score(state, "window", f"{what}, so the case cannot run; {fix}", baseline)
     left_out = config.stash.get(LEFT_OUT_KEY, None)
     spec = get_task(name)
     # a case that cannot run at all says so; one the search leaves out saves its samples
@@ -417,9 +404,6 @@ def ctxgate_case(
     if failure is not None:
         pytest.fail(f"{name} at {length}: {failure}", pytrace=False)
     state.record = result.onto(state.record)
-    if result.thinking is not None:  # its gate's share, as the judge's rate is the judges'
-        share = thresholds.thinking_max_cut_share
-        state.record = replace(state.record, thinking=replace(result.thinking, max_cut_share=share))
     state.samples = result.samples
     if result.judge and result.judge.status == "pending":
         waiting = f"{result.judge.reason}; {_judge_later(plan.report)}"

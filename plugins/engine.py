@@ -26,6 +26,7 @@ from ctxgate.backends.vllm_server import (
     start_all,
 )
 from ctxgate.gate.plan import Plan
+from ctxgate.hooks import hook
 from ctxgate.records.schema import RunError
 from ctxgate.run.loading import Served, served
 
@@ -89,7 +90,7 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
     except OverrideError:
         changes, limit = {}, None  # an unreadable config: the server's own start says what is wrong
     longest = max(plan.lengths) + max(t.tokens_to_generate for t in all_tasks())
-    longest += spec.thinking_budget or 0  # the thought comes on top of the length
+    longest += sum(hook().ctxgate_positions(spec=spec))  # a reading's, past the length
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
     max_len = longest if limit is None else min(longest, limit)
     overrides = json.dumps(changes, sort_keys=True) if changes else None

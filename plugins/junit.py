@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from _pytest.junitxml import LogXML, bin_xml_escape, xml_key
 
+from ctxgate.hooks import flat, hook
 from ctxgate.records.schema import (
     EffectiveLength,
     Gate,
@@ -17,7 +18,7 @@ from ctxgate.records.schema import (
     RelativeEffectiveLength,
     Report,
 )
-from ctxgate.report.tables import case_thinking, gate_line
+from ctxgate.report.tables import gate_line
 
 from .reporting import session_report
 
@@ -70,12 +71,7 @@ def properties(report: Report) -> list[tuple[str, str]]:
     for key, long in report.long_score.items():
         if long.value is not None:
             out.append((f"ctxgate.long_score.{key}", _value(long.value)))
-    out += [
-        (f"ctxgate.thinking.{c.name}", case_thinking(c.thinking))
-        for c in report.cases
-        if c.thinking
-    ]
-    return out
+    return out + list(flat(hook().ctxgate_junit_properties(report=report)))
 
 
 def _value(

@@ -41,9 +41,9 @@ from typing import Any
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
 from ctxgate.metrics import helmet
-from ctxgate.run.case import resolve_chat
 from ctxgate.run.compose import prompt_context
 from ctxgate.run.loading import ModelSpec
+from ctxgate.run.samples import resolve_chat
 from ctxgate.tasks.base import BuildContext
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.registry import get_task

@@ -150,7 +150,7 @@ def test_samples_are_built_as_they_are_generated(hf_encoder):
     """A huge --samples would otherwise build every prompt before the first generation (memory, then
     nothing)."""
     from ctxgate.backends.base import Generation
-    from ctxgate.run.case import run_case
+    from ctxgate.run.case import Session, run_case
     from ctxgate.tasks import BuildContext, get_task
 
     built: list[int] = []
@@ -174,5 +174,5 @@ def test_samples_are_built_as_they_are_generated(hf_encoder):
         return original(ctx, job)
 
     ctx = BuildContext(encoder=hf_encoder, chat=False, seed=42)
-    result = run_case(replace(spec, build=build), ctx, Counting(), 1024, 5, 42)
+    result = run_case(replace(spec, build=build), Session(Counting(), ctx), 1024, 5)
     assert result.n == 5 and built == [1, 2, 3, 4, 5]

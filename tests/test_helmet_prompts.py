@@ -20,7 +20,7 @@ import datasets
 import numpy as np
 import pytest
 
-from ctxgate.run.case import build_samples
+from ctxgate.run.samples import build_samples
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tasks.build import build_sample
 from ctxgate.tokens.codec import PieceEncoder

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxgate.run.case import build_samples
+from ctxgate.run.samples import build_samples
 from ctxgate.sources.icl import load_icl
 from ctxgate.sources.kilt import load_msmarco, load_rag
 from ctxgate.tasks import BuildContext, get_task, icl, longqa, rag, rerank
@@ -242,7 +242,7 @@ def test_missing_data_names_the_flag(hf_encoder):
 
 
 def test_longqa_uses_the_chat_template_under_the_task_policy(hf_encoder):
-    from ctxgate.run.case import task_context
+    from ctxgate.tasks.build import task_context
 
     by_task = BuildContext(
         encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA), chat_by_task=True
@@ -256,7 +256,7 @@ def test_chat_prompts_end_where_each_paper_ends_them(hf_encoder, hf_tokenizer, h
     """HELMET: the prompt ends at the generation prompt (add_generation_prompt=True, no assistant
     text); RULER: the answer prefix follows the generation prompt (its model templates end with
     `{answer_prefix}`)."""
-    from ctxgate.run.case import task_context
+    from ctxgate.tasks.build import task_context
 
     chat = BuildContext(
         encoder=hf_encoder, chat=False, data_dir=str(HELMET_DATA), chat_by_task=True
@@ -348,7 +348,7 @@ def test_long_document_tasks_keep_helmets_long_documents_only(hf_encoder, helmet
     """NarrativeQA keeps documents over 131072 tokens, Multi-LexSum cases of at least 65536
     (HELMET's selection): the shipped short documents are dropped, and every kept one is cut at
     every length."""
-    from ctxgate.run.case import samples_to_run
+    from ctxgate.run.samples import samples_to_run
     from ctxgate.sources.errors import DataUnavailable
     from ctxgate.sources.judged import load_multi_lexsum, load_narrativeqa
 
@@ -427,7 +427,7 @@ def test_a_helmet_tokenizer_that_is_no_tokenizer_is_refused_in_one_line(pytester
 def test_a_long_document_task_runs_each_kept_document_once(long_ctx, task):
     """Asked for more samples than HELMET's selection keeps, a case runs each kept document once
     (never a repeat)."""
-    from ctxgate.run.case import samples_to_run
+    from ctxgate.run.samples import samples_to_run
 
     n = samples_to_run(get_task(task), long_ctx, 2048, 100)
     ids = [

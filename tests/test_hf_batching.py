@@ -64,7 +64,7 @@ def tiny_hf():
 @pytest.fixture(scope="module")
 def prompts(tiny_hf) -> list[Request]:
     """Real prompts of one case: about one length, not equal, so the batch needs padding."""
-    from ctxgate.run.case import iter_samples
+    from ctxgate.run.samples import iter_samples
     from ctxgate.tasks.base import BuildContext
     from ctxgate.tasks.registry import get_task
     from ctxgate.tokens.codec import PieceEncoder

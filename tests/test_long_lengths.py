@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxgate.data import words
-from ctxgate.run.case import build_samples, iter_samples
+from ctxgate.run.samples import build_samples, iter_samples
 from ctxgate.tasks import BuildContext, MaterialExhausted, get_task
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.niah import NEEDLE, UUID_RUNS, make_key, make_value

@@ -81,7 +81,10 @@ def test_suite_without_data_skips_with_the_flag_to_pass(real_suite, pytester):
 def test_helmet_compat_reproduces_the_empty_answer_bug(pytester, helmet_data_long):
     """Scripted empty outputs on InfBench MC: wrong by default, right for gold "A" under
     --helmet-compat."""
-    from ctxgate.run.case import run_case
+    from dataclasses import replace
+
+    from ctxgate.metrics.registry import get_metric, resolve
+    from ctxgate.run.case import Session, run_case
     from ctxgate.run.loading import ModelSpec
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.tokens.codec import PieceEncoder
@@ -93,8 +96,12 @@ def test_helmet_compat_reproduces_the_empty_answer_bug(pytester, helmet_data_lon
     )
     backend = ScriptedBackend(ModelSpec(str(pytester.path / "s.json")), ctx)
     spec = get_task("infbench_mc")
-    fixed = run_case(spec, ctx, backend, 8192, 3, 42)
-    compat = run_case(spec, ctx, backend, 8192, 3, 42, helmet_compat=True)
+    fixed = run_case(spec, Session(backend, ctx), 8192, 3)
+    # --helmet-compat scores a case by the metric it resolves to (its prompts are HELMET's too,
+    # which this byte tokenizer cannot build)
+    swapped = resolve(spec.metric.name, helmet_compat=True)
+    assert swapped == "mc_accuracy_helmet"
+    compat = run_case(replace(spec, metric=get_metric(swapped)), Session(backend, ctx), 8192, 3)
     gold_a = sum(s.answers[0] == "A" for s in compat.samples)
     assert (
         0 < gold_a < 3 == len(compat.samples)
@@ -136,8 +143,9 @@ def test_fetch_without_hub_access_says_how_to_pass_an_archive(tmp_path, capsys):
 def test_a_pool_smaller_than_samples_runs_each_record_once(pytester):
     """msmarco_rerank's fixture holds 8 queries x 3 orders: --samples 100 runs those 24, each once,
     and says so."""
+
     from ctxgate.report.tables import rows
-    from ctxgate.run.case import run_case
+    from ctxgate.run.case import Session, run_case
     from ctxgate.run.loading import ModelSpec
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.tokens.codec import PieceEncoder
@@ -145,25 +153,17 @@ def test_a_pool_smaller_than_samples_runs_each_record_once(pytester):
 
     (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
     ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
-    result = run_case(
-        get_task("msmarco_rerank"),
-        ctx,
-        ScriptedBackend(ModelSpec(str(pytester.path / "s.json")), ctx),
-        2048,
-        100,
-        42,
-    )
+    backend = ScriptedBackend(ModelSpec(str(pytester.path / "s.json")), ctx)
+    result = run_case(get_task("msmarco_rerank"), Session(backend, ctx), 2048, 100)
     assert result.n == len(result.samples) == 24
     assert result.sample_cap == {"requested": 100, "pool": 24}
     assert len({s.sample_sha256 for s in result.samples}) == 24  # no prompt twice
     assert (
         run_case(
             get_task("msmarco_rerank"),
-            ctx,
-            ScriptedBackend(ModelSpec(str(pytester.path / "s.json")), ctx),
+            Session(ScriptedBackend(ModelSpec(str(pytester.path / "s.json")), ctx), ctx),
             2048,
             10,
-            42,
         ).sample_cap
         is None
     )
@@ -229,7 +229,8 @@ def test_helmet_recall_comes_from_helmets_files_or_says_it_does_not(real_suite, 
 
 
 def test_the_case_record_says_whether_helmets_files_built_it(pytester):
-    from ctxgate.run.case import run_case
+
+    from ctxgate.run.case import Session, run_case
     from ctxgate.run.loading import ModelSpec
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.tokens.codec import PieceEncoder
@@ -238,10 +239,11 @@ def test_the_case_record_says_whether_helmets_files_built_it(pytester):
     (pytester.path / "s.json").write_text(json.dumps({"default": 0.0}))
     ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
     backend = ScriptedBackend(ModelSpec(str(pytester.path / "s.json")), ctx)
-    assert run_case(get_task("kilt_nq"), ctx, backend, 8192, 2, 42).built_from == "helmet_file"
-    assert run_case(get_task("kilt_nq"), ctx, backend, 4096, 2, 42).built_from == "placed"
-    assert run_case(get_task("json_kv"), ctx, backend, 4096, 2, 42).built_from == "generated"
-    assert run_case(get_task("niah_single_1"), ctx, backend, 1024, 2, 42).built_from is None
+    session = Session(backend, ctx)
+    assert run_case(get_task("kilt_nq"), session, 8192, 2).built_from == "helmet_file"
+    assert run_case(get_task("kilt_nq"), session, 4096, 2).built_from == "placed"
+    assert run_case(get_task("json_kv"), session, 4096, 2).built_from == "generated"
+    assert run_case(get_task("niah_single_1"), session, 1024, 2).built_from is None
 
 
 def _rewrite_first(path, change) -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ctxgate.records.refusal import Refusal
 from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN
-from ctxgate.run.case import build_samples
+from ctxgate.run.samples import build_samples
 from ctxgate.sources.errors import DataNotGiven
 from ctxgate.tasks import BuildContext, MaterialExhausted, TaskTooShort, all_tasks, get_task
 from ctxgate.tasks.build import build_sample

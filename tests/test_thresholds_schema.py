@@ -1,4 +1,4 @@
-"""thresholds.toml through its one reader (``gate.thresholds.SCHEMA``): each key has one type and
+"""thresholds.toml through its one reader (``gate.thresholds.schema()``): each key has one type and
 range (a length is a whole number of tokens or a length string, never a boolean or a float; a share
 is in (0, 1]), and a document of any TOML value at any key reads as Thresholds or is refused in one
 line naming the file, the key, the value and the fix, never another exception (Hypothesis writes
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxgate.gate.summaries import summary_names
-from ctxgate.gate.thresholds import SCHEMA, Rule, ThresholdsError, parse_thresholds
+from ctxgate.gate.thresholds import Rule, ThresholdsError, parse_thresholds, schema
 from ctxgate.lengths import parse_length
 from ctxgate.tasks.registry import all_tasks, task_names
 from tests.conftest import ROOT, call_ctxgate
@@ -51,10 +51,10 @@ def document(doc: dict[str, Any]) -> str:
     return "".join(f"{toml(k)} = {toml(v)}\n" for k, v in doc.items())
 
 
-def leaves(tree: Any = SCHEMA, prefix: str = "") -> dict[str, str]:
+def leaves(tree: Any = None, prefix: str = "") -> dict[str, str]:
     """Each dotted key of the schema that holds a value -> the Thresholds field it sets."""
     out: dict[str, str] = {}
-    for name, node in tree.items():
+    for name, node in (schema() if tree is None else tree).items():
         out |= (
             {prefix + name: node[0]}
             if isinstance(node, tuple)
@@ -192,7 +192,7 @@ def test_a_valid_document_reads_each_value_as_its_type_says(flat):
     thresholds = parse(document(nested(flat)))
     fields = leaves()
     for key, value in flat.items():
-        assert getattr(thresholds, fields[key]) == VALID[key][1](value), key
+        assert thresholds.value(fields[key]) == VALID[key][1](value), key
 
 
 @SETTINGS
@@ -201,7 +201,7 @@ def test_any_value_at_any_key_reads_or_is_refused_naming_that_key(flat, data):
     """A valid document with one key (a table, a value, a rule's task, length or value, a
     summary's length) set to any TOML value: it reads, or the refusal names that key."""
     doc = nested(flat)
-    slots = [*leaves(), *(k for k, v in SCHEMA.items() if isinstance(v, dict))]
+    slots = [*leaves(), *(k for k, v in schema().items() if isinstance(v, dict))]
     slots += [f"relative_effective_length.min_length.{s}" for s in summary_names()]
     slots += [
         f"{table}[{i}].{key}"

@@ -35,8 +35,8 @@ class GenerationParams:
     """Greedy decoding; stops at EOS, after ``max_new_tokens``, or at a stop string, which ends the
     text. ``keep_special``: special tokens stay in the text (a thought's closing marker may be one).
     ``thinking_budget``: a reasoning model's thought is closed after this many tokens, then its
-    answer gets ``max_new_tokens`` (``backends/forcing.py``); ``by_engine``: the engine closes it
-    (a server's own thinking budget), not budget forcing."""
+    answer gets ``max_new_tokens`` (a reading holds it: ``run.case.Reading``); ``by_engine``: the
+    engine closes it (a server's own budget for a thought), not budget forcing."""
 
     max_new_tokens: int
     stop_strings: tuple[str, ...] = ()

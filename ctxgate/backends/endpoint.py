@@ -353,7 +353,7 @@ class EndpointBackend:
         extra: dict[str, object] = {} if budget is None else {"thinking_token_budget": budget}
         if self.chat_api:
             text = self.hf_tokenizer.decode(list(r.input_ids), skip_special_tokens=True)
-            kwargs = self.tokenizer.template_kwargs  # the thinking switch, for its template
+            kwargs = self.tokenizer.template_kwargs  # a reasoning model's switch, for its template
             extra |= {"chat_template_kwargs": kwargs} if kwargs else {}
             sent = replica.client.chat.completions.with_raw_response.create(
                 messages=[{"role": "user", "content": text}], extra_body=extra or None, **common

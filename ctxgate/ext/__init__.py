@@ -6,6 +6,7 @@ from ctxgate.ext.html import plugin as html
 from ctxgate.ext.published import plugin as published
 from ctxgate.ext.ray import plugin as ray
 from ctxgate.ext.search import plugin as search
+from ctxgate.ext.thinking import plugin as thinking
 from ctxgate.ext.trackers import plugin as trackers
 
-PLUGINS = (families, html, published, ray, search, trackers)
+PLUGINS = (families, html, published, ray, search, thinking, trackers)

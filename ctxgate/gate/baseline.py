@@ -4,33 +4,37 @@ tokenizer); anything else is an error that names what differs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ctxgate.gate.session import stopped_early
+from ctxgate.hooks import flat, hook
 from ctxgate.records.io import ReportFileError, predictions_path, read_predictions, read_report
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import Comparison, RunInfo, SequentialRecord
 from ctxgate.stats.paired import PairedResult, compare
 
-# run-level fields that must match, with the words used in error messages
-_RUN_KEYS = {
-    "chat_template": "chat-template setting",
-    "chat_template_sha256": "chat template",
-    "tokenizer_sha256": "tokenizer",
-    "haystack_sha256": "essay haystack",
-    "seed": "data seed",
-    "thinking": "thinking setting (--thinking, --thinking-budget, the thought's markers)",
-}
+
+@dataclass(frozen=True)
+class RunKey:
+    """A setting of the run's record a baseline must share: its key, the words a refusal names it
+    with, and how an older report's value reads in this version's terms."""
+
+    key: str
+    words: str
+    as_now: Callable[[Any], Any] = lambda value: value
 
 
-def _as_now(key: str, value: object) -> object:
-    """A baseline's run setting as this version records it: a report from before ``budget_by``
-    was recorded forced its thinking budget, as every engine then did."""
-    if key == "thinking" and isinstance(value, dict) and "budget_by" not in value:
-        return value | {"budget_by": "forcing" if value.get("budget") is not None else None}
-    return value
+# run-level fields that must match (the extras add theirs: ``hookspec.ctxgate_run_keys``)
+_RUN_KEYS = (
+    RunKey("chat_template", "chat-template setting"),
+    RunKey("chat_template_sha256", "chat template"),
+    RunKey("tokenizer_sha256", "tokenizer"),
+    RunKey("haystack_sha256", "essay haystack"),
+    RunKey("seed", "data seed"),
+)
 
 
 class BaselineError(CtxgateError, ValueError):
@@ -81,9 +85,9 @@ class Baseline:
 
     def check_run(self, run: RunInfo) -> None:
         differ = [
-            f"{words} ({getattr(self.run, key)!r} in the baseline, {getattr(run, key)!r} now)"
-            for key, words in _RUN_KEYS.items()
-            if _as_now(key, getattr(self.run, key)) != getattr(run, key)
+            f"{k.words} ({getattr(self.run, k.key)!r} in the baseline, {getattr(run, k.key)!r} now)"
+            for k in (*_RUN_KEYS, *flat(hook().ctxgate_run_keys()))
+            if k.as_now(getattr(self.run, k.key)) != getattr(run, k.key)
         ]
         if differ:
             named = "; ".join(differ)

@@ -15,12 +15,13 @@ import re
 import reprlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.override_rules import did_you_mean, is_number
 from ctxgate.gate.summaries import BASE_UP_TO, RELATIVE_SHARE, RULER_THRESHOLD, summary_names
+from ctxgate.hooks import hook
 from ctxgate.lengths import LengthError, parse_length
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.registry import all_tasks
@@ -180,13 +181,16 @@ class Thresholds:
     tolerances: tuple[Rule, ...] = ()
     # share of a case's samples whose verdict failed, above which it fails
     judge_max_failure_rate: float = 0.05
-    # share of a case's samples a budget cut (a reasoning model's thought or answer), above which
-    # it fails
-    thinking_max_cut_share: float = 0.1
     relative_share: float = RELATIVE_SHARE
     relative_base_up_to: int = BASE_UP_TO
     # (summary, length): the session fails below it
     relative_min_length: tuple[tuple[str, int], ...] = ()
+    # the extras' tables' values, by their dotted keys (``hookspec.ctxgate_threshold_tables``)
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def value(self, name: str) -> Any:
+        """A field's value, or an extra's by its dotted key."""
+        return self.extras[name] if "." in name else getattr(self, name)
 
     def floor_for(self, task: str, length: int) -> float:
         return _last_match(self.floors, task, length, self.default_floor)
@@ -260,7 +264,7 @@ def _wrong(value: object, at: _At, what: str, fix: str) -> ThresholdsError:
     return at.fail(f"{_shown(value)} is {_kind(value)}, not {what}", fix)
 
 
-def _number(lo: float, hi: float, example: float, above: bool = False) -> Read:
+def number(lo: float, hi: float, example: float, above: bool = False) -> Read:
     """A number in [lo, hi], or (lo, hi] when ``above``; ``example``: a sensible value for the
     fix (a midpoint of the range often is not one)."""
     span = f"{'(' if above else '['}{lo:g}, {hi:g}]"
@@ -276,7 +280,7 @@ def _number(lo: float, hi: float, example: float, above: bool = False) -> Read:
     return read
 
 
-_points = _number(0, 100, 80)
+_points = number(0, 100, 80)
 
 
 def _floor(value: Any, at: _At) -> float:
@@ -383,7 +387,7 @@ def _floors(value: Any, at: _At) -> tuple[Rule, ...]:
     return _above_chance(_floor_rules(value, at), at)
 
 
-_CONFIDENCE = _number(0.5, 0.999, 0.95)
+_CONFIDENCE = number(0.5, 0.999, 0.95)
 # the file: each table's keys, with the type and the range of each value
 SCHEMA: Tree = {
     "defaults": {
@@ -392,22 +396,21 @@ SCHEMA: Tree = {
         "rule": ("rule", _rule),
     },
     "effective_length": {
-        "threshold": ("effective_threshold", _number(0, 100, RULER_THRESHOLD)),
+        "threshold": ("effective_threshold", number(0, 100, RULER_THRESHOLD)),
     },
     "session": {"min_effective_length": ("min_effective_length", _length("32k"))},
     "regression": {
-        "tolerance": ("tolerance", _number(0, 100, 2)),
+        "tolerance": ("tolerance", number(0, 100, 2)),
         "confidence": ("regression_confidence", _CONFIDENCE),
     },
-    "judge": {"max_failure_rate": ("judge_max_failure_rate", _number(0, 1, 0.05))},
-    "thinking": {"max_cut_share": ("thinking_max_cut_share", _number(0, 1, 0.1))},
+    "judge": {"max_failure_rate": ("judge_max_failure_rate", number(0, 1, 0.05))},
     "relative_effective_length": {
-        "share": ("relative_share", _number(0, 1, RELATIVE_SHARE, above=True)),
+        "share": ("relative_share", number(0, 1, RELATIVE_SHARE, above=True)),
         "base_up_to": ("relative_base_up_to", _length("1k")),
         "min_length": ("relative_min_length", _min_lengths),
     },
     "floor": ("floors", _floors),
-    "tolerance": ("tolerances", _rules("points", _number(0, 100, 5), 5)),
+    "tolerance": ("tolerances", _rules("points", number(0, 100, 5), 5)),
 }
 
 
@@ -449,8 +452,24 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
             "the file to run without floors"
         )
     fields: dict[str, Any] = {}
-    _walk(data, SCHEMA, _At(path, "", tuple(known_tasks)), fields)
-    return Thresholds(path=path, **fields)
+    _walk(data, schema(), _At(path, "", tuple(known_tasks)), fields)
+    extras = {name: fields.pop(name) for name in list(fields) if "." in name}
+    return Thresholds(path=path, **fields, extras=extras)
+
+
+def schema() -> Tree:
+    """The file's tables: the spine's settings, the extras' (whose leaves set dotted keys), then
+    the summaries' table and the rules."""
+    names = list(SCHEMA)
+    at = names.index("relative_effective_length")
+    extras: dict[str, Tree | tuple[str, Read]] = {}
+    for tables in hook().ctxgate_threshold_tables():
+        extras |= tables
+    return {
+        **{k: SCHEMA[k] for k in names[:at]},
+        **extras,
+        **{k: SCHEMA[k] for k in names[at:]},
+    }
 
 
 def _above_chance(rules: tuple[Rule, ...], at: _At) -> tuple[Rule, ...]:

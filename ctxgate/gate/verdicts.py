@@ -6,8 +6,10 @@ floor, and the session's gates. They fail closed: a selected case without a scor
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ctxgate.gate.thresholds import Thresholds
+from ctxgate.hooks import hook
 from ctxgate.lengths import format_length
 from ctxgate.records.schema import (
     BROKEN,
@@ -66,29 +68,24 @@ def judge_failure(record: CaseRecord) -> str | None:
     )
 
 
-def cut_failure(record: CaseRecord) -> str | None:
-    """Too many answers a budget cut fail a reasoning model's case: its score measures the budget,
-    not the model. The line names the budget to raise."""
-    t = record.thinking
-    if t is None or not t.too_many_cut:
-        return None
-    why = []
-    if t.thought_cut:
-        at = f"--thinking-budget {t.budget}" if t.budget else f"the task's {t.answer_budget} tokens"
-        why.append(f"{t.thought_cut} thoughts cut at {at} (the longest took {t.tokens_max})")
-    if t.answer_cut:
-        why.append(f"{t.answer_cut} answers cut at the task's answer budget of {t.answer_budget}")
-    if t.budget is None:
-        fix = f"pass --thinking-budget N above {t.tokens_max} (the answer keeps its own budget)"
-    elif t.thought_cut:
-        fix = f"raise --thinking-budget above {t.budget}"
-    else:  # the task's answer budget is the reference's
-        fix = "the answer budget is the task's own: raise [thinking] max_cut_share to accept it"
-    return (
-        f"{t.cut} of {t.samples} samples cut by a budget ({t.cut / t.samples:.0%} > max "
-        f"{t.max_cut_share or 0.0:.0%}): {'; '.join(why)}. Fix: {fix}, or raise [thinking] "
-        "max_cut_share in thresholds.toml"
-    )
+@dataclass(frozen=True)
+class Fault:
+    """A case failed by an extra's rule (``hookspec.ctxgate_case_fault``): the line that says why,
+    and the words the cases and the floors gates count such cases with."""
+
+    message: str
+    cases: str
+    floors: str
+
+
+def fault(record: CaseRecord) -> Fault | None:
+    found: Fault | None = hook().ctxgate_case_fault(record=record)
+    return found
+
+
+def fault_message(record: CaseRecord) -> str | None:
+    found = fault(record)
+    return found.message if found else None
 
 
 def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
@@ -142,7 +139,7 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
     """Every selected case finished (a session interrupted fails), and at least one ran."""
     unscored = [c for c in cases if c.verdict == "error"]
     ran = [c for c in cases if c.verdict in ("pass", "fail") or _pending(c)]
-    cut = [c for c in ran if cut_failure(c)]
+    cut = [(c, f) for c in ran if (f := fault(c))]
     if not cases:
         return Gate("cases", "fail", "no case was selected: -k/-m or --lengths left nothing to run")
     if unscored:
@@ -160,8 +157,9 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
     if not complete:
         return Gate("cases", "fail", "the session did not finish (it was interrupted)")
     if cut:
-        message = f"{len(cut)} of {len(cases)} selected cases had too many samples cut by a "
-        return Gate("cases", "fail", message + f"budget: {cut[0].name}: {cut_failure(cut[0])}")
+        case, found = cut[0]
+        message = f"{len(cut)} of {len(cases)} selected cases {found.cases}: {case.name}: "
+        return Gate("cases", "fail", message + found.message)
     skipped = sum(c.verdict == "skip" and not _pending(c) for c in cases)
     pending = sum(_pending(c) for c in cases)
     scored = len(cases) - skipped - pending
@@ -172,7 +170,7 @@ def cases_gate(cases: Sequence[CaseRecord], complete: bool = True) -> Gate:
 def _regressed_only(case: CaseRecord, thresholds: Thresholds) -> bool:
     """Failed only by dropping against the baseline: judge held, at or above its floor."""
     regressed = case.baseline is not None and case.baseline.regressed
-    if not regressed or judge_failure(case) or cut_failure(case):
+    if not regressed or judge_failure(case) or fault(case):
         return False
     if case.score is None or case.ci is None:
         return False
@@ -186,7 +184,7 @@ def floors_gate(
     only as a regression is left to the baseline gate, so no gate passes over a failed case."""
     failed = [c for c in cases if c.verdict == "fail"]
     judged = [c for c in failed if judge_failure(c)]
-    cut = [c for c in failed if cut_failure(c) and not judge_failure(c)]
+    cut = [f for c in failed if (f := fault(c)) and not judge_failure(c)]
     regressed = [c for c in failed if baseline_gated and _regressed_only(c, thresholds)]
     # a failed case's other cause: its floor
     below = len(failed) - len(judged) - len(cut) - len(regressed)
@@ -199,7 +197,7 @@ def floors_gate(
     for count, what in (
         (len(unscored), "without a score (counted as failing)"),
         (len(judged), "with too many failed judge verdicts (counted as failing)"),
-        (len(cut), "with too many samples cut by a budget (the cases gate fails them)"),
+        (len(cut), cut[0].floors if cut else ""),
         (len(regressed), "at or above it that regressed (the baseline gate fails them)"),
         (pending, "waiting for a judge"),
     ):

@@ -13,7 +13,6 @@ from ctxgate.records.schema import (
     GroupScore,
     Report,
     RunCost,
-    ThinkingRecord,
 )
 from ctxgate.tasks.registry import category_label, membership, suite_label, task_names
 
@@ -114,55 +113,6 @@ def cost_line(cost: RunCost | Cost, what: str = "Cost") -> str:
     return spent
 
 
-def case_thinking(t: ThinkingRecord) -> str:
-    """A case's thought, in a few words."""
-    return (
-        f"{t.tokens_mean:g} thought tokens per sample (max {t.tokens_max}), cut: "
-        f"{t.thought_cut} thoughts, {t.answer_cut} answers; {t.never_ended} never ended, of "
-        f"{t.samples}"
-    )
-
-
-def thinking_line(report: Report) -> str | None:
-    """How the run thought (--thinking, --thinking-budget); each case's thought is its table."""
-    if not any(c.thinking for c in report.cases):
-        return None
-    asked = report.run.thinking or {}
-    budget = asked.get("budget")
-    holder = {"engine": ", held by the engine's own budget", "forcing": ", forced"}
-    how = f"--thinking {asked.get('mode', 'default')}, " + (
-        f"--thinking-budget {budget} tokens of thought beside each task's answer budget"
-        + holder.get(str(asked.get("budget_by")), "")
-        if budget
-        else "thought and answer sharing each task's budget"
-    )
-    return (
-        f"Thinking ({how}; removed before scoring): per case, thought tokens per sample (mean/max) "
-        "and the samples a budget cut (thought, answer) or whose thought never ended"
-    )
-
-
-def thinking_rows(report: Report) -> tuple[list[str], list[list[str]]] | None:
-    """Each case's thought, a task per row and a length per column; None where none thought."""
-    cases = {(c.task, c.length): c.thinking for c in report.cases if c.thinking}
-    if not cases:
-        return None
-    lengths = sorted({c.length for c in report.cases})
-
-    def cell(t: ThinkingRecord | None) -> str:
-        if t is None:
-            return ""
-        marks = [(t.thought_cut, "thought cut"), (t.answer_cut, "answer cut")]
-        marks += [(t.never_ended, "unended")]
-        return ", ".join(
-            [f"{t.tokens_mean:g}/{t.tokens_max}"] + [f"{n} {w}" for n, w in marks if n]
-        )
-
-    tasks = in_registry_order(task for task, _ in cases)
-    body = [[t] + [cell(cases.get((t, L))) for L in lengths] for t in tasks]
-    return ["thinking"] + [format_length(L) for L in lengths], body
-
-
 def _tokens(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}K" if n >= 1e4 else f"{n:,}"
 
@@ -185,7 +135,6 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
             body.append([label] + cells + [""])
     notes = [cost_line(report.cost)] if report.cost else []
     notes += flat(hook().ctxgate_report_notes(report=report))
-    notes += [line] if (line := thinking_line(report)) else []
     if report.error:
         notes.append(f"Run error: {report.error.message.splitlines()[0]}")
     if not report.complete:
@@ -265,9 +214,8 @@ def markdown(report: Report, pointers: Iterable[str] = ()) -> str:
     for pointer in pointers:
         lines += [pointer, ""]
     lines += [md_row(header), "|" + "---|" * len(header), *map(md_row, body), ""]
-    if thought := thinking_rows(report):
-        lines += [md_row(thought[0]), "|" + "---|" * len(thought[0]), *map(md_row, thought[1])]
-        lines += [""]
+    for head, table in flat(hook().ctxgate_report_tables(report=report)):
+        lines += [md_row(head), "|" + "---|" * len(head), *map(md_row, table), ""]
     extra = flat(hook().ctxgate_markdown_lines(report=report))
     return "\n".join([*lines, *(f"- {n}" for n in notes), *extra]) + "\n"
 
@@ -278,8 +226,9 @@ def md_row(cells: list[str]) -> str:
 
 def terminal(report: Report) -> str:
     header, body, notes = rows(report)
-    thought = thinking_rows(report)
-    tables = _aligned(header, body) + (_aligned(*thought) if thought else [])
+    tables = _aligned(header, body)
+    for head, table in flat(hook().ctxgate_report_tables(report=report)):
+        tables += _aligned(head, table)
     extra = flat(hook().ctxgate_terminal_lines(report=report))
     return "\n".join([*tables, *notes, *extra])
 

@@ -19,6 +19,8 @@ from ctxgate.backends.base import Generation, GenerationParams
 from ctxgate.sqlitefile import CacheWarning, SqliteFile, StoreUnavailable
 
 FILE_NAME = "generations.sqlite"
+# the column of a generation's thought (a server's split, budget forcing), named so in every file
+THOUGHT = "thinking"
 
 __all__ = ["FILE_NAME", "CacheWarning", "GenerationCache", "StoreUnavailable", "namespace_for"]
 
@@ -36,12 +38,12 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _checksum(text: str, output_tokens: int, finish_reason: str, thinking: str | None) -> str:
-    fields = [text, output_tokens, finish_reason] + ([thinking] if thinking is not None else [])
+def _checksum(text: str, output_tokens: int, finish_reason: str, thought: str | None) -> str:
+    fields = [text, output_tokens, finish_reason] + ([thought] if thought is not None else [])
     return _sha256(json.dumps(fields))
 
 
-def _thinking(gen: Generation) -> str | None:
+def _thought(gen: Generation) -> str | None:
     """What a generation holds of a thought beside its text (a server's split, budget forcing)."""
     if gen.thought is None and not gen.forced:
         return None
@@ -52,16 +54,16 @@ class GenerationCache(SqliteFile):
     FILE_NAME = FILE_NAME
     TABLES = (
         "CREATE TABLE generations (key TEXT PRIMARY KEY, namespace TEXT, text TEXT, output_tokens "
-        "INTEGER, finish_reason TEXT, checksum TEXT, created REAL, thinking TEXT)",
+        f"INTEGER, finish_reason TEXT, checksum TEXT, created REAL, {THOUGHT} TEXT)",
     )
 
     def __init__(self, directory: str | Path, namespace: Mapping[str, Any]) -> None:
         self.namespace = _sha256(json.dumps(namespace, sort_keys=True, default=str))
         super().__init__(directory)
         columns = {r[1] for r in self.execute("PRAGMA table_info(generations)") or ()}
-        if "thinking" not in columns:  # a file from before reasoning models: its rows stay valid
+        if THOUGHT not in columns:  # a file from before reasoning models: its rows stay valid
             try:
-                self.conn.execute("ALTER TABLE generations ADD COLUMN thinking TEXT")
+                self.conn.execute(f"ALTER TABLE generations ADD COLUMN {THOUGHT} TEXT")
             except sqlite3.OperationalError as exc:  # another worker added it first
                 if "duplicate column" not in str(exc):
                     raise StoreUnavailable(f"cannot use the cache {self.path} ({exc})") from None
@@ -77,14 +79,14 @@ class GenerationCache(SqliteFile):
 
     def get(self, key: str) -> Generation | None:
         rows = self.execute(
-            "SELECT text, output_tokens, finish_reason, checksum, thinking FROM generations "
+            f"SELECT text, output_tokens, finish_reason, checksum, {THOUGHT} FROM generations "
             "WHERE key = ?",
             (key,),
         )
         if not rows:
             return None
-        text, output_tokens, finish_reason, checksum, thinking = rows[0]
-        if checksum != _checksum(text, output_tokens, finish_reason, thinking):
+        text, output_tokens, finish_reason, checksum, thought = rows[0]
+        if checksum != _checksum(text, output_tokens, finish_reason, thought):
             self.execute("DELETE FROM generations WHERE key = ?", (key,))
             warnings.warn(
                 f"ctxgate cache {self.path}: a damaged entry was dropped and will be regenerated",
@@ -92,12 +94,12 @@ class GenerationCache(SqliteFile):
                 stacklevel=2,
             )
             return None
-        if thinking is None:
+        if thought is None:
             return Generation(text, output_tokens, finish_reason)
-        thought, *_, forced = json.loads(thinking)  # an older entry has its count between
-        return Generation(text, output_tokens, finish_reason, thought, forced)
+        said, *_, forced = json.loads(thought)  # an older entry has its count between
+        return Generation(text, output_tokens, finish_reason, said, forced)
 
     def put(self, key: str, gen: Generation) -> None:
-        fields = (gen.text, gen.output_tokens, gen.finish_reason, _thinking(gen))
+        fields = (gen.text, gen.output_tokens, gen.finish_reason, _thought(gen))
         row = (key, self.namespace, *fields[:3], _checksum(*fields), time.time(), fields[3])
         self.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)

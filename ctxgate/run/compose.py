@@ -9,36 +9,48 @@ import json
 import sys
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ctxgate.backends.base import Backend, BackendDown
-from ctxgate.backends.forcing import has_own_budget
+from ctxgate.backends.base import Backend
 from ctxgate.hooks import hook
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
 from ctxgate.records.refusal import CtxgateError, Unreachable
 from ctxgate.records.schema import RunInfo, adapter_for
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
-from ctxgate.run.case import resolve_chat
+from ctxgate.run.case import Reading, Session
 from ctxgate.run.loading import ModelSpec, Served, load_backend, local_fingerprint
+from ctxgate.run.samples import resolve_chat
 from ctxgate.tasks.base import BuildContext
 from ctxgate.tasks.helmet_compat import check_tokenizers
 from ctxgate.tokens.chat import ChatTemplateError
 from ctxgate.tokens.codec import PieceEncoder
-from ctxgate.tokens.thinking import Thinking, ThinkingError, ThoughtFormat, prepare
 from ctxgate.tokens.tokenizers import HFTokenizer
 
 
 @dataclass(frozen=True)
 class LoadedModel:
-    backend: Backend
-    context: BuildContext
+    session: Session  # what each case runs with
     chat_template: str  # resolved: on | off | task
     run_meta: dict[str, Any]
-    cache: GenerationCache | None
-    judges: Judges | None = None
+
+    @property
+    def backend(self) -> Backend:
+        return self.session.backend
+
+    @property
+    def context(self) -> BuildContext:
+        return self.session.context
+
+    @property
+    def cache(self) -> GenerationCache | None:
+        return self.session.cache
+
+    @property
+    def judges(self) -> Judges | None:
+        return self.session.judges
 
     @cached_property
     def run_info(self) -> RunInfo:
@@ -88,39 +100,11 @@ def open_model(
         raise ModelError(
             f"the model {spec.model!r} could not be loaded", exc, served is None
         ) from exc
-    try:
-        thinking = prepare(
-            Thinking(spec.thinking, spec.thinking_budget, spec.think_end),
-            backend.tokenizer,
-            spec.model,
-        )
-    except ThinkingError as exc:
-        raise ModelError("the thinking options", exc) from exc
-    try:
-        thinking = budget_holder(spec, backend, thinking)
-    except (CtxgateError, BackendDown) as exc:  # the server's, not the checkpoint's
-        raise ModelError("the thinking budget", exc, checkpoint=False) from exc
-    try:
-        encoder = PieceEncoder(backend.tokenizer)
-    except ChatTemplateError as exc:
-        raise ModelError(f"the tokenizer of {spec.model!r}", exc) from exc
-    chat = resolve_chat(spec.chat_template, encoder.has_chat_template)
-    if getattr(backend, "chat_api", False):  # every prompt is a user message (no chat off)
-        chat = "on"
-    if chat == "on" and not encoder.has_chat_template:
-        raise ModelError(
-            "--chat-template on",
-            ValueError(f"{spec.model} has no chat template; use --chat-template off or auto"),
-        )
-    context = replace(prompt_context(spec, encoder, chat), thinking=thinking)
-    if spec.helmet_compat:
-        try:
-            check_tokenizers(encoder, context.helmet_encoder)
-        except ValueError as exc:
-            raise ModelError("--helmet-compat", exc) from exc
+    # before the prompts' encoder: a reading may set the template's arguments (a model's switch)
+    reading = hook().ctxgate_reading(spec=spec, backend=backend) or Reading()
+    context, chat = _prompts(spec, backend)
     # plain JSON values only: records travel to the xdist controller through execnet
-    described = thinking.describe() if thinking.thinks else None  # a model that writes no thought
-    meta = run_meta(spec, backend, encoder, chat) | {"thinking": described}
+    meta = run_meta(spec, backend, context.encoder, chat) | reading.record()
     meta = json.loads(json.dumps(meta | dict(run or {}), default=str))
     cache = _open_cache(spec, meta, backend)
     try:
@@ -137,24 +121,30 @@ def open_model(
         raise ModelError("the judge could not be set up", exc, checkpoint=False) from exc
     if judges is not None:
         meta["judge"] = judges.describe()
-    return LoadedModel(backend, context, chat, meta, cache, judges)
+    return LoadedModel(Session(backend, context, cache, judges, reading), chat, meta)
 
 
-def budget_holder(spec: ModelSpec, backend: Backend, thinking: ThoughtFormat) -> ThoughtFormat:
-    """Who holds each thought to --thinking-budget: the engine, where it has a budget of its own
-    and --budget-forcing is not given, else budget forcing, which a chat API cannot take."""
-    if thinking.budget is None or not thinking.thinks or thinking.mode == "off":
-        return thinking
-    engine = not spec.budget_forcing and has_own_budget(backend)
-    if not engine and getattr(backend, "chat_api", False):
-        raise ThinkingError(
-            "--thinking-budget with --endpoint-api chat: the server has no thinking budget of its "
-            "own (vLLM's thinking_token_budget, which it takes with a --reasoning-parser that "
-            "names the thought's markers, or with --reasoning-config's reasoning_start_str and "
-            "reasoning_end_str), and budget forcing continues the prompt's ids, which a chat API "
-            "cannot take: give the server those markers, or use --endpoint-api completions"
+def _prompts(spec: ModelSpec, backend: Backend) -> tuple[BuildContext, str]:
+    """The prompts' context, and the chat setting as it applies to this model."""
+    try:
+        encoder = PieceEncoder(backend.tokenizer)
+    except ChatTemplateError as exc:
+        raise ModelError(f"the tokenizer of {spec.model!r}", exc) from exc
+    chat = resolve_chat(spec.chat_template, encoder.has_chat_template)
+    if getattr(backend, "chat_api", False):  # every prompt is a user message (no chat off)
+        chat = "on"
+    if chat == "on" and not encoder.has_chat_template:
+        raise ModelError(
+            "--chat-template on",
+            ValueError(f"{spec.model} has no chat template; use --chat-template off or auto"),
         )
-    return replace(thinking, budget_by="engine" if engine else "forcing")
+    context = prompt_context(spec, encoder, chat)
+    if spec.helmet_compat:
+        try:
+            check_tokenizers(encoder, context.helmet_encoder)
+        except ValueError as exc:
+            raise ModelError("--helmet-compat", exc) from exc
+    return context, chat
 
 
 def prompt_context(spec: ModelSpec, encoder: PieceEncoder, chat: str) -> BuildContext:

@@ -73,10 +73,6 @@ class ModelSpec:
     judge: JudgeSettings | None = None
     nli_model: str | None = None
     judge_max_failure_rate: float = 0.05
-    thinking: str = "default"  # --thinking, --thinking-budget, --think-end (tokens/thinking.py)
-    thinking_budget: int | None = None
-    think_end: str | None = None
-    budget_forcing: bool = False
     # the extras' sections of the plan (``Plan.extras``), with the spec wherever it goes: a
     # cluster's replicas and bisect's probes open the model by them
     extras: Mapping[str, Any] = field(default_factory=dict)
@@ -230,11 +226,6 @@ def read_engine(
         raise OptionError(
             "--endpoint-api chat sends user messages, which the server wraps: drop "
             "--chat-template off"
-        )
-    if api == "chat" and values[opt.BUDGET_FORCING.dest]:
-        raise OptionError(
-            "--budget-forcing with --endpoint-api chat: budget forcing continues the prompt's ids "
-            "after the thought, which a chat API cannot take; use --endpoint-api completions"
         )
     vllm_args = values[opt.VLLM_ARG.dest] or ()
     try:

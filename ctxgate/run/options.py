@@ -19,7 +19,6 @@ from ctxgate.hooks import flat, hook
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.retrying import origin
-from ctxgate.tokens.thinking import MODES
 
 # beside where the run was started, unless --cache-dir says otherwise
 CACHE_FOLDER = ".ctxgate-cache"
@@ -326,37 +325,6 @@ PROGRESS = Option(
     default="auto",
     choices=("auto", "off"),
 )
-# --- reasoning models (docs/running.md, "Reasoning models")
-THINKING = Option(
-    "--thinking",
-    "a reasoning model's thinking: default (the model's own), on or off (its chat template's "
-    "enable_thinking), or gpt-oss's reasoning level low, medium or high (reasoning_effort); the "
-    "thought is removed before scoring either way",
-    default="default",
-    choices=MODES,
-)
-THINKING_BUDGET = Option(
-    "--thinking-budget",
-    "tokens of thought before each answer, beside the task's own answer budget: the thought is "
-    "closed at this many tokens and the answer generated after it: by the engine's own thinking "
-    "budget where it has one (vLLM's thinking_token_budget, with --reasoning-parser), else by "
-    "budget forcing (default: thought and answer share the task's budget, as the references run)",
-    parse=whole(1),
-    example="1024",
-)
-BUDGET_FORCING = Option(
-    "--budget-forcing",
-    "force --thinking-budget by the suite's two requests per sample on every engine, a server "
-    "with its own thinking budget included, so that every engine thinks alike",
-    action="store_true",
-)
-THINK_END = Option(
-    "--think-end",
-    "the text that ends the model's thought (default: found in its tokenizer and chat template: "
-    "</think>, [/THINK], gpt-oss's final channel)",
-    example="'</think>'",
-)
-
 # --- --backend openai / vllm
 BASE_URL = Option(
     "--base-url",
@@ -552,10 +520,6 @@ EVALUATION = (
     HELMET_TOKENIZER,
     ROPE_SCALING,
     MODEL_OVERRIDE,
-    THINKING,
-    THINKING_BUDGET,
-    BUDGET_FORCING,
-    THINK_END,
     CACHE_DIR,
     NO_CACHE,
 )

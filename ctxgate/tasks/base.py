@@ -19,7 +19,6 @@ from ctxgate.metrics.registry import Metric
 from ctxgate.records.refusal import Refusal
 from ctxgate.records.schema import Suite
 from ctxgate.tokens.codec import PieceEncoder
-from ctxgate.tokens.thinking import ThoughtFormat
 
 T = TypeVar("T")
 
@@ -128,7 +127,6 @@ class BuildContext:
     helmet_encoder: PieceEncoder | None = None  # --helmet-tokenizer, HELMET's lengths' count
     helmet_tokenizer: str | None = None  # its folder, for messages and the report
     helmet_compat: bool = False  # HELMET's own prompts where ctxgate's differ
-    thinking: ThoughtFormat = ThoughtFormat()  # a reasoning model's thought, split before scoring
 
     def frame(self, head: str, tail: str, prefix: str, sep: str = "", after: bool = True) -> Frame:
         """The fixed ids. ``sep`` joins user text and answer prefix without a chat template (RULER:

@@ -36,7 +36,7 @@ class HFTokenizer:
         (a chat API's server renders the model's)."""
         self.tok = tokenizer
         self.model_template = model_template or getattr(tokenizer, "chat_template", None)
-        # the template's arguments every rendering gets (a thinking switch: tokens/thinking.py)
+        # the template's arguments every rendering gets (a reasoning model's switch)
         self.template_kwargs: dict[str, object] = {}
         # The Rust backend's encode_batch_fast tokenizes a 128K prompt's haystacks 1.5-1.7x faster
         # (bench/datagen.py). It is trusted only after it matched the wrapper on a real batch: some

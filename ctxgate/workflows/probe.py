@@ -5,6 +5,7 @@ opens, each stopped early against the reference under --sequential."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ctxgate.backends.checkpoint import CheckpointError
@@ -59,7 +60,9 @@ def evaluate_checkpoint(
     except CheckpointError as exc:  # a WrongFlag (a flag the run's folders need) is the caller's
         raise ModelError(f"opening {path}", exc) from None
     loaded = open_model(spec, replicas=replicas)
-    backend, ctx, cache = loaded.backend, loaded.context, loaded.cache
+    backend = loaded.backend
+    # a probe is judged by its scores alone: a judged task waits for ``ctxgate judge``
+    session = replace(loaded.session, judges=None)
     results: dict[Case, CaseResult] = {}
     try:
         for t, L in cases:
@@ -67,17 +70,7 @@ def evaluate_checkpoint(
                 continue  # beyond the window: no score (a regression where the reference had one)
             try:
                 stop = _stop(plan, (reference or {}).get((t, L)), tolerance(t, L))
-                results[(t, L)] = run_case(
-                    get_task(t),
-                    ctx,
-                    backend,
-                    L,
-                    plan.samples,
-                    spec.seed,
-                    cache=cache,
-                    helmet_compat=spec.helmet_compat,
-                    stop=stop,
-                )
+                results[(t, L)] = run_case(get_task(t), session, L, plan.samples, stop)
             except Refusal:  # no score, read by gate.verdicts.unscored_verdict's rule
                 continue
         return results

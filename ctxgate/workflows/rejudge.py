@@ -16,7 +16,7 @@ from ctxgate.gate.thresholds import (
     load_thresholds,
     thresholds_here,
 )
-from ctxgate.gate.verdicts import cut_failure, floor_failure, judge_failure, passed
+from ctxgate.gate.verdicts import fault_message, floor_failure, judge_failure, passed
 from ctxgate.judge.score import Judges, build_judges, is_judged
 from ctxgate.records.io import (
     atomic_write_all,
@@ -91,7 +91,9 @@ def _judges(args: argparse.Namespace, thresholds: Thresholds, report: Report) ->
 
 def _case_result(case: CaseRecord, rows: list[Prediction]) -> CaseResult:
     measured = {
-        f.name: getattr(case, f.name) for f in fields(CaseResult) if f.name not in ("samples", "ci")
+        f.name: getattr(case, f.name)
+        for f in fields(CaseResult)
+        if f.name not in ("samples", "ci", "extras")
     }
     samples = tuple(sorted(rows, key=lambda r: r.index))
     return CaseResult(**measured, ci=case.ci or (0.0, 0.0), samples=samples)
@@ -103,7 +105,7 @@ def _verdict(case: CaseRecord, thresholds: Thresholds) -> CaseRecord:
     case = replace(
         case, floor=thresholds.floor_for(case.task, case.length), error_kind=None, skip_kind=None
     )
-    for message in (judge_failure(case), cut_failure(case)):
+    for message in (judge_failure(case), fault_message(case)):
         if message:
             return replace(case, verdict="fail", message=f"{case.task} at {case.length}: {message}")
     if message := floor_failure(case, thresholds):

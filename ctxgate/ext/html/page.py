@@ -38,7 +38,6 @@ from ctxgate.report.tables import (
     cost_line,
     effective_lengths,
     in_registry_order,
-    thinking_line,
 )
 from ctxgate.tasks.niah import DEPTHS
 from ctxgate.tasks.registry import category_label, membership, suite_label
@@ -118,7 +117,6 @@ def _header(report: Report, report_name: str) -> str:
         ("Seed", run.seed),
         ("Cost", cost_line(report.cost).removeprefix("Cost: ") if report.cost else None),
         *flat(hook().ctxgate_report_facts(report=report)),
-        ("Thinking", (thinking_line(report) or "").removeprefix("Thinking ") or None),
         ("Chat template", run.chat_template),
         ("Overrides", json.dumps(run.model_overrides) if run.model_overrides else None),
         ("Created", report.created),

@@ -227,7 +227,7 @@ class RayPool:
 
     def has_thinking_budget(self) -> bool:
         """Whether every replica's server closes a thought at a budget itself."""
-        return all(r.info.thinking_budget for r in self.replicas)
+        return all(r.info.facts.get("has_thinking_budget") for r in self.replicas)
 
     def _place(self, spec: ModelSpec, served: Served | None, replicas: int | None) -> None:
         import ray

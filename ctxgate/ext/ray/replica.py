@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import Generation, GenerationParams, Request, Window, window_of
-from ctxgate.backends.forcing import has_own_budget
 from ctxgate.backends.vllm_server import VLLMServer
+from ctxgate.hooks import hook
 from ctxgate.run.loading import ModelSpec, Served, load_backend
 
 
@@ -35,8 +35,8 @@ class ReplicaInfo:
     concurrency: int = 1
     # what a server says it serves (the report's model_fingerprint)
     fingerprint: dict[str, object] | None = None
-    # its server closes a thought at a budget itself (asked where the run sets one)
-    thinking_budget: bool = False
+    # what the extras asked of its backend where it loaded (``hookspec.ctxgate_backend_facts``)
+    facts: dict[str, object] = field(default_factory=dict)
 
 
 class ReplicaWorker:
@@ -64,7 +64,9 @@ class ReplicaWorker:
             if served is not None and served.launch is not None:
                 served = self._own_server(served)
             self.backend = b = load_backend(spec, served)
-            thinks = spec.thinking_budget is not None and has_own_budget(b)
+            facts: dict[str, object] = {}
+            for answers in hook().ctxgate_backend_facts(spec=spec, backend=b):
+                facts |= answers
         except Exception as exc:  # noqa: BLE001 - the replica's one-line cause
             # a server started for a model that then failed to load is of no use to anyone
             self.stop()
@@ -79,7 +81,7 @@ class ReplicaWorker:
             weights_problem=getattr(b, "weights_problem", None),
             concurrency=max(1, int(getattr(b, "concurrency", 1))),
             fingerprint=getattr(b, "fingerprint", None),
-            thinking_budget=thinks,
+            facts=facts,
         )
 
     def _own_server(self, served: Served) -> Served:

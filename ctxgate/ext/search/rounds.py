@@ -14,10 +14,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ctxgate.backends.base import Backend
 from ctxgate.records.schema import LengthVerdict, SequentialRecord
 from ctxgate.run.case import CaseResult, Drawing, Runner, drive
-from ctxgate.run.progress import Progress
 from ctxgate.tasks.build import fits_at_all
 from ctxgate.tasks.registry import get_task
 
@@ -31,11 +29,7 @@ CaseKey = tuple[str, int]
 
 
 def run_together(
-    draws: Sequence[Drawing],
-    backend: Backend,
-    bar: float,
-    rule: StopRule,
-    progress: Callable[[Progress], None] | None = None,
+    draws: Sequence[Drawing], bar: float, rule: StopRule
 ) -> tuple[LengthVerdict, dict[str, Exception]]:
     """``draws``: the cases at one length, opened (``open_case``); ``bar``: the average passes
     strictly above it (a fraction); ``rule``: ``--sequential``'s, with no sample limit. Each case is
@@ -45,7 +39,7 @@ def run_together(
 
     def turn(d: Drawing) -> None:
         try:
-            drive(d, backend, progress)
+            drive(d)
         except Exception as exc:  # noqa: BLE001 - the case's item raises it
             failed[d.spec.name] = exc
             live.remove(d)
@@ -156,7 +150,7 @@ def together(
         groups,
         runner.open,
         runner.finish,
-        lambda draws: run_together(draws, runner.backend, bar, rule, runner.progress),
+        lambda draws: run_together(draws, bar, rule),
         runs,
     )
 

@@ -187,7 +187,7 @@ def test_a_case_fails_on_the_first_certain_failure_and_passes_only_when_every_qu
 
 def _judged_case(tmp_path, accuracy: float, judges, n: int = 6, stop=None):  # noqa: ANN001, ANN202
     """alce_asqa at 8K on the fixture data (a pool of 6 questions), the outputs scripted."""
-    from ctxgate.run.case import run_case
+    from ctxgate.run.case import Session, run_case
     from ctxgate.run.loading import ModelSpec
     from ctxgate.tasks import BuildContext, get_task
     from ctxgate.tokens.codec import PieceEncoder
@@ -196,16 +196,8 @@ def _judged_case(tmp_path, accuracy: float, judges, n: int = 6, stop=None):  # n
 
     (tmp_path / "s.json").write_text(json.dumps({"default": accuracy, "max_positions": 100000}))
     ctx = BuildContext(encoder=PieceEncoder(ByteTokenizer()), chat=False, data_dir=str(HELMET_DATA))
-    return run_case(
-        get_task("alce_asqa"),
-        ctx,
-        ScriptedBackend(ModelSpec(str(tmp_path / "s.json")), ctx),
-        8192,
-        n,
-        42,
-        judges=judges,
-        stop=stop,
-    )
+    backend = ScriptedBackend(ModelSpec(str(tmp_path / "s.json")), ctx)
+    return run_case(get_task("alce_asqa"), Session(backend, ctx, judges=judges), 8192, n, stop)
 
 
 def test_a_judged_case_without_its_judge_runs_its_full_count_and_says_why(tmp_path):

@@ -10,11 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
-from ctxgate.backends.forcing import BudgetForcing, EngineBudget, forcing
-from ctxgate.gate.verdicts import cases_gate, cut_failure
+from ctxgate.ext.thinking.forcing import BudgetForcing, EngineBudget, forcing
+from ctxgate.ext.thinking.formats import MARKERS, Thinking, ThinkingError, ThoughtFormat, prepare
+from ctxgate.ext.thinking.lines import cut_failure
+from ctxgate.ext.thinking.reading import thinking_record
+from ctxgate.gate.verdicts import cases_gate
 from ctxgate.records.schema import CaseRecord, SampleOutcome
-from ctxgate.run.case import thinking_record
-from ctxgate.tokens.thinking import MARKERS, Thinking, ThinkingError, ThoughtFormat, prepare
 from ctxgate.tokens.tokenizers import HFTokenizer
 
 # Qwen3's shape: a ChatML template whose generation prompt closes an empty thought when
@@ -358,21 +359,18 @@ class Server:
 
 
 def test_the_engine_holds_the_budget_where_it_has_one_and_a_chat_api_needs_it(hf_tokenizer):
-    from ctxgate.run.compose import budget_holder
-    from ctxgate.run.loading import ModelSpec
+    from ctxgate.ext.thinking.reading import budget_holder
 
     tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
-    fmt, spec = prepare(Thinking(budget=8), tok, "m"), ModelSpec("m")
-    assert budget_holder(spec, Server(False, True), fmt).budget_by == "engine"
-    assert budget_holder(spec, Server(True, True), fmt).budget_by == "engine"
-    assert budget_holder(
-        replace(spec, budget_forcing=True), Server(False, True), fmt
-    ).budget_by == ("forcing")
-    assert budget_holder(spec, Server(False, False), fmt).budget_by == "forcing"
-    assert budget_holder(spec, object(), fmt).budget_by == "forcing"  # transformers: none
-    assert budget_holder(spec, Server(False, True), replace(fmt, budget=None)).budget_by is None
+    fmt = prepare(Thinking(budget=8), tok, "m")
+    assert budget_holder(False, Server(False, True), fmt).budget_by == "engine"
+    assert budget_holder(False, Server(True, True), fmt).budget_by == "engine"
+    assert budget_holder(True, Server(False, True), fmt).budget_by == ("forcing")
+    assert budget_holder(False, Server(False, False), fmt).budget_by == "forcing"
+    assert budget_holder(False, object(), fmt).budget_by == "forcing"  # transformers: none
+    assert budget_holder(False, Server(False, True), replace(fmt, budget=None)).budget_by is None
     with pytest.raises(ThinkingError, match="give the server those markers, or use --endpoint"):
-        budget_holder(spec, Server(True, False), fmt)
+        budget_holder(False, Server(True, False), fmt)
 
 
 def test_budget_forcing_through_a_chat_api_is_refused_in_one_line(pytester):

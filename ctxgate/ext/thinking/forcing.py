@@ -12,7 +12,8 @@ from dataclasses import replace
 from typing import Any
 
 from ctxgate.backends.base import Backend, Generation, GenerationParams, Request
-from ctxgate.tokens.thinking import ThoughtFormat
+
+from .formats import ThoughtFormat
 
 
 class Holding:
