@@ -22,7 +22,7 @@ from ctxgate.records.io import atomic_write
 from ctxgate.records.schema import Cost
 from ctxgate.report.tables import cost_line
 from ctxgate.run.compose import ModelError
-from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, TOLERANCE
+from ctxgate.run.options import EVALUATION, SEQUENTIAL_OPTIONS, TOLERANCE, extra_groups
 from ctxgate.stats.paired import PairedResult, compare
 from ctxgate.workflows.probe import (
     Case,
@@ -267,8 +267,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add("--good", help="known-good checkpoint (name or step; default: the first)")
     add("--bad", help="known-bad checkpoint (default: the last, which is then checked)")
     add("-k", help="case selection, pytest -k style over ids like niah_single_1-8192")
-    for option in EVALUATION:  # as pytest takes them
+    for option in EVALUATION:  # as pytest takes them, and the extras' that evaluate
         option.add_to(b)
+    for group in extra_groups():
+        for option in group.options if group.evaluates else ():
+            option.add_to(b)
     TOLERANCE.add_to(b)
     add("--json", help="also write the path taken as JSON here")
     for option in SEQUENTIAL_OPTIONS:
