@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from ctxgate.backends.base import GenerationParams, Request, stream  # noqa: E402
 from ctxgate.backends.checkpoint import resolve_model  # noqa: E402
 from ctxgate.backends.formats import locate  # noqa: E402
-from ctxgate.backends.hf import HFBackend  # noqa: E402
+from ctxgate.backends.hf import HFBackend, HFSettings  # noqa: E402
 from ctxgate.lengths import format_length, parse_lengths  # noqa: E402
 from ctxgate.run.samples import build_samples  # noqa: E402
 from ctxgate.tasks import BuildContext, get_task  # noqa: E402
@@ -194,7 +194,7 @@ def run_shape(
     folder = work / shape.name
     built = build(shape, folder, torch, device)
     t0 = time.perf_counter()
-    hf = HFBackend(locate(resolve_model(str(folder))), dtype="bfloat16", batch_size=1)
+    hf = HFBackend(locate(resolve_model(str(folder))), HFSettings(dtype="bfloat16", batch_size=1))
     loaded = time.perf_counter() - t0
     params_b = sum(p.numel() for p in hf.model.parameters()) / 1e9
     clock.emit(

@@ -11,7 +11,7 @@ import time
 
 from ctxgate.backends.checkpoint import resolve_model
 from ctxgate.backends.formats import locate
-from ctxgate.backends.hf import HFBackend
+from ctxgate.backends.hf import HFBackend, HFSettings
 from ctxgate.lengths import parse_lengths
 from ctxgate.run.case import Session, run_case
 from ctxgate.tasks import BuildContext, get_task
@@ -25,7 +25,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--task", default="niah_single_1")
     args = ap.parse_args()
-    backend = HFBackend(locate(resolve_model(args.model)), threads=2)
+    backend = HFBackend(locate(resolve_model(args.model)), HFSettings(threads=2))
     ctx = BuildContext(PieceEncoder(backend.tokenizer), chat=False)
     for length in parse_lengths(args.lengths):
         t0 = time.perf_counter()

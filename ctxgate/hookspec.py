@@ -3,11 +3,12 @@
 when; ``hooks.py`` registers the extras and calls them. The types named in the docstrings live on
 higher floors, so the annotations here stay ``Any``: this module imports nothing of ctxgate.
 
-The order of a run: options (``ctxgate_option_groups``), plan (``ctxgate_plan_section``, then
-``ctxgate_places_replicas``), model (``ctxgate_checkpoint_kinds``, ``ctxgate_model_slots``,
-``ctxgate_open_backend``, ``ctxgate_wrap_backend``), cases (``ctxgate_task_modules``), report
-(``ctxgate_report_fields``, then each form's lines). An extra's results are listed in the order
-``ctxgate/ext/__init__.py`` states."""
+The order of a run: options (``ctxgate_option_groups``), plan (``ctxgate_model_section``, the
+checkpoint located with ``ctxgate_checkpoint_kinds``, then ``ctxgate_plan_section`` and
+``ctxgate_places_replicas``), model (``ctxgate_model_slots``, ``ctxgate_open_backend``,
+``ctxgate_reading``), cases (``ctxgate_task_modules``, ``ctxgate_case_stop``,
+``ctxgate_cases_ahead``), report (``ctxgate_report_fields``, then each form's lines). An extra's
+results are listed in the order ``ctxgate/ext/__init__.py`` states."""
 
 from __future__ import annotations
 
@@ -50,6 +51,20 @@ def ctxgate_metrics() -> Any:
 @hookspec
 def ctxgate_data_files() -> Any:
     """The extra's ``sources.files.DataFile``s: what ``ctxgate data verify`` checks it reads."""
+
+
+@hookspec
+def ctxgate_model_section(get: Any) -> Any:
+    """``(name, section)``: the extra's frozen part of how the model opens, read once from its
+    options (``get(dest)``) before ``--model`` is located; it lands in ``ModelSpec.extras`` (where
+    a checkpoint kind reads it) and ``Plan.extras``. None: the extra has nothing to add."""
+
+
+@hookspec
+def ctxgate_checkpoint_kinds() -> Any:
+    """``backends.formats.CheckpointKind``s: the kinds of checkpoint folder the extra claims and
+    locates besides the Hugging Face folder, asked wherever a folder's kind decides (locating
+    ``--model``, what a training run's folders hold)."""
 
 
 @hookspec

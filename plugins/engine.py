@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from ctxgate.backends.adapters import hf_folder
 from ctxgate.backends.devices import visible_gpus
+from ctxgate.backends.formats import hf_folder
 from ctxgate.backends.override_rules import OverrideError
 from ctxgate.backends.overrides import applied
 from ctxgate.backends.vllm_server import (
@@ -100,8 +100,9 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
 
 
 def _served_folder(config: pytest.Config, plan: Plan) -> Path:
-    """The checkpoint, or for one that is not a Hugging Face folder (a PEFT adapter, a sharded
-    checkpoint) one written from it, beside the generation cache (else removed with the run)."""
+    """The checkpoint, or for one that is not a Hugging Face folder (an extra's kind, which says
+    what it is ``served_as``) one written from it, beside the generation cache (else removed with
+    the run)."""
     checkpoint = plan.model.checkpoint
     assert checkpoint is not None, "--backend vllm serves a located checkpoint"
     if checkpoint.served_as is None:

@@ -78,20 +78,21 @@ NOT_RUN: dict[str, str] = {
     "path/to/data": f"{NET} (HELMET's data.tar.gz); tests/test_sources.py extracts an archive",
     'pytest --model path/to/ckpt -n auto -m "helmet" --data-dir path/to/data --report '
     "out/run.json": (f"{GPU}: every HELMET task at 8K-128K"),
-    "pytest --model "
-    "runs/lora/checkpoint-400": "a LoRA run's checkpoint: tests/test_adapters.py trains one and "
-    "runs it",
+    "pytest --model runs/lora/checkpoint-400": (
+        "a LoRA run's checkpoint: tests/ext/checkpoints/test_adapters.py trains one and runs it"
+    ),
     "pytest --model runs/lora/checkpoint-400 --base-model /ckpts/base": (
-        "a LoRA run's checkpoint: tests/test_adapters.py trains one and runs it"
+        "a LoRA run's checkpoint: tests/ext/checkpoints/test_adapters.py trains one and runs it"
     ),
     "pytest --model runs/fsdp/checkpoint-800 --allow-pickle": (
-        "an FSDP run's checkpoint: tests/test_sharded.py saves one and runs it"
+        "an FSDP run's checkpoint: tests/ext/checkpoints/test_sharded.py saves one and runs it"
     ),
     "pytest --model runs/fsdp/checkpoint-800 --allow-pickle --config-from /ckpts/base": (
-        "an FSDP run's checkpoint: tests/test_sharded.py saves one and runs it"
+        "an FSDP run's checkpoint: tests/ext/checkpoints/test_sharded.py saves one and runs it"
     ),
     "pytest --model runs/zero3/checkpoint-600 --allow-pickle": (
-        "a DeepSpeed ZeRO-3 run's checkpoint: tests/test_sharded.py saves one and runs it"
+        "a DeepSpeed ZeRO-3 run's checkpoint: tests/ext/checkpoints/test_sharded.py saves one and "
+        "runs it"
     ),
     "WANDB_RUN_ID=abc123 pytest --model runs/exp42/checkpoint-1200 --log-to wandb=exp42 --lengths "
     "8k,32k,128k": (f"{GPU} and W&B's network; tests/test_trackers.py logs to wandb offline"),

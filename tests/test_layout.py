@@ -450,12 +450,10 @@ TABLES = {"ctxgate/run/options.py", "ctxgate/records/schema.py"}
 FUNCTION_LINES, FUNCTION_PARAMETERS = 60, 6
 # What is over a limit today, each at most its size now: the list only shrinks (issue Z)
 OVER = {
-    "lines": 19_008,
+    "lines": 18_574,
     "ctxgate/backends/endpoint.py:__init__": (86, 8),
     "ctxgate/backends/endpoint_probe.py:get_json": (0, 7),
     "ctxgate/backends/endpoint_probe.py:check_tokenizer": (0, 7),
-    "ctxgate/backends/hf.py:__init__": (121, 10),
-    "ctxgate/backends/sharded.py:load_into": (72, 0),
     "ctxgate/gate/thresholds.py": 532,
     "ctxgate/metrics/judged.py:citation_scores": (0, 7),
     "ctxgate/records/schema.py": 807,

@@ -2,8 +2,8 @@
 naming the key, the value and the fix: alike under pytest and ``ctxgate bisect`` (the shared resolve
 step, ``gate/plan.make_plan``), before anything loads. What transformers' RoPE validators and
 functions need of a RoPE dictionary is checked as a property against transformers itself; a load
-that fails because of an override says so; an adapter whose config disagrees with its own weights is
-told apart from one on the wrong base."""
+that fails because of an override says so (an adapter whose config disagrees with its own weights:
+tests/ext/checkpoints/test_adapters.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import json
 import logging
 import math
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -227,33 +226,6 @@ def test_each_rule_is_one_line_naming_the_setting_and_the_fix(rope, items, messa
     with pytest.raises(OverrideError, match=message) as refused:
         applied(TINY, parse(rope, items))
     assert "\n" not in str(refused.value)
-
-
-@pytest.fixture(scope="module")
-def rank4_adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A LoRA adapter a real Trainer run saved (rank 4)."""
-    from fixtures.training_runs import lora_run
-
-    return lora_run(tmp_path_factory.mktemp("lora") / "run", steps=2, save_every=2)[-1]
-
-
-def test_an_adapter_whose_config_disagrees_with_its_own_weights_is_not_sent_to_another_base(
-    rank4_adapter, real_suite, tmp_path
-):
-    edited = tmp_path / "adapter"
-    shutil.copytree(rank4_adapter, edited)
-    config = json.loads((edited / "adapter_config.json").read_text())
-    assert config["r"] == 4
-    (edited / "adapter_config.json").write_text(json.dumps({**config, "r": 8}))
-    result = real_suite(*CASES, model=edited)
-    out = result.stdout.str() + result.stderr.str()
-    assert result.ret != 0 and "Traceback" not in out and "size mismatch" not in out
-    assert (
-        "its adapter_config.json makes " in out
-        and "lora_A.default.weight rank 8, but its own weights are rank 4" in out
-    )
-    assert "the adapter is damaged or its config was edited; restore adapter_config.json" in out
-    assert "--base-model" not in out
 
 
 # --- the RoPE dictionary, against transformers' own reading

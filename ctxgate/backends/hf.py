@@ -8,9 +8,9 @@ import importlib.util
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ctxgate.backends.adapters import apply_adapter
 from ctxgate.backends.base import (
     DTYPES,
     KV_FIELDS,
@@ -26,7 +26,6 @@ from ctxgate.backends.checkpoint import CheckpointError
 from ctxgate.backends.formats import Checkpoint
 from ctxgate.backends.override_rules import OverrideError, is_structural
 from ctxgate.backends.overrides import ConfigOverrides, applied, window
-from ctxgate.backends.sharded import load_into
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.tokens.tokenizers import HFTokenizer
 
@@ -112,112 +111,129 @@ def _load_failed(model: str, cause: object, resizing: list[tuple[str, object]]) 
     return f"{model}: {cause}: the likely cause is {given}, not the checkpoint; {fix}"
 
 
+@dataclass(frozen=True)
+class HFSettings:
+    """How ``HFBackend`` loads and runs a checkpoint. ``batch_size`` None: ``auto`` (see
+    ``batch_limit``). ``device_map`` "auto": spread over every GPU this process sees.
+    ``overrides``: applied to the config before weights load."""
+
+    dtype: str = "auto"
+    trust_remote_code: bool = False
+    allow_pickle: bool = False
+    attn: str = "auto"
+    threads: int | None = None
+    batch_size: int | None = 1
+    device_map: str | None = None
+    allow_weight_mismatch: bool = False
+    overrides: ConfigOverrides | None = None
+
+
+def _load(model: Checkpoint, settings: HFSettings, dtype: Any, attn: str) -> tuple[Any, Any, Any]:
+    """The tokenizer, the model as evaluated (its weights, its kind's part applied) and
+    transformers' loading info; BackendError names what went wrong."""
+    import transformers
+
+    overrides = settings.overrides or ConfigOverrides()
+    trust, name, config_dir = settings.trust_remote_code, str(model.folder), str(model.config_dir)
+    changes: dict[str, object] = {}
+    if overrides:
+        try:
+            changes = applied(config_dir, overrides)[0]
+        except OverrideError as exc:
+            raise BackendError(str(exc)) from None
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # its load table is replaced by one line below
+    weights = model.weights_dir
+    try:
+        tok = transformers.AutoTokenizer.from_pretrained(
+            str(model.tokenizer_dir), trust_remote_code=trust
+        )
+        extra: dict[str, object] = {}
+        if changes or weights is None:
+            extra["config"] = transformers.AutoConfig.from_pretrained(
+                config_dir, trust_remote_code=trust, **changes
+            )
+            check_applied(extra["config"], changes, name)
+        # its from_pretrained gives (model, info) as asked below
+        auto: Any = transformers.AutoModelForCausalLM
+        if weights is None:  # built from its config and filled by its part: every tensor loaded
+            assert model.part is not None, "a checkpoint without weights to read has a part"
+            loaded = auto.from_config(extra["config"], dtype=dtype, attn_implementation=attn)
+            info = {}
+            model.part.fill(loaded)
+        else:
+            loaded, info = auto.from_pretrained(
+                str(weights),
+                **extra,
+                dtype=dtype,
+                attn_implementation=attn,
+                trust_remote_code=trust,
+                use_safetensors=None if settings.allow_pickle else True,
+                device_map=settings.device_map,
+                output_loading_info=True,
+                ignore_mismatched_sizes=True,
+            )
+    except CheckpointError as exc:  # the part's: a piece the checkpoint lacks
+        raise BackendError(str(exc)) from None
+    except Exception as exc:
+        resizing = _resizing(overrides)
+        if not resizing and not isinstance(exc, (OSError, ValueError)):
+            raise
+        raise BackendError(_load_failed(name, exc, resizing)) from exc
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+    if model.part is not None:
+        try:
+            loaded = model.part.finish(loaded)
+        except CheckpointError as exc:
+            raise BackendError(str(exc)) from None
+    return tok, loaded, info
+
+
+def _checked(model: Checkpoint, settings: HFSettings) -> None:
+    """The settings against the checkpoint and what is installed, before anything loads."""
+    part, device_map = model.part, settings.device_map
+    if part is not None and part.base is None and device_map is not None:
+        raise BackendError(f"{model.folder}: --device-map is not available for {part.what}")
+    if device_map is not None and not importlib.util.find_spec("accelerate"):
+        raise BackendError(
+            f"--device-map {device_map} needs the accelerate package: pip install "
+            "'ctxgate[gpu]' (or pip install accelerate)"
+        )
+
+
 class HFBackend:
     name = "hf"
 
-    def __init__(
-        self,
-        model: Checkpoint,
-        *,
-        dtype: str = "auto",
-        trust_remote_code: bool = False,
-        allow_pickle: bool = False,
-        attn: str = "auto",
-        threads: int | None = None,
-        batch_size: int | None = 1,
-        device_map: str | None = None,
-        allow_weight_mismatch: bool = False,
-        overrides: ConfigOverrides | None = None,
-    ) -> None:
-        """``batch_size`` None: ``auto`` (see ``batch_limit``). ``device_map`` "auto": spread over
-        every GPU this process sees. ``overrides``: applied to the config before weights load."""
+    def __init__(self, model: Checkpoint, settings: HFSettings | None = None) -> None:
         import torch
-        import transformers
 
+        settings = settings or HFSettings()
         self.torch = torch
         cuda = torch.cuda.is_available()
         self.device = torch.device("cuda" if cuda else "cpu")
-        if not cuda and threads:
-            torch.set_num_threads(threads)
+        if not cuda and settings.threads:
+            torch.set_num_threads(settings.threads)
         self.checkpoint = model
-        sharded, found, name = model.sharded, model.adapter, str(model.folder)
-        if sharded is not None and device_map is not None:
-            raise BackendError(
-                f"{name}: --device-map is not available for a sharded training checkpoint"
-            )
-        if device_map is not None and not importlib.util.find_spec("accelerate"):
-            raise BackendError(
-                f"--device-map {device_map} needs the accelerate package: pip install "
-                "'ctxgate[gpu]' (or pip install accelerate)"
-            )
+        _checked(model, settings)
+        attn = settings.attn
         if attn == "auto":  # float32 with sdpa on CPU (bf16 is slower there)
             flash = cuda and importlib.util.find_spec("flash_attn")
             attn = "flash_attention_2" if flash else "sdpa"
         self.attn = attn
-        if dtype not in DTYPES:
+        if settings.dtype not in DTYPES:
             raise BackendError(
-                f"--dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}"
+                f"--dtype {settings.dtype!r} is not supported; use one of {', '.join(DTYPES)}"
             )
-        self.dtype = getattr(torch, engine_dtype(dtype, cuda))
-        self.overrides = overrides or ConfigOverrides()
-        changes: dict[str, object] = {}
-        config_dir = str(model.config_dir)
-        if self.overrides:
-            try:
-                changes = applied(config_dir, self.overrides)[0]
-            except OverrideError as exc:
-                raise BackendError(str(exc)) from None
-        verbosity = transformers.logging.get_verbosity()
-        transformers.logging.set_verbosity_error()  # its load table is replaced by one line below
-        try:
-            tok = transformers.AutoTokenizer.from_pretrained(
-                str(model.tokenizer_dir), trust_remote_code=trust_remote_code
-            )
-            extra: dict[str, object] = {}
-            if changes or sharded:
-                extra["config"] = transformers.AutoConfig.from_pretrained(
-                    config_dir, trust_remote_code=trust_remote_code, **changes
-                )
-                check_applied(extra["config"], changes, name)
-            # its from_pretrained gives (model, info) as asked below
-            auto: Any = transformers.AutoModelForCausalLM
-            if sharded:  # built from its config and filled from the shards: every tensor loaded
-                loaded = auto.from_config(
-                    extra["config"], dtype=self.dtype, attn_implementation=attn
-                )
-                info = {}
-                load_into(loaded, sharded)
-            else:
-                loaded, info = auto.from_pretrained(
-                    str(model.weights_dir),
-                    **extra,
-                    dtype=self.dtype,
-                    attn_implementation=attn,
-                    trust_remote_code=trust_remote_code,
-                    use_safetensors=None if allow_pickle else True,
-                    device_map=device_map,
-                    output_loading_info=True,
-                    ignore_mismatched_sizes=True,
-                )
-        except CheckpointError as exc:  # load_into's: a shard or tensor the checkpoint lacks
-            raise BackendError(str(exc)) from None
-        except Exception as exc:
-            resizing = _resizing(self.overrides)
-            if not resizing and not isinstance(exc, (OSError, ValueError)):
-                raise
-            raise BackendError(_load_failed(name, exc, resizing)) from exc
-        finally:
-            transformers.logging.set_verbosity(verbosity)
-        if found is not None:
-            try:
-                loaded = apply_adapter(loaded, found)
-            except CheckpointError as exc:
-                raise BackendError(str(exc)) from None
-        problem = weights_mismatch(info, name, self.overrides)
-        if problem and not allow_weight_mismatch:
+        self.dtype = getattr(torch, engine_dtype(settings.dtype, cuda))
+        self.overrides = settings.overrides or ConfigOverrides()
+        tok, loaded, info = _load(model, settings, self.dtype, attn)
+        problem = weights_mismatch(info, str(model.folder), self.overrides)
+        if problem and not settings.allow_weight_mismatch:
             raise BackendError(problem)
         # kept for the report when --allow-weight-mismatch let it through
         self.weights_problem = problem
+        device_map = settings.device_map
         self.model = loaded if device_map is not None else loaded.to(self.device)
         self.model.eval()
         self.device_map = device_map
@@ -231,7 +247,7 @@ class HFBackend:
         self.eos_ids = sorted(eos)
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids or [0])[0]
         self.max_positions: int | None = window(self.model.config.to_dict())
-        self.batch_size = batch_size
+        self.batch_size = settings.batch_size
         # batch tokens known to run out of memory, halved: never tried again
         self.token_cap: int | None = None
         self._element_size = self.torch.tensor([], dtype=self.dtype).element_size()

@@ -1,6 +1,7 @@
 """The extras: each a package beside the spine that reaches it only through the hooks of
 ``ctxgate/hookspec.py``. ``PLUGINS`` lists their hook modules; each hook answers in this order."""
 
+from ctxgate.ext.checkpoints import plugin as checkpoints
 from ctxgate.ext.families import plugin as families
 from ctxgate.ext.html import plugin as html
 from ctxgate.ext.published import plugin as published
@@ -9,4 +10,4 @@ from ctxgate.ext.search import plugin as search
 from ctxgate.ext.thinking import plugin as thinking
 from ctxgate.ext.trackers import plugin as trackers
 
-PLUGINS = (families, html, published, ray, search, thinking, trackers)
+PLUGINS = (checkpoints, families, html, published, ray, search, thinking, trackers)

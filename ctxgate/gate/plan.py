@@ -65,7 +65,10 @@ def make_plan(
         raise OptionError(
             "--model is empty: give a checkpoint folder, e.g. --model fixtures/tiny-llama-niah"
         )
-    checkpoint, startup_error = _located(values, backend, model) if model else (None, None)
+    # the extras' part of how the model opens, read before it is located (a checkpoint kind's)
+    parts = hook().ctxgate_model_section(get=get)
+    opening = dict(s for s in parts if s is not None)
+    checkpoint, startup_error = _located(values, backend, model, opening) if model else (None, None)
     tokenizer = str(checkpoint.tokenizer_dir) if checkpoint else None
     engine = read_engine(values, backend, values["chat_template"], tokenizer)
     path, found, thresholds, baseline = None, "", load_or_default(None, ()), None
@@ -80,6 +83,7 @@ def make_plan(
     spec = _spec(
         values, model or "", checkpoint, backend, started_in, thresholds.judge_max_failure_rate
     )
+    spec = replace(spec, extras=opening)
     if model and startup_error is None:
         _check_served(spec, engine)
     plan = Plan(
@@ -94,24 +98,26 @@ def make_plan(
         values[opt.REPORT.dest],
         values[opt.FORCE_LENGTHS.dest],
         startup_error,
+        extras=opening,
     )
     answers = hook().ctxgate_plan_section(get=get, plan=plan)
-    sections = dict(s for s in answers if s is not None)
+    sections = {**opening, **dict(s for s in answers if s is not None)}
     return replace(plan, model=replace(plan.model, extras=sections), extras=sections)
 
 
 def _located(
-    values: Mapping[str, Any], backend: str, model: str
+    values: Mapping[str, Any], backend: str, model: str, extras: Mapping[str, Any]
 ) -> tuple[Checkpoint | None, str | None]:
-    """The checkpoint --model names, located and checked; one that cannot be opened is the
-    run's startup error (reported for every case), not a usage error."""
+    """The checkpoint --model names, located and checked (``extras``: the extras' part of how the
+    model opens); one that cannot be opened is the run's startup error (reported for every case),
+    not a usage error."""
     unopened_server = backend == "openai" and not Path(model).expanduser().is_dir()
     if backend not in opt.BACKENDS or unopened_server:
         return None, None
     folder = resolve_model(model)
-    keys = ("base_model", "config_from", "trust_remote_code", "ignore_remote_code", "allow_pickle")
+    keys = ("trust_remote_code", "ignore_remote_code", "allow_pickle")
     try:
-        return ModelSpec(model, **{k: values[k] for k in keys}).locate(folder), None
+        return ModelSpec(model, extras=extras, **{k: values[k] for k in keys}).locate(folder), None
     except CheckpointError as exc:
         return None, str(exc)
 

@@ -191,14 +191,14 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
         local_fingerprint(spec) if spec.backend == "hf" else getattr(backend, "fingerprint", None)
     )
     essay = load_essay(spec.haystack)
+    part = spec.checkpoint.part if spec.checkpoint else None
     return {
         "model": spec.model,
         "model_fingerprint": fingerprint,
         "backend": backend.describe(),
         "model_dir": str(spec.checkpoint.folder) if spec.checkpoint else None,
-        "base_model": str(spec.checkpoint.adapter.base)
-        if spec.checkpoint and spec.checkpoint.adapter
-        else None,
+        # the base a checkpoint's part applies to, if any
+        "base_model": str(part.base) if part and part.base else None,
         "model_overrides": spec.overrides.describe() or None,
         "ignore_remote_code": spec.ignore_remote_code,
         # let through by --allow-weight-mismatch

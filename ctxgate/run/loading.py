@@ -56,8 +56,6 @@ class ModelSpec:
     allow_weight_mismatch: bool = False
     ignore_remote_code: bool = False
     overrides: ConfigOverrides = ConfigOverrides()  # context extension, applied to the config
-    base_model: str | None = None  # the checkpoint is a PEFT adapter on this base
-    config_from: str | None = None  # the checkpoint is sharded, built from this config folder
     batch_size: int | None = None  # hf: None is auto (1 on CPU)
     device_map: str | None = None
     gpus_per_replica: int | None = None  # hf with device_map auto: GPUs each worker's model spans
@@ -74,18 +72,17 @@ class ModelSpec:
     nli_model: str | None = None
     judge_max_failure_rate: float = 0.05
     # the extras' sections of the plan (``Plan.extras``), with the spec wherever it goes: a
-    # cluster's replicas and bisect's probes open the model by them
+    # cluster's replicas and bisect's probes open the model by them (a checkpoint kind's options)
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     def locate(self, folder: str | Path) -> Checkpoint:
         """The checkpoint in ``folder`` as these options open it, or CheckpointError / WrongFlag."""
         return locate(
             Path(folder),
-            base_model=self.base_model,
-            config_from=self.config_from,
             trust_remote_code=self.trust_remote_code,
             ignore_remote_code=self.ignore_remote_code,
             allow_pickle=self.allow_pickle,
+            extras=self.extras,
         )
 
     def at(self, folder: str | Path) -> ModelSpec:
@@ -126,11 +123,10 @@ def load_backend(spec: ModelSpec, served: Served | None = None) -> Backend:
     if spec.backend in ("openai", "vllm"):
         assert served is not None, "--backend openai/vllm needs its servers"
         return _endpoint_backend(spec, served)
-    from ctxgate.backends.hf import HFBackend
+    from ctxgate.backends.hf import HFBackend, HFSettings
 
     assert spec.checkpoint is not None, "--backend hf loads a located checkpoint"
-    return HFBackend(
-        spec.checkpoint,
+    settings = HFSettings(
         dtype=spec.dtype,
         trust_remote_code=spec.trust_remote_code,
         allow_pickle=spec.allow_pickle,
@@ -140,6 +136,7 @@ def load_backend(spec: ModelSpec, served: Served | None = None) -> Backend:
         allow_weight_mismatch=spec.allow_weight_mismatch,
         overrides=spec.overrides,
     )
+    return HFBackend(spec.checkpoint, settings)
 
 
 def _endpoint_backend(spec: ModelSpec, served: Served) -> Backend:

@@ -269,17 +269,6 @@ ALLOW_PICKLE = Option(
     "allow loading pickles (.bin weights, DeepSpeed's .pt, a distributed checkpoint's .metadata)",
     action="store_true",
 )
-BASE_MODEL = Option(
-    "--base-model",
-    "the checkpoint is a PEFT adapter folder: its base model (default: the adapter's "
-    "base_model_name_or_path)",
-)
-CONFIG_FROM = Option(
-    "--config-from",
-    "the checkpoint is a sharded one (FSDP, DeepSpeed ZeRO): the folder of the config.json to "
-    "build the model from (default: beside the shards, the checkpoint folder, or the run folder "
-    "above it)",
-)
 HAYSTACK = Option("--haystack", "essay haystack: a .txt file or a dataset with a 'text' column")
 SQUAD = Option("--squad", "SQuAD v2 for qa_1: hub id or local file/folder (hub layout)")
 HOTPOTQA = Option("--hotpotqa", "HotpotQA distractor for qa_2: hub id or local file/folder")
@@ -512,8 +501,6 @@ EVALUATION = (
     IGNORE_REMOTE_CODE,
     ALLOW_PICKLE,
     ALLOW_WEIGHT_MISMATCH,
-    BASE_MODEL,
-    CONFIG_FROM,
     HAYSTACK,
     SQUAD,
     HOTPOTQA,

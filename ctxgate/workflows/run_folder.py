@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ctxgate.backends.adapters import ADAPTER_CONFIG, ADAPTER_WEIGHTS
-from ctxgate.backends.formats import kind_of, written
-from ctxgate.backends.sharded import DCP_METADATA, FSDP_DIR_PREFIX, ZERO_STEP
+from ctxgate.backends.formats import checkpoint_kinds, written
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.steps import training_step
 
@@ -45,9 +43,10 @@ def order_checkpoints(paths: Sequence[str | Path]) -> list[Path]:
         outside = left_out(items[0])
         items = sorted(p for p in items[0].iterdir() if p.is_dir() and p not in outside)
     if len(items) < 2:
+        kinds = ", ".join(["model folders", *(k.described for k in checkpoint_kinds())])
         raise BisectError(
-            "bisect needs at least two checkpoints (model folders, PEFT adapters, FSDP or "
-            f"DeepSpeed checkpoints), found {len(items)} in {', '.join(map(str, paths))}"
+            f"bisect needs at least two checkpoints ({kinds}), found {len(items)} in "
+            f"{', '.join(map(str, paths))}"
         )
     steps = [step_of(p) for p in items]
     if len(set(steps)) != len(steps):
@@ -77,26 +76,18 @@ def why_left_out(folder: Path) -> str | None:
     except FileNotFoundError:  # a run's save_total_limit rotates checkpoints while it is read
         return "removed while it was read (the run rotated it away)"
     unfinished = "the save did not finish or was copied in part; restore it from the run"
-    if kind_of(folder) == "adapter":
-        return f"{ADAPTER_CONFIG} without adapter weights ({ADAPTER_WEIGHTS[0]}): {unfinished}"
+    kinds = checkpoint_kinds()
+    for kind in kinds:  # what a save of an extra's kind cut short left
+        if (left := kind.unfinished(folder, names)) is not None:
+            return f"{left}: {unfinished}"
     if (folder / "config.json").is_file():
         return f"config.json without weights (model.safetensors, pytorch_model*.bin): {unfinished}"
-    dirs = [n for n in names if (folder / n).is_dir()]
-    fsdp = [n for n in dirs if n.startswith(FSDP_DIR_PREFIX)]
-    if fsdp or any(n.endswith(".distcp") for n in names):
-        shards = f"{fsdp[0]}/" if fsdp else "shards (*.distcp)"
-        return (
-            f"{shards} without {DCP_METADATA}, which a distributed save writes last: {unfinished}"
-        )
     if weights := [n for n in names if n.endswith(".safetensors") or n.startswith("pytorch_model")]:
+        configs = " or ".join(["config.json", *(c for k in kinds for c in k.configs)])
         return (
-            f"weights ({', '.join(weights[:3])}) without config.json or {ADAPTER_CONFIG}: copy "
-            "the config the run saved beside them to include it"
+            f"weights ({', '.join(weights[:3])}) without {configs}: copy the config the run saved "
+            "beside them to include it"
         )
-    zero = [n for n in dirs if n.startswith(ZERO_STEP)]
-    if zero := [n for n in zero if not any((folder / n).glob("*model_states.pt"))]:
-        return f"{zero[0]}/ without *model_states.pt: {unfinished}"
-    return (
-        f"not a checkpoint (no config.json, {ADAPTER_CONFIG}, {DCP_METADATA} or {ZERO_STEP}*/ in "
-        "it)"
-    )
+    marks = ["config.json", *(m for k in kinds for m in k.marks)]
+    listed = f"{', '.join(marks[:-1])} or {marks[-1]}" if len(marks) > 1 else marks[0]
+    return f"not a checkpoint (no {listed} in it)"

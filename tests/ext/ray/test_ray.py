@@ -568,8 +568,8 @@ def test_ray_auto_joins_the_cluster_ray_address_names(cluster, tmp_path):
 def test_watch_passes_ray_to_each_evaluation_and_gates_as_without_it(cluster, tmp_path):
     """``ctxgate watch RUN -- --ray ADDRESS``: each new checkpoint is evaluated on the cluster (its
     replicas on the worker node), with the verdicts the sequence is built to give: the first
-    checkpoint retrieves, the second has lost it (tests/test_checkpoint_kinds.py: watch gives a
-    sequence's verdicts as pytest does)."""
+    checkpoint retrieves, the second has lost it (tests/ext/checkpoints/test_checkpoint_kinds.py:
+    watch gives a sequence's verdicts as pytest does)."""
     from fixtures.checkpoint_sequence import build_sequence
 
     build_sequence(tmp_path / "run", count=2, break_at=1)  # checkpoint-200 has lost retrieval

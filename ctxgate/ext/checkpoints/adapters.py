@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,28 +202,6 @@ def _rank_dimension(name: str, saved: tuple[int, ...], built: tuple[int, ...]) -
     rank = RANK_DIMENSION[factor]
     same = saved[:rank] + saved[rank + 1 :] == built[:rank] + built[rank + 1 :]
     return rank if same else None
-
-
-def hf_folder(fingerprint: str, root: Path, tokenizer_dir: Path, build: Callable[[], Any]) -> Path:
-    """``root/model-<fingerprint>``: a Hugging Face folder of ``build()`` (a merged adapter, a
-    sharded checkpoint) for an engine that loads folders, written once, atomically under a lock."""
-    import shutil
-
-    from filelock import FileLock
-
-    target = root / f"model-{fingerprint[:16]}"
-    root.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
-        if (target / "config.json").is_file():
-            return target
-        import transformers
-
-        partial = root / f".{target.name}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        build().save_pretrained(partial)
-        transformers.AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(partial)
-        partial.rename(target)
-    return target
 
 
 def merged_model(adapter: Adapter) -> Any:

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from ctxgate.backends.adapters import find_adapter
 from ctxgate.backends.checkpoint import CheckpointError
+from ctxgate.ext.checkpoints.adapters import find_adapter
 from ctxgate.steps import Step
 from tests.conftest import TINY
 
 CASES = ("-k", "niah_single_1", "--lengths", "1k", "--samples", "4")
+ONE_VT = ("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache")
 
 
 @pytest.fixture(scope="module")
@@ -195,3 +196,31 @@ def test_an_adapter_on_a_base_of_another_shape_is_one_line_naming_a_tensor(
         and "in the adapter and torch.Size([4, 64]) in the base" in out
     )
     assert "pass --base-model with the model it was trained on" in out
+
+
+@pytest.fixture(scope="module")
+def rank4_adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A LoRA adapter a real Trainer run saved (rank 4)."""
+    from fixtures.training_runs import lora_run
+
+    return lora_run(tmp_path_factory.mktemp("lora") / "run", steps=2, save_every=2)[-1]
+
+
+def test_an_adapter_whose_config_disagrees_with_its_own_weights_is_not_sent_to_another_base(
+    rank4_adapter, real_suite, tmp_path
+):
+    """Told apart from an adapter on the wrong base (moved from tests/test_override_faults.py)."""
+    edited = tmp_path / "adapter"
+    shutil.copytree(rank4_adapter, edited)
+    config = json.loads((edited / "adapter_config.json").read_text())
+    assert config["r"] == 4
+    (edited / "adapter_config.json").write_text(json.dumps({**config, "r": 8}))
+    result = real_suite(*ONE_VT, model=edited)
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret != 0 and "Traceback" not in out and "size mismatch" not in out
+    assert (
+        "its adapter_config.json makes " in out
+        and "lora_A.default.weight rank 8, but its own weights are rank 4" in out
+    )
+    assert "the adapter is damaged or its config was edited; restore adapter_config.json" in out
+    assert "--base-model" not in out

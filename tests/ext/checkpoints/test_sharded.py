@@ -261,3 +261,18 @@ def test_a_cut_short_shard_is_one_line(run_folder, real_suite, tmp_path):
         "could not be read (RuntimeError: " in out
         and "a shard is damaged or was cut short; restore it" in out
     )
+
+
+def test_device_map_is_refused_for_a_sharded_checkpoint_before_anything_loads(tmp_path):
+    """The model is built from its config and filled from the shards in memory: no device map."""
+    from ctxgate.backends.formats import Checkpoint
+    from ctxgate.backends.hf import BackendError, HFBackend, HFSettings
+    from ctxgate.ext.checkpoints.kinds import ShardedPart
+    from ctxgate.ext.checkpoints.sharded import DistributedCheckpoint
+
+    part = ShardedPart(DistributedCheckpoint(tmp_path, tmp_path, TINY))
+    with pytest.raises(BackendError) as refused:
+        HFBackend(Checkpoint(tmp_path, TINY, TINY, part), HFSettings(device_map="auto"))
+    assert str(refused.value) == (
+        f"{tmp_path}: --device-map is not available for a sharded training checkpoint"
+    )
