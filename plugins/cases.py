@@ -14,13 +14,7 @@ import pytest
 from ctxgate.backends.base import BackendDown, Window, window_of
 from ctxgate.backends.endpoint_probe import EndpointError
 from ctxgate.backends.hf import BackendError
-from ctxgate.gate.baseline import (
-    Baseline,
-    BaselineError,
-    comparison_entry,
-    describe,
-    regression_verdict,
-)
+from ctxgate.gate.baseline import Baseline, BaselineError, comparison
 from ctxgate.gate.plan import Plan
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import (
@@ -35,16 +29,7 @@ from ctxgate.gate.verdicts import (
 from ctxgate.hooks import hook
 from ctxgate.judge.client import JudgeError
 from ctxgate.records.refusal import Refusal
-from ctxgate.records.schema import (
-    CaseRecord,
-    Comparison,
-    Cost,
-    LengthVerdict,
-    RunError,
-    RunInfo,
-    SampleOutcome,
-    to_json,
-)
+from ctxgate.records.schema import CaseRecord, Cost, LengthVerdict, RunError, SampleOutcome, to_json
 from ctxgate.run.ahead import Ahead
 from ctxgate.run.case import (
     CaseResult,
@@ -55,10 +40,10 @@ from ctxgate.run.case import (
     case_result,
     drive,
     open_case,
-    samples_to_run,
 )
 from ctxgate.run.compose import LoadedModel
 from ctxgate.run.progress import case_label
+from ctxgate.run.samples import samples_to_run
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
 from ctxgate.tasks.build import LengthRuleBroken, fits_at_all
 from ctxgate.tasks.registry import all_tasks, get_task, marker_vocabulary, task_names
@@ -187,35 +172,6 @@ class Case:
     def _fail(self, message: str) -> NoReturn:
         self.state.record = replace(self.state.record, verdict="fail", message=message)
         pytest.fail(message, pytrace=False)
-
-
-def _against_baseline(
-    baseline: Baseline, result: CaseResult, run: RunInfo, thresholds: Thresholds
-) -> Comparison | None:
-    scores = {o.index: o.score for o in result.samples if o.score is not None}
-    hashes = {o.index: o.sample_sha256 for o in result.samples}
-    confidence = thresholds.regression_confidence
-    try:
-        baseline.check_run(run)
-        paired = baseline.compare_case(
-            result.task, result.length, result.data_sha256, scores, confidence, hashes
-        )
-    except BaselineError as exc:
-        raise pytest.fail.Exception(str(exc), pytrace=False) from None
-    if paired is None:
-        return None
-    tolerance = thresholds.tolerance_for(result.task, result.length)
-    seq = result.sequential
-    regressed = regression_verdict(paired, tolerance, seq)
-    message = describe(paired, tolerance)
-    if seq and (test := seq.baseline) and test.decided:
-        drop = "it dropped by more than" if regressed else "it did not drop by more than"
-        message += (
-            f"; --sequential: certain {drop} the tolerance at error rate {seq.alpha} (paired "
-            f"interval {test.interval[0]:+.1f} to {test.interval[1]:+.1f})"
-        )
-    stopped_early = (result.task, result.length) in baseline.stopped_early
-    return comparison_entry(paired, tolerance, confidence, regressed, message, stopped_early)
 
 
 def _stop(plan: Plan, task: str, length: int, floor: float | None) -> EarlyStop | None:
@@ -362,31 +318,64 @@ def ctxgate_case(
         CASE_STATE_KEY, CaseState(new_record(name, length, thresholds))
     )
     state.run_meta = ctxgate_model.run_meta
-    if window := _beyond_window(config, ctxgate_model, length):
-        reading = ctxgate_model.session.reading
+    _runs_at_all(config, ctxgate_model, state, name, length)
+    result = _result(config, ctxgate_model, ctxgate_ahead, state, (name, length))
+    state.record = result.onto(state.record)
+    state.samples = result.samples
+    if result.judge and result.judge.status == "pending":
+        waiting = f"{result.judge.reason}; {_judge_later(plan.report)}"
+        no_score(state, "judge_not_given", f"{name} at {length}: {waiting}", baseline)
+    if baseline is not None:
+        try:
+            compared = comparison(baseline, result, ctxgate_model.run_info, thresholds)
+        except BaselineError as exc:
+            raise pytest.fail.Exception(str(exc), pytrace=False) from None
+        state.record = replace(state.record, baseline=compared)
+    record = state.record
+    # testcase properties only for xunit1: xunit2 (pytest's default) follows junit-10.xsd, which
+    # has none (record_property warns so), and CI servers that check it refuse them
+    if config.getini("junit_family") in ("xunit1", "legacy"):
+        ci = f"{result.ci[0]}-{result.ci[1]}"
+        pairs = [("score", record.score), ("floor", record.floor), ("n", record.n), ("ci", ci)]
+        request.node.user_properties += pairs
+    return Case(get_task(name), length, thresholds, state)
+
+
+def _runs_at_all(
+    config: pytest.Config, model: LoadedModel, state: CaseState, name: str, length: int
+) -> None:
+    """End a case past the model's window, or one the search left out (saving its samples)."""
+    plan = config.stash[PLAN_KEY]
+    if window := _beyond_window(config, model, length):
+        reading = model.session.reading
         what = f"{name} at {length}: the length{reading.beyond} exceeds {window.what}"
         fix = f"drop {length} from --lengths{reading.lower}, or {window.fix}"
-        no_score(state, "window", f"{what}, so the case cannot run; {fix}", baseline)
+        no_score(state, "window", f"{what}, so the case cannot run; {fix}", plan.baseline)
     left_out = config.stash.get(LEFT_OUT_KEY, None)
     spec = get_task(name)
     # a case that cannot run at all says so; one the search leaves out saves its samples
     if left_out and fits_at_all(spec, length) and (why := left_out(name, length)):
-        n = samples_to_run(
-            spec, ctxgate_model.context, length, plan.samples or spec.default_samples
-        )
+        n = samples_to_run(spec, model.context, length, plan.samples or spec.default_samples)
         saved = Cost(saved_generations=n, saved_prompt_tokens=n * length)
         state.record = replace(state.record, cost=saved)
-        no_score(state, "search_stopped", why, baseline)
+        no_score(state, "search_stopped", why, plan.baseline)
+
+
+def _result(
+    config: pytest.Config, model: LoadedModel, ahead: Any, state: CaseState, key: tuple[str, int]
+) -> CaseResult:
+    """The case run (or taken from what ran ahead); a designed refusal or a failure ends it."""
+    (name, length), baseline = key, config.stash[PLAN_KEY].baseline
     # raised outside the except blocks: no "during handling of..." chain
     failure: Exception | None = None
     cause = ""
     progress = config.stash.get(REPORTER_KEY, None)
     try:
-        if ctxgate_ahead is not None and (name, length) in ctxgate_ahead:
-            result = ctxgate_ahead.take((name, length))
-            state.summary = getattr(ctxgate_ahead, "verdicts", {}).get(length)
+        if ahead is not None and key in ahead:
+            result: CaseResult = ahead.take(key)
+            state.summary = getattr(ahead, "verdicts", {}).get(length)
         else:
-            result = _case_run(config, ctxgate_model, name, length)()
+            result = _case_run(config, model, name, length)()
     except Refusal as exc:  # a designed refusal: its cause decides the verdict (unscored_verdict)
         failure, cause = exc, exc.cause
         if isinstance(exc, MaterialExhausted):  # the fill it reached, unscored
@@ -403,19 +392,4 @@ def ctxgate_case(
         no_score(state, cause, message, baseline)
     if failure is not None:
         pytest.fail(f"{name} at {length}: {failure}", pytrace=False)
-    state.record = result.onto(state.record)
-    state.samples = result.samples
-    if result.judge and result.judge.status == "pending":
-        waiting = f"{result.judge.reason}; {_judge_later(plan.report)}"
-        no_score(state, "judge_not_given", f"{name} at {length}: {waiting}", baseline)
-    if baseline is not None:
-        compared = _against_baseline(baseline, result, ctxgate_model.run_info, thresholds)
-        state.record = replace(state.record, baseline=compared)
-    record = state.record
-    # testcase properties only for xunit1: xunit2 (pytest's default) follows junit-10.xsd, which
-    # has none (record_property warns so), and CI servers that check it refuse them
-    if config.getini("junit_family") in ("xunit1", "legacy"):
-        ci = f"{result.ci[0]}-{result.ci[1]}"
-        pairs = [("score", record.score), ("floor", record.floor), ("n", record.n), ("ci", ci)]
-        request.node.user_properties += pairs
-    return Case(get_task(name), length, thresholds, state)
+    return result

@@ -312,7 +312,7 @@ def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
     searched = config.stash.get(SEARCH_KEY, None)
     search = searched() if searched is not None else None
     verdict = judge_session(cases, thresholds, complete, baseline=baseline, search=search)
-    report = build_report(cases, run, verdict, complete, collector.run_error, baseline, search)
+    report = build_report(cases, run, verdict, collector.run_error)
     for fields in hook().ctxgate_report_fields(report=report, plan=plan):
         report = replace(report, **fields)
     collector.report = report

@@ -1,6 +1,8 @@
-"""Writes the module map in docs/architecture.md from the code: every module of ``ctxgate/`` on its
-floor (the floors ``tests/test_layout.py`` enforces) and every plugin, each with the first sentence
-of its docstring. The test command runs ``--check``, so the map cannot fall behind the code.
+"""Writes the code's maps in docs/architecture.md: the spine's hooks (``ctxgate/hookspec.py``), each
+with the first sentence of its docstring; the extras (``ctxgate/ext/``), each with its docstring's
+and the hooks it implements; every module of ``ctxgate/`` on its floor (the floors
+``tests/test_layout.py`` enforces) and every plugin, each with the first sentence of its
+docstring. The test command runs ``--check``, so the maps cannot fall behind the code.
 
 python scripts/architecture.py [--check]
 """
@@ -19,6 +21,10 @@ DOC = ROOT / "docs" / "architecture.md"
 START, END = (
     "<!-- module map: written by scripts/architecture.py -->",
     "<!-- end of the module map -->",
+)
+HOOKS_START, HOOKS_END = (
+    "<!-- hooks and extras: written by scripts/architecture.py -->",
+    "<!-- end of the hooks and extras -->",
 )
 
 
@@ -62,6 +68,44 @@ def module_map() -> str:
     return "\n".join([*lines, "", END])
 
 
+def _functions(path: Path) -> list[ast.FunctionDef]:
+    return [n for n in ast.parse(path.read_text("utf-8")).body if isinstance(n, ast.FunctionDef)]
+
+
+def _said(node: ast.FunctionDef) -> str:
+    paragraph = " ".join((ast.get_docstring(node) or "").split("\n\n")[0].split())
+    found = re.search(r"^(.+?\.)(\s|$)", paragraph)
+    return found.group(1) if found else paragraph
+
+
+def hooks_map() -> str:
+    """Each hook with its first sentence, then each extra with its and the hooks it answers."""
+    lines = [HOOKS_START, "", "**The hooks** (`ctxgate/hookspec.py`; * one answer decides)", ""]
+    for node in _functions(ROOT / "ctxgate" / "hookspec.py"):
+        if node.name.startswith("ctxgate_"):
+            one = any("firstresult" in ast.unparse(d) for d in node.decorator_list)
+            lines.append(f"- `{node.name}`{' *' if one else ''}: {_said(node)}")
+    lines += ["", "**The extras** (`ctxgate/ext/`, in the order they answer)", ""]
+    order = re.findall(
+        r"\b(\w+)\b", (ROOT / "ctxgate/ext/__init__.py").read_text().split("PLUGINS")[-1]
+    )
+    for name in order:
+        folder = ROOT / "ctxgate" / "ext" / name
+        if not (folder / "plugin.py").is_file():
+            continue
+        hooks = [f.name for f in _functions(folder / "plugin.py") if f.name.startswith("ctxgate_")]
+        lines.append(
+            f"- `{name}`: {first_sentence(folder / '__init__.py')}; answers "
+            + ", ".join(f"`{h}`" for h in hooks)
+        )
+    return "\n".join([*lines, "", HOOKS_END])
+
+
+def _between(text: str, start: str, end: str, made: str) -> str:
+    head, rest = text.split(start, 1)
+    return head + made + rest.split(end, 1)[1]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -71,14 +115,15 @@ def main() -> int:
     )
     args = ap.parse_args()
     text = DOC.read_text("utf-8")
-    if START not in text or END not in text:
-        print(
-            f"{DOC} has no module map between {START!r} and {END!r}: add the two lines",
-            file=sys.stderr,
-        )
-        return 2
-    head, rest = text.split(START, 1)
-    updated = head + module_map() + rest.split(END, 1)[1]
+    for start, end in ((START, END), (HOOKS_START, HOOKS_END)):
+        if start not in text or end not in text:
+            print(
+                f"{DOC} has no map between {start!r} and {end!r}: add the two lines",
+                file=sys.stderr,
+            )
+            return 2
+    updated = _between(text, START, END, module_map())
+    updated = _between(updated, HOOKS_START, HOOKS_END, hooks_map())
     if args.check:
         same = updated == text
         state = "is up to date" if same else "differs from the code"

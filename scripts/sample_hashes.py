@@ -47,7 +47,7 @@ def main() -> None:
 
     import ctxgate
     from ctxgate.lengths import format_length, parse_lengths
-    from ctxgate.run.case import build_samples, data_hash, samples_to_run
+    from ctxgate.run.samples import build_samples, data_hash, samples_to_run
     from ctxgate.tasks import BuildContext, all_tasks
     from ctxgate.tokens.codec import PieceEncoder
     from ctxgate.tokens.tokenizers import HFTokenizer

@@ -17,7 +17,7 @@ from ctxgate.backends.formats import written
 from ctxgate.cli import main
 from ctxgate.records.refusal import Unreachable
 from ctxgate.run.compose import ModelError
-from ctxgate.workflows.bisect import bisect, search
+from ctxgate.workflows.bisect import Judging, bisect, search
 from ctxgate.workflows.run_folder import (
     BisectError,
     order_checkpoints,
@@ -245,7 +245,7 @@ def test_a_cluster_that_fails_mid_bisect_stops_it_and_skips_no_checkpoint(tmp_pa
         return {("vt", 512): SimpleNamespace(samples_from_cache=0, n=1, cost=None)}
 
     with pytest.raises(ModelError, match="no head"):
-        bisect(run, 0, bad, evaluate, lambda t, L: 0.0)
+        bisect(run, 0, bad, evaluate, Judging(lambda t, L: 0.0))
 
 
 NAMES = (

@@ -136,7 +136,7 @@ def test_the_report_gives_each_case_its_chance_beside_its_score():
         ),  # an old one
     ]
     verdict = judge_session(cases, Thresholds("t"), True)
-    report = build_report(cases, RunInfo("m", None, 42, 5, (2048,), "task"), verdict, True)
+    report = build_report(cases, RunInfo("m", None, 42, 5, (2048,), "task"), verdict)
     md = markdown(report)
     assert (
         "| task | 2K | chance |" in md

@@ -25,7 +25,7 @@ def record(task: str, length: int, score: float, verdict: str = "pass") -> CaseR
 
 def _report(cases: list[CaseRecord]) -> Report:
     run = RunInfo("tiny", None, 42, None, (), "off")
-    return build_report(cases, run, judge_session(cases, Thresholds(path="(none)"), True), True)
+    return build_report(cases, run, judge_session(cases, Thresholds(path="(none)"), True))
 
 
 def test_each_case_is_on_disk_as_soon_as_it_arrives(tmp_path):

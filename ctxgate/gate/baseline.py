@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.gate.session import stopped_early
+from ctxgate.gate.thresholds import Thresholds
 from ctxgate.hooks import flat, hook
 from ctxgate.records.io import ReportFileError, predictions_path, read_predictions, read_report
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import Comparison, RunInfo, SequentialRecord
+from ctxgate.run.case import CaseResult
 from ctxgate.stats.paired import PairedResult, compare
 
 
@@ -181,3 +183,31 @@ def comparison_entry(
     """A case's paired comparison as the report records it."""
     paired = (result.baseline, result.delta, (result.low, result.high), result.method, result.n)
     return Comparison(*paired, tolerance, confidence, regressed, message, baseline_stopped_early)
+
+
+def comparison(
+    baseline: Baseline, result: CaseResult, run: RunInfo, thresholds: Thresholds
+) -> Comparison | None:
+    """The case against the baseline's, paired; None where the baseline has no score for it.
+    BaselineError: the two runs built other prompts."""
+    scores = {o.index: o.score for o in result.samples if o.score is not None}
+    hashes = {o.index: o.sample_sha256 for o in result.samples}
+    confidence = thresholds.regression_confidence
+    baseline.check_run(run)
+    paired = baseline.compare_case(
+        result.task, result.length, result.data_sha256, scores, confidence, hashes
+    )
+    if paired is None:
+        return None
+    tolerance = thresholds.tolerance_for(result.task, result.length)
+    seq = result.sequential
+    regressed = regression_verdict(paired, tolerance, seq)
+    message = describe(paired, tolerance)
+    if seq and (test := seq.baseline) and test.decided:
+        drop = "it dropped by more than" if regressed else "it did not drop by more than"
+        message += (
+            f"; --sequential: certain {drop} the tolerance at error rate {seq.alpha} (paired "
+            f"interval {test.interval[0]:+.1f} to {test.interval[1]:+.1f})"
+        )
+    stopped_early = (result.task, result.length) in baseline.stopped_early
+    return comparison_entry(paired, tolerance, confidence, regressed, message, stopped_early)

@@ -35,6 +35,10 @@ class SessionVerdict:
     gates: tuple[Gate, ...]
     relative_effective_length: dict[str, RelativeEffectiveLength]
     long_score: dict[str, LongScore]
+    # what it was judged with: the session ended (or was interrupted), the baseline, the search
+    session_complete: bool = True
+    baseline: BaselineRun | None = None
+    search: SearchRecord | None = None
 
 
 def stopped_early(case: CaseRecord) -> bool:
@@ -108,9 +112,8 @@ def judge_session(
     relative = relative_lengths(by_length, thresholds)
     gates = session_gates(cases, complete, eff, baseline, thresholds, relative)
     finished = complete and not any(c.verdict == "error" for c in cases)
-    return SessionVerdict(
-        finished, by_length, overall, eff, gates, relative, long_scores(by_length)
-    )
+    scored = (by_length, overall, eff, gates, relative, long_scores(by_length))
+    return SessionVerdict(finished, *scored, complete, baseline, search)
 
 
 def _per_summary(by_length: ByLength) -> dict[str, dict[int, GroupScore]]:

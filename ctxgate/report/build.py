@@ -10,7 +10,6 @@ from typing import Any
 from ctxgate import __version__
 from ctxgate.gate.session import SessionVerdict
 from ctxgate.records.schema import (
-    BaselineRun,
     CaseRecord,
     Cost,
     Prediction,
@@ -19,7 +18,6 @@ from ctxgate.records.schema import (
     RunError,
     RunInfo,
     SampleOutcome,
-    SearchRecord,
 )
 
 
@@ -41,23 +39,17 @@ def build_report(
     cases: Sequence[CaseRecord],
     run: RunInfo,
     verdict: SessionVerdict,
-    session_complete: bool,
     error: RunError | None = None,
-    baseline: BaselineRun | None = None,
-    search: SearchRecord | None = None,
 ) -> Report:
-    """The verdict's fields are the report's of the same names."""
+    """The verdict's fields are the report's of the same names (what it judged with included)."""
     judged = {f.name: getattr(verdict, f.name) for f in fields(verdict)}
     return Report(
         ctxgate_version=__version__,
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        session_complete=session_complete,
         error=error,
         run=run,
         cases=tuple(sorted(cases, key=lambda c: (c.suite, c.task, c.length))),
-        baseline=baseline,
         cost=run_cost(cases, run.backend),
-        search=search,
         **judged,
     )
 

@@ -118,8 +118,8 @@ def _tokens(n: int) -> str:
 
 
 def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
+    """The tasks x lengths table (a row per task, then a row per summary) and the notes under it."""
     lengths = sorted({c.length for c in report.cases})
-    tasks_now = membership()
     by_key = {(c.task, c.length): c for c in report.cases}
     summaries = report.length_summaries
     chance = chances(report)
@@ -128,11 +128,15 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         [t] + [_cell(by_key.get((t, L))) for L in lengths] + [chance[t]]
         for t in in_registry_order({c.task for c in report.cases})
     ]
-    groups = summary_labels()
-    for label, key in groups:
+    for label, key in summary_labels():
         cells = [_group_cell(summaries.get(L, {}).get(key)) for L in lengths]
         if any(cells):
             body.append([label] + cells + [""])
+    return header, body, _notes(report, lengths, chance)
+
+
+def _notes(report: Report, lengths: list[int], chance: dict[str, str]) -> list[str]:
+    """The run's cost and state, its effective lengths, then what each mark in the table means."""
     notes = [cost_line(report.cost)] if report.cost else []
     notes += flat(hook().ctxgate_report_notes(report=report))
     if report.error:
@@ -143,7 +147,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         value = format_length(eff.value) if eff.value else f"< {format_length(lengths[0])}"
         note = f"Effective length (RULER avg > {eff.threshold}, every shorter length too): {value}"
         if eff.partial:
-            note += f" (partial: not all {len(tasks_now.ruler)} RULER tasks ran)"
+            note += f" (partial: not all {len(membership().ruler)} RULER tasks ran)"
         if eff.incomplete:
             failing = ", ".join(format_length(L) for L in eff.incomplete)
             note += f" (incomplete: {failing} counted as failing, a RULER task there has no score)"
@@ -158,8 +162,16 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         for label, absolute, rel, ls in effective_lengths(report)
         if (rel, ls[:1]) != ("—", "—")
     ]
+    notes += _marks(report)
+    return notes + [gate_line(gate) for gate in report.gates]
+
+
+def _marks(report: Report) -> list[str]:
+    """What the table's marks stand for: partial and incomplete summaries, Recall's stand-ins,
+    cases that ran fewer samples than asked."""
+    notes, summaries = [], report.length_summaries
     partial: dict[str, list[str]] = {}
-    for label, key in groups:
+    for label, key in summary_labels():
         for v in summaries.values():
             if (g := v.get(key)) and g.score is not None and g.partial:
                 seen = partial.setdefault(label, [])
@@ -176,6 +188,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
             f"! incomplete (the mean of the members with a score; the others have none): {shown}"
         )
     # RULER's cases standing in for HELMET's own in Recall
+    tasks_now = membership()
     stand_ins = set(tasks_now.stand_ins.values()) & set(tasks_now.helmet.get("recall", ()))
     recall = [(L, v.get("helmet_recall")) for L, v in summaries.items()]
     if stand_in := sorted(
@@ -195,7 +208,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
             "Fewer samples than asked (the data holds no more distinct ones; none is repeated): "
             + "; ".join(capped)
         )
-    return header, body, notes + [gate_line(gate) for gate in report.gates]
+    return notes
 
 
 def _at(case: CaseRecord, what: str) -> str:

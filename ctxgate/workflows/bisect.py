@@ -165,18 +165,58 @@ def spread(between: Sequence[int], fan_out: int) -> list[int]:
     return [between[(len(between) + 1) * j // (k + 1) - 1] for j in range(1, k + 1)]
 
 
+@dataclass(frozen=True)
+class Judging:
+    """How a probe is judged against the good checkpoint: each case's ``tolerance``, the paired
+    comparison's ``confidence``, and how many checkpoints one round probes side by side."""
+
+    tolerance: Tolerance
+    confidence: float = 0.95
+    fan_out: int = 1
+
+
+class _Prober:
+    """The rounds of probes: each checkpoint evaluated against the good one's results."""
+
+    def __init__(
+        self, checkpoints: list[Path], reference: Results, evaluate: Evaluate, judging: Judging
+    ) -> None:
+        self.checkpoints, self.reference, self.evaluate = checkpoints, reference, evaluate
+        self.judging, self.probes, self.rounds = judging, list[Probe](), 1
+
+    def attempt(self, i: int, together: int) -> Results | ModelError:
+        try:
+            return self.evaluate(self.checkpoints[i], self.reference, together)
+        except ModelError as exc:
+            if exc.checkpoint:
+                return exc
+            raise  # a cluster or server that failed would skip every checkpoint after it
+
+    def round(self, indices: list[int]) -> dict[int, bool | None]:
+        self.rounds += 1
+        together, rule = len(indices), self.judging
+        with ThreadPoolExecutor(together, thread_name_prefix="ctxgate-probe") as pool:
+            found = list(pool.map(lambda i: self.attempt(i, together), indices))
+        verdicts: dict[int, bool | None] = {}
+        for i, results in zip(indices, found):
+            path = self.checkpoints[i]
+            if isinstance(results, ModelError):  # no verdict: neither good nor bad
+                self.probes.append(Probe(i, path, None, skipped=results.line))
+                verdicts[i] = None
+                continue
+            verdict, compared = is_bad(self.reference, results, rule.tolerance, rule.confidence)
+            unscored = tuple(k for k in self.reference if k not in results)
+            self.probes.append(Probe(i, path, verdict, compared, unscored, **_tally(results)))
+            verdicts[i] = verdict
+        return verdicts
+
+
 def bisect(
-    checkpoints: Sequence[Path],
-    good: int,
-    bad: int | None,
-    evaluate: Evaluate,
-    tolerance: Tolerance,
-    confidence: float = 0.95,
-    fan_out: int = 1,
+    checkpoints: Sequence[Path], good: int, bad: int | None, evaluate: Evaluate, judging: Judging
 ) -> BisectResult:
-    """Each round evaluates ``fan_out`` checkpoints side by side: log_(k+1) N rounds. One that
-    ``evaluate`` cannot open (a ModelError of the checkpoint's own) is skipped; an unopenable last
-    one gives way to the one before it as the bad end; any other ModelError ends the search."""
+    """Each round evaluates ``judging.fan_out`` checkpoints side by side: log_(k+1) N rounds. One
+    that ``evaluate`` cannot open (a ModelError of the checkpoint's own) is skipped; an unopenable
+    last one gives way to the one before it as the bad end; any other ModelError ends the search."""
     checkpoints = list(checkpoints)
     end = len(checkpoints) - 1 if bad is None else bad
     if not 0 <= good < end < len(checkpoints):
@@ -192,53 +232,33 @@ def bisect(
         ) from None
     if not reference:
         raise BisectError("the case selection matched no case: check -k and --lengths")
-    probes = [Probe(good, checkpoints[good], False, {}, (), **_tally(reference))]
-    rounds = 1
-
-    def attempt(i: int, together: int) -> Results | ModelError:
-        try:
-            return evaluate(checkpoints[i], reference, together)
-        except ModelError as exc:
-            if exc.checkpoint:
-                return exc
-            raise  # a cluster or server that failed would skip every checkpoint after it
-
-    def probe_round(indices: list[int]) -> dict[int, bool | None]:
-        nonlocal rounds
-        rounds += 1
-        together = len(indices)
-        with ThreadPoolExecutor(together, thread_name_prefix="ctxgate-probe") as pool:
-            found = list(pool.map(lambda i: attempt(i, together), indices))
-        verdicts: dict[int, bool | None] = {}
-        for i, results in zip(indices, found):
-            if isinstance(results, ModelError):  # no verdict: neither good nor bad
-                probes.append(Probe(i, checkpoints[i], None, skipped=results.line))
-                verdicts[i] = None
-                continue
-            verdict, comparisons = is_bad(reference, results, tolerance, confidence)
-            unscored = tuple(k for k in reference if k not in results)
-            probe = Probe(i, checkpoints[i], verdict, comparisons, unscored, **_tally(results))
-            probes.append(probe)
-            verdicts[i] = verdict
-        return verdicts
-
+    prober = _Prober(checkpoints, reference, evaluate, judging)
+    prober.probes.append(Probe(good, checkpoints[good], False, {}, (), **_tally(reference)))
     if bad is None:
-        while (verdict := probe_round([end])[end]) is None and end - 1 > good:
-            end -= 1
-        skipped = ", ".join(p.path.name for p in probes if p.bad is None)
-        if verdict is None:
-            raise BisectError(
-                f"no checkpoint after {checkpoints[good].name} can be opened ({skipped}): restore "
-                "them from the run, or pass --bad"
-            )
-        if not verdict:
-            after = f" ({skipped} after it cannot be opened)" if skipped else ""
-            raise BisectError(
-                f"the last checkpoint {checkpoints[end].name}{after} is not worse than "
-                f"{checkpoints[good].name} by the gate's rule: nothing to bisect (or pass --bad, "
-                "--tolerance)"
-            )
-    return BisectResult(search(good, end, probe_round, fan_out), checkpoints, probes, rounds)
+        end = _last_bad(prober, good, end)
+    first = search(good, end, prober.round, judging.fan_out)
+    return BisectResult(first, checkpoints, prober.probes, prober.rounds)
+
+
+def _last_bad(prober: _Prober, good: int, end: int) -> int:
+    """The last checkpoint that can be opened, which must be bad: the search's bad end."""
+    checkpoints = prober.checkpoints
+    while (verdict := prober.round([end])[end]) is None and end - 1 > good:
+        end -= 1
+    skipped = ", ".join(p.path.name for p in prober.probes if p.bad is None)
+    if verdict is None:
+        raise BisectError(
+            f"no checkpoint after {checkpoints[good].name} can be opened ({skipped}): restore "
+            "them from the run, or pass --bad"
+        )
+    if not verdict:
+        after = f" ({skipped} after it cannot be opened)" if skipped else ""
+        raise BisectError(
+            f"the last checkpoint {checkpoints[end].name}{after} is not worse than "
+            f"{checkpoints[good].name} by the gate's rule: nothing to bisect (or pass --bad, "
+            "--tolerance)"
+        )
+    return end
 
 
 def search(
@@ -318,40 +338,48 @@ def main(args: argparse.Namespace) -> int:
             path, cases, plan, reference, tolerance_for, max(1, fan_out // together)
         )
 
-    confidence = plan.thresholds.regression_confidence
-    result = bisect(checkpoints, good, bad, evaluate, tolerance_for, confidence, fan_out=fan_out)
+    judging = Judging(tolerance_for, plan.thresholds.regression_confidence, fan_out)
+    result = bisect(checkpoints, good, bad, evaluate, judging)
     print(result.render())
     candidates = result.candidates
     if args.json:
-        path = [
-            {
-                "index": p.index,
-                "checkpoint": str(p.path),
-                "bad": p.bad,
-                "skipped": p.skipped,
-                "from_cache": p.from_cache,
-                "samples": p.samples,
-                "cost": asdict(p.cost),
-                "cases": {
-                    f"{t}-{L}": {"score": r.current, "delta": r.delta, "upper": r.high}
-                    for (t, L), r in p.comparisons.items()
-                },
-                "unscored": [f"{t}-{L}" for t, L in p.unscored],
-            }
-            for p in result.probes
-        ]
-        exact = len(candidates) == 1
-        document = {
-            "first_bad": str(result.checkpoints[result.first_bad]) if exact else None,
-            "first_bad_index": result.first_bad if exact else None,
-            "candidates": [str(c) for c in candidates],
-            "evaluations": len(result.probes),
-            "rounds": result.rounds,
-            "cases": [f"{t}-{L}" for t, L in cases],
-            "sequential": _run_fields(plan).get("sequential") is not None,
-            "left_out": {str(folder): why for folder, why in outside.items()},
-            "path": path,
-            "cost": asdict(result.cost),
-        }
+        document = _document(result, cases, plan, outside)
         atomic_write(Path(args.json), json.dumps(document, indent=1))
     return 0 if len(candidates) == 1 else SKIPPED
+
+
+def _document(
+    result: BisectResult, cases: Sequence[Case], plan: Plan, outside: Mapping[Path, str]
+) -> dict[str, Any]:
+    """The path the search took, as ``--json`` writes it."""
+    path = [
+        {
+            "index": p.index,
+            "checkpoint": str(p.path),
+            "bad": p.bad,
+            "skipped": p.skipped,
+            "from_cache": p.from_cache,
+            "samples": p.samples,
+            "cost": asdict(p.cost),
+            "cases": {
+                f"{t}-{L}": {"score": r.current, "delta": r.delta, "upper": r.high}
+                for (t, L), r in p.comparisons.items()
+            },
+            "unscored": [f"{t}-{L}" for t, L in p.unscored],
+        }
+        for p in result.probes
+    ]
+    candidates = result.candidates
+    exact = len(candidates) == 1
+    return {
+        "first_bad": str(result.checkpoints[result.first_bad]) if exact else None,
+        "first_bad_index": result.first_bad if exact else None,
+        "candidates": [str(c) for c in candidates],
+        "evaluations": len(result.probes),
+        "rounds": result.rounds,
+        "cases": [f"{t}-{L}" for t, L in cases],
+        "sequential": _run_fields(plan).get("sequential") is not None,
+        "left_out": {str(folder): why for folder, why in outside.items()},
+        "path": path,
+        "cost": asdict(result.cost),
+    }

@@ -162,9 +162,7 @@ def judge_report(args: argparse.Namespace) -> tuple[Report, int, int]:
     verdict = judge_session(
         cases, thresholds, report.session_complete, threshold, report.baseline, report.search
     )
-    new = build_report(
-        cases, run, verdict, report.session_complete, report.error, report.baseline, report.search
-    )
+    new = build_report(cases, run, verdict, report.error)
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")
     new = replace(new, predictions=out_predictions.name)

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -126,22 +126,29 @@ def unopened(report: Report | None) -> str | None:
     return error.message.removeprefix("ctxgate: ").splitlines()[0]
 
 
-def watch(
-    run_dir: str | Path,
-    reports: str | Path,
-    pytest_args: Sequence[str],
-    once: bool = False,
-    trend_dir: str | Path | None = None,
-    until: str | Path | None = None,
-    interval: float = INTERVAL.default,
-    settle: float = SETTLE.default,
-    attempts: int = ATTEMPTS.default,
-) -> tuple[list[str], dict[str, str]]:
+@dataclass(frozen=True)
+class Watching:
+    """What ``ctxgate watch`` was asked: the run's folder, where the reports go, the pytest
+    arguments, when to stop (``once``, or the scan after ``until`` appears), how often to scan and
+    how long a checkpoint must be unchanged, and how many evaluations of one may fail."""
+
+    run_dir: Path
+    reports: Path
+    pytest_args: Sequence[str] = ()
+    once: bool = False
+    trend_dir: Path | None = None
+    until: Path | None = None
+    interval: float = INTERVAL.default
+    settle: float = SETTLE.default
+    attempts: int = ATTEMPTS.default
+
+
+def watch(asked: Watching) -> tuple[list[str], dict[str, str]]:
     """Once ``until`` appears (or ``once``): the checkpoints not evaluated completely, and those
     skipped, with why they cannot be opened."""
     from ctxgate.workflows.trend import trend
 
-    run, out = Path(run_dir), Path(reports)
+    run, out = asked.run_dir, asked.reports
     if not run.is_dir():
         raise WatchError(
             f"{run} is not a folder: give the training run's output folder, where checkpoint-N/ "
@@ -158,51 +165,58 @@ def watch(
     spent = Cost()  # by the checkpoints this watch evaluated
     while True:
         # seen before the scan: nothing written is missed; after it nothing is being written
-        last_scan = until is not None and Path(until).exists()
-        found = (p for p in run.iterdir() if p.is_dir() and ready(p, 0.0 if last_scan else settle))
-        for ckpt in sorted((p for p in found if state.should_try(p, attempts)), key=step_of):
-            before = signature(ckpt)
-            code = evaluate(ckpt, out, pytest_args)
-            if code == USAGE_ERROR:
-                raise WatchError(
-                    f"pytest refused the arguments for {ckpt.name} (exit {code}, its message is "
-                    "above); fix the arguments after --. Nothing was marked done"
-                )
-            state.last = ckpt.name
-            state.skipped.pop(ckpt.name, None)
-            made = readable(out / f"{ckpt.name}.json")
-            if made is not None and made.cost is not None:
-                spent += made.cost.total
-                print(f"ctxgate watch: {ckpt.name}: {cost_line(made.cost, 'cost')}", flush=True)
-            if made is not None and made.complete:
-                state.done.add(ckpt.name)
-                state.failed.pop(ckpt.name, None)
-            elif why := unopened(made):  # no verdict, and no retry
-                state.skipped[ckpt.name] = {"why": why, "signature": before}
-                state.failed.pop(ckpt.name, None)
-                said = f"{ckpt.name} cannot be opened ({why}): skipped until its files change"
-                print(f"ctxgate watch: {said}", flush=True)
-            else:
-                prior = state.failed.get(ckpt.name, {})
-                tries = prior.get("attempts", 0) + 1 if prior.get("signature") == before else 1
-                failure = {"attempts": tries, "exit_code": code, "signature": before}
-                state.failed[ckpt.name] = failure
-                then = "no attempts left until its files change"
-                if (left := attempts - tries) > 0:
-                    then = f"trying again at the next scan ({left} attempt(s) left)"
-                said = f"{ckpt.name} was not evaluated completely (exit {code}); {then}"
-                print(f"ctxgate watch: {said}", flush=True)
+        last_scan = asked.until is not None and asked.until.exists()
+        settle = 0.0 if last_scan else asked.settle
+        found = (p for p in run.iterdir() if p.is_dir() and ready(p, settle))
+        for ckpt in sorted((p for p in found if state.should_try(p, asked.attempts)), key=step_of):
+            spent += _evaluated(ckpt, asked, state)
             state.save(state_path)
             done = [p for p in sorted(out.glob("*.json")) if p != state_path]
             if done := [p for p in done if (r := readable(p)) is not None and r.complete]:
-                trend(done, trend_dir or out / "trend")
-        if once or last_scan:  # one rotated away since (save_total_limit) is nothing to evaluate
+                trend(done, asked.trend_dir or out / "trend")
+        if asked.once or last_scan:  # one rotated away since (save_total_limit): nothing to do
             print(f"ctxgate watch: {cost_line(spent, 'cost in all')}", flush=True)
             for folder, why in left_out(run).items():
                 print(f"ctxgate watch: {folder} is not in the sequence: {why}", file=sys.stderr)
             skipped = {k: v["why"] for k, v in sorted(state.skipped.items()) if (run / k).is_dir()}
             return sorted(name for name in state.failed if (run / name).is_dir()), skipped
-        time.sleep(interval)
+        time.sleep(asked.interval)
+
+
+def _evaluated(ckpt: Path, asked: Watching, state: WatchState) -> Cost:
+    """One checkpoint evaluated, and what ``state`` keeps of it: done, skipped (it cannot be
+    opened) or failed (an attempt counted); what it cost."""
+    before = signature(ckpt)
+    code = evaluate(ckpt, asked.reports, asked.pytest_args)
+    if code == USAGE_ERROR:
+        raise WatchError(
+            f"pytest refused the arguments for {ckpt.name} (exit {code}, its message is "
+            "above); fix the arguments after --. Nothing was marked done"
+        )
+    state.last = ckpt.name
+    state.skipped.pop(ckpt.name, None)
+    made = readable(asked.reports / f"{ckpt.name}.json")
+    cost = made.cost.total if made is not None and made.cost is not None else Cost()
+    if made is not None and made.cost is not None:
+        print(f"ctxgate watch: {ckpt.name}: {cost_line(made.cost, 'cost')}", flush=True)
+    if made is not None and made.complete:
+        state.done.add(ckpt.name)
+        state.failed.pop(ckpt.name, None)
+    elif why := unopened(made):  # no verdict, and no retry
+        state.skipped[ckpt.name] = {"why": why, "signature": before}
+        state.failed.pop(ckpt.name, None)
+        said = f"{ckpt.name} cannot be opened ({why}): skipped until its files change"
+        print(f"ctxgate watch: {said}", flush=True)
+    else:
+        prior = state.failed.get(ckpt.name, {})
+        tries = prior.get("attempts", 0) + 1 if prior.get("signature") == before else 1
+        state.failed[ckpt.name] = {"attempts": tries, "exit_code": code, "signature": before}
+        then = "no attempts left until its files change"
+        if (left := asked.attempts - tries) > 0:
+            then = f"trying again at the next scan ({left} attempt(s) left)"
+        said = f"{ckpt.name} was not evaluated completely (exit {code}); {then}"
+        print(f"ctxgate watch: {said}", flush=True)
+    return cost
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -228,9 +242,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     given = read(WATCH, lambda dest: getattr(args, dest))
-    incomplete, skipped = watch(
-        args.run_dir, args.reports, args.pytest_args, args.once, args.trend, args.until, **given
-    )
+    trend_dir, until = (Path(p) if p else None for p in (args.trend, args.until))
+    asked = Watching(Path(args.run_dir), Path(args.reports), args.pytest_args, args.once)
+    incomplete, skipped = watch(replace(asked, trend_dir=trend_dir, until=until, **given))
     for name, why in skipped.items():
         print(
             f"ctxgate watch: {name} skipped: it cannot be opened ({why}); it is evaluated once "

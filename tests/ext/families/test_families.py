@@ -238,9 +238,7 @@ def test_the_report_shows_the_absolute_and_the_relative_effective_length_side_by
     cases += [_case(nolima, L, s) for L, s in ((512, 90.0), (1024, 80.0), (2048, 40.0))]
     verdict = judge_session(cases, Thresholds(path="t"), True)
     assert set(relative_lengths(verdict.by_length, Thresholds(path="t"))) >= {"ruler", "nolima"}
-    report = build_report(
-        cases, RunInfo("m", None, 42, 3, (512, 1024, 2048), "task"), verdict, True
-    )
+    report = build_report(cases, RunInfo("m", None, 42, 3, (512, 1024, 2048), "task"), verdict)
     for text in (markdown(report), terminal(report)):
         assert (
             "Effective length, RULER avg: absolute 1K (avg > 85.6), relative 2K (>= 85% of 92.5"
@@ -261,7 +259,6 @@ def test_the_report_shows_the_absolute_and_the_relative_effective_length_side_by
         long,
         RunInfo("m", None, 42, 3, (4096, 8192, 16384), "task"),
         judge_session(long, Thresholds(path="t"), True),
-        True,
     )
     assert (
         report.long_score["ruler"].value == -37.5
