@@ -450,13 +450,12 @@ TABLES = {"ctxgate/run/options.py", "ctxgate/records/schema.py"}
 FUNCTION_LINES, FUNCTION_PARAMETERS = 60, 6
 # What is over a limit today, each at most its size now: the list only shrinks (issue Z)
 OVER = {
-    "lines": 18_633,
+    "lines": 18_626,
     "ctxgate/backends/endpoint.py:__init__": (86, 8),
     "ctxgate/backends/endpoint_probe.py:get_json": (0, 7),
     "ctxgate/backends/endpoint_probe.py:check_tokenizer": (0, 7),
     "ctxgate/gate/thresholds.py": 532,
     "ctxgate/metrics/judged.py:citation_scores": (0, 7),
-    "ctxgate/records/schema.py": 807,
     "ctxgate/tasks/fitting.py:fit_units": (0, 10),
     "ctxgate/tasks/fitting.py:fit_document": (0, 10),
     "ctxgate/tasks/helmet_compat.py:helmet_ids": (0, 7),

@@ -430,8 +430,7 @@ class EffectiveLength:
     """RULER's effective length over the tested lengths (docs/gates.md)."""
 
     value: int
-    """The largest tested length that, with every shorter one, scores above ``threshold``; 0: the
-    shortest fails."""
+    """The largest length above ``threshold`` with every shorter one; 0: the shortest fails."""
     max_passing: int
     """The largest passing length, gaps allowed (the looser reading)."""
     threshold: float
@@ -455,11 +454,9 @@ class LengthVerdict:
     passed: bool
     """Above the effective-length threshold."""
     rounds: int
-    """Rounds of one sample per task the verdict used (``--sequential``); else each task's own
-    sample count."""
+    """Rounds of one sample per task the verdict used (``--sequential``); else each task's count."""
     certain: bool
-    """Decided by the average's sequential test at ``--sequential-alpha``; false: on the plain
-    mean, as the full grid decides it."""
+    """Decided by the average's sequential test; false: on the plain mean, as the full grid is."""
     mean: float
     """RULER's average over the rounds used, percent."""
 
@@ -479,9 +476,8 @@ class SearchRecord:
 
     @property
     def decided(self) -> dict[int, bool]:
-        """The lengths the search judged for the effective length: each its average's own test
-        was certain of, and as failing, each where it left a case out (what ran there is
-        partial)."""
+        """The lengths the search judged: those its average's own test was certain of, and as
+        failing, those where it left a case out (what ran there is partial)."""
         certain = {v.length: v.passed for v in self.ruler if v.certain}
         return {**{length: False for length in self.skipped}, **certain}
 
@@ -508,8 +504,7 @@ class RelativeEffectiveLength:
 
 @dataclass(frozen=True)
 class LongScore:
-    """100-LongBench's LongScore of a summary, percent. A length where a member has no score is in
-    neither the base nor the mean."""
+    """100-LongBench's LongScore of a summary, percent (a length a member lacks counts nowhere)."""
 
     value: float | None
     """The mean of ``per_length``; null: see ``why``."""
@@ -541,9 +536,9 @@ class Overall:
 
 @dataclass(frozen=True)
 class Gate:
-    """One gate: ``cases`` (every selected case finished and one ran), ``floors`` (cases below
-    their floor; a case without a score or with too many failed judge verdicts counts as failing),
-    ``baseline``, ``min_effective_length``, ``min_relative_effective_length.SUMMARY``."""
+    """One gate: ``cases`` (every selected case finished, one ran), ``floors`` (a case without a
+    score counts as failing), ``baseline``, ``min_effective_length``,
+    ``min_relative_effective_length.SUMMARY``."""
 
     name: str
     """Which gate."""
@@ -570,8 +565,7 @@ class RunError:
     """What stopped the whole run."""
 
     message: str
-    """What could not be opened or started (the checkpoint, a cluster, a server, the judge), and
-    why."""
+    """What could not be opened or started (the checkpoint, a cluster, a server, the judge): why."""
     checkpoint: bool = True
     """The checkpoint's own files are at fault (watch skips it until they change); false: what
     else the run needs (a Ray cluster, a server, the judge) failed, and a later try may succeed."""
@@ -616,8 +610,7 @@ class RunInfo:
     helmet_compat: bool = False
     """``--helmet-compat``: HELMET's long-document and citation prompts and its scoring rules."""
     helmet_length_tokenizer: str | None = None
-    """What HELMET's long-document length filter counted in: ``--helmet-tokenizer``, else
-    ``the model's``."""
+    """What HELMET's document filter counted in: ``--helmet-tokenizer``, else ``the model's``."""
     chat_template_sha256: str | None = None
     """Of the chat template the prompts used; null when none was."""
     tokenizer_sha256: str | None = None
