@@ -122,7 +122,7 @@ class HFSettings:
     allow_pickle: bool = False
     attn: str = "auto"
     threads: int | None = None
-    batch_size: int | None = 1
+    batch_size: int | None = None  # auto (``batch_limit``): 1 on CPU
     device_map: str | None = None
     allow_weight_mismatch: bool = False
     overrides: ConfigOverrides | None = None

@@ -13,9 +13,10 @@ from functools import partial
 from typing import Any
 
 from ctxgate.backends.base import DTYPES
-from ctxgate.backends.endpoint import ENDPOINT_APIS, OPENAI_CONCURRENCY
+from ctxgate.backends.endpoint import ENDPOINT_APIS, OPENAI_CONCURRENCY, EndpointSettings
 from ctxgate.backends.vllm_server import ENGINE_BATCH
 from ctxgate.hooks import flat, hook
+from ctxgate.judge.client import JudgeSettings
 from ctxgate.lengths import LengthError, parse_lengths
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.retrying import origin
@@ -357,13 +358,13 @@ CONCURRENCY = Option(
 REQUEST_TIMEOUT = Option(
     "--request-timeout",
     "seconds per request of up to 128K tokens, a longer one in proportion (default %(default)s)",
-    default=600.0,
+    default=EndpointSettings.timeout_s,
     parse=positive,
 )
 REQUEST_RETRIES = Option(
     "--request-retries",
     "retries after 429/5xx/timeouts/dropped connections, with backoff (default %(default)s)",
-    default=4,
+    default=EndpointSettings.max_retries,
     parse=whole(0),
 )
 TP = Option(
@@ -427,25 +428,25 @@ JUDGE_BASE_URL = Option(
 JUDGE_TIMEOUT = Option(
     "--judge-timeout",
     "seconds per judge request (default %(default)s)",
-    default=120.0,
+    default=JudgeSettings.timeout_s,
     parse=positive,
 )
 JUDGE_TIME_LIMIT = Option(
     "--judge-time-limit",
     "seconds per verdict, retries included (default %(default)s)",
-    default=600.0,
+    default=JudgeSettings.time_limit_s,
     parse=positive,
 )
 JUDGE_RETRIES = Option(
     "--judge-retries",
     "retries after 429/5xx/timeouts, with exponential backoff (default %(default)s)",
-    default=6,
+    default=JudgeSettings.max_retries,
     parse=whole(0),
 )
 JUDGE_CONCURRENCY = Option(
     "--judge-concurrency",
     "verdicts in flight at once (default %(default)s)",
-    default=4,
+    default=JudgeSettings.concurrency,
     parse=whole(1),
 )
 JUDGE_PRICE = Option(
