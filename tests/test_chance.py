@@ -9,7 +9,6 @@ from dataclasses import replace
 
 import pytest
 
-from ctxgate.ext.html.page import PageInput, render
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, parse_thresholds
 from ctxgate.records.schema import CaseRecord, RunInfo
@@ -147,5 +146,3 @@ def test_the_report_gives_each_case_its_chance_beside_its_score():
     assert any(
         line.split() == ["infbench_mc", "40.0", "25.0"] for line in terminal(report).splitlines()
     )
-    page = render(PageInput(report))
-    assert '<td class="chance">25.0</td>' in page and 'title="chance 25.0"' in page

@@ -298,3 +298,20 @@ def test_no_text_of_a_run_reaches_the_page_as_markup(model, message, prediction)
     # the page's own elements only: the run's texts are escaped in the markup and encoded in the
     # data
     assert page.count("<script") == 2 and page.count("<img") == 0
+
+
+def test_the_page_gives_each_case_its_chance_beside_its_score():
+    from ctxgate.gate.session import judge_session
+    from ctxgate.gate.thresholds import Thresholds
+    from ctxgate.records.schema import CaseRecord, RunInfo
+    from ctxgate.report.build import build_report
+
+    cases = [
+        CaseRecord("infbench_mc", "helmet", 2048, "longqa", "mc_accuracy", "pass", score=40.0, n=5),
+        CaseRecord("vt", "ruler", 2048, "vt", "string_match_all", "pass", score=90.0, n=5),
+    ]
+    cases[0] = replace(cases[0], chance=25.0)
+    verdict = judge_session(cases, Thresholds("t"), True)
+    report = build_report(cases, RunInfo("m", None, 42, 5, (2048,), "task"), verdict)
+    page = render(PageInput(report))
+    assert '<td class="chance">25.0</td>' in page and 'title="chance 25.0"' in page
