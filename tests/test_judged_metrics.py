@@ -28,6 +28,12 @@ def entails(premise: str, hypothesis: str) -> bool:
     return False
 
 
+def citation_scores(output, question, docs, n_docs, entail, qampari=False, helmet_compat=False):
+    """As the judge reads an output: its claims split off, then their citations checked."""
+    sents = judged.citation_sentences(output, question, qampari)
+    return judged.citation_scores(sents, docs, n_docs, entail, helmet_compat)
+
+
 def test_narrativeqa_is_fluency_times_correctness_over_three():
     scores = [
         judged.narrativeqa_score(1, 3),
@@ -56,7 +62,7 @@ def test_citation_recall_and_precision_by_hand():
         "Mara Quill built the first mill [1][3]. Quillby lies on the Wen [2].\n"
         "It has many bells. Ok."
     )
-    s = judged.citation_scores(out, "q", DOCS, 3, entails)
+    s = citation_scores(out, "q", DOCS, 3, entails)
     # sentences: 3 kept ("Ok." has under 5 characters); recall: s1 (docs 1+3 entail) and s2 yes, s3
     # uncited no
     assert s.sentences == 3 and s.recall == pytest.approx(2 / 3)
@@ -66,19 +72,19 @@ def test_citation_recall_and_precision_by_hand():
 
 
 def test_citation_rules_first_three_out_of_range_and_joint_need():
-    assert judged.citation_scores(
+    assert citation_scores(
         "The mill was built [4].", "q", DOCS, 3, entails
     ) == judged.CitationScore(
         0.0, 0.0, 1, 0
     )  # out of range: no recall, and the citation is not counted
-    s = judged.citation_scores("Mara Quill built the mill [3][2][3][1].", "q", DOCS, 3, entails)
+    s = citation_scores("Mara Quill built the mill [3][2][3][1].", "q", DOCS, 3, entails)
     assert (s.recall, s.citations) == (
         0.0,
         3,
     )  # only [3][2][3] are read: doc 1 is the fourth citation
-    s = judged.citation_scores("The towns share both [2][3].", "q", DOCS, 3, entails)
+    s = citation_scores("The towns share both [2][3].", "q", DOCS, 3, entails)
     assert (s.recall, s.precision) == (1.0, 1.0)  # each fails alone but is needed: both credited
-    assert judged.citation_scores("", "q", DOCS, 3, entails) == judged.CitationScore(0.0, 0.0, 0, 0)
+    assert citation_scores("", "q", DOCS, 3, entails) == judged.CitationScore(0.0, 0.0, 0, 0)
 
 
 def test_qampari_sentences_are_the_question_plus_each_item():
@@ -89,7 +95,7 @@ def test_qampari_sentences_are_the_question_plus_each_item():
         f"{question} Quillby [3]",
         f"{question} Dune",
     ]
-    s = judged.citation_scores(out, question, DOCS, 3, entails, qampari=True)
+    s = citation_scores(out, question, DOCS, 3, entails, qampari=True)
     # each claim mentions "Wen": [2] (Wenholt's document) supports its item, [3] (the market) does
     # not, Dune cites nothing: recall 1 of 3 sentences, precision 1 of 2 citations
     assert (s.recall, s.precision) == (pytest.approx(1 / 3), 0.5)
@@ -209,7 +215,7 @@ def test_local_nli_model_reads_its_entailment_label(tmp_path, hf_tokenizer):
     no = HFEntailment(_tiny_nli(tmp_path / "no", hf_tokenizer, [5.0, 0.0, 0.0], labels))
     assert yes("Title: A\nMara built the mill.", "Mara built it.") is True
     assert no("Title: A\nMara built the mill.", "Mara built it.") is False
-    s = judged.citation_scores("Mara built the mill [1].", "q", DOCS, 3, yes)
+    s = citation_scores("Mara built the mill [1].", "q", DOCS, 3, yes)
     assert (s.recall, s.precision) == (1.0, 1.0)
     with pytest.raises(ValueError, match="do not name exactly one entailment"):
         HFEntailment(
@@ -223,23 +229,19 @@ def test_repeated_and_unshown_citations_and_zero_follow_the_reference():
     # [2][3][3]: the towns claim needs documents 2 and 3 together. [2] is needed (credited); each
     # [3] fails alone and the rest without that one occurrence still holds [2][3], which entails:
     # neither is credited. 1 of 3.
-    s = judged.citation_scores("The towns share both [2][3][3].", "q", DOCS, 3, entails)
+    s = citation_scores("The towns share both [2][3][3].", "q", DOCS, 3, entails)
     assert (s.recall, s.citations, s.precision) == (1.0, 3, pytest.approx(1 / 3))
     # a document the record has but the prompt did not show (the 40th of 50) is checked, as the
     # reference does
     record = {**DOCS, 39: ("Mill", "Mara Quill built the first mill of Quillby.")}
     assert (
-        judged.citation_scores("Mara Quill built the mill [40].", "q", record, 50, entails).recall
-        == 1.0
+        citation_scores("Mara Quill built the mill [40].", "q", record, 50, entails).recall == 1.0
     )
     # [0]: out of range; --helmet-compat reads it as the record's last document (Python's docs[-1])
     last = {**DOCS, 49: ("Mill", "Mara Quill built the first mill of Quillby.")}
+    assert citation_scores("Mara Quill built the mill [0].", "q", last, 50, entails).recall == 0.0
     assert (
-        judged.citation_scores("Mara Quill built the mill [0].", "q", last, 50, entails).recall
-        == 0.0
-    )
-    assert (
-        judged.citation_scores(
+        citation_scores(
             "Mara Quill built the mill [0].", "q", last, 50, entails, helmet_compat=True
         ).recall
         == 1.0

@@ -455,13 +455,6 @@ OVER = {
     "ctxgate/backends/endpoint_probe.py:get_json": (0, 7),
     "ctxgate/backends/endpoint_probe.py:check_tokenizer": (0, 7),
     "ctxgate/gate/thresholds.py": 532,
-    "ctxgate/metrics/judged.py:citation_scores": (0, 7),
-    "ctxgate/tasks/fitting.py:fit_units": (0, 10),
-    "ctxgate/tasks/fitting.py:fit_document": (0, 10),
-    "ctxgate/tasks/helmet_compat.py:helmet_ids": (0, 7),
-    "ctxgate/tasks/helmet_compat.py:long_document": (0, 7),
-    "ctxgate/tasks/json_kv.py:build_json_kv": (61, 0),
-    "ctxgate/tasks/niah.py:_line_context": (0, 7),
 }
 
 

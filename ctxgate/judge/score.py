@@ -111,10 +111,9 @@ def _summary(prediction: str, ref: Ref, judges: Judges) -> SampleJudgement:
 def _alce(qampari: bool, prediction: str, ref: Ref, judges: Judges) -> SampleJudgement:
     assert judges.entail is not None
     docs, n_docs = {int(i): (d[0], d[1]) for i, d in ref["docs"].items()}, int(ref["n_docs"])
+    sents = judged.citation_sentences(prediction, ref["question"], qampari)
     try:
-        cite = judged.citation_scores(
-            prediction, ref["question"], docs, n_docs, judges.entail, qampari, judges.helmet_compat
-        )
+        cite = judged.citation_scores(sents, docs, n_docs, judges.entail, judges.helmet_compat)
     except EntailmentFailed as exc:
         raise _Failed(f"entailment: {exc}") from None
     if qampari:

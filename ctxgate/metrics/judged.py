@@ -24,6 +24,7 @@ MIN_SENTENCE_CHARS = 5
 
 # premise, hypothesis -> entailed?
 Entails = Callable[[str, str], bool]
+Documents = Mapping[int, tuple[str, str]]  # (title, text) by 0-based position
 
 
 def narrativeqa_score(fluency: int, correctness: int) -> float:
@@ -139,17 +140,10 @@ def cited_documents(output: str, question: str, qampari: bool) -> set[int]:
 
 
 def citation_scores(
-    output: str,
-    question: str,
-    docs: Mapping[int, tuple[str, str]],
-    n_docs: int,
-    entails: Entails,
-    qampari: bool = False,
-    helmet_compat: bool = False,
+    sents: list[str], docs: Documents, n_docs: int, entails: Entails, helmet_compat: bool = False
 ) -> CitationScore:
-    """``docs``: (title, text) by 0-based position (at least those cited) of the record's ``n_docs``
-    documents. No sentence scores 0 (the reference leaves it out instead; docs/decisions.md)."""
-    sents = citation_sentences(output, question, qampari)
+    """``sents``: the output's ``citation_sentences``; ``docs``: the record's ``n_docs`` documents,
+    at least those cited. No sentence scores 0 (the reference leaves it out; docs/decisions.md)."""
     if not sents:
         return CitationScore(0.0, 0.0, 0, 0)
 

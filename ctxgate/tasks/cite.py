@@ -12,7 +12,7 @@ from ctxgate.metrics.registry import ALCE_ASQA, ALCE_QAMPARI, Metric
 from ctxgate.seeding import helmet_permutation, helmet_sample_draws
 from ctxgate.sources.judged import load_alce
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
-from ctxgate.tasks.fitting import fit_units
+from ctxgate.tasks.fitting import FitSpec, fit_units
 from ctxgate.tasks.helmet_compat import ALCE_DOCS, helmet_ids
 from ctxgate.tasks.registration import register_all
 
@@ -38,13 +38,14 @@ def build_cite(ctx: BuildContext, job: Job) -> Sample:
     demos = "\n\n\n".join(demo(data.demos[i]) for i in picks)
     head = f"{demos}\n\n\n{data.instruction}\n\nQuestion: {item.question}\n\n"
     units = _docs(data.doc_prompt, item.docs)
+    spec = FitSpec(head, "", PREFIX, "\n\n", 1, "documents")
     if ctx.helmet_compat and job.length in ALCE_DOCS:
         context = "\n\n".join(units[: ALCE_DOCS[job.length]])
-        prompt, shown, _ = helmet_ids(ctx, job, head, context, "", PREFIX, "\n\n")
+        prompt, shown, _ = helmet_ids(ctx, job, spec, context)
         starts = itertools.accumulate((len(u) + 2 for u in units), initial=0)
         k = sum(1 for start, _ in zip(starts, units) if start < len(shown))  # the last may be cut
     else:
-        prompt, k = fit_units(ctx, job, head, "", PREFIX, "\n\n", units, 1, "documents")
+        prompt, k = fit_units(ctx, job, spec, units)
     answers = [list(a) for a in item.answers]
     return job.sample(
         prompt,

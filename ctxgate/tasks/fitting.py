@@ -4,29 +4,39 @@ counted in the model's tokenizer, so a cut falls only on the context, never mid-
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from ctxgate.sources.kilt import Demo, Passage
-from ctxgate.tasks.base import BuildContext, Job, Prompt, fill_count
+from ctxgate.tasks.base import BuildContext, Frame, Job, Prompt, fill_count
 
 SEP = "\n\n"
+OMITTED = " ... [the rest of the text is omitted]"  # HELMET's suffix for a cut document
+MIN_DOCUMENT_TOKENS = 16
+Layout = Callable[[int], list[int]]  # k -> the order the first k units are shown in
+
+
+@dataclass(frozen=True)
+class FitSpec:
+    """What to fit: the fixed parts around the middle (``separator`` before the answer prefix, with
+    no chat template) and the least middle the task takes, ``minimum`` ``what``."""
+
+    head: str
+    tail: str
+    answer_prefix: str
+    separator: str = "\n"
+    minimum: int = MIN_DOCUMENT_TOKENS
+    what: str = "document tokens"
+
+    def frame(self, ctx: BuildContext) -> Frame:
+        return ctx.frame(self.head, self.tail, self.answer_prefix, self.separator, after=False)
 
 
 def fit_units(
-    ctx: BuildContext,
-    job: Job,
-    head: str,
-    tail: str,
-    answer_prefix: str,
-    separator: str,
-    units: Sequence[str],
-    minimum: int,
-    what: str,
-    layout: Callable[[int], list[int]] | None = None,
+    ctx: BuildContext, job: Job, spec: FitSpec, units: Sequence[str], layout: Layout | None = None
 ) -> tuple[Prompt, int]:
     """The prompt and the units used: ``units`` in the order kept (must-haves first), shown in
     ``layout(k)`` order, tokenized as far as the room reaches, outside the encoder's cache."""
-    enc = ctx.encoder
-    frame = ctx.frame(head, tail, answer_prefix, separator, after=False)
+    enc, frame = ctx.encoder, spec.frame(ctx)
     budget = frame.budget(job.length, job.gen)
     encoded: list[tuple[int, ...]] = []
     used = 0
@@ -35,15 +45,16 @@ def fit_units(
         encoded.extend(batch)
         used += sum(map(len, batch))
     k = fill_count([len(ids) for ids in encoded], budget)
-    job.need_room(k, minimum, what)
+    job.need_room(k, spec.minimum, spec.what)
     while True:
         order = layout(k) if layout else list(range(k))
         body = tuple(enc.encode_fresh([units[order[0]]])[0]) if order else ()
         body += tuple(i for j in order[1:] for i in encoded[j])
         if len(body) <= budget:
             return frame.around(body, SEP.join(units[j] for j in order)), k
-        if k <= minimum:  # tokens merged across a boundary and the must-haves alone overflow
-            why = f"its fixed parts and {minimum} {what} take {len(body) - budget} tokens too many"
+        if k <= spec.minimum:  # tokens merged across a boundary and the must-haves alone overflow
+            over = len(body) - budget
+            why = f"its fixed parts and {spec.minimum} {spec.what} take {over} tokens too many"
             raise job.too_short(why)
         k -= 1
 
@@ -59,29 +70,15 @@ def passage_demos(
     )
 
 
-OMITTED = " ... [the rest of the text is omitted]"  # HELMET's suffix for a cut document
-MIN_DOCUMENT_TOKENS = 16
-
-
 def fit_document(
-    ctx: BuildContext,
-    job: Job,
-    head: str,
-    tail: str,
-    answer_prefix: str,
-    separator: str,
-    text: str,
-    suffix: str = OMITTED,
-    minimum: int = MIN_DOCUMENT_TOKENS,
-    what: str = "document tokens",
+    ctx: BuildContext, job: Job, spec: FitSpec, text: str, suffix: str = OMITTED
 ) -> tuple[Prompt, int, bool]:
     """One long document cut to fit (ending with ``suffix``), its tokens, whether it was cut: its
     first tokens decoded, as HELMET cuts; a long book is encoded in growing prefixes."""
-    enc = ctx.encoder
-    frame = ctx.frame(head, tail, answer_prefix, separator, after=False)
+    enc, frame = ctx.encoder, spec.frame(ctx)
     budget = frame.budget(job.length, job.gen)
     end = enc.encode_fresh([suffix])[0] if suffix else ()
-    job.need_room(budget - len(end), minimum, what)
+    job.need_room(budget - len(end), spec.minimum, spec.what)
     chars = max(budget * 6, 1024)
     (ids,) = enc.encode_fresh([text[:chars]])
     while len(ids) <= budget and chars < len(text):
@@ -97,5 +94,5 @@ def fit_context(
     ctx: BuildContext, job: Job, head: str, tail: str, answer_prefix: str, context: str
 ) -> tuple[Prompt, bool]:
     """A pre-built context cut from its end, as HELMET cuts it at run time; whether cut."""
-    prompt, _, cut = fit_document(ctx, job, head, tail, answer_prefix, "\n", context, suffix="")
+    prompt, _, cut = fit_document(ctx, job, FitSpec(head, tail, answer_prefix), context, suffix="")
     return prompt, cut

@@ -9,7 +9,7 @@ import functools
 from typing import Any
 
 from ctxgate.tasks.base import BuildContext, Job, Prompt
-from ctxgate.tasks.fitting import MIN_DOCUMENT_TOKENS, OMITTED, fit_document
+from ctxgate.tasks.fitting import MIN_DOCUMENT_TOKENS, OMITTED, FitSpec, fit_document
 from ctxgate.tokens.codec import PieceEncoder
 
 # L minus the length in HELMET's dataset names (configs/longqa.yaml, summ.yaml, _short)
@@ -65,19 +65,18 @@ def _precut(enc: PieceEncoder, text: str, keep: int, separator: int) -> str:
     return text[: offsets[keep - separator][1]] + OMITTED
 
 
-def helmet_ids(
-    ctx: BuildContext, job: Job, head: str, context: str, tail: str, prefix: str, separator: str
-) -> tuple[Prompt, str, int]:
-    """``model_utils.tokenize``'s prompt, context shown and context tokens."""
+def helmet_ids(ctx: BuildContext, job: Job, spec: FitSpec, context: str) -> tuple[Prompt, str, int]:
+    """``model_utils.tokenize``'s prompt, context shown and context tokens (``spec.minimum`` unused:
+    HELMET cuts the context until the prompt fits)."""
     tok = transformers_tokenizer(ctx.encoder, "--helmet-compat")
     limit = job.length - job.gen
 
     def rendered(shown: str) -> str:
-        user = head + shown + tail
+        user = spec.head + shown + spec.tail
         if ctx.chat:
             messages = [{"role": "user", "content": user}]
             return str(ctx.encoder.raw.render(messages))  # type: ignore[attr-defined]
-        return user + separator + prefix
+        return user + spec.separator + spec.answer_prefix
 
     def render(shown: str) -> tuple[int, ...]:
         # a chat prompt as apply_chat_template tokenizes it, without BOS
@@ -99,11 +98,10 @@ def helmet_ids(
 
 
 def long_document(
-    ctx: BuildContext, job: Job, head: str, tail: str, answer_prefix: str, separator: str, text: str
+    ctx: BuildContext, job: Job, spec: FitSpec, text: str
 ) -> tuple[Prompt, int, bool]:
     """``fit_document``'s prompt, or HELMET's under ``--helmet-compat``."""
     if not ctx.helmet_compat:
-        return fit_document(ctx, job, head, tail, answer_prefix, separator, text)
-    precut_text = precut(ctx, job, text)
-    prompt, shown, tokens = helmet_ids(ctx, job, head, precut_text, tail, answer_prefix, separator)
+        return fit_document(ctx, job, spec, text)
+    prompt, shown, tokens = helmet_ids(ctx, job, spec, precut(ctx, job, text))
     return prompt, tokens, shown != text

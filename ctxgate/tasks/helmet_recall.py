@@ -6,7 +6,7 @@ from __future__ import annotations
 from ctxgate.metrics.registry import STRING_MATCH_ALL
 from ctxgate.sources.helmet_files import load_ruler_file, order
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
-from ctxgate.tasks.fitting import fit_document
+from ctxgate.tasks.fitting import FitSpec, fit_document
 from ctxgate.tasks.niah import ANSWER_PREFIX, TEMPLATE_HEAD, TEMPLATE_TAIL, singular
 from ctxgate.tasks.registration import register_all
 
@@ -22,8 +22,8 @@ def build(ctx: BuildContext, job: Job) -> Sample:
         part.format(type_needle_v=record.type_needle_v, query=record.query)
         for part in (MANY if job.task == "helmet_multivalue" else ONE)
     )
-    text = record.context
-    prompt, _, cut = fit_document(ctx, job, head, tail, prefix, "\n", text, "", 1, "context tokens")
+    spec = FitSpec(head, tail, prefix, "\n", 1, "context tokens")
+    prompt, _, cut = fit_document(ctx, job, spec, record.context, suffix="")
     return job.sample(
         prompt,
         record.answers,

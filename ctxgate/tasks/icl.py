@@ -17,7 +17,7 @@ from ctxgate.sources import DataUnavailable
 from ctxgate.sources.helmet_files import shuffled
 from ctxgate.sources.icl import SOURCES, ICLData, load_icl
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, interleave
-from ctxgate.tasks.fitting import fit_context, fit_units
+from ctxgate.tasks.fitting import FitSpec, fit_context, fit_units
 from ctxgate.tasks.registration import register_all
 
 INSTRUCTION = (
@@ -146,7 +146,8 @@ def build_icl(ctx: BuildContext, job: Job) -> Sample:
         prompt, cut = fit_context(ctx, job, INSTRUCTION, tail, ANSWER_PREFIX, "\n\n".join(units))
         how: dict[str, object] = {"demos": "helmet", "context_cut": cut}
     else:
-        prompt, k = fit_units(ctx, job, INSTRUCTION, tail, ANSWER_PREFIX, "\n", units, 1, "demos")
+        spec = FitSpec(INSTRUCTION, tail, ANSWER_PREFIX, "\n", 1, "demos")
+        prompt, k = fit_units(ctx, job, spec, units)
         how = {"shots": k, "rounds": k / data.num_labels, "demos": "placed"}
     return job.sample(
         prompt,

@@ -8,7 +8,7 @@ import json
 import random
 
 from ctxgate.metrics.registry import HELMET_SUBEM
-from ctxgate.sources.helmet_files import load_json_kv_file
+from ctxgate.sources.helmet_files import HelmetFile, load_json_kv_file
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, fresh_lines
 from ctxgate.tasks.fitting import fit_context
 from ctxgate.tasks.niah import uuid4_text
@@ -30,26 +30,29 @@ def _pair(key: str, value: str) -> str:
     return f"{json.dumps(key)}: {json.dumps(value)}"
 
 
+def _from_helmet_file(ctx: BuildContext, job: Job, f: HelmetFile) -> Sample:
+    row = f.rows[job.index % len(f.rows)]
+    shown = "".join(f"Key: {k}\nCorresponding value: {v}\n\n" for k, v in row["demos"][:SHOTS])
+    tail = INSTRUCTION + shown + f"Key: {row['question']}"
+    prompt, cut = fit_context(ctx, job, "", tail, ANSWER_PREFIX, row["context"])
+    answers = row["answer"] if isinstance(row["answer"], list) else [row["answer"]]
+    return job.sample(
+        prompt,
+        tuple(map(str, answers)),
+        ANSWER_PREFIX,
+        source="helmet_file",
+        context_cut=cut,
+        num_kvs=row.get("num_kvs"),
+        data_file=f.path,
+        data_sha256=f.sha256,
+    )
+
+
 def build_json_kv(ctx: BuildContext, job: Job) -> Sample:
-    rng = job.rng
     f = load_json_kv_file(ctx.data_dir, job.length, ctx.seed) if ctx.data_dir else None
     if f is not None:  # HELMET's record, its demos as HELMET formats them
-        row = f.rows[job.index % len(f.rows)]
-        shown = "".join(f"Key: {k}\nCorresponding value: {v}\n\n" for k, v in row["demos"][:SHOTS])
-        tail = INSTRUCTION + shown + f"Key: {row['question']}"
-        prompt, cut = fit_context(ctx, job, "", tail, ANSWER_PREFIX, row["context"])
-        answers = row["answer"] if isinstance(row["answer"], list) else [row["answer"]]
-        return job.sample(
-            prompt,
-            tuple(map(str, answers)),
-            ANSWER_PREFIX,
-            source="helmet_file",
-            context_cut=cut,
-            num_kvs=row.get("num_kvs"),
-            data_file=f.path,
-            data_sha256=f.sha256,
-        )
-    enc = ctx.encoder
+        return _from_helmet_file(ctx, job, f)
+    enc, rng = ctx.encoder, job.rng
     target_key, target_value = _uuid(rng), _uuid(rng)
     demos = [(_uuid(rng), _uuid(rng)) for _ in range(SHOTS)]
     demo_text = "".join(f"Key: {json.dumps(k)}\nCorresponding value: {v}\n\n" for k, v in demos)

@@ -11,6 +11,7 @@ from ctxgate.metrics.registry import MC_ACCURACY, NARRATIVEQA_JUDGE, ROUGE_L_F1,
 from ctxgate.seeding import helmet_first, helmet_permutation, helmet_unseeded_seeds
 from ctxgate.sources.judged import Book, load_infbench, load_narrativeqa
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
+from ctxgate.tasks.fitting import FitSpec
 from ctxgate.tasks.helmet_compat import long_document
 from ctxgate.tasks.registration import register_all
 from ctxgate.tasks.selection import Document, helmet_selection
@@ -80,7 +81,8 @@ def build_longqa(ctx: BuildContext, job: Job) -> Sample:
         answers: tuple[str, ...] = (gold_letter(book), f"{gold_letter(book)}. {book.answers[0]}")
     else:
         answers = book.answers
-    prompt, tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n\n", book.context)
+    spec = FitSpec(head, tail, ANSWER_PREFIX, "\n\n")
+    prompt, tokens, cut = long_document(ctx, job, spec, book.context)
     return job.sample(
         prompt,
         answers,
@@ -129,8 +131,8 @@ def build_narrativeqa(ctx: BuildContext, job: Job) -> Sample:
     demos = [data.demos[i] for i in helmet_first(len(data.demos), draw, SHOTS)]
     shots = (f"Question: {d.question}\nAnswer: {d.answers[0]}" for d in demos)
     head = NQA_INSTRUCTION + for_example(shots, "use the following story to answer the question")
-    tail = f"\n\nQuestion: {item.question}"
-    prompt, tokens, cut = long_document(ctx, job, head, tail, ANSWER_PREFIX, "\n", item.context)
+    spec = FitSpec(head, f"\n\nQuestion: {item.question}", ANSWER_PREFIX, "\n")
+    prompt, tokens, cut = long_document(ctx, job, spec, item.context)
     return job.sample(
         prompt,
         item.answers,

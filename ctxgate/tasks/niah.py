@@ -44,6 +44,15 @@ class NiahConfig:
     num_queries: int = 1
 
 
+@dataclass(frozen=True)
+class Needles:
+    """A sample's needles in the order drawn, their ids behind the separator, and their keys."""
+
+    texts: list[str]
+    ids: Known
+    keys: list[str]
+
+
 def singular(text: str) -> str:
     """RULER's rewrite for one value, of the task template only (the reference's rewrite of the
     chat template mangles a system prompt containing "are")."""
@@ -89,8 +98,7 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     query = asked[0] if len(asked) == 1 else ", ".join(asked[:-1]) + ", and " + asked[-1]
     answers = tuple(v for i in queried for v in values[i])
 
-    head, tail, prefix = TEMPLATE_HEAD, TEMPLATE_TAIL, ANSWER_PREFIX
-    type_v = cfg.type_value
+    head, tail, prefix, type_v = TEMPLATE_HEAD, TEMPLATE_TAIL, ANSWER_PREFIX, cfg.type_value
     if cfg.num_values * cfg.num_queries == 1:
         head, tail, prefix, type_v = singular(head), singular(tail), singular(prefix), type_v[:-1]
     answer_prefix = prefix.format(type_needle_v=type_v, query=query)
@@ -104,7 +112,8 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
     if cfg.haystack == "essay":
         context, text, placed, units, depths = _essay_context(ctx, job, needles, known, room)
     else:
-        context, text, placed, units = _line_context(enc, cfg, job, keys, needles, room, known)
+        hidden = Needles(needles, known, keys)
+        context, text, placed, units = _line_context(enc, cfg, job, hidden, room)
         # RULER puts these needles at random lines: where each landed, in percent of the context
         depths = [round(100 * at / max(1, len(context))) for _, at in placed]
     return job.sample(
@@ -119,16 +128,10 @@ def build_niah(cfg: NiahConfig, ctx: BuildContext, job: Job) -> Sample:
 
 
 def _line_context(
-    enc: PieceEncoder,
-    cfg: NiahConfig,
-    job: Job,
-    keys: list[str],
-    needles: list[str],
-    room: int,
-    known: Known,
+    enc: PieceEncoder, cfg: NiahConfig, job: Job, hidden: Needles, room: int
 ) -> tuple[list[int], str, Placed, int]:
     """A line haystack, the needles at random lines: its ids, text, the needles' places, lines."""
-    rng = job.rng
+    rng, needles, known = job.rng, hidden.texts, hidden.ids
     # the noise line, or a distractor by its index in ``rows``; and the needles
     lines: list[str | int]
     if cfg.haystack == "noise":
@@ -137,7 +140,7 @@ def _line_context(
         ids: list[int] = []
         ends = [0]
     else:  # distractor needles with fresh keys
-        rows, ids, sizes = _distractors(enc, cfg, keys, room, rng)
+        rows, ids, sizes = _distractors(enc, cfg, hidden.keys, room, rng)
         lines = list(range(len(sizes)))
         ends = list(itertools.accumulate(sizes, initial=0))  # r: ids[ends[r]:ends[r + 1]]
     # RULER: needles go in at random lines, inserted from the back so positions stay valid

@@ -9,7 +9,7 @@ from ctxgate.seeding import seeded_order, seeded_sample
 from ctxgate.sources.helmet_files import HelmetFile, load_rag_file, pick_demos
 from ctxgate.sources.kilt import Demo, Passage, load_rag
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
-from ctxgate.tasks.fitting import SEP, fit_context, fit_units, passage_demos
+from ctxgate.tasks.fitting import SEP, FitSpec, fit_context, fit_units, passage_demos
 from ctxgate.tasks.registration import register_all
 
 INSTRUCTION = (
@@ -90,8 +90,8 @@ def build_rag(ctx: BuildContext, job: Job) -> Sample:
         where = round(DEPTHS[copy] * (k - 1))
         return list(range(1, where + 1)) + [0] + list(range(where + 1, k))
 
-    what = "passages (the gold ones included)"
-    prompt, k = fit_units(ctx, job, head, tail, ANSWER_PREFIX, "\n", units, len(gold), what, layout)
+    spec = FitSpec(head, tail, ANSWER_PREFIX, "\n", len(gold), "passages (the gold ones included)")
+    prompt, k = fit_units(ctx, job, spec, units, layout)
     shown = layout(k)
     return job.sample(
         prompt,

@@ -12,7 +12,7 @@ from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.helmet_files import HelmetFile, load_msmarco_file, pick_demos
 from ctxgate.sources.kilt import Passage, load_msmarco, ranked_demo
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, interleave
-from ctxgate.tasks.fitting import SEP, fit_context, fit_units, passage_demos
+from ctxgate.tasks.fitting import SEP, FitSpec, fit_context, fit_units, passage_demos
 from ctxgate.tasks.registration import register
 
 INSTRUCTION = (
@@ -93,8 +93,8 @@ def build_rerank(ctx: BuildContext, job: Job) -> Sample:
         return list(seeded_order(k, "permutation", item.key, perm, k, ctx.seed))
 
     head = INSTRUCTION + passage_demos(demos, passage_text, "Query", "Ranking")
-    tail, units = f"\n\nQuery: {item.question}", [passage_text(p) for p in kept]
-    prompt, k = fit_units(ctx, job, head, tail, ANSWER_PREFIX, "\n", units, 2, "passages", layout)
+    spec = FitSpec(head, f"\n\nQuery: {item.question}", ANSWER_PREFIX, "\n", 2, "passages")
+    prompt, k = fit_units(ctx, job, spec, [passage_text(p) for p in kept], layout)
     shown = [kept[i] for i in layout(k)]
     labels = [p.label for p in shown]
     return job.sample(

@@ -11,6 +11,7 @@ from ctxgate.seeding import (
 )
 from ctxgate.sources.judged import LongDoc, LongDocSet, load_infbench_sum, load_multi_lexsum
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec
+from ctxgate.tasks.fitting import FitSpec
 from ctxgate.tasks.helmet_compat import long_document
 from ctxgate.tasks.longqa import for_example, helmet_infbench
 from ctxgate.tasks.registration import register_all
@@ -66,7 +67,8 @@ def build_summary(ctx: BuildContext, job: Job) -> Sample:
         head += "Now, write a summary of the following legal documents.\n"
         head += "Legal documents:\n"  # HELMET's context template begins with it
         tail, style = "\n\nNow please summarize the case.", "legal"
-    prompt, doc_tokens, cut = long_document(ctx, job, head, tail, PREFIX, "\n\n", item.context)
+    spec = FitSpec(head, tail, PREFIX, "\n\n")
+    prompt, doc_tokens, cut = long_document(ctx, job, spec, item.context)
     return job.sample(
         prompt,
         item.answers,
