@@ -1,6 +1,6 @@
 """MRCR-style multi-round co-reference, generated offline (``ctx_mrcr_*``), and OpenAI MRCR's rows
 (``mrcr_*needle``, ``mrcr_official.py``). A generated sample is a conversation in MRCR's shape
-(``data/conversations.py``): N identical requests spread through it, the last message asking for
+(``conversations.py``): N identical requests spread through it, the last message asking for
 the i-th answer with a random string prepended; distractor turns fill the length."""
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ class ThoughtFormat:
     # line break): an engine's own budget counts them
     prompt_thought: int = 0
     # what holds the thought to the budget: "engine" (the server's own thinking budget) or
-    # "forcing" (backends/forcing.py); resolved with the backend, None without a budget
+    # "forcing" (forcing.py); resolved with the backend, None without a budget
     budget_by: str | None = None
 
     @property

@@ -1,4 +1,4 @@
-"""The effective-length search (ctxgate/gate/search.py): on simulated scores, the effective
+"""The effective-length search (ctxgate/ext/search/searching.py): on simulated scores, the effective
 length of the full grid on the same samples, its error rate at the bar under alpha, and the bench
 that measures it on the published curves."""
 
