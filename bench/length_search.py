@@ -6,8 +6,8 @@ samples a task at each length, each sample a Bernoulli draw at the model's publi
 per task where the paper's Tables 13-16 give one (the 8 NIAH tasks, vt, cwe and fwe, qa_1 and qa_2),
 else at its average. The full grid's effective length is the paper's rule on those means: the
 longest length whose average is above the table's bar with every shorter one. The search (``search``
-here, the rule of ctxgate/ext/search/rounds.py) runs the lengths shortest first on the same draws, each
-length in rounds of one sample a task until its sequential test is certain (or the 500 run out,
+here, the rule of ctxgate/ext/search/rounds.py) runs the lengths shortest first on the same draws,
+each length in rounds of one sample a task until its sequential test is certain (or the 500 run out,
 judged then as the grid is), and stops at the first failing length. Prompt tokens weigh each sample
 by its length, as a GPU's prefill does.
 

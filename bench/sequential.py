@@ -6,9 +6,9 @@ For each setting it runs ``--cases`` simulated cases (default 10,000) through bo
 side by side: the share of wrong verdicts (a pass when the true score is below the floor, a fail
 when above), and the mean number of samples generated. Fixed n decides by the point estimate after
 ``--max-samples``; ``--sequential`` stops as soon as its betting test is certain at ``--alpha``
-(ctxgate/ext/search/sequential.py), or falls back to the fixed-n rule on the same samples when the budget
-ends undecided. The last line averages the samples over the clear cases (true score at least 10
-points from the floor) against fixed n's.
+(ctxgate/ext/search/sequential.py), or falls back to the fixed-n rule on the same samples when the
+budget ends undecided. The last line averages the samples over the clear cases (true score at least
+10 points from the floor) against fixed n's.
 
     python bench/sequential.py [--cases 10000] [--floor 0.8] [--alpha 0.05] [--max-samples 100]
     python bench/sequential.py --replay [--samples 24]
