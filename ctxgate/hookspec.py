@@ -4,11 +4,12 @@ when; ``hooks.py`` registers the extras and calls them. The types named in the d
 higher floors, so the annotations here stay ``Any``: this module imports nothing of ctxgate.
 
 The order of a run: options (``ctxgate_option_groups``), plan (``ctxgate_model_section``, the
-checkpoint located with ``ctxgate_checkpoint_kinds``, then ``ctxgate_plan_section`` and
-``ctxgate_places_replicas``), model (``ctxgate_model_slots``, ``ctxgate_open_backend``,
-``ctxgate_reading``), cases (``ctxgate_task_modules``, ``ctxgate_case_stop``,
-``ctxgate_cases_ahead``), report (``ctxgate_report_fields``, then each form's lines). An extra's
-results are listed in the order ``ctxgate/ext/__init__.py`` states."""
+checkpoint located with ``ctxgate_checkpoint_kinds``, its config's changes checked with
+``ctxgate_config_changes``, then ``ctxgate_plan_section`` and ``ctxgate_places_replicas``), model
+(``ctxgate_model_slots``, ``ctxgate_open_backend``, ``ctxgate_config_changes`` and
+``ctxgate_model_changes``, ``ctxgate_reading``), cases (``ctxgate_task_modules``,
+``ctxgate_case_stop``, ``ctxgate_cases_ahead``), report (``ctxgate_report_fields``, then each form's
+lines). An extra's results are listed in the order ``ctxgate/ext/__init__.py`` states."""
 
 from __future__ import annotations
 
@@ -68,6 +69,21 @@ def ctxgate_checkpoint_kinds() -> Any:
     """The kinds of checkpoint folder the extra adds to the Hugging Face folder.
     ``backends.formats.CheckpointKind``s, asked wherever a folder's kind decides (locating
     ``--model``, what a training run's folders hold)."""
+
+
+@hookspec(firstresult=True)
+def ctxgate_config_changes(spec: Any, config_dir: Any) -> Any:
+    """``backends.model_config.ConfigChanges``: what the extra changes in the config.json of
+    ``config_dir`` for ``spec``, checked against it, and the window the changed config covers;
+    asked when the plan is made (a refusal is a ``CtxgateError``), and where the model's config is
+    read to load or serve it. None: the config as it is."""
+
+
+@hookspec
+def ctxgate_model_changes(spec: Any) -> Any:
+    """What the extra changes in ``spec``'s model past its checkpoint's files, as asked (a JSON
+    mapping; empty: nothing): added to the checkpoint's fingerprint (so to the cache's namespace)
+    and recorded as the run's ``model_overrides``."""
 
 
 @hookspec

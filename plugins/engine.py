@@ -15,8 +15,7 @@ import pytest
 
 from ctxgate.backends.devices import visible_gpus
 from ctxgate.backends.formats import hf_folder
-from ctxgate.backends.override_rules import OverrideError
-from ctxgate.backends.overrides import applied
+from ctxgate.backends.model_config import config_window
 from ctxgate.backends.vllm_server import (
     EngineError,
     EngineSpec,
@@ -27,8 +26,9 @@ from ctxgate.backends.vllm_server import (
 )
 from ctxgate.gate.plan import Plan
 from ctxgate.hooks import hook
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import RunError
-from ctxgate.run.loading import Served, served
+from ctxgate.run.loading import Served, config_changes, served
 
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, one_process, refusals_are_usage_errors
 
@@ -84,11 +84,15 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
     python = find_python(
         engine.vllm_python, [Path(config.invocation_params.dir), Path(__file__).parent.parent]
     )
-    # the config changes the server gets (--hf-overrides) and the window the config then covers
+    # the extras' config changes the server gets (--hf-overrides) and the window the config then
+    # covers; an unreadable config: the server's own start says what is wrong
+    config_dir = spec.checkpoint.config_dir
     try:
-        changes, limit = applied(spec.checkpoint.config_dir, spec.overrides)
-    except OverrideError:
-        changes, limit = {}, None  # an unreadable config: the server's own start says what is wrong
+        found = config_changes(spec, config_dir)
+        changes = dict(found.changes) if found else {}
+        limit = found.window if found else config_window(config_dir)
+    except CtxgateError:
+        changes, limit = {}, None
     longest = max(plan.lengths) + max(t.tokens_to_generate for t in all_tasks())
     longest += sum(hook().ctxgate_positions(spec=spec))  # a reading's, past the length
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)

@@ -6,7 +6,6 @@ that build on the plan import this module before pytest registers it."""
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -133,10 +132,6 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     t = plan.thresholds
     lines: list[str] = []
-    if plan.model.overrides:
-        lines.append(
-            f"ctxgate model config overrides: {json.dumps(plan.model.overrides.describe())}"
-        )
     if not plan.thresholds_path:
         lines.append(
             f"ctxgate thresholds: {plan.thresholds_found}; no floors, so the floors gate checks "

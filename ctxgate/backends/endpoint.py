@@ -32,6 +32,7 @@ from ctxgate.backends.endpoint_probe import (
     reads_thinking_budget,
     server_window,
 )
+from ctxgate.backends.model_config import ConfigChanges
 from ctxgate.retrying import (
     ChatChoice,
     ChatCompletion,
@@ -109,13 +110,13 @@ class EndpointBackend:
         diagnose: Callable[[], str] | None = None,
         name: str = "openai",
         engine: dict[str, object] | None = None,
-        expected_window: int | None = None,
+        expected: ConfigChanges | None = None,
     ) -> None:
         """``diagnose``: what to add when a server goes away (its log's tail). ``name``: "openai"
         for servers the user runs, "vllm" for the suite's own. ``local_fingerprint``: the checkpoint
         folder's, when the served weights are known to be its. ``engine``: every engine setting that
-        changes a generation, for the cache key. ``expected_window``: the max context the config
-        overrides give (a server with another was not started with them)."""
+        changes a generation, for the cache key. ``expected``: the extras' changes to the model's
+        config, whose window a server must serve (one with another was not started with them)."""
         import openai
 
         self.name = name
@@ -157,13 +158,13 @@ class EndpointBackend:
         self.max_positions: int | None = min(
             (r.max_model_len for r in self.replicas if r.max_model_len), default=None
         )
-        if expected_window is not None:
+        if expected is not None and expected.window is not None:
             for r in self.replicas:
-                if r.max_model_len != expected_window:
+                if r.max_model_len != expected.window:
                     raise EndpointError(
                         f"{redact_url(r.url)} serves {r.model!r} with a max model length of "
-                        f"{r.max_model_len}, but --rope-scaling/--model-override give a window of "
-                        f"{expected_window}: the server was not started with these settings. "
+                        f"{r.max_model_len}, but {expected.flags} give a window of "
+                        f"{expected.window}: the server was not started with these settings. "
                         "Start it with them (vLLM: --hf-overrides with the same JSON; "
                         "--max-model-len the window), or drop the options"
                     )

@@ -6,12 +6,12 @@ parent's); digests are remembered by (path, size, mtime, inode) in ``$CTXGATE_HA
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from ctxgate.backends.checkpoint import TOKENIZER_FILES
-from ctxgate.backends.overrides import ConfigOverrides
 
 # every tokenizer file transformers builds from, as the checks know them
 _META = (
@@ -65,19 +65,17 @@ def file_digest(path: Path) -> str:
         return _hash(path)
 
 
-def with_overrides(
-    fingerprint: Mapping[str, object], overrides: ConfigOverrides
+def with_changes(
+    fingerprint: Mapping[str, object], changes: Mapping[str, object]
 ) -> dict[str, object]:
-    """The checkpoint's fingerprint with the config overrides (two RoPE settings are two models)."""
-    if not overrides:
+    """The checkpoint's fingerprint with what the extras change in the model past its files, as
+    asked (JSON; ``hookspec.ctxgate_model_changes``): two RoPE settings are two models."""
+    if not changes:
         return dict(fingerprint)
-    combined = hashlib.sha256(f"{fingerprint['sha256']}\0{overrides.sha256}".encode()).hexdigest()
-    return {
-        **fingerprint,
-        "sha256": combined,
-        "checkpoint_sha256": fingerprint["sha256"],
-        **overrides.describe(),
-    }
+    asked = hashlib.sha256(json.dumps(changes, sort_keys=True).encode()).hexdigest()
+    combined = hashlib.sha256(f"{fingerprint['sha256']}\0{asked}".encode()).hexdigest()
+    own = fingerprint["sha256"]
+    return {**fingerprint, "sha256": combined, "checkpoint_sha256": own, **changes}
 
 
 def checkpoint_fingerprint(model: str) -> dict[str, object]:

@@ -24,8 +24,7 @@ from ctxgate.backends.base import (
 )
 from ctxgate.backends.checkpoint import CheckpointError
 from ctxgate.backends.formats import Checkpoint
-from ctxgate.backends.override_rules import OverrideError, is_structural
-from ctxgate.backends.overrides import ConfigOverrides, applied, window
+from ctxgate.backends.model_config import ConfigChanges, window
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.tokens.tokenizers import HFTokenizer
 
@@ -50,10 +49,12 @@ def bytes_per_token(config: Any, element_size: int) -> int:
 
 
 def weights_mismatch(
-    info: Mapping[str, Iterable[object]], model: str, overrides: ConfigOverrides | None = None
+    info: Mapping[str, Iterable[object]], model: str, resizing: str = ""
 ) -> str | None:
     """One line naming the first tensor the weights and the config disagree on (transformers would
-    fill a missing one with random values), and the fix; None when every weight loaded as saved."""
+    fill a missing one with random values), and the fix; None when every weight loaded as saved.
+    ``resizing``: the options given that resize tensors (``ConfigChanges.resizing``), the likely
+    cause."""
     kinds = [
         ("missing from the weights (it would be random)", list(info.get("missing_keys") or [])),
         ("in the weights but not in the model", list(info.get("unexpected_keys") or [])),
@@ -64,7 +65,6 @@ def weights_mismatch(
         return None
     what, keys = found[0]
     first = keys[0]
-    resizing = _resizing(overrides)
     if isinstance(first, (tuple, list)):  # mismatched: (name, shape saved, shape the config makes)
         first, saved, wanted = (list(first) + [None, None])[:3]
         source = "the overridden config" if resizing else "config.json"
@@ -79,11 +79,11 @@ def weights_mismatch(
     )
 
 
-def check_applied(config: Any, changes: dict[str, object], model: str) -> None:
+def check_applied(config: Any, changes: ConfigChanges, model: str) -> None:
     """Each change as given in the loaded config: transformers may read a setting its own way (a
     bare ``rope_scaling`` loses ``rope_theta``), and the run would evaluate another model."""
     loaded = config.to_dict()
-    for key, value in changes.items():
+    for key, value in changes.changes.items():
         got = loaded.get(key)
         if isinstance(value, dict) and isinstance(got, dict):
             differs = {k: (v, got.get(k)) for k, v in value.items() if got.get(k) != v}
@@ -93,29 +93,24 @@ def check_applied(config: Any, changes: dict[str, object], model: str) -> None:
             k, (wanted, found) = next(iter(differs.items()))
             raise BackendError(
                 f"{model}: transformers loaded {key}{'.' + k if k != key else ''} as {found!r}, "
-                f"not the {wanted!r} asked for: check --rope-scaling/--model-override against the "
-                "model's config class"
+                f"not the {wanted!r} asked for: check {changes.flags} against the model's "
+                "config class"
             )
 
 
-def _resizing(overrides: ConfigOverrides | None) -> list[tuple[str, object]]:
-    return [(k, v) for k, v in overrides.keys if is_structural(k)] if overrides is not None else []
-
-
-def _load_failed(model: str, cause: object, resizing: list[tuple[str, object]]) -> str:
-    """Why the model did not load; the likely cause: --model-override keys that resize tensors."""
+def _load_failed(model: str, cause: object, resizing: str) -> str:
+    """Why the model did not load; the likely cause: the options given that resize tensors."""
     if not resizing:
         return f"cannot load the model {model!r}: {cause}"
-    given = " ".join(f"--model-override {k}={json.dumps(v)}" for k, v in resizing)
-    fix = f"drop or correct {given}"
-    return f"{model}: {cause}: the likely cause is {given}, not the checkpoint; {fix}"
+    fix = f"drop or correct {resizing}"
+    return f"{model}: {cause}: the likely cause is {resizing}, not the checkpoint; {fix}"
 
 
 @dataclass(frozen=True)
 class HFSettings:
     """How ``HFBackend`` loads and runs a checkpoint. ``batch_size`` None: ``auto`` (see
     ``batch_limit``). ``device_map`` "auto": spread over every GPU this process sees.
-    ``overrides``: applied to the config before weights load."""
+    ``config``: the extras' changes, applied to the config before weights load."""
 
     dtype: str = "auto"
     trust_remote_code: bool = False
@@ -125,7 +120,7 @@ class HFSettings:
     batch_size: int | None = None  # auto (``batch_limit``): 1 on CPU
     device_map: str | None = None
     allow_weight_mismatch: bool = False
-    overrides: ConfigOverrides | None = None
+    config: ConfigChanges | None = None
 
 
 def _load(model: Checkpoint, settings: HFSettings, dtype: Any, attn: str) -> tuple[Any, Any, Any]:
@@ -133,14 +128,9 @@ def _load(model: Checkpoint, settings: HFSettings, dtype: Any, attn: str) -> tup
     transformers' loading info; BackendError names what went wrong."""
     import transformers
 
-    overrides = settings.overrides or ConfigOverrides()
+    config = settings.config
     trust, name, config_dir = settings.trust_remote_code, str(model.folder), str(model.config_dir)
-    changes: dict[str, object] = {}
-    if overrides:
-        try:
-            changes = applied(config_dir, overrides)[0]
-        except OverrideError as exc:
-            raise BackendError(str(exc)) from None
+    changes = dict(config.changes) if config is not None else {}
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()  # its load table is replaced by one line below
     weights = model.weights_dir
@@ -153,7 +143,8 @@ def _load(model: Checkpoint, settings: HFSettings, dtype: Any, attn: str) -> tup
             extra["config"] = transformers.AutoConfig.from_pretrained(
                 config_dir, trust_remote_code=trust, **changes
             )
-            check_applied(extra["config"], changes, name)
+            if config is not None:
+                check_applied(extra["config"], config, name)
         # its from_pretrained gives (model, info) as asked below
         auto: Any = transformers.AutoModelForCausalLM
         if weights is None:  # built from its config and filled by its part: every tensor loaded
@@ -176,7 +167,7 @@ def _load(model: Checkpoint, settings: HFSettings, dtype: Any, attn: str) -> tup
     except CheckpointError as exc:  # the part's: a piece the checkpoint lacks
         raise BackendError(str(exc)) from None
     except Exception as exc:
-        resizing = _resizing(overrides)
+        resizing = config.resizing if config else ""
         if not resizing and not isinstance(exc, (OSError, ValueError)):
             raise
         raise BackendError(_load_failed(name, exc, resizing)) from exc
@@ -226,9 +217,9 @@ class HFBackend:
                 f"--dtype {settings.dtype!r} is not supported; use one of {', '.join(DTYPES)}"
             )
         self.dtype = getattr(torch, engine_dtype(settings.dtype, cuda))
-        self.overrides = settings.overrides or ConfigOverrides()
+        self.config_changes = config = settings.config
         tok, loaded, info = _load(model, settings, self.dtype, attn)
-        problem = weights_mismatch(info, str(model.folder), self.overrides)
+        problem = weights_mismatch(info, str(model.folder), config.resizing if config else "")
         if problem and not settings.allow_weight_mismatch:
             raise BackendError(problem)
         # kept for the report when --allow-weight-mismatch let it through
@@ -349,9 +340,9 @@ class HFBackend:
         return out
 
     def window_of(self, limit: int) -> Window:
-        if not self.overrides:
+        if self.config_changes is None:
             return model_window(limit)
-        given = json.dumps(self.overrides.describe())
+        given = json.dumps(self.config_changes.asked)
         what = f"the window the model's config gives with {given} ({limit})"
         return Window(what, "pass --force-lengths to run it beyond the window anyway")
 

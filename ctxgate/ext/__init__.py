@@ -6,8 +6,9 @@ from ctxgate.ext.families import plugin as families
 from ctxgate.ext.html import plugin as html
 from ctxgate.ext.published import plugin as published
 from ctxgate.ext.ray import plugin as ray
+from ctxgate.ext.rope import plugin as rope
 from ctxgate.ext.search import plugin as search
 from ctxgate.ext.thinking import plugin as thinking
 from ctxgate.ext.trackers import plugin as trackers
 
-PLUGINS = (checkpoints, families, html, published, ray, search, thinking, trackers)
+PLUGINS = (checkpoints, families, html, published, ray, rope, search, thinking, trackers)

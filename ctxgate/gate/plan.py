@@ -13,8 +13,6 @@ from typing import Any
 
 from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer, resolve_model
 from ctxgate.backends.formats import Checkpoint
-from ctxgate.backends.overrides import ConfigOverrides, applied
-from ctxgate.backends.overrides import parse as parse_overrides
 from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
 from ctxgate.gate.thresholds import PytestConfig, Thresholds, find_thresholds, load_or_default
@@ -22,7 +20,7 @@ from ctxgate.hooks import hook
 from ctxgate.judge.client import JudgeError, JudgeSettings
 from ctxgate.judge.entail import check_nli_model
 from ctxgate.run import options as opt
-from ctxgate.run.loading import EngineSettings, ModelSpec, factory_of, read_engine
+from ctxgate.run.loading import EngineSettings, ModelSpec, config_changes, factory_of, read_engine
 from ctxgate.run.options import Get, OptionError
 from ctxgate.tasks.registry import task_names
 
@@ -80,10 +78,7 @@ def make_plan(
                 baseline = load_baseline(values["baseline"])
             except BaselineError as exc:
                 raise OptionError(f"--baseline {values['baseline']}: {exc}") from None
-    spec = _spec(
-        values, model or "", checkpoint, backend, started_in, thresholds.judge_max_failure_rate
-    )
-    spec = replace(spec, extras=opening)
+    spec = _spec(values, checkpoint, started_in, thresholds.judge_max_failure_rate, opening)
     if model and startup_error is None:
         _check_served(spec, engine)
     plan = Plan(
@@ -124,16 +119,16 @@ def _located(
 
 def _spec(
     values: Mapping[str, Any],
-    model: str,
     checkpoint: Checkpoint | None,
-    backend: str,
     started_in: Path,
     judge_max_failure_rate: float,
+    extras: Mapping[str, Any],
 ) -> ModelSpec:
-    overrides = parse_overrides(values["rope_scaling"], values["model_override"])
-    if checkpoint is not None:
-        check_overrides(overrides, checkpoint.config_dir)
-    _check_hf(values, backend)
+    """The model's spec (``extras``: the extras' part of how it opens), each option checked."""
+    model = values[opt.MODEL.dest] or ""
+    if checkpoint is not None:  # the extras' changes to its config, against it
+        config_changes(ModelSpec(model, extras=extras), checkpoint.config_dir)
+    _check_hf(values, values[opt.BACKEND.dest])
     helmet = values["helmet_tokenizer"]
     for folder, flag, fix in (
         (values["data_dir"], "--data-dir", "give HELMET's data folder (or fixtures/helmet_data)"),
@@ -159,17 +154,11 @@ def _spec(
     judge = judge_settings(values, cache_dir)
     if values["nli_model"]:
         check_nli_model(values["nli_model"], values["allow_pickle"])
-    resolved: dict[str, Any] = {"overrides": overrides, "cache_dir": cache_dir, "judge": judge}
+    resolved: dict[str, Any] = {"cache_dir": cache_dir, "judge": judge, "extras": extras}
     resolved |= {"nli_model": values["nli_model"], "judge_max_failure_rate": judge_max_failure_rate}
     # the other fields are options of the same name, as the table read them
     given = {f.name: values[f.name] for f in fields(ModelSpec) if f.name in values}
     return ModelSpec(**{**given, "model": model, "checkpoint": checkpoint, **resolved})
-
-
-def check_overrides(overrides: ConfigOverrides, config_dir: str | Path) -> None:
-    """The config overrides against the config they change, before any model loads."""
-    if overrides:
-        applied(config_dir, overrides)
 
 
 def _check_served(spec: ModelSpec, engine: EngineSettings) -> None:
@@ -182,8 +171,8 @@ def _check_served(spec: ModelSpec, engine: EngineSettings) -> None:
             "the served model's tokenizer folder"
         )
     check_tokenizer(Path(engine.tokenizer), "--tokenizer")
-    if spec.overrides and spec.checkpoint is None:
-        check_overrides(spec.overrides, engine.tokenizer)
+    if spec.checkpoint is None:  # the extras' changes to the served model's config, against it
+        config_changes(spec, engine.tokenizer)
 
 
 def _check_hf(values: Mapping[str, Any], backend: str) -> None:

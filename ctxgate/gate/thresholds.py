@@ -19,12 +19,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.override_rules import did_you_mean, is_number
 from ctxgate.gate.summaries import BASE_UP_TO, RELATIVE_SHARE, RULER_THRESHOLD, summary_names
 from ctxgate.hooks import hook
 from ctxgate.lengths import LengthError, parse_length
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.registry import all_tasks
+from ctxgate.values import did_you_mean, is_number
 
 if sys.version_info >= (3, 11):
     import tomllib

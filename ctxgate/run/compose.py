@@ -21,7 +21,7 @@ from ctxgate.records.refusal import CtxgateError, Unreachable
 from ctxgate.records.schema import RunInfo, adapter_for
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.run.case import Reading, Session
-from ctxgate.run.loading import ModelSpec, Served, load_backend, local_fingerprint
+from ctxgate.run.loading import ModelSpec, Served, load_backend, local_fingerprint, model_changes
 from ctxgate.run.samples import resolve_chat
 from ctxgate.tasks.base import BuildContext
 from ctxgate.tasks.helmet_compat import check_tokenizers
@@ -199,7 +199,7 @@ def run_meta(spec: ModelSpec, backend: Backend, encoder: PieceEncoder, chat: str
         "model_dir": str(spec.checkpoint.folder) if spec.checkpoint else None,
         # the base a checkpoint's part applies to, if any
         "base_model": str(part.base) if part and part.base else None,
-        "model_overrides": spec.overrides.describe() or None,
+        "model_overrides": model_changes(spec) or None,  # the extras' changes, as asked
         "ignore_remote_code": spec.ignore_remote_code,
         # let through by --allow-weight-mismatch
         "weights_mismatch": getattr(backend, "weights_problem", None),

@@ -17,8 +17,9 @@ from ctxgate.backends.base import Backend, engine_dtype
 from ctxgate.backends.devices import visible_gpus
 from ctxgate.backends.endpoint import OPENAI_CONCURRENCY, EndpointSettings
 from ctxgate.backends.formats import Checkpoint, locate
-from ctxgate.backends.overrides import ConfigOverrides
+from ctxgate.backends.model_config import ConfigChanges
 from ctxgate.backends.vllm_server import EngineSpec, engine_batch
+from ctxgate.hooks import hook
 from ctxgate.judge.client import JudgeSettings
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.run import options as opt
@@ -55,7 +56,6 @@ class ModelSpec:
     allow_pickle: bool = False
     allow_weight_mismatch: bool = False
     ignore_remote_code: bool = False
-    overrides: ConfigOverrides = ConfigOverrides()  # context extension, applied to the config
     batch_size: int | None = None  # hf: None is auto (1 on CPU)
     device_map: str | None = None
     gpus_per_replica: int | None = None  # hf with device_map auto: GPUs each worker's model spans
@@ -72,7 +72,8 @@ class ModelSpec:
     nli_model: str | None = None
     judge_max_failure_rate: float = 0.05
     # the extras' sections of the plan (``Plan.extras``), with the spec wherever it goes: a
-    # cluster's replicas and bisect's probes open the model by them (a checkpoint kind's options)
+    # cluster's replicas and bisect's probes open the model by them (a checkpoint kind's options,
+    # the changes to its config)
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     def locate(self, folder: str | Path) -> Checkpoint:
@@ -134,16 +135,33 @@ def load_backend(spec: ModelSpec, served: Served | None = None) -> Backend:
         batch_size=spec.batch_size,
         device_map=spec.device_map,
         allow_weight_mismatch=spec.allow_weight_mismatch,
-        overrides=spec.overrides,
+        config=config_changes(spec, spec.checkpoint.config_dir),
     )
     return HFBackend(spec.checkpoint, settings)
+
+
+def config_changes(spec: ModelSpec, config_dir: str | Path) -> ConfigChanges | None:
+    """What the extras change in ``config_dir``'s config.json for ``spec``, checked against it
+    (``hookspec.ctxgate_config_changes``; a refusal is a CtxgateError); None: nothing."""
+    found: ConfigChanges | None = hook().ctxgate_config_changes(
+        spec=spec, config_dir=Path(config_dir)
+    )
+    return found
+
+
+def model_changes(spec: ModelSpec) -> dict[str, Any]:
+    """What the extras change in the model past its checkpoint's files, as asked
+    (``hookspec.ctxgate_model_changes``): in its fingerprint and the run's ``model_overrides``."""
+    changes: dict[str, Any] = {}
+    for answer in hook().ctxgate_model_changes(spec=spec):
+        changes |= answer
+    return changes
 
 
 def _endpoint_backend(spec: ModelSpec, served: Served) -> Backend:
     import transformers
 
     from ctxgate.backends.endpoint import EndpointBackend
-    from ctxgate.backends.overrides import applied
     from ctxgate.backends.vllm_server import VLLMServer
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(
@@ -155,10 +173,10 @@ def _endpoint_backend(spec: ModelSpec, served: Served) -> Backend:
         return "; ".join(VLLMServer.tail_of(p) for p in logs)
 
     local = local_fingerprint(spec) if spec.checkpoint else None
-    # the window the settings give: a server you run must have been started with them (vLLM derives
-    # its max model length from them); the suite's own servers were
-    config_dir = str(spec.checkpoint.config_dir) if spec.checkpoint else served.tokenizer
-    expected = applied(config_dir, spec.overrides)[1] if spec.overrides else None
+    # the window the extras' changes give: a server you run must have been started with them (vLLM
+    # derives its max model length from them); the suite's own servers were
+    config_dir = spec.checkpoint.config_dir if spec.checkpoint else served.tokenizer
+    changes = config_changes(spec, config_dir)
     return EndpointBackend(
         served.endpoint,
         tokenizer,
@@ -167,17 +185,18 @@ def _endpoint_backend(spec: ModelSpec, served: Served) -> Backend:
         diagnose=server_log if logs else None,
         name=spec.backend,
         engine=dict(served.engine),
-        expected_window=expected if spec.backend == "openai" else None,
+        expected=changes if spec.backend == "openai" else None,
     )
 
 
 def local_fingerprint(spec: ModelSpec) -> dict[str, Any] | None:
-    """The located checkpoint's fingerprint, with the config overrides; None without one."""
-    from ctxgate.backends.fingerprint import with_overrides
+    """The located checkpoint's fingerprint, with what the extras change in the model; None
+    without one."""
+    from ctxgate.backends.fingerprint import with_changes
 
-    return (
-        with_overrides(spec.checkpoint.fingerprint(), spec.overrides) if spec.checkpoint else None
-    )
+    if spec.checkpoint is None:
+        return None
+    return with_changes(spec.checkpoint.fingerprint(), model_changes(spec))
 
 
 @dataclass(frozen=True)

@@ -286,19 +286,6 @@ ALLOW_WEIGHT_MISMATCH = Option(
     "of another shape) as transformers loads it, missing tensors random; refused without it",
     action="store_true",
 )
-ROPE_SCALING = Option(
-    "--rope-scaling",
-    "RoPE settings merged into the checkpoint's own for context extension, e.g. "
-    """'{"rope_type": "yarn", "factor": 4.0}'; the window they give is the length limit""",
-    metavar="JSON",
-)
-MODEL_OVERRIDE = Option(
-    "--model-override",
-    "set a config.json key before loading (VALUE is JSON, else text; repeatable), e.g. "
-    "rope_theta=1000000",
-    action="append",
-    metavar="KEY=VALUE",
-)
 CACHE_DIR = Option("--cache-dir", f"generation cache folder (default: ./{CACHE_FOLDER})")
 NO_CACHE = Option("--no-cache", "neither read nor write the generation cache", action="store_true")
 REPORT = Option("--report", "write the JSON report here (plus .predictions.jsonl and .md)")
@@ -506,8 +493,6 @@ EVALUATION = (
     SQUAD,
     HOTPOTQA,
     HELMET_TOKENIZER,
-    ROPE_SCALING,
-    MODEL_OVERRIDE,
     CACHE_DIR,
     NO_CACHE,
 )

@@ -29,7 +29,7 @@ from ctxgate.workflows.probe import (
     Case,
     Results,
     Tolerance,
-    check_overrides_on,
+    check_config_on,
     evaluate_checkpoint,
     select_cases,
 )
@@ -325,7 +325,7 @@ def main(args: argparse.Namespace) -> int:
     good = 0 if args.good is None else resolve_end(checkpoints, args.good)
     bad = None if args.bad is None else resolve_end(checkpoints, args.bad)
     spec = plan.model
-    check_overrides_on(checkpoints[good], spec)  # the reference's: every probe is compared with it
+    check_config_on(checkpoints[good], spec)  # the reference's: every probe is compared with it
     # a probe per copy of the model the backend holds (a cluster's replicas), each round
     fan_out = max(1, hook().ctxgate_model_slots(spec=spec) or 1)
     tolerance = TOLERANCE.read(args.tolerance)

@@ -9,12 +9,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from ctxgate.backends.checkpoint import CheckpointError
-from ctxgate.gate.plan import Plan, check_overrides
+from ctxgate.gate.plan import Plan
 from ctxgate.hooks import hook
 from ctxgate.records.refusal import Refusal
 from ctxgate.run.case import CaseResult, EarlyStop, run_case
 from ctxgate.run.compose import ModelError, open_model
-from ctxgate.run.loading import ModelSpec
+from ctxgate.run.loading import ModelSpec, config_changes, model_changes
 from ctxgate.tasks import all_tasks, get_task
 
 Case = tuple[str, int]
@@ -78,12 +78,13 @@ def evaluate_checkpoint(
         loaded.close()
 
 
-def check_overrides_on(path: Path, spec: ModelSpec) -> None:
-    """The config overrides against ``path``'s config, before any model loads."""
-    if not spec.overrides:
+def check_config_on(path: Path, spec: ModelSpec) -> None:
+    """The extras' changes to the model's config against ``path``'s config, before any model
+    loads."""
+    if not model_changes(spec):
         return
     try:
         checkpoint = spec.locate(path)
     except CheckpointError:
         return
-    check_overrides(spec.overrides, checkpoint.config_dir)
+    config_changes(spec, checkpoint.config_dir)

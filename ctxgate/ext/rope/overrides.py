@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.checkpoint import CheckpointError, read_json
-from ctxgate.backends.override_rules import (
+from ctxgate.backends.model_config import ConfigChanges, rope_key, window
+from ctxgate.values import did_you_mean, is_finite, is_whole
+
+from .rules import (
     MAX_POSITIONS,
     ROPE_DICTS,
     ROPE_EXAMPLE,
@@ -20,13 +23,11 @@ from ctxgate.backends.override_rules import (
     OverrideError,
     check_rope,
     check_setting,
-    did_you_mean,
-    is_finite,
-    is_whole,
+    is_structural,
 )
 
-# window = original positions x factor, as transformers reads them
-SCALED_BY_FACTOR = ("linear", "dynamic", "yarn")
+# how the messages of the backends name the two options together
+FLAGS = "--rope-scaling/--model-override"
 ROTARY_MIN = 4  # the fewest rotated dimensions per head: dynamic NTK divides by (dimensions - 2)
 # keys a config may leave to its class's defaults but a context extension sets
 EXTENSION_KEYS = frozenset(
@@ -70,13 +71,6 @@ class ConfigOverrides:
             merged.update(rope)
             changes[key] = merged
         return changes
-
-
-def rope_key(config: dict[str, object]) -> str:
-    """transformers 5's ``rope_parameters``, unless the config has only the legacy one."""
-    if "rope_parameters" not in config and "rope_scaling" in config:
-        return "rope_scaling"
-    return "rope_parameters"
 
 
 def parse(
@@ -160,27 +154,6 @@ def check_keys(changes: dict[str, object], config: dict[str, object], where: str
             )
 
 
-def window(config: dict[str, object]) -> int | None:
-    """The positions a config covers, as transformers applies its RoPE settings: linear, dynamic and
-    YaRN scale the original positions by the factor; Llama 3 and LongRoPE configs state the extended
-    window in ``max_position_embeddings`` already."""
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    assert isinstance(text, dict)
-    positions = text.get("max_position_embeddings")
-    rope = text.get(rope_key(text)) or {}
-    if not is_whole(positions):
-        return None
-    if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in SCALED_BY_FACTOR:
-        factor = rope.get("factor")
-        original = rope.get("original_max_position_embeddings") or positions
-        if is_finite(factor) and factor > 0 and is_whole(original):
-            try:
-                return int(original * factor)
-            except OverflowError:  # a config's own absurd numbers: no window to tell
-                return None
-    return positions
-
-
 def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, object], int | None]:
     """The changes to make to ``folder``'s config, checked against it, and the window they give."""
     try:
@@ -202,6 +175,15 @@ def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, o
         )
     _check_class(config, changes, overrides)  # last: the checks above say more
     return changes, covered
+
+
+def config_changes(folder: str | Path, overrides: ConfigOverrides) -> ConfigChanges:
+    """``applied``, as the backends take it (``hookspec.ctxgate_config_changes``): with what was
+    asked, and the --model-override keys that resize the model's tensors."""
+    changes, covered = applied(folder, overrides)
+    resizing = [(k, v) for k, v in overrides.keys if is_structural(k)]
+    given = " ".join(f"--model-override {k}={json.dumps(v)}" for k, v in resizing)
+    return ConfigChanges(changes, covered, overrides.describe(), FLAGS, given)
 
 
 def _check_class(

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxgate.backends.override_rules import OverrideError
-from ctxgate.backends.overrides import ConfigOverrides, applied, parse, window
+from ctxgate.backends.model_config import window
+from ctxgate.ext.rope.overrides import ConfigOverrides, applied, parse
+from ctxgate.ext.rope.rules import OverrideError
 from tests.conftest import TINY
 
 LINEAR2 = '{"rope_type": "linear", "factor": 2.0}'

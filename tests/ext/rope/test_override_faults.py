@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ctxgate.backends.override_rules import ANY_ROPE_KEY, ROPE_KEYS, OverrideError
-from ctxgate.backends.overrides import applied, parse
+from ctxgate.backends.model_config import ConfigChanges
+from ctxgate.ext.rope.overrides import applied, config_changes, parse
+from ctxgate.ext.rope.rules import ANY_ROPE_KEY, ROPE_KEYS, OverrideError
 from tests.conftest import TINY, call_ctxgate
 
 CASES = ("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache")
@@ -305,7 +306,7 @@ def rope_warnings() -> Iterator[list[str]]:
     logger.removeHandler(handler)
 
 
-def _transformers_takes(changes: dict[str, object], said: list[str]) -> None:
+def _transformers_takes(changes: ConfigChanges, said: list[str]) -> None:
     """transformers builds the tiny model's config with the changes (its validators silent), reads
     each back as given, and its RoPE function gives finite frequencies and attention scale."""
     import torch
@@ -316,7 +317,7 @@ def _transformers_takes(changes: dict[str, object], said: list[str]) -> None:
     from ctxgate.backends.hf import check_applied
 
     said.clear()
-    config = transformers.AutoConfig.from_pretrained(TINY, **changes)
+    config = transformers.AutoConfig.from_pretrained(TINY, **changes.changes)
     # a YaRN factor other than max/original positions is used as given, which transformers notes
     # once
     assert [s for s in said if "implicitly set by other parameters" not in s] == []
@@ -346,12 +347,12 @@ def test_a_rope_dictionary_is_refused_in_one_line_or_taken_by_transformers(rope_
     """Any JSON value in any key: either refused in one line that names the fix, or transformers
     takes it."""
     try:
-        changes, covered = applied(TINY, parse(json.dumps(rope), None))
+        changes = config_changes(TINY, parse(json.dumps(rope), None))
     except OverrideError as exc:
         message = str(exc)
         assert "\n" not in message and re.search(r"e\.g\. |give |pass |drop ", message), message
         event("refused")
         return
     event(f"taken: {rope.get('rope_type', 'default')}")
-    assert covered is not None and 0 < covered <= 2**31 - 1
+    assert changes.window is not None and 0 < changes.window <= 2**31 - 1
     _transformers_takes(changes, rope_warnings)

@@ -4,14 +4,14 @@ that works. ``overrides.py`` applies them to a config."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any
 
 from ctxgate.records.refusal import CtxgateError
+from ctxgate.values import did_you_mean, is_finite, is_number, is_whole
 
 YARN_OPTIONAL = (
     "original_max_position_embeddings attention_factor beta_fast beta_slow mscale mscale_all_dim "
@@ -50,25 +50,6 @@ LEAST_KNOB = 0.001
 
 class OverrideError(CtxgateError, ValueError):
     """An override that cannot be applied; the message names it and the fix."""
-
-
-def is_number(value: object) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def is_finite(value: object) -> TypeGuard[int | float]:
-    """Not NaN or an infinity (JSON has neither, Python's json reads both)."""
-    return is_number(value) and (isinstance(value, int) or math.isfinite(value))
-
-
-def is_whole(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def did_you_mean(key: str, known: Iterable[str]) -> str:
-    """`` (did you mean NAME?)`` with the known name nearest ``key``; empty when none is."""
-    near = difflib.get_close_matches(key, sorted(known), n=1)
-    return f" (did you mean {near[0]}?)" if near else ""
 
 
 @dataclass(frozen=True)
