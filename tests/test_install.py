@@ -5,12 +5,15 @@ without `ctxgate init`'s thresholds.
 The wheel is built from this checkout and installed with pip into a new virtualenv, its dependencies
 resolved as a user's would be; torch is pinned to the version of the test's own environment, which
 pip takes from its configured wheels (on the project machines the local CPU wheel), so no CUDA build
-is downloaded."""
+is downloaded. The build prints no packaging warning, and a wheel built without the extras
+(ctxgate/ext), installed over it, runs a RULER and a HELMET case as the whole wheel does."""
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,11 +23,17 @@ import pytest
 
 from ctxgate import cli
 from ctxgate.workflows import init
-from tests.conftest import ROOT, TINY, suite_command
+from tests.conftest import HELMET_DATA, ROOT, TINY, suite_command
 
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+# --model=PATH, one word: pytest takes a path given as a word of its own, before the plugin declares
+# the option, for a test path, and would read this checkout's pyproject.toml as the run's ini
 RUN = (
-    "--model",
-    str(TINY),
+    f"--model={TINY}",
     "-k",
     "niah_single_1",
     "--lengths",
@@ -36,9 +45,9 @@ RUN = (
 
 
 @pytest.fixture(scope="module")
-def fresh_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("install")
-    wheels = root / "wheels"
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """(the source it was built from, the wheel, what the build printed on stderr)."""
+    root = tmp_path_factory.mktemp("build")
     # built from a copy: a build in the checkout rewrites its ctxgate.egg-info, which every test
     # process on this machine reads its entry points from (pythonpath "."), while they run
     source = root / "source"
@@ -50,37 +59,44 @@ def fresh_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
             ".git", ".venv*", "build", "*.egg-info", "__pycache__", ".ctxgate-cache", "out"
         ),
     )
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-build-isolation",
-            "--no-deps",
-            "-q",
-            "-w",
-            str(wheels),
-            str(source),
-        ],
-        check=True,
+    return (source, *_wheel(source, root / "wheels"))
+
+
+def _wheel(source: Path, to: Path) -> tuple[Path, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q"]
+        + ["-w", str(to), str(source)],
         capture_output=True,
+        text=True,
     )
-    venv = root / "venv"
+    assert done.returncode == 0, done.stderr[-3000:]
+    (wheel,) = to.glob("ctxgate-*.whl")
+    return wheel, done.stderr
+
+
+@pytest.fixture(scope="module")
+def fresh_python(built: tuple[Path, Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    venv = tmp_path_factory.mktemp("install") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    (wheel,) = wheels.glob("ctxgate-*.whl")
     torch = f"torch=={importlib.metadata.version('torch')}"
     installed = subprocess.run(
         # --no-compile: the modules a run imports are compiled as it imports them, not all of
         # torch's and transformers' beforehand
-        [python, "-m", "pip", "install", "-q", "--no-compile", str(wheel), torch],
+        [python, "-m", "pip", "install", "-q", "--no-compile", str(built[1]), torch],
         capture_output=True,
         text=True,
         timeout=1800,
     )
     assert installed.returncode == 0, installed.stderr[-3000:]
     return python
+
+
+def test_the_build_prints_no_packaging_warning(built):
+    """setuptools warns of a data folder the packaging does not declare, and of deprecated
+    settings: a newcomer's first screen has none of it."""
+    warned = re.findall(r"^.*(?:Warning\b|warning:).*$", built[2], re.MULTILINE)
+    assert not warned, "\n".join(warned)
 
 
 def _run(python: Path, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -139,6 +155,81 @@ def test_the_wheel_runs_the_suite_from_an_empty_folder(fresh_python, tmp_path):
     )
     assert f"ctxgate thresholds: {tmp_path / 'thresholds.toml'} (found" in gated.stdout
     assert (tmp_path / "out" / "run.json").is_file()
+
+
+# a RULER and a HELMET case that build at 512 tokens on the shipped checkpoint and data
+CASES = ("-k", "niah_single_1 or icl_trec_coarse", "--lengths", "512", "--samples", "2")
+CASES += (f"--data-dir={HELMET_DATA}", "--no-cache", "--report", "out/r.json")
+# what differs between two runs of the same cases: when they ran and how long they took
+TIMES = {"created", "seconds", "build_seconds", "engine_seconds", "throughput"}
+REFUSED = (
+    "is not installed: install ctxgate with its extras (pip install --force-reinstall ctxgate)"
+)
+
+
+def _untimed(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k not in TIMES}
+    return [_untimed(v) for v in value] if isinstance(value, list) else value
+
+
+def _cases(python: Path, folder: Path) -> tuple[object, object]:
+    """The report and the predictions of CASES run in ``folder`` (made here)."""
+    folder.mkdir()
+    done = _run(python, folder, f"--model={TINY}", *CASES)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:]
+    assert f"rootdir: {folder}" in done.stdout  # no ini of this checkout's
+    report = json.loads((folder / "out" / "r.json").read_text("utf-8"))
+    lines = (folder / "out" / "r.predictions.jsonl").read_text("utf-8").splitlines()
+    return _untimed(report), _untimed([json.loads(line) for line in lines])
+
+
+def _without_the_extras(source: Path, to: Path) -> Path:
+    """The wheel of ``source`` less ctxgate/ext: its folder, its packages, its data and the entry
+    point that registers it."""
+    bare = to / "source"
+    shutil.copytree(source, bare, symlinks=True, ignore=shutil.ignore_patterns("build", "*.egg*"))
+    shutil.rmtree(bare / "ctxgate" / "ext")
+    text = (bare / "pyproject.toml").read_text("utf-8")
+    text = text.replace('[project.entry-points.ctxgate]\next = "ctxgate.ext"\n', "")
+    text = re.sub(r'"ctxgate\.ext[\w.]*",[ ]*', "", text)
+    text = re.sub(r'(?m)^"ctxgate\.ext[\w.]*" = .*\n', "", text)
+    assert "ctxgate.ext" not in json.dumps(tomllib.loads(text))  # what the build reads
+    (bare / "pyproject.toml").write_text(text, "utf-8")
+    return _wheel(bare, to / "wheels")[0]
+
+
+def test_without_the_extras_ruler_and_helmet_score_as_with_them(fresh_python, built, tmp_path):
+    """A wheel built without ctxgate/ext, installed over the whole one: the same two cases give
+    the same report and the same outputs, sample by sample; an extra's flag is one line naming the
+    extra, under pytest (a usage error, 4) and under ctxgate bisect (a refusal, 2)."""
+    source, whole, _ = built
+    expected = _cases(fresh_python, tmp_path / "with")
+    bare = _without_the_extras(source, tmp_path / "bare")
+    pip = [fresh_python, "-m", "pip", "install", "-q", "--no-compile", "--no-deps"]
+    subprocess.run([*pip, "--force-reinstall", str(bare)], check=True, capture_output=True)
+    try:
+        lacks = "import importlib.metadata as m, importlib.util as u; "
+        lacks += "assert u.find_spec('ctxgate.ext') is None and not m.entry_points(group='ctxgate')"
+        subprocess.run([fresh_python, "-c", lacks], check=True, cwd=tmp_path)
+        assert _cases(fresh_python, tmp_path / "without") == expected
+        assert not (tmp_path / "without" / "out" / "r.html").exists()  # the html extra's
+        pytest_run = _run(fresh_python, tmp_path, f"--model={TINY}", "--ray", "local")
+        assert pytest_run.returncode == 4, pytest_run.stdout[-2000:] + pytest_run.stderr
+        assert pytest_run.stderr.strip() == (
+            f"ERROR: --ray is an option of the extra ctxgate.ext.ray, which {REFUSED}"
+        )
+        ctxgate = str(Path(fresh_python).parent / "ctxgate")
+        bisect = subprocess.run(
+            [ctxgate, "bisect", str(tmp_path), "--thinking", "on"], capture_output=True, text=True
+        )
+        assert (bisect.returncode, bisect.stderr) == (
+            2,
+            f"ctxgate bisect: --thinking is an option of the extra ctxgate.ext.thinking, which "
+            f"{REFUSED}\n",
+        )
+    finally:  # the whole wheel again, for whatever runs next in this environment
+        subprocess.run([*pip, "--force-reinstall", str(whole)], check=True, capture_output=True)
 
 
 def test_init_writes_the_shipped_thresholds_and_never_overwrites_unasked(tmp_path, capsys):

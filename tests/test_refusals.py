@@ -180,3 +180,68 @@ def test_every_plugins_configure_turns_a_refusal_into_one_usage_error():
         refused.value.args == ("--flag x is bad: pass --flag y",)
         and refused.value.__suppress_context__
     )
+
+
+def test_the_spine_knows_every_default_extras_flags():
+    """``run.options.DEFAULT_EXTRAS`` (what a wheel without ctxgate/ext refuses by name) is what
+    the installed extras declare: each extra's groups, bisect's or not, and which flags take a
+    value. With the extras installed no flag is hidden."""
+    import argparse
+
+    from ctxgate.hooks import manager
+    from ctxgate.run.options import DEFAULT_EXTRAS, Option, extra_groups
+
+    def spelled(o: Option) -> str:  # as the table spells a flag: "=" when it takes a value
+        value = "" if o.action == "store_true" else "="
+        return " ".join(f + value for f in (o.flag, *o.aliases))
+
+    declared = [
+        (impl.plugin.__name__.split(".")[2], group.evaluates, " ".join(map(spelled, group.options)))
+        for impl in manager().hook.ctxgate_option_groups.get_hookimpls()
+        for group in impl.function()
+    ]
+    assert sorted(declared) == sorted(DEFAULT_EXTRAS)
+    assert all(o.help != argparse.SUPPRESS for g in extra_groups() for o in g.options)
+
+
+@pytest.fixture
+def no_extras(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spine as a wheel without ctxgate/ext has it: no extra answers a hook."""
+    import pluggy
+
+    from ctxgate import hooks, hookspec
+
+    bare = pluggy.PluginManager(hookspec.PROJECT)
+    bare.add_hookspecs(hookspec)
+    monkeypatch.setattr(hooks, "manager", lambda: bare)
+
+
+@pytest.mark.parametrize(
+    ("args", "extra"),
+    [
+        (("--ray", "local"), "ray"),
+        (("--budget-forcing",), "thinking"),
+        (("--log-to", "wandb", "--log-to", "mlflow"), "trackers"),
+    ],
+)
+def test_an_absent_extras_flag_is_one_line_naming_the_extra(no_extras, pytester, args, extra):
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.str().strip() == (
+        f"ERROR: {args[0]} is an option of the extra ctxgate.ext.{extra}, which is not installed: "
+        "install ctxgate with its extras (pip install --force-reinstall ctxgate)"
+    )
+
+
+def test_bisect_refuses_an_absent_extras_flag_that_it_takes_in_one_line(
+    no_extras, capsys, tmp_path
+):
+    assert cli.main(["bisect", str(tmp_path), "--sequential"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        "ctxgate bisect: --sequential is an option of the extra ctxgate.ext.search, which is not "
+        "installed"
+    )
+    with pytest.raises(SystemExit):  # one bisect never takes: unrecognized, as with the extras
+        cli.main(["bisect", str(tmp_path), "--log-to", "wandb"])
+    assert "unrecognized arguments: --log-to wandb" in capsys.readouterr().err

@@ -55,6 +55,7 @@ def make_plan(
     """The plan from the options as pytest or argparse read them (``get(dest)``). ``ini``: the
     config file pytest read. ``gated``: whether it has thresholds and a baseline (None: with
     --model; the project's own tests run pytest without one)."""
+    opt.refuse_absent(get)
     values = opt.read(OPTIONS, get)
     backend, model = values[opt.BACKEND.dest], values[opt.MODEL.dest]
     if backend not in opt.BACKENDS:

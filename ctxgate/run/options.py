@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+from argparse import SUPPRESS
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -104,9 +105,46 @@ class OptionGroup:
     evaluates: bool = False
 
 
+# The default extras' flags ("=": one that takes a value; True: ctxgate bisect takes them too), so
+# that one given where its extra is absent (a wheel built without ctxgate/ext) is refused by name,
+# not left to the parser. tests/test_refusals.py holds it to what the extras declare.
+DEFAULT_EXTRAS = (
+    ("checkpoints", True, "--base-model= --config-from="),
+    ("published", False, "--reference="),
+    ("ray", True, "--ray= --ray-resource="),
+    ("rope", True, "--rope-scaling= --model-override="),
+    ("search", True, "--sequential --sequential-alpha= --sequential-min="),
+    ("search", False, "--search-effective-length"),
+    ("thinking", True, "--thinking= --thinking-budget= --budget-forcing --think-end="),
+    ("trackers", False, "--log-to= --tracker-run= --step="),
+)
+
+
 def extra_groups() -> list[OptionGroup]:
-    """The extras' rows of the table (``hookspec.ctxgate_option_groups``), in their order."""
-    return list(flat(hook().ctxgate_option_groups()))
+    """The extras' rows of the table (``hookspec.ctxgate_option_groups``), in their order; then,
+    hidden, the flags of each absent default extra, which ``refuse_absent`` refuses."""
+    groups = list(flat(hook().ctxgate_option_groups()))
+    declared = {flag for g in groups for o in g.options for flag in (o.flag, *o.aliases)}
+    for extra, evaluates, flags in DEFAULT_EXTRAS:
+        hidden = tuple(
+            Option(f.rstrip("="), SUPPRESS, action=None if "=" in f else "store_true")
+            for f in flags.split()
+            if f.rstrip("=") not in declared
+        )
+        if hidden:
+            groups.append(OptionGroup(f"ctxgate.ext.{extra}", "", hidden, evaluates))
+    return groups
+
+
+def refuse_absent(get: Get) -> None:
+    """An absent extra's flag, given: one line naming the flag, the extra and the fix."""
+    for group in extra_groups():
+        for o in group.options:
+            if o.help == SUPPRESS and get(o.dest) not in (None, False):
+                raise OptionError(
+                    f"{o.flag} is an option of the extra {group.name}, which is not installed: "
+                    "install ctxgate with its extras (pip install --force-reinstall ctxgate)"
+                )
 
 
 def read(options: Sequence[Option], get: Get) -> dict[str, Any]:
