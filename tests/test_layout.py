@@ -454,7 +454,6 @@ OVER = {
     "ctxgate/backends/endpoint.py:__init__": (86, 8),
     "ctxgate/backends/endpoint_probe.py:get_json": (0, 7),
     "ctxgate/backends/endpoint_probe.py:check_tokenizer": (0, 7),
-    "ctxgate/gate/thresholds.py": 532,
     "ctxgate/metrics/judged.py:citation_scores": (0, 7),
     "ctxgate/records/schema.py": 807,
     "ctxgate/report/build.py:build_report": (0, 7),
