@@ -94,8 +94,8 @@ def ctxgate_plan_section(get: Any, plan: Any) -> Any:
 
 @hookspec
 def ctxgate_threshold_tables() -> Any:
-    """The extra's tables of thresholds.toml. A tree as ``gate.thresholds.SCHEMA``'s, each leaf
-    setting a dotted key of ``Thresholds.extras``."""
+    """The extra's tables of thresholds.toml. A tree as ``gate.thresholds_schema.SCHEMA``'s, each
+    leaf setting a dotted key of ``Thresholds.extras``."""
 
 
 @hookspec

@@ -1,8 +1,8 @@
-"""thresholds.toml through its one reader (``gate.thresholds.schema()``): each key has one type and
-range (a length is a whole number of tokens or a length string, never a boolean or a float; a share
-is in (0, 1]), and a document of any TOML value at any key reads as Thresholds or is refused in one
-line naming the file, the key, the value and the fix, never another exception (Hypothesis writes
-the documents). pytest and every verb refuse such a file alike, exit 4."""
+"""thresholds.toml through its one reader (``gate.thresholds_schema.schema()``): each key has one
+type and range (a length is a whole number of tokens or a length string, never a boolean or a
+float; a share is in (0, 1]), and a document of any TOML value at any key reads as Thresholds or is
+refused in one line naming the file, the key, the value and the fix, never another exception
+(Hypothesis writes the documents). pytest and every verb refuse such a file alike, exit 4."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxgate.gate.summaries import summary_names
-from ctxgate.gate.thresholds import Rule, ThresholdsError, parse_thresholds, schema
+from ctxgate.gate.thresholds import Rule, ThresholdsError, parse_thresholds
+from ctxgate.gate.thresholds_schema import schema
 from ctxgate.lengths import parse_length
 from ctxgate.tasks.registry import all_tasks, task_names
 from tests.conftest import ROOT, call_ctxgate

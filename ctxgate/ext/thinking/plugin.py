@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ctxgate.gate.baseline import RunKey
-from ctxgate.gate.thresholds import number
+from ctxgate.gate.thresholds_schema import number
 from ctxgate.gate.verdicts import Fault
 from ctxgate.hookspec import hookimpl
 from ctxgate.run.options import Get, Option, OptionError, OptionGroup, whole
