@@ -15,7 +15,6 @@ from ctxgate.hooks import flat, hook
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.tasks.registry import all_tasks
 from ctxgate.workflows import (
-    bisect,
     data,
     diff,
     init,
@@ -23,7 +22,6 @@ from ctxgate.workflows import (
     rejudge,
     rescore,
     trend,
-    watch,
 )
 
 DESCRIPTION = (
@@ -55,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctxgate", description=DESCRIPTION)
     sub = p.add_subparsers(dest="command", required=True)
     # help lists the verbs in this order
-    for verb in (rescore, diff, bisect, trend, metrics_export, watch):
+    for verb in (rescore, diff, trend, metrics_export):
         verb.add_parser(sub)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     data.add_parser(sub)

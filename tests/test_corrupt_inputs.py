@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint, check_safetensors
 from ctxgate.data.haystacks import HaystackError, load_essay
+from ctxgate.ext.training.watch import WatchError, WatchState
 from ctxgate.gate.baseline import BaselineError, load_baseline
 from ctxgate.gate.thresholds import ThresholdsError, parse_thresholds
 from ctxgate.records.io import ReportFileError, read_predictions, read_report
@@ -22,7 +23,6 @@ from ctxgate.sources import door
 from ctxgate.sources.errors import DataUnavailable
 from ctxgate.sources.files import load_rows
 from ctxgate.tasks.registry import task_names
-from ctxgate.workflows.watch import WatchError, WatchState
 from tests.conftest import TINY, prediction, stored_report
 
 SETTINGS = settings(

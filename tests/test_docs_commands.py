@@ -104,7 +104,7 @@ NOT_RUN: dict[str, str] = {
     "ctxgate watch /shared/runs/exp42 --interval 120 -- --backend vllm --tp 2 -n auto --lengths "
     "8k,32k,128k "
     "--log-to wandb=exp42 --tracker-run "
-    "$WANDB_RUN_ID": f"{GPU}, and runs until stopped; tests/test_watch.py watches",
+    "$WANDB_RUN_ID": f"{GPU}, and runs until stopped; tests/ext/training/test_watch.py watches",
     "pytest --model path/to/ckpt --ray local --ray-resource CPU -k vt --lengths 512 --samples 2": (
         "tests/ext/ray/test_ray.py::"
         "test_ray_local_starts_a_cluster_for_the_run_and_leaves_no_process runs it as written, and "

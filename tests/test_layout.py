@@ -477,7 +477,7 @@ TABLES = {"ctxgate/run/options.py", "ctxgate/records/schema.py"}
 FUNCTION_LINES, FUNCTION_PARAMETERS = 60, 6
 # What is over a limit today, each at most its size now: the list only shrinks (issue Z)
 OVER = {
-    "lines": 18_185,
+    "lines": 17_327,
     "ctxgate/backends/endpoint.py:__init__": (86, 8),
     "ctxgate/backends/endpoint_probe.py:get_json": (0, 7),
     "ctxgate/backends/endpoint_probe.py:check_tokenizer": (0, 7),

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ctxgate.ext.training.run_folder import BisectError, step_of
 from ctxgate.steps import training_step
-from ctxgate.workflows.run_folder import BisectError, step_of
 
 STATE = "trainer_state.json"
 NONE = "none"

@@ -10,5 +10,6 @@ from ctxgate.ext.rope import plugin as rope
 from ctxgate.ext.search import plugin as search
 from ctxgate.ext.thinking import plugin as thinking
 from ctxgate.ext.trackers import plugin as trackers
+from ctxgate.ext.training import plugin as training
 
-PLUGINS = (checkpoints, families, html, published, ray, rope, search, thinking, trackers)
+PLUGINS = (checkpoints, families, html, published, ray, rope, search, thinking, trackers, training)

@@ -488,31 +488,6 @@ NLI_MODEL = Option(
     "local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge",
 )
 
-# --- ctxgate watch
-INTERVAL = Option(
-    "--interval", "seconds between scans (default %(default)s)", default=60.0, parse=positive
-)
-SETTLE = Option(
-    "--settle",
-    "seconds a checkpoint must be unchanged (default %(default)s)",
-    default=30.0,
-    parse=not_negative,
-)
-ATTEMPTS = Option(
-    "--attempts",
-    "evaluations of one checkpoint that may fail before it waits for its files to change (default "
-    "%(default)s)",
-    default=3,
-    parse=whole(1),
-)
-# --- ctxgate bisect
-TOLERANCE = Option(
-    "--tolerance",
-    "points a case may drop (default: the thresholds' tolerances)",
-    parse=positive,
-    example="2",
-)
-
 # the groups, as each plugin and verb adds them
 EVALUATION = (
     LENGTHS,
@@ -560,4 +535,3 @@ JUDGE = (
     JUDGE_CACHE,
     NLI_MODEL,
 )
-WATCH = (INTERVAL, SETTLE, ATTEMPTS)

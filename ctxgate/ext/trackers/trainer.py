@@ -13,8 +13,6 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from ctxgate.run.options import INTERVAL, SETTLE
-
 ENDED = ".training-ended"
 
 
@@ -25,12 +23,13 @@ class CtxgateCallback(TrainerCallback):
         *,
         log_to: Sequence[str] = (),
         reports: str | os.PathLike[str] | None = None,
-        interval: float = INTERVAL.default,
-        settle: float = SETTLE.default,
+        interval: float | None = None,
+        settle: float | None = None,
         wait_at_end: bool = False,
         devices: str | None = None,
     ) -> None:
-        """``reports``: default ``OUTPUT_DIR/ctxgate``; ``devices``: the watcher's GPUs."""
+        """``reports``: default ``OUTPUT_DIR/ctxgate``; ``interval``, ``settle``: ``ctxgate
+        watch``'s (None: its defaults); ``devices``: the watcher's GPUs."""
         self.pytest_args = list(pytest_args)
         self.log_to = list(log_to)
         self.reports = Path(reports) if reports else None
@@ -48,8 +47,9 @@ class CtxgateCallback(TrainerCallback):
         self.ended = reports / ENDED
         self.ended.unlink(missing_ok=True)
         command = [sys.executable, "-m", "ctxgate.cli", "watch", str(run_dir)]
-        command += ["--reports", str(reports), "--interval", str(self.interval)]
-        command += ["--settle", str(self.settle), "--until", str(self.ended)]
+        command += ["--reports", str(reports), "--until", str(self.ended)]
+        for flag, value in (("--interval", self.interval), ("--settle", self.settle)):
+            command += [flag, str(value)] if value is not None else []
         command += ["--", *self.pytest_args, *self._tracker_args(args)]
         env = self._tracker_env()
         with (reports / "watch.log").open("ab") as log:

@@ -1,7 +1,7 @@
-"""``ctxgate bisect`` on training runs of the checkpoint kinds this extra adds (moved from
-tests/test_bisect.py): a LoRA run whose retrieval breaks at a known checkpoint, with checkpoints it
-cannot open searched around and folders that hold no checkpoint named; an FSDP run with a shard cut
-short; and --config-from given for Hugging Face folders."""
+"""``ctxgate bisect`` on training runs of the checkpoint kinds this extra adds: a LoRA run whose
+retrieval breaks at a known checkpoint, with checkpoints it cannot open searched around and folders
+that hold no checkpoint named; an FSDP run with a shard cut short; and --config-from given for
+Hugging Face folders."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ctxgate.cli import main
-from ctxgate.workflows.run_folder import SKIPPED
+from ctxgate.ext.training.run_folder import SKIPPED
 from tests.conftest import call_ctxgate
 
 # a LoRA run of five checkpoints, checkpoint-100 .. -500, whose retrieval breaks at checkpoint-400

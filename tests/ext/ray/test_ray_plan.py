@@ -61,7 +61,7 @@ def test_the_run_stays_in_one_process_and_dash_n_is_refused_as_before():
 
 
 def test_bisect_takes_the_extras_options_as_pytest_does():
-    from ctxgate.workflows.bisect import add_parser
+    from ctxgate.ext.training.bisect import add_parser
 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ctxgate.ext.training.options import ATTEMPTS, INTERVAL, SETTLE, WATCH
+from ctxgate.ext.training.run_folder import SKIPPED, left_out, step_of, why_left_out
 from ctxgate.records.io import ReportFileError, atomic_write, read_report
 from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import Cost, Report
 from ctxgate.report.tables import cost_line
-from ctxgate.run.options import ATTEMPTS, INTERVAL, SETTLE, WATCH, read
-from ctxgate.workflows.run_folder import SKIPPED, left_out, step_of, why_left_out
+from ctxgate.run.options import read
 
 USAGE_ERROR = 4  # pytest's exit code for arguments it refused
 

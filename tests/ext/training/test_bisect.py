@@ -15,15 +15,15 @@ from hypothesis import strategies as st
 
 from ctxgate.backends.formats import written
 from ctxgate.cli import main
-from ctxgate.records.refusal import Unreachable
-from ctxgate.run.compose import ModelError
-from ctxgate.workflows.bisect import Judging, bisect, search
-from ctxgate.workflows.run_folder import (
+from ctxgate.ext.training.bisect import Judging, bisect, search
+from ctxgate.ext.training.run_folder import (
     BisectError,
     order_checkpoints,
     step_of,
     why_left_out,
 )
+from ctxgate.records.refusal import Unreachable
+from ctxgate.run.compose import ModelError
 
 
 def test_checkpoints_are_ordered_by_step(tmp_path):
@@ -150,8 +150,8 @@ def test_the_options_bisect_shares_with_pytest_are_the_same_options():
     import argparse
 
     import ctxgate_plugins.options
+    from ctxgate.ext.training.bisect import add_parser
     from ctxgate.run.options import EVALUATION, extra_groups
-    from ctxgate.workflows.bisect import add_parser
 
     parser = argparse.ArgumentParser()
     subparsers = parser.add_subparsers()

@@ -16,16 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxgate.gate.baseline import regression_verdict
-from ctxgate.gate.plan import Plan, make_plan
-from ctxgate.hooks import hook
-from ctxgate.records.io import atomic_write
-from ctxgate.records.schema import Cost
-from ctxgate.report.tables import cost_line
-from ctxgate.run.compose import ModelError
-from ctxgate.run.options import EVALUATION, TOLERANCE, extra_groups
-from ctxgate.stats.paired import PairedResult, compare
-from ctxgate.workflows.probe import (
+from ctxgate.ext.training.options import TOLERANCE
+from ctxgate.ext.training.probe import (
     Case,
     Results,
     Tolerance,
@@ -33,13 +25,22 @@ from ctxgate.workflows.probe import (
     evaluate_checkpoint,
     select_cases,
 )
-from ctxgate.workflows.run_folder import (
+from ctxgate.ext.training.run_folder import (
     SKIPPED,
     BisectError,
     left_out,
     order_checkpoints,
     step_of,
 )
+from ctxgate.gate.baseline import regression_verdict
+from ctxgate.gate.plan import Plan, make_plan
+from ctxgate.hooks import hook
+from ctxgate.records.io import atomic_write
+from ctxgate.records.schema import Cost
+from ctxgate.report.tables import cost_line
+from ctxgate.run.compose import ModelError
+from ctxgate.run.options import EVALUATION, extra_groups
+from ctxgate.stats.paired import PairedResult, compare
 
 # (checkpoint, the reference's results or None for the reference itself, how many checkpoints are
 # evaluated side by side with it) -> results per case; ModelError: it could not be opened

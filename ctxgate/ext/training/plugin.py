@@ -1,0 +1,14 @@
+"""The ``bisect`` and ``watch`` verbs."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from ctxgate.hookspec import hookimpl
+
+
+@hookimpl
+def ctxgate_verbs() -> list[ModuleType]:
+    from . import bisect, watch
+
+    return [bisect, watch]
