@@ -34,9 +34,10 @@ from pathlib import Path
 
 from ctxgate.backends.base import GenerationParams, Request, stream
 from ctxgate.backends.checkpoint import resolve_model
-from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
+from ctxgate.backends.endpoint import EndpointBackend
 from ctxgate.backends.formats import locate
 from ctxgate.backends.hf import HFBackend
+from ctxgate.backends.servers import EndpointSettings, Known
 from ctxgate.backends.vllm_server import EngineSpec, VLLMServer, find_python
 from ctxgate.lengths import format_length, parse_lengths
 from ctxgate.run.samples import build_samples
@@ -112,7 +113,7 @@ def rounds(
             EndpointSettings((server.url,), concurrency=args.samples),
             hf.hf_tokenizer,
             args.model,
-            name="vllm",
+            Known("vllm"),
         )
         batched = f"HF batch {args.batch_size}"
         engines = {"HF batch 1": (hf, 1), batched: (hf, args.batch_size), "vLLM": vllm}
@@ -210,9 +211,8 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
     server.start()
     try:
         server.wait_ready(900)
-        engine = EndpointBackend(
-            EndpointSettings((server.url,), concurrency=count), hf.hf_tokenizer, model, name="vllm"
-        )
+        settings = EndpointSettings((server.url,), concurrency=count)
+        engine = EndpointBackend(settings, hf.hf_tokenizer, model, Known("vllm"))
         started = time.perf_counter()
         for (
             budget,

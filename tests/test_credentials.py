@@ -88,7 +88,8 @@ def test_the_key_reaches_its_own_server_on_every_request_a_same_origin_redirect_
     import transformers
 
     from ctxgate.backends.base import GenerationParams, Request
-    from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
+    from ctxgate.backends.endpoint import EndpointBackend
+    from ctxgate.backends.servers import EndpointSettings
 
     url, script, stats = servers()
     script({"redirects": {"/version": _origin(url) + "/moved/version"}})
@@ -110,8 +111,9 @@ def test_a_completion_redirected_mid_run_is_the_cases_one_line_and_not_retried(
     import transformers
 
     from ctxgate.backends.base import GenerationParams, Request
-    from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
+    from ctxgate.backends.endpoint import EndpointBackend
     from ctxgate.backends.endpoint_probe import EndpointError
+    from ctxgate.backends.servers import EndpointSettings
 
     home, script, stats = servers()
     elsewhere, _, elsewhere_stats = servers()
@@ -152,7 +154,8 @@ def test_without_a_key_a_local_server_gets_the_placeholder_as_before(servers, mo
     """The default: OPENAI_API_KEY unset, and a local server that takes any key."""
     import transformers
 
-    from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
+    from ctxgate.backends.endpoint import EndpointBackend
+    from ctxgate.backends.servers import EndpointSettings
 
     url, _, stats = servers()
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -307,22 +307,17 @@ def test_a_server_whose_weights_cannot_be_identified_is_not_cached(run_openai, p
 def test_every_engine_setting_is_in_the_cache_namespace(server):
     import transformers
 
-    from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
+    from ctxgate.backends.endpoint import EndpointBackend
     from ctxgate.backends.fingerprint import checkpoint_fingerprint
+    from ctxgate.backends.servers import EndpointSettings, Known
     from ctxgate.run.cache import namespace_for
 
     tok = transformers.AutoTokenizer.from_pretrained(str(TINY))
     local = checkpoint_fingerprint(str(TINY))
 
     def namespace(engine: dict[str, Any], fingerprint: dict[str, Any] | None = local) -> Any:
-        backend = EndpointBackend(
-            EndpointSettings((server[0],), "tiny"),
-            tok,
-            str(TINY),
-            fingerprint,
-            name="vllm",
-            engine=engine,
-        )
+        known = Known("vllm", local_fingerprint=fingerprint, engine=engine)
+        backend = EndpointBackend(EndpointSettings((server[0],), "tiny"), tok, str(TINY), known)
         return namespace_for(backend.fingerprint["sha256"], backend)
 
     plain = {"dtype": "bfloat16", "tensor_parallel": 1, "vllm_args": []}

@@ -36,7 +36,7 @@ def vllm_url(tmp_path_factory: pytest.TempPathFactory):
     Its chat endpoint renders a user message as the bare text (the checkpoint is a base model
     without a template), which is what a maker's chat API does with the prompt around its own
     template."""
-    from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
+    from ctxgate.backends.servers import BARE_CHAT_TEMPLATE
     from ctxgate.backends.vllm_server import EngineError, EngineSpec, VLLMServer, find_python
 
     try:

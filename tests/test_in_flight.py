@@ -200,7 +200,8 @@ def test_a_decided_case_takes_back_its_requests_still_waiting_for_a_server():
 
     import transformers
 
-    from ctxgate.backends.endpoint import EndpointBackend, EndpointSettings
+    from ctxgate.backends.endpoint import EndpointBackend
+    from ctxgate.backends.servers import EndpointSettings
     from fixtures.completions_server import start
 
     url, httpd = start()
@@ -255,7 +256,8 @@ def test_a_requests_time_limit_counts_the_prompts_sent_to_its_server_before_it()
 
     import transformers
 
-    from ctxgate.backends.endpoint import TIMEOUT_UNIT_TOKENS, EndpointBackend, EndpointSettings
+    from ctxgate.backends.endpoint import EndpointBackend
+    from ctxgate.backends.servers import TIMEOUT_UNIT_TOKENS, EndpointSettings
     from fixtures.completions_server import start
 
     url, httpd = start()

@@ -11,8 +11,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -27,12 +26,22 @@ from ctxgate.backends.base import (
 )
 from ctxgate.backends.endpoint_probe import (
     EndpointError,
+    Server,
     check_tokenizer,
     describe_server,
     reads_thinking_budget,
     server_window,
 )
 from ctxgate.backends.model_config import ConfigChanges
+from ctxgate.backends.servers import (
+    BARE_CHAT_TEMPLATE,
+    MAX_PROBES,
+    REPROBE_S,
+    TIMEOUT_UNIT_TOKENS,
+    EndpointSettings,
+    Known,
+    Replica,
+)
 from ctxgate.retrying import (
     ChatChoice,
     ChatCompletion,
@@ -47,58 +56,6 @@ from ctxgate.retrying import (
 )
 from ctxgate.tokens.tokenizers import HFTokenizer
 
-# a dropped replica is tried again after this long
-REPROBE_S = float(os.environ.get("CTXGATE_REPROBE_S", "30"))
-MAX_PROBES = 3  # retry series a replica may fail in a row before it is given up
-# requests in flight per server by default, on servers the user runs and others may share
-OPENAI_CONCURRENCY = 8
-# prompts up to this long get the configured timeouts; longer ones proportionally more (linear, not
-# quadratic as prefills: 600 s is far above what a 128K prompt takes, and a hung server should not
-# hold a 1M case for hours)
-TIMEOUT_UNIT_TOKENS = 131072
-
-
-@dataclass(frozen=True)
-class EndpointSettings:
-    base_urls: tuple[str, ...]
-    served_model: str | None = None  # None: the one model the server lists
-    concurrency: int = OPENAI_CONCURRENCY  # requests in flight per replica
-    # one request of up to TIMEOUT_UNIT_TOKENS; longer ones get more
-    timeout_s: float = 600.0
-    time_limit_s: float = 1800.0  # one sample, retries included; scaled like timeout_s
-    max_retries: int = 4
-    key_env: str = "OPENAI_API_KEY"
-    api: str = "completions"  # or "chat": one user message of text (ENDPOINT_APIS)
-
-
-ENDPOINT_APIS = ("completions", "chat")
-# chat API: the suite's chat prompt is the user text alone; the server adds its own template
-BARE_CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"
-
-
-@dataclass
-class Replica:
-    url: str
-    client: Any
-    model: str = ""
-    max_model_len: int | None = None
-    version: str | None = None
-    in_flight: int = 0
-    tokens: int = 0  # prompt tokens in flight
-    # requests handed to it so far: of replicas equally busy, the one sent fewer takes the next
-    sent: int = 0
-    down: str | None = None  # why it was dropped
-    down_at: float = 0.0  # when (monotonic): it is tried again REPROBE_S later
-    failures: int = 0  # retry series it failed in a row
-    failing_since: float = 0.0  # when the first of them began
-    answered: int = 0
-    # why it was dropped, each time: a request sent before a drop that fails too is that outage,
-    # not another failure
-    drops: list[str] = field(default_factory=list)
-
-    def fits(self, size: int, settings: EndpointSettings) -> bool:
-        return self.in_flight < settings.concurrency and self.tokens + size <= TOKENS_IN_FLIGHT
-
 
 class EndpointBackend:
     def __init__(
@@ -106,22 +63,15 @@ class EndpointBackend:
         settings: EndpointSettings,
         tokenizer: Any,
         tokenizer_name: str,
-        local_fingerprint: dict[str, object] | None = None,
-        diagnose: Callable[[], str] | None = None,
-        name: str = "openai",
-        engine: dict[str, object] | None = None,
-        expected: ConfigChanges | None = None,
+        known: Known | None = None,
     ) -> None:
-        """``diagnose``: what to add when a server goes away (its log's tail). ``name``: "openai"
-        for servers the user runs, "vllm" for the suite's own. ``local_fingerprint``: the checkpoint
-        folder's, when the served weights are known to be its. ``engine``: every engine setting that
-        changes a generation, for the cache key. ``expected``: the extras' changes to the model's
-        config, whose window a server must serve (one with another was not started with them)."""
+        """``tokenizer``: the served model's (``tokenizer_name`` its folder or id), checked against
+        every server's; ``known``: what the session knows of the served model beside its
+        settings."""
         import openai
 
-        self.name = name
-        self._diagnose = diagnose
-        self._openai = openai
+        known = known or Known()
+        self.name, self._diagnose, self._openai = known.name, known.diagnose, openai
         # also wakes a request waiting for a replica with a free slot
         self._lock = threading.Condition()
         self.settings = settings
@@ -140,53 +90,66 @@ class EndpointBackend:
             http_client=http_client(),
         )
         self.replicas = [Replica(url, client(base_url=url)) for url in settings.base_urls]
-        for r in self.replicas:
-            ask = partial(self._retrying, r)
-            r.model, r.max_model_len, r.version = describe_server(
-                r.url, r.client, ask, settings.served_model, self.chat_api, settings.key_env
-            )
-            if not self.chat_api:  # a chat API takes text: there are no ids to compare
-                check_tokenizer(
-                    r.url, r.client, r.model, ask, self.tokenizer, tokenizer_name, settings.key_env
-                )
-        models = sorted({r.model for r in self.replicas})
-        if len(models) > 1:
-            raise EndpointError(
-                f"the --base-url replicas serve different models ({', '.join(models)}); replicas "
-                "must serve one checkpoint"
-            )
+        model = self._described(tokenizer_name)
         self.max_positions: int | None = min(
             (r.max_model_len for r in self.replicas if r.max_model_len), default=None
         )
-        if expected is not None and expected.window is not None:
-            for r in self.replicas:
-                if r.max_model_len != expected.window:
-                    raise EndpointError(
-                        f"{redact_url(r.url)} serves {r.model!r} with a max model length of "
-                        f"{r.max_model_len}, but {expected.flags} give a window of "
-                        f"{expected.window}: the server was not started with these settings. "
-                        "Start it with them (vLLM: --hf-overrides with the same JSON; "
-                        "--max-model-len the window), or drop the options"
-                    )
+        self._check_window(known.expected)
         self.concurrency = settings.concurrency * len(self.replicas)
         self.tokens_in_flight = TOKENS_IN_FLIGHT * len(self.replicas)
         self._decided: set[tuple[str, int]] = set()  # withdrawn: their waiting requests never go
         # the next case's requests go in while the current one's last finish and it is scored: the
         # engine's batch stays full across cases, and _pick keeps each server at its --concurrency
         self.cases_at_once = 2
+        self.fingerprint = self._served_fingerprint(model, known.local_fingerprint)
+        self.engine = dict(known.engine or {})
+        self._weights_known = known.local_fingerprint is not None
+
+    def _described(self, tokenizer_name: str) -> str:
+        """Each server asked what it serves (and, over completions, whether its tokenizer is the
+        run's): the one model they all serve."""
+        settings = self.settings
+        for r in self.replicas:
+            server = Server(r.url, r.client, settings.key_env, partial(self._retrying, r))
+            described = describe_server(server, settings.served_model, self.chat_api)
+            r.model, r.max_model_len, r.version = described
+            if not self.chat_api:  # a chat API takes text: there are no ids to compare
+                check_tokenizer(server, r.model, self.tokenizer, tokenizer_name)
+        models = sorted({r.model for r in self.replicas})
+        if len(models) > 1:
+            raise EndpointError(
+                f"the --base-url replicas serve different models ({', '.join(models)}); replicas "
+                "must serve one checkpoint"
+            )
+        return models[0]
+
+    def _check_window(self, expected: ConfigChanges | None) -> None:
+        """A server must serve the window the extras' changes give (one with another was not
+        started with them)."""
+        if expected is None or expected.window is None:
+            return
+        for r in self.replicas:
+            if r.max_model_len != expected.window:
+                raise EndpointError(
+                    f"{redact_url(r.url)} serves {r.model!r} with a max model length of "
+                    f"{r.max_model_len}, but {expected.flags} give a window of "
+                    f"{expected.window}: the server was not started with these settings. "
+                    "Start it with them (vLLM: --hf-overrides with the same JSON; "
+                    "--max-model-len the window), or drop the options"
+                )
+
+    def _served_fingerprint(self, model: str, local: dict[str, object] | None) -> dict[str, object]:
         served = {
-            "model": models[0],
+            "model": model,
             "versions": sorted({str(r.version) for r in self.replicas}),
             "max_model_len": self.max_positions,
-            "local": (local_fingerprint or {}).get("sha256"),
+            "local": (local or {}).get("sha256"),
         }
-        self.fingerprint = {
+        return {
             "sha256": hashlib.sha256(json.dumps(served, sort_keys=True).encode()).hexdigest(),
             "served": served,
-            **({"local": local_fingerprint} if local_fingerprint else {}),
+            **({"local": local} if local else {}),
         }
-        self.engine = dict(engine or {})
-        self._weights_known = local_fingerprint is not None
 
     def cache_identity(self) -> dict[str, object] | None:
         """The served weights and the engine's settings. None (never cached) when the weights are

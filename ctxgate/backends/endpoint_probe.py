@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -38,11 +39,23 @@ class EndpointError(CtxgateError, RuntimeError):
     """A server cannot be used as configured; the message names the URL and the fix."""
 
 
+@dataclass(frozen=True)
+class Server:
+    """A server as the probes reach it: its URL, the openai client (its door, its key), the
+    variable the key is read from (a fix names it), and how a call to it is retried."""
+
+    url: str
+    client: Any
+    key_env: str
+    ask: Ask
+
+
 def describe_server(
-    url: str, client: Any, ask: Ask, wanted: str | None, chat_api: bool, key_env: str
+    server: Server, wanted: str | None, chat_api: bool
 ) -> tuple[str, int | None, str | None]:
-    """The model ``url`` serves (``wanted``, else the one it lists), its max length and version."""
-    listed = ask(
+    """The model the server serves (``wanted``, else the one it lists), its max length, version."""
+    url, client = server.url, server.client
+    listed = server.ask(
         lambda: read_reply(ModelList, client.models.with_raw_response.list().content, "/models"),
         "the model list",
     ).data
@@ -67,7 +80,7 @@ def describe_server(
             "--served-model"
         )
     chosen = next(m for m in listed if m.id == (wanted or names[0]))
-    version = get_json(client, url, "/version", Version, key_env)
+    version = get_json(server, "/version", Version)
     return chosen.id, chosen.max_model_len, version.version if version else None
 
 
@@ -109,27 +122,25 @@ def reads_thinking_budget(send: Callable[[int], None]) -> bool:
 
 
 def get_json(
-    client: Any,
-    base_url: str,
+    server: Server,
     path: str,
     kind: type[R],
-    key_env: str,
     body: dict[str, object] | None = None,
     required: bool = False,
 ) -> R | None:
     """A server-specific endpoint outside the OpenAI API (vLLM's /version, /tokenize), through the
-    openai ``client`` (its door, its key), read as ``kind``. None where the server has none (404,
-    405, 501) or answers in another form; ``required``: any other failure is an EndpointError."""
+    server's openai client, read as ``kind``. None where the server has none (404, 405, 501) or
+    answers in another form; ``required``: any other failure is an EndpointError."""
     import openai
 
-    url = base_url.rstrip("/").removesuffix("/v1") + path
+    url, client = server.url.rstrip("/").removesuffix("/v1") + path, server.client
     try:
         send = partial(client.post, body=body) if body is not None else client.get
         reply = send(url, cast_to=str, options={"timeout": 30})
     except openai.APIStatusError as exc:
         if exc.status_code in (404, 405, 501) or not required:
             return None
-        failure, fix = f"answered {exc.status_code}", f"check {key_env} and the server"
+        failure, fix = f"answered {exc.status_code}", f"check {server.key_env} and the server"
     except openai.APIError as exc:
         unwrap_redirect(exc)
         if not required:
@@ -144,15 +155,15 @@ def get_json(
 
 
 def check_tokenizer(
-    url: str, client: Any, model: str, ask: Ask, tokenizer: HFTokenizer, tokenizer_name: str,
-    key_env: str,
-) -> None:  # fmt: skip
-    """The server at ``url`` (serving ``model``) tokenizes the probe into the local tokenizer's ids
-    (vLLM's /tokenize; elsewhere its prompt-token count), or the model would not see the suite's
-    prompts: EndpointError."""
+    server: Server, model: str, tokenizer: HFTokenizer, tokenizer_name: str
+) -> None:
+    """The server (serving ``model``) tokenizes the probe into the local tokenizer's ids (vLLM's
+    /tokenize; elsewhere its prompt-token count), or the model would not see the suite's prompts:
+    EndpointError."""
+    url, client = server.url, server.client
     local = tokenizer.encode_batch([PROBE])[0]
     body = {"model": model, "prompt": PROBE, "add_special_tokens": False}
-    tokenized = get_json(client, url, "/tokenize", TokenIds, key_env, body, required=True)
+    tokenized = get_json(server, "/tokenize", TokenIds, body, required=True)
     remote: list[int | None]
     if tokenized is None:  # no /tokenize: the probe's prompt-token count, with special tokens
         local = tokenizer.prefix_ids() + local
@@ -162,7 +173,7 @@ def check_tokenizer(
             sent = create(model=model, prompt=PROBE, max_tokens=1, temperature=0.0)
             return read_reply(Completion, sent.content, "the probe's completion")
 
-        usage = ask(probe, "the probe").usage
+        usage = server.ask(probe, "the probe").usage
         remote = [None] * ((usage.prompt_tokens if usage else None) or 0)
         same = len(remote) == len(local)
     else:

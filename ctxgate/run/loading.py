@@ -15,9 +15,9 @@ from typing import Any, cast
 
 from ctxgate.backends.base import Backend, engine_dtype
 from ctxgate.backends.devices import visible_gpus
-from ctxgate.backends.endpoint import OPENAI_CONCURRENCY, EndpointSettings
 from ctxgate.backends.formats import Checkpoint, locate
 from ctxgate.backends.model_config import ConfigChanges
+from ctxgate.backends.servers import OPENAI_CONCURRENCY, EndpointSettings
 from ctxgate.backends.vllm_server import EngineSpec, engine_batch
 from ctxgate.hooks import hook
 from ctxgate.judge.client import JudgeSettings
@@ -162,6 +162,7 @@ def _endpoint_backend(spec: ModelSpec, served: Served) -> Backend:
     import transformers
 
     from ctxgate.backends.endpoint import EndpointBackend
+    from ctxgate.backends.servers import Known
     from ctxgate.backends.vllm_server import VLLMServer
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(
@@ -177,16 +178,14 @@ def _endpoint_backend(spec: ModelSpec, served: Served) -> Backend:
     # derives its max model length from them); the suite's own servers were
     config_dir = spec.checkpoint.config_dir if spec.checkpoint else served.tokenizer
     changes = config_changes(spec, config_dir)
-    return EndpointBackend(
-        served.endpoint,
-        tokenizer,
-        served.tokenizer,
+    known = Known(
+        spec.backend,
+        server_log if logs else None,
         local,
-        diagnose=server_log if logs else None,
-        name=spec.backend,
-        engine=dict(served.engine),
-        expected=changes if spec.backend == "openai" else None,
+        dict(served.engine),
+        changes if spec.backend == "openai" else None,
     )
+    return EndpointBackend(served.endpoint, tokenizer, served.tokenizer, known)
 
 
 def local_fingerprint(spec: ModelSpec) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any
 
 from ctxgate.backends.base import DTYPES
-from ctxgate.backends.endpoint import ENDPOINT_APIS, OPENAI_CONCURRENCY, EndpointSettings
+from ctxgate.backends.servers import ENDPOINT_APIS, OPENAI_CONCURRENCY, EndpointSettings
 from ctxgate.backends.vllm_server import ENGINE_BATCH
 from ctxgate.hooks import flat, hook
 from ctxgate.judge.client import JudgeSettings

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
+from ctxgate.backends.servers import BARE_CHAT_TEMPLATE
 from ctxgate.data.haystacks import HaystackError
 from ctxgate.ext.families import conversations as conv
 from ctxgate.ext.families.metrics import mrcr_grade as grade

@@ -148,7 +148,7 @@ def vllm_server(folder: Path, *args: str) -> Iterator[str]:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Its chat endpoint renders a user message as the bare text, so the chat API's prompt is the
     transformers run's on the same model with that template."""
-    from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
+    from ctxgate.backends.servers import BARE_CHAT_TEMPLATE
 
     folder = tmp_path_factory.mktemp("vllm")
     (folder / "bare.jinja").write_text(BARE_CHAT_TEMPLATE)
@@ -202,7 +202,7 @@ def test_a_chat_api_with_a_reasoning_parser_gives_the_same_split(server, pyteste
     the answer in ``content``; they give what transformers gives for the same prompt, split by the
     suite itself. With a thinking budget, which a chat API takes only as the server's own, too:
     transformers' forced thoughts and answers, the engine's closing marker counted as generated."""
-    from ctxgate.backends.endpoint import BARE_CHAT_TEMPLATE
+    from ctxgate.backends.servers import BARE_CHAT_TEMPLATE
 
     bare = tmp_path / "bare-model"
     bare.mkdir()
