@@ -1,10 +1,14 @@
-"""The extras' plugin manager: every ``ctxgate`` entry point registered once per process, its
-``PLUGINS`` in their stated order (a plain module is one plugin). The spine calls the hooks of
-``hookspec.py`` through ``hook()`` and never imports an extra."""
+"""The extras' plugin manager, made once per process: the extras that ship with ctxgate
+(``ctxgate.ext``, where the install has it; its ``PLUGINS`` in their stated order), then each other
+package's ``ctxgate`` entry point, by name. The spine calls the hooks of ``hookspec.py`` through
+``hook()``; this module finds the extras by their package's name, as pytest finds its plugins, and
+no spine module imports one."""
 
 from __future__ import annotations
 
 import functools
+import importlib
+import importlib.util
 from collections.abc import Iterator
 from importlib.metadata import entry_points
 from typing import Any
@@ -12,18 +16,39 @@ from typing import Any
 import pluggy
 
 from ctxgate import hookspec
+from ctxgate.records.refusal import CtxgateError
+
+EXTRAS = "ctxgate.ext"  # a wheel built without them has no such package
 
 
 @functools.cache
 def manager() -> pluggy.PluginManager:
+    """Another package's plugin registered after the extras answers first: its answer wins where
+    one decides."""
     pm = pluggy.PluginManager(hookspec.PROJECT)
     pm.add_hookspecs(hookspec)
+    if importlib.util.find_spec(EXTRAS) is not None:
+        _register(pm, importlib.import_module(EXTRAS))
     for point in sorted(entry_points(group=hookspec.PROJECT), key=lambda p: p.name):
-        loaded = point.load()
-        # pluggy calls the last registered first: registered backwards, they answer in order
-        for plugin in reversed(getattr(loaded, "PLUGINS", (loaded,))):
-            pm.register(plugin)
+        if point.value == EXTRAS:  # an install that named the extras as an entry point
+            continue
+        try:
+            loaded = point.load()
+        except Exception as exc:  # noqa: BLE001 - one line names the plugin and the fix
+            raise CtxgateError(
+                f"the ctxgate plugin {point.name} ({point.value}) cannot be loaded "
+                f"({type(exc).__name__}: {exc}): reinstall the package that provides it, or "
+                "uninstall it"
+            ) from None
+        _register(pm, loaded)
+    pm.check_pending()  # a misspelled hook is refused, not left unasked
     return pm
+
+
+def _register(pm: pluggy.PluginManager, loaded: Any) -> None:
+    # pluggy calls the last registered first: registered backwards, they answer in order
+    for plugin in reversed(getattr(loaded, "PLUGINS", (loaded,))):
+        pm.register(plugin)
 
 
 def hook() -> Any:

@@ -169,8 +169,9 @@ def ctxgate_case_fault(record: Any) -> Any:
 
 
 @hookspec
-def ctxgate_report_header(plan: Any) -> Any:
-    """Lines for pytest's header. What the extra will do in this run."""
+def ctxgate_report_header(plan: Any, place: Any) -> Any:
+    """Lines for pytest's header, at ``place``. What the extra will do in this run: "model" (how the
+    model is changed, before the thresholds' line) or "run" (after it)."""
 
 
 @hookspec
@@ -193,9 +194,9 @@ def ctxgate_report_done(report: Any, path: Any, plan: Any) -> Any:
 
 
 @hookspec
-def ctxgate_report_notes(report: Any) -> Any:
-    """Lines among the report's notes, after its cost line. In the terminal and the Markdown
-    alike."""
+def ctxgate_report_notes(report: Any, place: Any) -> Any:
+    """Lines among the report's notes, at ``place``. In the terminal and the Markdown alike: "run"
+    (after the cost line) or "marks" (among what the table's marks mean, before short samples)."""
 
 
 @hookspec

@@ -131,7 +131,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if plan is None or not plan.model.model:
         return None
     t = plan.thresholds
-    lines: list[str] = []
+    lines = list(flat(hook().ctxgate_report_header(plan=plan, place="model")))
     if not plan.thresholds_path:
         lines.append(
             f"ctxgate thresholds: {plan.thresholds_found}; no floors, so the floors gate checks "
@@ -145,4 +145,4 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
             f"{len(t.floors)} floor rule(s), default floor {t.default_floor:g}, rule {t.rule!r})"
             + ("" if gated else ungated)
         )
-    return lines + list(flat(hook().ctxgate_report_header(plan=plan)))
+    return lines + list(flat(hook().ctxgate_report_header(plan=plan, place="run")))

@@ -371,10 +371,11 @@ def test_each_plugin_module_exists_once_however_it_is_imported(pytestconfig):
 
 
 BARE_CLONE = """
-import importlib, sys
+import importlib, importlib.metadata, sys
 # a checkout that was never installed: no finder knows ctxgate_plugins, and no entry point loads it
-# ctxgate itself: from the cwd
+# or its extras; ctxgate itself: from the cwd
 sys.meta_path = [f for f in sys.meta_path if "_EditableFinder" not in repr(f)]
+importlib.metadata.entry_points = lambda **_: []
 for name in [n for n in sys.modules if n.split(".")[0] in ("ctxgate_plugins", "plugins")]:
     del sys.modules[name]
 import pytest
@@ -399,6 +400,7 @@ def test_a_bare_checkout_loads_the_plugins_once_by_the_root_conftest():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "SAME True" in done.stdout and "--model" in done.stdout
+    assert "--thinking-budget" in done.stdout  # an extra's option: the extras found by name
     assert "cannot be rewritten" not in done.stdout + done.stderr
 
 

@@ -19,6 +19,7 @@ from ctxgate.gate.thresholds import PytestConfig, Thresholds, find_thresholds, l
 from ctxgate.hooks import hook
 from ctxgate.judge.client import JudgeError, JudgeSettings
 from ctxgate.judge.entail import check_nli_model
+from ctxgate.records.refusal import CtxgateError
 from ctxgate.run import options as opt
 from ctxgate.run.loading import EngineSettings, ModelSpec, config_changes, factory_of, read_engine
 from ctxgate.run.options import Get, OptionError
@@ -65,8 +66,7 @@ def make_plan(
             "--model is empty: give a checkpoint folder, e.g. --model fixtures/tiny-llama-niah"
         )
     # the extras' part of how the model opens, read before it is located (a checkpoint kind's)
-    parts = hook().ctxgate_model_section(get=get)
-    opening = dict(s for s in parts if s is not None)
+    opening = _sections(hook().ctxgate_model_section(get=get))
     checkpoint, startup_error = _located(values, backend, model, opening) if model else (None, None)
     tokenizer = str(checkpoint.tokenizer_dir) if checkpoint else None
     engine = read_engine(values, backend, values["chat_template"], tokenizer)
@@ -96,9 +96,20 @@ def make_plan(
         startup_error,
         extras=opening,
     )
-    answers = hook().ctxgate_plan_section(get=get, plan=plan)
-    sections = {**opening, **dict(s for s in answers if s is not None)}
+    sections = _sections([*opening.items(), *hook().ctxgate_plan_section(get=get, plan=plan)])
     return replace(plan, model=replace(plan.model, extras=sections), extras=sections)
+
+
+def _sections(answers: list[tuple[str, Any] | None]) -> dict[str, Any]:
+    """The extras' sections by name: two of one name are two plugins' bug, refused."""
+    found: dict[str, Any] = {}
+    for name, section in filter(None, answers):
+        if name in found:
+            raise CtxgateError(
+                f"two ctxgate plugins name their section of the plan {name!r}: rename one"
+            )
+        found[name] = section
+    return found
 
 
 def _located(

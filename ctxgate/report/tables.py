@@ -138,7 +138,7 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
 def _notes(report: Report, lengths: list[int], chance: dict[str, str]) -> list[str]:
     """The run's cost and state, its effective lengths, then what each mark in the table means."""
     notes = [cost_line(report.cost)] if report.cost else []
-    notes += flat(hook().ctxgate_report_notes(report=report))
+    notes += flat(hook().ctxgate_report_notes(report=report, place="run"))
     if report.error:
         notes.append(f"Run error: {report.error.message.splitlines()[0]}")
     if not report.complete:
@@ -199,6 +199,7 @@ def _marks(report: Report) -> list[str]:
             f"({', '.join(sorted(stand_ins))}): HELMET's own ruler/ files were not in --data-dir "
             "for those lengths"
         )
+    notes += flat(hook().ctxgate_report_notes(report=report, place="marks"))
     if capped := [
         _at(c, f"ran {c.sample_cap['pool']} of {c.sample_cap['requested']}")
         for c in report.cases

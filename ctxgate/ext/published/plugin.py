@@ -12,11 +12,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ctxgate.hookspec import hookimpl
-from ctxgate.records.schema import Reference
 from ctxgate.run.options import Get, Option, OptionGroup
-
-from . import lines
-from .scores import lookup, resolve, rows_for
 
 if TYPE_CHECKING:
     from ctxgate.gate.plan import Plan
@@ -60,6 +56,8 @@ def candidates(model: str | None) -> list[tuple[str, str]]:
 
 
 def _settings(wanted: str, model: str | None) -> ReferenceSettings:
+    from .scores import lookup, resolve
+
     if wanted.lower() == "off" or model is None:
         return ReferenceSettings(None, "off")
     if wanted.lower() != "auto":
@@ -101,9 +99,9 @@ def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, ReferenceSettings] 
 
 
 @hookimpl
-def ctxgate_report_header(plan: Plan) -> list[str]:
+def ctxgate_report_header(plan: Plan, place: str) -> list[str]:
     ref = _section(plan)
-    if ref is None:
+    if ref is None or place != "run":
         return []
     return [
         f"ctxgate reference: the papers' published numbers for {ref.model} ({ref.how}; "
@@ -114,7 +112,10 @@ def ctxgate_report_header(plan: Plan) -> list[str]:
 @hookimpl
 def ctxgate_report_fields(report: Report, plan: Plan) -> dict[str, Any]:
     """The report's ``reference`` section."""
+    from ctxgate.records.schema import Reference
+
     from .compare import compare
+    from .scores import rows_for
 
     ref = _section(plan)
     if ref is None or ref.model is None:
@@ -124,10 +125,14 @@ def ctxgate_report_fields(report: Report, plan: Plan) -> dict[str, Any]:
 
 @hookimpl
 def ctxgate_terminal_lines(report: Report) -> list[str]:
+    from . import lines
+
     section = report.reference
     return lines.published_lines(section) if section and section.rows else []
 
 
 @hookimpl
 def ctxgate_markdown_lines(report: Report) -> list[str]:
+    from . import lines
+
     return lines.markdown_lines(report)

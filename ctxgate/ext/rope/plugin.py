@@ -80,8 +80,8 @@ def ctxgate_model_changes(spec: ModelSpec) -> dict[str, Any]:
 
 
 @hookimpl
-def ctxgate_report_header(plan: Plan) -> list[str]:
+def ctxgate_report_header(plan: Plan, place: str) -> list[str]:
     overrides = _section(plan.model)
-    if overrides is None:
+    if overrides is None or place != "model":
         return []
     return [f"ctxgate model config overrides: {json.dumps(overrides.describe())}"]

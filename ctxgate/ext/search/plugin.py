@@ -16,8 +16,7 @@ if TYPE_CHECKING:
     from ctxgate.run.case import EarlyStop, Runner
 
     from .rounds import Together
-
-from .sequential import Sequential
+    from .sequential import Sequential
 
 NAME = "search"
 
@@ -94,6 +93,8 @@ def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, CostSettings]:
     search = bool(SEARCH.read(get(SEARCH.dest)))
     sequential = None
     if values["sequential"]:
+        from .sequential import Sequential
+
         sequential = Sequential(values["sequential_alpha"], values["sequential_min"])
     _check(sequential, plan, search)
     return NAME, CostSettings(sequential, search)
@@ -164,8 +165,9 @@ def ctxgate_report_facts(report: Report) -> list[tuple[str, str]]:
 
 
 @hookimpl
-def ctxgate_report_notes(report: Report) -> list[str]:
+def ctxgate_report_notes(report: Report, place: str) -> list[str]:
     from .lines import search_line, sequential_line
 
-    notes = [search_line(report.search)] if report.search else []
-    return notes + [line] if (line := sequential_line(report)) else notes
+    if place == "run":
+        return [search_line(report.search)] if report.search else []
+    return [line] if place == "marks" and (line := sequential_line(report)) else []

@@ -7,9 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ctxgate.gate.baseline import RunKey
-from ctxgate.gate.thresholds_schema import number
-from ctxgate.gate.verdicts import Fault
 from ctxgate.hookspec import hookimpl
 from ctxgate.run.options import Get, Option, OptionError, OptionGroup, whole
 
@@ -17,7 +14,9 @@ from .formats import MODES
 
 if TYPE_CHECKING:
     from ctxgate.backends.base import Backend
+    from ctxgate.gate.baseline import RunKey
     from ctxgate.gate.plan import Plan
+    from ctxgate.gate.verdicts import Fault
     from ctxgate.records.schema import CaseRecord, Report
     from ctxgate.run.loading import ModelSpec
 
@@ -95,6 +94,8 @@ def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, ThinkingSettings]:
 
 @hookimpl
 def ctxgate_threshold_tables() -> dict[str, Any]:
+    from ctxgate.gate.thresholds_schema import number
+
     return {"thinking": {"max_cut_share": (CUT_SHARE, number(0, 1, CUT_SHARE_DEFAULT))}}
 
 
@@ -136,6 +137,8 @@ def ctxgate_reading(spec: ModelSpec, backend: Backend) -> ThoughtReading:
 
 @hookimpl
 def ctxgate_run_keys() -> list[RunKey]:
+    from ctxgate.gate.baseline import RunKey
+
     words = "thinking setting (--thinking, --thinking-budget, the thought's markers)"
     return [RunKey("thinking", words, _as_now)]
 
@@ -150,6 +153,8 @@ def _as_now(value: Any) -> Any:
 
 @hookimpl
 def ctxgate_case_fault(record: CaseRecord) -> Fault | None:
+    from ctxgate.gate.verdicts import Fault
+
     from .lines import cut_failure
 
     message = cut_failure(record)
@@ -160,10 +165,10 @@ def ctxgate_case_fault(record: CaseRecord) -> Fault | None:
 
 
 @hookimpl
-def ctxgate_report_notes(report: Report) -> list[str]:
+def ctxgate_report_notes(report: Report, place: str) -> list[str]:
     from .lines import thinking_line
 
-    return [line] if (line := thinking_line(report)) else []
+    return [line] if place == "run" and (line := thinking_line(report)) else []
 
 
 @hookimpl

@@ -298,3 +298,30 @@ def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester)
         verdict.by_length["512"]["ruler"].score == 100.0 and eff is not None and eff.early == (512,)
     )
     assert gate.verdict == "fail" and "stopped a RULER task there early" in gate.message
+
+
+def test_the_notes_keep_their_places_the_search_after_the_cost_and_early_stops_among_the_marks():
+    """The search's line comes right after the cost line; the note on cases stopped early comes
+    among what the table's marks mean, after Recall's stand-ins and before short samples."""
+    from ctxgate.gate.session import judge_session
+    from ctxgate.gate.thresholds import Thresholds
+    from ctxgate.records.schema import CaseRecord, Cost, RunInfo, SearchRecord
+    from ctxgate.report.build import build_report
+    from ctxgate.report.tables import rows
+
+    early = SequentialRecord(0.05, 10, 12, 100, "pass", "certain it passes")
+    cases = [
+        CaseRecord("niah_single_1", "ruler", 4096, "niah", "string_match_all", "pass", score=90.0,
+                   n=12, ci=(80.0, 99.0), sequential=early, cost=Cost(generations=12)),
+        CaseRecord("vt", "ruler", 4096, "vt", "string_match_all", "pass", score=70.0, n=5,
+                   ci=(50.0, 90.0), sample_cap={"requested": 10, "pool": 5}),
+    ]  # fmt: skip
+    search = SearchRecord((4096,), (8192,), "decided at 4K")
+    verdict = judge_session(cases, Thresholds("t"), True, search=search)
+    notes = rows(build_report(cases, RunInfo("m", None, 42, 12, (4096,), "task"), verdict))[2]
+    at = {
+        what: next(i for i, note in enumerate(notes) if note.startswith(what))
+        for what in ("Cost:", "Search:", "Effective length", "Sequential", "Fewer samples", "Gate")
+    }
+    assert at["Search:"] == at["Cost:"] + 1
+    assert at["Effective length"] < at["Sequential"] < at["Fewer samples"] < at["Gate"]
