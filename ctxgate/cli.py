@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from ctxgate.hooks import flat, hook
 from ctxgate.records.refusal import CtxgateError
+from ctxgate.run.options import absent_verb
 from ctxgate.tasks.registry import all_tasks
 from ctxgate.workflows import (
     data,
@@ -88,6 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         at = argv.index("--")
         argv, passthrough = argv[:at], argv[at + 1 :]
     p = parser()
+    verbs = [v for a in p._actions if isinstance(a, argparse._SubParsersAction) for v in a.choices]
+    if argv and (absent := absent_verb(argv[0], verbs)):
+        print(f"ctxgate {argv[0]}: {absent}", file=sys.stderr)
+        return 2
     args, unknown = p.parse_known_args(argv)
     if unknown:
         hint = (

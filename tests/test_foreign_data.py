@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ctxgate.sources import door
@@ -34,6 +34,7 @@ def _scratch(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @SETTINGS
 @given(data=foreign_text(), suffix=st.sampled_from([".jsonl", ".json"]))
+@example(data=b'{"x": {"\\u0000": {}}}', suffix=".jsonl")  # a key datasets cannot decode
 def test_a_records_file_is_read_or_named_in_one_line(data, suffix):
     path = fresh() / f"d{suffix}"
     path.write_bytes(data)

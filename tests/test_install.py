@@ -218,12 +218,10 @@ def test_without_the_extras_ruler_and_helmet_score_as_with_them(fresh_python, bu
             f"ERROR: --ray is an option of the extra ctxgate.ext.ray, which {REFUSED}"
         )
         ctxgate = str(Path(fresh_python).parent / "ctxgate")
-        bisect = subprocess.run(
-            [ctxgate, "bisect", str(tmp_path), "--thinking", "on"], capture_output=True, text=True
-        )
+        bisect = subprocess.run([ctxgate, "bisect", str(tmp_path)], capture_output=True, text=True)
         assert (bisect.returncode, bisect.stderr) == (
             2,
-            f"ctxgate bisect: --thinking is an option of the extra ctxgate.ext.thinking, which "
+            f"ctxgate bisect: bisect is a verb of the extra ctxgate.ext.training, which "
             f"{REFUSED}\n",
         )
     finally:  # the whole wheel again, for whatever runs next in this environment

@@ -204,6 +204,30 @@ def test_the_spine_knows_every_default_extras_flags():
     assert all(o.help != argparse.SUPPRESS for g in extra_groups() for o in g.options)
 
 
+def test_the_spine_knows_every_default_extras_verbs():
+    """``run.options.DEFAULT_VERBS`` is what the installed extras add to ``ctxgate``."""
+    import argparse
+
+    from ctxgate.hooks import manager
+    from ctxgate.run.options import DEFAULT_VERBS
+
+    added = []
+    for impl in manager().hook.ctxgate_verbs.get_hookimpls():
+        sub = argparse.ArgumentParser().add_subparsers()
+        for module in impl.function():
+            module.add_parser(sub)
+        added.append((impl.plugin.__name__.split(".")[2], " ".join(sorted(sub.choices))))
+    assert sorted(added) == sorted((e, " ".join(sorted(v.split()))) for e, v in DEFAULT_VERBS)
+
+
+def test_an_absent_extras_verb_is_one_line_naming_the_extra(no_extras, capsys):
+    assert cli.main(["published"]) == 2
+    assert capsys.readouterr().err == (
+        "ctxgate published: published is a verb of the extra ctxgate.ext.published, which is not "
+        "installed: install ctxgate with its extras (pip install --force-reinstall ctxgate)\n"
+    )
+
+
 @pytest.fixture
 def no_extras(monkeypatch: pytest.MonkeyPatch) -> None:
     """The spine as a wheel without ctxgate/ext has it: no extra answers a hook."""

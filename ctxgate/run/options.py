@@ -120,6 +120,25 @@ DEFAULT_EXTRAS = (
 )
 
 
+# the default extras' verbs, named as their options are where the extra is absent
+DEFAULT_VERBS = (
+    ("html", "html"),
+    ("published", "published reproduce"),
+    ("training", "bisect watch"),
+)
+
+
+def absent_verb(verb: str, present: Sequence[str]) -> str | None:
+    """Why ``verb`` cannot run, where a default extra absent here would give it; else None."""
+    for extra, verbs in DEFAULT_VERBS:
+        if verb in verbs.split() and verb not in present:
+            return (
+                f"{verb} is a verb of the extra ctxgate.ext.{extra}, which is not installed: "
+                "install ctxgate with its extras (pip install --force-reinstall ctxgate)"
+            )
+    return None
+
+
 def extra_groups() -> list[OptionGroup]:
     """The extras' rows of the table (``hookspec.ctxgate_option_groups``), in their order; then,
     hidden, the flags of each absent default extra, which ``refuse_absent`` refuses."""

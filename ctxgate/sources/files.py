@@ -79,11 +79,12 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
                     f"{source!r} is not a local path and not in the local hub cache (a run never "
                     f"downloads: {type(exc).__name__}); {fix}"
                 ) from None
+        # read here: datasets decodes each row as it is iterated (a key it cannot take raises)
+        return tuple(ds)
     except DataUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - datasets raises many types for "not readable"
         raise unreadable(source, exc, fix) from None
-    return tuple(ds)
 
 
 def unreadable(source: object, exc: Exception, fix: str) -> DataUnavailable:
