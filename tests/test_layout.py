@@ -528,12 +528,10 @@ def test_the_extras_words_stay_in_the_extras():
     assert sorted(found) == sorted(KEPT), "\n".join(found)
 
 
-# where the spine still says one, and why: a column name every cache file already has, a message
-# kept word for word, and the extra's flags, refused by name where it is absent
+# where the spine still says one, and why: a column name every cache file already has, and the
+# extra's flags, refused by name where it is absent
 KEPT = [
     'ctxgate/run/cache.py: THOUGHT = "thinking"',
     'ctxgate/run/options.py: ("thinking", True, "--thinking= --thinking-budget= --budget-forcing '
     '--think-end="),',
-    'ctxgate/backends/endpoint.py: self._retrying(replica, call, "a request with a thinking '
-    'budget", asking=True)',
 ]

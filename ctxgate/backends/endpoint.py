@@ -11,7 +11,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -29,7 +29,6 @@ from ctxgate.backends.endpoint_probe import (
     Server,
     check_tokenizer,
     describe_server,
-    reads_thinking_budget,
     server_window,
 )
 from ctxgate.backends.model_config import ConfigChanges
@@ -332,16 +331,16 @@ class EndpointBackend:
         )
         return read_reply(Completion, sent.content, "the completion")
 
-    def has_thinking_budget(self) -> bool:
-        """Whether every server closes a thought at a budget itself (``reads_thinking_budget``)."""
+    def probes(self, what: str) -> list[Callable[[GenerationParams], None]]:
+        """A one-token request to each server, to ask what it takes: each raises ``Refused``
+        where the server refuses the request; ``what`` names the request where it fails."""
         probe = Request(tuple(self.tokenizer.encode("?")))
 
-        def send(replica: Replica, budget: int) -> None:
-            ask = GenerationParams(1, thinking_budget=budget, by_engine=True)
-            call = partial(self._send, replica, probe, ask, 1.0)
-            self._retrying(replica, call, "a request with a thinking budget", asking=True)
+        def send(replica: Replica, params: GenerationParams) -> None:
+            call = partial(self._send, replica, probe, params, 1.0)
+            self._retrying(replica, call, what, asking=True)
 
-        return all(reads_thinking_budget(partial(send, r)) for r in self.replicas)
+        return [partial(send, r) for r in self.replicas]
 
     def window_of(self, limit: int) -> Window:
         urls = ", ".join(str(redact_url(r.url)) for r in self.replicas if r.max_model_len == limit)

@@ -1,7 +1,6 @@
 """What an OpenAI-compatible server is, asked before any prompt: the model it serves, its max model
-length and version and the window that gives, whether it tokenizes as the suite does (a probe
-text's ids, vLLM's /tokenize, or its prompt-token count elsewhere), and whether it holds a thought
-to a budget itself."""
+length and version and the window that gives, and whether it tokenizes as the suite does (a probe
+text's ids, vLLM's /tokenize, or its prompt-token count elsewhere)."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ from ctxgate.retrying import (
     Completion,
     Malformed,
     ModelList,
-    Refused,
     TokenIds,
     Version,
     read_reply,
@@ -103,22 +101,6 @@ def server_window(limit: int, own: bool, urls: str) -> Window:
         "alone)",
         forceable=False,
     )
-
-
-def reads_thinking_budget(send: Callable[[int], None]) -> bool:
-    """Whether a server closes a thought at a budget itself (vLLM's ``thinking_token_budget``,
-    which it takes only when started with a reasoning parser that names the thought's markers).
-    ``send`` asks it for a token with that budget and raises Refused where it refuses the request:
-    a server that reads the field refuses a negative one; one that ignores it takes anything."""
-
-    def takes(budget: int) -> bool:
-        try:
-            send(budget)
-        except Refused:
-            return False
-        return True
-
-    return not takes(-2) and takes(1)
 
 
 def get_json(

@@ -7,11 +7,13 @@ answer is then held to the task's budget."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from ctxgate.backends.base import Backend, Generation, GenerationParams, Request
+from ctxgate.retrying import Refused
 
 from .formats import ThoughtFormat
 
@@ -127,6 +129,33 @@ def forcing(backend: Backend, thinking: ThoughtFormat) -> Backend:
 
 
 def has_own_budget(backend: object) -> bool:
-    """Whether the backend's engine closes a thought at a budget itself (a server is asked)."""
+    """Whether the backend's engine closes a thought at a budget itself: its own answer (a
+    cluster's replicas answered where they loaded), else each of its servers is asked."""
     own = getattr(backend, "has_thinking_budget", None)
-    return own is not None and bool(own())
+    if own is not None:
+        return bool(own())
+    probes = getattr(backend, "probes", None)
+    if probes is None:
+        return False
+    asked = probes("a request with a thinking budget")
+    return all(reads_thinking_budget(partial(_with_budget, ask)) for ask in asked)
+
+
+def _with_budget(ask: Callable[[GenerationParams], None], budget: int) -> None:
+    ask(GenerationParams(1, thinking_budget=budget, by_engine=True))
+
+
+def reads_thinking_budget(send: Callable[[int], None]) -> bool:
+    """Whether a server closes a thought at a budget itself (vLLM's ``thinking_token_budget``,
+    which it takes only when started with a reasoning parser that names the thought's markers).
+    ``send`` asks it for a token with that budget and raises Refused where it refuses the request:
+    a server that reads the field refuses a negative one; one that ignores it takes anything."""
+
+    def takes(budget: int) -> bool:
+        try:
+            send(budget)
+        except Refused:
+            return False
+        return True
+
+    return not takes(-2) and takes(1)
