@@ -26,9 +26,9 @@ KEY = "needs an API key and the provider's network"
 NET = "downloads from the hub, which this machine cannot reach"
 CLUSTER = "needs a Ray cluster of several nodes"
 THINKING_TESTS = (
-    "tests/test_thinking_e2e.py runs the shipped tiny reasoning model with --thinking on and off, "
-    "a budget, and a vLLM server with its reasoning parser, its own thinking budget and "
-    "--budget-forcing"
+    "tests/ext/thinking/test_thinking_e2e.py runs the shipped tiny reasoning model with --thinking "
+    "on and off, a budget, and a vLLM server with its reasoning parser, its own thinking budget "
+    "and --budget-forcing"
 )
 
 # command (as written, without its trailing comment) -> why the test command does not run it here
@@ -95,12 +95,17 @@ NOT_RUN: dict[str, str] = {
         "runs it"
     ),
     "WANDB_RUN_ID=abc123 pytest --model runs/exp42/checkpoint-1200 --log-to wandb=exp42 --lengths "
-    "8k,32k,128k": (f"{GPU} and W&B's network; tests/test_trackers.py logs to wandb offline"),
+    "8k,32k,128k": (
+        f"{GPU} and W&B's network; tests/ext/trackers/test_trackers.py logs to wandb offline"
+    ),
     "pytest --model runs/exp42/checkpoint-1200 --log-to tensorboard=runs/exp42/runs/ctxgate": (
-        f"{GPU}: every task at 8K-128K; tests/test_trackers.py logs to TensorBoard"
+        f"{GPU}: every task at 8K-128K; tests/ext/trackers/test_trackers.py logs to TensorBoard"
     ),
     "pytest --model runs/exp42/checkpoint-1200 --log-to mlflow=http://mlflow:5000 --tracker-run "
-    "6f1c...": ("an MLflow server at the URL; tests/test_trackers.py logs to a local MLflow store"),
+    "6f1c...": (
+        "an MLflow server at the URL; tests/ext/trackers/test_trackers.py logs to a local MLflow "
+        "store"
+    ),
     "ctxgate watch /shared/runs/exp42 --interval 120 -- --backend vllm --tp 2 -n auto --lengths "
     "8k,32k,128k "
     "--log-to wandb=exp42 --tracker-run "

@@ -1,6 +1,6 @@
-"""An adapter folder's own files, read through the checkpoint's one door before anything loads
-(moved from tests/test_checkpoint_files.py): its adapter_config.json, the tokenizer files saved
-beside it, and a config.json or a whole model's weights beside it. Each refusal is one line naming
+"""An adapter folder's own files, read through the checkpoint's one door before anything loads: its
+adapter_config.json, the tokenizer files saved beside it, and a config.json or a whole model's
+weights beside it. Each refusal is one line naming
 the file or the flag, what is wrong and the fix."""
 
 from __future__ import annotations

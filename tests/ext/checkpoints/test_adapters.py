@@ -209,7 +209,7 @@ def rank4_adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_an_adapter_whose_config_disagrees_with_its_own_weights_is_not_sent_to_another_base(
     rank4_adapter, real_suite, tmp_path
 ):
-    """Told apart from an adapter on the wrong base (moved from tests/test_override_faults.py)."""
+    """Told apart from an adapter on the wrong base."""
     edited = tmp_path / "adapter"
     shutil.copytree(rank4_adapter, edited)
     config = json.loads((edited / "adapter_config.json").read_text())

@@ -141,7 +141,7 @@ def test_every_output_splits_into_thought_and_answer(pieces, opened):
 
 class Scripted:
     """A backend that answers each prompt from a script keyed by what the prompt ends with: for
-    budget forcing's plumbing only (the real engines are tests/test_thinking_e2e.py's)."""
+    budget forcing's plumbing only (the real engines are test_thinking_e2e.py's)."""
 
     name, max_positions = "scripted", None
 

@@ -73,8 +73,8 @@ def test_each_saved_checkpoint_is_evaluated_beside_training_and_logged_at_its_st
         for L in (512, 1024)
     }
 
-    # read back in a process of its own, as tests/test_trackers.py does (the readers spoil this
-    # process's entry points for later in-process pytest runs)
+    # read back in a process of its own, as test_trackers.py does (the readers spoil this process's
+    # entry points for later in-process pytest runs)
     read = subprocess.run(
         [
             sys.executable,
