@@ -12,7 +12,8 @@ import pytest
 
 from ctxgate.hooks import hook
 from ctxgate.records.schema import RunError
-from ctxgate.run.compose import LoadedModel, ModelError, open_model
+from ctxgate.run.compose import LoadedModel, load_model
+from ctxgate.run.loading import ModelError
 
 from .engine import SERVED_KEY
 from .options import PLAN_KEY, refusals_are_usage_errors
@@ -34,7 +35,7 @@ def ctxgate_model(
     for fields in hook().ctxgate_run_fields(plan=plan):
         selection |= fields
     try:
-        loaded = open_model(plan.model, pytestconfig.stash.get(SERVED_KEY, None), selection)
+        loaded = load_model(plan.model, pytestconfig.stash.get(SERVED_KEY, None), selection)
     except ModelError as exc:
         message = f"ctxgate: {exc.what}: {exc.cause}"
         if pytestconfig.getoption("verbose") > 0:

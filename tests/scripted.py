@@ -41,14 +41,12 @@ from typing import Any
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
 from ctxgate.metrics import helmet
-from ctxgate.run.compose import prompt_context
+from ctxgate.run.facts import prompts
 from ctxgate.run.loading import ModelSpec
-from ctxgate.run.samples import resolve_chat
 from ctxgate.tasks.base import BuildContext
 from ctxgate.tasks.build import build_sample
 from ctxgate.tasks.registry import get_task
 from ctxgate.tokens.chat import ChatTurns
-from ctxgate.tokens.codec import PieceEncoder
 from ctxgate.tokens.tokenizers import HFTokenizer, RawTokenizer
 
 
@@ -134,13 +132,8 @@ class ScriptedBackend:
         built again."""
         spec = get_task(r.task)
         with self._lock:
-            if self._context is None:
-                encoder = PieceEncoder(self.tokenizer)
-                self._context = prompt_context(
-                    self.spec,
-                    encoder,
-                    resolve_chat(self.spec.chat_template, encoder.has_chat_template),
-                )
+            if self._context is None:  # the context the run builds its prompts in
+                self._context = prompts(self.spec, self.tokenizer)[0]
             context = self._context
         return right(
             spec.metric.name, build_sample(spec, context, r.length, r.index, context.seed).answers

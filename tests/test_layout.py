@@ -428,7 +428,7 @@ def test_the_model_fixtures_path_goes_down_the_floors():
     import threading
 
     from ctxgate.gate.plan import make_plan
-    from ctxgate.run.compose import open_model
+    from ctxgate.run.compose import load_model
     from tests.conftest import TINY
 
     plan = make_plan({"model": str(TINY)}.get, ROOT, gated=False)
@@ -461,13 +461,48 @@ def test_the_model_fixtures_path_goes_down_the_floors():
     sys.setprofile(watch)
     threading.setprofile(watch)
     try:
-        loaded = open_model(plan.model, None, {})
+        loaded = load_model(plan.model, None, {})
     finally:
         sys.setprofile(None)
         threading.setprofile(None)
     loaded.close()
-    assert {"ctxgate.run.compose", "ctxgate.backends.hf"} <= visited
+    assert {"ctxgate.run.compose", "ctxgate.run.facts", "ctxgate.backends.hf"} <= visited
     assert not upward, "a call climbs back up a floor:\n" + "\n".join(sorted(upward))
+
+
+def test_opening_the_model_decides_nothing_the_facts_do():
+    """``open_model`` instantiates what the resolved facts say: no code that resolves a tokenizer,
+    a template, a thought format or a fingerprint runs under it, and the session and record it
+    returns are the facts' own."""
+    import sys
+    from dataclasses import replace
+
+    from ctxgate.gate.plan import make_plan
+    from ctxgate.run.compose import open_model
+    from ctxgate.run.facts import resolve_model
+    from ctxgate.run.loading import open_backend
+    from tests.conftest import TINY
+
+    plan = make_plan({"model": str(TINY), "no_cache": True}.get, ROOT, gated=False)
+    backend = open_backend(plan.model)
+    facts = resolve_model(plan.model, backend, {"samples": 1})
+    facts = replace(facts, chat="off", record=facts.record | {"model": "as resolved"})
+    deciding = ("ctxgate.tokens", "ctxgate.run.facts", "ctxgate.backends", "ctxgate.hooks")
+    called = set()
+
+    def watch(frame, event, _arg):
+        if event == "call":
+            called.add(frame.f_globals.get("__name__", ""))
+
+    sys.setprofile(watch)
+    try:
+        loaded = open_model(plan.model, backend, facts)
+    finally:
+        sys.setprofile(None)
+    loaded.close()
+    assert not {name for name in called if name.startswith(deciding)}
+    assert loaded.context is facts.context and loaded.session.reading is facts.reading
+    assert loaded.chat_template == "off" and loaded.run_meta["model"] == "as resolved"
 
 
 # The spine's size: ctxgate/ and plugins/ outside ctxgate/ext/. The option table and the report's

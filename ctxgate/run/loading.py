@@ -21,7 +21,7 @@ from ctxgate.backends.servers import OPENAI_CONCURRENCY, EndpointSettings
 from ctxgate.backends.vllm_server import EngineSpec, engine_batch
 from ctxgate.hooks import hook
 from ctxgate.judge.client import JudgeSettings
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.records.refusal import CtxgateError, Unreachable
 from ctxgate.run import options as opt
 from ctxgate.run.options import OptionError
 
@@ -89,6 +89,40 @@ class ModelSpec:
     def at(self, folder: str | Path) -> ModelSpec:
         """The same evaluation of another checkpoint (bisect's and watch's each)."""
         return replace(self, model=str(folder), checkpoint=self.locate(folder))
+
+
+class ModelError(CtxgateError, RuntimeError):
+    """The model cannot be evaluated: ``what`` failed (loading, tokenizer, chat template, judge).
+    ``checkpoint``: the checkpoint's own files are at fault (bisect and watch skip it), not what
+    else the run needs (a cluster, a server, the judge), which a later try may find."""
+
+    def __init__(self, what: str, cause: BaseException, checkpoint: bool = True) -> None:
+        super().__init__(f"{what}: {cause}")
+        self.what, self.cause = what, cause
+        self.checkpoint = checkpoint and not _elsewhere(cause)
+
+
+def _elsewhere(cause: BaseException) -> bool:
+    """What else the run needs failed (a cluster, a library, the device's memory), not the
+    checkpoint's files: a later try, or a smaller batch, may succeed."""
+    memory = type(cause).__name__ == "OutOfMemoryError"  # torch's, without importing torch
+    return memory or isinstance(cause, (Unreachable, ImportError, MemoryError))
+
+
+def open_backend(
+    spec: ModelSpec, served: Served | None = None, replicas: int | None = None
+) -> Backend:
+    """The backend ``spec`` names, sending to ``served`` (--backend openai/vllm), on at most
+    ``replicas`` copies where an extra opens it (``ctxgate_open_backend``: a cluster's, each
+    loading it through load_backend as this process would). Raises ModelError."""
+    try:
+        opened = hook().ctxgate_open_backend(spec=spec, served=served, replicas=replicas)
+        return load_backend(spec, served) if opened is None else opened
+    except Exception as exc:  # noqa: BLE001 - reported in one line, whatever it is
+        # a server's failure is the server's: this process opened no file of the checkpoint
+        raise ModelError(
+            f"the model {spec.model!r} could not be loaded", exc, served is None
+        ) from exc
 
 
 def threads_per_worker() -> int | None:

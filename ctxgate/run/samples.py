@@ -9,16 +9,6 @@ from collections.abc import Callable, Iterator, Sequence
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.build import build_sample, fits_at_all, task_context
 
-
-def resolve_chat(setting: str, has_template: bool) -> str:
-    """``--chat-template`` as applied to a model: on, off, or task (each task's policy). auto and
-    task fall back to off for a model without a template; an explicit on stays on (and fails when
-    the prompt is built)."""
-    if setting in ("auto", "task"):
-        return ("on" if setting == "auto" else "task") if has_template else "off"
-    return setting
-
-
 # tokens of context before a needle (twice as many from it on), and of the prompt's end
 EXCERPT_TOKENS = 40
 

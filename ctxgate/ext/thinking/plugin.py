@@ -117,7 +117,7 @@ def ctxgate_reading(spec: ModelSpec, backend: Backend) -> ThoughtReading:
     """The model's thought format with who holds its budget. Raises ModelError naming the stage."""
     from ctxgate.backends.base import BackendDown
     from ctxgate.records.refusal import CtxgateError
-    from ctxgate.run.compose import ModelError
+    from ctxgate.run.loading import ModelError
 
     from .formats import Thinking, ThinkingError, prepare
     from .reading import ThoughtReading, budget_holder

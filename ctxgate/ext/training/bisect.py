@@ -38,7 +38,7 @@ from ctxgate.hooks import hook
 from ctxgate.records.io import atomic_write
 from ctxgate.records.schema import Cost
 from ctxgate.report.tables import cost_line
-from ctxgate.run.compose import ModelError
+from ctxgate.run.loading import ModelError
 from ctxgate.run.options import EVALUATION, extra_groups
 from ctxgate.stats.paired import PairedResult, compare
 

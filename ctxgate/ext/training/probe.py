@@ -13,8 +13,8 @@ from ctxgate.gate.plan import Plan
 from ctxgate.hooks import hook
 from ctxgate.records.refusal import Refusal
 from ctxgate.run.case import CaseResult, EarlyStop, run_case
-from ctxgate.run.compose import ModelError, open_model
-from ctxgate.run.loading import ModelSpec, config_changes, model_changes
+from ctxgate.run.compose import load_model
+from ctxgate.run.loading import ModelError, ModelSpec, config_changes, model_changes
 from ctxgate.tasks import all_tasks, get_task
 
 Case = tuple[str, int]
@@ -59,7 +59,7 @@ def evaluate_checkpoint(
         spec = plan.model.at(path)
     except CheckpointError as exc:  # a WrongFlag (a flag the run's folders need) is the caller's
         raise ModelError(f"opening {path}", exc) from None
-    loaded = open_model(spec, replicas=replicas)
+    loaded = load_model(spec, replicas=replicas)
     backend = loaded.backend
     # a probe is judged by its scores alone: a judged task waits for ``ctxgate judge``
     session = replace(loaded.session, judges=None)

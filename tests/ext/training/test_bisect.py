@@ -23,7 +23,7 @@ from ctxgate.ext.training.run_folder import (
     why_left_out,
 )
 from ctxgate.records.refusal import Unreachable
-from ctxgate.run.compose import ModelError
+from ctxgate.run.loading import ModelError
 
 
 def test_checkpoints_are_ordered_by_step(tmp_path):
