@@ -353,15 +353,29 @@ def call_ctxgate(
     return subprocess.CompletedProcess(["ctxgate", *args], status, out.getvalue(), err.getvalue())
 
 
+# Hypothesis is a dev dependency, absent where users run the suite, and its pytest plugin imports
+# all of it (about a second of CPU a process): a pytest the tests launch runs without it, as theirs
+AS_USERS_RUN = "-p no:hypothesispytest"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _launched_as_users_run() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setenv("PYTEST_ADDOPTS", AS_USERS_RUN)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _checkout_on_the_path_of_pytesters_runs(request: pytest.FixtureRequest) -> None:
     """A pytester run in a process of its own imports this checkout's tests package (the scripted
-    backend, SCRIPTED) as the suite's launchers do (suite_env())."""
+    backend, SCRIPTED) as the suite's launchers do (suite_env()), and runs as users run it
+    (pytester clears PYTEST_ADDOPTS)."""
     if "pytester" in request.fixturenames:
+        request.getfixturevalue("pytester")
         paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
-        request.getfixturevalue("monkeypatch").setenv(
-            "PYTHONPATH", os.pathsep.join(filter(None, paths))
-        )
+        monkeypatch = request.getfixturevalue("monkeypatch")
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, paths)))
+        monkeypatch.setenv("PYTEST_ADDOPTS", AS_USERS_RUN)
 
 
 @pytest.fixture
