@@ -88,7 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in argv:
         at = argv.index("--")
         argv, passthrough = argv[:at], argv[at + 1 :]
-    p = parser()
+    try:
+        p = parser()
+    except CtxgateError as exc:  # an outside plugin that cannot take part
+        print(f"ctxgate: {exc.line}", file=sys.stderr)
+        return exc.exit_status
     verbs = [v for a in p._actions if isinstance(a, argparse._SubParsersAction) for v in a.choices]
     if argv and (absent := absent_verb(argv[0], verbs)):
         print(f"ctxgate {argv[0]}: {absent}", file=sys.stderr)

@@ -32,23 +32,30 @@ def manager() -> pluggy.PluginManager:
     for point in sorted(entry_points(group=hookspec.PROJECT), key=lambda p: p.name):
         if point.value == EXTRAS:  # an install that named the extras as an entry point
             continue
+        named = f"the ctxgate plugin {point.name} ({point.value})"
         try:
             loaded = point.load()
         except Exception as exc:  # noqa: BLE001 - one line names the plugin and the fix
             raise CtxgateError(
-                f"the ctxgate plugin {point.name} ({point.value}) cannot be loaded "
-                f"({type(exc).__name__}: {exc}): reinstall the package that provides it, or "
-                "uninstall it"
+                f"{named} cannot be loaded ({type(exc).__name__}: {exc}): reinstall the package "
+                "that provides it, or uninstall it"
             ) from None
-        _register(pm, loaded)
-    pm.check_pending()  # a misspelled hook is refused, not left unasked
+        _register(pm, loaded, named)
     return pm
 
 
-def _register(pm: pluggy.PluginManager, loaded: Any) -> None:
+def _register(pm: pluggy.PluginManager, loaded: Any, named: str | None = None) -> None:
+    """``loaded``'s plugins, each answering hooks of the spec only (a misspelled hook is refused,
+    not left unasked)."""
     # pluggy calls the last registered first: registered backwards, they answer in order
     for plugin in reversed(getattr(loaded, "PLUGINS", (loaded,))):
         pm.register(plugin)
+        for caller in pm.get_hookcallers(plugin) or ():
+            if not caller.has_spec() and not all(i.optionalhook for i in caller.get_hookimpls()):
+                raise CtxgateError(
+                    f"{named or plugin.__name__} answers {caller.name}, a hook ctxgate does not "
+                    "have: rename it to one of ctxgate/hookspec.py's, or uninstall it"
+                )
 
 
 def hook() -> Any:

@@ -69,7 +69,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group = parser.getgroup(name, description)
         for option in options:
             option.add_to(group)
-    for extra in extra_groups():
+    try:
+        extras = extra_groups()
+    except CtxgateError as exc:  # an outside plugin that cannot take part: pytest's one line
+        raise pytest.UsageError(exc.line) from None
+    for extra in extras:
         group = parser.getgroup(extra.name, extra.description)
         for option in extra.options:
             option.add_to(group)

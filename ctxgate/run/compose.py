@@ -74,7 +74,7 @@ def load_model(
 
 def open_model(spec: ModelSpec, backend: Backend, facts: ModelFacts) -> LoadedModel:
     """The session every case runs with, as the plan's model section and the facts resolved of it
-    say: the generation cache (under the facts' fingerprint) and the judges."""
+    say: the generation cache (under the fingerprint in their record) and the judges."""
     meta = dict(facts.record)
     cache = _open_cache(spec, meta, backend)
     try:

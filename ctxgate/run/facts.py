@@ -26,17 +26,13 @@ from ctxgate.tokens.tokenizers import HFTokenizer
 @dataclass(frozen=True)
 class ModelFacts:
     """``chat``: --chat-template as it applies to the model (on | off | task); ``record``: the run's
-    record, plain JSON values (records travel to the xdist controller through execnet)."""
+    record with the model's fingerprint, plain JSON values (records travel to the xdist controller
+    through execnet)."""
 
     context: BuildContext
     chat: str
     reading: Reading
     record: dict[str, Any]
-
-    @property
-    def fingerprint(self) -> dict[str, Any] | None:
-        found: dict[str, Any] | None = self.record["model_fingerprint"]
-        return found
 
 
 def resolve_chat(setting: str, has_template: bool) -> str:

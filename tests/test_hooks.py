@@ -1,0 +1,84 @@
+"""Another package's plugin, registered under the ``ctxgate`` entry point as docs/architecture.md
+says: the worked example of an extra runs as written from outside ctxgate, and a plugin that
+cannot load, or answers a hook no spec declares, is one line naming it and the fix."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ctxgate.hooks import manager
+from tests.conftest import ALL_RIGHT, ROOT, call_ctxgate
+
+
+def _worked_example() -> str:
+    """The first code block of "An extra" in docs/architecture.md, as a newcomer copies it."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    after = text[text.index("**An extra**") :]
+    found = re.search(r"```python\n(.*?)```", after, re.S)
+    assert found, "docs/architecture.md: 'An extra' has no python block"
+    return found.group(1)
+
+
+@pytest.fixture
+def installed(tmp_path: Path) -> Iterator[Callable[[str], None]]:
+    """``install(source)``: a package of one module, ``outside_plugin``, on the path with its
+    ``ctxgate`` entry point, as pip leaves one; the plugin manager made again without it after."""
+    site = tmp_path / "site"
+    info = site / "outside_plugin-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: outside-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[ctxgate]\nmyextra = outside_plugin\n")
+
+    def install(source: str) -> None:
+        (site / "outside_plugin.py").write_text(source)
+
+    with pytest.MonkeyPatch.context() as patched:
+        patched.syspath_prepend(str(site))
+        manager.cache_clear()
+        yield install
+    sys.modules.pop("outside_plugin", None)
+    manager.cache_clear()
+
+
+def test_the_worked_example_runs_as_another_packages_plugin(installed, suite):
+    installed(_worked_example())
+    result = suite(ALL_RIGHT, "-k", "niah_single_1", "--my-flag", "3", lengths="4k")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    assert result.stdout.lines.count("My extra: what it saw") == 1  # among the run's notes, once
+    bad = suite(ALL_RIGHT, "-k", "niah_single_1", "--my-flag", "three", lengths="4k")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--my-flag" in bad.stderr.str() and "three" in bad.stderr.str()
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        (
+            "import not_a_module_anywhere\n",
+            "the ctxgate plugin myextra (outside_plugin) cannot be loaded (ModuleNotFoundError: "
+            "No module named 'not_a_module_anywhere'): reinstall the package that provides it, "
+            "or uninstall it",
+        ),
+        (
+            "from ctxgate.hookspec import hookimpl\n\n\n@hookimpl\ndef ctxgate_report_note(report):"
+            "\n    return []\n",
+            "the ctxgate plugin myextra (outside_plugin) answers ctxgate_report_note, a hook "
+            "ctxgate does not have: rename it to one of ctxgate/hookspec.py's, or uninstall it",
+        ),
+    ],
+    ids=["cannot-load", "unknown-hook"],
+)
+def test_a_plugin_that_cannot_take_part_is_one_line(installed, suite, source, says):
+    """From pytest and from a verb alike, before anything runs."""
+    installed(source)
+    result = suite(ALL_RIGHT, "-k", "niah_single_1", lengths="4k")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    lines = [line for line in result.stderr.lines if line.strip()]
+    assert lines == [f"ERROR: {says}"], result.stderr.str()[-3000:]
+    verb = call_ctxgate("--help")
+    assert verb.returncode == 2 and verb.stderr.strip() == f"ctxgate: {says}", verb.stderr
