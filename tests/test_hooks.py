@@ -82,3 +82,12 @@ def test_a_plugin_that_cannot_take_part_is_one_line(installed, suite, source, sa
     assert lines == [f"ERROR: {says}"], result.stderr.str()[-3000:]
     verb = call_ctxgate("--help")
     assert verb.returncode == 2 and verb.stderr.strip() == f"ctxgate: {says}", verb.stderr
+
+
+def test_a_section_of_the_plan_two_plugins_name_is_refused(installed, suite):
+    installed(_worked_example().replace('NAME = "myextra"', 'NAME = "search"'))
+    result = suite(ALL_RIGHT, "-k", "niah_single_1", lengths="4k")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [line for line in result.stderr.lines if line.strip()] == [
+        "ERROR: two ctxgate plugins name their section of the plan 'search': rename one"
+    ]
