@@ -40,22 +40,15 @@ def test_checkpoints_are_ordered_by_step(tmp_path):
         step_of(tmp_path / "final")
 
 
+def _between_good_and_bad(sequence, *more: str) -> list[str]:
+    """bisect's arguments over the sequence's ends, niah_single_1 at 256 with 20 samples."""
+    ends = ["--good", "checkpoint-100", "--bad", "checkpoint-800"]
+    case = ["-k", "niah_single_1", "--lengths", "256", "--samples", "20"]
+    return [str(sequence), *ends, *case, *more]
+
+
 def test_bisect_names_the_first_damaged_checkpoint(checkpoint_sequence, tmp_path, capsys):
-    args = [
-        str(checkpoint_sequence),
-        "--good",
-        "checkpoint-100",
-        "--bad",
-        "checkpoint-800",
-        "-k",
-        "niah_single_1",
-        "--lengths",
-        "256",
-        "--samples",
-        "20",
-        "--cache-dir",
-        str(tmp_path / "cache"),
-    ]
+    args = _between_good_and_bad(checkpoint_sequence, "--cache-dir", str(tmp_path / "cache"))
     assert main(["bisect", *args, "--json", str(tmp_path / "a.json")]) == 0
     first = json.loads((tmp_path / "a.json").read_text())
     assert first["first_bad"].endswith("checkpoint-600") and first["first_bad_index"] == 5
@@ -95,20 +88,7 @@ def test_bisect_refuses_an_unusable_selection(checkpoint_sequence, capsys):
 def test_bisect_under_sequential_finds_the_same_checkpoint_with_fewer_samples(
     checkpoint_sequence, tmp_path
 ):
-    args = [
-        str(checkpoint_sequence),
-        "--good",
-        "checkpoint-100",
-        "--bad",
-        "checkpoint-800",
-        "-k",
-        "niah_single_1",
-        "--lengths",
-        "256",
-        "--samples",
-        "20",
-        "--no-cache",
-    ]
+    args = _between_good_and_bad(checkpoint_sequence, "--no-cache")
     assert main(["bisect", *args, "--json", str(tmp_path / "fixed.json")]) == 0
     assert main(["bisect", *args, "--sequential", "--json", str(tmp_path / "seq.json")]) == 0
     fixed, seq = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("fixed", "seq"))

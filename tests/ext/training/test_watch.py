@@ -43,21 +43,18 @@ def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return run
 
 
+def _watch_once(run: Path, reports: Path) -> list[str]:
+    """``ctxgate watch RUN`` for one pass over what is there now, its reports in ``reports``."""
+    return ["watch", str(run), "--once", "--settle", "0", "--reports", str(reports)]
+
+
 def state(reports: Path) -> dict:
     return json.loads((reports / "watch-state.json").read_text())
 
 
 def test_a_failed_evaluation_is_not_done_and_is_retried_once_fixed(run_dir, tmp_path, capsys):
     reports = tmp_path / "reports"
-    watch = [
-        "watch",
-        str(run_dir),
-        "--once",
-        "--settle",
-        "0",
-        "--reports",
-        str(reports),
-    ]  # options before --
+    watch = _watch_once(run_dir, reports)  # options before --
     assert main([*watch, *PYTEST]) == 1  # a checkpoint that could not be evaluated fails the step
     first = state(reports)
     # each checkpoint's cost from its report, and the watch's in all
@@ -94,19 +91,7 @@ def test_a_failed_evaluation_is_not_done_and_is_retried_once_fixed(run_dir, tmp_
 
 def test_arguments_pytest_refuses_stop_the_watcher_and_mark_nothing(run_dir, tmp_path, capsys):
     reports = tmp_path / "reports"
-    code = main(
-        [
-            "watch",
-            str(run_dir),
-            "--once",
-            "--settle",
-            "0",
-            "--reports",
-            str(reports),
-            "--",
-            "--no-such-option",
-        ]
-    )
+    code = main([*_watch_once(run_dir, reports), "--", "--no-such-option"])
     assert code == 2
     assert "pytest refused the arguments" in capsys.readouterr().err
     assert not (reports / "watch-state.json").exists()
@@ -116,7 +101,7 @@ def test_pytest_arguments_without_the_separator_are_refused_with_the_fix_that_ru
     run_dir, tmp_path, capsys
 ):
     reports = tmp_path / "reports"
-    watch = ["watch", str(run_dir), "--once", "--settle", "0", "--reports", str(reports)]
+    watch = _watch_once(run_dir, reports)
     with pytest.raises(SystemExit) as stop:
         main([*watch, *PYTEST[1:]])  # the pytest arguments without their separator
     assert stop.value.code == 2
@@ -145,7 +130,7 @@ def test_a_checkpoint_that_cannot_be_opened_is_named_and_skipped_until_its_files
     (run / "checkpoint-400" / FSDP / "__0_0.distcp").write_bytes(b"\0" * 64)
     (run / "runs").mkdir()
     reports = tmp_path / "reports"
-    watch = ("watch", str(run), "--once", "--settle", "0", "--reports", str(reports), *PYTEST)
+    watch = (*_watch_once(run, reports), *PYTEST)
 
     first = call_ctxgate(*watch, cwd=tmp_path)
     assert first.returncode == 5, first.stdout[-3000:] + first.stderr[-3000:]
