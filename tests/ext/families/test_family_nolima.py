@@ -26,16 +26,11 @@ from ctxgate.ext.families.lexical_overlap import (
 from ctxgate.ext.families.metrics import nolima_contains as contains
 from ctxgate.ext.families.nolima import (
     DEPTHS,
-    FILLER_SPACING,
-    FILLERS,
-    MIN_FILLERS,
     PROJECT_PAIRS,
     SYSTEM_PROMPT,
     case_and_depth,
-    keyword_pattern,
     project_set,
     system_chat_parts,
-    usable_fillers,
 )
 from ctxgate.ext.families.nolima_files import (
     TASK_TEMPLATE,
@@ -43,6 +38,13 @@ from ctxgate.ext.families.nolima_files import (
     load_official,
     load_project,
     parse,
+)
+from ctxgate.ext.families.nolima_haystack import (
+    FILLER_SPACING,
+    FILLERS,
+    MIN_FILLERS,
+    keyword_pattern,
+    usable_fillers,
 )
 from ctxgate.metrics.registry import get_metric, score_prediction
 from ctxgate.records.refusal import Refusal
