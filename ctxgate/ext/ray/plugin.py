@@ -52,7 +52,7 @@ def ctxgate_model_slots(spec: ModelSpec) -> int | None:
     ray = of(spec)
     if ray is None:
         return None
-    from .cluster import slots
+    from .connection import slots
 
     return slots(ray.address, ray.resource)
 
