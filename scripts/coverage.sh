@@ -17,7 +17,7 @@ export COVERAGE_FILE="$DATA/.coverage"
 PY=.venv/bin/python
 SELECT=("$@")
 [ ${#SELECT[@]} -eq 0 ] && SELECT=(tests)
-"$PY" -m pytest "${SELECT[@]}" -n 2 --dist loadfile --no-loadscope-reorder -q \
+"$PY" -m pytest "${SELECT[@]}" -n 2 -q \
   --cov="$ROOT/ctxgate" --cov="$ROOT/plugins" --cov-config=scripts/coverage.toml --cov-report=
 status=$?
 # pytest-cov combines what it finds at the end of the session; a process that outlived it (a server's last child)

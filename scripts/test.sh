@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# The project's own checks: ruff (lint and format), then the tests with mypy beside them (unit, Hypothesis, pytester, end-to-end
-# on the tiny checkpoint, the engines against a real vLLM server). --dist loadfile: a test file runs in one xdist worker, so the vLLM tests share one server. (Not
-# loadgroup: under pytest 9.2 xdist 3.8's xdist_group marker no longer groups anything, since the item ids it
-# rewrites are not what pytest 9.2 reads, and the engine tests ran on both workers with a server each.) Two workers:
-# a third on CI's two cores made the Ray tests slower by more than it saved. --no-loadscope-reorder: files start in the order tests/conftest.py
-# collects them, the longest first, not xdist's order by test count (which left the Ray tests to run alone last).
+# The project's own checks: ruff (lint and format), then the tests with mypy beside them (unit, Hypothesis, pytester,
+# end-to-end on the tiny checkpoint, the engines against a real vLLM server). Two workers: a third on CI's two cores
+# made the Ray tests slower by more than it saved. tests/conftest.py gives each file to one worker (a module's vLLM
+# server or Ray cluster starts once), the longest files first. (Not xdist_group: under pytest 9.2, xdist 3.8's
+# marker no longer groups anything.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # vLLM's environment installs beside the project's (each pip mostly waits on one core), and mypy
@@ -27,7 +26,7 @@ if ! wait "$vllm"; then
   exit 1
 fi
 status=0
-.venv/bin/python -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder -q "$@" || status=$?
+.venv/bin/python -m pytest tests -n 2 -q "$@" || status=$?
 wait "$types" || status=1
 cat "$types_log"
 exit "$status"

@@ -80,6 +80,16 @@ def process_state() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+@contextlib.contextmanager
+def engine_in_its_server() -> Iterator[None]:
+    """A vLLM server started within starts its engine core in the API server's process, not one of
+    its own: a quarter less to start on a CPU, for servers the tests only ask. A test of the
+    server's own processes starts it as a run does."""
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        yield
+
+
 def in_process(
     pytester: pytest.Pytester, *argv: str, env: dict[str, str] | None = None
 ) -> pytest.RunResult:
@@ -100,10 +110,10 @@ HOTPOT = ROOT / "fixtures" / "data" / "hotpotqa_distractor_validation_tiny.jsonl
 HELMET_DATA = ROOT / "fixtures" / "helmet_data"
 
 pytest_plugins = ["pytester"]
-# --dist loadfile gives each file to one worker, in the order collected (scripts/test.sh turns off
-# xdist's own order, by test count): the files that take longest go first, so no worker is left
-# running one of them alone at the end. By --durations on the CI machine; the order changes no
-# result, only when a file starts.
+# Under -n, each file goes to one worker (--dist loadfile: a module's server or cluster starts
+# once), in the order collected, not xdist's by test count: the files that take longest go first, so
+# no worker is left running one of them alone at the end. By --durations on the CI machine; the
+# order changes no result, only when a file starts.
 LONGEST_FIRST = (
     "test_ray.py",
     "test_engines.py",
@@ -122,6 +132,13 @@ LONGEST_FIRST = (
     "test_long_lengths.py",
     "test_overrides.py",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    given = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
+    if config.getoption("numprocesses", None) and not any(a.startswith("--dist") for a in given):
+        config.option.dist = "loadfile"
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -24,7 +24,16 @@ import psutil
 import pytest
 
 from ctxgate.tasks.registry import all_tasks
-from tests.conftest import HOTPOT, ROOT, SQUAD, TINY, in_process, launch_suite, start_suite
+from tests.conftest import (
+    HOTPOT,
+    ROOT,
+    SQUAD,
+    TINY,
+    engine_in_its_server,
+    in_process,
+    launch_suite,
+    start_suite,
+)
 
 SECRET = "sk-ctxgate-engine-test-never-written"
 CASES = ("-k", "niah_single_1", "--lengths", "1k,4k", "--samples", "20")
@@ -32,7 +41,8 @@ CASES = ("-k", "niah_single_1", "--lengths", "1k,4k", "--samples", "20")
 
 @pytest.fixture(scope="module")
 def vllm_url(tmp_path_factory: pytest.TempPathFactory):
-    """A real vLLM server on the shipped checkpoint, started the way --backend vllm starts its own.
+    """A real vLLM server on the shipped checkpoint, started the way --backend vllm starts its own
+    (its engine core in the API server's process: ``engine_in_its_server``).
     Its chat endpoint renders a user message as the bare text (the checkpoint is a base model
     without a template), which is what a maker's chat API does with the prompt around its own
     template."""
@@ -54,7 +64,8 @@ def vllm_url(tmp_path_factory: pytest.TempPathFactory):
         ),
         folder / "server.log",
     )
-    server.start()
+    with engine_in_its_server():
+        server.start()
     try:
         server.wait_ready(600)
         yield server.url.removesuffix("/v1")

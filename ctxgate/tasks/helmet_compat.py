@@ -6,6 +6,7 @@ still over L - gen (docs/decisions.md)."""
 from __future__ import annotations
 
 import functools
+from array import array
 from typing import Any
 
 from ctxgate.tasks.base import BuildContext, Job, Prompt
@@ -55,14 +56,20 @@ def precut(ctx: BuildContext, job: Job, text: str) -> str:
     return _precut(enc, text, keep, separator)
 
 
-@functools.lru_cache(maxsize=16)
 def _precut(enc: PieceEncoder, text: str, keep: int, separator: int) -> str:
-    # NarrativeQA asks many questions of one script: each document is tokenized once per length
+    ends = _token_ends(enc, text)
+    if len(ends) <= keep:
+        return text
+    return text[: ends[keep - separator]] + OMITTED
+
+
+@functools.lru_cache(maxsize=16)
+def _token_ends(enc: PieceEncoder, text: str) -> array[int]:
+    # NarrativeQA asks many questions of one script, at every length: each document is tokenized
+    # once (8 bytes a token kept, where the offsets' tuples take ten times that)
     tok = transformers_tokenizer(enc, "--helmet-tokenizer")
     offsets = tok(text, return_offsets_mapping=True, verbose=False)["offset_mapping"]
-    if len(offsets) <= keep:
-        return text
-    return text[: offsets[keep - separator][1]] + OMITTED
+    return array("q", [end for _, end in offsets])
 
 
 def helmet_ids(ctx: BuildContext, job: Job, spec: FitSpec, context: str) -> tuple[Prompt, str, int]:

@@ -15,7 +15,7 @@ import pytest
 from ctxgate.backends.checkpoint import CheckpointError
 from ctxgate.ext.checkpoints.adapters import find_adapter
 from ctxgate.steps import Step
-from tests.conftest import TINY
+from tests.conftest import TINY, engine_in_its_server
 
 CASES = ("-k", "niah_single_1", "--lengths", "1k", "--samples", "4")
 ONE_VT = ("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache")
@@ -163,9 +163,17 @@ def test_vllm_serves_an_adapter_merged_into_its_base(lora, real_suite, pytester)
     folder): the same predictions as the merged folder under HF, and the report says what was
     served."""
     (_, step4), merged = lora
-    served = real_suite(
-        *CASES, "--backend", "vllm", "--cache-dir", "cache", "--report", "vllm.json", model=step4
-    )
+    with engine_in_its_server():
+        served = real_suite(
+            *CASES,
+            "--backend",
+            "vllm",
+            "--cache-dir",
+            "cache",
+            "--report",
+            "vllm.json",
+            model=step4,
+        )
     assert served.ret == 0, served.stdout.str()[-3000:]
     assert real_suite(*CASES, "--no-cache", "--report", "merged.json", model=merged).ret == 0
     assert _predictions(pytester.path / "vllm.json") == _predictions(pytester.path / "merged.json")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, in_process, launch_suite
+from tests.conftest import ROOT, engine_in_its_server, in_process, launch_suite
 
 THINKING = ROOT / "fixtures" / "tiny-thinking-niah"
 CASES = ("-k", "niah_single_1", "--lengths", "512", "--samples", "10", "--chat-template", "on")
@@ -136,7 +136,8 @@ def vllm_server(folder: Path, *args: str) -> Iterator[str]:
         EngineSpec(find_python(None, [ROOT]), str(THINKING), max_model_len=1024, extra_args=parser),
         folder / "server.log",
     )
-    vllm.start()
+    with engine_in_its_server():
+        vllm.start()
     try:
         vllm.wait_ready(600)
         yield vllm.url
