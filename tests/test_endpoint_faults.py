@@ -263,8 +263,9 @@ def test_request_timeouts_grow_with_the_prompt_past_128k(run_openai, server):
 def test_a_server_too_slow_for_the_timeout_names_the_flag(run_openai, server):
     server[1]({"completions": [{"delay_s": 3}] * 20})
     result = run_openai(
-        "-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache", "--request-timeout", "1"
-    )
+        "-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache", "--request-timeout", "1",
+        "--request-retries", "0",
+    )  # fmt: skip
     out = _out(result)
     assert result.ret != 0
     assert "each request timed out after 1 s: raise --request-timeout (it is per 128K tokens" in out

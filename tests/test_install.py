@@ -77,19 +77,24 @@ def _wheel(source: Path, to: Path) -> tuple[Path, str]:
 @pytest.fixture(scope="module")
 def fresh_python(built: tuple[Path, Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("install") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     torch = f"torch=={importlib.metadata.version('torch')}"
     installed = subprocess.run(
         # --no-compile: the modules a run imports are compiled as it imports them, not all of
         # torch's and transformers' beforehand
-        [python, "-m", "pip", "install", "-q", "--no-compile", str(built[1]), torch],
+        [*_pip(python), "install", "-q", "--no-compile", str(built[1]), torch],
         capture_output=True,
         text=True,
         timeout=1800,
     )
     assert installed.returncode == 0, installed.stderr[-3000:]
     return python
+
+
+def _pip(python: Path) -> list[str]:
+    """This environment's pip, installing into ``python``'s (which then needs none of its own)."""
+    return [sys.executable, "-m", "pip", "--python", str(python)]
 
 
 def test_the_build_prints_no_packaging_warning(built):
@@ -204,7 +209,7 @@ def test_without_the_extras_ruler_and_helmet_score_as_with_them(fresh_python, bu
     source, whole, _ = built
     expected = _cases(fresh_python, tmp_path / "with")
     bare = _without_the_extras(source, tmp_path / "bare")
-    pip = [fresh_python, "-m", "pip", "install", "-q", "--no-compile", "--no-deps"]
+    pip = [*_pip(fresh_python), "install", "-q", "--no-compile", "--no-deps"]
     subprocess.run([*pip, "--force-reinstall", str(bare)], check=True, capture_output=True)
     try:
         lacks = "import importlib.metadata as m, importlib.util as u; "

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ctxgate.sources.kilt import Demo, Passage
 from ctxgate.tasks.base import BuildContext, Frame, Job, Prompt, fill_count
+from ctxgate.tokens.codec import PieceEncoder
 
 SEP = "\n\n"
 OMITTED = " ... [the rest of the text is omitted]"  # HELMET's suffix for a cut document
@@ -38,12 +39,7 @@ def fit_units(
     ``layout(k)`` order, tokenized as far as the room reaches, outside the encoder's cache."""
     enc, frame = ctx.encoder, spec.frame(ctx)
     budget = frame.budget(job.length, job.gen)
-    encoded: list[tuple[int, ...]] = []
-    used = 0
-    while len(encoded) < len(units) and used <= budget:
-        batch = enc.encode_fresh([SEP + u for u in units[len(encoded) : len(encoded) + 64]])
-        encoded.extend(batch)
-        used += sum(map(len, batch))
+    encoded = _encoded_until(enc, units, budget)
     k = fill_count([len(ids) for ids in encoded], budget)
     job.need_room(k, spec.minimum, spec.what)
     while True:
@@ -57,6 +53,19 @@ def fit_units(
             why = f"its fixed parts and {spec.minimum} {spec.what} take {over} tokens too many"
             raise job.too_short(why)
         k -= 1
+
+
+def _encoded_until(enc: PieceEncoder, units: Sequence[str], budget: int) -> list[tuple[int, ...]]:
+    """Each unit's ids behind ``SEP``, as far as ``budget`` reaches: in batches sized by the units'
+    mean so far, a few calls where a 1M-token prompt of short demos took hundreds of 64."""
+    encoded: list[tuple[int, ...]] = []
+    used, size = 0, 64
+    while len(encoded) < len(units) and used <= budget:
+        batch = enc.encode_fresh([SEP + u for u in units[len(encoded) : len(encoded) + size]])
+        encoded.extend(batch)
+        used += sum(map(len, batch))
+        size = max(64, (budget - used) * len(encoded) // max(used, 1) + 64)
+    return encoded
 
 
 def passage_demos(
