@@ -56,8 +56,7 @@ def fit_units(
 
 
 def _encoded_until(enc: PieceEncoder, units: Sequence[str], budget: int) -> list[tuple[int, ...]]:
-    """Each unit's ids behind ``SEP``, as far as ``budget`` reaches: in batches sized by the units'
-    mean so far, a few calls where a 1M-token prompt of short demos took hundreds of 64."""
+    """Each unit's ids behind ``SEP`` as far as ``budget`` reaches, in batches sized by the mean."""
     encoded: list[tuple[int, ...]] = []
     used, size = 0, 64
     while len(encoded) < len(units) and used <= budget:

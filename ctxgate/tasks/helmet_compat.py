@@ -53,14 +53,8 @@ def precut(ctx: BuildContext, job: Job, text: str) -> str:
     keep = job.length - PRECUT_SLACK[job.task]
     separator = len(tok(OMITTED)["input_ids"])
     job.need_room(keep - separator, MIN_DOCUMENT_TOKENS, "document tokens after HELMET's pre-cut")
-    return _precut(enc, text, keep, separator)
-
-
-def _precut(enc: PieceEncoder, text: str, keep: int, separator: int) -> str:
     ends = _token_ends(enc, text)
-    if len(ends) <= keep:
-        return text
-    return text[: ends[keep - separator]] + OMITTED
+    return text if len(ends) <= keep else text[: ends[keep - separator]] + OMITTED
 
 
 @functools.lru_cache(maxsize=16)
