@@ -3,9 +3,9 @@ scripts/vllm_env.sh) serving the shipped checkpoint: --backend openai through a 
 proxy (fixtures/openai_proxy.py), and --backend vllm with the suite's own server. Outputs must equal
 the HF backend's sample for sample.
 
-One server for the module, in one xdist worker (scripts/test.sh runs --dist loadfile). The checks
-that a server is gone look only at the processes its own log names, so another server on the machine
-never fails them."""
+One server for the module, in one xdist worker (tests/conftest.py gives a file to one worker). The
+checks that a server is gone look only at the processes its own log names, so another server on the
+machine never fails them."""
 
 from __future__ import annotations
 
