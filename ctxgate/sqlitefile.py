@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 import uuid
 import warnings
@@ -59,6 +60,9 @@ class SqliteFile:
         self.path = self.dir / self.FILE_NAME
         self.set_aside: list[str] = []  # files of this store moved aside as damaged, this run
         self.disabled: str | None = None  # set when a write fails mid-run: the rest goes without
+        # one connection for every thread (a subclass holds it over several statements); a case's
+        # thread may write as the session closes it: sqlite frees a statement under way
+        self._lock, self._closed = threading.RLock(), False
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             self.conn = self._open()
@@ -75,9 +79,7 @@ class SqliteFile:
         return conn
 
     def _open(self) -> sqlite3.Connection:
-        deadline = time.monotonic() + BUSY_SECONDS
-        delay = 0.01
-        replaced = 0
+        deadline, delay, replaced = time.monotonic() + BUSY_SECONDS, 0.01, 0
         while True:
             conn: sqlite3.Connection | None = None
             try:
@@ -122,11 +124,8 @@ class SqliteFile:
         """Why this is not a usable file of this schema, or None; busy and I/O errors propagate."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        version = (
-            conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if "meta" in tables
-            else None
-        )
+        ask = "SELECT value FROM meta WHERE key = 'schema_version'"
+        version = conn.execute(ask).fetchone() if "meta" in tables else None
         if app_id != self.APPLICATION_ID or version is None or version[0] != str(SCHEMA_VERSION):
             return (
                 f"not a ctxgate {self.WHAT} of schema {SCHEMA_VERSION} (application id "
@@ -193,12 +192,13 @@ class SqliteFile:
         )
 
     def execute(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]] | None:
-        """One statement; None once the store is given up. A write that fails for good (read-only,
-        disk full) gives the store up for the rest of the run with one warning."""
-        if self.disabled:
-            return None
+        """One statement; None once the store is given up or closed. A write that fails for good
+        (read-only, disk full) gives the store up for the rest of the run with one warning."""
         try:
-            return self.conn.execute(sql, args).fetchall()
+            with self._lock:
+                if self.disabled or self._closed:
+                    return None
+                return self.conn.execute(sql, args).fetchall()
         except sqlite3.Error as exc:
             self.disabled = str(exc)
             warnings.warn(
@@ -210,4 +210,6 @@ class SqliteFile:
             return None
 
     def close(self) -> None:
-        self.conn.close()
+        with self._lock:
+            self._closed = True
+            self.conn.close()

@@ -147,3 +147,35 @@ def test_kill_9_mid_case_loses_at_most_the_sample_in_flight(scripted, in_flight)
     assert (
         regenerated <= 54 - done_before + in_flight
     )  # what was not generated, and at most those in flight
+
+
+def test_a_write_under_way_as_the_session_closes_the_cache_ends_first(tmp_path):
+    """A case's thread may still be writing when an interrupted session closes the cache: the close
+    waits for that statement (sqlite would free it under way: a segfault), and a write after it is
+    dropped."""
+    import threading
+
+    cache = GenerationCache(tmp_path, {"model": "A"})
+    entered, release, real = threading.Event(), threading.Event(), cache.conn
+
+    class Slow:
+        def execute(self, *args: object) -> sqlite3.Cursor:
+            entered.set()
+            release.wait(30)
+            return real.execute(*args)  # type: ignore[arg-type]
+
+        def close(self) -> None:
+            real.close()
+
+    cache.conn = Slow()  # type: ignore[assignment]
+    writer = threading.Thread(target=cache.execute, args=("SELECT 1",))
+    writer.start()
+    assert entered.wait(30)
+    closer = threading.Thread(target=cache.close)
+    closer.start()
+    closer.join(0.3)
+    assert closer.is_alive()  # held until the statement under way is done
+    release.set()
+    writer.join(30)
+    closer.join(30)
+    assert not closer.is_alive() and cache.execute("SELECT 1") is None

@@ -14,7 +14,6 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, astuple, dataclass, replace
-from pathlib import Path
 from typing import Generic, TypeVar
 
 from ctxgate.judge.verdict import Unparseable, last_object
@@ -53,10 +52,6 @@ class JudgeCache(SqliteFile):
     )
     WHAT = "judge cache"
     FIX = "pass another --judge-cache folder"
-
-    def __init__(self, directory: str | Path) -> None:
-        self._lock = threading.Lock()  # one connection shared by the judge's worker threads
-        super().__init__(directory)
 
     @staticmethod
     def key(model: str, prompt: str, params: dict[str, object], attempt: int) -> str:

@@ -59,8 +59,7 @@ def precut(ctx: BuildContext, job: Job, text: str) -> str:
 
 @functools.lru_cache(maxsize=16)
 def _token_ends(enc: PieceEncoder, text: str) -> array[int]:
-    # NarrativeQA asks many questions of one script, at every length: each document is tokenized
-    # once (8 bytes a token kept, where the offsets' tuples take ten times that)
+    # NarrativeQA asks many questions of one script, at every length: a document is tokenized once
     tok = transformers_tokenizer(enc, "--helmet-tokenizer")
     offsets = tok(text, return_offsets_mapping=True, verbose=False)["offset_mapping"]
     return array("q", [end for _, end in offsets])
