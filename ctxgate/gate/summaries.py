@@ -22,8 +22,9 @@ RULER_THRESHOLD = 85.6  # Llama-2-7B at 4K, the RULER paper's bar
 # NoLiMa: a length is effective while the score keeps 85% of the short-context base
 RELATIVE_SHARE = 0.85
 BASE_UP_TO = 1024  # NoLiMa's base: the mean at 250, 500 and 1K tokens
-# 100-LongBench's base: its "0-8k" data, every sample shorter than its first length, 8K
-LONGBENCH_BUCKET = 8192
+# 100-LongBench's base, its "0-8k" bucket: samples of 2K, 4K and 6K tokens (generate_dataset.py's
+# *_base, range(2, 8, 2) thousand); every length from 8K on is compared with it
+LONGBENCH_BASE, LONGBENCH_BUCKET = (2048, 4096, 6144), 8192
 Scores = Mapping[str, float]  # task -> score, percent
 Names = Collection[str]
 
@@ -180,20 +181,20 @@ def relative_effective_length(
 
 def long_score(by_length: Mapping[int, GroupScore]) -> LongScore | None:
     """100-LongBench's LongScore (analysis/utils.py's ``rank``), in percent: the mean over the
-    lengths of 8K or more of 100 * (score - base) / base, the base the mean below 8K (where
-    100-LongBench pools its 0-8K bucket). A length with a member unscored counts in neither."""
+    lengths of 8K or more of 100 * (score - base) / base, the base the mean at those of 2K, 4K and
+    6K that ran (its 0-8K bucket). A length with a member unscored counts in neither."""
     scored = {
         L: g.score for L, g in sorted(by_length.items()) if g.score is not None and not g.incomplete
     }
     if not scored:
         return None
-    below = tuple(L for L in scored if L < LONGBENCH_BUCKET)
+    below = tuple(L for L in scored if L in LONGBENCH_BASE)
     longer = [L for L in scored if L >= LONGBENCH_BUCKET]
     base = sum(scored[L] for L in below) / len(below) if below else None
     if base is None or not longer or base == 0:
         why = "a base of 0" if longer else "no length of 8K or more"
         if not below:
-            why = "no length below 8K, its base"
+            why = "no length of 2K, 4K or 6K, its base"
         return LongScore(None, None if base is None else round(base, 2), below, why=why)
     per_length = {L: round(100 * (scored[L] - base) / base, 2) for L in longer}
     mean = round(sum(per_length.values()) / len(per_length), 2)

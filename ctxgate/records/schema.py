@@ -511,11 +511,11 @@ class LongScore:
     base: float | None
     """The summary's mean over ``base_lengths``."""
     base_lengths: tuple[int, ...]
-    """The run's lengths below 8K (100-LongBench's 0-8K bucket)."""
+    """The run's lengths of 2K, 4K and 6K (100-LongBench's 0-8K bucket)."""
     per_length: dict[int, float] = field(default_factory=dict)
     """Each length of 8K or more: 100 * (score - base) / base."""
     why: str | None = None
-    """No length below 8K, none of 8K or more, or a base of 0."""
+    """No length of 2K, 4K or 6K, none of 8K or more, or a base of 0."""
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,8 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
             up_to = format_length(max(rel.base_lengths))
             relative = f"{value} (>= {rel.share:.0%} of {rel.base:g}, its mean up to {up_to})"
         if ls is not None:
-            base = f"base {ls.base:g}, its mean below 8K" if ls.base is not None else ""
+            at = ", ".join(map(format_length, ls.base_lengths))
+            base = f"base {ls.base:g}, its mean at {at}" if ls.base is not None else ""
             long_score = f"{ls.value:+.2f}% ({base})" if ls.value is not None else f"— ({ls.why})"
         if (absolute, relative) != ("—", "—") or (ls is not None and ls.value is not None):
             out.append((label, absolute, relative, long_score))

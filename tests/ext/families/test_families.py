@@ -131,7 +131,7 @@ def test_the_relative_effective_length_is_a_tested_length_with_every_shorter_one
     assert first_failing is None or found.value < first_failing or found.value == first_failing == 0
 
 
-def test_long_score_is_100_longbenchs_in_percent_against_the_mean_below_8k():
+def test_long_score_is_100_longbenchs_in_percent_against_its_0_8k_bucket():
     # by hand, as 100-LongBench's rank() computes it: base = the 0-8K bucket's score, (2K + 4K) / 2
     # = 70; each length from 8K on: 100 * (score - 70) / 70, rounded to 2 places (-10, -20, +5);
     # LongScore: their mean, -8.33
@@ -142,14 +142,14 @@ def test_long_score_is_100_longbenchs_in_percent_against_the_mean_below_8k():
         and found.value == -8.33
         and found.why is None
     )
-    # 1K is in the bucket, as the 0-8K bucket's short samples are; a length with an unscored member
-    # is in neither
-    mixed = long_score(_groups({1024: 90.0, 4096: None, 8192: 45.0}))
-    assert mixed is not None and mixed.base_lengths == (1024,) and mixed.per_length == {8192: -50.0}
-    # no invented base: without a length below 8K (or one of 8K or more, or with a base of 0) there
+    # the bucket holds samples of 2K, 4K and 6K tokens only: 0, 1K and 3K are in no base; a length
+    # with an unscored member is in neither
+    mixed = long_score(_groups({0: 10.0, 1024: 10.0, 3072: 10.0, 6144: 90.0, 4096: None, 8192: 45}))
+    assert mixed is not None and mixed.base_lengths == (6144,) and mixed.per_length == {8192: -50.0}
+    # no invented base: without 2K, 4K or 6K (or a length of 8K or more, or with a base of 0) there
     # is no value
     for scores, why in (
-        ({8192: 50.0, 16384: 40.0}, "no length below 8K, its base"),
+        ({1024: 50.0, 8192: 50.0, 16384: 40.0}, "no length of 2K, 4K or 6K, its base"),
         ({512: 50.0, 2048: 40.0}, "no length of 8K or more"),
         ({4096: 0.0, 8192: 10.0}, "a base of 0"),
     ):
@@ -160,15 +160,17 @@ def test_long_score_is_100_longbenchs_in_percent_against_the_mean_below_8k():
 
 @given(
     st.dictionaries(
-        st.sampled_from([0, 256, 1024, 4096, 8192, 16384, 131072]), st.floats(0.5, 100), min_size=1
+        st.sampled_from([0, 1024, 2048, 3072, 4096, 6144, 8192, 16384, 131072]),
+        st.floats(0.5, 100),
+        min_size=1,
     )
 )
-def test_long_score_is_the_mean_relative_change_of_the_lengths_from_8k_against_those_below(scores):
+def test_long_score_is_the_mean_relative_change_of_the_lengths_from_8k_against_2k_4k_and_6k(scores):
     found = long_score(_groups(scores))
     assert found is not None
-    below = [s for L, s in scores.items() if L < 8192]
+    below = [s for L, s in scores.items() if L in (2048, 4096, 6144)]
     longer = {L: s for L, s in scores.items() if L >= 8192}
-    assert found.base_lengths == tuple(sorted(L for L in scores if L < 8192))
+    assert found.base_lengths == tuple(sorted(L for L in scores if L in (2048, 4096, 6144)))
     if not below or not longer:
         assert found.value is None and found.why
         return
@@ -266,9 +268,9 @@ def test_the_report_shows_the_absolute_and_the_relative_effective_length_side_by
     )
     assert (
         "Effective length, RULER avg: absolute 0 (avg > 85.6), relative —; "
-        "LongScore -37.50% (base 80, its mean below 8K)" in markdown(report)
+        "LongScore -37.50% (base 80, its mean at 4K)" in markdown(report)
     )
-    assert "-37.50% (base 80, its mean below 8K)" in render(PageInput(report))
+    assert "-37.50% (base 80, its mean at 4K)" in render(PageInput(report))
 
 
 def test_the_suite_runs_the_families_from_length_0_into_every_report_file(real_suite, pytester):
