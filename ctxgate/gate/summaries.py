@@ -188,17 +188,17 @@ def long_score(by_length: Mapping[int, GroupScore]) -> LongScore | None:
     }
     if not scored:
         return None
-    below = tuple(L for L in scored if L in LONGBENCH_BASE)
+    base_at = tuple(L for L in scored if L in LONGBENCH_BASE)
     longer = [L for L in scored if L >= LONGBENCH_BUCKET]
-    base = sum(scored[L] for L in below) / len(below) if below else None
+    base = sum(scored[L] for L in base_at) / len(base_at) if base_at else None
     if base is None or not longer or base == 0:
         why = "a base of 0" if longer else "no length of 8K or more"
-        if not below:
+        if not base_at:
             why = "no length of 2K, 4K or 6K, its base"
-        return LongScore(None, None if base is None else round(base, 2), below, why=why)
+        return LongScore(None, None if base is None else round(base, 2), base_at, why=why)
     per_length = {L: round(100 * (scored[L] - base) / base, 2) for L in longer}
     mean = round(sum(per_length.values()) / len(per_length), 2)
-    return LongScore(mean, round(base, 2), below, per_length)
+    return LongScore(mean, round(base, 2), base_at, per_length)
 
 
 def weighted_average(by_length: Mapping[int, float], increasing: bool = True) -> float | None:

@@ -53,14 +53,13 @@ def precut(ctx: BuildContext, job: Job, text: str) -> str:
     keep = job.length - PRECUT_SLACK[job.task]
     separator = len(tok(OMITTED)["input_ids"])
     job.need_room(keep - separator, MIN_DOCUMENT_TOKENS, "document tokens after HELMET's pre-cut")
-    ends = _token_ends(enc, text)
+    ends = _token_ends(tok, text)
     return text if len(ends) <= keep else text[: ends[keep - separator]] + OMITTED
 
 
 @functools.lru_cache(maxsize=16)
-def _token_ends(enc: PieceEncoder, text: str) -> array[int]:
+def _token_ends(tok: Any, text: str) -> array[int]:
     # NarrativeQA asks many questions of one script, at every length: a document is tokenized once
-    tok = transformers_tokenizer(enc, "--helmet-tokenizer")
     offsets = tok(text, return_offsets_mapping=True, verbose=False)["offset_mapping"]
     return array("q", [end for _, end in offsets])
 
