@@ -26,6 +26,7 @@ measurement.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import statistics
@@ -39,8 +40,9 @@ from ctxgate.ext.families.metrics import TASK_LABELS
 from ctxgate.ext.families.nolima_files import load_project
 from ctxgate.lengths import parse_length
 from ctxgate.metrics.registry import score_prediction
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, TaskTooShort
 from ctxgate.tasks.build import build_sample
+from ctxgate.tasks.chance import Chance, chance_at
 from ctxgate.tasks.registry import get_task, task_names
 from ctxgate.tokens.codec import PieceEncoder
 
@@ -74,8 +76,13 @@ def prompt_words(k: int, words: Callable[[str], list[str]]) -> Callable[[PieceEn
     """``k`` distinct words of those the prompt lists, read back from its text."""
 
     def guess_with(enc: PieceEncoder) -> Guess:
+        read: dict[tuple[str, int, int], list[str]] = {}  # a prompt decoded once, not each draw
+
         def guess(s: Sample, rng: random.Random) -> str:
-            return " " + " ".join(rng.sample(words(enc.decode(s.input_ids)), k))
+            key = (s.task, s.length, s.index)
+            if key not in read:
+                read[key] = words(enc.decode(s.input_ids))
+            return " " + " ".join(rng.sample(read[key], min(k, len(read[key]))))
 
         return guess
 
@@ -127,6 +134,14 @@ def nolima_character(s: Sample, rng: random.Random) -> str:
     return rng.choice(cases[s.meta["case"]].characters)
 
 
+PREFIXES = ("niah_", "vt", "cwe", "fwe", "json_kv", "ctx_mrcr_", "ctx_babi_", "ctx_nolima")
+
+
+def guessed_tasks() -> list[str]:
+    """The generated tasks, each with its random answer in ``guesses``."""
+    return [t for t in task_names() if t.startswith(PREFIXES)]
+
+
 def guesses(enc: PieceEncoder) -> dict[str, Guess]:
     """Each generated task's random answer, in the registry's order."""
     by_prefix: dict[str, Guess] = {
@@ -139,15 +154,18 @@ def guesses(enc: PieceEncoder) -> dict[str, Guess]:
         "ctx_babi_": babi_label,
         "ctx_nolima": nolima_character,
     }
-    return {t: g for t in task_names() for p, g in by_prefix.items() if t.startswith(p)}
+    assert tuple(by_prefix) == PREFIXES
+    return {t: g for t in guessed_tasks() for p, g in by_prefix.items() if t.startswith(p)}
 
 
 @dataclass(frozen=True)
 class Measured:
     task: str
-    declared: float
+    length: int
+    declared: Chance | None
     measured: float  # percent
     stderr: float  # of the mean over the samples, percent
+    samples: int
     wrong_needle: float | None = None  # MRCR: another answer to the needle's own request
 
 
@@ -158,8 +176,10 @@ def _mean_and_error(per_sample: list[float]) -> tuple[float, float]:
 
 def measure(
     spec: TaskSpec, guess: Guess, ctx: BuildContext, length: int, samples: int, draws: int
-) -> Measured:
-    rng = random.Random(f"chance:{spec.name}")
+) -> Measured | None:
+    """A random guesser's score on the first ``samples`` prompts at ``length``; None where the task
+    does not fit there."""
+    rng = random.Random(f"chance:{spec.name}:{length}")
     metric, prefix = spec.metric.name, spec.scoring_prefix
 
     def mean_score(s: Sample, answer: Guess) -> float:
@@ -167,12 +187,19 @@ def measure(
             score_prediction(metric, answer(s, rng), s.answers, prefix)[0] for _ in range(draws)
         )
 
-    built = [build_sample(spec, ctx, length, i, 42) for i in range(samples)]
+    try:
+        built = [build_sample(spec, ctx, length, i, 42) for i in range(samples)]
+    except TaskTooShort:
+        return None
     measured, stderr = _mean_and_error([mean_score(s, guess) for s in built])
     wrong = None
     if spec.name.startswith("ctx_mrcr_"):
         wrong = _mean_and_error([mean_score(s, mrcr_wrong_needle) for s in built])[0]
-    return Measured(spec.name, spec.chance, measured, stderr, wrong)
+    try:
+        declared: Chance | None = chance_at(spec, length)
+    except KeyError:  # being measured
+        declared = None
+    return Measured(spec.name, length, declared, measured, stderr, samples, wrong)
 
 
 def shipped_context() -> BuildContext:
@@ -187,7 +214,61 @@ def shipped_context() -> BuildContext:
 def run(length: int, samples: int, draws: int, tasks: list[str] | None = None) -> list[Measured]:
     ctx = shipped_context()
     found = guesses(ctx.encoder)
-    return [measure(get_task(t), found[t], ctx, length, samples, draws) for t in tasks or found]
+    built = (measure(get_task(t), found[t], ctx, length, samples, draws) for t in tasks or found)
+    return [m for m in built if m is not None]
+
+
+# Where the measured tasks' bands start: each power of two from 16 and the point half way up; CWE's
+# and FWE's answer space grows with the length, the others' (a distractor's answer, a label, a
+# character) does not, so they have one band measured at a few lengths.
+STARTS = sorted({int(2**k * f) for k in range(4, 18) for f in (1, 1.5)} - {196608})
+BY_LENGTH = ("cwe", "fwe")
+FLAT_AT = (1024, 2048, 4096, 8192)
+
+
+def band(
+    spec: TaskSpec, guess: Guess, ctx: BuildContext, lengths: list[int], samples: int, draws: int
+) -> list[float] | None:
+    """One row of data/chance.json: the band's start, the mean of its lengths' chance, the lowest
+    and highest (two standard errors out), and the prompts built; None where none fits."""
+    found = [m for L in lengths if (m := measure(spec, guess, ctx, L, samples, draws))]
+    if not found:
+        return None
+    low = max(0.0, min(m.measured - 2 * m.stderr for m in found))
+    high = min(100.0, max(m.measured + 2 * m.stderr for m in found))
+    mean = statistics.fmean(m.measured for m in found)
+    return [lengths[0], round(mean, 2), round(low, 2), round(high, 2), samples * len(found)]
+
+
+def band_lengths(start: int) -> list[int]:
+    """Lengths spread over the band from ``start``: 16 of them up to 8K, 4 above."""
+    stop = next((s for s in STARTS if s > start), start * 2)
+    count = 16 if start < 8192 else 4
+    return sorted({start + (stop - start) * i // count for i in range(count)})
+
+
+def write(samples: int, draws: int) -> Path:
+    """Measures every task whose spec names itself as its chance's row into data/chance.json."""
+    ctx = shipped_context()
+    found = guesses(ctx.encoder)
+    tasks: dict[str, list[list[float]]] = {}
+    for name, guess in found.items():
+        spec = get_task(name)
+        if spec.chance != name:
+            continue
+        spans = [band_lengths(s) for s in STARTS] if name in BY_LENGTH else [list(FLAT_AT)]
+        rows = [band(spec, guess, ctx, lengths, samples, draws) for lengths in spans]
+        tasks[name] = [r for r in rows if r]
+        if name not in BY_LENGTH:
+            tasks[name][0][0] = 0  # one band: every length
+        print(f"{name}: {len(tasks[name])} band(s)", flush=True)
+    about = (
+        "written by `python bench/chance.py --write`: per task, rows of [band start, chance, low, "
+        f"high, prompts built]; {samples} samples x {draws} random answers at each length"
+    )
+    path = ROOT / "ctxgate" / "data" / "chance.json"
+    path.write_text(json.dumps({"about": about, "tasks": tasks}, indent=1) + "\n", "utf-8")
+    return path
 
 
 def main() -> None:
@@ -198,18 +279,26 @@ def main() -> None:
     parser.add_argument(
         "--tasks", default="", help="comma-separated; default: every generated task"
     )
+    parser.add_argument(
+        "--write", action="store_true", help="measure the bands into ctxgate/data/chance.json"
+    )
     args = parser.parse_args()
+    if args.write:
+        print(f"wrote {write(args.samples, args.draws)}")
+        return
     length = parse_length(args.length)
     print(f"chance at {args.length}: {args.samples} samples x {args.draws} random answers, percent")
     print(
-        f"{'task':<20} {'declared':>8} {'measured':>8} {'± s.e.':>7} {'diff':>7} "
+        f"{'task':<20} {'declared':>8} {'low-high':>13} {'measured':>8} {'± s.e.':>7} "
         f"{'wrong needle':>13}"
     )
     for m in run(length, args.samples, args.draws, [t for t in args.tasks.split(",") if t] or None):
         wrong = "" if m.wrong_needle is None else f"{m.wrong_needle:>13.2f}"
+        said = m.declared or Chance(float("nan"), float("nan"), float("nan"))
+        span = f"{said.low:.1f}-{said.high:.1f}"
         print(
-            f"{m.task:<20} {m.declared:>8.2f} {m.measured:>8.2f} {m.stderr:>7.2f} "
-            f"{m.measured - m.declared:>+7.2f} {wrong}"
+            f"{m.task:<20} {said.score:>8.2f} {span:>13} {m.measured:>8.2f} "
+            f"{m.stderr:>7.2f} {wrong}"
         )
 
 

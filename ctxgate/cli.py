@@ -19,7 +19,6 @@ from ctxgate.workflows import (
     data,
     diff,
     init,
-    metrics_export,
     rejudge,
     rescore,
     trend,
@@ -54,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctxgate", description=DESCRIPTION)
     sub = p.add_subparsers(dest="command", required=True)
     # help lists the verbs in this order
-    for verb in (rescore, diff, trend, metrics_export):
+    for verb in (rescore, diff, trend):
         verb.add_parser(sub)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     data.add_parser(sub)

@@ -46,6 +46,7 @@ from ctxgate.run.progress import case_label
 from ctxgate.run.samples import samples_to_run
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
 from ctxgate.tasks.build import LengthRuleBroken, fits_at_all
+from ctxgate.tasks.chance import chance_at
 from ctxgate.tasks.registry import all_tasks, get_task, marker_vocabulary, task_names
 
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, one_process, refusals_are_usage_errors
@@ -86,8 +87,9 @@ def case_key(nodeid: str) -> tuple[str, int] | None:
 def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
     """A case's record before anything ran: verdict "error" until the case says otherwise."""
     t, floor = get_task(task), thresholds.floor_for(task, length)
+    chance = chance_at(t, length).score
     return CaseRecord(
-        t.name, t.suite, length, t.category, t.metric.name, chance=t.chance, floor=floor
+        t.name, t.suite, length, t.category, t.metric.name, chance=chance, floor=floor
     )
 
 

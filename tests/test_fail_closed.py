@@ -19,6 +19,7 @@ import psutil
 import pytest
 from safetensors.torch import load_file, save_file
 
+from ctxgate.tasks.chance import chance_at
 from ctxgate.tasks.registry import all_tasks
 from tests.conftest import (
     HELMET_DATA,
@@ -32,9 +33,11 @@ from tests.conftest import (
     stored_report,
 )
 
-# a floor on every case, above every task's chance score (thresholds.toml refuses one at or below
-# it)
-FLOOR_ALL = f'[[floor]]\ntask = "*"\nfloor = {max(t.chance for t in all_tasks()) + 1:g}\n'
+# a floor on every case at 1K, above every task's chance score there (a floor at or below it is
+# refused)
+FLOOR_ALL = (
+    f'[[floor]]\ntask = "*"\nfloor = {max(chance_at(t, 1024).high for t in all_tasks()) + 1:.0f}\n'
+)
 
 
 def _report(pytester: pytest.Pytester, name: str = "r.json") -> dict:

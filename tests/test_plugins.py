@@ -11,6 +11,7 @@ import pytest
 
 from ctxgate.records.schema import report_schema
 from ctxgate.tasks import all_tasks, get_task
+from ctxgate.tasks.chance import chance_at
 from tests.conftest import ALL_RIGHT, SCRIPTED
 
 
@@ -41,8 +42,8 @@ def test_report_json_junit_markdown_under_xdist(suite, pytester):
     )  # pending judged cases keep their outputs
     assert "| niah_single_1 |" in (pytester.path / "out" / "run.md").read_text()
     assert all(
-        c["chance"] == get_task(c["task"]).chance for c in report["cases"]
-    )  # each case's, from its spec
+        c["chance"] == chance_at(get_task(c["task"]), c["length"]).score for c in report["cases"]
+    )  # each case's, at its length
     cases = list(ET.parse(pytester.path / "out" / "junit.xml").getroot().iter("testcase"))
     names = {c.get("name") for c in cases}
     assert "test_ruler[niah_multikey_2-8192]" in names

@@ -20,12 +20,11 @@ from ctxgate.gate.summaries import summary_names
 from ctxgate.gate.thresholds import Rule, ThresholdsError, parse_thresholds
 from ctxgate.gate.thresholds_schema import schema
 from ctxgate.lengths import parse_length
-from ctxgate.tasks.registry import all_tasks, task_names
+from ctxgate.tasks.registry import task_names
 from tests.conftest import ROOT, call_ctxgate
 from tests.test_thresholds_lookup import pending_report, verb_arguments
 
 SETTINGS = settings(max_examples=150, deadline=None)
-CHANCE = {t.name: t.chance for t in all_tasks()}
 
 
 def parse(text: str) -> Any:
@@ -88,16 +87,10 @@ PATTERNS = (
     | st.just("*")
     | st.builds("{}{}".format, st.sampled_from(["", "<", "<=", ">", ">=", "=="]), COUNTS)
 )
-# a floor above the chance score of its task (or 0, no floor): the file's own rule
-FLOOR_TASKS = sorted(t for t in task_names() if CHANCE[t] < 100)
-FLOOR_RULES = st.sampled_from(FLOOR_TASKS).flatmap(
-    lambda task: st.fixed_dictionaries(
-        {
-            "task": st.just(task),
-            "floor": st.just(0) | numbers(max(CHANCE[task], 1), 100, exclude_min=CHANCE[task] >= 1),
-        },
-        optional={"length": PATTERNS},
-    )
+# a floor of a task (or 0, no floor): the file's own rule (the run's lengths hold it to chance)
+FLOOR_RULES = st.fixed_dictionaries(
+    {"task": st.sampled_from(task_names()), "floor": st.just(0) | numbers(1, 100)},
+    optional={"length": PATTERNS},
 )
 TOLERANCE_RULES = st.fixed_dictionaries(
     {"task": st.sampled_from(task_names()), "points": numbers(0, 100)},
@@ -216,7 +209,6 @@ def test_any_value_at_any_key_reads_or_is_refused_naming_that_key(flat, data):
         parse(document(doc))
     except ThresholdsError as exc:
         message = str(exc)
-        # a rule is refused as a whole when its floor is at a chance score its task reaches
         named = re.sub(r"(\[\d+\]).*", r"\1", key)
         assert message.startswith(f"t.toml: {named}") and "\n" not in message, message
         assert ". Fix: " in message, message

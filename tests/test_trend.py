@@ -1,4 +1,4 @@
-"""ctxgate trend and metrics on reports of a pretend training run (scripted backend: plumbing
+"""ctxgate trend on reports of a pretend training run (scripted backend: plumbing
 only)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ctxgate.cli import main
 from tests.conftest import ROOT, SCRIPTED
 
 
-def test_trend_writes_csv_and_png_and_metrics_export(pytester, tmp_path, capsys):
+def test_trend_writes_csv_and_png(pytester, tmp_path):
     shutil.copytree(ROOT / "tests_longctx", pytester.path / "tests_longctx")
     pytester.makeini("[pytest]\ntestpaths = tests_longctx\naddopts = -p no:cacheprovider\n")
     reports = []
@@ -43,10 +43,3 @@ def test_trend_writes_csv_and_png_and_metrics_export(pytester, tmp_path, capsys)
     ]
     assert ruler_8k == [(100, 100.0), (200, 90.0), (300, 40.0)]
     assert (tmp_path / "trend" / "trend.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    capsys.readouterr()
-    assert main(["metrics", reports[-1]]) == 0
-    out = capsys.readouterr().out
-    assert (
-        'ctxgate_case_score{model="checkpoint-300.json",task="json_kv",length="4096"} 40.0' in out
-    )
-    assert out.rstrip().endswith("# EOF")

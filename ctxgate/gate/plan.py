@@ -15,7 +15,13 @@ from ctxgate.backends.checkpoint import CheckpointError, check_tokenizer, resolv
 from ctxgate.backends.formats import Checkpoint
 from ctxgate.data.haystacks import HaystackError, load_essay
 from ctxgate.gate.baseline import Baseline, BaselineError, load_baseline
-from ctxgate.gate.thresholds import PytestConfig, Thresholds, find_thresholds, load_or_default
+from ctxgate.gate.thresholds import (
+    PytestConfig,
+    Thresholds,
+    find_thresholds,
+    load_or_default,
+    refuse_floors_at_chance,
+)
 from ctxgate.hooks import hook
 from ctxgate.judge.client import JudgeError, JudgeSettings
 from ctxgate.judge.entail import check_nli_model
@@ -74,6 +80,7 @@ def make_plan(
     if model if gated is None else gated:
         path, found = find_thresholds(values["thresholds"], started_in, ini)
         thresholds = load_or_default(path, task_names())
+        refuse_floors_at_chance(thresholds, values["lengths"])
         if values["baseline"]:
             try:
                 baseline = load_baseline(values["baseline"])

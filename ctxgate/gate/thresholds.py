@@ -14,6 +14,10 @@ from typing import Any
 
 from ctxgate.gate.summaries import BASE_UP_TO, RELATIVE_SHARE, RULER_THRESHOLD
 from ctxgate.gate.thresholds_schema import Rule, ThresholdsError, read
+from ctxgate.lengths import format_length
+from ctxgate.tasks.build import fits_at_all
+from ctxgate.tasks.chance import chance_at
+from ctxgate.tasks.registry import all_tasks
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -141,8 +145,14 @@ class Thresholds:
         """A field's value, or an extra's by its dotted key."""
         return self.extras[name] if "." in name else getattr(self, name)
 
+    def floor_rule(self, task: str, length: int) -> int:
+        """The [[floor]] rule that sets a case's floor (the last that matches), -1: the default."""
+        rules = self.floors
+        return next((i for i in reversed(range(len(rules))) if rules[i].matches(task, length)), -1)
+
     def floor_for(self, task: str, length: int) -> float:
-        return _last_match(self.floors, task, length, self.default_floor)
+        rule = self.floor_rule(task, length)
+        return self.default_floor if rule < 0 else self.floors[rule].value
 
     def tolerance_for(self, task: str, length: int) -> float:
         return _last_match(self.tolerances, task, length, self.tolerance)
@@ -174,6 +184,35 @@ def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresh
     fields = read(data, path, known_tasks)
     extras = {name: fields.pop(name) for name in list(fields) if "." in name}
     return Thresholds(path=path, **fields, extras=extras)
+
+
+def refuse_floors_at_chance(thresholds: Thresholds, lengths: Sequence[int]) -> None:
+    """A floor above 0 at or below a case's chance (the top of its interval) gates nothing there, a
+    random answer reaching it, so the file is refused for the first such rule, at its worst case."""
+    reached: dict[int, list[tuple[float, str, int]]] = {}  # rule (-1: the default) -> cases
+    for spec in all_tasks():
+        for length in (L for L in lengths if fits_at_all(spec, L)):
+            floor, high = thresholds.floor_for(spec.name, length), chance_at(spec, length).high
+            if 0 < floor <= high:
+                rule = thresholds.floor_rule(spec.name, length)
+                reached.setdefault(rule, []).append((high, spec.name, length))
+    if not reached:
+        return
+    rule = min(reached, key=lambda i: (i < 0, i))
+    high, task, length = max(reached[rule], key=lambda case: (case[0], -case[2]))
+    more = len(reached[rule]) - 1
+    where = "defaults.floor" if rule < 0 else f"floor[{rule}].floor"
+    floor, at = thresholds.floor_for(task, length), format_length(length)
+    # the task's own rule: at this length where it is the only one reached
+    only = [L for _, t, L in reached[rule] if t == task] == [length]
+    own = f'task = "{task}"' + (f', length = "{at.lower()}"' if only else "")
+    raise ThresholdsError(
+        f"{thresholds.path}: {where}: {floor:g} gates {task} at {at}, whose chance score there "
+        f"reaches {high:.3g}{f', and {more} more case(s)' if more else ''}: a random answer "
+        f"passes it, so it gates nothing. Fix: raise the floor above {high:.3g}, or give {task} a "
+        f"[[floor]] of its own after it ({own}, floor = 0); docs/tasks.md#chance-scores gives "
+        "each task's chance by length"
+    )
 
 
 def load_thresholds(path: str | Path, known_tasks: Sequence[str]) -> Thresholds:

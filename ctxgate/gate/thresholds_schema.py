@@ -18,7 +18,6 @@ from ctxgate.gate.summaries import RELATIVE_SHARE, RULER_THRESHOLD, summary_name
 from ctxgate.hooks import hook
 from ctxgate.lengths import LengthError, parse_length
 from ctxgate.records.refusal import CtxgateError
-from ctxgate.tasks.registry import all_tasks
 from ctxgate.values import did_you_mean, is_number
 
 _COMPARE = re.compile(r"^\s*(<=|>=|<|>|==)?\s*(\S+)\s*$")
@@ -233,10 +232,6 @@ def _rules(value_key: str, read_value: Read, example: int) -> Read:
     return read
 
 
-def _floors(value: Any, at: _At) -> tuple[Rule, ...]:
-    return _above_chance(_rules("floor", _floor, 80)(value, at), at)
-
-
 _CONFIDENCE = number(0.5, 0.999, 0.95)
 # the file: each table's keys, with the type and the range of each value
 SCHEMA: Tree = {
@@ -257,7 +252,7 @@ SCHEMA: Tree = {
         "base_up_to": ("relative_base_up_to", _length("1k")),
         "min_length": ("relative_min_length", _min_lengths),
     },
-    "floor": ("floors", _floors),
+    "floor": ("floors", _rules("floor", _floor, 80)),
     "tolerance": ("tolerances", _rules("points", number(0, 100, 5), 5)),
 }
 
@@ -286,38 +281,6 @@ def schema() -> Tree:
     extras = [table for tables in hook().ctxgate_threshold_tables() for table in tables.items()]
     spine, at = list(SCHEMA.items()), list(SCHEMA).index("relative_effective_length")
     return dict([*spine[:at], *extras, *spine[at:]])
-
-
-def _above_chance(rules: tuple[Rule, ...], at: _At) -> tuple[Rule, ...]:
-    """A floor that a random answer reaches (``TaskSpec.chance``) gates nothing, so is refused.
-    A task a later rule of length "*" matches is that rule's, so it is left out."""
-    chance = {t.name: t.chance for t in all_tasks()}
-    for i, rule in enumerate(rules):
-        later = [r.task for r in rules[i + 1 :] if r.length.strip() == "*"]
-        matched = [
-            t
-            for t in at.tasks
-            if fnmatch.fnmatchcase(t, rule.task)
-            and not any(fnmatch.fnmatchcase(t, g) for g in later)
-        ]
-        reached = [t for t in matched if 0 < rule.value <= chance.get(t, 0.0)]
-        if not reached:
-            continue
-        reached.sort(key=lambda t: -chance[t])
-        worst, at_chance = reached[0], f"{chance[reached[0]]:.3g}"
-        more = len(reached) - 1
-        also = f", and that of {more} more task(s) it matches" if more else ""
-        own = f'narrow task {rule.task!r}, or give {worst} a rule of its own, length "*", after it'
-        fix = "drop the rule" if rule.task == worst else f"leave {worst} out: {own}"
-        where = at.at(i).at("floor")
-        raise where.fail(
-            f"{rule.value:g} (task {rule.task!r}, length {rule.length!r}) is at or below the "
-            f"chance score of {worst}, {at_chance}{also}: a random answer reaches it, so it "
-            "gates nothing there",
-            f"raise the floor above {at_chance}, or {fix} (docs/tasks.md lists each task's "
-            "chance score)",
-        )
-    return rules
 
 
 def read(data: dict[str, Any], path: str, known_tasks: Sequence[str]) -> dict[str, Any]:

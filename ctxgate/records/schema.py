@@ -339,7 +339,7 @@ class CaseRecord:
     n: int = 0
     """Samples scored."""
     chance: float | None = None
-    """Percent: a random answer's expected score (``TaskSpec.chance``); null: an older report."""
+    """Percent: a random answer's expected score at the case's length; null: an older report."""
     floor: float | None = None
     """The floor thresholds.toml sets for the case, percent."""
     ci: tuple[float, float] | None = None

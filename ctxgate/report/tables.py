@@ -88,9 +88,13 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
 
 
 def chances(report: Report) -> dict[str, str]:
-    """Each task's chance score (``TaskSpec.chance``) as a table cell; "" where it has none."""
-    found = {c.task: c.chance for c in report.cases if c.chance is not None}
-    return {t: f"{found[t]:.1f}" if t in found else "" for t in {c.task for c in report.cases}}
+    """Each task's chance score as a table cell: "lo-hi" where it moves with the length (each case's
+    is ``cases[].chance``); "" where it has none."""
+    found: dict[str, set[str]] = {c.task: set() for c in report.cases}
+    for c in report.cases:
+        found[c.task] |= {f"{c.chance:.1f}"} if c.chance is not None else set()
+    cells = {t: sorted(f, key=float) for t, f in found.items()}
+    return {t: "-".join(dict.fromkeys([c[0], c[-1]])) if c else "" for t, c in cells.items()}
 
 
 def cost_line(cost: RunCost | Cost, what: str = "Cost") -> str:
@@ -155,8 +159,8 @@ def _notes(report: Report, lengths: list[int], chance: dict[str, str]) -> list[s
         notes.append(note)
     if any(chance.values()):
         notes.append(
-            "chance: a random answer's expected score (docs/tasks.md); "
-            "a floor at or below it gates nothing"
+            "chance: a random answer's expected score, lowest-highest over the lengths where it "
+            "moves (docs/tasks.md); a floor at or below it gates nothing"
         )
     notes += [
         f"Effective length, {label}: absolute {absolute}, relative {rel}; LongScore {ls}"

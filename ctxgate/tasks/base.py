@@ -252,9 +252,9 @@ class TaskSpec:
     metric: Metric
     tokens_to_generate: int
     build: Builder
-    # The expected score (percent) of a random answer drawn as the task draws its distractors
-    # (bench/chance.py), or derived; a floor at or below it gates nothing (gate/thresholds.py).
-    chance: float
+    # A random answer's expected score (percent): derived from the answer space, the same at every
+    # length; or the name of the task whose figures bench/chance.py measured (``tasks/chance.py``)
+    chance: float | str
     markers: tuple[str, ...] = ()  # pytest markers besides those derived (`marks`), e.g. "judge"
     scoring_prefix: str | None = None  # HELMET: prepended to the output, which is parsed after it
     description: str = ""

@@ -19,10 +19,6 @@ from ctxgate.tokens.codec import PieceEncoder
 # the longest answer, at most a token a character
 GENERATED_BUDGET = conv.MAX_ANSWER_CHARS + conv.PREFIX_CHARS
 OFFICIAL_BUDGET = 2048  # OpenAI MRCR's longest answer, 3.89K characters, at 2 a token at least
-# The random string and an answer to a distractor request, graded against the needle's: shared
-# openings, closings and words give it 24.8 (measured for 2, 4 and 8 needles: bench/chance.py); the
-# wrong needle gets about 38. OpenAI's rows are declared at their twins' figure.
-CHANCE = 24.8
 
 Ids = tuple[int, ...]
 _UNITS = weakref.WeakKeyDictionary[PieceEncoder, dict[tuple[str, str], tuple[Ids, ...]]]()
@@ -133,7 +129,9 @@ def _spec(name: str, gen: int, build: Builder, description: str, **more: Any) ->
         metric=MRCR_RATIO,
         tokens_to_generate=gen,
         build=build,
-        chance=CHANCE,
+        # the random string and an answer to a distractor request, measured (bench/chance.py);
+        # OpenAI's rows take their twins' figures
+        chance=more.get("replaces") or name,
         description=description,
         chat_template=True,
         **more,

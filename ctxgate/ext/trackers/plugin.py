@@ -1,12 +1,14 @@
 """``--log-to wandb|tensorboard|mlflow``: the run's scores in the team's experiment tracker, at the
 checkpoint's training step, logged by the controller once the report is written. A tracker that
-fails is one note at the end: it never changes the gate's verdict or loses the report."""
+fails is one note at the end: it never changes the gate's verdict or loses the report. And
+``ctxgate metrics``: a report as OpenMetrics text, for the trackers that scrape one."""
 
 from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ctxgate.hookspec import hookimpl
@@ -43,6 +45,13 @@ STEP = Option(
 class TrackerSettings:
     targets: tuple[Target, ...] = ()
     step: int | None = None  # --step
+
+
+@hookimpl
+def ctxgate_verbs() -> list[ModuleType]:
+    from . import openmetrics
+
+    return [openmetrics]
 
 
 @hookimpl

@@ -1,4 +1,5 @@
-"""OpenMetrics text of a report (GitLab's ``metrics`` report, Prometheus' textfile collector)."""
+"""``ctxgate metrics REPORT``: OpenMetrics text of a report (GitLab's ``metrics`` report,
+Prometheus' textfile collector)."""
 
 from __future__ import annotations
 
