@@ -1,4 +1,5 @@
-"""The families' metrics: OpenAI MRCR's grade, NoLiMa's ``contains``, and BABILong's answer rule
+"""The families' metrics: OpenAI MRCR's grade, NoLiMa's ``contains`` (and ctxgate's one-name
+guard on it), and BABILong's answer rule
 (``babilong/metrics.py``: ``compare_answers``, ``TASK_LABELS``), for its qa1-qa5.
 
 An output is right when, of the task's labels, its first sentence names the target and no other
@@ -66,6 +67,40 @@ def score(output: str, refs: Sequence[str], prefix: str | None) -> tuple[float, 
     return float(compare_answers(target, output, question, labels)), preprocess_output(output)
 
 
+CANDIDATES = "candidates: "
+
+
+def nolima_references(gold: Sequence[str], candidates: Sequence[str]) -> tuple[str, ...]:
+    """The gold names, then the record's characters (none: the official metric alone)."""
+    return (*gold, CANDIDATES + LABEL_SEP.join(candidates)) if candidates else tuple(gold)
+
+
+def _gold_and_candidates(refs: Sequence[str]) -> tuple[list[str], list[str]]:
+    listed = [r.removeprefix(CANDIDATES) for r in refs if r.startswith(CANDIDATES)]
+    names = [n for line in listed for n in line.split(LABEL_SEP) if n]
+    return [r for r in refs if not r.startswith(CANDIDATES)], names
+
+
+def names_in(response: str, candidates: Sequence[str]) -> set[str]:
+    """The candidates a response names, the longer first: a name inside another ("Stu" in
+    "Stuart") is not named by it."""
+    found = set()
+    for name in sorted(candidates, key=len, reverse=True):
+        if name in response:
+            found.add(name)
+            response = response.replace(name, "\0")
+    return found
+
+
+def nolima_one_name(response: str, refs: Sequence[str]) -> float:
+    """NoLiMa's ``contains``, and 0 where the response also names another of the record's
+    characters: listing every candidate would otherwise score 1 (docs/decisions.md)."""
+    gold, candidates = _gold_and_candidates(refs)
+    if names_in(response, candidates) - set(gold):
+        return 0.0
+    return nolima_contains(response, gold)
+
+
 def nolima_contains(response: str, gold_answers: Sequence[str]) -> float:
     """NoLiMa's ``contains`` (evaluation/async_evaluate.py, ``_evaluate_response``), the one its run
     configs use: 1 when any gold answer (the needle's character name) is a substring of the raw
@@ -88,7 +123,11 @@ def mrcr_grade(output: str, answer: str, prefix: str) -> float:
 
 def _raw_contains(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
     """The output as it came (NoLiMa's prompts have no answer prefix)."""
-    return nolima_contains(pred, refs), pred
+    return nolima_contains(pred, _gold_and_candidates(refs)[0]), pred
+
+
+def _one_name(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
+    return nolima_one_name(pred, refs), pred
 
 
 def _mrcr(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
@@ -106,6 +145,12 @@ NOLIMA_CONTAINS = Metric(
     "nolima_contains",
     _raw_contains,
     "NoLiMa: a gold name in the raw output, case-sensitive",
+)
+NOLIMA_ONE_NAME = Metric(
+    "nolima_one_name",
+    _one_name,
+    "NoLiMa's contains, and 0 where the output also names another of the record's characters "
+    "(references: the gold names, then 'candidates: a | b')",
 )
 BABILONG_MATCH = Metric(
     "babilong_match", score, "BABILong's rule: the target is the only label in the output"

@@ -16,7 +16,7 @@ import numpy as np
 
 from ctxgate.data.haystacks import EssayTokens, essay_tokens, load_essay
 from ctxgate.ext.families.lexical_overlap import LiteralOverlap, check_pair
-from ctxgate.ext.families.metrics import NOLIMA_CONTAINS
+from ctxgate.ext.families.metrics import NOLIMA_ONE_NAME, nolima_references
 from ctxgate.ext.families.nolima_files import (
     CHARACTER,
     NeedleCase,
@@ -138,7 +138,7 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
     haystack = " ".join([*shown[:place], needle, *shown[place:]])
     return job.sample(
         f.around(context, haystack if place else " " + haystack),
-        (character,) if character else case.gold,
+        nolima_references((character,) if character else case.gold, case.characters),
         "",
         case=case.name,
         question=question,
@@ -224,7 +224,7 @@ def _spec(
         name=name,
         suite="nolima",
         category="latent",
-        metric=NOLIMA_CONTAINS,
+        metric=NOLIMA_ONE_NAME,
         tokens_to_generate=TOKENS_TO_GENERATE,
         build=functools.partial(build, cases),
         # one of the record's ten characters, measured (bench/chance.py); the official file's

@@ -18,9 +18,9 @@ def ctxgate_task_modules() -> list[str]:
 
 @hookimpl
 def ctxgate_metrics() -> list[Metric]:
-    from .metrics import BABILONG_MATCH, MRCR_RATIO, NOLIMA_CONTAINS
+    from .metrics import BABILONG_MATCH, MRCR_RATIO, NOLIMA_CONTAINS, NOLIMA_ONE_NAME
 
-    return [NOLIMA_CONTAINS, BABILONG_MATCH, MRCR_RATIO]
+    return [NOLIMA_ONE_NAME, NOLIMA_CONTAINS, BABILONG_MATCH, MRCR_RATIO]
 
 
 @hookimpl

@@ -24,6 +24,7 @@ from ctxgate.ext.families.lexical_overlap import (
     stem,
 )
 from ctxgate.ext.families.metrics import nolima_contains as contains
+from ctxgate.ext.families.metrics import nolima_references
 from ctxgate.ext.families.nolima import (
     DEPTHS,
     PROJECT_PAIRS,
@@ -330,12 +331,36 @@ def test_contains_is_nolimas_case_sensitive_substring_rule():
     assert contains("The answer is Priya.", ["Priya"]) == 1.0
     assert contains("the answer is priya", ["Priya"]) == 0.0
     assert contains("Priyanka", ["Priya"]) == 1.0  # a substring counts, as in the reference
-    metric = get_metric("nolima_contains")
-    assert get_task("ctx_nolima").metric is metric and get_task("nolima").metric is metric
     assert score_prediction("nolima_contains", " Oskar", ["Oskar"], "", chat=False) == (
         1.0,
         " Oskar",
     )
+
+
+def test_an_answer_naming_another_of_the_records_characters_scores_0_official_rule_kept(hf_encoder):
+    metric = get_metric("nolima_one_name")
+    assert get_task("ctx_nolima").metric is metric and get_task("nolima").metric is metric
+    refs = nolima_references(["Stuart"], ["Yuki", "Stu", "Stuart", "Mandy"])
+    assert refs[-1] == "candidates: Yuki | Stu | Stuart | Mandy"
+
+    def both(answer: str) -> tuple[float, float]:
+        return tuple(  # type: ignore[return-value]
+            score_prediction(m, answer, refs, "", chat=False)[0]
+            for m in ("nolima_one_name", "nolima_contains")
+        )
+
+    assert both("It was Stuart.") == (1.0, 1.0)  # "Stu" inside "Stuart" names no one else
+    assert both("Yuki, Stu, Stuart or Mandy") == (0.0, 1.0)  # every candidate: 0, officially 1
+    assert both("Stuart, or maybe Mandy") == (0.0, 1.0)
+    assert both("Mandy") == (0.0, 0.0)
+    assert both("Stuart and Stuart again") == (1.0, 1.0)
+    # a record without a character set: the official rule alone
+    assert nolima_references(["Oskar"], []) == ("Oskar",)
+    assert score_prediction("nolima_one_name", "Oskar, Yuki", ["Oskar"], "", chat=False)[0] == 1.0
+    # every built sample carries its record's characters
+    sample = build_sample(get_task("ctx_nolima"), ctx_for(hf_encoder), 2048, 0, 42)
+    gold, listed = sample.answers[0], sample.answers[-1].removeprefix("candidates: ").split(" | ")
+    assert len(sample.answers) == 2 and gold in listed and len(listed) == 10
 
 
 @SETTINGS
@@ -435,7 +460,7 @@ def test_the_needle_sits_at_its_depth_and_only_it_names_the_character(hf_encoder
             s.meta["needle_offsets"],
             s.meta["depths"],
         )
-        (name,) = s.answers
+        name = s.answers[0]
         assert needle.startswith(name) or f" {name} " in needle
         assert hf_encoder.decode(s.input_ids[offset : offset + 60]).lstrip().startswith(needle)
         text = hf_encoder.decode(s.input_ids)
