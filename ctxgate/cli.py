@@ -21,7 +21,6 @@ from ctxgate.workflows import (
     init,
     rejudge,
     rescore,
-    trend,
 )
 
 DESCRIPTION = (
@@ -43,7 +42,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from ctxgate.records.schema import report_schema
+    from ctxgate.records.io import report_schema
 
     print(json.dumps(report_schema(args.predictions), indent=1))
     return 0
@@ -53,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctxgate", description=DESCRIPTION)
     sub = p.add_subparsers(dest="command", required=True)
     # help lists the verbs in this order
-    for verb in (rescore, diff, trend):
+    for verb in (rescore, diff):
         verb.add_parser(sub)
     sub.add_parser("tasks", help="list the registered tasks").set_defaults(fn=_tasks)
     data.add_parser(sub)

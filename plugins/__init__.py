@@ -16,7 +16,7 @@ from ctxgate.hooks import flat, hook
 NAME = "ctxgate_plugins"
 # The options plugin's pytest_configure runs first: it is tryfirst and registered after the tryfirst
 # plugins that build on its plan (pluggy calls the last registered first), which import it before.
-MODULES = tuple("engine options workers signals progress model cases reporting junit".split())
+MODULES = tuple("engine options workers signals model cases reporting junit".split())
 # the extras' own pytest plugins (``hookspec.ctxgate_pytest_plugins``) come after the spine's
 pytest_plugins = [f"{NAME}.{name}" for name in MODULES] + list(
     flat(hook().ctxgate_pytest_plugins())

@@ -42,7 +42,7 @@ from ctxgate.run.case import (
     open_case,
 )
 from ctxgate.run.compose import LoadedModel
-from ctxgate.run.progress import case_label
+from ctxgate.run.progress import Listener, case_label
 from ctxgate.run.samples import samples_to_run
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
 from ctxgate.tasks.build import LengthRuleBroken, fits_at_all
@@ -50,7 +50,6 @@ from ctxgate.tasks.chance import chance_at
 from ctxgate.tasks.registry import all_tasks, get_task, marker_vocabulary, task_names
 
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, one_process, refusals_are_usage_errors
-from .progress import REPORTER_KEY
 
 
 @dataclass
@@ -75,6 +74,8 @@ CASE_STATE_KEY = pytest.StashKey[CaseState]()
 NOT_RUN_KEY = pytest.StashKey[list[str]]()
 # why a selected case is left out as the run goes (None: it runs): set by the search plugin
 LEFT_OUT_KEY = pytest.StashKey[Callable[[str, int], str | None]]()
+# who hears where each running case stands (the progress extra's line); absent: nobody
+PROGRESS_KEY = pytest.StashKey[Listener]()
 _CASE_ID = re.compile(r"\[(?P<task>[A-Za-z0-9_.]+)-(?P<length>\d+)\]$")
 
 
@@ -232,7 +233,7 @@ def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Wi
 def _session(config: pytest.Config, model: LoadedModel) -> Session:
     """The model's session, with the run's confidence and its progress line."""
     plan = config.stash[PLAN_KEY]
-    progress = config.stash.get(REPORTER_KEY, None)
+    progress = config.stash.get(PROGRESS_KEY, None)
     return replace(model.session, confidence=plan.thresholds.confidence, progress=progress)
 
 
@@ -371,7 +372,7 @@ def _result(
     # raised outside the except blocks: no "during handling of..." chain
     failure: Exception | None = None
     cause = ""
-    progress = config.stash.get(REPORTER_KEY, None)
+    progress = config.stash.get(PROGRESS_KEY, None)
     try:
         if ahead is not None and key in ahead:
             result: CaseResult = ahead.take(key)

@@ -10,14 +10,7 @@ import pytest
 from _pytest.junitxml import LogXML, bin_xml_escape, xml_key
 
 from ctxgate.hooks import flat, hook
-from ctxgate.records.schema import (
-    EffectiveLength,
-    Gate,
-    GroupScore,
-    Overall,
-    RelativeEffectiveLength,
-    Report,
-)
+from ctxgate.records.schema import Gate, Report
 from ctxgate.report.tables import gate_line
 
 from .reporting import session_report
@@ -67,19 +60,18 @@ def properties(report: Report) -> list[tuple[str, str]]:
     if eff := report.effective_length:
         out.append(("ctxgate.effective_length.ruler", _value(eff.value, eff)))
     for key, rel in report.relative_effective_length.items():
-        out.append((f"ctxgate.relative_effective_length.{key}", _value(rel.value, rel)))
+        value = None if rel.why else rel.value  # none: its base is not above chance
+        out.append((f"ctxgate.relative_effective_length.{key}", _value(value, rel)))
     for key, long in report.long_score.items():
         if long.value is not None:
-            out.append((f"ctxgate.long_score.{key}", _value(long.value)))
+            out.append((f"ctxgate.long_score.{key}", _value(long.value, long)))
     return out + list(flat(hook().ctxgate_junit_properties(report=report)))
 
 
-def _value(
-    number: float | None,
-    marked: GroupScore | EffectiveLength | RelativeEffectiveLength | Overall | None = None,
-) -> str:
-    """The number as the report's JSON writes it, with the tables' marks (``*``, ``!``, ``~``) in
-    words, so that a partial mean is never read as the benchmark's score."""
+def _value(number: float | None, marked: object = None) -> str:
+    """The number as the report's JSON writes it, with the marks of ``marked`` (a summary, an
+    effective length, LongScore) in words, as the tables' ``*``, ``!``, ``~``: a partial mean is
+    never read as the benchmark's score."""
     marks = [word for name, word in _MARKS.items() if getattr(marked, name, False)]
     text = "n/a" if number is None else str(number)
     return f"{text} ({', '.join(marks)})" if marks else text

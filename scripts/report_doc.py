@@ -108,7 +108,7 @@ def tables(schema: dict[str, Any], title: str) -> tuple[list[str], list[str]]:
 
 def fields() -> tuple[str, list[str]]:
     sys.path.insert(0, str(ROOT))
-    from ctxgate.records.schema import report_schema
+    from ctxgate.records.io import report_schema
 
     report, missing = tables(report_schema(), "Report")
     line, missing_too = tables(report_schema(predictions=True), "Prediction")

@@ -2,6 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctxgate.gate.session import judge_session
 from ctxgate.gate.summaries import (
     GroupScore,
     effective_length,
@@ -9,8 +10,13 @@ from ctxgate.gate.summaries import (
     ruler_average,
     weighted_average,
 )
+from ctxgate.gate.thresholds import Thresholds
+from ctxgate.records.schema import CaseRecord, RunInfo, to_json
+from ctxgate.report.build import build_report
+from ctxgate.report.tables import markdown, terminal
 from ctxgate.stats.intervals import interval
 from ctxgate.tasks.registry import membership
+from ctxgate_plugins.junit import properties
 
 
 def full(score: float) -> dict[str, float]:
@@ -116,3 +122,32 @@ def test_a_length_with_an_early_stopped_ruler_task_never_counts_as_effective():
         {4096: ruler_average(full(99.0)), 8192: early, 16384: ruler_average(full(99.0))}
     )
     assert eff.value == 4096 and eff.early == (8192,) and eff.per_length[8192] is False
+
+
+def _ruler_case(task: str, length: int, score: float) -> CaseRecord:
+    return CaseRecord(task, "ruler", length, "niah", "string_match_all", "pass", score=score, n=10)
+
+
+def test_a_subsets_summaries_are_marked_partial_in_every_form_and_average_the_same_tasks():
+    """2 of RULER's 13 tasks, the second too short for 1K: the base and each length average the
+    first alone, and every summary and effective length says partial wherever it is shown."""
+    one, two = membership().ruler[:2]
+    cases = [_ruler_case(one, L, s) for L, s in ((1024, 90.0), (2048, 80.0), (8192, 60.0))]
+    cases += [_ruler_case(two, L, 20.0) for L in (2048, 8192)]
+    verdict = judge_session(cases, Thresholds("t"), True)
+    assert verdict.by_length["2048"]["ruler"].score == 50.0  # the table's mean: both tasks
+    rel, long = verdict.relative_effective_length["ruler"], verdict.long_score["ruler"]
+    # against its own base (1K: the first task alone), each length counts the first task alone
+    assert rel.base == 90.0 and rel.partial and rel.value == 2048  # 80 >= 85% of 90, not 60
+    assert long.base == 80.0 and long.per_length == {8192: -25.0} and long.partial
+    assert verdict.overall.partial and verdict.effective_length.partial
+    report = build_report(cases, RunInfo("m", None, 42, 10, (1024, 2048, 8192), "task"), verdict)
+    props = dict(properties(report))
+    for name in ("ruler_avg", "long_score.ruler", "relative_effective_length.ruler"):
+        assert props[f"ctxgate.{name}"].endswith("(partial)"), (name, props)
+    assert props["ctxgate.ruler_avg.2048"] == "50.0 (partial)"
+    for text in (markdown(report), terminal(report)):  # the HTML page's table is these rows
+        line = next(x for x in text.splitlines() if "LongScore" in x and "RULER" in x)
+        assert line.count("(partial: the lengths average the tasks all of them had)") == 2, line
+    raw = to_json(report)
+    assert raw["long_score"]["ruler"]["partial"] and raw["overall"]["partial"]

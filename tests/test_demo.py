@@ -15,7 +15,7 @@ from pathlib import Path
 
 import jsonschema
 
-from ctxgate.records.schema import report_schema
+from ctxgate.records.io import report_schema
 from ctxgate.tasks import all_tasks
 from tests.browsing import Opened, launch
 from tests.conftest import ROOT

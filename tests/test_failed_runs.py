@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from ctxgate.cli import main
-from ctxgate.records.schema import report_schema
+from ctxgate.records.io import report_schema
 from tests.conftest import ALL_RIGHT, interrupt
 
 TWO = ("-k", "niah_single_1 or vt")

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import jsonschema
 import pytest
 
-from ctxgate.records.schema import report_schema
+from ctxgate.records.io import report_schema
 from ctxgate.tasks import all_tasks, get_task
 from ctxgate.tasks.chance import chance_at
 from tests.conftest import ALL_RIGHT, SCRIPTED

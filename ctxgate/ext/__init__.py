@@ -4,6 +4,7 @@
 from ctxgate.ext.checkpoints import plugin as checkpoints
 from ctxgate.ext.families import plugin as families
 from ctxgate.ext.html import plugin as html
+from ctxgate.ext.progress import plugin as progress
 from ctxgate.ext.published import plugin as published
 from ctxgate.ext.ray import plugin as ray
 from ctxgate.ext.rope import plugin as rope
@@ -12,4 +13,5 @@ from ctxgate.ext.thinking import plugin as thinking
 from ctxgate.ext.trackers import plugin as trackers
 from ctxgate.ext.training import plugin as training
 
-PLUGINS = (checkpoints, families, html, published, ray, rope, search, thinking, trackers, training)
+PLUGINS: tuple[object, ...] = (checkpoints, families, html, progress, published, ray, rope)
+PLUGINS += (search, thinking, trackers, training)

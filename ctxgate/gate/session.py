@@ -5,7 +5,7 @@ lays them out; it decides nothing."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctxgate.gate import summaries
 from ctxgate.gate.thresholds import Thresholds
@@ -91,6 +91,7 @@ def summarize(
         ruler_wavg_dec=summaries.weighted_average(ruler_scores, False),
         incomplete=any(g.incomplete for g in ruler.values()),
         early=any(bool(g.early) for g in ruler.values()),
+        partial=any(g.partial for g in ruler.values()),
     )
     return by_length, overall, summaries.effective_length(ruler, threshold, decided)
 
@@ -109,10 +110,13 @@ def judge_session(
         threshold = thresholds.effective_threshold
     decided = search.decided if search else None
     by_length, overall, eff = summarize(cases, threshold, decided)
-    relative = relative_lengths(by_length, thresholds)
+    if search and search.skipped:  # the mean over the lengths lacks those the search skipped
+        overall = replace(overall, partial=True)
+    inputs = summary_inputs(cases, by_length)
+    relative = relative_lengths(inputs, thresholds)
     gates = session_gates(cases, complete, eff, baseline, thresholds, relative)
     finished = complete and not any(c.verdict == "error" for c in cases)
-    scored = (by_length, overall, eff, gates, relative, long_scores(by_length))
+    scored = (by_length, overall, eff, gates, relative, long_scores(inputs))
     return SessionVerdict(finished, *scored, complete, baseline, search)
 
 
@@ -124,19 +128,63 @@ def _per_summary(by_length: ByLength) -> dict[str, dict[int, GroupScore]]:
     }
 
 
+Facts = tuple[float, float, float]  # a member's score, its chance, the low end of its interval
+Aligned = tuple[dict[int, GroupScore], summaries.Chances]  # by length: groups, chances
+
+
+def summary_inputs(cases: Sequence[CaseRecord], by_length: ByLength) -> dict[str, Aligned]:
+    """What the relative effective length and LongScore compare: each summary's groups over the
+    members every scored length has, so that the base and each length average the same tasks
+    (partial where that leaves one out), and its chances there, the means over those members
+    (HELMET's overall: over its categories')."""
+    at: dict[tuple[str, int], Facts] = {
+        (c.task, c.length): (c.score, c.chance or 0.0, c.ci[0] if c.ci else c.score)
+        for c in cases
+        if c.score is not None and c.verdict in ("pass", "fail")
+    }
+    out: dict[str, Aligned] = {}
+    for name, by in _per_summary(by_length).items():
+        facts = _categories(out) if name == "helmet_overall" else at
+        per = {L: {m: facts[m, L] for m in g.members if (m, L) in facts} for L, g in by.items()}
+        per = {L: here for L, here in per.items() if here}
+        common = set.intersection(*map(set, per.values())) if per else set()
+        groups, chances = dict(by), {}
+        for L, here in per.items():
+            kept = [f for m, f in here.items() if m in common] or list(here.values())
+            left_out = len(kept) < len(by[L].members) or (not common and len(per) > 1)
+            members = tuple(m for m in by[L].members if m in common) or by[L].members
+            score = round(sum(f[0] for f in kept) / len(kept), 2)
+            groups[L] = replace(
+                by[L], score=score, members=members, partial=by[L].partial or left_out
+            )
+            chances[L] = (sum(f[1] for f in kept) / len(kept), sum(f[2] for f in kept) / len(kept))
+        out[name] = (groups, chances)
+    return out
+
+
+def _categories(done: Mapping[str, Aligned]) -> dict[tuple[str, int], Facts]:
+    """HELMET's categories as the overall score's members: their aligned scores and chances."""
+    return {
+        (name.removeprefix("helmet_"), L): (g.score, *chances[L])
+        for name, (groups, chances) in done.items()
+        for L, g in groups.items()
+        if name.startswith("helmet_") and g.score is not None and L in chances
+    }
+
+
 def relative_lengths(
-    by_length: ByLength, thresholds: Thresholds
+    inputs: Mapping[str, Aligned], thresholds: Thresholds
 ) -> dict[str, RelativeEffectiveLength]:
     """Each summary's effective length relative to its own base, where it has one."""
     share, up_to = thresholds.relative_share, thresholds.relative_base_up_to
     found = {
-        name: summaries.relative_effective_length(s, share, up_to)
-        for name, s in _per_summary(by_length).items()
+        name: summaries.relative_effective_length(groups, share, up_to, chances)
+        for name, (groups, chances) in inputs.items()
     }
     return {name: f for name, f in found.items() if f is not None}
 
 
-def long_scores(by_length: ByLength) -> dict[str, LongScore]:
+def long_scores(inputs: Mapping[str, Aligned]) -> dict[str, LongScore]:
     """Each summary's LongScore (100-LongBench's), where it has one."""
-    found = {name: summaries.long_score(s) for name, s in _per_summary(by_length).items()}
+    found = {name: summaries.long_score(g, chances) for name, (g, chances) in inputs.items()}
     return {name: f for name, f in found.items() if f is not None}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 
 from ctxgate.records.schema import EffectiveLength, GroupScore, LongScore, RelativeEffectiveLength
 from ctxgate.tasks.registry import Membership, membership
@@ -26,6 +27,8 @@ BASE_UP_TO = 1024  # NoLiMa's base: the mean at 250, 500 and 1K tokens
 # *_base, range(2, 8, 2) thousand); every length from 8K on is compared with it
 LONGBENCH_BASE, LONGBENCH_BUCKET = (2048, 4096, 6144), 8192
 Scores = Mapping[str, float]  # task -> score, percent
+# a summary's (chance, the lower end of its score's interval) by length: means over its members
+Chances = Mapping[int, tuple[float, float]]
 Names = Collection[str]
 
 
@@ -158,47 +161,82 @@ def effective_length(
     return EffectiveLength(value, longest, threshold, passing, partial, *_flagged(scored, decided))
 
 
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def above_chance(base_at: Sequence[int], chances: Chances) -> tuple[float, str | None]:
+    """The base's chance, and why the base is not above it (the lower ends of its lengths'
+    intervals at or below their chance), or None."""
+    chance = _mean([chances.get(L, (0.0, 0.0))[0] for L in base_at])
+    low = _mean([chances.get(L, (0.0, 0.0))[1] for L in base_at])
+    if low > chance:
+        return chance, None
+    return (
+        chance,
+        f"its base is not above chance: the low end of its interval {low:.3g} <= {chance:.3g}",
+    )
+
+
 def relative_effective_length(
-    by_length: Mapping[int, GroupScore], share: float = RELATIVE_SHARE, base_up_to: int = BASE_UP_TO
+    by_length: Mapping[int, GroupScore],
+    share: float = RELATIVE_SHARE,
+    base_up_to: int = BASE_UP_TO,
+    chances: Chances | None = None,
 ) -> RelativeEffectiveLength | None:
-    """None when no length up to ``base_up_to`` has a complete, non-zero score."""
+    """None when no length up to ``base_up_to`` has a complete, non-zero score; none (``why``)
+    when the base is not above chance. A length passes on what it scores above its chance."""
+    chances = chances or {}
     scored = {L: g for L, g in sorted(by_length.items()) if g.score is not None or g.incomplete}
     base_lengths = tuple(
         L for L, g in scored.items() if L <= base_up_to and g.score is not None and not g.incomplete
     )
-    base_scores = [scored[L].score or 0.0 for L in base_lengths]
-    base = sum(base_scores) / len(base_scores) if base_scores else 0.0
+    base = _mean([scored[L].score or 0.0 for L in base_lengths])
     if base <= 0:
         return None
+    chance, why = above_chance(base_lengths, chances) if chances else (0.0, None)
+    facts = (round(base, 2), base_lengths, share)
+    chance, partial = round(chance, 2), any(g.partial for g in scored.values())
+    if why:
+        return RelativeEffectiveLength(0, *facts, chance=chance, why=why, partial=partial)
     passing = {
-        L: g.score is not None and g.score >= share * base and not g.incomplete and not g.early
+        L: g.score is not None
+        and g.score - chances.get(L, (0.0, 0.0))[0] >= share * (base - chance)
+        and not (g.incomplete or g.early)
         for L, g in scored.items()
     }
-    return RelativeEffectiveLength(
-        _passing_run(passing), round(base, 2), base_lengths, share, passing, *_flagged(scored)
-    )
+    found = RelativeEffectiveLength(_passing_run(passing), *facts, passing, *_flagged(scored))
+    return replace(found, chance=chance, partial=partial)
 
 
-def long_score(by_length: Mapping[int, GroupScore]) -> LongScore | None:
+def long_score(
+    by_length: Mapping[int, GroupScore], chances: Chances | None = None
+) -> LongScore | None:
     """100-LongBench's LongScore (analysis/utils.py's ``rank``), in percent: the mean over the
     lengths of 8K or more of 100 * (score - base) / base, the base the mean at those of 2K, 4K and
-    6K that ran (its 0-8K bucket). A length with a member unscored counts in neither."""
+    6K that ran (its 0-8K bucket), each above its chance. A length with a member unscored counts in
+    neither."""
     scored = {
         L: g.score for L, g in sorted(by_length.items()) if g.score is not None and not g.incomplete
     }
     if not scored:
         return None
+    chances = chances or {}
     base_at = tuple(L for L in scored if L in LONGBENCH_BASE)
     longer = [L for L in scored if L >= LONGBENCH_BUCKET]
-    base = sum(scored[L] for L in base_at) / len(base_at) if base_at else None
-    if base is None or not longer or base == 0:
-        why = "a base of 0" if longer else "no length of 8K or more"
+    partial = any(by_length[L].partial for L in (*base_at, *longer))
+    base = _mean([scored[L] for L in base_at]) if base_at else None
+    chance, why = above_chance(base_at, chances) if chances else (0.0, None)
+    if base is None or not longer or base == chance or why:
+        why = why or ("a base of 0" if longer else "no length of 8K or more")
         if not base_at:
             why = "no length of 2K, 4K or 6K, its base"
-        return LongScore(None, None if base is None else round(base, 2), base_at, why=why)
-    per_length = {L: round(100 * (scored[L] - base) / base, 2) for L in longer}
+        base = None if base is None else round(base, 2)
+        return LongScore(None, base, base_at, why=why, chance=round(chance, 2), partial=partial)
+    above = {L: scored[L] - chances.get(L, (0.0, 0.0))[0] for L in longer}
+    per_length = {L: round(100 * (above[L] - (base - chance)) / (base - chance), 2) for L in longer}
     mean = round(sum(per_length.values()) / len(per_length), 2)
-    return LongScore(mean, round(base, 2), base_at, per_length)
+    return LongScore(mean, round(base, 2), base_at, per_length, None, round(chance, 2), partial)
 
 
 def weighted_average(by_length: Mapping[int, float], increasing: bool = True) -> float | None:

@@ -316,6 +316,13 @@ def relative_length_gate(
             f"effective length cannot reach {format_length(need)}: add such a length to "
             "--lengths, e.g. --lengths 256,512,1k,...",
         )
+    if found.why:
+        return Gate(
+            gate,
+            "fail",
+            f"{name} has no relative effective length, so it cannot reach "
+            f"{format_length(need)}: {found.why} (docs/gates.md#above-chance)",
+        )
     ok = found.value >= need
     got = format_length(found.value) if found.value else "0 (the shortest length falls short)"
     counted = [*found.incomplete, *found.early]

@@ -19,6 +19,8 @@ from ctxgate.records.schema import (
     SCHEMA_VERSION,
     Prediction,
     Report,
+    SampleCase,
+    SampleOutcome,
     adapter_for,
     is_length_key,
     to_json,
@@ -26,6 +28,20 @@ from ctxgate.records.schema import (
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
+
+
+def report_schema(predictions: bool = False) -> dict[str, object]:
+    """The report's JSON Schema, or with ``predictions`` that of a ``.predictions.jsonl`` line."""
+    schema = adapter_for(Prediction if predictions else Report).json_schema()
+    # pydantic reads the docstrings of a class's own fields, and a line's are its bases', in order
+    if predictions:
+        own = schema["properties"]
+        bases = (adapter_for(b).json_schema()["properties"] for b in (SampleCase, SampleOutcome))
+        schema["properties"] = {
+            name: {**own[name], **p} for part in bases for name, p in part.items()
+        }
+    title = "ctxgate prediction line" if predictions else "ctxgate run report"
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": title}
 
 
 class ReportFileError(CtxgateError, ValueError):

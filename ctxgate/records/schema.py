@@ -500,6 +500,13 @@ class RelativeEffectiveLength:
     """Lengths with a member that produced no score: counted as failing."""
     early: tuple[int, ...] = ()
     """Lengths with a member stopped early by ``--sequential``: counted as failing."""
+    chance: float = 0.0
+    """The base's chance score: a length keeps ``share`` of what the base scores above chance,
+    ``score - its chance >= share * (base - chance)``."""
+    why: str | None = None
+    """Why there is none (``value`` 0): the base is not above chance."""
+    partial: bool = False
+    """A member is missing at a length it averages: each length averages the tasks all had."""
 
 
 @dataclass(frozen=True)
@@ -513,9 +520,13 @@ class LongScore:
     base_lengths: tuple[int, ...]
     """The run's lengths of 2K, 4K and 6K (100-LongBench's 0-8K bucket)."""
     per_length: dict[int, float] = field(default_factory=dict)
-    """Each length of 8K or more: 100 * (score - base) / base."""
+    """Each length of 8K or more: 100 * (score - base) / base, each above its chance."""
     why: str | None = None
-    """No length of 2K, 4K or 6K, none of 8K or more, or a base of 0."""
+    """No length of 2K, 4K or 6K, none of 8K or more, or a base not above chance."""
+    chance: float = 0.0
+    """The base's chance score (the mean of its lengths' means over the members)."""
+    partial: bool = False
+    """As ``RelativeEffectiveLength.partial``."""
 
 
 @dataclass(frozen=True)
@@ -532,6 +543,8 @@ class Overall:
     """A length's RULER average is incomplete."""
     early: bool = False
     """A RULER case stopped early by ``--sequential``."""
+    partial: bool = False
+    """A length's RULER average is partial (a task missing), or a length search skipped lengths."""
 
 
 @dataclass(frozen=True)
@@ -767,20 +780,6 @@ class Report:
 def is_length_key(key: str) -> bool:
     """A ``by_length`` key as the runner writes it: a length in tokens, in plain digits."""
     return key == "0" or (key.isascii() and key.isdigit() and not key.startswith("0"))
-
-
-def report_schema(predictions: bool = False) -> dict[str, object]:
-    """The report's JSON Schema, or with ``predictions`` that of a ``.predictions.jsonl`` line."""
-    schema = adapter_for(Prediction if predictions else Report).json_schema()
-    # pydantic reads the docstrings of a class's own fields, and a line's are its bases', in order
-    if predictions:
-        own = schema["properties"]
-        bases = (adapter_for(b).json_schema()["properties"] for b in (SampleCase, SampleOutcome))
-        schema["properties"] = {
-            name: {**own[name], **p} for part in bases for name, p in part.items()
-        }
-    title = "ctxgate prediction line" if predictions else "ctxgate run report"
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": title}
 
 
 def to_json(record: Any) -> Any:

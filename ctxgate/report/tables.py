@@ -65,6 +65,17 @@ def summary_labels() -> list[tuple[str, str]]:
     ]
 
 
+def _above(chance: float) -> str:
+    return f" above chance {chance:g}" if chance else ""
+
+
+PARTIAL = " (partial: the lengths average the tasks all of them had)"
+
+
+def _partial(partial: bool) -> str:
+    return PARTIAL if partial else ""
+
+
 def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
     """Each summary with an effective length or a LongScore: (label, absolute, relative,
     LongScore)."""
@@ -76,12 +87,16 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
             absolute = f"{format_length(eff.value) if eff.value else '0'} (avg > {eff.threshold:g})"
         if rel is not None:
             value = format_length(rel.value) if rel.value else "0"
-            up_to = format_length(max(rel.base_lengths))
-            relative = f"{value} (>= {rel.share:.0%} of {rel.base:g}, its mean up to {up_to})"
+            up_to, above = format_length(max(rel.base_lengths)), _above(rel.chance)
+            relative = (
+                f"{value} (>= {rel.share:.0%} of {rel.base:g}{above}, its mean up to {up_to})"
+            )
+            relative = f"— ({rel.why})" if rel.why else relative + _partial(rel.partial)
         if ls is not None:
             at = ", ".join(map(format_length, ls.base_lengths))
-            base = f"base {ls.base:g}, its mean at {at}" if ls.base is not None else ""
+            base = f"base {ls.base:g}{_above(ls.chance)}, its mean at {at}" if ls.base else ""
             long_score = f"{ls.value:+.2f}% ({base})" if ls.value is not None else f"— ({ls.why})"
+            long_score += _partial(ls.partial and ls.value is not None)
         if (absolute, relative) != ("—", "—") or (ls is not None and ls.value is not None):
             out.append((label, absolute, relative, long_score))
     return out

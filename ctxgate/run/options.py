@@ -117,6 +117,7 @@ DEFAULT_EXTRAS = (
     ("search", False, "--search-effective-length"),
     ("thinking", True, "--thinking= --thinking-budget= --budget-forcing --think-end="),
     ("trackers", False, "--log-to= --tracker-run= --step="),
+    ("progress", False, "--progress="),
 )
 
 
@@ -124,7 +125,8 @@ DEFAULT_EXTRAS = (
 DEFAULT_VERBS = (
     ("html", "html"),
     ("published", "published reproduce"),
-    ("training", "bisect watch"),
+    ("trackers", "metrics"),
+    ("training", "bisect trend watch"),
 )
 
 
@@ -351,13 +353,6 @@ FORCE_LENGTHS = Option(
     "run lengths beyond the model's max positions with its own RoPE (--backend hf only: vLLM's "
     "RoPE table ends there; extend it with --model-override max_position_embeddings=N)",
     action="store_true",
-)
-PROGRESS = Option(
-    "--progress",
-    "auto (default): a live line with each worker's case, samples done, tokens/s and ETA, when "
-    "the output is a terminal; off: never",
-    default="auto",
-    choices=("auto", "off"),
 )
 # --- --backend openai / vllm
 BASE_URL = Option(

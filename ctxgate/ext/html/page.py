@@ -263,9 +263,10 @@ def effective_table(report: Report) -> str:
         '<p class="note">Absolute: the longest length with RULER\'s average above the bar there '
         "and at every shorter length. Relative: the longest length keeping the share of the "
         "model's own short-context score (its base) there and at every shorter length (NoLiMa's "
-        "rule; the base is the mean up to 1K). LongScore: 100-LongBench's, in percent: the mean "
+        "rule; the base is the mean up to 1K), each counting what it scores above chance: none "
+        "where the base is not above chance. LongScore: 100-LongBench's, in percent: the mean "
         "over the lengths of 8K or more of 100 x (score - base) / base, its base the mean at "
-        "those of 2K, 4K and 6K that ran (its 0-8K bucket).</p>"
+        "those of 2K, 4K and 6K that ran (its 0-8K bucket), above chance as well.</p>"
     )
     grid = table("", "Effective length, absolute and relative", head, body)
     return section("effective", "Effective length", note + grid)

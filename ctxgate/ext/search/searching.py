@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ctxgate.gate.session import relative_lengths, summarize
+from ctxgate.gate.session import relative_lengths, summarize, summary_inputs
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.lengths import format_length
 from ctxgate.records.schema import CaseRecord, LengthVerdict, SearchRecord
@@ -103,7 +103,8 @@ class Searching:
                 said = "a RULER task stopped early, an estimate (counted as failing)"
             found[ABSOLUTE] = (eff.value, passed, said)
         needs = {ABSOLUTE: t.min_effective_length, **dict(t.relative_min_length)}
-        for name, relative in relative_lengths(by_length, t).items():
+        inputs = summary_inputs(self.records, by_length)
+        for name, relative in relative_lengths(inputs, t).items():
             # the base, the mean up to base_up_to, is known only past it
             if name in self.followed and length > t.relative_base_up_to:
                 said = f"{name} fell below {relative.share:.0%} of its base {relative.base:g}"

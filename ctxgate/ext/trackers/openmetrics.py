@@ -46,7 +46,7 @@ def openmetrics(report: Report) -> str:
         lines += gauge(
             "relative_effective_length",
             "A summary's effective length against its own short-context score.",
-            [({"summary": name}, r.value) for name, r in relative.items()],
+            [({"summary": name}, r.value) for name, r in relative.items() if not r.why],
         )
     lines += gauge("failed_cases", "", [({}, sum(c.verdict == "fail" for c in report.cases))])
     unscored = sum(c.verdict == "error" for c in report.cases)

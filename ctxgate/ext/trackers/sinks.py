@@ -33,8 +33,16 @@ class TrackerError(CtxgateError, ValueError):
 
 
 def metrics(report: Report) -> Values:
-    """A score without a value is left out: a 0 would draw a false drop on the curve."""
+    """A score without a value is left out: a 0 would draw a false drop on the curve. A partial
+    summary (a member missing) is marked beside it, ``ctxgate/partial/<its key>`` 1: a subset's
+    mean is never logged as the benchmark's alone."""
     out: dict[str, float] = {}
+
+    def put(key: str, value: float, partial: bool = False) -> None:
+        out[f"ctxgate/{key}"] = value
+        if partial:
+            out[f"ctxgate/partial/{key}"] = 1.0
+
     for case in report.cases:
         if case.score is not None:
             at = format_length(case.length)
@@ -45,11 +53,15 @@ def metrics(report: Report) -> Values:
         for group, summary in groups.items():
             if summary.score is not None:
                 name = "ruler_avg" if group == "ruler" else group
-                out[f"ctxgate/{name}/{at}"] = float(summary.score)
-    if report.effective_length is not None:
-        out["ctxgate/effective_length"] = float(report.effective_length.value)
+                put(f"{name}/{at}", float(summary.score), summary.partial)
+    if (eff := report.effective_length) is not None:
+        put("effective_length", float(eff.value), eff.partial)
     for name, relative in report.relative_effective_length.items():
-        out[f"ctxgate/relative_effective_length/{name}"] = float(relative.value)
+        if not relative.why:  # none: its base is not above chance
+            put(f"relative_effective_length/{name}", float(relative.value), relative.partial)
+    for name, long in report.long_score.items():
+        if long.value is not None:
+            put(f"long_score/{name}", long.value, long.partial)
     for gate in report.gates:
         out[f"ctxgate/gate/{gate.name}"] = 1.0 if gate.verdict == "pass" else 0.0
     return out

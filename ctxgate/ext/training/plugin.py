@@ -9,6 +9,6 @@ from ctxgate.hookspec import hookimpl
 
 @hookimpl
 def ctxgate_verbs() -> list[ModuleType]:
-    from . import bisect, watch
+    from . import bisect, trend, watch
 
-    return [bisect, watch]
+    return [bisect, watch, trend]

@@ -147,7 +147,7 @@ class Watching:
 def watch(asked: Watching) -> tuple[list[str], dict[str, str]]:
     """Once ``until`` appears (or ``once``): the checkpoints not evaluated completely, and those
     skipped, with why they cannot be opened."""
-    from ctxgate.workflows.trend import trend
+    from .trend import trend
 
     run, out = asked.run_dir, asked.reports
     if not run.is_dir():

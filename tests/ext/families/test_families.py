@@ -5,11 +5,13 @@ form), and the effective length relative to the model's own short-context score 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxgate.gate.session import judge_session, relative_lengths
+from ctxgate.gate.session import judge_session, relative_lengths, summary_inputs
 from ctxgate.gate.summaries import long_score, relative_effective_length, summary_names
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, parse_thresholds
 from ctxgate.records.schema import CaseRecord, GroupScore
@@ -239,7 +241,8 @@ def test_the_report_shows_the_absolute_and_the_relative_effective_length_side_by
     cases = [_case(t, L, s) for t in ruler for L, s in ((512, 95.0), (1024, 90.0), (2048, 80.0))]
     cases += [_case(nolima, L, s) for L, s in ((512, 90.0), (1024, 80.0), (2048, 40.0))]
     verdict = judge_session(cases, Thresholds(path="t"), True)
-    assert set(relative_lengths(verdict.by_length, Thresholds(path="t"))) >= {"ruler", "nolima"}
+    relative = relative_lengths(summary_inputs(cases, verdict.by_length), Thresholds(path="t"))
+    assert set(relative) >= {"ruler", "nolima"}
     report = build_report(cases, RunInfo("m", None, 42, 3, (512, 1024, 2048), "task"), verdict)
     for text in (markdown(report), terminal(report)):
         assert (
@@ -371,3 +374,96 @@ def test_a_family_case_is_gated_against_a_baseline_and_stopped_early_as_any_case
         "ctx_nolima_direct": "pass",
     }
     assert all(c["n"] < 40 and c["sequential"]["decided"] == "pass" for c in cases)
+
+
+LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+
+
+def test_a_summary_counts_only_what_it_scores_above_chance():
+    """A BABILong-style family flat at its chance (18.6), and a strong model falling from 98 to 70:
+    the first has no relative effective length and no LongScore, the second keeps 85% of what its
+    base scores above chance up to 8K."""
+    flat = {L: 18.6 + (1.0 if i % 2 else -1.0) for i, L in enumerate(LENGTHS)}
+    at_chance = {L: (18.6, s - 8.0) for L, s in flat.items()}  # its interval's low end below
+    none = relative_effective_length(_groups(flat), chances=at_chance)
+    assert none is not None and none.value == 0 and none.chance == 18.6
+    assert none.why == "its base is not above chance: the low end of its interval 10.3 <= 18.6"
+    no_score = long_score(_groups(flat), at_chance)
+    assert no_score is not None and no_score.value is None
+    assert no_score.why == "its base is not above chance: the low end of its interval 10.6 <= 18.6"
+    strong = dict(zip(LENGTHS, (98.0, 98.0, 98.0, 96.0, 94.0, 90.0, 85.0, 80.0, 75.0, 70.0)))
+    above = {L: (18.6, s - 3.0) for L, s in strong.items()}
+    found = relative_effective_length(_groups(strong), chances=above)
+    # the base keeps 98 - 18.6 = 79.4 points above chance; 85% of them: a length needs 86.09
+    assert found is not None and found.why is None and found.value == 8192
+    assert not found.per_length[16384]
+    # LongScore on the points above chance: base (96 + 94) / 2 - 18.6 = 76.4; 8K: 90 - 18.6
+    score = long_score(_groups(strong), above)
+    assert score is not None and score.chance == 18.6
+    assert score.per_length[8192] == round(100 * ((90 - 18.6) - 76.4) / 76.4, 2)
+    # chance 0 (RULER's needles): the papers' own rules, unchanged
+    assert relative_effective_length(_groups(strong), chances={L: (0.0, 50.0) for L in LENGTHS})
+    plain = long_score(_groups(strong))
+    zero = long_score(_groups(strong), {L: (0.0, 50.0) for L in LENGTHS})
+    assert plain is not None and zero is not None and plain.per_length == zero.per_length
+
+
+def test_a_gate_on_a_summary_at_chance_fails_saying_why():
+    thresholds = parse_thresholds(
+        '[relative_effective_length.min_length]\nbabilong = "1k"\n', "t.toml", task_names()
+    )
+    task = "ctx_babi_qa1"  # one of six rooms: 16.7
+    chance = get_task(task).chance
+    assert chance == pytest.approx(100 / 6)
+    cases = [
+        CaseRecord(task, "babilong", L, "reasoning", "babilong_match", "pass", score=s, n=24,
+                   chance=chance, ci=(s - 12, s + 16))
+        for L, s in ((256, 20.83), (512, 12.5), (1024, 16.67), (2048, 16.67))
+    ]  # fmt: skip
+    verdict = judge_session(cases, thresholds, True)
+    gate = next(g for g in verdict.gates if g.name == "min_relative_effective_length.babilong")
+    assert gate.verdict == "fail" and gate.message.startswith(
+        "babilong has no relative effective length, so it cannot reach 1K: its base is not above "
+        "chance"
+    )
+    relative = verdict.relative_effective_length["babilong"]
+    assert relative.why and relative.value == 0
+
+
+def test_a_model_answering_at_random_over_loopback_has_no_relative_effective_length(
+    real_suite, pytester
+):
+    """An OpenAI-compatible server on 127.0.0.1 answering each BABILong question with a room drawn
+    at random: its family has no relative effective length, and the gate on it fails."""
+    import json
+    import urllib.request
+
+    from fixtures.completions_server import TINY, start
+
+    url, httpd = start()
+    try:
+        rooms = ["bathroom", "bedroom", "garden", "hallway", "kitchen", "office"]
+        script = json.dumps({"guesses": [f"The answer is {r}." for r in rooms]}).encode()
+        urllib.request.urlopen(
+            urllib.request.Request(url.rsplit("/v1", 1)[0] + "/_script", data=script)
+        ).read()
+        (pytester.path / "t.toml").write_text(
+            '[relative_effective_length.min_length]\nbabilong = "1k"\n'
+        )
+        result = real_suite(
+            "--backend", "openai", "--base-url", url, "--tokenizer", str(TINY),
+            "--served-model", "tiny", "-k", "ctx_babi_qa1", "--lengths", "1k,2k,4k",
+            "--samples", "24", "--thresholds", "t.toml", "--report", "r.json", "--no-cache",
+            model=Path("tiny"),
+        )  # fmt: skip
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert result.ret == 1
+    report = json.loads((pytester.path / "r.json").read_text())
+    scores = [c["score"] for c in report["cases"] if c["verdict"] != "skip"]
+    assert all(0 <= s < 50 for s in scores), scores  # about 16.7, one room in six
+    relative = report["relative_effective_length"]["babilong"]
+    assert relative["value"] == 0 and relative["why"].startswith("its base is not above chance")
+    gates = {g["name"]: g for g in report["gates"]}
+    assert gates["min_relative_effective_length.babilong"]["verdict"] == "fail"

@@ -67,11 +67,12 @@ def test_metrics_leave_out_what_has_no_score():
         ],
         by_length={
             "8192": {
-                "ruler": {"score": 80.0, "members": []},
+                "ruler": {"score": 80.0, "members": ["vt"], "missing": ["cwe"], "partial": True},
                 "helmet_recall": {"score": None, "members": []},
             }
         },
         effective_length={"value": 8192, "max_passing": 8192, "threshold": 85.6},
+        long_score={"ruler": {"value": -5.0, "base": 80.0, "base_lengths": [4096]}},
         gates=[
             {"name": "floors", "verdict": "pass", "message": ""},
             {"name": "cases", "verdict": "fail", "message": ""},
@@ -81,7 +82,9 @@ def test_metrics_leave_out_what_has_no_score():
         "ctxgate/case/vt/8K": 80.0,
         "ctxgate/case_n/vt/8K": 100.0,
         "ctxgate/ruler_avg/8K": 80.0,
+        "ctxgate/partial/ruler_avg/8K": 1.0,  # a subset's mean, marked as one
         "ctxgate/effective_length": 8192.0,
+        "ctxgate/long_score/ruler": -5.0,
         "ctxgate/gate/floors": 1.0,
         "ctxgate/gate/cases": 0.0,
     }

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxgate.run.progress import Progress, clock, status_line
+from ctxgate.ext.progress.line import clock, describe, eta_seconds, status_line
+from ctxgate.run.progress import Progress
 from tests.conftest import launch_suite, suite_command, suite_env
 
 SELECT = ("-k", "cwe or vt", "--lengths", "1k", "--samples", "6", "--no-cache")
@@ -24,10 +25,10 @@ SELECT = ("-k", "cwe or vt", "--lengths", "1k", "--samples", "6", "--no-cache")
 
 def test_a_case_line_says_samples_rate_and_eta():
     p = Progress("vt-4096", 12, 20, 2, 3100, 10.0)
-    assert p.describe() == "vt-4096 12/20 310 tok/s ETA 0:08"  # 8 left at 10 generated per 10 s
-    assert Progress("vt-4096", 0, 20, 0, 0, 0.0).describe() == "vt-4096 0/20 starting"
+    assert describe(p) == "vt-4096 12/20 310 tok/s ETA 0:08"  # 8 left at 10 generated per 10 s
+    assert describe(Progress("vt-4096", 0, 20, 0, 0, 0.0)) == "vt-4096 0/20 starting"
     assert (
-        Progress("vt-4096", 5, 20, 5, 0, 0.3).eta_seconds() is None
+        eta_seconds(Progress("vt-4096", 5, 20, 5, 0, 0.3)) is None
     )  # all from the cache: no pace yet
 
 
@@ -184,7 +185,7 @@ def test_a_write_through_the_terminal_writer_erases_the_line_and_reaches_the_scr
 
     from _pytest._io.terminalwriter import TerminalWriter
 
-    from ctxgate_plugins.progress import CLEAR, LiveLine
+    from ctxgate.ext.progress.pytest_plugin import CLEAR, LiveLine
 
     read_fd, write_fd = os.pipe()
     buffered = io.TextIOWrapper(
@@ -210,7 +211,7 @@ def test_every_case_running_at_once_is_on_the_line_until_it_ends(tmp_path, xdist
     """Cases that run ahead of their items (a server's batch kept full, replicas on a cluster) run
     together: each one is on the line, under its worker, whichever reported last, until its last
     sample or its end."""
-    from ctxgate_plugins.progress import FileReporter, LiveLine, LocalReporter
+    from ctxgate.ext.progress.pytest_plugin import FileReporter, LiveLine, LocalReporter
 
     read_fd, write_fd = os.pipe()
     live = LiveLine(type("Writer", (), {"_file": None})(), write_fd, tmp_path if xdist else None)

@@ -1,6 +1,7 @@
 """Live progress: one status line on the terminal shows each running case, its samples done /
 total, tokens per second and an ETA. Under xdist, which carries no messages from a worker during
-a test, each worker writes a JSON file per running case for the controller to read."""
+a test, each worker writes a JSON file per running case for the controller to read. The cases
+plugin tells the listener in the stash (``PROGRESS_KEY``) where each case stands."""
 
 from __future__ import annotations
 
@@ -19,20 +20,16 @@ from typing import Any
 
 import pytest
 
-from ctxgate.run.options import PROGRESS
-from ctxgate.run.progress import Progress, status_line
+from ctxgate.run.progress import Progress
+from ctxgate_plugins.cases import PROGRESS_KEY
+from ctxgate_plugins.options import PLAN_KEY, refusals_are_usage_errors
 
-from .options import PLAN_KEY, refusals_are_usage_errors
+from .line import status_line
+from .plugin import PROGRESS
 
-# what a case calls after each sample, and ``end`` when it is over; absent when nobody is watching
-REPORTER_KEY = pytest.StashKey["LocalReporter | FileReporter"]()
 # seconds between redraws and file writes
 INTERVAL = float(os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5"))
 SAVE, RESTORE, CLEAR = b"\x1b7", b"\x1b8", b"\x1b[K"
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    PROGRESS.add_to(parser.getgroup("ctxgate"))
 
 
 class _ErasingFile:
@@ -215,7 +212,7 @@ class FileReporter:
 def pytest_configure(config: pytest.Config) -> None:
     if (workerinput := getattr(config, "workerinput", None)) is not None:
         if folder := workerinput.get("ctxgate_progress_dir"):
-            config.stash[REPORTER_KEY] = FileReporter(Path(folder), workerinput["workerid"])
+            config.stash[PROGRESS_KEY] = FileReporter(Path(folder), workerinput["workerid"])
         return
     if (
         not config.stash[PLAN_KEY].model.model
@@ -230,7 +227,7 @@ def pytest_configure(config: pytest.Config) -> None:
     live = LiveLine(config.get_terminal_writer(), os.dup(sys.stdout.fileno()), folder)
     config.pluginmanager.register(live, "ctxgate-live-progress")
     if folder is None:
-        config.stash[REPORTER_KEY] = LocalReporter(live)
+        config.stash[PROGRESS_KEY] = LocalReporter(live)
 
 
 def _is_terminal() -> bool:
