@@ -148,6 +148,6 @@ def test_a_subsets_summaries_are_marked_partial_in_every_form_and_average_the_sa
     assert props["ctxgate.ruler_avg.2048"] == "50.0 (partial)"
     for text in (markdown(report), terminal(report)):  # the HTML page's table is these rows
         line = next(x for x in text.splitlines() if "LongScore" in x and "RULER" in x)
-        assert line.count("(partial: the lengths average the tasks all of them had)") == 2, line
+        assert line.count("(partial: a member missing at a length)") == 3, line
     raw = to_json(report)
     assert raw["long_score"]["ruler"]["partial"] and raw["overall"]["partial"]

@@ -27,6 +27,8 @@ class Metric:
     fn: Scorer | None
     description: str
     judge: str | None = None  # llm | entailment
+    # an output's components, each 0-1 (output, references): the case keeps their means, percent
+    parts: Callable[[str, Sequence[str]], dict[str, float]] | None = None
 
     @property
     def judged(self) -> bool:

@@ -199,7 +199,7 @@ class SampleOutcome:
     sample_sha256: str
     """A hash of the task, length, index, answers, answer prefix and prompt ids (same prompt)."""
     parts: dict[str, float] = field(default_factory=dict)
-    """A judged metric's components."""
+    """A metric's components, each 0-1 (a judge's; ``nolima_one_name``'s ``named_others``)."""
     judge_input: Json | None = None
     """What the judge reads (question and answers, gold summary and key points, the documents
     cited), so that ``ctxgate judge`` needs no data."""
@@ -367,7 +367,7 @@ class CaseRecord:
     data_sha256: str | None = None
     """A hash of its samples' ``sample_sha256``: the same prompts in two runs."""
     parts: dict[str, float] = field(default_factory=dict)
-    """A judged metric's components, means over the samples, percent."""
+    """A metric's components, means over the samples scored, percent."""
     judge: JudgeRecord | None = None
     """Judged tasks only."""
     throughput: dict[str, float] | None = None

@@ -69,7 +69,7 @@ def _above(chance: float) -> str:
     return f" above chance {chance:g}" if chance else ""
 
 
-PARTIAL = " (partial: the lengths average the tasks all of them had)"
+PARTIAL = " (partial: a member missing at a length)"
 
 
 def _partial(partial: bool) -> str:
@@ -85,6 +85,7 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
         absolute = relative = long_score = "—"
         if key == "ruler" and eff is not None:
             absolute = f"{format_length(eff.value) if eff.value else '0'} (avg > {eff.threshold:g})"
+            absolute += _partial(eff.partial)
         if rel is not None:
             value = format_length(rel.value) if rel.value else "0"
             up_to, above = format_length(max(rel.base_lengths)), _above(rel.chance)

@@ -11,12 +11,12 @@ from typing import Any, Protocol
 from ctxgate.backends.base import Backend, Generation, GenerationParams, Request, stream
 from ctxgate.judge.score import Judges, compact_input, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
-from ctxgate.metrics.registry import resolve
+from ctxgate.metrics.registry import get_metric, resolve
 from ctxgate.records.schema import CaseRecord, Cost, JudgeRecord, SampleOutcome, SequentialRecord
 from ctxgate.run.cache import GenerationCache
 from ctxgate.run.progress import Progress, case_label
 from ctxgate.run.samples import data_hash, excerpts, iter_samples, samples_to_run
-from ctxgate.run.scoring import judge_samples, scored
+from ctxgate.run.scoring import judge_samples, part_means, scored
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
 from ctxgate.tasks.build import task_context
 
@@ -269,7 +269,9 @@ class Drawing:
             score, looked_at = score_prediction(
                 self.metric, answer, s.answers, self.spec.scoring_prefix, self.chat
             )
-            return replace(o, score=score, scored_text=looked_at)
+            parts = get_metric(self.metric).parts
+            shares = parts(answer, s.answers) if parts else {}
+            return replace(o, score=score, scored_text=looked_at, parts=shares)
         judge_input = compact_input(self.spec.metric.name, answer, s.meta["judge_input"])
         o = replace(o, judge_input=judge_input)
         judges = self.session.judges
@@ -347,7 +349,7 @@ def case_result(draw: Drawing) -> CaseResult:
             draw.judge_seconds,
         )
     else:
-        scores = scored(outcomes, session.confidence)
+        scores = scored(outcomes, session.confidence, part_means(outcomes))
     fill = min((x + spec.tokens_to_generate) / length for x in sizes) if length else None
     rates = {"prompt_tokens_per_s": draw.prompt_tokens}
     rates |= {"generated_tokens_per_s": draw.generated_tokens}

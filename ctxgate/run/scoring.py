@@ -37,6 +37,13 @@ def scored(
     return Scored(samples, mean, len(scores), interval(scores, confidence), parts or {}, judge)
 
 
+def part_means(samples: tuple[SampleOutcome, ...]) -> dict[str, float]:
+    """Each component's mean over the samples scored, percent."""
+    ok = [o for o in samples if o.score is not None]
+    names = sorted({k for o in ok for k in o.parts})
+    return {k: round(100 * sum(o.parts.get(k, 0.0) for o in ok) / len(ok), 2) for k in names}
+
+
 def judge_samples(
     metric: str,
     samples: tuple[SampleOutcome, ...],
@@ -68,8 +75,6 @@ def judge_samples(
     samples = tuple(judged)
     failed = tuple(FailedVerdict(o.index, o.judge_error) for o in samples if o.judge_error)
     ok = [o for o in samples if o.score is not None]
-    names = sorted({k for o in ok for k in o.parts})
-    parts = {k: round(100 * sum(o.parts[k] for o in ok) / len(ok), 2) for k in names} if ok else {}
     client = judges.client
     usage = client.take_usage() if client else None
     price = client.settings.price() if client else None
@@ -84,4 +89,4 @@ def judge_samples(
         llm=client.settings.describe() if client else None,
         entailment=judges.entailment(),
     )
-    return scored(samples, confidence, parts, judge)
+    return scored(samples, confidence, part_means(samples), judge)

@@ -68,6 +68,7 @@ def score(output: str, refs: Sequence[str], prefix: str | None) -> tuple[float, 
 
 
 CANDIDATES = "candidates: "
+NAMED_OTHERS = "named_others"  # the share of outputs that named another of the characters
 
 
 def nolima_references(gold: Sequence[str], candidates: Sequence[str]) -> tuple[str, ...]:
@@ -92,21 +93,25 @@ def names_in(response: str, candidates: Sequence[str]) -> set[str]:
     return found
 
 
+def names_others(response: str, refs: Sequence[str]) -> bool:
+    """Whether the response names one of the record's characters besides the gold ones."""
+    gold, candidates = _gold_and_candidates(refs)
+    return bool(names_in(response, candidates) - set(gold))
+
+
 def nolima_one_name(response: str, refs: Sequence[str]) -> float:
     """NoLiMa's ``contains``, and 0 where the response also names another of the record's
     characters: listing every candidate would otherwise score 1 (docs/decisions.md)."""
-    gold, candidates = _gold_and_candidates(refs)
-    if names_in(response, candidates) - set(gold):
-        return 0.0
-    return nolima_contains(response, gold)
+    return 0.0 if names_others(response, refs) else nolima_contains(response, refs)
 
 
 def nolima_contains(response: str, gold_answers: Sequence[str]) -> float:
     """NoLiMa's ``contains`` (evaluation/async_evaluate.py, ``_evaluate_response``), the one its run
     configs use: 1 when any gold answer (the needle's character name) is a substring of the raw
     response, else 0. No normalization: case, whitespace and punctuation count, as in the
-    reference."""
-    return float(any(gold in response for gold in gold_answers))
+    reference. The record's characters, where the references carry them, are no gold answer."""
+    gold = _gold_and_candidates(gold_answers)[0]
+    return float(any(name in response for name in gold))
 
 
 def mrcr_grade(output: str, answer: str, prefix: str) -> float:
@@ -123,7 +128,7 @@ def mrcr_grade(output: str, answer: str, prefix: str) -> float:
 
 def _raw_contains(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
     """The output as it came (NoLiMa's prompts have no answer prefix)."""
-    return nolima_contains(pred, _gold_and_candidates(refs)[0]), pred
+    return nolima_contains(pred, refs), pred
 
 
 def _one_name(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
@@ -151,6 +156,7 @@ NOLIMA_ONE_NAME = Metric(
     _one_name,
     "NoLiMa's contains, and 0 where the output also names another of the record's characters "
     "(references: the gold names, then 'candidates: a | b')",
+    parts=lambda output, refs: {NAMED_OTHERS: float(names_others(output, refs))},
 )
 BABILONG_MATCH = Metric(
     "babilong_match", score, "BABILong's rule: the target is the only label in the output"

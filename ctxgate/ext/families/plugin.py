@@ -1,4 +1,5 @@
-"""The families' tasks, metrics and data files, as the spine's registries take them."""
+"""The families' tasks, metrics and data files, as the spine's registries take them, and the
+report's count of NoLiMa-style answers that named more than one character."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from ctxgate.hookspec import hookimpl
 
 if TYPE_CHECKING:
     from ctxgate.metrics.registry import Metric
+    from ctxgate.records.schema import Report
     from ctxgate.sources.files import DataFile
 
 
@@ -28,3 +30,19 @@ def ctxgate_data_files() -> list[DataFile]:
     from . import babilong_files, mrcr_files, nolima_files
 
     return [f for reader in (babilong_files, mrcr_files, nolima_files) for f in reader.DATA_FILES]
+
+
+@hookimpl
+def ctxgate_report_notes(report: Report, place: str) -> list[str]:
+    """How many NoLiMa-style answers named another of the record's characters (each scored 0)."""
+    from .metrics import NAMED_OTHERS
+
+    cases = [c for c in report.cases if NAMED_OTHERS in c.parts]
+    named = sum(round(c.parts[NAMED_OTHERS] * c.n / 100) for c in cases)
+    if place != "run" or not cases:
+        return []
+    return [
+        f"NoLiMa-style: {named} of {sum(c.n for c in cases)} answers named another of the "
+        "record's characters, each scored 0 (NoLiMa's own rule: ctxgate rescore "
+        "REPORT.predictions.jsonl --metric nolima_contains)"
+    ]

@@ -5,6 +5,10 @@ form), and the effective length relative to the model's own short-context score 
 
 from __future__ import annotations
 
+import contextlib
+import json
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -280,7 +284,6 @@ def test_the_suite_runs_the_families_from_length_0_into_every_report_file(real_s
     """The real tiny checkpoint, the fixture data in the published layouts: the bare form at 0 is a
     scored case, the families' means and relative effective lengths reach the JSON, the Markdown and
     the HTML page, and the report reads back (``ctxgate html``)."""
-    import json
 
     from ctxgate.cli import main
     from tests.conftest import HELMET_DATA
@@ -344,7 +347,6 @@ def test_a_family_case_is_gated_against_a_baseline_and_stopped_early_as_any_case
 ):
     """The families are cases like RULER's: a drop against a --baseline fails the case and the
     baseline gate, and --sequential stops a clear case early (plumbing: the scripted backend)."""
-    import json
 
     select = (
         "-k",
@@ -430,35 +432,45 @@ def test_a_gate_on_a_summary_at_chance_fails_saying_why():
     assert relative.why and relative.value == 0
 
 
-def test_a_model_answering_at_random_over_loopback_has_no_relative_effective_length(
-    real_suite, pytester
-):
-    """An OpenAI-compatible server on 127.0.0.1 answering each BABILong question with a room drawn
-    at random: its family has no relative effective length, and the gate on it fails."""
-    import json
-    import urllib.request
-
-    from fixtures.completions_server import TINY, start
+@contextlib.contextmanager
+def guessing(guesses: list[str]) -> Iterator[str]:
+    """An OpenAI-compatible server on 127.0.0.1 answering each request with one of ``guesses``
+    drawn at random (fixtures/completions_server.py), and the suite's options to run on it."""
+    from fixtures.completions_server import start
 
     url, httpd = start()
     try:
-        rooms = ["bathroom", "bedroom", "garden", "hallway", "kitchen", "office"]
-        script = json.dumps({"guesses": [f"The answer is {r}." for r in rooms]}).encode()
+        script = json.dumps({"guesses": guesses}).encode()
         urllib.request.urlopen(
             urllib.request.Request(url.rsplit("/v1", 1)[0] + "/_script", data=script)
         ).read()
-        (pytester.path / "t.toml").write_text(
-            '[relative_effective_length.min_length]\nbabilong = "1k"\n'
-        )
-        result = real_suite(
-            "--backend", "openai", "--base-url", url, "--tokenizer", str(TINY),
-            "--served-model", "tiny", "-k", "ctx_babi_qa1", "--lengths", "1k,2k,4k",
-            "--samples", "24", "--thresholds", "t.toml", "--report", "r.json", "--no-cache",
-            model=Path("tiny"),
-        )  # fmt: skip
+        yield url
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def on_server(url: str) -> tuple[str, ...]:
+    from fixtures.completions_server import TINY
+
+    served = ("--backend", "openai", "--base-url", url, "--served-model", "tiny")
+    return (*served, "--tokenizer", str(TINY), "--no-cache")
+
+
+def test_a_model_answering_at_random_over_loopback_has_no_relative_effective_length(
+    real_suite, pytester
+):
+    """Each BABILong question answered with a room drawn at random: the family has no relative
+    effective length, and the gate on it fails."""
+    rooms = ["bathroom", "bedroom", "garden", "hallway", "kitchen", "office"]
+    (pytester.path / "t.toml").write_text(
+        '[relative_effective_length.min_length]\nbabilong = "1k"\n'
+    )
+    with guessing([f"The answer is {r}." for r in rooms]) as url:
+        result = real_suite(
+            *on_server(url), "-k", "ctx_babi_qa1", "--lengths", "1k,2k,4k", "--samples", "24",
+            "--thresholds", "t.toml", "--report", "r.json", model=Path("tiny"),
+        )  # fmt: skip
     assert result.ret == 1
     report = json.loads((pytester.path / "r.json").read_text())
     scores = [c["score"] for c in report["cases"] if c["verdict"] != "skip"]
@@ -467,3 +479,31 @@ def test_a_model_answering_at_random_over_loopback_has_no_relative_effective_len
     assert relative["value"] == 0 and relative["why"].startswith("its base is not above chance")
     gates = {g["name"]: g for g in report["gates"]}
     assert gates["min_relative_effective_length.babilong"]["verdict"] == "fail"
+
+
+def test_answers_naming_every_character_score_0_and_the_report_counts_them(
+    real_suite, pytester, capsys
+):
+    """A model that lists all ten of the record's characters: NoLiMa's rule scores it 100, the
+    default metric 0, the report counts every such answer, and the rescore its note names gives
+    NoLiMa's figure back."""
+    from ctxgate.cli import main
+    from ctxgate.ext.families.nolima_files import load_project
+
+    everyone = ", ".join(load_project().of_kind(True)[0].characters)
+    with guessing([f"It could be {everyone}."]) as url:
+        result = real_suite(
+            *on_server(url), "-k", "ctx_nolima and not direct", "--lengths", "2k",
+            "--samples", "6", "--report", "r.json", model=Path("tiny"),
+        )  # fmt: skip
+    case = json.loads((pytester.path / "r.json").read_text())["cases"][0]
+    assert case["score"] == 0.0 and case["parts"] == {"named_others": 100.0}
+    line = (
+        "NoLiMa-style: 6 of 6 answers named another of the record's characters, each scored 0 "
+        "(NoLiMa's own rule: ctxgate rescore REPORT.predictions.jsonl --metric nolima_contains)"
+    )
+    result.stdout.fnmatch_lines([f"*{line}*"])
+    capsys.readouterr()
+    predictions = str(pytester.path / "r.predictions.jsonl")
+    assert main(["rescore", predictions, "--metric", "nolima_contains", "--json"]) == 0
+    assert "100" in capsys.readouterr().out
