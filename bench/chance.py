@@ -166,6 +166,7 @@ class Measured:
     measured: float  # percent
     stderr: float  # of the mean over the samples, percent
     samples: int
+    draws: int  # random answers to each sample
     wrong_needle: float | None = None  # MRCR: another answer to the needle's own request
 
 
@@ -199,7 +200,7 @@ def measure(
         declared: Chance | None = chance_at(spec, length)
     except KeyError:  # being measured
         declared = None
-    return Measured(spec.name, length, declared, measured, stderr, samples, wrong)
+    return Measured(spec.name, length, declared, measured, stderr, samples, draws, wrong)
 
 
 def shipped_context() -> BuildContext:

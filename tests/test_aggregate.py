@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxgate.gate.session import judge_session
+from ctxgate.gate.session import judge_session, summary_inputs
 from ctxgate.gate.summaries import (
     GroupScore,
     effective_length,
@@ -151,3 +151,42 @@ def test_a_subsets_summaries_are_marked_partial_in_every_form_and_average_the_sa
         assert line.count("(partial: a member missing at a length)") == 3, line
     raw = to_json(report)
     assert raw["long_score"]["ruler"]["partial"] and raw["overall"]["partial"]
+
+
+RULER_TASKS = membership().ruler
+LENGTHS = (256, 512, 1024, 4096)
+
+
+@given(
+    st.dictionaries(
+        st.tuples(st.sampled_from(RULER_TASKS[:4]), st.sampled_from(LENGTHS)),
+        st.one_of(st.none(), st.floats(0, 100)),
+        min_size=1,
+    )
+)
+def test_the_relative_summaries_average_the_same_tasks_at_every_complete_length(scores):
+    """Whatever ran where: at every length without an unscored member, RULER's inputs to the
+    relative effective length and LongScore average the same tasks, partial where that left one
+    out, and there are none where no task ran at every such length; with every task everywhere,
+    they are the table's own means."""
+    cases = [
+        _ruler_case(t, L, s) if s is not None else CaseRecord(t, "ruler", L, "niah", "m", "error")
+        for (t, L), s in scores.items()
+    ]
+    verdict = judge_session(cases, Thresholds("t"), True)
+    ran = [{c.task for c in cases if c.length == L and c.score is not None} for L in LENGTHS]
+    failed = {c.length for c in cases if c.score is None}
+    ran = [r for L, r in zip(LENGTHS, ran) if r and L not in failed]
+    inputs = summary_inputs(cases, verdict.by_length)
+    if ran and not set.intersection(*ran):
+        assert "ruler" not in inputs and "ruler" not in verdict.relative_effective_length
+        return
+    groups, chances = inputs["ruler"]
+    whole = {L: g for L, g in groups.items() if not g.incomplete and g.score is not None}
+    assert len({g.members for g in whole.values()}) <= 1
+    for L, g in whole.items():
+        table = verdict.by_length[str(L)]["ruler"]
+        assert set(g.members) <= set(table.members) and L in chances
+        assert g.partial == (table.partial or g.members != table.members)
+        if g.members == table.members:
+            assert g.score == table.score

@@ -110,13 +110,15 @@ def judge_session(
         threshold = thresholds.effective_threshold
     decided = search.decided if search else None
     by_length, overall, eff = summarize(cases, threshold, decided)
-    if search and search.skipped:  # the mean over the lengths lacks those the search skipped
-        overall = replace(overall, partial=True)
     inputs = summary_inputs(cases, by_length)
-    relative = relative_lengths(inputs, thresholds)
+    relative, long = relative_lengths(inputs, thresholds), long_scores(inputs)
+    if search and search.skipped:  # what spans the lengths lacks those the search skipped
+        overall = replace(overall, partial=True)
+        relative = {k: replace(v, partial=True) for k, v in relative.items()}
+        long = {k: replace(v, partial=True) for k, v in long.items()}
     gates = session_gates(cases, complete, eff, baseline, thresholds, relative)
     finished = complete and not any(c.verdict == "error" for c in cases)
-    scored = (by_length, overall, eff, gates, relative, long_scores(inputs))
+    scored = (by_length, overall, eff, gates, relative, long)
     return SessionVerdict(finished, *scored, complete, baseline, search)
 
 
@@ -135,8 +137,8 @@ Aligned = tuple[dict[int, GroupScore], summaries.Chances]  # by length: groups, 
 def summary_inputs(cases: Sequence[CaseRecord], by_length: ByLength) -> dict[str, Aligned]:
     """What the relative effective length and LongScore compare: each summary's groups over the
     members every scored length has, so that the base and each length average the same tasks
-    (partial where that leaves one out), and its chances there, the means over those members
-    (HELMET's overall: over its categories')."""
+    (partial where that leaves one out; none where no member ran at every length), and its
+    chances there, the means over those members (HELMET's overall: over its categories')."""
     at: dict[tuple[str, int], Facts] = {
         (c.task, c.length): (c.score, c.chance or 0.0, c.ci[0] if c.ci else c.score)
         for c in cases
@@ -145,14 +147,18 @@ def summary_inputs(cases: Sequence[CaseRecord], by_length: ByLength) -> dict[str
     out: dict[str, Aligned] = {}
     for name, by in _per_summary(by_length).items():
         facts = _categories(out) if name == "helmet_overall" else at
-        per = {L: {m: facts[m, L] for m in g.members if (m, L) in facts} for L, g in by.items()}
+        # a length with a member unscored fails as it is, and leaves the others' members alone
+        whole = {L: g for L, g in by.items() if not g.incomplete}
+        per = {L: {m: facts[m, L] for m in g.members if (m, L) in facts} for L, g in whole.items()}
         per = {L: here for L, here in per.items() if here}
         common = set.intersection(*map(set, per.values())) if per else set()
+        if per and not common:  # no member ran at every length: nothing to compare
+            continue
         groups, chances = dict(by), {}
         for L, here in per.items():
-            kept = [f for m, f in here.items() if m in common] or list(here.values())
-            left_out = len(kept) < len(by[L].members) or (not common and len(per) > 1)
-            members = tuple(m for m in by[L].members if m in common) or by[L].members
+            kept = [f for m, f in here.items() if m in common]
+            left_out = len(kept) < len(by[L].members)
+            members = tuple(m for m in by[L].members if m in common)
             score = round(sum(f[0] for f in kept) / len(kept), 2)
             groups[L] = replace(
                 by[L], score=score, members=members, partial=by[L].partial or left_out

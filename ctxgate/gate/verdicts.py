@@ -312,7 +312,8 @@ def relative_length_gate(
         return Gate(
             gate,
             "fail",
-            f"{name} has no score at a length up to {up_to} (or scores 0 there), so its relative "
+            f"{name} has no score at a length up to {up_to} (or scores 0 there, or none of its "
+            "tasks ran at every length), so its relative "
             f"effective length cannot reach {format_length(need)}: add such a length to "
             "--lengths, e.g. --lengths 256,512,1k,...",
         )

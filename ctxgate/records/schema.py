@@ -506,7 +506,8 @@ class RelativeEffectiveLength:
     why: str | None = None
     """Why there is none (``value`` 0): the base is not above chance."""
     partial: bool = False
-    """A member is missing at a length it averages: each length averages the tasks all had."""
+    """A member missing at a length (each length averages the tasks all had), or lengths skipped
+    by a length search."""
 
 
 @dataclass(frozen=True)
