@@ -89,13 +89,12 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
         if rel is not None:
             value = format_length(rel.value) if rel.value else "0"
             up_to, above = format_length(max(rel.base_lengths)), _above(rel.chance)
-            relative = (
-                f"{value} (>= {rel.share:.0%} of {rel.base:g}{above}, its mean up to {up_to})"
-            )
-            relative = f"— ({rel.why})" if rel.why else relative + _partial(rel.partial)
+            kept = f"{value} (>= {rel.share:.0%} of {rel.base:g}{above}, its mean up to {up_to})"
+            relative = f"— ({rel.why})" if rel.why else kept + _partial(rel.partial)
         if ls is not None:
             at = ", ".join(map(format_length, ls.base_lengths))
-            base = f"base {ls.base:g}{_above(ls.chance)}, its mean at {at}" if ls.base else ""
+            base = f"base {ls.base:g}{_above(ls.chance)}, its mean at {at}"
+            base = base if ls.base is not None else ""
             long_score = f"{ls.value:+.2f}% ({base})" if ls.value is not None else f"— ({ls.why})"
             long_score += _partial(ls.partial and ls.value is not None)
         if (absolute, relative) != ("—", "—") or (ls is not None and ls.value is not None):
