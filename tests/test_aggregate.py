@@ -190,3 +190,15 @@ def test_the_relative_summaries_average_the_same_tasks_at_every_complete_length(
         assert g.partial == (table.partial or g.members != table.members)
         if g.members == table.members:
             assert g.score == table.score
+
+
+def test_a_long_score_without_a_base_says_why_in_the_tables():
+    cases = [_ruler_case(RULER_TASKS[0], L, 50.0) for L in (1024, 8192)]
+    report = build_report(
+        cases,
+        RunInfo("m", None, 42, 10, (1024, 8192), "task"),
+        judge_session(cases, Thresholds("t"), True),
+    )
+    assert report.long_score["ruler"].base is None
+    for text in (markdown(report), terminal(report)):
+        assert "LongScore — (no length of 2K, 4K or 6K, its base)" in text

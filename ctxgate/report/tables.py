@@ -93,8 +93,9 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
             relative = f"— ({rel.why})" if rel.why else kept + _partial(rel.partial)
         if ls is not None:
             at = ", ".join(map(format_length, ls.base_lengths))
-            base = f"base {ls.base:g}{_above(ls.chance)}, its mean at {at}"
-            base = base if ls.base is not None else ""
+            base = (
+                "" if ls.base is None else f"base {ls.base:g}{_above(ls.chance)}, its mean at {at}"
+            )
             long_score = f"{ls.value:+.2f}% ({base})" if ls.value is not None else f"— ({ls.why})"
             long_score += _partial(ls.partial and ls.value is not None)
         if (absolute, relative) != ("—", "—") or (ls is not None and ls.value is not None):
