@@ -39,7 +39,7 @@ def ctxgate_report_notes(report: Report, place: str) -> list[str]:
 
     cases = [c for c in report.cases if NAMED_OTHERS in c.parts]
     named = sum(round(c.parts[NAMED_OTHERS] * c.n / 100) for c in cases)
-    if place != "run" or not cases:
+    if place != "run" or not named:
         return []
     return [
         f"NoLiMa-style: {named} of {sum(c.n for c in cases)} answers named another of the "
