@@ -340,6 +340,7 @@ def ctxgate_case(
     if config.getini("junit_family") in ("xunit1", "legacy"):
         ci = f"{result.ci[0]}-{result.ci[1]}"
         pairs = [("score", record.score), ("floor", record.floor), ("n", record.n), ("ci", ci)]
+        pairs.append(("chance", record.chance))  # a random answer's score at this length
         request.node.user_properties += pairs
     return Case(get_task(name), length, thresholds, state)
 

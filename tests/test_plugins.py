@@ -47,7 +47,7 @@ def test_report_json_junit_markdown_under_xdist(suite, pytester):
     cases = list(ET.parse(pytester.path / "out" / "junit.xml").getroot().iter("testcase"))
     names = {c.get("name") for c in cases}
     assert "test_ruler[niah_multikey_2-8192]" in names
-    assert {"score", "floor", "n", "ci"} <= {
+    assert {"score", "floor", "n", "ci", "chance"} <= {
         p.get("name") for c in cases for p in c.iter("property")
     }
     assert "ctxgate" in result.stdout.str() and "RULER avg" in result.stdout.str()
