@@ -5,6 +5,7 @@ at batch 1 and at ``--batch-size auto``, and one case through ``pytest --model .
 
     python bench/gpu.py [--out DIR] [--deadline 420]     # one H100 or H200, under 8 minutes
     python bench/gpu.py --smoke                          # CPU: a tiny shape at 512 tokens
+    python bench/gpu.py --shapes 8B --ruler 128k         # RULER's 13 tasks through pytest -n 1
 
 Prints, per shape, length, task and batch mode: the case's seconds, tokens per second (prompt and
 generated), peak GPU memory, the batch sizes the backend ran and any out-of-memory halvings; per
@@ -13,7 +14,9 @@ practical FLOP limit of this GPU). Random weights never emit EOS, so every sampl
 task's whole budget: the decode figures are the worst case. ``--deadline`` seconds after the start,
 what is left is skipped and named, so a lease's time limit still returns every figure measured; a
 step that fails (out of memory at batch 1) is printed and the others go on.
-Each line also goes to ``DIR/gpu.jsonl``.
+``--ruler LENGTH`` instead runs RULER's 13 tasks at that length, one sample each, through the
+suite's own command, and prints the FLOP/s reached (prefill and decode counted from the config) and
+what 100 samples a task would take. Each line also goes to ``DIR/gpu.jsonl``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from ctxgate.tokens.codec import PieceEncoder  # noqa: E402
 
 TOKENIZER = ROOT / "fixtures" / "tiny-llama-niah"  # its ids fit any vocabulary below
 TASKS = ("niah_single_1", "vt")
+QA = ROOT / "fixtures" / "data"  # the shipped SQuAD and HotpotQA files, for RULER's qa_1 and qa_2
 
 
 @dataclass(frozen=True)
@@ -277,40 +281,109 @@ def run_shape(
     return folder
 
 
+def suite_run(folder: Path, size: str, select: str, clock: Clock, work: Path) -> dict[str, Any]:
+    """The suite as users run it: a pytest process with one xdist worker loading the checkpoint.
+    At the deadline it gets SIGTERM, as a lease's end would send, so the report keeps what ran."""
+    report = work / f"suite-{select}.json"  # kept in --out when given
+    cmd = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--model", str(folder),
+        "-n", "1", "--lengths", size, "--samples", "1", "-k", select, "--no-cache",
+        "--report", str(report), "--squad", str(QA / "squad_v2_validation_tiny.jsonl"),
+        "--hotpotqa", str(QA / "hotpotqa_distractor_validation_tiny.jsonl"),
+    ]  # fmt: skip
+    t0 = time.perf_counter()
+    with subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as run:
+        try:
+            out, err = run.communicate(timeout=clock.remaining())
+        except subprocess.TimeoutExpired:
+            clock.skipped.append(f"pytest -k {select} (stopped at the deadline)")
+            run.terminate()
+            try:
+                out, err = run.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                run.kill()
+                out, err = run.communicate()
+    seconds = time.perf_counter() - t0
+    text = out.decode(errors="replace")
+    found = json.loads(report.read_text()) if report.exists() else {}
+    return {"s": seconds, "exit": run.returncode, "stdout": text, "stderr": err.decode(), **found}
+
+
 def suite_case(folder: Path, length: int, clock: Clock, work: Path) -> None:
-    """One case as users run it: a pytest process with one xdist worker loading the checkpoint."""
     if not clock.left("pytest -n 1"):
         return
     size = format_length(length)
-    cmd = [
-        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--model", str(folder),
-        "-n", "1", "--lengths", size, "--samples", "1", "-k", "niah_single_1", "--no-cache",
-        "--report", str(work / "suite.json"),
-    ]  # fmt: skip
-    t0 = time.perf_counter()
-    try:
-        done = subprocess.run(
-            cmd, cwd=ROOT, capture_output=True, text=True, timeout=clock.remaining()
-        )
-    except subprocess.TimeoutExpired:
-        clock.skipped.append("pytest -n 1 (stopped at the deadline)")
-        return
-    seconds = time.perf_counter() - t0
-    report = json.loads((work / "suite.json").read_text()) if (work / "suite.json").exists() else {}
-    cases = [c for c in report.get("cases", []) if c.get("task") == "niah_single_1"]
+    done = suite_run(folder, size, "niah_single_1", clock, work)
+    cases = [c for c in done.get("cases", []) if c.get("task") == "niah_single_1"]
     ran = cases[0].get("verdict") if cases else "no case"
-    last = (done.stdout.strip().splitlines() or [""])[-1]
-    cost = next((x for x in done.stdout.splitlines() if x.startswith("Cost: ")), "no cost line")
+    last = (done["stdout"].strip().splitlines() or [""])[-1]
+    cost = next((x for x in done["stdout"].splitlines() if x.startswith("Cost: ")), "no cost line")
     clock.emit(
-        f"pytest --model {folder.name} -n 1 --lengths {size} -k niah_single_1: {seconds:.1f} s "
-        f"from launch to exit, exit {done.returncode}, case {ran} ({last}); {cost}",
-        pytest_s=seconds,
-        exit=done.returncode,
+        f"pytest --model {folder.name} -n 1 --lengths {size} -k niah_single_1: {done['s']:.1f} s "
+        f"from launch to exit, exit {done['exit']}, case {ran} ({last}); {cost}",
+        pytest_s=done["s"],
+        exit=done["exit"],
         verdict=ran,
-        cost=report.get("cost"),
+        cost=done.get("cost"),
     )
     if ran == "no case":
-        print(done.stdout[-3000:], done.stderr[-3000:], sep="\n", flush=True)
+        print(done["stdout"][-3000:], done["stderr"][-3000:], sep="\n", flush=True)
+
+
+def flops(shape: Shape, prompt: float, generated: float) -> float:
+    """Matrix-product FLOPs of one sample: its prefill, then each generated token's step over the
+    context so far (weights, attention over every earlier token, and the output projection)."""
+    step = (
+        prefill_flops(shape, 1) - 2 * shape.layers * shape.hidden + 2 * shape.hidden * shape.vocab
+    )
+    context = 4 * shape.layers * shape.hidden * (generated * prompt + generated**2 / 2)
+    return prefill_flops(shape, round(prompt)) + generated * step + context
+
+
+def ruler_run(
+    shape: Shape, folder: Path, size: str, clock: Clock, work: Path, limit: float
+) -> None:
+    """RULER's 13 tasks at one length, one sample each, through the suite's own command: the wall
+    time, the tokens, the FLOP/s reached against the matrix-product limit, and what a full run at
+    the suite's default sample counts would take at this rate."""
+    if not clock.left(f"{shape.name} RULER at {size}"):
+        return
+    done = suite_run(folder, size, "test_ruler", clock, work)
+    cases = [c for c in done.get("cases", []) if (c.get("cost") or {}).get("generations")]
+    work_flops = sum(
+        c["cost"]["generations"]
+        * flops(
+            shape,
+            c["cost"]["prompt_tokens"] / c["cost"]["generations"],
+            c["cost"]["generated_tokens"] / c["cost"]["generations"],
+        )
+        for c in cases
+    )
+    engine = sum(c["cost"]["engine_seconds"] for c in cases)
+    prompt = sum(c["cost"]["prompt_tokens"] for c in cases)
+    generated = sum(c["cost"]["generated_tokens"] for c in cases)
+    rate = work_flops / engine / 1e12 if engine else 0.0
+    full = sum(c["cost"]["engine_seconds"] / c["cost"]["generations"] * 100 for c in cases)
+    clock.emit(
+        f"{shape.name} RULER at {size} through pytest -n 1 ({len(cases)} of 13 tasks ran, 1 sample "
+        f"each): {done['s']:.0f} s from launch to exit, exit {done['exit']}; {prompt} prompt and "
+        f"{generated} generated tokens in {engine:.0f} engine s, {rate:.3g} TFLOP/s "
+        f"({rate / limit:.0%} of {limit:.3g}); 100 samples a task at this rate: {full / 3600:.2f} "
+        f"GPU-hours, the FLOPs alone at the limit {work_flops * 100 / limit / 1e12 / 3600:.2f}",
+        shape=shape.name,
+        ruler_length=size,
+        ruler_cases=len(cases),
+        pytest_s=done["s"],
+        exit=done["exit"],
+        prompt_tokens=prompt,
+        generated_tokens=generated,
+        engine_s=engine,
+        tflops=rate,
+        full_run_gpu_hours=full / 3600,
+    )
+    print(done["stdout"][-3000:], done["stderr"][-3000:] if not cases else "", sep="\n", flush=True)
+    if (work / "suite-test_ruler.json").exists():
+        shutil.copy(work / "suite-test_ruler.json", clock.out.parent / f"ruler-{shape.name}.json")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default=None, help="comma-separated subset, e.g. 1B")
     ap.add_argument("--lengths", default=None, help="instead of 4K,32K,128K, e.g. 64k,128k")
     ap.add_argument("--tasks", default=",".join(TASKS), help="a subset of %(default)s")
+    ap.add_argument("--ruler", default=None, help="only RULER's 13 tasks at this length, e.g. 128k")
     args = ap.parse_args(argv)
     import torch
     from transformers.utils import logging
@@ -359,6 +433,15 @@ def _run(args: argparse.Namespace, torch: Any) -> int:
             device=name,
             limit_tflops=limit,
         )
+        if args.ruler:
+            for shape in shapes:
+                folder = work / shape.name
+                build(shape, folder, torch, device)
+                ruler_run(
+                    shape, folder, format_length(parse_lengths(args.ruler)[0]), clock, work, limit
+                )
+                shutil.rmtree(folder)
+            shapes = ()
         first: Path | None = None
         for shape in shapes:
             try:

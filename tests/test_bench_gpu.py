@@ -27,3 +27,18 @@ def test_the_smoke_mode_measures_every_figure_the_gpu_run_prints(tmp_path: Path)
     assert suite["verdict"] != "no case" and suite["exit"] in (0, 1), suite
     assert suite["cost"]["total"]["generations"] == 1 and suite["cost"]["device"] == "cpu"
     assert records[-1]["skipped"] == [] and not [r for r in records if "error" in r]
+
+
+def test_the_ruler_mode_runs_the_suites_command_and_counts_its_flops(tmp_path: Path) -> None:
+    assert main(["--smoke", "--ruler", "512", "--out", str(tmp_path)]) == 0
+    lines = [json.loads(line) for line in (tmp_path / "gpu.jsonl").read_text().splitlines()]
+    ruler = next(r for r in lines if "ruler_cases" in r)
+    report = json.loads((tmp_path / "ruler-tiny.json").read_text())
+    total = report["cost"]["total"]
+    assert ruler["ruler_cases"] == 13 and ruler["exit"] == 0, ruler
+    assert (ruler["prompt_tokens"], ruler["generated_tokens"]) == (
+        total["prompt_tokens"],
+        total["generated_tokens"],
+    )
+    assert ruler["tflops"] > 0 and ruler["full_run_gpu_hours"] > 0
+    assert lines[-1]["skipped"] == []
