@@ -9,6 +9,7 @@ data file is read again, also within one process (bisect, watch). Failures are n
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -31,13 +32,14 @@ def identity(path: str | os.PathLike[str]) -> Identity:
         st = os.stat(path)
     except OSError:
         return None
-    if os.path.isdir(path):
+    if stat.S_ISDIR(st.st_mode):
         try:
             count = len(os.listdir(path))
         except OSError:
             count = -1
         return ("dir", count, st.st_mtime_ns)
-    return ("file", st.st_size, st.st_mtime_ns)
+    # a FIFO, socket or device is no file to read (the data door names which it is)
+    return ("file" if stat.S_ISREG(st.st_mode) else "other", st.st_size, st.st_mtime_ns)
 
 
 def noted(path: str | os.PathLike[str]) -> Identity:

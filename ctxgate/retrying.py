@@ -5,10 +5,16 @@ The door (``http_client``) is the HTTP client of every such call: a redirect to 
 refused, since the request carries the key. The reader (``read_reply``) reads every reply into its
 frozen record strictly: a reply of the wrong shape is one ``Malformed`` line saying what is wrong.
 
-Transient failures (408, 409, 425, 429, 5xx, timeouts, dropped connections, a ``Malformed`` reply,
-a body cut short included) are retried with exponential backoff and jitter, honouring
-``Retry-After``, within a retry count and a time limit; those no retry fixes (a refused key, an
-unknown model, any other 4xx) raise ``Refused`` at once, for the caller to name its fix.
+Transient failures (408, 409, 425, 429, 5xx, timeouts, dropped connections) are retried with
+exponential backoff and jitter, honouring ``Retry-After``, within a retry count and a time limit;
+those no retry fixes (a refused key, an unknown model, any other 4xx) raise ``Refused`` at once, for
+the caller to name its fix.
+
+A ``Malformed`` reply (a field of the wrong type or missing, no choices, a body that is not JSON or
+cut short) is no outage: the server is up and answers wrongly, and waiting does not change its
+answer. It is retried once, at once and within the retry count (a proxy may garble one reply); a
+second one in the same call ends it as ``Exhausted`` with ``malformed`` set, for the caller to name
+the field and the server, never a server that is down.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ class Refused(RuntimeError):
 
 
 class Malformed(RuntimeError):
-    """A reply that arrived but cannot be used (no choices, no text): retried like a 5xx."""
+    """A reply that arrived but cannot be used (no choices, a text that is a number): retried once,
+    at once, then the server's answer."""
 
 
 class Redirected(CtxgateError, RuntimeError):
@@ -45,11 +52,12 @@ class Redirected(CtxgateError, RuntimeError):
 
 class Exhausted(RuntimeError):
     """Transient failures outlasted the retries or the time limit. ``timed_out``: the last one was
-    the request's own timeout (the server was too slow, not gone)."""
+    the request's own timeout (the server was too slow, not gone); ``malformed``: the last reply's
+    ``Malformed`` line (the server answers wrongly, it is not gone)."""
 
-    def __init__(self, message: str, timed_out: bool = False) -> None:
+    def __init__(self, message: str, timed_out: bool = False, malformed: str | None = None) -> None:
         super().__init__(message)
-        self.timed_out = timed_out
+        self.timed_out, self.malformed = timed_out, malformed
 
 
 def call_with_retries(
@@ -63,7 +71,7 @@ def call_with_retries(
 ) -> T:
     """``openai``: the package, imported by the caller so that importing this costs nothing."""
     start = time.monotonic()
-    retry = 0
+    retry = garbled = 0
     while True:
         try:
             return call()
@@ -79,17 +87,20 @@ def call_with_retries(
             openai.APITimeoutError,
             openai.APIConnectionError,
             openai.APIResponseValidationError,
-            Malformed,
         ) as exc:
             unwrap_redirect(exc)
             last = exc
-        wait = backoff(retry, last)
+        except Malformed as exc:
+            last, garbled = exc, garbled + 1
+        malformed = str(last) if isinstance(last, Malformed) else None
+        wait = 0.0 if malformed else backoff(retry, last)
         spent = time.monotonic() - start
-        if retry >= max_retries or spent + wait > time_limit_s:
+        if retry >= max_retries or spent + wait > time_limit_s or garbled > 1:
             failure = f"{type(last).__name__}: {str(last)[:160]}"
             raise Exhausted(
                 f"after {retry + 1} requests in {spent:.0f}s (last: {failure})",
                 timed_out=isinstance(last, openai.APITimeoutError),
+                malformed=malformed,
             )
         if on_retry is not None:
             on_retry()
@@ -263,7 +274,9 @@ def read_reply(kind: type[R], body: bytes | str, what: str) -> R:
         if error["type"] == "value_error":  # a rule of the record's own ("has no choices")
             raise Malformed(f"{what} {error['msg'].removeprefix('Value error, ')}") from None
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
-        wrong = error["msg"]
+        wrong, value = error["msg"], error["input"]
         if error["type"] not in ("json_invalid", "missing"):
-            wrong += f", not {error['input']!r:.60}"
+            wrong += (
+                ", not null" if value is None else f", not {value!r:.60} ({type(value).__name__})"
+            )
         raise Malformed(f"{what}: {where[1:]}: {wrong}" if where else f"{what}: {wrong}") from None

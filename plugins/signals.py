@@ -46,6 +46,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(RECEIVED_KEY, []):
+        # a run a signal ended keeps ignoring the rest: its report and summary are written, and
+        # another signal while the libraries' exit handlers wind down would end it by the signal's
+        # own death (Python puts back the default of a handler of its own as it finalizes)
+        return
     for sig, previous in config.stash.get(_PREVIOUS_KEY, {}).items():
         signal.signal(sig, previous)
 

@@ -26,7 +26,7 @@ if ! wait "$vllm"; then
   exit 1
 fi
 status=0
-.venv/bin/python -m pytest tests -n 2 -q "$@" || status=$?
+.venv/bin/python -m pytest tests -n 2 -q --hypothesis-profile=fixed "$@" || status=$?
 wait "$types" || status=1
 cat "$types_log"
 exit "$status"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from _pytest.pytester import SysModulesSnapshot
+from hypothesis import settings
 
 # No test may reach the hub: a task whose data is not local skips at once instead of waiting on
 # timeouts.
@@ -370,9 +371,17 @@ def call_ctxgate(
     return subprocess.CompletedProcess(["ctxgate", *args], status, out.getvalue(), err.getvalue())
 
 
+# The test command's profile (scripts/test.sh passes --hypothesis-profile=fixed): every machine
+# draws the same examples, and none is replayed from a local database. pytest run without it draws
+# anew each time (or from --hypothesis-seed=N), to explore.
+settings.register_profile("fixed", derandomize=True, deadline=None, print_blob=True)
+
 # Hypothesis is a dev dependency, absent where users run the suite, and its pytest plugin imports
-# all of it (about a second of CPU a process): a pytest the tests launch runs without it, as theirs
-AS_USERS_RUN = "-p no:hypothesispytest"
+# all of it (about a second of CPU a process): a pytest the tests launch runs without it, as theirs.
+# And without pytest's cache: a run given --model in this checkout takes the checkout for its
+# rootdir (pytest-dev/pytest#8846), demo.sh runs in it, and the docs' scratch folders link its
+# .pytest_cache, so the cases the tests fail on purpose would be what a user's --lf reruns there
+AS_USERS_RUN = "-p no:hypothesispytest -p no:cacheprovider"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -161,8 +161,8 @@ def test_a_reply_of_the_wrong_types_is_one_line_naming_the_server_and_the_field(
     server[1]({"completions": [{"choices": [{"text": 5}]}] * 20})
     out = _out(run_openai("-k", "vt", "--lengths", "1k", "--samples", "1", "--no-cache"))
     assert "AttributeError" not in out
-    assert "the completion: choices[0].text: Input should be a valid string, not 5" in out
-    assert f"{server[0]} did not answer a completion" in out
+    assert "the completion: choices[0].text: Input should be a valid string, not 5 (int)" in out
+    assert f"{server[0]} answered a completion wrongly" in out  # up, not down: no outage
 
 
 JSON = st.recursive(

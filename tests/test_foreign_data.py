@@ -1,12 +1,16 @@
 """The one door for foreign data files (``ctxgate.sources.door``): its readers, and HELMET's
 loaders that go through it, fed structured garbage (deep nesting, wrong JSON types, bad encodings,
 empty files, sizes, a folder where the file goes), answer with a valid result or one designed line
-naming the file, never another exception."""
+naming the file, never another exception: what the data libraries (datasets, pyarrow, json) refuse
+among it too."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -34,7 +38,14 @@ def _scratch(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @SETTINGS
 @given(data=foreign_text(), suffix=st.sampled_from([".jsonl", ".json"]))
-@example(data=b'{"x": {"\\u0000": {}}}', suffix=".jsonl")  # a key datasets cannot decode
+# what the door passes and datasets or pyarrow refuse, each in its own words
+@example(data=b'{"x": {"\\u0000": {}}}', suffix=".jsonl")  # a key datasets cannot decode (KeyError)
+@example(data=b'{"x": {"\\u0000a": 1, "\\u0000b": 2}}', suffix=".json")  # two keys as one
+@example(data=b'{"\\u0000": 1}', suffix=".jsonl")  # a column datasets cannot cast (CastError)
+@example(data=b'{"x": "\\ud800"}', suffix=".jsonl")  # a lone surrogate (ArrowInvalid)
+@example(data=b'{"x": 1e999}', suffix=".json")  # a number past a double (ArrowInvalid)
+@example(data=b'{"x": 1, "x": 2}', suffix=".jsonl")  # a key twice (ArrowInvalid)
+@example(data=b"{}", suffix=".jsonl")  # no columns: no data to datasets (ValueError)
 def test_a_records_file_is_read_or_named_in_one_line(data, suffix):
     path = fresh() / f"d{suffix}"
     path.write_bytes(data)
@@ -157,4 +168,127 @@ def test_a_dataset_haystack_comes_through_the_door(tmp_path, body, why):
     path.write_text(body)
     with pytest.raises(HaystackError, match=f"^--haystack {path}{why}") as refused:
         load_essay(str(path))
+    one_line(refused.value, path)
+
+
+# JSON the door passes and the data libraries may not: keys of control characters, empty or
+# repeated, numbers past a double, lone surrogates
+EDGE_KEYS = st.sampled_from(["x", "", "\x00", "\x00a", "a.b", "\ud800"])
+EDGE_VALUES = st.sampled_from(
+    ["1", "1e999", "{}", '{"\\u0000": {}}', '"\\ud800"', '[1, "a"]', "null"]
+)
+edge_records = st.lists(
+    st.lists(st.tuples(EDGE_KEYS, EDGE_VALUES), max_size=3).map(
+        lambda pairs: "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in pairs) + "}"
+    ),
+    min_size=1,
+    max_size=3,
+).map("\n".join)
+
+
+@SETTINGS
+@given(text=edge_records, suffix=st.sampled_from([".jsonl", ".json"]))
+def test_records_the_data_libraries_may_refuse_are_read_or_named_in_one_line(text, suffix):
+    path = fresh() / f"d{suffix}"
+    path.write_text(text)
+    try:
+        rows = load_rows(str(path), "train", None, "restore it")
+    except DataUnavailable as exc:
+        assert type(exc) is DataUnavailable and str(exc).endswith("; restore it")
+        one_line(exc, path)
+        return
+    assert door.problem(path) is None and all(isinstance(r, dict) for r in rows)
+
+
+def _bytes(data: bytes) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        path.write_bytes(data)
+
+    return write
+
+
+def _parquet_of(table: pa.Table) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+
+    return write
+
+
+def _saved(broken: str) -> Callable[[Path], None]:
+    """A ``save_to_disk`` folder whose ``broken`` file holds garbage."""
+
+    def write(path: Path) -> None:
+        import datasets
+
+        datasets.Dataset.from_list([{"x": 1}]).save_to_disk(str(path))
+        target = next(path.glob(broken))
+        target.write_bytes(b"{" if target.suffix == ".json" else b"garbage")
+
+    return write
+
+
+_A_MAP = pa.array([[("k", 1)]], type=pa.map_(pa.string(), pa.int64()))
+_TWICE = pa.Table.from_arrays([pa.array([1]), pa.array([2])], names=["a", "a"])
+# per data library and what it refuses: the file, how it is written, its refusal after the path
+LIBRARY_FAILURES: dict[str, tuple[str, Callable[[Path], None], str]] = {
+    "datasets-decode": (
+        "d.jsonl",
+        _bytes(b'{"x": {"\\u0000": {}}}'),
+        ", record 1: cannot be read (KeyError: '\\x00')",
+    ),
+    "datasets-cast": (
+        "d.jsonl",
+        _bytes(b'{"\\u0000": 1}'),
+        r": cannot be read (CastError: Couldn't cast \x00: int64",
+    ),
+    "pyarrow-json": ("d.json", _bytes(b'{"x": 1e999}'), ": cannot be read (ArrowInvalid: JSON"),
+    "datasets-parquet": (
+        "d.parquet",
+        _parquet_of(pa.table({"m": _A_MAP})),
+        ": cannot be read (ValueError: Arrow type map<string, int64",
+    ),
+    "pyarrow-parquet": (
+        "d.parquet",
+        _parquet_of(_TWICE),
+        ": cannot be read (ArrowInvalid: Multiple matches for FieldRef.Name(a)",
+    ),
+    "datasets-folder-json": (
+        "saved",
+        _saved("state.json"),
+        ": cannot be read (JSONDecodeError: Expecting property name",
+    ),
+    "datasets-folder-arrow": ("saved", _saved("*.arrow"), ": cannot be read (ArrowInvalid: "),
+}
+
+
+@pytest.mark.parametrize("library", list(LIBRARY_FAILURES))
+def test_what_a_data_library_refuses_is_the_doors_one_line(tmp_path, library):
+    name, write, refusal = LIBRARY_FAILURES[library]
+    path = tmp_path / name
+    write(path)
+    assert path.is_dir() or door.problem(path) is None  # the door reads it: the library does not
+    with pytest.raises(DataUnavailable) as refused:
+        load_rows(str(path), "train", None, "restore it")
+    assert type(refused.value) is DataUnavailable and str(refused.value).endswith("; restore it")
+    assert str(refused.value).startswith(f"{path}{refusal}"), refused.value
+    one_line(refused.value, path)
+
+
+@pytest.mark.parametrize(
+    ("body", "refusal"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "JSON nested deeper than the parser reads"),  # Recursion
+        ('{"x": ' + "7" * 5_000 + "}", "not readable JSON (Exceeds the limit"),  # ValueError
+        ('{"x": }', "not valid JSON (Expecting value: line 1 column 7)"),  # JSONDecodeError
+    ],
+    ids=["nesting", "digits", "syntax"],
+)
+def test_what_the_json_library_refuses_is_the_doors_one_line(tmp_path, body, refusal):
+    path = tmp_path / "set.json"
+    path.write_text(body)
+    with pytest.raises(DataUnavailable) as refused:
+        door.json_document(path, "restore it")
+    assert str(refused.value).startswith(f"{path}: {refusal}"), refused.value
     one_line(refused.value, path)

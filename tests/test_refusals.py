@@ -25,7 +25,8 @@ NOT_REFUSALS = {
     "passes over it",
     "ctxgate.retrying.Refused": "control flow: the server refused for good; the endpoint and "
     "judge name the fix",
-    "ctxgate.retrying.Malformed": "control flow: a reply that cannot be used, retried like a 5xx",
+    "ctxgate.retrying.Malformed": "control flow: a reply that cannot be used, retried once "
+    "at once, then refused",
     "ctxgate.retrying.Exhausted": "control flow: retries ran out; the endpoint and judge name the "
     "fix",
     "ctxgate.judge.client.JudgeUnavailable": "control flow: one verdict failed; JudgeClient.ask "

@@ -395,3 +395,30 @@ def test_an_absent_or_misplaced_file_a_loader_would_read_is_named(data, capsys):
     )
     assert "bad       nolima           nolima/needlesets/needle_set.json  (is a folder" in out
     assert "pinned in ctxgate-data.lock.json but absent" in out
+
+
+@pytest.mark.parametrize(
+    ("lock", "refusal"),
+    [
+        ('{"files": ' + "[" * 100_000, ": JSON nested deeper than the parser reads; delete it"),
+        (
+            '{"files": {"icl/trec/test.jsonl": 5}}',
+            ": not a lock file (no 'files' table of checksums)",
+        ),
+        ("[1]", ": not a lock file (no 'files' table of checksums); delete it"),
+        (None, ": is a FIFO, where a file goes; delete it"),  # never opened: it would block
+    ],
+    ids=["nested", "not-a-checksum", "not-a-table", "fifo"],
+)
+def test_a_lock_file_that_cannot_be_read_is_one_line(data, capsys, lock, refusal):
+    import os
+
+    path = data / LOCK_NAME
+    path.unlink()
+    if lock is None:
+        os.mkfifo(path)
+    else:
+        path.write_text(lock)
+    assert main(["data", "verify", str(data)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert f"{path}{refusal}" in err and "\n" not in err, err

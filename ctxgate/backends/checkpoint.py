@@ -9,7 +9,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.records.refusal import CtxgateError, byte_order_mark
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 # the JSON files transformers and PEFT read, each an object
@@ -113,6 +113,8 @@ def decode_json(raw: bytes, where: str, fix: str, kind: type = dict) -> Any:
     """``raw`` as JSON of ``kind`` (object: any); ``where`` names it in the CheckpointError."""
     if not raw.strip():
         raise CheckpointError(f"{where} is empty: {fix}")
+    if said := byte_order_mark(raw, where, "JSON", fix):
+        raise CheckpointError(said)
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -73,6 +73,8 @@ class EndpointBackend:
         self.name, self._diagnose, self._openai = known.name, known.diagnose, openai
         # also wakes a request waiting for a replica with a free slot
         self._lock = threading.Condition()
+        # a server that answered wrongly: the line every later request fails on, unsent
+        self._wrong: str | None = None
         self.settings = settings
         self.chat_api = settings.api == "chat"
         own = tokenizer.chat_template
@@ -181,6 +183,13 @@ class EndpointBackend:
         except Redirected as exc:  # a case's one line, as every refusal of a server
             raise EndpointError(exc.line) from None
         except Exhausted as exc:
+            if exc.malformed:  # it is up and answers wrongly: no outage, and no wait changes that
+                self._wrong = (
+                    f"{redact_url(replica.url)} answered {what} wrongly ({exc.malformed}): it "
+                    "is up but does not answer as an OpenAI-compatible server; fix the server or "
+                    "the proxy before it, or point --base-url at an OpenAI-compatible server"
+                )
+                raise EndpointError(self._wrong) from None
             fix = (
                 f"each request timed out after {s.timeout_s * scale:.0f} s: raise "
                 "--request-timeout (it is per 128K tokens; a long prefill on a slow engine takes "
@@ -223,6 +232,8 @@ class EndpointBackend:
             while True:
                 if (request.task, request.length) in self._decided:
                     raise Withdrawn(f"{request.task} at {request.length} is decided")
+                if self._wrong is not None:  # a server answers every request the same way
+                    raise EndpointError(self._wrong)
                 now = time.monotonic()
                 for r in self.replicas:
                     due = now - r.down_at >= REPROBE_S
@@ -303,7 +314,7 @@ class EndpointBackend:
     def _send(
         self, replica: Replica, r: Request, params: GenerationParams, scale: float
     ) -> Completion | ChatCompletion:
-        """One request, its reply read strictly (a reply the server got wrong is retried)."""
+        """One request, its reply read strictly (a reply the server got wrong is retried once)."""
         common = {
             "model": replica.model,
             "max_tokens": params.max_new_tokens,

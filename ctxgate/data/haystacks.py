@@ -17,7 +17,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from ctxgate.memo import is_dir, is_file, memo, noted
+from ctxgate.memo import is_dir, is_file, memo
 from ctxgate.records.refusal import Refusal
 from ctxgate.sources import door
 from ctxgate.tokens.codec import PieceEncoder
@@ -110,8 +110,10 @@ def load_essay(path: str | None = None) -> Essay:
     if path is None:
         return _default_essay()
     p = Path(path)
-    if noted(p) is None:
+    if door.absent(p):
         raise _refused(path, " does not exist: give a .txt file or a dataset with a 'text' column")
+    if not is_dir(p) and (problem := door.entry_problem(p)):  # a link to nothing, a FIFO
+        raise HaystackError(f"--haystack {problem}; {_DATASET_FIX}")
     if is_file(p) and p.suffix.lower() in (".txt", ".md"):
         try:
             return _split(p.read_text("utf-8"), str(p))

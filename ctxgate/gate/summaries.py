@@ -92,6 +92,16 @@ def helmet_categories(
     )
 
 
+def summary_tasks(name: str) -> set[str]:
+    """Every task whose score a summary (``summary_names``) can average, stand-ins included."""
+    tasks = membership()
+    helmet = {f"helmet_{c}": set(m) for c, m in tasks.helmet.items()}
+    helmet["helmet_overall"] = set().union(*helmet.values())
+    found = {"ruler": set(tasks.ruler), **helmet, **{f: set(m) for f, m in tasks.families.items()}}
+    members = found.get(name, set())
+    return members | {s for s, task in tasks.stand_ins.items() if task in members}
+
+
 def _stand_in(member: str, ran: Names, tasks: Membership) -> str:
     """The published data's task in place of the generated ``member`` where it ran."""
     return next((s for s, task in tasks.stand_ins.items() if task == member and s in ran), member)

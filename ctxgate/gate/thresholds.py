@@ -15,6 +15,7 @@ from typing import Any
 from ctxgate.gate.summaries import BASE_UP_TO, RELATIVE_SHARE, RULER_THRESHOLD
 from ctxgate.gate.thresholds_schema import Rule, ThresholdsError, read
 from ctxgate.lengths import format_length
+from ctxgate.records.refusal import byte_order_mark
 from ctxgate.tasks.build import fits_at_all
 from ctxgate.tasks.chance import chance_at
 from ctxgate.tasks.registry import all_tasks
@@ -163,6 +164,8 @@ def _last_match(rules: Sequence[Rule], task: str, length: int, default: float) -
 
 
 def parse_thresholds(text: str, path: str, known_tasks: Sequence[str]) -> Thresholds:
+    if said := byte_order_mark(text, path, "TOML"):
+        raise ThresholdsError(said)
     try:
         data = tomllib.loads(text)
     # ValueError: tomllib's own, and an integer too long for Python to read

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ctxgate.gate.summaries import summary_tasks
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.hooks import hook
 from ctxgate.lengths import format_length
@@ -282,6 +283,29 @@ def not_in_baseline(names: Sequence[str], instead: str) -> str:
     )
 
 
+def _no_relative_length(
+    name: str, need: int, thresholds: Thresholds, cases: Sequence[CaseRecord]
+) -> str:
+    """Why a summary has no relative effective length, from the cases the run selected."""
+    cannot = f"so its relative effective length cannot reach {format_length(need)}"
+    up_to = thresholds.relative_base_up_to
+    mine = [c for c in cases if c.task in summary_tasks(name)]
+    if not mine:
+        return (
+            f"no {name} case was selected (none of its tasks is among the run's {len(cases)} "
+            f"cases), {cannot}: select its tasks (-k, --tasks), or gate another run on it"
+        )
+    if not any(c.length <= up_to for c in mine):
+        return (
+            f"{name} has no case at a length up to {format_length(up_to)}, the base it is "
+            f"compared with, {cannot}: add such a length to --lengths, e.g. --lengths 256,512,..."
+        )
+    return (
+        f"{name} has no score at a length up to {format_length(up_to)} (its cases there scored "
+        f"0 or did not finish, or none of its tasks ran at every length), {cannot}"
+    )
+
+
 def session_gates(
     cases: Sequence[CaseRecord],
     complete: bool,
@@ -295,7 +319,7 @@ def session_gates(
     return (
         *[g for g in gates if g],
         *[
-            relative_length_gate(name, need, (relative or {}).get(name), thresholds)
+            relative_length_gate(name, need, (relative or {}).get(name), thresholds, cases)
             for name, need in thresholds.relative_min_length
         ],
         *([baseline_gate(cases, baseline)] if baseline else []),
@@ -303,20 +327,16 @@ def session_gates(
 
 
 def relative_length_gate(
-    name: str, need: int, found: RelativeEffectiveLength | None, thresholds: Thresholds
+    name: str,
+    need: int,
+    found: RelativeEffectiveLength | None,
+    thresholds: Thresholds,
+    cases: Sequence[CaseRecord],
 ) -> Gate:
     """The summary ``name`` keeps ``share`` of its own base up to at least ``need``."""
     gate = f"min_relative_effective_length.{name}"
-    up_to = format_length(thresholds.relative_base_up_to)
     if found is None:
-        return Gate(
-            gate,
-            "fail",
-            f"{name} has no score at a length up to {up_to} (or scores 0 there, or none of its "
-            "tasks ran at every length), so its relative "
-            f"effective length cannot reach {format_length(need)}: add such a length to "
-            "--lengths, e.g. --lengths 256,512,1k,...",
-        )
+        return Gate(gate, "fail", _no_relative_length(name, need, thresholds, cases))
     if found.why:
         return Gate(
             gate,
@@ -324,7 +344,7 @@ def relative_length_gate(
             f"{name} has no relative effective length, so it cannot reach "
             f"{format_length(need)}: {found.why} (docs/gates.md#above-chance)",
         )
-    ok = found.value >= need
+    ok, up_to = found.value >= need, format_length(thresholds.relative_base_up_to)
     got = format_length(found.value) if found.value else "0 (the shortest length falls short)"
     counted = [*found.incomplete, *found.early]
     note = _counted_as_failing(counted, " (no score, or stopped early)")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ctxgate import __version__
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.records.refusal import CtxgateError, byte_order_mark
 from ctxgate.records.schema import (
     SCHEMA_VERSION,
     Prediction,
@@ -119,6 +119,8 @@ def read_report(path: str | Path) -> Report:
         text = p.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise _not_a_report(f"{p} cannot be read ({exc})") from None
+    if said := byte_order_mark(text, str(p), "JSON"):
+        raise ReportFileError(said)
     if not text.strip():
         raise ReportFileError(
             f"{p} is empty (0 bytes of JSON): the run that wrote it did not finish; re-run it "
@@ -206,6 +208,8 @@ def read_predictions(path: Path) -> list[Prediction]:
     with path.open(encoding="utf-8", errors="strict") as f:
         try:
             for line_no, line in enumerate(f, start=1):
+                if line_no == 1 and (said := byte_order_mark(line, str(path), "JSON")):
+                    raise ReportFileError(said)
                 if not line.strip():
                     continue
                 try:

@@ -68,8 +68,7 @@ class QuestionTest:
     it became certain of, if anything, and its confidence sequence at stopping."""
 
     decided: Literal["above", "below"] | None
-    """Certain the true score is above or below the floor (the drop within or past the
-    tolerance); null: neither."""
+    """Certain the score is above or below the floor (a drop: within tolerance); null: neither."""
     interval: tuple[float, float]
     """The confidence sequence at stopping: percent (floor) or points of delta (baseline)."""
     tolerance: float | None = None
@@ -293,8 +292,7 @@ class ThinkingRecord:
     tokens_max: int
     """The longest thought, in tokens."""
     thought_cut: int
-    """Thoughts a budget cut: closed by ``--thinking-budget``, or, without one, stopped by the
-    task's budget before they ended."""
+    """Thoughts cut by ``--thinking-budget`` or, without one, by the task's budget."""
     answer_cut: int
     """Answers after a thought that the task's answer budget cut."""
     never_ended: int
@@ -307,6 +305,8 @@ class ThinkingRecord:
     """``--thinking-budget``; null: thought and answer shared the task's budget."""
     max_cut_share: float | None = None
     """Past this share of cut samples the case fails (``[thinking] max_cut_share``)."""
+    unclosed: int = 0
+    """Of ``never_ended``, outputs the model ended inside its thought: its marker is another."""
 
     @property
     def too_many_cut(self) -> bool:

@@ -1,20 +1,29 @@
 """The one door for data files the project reads and did not write (data sets in .jsonl, .json or
 .parquet, needle sets, prompt files) and for JSON held in their fields. Every way such a file can
-fail to decode (a folder where the file goes, no bytes, not UTF-8, not JSON, JSON nested deeper
-than the parser reads, the wrong JSON type, not parquet, no rows, text columns that are not UTF-8)
-is one ``DataUnavailable`` line naming the file (and line or row), what is wrong and the fix."""
+fail to decode (a folder, FIFO, socket or device where the file goes, a link to nothing or to
+itself, no read permission, no bytes, not UTF-8, not JSON, JSON nested deeper than the parser
+reads, the wrong JSON type, not parquet, no rows, text columns that are not UTF-8) is one
+``DataUnavailable`` line naming the file (and line or row), what is wrong and the fix. Only a path
+with no entry at all is data not given (``absent``)."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from pathlib import Path
 
-from ctxgate.memo import is_dir, noted
+from ctxgate.memo import noted
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 
 RECORD_FILES = (".jsonl", ".json", ".parquet")
 _NL = b"\n"
 _BATCH = 16  # parquet rows checked at a time: an MRCR prompt is up to 5 MB
+# what stands where a file goes, by the letter ``stat.filemode`` gives its kind
+_NOT_FILES = dict(
+    zip("dpscb", ("a folder", "a FIFO", "a socket", "a character device", "a block device"))
+)
 
 
 class Undecodable(ValueError):
@@ -40,7 +49,7 @@ def json_value(text: str) -> object:
     except RecursionError:
         raise Undecodable("JSON nested deeper than the parser reads") from None
     except ValueError as exc:
-        raise Undecodable(f"not readable JSON ({_line(exc)})") from None
+        raise Undecodable(f"not readable JSON ({said(exc)})") from None
 
 
 def json_field(text: object, where: str, fix: str) -> object:
@@ -80,22 +89,56 @@ def _bytes(path: Path) -> bytes:
 
 
 def _a_file(path: Path) -> None:
-    if is_dir(path):
-        raise Undecodable("is a folder, where a file goes")
+    """A regular file this process may read, or what stands there instead, told by its mode
+    alone: opening a FIFO to find out would block the run until a writer came."""
     try:
-        empty = path.stat().st_size == 0
+        found = path.stat()
+    except FileNotFoundError:  # an entry (``absent``) that leads nowhere
+        gone = "is a dangling symbolic link" if path.is_symlink() else "does not exist"
+        raise Undecodable(gone) from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Undecodable("is a looping symbolic link (it leads back to itself)") from None
         raise Undecodable(f"cannot be read ({exc.strerror or exc})") from None
-    if empty:
+    mode = stat.filemode(found.st_mode)
+    if mode[0] != "-":
+        raise Undecodable(f"is {_NOT_FILES.get(mode[0], 'no regular file')}, where a file goes")
+    if not os.access(path, os.R_OK):
+        raise Undecodable(f"is not readable by this user (mode {mode})")
+    if found.st_size == 0:
         raise Undecodable("is empty")
 
 
-def _line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:160]
+def entry_problem(path: Path) -> str | None:
+    """Why what stands at ``path`` is no file to read ("FILE: what"), or None, by its mode alone."""
+    try:
+        _a_file(path)
+    except Undecodable as bad:
+        return f"{path}: {bad}"
+    return None
+
+
+def absent(path: Path) -> bool:
+    """No entry at all: the one way data is not given. A link that leads nowhere or to itself is
+    there, and unreadable (``_a_file`` names it)."""
+    noted(path)  # the loaders' memo watches the path either way
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:  # a path that cannot be looked at (a file as a folder above it): unreadable
+        pass
+    return False
+
+
+def said(exc: BaseException) -> str:
+    """A library's message on one line, a control character from the file (a NUL) escaped."""
+    text = " ".join(str(exc).split())[:160]
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text) or "no message"
 
 
 def _given(path: Path, fix: str) -> None:
-    if noted(path) is None:
+    if absent(path):
         raise DataNotGiven(f"{path} does not exist; {fix}")
 
 
@@ -173,7 +216,7 @@ def _parquet(path: Path) -> None:
                     batch.validate(full=True)
                 except pa.ArrowInvalid as exc:
                     at = f", rows {row + 1}-{row + batch.num_rows}"
-                    raise Undecodable(f"holds text that is not UTF-8 ({_line(exc)})", at) from None
+                    raise Undecodable(f"holds text that is not UTF-8 ({said(exc)})", at) from None
                 row += batch.num_rows
     except (OSError, pa.ArrowException) as exc:
-        raise Undecodable(f"not a readable parquet file ({_line(exc)})") from None
+        raise Undecodable(f"not a readable parquet file ({said(exc)})") from None

@@ -4,10 +4,11 @@ naming the path that was expected (docs/gates.md, "Which cases count")."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,47 +54,59 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
     A local file comes through the door (``sources.door``) first. Failures are not remembered
     (``ctxgate.memo``), so a file fixed between two runs is seen."""
     p = Path(source)
-    if p.suffix.lower() in RECORD_FILES and noted(p) is not None:
+    # every local entry but a save_to_disk folder: a link to nothing or itself, a FIFO, named
+    if not door.absent(p) and (p.suffix.lower() in RECORD_FILES or not is_dir(p)):
         verify = verify_hint(p, ", then ")  # a data folder's file: restore it and check the rest
         door.check(p, f"restore the file{verify}" if verify else fix)
     import datasets  # heavy: only when a task that needs data is built
 
     _go_offline()
-    try:
-        if is_dir(p):
+    if is_dir(p):
+        with _contents(source, fix):
             ds = datasets.load_from_disk(str(p))
             if isinstance(ds, datasets.DatasetDict):
                 ds = ds[split] if split in ds else ds[next(iter(ds))]
-        elif is_file(p):
-            kind = "parquet" if p.suffix.lower() == ".parquet" else "json"
+    elif is_file(p):
+        kind = "parquet" if p.suffix.lower() == ".parquet" else "json"
+        with _contents(source, fix):
             ds = datasets.load_dataset(kind, data_files=str(p), split="train")
-        elif (
-            source.startswith(("/", ".", "~")) or source.count("/") > 1 or p.suffix in RECORD_FILES
-        ):
-            raise DataNotGiven(f"{source} does not exist; {fix}")
-        else:
-            try:
-                ds = datasets.load_dataset(source, config, split=split)
-            except Exception as exc:  # noqa: BLE001 - "not in the cache" comes as many types
-                raise DataNotGiven(
-                    f"{source!r} is not a local path and not in the local hub cache (a run never "
-                    f"downloads: {type(exc).__name__}); {fix}"
-                ) from None
-        # read here: datasets decodes each row as it is iterated (a key it cannot take raises)
-        return tuple(ds)
-    except DataUnavailable:
-        raise
-    except Exception as exc:  # noqa: BLE001 - datasets raises many types for "not readable"
-        raise unreadable(source, exc, fix) from None
+    elif source.startswith(("/", ".", "~")) or source.count("/") > 1 or p.suffix in RECORD_FILES:
+        raise DataNotGiven(f"{source} does not exist; {fix}")
+    else:
+        try:
+            ds = datasets.load_dataset(source, config, split=split)
+        except Exception as exc:  # noqa: BLE001 - "not in the cache" comes as many types
+            raise DataNotGiven(
+                f"{source!r} is not a local path and not in the local hub cache (a run never "
+                f"downloads: {type(exc).__name__}); {fix}"
+            ) from None
+    rows: list[dict[str, Any]] = []
+    with _contents(source, fix, rows):  # datasets decodes a row as it is iterated, and may fail
+        for row in ds:
+            rows.append(row)
+    return tuple(rows)
 
 
-def unreadable(source: object, exc: Exception, fix: str) -> DataUnavailable:
-    message = " ".join(str(exc).split())[:200] or "no message"
-    return DataUnavailable(f"cannot read {source} ({type(exc).__name__}: {message}); {fix}")
+@contextlib.contextmanager
+def _contents(source: str, fix: str, rows: list[dict[str, Any]] | None = None) -> Iterator[None]:
+    """Around datasets' calls that read a file's bytes, and only those: datasets and pyarrow raise
+    any type on contents they cannot take (a KeyError for a NUL in a key, ArrowInvalid, their own
+    DatasetGenerationError), each the door's one line naming the file and the record it was on."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - the libraries' types are open-ended, see above
+        at = f", record {len(rows) + 1}" if rows is not None else ""
+        raise unreadable(f"{source}{at}", exc, fix) from None
+
+
+def unreadable(source: object, exc: BaseException, fix: str) -> DataUnavailable:
+    while exc.__cause__ is not None:  # datasets wraps pyarrow's words, which name the row
+        exc = exc.__cause__
+    return door.refuse(source, f"cannot be read ({type(exc).__name__}: {door.said(exc)})", fix)
 
 
 def read_jsonl(path: Path) -> Rows:
-    if noted(path) is None:
+    if door.absent(path):
         raise DataNotGiven(f"{path} does not exist; {FETCH_HINT}")
     return load_rows(str(path), "train", None, verify_hint(path, "") or "restore the file")
 

@@ -74,19 +74,21 @@ def _check_records(path: Path, entry: DataFile) -> str:
     return next((f"{what} {n} {fault}" for n, r in records if (fault := entry.fault(r))), "")
 
 
+def _pins(root: Path) -> dict[str, str]:
+    """The lock's checksums by path; a lock that cannot be read is refused in the door's words."""
+    lock = root / LOCK_NAME
+    fix = f"delete it and run `ctxgate data verify {root} --write-lock` again"
+    if door.absent(lock):
+        return {}
+    doc = door.json_document(lock, fix)
+    pins = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(pins, dict) or not all(isinstance(v, str) for v in pins.values()):
+        raise DataUnavailable(f"{lock}: not a lock file (no 'files' table of checksums); {fix}")
+    return pins
+
+
 def verify(root: Path) -> list[Finding]:
-    lock_path = root / LOCK_NAME
-    pins: dict[str, str] = {}
-    if lock_path.is_file():
-        try:
-            pins = json.loads(lock_path.read_text("utf-8"))["files"]
-            if not isinstance(pins, dict):
-                raise TypeError("'files' is not a table")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise DataUnavailable(
-                f"{lock_path} is not a readable lock file ({exc}): delete it and run `ctxgate "
-                f"data verify {root} --write-lock` again"
-            ) from None
+    pins = _pins(root)
     findings: list[Finding] = []
     seen: set[str] = set()
     for e in expected():

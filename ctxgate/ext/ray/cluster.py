@@ -151,6 +151,7 @@ class RayPool:
         actor: Any = ray.remote(ReplicaWorker).options(
             max_restarts=0, max_concurrency=concurrency, **takes
         )
+        free = ray.available_resources().get(resource, 0)  # what other work left the run
         handles = [actor.remote() for _ in range(count)]
         deadline = time.monotonic() + START_TIMEOUT_S
         # placed: the constructor ran, so Ray granted the resource; then each loads the model
@@ -195,18 +196,24 @@ class RayPool:
             )
         if self.replicas:
             return
-        late = f"set CTXGATE_RAY_START_TIMEOUT higher than {START_TIMEOUT_S:.0f}s"
+        late = f"set CTXGATE_RAY_START_TIMEOUT higher than {START_TIMEOUT_S:g}s"
         if slow:
             nodes = ", ".join(dict.fromkeys(loading[ref][1] for ref in slow))
             raise Unreachable(
-                f"loading the model on {nodes} took longer than {START_TIMEOUT_S:.0f}s (the "
+                f"loading the model on {nodes} took longer than {START_TIMEOUT_S:g}s (the "
                 f"replicas were placed, their {resource!r} granted); {late}"
             )
-        in_use = total - ray.available_resources().get(resource, 0)
+        asked_for = f"the cluster has {total:g} of it, {total - free:g} taken by other work"
+        if free >= size:  # a replica's share was free: its process had not started in time
+            raise Unreachable(
+                f"no model replica was placed on the Ray cluster at {self.address} within "
+                f"{START_TIMEOUT_S:g}s: {asked_for} when the run asked, so the run's own {count} "
+                f"replica(s) were still starting; {late}"
+            )
         raise Unreachable(
             f"no model replica was placed on the Ray cluster at {self.address} within "
-            f"{START_TIMEOUT_S:.0f}s: waiting for a {resource!r} resource, the cluster has "
-            f"{total:g} of it, {in_use:g} taken by other work; free them, or {late}"
+            f"{START_TIMEOUT_S:g}s: waiting for a {resource!r} resource, {asked_for}; free "
+            f"them, or {late}"
         )
 
     def describe(self) -> dict[str, object]:

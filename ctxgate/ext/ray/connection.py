@@ -39,6 +39,12 @@ def connect(address: str) -> bool:
         # ray.init sets a SIGTERM handler of its own (sys.exit, mid-pytest): the session's goes
         # back, so a signal ends the run as it does without Ray (plugins/signals.py)
         handler = signal.getsignal(signal.SIGTERM)
+        # and the driver's crash handler, when it leaves the cluster, sets SIGTERM's default
+        # action beneath Python: a second signal while the report is written would end the
+        # process. Without it, faulthandler still traces a crash; workers keep theirs.
+        from ray._private import ray_constants
+
+        ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
         head = address if address == LOCAL else _answering(address)
         try:
             ray.init(address=head, **quiet)

@@ -2,16 +2,49 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import Report, SearchRecord
+from ctxgate.records.schema import CaseRecord, Report, SearchRecord
+from ctxgate.report.tables import in_registry_order
 
 
-def search_line(search: SearchRecord) -> str:
-    """Which lengths ``--search-effective-length`` ran, and why not the rest."""
-    ran = ", ".join(format_length(L) for L in search.ran) or "none"
+def _lengths(lengths: Sequence[int]) -> str:
+    return ", ".join(format_length(L) for L in lengths)
+
+
+def by_task(
+    cases: Sequence[CaseRecord],
+) -> dict[tuple[tuple[int, ...], tuple[int, ...]], list[str]]:
+    """The tasks by what the search did with them: (lengths run, lengths left out) -> the tasks, in
+    the table's order. Read from the cases' ``skip_kind``, so the JSON report says it too; a case
+    the session never reached was neither."""
+    seen: dict[str, tuple[set[int], set[int]]] = {}
+    for c in cases:
+        ran, left_out = seen.setdefault(c.task, (set(), set()))
+        if c.error_kind != "not_run":
+            (left_out if c.skip_kind == "search_stopped" else ran).add(c.length)
+    groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[str]] = {}
+    for task in in_registry_order(seen):
+        ran, left_out = seen[task]
+        groups.setdefault((tuple(sorted(ran)), tuple(sorted(left_out))), []).append(task)
+    return groups
+
+
+def search_line(search: SearchRecord, cases: Sequence[CaseRecord]) -> str:
+    """Which lengths ``--search-effective-length`` ran, and why not the rest: per task, since a
+    case a floor or baseline expects runs past the decision while its length is skipped for the
+    others (tasks the search treated alike share one entry)."""
+    ran = _lengths(search.ran) or "none"
     if search.skipped:
-        skipped = ", ".join(format_length(L) for L in search.skipped)
-        return f"Search: ran {ran}; skipped {skipped}: {search.why}"
+        groups = by_task(cases)
+        said = []
+        for (runs, left_out), tasks in groups.items():
+            who = "every task" if len(groups) == 1 and len(tasks) > 1 else ", ".join(tasks)
+            what = [f"ran {_lengths(runs)}"] if runs else []
+            what += [f"skipped {_lengths(left_out)}"] if left_out else []
+            said.append(f"{who} {', '.join(what) or 'ran none'}")
+        return f"Search: {'; '.join(said) or f'ran {ran}'}: {search.why}"
     if search.why:  # decided, yet every case past it ran: each for its floor or baseline score
         kept = "each case past the decision for its floor or baseline"
         return f"Search: ran every length ({ran}), {kept}: {search.why}"

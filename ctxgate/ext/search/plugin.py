@@ -159,9 +159,9 @@ def ctxgate_cases_ahead(
 def ctxgate_report_facts(report: Report) -> list[tuple[str, str]]:
     from .lines import search_line
 
-    return (
-        [("Search", search_line(report.search).removeprefix("Search: "))] if report.search else []
-    )
+    if report.search is None:
+        return []
+    return [("Search", search_line(report.search, report.cases).removeprefix("Search: "))]
 
 
 @hookimpl
@@ -169,5 +169,5 @@ def ctxgate_report_notes(report: Report, place: str) -> list[str]:
     from .lines import search_line, sequential_line
 
     if place == "run":
-        return [search_line(report.search)] if report.search else []
+        return [search_line(report.search, report.cases)] if report.search else []
     return [line] if place == "marks" and (line := sequential_line(report)) else []

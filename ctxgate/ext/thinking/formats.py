@@ -5,6 +5,7 @@ arguments), the engines (markers that are special tokens must survive decoding) 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,15 +180,22 @@ def _switch(mode: str, template: str, model: str) -> dict[str, object]:
 
 
 def _markers(tok: Any, template: str, given: str | None) -> tuple[str | None, str | None]:
-    """The opening and closing markers: ``given`` (--think-end), else the first family whose
-    closing marker the tokenizer's vocabulary or the chat template holds."""
+    """The opening and closing markers: the first family whose closing marker is ``given``
+    (--think-end) or, with none given, is in the tokenizer's vocabulary or the chat template. A
+    closing marker of no family opens as the model's own family does, else as its tag reads
+    (``<x>`` before ``</x>``, ``[X]`` before ``[/X]``): an output that opens a thought the given
+    marker never closes is then all thought, counted as never ended, not scored whole."""
     vocab = _vocabulary(tok)
+    own = [(s, e) for s, e in MARKERS if e in vocab or e in template]
     for start, end in MARKERS:
-        if given is not None and given != end:
-            continue
-        if given is not None or end in vocab or end in template:
+        if given == end or (given is None and (start, end) in own):
             return start, end
-    return (None, given) if given is not None else (None, None)
+    if given is None:
+        return None, None
+    if own:
+        return own[0][0], given
+    tag = re.fullmatch(r"<\/([^<>]+)>|\[\/([^\[\]]+)\]", given)
+    return (f"<{tag[1]}>" if tag[1] else f"[{tag[2]}]") if tag else None, given
 
 
 def _vocabulary(tok: Any) -> set[str]:

@@ -12,8 +12,8 @@ def case_thinking(t: ThinkingRecord) -> str:
     """A case's thought, in a few words."""
     return (
         f"{t.tokens_mean:g} thought tokens per sample (max {t.tokens_max}), cut: "
-        f"{t.thought_cut} thoughts, {t.answer_cut} answers; {t.never_ended} never ended, of "
-        f"{t.samples}"
+        f"{t.thought_cut} thoughts, {t.answer_cut} answers; {t.never_ended} never ended "
+        f"({t.unclosed} stopped inside the thought), of {t.samples}"
     )
 
 
@@ -47,7 +47,7 @@ def thinking_rows(report: Report) -> tuple[list[str], list[list[str]]] | None:
         if t is None:
             return ""
         marks = [(t.thought_cut, "thought cut"), (t.answer_cut, "answer cut")]
-        marks += [(t.never_ended, "unended")]
+        marks += [(t.never_ended, "unended"), (t.unclosed, "stopped in thought")]
         return ", ".join(
             [f"{t.tokens_mean:g}/{t.tokens_max}"] + [f"{n} {w}" for n, w in marks if n]
         )
@@ -55,6 +55,20 @@ def thinking_rows(report: Report) -> tuple[list[str], list[list[str]]] | None:
     tasks = in_registry_order(task for task, _ in cases)
     body = [[t] + [cell(cases.get((t, L))) for L in lengths] for t in tasks]
     return ["thinking"] + [format_length(L) for L in lengths], body
+
+
+def unclosed_failure(record: CaseRecord) -> str | None:
+    """Too many outputs the model ended inside a thought fail its case: the end marker the run
+    split at (the report's ``run.thinking.end``) is not the one it writes, so its score measures
+    the marker, not the model."""
+    t = record.thinking
+    if t is None or t.unclosed <= (t.max_cut_share or 0.0) * t.samples:
+        return None
+    return (
+        f"{t.unclosed} of {t.samples} outputs opened a thought that the end marker (run.thinking."
+        "end) never closed, though the model stopped on its own: their answers are empty. Fix: "
+        "pass --think-end with the text that ends its thoughts, or leave it out to find it"
+    )
 
 
 def cut_failure(record: CaseRecord) -> str | None:

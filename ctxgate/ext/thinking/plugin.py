@@ -46,10 +46,19 @@ BUDGET_FORCING = Option(
     "with its own thinking budget included, so that every engine thinks alike",
     action="store_true",
 )
+
+
+def _marker(text: str) -> str:
+    if not text.strip():  # found at the end of every text: every answer would be empty
+        raise ValueError("is blank: give the text that ends the thought")
+    return text
+
+
 THINK_END = Option(
     "--think-end",
     "the text that ends the model's thought (default: found in its tokenizer and chat template: "
     "</think>, [/THINK], gpt-oss's final channel)",
+    parse=_marker,
     example="'</think>'",
 )
 
@@ -87,6 +96,16 @@ def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, ThinkingSettings]:
         raise OptionError(
             "--budget-forcing with --endpoint-api chat: budget forcing continues the prompt's ids "
             "after the thought, which a chat API cannot take; use --endpoint-api completions"
+        )
+    if forcing and budget is None:
+        raise OptionError(
+            "--budget-forcing without --thinking-budget: forcing holds each thought to a budget, "
+            "and none is given: pass --thinking-budget N, or drop --budget-forcing"
+        )
+    if mode == "off" and budget is not None:
+        raise OptionError(
+            f"--thinking-budget {budget} with --thinking off: a model told not to think has no "
+            "thought to hold to a budget: drop --thinking-budget, or pass --thinking on"
         )
     share = plan.thresholds.extras.get(CUT_SHARE, CUT_SHARE_DEFAULT)
     return NAME, ThinkingSettings(mode, budget, end, forcing, share)
@@ -155,8 +174,12 @@ def _as_now(value: Any) -> Any:
 def ctxgate_case_fault(record: CaseRecord) -> Fault | None:
     from ctxgate.gate.verdicts import Fault
 
-    from .lines import cut_failure
+    from .lines import cut_failure, unclosed_failure
 
+    unclosed = unclosed_failure(record)
+    if unclosed is not None:
+        counted = "whose outputs ended inside a thought (the cases gate fails them)"
+        return Fault(unclosed, "had outputs that ended inside an unclosed thought", counted)
     message = cut_failure(record)
     if message is None:
         return None

@@ -93,6 +93,7 @@ def thinking_record(
         thought_cut=sum(cut_thought),
         answer_cut=sum(cut_answer),
         never_ended=sum(o.thought_end == "never" for o in thought),
+        unclosed=sum(o.thought_end == "never" and o.finish_reason != "length" for o in thought),
         cut=sum(a or b for a, b in zip(cut_thought, cut_answer)),
         answer_budget=answer_budget,
         budget=budget,

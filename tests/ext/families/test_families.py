@@ -203,9 +203,20 @@ def test_the_gate_fails_below_its_length_and_without_a_base_names_the_lengths_to
     assert gate.verdict == "pass" and "2K >= required 2K" in gate.message
     bad = judge_session([_case(task, 512, 80.0), _case(task, 2048, 30.0)], thresholds, True)
     assert next(g for g in bad.gates if g.name.startswith("min_relative")).verdict == "fail"
-    none = judge_session([_case(task, 4096, 80.0)], thresholds, True)
-    gate = next(g for g in none.gates if g.name.startswith("min_relative"))
-    assert gate.verdict == "fail" and "--lengths 256,512,1k" in gate.message
+    # each cause of no relative effective length, named as itself
+    for cases, said in (
+        ([_case("niah_single_1", 512, 80.0)], "no babilong case was selected (none of its tasks "),
+        ([_case(task, 4096, 80.0)], "babilong has no case at a length up to 1K, the base it is"),
+        (
+            [_case(task, 512, None, "error"), _case(task, 4096, 80.0)],
+            "babilong has no score at a length up to 1K (its cases there scored 0 or did not",
+        ),
+    ):
+        gate = next(
+            g for g in judge_session(cases, thresholds, True).gates if g.name.startswith("min_rel")
+        )
+        assert gate.verdict == "fail" and gate.message.startswith(said), gate.message
+        assert "so its relative effective length cannot reach 2K" in gate.message
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import itertools
 import json
 import os
 import re
@@ -131,6 +132,22 @@ def gone(pids: list[int], within: float = 30.0) -> bool:
             return True
         time.sleep(0.5)
     return False
+
+
+def signalled(proc: subprocess.Popen[str], *signals: signal.Signals) -> str:
+    """``signals[0]``, then each of ``signals`` in turn every 0.2 s until ``proc`` ends (a user
+    pressing on, a scheduler repeating its SIGTERM): its output."""
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.communicate(timeout=300)[0]))
+    reader.start()
+    for sig in itertools.cycle(signals):
+        if proc.poll() is not None:
+            break
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
+        time.sleep(0.2)
+    reader.join()
+    return out[0]
 
 
 def cached(cache: Path) -> int:
@@ -358,6 +375,17 @@ def test_ray_local_starts_a_cluster_for_the_run_and_leaves_no_process(tmp_path):
     missing = run(tmp_path, *CASES, "--samples", "2", "--ray", "local", "--no-cache")
     assert missing.returncode == 2
     assert "has no 'GPU' resource" in missing.stdout and "--ray-resource CPU" in missing.stdout
+    # the run's own replicas, granted their CPUs, not started within the timeout: named as such
+    slow = launch_suite(
+        *CASES, "--samples", "2", "--ray", "local", "--ray-resource", "CPU", "--no-cache",
+        model=TINY, cwd=tmp_path, env={**RAY_ENV, "CTXGATE_RAY_START_TIMEOUT": "0.01"},
+        timeout=600,
+    )  # fmt: skip
+    assert slow.returncode == 2, slow.stdout[-3000:]
+    assert "0 taken by other work when the run asked, so the run's own " in slow.stdout
+    assert "replica(s) were still starting; set CTXGATE_RAY_START_TIMEOUT higher than 0.01s" in (
+        slow.stdout
+    )
     documented = next(
         c for _, c in commands(ROOT / "docs" / "distributed.md") if "--ray-resource CPU" in c
     )
@@ -462,21 +490,44 @@ def test_sigterm_to_the_driver_ends_as_without_ray_and_a_run_waiting_for_the_res
             cwd=tmp_path, env={**RAY_ENV, "CTXGATE_RAY_START_TIMEOUT": "3"}, timeout=300,
         )  # fmt: skip
         replicas = replicas_in(tmp_path)
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=300)
+        out = signalled(proc, signal.SIGTERM)  # repeated while the report is written: ignored
     finally:
         proc.kill()
     assert waiting.returncode == 2, waiting.stdout[-3000:]
     assert (
-        f"waiting for a {RESOURCE!r} resource, the cluster has 2 of it, 2 taken" in waiting.stdout
+        f"waiting for a {RESOURCE!r} resource, the cluster has 2 of it, 2 taken by other work; "
+        "free them" in waiting.stdout
     )
     assert "CTXGATE_RAY_START_TIMEOUT higher than 3s" in waiting.stdout
     assert proc.returncode == 2, out[-3000:]
     assert "received SIGTERM" in out, out[-3000:]
     assert "Traceback" not in out and "SystemExit" not in out, out[-3000:]
+    assert "INCOMPLETE: not every selected case finished" in out and "Gate cases: FAIL" in out
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["complete"] is False and cached(tmp_path / "cache") >= 4
+    assert not (tmp_path / ".r.json.lock").exists()
     assert len(replicas) == 2 and gone(replicas), "a replica outlived its signalled driver"
+
+
+def test_signals_repeated_under_ray_local_end_the_run_with_its_summary(tmp_path):
+    """The run's own cluster stops while the report is written: SIGTERM and SIGHUP, again and
+    again, still end with the summary, exit 2 and no lock, as a run without Ray does."""
+    proc = start_suite(
+        *CASES, "--samples", "300", "--ray", "local", "--ray-resource", "CPU", "--report",
+        "r.json", "--cache-dir", "cache", cwd=tmp_path, env=RAY_ENV,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while cached(tmp_path / "cache") < 2 and proc.poll() is None:
+            assert time.monotonic() < deadline, "no sample was generated in 300 s"
+            time.sleep(0.1)
+        out = signalled(proc, signal.SIGTERM, signal.SIGHUP)
+    finally:
+        proc.kill()
+    assert proc.returncode == 2, out[-3000:]
+    assert "INCOMPLETE: not every selected case finished" in out and "Gate cases: FAIL" in out
+    assert json.loads((tmp_path / "r.json").read_text())["complete"] is False
+    assert not (tmp_path / ".r.json.lock").exists()
 
 
 def test_a_replica_still_loading_at_the_start_timeout_is_named_as_loading(cluster, tmp_path):

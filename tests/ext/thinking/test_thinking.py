@@ -6,17 +6,20 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
 from ctxgate.ext.thinking.forcing import BudgetForcing, EngineBudget, forcing
 from ctxgate.ext.thinking.formats import MARKERS, Thinking, ThinkingError, ThoughtFormat, prepare
-from ctxgate.ext.thinking.lines import cut_failure
+from ctxgate.ext.thinking.lines import cut_failure, unclosed_failure
+from ctxgate.ext.thinking.plugin import THINK_END
 from ctxgate.ext.thinking.reading import thinking_record
 from ctxgate.gate.verdicts import cases_gate
 from ctxgate.records.schema import CaseRecord, SampleOutcome
+from ctxgate.run.options import OptionError
 from ctxgate.tokens.tokenizers import HFTokenizer
+from tests.conftest import ROOT
 
 # Qwen3's shape: a ChatML template whose generation prompt closes an empty thought when
 # enable_thinking is false
@@ -116,24 +119,38 @@ def test_a_model_that_does_not_think_is_left_alone_and_refused_thinking(hf_token
     assert given_end.split("hmm ANSWER: 42") == ("hmm ", "42", "model", 11)
 
 
-@given(
-    st.lists(
-        st.sampled_from(["<think>", "</think>", "\n", " ", "x", "42", "<", "think>"]), max_size=12
-    ),
-    st.booleans(),
-)
-def test_every_output_splits_into_thought_and_answer(pieces, opened):
-    """Whatever the output: the answer is what follows the last closing marker and never holds
-    one; with no marker the output is all thought exactly when a thought was opened, else all
-    answer; the answer's offset points past the thought."""
+# marker and output pieces: the families' markers and their prefixes, regular-expression
+# characters, whitespace, and text
+PIECES = ["<think>", "</think>", "</think", "<", ">", "/", "[", "]", ".*", "\\", "$", "(", "|", " "]
+PIECES += ["\n", "x", "42"]
+MARKER = st.lists(st.sampled_from(PIECES), max_size=3).map("".join)
+
+
+@example("<think>", "</think>", ["</think>", "</think>", "42"], False)
+@example("<think>", "aa", ["aaa"], False)  # an end marker overlapping itself
+@example("<think>", "<think>", ["<think>", "x", "<think>", "42"], True)  # opening = closing
+@example("", " ", ["x", " ", "42"], False)  # blank: refused
+@given(MARKER, MARKER, st.lists(st.sampled_from(PIECES), max_size=12), st.booleans())
+def test_every_output_splits_into_thought_and_answer(start, end, pieces, opened):
+    """Whatever the markers and the output: a blank end marker is refused; otherwise the output is
+    cut in two at the last closing marker, the thought before it and the answer after it, and the
+    answer never holds the marker nor any of the text before it; with no marker the output is all
+    thought exactly when a thought was opened, else all answer."""
     text = "".join(pieces)
-    fmt = ThoughtFormat(start="<think>", end="</think>", opened=opened)
+    try:
+        end = THINK_END.read(end)
+    except OptionError as refused:
+        assert not end.strip() and " is blank: " in str(refused)
+        return
+    fmt = ThoughtFormat(start=start or None, end=end, opened=opened)
     thought, answer, ended, at = fmt.split(text)
-    assert "</think>" not in answer
-    if "</think>" in text:
-        assert ended == "model" and text[at:].lstrip() == answer
-        assert text[: at - len("</think>")].lstrip().removeprefix("<think>").lstrip() == thought
-    elif opened or text.lstrip().startswith("<think>"):
+    assert end not in answer
+    if end in text:
+        assert ended == "model" and at == text.rfind(end) + len(end)
+        assert text[at:].lstrip() == answer  # the answer is the text after the cut, nothing else
+        before = text[: at - len(end)].lstrip()
+        assert thought == (before.removeprefix(start).lstrip() if start else before)
+    elif opened or (start and text.lstrip().startswith(start)):
         assert (answer, ended, at) == ("", "never", len(text))
     else:
         assert (thought, answer, ended, at) == (None, text, None, 0)
@@ -380,3 +397,52 @@ def test_budget_forcing_through_a_chat_api_is_refused_in_one_line(pytester):
     )  # fmt: skip
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --budget-forcing with --endpoint-api chat: *completions"])
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ("--think-end", ""),
+            "--think-end '' is blank: give the text that ends the thought: e.g. --think-end *",
+        ),
+        (("--think-end", " \t"), "--think-end ' *' is blank: *"),
+        (
+            ("--budget-forcing",),
+            "--budget-forcing without --thinking-budget: *drop --budget-forcing",
+        ),
+        (
+            ("--thinking", "off", "--thinking-budget", "16"),
+            "--thinking-budget 16 with --thinking off: *or pass --thinking on",
+        ),
+    ],
+)
+def test_thinking_options_that_cannot_hold_are_refused_in_one_line(pytester, args, line):
+    result = pytester.runpytest(f"--model={ROOT / 'fixtures' / 'tiny-thinking-niah'}", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {line}"])
+
+
+def test_a_given_end_marker_opens_as_the_models_family_or_its_tag_does(hf_tokenizer):
+    """A closing marker of no family: an output that opens a thought with the model's own marker
+    is all thought until the given one, so never counted as an answer."""
+    own = prepare(Thinking(end="</nothere>"), tokenizer(hf_tokenizer, R1_STYLE, ["</think>"]), "r1")
+    assert (own.start, own.end) == ("<think>", "</nothere>")
+    assert own.split("<think>\nhmm</think>\n42") == ("hmm</think>\n42", "", "never", 22)
+    bare = tokenizer(hf_tokenizer, None)
+    assert prepare(Thinking(end="</reason>"), bare, "m").start == "<reason>"
+    assert prepare(Thinking(end="[/R]"), bare, "m").start == "[R]"
+    assert prepare(Thinking(end="ANSWER:"), bare, "m").start is None
+
+
+def test_outputs_that_end_inside_an_unclosed_thought_fail_their_case_in_one_line():
+    outcomes = [outcome(i, "never", "length" if i == 0 else "stop") for i in range(4)]
+    record = thinking_record(outcomes, 32, None)
+    assert record is not None and (record.never_ended, record.unclosed) == (4, 3)
+    case = CaseRecord("vt", "ruler", 512, thinking=replace(record, max_cut_share=0.5))
+    line = unclosed_failure(case)
+    assert line is not None and line.startswith("3 of 4 outputs opened a thought that the end ")
+    assert line.endswith(
+        "pass --think-end with the text that ends its thoughts, or leave it out to find it"
+    )
+    assert unclosed_failure(replace(case, thinking=replace(record, max_cut_share=0.75))) is None

@@ -126,6 +126,27 @@ def test_thinking_off_sets_the_templates_switch_and_no_thought_is_written(pytest
     assert all(s["thought"] is None for s in rows(pytester.path / "off.predictions.jsonl"))
 
 
+def test_an_end_marker_the_model_never_writes_fails_the_case_and_names_the_marker(pytester):
+    """The model closes its thoughts with </think>: told they end at </nothere>, each output opens a
+    thought that never closes, so its answer is empty, counted, and the case fails saying why."""
+    result = in_process(
+        pytester, f"--model={THINKING}", *CASES, "--think-end", "</nothere>", "--report", "r.json",
+        "-p", "no:cacheprovider", "--no-cache",
+    )  # fmt: skip
+    assert result.ret == 1, "\n".join(result.outlines[-30:])
+    report = json.loads((pytester.path / "r.json").read_text())
+    (case,) = report["cases"]
+    assert report["run"]["thinking"]["start"] == "<think>"
+    assert case["thinking"]["unclosed"] == case["thinking"]["never_ended"] == 10
+    assert case["score"] == 0.0 and case["verdict"] == "fail"
+    assert all(s["prediction"] == "" for s in rows(pytester.path / "r.predictions.jsonl"))
+    result.stdout.fnmatch_lines(
+        ["Gate cases: FAIL - 1 of 1 selected cases had outputs that ended inside an unclosed "
+         "thought: *: 10 of 10 outputs opened a thought that the end marker (run.thinking.end) "
+         "never closed, *"]
+    )  # fmt: skip
+
+
 def vllm_server(folder: Path, *args: str) -> Iterator[str]:
     """A real vLLM server on the reasoning model with DeepSeek-R1's reasoning parser (it reads
     <think> ... </think>), and ``args``; its URL while it runs."""
