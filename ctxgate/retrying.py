@@ -196,9 +196,15 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Logprobs:
+    tokens: tuple[str, ...] | None = None  # each generated token's text
+
+
+@dataclass(frozen=True)
 class TextChoice:
     text: str
     finish_reason: str | None = None
+    logprobs: Logprobs | None = None
 
 
 @dataclass(frozen=True)

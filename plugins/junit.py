@@ -11,7 +11,7 @@ from _pytest.junitxml import LogXML, bin_xml_escape, xml_key
 
 from ctxgate.hooks import flat, hook
 from ctxgate.records.schema import Gate, Report
-from ctxgate.report.tables import gate_line
+from ctxgate.report.tables import cost_line, gate_line
 
 from .reporting import session_report
 
@@ -47,7 +47,7 @@ def _testcase(xml: LogXML, gate: Gate) -> None:
 
 def properties(report: Report) -> list[tuple[str, str]]:
     """(name, value) of every summary at every length, RULER's average over the lengths and its
-    weighted forms, the effective lengths and LongScore, each with the report's marks."""
+    weighted forms, the effective lengths and LongScore, each with the report's marks; the costs."""
     out = [
         (f"ctxgate.{'ruler_avg' if key == 'ruler' else key}.{length}", _value(g.score, g))
         for length, groups in report.length_summaries.items()
@@ -65,6 +65,10 @@ def properties(report: Report) -> list[tuple[str, str]]:
     for key, long in report.long_score.items():
         if long.value is not None:
             out.append((f"ctxgate.long_score.{key}", _value(long.value, long)))
+    # the run's and each case's, counts unrounded: the cases' add up to the run's
+    costs = [("", report.cost)] + [(f".{c.name}", c.cost) for c in report.cases]
+    exact = [(k, cost_line(c, tokens="{:,}".format)) for k, c in costs if c is not None]
+    out += [(f"ctxgate.cost{k}", line.removeprefix("Cost: ")) for k, line in exact]
     return out + list(flat(hook().ctxgate_junit_properties(report=report)))
 
 

@@ -60,10 +60,13 @@ class Generation:
     text: str
     output_tokens: int
     finish_reason: str  # "stop" (EOS or stop string) or "length"
-    # a reasoning model's thought where a server's reasoning parser split it off; else any thought
-    # is still in ``text``
-    thought: str | None = None
+    thought: str | None = None  # what a server's reasoning parser split off; else it is in text
     forced: bool = False  # the budget closed the thought
+    prompt_tokens: int | None = None  # prefilled in all it took (forcing takes two); None: its own
+    pieces: tuple[str, ...] | None = None  # each generated token's text, where the engine gave it
+
+    def prefilled(self, request: Request) -> int:
+        return len(request.input_ids) if self.prompt_tokens is None else self.prompt_tokens
 
 
 # Prompt tokens one case keeps in flight per replica: an engine's batch of 1M-token prompts would
@@ -187,10 +190,8 @@ def kv_bytes_per_token(config: Mapping[str, Any], element_size: int) -> int:
 
 
 def model_window(limit: int) -> Window:
-    return Window(
-        f"the model's max_position_embeddings ({limit})",
-        "pass --force-lengths to run it beyond the window anyway",
-    )
+    fix = "pass --force-lengths to run it beyond the window anyway"
+    return Window(f"the model's max_position_embeddings ({limit})", fix)
 
 
 def window_of(backend: Backend) -> Window | None:

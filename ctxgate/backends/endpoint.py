@@ -309,7 +309,8 @@ class EndpointBackend:
                 message = choice.message
                 thought = message.reasoning or message.reasoning_content
                 return Generation(message.content or "", tokens, finish, thought=thought)
-            return Generation(choice.text, tokens, finish)
+            pieces = choice.logprobs.tokens if choice.logprobs else None  # asked with a budget
+            return Generation(choice.text, tokens, finish, pieces=tuple(pieces or ()) or None)
 
     def _send(
         self, replica: Replica, r: Request, params: GenerationParams, scale: float
@@ -329,14 +330,21 @@ class EndpointBackend:
             text = self.hf_tokenizer.decode(list(r.input_ids), skip_special_tokens=True)
             kwargs = self.tokenizer.template_kwargs  # a reasoning model's switch, for its template
             extra |= {"chat_template_kwargs": kwargs} if kwargs else {}
+            # gpt-oss's level is also the request's own field, the one vLLM's harmony path reads
+            effort = {k: v for k, v in kwargs.items() if k == "reasoning_effort"}
             sent = replica.client.chat.completions.with_raw_response.create(
-                messages=[{"role": "user", "content": text}], extra_body=extra or None, **common
+                messages=[{"role": "user", "content": text}],
+                extra_body=extra or None,
+                **effort,
+                **common,
             )
             return read_reply(ChatCompletion, sent.content, "the chat completion")
         # vLLM's and SGLang's names: a thought's closing marker may be a special token, and budget
         # forcing reads it at the end of the thought
         extra |= {"skip_special_tokens": False} if params.keep_special else {}
         extra |= {"include_stop_str_in_output": True} if params.stop_strings else {}
+        # each token's text: where the engine closed a thought at its budget, counted exactly
+        extra |= {"logprobs": 0} if budget is not None else {}
         sent = replica.client.completions.with_raw_response.create(
             prompt=list(r.input_ids), extra_body=extra or None, **common
         )

@@ -242,23 +242,26 @@ class Prediction(SampleOutcome, SampleCase):
 
 @dataclass(frozen=True)
 class Cost:
-    """What the engine spent on a verdict in this run: samples the cache had cost nothing here."""
+    """What the engine spent on a verdict in this run. Each case's fixed plan, its sample count (at
+    a selected length), is ``generations`` + ``cached_generations`` + ``saved_generations``."""
 
     generations: int = 0
-    """Samples the engine generated."""
+    """Samples the engine generated in this run."""
     prompt_tokens: int = 0
-    """Prompt tokens it prefilled for them."""
+    """Tokens it prefilled for them, every request's prompt ids (budget forcing sends two)."""
     generated_tokens: int = 0
     """Tokens it generated for them."""
     engine_seconds: float = 0.0
     """Seconds of generation (a case's time less building prompts and judging), summed over
     cases: cases a server or cluster runs at once each count their own."""
+    cached_generations: int = 0
+    """Samples the generation cache had: nothing prefilled or generated."""
     saved_generations: int = 0
-    """Generations of the fixed plan (each case's full sample count at each selected length) that
-    did not run: ``--sequential`` stopped a case once certain, or ``--search-effective-length``
-    skipped its length."""
+    """Samples neither generated nor cached: ``--sequential`` stopped a case once certain, or
+    ``--search-effective-length`` skipped its length."""
     saved_prompt_tokens: int = 0
-    """Their prompt tokens, at their case's mean prompt length (a skipped case's: its length)."""
+    """Their prompt tokens, estimated: the case's ``prompt_tokens`` per generation (none: per
+    sample as sent; a skipped case: its length)."""
     thinking_tokens: int = 0
     """Of ``generated_tokens``, a reasoning model's thought."""
 
@@ -506,8 +509,7 @@ class RelativeEffectiveLength:
     why: str | None = None
     """Why there is none (``value`` 0): the base is not above chance."""
     partial: bool = False
-    """A member missing at a length (each length averages the tasks all had), or lengths skipped
-    by a length search."""
+    """A member missing at a length (each averages what all had), or lengths a search skipped."""
 
 
 @dataclass(frozen=True)
@@ -604,8 +606,7 @@ class RunInfo:
     lengths: tuple[int, ...]
     """In tokens."""
     chat_template: Literal["task", "on", "off"]
-    """``--chat-template`` as applied: ``task`` is each paper's policy per task; a model without a
-    template runs ``off``."""
+    """``--chat-template`` as applied (``task``: each paper's policy); no template: ``off``."""
     model_fingerprint: Json | None = None
     """``sha256`` over every checkpoint file the outputs depend on (config, generation config,
     tokenizer, chat template, weights, model code), each hashed whole, and ``file:NAME`` each file's
@@ -649,8 +650,7 @@ class RunInfo:
     judge: Json | None = None
     """The judges: ``llm``, ``entailment``, ``max_failure_rate``."""
     cache: Json | None = None
-    """``dir``, ``set_aside`` (broken files moved aside), ``samples_from_cache``, and ``disabled``
-    (why the run went without a cache)."""
+    """``dir``, ``set_aside`` (broken files moved), ``samples_from_cache``, ``disabled`` (why)."""
     thresholds: str | None = None
     """The thresholds file."""
     data_sha256: str | None = None

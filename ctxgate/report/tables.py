@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ctxgate.hooks import flat, hook
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import (
-    CaseRecord,
-    Cost,
-    Gate,
-    GroupScore,
-    Report,
-    RunCost,
-)
+from ctxgate.records.schema import CaseRecord, Cost, Gate, GroupScore, Report, RunCost
 from ctxgate.tasks.registry import category_label, membership, suite_label, task_names
 
 # a case without a score, by why (records/schema.py's words): short enough for a table cell
@@ -113,29 +106,50 @@ def chances(report: Report) -> dict[str, str]:
     return {t: "-".join(dict.fromkeys([c[0], c[-1]])) if c else "" for t, c in cells.items()}
 
 
-def cost_line(cost: RunCost | Cost, what: str = "Cost") -> str:
-    """What a run (or a checkpoint, a case) cost, in one line."""
+def _tokens(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}K" if n >= 1e4 else f"{n:,}"
+
+
+def cost_line(
+    cost: RunCost | Cost, what: str = "Cost", tokens: Callable[[int], str] = _tokens
+) -> str:
+    """What a run (or a checkpoint, a case) cost, in one line: its plan's generations, run, cached
+    or saved, then what those run took. ``tokens``: how a count of tokens is written."""
     run, cost = (cost, cost.total) if isinstance(cost, RunCost) else (None, cost)
+    planned = cost.generations + cost.cached_generations + cost.saved_generations
+    saved = f" (~{tokens(cost.saved_prompt_tokens)} prompt tokens)" * bool(cost.saved_generations)
     spent = (
-        f"{what}: {cost.generations:,} generations, {_tokens(cost.prompt_tokens)} prompt tokens, "
-        f"{_tokens(cost.generated_tokens)} generated"
-        + (f" ({_tokens(cost.thinking_tokens)} of them thought)" if cost.thinking_tokens else "")
+        f"{what}: {planned:,} generations planned: {cost.generations:,} run, "
+        f"{cost.cached_generations:,} from the cache, {cost.saved_generations:,} saved{saved}; "
+        f"{tokens(cost.prompt_tokens)} prompt tokens prefilled, "
+        f"{tokens(cost.generated_tokens)} generated"
+        + (f" ({tokens(cost.thinking_tokens)} of them thought)" if cost.thinking_tokens else "")
         + f", {cost.engine_seconds:,.1f} engine-s"
     )
     if run is not None and run.device:
         gpu = f"{run.gpu_seconds:,.1f} GPU-s " if run.gpu_seconds is not None else ""
         spent += f" ({gpu}on {run.device})"
-    if cost.saved_generations:
-        planned = cost.generations + cost.saved_generations
-        spent += (
-            f"; saved against the fixed plan: {cost.saved_generations:,} of {planned:,} "
-            f"generations, {_tokens(cost.saved_prompt_tokens)} prompt tokens"
-        )
     return spent
 
 
-def _tokens(n: int) -> str:
-    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}K" if n >= 1e4 else f"{n:,}"
+COST_NOTE = "cost: per case, generations run+from the cache+saved, then prompt tokens prefilled"
+
+
+def cost_rows(report: Report) -> list[tuple[list[str], list[list[str]]]]:
+    """Each case's cost (``COST_NOTE``) by task and length, then each length's; none if none ran."""
+    costs: dict[tuple[str, int], Cost | None] = {(c.task, c.length): c.cost for c in report.cases}
+    if report.cost is None or not any(costs.values()):
+        return []
+    lengths = sorted({c.length for c in report.cases})
+    tasks = [*in_registry_order(t for (t, _), c in costs.items() if c), "all"]
+    costs |= {("all", L): report.cost.by_length.get(str(L)) for L in lengths}
+
+    def cell(c: Cost | None) -> str:
+        runs = f"{c.generations}+{c.cached_generations}+{c.saved_generations}" if c else ""
+        return f"{runs} {_tokens(c.prompt_tokens)}" if c else ""
+
+    body = [[t, *(cell(costs.get((t, L))) for L in lengths)] for t in tasks]
+    return [(["cost", *map(format_length, lengths)], body)]
 
 
 def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
@@ -178,6 +192,7 @@ def _notes(report: Report, lengths: list[int], chance: dict[str, str]) -> list[s
             "chance: a random answer's expected score, lowest-highest over the lengths where it "
             "moves (docs/tasks.md); a floor at or below it gates nothing"
         )
+    notes += [COST_NOTE] if cost_rows(report) else []
     notes += [
         f"Effective length, {label}: absolute {absolute}, relative {rel}; LongScore {ls}"
         for label, absolute, rel, ls in effective_lengths(report)
@@ -212,9 +227,8 @@ def _marks(report: Report) -> list[str]:
     tasks_now = membership()
     stand_ins = set(tasks_now.stand_ins.values()) & set(tasks_now.helmet.get("recall", ()))
     recall = [(L, v.get("helmet_recall")) for L, v in summaries.items()]
-    if stand_in := sorted(
-        {format_length(L) for L, g in recall if g and stand_ins & set(g.members)}
-    ):
+    found = {format_length(L) for L, g in recall if g and stand_ins & set(g.members)}
+    if stand_in := sorted(found):
         notes.append(
             f"HELMET Recall at {', '.join(stand_in)} uses the suite's RULER cases "
             f"({', '.join(sorted(stand_ins))}): HELMET's own ruler/ files were not in --data-dir "
@@ -249,7 +263,7 @@ def markdown(report: Report, pointers: Iterable[str] = ()) -> str:
     for pointer in pointers:
         lines += [pointer, ""]
     lines += [md_row(header), "|" + "---|" * len(header), *map(md_row, body), ""]
-    for head, table in flat(hook().ctxgate_report_tables(report=report)):
+    for head, table in [*cost_rows(report), *flat(hook().ctxgate_report_tables(report=report))]:
         lines += [md_row(head), "|" + "---|" * len(head), *map(md_row, table), ""]
     extra = flat(hook().ctxgate_markdown_lines(report=report))
     return "\n".join([*lines, *(f"- {n}" for n in notes), *extra]) + "\n"
@@ -262,7 +276,7 @@ def md_row(cells: list[str]) -> str:
 def terminal(report: Report) -> str:
     header, body, notes = rows(report)
     tables = _aligned(header, body)
-    for head, table in flat(hook().ctxgate_report_tables(report=report)):
+    for head, table in [*cost_rows(report), *flat(hook().ctxgate_report_tables(report=report))]:
         tables += _aligned(head, table)
     extra = flat(hook().ctxgate_terminal_lines(report=report))
     return "\n".join([*tables, *notes, *extra])

@@ -163,14 +163,13 @@ class Drawing:
         self.done: dict[int, SampleOutcome] = {}
         # sent: the sample, its digest, its cache key, when it was sent
         self.waiting: dict[int, tuple[Sample, str, str, float]] = {}
-        self.from_cache = 0
+        self.from_cache = self.built = 0
         self.build_seconds = self.judge_seconds = 0.0
         self.generations = self.prompt_tokens = self.generated_tokens = self.thought_tokens = 0
         # seconds spent drawing this case (``drive``): with rounds, its own turns only
         self.requested, self.driven = requested or n, 0.0
         self.ways: set[str] = set()  # how the prompts were built, where a task has two ways
         self.samples = iter_samples(spec, ctx, length, n, ctx.seed)
-        self.built = 0
         # rounds (``run_together``): build no sample at or past ``limit``; ``held_open``: go on past
         # the case's own verdict, which a summary's test still needs samples beyond
         self.limit, self.held_open = n, False
@@ -192,17 +191,13 @@ class Drawing:
 
     def cost(self, planned: int, generating: float) -> Cost:
         """Against the fixed plan of ``planned`` samples: those a stopped test never ran."""
-        saved = max(planned - len(self.done), 0)
-        mean_prompt = sum(o.input_tokens for o in self.done.values()) / max(len(self.done), 1)
-        return Cost(
-            self.generations,
-            self.prompt_tokens,
-            self.generated_tokens,
-            round(generating, 3) if self.generations else 0.0,
-            saved,
-            round(saved * mean_prompt),
-            self.thought_tokens,
-        )
+        saved, done = max(planned - len(self.done), 0), self.done.values()
+        # a saved sample would have been prefilled as those generated were (twice, when forced)
+        per = sum(o.input_tokens for o in done) / max(len(done), 1)
+        per = self.prompt_tokens / self.generations if self.generations else per
+        seconds = round(generating, 3) if self.generations else 0.0
+        ran = (self.generations, self.prompt_tokens, self.generated_tokens, seconds)
+        return Cost(*ran, self.from_cache, saved, round(saved * per), self.thought_tokens)
 
     def decided(self) -> bool:
         return self.test is not None and self.test.verdict is not None
@@ -248,7 +243,7 @@ class Drawing:
         if self.session.cache:
             self.session.cache.put(key, gen)  # at once: a kill loses only the samples in flight
         self.generations += 1
-        self.prompt_tokens += len(s.input_ids)
+        self.prompt_tokens += gen.prefilled(request)
         self.generated_tokens += gen.output_tokens
         self._finish(s, digest, gen, round(time.perf_counter() - sent_at, 3))
         self.thought_tokens += self.done[s.index].thought_tokens

@@ -4,8 +4,9 @@ when it opens) that shows a run at a glance and every sample on demand. The tabl
 case's samples, which travel gzip-compressed in the page (a full 128K run stays a few MB). Its
 sections, in the page's order: the run and its gates; the heatmaps (tasks x lengths per suite with
 RULER's average, threshold and effective length and each task family's mean, HELMET's categories,
-needle depth x length per NIAH task); the effective lengths; the runs side by side (the paired
-comparison with a baseline and the samples that flipped, the trend against the training step)."""
+needle depth x length per NIAH task); the effective lengths; each case's cost; the runs side by
+side (the paired comparison with a baseline and the samples that flipped, the trend against the
+training step)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,10 @@ from ctxgate.hooks import flat, hook
 from ctxgate.lengths import format_length
 from ctxgate.records.schema import EffectiveLength, Prediction, Report, to_json
 from ctxgate.report.tables import (
+    COST_NOTE,
     chances,
     cost_line,
+    cost_rows,
     effective_lengths,
     in_registry_order,
 )
@@ -66,6 +69,7 @@ def render(page: PageInput) -> str:
         *task_tables(report),
         helmet_categories(report),
         effective_table(report),
+        cost_table(report),
         depths(page.rows),
         comparison(report, page.rows, page.baseline_rows, page.baseline_path),
         trend(page.trend),
@@ -96,6 +100,7 @@ _NAV = (
     ("helmet", "HELMET"),
     ("categories", "HELMET categories"),
     ("effective", "Effective length"),
+    ("cost", "Cost"),
     ("depths", "Needle depths"),
     ("comparison", "Against the baseline"),
     ("trend", "Trend"),
@@ -270,6 +275,17 @@ def effective_table(report: Report) -> str:
     )
     grid = table("", "Effective length, absolute and relative", head, body)
     return section("effective", "Effective length", note + grid)
+
+
+def cost_table(report: Report) -> str:
+    """Each case's cost, as the terminal and the Markdown show it."""
+    if not (found := cost_rows(report)):
+        return ""
+    (head, rows), note = found[0], COST_NOTE.removeprefix("cost: per case, ")
+    cells = ["".join(f"<td>{e(c)}</td>" for c in row[1:]) for row in rows]
+    body = "".join(f'<tr><th scope="row">{e(r[0])}</th>{c}</tr>' for r, c in zip(rows, cells))
+    grid = table("", "Cost per case and length", col_heads(*map(e, head)), body)
+    return section("cost", "Cost", f'<p class="note">Per case: {e(note)}.</p>{grid}')
 
 
 def depths(rows: Sequence[Prediction]) -> str:

@@ -7,6 +7,8 @@ answer is then held to the task's budget."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -61,10 +63,16 @@ class BudgetForcing(Holding):
         if follow:
             answer = replace(params, thinking_budget=None)
             answers = self.backend.generate([r for _, r, _ in follow], answer)
-            for (i, _, text), a in zip(follow, answers):
+            for (i, second, text), a in zip(follow, answers):
                 tokens = out[i].output_tokens + a.output_tokens
+                # the second request prefills the prompt again, with the thought: both are paid
+                prefilled = out[i].prefilled(requests[i]) + a.prefilled(second)
                 out[i] = replace(
-                    out[i], text=text + a.text, output_tokens=tokens, finish_reason=a.finish_reason
+                    out[i],
+                    text=text + a.text,
+                    output_tokens=tokens,
+                    finish_reason=a.finish_reason,
+                    prompt_tokens=prefilled,
                 )
         return out
 
@@ -109,14 +117,28 @@ class EngineBudget(Holding):
             thought, ended, at = g.thought, "model", 0
         if ended == "never":
             return g  # the model stopped inside its thought: no answer to hold
+        first = g.text.find(self.end) if g.thought is None else -1
+        # the answer's budget runs from the first marker, as forcing's second request's does
+        at = first + len(self.end) if first >= 0 else at
         ids = tok.encode(g.text[at:])  # an output with no thought is all answer
         cut = len(ids) > answer_budget
         return replace(
             g,
             text=g.text[:at] + tok.decode(ids[:answer_budget]) if cut else g.text,
             finish_reason="length" if cut else g.finish_reason,
-            forced=ended == "model" and len(tok.encode(thought)) >= self.room,
+            forced=ended == "model" and self._spent(g, thought) >= self.room,
         )
+
+    def _spent(self, g: Generation, thought: str) -> int:
+        """The thought's tokens as the engine counted them, from each generated token's text where
+        it gave them (re-encoded, a thought may merge into fewer), up to the first closing marker
+        and after the opening one."""
+        if g.pieces is None:
+            return len(self.backend.tokenizer.encode(thought))
+        start = self.thinking.start if not self.thinking.opened else None
+        opening = g.text.find(start) + len(start) if start and start in g.text else 0
+        ends = list(itertools.accumulate(map(len, g.pieces)))
+        return bisect.bisect_right(ends, g.text.find(self.end)) - bisect.bisect_right(ends, opening)
 
 
 def forcing(backend: Backend, thinking: ThoughtFormat) -> Backend:

@@ -53,7 +53,7 @@ class ThoughtFormat:
     special: bool = False
     template_kwargs: tuple[tuple[str, object], ...] = ()  # hashable: it keys prompt memos
     closed: bool = False
-    marker_tokens: int = 0  # the closing marker on a line of its own, counted in a budget
+    marker_tokens: int = 0  # the closing marker's, counted in a budget
     # the generation prompt's tokens after the opening marker where it opens the thought (R1's
     # line break): an engine's own budget counts them
     prompt_thought: int = 0
@@ -85,10 +85,10 @@ class ThoughtFormat:
         return text.removeprefix(self.start).lstrip() if self.start else text
 
     def closing(self, thought: str) -> str:
-        """What budget forcing appends to a thought the budget cut: the closing marker, on a line
-        of its own."""
+        """What budget forcing appends to a thought the budget cut: the closing marker alone, as
+        an engine's own budget (vLLM's) forces it, so that both give the same outputs."""
         assert self.end is not None, "only a model that thinks is forced"
-        return self.end if thought.endswith("\n") else "\n" + self.end
+        return self.end
 
     def describe(self) -> dict[str, object]:
         """For the run record: what was asked and what was found."""
@@ -119,11 +119,11 @@ def prepare(thinking: Thinking, tokenizer: Any, model: str) -> ThoughtFormat:
             "channel in its tokenizer or chat template): pass --think-end TEXT with the text that "
             "ends its thought, or drop the option"
         )
-    marker = len(tokenizer.encode("\n" + end)) if end else 0
+    marker = len(tokenizer.encode(end)) if end else 0
     if thinking.budget is not None and thinking.budget <= marker:
         raise ThinkingError(
             f"--thinking-budget {thinking.budget} leaves no room for a thought before {model}'s "
-            f"closing marker ({marker} tokens with its line break, counted in the budget): give "
+            f"closing marker ({marker} token(s), counted in the budget): give "
             f"--thinking-budget {marker + 1} or more"
         )
     if kwargs:

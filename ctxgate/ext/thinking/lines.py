@@ -36,6 +36,21 @@ def thinking_line(report: Report) -> str | None:
     )
 
 
+def off_line(report: Report) -> str | None:
+    """Thoughts a model wrote under --thinking off: removed before scoring, and named."""
+    thought = [c for c in report.cases if c.thinking]
+    if (report.run.thinking or {}).get("mode") != "off" or not thought:
+        return None
+    had = sum(c.thinking.samples for c in thought if c.thinking)
+    every = [c.name for c in thought if c.thinking and c.thinking.samples >= c.n]
+    marked = f"; every answer of {len(every)} case(s) came with one: {', '.join(every[:5])}"
+    return (
+        f"--thinking off: the model thought anyway in {had} of {sum(c.n for c in thought)} "
+        f"samples of {len(thought)} case(s), each thought removed before scoring"
+        f"{marked if every else ''}"
+    )
+
+
 def thinking_rows(report: Report) -> tuple[list[str], list[list[str]]] | None:
     """Each case's thought, a task per row and a length per column; None where none thought."""
     cases = {(c.task, c.length): c.thinking for c in report.cases if c.thinking}

@@ -189,9 +189,10 @@ def ctxgate_case_fault(record: CaseRecord) -> Fault | None:
 
 @hookimpl
 def ctxgate_report_notes(report: Report, place: str) -> list[str]:
-    from .lines import thinking_line
+    from .lines import off_line, thinking_line
 
-    return [line] if place == "run" and (line := thinking_line(report)) else []
+    found = (thinking_line(report), off_line(report)) if place == "run" else ()
+    return [line for line in found if line]
 
 
 @hookimpl

@@ -46,8 +46,10 @@ class ThoughtReading(Reading):
         thought a server's reasoning parser split off is joined back at the closing marker and
         split as every output is, so that each engine reports the same answer and count."""
         fmt, text = self.fmt, gen.text
-        if gen.thought is not None and fmt.closed:  # the prompt closed it: what follows is answer
-            text = gen.thought + gen.text
+        if gen.thought is not None and fmt.closed and not gen.text:
+            # the prompt closed the thought, and the parser, seeing no marker, filed the answer as
+            # one; with an answer beside it, the model thought anyway: a thought, never scored
+            text = gen.thought
         elif gen.thought is not None and fmt.end is not None:
             closed = bool(gen.text) or gen.finish_reason != "length"
             opening = fmt.start if fmt.start and not fmt.opened else ""
@@ -58,6 +60,9 @@ class ThoughtReading(Reading):
             text = gen.thought
         if thought is None:
             return answer, {}
+        first = text.find(fmt.end) if gen.forced and fmt.end else -1
+        if first >= 0:  # a forced thought ends at the marker forced: what follows is the answer's
+            thought, at = fmt.split(text[: first + len(str(fmt.end))])[0], first + len(str(fmt.end))
         tokens = len(self.tokenizer.encode(text[:at]))
         ended = "forced" if gen.forced else ended
         return answer, {"thought": thought, "thought_tokens": tokens, "thought_end": ended}

@@ -19,7 +19,8 @@ from ctxgate.gate.verdicts import cases_gate
 from ctxgate.records.schema import CaseRecord, SampleOutcome
 from ctxgate.run.options import OptionError
 from ctxgate.tokens.tokenizers import HFTokenizer
-from tests.conftest import ROOT
+from tests import test_endpoint_faults as faults
+from tests.conftest import ROOT, TINY
 
 # Qwen3's shape: a ChatML template whose generation prompt closes an empty thought when
 # enable_thinking is false
@@ -41,6 +42,7 @@ GPT_OSS_STYLE = (
     "{{ m['content'] }}<|end|>{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}<|start|>assistant{% endif %}"
 )
+server = faults.server  # the loopback OpenAI-compatible server, a fixture
 GPT_OSS_SPECIALS = ["<|start|>", "<|message|>", "<|end|>", "<|channel|>"]
 
 
@@ -201,12 +203,12 @@ def test_budget_forcing_closes_a_long_thought_and_answers_with_the_tasks_budget(
     assert isinstance(forcing(engine, replace(fmt, budget_by="engine")), EngineBudget)
     params = GenerationParams(128, thinking_budget=6)
     gens = forced.generate([Request((1, 2), index=i) for i in range(3)], params)
-    # the thought and its closing marker (two tokens) fit in the budget; the answer keeps its own
-    assert [c.max_new_tokens for c in engine.calls] == [4, 128]
+    # the thought and its closing marker (one token) fit in the budget; the answer keeps its own
+    assert [c.max_new_tokens for c in engine.calls] == [5, 128]
     assert engine.calls[0].stop_strings == ("</think>",)
     closed, cut, plain = gens
     assert closed.text.endswith("</think>42") and not closed.forced
-    assert cut.forced and cut.text.endswith("\n</think>42")
+    assert cut.forced and cut.text.endswith("c</think>42")  # the marker alone, as vLLM forces
     assert fmt.split(cut.text)[1] == "42"
     assert plain == Generation("plain", 1, "stop")  # no thought opened, EOS: nothing to force
 
@@ -340,10 +342,10 @@ def test_a_case_at_length_l_with_a_thinking_budget_holds_at_most_l_plus_its_posi
 def test_a_budget_that_leaves_no_room_before_the_closing_marker_is_refused(hf_tokenizer):
     tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
     with pytest.raises(ThinkingError) as info:
-        prepare(Thinking(budget=2), tok, "m")
+        prepare(Thinking(budget=1), tok, "m")
     assert str(info.value) == (
-        "--thinking-budget 2 leaves no room for a thought before m's closing marker (2 tokens "
-        "with its line break, counted in the budget): give --thinking-budget 3 or more"
+        "--thinking-budget 1 leaves no room for a thought before m's closing marker (1 token(s), "
+        "counted in the budget): give --thinking-budget 2 or more"
     )
 
 
@@ -446,3 +448,57 @@ def test_outputs_that_end_inside_an_unclosed_thought_fail_their_case_in_one_line
         "pass --think-end with the text that ends its thoughts, or leave it out to find it"
     )
     assert unclosed_failure(replace(case, thinking=replace(record, max_cut_share=0.75))) is None
+
+
+@pytest.mark.parametrize(
+    ("switch", "top_level"),
+    [({"reasoning_effort": "low"}, {"reasoning_effort": "low"}), ({"enable_thinking": False}, {})],
+)
+def test_a_chat_request_carries_the_thinking_switch_where_its_server_reads_it(
+    server, switch, top_level
+):
+    """A template's switch goes in ``chat_template_kwargs``; gpt-oss's level also in the request's
+    own ``reasoning_effort``, the field vLLM's harmony path reads (recorded requests: no gpt-oss
+    template runs on a CPU vLLM)."""
+    import transformers
+
+    from tests.test_endpoint_malformed import backend
+
+    url, script, stats = server
+    chat = backend(url, transformers.AutoTokenizer.from_pretrained(str(TINY)), api="chat")
+    chat.tokenizer.template_kwargs = switch
+    reply = {"index": 0, "message": {"role": "assistant", "content": "42"}, "finish_reason": "stop"}
+    script({"completions": [{"choices": [reply]}]})
+    before = len(stats()["fields"])
+    chat.generate([Request((1, 2, 3), "vt", 1024)], GenerationParams(4))
+    (sent,) = stats()["fields"][before:]
+    assert sent["chat_template_kwargs"] == switch
+    assert {k: sent[k] for k in sent if k == "reasoning_effort"} == top_level
+
+
+def test_thinking_off_never_scores_a_thought_the_server_returns_and_names_it(hf_tokenizer):
+    """A template that closes an empty thought (Qwen3's, thinking off): a parser that saw no marker
+    files the whole answer as thought, and it is the answer; a thought beside an answer is the
+    model thinking anyway: recorded, counted, never scored, and the run's note names it."""
+    from types import SimpleNamespace
+
+    from ctxgate.ext.thinking.lines import off_line
+    from ctxgate.ext.thinking.reading import ThoughtReading
+
+    tok = tokenizer(hf_tokenizer, QWEN_STYLE, ["<think>", "</think>"])
+    fmt = prepare(Thinking("off"), tok, "qwen")
+    assert fmt.closed
+    reading = ThoughtReading(fmt, tok, 0.1)
+    assert reading.read(Generation("", 2, "stop", thought="42")) == ("42", {})
+    answer, fields = reading.read(Generation("7", 9, "stop", thought="the needle is 42"))
+    assert answer == "7" and fields["thought"] == "the needle is 42"
+    assert fields["thought_end"] == "model"
+    record = thinking_record([outcome(i, "model") for i in range(3)], 32, None)
+    cases = [CaseRecord("vt", "ruler", 512, n=3, thinking=record), CaseRecord("cwe", "ruler", 512)]
+    report = SimpleNamespace(cases=cases, run=SimpleNamespace(thinking=fmt.describe()))
+    assert off_line(report) == (  # type: ignore[arg-type]
+        "--thinking off: the model thought anyway in 3 of 3 samples of 1 case(s), each thought "
+        "removed before scoring; every answer of 1 case(s) came with one: vt-512"
+    )
+    report.run.thinking = {"mode": "on"}
+    assert off_line(report) is None  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from tests.conftest import ROOT, engine_in_its_server, in_process, launch_suite
 
 THINKING = ROOT / "fixtures" / "tiny-thinking-niah"
 CASES = ("-k", "niah_single_1", "--lengths", "512", "--samples", "10", "--chat-template", "on")
+BUDGETS = (4, 16, 64)  # tokens of thought: every thought cut, some, none
 
 
 def suite(cwd: Path, *args: str, model: Path = THINKING) -> int:
@@ -43,11 +44,12 @@ def hf(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (thinking), and a budget of 4 tokens of thought."""
     folder = tmp_path_factory.mktemp("hf")
     runs = {"default": (), "budget": ("--thinking-budget", "4")}
+    runs |= {f"budget{n}": ("--thinking-budget", str(n)) for n in BUDGETS[1:]}
     statuses = {
         name: suite(folder, *args, "--report", f"{name}.json", "--junitxml", f"{name}.xml")
         for name, args in runs.items()
     }
-    assert statuses == {"default": 0, "budget": 1}
+    assert statuses["default"] == 0 and statuses["budget"] == 1
     return {name: folder / f"{name}.json" for name in runs}
 
 
@@ -100,11 +102,11 @@ def test_a_budget_too_small_forces_every_thought_closed_and_fails_naming_it(hf):
     cases_gate = next(g for g in report["gates"] if g["name"] == "cases")
     assert cases_gate["verdict"] == "fail" and "cut by a budget" in cases_gate["message"]
     for s in rows(hf["budget"].with_suffix(".predictions.jsonl")):
-        # "<think>" and a line break, then the marker: 3 of the 4; a model that thinks again after
-        # it, and closes that thought too, has all of it counted, up to the last marker
-        first, again, _ = s["thought"].partition("</think>")
-        assert s["thought_end"] == "forced" and first == ""
-        assert s["thought_tokens"] > 4 if again else s["thought_tokens"] == 3
+        # "<think>", a line break and a word, then the marker: all 4. The forced thought ends at
+        # the marker forced; a model that thinks again after it writes into its answer's budget,
+        # and what follows the last marker is scored
+        assert s["thought_end"] == "forced" and s["thought_tokens"] == 4
+        assert "</think>" not in s["thought"] + s["prediction"]
     # the prompts are the plain run's: the thought comes on top of the length
     default = json.loads(hf["default"].read_text())["cases"][0]
     assert case["data_sha256"] == default["data_sha256"]
@@ -207,16 +209,24 @@ def test_a_server_with_its_own_thinking_budget_holds_the_thought_to_it(server, h
     where forcing would have, so the thoughts, answers and scores are transformers' with budget
     forcing; what differs is that the engine generated the closing marker it forced, which
     forcing appends without generating it."""
-    result = served(pytester, server, "--thinking-budget", "4", "--report", "engine.json")
-    assert result.ret == 1, "\n".join(result.outlines[-30:])
-    run = json.loads((pytester.path / "engine.json").read_text())["run"]
-    assert run["thinking"]["budget_by"] == "engine"
-    held = "4 tokens of thought beside each task's answer budget, held by the engine's own budget"
-    assert held in result.stdout.str()
-    engine = compared(pytester.path / "engine.predictions.jsonl")
-    forced = compared(hf["budget"].with_suffix(".predictions.jsonl"))
-    assert [e[:6] + e[7:] for e in engine] == [f[:6] + f[7:] for f in forced]
-    assert [e[6] - f[6] for e, f in zip(engine, forced)] == [1] * len(forced)  # "</think>"
+    for budget in BUDGETS:
+        report = pytester.path / f"engine{budget}.json"
+        result = served(pytester, server, "--thinking-budget", str(budget), "--report", str(report))
+        assert result.ret in (0, 1), "\n".join(result.outlines[-30:])
+        assert json.loads(report.read_text())["run"]["thinking"]["budget_by"] == "engine"
+        held = f"{budget} tokens of thought beside each task's answer budget, held by the engine"
+        assert held in result.stdout.str()
+        engine = compared(report.with_suffix(".predictions.jsonl"))
+        name = "budget" if budget == 4 else f"budget{budget}"
+        forced = compared(hf[name].with_suffix(".predictions.jsonl"))
+        # the same thoughts, ended alike, each forced one within its budget, marker counted
+        assert [(e[0], *e[3:6]) for e in engine] == [(f[0], *f[3:6]) for f in forced], budget
+        assert all(e[4] <= budget for e in engine if e[5] == "forced"), budget
+        if budget == 4:  # every thought cut at once: the same answers and scores too, while
+            # forcing's second request re-tokenizes a longer thought, which the engine does not
+            assert [e[:6] + e[7:] for e in engine] == [f[:6] + f[7:] for f in forced]
+            # the engine generated the closing marker it forced; forcing appends it ungenerated
+            assert [e[6] - f[6] for e, f in zip(engine, forced)] == [1] * len(forced)
 
 
 def test_a_chat_api_with_a_reasoning_parser_gives_the_same_split(server, pytester, tmp_path):
