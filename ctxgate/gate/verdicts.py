@@ -289,7 +289,8 @@ def _no_relative_length(
     """Why a summary has no relative effective length, from the cases the run selected."""
     cannot = f"so its relative effective length cannot reach {format_length(need)}"
     up_to = thresholds.relative_base_up_to
-    mine = [c for c in cases if c.task in summary_tasks(name)]
+    tasks = summary_tasks(name)
+    mine = [c for c in cases if c.task in tasks]
     if not mine:
         return (
             f"no {name} case was selected (none of its tasks is among the run's {len(cases)} "

@@ -60,9 +60,10 @@ class ThoughtReading(Reading):
             text = gen.thought
         if thought is None:
             return answer, {}
-        first = text.find(fmt.end) if gen.forced and fmt.end else -1
-        if first >= 0:  # a forced thought ends at the marker forced: what follows is the answer's
-            thought, at = fmt.split(text[: first + len(str(fmt.end))])[0], first + len(str(fmt.end))
+        forced_end = fmt.end if gen.forced else None
+        first = text.find(forced_end) if forced_end else -1
+        if forced_end and first >= 0:  # a forced thought ends at the marker forced
+            thought, _, _, at = fmt.split(text[: first + len(forced_end)])
         tokens = len(self.tokenizer.encode(text[:at]))
         ended = "forced" if gen.forced else ended
         return answer, {"thought": thought, "thought_tokens": tokens, "thought_end": ended}

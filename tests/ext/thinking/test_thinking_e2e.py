@@ -112,11 +112,15 @@ def test_a_budget_too_small_forces_every_thought_closed_and_fails_naming_it(hf):
     assert case["data_sha256"] == default["data_sha256"]
 
 
+def local(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """The suite on the reasoning model through transformers, in this process."""
+    return in_process(
+        pytester, f"--model={THINKING}", *CASES, "-p", "no:cacheprovider", "--no-cache", *args
+    )
+
+
 def test_thinking_off_sets_the_templates_switch_and_no_thought_is_written(pytester, hf):
-    result = in_process(
-        pytester, f"--model={THINKING}", *CASES, "--thinking", "off", "--report", "off.json",
-        "-p", "no:cacheprovider", "--no-cache",
-    )  # fmt: skip
+    result = local(pytester, "--thinking", "off", "--report", "off.json")
     assert result.ret == 0, "\n".join(result.outlines[-30:])
     report = json.loads((pytester.path / "off.json").read_text())
     (case,) = report["cases"]
@@ -131,10 +135,7 @@ def test_thinking_off_sets_the_templates_switch_and_no_thought_is_written(pytest
 def test_an_end_marker_the_model_never_writes_fails_the_case_and_names_the_marker(pytester):
     """The model closes its thoughts with </think>: told they end at </nothere>, each output opens a
     thought that never closes, so its answer is empty, counted, and the case fails saying why."""
-    result = in_process(
-        pytester, f"--model={THINKING}", *CASES, "--think-end", "</nothere>", "--report", "r.json",
-        "-p", "no:cacheprovider", "--no-cache",
-    )  # fmt: skip
+    result = local(pytester, "--think-end", "</nothere>", "--report", "r.json")
     assert result.ret == 1, "\n".join(result.outlines[-30:])
     report = json.loads((pytester.path / "r.json").read_text())
     (case,) = report["cases"]
