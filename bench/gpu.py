@@ -6,6 +6,8 @@ at batch 1 and at ``--batch-size auto``, and one case through ``pytest --model .
     python bench/gpu.py [--out DIR] [--deadline 420]     # one H100 or H200, under 8 minutes
     python bench/gpu.py --smoke                          # CPU: a tiny shape at 512 tokens
     python bench/gpu.py --shapes 8B --ruler 128k         # RULER's 13 tasks through pytest -n 1
+    python bench/gpu.py --backend vllm                   # the same shapes through vLLM's server
+    python bench/gpu.py --smoke --backend vllm           # CPU: vLLM's CPU build, the tiny shape
 
 Prints, per shape, length, task and batch mode: the case's seconds, tokens per second (prompt and
 generated), peak GPU memory, the batch sizes the backend ran and any out-of-memory halvings; per
@@ -16,7 +18,11 @@ what is left is skipped and named, so a lease's time limit still returns every f
 step that fails (out of memory at batch 1) is printed and the others go on.
 ``--ruler LENGTH`` instead runs RULER's 13 tasks at that length, one sample each, through the
 suite's own command, and prints the FLOP/s reached (prefill and decode counted from the config) and
-what 100 samples a task would take. Each line also goes to ``DIR/gpu.jsonl``.
+what 100 samples a task would take. ``--backend vllm`` runs the suite's command with ``--backend
+vllm`` instead (bench/gpu_vllm.py): one server per shape sized for the longest length, the tasks at
+every length and RULER's 13 at the longest, two samples a case, each case's engine seconds, tokens
+and FLOP/s; with two GPUs visible, ``--tp 2`` beside ``--tp 1``. Each line also goes to
+``DIR/gpu.jsonl``.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.gpu_suite import prefill_flops, ruler_run, suite_case  # noqa: E402
+from bench.gpu_vllm import vllm_runs  # noqa: E402
 from ctxgate.backends.base import GenerationParams, Request, stream  # noqa: E402
 from ctxgate.backends.checkpoint import resolve_model  # noqa: E402
 from ctxgate.backends.formats import locate  # noqa: E402
@@ -87,7 +94,8 @@ SHAPES = (  # Llama-3.2-1B's and Llama-3.1-8B's shapes
     Shape("1B", 2048, 16, 32, 8, 8192, 128256, 131072, GPU_LENGTHS),
     Shape("8B", 4096, 32, 32, 8, 14336, 128256, 131072, GPU_LENGTHS),
 )
-SMOKE = (Shape("tiny", 64, 2, 4, 2, 128, 4096, 1024, ((512, 2),)),)
+# head_dim 32: the smallest vLLM's CPU attention takes (16 is refused)
+SMOKE = (Shape("tiny", 128, 2, 4, 2, 256, 4096, 1024, ((512, 2),)),)
 
 
 class Clock:
@@ -96,6 +104,7 @@ class Clock:
     def __init__(self, deadline: float, out: Path) -> None:
         self.start, self.deadline, self.out = time.monotonic(), deadline, out
         self.skipped: list[str] = []
+        self.limit = 0.0  # TFLOP/s: the matrix-product rate measured first
         out.write_text("")
 
     def remaining(self) -> float:
@@ -277,7 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lengths", default=None, help="instead of 4K,32K,128K, e.g. 64k,128k")
     ap.add_argument("--tasks", default=",".join(TASKS), help="a subset of %(default)s")
     ap.add_argument("--ruler", default=None, help="only RULER's 13 tasks at this length, e.g. 128k")
+    ap.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="the engine measured")
     args = ap.parse_args(argv)
+    if args.backend == "vllm" and args.ruler:
+        ap.error(
+            "--ruler runs the HF path; --backend vllm runs RULER's 13 tasks at the longest length"
+        )
     import torch
     from transformers.utils import logging
 
@@ -306,13 +320,20 @@ def _run(args: argparse.Namespace, torch: Any) -> int:
         clock = Clock(args.deadline, out / "gpu.jsonl")
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         name = torch.cuda.get_device_name() if device.type == "cuda" else "CPU"
-        limit = matmul_rate(torch, device)
+        limit = clock.limit = matmul_rate(torch, device)
         clock.emit(
             f"device: {name}; torch {torch.__version__}; matrix-product limit measured "
             f"{limit:.3g} TFLOP/s ({'bf16 8192-cube' if device.type == 'cuda' else 'fp32'})",
             device=name,
             limit_tflops=limit,
         )
+        if args.backend == "vllm":
+            for shape in shapes:
+                folder = work / shape.name
+                build(shape, folder, torch, device)
+                vllm_runs(shape, folder, tasks, clock, work)
+                shutil.rmtree(folder)
+            shapes = ()
         if args.ruler:
             for shape in shapes:
                 folder = work / shape.name

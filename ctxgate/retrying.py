@@ -205,6 +205,7 @@ class TextChoice:
     text: str
     finish_reason: str | None = None
     logprobs: Logprobs | None = None
+    token_ids: tuple[int, ...] | None = None  # vLLM's, asked with return_token_ids
 
 
 @dataclass(frozen=True)

@@ -42,3 +42,37 @@ def test_the_ruler_mode_runs_the_suites_command_and_counts_its_flops(tmp_path: P
     )
     assert ruler["tflops"] > 0 and ruler["full_run_gpu_hours"] > 0
     assert lines[-1]["skipped"] == []
+
+
+def test_the_vllm_mode_runs_the_suites_command_on_vllms_cpu_build(tmp_path: Path) -> None:
+    """``--backend vllm`` on vLLM's CPU build: one server, the tasks at the length and RULER's 13,
+    every figure printed from the run's own report."""
+    assert main(["--smoke", "--backend", "vllm", "--out", str(tmp_path)]) == 0
+    lines = [json.loads(line) for line in (tmp_path / "gpu.jsonl").read_text().splitlines()]
+    assert not [r for r in lines if "error" in r] and lines[-1]["skipped"] == [], lines
+    report = json.loads((tmp_path / "vllm-tiny-tp1.json").read_text())
+    assert report["run"]["backend"]["backend"] == "vllm"
+    cases = {(c["task"], c["length"]): c for c in report["cases"]}
+    figures = [r for r in lines if "task" in r]
+    assert {(r["task"], r["length"]) for r in figures} == {("niah_single_1", 512), ("vt", 512)}
+    for r in figures:  # random weights never stop early: each sample writes its whole budget
+        cost = cases[(r["task"], 512)]["cost"]
+        assert (
+            r["samples"] == 2
+            and r["generated_tokens"] == 2 * {"niah_single_1": 128, "vt": 30}[r["task"]]
+        ), r
+        assert (r["prompt_tokens"], r["engine_s"]) == (
+            cost["prompt_tokens"],
+            cost["engine_seconds"],
+        )
+        assert r["tflops"] > 0, r
+    run = next(r for r in lines if "cases" in r and "tp" in r)
+    assert run["exit"] == 0 and run["tp"] == 1 and run["pytest_s"] > 0, run
+    ruler = next(r for r in lines if "ruler_cases" in r)
+    total = report["cost"]["total"]
+    assert ruler["ruler_cases"] == 13 and ruler["exit"] == 0, ruler
+    assert (ruler["prompt_tokens"], ruler["generated_tokens"]) == (
+        total["prompt_tokens"],
+        total["generated_tokens"],
+    )
+    assert ruler["tflops"] > 0 and ruler["full_run_gpu_hours"] > 0

@@ -43,6 +43,7 @@ class GenerationParams:
     keep_special: bool = False
     thinking_budget: int | None = None
     by_engine: bool = False
+    token_ids: bool = False  # the generated ids asked back: a second request continues from them
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Request:
     task: str = ""
     length: int = 0
     index: int = 0
+    then: tuple[int, ...] = ()  # to follow the model's thought: the answer prefix held for it
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class Generation:
     forced: bool = False  # the budget closed the thought
     prompt_tokens: int | None = None  # prefilled in all it took (forcing takes two); None: its own
     pieces: tuple[str, ...] | None = None  # each generated token's text, where the engine gave it
+    ids: tuple[int, ...] | None = None  # the generated token ids, where the engine gave them
 
     def prefilled(self, request: Request) -> int:
         return len(request.input_ids) if self.prompt_tokens is None else self.prompt_tokens

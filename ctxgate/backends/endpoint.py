@@ -310,7 +310,13 @@ class EndpointBackend:
                 thought = message.reasoning or message.reasoning_content
                 return Generation(message.content or "", tokens, finish, thought=thought)
             pieces = choice.logprobs.tokens if choice.logprobs else None  # asked with a budget
-            return Generation(choice.text, tokens, finish, pieces=tuple(pieces or ()) or None)
+            return Generation(
+                choice.text,
+                tokens,
+                finish,
+                pieces=tuple(pieces or ()) or None,
+                ids=choice.token_ids,
+            )
 
     def _send(
         self, replica: Replica, r: Request, params: GenerationParams, scale: float
@@ -345,6 +351,8 @@ class EndpointBackend:
         extra |= {"include_stop_str_in_output": True} if params.stop_strings else {}
         # each token's text: where the engine closed a thought at its budget, counted exactly
         extra |= {"logprobs": 0} if budget is not None else {}
+        # vLLM's name; a server that ignores it gives text alone, and forcing re-tokenizes it
+        extra |= {"return_token_ids": True} if params.token_ids else {}
         sent = replica.client.completions.with_raw_response.create(
             prompt=list(r.input_ids), extra_body=extra or None, **common
         )

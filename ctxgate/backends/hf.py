@@ -336,7 +336,7 @@ class HFBackend:
                 while new and new[-1] == self.pad_id:
                     new.pop()
             finish = "stop" if stopped or ends or len(new) < params.max_new_tokens else "length"
-            out.append(Generation(text, len(new), finish))
+            out.append(Generation(text, len(new), finish, ids=tuple(new)))
         return out
 
     def window_of(self, limit: int) -> Window:

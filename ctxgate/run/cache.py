@@ -75,6 +75,8 @@ class GenerationCache(SqliteFile):
             decides += [params.keep_special, params.thinking_budget]
         if params.by_engine:  # another thought than budget forcing's: the engine closes it its way
             decides.append("engine")
+        elif params.thinking_budget is not None:  # forcing continues the ids it was given back
+            decides.append("ids")
         return _sha256(self.namespace + json.dumps(decides))
 
     def get(self, key: str) -> Generation | None:

@@ -51,9 +51,12 @@ class Reading:
     (``hookspec.ctxgate_reading``) may ask the engine for more (``params``), hold the backend to a
     budget of its own (``hold``), split part of the output off (``read``: the answer, and the
     sample's fields of what was split off), sum that over the case (``fields``), need positions
-    past the prompt's length (``positions``) and add to the run's record (``record``)."""
+    past the prompt's length (``positions``), have a chat prompt's answer prefix follow the
+    model's thought (``holds_prefix``: ``hold`` then puts it there) and add to the run's record
+    (``record``)."""
 
     positions = 0
+    holds_prefix = False
     beyond = ""  # what a case of a length beyond the window asks on top: " with ..."
     lower = ""  # and how to ask less: ", lower ..."
 
@@ -230,7 +233,7 @@ class Drawing:
                 self._finish(s, digest, gen)
                 continue
             self.waiting[s.index] = (s, digest, key, time.perf_counter())
-            yield Request(s.input_ids, self.spec.name, self.length, s.index)
+            yield Request(s.input_ids, self.spec.name, self.length, s.index, s.then)
 
     def held(self) -> int:
         """Generations the sequential test cannot use until an earlier sample's comes back."""

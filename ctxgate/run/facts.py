@@ -51,14 +51,18 @@ def resolve_model(
     ModelError naming the stage that failed."""
     # before the prompts' encoder: a reading may set the template's arguments (a model's switch)
     reading = hook().ctxgate_reading(spec=spec, backend=backend) or Reading()
-    context, chat = prompts(spec, backend.tokenizer, getattr(backend, "chat_api", False))
+    chat_api = getattr(backend, "chat_api", False)
+    context, chat = prompts(spec, backend.tokenizer, chat_api, reading.holds_prefix)
     record = _record(spec, backend, context.encoder, chat) | reading.record() | dict(run or {})
     return ModelFacts(context, chat, reading, json.loads(json.dumps(record, default=str)))
 
 
-def prompts(spec: ModelSpec, tokenizer: Any, chat_api: bool = False) -> tuple[BuildContext, str]:
+def prompts(
+    spec: ModelSpec, tokenizer: Any, chat_api: bool = False, hold_prefix: bool = False
+) -> tuple[BuildContext, str]:
     """The prompts' context for a model with ``tokenizer``, and the chat setting as it applies to
-    it; ``chat_api``: a server that takes messages, so every prompt is a user message."""
+    it; ``chat_api``: a server that takes messages, so every prompt is a user message;
+    ``hold_prefix``: a chat prompt's answer prefix follows the model's thought."""
     try:
         encoder = PieceEncoder(tokenizer)
     except ChatTemplateError as exc:
@@ -81,6 +85,7 @@ def prompts(spec: ModelSpec, tokenizer: Any, chat_api: bool = False) -> tuple[Bu
         helmet_encoder=_helmet_encoder(spec.helmet_tokenizer),
         helmet_tokenizer=spec.helmet_tokenizer,
         helmet_compat=spec.helmet_compat,
+        hold_prefix=hold_prefix,
     )
     if spec.helmet_compat:
         try:

@@ -12,7 +12,7 @@ import itertools
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TypeVar
 
 from ctxgate.metrics.registry import Metric
@@ -54,6 +54,7 @@ class Prompt(NamedTuple):
     ids: Sequence[int]
     text: str
     bos: bool = True
+    then: tuple[int, ...] = ()  # the answer prefix held out of the prompt, to follow the thought
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class Sample:
     meta: Mapping[str, Any] = field(default_factory=dict)
     text: str = field(default="", repr=False)  # the rendered prompt, tokenized as input_ids
     bos: bool = True  # BOS added before a text that does not spell it (Prompt.bos)
+    then: tuple[int, ...] = ()  # Prompt.then: the suite puts it after the model's thought
 
     def digest(self) -> str:
         fields = (self.task, self.length, self.index, self.answers, self.answer_prefix)
@@ -91,7 +93,7 @@ class Job:
 
     def sample(self, prompt: Prompt, answers: tuple[str, ...], prefix: str, **meta: Any) -> Sample:
         head = (self.task, self.length, self.index, tuple(prompt.ids))
-        return Sample(*head, answers, prefix, meta, prompt.text, prompt.bos)
+        return Sample(*head, answers, prefix, meta, prompt.text, prompt.bos, prompt.then)
 
     def too_short(self, why: str) -> TaskTooShort:
         return TaskTooShort(
@@ -127,6 +129,8 @@ class BuildContext:
     helmet_encoder: PieceEncoder | None = None  # --helmet-tokenizer, HELMET's lengths' count
     helmet_tokenizer: str | None = None  # its folder, for messages and the report
     helmet_compat: bool = False  # HELMET's own prompts where ctxgate's differ
+    # a reasoning model's: the answer prefix a chat prompt would end in follows its thought instead
+    hold_prefix: bool = False
 
     def frame(self, head: str, tail: str, prefix: str, sep: str = "", after: bool = True) -> Frame:
         """The fixed ids. ``sep`` joins user text and answer prefix without a chat template (RULER:
@@ -135,6 +139,9 @@ class BuildContext:
         if not self.chat:
             return self.text_frame(head, tail + sep + prefix)
         chat_head, chat_tail = self.encoder.chat_parts()
+        if after and self.hold_prefix and prefix:
+            frame = self.text_frame(chat_head + head, tail + chat_tail)
+            return replace(frame, then=self.encoder.encode(prefix))
         return self.text_frame(chat_head + head, tail + chat_tail + (prefix if after else ""))
 
     def text_frame(self, pre: str, post: str) -> Frame:
@@ -150,16 +157,18 @@ class Frame:
     post: tuple[int, ...]
     pre_text: str
     post_text: str
+    # BuildContext.hold_prefix's, counted in the length as if it ended the prompt: the same haystack
+    then: tuple[int, ...] = ()
 
     def budget(self, length: int, tokens_to_generate: int) -> int:
-        return length - tokens_to_generate - len(self.pre) - len(self.post)
+        return length - tokens_to_generate - len(self.pre) - len(self.post) - len(self.then)
 
     def around(self, body: Iterable[int], body_text: str) -> Prompt:
         """``pre + body + post``, copied into a tuple once (tuple additions took 40%)."""
         ids = list(self.pre)
         ids.extend(body)
         ids.extend(self.post)
-        return Prompt(tuple(ids), self.pre_text + body_text + self.post_text)
+        return Prompt(tuple(ids), self.pre_text + body_text + self.post_text, then=self.then)
 
 
 def interleave(groups: Sequence[Sequence[T]]) -> list[T]:

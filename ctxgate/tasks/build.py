@@ -49,11 +49,12 @@ def build_sample(
     s = _tokenized_whole(spec, ctx, job)
     if length == 0:
         return s
-    over = len(s.input_ids) + spec.tokens_to_generate - length
+    prompt = len(s.input_ids) + len(s.then)  # a prefix held for after a thought counts here too
+    over = prompt + spec.tokens_to_generate - length
     if over > 0:
         raise LengthRuleBroken(
             f"{spec.name} built sample {index} at length {length} {over} tokens over the length "
-            f"rule (prompt {len(s.input_ids)} + generation budget {spec.tokens_to_generate}); "
+            f"rule (prompt {prompt} + generation budget {spec.tokens_to_generate}); "
             "this is a ctxgate bug: please report it with the command that ran"
         )
     if fill_rule:
@@ -66,7 +67,7 @@ def _tokenized_whole(spec: TaskSpec, ctx: BuildContext, job: Job) -> Sample:
     while True:
         s = spec.build(ctx, job)
         ids = _ids(spec, ctx, s)
-        over = len(ids) + spec.tokens_to_generate - job.length
+        over = len(ids) + len(s.then) + spec.tokens_to_generate - job.length
         if job.length == 0 or over <= 0 or len(ids) <= len(s.input_ids):
             return s if ids is s.input_ids else replace(s, input_ids=ids)
         rng = sample_rng(spec.name, job.length, job.index, ctx.seed)

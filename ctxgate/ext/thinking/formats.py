@@ -60,6 +60,9 @@ class ThoughtFormat:
     # what holds the thought to the budget: "engine" (the server's own thinking budget) or
     # "forcing" (forcing.py); resolved with the backend, None without a budget
     budget_by: str | None = None
+    # where a chat prompt's answer prefix (RULER's) goes: "after the thought" (the suite continues
+    # the thought with it), "left out" (a chat API cannot be continued); None: in the prompt
+    answer_prefix: str | None = None
 
     @property
     def thinks(self) -> bool:
@@ -84,12 +87,6 @@ class ThoughtFormat:
         text = text.lstrip()
         return text.removeprefix(self.start).lstrip() if self.start else text
 
-    def closing(self, thought: str) -> str:
-        """What budget forcing appends to a thought the budget cut: the closing marker alone, as
-        an engine's own budget (vLLM's) forces it, so that both give the same outputs."""
-        assert self.end is not None, "only a model that thinks is forced"
-        return self.end
-
     def describe(self) -> dict[str, object]:
         """For the run record: what was asked and what was found."""
         return {
@@ -101,6 +98,7 @@ class ThoughtFormat:
             "opened": self.opened,
             "closed": self.closed,
             "template_kwargs": dict(self.template_kwargs),
+            "answer_prefix": self.answer_prefix,
         }
 
 

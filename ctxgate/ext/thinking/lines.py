@@ -30,9 +30,13 @@ def thinking_line(report: Report) -> str | None:
         if budget
         else "thought and answer sharing each task's budget"
     )
+    prefix = {
+        "after the thought": "; the answer prefix after the thought",
+        "left out": "; the answer prefix left out, as a chat API cannot continue a thought",
+    }.get(str(asked.get("answer_prefix")), "")
     return (
-        f"Thinking ({how}; removed before scoring): per case, thought tokens per sample (mean/max) "
-        "and the samples a budget cut (thought, answer) or whose thought never ended"
+        f"Thinking ({how}; removed before scoring{prefix}): per case, thought tokens per sample "
+        "(mean/max) and the samples a budget cut (thought, answer) or whose thought never ended"
     )
 
 

@@ -4,7 +4,7 @@ thresholds.toml and the gate on cut samples, and the thought in every report for
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ctxgate.hookspec import hookimpl
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ctxgate.records.schema import CaseRecord, Report
     from ctxgate.run.loading import ModelSpec
 
+    from .formats import ThoughtFormat
     from .reading import ThoughtReading
 
 NAME = "thinking"
@@ -151,23 +152,49 @@ def ctxgate_reading(spec: ModelSpec, backend: Backend) -> ThoughtReading:
         fmt = budget_holder(given.forcing, backend, fmt)
     except (CtxgateError, BackendDown) as exc:  # the server's, not the checkpoint's
         raise ModelError("the thinking budget", exc, checkpoint=False) from exc
+    fmt = replace(fmt, answer_prefix=answer_prefix(spec, backend, fmt))
     return ThoughtReading(fmt, backend.tokenizer, given.max_cut_share)
+
+
+def answer_prefix(spec: ModelSpec, backend: Backend, fmt: ThoughtFormat) -> str | None:
+    """Where a chat prompt's answer prefix goes for a model that thinks: after its thought, which
+    the suite continues with it, or left out over a chat API; a prompt without a chat template
+    keeps it (the model writes on from the prefix, as in the references)."""
+    from ctxgate.run.facts import resolve_chat
+    from ctxgate.tokens.chat import ChatTemplateError
+
+    if not fmt.thinks or fmt.mode == "off" or fmt.closed:  # closed: the prompt ends the thought
+        return None
+    if getattr(backend, "chat_api", False):
+        return "left out"
+    try:
+        has_template = backend.tokenizer.chat_parts() is not None
+    except ChatTemplateError:  # refused in one line where the prompts are built
+        return None
+    # "task": RULER's own policy, which uses the template
+    chat = resolve_chat(spec.chat_template, has_template) != "off"
+    return "after the thought" if chat else None
 
 
 @hookimpl
 def ctxgate_run_keys() -> list[RunKey]:
     from ctxgate.gate.baseline import RunKey
 
-    words = "thinking setting (--thinking, --thinking-budget, the thought's markers)"
+    words = (
+        "thinking setting (--thinking, --thinking-budget, the thought's markers, where the answer "
+        "prefix goes)"
+    )
     return [RunKey("thinking", words, _as_now)]
 
 
 def _as_now(value: Any) -> Any:
     """A report from before ``budget_by`` was recorded forced its thinking budget, as every
-    engine then did."""
-    if isinstance(value, dict) and "budget_by" not in value:
-        return value | {"budget_by": "forcing" if value.get("budget") is not None else None}
-    return value
+    engine then did; one from before ``answer_prefix`` kept the prefix in the prompt."""
+    if not isinstance(value, dict):
+        return value
+    if "budget_by" not in value:
+        value = value | {"budget_by": "forcing" if value.get("budget") is not None else None}
+    return {"answer_prefix": None} | value
 
 
 @hookimpl

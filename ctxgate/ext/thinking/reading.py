@@ -28,6 +28,7 @@ class ThoughtReading(Reading):
         self.positions = fmt.budget or 0
         self.beyond = f" with --thinking-budget {fmt.budget}" if fmt.budget else ""
         self.lower = ", lower the budget" if fmt.budget else ""
+        self.holds_prefix = fmt.answer_prefix is not None
 
     def params(self, params: GenerationParams) -> GenerationParams:
         fmt = self.fmt

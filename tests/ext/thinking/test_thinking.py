@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
-from ctxgate.ext.thinking.forcing import BudgetForcing, EngineBudget, forcing
+from ctxgate.ext.thinking.forcing import AfterThought, BudgetForcing, EngineBudget, forcing
 from ctxgate.ext.thinking.formats import MARKERS, Thinking, ThinkingError, ThoughtFormat, prepare
 from ctxgate.ext.thinking.lines import cut_failure, unclosed_failure
 from ctxgate.ext.thinking.plugin import THINK_END
@@ -167,9 +167,11 @@ class Scripted:
     def __init__(self, tok: HFTokenizer, thoughts: dict[int, str], answer: str) -> None:
         self.tokenizer, self.thoughts, self.answer = tok, thoughts, answer
         self.calls: list[GenerationParams] = []
+        self.sent: list[Request] = []
 
     def generate(self, requests, params):
         self.calls.append(params)
+        self.sent += requests
         out = []
         for r in requests:
             if params.stop_strings:  # the thought, up to the budget or its closing marker
@@ -197,9 +199,9 @@ def test_budget_forcing_closes_a_long_thought_and_answers_with_the_tasks_budget(
     }
     engine = Scripted(tok, thoughts, "42")
     forced = forcing(engine, fmt)
-    assert (
-        isinstance(forced, BudgetForcing) and forcing(engine, replace(fmt, budget=None)) is engine
-    )
+    assert isinstance(forced, BudgetForcing)
+    assert isinstance(forcing(engine, replace(fmt, budget=None)), AfterThought)
+    assert forcing(engine, replace(fmt, mode="off")) is engine
     assert isinstance(forcing(engine, replace(fmt, budget_by="engine")), EngineBudget)
     params = GenerationParams(128, thinking_budget=6)
     gens = forced.generate([Request((1, 2), index=i) for i in range(3)], params)
@@ -211,6 +213,55 @@ def test_budget_forcing_closes_a_long_thought_and_answers_with_the_tasks_budget(
     assert cut.forced and cut.text.endswith("c</think>42")  # the marker alone, as vLLM forces
     assert fmt.split(cut.text)[1] == "42"
     assert plain == Generation("plain", 1, "stop")  # no thought opened, EOS: nothing to force
+
+
+def test_a_held_answer_prefix_follows_the_thought_the_model_closed(hf_tokenizer):
+    """RULER's answer prefix, held out of a thinking model's chat prompt, is put after its thought:
+    the answer is a second request continuing the prompt, the thought and the prefix, with what
+    the thought left of the task's budget; a thought never closed gets none."""
+    from ctxgate.run.facts import prompts
+    from ctxgate.run.loading import ModelSpec
+    from ctxgate.tasks import get_task
+    from ctxgate.tasks.build import build_sample
+
+    tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
+    spec, task = ModelSpec(str(TINY), chat_template="on"), get_task("niah_single_1")
+    plain, held = (
+        build_sample(task, prompts(spec, tok, hold_prefix=hold)[0], 512, 0, 42)
+        for hold in (False, True)
+    )
+    assert held.then == tuple(tok.encode(plain.answer_prefix)) and plain.then == ()
+    assert held.text + plain.answer_prefix == plain.text
+    assert held.text.endswith("<|im_start|>assistant\n")
+    # the prefix counts in the length as where it ended the prompt: the same haystack
+    assert len(held.input_ids) + len(held.then) == len(plain.input_ids)
+    fmt = replace(prepare(Thinking("on"), tok, "m"), answer_prefix="after the thought")
+    engine = Scripted(tok, {0: "<think>ok</think>", 1: "<think>\n" + "a b " * 40}, "42")
+    then = held.then
+    gens = forcing(engine, fmt).generate(
+        [Request((1, 2), index=i, then=then) for i in range(2)], GenerationParams(20)
+    )
+    first = tok.encode("<think>ok</think>")
+    assert [c.max_new_tokens for c in engine.calls] == [20, 20 - len(first)]
+    assert engine.sent[2].input_ids == (1, 2, *first, *then)
+    assert gens[0].text == "<think>ok</think>42" and gens[0].prompt_tokens == 2 + 2 + len(
+        first
+    ) + len(then)
+    assert gens[1].finish_reason == "length" and "</think>" not in gens[1].text
+    # a batch mixing both: the request with a prefix continued, the other one request as before
+    engine.calls.clear()
+    both = [Request((1, 2), index=0, then=then), Request((1, 2), index=0)]
+    mixed = forcing(engine, fmt).generate(both, GenerationParams(20))
+    assert [m.text for m in mixed] == ["<think>ok</think>42", "42"]
+    assert engine.calls[-1] == GenerationParams(20) and len(engine.calls) == 3
+    # a thought that took the whole budget leaves no room: cut, never answered
+    engine.calls.clear()
+    (whole,) = forcing(engine, fmt).generate(both[:1], GenerationParams(len(first)))
+    assert whole.finish_reason == "length" and len(engine.calls) == 1
+    # over a chat API the prefix is left out: one request as before
+    engine.calls.clear()
+    forcing(engine, replace(fmt, answer_prefix="left out")).generate(both[:1], GenerationParams(20))
+    assert engine.calls == [GenerationParams(20)]
 
 
 def outcome(i: int, end, finish: str = "stop", tokens: int = 10) -> SampleOutcome:
