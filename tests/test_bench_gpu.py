@@ -32,8 +32,13 @@ def test_the_smoke_mode_measures_every_figure_the_gpu_run_prints(tmp_path: Path)
 def test_the_ruler_mode_runs_the_suites_command_and_counts_its_flops(tmp_path: Path) -> None:
     assert main(["--smoke", "--ruler", "512", "--out", str(tmp_path)]) == 0
     lines = [json.loads(line) for line in (tmp_path / "gpu.jsonl").read_text().splitlines()]
+    ruler_adds_up(lines, json.loads((tmp_path / "ruler-tiny.json").read_text()))
+    assert lines[-1]["skipped"] == []
+
+
+def ruler_adds_up(lines: list[dict], report: dict) -> None:
+    """RULER's line: its 13 tasks ran, and its tokens are the report's (all at the length)."""
     ruler = next(r for r in lines if "ruler_cases" in r)
-    report = json.loads((tmp_path / "ruler-tiny.json").read_text())
     total = report["cost"]["total"]
     assert ruler["ruler_cases"] == 13 and ruler["exit"] == 0, ruler
     assert (ruler["prompt_tokens"], ruler["generated_tokens"]) == (
@@ -41,7 +46,6 @@ def test_the_ruler_mode_runs_the_suites_command_and_counts_its_flops(tmp_path: P
         total["generated_tokens"],
     )
     assert ruler["tflops"] > 0 and ruler["full_run_gpu_hours"] > 0
-    assert lines[-1]["skipped"] == []
 
 
 def test_the_vllm_mode_runs_the_suites_command_on_vllms_cpu_build(tmp_path: Path) -> None:
@@ -68,11 +72,4 @@ def test_the_vllm_mode_runs_the_suites_command_on_vllms_cpu_build(tmp_path: Path
         assert r["tflops"] > 0, r
     run = next(r for r in lines if "cases" in r and "tp" in r)
     assert run["exit"] == 0 and run["tp"] == 1 and run["pytest_s"] > 0, run
-    ruler = next(r for r in lines if "ruler_cases" in r)
-    total = report["cost"]["total"]
-    assert ruler["ruler_cases"] == 13 and ruler["exit"] == 0, ruler
-    assert (ruler["prompt_tokens"], ruler["generated_tokens"]) == (
-        total["prompt_tokens"],
-        total["generated_tokens"],
-    )
-    assert ruler["tflops"] > 0 and ruler["full_run_gpu_hours"] > 0
+    ruler_adds_up(lines, report)
