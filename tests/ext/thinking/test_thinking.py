@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ctxgate.backends.base import Generation, GenerationParams, Request
@@ -262,6 +262,47 @@ def test_a_held_answer_prefix_follows_the_thought_the_model_closed(hf_tokenizer)
     engine.calls.clear()
     forcing(engine, replace(fmt, answer_prefix="left out")).generate(both[:1], GenerationParams(20))
     assert engine.calls == [GenerationParams(20)]
+
+
+@pytest.fixture(scope="module")
+def held_contexts(hf_tokenizer):
+    """A Qwen3-style chat context as the suite builds it, and the same holding the answer prefix."""
+    from ctxgate.run.facts import prompts
+    from ctxgate.run.loading import ModelSpec
+
+    tok = tokenizer(hf_tokenizer, QWEN_STYLE, added=("<think>", "</think>"))
+    spec = ModelSpec(str(TINY), chat_template="on")
+    return tuple(prompts(spec, tok, hold_prefix=hold)[0] for hold in (False, True))
+
+
+@settings(deadline=None)  # the first build at a length tokenizes its haystack
+@given(
+    st.sampled_from(["niah_single_1", "niah_multikey_1", "niah_multivalue", "vt", "cwe", "fwe"]),
+    st.integers(1, 2048),
+    st.integers(0, 3),
+)
+def test_a_held_prefix_keeps_the_length_rule_and_the_haystack_at_every_length(
+    held_contexts, task, length, index
+):
+    """From 1 token up: a prompt whose prefix is held is built where the plain one is, fits in the
+    length with its prefix and the answer budget, and is the plain prompt's text less the prefix."""
+    from ctxgate.tasks import get_task
+    from ctxgate.tasks.base import TaskTooShort
+    from ctxgate.tasks.build import build_sample
+
+    spec = get_task(task)
+    built = []
+    for ctx in held_contexts:
+        try:
+            built.append(build_sample(spec, ctx, length, index, 42))
+        except TaskTooShort:
+            built.append(None)
+    plain, held = built
+    assert (plain is None) == (held is None)
+    if plain is None or held is None:
+        return
+    assert held.then and len(held.input_ids) + len(held.then) + spec.tokens_to_generate <= length
+    assert held.text + plain.answer_prefix == plain.text
 
 
 def outcome(i: int, end, finish: str = "stop", tokens: int = 10) -> SampleOutcome:
