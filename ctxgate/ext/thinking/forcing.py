@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -32,7 +33,7 @@ class Follow(NamedTuple):
     limit: int | None = None
 
 
-class Holding:
+class Holding(ABC):
     """``backend`` with the thought held apart; every other member is the backend's. A request's
     ``then`` (the answer prefix held out of its prompt) follows the thought where the run puts it
     there (``answer_prefix``): the answer is a second request, continued from the prompt, the
@@ -61,8 +62,9 @@ class Holding:
     def plain(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         return self.continued(requests, params)
 
+    @abstractmethod
     def continued(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
-        raise NotImplementedError
+        """The thought, then the answer after each request's ``then``."""
 
     def thought_ids(self, g: Generation, thought: str, closed: bool) -> tuple[int, ...]:
         """The thought as the next prompt continues it, its closing marker last: as generated (a
