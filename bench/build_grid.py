@@ -47,7 +47,7 @@ tok = AutoTokenizer.from_pretrained(job["tokenizer"])
 tok.chat_template = CHATML
 enc = PieceEncoder(HFTokenizer(tok))
 try:
-    from ctxgate.records.refusal import Refusal
+    from ctxgate.refusal import Refusal
     from ctxgate.tasks.build import build_sample
     refused = (Refusal,)
     def one(spec, ctx, length, i):

@@ -178,7 +178,7 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
     import subprocess
     import sys
 
-    from ctxgate.records.refusal import Refusal
+    from ctxgate.refusal import Refusal
     from ctxgate.tasks.registry import all_tasks
 
     root = Path(__file__).resolve().parent.parent
@@ -229,7 +229,8 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         span = Path(scratch) / "span.json"
         command = [
-            sys.executable, "-m", "pytest", str(root / "tests_longctx" / "test_ruler.py"),
+            sys.executable, "-m", "pytest", str(root / "tests_longctx" / "test_suites.py"), "-m",
+            "ruler",
             f"--model={model}", "--backend", "vllm", "--vllm-python", python,
             f"--vllm-arg={no_prefix_cache}", *concurrency, "--lengths", DEMO_LENGTHS,
             "--samples", str(DEMO_SAMPLES), "--squad", str(squad), "--hotpotqa", str(hotpot),

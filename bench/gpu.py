@@ -29,21 +29,21 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.gpu_suite import prefill_flops, ruler_run, suite_case  # noqa: E402
+from bench.gpu_common import Clock, Shape, prefill_flops  # noqa: E402
+from bench.gpu_suite import ruler_run, suite_case  # noqa: E402
 from bench.gpu_vllm import vllm_runs  # noqa: E402
 from ctxgate.backends.base import GenerationParams, Request, stream  # noqa: E402
 from ctxgate.backends.checkpoint import resolve_model  # noqa: E402
@@ -58,37 +58,6 @@ TOKENIZER = ROOT / "fixtures" / "tiny-llama-niah"  # its ids fit any vocabulary 
 TASKS = ("niah_single_1", "vt")
 
 
-@dataclass(frozen=True)
-class Shape:
-    name: str
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    intermediate: int
-    vocab: int
-    positions: int
-    lengths: tuple[tuple[int, int], ...]  # (input length, samples per case)
-
-    def config(self) -> Any:
-        from transformers import LlamaConfig
-
-        return LlamaConfig(
-            hidden_size=self.hidden,
-            num_hidden_layers=self.layers,
-            num_attention_heads=self.heads,
-            num_key_value_heads=self.kv_heads,
-            intermediate_size=self.intermediate,
-            vocab_size=self.vocab,
-            max_position_embeddings=self.positions,
-            rope_theta=500000.0,
-            tie_word_embeddings=False,
-            bos_token_id=0,
-            eos_token_id=0,
-            pad_token_id=0,
-        )
-
-
 GPU_LENGTHS = ((4096, 4), (32768, 2), (131072, 2))
 SHAPES = (  # Llama-3.2-1B's and Llama-3.1-8B's shapes
     Shape("1B", 2048, 16, 32, 8, 8192, 128256, 131072, GPU_LENGTHS),
@@ -96,30 +65,6 @@ SHAPES = (  # Llama-3.2-1B's and Llama-3.1-8B's shapes
 )
 # head_dim 32: the smallest vLLM's CPU attention takes (16 is refused)
 SMOKE = (Shape("tiny", 128, 2, 4, 2, 256, 4096, 1024, ((512, 2),)),)
-
-
-class Clock:
-    """Seconds since the start against the deadline; each figure printed and kept as it comes."""
-
-    def __init__(self, deadline: float, out: Path) -> None:
-        self.start, self.deadline, self.out = time.monotonic(), deadline, out
-        self.skipped: list[str] = []
-        self.limit = 0.0  # TFLOP/s: the matrix-product rate measured first
-        out.write_text("")
-
-    def remaining(self) -> float:
-        return max(1.0, self.deadline - (time.monotonic() - self.start))
-
-    def left(self, what: str) -> bool:
-        if time.monotonic() - self.start < self.deadline:
-            return True
-        self.skipped.append(what)
-        return False
-
-    def emit(self, line: str, **record: object) -> None:
-        print(line, flush=True)
-        with self.out.open("a") as f:
-            f.write(json.dumps({"line": line, **record}) + "\n")
 
 
 def matmul_rate(torch: Any, device: Any) -> float:

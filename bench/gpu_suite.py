@@ -1,5 +1,5 @@
 """The suite's own command on a checkpoint bench/gpu.py built (``pytest --model ... -n 1``), and
-the matrix-product FLOPs a Llama-shaped model does, counted from its shape."""
+the tokens, engine seconds and FLOP/s its cases reached, read from its report."""
 
 from __future__ import annotations
 
@@ -12,29 +12,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bench.gpu_common import Clock, Shape, flops
 from ctxgate.lengths import format_length
-
-if TYPE_CHECKING:
-    from bench.gpu import Clock, Shape
 
 ROOT = Path(__file__).resolve().parent.parent
 QA = ROOT / "fixtures" / "data"  # the shipped SQuAD and HotpotQA files, for RULER's qa_1 and qa_2
-
-
-def prefill_flops(shape: Shape, tokens: int) -> float:
-    """Matrix-product FLOPs of one causal prefill: the layers' weights, and attention's scores and
-    values over the causal half of the square."""
-    head = shape.hidden // shape.heads
-    per_layer = (
-        shape.hidden * shape.hidden * 2  # q and o
-        + 2 * shape.hidden * shape.kv_heads * head  # k and v
-        + 3 * shape.hidden * shape.intermediate
-    )
-    weights = 2 * shape.layers * per_layer * tokens
-    attention = 2 * shape.layers * shape.hidden * tokens * tokens  # 2 products x 2n²d / 2
-    return float(weights + attention)
 
 
 @dataclass(frozen=True)
@@ -102,16 +86,6 @@ def suite_case(folder: Path, length: int, clock: Clock, work: Path) -> None:
     )
     if ran == "no case":
         print(done["stdout"][-3000:], done["stderr"][-3000:], sep="\n", flush=True)
-
-
-def flops(shape: Shape, prompt: float, generated: float) -> float:
-    """Matrix-product FLOPs of one sample: its prefill, then each generated token's step over the
-    context so far (weights, attention over every earlier token, and the output projection)."""
-    step = (
-        prefill_flops(shape, 1) - 2 * shape.layers * shape.hidden + 2 * shape.hidden * shape.vocab
-    )
-    context = 4 * shape.layers * shape.hidden * (generated * prompt + generated**2 / 2)
-    return prefill_flops(shape, round(prompt)) + generated * step + context
 
 
 def measured(shape: Shape, cases: Sequence[dict[str, Any]]) -> dict[str, float]:

@@ -8,13 +8,11 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bench.gpu_common import Clock, Shape
 from bench.gpu_suite import How, measured, ruler_line, suite_run
 from ctxgate.lengths import format_length
-
-if TYPE_CHECKING:
-    from bench.gpu import Clock, Shape
 
 SAMPLES = 2  # a case's, at every length: RULER's at the longest too
 

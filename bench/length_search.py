@@ -30,9 +30,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ctxgate.ext.published.scores import Published, all_published  # noqa: E402
+from ctxgate.ext.search.records import LengthVerdict  # noqa: E402
 from ctxgate.ext.search.sequential import StopRule, judge_length  # noqa: E402
 from ctxgate.lengths import format_length  # noqa: E402
-from ctxgate.records.schema import LengthVerdict  # noqa: E402
 
 SAMPLES = 500
 # RULER's 13 tasks by the paper's per-category tables

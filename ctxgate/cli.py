@@ -11,9 +11,8 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from ctxgate.hooks import flat, hook
-from ctxgate.records.refusal import CtxgateError
-from ctxgate.run.options import absent_verb
+from ctxgate.hooks import flat, hook, installed
+from ctxgate.refusal import CtxgateError
 from ctxgate.tasks.registry import all_tasks
 from ctxgate.workflows import (
     data,
@@ -66,6 +65,18 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def unknown_verb(verb: str, verbs: Sequence[str]) -> str:
+    """A verb neither ctxgate nor an installed extra declares, in one line with the fix."""
+    from ctxgate.values import did_you_mean
+
+    extras = ", ".join(installed()) or "none"
+    return (
+        f"{verb!r} is a verb of neither ctxgate nor an installed extra{did_you_mean(verb, verbs)} "
+        f"(extras installed: {extras}; verbs: {', '.join(verbs)}): install the package that "
+        "provides it, or see ctxgate --help"
+    )
+
+
 def _without(argv: Sequence[str], dropped: Sequence[str]) -> list[str]:
     """``argv`` less the ``dropped`` words, each once, in order."""
     rest, out = list(dropped), []
@@ -92,8 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ctxgate: {exc.line}", file=sys.stderr)
         return exc.exit_status
     verbs = [v for a in p._actions if isinstance(a, argparse._SubParsersAction) for v in a.choices]
-    if argv and (absent := absent_verb(argv[0], verbs)):
-        print(f"ctxgate {argv[0]}: {absent}", file=sys.stderr)
+    if argv and not argv[0].startswith("-") and argv[0] not in verbs:
+        print(f"ctxgate: {unknown_verb(argv[0], verbs)}", file=sys.stderr)
         return 2
     args, unknown = p.parse_known_args(argv)
     if unknown:

@@ -1,225 +1,304 @@
-"""The spine's hook points: the one place where an extra (``ctxgate/ext/``, or any package's
-``ctxgate`` entry point) reaches the run. Each hook's one line says what the spine asks for and
-when; ``hooks.py`` registers the extras and calls them. The types named in the docstrings live on
-higher floors, so the annotations here stay ``Any``: this module imports nothing of ctxgate.
+"""The spine's hooks: where an extra (``ctxgate/ext/``, or another package's ``ctxgate`` entry
+point) reaches the run, grouped by the run's phases as pytest's ``_pytest/hookspec.py`` is:
+what an extra adds, the plan, the model, the cases, the verdict and the report. ``hooks.py``
+registers the extras and calls them, always by keyword; an extra marks its answers with
+``hookimpl`` (``ctxgate.api.hookimpl``). The types named here are imported for the type checker
+only, so this module imports nothing of ctxgate when it runs.
 
-The order of a run: options (``ctxgate_option_groups``), plan (``ctxgate_model_section``, the
-checkpoint located with ``ctxgate_checkpoint_kinds``, its config's changes checked with
-``ctxgate_config_changes``, then ``ctxgate_plan_section`` and ``ctxgate_places_replicas``), model
-(``ctxgate_model_slots``, ``ctxgate_open_backend``, ``ctxgate_config_changes`` and
-``ctxgate_model_changes``, ``ctxgate_reading``), cases (``ctxgate_task_modules``,
-``ctxgate_case_stop``, ``ctxgate_cases_ahead``), report (``ctxgate_report_fields``, then each form's
-lines). An extra's results are listed in the order ``ctxgate/ext/__init__.py`` states."""
+Where one answer decides (the backend that places the model, how a case stops, what runs the
+cases ahead of their items, the changes to the model's config), every extra is still asked, and two
+answers are refused in one line naming both (``hooks.one_answer``): a second extra's answer is
+never silently dropped. Fault checks, readers of the output and report sections are collected.
+An extra may declare hooks of its own for other extras to answer (``hooks.add_hookspecs``, as
+xdist's ``newhooks.py``); the trackers extra declares ``ctxgate_tracker_kinds``."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pluggy
+
+if TYPE_CHECKING:
+    import pytest
+
+    from ctxgate.backends.base import Backend
+    from ctxgate.backends.formats import CheckpointKind
+    from ctxgate.backends.model_config import ConfigChanges
+    from ctxgate.gate.baseline import Baseline
+    from ctxgate.gate.plan import Plan
+    from ctxgate.gate.thresholds_schema import ExtraTable
+    from ctxgate.gate.verdicts import Fault
+    from ctxgate.metrics.registry import Metric
+    from ctxgate.records.io import Beside
+    from ctxgate.records.schema import CaseRecord, Prediction, Report, ReportSection
+    from ctxgate.records.slots import Slot
+    from ctxgate.run.case import Ahead, EarlyStop, Reading, Runner
+    from ctxgate.run.loading import ModelSpec, Placement
+    from ctxgate.run.options import Get, OptionGroup
+    from ctxgate.run.progress import Progress
+    from ctxgate.sources.files import DataFile
 
 PROJECT = "ctxgate"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)  # what an extra marks its hooks with
 
 
-@hookspec
-def ctxgate_option_groups() -> Any:
-    """The extra's rows of the option table. Each a ``run.options.OptionGroup``: a pytest group and
-    the options the extra reads in ``ctxgate_model_section`` or ``ctxgate_plan_section``."""
+# --- What an extra adds: asked once per process, its answers listed in the extras' order ---------
 
 
 @hookspec
-def ctxgate_verbs() -> Any:
-    """The extra's ``ctxgate`` verbs. Modules with ``add_parser(sub)``, listed after the spine's."""
+def ctxgate_option_groups() -> Sequence[OptionGroup]:
+    """The extra's options, as groups of the option table: pytest shows each group under its name;
+    a group that ``evaluates`` is also taken by the verbs that evaluate a checkpoint outside
+    pytest (``ctxgate bisect``). The extra reads its options back in ``ctxgate_model_section`` or
+    ``ctxgate_plan_section``."""
 
 
 @hookspec
-def ctxgate_pytest_plugins() -> Any:
-    """The extra's pytest plugins. Module names, registered after ``ctxgate_plugins``' own."""
+def ctxgate_verbs() -> Sequence[ModuleType]:
+    """The extra's ``ctxgate`` verbs: modules with ``add_parser(sub)``, listed after the spine's
+    (``ctxgate --help`` lists them)."""
 
 
 @hookspec
-def ctxgate_task_modules() -> Any:
-    """The extra's task modules. Names the task registry imports after the spine's: each registers
-    its tasks as a spine module does (``tasks/registration.py``)."""
+def ctxgate_threshold_tables() -> Sequence[ExtraTable]:
+    """The extra's tables of thresholds.toml: each its keys (a tree as
+    ``gate.thresholds_schema.SCHEMA``'s, each leaf setting a dotted key of ``Thresholds.extras``)
+    and the commented text ``ctxgate init`` writes for it. A table no installed package declares
+    is refused, naming the extras installed."""
 
 
 @hookspec
-def ctxgate_metrics() -> Any:
-    """The extra's metrics. ``metrics.registry.Metric``s, named by its tasks and by ``ctxgate
-    score``."""
+def ctxgate_task_modules() -> Sequence[str]:
+    """The extra's task modules, by import name: the task registry imports them after the spine's,
+    and each registers its tasks (``api.register``) and its suite's label
+    (``api.register_suite``)."""
 
 
 @hookspec
-def ctxgate_data_files() -> Any:
-    """The extra's data files. ``sources.files.DataFile``s: what ``ctxgate data verify`` checks it
-    reads."""
+def ctxgate_metrics() -> Sequence[Metric]:
+    """The extra's metrics, named by its tasks' specs and by ``ctxgate rescore --metric``."""
 
 
 @hookspec
-def ctxgate_model_section(get: Any) -> Any:
-    """The extra's part of how the model opens, read before ``--model`` is located. ``(name,
-    section)``: a frozen section read once from its options (``get(dest)``); it lands in
-    ``ModelSpec.extras`` (where a checkpoint kind reads it) and ``Plan.extras``. None: nothing to
-    add."""
+def ctxgate_data_files() -> Sequence[DataFile]:
+    """The extra's data files: what ``ctxgate data verify`` checks that its tasks read."""
 
 
 @hookspec
-def ctxgate_checkpoint_kinds() -> Any:
-    """The kinds of checkpoint folder the extra adds to the Hugging Face folder.
-    ``backends.formats.CheckpointKind``s, asked wherever a folder's kind decides (locating
-    ``--model``, what a training run's folders hold)."""
-
-
-@hookspec(firstresult=True)
-def ctxgate_config_changes(spec: Any, config_dir: Any) -> Any:
-    """``backends.model_config.ConfigChanges``: what the extra changes in the config.json of
-    ``config_dir`` for ``spec``, checked against it, and the window the changed config covers;
-    asked when the plan is made (a refusal is a ``CtxgateError``), and where the model's config is
-    read to load or serve it. None: the config as it is."""
+def ctxgate_checkpoint_kinds() -> Sequence[CheckpointKind]:
+    """The kinds of checkpoint folder the extra adds to the Hugging Face folder, asked wherever a
+    folder's kind decides (locating ``--model``, what a training run's folders hold)."""
 
 
 @hookspec
-def ctxgate_model_changes(spec: Any) -> Any:
-    """What the extra changes in ``spec``'s model past its checkpoint's files, as asked (a JSON
-    mapping; empty: nothing): added to the checkpoint's fingerprint (so to the cache's namespace)
-    and recorded as the run's ``model_overrides``."""
+def ctxgate_slots() -> Sequence[Slot]:
+    """The extra's slots in the records: a name in the ``extras`` of the run's record, a case's
+    record or the report, with the frozen dataclass its data is read back into. A report written
+    with the extra present keeps the slot's data as plain JSON where it is absent."""
+
+
+# --- The plan: made once from the options, by pytest and ``ctxgate bisect`` alike ---------------
 
 
 @hookspec
-def ctxgate_plan_section(get: Any, plan: Any) -> Any:
-    """The extra's frozen section of the run's plan. ``(name, section)``, read once from its options
-    (``get(dest)``) and checked against the spine's ``plan``; None: nothing to add."""
+def ctxgate_model_section(get: Get) -> tuple[str, object] | None:
+    """The extra's part of how the model opens, read before ``--model`` is located (a checkpoint
+    kind reads it from ``ModelSpec.extras``).
+
+    :param get: an option's value as given, by its ``dest``.
+    :return: ``(name, section)``, a frozen section read once from the extra's options; None:
+        nothing to add."""
 
 
 @hookspec
-def ctxgate_threshold_tables() -> Any:
-    """The extra's tables of thresholds.toml. A tree as ``gate.thresholds_schema.SCHEMA``'s, each
-    leaf setting a dotted key of ``Thresholds.extras``."""
+def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, object] | None:
+    """The extra's frozen section of the run's plan (``plan.extras[name]``), read once from its
+    options and checked against the spine's part of the plan (a refusal is an ``OptionError``).
+
+    :param get: an option's value as given, by its ``dest``.
+    :param plan: the plan as the spine made it, with the extras' model sections."""
 
 
 @hookspec
-def ctxgate_positions(spec: Any) -> Any:
-    """Positions a case needs past its length, for engines sized before the model opens. An int (a
-    thought's budget)."""
+def ctxgate_plan_lines(plan: Plan) -> Sequence[str]:
+    """What the extra will do in this run, in lines for pytest's header, after the spine's.
 
-
-@hookspec(firstresult=True)
-def ctxgate_places_replicas(spec: Any) -> Any:
-    """Why the run stays in one pytest process: the extra's backend places the model's replicas. A
-    line, for ``spec``'s backend the extra opens (``ctxgate_open_backend``): ``-n`` is refused with
-    it (``"{why}: drop -n"``), the session starts no vLLM server (each replica starts its own from
-    ``Served.launch``) and runs the cases longest first. None: the spine places it."""
-
-
-@hookspec(firstresult=True)
-def ctxgate_model_slots(spec: Any) -> Any:
-    """How many copies of the model the extra's backend holds. ``ctxgate bisect`` probes that many
-    checkpoints side by side, each round; None: one."""
-
-
-@hookspec(firstresult=True)
-def ctxgate_open_backend(spec: Any, served: Any, replicas: Any) -> Any:
-    """The backend the extra opens instead of the spine's ``load_backend``. For ``spec``, sending
-    to ``served``, with at most ``replicas`` copies of the model (None: as many as it has room for);
-    None: the spine loads it."""
+    :param plan: the run's plan, every extra's section in it."""
 
 
 @hookspec
-def ctxgate_backend_facts(spec: Any, backend: Any) -> Any:
-    """What the extra asks of a backend where it was loaded. A mapping of a question to its answer:
-    a cluster's replica answers for its own backend, and the session reads them."""
+def ctxgate_run_plugin(plan: Plan, config: pytest.Config) -> object | None:
+    """The extra's plugin for one pytest run, made once the plan is: registered with pytest's
+    plugin manager (its ``pytest_*`` hooks: collection order, the terminal) and with ctxgate's
+    (its ``ctxgate_*`` hooks: ``ctxgate_left_out``, ``ctxgate_case_done``, ``ctxgate_progress``,
+    ``ctxgate_decided_lengths``), and unregistered at the run's end; the state of one run lives on
+    it. A refusal (``CtxgateError``) ends the run as pytest's one ``ERROR:`` line.
+
+    :param plan: the run's plan.
+    :param config: pytest's config, on the controller and on each xdist worker alike."""
 
 
-@hookspec(firstresult=True)
-def ctxgate_reading(spec: Any, backend: Any) -> Any:
-    """How the model's output is read before it is scored. A ``run.case.Reading``, asked once the
-    backend is open and before the prompts' encoder is made; None: as it came."""
-
-
-@hookspec
-def ctxgate_run_keys() -> Any:
-    """Settings of the run's record a baseline must share. ``gate.baseline.RunKey``s."""
-
-
-@hookspec
-def ctxgate_run_fields(plan: Any) -> Any:
-    """Fields the extra adds to the run's record. A mapping of ``RunInfo`` fields, from the plan."""
-
-
-@hookspec(firstresult=True)
-def ctxgate_case_stop(plan: Any, floor: Any, baseline: Any, tolerance: Any) -> Any:
-    """How a case may stop once its verdict is certain. A ``run.case.EarlyStop``, given the case's
-    gate questions: its ``floor`` (a fraction, or None), the ``baseline``'s scores by sample (or
-    None) and the drop it tolerates (a fraction); None: the case runs its full count."""
-
-
-@hookspec(firstresult=True)
-def ctxgate_cases_ahead(plan: Any, keys: Any, runner: Any, runs: Any) -> Any:
-    """What runs the selected cases ahead of their items, in place of the spine's own. An object
-    with ``key in it`` and ``take(key)`` (and ``verdicts``, a summary's per length) over ``keys``
-    (in order), through ``runner`` (``run.case.Runner``); ``runs(task, length)``: whether a case
-    still runs. None: the spine decides."""
-
-
-@hookspec(firstresult=True)
-def ctxgate_case_fault(record: Any) -> Any:
-    """Why the extra's own rule fails a scored case. A ``gate.verdicts.Fault``; None: it does
-    not."""
+# --- The model: opened once per process (an xdist worker, a cluster's replica, a bisect probe) ---
 
 
 @hookspec
-def ctxgate_report_header(plan: Any, place: Any) -> Any:
-    """Lines for pytest's header, at ``place``. What the extra will do in this run: "model" (how the
-    model is changed, before the thresholds' line) or "run" (after it)."""
+def ctxgate_config_changes(spec: ModelSpec, config_dir: Path) -> ConfigChanges | None:
+    """What the extra changes in the model's config.json, checked against it, and the window the
+    changed config covers; asked when the plan is made and wherever the config is read to load or
+    serve the model. One extra at most may answer.
+
+    :param spec: what to evaluate (``spec.extras``: the extras' sections).
+    :param config_dir: the folder of the config.json to change."""
 
 
 @hookspec
-def ctxgate_report_fields(report: Any, plan: Any) -> Any:
-    """Fields of the finished report the extra fills. A mapping of ``Report`` field to value."""
+def ctxgate_model_changes(spec: ModelSpec) -> Mapping[str, object]:
+    """What the extra changes in the model past its checkpoint's files, as asked (JSON values;
+    empty: nothing): added to the checkpoint's fingerprint, so to the cache's namespace, and
+    recorded as the run's ``model_overrides``.
+
+    :param spec: what to evaluate."""
 
 
 @hookspec
-def ctxgate_report_files(report: Any, predictions: Any, path: Any, baseline: Any) -> Any:
-    """Files the extra writes beside the report, in the same atomic write. ``records.io.Beside``s
-    for the report at ``path``, with its ``predictions`` rows and the ``--baseline`` run (or
-    None)."""
+def ctxgate_placement(spec: ModelSpec) -> Placement | None:
+    """A backend the extra opens in place of the spine's, placing the model's replicas itself (a
+    cluster's): why the run then stays in one pytest process, how many copies it holds, and how to
+    open it. One extra at most may answer.
+
+    :param spec: what to evaluate."""
 
 
 @hookspec
-def ctxgate_report_done(report: Any, path: Any, plan: Any) -> Any:
-    """Notes on what the extra did with the finished report. Once the report is made and written
-    (``path``: the report file, or None without ``--report``), on the controller: a tracker logs
-    it."""
+def ctxgate_reading(spec: ModelSpec, backend: Backend) -> Reading | None:
+    """How the extra reads the model's output before it is scored (a reasoning model's thought
+    split off, its budget held), asked once the backend is open and before the prompts' encoder is
+    made. Every answer reads, in the extras' order (``run.case.Readings``).
+
+    :param spec: what to evaluate.
+    :param backend: the open backend."""
+
+
+# --- The cases ----------------------------------------------------------------------------------
 
 
 @hookspec
-def ctxgate_report_notes(report: Any, place: Any) -> Any:
-    """Lines among the report's notes, at ``place``. In the terminal and the Markdown alike: "run"
-    (after the cost line) or "marks" (among what the table's marks mean, before short samples)."""
+def ctxgate_case_stop(
+    plan: Plan, floor: float | None, baseline: Mapping[int, float] | None, tolerance: float
+) -> EarlyStop | None:
+    """How a case may stop once its verdict is certain. One extra at most may answer; None: the
+    case runs its full count.
+
+    :param plan: the run's plan.
+    :param floor: the case's floor, a fraction; None: it has none.
+    :param baseline: the baseline's score of each sample, by index; None: no baseline case.
+    :param tolerance: the drop against the baseline the case tolerates, a fraction."""
 
 
 @hookspec
-def ctxgate_report_facts(report: Any) -> Any:
-    """Facts the HTML report lists about the run, after its cost. ``(label, text)`` pairs."""
+def ctxgate_cases_ahead(
+    plan: Plan, keys: Sequence[tuple[str, int]], runner: Runner
+) -> Ahead | None:
+    """What runs the selected cases ahead of their items, in place of the spine's own. One extra at
+    most may answer.
+
+    :param plan: the run's plan.
+    :param keys: the cases that will run, (task, length), in their items' order.
+    :param runner: how the session opens a case and scores what was drawn."""
 
 
 @hookspec
-def ctxgate_report_tables(report: Any) -> Any:
-    """Tables after the report's own, in the terminal and the Markdown. ``(header, rows)`` pairs."""
+def ctxgate_left_out(task: str, length: int) -> str | None:
+    """Why the extra leaves a selected case out as the run goes (a run plugin's answer): the case
+    is skipped with this line and its samples counted as saved; None: it runs. A case a floor or a
+    baseline score expects is the extra's to keep.
+
+    :param task: the case's task.
+    :param length: the case's length."""
 
 
 @hookspec
-def ctxgate_junit_properties(report: Any) -> Any:
-    """Properties of the junit file's ``<testsuite>``, after the summaries'. ``(name, value)``
-    pairs."""
+def ctxgate_progress(progress: Progress) -> None:
+    """Where a running case stands, after each of its samples and once when it is over
+    (``progress.over``); a run plugin's, on the process that runs the case.
+
+    :param progress: the case's progress."""
 
 
 @hookspec
-def ctxgate_terminal_lines(report: Any) -> Any:
-    """Lines after the terminal's tables and notes."""
+def ctxgate_case_done(record: CaseRecord) -> None:
+    """A case's record once its item has finished, on the process that ran it (a run plugin's).
+
+    :param record: the case's record, verdict included."""
+
+
+# --- The verdict --------------------------------------------------------------------------------
 
 
 @hookspec
-def ctxgate_markdown_lines(report: Any) -> Any:
-    """Lines after the Markdown report's tables and notes."""
+def ctxgate_case_fault(record: CaseRecord) -> Fault | None:
+    """Why the extra's own rule fails a scored case; every extra's fault is listed.
+
+    :param record: the case's record, scored."""
+
+
+@hookspec
+def ctxgate_decided_lengths() -> Mapping[int, bool] | None:
+    """The lengths whose RULER average the extra's own test decided before every case there ran
+    (a run plugin's): the effective length takes each as passing or failing.
+    """
+
+
+# --- The report ---------------------------------------------------------------------------------
+
+
+@hookspec
+def ctxgate_run_record(plan: Plan) -> Mapping[str, object]:
+    """The extra's slots of the run's record (``RunInfo.extras``), from the plan, by slot name. A
+    slot whose ``baseline`` names the options it records must hold the same value in a
+    ``--baseline`` run: another is refused before anything runs.
+
+    :param plan: the run's plan."""
+
+
+@hookspec
+def ctxgate_report_record(report: Report, plan: Plan) -> Mapping[str, object]:
+    """The extra's slots of the finished report (``Report.extras``), by slot name.
+
+    :param report: the report as the spine made it.
+    :param plan: the run's plan."""
+
+
+@hookspec
+def ctxgate_report_sections(report: Report) -> Sequence[ReportSection]:
+    """The extra's sections of the report: lines, a table and named values, which the terminal,
+    the Markdown and HTML reports and the junit file each render, and which the report's JSON
+    keeps (``Report.sections``), so a report read back without the extra still shows them.
+
+    :param report: the report, every slot filled."""
+
+
+@hookspec
+def ctxgate_report_files(
+    report: Report, predictions: Sequence[Prediction], path: Path, baseline: Baseline | None
+) -> Sequence[Beside]:
+    """Files the extra writes beside the report, in the same atomic write.
+
+    :param report: the finished report.
+    :param predictions: its ``.predictions.jsonl`` rows.
+    :param path: where the report is written.
+    :param baseline: the ``--baseline`` run, or None."""
+
+
+@hookspec
+def ctxgate_report_done(report: Report, path: Path | None, plan: Plan) -> Sequence[str]:
+    """Notes on what the extra did with the finished report, once it is written, on the
+    controller (a tracker logs it).
+
+    :param report: the finished report.
+    :param path: the report file, or None without ``--report``.
+    :param plan: the run's plan."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 
 # at most 18 digits: far beyond any window, and short of the digits int() refuses to read
 _LENGTH = re.compile(r"^\s*(\d{1,18})\s*([kKmM]?)\s*$")

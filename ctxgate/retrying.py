@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 
 T = TypeVar("T")
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429})  # 4xx that a later try can clear; every 5xx too

@@ -20,7 +20,7 @@ from typing import Any
 
 import filelock
 
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 
 SCHEMA_VERSION = 1
 BUSY_SECONDS = 120.0

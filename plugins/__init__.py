@@ -11,16 +11,14 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
 
-from ctxgate.hooks import flat, hook
-
 NAME = "ctxgate_plugins"
 # The options plugin's pytest_configure runs first: it is tryfirst and registered after the tryfirst
 # plugins that build on its plan (pluggy calls the last registered first), which import it before.
-MODULES = tuple("engine options workers signals model cases reporting junit".split())
-# the extras' own pytest plugins (``hookspec.ctxgate_pytest_plugins``) come after the spine's
-pytest_plugins = [f"{NAME}.{name}" for name in MODULES] + list(
-    flat(hook().ctxgate_pytest_plugins())
+# The extras' pytest side is their run plugins, which ``extras`` registers (ctxgate_run_plugin).
+MODULES = tuple(
+    "engine options workers signals model collection cases reporting junit extras".split()
 )
+pytest_plugins = [f"{NAME}.{name}" for name in MODULES]
 
 
 def _installed() -> ModuleType:

@@ -3,7 +3,6 @@ record before its fixtures run, so a case that errors before it starts still rea
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -15,7 +14,7 @@ from ctxgate.backends.base import BackendDown, Window, window_of
 from ctxgate.backends.endpoint_probe import EndpointError
 from ctxgate.backends.hf import BackendError
 from ctxgate.gate.baseline import Baseline, BaselineError, comparison
-from ctxgate.gate.plan import Plan
+from ctxgate.gate.plan import Plan, case_stop
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import (
     NOT_GIVEN,
@@ -26,12 +25,13 @@ from ctxgate.gate.verdicts import (
     passed,
     unscored_verdict,
 )
-from ctxgate.hooks import hook
+from ctxgate.hooks import hook, manager, one_answer
 from ctxgate.judge.client import JudgeError
-from ctxgate.records.refusal import Refusal
-from ctxgate.records.schema import CaseRecord, Cost, LengthVerdict, RunError, SampleOutcome, to_json
-from ctxgate.run.ahead import Ahead
+from ctxgate.records.schema import CaseRecord, Cost, RunError, SampleOutcome, to_json
+from ctxgate.refusal import Refusal
+from ctxgate.run.ahead import AheadOfItems
 from ctxgate.run.case import (
+    Ahead,
     CaseResult,
     Drawing,
     EarlyStop,
@@ -42,14 +42,14 @@ from ctxgate.run.case import (
     open_case,
 )
 from ctxgate.run.compose import LoadedModel
-from ctxgate.run.progress import Listener, case_label
+from ctxgate.run.progress import Progress, case_label, case_of
 from ctxgate.run.samples import samples_to_run
 from ctxgate.tasks.base import MaterialExhausted, TaskSpec
 from ctxgate.tasks.build import LengthRuleBroken, fits_at_all
 from ctxgate.tasks.chance import chance_at
-from ctxgate.tasks.registry import all_tasks, get_task, marker_vocabulary, task_names
+from ctxgate.tasks.registry import get_task
 
-from .options import PLAN_KEY, STARTUP_ERROR_KEY, one_process, refusals_are_usage_errors
+from .options import PLAN_KEY
 
 
 @dataclass
@@ -61,28 +61,15 @@ class CaseState:
     samples: tuple[SampleOutcome, ...] = ()
     run_meta: dict[str, Any] | None = None
     run_error: RunError | None = None
-    summary: LengthVerdict | None = None  # its summary's verdict, where drawn with it (rounds)
 
     def to_wire(self) -> dict[str, Any]:
         """Plain JSON values: what execnet carries from an xdist worker."""
         wire = {**vars(self), "record": to_json(self.record), "samples": to_json(self.samples)}
-        return {**wire, "run_error": to_json(self.run_error), "summary": to_json(self.summary)}
+        return {**wire, "run_error": to_json(self.run_error)}
 
 
 CASE_STATE_KEY = pytest.StashKey[CaseState]()
-# node ids of selected cases that will not run (broken checkpoint)
-NOT_RUN_KEY = pytest.StashKey[list[str]]()
-# why a selected case is left out as the run goes (None: it runs): set by the search plugin
-LEFT_OUT_KEY = pytest.StashKey[Callable[[str, int], str | None]]()
-# who hears where each running case stands (the progress extra's line); absent: nobody
-PROGRESS_KEY = pytest.StashKey[Listener]()
-_CASE_ID = re.compile(r"\[(?P<task>[A-Za-z0-9_.]+)-(?P<length>\d+)\]$")
-
-
-def case_key(nodeid: str) -> tuple[str, int] | None:
-    """``tests_longctx/test_ruler.py::test_ruler[vt-8192]`` -> ("vt", 8192), else None."""
-    m = _CASE_ID.search(nodeid)
-    return (m["task"], int(m["length"])) if m and m["task"] in task_names() else None
+case_key = case_of  # a case's (task, length) by its pytest id
 
 
 def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
@@ -94,56 +81,6 @@ def new_record(task: str, length: int, thresholds: Thresholds) -> CaseRecord:
     )
 
 
-@refusals_are_usage_errors
-def pytest_configure(config: pytest.Config) -> None:
-    """The markers cases carry, so that ``-m rag`` and ``--strict-markers`` know them."""
-    config.addinivalue_line(
-        "markers", "ctxgate_suite(name): parametrize ctxgate_case over a suite's tasks x lengths"
-    )
-    for name, doc in marker_vocabulary().items():
-        config.addinivalue_line("markers", f"{name}: {doc}")
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "ctxgate_case" not in metafunc.fixturenames:
-        return
-    marker = metafunc.definition.get_closest_marker("ctxgate_suite")
-    if marker is None:
-        raise pytest.UsageError(
-            f"{metafunc.definition.nodeid} uses ctxgate_case without @pytest.mark.ctxgate_suite"
-        )
-    lengths = metafunc.config.stash[PLAN_KEY].lengths
-    params = [
-        pytest.param(
-            (t.name, L), id=f"{t.name}-{L}", marks=[getattr(pytest.mark, m) for m in t.marks]
-        )
-        for t in all_tasks(marker.args[0])
-        for L in lengths
-    ]
-    metafunc.parametrize("ctxgate_case", params, indirect=True)
-
-
-@pytest.hookimpl(trylast=True)  # after -k and -m have deselected: what is left is the selection
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.stash[PLAN_KEY].model.model and any(
-        "ctxgate_case" in getattr(i, "fixturenames", ()) for i in items
-    ):
-        raise pytest.UsageError(
-            "the long-context suite needs a checkpoint: add --model PATH_OR_ID "
-            "(the shipped demo: --model fixtures/tiny-llama-niah --lengths 512,1k,2k)"
-        )
-    if STARTUP_ERROR_KEY in config.stash:
-        # a checkpoint that cannot load runs nothing: the cases are reported as not run, once
-        cases = [i for i in items if case_key(i.nodeid)]
-        config.stash[NOT_RUN_KEY] = [i.nodeid for i in cases]
-        items[:] = [i for i in items if not case_key(i.nodeid)]
-        config.hook.pytest_deselected(items=cases)
-    if hasattr(config, "workerinput") or one_process(config.stash[PLAN_KEY]) is not None:
-        # Longest first: under xdist (every worker sorts alike), no worker is left grinding a 128K
-        # case while others idle; on an extra's replicas, the order ctxgate_ahead starts them in.
-        items.sort(key=lambda item: -(case_key(item.nodeid) or ("", 0))[1])
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     key = case_key(item.nodeid)
@@ -151,6 +88,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         item.stash[CASE_STATE_KEY] = CaseState(
             new_record(*key, item.config.stash[PLAN_KEY].thresholds)
         )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Each case's final record, to the extras that follow the run (``ctxgate_case_done``)."""
+    state = item.stash.get(CASE_STATE_KEY, None)
+    if state is not None:
+        hook().ctxgate_case_done(record=state.record)
 
 
 @dataclass
@@ -181,13 +126,8 @@ def _stop(plan: Plan, task: str, length: int, floor: float | None) -> EarlyStop 
     """How the case stops once its gate's questions are answered: is the true score above the
     floor? did it drop by more than the tolerance against the baseline? (an extra's answer)."""
     base = plan.baseline.cases.get((task, length)) if plan.baseline is not None else None
-    tolerance = plan.thresholds.tolerance_for(task, length)
-    return hook().ctxgate_case_stop(
-        plan=plan,
-        floor=floor / 100 if floor else None,
-        baseline=base.scores if base else None,
-        tolerance=tolerance / 100,
-    )
+    tolerance = plan.thresholds.tolerance_for(task, length) / 100
+    return case_stop(plan, floor / 100 if floor else None, base.scores if base else None, tolerance)
 
 
 def _judge_later(report: str | None) -> str:
@@ -231,10 +171,19 @@ def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Wi
 
 
 def _session(config: pytest.Config, model: LoadedModel) -> Session:
-    """The model's session, with the run's confidence and its progress line."""
+    """The model's session, with the run's confidence and who hears its cases' progress."""
     plan = config.stash[PLAN_KEY]
-    progress = config.stash.get(PROGRESS_KEY, None)
+    progress = _progress if manager().hook.ctxgate_progress.get_hookimpls() else None
     return replace(model.session, confidence=plan.thresholds.confidence, progress=progress)
+
+
+def _progress(progress: Progress) -> None:
+    hook().ctxgate_progress(progress=progress)
+
+
+def left_out(task: str, length: int) -> str | None:
+    """Why an extra leaves the case out as the run goes (``hookspec.ctxgate_left_out``)."""
+    return next(filter(None, hook().ctxgate_left_out(task=task, length=length)), None)
 
 
 def _opener(config: pytest.Config, model: LoadedModel) -> Callable[[str, int], Drawing]:
@@ -262,19 +211,20 @@ def _case_run(
     return run
 
 
-def _drawn_elsewhere(config: pytest.Config, model: LoadedModel, keys: list[tuple[str, int]]) -> Any:
+def _drawn_elsewhere(
+    config: pytest.Config, model: LoadedModel, keys: list[tuple[str, int]]
+) -> Ahead | None:
     """An extra's way of drawing the cases ahead of their items (``ctxgate_cases_ahead``)."""
-    left_out = config.stash.get(LEFT_OUT_KEY, None)
-    return hook().ctxgate_cases_ahead(
-        plan=config.stash[PLAN_KEY],
-        keys=keys,
-        runner=Runner(_opener(config, model), case_result),
-        runs=lambda task, length: left_out is None or left_out(task, length) is None,
-    )
+    runner = Runner(_opener(config, model), case_result)
+    answers = hook().ctxgate_cases_ahead(plan=config.stash[PLAN_KEY], keys=keys, runner=runner)
+    found: Ahead | None = one_answer("ctxgate_cases_ahead", answers)
+    return found
 
 
 @pytest.fixture(scope="session")
-def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) -> Iterator[Any]:
+def ctxgate_ahead(
+    request: pytest.FixtureRequest, ctxgate_model: LoadedModel
+) -> Iterator[Ahead | None]:
     """For a backend that serves several cases at once (``cases_at_once``): the selected cases
     started ahead of their items, in the items' order, as many at once as the backend asks and its
     ``concurrency`` needs to stay full; None for the others. Stopped before the model is."""
@@ -302,7 +252,7 @@ def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) ->
         (get_task(t).default_samples for t, _ in keys), default=1
     )
     width = max(wish, -(-int(getattr(backend, "concurrency", 1)) // samples) + 1)
-    ahead = Ahead([(k, _case_run(config, ctxgate_model, *k)) for k in keys], width)
+    ahead = AheadOfItems([(k, _case_run(config, ctxgate_model, *k)) for k in keys], width)
     yield ahead
     ahead.close()
 
@@ -311,7 +261,7 @@ def ctxgate_ahead(request: pytest.FixtureRequest, ctxgate_model: LoadedModel) ->
 def ctxgate_case(
     request: pytest.FixtureRequest,
     ctxgate_model: LoadedModel,
-    ctxgate_ahead: Any,
+    ctxgate_ahead: Ahead | None,
 ) -> Case:
     name, length = request.param
     config = request.config
@@ -355,10 +305,9 @@ def _runs_at_all(
         what = f"{name} at {length}: the length{reading.beyond} exceeds {window.what}"
         fix = f"drop {length} from --lengths{reading.lower}, or {window.fix}"
         no_score(state, "window", f"{what}, so the case cannot run; {fix}", plan.baseline)
-    left_out = config.stash.get(LEFT_OUT_KEY, None)
     spec = get_task(name)
-    # a case that cannot run at all says so; one the search leaves out saves its samples
-    if left_out and fits_at_all(spec, length) and (why := left_out(name, length)):
+    # a case that cannot run at all says so; one an extra leaves out saves its samples
+    if fits_at_all(spec, length) and (why := left_out(name, length)):
         n = samples_to_run(spec, model.context, length, plan.samples or spec.default_samples)
         saved = Cost(saved_generations=n, saved_prompt_tokens=n * length)
         state.record = replace(state.record, cost=saved)
@@ -366,18 +315,20 @@ def _runs_at_all(
 
 
 def _result(
-    config: pytest.Config, model: LoadedModel, ahead: Any, state: CaseState, key: tuple[str, int]
+    config: pytest.Config,
+    model: LoadedModel,
+    ahead: Ahead | None,
+    state: CaseState,
+    key: tuple[str, int],
 ) -> CaseResult:
     """The case run (or taken from what ran ahead); a designed refusal or a failure ends it."""
     (name, length), baseline = key, config.stash[PLAN_KEY].baseline
     # raised outside the except blocks: no "during handling of..." chain
     failure: Exception | None = None
     cause = ""
-    progress = config.stash.get(PROGRESS_KEY, None)
     try:
         if ahead is not None and key in ahead:
             result: CaseResult = ahead.take(key)
-            state.summary = getattr(ahead, "verdicts", {}).get(length)
         else:
             result = _case_run(config, model, name, length)()
     except Refusal as exc:  # a designed refusal: its cause decides the verdict (unscored_verdict)
@@ -389,8 +340,7 @@ def _result(
     except (BackendDown, EndpointError, BackendError, LengthRuleBroken) as exc:  # one line: the fix
         failure = exc
     finally:
-        if progress is not None:
-            progress.end(case_label(name, length))
+        hook().ctxgate_progress(progress=Progress(case_label(name, length), 0, 0, 0, 0, 0.0, True))
     if cause:
         message = str(failure) if cause == "too_short" else f"{name} at {length}: {failure}"
         no_score(state, cause, message, baseline)

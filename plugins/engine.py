@@ -25,9 +25,8 @@ from ctxgate.backends.vllm_server import (
     start_all,
 )
 from ctxgate.gate.plan import Plan
-from ctxgate.hooks import hook
-from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import RunError
+from ctxgate.refusal import CtxgateError
 from ctxgate.run.loading import Served, config_changes, served
 
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, one_process, refusals_are_usage_errors
@@ -94,7 +93,7 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
     except CtxgateError:
         changes, limit = {}, None
     longest = max(plan.lengths) + max(t.tokens_to_generate for t in all_tasks())
-    longest += sum(hook().ctxgate_positions(spec=spec))  # a reading's, past the length
+    longest += spec.thinking_budget or 0  # a reasoning model's thought, past the length
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
     max_len = longest if limit is None else min(longest, limit)
     overrides = json.dumps(changes, sort_keys=True) if changes else None

@@ -9,7 +9,6 @@ import xml.etree.ElementTree as ET
 import pytest
 from _pytest.junitxml import LogXML, bin_xml_escape, xml_key
 
-from ctxgate.hooks import flat, hook
 from ctxgate.records.schema import Gate, Report
 from ctxgate.report.tables import cost_line, gate_line
 
@@ -69,7 +68,8 @@ def properties(report: Report) -> list[tuple[str, str]]:
     costs = [("", report.cost)] + [(f".{c.name}", c.cost) for c in report.cases]
     exact = [(k, cost_line(c, tokens="{:,}".format)) for k, c in costs if c is not None]
     out += [(f"ctxgate.cost{k}", line.removeprefix("Cost: ")) for k, line in exact]
-    return out + list(flat(hook().ctxgate_junit_properties(report=report)))
+    sections = report.sections  # the extras' named values (``ReportSection.properties``)
+    return out + [(f"ctxgate.{k}", v) for s in sections for k, v in s.properties.items()]
 
 
 def _value(number: float | None, marked: object = None) -> str:

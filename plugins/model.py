@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from ctxgate.hooks import hook
-from ctxgate.records.schema import RunError
+from ctxgate.gate.plan import run_record
+from ctxgate.records.schema import RunError, to_json
 from ctxgate.run.compose import LoadedModel, load_model
 from ctxgate.run.loading import ModelError
 
@@ -33,8 +33,7 @@ def ctxgate_model(
 ) -> Iterator[LoadedModel]:
     plan = pytestconfig.stash[PLAN_KEY]
     selection = {"samples": plan.samples, "lengths": list(plan.lengths)}
-    for fields in hook().ctxgate_run_fields(plan=plan):
-        selection |= fields
+    selection["extras"] = to_json(run_record(plan))  # plain JSON, as the record travels
     # Loading makes the millions of objects below: the collections Python starts while they are
     # made walk them over and over (0.7 s of a 4.9 s one-case run); one after the load does instead.
     collecting = gc.isenabled()

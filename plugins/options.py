@@ -14,8 +14,9 @@ import pytest
 from ctxgate.gate.plan import Plan, make_plan
 from ctxgate.gate.thresholds import INI_OPTION, PytestConfig
 from ctxgate.hooks import flat, hook
-from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import RunError
+from ctxgate.refusal import CtxgateError
+from ctxgate.run.loading import placement
 from ctxgate.run.options import (
     BACKEND,
     BASELINE,
@@ -25,6 +26,7 @@ from ctxgate.run.options import (
     HF,
     JUDGE,
     MODEL,
+    REASONING,
     REPORT,
     extra_groups,
 )
@@ -65,6 +67,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ("ctxgate-engine", "ctxgate engines: --backend openai / vllm", ENGINE),
         ("ctxgate-hf", "ctxgate --backend hf: batching and placement", HF),
         ("ctxgate-judge", "ctxgate judged tasks (Cite, NarrativeQA, Summ)", JUDGE),
+        ("ctxgate-thinking", "ctxgate reasoning models", REASONING),
     ):
         group = parser.getgroup(name, description)
         for option in options:
@@ -124,18 +127,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def one_process(plan: Plan) -> str | None:
-    """Why the run's cases stay in this one pytest process, where an extra's backend places the
-    model's replicas itself (``hookspec.ctxgate_places_replicas``); None: xdist may spread them."""
-    why: str | None = hook().ctxgate_places_replicas(spec=plan.model)
-    return why
+    """Why the run's cases stay in this one pytest process, where an extra places the model's
+    replicas itself (``run.loading.Placement``); None: xdist may spread them."""
+    placed = placement(plan.model)
+    return placed.why if placed else None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     plan = config.stash.get(PLAN_KEY, None)
     if plan is None or not plan.model.model:
         return None
-    t = plan.thresholds
-    lines = list(flat(hook().ctxgate_report_header(plan=plan, place="model")))
+    t, lines = plan.thresholds, []
     if not plan.thresholds_path:
         lines.append(
             f"ctxgate thresholds: {plan.thresholds_found}; no floors, so the floors gate checks "
@@ -149,4 +151,4 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
             f"{len(t.floors)} floor rule(s), default floor {t.default_floor:g}, rule {t.rule!r})"
             + ("" if gated else ungated)
         )
-    return lines + list(flat(hook().ctxgate_report_header(plan=plan, place="run")))
+    return lines + list(flat(hook().ctxgate_plan_lines(plan=plan)))

@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,14 +35,15 @@ from ctxgate.records.schema import (
     RunError,
     RunInfo,
     SampleOutcome,
-    SearchRecord,
     adapter_for,
     to_json,
 )
-from ctxgate.report.build import build_report, prediction_rows
+from ctxgate.records.slots import typed
+from ctxgate.report.build import build_report, prediction_rows, with_sections
 from ctxgate.report.tables import markdown, terminal
 
-from .cases import CASE_STATE_KEY, NOT_RUN_KEY, case_key, new_record
+from .cases import CASE_STATE_KEY, case_key, new_record
+from .collection import NOT_RUN_KEY
 from .model import RUN_ERROR_KEY
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 from .signals import RECEIVED_KEY
@@ -153,6 +154,7 @@ class Collector:
     def add(self, wire: dict[str, Any]) -> None:
         """A case as ``CaseState.to_wire`` sends it (plain JSON)."""
         record = adapter_for(CaseRecord).validate_python(wire["record"])
+        record = replace(record, extras=typed(record.extras, "case", record.name))
         meta, error = wire.get("run_meta"), wire.get("run_error")
         if error and self.run_error is None:
             self.run_error = adapter_for(RunError).validate_python(error)
@@ -189,8 +191,6 @@ class Collector:
 
 
 COLLECTOR_KEY = pytest.StashKey[Collector]()
-# the run's search record, from the plugin that searched the lengths (an extra's)
-SEARCH_KEY = pytest.StashKey[Callable[[], SearchRecord]]()
 
 
 @refusals_are_usage_errors
@@ -300,6 +300,7 @@ def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
             meta["cache"], samples_from_cache=sum(c.samples_from_cache for c in cases)
         )
     run = adapter_for(RunInfo).validate_python(meta)
+    run = replace(run, extras=typed(run.extras, "run", "run"))
     complete = exitstatus not in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
     baseline = None
     if plan.baseline is not None:
@@ -309,13 +310,15 @@ def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
             tuple(f"{t}-{L}" for t, L in scored if (t, L) in selected),
             tuple(f"{t}-{L}" for t, L in scored if (t, L) not in selected),
         )
-    searched = config.stash.get(SEARCH_KEY, None)
-    search = searched() if searched is not None else None
-    verdict = judge_session(cases, thresholds, complete, baseline=baseline, search=search)
+    decided: dict[int, bool] = {}
+    for answer in hook().ctxgate_decided_lengths():
+        decided |= answer or {}
+    verdict = judge_session(cases, thresholds, complete, baseline=baseline, decided=decided)
     report = build_report(cases, run, verdict, collector.run_error)
-    for fields in hook().ctxgate_report_fields(report=report, plan=plan):
-        report = replace(report, **fields)
-    collector.report = report
+    extras: dict[str, object] = {}
+    for answer in hook().ctxgate_report_record(report=report, plan=plan):
+        extras |= answer
+    collector.report = with_sections(replace(report, extras=extras))
     return collector.report
 
 

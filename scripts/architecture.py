@@ -1,6 +1,7 @@
-"""Writes the code's maps in docs/architecture.md: the spine's hooks (``ctxgate/hookspec.py``), each
-with the first sentence of its docstring; the extras (``ctxgate/ext/``), each with its docstring's
-and the hooks it implements; every module of ``ctxgate/`` on its floor (the floors
+"""Writes the code's maps in docs/architecture.md: the spine's hooks (``ctxgate/hookspec.py``) by
+the run's phases, each with its signature and the first sentence of its docstring, and the hooks an
+extra declares; the extras (``ctxgate/ext/``), each with its docstring's and the hooks it answers,
+as the plugin manager has them; every module of ``ctxgate/`` on its floor (the floors
 ``tests/test_layout.py`` enforces) and every plugin, each with the first sentence of its
 docstring. The test command runs ``--check``, so the maps cannot fall behind the code.
 
@@ -78,27 +79,82 @@ def _said(node: ast.FunctionDef) -> str:
     return found.group(1) if found else paragraph
 
 
-def hooks_map() -> str:
-    """Each hook with its first sentence, then each extra with its and the hooks it answers."""
-    lines = [HOOKS_START, "", "**The hooks** (`ctxgate/hookspec.py`; * one answer decides)", ""]
+def _phases() -> list[tuple[str, list[ast.FunctionDef]]]:
+    """hookspec.py's hooks under the phase comment (``# --- The plan: ...``) each follows."""
+    source = (ROOT / "ctxgate" / "hookspec.py").read_text("utf-8")
+    starts = {
+        i + 1: line.removeprefix("# --- ").rstrip(" -")
+        for i, line in enumerate(source.splitlines())
+        if line.startswith("# --- ")
+    }
+    phases: list[tuple[str, list[ast.FunctionDef]]] = []
     for node in _functions(ROOT / "ctxgate" / "hookspec.py"):
-        if node.name.startswith("ctxgate_"):
-            one = any("firstresult" in ast.unparse(d) for d in node.decorator_list)
-            lines.append(f"- `{node.name}`{' *' if one else ''}: {_said(node)}")
-    lines += ["", "**The extras** (`ctxgate/ext/`, in the order they answer)", ""]
-    order = re.findall(
-        r"\b(\w+)\b", (ROOT / "ctxgate/ext/__init__.py").read_text().split("PLUGINS")[-1]
-    )
-    for name in order:
-        folder = ROOT / "ctxgate" / "ext" / name
-        if not (folder / "plugin.py").is_file():
+        heading = max((at for at in starts if at < node.lineno), default=None)
+        if heading is None or not node.name.startswith("ctxgate_"):
             continue
-        hooks = [f.name for f in _functions(folder / "plugin.py") if f.name.startswith("ctxgate_")]
-        lines.append(
-            f"- `{name}`: {first_sentence(folder / '__init__.py')}; answers "
-            + ", ".join(f"`{h}`" for h in hooks)
-        )
+        if not phases or phases[-1][0] != starts[heading]:
+            phases.append((starts[heading], []))
+        phases[-1][1].append(node)
+    return phases
+
+
+def _signature(node: ast.FunctionDef) -> str:
+    params = ", ".join(a.arg for a in node.args.args)
+    returns = ast.unparse(node.returns) if node.returns else "None"
+    return f"{node.name}({params}) -> {returns}"
+
+
+def hooks_map() -> str:
+    """The hooks by the run's phases, each with its signature and first sentence; the hooks an
+    extra declares; then each extra with its first sentence and the hooks it answers."""
+    sys.path.insert(0, str(ROOT))
+    from ctxgate.ext import PLUGINS
+    from ctxgate.hooks import manager
+
+    lines = [HOOKS_START, "", "**The hooks** (`ctxgate/hookspec.py`), by the run's phases", ""]
+    for phase, nodes in _phases():
+        lines += [f"*{phase}*", ""]
+        lines += [f"- `{_signature(n)}`: {_said(n)}" for n in nodes]
+        lines.append("")
+    lines += ["**Hooks an extra declares**, for other packages to answer", ""]
+    for plugin in PLUGINS:
+        path = Path(plugin.__file__)
+        for node in _functions(path):
+            if any(ast.unparse(d) == "hookspec" for d in node.decorator_list):
+                extra = path.parent.name
+                lines.append(f"- `{_signature(node)}` (`{extra}`): {_said(node)}")
+    lines += ["", "**The extras** (`ctxgate/ext/`, in the order they answer)", ""]
+    pm = manager()
+    for plugin in PLUGINS:
+        folder = Path(plugin.__file__).parent
+        order = [n.name for _, nodes in _phases() for n in nodes]
+        called = {c.name for c in pm.get_hookcallers(plugin) or ()}
+        answers = sorted(called, key=lambda h: (order.index(h) if h in order else len(order), h))
+        said = f"- `{folder.name}`: {first_sentence(folder / '__init__.py')}; answers "
+        said += ", ".join(f"`{h}`" for h in answers)
+        for name, hooks in _run_plugins(folder):
+            said += f"; its run plugin `{name}` answers " + ", ".join(f"`{h}`" for h in hooks)
+        lines.append(said)
     return "\n".join([*lines, "", HOOKS_END])
+
+
+def _run_plugins(folder: Path) -> list[tuple[str, list[str]]]:
+    """The classes of an extra whose methods answer ctxgate's hooks (its run plugins), each with
+    those hooks."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.parse(path.read_text("utf-8")).body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            hooks = [
+                f.name
+                for f in node.body
+                if isinstance(f, ast.FunctionDef)
+                and any(ast.unparse(d).startswith("hookimpl") for d in f.decorator_list)
+            ]
+            if hooks:
+                found.append((node.name, hooks))
+    return found
 
 
 def _between(text: str, start: str, end: str, made: str) -> str:

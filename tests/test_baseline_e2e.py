@@ -70,7 +70,7 @@ def test_the_baseline_gate_on_real_checkpoints(real_suite, pytester, checkpoint_
     )
     result.assert_outcomes(failed=1)
     (case,) = json.loads((pytester.path / "seq.json").read_text())["cases"]
-    seq = case["sequential"]
+    seq = case["stop"]
     assert (
         case["baseline"]["regressed"]
         and seq["decided"] == "fail"

@@ -51,13 +51,13 @@ def test_an_absolute_model_path_collects_only_the_suite(outside, tmp_path, where
     assert len(ids) == len(all_tasks()), ids[:5]
     suites = {
         t.suite for t in all_tasks()
-    }  # each suite's cases are its file's: test_ruler[...], test_mrcr[...]
+    }  # each suite's cases are its test's: test_ruler[...], test_mrcr[...]
     assert all(any(f"test_{suite}[" in i for suite in suites) for i in ids)
     assert f"{len(all_tasks())} tests collected" in result.stdout
 
 
 def test_named_test_paths_are_still_the_users_choice(outside):
-    result = collect(ROOT, "--model", str(outside), "tests_longctx/test_helmet.py")
+    result = collect(ROOT, "--model", str(outside), "tests_longctx/test_suites.py::test_helmet")
     ids = [line for line in result.stdout.splitlines() if "::" in line]
     assert ids and all("test_helmet[" in i for i in ids)
 

@@ -68,7 +68,8 @@ def test_the_worked_example_runs_as_another_packages_plugin(installed, suite):
             "from ctxgate.hookspec import hookimpl\n\n\n@hookimpl\ndef ctxgate_report_note(report):"
             "\n    return []\n",
             "the ctxgate plugin myextra (outside_plugin) answers ctxgate_report_note, a hook "
-            "ctxgate does not have: rename it to one of ctxgate/hookspec.py's, or uninstall it",
+            "ctxgate does not have: rename it to one of ctxgate/hookspec.py's (or an installed "
+            "extra's), or uninstall it",
         ),
     ],
     ids=["cannot-load", "unknown-hook"],

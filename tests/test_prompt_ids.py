@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from ctxgate.records.refusal import Refusal
+from ctxgate.refusal import Refusal
 from ctxgate.seeding import sample_rng
 from ctxgate.tasks import BuildContext, all_tasks, get_task
 from ctxgate.tasks.base import Job

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxgate.records.refusal import Refusal
 from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN
+from ctxgate.refusal import Refusal
 from ctxgate.run.samples import build_samples
 from ctxgate.sources.errors import DataNotGiven
 from ctxgate.tasks import BuildContext, MaterialExhausted, TaskTooShort, all_tasks, get_task

@@ -45,6 +45,19 @@ class GenerationParams:
     by_engine: bool = False
     token_ids: bool = False  # the generated ids asked back: a second request continues from them
 
+    def decides(self, prompt_sha256: str) -> list[object]:
+        """What decides a generation of the prompt with these params, as the cache keys it: the
+        budgets and stops; a thinking budget, and who holds it: the engine closes a thought its
+        own way, and forcing continues from the ids it was given back."""
+        found: list[object] = [self.max_new_tokens, list(self.stop_strings), prompt_sha256]
+        if self.keep_special or self.thinking_budget is not None:
+            found += [self.keep_special, self.thinking_budget]
+        if self.by_engine:
+            found.append("engine")
+        elif self.thinking_budget is not None:
+            found.append("ids")
+        return found
+
 
 @dataclass(frozen=True)
 class Request:
@@ -54,7 +67,9 @@ class Request:
     task: str = ""
     length: int = 0
     index: int = 0
-    then: tuple[int, ...] = ()  # to follow the model's thought: the answer prefix held for it
+    after_thought: tuple[
+        int, ...
+    ] = ()  # to follow the model's thought: the answer prefix held for it
 
 
 @dataclass(frozen=True)
@@ -84,7 +99,10 @@ class Backend(Protocol):
     prompts per ``generate`` call), ``window_of`` (default ``model_window``), ``tokens_in_flight``
     (default no limit; one request always goes), ``withdraw(task, length)`` (the case is decided:
     its requests not yet started raise ``Withdrawn``), ``cases_at_once`` (default 1: cases in flight
-    together) and ``close()`` (release processes, actors at the end of the run)."""
+    together), ``own_thinking_budget()`` (default False: whether its engine closes a reasoning
+    model's thought at ``GenerationParams.thinking_budget`` itself, ``own_thinking_budget``),
+    ``chat_api`` (default False: it takes messages, not token ids, ``takes_messages``) and
+    ``close()`` (release processes, actors at the end of the run)."""
 
     name: str
     max_positions: int | None  # the model's position limit, None when unknown
@@ -97,6 +115,19 @@ class Backend(Protocol):
     ) -> list[Generation]: ...
 
     def describe(self) -> dict[str, object]: ...
+
+
+def takes_messages(backend: Backend) -> bool:
+    """Whether the backend's server takes each prompt as a user message (a chat API): it renders
+    the template itself, and cannot continue a prompt's ids (after a thought)."""
+    return bool(getattr(backend, "chat_api", False))
+
+
+def own_thinking_budget(backend: Backend) -> bool:
+    """Whether the backend's engine closes a thought at a thinking budget itself (vLLM's
+    ``thinking_token_budget``); else the budget is held by forcing it (an extra's technique)."""
+    own = getattr(backend, "own_thinking_budget", None)
+    return bool(own()) if own is not None else False
 
 
 def stream(

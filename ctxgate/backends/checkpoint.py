@@ -9,7 +9,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from ctxgate.records.refusal import CtxgateError, byte_order_mark
+from ctxgate.refusal import CtxgateError, byte_order_mark
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 # the JSON files transformers and PEFT read, each an object

@@ -11,7 +11,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -358,16 +358,23 @@ class EndpointBackend:
         )
         return read_reply(Completion, sent.content, "the completion")
 
-    def probes(self, what: str) -> list[Callable[[GenerationParams], None]]:
-        """A one-token request to each server, to ask what it takes: each raises ``Refused``
-        where the server refuses the request; ``what`` names the request where it fails."""
+    def own_thinking_budget(self) -> bool:
+        """Whether every server closes a thought at a budget itself (vLLM's
+        ``thinking_token_budget``, taken with a reasoning parser that names the thought's markers),
+        asked in one-token requests: a server that reads the field refuses a negative budget; one
+        that ignores it takes anything."""
         probe = Request(tuple(self.tokenizer.encode("?")))
 
-        def send(replica: Replica, params: GenerationParams) -> None:
+        def takes(replica: Replica, budget: int) -> bool:
+            params = GenerationParams(1, thinking_budget=budget, by_engine=True)
             call = partial(self._send, replica, probe, params, 1.0)
-            self._retrying(replica, call, what, asking=True)
+            try:
+                self._retrying(replica, call, "a request with a thinking budget", asking=True)
+            except Refused:
+                return False
+            return True
 
-        return [partial(send, r) for r in self.replicas]
+        return all(not takes(r, -2) and takes(r, 1) for r in self.replicas)
 
     def window_of(self, limit: int) -> Window:
         urls = ", ".join(str(redact_url(r.url)) for r in self.replicas if r.max_model_len == limit)

@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ctxgate.backends.base import Window, model_window
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 from ctxgate.retrying import (
     Completion,
     Malformed,

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from ctxgate.backends.checkpoint import CheckpointError, check_checkpoint
 from ctxgate.hooks import flat, hook
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 
 HF = "hf"  # the kind of a plain Hugging Face folder, the spine's own
 

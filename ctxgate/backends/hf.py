@@ -25,7 +25,7 @@ from ctxgate.backends.base import (
 from ctxgate.backends.checkpoint import CheckpointError
 from ctxgate.backends.formats import Checkpoint
 from ctxgate.backends.model_config import ConfigChanges, window
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 from ctxgate.tokens.tokenizers import HFTokenizer
 
 AUTO_BATCH_MAX = 32  # beyond this the decode step stops being bound by weight reads on current GPUs

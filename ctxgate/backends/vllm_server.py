@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 
 from ctxgate.backends.base import engine_dtype, kv_bytes_per_token
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 
 ENV_PYTHON = "CTXGATE_VLLM_PYTHON"
 VENV = ".venv-vllm"  # what scripts/vllm_env.sh creates

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from ctxgate.memo import is_dir, is_file, memo
-from ctxgate.records.refusal import Refusal
+from ctxgate.refusal import Refusal
 from ctxgate.sources import door
 from ctxgate.tokens.codec import PieceEncoder
 

@@ -1,17 +1,13 @@
-"""The extras: each a package beside the spine that reaches it only through the hooks of
-``ctxgate/hookspec.py``. ``PLUGINS`` lists their hook modules; each hook answers in this order."""
+"""The extras that ship with ctxgate: each a package here with a ``plugin`` module that answers the
+hooks of ``ctxgate/hookspec.py`` and imports ctxgate only from ``ctxgate.api``. Every such package
+is an extra, in name order, the order each hook lists their answers in: adding one is adding its
+folder (and its line in pyproject.toml's packages, which tests/test_layout.py holds)."""
 
-from ctxgate.ext.checkpoints import plugin as checkpoints
-from ctxgate.ext.families import plugin as families
-from ctxgate.ext.html import plugin as html
-from ctxgate.ext.progress import plugin as progress
-from ctxgate.ext.published import plugin as published
-from ctxgate.ext.ray import plugin as ray
-from ctxgate.ext.rope import plugin as rope
-from ctxgate.ext.search import plugin as search
-from ctxgate.ext.thinking import plugin as thinking
-from ctxgate.ext.trackers import plugin as trackers
-from ctxgate.ext.training import plugin as training
+import importlib
+import pkgutil
 
-PLUGINS: tuple[object, ...] = (checkpoints, families, html, progress, published, ray, rope)
-PLUGINS += (search, thinking, trackers, training)
+PLUGINS: tuple[object, ...] = tuple(
+    importlib.import_module(f"{__name__}.{found.name}.plugin")
+    for found in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+    if found.ispkg
+)

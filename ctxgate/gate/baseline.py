@@ -11,10 +11,9 @@ from typing import Any
 
 from ctxgate.gate.session import stopped_early
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.hooks import flat, hook
 from ctxgate.records.io import ReportFileError, predictions_path, read_predictions, read_report
-from ctxgate.records.refusal import CtxgateError
-from ctxgate.records.schema import Comparison, RunInfo, SequentialRecord
+from ctxgate.records.schema import Comparison, RunInfo, StopRecord
+from ctxgate.refusal import CtxgateError
 from ctxgate.run.case import CaseResult
 from ctxgate.stats.paired import PairedResult, compare
 
@@ -29,13 +28,29 @@ class RunKey:
     as_now: Callable[[Any], Any] = lambda value: value
 
 
-# run-level fields that must match (the extras add theirs: ``hookspec.ctxgate_run_keys``)
+def _thinking_now(value: Any) -> Any:
+    """A report from before ``budget_by`` was recorded forced its thinking budget, as every
+    engine then did; one from before ``answer_prefix`` kept the prefix in the prompt."""
+    if not isinstance(value, dict):
+        return value
+    if "budget_by" not in value:
+        value = value | {"budget_by": "forcing" if value.get("budget") is not None else None}
+    return {"answer_prefix": None} | value
+
+
+# run-level fields that must match (an extra's run slot says so itself: ``Slot.baseline``)
 _RUN_KEYS = (
     RunKey("chat_template", "chat-template setting"),
     RunKey("chat_template_sha256", "chat template"),
     RunKey("tokenizer_sha256", "tokenizer"),
     RunKey("haystack_sha256", "essay haystack"),
     RunKey("seed", "data seed"),
+    RunKey(
+        "thinking",
+        "thinking setting (--thinking, --thinking-budget, the thought's markers, where the answer "
+        "prefix goes)",
+        _thinking_now,
+    ),
 )
 
 
@@ -88,7 +103,7 @@ class Baseline:
     def check_run(self, run: RunInfo) -> None:
         differ = [
             f"{k.words} ({getattr(self.run, k.key)!r} in the baseline, {getattr(run, k.key)!r} now)"
-            for k in (*_RUN_KEYS, *flat(hook().ctxgate_run_keys()))
+            for k in _RUN_KEYS
             if k.as_now(getattr(self.run, k.key)) != getattr(run, k.key)
         ]
         if differ:
@@ -138,8 +153,8 @@ def load_baseline(path: str | Path) -> Baseline:
         cases, unscored, skipped, early = {}, {}, {}, {}
         for c in report.cases:
             key = (c.task, c.length)
-            if stopped_early(c) and c.sequential:
-                early[key] = (c.sequential.used, c.sequential.budget)
+            if stopped_early(c) and c.stop:
+                early[key] = (c.stop.used, c.stop.budget)
             if key in per_case:
                 digest = digests.get(key, {})
                 cases[key] = BaselineCase(c.task, c.length, c.data_sha256, per_case[key], digest)
@@ -155,12 +170,10 @@ def load_baseline(path: str | Path) -> Baseline:
     return Baseline(str(p), report.run, cases, report.complete, unscored, skipped, early)
 
 
-def regression_verdict(
-    result: PairedResult, tolerance: float, sequential: SequentialRecord | None
-) -> bool:
+def regression_verdict(result: PairedResult, tolerance: float, stop: StopRecord | None) -> bool:
     """Did the case drop by more than ``tolerance``? Under --sequential, its paired test's
     claim when it made one."""
-    claim = sequential.baseline.decided if sequential and sequential.baseline else None
+    claim = stop.baseline.decided if stop and stop.baseline else None
     return claim == "below" if claim is not None else result.regressed(tolerance)
 
 
@@ -200,7 +213,7 @@ def comparison(
     if paired is None:
         return None
     tolerance = thresholds.tolerance_for(result.task, result.length)
-    seq = result.sequential
+    seq = result.stop
     regressed = regression_verdict(paired, tolerance, seq)
     message = describe(paired, tolerance)
     if seq and (test := seq.baseline) and test.decided:

@@ -22,16 +22,19 @@ from ctxgate.gate.thresholds import (
     load_or_default,
     refuse_floors_at_chance,
 )
-from ctxgate.hooks import hook
+from ctxgate.hooks import hook, installed, one_answer, readers
 from ctxgate.judge.client import JudgeError, JudgeSettings
 from ctxgate.judge.entail import check_nli_model
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.records.schema import to_json
+from ctxgate.records.slots import slots
+from ctxgate.refusal import CtxgateError
 from ctxgate.run import options as opt
+from ctxgate.run.case import EarlyStop
 from ctxgate.run.loading import EngineSettings, ModelSpec, config_changes, factory_of, read_engine
 from ctxgate.run.options import Get, OptionError
 from ctxgate.tasks.registry import task_names
 
-OPTIONS: tuple[opt.Option, ...] = (opt.MODEL, opt.BACKEND, *opt.EVALUATION)
+OPTIONS: tuple[opt.Option, ...] = (opt.MODEL, opt.BACKEND, *opt.EVALUATION, *opt.REASONING)
 OPTIONS += (*opt.ENGINE, *opt.HF, *opt.JUDGE, opt.REPORT, opt.FORCE_LENGTHS, opt.BASELINE)
 LLAMA2 = "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
 
@@ -62,7 +65,6 @@ def make_plan(
     """The plan from the options as pytest or argparse read them (``get(dest)``). ``ini``: the
     config file pytest read. ``gated``: whether it has thresholds and a baseline (None: with
     --model; the project's own tests run pytest without one)."""
-    opt.refuse_absent(get)
     values = opt.read(OPTIONS, get)
     backend, model = values[opt.BACKEND.dest], values[opt.MODEL.dest]
     if backend not in opt.BACKENDS:
@@ -104,7 +106,56 @@ def make_plan(
         extras=opening,
     )
     sections = _sections([*opening.items(), *hook().ctxgate_plan_section(get=get, plan=plan)])
-    return replace(plan, model=replace(plan.model, extras=sections), extras=sections)
+    plan = replace(plan, model=replace(plan.model, extras=sections), extras=sections)
+    if plan.baseline is not None:
+        _same_settings(plan.baseline, run_record(plan))
+    return plan
+
+
+def case_stop(
+    plan: Plan, floor: float | None, baseline: Mapping[int, float] | None, tolerance: float
+) -> EarlyStop | None:
+    """How a case stops once its gate's questions are answered (an extra's answer,
+    ``hookspec.ctxgate_case_stop``): is its true score above ``floor`` (a fraction)? did it drop by
+    more than ``tolerance`` (a fraction) against the ``baseline``'s scores by sample?"""
+    answers = hook().ctxgate_case_stop(
+        plan=plan, floor=floor, baseline=baseline, tolerance=tolerance
+    )
+    found: EarlyStop | None = one_answer("ctxgate_case_stop", answers)
+    return found
+
+
+def run_record(plan: Plan) -> dict[str, object]:
+    """The extras' slots of the run's record, from the plan (``hookspec.ctxgate_run_record``)."""
+    found: dict[str, object] = {}
+    for answer in hook().ctxgate_run_record(plan=plan):
+        found |= {name: value for name, value in answer.items() if value is not None}
+    return found
+
+
+def _same_settings(baseline: Baseline, extras: Mapping[str, object]) -> None:
+    """A run slot that names its options (``Slot.baseline``) holds the baseline's value, or the run
+    is refused before anything is generated: its samples could not be paired."""
+    for name, slot in slots("run").items():
+        if slot.baseline is None:
+            continue
+        then = baseline.run.extras.get(name)
+        then = slot.as_now(then) if slot.as_now else then
+        now = extras.get(name)
+        if to_json(then) != to_json(now):
+            raise OptionError(
+                f"--baseline {baseline.path} ran with {slot.baseline} {_said(then)}, this run "
+                f"with {_said(now)}: its samples cannot be paired with these. Re-run the baseline "
+                f"with the same {slot.baseline}, or drop --baseline"
+            )
+
+
+def _said(value: object) -> str:
+    """A slot's value as a refusal shows it: its fields' values, or "none"."""
+    plain = to_json(value)
+    if isinstance(plain, dict):
+        return ", ".join(f"{k} {v!r}" for k, v in plain.items()) or "none"
+    return "none" if plain is None else repr(plain)
 
 
 def _sections(answers: list[tuple[str, Any] | None]) -> dict[str, Any]:
@@ -148,6 +199,7 @@ def _spec(
     if checkpoint is not None:  # the extras' changes to its config, against it
         config_changes(ModelSpec(model, extras=extras), checkpoint.config_dir)
     _check_hf(values, values[opt.BACKEND.dest])
+    _check_thinking(values)
     helmet = values["helmet_tokenizer"]
     for folder, flag, fix in (
         (values["data_dir"], "--data-dir", "give HELMET's data folder (or fixtures/helmet_data)"),
@@ -207,6 +259,25 @@ def _check_hf(values: Mapping[str, Any], backend: str) -> None:
         raise OptionError(
             f"--gpus-per-replica {per_replica} needs --device-map auto, e.g. --device-map auto "
             "--gpus-per-replica 4"
+        )
+
+
+def _check_thinking(values: Mapping[str, Any]) -> None:
+    """A thought to ask for needs a reader of the model's thoughts (an extra's reading), and a
+    budget needs a thought."""
+    mode, budget = values[opt.THINKING.dest], values[opt.THINKING_BUDGET.dest]
+    if mode == "off" and budget is not None:
+        raise OptionError(
+            f"--thinking-budget {budget} with --thinking off: a model told not to think has no "
+            "thought to hold to a budget: drop --thinking-budget, or pass --thinking on"
+        )
+    asked = "--thinking-budget" if budget is not None else f"--thinking {mode}"
+    if (budget is not None or mode != "default") and not readers():
+        raise OptionError(
+            f"{asked}: no installed extra reads a model's thought (splits it from the answer, "
+            f"holds it to a budget); extras installed: {', '.join(installed()) or 'none'}. "
+            "Install ctxgate with its extras (pip install --force-reinstall ctxgate), or drop "
+            f"{asked.split()[0]}"
         )
 
 

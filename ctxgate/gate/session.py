@@ -19,7 +19,6 @@ from ctxgate.records.schema import (
     LongScore,
     Overall,
     RelativeEffectiveLength,
-    SearchRecord,
 )
 from ctxgate.tasks.registry import Membership, membership
 
@@ -35,15 +34,14 @@ class SessionVerdict:
     gates: tuple[Gate, ...]
     relative_effective_length: dict[str, RelativeEffectiveLength]
     long_score: dict[str, LongScore]
-    # what it was judged with: the session ended (or was interrupted), the baseline, the search
+    # what it was judged with: the session ended (or was interrupted), the baseline
     session_complete: bool = True
     baseline: BaselineRun | None = None
-    search: SearchRecord | None = None
 
 
 def stopped_early(case: CaseRecord) -> bool:
     """``--sequential`` stopped the case before its sample count: its mean is biased."""
-    return case.sequential is not None and case.sequential.early
+    return case.stop is not None and case.stop.early
 
 
 def _length_summary(
@@ -102,24 +100,24 @@ def judge_session(
     complete: bool,
     threshold: float | None = None,
     baseline: BaselineRun | None = None,
-    search: SearchRecord | None = None,
+    decided: Mapping[int, bool] | None = None,
 ) -> SessionVerdict:
     """``threshold``: the effective-length bar when not the thresholds' own (a report judged
-    again keeps its); ``search``: the lengths it decided (``SearchRecord.decided``)."""
+    again keeps its); ``decided``: the lengths whose RULER average an extra's own test decided
+    (``hookspec.ctxgate_decided_lengths``; a report judged again: its effective length's)."""
     if threshold is None:
         threshold = thresholds.effective_threshold
-    decided = search.decided if search else None
     by_length, overall, eff = summarize(cases, threshold, decided)
     inputs = summary_inputs(cases, by_length)
     relative, long = relative_lengths(inputs, thresholds), long_scores(inputs)
-    if search and search.skipped:  # what spans the lengths lacks those the search skipped
+    if any(c.skip_kind == "search_stopped" for c in cases):  # spans lack the lengths left out
         overall = replace(overall, partial=True)
         relative = {k: replace(v, partial=True) for k, v in relative.items()}
         long = {k: replace(v, partial=True) for k, v in long.items()}
     gates = session_gates(cases, complete, eff, baseline, thresholds, relative)
     finished = complete and not any(c.verdict == "error" for c in cases)
     scored = (by_length, overall, eff, gates, relative, long)
-    return SessionVerdict(finished, *scored, complete, baseline, search)
+    return SessionVerdict(finished, *scored, complete, baseline)
 
 
 def _per_summary(by_length: ByLength) -> dict[str, dict[int, GroupScore]]:

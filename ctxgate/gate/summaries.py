@@ -168,7 +168,8 @@ def effective_length(
     passing |= {L: ok and not scored[L].incomplete for L, ok in decided.items() if L in scored}
     value, longest = _passing_run(passing), max((L for L, ok in passing.items() if ok), default=0)
     partial = any(g.partial for g in scored.values())
-    return EffectiveLength(value, longest, threshold, passing, partial, *_flagged(scored, decided))
+    flagged, kept = _flagged(scored, decided), {L: ok for L, ok in decided.items() if L in scored}
+    return EffectiveLength(value, longest, threshold, passing, partial, *flagged, decided=kept)
 
 
 def _mean(values: Sequence[float]) -> float:

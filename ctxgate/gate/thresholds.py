@@ -15,7 +15,7 @@ from typing import Any
 from ctxgate.gate.summaries import BASE_UP_TO, RELATIVE_SHARE, RULER_THRESHOLD
 from ctxgate.gate.thresholds_schema import Rule, ThresholdsError, read
 from ctxgate.lengths import format_length
-from ctxgate.records.refusal import byte_order_mark
+from ctxgate.refusal import byte_order_mark
 from ctxgate.tasks.build import fits_at_all
 from ctxgate.tasks.chance import chance_at
 from ctxgate.tasks.registry import all_tasks

@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxgate.gate.summaries import RELATIVE_SHARE, RULER_THRESHOLD, summary_names
-from ctxgate.hooks import hook
+from ctxgate.hooks import flat, hook, installed
 from ctxgate.lengths import LengthError, parse_length
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 from ctxgate.values import did_you_mean, is_number
 
 _COMPARE = re.compile(r"^\s*(<=|>=|<|>|==)?\s*(\S+)\s*$")
@@ -94,6 +94,17 @@ class _At:
 Read = Callable[[Any, _At], Any]
 # a table's keys: each a table of its own, or the Thresholds field it sets and its reader
 Tree = Mapping[str, "Tree | tuple[str, Read]"]
+
+
+@dataclass(frozen=True)
+class ExtraTable:
+    """An extra's table of thresholds.toml (``hookspec.ctxgate_threshold_tables``): ``keys``, a
+    tree as ``SCHEMA``'s whose leaves each set a dotted key of ``Thresholds.extras``, and
+    ``template``, the commented text ``ctxgate init`` writes for it."""
+
+    name: str
+    keys: Tree
+    template: str
 
 
 def _kind(value: object) -> str:
@@ -262,6 +273,13 @@ def _walk(table: dict[str, Any], tree: Tree, at: _At, into: dict[str, Any]) -> N
     or bad value in the file's order."""
     for name, value in table.items():
         node, here = tree.get(name), at.at(name)
+        if node is None and not at.key and isinstance(value, (dict, list)):
+            extras = ", ".join(installed()) or "none"
+            raise here.fail(
+                f"[{here.key}] is a table of neither ctxgate nor an installed extra (extras "
+                f"installed: {extras}){did_you_mean(name, tree)}",
+                "delete the table, or install the package that reads it",
+            )
         if node is None:
             fix = f"use one of {', '.join(tree)} (or delete the line)"
             raise here.fail(f"unknown key{did_you_mean(name, tree)}", fix)
@@ -275,10 +293,15 @@ def _walk(table: dict[str, Any], tree: Tree, at: _At, into: dict[str, Any]) -> N
             raise _wrong(value, here, "a table", fix)
 
 
+def extra_tables() -> list[ExtraTable]:
+    """The installed extras' tables, in their order."""
+    return list(flat(hook().ctxgate_threshold_tables()))
+
+
 def schema() -> Tree:
     """The file's tables: the spine's settings, the extras' (whose leaves set dotted keys), then
     the summaries' table and the rules."""
-    extras = [table for tables in hook().ctxgate_threshold_tables() for table in tables.items()]
+    extras = [(table.name, table.keys) for table in extra_tables()]
     spine, at = list(SCHEMA.items()), list(SCHEMA).index("relative_effective_length")
     return dict([*spine[:at], *extras, *spine[at:]])
 

@@ -79,20 +79,25 @@ class Fault:
     floors: str
 
 
+def faults(record: CaseRecord) -> list[Fault]:
+    """Every extra's fault with the case, in the extras' order."""
+    return [f for f in hook().ctxgate_case_fault(record=record) if f is not None]
+
+
 def fault(record: CaseRecord) -> Fault | None:
-    found: Fault | None = hook().ctxgate_case_fault(record=record)
-    return found
+    """The first fault, which the gates count the case by."""
+    return next(iter(faults(record)), None)
 
 
 def fault_message(record: CaseRecord) -> str | None:
-    found = fault(record)
-    return found.message if found else None
+    """What each fault says, in one line."""
+    return "; ".join(f.message for f in faults(record)) or None
 
 
 def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
     """Below the floor (rule "upper": the whole interval below it); under --sequential a
     certain test decides."""
-    floor, seq = record.floor or 0.0, record.sequential
+    floor, seq = record.floor or 0.0, record.stop
     test = seq.floor if seq else None
     if test and test.decided == "above":
         return None
@@ -117,7 +122,7 @@ def floor_failure(record: CaseRecord, thresholds: Thresholds) -> str | None:
 
 
 def passed(record: CaseRecord) -> str:
-    seq = record.sequential
+    seq = record.stop
     score, floor = record.score or 0.0, record.floor or 0.0
     if seq and seq.decided == "pass":
         return (

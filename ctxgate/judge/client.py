@@ -17,8 +17,8 @@ from dataclasses import asdict, astuple, dataclass, replace
 from typing import Generic, TypeVar
 
 from ctxgate.judge.verdict import Unparseable, last_object
-from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import JudgeUsage
+from ctxgate.refusal import CtxgateError
 from ctxgate.retrying import (
     ChatCompletion,
     Exhausted,

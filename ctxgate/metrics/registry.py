@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from ctxgate.hooks import flat, hook
+from ctxgate.hooks import flat, hook, manager
 from ctxgate.metrics import helmet, text
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 
 Scored = tuple[float, str]  # the score, and the text scored
 # (output, references, answer prefix) -> Scored
@@ -133,9 +133,15 @@ ALCE_QAMPARI = Metric(
 _METRICS = {m.name: m for m in list(globals().values()) if isinstance(m, Metric)}
 
 
-@functools.cache
 def _every() -> dict[str, Metric]:
-    """The spine's metrics and the extras' (``hookspec.ctxgate_metrics``)."""
+    """The spine's metrics and the extras' (``hookspec.ctxgate_metrics``), of the plugins
+    installed now."""
+    return _of(manager())
+
+
+@functools.lru_cache(maxsize=4)
+def _of(plugins: object) -> dict[str, Metric]:
+    """Asked once per plugin manager (one a process, made again where the plugins change)."""
     return _METRICS | {m.name: m for m in flat(hook().ctxgate_metrics())}
 
 

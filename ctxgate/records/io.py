@@ -9,13 +9,14 @@ import json
 import os
 import re
 import reprlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, make_dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ctxgate import __version__
-from ctxgate.records.refusal import CtxgateError, byte_order_mark
+from ctxgate.records.migrate import migrated
 from ctxgate.records.schema import (
+    DESCRIBED,
     SCHEMA_VERSION,
     Prediction,
     Report,
@@ -25,6 +26,8 @@ from ctxgate.records.schema import (
     is_length_key,
     to_json,
 )
+from ctxgate.records.slots import Level, SlotError, slots, typed
+from ctxgate.refusal import CtxgateError, byte_order_mark
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -40,8 +43,38 @@ def report_schema(predictions: bool = False) -> dict[str, object]:
         schema["properties"] = {
             name: {**own[name], **p} for part in bases for name, p in part.items()
         }
+    else:
+        _with_slots(schema)
     title = "ctxgate prediction line" if predictions else "ctxgate run report"
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": title}
+
+
+def _with_slots(schema: dict[str, Any]) -> None:
+    """Each record's ``extras`` with the installed extras' slots, each its model's schema (its
+    fields described by their docstrings); another name stays any JSON (an absent extra's)."""
+    defs = schema.setdefault("$defs", {})
+    records: dict[Level, dict[str, Any]] = {
+        "report": schema,
+        "run": defs["RunInfo"],
+        "case": defs["CaseRecord"],
+    }
+    for level, record in records.items():
+        known = slots(level)
+        if not known:
+            continue
+        fields = [(name, slot.model | None, field(default=None)) for name, slot in known.items()]
+        holder = make_dataclass(f"{level.title()}Slots", fields, frozen=True)
+        holder.__pydantic_config__ = DESCRIBED  # type: ignore[attr-defined]
+        found = adapter_for(holder).json_schema(ref_template="#/$defs/{model}")
+        defs.update(found.pop("$defs", {}))
+        extras = record["properties"]["extras"]
+        extras["properties"] = {
+            name: {**prop, "description": known[name].model.__doc__ or name}
+            for name, prop in found["properties"].items()
+        }
+
+
+READS = (1, SCHEMA_VERSION)  # the schema versions a report is read in (records/migrate.py)
 
 
 class ReportFileError(CtxgateError, ValueError):
@@ -139,28 +172,45 @@ def read_report(path: str | Path) -> Report:
             f"{p} is JSON but not a ctxgate report (no 'cases' list of case records)"
         )
     version = report.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in READS:
         raise ReportFileError(
-            f"{p} has report schema_version {version!r}; this ctxgate {__version__} reads version "
-            f"{SCHEMA_VERSION}: re-run that checkpoint with this version, or use the ctxgate that "
-            "wrote it"
+            f"{p} has report schema_version {version!r}; this ctxgate {__version__} reads versions "
+            f"{', '.join(map(str, READS))}: re-run that checkpoint with this version, or use the "
+            "ctxgate that wrote it"
         )
     from pydantic import ValidationError
 
+    if version != SCHEMA_VERSION:
+        text = json.dumps(migrated(report))
     try:
-        typed = adapter_for(Report).validate_json(text, strict=True)
+        found = with_slots(adapter_for(Report).validate_json(text, strict=True), str(p))
     except ValidationError as exc:
         raise ReportFileError(
             f"{p}: {_first_error(exc, 'the report')}; the file was edited or written by another "
             "tool: re-run the checkpoint with --report, or restore the file"
         ) from None
-    if (bad := next((key for key in typed.by_length if not is_length_key(key)), None)) is not None:
+    except SlotError as exc:
+        raise ReportFileError(f"{p}: {exc}") from None
+    if (bad := next((key for key in found.by_length if not is_length_key(key)), None)) is not None:
         raise ReportFileError(
             f"{p}: by_length key {reprlib.repr(bad)} is not a length in tokens: the report was "
             "edited or damaged; re-run the checkpoint with --report to write it again, or restore "
             "the file"
         )
-    return typed
+    return found
+
+
+def with_slots(report: Report, where: str = "the report") -> Report:
+    """The report with each installed extra's slot read into its model, its run's and its cases'
+    too; an absent extra's slot stays JSON (``records/slots.py``)."""
+    cases = tuple(
+        replace(c, extras=typed(c.extras, "case", f"{where}: cases[{i}]"))
+        for i, c in enumerate(report.cases)
+    )
+    run = replace(report.run, extras=typed(report.run.extras, "run", f"{where}: run"))
+    return replace(
+        report, cases=cases, run=run, extras=typed(report.extras, "report", f"{where}: report")
+    )
 
 
 def _not_a_report(problem: str) -> ReportFileError:

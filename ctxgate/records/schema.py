@@ -12,10 +12,11 @@ from annotated_types import Ge
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-SCHEMA_VERSION: Final = 1  # of the report file; readers refuse another (records.io.read_report)
+SCHEMA_VERSION: Final = 2  # of the report file; readers read 1 (records/migrate.py), refuse others
 
-# RULER, HELMET, and the task families beyond them (docs/tasks.md)
-Suite = Literal["ruler", "helmet", "mrcr", "babilong", "nolima"]
+# RULER's, HELMET's, or a family's an extra registers (docs/tasks.md): a registered suite's name,
+# checked against the task registry when a run starts, never a closed list
+Suite = str
 Verdict = Literal["pass", "fail", "skip", "error"]
 ThoughtEnd = Literal["model", "forced", "never"]  # how a reasoning model's thought ended
 # Why a selected case has no score, in the report's words; which fail the gates is gate.verdicts'.
@@ -76,11 +77,13 @@ class QuestionTest:
 
 
 @dataclass(frozen=True)
-class SequentialRecord:
-    """How ``--sequential`` ran a case with a floor or a baseline: samples used, why it stopped."""
+class StopRecord:
+    """How a case that may stop once its verdict is certain ran (``hookspec.ctxgate_case_stop``,
+    which the search extra answers for ``--sequential``): samples used, why it stopped, what it was
+    certain of. The verdicts read it; the test that stopped it is the extra's."""
 
     alpha: float
-    """The case's error rate (``--sequential-alpha``)."""
+    """The case's error rate: how often a certain verdict may be wrong (``--sequential-alpha``)."""
     min_samples: int
     """No decision before this many samples (``--sequential-min``)."""
     used: int
@@ -380,8 +383,9 @@ class CaseRecord:
     """Whether its prompts had the model's chat template."""
     sample_cap: dict[str, int] | None = None
     """``requested`` and ``pool``: the data held fewer distinct samples; each ran once."""
-    sequential: SequentialRecord | None = None
-    """How ``--sequential`` ran it: with a floor or a baseline only."""
+    stop: StopRecord | None = None
+    """How it stopped once its verdict was certain (``--sequential``): with a floor or a baseline
+    only."""
     built_from: str | None = None
     """How its prompts were built where a task has two ways: ``helmet_file`` or ``helmet`` (HELMET's
     own files or sampling, at its lengths), ``placed`` or ``generated`` (ctxgate's fit); several
@@ -392,6 +396,9 @@ class CaseRecord:
     """What the case cost in this run; null: it did not run."""
     thinking: ThinkingRecord | None = None
     """A reasoning model's thought over its samples; null: none had one."""
+    extras: dict[str, object] = field(default_factory=dict)
+    """The extras' data, by slot name (``records/slots.py``): a slot of an extra not installed
+    where the report is read is kept as written."""
 
     @property
     def name(self) -> str:
@@ -446,43 +453,9 @@ class EffectiveLength:
     """Lengths with a RULER task that produced no score: counted as failing."""
     early: tuple[int, ...] = ()
     """Lengths with a RULER task stopped early by ``--sequential``: counted as failing."""
-
-
-@dataclass(frozen=True)
-class LengthVerdict:
-    """``--search-effective-length``: RULER's average at one length the search ran."""
-
-    length: int
-    """In tokens."""
-    passed: bool
-    """Above the effective-length threshold."""
-    rounds: int
-    """Rounds of one sample per task the verdict used (``--sequential``); else each task's count."""
-    certain: bool
-    """Decided by the average's sequential test; false: on the plain mean, as the full grid is."""
-    mean: float
-    """RULER's average over the rounds used, percent."""
-
-
-@dataclass(frozen=True)
-class SearchRecord:
-    """``--search-effective-length``: the lengths run shortest first, and why the rest did not."""
-
-    ran: tuple[int, ...]
-    """The lengths where a case ran."""
-    skipped: tuple[int, ...] = ()
-    """The lengths where the search left a case out (a case a floor or baseline expects runs)."""
-    why: str | None = None
-    """What decided each effective length the search follows; null: none was decided."""
-    ruler: tuple[LengthVerdict, ...] = ()
-    """RULER's average at each length run, shortest first."""
-
-    @property
-    def decided(self) -> dict[int, bool]:
-        """The lengths the search judged: those its average's own test was certain of, and as
-        failing, those where it left a case out (what ran there is partial)."""
-        certain = {v.length: v.passed for v in self.ruler if v.certain}
-        return {**{length: False for length in self.skipped}, **certain}
+    decided: dict[int, bool] = field(default_factory=dict)
+    """Lengths whose average its own test decided before every case there ran
+    (``--search-effective-length``), passing or failing: early-stopped members or not."""
 
 
 @dataclass(frozen=True)
@@ -638,8 +611,6 @@ class RunInfo:
     """Versions of ctxgate and the libraries the outputs depend on."""
     python: str | None = None
     """The Python version."""
-    sequential: Json | None = None
-    """Null for fixed n; ``alpha`` and ``min_samples`` under ``--sequential``."""
     thinking: Json | None = None
     """A reasoning model's thought (null: the model writes none, and nothing is split): ``mode``
     (``--thinking``), ``budget`` (``--thinking-budget``; null: thought and answer share each task's
@@ -655,72 +626,27 @@ class RunInfo:
     """The thresholds file."""
     data_sha256: str | None = None
     """A hash of every case's ``data_sha256``."""
+    extras: dict[str, object] = field(default_factory=dict)
+    """The extras' settings, by slot name (``records/slots.py``), such as ``--sequential``'s."""
 
 
 @dataclass(frozen=True)
-class PublishedLength:
-    """A published score at one length against this run's."""
+class ReportSection:
+    """An extra's part of the report, which every form renders: the terminal and the Markdown
+    report list its ``lines`` among the notes and draw its ``table`` after the report's own; the
+    HTML page shows both under ``title``; the junit file's ``<testsuite>`` gets each of its
+    ``properties`` as ``ctxgate.<name>``."""
 
-    length: int
-    """In tokens."""
-    published: float
-    """The paper's score, percent."""
-    verdict: Literal["within", "outside", "settings differ", "not measured"]
-    """Whether the published score lies in ``band``; ``settings differ``: not the paper's."""
-    differs: tuple[str, ...] = ()
-    """How the setting differs."""
-    measured: float | None = None
-    """This run's score for the measure, percent."""
-    ci: tuple[float, float] | None = None
-    """The measured score's 95% interval."""
-    difference: float | None = None
-    """Measured less published, points."""
-    band: tuple[float, float] | None = None
-    """``ci`` widened by the table's ``allowance``."""
-
-
-@dataclass(frozen=True)
-class PublishedRow:
-    """A published row (a model's numbers for one measure, from one table) at this run's lengths."""
-
-    measure: str
-    """A ``by_length`` summary (``ruler``, ``helmet_rag``, ...) or a RULER part (``ruler_niah``)."""
-    label: str
-    """The measure's name in words."""
-    source: str
-    """The published table's key in ``ctxgate/ext/published/published.toml``."""
-    paper: str
-    """The paper."""
-    table: str
-    """The table or figure."""
-    model_label: str
-    """The model's row label in the paper."""
-    allowance: float
-    """Points a reproduction may differ by beyond its own interval."""
-    allowance_source: str
-    """Where ``allowance`` comes from."""
-    chat_template: str
-    """The paper's policy for the model: ``on``, ``off``, or ``task`` (each task its own)."""
-    lengths: tuple[PublishedLength, ...]
-    """The row's lengths that this run has."""
-    claimed: str | None = None
-    """The claimed context length."""
-    effective: str | None = None
-    """The paper's effective length."""
-    effective_bar: str | None = None
-    """What ``effective`` was measured against."""
-
-
-@dataclass(frozen=True)
-class Reference:
-    """``--reference``: the run against a paper's published numbers (information, never a gate)."""
-
-    model: str
-    """The papers' id for the model."""
-    matched: str
-    """How the model was chosen: ``--reference``, or the name it was matched by."""
-    rows: tuple[PublishedRow, ...]
-    """Every published row for the model with a length this run has."""
+    extra: str
+    """The extra that wrote it."""
+    title: str
+    """What it is about, in a few words (the HTML page's heading)."""
+    lines: tuple[str, ...] = ()
+    """Notes, each a sentence or two."""
+    table: tuple[tuple[str, ...], ...] = ()
+    """A table's header row, then its rows; empty: none."""
+    properties: dict[str, str] = field(default_factory=dict)
+    """Named values for a CI server (junit), each name under ``ctxgate.``."""
 
 
 @dataclass(frozen=True)
@@ -754,22 +680,25 @@ class Report:
     """Each summary with a base."""
     long_score: dict[str, LongScore] = field(default_factory=dict)
     """Each summary with a full score at some length."""
-    schema_version: Literal[1] = SCHEMA_VERSION
-    """The report format's version: readers refuse another."""
+    schema_version: Literal[2] = SCHEMA_VERSION
+    """The report format's version: readers read 1 as 2 (``records/migrate.py``), refuse another."""
     session_complete: bool = True
     """The session itself finished (not interrupted); cases may still lack scores."""
     error: RunError | None = None
     """What stopped the whole run; null when nothing did."""
     baseline: BaselineRun | None = None
     """The ``--baseline`` run, when one was given."""
-    reference: Reference | None = None
-    """The run against the papers' published numbers (``--reference``)."""
     predictions: str | None = None
     """The ``.predictions.jsonl`` beside the report, by bare file name."""
     cost: RunCost | None = None
     """What the run cost; null: an older report."""
-    search: SearchRecord | None = None
-    """How ``--search-effective-length`` ran the lengths; null: every selected length ran."""
+    sections: tuple[ReportSection, ...] = ()
+    """The extras' parts of every report form (``hookspec.ctxgate_report_sections``), as each
+    form renders them."""
+    extras: dict[str, object] = field(default_factory=dict)
+    """The extras' data, by slot name (``records/slots.py``): ``search`` (how
+    ``--search-effective-length`` ran the lengths), ``reference`` (the papers' published
+    numbers)..."""
 
     @property
     def length_summaries(self) -> dict[int, dict[str, GroupScore]]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from ctxgate import __version__
 from ctxgate.gate.session import SessionVerdict
+from ctxgate.hooks import flat, hook, installed
 from ctxgate.records.schema import (
     CaseRecord,
     Cost,
@@ -52,6 +53,15 @@ def build_report(
         cost=run_cost(cases, run.backend),
         **judged,
     )
+
+
+def with_sections(report: Report, earlier: Report | None = None) -> Report:
+    """The report with the extras' sections (``hookspec.ctxgate_report_sections``), asked of the
+    report as it stands; ``earlier``'s sections of extras not installed here are kept as written."""
+    here = set(installed())
+    sections = list(flat(hook().ctxgate_report_sections(report=report)))
+    kept = [s for s in earlier.sections if s.extra not in here] if earlier else []
+    return replace(report, sections=tuple(kept + sections))
 
 
 def run_cost(cases: Sequence[CaseRecord], backend: Any) -> RunCost:

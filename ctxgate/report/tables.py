@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ctxgate.hooks import flat, hook
 from ctxgate.lengths import format_length
 from ctxgate.records.schema import CaseRecord, Cost, Gate, GroupScore, Report, RunCost
+from ctxgate.records.slots import absent
 from ctxgate.tasks.registry import category_label, membership, suite_label, task_names
 
 # a case without a score, by why (records/schema.py's words): short enough for a table cell
@@ -173,7 +173,11 @@ def rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
 def _notes(report: Report, lengths: list[int], chance: dict[str, str]) -> list[str]:
     """The run's cost and state, its effective lengths, then what each mark in the table means."""
     notes = [cost_line(report.cost)] if report.cost else []
-    notes += flat(hook().ctxgate_report_notes(report=report, place="run"))
+    notes += [line for section in report.sections for line in section.lines]
+    if kept := kept_slots(report):
+        notes.append(
+            f"Kept as written, from extras not installed here: {kept} (install them to read it)"
+        )
     if report.error:
         notes.append(f"Run error: {report.error.message.splitlines()[0]}")
     if not report.complete:
@@ -234,7 +238,6 @@ def _marks(report: Report) -> list[str]:
             f"({', '.join(sorted(stand_ins))}): HELMET's own ruler/ files were not in --data-dir "
             "for those lengths"
         )
-    notes += flat(hook().ctxgate_report_notes(report=report, place="marks"))
     if capped := [
         _at(c, f"ran {c.sample_cap['pool']} of {c.sample_cap['requested']}")
         for c in report.cases
@@ -263,10 +266,10 @@ def markdown(report: Report, pointers: Iterable[str] = ()) -> str:
     for pointer in pointers:
         lines += [pointer, ""]
     lines += [md_row(header), "|" + "---|" * len(header), *map(md_row, body), ""]
-    for head, table in [*cost_rows(report), *flat(hook().ctxgate_report_tables(report=report))]:
+    for title, head, table in [("", *t) for t in cost_rows(report)] + section_tables(report):
+        lines += [f"#### {title}", ""] if title else []
         lines += [md_row(head), "|" + "---|" * len(head), *map(md_row, table), ""]
-    extra = flat(hook().ctxgate_markdown_lines(report=report))
-    return "\n".join([*lines, *(f"- {n}" for n in notes), *extra]) + "\n"
+    return "\n".join([*lines, *(f"- {n}" for n in notes)]) + "\n"
 
 
 def md_row(cells: list[str]) -> str:
@@ -276,10 +279,27 @@ def md_row(cells: list[str]) -> str:
 def terminal(report: Report) -> str:
     header, body, notes = rows(report)
     tables = _aligned(header, body)
-    for head, table in [*cost_rows(report), *flat(hook().ctxgate_report_tables(report=report))]:
+    for title, head, table in [("", *t) for t in cost_rows(report)] + section_tables(report):
+        tables += ["", f"{title}:"] if title else []
         tables += _aligned(head, table)
-    extra = flat(hook().ctxgate_terminal_lines(report=report))
-    return "\n".join([*tables, *notes, *extra])
+    return "\n".join([*tables, *notes])
+
+
+def section_tables(report: Report) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The extras' sections' tables (``Report.sections``): a title, a header, then the rows."""
+    return [
+        (s.title, list(s.table[0]), [list(row) for row in s.table[1:]])
+        for s in report.sections
+        if s.table
+    ]
+
+
+def kept_slots(report: Report) -> str:
+    """The slots of the report's records that no installed extra reads, in words; "": none."""
+    found = [f"report's {n}" for n in absent(report.extras, "report")]
+    found += [f"run's {n}" for n in absent(report.run.extras, "run")]
+    cases = {n for c in report.cases for n in absent(c.extras, "case")}
+    return ", ".join(found + [f"cases' {n}" for n in sorted(cases)])
 
 
 def _aligned(header: list[str], body: list[list[str]]) -> list[str]:

@@ -14,7 +14,7 @@ from ctxgate.run.case import CaseResult
 CaseKey = tuple[str, int]
 
 
-class Ahead:
+class AheadOfItems:
     """Each case's run on one of ``width`` threads, started in the order given (longest first). The
     threads are daemons: an interrupted session exits without waiting for the cases still running
     (their finished samples are in the cache already)."""

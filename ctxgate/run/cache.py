@@ -70,14 +70,7 @@ class GenerationCache(SqliteFile):
 
     def key(self, prompt_sha256: str, params: GenerationParams) -> str:
         """``prompt_sha256``: the sample's digest (of its input ids among others)."""
-        decides: list[object] = [params.max_new_tokens, list(params.stop_strings), prompt_sha256]
-        if params.keep_special or params.thinking_budget is not None:
-            decides += [params.keep_special, params.thinking_budget]
-        if params.by_engine:  # another thought than budget forcing's: the engine closes it its way
-            decides.append("engine")
-        elif params.thinking_budget is not None:  # forcing continues the ids it was given back
-            decides.append("ids")
-        return _sha256(self.namespace + json.dumps(decides))
+        return _sha256(self.namespace + json.dumps(params.decides(prompt_sha256)))
 
     def get(self, key: str) -> Generation | None:
         rows = self.execute(

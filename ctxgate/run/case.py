@@ -4,7 +4,7 @@ here."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
@@ -12,9 +12,10 @@ from ctxgate.backends.base import Backend, Generation, GenerationParams, Request
 from ctxgate.judge.score import Judges, compact_input, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import get_metric, resolve
-from ctxgate.records.schema import CaseRecord, Cost, JudgeRecord, SampleOutcome, SequentialRecord
+from ctxgate.records.schema import CaseRecord, Cost, JudgeRecord, SampleOutcome, StopRecord
 from ctxgate.run.cache import GenerationCache
 from ctxgate.run.progress import Progress, case_label
+from ctxgate.run.reading import Reading
 from ctxgate.run.samples import data_hash, excerpts, iter_samples, samples_to_run
 from ctxgate.run.scoring import judge_samples, part_means, scored
 from ctxgate.tasks.base import BuildContext, Sample, TaskSpec
@@ -33,7 +34,7 @@ class CaseTest(Protocol):
 
     def feed(self, done: Mapping[int, SampleOutcome]) -> None: ...
 
-    def record(self, budget: int) -> SequentialRecord: ...
+    def record(self, budget: int) -> StopRecord: ...
 
 
 @dataclass(frozen=True)
@@ -43,37 +44,16 @@ class EarlyStop:
     judged case without its judge runs its full count), ``used`` and ``budget`` filled in."""
 
     test: Callable[[], CaseTest]
-    unjudged: SequentialRecord
+    unjudged: StopRecord
 
 
-class Reading:
-    """How a model's output is read before it is scored: as it came. An extra's reading
-    (``hookspec.ctxgate_reading``) may ask the engine for more (``params``), hold the backend to a
-    budget of its own (``hold``), split part of the output off (``read``: the answer, and the
-    sample's fields of what was split off), sum that over the case (``fields``), need positions
-    past the prompt's length (``positions``), have a chat prompt's answer prefix follow the
-    model's thought (``holds_prefix``: ``hold`` then puts it there) and add to the run's record
-    (``record``)."""
+class Ahead(Protocol):
+    """What runs the selected cases ahead of their items (``hookspec.ctxgate_cases_ahead``): a
+    case ``in`` it is taken from it (``take``: its result, or the exception its run raised)."""
 
-    positions = 0
-    holds_prefix = False
-    beyond = ""  # what a case of a length beyond the window asks on top: " with ..."
-    lower = ""  # and how to ask less: ", lower ..."
+    def __contains__(self, key: object) -> bool: ...
 
-    def params(self, params: GenerationParams) -> GenerationParams:
-        return params
-
-    def hold(self, backend: Backend) -> Backend:
-        return backend
-
-    def read(self, gen: Generation) -> tuple[str, dict[str, Any]]:
-        return gen.text, {}
-
-    def fields(self, outcomes: Sequence[SampleOutcome], answer_budget: int) -> dict[str, Any]:
-        return {}
-
-    def record(self) -> dict[str, Any]:
-        return {}
+    def take(self, key: tuple[str, int]) -> CaseResult: ...
 
 
 @dataclass(frozen=True)
@@ -126,7 +106,7 @@ class CaseResult:
     throughput: dict[str, float] | None = None
     chat_template: bool | None = None
     sample_cap: dict[str, int] | None = None
-    sequential: SequentialRecord | None = None
+    stop: StopRecord | None = None
     built_from: str | None = None
     cost: Cost | None = None
     # the record's fields a reading adds (``Reading.fields``)
@@ -177,12 +157,12 @@ class Drawing:
         # the case's own verdict, which a summary's test still needs samples beyond
         self.limit, self.held_open = n, False
         # stopped with a summary's test, having none of its own: the rounds it used, its record
-        self.cut: tuple[int, SequentialRecord] | None = None
+        self.cut: tuple[int, StopRecord] | None = None
         # drawn on past its own verdict for the average's test: scored on every sample drawn (its
         # verdict holds at any stop, and its mean is the less biased)
         self.drawn_past = False
 
-    def sequential(self, used: int) -> SequentialRecord | None:
+    def stop_record(self, used: int) -> StopRecord | None:
         if self.test is not None:
             record = self.test.record(self.n)
             return replace(record, used=used) if self.drawn_past else record
@@ -233,7 +213,7 @@ class Drawing:
                 self._finish(s, digest, gen)
                 continue
             self.waiting[s.index] = (s, digest, key, time.perf_counter())
-            yield Request(s.input_ids, self.spec.name, self.length, s.index, s.then)
+            yield Request(s.input_ids, self.spec.name, self.length, s.index, s.after_thought)
 
     def held(self) -> int:
         """Generations the sequential test cannot use until an earlier sample's comes back."""
@@ -370,7 +350,7 @@ def case_result(draw: Drawing) -> CaseResult:
         else None,
         chat_template=draw.chat,
         sample_cap={"requested": draw.requested, "pool": n} if n < draw.requested else None,
-        sequential=draw.sequential(len(outcomes)),
+        stop=draw.stop_record(len(outcomes)),
         built_from=",".join(sorted(draw.ways)) or None,
         cost=draw.cost(n, generating),
         extras=session.reading.fields(outcomes, spec.tokens_to_generate),

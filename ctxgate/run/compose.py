@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -14,6 +14,7 @@ from ctxgate.backends.base import Backend
 from ctxgate.judge.client import JudgeError
 from ctxgate.judge.score import Judges, build_judges
 from ctxgate.records.schema import RunInfo, adapter_for
+from ctxgate.records.slots import typed
 from ctxgate.run.cache import CacheWarning, GenerationCache, StoreUnavailable, namespace_for
 from ctxgate.run.case import Session
 from ctxgate.run.facts import ModelFacts, resolve_model
@@ -46,7 +47,8 @@ class LoadedModel:
     @cached_property
     def run_info(self) -> RunInfo:
         """The run's record as the report keeps it (read once: a baseline is checked per case)."""
-        return adapter_for(RunInfo).validate_python(self.run_meta)
+        run = adapter_for(RunInfo).validate_python(self.run_meta)
+        return replace(run, extras=typed(run.extras, "run", "the run"))
 
     def close(self) -> None:
         if self.cache is not None:

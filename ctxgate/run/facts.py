@@ -12,12 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ctxgate.backends.base import Backend
+from ctxgate.backends.base import Backend, takes_messages
 from ctxgate.hooks import hook
-from ctxgate.run.case import Reading
 from ctxgate.run.loading import ModelError, ModelSpec, local_fingerprint, model_changes
-from ctxgate.tasks.base import BuildContext
+from ctxgate.run.reading import Reading, Readings
+from ctxgate.run.samples import build_samples
+from ctxgate.tasks.base import BuildContext, Sample
 from ctxgate.tasks.helmet_compat import check_tokenizers
+from ctxgate.tasks.registry import get_task
 from ctxgate.tokens.chat import ChatTemplateError
 from ctxgate.tokens.codec import PieceEncoder
 from ctxgate.tokens.tokenizers import HFTokenizer
@@ -50,11 +52,17 @@ def resolve_model(
     """The facts of ``spec``'s model as ``backend`` serves it; ``run`` adds to the record. Raises
     ModelError naming the stage that failed."""
     # before the prompts' encoder: a reading may set the template's arguments (a model's switch)
-    reading = hook().ctxgate_reading(spec=spec, backend=backend) or Reading()
-    chat_api = getattr(backend, "chat_api", False)
+    reading = read_by(spec, backend)
+    chat_api = takes_messages(backend)
     context, chat = prompts(spec, backend.tokenizer, chat_api, reading.holds_prefix)
     record = _record(spec, backend, context.encoder, chat) | reading.record() | dict(run or {})
     return ModelFacts(context, chat, reading, json.loads(json.dumps(record, default=str)))
+
+
+def read_by(spec: ModelSpec, backend: Backend) -> Reading:
+    """How the model's output is read: each extra's reading in turn, or as it came."""
+    found = [r for r in hook().ctxgate_reading(spec=spec, backend=backend) if r is not None]
+    return found[0] if len(found) == 1 else Readings(found) if found else Reading()
 
 
 def prompts(
@@ -86,6 +94,7 @@ def prompts(
         helmet_tokenizer=spec.helmet_tokenizer,
         helmet_compat=spec.helmet_compat,
         hold_prefix=hold_prefix,
+        extras=spec.extras,
     )
     if spec.helmet_compat:
         try:
@@ -93,6 +102,19 @@ def prompts(
         except ValueError as exc:
             raise ModelError("--helmet-compat", exc) from exc
     return context, chat
+
+
+def task_samples(
+    task: str, model: str, length: int, n: int = 1, seed: int = 42, chat_template: str = "task"
+) -> list[Sample]:
+    """The exact samples a run builds of ``task`` at ``length`` for a model with ``model``'s
+    tokenizer (a checkpoint folder), as a run with these options would: each ``text`` the prompt,
+    ``input_ids`` its ids, ``answers`` the references. What to call to read the prompts."""
+    from transformers import AutoTokenizer
+
+    spec = ModelSpec(model, seed=seed, chat_template=chat_template)
+    context, _ = prompts(spec, HFTokenizer(AutoTokenizer.from_pretrained(model)))
+    return build_samples(get_task(task), context, length, n, seed)
 
 
 def _helmet_encoder(path: str | None) -> PieceEncoder | None:

@@ -19,9 +19,9 @@ from ctxgate.backends.formats import Checkpoint, locate
 from ctxgate.backends.model_config import ConfigChanges
 from ctxgate.backends.servers import OPENAI_CONCURRENCY, EndpointSettings
 from ctxgate.backends.vllm_server import EngineSpec, engine_batch
-from ctxgate.hooks import hook
+from ctxgate.hooks import hook, one_answer
 from ctxgate.judge.client import JudgeSettings
-from ctxgate.records.refusal import CtxgateError, Unreachable
+from ctxgate.refusal import CtxgateError, Unreachable
 from ctxgate.run import options as opt
 from ctxgate.run.options import OptionError
 
@@ -36,8 +36,8 @@ class Served:
     tokenizer: str
     server_logs: tuple[str, ...] = ()
     engine: Mapping[str, Any] = field(default_factory=dict)
-    # a backend that places its own replicas (``hookspec.ctxgate_places_replicas``): the server
-    # each replica starts on its node, but for its GPUs
+    # a backend that places its own replicas (``Placement``): the server each replica starts on
+    # its node, but for its GPUs
     launch: EngineSpec | None = None
     launch_timeout_s: float = 900.0
 
@@ -71,6 +71,10 @@ class ModelSpec:
     judge: JudgeSettings | None = None
     nli_model: str | None = None
     judge_max_failure_rate: float = 0.05
+    # a reasoning model: what it is asked to think (``--thinking``), and the tokens of thought
+    # before each answer (``--thinking-budget``; None: thought and answer share the task's budget)
+    thinking: str = "default"
+    thinking_budget: int | None = None
     # the extras' sections of the plan (``Plan.extras``), with the spec wherever it goes: a
     # cluster's replicas and bisect's probes open the model by them (a checkpoint kind's options,
     # the changes to its config)
@@ -109,15 +113,35 @@ def _elsewhere(cause: BaseException) -> bool:
     return memory or isinstance(cause, (Unreachable, ImportError, MemoryError))
 
 
+@dataclass(frozen=True)
+class Placement:
+    """A backend an extra opens in place of the spine's, placing the model's replicas itself (a
+    cluster's, ``hookspec.ctxgate_placement``): ``why`` the run stays in one pytest process (``-n``
+    is refused with it; no vLLM server is started for the session, each replica starts its own from
+    ``Served.launch``; the cases run longest first), ``slots()``: the copies of the model it holds
+    (``ctxgate bisect`` probes that many checkpoints side by side), ``open(served, replicas)``: the
+    backend, on at most ``replicas`` copies (None: as many as it has room for)."""
+
+    why: str
+    slots: Callable[[], int]
+    open: Callable[[Served | None, int | None], Backend]
+
+
+def placement(spec: ModelSpec) -> Placement | None:
+    """The extra's placement of ``spec``'s model, if one places it; None: the spine loads it."""
+    found: Placement | None = one_answer("ctxgate_placement", hook().ctxgate_placement(spec=spec))
+    return found
+
+
 def open_backend(
     spec: ModelSpec, served: Served | None = None, replicas: int | None = None
 ) -> Backend:
     """The backend ``spec`` names, sending to ``served`` (--backend openai/vllm), on at most
-    ``replicas`` copies where an extra opens it (``ctxgate_open_backend``: a cluster's, each
-    loading it through load_backend as this process would). Raises ModelError."""
+    ``replicas`` copies where an extra places it (a cluster's, each replica loading it through
+    load_backend as this process would). Raises ModelError."""
     try:
-        opened = hook().ctxgate_open_backend(spec=spec, served=served, replicas=replicas)
-        return load_backend(spec, served) if opened is None else opened
+        placed = placement(spec)
+        return load_backend(spec, served) if placed is None else placed.open(served, replicas)
     except Exception as exc:  # noqa: BLE001 - reported in one line, whatever it is
         # a server's failure is the server's: this process opened no file of the checkpoint
         raise ModelError(
@@ -177,8 +201,9 @@ def load_backend(spec: ModelSpec, served: Served | None = None) -> Backend:
 def config_changes(spec: ModelSpec, config_dir: str | Path) -> ConfigChanges | None:
     """What the extras change in ``config_dir``'s config.json for ``spec``, checked against it
     (``hookspec.ctxgate_config_changes``; a refusal is a CtxgateError); None: nothing."""
-    found: ConfigChanges | None = hook().ctxgate_config_changes(
-        spec=spec, config_dir=Path(config_dir)
+    found: ConfigChanges | None = one_answer(
+        "ctxgate_config_changes",
+        hook().ctxgate_config_changes(spec=spec, config_dir=Path(config_dir)),
     )
     return found
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import os
-from argparse import SUPPRESS
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -19,7 +18,7 @@ from ctxgate.backends.vllm_server import ENGINE_BATCH
 from ctxgate.hooks import flat, hook
 from ctxgate.judge.client import JudgeSettings
 from ctxgate.lengths import LengthError, parse_lengths
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 from ctxgate.retrying import origin
 
 # beside where the run was started, unless --cache-dir says otherwise
@@ -105,67 +104,10 @@ class OptionGroup:
     evaluates: bool = False
 
 
-# The default extras' flags ("=": one that takes a value; True: ctxgate bisect takes them too), so
-# that one given where its extra is absent (a wheel built without ctxgate/ext) is refused by name,
-# not left to the parser. tests/test_refusals.py holds it to what the extras declare.
-DEFAULT_EXTRAS = (
-    ("checkpoints", True, "--base-model= --config-from="),
-    ("published", False, "--reference="),
-    ("ray", True, "--ray= --ray-resource="),
-    ("rope", True, "--rope-scaling= --model-override="),
-    ("search", True, "--sequential --sequential-alpha= --sequential-min="),
-    ("search", False, "--search-effective-length"),
-    ("thinking", True, "--thinking= --thinking-budget= --budget-forcing --think-end="),
-    ("trackers", False, "--log-to= --tracker-run= --step="),
-    ("progress", False, "--progress="),
-)
-
-
-# the default extras' verbs, named as their options are where the extra is absent
-DEFAULT_VERBS = (
-    ("html", "html"),
-    ("published", "published reproduce"),
-    ("trackers", "metrics"),
-    ("training", "bisect trend watch"),
-)
-
-
-def absent_verb(verb: str, present: Sequence[str]) -> str | None:
-    """Why ``verb`` cannot run, where a default extra absent here would give it; else None."""
-    for extra, verbs in DEFAULT_VERBS:
-        if verb in verbs.split() and verb not in present:
-            return (
-                f"{verb} is a verb of the extra ctxgate.ext.{extra}, which is not installed: "
-                "install ctxgate with its extras (pip install --force-reinstall ctxgate)"
-            )
-    return None
-
-
 def extra_groups() -> list[OptionGroup]:
-    """The extras' rows of the table (``hookspec.ctxgate_option_groups``), in their order; then,
-    hidden, the flags of each absent default extra, which ``refuse_absent`` refuses."""
-    groups = list(flat(hook().ctxgate_option_groups()))
-    declared = {flag for g in groups for o in g.options for flag in (o.flag, *o.aliases)}
-    for extra, evaluates, flags in DEFAULT_EXTRAS:
-        hidden = tuple(
-            Option(f.rstrip("="), SUPPRESS, action=None if "=" in f else "store_true")
-            for f in flags.split()
-            if f.rstrip("=") not in declared
-        )
-        if hidden:
-            groups.append(OptionGroup(f"ctxgate.ext.{extra}", "", hidden, evaluates))
-    return groups
-
-
-def refuse_absent(get: Get) -> None:
-    """An absent extra's flag, given: one line naming the flag, the extra and the fix."""
-    for group in extra_groups():
-        for o in group.options:
-            if o.help == SUPPRESS and get(o.dest) not in (None, False):
-                raise OptionError(
-                    f"{o.flag} is an option of the extra {group.name}, which is not installed: "
-                    "install ctxgate with its extras (pip install --force-reinstall ctxgate)"
-                )
+    """The extras' rows of the table (``hookspec.ctxgate_option_groups``), in their order. A flag
+    no installed package declares is pytest's or argparse's own refusal: unknown."""
+    return list(flat(hook().ctxgate_option_groups()))
 
 
 def read(options: Sequence[Option], get: Get) -> dict[str, Any]:
@@ -502,7 +444,29 @@ NLI_MODEL = Option(
     "local NLI checkpoint for ALCE citations (MNLI classifier or T5 TRUE); default: the LLM judge",
 )
 
+# --- reasoning models: what the model is asked to think (an extra reads the thought: its formats,
+# its markers, how a budget is held)
+THINKING_MODES = ("default", "on", "off", "low", "medium", "high")
+THINKING = Option(
+    "--thinking",
+    "a reasoning model's thinking: default (the model's own), on or off (its chat template's "
+    "enable_thinking), or gpt-oss's reasoning level low, medium or high (reasoning_effort); the "
+    "thought is removed before scoring either way",
+    default="default",
+    choices=THINKING_MODES,
+)
+THINKING_BUDGET = Option(
+    "--thinking-budget",
+    "tokens of thought before each answer, beside the task's own answer budget: the thought is "
+    "closed at this many tokens and the answer generated after it: by the engine's own thinking "
+    "budget where it has one (vLLM's thinking_token_budget, with --reasoning-parser), else by "
+    "budget forcing (default: thought and answer share the task's budget, as the references run)",
+    parse=whole(1),
+    example="1024",
+)
+
 # the groups, as each plugin and verb adds them
+REASONING = (THINKING, THINKING_BUDGET)
 EVALUATION = (
     LENGTHS,
     SAMPLES,

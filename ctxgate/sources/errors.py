@@ -1,7 +1,7 @@
 """The errors a task's data raises. Which one decides the gates (``gate.verdicts``): data not given
 leaves an ungated case skipped, data given but unreadable always fails."""
 
-from ctxgate.records.refusal import Refusal
+from ctxgate.refusal import Refusal
 
 
 class DataUnavailable(Refusal, RuntimeError):

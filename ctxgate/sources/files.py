@@ -38,7 +38,7 @@ LAYOUT = tuple(
 )
 
 
-def _go_offline() -> None:
+def go_offline() -> None:
     """Both libraries read their offline switch once at import; a run flips them for good."""
     import datasets
     import huggingface_hub.constants
@@ -60,7 +60,7 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
         door.check(p, f"restore the file{verify}" if verify else fix)
     import datasets  # heavy: only when a task that needs data is built
 
-    _go_offline()
+    go_offline()
     if is_dir(p):
         with _contents(source, fix):
             ds = datasets.load_from_disk(str(p))

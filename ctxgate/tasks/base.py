@@ -16,8 +16,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TypeVar
 
 from ctxgate.metrics.registry import Metric
-from ctxgate.records.refusal import Refusal
 from ctxgate.records.schema import Suite
+from ctxgate.refusal import Refusal
+from ctxgate.tasks.bands import Bands
 from ctxgate.tokens.codec import PieceEncoder
 
 T = TypeVar("T")
@@ -54,7 +55,9 @@ class Prompt(NamedTuple):
     ids: Sequence[int]
     text: str
     bos: bool = True
-    then: tuple[int, ...] = ()  # the answer prefix held out of the prompt, to follow the thought
+    after_thought: tuple[
+        int, ...
+    ] = ()  # the answer prefix held out of the prompt, to follow the thought
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,9 @@ class Sample:
     meta: Mapping[str, Any] = field(default_factory=dict)
     text: str = field(default="", repr=False)  # the rendered prompt, tokenized as input_ids
     bos: bool = True  # BOS added before a text that does not spell it (Prompt.bos)
-    then: tuple[int, ...] = ()  # Prompt.then: the suite puts it after the model's thought
+    after_thought: tuple[
+        int, ...
+    ] = ()  # Prompt.after_thought: the suite puts it after the model's thought
 
     def digest(self) -> str:
         fields = (self.task, self.length, self.index, self.answers, self.answer_prefix)
@@ -93,7 +98,7 @@ class Job:
 
     def sample(self, prompt: Prompt, answers: tuple[str, ...], prefix: str, **meta: Any) -> Sample:
         head = (self.task, self.length, self.index, tuple(prompt.ids))
-        return Sample(*head, answers, prefix, meta, prompt.text, prompt.bos, prompt.then)
+        return Sample(*head, answers, prefix, meta, prompt.text, prompt.bos, prompt.after_thought)
 
     def too_short(self, why: str) -> TaskTooShort:
         return TaskTooShort(
@@ -131,6 +136,9 @@ class BuildContext:
     helmet_compat: bool = False  # HELMET's own prompts where ctxgate's differ
     # a reasoning model's: the answer prefix a chat prompt would end in follows its thought instead
     hold_prefix: bool = False
+    # the extras' sections of the plan, by name, where an extra's builder reads its options; fixed
+    # for a run, so left out of what memos of a context compare
+    extras: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def frame(self, head: str, tail: str, prefix: str, sep: str = "", after: bool = True) -> Frame:
         """The fixed ids. ``sep`` joins user text and answer prefix without a chat template (RULER:
@@ -141,7 +149,7 @@ class BuildContext:
         chat_head, chat_tail = self.encoder.chat_parts()
         if after and self.hold_prefix and prefix:
             frame = self.text_frame(chat_head + head, tail + chat_tail)
-            return replace(frame, then=self.encoder.encode(prefix))
+            return replace(frame, after_thought=self.encoder.encode(prefix))
         return self.text_frame(chat_head + head, tail + chat_tail + (prefix if after else ""))
 
     def text_frame(self, pre: str, post: str) -> Frame:
@@ -158,17 +166,21 @@ class Frame:
     pre_text: str
     post_text: str
     # BuildContext.hold_prefix's, counted in the length as if it ended the prompt: the same haystack
-    then: tuple[int, ...] = ()
+    after_thought: tuple[int, ...] = ()
 
     def budget(self, length: int, tokens_to_generate: int) -> int:
-        return length - tokens_to_generate - len(self.pre) - len(self.post) - len(self.then)
+        return (
+            length - tokens_to_generate - len(self.pre) - len(self.post) - len(self.after_thought)
+        )
 
     def around(self, body: Iterable[int], body_text: str) -> Prompt:
         """``pre + body + post``, copied into a tuple once (tuple additions took 40%)."""
         ids = list(self.pre)
         ids.extend(body)
         ids.extend(self.post)
-        return Prompt(tuple(ids), self.pre_text + body_text + self.post_text, then=self.then)
+        return Prompt(
+            tuple(ids), self.pre_text + body_text + self.post_text, after_thought=self.after_thought
+        )
 
 
 def interleave(groups: Sequence[Sequence[T]]) -> list[T]:
@@ -262,8 +274,9 @@ class TaskSpec:
     tokens_to_generate: int
     build: Builder
     # A random answer's expected score (percent): derived from the answer space, the same at every
-    # length; or the name of the task whose figures bench/chance.py measured (``tasks/chance.py``)
-    chance: float | str
+    # length; or measured per band of lengths: by bench/chance.py into data/chance.json (the name
+    # of its row), or by the task's own package (``Bands``) (``tasks/chance.py``)
+    chance: float | str | Bands
     markers: tuple[str, ...] = ()  # pytest markers besides those derived (`marks`), e.g. "judge"
     scoring_prefix: str | None = None  # HELMET: prepended to the output, which is parsed after it
     description: str = ""

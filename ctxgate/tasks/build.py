@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ctxgate.records.refusal import Refusal
+from ctxgate.refusal import Refusal
 from ctxgate.seeding import sample_rng
 from ctxgate.tasks.base import BuildContext, Job, Sample, TaskSpec, check_fill
 
@@ -49,7 +49,9 @@ def build_sample(
     s = _tokenized_whole(spec, ctx, job)
     if length == 0:
         return s
-    prompt = len(s.input_ids) + len(s.then)  # a prefix held for after a thought counts here too
+    prompt = len(s.input_ids) + len(
+        s.after_thought
+    )  # a prefix held for after a thought counts here too
     over = prompt + spec.tokens_to_generate - length
     if over > 0:
         raise LengthRuleBroken(
@@ -67,7 +69,7 @@ def _tokenized_whole(spec: TaskSpec, ctx: BuildContext, job: Job) -> Sample:
     while True:
         s = spec.build(ctx, job)
         ids = _ids(spec, ctx, s)
-        over = len(ids) + len(s.then) + spec.tokens_to_generate - job.length
+        over = len(ids) + len(s.after_thought) + spec.tokens_to_generate - job.length
         if job.length == 0 or over <= 0 or len(ids) <= len(s.input_ids):
             return s if ids is s.input_ids else replace(s, input_ids=ids)
         rng = sample_rng(spec.name, job.length, job.index, ctx.seed)

@@ -29,6 +29,11 @@ def register_all(module: str, specs: Iterable[TaskSpec]) -> None:
 
 
 def _add(spec: TaskSpec, origin: str) -> None:
+    if spec.suite not in _SUITES:  # a suite is a name its module registers, not a closed list
+        raise RuntimeError(
+            f"task {spec.name!r} ({origin}) names the suite {spec.suite!r}, which nothing "
+            f"registered: call register_suite({spec.suite!r}, LABEL) before its tasks"
+        )
     # the same module imported again replaces its tasks
     if spec.name in _TASKS and _ORIGINS.get(spec.name) != origin:
         raise RuntimeError(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxgate.hooks import flat, hook
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 from ctxgate.tasks.base import TaskSpec
 from ctxgate.tasks.registration import _SUITES, _TASKS, register_suite
 
@@ -51,6 +51,14 @@ def get_task(name: str) -> TaskSpec:
 def all_tasks(suite: str | None = None) -> list[TaskSpec]:
     _load()
     return [t for t in _TASKS.values() if suite is None or t.suite == suite]
+
+
+def suites() -> list[str]:
+    """Every registered suite with a task, in registration order: RULER's, HELMET's, then the
+    extras' (a suite is a name its module registers, ``registration.register_suite``)."""
+    _load()
+    with_tasks = {t.suite for t in _TASKS.values()}
+    return [name for name in _SUITES if name in with_tasks]
 
 
 def task_names() -> list[str]:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 
 # messages -> the template's text, with the generation prompt
 Render = Callable[[list[dict[str, str]]], str]

@@ -202,3 +202,42 @@ class HFTokenizer:
             self.tok.backend_tokenizer.to_str() if hasattr(self.tok, "backend_tokenizer") else "",
         ]
         return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
+
+
+# A reasoning model's thought is read from what its tokenizer and template hold: the spine's answers
+# for any tokenizer, the adapters' where they keep it, nothing where they keep none.
+
+
+def model_template(tokenizer: RawTokenizer) -> str:
+    """The model's own chat template (empty: none, or a tokenizer that keeps none): where a
+    reasoning model's switch and its thought's markers are read."""
+    return str(getattr(tokenizer, "model_template", None) or "")
+
+
+def vocabulary(tokenizer: RawTokenizer) -> tuple[frozenset[str], frozenset[str]]:
+    """The tokenizer's added tokens and its special tokens, as text: where a thought's markers
+    are; both empty for a tokenizer that keeps no vocabulary of its own."""
+    tok = getattr(tokenizer, "tok", None)
+    if tok is None:
+        return frozenset(), frozenset()
+    added = {str(t) for t in getattr(tok, "get_added_vocab", dict)()}
+    decoder = getattr(tok, "added_tokens_decoder", {}) or {}
+    special = {str(t.content) for t in decoder.values() if getattr(t, "special", False)}
+    special |= {str(t) for t in getattr(tok, "all_special_tokens", ())}
+    return frozenset(added), frozenset(special)
+
+
+def set_template_kwargs(tokenizer: RawTokenizer, kwargs: dict[str, object]) -> bool:
+    """The chat template's arguments every rendering of the run's prompts gets (a reasoning
+    model's switch: ``enable_thinking``, ``reasoning_effort``); False where the tokenizer renders
+    no template of its own."""
+    if not isinstance(tokenizer, HFTokenizer):
+        return False
+    tokenizer.template_kwargs = kwargs
+    return True
+
+
+def render(tokenizer: RawTokenizer, messages: list[dict[str, str]], template: str) -> str | None:
+    """The messages as ``template`` renders them with the run's arguments and the generation
+    prompt; None where the tokenizer renders no template."""
+    return tokenizer.render(messages, template) if isinstance(tokenizer, HFTokenizer) else None

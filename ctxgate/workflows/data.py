@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

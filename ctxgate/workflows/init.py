@@ -1,6 +1,7 @@
 """``ctxgate init``: a team's own repository set up to gate with ctxgate: the suite's commented
-``thresholds.toml`` and, with ``--ci``, one CI template where that CI looks for it. Nothing is
-overwritten unless ``--force``; every file written is printed."""
+``thresholds.toml`` (the spine's tables, then each installed extra's, ``ctxgate_threshold_tables``)
+and, with ``--ci``, one CI template where that CI looks for it. Nothing is overwritten unless
+``--force``; every file written is printed."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from ctxgate.gate.thresholds_schema import extra_tables
 from ctxgate.records.io import atomic_write_all
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 # --ci choice: (the template in templates/ci, where it goes in the user's repository)
@@ -31,6 +33,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ci", choices=sorted(CI), help="also write this CI template")
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
     p.set_defaults(fn=main)
+
+
+def thresholds_text() -> str:
+    """The thresholds.toml ``init`` writes: the spine's tables, then each installed extra's."""
+    spine = (TEMPLATES / "thresholds.toml").read_text("utf-8")
+    return spine + "".join(table.template for table in extra_tables())
+
+
+def _text(template: Path) -> str:
+    return thresholds_text() if template.name == "thresholds.toml" else template.read_text("utf-8")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -65,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         for _, dest in pairs:
             dest.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_all({dest: t.read_text("utf-8") for t, dest in pairs})  # all of them or none
+        atomic_write_all({dest: _text(t) for t, dest in pairs})  # all of them or none
     except OSError as exc:
         where = exc.filename or folder
         raise CtxgateError(

@@ -25,9 +25,9 @@ from ctxgate.records.io import (
     read_report,
     report_text,
 )
-from ctxgate.records.refusal import CtxgateError
 from ctxgate.records.schema import CaseRecord, Prediction, Report, to_json
-from ctxgate.report.build import build_report, prediction_rows
+from ctxgate.refusal import CtxgateError
+from ctxgate.report.build import build_report, prediction_rows, with_sections
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.run.case import CaseResult, judge_case
 from ctxgate.run.options import ALLOW_PICKLE, CACHE_FOLDER, JUDGE, THRESHOLDS, read
@@ -158,11 +158,13 @@ def judge_report(args: argparse.Namespace) -> tuple[Report, int, int]:
     cases = [judged.get((c.task, c.length), c) for c in report.cases]
     run = replace(report.run, judge=judges.describe())
     eff = report.effective_length
-    threshold = eff.threshold if eff else thresholds.effective_threshold
+    threshold, decided = (eff.threshold, eff.decided) if eff else (None, None)
     verdict = judge_session(
-        cases, thresholds, report.session_complete, threshold, report.baseline, report.search
+        cases, thresholds, report.session_complete, threshold, report.baseline, decided
     )
-    new = build_report(cases, run, verdict, report.error)
+    new = with_sections(
+        replace(build_report(cases, run, verdict, report.error), extras=report.extras), report
+    )
     out = Path(args.out) if args.out else report_path
     out_predictions = out.with_suffix(".predictions.jsonl")
     new = replace(new, predictions=out_predictions.name)

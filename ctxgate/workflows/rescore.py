@@ -11,7 +11,7 @@ from ctxgate.judge.score import is_judged
 from ctxgate.metrics import get_metric, metric_names, score_prediction
 from ctxgate.metrics.registry import UnknownMetric
 from ctxgate.records.io import read_predictions
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.refusal import CtxgateError
 from ctxgate.tasks.registry import UnknownTask, get_task
 
 COLUMNS = ("task", "length", "n", "stored", "rescored", "delta", "changed_samples")

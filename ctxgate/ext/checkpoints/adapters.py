@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.checkpoint import (
+from ctxgate.api import (
     TOKENIZER_FILES,
     CheckpointError,
     ModelNotFound,
@@ -122,7 +122,7 @@ def _base_folder(named: str, adapter: Path, given: bool) -> Path:
 
 def adapter_fingerprint(adapter: Adapter, base: Mapping[str, object]) -> dict[str, object]:
     """The base's fingerprint combined with every file of the adapter that changes the outputs."""
-    from ctxgate.backends.fingerprint import file_digest
+    from ctxgate.api import file_digest
 
     parts = {
         p.name: file_digest(p)

@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.checkpoint import check_checkpoint, check_json_files, check_tokenizer
-from ctxgate.backends.formats import (
+from ctxgate.api import (
     Checkpoint,
     CheckpointKind,
     Opening,
     WrongFlag,
+    check_checkpoint,
+    check_json_files,
+    check_tokenizer,
     has_hf_weights,
 )
 
@@ -64,7 +66,7 @@ class AdapterPart:
         return self.adapter.base
 
     def fingerprint(self) -> dict[str, object]:
-        from ctxgate.backends.fingerprint import checkpoint_fingerprint
+        from ctxgate.api import checkpoint_fingerprint
 
         return adapter_fingerprint(self.adapter, checkpoint_fingerprint(str(self.adapter.base)))
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxgate.hookspec import hookimpl
-from ctxgate.run.options import Get, Option, OptionGroup
+from ctxgate.api import Get, Option, OptionGroup, hookimpl
 
 from .settings import NAME, CheckpointOptions
 
 if TYPE_CHECKING:
-    from ctxgate.backends.formats import CheckpointKind
+    from ctxgate.api import CheckpointKind
 
 BASE_MODEL = Option(
     "--base-model",

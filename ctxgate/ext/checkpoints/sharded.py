@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.checkpoint import CheckpointError, tokenizer_files
-from ctxgate.steps import step_in_name, zero_latest
+from ctxgate.api import CheckpointError, step_in_name, tokenizer_files, zero_latest
 
 FSDP_DIR_PREFIX = "pytorch_model_fsdp_"
 DCP_METADATA = ".metadata"
@@ -39,6 +38,10 @@ class DistributedCheckpoint:
 
     def describe(self) -> dict[str, object]:
         return {"format": self.format, "shards": str(self.shards), "config": str(self.config_dir)}
+
+    @property
+    def config_file(self) -> Path:
+        return self.config_dir / "config.json"
 
 
 def dcp_shards(folder: Path) -> Path | None:
@@ -150,11 +153,24 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
         saved = zero_state_dict(ckpt)
     own = model.state_dict()
     nested = ckpt.format == DCP and all(k.startswith(NESTED + ".") for k in saved)
-    wanted = {f"{NESTED}.{k}" if nested else k for k in own}
-    config = ckpt.config_dir / "config.json"
-    fix = (
-        "the config is not the one the run was trained with; pass --config-from with the right one"
-    )
+    _check_names(model, ckpt, {f"{NESTED}.{k}" if nested else k for k in own}, saved)
+    if ckpt.format == ZERO:
+        _load_zero(model, ckpt, saved)
+    else:
+        _load_dcp(model, ckpt, own, saved, nested)
+
+
+# what a refusal of a checkpoint that does not fit the model built from its config says to do
+WRONG_CONFIG = (
+    "the config is not the one the run was trained with; pass --config-from with the right one"
+)
+
+
+def _check_names(
+    model: Any, ckpt: DistributedCheckpoint, wanted: set[str], saved: dict[str, object]
+) -> None:
+    """The checkpoint holds the ``wanted`` tensors, no fewer and no more."""
+    config = ckpt.config_file
     missing, extra = sorted(wanted - set(saved)), sorted(set(saved) - wanted)
     tied = getattr(model, "_tied_weights_keys", None) or {}
     if ckpt.format == ZERO and getattr(model.config, "tie_word_embeddings", False):
@@ -162,29 +178,44 @@ def load_into(model: Any, ckpt: DistributedCheckpoint) -> None:
     if missing:
         raise CheckpointError(
             f"{ckpt.shards}: tensor {missing[0]} of the model built from {config} is not in the "
-            f"checkpoint ({len(missing)} missing): {fix}"
+            f"checkpoint ({len(missing)} missing): {WRONG_CONFIG}"
         )
     if extra:
         raise CheckpointError(
             f"{ckpt.shards}: tensor {extra[0]} is in the checkpoint but not in the model built "
-            f"from {config} ({len(extra)} more): {fix}"
+            f"from {config} ({len(extra)} more): {WRONG_CONFIG}"
         )
-    if ckpt.format == ZERO:
-        try:  # strict=False: the tied tensors it lacks are the model's own ties
-            model.load_state_dict(saved, strict=False)
-        except RuntimeError as exc:  # a tensor of another shape
-            first = str(exc).strip().splitlines()[-1].strip()[:300]
-            raise CheckpointError(
-                f"{ckpt.shards} does not fit the model from {config} ({first}): {fix}"
-            ) from None
-        return
+
+
+def _load_zero(model: Any, ckpt: DistributedCheckpoint, saved: dict[str, object]) -> None:
+    """The state dict DeepSpeed's converter gave, into the model."""
+    try:  # strict=False: the tied tensors it lacks are the model's own ties
+        model.load_state_dict(saved, strict=False)
+    except RuntimeError as exc:  # a tensor of another shape
+        first = str(exc).strip().splitlines()[-1].strip()[:300]
+        raise CheckpointError(
+            f"{ckpt.shards} does not fit the model from {ckpt.config_file} ({first}): "
+            f"{WRONG_CONFIG}"
+        ) from None
+
+
+def _load_dcp(
+    model: Any,
+    ckpt: DistributedCheckpoint,
+    own: dict[str, Any],
+    saved: dict[str, object],
+    nested: bool,
+) -> None:
+    """The shards read by torch's reader into the model's own tensors (under ``"model"`` where
+    Accelerate nested them), each tensor's shape compared first."""
+    config = ckpt.config_file
     # the metadata records each tensor's shape: compared before anything is read
     for key, tensor in own.items():
         size = getattr(saved.get(f"{NESTED}.{key}" if nested else key), "size", None)
         if size is not None and tuple(size) != tuple(tensor.shape):
             raise CheckpointError(
                 f"{ckpt.shards}: tensor {key} is {tuple(size)} in the checkpoint and "
-                f"{tuple(tensor.shape)} in the model built from {config}: {fix}"
+                f"{tuple(tensor.shape)} in the model built from {config}: {WRONG_CONFIG}"
             )
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint import logger as dcp_log
@@ -252,7 +283,7 @@ def sharded_model(ckpt: DistributedCheckpoint) -> Any:
 
 
 def distributed_fingerprint(ckpt: DistributedCheckpoint) -> dict[str, object]:
-    from ctxgate.backends.fingerprint import file_digest
+    from ctxgate.api import file_digest
 
     files = [p for p in sorted(ckpt.shards.iterdir()) if p.is_file()]
     files += [ckpt.config_dir / "config.json"]

@@ -9,15 +9,25 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
-from ctxgate.data.haystacks import EssayTokens, essay_tokens, load_essay
+from ctxgate.api import (
+    BuildContext,
+    EssayTokens,
+    Frame,
+    Job,
+    PieceEncoder,
+    Prompt,
+    Sample,
+    TaskSpec,
+    essay_tokens,
+    helmet_order,
+    load_essay,
+    memo,
+    register_all,
+    register_suite,
+)
 from ctxgate.ext.families.babi import make_story
 from ctxgate.ext.families.babilong_files import PROMPTS, Record, input_tokens, load_set, tail
 from ctxgate.ext.families.metrics import BABILONG_MATCH, TASK_LABELS, references
-from ctxgate.memo import memo
-from ctxgate.sources.helmet_files import order
-from ctxgate.tasks.base import BuildContext, Frame, Job, Prompt, Sample, TaskSpec
-from ctxgate.tasks.registration import register_all, register_suite
-from ctxgate.tokens.codec import PieceEncoder
 
 GENERATE = 20  # BABILong's max_new_tokens
 # A label the question does not name, drawn at random: 1 of 6 rooms, 1 of 5 where it names one
@@ -183,7 +193,7 @@ def build_official(split: str, ctx: BuildContext, job: Job) -> Sample:
                 "tokenizer)"
             )
     # a full run takes every record once
-    index = order(len(data.records), ctx.seed)[job.index % len(data.records)]
+    index = helmet_order(len(data.records), ctx.seed)[job.index % len(data.records)]
     record = data.records[index]
     return job.sample(
         _prompt(ctx, split, record),

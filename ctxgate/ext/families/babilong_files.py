@@ -10,9 +10,15 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ctxgate.memo import memo
-from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import DataFile, load_rows, missing_fields, sha256_of_files
+from ctxgate.api import (
+    DataFile,
+    DataNotGiven,
+    DataUnavailable,
+    load_rows,
+    memo,
+    missing_fields,
+    sha256_of_files,
+)
 
 FOLDER = "babilong"
 FIELDS = ("input", "question", "target")

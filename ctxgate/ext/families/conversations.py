@@ -11,9 +11,7 @@ import string
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ctxgate.data import words
-from ctxgate.data.haystacks import HaystackError, load_essay
-from ctxgate.tokens.chat import ChatTurns
+from ctxgate.api import ChatTurns, HaystackError, load_essay, nouns
 
 MAX_ANSWER_CHARS = 240
 PREFIX_CHARS = 10  # OpenAI MRCR's random_string_to_prepend: 10 letters and digits
@@ -126,7 +124,7 @@ def plural(noun: str) -> str | None:
 @lru_cache(maxsize=1)
 def topics() -> tuple[str, ...]:
     """Regular plurals of the 3-12-letter ASCII nouns, as OpenAI MRCR's topics mostly are."""
-    found = (plural(w) for w in words.nouns() if 3 <= len(w) <= 12 and w.isascii())
+    found = (plural(w) for w in nouns() if 3 <= len(w) <= 12 and w.isascii())
     return tuple(dict.fromkeys(p for p in found if p))
 
 

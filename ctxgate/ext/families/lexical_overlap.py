@@ -9,7 +9,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.api import CtxgateError
 
 CHARACTER_PLACEHOLDER = "{CHAR}"
 MAX_SHARED = 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from difflib import SequenceMatcher
 
-from ctxgate.metrics.registry import Metric, Scored
+from ctxgate.api import Metric, Scored
 
 # BABILong's TASK_LABELS for the tasks ctxgate runs: every answer a task's questions can have
 _ROOMS = ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office")

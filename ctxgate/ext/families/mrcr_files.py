@@ -10,10 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.memo import memo
-from ctxgate.sources import door
-from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import DataFile, missing_fields, sha256_of_files, unreadable
+from ctxgate.api import (
+    DataFile,
+    DataNotGiven,
+    DataUnavailable,
+    check_data_file,
+    json_field,
+    memo,
+    missing_fields,
+    sha256_of_files,
+    unreadable,
+)
 
 NEEDLES = (2, 4, 8)
 FIELDS = ("prompt", "answer", "random_string_to_prepend", "n_needles")
@@ -108,7 +115,7 @@ def parse_messages(prompt: object, where: str) -> tuple[tuple[str, str], ...]:
     """A row's ``prompt``: a JSON list of {role: user|assistant, content: text} that starts and
     ends with a user message, with no two assistant messages in a row."""
     field = f"{where}: field prompt"
-    messages = door.json_field(prompt, field, f"restore the file from {HUB}")
+    messages = json_field(prompt, field, f"restore the file from {HUB}")
     if not isinstance(messages, list) or not messages:
         raise _restore(f"{field} is not a list of messages")
     parsed: list[tuple[str, str]] = []
@@ -164,10 +171,10 @@ def load_mrcr(data_dir: str | None, needles: int) -> MrcrFile:
 def _read(path: Path, needles: int, folder: Path) -> Any:
     import datasets  # heavy: only when MRCR's files are read
 
-    from ctxgate.sources.files import _go_offline
+    from ctxgate.api import go_offline
 
-    door.check(path, f"restore the file from {HUB}")
-    _go_offline()
+    check_data_file(path, f"restore the file from {HUB}")
+    go_offline()
     try:
         rows = datasets.load_dataset("parquet", data_files=str(path), split="train")
     except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types

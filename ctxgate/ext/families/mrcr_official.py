@@ -7,15 +7,22 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+from ctxgate.api import (
+    BuildContext,
+    ChatTemplateError,
+    ChatTurns,
+    Job,
+    PieceEncoder,
+    Prompt,
+    Refusal,
+    Sample,
+    TaskTooShort,
+    format_length,
+    helmet_order,
+    memo,
+)
 from ctxgate.ext.families.conversations import PLAIN
 from ctxgate.ext.families.mrcr_files import load_mrcr, mrcr_paths, not_given
-from ctxgate.lengths import format_length
-from ctxgate.memo import memo
-from ctxgate.records.refusal import Refusal
-from ctxgate.sources.helmet_files import order
-from ctxgate.tasks.base import BuildContext, Job, Prompt, Sample, TaskTooShort
-from ctxgate.tokens.chat import ChatTemplateError, ChatTurns
-from ctxgate.tokens.codec import PieceEncoder
 
 # a row this factor off the bin by its characters is not tokenized (GPT-4o prose varies less)
 MARGIN = 1.5
@@ -147,7 +154,7 @@ def pool_size(needles: int, gen: int, ctx: BuildContext, length: int) -> int:
 def build_official(needles: int, ctx: BuildContext, job: Job) -> Sample:
     rows = rows_for(ctx.data_dir, needles, ctx.encoder, ctx.chat, job.length, job.gen)
     data = load_mrcr(ctx.data_dir, needles)
-    row = data.row(rows[order(len(rows), ctx.seed)[job.index % len(rows)]])
+    row = data.row(rows[helmet_order(len(rows), ctx.seed)[job.index % len(rows)]])
     turns = _turns(ctx.encoder, ctx.chat, needles)
     return job.sample(
         Prompt(render_ids(ctx.encoder, turns, row.messages), turns.render(row.messages)),

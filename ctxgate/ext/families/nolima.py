@@ -14,7 +14,22 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ctxgate.data.haystacks import EssayTokens, essay_tokens, load_essay
+from ctxgate.api import (
+    BuildContext,
+    DataNotGiven,
+    DataUnavailable,
+    EssayTokens,
+    Frame,
+    Job,
+    PieceEncoder,
+    Sample,
+    TaskSpec,
+    essay_tokens,
+    load_essay,
+    register,
+    register_suite,
+    seeded_order,
+)
 from ctxgate.ext.families.lexical_overlap import LiteralOverlap, check_pair
 from ctxgate.ext.families.metrics import NOLIMA_ONE_NAME, nolima_references
 from ctxgate.ext.families.nolima_files import (
@@ -30,11 +45,6 @@ from ctxgate.ext.families.nolima_haystack import (
     fit_sentences,
     keyword_pattern,
 )
-from ctxgate.seeding import seeded_order
-from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.tasks.base import BuildContext, Frame, Job, Sample, TaskSpec
-from ctxgate.tasks.registration import register, register_suite
-from ctxgate.tokens.codec import PieceEncoder
 
 DEPTHS = tuple(4 * i for i in range(26))  # np.linspace(0, 100, 26), in percent: 0, 4, ..., 100
 # NoLiMa's SYSTEM_PROMPT, first for every provider but Claude on AWS (vllm, a local model's)
@@ -130,7 +140,8 @@ def build(cases: Cases, ctx: BuildContext, job: Job) -> Sample:
         raise job.essay_ran_out(what, job.length - essay_room + int(lengths.sum()))
     job.need_room(len(kept), 1, "haystack sentences beside the needle")
     units, sizes = _interleave(kept, lengths, fillers, job.rng)
-    context, offset, place, units = _assemble(enc, tokens, units, sizes, depth, needle_ids, room)
+    units, place, first = _fit(enc, tokens, units, sizes, depth, room)
+    context, offset = _assemble(tokens, units, place, first, needle_ids)
     job.need_room(sum(isinstance(u, int) for u in units), 1, "haystack sentences beside the needle")
     texts = {ids: text for text, ids in fillers}
     shown = [tokens.sentences[u] if isinstance(u, int) else texts[u] for u in units]
@@ -171,17 +182,18 @@ def _interleave(
     return units, sizes
 
 
-def _assemble(
+def _fit(
     enc: PieceEncoder,
     tokens: EssayTokens,
     units: list[Unit],
     sizes: list[int],
     depth: int,
-    needle_ids: Sequence[int],
     room: int,
-) -> tuple[array, int, int, list[Unit]]:
-    """The haystack's ids, the needle before the first unit at or past ``depth`` percent
-    (NoLiMa: the first line break past it); its place in tokens and units; the units used."""
+) -> tuple[list[Unit], int, tuple[int, ...]]:
+    """The units that fit ``room``, the last dropped until they do; the needle's place among them,
+    before the first unit at or past ``depth`` percent of their tokens (NoLiMa: the first line
+    break past it); and the first unit's ids, tokenized bare where an essay sentence opens the
+    haystack."""
     while True:
         before = np.concatenate(([0], np.cumsum(np.asarray(sizes, dtype=np.int64))))
         place = int(np.searchsorted(before * 100, depth * before[-1], side="left"))
@@ -189,14 +201,25 @@ def _assemble(
         first = enc.encode(tokens.sentences[opening]) if isinstance(opening, int) else ()
         extra = len(first) - sizes[0] if first else 0
         if not units or before[-1] + extra <= room:
-            break
+            return units, place, first
         units, sizes = units[:-1], sizes[:-1]
+
+
+def _assemble(
+    tokens: EssayTokens,
+    units: Sequence[Unit],
+    place: int,
+    first: Sequence[int],
+    needle_ids: Sequence[int],
+) -> tuple[array, int]:
+    """The haystack's ids, the needle at unit ``place``, ``first`` for the unit that opens it; and
+    the needle's offset in them."""
     context = array("i", first)
     _extend(context, tokens, units[1:place] if place else [])
     offset = len(context)
     context.extend(needle_ids)
     _extend(context, tokens, units[place:])
-    return context, offset, place, units
+    return context, offset
 
 
 def _extend(context: array, tokens: EssayTokens, units: Sequence[Unit]) -> None:

@@ -13,10 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TypeGuard
 
-from ctxgate.memo import memo
-from ctxgate.sources import door
-from ctxgate.sources.errors import DataNotGiven, DataUnavailable
-from ctxgate.sources.files import DataFile, sha256_of
+from ctxgate.api import DataFile, DataNotGiven, DataUnavailable, json_document, memo, sha256_of
 
 OFFICIAL = Path("nolima", "needlesets", "needle_set.json")  # under --data-dir
 CHARACTER = "{CHAR}"  # the needle's placeholder for the name drawn per sample
@@ -97,7 +94,7 @@ def _read(source: str, project: bool) -> NeedleSet:
         raw = resources.files(__package__).joinpath(PROJECT).read_bytes()
         doc = json.loads(raw.decode("utf-8"))
         return NeedleSet(parse(doc, source), source, hashlib.sha256(raw).hexdigest())
-    doc = door.json_document(Path(source), f"restore the file ({FETCH})")
+    doc = json_document(Path(source), f"restore the file ({FETCH})")
     return NeedleSet(parse(doc, source), source, sha256_of(Path(source)))
 
 

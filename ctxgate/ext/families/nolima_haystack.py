@@ -12,10 +12,9 @@ import weakref
 
 import numpy as np
 
-from ctxgate.data.haystacks import EssayTokens
+from ctxgate.api import EssayTokens, PieceEncoder
 from ctxgate.ext.families.lexical_overlap import fold, overlap
 from ctxgate.ext.families.nolima_files import CHARACTER, NeedleCase
-from ctxgate.tokens.codec import PieceEncoder
 
 # Everyday sentences about the record's other characters, tied to no answer of any question, with
 # no content word of the project's questions and needles (``usable_fillers`` checks each case).

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxgate.hookspec import hookimpl
+from ctxgate.api import ReportSection, hookimpl
 
 if TYPE_CHECKING:
-    from ctxgate.metrics.registry import Metric
-    from ctxgate.records.schema import Report
-    from ctxgate.sources.files import DataFile
+    from ctxgate.api import DataFile, Metric, Report
 
 
 @hookimpl
@@ -33,16 +31,17 @@ def ctxgate_data_files() -> list[DataFile]:
 
 
 @hookimpl
-def ctxgate_report_notes(report: Report, place: str) -> list[str]:
+def ctxgate_report_sections(report: Report) -> list[ReportSection]:
     """How many NoLiMa-style answers named another of the record's characters (each scored 0)."""
     from .metrics import NAMED_OTHERS
 
     cases = [c for c in report.cases if NAMED_OTHERS in c.parts]
     named = sum(round(c.parts[NAMED_OTHERS] * c.n / 100) for c in cases)
-    if place != "run" or not named:
+    if not named:
         return []
-    return [
+    line = (
         f"NoLiMa-style: {named} of {sum(c.n for c in cases)} answers named another of the "
         "record's characters, each scored 0 (NoLiMa's own rule: ctxgate rescore "
         "REPORT.predictions.jsonl --metric nolima_contains)"
-    ]
+    )
+    return [ReportSection("families", "NoLiMa-style names", (line,))]

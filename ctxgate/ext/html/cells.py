@@ -13,9 +13,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ctxgate.api import CaseRecord, GroupScore, no_score_word
 from ctxgate.ext.html.samples import case_key
-from ctxgate.records.schema import CaseRecord, GroupScore
-from ctxgate.report.tables import no_score_word
 
 VIRIDIS = tuple(
     "#440154 #470d60 #48186a #482374 #472d7b #453781 #424086 #3e4989 #3b528b #375b8d #33638d "

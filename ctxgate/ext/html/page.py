@@ -18,6 +18,24 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from ctxgate.api import (
+    COST_NOTE,
+    DEPTHS,
+    EffectiveLength,
+    Prediction,
+    Report,
+    ReportSection,
+    category_label,
+    chances,
+    cost_line,
+    cost_rows,
+    effective_lengths,
+    format_length,
+    in_registry_order,
+    membership,
+    suite_label,
+    to_json,
+)
 from ctxgate.ext.html.cells import (
     VIRIDIS,
     case_cell,
@@ -31,19 +49,6 @@ from ctxgate.ext.html.cells import (
 )
 from ctxgate.ext.html.samples import DepthGrid, by_case, case_key, depth_grids, page_row
 from ctxgate.ext.html.versus import comparison, trend
-from ctxgate.hooks import flat, hook
-from ctxgate.lengths import format_length
-from ctxgate.records.schema import EffectiveLength, Prediction, Report, to_json
-from ctxgate.report.tables import (
-    COST_NOTE,
-    chances,
-    cost_line,
-    cost_rows,
-    effective_lengths,
-    in_registry_order,
-)
-from ctxgate.tasks.niah import DEPTHS
-from ctxgate.tasks.registry import category_label, membership, suite_label
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,7 @@ def render(page: PageInput) -> str:
         helmet_categories(report),
         effective_table(report),
         cost_table(report),
+        *map(section_table, report.sections),
         depths(page.rows),
         comparison(report, page.rows, page.baseline_rows, page.baseline_path),
         trend(page.trend),
@@ -121,7 +127,7 @@ def _header(report: Report, report_name: str) -> str:
         ("Samples per case", run.samples),
         ("Seed", run.seed),
         ("Cost", cost_line(report.cost).removeprefix("Cost: ") if report.cost else None),
-        *flat(hook().ctxgate_report_facts(report=report)),
+        *((s.title, " ".join(s.lines)) for s in report.sections if s.lines),
         ("Chat template", run.chat_template),
         ("Overrides", json.dumps(run.model_overrides) if run.model_overrides else None),
         ("Created", report.created),
@@ -286,6 +292,19 @@ def cost_table(report: Report) -> str:
     body = "".join(f'<tr><th scope="row">{e(r[0])}</th>{c}</tr>' for r, c in zip(rows, cells))
     grid = table("", "Cost per case and length", col_heads(*map(e, head)), body)
     return section("cost", "Cost", f'<p class="note">Per case: {e(note)}.</p>{grid}')
+
+
+def section_table(part: ReportSection) -> str:
+    """An extra's table (``Report.sections``), under its title."""
+    if not part.table:
+        return ""
+    head, *rows = part.table
+    body = "".join(
+        f'<tr><th scope="row">{e(r[0])}</th>{"".join(f"<td>{e(c)}</td>" for c in r[1:])}</tr>'
+        for r in rows
+    )
+    grid = table("", part.title, col_heads(*map(e, head)), body)
+    return section(f"extra-{part.extra}", part.title, grid)
 
 
 def depths(rows: Sequence[Prediction]) -> str:

@@ -6,12 +6,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ctxgate.hookspec import hookimpl
-from ctxgate.records.io import Beside, predictions_path, read_predictions, read_report
+from ctxgate.api import Beside, hookimpl, predictions_path, read_predictions, read_report
 
 if TYPE_CHECKING:
-    from ctxgate.gate.baseline import Baseline
-    from ctxgate.records.schema import Prediction, Report
+    from ctxgate.api import Baseline, Prediction, Report
 
 
 @hookimpl

@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ctxgate.records.schema import Prediction
-from ctxgate.tasks.niah import DEPTHS
-from ctxgate.tasks.registry import UnknownTask, get_task
+from ctxgate.api import DEPTHS, Prediction, UnknownTask, get_task
 
 # a sample counts as right at half its metric or more (per-sample scores are in 0..1)
 RIGHT = 0.5

@@ -7,22 +7,25 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from ctxgate.ext.html.page import PageInput, render
-from ctxgate.gate.baseline import comparison_entry, describe
-from ctxgate.gate.thresholds import thresholds_here
-from ctxgate.records.io import (
+from ctxgate.api import (
+    BASELINE,
+    THRESHOLDS,
+    CtxgateError,
+    Prediction,
+    Report,
     ReportFileError,
     atomic_write_all,
+    comparison_entry,
+    describe_comparison,
+    diff_reports,
+    load_points,
     predictions_path,
     read_predictions,
     read_report,
+    task_names,
+    thresholds_here,
 )
-from ctxgate.records.refusal import CtxgateError
-from ctxgate.records.schema import Prediction, Report
-from ctxgate.run.options import BASELINE, THRESHOLDS
-from ctxgate.tasks.registry import task_names
-from ctxgate.workflows.diff import diff_reports
-from ctxgate.workflows.trend import load_points
+from ctxgate.ext.html.page import PageInput, render
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -62,7 +65,7 @@ def build(args: argparse.Namespace) -> str:
                 r.tolerance,
                 confidence,
                 r.verdict == "REGRESSED",
-                describe(r.result, r.tolerance),
+                describe_comparison(r.result, r.tolerance),
             )
             for r in diff.rows
             if r.result is not None

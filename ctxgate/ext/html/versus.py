@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ctxgate.api import Prediction, Report, format_length
 from ctxgate.ext.html.cells import (
     col_heads,
     colour,
@@ -16,8 +17,6 @@ from ctxgate.ext.html.cells import (
     table,
 )
 from ctxgate.ext.html.samples import Flip, case_key, flips
-from ctxgate.lengths import format_length
-from ctxgate.records.schema import Prediction, Report
 
 FLIPS_SHOWN = 200  # per direction; the count says how many there are
 

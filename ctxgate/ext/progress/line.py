@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ctxgate.run.progress import Progress
+from ctxgate.api import Progress
 
 
 def eta_seconds(p: Progress) -> float | None:

@@ -1,9 +1,14 @@
-"""``--progress``: the live line's option, and the pytest plugin that draws it."""
+"""``--progress``: the live line's option, read into the plan, and the run plugin that draws it
+(``pytest_plugin.py``)."""
 
 from __future__ import annotations
 
-from ctxgate.hookspec import hookimpl
-from ctxgate.run.options import Option, OptionGroup
+from typing import TYPE_CHECKING
+
+from ctxgate.api import Get, Option, OptionGroup, Plan, hookimpl
+
+if TYPE_CHECKING:
+    import pytest
 
 NAME = "progress"
 PROGRESS = Option(
@@ -21,5 +26,12 @@ def ctxgate_option_groups() -> list[OptionGroup]:
 
 
 @hookimpl
-def ctxgate_pytest_plugins() -> list[str]:
-    return [f"{__package__}.pytest_plugin"]
+def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, str]:
+    return NAME, PROGRESS.read(get(PROGRESS.dest))
+
+
+@hookimpl
+def ctxgate_run_plugin(plan: Plan, config: pytest.Config) -> object | None:
+    from .pytest_plugin import run_plugin
+
+    return run_plugin(plan, config, shown=plan.extras.get(NAME, PROGRESS.default) != "off")

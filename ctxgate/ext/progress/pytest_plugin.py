@@ -1,7 +1,7 @@
 """Live progress: one status line on the terminal shows each running case, its samples done /
 total, tokens per second and an ETA. Under xdist, which carries no messages from a worker during
-a test, each worker writes a JSON file per running case for the controller to read. The cases
-plugin tells the listener in the stash (``PROGRESS_KEY``) where each case stands."""
+a test, each worker writes a JSON file per running case for the controller to read. The spine
+tells the run plugin where each case stands (``ctxgate_progress``)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,9 @@ from typing import Any
 
 import pytest
 
-from ctxgate.run.progress import Progress
-from ctxgate_plugins.cases import PROGRESS_KEY
-from ctxgate_plugins.options import PLAN_KEY, refusals_are_usage_errors
+from ctxgate.api import Plan, Progress, hookimpl
 
 from .line import status_line
-from .plugin import PROGRESS
 
 # seconds between redraws and file writes
 INTERVAL = float(os.environ.get("CTXGATE_PROGRESS_INTERVAL", "0.5"))
@@ -153,6 +150,14 @@ class LiveLine:
         if self.folder is not None:
             node.workerinput["ctxgate_progress_dir"] = str(self.folder)
 
+    @hookimpl
+    def ctxgate_progress(self, progress: Progress) -> None:
+        """In one process: the running cases, straight onto the line."""
+        if progress.over:
+            self.local.pop(progress.case, None)
+        else:
+            self.local[progress.case] = progress
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if self.folder is None:
             self.start(len(session.items))
@@ -168,19 +173,6 @@ class LiveLine:
         session.config.pluginmanager.unregister(self)
 
 
-class LocalReporter:
-    """In one process: the running cases, straight onto the line."""
-
-    def __init__(self, live: LiveLine) -> None:
-        self.live = live
-
-    def __call__(self, progress: Progress) -> None:
-        self.live.local[progress.case] = progress
-
-    def end(self, case: str) -> None:
-        self.live.local.pop(case, None)
-
-
 class FileReporter:
     """On an xdist worker: each running case in a file, rewritten at most every INTERVAL s."""
 
@@ -191,7 +183,11 @@ class FileReporter:
     def path(self, case: str) -> Path:
         return self.folder / f"{self.worker}.{case}.json"
 
-    def __call__(self, progress: Progress) -> None:
+    @hookimpl
+    def ctxgate_progress(self, progress: Progress) -> None:
+        if progress.over:
+            self.end(progress.case)
+            return
         now = time.monotonic()
         if now - self.last.get(progress.case, 0.0) < INTERVAL and progress.done < progress.total:
             return
@@ -207,27 +203,23 @@ class FileReporter:
         self.path(case).unlink(missing_ok=True)
 
 
-@pytest.hookimpl(trylast=True)
-@refusals_are_usage_errors
-def pytest_configure(config: pytest.Config) -> None:
+def run_plugin(plan: Plan, config: pytest.Config, shown: bool) -> LiveLine | FileReporter | None:
+    """The line on the controller's terminal (``shown``: --progress asks for one), or on an xdist
+    worker the files its cases write for it."""
     if (workerinput := getattr(config, "workerinput", None)) is not None:
-        if folder := workerinput.get("ctxgate_progress_dir"):
-            config.stash[PROGRESS_KEY] = FileReporter(Path(folder), workerinput["workerid"])
-        return
+        folder = workerinput.get("ctxgate_progress_dir")
+        return FileReporter(Path(folder), workerinput["workerid"]) if folder else None
     if (
-        not config.stash[PLAN_KEY].model.model
-        or PROGRESS.read(config.getoption(PROGRESS.dest)) == "off"
+        not plan.model.model
+        or not shown
         or config.pluginmanager.get_plugin("terminalreporter") is None
         or config.getoption("collectonly")
         or not _is_terminal()
     ):
-        return
+        return None
     xdist = bool(config.getoption("numprocesses", None)) and config.getoption("dist", "no") != "no"
     folder = Path(tempfile.mkdtemp(prefix="ctxgate-progress-")) if xdist else None
-    live = LiveLine(config.get_terminal_writer(), os.dup(sys.stdout.fileno()), folder)
-    config.pluginmanager.register(live, "ctxgate-live-progress")
-    if folder is None:
-        config.stash[PROGRESS_KEY] = LocalReporter(live)
+    return LiveLine(config.get_terminal_writer(), os.dup(sys.stdout.fileno()), folder)
 
 
 def _is_terminal() -> bool:

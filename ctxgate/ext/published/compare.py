@@ -12,11 +12,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ctxgate.api import (
+    COMPAT_TASKS,
+    GroupScore,
+    Report,
+    all_tasks,
+    category_label,
+    membership,
+    z_value,
+)
+from ctxgate.ext.published.records import PublishedLength, PublishedRow
 from ctxgate.ext.published.scores import Published
-from ctxgate.records.schema import GroupScore, PublishedLength, PublishedRow, Report
-from ctxgate.stats.intervals import z_value
-from ctxgate.tasks.helmet_compat import COMPAT_TASKS
-from ctxgate.tasks.registry import all_tasks, category_label, membership
 
 Z = z_value(0.95)
 Verdict = Literal["within", "outside", "settings differ"]

@@ -1,11 +1,11 @@
-"""A run against the papers' published numbers, in words: the terminal's lines and the Markdown
-report's table."""
+"""A run against the papers' published numbers, in words (``ctxgate published``'s lines), and as
+the report's section: its table, a row per measure and length, and its notes."""
 
 from __future__ import annotations
 
-from ctxgate.lengths import format_length
-from ctxgate.records.schema import PublishedLength, Reference, Report
-from ctxgate.report.tables import md_row
+from ctxgate.api import ReportSection, format_length
+
+from .records import PublishedLength, Reference
 
 
 def _measured(e: PublishedLength) -> str:
@@ -49,24 +49,20 @@ def _reference_notes(section: Reference) -> list[str]:
     return notes + [f"band: the measured interval ±{a:g} points ({why})" for a, why in allowances]
 
 
-def markdown_lines(report: Report) -> list[str]:
-    section = report.reference
-    if not section or not section.rows:
-        return []
-    out = ["", f"#### Against the published numbers for {section.model} ({section.matched})", ""]
-    out += [
-        "| measure | length | published | measured (95% CI) | difference | verdict |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in section.rows:
+def section(reference: Reference) -> ReportSection:
+    """The report's section: a row per measure and length, with its verdict, and the notes."""
+    head = ("measure", "length", "published", "measured (95% CI)", "difference", "verdict")
+    rows = [head]
+    for row in reference.rows:
         for e in row.lengths:
-            cells = [f"{row.label} ({row.table})", format_length(e.length), f"{e.published:.1f}"]
+            cells = (f"{row.label} ({row.table})", format_length(e.length), f"{e.published:.1f}")
             if e.verdict == "not measured":
-                cells += ["—", "—", "not measured"]
-            else:
-                verdict = f"{e.verdict} {_interval(e.band)}"
-                if e.verdict == "settings differ":
-                    verdict = f"settings differ: {'; '.join(e.differs)}"
-                cells += [_measured(e), f"{e.difference or 0.0:+.1f}", verdict]
-            out.append(md_row(cells))
-    return out + [""] + [f"- {line}" for line in _reference_notes(section)]
+                rows.append((*cells, "—", "—", "not measured"))
+                continue
+            verdict = f"{e.verdict} {_interval(e.band)}"
+            if e.verdict == "settings differ":
+                verdict = f"settings differ: {'; '.join(e.differs)}"
+            rows.append((*cells, _measured(e), f"{e.difference or 0.0:+.1f}", verdict))
+    said = f"Against the published numbers for {reference.model} ({reference.matched})"
+    lines = (f"{said}: a row per measure and length below", *_reference_notes(reference))
+    return ReportSection("published", "Published numbers", lines, tuple(rows))

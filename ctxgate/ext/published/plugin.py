@@ -9,14 +9,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ctxgate.hookspec import hookimpl
-from ctxgate.run.options import Get, Option, OptionGroup
+from ctxgate.api import Get, Option, OptionGroup, ReportSection, Slot, hookimpl
 
 if TYPE_CHECKING:
-    from ctxgate.gate.plan import Plan
-    from ctxgate.records.schema import Report
+    from ctxgate.api import Plan, Report
 
 NAME = "published"
 REFERENCE = Option(
@@ -99,9 +97,16 @@ def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, ReferenceSettings] 
 
 
 @hookimpl
-def ctxgate_report_header(plan: Plan, place: str) -> list[str]:
+def ctxgate_slots() -> tuple[Slot, ...]:
+    from .records import SLOTS
+
+    return SLOTS
+
+
+@hookimpl
+def ctxgate_plan_lines(plan: Plan) -> list[str]:
     ref = _section(plan)
-    if ref is None or place != "run":
+    if ref is None:
         return []
     return [
         f"ctxgate reference: the papers' published numbers for {ref.model} ({ref.how}; "
@@ -110,29 +115,22 @@ def ctxgate_report_header(plan: Plan, place: str) -> list[str]:
 
 
 @hookimpl
-def ctxgate_report_fields(report: Report, plan: Plan) -> dict[str, Any]:
-    """The report's ``reference`` section."""
-    from ctxgate.records.schema import Reference
-
+def ctxgate_report_record(report: Report, plan: Plan) -> dict[str, object]:
+    """The report's ``reference`` slot."""
     from .compare import compare
+    from .records import REFERENCE, Reference
     from .scores import rows_for
 
     ref = _section(plan)
     if ref is None or ref.model is None:
         return {}
-    return {"reference": Reference(ref.model, ref.how, tuple(compare(report, rows_for(ref.model))))}
+    return {REFERENCE: Reference(ref.model, ref.how, tuple(compare(report, rows_for(ref.model))))}
 
 
 @hookimpl
-def ctxgate_terminal_lines(report: Report) -> list[str]:
-    from . import lines
+def ctxgate_report_sections(report: Report) -> list[ReportSection]:
+    from .lines import section
+    from .records import REFERENCE, Reference
 
-    section = report.reference
-    return lines.published_lines(section) if section and section.rows else []
-
-
-@hookimpl
-def ctxgate_markdown_lines(report: Report) -> list[str]:
-    from . import lines
-
-    return lines.markdown_lines(report)
+    found = report.extras.get(REFERENCE)
+    return [section(found)] if isinstance(found, Reference) and found.rows else []

@@ -10,9 +10,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from ctxgate.api import CtxgateError, format_length
 from ctxgate.ext.published.scores import Published, resolve, rows_for
-from ctxgate.lengths import format_length
-from ctxgate.records.refusal import CtxgateError
 
 GPU_GB = 80  # one H100 or A100 80GB
 HEADROOM = 1.3  # weights plus a 128K KV cache and activations, as a share of the bf16 weights

@@ -12,8 +12,7 @@ from types import MappingProxyType
 
 import tomllib
 
-from ctxgate.lengths import parse_length
-from ctxgate.records.refusal import CtxgateError
+from ctxgate.api import CtxgateError, parse_length
 
 
 @dataclass(frozen=True)

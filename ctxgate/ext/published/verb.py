@@ -6,13 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ctxgate.api import CtxgateError, format_length, read_report
 from ctxgate.ext.published.compare import compare, measure_label
 from ctxgate.ext.published.lines import published_lines
+from ctxgate.ext.published.records import Reference
 from ctxgate.ext.published.scores import all_published, resolve, rows_for
-from ctxgate.lengths import format_length
-from ctxgate.records.io import read_report
-from ctxgate.records.refusal import CtxgateError
-from ctxgate.records.schema import Reference
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -10,35 +10,32 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import os
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxgate.backends.base import (
+from ctxgate.api import (
     TOKENS_IN_FLIGHT,
     BackendDown,
     Generation,
     GenerationParams,
+    HFTokenizer,
+    ModelSpec,
+    RawTokenizer,
     Request,
+    Served,
     Window,
     Withdrawn,
 )
-from ctxgate.backends.hf import BackendError
-from ctxgate.records.refusal import Unreachable
-from ctxgate.run.loading import ModelSpec, Served
-from ctxgate.tokens.tokenizers import HFTokenizer, RawTokenizer
 
 from .connection import connect, disconnect, first_line
-from .replica import ReplicaInfo, ReplicaWorker
+from .placement import Placement
+from .replica import ReplicaInfo
 from .settings import of
 
 MAX_TRIES = 3  # replicas a request may lose before the run stops trusting the cluster with it
-# a replica placed and loaded
-START_TIMEOUT_S = float(os.environ.get("CTXGATE_RAY_START_TIMEOUT", "900"))
 # the replicas' servers stopping (VLLMServer.stop waits up to 30 s for its processes)
 STOP_TIMEOUT_S = 60.0
 # the next case's samples queue while the current one finishes: no replica idles between cases
@@ -112,109 +109,21 @@ class RayPool:
         self._thread = threading.Thread(target=self._dispatch, name="ctxgate-ray", daemon=True)
         self._thread.start()
 
-    def has_thinking_budget(self) -> bool:
-        """Whether every replica's server closes a thought at a budget itself."""
-        return all(r.info.facts.get("has_thinking_budget") for r in self.replicas)
+    def own_thinking_budget(self) -> bool:
+        """Whether every replica's engine closes a thought at a budget itself (each asked where
+        it loaded, ``ReplicaInfo.own_thinking_budget``)."""
+        return all(r.info.own_thinking_budget for r in self.replicas)
 
     def _place(self, spec: ModelSpec, served: Served | None, replicas: int | None) -> None:
-        import ray
-
-        resource = self.resource
-        total = ray.cluster_resources().get(resource, 0)
         served = served if served is not None and served.launch is not None else None
         # units a replica's server spans
         size = served.launch.tensor_parallel if served and served.launch else 1
-        count = int(total) // size if replicas is None else min(int(total) // size, replicas)
-        if count < 1:
-            have = ", ".join(
-                sorted(k for k in ray.cluster_resources() if "node:" not in k and "memory" not in k)
-            )
-            lacks = (
-                f"no {resource!r} resource"
-                if size == 1
-                else f"fewer than {size} {resource!r} (--tp {size})"
-            )
-            raise Unreachable(
-                f"the Ray cluster at {self.address} has {lacks} for a model replica (it has: "
-                f"{have}); pass --ray-resource with one its nodes have, e.g. --ray-resource CPU on "
-                "nodes without GPUs"
-            )
-        # replicas that start servers of their own have them stopped before the kill; a server's
-        # replica takes its --concurrency requests at once (the engine batches them), a model in
-        # the actor's own process one
+        placement = Placement(self.address, self.resource, size, replicas)
+        # replicas that start servers of their own have them stopped before the kill
         self._servers = served is not None
-        takes = {"GPU": {"num_gpus": size, "num_cpus": 0}, "CPU": {"num_cpus": size}}.get(
-            resource, {"num_cpus": 0, "resources": {resource: size}}
-        )
-        concurrency = served.endpoint.concurrency if served else 1
-        # Ray's stubs do not follow .options()
-        actor: Any = ray.remote(ReplicaWorker).options(
-            max_restarts=0, max_concurrency=concurrency, **takes
-        )
-        free = ray.available_resources().get(resource, 0)  # what other work left the run
-        handles = [actor.remote() for _ in range(count)]
-        deadline = time.monotonic() + START_TIMEOUT_S
-        # placed: the constructor ran, so Ray granted the resource; then each loads the model
-        asked = {h.placed.remote(): h for h in handles}
-        placed, _ = ray.wait(list(asked), num_returns=len(asked), timeout=START_TIMEOUT_S)
-        loading: dict[Any, tuple[Any, str]] = {}
-        # the cause: where (replicas on one node usually fail alike)
-        failed: dict[str, list[str]] = {}
-        for ref in placed:
-            try:
-                ip, node, _ = ray.get(ref)
-            except ray.exceptions.RayError as exc:
-                failed.setdefault(f"its process died ({first_line(exc)})", []).append("a node")
-                continue
-            where = f"node {ip} ({node[:12]})"
-            loading[asked[ref].load.remote(spec, served, os.getcwd())] = (asked[ref], where)
-        left = max(0.0, deadline - time.monotonic())
-        ready, slow = ray.wait(list(loading), num_returns=len(loading), timeout=left)
-        for ref in ready:
-            handle, where = loading[ref]
-            try:
-                info = ray.get(ref)
-            except ray.exceptions.RayError as exc:
-                failed.setdefault(f"its process died ({first_line(exc)})", []).append(where)
-                continue
-            if info.error:
-                failed.setdefault(info.error, []).append(where)
-            else:
-                self.replicas.append(_Replica(handle, info))
-        # the rest are of no use: its server, if a replica started one, stopped when its load failed
-        kept = {id(r.handle) for r in self.replicas}
-        for handle in handles:
-            if id(handle) not in kept:
-                ray.kill(handle)
-        if failed:
-            raise BackendError(
-                "; ".join(
-                    f"the model replica on {', '.join(dict.fromkeys(where))} could not load the "
-                    f"model: {cause}"
-                    for cause, where in failed.items()
-                )
-            )
-        if self.replicas:
-            return
-        late = f"set CTXGATE_RAY_START_TIMEOUT higher than {START_TIMEOUT_S:g}s"
-        if slow:
-            nodes = ", ".join(dict.fromkeys(loading[ref][1] for ref in slow))
-            raise Unreachable(
-                f"loading the model on {nodes} took longer than {START_TIMEOUT_S:g}s (the "
-                f"replicas were placed, their {resource!r} granted); {late}"
-            )
-        asked_for = f"the cluster has {total:g} of it, {total - free:g} taken by other work"
-        if free >= size:  # a replica's share was free: its process had not started in time
-            raise Unreachable(
-                f"no model replica was placed on the Ray cluster at {self.address} within "
-                f"{START_TIMEOUT_S:g}s: {asked_for} when the run asked, so the run's own {count} "
-                f"replica(s) were still starting; {late}"
-            )
-        raise Unreachable(
-            f"no model replica was placed on the Ray cluster at {self.address} within "
-            f"{START_TIMEOUT_S:g}s: waiting for a {resource!r} resource, {asked_for}; free "
-            f"them, or {late}"
-        )
+        for handle, info in placement.load(spec, served):  # kept as loaded: released on an error
+            self.replicas.append(_Replica(handle, info))
+        placement.check(loaded=bool(self.replicas))
 
     def describe(self) -> dict[str, object]:
         return dict(self._first.description)

@@ -11,7 +11,7 @@ import socket
 import threading
 from typing import Any
 
-from ctxgate.records.refusal import Unreachable
+from ctxgate.api import Unreachable
 
 LOCAL = "local"  # --ray local: a cluster of this machine, started for the run and stopped with it
 # a head that is up accepts a connection at once: no answer in this long is none

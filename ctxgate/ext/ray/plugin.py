@@ -6,15 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxgate.hookspec import hookimpl
-from ctxgate.run.options import Get, OptionGroup
+from ctxgate.api import Get, OptionGroup, Placement, hookimpl
 
 from .settings import NAME, RAY, RAY_RESOURCE, RaySettings, of, read
 
 if TYPE_CHECKING:
-    from ctxgate.backends.base import Backend
-    from ctxgate.gate.plan import Plan
-    from ctxgate.run.loading import ModelSpec, Served
+    from ctxgate.api import Backend, ModelSpec, Plan, Served
 
 
 @hookimpl
@@ -36,33 +33,22 @@ def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, RaySettings] | None
 
 
 @hookimpl
-def ctxgate_places_replicas(spec: ModelSpec) -> str | None:
+def ctxgate_placement(spec: ModelSpec) -> Placement | None:
+    """The model as replicas on the cluster's nodes: every case runs from this one pytest
+    process; bisect probes a checkpoint per replica the cluster holds, each round."""
     ray = of(spec)
     if ray is None:
         return None
-    return (
-        f"--ray {ray.address} runs every case from this one pytest process, on the cluster's "
-        "replicas"
-    )
 
+    def slots() -> int:
+        from .connection import slots
 
-@hookimpl
-def ctxgate_model_slots(spec: ModelSpec) -> int | None:
-    """A probe per replica the cluster holds, each round."""
-    ray = of(spec)
-    if ray is None:
-        return None
-    from .connection import slots
+        return slots(ray.address, ray.resource)
 
-    return slots(ray.address, ray.resource)
+    def open_pool(served: Served | None, replicas: int | None) -> Backend:
+        from .cluster import RayPool
 
+        return RayPool(spec, served, replicas)
 
-@hookimpl
-def ctxgate_open_backend(
-    spec: ModelSpec, served: Served | None, replicas: int | None
-) -> Backend | None:
-    if of(spec) is None:
-        return None
-    from .cluster import RayPool
-
-    return RayPool(spec, served, replicas)
+    why = f"--ray {ray.address} runs every case from this one pytest process, on the cluster's "
+    return Placement(why + "replicas", slots, open_pool)

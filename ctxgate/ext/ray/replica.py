@@ -11,10 +11,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.base import Generation, GenerationParams, Request, Window, window_of
-from ctxgate.backends.vllm_server import VLLMServer
-from ctxgate.hooks import hook
-from ctxgate.run.loading import ModelSpec, Served, load_backend
+from ctxgate.api import (
+    Generation,
+    GenerationParams,
+    ModelSpec,
+    Request,
+    Served,
+    VLLMServer,
+    Window,
+    load_backend,
+    own_thinking_budget,
+    window_of,
+)
 
 
 @dataclass(frozen=True)
@@ -35,8 +43,8 @@ class ReplicaInfo:
     concurrency: int = 1
     # what a server says it serves (the report's model_fingerprint)
     fingerprint: dict[str, object] | None = None
-    # what the extras asked of its backend where it loaded (``hookspec.ctxgate_backend_facts``)
-    facts: dict[str, object] = field(default_factory=dict)
+    # its engine closes a thought at the run's thinking budget itself (asked where one is set)
+    own_thinking_budget: bool = False
 
 
 class ReplicaWorker:
@@ -64,9 +72,7 @@ class ReplicaWorker:
             if served is not None and served.launch is not None:
                 served = self._own_server(served)
             self.backend = b = load_backend(spec, served)
-            facts: dict[str, object] = {}
-            for answers in hook().ctxgate_backend_facts(spec=spec, backend=b):
-                facts |= answers
+            own_budget = spec.thinking_budget is not None and own_thinking_budget(b)
         except Exception as exc:  # noqa: BLE001 - the replica's one-line cause
             # a server started for a model that then failed to load is of no use to anyone
             self.stop()
@@ -81,7 +87,7 @@ class ReplicaWorker:
             weights_problem=getattr(b, "weights_problem", None),
             concurrency=max(1, int(getattr(b, "concurrency", 1))),
             fingerprint=getattr(b, "fingerprint", None),
-            facts=facts,
+            own_thinking_budget=own_budget,
         )
 
     def _own_server(self, served: Served) -> Served:

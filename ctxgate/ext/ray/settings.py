@@ -7,10 +7,10 @@ import importlib.util
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ctxgate.run.options import Get, Option, OptionError
+from ctxgate.api import Get, Option, OptionError
 
 if TYPE_CHECKING:
-    from ctxgate.run.loading import ModelSpec
+    from ctxgate.api import ModelSpec
 
 NAME = "ray"
 RAY = Option(

@@ -11,9 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxgate.backends.checkpoint import CheckpointError, read_json
-from ctxgate.backends.model_config import ConfigChanges, rope_key, window
-from ctxgate.values import did_you_mean, is_finite, is_whole
+from ctxgate.api import (
+    CheckpointError,
+    ConfigChanges,
+    config_window,
+    did_you_mean,
+    is_finite,
+    is_whole,
+    read_json,
+    rope_key,
+)
 
 from .rules import (
     MAX_POSITIONS,
@@ -167,7 +174,7 @@ def applied(folder: str | Path, overrides: ConfigOverrides) -> tuple[dict[str, o
     result = {**config, **changes}
     if any(key in changes for key in (*ROPE_DICTS, "partial_rotary_factor")):
         _check_rope_in(result, overrides)
-    covered = window(result)
+    covered = config_window(result)
     if covered is not None and covered > MAX_POSITIONS:
         raise OverrideError(
             f"{_flags(overrides)} give a window of {covered:,} positions, more than "

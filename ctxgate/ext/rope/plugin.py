@@ -9,13 +9,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctxgate.hookspec import hookimpl
-from ctxgate.run.options import Get, Option, OptionGroup
+from ctxgate.api import Get, Option, OptionGroup, hookimpl
 
 if TYPE_CHECKING:
-    from ctxgate.backends.model_config import ConfigChanges
-    from ctxgate.gate.plan import Plan
-    from ctxgate.run.loading import ModelSpec
+    from ctxgate.api import ConfigChanges, ModelSpec, Plan
 
     from .overrides import ConfigOverrides
 
@@ -80,8 +77,8 @@ def ctxgate_model_changes(spec: ModelSpec) -> dict[str, Any]:
 
 
 @hookimpl
-def ctxgate_report_header(plan: Plan, place: str) -> list[str]:
+def ctxgate_plan_lines(plan: Plan) -> list[str]:
     overrides = _section(plan.model)
-    if overrides is None or place != "model":
+    if overrides is None:
         return []
     return [f"ctxgate model config overrides: {json.dumps(overrides.describe())}"]

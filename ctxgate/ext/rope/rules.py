@@ -10,8 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ctxgate.records.refusal import CtxgateError
-from ctxgate.values import did_you_mean, is_finite, is_number, is_whole
+from ctxgate.api import CtxgateError, did_you_mean, is_finite, is_number, is_whole
 
 YARN_OPTIONAL = (
     "original_max_position_embeddings attention_factor beta_fast beta_slow mscale mscale_all_dim "

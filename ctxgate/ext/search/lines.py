@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ctxgate.lengths import format_length
-from ctxgate.records.schema import CaseRecord, Report, SearchRecord
-from ctxgate.report.tables import in_registry_order
+from ctxgate.api import CaseRecord, Report, format_length, in_registry_order
+
+from .records import SEARCH_SLOT, SearchRecord
 
 
 def _lengths(lengths: Sequence[int]) -> str:
@@ -53,14 +53,14 @@ def search_line(search: SearchRecord, cases: Sequence[CaseRecord]) -> str:
 
 def sequential_line(report: Report) -> str | None:
     """How many cases --sequential stopped early, what it saved, and what an early mean is."""
-    if seq := [c.sequential for c in report.cases if c.sequential]:
-        drawn = sum(c.n for c in report.cases if c.sequential)  # every sample scored, in flight too
+    if seq := [c.stop for c in report.cases if c.stop]:
+        drawn = sum(c.n for c in report.cases if c.stop)  # every sample scored, in flight too
         budget = sum(s.budget for s in seq)
         early = sum(1 for s in seq if s.early)
         counts = (
             "counts as effective only where RULER's average's own test decided it "
             "(--search-effective-length)"
-            if report.search
+            if isinstance(report.extras.get(SEARCH_SLOT), SearchRecord)
             else "never counts as effective"
         )
         return (

@@ -5,18 +5,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ctxgate.hookspec import hookimpl
-from ctxgate.run.options import Get, Option, OptionError, OptionGroup, positive, whole
+from ctxgate.api import (
+    Get,
+    Option,
+    OptionError,
+    OptionGroup,
+    ReportSection,
+    Slot,
+    hookimpl,
+    positive,
+    whole,
+)
+
+from .records import SEARCH_SLOT, SEQUENTIAL_SLOT, SLOTS, SearchRecord, SequentialSettings
 
 if TYPE_CHECKING:
-    from ctxgate.gate.plan import Plan
-    from ctxgate.records.schema import Report
-    from ctxgate.run.case import EarlyStop, Runner
+    import pytest
 
-    from .rounds import Together
-    from .sequential import Sequential
+    from ctxgate.api import EarlyStop, Plan, Report
+
+    from .pytest_plugin import SearchRun
 
 NAME = "search"
 
@@ -64,7 +74,7 @@ COST_TEXT = "ctxgate cost: stop a case once its verdict is certain, a search onc
 
 @dataclass(frozen=True)
 class CostSettings:
-    sequential: Sequential | None = None  # None: every case runs its samples
+    sequential: SequentialSettings | None = None  # None: every case runs its samples
     search: bool = False  # --search-effective-length
 
 
@@ -83,8 +93,8 @@ def ctxgate_option_groups() -> list[OptionGroup]:
 
 
 @hookimpl
-def ctxgate_pytest_plugins() -> list[str]:
-    return [f"{__package__}.pytest_plugin"]
+def ctxgate_slots() -> tuple[Slot, ...]:
+    return SLOTS
 
 
 @hookimpl
@@ -93,14 +103,12 @@ def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, CostSettings]:
     search = bool(SEARCH.read(get(SEARCH.dest)))
     sequential = None
     if values["sequential"]:
-        from .sequential import Sequential
-
-        sequential = Sequential(values["sequential_alpha"], values["sequential_min"])
+        sequential = SequentialSettings(values["sequential_alpha"], values["sequential_min"])
     _check(sequential, plan, search)
     return NAME, CostSettings(sequential, search)
 
 
-def _check(sequential: Sequential | None, plan: Plan, search: bool) -> None:
+def _check(sequential: SequentialSettings | None, plan: Plan, search: bool) -> None:
     """Means that stopped early are biased, so no gate may average them; RULER's average has a
     test of its own under --search-effective-length."""
     thresholds = plan.thresholds
@@ -122,9 +130,23 @@ def _check(sequential: Sequential | None, plan: Plan, search: bool) -> None:
 
 
 @hookimpl
-def ctxgate_run_fields(plan: Plan) -> dict[str, Any]:
-    sequential = settings(plan).sequential
-    return {"sequential": sequential.describe() if sequential else None}
+def ctxgate_run_record(plan: Plan) -> dict[str, SequentialSettings | None]:
+    return {SEQUENTIAL_SLOT: settings(plan).sequential}
+
+
+@hookimpl
+def ctxgate_run_plugin(plan: Plan, config: pytest.Config) -> SearchRun | None:
+    """The search, as the run goes: it needs the lengths in order, from this one process."""
+    if not settings(plan).search or not plan.model.model:
+        return None
+    if config.getoption("numprocesses", None) or hasattr(config, "workerinput"):
+        raise OptionError(
+            "--search-effective-length runs the lengths in order, from this one pytest process: "
+            "drop -n (the engine batches each case's samples)"
+        )
+    from .pytest_plugin import SearchRun
+
+    return SearchRun(plan, settings(plan).sequential)
 
 
 @hookimpl
@@ -142,32 +164,10 @@ def ctxgate_case_stop(
 
 
 @hookimpl
-def ctxgate_cases_ahead(
-    plan: Plan, keys: list[tuple[str, int]], runner: Runner, runs: Any
-) -> Together | None:
-    """Under a search no case runs before the search knows it is needed; with --sequential, RULER's
-    cases at each length are drawn together, so that the average's own test can stop them."""
-    from .rounds import together
-
-    cost = settings(plan)
-    if not cost.search:
-        return None
-    return together(plan, cost.sequential, keys, runner, runs)
-
-
-@hookimpl
-def ctxgate_report_facts(report: Report) -> list[tuple[str, str]]:
-    from .lines import search_line
-
-    if report.search is None:
-        return []
-    return [("Search", search_line(report.search, report.cases).removeprefix("Search: "))]
-
-
-@hookimpl
-def ctxgate_report_notes(report: Report, place: str) -> list[str]:
+def ctxgate_report_sections(report: Report) -> list[ReportSection]:
     from .lines import search_line, sequential_line
 
-    if place == "run":
-        return [search_line(report.search, report.cases)] if report.search else []
-    return [line] if place == "marks" and (line := sequential_line(report)) else []
+    search = report.extras.get(SEARCH_SLOT)
+    lines = [search_line(search, report.cases)] if isinstance(search, SearchRecord) else []
+    lines += [line] if (line := sequential_line(report)) else []
+    return [ReportSection(NAME, "Search", tuple(lines))] if lines else []

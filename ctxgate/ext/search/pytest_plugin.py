@@ -1,70 +1,73 @@
-"""``--search-effective-length``: the selected cases run shortest length first; each case's record
-goes to the search (``searching.Searching``), which says which cases past the length that decided
-every summary they count in are left out, and why (the cases plugin skips them, unless a gate
-expects their score). The search needs the lengths in order, so it runs in one process."""
+"""``--search-effective-length`` as one pytest run goes (its run plugin, ``ctxgate_run_plugin``):
+the selected cases run shortest length first; each case's record goes to the search
+(``searching.Searching``), which says which cases past the length that decided every summary they
+count in are left out, and why (the spine skips them, unless a gate expects their score); with
+``--sequential``, RULER's cases at each length are drawn together (``rounds.together``)."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 
 import pytest
 
-from ctxgate.gate.verdicts import score_expected
-from ctxgate_plugins.cases import CASE_STATE_KEY, LEFT_OUT_KEY, case_key
-from ctxgate_plugins.options import PLAN_KEY, refusals_are_usage_errors
-from ctxgate_plugins.reporting import SEARCH_KEY
+from ctxgate.api import CaseRecord, Plan, Runner, case_of, hookimpl, score_expected
 
-from .plugin import settings
+from .records import SEARCH_SLOT, SearchRecord, SequentialSettings
+from .rounds import Together, together
 from .searching import Searching
 
-SEARCHING_KEY = pytest.StashKey[Searching]()
 
+class SearchRun:
+    """The search of one run: its cases' order, what it leaves out, what it decided."""
 
-@refusals_are_usage_errors
-def pytest_configure(config: pytest.Config) -> None:
-    plan = config.stash[PLAN_KEY]
-    if settings(plan).search and (
-        config.getoption("numprocesses", None) or hasattr(config, "workerinput")
-    ):
-        raise pytest.UsageError(
-            "--search-effective-length runs the lengths in order, from this one pytest process: "
-            "drop -n (the engine batches each case's samples)"
-        )
+    def __init__(self, plan: Plan, sequential: SequentialSettings | None) -> None:
+        self.plan, self.sequential = plan, sequential
+        self.searching: Searching | None = None  # once the cases are selected
+        self.together: Together | None = None  # RULER's cases drawn together (--sequential)
 
+    # outermost (tryfirst among the wrappers): its code after the yield runs once every other
+    # plugin, --lf and --ff included, has selected and ordered
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> Generator[None, None, None]:
+        """Shortest length first, and the search begun over the cases selected."""
+        yield
+        keys = [(i, case_of(i.nodeid)) for i in items]
+        items[:] = [i for i, _ in sorted(keys, key=lambda pair: pair[1][1] if pair[1] else 0)]
+        self.searching = Searching(self.plan.thresholds, [k for _, k in keys if k is not None])
 
-# outermost (registered after pytest's own, tryfirst): its code after the yield runs once every
-# other plugin, --lf and --ff included, has selected and ordered
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_collection_modifyitems(
-    config: pytest.Config, items: list[pytest.Item]
-) -> Generator[None, None, None]:
-    """Shortest length first, and the search begun over the cases selected."""
-    yield
-    plan = config.stash[PLAN_KEY]
-    if not settings(plan).search or not plan.model.model:
-        return
-    keys = [
-        (i, case_key(i.nodeid) if "ctxgate_case" in getattr(i, "fixturenames", ()) else None)
-        for i in items
-    ]
-    items[:] = [i for i, _ in sorted(keys, key=lambda pair: pair[1][1] if pair[1] else 0)]
-    searching = Searching(plan.thresholds, [k for _, k in keys if k is not None])
-    config.stash[SEARCHING_KEY] = searching
-    config.stash[SEARCH_KEY] = searching.summary
-
-    def left_out(task: str, length: int) -> str | None:
-        # a case whose score a gate expects (a floor, a baseline score) runs: no gate goes unchecked
+    @hookimpl
+    def ctxgate_left_out(self, task: str, length: int) -> str | None:
+        """A case whose score a gate expects (a floor, a baseline score) runs: no gate goes
+        unchecked."""
+        plan = self.plan
         scored = plan.baseline is not None and (task, length) in plan.baseline.cases
-        if score_expected(plan.thresholds.floor_for(task, length), scored):
+        floor = plan.thresholds.floor_for(task, length)
+        if self.searching is None or score_expected(floor, scored):
             return None
-        return searching.skip(task, length)
+        return self.searching.skip(task, length)
 
-    config.stash[LEFT_OUT_KEY] = left_out
+    @hookimpl
+    def ctxgate_cases_ahead(
+        self, plan: Plan, keys: Sequence[tuple[str, int]], runner: Runner
+    ) -> Together:
+        """No case runs before the search knows it is needed; with --sequential, RULER's cases at
+        each length are drawn together, so that the average's own test can stop them."""
+        runs = lambda task, length: self.ctxgate_left_out(task, length) is None  # noqa: E731
+        self.together = together(plan, self.sequential, keys, runner, runs)
+        return self.together
 
+    @hookimpl
+    def ctxgate_case_done(self, record: CaseRecord) -> None:
+        if self.searching is not None:
+            verdicts = self.together.verdicts if self.together is not None else {}
+            self.searching.record(record, verdicts.get(record.length))
 
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    searching = item.config.stash.get(SEARCHING_KEY, None)
-    state = item.stash.get(CASE_STATE_KEY, None)
-    if searching is not None and state is not None:
-        searching.record(state.record, state.summary)
+    @hookimpl
+    def ctxgate_decided_lengths(self) -> dict[int, bool] | None:
+        return self.searching.summary().decided if self.searching is not None else None
+
+    @hookimpl
+    def ctxgate_report_record(self, report: object, plan: Plan) -> dict[str, SearchRecord]:
+        return {SEARCH_SLOT: self.searching.summary()} if self.searching is not None else {}

@@ -14,15 +14,21 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ctxgate.records.schema import LengthVerdict, SequentialRecord
-from ctxgate.run.case import CaseResult, Drawing, Runner, drive
-from ctxgate.tasks.build import fits_at_all
-from ctxgate.tasks.registry import get_task
+from ctxgate.api import (
+    CaseResult,
+    Drawing,
+    Runner,
+    StopRecord,
+    drive,
+    fits_at_all,
+    get_task,
+)
 
-from .sequential import Sequential, StopRule, judge_length
+from .records import LengthVerdict, SequentialSettings
+from .sequential import StopRule, judge_length
 
 if TYPE_CHECKING:
-    from ctxgate.gate.plan import Plan
+    from ctxgate.api import Plan
 
 
 CaseKey = tuple[str, int]
@@ -65,7 +71,7 @@ def run_together(
         d.drawn_past = d.decided() and len(d.done) > d.test.used  # type: ignore[union-attr]
         if d.test is None and verdict.certain:
             why = f"with RULER's average: certain it {said}"
-            record = SequentialRecord(rule.alpha, rule.min_samples, 0, d.n, None, why)
+            record = StopRecord(rule.alpha, rule.min_samples, 0, d.n, None, why)
             d.cut = (verdict.rounds, replace(record, by_summary=True))
         else:
             d.limit = d.n
@@ -131,7 +137,7 @@ class Together:
 
 def together(
     plan: Plan,
-    sequential: Sequential | None,
+    sequential: SequentialSettings | None,
     keys: Sequence[CaseKey],
     runner: Runner,
     runs: Callable[[str, int], bool],

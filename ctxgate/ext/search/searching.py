@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ctxgate.gate.session import relative_lengths, summarize, summary_inputs
-from ctxgate.gate.thresholds import Thresholds
-from ctxgate.lengths import format_length
-from ctxgate.records.schema import CaseRecord, LengthVerdict, SearchRecord
-from ctxgate.tasks.registry import Membership, membership
+from ctxgate.api import (
+    CaseRecord,
+    Membership,
+    Thresholds,
+    format_length,
+    membership,
+    relative_lengths,
+    summarize,
+    summary_inputs,
+)
+
+from .records import LengthVerdict, SearchRecord
 
 
 def summary_members(name: str, tasks: Membership) -> frozenset[str]:

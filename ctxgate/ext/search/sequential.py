@@ -18,10 +18,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ctxgate.records.schema import LengthVerdict, QuestionTest, SequentialRecord
+from ctxgate.api import QuestionTest, StopRecord
+
+from .records import LengthVerdict
 
 if TYPE_CHECKING:
-    from ctxgate.run.case import EarlyStop
+    from ctxgate.api import EarlyStop
 
 BET_CAP = 0.9  # fraction of the largest bet that cannot lose everything on one sample
 
@@ -181,7 +183,7 @@ class CaseTest:
             return "pass"
         return None
 
-    def record(self, budget: int) -> SequentialRecord:
+    def record(self, budget: int) -> StopRecord:
         stopped = {"pass": "certain it passes", "fail": "certain it fails", None: "budget"}
         floor = drop = None
         if self.floor is not None:
@@ -192,28 +194,17 @@ class CaseTest:
             drop = QuestionTest(self.drop.decided(), interval, tolerance)
         rule, verdict = self.rule, self.verdict
         run = (rule.alpha, rule.min_samples, self.used, budget, verdict, stopped[verdict])
-        return SequentialRecord(*run, round(self.claim_alpha, 6), floor, drop)
+        return StopRecord(*run, round(self.claim_alpha, 6), floor, drop)
 
 
 def early_stop(rule: StopRule, questions: Questions) -> EarlyStop:
     """A case's test, and its record where it has no scores to test (judged, with no judge in the
     run: it runs its full count, and says why)."""
-    from ctxgate.run.case import EarlyStop
+    from ctxgate.api import EarlyStop
 
     why = "judged, with no judge in this run: no scores to test, so it runs its full count"
-    unjudged = SequentialRecord(rule.alpha, rule.min_samples, 0, 0, None, why)
+    unjudged = StopRecord(rule.alpha, rule.min_samples, 0, 0, None, why)
     return EarlyStop(lambda: CaseTest(rule, questions), unjudged)
-
-
-@dataclass(frozen=True)
-class Sequential:
-    """``--sequential``: each case stops once certain at ``alpha``, after ``min_samples``."""
-
-    alpha: float
-    min_samples: int
-
-    def describe(self) -> dict[str, float | int]:
-        return {"alpha": self.alpha, "min_samples": self.min_samples}
 
 
 def _percent(low: float, high: float) -> tuple[float, float]:

@@ -5,20 +5,18 @@ model has not closed its thought by the budget, the marker is appended for it, a
 prompt is the first's ids and the thought's as generated (re-tokenized where the engine gives text
 alone). Or the engine's own budget (vLLM's ``thinking_token_budget``), in one request whose answer
 is then held to the task's budget. And with or without a budget, an answer prefix held out of the
-prompt (``Request.then``) goes between the thought and the answer, in a second request."""
+prompt (``Request.after_thought``) goes between the thought and the answer, in a second request."""
 
 from __future__ import annotations
 
 import bisect
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from functools import partial
 from typing import Any, NamedTuple
 
-from ctxgate.backends.base import Backend, Generation, GenerationParams, Request
-from ctxgate.retrying import Refused
+from ctxgate.api import Backend, Generation, GenerationParams, Request
 
 from .formats import ThoughtFormat
 
@@ -35,9 +33,9 @@ class Follow(NamedTuple):
 
 class Holding(ABC):
     """``backend`` with the thought held apart; every other member is the backend's. A request's
-    ``then`` (the answer prefix held out of its prompt) follows the thought where the run puts it
-    there (``answer_prefix``): the answer is a second request, continued from the prompt, the
-    thought's ids and it. A chat API cannot be continued: there the run leaves it out."""
+    ``after_thought`` (the answer prefix held out of its prompt) follows the thought where the run
+    puts it there (``answer_prefix``): the answer is a second request, continued from the prompt,
+    the thought's ids and it. A chat API cannot be continued: there the run leaves it out."""
 
     def __init__(self, backend: Backend, thinking: ThoughtFormat) -> None:
         assert thinking.end is not None, "a thought to hold"
@@ -51,8 +49,8 @@ class Holding(ABC):
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         """Those with a prefix to follow their thought continued, the others as the holder does
         without one (a batch is one case's, so it is mostly all one or the other)."""
-        held = [i for i, r in enumerate(requests) if r.then and self.after]
-        rest = [i for i, r in enumerate(requests) if not (r.then and self.after)]
+        held = [i for i, r in enumerate(requests) if r.after_thought and self.after]
+        rest = [i for i, r in enumerate(requests) if not (r.after_thought and self.after)]
         out: dict[int, Generation] = {}
         for picked, run in ((held, self.continued), (rest, self.plain)):
             if picked:
@@ -88,7 +86,8 @@ class Holding(ABC):
             return
         seconds = [
             replace(
-                requests[f.at], input_ids=requests[f.at].input_ids + f.ids + requests[f.at].then
+                requests[f.at],
+                input_ids=requests[f.at].input_ids + f.ids + requests[f.at].after_thought,
             )
             for f in follow
         ]
@@ -276,36 +275,3 @@ def forcing(backend: Backend, thinking: ThoughtFormat) -> Backend:
     if thinking.budget_by == "engine":
         return EngineBudget(backend, thinking)
     return BudgetForcing(backend, thinking)
-
-
-def has_own_budget(backend: object) -> bool:
-    """Whether the backend's engine closes a thought at a budget itself: its own answer (a
-    cluster's replicas answered where they loaded), else each of its servers is asked."""
-    own = getattr(backend, "has_thinking_budget", None)
-    if own is not None:
-        return bool(own())
-    probes = getattr(backend, "probes", None)
-    if probes is None:
-        return False
-    asked = probes("a request with a thinking budget")
-    return all(reads_thinking_budget(partial(_with_budget, ask)) for ask in asked)
-
-
-def _with_budget(ask: Callable[[GenerationParams], None], budget: int) -> None:
-    ask(GenerationParams(1, thinking_budget=budget, by_engine=True))
-
-
-def reads_thinking_budget(send: Callable[[int], None]) -> bool:
-    """Whether a server closes a thought at a budget itself (vLLM's ``thinking_token_budget``,
-    which it takes only when started with a reasoning parser that names the thought's markers).
-    ``send`` asks it for a token with that budget and raises Refused where it refuses the request:
-    a server that reads the field refuses a negative one; one that ignores it takes anything."""
-
-    def takes(budget: int) -> bool:
-        try:
-            send(budget)
-        except Refused:
-            return False
-        return True
-
-    return not takes(-2) and takes(1)

@@ -6,13 +6,21 @@ arguments), the engines (markers that are special tokens must survive decoding) 
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any
 
-from ctxgate.records.refusal import CtxgateError
-from ctxgate.records.schema import ThoughtEnd
+from ctxgate.api import (
+    THINKING_MODES,
+    CtxgateError,
+    ThoughtEnd,
+    model_template,
+    render,
+    set_template_kwargs,
+    vocabulary,
+)
 
-MODES = ("default", "on", "off", "low", "medium", "high")  # --thinking's choices
+MODES = THINKING_MODES  # --thinking's choices: the spine's option
 EFFORTS = ("low", "medium", "high")  # gpt-oss's reasoning levels
 # (opening, closing) markers of the families that write their thought inline: Qwen3 and
 # DeepSeek-R1's, Magistral's, and gpt-oss's analysis channel before its final one
@@ -21,6 +29,7 @@ MARKERS = (
     ("[THINK]", "[/THINK]"),
     ("<|channel|>analysis", "<|channel|>final<|message|>"),
 )
+MARKED = frozenset(m for pair in MARKERS for m in pair)  # a special token that is a marker
 
 
 class ThinkingError(CtxgateError, ValueError):
@@ -106,10 +115,9 @@ def prepare(thinking: Thinking, tokenizer: Any, model: str) -> ThoughtFormat:
     """The model's thought format, with the template's arguments set on ``tokenizer`` (an
     ``HFTokenizer``; another kind supports ``--think-end`` alone). Raises ThinkingError where
     ``thinking`` asks what the model cannot do."""
-    tok = getattr(tokenizer, "tok", None)
-    template = str(getattr(tokenizer, "model_template", None) or "")
+    template, (added, special_tokens) = model_template(tokenizer), vocabulary(tokenizer)
     kwargs = _switch(thinking.mode, template, model)
-    start, end = _markers(tok, template, thinking.end)
+    start, end = _markers(added | (special_tokens & MARKED), template, thinking.end)
     if end is None and (thinking.mode != "default" or thinking.budget is not None):
         flag = "--thinking-budget" if thinking.mode == "default" else f"--thinking {thinking.mode}"
         raise ThinkingError(
@@ -125,11 +133,12 @@ def prepare(thinking: Thinking, tokenizer: Any, model: str) -> ThoughtFormat:
             f"--thinking-budget {marker + 1} or more"
         )
     if kwargs:
-        tokenizer.template_kwargs = kwargs
-    special = bool(tok is not None and end and any(t in end for t in _special_tokens(tok)))
+        set_template_kwargs(tokenizer, kwargs)
+    special = bool(end and any(t in end for t in special_tokens))
     tail = ""  # the generation prompt, as the run renders it
-    if end is not None and tok is not None and template:
-        tail = tokenizer.render([{"role": "user", "content": "?"}], template).rpartition("?")[2]
+    if end is not None and template:
+        said = render(tokenizer, [{"role": "user", "content": "?"}], template)
+        tail = (said or "").rpartition("?")[2]
     opened = bool(start and tail.rstrip().endswith(start))
     inside = tail[tail.rfind(str(start)) + len(str(start)) :] if opened else ""
     closed = bool(end and tail.rstrip().endswith(end))
@@ -177,13 +186,12 @@ def _switch(mode: str, template: str, model: str) -> dict[str, object]:
     )
 
 
-def _markers(tok: Any, template: str, given: str | None) -> tuple[str | None, str | None]:
+def _markers(vocab: Set[str], template: str, given: str | None) -> tuple[str | None, str | None]:
     """The opening and closing markers: the first family whose closing marker is ``given``
     (--think-end) or, with none given, is in the tokenizer's vocabulary or the chat template. A
     closing marker of no family opens as the model's own family does, else as its tag reads
     (``<x>`` before ``</x>``, ``[X]`` before ``[/X]``): an output that opens a thought the given
     marker never closes is then all thought, counted as never ended, not scored whole."""
-    vocab = _vocabulary(tok)
     own = [(s, e) for s, e in MARKERS if e in vocab or e in template]
     for start, end in MARKERS:
         if given == end or (given is None and (start, end) in own):
@@ -194,17 +202,3 @@ def _markers(tok: Any, template: str, given: str | None) -> tuple[str | None, st
         return own[0][0], given
     tag = re.fullmatch(r"<\/([^<>]+)>|\[\/([^\[\]]+)\]", given)
     return (f"<{tag[1]}>" if tag[1] else f"[{tag[2]}]") if tag else None, given
-
-
-def _vocabulary(tok: Any) -> set[str]:
-    """The tokenizer's added tokens (where every family's markers are), and gpt-oss's channel."""
-    if tok is None:
-        return set()
-    added = {str(t) for t in getattr(tok, "get_added_vocab", dict)()}
-    return added | (_special_tokens(tok) & {m for pair in MARKERS for m in pair})
-
-
-def _special_tokens(tok: Any) -> set[str]:
-    decoder = getattr(tok, "added_tokens_decoder", {}) or {}
-    found = {str(t.content) for t in decoder.values() if getattr(t, "special", False)}
-    return found | {str(t) for t in getattr(tok, "all_special_tokens", ())}

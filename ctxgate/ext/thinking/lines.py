@@ -3,9 +3,7 @@ its junit property, and the line a case fails with when budgets cut too many of 
 
 from __future__ import annotations
 
-from ctxgate.lengths import format_length
-from ctxgate.records.schema import CaseRecord, Report, ThinkingRecord
-from ctxgate.report.tables import in_registry_order
+from ctxgate.api import CaseRecord, Report, ThinkingRecord, format_length, in_registry_order
 
 
 def case_thinking(t: ThinkingRecord) -> str:

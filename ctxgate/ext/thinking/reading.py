@@ -8,12 +8,19 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ctxgate.backends.base import Backend, Generation, GenerationParams
-from ctxgate.records.schema import SampleOutcome, ThinkingRecord
-from ctxgate.run.case import Reading
-from ctxgate.tokens.tokenizers import RawTokenizer
+from ctxgate.api import (
+    Backend,
+    Generation,
+    GenerationParams,
+    RawTokenizer,
+    Reading,
+    SampleOutcome,
+    ThinkingRecord,
+    own_thinking_budget,
+    takes_messages,
+)
 
-from .forcing import forcing, has_own_budget
+from .forcing import forcing
 from .formats import ThinkingError, ThoughtFormat
 
 
@@ -113,8 +120,8 @@ def budget_holder(forced: bool, backend: Backend, fmt: ThoughtFormat) -> Thought
     take."""
     if fmt.budget is None or not fmt.thinks or fmt.mode == "off":
         return fmt
-    engine = not forced and has_own_budget(backend)
-    if not engine and getattr(backend, "chat_api", False):
+    engine = not forced and own_thinking_budget(backend)
+    if not engine and takes_messages(backend):
         raise ThinkingError(
             "--thinking-budget with --endpoint-api chat: the server has no thinking budget of its "
             "own (vLLM's thinking_token_budget, which it takes with a --reasoning-parser that "

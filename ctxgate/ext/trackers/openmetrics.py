@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-from ctxgate.records.schema import Report
+from ctxgate.api import Report
 
 Samples = Iterable[tuple[dict[str, Any], object]]  # (labels besides the model, value)
 
@@ -66,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ctxgate.records.io import read_report
+    from ctxgate.api import read_report
 
     print(openmetrics(read_report(args.report)), end="")
     return 0

@@ -1,24 +1,26 @@
 """``--log-to wandb|tensorboard|mlflow``: the run's scores in the team's experiment tracker, at the
-checkpoint's training step, logged by the controller once the report is written. A tracker that
-fails is one note at the end: it never changes the gate's verdict or loses the report. And
-``ctxgate metrics``: a report as OpenMetrics text, for the trackers that scrape one."""
+checkpoint's training step, logged by the controller once the report is written; another package
+adds a tracker of its own by answering ``ctxgate_tracker_kinds``, which this extra declares. A
+tracker that fails is one note at the end: it never changes the gate's verdict or loses the
+report. And ``ctxgate metrics``: a report as OpenMetrics text, for the trackers that scrape one."""
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ctxgate.hookspec import hookimpl
-from ctxgate.run.options import Get, Option, OptionGroup, whole
+from ctxgate.api import Get, Option, OptionGroup, hookimpl, hookspec, whole
 
 from .sinks import Target, parse_target
 
 if TYPE_CHECKING:
-    from ctxgate.gate.plan import Plan
-    from ctxgate.records.schema import Report
+    from ctxgate.api import Plan, Report
+
+    from .sinks import TrackerKind
 
 NAME = "trackers"
 LOG_TO = Option(
@@ -69,12 +71,20 @@ def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, TrackerSettings] | 
     return NAME, TrackerSettings(targets, STEP.read(get(STEP.dest)))
 
 
+@hookspec
+def ctxgate_tracker_kinds() -> Sequence[TrackerKind]:  # type: ignore[empty-body]
+    """Trackers another package adds to ``--log-to``: each with its ``name`` (what ``--log-to
+    NAME[=WHERE]`` says), ``log(target, logged)`` (``sinks.Target``, ``sinks.Logged``; returns
+    where the run went) and ``fix`` (what to check when it fails). Answered with
+    ``hookimpl(optionalhook=True)``, so that the package also installs where this extra is
+    absent."""
+
+
 @hookimpl
 def ctxgate_report_done(report: Report, path: Path | None, plan: Plan) -> list[str]:
-    from ctxgate.records.io import report_text
-    from ctxgate.steps import training_step
+    from ctxgate.api import report_text, training_step
 
-    from .sinks import case_table, log, metrics
+    from .sinks import Logged, case_table, log, metrics
 
     settings = plan.extras.get(NAME)
     if not isinstance(settings, TrackerSettings):
@@ -96,7 +106,8 @@ def ctxgate_report_done(report: Report, path: Path | None, plan: Plan) -> list[s
             report_file.write_text(report_text(report))
         for target in settings.targets:
             try:
-                where = log(target, step.value, values, case_table(report), report_file, name)
+                logged = Logged(step.value, values, case_table(report), report_file, name)
+                where = log(target, logged)
             except Exception as exc:  # noqa: BLE001 - a tracker never fails the gate or loses it
                 text = " ".join(str(exc).split())[:300] or type(exc).__name__
                 notes.append(
@@ -109,11 +120,8 @@ def ctxgate_report_done(report: Report, path: Path | None, plan: Plan) -> list[s
 
 
 def _fix(target: Target, exc: Exception) -> str:
-    if isinstance(exc, ImportError):
+    from .sinks import LIBRARIES, kinds
+
+    if isinstance(exc, ImportError) and target.kind in {k.name for k in LIBRARIES}:
         return f"pip install 'ctxgate[{target.kind}]'"
-    return {
-        "wandb": "check WANDB_API_KEY and the network, or WANDB_MODE=offline and `wandb sync` "
-        "later",
-        "mlflow": "check the tracking URI and that its server runs",
-        "tensorboard": "check that the log folder is writable",
-    }[target.kind]
+    return kinds()[target.kind].fix

@@ -1,31 +1,73 @@
-"""The three trackers, each through its own library, each imported only when asked for, and what
-they are given: the report's numbers as ``ctxgate/<what>/<length>``. W&B logs against
-``train/global_step``: an earlier checkpoint's evaluation may arrive after later steps."""
+"""The three trackers, each through its own library, each imported only when asked for, beside
+those another package adds (``ctxgate_tracker_kinds``), and what they are given (``Logged``): the
+report's numbers as ``ctxgate/<what>/<length>``. W&B logs against ``train/global_step``: an
+earlier checkpoint's evaluation may arrive after later steps."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ctxgate.lengths import format_length
-from ctxgate.records.refusal import CtxgateError
-from ctxgate.records.schema import Report
+from ctxgate.api import CtxgateError, Report, flat, format_length, hook
 
-KINDS = ("wandb", "tensorboard", "mlflow")
 Table = tuple[list[str], list[list[Any]]]  # the per-case table: columns, rows
 Values = dict[str, float]
 
 
 @dataclass(frozen=True)
 class Target:
-    kind: str  # wandb | tensorboard | mlflow
+    kind: str  # wandb | tensorboard | mlflow, or a kind another package adds
     where: str | None  # W&B project, TensorBoard folder, MLflow URI; None: the library's default
     run: str | None = None  # a run to resume (W&B, MLflow)
 
     def describe(self) -> str:
         return self.kind + (f"={self.where}" if self.where else "")
+
+
+@dataclass(frozen=True)
+class Logged:
+    """What every tracker is given of a run: its training step, its values by name, the per-case
+    table, the report file and the run's name in the tracker."""
+
+    step: int | None
+    values: Values
+    table: Table
+    report_file: Path
+    name: str
+
+
+class TrackerKind(Protocol):
+    """A tracker ``--log-to NAME[=WHERE]`` logs to: ``log`` returns where the run went, for the
+    terminal; ``fix`` is what to check when it fails."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def fix(self) -> str: ...
+
+    def log(self, target: Target, logged: Logged) -> str: ...
+
+
+@dataclass(frozen=True)
+class Library:
+    """One of the three trackers ctxgate logs to through its own library."""
+
+    name: str
+    log_to: Callable[[Target, Logged], str]
+    fix: str
+
+    def log(self, target: Target, logged: Logged) -> str:
+        return self.log_to(target, logged)
+
+
+def kinds() -> dict[str, TrackerKind]:
+    """The trackers, by name: ctxgate's three, then those the installed packages add."""
+    found: list[TrackerKind] = [*LIBRARIES, *flat(hook().ctxgate_tracker_kinds())]
+    return {kind.name: kind for kind in found}
 
 
 class TrackerError(CtxgateError, ValueError):
@@ -75,27 +117,24 @@ def case_table(report: Report) -> Table:
 def parse_target(text: str, run: str | None) -> Target:
     kind, _, where = text.partition("=")
     kind = kind.strip().lower()
-    if kind not in KINDS:
+    if kind not in (known := kinds()):
         raise TrackerError(
-            f"--log-to {text!r}: {kind!r} is not a tracker ctxgate logs to; use one of "
-            f"{', '.join(KINDS)}, e.g. --log-to tensorboard=runs/exp42"
+            f"--log-to {text!r}: {kind!r} is not a tracker ctxgate or an installed package logs "
+            f"to; use one of {', '.join(known)}, e.g. --log-to tensorboard=runs/exp42"
         )
     env = {"wandb": "WANDB_RUN_ID", "mlflow": "MLFLOW_RUN_ID"}.get(kind)
     return Target(kind, where.strip() or None, run or (os.environ.get(env) if env else None))
 
 
-def log(
-    target: Target, step: int | None, values: Values, table: Table, report_file: Path, name: str
-) -> str:
+def log(target: Target, logged: Logged) -> str:
     """Log to one tracker; returns where it went, for the terminal."""
-    sink = {"wandb": _wandb, "tensorboard": _tensorboard, "mlflow": _mlflow}[target.kind]
-    return sink(target, step, values, table, report_file, name)
+    return kinds()[target.kind].log(target, logged)
 
 
-def _wandb(
-    target: Target, step: int | None, values: Values, table: Any, report_file: Path, name: str
-) -> str:
+def _wandb(target: Target, logged: Logged) -> str:
     import wandb
+
+    step, values, table, name = logged.step, logged.values, logged.table, logged.name
 
     run = wandb.init(
         project=target.where or os.environ.get("WANDB_PROJECT") or "ctxgate",
@@ -110,24 +149,24 @@ def _wandb(
         run.define_metric("train/global_step")
         run.define_metric("ctxgate/*", step_metric="train/global_step")
         columns, rows = table
-        cases = wandb.Table(columns=columns, data=rows)
+        cases = wandb.Table(columns=list[Any](columns), data=rows)
         # the same values as a table: readable in the offline run's files
         summary = wandb.Table(
             columns=["metric", "value"], data=[[k, v] for k, v in sorted(values.items())]
         )
         run.log({**values, "ctxgate/cases": cases, "ctxgate/summary": summary, **at_step})
         artifact = wandb.Artifact(f"ctxgate-report-{run.id}", type="ctxgate-report")
-        artifact.add_file(str(report_file), name="report.json")
+        artifact.add_file(str(logged.report_file), name="report.json")
         run.log_artifact(artifact)
         return f"W&B run {run.id} ({run.dir})"
     finally:
         run.finish()
 
 
-def _tensorboard(
-    target: Target, step: int | None, values: Values, table: Table, report_file: Path, name: str
-) -> str:
+def _tensorboard(target: Target, logged: Logged) -> str:
     from torch.utils.tensorboard import SummaryWriter
+
+    step, values, table = logged.step, logged.values, logged.table
 
     folder = target.where or "runs/ctxgate"
     with SummaryWriter(log_dir=folder) as writer:
@@ -137,15 +176,15 @@ def _tensorboard(
         lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         lines += ["| " + " | ".join("" if v is None else str(v) for v in r) + " |" for r in rows]
         writer.add_text("ctxgate/cases", "\n".join(lines), global_step=step)
-        report = report_file.read_text("utf-8")[:200_000]
+        report = logged.report_file.read_text("utf-8")[:200_000]
         writer.add_text("ctxgate/report", report, global_step=step)
     return f"TensorBoard {folder}"
 
 
-def _mlflow(
-    target: Target, step: int | None, values: Values, table: Table, report_file: Path, name: str
-) -> str:
+def _mlflow(target: Target, logged: Logged) -> str:
     import mlflow
+
+    step, values, table, name = logged.step, logged.values, logged.table, logged.name
 
     client_uri = target.where or os.environ.get("MLFLOW_TRACKING_URI")
     if client_uri:
@@ -160,5 +199,16 @@ def _mlflow(
             {c: [r[i] for r in rows] for i, c in enumerate(columns)},
             artifact_file="ctxgate/cases.json",
         )
-        mlflow.log_artifact(str(report_file), artifact_path="ctxgate")
+        mlflow.log_artifact(str(logged.report_file), artifact_path="ctxgate")
         return f"MLflow run {run.info.run_id} ({mlflow.get_tracking_uri()})"
+
+
+LIBRARIES: Sequence[TrackerKind] = (
+    Library(
+        "wandb",
+        _wandb,
+        "check WANDB_API_KEY and the network, or WANDB_MODE=offline and `wandb sync` later",
+    ),
+    Library("tensorboard", _tensorboard, "check that the log folder is writable"),
+    Library("mlflow", _mlflow, "check the tracking URI and that its server runs"),
+)

@@ -21,19 +21,19 @@ class CtxgateCallback(TrainerCallback):
         self,
         pytest_args: Sequence[str] = (),
         *,
+        watch_args: Sequence[str] = (),
         log_to: Sequence[str] = (),
         reports: str | os.PathLike[str] | None = None,
-        interval: float | None = None,
-        settle: float | None = None,
         wait_at_end: bool = False,
         devices: str | None = None,
     ) -> None:
-        """``reports``: default ``OUTPUT_DIR/ctxgate``; ``interval``, ``settle``: ``ctxgate
-        watch``'s (None: its defaults); ``devices``: the watcher's GPUs."""
+        """``pytest_args``: the suite's, after ``--``; ``watch_args``: ``ctxgate watch``'s own
+        options before it (``["--interval", "120", "--settle", "30"]``; none: its defaults);
+        ``reports``: default ``OUTPUT_DIR/ctxgate``; ``devices``: the watcher's GPUs."""
         self.pytest_args = list(pytest_args)
+        self.watch_args = list(watch_args)
         self.log_to = list(log_to)
         self.reports = Path(reports) if reports else None
-        self.interval, self.settle = interval, settle
         self.wait_at_end, self.devices = wait_at_end, devices
         self.process: subprocess.Popen[bytes] | None = None
         self.ended: Path | None = None
@@ -47,9 +47,7 @@ class CtxgateCallback(TrainerCallback):
         self.ended = reports / ENDED
         self.ended.unlink(missing_ok=True)
         command = [sys.executable, "-m", "ctxgate.cli", "watch", str(run_dir)]
-        command += ["--reports", str(reports), "--until", str(self.ended)]
-        for flag, value in (("--interval", self.interval), ("--settle", self.settle)):
-            command += [flag, str(value)] if value is not None else []
+        command += ["--reports", str(reports), "--until", str(self.ended), *self.watch_args]
         command += ["--", *self.pytest_args, *self._tracker_args(args)]
         env = self._tracker_env()
         with (reports / "watch.log").open("ab") as log:

@@ -16,6 +16,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxgate.api import (
+    EVALUATION,
+    REASONING,
+    Cost,
+    ModelError,
+    PairedResult,
+    Plan,
+    atomic_write,
+    case_stop,
+    cost_line,
+    extra_groups,
+    make_plan,
+    paired_compare,
+    placement,
+    regression_verdict,
+)
 from ctxgate.ext.training.options import TOLERANCE
 from ctxgate.ext.training.probe import (
     Case,
@@ -32,15 +48,6 @@ from ctxgate.ext.training.run_folder import (
     order_checkpoints,
     step_of,
 )
-from ctxgate.gate.baseline import regression_verdict
-from ctxgate.gate.plan import Plan, make_plan
-from ctxgate.hooks import hook
-from ctxgate.records.io import atomic_write
-from ctxgate.records.schema import Cost
-from ctxgate.report.tables import cost_line
-from ctxgate.run.loading import ModelError
-from ctxgate.run.options import EVALUATION, extra_groups
-from ctxgate.stats.paired import PairedResult, compare
 
 # (checkpoint, the reference's results or None for the reference itself, how many checkpoints are
 # evaluated side by side with it) -> results per case; ModelError: it could not be opened
@@ -143,9 +150,9 @@ def is_bad(
             )
         pairs = [(s.score, ref_samples[s.index].score) for s in mine.samples]
         scored = [(a, b) for a, b in pairs if a is not None and b is not None]
-        result = compare([a for a, _ in scored], [b for _, b in scored], confidence)
+        result = paired_compare([a for a, _ in scored], [b for _, b in scored], confidence)
         comparisons[key] = result
-        bad = bad or regression_verdict(result, tolerance(*key), mine.sequential)
+        bad = bad or regression_verdict(result, tolerance(*key), mine.stop)
     return bad, comparisons
 
 
@@ -280,14 +287,6 @@ def search(
     return hi
 
 
-def _run_fields(plan: Plan) -> dict[str, Any]:
-    """What the extras add to a run's record, from the plan (``--sequential``'s rule)."""
-    fields: dict[str, Any] = {}
-    for answer in hook().ctxgate_run_fields(plan=plan):
-        fields |= answer
-    return fields
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser(
         "bisect", help="find the first checkpoint where the selected cases regressed"
@@ -299,7 +298,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add("-k", help="case selection, pytest -k style over ids like niah_single_1-8192")
     # as pytest takes them, the extras' that evaluate a checkpoint too
     evaluating = [o for group in extra_groups() if group.evaluates for o in group.options]
-    for option in (*EVALUATION, *evaluating):
+    for option in (*EVALUATION, *REASONING, *evaluating):
         option.add_to(b)
     TOLERANCE.add_to(b)
     add("--json", help="also write the path taken as JSON here")
@@ -328,7 +327,8 @@ def main(args: argparse.Namespace) -> int:
     spec = plan.model
     check_config_on(checkpoints[good], spec)  # the reference's: every probe is compared with it
     # a probe per copy of the model the backend holds (a cluster's replicas), each round
-    fan_out = max(1, hook().ctxgate_model_slots(spec=spec) or 1)
+    placed = placement(spec)
+    fan_out = max(1, placed.slots()) if placed else 1
     tolerance = TOLERANCE.read(args.tolerance)
     tolerance_for = plan.thresholds.tolerance_for if tolerance is None else (lambda t, L: tolerance)
 
@@ -379,7 +379,8 @@ def _document(
         "evaluations": len(result.probes),
         "rounds": result.rounds,
         "cases": [f"{t}-{L}" for t, L in cases],
-        "sequential": _run_fields(plan).get("sequential") is not None,
+        # a probe's case may stop once certain against its reference (--sequential)
+        "sequential": case_stop(plan, None, {}, 0.0) is not None,
         "left_out": {str(folder): why for folder, why in outside.items()},
         "path": path,
         "cost": asdict(result.cost),

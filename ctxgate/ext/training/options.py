@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxgate.run.options import Option, not_negative, positive, whole
+from ctxgate.api import Option, not_negative, positive, whole
 
 INTERVAL = Option(
     "--interval", "seconds between scans (default %(default)s)", default=60.0, parse=positive

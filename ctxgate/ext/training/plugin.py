@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ctxgate.hookspec import hookimpl
+from ctxgate.api import hookimpl
 
 
 @hookimpl

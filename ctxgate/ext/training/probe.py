@@ -8,14 +8,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ctxgate.backends.checkpoint import CheckpointError
-from ctxgate.gate.plan import Plan
-from ctxgate.hooks import hook
-from ctxgate.records.refusal import Refusal
-from ctxgate.run.case import CaseResult, EarlyStop, run_case
-from ctxgate.run.compose import load_model
-from ctxgate.run.loading import ModelError, ModelSpec, config_changes, model_changes
-from ctxgate.tasks import all_tasks, get_task
+from ctxgate.api import (
+    CaseResult,
+    CheckpointError,
+    EarlyStop,
+    ModelError,
+    ModelSpec,
+    Plan,
+    Refusal,
+    all_tasks,
+    case_stop,
+    config_changes,
+    get_task,
+    load_model,
+    model_changes,
+    run_case,
+)
 
 Case = tuple[str, int]
 Results = Mapping[Case, CaseResult]
@@ -43,7 +51,7 @@ def _stop(plan: Plan, reference: CaseResult | None, tolerance: float) -> EarlySt
     if reference is None:
         return None
     base = {o.index: o.score for o in reference.samples if o.score is not None}
-    return hook().ctxgate_case_stop(plan=plan, floor=None, baseline=base, tolerance=tolerance / 100)
+    return case_stop(plan, None, base, tolerance / 100)
 
 
 def evaluate_checkpoint(

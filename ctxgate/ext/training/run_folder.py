@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ctxgate.backends.formats import checkpoint_kinds, written
-from ctxgate.records.refusal import CtxgateError
-from ctxgate.steps import training_step
+from ctxgate.api import CtxgateError, checkpoint_kinds, checkpoint_written, training_step
 
 # exit status of bisect and watch when checkpoints they could not open leave the answer open:
 # bisect's first bad checkpoint is a range, watch skipped a checkpoint
@@ -64,7 +62,7 @@ def left_out(run: Path) -> dict[Path, str]:
 
 def why_left_out(folder: Path) -> str | None:
     """Why ``folder`` has no place in a run's sequence, read from what it holds; None: it has."""
-    if written(folder):
+    if checkpoint_written(folder):
         if training_step(folder).value is not None:
             return None
         return (

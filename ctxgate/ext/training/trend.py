@@ -9,9 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxgate.lengths import format_length
-from ctxgate.records.refusal import CtxgateError
-from ctxgate.workflows.trend import CATEGORIES, FIELDS, load_points
+from ctxgate.api import CATEGORIES, FIELDS, CtxgateError, format_length, load_points
 
 
 def write_png(rows: Sequence[dict[str, Any]], path: Path) -> None:

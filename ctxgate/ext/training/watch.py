@@ -15,13 +15,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ctxgate.api import (
+    Cost,
+    CtxgateError,
+    Report,
+    ReportFileError,
+    atomic_write,
+    cost_line,
+    read_options,
+    read_report,
+)
 from ctxgate.ext.training.options import ATTEMPTS, INTERVAL, SETTLE, WATCH
 from ctxgate.ext.training.run_folder import SKIPPED, left_out, step_of, why_left_out
-from ctxgate.records.io import ReportFileError, atomic_write, read_report
-from ctxgate.records.refusal import CtxgateError
-from ctxgate.records.schema import Cost, Report
-from ctxgate.report.tables import cost_line
-from ctxgate.run.options import read
 
 USAGE_ERROR = 4  # pytest's exit code for arguments it refused
 
@@ -242,7 +247,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    given = read(WATCH, lambda dest: getattr(args, dest))
+    given = read_options(WATCH, lambda dest: getattr(args, dest))
     trend_dir, until = (Path(p) if p else None for p in (args.trend, args.until))
     asked = Watching(Path(args.run_dir), Path(args.reports), args.pytest_args, args.once)
     incomplete, skipped = watch(replace(asked, trend_dir=trend_dir, until=until, **given))

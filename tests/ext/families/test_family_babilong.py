@@ -20,7 +20,7 @@ from ctxgate.ext.families.babilong_files import PROMPTS, config_name, format_inp
 from ctxgate.ext.families.metrics import TASK_LABELS, compare_answers, parse_references, references
 from ctxgate.lengths import parse_length
 from ctxgate.metrics.registry import score_prediction
-from ctxgate.records.refusal import Refusal
+from ctxgate.refusal import Refusal
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.helmet_files import order
 from ctxgate.tasks import BuildContext, MaterialExhausted, TaskTooShort, get_task

@@ -19,7 +19,7 @@ from ctxgate.ext.families import conversations as conv
 from ctxgate.ext.families.metrics import mrcr_grade as grade
 from ctxgate.ext.families.mrcr_official import TemplateRefused, rows_for
 from ctxgate.metrics.registry import score_prediction
-from ctxgate.records.refusal import Refusal
+from ctxgate.refusal import Refusal
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.tasks import BuildContext, TaskTooShort, get_task
 from ctxgate.tasks.build import build_sample

@@ -48,7 +48,7 @@ from ctxgate.ext.families.nolima_haystack import (
     usable_fillers,
 )
 from ctxgate.metrics.registry import get_metric, score_prediction
-from ctxgate.records.refusal import Refusal
+from ctxgate.refusal import Refusal
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.tasks import BuildContext, get_task
 from ctxgate.tasks.build import build_sample

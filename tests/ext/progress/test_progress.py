@@ -211,28 +211,31 @@ def test_every_case_running_at_once_is_on_the_line_until_it_ends(tmp_path, xdist
     """Cases that run ahead of their items (a server's batch kept full, replicas on a cluster) run
     together: each one is on the line, under its worker, whichever reported last, until its last
     sample or its end."""
-    from ctxgate.ext.progress.pytest_plugin import FileReporter, LiveLine, LocalReporter
+    from ctxgate.ext.progress.pytest_plugin import FileReporter, LiveLine
 
     read_fd, write_fd = os.pipe()
     live = LiveLine(type("Writer", (), {"_file": None})(), write_fd, tmp_path if xdist else None)
-    reporter = FileReporter(tmp_path, "gw1") if xdist else LocalReporter(live)
+    heard = FileReporter(tmp_path, "gw1") if xdist else live  # the run plugin on the case's process
+
+    def over(case: str) -> None:
+        heard.ctxgate_progress(Progress(case, 0, 0, 0, 0, 0.0, over=True))
+
     try:
-        reporter(Progress("vt-4096", 3, 20, 0, 90, 1.5))
-        reporter(Progress("cwe-4096", 1, 20, 0, 40, 0.5))
-        reporter(Progress("qa_1-4096", 19, 20, 0, 40, 0.5))
+        heard.ctxgate_progress(Progress("vt-4096", 3, 20, 0, 90, 1.5))
+        heard.ctxgate_progress(Progress("cwe-4096", 1, 20, 0, 40, 0.5))
+        heard.ctxgate_progress(Progress("qa_1-4096", 19, 20, 0, 40, 0.5))
         worker = "gw1" if xdist else ""
         assert sorted((w, p.case, p.done) for w, p in live.running()) == [
             (worker, "cwe-4096", 1),
             (worker, "qa_1-4096", 19),
             (worker, "vt-4096", 3),
         ]
-        reporter(
-            Progress("qa_1-4096", 20, 20, 0, 42, 0.6)
-        )  # its last sample: done, waiting for its item
-        reporter.end("vt-4096")
+        # its last sample: done, waiting for its item
+        heard.ctxgate_progress(Progress("qa_1-4096", 20, 20, 0, 42, 0.6))
+        over("vt-4096")
         assert [(w, p.case) for w, p in live.running()] == [(worker, "cwe-4096")]
-        reporter.end("cwe-4096")
-        reporter.end("qa_1-4096")
+        over("cwe-4096")
+        over("qa_1-4096")
         assert live.running() == []
     finally:
         os.close(read_fd)

@@ -210,14 +210,14 @@ def test_sequential_cancels_a_decided_cases_queue_and_gives_the_serial_verdicts(
     assert {k: c["verdict"] for k, c in a.items()} == {k: c["verdict"] for k, c in b.items()}
     # the same samples decide, so the same score: what else was in flight when a case decided is not
     # counted
-    assert {k: (c["score"], c["sequential"]["used"]) for k, c in a.items()} == {
-        k: (c["score"], c["sequential"]["used"]) for k, c in b.items()
+    assert {k: (c["score"], c["stop"]["used"]) for k, c in a.items()} == {
+        k: (c["score"], c["stop"]["used"]) for k, c in b.items()
     }
-    assert any(c["sequential"]["used"] < 30 for c in b.values())
+    assert any(c["stop"]["used"] < 30 for c in b.values())
     counts = summary(ray.stdout)
     assert counts["generated"] < 4 * 30
     assert (
-        counts["generated"] <= sum(c["sequential"]["used"] for c in b.values()) + 4 * 2
+        counts["generated"] <= sum(c["stop"]["used"] for c in b.values()) + 4 * 2
     )  # at most 2 in flight
 
 

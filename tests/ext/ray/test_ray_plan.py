@@ -11,7 +11,7 @@ import pytest
 
 from ctxgate.ext.ray.settings import NAME, RaySettings, of
 from ctxgate.gate.plan import make_plan
-from ctxgate.hooks import hook
+from ctxgate.run.loading import placement
 from ctxgate.run.options import OptionError
 from tests.conftest import TINY
 
@@ -28,8 +28,7 @@ def test_the_section_travels_with_the_spec_and_is_absent_without_ray():
     assert of(plan_of(ray="auto").model) == RaySettings("auto", "GPU")
     plain = plan_of()
     assert NAME not in plain.extras and of(plain.model) is None
-    assert hook().ctxgate_places_replicas(spec=plain.model) is None
-    assert hook().ctxgate_model_slots(spec=plain.model) is None
+    assert placement(plain.model) is None  # the spine places it: one process, one slot
 
 
 @pytest.mark.parametrize(

@@ -153,7 +153,7 @@ def test_the_search_in_a_run_finds_the_full_grids_effective_lengths(run):
         else:
             searching.record(replace(c, verdict="skip", skip_kind="search_stopped", score=None))
     grid = judge_session(records, thresholds, True)
-    found = judge_session(kept, thresholds, True, search=searching.summary())
+    found = judge_session(kept, thresholds, True, decided=searching.summary().decided)
     # the gates on effective lengths (the others see the cases run: a skipped case cannot fail)
     assert {g.name: g.verdict for g in found.gates if "effective" in g.name} == {
         g.name: g.verdict for g in grid.gates if "effective" in g.name
@@ -199,7 +199,8 @@ def test_on_the_tiny_checkpoint_the_search_is_the_grid_where_it_ran(real_suite, 
         (c["task"], c["length"]): [c[f] for f in same] for c in grid["cases"] if c["length"] < 2048
     }
     assert found["effective_length"]["value"] == grid["effective_length"]["value"] == 512
-    assert found["search"]["ran"] == [512, 1024] and found["search"]["skipped"] == [2048]
+    assert found["extras"]["search"]["ran"] == [512, 1024]
+    assert found["extras"]["search"]["skipped"] == [2048]
     skipped = [c for c in found["cases"] if c["length"] == 2048]
     assert {c["skip_kind"] for c in skipped} == {"search_stopped"}
     assert sum(c["cost"]["saved_generations"] for c in skipped) == 20
@@ -244,13 +245,13 @@ def test_under_sequential_the_average_stops_a_length_and_gates_min_effective_len
     result = real_suite(*sequential, "--search-effective-length", "--report", "r.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the session gate: 0 < 1024
     report = json.loads((pytester.path / "r.json").read_text())
-    (verdict,) = report["search"]["ruler"]
+    (verdict,) = report["extras"]["search"]["ruler"]
     assert verdict["length"] == 512 and verdict["certain"] and not verdict["passed"]
     at_512 = [c for c in report["cases"] if c["length"] == 512 and c["verdict"] != "skip"]
     assert at_512 and all(c["n"] == verdict["rounds"] < 40 for c in at_512)
-    assert all(c["sequential"]["by_summary"] for c in at_512)
+    assert all(c["stop"]["by_summary"] for c in at_512)
     assert report["effective_length"]["value"] == 0 and report["effective_length"]["early"] == []
-    assert report["search"]["skipped"] == [1024, 2048]
+    assert report["extras"]["search"]["skipped"] == [1024, 2048]
     gate = {g["name"]: g for g in report["gates"]}["min_effective_length"]
     assert gate["verdict"] == "fail"
 

@@ -4,12 +4,15 @@ length both ran and was skipped. Tasks treated alike share one entry."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ctxgate.ext.search import plugin
 from ctxgate.ext.search.lines import search_line
+from ctxgate.ext.search.records import SEARCH_SLOT, SearchRecord
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.records.schema import CaseRecord, RunInfo, SearchRecord
-from ctxgate.report.build import build_report
+from ctxgate.records.schema import CaseRecord, RunInfo
+from ctxgate.report.build import build_report, with_sections
 from ctxgate.report.tables import rows
 
 WHY = (
@@ -61,8 +64,10 @@ def test_the_terminal_markdown_and_html_say_the_same_per_task_line():
     cases = [case("niah_single_1", 256), case("niah_single_1", 512), case("vt", 256)]
     cases.append(case("vt", 512, left_out=True))
     search = SearchRecord((256, 512), (512,), WHY)
-    verdict = judge_session(cases, Thresholds("t"), True, search=search)
+    verdict = judge_session(cases, Thresholds("t"), True, decided=search.decided)
     report = build_report(cases, RunInfo("m", None, 42, 4, (256, 512), "task"), verdict)
+    report = with_sections(replace(report, extras={SEARCH_SLOT: search}))
     line = f"Search: niah_single_1 ran 256, 512; vt ran 256, skipped 512: {WHY}"
-    assert line in rows(report)[2]
-    assert plugin.ctxgate_report_facts(report) == [("Search", line.removeprefix("Search: "))]
+    assert line in rows(report)[2]  # the terminal's and the Markdown's notes
+    [section] = plugin.ctxgate_report_sections(report)
+    assert section.title == "Search" and section.lines == (line,)  # the HTML page's fact

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxgate.ext.search.sequential import Bettor, StopRule, early_stop
-from ctxgate.records.schema import SequentialRecord
+from ctxgate.records.schema import StopRecord
 
 scores = st.lists(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1)), min_size=1, max_size=150)
 
@@ -135,13 +135,9 @@ def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite
         ("vt", 2048): "fail",
     }
     assert sum(c["n"] for c in b.values()) < sum(c["n"] for c in a.values())
-    assert all(
-        c["sequential"]["used"] >= 10 and c["sequential"]["budget"] == 24 for c in b.values()
-    )
-    assert (
-        b[("vt", 512)]["sequential"]["stopped"] == "certain it fails" and b[("vt", 512)]["n"] < 20
-    )
-    assert b[("vt", 512)]["sequential"]["floor"]["decided"] == "below"
+    assert all(c["stop"]["used"] >= 10 and c["stop"]["budget"] == 24 for c in b.values())
+    assert b[("vt", 512)]["stop"]["stopped"] == "certain it fails" and b[("vt", 512)]["n"] < 20
+    assert b[("vt", 512)]["stop"]["floor"]["decided"] == "below"
     seq.stdout.fnmatch_lines(["*Sequential (error rate 0.05 per case)*saved*"])
     fixed.assert_outcomes(passed=1, failed=3)
     real_suite(*select, "--sequential", "--report", "again.json", "--cache-dir", "cache")
@@ -149,7 +145,7 @@ def test_sequential_gives_the_fixed_n_verdicts_with_fewer_generations(real_suite
     assert all(
         x["samples_from_cache"] == x["n"] == b[k]["n"] for k, x in c.items()
     )  # the same samples, all cached
-    assert json.loads((pytester.path / "seq.json").read_text())["run"]["sequential"] == {
+    assert json.loads((pytester.path / "seq.json").read_text())["run"]["extras"]["sequential"] == {
         "alpha": 0.05,
         "min_samples": 10,
     }
@@ -209,7 +205,7 @@ def test_a_judged_case_without_its_judge_runs_its_full_count_and_says_why(tmp_pa
     result = _judged_case(tmp_path, 0.0, None, n=4, stop=stop)
     assert len(result.samples) == 4 and result.judge and result.judge.status == "pending"
     why = "judged, with no judge in this run: no scores to test, so it runs its full count"
-    assert result.sequential == SequentialRecord(
+    assert result.stop == StopRecord(
         alpha=0.05, min_samples=2, used=4, budget=4, decided=None, stopped=why
     )
 
@@ -242,11 +238,7 @@ def test_a_judged_case_is_judged_as_it_generates_and_stops_once_certain(
     seq = _judged_case(
         tmp_path, accuracy, judges("seq"), stop=early_stop(StopRule(0.2, 2), Questions(floor=floor))
     )
-    assert (
-        seq.sequential
-        and seq.sequential.decided == verdict
-        and seq.sequential.used < len(fixed.samples)
-    )
+    assert seq.stop and seq.stop.decided == verdict and seq.stop.used < len(fixed.samples)
     assert len(seq.samples) < len(fixed.samples) and seq.judge and seq.judge.status == "judged"
     # the cost says what stopping saved against the fixed plan: together, the plan's samples
     assert fixed.cost and (fixed.cost.generations, fixed.cost.saved_generations) == (6, 0)
@@ -281,14 +273,14 @@ def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester)
 
     from ctxgate.gate.session import judge_session
     from ctxgate.gate.thresholds import Thresholds
-    from ctxgate.records.schema import CaseRecord, SequentialRecord
+    from ctxgate.records.schema import CaseRecord, StopRecord
     from ctxgate.tasks.registry import membership
 
-    early = SequentialRecord(
+    early = StopRecord(
         alpha=0.05, min_samples=10, used=10, budget=100, decided="pass", stopped="certain it passes"
     )
     cases = [
-        CaseRecord(t, "ruler", 512, score=100.0, verdict="pass", sequential=early)
+        CaseRecord(t, "ruler", 512, score=100.0, verdict="pass", stop=early)
         for t in membership().ruler
     ]
     verdict = judge_session(cases, Thresholds(path="t.toml", min_effective_length=512), True)
@@ -300,28 +292,32 @@ def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester)
     assert gate.verdict == "fail" and "stopped a RULER task there early" in gate.message
 
 
-def test_the_notes_keep_their_places_the_search_after_the_cost_and_early_stops_among_the_marks():
-    """The search's line comes right after the cost line; the note on cases stopped early comes
-    among what the table's marks mean, after Recall's stand-ins and before short samples."""
+def test_the_search_section_follows_the_cost_line_with_the_note_on_cases_stopped_early():
+    """The search's section is the report's notes right after the cost line: the search line, then
+    what cases stopped early are; the effective lengths, the marks and the gates follow."""
+    from dataclasses import replace
+
+    from ctxgate.ext.search.records import SEARCH_SLOT, SearchRecord
     from ctxgate.gate.session import judge_session
     from ctxgate.gate.thresholds import Thresholds
-    from ctxgate.records.schema import CaseRecord, Cost, RunInfo, SearchRecord
-    from ctxgate.report.build import build_report
+    from ctxgate.records.schema import CaseRecord, Cost, RunInfo
+    from ctxgate.report.build import build_report, with_sections
     from ctxgate.report.tables import rows
 
-    early = SequentialRecord(0.05, 10, 12, 100, "pass", "certain it passes")
+    early = StopRecord(0.05, 10, 12, 100, "pass", "certain it passes")
     cases = [
         CaseRecord("niah_single_1", "ruler", 4096, "niah", "string_match_all", "pass", score=90.0,
-                   n=12, ci=(80.0, 99.0), sequential=early, cost=Cost(generations=12)),
+                   n=12, ci=(80.0, 99.0), stop=early, cost=Cost(generations=12)),
         CaseRecord("vt", "ruler", 4096, "vt", "string_match_all", "pass", score=70.0, n=5,
                    ci=(50.0, 90.0), sample_cap={"requested": 10, "pool": 5}),
     ]  # fmt: skip
     search = SearchRecord((4096,), (8192,), "decided at 4K")
-    verdict = judge_session(cases, Thresholds("t"), True, search=search)
-    notes = rows(build_report(cases, RunInfo("m", None, 42, 12, (4096,), "task"), verdict))[2]
+    verdict = judge_session(cases, Thresholds("t"), True, decided=search.decided)
+    report = build_report(cases, RunInfo("m", None, 42, 12, (4096,), "task"), verdict)
+    notes = rows(with_sections(replace(report, extras={SEARCH_SLOT: search})))[2]
     at = {
         what: next(i for i, note in enumerate(notes) if note.startswith(what))
         for what in ("Cost:", "Search:", "Effective length", "Sequential", "Fewer samples", "Gate")
     }
-    assert at["Search:"] == at["Cost:"] + 1
-    assert at["Effective length"] < at["Sequential"] < at["Fewer samples"] < at["Gate"]
+    assert at["Search:"] == at["Cost:"] + 1 and at["Sequential"] == at["Search:"] + 1
+    assert at["Sequential"] < at["Effective length"] < at["Fewer samples"] < at["Gate"]

@@ -230,27 +230,29 @@ def test_a_held_answer_prefix_follows_the_thought_the_model_closed(hf_tokenizer)
         build_sample(task, prompts(spec, tok, hold_prefix=hold)[0], 512, 0, 42)
         for hold in (False, True)
     )
-    assert held.then == tuple(tok.encode(plain.answer_prefix)) and plain.then == ()
+    assert (
+        held.after_thought == tuple(tok.encode(plain.answer_prefix)) and plain.after_thought == ()
+    )
     assert held.text + plain.answer_prefix == plain.text
     assert held.text.endswith("<|im_start|>assistant\n")
     # the prefix counts in the length as where it ended the prompt: the same haystack
-    assert len(held.input_ids) + len(held.then) == len(plain.input_ids)
+    assert len(held.input_ids) + len(held.after_thought) == len(plain.input_ids)
     fmt = replace(prepare(Thinking("on"), tok, "m"), answer_prefix="after the thought")
     engine = Scripted(tok, {0: "<think>ok</think>", 1: "<think>\n" + "a b " * 40}, "42")
-    then = held.then
+    after = held.after_thought
     gens = forcing(engine, fmt).generate(
-        [Request((1, 2), index=i, then=then) for i in range(2)], GenerationParams(20)
+        [Request((1, 2), index=i, after_thought=after) for i in range(2)], GenerationParams(20)
     )
     first = tok.encode("<think>ok</think>")
     assert [c.max_new_tokens for c in engine.calls] == [20, 20 - len(first)]
-    assert engine.sent[2].input_ids == (1, 2, *first, *then)
+    assert engine.sent[2].input_ids == (1, 2, *first, *after)
     assert gens[0].text == "<think>ok</think>42" and gens[0].prompt_tokens == 2 + 2 + len(
         first
-    ) + len(then)
+    ) + len(after)
     assert gens[1].finish_reason == "length" and "</think>" not in gens[1].text
     # a batch mixing both: the request with a prefix continued, the other one request as before
     engine.calls.clear()
-    both = [Request((1, 2), index=0, then=then), Request((1, 2), index=0)]
+    both = [Request((1, 2), index=0, after_thought=after), Request((1, 2), index=0)]
     mixed = forcing(engine, fmt).generate(both, GenerationParams(20))
     assert [m.text for m in mixed] == ["<think>ok</think>42", "42"]
     assert engine.calls[-1] == GenerationParams(20) and len(engine.calls) == 3
@@ -301,7 +303,10 @@ def test_a_held_prefix_keeps_the_length_rule_and_the_haystack_at_every_length(
     assert (plain is None) == (held is None)
     if plain is None or held is None:
         return
-    assert held.then and len(held.input_ids) + len(held.then) + spec.tokens_to_generate <= length
+    assert (
+        held.after_thought
+        and len(held.input_ids) + len(held.after_thought) + spec.tokens_to_generate <= length
+    )
     assert held.text + plain.answer_prefix == plain.text
 
 
@@ -460,12 +465,13 @@ def test_a_baseline_that_thought_otherwise_is_not_compared_with():
 
 
 class Server:
-    """What the suite asks a server backend about a thinking budget."""
+    """What the suite asks a server backend about a thinking budget (``Backend``'s optional
+    ``own_thinking_budget``)."""
 
     def __init__(self, chat_api: bool, own: bool) -> None:
         self.chat_api, self.own = chat_api, own
 
-    def has_thinking_budget(self) -> bool:
+    def own_thinking_budget(self) -> bool:
         return self.own
 
 

@@ -54,8 +54,7 @@ def test_each_saved_checkpoint_is_evaluated_beside_training_and_logged_at_its_st
     callback = CtxgateCallback(
         [*SUITE, "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT)],
         log_to=["tensorboard", f"mlflow=file:{tmp_path / 'mlruns'}", "wandb=ctxgate-tests"],
-        interval=1.0,
-        settle=1.0,
+        watch_args=["--interval", "1.0", "--settle", "1.0"],
         wait_at_end=True,
     )
     run = tmp_path / "run"

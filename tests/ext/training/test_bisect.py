@@ -22,7 +22,7 @@ from ctxgate.ext.training.run_folder import (
     step_of,
     why_left_out,
 )
-from ctxgate.records.refusal import Unreachable
+from ctxgate.refusal import Unreachable
 from ctxgate.run.loading import ModelError
 
 
