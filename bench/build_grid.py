@@ -20,15 +20,18 @@ powers of two.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import arguments  # noqa: E402
 
 CHILD = r"""
 import collections, json, sys, traceback
@@ -102,11 +105,19 @@ print(json.dumps({"counts": counts, "errors": errors, "first": first, "digests":
 
 
 def grid(text: str) -> list[int]:
+    """``--lengths``: ``LO-HI``, the default grid between them, or a list such as 256,1k."""
     if "-" not in text:
-        from ctxgate.lengths import parse_lengths
-
-        return list(parse_lengths(text))
-    lo, hi = (int(x) for x in text.split("-"))
+        return list(arguments.lengths(text))
+    parts = text.split("-")
+    try:
+        lo, hi = (arguments.length(x) for x in parts) if len(parts) == 2 else (1, 0)
+    except arguments.Refused:
+        lo, hi = 1, 0
+    if lo > hi:
+        raise arguments.Refused(
+            f"{arguments.shown(text)} is neither a range LO-HI of lengths (LO <= HI) nor a list "
+            "of lengths: write e.g. 1-8192 or 256,1k"
+        )
     points = set(range(lo, min(hi, 64) + 1))
     x = 64.0
     while x <= hi:
@@ -147,23 +158,39 @@ def report(label: str, result: dict[str, object]) -> None:
         print(f"  {n:5d}  {key}; first: {first[key]}")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(__file__, description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--lengths", default="1-8192", help="LO-HI for the default grid, or a list such as 256,1k"
+        "--lengths",
+        type=grid,
+        default="1-8192",
+        help="LO-HI for the default grid, or a list such as 256,1k",
     )
-    ap.add_argument("--samples", type=int, default=2)
+    ap.add_argument("--samples", type=arguments.whole(1, example=2), default=2)
     ap.add_argument("--chat", choices=("off", "on", "both"), default="both")
-    ap.add_argument("--tasks", default="", help="comma-separated task names (default: every task)")
+    ap.add_argument(
+        "--tasks",
+        type=arguments.tasks_or_all,
+        default="",
+        help="comma-separated task names (default: every task)",
+    )
     ap.add_argument(
         "--data-dir",
-        default="",
+        type=arguments.folder_in(ROOT),  # its builds run in the checkout
+        default=None,
         help="HELMET's data folder (default: the fixtures plus long documents)",
     )
     ap.add_argument(
-        "--baseline", default="", help="a git ref of this repository, built on the same grid"
+        "--baseline",
+        type=arguments.git_ref,
+        default=None,
+        help="a git ref of this repository, built on the same grid",
     )
-    args = ap.parse_args()
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     data_dir = args.data_dir
     with tempfile.TemporaryDirectory() as tmp:
         if not data_dir:
@@ -175,10 +202,10 @@ def main() -> None:
                 capture_output=True,
             )
         job = {
-            "lengths": grid(args.lengths),
+            "lengths": args.lengths,
             "samples": args.samples,
             "chat": {"off": [False], "on": [True], "both": [False, True]}[args.chat],
-            "tasks": [t for t in args.tasks.split(",") if t],
+            "tasks": list(args.tasks),
             "tokenizer": str(ROOT / "fixtures" / "tiny-llama-niah"),
             "squad": str(ROOT / "fixtures" / "data" / "squad_v2_validation_tiny.jsonl"),
             "hotpot": str(ROOT / "fixtures" / "data" / "hotpotqa_distractor_validation_tiny.jsonl"),

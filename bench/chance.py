@@ -25,28 +25,31 @@ measurement.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import re
 import statistics
 import string
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxgate.ext.families import conversations as conv
-from ctxgate.ext.families.metrics import TASK_LABELS
-from ctxgate.ext.families.nolima_files import load_project
-from ctxgate.lengths import parse_length
-from ctxgate.metrics.registry import score_prediction
-from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, TaskTooShort
-from ctxgate.tasks.build import build_sample
-from ctxgate.tasks.chance import Chance, chance_at
-from ctxgate.tasks.registry import get_task, task_names
-from ctxgate.tokens.codec import PieceEncoder
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import arguments  # noqa: E402
+from ctxgate.ext.families import conversations as conv  # noqa: E402
+from ctxgate.ext.families.metrics import TASK_LABELS  # noqa: E402
+from ctxgate.ext.families.nolima_files import load_project  # noqa: E402
+from ctxgate.lengths import parse_length  # noqa: E402
+from ctxgate.metrics.registry import score_prediction  # noqa: E402
+from ctxgate.tasks.base import BuildContext, Sample, TaskSpec, TaskTooShort  # noqa: E402
+from ctxgate.tasks.build import build_sample  # noqa: E402
+from ctxgate.tasks.chance import Chance, chance_at  # noqa: E402
+from ctxgate.tasks.registry import get_task, task_names  # noqa: E402
+from ctxgate.tokens.codec import PieceEncoder  # noqa: E402
+
 Guess = Callable[[Sample, random.Random], str]
 # The task modules (niah, aggregation) are imported where used, after the registry has loaded them:
 # importing one first would register its tasks first, and reorder the suite.
@@ -272,18 +275,31 @@ def write(samples: int, draws: int) -> Path:
     return path
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--length", default="8k")
-    parser.add_argument("--samples", type=int, default=100)
-    parser.add_argument("--draws", type=int, default=20)
-    parser.add_argument(
-        "--tasks", default="", help="comma-separated; default: every generated task"
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(__file__, description=__doc__.splitlines()[0])
+    ap.add_argument("--length", type=arguments.as_written(arguments.length), default="8k")
+    ap.add_argument("--samples", type=arguments.whole(1, example=100), default=100)
+    ap.add_argument("--draws", type=arguments.whole(1, example=20), default=20)
+    ap.add_argument(
+        "--tasks",
+        type=arguments.tasks_or_all,
+        default="",
+        help="comma-separated; default: every generated task",
     )
-    parser.add_argument(
+    ap.add_argument(
         "--write", action="store_true", help="measure the bands into ctxgate/data/chance.json"
     )
-    args = parser.parse_args()
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = parser()
+    args = ap.parse_args(argv)
+    if unguessed := [t for t in args.tasks if t not in guessed_tasks()]:
+        ap.error(
+            f"--tasks {','.join(args.tasks)} holds {', '.join(unguessed)}, not a generated task "
+            f"(no random answer is drawn for it): choose from {', '.join(guessed_tasks())}"
+        )
     if args.write:
         print(f"wrote {write(args.samples, args.draws)}")
         return
@@ -293,7 +309,7 @@ def main() -> None:
         f"{'task':<20} {'declared':>8} {'low-high':>13} {'measured':>8} {'± s.e.':>7} "
         f"{'wrong needle':>13}"
     )
-    for m in run(length, args.samples, args.draws, [t for t in args.tasks.split(",") if t] or None):
+    for m in run(length, args.samples, args.draws, list(args.tasks) or None):
         wrong = "" if m.wrong_needle is None else f"{m.wrong_needle:>13.2f}"
         said = m.declared or Chance(float("nan"), float("nan"), float("nan"))
         span = f"{said.low:.1f}-{said.high:.1f}"

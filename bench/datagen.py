@@ -32,9 +32,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import arguments  # noqa: E402
 
 # A worker: builds the tasks named on its stdin, one JSON line each, with its ctxgate from the
 # root given. Like a suite worker it keeps one tokenizer for the length; its memory is sampled
@@ -163,44 +167,70 @@ def checkout(ref: str) -> Path:
     return folder
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def suite_name(text: str) -> str:
+    """``--suite``: a registered suite, ``families`` (the last three) or ``all``."""
+    from ctxgate.tasks.registry import suites
+
+    known = [*suites(), "families", "all"]
+    return arguments.known_name(text, known, "a suite", f"choose from {', '.join(known)}")
+
+
+def baseline_ref(text: str) -> str:
+    return text if text == "none" else arguments.git_ref(text)
+
+
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(
+        __file__, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--tokenizer", default=str(ROOT / "fixtures/tiny-llama-niah"))
-    ap.add_argument("--lengths", default="128k,1m")
-    ap.add_argument("--samples", type=int, default=100)
+    ap.add_argument(
+        "--tokenizer",
+        type=arguments.tokenizer_in(ROOT),  # the workers run in the checkout
+        default=str(ROOT / "fixtures/tiny-llama-niah"),
+    )
+    ap.add_argument("--lengths", type=arguments.lengths, default="128k,1m")
+    ap.add_argument("--samples", type=arguments.whole(1, example=100), default=100)
     ap.add_argument(
         "--suite",
+        type=suite_name,
         default="ruler",
         help="ruler, helmet, mrcr, babilong, nolima, families (the last three) or all; a task "
         "that reads released "
         "data (HELMET's, the families' published sets) builds here only where it needs none",
     )
-    ap.add_argument("--tasks", default="", help="comma-separated task names (default: the suite's)")
-    ap.add_argument("--workers", type=int, default=2)
     ap.add_argument(
-        "--baseline", default="48206e8", help="git ref of the previous implementation, or none"
+        "--tasks",
+        type=arguments.tasks_or_all,
+        default="",
+        help="comma-separated task names (default: the suite's)",
     )
-    ap.add_argument("--baseline-samples", type=int, default=10)
-    args = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
-    from ctxgate.lengths import format_length, parse_lengths
+    ap.add_argument("--workers", type=arguments.whole(1, example=2), default=2)
+    ap.add_argument(
+        "--baseline",
+        type=baseline_ref,
+        default="48206e8",
+        help="git ref of the previous implementation, or none",
+    )
+    ap.add_argument("--baseline-samples", type=arguments.whole(0, example=10), default=10)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    from ctxgate.lengths import format_length
     from ctxgate.tasks import all_tasks
 
     suites = {"all": (None,), "families": ("mrcr", "babilong", "nolima")}.get(
         args.suite, (args.suite,)
     )
-    tasks = [t for t in args.tasks.split(",") if t] or [
-        s.name for suite in suites for s in all_tasks(suite)
-    ]
+    tasks = list(args.tasks) or [s.name for suite in suites for s in all_tasks(suite)]
     base_root = checkout(args.baseline) if args.baseline != "none" else None
     print(
         f"tokenizer {args.tokenizer}; {args.samples} samples per task; {args.workers} processes "
         "at once",
         flush=True,
     )
-    for length in parse_lengths(args.lengths):
+    for length in args.lengths:
         label = format_length(length)
         now, wall = run_all(ROOT, args.tokenizer, tasks, length, args.samples, args.workers)
         base, base_wall = ({}, 0.0)

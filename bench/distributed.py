@@ -24,16 +24,20 @@ work spread perfectly).
 
 from __future__ import annotations
 
-import argparse
 import heapq
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import arguments  # noqa: E402
+
 TINY = ROOT / "fixtures" / "tiny-llama-niah"
 
 # Llama-3-8B: parameters, layers, hidden width; one H100 SXM's dense bf16 peak
@@ -154,15 +158,22 @@ def measure(tasks: str, lengths: str, samples: int) -> None:
     print(f"    ratio serial / cluster           {serial / ray:7.2f}x")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default="niah_single_1,vt,cwe")
-    parser.add_argument("--lengths", default="512,1k")
-    parser.add_argument("--samples", type=int, default=10)
-    parser.add_argument(
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(__file__, description=__doc__.split("\n\n")[0])
+    # passed on to the suite's command line as written
+    ap.add_argument(
+        "--tasks", type=arguments.as_written(arguments.tasks), default="niah_single_1,vt,cwe"
+    )
+    ap.add_argument("--lengths", type=arguments.as_written(arguments.lengths), default="512,1k")
+    ap.add_argument("--samples", type=arguments.whole(1, example=10), default=10)
+    ap.add_argument(
         "--skip-measured", action="store_true", help="only the simulation (no Ray needed)"
     )
-    args = parser.parse_args()
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     if not args.skip_measured:
         measure(args.tasks, args.lengths, args.samples)
     simulate()

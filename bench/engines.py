@@ -28,21 +28,26 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from ctxgate.backends.base import GenerationParams, Request, stream
-from ctxgate.backends.checkpoint import resolve_model
-from ctxgate.backends.endpoint import EndpointBackend
-from ctxgate.backends.formats import locate
-from ctxgate.backends.hf import HFBackend
-from ctxgate.backends.servers import EndpointSettings, Known
-from ctxgate.backends.vllm_server import EngineSpec, VLLMServer, find_python
-from ctxgate.lengths import format_length, parse_lengths
-from ctxgate.run.samples import build_samples
-from ctxgate.tasks import BuildContext, get_task
-from ctxgate.tokens.codec import PieceEncoder
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import arguments  # noqa: E402
+from ctxgate.backends.base import GenerationParams, Request, stream  # noqa: E402
+from ctxgate.backends.checkpoint import resolve_model  # noqa: E402
+from ctxgate.backends.endpoint import EndpointBackend  # noqa: E402
+from ctxgate.backends.formats import locate  # noqa: E402
+from ctxgate.backends.hf import HFBackend  # noqa: E402
+from ctxgate.backends.servers import EndpointSettings, Known  # noqa: E402
+from ctxgate.backends.vllm_server import EngineSpec, VLLMServer, find_python  # noqa: E402
+from ctxgate.lengths import format_length, parse_lengths  # noqa: E402
+from ctxgate.run.samples import build_samples  # noqa: E402
+from ctxgate.tasks import BuildContext, get_task  # noqa: E402
+from ctxgate.tokens.codec import PieceEncoder  # noqa: E402
 
 
 def timed(
@@ -57,19 +62,22 @@ def timed(
     return time.perf_counter() - t0, out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(
+        __file__, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--model", default="fixtures/tiny-llama-niah")
-    ap.add_argument("--tasks", default="niah_single_1,vt,niah_multikey_2")
-    ap.add_argument("--lengths", default="1k,4k")
-    ap.add_argument("--samples", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--model", type=arguments.checkpoint, default="fixtures/tiny-llama-niah")
+    ap.add_argument("--tasks", type=arguments.tasks, default="niah_single_1,vt,niah_multikey_2")
+    ap.add_argument("--lengths", type=arguments.lengths, default="1k,4k")
+    ap.add_argument("--samples", type=arguments.whole(1, example=20), default=20)
+    ap.add_argument("--rounds", type=arguments.whole(1, example=3), default=3)
     ap.add_argument(
-        "--batch-size", type=int, default=8, help="HF batched: prompts per generate call"
+        "--batch-size",
+        type=arguments.whole(1, example=8),
+        default=8,
+        help="HF batched: prompts per generate call",
     )
-    ap.add_argument("--vllm-python", default=None)
+    ap.add_argument("--vllm-python", type=arguments.python_file, default=None)
     ap.add_argument(
         "--suite",
         action="store_true",
@@ -78,16 +86,20 @@ def main() -> None:
     ap.add_argument("--suite-only", action="store_true", help="only that (no per-engine rounds)")
     ap.add_argument(
         "--suite-concurrency",
-        type=int,
+        type=arguments.whole(1, example=64),
         default=None,
         help="the suite's --concurrency (default: the suite's own, the engine's batch)",
     )
-    args = ap.parse_args()
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     args.suite = args.suite or args.suite_only
-    lengths = parse_lengths(args.lengths)
+    lengths = args.lengths
     hf = HFBackend(locate(resolve_model(args.model)))
     ctx = BuildContext(PieceEncoder(hf.tokenizer), chat=False)
-    budget = max(get_task(t).tokens_to_generate for t in args.tasks.split(","))
+    budget = max(get_task(t).tokens_to_generate for t in args.tasks)
     spec = EngineSpec(
         find_python(args.vllm_python, [Path.cwd()]), args.model, max(lengths) + budget
     )
@@ -124,7 +136,7 @@ def rounds(
             "rounds; "
             "speed = HF batch 1 time / its time, in the same rounds"
         )
-        for task in [] if args.suite_only else args.tasks.split(","):
+        for task in [] if args.suite_only else args.tasks:
             params = GenerationParams(max_new_tokens=get_task(task).tokens_to_generate)
             for length in lengths:
                 times: dict[str, list[float]] = {name: [] for name in engines}

@@ -12,10 +12,15 @@ of the time, and above it less. docs/gates.md quotes these figures.
 
 from __future__ import annotations
 
-import argparse
 import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
 
-from ctxgate.stats.intervals import interval
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import arguments  # noqa: E402
+from ctxgate.stats.intervals import interval  # noqa: E402
 
 
 def fail_rate(n: int, true: float, floor: float, rule: str, confidence: float) -> float:
@@ -30,10 +35,14 @@ def fail_rate(n: int, true: float, floor: float, rule: str, confidence: float) -
     return total
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--confidence", type=float, default=0.95)
-    args = parser.parse_args()
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(__file__, description=__doc__.splitlines()[0])
+    ap.add_argument("--confidence", type=arguments.number(0, 1, example=0.95), default=0.95)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     print(
         f"{'n':>4} {'floor':>5} {'true':>5} {'score':>7} {'upper':>7}   (share of runs in which "
         "the case fails)"

@@ -42,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import arguments  # noqa: E402
 from bench.gpu_common import Clock, Shape, prefill_flops  # noqa: E402
 from bench.gpu_suite import ruler_run, suite_case  # noqa: E402
 from bench.gpu_vllm import vllm_runs  # noqa: E402
@@ -49,7 +50,7 @@ from ctxgate.backends.base import GenerationParams, Request, stream  # noqa: E40
 from ctxgate.backends.checkpoint import resolve_model  # noqa: E402
 from ctxgate.backends.formats import locate  # noqa: E402
 from ctxgate.backends.hf import HFBackend, HFSettings  # noqa: E402
-from ctxgate.lengths import format_length, parse_lengths  # noqa: E402
+from ctxgate.lengths import format_length  # noqa: E402
 from ctxgate.run.samples import build_samples  # noqa: E402
 from ctxgate.tasks import BuildContext, get_task  # noqa: E402
 from ctxgate.tokens.codec import PieceEncoder  # noqa: E402
@@ -220,22 +221,48 @@ def run_shape(
     return folder
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(
+        __file__, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--smoke", action="store_true", help="a tiny shape at 512 tokens (CPU)")
-    ap.add_argument("--out", type=Path, default=None, help="folder for gpu.jsonl")
-    ap.add_argument("--deadline", type=float, default=420.0, help="seconds; then skip the rest")
+    ap.add_argument("--out", type=arguments.out_folder, default=None, help="folder for gpu.jsonl")
+    ap.add_argument(
+        "--deadline", type=arguments.seconds, default=420.0, help="seconds; then skip the rest"
+    )
     ap.add_argument("--shapes", default=None, help="comma-separated subset, e.g. 1B")
-    ap.add_argument("--lengths", default=None, help="instead of 4K,32K,128K, e.g. 64k,128k")
-    ap.add_argument("--tasks", default=",".join(TASKS), help="a subset of %(default)s")
-    ap.add_argument("--ruler", default=None, help="only RULER's 13 tasks at this length, e.g. 128k")
+    ap.add_argument(
+        "--lengths",
+        type=arguments.lengths,
+        default=None,
+        help="instead of 4K,32K,128K, e.g. 64k,128k",
+    )
+    ap.add_argument(
+        "--tasks", type=arguments.tasks, default=",".join(TASKS), help="a subset of %(default)s"
+    )
+    ap.add_argument(
+        "--ruler",
+        type=arguments.length,
+        default=None,
+        help="only RULER's 13 tasks at this length, e.g. 128k",
+    )
     ap.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="the engine measured")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     if args.backend == "vllm" and args.ruler:
         ap.error(
-            "--ruler runs the HF path; --backend vllm runs RULER's 13 tasks at the longest length"
+            f"--ruler {format_length(args.ruler)} runs the HF path, not --backend vllm: drop one "
+            "(--backend vllm runs RULER's 13 tasks at the longest length)"
+        )
+    known = [s.name for s in (SMOKE if args.smoke else SHAPES)]
+    if args.shapes and (unknown := [n for n in args.shapes.split(",") if n and n not in known]):
+        ap.error(
+            f"--shapes {args.shapes} holds {', '.join(unknown)}, not a shape of this run"
+            f"{' (--smoke)' if args.smoke else ''}: choose from {', '.join(known)}"
         )
     import torch
     from transformers.utils import logging
@@ -252,9 +279,9 @@ def _run(args: argparse.Namespace, torch: Any) -> int:
     if args.shapes:
         shapes = tuple(s for s in shapes if s.name in args.shapes.split(","))
     if args.lengths:  # four samples a case where batching is cheap, two past 4K
-        chosen = tuple((n, 4 if n <= 4096 else 2) for n in parse_lengths(args.lengths))
+        chosen = tuple((n, 4 if n <= 4096 else 2) for n in args.lengths)
         shapes = tuple(replace(s, lengths=chosen) for s in shapes)
-    tasks = tuple(args.tasks.split(","))
+    tasks = args.tasks
     # the checkpoints in memory where it holds an 8B one twice over: saved and loaded at RAM speed
     shm = Path("/dev/shm")
     space = shm if shm.is_dir() and shutil.disk_usage(shm).free > 40 * 2**30 else None
@@ -283,9 +310,7 @@ def _run(args: argparse.Namespace, torch: Any) -> int:
             for shape in shapes:
                 folder = work / shape.name
                 build(shape, folder, torch, device)
-                ruler_run(
-                    shape, folder, format_length(parse_lengths(args.ruler)[0]), clock, work, limit
-                )
+                ruler_run(shape, folder, format_length(args.ruler), clock, work, limit)
                 shutil.rmtree(folder)
             shapes = ()
         first: Path | None = None

@@ -28,7 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxgate.lengths import format_length, parse_lengths  # noqa: E402
+from bench import arguments  # noqa: E402
+from ctxgate.lengths import format_length  # noqa: E402
 from ctxgate.records.schema import Prediction, Report, adapter_for  # noqa: E402
 
 
@@ -139,14 +140,18 @@ def report_and_rows(samples: int, lengths: Sequence[int]) -> tuple[Report, list[
     return adapter_for(Report).validate_python(report), rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(
+        __file__, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--samples", type=int, default=100)
-    ap.add_argument("--lengths", default="4k,8k,16k,32k,64k,128k")
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
+    ap.add_argument("--samples", type=arguments.whole(1, example=100), default=100)
+    ap.add_argument("--lengths", type=arguments.lengths, default="4k,8k,16k,32k,64k,128k")
+    ap.add_argument("--rounds", type=arguments.whole(1, example=3), default=3)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     from playwright.sync_api import sync_playwright
 
     from ctxgate.ext.html.page import PageInput, render
@@ -154,7 +159,7 @@ def main() -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         raise SystemExit("no Chromium: bash scripts/browser.sh installs it")
-    lengths = parse_lengths(args.lengths)
+    lengths = args.lengths
     t0 = time.perf_counter()
     report, rows = report_and_rows(args.samples, lengths)
     built = time.perf_counter() - t0

@@ -19,7 +19,6 @@ grid in A%; prompt tokens G x the full grid's``.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -29,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import arguments  # noqa: E402
 from ctxgate.ext.published.scores import Published, all_published  # noqa: E402
 from ctxgate.ext.search.records import LengthVerdict  # noqa: E402
 from ctxgate.ext.search.sequential import StopRule, judge_length  # noqa: E402
@@ -90,13 +90,18 @@ def full_grid_length(lengths: list[int], means: np.ndarray, bar: float) -> int:
     return effective
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--alpha", type=float, default=0.05)
-    parser.add_argument("--min-samples", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(__file__, description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=arguments.whole(1, example=200), default=200)
+    ap.add_argument("--alpha", type=arguments.number(0, 1, example=0.05), default=0.05)
+    # a sequential test's first samples: at most the grid's SAMPLES a task at a length
+    ap.add_argument("--min-samples", type=arguments.whole(1, SAMPLES, example=10), default=10)
+    ap.add_argument("--seed", type=arguments.whole(0, example=0), default=0)  # numpy's: from 0
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     rng = np.random.default_rng(args.seed)
     rule = StopRule(args.alpha, args.min_samples, SAMPLES)
     models = curves()

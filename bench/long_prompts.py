@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
@@ -33,7 +34,8 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxgate.lengths import format_length, parse_lengths  # noqa: E402
+from bench import arguments  # noqa: E402
+from ctxgate.lengths import format_length  # noqa: E402
 
 
 def tree_rss(root: psutil.Process) -> int:
@@ -129,17 +131,22 @@ def run_one(
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(
+        __file__, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--lengths", default="32k,256k")
-    ap.add_argument("--backends", default="hf,vllm")
-    ap.add_argument("--task", default="niah_single_1")
-    ap.add_argument("--model", default="fixtures/tiny-llama-niah")
+    ap.add_argument("--lengths", type=arguments.lengths, default="32k,256k")
+    ap.add_argument(
+        "--backends", type=arguments.words("hf", "vllm", what="backend"), default="hf,vllm"
+    )
+    ap.add_argument("--task", type=arguments.task, default="niah_single_1")
+    # the suite runs in the checkout: a relative --model is the checkout's
+    ap.add_argument(
+        "--model", type=arguments.checkpoint_in(ROOT), default="fixtures/tiny-llama-niah"
+    )
     ap.add_argument(
         "--request-timeout",
-        type=float,
+        type=arguments.seconds,
         default=3600.0,
         help="seconds per request up to 128K tokens (scaled beyond): vLLM on 2 CPU cores takes "
         "about 45 minutes "
@@ -147,14 +154,18 @@ def main() -> None:
     )
     ap.add_argument(
         "--keep",
-        type=Path,
+        type=arguments.out_folder,
         default=None,
         help="keep each run's folder (report, cache, the vLLM server's log) under this folder",
     )
-    args = ap.parse_args()
-    lengths = parse_lengths(args.lengths)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    lengths = args.lengths
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    for backend in args.backends.split(","):
+    for backend in args.backends:
         rows = []
         for length in lengths:
             row = run_one(backend, length, args.task, args.model, args.request_timeout, args.keep)

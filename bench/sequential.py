@@ -31,10 +31,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxgate.ext.search.sequential import StopRule
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import arguments  # noqa: E402
+from ctxgate.ext.search.sequential import StopRule  # noqa: E402
 
 
 def verdict(rule: StopRule, scores: list[float], floor: float) -> tuple[bool, int, bool]:
@@ -200,20 +204,31 @@ def _replay(out: Path, samples: int, tiny: Path, build_sequence: Any) -> None:
         )
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(
+        __file__, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--cases", type=int, default=10_000)
-    ap.add_argument("--floor", type=float, default=0.8)
-    ap.add_argument("--alpha", type=float, default=0.05)
-    ap.add_argument("--max-samples", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cases", type=arguments.whole(1, example=10_000), default=10_000)
+    floor = arguments.number(0, 1, example=0.8, closed=True)  # a fraction: 80% is 0.8
+    ap.add_argument("--floor", type=floor, default=0.8)
+    ap.add_argument("--alpha", type=arguments.number(0, 1, example=0.05), default=0.05)
+    # the rule's min_samples is 10: its fixed-n budget no fewer
+    ap.add_argument("--max-samples", type=arguments.whole(10, example=100), default=100)
+    ap.add_argument("--seed", type=arguments.integer, default=1)
     ap.add_argument(
         "--replay", action="store_true", help="real generations on the shipped checkpoint sequence"
     )
-    ap.add_argument("--samples", type=int, default=24, help="--replay: samples per case")
-    args = ap.parse_args()
+    ap.add_argument(
+        "--samples",
+        type=arguments.whole(1, example=24),
+        default=24,
+        help="--replay: samples per case",
+    )
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     if args.replay:
         replay(args.samples)
         return

@@ -48,6 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import arguments  # noqa: E402
 
 # The probe plugin and the script say where they are on stderr, between -X importtime's lines: each
 # mark ends a phase (the imports printed before it are that phase's), the last one is in an exit
@@ -325,24 +328,44 @@ def seconds(run: Run) -> float:
     return run.seconds
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(
+        __file__, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--pairs", type=arguments.whole(1, example=5), default=5)
     ap.add_argument("--threads", choices=["both", "1", "default"], default="both")
-    ap.add_argument("--breakdown-runs", type=int, default=3)
-    ap.add_argument("--model", default="fixtures/tiny-llama-niah")
-    ap.add_argument("--case", default="fwe", help="a task, run at --length")
-    ap.add_argument("--length", type=int, default=1024)
+    ap.add_argument("--breakdown-runs", type=arguments.whole(1, example=3), default=3)
+    ap.add_argument("--model", type=arguments.checkpoint, default="fixtures/tiny-llama-niah")
+    ap.add_argument("--case", type=arguments.task, default="fwe", help="a task, run at --length")
+    ap.add_argument("--length", type=arguments.length, default=1024)
     ap.add_argument("--quick", action="store_true", help="one pair at one thread, no warm-up")
+    return ap
+
+
+def buildable(ap: arguments.Parser, case: Case, work: Path) -> Prompt:
+    """The case's prompt, built first: a task that cannot be built at the length (too short, or
+    its data not given) is refused as a bad argument is, before any run."""
+    from ctxgate.refusal import Refusal
+
+    try:
+        return build_prompt(case, work)
+    except Refusal as exc:
+        why = str(exc).removeprefix(f"{case.task} cannot be built at length {case.length}: ")
+        ap.error(
+            f"--case {case.task} cannot be built at --length {case.length} ({why}): give "
+            "another --case or a longer --length (--case fwe --length 1024 on the tiny model)"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     if args.quick:
         args.pairs, args.threads, args.breakdown_runs = 1, "1", 1
     case = Case(args.model, args.case, args.length)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        prompt = build_prompt(case, work)
+        prompt = buildable(ap, case, work)
         print(
             f"case: {case.task} at {case.length} on {case.model}, prompt {prompt.digest[:12]}, "
             f"budget {prompt.budget} tokens; {os.cpu_count()} CPU(s)",

@@ -6,28 +6,36 @@ python bench/tiny_accuracy.py fixtures/tiny-llama-niah --lengths 256,384,512,204
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
-from ctxgate.backends.checkpoint import resolve_model
-from ctxgate.backends.formats import locate
-from ctxgate.backends.hf import HFBackend, HFSettings
-from ctxgate.lengths import parse_lengths
-from ctxgate.run.case import Session, run_case
-from ctxgate.tasks import BuildContext, get_task
-from ctxgate.tokens.codec import PieceEncoder
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import arguments  # noqa: E402
+from ctxgate.backends.checkpoint import resolve_model  # noqa: E402
+from ctxgate.backends.formats import locate  # noqa: E402
+from ctxgate.backends.hf import HFBackend, HFSettings  # noqa: E402
+from ctxgate.run.case import Session, run_case  # noqa: E402
+from ctxgate.tasks import BuildContext, get_task  # noqa: E402
+from ctxgate.tokens.codec import PieceEncoder  # noqa: E402
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("model")
-    ap.add_argument("--lengths", default="256,512,1k,2k")
-    ap.add_argument("--samples", type=int, default=40)
-    ap.add_argument("--task", default="niah_single_1")
-    args = ap.parse_args()
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(__file__)
+    ap.add_argument("model", type=arguments.checkpoint)
+    ap.add_argument("--lengths", type=arguments.lengths, default="256,512,1k,2k")
+    ap.add_argument("--samples", type=arguments.whole(1, example=40), default=40)
+    ap.add_argument("--task", type=arguments.task, default="niah_single_1")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     backend = HFBackend(locate(resolve_model(args.model)), HFSettings(threads=2))
     ctx = BuildContext(PieceEncoder(backend.tokenizer), chat=False)
-    for length in parse_lengths(args.lengths):
+    for length in args.lengths:
         t0 = time.perf_counter()
         r = run_case(get_task(args.task), Session(backend, ctx), length, args.samples)
         print(

@@ -49,6 +49,7 @@ from ctxgate.tasks.build import LengthRuleBroken, fits_at_all
 from ctxgate.tasks.chance import chance_at
 from ctxgate.tasks.registry import get_task
 
+from .model import RUN_ID_KEY
 from .options import PLAN_KEY
 
 
@@ -174,7 +175,8 @@ def _session(config: pytest.Config, model: LoadedModel) -> Session:
     """The model's session, with the run's confidence and who hears its cases' progress."""
     plan = config.stash[PLAN_KEY]
     progress = _progress if manager().hook.ctxgate_progress.get_hookimpls() else None
-    return replace(model.session, confidence=plan.thresholds.confidence, progress=progress)
+    confidence, run = plan.thresholds.confidence, config.stash[RUN_ID_KEY]
+    return replace(model.session, confidence=confidence, progress=progress, run=run)
 
 
 def _progress(progress: Progress) -> None:

@@ -58,12 +58,13 @@ def properties(report: Report) -> list[tuple[str, str]]:
             out.append((f"ctxgate.{name}", _value(score, report.overall)))
     if eff := report.effective_length:
         out.append(("ctxgate.effective_length.ruler", _value(eff.value, eff)))
+    # a value, or why there is none, as every form says it
     for key, rel in report.relative_effective_length.items():
-        value = None if rel.why else rel.value  # none: its base is not above chance
-        out.append((f"ctxgate.relative_effective_length.{key}", _value(value, rel)))
+        value = _value(rel.value, rel) if rel.why is None else f"n/a: {rel.why}"
+        out.append((f"ctxgate.relative_effective_length.{key}", value))
     for key, long in report.long_score.items():
-        if long.value is not None:
-            out.append((f"ctxgate.long_score.{key}", _value(long.value, long)))
+        value = _value(long.value, long) if long.value is not None else f"n/a: {long.why}"
+        out.append((f"ctxgate.long_score.{key}", value))
     # the run's and each case's, counts unrounded: the cases' add up to the run's
     costs = [("", report.cost)] + [(f".{c.name}", c.cost) for c in report.cases]
     exact = [(k, cost_line(c, tokens="{:,}".format)) for k, c in costs if c is not None]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import gc
 import traceback
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,6 +26,9 @@ RUN_ERROR_KEY = pytest.StashKey[RunError]()
 SUMMARY_KEY = pytest.StashKey[Callable[[], str]]()
 WORKER_SUMMARIES_KEY = pytest.StashKey[list[str]]()  # on the controller: each worker's "gwN: ..."
 FROZE_KEY = pytest.StashKey[bool]()  # the session's objects were frozen once the model loaded
+# the run's id, the controller's, given to each xdist worker: the key of the run's ledger in the
+# generation cache (``run/cache.py``), which the report's costs are reconciled with at the end
+RUN_ID_KEY = pytest.StashKey[str]()
 
 
 @pytest.fixture(scope="session")
@@ -71,6 +75,9 @@ def ctxgate_model(
 
 @refusals_are_usage_errors
 def pytest_configure(config: pytest.Config) -> None:
+    worker = getattr(config, "workerinput", {})
+    config.stash[RUN_ID_KEY] = worker.get("ctxgate_run") or uuid.uuid4().hex
+
     # cleanups run last registered first: this one, registered before the model loads, runs after
     # pytest's collections at its end (pytest 9: the unraisable-exception plugin's)
     def unfreeze() -> None:
@@ -86,6 +93,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     output = getattr(session.config, "workeroutput", None)
     if output is not None and (summary := session.config.stash.get(SUMMARY_KEY, None)) is not None:
         output["ctxgate_summary"] = summary()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """On the controller, for each xdist worker: the run it is part of."""
+    node.workerinput["ctxgate_run"] = node.config.stash[RUN_ID_KEY]
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -39,12 +39,13 @@ from ctxgate.records.schema import (
     to_json,
 )
 from ctxgate.records.slots import typed
-from ctxgate.report.build import build_report, prediction_rows, with_sections
+from ctxgate.report.build import build_report, prediction_rows, with_ledger, with_sections
 from ctxgate.report.tables import markdown, terminal
+from ctxgate.run.cache import spent_in
 
 from .cases import CASE_STATE_KEY, case_key, new_record
 from .collection import NOT_RUN_KEY
-from .model import RUN_ERROR_KEY
+from .model import RUN_ERROR_KEY, RUN_ID_KEY
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 from .signals import RECEIVED_KEY
 
@@ -284,6 +285,8 @@ def session_report(session: pytest.Session, exitstatus: int) -> Report | None:
         return None if collector is None else collector.report
     thresholds, plan = collector.thresholds, config.stash[PLAN_KEY]  # the run's (pytest_configure)
     cases = collector.finish(_stop_reason(session, exitstatus, collector.run_error))
+    if plan.model.cache_dir:  # what every case generated, however the run ended
+        cases = with_ledger(cases, spent_in(plan.model.cache_dir, config.stash[RUN_ID_KEY]))
     meta = collector.run_meta or {
         "model": plan.model.model,
         "backend": None,

@@ -15,8 +15,8 @@ what was generated (and what a cache spared): task, length, index, xdist worker,
 generations were in flight when it started (``concurrency`` lets the runner send that many at once);
 ``sleep`` slows each call down, so a test can kill a run mid-case; ``raise``
 (``{"vt": {"*": "message"}}``) makes a case's generations fail with that message, as a broken
-backend would, and ``kill`` (``{"vt": {"*": true}}``) kills the process running the case, as the
-kernel's OOM killer would.
+backend would, and ``kill`` (``{"vt": {"*": true}}``, or a sample's index, ``{"vt": {"*": 3}}``)
+kills the process running the case, as the kernel's OOM killer would.
 
 For a case with accuracy p, sample i is answered right when floor((i + 1) * p) > floor(i * p), which
 spreads round-down(p * n) right answers evenly over any n samples; the others get an empty string. A
@@ -113,7 +113,8 @@ class ScriptedBackend:
                         f"{r.task} {r.length} {r.index} "
                         f"{os.environ.get('PYTEST_XDIST_WORKER', '-')} {in_flight}\n"
                     )
-            if self._lookup("kill", r):  # a worker that dies mid-case (out of memory, a segfault)
+            kill = self._lookup("kill", r)  # True: at its first generation; N: at sample N
+            if kill is True or (type(kill) is int and r.index >= kill):  # out of memory, a segfault
                 if str(os.getpid()) == os.environ.get("CTXGATE_TESTS_PID"):
                     raise RuntimeError("a scripted kill needs the run in workers of its own: -n 2")
                 os.kill(os.getpid(), signal.SIGKILL)

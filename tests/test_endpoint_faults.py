@@ -76,6 +76,10 @@ def run_openai(real_suite, server, monkeypatch):
     return run
 
 
+# one case, niah_single_1 at 512, its outputs never cached (each test scripts its own replies)
+CASE = ("-k", "niah_single_1", "--lengths", "512", "--no-cache")
+
+
 def _out(result: pytest.RunResult) -> str:
     out = result.stdout.str() + result.stderr.str()
     assert "Traceback" not in out and "IndexError" not in out, out[-3000:]
@@ -346,3 +350,43 @@ def test_a_vllm_window_is_never_forced_past_its_rope_table():
     assert not window.forceable
     assert window.what == "the model's max_position_embeddings (8192)"
     assert "--model-override max_position_embeddings=N or --rope-scaling JSON" in window.fix
+
+
+def test_a_reply_past_its_budget_is_cut_to_it_and_named(run_openai, server, tmp_path):
+    """A server that ignores max_tokens: a 5,000-token text (a needle anywhere in it would be
+    credited if scored whole) is cut to the request's budget, counted here, and named."""
+    _, script, _ = server
+    long = {"index": 0, "text": "4242 " * 2500, "finish_reason": "stop"}
+    usage = {"prompt_tokens": 1, "completion_tokens": 5000, "total_tokens": 5001}
+    script({"completions": [{"choices": [long], "usage": usage}] * 2})
+    report = tmp_path / "r.json"
+    result = run_openai(*CASE, "--samples", "2", "--report", str(report))
+    assert result.ret == 0, _out(result)[-3000:]
+    budget = next(t for t in all_tasks() if t.name == "niah_single_1").tokens_to_generate
+    (case,) = json.loads(report.read_text())["cases"]
+    assert case["cost"]["overruns"] == 2 and case["cost"]["generated_tokens"] <= 2 * budget
+    assert case["cost"]["reported_tokens"] == 0  # counted here: the server's count is of its text
+    assert "2 replies ran past their budget and were cut to it" in result.stdout.str()
+    lines = tmp_path.joinpath("r.predictions.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in lines if x]
+    assert all(r["finish_reason"] == "length" and r["output_tokens"] <= budget for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("usage", "said"),
+    [
+        (-1, "reported -1 completion tokens: a count below 0"),
+        (10**6, "reported 1000000 completion tokens for a request allowed 128"),
+        (0, "completion tokens for a text of"),
+    ],
+    ids=["negative", "over-the-budget", "fewer-than-the-text"],
+)
+def test_a_usage_that_cannot_be_right_is_refused_naming_the_server(run_openai, server, usage, said):
+    url, script, _ = server
+    text = {"index": 0, "text": "the number is 4242 and nothing more", "finish_reason": "stop"}
+    counts = {"prompt_tokens": 1, "completion_tokens": usage, "total_tokens": 1}
+    script({"completions": [{"choices": [text], "usage": counts}] * 4})
+    result = run_openai(*CASE, "--samples", "2")
+    assert result.ret == 1
+    line = next(x for x in result.stdout.lines if said in x)
+    assert url in line and "the server's usage cannot be right" in line

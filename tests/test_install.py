@@ -228,6 +228,15 @@ def test_without_the_extras_ruler_and_helmet_score_as_with_them(fresh_python, bu
         (tmp_path / "fresh").mkdir()
         subprocess.run([ctxgate, "init", str(tmp_path / "fresh")], check=True, capture_output=True)
         assert (tmp_path / "fresh" / "thresholds.toml").read_text() == THRESHOLDS.read_text()
+        # the whole install's file, read here: its [thinking] named as an absent extra's table
+        (tmp_path / "fresh" / "thresholds.toml").write_text(init.thresholds_text())
+        read = _run(fresh_python, tmp_path / "fresh", f"--model={TINY}", *CASES[:4])
+        assert read.returncode == 4, read.stdout[-2000:] + read.stderr
+        assert (
+            "[thinking] is a table of neither ctxgate nor an installed extra (extras installed: "
+            "none)" in read.stderr
+        ) and "delete the table, or install the package that reads it" in read.stderr
+        assert "unknown key" not in read.stderr
     finally:  # the whole wheel again, for whatever runs next in this environment
         subprocess.run([*pip, "--force-reinstall", str(whole)], check=True, capture_output=True)
 

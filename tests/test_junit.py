@@ -85,14 +85,15 @@ def assert_the_report_is_in_the_junit(
         assert props["ctxgate.effective_length.ruler"].split()[0] == str(
             report["effective_length"]["value"]
         )
+    # a value, or why there is none, as the report's JSON and tables say it
     for key, relative in report["relative_effective_length"].items():
-        assert props[f"ctxgate.relative_effective_length.{key}"].split()[0] == str(
-            relative["value"]
-        )
+        said = props[f"ctxgate.relative_effective_length.{key}"]
+        why = relative["why"]
+        assert said == f"n/a: {why}" if why else said.split()[0] == str(relative["value"])
     for key, long in report["long_score"].items():
-        assert props.get(f"ctxgate.long_score.{key}") == (
-            None if long["value"] is None else str(long["value"])
-        )
+        said = props[f"ctxgate.long_score.{key}"]
+        value = long["value"]
+        assert said == f"n/a: {long['why']}" if value is None else said.split()[0] == str(value)
 
 
 def report_of(pytester: pytest.Pytester, name: str = "out/r.json") -> dict[str, Any]:
@@ -138,9 +139,8 @@ def test_a_passing_run_has_every_summary_as_a_property_and_every_gate_as_a_passi
     assert (
         props["ctxgate.relative_effective_length.ruler"] == "4096 (partial)"
     )  # as the effective length: a RULER task missing at a length
-    assert (
-        "ctxgate.long_score.ruler" not in props
-    )  # no length of 8K or more: 100-LongBench's LongScore has none
+    # no length of 8K or more: 100-LongBench's LongScore has none, and says why
+    assert props["ctxgate.long_score.ruler"] == "n/a: no length of 8K or more"
     assert junit.failures == 0 and junit.errors == 0
 
 

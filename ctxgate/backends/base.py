@@ -82,6 +82,10 @@ class Generation:
     prompt_tokens: int | None = None  # prefilled in all it took (forcing takes two); None: its own
     pieces: tuple[str, ...] | None = None  # each generated token's text, where the engine gave it
     ids: tuple[int, ...] | None = None  # the generated token ids, where the engine gave them
+    # the completion tokens a server's usage reported, checked (backends/replies.py); None: counted
+    # here, from the ids or the text
+    reported: int | None = None
+    overrun: int = 0  # tokens past the request's budget the server gave, cut here
 
     def prefilled(self, request: Request) -> int:
         return len(request.input_ids) if self.prompt_tokens is None else self.prompt_tokens

@@ -32,6 +32,7 @@ from ctxgate.backends.endpoint_probe import (
     server_window,
 )
 from ctxgate.backends.model_config import ConfigChanges
+from ctxgate.backends.replies import ImpossibleUsage, as_given, checked
 from ctxgate.backends.servers import (
     BARE_CHAT_TEMPLATE,
     MAX_PROBES,
@@ -42,7 +43,6 @@ from ctxgate.backends.servers import (
     Replica,
 )
 from ctxgate.retrying import (
-    ChatChoice,
     ChatCompletion,
     Completion,
     Exhausted,
@@ -301,22 +301,13 @@ class EndpointBackend:
             with self._lock:
                 replica.failures = 0
                 replica.answered += 1
-            choice = resp.choices[0]  # read_reply made sure there is one
-            tokens = (resp.usage.completion_tokens if resp.usage else None) or 0
-            finish = "length" if choice.finish_reason == "length" else "stop"
-            if isinstance(choice, ChatChoice):
-                # a chat reply a provider filtered has no content: an empty output, scored as one
-                message = choice.message
-                thought = message.reasoning or message.reasoning_content
-                return Generation(message.content or "", tokens, finish, thought=thought)
-            pieces = choice.logprobs.tokens if choice.logprobs else None  # asked with a budget
-            return Generation(
-                choice.text,
-                tokens,
-                finish,
-                pieces=tuple(pieces or ()) or None,
-                ids=choice.token_ids,
-            )
+            try:
+                return checked(as_given(resp), params.max_new_tokens, self.tokenizer, replica.url)
+            except ImpossibleUsage as exc:  # its counts cannot be believed: nor can its reply
+                raise EndpointError(
+                    f"{exc}; the server's usage cannot be right: fix the server (or the proxy "
+                    "before it), or point --base-url at one that counts what it generates"
+                ) from None
 
     def _send(
         self, replica: Replica, r: Request, params: GenerationParams, scale: float

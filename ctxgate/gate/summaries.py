@@ -195,17 +195,19 @@ def relative_effective_length(
     base_up_to: int = BASE_UP_TO,
     chances: Chances | None = None,
 ) -> RelativeEffectiveLength | None:
-    """None when no length up to ``base_up_to`` has a complete, non-zero score; none (``why``)
-    when the base is not above chance. A length passes on what it scores above its chance."""
+    """None when no length up to ``base_up_to`` has a complete score; none (``value`` 0, with
+    ``why``) when the base is not above chance, 0 included. A length passes on what it scores
+    above its chance."""
     chances = chances or {}
     scored = {L: g for L, g in sorted(by_length.items()) if g.score is not None or g.incomplete}
     base_lengths = tuple(
         L for L, g in scored.items() if L <= base_up_to and g.score is not None and not g.incomplete
     )
-    base = _mean([scored[L].score or 0.0 for L in base_lengths])
-    if base <= 0:
+    if not base_lengths:
         return None
+    base = _mean([scored[L].score or 0.0 for L in base_lengths])
     chance, why = above_chance(base_lengths, chances) if chances else (0.0, None)
+    why = why or ("its base is 0: no share of it to keep" if base <= 0 else None)
     facts = (round(base, 2), base_lengths, share)
     chance, partial = round(chance, 2), any(g.partial for g in scored.values())
     if why:

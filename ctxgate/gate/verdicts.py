@@ -299,7 +299,7 @@ def _no_relative_length(
     if not mine:
         return (
             f"no {name} case was selected (none of its tasks is among the run's {len(cases)} "
-            f"cases), {cannot}: select its tasks (-k, --tasks), or gate another run on it"
+            f"cases), {cannot}: select its tasks (-k or -m), or gate another run on it"
         )
     if not any(c.length <= up_to for c in mine):
         return (

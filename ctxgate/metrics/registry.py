@@ -145,6 +145,11 @@ def _of(plugins: object) -> dict[str, Metric]:
     return _METRICS | {m.name: m for m in flat(hook().ctxgate_metrics())}
 
 
+class MetricRefused(CtxgateError, ValueError):
+    """A metric cannot score the references it was given (they are another task's): the message
+    says what it needs; each verb adds its own fix."""
+
+
 class UnknownMetric(CtxgateError, KeyError):
     def __str__(self) -> str:
         return str(self.args[0])
@@ -179,11 +184,12 @@ def score_prediction(
     answer prefix (HELMET's ``system_template``); without the chat template the model completed
     it, so HELMET scores ``prefix + output``, no space added."""
     if not references:
-        raise ValueError("a prediction needs at least one reference answer to be scored")
+        raise MetricRefused("a prediction needs at least one reference answer to be scored")
     scored = prefix + prediction if prefix and not chat else prediction
     fn = get_metric(metric).fn
     if fn is None:
-        raise ValueError(
-            f"{metric} is scored by its judge, not here: ctxgate judge REPORT scores it"
-        )
-    return fn(scored, references, prefix)
+        raise MetricRefused(f"{metric} is scored by its judge, not here: ctxgate judge REPORT")
+    try:
+        return fn(scored, references, prefix)
+    except ValueError as exc:  # its references are another task's: the metric says what it needs
+        raise MetricRefused(f"{metric}: {exc}") from None

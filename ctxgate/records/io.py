@@ -159,11 +159,7 @@ def read_report(path: str | Path) -> Report:
             f"{p} is empty (0 bytes of JSON): the run that wrote it did not finish; re-run it "
             "with --report, or pass another report"
         )
-    try:
-        report = json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"{p}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
-        raise _not_a_report(f"{where}; the file is cut short or was edited") from None
+    report = _json_of(p, text)
     cases = report.get("cases") if isinstance(report, dict) else None
     if not isinstance(cases, list) or not all(
         isinstance(c, dict) and {"task", "length", "verdict"} <= c.keys() for c in cases
@@ -200,6 +196,21 @@ def read_report(path: str | Path) -> Report:
     return found
 
 
+def _json_of(p: Path, text: str) -> Any:
+    """The report file's JSON; a predictions file given in its place is named as such."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if _predictions(text):
+            guess = p.name.removesuffix(".predictions.jsonl") + ".json"
+            raise ReportFileError(
+                f"{p} holds a report's predictions, not the report: pass the report written "
+                f"beside it ({p.with_name(guess)})"
+            ) from None
+        where = f"{p}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
+        raise _not_a_report(f"{where}; the file is cut short or was edited") from None
+
+
 def with_slots(report: Report, where: str = "the report") -> Report:
     """The report with each installed extra's slot read into its model, its run's and its cases'
     too; an absent extra's slot stays JSON (``records/slots.py``)."""
@@ -223,6 +234,36 @@ def _first_error(exc: ValidationError, whole: str = "the line") -> str:
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
     found = "" if error["type"] == "missing" else f" (it is {reprlib.repr(error['input'])})"
     return f"{where.lstrip('.') or whole}: {error['msg']}{found}"
+
+
+def _predictions(text: str) -> bool:
+    """Whether a text's first line is a prediction row, as a ``.predictions.jsonl`` holds them."""
+    try:
+        first = json.loads(text.split("\n", 1)[0])
+    except json.JSONDecodeError:
+        return False
+    return isinstance(first, dict) and {"sample_sha256", "prediction"} <= first.keys()
+
+
+def _a_report(path: Path) -> Path | None:
+    """Where a report's predictions are, when ``path`` is a report (a JSON object with cases, as
+    ``--report`` writes it over lines), not a predictions file; else None."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(64)
+    except OSError:
+        return None
+    if not head.lstrip().startswith(b"{") or b"\n" not in head.lstrip()[:3]:
+        return None  # a predictions file's first line is a whole JSON object
+    try:
+        report = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(report, dict) or "cases" not in report:
+        return None
+    named = report.get("predictions")
+    name = named if isinstance(named, str) and Path(named).name == named else None
+    return path.with_name(name or path.with_suffix(".predictions.jsonl").name)
 
 
 def predictions_path(report_path: str | Path, report: Report) -> Path:
@@ -251,6 +292,11 @@ def read_predictions(path: Path) -> list[Prediction]:
     if not path.is_file():
         raise ReportFileError(
             f"{path} is missing: the .predictions.jsonl written beside a --report is needed"
+        )
+    if (report := _a_report(path)) is not None:
+        raise ReportFileError(
+            f"{path} is a report, not its predictions: pass {report}, the .predictions.jsonl "
+            "written beside it"
         )
     adapter = adapter_for(Prediction)
     rows = []

@@ -253,7 +253,8 @@ class Cost:
     prompt_tokens: int = 0
     """Tokens it prefilled for them, every request's prompt ids (budget forcing sends two)."""
     generated_tokens: int = 0
-    """Tokens it generated for them."""
+    """Tokens it generated for them: as a server's usage reported them where it did and they can
+    be right (``reported_tokens``), else counted here from the ids or the text."""
     engine_seconds: float = 0.0
     """Seconds of generation (a case's time less building prompts and judging), summed over
     cases: cases a server or cluster runs at once each count their own."""
@@ -267,6 +268,12 @@ class Cost:
     sample as sent; a skipped case: its length)."""
     thinking_tokens: int = 0
     """Of ``generated_tokens``, a reasoning model's thought."""
+    reported_tokens: int = 0
+    """Of ``generated_tokens``, those a server's usage reported (checked against its text and the
+    request's budget); the rest, and every prompt token, were counted here."""
+    overruns: int = 0
+    """Generations whose text ran past the request's budget (the server ignored ``max_tokens``):
+    cut to the budget before scoring, and counted so."""
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Cost)))
@@ -312,7 +319,11 @@ class ThinkingRecord:
     max_cut_share: float | None = None
     """Past this share of cut samples the case fails (``[thinking] max_cut_share``)."""
     unclosed: int = 0
-    """Of ``never_ended``, outputs the model ended inside its thought: its marker is another."""
+    """Of ``never_ended``, outputs the model ended inside its thought, before any closing marker."""
+    end: str | None = None
+    """The closing marker thoughts were split at; null: an older report."""
+    end_given: bool = False
+    """``end`` is ``--think-end``'s, not the model's own (found in its tokenizer or template)."""
 
     @property
     def too_many_cut(self) -> bool:

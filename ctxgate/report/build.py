@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
@@ -62,6 +62,23 @@ def with_sections(report: Report, earlier: Report | None = None) -> Report:
     sections = list(flat(hook().ctxgate_report_sections(report=report)))
     kept = [s for s in earlier.sections if s.extra not in here] if earlier else []
     return replace(report, sections=tuple(kept + sections))
+
+
+def with_ledger(
+    cases: Sequence[CaseRecord], ledger: Mapping[tuple[str, int], Cost]
+) -> list[CaseRecord]:
+    """Each case's cost, at least what the run's ledger in the generation cache says it generated
+    (``run/cache.spent_in``): a case that ended before its record could say so (an interrupt, a
+    worker's death, an error mid-case) counts every generation it sent that came back."""
+    out = []
+    for case in cases:
+        spent = ledger.get((case.task, case.length))
+        if spent is not None and (case.cost is None or case.cost.generations < spent.generations):
+            ran = {"generations": spent.generations, "prompt_tokens": spent.prompt_tokens}
+            ran["generated_tokens"] = spent.generated_tokens
+            case = replace(case, cost=replace(case.cost or Cost(), **ran))
+        out.append(case)
+    return out
 
 
 def run_cost(cases: Sequence[CaseRecord], backend: Any) -> RunCost:

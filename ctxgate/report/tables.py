@@ -91,7 +91,7 @@ def effective_lengths(report: Report) -> list[tuple[str, str, str, str]]:
             )
             long_score = f"{ls.value:+.2f}% ({base})" if ls.value is not None else f"— ({ls.why})"
             long_score += _partial(ls.partial and ls.value is not None)
-        if (absolute, relative) != ("—", "—") or (ls is not None and ls.value is not None):
+        if (absolute, relative) != ("—", "—") or ls is not None:  # a value, or why there is none
             out.append((label, absolute, relative, long_score))
     return out
 
@@ -118,14 +118,19 @@ def cost_line(
     run, cost = (cost, cost.total) if isinstance(cost, RunCost) else (None, cost)
     planned = cost.generations + cost.cached_generations + cost.saved_generations
     saved = f" (~{tokens(cost.saved_prompt_tokens)} prompt tokens)" * bool(cost.saved_generations)
+    parts = [f"{tokens(cost.thinking_tokens)} of them thought"] if cost.thinking_tokens else []
+    if cost.reported_tokens:  # which numbers a server gave, and which were counted here
+        parts.append(f"{tokens(cost.reported_tokens)} as the server counted them")
     spent = (
         f"{what}: {planned:,} generations planned: {cost.generations:,} run, "
         f"{cost.cached_generations:,} from the cache, {cost.saved_generations:,} saved{saved}; "
         f"{tokens(cost.prompt_tokens)} prompt tokens prefilled, "
         f"{tokens(cost.generated_tokens)} generated"
-        + (f" ({tokens(cost.thinking_tokens)} of them thought)" if cost.thinking_tokens else "")
+        + (f" ({'; '.join(parts)})" if parts else "")
         + f", {cost.engine_seconds:,.1f} engine-s"
     )
+    if cost.overruns:  # the server ignored the budget: named, its text cut to it
+        spent += f"; {cost.overruns:,} replies ran past their budget and were cut to it"
     if run is not None and run.device:
         gpu = f"{run.gpu_seconds:,.1f} GPU-s " if run.gpu_seconds is not None else ""
         spent += f" ({gpu}on {run.device})"
@@ -200,7 +205,7 @@ def _notes(report: Report, lengths: list[int], chance: dict[str, str]) -> list[s
     notes += [
         f"Effective length, {label}: absolute {absolute}, relative {rel}; LongScore {ls}"
         for label, absolute, rel, ls in effective_lengths(report)
-        if (rel, ls[:1]) != ("—", "—")
+        if (rel, ls) != ("—", "—")
     ]
     notes += _marks(report)
     return notes + [gate_line(gate) for gate in report.gates]

@@ -12,17 +12,28 @@ import sqlite3
 import time
 import warnings
 from collections.abc import Mapping
+from contextlib import closing
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import Generation, GenerationParams
+from ctxgate.records.schema import Cost
 from ctxgate.sqlitefile import CacheWarning, SqliteFile, StoreUnavailable
 
 FILE_NAME = "generations.sqlite"
 # the column of a generation's thought (a server's split, budget forcing), named so in every file
 THOUGHT = "thinking"
 
-__all__ = ["FILE_NAME", "CacheWarning", "GenerationCache", "StoreUnavailable", "namespace_for"]
+__all__ = [
+    "FILE_NAME",
+    "CacheWarning",
+    "GenerationCache",
+    "Spent",
+    "StoreUnavailable",
+    "namespace_for",
+    "spent_in",
+]
 
 
 def namespace_for(fingerprint: str, backend: Any) -> dict[str, object] | None:
@@ -50,20 +61,45 @@ def _thought(gen: Generation) -> str | None:
     return json.dumps([gen.thought, gen.forced])
 
 
+# what each generation cost, and which case of which run it was: the run's ledger, read back where
+# a case ended before its record could say (an interrupt, a worker's death); added to older files
+LEDGER = {"task": "TEXT", "length": "INTEGER", "prompt_tokens": "INTEGER", "run": "TEXT"}
+COLUMNS = (
+    "key, namespace, text, output_tokens, finish_reason, checksum, created, "
+    f"{THOUGHT}, {', '.join(LEDGER)}"
+)
+
+
+@dataclass(frozen=True)
+class Spent:
+    """A generation's place in its run's ledger: its case, the prompt tokens it prefilled, and the
+    run (one id per pytest session, its xdist workers included)."""
+
+    task: str
+    length: int
+    prompt_tokens: int
+    run: str
+
+
 class GenerationCache(SqliteFile):
     FILE_NAME = FILE_NAME
     TABLES = (
         "CREATE TABLE generations (key TEXT PRIMARY KEY, namespace TEXT, text TEXT, output_tokens "
-        f"INTEGER, finish_reason TEXT, checksum TEXT, created REAL, {THOUGHT} TEXT)",
+        f"INTEGER, finish_reason TEXT, checksum TEXT, created REAL, {THOUGHT} TEXT, "
+        + ", ".join(f"{name} {kind}" for name, kind in LEDGER.items())
+        + ")",
     )
 
     def __init__(self, directory: str | Path, namespace: Mapping[str, Any]) -> None:
         self.namespace = _sha256(json.dumps(namespace, sort_keys=True, default=str))
         super().__init__(directory)
         columns = {r[1] for r in self.execute("PRAGMA table_info(generations)") or ()}
-        if THOUGHT not in columns:  # a file from before reasoning models: its rows stay valid
+        # a file from before reasoning models, or before the ledger: its rows stay valid
+        for name, kind in {THOUGHT: "TEXT", **LEDGER}.items():
+            if name in columns:
+                continue
             try:
-                self.conn.execute(f"ALTER TABLE generations ADD COLUMN {THOUGHT} TEXT")
+                self.conn.execute(f"ALTER TABLE generations ADD COLUMN {name} {kind}")
             except sqlite3.OperationalError as exc:  # another worker added it first
                 if "duplicate column" not in str(exc):
                     raise StoreUnavailable(f"cannot use the cache {self.path} ({exc})") from None
@@ -94,7 +130,29 @@ class GenerationCache(SqliteFile):
         said, *_, forced = json.loads(thought)  # an older entry has its count between
         return Generation(text, output_tokens, finish_reason, said, forced)
 
-    def put(self, key: str, gen: Generation) -> None:
+    def put(self, key: str, gen: Generation, spent: Spent | None = None) -> None:
+        """The generation, at once (a kill loses only those in flight), with its ``spent``."""
         fields = (gen.text, gen.output_tokens, gen.finish_reason, _thought(gen))
         row = (key, self.namespace, *fields[:3], _checksum(*fields), time.time(), fields[3])
-        self.execute("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+        ledger = astuple(spent) if spent else (None,) * len(LEDGER)
+        marks = ", ".join("?" * (len(row) + len(ledger)))
+        sql = f"INSERT OR REPLACE INTO generations ({COLUMNS}) VALUES ({marks})"
+        self.execute(sql, (*row, *ledger))
+
+
+def spent_in(directory: str | Path, run: str) -> dict[tuple[str, int], Cost]:
+    """What ``run`` generated into the cache in ``directory``, per case (its ledger): nothing where
+    the file is absent or cannot be read. Read-only: the run's own workers may still be gone."""
+    path = Path(directory) / FILE_NAME
+    if not path.is_file():
+        return {}
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)) as conn:
+            rows = conn.execute(
+                "SELECT task, length, count(*), sum(prompt_tokens), sum(output_tokens) FROM "
+                "generations WHERE run = ? GROUP BY task, length",
+                (run,),
+            ).fetchall()
+    except sqlite3.Error:  # an older file without the ledger, or one set aside
+        return {}
+    return {(t, L): Cost(n, prompt or 0, out or 0) for t, L, n, prompt, out in rows}

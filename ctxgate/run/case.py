@@ -13,7 +13,7 @@ from ctxgate.judge.score import Judges, compact_input, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import get_metric, resolve
 from ctxgate.records.schema import CaseRecord, Cost, JudgeRecord, SampleOutcome, StopRecord
-from ctxgate.run.cache import GenerationCache
+from ctxgate.run.cache import GenerationCache, Spent
 from ctxgate.run.progress import Progress, case_label
 from ctxgate.run.reading import Reading
 from ctxgate.run.samples import data_hash, excerpts, iter_samples, samples_to_run
@@ -69,6 +69,8 @@ class Session:
     reading: Reading = field(default_factory=Reading)
     confidence: float = 0.95
     progress: Callable[[Progress], None] | None = None
+    # the run's id: each generation the cache keeps is its ledger's, whatever ends the run
+    run: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,7 @@ class Drawing:
         self.from_cache = self.built = 0
         self.build_seconds = self.judge_seconds = 0.0
         self.generations = self.prompt_tokens = self.generated_tokens = self.thought_tokens = 0
+        self.reported_tokens = self.overruns = 0  # a server's counts believed, its overruns cut
         # seconds spent drawing this case (``drive``): with rounds, its own turns only
         self.requested, self.driven = requested or n, 0.0
         self.ways: set[str] = set()  # how the prompts were built, where a task has two ways
@@ -180,7 +183,8 @@ class Drawing:
         per = self.prompt_tokens / self.generations if self.generations else per
         seconds = round(generating, 3) if self.generations else 0.0
         ran = (self.generations, self.prompt_tokens, self.generated_tokens, seconds)
-        return Cost(*ran, self.from_cache, saved, round(saved * per), self.thought_tokens)
+        counts = (self.thought_tokens, self.reported_tokens, self.overruns)
+        return Cost(*ran, self.from_cache, saved, round(saved * per), *counts)
 
     def decided(self) -> bool:
         return self.test is not None and self.test.verdict is not None
@@ -223,11 +227,15 @@ class Drawing:
 
     def receive(self, request: Request, gen: Generation) -> None:
         s, digest, key, sent_at = self.waiting.pop(request.index)
-        if self.session.cache:
-            self.session.cache.put(key, gen)  # at once: a kill loses only the samples in flight
+        if self.session.cache:  # at once: a kill loses only the samples in flight
+            run = self.session.run
+            spent = Spent(self.spec.name, self.length, gen.prefilled(request), run) if run else None
+            self.session.cache.put(key, gen, spent)
         self.generations += 1
         self.prompt_tokens += gen.prefilled(request)
         self.generated_tokens += gen.output_tokens
+        self.reported_tokens += gen.output_tokens if gen.reported is not None else 0
+        self.overruns += gen.overrun > 0
         self._finish(s, digest, gen, round(time.perf_counter() - sent_at, 3))
         self.thought_tokens += self.done[s.index].thought_tokens
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ctxgate.judge.score import is_judged
 from ctxgate.metrics import get_metric, metric_names, score_prediction
-from ctxgate.metrics.registry import UnknownMetric
+from ctxgate.metrics.registry import MetricRefused, UnknownMetric
 from ctxgate.records.io import read_predictions
 from ctxgate.refusal import CtxgateError
 from ctxgate.tasks.registry import UnknownTask, get_task
@@ -44,10 +44,23 @@ def rescore(args: argparse.Namespace) -> int:
                 continue  # a judge scores these: `ctxgate judge REPORT.json`
             prefix, metric = get_task(row.task).scoring_prefix, args.metric or row.metric
             chat = bool(row.chat_template)
-            new, _ = score_prediction(metric, row.prediction, row.answers, prefix, chat)
+            try:
+                new, _ = score_prediction(metric, row.prediction, row.answers, prefix, chat)
+            except MetricRefused as exc:
+                raise CtxgateError(
+                    f"{path}: {row.task} at {row.length} (sample {row.index}): --metric "
+                    f"{metric} cannot score its answers ({exc}): choose a metric of such answers, "
+                    f"as its own {row.metric}, or leave --metric out"
+                ) from None
             cases.setdefault((row.task, row.length), []).append((row.score, new))
     except (UnknownTask, UnknownMetric) as exc:  # a task or metric this version does not have
         raise CtxgateError(f"{path}: {exc}") from None
+    if not cases:
+        raise CtxgateError(
+            f"{path} holds no sample a metric scored (no line, or only judged or unscored "
+            "samples): pass the .predictions.jsonl of a run that scored samples; `ctxgate judge "
+            "REPORT.json` scores judged ones"
+        )
     out = []
     for (task, length), pairs in sorted(cases.items()):
         n, changed = len(pairs), sum(1 for a, b in pairs if a != b)
@@ -72,8 +85,8 @@ def score(args: argparse.Namespace) -> int:
     get_metric(args.metric)
     try:
         value, looked_at = score_prediction(args.metric, args.prediction, args.answer, args.prefix)
-    except ValueError as exc:  # the metric cannot score the answers given
-        raise CtxgateError(str(exc)) from None
+    except MetricRefused as exc:  # the metric cannot score the answers given
+        raise CtxgateError(f"{exc}: give such references, one --answer each, in order") from None
     said = {"metric": args.metric, "score": value, "scored_text": looked_at, "answers": args.answer}
     print(json.dumps(said))
     return 0

@@ -52,9 +52,8 @@ def references(target: str, question: str, labels: Sequence[str]) -> tuple[str, 
 def parse_references(refs: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
     if len(refs) != 3 or not refs[1].startswith(QUESTION) or not refs[2].startswith(LABELS):
         raise ValueError(
-            "BABILong references are (target, 'question: ...', 'labels: a | b'), "
-            f"got {list(refs)!r}: "
-            "build them with ctxgate.ext.families.metrics.references"
+            "BABILong needs three references, the target, 'question: ...' and 'labels: a | b', "
+            f"got {list(refs)!r}"
         )
     labels = tuple(label for label in refs[2].removeprefix(LABELS).split(LABEL_SEP) if label)
     return refs[0], refs[1].removeprefix(QUESTION), labels
@@ -138,9 +137,8 @@ def _one_name(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
 def _mrcr(pred: str, refs: Sequence[str], prefix: str | None) -> Scored:
     if len(refs) != 2:
         raise ValueError(
-            "MRCR needs references (answer, random string to prepend), "
-            f"got {list(refs)!r}: give both, the answer first "
-            "(ctxgate score --metric mrcr_ratio --answer ANSWER --answer RANDOM_STRING)"
+            "MRCR needs two references, the answer and the random string it begins with (in "
+            f"that order), got {list(refs)!r}"
         )
     answer, random_string = refs
     return mrcr_grade(pred, answer, random_string), pred

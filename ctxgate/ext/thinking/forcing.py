@@ -62,7 +62,7 @@ class Holding(ABC):
 
     @abstractmethod
     def continued(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
-        """The thought, then the answer after each request's ``then``."""
+        """The thought, then the answer after each request's ``after_thought``."""
 
     def thought_ids(self, g: Generation, thought: str, closed: bool) -> tuple[int, ...]:
         """The thought as the next prompt continues it, its closing marker last: as generated (a
@@ -81,7 +81,7 @@ class Holding(ABC):
         params: GenerationParams,
     ) -> None:
         """Each of ``follow`` answered by a second request: the prompt, the thought and the
-        request's ``then``; an answer past its own limit cut back to it."""
+        request's ``after_thought``; an answer past its own limit cut back to it."""
         if not follow:
             return
         seconds = [
@@ -103,6 +103,11 @@ class Holding(ABC):
                 prompt_tokens=out[f.at].prefilled(requests[f.at]) + a.prefilled(second),
                 ids=None,
                 pieces=None,
+                # a server's count of both requests, where it gave both; else counted here
+                reported=None
+                if None in (out[f.at].reported, a.reported)
+                else a.output_tokens + out[f.at].output_tokens,
+                overrun=out[f.at].overrun + a.overrun,
             )
 
     def _cut(self, a: Generation, limit: int | None) -> Generation:
@@ -110,14 +115,13 @@ class Holding(ABC):
             return a
         tok = self.backend.tokenizer
         ids = a.ids if a.ids is not None else tuple(tok.encode(a.text))
-        return replace(
-            a, text=tok.decode(list(ids[:limit])), output_tokens=limit, finish_reason="length"
-        )
+        text = tok.decode(list(ids[:limit]))
+        return replace(a, text=text, output_tokens=limit, finish_reason="length", reported=None)
 
 
 class AfterThought(Holding):
-    """No budget: thought and answer share the task's, and a request's ``then`` is put after the
-    thought the model closed, for what the thought left of the budget."""
+    """No budget: thought and answer share the task's, and a request's ``after_thought`` is put
+    after the thought the model closed, for what the thought left of the budget."""
 
     def plain(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         return self.backend.generate(requests, params)
@@ -143,7 +147,7 @@ class AfterThought(Holding):
 
 class BudgetForcing(Holding):
     """Each generation split into a thought of at most ``thinking.budget`` tokens and an answer of
-    ``max_new_tokens``; a request's ``then`` between them."""
+    ``max_new_tokens``; a request's ``after_thought`` between them."""
 
     def continued(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         assert self.budget, "a budget to force"
@@ -180,7 +184,7 @@ class EngineBudget(Holding):
     """``backend``, a server that closes a thought at a budget itself, asked for the thought and
     the answer in one request of ``thinking.budget`` + ``max_new_tokens``; an answer that ran into
     what the thought left unused is cut back to ``max_new_tokens``, as the references hold it.
-    Where a request's ``then`` follows the thought, the answer is a second request."""
+    Where a request's ``after_thought`` follows the thought, the answer is a second request."""
 
     def __init__(self, backend: Backend, thinking: ThoughtFormat) -> None:
         super().__init__(backend, thinking)
@@ -204,7 +208,7 @@ class EngineBudget(Holding):
 
     def continued(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         """The thought to the marker, which the engine forces at its budget, then the answer
-        after ``then``."""
+        after ``after_thought``."""
         first = replace(
             self.asked(params), max_new_tokens=self.budget, stop_strings=(self.end,), token_ids=True
         )

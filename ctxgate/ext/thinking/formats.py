@@ -72,6 +72,7 @@ class ThoughtFormat:
     # where a chat prompt's answer prefix (RULER's) goes: "after the thought" (the suite continues
     # the thought with it), "left out" (a chat API cannot be continued); None: in the prompt
     answer_prefix: str | None = None
+    end_given: bool = False  # ``end`` is --think-end's, not found in the model's files
 
     @property
     def thinks(self) -> bool:
@@ -154,6 +155,7 @@ def prepare(thinking: Thinking, tokenizer: Any, model: str) -> ThoughtFormat:
         closed,
         marker,
         prompt_thought=len(tokenizer.encode(inside)) if inside else 0,
+        end_given=thinking.end is not None,
     )
 
 

@@ -75,17 +75,30 @@ def thinking_rows(report: Report) -> tuple[list[str], list[list[str]]] | None:
 
 
 def unclosed_failure(record: CaseRecord) -> str | None:
-    """Too many outputs the model ended inside a thought fail its case: the end marker the run
-    split at (the report's ``run.thinking.end``) is not the one it writes, so its score measures
-    the marker, not the model."""
+    """Too many outputs the model ended inside a thought fail its case: each answer is empty,
+    scored as such (docs/running.md), so its score measures how the thought was read, or a model
+    that stops before it answers. The advice fits what the run was given: a marker of its own
+    (``--think-end``), or the model's."""
     t = record.thinking
     if t is None or t.unclosed <= (t.max_cut_share or 0.0) * t.samples:
         return None
-    return (
-        f"{t.unclosed} of {t.samples} outputs opened a thought that the end marker (run.thinking."
-        "end) never closed, though the model stopped on its own: their answers are empty. Fix: "
-        "pass --think-end with the text that ends its thoughts, or leave it out to find it"
+    marker = repr(t.end) if t.end else "the end marker (run.thinking.end)"
+    said = (
+        f"{t.unclosed} of {t.samples} outputs ended inside their thought: the model stopped on "
+        f"its own before writing {marker}, so each answer is empty and scored 0"
     )
+    if t.end_given:
+        fix = (
+            f"--think-end {t.end!r} is not what this model ends its thoughts with: pass "
+            "--think-end with the text its outputs end their thoughts with, or leave --think-end "
+            "out to find the model's own marker"
+        )
+    else:
+        fix = (
+            "the model stops before it answers: ask it not to think (--thinking off, where its "
+            "template has the switch), or raise [thinking] max_cut_share to accept these cases"
+        )
+    return f"{said}. Fix: {fix}"
 
 
 def cut_failure(record: CaseRecord) -> str | None:

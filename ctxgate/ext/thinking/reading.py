@@ -80,7 +80,10 @@ class ThoughtReading(Reading):
         found = thinking_record(outcomes, answer_budget, self.fmt.budget)
         if found is None:
             return {}
-        return {"thinking": replace(found, max_cut_share=self.max_cut_share)}
+        fmt, share = self.fmt, self.max_cut_share
+        return {
+            "thinking": replace(found, max_cut_share=share, end=fmt.end, end_given=fmt.end_given)
+        }
 
     def record(self) -> dict[str, Any]:
         # a model that writes no thought records none

@@ -9,6 +9,7 @@ import contextlib
 import json
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -519,3 +520,32 @@ def test_answers_naming_every_character_score_0_and_the_report_counts_them(
     predictions = str(pytester.path / "r.predictions.jsonl")
     assert main(["rescore", predictions, "--metric", "nolima_contains", "--json"]) == 0
     assert "100" in capsys.readouterr().out
+
+
+def test_a_summary_whose_base_is_at_chance_says_why_it_has_none_in_every_form():
+    """A family scoring 0 where a random answer scores 16.7: its relative effective length and its
+    LongScore have none, and the JSON, the tables (terminal and Markdown), the junit file and the
+    HTML page each say why, in the same words."""
+    from ctxgate.ext.html.page import effective_table
+    from ctxgate.gate.thresholds import Thresholds
+    from ctxgate.records.schema import RunInfo
+    from ctxgate.report.build import build_report
+    from ctxgate.report.tables import markdown
+    from ctxgate_plugins.junit import properties
+
+    lengths = (256, 512, 1024, 2048, 4096, 8192)
+    cases = [
+        replace(_case("ctx_babi_qa1", L, 0.0), chance=16.67, n=20, ci=(0.0, 16.1)) for L in lengths
+    ]
+    verdict = judge_session(cases, Thresholds("t"), True)
+    report = build_report(cases, RunInfo("m", None, 42, 20, lengths, "task"), verdict)
+    relative, long = report.relative_effective_length["babilong"], report.long_score["babilong"]
+    assert relative.value == 0 and relative.why and relative.why.startswith("its base is not above")
+    assert long.value is None and long.why and long.why.startswith("its base is not above")
+    table = markdown(report)
+    assert f"relative — ({relative.why}); LongScore — ({long.why})" in table
+    props = dict(properties(report))
+    assert props["ctxgate.relative_effective_length.babilong"] == f"n/a: {relative.why}"
+    assert props["ctxgate.long_score.babilong"] == f"n/a: {long.why}"
+    page = effective_table(report)
+    assert relative.why.split(":")[0] in page and long.why.split(":")[0] in page

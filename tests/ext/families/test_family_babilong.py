@@ -711,7 +711,8 @@ def test_the_answer_scores_and_another_label_beside_it_does_not(task, seed, othe
 def test_malformed_references_are_one_line():
     with pytest.raises(
         ValueError,
-        match=r"BABILong references are \(target, 'question: \.\.\.', 'labels: a \| b'\)",
+        match=r"BABILong needs three references, the target, 'question: \.\.\.' and "
+        r"'labels: a \| b'",
     ):
         parse_references(["office"])
 

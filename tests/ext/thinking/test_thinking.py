@@ -539,13 +539,21 @@ def test_outputs_that_end_inside_an_unclosed_thought_fail_their_case_in_one_line
     outcomes = [outcome(i, "never", "length" if i == 0 else "stop") for i in range(4)]
     record = thinking_record(outcomes, 32, None)
     assert record is not None and (record.never_ended, record.unclosed) == (4, 3)
-    case = CaseRecord("vt", "ruler", 512, thinking=replace(record, max_cut_share=0.5))
+    own = replace(record, max_cut_share=0.5, end="</think>")
+    case = CaseRecord("vt", "ruler", 512, thinking=own)
     line = unclosed_failure(case)
-    assert line is not None and line.startswith("3 of 4 outputs opened a thought that the end ")
-    assert line.endswith(
-        "pass --think-end with the text that ends its thoughts, or leave it out to find it"
+    assert line is not None and line.startswith(
+        "3 of 4 outputs ended inside their thought: the model stopped on its own before writing "
+        "'</think>', so each answer is empty and scored 0. Fix: the model stops before it answers"
     )
-    assert unclosed_failure(replace(case, thinking=replace(record, max_cut_share=0.75))) is None
+    assert "--think-end" not in line  # none was given: no advice about one
+    given = unclosed_failure(replace(case, thinking=replace(own, end="</r>", end_given=True)))
+    assert given is not None and given.endswith(
+        "Fix: --think-end '</r>' is not what this model ends its thoughts with: pass --think-end "
+        "with the text its outputs end their thoughts with, or leave --think-end out to find the "
+        "model's own marker"
+    )
+    assert unclosed_failure(replace(case, thinking=replace(own, max_cut_share=0.75))) is None
 
 
 @pytest.mark.parametrize(

@@ -151,8 +151,9 @@ def test_an_end_marker_the_model_never_writes_fails_the_case_and_names_the_marke
     assert all(s["prediction"] == "" for s in rows(pytester.path / "r.predictions.jsonl"))
     result.stdout.fnmatch_lines(
         ["Gate cases: FAIL - 1 of 1 selected cases had outputs that ended inside an unclosed "
-         "thought: *: 10 of 10 outputs opened a thought that the end marker (run.thinking.end) "
-         "never closed, *"]
+         "thought: *: 10 of 10 outputs ended inside their thought: the model stopped on its own "
+         "before writing '</nothere>', *Fix: --think-end '</nothere>' is not what this model ends "
+         "its thoughts with*"]
     )  # fmt: skip
 
 
