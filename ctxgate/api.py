@@ -47,7 +47,7 @@ from ctxgate.data.haystacks import EssayTokens, HaystackError, essay_tokens, loa
 from ctxgate.data.words import nouns
 from ctxgate.gate.baseline import Baseline, comparison_entry, regression_verdict
 from ctxgate.gate.baseline import describe as describe_comparison
-from ctxgate.gate.plan import Plan, case_stop, make_plan, run_record
+from ctxgate.gate.plan import Plan, case_stop, make_plan, run_record, task_for
 from ctxgate.gate.session import relative_lengths, summarize, summary_inputs
 from ctxgate.gate.thresholds import Thresholds, thresholds_here
 from ctxgate.gate.thresholds_schema import ExtraTable
@@ -358,6 +358,7 @@ __all__ = [
     "summary_inputs",
     "task_names",
     "takes_messages",
+    "task_for",
     "task_samples",
     "TaskSpec",
     "TaskTooShort",

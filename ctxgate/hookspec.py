@@ -124,6 +124,16 @@ def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, object] | None:
 
 
 @hookspec
+def ctxgate_task_budgets(plan: Plan) -> Mapping[str, int]:
+    """Generation budgets this run gives tasks in place of their specs' ``tokens_to_generate``
+    (an extra's option, such as a benchmark's own budget turned down for a small model); the
+    extra records the option in its run slot, so that a baseline with another is refused.
+
+    :param plan: the plan, every extra's section in it.
+    :return: a budget (1 or more tokens) by task name."""
+
+
+@hookspec
 def ctxgate_plan_lines(plan: Plan) -> Sequence[str]:
     """What the extra will do in this run, in lines for pytest's header, after the spine's.
 

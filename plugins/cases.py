@@ -14,7 +14,7 @@ from ctxgate.backends.base import BackendDown, Window, window_of
 from ctxgate.backends.endpoint_probe import EndpointError
 from ctxgate.backends.hf import BackendError
 from ctxgate.gate.baseline import Baseline, BaselineError, comparison
-from ctxgate.gate.plan import Plan, case_stop
+from ctxgate.gate.plan import Plan, case_stop, task_for
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import (
     NOT_GIVEN,
@@ -160,12 +160,16 @@ def no_score(state: CaseState, cause: str, message: str, baseline: Baseline | No
     pytest.fail(message, pytrace=False)
 
 
-def _beyond_window(config: pytest.Config, model: LoadedModel, length: int) -> Window | None:
+def _beyond_window(
+    config: pytest.Config, model: LoadedModel, name: str, length: int
+) -> Window | None:
     """The window a case of this length cannot run past (None: it runs). What a reading needs
-    past the prompt (a thought's budget) comes on top of the length's prompt and answer."""
+    past the prompt (a thought's budget) comes on top of the length's prompt and answer, and so
+    does the answer where the task's length is its prompt's alone."""
     window, limit = window_of(model.backend), model.backend.max_positions
-    force = config.stash[PLAN_KEY].force_lengths
-    needs = length + model.session.reading.positions
+    plan = config.stash[PLAN_KEY]
+    force = plan.force_lengths
+    needs = length + model.session.reading.positions + task_for(plan, name).past_length
     if window and limit is not None and needs > limit and not (force and window.forceable):
         return window
     return None
@@ -195,7 +199,7 @@ def _opener(config: pytest.Config, model: LoadedModel) -> Callable[[str, int], D
     def opened(name: str, length: int) -> Drawing:
         floor = plan.thresholds.floor_for(name, length)
         stop = _stop(plan, name, length, floor)
-        return open_case(get_task(name), session, length, plan.samples, stop)
+        return open_case(task_for(plan, name), session, length, plan.samples, stop)
 
     return opened
 
@@ -240,7 +244,7 @@ def ctxgate_ahead(
     ]
     # an item waits for its own case only: starting them in another order would leave it waiting
     keys = list(
-        dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, k[1]))
+        dict.fromkeys(k for k in cases if k and not _beyond_window(config, ctxgate_model, *k))
     )
     if (elsewhere := _drawn_elsewhere(config, ctxgate_model, keys)) is not None:
         yield elsewhere
@@ -294,7 +298,7 @@ def ctxgate_case(
         pairs = [("score", record.score), ("floor", record.floor), ("n", record.n), ("ci", ci)]
         pairs.append(("chance", record.chance))  # a random answer's score at this length
         request.node.user_properties += pairs
-    return Case(get_task(name), length, thresholds, state)
+    return Case(task_for(plan, name), length, thresholds, state)
 
 
 def _runs_at_all(
@@ -302,12 +306,12 @@ def _runs_at_all(
 ) -> None:
     """End a case past the model's window, or one the search left out (saving its samples)."""
     plan = config.stash[PLAN_KEY]
-    if window := _beyond_window(config, model, length):
+    if window := _beyond_window(config, model, name, length):
         reading = model.session.reading
         what = f"{name} at {length}: the length{reading.beyond} exceeds {window.what}"
         fix = f"drop {length} from --lengths{reading.lower}, or {window.fix}"
         no_score(state, "window", f"{what}, so the case cannot run; {fix}", plan.baseline)
-    spec = get_task(name)
+    spec = task_for(plan, name)
     # a case that cannot run at all says so; one an extra leaves out saves its samples
     if fits_at_all(spec, length) and (why := left_out(name, length)):
         n = samples_to_run(spec, model.context, length, plan.samples or spec.default_samples)

@@ -24,7 +24,7 @@ from ctxgate.backends.vllm_server import (
     replica_devices,
     start_all,
 )
-from ctxgate.gate.plan import Plan
+from ctxgate.gate.plan import Plan, task_for
 from ctxgate.records.schema import RunError
 from ctxgate.refusal import CtxgateError
 from ctxgate.run.loading import Served, config_changes, served
@@ -92,7 +92,9 @@ def launch_template(config: pytest.Config, plan: Plan) -> EngineSpec:
         limit = found.window if found else config_window(config_dir)
     except CtxgateError:
         changes, limit = {}, None
-    longest = max(plan.lengths) + max(t.tokens_to_generate for t in all_tasks())
+    longest = max(plan.lengths) + max(
+        task_for(plan, t.name).tokens_to_generate for t in all_tasks()
+    )
     longest += spec.thinking_budget or 0  # a reasoning model's thought, past the length
     # never past the window: vLLM's RoPE table ends there (EndpointBackend.window_of)
     max_len = longest if limit is None else min(longest, limit)

@@ -4,6 +4,7 @@ cannot load, or answers a hook no spec declares, is one line naming it and the f
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -92,3 +93,43 @@ def test_a_section_of_the_plan_two_plugins_name_is_refused(installed, suite):
     assert [line for line in result.stderr.lines if line.strip()] == [
         "ERROR: two ctxgate plugins name their section of the plan 'search': rename one"
     ]
+
+
+BUDGETS = """from ctxgate.api import hookimpl
+
+
+@hookimpl
+def ctxgate_task_budgets(plan):
+    return {BUDGETS}
+"""
+
+
+def test_a_budget_an_extra_gives_a_task_is_the_one_its_cases_run(installed, suite, pytester):
+    """The budget replaces the spec's in the length rule: 5,000 tokens fill a 4K case."""
+    installed(BUDGETS.replace("{BUDGETS}", "{'niah_single_1': 5000}"))
+    result = suite(ALL_RIGHT, "-k", "niah_single_1", "--report", "run.json", lengths="4k,8k")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    cases = {c["length"]: c for c in json.loads((pytester.path / "run.json").read_text())["cases"]}
+    assert cases[4096]["verdict"] == "skip"
+    assert "its generation budget of 5000 tokens fills it" in cases[4096]["message"]
+    assert cases[8192]["verdict"] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("budgets", "says"),
+    [
+        (
+            "{'niah_single_1': 0}",
+            "an extra gave niah_single_1 a generation budget of 0: a budget "
+            "is a whole number of tokens, 1 or more; fix the option that sets it",
+        ),
+        ("{'niah_single_9': 16}", "unknown task 'niah_single_9'; did you mean"),
+    ],
+    ids=["zero", "unknown-task"],
+)
+def test_a_budget_that_cannot_be_is_one_line(installed, suite, budgets, says):
+    installed(BUDGETS.replace("{BUDGETS}", budgets))
+    result = suite(ALL_RIGHT, "-k", "niah_single_1", lengths="4k")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    lines = [line for line in result.stderr.lines if line.strip()]
+    assert len(lines) == 1 and says in lines[0], result.stderr.str()[-3000:]

@@ -207,13 +207,15 @@ def test_decoded_prompt_retokenizes_to_the_same_count(hf_encoder, hf_tokenizer, 
     index=st.integers(0, 10_000),
     seed=st.integers(0, 2**31),
     chat=st.booleans(),
+    output_in_length=st.booleans(),
 )
 def test_every_task_at_every_length_builds_a_prompt_within_the_rule_or_refuses(
-    hf_encoder, task, length, index, seed, chat
+    hf_encoder, task, length, index, seed, chat, output_in_length
 ):
     """The length contract, over the whole domain: a prompt whose ids plus the generation budget fit
-    the length, or one of the designed refusals carrying its cause; never another exception."""
-    spec = get_task(task)
+    the length (the prompt alone, where the task's length is its prompt's), or one of the designed
+    refusals carrying its cause; never another exception."""
+    spec = replace(get_task(task), output_in_length=output_in_length)
     try:
         s = build_sample(spec, ctx_for(hf_encoder, chat, seed=seed), length, index, seed)
     except Refusal as exc:
@@ -223,9 +225,7 @@ def test_every_task_at_every_length_builds_a_prompt_within_the_rule_or_refuses(
             exc
         )  # at 0 a task without a bare form is too short
         return
-    assert (
-        length and len(s.input_ids) + spec.tokens_to_generate <= length or spec.bare and not length
-    )
+    assert length and len(s.input_ids) + spec.held_in_length <= length or spec.bare and not length
     assert s.answers and all(s.answers)
 
 

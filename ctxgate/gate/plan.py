@@ -32,7 +32,8 @@ from ctxgate.run import options as opt
 from ctxgate.run.case import EarlyStop
 from ctxgate.run.loading import EngineSettings, ModelSpec, config_changes, factory_of, read_engine
 from ctxgate.run.options import Get, OptionError
-from ctxgate.tasks.registry import task_names
+from ctxgate.tasks.base import TaskSpec
+from ctxgate.tasks.registry import get_task, task_names
 
 OPTIONS: tuple[opt.Option, ...] = (opt.MODEL, opt.BACKEND, *opt.EVALUATION, *opt.REASONING)
 OPTIONS += (*opt.ENGINE, *opt.HF, *opt.JUDGE, opt.REPORT, opt.FORCE_LENGTHS, opt.BASELINE)
@@ -57,6 +58,15 @@ class Plan:
     startup_error: str | None = None
     # each extra's frozen section, by the extra's name (``hookspec.ctxgate_plan_section``)
     extras: Mapping[str, Any] = field(default_factory=dict)
+    # generation budgets in place of tasks' own, by task (``hookspec.ctxgate_task_budgets``)
+    budgets: Mapping[str, int] = field(default_factory=dict)
+
+
+def task_for(plan: Plan, name: str) -> TaskSpec:
+    """The task as this run runs it: its spec, with the budget an extra's option gave it."""
+    spec = get_task(name)
+    budget = plan.budgets.get(name)
+    return spec if budget is None else replace(spec, tokens_to_generate=budget)
 
 
 def make_plan(
@@ -107,9 +117,29 @@ def make_plan(
     )
     sections = _sections([*opening.items(), *hook().ctxgate_plan_section(get=get, plan=plan)])
     plan = replace(plan, model=replace(plan.model, extras=sections), extras=sections)
+    plan = replace(plan, budgets=_budgets(plan))
     if plan.baseline is not None:
         _same_settings(plan.baseline, run_record(plan))
     return plan
+
+
+def _budgets(plan: Plan) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for answer in hook().ctxgate_task_budgets(plan=plan):
+        for name, budget in answer.items():
+            get_task(name)  # a task no package registered: one line naming it
+            if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+                raise OptionError(
+                    f"an extra gave {name} a generation budget of {budget!r}: a budget is a whole "
+                    "number of tokens, 1 or more; fix the option that sets it"
+                )
+            if found.get(name, budget) != budget:
+                raise OptionError(
+                    f"two extras give {name} a generation budget ({found[name]} and {budget}): "
+                    "set it through one of them"
+                )
+            found[name] = budget
+    return found
 
 
 def case_stop(

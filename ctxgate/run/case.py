@@ -336,7 +336,7 @@ def case_result(draw: Drawing) -> CaseResult:
         )
     else:
         scores = scored(outcomes, session.confidence, part_means(outcomes))
-    fill = min((x + spec.tokens_to_generate) / length for x in sizes) if length else None
+    fill = min((x + spec.held_in_length) / length for x in sizes) if length else None
     rates = {"prompt_tokens_per_s": draw.prompt_tokens}
     rates |= {"generated_tokens_per_s": draw.generated_tokens}
     return CaseResult(

@@ -288,6 +288,20 @@ class TaskSpec:
     helmet_category: str | None = None
     replaces: str | None = None  # the task a released data file's task stands in for where it ran
     bare: bool = False  # length 0 builds the bare form, no limit (BABILong's "0k"); else it skips
+    # the length rule: the prompt and the generation budget within the length (RULER's and
+    # HELMET's); False: the prompt alone fills the length, the budget past it (RULERv2's)
+    output_in_length: bool = True
+
+    @property
+    def held_in_length(self) -> int:
+        """The generated tokens the length holds room for (the builder's ``Job.gen``)."""
+        return self.tokens_to_generate if self.output_in_length else 0
+
+    @property
+    def past_length(self) -> int:
+        """The positions a case needs past its length: the budget, where the length is the
+        prompt's alone."""
+        return 0 if self.output_in_length else self.tokens_to_generate
 
     @property
     def helmet_group(self) -> str | None:
@@ -318,7 +332,7 @@ DATA_FLAGS = {"aggregation": "no flag: the word list is the suite's", "qa": "--s
 
 def check_fill(spec: TaskSpec, s: Sample) -> None:
     """Refuse a sample that used up its material more than FILL_TOLERANCE short."""
-    reached = len(s.input_ids) + spec.tokens_to_generate
+    reached = len(s.input_ids) + spec.held_in_length
     if s.meta.get("pool_exhausted") and reached < s.length * (1 - FILL_TOLERANCE):
         unit = DATA_UNITS.get(spec.category, "unit")
         flag = DATA_FLAGS.get(spec.category, "--data-dir")

@@ -28,7 +28,7 @@ def task_context(spec: TaskSpec, ctx: BuildContext) -> BuildContext:
 
 def fits_at_all(spec: TaskSpec, length: int) -> bool:
     """Its bare form at 0, else a length its generation budget does not fill."""
-    return spec.bare if length == 0 else length > spec.tokens_to_generate
+    return spec.bare if length == 0 else length > spec.held_in_length
 
 
 def build_sample(
@@ -39,7 +39,7 @@ def build_sample(
     if ctx.seed != seed:
         ctx = replace(ctx, seed=seed)
     rng = sample_rng(spec.name, length, index, seed)
-    job = Job(spec.name, length, index, spec.tokens_to_generate, rng)
+    job = Job(spec.name, length, index, spec.held_in_length, rng)
     if not fits_at_all(spec, length):
         if length == 0:
             raise job.too_short(
@@ -52,11 +52,11 @@ def build_sample(
     prompt = len(s.input_ids) + len(
         s.after_thought
     )  # a prefix held for after a thought counts here too
-    over = prompt + spec.tokens_to_generate - length
+    over = prompt + spec.held_in_length - length
     if over > 0:
         raise LengthRuleBroken(
             f"{spec.name} built sample {index} at length {length} {over} tokens over the length "
-            f"rule (prompt {prompt} + generation budget {spec.tokens_to_generate}); "
+            f"rule (prompt {prompt} + generation budget {spec.held_in_length}); "
             "this is a ctxgate bug: please report it with the command that ran"
         )
     if fill_rule:
@@ -69,7 +69,7 @@ def _tokenized_whole(spec: TaskSpec, ctx: BuildContext, job: Job) -> Sample:
     while True:
         s = spec.build(ctx, job)
         ids = _ids(spec, ctx, s)
-        over = len(ids) + len(s.after_thought) + spec.tokens_to_generate - job.length
+        over = len(ids) + len(s.after_thought) + spec.held_in_length - job.length
         if job.length == 0 or over <= 0 or len(ids) <= len(s.input_ids):
             return s if ids is s.input_ids else replace(s, input_ids=ids)
         rng = sample_rng(spec.name, job.length, job.index, ctx.seed)
@@ -90,7 +90,7 @@ def _joins_hold(spec: TaskSpec, ctx: BuildContext, s: Sample, length: int) -> bo
     if s.index or s.length != length:
         rng = sample_rng(spec.name, length, 0, ctx.seed)
         try:
-            s = spec.build(ctx, Job(spec.name, length, 0, spec.tokens_to_generate, rng))
+            s = spec.build(ctx, Job(spec.name, length, 0, spec.held_in_length, rng))
         except Refusal:
             return False
     return s.input_ids == ctx.encoder.whole(s.text, s.bos)

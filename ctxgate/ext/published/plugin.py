@@ -11,9 +11,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ctxgate.api import Get, Option, OptionGroup, ReportSection, Slot, hookimpl
+from ctxgate.api import Get, Option, OptionGroup, ReportSection, Slot, hookimpl, hookspec
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.abc import Traversable
+
     from ctxgate.api import Plan, Report
 
 NAME = "published"
@@ -74,6 +77,14 @@ def _settings(wanted: str, model: str | None) -> ReferenceSettings:
 def _section(plan: Plan) -> ReferenceSettings | None:
     ref = plan.extras.get(NAME)
     return ref if isinstance(ref, ReferenceSettings) and ref.model is not None else None
+
+
+@hookspec
+def ctxgate_published_files() -> Sequence[Traversable]:  # type: ignore[empty-body]
+    """Files of published numbers another package adds to ``--reference``, ``ctxgate published``
+    and ``ctxgate reproduce``, each in ``published.toml``'s form: ``[source.KEY]`` tables and the
+    ``[[score]]`` rows that cite them. Answered with ``hookimpl(optionalhook=True)``, so that the
+    package also installs where this extra is absent."""
 
 
 @hookimpl

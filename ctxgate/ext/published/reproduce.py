@@ -44,6 +44,7 @@ _OPENAI = "https://api.openai.com/v1"
 APIS = {
     "gpt-4o": Api(_OPENAI, "OPENAI_API_KEY", 128_000, "Xenova/gpt-4o", "OpenAI's o200k tokenizer"),
     "gpt-4": Api(_OPENAI, "OPENAI_API_KEY", 128_000, "Xenova/gpt-4", "OpenAI's cl100k tokenizer"),
+    "o1-": Api(_OPENAI, "OPENAI_API_KEY", 128_000, "Xenova/gpt-4o", "OpenAI's o200k tokenizer"),
     "gemini-": Api(
         "https://generativelanguage.googleapis.com/v1beta/openai/",
         "GEMINI_API_KEY",
@@ -179,6 +180,29 @@ def _runs(
             f"pytest --model {ckpt} -m helmet --lengths {lengths} --chat-template task --data-dir "
             f"data/ --helmet-compat --helmet-tokenizer {LLAMA2_TOKENIZER} --judge-model "
             f"gpt-4o-2024-05-13 {engine} --reference {ref} --report out/helmet.json",
+        ]
+    return out + _recipes([r for r in rows if r not in ruler + helmet], ckpt, engine, window)
+
+
+def _recipes(rows: list[Published], ckpt: str, engine: str, window: int | None) -> list[str]:
+    """The lines each other source gives for its own benchmark, in the order the rows are."""
+    out: list[str] = []
+    for key in dict.fromkeys(r.source.key for r in rows):
+        cited = [r for r in rows if r.source.key == key]
+        source = cited[0].source
+        given = {
+            "checkpoint": ckpt,
+            "lengths": _lengths(cited, window),
+            "samples": source.samples,
+            "engine": engine,
+            "reference": shlex.quote(cited[0].model),
+        }
+        out.append(f"# {source.paper}, {source.table}: {source.what}")
+        if not given["lengths"]:  # a command with no length would run nothing
+            out.append("# none of its lengths fits the window: nothing of it can run as published")
+            continue
+        out += [line.format(**given) for line in source.recipe] or [
+            f"# (its source gives no recipe: run its tasks at {given['lengths']})"
         ]
     return out
 

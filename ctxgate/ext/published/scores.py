@@ -8,11 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from importlib.abc import Traversable
 from types import MappingProxyType
+from typing import Any
 
 import tomllib
 
-from ctxgate.api import CtxgateError, parse_length
+from ctxgate.api import CtxgateError, flat, hook, parse_length
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,10 @@ class Source:
     length_unit: str
     allowance: float  # points a reproduction may differ by beyond its own interval
     allowance_source: str
+    # what ``ctxgate reproduce`` prints for a source this extra has no recipe of its own for, each
+    # line formatted with ``{checkpoint}``, ``{lengths}``, ``{samples}``, ``{engine}`` (the engine's
+    # flags) and ``{reference}`` (the --reference value)
+    recipe: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,17 +57,43 @@ class AmbiguousModel(UnknownModel):
     """A name that several models of the papers go by."""
 
 
-@lru_cache(maxsize=1)
-def all_published() -> tuple[Published, ...]:
-    toml = resources.files(__package__).joinpath("published.toml").read_text("utf-8")
-    data = tomllib.loads(toml)
-    sources = {k: Source(key=k, **v) for k, v in data["source"].items()}
+class PublishedFileError(CtxgateError, ValueError):
+    """A file of published numbers that cannot be read: the line names it and what is wrong."""
+
+
+def _read(file: Traversable) -> list[Published]:
+    try:
+        return _rows(tomllib.loads(file.read_text("utf-8")))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        why = f"{type(exc).__name__}: {exc} (each [[score]] cites a [source.KEY] of its file)"
+    raise PublishedFileError(
+        f"{file}: published numbers that cannot be read ({why}): fix the file, or reinstall or "
+        "uninstall the package that ships it"
+    )
+
+
+def _rows(data: dict[str, Any]) -> list[Published]:
+    sources = {
+        k: Source(key=k, **{**v, "recipe": tuple(v.get("recipe", ()))})
+        for k, v in data.get("source", {}).items()
+    }
     found = []
-    for row in data["score"]:  # a row's keys are the record's fields (optional ones may be absent)
+    for row in data.get("score", ()):  # its keys: the record's fields (optional ones may lack)
         scores = {parse_length(L.lower()): float(s) for L, s in row["scores"].items()}
         row = {**row, "source": sources[row["source"]], "scores": MappingProxyType(scores)}
         found.append(Published(**row))
-    return tuple(found)
+    return found
+
+
+@lru_cache(maxsize=1)
+def all_published() -> tuple[Published, ...]:
+    """The papers' numbers this extra ships, then those each installed package adds
+    (``ctxgate_published_files``), a file's rows naming only its own sources."""
+    files = [resources.files(__package__).joinpath("published.toml")]
+    files += flat(hook().ctxgate_published_files())
+    return tuple(p for file in files for p in _read(file))
 
 
 def models() -> list[str]:

@@ -19,10 +19,10 @@ from ctxgate.api import (
     all_tasks,
     case_stop,
     config_changes,
-    get_task,
     load_model,
     model_changes,
     run_case,
+    task_for,
 )
 
 Case = tuple[str, int]
@@ -74,11 +74,12 @@ def evaluate_checkpoint(
     results: dict[Case, CaseResult] = {}
     try:
         for t, L in cases:
-            if backend.max_positions is not None and L > backend.max_positions:
+            task = task_for(plan, t)
+            if backend.max_positions is not None and L + task.past_length > backend.max_positions:
                 continue  # beyond the window: no score (a regression where the reference had one)
             try:
                 stop = _stop(plan, (reference or {}).get((t, L)), tolerance(t, L))
-                results[(t, L)] = run_case(get_task(t), session, L, plan.samples, stop)
+                results[(t, L)] = run_case(task, session, L, plan.samples, stop)
             except Refusal:  # no score, read by gate.verdicts.unscored_verdict's rule
                 continue
         return results

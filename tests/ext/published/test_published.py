@@ -425,3 +425,35 @@ def test_each_ruler_category_table_states_its_bar_and_its_effective_lengths_foll
                 else {f"{passing // 1024}K"} | ({">128K"} if passing == max(p.scores) else set())
             )
             assert p.effective in want, (key, p.label, p.effective, bar)
+
+
+def test_an_extras_published_numbers_reach_published_and_reproduce():
+    """LongBench v2's row comes through ``ctxgate_published_files``, with its source's recipe."""
+    listed = call_ctxgate("published")
+    assert listed.returncode == 0 and "o1-preview-2024-09-12" in listed.stdout, listed.stderr
+    done = _reproduce("o1-preview")
+    assert done.returncode == 0, done.stderr
+    assert "# LongBench v2 (Bai et al., 2024" in done.stdout
+    # the API's 128,000-token window holds none of its lengths: said, no command without one
+    assert "nothing of it can run as published" in done.stdout
+    assert "--lengths  " not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("[source.x\n", "Expected ']'"),
+        ('[[score]]\nsource = "nowhere"\nmodel = "m"\n', "KeyError"),
+    ],
+    ids=["not-toml", "cites-no-source"],
+)
+def test_a_published_file_that_cannot_be_read_is_one_line(tmp_path, text, says):
+    from ctxgate.ext.published.scores import PublishedFileError, _read
+
+    path = tmp_path / "published.toml"
+    path.write_text(text)
+    with pytest.raises(PublishedFileError) as caught:
+        _read(path)
+    line = str(caught.value)
+    assert "\n" not in line and str(path) in line and says in line
+    assert line.endswith("fix the file, or reinstall or uninstall the package that ships it")

@@ -1,0 +1,58 @@
+"""Times building the generated GraphWalks tasks' samples with a tokenizer, per task and length.
+
+``python bench/build_graphwalks.py --tokenizer fixtures/tiny-llama-niah --lengths 128k --samples
+100`` builds each sample as a run does (the spine's ``build_sample``, the whole text's ids) and
+prints the seconds per task and length, and the graph each built last."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import arguments  # noqa: E402
+
+TASKS = ("ctx_graphwalks_bfs", "ctx_graphwalks_parents")
+
+
+def parser() -> arguments.Parser:
+    ap = arguments.Parser(__file__, description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--tokenizer",
+        type=arguments.tokenizer_in(arguments.ROOT),
+        default="fixtures/tiny-llama-niah",
+        help="the tokenizer's folder (default %(default)s)",
+    )
+    ap.add_argument("--lengths", type=arguments.lengths, default="128k")
+    ap.add_argument("--samples", type=arguments.whole(1, example=100), default=100)
+    ap.add_argument("--seed", type=arguments.integer, default=42)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    from transformers import AutoTokenizer
+
+    from ctxgate.api import BuildContext, HFTokenizer, PieceEncoder, get_task
+    from ctxgate.tasks.build import build_sample
+
+    enc = PieceEncoder(HFTokenizer(AutoTokenizer.from_pretrained(args.tokenizer)))
+    ctx = BuildContext(enc, chat=False, seed=args.seed)
+    for length in args.lengths:
+        for name in TASKS:
+            spec = get_task(name)
+            start = time.perf_counter()
+            for index in range(args.samples):
+                sample = build_sample(spec, ctx, length, index, args.seed)
+            took = time.perf_counter() - start
+            print(
+                f"{name} at {length}: {args.samples} samples in {took:.1f} s "
+                f"({took / args.samples * 1000:.0f} ms each); last: {dict(sample.meta)}"
+            )
+
+
+if __name__ == "__main__":
+    main()

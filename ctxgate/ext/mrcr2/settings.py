@@ -1,0 +1,41 @@
+"""What a run asks of the mrcr2 tasks: the extra's section of the plan, which the builder reads and
+the run's record keeps (a ``--baseline`` run must have asked the same)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NAME = "mrcr2"
+HASH_RULES = ("anywhere", "first")
+FEWSHOTS = ("generated", "static")
+TRANSCRIPTS = ("text", "json")
+# The reference sets no generation budget (Gemini's own applies): ctxgate's, the longest writing
+# asked for with its string at 2 characters a token at least
+TOKENS_TO_GENERATE = 2048
+
+
+@dataclass(frozen=True)
+class Mrcr2Settings:
+    """The scorer's rule for the random string, the generator's two switches and the tasks'
+    generation budget."""
+
+    hash_rule: str = HASH_RULES[0]
+    """``anywhere``: the reference scorer's ``rfind`` (text before the string passes, eval_hub
+    issue 8); ``first``: the output must open with it, as the scorer's docstring says
+    (``--mrcr2-hash``)."""
+    fewshot: str = FEWSHOTS[0]
+    """``generated``: an opening drawn per transcript (the released files'); ``static``: the
+    reference's fixed one (``--mrcr2-fewshot``)."""
+    transcript: str = TRANSCRIPTS[0]
+    """``text``: User:/Assistant: turns (the released files'); ``json``: a JSON list of messages
+    (``--mrcr2-transcript``)."""
+    tokens_to_generate: int = TOKENS_TO_GENERATE
+    """The generation budget, past the length (``--mrcr2-tokens-to-generate``)."""
+
+    @property
+    def static_fewshot(self) -> bool:
+        return self.fewshot == "static"
+
+    @property
+    def json_style(self) -> bool:
+        return self.transcript == "json"

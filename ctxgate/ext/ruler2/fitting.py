@@ -1,0 +1,96 @@
+"""The reference's way to fill a length, shared by its three builders: a first draw estimates the
+tokens per unit, a binary search finds the most units whose prompt fits, and each sample is drawn
+at that count, ``incremental`` units fewer at a time until it fits. Every draw takes from the one
+random stream, as the reference's global ``random`` does, so the counts searched decide the
+samples."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar, overload
+
+T = TypeVar("T")
+
+# a draw that does not fit at the fewest units is drawn again at most this often (the reference
+# draws again for ever)
+RETRIES = 64
+
+
+class TooShort(ValueError):
+    """Even the fewest units leave the prompt over the length."""
+
+
+def search_units(
+    draw: Callable[[int], str], count: Callable[[str], int], limit: int, step: int
+) -> int:
+    """The reference's ``generate_samples`` search: the most units whose draw fits ``limit``."""
+    per_unit = count(draw(step)) / step
+    low, high = step, max(int(limit / per_unit * 3), step * 2)
+    best = None
+    while low <= high:
+        mid = (low + high) // 2
+        if count(draw(mid)) <= limit:
+            best, low = mid, mid + 1
+        else:
+            high = mid - 1
+    return best if best is not None else step
+
+
+def fit_draw(
+    draw: Callable[[int], T],
+    text: Callable[[T], str],
+    count: Callable[[str], int],
+    fit: tuple[int, int, int],
+) -> tuple[T, int]:
+    """One sample drawn at ``units``, fewer by ``step`` while it is over ``limit``; its tokens."""
+    units, step, limit = fit
+    for _ in range(RETRIES):
+        try:
+            found = draw(units)
+        except ValueError:  # fewer units than needles: the reference catches it and draws again
+            found = None
+        if found is not None:
+            tokens = count(text(found))
+            if tokens <= limit:
+                return found, tokens
+        if units > step:
+            units -= step
+    raise TooShort(f"{RETRIES} draws at {units} units stay over {limit} tokens or fail")
+
+
+class Repeated(Sequence[T], Generic[T]):
+    """``[x for x in items for _ in range(times)]`` without the list (``random.sample`` only
+    indexes a large population)."""
+
+    def __init__(self, items: Sequence[T], times: int) -> None:
+        self.items, self.times = items, times
+
+    def __len__(self) -> int:
+        return len(self.items) * self.times
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[T]: ...
+    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self.items[index // self.times]
+
+
+def repeats(wanted: int, have: int) -> int:
+    """How often the reference repeats a pool of ``have`` to draw ``wanted`` (ceiling division)."""
+    return (wanted + have - 1) // have if wanted > have else 1
+
+
+def random_number(rng_randint: Callable[[int, int], int], digits: int = 7) -> str:
+    return str(rng_randint(10 ** (digits - 1), 10**digits - 1))
+
+
+def ordinal(n: int) -> str:
+    """inflect's ``ordinal`` of a whole number: 1st, 2nd, 3rd, 4th, 11th, 21st."""
+    tens = n % 100
+    suffix = "th" if 11 <= tens <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
