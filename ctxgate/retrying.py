@@ -190,9 +190,15 @@ def _same_origin(response: Any) -> None:
 
 # --- the replies, as read: only what ctxgate uses, every other field ignored
 @dataclass(frozen=True)
+class PromptDetails:
+    cached_tokens: int | None = None  # served from the engine's prefix cache, not computed
+
+
+@dataclass(frozen=True)
 class Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    prompt_tokens_details: PromptDetails | None = None  # vLLM's with --enable-prompt-tokens-details
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,10 @@ from bench import arguments
 from tests.conftest import ROOT
 
 SCRIPTS = (
+    "build_graphwalks",
     "build_grid",
+    "build_longbench2",
+    "build_mrcr2",
     "chance",
     "datagen",
     "distributed",
@@ -27,6 +30,7 @@ SCRIPTS = (
     "html_report",
     "length_search",
     "long_prompts",
+    "prefix",
     "sequential",
     "startup",
     "tiny_accuracy",
@@ -36,6 +40,11 @@ TINY = "fixtures/tiny-llama-niah"
 
 # (script, argv, the option the line names first, the bad value it names): refused by a type check
 REFUSED = [
+    ("prefix", ["--lengths", "0"], "--lengths", "0"),
+    ("prefix", ["--tasks", "nosuchtask"], "--tasks", "nosuchtask"),
+    ("build_mrcr2", ["--samples", "0"], "--samples", "0"),
+    ("build_graphwalks", ["--lengths", "1k,huge"], "--lengths", "1k,huge"),
+    ("build_longbench2", ["--length", "-5"], "--length", "-5"),
     ("startup", ["--pairs", "0"], "--pairs", "0"),
     ("startup", ["--case", "nosuchtask"], "--case", "nosuchtask"),
     ("startup", ["--model", "/nonexistent"], "--model", "/nonexistent"),
@@ -243,6 +252,30 @@ def test_a_missing_positional_is_named(capsys: pytest.CaptureFixture[str]) -> No
 
 
 DEFAULTS = {
+    "build_graphwalks": {"tokenizer": TINY, "lengths": (131072,), "samples": 100, "seed": 42},
+    "build_longbench2": {
+        "tokenizer": TINY,
+        "length": 131072,
+        "samples": 100,
+        "records": 100,
+        "words": 250000,
+        "seed": 42,
+    },
+    "build_mrcr2": {
+        "tokenizer": TINY,
+        "lengths": (131072,),
+        "samples": 100,
+        "seed": 42,
+        "data_dir": None,
+    },
+    "prefix": {
+        "model": TINY,
+        "tasks": (),
+        "lengths": (1024, 2048, 4096),
+        "samples": 10,
+        "vllm_python": None,
+        "smoke": False,
+    },
     "build_grid": {"samples": 2, "chat": "both", "tasks": (), "data_dir": None, "baseline": None},
     "chance": {"length": "8k", "samples": 100, "draws": 20, "tasks": (), "write": False},
     "datagen": {
@@ -289,7 +322,7 @@ DEFAULTS = {
         "lengths": (4096, 8192, 16384, 32768, 65536, 131072),
         "rounds": 3,
     },
-    "length_search": {"runs": 200, "alpha": 0.05, "min_samples": 10, "seed": 0},
+    "length_search": {"runs": 200, "alpha": 0.05, "min_samples": 10, "seed": 0, "models": 60},
     "long_prompts": {
         "lengths": (32768, 262144),
         "backends": ("hf", "vllm"),

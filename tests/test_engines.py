@@ -304,6 +304,8 @@ def test_vllm_backend_starts_serves_and_stops_its_own_engine(hf_run, tmp_path):
     )  # the server's window: any task at the length
     assert report["run"]["backend"]["backend"] == "vllm"
     assert report["run"]["backend"]["max_model_len"] == 4096 + longest_budget
+    total = report["cost"]["total"]  # the server says what its prefix cache served, each time
+    assert total["cache_reported"] == total["generations"] > 0
     logs = list((tmp_path / "out" / "ctxgate-vllm").glob("vllm-*.log"))
     assert len(logs) == 1  # one replica on a machine without GPUs, shared by both workers
     family = server_family(logs[0])

@@ -5,16 +5,18 @@ the sum of what its cases report."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ctxgate.backends.base import Generation
-from ctxgate.backends.replies import ImpossibleUsage, checked, slack
+from ctxgate.backends.replies import ImpossibleUsage, as_given, checked, slack
 from ctxgate.records.schema import CaseRecord, Cost
 from ctxgate.report.build import run_cost
+from ctxgate.report.tables import cost_line
+from ctxgate.retrying import Completion, PromptDetails, TextChoice, Usage
 from ctxgate.tokens.tokenizers import HFTokenizer
 
 URL = "http://127.0.0.1:9/v1"
@@ -36,6 +38,7 @@ def tok(hf_tokenizer) -> HFTokenizer:
 )
 @example(words=["needle"] * 250, budget=128, usage=5000, finish="stop", with_ids=False)
 @example(words=["needle"] * 3, budget=128, usage=-1, finish="stop", with_ids=True)
+@example(words=[], budget=1, usage=2, finish="stop", with_ids=False)  # a count past the budget
 def test_the_scored_text_never_exceeds_the_budget_and_impossible_usage_is_refused(
     tok, words, budget, usage, finish, with_ids
 ):
@@ -44,9 +47,9 @@ def test_the_scored_text_never_exceeds_the_budget_and_impossible_usage_is_refuse
     counted = len(ids) if ids is not None else len(tok.encode(text))
     given = Generation(text, 0, finish, ids=ids, reported=usage)
     over = counted > budget
-    loose = 0 if with_ids else slack(budget if over else counted)
+    loose = 0 if with_ids else slack(counted)
     impossible = usage is not None and (
-        usage < 0 or (not over and (usage > budget + loose or usage < counted - loose))
+        usage < 0 or (not over and (usage > budget or usage < counted - loose))
     )
     if impossible:
         with pytest.raises(ImpossibleUsage, match=r"^http://127\.0\.0\.1:9/v1 reported"):
@@ -81,3 +84,32 @@ def test_the_runs_cost_is_the_sum_of_its_cases(costs):
         for length, cost in run.by_length.items():
             at = [c.cost for c in cases if c.cost and str(c.length) == length]
             assert getattr(cost, name) == sum(getattr(c, name) for c in at)
+
+
+def _completion(prompt: int | None, cached: int | None) -> Completion:
+    details = PromptDetails(cached) if cached is not None else None
+    usage = Usage(prompt_tokens=prompt, completion_tokens=1, prompt_tokens_details=details)
+    return Completion((TextChoice("x", "stop"),), usage)
+
+
+@given(prompt=st.none() | st.integers(0, 10**6), cached=st.none() | st.integers(-5, 10**6 + 5))
+def test_the_cached_prompt_tokens_a_server_reports_are_kept_when_they_can_be_right(prompt, cached):
+    """None where it reports none; refused, naming the server, below 0 or past its own prompt."""
+    if cached is not None and (cached < 0 or (prompt is not None and cached > prompt)):
+        with pytest.raises(ImpossibleUsage, match=r"^http://127\.0\.0\.1:9/v1 reported .* cached"):
+            as_given(_completion(prompt, cached), URL)
+        return
+    assert as_given(_completion(prompt, cached), URL).cached == cached
+
+
+@pytest.mark.parametrize(
+    ("reported", "cached", "says"),
+    [
+        (4, 300, "1,000 prompt tokens prefilled (700 computed, 300 cached)"),
+        (0, 0, "1,000 prompt tokens prefilled (the engine reports no cached tokens)"),
+        (3, 300, "(300 cached in the 3 generations whose engine reported its cache)"),
+    ],
+)
+def test_the_cost_line_splits_the_prefill_as_far_as_the_engine_said(reported, cached, says):
+    cost = Cost(generations=4, prompt_tokens=1000, cached_prompt_tokens=cached)
+    assert says in cost_line(replace(cost, cache_reported=reported))

@@ -86,6 +86,9 @@ class Generation:
     # here, from the ids or the text
     reported: int | None = None
     overrun: int = 0  # tokens past the request's budget the server gave, cut here
+    # of the prompt, the tokens the engine served from its prefix cache, as it reported them
+    # (checked: backends/replies.py); None: it reports none
+    cached: int | None = None
 
     def prefilled(self, request: Request) -> int:
         return len(request.input_ids) if self.prompt_tokens is None else self.prompt_tokens

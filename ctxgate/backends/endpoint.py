@@ -302,7 +302,8 @@ class EndpointBackend:
                 replica.failures = 0
                 replica.answered += 1
             try:
-                return checked(as_given(resp), params.max_new_tokens, self.tokenizer, replica.url)
+                reply = as_given(resp, replica.url)
+                return checked(reply, params.max_new_tokens, self.tokenizer, replica.url)
             except ImpossibleUsage as exc:  # its counts cannot be believed: nor can its reply
                 raise EndpointError(
                     f"{exc}; the server's usage cannot be right: fix the server (or the proxy "

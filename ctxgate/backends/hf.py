@@ -336,7 +336,8 @@ class HFBackend:
                 while new and new[-1] == self.pad_id:
                     new.pop()
             finish = "stop" if stopped or ends or len(new) < params.max_new_tokens else "length"
-            out.append(Generation(text, len(new), finish, ids=tuple(new)))
+            # generate() computes every prompt token: none comes from a cache
+            out.append(Generation(text, len(new), finish, ids=tuple(new), cached=0))
         return out
 
     def window_of(self, limit: int) -> Window:

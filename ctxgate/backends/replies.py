@@ -24,17 +24,21 @@ def slack(counted: int) -> int:
     return max(2, counted // 10)
 
 
-def as_given(resp: Completion | ChatCompletion) -> Generation:
-    """The reply as the server gave it: its text, and what its usage says it generated
-    (``reported``; ``output_tokens`` is left for ``checked`` to count)."""
+def as_given(resp: Completion | ChatCompletion, url: str) -> Generation:
+    """The reply as the server at ``url`` gave it: its text, what its usage says it generated
+    (``reported``; ``output_tokens`` is left for ``checked`` to count) and what of the prompt it
+    served from its prefix cache (``cached``), a count that cannot be right refused."""
     choice = resp.choices[0]  # read_reply made sure there is one
     tokens = resp.usage.completion_tokens if resp.usage else None
+    cached = _cached(resp, url)
     finish = "length" if choice.finish_reason == "length" else "stop"
     if isinstance(choice, ChatChoice):
         # a chat reply a provider filtered has no content: an empty output, scored as one
         message = choice.message
         thought = message.reasoning or message.reasoning_content
-        return Generation(message.content or "", 0, finish, thought=thought, reported=tokens)
+        return Generation(
+            message.content or "", 0, finish, thought=thought, reported=tokens, cached=cached
+        )
     pieces = choice.logprobs.tokens if choice.logprobs else None  # asked with a budget
     return Generation(
         choice.text,
@@ -43,7 +47,26 @@ def as_given(resp: Completion | ChatCompletion) -> Generation:
         pieces=tuple(pieces or ()) or None,
         ids=choice.token_ids,
         reported=tokens,
+        cached=cached,
     )
+
+
+def _cached(resp: Completion | ChatCompletion, url: str) -> int | None:
+    """The prompt tokens the usage says came from the prefix cache: none below 0, none past the
+    prompt it says it read."""
+    usage = resp.usage
+    details = usage.prompt_tokens_details if usage else None
+    cached = details.cached_tokens if details else None
+    if cached is None or usage is None:
+        return None
+    prompt = usage.prompt_tokens
+    if cached < 0 or (prompt is not None and cached > prompt):
+        raise ImpossibleUsage(
+            f"{redact_url(url)} reported {cached} cached prompt tokens"
+            + (f" of a prompt of {prompt}" if prompt is not None else "")
+            + (": a count below 0" if cached < 0 else ": more than the prompt holds")
+        )
+    return cached
 
 
 def checked(reply: Generation, budget: int, tokenizer: RawTokenizer, url: str) -> Generation:
@@ -71,8 +94,10 @@ def checked(reply: Generation, budget: int, tokenizer: RawTokenizer, url: str) -
             tuple(kept) if exact else None,
             reported=None,  # its count is of the text it gave, not of what is scored
             overrun=counted - len(kept),
+            cached=reply.cached,
         )
-    if usage is not None and usage > budget + (0 if exact else slack(budget)):
+    # the server counts its tokens as it counts the budget: none past it, whatever the text
+    if usage is not None and usage > budget:
         raise ImpossibleUsage(
             f"{server} reported {usage} completion tokens for a request allowed {budget}, for a "
             f"text of {counted}: more than it was allowed"
@@ -93,6 +118,7 @@ def checked(reply: Generation, budget: int, tokenizer: RawTokenizer, url: str) -
         reply.pieces,
         reply.ids,
         reported=usage,
+        cached=reply.cached,
     )
 
 

@@ -162,6 +162,8 @@ class EngineSpec:
         cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir]
         cmd += ["--host", "127.0.0.1", "--port", str(port), "--dtype", self.resolved_dtype]
         cmd += ["--max-model-len", str(self.max_model_len), "--enable-prefix-caching"]
+        # its usage then says how many prompt tokens the prefix cache served (the cost line's split)
+        cmd.append("--enable-prompt-tokens-details")
         cmd += ["--tensor-parallel-size", str(self.tensor_parallel)]
         # vLLM's own defaults: no sampling settings from the checkpoint
         cmd += ["--generation-config", "vllm"]

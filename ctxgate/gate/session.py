@@ -143,8 +143,15 @@ def summary_inputs(cases: Sequence[CaseRecord], by_length: ByLength) -> dict[str
         if c.score is not None and c.verdict in ("pass", "fail")
     }
     out: dict[str, Aligned] = {}
+    stopped = {(c.task, c.length) for c in cases if c.skip_kind == "search_stopped"}
     for name, by in _per_summary(by_length).items():
         facts = _categories(out) if name == "helmet_overall" else at
+        # a length where a search left a member out is past a decision (the summary's, where a gate
+        # asks for it): it stays out, or the members that ran there for other gates would narrow
+        # what all had and move the base
+        if stopped:
+            mine = summaries.summary_tasks(name)
+            by = {L: g for L, g in by.items() if not any((t, L) in stopped for t in mine)}
         # a length with a member unscored fails as it is, and leaves the others' members alone
         whole = {L: g for L, g in by.items() if not g.incomplete}
         per = {L: {m: facts[m, L] for m in g.members if (m, L) in facts} for L, g in whole.items()}

@@ -274,6 +274,12 @@ class Cost:
     overruns: int = 0
     """Generations whose text ran past the request's budget (the server ignored ``max_tokens``):
     cut to the budget before scoring, and counted so."""
+    cached_prompt_tokens: int = 0
+    """Of ``prompt_tokens``, those the engine served from its prefix cache instead of computing
+    them, as its usage reported them (``prompt_tokens_details.cached_tokens``)."""
+    cache_reported: int = 0
+    """Of ``generations``, those whose engine reported its cached prompt tokens (the HF engine:
+    none, it computes every one); for the others the split is unknown."""
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Cost)))

@@ -124,7 +124,7 @@ def cost_line(
     spent = (
         f"{what}: {planned:,} generations planned: {cost.generations:,} run, "
         f"{cost.cached_generations:,} from the cache, {cost.saved_generations:,} saved{saved}; "
-        f"{tokens(cost.prompt_tokens)} prompt tokens prefilled, "
+        f"{tokens(cost.prompt_tokens)} prompt tokens prefilled{_split(cost, tokens)}, "
         f"{tokens(cost.generated_tokens)} generated"
         + (f" ({'; '.join(parts)})" if parts else "")
         + f", {cost.engine_seconds:,.1f} engine-s"
@@ -137,7 +137,25 @@ def cost_line(
     return spent
 
 
-COST_NOTE = "cost: per case, generations run+from the cache+saved, then prompt tokens prefilled"
+def _split(cost: Cost, tokens: Callable[[int], str]) -> str:
+    """The prefill's computed and cached tokens, as far as the engine reported its cache."""
+    if not cost.generations:
+        return ""
+    if not cost.cache_reported:
+        return " (the engine reports no cached tokens)"
+    cached = cost.cached_prompt_tokens
+    if cost.cache_reported == cost.generations:
+        return f" ({tokens(cost.prompt_tokens - cached)} computed, {tokens(cached)} cached)"
+    return (
+        f" ({tokens(cached)} cached in the {cost.cache_reported:,} generations whose engine "
+        "reported its cache)"
+    )
+
+
+COST_NOTE = (
+    "cost: per case, generations run+from the cache+saved, then prompt tokens prefilled (those "
+    "the engine served from its prefix cache)"
+)
 
 
 def cost_rows(report: Report) -> list[tuple[list[str], list[list[str]]]]:
@@ -150,8 +168,12 @@ def cost_rows(report: Report) -> list[tuple[list[str], list[list[str]]]]:
     costs |= {("all", L): report.cost.by_length.get(str(L)) for L in lengths}
 
     def cell(c: Cost | None) -> str:
-        runs = f"{c.generations}+{c.cached_generations}+{c.saved_generations}" if c else ""
-        return f"{runs} {_tokens(c.prompt_tokens)}" if c else ""
+        if c is None:
+            return ""
+        cached = f" ({_tokens(c.cached_prompt_tokens)} cached)" * bool(c.cached_prompt_tokens)
+        return f"{c.generations}+{c.cached_generations}+{c.saved_generations} " + (
+            f"{_tokens(c.prompt_tokens)}{cached}"
+        )
 
     body = [[t, *(cell(costs.get((t, L))) for L in lengths)] for t in tasks]
     return [(["cost", *map(format_length, lengths)], body)]

@@ -152,6 +152,9 @@ class Drawing:
         self.build_seconds = self.judge_seconds = 0.0
         self.generations = self.prompt_tokens = self.generated_tokens = self.thought_tokens = 0
         self.reported_tokens = self.overruns = 0  # a server's counts believed, its overruns cut
+        # of the prompt tokens, those the engine served from its prefix cache, and the generations
+        # whose engine said how many that was
+        self.cached_prompt_tokens = self.cache_reported = 0
         # seconds spent drawing this case (``drive``): with rounds, its own turns only
         self.requested, self.driven = requested or n, 0.0
         self.ways: set[str] = set()  # how the prompts were built, where a task has two ways
@@ -184,7 +187,8 @@ class Drawing:
         seconds = round(generating, 3) if self.generations else 0.0
         ran = (self.generations, self.prompt_tokens, self.generated_tokens, seconds)
         counts = (self.thought_tokens, self.reported_tokens, self.overruns)
-        return Cost(*ran, self.from_cache, saved, round(saved * per), *counts)
+        cache = (self.cached_prompt_tokens, self.cache_reported)
+        return Cost(*ran, self.from_cache, saved, round(saved * per), *counts, *cache)
 
     def decided(self) -> bool:
         return self.test is not None and self.test.verdict is not None
@@ -236,6 +240,9 @@ class Drawing:
         self.generated_tokens += gen.output_tokens
         self.reported_tokens += gen.output_tokens if gen.reported is not None else 0
         self.overruns += gen.overrun > 0
+        if gen.cached is not None:  # a chat server may count a few template tokens more than sent
+            self.cached_prompt_tokens += min(gen.cached, gen.prefilled(request))
+            self.cache_reported += 1
         self._finish(s, digest, gen, round(time.perf_counter() - sent_at, 3))
         self.thought_tokens += self.done[s.index].thought_tokens
 

@@ -33,8 +33,8 @@ def by_task(
 
 def search_line(search: SearchRecord, cases: Sequence[CaseRecord]) -> str:
     """Which lengths ``--search-effective-length`` ran, and why not the rest: per task, since a
-    case a floor or baseline expects runs past the decision while its length is skipped for the
-    others (tasks the search treated alike share one entry)."""
+    case a floor or baseline expects, or one in a summary not yet decided, runs past a decision
+    while its length is skipped for the others (tasks the search treated alike share one entry)."""
     ran = _lengths(search.ran) or "none"
     if search.skipped:
         groups = by_task(cases)
@@ -45,8 +45,8 @@ def search_line(search: SearchRecord, cases: Sequence[CaseRecord]) -> str:
             what += [f"skipped {_lengths(left_out)}"] if left_out else []
             said.append(f"{who} {', '.join(what) or 'ran none'}")
         return f"Search: {'; '.join(said) or f'ran {ran}'}: {search.why}"
-    if search.why:  # decided, yet every case past it ran: each for its floor or baseline score
-        kept = "each case past the decision for its floor or baseline"
+    if search.why:  # decided, yet every case past it ran: for a floor, a baseline, a summary
+        kept = "each case past a decision for its floor, its baseline or a summary not yet decided"
         return f"Search: ran every length ({ran}), {kept}: {search.why}"
     return f"Search: ran every length ({ran}); none decided the effective length early"
 

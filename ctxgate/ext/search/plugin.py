@@ -60,11 +60,11 @@ SEQUENTIAL_MIN = Option(
 )
 SEARCH = Option(
     "--search-effective-length",
-    "run the lengths shortest first and skip those past the length that decides the effective "
-    "length (the first where RULER's average fails its bar, or where it reaches [session] "
-    "min_effective_length; each summary under [relative_effective_length.min_length] alike); a "
-    "case a floor or baseline expects runs anyway; with --sequential, the average's own test "
-    "also stops each length's RULER cases; docs/gates.md",
+    "run the lengths shortest first and skip a case once every effective length it counts in "
+    "is decided (RULER's: the first length where its average fails its bar, or where it reaches "
+    "[session] min_effective_length; each summary's relative one alike, RULER's, HELMET's, the "
+    "families'); a case a floor or baseline expects runs anyway; with --sequential, RULER's "
+    "average's own test also stops each length's RULER cases; docs/gates.md",
     action="store_true",
 )
 

@@ -49,13 +49,18 @@ class SearchRecord:
     """What decided each effective length the search follows; null: none was decided."""
     ruler: tuple[LengthVerdict, ...] = ()
     """RULER's average at each length run, shortest first."""
+    ruler_skipped: tuple[int, ...] | None = None
+    """Of ``skipped``, the lengths where it left a RULER case out (null, in a report written before
+    the search followed other summaries: all of them)."""
 
     @property
     def decided(self) -> dict[int, bool]:
         """The lengths the search judged: those its average's own test was certain of, and as
-        failing, those where it left a case out (what ran there is partial)."""
+        failing, those where it left a RULER case out (RULER's average there is partial); a length
+        where it left out only other summaries' cases is RULER's to judge."""
         certain = {v.length: v.passed for v in self.ruler if v.certain}
-        return {**{length: False for length in self.skipped}, **certain}
+        left_out = self.skipped if self.ruler_skipped is None else self.ruler_skipped
+        return {**{length: False for length in left_out}, **certain}
 
 
 SLOTS = (

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.length_search import search
-from ctxgate.ext.search.searching import Searching
+from bench.length_search import gate_tasks, replay, search
 from ctxgate.ext.search.sequential import StopRule, judge_length
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
+from ctxgate.gate.thresholds_schema import Rule
 from ctxgate.records.schema import CaseRecord
 from ctxgate.tasks.registry import get_task, membership
 from tests.conftest import ROOT
@@ -95,85 +95,112 @@ def test_at_the_bar_a_certain_pass_is_wrong_under_alpha_of_the_time():
 
 def test_the_bench_prints_its_figures_on_the_published_curves():
     done = subprocess.run(
-        [sys.executable, "bench/length_search.py", "--runs", "2"],
+        [sys.executable, "bench/length_search.py", "--runs", "2", "--models", "2"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    last = done.stdout.strip().splitlines()[-1]
-    assert last.startswith("length search: ") and "models x 2 runs; same effective length" in last
+    lines = done.stdout.strip().splitlines()
+    ruler = next(line for line in lines if line.startswith("length search: "))
+    assert "models x 2 runs; same effective length" in ruler
+    assert lines[-1].startswith("gate search: 2 models x 1 runs") and "prompt tokens" in lines[-1]
+
+
+GATED = ("ruler", "helmet_rag", "helmet_recall", "helmet_overall", "mrcr", "babilong", "nolima")
 
 
 @st.composite
 def runs(draw: st.DrawFn) -> tuple[Thresholds, list[CaseRecord]]:
-    """A run's case records: RULER tasks (some or all) at lengths from 1 token up, scores anywhere
-    in [0, 100], a member that errored now and then; a bar and, sometimes, a relative goal."""
-    ruler = st.sampled_from(membership().ruler)
-    tasks = draw(st.lists(ruler, min_size=1, max_size=13, unique=True))
-    lengths = sorted(draw(st.sets(st.integers(1, 1 << 20), min_size=1, max_size=6)))
+    """A run's case records: RULER's, HELMET's and the families' tasks (any subset) at lengths
+    from 1 token up, scores anywhere in [0, 100] with a chance and an interval, a member that
+    errored now and then; a bar, a required length or none, relative gates on any summaries, and
+    floors on some tasks (their cases run whatever the search decided)."""
+    tasks = draw(st.lists(st.sampled_from(gate_tasks()), min_size=1, max_size=16, unique=True))
+    lengths = sorted(draw(st.sets(st.integers(1, 1 << 20), min_size=1, max_size=5)))
+    floors = draw(st.lists(st.sampled_from(tasks), max_size=2, unique=True))
+    rules = tuple(Rule(t, draw(st.sampled_from(["*", f"<={lengths[0]}"])), 50.0) for t in floors)
     records = []
     for L in lengths:
         for task in tasks:
             spec = get_task(task)
-            record = CaseRecord(task, "ruler", L, spec.category, spec.metric.name, n=10)
+            record = CaseRecord(task, spec.suite, L, spec.category, spec.metric.name, n=10)
             if draw(st.integers(0, 20)) == 0:
-                records.append(record)  # verdict "error": no score
-            else:
-                score = draw(st.sampled_from([0.0, 100.0]) | st.floats(0, 100))
-                records.append(replace(record, score=round(score, 2), verdict="pass"))
+                records.append(replace(record, verdict="error"))  # no score
+                continue
+            score = round(draw(st.sampled_from([0.0, 100.0]) | st.floats(0, 100)), 2)
+            wide, chance = draw(st.floats(0, 30)), draw(st.sampled_from([None, 0.0, 25.0, 50.0]))
+            ci = (max(0.0, score - wide), min(100.0, score + wide))
+            verdict = "fail" if any(r.matches(task, L) for r in rules) and ci[1] < 50 else "pass"
+            records.append(replace(record, score=score, verdict=verdict, chance=chance, ci=ci))
     need = st.sampled_from([0, *lengths])  # a gate's required length: none, or one of the run's
-    relative = (("ruler", draw(st.sampled_from(lengths))),) if draw(st.booleans()) else ()
-    up_to = draw(st.sampled_from([0, lengths[0], lengths[-1]]))
+    relative = tuple((n, draw(need) or lengths[-1]) for n in draw(st.sets(st.sampled_from(GATED))))
     thresholds = Thresholds(
         "thresholds.toml",
+        rule="upper",
         effective_threshold=draw(st.floats(0, 99.9)),
         min_effective_length=draw(need),
         relative_min_length=relative,
-        relative_base_up_to=up_to,
+        relative_base_up_to=draw(st.sampled_from([0, lengths[0], lengths[-1]])),
         relative_share=draw(st.floats(0.01, 1)),
+        floors=rules,
     )
     return thresholds, records
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(runs())
-def test_the_search_in_a_run_finds_the_full_grids_effective_lengths(run):
-    """Cases fed shortest length first, those the search skips left out: the gates' verdicts are
-    the full grid's, and so are the effective lengths (absolute, and relative where gated) where
-    they are short of what their gate requires; nothing runs past the length that decided them."""
+def test_the_search_in_a_run_reaches_the_full_grids_verdict_on_every_gate(run):
+    """Cases fed shortest length first as the run plugin feeds them (a case a floor expects runs;
+    those the search skips left out): every gate's verdict is the full grid's (floors: unless a
+    case the search skipped had no score, which only running finds), and so is every effective
+    length (absolute, and relative for each summary) where short of what a gate requires; a case
+    is skipped only past the length that decided every summary it counts in."""
     thresholds, records = run
-    searching = Searching(thresholds, [(c.task, c.length) for c in records])
-    kept = []
-    for c in records:
-        if searching.skip(c.task, c.length) is None:
-            kept.append(c)
-            searching.record(c)
-        else:
-            searching.record(replace(c, verdict="skip", skip_kind="search_stopped", score=None))
+    ran, searching = replay(thresholds, records)
+    left_out = [c for c in ran if c.skip_kind == "search_stopped"]
+    found = judge_session(ran, thresholds, True, decided=searching.summary().decided)
     grid = judge_session(records, thresholds, True)
-    found = judge_session(kept, thresholds, True, decided=searching.summary().decided)
-    # the gates on effective lengths (the others see the cases run: a skipped case cannot fail)
-    assert {g.name: g.verdict for g in found.gates if "effective" in g.name} == {
-        g.name: g.verdict for g in grid.gates if "effective" in g.name
+    unseen = {(c.task, c.length) for c in left_out} & {
+        (c.task, c.length) for c in records if c.verdict == "error"
     }
+    verdicts = {g.name: g.verdict for g in found.gates if g.name != "cases"}
+    expected = {g.name: g.verdict for g in grid.gates if g.name != "cases"}
+    if unseen:  # a skipped case that errored fails the grid's floors; the search never built it
+        verdicts.pop("floors"), expected.pop("floors")
+    assert verdicts == expected
     need = thresholds.min_effective_length
-    assert found.effective_length is not None and grid.effective_length is not None
-    value, full = found.effective_length.value, grid.effective_length.value
-    assert value == full or (need and min(value, full) >= need)
-    for name, required in thresholds.relative_min_length:
-        value, full = (v.relative_effective_length.get(name) for v in (found, grid))
-        assert (value and value.value) == (full and full.value) or (
-            value and full and min(value.value, full.value) >= required
-        )
-    ran = searching.summary()
-    assert ran.ran == tuple(sorted({c.length for c in kept}))
-    if ran.skipped:  # each goal decided at a length the search ran, below every skipped one
-        assert min(ran.skipped) > max(ran.ran) and ran.why
-        # RULER's mean over the lengths, and what else spans them, lack those it skipped
-        assert found.overall.partial
+    value, full = (v.effective_length and v.effective_length.value for v in (found, grid))
+    assert value == full or (need and value and full and min(value, full) >= need)
+    required = dict(thresholds.relative_min_length)
+    gated = [searching.followed[n] for n in searching.gated if n in searching.followed]
+    gate_cases = frozenset().union(*gated)
+    assert found.relative_effective_length.keys() <= grid.relative_effective_length.keys()
+    for name, full_length in grid.relative_effective_length.items():
+        if not (
+            {name} & searching.gated
+            or searching.followed.get(name, gate_cases).isdisjoint(gate_cases)
+        ):
+            continue  # a summary no gate asks for, its members left out past the gates' decisions
+        mine = found.relative_effective_length.get(name)
+        value = mine.value if mine else None
+        assert value == full_length.value or (
+            name in required
+            and value is not None
+            and min(value, full_length.value) >= required[name]
+        ), name
+    record = searching.summary()
+    assert record.ran == tuple(sorted({c.length for c in ran if c.skip_kind is None}))
+    for c in left_out:  # past the decision of every summary it counts in
+        goals = [n for n, members in searching.followed.items() if c.task in members]
+        goals = [n for n in goals if n in searching.gated] or goals
+        assert goals and all(searching.decided_at[n][0] < c.length for n in goals)
+        assert thresholds.floor_for(c.task, c.length) == 0
+    if left_out:  # what spans the lengths lacks those it skipped
+        assert record.why and found.overall.partial
         assert all(r.partial for r in found.relative_effective_length.values())
+    assert set(record.decided) >= {c.length for c in left_out if c.task in membership().ruler}
 
 
 @pytest.fixture
