@@ -315,8 +315,8 @@ def interrupt(pytester: pytest.Pytester, *args: str) -> tuple[int, str]:
         json.dumps({**ALL_RIGHT, "sleep": 0.2, "calls_log": str(log)})
     )
     proc = start_suite(
-        "--backend", SCRIPTED, "--lengths", "4k", "--samples", "6", "-k", "niah or vt",
-        "--report", "out/r.json",
+        "--backend", SCRIPTED, "--lengths", "4k", "--samples", "6", "-m", "ruler",
+        "-k", "niah or vt", "--report", "out/r.json",
         *args,
         model="script.json", cwd=pytester.path, new_session=True, ctrl_c=True,
     )  # fmt: skip

@@ -61,6 +61,10 @@ def right(metric: str, references: Sequence[str]) -> str:
         "nolima_one_name",
     ):  # the target (the rest are the rule's); the answer, string first; the gold name
         return references[0]
+    if metric.startswith("graphwalks_"):  # the answer's nodes (its one reference, a JSON list)
+        return "Final Answer: [" + ", ".join(json.loads(references[0])) + "]"
+    if metric == "ruler2_multichoice":  # the letter, as eval_mcq reads it
+        return f"Answer: {references[0]}"
     return " " + " ".join(references)
 
 

@@ -82,7 +82,18 @@ def scripted(pytester: pytest.Pytester):
     return pytester, script, calls
 
 
-ARGS = ["--backend", SCRIPTED, "--lengths", "4k", "--samples", "6", "-k", "niah or vt"]
+ARGS = [
+    "--backend",
+    SCRIPTED,
+    "--lengths",
+    "4k",
+    "--samples",
+    "6",
+    "-m",
+    "ruler",
+    "-k",
+    "niah or vt",
+]
 
 
 def test_rerun_regenerates_nothing_and_reports_it(scripted):

@@ -17,7 +17,18 @@ import pytest
 
 from tests.conftest import ALL_RIGHT, SCRIPTED, start_suite
 
-RUN = ("--backend", SCRIPTED, "--lengths", "4k", "--samples", "8", "-k", "niah or vt")
+RUN = (
+    "--backend",
+    SCRIPTED,
+    "--lengths",
+    "4k",
+    "--samples",
+    "8",
+    "-m",
+    "ruler",
+    "-k",
+    "niah or vt",
+)
 RUN += ("--cache-dir", "cache", "--report", "out/r.json")
 
 

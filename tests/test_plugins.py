@@ -32,7 +32,12 @@ def test_report_json_junit_markdown_under_xdist(suite, pytester):
     ran = [c for c in report["cases"] if c["verdict"] == "pass"]
     # four samples a case, or all a case's data holds (OpenAI MRCR's fixture rows of a length), each
     # answered right
-    assert ran and all(c["score"] == 100.0 and (c["n"] == 4 or c["sample_cap"]) for c in ran)
+    wrong = [
+        (c["task"], c["score"], c["n"])
+        for c in ran
+        if not (c["score"] == 100.0 and (c["n"] == 4 or c["sample_cap"]))
+    ]
+    assert ran and not wrong, wrong
     assert report["run"]["model"] == "script.json" and report["run"]["chat_template"] == "task"
     assert report["by_length"]["8192"]["helmet_recall"]["score"] == 100.0
     predictions = (pytester.path / "out" / "run.predictions.jsonl").read_text().splitlines()

@@ -119,7 +119,7 @@ def test_every_prompt_is_its_texts_own_ids(
         return
     event("built")
     assert list(s.input_ids) == oracle(tok, s.text, s.bos)
-    assert len(s.input_ids) + spec.tokens_to_generate <= length or not length
+    assert len(s.input_ids) + spec.held_in_length <= length or not length
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -137,7 +137,7 @@ def test_the_text_is_what_the_pieces_spell(hf_tokenizer: Any, task: str, chat: b
     ctx = task_context(spec, context(enc, chat, False))
     try:
         s = spec.build(
-            ctx, Job(task, length, 0, spec.tokens_to_generate, sample_rng(task, length, 0, 42))
+            ctx, Job(task, length, 0, spec.held_in_length, sample_rng(task, length, 0, 42))
         )
     except Refusal:
         pytest.skip(f"{task} is refused at {length} on the fixture data")
@@ -176,7 +176,7 @@ def test_a_text_that_takes_more_than_its_pieces_is_built_again_within_the_length
     for index in range(3):
         s = build_sample(spec, ctx, length, index, 42)
         assert list(s.input_ids) == tok.encode(s.text) and s.input_ids[0] == tok.START
-        assert len(s.input_ids) + spec.tokens_to_generate <= length
+        assert len(s.input_ids) + spec.held_in_length <= length
 
 
 def test_past_the_whole_length_joined_ids_stand_only_where_they_are_the_texts(

@@ -15,7 +15,9 @@ def log_rows(pytester) -> list[list[str]]:
 
 def test_the_longest_cases_start_first_on_every_worker(suite, pytester):
     script = {**ALL_RIGHT, "sleep": 0.01, "calls_log": str(pytester.path / "calls.txt")}
-    result = suite(script, "-k", "niah or vt", "-n", "2", "--no-cache", lengths="1k,8k")
+    result = suite(
+        script, "-m", "ruler", "-k", "niah or vt", "-n", "2", "--no-cache", lengths="1k,8k"
+    )
     result.assert_outcomes(passed=18)
     started: dict[str, list[int]] = {}  # worker -> lengths of its cases, in the order they started
     seen = set()

@@ -10,11 +10,16 @@ from ctxgate.tasks.base import TaskSpec
 _TASKS: dict[str, TaskSpec] = {}  # in registration order: the order of cases and report rows
 _ORIGINS: dict[str, str] = {}  # task name -> what registered it
 _SUITES: dict[str, str] = {}  # a suite's name -> its label in reports (RULER, MRCR-style)
+_BY_CATEGORY: set[str] = set()  # suites averaged per category of their tasks too
 
 
-def register_suite(name: str, label: str) -> None:
-    """A suite's label, said by the module that registers its tasks."""
+def register_suite(name: str, label: str, *, by_category: bool = False) -> None:
+    """A suite's label, said by the module that registers its tasks. ``by_category``: beside the
+    suite's average, one per category of its tasks (``SUITE_CATEGORY``, RULERv2's levels), each a
+    summary with its own effective lengths."""
     _SUITES[name] = label
+    if by_category:
+        _BY_CATEGORY.add(name)
 
 
 def register(factory: Callable[[], TaskSpec]) -> Callable[[], TaskSpec]:

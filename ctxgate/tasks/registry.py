@@ -14,7 +14,7 @@ from pathlib import Path
 from ctxgate.hooks import flat, hook
 from ctxgate.refusal import CtxgateError
 from ctxgate.tasks.base import TaskSpec
-from ctxgate.tasks.registration import _SUITES, _TASKS, register_suite
+from ctxgate.tasks.registration import _BY_CATEGORY, _SUITES, _TASKS, register_suite
 
 # Importing a module registers its tasks, and the import order is the order of cases and report
 # rows: RULER's, HELMET's categories, HELMET's own RULER files; then any other module of the
@@ -101,6 +101,10 @@ def membership() -> Membership:
     for t in specs:
         if t.suite not in ("ruler", "helmet") and not t.replaces:
             families.setdefault(t.suite, []).append(t.name)
+    for suite in [s for s in families if s in _BY_CATEGORY]:  # after every suite's own average
+        for t in specs:
+            if t.suite == suite and not t.replaces:
+                families.setdefault(f"{suite}_{t.category}", []).append(t.name)
     return Membership(
         tuple(t.name for t in specs if t.suite == "ruler"),
         {c: tuple(m) for c, m in helmet.items() if m},
@@ -114,8 +118,12 @@ def category_label(category: str) -> str:
 
 
 def suite_label(suite: str) -> str:
+    """A suite's label, or a per-category summary's: the suite's, then the category."""
     _load()
-    return _SUITES.get(suite, suite)
+    if suite in _SUITES:
+        return _SUITES[suite]
+    owner = next((s for s in _BY_CATEGORY if suite.startswith(f"{s}_")), None)
+    return f"{_SUITES[owner]} {suite.removeprefix(f'{owner}_')}" if owner else suite
 
 
 def marker_vocabulary() -> dict[str, str]:

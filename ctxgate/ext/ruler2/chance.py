@@ -59,9 +59,32 @@ def copy_guess(questions: Sequence[str]) -> Guess:
     return guess
 
 
-@functools.cache
+def _band(score: float, low: float, high: float) -> Bands:
+    return Bands((1,), (Chance(score, low, high, DRAWS),))
+
+
+# what ``measure_all`` gives on the shipped samples, written down so that registering the tasks
+# reads no data (tests/ext/ruler2 holds the two equal)
+PINNED: dict[str, Bands | float] = {
+    "qa_medium": _band(53.75, 48.76, 58.74),
+    "qa_hard": _band(53.75, 48.76, 58.74),
+    "mk_niah_easy": _band(7.13, 6.22, 8.04),
+    "mv_niah_easy": _band(7.13, 6.22, 8.04),
+    "mv_niah_medium": _band(7.13, 6.22, 8.04),
+    "mv_niah_hard": _band(7.13, 6.22, 8.04),
+    "mk_niah_medium": 25.0,
+    "mk_niah_hard": 25.0,
+}
+
+
 def chances() -> dict[str, Bands | float]:
-    """Each task's chance, on the shipped samples."""
+    """Each task's chance, on the shipped samples (measured: ``measure_all``)."""
+    return PINNED
+
+
+@functools.cache
+def measure_all() -> dict[str, Bands | float]:
+    """Each task's chance measured on the shipped samples."""
     needles, _ = load_hotpotqa(None)
     qa = qa_guess([(n.question, n.answers) for n in needles])
     test, aux = load_mmlu(None)

@@ -33,7 +33,7 @@ from .settings import NAME, TOKENS_TO_GENERATE
 
 SUITE = NAME
 SET_SIZE = 100  # prepare.py's --dataset_size
-register_suite(SUITE, "RULERv2")
+register_suite(SUITE, "RULERv2", by_category=True)  # a summary per level too
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """RULERv2 run end to end on the tiny checkpoint: its option, its budget past the length, its
-summary in the report."""
+summaries (overall and per level) in the report."""
 
 from __future__ import annotations
 
@@ -25,5 +25,9 @@ def test_a_short_run_reports_the_ruler2_summary(
     assert 900 < cases["mk_niah_basic"]["input_tokens_max"] <= 1024
     summary = report["by_length"]["1024"]["ruler2"]
     assert summary["members"] == ["mk_niah_basic", "qa_hard"] and summary["missing"]
+    # a summary per level too (register_suite's by_category), each with what ran of its members
+    assert report["by_length"]["1024"]["ruler2_basic"]["members"] == ["mk_niah_basic"]
+    assert report["by_length"]["1024"]["ruler2_hard"]["members"] == ["qa_hard"]
     assert report["run"]["extras"]["ruler2"] == {"tokens_to_generate": 16}
-    assert "RULERv2 avg" in (pytester.path / "out" / "r.md").read_text()
+    table = (pytester.path / "out" / "r.md").read_text()
+    assert "RULERv2 avg" in table and "RULERv2 basic avg" in table and "RULERv2 hard avg" in table

@@ -101,3 +101,10 @@ def test_builds_within_the_length(task: str) -> None:
     s = task_samples(task, MODEL, length, 2)[1]
     assert length // 2 < len(s.input_ids) <= length  # the reference drops 5 or 10 units at a time
     assert s.answers and all(s.answers)
+
+
+def test_the_pinned_chances_are_what_guessing_on_the_shipped_samples_scores() -> None:
+    """Registering the tasks reads no data: their chance is written down, and is the measure's."""
+    from ctxgate.ext.ruler2.chance import PINNED, measure_all
+
+    assert measure_all() == PINNED
