@@ -89,14 +89,22 @@ def build(ctx: BuildContext, job: Job) -> Sample:
     record = pick(ctx, job)
     frame = ctx.frame("", "", "")
     filled = fill(template, record)
-    body = truncated(enc, filled, keep)
-    text = frame.pre_text + body + frame.post_text
+    while True:  # the cut's ids joined to the template's ends may merge into a few more
+        body = truncated(enc, filled, keep)
+        text = frame.pre_text + body + frame.post_text
+        ids = enc.whole(text)
+        over = len(ids) + job.gen - job.length
+        if over <= 0:
+            break
+        if keep - over < least:
+            raise job.too_short(f"its prompt joined to the chat template runs {over} tokens over")
+        keep -= over
     if chosen.cot:
         second = fill(ZERO_SHOT_COT_ANS, record)
         remember(job, StepTwo(second, keep, frame.pre_text, frame.post_text, enc))
     labels = (f"difficulty:{record.difficulty}", f"length:{record.length}")
     return job.sample(
-        Prompt(enc.whole(text), text),
+        Prompt(ids, text),
         (record.answer, *labels),
         "",
         id=record.id,
