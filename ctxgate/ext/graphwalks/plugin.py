@@ -43,7 +43,10 @@ def ctxgate_slots() -> list[Slot]:
 
 @hookimpl
 def ctxgate_run_record(plan: Plan) -> dict[str, object]:
-    return {NAME: plan.extras.get(NAME)}
+    """The settings where they are not the defaults (a run that leaves them says nothing, as one
+    without this extra; a baseline without the slot ran at the defaults)."""
+    chosen = plan.extras.get(NAME)
+    return {NAME: None if chosen == GraphwalksSettings() else chosen}
 
 
 @hookimpl

@@ -90,7 +90,10 @@ def ctxgate_slots() -> list[Slot]:
 
 @hookimpl
 def ctxgate_run_record(plan: Plan) -> dict[str, object]:
-    return {NAME: settings_of(plan.extras)}
+    """The settings where they are not the defaults (a run that leaves them says nothing, as one
+    without this extra; a baseline without the slot ran at the defaults)."""
+    chosen = settings_of(plan.extras)
+    return {NAME: None if chosen == Longbench2Settings() else chosen}
 
 
 @hookimpl
