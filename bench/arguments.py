@@ -66,6 +66,25 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {said(message)}\n")
 
 
+def builds(script: str, doc: str, one_length: bool = False) -> Parser:
+    """The parser of a script that times building a family's samples: the tokenizer, the lengths
+    (``one_length``: one ``--length``), the samples per case and the seed, each a run's."""
+    ap = Parser(script, description=doc.splitlines()[0])
+    ap.add_argument(
+        "--tokenizer",
+        type=tokenizer_in(ROOT),
+        default="fixtures/tiny-llama-niah",
+        help="the tokenizer's folder (default %(default)s)",
+    )
+    if one_length:
+        ap.add_argument("--length", type=length, default="128k")
+    else:
+        ap.add_argument("--lengths", type=lengths, default="128k")
+    ap.add_argument("--samples", type=whole(1, example=100), default=100)
+    ap.add_argument("--seed", type=integer, default=42)
+    return ap
+
+
 def said(message: str) -> str:
     """argparse's message on one line, its option first: ``argument --pairs: 0 is not ...`` reads
     ``--pairs 0 is not ...``; its own wordings (a choice, a missing value) as ``what: the fix``."""

@@ -19,17 +19,7 @@ TASKS = ("ctx_graphwalks_bfs", "ctx_graphwalks_parents")
 
 
 def parser() -> arguments.Parser:
-    ap = arguments.Parser(__file__, description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--tokenizer",
-        type=arguments.tokenizer_in(arguments.ROOT),
-        default="fixtures/tiny-llama-niah",
-        help="the tokenizer's folder (default %(default)s)",
-    )
-    ap.add_argument("--lengths", type=arguments.lengths, default="128k")
-    ap.add_argument("--samples", type=arguments.whole(1, example=100), default=100)
-    ap.add_argument("--seed", type=arguments.integer, default=42)
-    return ap
+    return arguments.builds(__file__, __doc__)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -25,18 +25,9 @@ WORDS = ("alpha", "beta", "gamma", "delta", "river", "stone", "market", "banner"
 
 
 def parser() -> arguments.Parser:
-    ap = arguments.Parser(__file__, description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--tokenizer",
-        type=arguments.tokenizer_in(arguments.ROOT),
-        default="fixtures/tiny-llama-niah",
-        help="the tokenizer's folder (default %(default)s)",
-    )
-    ap.add_argument("--length", type=arguments.length, default="128k")
-    ap.add_argument("--samples", type=arguments.whole(1, example=100), default=100)
+    ap = arguments.builds(__file__, __doc__, one_length=True)
     ap.add_argument("--records", type=arguments.whole(1, example=100), default=100)
     ap.add_argument("--words", type=arguments.whole(1, example=250000), default=250_000)
-    ap.add_argument("--seed", type=arguments.integer, default=42)
     return ap
 
 

@@ -148,7 +148,8 @@ def ruler_run(
     """RULER's 13 tasks at one length, one sample each, through the suite's own command."""
     if not clock.left(f"{shape.name} RULER at {size}"):
         return
-    done = suite_run(folder, size, "test_ruler", clock, work)
+    # by RULER's marker: a -k of test_ruler alone also matches RULERv2's test_ruler2
+    done = suite_run(folder, size, "test_ruler", clock, work, How(("-m", "ruler")))
     ruler_line(shape, size, "pytest -n 1", done, limit, clock)
     print(
         done["stdout"][-3000:],

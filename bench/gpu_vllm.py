@@ -42,7 +42,7 @@ def vllm_run(
     if not clock.left(f"{shape.name} {how}"):
         return
     env = {"CUDA_VISIBLE_DEVICES": ",".join(found[:tp])} if found else {}
-    run = How(("--backend", "vllm", "--tp", str(tp)), env, SAMPLES)
+    run = How(("--backend", "vllm", "--tp", str(tp), "-m", "ruler"), env, SAMPLES)
     lengths = [length for length, _ in shape.lengths]
     longest = format_length(max(lengths))
     sizes = ",".join(format_length(length) for length in lengths)

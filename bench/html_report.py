@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench import arguments  # noqa: E402
 from ctxgate.lengths import format_length  # noqa: E402
-from ctxgate.records.schema import Prediction, Report, adapter_for  # noqa: E402
+from ctxgate.records.case import Prediction  # noqa: E402
+from ctxgate.records.schema import Report, adapter_for  # noqa: E402
 
 
 def real_rows(samples: int) -> dict[str, list[dict[str, Any]]]:

@@ -51,7 +51,7 @@ from ctxgate.gate.thresholds import Thresholds  # noqa: E402
 from ctxgate.gate.thresholds_schema import Rule  # noqa: E402
 from ctxgate.gate.verdicts import floor_failure, score_expected  # noqa: E402
 from ctxgate.lengths import format_length  # noqa: E402
-from ctxgate.records.schema import CaseRecord  # noqa: E402
+from ctxgate.records.case import CaseRecord  # noqa: E402
 from ctxgate.stats.intervals import interval  # noqa: E402
 from ctxgate.tasks.chance import chance_at  # noqa: E402
 from ctxgate.tasks.registry import get_task, membership  # noqa: E402

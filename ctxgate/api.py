@@ -58,6 +58,15 @@ from ctxgate.hookspec import hookimpl, hookspec
 from ctxgate.lengths import format_length, parse_length
 from ctxgate.memo import memo
 from ctxgate.metrics.registry import Metric, Scored
+from ctxgate.records.case import (
+    CaseRecord,
+    Prediction,
+    QuestionTest,
+    SampleOutcome,
+    StopRecord,
+    ThinkingRecord,
+)
+from ctxgate.records.cost import Cost
 from ctxgate.records.io import (
     Beside,
     ReportFileError,
@@ -68,22 +77,10 @@ from ctxgate.records.io import (
     read_report,
     report_text,
 )
-from ctxgate.records.schema import (
-    CaseRecord,
-    Cost,
-    EffectiveLength,
-    GroupScore,
-    Prediction,
-    QuestionTest,
-    Report,
-    ReportSection,
-    SampleOutcome,
-    StopRecord,
-    ThinkingRecord,
-    ThoughtEnd,
-    to_json,
-)
+from ctxgate.records.schema import Report, ReportSection, to_json
 from ctxgate.records.slots import Slot
+from ctxgate.records.summary import EffectiveLength, GroupScore
+from ctxgate.records.vocabulary import ThoughtEnd
 from ctxgate.refusal import CtxgateError, Refusal, Unreachable
 from ctxgate.report.tables import (
     COST_NOTE,
@@ -99,6 +96,17 @@ from ctxgate.retrying import Refused
 from ctxgate.run.case import Ahead, CaseResult, Drawing, EarlyStop, Runner, drive, run_case
 from ctxgate.run.compose import load_model
 from ctxgate.run.facts import resolve_chat, task_samples
+from ctxgate.run.flags import (
+    Get,
+    Option,
+    OptionError,
+    OptionGroup,
+    extra_groups,
+    not_negative,
+    positive,
+    whole,
+)
+from ctxgate.run.flags import read as read_options
 from ctxgate.run.loading import (
     ModelError,
     ModelSpec,
@@ -109,24 +117,10 @@ from ctxgate.run.loading import (
     model_changes,
     placement,
 )
-from ctxgate.run.options import (
-    BASELINE,
-    EVALUATION,
-    REASONING,
-    THINKING_MODES,
-    THRESHOLDS,
-    Get,
-    Option,
-    OptionError,
-    OptionGroup,
-    extra_groups,
-    not_negative,
-    positive,
-    whole,
-)
-from ctxgate.run.options import read as read_options
+from ctxgate.run.options import BASELINE, EVALUATION, REASONING, THINKING_MODES, THRESHOLDS
 from ctxgate.run.progress import Progress, case_label, case_of
 from ctxgate.run.reading import Reading
+from ctxgate.run.sections import Section
 from ctxgate.seeding import seeded_order
 from ctxgate.sources.door import check as check_data_file
 from ctxgate.sources.door import json_document, json_field
@@ -136,6 +130,7 @@ from ctxgate.sources.files import (
     go_offline,
     load_rows,
     missing_fields,
+    open_table,
     sha256_of,
     sha256_of_files,
     unreadable,
@@ -261,6 +256,7 @@ __all__ = [
     "Get",
     "get_task",
     "go_offline",
+    "open_table",
     "GroupScore",
     "has_hf_weights",
     "HaystackError",
@@ -351,6 +347,7 @@ __all__ = [
     "Served",
     "sha256_of",
     "sha256_of_files",
+    "Section",
     "Slot",
     "step_in_name",
     "suite_label",

@@ -32,12 +32,13 @@ if TYPE_CHECKING:
     from ctxgate.gate.thresholds_schema import ExtraTable
     from ctxgate.gate.verdicts import Fault
     from ctxgate.metrics.registry import Metric
+    from ctxgate.records.case import CaseRecord, Prediction
     from ctxgate.records.io import Beside
-    from ctxgate.records.schema import CaseRecord, Prediction, Report, ReportSection
+    from ctxgate.records.schema import Report, ReportSection
     from ctxgate.records.slots import Slot
     from ctxgate.run.case import Ahead, EarlyStop, Reading, Runner
+    from ctxgate.run.flags import Get, OptionGroup
     from ctxgate.run.loading import ModelSpec, Placement
-    from ctxgate.run.options import Get, OptionGroup
     from ctxgate.run.progress import Progress
     from ctxgate.sources.files import DataFile
 

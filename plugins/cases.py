@@ -27,7 +27,9 @@ from ctxgate.gate.verdicts import (
 )
 from ctxgate.hooks import hook, manager, one_answer
 from ctxgate.judge.client import JudgeError
-from ctxgate.records.schema import CaseRecord, Cost, RunError, SampleOutcome, to_json
+from ctxgate.records.case import CaseRecord, SampleOutcome
+from ctxgate.records.cost import Cost
+from ctxgate.records.schema import RunError, to_json
 from ctxgate.refusal import Refusal
 from ctxgate.run.ahead import AheadOfItems
 from ctxgate.run.case import (

@@ -9,7 +9,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from _pytest.junitxml import LogXML, bin_xml_escape, xml_key
 
-from ctxgate.records.schema import Gate, Report
+from ctxgate.records.schema import Report
+from ctxgate.records.summary import Gate
 from ctxgate.report.tables import cost_line, gate_line
 
 from .reporting import session_report

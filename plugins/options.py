@@ -16,6 +16,7 @@ from ctxgate.gate.thresholds import INI_OPTION, PytestConfig
 from ctxgate.hooks import flat, hook
 from ctxgate.records.schema import RunError
 from ctxgate.refusal import CtxgateError
+from ctxgate.run.flags import extra_groups
 from ctxgate.run.loading import placement
 from ctxgate.run.options import (
     BACKEND,
@@ -28,7 +29,6 @@ from ctxgate.run.options import (
     MODEL,
     REASONING,
     REPORT,
-    extra_groups,
 )
 
 _HERE = Path(__file__).resolve().parent

@@ -22,22 +22,14 @@ from ctxgate.gate.baseline import Baseline
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.hooks import flat, hook
+from ctxgate.records.case import CaseRecord, SampleOutcome
 from ctxgate.records.io import (
     Beside,
     atomic_write_all,
     created_at,
     report_text,
 )
-from ctxgate.records.schema import (
-    BaselineRun,
-    CaseRecord,
-    Report,
-    RunError,
-    RunInfo,
-    SampleOutcome,
-    adapter_for,
-    to_json,
-)
+from ctxgate.records.schema import BaselineRun, Report, RunError, RunInfo, adapter_for, to_json
 from ctxgate.records.slots import typed
 from ctxgate.report.build import build_report, prediction_rows, with_ledger, with_sections
 from ctxgate.report.tables import markdown, terminal

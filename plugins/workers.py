@@ -8,7 +8,8 @@ import os
 import pytest
 
 from ctxgate.backends.devices import visible_gpus
-from ctxgate.run.options import BACKEND, DEVICE_MAP, GPUS_PER_REPLICA, MODEL, TP, OptionError, read
+from ctxgate.run.flags import OptionError, read
+from ctxgate.run.options import BACKEND, DEVICE_MAP, GPUS_PER_REPLICA, MODEL, TP
 
 from .options import PLAN_KEY, STARTUP_ERROR_KEY, refusals_are_usage_errors
 

@@ -1,5 +1,5 @@
 """Writes the field tables of docs/report.md from the report's JSON Schema (``ctxgate schema``,
-derived from the records in ``ctxgate/records/schema.py``): every record of ``run.json`` and of a
+derived from the records in ``ctxgate/records/``): every record of ``run.json`` and of a
 ``.predictions.jsonl`` line, each field with its type and the description its docstring gives. A
 field without a description is an error. The test command runs ``--check``, so the page cannot fall
 behind the schema.
@@ -143,7 +143,7 @@ def main() -> int:
     written, missing = fields()
     if missing:
         print(
-            f"give these fields a docstring in ctxgate/records/schema.py: {', '.join(missing)}",
+            f"give these fields a docstring in ctxgate/records/: {', '.join(missing)}",
             file=sys.stderr,
         )
         return 1

@@ -102,7 +102,8 @@ def in_process(
 
 
 if TYPE_CHECKING:
-    from ctxgate.records.schema import Prediction, Report
+    from ctxgate.records.case import Prediction
+    from ctxgate.records.schema import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "fixtures" / "tiny-llama-niah"
@@ -567,7 +568,7 @@ def prediction(
 ) -> Prediction:
     """A line of a ``.predictions.jsonl`` as ``read_predictions`` returns it; ``fields`` replace the
     made-up ones."""
-    from ctxgate.records.schema import Prediction
+    from ctxgate.records.case import Prediction
 
     made_up: dict[str, Any] = {
         "metric": "ruler_string_match_all",

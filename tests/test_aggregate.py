@@ -11,7 +11,8 @@ from ctxgate.gate.summaries import (
     weighted_average,
 )
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.records.schema import CaseRecord, RunInfo, to_json
+from ctxgate.records.case import CaseRecord
+from ctxgate.records.schema import RunInfo, to_json
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.stats.intervals import interval

@@ -81,7 +81,8 @@ def test_a_case_the_baseline_has_no_score_for_is_named_in_the_gate():
     """Such a case is gated by its floor alone: the baseline gate says which, instead of passing it
     without a word."""
     from ctxgate.gate.verdicts import baseline_gate
-    from ctxgate.records.schema import BaselineRun, CaseRecord, Comparison
+    from ctxgate.records.case import CaseRecord, Comparison
+    from ctxgate.records.schema import BaselineRun
 
     same = Comparison(80.0, 0.0, (-1.0, 1.0), "paired", 10, 5.0, 0.95, False, "same")
     cases = [

@@ -21,7 +21,8 @@ from ctxgate.gate.thresholds import (
     parse_thresholds,
     refuse_floors_at_chance,
 )
-from ctxgate.records.schema import CaseRecord, RunInfo
+from ctxgate.records.case import CaseRecord
+from ctxgate.records.schema import RunInfo
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.sources.errors import DataNotGiven

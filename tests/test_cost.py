@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import Cost
+from ctxgate.records.cost import Cost
 from ctxgate.report.tables import COST_NOTE
 from tests.conftest import ROOT
 

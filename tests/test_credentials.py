@@ -217,9 +217,10 @@ def test_a_key_variable_named_on_purpose_must_hold_a_key(pytester, monkeypatch, 
 @pytest.mark.parametrize("option", ["BASE_URL", "JUDGE_BASE_URL"])
 def test_a_server_url_is_checked_when_the_option_is_read(url, wrong, option):
     from ctxgate.run import options
+    from ctxgate.run.flags import OptionError
 
     flag = getattr(options, option)
-    with pytest.raises(options.OptionError) as refused:
+    with pytest.raises(OptionError) as refused:
         flag.read([url] if flag.action == "append" else url)
     line = refused.value.line
     assert line.startswith(f"{flag.flag} {url!r} ") and wrong in line

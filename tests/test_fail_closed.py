@@ -665,7 +665,7 @@ def test_the_one_rule_for_a_case_without_a_score(cause, floor, baseline, verdict
 def test_every_cause_the_report_can_name_has_a_verdict():
     from ctxgate.gate.verdicts import unscored_verdict
     from ctxgate.records.io import report_schema
-    from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN
+    from ctxgate.records.vocabulary import BROKEN, BY_DESIGN, NOT_GIVEN
 
     case = json.dumps(report_schema()["$defs"]["CaseRecord"]["properties"])
     for cause in (*BY_DESIGN, *NOT_GIVEN, *BROKEN):

@@ -133,7 +133,8 @@ def test_diff_marks_a_case_the_new_run_lost_and_fails(suite, pytester, capsys):
 
 def test_a_session_interrupted_after_its_last_case_still_cannot_pass():
     from ctxgate.gate.verdicts import cases_gate
-    from ctxgate.records.schema import CaseRecord, Gate
+    from ctxgate.records.case import CaseRecord
+    from ctxgate.records.summary import Gate
 
     finished = [CaseRecord("vt", "ruler", 4096, verdict="pass", score=100.0)]
     assert cases_gate(finished).verdict == "pass"

@@ -147,14 +147,15 @@ def judge_from(given: dict[str, str]) -> JudgeSettings | None:
     """The judge the options give, read as pytest and ``ctxgate judge`` read them (the table, then
     the plan)."""
     from ctxgate.gate.plan import judge_settings
-    from ctxgate.run.options import JUDGE, read
+    from ctxgate.run.flags import read
+    from ctxgate.run.options import JUDGE
 
     return judge_settings(read(JUDGE, lambda dest: given.get("--" + dest.replace("_", "-"))), None)
 
 
 @pytest.mark.parametrize("price", ["abc", "2.5", "nan,1", "inf,1", "-1,2", "1,2,3"])
 def test_a_judge_price_that_is_not_two_amounts_is_refused_with_an_example(price):
-    from ctxgate.run.options import OptionError
+    from ctxgate.run.flags import OptionError
 
     given = {
         "--judge-model": "m",

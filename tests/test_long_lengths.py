@@ -175,7 +175,10 @@ def test_every_case_at_1m_fills_its_length_or_says_what_ran_out(suite, tmp_path)
 
     script = {"max_positions": 2_000_000, "default": 1.0, "tokenizer": str(TINY)}
     report = tmp_path / "run.json"
-    result = suite(script, "--samples", "1", "--report", str(report), lengths="1m")
+    # RULERv2 fits as its reference does, re-tokenizing each whole draw of its set of 100 (minutes
+    # a task at 1M, docs/tasks.md); every other task runs
+    args = ("--samples", "1", "--report", str(report), "-m", "not ruler2")
+    result = suite(script, *args, lengths="1m")
     cases = {c["task"]: c for c in json.loads(report.read_text())["cases"]}
     ruler = [t for t, c in cases.items() if c["suite"] == "ruler"]
     assert len(ruler) == 13, result.stdout.str()[-3000:]

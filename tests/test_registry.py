@@ -12,7 +12,7 @@ import pytest
 
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.records.schema import CaseRecord
+from ctxgate.records.case import CaseRecord
 from ctxgate.tasks import registration, registry
 
 TOY = """

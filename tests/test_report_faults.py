@@ -15,8 +15,8 @@ import pytest
 from ctxgate.cli import main
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import floors_gate
+from ctxgate.records.case import CaseRecord, Comparison, JudgeRecord
 from ctxgate.records.io import ReportFileError, read_report
-from ctxgate.records.schema import CaseRecord, Comparison, JudgeRecord
 from tests.conftest import ROOT, call_ctxgate, stored_report
 
 RULER = {"score": 80.0, "members": ["vt"]}

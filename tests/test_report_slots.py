@@ -17,15 +17,9 @@ from ctxgate import hooks, hookspec
 from ctxgate.ext.search.records import LengthVerdict, SearchRecord, SequentialSettings
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
+from ctxgate.records.case import CaseRecord, StopRecord
 from ctxgate.records.io import read_report, report_text
-from ctxgate.records.schema import (
-    CaseRecord,
-    Report,
-    ReportSection,
-    RunInfo,
-    StopRecord,
-    to_json,
-)
+from ctxgate.records.schema import Report, ReportSection, RunInfo, to_json
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown
 

@@ -9,7 +9,8 @@ import pytest
 
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.records.schema import CaseRecord, Report, RunInfo, SampleOutcome, to_json
+from ctxgate.records.case import CaseRecord, SampleOutcome
+from ctxgate.records.schema import Report, RunInfo, to_json
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown, terminal
 from ctxgate_plugins.cases import CaseState

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from ctxgate.backends.base import Generation
 from ctxgate.backends.replies import ImpossibleUsage, as_given, checked, slack
-from ctxgate.records.schema import CaseRecord, Cost
+from ctxgate.records.case import CaseRecord
+from ctxgate.records.cost import Cost
 from ctxgate.report.build import run_cost
 from ctxgate.report.tables import cost_line
 from ctxgate.retrying import Completion, PromptDetails, TextChoice, Usage
@@ -39,6 +40,8 @@ def tok(hf_tokenizer) -> HFTokenizer:
 @example(words=["needle"] * 250, budget=128, usage=5000, finish="stop", with_ids=False)
 @example(words=["needle"] * 3, budget=128, usage=-1, finish="stop", with_ids=True)
 @example(words=[], budget=1, usage=2, finish="stop", with_ids=False)  # a count past the budget
+# vLLM's 30 tokens of a random model, whose text re-tokenizes to one more: within its budget
+@example(words=["the"], budget=1, usage=1, finish="length", with_ids=False)
 def test_the_scored_text_never_exceeds_the_budget_and_impossible_usage_is_refused(
     tok, words, budget, usage, finish, with_ids
 ):
@@ -46,8 +49,10 @@ def test_the_scored_text_never_exceeds_the_budget_and_impossible_usage_is_refuse
     ids = tuple(tok.encode(text)) if with_ids else None
     counted = len(ids) if ids is not None else len(tok.encode(text))
     given = Generation(text, 0, finish, ids=ids, reported=usage)
-    over = counted > budget
     loose = 0 if with_ids else slack(counted)
+    # a text whose server says it kept to the budget may re-tokenize a few tokens past it
+    kept_to = not with_ids and usage is not None and 0 <= usage <= budget
+    over = counted > budget + (loose if kept_to else 0)
     impossible = usage is not None and (
         usage < 0 or (not over and (usage > budget or usage < counted - loose))
     )
@@ -56,7 +61,8 @@ def test_the_scored_text_never_exceeds_the_budget_and_impossible_usage_is_refuse
             checked(given, budget, tok, URL)
         return
     got = checked(given, budget, tok, URL)
-    assert len(tok.encode(got.text)) <= budget and got.output_tokens <= budget
+    assert len(tok.encode(got.text)) <= budget + (loose if kept_to else 0)
+    assert got.output_tokens <= budget
     if over:  # the server ignored the budget: cut to it, named, counted here
         assert got.finish_reason == "length" and got.overrun == counted - got.output_tokens > 0
         assert got.reported is None and text.startswith(got.text.rstrip("\ufffd"))

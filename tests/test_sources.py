@@ -167,7 +167,8 @@ def test_a_pool_smaller_than_samples_runs_each_record_once(pytester):
         ).sample_cap
         is None
     )
-    from ctxgate.records.schema import CaseRecord, to_json
+    from ctxgate.records.case import CaseRecord
+    from ctxgate.records.schema import to_json
 
     record = to_json(result.onto(CaseRecord("msmarco_rerank", "helmet", 2048, verdict="pass")))
     _, _, notes = rows(typed_report([record]))

@@ -8,13 +8,15 @@ tokens, an essay sentence up to 75).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxgate.records.schema import BROKEN, BY_DESIGN, NOT_GIVEN
+from ctxgate.records.vocabulary import BROKEN, BY_DESIGN, NOT_GIVEN
 from ctxgate.refusal import Refusal
 from ctxgate.run.samples import build_samples
 from ctxgate.sources.errors import DataNotGiven
@@ -92,7 +94,13 @@ UNIT = {
     "mrcr_4needle": 2049,
     "mrcr_8needle": 2049,
 }
-TASKS = [t.name for t in all_tasks()]
+# The extras whose folders hold their own build tests (tests/ext/<suite>/: every length built or
+# refused, the length rule, fill, determinism): their tasks need data and budgets of their own, so
+# the tables below hold the spine's and the families' tasks; the property test takes every task.
+OWN_TESTS = ("ruler2", "mrcr2", "graphwalks", "longbench2")
+TESTS = Path(__file__).parent
+ALL_TASKS = [t.name for t in all_tasks()]
+TASKS = [t.name for t in all_tasks() if t.suite not in OWN_TESTS]
 FILE_LENGTHS = {
     "helmet_multikey_2": (1024, 2048),
     "helmet_multikey_3": (1024, 2048),
@@ -129,6 +137,14 @@ def ctx_for(encoder, chat: bool = False, seed: int = 42) -> BuildContext:
 
 def test_unit_table_covers_every_task():
     assert set(UNIT) == set(TASKS)
+    own = {get_task(t).suite for t in ALL_TASKS} - {get_task(t).suite for t in TASKS}
+    assert own == set(OWN_TESTS)
+    for suite in own:  # each tests its builds at every length in its own folder
+        tests = (Path(__file__).parent / "ext" / suite).glob("test_*.py")
+        found = (
+            re.search(r"def test_(every|any)_length_builds", f.read_text("utf-8")) for f in tests
+        )
+        assert any(found), suite
 
 
 def _by_whether_they_fit() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
@@ -200,7 +216,7 @@ def test_decoded_prompt_retokenizes_to_the_same_count(hf_encoder, hf_tokenizer, 
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    task=st.sampled_from(TASKS),
+    task=st.sampled_from(ALL_TASKS),
     # every length from 0 (the bare form) to 8K; one draw in two below 600, where the fixed parts
     # run out of room
     length=st.one_of(st.integers(0, 600), st.integers(0, 8192)),

@@ -343,8 +343,11 @@ class EndpointBackend:
         extra |= {"include_stop_str_in_output": True} if params.stop_strings else {}
         # each token's text: where the engine closed a thought at its budget, counted exactly
         extra |= {"logprobs": 0} if budget is not None else {}
-        # vLLM's name; a server that ignores it gives text alone, and forcing re-tokenizes it
-        extra |= {"return_token_ids": True} if params.token_ids else {}
+        # vLLM's name; a server that ignores it gives text alone, and forcing re-tokenizes it. The
+        # suite's own vLLM always gives them: a text re-tokenized is no count of what it generated
+        # (a random model's stray byte tokens decode to replacement characters that encode longer)
+        exact = params.token_ids or self.name == "vllm"
+        extra |= {"return_token_ids": True} if exact else {}
         sent = replica.client.completions.with_raw_response.create(
             prompt=list(r.input_ids), extra_body=extra or None, **common
         )

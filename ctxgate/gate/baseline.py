@@ -11,8 +11,9 @@ from typing import Any
 
 from ctxgate.gate.session import stopped_early
 from ctxgate.gate.thresholds import Thresholds
+from ctxgate.records.case import Comparison, StopRecord
 from ctxgate.records.io import ReportFileError, predictions_path, read_predictions, read_report
-from ctxgate.records.schema import Comparison, RunInfo, StopRecord
+from ctxgate.records.schema import RunInfo
 from ctxgate.refusal import CtxgateError
 from ctxgate.run.case import CaseResult
 from ctxgate.stats.paired import PairedResult, compare

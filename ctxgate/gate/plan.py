@@ -30,12 +30,12 @@ from ctxgate.records.slots import slots
 from ctxgate.refusal import CtxgateError
 from ctxgate.run import options as opt
 from ctxgate.run.case import EarlyStop
+from ctxgate.run.flags import Get, Option, OptionError, read
 from ctxgate.run.loading import EngineSettings, ModelSpec, config_changes, factory_of, read_engine
-from ctxgate.run.options import Get, OptionError
 from ctxgate.tasks.base import TaskSpec
 from ctxgate.tasks.registry import get_task, task_names
 
-OPTIONS: tuple[opt.Option, ...] = (opt.MODEL, opt.BACKEND, *opt.EVALUATION, *opt.REASONING)
+OPTIONS: tuple[Option, ...] = (opt.MODEL, opt.BACKEND, *opt.EVALUATION, *opt.REASONING)
 OPTIONS += (*opt.ENGINE, *opt.HF, *opt.JUDGE, opt.REPORT, opt.FORCE_LENGTHS, opt.BASELINE)
 LLAMA2 = "give a local copy of meta-llama/Llama-2-7b-hf's tokenizer"
 
@@ -75,7 +75,7 @@ def make_plan(
     """The plan from the options as pytest or argparse read them (``get(dest)``). ``ini``: the
     config file pytest read. ``gated``: whether it has thresholds and a baseline (None: with
     --model; the project's own tests run pytest without one)."""
-    values = opt.read(OPTIONS, get)
+    values = read(OPTIONS, get)
     backend, model = values[opt.BACKEND.dest], values[opt.MODEL.dest]
     if backend not in opt.BACKENDS:
         factory_of(backend)

@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 from ctxgate.gate import summaries
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.verdicts import session_gates
-from ctxgate.records.schema import (
-    BaselineRun,
-    CaseRecord,
+from ctxgate.records.case import CaseRecord
+from ctxgate.records.schema import BaselineRun
+from ctxgate.records.summary import (
     EffectiveLength,
     Gate,
     GroupScore,

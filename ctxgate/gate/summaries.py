@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
-from ctxgate.records.schema import EffectiveLength, GroupScore, LongScore, RelativeEffectiveLength
+from ctxgate.records.summary import EffectiveLength, GroupScore, LongScore, RelativeEffectiveLength
 from ctxgate.tasks.registry import Membership, membership
 
 RULER_THRESHOLD = 85.6  # Llama-2-7B at 4K, the RULER paper's bar

@@ -12,16 +12,10 @@ from ctxgate.gate.summaries import summary_tasks
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.hooks import hook
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import (
-    BROKEN,
-    BY_DESIGN,
-    NOT_GIVEN,
-    BaselineRun,
-    CaseRecord,
-    EffectiveLength,
-    Gate,
-    RelativeEffectiveLength,
-)
+from ctxgate.records.case import CaseRecord
+from ctxgate.records.schema import BaselineRun
+from ctxgate.records.summary import EffectiveLength, Gate, RelativeEffectiveLength
+from ctxgate.records.vocabulary import BROKEN, BY_DESIGN, NOT_GIVEN
 
 # Why a selected case has no score, and whether that fails the gates: the one rule every gate,
 # `diff`, `bisect` and `watch` read through the verdict it yields (docs/gates.md, "Which cases

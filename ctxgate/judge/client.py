@@ -17,7 +17,7 @@ from dataclasses import asdict, astuple, dataclass, replace
 from typing import Generic, TypeVar
 
 from ctxgate.judge.verdict import Unparseable, last_object
-from ctxgate.records.schema import JudgeUsage
+from ctxgate.records.case import JudgeUsage
 from ctxgate.refusal import CtxgateError
 from ctxgate.retrying import (
     ChatCompletion,

@@ -14,19 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxgate import __version__
+from ctxgate.records.case import Prediction, SampleCase, SampleOutcome
 from ctxgate.records.migrate import migrated
-from ctxgate.records.schema import (
-    DESCRIBED,
-    SCHEMA_VERSION,
-    Prediction,
-    Report,
-    SampleCase,
-    SampleOutcome,
-    adapter_for,
-    is_length_key,
-    to_json,
-)
+from ctxgate.records.schema import SCHEMA_VERSION, Report, adapter_for, is_length_key, to_json
 from ctxgate.records.slots import Level, SlotError, slots, typed
+from ctxgate.records.vocabulary import DESCRIBED
 from ctxgate.refusal import CtxgateError, byte_order_mark
 
 if TYPE_CHECKING:

@@ -10,16 +10,9 @@ from typing import Any
 from ctxgate import __version__
 from ctxgate.gate.session import SessionVerdict
 from ctxgate.hooks import flat, hook, installed
-from ctxgate.records.schema import (
-    CaseRecord,
-    Cost,
-    Prediction,
-    Report,
-    RunCost,
-    RunError,
-    RunInfo,
-    SampleOutcome,
-)
+from ctxgate.records.case import CaseRecord, Prediction, SampleOutcome
+from ctxgate.records.cost import Cost, RunCost
+from ctxgate.records.schema import Report, RunError, RunInfo
 
 
 def prediction_rows(case: CaseRecord, samples: Sequence[SampleOutcome]) -> list[Prediction]:

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ctxgate.lengths import format_length
-from ctxgate.records.schema import CaseRecord, Cost, Gate, GroupScore, Report, RunCost
+from ctxgate.records.case import CaseRecord
+from ctxgate.records.cost import Cost, RunCost
+from ctxgate.records.schema import Report
 from ctxgate.records.slots import absent
+from ctxgate.records.summary import Gate, GroupScore
 from ctxgate.tasks.registry import category_label, membership, suite_label, task_names
 
-# a case without a score, by why (records/schema.py's words): short enough for a table cell
+# a case without a score, by why (records/vocabulary.py): short enough for a table cell
 _NO_SCORE = {"error": "error", "crash": "crash", "not_run": "not run", "window": "window"}
 _NO_SCORE |= {"too_short": "skip", "data_unreadable": "bad data", "data_not_given": "no data"}
 _NO_SCORE |= {"judge_not_given": "no judge", "judge_failed": "judge err"}

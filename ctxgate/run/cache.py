@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxgate.backends.base import Generation, GenerationParams
-from ctxgate.records.schema import Cost
+from ctxgate.records.cost import Cost
 from ctxgate.sqlitefile import CacheWarning, SqliteFile, StoreUnavailable
 
 FILE_NAME = "generations.sqlite"

@@ -12,7 +12,8 @@ from ctxgate.backends.base import Backend, Generation, GenerationParams, Request
 from ctxgate.judge.score import Judges, compact_input, judge_one, missing_judge
 from ctxgate.metrics import score_prediction
 from ctxgate.metrics.registry import get_metric, resolve
-from ctxgate.records.schema import CaseRecord, Cost, JudgeRecord, SampleOutcome, StopRecord
+from ctxgate.records.case import CaseRecord, JudgeRecord, SampleOutcome, StopRecord
+from ctxgate.records.cost import Cost
 from ctxgate.run.cache import GenerationCache, Spent
 from ctxgate.run.progress import Progress, case_label
 from ctxgate.run.reading import Reading

@@ -23,7 +23,7 @@ from ctxgate.hooks import hook, one_answer
 from ctxgate.judge.client import JudgeSettings
 from ctxgate.refusal import CtxgateError, Unreachable
 from ctxgate.run import options as opt
-from ctxgate.run.options import OptionError
+from ctxgate.run.flags import OptionError
 
 
 @dataclass(frozen=True)

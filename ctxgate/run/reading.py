@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from ctxgate.backends.base import Backend, Generation, GenerationParams
-from ctxgate.records.schema import SampleOutcome
+from ctxgate.records.case import SampleOutcome
 
 
 class Reading:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from ctxgate.judge.client import priced
 from ctxgate.judge.score import Judges, judge_all, missing_judge
-from ctxgate.records.schema import FailedVerdict, JudgeRecord, SampleOutcome
+from ctxgate.records.case import FailedVerdict, JudgeRecord, SampleOutcome
 from ctxgate.stats.intervals import interval
 
 

@@ -105,6 +105,26 @@ def unreadable(source: object, exc: BaseException, fix: str) -> DataUnavailable:
     return door.refuse(source, f"cannot be read ({type(exc).__name__}: {door.said(exc)})", fix)
 
 
+def open_table(path: Path, columns: tuple[str, ...], fix: str) -> Any:
+    """A parquet file as a ``datasets`` table, its rows decoded only as they are read (a family's
+    files hold prompts of a million tokens): one line naming the file where it cannot be read or
+    lacks one of ``columns``. The caller checks the path first (``door.check``)."""
+    import datasets  # heavy: only when a file is read
+
+    go_offline()
+    try:
+        table = datasets.load_dataset("parquet", data_files=str(path), split="train")
+    except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types
+        raise unreadable(path, exc, fix) from None
+    absent = [c for c in columns if c not in table.column_names]
+    if absent:
+        raise DataUnavailable(
+            f"{path} has no column {', '.join(absent)} (it has {', '.join(table.column_names)}); "
+            f"{fix}"
+        )
+    return table
+
+
 def read_jsonl(path: Path) -> Rows:
     if door.absent(path):
         raise DataNotGiven(f"{path} does not exist; {FETCH_HINT}")

@@ -12,7 +12,7 @@ from typing import Any
 
 from ctxgate.memo import memo
 from ctxgate.metrics.text import helmet_normalize
-from ctxgate.records.schema import Json
+from ctxgate.records.vocabulary import Json
 from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import (
     FETCH_HINT,

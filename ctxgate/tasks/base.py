@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TypeVar
 
 from ctxgate.metrics.registry import Metric
-from ctxgate.records.schema import Suite
+from ctxgate.records.vocabulary import Suite
 from ctxgate.refusal import Refusal
 from ctxgate.tasks.bands import Bands
 from ctxgate.tokens.codec import PieceEncoder

@@ -18,6 +18,7 @@ from ctxgate.gate.thresholds import (
 )
 from ctxgate.gate.verdicts import fault_message, floor_failure, judge_failure, passed
 from ctxgate.judge.score import Judges, build_judges, is_judged
+from ctxgate.records.case import CaseRecord, Prediction
 from ctxgate.records.io import (
     atomic_write_all,
     predictions_path,
@@ -25,12 +26,13 @@ from ctxgate.records.io import (
     read_report,
     report_text,
 )
-from ctxgate.records.schema import CaseRecord, Prediction, Report, to_json
+from ctxgate.records.schema import Report, to_json
 from ctxgate.refusal import CtxgateError
 from ctxgate.report.build import build_report, prediction_rows, with_sections
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.run.case import CaseResult, judge_case
-from ctxgate.run.options import ALLOW_PICKLE, CACHE_FOLDER, JUDGE, THRESHOLDS, read
+from ctxgate.run.flags import read
+from ctxgate.run.options import ALLOW_PICKLE, CACHE_FOLDER, JUDGE, THRESHOLDS
 from ctxgate.tasks.registry import task_names
 
 

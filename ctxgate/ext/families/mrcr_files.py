@@ -18,8 +18,8 @@ from ctxgate.api import (
     json_field,
     memo,
     missing_fields,
+    open_table,
     sha256_of_files,
-    unreadable,
 )
 
 NEEDLES = (2, 4, 8)
@@ -169,23 +169,8 @@ def load_mrcr(data_dir: str | None, needles: int) -> MrcrFile:
 
 
 def _read(path: Path, needles: int, folder: Path) -> Any:
-    import datasets  # heavy: only when MRCR's files are read
-
-    from ctxgate.api import go_offline
-
     check_data_file(path, f"restore the file from {HUB}")
-    go_offline()
-    try:
-        rows = datasets.load_dataset("parquet", data_files=str(path), split="train")
-    except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types
-        raise unreadable(path, exc, fix(folder, needles)) from None
-    absent = [f for f in FIELDS if f not in rows.column_names]
-    if absent:
-        raise DataUnavailable(
-            f"{path} has no column {', '.join(absent)} (it has {', '.join(rows.column_names)}); "
-            f"{fix(folder, needles)}"
-        )
-    return rows
+    return open_table(path, FIELDS, fix(folder, needles))
 
 
 def _sizes(rows: Any) -> Sequence[int]:

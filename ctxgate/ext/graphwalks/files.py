@@ -15,8 +15,8 @@ from ctxgate.api import (
     DataUnavailable,
     check_data_file,
     memo,
+    open_table,
     sha256_of_files,
-    unreadable,
 )
 
 from .graph import KINDS
@@ -125,23 +125,8 @@ def load_graphwalks(data_dir: str | None, task: str = "graphwalks") -> Graphwalk
 
 
 def _read(path: Path, folder: Path) -> Any:
-    import datasets  # heavy: only when the official files are read
-
-    from ctxgate.api import go_offline
-
     check_data_file(path, f"restore the file from {HUB}")
-    go_offline()
-    try:
-        rows = datasets.load_dataset("parquet", data_files=str(path), split="train")
-    except Exception as exc:  # noqa: BLE001 - datasets and pyarrow raise many types
-        raise unreadable(path, exc, fix(folder)) from None
-    absent = [f for f in FIELDS if f not in rows.column_names]
-    if absent:
-        raise DataUnavailable(
-            f"{path} has no column {', '.join(absent)} (it has {', '.join(rows.column_names)}); "
-            f"{fix(folder)}"
-        )
-    return rows
+    return open_table(path, FIELDS, fix(folder))
 
 
 def _sizes(rows: Any) -> list[int]:

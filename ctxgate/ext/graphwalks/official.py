@@ -19,16 +19,11 @@ from ctxgate.api import (
 from .files import graphwalks_paths, load_graphwalks, not_given
 from .grader import reference
 from .prompt import reword
-from .settings import NAME, GraphwalksSettings
+from .settings import SECTION
 
 OFFICIAL_BUDGET = 1024  # answers of up to ~80 names of 10 hex digits with their commas
 MARGIN = 1.5  # a row this factor off the bin by its characters is not tokenized
 CHARS_PER_TOKEN = 2.0  # a first guess, measured on a row before binning
-
-
-def _wording(ctx: BuildContext) -> str:
-    section = ctx.extras.get(NAME)
-    return section.bfs_wording if isinstance(section, GraphwalksSettings) else "original"
 
 
 def prompt_ids(ctx: BuildContext, text: str) -> tuple[int, ...]:
@@ -75,11 +70,11 @@ def _power_of_two(tokens: float) -> int:
 
 
 def pool_size(kind: str, ctx: BuildContext, length: int) -> int:
-    return len(rows_for(ctx, kind, _wording(ctx), length, OFFICIAL_BUDGET))
+    return len(rows_for(ctx, kind, SECTION.of(ctx.extras).bfs_wording, length, OFFICIAL_BUDGET))
 
 
 def build_official(kind: str, ctx: BuildContext, job: Job) -> Sample:
-    wording = _wording(ctx)
+    wording = SECTION.of(ctx.extras).bfs_wording
     rows = rows_for(ctx, kind, wording, job.length, job.gen)
     data = load_graphwalks(ctx.data_dir, job.task)
     row = data.row(rows[helmet_order(len(rows), ctx.seed)[job.index % len(rows)]])

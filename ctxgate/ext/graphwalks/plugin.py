@@ -8,45 +8,32 @@ import importlib.abc
 import importlib.resources
 from typing import TYPE_CHECKING
 
-from ctxgate.api import Get, Option, OptionGroup, Plan, Slot, hookimpl
+from ctxgate.api import hookimpl
 
-from .prompt import ORIGINAL, WORDINGS
-from .settings import NAME, GraphwalksSettings
+from .settings import SECTION, GraphwalksSettings
 
 if TYPE_CHECKING:
-    from ctxgate.api import DataFile, Metric
-
-WORDING = Option(
-    "--graphwalks-bfs-wording",
-    "the BFS operation's words in GraphWalks prompts: as the dataset wrote them ('with depth N'), "
-    "or NeMo-Skills' rewording, 'and return only the nodes at exactly depth N (not nodes at "
-    "intermediate depths)' (default %(default)s)",
-    default=ORIGINAL,
-    choices=WORDINGS,
-)
+    from ctxgate.api import DataFile, Get, Metric, OptionGroup, Plan, Slot
 
 
 @hookimpl
 def ctxgate_option_groups() -> list[OptionGroup]:
-    return [OptionGroup("graphwalks", "GraphWalks: BFS and parents", (WORDING,), evaluates=True)]
+    return [SECTION.group()]
 
 
 @hookimpl
 def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, GraphwalksSettings]:
-    return NAME, GraphwalksSettings(WORDING.read(get(WORDING.dest)))
+    return SECTION.read(get)
 
 
 @hookimpl
 def ctxgate_slots() -> list[Slot]:
-    return [Slot(NAME, "run", GraphwalksSettings, baseline=WORDING.flag)]
+    return [SECTION.slot()]
 
 
 @hookimpl
 def ctxgate_run_record(plan: Plan) -> dict[str, object]:
-    """The settings where they are not the defaults (a run that leaves them says nothing, as one
-    without this extra; a baseline without the slot ran at the defaults)."""
-    chosen = plan.extras.get(NAME)
-    return {NAME: None if chosen == GraphwalksSettings() else chosen}
+    return SECTION.record(plan.extras)
 
 
 @hookimpl

@@ -5,6 +5,7 @@ node set, measured by drawing graphs as the builder does."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 from collections.abc import Sequence
@@ -25,18 +26,12 @@ from .grader import GRAPHWALKS_F1, reference, set_f1
 from .graph import DEGREES, KINDS, MIN_NODES, Graph, Question, draw_graph, draw_question
 from .official import OFFICIAL_BUDGET, build_official, pool_size
 from .prompt import HEAD, node_name, tail
-from .settings import NAME, GraphwalksSettings
+from .settings import NAME, SECTION
 
 GENERATED_BUDGET = 512  # MAX_ANSWER names of up to 10 tokens each, with their commas
 # a name's tokens vary by a few from the question's placeholder's: room held back for them
 SLACK = 16
 PLACEHOLDER = "f" * 10
-
-
-def wording_of(ctx: BuildContext) -> str:
-    """The run's BFS wording: the extra's section of the plan (``--graphwalks-bfs-wording``)."""
-    section = ctx.extras.get(NAME)
-    return section.bfs_wording if isinstance(section, GraphwalksSettings) else "original"
 
 
 def fit_graph(
@@ -55,7 +50,7 @@ def fit_graph(
 
 
 def build(kind: str, ctx: BuildContext, job: Job) -> Sample:
-    rng, wording = job.rng, wording_of(ctx)
+    rng, wording = job.rng, SECTION.of(ctx.extras).bfs_wording
     degree = rng.choice(DEGREES)
     probe = ctx.frame(HEAD, tail(kind, PLACEHOLDER, 3, wording), "")
     graph = fit_graph(rng, probe.budget(job.length, job.gen) - SLACK, degree, job, ctx)
@@ -143,17 +138,15 @@ def _generated(kind: str) -> TaskSpec:
 
 
 def _official(kind: str) -> TaskSpec:
-    return TaskSpec(
+    """The generated task's case, built from the dataset's own rows instead, which it replaces
+    where the files are given."""
+    return dataclasses.replace(
+        _generated(kind),
         name=f"graphwalks_{kind}",
-        suite=NAME,
-        category="graph",
-        metric=GRAPHWALKS_F1,
         tokens_to_generate=OFFICIAL_BUDGET,
         build=functools.partial(build_official, kind),
-        chance=measured_chance(kind),
         description=f"GraphWalks' own {kind} rows (--data-dir graphwalks/), binned by this "
         "model's tokens",
-        chat_template=True,
         pool_size=functools.partial(pool_size, kind),
         replaces=f"ctx_graphwalks_{kind}",
     )

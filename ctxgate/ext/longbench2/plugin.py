@@ -10,9 +10,9 @@ import importlib.abc
 import importlib.resources
 from typing import TYPE_CHECKING
 
-from ctxgate.api import Option, OptionGroup, Slot, hookimpl
+from ctxgate.api import hookimpl
 
-from .settings import FILL, NAME, REFERENCE, TRUNCATIONS, Longbench2Settings, settings_of
+from .settings import SECTION, Longbench2Settings
 
 if TYPE_CHECKING:
     from ctxgate.api import (
@@ -21,42 +21,28 @@ if TYPE_CHECKING:
         Get,
         Metric,
         ModelSpec,
+        OptionGroup,
         Plan,
         Reading,
         Report,
         ReportSection,
+        Slot,
     )
-
-COT = Option(
-    "--longbench2-cot",
-    "LongBench v2 with chain of thought, as pred.py's --cot: the 0shot_cot prompt with 1024 new "
-    "tokens, then 0shot_cot_ans with the thought and 128 (two requests per question)",
-    action="store_true",
-)
-TRUNCATION = Option(
-    "--longbench2-truncation",
-    f"how a LongBench v2 prompt is cut in its middle: {REFERENCE}, to pred.py's max_len in "
-    f"proportion to the length (120000 at 128K); {FILL}, to all the length rule leaves "
-    "(default %(default)s)",
-    default=REFERENCE,
-    choices=TRUNCATIONS,
-)
 
 
 @hookimpl
 def ctxgate_option_groups() -> list[OptionGroup]:
-    return [OptionGroup("ctxgate-longbench2", "LongBench v2", (COT, TRUNCATION), evaluates=True)]
+    return [SECTION.group()]
 
 
 @hookimpl
 def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, Longbench2Settings]:
-    cot = bool(COT.read(get(COT.dest)))
-    return NAME, Longbench2Settings(cot, str(TRUNCATION.read(get(TRUNCATION.dest))))
+    return SECTION.read(get)
 
 
 @hookimpl
 def ctxgate_plan_lines(plan: Plan) -> list[str]:
-    chosen = settings_of(plan.extras)
+    chosen = SECTION.of(plan.extras)
     if chosen == Longbench2Settings():
         return []
     cot = "with chain of thought (two requests per question)" if chosen.cot else "no thought"
@@ -84,22 +70,18 @@ def ctxgate_data_files() -> list[DataFile]:
 
 @hookimpl
 def ctxgate_slots() -> list[Slot]:
-    flags = f"{COT.flag} and {TRUNCATION.flag}"
-    return [Slot(NAME, "run", Longbench2Settings, baseline=flags)]
+    return [SECTION.slot()]
 
 
 @hookimpl
 def ctxgate_run_record(plan: Plan) -> dict[str, object]:
-    """The settings where they are not the defaults (a run that leaves them says nothing, as one
-    without this extra; a baseline without the slot ran at the defaults)."""
-    chosen = settings_of(plan.extras)
-    return {NAME: None if chosen == Longbench2Settings() else chosen}
+    return SECTION.record(plan.extras)
 
 
 @hookimpl
 def ctxgate_reading(spec: ModelSpec, backend: Backend) -> Reading | None:
     """Two requests per question where the chain of thought is asked; else nothing to hold."""
-    if not settings_of(spec.extras).cot:
+    if not SECTION.of(spec.extras).cot:
         return None
     from .cot import CotReading
 

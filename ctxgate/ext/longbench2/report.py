@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ctxgate.api import CaseRecord, Report, ReportSection, format_length
 
-from .settings import NAME, settings_of
+from .settings import NAME, SECTION
 from .tasks import SPLITS, TASK
 
 COLUMNS = ("Overall", "Easy", "Hard", "Short", "Medium", "Long")
@@ -43,7 +43,7 @@ def section(report: Report) -> list[ReportSection]:
         for key, (right, total) in found.items():
             if total:
                 named[f"longbench2.{key}.{case.length}"] = f"{100 * right / total:.2f}"
-    chosen = settings_of(report.run.extras)
+    chosen = SECTION.of(report.run.extras)
     how = "with chain of thought" if chosen.cot else "without chain of thought"
     line = (
         f"LongBench v2 ({how}, {chosen.truncation} truncation): result.py's splits, each the share "

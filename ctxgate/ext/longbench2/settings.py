@@ -1,10 +1,12 @@
-"""What a run asks of LongBench v2: the extra's section of the plan, which its builder and its
-reading find by ``NAME`` and the run's record keeps."""
+"""What a run asks of LongBench v2: its options, read into the extra's section of the plan, which
+its builder, its reading and its report section find and the run's record keeps (a ``--baseline``
+run must have asked the same)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
+
+from ctxgate.api import Option, Section
 
 NAME = "longbench2"
 REFERENCE, FILL = "reference", "fill"
@@ -22,6 +24,18 @@ class Longbench2Settings:
     128K); ``fill``: to all the length rule leaves (``--longbench2-truncation``)."""
 
 
-def settings_of(extras: Mapping[str, object]) -> Longbench2Settings:
-    found = extras.get(NAME)
-    return found if isinstance(found, Longbench2Settings) else Longbench2Settings()
+COT = Option(
+    "--longbench2-cot",
+    "LongBench v2 with chain of thought, as pred.py's --cot: the 0shot_cot prompt with 1024 new "
+    "tokens, then 0shot_cot_ans with the thought and 128 (two requests per question)",
+    action="store_true",
+)
+TRUNCATION = Option(
+    "--longbench2-truncation",
+    f"how a LongBench v2 prompt is cut in its middle: {REFERENCE}, to pred.py's max_len in "
+    f"proportion to the length (120000 at 128K); {FILL}, to all the length rule leaves "
+    "(default %(default)s)",
+    default=REFERENCE,
+    choices=TRUNCATIONS,
+)
+SECTION = Section(NAME, Longbench2Settings, (COT, TRUNCATION), "ctxgate LongBench v2")

@@ -37,7 +37,7 @@ from .prompts import (
     reference_budget,
 )
 from .records import DIFFICULTIES, LENGTHS, Record, load
-from .settings import FILL, NAME, Longbench2Settings, settings_of
+from .settings import FILL, NAME, SECTION, Longbench2Settings
 
 TASK = "longbench2"
 SAMPLES = 503  # the released set: every question once
@@ -78,7 +78,7 @@ def pick(ctx: BuildContext, job: Job) -> Record:
 
 
 def build(ctx: BuildContext, job: Job) -> Sample:
-    chosen, enc = settings_of(ctx.extras), ctx.encoder
+    chosen, enc = SECTION.of(ctx.extras), ctx.encoder
     template = ZERO_SHOT_COT if chosen.cot else ZERO_SHOT
     keep, least = budget(ctx, job, chosen), least_budget(enc, template)
     if keep < least:

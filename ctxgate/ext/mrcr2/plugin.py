@@ -10,83 +10,40 @@ from importlib import resources
 from importlib.abc import Traversable
 from typing import TYPE_CHECKING
 
-from ctxgate.api import Option, OptionGroup, Slot, hookimpl, whole
+from ctxgate.api import hookimpl
 
-from .settings import FEWSHOTS, HASH_RULES, NAME, TOKENS_TO_GENERATE, TRANSCRIPTS, Mrcr2Settings
+from .settings import NAME, SECTION, Mrcr2Settings
 
 if TYPE_CHECKING:
-    from ctxgate.api import DataFile, Get, Metric, Plan
-
-HASH = Option(
-    "--mrcr2-hash",
-    "where the mrcr2 score finds the random string (default %(default)s: anywhere in the output, "
-    "as the reference scorer's rfind; first: the output must open with it, eval_hub issue 8)",
-    default=HASH_RULES[0],
-    choices=HASH_RULES,
-)
-FEWSHOT = Option(
-    "--mrcr2-fewshot",
-    "the mrcr2 transcripts' few-shot opening (default %(default)s: drawn per transcript from the "
-    "few-shot texts, as the released files; static: the reference's fixed one)",
-    default=FEWSHOTS[0],
-    choices=FEWSHOTS,
-)
-TRANSCRIPT = Option(
-    "--mrcr2-transcript",
-    "the mrcr2 transcripts' form (default %(default)s: User:/Assistant: turns, as the released "
-    "files; json: a JSON list of messages)",
-    default=TRANSCRIPTS[0],
-    choices=TRANSCRIPTS,
-)
-TOKENS = Option(
-    "--mrcr2-tokens-to-generate",
-    "the mrcr2 tasks' generation budget, past the length (default %(default)s: ctxgate's, "
-    "the reference sets none)",
-    default=TOKENS_TO_GENERATE,
-    parse=whole(1),
-    metavar="N",
-)
-OPTIONS = (HASH, FEWSHOT, TRANSCRIPT, TOKENS)  # in Mrcr2Settings' order
+    from ctxgate.api import DataFile, Get, Metric, OptionGroup, Plan, Slot
 
 
 @hookimpl
 def ctxgate_option_groups() -> list[OptionGroup]:
-    return [
-        OptionGroup(
-            "ctxgate-mrcr2",
-            "MRCR v2: its scorer, generator and generation budget",
-            OPTIONS,
-            evaluates=True,
-        )
-    ]
+    return [SECTION.group()]
 
 
 @hookimpl
 def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, Mrcr2Settings]:
-    return NAME, Mrcr2Settings(*(o.read(get(o.dest)) for o in OPTIONS))
+    return SECTION.read(get)
 
 
 @hookimpl
 def ctxgate_task_budgets(plan: Plan) -> Mapping[str, int]:
     from .tasks import NEEDLES
 
-    section = plan.extras.get(NAME)
-    if not isinstance(section, Mrcr2Settings):
-        return {}
-    return {f"{NAME}_{n}needle": section.tokens_to_generate for n in NEEDLES}
+    budget = SECTION.of(plan.extras).tokens_to_generate
+    return {f"{NAME}_{n}needle": budget for n in NEEDLES}
 
 
 @hookimpl
 def ctxgate_slots() -> list[Slot]:
-    return [Slot(NAME, "run", Mrcr2Settings, baseline=", ".join(o.flag for o in OPTIONS))]
+    return [SECTION.slot()]
 
 
 @hookimpl
 def ctxgate_run_record(plan: Plan) -> dict[str, object]:
-    """The settings where they are not the defaults (a run that leaves them says nothing, as one
-    without this extra; a baseline without the slot ran at the defaults)."""
-    chosen = plan.extras.get(NAME)
-    return {NAME: None if chosen == Mrcr2Settings() else chosen}
+    return SECTION.record(plan.extras)
 
 
 @hookimpl

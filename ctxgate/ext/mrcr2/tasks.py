@@ -34,7 +34,7 @@ from . import forms
 from .corpus import Corpus, load_corpus
 from .generator import TARGET_FEWSHOT_TOKENS, Bucket, Count, Generator, GeneratorFailed, Transcript
 from .metric import MRCR2_RATIO, RULE
-from .settings import NAME, TOKENS_TO_GENERATE, Mrcr2Settings
+from .settings import NAME, SECTION, TOKENS_TO_GENERATE
 
 NEEDLES = (2, 4, 8)
 SAMPLES_PER_BUCKET = 100  # the reference's samples_per_bucket: a case's pool of samples
@@ -51,11 +51,6 @@ def counter(enc: PieceEncoder) -> Count:
         return [len(ids) for ids in enc.encode_fresh(list(texts))] if texts else []
 
     return count
-
-
-def settings_of(ctx: BuildContext) -> Mrcr2Settings:
-    section = ctx.extras.get(NAME)
-    return section if isinstance(section, Mrcr2Settings) else Mrcr2Settings()
 
 
 @memo(8)
@@ -92,7 +87,7 @@ def bucket_for(gen: Generator, seed: int, low: int, high: int) -> Bucket:
 
 
 def _generator(needles: int, ctx: BuildContext) -> Generator:
-    s = settings_of(ctx)
+    s = SECTION.of(ctx.extras)
     corpus = load_corpus(ctx.data_dir, not s.static_fewshot)
     return generator_for(ctx.encoder, corpus, needles, s.static_fewshot, s.json_style)
 
@@ -178,7 +173,7 @@ def build(needles: int, ctx: BuildContext, job: Job) -> Sample:
     answer = gen.corpus.relevant[asked.answer]
     return job.sample(
         prompt,
-        (asked.token + answer.text, RULE + settings_of(ctx).hash_rule),
+        (asked.token + answer.text, RULE + SECTION.of(ctx.extras).hash_rule),
         "",
         random_string=asked.token,
         nth=asked.nth + 1,

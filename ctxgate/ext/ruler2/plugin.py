@@ -9,12 +9,12 @@ from collections.abc import Mapping
 from importlib.abc import Traversable
 from typing import TYPE_CHECKING
 
-from ctxgate.api import OptionGroup, Slot, hookimpl
+from ctxgate.api import hookimpl
 
-from .settings import BUDGET, NAME, Ruler2Settings
+from .settings import SECTION, Ruler2Settings
 
 if TYPE_CHECKING:
-    from ctxgate.api import DataFile, Get, Metric, Plan
+    from ctxgate.api import DataFile, Get, Metric, OptionGroup, Plan, Slot
 
 
 @hookimpl
@@ -38,35 +38,30 @@ def ctxgate_data_files() -> list[DataFile]:
 
 @hookimpl
 def ctxgate_option_groups() -> list[OptionGroup]:
-    return [OptionGroup(NAME, "RULERv2: its generation budget", (BUDGET,), evaluates=True)]
+    return [SECTION.group()]
 
 
 @hookimpl
 def ctxgate_plan_section(get: Get, plan: Plan) -> tuple[str, Ruler2Settings]:
-    return NAME, Ruler2Settings(BUDGET.read(get(BUDGET.dest)))
+    return SECTION.read(get)
 
 
 @hookimpl
 def ctxgate_task_budgets(plan: Plan) -> Mapping[str, int]:
     from .tasks import specs
 
-    section = plan.extras.get(NAME)
-    if not isinstance(section, Ruler2Settings):
-        return {}
-    return {spec.name: section.tokens_to_generate for spec in specs()}
+    budget = SECTION.of(plan.extras).tokens_to_generate
+    return {spec.name: budget for spec in specs()}
 
 
 @hookimpl
 def ctxgate_slots() -> list[Slot]:
-    return [Slot(NAME, "run", Ruler2Settings, baseline="--ruler2-tokens-to-generate")]
+    return [SECTION.slot()]
 
 
 @hookimpl
 def ctxgate_run_record(plan: Plan) -> dict[str, object]:
-    """The settings where they are not the defaults (a run that leaves them says nothing, as one
-    without this extra; a baseline without the slot ran at the defaults)."""
-    chosen = plan.extras.get(NAME)
-    return {NAME: None if chosen == Ruler2Settings() else chosen}
+    return SECTION.record(plan.extras)
 
 
 @hookimpl

@@ -1,10 +1,11 @@
-"""What a run asks of RULERv2: its generation budget (``--ruler2-tokens-to-generate``)."""
+"""What a run asks of RULERv2: its generation budget (``--ruler2-tokens-to-generate``), the
+extra's section of the plan."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ctxgate.api import Option, whole
+from ctxgate.api import Option, Section, whole
 
 NAME = "ruler2"
 TOKENS_TO_GENERATE = 16384  # the rulerv2-ns README's ++inference.tokens_to_generate
@@ -25,3 +26,6 @@ class Ruler2Settings:
 
     tokens_to_generate: int = TOKENS_TO_GENERATE
     """The generation budget of each of the twelve tasks (``--ruler2-tokens-to-generate``)."""
+
+
+SECTION = Section(NAME, Ruler2Settings, (BUDGET,), "ctxgate RULERv2: its generation budget")

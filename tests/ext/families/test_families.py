@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from ctxgate.gate.session import judge_session, relative_lengths, summary_inputs
 from ctxgate.gate.summaries import long_score, relative_effective_length, summary_names
 from ctxgate.gate.thresholds import Thresholds, ThresholdsError, parse_thresholds
-from ctxgate.records.schema import CaseRecord, GroupScore
+from ctxgate.records.case import CaseRecord
+from ctxgate.records.summary import GroupScore
 from ctxgate.report.build import build_report
 from ctxgate.report.tables import markdown, terminal
 from ctxgate.tasks.base import BuildContext, TaskTooShort

@@ -303,7 +303,8 @@ def test_no_text_of_a_run_reaches_the_page_as_markup(model, message, prediction)
 def test_the_page_gives_each_case_its_chance_beside_its_score():
     from ctxgate.gate.session import judge_session
     from ctxgate.gate.thresholds import Thresholds
-    from ctxgate.records.schema import CaseRecord, RunInfo
+    from ctxgate.records.case import CaseRecord
+    from ctxgate.records.schema import RunInfo
     from ctxgate.report.build import build_report
 
     cases = [

@@ -240,7 +240,7 @@ def test_the_generation_budget_option_reaches_the_plan_and_the_three_tasks():
     from types import SimpleNamespace
 
     from ctxgate.api import OptionError
-    from ctxgate.ext.mrcr2 import plugin
+    from ctxgate.ext.mrcr2 import plugin, settings
 
     given = {"mrcr2_tokens_to_generate": "16", "mrcr2_hash": "first"}
     name, section = plugin.ctxgate_plan_section(given.get, None)  # type: ignore[arg-type]
@@ -251,7 +251,7 @@ def test_the_generation_budget_option_reaches_the_plan_and_the_three_tasks():
     assert Mrcr2Settings().tokens_to_generate == 2048
     assert "--mrcr2-tokens-to-generate" in plugin.ctxgate_slots()[0].baseline
     with pytest.raises(OptionError, match="--mrcr2-tokens-to-generate '0' is not a whole"):
-        plugin.TOKENS.read("0")
+        settings.TOKENS.read("0")
 
 
 def test_the_suite_runs_the_three_tasks_into_the_mrcr2_summary(real_suite, pytester):

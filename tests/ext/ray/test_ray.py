@@ -557,7 +557,7 @@ def test_without_ray_installed_the_option_names_the_extra(monkeypatch):
     import importlib.util
 
     from ctxgate.gate.plan import make_plan
-    from ctxgate.run.options import OptionError
+    from ctxgate.run.flags import OptionError
 
     real = importlib.util.find_spec
     monkeypatch.setattr(

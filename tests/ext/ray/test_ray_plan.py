@@ -11,8 +11,8 @@ import pytest
 
 from ctxgate.ext.ray.settings import NAME, RaySettings, of
 from ctxgate.gate.plan import make_plan
+from ctxgate.run.flags import OptionError
 from ctxgate.run.loading import placement
-from ctxgate.run.options import OptionError
 from tests.conftest import TINY
 
 

@@ -19,7 +19,7 @@ from ctxgate.ext.search.sequential import StopRule, judge_length
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
 from ctxgate.gate.thresholds_schema import Rule
-from ctxgate.records.schema import CaseRecord
+from ctxgate.records.case import CaseRecord
 from ctxgate.tasks.registry import get_task, membership
 from tests.conftest import ROOT
 

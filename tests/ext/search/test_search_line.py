@@ -11,7 +11,8 @@ from ctxgate.ext.search.lines import search_line
 from ctxgate.ext.search.records import SEARCH_SLOT, SearchRecord
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
-from ctxgate.records.schema import CaseRecord, RunInfo
+from ctxgate.records.case import CaseRecord
+from ctxgate.records.schema import RunInfo
 from ctxgate.report.build import build_report, with_sections
 from ctxgate.report.tables import rows
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxgate.ext.search.sequential import Bettor, StopRule, early_stop
-from ctxgate.records.schema import StopRecord
+from ctxgate.records.case import StopRecord
 
 scores = st.lists(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1)), min_size=1, max_size=150)
 
@@ -273,7 +273,7 @@ def test_a_sequential_run_cannot_pass_min_effective_length(real_suite, pytester)
 
     from ctxgate.gate.session import judge_session
     from ctxgate.gate.thresholds import Thresholds
-    from ctxgate.records.schema import CaseRecord, StopRecord
+    from ctxgate.records.case import CaseRecord, StopRecord
     from ctxgate.tasks.registry import membership
 
     early = StopRecord(
@@ -300,7 +300,9 @@ def test_the_search_section_follows_the_cost_line_with_the_note_on_cases_stopped
     from ctxgate.ext.search.records import SEARCH_SLOT, SearchRecord
     from ctxgate.gate.session import judge_session
     from ctxgate.gate.thresholds import Thresholds
-    from ctxgate.records.schema import CaseRecord, Cost, RunInfo
+    from ctxgate.records.case import CaseRecord
+    from ctxgate.records.cost import Cost
+    from ctxgate.records.schema import RunInfo
     from ctxgate.report.build import build_report, with_sections
     from ctxgate.report.tables import rows
 

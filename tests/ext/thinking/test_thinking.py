@@ -16,8 +16,8 @@ from ctxgate.ext.thinking.lines import cut_failure, unclosed_failure
 from ctxgate.ext.thinking.plugin import THINK_END
 from ctxgate.ext.thinking.reading import thinking_record
 from ctxgate.gate.verdicts import cases_gate
-from ctxgate.records.schema import CaseRecord, SampleOutcome
-from ctxgate.run.options import OptionError
+from ctxgate.records.case import CaseRecord, SampleOutcome
+from ctxgate.run.flags import OptionError
 from ctxgate.tokens.tokenizers import HFTokenizer
 from tests import test_endpoint_faults as faults
 from tests.conftest import ROOT, TINY

@@ -5,8 +5,9 @@ from __future__ import annotations
 from ctxgate.cli import main
 from ctxgate.gate.session import judge_session
 from ctxgate.gate.thresholds import Thresholds
+from ctxgate.records.case import CaseRecord
 from ctxgate.records.io import report_text
-from ctxgate.records.schema import CaseRecord, RunInfo
+from ctxgate.records.schema import RunInfo
 from ctxgate.report.build import build_report
 
 

@@ -131,7 +131,8 @@ def test_the_options_bisect_shares_with_pytest_are_the_same_options():
 
     import ctxgate_plugins.options
     from ctxgate.ext.training.bisect import add_parser
-    from ctxgate.run.options import EVALUATION, extra_groups
+    from ctxgate.run.flags import extra_groups
+    from ctxgate.run.options import EVALUATION
 
     parser = argparse.ArgumentParser()
     subparsers = parser.add_subparsers()
