@@ -331,7 +331,8 @@ def python_file(text: str) -> str:
             f"{shown(text)} is no file: give a python such as .venv-vllm/bin/python "
             "(scripts/vllm_env.sh makes it)"
         )
-    return text
+    # absolute, as the suite runs from folders of its own; not resolved: a venv's python is a link
+    return str(Path(text).expanduser().absolute())
 
 
 def git_ref(text: str) -> str:
