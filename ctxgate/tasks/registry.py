@@ -4,6 +4,7 @@ order."""
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import pkgutil
 import sys
@@ -25,10 +26,15 @@ SUITE_ORDER = (
 )
 
 
-def _load() -> None:
+@functools.cache
+def _spine_modules() -> tuple[str, ...]:
+    """The package's task modules: a fixed set, listed once (each lookup of a task loads)."""
     others = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]))
-    spine = [f"{__package__}.{module}" for module in (*SUITE_ORDER, *others)]
-    for name in (*spine, *flat(hook().ctxgate_task_modules())):
+    return tuple(f"{__package__}.{module}" for module in (*SUITE_ORDER, *others))
+
+
+def _load() -> None:
+    for name in (*_spine_modules(), *flat(hook().ctxgate_task_modules())):
         if name not in sys.modules:
             importlib.import_module(name)
 
