@@ -13,7 +13,7 @@ and how many outputs are the same in both runs.
 The suite's own order already brings what shares a prefix to the engine together: a task's cases
 run one after another, shortest length first (a shorter length's haystack begins a longer one's),
 and a case's samples are sent together, so every sample after the first finds the text before its
-first needle computed. ``--smoke`` runs one task at one length, two samples (the tests run it).
+first needle computed. ``--smoke`` runs one task at one length, four samples (the tests run it).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def parser() -> arguments.Parser:
     ap.add_argument("--lengths", type=arguments.lengths, default="1k,2k,4k")
     ap.add_argument("--samples", type=arguments.whole(1, example=10), default=10)
     ap.add_argument("--vllm-python", type=arguments.python_file, default=None)
-    ap.add_argument("--smoke", action="store_true", help="niah_single_1 at 512, 2 samples")
+    ap.add_argument("--smoke", action="store_true", help="niah_single_1 at 2K, 4 samples")
     return ap
 
 
@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(argv)
     args.model = str(Path(args.model).resolve())  # each run starts in a folder of its own
     if args.smoke:
-        args.tasks, args.lengths, args.samples = ("niah_single_1",), (512,), 2
+        args.tasks, args.lengths, args.samples = ("niah_single_1",), (2048,), 4
     with tempfile.TemporaryDirectory() as folder:
         off = suite_run(args, True, Path(folder))
         on = suite_run(args, False, Path(folder))

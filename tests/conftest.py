@@ -119,6 +119,7 @@ pytest_plugins = ["pytester"]
 LONGEST_FIRST = (
     "test_ray.py",
     "test_engines.py",
+    "test_bench_prefix.py",
     "test_install.py",
     "test_adapters.py",
     "test_demo.py",

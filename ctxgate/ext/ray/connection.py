@@ -36,6 +36,9 @@ def connect(address: str) -> bool:
         # local: a new cluster, never one this machine already runs (RAY_ADDRESS, ray start)
         if address == LOCAL:
             quiet["include_dashboard"] = False
+            # Ray starts its workers at niceness 15, below the driver: the replicas run the model,
+            # the run's work, and on a busy node would get a sliver of a core each
+            quiet["_system_config"] = {"worker_niceness": 0}
         # ray.init sets a SIGTERM handler of its own (sys.exit, mid-pytest): the session's goes
         # back, so a signal ends the run as it does without Ray (plugins/signals.py)
         handler = signal.getsignal(signal.SIGTERM)

@@ -30,6 +30,7 @@ from tests.test_docs_commands import commands
 
 RESOURCE = "fake_gpu"
 CASES = ("-k", "niah_single_1 or vt", "--lengths", "512,1k")
+NICE = {"worker_niceness": 0}
 RAY_ENV = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"
 }  # else Ray turns 127.0.0.1 into the interface address
@@ -55,9 +56,10 @@ def cluster() -> Iterator[Any]:
     os.environ.update(RAY_ENV)
     from ray.cluster_utils import Cluster
 
-    c = Cluster(
-        initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1"}
-    )
+    # workers at the driver's priority, as --ray local starts them (Ray's default, niceness 15,
+    # leaves the replicas a sliver of a core beside the other tests' processes)
+    head = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
+    c = Cluster(initialize_head=True, head_node_args={**head, "_system_config": NICE})
     c.worker = c.add_node(num_cpus=1, resources={RESOURCE: 2}, node_ip_address="127.0.0.1")
     c.wait_for_nodes()
     yield c
