@@ -447,6 +447,13 @@ def test_the_module_map_in_the_architecture_doc_is_the_code():
     )
 
 
+def test_the_decisions_page_stays_within_its_words():
+    """docs/decisions.md is held to 6,000 words so each decision stays findable: tighten an entry's
+    prose before adding words."""
+    words = len((ROOT / "docs" / "decisions.md").read_text("utf-8").split())
+    assert words <= 6000, f"docs/decisions.md has {words} words, over 6000: tighten its entries"
+
+
 def test_the_model_fixtures_path_goes_down_the_floors():
     """From the fixture to a loaded model no code calls a function on a higher floor than its own:
     the path reads from the top floor down. A decorator's wrapper (``memo``) is not a step of its
