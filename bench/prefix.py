@@ -11,7 +11,7 @@ and how many outputs are the same in both runs.
 (``--tasks``: default RULER's 13.)
 
 The suite's own order already brings what shares a prefix to the engine together: a task's cases
-run one after another, shortest length first (a shorter length's haystack begins a longer one's),
+run one after another (a shorter length's haystack begins a longer one's, whichever runs first),
 and a case's samples are sent together, so every sample after the first finds the text before its
 first needle computed. ``--smoke`` runs one task at one length, four samples (the tests run it).
 """
