@@ -20,6 +20,11 @@ _connection = threading.Lock()
 _users = 0  # pools of this process using the connection it opened (bisect probes run side by side)
 
 
+# Ray starts its workers at niceness 15, below the driver: the replicas run the model, the run's
+# work, and on a busy node would get a sliver of a core each
+AT_DRIVER_PRIORITY = {"worker_niceness": 0}
+
+
 def connect(address: str) -> bool:
     """Join the cluster ``--ray`` names (or start one for ``local``). False when someone else had
     connected this process (and disconnects it); True when the caller must ``disconnect``."""
@@ -36,9 +41,7 @@ def connect(address: str) -> bool:
         # local: a new cluster, never one this machine already runs (RAY_ADDRESS, ray start)
         if address == LOCAL:
             quiet["include_dashboard"] = False
-            # Ray starts its workers at niceness 15, below the driver: the replicas run the model,
-            # the run's work, and on a busy node would get a sliver of a core each
-            quiet["_system_config"] = {"worker_niceness": 0}
+            quiet["_system_config"] = AT_DRIVER_PRIORITY
         # ray.init sets a SIGTERM handler of its own (sys.exit, mid-pytest): the session's goes
         # back, so a signal ends the run as it does without Ray (plugins/signals.py)
         handler = signal.getsignal(signal.SIGTERM)

@@ -25,12 +25,12 @@ from typing import Any
 import psutil
 import pytest
 
+from ctxgate.ext.ray.connection import AT_DRIVER_PRIORITY
 from tests.conftest import ROOT, TINY, call_ctxgate, launch_suite, run_ctxgate, start_suite
 from tests.test_docs_commands import commands
 
 RESOURCE = "fake_gpu"
 CASES = ("-k", "niah_single_1 or vt", "--lengths", "512,1k")
-NICE = {"worker_niceness": 0}
 RAY_ENV = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"
 }  # else Ray turns 127.0.0.1 into the interface address
@@ -59,7 +59,7 @@ def cluster() -> Iterator[Any]:
     # workers at the driver's priority, as --ray local starts them (Ray's default, niceness 15,
     # leaves the replicas a sliver of a core beside the other tests' processes)
     head = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
-    c = Cluster(initialize_head=True, head_node_args={**head, "_system_config": NICE})
+    c = Cluster(initialize_head=True, head_node_args={**head, "_system_config": AT_DRIVER_PRIORITY})
     c.worker = c.add_node(num_cpus=1, resources={RESOURCE: 2}, node_ip_address="127.0.0.1")
     c.wait_for_nodes()
     yield c
