@@ -43,7 +43,12 @@ from ctxgate.backends.endpoint import EndpointBackend  # noqa: E402
 from ctxgate.backends.formats import locate  # noqa: E402
 from ctxgate.backends.hf import HFBackend  # noqa: E402
 from ctxgate.backends.servers import EndpointSettings, Known  # noqa: E402
-from ctxgate.backends.vllm_server import EngineSpec, VLLMServer, find_python  # noqa: E402
+from ctxgate.backends.vllm_server import (  # noqa: E402
+    NO_PREFIX_CACHE,
+    EngineSpec,
+    VLLMServer,
+    find_python,
+)
 from ctxgate.lengths import format_length, parse_lengths  # noqa: E402
 from ctxgate.run.samples import build_samples  # noqa: E402
 from ctxgate.tasks import BuildContext, get_task  # noqa: E402
@@ -212,12 +217,11 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
             batch = by_budget.setdefault(spec.tokens_to_generate, [])
             batch += [Request(s.input_ids, spec.name, length, s.index) for s in built]
     count = sum(len(r) for r in by_budget.values())
-    no_prefix_cache = "--no-enable-prefix-caching"
     longest = lengths[-1] + max(
         t.tokens_to_generate for t in all_tasks()
     )  # the window the suite's server gets
     server = VLLMServer(
-        EngineSpec(python, model, longest, extra_args=(no_prefix_cache,)),
+        EngineSpec(python, model, longest, extra_args=(NO_PREFIX_CACHE,)),
         Path(tempfile.mkdtemp()) / "vllm.log",
     )
     server.start()
@@ -244,7 +248,7 @@ def suite_against_engine(args: argparse.Namespace, hf: HFBackend) -> None:
             sys.executable, "-m", "pytest", str(root / "tests_longctx" / "test_suites.py"), "-m",
             "ruler",
             f"--model={model}", "--backend", "vllm", "--vllm-python", python,
-            f"--vllm-arg={no_prefix_cache}", *concurrency, "--lengths", DEMO_LENGTHS,
+            f"--vllm-arg={NO_PREFIX_CACHE}", *concurrency, "--lengths", DEMO_LENGTHS,
             "--samples", str(DEMO_SAMPLES), "--squad", str(squad), "--hotpotqa", str(hotpot),
             "--no-cache", "-p", "bench.suite_span", "-p", "no:cacheprovider", "-q",
         ]  # fmt: skip

@@ -1,19 +1,20 @@
 """What vLLM's prefix cache saves on the RULER grid, as the suite runs it: the same cases through
-``--backend vllm`` twice, each on a server of its own, with the prefix cache off
-(``--vllm-arg=--no-enable-prefix-caching``) and on (the suite's default), no generation cache.
-Prints each run's prompt tokens computed (prefilled less what the server's usage says its cache
-served), their ratio, the ratio of the cases' wall time (first case's start to last case's end),
-and how many outputs are the same in both runs.
+``--backend vllm``, each run on a server of its own and with no generation cache, with the prefix
+cache off (``--vllm-arg=--no-enable-prefix-caching``), on with each case's samples sent as they are
+built (``--no-shared-first``), and on as the suite runs by default (those it sends together each
+after the one it shares the longest prefix with). Prints each run's prompt tokens computed
+(prefilled less what the server's usage says its cache served), their ratios, the ratios of the
+cases' wall time (first case's start to last case's end), and how many outputs are the same as
+with the cache off.
 
     python bench/prefix.py [--model fixtures/tiny-llama-niah] [--lengths 1k,2k,4k] [--samples 10]
                            [--tasks niah_single_1,vt] [--vllm-python .venv-vllm/bin/python]
+                           [--vllm-arg ARG ...]
 
-(``--tasks``: default RULER's 13.)
-
-The suite's own order already brings what shares a prefix to the engine together: a task's cases
-run one after another (a shorter length's haystack begins a longer one's, whichever runs first),
-and a case's samples are sent together, so every sample after the first finds the text before its
-first needle computed. ``--smoke`` runs one task at one length, four samples (the tests run it).
+(``--tasks``: default RULER's 13.) ``--vllm-arg`` gives the servers more arguments:
+``--vllm-arg=--num-gpu-blocks-override=24 --vllm-arg=--max-model-len=2560`` leaves a CPU server's
+prefix cache room for about one 2K prompt, as a GPU's holds a few 128K ones. ``--smoke`` runs one
+task at one length, four samples, the cache off and on as by default (the tests run it).
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import arguments  # noqa: E402
+from ctxgate.backends.vllm_server import NO_PREFIX_CACHE  # noqa: E402
 
 ROOT = arguments.ROOT
-OFF = "--vllm-arg=--no-enable-prefix-caching"
+OFF = f"--vllm-arg={NO_PREFIX_CACHE}"
+AS_BUILT = "--no-shared-first"
 
 
 def parser() -> arguments.Parser:
@@ -45,6 +48,7 @@ def parser() -> arguments.Parser:
     ap.add_argument("--lengths", type=arguments.lengths, default="1k,2k,4k")
     ap.add_argument("--samples", type=arguments.whole(1, example=10), default=10)
     ap.add_argument("--vllm-python", type=arguments.python_file, default=None)
+    ap.add_argument("--vllm-arg", action="append", default=[], help="one more server argument")
     ap.add_argument("--smoke", action="store_true", help="niah_single_1 at 2K, 4 samples")
     return ap
 
@@ -63,9 +67,8 @@ class Arm:
         return self.prompt - self.cached
 
 
-def suite_run(args: argparse.Namespace, cache_off: bool, scratch: Path) -> Arm:
-    """One run of the suite on the selected cases, on its own server."""
-    name = "off" if cache_off else "on"
+def suite_run(args: argparse.Namespace, name: str, flags: Sequence[str], scratch: Path) -> Arm:
+    """One run of the suite on the selected cases, on its own server, with ``flags``."""
     report, span = scratch / f"{name}.json", scratch / f"{name}.span.json"
     selection = ["-k", " or ".join(args.tasks)] if args.tasks else ["-m", "ruler"]
     python = args.vllm_python
@@ -73,7 +76,8 @@ def suite_run(args: argparse.Namespace, cache_off: bool, scratch: Path) -> Arm:
     command = [
         sys.executable, "-m", "pytest", str(ROOT / "tests_longctx" / "test_suites.py"),
         *selection, f"--model={args.model}", "--backend", "vllm",
-        *(["--vllm-python", python] if python else []), *([OFF] if cache_off else []),
+        *(["--vllm-python", python] if python else []), *flags,
+        *(f"--vllm-arg={a}" for a in args.vllm_arg),
         "--lengths", ",".join(map(str, args.lengths)), "--samples", str(args.samples),
         "--squad", str(data / "squad_v2_validation_tiny.jsonl"),
         "--hotpotqa", str(data / "hotpotqa_distractor_validation_tiny.jsonl"),
@@ -109,20 +113,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.smoke:
         args.tasks, args.lengths, args.samples = ("niah_single_1",), (2048,), 4
     with tempfile.TemporaryDirectory() as folder:
-        off = suite_run(args, True, Path(folder))
-        on = suite_run(args, False, Path(folder))
-    same = sum(on.outputs.get(k) == v for k, v in off.outputs.items())
-    print(
-        f"prefix cache off: {off.computed:,} prompt tokens computed of {off.prompt:,}, "
-        f"{off.seconds:.1f} s; on: {on.computed:,} computed ({on.cached:,} from the cache, "
-        f"reported for {on.reported} of {on.generations} generations), {on.seconds:.1f} s"
-    )
+        off = suite_run(args, "off", [OFF], Path(folder))
+        built = None if args.smoke else suite_run(args, "as-built", [AS_BUILT], Path(folder))
+        on = suite_run(args, "on", [], Path(folder))
+    print(f"prefix cache off: {off.computed:,} prompt tokens computed of {off.prompt:,}, "
+          f"{off.seconds:.1f} s")  # fmt: skip
+    for name, arm in (("on, samples as built", built), ("on, by shared prefix", on)):
+        if arm is not None:
+            same = sum(arm.outputs.get(k) == v for k, v in off.outputs.items())
+            print(
+                f"{name}: {arm.computed:,} computed ({arm.cached:,} from the cache, reported for "
+                f"{arm.reported} of {arm.generations} generations), {arm.seconds:.1f} s; outputs "
+                f"as with the cache off in {same} of {len(off.outputs)} samples"
+            )
     print(
         f"computed prompt tokens on/off {on.computed / max(off.computed, 1):.2f}x; wall time "
-        f"on/off {on.seconds / max(off.seconds, 1e-9):.2f}x; outputs the same in "
-        f"{same} of {len(off.outputs)} samples",
+        f"on/off {on.seconds / max(off.seconds, 1e-9):.2f}x",
         flush=True,
     )
+    if built is not None:
+        print(
+            f"by shared prefix / as built: computed {on.computed / max(built.computed, 1):.2f}x, "
+            f"wall time {on.seconds / max(built.seconds, 1e-9):.2f}x",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

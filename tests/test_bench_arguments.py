@@ -274,6 +274,7 @@ DEFAULTS = {
         "lengths": (1024, 2048, 4096),
         "samples": 10,
         "vllm_python": None,
+        "vllm_arg": [],
         "smoke": False,
     },
     "build_grid": {"samples": 2, "chat": "both", "tasks": (), "data_dir": None, "baseline": None},

@@ -1,6 +1,6 @@
-"""bench/prefix.py's smoke: the two runs it compares (vLLM's prefix cache off, then on, the suite's
-default), each through the suite's own command on vLLM's CPU build, and the figures it prints from
-their reports."""
+"""bench/prefix.py's smoke: two of the runs it compares (vLLM's prefix cache off, then on as the
+suite runs by default), each through the suite's own command on vLLM's CPU build, and the figures
+it prints from their reports."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ def test_the_smoke_compares_the_cache_off_and_on_and_the_outputs_are_the_same(
     out = capsys.readouterr().out
     off = re.search(r"prefix cache off: ([\d,]*\d) prompt tokens computed of ([\d,]*\d)", out)
     on = re.search(
-        r"on: ([\d,]*\d) computed \(([\d,]*\d) from the cache, reported for (\d+) of (\d+)", out
+        r"on, by shared prefix: ([\d,]*\d) computed \(([\d,]*\d) from the cache, reported for (\d+) of "
+        r"(\d+)",
+        out,
     )
     assert off and on, out
     assert off[1] == off[2]  # nothing served without the cache
@@ -26,4 +28,4 @@ def test_the_smoke_compares_the_cache_off_and_on_and_the_outputs_are_the_same(
     # at least the instruction they share with those before them computed
     assert on[3] == on[4] == "4" and int(on[2].replace(",", "")) > 0, out
     assert re.search(r"computed prompt tokens on/off 0\.\d\dx", out), out
-    assert "outputs the same in 4 of 4 samples" in out, out
+    assert "outputs as with the cache off in 4 of 4 samples" in out, out

@@ -13,7 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxgate.backends.base import Generation, GenerationParams, Request, Withdrawn, stream
+from ctxgate.backends.base import (
+    Generation,
+    GenerationParams,
+    Request,
+    Withdrawn,
+    by_shared_prefix,
+    stream,
+)
 from ctxgate.backends.vllm_server import ENGINE_BATCH, EngineSpec, engine_batch
 from ctxgate_plugins.engine import worker_share
 
@@ -114,6 +121,70 @@ def test_a_stream_counts_what_its_caller_holds_unused_against_its_slots():
             used.append(len(used))
     assert used == list(range(6))
     assert len(started_while_slow) <= 1
+
+
+class Sharing(Watching):
+    """An engine with a prefix cache: the stream orders what it sends by the prefixes shared."""
+
+    shares_prefixes = True
+
+
+def _shared(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+haystack_prompts = st.tuples(
+    st.lists(st.integers(0, 3), min_size=0, max_size=60),
+    st.lists(
+        st.tuples(st.integers(0, 60), st.lists(st.integers(0, 3), min_size=0, max_size=4)),
+        min_size=1,
+        max_size=12,
+    ),
+).map(lambda h: [tuple(h[0][:d] + needle + h[0][d:]) for d, needle in h[1]])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    prompts=haystack_prompts,
+    concurrency=st.integers(2, 6),
+    budget=st.one_of(st.none(), st.integers(1, 300)),
+)
+def test_a_case_sends_its_first_requests_each_after_the_one_it_shares_most_with(
+    prompts, concurrency, budget
+):
+    """Prompts of a haystack with a needle at some depth, from the empty prompt up (any ids: a
+    needle may equal the haystack it goes into): of those a case sends together, the first is one
+    the others share the most leading ids with, and each next one of those left that shares the
+    most with the one before it; the rest follow as built; every request is answered once, within
+    the backend's limits."""
+    requests = [Request(p, index=i) for i, p in enumerate(prompts)]
+    source = iter(requests)
+    ordered = by_shared_prefix(source, concurrency, budget)
+    window, tokens = [], 0
+    for r in requests:  # what the stream pulls before it sends anything
+        if len(window) == concurrency or (budget is not None and tokens >= budget):
+            break
+        window.append(r)
+        tokens += len(r.input_ids)
+    assert sorted(r.index for r in ordered) == [r.index for r in window]
+    assert [r.index for r in source] == [r.index for r in requests[len(window) :]]
+    if len(window) > 2:
+        ids = [r.input_ids for r in window]
+        most = max(sum(_shared(a, b) for b in ids) - len(a) for a in ids)
+        first = ordered[0].input_ids
+        assert sum(_shared(first, b) for b in ids) - len(first) == most
+        for k in range(1, len(ordered)):
+            best = max(_shared(ordered[k - 1].input_ids, r.input_ids) for r in ordered[k:])
+            assert _shared(ordered[k - 1].input_ids, ordered[k].input_ids) == best
+    backend = Sharing(concurrency, budget)
+    answered = Counter(r.index for r, _ in stream(backend, requests, GenerationParams(1)))
+    assert answered == Counter(range(len(prompts)))
+    for count, in_flight in backend.seen:
+        assert count <= concurrency
+        assert count == 1 or budget is None or in_flight <= budget
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, Protocol
 
 from ctxgate.tokens.tokenizers import RawTokenizer
@@ -108,7 +108,9 @@ class Backend(Protocol):
     its requests not yet started raise ``Withdrawn``), ``cases_at_once`` (default 1: cases in flight
     together), ``own_thinking_budget()`` (default False: whether its engine closes a reasoning
     model's thought at ``GenerationParams.thinking_budget`` itself, ``own_thinking_budget``),
-    ``chat_api`` (default False: it takes messages, not token ids, ``takes_messages``) and
+    ``chat_api`` (default False: it takes messages, not token ids, ``takes_messages``),
+    ``shares_prefixes`` (default False: its engine serves a prompt's prefix from what it computed
+    for an earlier one; ``stream`` then orders what it sends by the prefixes they share) and
     ``close()`` (release processes, actors at the end of the run)."""
 
     name: str
@@ -145,7 +147,8 @@ def stream(
 ) -> Iterator[tuple[Request, Generation]]:
     """Each request with its generation as soon as it exists, within the backend's ``concurrency``
     and ``tokens_in_flight``; ``requests`` is pulled lazily in the caller's thread as a slot frees,
-    so a caller building a 128K-token prompt per request holds only those in flight, and one.
+    so a caller building a 128K-token prompt per request holds only those in flight, and one (an
+    engine that shares prefixes gets the first of them ordered by it, ``by_shared_prefix``).
     ``held()``: generations the caller cannot use yet (a sequential test's samples back before an
     earlier one) fill slots too, so a case that decides has at most ``concurrency`` left unused."""
     in_flight = max(1, int(getattr(backend, "concurrency", 1)))
@@ -154,6 +157,8 @@ def stream(
         return
     budget = getattr(backend, "tokens_in_flight", None)
     source = iter(requests)
+    if getattr(backend, "shares_prefixes", False):
+        source = chain(by_shared_prefix(source, in_flight, budget), source)
     pending: dict[Future[list[Generation]], Request] = {}
     waiting: Request | None = None  # pulled, waiting for tokens in flight to finish
     tokens = 0
@@ -183,6 +188,49 @@ def stream(
         finally:
             for future in pending:  # a failure or an interrupt: start nothing more
                 future.cancel()
+
+
+def by_shared_prefix(
+    source: Iterator[Request], in_flight: int, budget: int | None
+) -> list[Request]:
+    """The first requests a case sends together, each after the one it shares the most leading ids
+    with, from the one the others share most with: a haystack's samples by the depth of their
+    first needle, deepest first. A prefix cache that holds fewer prompts than are sent then still
+    holds, for each, the one before it, whose prefix it shares."""
+    window: list[Request] = []
+    tokens = 0
+    while len(window) < in_flight and (budget is None or tokens < budget):
+        if (r := next(source, None)) is None:
+            break
+        window.append(r)
+        tokens += len(r.input_ids)
+    if len(window) < 3:
+        return window
+    shared = common_prefixes([r.input_ids for r in window])
+    left = set(range(len(window)))
+    last = max(left, key=lambda i: (sum(shared[i]), -i))
+    order = [last]
+    left.remove(last)
+    while left:
+        last = max(left, key=lambda i: (shared[last][i], -i))
+        order.append(last)
+        left.remove(last)
+    return [window[i] for i in order]
+
+
+def common_prefixes(prompts: Sequence[Sequence[int]]) -> list[list[int]]:
+    """How many leading ids each pair of prompts has in common (0 with itself)."""
+    import numpy as np
+
+    arrays = [np.asarray(p, dtype=np.int64) for p in prompts]
+    found = [[0] * len(arrays) for _ in arrays]
+    for i, a in enumerate(arrays):
+        for j in range(i + 1, len(arrays)):
+            b = arrays[j]
+            n = min(len(a), len(b))
+            differ = np.flatnonzero(a[:n] != b[:n])
+            found[i][j] = found[j][i] = int(differ[0]) if len(differ) else n
+    return found
 
 
 def _batches(

@@ -42,6 +42,7 @@ from ctxgate.backends.servers import (
     Known,
     Replica,
 )
+from ctxgate.backends.vllm_server import NO_PREFIX_CACHE
 from ctxgate.retrying import (
     ChatCompletion,
     Completion,
@@ -104,6 +105,11 @@ class EndpointBackend:
         self.cases_at_once = 2
         self.fingerprint = self._served_fingerprint(model, known.local_fingerprint)
         self.engine = dict(known.engine or {})
+        # a server's prefix cache: vLLM's is on unless its arguments turn it off (the suite starts
+        # its own with it on); a hosted API's caches what it can
+        args = self.engine.get("vllm_args")
+        cache_on = not isinstance(args, list | tuple) or NO_PREFIX_CACHE not in args
+        self.shares_prefixes = settings.shared_first and cache_on
         self._weights_known = known.local_fingerprint is not None
 
     def _described(self, tokenizer_name: str) -> str:

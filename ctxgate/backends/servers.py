@@ -49,6 +49,8 @@ class EndpointSettings:
     max_retries: int = 4
     key_env: str = "OPENAI_API_KEY"
     api: str = "completions"  # or "chat": one user message of text (ENDPOINT_APIS)
+    # a case's requests ordered by the prefixes they share, where the server caches prefixes
+    shared_first: bool = True
 
 
 ENDPOINT_APIS = ("completions", "chat")

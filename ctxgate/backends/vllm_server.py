@@ -28,6 +28,8 @@ VENV = ".venv-vllm"  # what scripts/vllm_env.sh creates
 # The engine's batch (vLLM's --max-num-seqs) unless --vllm-arg sets one: vLLM's own default depends
 # on the hardware, and the batch and the requests kept in flight to fill it must be one number.
 ENGINE_BATCH = 256
+# the argument that turns off the prefix cache the suite starts its servers with
+NO_PREFIX_CACHE = "--no-enable-prefix-caching"
 
 
 class EngineError(CtxgateError, RuntimeError):

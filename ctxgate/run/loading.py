@@ -271,6 +271,7 @@ class EngineSettings:
     fills_batch: bool = False
     request_timeout: float = opt.REQUEST_TIMEOUT.default
     request_retries: int = opt.REQUEST_RETRIES.default
+    no_shared_first: bool = False
     tp: int = opt.TP.default
     vllm_python: str | None = None
     vllm_args: tuple[str, ...] = ()
@@ -308,7 +309,10 @@ def read_engine(
         raise OptionError(str(exc)) from None
     concurrency = values[opt.CONCURRENCY.dest]
     # settings named as their option's dest, taken as read
-    same = "served_model endpoint_api api_key_env request_timeout request_retries tp vllm_python"
+    same = (
+        "served_model endpoint_api api_key_env request_timeout request_retries no_shared_first tp "
+        "vllm_python"
+    )
     return EngineSettings(
         base_urls=urls,
         tokenizer=values[opt.TOKENIZER.dest] or tokenizer,
@@ -340,6 +344,7 @@ def served(
         max_retries=engine.request_retries,
         key_env=engine.api_key_env,
         api=engine.endpoint_api,
+        shared_first=not engine.no_shared_first,
     )
     numerics: dict[str, Any] = {}
     if spec.backend == "vllm":

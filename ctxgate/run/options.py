@@ -7,36 +7,32 @@ across options, and of the files they name, are made where the run's plan is mad
 from __future__ import annotations
 
 import math
-import os
 
 from ctxgate.backends.base import DTYPES
-from ctxgate.backends.servers import ENDPOINT_APIS, OPENAI_CONCURRENCY, EndpointSettings
-from ctxgate.backends.vllm_server import ENGINE_BATCH
 from ctxgate.judge.client import JudgeSettings
 from ctxgate.lengths import LengthError, parse_lengths
-from ctxgate.retrying import origin
+from ctxgate.run.engine_options import (  # the HTTP engines' options, named here with the rest
+    API_KEY_ENV,
+    BASE_URL,
+    CONCURRENCY,
+    ENDPOINT_API,
+    NO_SHARED_FIRST,
+    REQUEST_RETRIES,
+    REQUEST_TIMEOUT,
+    SERVED_MODEL,
+    TOKENIZER,
+    TP,
+    VLLM_ARG,
+    VLLM_PYTHON,
+    VLLM_START_TIMEOUT,
+    http_url,
+)
 from ctxgate.run.flags import Option, positive, whole
 
 # beside where the run was started, unless --cache-dir says otherwise
 CACHE_FOLDER = ".ctxgate-cache"
 # the papers use 100-600; far more is a typo that would first fill memory with prompts
 MAX_SAMPLES = 100_000
-
-
-def _http_url(text: str) -> str:
-    origin(text)  # the rule the clients' door reads URLs by
-    return text
-
-
-def _key_env(name: str) -> str:
-    """Named on purpose, the variable must hold a key: an empty one would send none (the default,
-    unset, sends "EMPTY", which a local server takes)."""
-    if not os.environ.get(name):
-        raise ValueError(
-            f"names a variable that is unset or empty here (export {name}=YOUR_KEY first, or name "
-            "the variable that holds the key)"
-        )
-    return name
 
 
 def _lengths(text: str) -> tuple[int, ...]:
@@ -177,82 +173,6 @@ FORCE_LENGTHS = Option(
     "RoPE table ends there; extend it with --model-override max_position_embeddings=N)",
     action="store_true",
 )
-# --- --backend openai / vllm
-BASE_URL = Option(
-    "--base-url",
-    "--backend openai: an OpenAI-compatible server, e.g. http://gpu7:8000/v1; repeat for replicas",
-    action="append",
-    parse=_http_url,
-    example="http://127.0.0.1:8000/v1",
-)
-TOKENIZER = Option(
-    "--tokenizer", "the served model's tokenizer folder (default: --model when it is a folder)"
-)
-SERVED_MODEL = Option(
-    "--served-model",
-    "the model name the server serves (default: the only one it lists, or --model when that is "
-    "not a folder)",
-)
-ENDPOINT_API = Option(
-    "--endpoint-api",
-    "--backend openai: completions (default: token ids, the tokenizer checked against the "
-    "server's) or chat (one user message of text, for models served only as chat: GPT-4o, Gemini, "
-    "Claude; --tokenizer counts)",
-    default="completions",
-    choices=ENDPOINT_APIS,
-)
-API_KEY_ENV = Option(
-    "--api-key-env",
-    "--backend openai: the environment variable holding the server's API key (default %(default)s)",
-    default="OPENAI_API_KEY",
-    parse=_key_env,
-    metavar="NAME",
-)
-CONCURRENCY = Option(
-    "--concurrency",
-    "requests in flight per server replica, which the engine batches (default: "
-    f"{OPENAI_CONCURRENCY} for --backend openai; for --backend vllm the engine's batch, "
-    f"{ENGINE_BATCH} unless --vllm-arg sets --max-num-seqs, shared by the xdist workers on a "
-    "server)",
-    parse=whole(1),
-    example="8",
-)
-REQUEST_TIMEOUT = Option(
-    "--request-timeout",
-    "seconds per request of up to 128K tokens, a longer one in proportion (default %(default)s)",
-    default=EndpointSettings.timeout_s,
-    parse=positive,
-)
-REQUEST_RETRIES = Option(
-    "--request-retries",
-    "retries after 429/5xx/timeouts/dropped connections, with backoff (default %(default)s)",
-    default=EndpointSettings.max_retries,
-    parse=whole(0),
-)
-TP = Option(
-    "--tp",
-    "--backend vllm: GPUs per replica (default %(default)s); replicas = visible GPUs / tp",
-    default=1,
-    parse=whole(1),
-    aliases=("--tensor-parallel-size",),
-)
-VLLM_PYTHON = Option(
-    "--vllm-python",
-    "--backend vllm: the python with vLLM (default: $CTXGATE_VLLM_PYTHON, else .venv-vllm)",
-)
-VLLM_ARG = Option(
-    "--vllm-arg",
-    "--backend vllm: one more argument for the vLLM server, e.g. "
-    "--vllm-arg=--gpu-memory-utilization=0.8",
-    action="append",
-)
-VLLM_START_TIMEOUT = Option(
-    "--vllm-start-timeout",
-    "--backend vllm: seconds a server may take to start (default %(default)s)",
-    default=900.0,
-    parse=positive,
-)
-
 # --- --backend hf
 BATCH_SIZE = Option(
     "--batch-size",
@@ -284,7 +204,7 @@ JUDGE_MODEL = Option(
 JUDGE_BASE_URL = Option(
     "--judge-base-url",
     "an OpenAI-compatible server instead of OpenAI, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang)",
-    parse=_http_url,
+    parse=http_url,
     example="http://127.0.0.1:8000/v1",
 )
 JUDGE_TIMEOUT = Option(
@@ -375,6 +295,7 @@ ENGINE = (
     ENDPOINT_API,
     API_KEY_ENV,
     CONCURRENCY,
+    NO_SHARED_FIRST,
     REQUEST_TIMEOUT,
     REQUEST_RETRIES,
     TP,
