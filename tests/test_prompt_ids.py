@@ -76,7 +76,7 @@ def context(enc: PieceEncoder, chat: bool, compat: bool) -> BuildContext:
 
 
 @settings(
-    max_examples=1000,
+    max_examples=400,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
