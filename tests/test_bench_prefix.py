@@ -18,8 +18,8 @@ def test_the_smoke_compares_the_cache_off_and_on_and_the_outputs_are_the_same(
     out = capsys.readouterr().out
     off = re.search(r"prefix cache off: ([\d,]*\d) prompt tokens computed of ([\d,]*\d)", out)
     on = re.search(
-        r"on, by shared prefix: ([\d,]*\d) computed \(([\d,]*\d) from the cache, reported for (\d+) of "
-        r"(\d+)",
+        r"on, by shared prefix: ([\d,]*\d) computed \(([\d,]*\d) from the cache, reported for "
+        r"(\d+) of (\d+)",
         out,
     )
     assert off and on, out
