@@ -2,14 +2,39 @@
 tokens per unit, a binary search finds the most units whose prompt fits, and each sample is drawn
 at that count, ``incremental`` units fewer at a time until it fits. Every draw takes from the one
 random stream, as the reference's global ``random`` does, so the counts searched decide the
-samples."""
+samples: ``measure`` gives a draw's tokens as its whole text's count is (counting.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar, overload
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar, overload
 
 T = TypeVar("T")
+
+
+class Draw(Protocol):
+    """A draw as a builder made it: its text is written where it is read."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def answers(self) -> tuple[str, ...]: ...
+
+
+D = TypeVar("D", bound=Draw)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A sample as its set keeps it: the text, the answers, the tokens the reference counts (the
+    draw itself, with all it was made of, is let go)."""
+
+    text: str
+    answers: tuple[str, ...]
+    tokens: int
+
 
 # a draw that does not fit at the fewest units is drawn again at most this often (the reference
 # draws again for ever)
@@ -21,15 +46,15 @@ class TooShort(ValueError):
 
 
 def search_units(
-    draw: Callable[[int], str], count: Callable[[str], int], limit: int, step: int
+    draw: Callable[[int], T], measure: Callable[[T], int], limit: int, step: int
 ) -> int:
     """The reference's ``generate_samples`` search: the most units whose draw fits ``limit``."""
-    per_unit = count(draw(step)) / step
+    per_unit = measure(draw(step)) / step
     low, high = step, max(int(limit / per_unit * 3), step * 2)
     best = None
     while low <= high:
         mid = (low + high) // 2
-        if count(draw(mid)) <= limit:
+        if measure(draw(mid)) <= limit:
             best, low = mid, mid + 1
         else:
             high = mid - 1
@@ -37,10 +62,7 @@ def search_units(
 
 
 def fit_draw(
-    draw: Callable[[int], T],
-    text: Callable[[T], str],
-    count: Callable[[str], int],
-    fit: tuple[int, int, int],
+    draw: Callable[[int], T], measure: Callable[[T], int], fit: tuple[int, int, int]
 ) -> tuple[T, int]:
     """One sample drawn at ``units``, fewer by ``step`` while it is over ``limit``; its tokens."""
     units, step, limit = fit
@@ -50,12 +72,18 @@ def fit_draw(
         except ValueError:  # fewer units than needles: the reference catches it and draws again
             found = None
         if found is not None:
-            tokens = count(text(found))
+            tokens = measure(found)
             if tokens <= limit:
                 return found, tokens
         if units > step:
             units -= step
     raise TooShort(f"{RETRIES} draws at {units} units stay over {limit} tokens or fail")
+
+
+def fitted(found: tuple[D, int]) -> Fitted:
+    """The sample ``fit_draw`` found."""
+    drawn, tokens = found
+    return Fitted(drawn.text, drawn.answers, tokens)
 
 
 class Repeated(Sequence[T], Generic[T]):

@@ -12,7 +12,17 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .fitting import Repeated, fit_draw, ordinal, random_number, repeats, search_units
+from .counting import Measure, Tally, Unsplit, is_cut
+from .fitting import (
+    Fitted,
+    Repeated,
+    fit_draw,
+    fitted,
+    ordinal,
+    random_number,
+    repeats,
+    search_units,
+)
 
 TOTAL = "{context}\n\n{example}{problem}"
 NEEDLE = "Question {i}: {question}"
@@ -76,11 +86,28 @@ class MmluTask:
         return PROBLEMS[(self.task, self.algo)] + shot
 
 
-@dataclass(frozen=True)
+TEST = -1  # the test question's place among the haystack's
+
+
+@dataclass(eq=False)
 class MmluDraw:
-    text: str
+    """A draw: each question's number and item (a haystack place, or ``TEST``), the context's head
+    and what follows the questions; its text is written where it is read."""
+
+    order: list[tuple[str, int]]
+    head: str
+    after: str
     answers: tuple[str, ...]
-    index: int  # the test record's
+    items: tuple[Sequence[Item], Item]  # the haystack, the test item
+
+    def question(self, place: int) -> str:
+        haystack, test = self.items
+        return (test if place == TEST else haystack[place]).question
+
+    @functools.cached_property
+    def text(self) -> str:
+        needles = "\n\n".join(NEEDLE.format(i=i, question=self.question(x)) for i, x in self.order)
+        return self.head + needles + self.after
 
 
 class MmluStream:
@@ -115,48 +142,76 @@ class MmluStream:
         self.rng.shuffle(picked)
         shots = self.rng.sample(picked, self.task.fewshot)
         where = self.rng.randint(0, len(picked))
-        order: list[object] = [*picked[:where], None, *picked[where:]]  # None: the test question
-        true_id = numbers[-1]
-        number_of = lambda x: true_id if x is None else ids[x]  # noqa: E731
-        ranks: dict[object, str] = {}
+        ids[TEST] = numbers[-1]
+        order = [*picked[:where], TEST, *picked[where:]]
+        ranks: dict[int, str] = {}
         seen: defaultdict[str, int] = defaultdict(int)
         for x in order:
-            seen[number_of(x)] += 1
-            ranks[x] = (
-                ordinal(seen[number_of(x)]) + " (1 indexed) " if self.task.num_order > 0 else ""
-            )
+            seen[ids[x]] += 1
+            ranks[x] = ordinal(seen[ids[x]]) + " (1 indexed) " if self.task.num_order > 0 else ""
         true = self.needles[index]
-        item_of = lambda x: true if x is None else self.haystack[x]  # noqa: E731
-        needles = "\n\n".join(
-            NEEDLE.format(i=number_of(x), question=item_of(x).question) for x in order
-        )
-        problem = PROBLEMS[(self.task.task, self.task.algo)].format(i=true_id, order=ranks[None])
-        example = ""
-        if self.task.fewshot > 0:
-            shot = self.task.example()
-            example = SHOTS.format(
-                example="\n\n".join(
-                    shot.format(
-                        i=ids[x],
-                        question=self.haystack[x].question,
-                        order=ranks[x],
-                        solution=self.haystack[x].solution,
-                    )
-                    for x in shots
-                )
-            )
-        text = TOTAL.format(
-            context=CONTEXTS[self.task.task].format(needles=needles),
-            example=example,
-            problem=problem,
-        )
+        problem = PROBLEMS[(self.task.task, self.task.algo)].format(i=ids[TEST], order=ranks[TEST])
         if self.task.task == "retrieve":
             answers: tuple[str, ...] = (true.question,)
         elif self.task.task == "niah":
-            answers = tuple(item_of(x).question for x in order if number_of(x) == true_id)
+            answers = tuple(
+                (true if x == TEST else self.haystack[x]).question
+                for x in order
+                if ids[x] == ids[TEST]
+            )
         else:
             answers = (true.answer,)
-        return MmluDraw(text, answers, index)
+        return MmluDraw(
+            [(ids[x], x) for x in order],
+            CONTEXTS[self.task.task].format(needles=""),  # the context leads the prompt
+            TOTAL.format(context="", example=self._example(shots, ids, ranks), problem=problem),
+            answers,
+            (self.haystack, true),
+        )
+
+    def _example(self, shots: Sequence[int], ids: dict[int, str], ranks: dict[int, str]) -> str:
+        if self.task.fewshot <= 0:
+            return ""
+        shot = self.task.example()
+        return SHOTS.format(
+            example="\n\n".join(
+                shot.format(
+                    i=ids[x],
+                    question=self.haystack[x].question,
+                    order=ranks[x],
+                    solution=self.haystack[x].solution,
+                )
+                for x in shots
+            )
+        )
+
+
+class MmluParts:
+    """A draw's tokens from its parts, cut before each number and after it: the head, each
+    question with the next one's "Question" (counted once per item), the numbers (encoded together)
+    and the last question with what follows."""
+
+    def __init__(self, tally: Tally, task: MmluTask, haystack: Sequence[Item]) -> None:
+        self.tally = tally
+        lead, self.rest = NEEDLE.split(" {i}")
+        self.form = self.rest.replace("{question}", "{0.question}") + "\n\n" + lead
+        head = CONTEXTS[task.task].format(needles="") + lead
+        joins = [head, " 1", self.form.format(Item("Q", "A")), " 1", self.rest.format(question="Q")]
+        if not all(map(is_cut, joins, joins[1:])):
+            raise Unsplit("the template's parts do not meet at cuts")
+        self.first = tally.count(head)
+        self.table = tally.table(haystack, self.form)
+
+    def __call__(self, drawn: MmluDraw) -> int:
+        *before, (_, last) = drawn.order
+        tokens = self.first + self.tally.fresh([" " + i for i, _ in drawn.order])
+        tokens += self.table.total([x for _, x in before if x != TEST])
+        tests = sum(1 for _, x in before if x == TEST)
+        if tests:
+            tokens += tests * self.tally.count(self.form.format(drawn.items[1]))
+        return tokens + self.tally.count(
+            self.rest.format(question=drawn.question(last)) + drawn.after
+        )
 
 
 def mmlu_set(
@@ -165,16 +220,18 @@ def mmlu_set(
     seed: int,
     count: Callable[[str], int],
     fit: tuple[int, int],
-) -> list[MmluDraw]:
-    """``generate_samples``: ``n`` samples within ``limit`` tokens (``fit``: limit, n)."""
+    tally: Tally | None = None,
+) -> list[Fitted]:
+    """``generate_samples``: ``n`` samples within ``limit`` tokens (``fit``: limit, n), as
+    ``count`` counts them (``tally``: from the draws' parts, the same counts)."""
     limit, n = fit
     stream = MmluStream(task, data[0], data[1], seed)
+    parts = None if tally is None else MmluParts(tally, task, data[1])
+    measure = Measure(count, lambda d: d.text, parts)
     step = max(10, task.fewshot)
-    units = search_units(lambda k: stream.draw(0, k).text, count, limit, step)
+    units = search_units(lambda k: stream.draw(0, k), measure, limit, step)
     chosen = stream.rng.sample(list(range(len(data[0]))), min(len(data[0]), n))
     return [
-        fit_draw(functools.partial(stream.draw, i), lambda d: d.text, count, (units, step, limit))[
-            0
-        ]
+        fitted(fit_draw(functools.partial(stream.draw, i), measure, (units, step, limit)))
         for i in chosen
     ]

@@ -4,13 +4,15 @@ draws them from one random stream."""
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .fitting import fit_draw, search_units
-from .words import key_words
+from .counting import Measure, Tally, Unsplit, is_cut
+from .fitting import Fitted, fit_draw, fitted, search_units
+from .words import KeyCounts, KeyWords, key_words
 
 TEMPLATE_SINGLE = (
     "A special magic {type_needle_v} is hidden within the following text. Make sure to memorize "
@@ -29,9 +31,40 @@ DIGITS = 10  # --num_digits_v
 
 
 @dataclass(frozen=True)
+class NiahForm:
+    """What a set's draws share: the template (one value or several) and the key words."""
+
+    single: bool
+    words: KeyWords
+
+    @property
+    def template(self) -> str:
+        return TEMPLATE_SINGLE if self.single else TEMPLATE_MULTIPLE
+
+    @property
+    def kind(self) -> str:
+        return "number" if self.single else "numbers"
+
+    def text(self, drawn: NiahDraw) -> str:
+        line = NEEDLE.replace("{type_needle_v}", "numbers")
+        keys = self.words.take([k for k, _ in drawn.lines] + [drawn.query])
+        context = "\n".join(line.format(key=k, value=v) for k, (_, v) in zip(keys, drawn.lines))
+        return self.template.format(type_needle_v=self.kind, context=context, query=keys[-1])
+
+
+@dataclass(eq=False)
 class NiahDraw:
-    text: str
+    """A draw as the stream made it: each line's key (its place among the key words) and value,
+    and the queried key; its text is written where it is read."""
+
+    lines: list[tuple[int, str]]
+    query: int
     answers: tuple[str, ...]
+    form: NiahForm
+
+    @functools.cached_property
+    def text(self) -> str:
+        return self.form.text(self)
 
 
 class NiahSet:
@@ -40,49 +73,85 @@ class NiahSet:
     def __init__(self, values: int, seed: int) -> None:
         self.values, self.seed = values, seed
         self.rng = random.Random(seed)
-        self.words = key_words()
+        self.form = NiahForm(values == 1, key_words())
+        # ``choice`` draws a place from the sequence's length alone: the word there is the one
+        # ``choice(words)`` gives, looked up only where a text is written; and from a range, the
+        # number ``randint`` gives over its bounds (both take one ``_randbelow`` of the length)
+        self.places = range(len(self.form.words))
+        self.numbers = range(10 ** (DIGITS - 1), 10**DIGITS)
 
-    def _key(self) -> str:
-        return self.rng.choice(self.words)
+    def _key(self) -> int:
+        return self.rng.choice(self.places)
 
     def _value(self) -> str:
-        return str(self.rng.randint(10 ** (DIGITS - 1), 10**DIGITS - 1))
-
-    def _line(self, key: str, value: str) -> str:
-        return NEEDLE.format(type_needle_v="numbers", key=key, value=value)
+        return str(self.rng.choice(self.numbers))
 
     def draw(self, units: int) -> NiahDraw:
         """``generate_input_output(units)``."""
         key = self._key()
         values = [self._value() for _ in range(self.values)]
-        needles = [self._line(key, v) for v in values]
+        needles = [(key, v) for v in values]
         random.Random(self.seed).shuffle(needles)  # the reference's own seeded shuffle
+        # looked up once: a million-token haystack draws twice a line for some 45,000 lines
+        choice, places, numbers = self.rng.choice, self.places, self.numbers
         if self.values == 1:
-            lines = [self._line(self._key(), self._value()) for _ in range(units)]
+            lines = [(choice(places), str(choice(numbers))) for _ in range(units)]
         else:
-            hay_values = [self._value() for _ in range(units)]
-            keys = [self._key() for _ in range(math.ceil(units / self.values))]
+            hay_values = [str(choice(numbers)) for _ in range(units)]
+            keys = [choice(places) for _ in range(math.ceil(units / self.values))]
             hay_keys = (keys * self.values)[:units]
-            lines = [self._line(k, v) for k, v in zip(hay_keys, hay_values)]
+            lines = list(zip(hay_keys, hay_values))
             self.rng.shuffle(lines)
         at = sorted(self.rng.sample(range(units), len(needles)), reverse=True)
         for index, line in zip(at, needles):
             lines.insert(index, line)
         self.rng.sample(range(1), 1)  # the query's key: one of one, drawn all the same
-        single = self.values == 1
-        text = (TEMPLATE_SINGLE if single else TEMPLATE_MULTIPLE).format(
-            type_needle_v="number" if single else "numbers", context="\n".join(lines), query=key
+        return NiahDraw(lines, key, tuple(values), self.form)
+
+
+class NiahParts:
+    """A draw's tokens from its parts, cut before each key, before " is:" and each value, and after
+    each value: the template's parts counted once, the keys' from their words' counts, the values
+    (ten random digits each) encoded together."""
+
+    def __init__(self, tally: Tally, form: NiahForm) -> None:
+        marked = form.template.format(type_needle_v=form.kind, context="\0", query="\1")
+        head, tail = marked.split("\0")
+        lead, rest = NEEDLE.format(type_needle_v="numbers", key="\1", value="\2").split(" \1")
+        middle, end = rest.split(" \2")
+        last = tail.split(" \1")
+        joins = [head + lead, " Key", middle, " 1", end + "\n" + lead, " Key", middle, " 1"]
+        joins += [end + last[0], " Key", *last[1:-1], " Key", last[-1]]
+        if len(last) != 3 or not all(map(is_cut, joins, joins[1:])):
+            raise Unsplit("the template's parts do not meet at cuts")
+        first, between, each, after = tally.counts(
+            [head + lead, end + "\n" + lead, middle, end + last[0]]
         )
-        return NiahDraw(text, tuple(values))
+        self.fixed = (first - between, between + each, after + sum(tally.counts(last[1:])))
+        self.tally = tally
+        self.keys: KeyCounts = tally.kept("keys", lambda: KeyCounts(tally, form.words))
+
+    def __call__(self, drawn: NiahDraw) -> int:
+        first, per_line, after = self.fixed
+        keys = [k for k, _ in drawn.lines]
+        keys += [drawn.query, drawn.query]
+        values = self.tally.fresh([" " + v for _, v in drawn.lines])
+        return first + per_line * len(drawn.lines) + after + self.keys.total(keys) + values
 
 
 def niah_set(
-    values: int, seed: int, count: Callable[[str], int], limit: int, n: int
-) -> list[NiahDraw]:
-    """``generate_samples``: ``n`` samples within ``limit`` tokens, as ``count`` counts them."""
+    values: int,
+    seed: int,
+    count: Callable[[str], int],
+    limit: int,
+    n: int,
+    tally: Tally | None = None,
+) -> list[Fitted]:
+    """``generate_samples``: ``n`` samples within ``limit`` tokens, as ``count`` counts them
+    (``tally``: from the draws' parts, the same counts)."""
     stream = NiahSet(values, seed)
+    parts = None if tally is None else NiahParts(tally, stream.form)
+    measure = Measure(count, lambda d: d.text, parts)
     step = 5  # max(5, values * keys) and 5 under 4096 alike, for one key and at most 4 values
-    units = search_units(lambda k: stream.draw(k).text, count, limit, step)
-    return [
-        fit_draw(stream.draw, lambda d: d.text, count, (units, step, limit))[0] for _ in range(n)
-    ]
+    units = search_units(stream.draw, measure, limit, step)
+    return [fitted(fit_draw(stream.draw, measure, (units, step, limit))) for _ in range(n)]

@@ -9,7 +9,8 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .fitting import Repeated, fit_draw, random_number, repeats, search_units
+from .counting import Measure, Tally, Unsplit, is_cut
+from .fitting import Fitted, Repeated, fit_draw, fitted, random_number, repeats, search_units
 
 TOTAL = "{context}\n\n{problem}"
 NEEDLE = "Document {i}:\n{text}"
@@ -43,10 +44,20 @@ class Needle:
     distractors: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class QaDraw:
-    text: str
+    """A draw: each document's number, haystack place (-1: the record's own) and text, the
+    context's head and the problem after the documents; its text is written where it is read."""
+
+    docs: list[tuple[str, int, str]]
+    head: str
+    after: str
     answers: tuple[str, ...]
+
+    @functools.cached_property
+    def text(self) -> str:
+        needles = "\n\n".join(NEEDLE.format(i=i, text=t) for i, _, t in self.docs)
+        return self.head + needles + self.after
 
 
 class QaStream:
@@ -62,26 +73,50 @@ class QaStream:
     def draw(self, index: int, units: int) -> QaDraw:
         """``generate_input_output(index, units)`` with no examples."""
         needle = self.needles[index]
-        gold = [(self._number(), t) for t in needle.gold]
-        distractors = [(self._number(), t) for t in needle.distractors]
+        gold = [(self._number(), -1, t) for t in needle.gold]
+        distractors = [(self._number(), -1, t) for t in needle.distractors]
         remaining = len(self.haystack) - len(set(needle.gold + needle.distractors))
         pool = Repeated(range(len(self.haystack)), repeats(units, remaining))
         picked = self.rng.sample(pool, units)
-        docs = [(self._number(), self.haystack[k]) for k in picked] + gold
+        docs = [(self._number(), k, self.haystack[k]) for k in picked] + gold
         if units > 0:
             docs += distractors
         self.rng.shuffle(docs)
-        needles = "\n\n".join(NEEDLE.format(i=i, text=t) for i, t in docs)
-        context = CONTEXTS[self.kind if self.kind in CONTEXTS else "solve"].format(needles=needles)
+        head = CONTEXTS[self.kind if self.kind in CONTEXTS else "solve"].format(needles="")
         answers: tuple[str, ...]
         if self.kind == "doc":
-            problem, answers = PROBLEMS["doc"].format(text=gold[0][1]), (gold[0][0],)
+            problem, answers = PROBLEMS["doc"].format(text=gold[0][2]), (gold[0][0],)
         elif self.kind == "question":
             problem = PROBLEMS["question"].format(question=needle.question)
-            answers = tuple(i for i, _ in gold)
+            answers = tuple(i for i, _, _ in gold)
         else:
             problem, answers = PROBLEMS[self.kind].format(question=needle.question), needle.answers
-        return QaDraw(TOTAL.format(context=context, problem=problem), answers)
+        # the context leads the prompt: its head, then the documents, then the rest of TOTAL
+        return QaDraw(docs, head, TOTAL.format(context="", problem=problem), answers)
+
+
+class QaParts:
+    """A draw's tokens from its parts, cut before each number and after it: the head, each
+    document with the next one's "Document" (a haystack's counted once), the numbers (encoded
+    together) and the last document with the problem."""
+
+    def __init__(self, tally: Tally, kind: str, haystack: Sequence[str]) -> None:
+        self.tally = tally
+        lead, self.rest = NEEDLE.split(" {i}")
+        self.form = self.rest.replace("{text}", "{0}") + "\n\n" + lead
+        head = CONTEXTS[kind if kind in CONTEXTS else "solve"].format(needles="") + lead
+        joins = [head, " 1", self.form.format("T"), " 1", self.rest.format(text="T")]
+        if not all(map(is_cut, joins, joins[1:])):
+            raise Unsplit("the template's parts do not meet at cuts")
+        self.first = tally.count(head)
+        self.table = tally.table(haystack, self.form)
+
+    def __call__(self, drawn: QaDraw) -> int:
+        *before, (_, _, last) = drawn.docs
+        tokens = self.first + self.tally.fresh([" " + i for i, _, _ in drawn.docs])
+        tokens += self.table.total([k for _, k, _ in before if k >= 0])
+        tokens += sum(self.tally.counts([self.form.format(t) for _, k, t in before if k < 0]))
+        return tokens + self.tally.count(self.rest.format(text=last) + drawn.after)
 
 
 def qa_set(
@@ -90,15 +125,17 @@ def qa_set(
     seed: int,
     count: Callable[[str], int],
     fit: tuple[int, int],
-) -> list[QaDraw]:
-    """``generate_samples``: the first ``n`` validation records within ``limit`` tokens."""
+    tally: Tally | None = None,
+) -> list[Fitted]:
+    """``generate_samples``: the first ``n`` validation records within ``limit`` tokens, as
+    ``count`` counts them (``tally``: from the draws' parts, the same counts)."""
     limit, n = fit
     stream = QaStream(kind, data[0], data[1], seed)
+    parts = None if tally is None else QaParts(tally, kind, data[1])
+    measure = Measure(count, lambda d: d.text, parts)
     step = 5
-    units = search_units(lambda k: stream.draw(0, k).text, count, limit, step)
+    units = search_units(lambda k: stream.draw(0, k), measure, limit, step)
     return [
-        fit_draw(functools.partial(stream.draw, i), lambda d: d.text, count, (units, step, limit))[
-            0
-        ]
+        fitted(fit_draw(functools.partial(stream.draw, i), measure, (units, step, limit)))
         for i in range(n)
     ]

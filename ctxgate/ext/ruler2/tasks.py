@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import Protocol
 
 from ctxgate.api import (
     BuildContext,
@@ -23,8 +23,9 @@ from ctxgate.api import (
 )
 
 from .chance import chances
+from .counting import Miscounted, Tally, Unsplit, forget, tally_for
 from .files import load_hotpotqa, load_mmlu
-from .fitting import TooShort
+from .fitting import Fitted, TooShort
 from .metrics import ALL, MULTICHOICE, PART, TWO_STEPS
 from .mmlu import MmluTask, mmlu_set
 from .niah import niah_set
@@ -36,13 +37,16 @@ SET_SIZE = 100  # prepare.py's --dataset_size
 register_suite(SUITE, "RULERv2", by_category=True)  # a summary per level too
 
 
-@dataclass(frozen=True)
-class Drawn:
-    text: str
-    answers: tuple[str, ...]
+Drawn = Fitted  # a set's sample: its text, answers and tokens
 
 
-SetMaker = Callable[[BuildContext, int, int], Sequence[Drawn]]
+class SetMaker(Protocol):
+    """A task's set at a length: ``fast``, its draws counted from their parts where the tokenizer
+    allows (counting.py), else each whole, as the reference counts them; the same set either way."""
+
+    def __call__(
+        self, ctx: BuildContext, limit: int, n: int, fast: bool = True
+    ) -> Sequence[Drawn]: ...
 
 
 def _count(ctx: BuildContext) -> Callable[[str], int]:
@@ -50,37 +54,51 @@ def _count(ctx: BuildContext) -> Callable[[str], int]:
     return lambda text: len(raw.encode(text))
 
 
+def _tally(ctx: BuildContext, fast: bool) -> Tally | None:
+    return tally_for(ctx.encoder.raw) if fast else None
+
+
 def niah_maker(values: int) -> SetMaker:
-    def make(ctx: BuildContext, limit: int, n: int) -> Sequence[Drawn]:
-        return [Drawn(d.text, d.answers) for d in niah_set(values, ctx.seed, _count(ctx), limit, n)]
+    def make(ctx: BuildContext, limit: int, n: int, fast: bool = True) -> Sequence[Drawn]:
+        return niah_set(values, ctx.seed, _count(ctx), limit, n, _tally(ctx, fast))
 
     return make
 
 
 def mmlu_maker(task: MmluTask) -> SetMaker:
-    def make(ctx: BuildContext, limit: int, n: int) -> Sequence[Drawn]:
+    def make(ctx: BuildContext, limit: int, n: int, fast: bool = True) -> Sequence[Drawn]:
         data = load_mmlu(ctx.data_dir)
-        drawn = mmlu_set(task, data, ctx.seed, _count(ctx), (limit, n))
-        return [Drawn(d.text, d.answers) for d in drawn]
+        return mmlu_set(task, data, ctx.seed, _count(ctx), (limit, n), _tally(ctx, fast))
 
     return make
 
 
 def qa_maker(kind: str) -> SetMaker:
-    def make(ctx: BuildContext, limit: int, n: int) -> Sequence[Drawn]:
+    def make(ctx: BuildContext, limit: int, n: int, fast: bool = True) -> Sequence[Drawn]:
         needles, haystack = load_hotpotqa(ctx.data_dir)
         # the reference reads the first n records, and fails past the last
-        drawn = qa_set(
-            kind, (needles, haystack), ctx.seed, _count(ctx), (limit, min(n, len(needles)))
-        )
-        return [Drawn(d.text, d.answers) for d in drawn]
+        fit = (limit, min(n, len(needles)))
+        return qa_set(kind, (needles, haystack), ctx.seed, _count(ctx), fit, _tally(ctx, fast))
 
     return make
 
 
 @memo(24)
-def _set(task: str, ctx: BuildContext, limit: int, n: int) -> tuple[Drawn, ...]:
-    return tuple(MAKERS[task](ctx, limit, n))
+def _set(task: str, ctx: BuildContext, limit: int, n: int, fast: bool) -> tuple[Drawn, ...]:
+    if fast:
+        try:
+            return tuple(MAKERS[task](ctx, limit, n))
+        except Miscounted:
+            forget(ctx.encoder.raw)
+        except Unsplit:  # a part that cannot be counted alone: this set is counted whole
+            pass
+    return tuple(MAKERS[task](ctx, limit, n, fast=False))
+
+
+def task_set(task: str, ctx: BuildContext, limit: int, n: int) -> tuple[Drawn, ...]:
+    """The task's set, built once per length (the memo's): from parts where the tokenizer's
+    counts allow, else from whole texts."""
+    return _set(task, ctx, limit, n, tally_for(ctx.encoder.raw) is not None)
 
 
 def build(ctx: BuildContext, job: Job) -> Sample:
@@ -89,7 +107,7 @@ def build(ctx: BuildContext, job: Job) -> Sample:
     job.need_room(limit, 1, "tokens for the question")
     n = max(SET_SIZE, -(-(job.index + 1) // SET_SIZE) * SET_SIZE)
     try:
-        drawn_set = _set(job.task, ctx, limit, n)
+        drawn_set = task_set(job.task, ctx, limit, n)
     except TooShort as exc:
         raise job.too_short(
             f"the reference's fewest units do not fit {limit} tokens ({exc})"
@@ -102,6 +120,9 @@ def build(ctx: BuildContext, job: Job) -> Sample:
         )
     drawn = drawn_set[job.index]
     ids = ctx.encoder.raw.encode(drawn.text)
+    if len(ids) != drawn.tokens:  # counted from parts, not as the reference counts the text
+        forget(ctx.encoder.raw)
+        return build(ctx, job)  # from whole texts, whose counts are the sample's
     return job.sample(frame.around(ids, drawn.text), drawn.answers, "", question_tokens=len(ids))
 
 
