@@ -19,6 +19,7 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 # another program's flags that a message names, with the program
 FOREIGN = {
     "--enable-prefix-caching": "vllm serve",
+    "--no-enable-prefix-caching": "vllm serve",
     "--enable-prompt-tokens-details": "vllm serve",
     "--enforce-eager": "vllm serve",
     "--generation-config": "vllm serve",

@@ -17,6 +17,10 @@ from ctxgate.refusal import CtxgateError, Refusal
 
 # what is raised and caught inside ctxgate, never shown to the user as it is
 NOT_REFUSALS = {
+    "ctxgate.ext.ruler2.counting.Unsplit": "control flow: a part that cannot be counted alone; "
+    "its set is counted from whole texts",
+    "ctxgate.ext.ruler2.counting.Miscounted": "control flow: a count from parts that differs "
+    "from the whole text's; the tokenizer is counted whole from then on",
     "ctxgate.sources.door.Undecodable": "control flow: what is wrong inside a file; the door "
     "raises DataUnavailable naming the file and the fix",
     "ctxgate.backends.base.BackendDown": "control flow: the backend's server is gone; the case "
