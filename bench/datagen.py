@@ -3,16 +3,16 @@ run.
 
     python bench/datagen.py [--lengths 128k,1m] [--samples 100] [--suite ruler] [--workers 2]
                             [--baseline 48206e8] [--baseline-samples 10] [--tokenizer
-                            fixtures/tiny-llama-niah]
+                            fixtures/tiny-llama-niah] [--data-dir DIR]
 
 ``--workers`` processes build the tasks of a length, handed out one at a time, as ``-n 2`` workers
-build cases: the suite's sample iterator, seed 42, the fixture QA files, one tokenizer per worker
-and length (its one-off tokenization of haystacks and word lists is counted in the first task that
-needs it), one sample in memory at a time. A line per task gives its build seconds (imports and
-tokenizer loading left out), its worker's peak memory while it ran (sampled every 20 ms), and the
-hash of its samples (its first 16 hex digits, to set beside another run's). The length's wall time
-(worker start-up included) and the sum of the workers' peaks (an upper bound on the memory the
-machine held) close each length.
+build cases: the suite's sample iterator, seed 42, the fixture QA files and ``--data-dir``'s files,
+one tokenizer per worker and length (its one-off tokenization of haystacks and word lists is counted
+in the first task that needs it), one sample in memory at a time. A line per task gives its build
+seconds (imports and tokenizer loading left out), its worker's peak memory while it ran (sampled
+every 20 ms), and the hash of its samples (its first 16 hex digits, to set beside another run's).
+The length's wall time (worker start-up included) and the sum of the workers' peaks (an upper bound
+on the memory the machine held) close each length.
 
 The previous implementation (``--baseline``, a git ref of this repository; ``none`` skips it) is
 checked out to a temporary folder and timed the same way, on ``--baseline-samples`` samples per task
@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +48,7 @@ CHILD = r"""
 import hashlib, json, sys, threading, time
 from array import array
 import psutil
-root, tokenizer, length, n, squad, hotpot = sys.argv[1:7]
+root, tokenizer, length, n, squad, hotpot, data_dir = sys.argv[1:8]
 sys.path.insert(0, root)
 from transformers import AutoTokenizer
 from ctxgate.run.samples import iter_samples, samples_to_run
@@ -59,7 +60,8 @@ except ImportError:  # a baseline from before the tokenizers had a module of the
     from ctxgate.tokens.codec import HFTokenizer
 enc = PieceEncoder(HFTokenizer(AutoTokenizer.from_pretrained(tokenizer)))
 ctx = BuildContext(encoder=enc, chat=enc.has_chat_template, chat_by_task=enc.has_chat_template,
-                   squad_source=squad, hotpotqa_source=hotpot)
+                   squad_source=squad, hotpotqa_source=hotpot,
+                   **({"data_dir": data_dir} if data_dir else {}))  # a baseline may have none
 length = int(length)
 me, peak = psutil.Process(), [0]
 def watch():
@@ -93,18 +95,28 @@ for line in sys.stdin:
 """
 
 
+@dataclass(frozen=True)
+class Checkout:
+    """What a worker builds with: a checkout's ctxgate, the tokenizer and the ``--data-dir``."""
+
+    root: Path
+    tokenizer: str
+    data_dir: str | None
+
+
 def run_all(
-    root: Path, tokenizer: str, tasks: list[str], length: int, n: int, workers: int
+    at: Checkout, tasks: list[str], length: int, n: int, workers: int
 ) -> tuple[dict, float]:
     """The tasks handed out one at a time to ``workers`` processes; their results and the wall
     time."""
+    root = at.root
     waiting: queue.Queue[str] = queue.Queue()
     for task in tasks:
         waiting.put(task)
     results: dict[str, dict] = {}
     squad = str(ROOT / "fixtures/data/squad_v2_validation_tiny.jsonl")
     hotpot = str(ROOT / "fixtures/data/hotpotqa_distractor_validation_tiny.jsonl")
-    args = [str(root), tokenizer, str(length), str(n), squad, hotpot]
+    args = [str(root), at.tokenizer, str(length), str(n), squad, hotpot, at.data_dir or ""]
     env = {**os.environ, "PYTHONPATH": str(root)}
 
     def worker() -> None:
@@ -154,8 +166,8 @@ def run_all(
     return results, time.perf_counter() - t0
 
 
-def build(root: Path, tokenizer: str, task: str, length: int, n: int) -> dict:
-    return run_all(root, tokenizer, [task], length, n, 1)[0][task]
+def build(at: Checkout, task: str, length: int, n: int) -> dict:
+    return run_all(at, [task], length, n, 1)[0][task]
 
 
 def checkout(ref: str) -> Path:
@@ -206,6 +218,12 @@ def parser() -> arguments.Parser:
     )
     ap.add_argument("--workers", type=arguments.whole(1, example=2), default=2)
     ap.add_argument(
+        "--data-dir",
+        type=arguments.folder_in(ROOT),
+        default=None,
+        help="the released data's folder, as the suite's --data-dir (default: what ships)",
+    )
+    ap.add_argument(
         "--baseline",
         type=baseline_ref,
         default="48206e8",
@@ -224,7 +242,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.suite, (args.suite,)
     )
     tasks = list(args.tasks) or [s.name for suite in suites for s in all_tasks(suite)]
-    base_root = checkout(args.baseline) if args.baseline != "none" else None
+    # absolute: the baseline's workers run in another folder
+    data = str(ROOT / args.data_dir) if args.data_dir else None
+    ours = Checkout(ROOT, args.tokenizer, data)
+    base_root = (
+        Checkout(checkout(args.baseline), args.tokenizer, data) if args.baseline != "none" else None
+    )
     print(
         f"tokenizer {args.tokenizer}; {args.samples} samples per task; {args.workers} processes "
         "at once",
@@ -232,13 +255,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     for length in args.lengths:
         label = format_length(length)
-        now, wall = run_all(ROOT, args.tokenizer, tasks, length, args.samples, args.workers)
+        now, wall = run_all(ours, tasks, length, args.samples, args.workers)
         base, base_wall = ({}, 0.0)
         base_n = args.baseline_samples or args.samples
         if base_root is not None:
-            base, base_wall = run_all(
-                base_root, args.tokenizer, tasks, length, base_n, args.workers
-            )
+            base, base_wall = run_all(base_root, tasks, length, base_n, args.workers)
         print(
             f"\n{label}: task               n  build s   per sample  peak MB  fill   samples "
             "sha256    "
@@ -268,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             elif b["n"] == r["n"]:
                 same = "same" if b["sha256"] == r["sha256"] else "DIFFERENT"
             else:  # the same first samples: rebuild ours at the baseline's count to compare
-                first = build(ROOT, args.tokenizer, task, length, b["n"])
+                first = build(ours, task, length, b["n"])
                 same = f"first {b['n']} " + (
                     "same" if first.get("sha256") == b["sha256"] else "DIFFERENT"
                 )

@@ -128,6 +128,7 @@ from ctxgate.sources.errors import DataNotGiven, DataUnavailable
 from ctxgate.sources.files import (
     DataFile,
     go_offline,
+    iter_rows,
     load_rows,
     missing_fields,
     open_table,
@@ -277,6 +278,7 @@ __all__ = [
     "load_essay",
     "load_model",
     "load_points",
+    "iter_rows",
     "load_rows",
     "make_plan",
     "md_row",

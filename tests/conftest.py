@@ -83,9 +83,9 @@ def process_state() -> Iterator[None]:
 
 @contextlib.contextmanager
 def engine_in_its_server() -> Iterator[None]:
-    """A vLLM server started within starts its engine core in the API server's process, not one of
-    its own: a quarter less to start on a CPU, for servers the tests only ask. A test of the
-    server's own processes starts it as a run does."""
+    """A vLLM server started within runs its model worker in its engine core's process, not one of
+    its own (one Python start fewer: 24 s to start on a CPU, not 34), for servers the tests only
+    ask. A test of the server's own processes starts it as a run does."""
     with pytest.MonkeyPatch.context() as patched:
         patched.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         yield

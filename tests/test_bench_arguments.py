@@ -31,6 +31,8 @@ SCRIPTS = (
     "length_search",
     "long_prompts",
     "prefix",
+    "ruler2_build",
+    "ruler2_data",
     "sequential",
     "startup",
     "tiny_accuracy",
@@ -68,6 +70,9 @@ REFUSED = [
     ("datagen", ["--baseline=--all"], "--baseline", "--all"),  # never read as git's option
     ("datagen", ["--tokenizer", "/nonexistent"], "--tokenizer", "/nonexistent"),
     ("datagen", ["--baseline-samples", "-1"], "--baseline-samples", "-1"),
+    ("datagen", ["--data-dir", "/nonexistent"], "--data-dir", "/nonexistent"),
+    ("ruler2_data", ["out", "--fraction", "2"], "--fraction", "2"),
+    ("ruler2_data", [A_FILE], "folder", A_FILE),
     ("distributed", ["--tasks", "vt,nosuchtask"], "--tasks", "nosuchtask"),
     ("distributed", ["--lengths", "512,-1k"], "--lengths", "-1k"),
     ("distributed", ["--samples", "0"], "--samples", "0"),
@@ -288,7 +293,18 @@ DEFAULTS = {
         "workers": 2,
         "baseline": "48206e8",
         "baseline_samples": 10,
+        "data_dir": None,
     },
+    "ruler2_build": {
+        "tokenizer": TINY,
+        "lengths": (131072,),
+        "samples": 100,
+        "seed": 42,
+        "tasks": None,
+        "data_dir": None,
+        "smoke": False,
+    },
+    "ruler2_data": {"folder": Path("out"), "fraction": 1.0},
     "distributed": {
         "tasks": "niah_single_1,vt,cwe",
         "lengths": "512,1k",
@@ -361,7 +377,8 @@ DEFAULTS = {
 
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_the_defaults_parse_as_before(name: str) -> None:
-    parsed = vars(script(name).parser().parse_args([TINY] if name == "tiny_accuracy" else []))
+    required = {"tiny_accuracy": [TINY], "ruler2_data": ["out"]}.get(name, [])
+    parsed = vars(script(name).parser().parse_args(required))
     if name == "build_grid":  # every length to 64, about 24 an octave to 8192, the powers of two
         grid = parsed.pop("lengths")
         assert grid[:64] == list(range(1, 65)) and grid[-1] == 8192 and len(grid) == 232

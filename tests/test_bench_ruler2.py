@@ -4,6 +4,7 @@ parts, in-process, the same sets both ways, each with its two times and their ra
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -36,14 +37,19 @@ def test_a_task_not_of_ruler2_is_refused_in_one_line(capsys: pytest.CaptureFixtu
     assert err.count("\n") == 1, err
 
 
-def test_the_defaults() -> None:
-    parsed = vars(parser().parse_args([]))
-    assert parsed == {
-        "tokenizer": "fixtures/tiny-llama-niah",
-        "lengths": (131072,),
-        "samples": 100,
-        "seed": 42,
-        "tasks": None,
-        "data_dir": None,
-        "smoke": False,
-    }
+def test_stand_in_data_reads_and_builds_as_the_real_files_would(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import ruler2_data
+    from ctxgate.ext.ruler2.files import load_hotpotqa, load_mmlu
+
+    assert ruler2_data.main([str(tmp_path), "--fraction", "0.001"]) == 0
+    test, aux = load_mmlu(str(tmp_path))
+    needles, paragraphs = load_hotpotqa(str(tmp_path))
+    assert (len(test), len(aux), len(needles)) == (14, 100, 7)
+    assert len(paragraphs) == 90 * ruler2_data.PARAGRAPHS
+    assert all(len(n.gold) == ruler2_data.GOLD for n in needles)
+    argv = ["--lengths", "8k", "--samples", "3", "--tasks", "mk_niah_easy,qa_basic"]
+    assert main([*argv, "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("3 samples, the same") == 2, out

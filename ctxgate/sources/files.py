@@ -8,7 +8,7 @@ import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,21 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
     """The records of a .jsonl/.json/.parquet file, a ``save_to_disk`` folder, or a cached hub id.
     A local file comes through the door (``sources.door``) first. Failures are not remembered
     (``ctxgate.memo``), so a file fixed between two runs is seen."""
+    return tuple(iter_rows(source, split, config, fix))
+
+
+def iter_rows(source: str, split: str, config: str | None, fix: str) -> Iterator[dict[str, Any]]:
+    """``load_rows``' records one at a time, none kept here: for a caller that keeps only what it
+    derives from a large file (HotpotQA's train split is some 3 GB as rows, its paragraphs 0.6)."""
+    ds = _dataset(source, split, config, fix)
+    read = 0
+    with _contents(source, fix, lambda: read):  # datasets decodes a row as it is iterated
+        for row in ds:
+            yield row
+            read += 1
+
+
+def _dataset(source: str, split: str, config: str | None, fix: str) -> Any:
     p = Path(source)
     # every local entry but a save_to_disk folder: a link to nothing or itself, a FIFO, named
     if not door.absent(p) and (p.suffix.lower() in RECORD_FILES or not is_dir(p)):
@@ -66,36 +81,31 @@ def load_rows(source: str, split: str, config: str | None, fix: str) -> Rows:
             ds = datasets.load_from_disk(str(p))
             if isinstance(ds, datasets.DatasetDict):
                 ds = ds[split] if split in ds else ds[next(iter(ds))]
-    elif is_file(p):
+        return ds
+    if is_file(p):
         kind = "parquet" if p.suffix.lower() == ".parquet" else "json"
         with _contents(source, fix):
-            ds = datasets.load_dataset(kind, data_files=str(p), split="train")
-    elif source.startswith(("/", ".", "~")) or source.count("/") > 1 or p.suffix in RECORD_FILES:
+            return datasets.load_dataset(kind, data_files=str(p), split="train")
+    if source.startswith(("/", ".", "~")) or source.count("/") > 1 or p.suffix in RECORD_FILES:
         raise DataNotGiven(f"{source} does not exist; {fix}")
-    else:
-        try:
-            ds = datasets.load_dataset(source, config, split=split)
-        except Exception as exc:  # noqa: BLE001 - "not in the cache" comes as many types
-            raise DataNotGiven(
-                f"{source!r} is not a local path and not in the local hub cache (a run never "
-                f"downloads: {type(exc).__name__}); {fix}"
-            ) from None
-    rows: list[dict[str, Any]] = []
-    with _contents(source, fix, rows):  # datasets decodes a row as it is iterated, and may fail
-        for row in ds:
-            rows.append(row)
-    return tuple(rows)
+    try:
+        return datasets.load_dataset(source, config, split=split)
+    except Exception as exc:  # noqa: BLE001 - "not in the cache" comes as many types
+        raise DataNotGiven(
+            f"{source!r} is not a local path and not in the local hub cache (a run never "
+            f"downloads: {type(exc).__name__}); {fix}"
+        ) from None
 
 
 @contextlib.contextmanager
-def _contents(source: str, fix: str, rows: list[dict[str, Any]] | None = None) -> Iterator[None]:
+def _contents(source: str, fix: str, read: Callable[[], int] | None = None) -> Iterator[None]:
     """Around datasets' calls that read a file's bytes, and only those: datasets and pyarrow raise
     any type on contents they cannot take (a KeyError for a NUL in a key, ArrowInvalid, their own
     DatasetGenerationError), each the door's one line naming the file and the record it was on."""
     try:
         yield
     except Exception as exc:  # noqa: BLE001 - the libraries' types are open-ended, see above
-        at = f", record {len(rows) + 1}" if rows is not None else ""
+        at = f", record {read() + 1}" if read is not None else ""
         raise unreadable(f"{source}{at}", exc, fix) from None
 
 

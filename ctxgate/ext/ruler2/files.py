@@ -4,12 +4,12 @@ hub's files are placed there, else the small samples shipped beside this module.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ctxgate.api import DataFile, DataUnavailable, load_rows, memo
+from ctxgate.api import DataFile, DataUnavailable, iter_rows, memo
 
 from .mmlu import Item, item
 from .qa import Needle
@@ -46,22 +46,23 @@ SAMPLES = {
 }
 
 
-def _rows(file: DataFile, data_dir: str | None) -> tuple[list[dict[str, Any]], str]:
+def _rows(file: DataFile, data_dir: str | None) -> Iterator[tuple[dict[str, Any], str]]:
+    """Each record checked, with where it was read; none kept (the train splits are large)."""
     found = file.find(Path(data_dir)) if data_dir else ()
     paths = [str(p) for p in found] or [
         str(resources.files(__package__).joinpath("data").joinpath(SAMPLES[file.task]))
     ]
     fix = f"place {file.hub}'s files as {file.where} under --data-dir"
-    rows: list[dict[str, Any]] = []
+    count = 0
     for path in paths:
-        for n, row in enumerate(load_rows(path, "train", None, fix), start=1):
+        for n, row in enumerate(iter_rows(path, "train", None, fix), start=1):
             fault = file.fault(row)
             if fault:
                 raise DataUnavailable(f"{path}: record {n} {fault}; {fix}")
-            rows.append(row)
-    if not rows:
+            count += 1
+            yield row, path
+    if not count:
         raise DataUnavailable(f"{', '.join(paths)}: no records; {fix}")
-    return rows, ", ".join(paths)
 
 
 def _item(row: dict[str, Any], where: str) -> Item:
@@ -78,9 +79,8 @@ def _item(row: dict[str, Any], where: str) -> Item:
 @memo(4)
 def load_mmlu(data_dir: str | None) -> tuple[tuple[Item, ...], tuple[Item, ...]]:
     """The test items (needles) and the auxiliary_train items (haystack)."""
-    test, where_test = _rows(MMLU_FILES["test"], data_dir)
-    aux, where_aux = _rows(MMLU_FILES["auxiliary_train"], data_dir)
-    return tuple(_item(r, where_test) for r in test), tuple(_item(r, where_aux) for r in aux)
+    test = tuple(_item(*read) for read in _rows(MMLU_FILES["test"], data_dir))
+    return test, tuple(_item(*read) for read in _rows(MMLU_FILES["auxiliary_train"], data_dir))
 
 
 def _paragraphs(row: dict[str, Any]) -> list[tuple[str, str]]:
@@ -92,10 +92,8 @@ def _paragraphs(row: dict[str, Any]) -> list[tuple[str, str]]:
 def load_hotpotqa(data_dir: str | None) -> tuple[tuple[Needle, ...], tuple[str, ...]]:
     """The validation needles and the train paragraphs, in first-seen order (the reference's
     ``list(set(...))`` order changes with each process's string hashes)."""
-    valid, _ = _rows(HOTPOTQA_FILES["validation"], data_dir)
-    train, _ = _rows(HOTPOTQA_FILES["train"], data_dir)
     needles = []
-    for row in valid:
+    for row, _ in _rows(HOTPOTQA_FILES["validation"], data_dir):
         gold_titles = set(row["supporting_facts"]["title"])
         paragraphs = _paragraphs(row)
         needles.append(
@@ -106,5 +104,6 @@ def load_hotpotqa(data_dir: str | None) -> tuple[tuple[Needle, ...], tuple[str, 
                 tuple(text for t, text in paragraphs if t not in gold_titles),
             )
         )
-    haystack = dict.fromkeys(text for row in train for _, text in _paragraphs(row))
+    train = _rows(HOTPOTQA_FILES["train"], data_dir)
+    haystack = dict.fromkeys(text for row, _ in train for _, text in _paragraphs(row))
     return tuple(needles), tuple(haystack)

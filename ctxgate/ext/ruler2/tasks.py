@@ -83,7 +83,7 @@ def qa_maker(kind: str) -> SetMaker:
     return make
 
 
-@memo(24)
+@memo(1)  # a worker runs one case at a time; a 1M set holds 100 texts of 4 MB once sent
 def _set(task: str, ctx: BuildContext, limit: int, n: int, fast: bool) -> tuple[Drawn, ...]:
     if fast:
         try:
