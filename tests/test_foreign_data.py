@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from ctxgate.sources import door
 from ctxgate.sources.errors import DataUnavailable
-from ctxgate.sources.files import load_rows
+from ctxgate.sources.files import iter_rows, load_rows
 from tests.foreign import (
     SETTINGS,
     foreign_text,
@@ -274,6 +274,23 @@ def test_what_a_data_library_refuses_is_the_doors_one_line(tmp_path, library):
     assert type(refused.value) is DataUnavailable and str(refused.value).endswith("; restore it")
     assert str(refused.value).startswith(f"{path}{refusal}"), refused.value
     one_line(refused.value, path)
+
+
+def test_rows_one_at_a_time_are_load_rows_records_and_refused_with_the_same_line(tmp_path):
+    """``iter_rows`` (a caller that keeps only what it derives from a large file) reads what
+    ``load_rows`` reads, and a record it cannot decode is the same one line, when it is reached."""
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(f'{{"x": {i}, "y": "r{i}"}}\n' for i in range(3)))
+    assert tuple(iter_rows(str(good), "train", None, "restore it")) == load_rows(
+        str(good), "train", None, "restore it"
+    )
+    name, write, refusal = LIBRARY_FAILURES["datasets-decode"]
+    bad = tmp_path / name
+    write(bad)
+    rows = iter_rows(str(bad), "train", None, "restore it")  # nothing read yet
+    with pytest.raises(DataUnavailable) as refused:
+        next(rows)
+    assert str(refused.value).startswith(f"{bad}{refusal}"), refused.value
 
 
 @pytest.mark.parametrize(
