@@ -83,7 +83,10 @@ def qa_maker(kind: str) -> SetMaker:
     return make
 
 
-@memo(1)  # a worker runs one case at a time; a 1M set holds 100 texts of 4 MB once sent
+# Two: the most cases a worker has in flight (an endpoint's or a Ray cluster's cases_at_once), so
+# two cases' samples built in turn never rebuild each other's set; no more, since a 1M set holds
+# 100 texts of some 4 MB
+@memo(2)
 def _set(task: str, ctx: BuildContext, limit: int, n: int, fast: bool) -> tuple[Drawn, ...]:
     if fast:
         try:
