@@ -24,6 +24,7 @@ the first draw of each set both ways, and a run each sample it sends (tasks.py):
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import string
@@ -57,7 +58,8 @@ SPLITS = {
 # an added token's text that holds one of these could straddle a cut between two parts
 STRADDLES = re.compile(r"\s|[0-9A-Za-z][-.:]")
 NUMBERS = re.compile("(?: [0-9]+)*")
-KEPT = 1 << 20  # counts of words kept; emptied past this many
+KEPT = 1 << 20  # words' ids kept; emptied past this many
+DIGIT = re.compile("[0-9]")
 
 
 class Unsplit(Exception):
@@ -137,12 +139,12 @@ def splits_at_cuts(raw: RawTokenizer) -> Pipeline | None:
 class Tally:
     """Exact counts of parts for one tokenizer: each part cut into words at its spaces that are
     cuts, each distinct word encoded once; numbers, one-off, from their pre-tokens of digits, or
-    encoded together."""
+    encoded together. A whole text's ids are its words' ids joined (``ids``)."""
 
     def __init__(self, raw: RawTokenizer, pipeline: Pipeline) -> None:
         self.raw, self.pipeline = raw, pipeline
         self._starts = frozenset(t[0] for t in pipeline.added)
-        self._words: dict[str, int] = {}
+        self._words: dict[str, tuple[int, ...]] = {}
         self._tables: dict[tuple[int, str], tuple[Sequence[object], Table]] = {}
         self._digits: list[Any] = []  # per width, the counts of its zero-padded numbers
         self._kept: dict[str, Any] = {}
@@ -167,12 +169,33 @@ class Tally:
         split = [cuts.split(p) for p in parts]
         with self.lock:
             words = self._words
-            if len(words) > KEPT:
-                words.clear()
-            missing = list(dict.fromkeys(w for ws in split for w in ws if w not in words))
-            if missing:
-                words.update(zip(missing, map(len, self.raw.encode_batch(missing))))
-            return [sum(map(words.__getitem__, ws)) for ws in split]
+            self._add([w for ws in split for w in ws])
+            return [sum(map(len, map(words.__getitem__, ws))) for ws in split]
+
+    def ids(self, text: str, cuts: re.Pattern[str] = WORDS) -> list[int]:
+        """The text's ids: its words' ids joined, as a space between two printable characters is
+        a cut in any text. New words that hold a digit (a draw's random numbers and values, each
+        met once) are encoded for this text and not kept, lest they crowd out the words that
+        recur."""
+        self._plain(text)
+        split = cuts.split(text)
+        with self.lock:
+            words = self._words
+            new = self._add(split)
+            ids = list(itertools.chain.from_iterable(map(words.__getitem__, split)))
+            for word in filter(DIGIT.search, new):
+                del words[word]
+            return ids
+
+    def _add(self, split: Sequence[str]) -> list[str]:
+        """``split``'s words not kept, encoded and kept (the caller holds the lock)."""
+        words = self._words
+        if len(words) > KEPT:
+            words.clear()
+        missing = list(set(split).difference(words))  # in any order: each is encoded alone
+        if missing:
+            words.update(zip(missing, map(tuple, self.raw.encode_batch(missing))))
+        return missing
 
     def count(self, part: str) -> int:
         return self.counts([part])[0]

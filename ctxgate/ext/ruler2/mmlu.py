@@ -22,6 +22,7 @@ from .fitting import (
     random_number,
     repeats,
     search_units,
+    shuffle,
 )
 
 TOTAL = "{context}\n\n{example}{problem}"
@@ -127,7 +128,7 @@ class MmluStream:
             numbers = [draw() for _ in range(math.ceil((units + 1) / order))] * order
         else:
             numbers = [draw() for _ in range(units + 1)]
-        self.rng.shuffle(numbers)
+        shuffle(self.rng, numbers)
         return numbers[: units + 1]
 
     def draw(self, index: int, units: int) -> MmluDraw:
@@ -139,7 +140,7 @@ class MmluStream:
         ids: dict[int, str] = {}  # a haystack item's index: the last one given wins
         for k, at in enumerate(picked):
             ids[at] = numbers[k]
-        self.rng.shuffle(picked)
+        shuffle(self.rng, picked)
         shots = self.rng.sample(picked, self.task.fewshot)
         where = self.rng.randint(0, len(picked))
         ids[TEST] = numbers[-1]

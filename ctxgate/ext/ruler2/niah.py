@@ -10,8 +10,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .counting import Measure, Tally, Unsplit, is_cut
-from .fitting import Fitted, fit_draw, fitted, search_units
+from .counting import CUT, Measure, Tally, Unsplit, is_cut
+from .fitting import Fitted, below, fit_draw, fitted, search_units, shuffle
 from .words import KeyCounts, KeyWords, key_words
 
 TEMPLATE_SINGLE = (
@@ -92,16 +92,16 @@ class NiahSet:
         values = [self._value() for _ in range(self.values)]
         needles = [(key, v) for v in values]
         random.Random(self.seed).shuffle(needles)  # the reference's own seeded shuffle
-        # looked up once: a million-token haystack draws twice a line for some 45,000 lines
-        choice, places, numbers = self.rng.choice, self.places, self.numbers
+        low = self.numbers.start
         if self.values == 1:
-            lines = [(choice(places), str(choice(numbers))) for _ in range(units)]
+            drawn = below(self.rng, (len(self.places), len(self.numbers)), units)
+            lines = [(k, str(low + v)) for k, v in zip(drawn[::2], drawn[1::2])]
         else:
-            hay_values = [str(choice(numbers)) for _ in range(units)]
-            keys = [choice(places) for _ in range(math.ceil(units / self.values))]
+            hay_values = [str(low + v) for v in below(self.rng, (len(self.numbers),), units)]
+            keys = below(self.rng, (len(self.places),), math.ceil(units / self.values))
             hay_keys = (keys * self.values)[:units]
             lines = list(zip(hay_keys, hay_values))
-            self.rng.shuffle(lines)
+            shuffle(self.rng, lines)
         at = sorted(self.rng.sample(range(units), len(needles)), reverse=True)
         for index, line in zip(at, needles):
             lines.insert(index, line)
@@ -154,4 +154,5 @@ def niah_set(
     measure = Measure(count, lambda d: d.text, parts)
     step = 5  # max(5, values * keys) and 5 under 4096 alike, for one key and at most 4 values
     units = search_units(stream.draw, measure, limit, step)
-    return [fitted(fit_draw(stream.draw, measure, (units, step, limit))) for _ in range(n)]
+    # its keys are one-off words of recurring parts: the adjective, the hyphen and noun
+    return [fitted(fit_draw(stream.draw, measure, (units, step, limit)), CUT) for _ in range(n)]

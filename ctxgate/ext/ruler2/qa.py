@@ -10,7 +10,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .counting import Measure, Tally, Unsplit, is_cut
-from .fitting import Fitted, Repeated, fit_draw, fitted, random_number, repeats, search_units
+from .fitting import (
+    Fitted,
+    Repeated,
+    fit_draw,
+    fitted,
+    random_number,
+    repeats,
+    search_units,
+    shuffle,
+)
 
 TOTAL = "{context}\n\n{problem}"
 NEEDLE = "Document {i}:\n{text}"
@@ -81,7 +90,7 @@ class QaStream:
         docs = [(self._number(), k, self.haystack[k]) for k in picked] + gold
         if units > 0:
             docs += distractors
-        self.rng.shuffle(docs)
+        shuffle(self.rng, docs)
         head = CONTEXTS[self.kind if self.kind in CONTEXTS else "solve"].format(needles="")
         answers: tuple[str, ...]
         if self.kind == "doc":

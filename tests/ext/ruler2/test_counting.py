@@ -129,7 +129,8 @@ def test_a_pipeline_the_proof_does_not_cover_is_counted_whole() -> None:
 @given(st.lists(st.sampled_from(PIECES), max_size=40), st.sampled_from(SPLITTING))
 def test_a_text_counts_as_its_cut_pieces(pieces: list[str], shape: str) -> None:
     """The proof, tried: any text cut at every ``CUT`` counts as its whole text; the tally's
-    count (cut at its spaces) too, or, where the text holds an added token's, it is refused."""
+    count (cut at its spaces) too, and its ids joined at its spaces or at every cut are the whole
+    text's, or, where the text holds an added token's, it is refused."""
     text = "".join(pieces)
     raw = context(shape).encoder.raw
     holds = any(added in text for added in tally(shape).pipeline.added)
@@ -137,10 +138,12 @@ def test_a_text_counts_as_its_cut_pieces(pieces: list[str], shape: str) -> None:
         assert sum(map(len, raw.encode_batch(CUT.split(text)))) == whole(shape, text)
     try:
         got = tally(shape).count(text)
+        ids = [tally(shape).ids(text), tally(shape).ids(text, CUT)]
     except Unsplit:
         assert holds
         return
     assert not holds and got == whole(shape, text)
+    assert ids == [raw.encode(text)] * 2
 
 
 @FEW
@@ -216,6 +219,17 @@ def test_a_set_from_parts_is_the_set_from_whole_texts(task: str, shape: str) -> 
         assert built[0] == built[1], (task, shape, length)
 
 
+@pytest.mark.parametrize("shape", SPLITTING)
+@pytest.mark.parametrize("task", list(tasks.MAKERS))
+def test_a_sent_sample_has_its_whole_texts_ids(task: str, shape: str) -> None:
+    """The ids sent, joined at the set's cuts (niah's keys: at their hyphens too), are the ids of
+    the whole text."""
+    ctx = context(shape)
+    for drawn in tasks.MAKERS[task](ctx, 6000, 3):
+        text = drawn.text
+        assert tasks.sent_ids(ctx, text, drawn.cuts) == ctx.encoder.raw.encode(text), (task, shape)
+
+
 def test_a_count_that_differs_from_the_whole_text_falls_back_for_good(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -232,8 +246,8 @@ def test_a_count_that_differs_from_the_whole_text_falls_back_for_good(
 def test_a_sample_whose_count_differs_is_built_again_from_whole_texts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A sample's whole text is encoded to be sent: where its count from parts differs, the set
-    is built again from whole texts."""
+    """A sample's ids are joined from its words to be sent: where their count differs from the
+    one its set was fitted with, the set is built again from whole texts."""
     ctx = BuildContext(PieceEncoder(HFTokenizer(tokenizer("gpt2-bpe"))), chat=False, seed=42)
     spec = get_task("qa_hard")
     job = Job(spec.name, 2048, 3, spec.held_in_length, random.Random(3))
