@@ -19,8 +19,10 @@ BPE then encodes each pre-token alone. What else could reach across a cut is rul
 tokenizer is read (``splits_at_cuts``): a normalizer other than NFC (which keeps an ASCII boundary),
 a space added before a text, and an added token whose text could straddle a cut; a part that holds
 an added token's text raises ``Unsplit``, and the set is built from whole texts. The builders check
-the first draw of each set both ways, and a run each sample it sends (tasks.py): a difference
-(``Miscounted``) counts the tokenizer whole from then on."""
+the first draw of each set both ways (a difference, ``Miscounted``, counts the tokenizer whole from
+then on). A sample sent has its ids joined from its words' by the same proof (``Tally.ids``); a run
+checks their count against the one its set was fitted with, and the suite a case's first sample's
+ids against its whole text's (tasks.py)."""
 
 from __future__ import annotations
 
