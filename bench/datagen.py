@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # absolute: the baseline's workers run in another folder
     data = str(ROOT / args.data_dir) if args.data_dir else None
     ours = Checkout(ROOT, args.tokenizer, data)
-    base_root = (
+    theirs = (
         Checkout(checkout(args.baseline), args.tokenizer, data) if args.baseline != "none" else None
     )
     print(
@@ -258,8 +258,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         now, wall = run_all(ours, tasks, length, args.samples, args.workers)
         base, base_wall = ({}, 0.0)
         base_n = args.baseline_samples or args.samples
-        if base_root is not None:
-            base, base_wall = run_all(base_root, tasks, length, base_n, args.workers)
+        if theirs is not None:
+            base, base_wall = run_all(theirs, tasks, length, base_n, args.workers)
         print(
             f"\n{label}: task               n  build s   per sample  peak MB  fill   samples "
             "sha256    "
@@ -277,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{r['peak_mb']:8.0f} {r['fill']:.4f}"
                 f"  {r['sha256'][:16]}"  # the samples' hash, to compare by eye with another run's
             )
-            if base_root is None:
+            if theirs is None:
                 print(row)
                 continue
             if "refused" in b:
@@ -304,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{max(peaks, default=0):.0f} MB per process, at most {sum(peaks):.0f} MB at once",
             flush=True,
         )
-        if base_root is not None:
+        if theirs is not None:
             bbuilt = [b for t, b in base.items() if "refused" not in b]
             print(
                 f"{label}: baseline {args.baseline}: {len(bbuilt)} of {len(tasks)} tasks x "

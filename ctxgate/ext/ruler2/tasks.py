@@ -7,7 +7,6 @@ question gets the length less the chat template (or BOS) around it."""
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -24,7 +23,7 @@ from ctxgate.api import (
 )
 
 from .chance import chances
-from .counting import Miscounted, Tally, Unsplit, forget, tally_for
+from .counting import Miscounted, Tally, Unsplit, forget, tally_for, text_ids
 from .files import load_hotpotqa, load_mmlu
 from .fitting import Fitted, TooShort
 from .metrics import ALL, MULTICHOICE, PART, TWO_STEPS
@@ -105,20 +104,6 @@ def task_set(task: str, ctx: BuildContext, limit: int, n: int) -> tuple[Drawn, .
     return _set(task, ctx, limit, n, tally_for(ctx.encoder.raw) is not None)
 
 
-def sent_ids(ctx: BuildContext, text: str, cuts: re.Pattern[str]) -> list[int]:
-    """The text's ids, joined from its words where the tokenizer's counts allow (counting.py: a
-    1M-token text's in a fraction of its tokenizing), else the whole text's; either way the suite
-    checks a case's first sample against its whole text's ids."""
-    raw = ctx.encoder.raw
-    tally = tally_for(raw)
-    if tally is not None:
-        try:
-            return tally.ids(text, cuts)
-        except Unsplit:  # the text holds an added token's text
-            pass
-    return raw.encode(text)
-
-
 def build(ctx: BuildContext, job: Job) -> Sample:
     frame = ctx.frame("", "", "")
     limit = frame.budget(job.length, job.gen)
@@ -138,7 +123,7 @@ def build(ctx: BuildContext, job: Job) -> Sample:
         )
     drawn = drawn_set[job.index]
     text = drawn.text
-    ids = sent_ids(ctx, text, drawn.cuts)
+    ids = text_ids(ctx.encoder.raw, text, drawn.cuts)
     if len(ids) != drawn.tokens:  # counted from parts, not as the reference counts the text
         forget(ctx.encoder.raw)
         return build(ctx, job)  # from whole texts, whose counts are the sample's

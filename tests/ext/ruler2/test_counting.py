@@ -27,6 +27,7 @@ from ctxgate.ext.ruler2.counting import (
     is_cut,
     splits_at_cuts,
     tally_for,
+    text_ids,
 )
 from ctxgate.ext.ruler2.files import load_hotpotqa, load_mmlu
 from ctxgate.ext.ruler2.fitting import TooShort
@@ -227,7 +228,8 @@ def test_a_sent_sample_has_its_whole_texts_ids(task: str, shape: str) -> None:
     ctx = context(shape)
     for drawn in tasks.MAKERS[task](ctx, 6000, 3):
         text = drawn.text
-        assert tasks.sent_ids(ctx, text, drawn.cuts) == ctx.encoder.raw.encode(text), (task, shape)
+        raw = ctx.encoder.raw
+        assert text_ids(raw, text, drawn.cuts) == raw.encode(text), (task, shape)
 
 
 def test_a_count_that_differs_from_the_whole_text_falls_back_for_good(
