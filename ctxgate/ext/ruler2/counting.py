@@ -43,9 +43,15 @@ T = TypeVar("T")
 LETTERS = frozenset(string.ascii_letters)
 PRINTABLE = "[!-~]"
 PUNCTUATION = "[!-/:-@\\[-`{-~]"
-SPACES = f"(?<={PRINTABLE})(?= {PRINTABLE})"
-CUT = re.compile(f"{SPACES}|(?<=[0-9A-Za-z])(?={PUNCTUATION})")
+# each cut's lookahead first: a search tries every place, and most fail at its first character
+SPACES = f"(?= {PRINTABLE})(?<={PRINTABLE})"
+CUT = re.compile(f"{SPACES}|(?={PUNCTUATION})(?<=[0-9A-Za-z])")
 WORDS = re.compile(SPACES)  # a part's words: cut at its spaces alone, the faster search
+# some of the cuts, where niah's lines hold one-off words: before a space and a hyphenated word or
+# a number, and between a letter or digit and a hyphen or full stop (a line's parts recur whole)
+KEYS = re.compile(
+    f"(?=[ .-])(?:(?= [0-9A-Za-z]+-| [0-9])(?<={PRINTABLE})|(?=[-.])(?<=[0-9A-Za-z]))"
+)
 GPT2 = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}
 BYTES = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}
 # the patterns, each with the digits of its pre-tokens of digits (GPT-2's: a whole run)
@@ -183,6 +189,10 @@ class Tally:
         split = cuts.split(text)
         with self.lock:
             words = self._words
+            try:  # most texts' words are all kept: the set's fitting counted them
+                return list(itertools.chain.from_iterable(map(words.__getitem__, split)))
+            except KeyError:
+                pass
             new = self._add(split)
             ids = list(itertools.chain.from_iterable(map(words.__getitem__, split)))
             for word in filter(DIGIT.search, new):

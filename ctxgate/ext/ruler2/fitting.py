@@ -36,7 +36,7 @@ class Fitted:
     """A sample as its set keeps it: the text (compressed: a set at 1M holds 100 texts of some
     3 MB), the answers, the tokens the reference counts (the draw itself, with all it was made
     of, is let go), and where its ids are joined (counting.py's ``Tally.ids``): at its spaces, or
-    at every cut where its words are one-off but their parts recur (niah's keys)."""
+    also at the cuts that part its one-off words into recurring ones (``KEYS``: niah's keys)."""
 
     packed: bytes
     answers: tuple[str, ...]

@@ -10,7 +10,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .counting import CUT, Measure, Tally, Unsplit, is_cut
+from .counting import KEYS, Measure, Tally, Unsplit, is_cut
 from .fitting import Fitted, below, fit_draw, fitted, search_units, shuffle
 from .words import KeyCounts, KeyWords, key_words
 
@@ -155,4 +155,4 @@ def niah_set(
     step = 5  # max(5, values * keys) and 5 under 4096 alike, for one key and at most 4 values
     units = search_units(stream.draw, measure, limit, step)
     # its keys are one-off words of recurring parts: the adjective, the hyphen and noun
-    return [fitted(fit_draw(stream.draw, measure, (units, step, limit)), CUT) for _ in range(n)]
+    return [fitted(fit_draw(stream.draw, measure, (units, step, limit)), KEYS) for _ in range(n)]

@@ -21,7 +21,9 @@ from ctxgate.api import BuildContext, HFTokenizer, Job, PieceEncoder, get_task
 from ctxgate.ext.ruler2 import tasks
 from ctxgate.ext.ruler2.counting import (
     CUT,
+    KEYS,
     SPLITS,
+    WORDS,
     Tally,
     Unsplit,
     is_cut,
@@ -85,6 +87,10 @@ def whole(shape: str, text: str) -> int:
     return len(context(shape).encoder.raw.encode(text))
 
 
+def cut_places(text: str) -> set[int]:
+    return {m.start() for m in CUT.finditer(text)}
+
+
 def tally(shape: str) -> Tally:
     found = tally_for(context(shape).encoder.raw)
     assert found is not None
@@ -130,8 +136,8 @@ def test_a_pipeline_the_proof_does_not_cover_is_counted_whole() -> None:
 @given(st.lists(st.sampled_from(PIECES), max_size=40), st.sampled_from(SPLITTING))
 def test_a_text_counts_as_its_cut_pieces(pieces: list[str], shape: str) -> None:
     """The proof, tried: any text cut at every ``CUT`` counts as its whole text; the tally's
-    count (cut at its spaces) too, and its ids joined at its spaces or at every cut are the whole
-    text's, or, where the text holds an added token's, it is refused."""
+    count (cut at its spaces) too, and its ids joined at its spaces, at every cut or at niah's
+    are the whole text's, or, where the text holds an added token's, it is refused."""
     text = "".join(pieces)
     raw = context(shape).encoder.raw
     holds = any(added in text for added in tally(shape).pipeline.added)
@@ -139,12 +145,14 @@ def test_a_text_counts_as_its_cut_pieces(pieces: list[str], shape: str) -> None:
         assert sum(map(len, raw.encode_batch(CUT.split(text)))) == whole(shape, text)
     try:
         got = tally(shape).count(text)
-        ids = [tally(shape).ids(text), tally(shape).ids(text, CUT)]
+        ids = [tally(shape).ids(text, cuts) for cuts in (WORDS, CUT, KEYS)]
     except Unsplit:
         assert holds
         return
     assert not holds and got == whole(shape, text)
-    assert ids == [raw.encode(text)] * 2
+    assert ids == [raw.encode(text)] * 3
+    # the patterns that cut fewer places cut only where ``CUT`` does
+    assert {m.start() for p in (WORDS, KEYS) for m in p.finditer(text)} <= cut_places(text)
 
 
 @FEW
