@@ -136,8 +136,9 @@ def test_a_pipeline_the_proof_does_not_cover_is_counted_whole() -> None:
 @given(st.lists(st.sampled_from(PIECES), max_size=40), st.sampled_from(SPLITTING))
 def test_a_text_counts_as_its_cut_pieces(pieces: list[str], shape: str) -> None:
     """The proof, tried: any text cut at every ``CUT`` counts as its whole text; the tally's
-    count (cut at its spaces) too, and its ids joined at its spaces, at every cut or at niah's
-    are the whole text's, or, where the text holds an added token's, it is refused."""
+    counts (cut at its spaces) too, of one part or many, and its ids joined at its spaces, at
+    every cut or at niah's are the whole text's, or, where the text holds an added token's, it is
+    refused."""
     text = "".join(pieces)
     raw = context(shape).encoder.raw
     holds = any(added in text for added in tally(shape).pipeline.added)
@@ -151,6 +152,9 @@ def test_a_text_counts_as_its_cut_pieces(pieces: list[str], shape: str) -> None:
         return
     assert not holds and got == whole(shape, text)
     assert ids == [raw.encode(text)] * 3
+    # many parts counted at once, each as alone, the empty one too
+    many = [text, "", *pieces]
+    assert tally(shape).counts(many) == [whole(shape, p) for p in many]
     # the patterns that cut fewer places cut only where ``CUT`` does
     assert {m.start() for p in (WORDS, KEYS) for m in p.finditer(text)} <= cut_places(text)
 
