@@ -189,10 +189,6 @@ class Tally:
         split = cuts.split(text)
         with self.lock:
             words = self._words
-            try:  # most texts' words are all kept: the set's fitting counted them
-                return list(itertools.chain.from_iterable(map(words.__getitem__, split)))
-            except KeyError:
-                pass
             new = self._add(split)
             ids = list(itertools.chain.from_iterable(map(words.__getitem__, split)))
             for word in filter(DIGIT.search, new):
