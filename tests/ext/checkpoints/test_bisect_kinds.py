@@ -60,6 +60,15 @@ def run_copy(lora_sequence: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(lora_sequence, tmp_path / "run"))
 
 
+def bad_line(path: Path) -> int:
+    """The line where JSON's own reader finds ``path`` broken."""
+    try:
+        json.loads(path.read_text("utf-8"))
+    except json.JSONDecodeError as exc:
+        return exc.lineno
+    raise AssertionError(f"{path} is valid JSON")
+
+
 def _bisect(run: Path, *args: str) -> tuple[int, str, str, dict]:
     done = call_ctxgate("bisect", str(run), *LORA, "--json", str(run.parent / "b.json"), *args)
     taken = json.loads((run.parent / "b.json").read_text()) if done.returncode in (0, 5) else {}
@@ -75,7 +84,7 @@ def test_bisect_searches_around_checkpoints_it_cannot_open_and_names_every_folde
     from fixtures.training_runs import FSDP, damage
 
     damage(run_copy / "checkpoint-200", "weights")
-    damage(run_copy / "checkpoint-500", "config")
+    cut = damage(run_copy / "checkpoint-500", "config")
     (run_copy / "checkpoint-600" / FSDP).mkdir(parents=True)
     (run_copy / "checkpoint-600" / FSDP / "__0_0.distcp").write_bytes(b"\0" * 64)
     (run_copy / "checkpoint-700").mkdir()
@@ -104,7 +113,8 @@ def test_bisect_searches_around_checkpoints_it_cannot_open_and_names_every_folde
     skipped = {Path(p["checkpoint"]).name: p["skipped"] for p in taken["path"] if p["skipped"]}
     assert "adapter_model.safetensors" in skipped["checkpoint-200"]
     assert "truncated" in skipped["checkpoint-200"] or "cut short" in skipped["checkpoint-200"]
-    assert "adapter_config.json:22: not valid JSON" in skipped["checkpoint-500"]
+    # the line where the cut falls: the config holds the base model's absolute path
+    assert f"adapter_config.json:{bad_line(cut)}: not valid JSON" in skipped["checkpoint-500"]
     assert "checkpoint-200: SKIP  cannot be opened: " in out and "counts as bad" not in err
     assert out.splitlines()[-1].startswith(f"first bad checkpoint: {run_copy / 'checkpoint-400'}")
 
