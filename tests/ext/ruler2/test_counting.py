@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,8 +88,9 @@ def whole(shape: str, text: str) -> int:
     return len(context(shape).encoder.raw.encode(text))
 
 
-def cut_places(text: str) -> set[int]:
-    return {m.start() for m in CUT.finditer(text)}
+def places(text: str, *patterns: re.Pattern[str]) -> set[int]:
+    """Where any of ``patterns`` cuts ``text``."""
+    return {m.start() for p in patterns for m in p.finditer(text)}
 
 
 def tally(shape: str) -> Tally:
@@ -156,7 +158,7 @@ def test_a_text_counts_as_its_cut_pieces(pieces: list[str], shape: str) -> None:
     many = [text, "", *pieces]
     assert tally(shape).counts(many) == [whole(shape, p) for p in many]
     # the patterns that cut fewer places cut only where ``CUT`` does
-    assert {m.start() for p in (WORDS, KEYS) for m in p.finditer(text)} <= cut_places(text)
+    assert places(text, WORDS, KEYS) <= places(text, CUT)
 
 
 @FEW
