@@ -20,7 +20,7 @@ import functools
 import resource
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -52,14 +52,14 @@ def parser() -> arguments.Parser:
     return ap
 
 
-def timed(make: Callable[[], Sequence[object]]) -> tuple[Sequence[object] | str, float]:
+def timed(make: Callable[[], Iterable[object]]) -> tuple[Sequence[object] | str, float]:
     """What ``make`` built (or why the length is too short for it) and its seconds."""
     from ctxgate.ext.ruler2.fitting import TooShort
 
     start = time.perf_counter()
     made: Sequence[object] | str
     try:
-        made = make()
+        made = list(make())
     except TooShort:
         made = "too short"
     return made, time.perf_counter() - start

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import re
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, overload
 
@@ -97,6 +97,22 @@ def fitted(found: tuple[D, int], cuts: re.Pattern[str] = WORDS) -> Fitted:
     drawn, tokens = found
     # the fastest level: a 1M text in some 20 ms, to a third or half its size
     return Fitted(zlib.compress(drawn.text.encode("utf-8"), 1), drawn.answers, tokens, cuts)
+
+
+def fit_each(
+    draws: Iterable[Callable[[int], D]],
+    measure: Callable[[D], int],
+    fit: tuple[int, int, int],
+    cuts: re.Pattern[str] = WORDS,
+) -> Iterator[Fitted]:
+    """A set's samples (``fit``: units, step, limit), each drawn when asked for. Where the retries
+    can reach the fewest units (a short length), all are drawn at the first: a set the reference
+    cannot finish (it draws for ever) is then refused whole, whichever sample is asked for."""
+    units, step, _ = fit
+    made: Iterator[Fitted] = (fitted(fit_draw(d, measure, fit), cuts) for d in draws)
+    if units <= step * RETRIES:
+        made = iter(list(made))
+    yield from made
 
 
 class Repeated(Sequence[T], Generic[T]):

@@ -9,15 +9,14 @@ import math
 import random
 import re
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .counting import Measure, Tally, Unsplit, is_cut
 from .fitting import (
     Fitted,
     Repeated,
-    fit_draw,
-    fitted,
+    fit_each,
     ordinal,
     random_number,
     repeats,
@@ -222,9 +221,10 @@ def mmlu_set(
     count: Callable[[str], int],
     fit: tuple[int, int],
     tally: Tally | None = None,
-) -> list[Fitted]:
+) -> Iterator[Fitted]:
     """``generate_samples``: ``n`` samples within ``limit`` tokens (``fit``: limit, n), as
-    ``count`` counts them (``tally``: from the draws' parts, the same counts)."""
+    ``count`` counts them (``tally``: from the draws' parts, the same counts), each drawn when
+    asked for."""
     limit, n = fit
     stream = MmluStream(task, data[0], data[1], seed)
     parts = None if tally is None else MmluParts(tally, task, data[1])
@@ -232,7 +232,5 @@ def mmlu_set(
     step = max(10, task.fewshot)
     units = search_units(lambda k: stream.draw(0, k), measure, limit, step)
     chosen = stream.rng.sample(list(range(len(data[0]))), min(len(data[0]), n))
-    return [
-        fitted(fit_draw(functools.partial(stream.draw, i), measure, (units, step, limit)))
-        for i in chosen
-    ]
+    draws = (functools.partial(stream.draw, i) for i in chosen)
+    yield from fit_each(draws, measure, (units, step, limit))

@@ -5,13 +5,14 @@ draws them from one random stream."""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .counting import KEYS, Measure, Tally, Unsplit, is_cut
-from .fitting import Fitted, below, fit_draw, fitted, search_units, shuffle
+from .fitting import Fitted, below, fit_each, search_units, shuffle
 from .words import KeyCounts, KeyWords, key_words
 
 TEMPLATE_SINGLE = (
@@ -146,13 +147,13 @@ def niah_set(
     limit: int,
     n: int,
     tally: Tally | None = None,
-) -> list[Fitted]:
+) -> Iterator[Fitted]:
     """``generate_samples``: ``n`` samples within ``limit`` tokens, as ``count`` counts them
-    (``tally``: from the draws' parts, the same counts)."""
+    (``tally``: from the draws' parts, the same counts), each drawn when asked for."""
     stream = NiahSet(values, seed)
     parts = None if tally is None else NiahParts(tally, stream.form)
     measure = Measure(count, lambda d: d.text, parts)
     step = 5  # max(5, values * keys) and 5 under 4096 alike, for one key and at most 4 values
     units = search_units(stream.draw, measure, limit, step)
     # its keys are one-off words of recurring parts: the adjective, the hyphen and noun
-    return [fitted(fit_draw(stream.draw, measure, (units, step, limit)), KEYS) for _ in range(n)]
+    yield from fit_each(itertools.repeat(stream.draw, n), measure, (units, step, limit), KEYS)

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .counting import Measure, Tally, Unsplit, is_cut
 from .fitting import (
     Fitted,
     Repeated,
-    fit_draw,
-    fitted,
+    fit_each,
     random_number,
     repeats,
     search_units,
@@ -135,16 +134,15 @@ def qa_set(
     count: Callable[[str], int],
     fit: tuple[int, int],
     tally: Tally | None = None,
-) -> list[Fitted]:
+) -> Iterator[Fitted]:
     """``generate_samples``: the first ``n`` validation records within ``limit`` tokens, as
-    ``count`` counts them (``tally``: from the draws' parts, the same counts)."""
+    ``count`` counts them (``tally``: from the draws' parts, the same counts), each drawn when
+    asked for."""
     limit, n = fit
     stream = QaStream(kind, data[0], data[1], seed)
     parts = None if tally is None else QaParts(tally, kind, data[1])
     measure = Measure(count, lambda d: d.text, parts)
     step = 5
     units = search_units(lambda k: stream.draw(0, k), measure, limit, step)
-    return [
-        fitted(fit_draw(functools.partial(stream.draw, i), measure, (units, step, limit)))
-        for i in range(n)
-    ]
+    draws = (functools.partial(stream.draw, i) for i in range(n))
+    yield from fit_each(draws, measure, (units, step, limit))

@@ -1,13 +1,15 @@
 """RULERv2's twelve tasks, as ``prepare.py`` calls its builders (seed, 100 samples, the model's
-tokenizer): each case builds the reference's whole set at its length, once, and takes its sample
-from it. The prompt alone fills the length and the generation budget comes on top, as in the
-reference (``output_in_length=False``); the reference's length is the bare question's, here the
-question gets the length less the chat template (or BOS) around it."""
+tokenizer): each case draws the reference's set at its length once, as far as its samples ask,
+and takes its sample from it. The prompt alone fills the length and the generation budget comes
+on top, as in the reference (``output_in_length=False``); the reference's length is the bare
+question's, here the question gets the length less the chat template (or BOS) around it."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+import itertools
+import threading
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from ctxgate.api import (
@@ -23,6 +25,7 @@ from ctxgate.api import (
 )
 
 from .chance import chances
+from .collector import held_off
 from .counting import Miscounted, Tally, Unsplit, forget, tally_for, text_ids
 from .files import load_hotpotqa, load_mmlu
 from .fitting import Fitted, TooShort
@@ -41,12 +44,13 @@ Drawn = Fitted  # a set's sample: its text, answers and tokens
 
 
 class SetMaker(Protocol):
-    """A task's set at a length: ``fast``, its draws counted from their parts where the tokenizer
-    allows (counting.py), else each whole, as the reference counts them; the same set either way."""
+    """A task's set at a length, each sample drawn when the one before it was taken (the data
+    loaded at the call): ``fast``, its draws counted from their parts where the tokenizer allows
+    (counting.py), else each whole, as the reference counts them; the same set either way."""
 
     def __call__(
         self, ctx: BuildContext, limit: int, n: int, fast: bool = True
-    ) -> Sequence[Drawn]: ...
+    ) -> Iterator[Drawn]: ...
 
 
 def _count(ctx: BuildContext) -> Callable[[str], int]:
@@ -59,14 +63,14 @@ def _tally(ctx: BuildContext, fast: bool) -> Tally | None:
 
 
 def niah_maker(values: int) -> SetMaker:
-    def make(ctx: BuildContext, limit: int, n: int, fast: bool = True) -> Sequence[Drawn]:
+    def make(ctx: BuildContext, limit: int, n: int, fast: bool = True) -> Iterator[Drawn]:
         return niah_set(values, ctx.seed, _count(ctx), limit, n, _tally(ctx, fast))
 
     return make
 
 
 def mmlu_maker(task: MmluTask) -> SetMaker:
-    def make(ctx: BuildContext, limit: int, n: int, fast: bool = True) -> Sequence[Drawn]:
+    def make(ctx: BuildContext, limit: int, n: int, fast: bool = True) -> Iterator[Drawn]:
         data = load_mmlu(ctx.data_dir)
         return mmlu_set(task, data, ctx.seed, _count(ctx), (limit, n), _tally(ctx, fast))
 
@@ -74,7 +78,7 @@ def mmlu_maker(task: MmluTask) -> SetMaker:
 
 
 def qa_maker(kind: str) -> SetMaker:
-    def make(ctx: BuildContext, limit: int, n: int, fast: bool = True) -> Sequence[Drawn]:
+    def make(ctx: BuildContext, limit: int, n: int, fast: bool = True) -> Iterator[Drawn]:
         needles, haystack = load_hotpotqa(ctx.data_dir)
         # the reference reads the first n records, and fails past the last
         fit = (limit, min(n, len(needles)))
@@ -83,50 +87,104 @@ def qa_maker(kind: str) -> SetMaker:
     return make
 
 
+class Drawing:
+    """A task's set as far as it was asked for: sample i takes the stream's draws up to its own,
+    so a case's first sample at a shorter length (the suite's check of its joined ids) draws one
+    sample of that set, not all. A set that cannot be counted from parts goes on from whole
+    texts, the same samples."""
+
+    def __init__(self, task: str, ctx: BuildContext, limit: int, n: int, fast: bool) -> None:
+        self.task, self.ctx, self.limit, self.n = task, ctx, limit, n
+        self.fast = fast
+        self._draws = MAKERS[task](ctx, limit, n, fast)  # loads its data in the memo's scope
+        self._made: list[Drawn] = []
+        self._failed: TooShort | None = None
+        self._lock = threading.Lock()
+
+    def sample(self, index: int) -> Drawn | None:
+        """Sample ``index``; None past the set's last (the data's records ran out)."""
+        with self._lock:
+            while len(self._made) <= index:
+                if self._failed is not None:
+                    raise self._failed
+                try:
+                    drawn = next(self._draws, None)
+                except TooShort as exc:
+                    self._failed = exc
+                    raise
+                except Unsplit as exc:
+                    if not self.fast:
+                        raise
+                    if isinstance(exc, Miscounted):
+                        forget(self.ctx.encoder.raw)
+                    self._whole()
+                    continue
+                if drawn is None:
+                    return None
+                self._made.append(drawn)
+            return self._made[index]
+
+    def _whole(self) -> None:
+        """On from whole texts: the samples made already are drawn again, and passed over."""
+        self.fast = False
+        whole = MAKERS[self.task](self.ctx, self.limit, self.n, fast=False)
+        self._draws = itertools.islice(whole, len(self._made), None)
+
+    @property
+    def made(self) -> int:
+        """The samples drawn so far: all of them once ``sample`` found none."""
+        return len(self._made)
+
+    def __iter__(self) -> Iterator[Drawn]:
+        for index in itertools.count():
+            drawn = self.sample(index)
+            if drawn is None:
+                return
+            yield drawn
+
+
 # Two: the most cases a worker has in flight (an endpoint's or a Ray cluster's cases_at_once), so
-# two cases' samples built in turn never rebuild each other's set; no more, since a 1M set holds
+# two cases' samples built in turn never redraw each other's set; no more, since a 1M set holds
 # 100 texts of some 4 MB
 @memo(2)
-def _set(task: str, ctx: BuildContext, limit: int, n: int, fast: bool) -> tuple[Drawn, ...]:
-    if fast:
-        try:
-            return tuple(MAKERS[task](ctx, limit, n))
-        except Miscounted:
-            forget(ctx.encoder.raw)
-        except Unsplit:  # a part that cannot be counted alone: this set is counted whole
-            pass
-    return tuple(MAKERS[task](ctx, limit, n, fast=False))
+def _set(task: str, ctx: BuildContext, limit: int, n: int, fast: bool) -> Drawing:
+    return Drawing(task, ctx, limit, n, fast)
 
 
-def task_set(task: str, ctx: BuildContext, limit: int, n: int) -> tuple[Drawn, ...]:
-    """The task's set, built once per length (the memo's): from parts where the tokenizer's
+def task_set(task: str, ctx: BuildContext, limit: int, n: int) -> Drawing:
+    """The task's set, drawn once per length (the memo's): from parts where the tokenizer's
     counts allow, else from whole texts."""
     return _set(task, ctx, limit, n, tally_for(ctx.encoder.raw) is not None)
 
 
 def build(ctx: BuildContext, job: Job) -> Sample:
+    with held_off():
+        return _build(ctx, job)
+
+
+def _build(ctx: BuildContext, job: Job) -> Sample:
     frame = ctx.frame("", "", "")
     limit = frame.budget(job.length, job.gen)
     job.need_room(limit, 1, "tokens for the question")
     n = max(SET_SIZE, -(-(job.index + 1) // SET_SIZE) * SET_SIZE)
+    drawing = task_set(job.task, ctx, limit, n)
     try:
-        drawn_set = task_set(job.task, ctx, limit, n)
+        drawn = drawing.sample(job.index)
     except TooShort as exc:
         raise job.too_short(
             f"the reference's fewest units do not fit {limit} tokens ({exc})"
         ) from None
-    if job.index >= len(drawn_set):
+    if drawn is None:
         raise DataUnavailable(
-            f"{job.task}: its data hold {len(drawn_set)} test records, sample {job.index} needs "
+            f"{job.task}: its data hold {drawing.made} test records, sample {job.index} needs "
             "more; place the full sets under --data-dir (ctxgate data verify lists them), or ask "
             "fewer --samples"
         )
-    drawn = drawn_set[job.index]
     text = drawn.text
     ids = text_ids(ctx.encoder.raw, text, drawn.cuts)
     if len(ids) != drawn.tokens:  # counted from parts, not as the reference counts the text
         forget(ctx.encoder.raw)
-        return build(ctx, job)  # from whole texts, whose counts are the sample's
+        return _build(ctx, job)  # from whole texts, whose counts are the sample's
     return job.sample(frame.around(ids, text), drawn.answers, "", question_tokens=len(ids))
 
 

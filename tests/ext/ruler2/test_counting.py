@@ -228,7 +228,7 @@ def test_a_set_from_parts_is_the_set_from_whole_texts(task: str, shape: str) -> 
         built: list[Sequence[tasks.Drawn] | None] = []
         for fast in (True, False):
             try:
-                built.append(make(ctx, length, 10, fast=fast))
+                built.append(list(make(ctx, length, 10, fast=fast)))
             except TooShort:
                 built.append(None)
         assert built[0] == built[1], (task, shape, length)
@@ -246,16 +246,45 @@ def test_a_sent_sample_has_its_whole_texts_ids(task: str, shape: str) -> None:
         assert text_ids(raw, text, drawn.cuts) == raw.encode(text), (task, shape)
 
 
+def test_a_set_is_drawn_as_far_as_asked_and_a_short_one_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sample 0 of a long set draws that sample alone (the suite's first-sample check at 128K
+    for a 1M case); where a later sample could fail (its retries reach the fewest units), the
+    first request draws all, so a set with one that cannot fit is refused whichever is asked."""
+    ctx = context("gpt2-bpe")
+    want = list(tasks.MAKERS["mk_niah_basic"](ctx, 16000, 10))
+    draws = []
+    monkeypatch.setattr(NiahSet, "draw", counted(NiahSet.draw, draws))
+    drawing = tasks.task_set("mk_niah_basic", ctx, 16000, 10)
+    assert drawing.sample(1) == want[1] and drawing.made == 2
+    first_two = len(draws)
+    assert drawing.sample(0) == want[0] and len(draws) == first_two
+    assert list(drawing) == want and drawing.sample(10) is None
+    assert len(draws) >= first_two + 8
+    assert next(tasks.MAKERS["mk_niah_easy"](ctx, 1000, 1)).tokens <= 1000
+    with pytest.raises(TooShort):
+        tasks.task_set("mk_niah_easy", ctx, 1000, 100).sample(0)
+
+
+def counted(method: Any, calls: list[int]) -> Any:
+    def call(self: Any, *args: Any) -> Any:
+        calls.append(1)
+        return method(self, *args)
+
+    return call
+
+
 def test_a_count_that_differs_from_the_whole_text_falls_back_for_good(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The first draw of a set is counted both ways: a difference builds the set from whole
     texts, and the tokenizer is counted whole from then on."""
     ctx = BuildContext(PieceEncoder(HFTokenizer(tokenizer("gpt2-bpe"))), chat=False, seed=42)
-    want = tasks.MAKERS["mk_niah_basic"](ctx, 1500, 10, fast=False)
+    want = list(tasks.MAKERS["mk_niah_basic"](ctx, 1500, 10, fast=False))
     monkeypatch.setattr(NiahParts, "__call__", lambda self, drawn: 1)
     assert tally_for(ctx.encoder.raw) is not None
-    assert tasks.task_set("mk_niah_basic", ctx, 1500, 10) == tuple(want)
+    assert list(tasks.task_set("mk_niah_basic", ctx, 1500, 10)) == want
     assert tally_for(ctx.encoder.raw) is None
 
 
@@ -301,8 +330,8 @@ def test_a_set_whose_record_holds_an_added_token_is_counted_whole(tmp_path: Any)
     (folder / "auxiliary_train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     raw = HFTokenizer(tokenizer("gpt2-bpe"))
     ctx = BuildContext(PieceEncoder(raw), chat=False, seed=42, data_dir=str(tmp_path))
-    want = tasks.MAKERS["mk_niah_easy"](ctx, 3000, 10, fast=False)
+    want = list(tasks.MAKERS["mk_niah_easy"](ctx, 3000, 10, fast=False))
     with pytest.raises(Unsplit):
-        tasks.MAKERS["mk_niah_easy"](ctx, 3000, 10)
-    assert tasks.task_set("mk_niah_easy", ctx, 3000, 10) == tuple(want)
+        list(tasks.MAKERS["mk_niah_easy"](ctx, 3000, 10))
+    assert list(tasks.task_set("mk_niah_easy", ctx, 3000, 10)) == want
     assert tally_for(raw) is not None

@@ -74,8 +74,8 @@ def reference_set(task: str, limit: int, n: int) -> Sequence[Any]:
         in_set_order = tuple(haystack[i] for i in GOLDEN["qa_order"])
         count = lambda text: len(ctx.encoder.raw.encode(text))  # noqa: E731
         fit = (limit, min(n, len(needles)))
-        return qa_set(QA_KINDS[task], (needles, in_set_order), 42, count, fit)
-    return MAKERS[task](ctx, limit, n if "niah_basic" in task else SET_SIZE)
+        return list(qa_set(QA_KINDS[task], (needles, in_set_order), 42, count, fit))
+    return list(MAKERS[task](ctx, limit, n if "niah_basic" in task else SET_SIZE))
 
 
 @pytest.mark.parametrize("task", sorted(QA_KINDS))
