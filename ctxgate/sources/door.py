@@ -12,6 +12,7 @@ import errno
 import json
 import os
 import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ctxgate.memo import noted
@@ -172,25 +173,31 @@ def problem(path: Path) -> str | None:
 
 
 def _json_records(path: Path) -> None:
-    """A .json list of objects (or an object of columns), or JSON lines of objects."""
+    """A .json list of objects (or an object of columns), or JSON lines of objects, read a line
+    at a time (a train split's lines are a GB: the whole text, then its lines, held twice that)."""
+    if path.suffix.lower() != ".json":
+        _json_lines(_lines(path))
+        return
     text = _text(path)
-    if path.suffix.lower() == ".json":
-        try:
-            doc = json_value(text)
-        except Undecodable as bad:
-            if "\n" not in text.strip():  # one line: no JSON lines to fall back on
-                raise Undecodable(str(bad)) from None
-        else:
-            if not isinstance(doc, (list, dict)):
-                raise Undecodable(f"holds a {kind(doc)}, not records")
-            if not doc:
-                raise Undecodable("holds no records")
-            rows = doc if isinstance(doc, list) else [doc]
-            n = next((n for n, r in enumerate(rows, 1) if not isinstance(r, dict)), 0)
-            if n:
-                raise Undecodable(f"record {n} is a {kind(rows[n - 1])}, not an object")
-            return
-    for number, line in enumerate(text.split("\n"), start=1):  # as datasets splits them
+    try:
+        doc = json_value(text)
+    except Undecodable as bad:
+        if "\n" not in text.strip():  # one line: no JSON lines to fall back on
+            raise Undecodable(str(bad)) from None
+        _json_lines(enumerate(text.split("\n"), start=1))  # as datasets splits them
+        return
+    if not isinstance(doc, (list, dict)):
+        raise Undecodable(f"holds a {kind(doc)}, not records")
+    if not doc:
+        raise Undecodable("holds no records")
+    rows = doc if isinstance(doc, list) else [doc]
+    n = next((n for n, r in enumerate(rows, 1) if not isinstance(r, dict)), 0)
+    if n:
+        raise Undecodable(f"record {n} is a {kind(rows[n - 1])}, not an object")
+
+
+def _json_lines(lines: Iterable[tuple[int, str]]) -> None:
+    for number, line in lines:
         if line.strip():
             try:
                 record = json_value(line)
@@ -198,6 +205,30 @@ def _json_records(path: Path) -> None:
                 raise Undecodable(str(bad), f":{number}") from None
             if not isinstance(record, dict):
                 raise Undecodable(f"a {kind(record)}, not a record (an object)", f":{number}")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The file's lines, split at each newline as datasets splits them, each decoded (no UTF-8
+    sequence holds a newline's byte, so the same text and faults as the whole file's)."""
+    _a_file(path)
+    offset, seen = 0, False
+    try:
+        with path.open("rb") as f:
+            for number, raw in enumerate(f, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    byte, at = raw[exc.start], offset + exc.start
+                    raise Undecodable(
+                        f"not UTF-8 text (byte {byte:#04x} at offset {at})", f":{number}"
+                    ) from None
+                seen = seen or bool(raw.strip())
+                offset += len(raw)
+                yield number, line.removesuffix("\n")
+    except OSError as exc:
+        raise Undecodable(f"cannot be read ({exc.strerror or exc})") from None
+    if not seen:
+        raise Undecodable("is empty")
 
 
 def _parquet(path: Path) -> None:
