@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import math
 import random
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -71,7 +70,20 @@ class Item:
 
 def item(question: str, choices: Sequence[str], answer: int) -> Item:
     text = question + "".join(f"\n{LETTERS[k]}. {choices[k]}" for k in range(4))
-    return Item(re.sub(r"\s+", " ", text), LETTERS[answer])
+    return Item(collapse(text), LETTERS[answer])
+
+
+def collapse(text: str) -> str:
+    """``re.sub(r"\\s+", " ", text)``, the reference's, some 10x faster (the 100,000 records of
+    MMLU's auxiliary_train took 5 s): ``str.split`` and ``\\s`` take the same characters for
+    whitespace (``str.isspace``), and a run at either end becomes a space."""
+    words = text.split()
+    joined = " ".join(words)
+    if text[:1].isspace():
+        joined = " " + joined
+    if words and text[-1:].isspace():
+        joined += " "
+    return joined
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from ctxgate.api import TaskTooShort, task_samples
 from ctxgate.ext.ruler2 import metrics
 from ctxgate.ext.ruler2.fitting import Repeated, ordinal
+from ctxgate.ext.ruler2.mmlu import collapse
 from ctxgate.ext.ruler2.settings import TOKENS_TO_GENERATE
 from ctxgate.ext.ruler2.tasks import specs
 from ctxgate.ext.ruler2.words import KeyWords
@@ -69,6 +71,15 @@ def test_repeated_draws_as_the_list(items: int, times: int) -> None:
     assert random.Random(1).sample(Repeated(range(items), times), k) == random.Random(1).sample(
         full, k
     )
+
+
+# every character Python counts as whitespace (str.isspace), and some that are not
+SPACES = [chr(c) for c in range(0x3001) if chr(c).isspace()]
+
+
+@given(st.text(st.sampled_from([*SPACES, "a", "b", "\u200b", "\ufeff", "."])) | st.text())
+def test_whitespace_collapses_as_the_references_regex(text: str) -> None:
+    assert collapse(text) == re.sub(r"\s+", " ", text)
 
 
 def test_ordinals() -> None:
