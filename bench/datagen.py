@@ -10,7 +10,9 @@ build cases: the suite's sample iterator, seed 42, the fixture QA files and ``--
 one tokenizer per worker and length (its one-off tokenization of haystacks and word lists is counted
 in the first task that needs it), one sample in memory at a time. A line per task gives its build
 seconds (imports and tokenizer loading left out), its worker's peak memory while it ran (sampled
-every 20 ms), and the hash of its samples (its first 16 hex digits, to set beside another run's).
+every 20 ms: resident, and its own, less the resident pages of the files it maps, such as datasets'
+memory-mapped copy of a data file and the libraries), and the hash of its samples (its first 16 hex
+digits, to set beside another run's).
 The length's wall time (worker start-up included) and the sum of the workers' peaks (an upper bound
 on the memory the machine held) close each length.
 
@@ -63,17 +65,21 @@ ctx = BuildContext(encoder=enc, chat=enc.has_chat_template, chat_by_task=enc.has
                    squad_source=squad, hotpotqa_source=hotpot,
                    **({"data_dir": data_dir} if data_dir else {}))  # a baseline may have none
 length = int(length)
-me, peak = psutil.Process(), [0]
+me, peak = psutil.Process(), [0, 0]
+def sample():
+    m = me.memory_info()  # shared: resident file pages (mapped files, libraries)
+    peak[0], peak[1] = max(peak[0], m.rss), max(peak[1], m.rss - m.shared)
 def watch():
     while True:
-        peak[0] = max(peak[0], me.memory_info().rss)
+        sample()
         time.sleep(0.02)
 threading.Thread(target=watch, daemon=True).start()
 print("ready", flush=True)
 for line in sys.stdin:
     task = line.strip()
     spec, out = get_task(task), {"task": task, "length": length}
-    peak[0] = me.memory_info().rss
+    peak[0] = peak[1] = 0
+    sample()
     t0 = time.perf_counter()
     try:
         count = samples_to_run(spec, ctx, length, int(n))
@@ -89,7 +95,8 @@ for line in sys.stdin:
     except Exception as exc:
         out["refused"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:110]}"
     out["seconds"] = round(time.perf_counter() - t0, 3)
-    out["peak_mb"] = round(max(peak[0], me.memory_info().rss) / 2**20, 1)
+    sample()
+    out["peak_mb"], out["own_mb"] = round(peak[0] / 2**20, 1), round(peak[1] / 2**20, 1)
     out["module"] = sys.modules["ctxgate"].__file__
     print(json.dumps(out), flush=True)
 """
@@ -261,8 +268,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if theirs is not None:
             base, base_wall = run_all(theirs, tasks, length, base_n, args.workers)
         print(
-            f"\n{label}: task               n  build s   per sample  peak MB  fill   samples "
-            "sha256    "
+            f"\n{label}: task               n  build s   per sample  peak MB   own MB  fill   "
+            "samples sha256    "
             "| baseline per sample  ratio  samples",
             flush=True,
         )
@@ -274,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             per = r["seconds"] / max(r["n"], 1)
             row = (
                 f"{label}: {task:<16} {r['n']:>4} {r['seconds']:8.1f} {per:10.3f} s "
-                f"{r['peak_mb']:8.0f} {r['fill']:.4f}"
+                f"{r['peak_mb']:8.0f} {r['own_mb']:8.0f} {r['fill']:.4f}"
                 f"  {r['sha256'][:16]}"  # the samples' hash, to compare by eye with another run's
             )
             if theirs is None:
@@ -296,12 +303,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"{row}  | {bper:10.3f} s {bper / per:6.1f}x  {same}", flush=True)
         built = [r for r in now.values() if "refused" not in r]
         peaks = sorted((r["peak_mb"] for r in built), reverse=True)[: args.workers]
+        own = max((r["own_mb"] for r in built), default=0)
         print(
             f"{label}: {len(built)} of {len(tasks)} tasks x {args.samples} samples built in "
             f"{wall:.1f} s wall "
             f"({args.workers} processes; {sum(r['seconds'] for r in built):.1f} s of building), "
             "peak "
-            f"{max(peaks, default=0):.0f} MB per process, at most {sum(peaks):.0f} MB at once",
+            f"{max(peaks, default=0):.0f} MB per process ({own:.0f} MB its own, not file pages), "
+            f"at most {sum(peaks):.0f} MB at once",
             flush=True,
         )
         if theirs is not None:
