@@ -164,6 +164,24 @@ def test_jsonl_data(tmp_path, data):
     assert str(path) in str(caught.value)
 
 
+def read_whole(data: bytes) -> bool:
+    """JSON lines of objects, read as one text: the door's line-at-a-time reading must agree."""
+    try:
+        lines = data.decode("utf-8").split("\n")
+        return bool(data.strip()) and all(
+            isinstance(json.loads(line), dict) for line in lines if line.strip()
+        )
+    except (ValueError, RecursionError):
+        return False
+
+
+@SETTINGS
+@given(data=damaged(JSONL) | st.binary(max_size=40))
+def test_jsonl_read_a_line_at_a_time_is_refused_as_read_whole(tmp_path, data):
+    path = _write(tmp_path, "d.jsonl", data)
+    assert (door.problem(path) is None) == read_whole(data)
+
+
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
