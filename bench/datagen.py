@@ -66,12 +66,12 @@ ctx = BuildContext(encoder=enc, chat=enc.has_chat_template, chat_by_task=enc.has
                    **({"data_dir": data_dir} if data_dir else {}))  # a baseline may have none
 length = int(length)
 me, peak = psutil.Process(), [0, 0]
-def sample():
+def note_memory():
     m = me.memory_info()  # shared: resident file pages (mapped files, libraries)
     peak[0], peak[1] = max(peak[0], m.rss), max(peak[1], m.rss - m.shared)
 def watch():
     while True:
-        sample()
+        note_memory()
         time.sleep(0.02)
 threading.Thread(target=watch, daemon=True).start()
 print("ready", flush=True)
@@ -79,7 +79,7 @@ for line in sys.stdin:
     task = line.strip()
     spec, out = get_task(task), {"task": task, "length": length}
     peak[0] = peak[1] = 0
-    sample()
+    note_memory()
     t0 = time.perf_counter()
     try:
         count = samples_to_run(spec, ctx, length, int(n))
@@ -95,7 +95,7 @@ for line in sys.stdin:
     except Exception as exc:
         out["refused"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:110]}"
     out["seconds"] = round(time.perf_counter() - t0, 3)
-    sample()
+    note_memory()
     out["peak_mb"], out["own_mb"] = round(peak[0] / 2**20, 1), round(peak[1] / 2**20, 1)
     out["module"] = sys.modules["ctxgate"].__file__
     print(json.dumps(out), flush=True)

@@ -12,6 +12,7 @@ import random
 import re
 from collections.abc import Sequence
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -246,33 +247,22 @@ def test_a_sent_sample_has_its_whole_texts_ids(task: str, shape: str) -> None:
         assert text_ids(raw, text, drawn.cuts) == raw.encode(text), (task, shape)
 
 
-def test_a_set_is_drawn_as_far_as_asked_and_a_short_one_whole(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_set_is_drawn_as_far_as_asked_and_a_short_one_whole() -> None:
     """Sample 0 of a long set draws that sample alone (the suite's first-sample check at 128K
     for a 1M case); where a later sample could fail (its retries reach the fewest units), the
     first request draws all, so a set with one that cannot fit is refused whichever is asked."""
     ctx = context("gpt2-bpe")
     want = list(tasks.MAKERS["mk_niah_basic"](ctx, 16000, 10))
-    draws = []
-    monkeypatch.setattr(NiahSet, "draw", counted(NiahSet.draw, draws))
-    drawing = tasks.task_set("mk_niah_basic", ctx, 16000, 10)
-    assert drawing.sample(1) == want[1] and drawing.made == 2
-    first_two = len(draws)
-    assert drawing.sample(0) == want[0] and len(draws) == first_two
-    assert list(drawing) == want and drawing.sample(10) is None
-    assert len(draws) >= first_two + 8
+    with mock.patch.object(NiahSet, "draw", autospec=True, side_effect=NiahSet.draw) as draws:
+        drawing = tasks.task_set("mk_niah_basic", ctx, 16000, 10)
+        assert drawing.sample(1) == want[1] and drawing.made == 2
+        first_two = draws.call_count
+        assert drawing.sample(0) == want[0] and draws.call_count == first_two
+        assert list(drawing) == want and drawing.sample(10) is None
+        assert draws.call_count >= first_two + 8
     assert next(tasks.MAKERS["mk_niah_easy"](ctx, 1000, 1)).tokens <= 1000
     with pytest.raises(TooShort):
         tasks.task_set("mk_niah_easy", ctx, 1000, 100).sample(0)
-
-
-def counted(method: Any, calls: list[int]) -> Any:
-    def call(self: Any, *args: Any) -> Any:
-        calls.append(1)
-        return method(self, *args)
-
-    return call
 
 
 def test_a_count_that_differs_from_the_whole_text_falls_back_for_good(
